@@ -1,0 +1,48 @@
+# Makefile - the two commands of README.md, wrapping CMake.
+#
+#   make run    install what is missing, build, start `ckube server` in ./ckube-data
+#   make test   install what is missing, check formatting, build with ThreadSanitizer
+#               and run the concurrency tests, then build with ASan+UBSan and run
+#               every test; the output ends with ctest's summary.
+BUILD_DIR ?= build
+ASAN_DIR  ?= build-asan
+TSAN_DIR  ?= build-tsan
+FUZZ_DIR  ?= build-fuzz
+DATA_DIR  ?= ./ckube-data
+LISTEN    ?= 127.0.0.1:6443
+JOBS      ?= $(shell nproc)
+SOURCES    = $(shell find include lib cmd tests bench fuzz -name '*.[ch]' 2>/dev/null)
+
+.PHONY: run test deps build format format-check tsan-test asan-test clean
+
+run: build
+	$(BUILD_DIR)/cmd/ckube/ckube server --listen $(LISTEN) --data-dir $(DATA_DIR)
+
+test: deps format-check tsan-test asan-test
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+format:
+	clang-format -i $(SOURCES)
+
+format-check:
+	@clang-format --dry-run --Werror $(SOURCES)
+	@echo "format-check: $(words $(SOURCES)) files formatted"
+
+tsan-test:
+	@cmake -S . -B $(TSAN_DIR) -DCKUBE_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build $(TSAN_DIR) -j $(JOBS)
+	ctest --test-dir $(TSAN_DIR) -L concurrency --output-on-failure -j $(JOBS)
+
+asan-test:
+	@cmake -S . -B $(ASAN_DIR) -DCKUBE_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build $(ASAN_DIR) -j $(JOBS)
+	ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)

@@ -1,0 +1,59 @@
+/*
+ * ckube/apiserver.h - the ckube API server, embeddable in any process.
+ *
+ * Today it serves the health endpoints (/healthz, /livez, /readyz, each with
+ * ?verbose) and /version over plain HTTP with libmicrohttpd; unknown paths
+ * answer a Kubernetes Status object with code 404. The server runs on its
+ * own threads from ck_apiserver_start() until ck_apiserver_free().
+ *
+ * Until TLS and authentication exist it listens on loopback addresses only.
+ */
+#ifndef CKUBE_APISERVER_H
+#define CKUBE_APISERVER_H
+
+#include <stdint.h>
+
+#include "ckube/util.h"
+
+#define CK_APISERVER_DEFAULT_LISTEN "127.0.0.1:6443"
+
+struct ck_apiserver;
+
+struct ck_apiserver_config {
+    /* "HOST:PORT" or "[V6HOST]:PORT"; port 0 picks a free port. NULL = the default. */
+    const char *listen;
+};
+
+/*
+ * Binds the listen address and starts serving. On success returns 0 and sets
+ * *ret_server, which the caller frees with ck_apiserver_free(). Fails with
+ * CK_EINVAL (malformed or non-loopback address), CK_EADDRINUSE (address taken)
+ * or CK_EIO, saying which in *reterr; nothing is left running.
+ */
+int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apiserver **ret_server,
+                       struct ck_err *reterr);
+
+/* The TCP port actually bound (useful with port 0). */
+uint16_t ck_apiserver_port(const struct ck_apiserver *server);
+
+/* The server's base URL, http://HOST:PORT with the bound port. Owned by the server. */
+const char *ck_apiserver_url(const struct ck_apiserver *server);
+
+/*
+ * Writes a kubeconfig at path whose only cluster is ck_apiserver_url(), with
+ * context and user "ckube" and namespace "default". Replaces the file
+ * atomically. Returns 0, or CK_EIO/CK_ENOMEM with the reason in *reterr.
+ */
+int ck_apiserver_write_kubeconfig(const struct ck_apiserver *server, const char *path,
+                                  struct ck_err *reterr);
+
+/*
+ * Marks the server as shutting down: /readyz fails from now on, so load
+ * balancers stop sending traffic, while requests in flight finish.
+ */
+void ck_apiserver_begin_shutdown(struct ck_apiserver *server);
+
+/* Stops serving, closes every connection and frees the server. NULL is a no-op. */
+struct ck_apiserver *ck_apiserver_free(struct ck_apiserver *server);
+
+#endif /* CKUBE_APISERVER_H */

@@ -1,0 +1,26 @@
+/*
+ * internal.h - private to lib/apiserver; never installed.
+ *
+ * Helpers shared between the files of the API server: rendering Kubernetes
+ * Status objects and queuing JSON responses on a libmicrohttpd connection.
+ */
+#ifndef CKUBE_APISERVER_INTERNAL_H
+#define CKUBE_APISERVER_INTERNAL_H
+
+#include <microhttpd.h>
+
+/*
+ * Renders a metav1.Status failure: {"kind":"Status","apiVersion":"v1",
+ * "metadata":{},"status":"Failure","message":...,"reason":...,"code":...}.
+ * Returns a string the caller frees, or NULL when out of memory.
+ */
+char *ck__status_json(unsigned int code, const char *reason, const char *message);
+
+enum MHD_Result ck__apiserver_queue_json(struct MHD_Connection *conn, unsigned int status,
+                                         const char *json);
+
+/* Queues ck__status_json(code, reason, message) with HTTP status code. */
+enum MHD_Result ck__apiserver_queue_status(struct MHD_Connection *conn, unsigned int code,
+                                           const char *reason, const char *message);
+
+#endif /* CKUBE_APISERVER_INTERNAL_H */

@@ -1,0 +1,408 @@
+/*
+ * server.c - the HTTP front of the API server: listening, routing, health.
+ *
+ * libmicrohttpd runs the connections on its own polling thread (epoll, with
+ * suspend/resume allowed for the watch streams to come). We bind the listen
+ * socket ourselves so that "address in use" and "not a loopback address" are
+ * clear errors before any thread starts, and hand the socket to MHD.
+ *
+ * Requests are answered on the access handler's second call, never the first:
+ * queuing on the first call makes MHD close kept-alive connections.
+ *
+ * Health follows k8s.io/apiserver/pkg/server/healthz: each endpoint runs a
+ * list of named checks; success is "ok" (or, with ?verbose, one "[+]name ok"
+ * line per check and "<endpoint> check passed"); any failure answers 500 with
+ * the per-check lines, and ?exclude=name skips a check. /readyz also has the
+ * "shutdown" check, which fails once shutdown has begun.
+ *
+ * Threading: handlers run on MHD's thread; `shutting_down` is the only state
+ * shared with the owner's thread, and it is atomic.
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ckube/apiserver.h"
+#include "internal.h"
+
+struct ck_apiserver {
+    struct MHD_Daemon *daemon;
+    int listen_fd;
+    uint16_t port;
+    char url[300];
+    atomic_bool shutting_down;
+};
+
+/* A health check: returns true when healthy, else false with a reason. */
+struct health_check {
+    const char *name;
+    bool (*run)(struct ck_apiserver *server, const char **ret_reason);
+};
+
+static bool check_ping(struct ck_apiserver *server, const char **ret_reason)
+{
+    (void)server;
+    (void)ret_reason;
+    return true;
+}
+
+static bool check_shutdown(struct ck_apiserver *server, const char **ret_reason)
+{
+    if (atomic_load(&server->shutting_down)) {
+        *ret_reason = "process is shutting down";
+        return false;
+    }
+    return true;
+}
+
+static const struct health_check livez_checks[] = {{"ping", check_ping}};
+static const struct health_check readyz_checks[] = {{"ping", check_ping},
+                                                    {"shutdown", check_shutdown}};
+
+static enum MHD_Result queue_body(struct MHD_Connection *conn, unsigned int status,
+                                  const char *content_type, const char *body, size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
+    enum MHD_Result ret = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+enum MHD_Result ck__apiserver_queue_json(struct MHD_Connection *conn, unsigned int status,
+                                         const char *json)
+{
+    return queue_body(conn, status, "application/json", json, strlen(json));
+}
+
+enum MHD_Result ck__apiserver_queue_status(struct MHD_Connection *conn, unsigned int code,
+                                           const char *reason, const char *message)
+{
+    char *body = ck__status_json(code, reason, message);
+    if (!body)
+        return MHD_NO;
+    enum MHD_Result ret = ck__apiserver_queue_json(conn, code, body);
+    free(body);
+    return ret;
+}
+
+/* True when the comma-separated or repeated ?exclude= values name the check. */
+static bool excluded(struct MHD_Connection *conn, const char *check)
+{
+    const char *value = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "exclude");
+    if (!value)
+        return false;
+    size_t n = strlen(check);
+    for (const char *p = value; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, check, n) == 0)
+            return true;
+        p += len + (end ? 1 : 0);
+    }
+    return false;
+}
+
+struct arg_search {
+    const char *wanted;
+    bool found;
+};
+
+static enum MHD_Result note_key(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
+{
+    (void)kind;
+    (void)value;
+    struct arg_search *search = cls;
+    if (strcmp(key, search->wanted) == 0)
+        search->found = true;
+    return MHD_YES;
+}
+
+/* True when the query has the argument, with or without a value (`?verbose`). */
+static bool has_query_arg(struct MHD_Connection *conn, const char *name)
+{
+    struct arg_search search = {name, false};
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, note_key, &search);
+    return search.found;
+}
+
+static enum MHD_Result serve_health(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                    const char *endpoint, const struct health_check *checks,
+                                    size_t n_checks)
+{
+    bool verbose = has_query_arg(conn, "verbose");
+    char body[2048];
+    size_t len = 0;
+    bool healthy = true;
+
+    for (size_t i = 0; i < n_checks; i++) {
+        const char *reason = "";
+        const char *name = checks[i].name;
+        int n;
+        if (excluded(conn, name))
+            n = snprintf(body + len, sizeof(body) - len, "[+]%s excluded: ok\n", name);
+        else if (checks[i].run(server, &reason))
+            n = snprintf(body + len, sizeof(body) - len, "[+]%s ok\n", name);
+        else {
+            healthy = false;
+            n = snprintf(body + len, sizeof(body) - len, "[-]%s failed: reason withheld\n", name);
+            CK_LOGV(2, "%s check %s failed: %s", endpoint, name, reason);
+        }
+        if (n > 0 && (size_t)n < sizeof(body) - len)
+            len += (size_t)n;
+    }
+    int n = snprintf(body + len, sizeof(body) - len, "%s check %s\n", endpoint,
+                     healthy ? "passed" : "failed");
+    if (n > 0 && (size_t)n < sizeof(body) - len)
+        len += (size_t)n;
+
+    const char *text_plain = "text/plain; charset=utf-8";
+    if (healthy && !verbose)
+        return queue_body(conn, MHD_HTTP_OK, text_plain, "ok", 2);
+    return queue_body(conn, healthy ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, text_plain,
+                      body, len);
+}
+
+static enum MHD_Result serve_version(struct MHD_Connection *conn)
+{
+    char *body = ck_version_json(true);
+    if (!body)
+        return MHD_NO;
+    enum MHD_Result ret = ck__apiserver_queue_json(conn, MHD_HTTP_OK, body);
+    free(body);
+    return ret;
+}
+
+static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection *conn,
+                             const char *method, const char *url)
+{
+    bool readonly = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+
+    if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0 ||
+        strcmp(url, "/version") == 0) {
+        if (!readonly)
+            return ck__apiserver_queue_status(
+                conn, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed",
+                "the server does not allow this method on the requested resource");
+        if (strcmp(url, "/version") == 0)
+            return serve_version(conn);
+        if (strcmp(url, "/readyz") == 0)
+            return serve_health(server, conn, "readyz", readyz_checks,
+                                sizeof(readyz_checks) / sizeof(readyz_checks[0]));
+        return serve_health(server, conn, url + 1, livez_checks,
+                            sizeof(livez_checks) / sizeof(livez_checks[0]));
+    }
+    return ck__apiserver_queue_status(conn, MHD_HTTP_NOT_FOUND, "NotFound",
+                                      "the server could not find the requested resource");
+}
+
+static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload_data, size_t *upload_data_size,
+                                      void **req_cls)
+{
+    (void)version;
+    (void)upload_data;
+    static int first_call_marker;
+    if (*req_cls == NULL) {
+        *req_cls = &first_call_marker;
+        return MHD_YES;
+    }
+    if (*upload_data_size != 0) {
+        /* No endpoint takes a body yet: read and drop it, answer at the end. */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    CK_LOGV(4, "%s %s", method, url);
+    return route(cls, conn, method, url);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t len = strlen(msg);
+    while (len > 0 && msg[len - 1] == '\n')
+        msg[--len] = '\0';
+    CK_LOGV(2, "libmicrohttpd: %s", msg);
+}
+
+/* Splits "HOST:PORT" / "[HOST]:PORT" into host and port buffers. */
+static int split_host_port(const char *addr, char *host, size_t host_size, char *port,
+                           size_t port_size, struct ck_err *reterr)
+{
+    const char *colon;
+    const char *host_start = addr;
+    size_t host_len;
+    if (addr[0] == '[') {
+        const char *close = strchr(addr, ']');
+        if (!close || close[1] != ':')
+            return ck_err_set(reterr, CK_EINVAL, "invalid listen address %s: want [HOST]:PORT",
+                              addr);
+        host_start = addr + 1;
+        host_len = (size_t)(close - host_start);
+        colon = close + 1;
+    } else {
+        colon = strrchr(addr, ':');
+        if (!colon)
+            return ck_err_set(reterr, CK_EINVAL, "invalid listen address %s: want HOST:PORT", addr);
+        host_len = (size_t)(colon - addr);
+    }
+    const char *port_str = colon + 1;
+    char *end;
+    long port_num = strtol(port_str, &end, 10);
+    if (*port_str == '\0' || *end != '\0' || port_num < 0 || port_num > 65535)
+        return ck_err_set(reterr, CK_EINVAL, "invalid listen address %s: bad port %s", addr,
+                          port_str);
+    if (host_len == 0)
+        return ck_err_set(
+            reterr, CK_EINVAL,
+            "listen address %s has no host: until TLS and authentication exist ckube listens on loopback only",
+            addr);
+    if (host_len >= host_size || strlen(port_str) >= port_size)
+        return ck_err_set(reterr, CK_EINVAL, "invalid listen address %s: too long", addr);
+    memcpy(host, host_start, host_len);
+    host[host_len] = '\0';
+    strcpy(port, port_str);
+    return 0;
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+    }
+    return false;
+}
+
+static int bind_listen_socket(struct ck_apiserver *server, const char *addr, struct ck_err *reterr)
+{
+    char host[256], port[16];
+    int r = split_host_port(addr, host, sizeof(host), port, sizeof(port), reterr);
+    if (r < 0)
+        return r;
+
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res;
+    int gai = getaddrinfo(host, port, &hints, &res);
+    if (gai != 0)
+        return ck_err_set(reterr, CK_EINVAL, "invalid listen address %s: %s", addr,
+                          gai_strerror(gai));
+    if (!is_loopback(res->ai_addr)) {
+        freeaddrinfo(res);
+        return ck_err_set(
+            reterr, CK_EINVAL,
+            "refusing to listen on %s: until TLS and authentication exist ckube listens on loopback addresses only (127.0.0.0/8, ::1)",
+            addr);
+    }
+
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        freeaddrinfo(res);
+        return ck_err_set(reterr, CK_EIO, "cannot create socket for %s: %s", addr, strerror(errno));
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, res->ai_addr, res->ai_addrlen) < 0) {
+        int e = errno;
+        freeaddrinfo(res);
+        close(fd);
+        if (e == EADDRINUSE)
+            return ck_err_set(
+                reterr, CK_EADDRINUSE,
+                "cannot listen on %s: address already in use (is another ckube server running?)",
+                addr);
+        return ck_err_set(reterr, CK_EIO, "cannot listen on %s: %s", addr, strerror(e));
+    }
+    freeaddrinfo(res);
+    if (listen(fd, 128) < 0) {
+        int e = errno;
+        close(fd);
+        return ck_err_set(reterr, CK_EIO, "cannot listen on %s: %s", addr, strerror(e));
+    }
+    struct sockaddr_storage bound;
+    socklen_t bound_len = sizeof(bound);
+    getsockname(fd, (struct sockaddr *)&bound, &bound_len);
+    server->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                     : ((struct sockaddr_in *)&bound)->sin_port);
+    snprintf(server->url, sizeof(server->url),
+             bound.ss_family == AF_INET6 ? "http://[%s]:%u" : "http://%s:%u", host,
+             (unsigned)server->port);
+    server->listen_fd = fd;
+    return 0;
+}
+
+int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apiserver **ret_server,
+                       struct ck_err *reterr)
+{
+    const char *listen_addr =
+        config && config->listen ? config->listen : CK_APISERVER_DEFAULT_LISTEN;
+    struct ck_apiserver *server = calloc(1, sizeof(*server));
+    if (!server)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    int r = bind_listen_socket(server, listen_addr, reterr);
+    if (r < 0) {
+        free(server);
+        return r;
+    }
+
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    server->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, access_handler, server, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_LISTEN_SOCKET, server->listen_fd, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
+    if (!server->daemon) {
+        close(server->listen_fd);
+        free(server);
+        return ck_err_set(reterr, CK_EIO, "cannot start the HTTP server on %s", listen_addr);
+    }
+    *ret_server = server;
+    return 0;
+}
+
+uint16_t ck_apiserver_port(const struct ck_apiserver *server)
+{
+    return server->port;
+}
+
+const char *ck_apiserver_url(const struct ck_apiserver *server)
+{
+    return server->url;
+}
+
+void ck_apiserver_begin_shutdown(struct ck_apiserver *server)
+{
+    atomic_store(&server->shutting_down, true);
+}
+
+struct ck_apiserver *ck_apiserver_free(struct ck_apiserver *server)
+{
+    if (!server)
+        return NULL;
+    /* Stop accepting first, then end the connections; we own the listen socket. */
+    MHD_socket fd = MHD_quiesce_daemon(server->daemon);
+    MHD_stop_daemon(server->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    free(server);
+    return NULL;
+}

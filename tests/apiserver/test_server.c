@@ -1,0 +1,245 @@
+/*
+ * test_server.c - tests for lib/apiserver/server.c over real HTTP (libcurl):
+ * health endpoints plain and verbose, /version, Status 404 for unknown paths,
+ * 405 for writes to read-only endpoints, readyz failing once shutdown begins,
+ * the kubeconfig, and the listen-address errors (in use, not loopback,
+ * malformed).
+ */
+#include "cktest.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckube/apiserver.h"
+
+struct response {
+    long status;
+    char *body;
+    size_t len;
+};
+
+static size_t collect(char *data, size_t size, size_t nmemb, void *userp)
+{
+    struct response *r = userp;
+    size_t n = size * nmemb;
+    char *grown = realloc(r->body, r->len + n + 1);
+    if (!grown)
+        return 0;
+    memcpy(grown + r->len, data, n);
+    r->len += n;
+    grown[r->len] = '\0';
+    r->body = grown;
+    return n;
+}
+
+/* Performs METHOD on the server's PATH; the caller frees ret->body. */
+static void request(struct ck_apiserver *server, const char *method, const char *path,
+                    struct response *ret)
+{
+    char url[512];
+    snprintf(url, sizeof(url), "%s%s", ck_apiserver_url(server), path);
+    memset(ret, 0, sizeof(*ret));
+    CURL *curl = curl_easy_init();
+    assert_non_null(curl);
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, ret);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+    assert_int_equal(curl_easy_perform(curl), CURLE_OK);
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &ret->status);
+    curl_easy_cleanup(curl);
+    if (!ret->body)
+        ret->body = calloc(1, 1);
+}
+
+static int start_server(void **state)
+{
+    struct ck_apiserver_config config = {.listen = "127.0.0.1:0"};
+    struct ck_apiserver *server = NULL;
+    struct ck_err err = {0};
+    if (ck_apiserver_start(&config, &server, &err) < 0) {
+        fprintf(stderr, "start: %s\n", err.msg);
+        return -1;
+    }
+    *state = server;
+    return 0;
+}
+
+static int stop_server(void **state)
+{
+    ck_apiserver_free(*state);
+    return 0;
+}
+
+static void test_health_endpoints_answer_ok(void **state)
+{
+    static const char *const paths[] = {"/healthz", "/livez", "/readyz"};
+    for (size_t i = 0; i < 3; i++) {
+        struct response r;
+        request(*state, "GET", paths[i], &r);
+        assert_int_equal(r.status, 200);
+        assert_string_equal(r.body, "ok");
+        free(r.body);
+    }
+}
+
+static void test_verbose_lists_each_check(void **state)
+{
+    struct response r;
+    request(*state, "GET", "/readyz?verbose", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "[+]ping ok\n[+]shutdown ok\nreadyz check passed\n");
+    free(r.body);
+    request(*state, "GET", "/livez?verbose=1&exclude=ping", &r);
+    assert_string_equal(r.body, "[+]ping excluded: ok\nlivez check passed\n");
+    free(r.body);
+}
+
+static void test_readyz_fails_after_shutdown_begins(void **state)
+{
+    ck_apiserver_begin_shutdown(*state);
+    struct response r;
+    request(*state, "GET", "/readyz", &r);
+    assert_int_equal(r.status, 500);
+    assert_non_null(strstr(r.body, "[-]shutdown failed"));
+    assert_non_null(strstr(r.body, "readyz check failed"));
+    free(r.body);
+    request(*state, "GET", "/livez", &r); /* liveness is unaffected */
+    assert_int_equal(r.status, 200);
+    free(r.body);
+}
+
+static void test_version_reports_kubernetes_1_32(void **state)
+{
+    struct response r;
+    request(*state, "GET", "/version?timeout=32s", &r);
+    assert_int_equal(r.status, 200);
+    json_error_t jerr;
+    json_t *v = json_loads(r.body, 0, &jerr);
+    assert_non_null(v);
+    assert_string_equal(json_string_value(json_object_get(v, "major")), "1");
+    assert_string_equal(json_string_value(json_object_get(v, "minor")), "32");
+    assert_non_null(json_string_value(json_object_get(v, "gitVersion")));
+    json_decref(v);
+    free(r.body);
+}
+
+static void expect_status(struct ck_apiserver *server, const char *method, const char *path,
+                          long code, const char *reason)
+{
+    struct response r;
+    request(server, method, path, &r);
+    assert_int_equal(r.status, code);
+    json_error_t jerr;
+    json_t *s = json_loads(r.body, 0, &jerr);
+    assert_non_null(s);
+    assert_string_equal(json_string_value(json_object_get(s, "kind")), "Status");
+    assert_string_equal(json_string_value(json_object_get(s, "apiVersion")), "v1");
+    assert_string_equal(json_string_value(json_object_get(s, "status")), "Failure");
+    assert_string_equal(json_string_value(json_object_get(s, "reason")), reason);
+    assert_int_equal(json_integer_value(json_object_get(s, "code")), code);
+    json_decref(s);
+    free(r.body);
+}
+
+static void test_unknown_path_is_a_404_status(void **state)
+{
+    expect_status(*state, "GET", "/api/v1/nothing-here", 404, "NotFound");
+}
+
+static void test_writes_to_health_are_405(void **state)
+{
+    expect_status(*state, "POST", "/healthz", 405, "MethodNotAllowed");
+    expect_status(*state, "DELETE", "/version", 405, "MethodNotAllowed");
+}
+
+static void test_kubeconfig_points_at_the_bound_port(void **state)
+{
+    char path[] = "/tmp/ckube-test-kubeconfig-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    struct ck_err err = {0};
+    assert_int_equal(ck_apiserver_write_kubeconfig(*state, path, &err), 0);
+    json_error_t jerr;
+    json_t *cfg = json_load_file(path, 0, &jerr);
+    unlink(path);
+    assert_non_null(cfg);
+    json_t *cluster =
+        json_object_get(json_array_get(json_object_get(cfg, "clusters"), 0), "cluster");
+    assert_string_equal(json_string_value(json_object_get(cluster, "server")),
+                        ck_apiserver_url(*state));
+    assert_string_equal(json_string_value(json_object_get(cfg, "current-context")), "ckube");
+    json_decref(cfg);
+
+    assert_int_equal(ck_apiserver_write_kubeconfig(*state, "/nonexistent-dir/kubeconfig", &err),
+                     CK_EIO);
+    assert_non_null(strstr(err.msg, "/nonexistent-dir/kubeconfig"));
+}
+
+static void test_address_in_use_is_a_clear_error(void **state)
+{
+    char addr[64];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", (unsigned)ck_apiserver_port(*state));
+    struct ck_apiserver_config config = {.listen = addr};
+    struct ck_apiserver *second = NULL;
+    struct ck_err err = {0};
+    assert_int_equal(ck_apiserver_start(&config, &second, &err), CK_EADDRINUSE);
+    assert_null(second);
+    assert_non_null(strstr(err.msg, "address already in use"));
+}
+
+static void test_bad_listen_addresses_are_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *addr;
+        const char *says;
+    } cases[] = {
+        {"0.0.0.0:6443", "loopback"},
+        {"10.1.2.3:6443", "loopback"},
+        {":6443", "no host"},
+        {"127.0.0.1", "want HOST:PORT"},
+        {"127.0.0.1:99999", "bad port"},
+        {"127.0.0.1:http", "bad port"},
+        {"[::1:6443", "want [HOST]:PORT"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct ck_apiserver_config config = {.listen = cases[i].addr};
+        struct ck_apiserver *server = NULL;
+        struct ck_err err = {0};
+        assert_int_equal(ck_apiserver_start(&config, &server, &err), CK_EINVAL);
+        assert_null(server);
+        if (!strstr(err.msg, cases[i].says))
+            fail_msg("%s: message \"%s\" lacks \"%s\"", cases[i].addr, err.msg, cases[i].says);
+    }
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_health_endpoints_answer_ok, start_server, stop_server),
+        cmocka_unit_test_setup_teardown(test_verbose_lists_each_check, start_server, stop_server),
+        cmocka_unit_test_setup_teardown(test_readyz_fails_after_shutdown_begins, start_server,
+                                        stop_server),
+        cmocka_unit_test_setup_teardown(test_version_reports_kubernetes_1_32, start_server,
+                                        stop_server),
+        cmocka_unit_test_setup_teardown(test_unknown_path_is_a_404_status, start_server,
+                                        stop_server),
+        cmocka_unit_test_setup_teardown(test_writes_to_health_are_405, start_server, stop_server),
+        cmocka_unit_test_setup_teardown(test_kubeconfig_points_at_the_bound_port, start_server,
+                                        stop_server),
+        cmocka_unit_test_setup_teardown(test_address_in_use_is_a_clear_error, start_server,
+                                        stop_server),
+        cmocka_unit_test(test_bad_listen_addresses_are_refused),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    curl_global_cleanup();
+    return failed;
+}
