@@ -2,8 +2,9 @@
 #
 #   make run    install what is missing, build, start `ckube server` in ./ckube-data
 #   make test   install what is missing, check formatting, build with ThreadSanitizer
-#               and run the concurrency tests, then build with ASan+UBSan and run
-#               every test; the output ends with ctest's summary.
+#               and run the concurrency tests, run each libFuzzer target briefly,
+#               then build with ASan+UBSan and run every test; the output ends
+#               with ctest's summary.
 BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
 TSAN_DIR  ?= build-tsan
@@ -13,12 +14,12 @@ LISTEN    ?= 127.0.0.1:6443
 JOBS      ?= $(shell nproc)
 SOURCES    = $(shell find include lib cmd tests bench fuzz -name '*.[ch]' 2>/dev/null)
 
-.PHONY: run test deps build format format-check tsan-test asan-test clean
+.PHONY: run test deps build format format-check tsan-test fuzz-test asan-test clean
 
 run: build
 	$(BUILD_DIR)/cmd/ckube/ckube server --listen $(LISTEN) --data-dir $(DATA_DIR)
 
-test: deps format-check tsan-test asan-test
+test: deps format-check tsan-test fuzz-test asan-test
 
 deps:
 	@scripts/install-deps
@@ -38,6 +39,11 @@ tsan-test:
 	@cmake -S . -B $(TSAN_DIR) -DCKUBE_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(TSAN_DIR) -j $(JOBS)
 	ctest --test-dir $(TSAN_DIR) -L concurrency --output-on-failure -j $(JOBS)
+
+fuzz-test:
+	@CC=clang cmake -S . -B $(FUZZ_DIR) -DCKUBE_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build $(FUZZ_DIR) -j $(JOBS)
+	ctest --test-dir $(FUZZ_DIR) -L fuzz --output-on-failure --no-tests=ignore
 
 asan-test:
 	@cmake -S . -B $(ASAN_DIR) -DCKUBE_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug >/dev/null

@@ -229,6 +229,8 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     return route(cls, conn, method, url);
 }
 
+static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;

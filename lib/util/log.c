@@ -88,6 +88,9 @@ static void line_appendf(struct line *l, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static void line_vappendf(struct line *l, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void line_vappendf(struct line *l, const char *fmt, va_list ap)
 {
     size_t room = sizeof(l->buf) - l->len;
     if (room <= 1)
