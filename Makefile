@@ -43,7 +43,7 @@ tsan-test:
 fuzz-test:
 	@CC=clang cmake -S . -B $(FUZZ_DIR) -DCKUBE_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(FUZZ_DIR) -j $(JOBS)
-	ctest --test-dir $(FUZZ_DIR) -L fuzz --output-on-failure --no-tests=ignore
+	ctest --test-dir $(FUZZ_DIR) -L fuzz --output-on-failure --no-tests=ignore -j $(JOBS)
 
 asan-test:
 	@cmake -S . -B $(ASAN_DIR) -DCKUBE_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug >/dev/null

@@ -1,0 +1,113 @@
+/*
+ * field_errors.c - the list of field errors validation collects before it
+ * fails once, and their Kubernetes wording.
+ *
+ * Mirrors apimachinery pkg/util/validation/field: each error has a type
+ * (Invalid, Required, ...), the field's path, the bad value and a detail;
+ * rendered as `<field>: <Type text>[: <value>][: <detail>]`.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckube/api.h"
+
+static const struct {
+    const char *reason;
+    const char *text;
+    bool shows_value;
+} types[] = {
+    [CK_FIELD_INVALID] = {"FieldValueInvalid", "Invalid value", true},
+    [CK_FIELD_REQUIRED] = {"FieldValueRequired", "Required value", false},
+    [CK_FIELD_NOT_SUPPORTED] = {"FieldValueNotSupported", "Unsupported value", true},
+    [CK_FIELD_DUPLICATE] = {"FieldValueDuplicate", "Duplicate value", true},
+    [CK_FIELD_FORBIDDEN] = {"FieldValueForbidden", "Forbidden", false},
+    [CK_FIELD_TOO_LONG] = {"FieldValueTooLong", "Too long", false},
+};
+
+const char *ck_field_error_reason(enum ck_field_error_type type)
+{
+    return types[type].reason;
+}
+
+/* Go's %q for the printable ASCII and UTF-8 that label and name values hold. */
+static char *quote(const char *s)
+{
+    size_t len = strlen(s);
+    char *out = malloc(len * 4 + 3);
+    if (!out)
+        return NULL;
+    char *p = out;
+    *p++ = '"';
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') {
+            *p++ = '\\';
+            *p++ = (char)*c;
+        } else if (*c < 0x20 || *c == 0x7f) {
+            p += sprintf(p, "\\x%02x", *c);
+        } else {
+            *p++ = (char)*c;
+        }
+    }
+    *p++ = '"';
+    *p = '\0';
+    return out;
+}
+
+void ck_field_errors_add(struct ck_field_errors *errs, enum ck_field_error_type type,
+                         const char *field, const char *value, bool value_is_string,
+                         const char *detail_fmt, ...)
+{
+    if (errs->len == errs->cap) {
+        size_t cap = errs->cap ? errs->cap * 2 : 4;
+        struct ck_field_error *items = realloc(errs->items, cap * sizeof(*items));
+        if (!items)
+            return;
+        errs->items = items;
+        errs->cap = cap;
+    }
+    struct ck_field_error *e = &errs->items[errs->len++];
+    memset(e, 0, sizeof(*e));
+    e->type = type;
+    e->field = strdup(field);
+    if (value)
+        e->value = value_is_string ? quote(value) : strdup(value);
+    if (detail_fmt) {
+        va_list ap;
+        va_start(ap, detail_fmt);
+        if (vasprintf(&e->detail, detail_fmt, ap) < 0)
+            e->detail = NULL;
+        va_end(ap);
+    }
+}
+
+void ck_field_errors_release(struct ck_field_errors *errs)
+{
+    for (size_t i = 0; i < errs->len; i++) {
+        free(errs->items[i].field);
+        free(errs->items[i].value);
+        free(errs->items[i].detail);
+    }
+    free(errs->items);
+    memset(errs, 0, sizeof(*errs));
+}
+
+char *ck_field_error_string(const struct ck_field_error *e)
+{
+    const char *field = e->field ? e->field : "<nil>";
+    const char *text = types[e->type].text;
+    char *out = NULL;
+    int n;
+    bool with_value = types[e->type].shows_value && e->value;
+    if (with_value && e->detail)
+        n = asprintf(&out, "%s: %s: %s: %s", field, text, e->value, e->detail);
+    else if (with_value)
+        n = asprintf(&out, "%s: %s: %s", field, text, e->value);
+    else if (e->detail)
+        n = asprintf(&out, "%s: %s: %s", field, text, e->detail);
+    else
+        n = asprintf(&out, "%s: %s", field, text);
+    return n < 0 ? NULL : out;
+}
