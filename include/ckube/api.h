@@ -150,4 +150,80 @@ bool ck_field_selector_is_empty(const struct ck_field_selector *selector);
 
 struct ck_field_selector *ck_field_selector_free(struct ck_field_selector *selector);
 
+/* ---- schemas (OpenAPI v3 components) ------------------------------------ */
+
+/*
+ * A set of named schemas in OpenAPI v3 form (the content of
+ * `components.schemas`), from which decoding, pruning, defaulting and
+ * validation are driven. The keywords understood are listed in
+ * docs/internals/api-schemas.md; `$ref` is "#/components/schemas/<name>".
+ * A set is immutable once built and may be shared between threads.
+ */
+struct ck_schemas;
+
+/*
+ * Builds a set from JSON documents, each an object of name -> schema. Fails
+ * with CK_EINVAL when a document is not valid JSON, a name is defined twice or
+ * a $ref does not resolve. The caller frees the set.
+ */
+int ck_schemas_new(const char *const *documents, size_t n_documents, struct ck_schemas **ret_set,
+                   struct ck_err *reterr);
+
+struct ck_schemas *ck_schemas_free(struct ck_schemas *set);
+
+/* The schema called name, or NULL. Borrowed from the set. */
+const json_t *ck_schemas_get(const struct ck_schemas *set, const char *name);
+
+/* Every schema, as the object OpenAPI serves under components.schemas. Borrowed. */
+const json_t *ck_schemas_all(const struct ck_schemas *set);
+
+enum ck_field_validation {
+    CK_FIELD_VALIDATION_STRICT, /* unknown or duplicate fields fail the request (400) */
+    CK_FIELD_VALIDATION_WARN,   /* they are dropped with a warning */
+    CK_FIELD_VALIDATION_IGNORE, /* they are dropped silently */
+};
+
+/* Parses a fieldValidation query value; NULL or "" is Warn, as in Kubernetes. */
+int ck_field_validation_parse(const char *text, enum ck_field_validation *ret);
+
+/* Warnings for the response's Warning headers; zero-initialise, then release. */
+struct ck_warnings {
+    char **items;
+    size_t len;
+};
+
+void ck_warnings_add(struct ck_warnings *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void ck_warnings_release(struct ck_warnings *w);
+
+/*
+ * Decodes a request body against schema `name` the way Kubernetes' decoder
+ * does: JSON syntax errors, values of the wrong type and (under Strict)
+ * unknown or duplicate fields fail with CK_EINVAL and a message for a 400
+ * BadRequest (`strict decoding error: unknown field "spec.foo"`, `json: cannot
+ * unmarshal string into Go struct field DeploymentSpec.spec.replicas of type
+ * int32`). null values are dropped (Go decodes them as absent); unknown fields
+ * are dropped, with a warning under Warn. Times are normalised to UTC
+ * (`2025-01-02T03:04:05Z`; MicroTime keeps microseconds). On success
+ * *ret_obj is a new object the caller owns.
+ */
+int ck_schema_decode(const struct ck_schemas *set, const char *name, const char *body, size_t len,
+                     enum ck_field_validation validation, json_t **ret_obj,
+                     struct ck_warnings *warnings, struct ck_err *reterr);
+
+/*
+ * Applies the schemas' `default` values to obj in place: an absent property
+ * with a default gets a copy of it, then defaults apply inside it. Fields in
+ * `x-ckube-always-emit` that are absent get their type's zero value.
+ */
+void ck_schema_default(const struct ck_schemas *set, const char *name, json_t *obj);
+
+/*
+ * Validates what the schema states (required properties, enums, minimum and
+ * maximum), adding 422-style field errors to errs under paths like
+ * `spec.template.spec.containers[0].name`. Never mutates obj.
+ */
+void ck_schema_validate(const struct ck_schemas *set, const char *name, const json_t *obj,
+                        struct ck_field_errors *errs);
+
 #endif /* CKUBE_API_H */
