@@ -226,4 +226,133 @@ void ck_schema_default(const struct ck_schemas *set, const char *name, json_t *o
 void ck_schema_validate(const struct ck_schemas *set, const char *name, const json_t *obj,
                         struct ck_field_errors *errs);
 
+/* ---- kinds --------------------------------------------------------------- */
+
+/* A server-side printing column (metav1.TableColumnDefinition). */
+struct ck_table_column {
+    const char *name;        /* "Ready"; kubectl upper-cases it */
+    const char *type;        /* "string", "integer", "number", "boolean" or "date" */
+    const char *format;      /* "name" for the name column, else "" */
+    const char *description; /* one line */
+    int priority;            /* 0: always shown; 1: with -o wide */
+};
+
+/* How a field label of a field selector reads the object. */
+enum ck_field_label_type {
+    CK_FIELD_LABEL_STRING, /* absent reads as "" */
+    CK_FIELD_LABEL_BOOL,   /* "true" / "false"; absent reads as "false" */
+    CK_FIELD_LABEL_INT,    /* decimal; absent reads as "0" */
+};
+
+struct ck_field_label {
+    const char *label; /* as clients write it: "spec.nodeName", "source" */
+    const char *path;  /* dotted JSON path in the object: "source.component" */
+    enum ck_field_label_type type;
+};
+
+/*
+ * Everything ckube knows about one kind, described once: discovery, the
+ * schema that drives decoding and OpenAPI, field selectors and tables all
+ * come from here. Instances are static and immutable.
+ */
+struct ck_kind {
+    const char *group;   /* "" for the core group */
+    const char *version; /* "v1" */
+    const char *kind;    /* "Deployment" */
+    const char *list_kind;
+    const char *resource; /* plural: "deployments" */
+    const char *singular;
+    const char *const *short_names; /* NULL-terminated, may be NULL */
+    const char *const *categories;  /* NULL-terminated, may be NULL */
+    bool namespaced;
+    bool has_generation;                       /* metadata.generation is kept */
+    const char *schema;                        /* "io.k8s.api.apps.v1.Deployment" */
+    const char *const *subresources;           /* NULL-terminated: "status", "scale", ... */
+    const struct ck_field_label *field_labels; /* beyond metadata.name/namespace */
+    size_t n_field_labels;
+    const struct ck_table_column *columns;
+    size_t n_columns;
+    /* Appends one cell per column to cells, computed at time now (seconds). */
+    void (*row_cells)(const json_t *obj, long long now, json_t *cells);
+};
+
+/* Every kind served, in discovery order. */
+const struct ck_kind *const *ck_kinds(size_t *ret_count);
+
+/* The kind serving group/version/resource, or NULL. group is "" for core. */
+const struct ck_kind *ck_kind_lookup(const char *group, const char *version, const char *resource);
+
+/* "apps/v1" or "v1". Writes into buf and returns it. */
+const char *ck_kind_api_version(const struct ck_kind *kind, char *buf, size_t size);
+
+/* The qualified resource as Kubernetes names it in messages: "deployments.apps", "pods". */
+const char *ck_kind_qualified_resource(const struct ck_kind *kind, char *buf, size_t size);
+
+/*
+ * The field labels a field selector may use on this kind, NULL-terminated
+ * (metadata.name and metadata.namespace first). Static storage.
+ */
+const char *const *ck_kind_field_label_names(const struct ck_kind *kind);
+
+/* Renders obj's value of a field label, as ck_field_getter wants. */
+const char *ck_kind_field_value(const struct ck_kind *kind, const char *label, const json_t *obj,
+                                char *buf, size_t size);
+
+/* ---- server-side printing ------------------------------------------------ */
+
+/* Kubernetes' human duration (duration.HumanDuration): 45s, 5m3s, 3h10m, 2d3h, 2y3d. */
+const char *ck_human_duration(long long seconds, char *buf, size_t size);
+
+/* "<unknown>" when the RFC 3339 timestamp is absent or invalid, else its age at now. */
+const char *ck_age(const char *timestamp, long long now, char *buf, size_t size);
+
+enum ck_include_object {
+    CK_INCLUDE_METADATA, /* PartialObjectMetadata (the default) */
+    CK_INCLUDE_OBJECT,   /* the whole object */
+    CK_INCLUDE_NONE,
+};
+
+/* Parses the includeObject query value (NULL or "" = Metadata). */
+int ck_include_object_parse(const char *text, enum ck_include_object *ret);
+
+/*
+ * Builds a meta.k8s.io/v1 Table for kind with the given rows' objects (each a
+ * JSON object of the kind), with columnDefinitions when with_columns (the
+ * first event of a watch has them, later ones an empty list), metadata
+ * resourceVersion and continue. Returns a new reference, or NULL when out
+ * of memory.
+ */
+json_t *ck_table_build(const struct ck_kind *kind, json_t *const *objects, size_t n_objects,
+                       bool with_columns, enum ck_include_object include,
+                       const char *resource_version, const char *continue_token, long long now);
+
+/* ---- discovery and OpenAPI ---------------------------------------------- */
+
+/*
+ * Legacy discovery documents, as kubectl reads them: /api (APIVersions, with
+ * server_address as the one serverAddressByClientCIDRs entry), /apis
+ * (APIGroupList: every group but the core one) and /api/v1 or /apis/G/V
+ * (APIResourceList, one entry per resource and per subresource; NULL when
+ * ckube serves no such group version). Each returns a new reference.
+ */
+json_t *ck_discovery_api_versions(const char *server_address);
+json_t *ck_discovery_api_groups(void);
+json_t *ck_discovery_resources(const char *group, const char *version);
+
+/*
+ * The OpenAPI v3 document of one group version ("" for core): paths for
+ * every resource with a PATCH operation per kind that declares the
+ * fieldValidation parameter (how kubectl learns the server validates
+ * fields), and components.schemas holding every schema those kinds reach.
+ * NULL when ckube serves no such group version. Returns a new reference.
+ */
+json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, const char *version);
+
+/*
+ * The OpenAPI v3 index: {"paths": {"api/v1": {"serverRelativeURL":
+ * "/openapi/v3/api/v1?hash=H"}, ...}} where H changes whenever that
+ * document's content changes (kubectl caches documents by URL).
+ */
+json_t *ck_openapi_index(const struct ck_schemas *set);
+
 #endif /* CKUBE_API_H */

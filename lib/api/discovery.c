@@ -1,0 +1,271 @@
+/*
+ * discovery.c - what the API server tells clients about itself: legacy
+ * discovery (/api, /apis, /api/v1, /apis/G/V) and OpenAPI v3 documents.
+ *
+ * Both are derived from the kind registry and the schemas, so they can never
+ * disagree with what the server actually serves. kubectl needs discovery to
+ * resolve every resource name, and needs each kind's OpenAPI PATCH operation
+ * to declare the fieldValidation parameter before `create -f` and `apply -f`
+ * trust the server to validate fields (kube-api-contract sections 3 and 4).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckube/api.h"
+#include "internal.h"
+
+#define REF_PREFIX "#/components/schemas/"
+
+static const char *const all_verbs[] = {"create", "delete", "deletecollection", "get",
+                                        "list",   "patch",  "update",           "watch"};
+
+static json_t *strings(const char *const *list)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; list && list[i]; i++)
+        json_array_append_new(a, json_string(list[i]));
+    return a;
+}
+
+json_t *ck_discovery_api_versions(const char *server_address)
+{
+    return json_pack("{s:s, s:[s], s:[{s:s, s:s}]}", "kind", "APIVersions", "versions", "v1",
+                     "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0", "serverAddress",
+                     server_address);
+}
+
+json_t *ck_discovery_api_groups(void)
+{
+    json_t *groups = json_array();
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    for (size_t i = 0; i < n; i++) {
+        const struct ck_kind *k = kinds[i];
+        if (!k->group[0])
+            continue;
+        bool seen = false;
+        size_t j;
+        json_t *g;
+        json_array_foreach(groups, j, g)
+        {
+            seen = seen || strcmp(json_string_value(json_object_get(g, "name")), k->group) == 0;
+        }
+        if (seen)
+            continue;
+        char gv[128];
+        ck_kind_api_version(k, gv, sizeof(gv));
+        json_array_append_new(groups, json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "name",
+                                                k->group, "versions", "groupVersion", gv, "version",
+                                                k->version, "preferredVersion", "groupVersion", gv,
+                                                "version", k->version));
+    }
+    return json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups",
+                     groups);
+}
+
+/* The APIResource entry for a subresource; its kind depends on the subresource. */
+static json_t *subresource_entry(const struct ck_kind *k, const char *sub)
+{
+    char name[128];
+    snprintf(name, sizeof(name), "%s/%s", k->resource, sub);
+    json_t *e =
+        json_pack("{s:s, s:s, s:b}", "name", name, "singularName", "", "namespaced", k->namespaced);
+    static const char *const get_patch_update[] = {"get", "patch", "update", NULL};
+    static const char *const get_only[] = {"get", NULL};
+    static const char *const create_only[] = {"create", NULL};
+    static const char *const update_only[] = {"update", NULL};
+    const char *kind = k->kind;
+    const char *const *verbs = get_patch_update;
+    if (strcmp(sub, "scale") == 0) {
+        json_object_set_new(e, "group", json_string("autoscaling"));
+        json_object_set_new(e, "version", json_string("v1"));
+        kind = "Scale";
+    } else if (strcmp(sub, "log") == 0) {
+        verbs = get_only;
+    } else if (strcmp(sub, "binding") == 0) {
+        kind = "Binding";
+        verbs = create_only;
+    } else if (strcmp(sub, "finalize") == 0) {
+        verbs = update_only;
+    }
+    json_object_set_new(e, "kind", json_string(kind));
+    json_object_set_new(e, "verbs", strings(verbs));
+    return e;
+}
+
+json_t *ck_discovery_resources(const char *group, const char *version)
+{
+    json_t *resources = json_array();
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    char gv[128] = "";
+    for (size_t i = 0; i < n; i++) {
+        const struct ck_kind *k = kinds[i];
+        if (strcmp(k->group, group) != 0 || strcmp(k->version, version) != 0)
+            continue;
+        ck_kind_api_version(k, gv, sizeof(gv));
+        json_t *verbs = json_array();
+        for (size_t v = 0; v < sizeof(all_verbs) / sizeof(all_verbs[0]); v++)
+            json_array_append_new(verbs, json_string(all_verbs[v]));
+        json_t *e =
+            json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", k->resource, "singularName", k->singular,
+                      "namespaced", k->namespaced, "kind", k->kind, "verbs", verbs);
+        if (k->short_names)
+            json_object_set_new(e, "shortNames", strings(k->short_names));
+        if (k->categories)
+            json_object_set_new(e, "categories", strings(k->categories));
+        json_array_append_new(resources, e);
+        for (size_t s = 0; k->subresources && k->subresources[s]; s++)
+            json_array_append_new(resources, subresource_entry(k, k->subresources[s]));
+    }
+    if (!gv[0]) {
+        json_decref(resources);
+        return NULL;
+    }
+    return json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList", "apiVersion", "v1",
+                     "groupVersion", gv, "resources", resources);
+}
+
+/* ---- OpenAPI v3 --------------------------------------------------------- */
+
+/* Adds name and every schema it references (transitively) to out. */
+static void collect_schemas(const struct ck_schemas *set, const json_t *node, json_t *out)
+{
+    if (json_is_array(node)) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(node, i, item)
+        {
+            collect_schemas(set, item, out);
+        }
+        return;
+    }
+    if (!json_is_object(node))
+        return;
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)node, key, value)
+    {
+        const char *ref = strcmp(key, "$ref") == 0 ? json_string_value(value) : NULL;
+        if (ref && strncmp(ref, REF_PREFIX, strlen(REF_PREFIX)) == 0) {
+            const char *name = ref + strlen(REF_PREFIX);
+            const json_t *schema = ck_schemas_get(set, name);
+            if (schema && !json_object_get(out, name)) {
+                json_object_set(out, name, (json_t *)schema);
+                collect_schemas(set, schema, out);
+            }
+        } else if (strcmp(key, "default") != 0 && strcmp(key, "enum") != 0) {
+            collect_schemas(set, value, out);
+        }
+    }
+}
+
+static json_t *param(const char *name, const char *in, bool required, const char *type)
+{
+    return json_pack("{s:s, s:s, s:b, s:{s:s}}", "name", name, "in", in, "required", required,
+                     "schema", "type", type);
+}
+
+static json_t *operation(const struct ck_kind *k, const char *verb, const char *action,
+                         const char *ref, bool with_field_validation)
+{
+    json_t *params = json_array();
+    if (with_field_validation) {
+        json_array_append_new(params, param("fieldValidation", "query", false, "string"));
+        json_array_append_new(params, param("fieldManager", "query", false, "string"));
+        json_array_append_new(params, param("dryRun", "query", false, "string"));
+    }
+    json_t *op =
+        json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:{s:s, s:{s:{s:{s:s}}}}}}", "operationId",
+                  verb, "x-kubernetes-action", action, "x-kubernetes-group-version-kind", "group",
+                  k->group, "version", k->version, "kind", k->kind, "responses", "200",
+                  "description", "OK", "content", "application/json", "schema", "$ref", ref);
+    json_object_set_new(op, "parameters", params);
+    return op;
+}
+
+json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, const char *version)
+{
+    json_t *paths = json_object();
+    json_t *schemas = json_object();
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    bool served = false;
+    for (size_t i = 0; i < n; i++) {
+        const struct ck_kind *k = kinds[i];
+        if (strcmp(k->group, group) != 0 || strcmp(k->version, version) != 0)
+            continue;
+        served = true;
+        char root[256], collection[512], item[600], ref[256];
+        if (k->group[0])
+            snprintf(root, sizeof(root), "/apis/%s/%s", k->group, k->version);
+        else
+            snprintf(root, sizeof(root), "/api/%s", k->version);
+        snprintf(collection, sizeof(collection), "%s%s/%s", root,
+                 k->namespaced ? "/namespaces/{namespace}" : "", k->resource);
+        snprintf(item, sizeof(item), "%s/{name}", collection);
+        snprintf(ref, sizeof(ref), REF_PREFIX "%s", k->schema);
+
+        json_object_set_new(paths, collection,
+                            json_pack("{s:o, s:o}", "get", operation(k, "list", "list", ref, false),
+                                      "post", operation(k, "create", "post", ref, true)));
+        json_object_set_new(paths, item,
+                            json_pack("{s:o, s:o, s:o, s:o}", "get",
+                                      operation(k, "read", "get", ref, false), "put",
+                                      operation(k, "replace", "put", ref, true), "patch",
+                                      operation(k, "patch", "patch", ref, true), "delete",
+                                      operation(k, "delete", "delete", ref, false)));
+        const json_t *schema = ck_schemas_get(set, k->schema);
+        if (schema && !json_object_get(schemas, k->schema)) {
+            json_object_set(schemas, k->schema, (json_t *)schema);
+            collect_schemas(set, schema, schemas);
+        }
+    }
+    if (!served) {
+        json_decref(paths);
+        json_decref(schemas);
+        return NULL;
+    }
+    char title[64];
+    snprintf(title, sizeof(title), "v%s.%s", ck_version()->major, ck_version()->minor);
+    return json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:o}}", "openapi", "3.0.0", "info", "title",
+                     "ckube", "version", title, "paths", paths, "components", "schemas", schemas);
+}
+
+/* FNV-1a 64 over the document's canonical JSON: a cheap, stable ETag. */
+static void document_hash(const json_t *doc, char *buf, size_t size)
+{
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const unsigned char *p = (const unsigned char *)(text ? text : ""); *p; p++) {
+        h ^= *p;
+        h *= 0x100000001b3ULL;
+    }
+    free(text);
+    snprintf(buf, size, "%016llX", (unsigned long long)h);
+}
+
+json_t *ck_openapi_index(const struct ck_schemas *set)
+{
+    json_t *paths = json_object();
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    for (size_t i = 0; i < n; i++) {
+        const struct ck_kind *k = kinds[i];
+        char key[128], url[256], hash[32];
+        if (k->group[0])
+            snprintf(key, sizeof(key), "apis/%s/%s", k->group, k->version);
+        else
+            snprintf(key, sizeof(key), "api/%s", k->version);
+        if (json_object_get(paths, key))
+            continue;
+        json_t *doc = ck_openapi_document(set, k->group, k->version);
+        document_hash(doc, hash, sizeof(hash));
+        json_decref(doc);
+        snprintf(url, sizeof(url), "/openapi/v3/%s?hash=%s", key, hash);
+        json_object_set_new(paths, key, json_pack("{s:s}", "serverRelativeURL", url));
+    }
+    return json_pack("{s:o}", "paths", paths);
+}

@@ -1,0 +1,197 @@
+/*
+ * test_discovery.c - tests for lib/api/discovery.c: legacy discovery
+ * documents as kubectl reads them, and OpenAPI v3 documents whose PATCH
+ * operations declare fieldValidation, with schemas closed over $ref and an
+ * index hash that follows the documents' content.
+ */
+#include "cktest.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckube/api.h"
+
+static json_t *find_by(const json_t *array, const char *field, const char *value)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach(array, i, item)
+    {
+        const char *v = json_string_value(json_object_get(item, field));
+        if (v && strcmp(v, value) == 0)
+            return item;
+    }
+    return NULL;
+}
+
+static bool has_string(const json_t *array, const char *value)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach(array, i, item)
+    {
+        if (strcmp(json_string_value(item), value) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void test_api_versions_and_groups(void **state)
+{
+    (void)state;
+    json_t *v = ck_discovery_api_versions("127.0.0.1:6443");
+    assert_string_equal(json_string_value(json_object_get(v, "kind")), "APIVersions");
+    assert_true(has_string(json_object_get(v, "versions"), "v1"));
+    json_t *cidr = json_array_get(json_object_get(v, "serverAddressByClientCIDRs"), 0);
+    assert_string_equal(json_string_value(json_object_get(cidr, "serverAddress")),
+                        "127.0.0.1:6443");
+    json_decref(v);
+
+    json_t *g = ck_discovery_api_groups();
+    assert_string_equal(json_string_value(json_object_get(g, "kind")), "APIGroupList");
+    json_t *groups = json_object_get(g, "groups");
+    assert_int_equal(json_array_size(groups), 1); /* apps; the core group is never listed */
+    json_t *apps = find_by(groups, "name", "apps");
+    assert_non_null(apps);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(apps, "preferredVersion"),
+                                                          "groupVersion")),
+                        "apps/v1");
+    json_decref(g);
+}
+
+static void test_resource_lists(void **state)
+{
+    (void)state;
+    json_t *core = ck_discovery_resources("", "v1");
+    assert_string_equal(json_string_value(json_object_get(core, "groupVersion")), "v1");
+    json_t *resources = json_object_get(core, "resources");
+    json_t *pods = find_by(resources, "name", "pods");
+    assert_non_null(pods);
+    assert_string_equal(json_string_value(json_object_get(pods, "singularName")), "pod");
+    assert_true(json_is_true(json_object_get(pods, "namespaced")));
+    assert_true(has_string(json_object_get(pods, "shortNames"), "po"));
+    assert_true(has_string(json_object_get(pods, "categories"), "all"));
+    assert_int_equal(json_array_size(json_object_get(pods, "verbs")), 8);
+    assert_true(has_string(json_object_get(pods, "verbs"), "watch"));
+    json_t *log = find_by(resources, "name", "pods/log");
+    assert_non_null(log);
+    assert_int_equal(json_array_size(json_object_get(log, "verbs")), 1);
+    assert_string_equal(json_string_value(json_object_get(log, "singularName")), "");
+    json_t *binding = find_by(resources, "name", "pods/binding");
+    assert_string_equal(json_string_value(json_object_get(binding, "kind")), "Binding");
+    json_t *finalize = find_by(resources, "name", "namespaces/finalize");
+    assert_true(has_string(json_object_get(finalize, "verbs"), "update"));
+    json_t *ns = find_by(resources, "name", "namespaces");
+    assert_true(json_is_false(json_object_get(ns, "namespaced")));
+    assert_null(json_object_get(ns, "categories"));
+    json_decref(core);
+
+    json_t *apps = ck_discovery_resources("apps", "v1");
+    json_t *scale = find_by(json_object_get(apps, "resources"), "name", "deployments/scale");
+    assert_non_null(scale);
+    assert_string_equal(json_string_value(json_object_get(scale, "group")), "autoscaling");
+    assert_string_equal(json_string_value(json_object_get(scale, "kind")), "Scale");
+    json_t *status = find_by(json_object_get(apps, "resources"), "name", "replicasets/status");
+    assert_string_equal(json_string_value(json_object_get(status, "kind")), "ReplicaSet");
+    json_decref(apps);
+
+    assert_null(ck_discovery_resources("apps", "v2"));
+    assert_null(ck_discovery_resources("batch", "v1"));
+}
+
+/* Minimal schemas under the real names, enough to check closure and hashing. */
+static struct ck_schemas *load_schemas(const char *deployment_description)
+{
+    char apps[1024];
+    snprintf(apps, sizeof(apps),
+             "{\"io.k8s.api.apps.v1.Deployment\":{\"type\":\"object\",\"description\":\"%s\","
+             "\"properties\":{\"metadata\":{\"$ref\":\"#/components/schemas/meta.ObjectMeta\"}}},"
+             "\"io.k8s.api.apps.v1.ReplicaSet\":{\"type\":\"object\"}}",
+             deployment_description);
+    const char *docs[] = {
+        apps,
+        "{\"meta.ObjectMeta\":{\"type\":\"object\",\"properties\":{\"labels\":{\"$ref\":"
+        "\"#/components/schemas/meta.Labels\"}}},\"meta.Labels\":{\"type\":\"object\"},"
+        "\"unrelated.Thing\":{\"type\":\"string\"}}",
+        "{\"io.k8s.api.core.v1.Pod\":{\"type\":\"object\"},\"io.k8s.api.core.v1.Namespace\":{},"
+        "\"io.k8s.api.core.v1.Node\":{},\"io.k8s.api.core.v1.Event\":{}}",
+    };
+    struct ck_schemas *set = NULL;
+    struct ck_err err = {0};
+    if (ck_schemas_new(docs, 3, &set, &err) != 0)
+        fail_msg("%s", err.msg);
+    return set;
+}
+
+static void test_openapi_document_declares_field_validation(void **state)
+{
+    (void)state;
+    struct ck_schemas *set = load_schemas("v1");
+    json_t *doc = ck_openapi_document(set, "apps", "v1");
+    assert_non_null(doc);
+    assert_string_equal(json_string_value(json_object_get(doc, "openapi")), "3.0.0");
+    json_t *paths = json_object_get(doc, "paths");
+    json_t *item =
+        json_object_get(paths, "/apis/apps/v1/namespaces/{namespace}/deployments/{name}");
+    assert_non_null(item);
+    json_t *patch = json_object_get(item, "patch");
+    json_t *gvk = json_object_get(patch, "x-kubernetes-group-version-kind");
+    assert_string_equal(json_string_value(json_object_get(gvk, "kind")), "Deployment");
+    assert_string_equal(json_string_value(json_object_get(gvk, "group")), "apps");
+    assert_non_null(find_by(json_object_get(patch, "parameters"), "name", "fieldValidation"));
+    assert_non_null(json_object_get(paths, "/apis/apps/v1/namespaces/{namespace}/replicasets"));
+
+    json_t *schemas = json_object_get(json_object_get(doc, "components"), "schemas");
+    assert_non_null(json_object_get(schemas, "io.k8s.api.apps.v1.Deployment"));
+    assert_non_null(json_object_get(schemas, "meta.ObjectMeta")); /* reached by $ref */
+    assert_non_null(json_object_get(schemas, "meta.Labels"));     /* transitively */
+    assert_null(json_object_get(schemas, "unrelated.Thing"));
+    assert_null(json_object_get(schemas, "io.k8s.api.core.v1.Pod"));
+    json_decref(doc);
+
+    doc = ck_openapi_document(set, "", "v1");
+    assert_non_null(json_object_get(json_object_get(doc, "paths"), "/api/v1/nodes/{name}"));
+    assert_non_null(
+        json_object_get(json_object_get(doc, "paths"), "/api/v1/namespaces/{namespace}/pods"));
+    json_decref(doc);
+    assert_null(ck_openapi_document(set, "batch", "v1"));
+    ck_schemas_free(set);
+}
+
+static const char *index_url(json_t *index, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(json_object_get(index, "paths"), key),
+                                             "serverRelativeURL"));
+}
+
+static void test_openapi_index_hash_follows_content(void **state)
+{
+    (void)state;
+    struct ck_schemas *a = load_schemas("first");
+    struct ck_schemas *b = load_schemas("second");
+    json_t *ia = ck_openapi_index(a);
+    json_t *ia2 = ck_openapi_index(a);
+    json_t *ib = ck_openapi_index(b);
+    assert_int_equal(json_object_size(json_object_get(ia, "paths")), 2);
+    assert_non_null(strstr(index_url(ia, "apis/apps/v1"), "/openapi/v3/apis/apps/v1?hash="));
+    assert_non_null(strstr(index_url(ia, "api/v1"), "/openapi/v3/api/v1?hash="));
+    assert_string_equal(index_url(ia, "apis/apps/v1"), index_url(ia2, "apis/apps/v1"));
+    assert_string_not_equal(index_url(ia, "apis/apps/v1"), index_url(ib, "apis/apps/v1"));
+    assert_string_equal(index_url(ia, "api/v1"), index_url(ib, "api/v1")); /* unchanged */
+    json_decref(ia);
+    json_decref(ia2);
+    json_decref(ib);
+    ck_schemas_free(a);
+    ck_schemas_free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_api_versions_and_groups),
+        cmocka_unit_test(test_resource_lists),
+        cmocka_unit_test(test_openapi_document_declares_field_validation),
+        cmocka_unit_test(test_openapi_index_hash_follows_content),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
