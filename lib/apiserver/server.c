@@ -9,6 +9,9 @@
  * Requests are answered on the access handler's second call, never the first:
  * queuing on the first call makes MHD close kept-alive connections.
  *
+ * Discovery (/api, /apis, /api/v1, /apis/apps/v1) is the legacy form, built
+ * from the kind registry; kubectl resolves every resource name through it.
+ *
  * Health follows k8s.io/apiserver/pkg/server/healthz: each endpoint runs a
  * list of named checks; success is "ok" (or, with ?verbose, one "[+]name ok"
  * line per check and "<endpoint> check passed"); any failure answers 500 with
@@ -19,10 +22,12 @@
  * shared with the owner's thread, and it is atomic.
  */
 #include <arpa/inet.h>
+#include <jansson.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -185,10 +190,58 @@ static enum MHD_Result serve_version(struct MHD_Connection *conn)
     return ret;
 }
 
+static enum MHD_Result queue_json_value(struct MHD_Connection *conn, json_t *value)
+{
+    if (!value)
+        return ck__apiserver_queue_status(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "InternalError",
+                                          "Internal error occurred: out of memory");
+    char *body = json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(value);
+    if (!body)
+        return MHD_NO;
+    enum MHD_Result ret = ck__apiserver_queue_json(conn, MHD_HTTP_OK, body);
+    free(body);
+    return ret;
+}
+
+/*
+ * Legacy discovery: /api, /apis, /api/<v>, /apis/<g>/<v>. Returns false when
+ * url is not a discovery path (so the caller keeps routing).
+ */
+static bool serve_discovery(struct ck_apiserver *server, struct MHD_Connection *conn,
+                            const char *url, enum MHD_Result *ret)
+{
+    char group[64], version[32], extra;
+    if (strcmp(url, "/api") == 0 || strcmp(url, "/api/") == 0) {
+        const char *address = strstr(server->url, "://");
+        *ret = queue_json_value(conn, ck_discovery_api_versions(address ? address + 3 : ""));
+    } else if (strcmp(url, "/apis") == 0 || strcmp(url, "/apis/") == 0) {
+        *ret = queue_json_value(conn, ck_discovery_api_groups());
+    } else if (sscanf(url, "/api/%31[^/]%c", version, &extra) == 1) {
+        json_t *list = ck_discovery_resources("", version);
+        *ret = list
+                   ? queue_json_value(conn, list)
+                   : ck__apiserver_queue_status(conn, MHD_HTTP_NOT_FOUND, "NotFound",
+                                                "the server could not find the requested resource");
+    } else if (sscanf(url, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
+        json_t *list = ck_discovery_resources(group, version);
+        *ret = list
+                   ? queue_json_value(conn, list)
+                   : ck__apiserver_queue_status(conn, MHD_HTTP_NOT_FOUND, "NotFound",
+                                                "the server could not find the requested resource");
+    } else {
+        return false;
+    }
+    return true;
+}
+
 static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection *conn,
                              const char *method, const char *url)
 {
     bool readonly = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    enum MHD_Result discovery_ret;
+    if (readonly && serve_discovery(server, conn, url, &discovery_ret))
+        return discovery_ret;
 
     if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0 ||
         strcmp(url, "/version") == 0) {

@@ -147,6 +147,44 @@ static void expect_status(struct ck_apiserver *server, const char *method, const
     free(r.body);
 }
 
+static json_t *get_json(struct ck_apiserver *server, const char *path)
+{
+    struct response r;
+    request(server, "GET", path, &r);
+    assert_int_equal(r.status, 200);
+    json_error_t jerr;
+    json_t *v = json_loads(r.body, 0, &jerr);
+    free(r.body);
+    assert_non_null(v);
+    return v;
+}
+
+static void test_discovery_documents(void **state)
+{
+    json_t *api = get_json(*state, "/api?timeout=32s");
+    assert_string_equal(json_string_value(json_object_get(api, "kind")), "APIVersions");
+    char address[64];
+    snprintf(address, sizeof(address), "127.0.0.1:%u", (unsigned)ck_apiserver_port(*state));
+    json_t *cidr = json_array_get(json_object_get(api, "serverAddressByClientCIDRs"), 0);
+    assert_string_equal(json_string_value(json_object_get(cidr, "serverAddress")), address);
+    json_decref(api);
+
+    json_t *apis = get_json(*state, "/apis");
+    assert_string_equal(json_string_value(json_object_get(apis, "kind")), "APIGroupList");
+    json_decref(apis);
+
+    json_t *core = get_json(*state, "/api/v1");
+    assert_string_equal(json_string_value(json_object_get(core, "groupVersion")), "v1");
+    assert_true(json_array_size(json_object_get(core, "resources")) > 4);
+    json_decref(core);
+    json_t *apps = get_json(*state, "/apis/apps/v1");
+    assert_string_equal(json_string_value(json_object_get(apps, "groupVersion")), "apps/v1");
+    json_decref(apps);
+
+    expect_status(*state, "GET", "/apis/batch/v1", 404, "NotFound");
+    expect_status(*state, "GET", "/api/v2", 404, "NotFound");
+}
+
 static void test_unknown_path_is_a_404_status(void **state)
 {
     expect_status(*state, "GET", "/api/v1/nothing-here", 404, "NotFound");
@@ -230,6 +268,7 @@ int main(void)
                                         stop_server),
         cmocka_unit_test_setup_teardown(test_version_reports_kubernetes_1_32, start_server,
                                         stop_server),
+        cmocka_unit_test_setup_teardown(test_discovery_documents, start_server, stop_server),
         cmocka_unit_test_setup_teardown(test_unknown_path_is_a_404_status, start_server,
                                         stop_server),
         cmocka_unit_test_setup_teardown(test_writes_to_health_are_405, start_server, stop_server),
