@@ -274,6 +274,19 @@ struct ck_kind {
     size_t n_columns;
     /* Appends one cell per column to cells, computed at time now (seconds). */
     void (*row_cells)(const json_t *obj, long long now, json_t *cells);
+
+    /*
+     * The kind's strategy (Kubernetes' RESTCreateStrategy/RESTUpdateStrategy),
+     * each optional. prepare_for_create initialises what the server owns
+     * (status, computed defaults); prepare_for_update carries over what the
+     * main resource may not change; validate adds field errors and never
+     * mutates (old is NULL on create).
+     */
+    void (*prepare_for_create)(json_t *obj);
+    void (*prepare_for_update)(json_t *obj, const json_t *old);
+    /* Computed defaults (beyond the schema's), on create and on update. */
+    void (*defaults)(json_t *obj);
+    void (*validate)(const json_t *obj, const json_t *old, struct ck_field_errors *errs);
 };
 
 /* Every kind served, in discovery order. */
@@ -297,6 +310,49 @@ const char *const *ck_kind_field_label_names(const struct ck_kind *kind);
 /* Renders obj's value of a field label, as ck_field_getter wants. */
 const char *ck_kind_field_value(const struct ck_kind *kind, const char *label, const json_t *obj,
                                 char *buf, size_t size);
+
+/* ---- object metadata (apiserver BeforeCreate / BeforeUpdate) ------------- */
+
+/* A random (version 4) UUID in its 36-character text form; buf holds >= 37 bytes. */
+void ck_uuid(char *buf);
+
+/* The RFC 3339 UTC form of a time in seconds: 2025-01-02T03:04:05Z; buf >= 21 bytes. */
+const char *ck_rfc3339(long long seconds, char *buf, size_t size);
+
+/*
+ * Prepares obj for a create in namespace (ignored for cluster-scoped kinds)
+ * at time now: sets apiVersion and kind, metadata.namespace, a name from
+ * generateName when name is empty (5 characters from Kubernetes' alphabet),
+ * a new uid, creationTimestamp, generation 1 where the kind keeps one; drops
+ * what clients may not set (resourceVersion, deletionTimestamp,
+ * deletionGracePeriodSeconds, selfLink, managedFields); then runs the kind's
+ * prepare_for_create. Returns 0, or CK_EINVAL when the body names another
+ * namespace than the request (a 400 in Kubernetes).
+ */
+int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *namespace,
+                           long long now, struct ck_err *reterr);
+
+/*
+ * Prepares obj (the new state from a PUT or patch of the main resource) for
+ * an update of old: keeps the immutable and server-owned metadata of old
+ * (name, namespace, uid, creationTimestamp, generation, deletionTimestamp,
+ * deletionGracePeriodSeconds), keeps old's status when the kind has a status
+ * subresource, bumps generation when the spec changed (and, for Deployments,
+ * the annotations), then runs the kind's prepare_for_update.
+ */
+void ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_t *old);
+
+/* Runs the kind's computed defaults (imagePullPolicy, namespace labels, ...). */
+void ck_kind_default(const struct ck_kind *kind, json_t *obj);
+
+/*
+ * Validates metadata as Kubernetes' ValidateObjectMeta does (name per kind
+ * rules, namespace, labels, annotations and their total size, owner
+ * references, finalizers, at most one controller reference; on update no new
+ * finalizers once deletion started), then the kind's validate. Adds to errs.
+ */
+void ck_meta_validate(const struct ck_kind *kind, const json_t *obj, const json_t *old,
+                      struct ck_field_errors *errs);
 
 /* ---- server-side printing ------------------------------------------------ */
 

@@ -33,4 +33,16 @@ void ck__event_row(const json_t *obj, long long now, json_t *cells);
 void ck__deployment_row(const json_t *obj, long long now, json_t *cells);
 void ck__replicaset_row(const json_t *obj, long long now, json_t *cells);
 
+/* The kinds' strategy hooks (strategy.c). */
+void ck__pod_prepare_for_create(json_t *obj);
+void ck__pod_defaults(json_t *obj);
+void ck__pod_validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs);
+void ck__namespace_prepare_for_create(json_t *obj);
+void ck__namespace_prepare_for_update(json_t *obj, const json_t *old);
+void ck__namespace_defaults(json_t *obj);
+void ck__deployment_defaults(json_t *obj);
+void ck__deployment_validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs);
+void ck__workload_defaults(json_t *obj);
+void ck__workload_validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs);
+
 #endif /* CKUBE_API_INTERNAL_H */

@@ -40,6 +40,9 @@ static const struct ck_kind namespace_kind = {
     .columns = ck__namespace_columns,
     .n_columns = CK__NAMESPACE_COLUMNS,
     .row_cells = ck__namespace_row,
+    .prepare_for_create = ck__namespace_prepare_for_create,
+    .prepare_for_update = ck__namespace_prepare_for_update,
+    .defaults = ck__namespace_defaults,
 };
 
 static const char *const pod_short[] = {"po", NULL};
@@ -72,6 +75,9 @@ static const struct ck_kind pod_kind = {
     .columns = ck__pod_columns,
     .n_columns = CK__POD_COLUMNS,
     .row_cells = ck__pod_row,
+    .prepare_for_create = ck__pod_prepare_for_create,
+    .defaults = ck__pod_defaults,
+    .validate = ck__pod_validate,
 };
 
 static const char *const node_short[] = {"no", NULL};
@@ -148,6 +154,8 @@ static const struct ck_kind deployment_kind = {
     .columns = ck__deployment_columns,
     .n_columns = CK__DEPLOYMENT_COLUMNS,
     .row_cells = ck__deployment_row,
+    .defaults = ck__deployment_defaults,
+    .validate = ck__deployment_validate,
 };
 
 static const char *const replicaset_short[] = {"rs", NULL};
@@ -172,6 +180,8 @@ static const struct ck_kind replicaset_kind = {
     .columns = ck__replicaset_columns,
     .n_columns = CK__REPLICASET_COLUMNS,
     .row_cells = ck__replicaset_row,
+    .defaults = ck__workload_defaults,
+    .validate = ck__workload_validate,
 };
 
 static const struct ck_kind *const all_kinds[] = {
