@@ -12,8 +12,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *get_name(const char *field, const json_t *obj, char *buf, size_t size)
+static const char *get_name(const char *field, const json_t *obj, const void *ctx, char *buf,
+                            size_t size)
 {
+    (void)ctx;
     (void)buf;
     (void)size;
     return strcmp(field, "metadata.name") == 0 ? json_string_value(json_object_get(obj, "name"))
@@ -29,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ck_err err = {0};
     if (ck_field_selector_parse(text, &s, &err) == 0) {
         json_t *obj = json_pack("{s:s}", "name", "web-1");
-        (void)ck_field_selector_matches(s, obj, get_name);
+        (void)ck_field_selector_matches(s, obj, get_name, NULL);
         (void)ck_field_selector_exact(s, "metadata.name");
         static const char *const supported[] = {"metadata.name", NULL};
         (void)ck_field_selector_check_fields(s, supported, &err);

@@ -1,7 +1,7 @@
 /*
  * main.c - the `ckube` command: flags, wiring and exit codes, nothing more.
  *
- *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data]
+ *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data] [--store URL]
  *   ckube version [-o text|json]
  *   ckube help
  *
@@ -35,6 +35,8 @@ static const char usage_text[] =
     "Server flags:\n"
     "      --listen HOST:PORT        address to serve on, loopback only (default 127.0.0.1:6443)\n"
     "      --data-dir DIR            where state and the kubeconfig live (default ./ckube-data)\n"
+    "      --store URL               sqlite://PATH or etcd://HOST:PORT[,HOST:PORT...]\n"
+    "                                (default sqlite://DATA-DIR/state.db)\n"
     "\n"
     "Version flags:\n"
     "  -o, --output text|json        output format (default text)\n"
@@ -62,11 +64,13 @@ enum {
     OPT_LOGGING_FORMAT = 256,
     OPT_LISTEN,
     OPT_DATA_DIR,
+    OPT_STORE,
 };
 
 struct options {
     const char *listen;
     const char *data_dir;
+    const char *store;
     const char *output;
 };
 
@@ -114,6 +118,9 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_DATA_DIR:
             opts->data_dir = optarg;
+            break;
+        case OPT_STORE:
+            opts->store = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -183,6 +190,7 @@ static int cmd_server(int argc, char **argv)
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+        {"store", required_argument, NULL, OPT_STORE},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -207,9 +215,19 @@ static int cmd_server(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    char default_store[PATH_MAX + 16];
+    if (!opts.store) {
+        snprintf(default_store, sizeof(default_store), "sqlite://%s/state.db", opts.data_dir);
+        opts.store = default_store;
+    } else if (strncmp(opts.store, "sqlite://", 9) != 0 && strncmp(opts.store, "etcd://", 7) != 0) {
+        return usage_error(
+            "invalid value \"%s\" for --store: want sqlite://PATH or etcd://HOST:PORT[,...]",
+            opts.store);
+    }
+
     struct ck_err err = {0};
     struct ck_apiserver *server;
-    struct ck_apiserver_config config = {.listen = opts.listen};
+    struct ck_apiserver_config config = {.listen = opts.listen, .store_url = opts.store};
     if (ck_apiserver_start(&config, &server, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
@@ -225,7 +243,7 @@ static int cmd_server(int argc, char **argv)
         return 1;
     }
 
-    CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "version",
+    CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "store", opts.store, "version",
             ck_version()->git_version);
     printf("export KUBECONFIG=%s\n", kubeconfig);
     fflush(stdout);

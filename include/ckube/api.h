@@ -130,14 +130,14 @@ int ck_field_selector_check_fields(const struct ck_field_selector *selector,
                                    const char *const *supported, struct ck_err *reterr);
 
 /*
- * Matches using get_field(field, obj) to render the object's value of a field
- * label as a string (owned by the callback's caller for the duration of the
- * call; NULL is treated as "").
+ * Matches using get_field(field, obj, ctx, buf, size) to render the object's
+ * value of a field label as a string (it may write into buf and return it;
+ * NULL is treated as "").
  */
-typedef const char *(*ck_field_getter)(const char *field, const json_t *obj, char *buf,
-                                       size_t buf_size);
+typedef const char *(*ck_field_getter)(const char *field, const json_t *obj, const void *ctx,
+                                       char *buf, size_t buf_size);
 bool ck_field_selector_matches(const struct ck_field_selector *selector, const json_t *obj,
-                               ck_field_getter get_field);
+                               ck_field_getter get_field, const void *ctx);
 
 /*
  * If the selector pins field to one value with `=`/`==` (as
@@ -170,6 +170,12 @@ int ck_schemas_new(const char *const *documents, size_t n_documents, struct ck_s
                    struct ck_err *reterr);
 
 struct ck_schemas *ck_schemas_free(struct ck_schemas *set);
+
+/*
+ * The schemas of every kind ckube serves (the JSON documents in lib/api/schemas, built into
+ * the library). The caller frees the set.
+ */
+int ck_api_builtin_schemas(struct ck_schemas **ret_set, struct ck_err *reterr);
 
 /* The schema called name, or NULL. Borrowed from the set. */
 const json_t *ck_schemas_get(const struct ck_schemas *set, const char *name);
@@ -307,9 +313,13 @@ const char *ck_kind_qualified_resource(const struct ck_kind *kind, char *buf, si
  */
 const char *const *ck_kind_field_label_names(const struct ck_kind *kind);
 
-/* Renders obj's value of a field label, as ck_field_getter wants. */
+/* Renders obj's value of a field label. */
 const char *ck_kind_field_value(const struct ck_kind *kind, const char *label, const json_t *obj,
                                 char *buf, size_t size);
+
+/* A ck_field_getter whose ctx is a const struct ck_kind *. */
+const char *ck_kind_field_getter(const char *label, const json_t *obj, const void *kind, char *buf,
+                                 size_t size);
 
 /* ---- object metadata (apiserver BeforeCreate / BeforeUpdate) ------------- */
 

@@ -1,10 +1,12 @@
 /*
  * ckube/apiserver.h - the ckube API server, embeddable in any process.
  *
- * Today it serves the health endpoints (/healthz, /livez, /readyz, each with
- * ?verbose) and /version over plain HTTP with libmicrohttpd; unknown paths
- * answer a Kubernetes Status object with code 404. The server runs on its
- * own threads from ck_apiserver_start() until ck_apiserver_free().
+ * It stores Kubernetes objects in a ckube store and serves them over the
+ * Kubernetes REST API (discovery, OpenAPI v3, get/list/watch/create/update/
+ * delete, Tables) and the health endpoints, over plain HTTP with
+ * libmicrohttpd. The namespaces default, kube-system, kube-public and
+ * kube-node-lease exist from the first start. The server runs on its own
+ * threads from ck_apiserver_start() until ck_apiserver_free().
  *
  * Until TLS and authentication exist it listens on loopback addresses only.
  */
@@ -22,6 +24,8 @@ struct ck_apiserver;
 struct ck_apiserver_config {
     /* "HOST:PORT" or "[V6HOST]:PORT"; port 0 picks a free port. NULL = the default. */
     const char *listen;
+    /* The store: "sqlite://PATH" or "etcd://HOST:PORT[,...]" (see ckube/store.h). Required. */
+    const char *store_url;
 };
 
 /*

@@ -151,11 +151,11 @@ int ck_field_selector_check_fields(const struct ck_field_selector *s, const char
 }
 
 bool ck_field_selector_matches(const struct ck_field_selector *s, const json_t *obj,
-                               ck_field_getter get_field)
+                               ck_field_getter get_field, const void *ctx)
 {
     char buf[256];
     for (size_t i = 0; i < s->n_terms; i++) {
-        const char *have = get_field(s->terms[i].field, obj, buf, sizeof(buf));
+        const char *have = get_field(s->terms[i].field, obj, ctx, buf, sizeof(buf));
         bool equal = strcmp(have ? have : "", s->terms[i].value) == 0;
         if (equal == s->terms[i].negated)
             return false;

@@ -273,3 +273,9 @@ const char *ck_kind_field_value(const struct ck_kind *kind, const char *label, c
     }
     return NULL;
 }
+
+const char *ck_kind_field_getter(const char *label, const json_t *obj, const void *kind, char *buf,
+                                 size_t size)
+{
+    return ck_kind_field_value(kind, label, obj, buf, size);
+}

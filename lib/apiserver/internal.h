@@ -8,8 +8,11 @@
 #define CKUBE_APISERVER_INTERNAL_H
 
 #include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "ckube/api.h"
+#include "ckube/store.h"
 
 /*
  * Renders a metav1.Status failure: {"kind":"Status","apiVersion":"v1",
@@ -41,5 +44,186 @@ struct ck__target {
  * (discovery paths included: the caller routes those first).
  */
 int ck__route(const char *path, struct ck__target *ret);
+
+/*
+ * A failed API call, rendered once into a metav1.Status by the HTTP layer:
+ * code and reason, one message, and the details Kubernetes attaches (name,
+ * group, kind = the resource for most errors, the Kind for Invalid, causes).
+ */
+struct ck__status {
+    unsigned code;
+    const char *reason; /* static string */
+    char *message;
+    char name[254];
+    const char *group;
+    const char *kind;
+    json_t *causes; /* array of {reason, message, field} or NULL */
+};
+
+void ck__status_set(struct ck__status *st, unsigned code, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void ck__status_release(struct ck__status *st);
+
+/* The stored objects of the API (registry.c, list.c). Immutable once built. */
+struct ck__registry {
+    struct ck_store *store;
+    const struct ck_schemas *schemas;
+};
+
+int ck__object_key(const struct ck_kind *kind, const char *namespace, const char *name, char *buf,
+                   size_t size);
+int ck__collection_prefix(const struct ck_kind *kind, const char *namespace, char *buf,
+                          size_t size);
+
+/*
+ * The served form of a stored object: the stored bytes with
+ * "resourceVersion":"<rv>" spliced in as metadata's first member. Caller frees.
+ */
+char *ck__serve_stored(const char *stored, size_t len, int64_t resource_version, size_t *ret_len);
+
+/* Parses a stored kv into an object with its resourceVersion. New reference or NULL. */
+json_t *ck__decode_stored(const struct ck_kv *kv);
+
+/*
+ * Creates obj (decoded from the request, consumed by copy) in namespace. On
+ * success returns 0 and sets *ret_body to the served object (caller frees);
+ * on failure returns -1 with *st filled.
+ */
+int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
+                        json_t *obj, bool dry_run, char **ret_body, size_t *ret_len,
+                        struct ck__status *st);
+
+/* Reads one object: *ret_kv gets a reference. -1 with *st (404, 500) on failure. */
+int ck__registry_get(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
+                     const char *name, const struct ck_kv **ret_kv, struct ck__status *st);
+
+/*
+ * Computes the requested new state from the current object (a PUT returns
+ * its body; a patch applies itself to current). Returns a new reference, or
+ * NULL with *st filled. A metadata.resourceVersion in the result is a
+ * precondition.
+ */
+typedef json_t *(*ck__mutate_fn)(const json_t *current, void *arg, struct ck__status *st);
+
+/*
+ * Optimistic update of one object (subresource "status" or NULL for the
+ * object itself): read, mutate, prepare, default, validate, commit if the
+ * key did not change meanwhile (else retry, or 409 when the request carried
+ * a resourceVersion). A write that changes nothing commits nothing. An update
+ * that removes the last finalizer of an object being deleted deletes it.
+ */
+int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
+                        const char *name, const char *subresource, ck__mutate_fn mutate,
+                        void *mutate_arg, bool dry_run, char **ret_body, size_t *ret_len,
+                        struct ck__status *st);
+
+struct ck__delete_options {
+    const char *precondition_uid;
+    const char *precondition_rv;
+    bool dry_run;
+};
+
+/* True when obj still has finalizers (metadata's, or a namespace's spec.finalizers). */
+bool ck__has_finalizers(const struct ck_kind *kind, const json_t *obj);
+
+/* The mutation DELETE applies to an object with finalizers: set deletionTimestamp. */
+json_t *ck__mark_deleting(const json_t *current, void *arg, struct ck__status *st);
+
+/*
+ * Deletes one object: with finalizers it is only marked (deletionTimestamp,
+ * namespaces go Terminating) and returned; otherwise removed, answering the
+ * last state (core kinds) or a Success Status (apps kinds).
+ */
+int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
+                        const char *name, const struct ck__delete_options *opts, char **ret_body,
+                        size_t *ret_len, struct ck__status *st);
+
+struct ck__list_options {
+    const char *namespace;                  /* "" or NULL: every namespace */
+    const struct ck_label_selector *labels; /* NULL: everything */
+    const struct ck_field_selector *fields; /* NULL: everything */
+    int64_t limit;                          /* 0: no limit */
+    const char *continue_token;
+    const char *resource_version;
+    const char *resource_version_match;
+};
+
+struct ck__list_result {
+    const struct ck_kv **kvs; /* one reference each, in key order */
+    size_t n_kvs;
+    int64_t revision;     /* the list's resourceVersion */
+    char *continue_token; /* NULL when this is the last page */
+};
+
+/*
+ * Lists a collection with selectors and paging, every page read at the
+ * first page's revision. -1 with *st: 400 (bad token), 410 (compacted),
+ * 422 (bad resourceVersion combination), 500.
+ */
+int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
+                      const struct ck__list_options *opts, struct ck__list_result *ret,
+                      struct ck__status *st);
+void ck__list_result_release(struct ck__list_result *ret);
+
+/* True when the object passes both selectors. */
+bool ck__matches(const struct ck_kind *kind, const json_t *obj,
+                 const struct ck_label_selector *labels, const struct ck_field_selector *fields);
+
+/* ---- the server (server.c) ---------------------------------------------- */
+
+struct ck__watch_stream;
+
+struct ck_apiserver {
+    struct MHD_Daemon *daemon;
+    int listen_fd;
+    uint16_t port;
+    char url[300];
+    atomic_bool shutting_down;
+    struct ck_store *store;
+    struct ck_schemas *schemas;
+    struct ck__registry *registry;
+    /* active watch streams, for the ticker and for shutdown */
+    pthread_mutex_t watches_lock;
+    struct ck__watch_stream *watches;
+    atomic_int active_watches;
+    pthread_t ticker;
+    pthread_mutex_t ticker_lock;
+    pthread_cond_t ticker_wake;
+    bool ticker_stop;
+};
+
+/* ---- handlers (handlers.c) ---------------------------------------------- */
+
+enum ck__accept {
+    CK__ACCEPT_JSON,
+    CK__ACCEPT_TABLE, /* application/json;as=Table;v=v1;g=meta.k8s.io */
+    CK__ACCEPT_NONE,  /* nothing we can produce: 406 */
+};
+
+enum ck__accept ck__negotiate(struct MHD_Connection *conn);
+const char *ck__query(struct MHD_Connection *conn, const char *name);
+/* A boolean query parameter parsed as Go's ParseBool (true, True, 1, t ...). */
+bool ck__query_bool(struct MHD_Connection *conn, const char *name);
+int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
+                        struct ck_label_selector **ret_labels,
+                        struct ck_field_selector **ret_fields, struct ck__status *st);
+enum MHD_Result ck__send_status(struct MHD_Connection *conn, const struct ck__status *st);
+
+/* Serves one request on a resource path (everything but watches' streaming). */
+enum MHD_Result ck__serve_resource(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                   const char *method, const struct ck__target *t, const char *body,
+                                   size_t len);
+
+/* ---- watches (watch.c) ---------------------------------------------------- */
+
+enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                const struct ck__target *t);
+
+/*
+ * Ends watches past their deadline or whose client vanished, and asks for
+ * bookmarks; with stopping, ends every watch (server shutdown). Called by
+ * the server's ticker thread about once a second.
+ */
+void ck__watch_tick(struct ck_apiserver *server, bool stopping);
 
 #endif /* CKUBE_APISERVER_INTERNAL_H */

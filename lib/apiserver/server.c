@@ -18,8 +18,13 @@
  * the per-check lines, and ?exclude=name skips a check. /readyz also has the
  * "shutdown" check, which fails once shutdown has begun.
  *
+ * Resource paths go to handlers.c (and watch.c); request bodies are
+ * collected here, capped at 3 MiB as in Kubernetes (413 beyond).
+ *
  * Threading: handlers run on MHD's thread; `shutting_down` is the only state
- * shared with the owner's thread, and it is atomic.
+ * shared with the owner's thread, and it is atomic. A ticker thread wakes
+ * once a second for the watch streams (deadlines, bookmarks, vanished
+ * clients).
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -31,17 +36,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ckube/apiserver.h"
+#include "ckube/store.h"
 #include "internal.h"
 
-struct ck_apiserver {
-    struct MHD_Daemon *daemon;
-    int listen_fd;
-    uint16_t port;
-    char url[300];
-    atomic_bool shutting_down;
+#define MAX_BODY_BYTES (3u * 1024 * 1024) /* Kubernetes' request body limit */
+
+/* What one request collected before it is answered. */
+struct request {
+    char *body;
+    size_t len;
+    bool too_large;
 };
 
 /* A health check: returns true when healthy, else false with a reason. */
@@ -66,9 +74,19 @@ static bool check_shutdown(struct ck_apiserver *server, const char **ret_reason)
     return true;
 }
 
-static const struct health_check livez_checks[] = {{"ping", check_ping}};
-static const struct health_check readyz_checks[] = {{"ping", check_ping},
-                                                    {"shutdown", check_shutdown}};
+static bool check_store(struct ck_apiserver *server, const char **ret_reason)
+{
+    struct ck_err err = {0};
+    if (ck_store_revisions(server->store, NULL, NULL, &err) < 0) {
+        *ret_reason = "the store does not answer";
+        return false;
+    }
+    return true;
+}
+
+static const struct health_check livez_checks[] = {{"ping", check_ping}, {"store", check_store}};
+static const struct health_check readyz_checks[] = {
+    {"ping", check_ping}, {"store", check_store}, {"shutdown", check_shutdown}};
 
 static enum MHD_Result queue_body(struct MHD_Connection *conn, unsigned int status,
                                   const char *content_type, const char *body, size_t len)
@@ -235,13 +253,33 @@ static bool serve_discovery(struct ck_apiserver *server, struct MHD_Connection *
     return true;
 }
 
+/* /openapi/v3 (the index) and /openapi/v3/<api|apis/G>/<V> (a document). */
+static enum MHD_Result serve_openapi(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                     const char *rest)
+{
+    char group[64] = "", version[32];
+    char extra;
+    if (*rest == '\0' || strcmp(rest, "/") == 0)
+        return queue_json_value(conn, ck_openapi_index(server->schemas));
+    if (sscanf(rest, "/api/%31[^/]%c", version, &extra) == 1 ||
+        sscanf(rest, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
+        json_t *doc = ck_openapi_document(server->schemas, group, version);
+        if (doc)
+            return queue_json_value(conn, doc);
+    }
+    return ck__apiserver_queue_status(conn, MHD_HTTP_NOT_FOUND, "NotFound",
+                                      "the server could not find the requested resource");
+}
+
 static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection *conn,
-                             const char *method, const char *url)
+                             const char *method, const char *url, const char *body, size_t body_len)
 {
     bool readonly = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     enum MHD_Result discovery_ret;
     if (readonly && serve_discovery(server, conn, url, &discovery_ret))
         return discovery_ret;
+    if (readonly && strncmp(url, "/openapi/v3", 11) == 0)
+        return serve_openapi(server, conn, url + 11);
 
     if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0 ||
         strcmp(url, "/version") == 0) {
@@ -257,6 +295,9 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
         return serve_health(server, conn, url + 1, livez_checks,
                             sizeof(livez_checks) / sizeof(livez_checks[0]));
     }
+    struct ck__target target;
+    if (ck__route(url, &target) == 0)
+        return ck__serve_resource(server, conn, method, &target, body, body_len);
     return ck__apiserver_queue_status(conn, MHD_HTTP_NOT_FOUND, "NotFound",
                                       "the server could not find the requested resource");
 }
@@ -267,19 +308,54 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
                                       void **req_cls)
 {
     (void)version;
-    (void)upload_data;
-    static int first_call_marker;
-    if (*req_cls == NULL) {
-        *req_cls = &first_call_marker;
+    struct request *req = *req_cls;
+    if (!req) {
+        req = calloc(1, sizeof(*req));
+        if (!req)
+            return MHD_NO;
+        *req_cls = req;
         return MHD_YES;
     }
     if (*upload_data_size != 0) {
-        /* No endpoint takes a body yet: read and drop it, answer at the end. */
+        size_t n = *upload_data_size;
         *upload_data_size = 0;
+        if (req->too_large)
+            return MHD_YES; /* keep reading to answer 413 cleanly */
+        if (req->len + n > MAX_BODY_BYTES) {
+            req->too_large = true;
+            free(req->body);
+            req->body = NULL;
+            req->len = 0;
+            return MHD_YES;
+        }
+        char *grown = realloc(req->body, req->len + n + 1);
+        if (!grown)
+            return MHD_NO;
+        memcpy(grown + req->len, upload_data, n);
+        req->body = grown;
+        req->len += n;
+        req->body[req->len] = '\0';
         return MHD_YES;
     }
-    CK_LOGV(4, "%s %s", method, url);
-    return route(cls, conn, method, url);
+    CK_LOGV(2, "%s %s", method, url);
+    if (req->too_large)
+        return ck__apiserver_queue_status(conn, MHD_HTTP_CONTENT_TOO_LARGE, "RequestEntityTooLarge",
+                                          "Request entity too large: limit is 3145728");
+    return route(cls, conn, method, url, req->body, req->len);
+}
+
+static void request_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                              enum MHD_RequestTerminationCode code)
+{
+    (void)cls;
+    (void)conn;
+    (void)code;
+    struct request *req = *req_cls;
+    if (req) {
+        free(req->body);
+        free(req);
+        *req_cls = NULL;
+    }
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
@@ -405,17 +481,109 @@ static int bind_listen_socket(struct ck_apiserver *server, const char *addr, str
     return 0;
 }
 
+static void *ticker_main(void *arg)
+{
+    struct ck_apiserver *server = arg;
+    pthread_mutex_lock(&server->ticker_lock);
+    while (!server->ticker_stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        pthread_cond_timedwait(&server->ticker_wake, &server->ticker_lock, &until);
+        if (server->ticker_stop)
+            break;
+        pthread_mutex_unlock(&server->ticker_lock);
+        ck__watch_tick(server, false);
+        pthread_mutex_lock(&server->ticker_lock);
+    }
+    pthread_mutex_unlock(&server->ticker_lock);
+    return NULL;
+}
+
+/* Creates the namespaces Kubernetes has from the start, when absent. */
+static int bootstrap_namespaces(struct ck_apiserver *server, struct ck_err *reterr)
+{
+    static const char *const names[] = {"default", "kube-system", "kube-public", "kube-node-lease"};
+    const struct ck_kind *ns_kind = ck_kind_lookup("", "v1", "namespaces");
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        json_t *ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+                               "metadata", "name", names[i]);
+        char *out = NULL;
+        size_t len = 0;
+        struct ck__status st = {0};
+        int r =
+            ns ? ck__registry_create(server->registry, ns_kind, NULL, ns, false, &out, &len, &st)
+               : -1;
+        json_decref(ns);
+        free(out);
+        bool exists = r < 0 && st.code == 409;
+        if (r < 0 && !exists) {
+            ck_err_set(reterr, CK_EIO, "cannot create namespace %s: %s", names[i],
+                       st.message ? st.message : "out of memory");
+            ck__status_release(&st);
+            return CK_EIO;
+        }
+        ck__status_release(&st);
+    }
+    return 0;
+}
+
+/* Frees what start built, in reverse order; safe on a partly built server. */
+static void teardown(struct ck_apiserver *server)
+{
+    if (server->ticker) {
+        pthread_mutex_lock(&server->ticker_lock);
+        server->ticker_stop = true;
+        pthread_cond_signal(&server->ticker_wake);
+        pthread_mutex_unlock(&server->ticker_lock);
+        pthread_join(server->ticker, NULL);
+    }
+    free(server->registry);
+    ck_schemas_free(server->schemas);
+    ck_store_close(server->store);
+    if (server->listen_fd >= 0)
+        close(server->listen_fd);
+    pthread_mutex_destroy(&server->watches_lock);
+    pthread_mutex_destroy(&server->ticker_lock);
+    pthread_cond_destroy(&server->ticker_wake);
+    free(server);
+}
+
 int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apiserver **ret_server,
                        struct ck_err *reterr)
 {
     const char *listen_addr =
         config && config->listen ? config->listen : CK_APISERVER_DEFAULT_LISTEN;
+    if (!config || !config->store_url)
+        return ck_err_set(reterr, CK_EINVAL, "no store configured");
     struct ck_apiserver *server = calloc(1, sizeof(*server));
     if (!server)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    server->listen_fd = -1;
+    pthread_mutex_init(&server->watches_lock, NULL);
+    pthread_mutex_init(&server->ticker_lock, NULL);
+    pthread_cond_init(&server->ticker_wake, NULL);
+
     int r = bind_listen_socket(server, listen_addr, reterr);
+    if (r == 0)
+        r = ck_store_open(config->store_url, NULL, &server->store, reterr);
+    if (r == 0)
+        r = ck_api_builtin_schemas(&server->schemas, reterr);
+    if (r == 0) {
+        server->registry = calloc(1, sizeof(*server->registry));
+        if (!server->registry)
+            r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        else
+            *server->registry = (struct ck__registry){server->store, server->schemas};
+    }
+    if (r == 0)
+        r = bootstrap_namespaces(server, reterr);
+    if (r == 0 && pthread_create(&server->ticker, NULL, ticker_main, server) != 0) {
+        server->ticker = 0;
+        r = ck_err_set(reterr, CK_EIO, "cannot start the watch ticker thread");
+    }
     if (r < 0) {
-        free(server);
+        teardown(server);
         return r;
     }
 
@@ -424,10 +592,10 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     server->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, access_handler, server, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_LISTEN_SOCKET, server->listen_fd, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
+        (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000,
+        MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL, MHD_OPTION_END);
     if (!server->daemon) {
-        close(server->listen_fd);
-        free(server);
+        teardown(server);
         return ck_err_set(reterr, CK_EIO, "cannot start the HTTP server on %s", listen_addr);
     }
     *ret_server = server;
@@ -453,11 +621,18 @@ struct ck_apiserver *ck_apiserver_free(struct ck_apiserver *server)
 {
     if (!server)
         return NULL;
-    /* Stop accepting first, then end the connections; we own the listen socket. */
+    atomic_store(&server->shutting_down, true);
+    /* Stop accepting, end every watch stream cleanly (no connection stays
+     * suspended), then close the connections; we own the listen socket. */
     MHD_socket fd = MHD_quiesce_daemon(server->daemon);
+    ck__watch_tick(server, true);
+    for (int i = 0; i < 200 && atomic_load(&server->active_watches) > 0; i++) {
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL); /* let MHD flush the ended streams (2 s at most) */
+    }
     MHD_stop_daemon(server->daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
-    free(server);
+    if (fd == MHD_INVALID_SOCKET)
+        server->listen_fd = -1; /* MHD kept and closed it */
+    teardown(server);
     return NULL;
 }

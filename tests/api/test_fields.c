@@ -10,8 +10,10 @@
 #include "ckube/api.h"
 
 /* Renders metadata.name, spec.nodeName and status.phase of a pod-like object. */
-static const char *get_field(const char *field, const json_t *obj, char *buf, size_t size)
+static const char *get_field(const char *field, const json_t *obj, const void *ctx, char *buf,
+                             size_t size)
 {
+    (void)ctx;
     (void)buf;
     (void)size;
     if (strcmp(field, "metadata.name") == 0)
@@ -51,7 +53,7 @@ static void test_matching_table(void **state)
         struct ck_err err = {0};
         if (ck_field_selector_parse(cases[i].selector, &s, &err) != 0)
             fail_msg("parse \"%s\": %s", cases[i].selector, err.msg);
-        if (ck_field_selector_matches(s, pod, get_field) != cases[i].match)
+        if (ck_field_selector_matches(s, pod, get_field, NULL) != cases[i].match)
             fail_msg("\"%s\": want %s", cases[i].selector, cases[i].match ? "match" : "no match");
         ck_field_selector_free(s);
     }
@@ -65,7 +67,7 @@ static void test_absent_field_compares_as_empty(void **state)
     struct ck_field_selector *s = NULL;
     struct ck_err err = {0};
     assert_int_equal(ck_field_selector_parse("spec.nodeName=", &s, &err), 0);
-    assert_true(ck_field_selector_matches(s, pod, get_field));
+    assert_true(ck_field_selector_matches(s, pod, get_field, NULL));
     ck_field_selector_free(s);
     json_decref(pod);
 }

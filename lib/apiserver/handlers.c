@@ -1,0 +1,549 @@
+/*
+ * handlers.c - the Kubernetes REST verbs over HTTP: get, list, create,
+ * update, delete and deletecollection for every kind, as kubectl and the
+ * Python client call them (kube-api-contract sections 1, 6, 8-11).
+ *
+ * Each handler parses what it needs from the request (query parameters,
+ * Accept, Content-Type, body), calls the registry, and answers either the
+ * served bytes, a Table (when Accept asks for as=Table), or a Status built
+ * from struct ck__status in one place (send_status). Watches are in watch.c.
+ *
+ * Threading: handlers run on libmicrohttpd's threads; they share only the
+ * immutable registry and the thread-safe store.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "internal.h"
+
+static const char table_content_type[] = "application/json;as=Table;v=v1;g=meta.k8s.io";
+
+/* ---- request helpers ---------------------------------------------------- */
+
+const char *ck__query(struct MHD_Connection *conn, const char *name)
+{
+    return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+bool ck__query_bool(struct MHD_Connection *conn, const char *name)
+{
+    const char *v = ck__query(conn, name);
+    if (!v)
+        return false;
+    /* Go's strconv.ParseBool, which the Python client's "True" relies on */
+    static const char *const truthy[] = {"1", "t", "T", "TRUE", "true", "True"};
+    for (size_t i = 0; i < sizeof(truthy) / sizeof(truthy[0]); i++)
+        if (strcmp(v, truthy[i]) == 0)
+            return true;
+    return false;
+}
+
+/* What the client accepts: a Table, plain JSON, or nothing we produce (406). */
+enum ck__accept ck__negotiate(struct MHD_Connection *conn)
+{
+    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
+    if (!accept || !*accept)
+        return CK__ACCEPT_JSON;
+    bool json = false;
+    char *copy = strdup(accept);
+    if (!copy)
+        return CK__ACCEPT_JSON;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        while (*item == ' ')
+            item++;
+        if (strstr(item, "as=Table") && strstr(item, "g=meta.k8s.io") &&
+            strncmp(item, "application/json", 16) == 0) {
+            free(copy);
+            return CK__ACCEPT_TABLE; /* the first acceptable entry wins */
+        }
+        if (strncmp(item, "application/json", 16) == 0 || strncmp(item, "*/*", 3) == 0 ||
+            strncmp(item, "application/*", 13) == 0) {
+            if (!strstr(item, "as=")) {
+                json = true;
+                break;
+            }
+        }
+    }
+    free(copy);
+    return json ? CK__ACCEPT_JSON : CK__ACCEPT_NONE;
+}
+
+/* ---- responses ---------------------------------------------------------- */
+
+static enum MHD_Result send_bytes(struct MHD_Connection *conn, unsigned status,
+                                  const char *content_type, char *body, size_t len,
+                                  const struct ck_warnings *warnings)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
+    for (size_t i = 0; warnings && i < warnings->len; i++) {
+        char header[1024];
+        snprintf(header, sizeof(header), "299 - \"%s\"", warnings->items[i]);
+        MHD_add_response_header(resp, "Warning", header);
+    }
+    enum MHD_Result ret = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+enum MHD_Result ck__send_status(struct MHD_Connection *conn, const struct ck__status *st)
+{
+    json_t *details = json_object();
+    if (st->name[0])
+        json_object_set_new(details, "name", json_string(st->name));
+    if (st->group && st->group[0])
+        json_object_set_new(details, "group", json_string(st->group));
+    if (st->kind)
+        json_object_set_new(details, "kind", json_string(st->kind));
+    if (st->causes)
+        json_object_set(details, "causes", st->causes);
+    json_t *status = json_pack(
+        "{s:s, s:s, s:{}, s:s, s:s, s:s, s:o, s:i}", "kind", "Status", "apiVersion", "v1",
+        "metadata", "status", "Failure", "message", st->message ? st->message : "", "reason",
+        st->reason ? st->reason : "InternalError", "details", details, "code", (int)st->code);
+    char *body = status ? json_dumps(status, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(status);
+    if (!body)
+        return MHD_NO;
+    return send_bytes(conn, st->code, "application/json", body, strlen(body), NULL);
+}
+
+static enum MHD_Result fail(struct MHD_Connection *conn, struct ck__status *st)
+{
+    enum MHD_Result ret = ck__send_status(conn, st);
+    ck__status_release(st);
+    return ret;
+}
+
+static enum MHD_Result fail_with(struct MHD_Connection *conn, unsigned code, const char *reason,
+                                 const char *message)
+{
+    struct ck__status st = {0};
+    ck__status_set(&st, code, reason, "%s", message);
+    return fail(conn, &st);
+}
+
+static enum MHD_Result send_table(struct MHD_Connection *conn, const struct ck_kind *kind,
+                                  json_t *const *objects, size_t n, const char *rv,
+                                  const char *continue_token)
+{
+    enum ck_include_object include;
+    if (ck_include_object_parse(ck__query(conn, "includeObject"), &include) < 0)
+        return fail_with(conn, 400, "BadRequest", "includeObject must be Object, Metadata or None");
+    json_t *table =
+        ck_table_build(kind, objects, n, true, include, rv, continue_token, (long long)time(NULL));
+    char *body = table ? json_dumps(table, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(table);
+    if (!body)
+        return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
+    return send_bytes(conn, 200, table_content_type, body, strlen(body), NULL);
+}
+
+/* Answers one served object: as is, or as a one-row Table. */
+static enum MHD_Result send_object(struct MHD_Connection *conn, const struct ck_kind *kind,
+                                   unsigned status, char *body, size_t len,
+                                   const struct ck_warnings *warnings)
+{
+    if (ck__negotiate(conn) == CK__ACCEPT_TABLE && status == 200) {
+        json_error_t jerr;
+        json_t *obj = json_loadb(body, len, 0, &jerr);
+        free(body);
+        if (!obj)
+            return fail_with(conn, 500, "InternalError", "Internal error occurred: bad object");
+        const char *rv =
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+        enum MHD_Result ret = send_table(conn, kind, &obj, 1, rv, NULL);
+        json_decref(obj);
+        return ret;
+    }
+    return send_bytes(conn, status, "application/json", body, len, warnings);
+}
+
+/* ---- GET ---------------------------------------------------------------- */
+
+static enum MHD_Result handle_get(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                  const struct ck__target *t)
+{
+    struct ck__status st = {0};
+    const struct ck_kv *kv = NULL;
+    if (ck__registry_get(ctx->registry, t->kind, t->namespace, t->name, &kv, &st) < 0)
+        return fail(conn, &st);
+    size_t len = 0;
+    char *body = ck__serve_stored(kv->value, kv->value_len, kv->mod_revision, &len);
+    ck_kv_unref(kv);
+    if (!body)
+        return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
+    return send_object(conn, t->kind, 200, body, len, NULL);
+}
+
+/* Parses labelSelector and fieldSelector (400 on error); the caller frees both. */
+int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
+                        struct ck_label_selector **ret_labels,
+                        struct ck_field_selector **ret_fields, struct ck__status *st)
+{
+    struct ck_err err = {0};
+    *ret_labels = NULL;
+    *ret_fields = NULL;
+    const char *labels = ck__query(conn, "labelSelector");
+    const char *fields = ck__query(conn, "fieldSelector");
+    if (ck_label_selector_parse(labels ? labels : "", ret_labels, &err) < 0) {
+        ck__status_set(st, 400, "BadRequest", "%s", err.msg);
+        return -1;
+    }
+    if (ck_field_selector_parse(fields ? fields : "", ret_fields, &err) < 0 ||
+        ck_field_selector_check_fields(*ret_fields, ck_kind_field_label_names(kind), &err) < 0) {
+        ck__status_set(st, 400, "BadRequest", "%s", err.msg);
+        *ret_labels = ck_label_selector_free(*ret_labels);
+        *ret_fields = ck_field_selector_free(*ret_fields);
+        return -1;
+    }
+    return 0;
+}
+
+/* Appends s to a growing buffer; returns false when out of memory. */
+static bool buf_add(FILE *f, const char *s, size_t len)
+{
+    return fwrite(s, 1, len, f) == len;
+}
+
+static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                   const struct ck__target *t)
+{
+    struct ck__status st = {0};
+    struct ck_label_selector *labels = NULL;
+    struct ck_field_selector *fields = NULL;
+    if (ck__parse_selectors(conn, t->kind, &labels, &fields, &st) < 0)
+        return fail(conn, &st);
+    const char *limit_text = ck__query(conn, "limit");
+    long long limit = limit_text ? strtoll(limit_text, NULL, 10) : 0;
+    struct ck__list_options opts = {
+        .namespace = t->namespace,
+        .labels = labels,
+        .fields = fields,
+        .limit = limit > 0 ? limit : 0,
+        .continue_token = ck__query(conn, "continue"),
+        .resource_version = ck__query(conn, "resourceVersion"),
+        .resource_version_match = ck__query(conn, "resourceVersionMatch"),
+    };
+    struct ck__list_result result;
+    int r = ck__registry_list(ctx->registry, t->kind, &opts, &result, &st);
+    ck_label_selector_free(labels);
+    ck_field_selector_free(fields);
+    if (r < 0)
+        return fail(conn, &st);
+
+    char rv[32];
+    snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
+    enum MHD_Result ret;
+    if (ck__negotiate(conn) == CK__ACCEPT_TABLE) {
+        json_t **objects = calloc(result.n_kvs + 1, sizeof(*objects));
+        size_t n = 0;
+        for (size_t i = 0; objects && i < result.n_kvs; i++) {
+            json_t *obj = ck__decode_stored(result.kvs[i]);
+            if (obj)
+                objects[n++] = obj;
+        }
+        ret = objects
+                  ? send_table(conn, t->kind, objects, n, rv, result.continue_token)
+                  : fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
+        for (size_t i = 0; i < n; i++)
+            json_decref(objects[i]);
+        free(objects);
+        ck__list_result_release(&result);
+        return ret;
+    }
+
+    /* {"kind":"PodList","apiVersion":"v1","metadata":{...},"items":[<served bytes>,...]} */
+    char *body = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&body, &len);
+    char api_version[64];
+    bool ok = f != NULL;
+    if (ok) {
+        fprintf(
+            f, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%s\"",
+            t->kind->list_kind, ck_kind_api_version(t->kind, api_version, sizeof(api_version)), rv);
+        if (result.continue_token)
+            fprintf(f, ",\"continue\":\"%s\"", result.continue_token);
+        fputs("},\"items\":[", f);
+        for (size_t i = 0; ok && i < result.n_kvs; i++) {
+            size_t item_len = 0;
+            const struct ck_kv *kv = result.kvs[i];
+            char *item = ck__serve_stored(kv->value, kv->value_len, kv->mod_revision, &item_len);
+            ok = item && (i == 0 || buf_add(f, ",", 1)) && buf_add(f, item, item_len);
+            free(item);
+        }
+        fputs("]}", f);
+        ok = fclose(f) == 0 && ok;
+    }
+    ck__list_result_release(&result);
+    if (!ok) {
+        free(body);
+        return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
+    }
+    return send_bytes(conn, 200, "application/json", body, len, NULL);
+}
+
+/* ---- writes ------------------------------------------------------------- */
+
+/* Decodes the request body for kind; 400/415 in *st on failure. */
+static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                           const struct ck_kind *kind, const char *body, size_t len,
+                           struct ck_warnings *warnings, struct ck__status *st)
+{
+    const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+    if (type && strncasecmp(type, "application/json", 16) != 0 &&
+        strncasecmp(type, "*/*", 3) != 0) {
+        ck__status_set(
+            st, 415, "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json");
+        return NULL;
+    }
+    enum ck_field_validation fv;
+    if (ck_field_validation_parse(ck__query(conn, "fieldValidation"), &fv) < 0) {
+        ck__status_set(st, 400, "BadRequest",
+                       "fieldValidation must be one of Strict, Warn or Ignore");
+        return NULL;
+    }
+    json_t *obj = NULL;
+    struct ck_err err = {0};
+    if (ck_schema_decode(ctx->schemas, kind->schema, body ? body : "", len, fv, &obj, warnings,
+                         &err) < 0) {
+        ck__status_set(st, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: %s",
+                       kind->kind, kind->version, kind->kind, err.msg);
+        return NULL;
+    }
+    const char *body_kind = json_string_value(json_object_get(obj, "kind"));
+    if (body_kind && *body_kind && strcmp(body_kind, kind->kind) != 0) {
+        ck__status_set(st, 400, "BadRequest",
+                       "the kind in the data (%s) does not match the expected kind (%s)", body_kind,
+                       kind->kind);
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+static bool dry_run(struct MHD_Connection *conn)
+{
+    const char *v = ck__query(conn, "dryRun");
+    return v && strcmp(v, "All") == 0;
+}
+
+static enum MHD_Result handle_create(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                     const struct ck__target *t, const char *body, size_t len)
+{
+    struct ck__status st = {0};
+    struct ck_warnings warnings = {0};
+    if (t->kind->namespaced && !t->namespace[0])
+        return fail_with(conn, 404, "NotFound", "the server could not find the requested resource");
+    json_t *obj = decode_body(ctx, conn, t->kind, body, len, &warnings, &st);
+    if (!obj) {
+        ck_warnings_release(&warnings);
+        return fail(conn, &st);
+    }
+    char *out = NULL;
+    size_t out_len = 0;
+    int r = ck__registry_create(ctx->registry, t->kind, t->namespace, obj, dry_run(conn), &out,
+                                &out_len, &st);
+    json_decref(obj);
+    enum MHD_Result ret =
+        r < 0 ? fail(conn, &st) : send_object(conn, t->kind, 201, out, out_len, &warnings);
+    ck_warnings_release(&warnings);
+    return ret;
+}
+
+/* A PUT's mutation: the new state is the body, whatever the current one is. */
+static json_t *replace_with_body(const json_t *current, void *arg, struct ck__status *st)
+{
+    (void)current;
+    (void)st;
+    return json_deep_copy(arg);
+}
+
+static enum MHD_Result handle_update(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                     const struct ck__target *t, const char *body, size_t len)
+{
+    struct ck__status st = {0};
+    struct ck_warnings warnings = {0};
+    if (t->subresource[0] && strcmp(t->subresource, "status") != 0)
+        return fail_with(conn, 405, "MethodNotAllowed",
+                         "the server does not allow this method on the requested resource");
+    json_t *obj = decode_body(ctx, conn, t->kind, body, len, &warnings, &st);
+    if (!obj) {
+        ck_warnings_release(&warnings);
+        return fail(conn, &st);
+    }
+    const char *body_name =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    if (body_name && strcmp(body_name, t->name) != 0) {
+        json_decref(obj);
+        ck_warnings_release(&warnings);
+        return fail_with(conn, 400, "BadRequest",
+                         "the name of the object does not match the name on the URL");
+    }
+    char *out = NULL;
+    size_t out_len = 0;
+    int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name,
+                                t->subresource[0] ? t->subresource : NULL, replace_with_body, obj,
+                                dry_run(conn), &out, &out_len, &st);
+    json_decref(obj);
+    enum MHD_Result ret =
+        r < 0 ? fail(conn, &st) : send_object(conn, t->kind, 200, out, out_len, &warnings);
+    ck_warnings_release(&warnings);
+    return ret;
+}
+
+/* DeleteOptions from the body and the query (query wins where both say). */
+static int delete_options(struct MHD_Connection *conn, const char *body, size_t len,
+                          json_t **ret_doc, struct ck__delete_options *opts, struct ck__status *st)
+{
+    memset(opts, 0, sizeof(*opts));
+    *ret_doc = NULL;
+    if (body && len) {
+        json_error_t jerr;
+        json_t *doc = json_loadb(body, len, 0, &jerr);
+        if (!json_is_object(doc)) {
+            json_decref(doc);
+            ck__status_set(st, 400, "BadRequest", "invalid DeleteOptions: %s", jerr.text);
+            return -1;
+        }
+        json_t *pre = json_object_get(doc, "preconditions");
+        opts->precondition_uid = json_string_value(json_object_get(pre, "uid"));
+        opts->precondition_rv = json_string_value(json_object_get(pre, "resourceVersion"));
+        json_t *dry = json_object_get(doc, "dryRun");
+        opts->dry_run = json_array_size(dry) > 0 &&
+                        strcmp(json_string_value(json_array_get(dry, 0)) ?: "", "All") == 0;
+        *ret_doc = doc;
+    }
+    opts->dry_run = opts->dry_run || dry_run(conn);
+    return 0;
+}
+
+static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                     const struct ck__target *t, const char *body, size_t len)
+{
+    struct ck__status st = {0};
+    struct ck__delete_options opts;
+    json_t *doc = NULL;
+    if (delete_options(conn, body, len, &doc, &opts, &st) < 0)
+        return fail(conn, &st);
+    char *out = NULL;
+    size_t out_len = 0;
+    int r = ck__registry_delete(ctx->registry, t->kind, t->namespace, t->name, &opts, &out,
+                                &out_len, &st);
+    json_decref(doc);
+    if (r < 0)
+        return fail(conn, &st);
+    return send_bytes(conn, 200, "application/json", out, out_len, NULL);
+}
+
+/* DELETE on a collection: list with the selectors, delete each, answer the list. */
+static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
+                                                struct MHD_Connection *conn,
+                                                const struct ck__target *t, const char *body,
+                                                size_t len)
+{
+    struct ck__status st = {0};
+    struct ck__delete_options opts;
+    json_t *doc = NULL;
+    if (delete_options(conn, body, len, &doc, &opts, &st) < 0)
+        return fail(conn, &st);
+    opts.precondition_uid = opts.precondition_rv = NULL;
+    struct ck_label_selector *labels = NULL;
+    struct ck_field_selector *fields = NULL;
+    if (ck__parse_selectors(conn, t->kind, &labels, &fields, &st) < 0) {
+        json_decref(doc);
+        return fail(conn, &st);
+    }
+    struct ck__list_options lopts = {.namespace = t->namespace, .labels = labels, .fields = fields};
+    struct ck__list_result result;
+    int r = ck__registry_list(ctx->registry, t->kind, &lopts, &result, &st);
+    ck_label_selector_free(labels);
+    ck_field_selector_free(fields);
+    if (r < 0) {
+        json_decref(doc);
+        return fail(conn, &st);
+    }
+    json_t *items = json_array();
+    for (size_t i = 0; i < result.n_kvs; i++) {
+        json_t *obj = ck__decode_stored(result.kvs[i]);
+        const json_t *meta = json_object_get(obj, "metadata");
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        const char *ns = json_string_value(json_object_get(meta, "namespace"));
+        char *out = NULL;
+        size_t out_len = 0;
+        struct ck__status item_st = {0};
+        if (name && ck__registry_delete(ctx->registry, t->kind, ns ? ns : "", name, &opts, &out,
+                                        &out_len, &item_st) == 0)
+            json_array_append(items, obj);
+        else if (item_st.code != 404 && item_st.code) {
+            /* a failure other than "already gone" ends the collection delete */
+            json_decref(obj);
+            free(out);
+            json_decref(items);
+            json_decref(doc);
+            ck__list_result_release(&result);
+            return fail(conn, &item_st);
+        }
+        ck__status_release(&item_st);
+        free(out);
+        json_decref(obj);
+    }
+    char rv[32], api_version[64];
+    snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
+    ck__list_result_release(&result);
+    json_decref(doc);
+    json_t *list = json_pack("{s:s, s:s, s:{s:s}, s:o}", "kind", t->kind->list_kind, "apiVersion",
+                             ck_kind_api_version(t->kind, api_version, sizeof(api_version)),
+                             "metadata", "resourceVersion", rv, "items", items);
+    char *text = list ? json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(list);
+    if (!text)
+        return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
+    return send_bytes(conn, 200, "application/json", text, strlen(text), NULL);
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                   const char *method, const struct ck__target *t, const char *body,
+                                   size_t len)
+{
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    if (ck__negotiate(conn) == CK__ACCEPT_NONE)
+        return fail_with(
+            conn, 406, "NotAcceptable",
+            "only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io");
+    if (t->subresource[0] && strcmp(t->subresource, "status") != 0)
+        return fail_with(conn, 405, "MethodNotAllowed",
+                         "the server does not allow this method on the requested resource");
+    if (get && t->name[0])
+        return handle_get(ctx, conn, t);
+    if (get && ck__query_bool(conn, "watch"))
+        return ck__serve_watch(ctx, conn, t);
+    if (get)
+        return handle_list(ctx, conn, t);
+    if (strcmp(method, "POST") == 0 && !t->name[0])
+        return handle_create(ctx, conn, t, body, len);
+    if (strcmp(method, "PUT") == 0 && t->name[0])
+        return handle_update(ctx, conn, t, body, len);
+    if (strcmp(method, "DELETE") == 0 && t->name[0] && !t->subresource[0])
+        return handle_delete(ctx, conn, t, body, len);
+    if (strcmp(method, "DELETE") == 0 && !t->name[0])
+        return handle_delete_collection(ctx, conn, t, body, len);
+    char msg[160];
+    snprintf(msg, sizeof(msg), "%s is not supported on resources of kind \"%s\"", method,
+             t->kind->resource);
+    return fail_with(conn, 405, "MethodNotAllowed", msg);
+}

@@ -1,0 +1,456 @@
+/*
+ * watch.c - watch streams: GET <collection>?watch=true.
+ *
+ * One stream per request: a store watch on the collection's key prefix
+ * feeds a callback (on a store thread) that turns each event into one JSON
+ * line, {"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":{...}}\n,
+ * and appends it to the stream's buffer. libmicrohttpd pulls the buffer
+ * through a content-reader callback into a chunked response; when the buffer
+ * is empty the reader suspends the connection, and the next event resumes
+ * it, so an idle watch costs no thread and no polling.
+ *
+ * Kubernetes semantics (kube-api-contract section 7): resourceVersion unset
+ * or "0" first sends ADDED for every current object; "N" sends only changes
+ * after N, or one ERROR event with a 410 Status when N was compacted; label
+ * and field selectors filter events, and an object that stops (starts)
+ * matching is DELETED (ADDED) for this watcher; BOOKMARKs only when asked;
+ * sendInitialEvents ends the initial events with a bookmark annotated
+ * k8s.io/initial-events-end; timeoutSeconds (default: 30 to 60 minutes, as
+ * Kubernetes picks) ends the stream cleanly; Table watches send one-row
+ * Tables, with column definitions in the first event only.
+ *
+ * Locking: stream->lock guards the buffer and the flags. The reader runs on
+ * the MHD thread, the event callback on a store thread; suspend and resume
+ * are both called with stream->lock held, so an event can never be missed
+ * between "buffer empty" and "suspended". A ticker thread (one per server)
+ * ends streams past their deadline, asks for bookmarks, and checks
+ * suspended streams' sockets so that a vanished client is noticed and its
+ * watch freed even when no event comes.
+ */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define MAX_BUFFERED      (64u * 1024 * 1024) /* a client this far behind is cut off */
+#define BOOKMARK_INTERVAL 60                  /* seconds, as Kubernetes' cacher roughly does */
+#define READ_BLOCK        (32 * 1024)
+
+struct ck__watch_stream {
+    pthread_mutex_t lock;
+    struct ck_apiserver *server;
+    struct MHD_Connection *conn;
+    const struct ck_kind *kind;
+    struct ck_label_selector *labels;
+    struct ck_field_selector *fields;
+    struct ck_store_watch *store_watch;
+    bool table;
+    bool table_columns_sent;
+    bool bookmarks;
+    bool suspended;
+    bool ended;  /* no more events: drain the buffer, then end the response */
+    bool closed; /* the response is gone: never touch conn again */
+    time_t deadline;
+    time_t next_bookmark;
+    char *buf;
+    size_t len, off, cap;
+    struct ck__watch_stream *next_active; /* server->watches list, under server->watches_lock */
+};
+
+/* ---- the buffer --------------------------------------------------------- */
+
+/* Wakes the reader; call with s->lock held. */
+static void wake(struct ck__watch_stream *s)
+{
+    if (s->suspended && !s->closed) {
+        s->suspended = false;
+        MHD_resume_connection(s->conn);
+    }
+}
+
+static void push(struct ck__watch_stream *s, const char *data, size_t len)
+{
+    if (s->ended)
+        return;
+    if (s->len - s->off + len > MAX_BUFFERED) {
+        CK_LOGV(1, "watch on %s: client too slow, closing the stream", s->kind->resource);
+        s->ended = true;
+        return;
+    }
+    if (s->off > 0 && s->off == s->len) {
+        s->off = s->len = 0;
+    }
+    if (s->len + len > s->cap) {
+        size_t cap = (s->len + len) * 2;
+        char *buf = realloc(s->buf, cap);
+        if (!buf) {
+            s->ended = true;
+            return;
+        }
+        s->buf = buf;
+        s->cap = cap;
+    }
+    memcpy(s->buf + s->len, data, len);
+    s->len += len;
+}
+
+/* Appends {"type":T,"object":OBJECT}\n. */
+static void push_event(struct ck__watch_stream *s, const char *type, const char *object,
+                       size_t object_len)
+{
+    char head[48];
+    int n = snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
+    push(s, head, (size_t)n);
+    push(s, object, object_len);
+    push(s, "}\n", 2);
+}
+
+static void push_json_event(struct ck__watch_stream *s, const char *type, json_t *object)
+{
+    char *text = json_dumps(object, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (text) {
+        push_event(s, type, text, strlen(text));
+        free(text);
+    } else {
+        s->ended = true;
+    }
+}
+
+/* An object event: as the served bytes, or as a one-row Table. */
+static void push_object_event(struct ck__watch_stream *s, const char *type, const struct ck_kv *kv,
+                              int64_t revision)
+{
+    if (s->table) {
+        json_t *obj = ck__decode_stored(kv);
+        if (!obj)
+            return;
+        char rv[32];
+        snprintf(rv, sizeof(rv), "%lld", (long long)revision);
+        json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion", json_string(rv));
+        json_t *table = ck_table_build(s->kind, &obj, 1, !s->table_columns_sent,
+                                       CK_INCLUDE_METADATA, rv, NULL, (long long)time(NULL));
+        s->table_columns_sent = true;
+        json_decref(obj);
+        if (table)
+            push_json_event(s, type, table);
+        json_decref(table);
+        return;
+    }
+    size_t len = 0;
+    char *served = ck__serve_stored(kv->value, kv->value_len, revision, &len);
+    if (served)
+        push_event(s, type, served, len);
+    free(served);
+}
+
+/* A BOOKMARK: an object of the kind holding only metadata.resourceVersion. */
+static void push_bookmark(struct ck__watch_stream *s, int64_t revision, bool initial_end)
+{
+    char rv[32], api_version[64];
+    snprintf(rv, sizeof(rv), "%lld", (long long)revision);
+    json_t *meta = json_pack("{s:s}", "resourceVersion", rv);
+    if (initial_end)
+        json_object_set_new(meta, "annotations",
+                            json_pack("{s:s}", "k8s.io/initial-events-end", "true"));
+    json_t *obj =
+        json_pack("{s:s, s:s, s:o}", "kind", s->kind->kind, "apiVersion",
+                  ck_kind_api_version(s->kind, api_version, sizeof(api_version)), "metadata", meta);
+    if (obj)
+        push_json_event(s, "BOOKMARK", obj);
+    json_decref(obj);
+}
+
+static void push_error(struct ck__watch_stream *s, unsigned code, const char *reason,
+                       const char *message)
+{
+    json_t *status = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status",
+                               "apiVersion", "v1", "metadata", "status", "Failure", "message",
+                               message, "reason", reason, "code", (int)code);
+    if (status)
+        push_json_event(s, "ERROR", status);
+    json_decref(status);
+    s->ended = true;
+}
+
+/* ---- store events ------------------------------------------------------- */
+
+static bool kv_passes(const struct ck__watch_stream *s, const struct ck_kv *kv)
+{
+    if (!kv || kv->value_len == 0)
+        return false;
+    if (!s->labels && !s->fields)
+        return true;
+    json_t *obj = ck__decode_stored(kv);
+    bool ok = obj && ck__matches(s->kind, obj, s->labels, s->fields);
+    json_decref(obj);
+    return ok;
+}
+
+static void on_store_event(const struct ck_store_event *ev, void *userdata)
+{
+    struct ck__watch_stream *s = userdata;
+    pthread_mutex_lock(&s->lock);
+    switch (ev->type) {
+    case CK_STORE_EVENT_PUT: {
+        bool now = kv_passes(s, ev->kv);
+        bool before = kv_passes(s, ev->prev_kv);
+        if (now)
+            push_object_event(s, before ? "MODIFIED" : "ADDED", ev->kv, ev->revision);
+        else if (before) /* it left this watcher's selection */
+            push_object_event(s, "DELETED", ev->prev_kv, ev->revision);
+        break;
+    }
+    case CK_STORE_EVENT_DELETE:
+        if (kv_passes(s, ev->prev_kv))
+            push_object_event(s, "DELETED", ev->prev_kv, ev->revision);
+        break;
+    case CK_STORE_EVENT_PROGRESS:
+        if (s->bookmarks)
+            push_bookmark(s, ev->revision, false);
+        break;
+    case CK_STORE_EVENT_ERROR: {
+        char msg[256];
+        if (ev->error == CK_ECOMPACTED) {
+            snprintf(msg, sizeof(msg), "too old resource version: %lld",
+                     (long long)ev->compact_revision);
+            push_error(s, 410, "Expired", msg);
+        } else {
+            push_error(s, 500, "InternalError", ev->message ? ev->message : "watch failed");
+        }
+        break;
+    }
+    }
+    wake(s);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- the HTTP response -------------------------------------------------- */
+
+static ssize_t read_stream(void *cls, uint64_t pos, char *out, size_t max)
+{
+    (void)pos;
+    struct ck__watch_stream *s = cls;
+    pthread_mutex_lock(&s->lock);
+    size_t avail = s->len - s->off;
+    if (avail == 0) {
+        if (s->ended) {
+            pthread_mutex_unlock(&s->lock);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
+        s->suspended = true;
+        MHD_suspend_connection(s->conn);
+        pthread_mutex_unlock(&s->lock);
+        return 0;
+    }
+    size_t n = avail < max ? avail : max;
+    memcpy(out, s->buf + s->off, n);
+    s->off += n;
+    pthread_mutex_unlock(&s->lock);
+    return (ssize_t)n;
+}
+
+static void unlink_stream(struct ck__watch_stream *s)
+{
+    struct ck_apiserver *server = s->server;
+    pthread_mutex_lock(&server->watches_lock);
+    for (struct ck__watch_stream **p = &server->watches; *p; p = &(*p)->next_active) {
+        if (*p == s) {
+            *p = s->next_active;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&server->watches_lock);
+}
+
+/* MHD is done with the response: the connection is going. Free everything. */
+static void free_stream(void *cls)
+{
+    struct ck__watch_stream *s = cls;
+    struct ck_apiserver *server = s->server;
+    unlink_stream(s);
+    pthread_mutex_lock(&s->lock);
+    s->closed = true;
+    pthread_mutex_unlock(&s->lock);
+    ck_store_watch_cancel(s->store_watch); /* no callback runs after this */
+    ck_label_selector_free(s->labels);
+    ck_field_selector_free(s->fields);
+    pthread_mutex_destroy(&s->lock);
+    free(s->buf);
+    free(s);
+    atomic_fetch_sub(&server->active_watches, 1);
+}
+
+/* ---- the ticker: deadlines, bookmarks, vanished clients ------------------- */
+
+static bool peer_gone(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!info)
+        return false;
+    struct pollfd p = {.fd = info->connect_fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0)
+        return false;
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
+        return true;
+    char byte;
+    return recv(info->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+void ck__watch_tick(struct ck_apiserver *server, bool stopping)
+{
+    time_t now = time(NULL);
+    pthread_mutex_lock(&server->watches_lock);
+    for (struct ck__watch_stream *s = server->watches; s; s = s->next_active) {
+        pthread_mutex_lock(&s->lock);
+        if (!s->closed) {
+            if (stopping || now >= s->deadline || (s->suspended && peer_gone(s->conn)))
+                s->ended = true;
+            if (s->bookmarks && now >= s->next_bookmark && !s->ended) {
+                s->next_bookmark = now + BOOKMARK_INTERVAL;
+                ck_store_watch_progress(s->store_watch, NULL);
+            }
+            if (s->ended)
+                wake(s);
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    pthread_mutex_unlock(&server->watches_lock);
+}
+
+/* ---- starting a watch --------------------------------------------------- */
+
+static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned code, const char *reason,
+                              const char *message)
+{
+    struct ck__status st = {0};
+    ck__status_set(&st, code, reason, "%s", message);
+    enum MHD_Result ret = ck__send_status(conn, &st);
+    ck__status_release(&st);
+    return ret;
+}
+
+/* Sends the initial ADDED events (a list at the current revision); returns it. */
+static int initial_events(struct ck__watch_stream *s, const struct ck__target *t,
+                          int64_t *ret_revision, struct ck__status *st)
+{
+    struct ck__list_options opts = {
+        .namespace = t->namespace, .labels = s->labels, .fields = s->fields};
+    struct ck__list_result result;
+    if (ck__registry_list(s->server->registry, t->kind, &opts, &result, st) < 0)
+        return -1;
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < result.n_kvs; i++)
+        push_object_event(s, "ADDED", result.kvs[i], result.kvs[i]->mod_revision);
+    pthread_mutex_unlock(&s->lock);
+    *ret_revision = result.revision;
+    ck__list_result_release(&result);
+    return 0;
+}
+
+enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                const struct ck__target *t)
+{
+    const char *rv = ck__query(conn, "resourceVersion");
+    const char *match = ck__query(conn, "resourceVersionMatch");
+    bool send_initial_param = ck__query(conn, "sendInitialEvents") != NULL;
+    bool send_initial = ck__query_bool(conn, "sendInitialEvents");
+    if (send_initial_param && (!match || strcmp(match, "NotOlderThan") != 0))
+        return refuse(
+            conn, 422, "Invalid",
+            "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan");
+    if (match && *match && !send_initial_param)
+        return refuse(
+            conn, 422, "Invalid",
+            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
+    int64_t start = 0;
+    bool initial = !rv || !*rv || strcmp(rv, "0") == 0 || send_initial;
+    if (rv && *rv && strcmp(rv, "0") != 0) {
+        char *end;
+        long long v = strtoll(rv, &end, 10);
+        if (*end || v < 0)
+            return refuse(conn, 400, "BadRequest", "invalid resource version");
+        start = v;
+    }
+    const char *timeout = ck__query(conn, "timeoutSeconds");
+    long long timeout_s = timeout ? strtoll(timeout, NULL, 10) : 0;
+    if (timeout_s <= 0) {
+        unsigned r = 0;
+        if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+            r = (unsigned)time(NULL);
+        timeout_s = 1800 + (long long)(r % 1800); /* Kubernetes: [30, 60) minutes */
+    }
+
+    struct ck__status st = {0};
+    struct ck__watch_stream *s = calloc(1, sizeof(*s));
+    if (!s)
+        return refuse(conn, 500, "InternalError", "Internal error occurred: out of memory");
+    pthread_mutex_init(&s->lock, NULL);
+    s->server = server;
+    s->conn = conn;
+    s->kind = t->kind;
+    s->table = ck__negotiate(conn) == CK__ACCEPT_TABLE;
+    s->bookmarks = ck__query_bool(conn, "allowWatchBookmarks");
+    s->deadline = time(NULL) + timeout_s;
+    s->next_bookmark = time(NULL) + BOOKMARK_INTERVAL;
+    if (ck__parse_selectors(conn, t->kind, &s->labels, &s->fields, &st) < 0)
+        goto out_fail;
+    if (ck_label_selector_is_empty(s->labels))
+        s->labels = ck_label_selector_free(s->labels);
+    if (ck_field_selector_is_empty(s->fields))
+        s->fields = ck_field_selector_free(s->fields);
+
+    int64_t revision = start;
+    if (initial && initial_events(s, t, &revision, &st) < 0)
+        goto out_fail;
+    if (send_initial && s->bookmarks)
+        push_bookmark(s, revision, true);
+
+    char prefix[512];
+    ck__collection_prefix(t->kind, t->namespace, prefix, sizeof(prefix));
+    struct ck_err err = {0};
+    int r = ck_store_watch(server->store, prefix, strlen(prefix), true, revision + 1,
+                           on_store_event, s, &s->store_watch, &err);
+    if (r < 0) {
+        ck__status_set(&st, 500, "InternalError", "Internal error occurred: %s", err.msg);
+        goto out_fail;
+    }
+
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, READ_BLOCK,
+                                                                  read_stream, s, free_stream);
+    if (!resp) {
+        ck_store_watch_cancel(s->store_watch);
+        s->store_watch = NULL;
+        ck__status_set(&st, 500, "InternalError", "Internal error occurred: out of memory");
+        goto out_fail;
+    }
+    atomic_fetch_add(&server->active_watches, 1);
+    pthread_mutex_lock(&server->watches_lock);
+    s->next_active = server->watches;
+    server->watches = s;
+    pthread_mutex_unlock(&server->watches_lock);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            s->table ? "application/json;as=Table;v=v1;g=meta.k8s.io"
+                                     : "application/json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
+    enum MHD_Result ret = MHD_queue_response(conn, 200, resp);
+    MHD_destroy_response(resp);
+    return ret;
+
+out_fail:
+    ck_label_selector_free(s->labels);
+    ck_field_selector_free(s->fields);
+    pthread_mutex_destroy(&s->lock);
+    free(s->buf);
+    free(s);
+    enum MHD_Result fail_ret = ck__send_status(conn, &st);
+    ck__status_release(&st);
+    return fail_ret;
+}
