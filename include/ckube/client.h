@@ -294,7 +294,12 @@ int ck_deletion_handling_key(const json_t *obj,
                              const struct ck_deleted_final_state_unknown *tombstone, char **ret_key,
                              struct ck_err *reterr);
 
-/* Drops a reference the library handed out on a cached object. Returns NULL. */
+/*
+ * Drops a reference on a shared object: one the library handed out, or the caller's own
+ * once it gave the object to a cache. Returns NULL. Use it instead of json_decref() for
+ * shared objects: jansson reads the count with a plain load before its atomic update, a
+ * data race (ThreadSanitizer reports it) when other threads hold references too.
+ */
 const json_t *ck_cached_unref(const json_t *obj);
 
 /* ---- indexer (client-go tools/cache/thread_safe_store.go, index.go) ---- */

@@ -98,7 +98,7 @@ int ck_split_meta_namespace_key(const char *key, char **ret_namespace, char **re
 
 const json_t *ck_cached_unref(const json_t *obj)
 {
-    json_decref((json_t *)obj); /* the one place a cached object loses its const */
+    ck__json_unref(obj);
     return NULL;
 }
 
@@ -112,7 +112,7 @@ struct ck_deleted_final_state_unknown *ck_tombstone_new(const char *key, const j
         free(t);
         return NULL;
     }
-    t->obj = json_incref((json_t *)obj);
+    t->obj = ck__json_ref(obj);
     return t;
 }
 
@@ -232,6 +232,7 @@ static int index_insert(struct ck__strmap *index, const char *value, const char 
     struct ck__strmap *set = e->value;
     if (!ck__strmap_put(set, key, NULL, ret_created)) {
         if (set->len == 0) {
+            ck__strmap_release(set);
             free(set);
             ck__strmap_remove(index, value);
         }
@@ -336,7 +337,7 @@ static void items_release(struct ck__strmap *items)
     size_t bucket;
     for (struct ck__strmap_entry *e = ck__strmap_next(items, NULL, &bucket); e;
          e = ck__strmap_next(items, e, &bucket))
-        json_decref(e->value);
+        ck__json_unref(e->value);
     ck__strmap_release(items);
 }
 
@@ -459,8 +460,8 @@ int ck_indexer_add(struct ck_indexer *ix, const json_t *obj, struct ck_err *rete
         r = ck_err_set(reterr, r, "out of memory indexing %s", key);
         goto out_release_del;
     }
-    json_decref(e->value);
-    e->value = json_incref((json_t *)obj);
+    ck__json_unref(e->value);
+    e->value = ck__json_ref(obj);
 out_release_del:
     release_all(old ? del : NULL, ix->ndefs);
 out_release_add:
@@ -507,7 +508,7 @@ int ck_indexer_delete_key(struct ck_indexer *ix, const char *key, struct ck_err 
     json_t *obj = e->value;
     ck__strmap_remove(&ix->items, key);
     pthread_rwlock_unlock(&ix->lock);
-    json_decref(obj);
+    ck__json_unref(obj);
     return 0;
 }
 
@@ -539,8 +540,8 @@ int ck_indexer_replace(struct ck_indexer *ix, const json_t *const *objs, size_t 
             r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
             goto out_release_items;
         }
-        json_decref(e->value); /* a later duplicate wins */
-        e->value = json_incref((json_t *)objs[i]);
+        ck__json_unref(e->value); /* a later duplicate wins */
+        e->value = ck__json_ref(objs[i]);
     }
 
     pthread_rwlock_wrlock(&ix->lock);
@@ -579,7 +580,7 @@ int ck_indexer_get_by_key(struct ck_indexer *ix, const char *key, const json_t *
     pthread_rwlock_rdlock(&ix->lock);
     struct ck__strmap_entry *e = ck__strmap_find(&ix->items, key);
     if (e)
-        *ret_obj = json_incref(e->value);
+        *ret_obj = ck__json_ref(e->value);
     pthread_rwlock_unlock(&ix->lock);
     return e ? 0 : CK_ENOENT;
 }
@@ -635,7 +636,7 @@ int ck_indexer_list(struct ck_indexer *ix, struct ck_obj_list *ret_list)
         size_t bucket;
         for (struct ck__strmap_entry *e = ck__strmap_next(&ix->items, NULL, &bucket); e;
              e = ck__strmap_next(&ix->items, e, &bucket))
-            list.items[list.n++] = json_incref(e->value);
+            list.items[list.n++] = ck__json_ref(e->value);
     }
     pthread_rwlock_unlock(&ix->lock);
     if (!list.items)
@@ -689,7 +690,7 @@ int ck_indexer_by_index(struct ck_indexer *ix, const char *index, const char *va
     if (r == 0) {
         struct ck_obj_list list = {ck__calloc(keys.n + 1, sizeof(json_t *)), 0};
         for (size_t i = 0; list.items && i < keys.n; i++)
-            list.items[list.n++] = json_incref(ck__strmap_find(&ix->items, keys.keys[i])->value);
+            list.items[list.n++] = ck__json_ref(ck__strmap_find(&ix->items, keys.keys[i])->value);
         ck_key_list_release(&keys);
         if (list.items)
             *ret_list = list;
