@@ -75,7 +75,7 @@ static void *timer_main(void *arg)
     while (!q->shutting_down) {
         int64_t now = ck_clock_now(q->clock);
         while (q->heap_len > 0 && q->heap[0]->ready_at <= now) {
-            if (ck__wq_add_locked(q, q->heap[0]->key) == CK_ENOMEM) {
+            if (ck__wq_add_locked(q, q->heap[0]->key, now) == CK_ENOMEM) {
                 /* Keep the key rather than lose it; try again in a moment. */
                 q->heap[0]->ready_at = now + 100 * CK_MSEC;
                 sift_down(q->heap, q->heap_len, 0);
@@ -139,8 +139,9 @@ int ck_wq_add_after(struct ck_wq *q, const char *key, int64_t delay)
     if (q->shutting_down)
         goto out_unlock;
     q->retries++;
+    int64_t now = ck_clock_now(q->clock);
     if (delay <= 0) {
-        r = ck__wq_add_locked(q, key);
+        r = ck__wq_add_locked(q, key, now);
         goto out_unlock;
     }
     if (!q->timer_started) {
@@ -150,7 +151,6 @@ int ck_wq_add_after(struct ck_wq *q, const char *key, int64_t delay)
         }
         q->timer_started = true;
     }
-    int64_t now = ck_clock_now(q->clock);
     r = insert(q, key, delay < CK_TIME_NEVER - now ? now + delay : CK_TIME_NEVER - 1);
 out_unlock:
     pthread_mutex_unlock(&q->lock);

@@ -426,7 +426,7 @@ out_unlock:
 
 int ck_indexer_add(struct ck_indexer *ix, const json_t *obj, struct ck_err *reterr)
 {
-    char *key;
+    char *key = NULL;
     int r = ck_meta_namespace_key(obj, &key, reterr);
     if (r < 0)
         return r;
@@ -514,7 +514,7 @@ int ck_indexer_delete_key(struct ck_indexer *ix, const char *key, struct ck_err 
 
 int ck_indexer_delete(struct ck_indexer *ix, const json_t *obj, struct ck_err *reterr)
 {
-    char *key;
+    char *key = NULL;
     int r = ck_meta_namespace_key(obj, &key, reterr);
     if (r < 0)
         return r;
@@ -529,7 +529,7 @@ int ck_indexer_replace(struct ck_indexer *ix, const json_t *const *objs, size_t 
     struct ck__strmap items = {0};
     int r = 0;
     for (size_t i = 0; i < n; i++) {
-        char *key;
+        char *key = NULL;
         r = ck_meta_namespace_key(objs[i], &key, reterr);
         if (r < 0)
             goto out_release_items;

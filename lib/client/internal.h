@@ -136,8 +136,8 @@ struct ck_wq {
     struct ck_rate_limiter *limiter;
 };
 
-/* ck_wq_add() with q->lock held. */
-int ck__wq_add_locked(struct ck_wq *q, const char *key);
+/* ck_wq_add() with q->lock held; now is the queue clock's time. */
+int ck__wq_add_locked(struct ck_wq *q, const char *key, int64_t now);
 
 /* Frees the delaying heap; q->lock held or the queue unreachable. */
 void ck__wq_delayed_release(struct ck_wq *q);

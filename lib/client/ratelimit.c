@@ -6,8 +6,8 @@
  * state, like client-go's RateLimiter interface:
  *
  * - exponential: per key, base * 2^failures capped at max; the failure count grows with
- *   every when() and is dropped by forget(). The power is computed in floating point and
- *   compared with max before converting, so huge failure counts never overflow.
+ *   every when() and is dropped by forget(). The shift is checked against max before it
+ *   is done, so huge failure counts never overflow.
  * - fast/slow: per key, `fast` for the first max_fast tries, `slow` after.
  * - bucket: one token bucket for all keys (golang.org/x/time/rate's Limiter.Reserve):
  *   tokens refill at qps up to burst; each try takes one, and when none is left the
@@ -18,7 +18,6 @@
  *
  * Threading: each limiter has its own mutex (the bucket's time comes from its clock).
  */
-#include <math.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -95,12 +94,11 @@ static int64_t exponential_when(struct ck_rate_limiter *rl, const char *key)
     pthread_mutex_lock(&rl->lock);
     long exp = count_failure(rl, key);
     pthread_mutex_unlock(&rl->lock);
-    if (exp < 0) /* out of memory: the slowest answer is the safe one */
+    /* base << exp, compared with max before shifting so it never overflows; out of
+     * memory (exp < 0) gives the slowest answer, the safe one. */
+    if (exp < 0 || exp >= 63 || rl->base > (rl->max >> exp))
         return rl->max;
-    double backoff = (double)rl->base * pow(2, (double)exp);
-    if (backoff >= (double)rl->max)
-        return rl->max;
-    return (int64_t)backoff;
+    return rl->base << exp;
 }
 
 static const struct rl_ops exponential_ops = {exponential_when, per_key_forget,
@@ -150,9 +148,10 @@ static int64_t bucket_when(struct ck_rate_limiter *rl, const char *key)
         rl->last = now;
     }
     rl->tokens -= 1;
-    double wait = rl->tokens < 0 ? -rl->tokens / rl->qps : 0;
+    double wait = rl->tokens < 0 ? -rl->tokens / rl->qps * (double)CK_SEC : 0;
     pthread_mutex_unlock(&rl->lock);
-    return (int64_t)ceil(wait * (double)CK_SEC);
+    int64_t ns = (int64_t)wait;
+    return (double)ns < wait ? ns + 1 : ns; /* rounded up: never early */
 }
 
 static void bucket_forget(struct ck_rate_limiter *rl, const char *key)

@@ -23,6 +23,8 @@
  * Threading: every public call takes q->lock; getters sleep on q->cond. delaying.c and
  * ratelimit.c extend the same struct under the same lock.
  */
+#define _GNU_SOURCE
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +46,13 @@ int ck_wq_new(const struct ck_wq_options *opts, struct ck_wq **ret_q, struct ck_
         goto out_free;
     q->clock = opts && opts->clock ? opts->clock : ck_clock_real();
     q->limiter = limiter;
-    pthread_mutex_init(&q->lock, NULL);
+    /* Adaptive: the critical sections are short, so a contended lock spins briefly before
+     * sleeping in the kernel (see docs/benchmarks.md). */
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&q->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     pthread_cond_init(&q->cond, NULL);
     pthread_cond_init(&q->timer_cond, NULL);
     *ret_q = q;
@@ -118,7 +126,7 @@ static void observe(struct ck_wq_histogram *h, int64_t ns)
     h->sum += s;
 }
 
-int ck__wq_add_locked(struct ck_wq *q, const char *key)
+int ck__wq_add_locked(struct ck_wq *q, const char *key, int64_t now)
 {
     if (q->shutting_down)
         return CK_ESHUTDOWN;
@@ -146,7 +154,7 @@ int ck__wq_add_locked(struct ck_wq *q, const char *key)
     item->dirty = true;
     if (item->processing)
         return 0;
-    item->queued_at = ck_clock_now(q->clock);
+    item->queued_at = now;
     ring_push(q, item);
     pthread_cond_signal(&q->cond);
     return 0;
@@ -156,8 +164,9 @@ int ck_wq_add(struct ck_wq *q, const char *key)
 {
     if (!key)
         return CK_EINVAL;
+    int64_t now = ck_clock_now(q->clock); /* outside the lock: keep it short */
     pthread_mutex_lock(&q->lock);
-    int r = ck__wq_add_locked(q, key);
+    int r = ck__wq_add_locked(q, key, now);
     pthread_mutex_unlock(&q->lock);
     return r;
 }
@@ -204,16 +213,17 @@ int ck_wq_try_get(struct ck_wq *q, const char **ret_key)
 
 void ck_wq_done(struct ck_wq *q, const char *key)
 {
+    int64_t now = ck_clock_now(q->clock);
     pthread_mutex_lock(&q->lock);
     struct ck__strmap_entry *e = ck__strmap_find(&q->items, key);
     struct ck__wq_item *item = e ? e->value : NULL;
     if (!item || !item->processing)
         goto out_unlock;
-    observe(&q->work_duration, ck_clock_now(q->clock) - item->started_at);
+    observe(&q->work_duration, now - item->started_at);
     item->processing = false;
     q->nprocessing--;
     if (item->dirty) {
-        item->queued_at = ck_clock_now(q->clock);
+        item->queued_at = now;
         ring_push(q, item);
         pthread_cond_signal(&q->cond);
     } else {
