@@ -190,15 +190,22 @@ struct ck_rate_limiter *ck_rl_bucket_new(struct ck_clock *clock, double qps, int
     return rl;
 }
 
+/* The largest answer of ask() over the children of a max-of limiter. */
+static int64_t children_max(struct ck_rate_limiter *rl, const char *key,
+                            int64_t (*ask)(struct ck_rate_limiter *, const char *))
+{
+    int64_t most = 0;
+    for (size_t i = 0; i < rl->nchildren; i++) {
+        int64_t v = ask(rl->children[i], key);
+        if (v > most)
+            most = v;
+    }
+    return most;
+}
+
 static int64_t max_of_when(struct ck_rate_limiter *rl, const char *key)
 {
-    int64_t worst = 0;
-    for (size_t i = 0; i < rl->nchildren; i++) {
-        int64_t d = ck_rl_when(rl->children[i], key);
-        if (d > worst)
-            worst = d;
-    }
-    return worst;
+    return children_max(rl, key, ck_rl_when);
 }
 
 static void max_of_forget(struct ck_rate_limiter *rl, const char *key)
@@ -207,15 +214,14 @@ static void max_of_forget(struct ck_rate_limiter *rl, const char *key)
         ck_rl_forget(rl->children[i], key);
 }
 
+static int64_t requeues_of(struct ck_rate_limiter *rl, const char *key)
+{
+    return ck_rl_num_requeues(rl, key);
+}
+
 static int max_of_num_requeues(struct ck_rate_limiter *rl, const char *key)
 {
-    int most = 0;
-    for (size_t i = 0; i < rl->nchildren; i++) {
-        int n = ck_rl_num_requeues(rl->children[i], key);
-        if (n > most)
-            most = n;
-    }
-    return most;
+    return (int)children_max(rl, key, requeues_of);
 }
 
 static void max_of_release(struct ck_rate_limiter *rl)

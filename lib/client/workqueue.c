@@ -252,23 +252,26 @@ bool ck_wq_contains(struct ck_wq *q, const char *key)
     return found;
 }
 
+/* Refuses new keys and wakes getters and the timer thread; q->lock held. */
+static void begin_shutdown(struct ck_wq *q, bool drain)
+{
+    q->shutting_down = true;
+    q->drain = drain;
+    pthread_cond_broadcast(&q->cond);
+    pthread_cond_broadcast(&q->timer_cond);
+}
+
 void ck_wq_shutdown(struct ck_wq *q)
 {
     pthread_mutex_lock(&q->lock);
-    q->shutting_down = true;
-    q->drain = false;
-    pthread_cond_broadcast(&q->cond);
-    pthread_cond_broadcast(&q->timer_cond);
+    begin_shutdown(q, false);
     pthread_mutex_unlock(&q->lock);
 }
 
 void ck_wq_shutdown_drain(struct ck_wq *q)
 {
     pthread_mutex_lock(&q->lock);
-    q->shutting_down = true;
-    q->drain = true;
-    pthread_cond_broadcast(&q->cond);
-    pthread_cond_broadcast(&q->timer_cond);
+    begin_shutdown(q, true);
     while (q->drain && q->nprocessing > 0)
         pthread_cond_wait(&q->cond, &q->lock);
     pthread_mutex_unlock(&q->lock);

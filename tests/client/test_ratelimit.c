@@ -138,6 +138,19 @@ static void test_default_controller_limiter_is_max_of_backoff_and_bucket(void **
     ck_fake_clock_free(clock);
 }
 
+/* Checks that the key q's timer holds becomes ready exactly `delay` from now, and takes it. */
+static const char *expect_ready_after(struct ck_clock *clock, struct ck_wq *q, int64_t delay)
+{
+    ck_fake_clock_wait_for_waiters(clock, 1);
+    ck_fake_clock_step(clock, delay - 1);
+    ck_fake_clock_wait_for_waiters(clock, 1);
+    assert_int_equal(ck_wq_len(q), 0);
+    ck_fake_clock_step(clock, 1);
+    const char *key = NULL;
+    assert_int_equal(ck_wq_get(q, &key), 0);
+    return key;
+}
+
 static void test_rate_limited_queue_delays_by_the_limiter(void **state)
 {
     (void)state;
@@ -152,24 +165,15 @@ static void test_rate_limited_queue_delays_by_the_limiter(void **state)
     const char *key;
 
     assert_int_equal(ck_wq_add_rate_limited(q, "one"), 0);
-    ck_fake_clock_wait_for_waiters(clock, 1);
-    ck_fake_clock_step(clock, 1 * CK_MSEC - 1);
-    ck_fake_clock_wait_for_waiters(clock, 1);
-    assert_int_equal(ck_wq_len(q), 0);
-    ck_fake_clock_step(clock, 1);
-    assert_int_equal(ck_wq_get(q, &key), 0);
+    key = expect_ready_after(clock, q, 1 * CK_MSEC);
     assert_string_equal(key, "one");
 
     /* The second failure waits 2 ms. */
     assert_int_equal(ck_wq_add_rate_limited(q, "one"), 0);
     assert_int_equal(ck_wq_num_requeues(q, "one"), 2);
     ck_wq_done(q, key);
-    ck_fake_clock_wait_for_waiters(clock, 1);
-    ck_fake_clock_step(clock, 2 * CK_MSEC - 1);
-    ck_fake_clock_wait_for_waiters(clock, 1);
-    assert_int_equal(ck_wq_len(q), 0);
-    ck_fake_clock_step(clock, 1);
-    assert_int_equal(ck_wq_get(q, &key), 0);
+    key = expect_ready_after(clock, q, 2 * CK_MSEC);
+    assert_string_equal(key, "one");
 
     ck_wq_forget(q, "one");
     assert_int_equal(ck_wq_num_requeues(q, "one"), 0);

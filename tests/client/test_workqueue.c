@@ -179,10 +179,16 @@ static void *drainer_main(void *arg)
     return NULL;
 }
 
-static void wait_for_shutdown(struct ck_wq *q)
+/* Starts ck_wq_shutdown_drain(q) on a thread and waits until it has begun. */
+static pthread_t start_drain(struct drainer *d, struct ck_wq *q)
 {
+    pthread_t t;
+    d->q = q;
+    atomic_store(&d->finished, false);
+    pthread_create(&t, NULL, drainer_main, d);
     while (!ck_wq_is_shutting_down(q))
         sched_yield();
+    return t;
 }
 
 static void test_shutdown_drain_waits_for_processing_keys(void **state)
@@ -192,10 +198,8 @@ static void test_shutdown_drain_waits_for_processing_keys(void **state)
     ck_wq_add(q, "foo");
     ck_wq_add(q, "bar");
     const char *first = get_key(q), *second = get_key(q);
-    struct drainer d = {.q = q};
-    pthread_t t;
-    pthread_create(&t, NULL, drainer_main, &d);
-    wait_for_shutdown(q);
+    struct drainer d;
+    pthread_t t = start_drain(&d, q);
     const char *k;
     assert_int_equal(ck_wq_get(q, &k), CK_ESHUTDOWN);
     ck_wq_done(q, first);
@@ -226,10 +230,8 @@ static void test_shutdown_ends_a_drain_early(void **state)
     struct ck_wq *q = new_queue(NULL, NULL);
     ck_wq_add(q, "foo");
     get_key(q);
-    struct drainer d = {.q = q};
-    pthread_t t;
-    pthread_create(&t, NULL, drainer_main, &d);
-    wait_for_shutdown(q);
+    struct drainer d;
+    pthread_t t = start_drain(&d, q);
     ck_wq_shutdown(q); /* a second SIGTERM: stop waiting for the drain */
     pthread_join(t, NULL);
     assert_true(atomic_load(&d.finished));
@@ -243,10 +245,8 @@ static void test_drain_hands_out_a_key_dirtied_while_processing(void **state)
     ck_wq_add(q, "foo");
     const char *gotten = get_key(q);
     ck_wq_add(q, "foo");
-    struct drainer d = {.q = q};
-    pthread_t t;
-    pthread_create(&t, NULL, drainer_main, &d);
-    wait_for_shutdown(q);
+    struct drainer d;
+    pthread_t t = start_drain(&d, q);
     const char *k;
     assert_int_equal(ck_wq_get(q, &k), CK_ESHUTDOWN);
     ck_wq_done(q, gotten);
