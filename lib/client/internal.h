@@ -53,6 +53,17 @@ struct ck__strmap_entry *ck__strmap_find(const struct ck__strmap *m, const char 
 struct ck__strmap_entry *ck__strmap_put(struct ck__strmap *m, const char *key, void *value,
                                         bool *ret_created);
 
+/*
+ * Inserts key, which must be absent, with `extra` zeroed bytes (16-byte aligned) inside
+ * the entry itself as its value (NULL value when extra is 0): one allocation for key and
+ * payload, freed with the entry. Returns the entry, or NULL when out of memory (the map
+ * is unchanged).
+ */
+struct ck__strmap_entry *ck__strmap_insert(struct ck__strmap *m, const char *key, size_t extra);
+
+/* Removes and frees an entry of m (and its inline payload) without hashing again. */
+void ck__strmap_remove_entry(struct ck__strmap *m, struct ck__strmap_entry *e);
+
 /* Removes key; returns its value, or NULL when absent. */
 void *ck__strmap_remove(struct ck__strmap *m, const char *key);
 

@@ -116,6 +116,30 @@ static bool grow(struct ck__strmap *m)
     return true;
 }
 
+struct ck__strmap_entry *ck__strmap_insert(struct ck__strmap *m, const char *key, size_t extra)
+{
+    /* Grow before inserting, so that a failed growth leaves the map as it was. */
+    if (m->len >= m->nbuckets && !grow(m) && !m->nbuckets)
+        return NULL;
+    size_t klen = strlen(key) + 1;
+    size_t offset = (sizeof(struct ck__strmap_entry) + klen + 15) & ~(size_t)15;
+    struct ck__strmap_entry *e = ck__malloc(extra ? offset + extra : sizeof(*e) + klen);
+    if (!e)
+        return NULL;
+    memcpy(e->key, key, klen);
+    e->hash = hash_key(key);
+    e->value = NULL;
+    if (extra) {
+        e->value = (char *)e + offset;
+        memset(e->value, 0, extra);
+    }
+    size_t slot = e->hash & (m->nbuckets - 1);
+    e->next = m->buckets[slot];
+    m->buckets[slot] = e;
+    m->len++;
+    return e;
+}
+
 struct ck__strmap_entry *ck__strmap_put(struct ck__strmap *m, const char *key, void *value,
                                         bool *ret_created)
 {
@@ -124,22 +148,25 @@ struct ck__strmap_entry *ck__strmap_put(struct ck__strmap *m, const char *key, v
         *ret_created = false;
         return e;
     }
-    /* Grow before inserting, so that a failed growth leaves the map as it was. */
-    if (m->len >= m->nbuckets && !grow(m) && !m->nbuckets)
-        return NULL;
-    size_t klen = strlen(key) + 1;
-    e = ck__malloc(sizeof(*e) + klen);
+    e = ck__strmap_insert(m, key, 0);
     if (!e)
         return NULL;
-    memcpy(e->key, key, klen);
-    e->hash = hash_key(key);
     e->value = value;
-    size_t slot = e->hash & (m->nbuckets - 1);
-    e->next = m->buckets[slot];
-    m->buckets[slot] = e;
-    m->len++;
     *ret_created = true;
     return e;
+}
+
+void ck__strmap_remove_entry(struct ck__strmap *m, struct ck__strmap_entry *e)
+{
+    for (struct ck__strmap_entry **pp = &m->buckets[e->hash & (m->nbuckets - 1)]; *pp;
+         pp = &(*pp)->next) {
+        if (*pp == e) {
+            *pp = e->next;
+            free(e);
+            m->len--;
+            return;
+        }
+    }
 }
 
 void *ck__strmap_remove(struct ck__strmap *m, const char *key)

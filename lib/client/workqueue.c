@@ -73,11 +73,7 @@ struct ck_wq *ck_wq_free(struct ck_wq *q)
     if (q->timer_started)
         pthread_join(q->timer_thread, NULL);
     ck__wq_delayed_release(q);
-    size_t bucket;
-    for (struct ck__strmap_entry *e = ck__strmap_next(&q->items, NULL, &bucket); e;
-         e = ck__strmap_next(&q->items, e, &bucket))
-        free(e->value);
-    ck__strmap_release(&q->items);
+    ck__strmap_release(&q->items); /* items live inside the entries */
     free(q->ring);
     ck_rl_free(q->limiter);
     pthread_cond_destroy(&q->timer_cond);
@@ -139,15 +135,10 @@ int ck__wq_add_locked(struct ck_wq *q, const char *key, int64_t now)
         int r = ring_reserve(q, q->items.len + 1);
         if (r < 0)
             return r;
-        item = ck__calloc(1, sizeof(*item));
-        if (!item)
+        e = ck__strmap_insert(&q->items, key, sizeof(*item)); /* the item lives in the entry */
+        if (!e)
             return CK_ENOMEM;
-        bool created;
-        e = ck__strmap_put(&q->items, key, item, &created);
-        if (!e) {
-            free(item);
-            return CK_ENOMEM;
-        }
+        item = e->value;
         item->key = e->key;
     }
     q->adds++;
@@ -227,8 +218,7 @@ void ck_wq_done(struct ck_wq *q, const char *key)
         ring_push(q, item);
         pthread_cond_signal(&q->cond);
     } else {
-        ck__strmap_remove(&q->items, key);
-        free(item);
+        ck__strmap_remove_entry(&q->items, e);
         if (q->nprocessing == 0)
             pthread_cond_broadcast(&q->cond); /* a drain may be waiting */
     }
