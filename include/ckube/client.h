@@ -255,6 +255,12 @@ void ck_wq_metrics(struct ck_wq *q, struct ck_wq_metrics *ret_metrics);
  */
 char *ck_wq_metrics_text(struct ck_wq *q);
 
+/*
+ * The same for n queues in one exposition: each metric family's HELP and TYPE once, then
+ * one series per queue (what a /metrics endpoint serving several controllers needs).
+ */
+char *ck_wq_metrics_text_all(struct ck_wq *const *queues, size_t n);
+
 /* ---- object keys (client-go tools/cache/store.go) ---------------------- */
 
 /*

@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,20 +302,46 @@ void ck_wq_metrics(struct ck_wq *q, struct ck_wq_metrics *ret_metrics)
     *ret_metrics = m;
 }
 
-static void print_histogram(FILE *f, const char *metric, const char *help, const char *label,
-                            const struct ck_wq_histogram *h)
+/* One queue's snapshot and its escaped name, for rendering. */
+struct rendered {
+    struct ck_wq_metrics m;
+    char *label;
+};
+
+static void print_histogram(FILE *f, const char *metric, const char *help,
+                            const struct rendered *qs, size_t n, size_t offset)
 {
     fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", metric, help, metric);
-    uint64_t cumulative = 0;
-    for (int i = 0; i < CK_WQ_HIST_BUCKETS; i++) {
-        cumulative += h->buckets[i];
-        fprintf(f, "%s_bucket{name=\"%s\",le=\"%g\"} %llu\n", metric, label, ck_wq_hist_bounds[i],
-                (unsigned long long)cumulative);
+    for (size_t q = 0; q < n; q++) {
+        const struct ck_wq_histogram *h =
+            (const struct ck_wq_histogram *)((const char *)&qs[q].m + offset);
+        const char *label = qs[q].label;
+        uint64_t cumulative = 0;
+        for (int i = 0; i < CK_WQ_HIST_BUCKETS; i++) {
+            cumulative += h->buckets[i];
+            fprintf(f, "%s_bucket{name=\"%s\",le=\"%g\"} %llu\n", metric, label,
+                    ck_wq_hist_bounds[i], (unsigned long long)cumulative);
+        }
+        fprintf(f, "%s_bucket{name=\"%s\",le=\"+Inf\"} %llu\n", metric, label,
+                (unsigned long long)h->count);
+        fprintf(f, "%s_sum{name=\"%s\"} %.9g\n", metric, label, h->sum);
+        fprintf(f, "%s_count{name=\"%s\"} %llu\n", metric, label, (unsigned long long)h->count);
     }
-    fprintf(f, "%s_bucket{name=\"%s\",le=\"+Inf\"} %llu\n", metric, label,
-            (unsigned long long)h->count);
-    fprintf(f, "%s_sum{name=\"%s\"} %.9g\n", metric, label, h->sum);
-    fprintf(f, "%s_count{name=\"%s\"} %llu\n", metric, label, (unsigned long long)h->count);
+}
+
+/* A gauge or counter family: HELP and TYPE once, then one line per queue. */
+static void print_family(FILE *f, const char *metric, const char *type, const char *help,
+                         const struct rendered *qs, size_t n, size_t offset, bool integer)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", metric, help, metric, type);
+    for (size_t q = 0; q < n; q++) {
+        const char *field = (const char *)&qs[q].m + offset;
+        if (integer)
+            fprintf(f, "%s{name=\"%s\"} %llu\n", metric, qs[q].label,
+                    (unsigned long long)*(const uint64_t *)field);
+        else
+            fprintf(f, "%s{name=\"%s\"} %.9g\n", metric, qs[q].label, *(const double *)field);
+    }
 }
 
 /* Escapes a label value as the Prometheus text format wants: \\, \" and \n. */
@@ -336,52 +363,52 @@ static char *escape_label(const char *s)
     return out;
 }
 
-char *ck_wq_metrics_text(struct ck_wq *q)
+#define FIELD(name) offsetof(struct ck_wq_metrics, name)
+
+char *ck_wq_metrics_text_all(struct ck_wq *const *queues, size_t n)
 {
-    struct ck_wq_metrics m;
-    ck_wq_metrics(q, &m);
-    char *label = escape_label(q->name);
     char *text = NULL;
-    size_t len = 0;
-    FILE *f = label ? open_memstream(&text, &len) : NULL;
-    if (!f) {
-        free(label);
-        return NULL;
+    size_t len = 0, ready = 0;
+    struct rendered *qs = calloc(n + 1, sizeof(*qs));
+    for (; qs && ready < n; ready++) {
+        ck_wq_metrics(queues[ready], &qs[ready].m);
+        if (!(qs[ready].label = escape_label(queues[ready]->name)))
+            goto out_free;
     }
-    fprintf(f,
-            "# HELP workqueue_depth Current depth of the work queue.\n"
-            "# TYPE workqueue_depth gauge\nworkqueue_depth{name=\"%s\"} %llu\n",
-            label, (unsigned long long)m.depth);
-    fprintf(f,
-            "# HELP workqueue_adds_total Total number of adds handled by the work queue.\n"
-            "# TYPE workqueue_adds_total counter\nworkqueue_adds_total{name=\"%s\"} %llu\n",
-            label, (unsigned long long)m.adds);
+    FILE *f = qs ? open_memstream(&text, &len) : NULL;
+    if (!f)
+        goto out_free;
+    print_family(f, "workqueue_depth", "gauge", "Current depth of the work queue.", qs, n,
+                 FIELD(depth), true);
+    print_family(f, "workqueue_adds_total", "counter",
+                 "Total number of adds handled by the work queue.", qs, n, FIELD(adds), true);
     print_histogram(f, "workqueue_queue_duration_seconds",
                     "How long in seconds a key waits in the work queue before a worker takes it.",
-                    label, &m.queue_duration);
+                    qs, n, FIELD(queue_duration));
     print_histogram(f, "workqueue_work_duration_seconds",
-                    "How long in seconds processing a key from the work queue takes.", label,
-                    &m.work_duration);
-    fprintf(f,
-            "# HELP workqueue_unfinished_work_seconds Seconds of work in progress not yet "
-            "observed by work_duration; large values mean stuck workers.\n"
-            "# TYPE workqueue_unfinished_work_seconds gauge\n"
-            "workqueue_unfinished_work_seconds{name=\"%s\"} %.9g\n",
-            label, m.unfinished_work_seconds);
-    fprintf(f,
-            "# HELP workqueue_longest_running_processor_seconds Seconds the longest running "
-            "worker has been processing its key.\n"
-            "# TYPE workqueue_longest_running_processor_seconds gauge\n"
-            "workqueue_longest_running_processor_seconds{name=\"%s\"} %.9g\n",
-            label, m.longest_running_processor_seconds);
-    fprintf(f,
-            "# HELP workqueue_retries_total Total number of retries handled by the work queue.\n"
-            "# TYPE workqueue_retries_total counter\nworkqueue_retries_total{name=\"%s\"} %llu\n",
-            label, (unsigned long long)m.retries);
-    free(label);
+                    "How long in seconds processing a key from the work queue takes.", qs, n,
+                    FIELD(work_duration));
+    print_family(f, "workqueue_unfinished_work_seconds", "gauge",
+                 "Seconds of work in progress not yet observed by work_duration; large values "
+                 "mean stuck workers.",
+                 qs, n, FIELD(unfinished_work_seconds), false);
+    print_family(f, "workqueue_longest_running_processor_seconds", "gauge",
+                 "Seconds the longest running worker has been processing its key.", qs, n,
+                 FIELD(longest_running_processor_seconds), false);
+    print_family(f, "workqueue_retries_total", "counter",
+                 "Total number of retries handled by the work queue.", qs, n, FIELD(retries), true);
     if (fclose(f) != 0) {
         free(text);
-        return NULL;
+        text = NULL;
     }
+out_free:
+    for (size_t i = 0; qs && i < ready; i++)
+        free(qs[i].label);
+    free(qs);
     return text;
+}
+
+char *ck_wq_metrics_text(struct ck_wq *q)
+{
+    return ck_wq_metrics_text_all(&q, 1);
 }

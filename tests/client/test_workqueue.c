@@ -329,6 +329,34 @@ static void test_metrics_text_escapes_the_queue_name(void **state)
     ck_wq_free(q);
 }
 
+static size_t count(const char *haystack, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(haystack, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+static void test_metrics_text_of_several_queues_has_one_family_header_each(void **state)
+{
+    (void)state;
+    struct ck_wq *qs[] = {new_queue("pods", NULL), new_queue("replicasets", NULL)};
+    ck_wq_add(qs[0], "a");
+    ck_wq_add(qs[0], "b");
+    ck_wq_add(qs[1], "c");
+    char *text = ck_wq_metrics_text_all(qs, 2);
+    assert_non_null(text);
+    assert_int_equal(count(text, "# TYPE workqueue_depth gauge\n"), 1);
+    assert_int_equal(count(text, "# HELP workqueue_queue_duration_seconds "), 1);
+    assert_int_equal(count(text, "# TYPE workqueue_retries_total counter\n"), 1);
+    assert_non_null(strstr(text, "workqueue_depth{name=\"pods\"} 2\nworkqueue_depth{name="
+                                 "\"replicasets\"} 1\n"));
+    assert_int_equal(count(text, "workqueue_work_duration_seconds_count{"), 2);
+    free(text);
+    ck_wq_free(qs[0]);
+    ck_wq_free(qs[1]);
+}
+
 static void test_allocation_failure_leaves_the_queue_unchanged(void **state)
 {
     (void)state;
@@ -480,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_drain_hands_out_a_key_dirtied_while_processing),
         cmocka_unit_test(test_metrics_follow_the_fake_clock),
         cmocka_unit_test(test_metrics_text_escapes_the_queue_name),
+        cmocka_unit_test(test_metrics_text_of_several_queues_has_one_family_header_each),
         cmocka_unit_test(test_allocation_failure_leaves_the_queue_unchanged),
         cmocka_unit_test(test_stress_no_key_processed_concurrently_and_no_add_lost),
     };
