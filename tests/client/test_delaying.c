@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../../lib/client/internal.h"
 #include "ckube/client.h"
 
 struct fixture {
@@ -203,6 +204,32 @@ static void test_huge_delays_do_not_overflow(void **state)
     assert_int_equal(ck_wq_delayed_len(f->q), 1);
 }
 
+static void test_allocation_failure_leaves_the_heap_unchanged(void **state)
+{
+    struct fixture *f = *state;
+    char key[16];
+    int failures = 0;
+    for (int i = 0; i < 40; i++) { /* enough keys to grow the heap and the map */
+        snprintf(key, sizeof(key), "k%02d", i);
+        for (unsigned long n = 1;; n++) {
+            ck__alloc_fail_at(n, true);
+            int r = ck_wq_add_after(f->q, key, (40 - i) * CK_MSEC);
+            ck__alloc_fail_at(0, false);
+            if (r == 0)
+                break;
+            failures++;
+            assert_int_equal(r, CK_ENOMEM);
+            assert_int_equal(ck_wq_delayed_len(f->q), (size_t)i);
+        }
+    }
+    assert_true(failures >= 40);
+    step(f, 1 * CK_SEC);
+    for (int i = 39; i >= 0; i--) { /* the last added was due first */
+        snprintf(key, sizeof(key), "k%02d", i);
+        expect_get(f, key);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +247,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shutdown_drops_delayed_keys, setup, teardown),
         cmocka_unit_test(test_add_after_on_the_real_clock),
         cmocka_unit_test_setup_teardown(test_huge_delays_do_not_overflow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allocation_failure_leaves_the_heap_unchanged, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -453,6 +453,48 @@ static void test_allocation_failure_keeps_every_change_atomic(void **state)
     ck_indexer_free(ix);
 }
 
+static void test_allocation_failure_in_replace_and_add_index_changes_nothing(void **state)
+{
+    (void)state;
+    struct ck_indexer *ix = new_indexer();
+    add_new(ix, pod("ns", "old", "bert", NULL));
+    json_t *objs[30];
+    char name[16];
+    for (int i = 0; i < 30; i++) {
+        snprintf(name, sizeof(name), "new-%02d", i);
+        objs[i] = pod("ns", name, i % 2 ? "ernie" : "elmo,bert", "uid");
+    }
+    for (unsigned long n = 1;; n++) {
+        ck__alloc_fail_at(n, true);
+        int r = ck_indexer_replace(ix, (const json_t *const *)objs, 30, NULL);
+        ck__alloc_fail_at(0, false);
+        if (r == 0)
+            break;
+        assert_int_equal(r, CK_ENOMEM);
+        assert_int_equal(ck_indexer_len(ix), 1);
+        expect_index(ix, "users", "bert", "ns/old", NULL);
+    }
+    for (int i = 0; i < 30; i++)
+        json_decref(objs[i]);
+    assert_int_equal(ck_indexer_len(ix), 30);
+
+    for (unsigned long n = 1;; n++) {
+        ck__alloc_fail_at(n, true);
+        int r = ck_indexer_add_index(ix, "users-again", index_by_users, NULL, NULL);
+        ck__alloc_fail_at(0, false);
+        if (r == 0)
+            break;
+        assert_int_equal(r, CK_ENOMEM);
+        struct ck_key_list keys;
+        assert_int_equal(ck_indexer_index_keys(ix, "users-again", "ernie", &keys, NULL), CK_ENOENT);
+    }
+    struct ck_key_list keys;
+    assert_int_equal(ck_indexer_index_keys(ix, "users-again", "ernie", &keys, NULL), 0);
+    assert_int_equal(keys.n, 15);
+    ck_key_list_release(&keys);
+    ck_indexer_free(ix);
+}
+
 /* ---- concurrency: readers see whole objects and consistent indices ------------- */
 
 struct rw {
@@ -532,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_references_outlive_updates_and_the_indexer),
         cmocka_unit_test(test_tombstones_carry_key_and_last_state),
         cmocka_unit_test(test_allocation_failure_keeps_every_change_atomic),
+        cmocka_unit_test(test_allocation_failure_in_replace_and_add_index_changes_nothing),
         cmocka_unit_test(test_concurrent_readers_see_consistent_indices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
