@@ -41,7 +41,8 @@ struct ck_controller {
     int (*sync)(struct ck_controller *c, const char *key, struct ck_err *reterr);
 
     void *data;          /* the controller's own state, for sync */
-    struct ck_wq *queue; /* borrowed; must have a rate limiter (ck_wq_options.limiter) */
+    struct ck_wq *queue; /* borrowed; give it a rate limiter (without one, failed keys are
+                          * retried at once) */
 };
 
 struct ck_runner;

@@ -7,8 +7,9 @@
  * key added during its sync is synced again afterwards.
  *
  * No error loses a key: when sync fails we re-add it with rate limiting, and should that
- * add fail for want of memory, we fall back to a plain add, which for a key being
- * processed only marks it dirty and so cannot fail. The key is synced again when done.
+ * add fail (no memory, or a queue given no rate limiter), we fall back to a plain add,
+ * which for a key being processed only marks it dirty and so cannot fail. The key is
+ * synced again when done. Only a queue shutting down drops it, as in client-go.
  *
  * Crashes: C has no recover(), and a thread cannot survive SIGSEGV. The optional crash
  * handler (ck_runner_install_crash_handler) names the controller and key whose sync was
@@ -57,8 +58,8 @@ static void process(struct ck_runner *r, const char *key)
     CK_LOGE("%s: error syncing \"%s\", requeuing: %s", c->name, key,
             err.msg[0] ? err.msg : strerror(-ret));
     int added = ck_wq_add_rate_limited(c->queue, key);
-    if (added == CK_ENOMEM)
-        ck_wq_add(c->queue, key); /* the key is processing: this only marks it dirty */
+    if (added < 0 && added != CK_ESHUTDOWN) /* no memory, or a queue without a limiter */
+        ck_wq_add(c->queue, key);           /* the key is processing: this only marks it dirty */
 }
 
 static void *worker_main(void *arg)

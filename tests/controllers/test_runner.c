@@ -161,6 +161,26 @@ static void test_failed_sync_keeps_its_key_when_the_requeue_cannot_allocate(void
     fake_free(f);
 }
 
+static void test_failed_sync_on_a_queue_without_limiter_is_retried_at_once(void **state)
+{
+    (void)state;
+    struct fake *f = fake_new();
+    f->fail_first = 2;
+    struct ck_controller c = {.name = "test", .sync = fake_sync, .data = f};
+    assert_int_equal(ck_wq_new(NULL, &c.queue, NULL), 0); /* no rate limiter */
+    FILE *devnull = fopen("/dev/null", "w");
+    ck_log_set_output(devnull);
+    struct ck_runner *r;
+    assert_int_equal(ck_runner_start(&c, 1, &r, NULL), 0);
+    ck_wq_add(c.queue, "ns/plain");
+    wait_calls(f, 3);
+    r = ck_runner_stop(r);
+    ck_log_set_output(NULL);
+    fclose(devnull);
+    ck_wq_free(c.queue);
+    fake_free(f);
+}
+
 static void test_a_key_is_never_synced_by_two_workers(void **state)
 {
     (void)state;
@@ -283,6 +303,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_failed_sync_is_retried_with_backoff_and_success_forgets),
         cmocka_unit_test(test_failed_sync_keeps_its_key_when_the_requeue_cannot_allocate),
+        cmocka_unit_test(test_failed_sync_on_a_queue_without_limiter_is_retried_at_once),
         cmocka_unit_test(test_a_key_is_never_synced_by_two_workers),
         cmocka_unit_test(test_stop_syncs_every_queued_key_first),
         cmocka_unit_test(test_stats_count_syncs_and_failures),
