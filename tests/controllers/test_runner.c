@@ -108,8 +108,6 @@ static void test_failed_sync_is_retried_with_backoff_and_success_forgets(void **
     f->fail_first = 2;
     struct ck_controller c = {
         .name = "test", .sync = fake_sync, .data = f, .queue = limited_queue(clock)};
-    FILE *devnull = fopen("/dev/null", "w");
-    ck_log_set_output(devnull); /* the runner logs each failure */
     struct ck_runner *r;
     assert_int_equal(ck_runner_start(&c, 2, &r, NULL), 0);
 
@@ -132,8 +130,6 @@ static void test_failed_sync_is_retried_with_backoff_and_success_forgets(void **
     r = ck_runner_stop(r); /* drains: the third sync has finished */
     assert_int_equal(ck_wq_num_requeues(c.queue, "ns/a"), 0);
     assert_string_equal(f->last_key, "ns/a");
-    ck_log_set_output(NULL);
-    fclose(devnull);
     ck_wq_free(c.queue);
     fake_free(f);
     ck_fake_clock_free(clock);
@@ -147,15 +143,11 @@ static void test_failed_sync_keeps_its_key_when_the_requeue_cannot_allocate(void
     f->fail_alloc = true;
     struct ck_controller c = {
         .name = "test", .sync = fake_sync, .data = f, .queue = limited_queue(NULL)};
-    FILE *devnull = fopen("/dev/null", "w");
-    ck_log_set_output(devnull);
     struct ck_runner *r;
     assert_int_equal(ck_runner_start(&c, 1, &r, NULL), 0);
     ck_wq_add(c.queue, "ns/oom");
     wait_calls(f, 2); /* synced again: the key was not lost */
     r = ck_runner_stop(r);
-    ck_log_set_output(NULL);
-    fclose(devnull);
     assert_string_equal(f->last_key, "ns/oom");
     ck_wq_free(c.queue);
     fake_free(f);
@@ -168,15 +160,11 @@ static void test_failed_sync_on_a_queue_without_limiter_is_retried_at_once(void 
     f->fail_first = 2;
     struct ck_controller c = {.name = "test", .sync = fake_sync, .data = f};
     assert_int_equal(ck_wq_new(NULL, &c.queue, NULL), 0); /* no rate limiter */
-    FILE *devnull = fopen("/dev/null", "w");
-    ck_log_set_output(devnull);
     struct ck_runner *r;
     assert_int_equal(ck_runner_start(&c, 1, &r, NULL), 0);
     ck_wq_add(c.queue, "ns/plain");
     wait_calls(f, 3);
     r = ck_runner_stop(r);
-    ck_log_set_output(NULL);
-    fclose(devnull);
     ck_wq_free(c.queue);
     fake_free(f);
 }
@@ -234,8 +222,6 @@ static void test_stats_count_syncs_and_failures(void **state)
     struct ck_controller c = {
         .name = "test", .sync = fake_sync, .data = f, .queue = limited_queue(clock)};
     struct ck_runner *r;
-    FILE *devnull = fopen("/dev/null", "w");
-    ck_log_set_output(devnull);
     assert_int_equal(ck_runner_start(&c, 1, &r, NULL), 0);
     ck_wq_add(c.queue, "ns/x");
     wait_calls(f, 1);
@@ -249,8 +235,6 @@ static void test_stats_count_syncs_and_failures(void **state)
     assert_int_equal(stats.syncs, 2);
     assert_int_equal(stats.failures, 1);
     r = ck_runner_stop(r);
-    ck_log_set_output(NULL);
-    fclose(devnull);
     ck_wq_free(c.queue);
     fake_free(f);
     ck_fake_clock_free(clock);
@@ -298,6 +282,25 @@ static void test_start_rejects_an_incomplete_controller(void **state)
     ck_wq_free(c.queue);
 }
 
+/* The runner logs every failed sync: keep the test output for the results. */
+static FILE *devnull;
+
+static int quiet_logs(void **state)
+{
+    (void)state;
+    devnull = fopen("/dev/null", "w");
+    ck_log_set_output(devnull);
+    return devnull ? 0 : -1;
+}
+
+static int restore_logs(void **state)
+{
+    (void)state;
+    ck_log_set_output(NULL);
+    fclose(devnull);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,5 +313,5 @@ int main(void)
         cmocka_unit_test(test_sync_can_be_swapped_before_start),
         cmocka_unit_test(test_start_rejects_an_incomplete_controller),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, quiet_logs, restore_logs);
 }
