@@ -392,6 +392,39 @@ json_t *ck_table_build(const struct ck_kind *kind, json_t *const *objects, size_
                        bool with_columns, enum ck_include_object include,
                        const char *resource_version, const char *continue_token, long long now);
 
+/* ---- patches ------------------------------------------------------------- */
+
+/*
+ * JSON merge patch (RFC 7386, application/merge-patch+json): objects merge
+ * recursively, null deletes a member, anything else (arrays included)
+ * replaces. Returns the patched document as a new reference; target is not
+ * modified. NULL only when out of memory.
+ */
+json_t *ck_merge_patch(const json_t *target, const json_t *patch);
+
+/*
+ * JSON patch (RFC 6902, application/json-patch+json): applies the operations
+ * (add, remove, replace, move, copy, test) in order to a copy of doc. Any
+ * failing operation (a missing path, a failed test, a malformed operation)
+ * fails the whole patch with CK_EINVAL and a message naming the operation;
+ * doc is never modified. On success *ret_doc is a new reference.
+ */
+int ck_json_patch(const json_t *doc, const json_t *operations, json_t **ret_doc,
+                  struct ck_err *reterr);
+
+/*
+ * Strategic merge patch (application/strategic-merge-patch+json) against the
+ * schema `name` of set: a merge patch in which lists whose schema carries
+ * x-kubernetes-patch-strategy "merge" merge element by element on their
+ * x-kubernetes-patch-merge-key (or as sets, for lists of scalars), and the
+ * directives kubectl sends are honoured: $patch (delete, replace, merge),
+ * $setElementOrder/<list>, $deleteFromPrimitiveList/<list> and $retainKeys.
+ * Returns CK_EINVAL for a malformed patch (a directive with a bad value, a
+ * merge-list element without its key); doc is never modified.
+ */
+int ck_strategic_merge_patch(const struct ck_schemas *set, const char *name, const json_t *doc,
+                             const json_t *patch, json_t **ret_doc, struct ck_err *reterr);
+
 /* ---- discovery and OpenAPI ---------------------------------------------- */
 
 /*

@@ -33,6 +33,9 @@ void ck__event_row(const json_t *obj, long long now, json_t *cells);
 void ck__deployment_row(const json_t *obj, long long now, json_t *cells);
 void ck__replicaset_row(const json_t *obj, long long now, json_t *cells);
 
+/* Follows $ref / allOf [{$ref}] to the schema describing a value; NULL-safe. */
+const json_t *ck__schema_resolve(const struct ck_schemas *set, const json_t *schema);
+
 /* The kinds' strategy hooks (strategy.c). */
 void ck__pod_prepare_for_create(json_t *obj);
 void ck__pod_defaults(json_t *obj);

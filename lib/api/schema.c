@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "ckube/api.h"
+#include "internal.h"
 
 #define REF_PREFIX "#/components/schemas/"
 #define MAX_DEPTH  64
@@ -69,6 +70,11 @@ static const json_t *resolve(const struct ck_schemas *set, const json_t *schema,
         schema = json_object_get(set->all, ref);
     }
     return schema;
+}
+
+const json_t *ck__schema_resolve(const struct ck_schemas *set, const json_t *schema)
+{
+    return schema ? resolve(set, schema, NULL) : NULL;
 }
 
 /* Checks that every $ref below schema names a schema of the set. */

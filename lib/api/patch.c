@@ -1,0 +1,620 @@
+/*
+ * patch.c - the three patch formats of the Kubernetes API.
+ *
+ *   merge      RFC 7386: kubectl label, annotate, scale, patch --type merge.
+ *   json       RFC 6902: kubectl patch --type json and rollout undo.
+ *   strategic  Kubernetes' strategic merge patch: kubectl apply, edit,
+ *              set image, rollout restart, and every dict body of the Python
+ *              client. It is a merge patch whose lists merge per element on
+ *              the merge key the schema names (containers by name, ports by
+ *              containerPort, conditions by type, ...), plus directives:
+ *                "$patch": "delete" | "replace" | "merge"
+ *                "$setElementOrder/<list>": [...]
+ *                "$deleteFromPrimitiveList/<list>": [...]
+ *                "$retainKeys": [...]
+ *              (k8s.io/apimachinery/pkg/util/strategicpatch).
+ *
+ * Every function works on a deep copy and leaves its inputs alone, so a
+ * failed patch changes nothing.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckube/api.h"
+#include "internal.h"
+
+#define MAX_DEPTH 64
+
+/* ---- RFC 7386 ----------------------------------------------------------- */
+
+static json_t *merge_into(json_t *target, const json_t *patch, int depth)
+{
+    if (!json_is_object(patch) || depth > MAX_DEPTH) {
+        json_decref(target);
+        return json_deep_copy(patch);
+    }
+    if (!json_is_object(target)) {
+        json_decref(target);
+        target = json_object();
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)patch, key, value)
+    {
+        if (json_is_null(value)) {
+            json_object_del(target, key);
+            continue;
+        }
+        json_t *current = json_incref(json_object_get(target, key));
+        json_t *merged = merge_into(current ? json_deep_copy(current) : NULL, value, depth + 1);
+        json_decref(current);
+        if (!merged) {
+            json_decref(target);
+            return NULL;
+        }
+        json_object_set_new(target, key, merged);
+    }
+    return target;
+}
+
+json_t *ck_merge_patch(const json_t *target, const json_t *patch)
+{
+    return merge_into(target ? json_deep_copy(target) : NULL, patch, 0);
+}
+
+/* ---- RFC 6902 ----------------------------------------------------------- */
+
+/* Decodes one JSON pointer token (~1 is '/', ~0 is '~') into buf. */
+static bool pointer_token(const char *start, size_t len, char *buf, size_t size)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (n + 1 >= size)
+            return false;
+        if (start[i] == '~') {
+            if (i + 1 >= len || (start[i + 1] != '0' && start[i + 1] != '1'))
+                return false;
+            buf[n++] = start[i + 1] == '0' ? '~' : '/';
+            i++;
+        } else {
+            buf[n++] = start[i];
+        }
+    }
+    buf[n] = '\0';
+    return true;
+}
+
+/* Parses an array index token; "-" is len (append) when allow_end. */
+static bool array_index(const char *token, size_t len, bool allow_end, size_t *ret)
+{
+    if (allow_end && strcmp(token, "-") == 0) {
+        *ret = len;
+        return true;
+    }
+    if (!*token || (token[0] == '0' && token[1]))
+        return false;
+    size_t v = 0;
+    for (const char *p = token; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        v = v * 10 + (size_t)(*p - '0');
+        if (v > len + 1)
+            return false;
+    }
+    if (v > len || (v == len && !allow_end))
+        return false;
+    *ret = v;
+    return true;
+}
+
+/*
+ * Resolves pointer's parent container in doc and its last token. Returns
+ * false when the parent does not exist or the pointer is malformed. The
+ * root pointer "" has no parent: *ret_parent is NULL.
+ */
+static bool pointer_parent(json_t *doc, const char *pointer, json_t **ret_parent, char *last,
+                           size_t last_size)
+{
+    if (*pointer == '\0') {
+        *ret_parent = NULL;
+        return true;
+    }
+    if (*pointer != '/')
+        return false;
+    json_t *cur = doc;
+    const char *p = pointer + 1;
+    for (;;) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        char token[512];
+        if (!pointer_token(p, len, token, sizeof(token)))
+            return false;
+        if (!slash) {
+            snprintf(last, last_size, "%s", token);
+            *ret_parent = cur;
+            return true;
+        }
+        if (json_is_object(cur)) {
+            cur = json_object_get(cur, token);
+        } else if (json_is_array(cur)) {
+            size_t index;
+            if (!array_index(token, json_array_size(cur), false, &index))
+                return false;
+            cur = json_array_get(cur, index);
+        } else {
+            return false;
+        }
+        if (!cur)
+            return false;
+        p = slash + 1;
+    }
+}
+
+/* The value at pointer (borrowed), or NULL. */
+static json_t *pointer_get(json_t *doc, const char *pointer)
+{
+    json_t *parent;
+    char last[512];
+    if (!pointer_parent(doc, pointer, &parent, last, sizeof(last)))
+        return NULL;
+    if (!parent)
+        return doc;
+    if (json_is_object(parent))
+        return json_object_get(parent, last);
+    size_t index;
+    if (json_is_array(parent) && array_index(last, json_array_size(parent), false, &index))
+        return json_array_get(parent, index);
+    return NULL;
+}
+
+/* add: value is stolen. *doc may be replaced (root). */
+static bool pointer_add(json_t **doc, const char *pointer, json_t *value)
+{
+    json_t *parent;
+    char last[512];
+    if (!pointer_parent(*doc, pointer, &parent, last, sizeof(last))) {
+        json_decref(value);
+        return false;
+    }
+    if (!parent) {
+        json_decref(*doc);
+        *doc = value;
+        return true;
+    }
+    if (json_is_object(parent))
+        return json_object_set_new(parent, last, value) == 0;
+    size_t index;
+    if (json_is_array(parent) && array_index(last, json_array_size(parent), true, &index))
+        return json_array_insert_new(parent, index, value) == 0;
+    json_decref(value);
+    return false;
+}
+
+static bool pointer_remove(json_t *doc, const char *pointer)
+{
+    json_t *parent;
+    char last[512];
+    if (!pointer_parent(doc, pointer, &parent, last, sizeof(last)) || !parent)
+        return false;
+    if (json_is_object(parent))
+        return json_object_del(parent, last) == 0;
+    size_t index;
+    if (json_is_array(parent) && array_index(last, json_array_size(parent), false, &index))
+        return json_array_remove(parent, index) == 0;
+    return false;
+}
+
+int ck_json_patch(const json_t *doc, const json_t *operations, json_t **ret_doc,
+                  struct ck_err *reterr)
+{
+    if (!json_is_array(operations))
+        return ck_err_set(reterr, CK_EINVAL, "a JSON patch must be an array of operations");
+    json_t *result = json_deep_copy(doc);
+    if (!result)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    size_t i;
+    json_t *op;
+    json_array_foreach(operations, i, op)
+    {
+        const char *name = json_string_value(json_object_get(op, "op"));
+        const char *path = json_string_value(json_object_get(op, "path"));
+        const char *from = json_string_value(json_object_get(op, "from"));
+        json_t *value = json_object_get(op, "value");
+        bool ok = false;
+        if (!name || !path) {
+            json_decref(result);
+            return ck_err_set(reterr, CK_EINVAL, "operation %zu: needs \"op\" and \"path\"", i);
+        }
+        if (strcmp(name, "add") == 0) {
+            ok = value && pointer_add(&result, path, json_deep_copy(value));
+        } else if (strcmp(name, "remove") == 0) {
+            ok = pointer_remove(result, path);
+        } else if (strcmp(name, "replace") == 0) {
+            ok = value && pointer_get(result, path) &&
+                 (*path == '\0' || pointer_remove(result, path)) &&
+                 pointer_add(&result, path, json_deep_copy(value));
+        } else if (strcmp(name, "move") == 0 || strcmp(name, "copy") == 0) {
+            bool move = name[0] == 'm';
+            size_t from_len = from ? strlen(from) : 0;
+            json_t *source = from ? pointer_get(result, from) : NULL;
+            /* a value cannot move into one of its own children */
+            bool into_child =
+                move && from && strncmp(path, from, from_len) == 0 && path[from_len] == '/';
+            json_t *copy = source && !into_child ? json_deep_copy(source) : NULL;
+            if (copy && move && !pointer_remove(result, from))
+                copy = (json_decref(copy), NULL);
+            ok = copy && pointer_add(&result, path, copy);
+        } else if (strcmp(name, "test") == 0) {
+            json_t *have = pointer_get(result, path);
+            ok = value && have && json_equal(have, value);
+            if (!ok) {
+                json_decref(result);
+                return ck_err_set(reterr, CK_EINVAL, "testing value %s failed", path);
+            }
+        } else {
+            json_decref(result);
+            return ck_err_set(reterr, CK_EINVAL, "operation %zu: unknown op \"%s\"", i, name);
+        }
+        if (!ok) {
+            json_decref(result);
+            return ck_err_set(
+                reterr, CK_EINVAL, "%s operation does not apply: doc is missing path: \"%s\"", name,
+                strcmp(name, "move") == 0 || strcmp(name, "copy") == 0 ? (from ? from : "") : path);
+        }
+    }
+    *ret_doc = result;
+    return 0;
+}
+
+/* ---- strategic merge patch --------------------------------------------- */
+
+struct smp {
+    const struct ck_schemas *set;
+    struct ck_err *err;
+    int failed;
+};
+
+static int smp_fail(struct smp *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int smp_fail(struct smp *s, const char *fmt, ...)
+{
+    if (!s->failed) {
+        char msg[256];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        s->failed = CK_EINVAL;
+        ck_err_set(s->err, CK_EINVAL, "%s", msg);
+    }
+    return CK_EINVAL;
+}
+
+/* The schema of a member of an object schema (properties, else additionalProperties). */
+static const json_t *member_schema(const struct smp *s, const json_t *schema, const char *key)
+{
+    const json_t *resolved = ck__schema_resolve(s->set, schema);
+    const json_t *prop = json_object_get(json_object_get(resolved, "properties"), key);
+    if (prop)
+        return prop;
+    const json_t *extra = json_object_get(resolved, "additionalProperties");
+    return json_is_object(extra) ? extra : NULL;
+}
+
+/* A property's patch strategy and merge key, read from its schema (or its wrapper). */
+static void list_strategy(const struct smp *s, const json_t *prop, bool *merge,
+                          const char **merge_key)
+{
+    *merge = false;
+    *merge_key = NULL;
+    const json_t *resolved = ck__schema_resolve(s->set, prop);
+    const char *strategy = json_string_value(json_object_get(prop, "x-kubernetes-patch-strategy"));
+    if (!strategy)
+        strategy = json_string_value(json_object_get(resolved, "x-kubernetes-patch-strategy"));
+    const char *key = json_string_value(json_object_get(prop, "x-kubernetes-patch-merge-key"));
+    if (!key)
+        key = json_string_value(json_object_get(resolved, "x-kubernetes-patch-merge-key"));
+    *merge = strategy && strstr(strategy, "merge") != NULL; /* "merge" or "merge,retainKeys" */
+    *merge_key = key;
+}
+
+static bool is_directive(const char *key)
+{
+    return key[0] == '$';
+}
+
+/* A copy of a patch value with every directive removed (for appended elements). */
+static json_t *strip_directives(const json_t *v)
+{
+    if (json_is_array(v)) {
+        json_t *out = json_array();
+        size_t i;
+        json_t *item;
+        json_array_foreach(v, i, item)
+        {
+            json_array_append_new(out, strip_directives(item));
+        }
+        return out;
+    }
+    if (!json_is_object(v))
+        return json_deep_copy(v);
+    json_t *out = json_object();
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)v, key, value)
+    {
+        if (!is_directive(key))
+            json_object_set_new(out, key, strip_directives(value));
+    }
+    return out;
+}
+
+static json_t *smp_merge_map(struct smp *s, json_t *original, const json_t *patch,
+                             const json_t *schema, int depth);
+
+/* Finds the element of list whose merge key equals key_value. */
+static ssize_t find_by_key(const json_t *list, const char *merge_key, const json_t *key_value)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach(list, i, item)
+    {
+        json_t *v = json_object_get(item, merge_key);
+        if (v && json_equal(v, (json_t *)key_value))
+            return (ssize_t)i;
+    }
+    return -1;
+}
+
+/* Merges a patch list into original (consumed) element by element on merge_key. */
+static json_t *merge_keyed_list(struct smp *s, json_t *original, const json_t *patch,
+                                const char *merge_key, const json_t *item_schema, int depth)
+{
+    if (!json_is_array(original)) {
+        json_decref(original);
+        original = json_array();
+    }
+    /* [{"$patch": "replace"}, ...]: the list becomes the other elements */
+    size_t i;
+    json_t *pe;
+    json_array_foreach(patch, i, pe)
+    {
+        const char *directive = json_string_value(json_object_get(pe, "$patch"));
+        if (directive && strcmp(directive, "replace") == 0 && !json_object_get(pe, merge_key)) {
+            json_t *out = json_array();
+            size_t j;
+            json_t *other;
+            json_array_foreach(patch, j, other)
+            {
+                if (j != i)
+                    json_array_append_new(out, strip_directives(other));
+            }
+            json_decref(original);
+            return out;
+        }
+    }
+    json_array_foreach(patch, i, pe)
+    {
+        if (!json_is_object(pe)) {
+            smp_fail(s, "elements of a merge list must be objects (merge key %s)", merge_key);
+            return original;
+        }
+        const json_t *key_value = json_object_get(pe, merge_key);
+        const char *directive = json_string_value(json_object_get(pe, "$patch"));
+        if (!key_value) {
+            smp_fail(s, "an element of a merge list has no merge key %s", merge_key);
+            return original;
+        }
+        ssize_t at = find_by_key(original, merge_key, key_value);
+        if (directive && strcmp(directive, "delete") == 0) {
+            while (at >= 0) {
+                json_array_remove(original, (size_t)at);
+                at = find_by_key(original, merge_key, key_value);
+            }
+            continue;
+        }
+        if (at >= 0) {
+            json_t *merged = smp_merge_map(s, json_incref(json_array_get(original, (size_t)at)), pe,
+                                           item_schema, depth + 1);
+            json_array_set_new(original, (size_t)at, merged);
+        } else {
+            json_array_append_new(original, strip_directives(pe));
+        }
+    }
+    return original;
+}
+
+/* Lists of scalars with strategy merge are sets: the union, original order first. */
+static json_t *merge_primitive_list(json_t *original, const json_t *patch)
+{
+    if (!json_is_array(original)) {
+        json_decref(original);
+        original = json_array();
+    }
+    size_t i;
+    json_t *pe;
+    json_array_foreach(patch, i, pe)
+    {
+        bool present = false;
+        size_t j;
+        json_t *oe;
+        json_array_foreach(original, j, oe)
+        {
+            present = present || json_equal(oe, pe);
+        }
+        if (!present)
+            json_array_append(original, pe);
+    }
+    return original;
+}
+
+/* Applies $setElementOrder/<list>: listed elements first, in that order; the rest after. */
+static void apply_element_order(json_t *list, const json_t *order, const char *merge_key)
+{
+    if (!json_is_array(list) || !json_is_array(order))
+        return;
+    json_t *sorted = json_array();
+    json_t *rest = json_deep_copy(list);
+    size_t i;
+    json_t *want;
+    json_array_foreach(order, i, want)
+    {
+        const json_t *key_value = merge_key ? json_object_get(want, merge_key) : want;
+        size_t j;
+        json_t *item;
+        json_array_foreach(rest, j, item)
+        {
+            const json_t *have = merge_key ? json_object_get(item, merge_key) : item;
+            if (have && key_value && json_equal((json_t *)have, (json_t *)key_value)) {
+                json_array_append(sorted, item);
+                json_array_remove(rest, j);
+                break;
+            }
+        }
+    }
+    json_array_extend(sorted, rest);
+    json_array_clear(list);
+    json_array_extend(list, sorted);
+    json_decref(sorted);
+    json_decref(rest);
+}
+
+/*
+ * Merges patch (an object) into original (consumed; may be NULL) under
+ * schema. Returns the merged value, or NULL when "$patch": "delete" asks for
+ * the whole map to go.
+ */
+static json_t *smp_merge_map(struct smp *s, json_t *original, const json_t *patch,
+                             const json_t *schema, int depth)
+{
+    if (depth > MAX_DEPTH) {
+        smp_fail(s, "%s", "patch nested too deeply");
+        return original;
+    }
+    const char *directive = json_string_value(json_object_get(patch, "$patch"));
+    if (directive && strcmp(directive, "delete") == 0) {
+        json_decref(original);
+        return NULL;
+    }
+    if (directive && strcmp(directive, "replace") == 0) {
+        json_decref(original);
+        return strip_directives(patch);
+    }
+    if (directive && strcmp(directive, "merge") != 0) {
+        smp_fail(s, "unknown $patch directive \"%s\"", directive);
+        return original;
+    }
+    json_t *out = json_is_object(original) ? json_deep_copy(original) : json_object();
+    json_decref(original);
+
+    const char *key;
+    json_t *pv;
+    json_object_foreach((json_t *)patch, key, pv)
+    {
+        if (is_directive(key)) {
+            static const char delete_prefix[] = "$deleteFromPrimitiveList/";
+            if (strncmp(key, delete_prefix, sizeof(delete_prefix) - 1) == 0) {
+                json_t *list = json_object_get(out, key + sizeof(delete_prefix) - 1);
+                size_t i;
+                json_t *gone;
+                json_array_foreach(pv, i, gone)
+                {
+                    for (size_t j = json_array_size(list); j-- > 0;)
+                        if (json_equal(json_array_get(list, j), gone))
+                            json_array_remove(list, j);
+                }
+            } else if (strcmp(key, "$retainKeys") != 0 && strcmp(key, "$patch") != 0 &&
+                       strncmp(key, "$setElementOrder/", 17) != 0) {
+                smp_fail(s, "unknown directive \"%s\"", key);
+                return out;
+            }
+            continue;
+        }
+        if (json_is_null(pv)) {
+            json_object_del(out, key);
+            continue;
+        }
+        const json_t *prop = schema ? member_schema(s, schema, key) : NULL;
+        json_t *ov = json_incref(json_object_get(out, key));
+        json_t *merged;
+        if (json_is_object(pv)) {
+            merged = smp_merge_map(s, ov, pv, prop, depth + 1);
+        } else if (json_is_array(pv)) {
+            bool merge;
+            const char *merge_key;
+            list_strategy(s, prop, &merge, &merge_key);
+            const json_t *items = json_object_get(ck__schema_resolve(s->set, prop), "items");
+            if (merge && merge_key)
+                merged = merge_keyed_list(s, ov ? json_deep_copy(ov) : NULL, pv, merge_key, items,
+                                          depth + 1);
+            else if (merge)
+                merged = merge_primitive_list(ov ? json_deep_copy(ov) : NULL, pv);
+            else
+                merged = strip_directives(pv);
+            json_decref(ov);
+        } else {
+            json_decref(ov);
+            merged = json_deep_copy(pv);
+        }
+        if (merged)
+            json_object_set_new(out, key, merged);
+        else
+            json_object_del(out, key);
+    }
+
+    /* $setElementOrder/<list> after merging, using the list's merge key */
+    json_object_foreach((json_t *)patch, key, pv)
+    {
+        if (strncmp(key, "$setElementOrder/", 17) != 0)
+            continue;
+        const char *list_name = key + 17;
+        bool merge;
+        const char *merge_key = NULL;
+        list_strategy(s, schema ? member_schema(s, schema, list_name) : NULL, &merge, &merge_key);
+        apply_element_order(json_object_get(out, list_name), pv, merge_key);
+    }
+    /* $retainKeys: only these keys survive (union types such as strategy) */
+    const json_t *retain = json_object_get(patch, "$retainKeys");
+    if (retain) {
+        if (!json_is_array(retain)) {
+            smp_fail(s, "%s", "$retainKeys must be a list of keys");
+            return out;
+        }
+        void *tmp;
+        json_t *value;
+        json_object_foreach_safe(out, tmp, key, value)
+        {
+            bool keep = false;
+            size_t i;
+            json_t *k;
+            json_array_foreach(retain, i, k)
+            {
+                keep = keep || (json_is_string(k) && strcmp(json_string_value(k), key) == 0);
+            }
+            if (!keep)
+                json_object_del(out, key);
+        }
+    }
+    return out;
+}
+
+int ck_strategic_merge_patch(const struct ck_schemas *set, const char *name, const json_t *doc,
+                             const json_t *patch, json_t **ret_doc, struct ck_err *reterr)
+{
+    if (!json_is_object(patch))
+        return ck_err_set(reterr, CK_EINVAL, "a strategic merge patch must be a JSON object");
+    struct smp s = {.set = set, .err = reterr};
+    const json_t *schema = ck_schemas_get(set, name);
+    json_t *out = smp_merge_map(&s, doc ? json_deep_copy(doc) : NULL, patch, schema, 0);
+    if (s.failed) {
+        json_decref(out);
+        return s.failed;
+    }
+    if (!out)
+        out = json_object(); /* "$patch": "delete" at the top: nothing left */
+    *ret_doc = out;
+    return 0;
+}
