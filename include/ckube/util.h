@@ -29,6 +29,8 @@
 #define CK_ENOENT     (-ENOENT)     /* no such object or file */
 #define CK_EEXIST     (-EEXIST)     /* already exists */
 #define CK_EPERM      (-EPERM)      /* refused by policy */
+#define CK_ECONFLICT  (-ESTALE)     /* the caller's view is stale: revision mismatch */
+#define CK_ECOMPACTED (-ERANGE)     /* revision compacted away (HTTP 410 Gone) */
 
 /* What went wrong, for a human. The caller owns it (usually on the stack). */
 struct ck_err {
