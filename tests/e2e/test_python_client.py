@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""test_python_client.py - the official Kubernetes Python client against a
+real `ckube server`: list, create, read, watch (with its True-valued query
+booleans and newline-delimited events) and delete.
+
+Usage: test_python_client.py PATH/TO/ckube [STORE_URL]
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+from kubernetes import client, config, watch
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def main():
+    ckube = sys.argv[1]
+    work = tempfile.mkdtemp()
+    store = sys.argv[2] if len(sys.argv) > 2 else f"sqlite://{work}/state.db"
+    port = free_port()
+    server = subprocess.Popen(
+        [ckube, "server", "--listen", f"127.0.0.1:{port}", "--data-dir", f"{work}/data",
+         "--store", store],
+        stdout=subprocess.DEVNULL, stderr=open(f"{work}/server.err", "w"))
+    failures = []
+    passes = 0
+
+    def check(desc, ok):
+        nonlocal passes
+        if ok:
+            passes += 1
+        else:
+            failures.append(desc)
+            print(f"FAIL: {desc}")
+
+    try:
+        for _ in range(100):
+            try:
+                if urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz").read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.1)
+        config.load_kube_config(config_file=f"{work}/data/kubeconfig")
+        core = client.CoreV1Api()
+        apps = client.AppsV1Api()
+
+        namespaces = [ns.metadata.name for ns in core.list_namespace().items]
+        check("default and kube-system exist", {"default", "kube-system"} <= set(namespaces))
+        check("empty pod list is a list", core.list_namespaced_pod("default").items == [])
+
+        events = []
+
+        def watch_pods():
+            w = watch.Watch()
+            for ev in w.stream(core.list_namespaced_pod, "default", timeout_seconds=10):
+                events.append((ev["type"], ev["object"].metadata.name))
+                if ev["type"] == "DELETED":
+                    w.stop()
+
+        watcher = threading.Thread(target=watch_pods)
+        watcher.start()
+        time.sleep(0.5)
+
+        pod = client.V1Pod(
+            metadata=client.V1ObjectMeta(name="py-1", labels={"app": "py"}),
+            spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="busybox:1")]))
+        created = core.create_namespaced_pod("default", pod)
+        check("create returns the stored pod", created.metadata.uid and created.status.phase == "Pending")
+        read = core.read_namespaced_pod("py-1", "default")
+        check("read returns the same uid", read.metadata.uid == created.metadata.uid)
+        listed = core.list_namespaced_pod("default", label_selector="app=py")
+        check("list with a label selector", [p.metadata.name for p in listed.items] == ["py-1"])
+
+        deploy = client.V1Deployment(
+            metadata=client.V1ObjectMeta(name="py-deploy"),
+            spec=client.V1DeploymentSpec(
+                replicas=2,
+                selector=client.V1LabelSelector(match_labels={"app": "pyd"}),
+                template=client.V1PodTemplateSpec(
+                    metadata=client.V1ObjectMeta(labels={"app": "pyd"}),
+                    spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="x:1")]))))
+        made = apps.create_namespaced_deployment("default", deploy)
+        check("deployment created with defaults", made.spec.revision_history_limit == 10)
+
+        try:
+            core.read_namespaced_pod("nope", "default")
+            check("missing pod raises 404", False)
+        except client.ApiException as e:
+            check("missing pod raises 404", e.status == 404)
+
+        core.delete_namespaced_pod("py-1", "default")
+        watcher.join(timeout=15)
+        check("watch saw ADDED then DELETED",
+              ("ADDED", "py-1") in events and ("DELETED", "py-1") in events)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        if failures:
+            print(open(f"{work}/server.err").read()[-3000:])
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{passes} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
