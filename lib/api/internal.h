@@ -45,6 +45,8 @@ void ck__namespace_prepare_for_update(json_t *obj, const json_t *old);
 void ck__namespace_defaults(json_t *obj);
 void ck__deployment_defaults(json_t *obj);
 void ck__deployment_validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs);
+void ck__deployment_prepare_for_create(json_t *obj);
+void ck__replicaset_prepare_for_create(json_t *obj);
 void ck__workload_defaults(json_t *obj);
 void ck__workload_validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs);
 

@@ -154,6 +154,7 @@ static const struct ck_kind deployment_kind = {
     .columns = ck__deployment_columns,
     .n_columns = CK__DEPLOYMENT_COLUMNS,
     .row_cells = ck__deployment_row,
+    .prepare_for_create = ck__deployment_prepare_for_create,
     .defaults = ck__deployment_defaults,
     .validate = ck__deployment_validate,
 };
@@ -180,6 +181,7 @@ static const struct ck_kind replicaset_kind = {
     .columns = ck__replicaset_columns,
     .n_columns = CK__REPLICASET_COLUMNS,
     .row_cells = ck__replicaset_row,
+    .prepare_for_create = ck__replicaset_prepare_for_create,
     .defaults = ck__workload_defaults,
     .validate = ck__workload_validate,
 };

@@ -232,6 +232,18 @@ void ck__namespace_defaults(json_t *obj)
 
 /* ---- Deployment and ReplicaSet ------------------------------------------ */
 
+/* The server owns a workload's status: a create starts from none, as Go's zero
+ * value serialises it (ReplicaSetStatus.replicas has no omitempty). */
+void ck__deployment_prepare_for_create(json_t *obj)
+{
+    json_object_set_new(obj, "status", json_object());
+}
+
+void ck__replicaset_prepare_for_create(json_t *obj)
+{
+    json_object_set_new(obj, "status", json_pack("{s:i}", "replicas", 0));
+}
+
 void ck__workload_defaults(json_t *obj)
 {
     default_pod_spec(

@@ -75,6 +75,25 @@ enum ck__accept ck__negotiate(struct MHD_Connection *conn)
 
 /* ---- responses ---------------------------------------------------------- */
 
+/*
+ * A Warning header value as Kubernetes writes it (RFC 7234 code 299, agent
+ * "-", the text as a quoted string: quotes and backslashes escaped, control
+ * characters dropped), truncated to fit out.
+ */
+static void format_warning(const char *text, char *out, size_t size)
+{
+    size_t n = (size_t)snprintf(out, size, "299 - \"");
+    for (const char *c = text; *c && n + 4 < size; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            continue;
+        if (*c == '"' || *c == '\\')
+            out[n++] = '\\';
+        out[n++] = *c;
+    }
+    out[n++] = '"';
+    out[n] = '\0';
+}
+
 static enum MHD_Result send_bytes(struct MHD_Connection *conn, unsigned status,
                                   const char *content_type, char *body, size_t len,
                                   const struct ck_warnings *warnings)
@@ -88,7 +107,7 @@ static enum MHD_Result send_bytes(struct MHD_Connection *conn, unsigned status,
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
     for (size_t i = 0; warnings && i < warnings->len; i++) {
         char header[1024];
-        snprintf(header, sizeof(header), "299 - \"%s\"", warnings->items[i]);
+        format_warning(warnings->items[i], header, sizeof(header));
         MHD_add_response_header(resp, "Warning", header);
     }
     enum MHD_Result ret = MHD_queue_response(conn, status, resp);

@@ -313,8 +313,8 @@ int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, co
             json_decref(candidate);
             return -1;
         }
-        const char *name = object_name(candidate);
-        char key[512];
+        char name[254], key[512];
+        snprintf(name, sizeof(name), "%s", object_name(candidate));
         size_t len = 0;
         char *stored = encode_for_store(candidate, &len);
         json_decref(candidate);

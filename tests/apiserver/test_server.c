@@ -57,9 +57,12 @@ static void request(struct ck_apiserver *server, const char *method, const char 
         ret->body = calloc(1, 1);
 }
 
+static char store_dir[] = "/tmp/ckube-test-server-XXXXXX";
+static char store_url[sizeof(store_dir) + 32];
+
 static int start_server(void **state)
 {
-    struct ck_apiserver_config config = {.listen = "127.0.0.1:0"};
+    struct ck_apiserver_config config = {.listen = "127.0.0.1:0", .store_url = store_url};
     struct ck_apiserver *server = NULL;
     struct ck_err err = {0};
     if (ck_apiserver_start(&config, &server, &err) < 0) {
@@ -93,10 +96,10 @@ static void test_verbose_lists_each_check(void **state)
     struct response r;
     request(*state, "GET", "/readyz?verbose", &r);
     assert_int_equal(r.status, 200);
-    assert_string_equal(r.body, "[+]ping ok\n[+]shutdown ok\nreadyz check passed\n");
+    assert_string_equal(r.body, "[+]ping ok\n[+]store ok\n[+]shutdown ok\nreadyz check passed\n");
     free(r.body);
     request(*state, "GET", "/livez?verbose=1&exclude=ping", &r);
-    assert_string_equal(r.body, "[+]ping excluded: ok\nlivez check passed\n");
+    assert_string_equal(r.body, "[+]ping excluded: ok\n[+]store ok\nlivez check passed\n");
     free(r.body);
 }
 
@@ -224,7 +227,7 @@ static void test_address_in_use_is_a_clear_error(void **state)
 {
     char addr[64];
     snprintf(addr, sizeof(addr), "127.0.0.1:%u", (unsigned)ck_apiserver_port(*state));
-    struct ck_apiserver_config config = {.listen = addr};
+    struct ck_apiserver_config config = {.listen = addr, .store_url = store_url};
     struct ck_apiserver *second = NULL;
     struct ck_err err = {0};
     assert_int_equal(ck_apiserver_start(&config, &second, &err), CK_EADDRINUSE);
@@ -248,7 +251,7 @@ static void test_bad_listen_addresses_are_refused(void **state)
         {"[::1:6443", "want [HOST]:PORT"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct ck_apiserver_config config = {.listen = cases[i].addr};
+        struct ck_apiserver_config config = {.listen = cases[i].addr, .store_url = store_url};
         struct ck_apiserver *server = NULL;
         struct ck_err err = {0};
         assert_int_equal(ck_apiserver_start(&config, &server, &err), CK_EINVAL);
@@ -260,6 +263,9 @@ static void test_bad_listen_addresses_are_refused(void **state)
 
 int main(void)
 {
+    if (!mkdtemp(store_dir))
+        return 1;
+    snprintf(store_url, sizeof(store_url), "sqlite://%s/state.db", store_dir);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_health_endpoints_answer_ok, start_server, stop_server),
@@ -280,5 +286,12 @@ int main(void)
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
+    char path[sizeof(store_dir) + 32];
+    static const char *const files[] = {"state.db", "state.db-wal", "state.db-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", store_dir, files[i]);
+        unlink(path);
+    }
+    rmdir(store_dir);
     return failed;
 }

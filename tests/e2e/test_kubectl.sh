@@ -9,6 +9,10 @@
 #   STORE_URL defaults to a fresh sqlite://<tmp>/state.db; pass an etcd://
 #   URL to run the same suite against etcd.
 set -u
+if ! command -v kubectl >/dev/null 2>&1; then
+    echo "test_kubectl: no kubectl on PATH; skipping" >&2
+    exit 77
+fi
 ckube=$1
 work=$(mktemp -d)
 store=${2:-sqlite://$work/state.db}
@@ -97,7 +101,7 @@ check "deployment defaults" sh -c '[ "$(kubectl get deploy web -o jsonpath={.spe
 check "deployment generation 1" sh -c '[ "$(kubectl get deploy web -o jsonpath={.metadata.generation})" = 1 ]'
 
 # --- get -w while objects change ---
-k get pods -w --output-watch-events -o name >"$work/watch.out" 2>&1 &
+k get pods -w --output-watch-events >"$work/watch.out" 2>&1 &
 watch_pid=$!
 sleep 1
 kubectl get pod web-1 -o json | python3 -c '
@@ -111,11 +115,12 @@ check "replace with a stale resourceVersion is a Conflict" grep -q 'Error from s
 sed 's/web-1/web-2/' "$data/pod.yaml" | k create -f - >/dev/null
 check "delete pod" k delete pod web-2
 i=0
-until grep -q "DELETED.*pod/web-2" "$work/watch.out" || [ $i -gt 50 ]; do sleep 0.2; i=$((i + 1)); done
+until grep -Eq "^DELETED +web-2" "$work/watch.out" || [ $i -gt 50 ]; do sleep 0.2; i=$((i + 1)); done
 kill "$watch_pid" 2>/dev/null; wait "$watch_pid" 2>/dev/null; watch_pid=""
-check "watch saw the modification" grep -Eq "MODIFIED +pod/web-1" "$work/watch.out"
-check "watch saw the creation" grep -Eq "ADDED +pod/web-2" "$work/watch.out"
-check "watch saw the deletion" grep -Eq "DELETED +pod/web-2" "$work/watch.out"
+check "watch table has the EVENT column" grep -Eq "^EVENT +NAME +READY +STATUS" "$work/watch.out"
+check "watch saw the modification" grep -Eq "^MODIFIED +web-1 " "$work/watch.out"
+check "watch saw the creation" grep -Eq "^ADDED +web-2 " "$work/watch.out"
+check "watch saw the deletion" grep -Eq "^DELETED +web-2 " "$work/watch.out"
 check "the deleted pod is gone" sh -c '! kubectl get pod web-2 >/dev/null 2>&1'
 
 # --- describe reads events with field selectors ---

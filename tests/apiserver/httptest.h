@@ -1,0 +1,129 @@
+/*
+ * httptest.h - what the API server's tests share: a server on a free
+ * loopback port over a fresh SQLite store, and one HTTP call with libcurl.
+ */
+#ifndef CKUBE_TESTS_HTTPTEST_H
+#define CKUBE_TESTS_HTTPTEST_H
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "ckube/apiserver.h"
+
+struct response {
+    long status;
+    char *body;
+    size_t len;
+    char *headers;
+    size_t headers_len;
+};
+
+struct httptest_buf {
+    char *buf;
+    size_t len;
+};
+
+static size_t httptest_collect(char *data, size_t size, size_t nmemb, void *userp)
+{
+    struct httptest_buf *b = userp;
+    size_t n = size * nmemb;
+    char *grown = realloc(b->buf, b->len + n + 1);
+    if (!grown)
+        return 0;
+    memcpy(grown + b->len, data, n);
+    b->len += n;
+    grown[b->len] = '\0';
+    b->buf = grown;
+    return n;
+}
+
+/*
+ * METHOD path with an optional body and extra header lines (NULL-terminated
+ * list or NULL); the caller frees ret->body and ret->headers.
+ */
+static void http_call(struct ck_apiserver *server, const char *method, const char *path,
+                      const char *body, const char *const *headers, struct response *ret)
+{
+    char url[2048];
+    snprintf(url, sizeof(url), "%s%s", ck_apiserver_url(server), path);
+    memset(ret, 0, sizeof(*ret));
+    struct httptest_buf out = {0}, head = {0};
+    CURL *curl = curl_easy_init();
+    if (!curl)
+        abort();
+    struct curl_slist *list = NULL;
+    int typed = 0;
+    for (size_t i = 0; headers && headers[i]; i++) {
+        list = curl_slist_append(list, headers[i]);
+        typed |= strncasecmp(headers[i], "Content-Type:", 13) == 0;
+    }
+    if (body && !typed) /* what kubectl sends; libcurl would say form-urlencoded */
+        list = curl_slist_append(list, "Content-Type: application/json");
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, httptest_collect);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &out);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, httptest_collect);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &head);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 20L);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+    if (body) {
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    CURLcode rc = curl_easy_perform(curl);
+    if (rc != CURLE_OK) {
+        fprintf(stderr, "%s %s: %s\n", method, path, curl_easy_strerror(rc));
+        abort();
+    }
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &ret->status);
+    curl_slist_free_all(list);
+    curl_easy_cleanup(curl);
+    ret->body = out.buf ? out.buf : calloc(1, 1);
+    ret->len = out.len;
+    ret->headers = head.buf ? head.buf : calloc(1, 1);
+    ret->headers_len = head.len;
+}
+
+static void response_release(struct response *r)
+{
+    free(r->body);
+    free(r->headers);
+    memset(r, 0, sizeof(*r));
+}
+
+/* A server on 127.0.0.1:0 over a fresh SQLite store under dir (a mkdtemp template). */
+static struct ck_apiserver *test_server_start(char *dir)
+{
+    if (!mkdtemp(dir))
+        return NULL;
+    char store[256];
+    snprintf(store, sizeof(store), "sqlite://%s/state.db", dir);
+    struct ck_apiserver_config config = {.listen = "127.0.0.1:0", .store_url = store};
+    struct ck_apiserver *server = NULL;
+    struct ck_err err = {0};
+    if (ck_apiserver_start(&config, &server, &err) < 0) {
+        fprintf(stderr, "start: %s\n", err.msg);
+        return NULL;
+    }
+    return server;
+}
+
+static void test_server_stop(struct ck_apiserver *server, const char *dir)
+{
+    ck_apiserver_free(server);
+    char path[512];
+    static const char *const files[] = {"state.db", "state.db-wal", "state.db-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+#endif /* CKUBE_TESTS_HTTPTEST_H */
