@@ -169,6 +169,37 @@ void ck__list_result_release(struct ck__list_result *ret);
 bool ck__matches(const struct ck_kind *kind, const json_t *obj,
                  const struct ck_label_selector *labels, const struct ck_field_selector *fields);
 
+/* ---- metrics (metrics.c) ------------------------------------------------- */
+
+/* The labels Kubernetes puts on a request's metrics; code is added per sample. */
+struct ck__request_labels {
+    char verb[24]; /* GET LIST WATCH POST PUT PATCH DELETE DELETECOLLECTION ... */
+    char group[64];
+    char version[32];
+    char resource[64];
+    char subresource[32];
+    const char *scope; /* "resource", "namespace", "cluster", or NULL off resources */
+    bool dry_run;
+};
+
+/* Labels for METHOD on target t (NULL: a non-resource path such as /healthz). */
+void ck__request_labels_set(struct ck__request_labels *l, const char *method,
+                            const struct ck__target *t, bool watch, bool dry_run);
+
+struct ck__metrics;
+struct ck__metrics *ck__metrics_new(void);
+void ck__metrics_free(struct ck__metrics *m);
+/* Counts one answered request with its code and (watches aside) its duration. */
+void ck__metrics_observe(struct ck__metrics *m, const struct ck__request_labels *l, unsigned code,
+                         double seconds);
+/*
+ * The Prometheus text exposition: the request metrics, storage object counts
+ * read from store now, then extra_exposition (other components' metrics, or
+ * NULL). Caller frees; NULL when out of memory.
+ */
+char *ck__metrics_render(struct ck__metrics *m, struct ck_store *store,
+                         const char *extra_exposition, size_t *ret_len);
+
 /* ---- the server (server.c) ---------------------------------------------- */
 
 struct ck__watch_stream;
@@ -182,6 +213,7 @@ struct ck_apiserver {
     struct ck_store *store;
     struct ck_schemas *schemas;
     struct ck__registry *registry;
+    struct ck__metrics *metrics;
     /* active watch streams, for the ticker and for shutdown */
     pthread_mutex_t watches_lock;
     struct ck__watch_stream *watches;

@@ -50,7 +50,17 @@ struct request {
     char *body;
     size_t len;
     bool too_large;
+    double start;                     /* monotonic seconds at the first call */
+    struct ck__request_labels labels; /* for the metrics, set when routed */
+    char *path;                       /* for the access log, at -v 2 only */
 };
+
+static double monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 /* A health check: returns true when healthy, else false with a reason. */
 struct health_check {
@@ -271,10 +281,26 @@ static enum MHD_Result serve_openapi(struct ck_apiserver *server, struct MHD_Con
                                       "the server could not find the requested resource");
 }
 
-static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection *conn,
-                             const char *method, const char *url, const char *body, size_t body_len)
+static enum MHD_Result serve_metrics(struct ck_apiserver *server, struct MHD_Connection *conn)
 {
+    size_t len = 0;
+    char *text = ck__metrics_render(server->metrics, server->store, NULL, &len);
+    if (!text)
+        return ck__apiserver_queue_status(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "InternalError",
+                                          "Internal error occurred: out of memory");
+    enum MHD_Result ret =
+        queue_body(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, len);
+    free(text);
+    return ret;
+}
+
+static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection *conn,
+                             struct request *req, const char *method, const char *url)
+{
+    const char *body = req->body;
+    size_t body_len = req->len;
     bool readonly = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    ck__request_labels_set(&req->labels, method, NULL, false, false);
     enum MHD_Result discovery_ret;
     if (readonly && serve_discovery(server, conn, url, &discovery_ret))
         return discovery_ret;
@@ -282,13 +308,15 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
         return serve_openapi(server, conn, url + 11);
 
     if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0 ||
-        strcmp(url, "/version") == 0) {
+        strcmp(url, "/version") == 0 || strcmp(url, "/metrics") == 0) {
         if (!readonly)
             return ck__apiserver_queue_status(
                 conn, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed",
                 "the server does not allow this method on the requested resource");
         if (strcmp(url, "/version") == 0)
             return serve_version(conn);
+        if (strcmp(url, "/metrics") == 0)
+            return serve_metrics(server, conn);
         if (strcmp(url, "/readyz") == 0)
             return serve_health(server, conn, "readyz", readyz_checks,
                                 sizeof(readyz_checks) / sizeof(readyz_checks[0]));
@@ -296,8 +324,12 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
                             sizeof(livez_checks) / sizeof(livez_checks[0]));
     }
     struct ck__target target;
-    if (ck__route(url, &target) == 0)
+    if (ck__route(url, &target) == 0) {
+        ck__request_labels_set(&req->labels, method, &target,
+                               readonly && ck__query_bool(conn, "watch"),
+                               ck__query(conn, "dryRun") != NULL);
         return ck__serve_resource(server, conn, method, &target, body, body_len);
+    }
     return ck__apiserver_queue_status(conn, MHD_HTTP_NOT_FOUND, "NotFound",
                                       "the server could not find the requested resource");
 }
@@ -313,6 +345,9 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         req = calloc(1, sizeof(*req));
         if (!req)
             return MHD_NO;
+        req->start = monotonic_seconds();
+        if (ck_log_v(2))
+            req->path = strdup(url);
         *req_cls = req;
         return MHD_YES;
     }
@@ -337,25 +372,56 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         req->body[req->len] = '\0';
         return MHD_YES;
     }
-    CK_LOGV(2, "%s %s", method, url);
-    if (req->too_large)
+    if (req->too_large) {
+        ck__request_labels_set(&req->labels, method, NULL, false, false);
         return ck__apiserver_queue_status(conn, MHD_HTTP_CONTENT_TOO_LARGE, "RequestEntityTooLarge",
                                           "Request entity too large: limit is 3145728");
-    return route(cls, conn, method, url, req->body, req->len);
+    }
+    return route(cls, conn, req, method, url);
+}
+
+/* The access log line of Kubernetes' httplog, at -v 2. */
+static void log_access(struct MHD_Connection *conn, const struct request *req, unsigned code,
+                       double seconds)
+{
+    char latency[32], resp[16], peer[INET6_ADDRSTRLEN + 8] = "";
+    snprintf(latency, sizeof(latency), "%.3fms", seconds * 1e3);
+    snprintf(resp, sizeof(resp), "%u", code);
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = info ? info->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+        snprintf(peer, sizeof(peer), "%s:%u", ip, (unsigned)ntohs(in->sin_port));
+    }
+    const char *agent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent");
+    CK_LOGS(2, "HTTP", "verb", req->labels.verb, "URI", req->path, "latency", latency, "userAgent",
+            agent ? agent : "", "srcIP", peer, "resp", resp);
 }
 
 static void request_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                               enum MHD_RequestTerminationCode code)
 {
-    (void)cls;
-    (void)conn;
+    struct ck_apiserver *server = cls;
     (void)code;
     struct request *req = *req_cls;
-    if (req) {
-        free(req->body);
-        free(req);
-        *req_cls = NULL;
+    if (!req)
+        return;
+    if (req->labels.verb[0]) { /* answered, not just opened */
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+        unsigned status = info ? info->http_status : 0;
+        double seconds = monotonic_seconds() - req->start;
+        ck__metrics_observe(server->metrics, &req->labels, status, seconds);
+        if (req->path)
+            log_access(conn, req, status, seconds);
     }
+    free(req->path);
+    free(req->body);
+    free(req);
+    *req_cls = NULL;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
@@ -539,6 +605,7 @@ static void teardown(struct ck_apiserver *server)
         pthread_join(server->ticker, NULL);
     }
     free(server->registry);
+    ck__metrics_free(server->metrics);
     ck_schemas_free(server->schemas);
     ck_store_close(server->store);
     if (server->listen_fd >= 0)
@@ -564,7 +631,9 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     pthread_mutex_init(&server->ticker_lock, NULL);
     pthread_cond_init(&server->ticker_wake, NULL);
 
-    int r = bind_listen_socket(server, listen_addr, reterr);
+    server->metrics = ck__metrics_new();
+    int r = server->metrics ? bind_listen_socket(server, listen_addr, reterr)
+                            : ck_err_set(reterr, CK_ENOMEM, "out of memory");
     if (r == 0)
         r = ck_store_open(config->store_url, NULL, &server->store, reterr);
     if (r == 0)
@@ -593,7 +662,7 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         flags, 0, NULL, NULL, access_handler, server, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_LISTEN_SOCKET, server->listen_fd, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000,
-        MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, request_completed, server, MHD_OPTION_END);
     if (!server->daemon) {
         teardown(server);
         return ck_err_set(reterr, CK_EIO, "cannot start the HTTP server on %s", listen_addr);
