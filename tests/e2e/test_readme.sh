@@ -1,0 +1,59 @@
+#!/bin/sh
+# test_readme.sh - runs the kubectl session of README.md exactly as written
+# (the lines between the readme-session markers) against a fresh
+# `ckube server` whose data directory is ./ckube-data of a scratch directory,
+# as `make run` makes it, with the repository's examples/ beside it. Every
+# line must succeed; curl lines get the
+# server's real address in place of the default 127.0.0.1:6443.
+#
+# Usage: test_readme.sh PATH/TO/ckube PATH/TO/README.md
+set -u
+if ! command -v kubectl >/dev/null 2>&1; then
+    echo "test_readme: no kubectl on PATH; skipping" >&2
+    exit 77
+fi
+ckube=$1
+readme=$2
+work=$(mktemp -d)
+server_pid=""
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+sed -n '/<!-- readme-session:begin -->/,/<!-- readme-session:end -->/p' "$readme" |
+    grep -v -e '^<!--' -e '^```' >"$work/session"
+lines=$(wc -l <"$work/session")
+if [ "$lines" -lt 5 ]; then
+    echo "FAIL: no readme-session block found in $readme"
+    exit 1
+fi
+
+cp -r "$(dirname "$readme")/examples" "$work/" || exit 1
+cd "$work" || exit 1
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$ckube" server --listen "127.0.0.1:$port" --data-dir ./ckube-data >server.out 2>server.err &
+server_pid=$!
+i=0
+until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ]; do
+    i=$((i + 1))
+    if [ $i -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then
+        echo "server did not become ready:"; cat server.err; exit 1
+    fi
+    sleep 0.1
+done
+grep -q "export KUBECONFIG=" server.out server.err || { echo "FAIL: no export line printed"; exit 1; }
+export KUBECACHEDIR="$work/kube-cache"
+
+failures=0
+while IFS= read -r line; do
+    cmd=$(printf '%s\n' "$line" | sed "s/127\.0\.0\.1:6443/127.0.0.1:$port/g")
+    if ! sh -c "set -e; export KUBECONFIG=\$PWD/ckube-data/kubeconfig; $cmd" >out 2>&1 </dev/null; then
+        echo "FAIL: $line"; cat out; failures=$((failures + 1))
+    elif [ ! -s out ] && [ "${cmd#export}" = "$cmd" ]; then
+        echo "FAIL: no output from: $line"; failures=$((failures + 1))
+    fi
+done <"$work/session"
+echo "$lines lines, $failures failed"
+[ "$failures" -eq 0 ]
