@@ -258,6 +258,27 @@ static int append_requirement(struct ck_label_selector *s, struct requirement *r
 }
 
 /* Parses one requirement starting at the current token. */
+/* The operator a token spells after a key; false when it spells none. */
+static bool operator_of(enum token_kind token, enum op *ret)
+{
+    static const struct {
+        enum token_kind token;
+        enum op op;
+    } table[] = {
+        {T_EQ, OP_EQUALS},      {T_DEQ, OP_DOUBLE_EQUALS},
+        {T_NEQ, OP_NOT_EQUALS}, {T_GT, OP_GT},
+        {T_LT, OP_LT},          {T_IN, OP_IN},
+        {T_NOTIN, OP_NOT_IN},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        if (table[i].token == token) {
+            *ret = table[i].op;
+            return true;
+        }
+    }
+    return false;
+}
+
 static int parse_requirement(struct lexer *lx, struct requirement *r, struct ck_err *reterr)
 {
     bool negated = false;
@@ -278,35 +299,12 @@ static int parse_requirement(struct lexer *lx, struct requirement *r, struct ck_
             return fail(reterr, "found unexpected token after '!key', expected: ',' or end");
         return check_requirement(r, reterr);
     }
-    switch (lx->kind) {
-    case T_END:
-    case T_COMMA:
+    if (lx->kind == T_END || lx->kind == T_COMMA) {
         r->op = OP_EXISTS;
         return check_requirement(r, reterr);
-    case T_EQ:
-        r->op = OP_EQUALS;
-        break;
-    case T_DEQ:
-        r->op = OP_DOUBLE_EQUALS;
-        break;
-    case T_NEQ:
-        r->op = OP_NOT_EQUALS;
-        break;
-    case T_GT:
-        r->op = OP_GT;
-        break;
-    case T_LT:
-        r->op = OP_LT;
-        break;
-    case T_IN:
-        r->op = OP_IN;
-        break;
-    case T_NOTIN:
-        r->op = OP_NOT_IN;
-        break;
-    default:
-        return fail(reterr, "found unexpected token, expected: in, notin, =, ==, !=, gt, lt");
     }
+    if (!operator_of(lx->kind, &r->op))
+        return fail(reterr, "found unexpected token, expected: in, notin, =, ==, !=, gt, lt");
     if (lex(lx) < 0)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
 

@@ -73,8 +73,8 @@ static char *generate_name(const char *prefix)
     return name;
 }
 
-int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *namespace,
-                           long long now, struct ck_err *reterr)
+/* Sets apiVersion and kind from the kind; returns metadata, made an object if it was not. */
+static json_t *stamp_type(const struct ck_kind *kind, json_t *obj)
 {
     char buf[64];
     json_object_set_new(obj, "apiVersion", json_string(ck_kind_api_version(kind, buf, 64)));
@@ -84,6 +84,14 @@ int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *
         meta = json_object();
         json_object_set_new(obj, "metadata", meta);
     }
+    return meta;
+}
+
+int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *namespace,
+                           long long now, struct ck_err *reterr)
+{
+    char buf[64];
+    json_t *meta = stamp_type(kind, obj);
     const char *body_ns = json_string_value(json_object_get(meta, "namespace"));
     if (kind->namespaced) {
         if (body_ns && *body_ns && namespace && strcmp(body_ns, namespace) != 0)
@@ -141,14 +149,7 @@ static void carry_over(json_t *obj, const json_t *from, const char *key)
 
 void ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_t *old)
 {
-    char buf[64];
-    json_object_set_new(obj, "apiVersion", json_string(ck_kind_api_version(kind, buf, 64)));
-    json_object_set_new(obj, "kind", json_string(kind->kind));
-    json_t *meta = json_object_get(obj, "metadata");
-    if (!json_is_object(meta)) {
-        meta = json_object();
-        json_object_set_new(obj, "metadata", meta);
-    }
+    json_t *meta = stamp_type(kind, obj);
     const json_t *old_meta = json_object_get(old, "metadata");
     static const char *const kept[] = {"name",
                                        "namespace",

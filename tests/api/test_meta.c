@@ -10,17 +10,9 @@
 #include <string.h>
 
 #include "ckube/api.h"
+#include "jsontest.h"
 
 #define NOW 1800000000LL
-
-static json_t *load(const char *text)
-{
-    json_error_t jerr;
-    json_t *j = json_loads(text, 0, &jerr);
-    if (!j)
-        fail_msg("bad test JSON: %s", jerr.text);
-    return j;
-}
 
 static const char *meta_str(const json_t *obj, const char *key)
 {

@@ -11,15 +11,7 @@
 #include <string.h>
 
 #include "ckube/api.h"
-
-static json_t *load(const char *text)
-{
-    json_error_t jerr;
-    json_t *j = json_loads(text, JSON_DECODE_ANY, &jerr);
-    if (!j)
-        fail_msg("bad test JSON %s: %s", text, jerr.text);
-    return j;
-}
+#include "jsontest.h"
 
 static void assert_json(const json_t *got, const char *want_text)
 {

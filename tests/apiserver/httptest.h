@@ -28,7 +28,7 @@ struct httptest_buf {
     size_t len;
 };
 
-static size_t httptest_collect(char *data, size_t size, size_t nmemb, void *userp)
+static inline size_t httptest_collect(char *data, size_t size, size_t nmemb, void *userp)
 {
     struct httptest_buf *b = userp;
     size_t n = size * nmemb;
@@ -46,8 +46,8 @@ static size_t httptest_collect(char *data, size_t size, size_t nmemb, void *user
  * METHOD path with an optional body and extra header lines (NULL-terminated
  * list or NULL); the caller frees ret->body and ret->headers.
  */
-static void http_call(struct ck_apiserver *server, const char *method, const char *path,
-                      const char *body, const char *const *headers, struct response *ret)
+static inline void http_call(struct ck_apiserver *server, const char *method, const char *path,
+                             const char *body, const char *const *headers, struct response *ret)
 {
     char url[2048];
     snprintf(url, sizeof(url), "%s%s", ck_apiserver_url(server), path);
@@ -90,20 +90,40 @@ static void http_call(struct ck_apiserver *server, const char *method, const cha
     ret->headers_len = head.len;
 }
 
-static void response_release(struct response *r)
+static inline void response_release(struct response *r)
 {
     free(r->body);
     free(r->headers);
     memset(r, 0, sizeof(*r));
 }
 
-/* A server on 127.0.0.1:0 over a fresh SQLite store under dir (a mkdtemp template). */
-static struct ck_apiserver *test_server_start(char *dir)
+/* Makes dir (a mkdtemp template) and writes the sqlite:// URL of a store in it. */
+static inline int test_store_dir(char *dir, char *url, size_t size)
 {
     if (!mkdtemp(dir))
-        return NULL;
+        return -1;
+    snprintf(url, size, "sqlite://%s/state.db", dir);
+    return 0;
+}
+
+/* Removes the store's files and dir. */
+static inline void test_store_remove(const char *dir)
+{
+    char path[512];
+    static const char *const files[] = {"state.db", "state.db-wal", "state.db-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* A server on 127.0.0.1:0 over a fresh SQLite store under dir (a mkdtemp template). */
+static inline struct ck_apiserver *test_server_start(char *dir)
+{
     char store[256];
-    snprintf(store, sizeof(store), "sqlite://%s/state.db", dir);
+    if (test_store_dir(dir, store, sizeof(store)) < 0)
+        return NULL;
     struct ck_apiserver_config config = {.listen = "127.0.0.1:0", .store_url = store};
     struct ck_apiserver *server = NULL;
     struct ck_err err = {0};
@@ -114,16 +134,29 @@ static struct ck_apiserver *test_server_start(char *dir)
     return server;
 }
 
-static void test_server_stop(struct ck_apiserver *server, const char *dir)
+static inline void test_server_stop(struct ck_apiserver *server, const char *dir)
 {
     ck_apiserver_free(server);
-    char path[512];
-    static const char *const files[] = {"state.db", "state.db-wal", "state.db-shm"};
-    for (size_t i = 0; i < 3; i++) {
-        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-        unlink(path);
-    }
-    rmdir(dir);
+    test_store_remove(dir);
 }
+
+/*
+ * Defines group_setup() and group_teardown(), cmocka group fixtures that
+ * start one server for a whole test file over the file's own variables:
+ * server (struct ck_apiserver *) and dir (a mkdtemp template).
+ */
+#define HTTPTEST_GROUP_FIXTURES(server, dir)                                                       \
+    static int group_setup(void **state)                                                           \
+    {                                                                                              \
+        (void)state;                                                                               \
+        (server) = test_server_start(dir);                                                         \
+        return (server) ? 0 : -1;                                                                  \
+    }                                                                                              \
+    static int group_teardown(void **state)                                                        \
+    {                                                                                              \
+        (void)state;                                                                               \
+        test_server_stop((server), (dir));                                                         \
+        return 0;                                                                                  \
+    }
 
 #endif /* CKUBE_TESTS_HTTPTEST_H */

@@ -111,19 +111,7 @@ static void test_only_get_is_allowed(void **state)
     assert_int_equal(do_call("POST", "/metrics", "{}"), 405);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    server = test_server_start(dir);
-    return server ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    test_server_stop(server, dir);
-    return 0;
-}
+HTTPTEST_GROUP_FIXTURES(server, dir)
 
 int main(void)
 {
@@ -132,7 +120,7 @@ int main(void)
         cmocka_unit_test(test_requests_are_counted_by_verb_scope_and_code),
         cmocka_unit_test(test_only_get_is_allowed),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
     curl_global_cleanup();
     return failed;
 }

@@ -15,47 +15,7 @@
 #include <unistd.h>
 
 #include "ckube/apiserver.h"
-
-struct response {
-    long status;
-    char *body;
-    size_t len;
-};
-
-static size_t collect(char *data, size_t size, size_t nmemb, void *userp)
-{
-    struct response *r = userp;
-    size_t n = size * nmemb;
-    char *grown = realloc(r->body, r->len + n + 1);
-    if (!grown)
-        return 0;
-    memcpy(grown + r->len, data, n);
-    r->len += n;
-    grown[r->len] = '\0';
-    r->body = grown;
-    return n;
-}
-
-/* Performs METHOD on the server's PATH; the caller frees ret->body. */
-static void request(struct ck_apiserver *server, const char *method, const char *path,
-                    struct response *ret)
-{
-    char url[512];
-    snprintf(url, sizeof(url), "%s%s", ck_apiserver_url(server), path);
-    memset(ret, 0, sizeof(*ret));
-    CURL *curl = curl_easy_init();
-    assert_non_null(curl);
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, ret);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
-    assert_int_equal(curl_easy_perform(curl), CURLE_OK);
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &ret->status);
-    curl_easy_cleanup(curl);
-    if (!ret->body)
-        ret->body = calloc(1, 1);
-}
+#include "httptest.h"
 
 static char store_dir[] = "/tmp/ckube-test-server-XXXXXX";
 static char store_url[sizeof(store_dir) + 32];
@@ -84,43 +44,43 @@ static void test_health_endpoints_answer_ok(void **state)
     static const char *const paths[] = {"/healthz", "/livez", "/readyz"};
     for (size_t i = 0; i < 3; i++) {
         struct response r;
-        request(*state, "GET", paths[i], &r);
+        http_call(*state, "GET", paths[i], NULL, NULL, &r);
         assert_int_equal(r.status, 200);
         assert_string_equal(r.body, "ok");
-        free(r.body);
+        response_release(&r);
     }
 }
 
 static void test_verbose_lists_each_check(void **state)
 {
     struct response r;
-    request(*state, "GET", "/readyz?verbose", &r);
+    http_call(*state, "GET", "/readyz?verbose", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     assert_string_equal(r.body, "[+]ping ok\n[+]store ok\n[+]shutdown ok\nreadyz check passed\n");
-    free(r.body);
-    request(*state, "GET", "/livez?verbose=1&exclude=ping", &r);
+    response_release(&r);
+    http_call(*state, "GET", "/livez?verbose=1&exclude=ping", NULL, NULL, &r);
     assert_string_equal(r.body, "[+]ping excluded: ok\n[+]store ok\nlivez check passed\n");
-    free(r.body);
+    response_release(&r);
 }
 
 static void test_readyz_fails_after_shutdown_begins(void **state)
 {
     ck_apiserver_begin_shutdown(*state);
     struct response r;
-    request(*state, "GET", "/readyz", &r);
+    http_call(*state, "GET", "/readyz", NULL, NULL, &r);
     assert_int_equal(r.status, 500);
     assert_non_null(strstr(r.body, "[-]shutdown failed"));
     assert_non_null(strstr(r.body, "readyz check failed"));
-    free(r.body);
-    request(*state, "GET", "/livez", &r); /* liveness is unaffected */
+    response_release(&r);
+    http_call(*state, "GET", "/livez", NULL, NULL, &r); /* liveness is unaffected */
     assert_int_equal(r.status, 200);
-    free(r.body);
+    response_release(&r);
 }
 
 static void test_version_reports_kubernetes_1_32(void **state)
 {
     struct response r;
-    request(*state, "GET", "/version?timeout=32s", &r);
+    http_call(*state, "GET", "/version?timeout=32s", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     json_error_t jerr;
     json_t *v = json_loads(r.body, 0, &jerr);
@@ -129,14 +89,14 @@ static void test_version_reports_kubernetes_1_32(void **state)
     assert_string_equal(json_string_value(json_object_get(v, "minor")), "32");
     assert_non_null(json_string_value(json_object_get(v, "gitVersion")));
     json_decref(v);
-    free(r.body);
+    response_release(&r);
 }
 
 static void expect_status(struct ck_apiserver *server, const char *method, const char *path,
                           long code, const char *reason)
 {
     struct response r;
-    request(server, method, path, &r);
+    http_call(server, method, path, NULL, NULL, &r);
     assert_int_equal(r.status, code);
     json_error_t jerr;
     json_t *s = json_loads(r.body, 0, &jerr);
@@ -147,17 +107,17 @@ static void expect_status(struct ck_apiserver *server, const char *method, const
     assert_string_equal(json_string_value(json_object_get(s, "reason")), reason);
     assert_int_equal(json_integer_value(json_object_get(s, "code")), code);
     json_decref(s);
-    free(r.body);
+    response_release(&r);
 }
 
 static json_t *get_json(struct ck_apiserver *server, const char *path)
 {
     struct response r;
-    request(server, "GET", path, &r);
+    http_call(server, "GET", path, NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     json_error_t jerr;
     json_t *v = json_loads(r.body, 0, &jerr);
-    free(r.body);
+    response_release(&r);
     assert_non_null(v);
     return v;
 }
@@ -263,9 +223,8 @@ static void test_bad_listen_addresses_are_refused(void **state)
 
 int main(void)
 {
-    if (!mkdtemp(store_dir))
+    if (test_store_dir(store_dir, store_url, sizeof(store_url)) < 0)
         return 1;
-    snprintf(store_url, sizeof(store_url), "sqlite://%s/state.db", store_dir);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_health_endpoints_answer_ok, start_server, stop_server),
@@ -286,12 +245,6 @@ int main(void)
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
-    char path[sizeof(store_dir) + 32];
-    static const char *const files[] = {"state.db", "state.db-wal", "state.db-shm"};
-    for (size_t i = 0; i < 3; i++) {
-        snprintf(path, sizeof(path), "%s/%s", store_dir, files[i]);
-        unlink(path);
-    }
-    rmdir(store_dir);
+    test_store_remove(store_dir);
     return failed;
 }
