@@ -370,9 +370,10 @@ void ck_fg_close(struct ck_fg_gate *g)
 
 struct ck_fg_gate *ck_fg_gate_new(struct ck_fg_version emulated)
 {
-    struct ck_fg_gate *g = calloc(1, sizeof(*g));
+    struct ck_fg_gate *g = aligned_alloc(_Alignof(struct ck_fg_gate), sizeof(*g));
     if (!g)
         return NULL;
+    memset(g, 0, sizeof(*g));
     pthread_mutex_init(&g->mu, NULL);
     struct ck_fg_spec alpha = {.has_version = true, .stage = CK_FG_ALPHA};
     struct ck_fg_spec beta = {.has_version = true, .stage = CK_FG_BETA};
