@@ -3,8 +3,8 @@
  * format: eval (effective values, rules P1-P10), list (the docs table),
  * lint (lifecycle rules) and gen-c (C handles for a list, used by the build).
  *
- * Thin: flags, wiring and exit codes. Exit 0 on success; 1 on any error with
- * one line on stderr and nothing on stdout; 2 on usage errors.
+ * Thin: flags, wiring and exit codes. Exit 0 on success; 1 on any error,
+ * usage errors included, with one line on stderr and nothing on stdout.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -28,11 +28,11 @@ static const char usage_text[] =
     "Precedence: defaults < environment (--env) < config file < --feature-gates.\n"
     "The default binary version is " DEFAULT_BINARY_VERSION ".\n";
 
-/* One line "featuregate: <what><arg>" then the usage; exit code 2. */
+/* Like every other error: one line on stderr, exit code 1. */
 static int usage_error(const char *what, const char *arg)
 {
-    fprintf(stderr, "featuregate: %s%s\n%s", what, arg, usage_text);
-    return 2;
+    fprintf(stderr, "featuregate: %s%s (see featuregate --help)\n", what, arg);
+    return 1;
 }
 
 static int fail(const char *msg)
@@ -149,6 +149,7 @@ static int cmd_eval(const struct opts *o)
         rc = fail(err.msg);
         goto out;
     }
+    ck_fg_warn_emulated_alpha(g, bin); /* V10, on stderr */
     char *json = ck_fg_all_json(g);
     if (!json) {
         rc = fail("out of memory");

@@ -8,7 +8,8 @@
  * design and docs/differences.md the one deliberate difference (D1: a failing
  * set changes nothing at all).
  *
- * This library stands alone: it needs nothing else of ckube, only libyaml.
+ * This library stands alone: it needs nothing else of ckube, only libyaml
+ * (lists, config files) and jansson (JSON outputs).
  * It never prints; warnings and log lines leave through ck_fg_set_logger().
  *
  * Threading: ck_fg_enabled() and ck_fg_enabled_name() are lock-free and may
@@ -219,6 +220,14 @@ char *ck_fg_startup_line(const struct ck_fg_gate *g);
 char *ck_fg_all_json(const struct ck_fg_gate *g);
 /* Logs the startup line at verbosity 0 through the gate's logger. */
 void ck_fg_log_startup(const struct ck_fg_gate *g);
+
+/*
+ * V10: when binary is newer than the emulation version and Alpha features
+ * are enabled, logs (verbosity 0) "component has alpha features enabled in
+ * emulated version, this is unsupported features=[A B]" as Kubernetes'
+ * compatibility registry does after parsing its flags. Returns how many.
+ */
+int ck_fg_warn_emulated_alpha(const struct ck_fg_gate *g, struct ck_fg_version binary);
 
 enum ck_fg_table_format { CK_FG_TABLE_TEXT, CK_FG_TABLE_MARKDOWN, CK_FG_TABLE_JSON };
 /*

@@ -125,11 +125,18 @@ static bool mcv_eq(const struct ck_fg_spec *a, const struct ck_fg_spec *b)
     return !a->has_min_compat || ck_fg_version_cmp(a->min_compat, b->min_compat) == 0;
 }
 
-/* R5-R10 on the specs as given, in Kubernetes' order; first error wins. */
+/*
+ * R5-R10 in Kubernetes' order; the first error wins. Like AddVersioned, a
+ * spec is compared with the previous spec as completed by R12 (its
+ * MinCompatibilityVersion inherited when unset), and stages and locks only
+ * ever move forward, so comparing with the previous spec is the same as
+ * remembering whether any earlier one was Beta, GA, Deprecated or locked.
+ */
 static int validate_specs(const char *name, const struct ck_fg_spec *sp, size_t n,
                           struct ck_fg_err *reterr)
 {
-    char v1[32], v2[32];
+    char v1[32], v2[32], m1[32], m2[32];
+    struct ck_fg_spec last = {0}; /* sp[i - 1] completed (R12) */
 
     for (size_t i = 0; i < n; i++) {
         const struct ck_fg_spec *s = &sp[i];
@@ -138,91 +145,93 @@ static int validate_specs(const char *name, const struct ck_fg_spec *sp, size_t 
         if (!s->has_version)
             return ck__fg_errf(reterr, CK_FG_EINVAL, "feature \"%s\" did not provide a version",
                                name);
+        ck_fg_version_fmt(s->version, v1, sizeof(v1));
         if (s->version.ncomp != 2)
             return ck__fg_errf(reterr, CK_FG_EINVAL, "feature \"%s\" specified patch version: %s",
-                               name, ck_fg_version_fmt(s->version, v1, sizeof(v1)));
+                               name, v1);
         if (s->has_min_compat) {
-            ck_fg_version_fmt(s->min_compat, v1, sizeof(v1));
-            if (i == 0 || ck_fg_version_cmp(sp[i - 1].version, s->version) != 0)
+            ck_fg_version_fmt(s->min_compat, m1, sizeof(m1));
+            if (i == 0 || ck_fg_version_cmp(last.version, s->version) != 0)
                 return ck__fg_errf(reterr, CK_FG_EINVAL,
                                    "feature \"%s\" specified MinCompatibilityVersion: %s without a "
                                    "preceding entry at the same Version without "
                                    "MinCompatibilityVersion set",
-                                   name, v1);
+                                   name, m1);
             if (s->min_compat.ncomp != 2)
                 return ck__fg_errf(reterr, CK_FG_EINVAL,
                                    "feature \"%s\" specified patch MinCompatibilityVersion: %s",
-                                   name, v1);
+                                   name, m1);
             if (ck_fg_version_cmp(s->min_compat, s->version) > 0)
                 return ck__fg_errf(reterr, CK_FG_EINVAL,
                                    "feature \"%s\" MinCompatibilityVersion %s greater than "
                                    "Version %s",
-                                   name, v1, ck_fg_version_fmt(s->version, v2, sizeof(v2)));
+                                   name, m1, v1);
         }
-        if (i == 0) {
-            if (s->stage == CK_FG_DEPRECATED && s->version.minor != 0)
-                return ck__fg_errf(reterr, CK_FG_EINVAL,
-                                   "feature \"%s\" introduced as deprecated must provide a 1.0 "
-                                   "entry indicating initial state",
-                                   name);
-            continue;
-        }
-        const struct ck_fg_spec *p = &sp[i - 1];
-        int c = ck_fg_version_cmp(s->version, p->version);
-        ck_fg_version_fmt(s->version, v1, sizeof(v1));
-        ck_fg_version_fmt(p->version, v2, sizeof(v2));
-        if (c < 0)
+        if (i == 0 && s->stage == CK_FG_DEPRECATED && s->version.minor != 0)
             return ck__fg_errf(reterr, CK_FG_EINVAL,
-                               "feature \"%s\" lists version transitions in decreasing order "
-                               "(%s < %s)",
-                               name, v1, v2);
-        if (c == 0) {
-            if (mcv_eq(s, p))
-                return ck__fg_errf(reterr, CK_FG_EINVAL,
-                                   "feature \"%s\" lists duplicate entries with the same versions "
-                                   "(%s = %s)",
-                                   name, v2, v1);
-            if (s->stage != p->stage)
-                return ck__fg_errf(reterr, CK_FG_EINVAL,
-                                   "feature \"%s\" lists stability changes with the same version "
-                                   "(%s -> %s)",
-                                   name, ck_fg_stage_string(p->stage),
-                                   ck_fg_stage_string(s->stage));
-            if (s->lock_to_default != p->lock_to_default)
-                return ck__fg_errf(reterr, CK_FG_EINVAL,
-                                   "feature \"%s\" lists locked to default changes with the same "
-                                   "version (%s -> %s)",
-                                   name, p->lock_to_default ? "true" : "false",
-                                   s->lock_to_default ? "true" : "false");
-        }
-        if (s->has_min_compat && p->has_min_compat &&
-            ck_fg_version_cmp(s->min_compat, p->min_compat) < 0) {
-            char m1[32], m2[32];
-            return ck__fg_errf(reterr, CK_FG_EINVAL,
-                               "feature \"%s\" lists min compatibility version transitions in "
-                               "decreasing order (%s < %s)",
-                               name, ck_fg_version_fmt(s->min_compat, m1, sizeof(m1)),
-                               ck_fg_version_fmt(p->min_compat, m2, sizeof(m2)));
-        }
-        if (s->stage == p->stage && s->default_value == p->default_value &&
-            s->lock_to_default == p->lock_to_default)
-            return ck__fg_errf(reterr, CK_FG_EINVAL,
-                               "feature \"%s\" lists transition without stability change "
-                               "(%s -> %s)",
-                               name, v2, v1);
-        if (p->lock_to_default && !s->lock_to_default)
-            return ck__fg_errf(reterr, CK_FG_EINVAL,
-                               "feature \"%s\" must not unlock after locking to default", name);
-        if (p->stage == CK_FG_DEPRECATED && s->stage != CK_FG_DEPRECATED)
-            return ck__fg_errf(reterr, CK_FG_EINVAL,
-                               "deprecated feature \"%s\" must not resurrect from its terminal "
-                               "state",
+                               "feature \"%s\" introduced as deprecated must provide a 1.0 "
+                               "entry indicating initial state",
                                name);
-        if (s->stage != CK_FG_DEPRECATED && stage_rank(s->stage) < stage_rank(p->stage))
-            return ck__fg_errf(reterr, CK_FG_EINVAL,
-                               "feature \"%s\" regresses stability from more stable level to %s "
-                               "in %s",
-                               name, ck_fg_stage_string(s->stage), v1);
+        if (i > 0) {
+            ck_fg_version_fmt(last.version, v2, sizeof(v2));
+            int c = ck_fg_version_cmp(s->version, last.version);
+            if (c < 0) /* R6 */
+                return ck__fg_errf(reterr, CK_FG_EINVAL,
+                                   "feature \"%s\" lists version transitions in decreasing order "
+                                   "(%s < %s)",
+                                   name, v1, v2);
+            if (s->has_min_compat && last.has_min_compat &&
+                ck_fg_version_cmp(s->min_compat, last.min_compat) < 0)
+                return ck__fg_errf(reterr, CK_FG_EINVAL,
+                                   "feature \"%s\" lists min compatibility version transitions in "
+                                   "decreasing order (%s < %s)",
+                                   name, m1, ck_fg_version_fmt(last.min_compat, m2, sizeof(m2)));
+            if (c == 0) {
+                if (mcv_eq(s, &last)) /* R6 */
+                    return ck__fg_errf(reterr, CK_FG_EINVAL,
+                                       "feature \"%s\" lists duplicate entries with the same "
+                                       "versions (%s = %s)",
+                                       name, v1, v2);
+                if (s->stage != last.stage) /* R7 */
+                    return ck__fg_errf(reterr, CK_FG_EINVAL,
+                                       "feature \"%s\" lists stability changes with the same "
+                                       "version (%s -> %s)",
+                                       name, ck_fg_stage_string(last.stage),
+                                       ck_fg_stage_string(s->stage));
+                if (s->lock_to_default != last.lock_to_default) /* R7 */
+                    return ck__fg_errf(reterr, CK_FG_EINVAL,
+                                       "feature \"%s\" lists locked to default changes with the "
+                                       "same version (%s -> %s)",
+                                       name, last.lock_to_default ? "true" : "false",
+                                       s->lock_to_default ? "true" : "false");
+            }
+            if (s->stage == last.stage && s->default_value == last.default_value &&
+                s->lock_to_default == last.lock_to_default) /* R8 */
+                return ck__fg_errf(reterr, CK_FG_EINVAL,
+                                   "feature \"%s\" lists transition without stability change "
+                                   "(%s -> %s)",
+                                   name, v2, v1);
+            if (last.lock_to_default && !s->lock_to_default) /* R9 */
+                return ck__fg_errf(reterr, CK_FG_EINVAL,
+                                   "feature \"%s\" must not unlock after locking to default", name);
+            if (last.stage == CK_FG_DEPRECATED && s->stage != CK_FG_DEPRECATED) /* R10 */
+                return ck__fg_errf(reterr, CK_FG_EINVAL,
+                                   "deprecated feature \"%s\" must not resurrect from its "
+                                   "terminal state",
+                                   name);
+            if (s->stage != CK_FG_DEPRECATED && stage_rank(s->stage) < stage_rank(last.stage))
+                return ck__fg_errf(reterr, CK_FG_EINVAL,
+                                   "feature \"%s\" regresses stability from more stable level to "
+                                   "%s in %s",
+                                   name, ck_fg_stage_string(s->stage), v1);
+        }
+        bool inherit = !s->has_min_compat && i > 0 && last.has_min_compat;
+        struct ck_fg_version mcv = last.min_compat;
+        last = *s;
+        if (inherit) { /* R12 */
+            last.has_min_compat = true;
+            last.min_compat = mcv;
+        }
     }
     return 0;
 }
@@ -239,18 +248,20 @@ static bool specs_equal(const struct ck_fg_spec *a, const struct ck_fg_spec *b, 
     return true;
 }
 
+/* The existing specs as Go's %v prints them: [{false false ALPHA 0.0 <nil>} ...]. */
 static void fmt_specs(const struct ck__fg_feature *f, char *buf, size_t n)
 {
     size_t o = 0;
-    char v[32];
+    char v[32], m[32];
     o += (size_t)snprintf(buf, n, "[");
     for (size_t i = 0; i < f->nspecs && o < n; i++) {
         const struct ck_fg_spec *s = &f->specs[i];
-        o += (size_t)snprintf(buf + o, n - o,
-                              "%s{Default:%s LockToDefault:%s PreRelease:%s Version:%s}",
-                              i ? " " : "", s->default_value ? "true" : "false",
-                              s->lock_to_default ? "true" : "false", ck_fg_stage_string(s->stage),
-                              ck_fg_version_fmt(s->version, v, sizeof(v)));
+        if (s->has_min_compat)
+            ck_fg_version_fmt(s->min_compat, m, sizeof(m));
+        o += (size_t)snprintf(
+            buf + o, n - o, "%s{%s %s %s %s %s}", i ? " " : "", s->default_value ? "true" : "false",
+            s->lock_to_default ? "true" : "false", ck_fg_stage_string(s->stage),
+            ck_fg_version_fmt(s->version, v, sizeof(v)), s->has_min_compat ? m : "<nil>");
     }
     if (o < n)
         snprintf(buf + o, n - o, "]");

@@ -1,7 +1,8 @@
 /*
  * introspect.c - what a gate says about itself: KnownFeatures (Q3), String
  * (Q4), the kubernetes_feature_enabled metric (O1), the startup line, the
- * JSON of every effective value (P9, Q2) and the docs table.
+ * alpha-under-emulation warning (V10), the JSON of every effective value
+ * (P9, Q2) and the docs table.
  *
  * Each works on one snapshot taken under g->mu (registration data such as
  * overridden defaults is only stable under the lock) and returns a malloc'ed
@@ -179,6 +180,35 @@ void ck_fg_log_startup(const struct ck_fg_gate *g)
     if (line)
         ck__fg_logf(g, 0, "%s", line);
     free(line);
+}
+
+int ck_fg_warn_emulated_alpha(const struct ck_fg_gate *g, struct ck_fg_version binary)
+{
+    const struct ck__fg_snap *s = lock_snap(g);
+    struct ck__fg_buf names = {.ok = true};
+    size_t *idx = ck__fg_sorted(s);
+    int n = 0;
+    struct ck_fg_version bin = ck_fg_version_mm(binary.major, binary.minor);
+    if (ck_fg_version_cmp(bin, s->emu) > 0) {
+        for (size_t k = 0; idx && k < s->n; k++) {
+            size_t i = idx[k];
+            if (i < 2 || !s->val[i] ||
+                ck__fg_spec_at(s->tab->f[i], s->emu, s->minc).stage != CK_FG_ALPHA)
+                continue;
+            ck__fg_buf_printf(&names, "%s%s", n ? " " : "", s->tab->f[i]->name);
+            n++;
+        }
+    }
+    unlock(g);
+    free(idx);
+    char *list = ck__fg_buf_take(&names);
+    if (n)
+        ck__fg_logf(g, 0,
+                    "component has alpha features enabled in emulated version, this is "
+                    "unsupported features=[%s]",
+                    list ? list : "");
+    free(list);
+    return n;
 }
 
 char *ck_fg_all_json(const struct ck_fg_gate *g)

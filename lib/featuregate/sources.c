@@ -260,6 +260,7 @@ int ck_fg_apply_sources(struct ck_fg_gate *g, const char *const *flags, size_t n
             rc = ck__fg_errf(reterr, CK_FG_ENOMEM, "out of memory");
             goto out;
         }
+        ck__fg_logf(g, 2, "setting kube:feature-gates=%s", str); /* O5 */
         rc = ck_fg_parse_pairs(str, &v, &n, &buf, reterr);
         free(str);
         if (rc == 0)

@@ -120,12 +120,20 @@ if [ $? -eq 1 ] && [ "$(wc -l <"$work/out")" -eq 6 ] && grep -q '^Zz: ' "$work/o
 
 # --- usage ---
 "$fg" --help >"$work/out" 2>&1 && grep -q 'featuregate eval' "$work/out" && pass || fail "--help"
-"$fg" eval --features "$data/list.yaml" --bogus >"$work/out" 2>"$work/err"
-if [ $? -eq 2 ] && head -1 "$work/err" | grep -q 'unknown flag: --bogus' && [ ! -s "$work/out" ]; then pass; else fail "unknown flag"; fi
-"$fg" frobnicate >/dev/null 2>"$work/err"
-if [ $? -eq 2 ] && grep -q 'unknown command: frobnicate' "$work/err"; then pass; else fail "unknown command"; fi
-"$fg" eval >/dev/null 2>"$work/err"
-if [ $? -eq 2 ] && grep -q -- '--features is required' "$work/err"; then pass; else fail "missing --features"; fi
+# usage_fails WORD ARGS... : exit 1, nothing on stdout, one stderr line with WORD
+usage_fails() {
+    word=$1; shift
+    "$fg" "$@" >"$work/out" 2>"$work/err"
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ ! -s "$work/out" ] && [ "$(wc -l <"$work/err")" -eq 1 ] &&
+        grep -qF -- "$word" "$work/err"; then pass; else fail "$* exited $rc: $(cat "$work/err")"; fi
+}
+usage_fails 'unknown flag: --bogus' eval --features "$data/list.yaml" --bogus
+usage_fails 'unknown command: frobnicate' frobnicate
+usage_fails '--features is required' eval
+usage_fails 'flag needs an argument: --features' eval --features
+usage_fails 'unknown output format' list --features "$data/list.yaml" -o yaml
+usage_fails 'unexpected argument: extra' lint --features "$data/list.yaml" extra
 
 echo "featuregate cli: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -49,6 +49,10 @@ static void test_R5_R10_registration_table(void **state)
     struct ck_fg_spec beta30mc = SPEC(1, 30, true, false, BETA);
     struct ck_fg_spec mcfirst = SPEC(1, 30, false, false, BETA);
     struct ck_fg_spec mcbig = SPEC(1, 30, true, false, BETA);
+    struct ck_fg_spec r7stage = SPEC(1, 30, true, false, BETA);
+    struct ck_fg_spec r7lock = SPEC(1, 30, true, true, BETA);
+    struct ck_fg_spec r6a = SPEC(1, 29, true, false, BETA);
+    struct ck_fg_spec r6b = SPEC(1, 29, false, false, ALPHA);
     const struct reg_case cases[] = {
         {"ok", {SPEC(1, 29, false, false, ALPHA), SPEC(1, 30, true, false, BETA)}, 2, NULL},
         {"R5 no version", {nover}, 1, "feature \"F\" did not provide a version"},
@@ -99,6 +103,19 @@ static void test_R5_R10_registration_table(void **state)
          {SPEC(1, 0, true, false, DEPRECATED), SPEC(1, 30, false, false, DEPRECATED)},
          2,
          NULL},
+        {"R7 stability change",
+         {SPEC(1, 30, false, false, ALPHA), MC(r7stage, 1, 30)},
+         2,
+         "feature \"F\" lists stability changes with the same version (ALPHA -> BETA)"},
+        {"R7 lock change",
+         {SPEC(1, 30, false, false, BETA), MC(r7lock, 1, 30)},
+         2,
+         "feature \"F\" lists locked to default changes with the same version (false -> true)"},
+        {"R6 min compatibility decreasing is checked before R7",
+         {SPEC(1, 29, false, false, BETA), MC(r6a, 1, 29), MC(r6b, 1, 28)},
+         3,
+         "feature \"F\" lists min compatibility version transitions in decreasing order "
+         "(1.28 < 1.29)"},
         {"R11 alpha default on is not the library's business",
          {SPEC(1, 30, true, true, ALPHA)},
          1,
@@ -410,8 +427,8 @@ static void test_Q5_copy(void **state)
     ck_fg_gate_free(g);
 }
 
-/* Q1: an unknown name or handle is a programming error that aborts. */
-static void test_Q1_unknown_aborts(void **state)
+/* Q1, G5: an unknown name or handle is a programming error that aborts. */
+static void test_Q1_G5_unknown_aborts(void **state)
 {
     (void)state;
     for (int which = 0; which < 2; which++) {
@@ -437,6 +454,98 @@ static void test_Q1_unknown_aborts(void **state)
     ck_fg_gate_free(g);
 }
 
+/* M1, M2: a spec's fields survive registration; stage strings as Kubernetes'. */
+static void test_M1_M2_specs_and_stage_strings(void **state)
+{
+    (void)state;
+    struct ck_fg_gate *g = ck_fg_gate_new(V(1, 30));
+    struct ck_fg_spec in[] = {SPEC(1, 28, false, false, ALPHA), SPEC(1, 29, false, false, BETA),
+                              SPEC(1, 29, true, false, BETA), SPEC(1, 31, true, true, GA)};
+    in[2].has_min_compat = true;
+    in[2].min_compat = V(1, 29);
+    ck_fg_feature_t f;
+    assert_int_equal(ck_fg_add_versioned(g, "F", in, 4, &f, NULL), 0);
+    size_t n;
+    const struct ck_fg_spec *out = ck_fg_specs(g, f, &n);
+    assert_int_equal(n, 4);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(ck_fg_version_cmp(out[i].version, in[i].version), 0);
+        assert_int_equal(out[i].default_value, in[i].default_value);
+        assert_int_equal(out[i].lock_to_default, in[i].lock_to_default);
+        assert_int_equal(out[i].stage, in[i].stage);
+        assert_int_equal(out[i].has_min_compat, in[i].has_min_compat);
+    }
+    assert_string_equal(ck_fg_stage_string(CK_FG_ALPHA), "ALPHA");
+    assert_string_equal(ck_fg_stage_string(CK_FG_BETA), "BETA");
+    assert_string_equal(ck_fg_stage_string(CK_FG_GA), "");
+    assert_string_equal(ck_fg_stage_string(CK_FG_DEPRECATED), "DEPRECATED");
+    assert_string_equal(ck_fg_stage_string(CK_FG_PREALPHA), "PRE-ALPHA");
+    assert_string_equal(ck_fg_stage_list_name(CK_FG_GA), "GA"); /* M3 */
+    ck_fg_gate_free(g);
+}
+
+/*
+ * S2 is Kubernetes keeping a rejected pair in enabledRaw, so that every later
+ * call fails again; D1 is ckube not doing so. Gate-on and gate-off: after the
+ * rejected pair, both an enabling and a disabling set of another gate work,
+ * and a later emulation change re-resolves only what was accepted.
+ */
+static void test_S2_D1_rejected_pair_not_recorded(void **state)
+{
+    (void)state;
+    struct ck_fg_gate *g = fg_test_gate();
+    struct ck_fg_err err = {0};
+    assert_int_not_equal(ck_fg_set(g, "TestAlpha=true,TestFuture=true", &err), 0);
+    assert_false(ck_fg_explicitly_set(g, "TestFuture"));
+    assert_false(ck_fg_explicitly_set(g, "TestAlpha")); /* all pairs or none */
+    assert_false(en(g, "TestAlpha"));
+    assert_int_equal(ck_fg_set(g, "TestAlpha=true", &err), 0);
+    assert_true(en(g, "TestAlpha"));
+    assert_int_equal(ck_fg_set(g, "TestBeta=false", &err), 0);
+    assert_false(en(g, "TestBeta"));
+    assert_int_equal(ck_fg_set_emulation_version(g, V(1, 29), &err), 0);
+    assert_true(en(g, "TestAlpha"));
+    assert_false(en(g, "TestBeta"));
+    ck_fg_gate_free(g);
+}
+
+/* C1: after close (flags registered), each --feature-gates occurrence is one more set. */
+static void test_C1_closed_gate_accumulates_sets(void **state)
+{
+    (void)state;
+    struct ck_fg_gate *g = fg_test_gate();
+    struct ck_fg_err err = {0};
+    ck_fg_close(g);
+    assert_int_equal(ck_fg_set(g, "TestAlpha=true", &err), 0);
+    assert_int_equal(ck_fg_set(g, "TestBeta=false", &err), 0);
+    assert_true(en(g, "TestAlpha")); /* the first occurrence stays */
+    assert_false(en(g, "TestBeta"));
+    assert_true(ck_fg_explicitly_set(g, "TestAlpha"));
+    assert_true(ck_fg_explicitly_set(g, "TestBeta"));
+    ck_fg_gate_free(g);
+}
+
+/* O4: an emulation change that flips a value says so, with old and new value. */
+static void test_O4_emulation_change_logs_flips(void **state)
+{
+    (void)state;
+    struct ck_fg_gate *g = fg_test_gate();
+    struct fg_log log = {0};
+    ck_fg_set_logger(g, fg_log_record, &log);
+    assert_true(en(g, "TestVersioned")); /* Beta on at 1.30 */
+    assert_int_equal(ck_fg_set_emulation_version(g, V(1, 29), NULL), 0);
+    assert_true(fg_log_has(&log, "Warning: SetEmulationVersionAndMinCompatibilityVersion will "
+                                 "change already queried feature featureGate=\"TestVersioned\" "
+                                 "oldValue=true newValue=false"));
+    assert_false(fg_log_has(&log, "featureGate=\"TestAlpha\"")); /* unchanged: not logged */
+    assert_true(fg_log_has(&log, "Set feature gate emulation emulationVersion=\"1.29\" "
+                                 "minCompatibilityVersion=\"1.28\""));
+    int before = log.n;
+    assert_int_equal(ck_fg_set_emulation_version(g, V(1, 29), NULL), 0);
+    assert_int_equal(log.n, before); /* V6: same versions, a no-op */
+    ck_fg_gate_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -454,7 +563,11 @@ int main(void)
         cmocka_unit_test(test_V5_min_compat_gating),
         cmocka_unit_test(test_S13_S14_override_and_reset),
         cmocka_unit_test(test_Q5_copy),
-        cmocka_unit_test(test_Q1_unknown_aborts),
+        cmocka_unit_test(test_Q1_G5_unknown_aborts),
+        cmocka_unit_test(test_M1_M2_specs_and_stage_strings),
+        cmocka_unit_test(test_S2_D1_rejected_pair_not_recorded),
+        cmocka_unit_test(test_C1_closed_gate_accumulates_sets),
+        cmocka_unit_test(test_O4_emulation_change_logs_flips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,12 +107,32 @@ static void test_docs_table(void **state)
     ck_fg_gate_free(g);
 }
 
+/* V10: Alpha features on while emulating an older version draw a warning. */
+static void test_V10_alpha_under_emulation_warning(void **state)
+{
+    (void)state;
+    struct ck_fg_gate *g = fg_test_gate();
+    struct fg_log log = {0};
+    ck_fg_set_logger(g, fg_log_record, &log);
+    assert_int_equal(ck_fg_warn_emulated_alpha(g, V(1, 32)), 0); /* gate-off: none on */
+    assert_int_equal(log.n, 0);
+    assert_int_equal(ck_fg_set(g, "TestAlpha=true", NULL), 0);
+    assert_int_equal(ck_fg_warn_emulated_alpha(g, V(1, 30)), 0); /* not emulating */
+    assert_int_equal(ck_fg_warn_emulated_alpha(g, V(1, 32)), 1); /* gate-on */
+    assert_true(fg_log_has(&log, "component has alpha features enabled in emulated version, "
+                                 "this is unsupported features=[TestAlpha]"));
+    ck_fg_gate_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_Q3_known_features), cmocka_unit_test(test_Q4_string),
-        cmocka_unit_test(test_O1_metrics),        cmocka_unit_test(test_Q2_json_and_startup),
+        cmocka_unit_test(test_Q3_known_features),
+        cmocka_unit_test(test_Q4_string),
+        cmocka_unit_test(test_O1_metrics),
+        cmocka_unit_test(test_Q2_json_and_startup),
         cmocka_unit_test(test_docs_table),
+        cmocka_unit_test(test_V10_alpha_under_emulation_warning),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /*
  * test_sources.c - lib/featuregate/sources.c: the config file (P8, C3), the
- * environment (G4, P7), the merged sources and their precedence (P5, P6,
- * S9 across sources) and providers (G2, G3).
+ * environment (G4, G6, O6, P7, C4), the merged sources and their precedence
+ * (P5, P6, C2, S9 across sources) and providers (G1, G2, G3).
  */
 #include "cktest.h"
 
@@ -174,6 +174,101 @@ static void test_G2_G3_provider_and_fold(void **state)
     ck_fg_gate_free(lib);
 }
 
+/*
+ * C2, O5: repeated --feature-gates values are joined with commas and applied
+ * in one call, so the last value wins per name whatever the order of the
+ * occurrences, and AllAlpha in an early occurrence never beats a gate named
+ * in a later one; the joined string is logged as the registry does.
+ */
+static void test_C2_O5_repeated_flags_one_set(void **state)
+{
+    (void)state;
+    struct ck_fg_err err = {0};
+    struct ck_fg_gate *g = fg_test_gate();
+    struct fg_log log = {0};
+    ck_fg_set_logger(g, fg_log_record, &log);
+    const char *flags[] = {"AllAlpha=true,TestBeta=false", "TestAlpha=false", "TestBeta=true"};
+    assert_int_equal(ck_fg_apply_sources(g, flags, 3, NULL, false, &err), 0);
+    assert_false(ck_fg_enabled_name(g, "TestAlpha")); /* gate-off: explicit beats AllAlpha */
+    assert_true(ck_fg_enabled_name(g, "TestBeta"));   /* gate-on: the last occurrence wins */
+    assert_true(ck_fg_enabled_name(g, "AllAlpha"));
+    assert_true(fg_log_has(&log, "setting kube:feature-gates=AllAlpha=true,TestBeta=false,"
+                                 "TestAlpha=false,TestBeta=true"));
+    ck_fg_gate_free(g);
+}
+
+/*
+ * C4: Kubernetes components never read KUBE_FEATURE_*; ckube components
+ * read it only when they ask for it (use_env), gate-on and gate-off.
+ */
+static void test_C4_env_only_when_asked(void **state)
+{
+    (void)state;
+    struct ck_fg_err err = {0};
+    setenv("KUBE_FEATURE_TestAlpha", "true", 1);
+    setenv("KUBE_FEATURE_TestBeta", "false", 1);
+    struct ck_fg_gate *g = fg_test_gate();
+    assert_int_equal(ck_fg_apply_sources(g, NULL, 0, NULL, false, &err), 0);
+    assert_false(ck_fg_enabled_name(g, "TestAlpha"));
+    assert_true(ck_fg_enabled_name(g, "TestBeta"));
+    ck_fg_gate_free(g);
+    g = fg_test_gate();
+    assert_int_equal(ck_fg_apply_sources(g, NULL, 0, NULL, true, &err), 0);
+    assert_true(ck_fg_enabled_name(g, "TestAlpha"));
+    assert_false(ck_fg_enabled_name(g, "TestBeta"));
+    unsetenv("KUBE_FEATURE_TestAlpha");
+    unsetenv("KUBE_FEATURE_TestBeta");
+    ck_fg_gate_free(g);
+}
+
+/*
+ * G6, O6: a value set directly beats the environment's (client-go's Set on
+ * the env provider), a set of an unknown or locked gate fails, and the env
+ * values accepted are logged as client-go does.
+ */
+static void test_G6_O6_set_beats_env(void **state)
+{
+    (void)state;
+    struct ck_fg_err err = {0};
+    struct ck_fg_gate *g = fg_test_gate();
+    struct fg_log log = {0};
+    ck_fg_set_logger(g, fg_log_record, &log);
+    setenv("KUBE_FEATURE_TestAlpha", "true", 1);
+    assert_int_equal(ck_fg_apply_sources(g, NULL, 0, NULL, true, &err), 0);
+    unsetenv("KUBE_FEATURE_TestAlpha");
+    assert_true(fg_log_has(&log, "Feature gate updated state feature=\"TestAlpha\" enabled=true"));
+    assert_true(ck_fg_enabled_name(g, "TestAlpha"));
+    assert_int_equal(ck_fg_set(g, "TestAlpha=false", &err), 0);
+    assert_false(ck_fg_enabled_name(g, "TestAlpha"));
+    assert_int_equal(ck_fg_set(g, "ClientNope=true", &err), CK_FG_ENOENT);
+    assert_int_not_equal(ck_fg_set(g, "TestLockedTrue=false", &err), 0);
+    assert_string_equal(err.msg,
+                        "cannot set feature gate TestLockedTrue to false, feature is locked to "
+                        "true");
+    ck_fg_gate_free(g);
+}
+
+/*
+ * G1: the provider is a gate: Enabled is Gates.Enabled, ck_fg_add and
+ * ck_fg_add_versioned are Registry.Add and VersionedRegistry.AddVersioned.
+ */
+static void test_G1_provider_is_gates_and_registry(void **state)
+{
+    (void)state;
+    struct ck_fg_err err = {0};
+    struct ck_fg_gate *g = ck_fg_gate_new(V(1, 30));
+    assert_null(ck_fg_provider_replace(g));
+    struct ck_fg_spec on = SPEC(0, 0, true, false, BETA);
+    struct ck_fg_spec vs[] = {SPEC(1, 29, false, false, ALPHA), SPEC(1, 31, true, false, BETA)};
+    ck_fg_feature_t a, b;
+    assert_int_equal(ck_fg_add(ck_fg_provider(), "ClientOn", on, &a, &err), 0);
+    assert_int_equal(ck_fg_add_versioned(ck_fg_provider(), "ClientLater", vs, 2, &b, &err), 0);
+    assert_true(ck_fg_enabled(ck_fg_provider(), a));
+    assert_false(ck_fg_enabled(ck_fg_provider(), b)); /* Alpha at 1.30 */
+    assert_ptr_equal(ck_fg_provider_replace(NULL), g);
+    ck_fg_gate_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +276,10 @@ int main(void)
         cmocka_unit_test(test_G4_P7_env),
         cmocka_unit_test(test_P5_precedence),
         cmocka_unit_test(test_G2_G3_provider_and_fold),
+        cmocka_unit_test(test_C2_O5_repeated_flags_one_set),
+        cmocka_unit_test(test_C4_env_only_when_asked),
+        cmocka_unit_test(test_G6_O6_set_beats_env),
+        cmocka_unit_test(test_G1_provider_is_gates_and_registry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
