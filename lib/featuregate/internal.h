@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <yaml.h>
 
 #include "ckube/featuregate.h"
 
@@ -96,6 +97,8 @@ int ck__fg_pairs_add(struct ck__fg_pairs *p, const char *name, size_t namelen, b
 int ck__fg_pairs_finish(struct ck__fg_pairs *p, int rc, struct ck_fg_pair **ret, size_t *ret_n,
                         char **ret_buf);
 
+/* Parses one YAML document; on error *doc is zeroed (safe to delete). */
+int ck__fg_yaml_load(const char *data, size_t len, yaml_document_t *doc, struct ck_fg_err *reterr);
 /* Reads a whole file (capped at 16 MiB) into a malloc'ed buffer. */
 int ck__fg_read_file(const char *path, char **ret, size_t *ret_len, struct ck_fg_err *reterr);
 /* Feature indices of snapshot s sorted by name (byte order); malloc'ed. */

@@ -149,22 +149,10 @@ static int parse_entry(yaml_document_t *d, yaml_node_t *m, struct entry *e,
 
 static int list_parse(const char *data, size_t len, struct list *l, struct ck_fg_err *reterr)
 {
-    yaml_parser_t parser;
-    int rc = 0;
-
     memset(l, 0, sizeof(*l));
-    if (!yaml_parser_initialize(&parser))
-        return ck__fg_errf(reterr, CK_FG_ENOMEM, "out of memory");
-    yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
-    if (!yaml_parser_load(&parser, &l->doc)) {
-        rc = ck__fg_errf(reterr, CK_FG_EINVAL, "malformed YAML at line %zu: %s",
-                         parser.problem_mark.line + 1,
-                         parser.problem ? parser.problem : "parse error");
-        yaml_parser_delete(&parser);
-        memset(&l->doc, 0, sizeof(l->doc));
+    int rc = ck__fg_yaml_load(data, len, &l->doc, reterr);
+    if (rc < 0)
         return rc;
-    }
-    yaml_parser_delete(&parser);
     yaml_node_t *root = yaml_document_get_root_node(&l->doc);
     if (!root)
         return 0; /* empty list */

@@ -33,70 +33,82 @@ static bool yaml_bool(const yaml_node_t *n, bool *ret)
     return false;
 }
 
-int ck_fg_config_parse(const char *data, size_t len, struct ck_fg_pair **ret, size_t *ret_n,
-                       char **ret_buf, struct ck_fg_err *reterr)
+int ck__fg_yaml_load(const char *data, size_t len, yaml_document_t *doc, struct ck_fg_err *reterr)
 {
     yaml_parser_t parser;
-    yaml_document_t doc;
-    struct ck__fg_pairs p = {0};
     int rc = 0;
 
     if (!yaml_parser_initialize(&parser))
         return ck__fg_errf(reterr, CK_FG_ENOMEM, "out of memory");
     yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
-    if (!yaml_parser_load(&parser, &doc)) {
+    if (!yaml_parser_load(&parser, doc)) {
         rc = ck__fg_errf(reterr, CK_FG_EINVAL, "malformed YAML at line %zu: %s",
                          parser.problem_mark.line + 1,
                          parser.problem ? parser.problem : "parse error");
-        yaml_parser_delete(&parser);
-        return rc;
+        memset(doc, 0, sizeof(*doc));
     }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+/* The value of key in a mapping node, or NULL; the last occurrence wins. */
+static yaml_node_t *map_get(yaml_document_t *doc, yaml_node_t *map, const char *key)
+{
+    yaml_node_t *found = NULL;
+    for (yaml_node_pair_t *kv = map->data.mapping.pairs.start; kv < map->data.mapping.pairs.top;
+         kv++) {
+        yaml_node_t *k = yaml_document_get_node(doc, kv->key);
+        if (k && k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, key))
+            found = yaml_document_get_node(doc, kv->value);
+    }
+    return found;
+}
+
+int ck_fg_config_parse(const char *data, size_t len, struct ck_fg_pair **ret, size_t *ret_n,
+                       char **ret_buf, struct ck_fg_err *reterr)
+{
+    yaml_document_t doc;
+    struct ck__fg_pairs p = {0};
+    int rc = ck__fg_yaml_load(data, len, &doc, reterr);
+    if (rc < 0)
+        return rc;
     yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (!root)
-        goto out; /* empty document: no values */
-    if (root->type != YAML_MAPPING_NODE) {
+    yaml_node_t *v = NULL;
+    if (root && root->type != YAML_MAPPING_NODE) {
         rc = ck__fg_errf(reterr, CK_FG_EINVAL, "config: top level is not a mapping");
         goto out;
     }
-    for (yaml_node_pair_t *kv = root->data.mapping.pairs.start; kv < root->data.mapping.pairs.top;
-         kv++) {
-        yaml_node_t *k = yaml_document_get_node(&doc, kv->key);
-        yaml_node_t *v = yaml_document_get_node(&doc, kv->value);
-        if (!k || k->type != YAML_SCALAR_NODE ||
-            strcmp((char *)k->data.scalar.value, "featureGates"))
-            continue;
-        if (v->type == YAML_SCALAR_NODE && v->data.scalar.length == 0)
-            continue; /* featureGates: (null) */
-        if (v->type != YAML_MAPPING_NODE) {
-            rc = ck__fg_errf(reterr, CK_FG_EINVAL, "config: featureGates is not a map");
+    if (root)
+        v = map_get(&doc, root, "featureGates");
+    if (!v || (v->type == YAML_SCALAR_NODE && v->data.scalar.length == 0))
+        goto out; /* empty document, no featureGates, or featureGates: (null) */
+    if (v->type != YAML_MAPPING_NODE) {
+        rc = ck__fg_errf(reterr, CK_FG_EINVAL, "config: featureGates is not a map");
+        goto out;
+    }
+    for (yaml_node_pair_t *kv = v->data.mapping.pairs.start; kv < v->data.mapping.pairs.top; kv++) {
+        yaml_node_t *gk = yaml_document_get_node(&doc, kv->key);
+        yaml_node_t *gv = yaml_document_get_node(&doc, kv->value);
+        bool b;
+        if (!gk || gk->type != YAML_SCALAR_NODE) {
+            rc = ck__fg_errf(reterr, CK_FG_EINVAL, "config: featureGates key is not a name");
             goto out;
         }
-        for (yaml_node_pair_t *g = v->data.mapping.pairs.start; g < v->data.mapping.pairs.top;
-             g++) {
-            yaml_node_t *gk = yaml_document_get_node(&doc, g->key);
-            yaml_node_t *gv = yaml_document_get_node(&doc, g->value);
-            bool b;
-            if (!gk || gk->type != YAML_SCALAR_NODE) {
-                rc = ck__fg_errf(reterr, CK_FG_EINVAL, "config: featureGates key is not a name");
-                goto out;
-            }
-            const char *name = (const char *)gk->data.scalar.value;
-            if (!gv || !yaml_bool(gv, &b)) {
-                rc = ck__fg_errf(reterr, CK_FG_EINVAL,
-                                 "config: featureGates: invalid value for %s: want true or false",
-                                 name);
-                goto out;
-            }
-            rc = ck__fg_pairs_add(&p, name, gk->data.scalar.length, b);
-            if (rc < 0) {
-                ck__fg_errf(reterr, rc, "out of memory");
-                goto out;
-            }
+        const char *name = (const char *)gk->data.scalar.value;
+        if (!gv || !yaml_bool(gv, &b)) {
+            rc =
+                ck__fg_errf(reterr, CK_FG_EINVAL,
+                            "config: featureGates: invalid value for %s: want true or false", name);
+            goto out;
+        }
+        rc = ck__fg_pairs_add(&p, name, gk->data.scalar.length, b);
+        if (rc < 0) {
+            ck__fg_errf(reterr, rc, "out of memory");
+            goto out;
         }
     }
 out:
     yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
     return ck__fg_pairs_finish(&p, rc, ret, ret_n, ret_buf);
 }
 
@@ -209,15 +221,20 @@ int ck_fg_env_pairs(struct ck_fg_gate *g, ck_fg_getenv_fn lookup, struct ck_fg_p
     return ck__fg_pairs_finish(&p, rc, ret, ret_n, ret_buf);
 }
 
-/* Appends pairs to the merged list; later appends win when applied in order. */
-static int merge(struct ck__fg_pairs *m, const struct ck_fg_pair *v, size_t n)
+/*
+ * Takes one source's result: when rc is 0, appends its pairs to the merged
+ * list (later appends win when applied in order). Frees the pairs either
+ * way and clears *v and *buf. Returns rc, or CK_FG_ENOMEM.
+ */
+static int take(struct ck__fg_pairs *m, int rc, struct ck_fg_pair **v, size_t n, char **buf)
 {
-    for (size_t i = 0; i < n; i++) {
-        int rc = ck__fg_pairs_add(m, v[i].name, strlen(v[i].name), v[i].value);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = ck__fg_pairs_add(m, (*v)[i].name, strlen((*v)[i].name), (*v)[i].value);
+    free(*v);
+    free(*buf);
+    *v = NULL;
+    *buf = NULL;
+    return rc;
 }
 
 int ck_fg_apply_sources(struct ck_fg_gate *g, const char *const *flags, size_t nflags,
@@ -231,24 +248,12 @@ int ck_fg_apply_sources(struct ck_fg_gate *g, const char *const *flags, size_t n
 
     if (use_env) {
         rc = ck_fg_env_pairs(g, NULL, &v, &n, &buf, reterr);
-        if (rc == 0)
-            rc = merge(&m, v, n);
-        free(v);
-        free(buf);
-        v = NULL;
-        buf = NULL;
-        if (rc < 0)
+        if ((rc = take(&m, rc, &v, n, &buf)) < 0)
             goto out;
     }
     if (config_path) {
         rc = ck_fg_config_load(config_path, &v, &n, &buf, reterr);
-        if (rc == 0)
-            rc = merge(&m, v, n);
-        free(v);
-        free(buf);
-        v = NULL;
-        buf = NULL;
-        if (rc < 0)
+        if ((rc = take(&m, rc, &v, n, &buf)) < 0)
             goto out;
     }
     if (nflags) { /* C2/P6: all occurrences joined, one parse */
@@ -257,19 +262,13 @@ int ck_fg_apply_sources(struct ck_fg_gate *g, const char *const *flags, size_t n
             ck__fg_buf_printf(&joined, "%s%s", i ? "," : "", flags[i]);
         char *str = ck__fg_buf_take(&joined);
         if (!str) {
-            rc = ck__fg_errf(reterr, CK_FG_ENOMEM, "out of memory");
+            rc = CK_FG_ENOMEM;
             goto out;
         }
         ck__fg_logf(g, 2, "setting kube:feature-gates=%s", str); /* O5 */
         rc = ck_fg_parse_pairs(str, &v, &n, &buf, reterr);
         free(str);
-        if (rc == 0)
-            rc = merge(&m, v, n);
-        free(v);
-        free(buf);
-        v = NULL;
-        buf = NULL;
-        if (rc < 0)
+        if ((rc = take(&m, rc, &v, n, &buf)) < 0)
             goto out;
     }
     rc = ck__fg_pairs_finish(&m, 0, &v, &n, &buf);
@@ -279,7 +278,7 @@ int ck_fg_apply_sources(struct ck_fg_gate *g, const char *const *flags, size_t n
     free(buf);
     return rc;
 out:
-    if (rc == CK_FG_ENOMEM && reterr && !reterr->msg[0])
+    if (rc == CK_FG_ENOMEM)
         ck__fg_errf(reterr, rc, "out of memory");
     return ck__fg_pairs_finish(&m, rc, &v, &n, &buf);
 }
