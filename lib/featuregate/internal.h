@@ -1,0 +1,107 @@
+/* internal.h - private to lib/featuregate; never installed.
+ *
+ * The gate's data: a registration table (immutable once published; a new
+ * feature publishes a new table, old tables stay until the gate is freed)
+ * and a chain of immutable snapshots of the values. g->cur points at the
+ * newest snapshot; readers acquire-load it, writers (under g->mu) build a new
+ * one and release-store it. Nothing is reclaimed before ck_fg_gate_free(), so
+ * a reader can never touch freed memory.
+ */
+#ifndef CKUBE_FEATUREGATE_INTERNAL_H
+#define CKUBE_FEATUREGATE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <yaml.h>
+
+#include "ckube/featuregate.h"
+
+struct ck__fg_feature {
+    char *name;
+    struct ck_fg_spec *specs; /* completed (R12), ascending; one allocation with given */
+    struct ck_fg_spec *given; /* as registered, for copies and listings */
+    size_t nspecs;
+};
+
+struct ck__fg_table {
+    struct ck__fg_table *older;
+    size_t n;
+    struct ck__fg_feature *f[];
+};
+
+struct ck__fg_snap {
+    struct ck__fg_snap *older;
+    const struct ck__fg_table *tab;
+    struct ck_fg_version emu, minc;
+    size_t n;
+    int8_t *raw;  /* recorded user input (enabledRaw): -1 unset, 0, 1 */
+    int8_t *expl; /* the enabled map: explicit and bulk-derived values */
+    bool *val;    /* effective values, what ck_fg_enabled() reads */
+};
+
+struct ck_fg_gate {
+    /*
+     * The only field readers touch, alone on its cache line (the gate is
+     * allocated 64-byte aligned) so that a writer taking mu or chaining
+     * snaps does not evict it from the readers' caches.
+     */
+    _Alignas(64) _Atomic(struct ck__fg_snap *) cur;
+    _Alignas(64) pthread_mutex_t mu; /* serializes writers */
+    struct ck__fg_snap *snaps;       /* every snapshot, newest first (== cur) */
+    struct ck__fg_table *table;      /* newest table, older ones chained */
+    bool closed;
+    ck_fg_log_fn log;
+    void *log_ud;
+};
+
+int ck__fg_errf(struct ck_fg_err *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void ck__fg_logf(const struct ck_fg_gate *g, int v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Spec in effect at (emu, minc) (V3); PreAlpha when none applies. */
+struct ck_fg_spec ck__fg_spec_at(const struct ck__fg_feature *f, struct ck_fg_version emu,
+                                 struct ck_fg_version minc);
+const struct ck__fg_snap *ck__fg_snap(const struct ck_fg_gate *g);
+/* A snapshot for table t copying raw/expl from `from` (NULL: all unset). */
+struct ck__fg_snap *ck__fg_snap_new(const struct ck__fg_table *t, const struct ck__fg_snap *from,
+                                    struct ck_fg_version emu, struct ck_fg_version minc);
+/* Computes s->val and makes s current (release-store). g->mu held. */
+void ck__fg_publish(struct ck_fg_gate *g, struct ck__fg_snap *s);
+int ck__fg_find(const struct ck__fg_table *t, const char *name);
+/* Go's ParseBool: 1 t T TRUE true True 0 f F FALSE false False. */
+bool ck__fg_parse_bool(const char *s, bool *ret);
+/* Go's %q for simple strings. */
+void ck__fg_quote(const char *s, char *buf, size_t n);
+
+/* Growable string for the text outputs. ok goes false on allocation failure. */
+struct ck__fg_buf {
+    char *p;
+    size_t len, cap;
+    bool ok;
+};
+void ck__fg_buf_printf(struct ck__fg_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+char *ck__fg_buf_take(struct ck__fg_buf *b);
+
+/* Pair array builder shared by the sources: names copied into one arena. */
+struct ck__fg_pairs {
+    struct ck_fg_pair *v;
+    size_t *off; /* name offsets into names.p until finish */
+    size_t n, cap;
+    struct ck__fg_buf names;
+};
+int ck__fg_pairs_add(struct ck__fg_pairs *p, const char *name, size_t namelen, bool value);
+/* Hands the pairs out in the public (pairs, buf) shape, or frees on failure. */
+int ck__fg_pairs_finish(struct ck__fg_pairs *p, int rc, struct ck_fg_pair **ret, size_t *ret_n,
+                        char **ret_buf);
+
+/* Parses one YAML document; on error *doc is zeroed (safe to delete). */
+int ck__fg_yaml_load(const char *data, size_t len, yaml_document_t *doc, struct ck_fg_err *reterr);
+/* Reads a whole file (capped at 16 MiB) into a malloc'ed buffer. */
+int ck__fg_read_file(const char *path, char **ret, size_t *ret_len, struct ck_fg_err *reterr);
+/* Feature indices of snapshot s sorted by name (byte order); malloc'ed. */
+size_t *ck__fg_sorted(const struct ck__fg_snap *s);
+
+#endif /* CKUBE_FEATUREGATE_INTERNAL_H */
