@@ -2,6 +2,8 @@
  * main.c - the `ckube` command: flags, wiring and exit codes, nothing more.
  *
  *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data] [--store URL]
+ *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
+ *                [--config FILE]
  *   ckube version [-o text|json]
  *   ckube help
  *
@@ -37,6 +39,13 @@ static const char usage_text[] =
     "      --data-dir DIR            where state and the kubeconfig live (default ./ckube-data)\n"
     "      --store URL               sqlite://PATH or etcd://HOST:PORT[,HOST:PORT...]\n"
     "                                (default sqlite://DATA-DIR/state.db)\n"
+    "      --feature-gates A=true,B=false\n"
+    "                                set feature gates (repeatable; the last value of a\n"
+    "                                gate wins); AllAlpha=true and AllBeta=false apply to\n"
+    "                                every gate of that stage not set by name\n"
+    "      --emulated-version X.Y    behave as Kubernetes X.Y for feature gates (1.31 or 1.32)\n"
+    "      --config FILE             a YAML file whose featureGates: map sets gates;\n"
+    "                                --feature-gates overrides it per gate\n"
     "\n"
     "Version flags:\n"
     "  -o, --output text|json        output format (default text)\n"
@@ -65,13 +74,22 @@ enum {
     OPT_LISTEN,
     OPT_DATA_DIR,
     OPT_STORE,
+    OPT_FEATURE_GATES,
+    OPT_EMULATED_VERSION,
+    OPT_CONFIG,
 };
+
+#define MAX_FEATURE_GATE_FLAGS 64
 
 struct options {
     const char *listen;
     const char *data_dir;
     const char *store;
     const char *output;
+    const char *feature_gates[MAX_FEATURE_GATE_FLAGS];
+    size_t n_feature_gates;
+    const char *emulated_version;
+    const char *config;
 };
 
 /* Handles the flags every subcommand shares. Returns 0, or an exit code. */
@@ -121,6 +139,18 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_STORE:
             opts->store = optarg;
+            break;
+        case OPT_FEATURE_GATES:
+            if (opts->n_feature_gates == MAX_FEATURE_GATE_FLAGS)
+                return usage_error("too many --feature-gates flags (at most %d)",
+                                   MAX_FEATURE_GATE_FLAGS);
+            opts->feature_gates[opts->n_feature_gates++] = optarg;
+            break;
+        case OPT_EMULATED_VERSION:
+            opts->emulated_version = optarg;
+            break;
+        case OPT_CONFIG:
+            opts->config = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -185,12 +215,58 @@ static int ensure_dir(const char *path)
     return -1;
 }
 
+/*
+ * The server's feature gate from --emulated-version, --config's featureGates
+ * and --feature-gates (flags win per gate, as in Kubernetes). Returns -1 with
+ * *ret set, or an exit code: 2 for a bad flag value, 1 for a bad config file.
+ */
+static int build_feature_gates(const struct options *opts, struct ck_fg_gate **ret)
+{
+    struct ck_fg_version emulated;
+    struct ck_fg_err fgerr = {0};
+    if (opts->emulated_version &&
+        ck_fg_emulated_version_parse(opts->emulated_version, &emulated, &fgerr) < 0)
+        return usage_error("invalid value \"%s\" for --emulated-version: %s",
+                           opts->emulated_version, fgerr.msg);
+    struct ck_err err = {0};
+    if (ck_apiserver_feature_gate_new(opts->emulated_version ? &emulated : NULL, ret, &err) < 0) {
+        if (err.code == CK_EINVAL)
+            return usage_error("invalid value \"%s\" for --emulated-version: %s",
+                               opts->emulated_version, err.msg);
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    /* a bad flag is a usage error; check the flags alone first, on a copy */
+    struct ck_fg_gate *trial = ck_fg_copy(*ret, false);
+    int r = trial ? ck_fg_apply_sources(trial, opts->feature_gates, opts->n_feature_gates, NULL,
+                                        false, &fgerr)
+                  : CK_FG_ENOMEM;
+    ck_fg_gate_free(trial);
+    if (r == 0)
+        r = ck_fg_apply_sources(*ret, opts->feature_gates, opts->n_feature_gates, opts->config,
+                                false, &fgerr);
+    else if (r != CK_FG_ENOMEM) {
+        *ret = ck_fg_gate_free(*ret);
+        return usage_error("invalid argument for --feature-gates: %s", fgerr.msg);
+    }
+    if (r < 0) {
+        *ret = ck_fg_gate_free(*ret);
+        fprintf(stderr, "error: %s\n", r == CK_FG_ENOMEM ? "out of memory" : fgerr.msg);
+        return 1;
+    }
+    ck_fg_close(*ret);
+    return -1;
+}
+
 static int cmd_server(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"data-dir", required_argument, NULL, OPT_DATA_DIR},
         {"store", required_argument, NULL, OPT_STORE},
+        {"feature-gates", required_argument, NULL, OPT_FEATURE_GATES},
+        {"emulated-version", required_argument, NULL, OPT_EMULATED_VERSION},
+        {"config", required_argument, NULL, OPT_CONFIG},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -225,11 +301,18 @@ static int cmd_server(int argc, char **argv)
             opts.store);
     }
 
+    struct ck_fg_gate *gates = NULL;
+    r = build_feature_gates(&opts, &gates);
+    if (r >= 0)
+        return r;
+
     struct ck_err err = {0};
     struct ck_apiserver *server;
-    struct ck_apiserver_config config = {.listen = opts.listen, .store_url = opts.store};
+    struct ck_apiserver_config config = {
+        .listen = opts.listen, .store_url = opts.store, .feature_gates = gates};
     if (ck_apiserver_start(&config, &server, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
+        ck_fg_gate_free(gates);
         return 1;
     }
 
@@ -240,6 +323,7 @@ static int cmd_server(int argc, char **argv)
     if (ck_apiserver_write_kubeconfig(server, kubeconfig, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
         ck_apiserver_free(server);
+        ck_fg_gate_free(gates);
         return 1;
     }
 
@@ -253,6 +337,7 @@ static int cmd_server(int argc, char **argv)
     CK_LOGS(0, "Shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
     ck_apiserver_begin_shutdown(server);
     ck_apiserver_free(server);
+    ck_fg_gate_free(gates);
     CK_LOGS(0, "Stopped cleanly", "address", opts.listen);
     return 0;
 }

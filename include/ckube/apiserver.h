@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "ckube/featuregate.h"
 #include "ckube/util.h"
 
 #define CK_APISERVER_DEFAULT_LISTEN "127.0.0.1:6443"
@@ -26,7 +27,25 @@ struct ck_apiserver_config {
     const char *listen;
     /* The store: "sqlite://PATH" or "etcd://HOST:PORT[,...]" (see ckube/store.h). Required. */
     const char *store_url;
+    /*
+     * The feature gates the server consults, holding ckube's features (make
+     * one with ck_apiserver_feature_gate_new(), set it, close it). Borrowed:
+     * it must outlive the server. NULL: the server makes its own, every
+     * feature at its default for Kubernetes 1.32.
+     */
+    struct ck_fg_gate *feature_gates;
 };
+
+/*
+ * A feature gate with ckube's own features (features/ckube-features.yaml)
+ * registered, emulating version `emulated` (NULL: the binary's, 1.32) within
+ * Kubernetes' compatibility window (1.31 to 1.32), its log lines going to
+ * ckube's logger. The caller sets values (ck_fg_apply_sources()), closes it
+ * (ck_fg_close()) and frees it after the server. Returns 0, or CK_EINVAL
+ * (version outside the window) / CK_ENOMEM with the reason in *reterr.
+ */
+int ck_apiserver_feature_gate_new(const struct ck_fg_version *emulated, struct ck_fg_gate **ret,
+                                  struct ck_err *reterr);
 
 /*
  * Binds the listen address and starts serving. On success returns 0 and sets

@@ -63,6 +63,13 @@ struct ck__status {
 void ck__status_set(struct ck__status *st, unsigned code, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void ck__status_release(struct ck__status *st);
+/*
+ * 422 Invalid, as Kubernetes words it: `Kind.group "name" is invalid: [a, b]`
+ * with one cause per field error; details name group and kind (static or
+ * outliving st).
+ */
+void ck__status_invalid(struct ck__status *st, const char *group, const char *kind,
+                        const char *name, const struct ck_field_errors *errs);
 
 /* The stored objects of the API (registry.c, list.c). Immutable once built. */
 struct ck__registry {
@@ -214,6 +221,8 @@ struct ck_apiserver {
     struct ck_schemas *schemas;
     struct ck__registry *registry;
     struct ck__metrics *metrics;
+    struct ck_fg_gate *feature_gates; /* the config's, or own_gates */
+    struct ck_fg_gate *own_gates;
     /* active watch streams, for the ticker and for shutdown */
     pthread_mutex_t watches_lock;
     struct ck__watch_stream *watches;
@@ -223,6 +232,9 @@ struct ck_apiserver {
     pthread_cond_t ticker_wake;
     bool ticker_stop;
 };
+
+/* The WatchList gate: may watches ask for sendInitialEvents? (features.c) */
+bool ck__watch_list_enabled(const struct ck_apiserver *server);
 
 /* ---- handlers (handlers.c) ---------------------------------------------- */
 

@@ -88,44 +88,11 @@ static void store_failed(struct ck__status *st, const struct ck_err *err)
         ck__status_set(st, 500, "InternalError", "Internal error occurred: %s", err->msg);
 }
 
-/* 422 Invalid: `Deployment.apps "x" is invalid: [a, b]` with one cause per error. */
+/* 422 Invalid for the object kind/name with one cause per error. */
 static void invalid(struct ck__status *st, const struct ck_kind *kind, const char *name,
                     const struct ck_field_errors *errs)
 {
-    size_t len = 0;
-    char *joined = NULL;
-    FILE *f = open_memstream(&joined, &len);
-    json_t *causes = json_array();
-    for (size_t i = 0; f && i < errs->len; i++) {
-        char *s = ck_field_error_string(&errs->items[i]);
-        fprintf(f, "%s%s", i ? ", " : "", s ? s : "");
-        free(s);
-        const struct ck_field_error *e = &errs->items[i];
-        char *msg = NULL;
-        if (asprintf(&msg, "%s%s%s%s%s", e->value ? "Invalid value: " : "",
-                     e->value ? e->value : "", e->value && e->detail ? ": " : "",
-                     e->detail ? e->detail : "",
-                     !e->value && !e->detail ? "Required value" : "") < 0)
-            msg = NULL;
-        json_array_append_new(causes,
-                              json_pack("{s:s, s:s, s:s}", "reason", ck_field_error_reason(e->type),
-                                        "message", msg ? msg : "", "field", e->field));
-        free(msg);
-    }
-    if (f)
-        fclose(f);
-    char kind_name[128];
-    if (kind->group[0])
-        snprintf(kind_name, sizeof(kind_name), "%s.%s", kind->kind, kind->group);
-    else
-        snprintf(kind_name, sizeof(kind_name), "%s", kind->kind);
-    ck__status_set(st, 422, "Invalid",
-                   errs->len > 1 ? "%s \"%s\" is invalid: [%s]" : "%s \"%s\" is invalid: %s",
-                   kind_name, name ? name : "", joined ? joined : "");
-    free(joined);
-    status_details(st, kind, name);
-    st->kind = kind->kind;
-    st->causes = causes;
+    ck__status_invalid(st, kind->group, kind->kind, name, errs);
 }
 
 /* ---- keys and stored bytes ---------------------------------------------- */

@@ -284,7 +284,9 @@ static enum MHD_Result serve_openapi(struct ck_apiserver *server, struct MHD_Con
 static enum MHD_Result serve_metrics(struct ck_apiserver *server, struct MHD_Connection *conn)
 {
     size_t len = 0;
-    char *text = ck__metrics_render(server->metrics, server->store, NULL, &len);
+    char *gates = ck_fg_metrics_text(server->feature_gates);
+    char *text = ck__metrics_render(server->metrics, server->store, gates, &len);
+    free(gates);
     if (!text)
         return ck__apiserver_queue_status(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "InternalError",
                                           "Internal error occurred: out of memory");
@@ -606,6 +608,7 @@ static void teardown(struct ck_apiserver *server)
     }
     free(server->registry);
     ck__metrics_free(server->metrics);
+    ck_fg_gate_free(server->own_gates);
     ck_schemas_free(server->schemas);
     ck_store_close(server->store);
     if (server->listen_fd >= 0)
@@ -634,6 +637,14 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     server->metrics = ck__metrics_new();
     int r = server->metrics ? bind_listen_socket(server, listen_addr, reterr)
                             : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    if (r == 0 && !config->feature_gates) {
+        r = ck_apiserver_feature_gate_new(NULL, &server->own_gates, reterr);
+        if (r == 0)
+            ck_fg_close(server->own_gates);
+    }
+    server->feature_gates = config->feature_gates ? config->feature_gates : server->own_gates;
+    if (r == 0)
+        ck_fg_log_startup(server->feature_gates);
     if (r == 0)
         r = ck_store_open(config->store_url, NULL, &server->store, reterr);
     if (r == 0)

@@ -355,6 +355,41 @@ static int initial_events(struct ck__watch_stream *s, const struct ck__target *t
     return 0;
 }
 
+/*
+ * Kubernetes' validation of a watch's options (apimachinery's
+ * validateWatchOptions): sendInitialEvents needs resourceVersionMatch
+ * NotOlderThan and the WatchList gate; resourceVersionMatch needs
+ * sendInitialEvents, only NotOlderThan, and no continue token.
+ */
+static void watch_options_errors(const struct ck_apiserver *server, struct MHD_Connection *conn,
+                                 bool send_initial_param, const char *match,
+                                 struct ck_field_errors *errs)
+{
+    bool not_older = match && strcmp(match, "NotOlderThan") == 0;
+    if (send_initial_param) {
+        if (!not_older)
+            ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "resourceVersionMatch", NULL, false,
+                                "sendInitialEvents requires setting resourceVersionMatch to "
+                                "NotOlderThan");
+        if (!ck__watch_list_enabled(server))
+            ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "sendInitialEvents", NULL, false,
+                                "sendInitialEvents is forbidden for watch unless the WatchList "
+                                "feature gate is enabled");
+    }
+    if (match && *match) {
+        if (!send_initial_param)
+            ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "resourceVersionMatch", NULL, false,
+                                "resourceVersionMatch is forbidden for watch unless "
+                                "sendInitialEvents is provided");
+        if (!not_older)
+            ck_field_errors_add(errs, CK_FIELD_NOT_SUPPORTED, "resourceVersionMatch", match, true,
+                                "supported values: \"NotOlderThan\"");
+        if (ck__query(conn, "continue"))
+            ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "resourceVersionMatch", NULL, false,
+                                "resourceVersionMatch is forbidden when continue is provided");
+    }
+}
+
 enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connection *conn,
                                 const struct ck__target *t)
 {
@@ -362,14 +397,16 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     const char *match = ck__query(conn, "resourceVersionMatch");
     bool send_initial_param = ck__query(conn, "sendInitialEvents") != NULL;
     bool send_initial = ck__query_bool(conn, "sendInitialEvents");
-    if (send_initial_param && (!match || strcmp(match, "NotOlderThan") != 0))
-        return refuse(
-            conn, 422, "Invalid",
-            "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan");
-    if (match && *match && !send_initial_param)
-        return refuse(
-            conn, 422, "Invalid",
-            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
+    struct ck_field_errors errs = {0};
+    watch_options_errors(server, conn, send_initial_param, match, &errs);
+    if (errs.len) {
+        struct ck__status invalid = {0};
+        ck__status_invalid(&invalid, "meta.k8s.io", "ListOptions", "", &errs);
+        ck_field_errors_release(&errs);
+        enum MHD_Result ret = ck__send_status(conn, &invalid);
+        ck__status_release(&invalid);
+        return ret;
+    }
     int64_t start = 0;
     bool initial = !rv || !*rv || strcmp(rv, "0") == 0 || send_initial;
     if (rv && *rv && strcmp(rv, "0") != 0) {

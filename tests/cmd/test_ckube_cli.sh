@@ -2,7 +2,8 @@
 # test_ckube_cli.sh - the `ckube` command as a user meets it: help, version
 # (text and JSON), exit code 2 with a one-line error for bad flags, and a
 # server that starts, answers /readyz, refuses a taken port with exit 1, and
-# stops cleanly on SIGTERM and SIGINT.
+# stops cleanly on SIGTERM and SIGINT; feature gates from --feature-gates,
+# --config and --emulated-version, with flags overriding the file.
 # Usage: test_ckube_cli.sh PATH/TO/ckube
 set -u
 ckube=$1
@@ -50,6 +51,15 @@ expect_usage_error "invalid value \"xml\" for --logging-format" version --loggin
 expect_usage_error "invalid value \"yaml\" for --output" version -o yaml
 expect_usage_error "flag needs an argument" server --listen
 expect_usage_error "unexpected argument: extra" version extra
+expect_usage_error "unrecognized feature gate: Bogus" server --feature-gates Bogus=true
+expect_usage_error "invalid value of WatchList=maybe" server --feature-gates WatchList=maybe
+expect_usage_error "invalid value \"1.30\" for --emulated-version: .*\[1.31, 1.32" server --emulated-version 1.30
+expect_usage_error "invalid value \"banana\" for --emulated-version" server --emulated-version banana
+printf 'featureGates: [\n' >"$work/bad.yaml"
+"$ckube" server --config "$work/bad.yaml" --data-dir "$work/data" >/dev/null 2>"$work/err"
+rc=$?
+check "malformed --config file exits 1" [ "$rc" -eq 1 ]
+check "malformed --config file names the file" grep -q "bad.yaml" "$work/err"
 
 # --- the server ---
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -101,6 +111,35 @@ check "SIGTERM logs a clean stop" grep -q "Stopped cleanly" "$work/server.err"
 start_server -v 2
 check "server restarts on the same port" wait_ready
 stop_server INT
+
+# --- feature gates: file, flags over the file, emulated version ---
+printf 'apiVersion: ckube.io/v1alpha1\nfeatureGates:\n  WatchList: false\n  PodLevelResources: true\n' >"$work/config.yaml"
+gate_metric() { # gate_metric NAME: the kubernetes_feature_enabled value
+    curl -s "http://$addr/metrics" | sed -n "s/^kubernetes_feature_enabled{name=\"$1\",.*} //p"
+}
+initial_events_code() {
+    curl -s -o /dev/null -w '%{http_code}' --max-time 3 \
+        "http://$addr/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"
+}
+start_server --config "$work/config.yaml" --feature-gates PodLevelResources=false \
+    --feature-gates WatchList=true,PodLevelResources=true --feature-gates PodLevelResources=false
+check "server with gates becomes ready" wait_ready
+check "the last --feature-gates value wins over the file (WatchList on)" [ "$(gate_metric WatchList)" = 1 ]
+check "a later flag overrides an earlier one (PodLevelResources off)" [ "$(gate_metric PodLevelResources)" = 0 ]
+check "WatchList on: sendInitialEvents is served" [ "$(initial_events_code)" = 200 ]
+check "start-up logs every gate" grep -q "Feature gates: emulationVersion=1.32 .*WatchList=true" "$work/server.err"
+stop_server TERM
+start_server --config "$work/config.yaml"
+check "server with the config file becomes ready" wait_ready
+check "the file alone sets WatchList off" [ "$(gate_metric WatchList)" = 0 ]
+check "the file alone sets PodLevelResources on" [ "$(gate_metric PodLevelResources)" = 1 ]
+check "WatchList off: sendInitialEvents is 422" [ "$(initial_events_code)" = 422 ]
+stop_server TERM
+start_server --emulated-version 1.31 --feature-gates WatchList=true
+check "server emulating 1.31 becomes ready" wait_ready
+check "emulating 1.31 logs the version" grep -q "Feature gates: emulationVersion=1.31 " "$work/server.err"
+check "WatchList is alpha at 1.31" sh -c "curl -s 'http://$addr/metrics' | grep -q '^kubernetes_feature_enabled{name=\"WatchList\",stage=\"ALPHA\"} 1'"
+stop_server TERM
 
 "$ckube" server --listen "0.0.0.0:$port" --data-dir "$work/data" >/dev/null 2>"$work/err3"
 rc=$?

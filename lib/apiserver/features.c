@@ -1,0 +1,55 @@
+/*
+ * features.c - the API server's feature gate: ckube's own features
+ * (generated from features/ckube-features.yaml) at an emulated version inside
+ * Kubernetes' compatibility window, logging through ckube's logger.
+ *
+ * Threading: building the gate is single-threaded start-up work; the server
+ * then only reads it with ck_fg_enabled(), which is lock-free.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ckube/apiserver.h"
+#include "ckube_features.h"
+#include "internal.h"
+
+static void log_feature_gate(void *userdata, int verbosity, const char *msg)
+{
+    (void)userdata;
+    CK_LOGV(verbosity, "%s", msg);
+}
+
+/* The Kubernetes version this binary serves, from /version's major and minor. */
+static struct ck_fg_version binary_version(void)
+{
+    const struct ck_version_info *v = ck_version();
+    return ck_fg_version_mm((uint32_t)strtoul(v->major, NULL, 10),
+                            (uint32_t)strtoul(v->minor, NULL, 10));
+}
+
+int ck_apiserver_feature_gate_new(const struct ck_fg_version *emulated, struct ck_fg_gate **ret,
+                                  struct ck_err *reterr)
+{
+    struct ck_fg_version binary = binary_version();
+    struct ck_fg_version want = emulated ? *emulated : binary, min_compat;
+    struct ck_fg_err fgerr = {0};
+    if (ck_fg_window_check(binary, want, NULL, &min_compat, &fgerr) < 0)
+        return ck_err_set(reterr, CK_EINVAL, "%s", fgerr.msg);
+    struct ck_fg_gate *g = ck_fg_gate_new(want);
+    if (!g)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    ck_fg_set_logger(g, log_feature_gate, NULL);
+    if (ck_fg_set_versions(g, want, min_compat, &fgerr) < 0 ||
+        ck_features_register(g, &fgerr) < 0) {
+        ck_fg_gate_free(g);
+        return ck_err_set(reterr, fgerr.code == CK_FG_ENOMEM ? CK_ENOMEM : CK_EINVAL, "%s",
+                          fgerr.msg);
+    }
+    *ret = g;
+    return 0;
+}
+
+bool ck__watch_list_enabled(const struct ck_apiserver *server)
+{
+    return ck_fg_enabled(server->feature_gates, CK_FEATURE_WatchList);
+}
