@@ -747,7 +747,7 @@ static int et_watch(struct ck_store *store, const char *key, size_t key_len, boo
     w->next = start_revision;
     if (start_revision == 0) {
         /* Pin "from now" to a revision so a reconnect cannot skip events. */
-        int64_t cur, comp;
+        int64_t cur = 0, comp = 0;
         int r = et_revisions(store, &cur, &comp, err);
         if (r < 0) {
             curl_multi_cleanup(w->multi);
@@ -854,7 +854,7 @@ static int et_open(const char *rest, const struct ck_store_options *opts, struct
     }
     if (r == 0 && s->n_ep == 0)
         r = ck_err_set(err, CK_EINVAL, "store: etcd:// needs at least one host:port");
-    int64_t cur, comp;
+    int64_t cur = 0, comp = 0;
     if (r == 0)
         r = et_revisions(&s->base, &cur, &comp, err);
     if (r < 0) {
