@@ -58,7 +58,7 @@ struct etcd_store {
 
 static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-static char *b64_encode(const char *in, size_t n)
+char *ck__b64_encode(const char *in, size_t n)
 {
     char *out = malloc((n + 2) / 3 * 4 + 1);
     if (!out)
@@ -116,7 +116,7 @@ static char *b64_decode(const char *in, size_t *ret_len)
 
 static int set_b64(json_t *obj, const char *name, const char *p, size_t n)
 {
-    char *e = b64_encode(p, n);
+    char *e = ck__b64_encode(p, n);
     if (!e)
         return CK_ENOMEM;
     int r = json_object_set_new(obj, name, json_string(e));

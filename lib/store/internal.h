@@ -77,6 +77,9 @@ int ck__kvs_append(const struct ck_kv ***kvs, size_t *n, size_t *cap, const stru
 /* Drops every reference in kvs[0..n) and frees the array. */
 void ck__kvs_free(const struct ck_kv **kvs, size_t n);
 
+/* Base64 (RFC 4648, padded) of in[0..n), NUL-terminated; free() it. NULL: no memory. */
+char *ck__b64_encode(const char *in, size_t n);
+
 /* ---- watch hub (watch.c) ---------------------------------------------------- */
 
 /*
