@@ -25,8 +25,14 @@ env=tests/store/etcd-test-env.sh
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -r); etcd $(etcd --version | head -1)"
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ckube-bench-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
+# The load average before each backend: the figures mean little on a busy machine.
+load() { echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"; }
+load
 "$bench" "sqlite://$dir/state.db"
+load
 BENCH_SYNC=normal "$bench" "sqlite://$dir/normal.db"
+load
 sh "$env" 1 "$bench" @ETCD@
+load
 # raw etcd: the endpoint of a fresh member, without the etcd:// scheme
 sh "$env" 1 sh -c 'exec "$0" --raw "${1#etcd://}"' "$bench" @ETCD@
