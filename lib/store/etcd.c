@@ -58,7 +58,7 @@ struct etcd_store {
 
 static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-static char *b64_encode(const char *in, size_t n)
+char *ck__b64_encode(const char *in, size_t n)
 {
     char *out = malloc((n + 2) / 3 * 4 + 1);
     if (!out)
@@ -80,8 +80,7 @@ static char *b64_encode(const char *in, size_t n)
     return out;
 }
 
-/* Decodes into a new buffer (NUL-terminated); NULL on bad input or no memory. */
-static char *b64_decode(const char *in, size_t *ret_len)
+char *ck__b64_decode(const char *in, size_t *ret_len)
 {
     size_t n = strlen(in);
     char *out = malloc(n / 4 * 3 + 3);
@@ -116,7 +115,7 @@ static char *b64_decode(const char *in, size_t *ret_len)
 
 static int set_b64(json_t *obj, const char *name, const char *p, size_t n)
 {
-    char *e = b64_encode(p, n);
+    char *e = ck__b64_encode(p, n);
     if (!e)
         return CK_ENOMEM;
     int r = json_object_set_new(obj, name, json_string(e));
@@ -146,8 +145,8 @@ static struct ck_kv *parse_kv(json_t *o)
     const char *k = json_string_value(json_object_get(o, "key"));
     const char *v = json_string_value(json_object_get(o, "value"));
     size_t kl = 0, vl = 0;
-    char *kd = b64_decode(k ? k : "", &kl);
-    char *vd = b64_decode(v ? v : "", &vl);
+    char *kd = ck__b64_decode(k ? k : "", &kl);
+    char *vd = ck__b64_decode(v ? v : "", &vl);
     struct ck_kv *kv = NULL;
     if (kd && vd)
         kv =
@@ -176,14 +175,9 @@ static int parse_kvs(json_t *arr, const struct ck_kv ***kvs, size_t *n, struct c
 
 /* ---- requests with failover --------------------------------------------------- */
 
-struct buf {
-    char *p;
-    size_t n, cap;
-};
-
-static size_t buf_write(char *data, size_t size, size_t nmemb, void *arg)
+size_t ck__buf_write(char *data, size_t size, size_t nmemb, void *arg)
 {
-    struct buf *b = arg;
+    struct ck__buf *b = arg;
     size_t n = size * nmemb;
     if (b->n + n + 1 > MAX_BODY)
         return 0;
@@ -201,6 +195,22 @@ static size_t buf_write(char *data, size_t size, size_t nmemb, void *arg)
     b->n += n;
     b->p[b->n] = '\0';
     return n;
+}
+
+bool ck__buf_lines(struct ck__buf *b, char *data, size_t n, ck__line_fn fn, void *arg)
+{
+    if (ck__buf_write(data, 1, n, b) != n)
+        return false;
+    char *nl;
+    while ((nl = memchr(b->p, '\n', b->n))) {
+        size_t len = (size_t)(nl - b->p);
+        bool more = fn(arg, b->p, len);
+        memmove(b->p, nl + 1, b->n - len - 1);
+        b->n -= len + 1;
+        if (!more)
+            return false;
+    }
+    return true;
 }
 
 static CURL *take_easy(struct etcd_store *s)
@@ -287,12 +297,12 @@ static int call(struct etcd_store *s, const char *path, json_t *req, bool idempo
             size_t ep = (start + i) % s->n_ep;
             char url[512];
             snprintf(url, sizeof(url), "http://%s/v3/%s", s->endpoints[ep], path);
-            struct buf b = {0};
+            struct ck__buf b = {0};
             curl_easy_reset(c);
             curl_easy_setopt(c, CURLOPT_URL, url);
             curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
             curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-            curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, buf_write);
+            curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ck__buf_write);
             curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
             curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
             curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
@@ -562,7 +572,7 @@ struct et_watch {
     bool finished;
     pthread_mutex_t lock; /* guards multi (wakeup from other threads) */
     CURLM *multi;
-    struct buf line;
+    struct ck__buf line;
     pthread_t thread;
 };
 
@@ -574,17 +584,18 @@ static void watch_error(struct et_watch *w, int code, int64_t compacted, const c
     w->fn(&e, w->userdata);
 }
 
-/* Handles one line of the watch stream. */
-static void watch_line(struct et_watch *w, const char *p, size_t n)
+/* Handles one line of the watch stream; false once the watch has finished. */
+static bool watch_line(void *arg, const char *p, size_t n)
 {
+    struct et_watch *w = arg;
     json_error_t jerr;
     json_t *msg = json_loadb(p, n, 0, &jerr);
     if (!msg)
-        return;
+        return true;
     json_t *res = json_object_get(msg, "result");
     if (!res) {
         json_decref(msg);
-        return;
+        return true;
     }
     int64_t rev = header_revision(res);
     json_t *events = json_object_get(res, "events");
@@ -634,6 +645,7 @@ static void watch_line(struct et_watch *w, const char *p, size_t n)
         }
     }
     json_decref(msg);
+    return !w->finished;
 }
 
 static size_t watch_write(char *data, size_t size, size_t nmemb, void *arg)
@@ -642,16 +654,7 @@ static size_t watch_write(char *data, size_t size, size_t nmemb, void *arg)
     size_t n = size * nmemb;
     if (atomic_load(&w->cancel) || w->finished)
         return 0;
-    if (buf_write(data, size, nmemb, &w->line) != n)
-        return 0;
-    char *nl;
-    while (!w->finished && (nl = memchr(w->line.p, '\n', w->line.n))) {
-        size_t len = (size_t)(nl - w->line.p);
-        watch_line(w, w->line.p, len);
-        memmove(w->line.p, nl + 1, w->line.n - len - 1);
-        w->line.n -= len + 1;
-    }
-    return w->finished ? 0 : n;
+    return ck__buf_lines(&w->line, data, n, watch_line, w) ? n : 0;
 }
 
 /* One streaming connection; returns when it ends, breaks or is cancelled. */
@@ -747,7 +750,7 @@ static int et_watch(struct ck_store *store, const char *key, size_t key_len, boo
     w->next = start_revision;
     if (start_revision == 0) {
         /* Pin "from now" to a revision so a reconnect cannot skip events. */
-        int64_t cur, comp;
+        int64_t cur = 0, comp = 0;
         int r = et_revisions(store, &cur, &comp, err);
         if (r < 0) {
             curl_multi_cleanup(w->multi);
@@ -854,7 +857,7 @@ static int et_open(const char *rest, const struct ck_store_options *opts, struct
     }
     if (r == 0 && s->n_ep == 0)
         r = ck_err_set(err, CK_EINVAL, "store: etcd:// needs at least one host:port");
-    int64_t cur, comp;
+    int64_t cur = 0, comp = 0;
     if (r == 0)
         r = et_revisions(&s->base, &cur, &comp, err);
     if (r < 0) {

@@ -279,14 +279,14 @@ static int sq_range(struct ck_store *store, const struct ck_store_range *req,
                     struct ck_store_range_result *ret, struct ck_err *err)
 {
     struct sq_store *s = (struct sq_store *)store;
-    struct rconn *c;
+    struct rconn *c = NULL;
     int r = take_reader(s, &c, err);
     if (r < 0)
         return r;
     struct ck_store_range_result res = {0};
     if ((r = exec(c->db, "BEGIN", err)) < 0)
         goto out_give;
-    int64_t cur, comp;
+    int64_t cur = 0, comp = 0;
     if ((r = read_revisions(c->db, &cur, &comp, err)) < 0)
         goto out_end;
     int64_t rev = req->revision ? req->revision : cur;
@@ -322,7 +322,7 @@ static int sq_history(void *backend, const char *key, size_t key_len, bool prefi
                       int64_t *ret_compacted, struct ck_err *err)
 {
     struct sq_store *s = backend;
-    struct rconn *c;
+    struct rconn *c = NULL;
     int r = take_reader(s, &c, err);
     if (r < 0)
         return r;
@@ -335,7 +335,7 @@ static int sq_history(void *backend, const char *key, size_t key_len, bool prefi
     size_t hi_len = prefix ? ck__prefix_end(key, key_len, hi) : 0;
     if ((r = exec(c->db, "BEGIN", err)) < 0)
         goto out_give;
-    int64_t cur, comp;
+    int64_t cur = 0, comp = 0;
     if ((r = read_revisions(c->db, &cur, &comp, err)) < 0)
         goto out_end;
     *ret_compacted = comp;
@@ -776,7 +776,7 @@ static int sq_compact(struct ck_store *store, int64_t revision, struct ck_err *e
 static int sq_revisions(struct ck_store *store, int64_t *cur, int64_t *comp, struct ck_err *err)
 {
     struct sq_store *s = (struct sq_store *)store;
-    struct rconn *c;
+    struct rconn *c = NULL;
     int r = take_reader(s, &c, err);
     if (r < 0)
         return r;
@@ -793,7 +793,7 @@ static int sq_watch(struct ck_store *store, const char *key, size_t key_len, boo
                     struct ck_store_watch **ret_watch, struct ck_err *err)
 {
     struct sq_store *s = (struct sq_store *)store;
-    int64_t cur, comp;
+    int64_t cur = 0, comp = 0;
     int r = sq_revisions(store, &cur, &comp, err);
     if (r < 0)
         return r;

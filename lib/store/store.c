@@ -266,23 +266,39 @@ int ck_store_txn(struct ck_store *store, const struct ck_store_txn *txn,
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-int ck_store_put(struct ck_store *store, const char *key, size_t key_len, const char *value,
-                 size_t value_len, int64_t *ret_revision, struct ck_err *reterr)
+static struct ck_store_op put_op(const char *key, size_t key_len, const char *value,
+                                 size_t value_len)
 {
-    struct ck_store_op op = {.type = CK_STORE_OP_PUT,
-                             .key = key,
-                             .key_len = key_len,
-                             .value = value,
-                             .value_len = value_len};
-    struct ck_store_txn txn = {.then_ops = &op, .n_then = 1};
+    return (struct ck_store_op){.type = CK_STORE_OP_PUT,
+                                .key = key,
+                                .key_len = key_len,
+                                .value = value,
+                                .value_len = value_len};
+}
+
+/* "If cmp (none: always) then put": *ret_ok says whether the put ran. */
+static int put_if(struct ck_store *store, const struct ck_store_cmp *cmp, const char *key,
+                  size_t key_len, const char *value, size_t value_len, bool *ret_ok,
+                  int64_t *ret_revision, struct ck_err *reterr)
+{
+    struct ck_store_op op = put_op(key, key_len, value, value_len);
+    struct ck_store_txn txn = {.cmps = cmp, .n_cmps = cmp ? 1 : 0, .then_ops = &op, .n_then = 1};
     struct ck_store_txn_result res;
     int r = ck_store_txn(store, &txn, &res, reterr);
     if (r < 0)
         return r;
-    if (ret_revision)
+    *ret_ok = res.succeeded || !cmp;
+    if (*ret_ok && ret_revision)
         *ret_revision = res.revision;
     ck_store_txn_result_release(&res);
     return 0;
+}
+
+int ck_store_put(struct ck_store *store, const char *key, size_t key_len, const char *value,
+                 size_t value_len, int64_t *ret_revision, struct ck_err *reterr)
+{
+    bool ok;
+    return put_if(store, NULL, key, key_len, value, value_len, &ok, ret_revision, reterr);
 }
 
 int ck_store_create(struct ck_store *store, const char *key, size_t key_len, const char *value,
@@ -293,20 +309,10 @@ int ck_store_create(struct ck_store *store, const char *key, size_t key_len, con
                                .target = CK_STORE_CMP_CREATE,
                                .result = CK_STORE_CMP_EQUAL,
                                .number = 0};
-    struct ck_store_op op = {.type = CK_STORE_OP_PUT,
-                             .key = key,
-                             .key_len = key_len,
-                             .value = value,
-                             .value_len = value_len};
-    struct ck_store_txn txn = {.cmps = &cmp, .n_cmps = 1, .then_ops = &op, .n_then = 1};
-    struct ck_store_txn_result res;
-    int r = ck_store_txn(store, &txn, &res, reterr);
+    bool ok;
+    int r = put_if(store, &cmp, key, key_len, value, value_len, &ok, ret_revision, reterr);
     if (r < 0)
         return r;
-    bool ok = res.succeeded;
-    if (ok && ret_revision)
-        *ret_revision = res.revision;
-    ck_store_txn_result_release(&res);
     return ok ? 0 : ck_err_set(reterr, CK_EEXIST, "store: key already exists");
 }
 
@@ -361,11 +367,7 @@ int ck_store_update(struct ck_store *store, const char *key, size_t key_len, con
 {
     if (expected_mod_revision <= 0)
         return ck_err_set(reterr, CK_EINVAL, "store: update needs the expected mod revision");
-    struct ck_store_op op = {.type = CK_STORE_OP_PUT,
-                             .key = key,
-                             .key_len = key_len,
-                             .value = value,
-                             .value_len = value_len};
+    struct ck_store_op op = put_op(key, key_len, value, value_len);
     const struct ck_kv *cur = NULL;
     int r = guarded(store, &op, expected_mod_revision, ret_revision, &cur, reterr);
     if (r == 0)

@@ -144,10 +144,19 @@ static bool serve(struct ck__hub *hub, struct hub_watch *w)
     struct ck__event *batch = NULL;
     size_t n = 0;
     if (w->next <= hub->head) {
-        batch = malloc(sizeof(*batch) * (hub->len ? hub->len : 1));
+        /* The ring is sorted by revision: binary search the first wanted. */
+        size_t lo = 0, hi = hub->len;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (hub->ring[(hub->start + mid) % hub->cap].revision < w->next)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        batch = malloc(sizeof(*batch) * (hub->len - lo + 1));
         if (!batch)
             return false; /* retried on the next wake-up */
-        for (size_t i = 0; i < hub->len; i++) {
+        for (size_t i = lo; i < hub->len; i++) {
             const struct ck__event *ev = &hub->ring[(hub->start + i) % hub->cap];
             if (ev->revision < w->next ||
                 !ck__key_matches(w->key, w->key_len, w->prefix, ev->kv->key, ev->kv->key_len))

@@ -15,6 +15,7 @@
 #include "storetest.h"
 
 static const char *url_arg;
+static char url[512];
 static char tmpdir[256];
 static struct ck_store *store;
 static bool is_etcd;
@@ -39,7 +40,6 @@ __attribute__((format(printf, 4, 5))) static size_t mkkey(char *out, size_t cap,
 static int setup(void **state)
 {
     (void)state;
-    char url[512];
     if (strcmp(url_arg, "sqlite") == 0) {
         const char *t = getenv("TMPDIR");
         snprintf(tmpdir, sizeof(tmpdir), "%s/ckube-conf-XXXXXX", t ? t : "/tmp");
@@ -535,6 +535,44 @@ static void test_compaction(void **state)
     collector_release(&c);
 }
 
+/*
+ * The automatic compactor, on a 20 ms interval: each tick compacts to the
+ * revision seen at the tick before, so after two ticks without writes the
+ * history below the last write is gone and the last write is still there.
+ * Compaction has no event to wait for, so the compacted revision is polled
+ * (bounded by 30 s).
+ */
+static void test_auto_compaction(void **state)
+{
+    (void)state;
+    ck_store_close(store);
+    store = NULL;
+    struct ck_store_options opts = {.compaction_interval_ms = 20};
+    struct ck_store *s;
+    struct ck_err err = {0};
+    assert_int_equal(ck_store_open(url, &opts, &s, &err), 0);
+    char p[128], k[160];
+    mkprefix(p, sizeof(p), "autocompact");
+    size_t kl = mkkey(k, sizeof(k), p, "a");
+    int64_t r1, r2, cur = 0, comp = 0;
+    assert_int_equal(ck_store_put(s, k, kl, "1", 1, &r1, &err), 0);
+    assert_int_equal(ck_store_put(s, k, kl, "2", 1, &r2, &err), 0);
+    for (int i = 0; i < 3000 && comp < r2; i++) {
+        assert_int_equal(ck_store_revisions(s, &cur, &comp, &err), 0);
+        if (comp < r2)
+            usleep(10000);
+    }
+    assert_true(comp >= r2);
+    const struct ck_kv *kv;
+    assert_int_equal(ck_store_get(s, k, kl, r1, &kv, NULL, &err), CK_ECOMPACTED);
+    assert_int_equal(ck_store_get(s, k, kl, 0, &kv, NULL, &err), 0);
+    assert_memory_equal(kv->value, "2", 1);
+    ck_kv_unref(kv);
+    ck_store_close(s);
+    opts.compaction_interval_ms = -1;
+    assert_int_equal(ck_store_open(url, &opts, &store, &err), 0);
+}
+
 static void test_bad_arguments(void **state)
 {
     (void)state;
@@ -564,6 +602,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_watch_from_revision_and_cancel),
         cmocka_unit_test(test_watch_progress),
         cmocka_unit_test(test_compaction),
+        cmocka_unit_test(test_auto_compaction),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -178,6 +178,7 @@ static void test_kill9_keeps_acknowledged_writes(void **state)
         free(acks);
     }
     assert_true(total >= (size_t)kills);
+    print_message("%d kills, %zu acknowledged writes found after restarts\n", kills, total);
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     assert_int_equal(system(cmd), 0);

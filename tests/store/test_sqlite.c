@@ -105,8 +105,10 @@ static void test_foreign_sqlite_database_is_refused(void **state)
     assert_refused(p, CK_EINVAL, "not a ckube store");
 }
 
-static void make_store(const char *p, int64_t *ret_rev)
+/* Makes a store with one write in the file NAME of the test directory; its path in p. */
+static void make_store(char *p, size_t cap, const char *name, int64_t *ret_rev)
 {
+    path_of(p, cap, name);
     char url[400];
     snprintf(url, sizeof(url), "sqlite://%s", p);
     struct ck_store *s;
@@ -121,9 +123,8 @@ static void test_newer_schema_is_refused(void **state)
 {
     (void)state;
     char p[300];
-    path_of(p, sizeof(p), "newer.db");
     int64_t rev;
-    make_store(p, &rev);
+    make_store(p, sizeof(p), "newer.db", &rev);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
     assert_int_equal(
@@ -139,9 +140,8 @@ static void test_corrupt_file_is_refused_untouched(void **state)
 {
     (void)state;
     char p[300];
-    path_of(p, sizeof(p), "corrupt.db");
     int64_t rev;
-    make_store(p, &rev);
+    make_store(p, sizeof(p), "corrupt.db", &rev);
     /* Overwrite everything after the first page with garbage. */
     size_t n;
     char *data = read_file(p, &n);
@@ -157,10 +157,9 @@ static void test_reopen_keeps_revision_and_data(void **state)
 {
     (void)state;
     char p[300], url[400];
-    path_of(p, sizeof(p), "reopen.db");
-    snprintf(url, sizeof(url), "sqlite://%s", p);
     int64_t rev;
-    make_store(p, &rev);
+    make_store(p, sizeof(p), "reopen.db", &rev);
+    snprintf(url, sizeof(url), "sqlite://%s", p);
     struct ck_store *s;
     struct ck_err err = {0};
     assert_int_equal(ck_store_open(url, NULL, &s, &err), 0);
