@@ -152,6 +152,25 @@ int ck_fg_add(struct ck_fg_gate *g, const char *name, struct ck_fg_spec spec, ck
 void ck_fg_close(struct ck_fg_gate *g);
 
 /*
+ * Declares that feature needs deps (R13, Kubernetes 1.35+): all must be
+ * known; at every spec of feature, each dependency's spec in effect at that
+ * version must be at least as stable, default-on if feature is, locked if
+ * feature is; the graph must stay acyclic. Merged with earlier calls,
+ * sorted by name, de-duplicated. All or nothing; CK_FG_EPERM after
+ * ck_fg_close(). From then on a set, emulation change or validate that
+ * leaves feature enabled and a dependency disabled fails (S12):
+ * "X is enabled, but depends on features that are disabled: [Y]".
+ */
+int ck_fg_add_dependencies(struct ck_fg_gate *g, const char *feature, const char *const *deps,
+                           size_t n, struct ck_fg_err *reterr);
+/*
+ * The dependencies of f (*ret_n of them, sorted by name), owned by the gate;
+ * valid until the next ck_fg_add_dependencies() for f.
+ */
+const ck_fg_feature_t *ck_fg_dependencies(const struct ck_fg_gate *g, ck_fg_feature_t f,
+                                          size_t *ret_n);
+
+/*
  * Parses "A=true,B=false" (S1) and applies it (S2-S11) as one atomic
  * change: either every pair applies or nothing changes, neither values nor
  * recorded input (D1). Errors carry Kubernetes' texts.
@@ -301,6 +320,16 @@ int ck_fg_list_parse(struct ck_fg_gate *g, const char *data, size_t len, struct 
 typedef void (*ck_fg_report_fn)(void *userdata, const char *line);
 int ck_fg_list_lint(const char *path, ck_fg_report_fn report, void *userdata,
                     struct ck_fg_err *reterr);
+
+/*
+ * L3: compares a list with its previous version (previous) for a release
+ * at version current: removing an Alpha feature is fine; a feature whose
+ * last spec is Beta cannot go; GA or Deprecated must be locked first, and
+ * if locked after 1.31, stays until locked version + 3 minors (emulation).
+ * Reports and returns findings like ck_fg_list_lint().
+ */
+int ck_fg_list_lint_removals(const char *previous, const char *path, struct ck_fg_version current,
+                             ck_fg_report_fn report, void *userdata, struct ck_fg_err *reterr);
 
 /* ---- Providers (client-go's Gates / Registry) ------------------------- */
 

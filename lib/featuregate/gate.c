@@ -58,6 +58,7 @@ static void feature_free(struct ck__fg_feature *f)
     if (f) {
         free(f->name);
         free(f->specs);
+        free(f->deps);
         free(f);
     }
 }
@@ -102,7 +103,7 @@ void ck__fg_publish(struct ck_fg_gate *g, struct ck__fg_snap *s)
 
 /* ---- registration -------------------------------------------------- */
 
-static int stage_rank(enum ck_fg_stage s)
+int ck__fg_stage_rank(enum ck_fg_stage s)
 {
     switch (s) {
     case CK_FG_ALPHA:
@@ -219,7 +220,8 @@ static int validate_specs(const char *name, const struct ck_fg_spec *sp, size_t 
                                    "deprecated feature \"%s\" must not resurrect from its "
                                    "terminal state",
                                    name);
-            if (s->stage != CK_FG_DEPRECATED && stage_rank(s->stage) < stage_rank(last.stage))
+            if (s->stage != CK_FG_DEPRECATED &&
+                ck__fg_stage_rank(s->stage) < ck__fg_stage_rank(last.stage))
                 return ck__fg_errf(reterr, CK_FG_EINVAL,
                                    "feature \"%s\" regresses stability from more stable level to "
                                    "%s in %s",
@@ -471,14 +473,13 @@ static int resolve(struct ck__fg_snap *s, struct ck_fg_err *reterr)
             if (s->expl[i] < 0 && ck__fg_spec_at(s->tab->f[i], s->emu, s->minc).stage == want)
                 s->expl[i] = v;
     }
-    int rc = 0;
-    if (nerr) {
-        char *msg = ck__fg_buf_take(&errs);
-        rc = ck__fg_errf(reterr, CK_FG_EINVAL, nerr > 1 ? "[%s]" : "%s", msg ? msg : "errors");
-        free(msg);
-    } else {
+    if (!nerr) {
         free(errs.p);
+        return ck__fg_check_deps(s, reterr); /* S12, only when the values are valid */
     }
+    char *msg = ck__fg_buf_take(&errs);
+    int rc = ck__fg_errf(reterr, CK_FG_EINVAL, nerr > 1 ? "[%s]" : "%s", msg ? msg : "errors");
+    free(msg);
     return rc;
 }
 
@@ -826,6 +827,19 @@ struct ck_fg_gate *ck_fg_copy(const struct ck_fg_gate *g, bool reset)
             c = ck_fg_gate_free(c);
             goto out_unlock;
         }
+    }
+    for (size_t i = 2; !reset && i < cur->n; i++) { /* Q5: dependencies, not on reset */
+        const struct ck__fg_feature *f = cur->tab->f[i];
+        struct ck__fg_feature *cf = c->table->f[i];
+        if (!f->ndeps)
+            continue;
+        cf->deps = malloc(f->ndeps * sizeof(*cf->deps));
+        if (!cf->deps) {
+            c = ck_fg_gate_free(c);
+            goto out_unlock;
+        }
+        memcpy(cf->deps, f->deps, f->ndeps * sizeof(*cf->deps));
+        cf->ndeps = f->ndeps;
     }
     struct ck__fg_snap *s = ck__fg_snap_new(c->table, reset ? NULL : cur, cur->emu, cur->minc);
     if (!s) {

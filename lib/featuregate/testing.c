@@ -1,5 +1,5 @@
 /*
- * testing.c - the test helper (T1, T2, T5): override values (and the
+ * testing.c - the test helper (T1, T2, T3, T5): override values (and the
  * emulation version) for one test, then put everything back.
  *
  * The saved state is the snapshot current before the override; restoring
@@ -17,36 +17,66 @@ struct ck_fg_test_state {
     const struct ck__fg_snap *saved;
 };
 
-/*
- * T2: AllAlpha=v / AllBeta=v in the helper also set every gate that is
- * Alpha / Beta at the current versions to v explicitly, so they override
- * values the test had set before; the caller's own pairs come after them
- * and so still win. Returns the expanded pairs (names borrowed from the
- * gate's registration table and from pairs), or NULL on allocation failure.
- */
-static struct ck_fg_pair *expand_bulk(struct ck_fg_gate *g, const struct ck_fg_pair *pairs,
-                                      size_t n, size_t *ret_n)
+static bool named(const struct ck_fg_pair *pairs, size_t n, const char *name)
 {
-    const struct ck__fg_snap *s = ck__fg_snap(g);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(pairs[i].name, name))
+            return true;
+    return false;
+}
+
+/*
+ * The pairs the helper really sets, ahead of the caller's own (which thus
+ * win): T2, AllAlpha=v / AllBeta=v also set every gate that is Alpha / Beta
+ * at the current versions to v explicitly, so they override values the test
+ * had set before; T3, a dependency set to false also switches off the
+ * default-on features that need it, unless the call names them. Names are
+ * borrowed from the gate and from pairs. NULL on allocation failure.
+ */
+static struct ck_fg_pair *expand(struct ck_fg_gate *g, const struct ck_fg_pair *pairs, size_t n,
+                                 size_t *ret_n)
+{
+    pthread_mutex_lock(&g->mu);
+    const struct ck__fg_snap *s = g->snaps;
     struct ck_fg_pair *out = malloc((s->n + n + 1) * sizeof(*out));
+    int8_t *v = malloc(s->n + 1);
     size_t k = 0;
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        enum ck_fg_stage want;
-        if (!strcmp(pairs[i].name, "AllAlpha"))
-            want = CK_FG_ALPHA;
-        else if (!strcmp(pairs[i].name, "AllBeta"))
-            want = CK_FG_BETA;
-        else
-            continue;
-        for (size_t f = 2; f < s->n; f++)
-            if (ck__fg_spec_at(s->tab->f[f], s->emu, s->minc).stage == want)
-                out[k++] = (struct ck_fg_pair){s->tab->f[f]->name, pairs[i].value};
+    if (!out || !v) {
+        free(out);
+        out = NULL;
+        goto out;
     }
+    memset(v, -1, s->n);
+    for (size_t i = 0; i < n; i++) {
+        int idx = ck__fg_find(s->tab, pairs[i].name);
+        if (idx == CK_FG_ALL_ALPHA || idx == CK_FG_ALL_BETA) {
+            enum ck_fg_stage want = idx == CK_FG_ALL_ALPHA ? CK_FG_ALPHA : CK_FG_BETA;
+            for (size_t f = 2; f < s->n; f++)
+                if (ck__fg_spec_at(s->tab->f[f], s->emu, s->minc).stage == want)
+                    v[f] = (int8_t)pairs[i].value;
+        } else if (idx >= 0 && !pairs[i].value) {
+            for (size_t f = 2; f < s->n; f++) {
+                const struct ck__fg_feature *ft = s->tab->f[f];
+                for (size_t d = 0; d < ft->ndeps; d++)
+                    if (ft->deps[d] == (uint32_t)idx && !named(pairs, n, ft->name) &&
+                        ck__fg_spec_at(ft, s->emu, s->minc).default_value) {
+                        v[f] = 0;
+                        ck__fg_logf(g, 0,
+                                    "Disabling feature %s because its dependency %s is disabled",
+                                    ft->name, pairs[i].name);
+                    }
+            }
+        }
+    }
+    for (size_t f = 2; f < s->n; f++)
+        if (v[f] >= 0)
+            out[k++] = (struct ck_fg_pair){s->tab->f[f]->name, v[f] != 0};
     for (size_t i = 0; i < n; i++)
         out[k++] = pairs[i];
     *ret_n = k;
+out:
+    pthread_mutex_unlock(&g->mu);
+    free(v);
     return out;
 }
 
@@ -65,7 +95,7 @@ struct ck_fg_test_state *ck_fg_test_override(struct ck_fg_gate *g, const struct 
     st->saved = ck__fg_snap(g);
     if (emulated && ck_fg_set_emulation_version(g, *emulated, reterr) < 0)
         goto out_restore;
-    all = expand_bulk(g, pairs, n, &nall);
+    all = expand(g, pairs, n, &nall);
     if (!all) {
         ck__fg_errf(reterr, CK_FG_ENOMEM, "out of memory");
         goto out_restore;

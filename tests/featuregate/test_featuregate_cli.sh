@@ -118,6 +118,11 @@ if [ $? -eq 1 ] && grep -q missing.yaml "$work/err"; then pass; else fail "missi
 "$fg" lint --features "$data/list-lint-bad.yaml" >"$work/out" 2>&1
 if [ $? -eq 1 ] && [ "$(wc -l <"$work/out")" -eq 6 ] && grep -q '^Zz: ' "$work/out"; then pass; else fail "lint findings"; fi
 
+# L3: removals against the previous list, at the release's binary version.
+"$fg" lint --features "$data/list.yaml" --previous "$data/list-previous.yaml" --binary-version 1.35 >"$work/out" 2>&1
+if [ $? -eq 1 ] && [ "$(wc -l <"$work/out")" -eq 3 ] && grep -q '^ZBetaGone: feature ZBetaGone cannot be removed while in beta$' "$work/out"; then pass; else fail "lint --previous: $(cat "$work/out")"; fi
+"$fg" lint --features "$data/list-previous.yaml" --previous "$data/list-previous.yaml" >"$work/out" 2>&1 && [ ! -s "$work/out" ] && pass || fail "lint --previous, nothing removed"
+
 # --- usage ---
 "$fg" --help >"$work/out" 2>&1 && grep -q 'featuregate eval' "$work/out" && pass || fail "--help"
 # usage_fails WORD ARGS... : exit 1, nothing on stdout, one stderr line with WORD

@@ -1,5 +1,5 @@
 /*
- * test_testing.c - lib/featuregate/testing.c: the test helper (T1, T2, T5).
+ * test_testing.c - lib/featuregate/testing.c: the test helper (T1, T2, T3, T5).
  */
 #include "cktest.h"
 
@@ -60,11 +60,45 @@ static void test_T2_bulk_in_helper_overrides(void **state)
     ck_fg_gate_free(g);
 }
 
+/* T3: switching a dependency off in the helper switches default-on dependents off. */
+static void test_T3_dependency_off_turns_dependents_off(void **state)
+{
+    (void)state;
+    struct ck_fg_gate *g = ck_fg_gate_new(V(1, 33));
+    struct ck_fg_err err = {0};
+    struct fg_log log = {0};
+    ck_fg_set_logger(g, fg_log_record, &log);
+    assert_int_equal(ck_fg_add(g, "Base", SPEC(0, 0, true, false, BETA), NULL, NULL), 0);
+    assert_int_equal(ck_fg_add(g, "UserOn", SPEC(0, 0, true, false, BETA), NULL, NULL), 0);
+    assert_int_equal(ck_fg_add(g, "UserOff", SPEC(0, 0, false, false, BETA), NULL, NULL), 0);
+    const char *base[] = {"Base"};
+    assert_int_equal(ck_fg_add_dependencies(g, "UserOn", base, 1, &err), 0);
+    assert_int_equal(ck_fg_add_dependencies(g, "UserOff", base, 1, &err), 0);
+    struct ck_fg_pair off[] = {{"Base", false}};
+    struct ck_fg_test_state *st = ck_fg_test_override(g, off, 1, NULL, &err);
+    assert_non_null(st);
+    assert_false(ck_fg_enabled_name(g, "Base"));
+    assert_false(ck_fg_enabled_name(g, "UserOn")); /* gate-off follows its dependency */
+    assert_true(fg_log_has(&log, "Disabling feature UserOn because its dependency Base is "
+                                 "disabled"));
+    assert_false(fg_log_has(&log, "feature UserOff")); /* default-off: untouched */
+    ck_fg_test_restore(st);
+    assert_true(ck_fg_enabled_name(g, "UserOn")); /* gate-on again after restore */
+    /* Naming the dependent in the same call is an error, not an override (S12). */
+    struct ck_fg_pair both[] = {{"Base", false}, {"UserOn", true}};
+    assert_null(ck_fg_test_override(g, both, 2, NULL, &err));
+    assert_non_null(strstr(err.msg, "UserOn is enabled, but depends on features that are "
+                                    "disabled: [Base]"));
+    assert_true(ck_fg_enabled_name(g, "Base"));
+    ck_fg_gate_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_T1_T5_override_and_restore),
         cmocka_unit_test(test_T2_bulk_in_helper_overrides),
+        cmocka_unit_test(test_T3_dependency_off_turns_dependents_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
