@@ -348,17 +348,29 @@ struct ck_fg_gate *ck_fg_provider_replace(struct ck_fg_gate *g);
 int ck_fg_fold(struct ck_fg_gate *dst, const struct ck_fg_gate *src, bool versioned,
                struct ck_fg_err *reterr);
 
-/* ---- Test helper (T1, T5) --------------------------------------------- */
+/* ---- Test helper (T1-T5) ---------------------------------------------- */
 
 /*
- * Sets pairs (and, when emulated is not NULL, the emulation version first)
- * for the duration of one test. ck_fg_test_restore() puts back the values,
- * recorded input and versions saved by the override and frees the saved
- * state. NULL saved state means the override failed (*reterr says why).
+ * Sets pairs (and, when emulated is not NULL, the emulation version first,
+ * with min-compatibility one below) for the duration of one test, like
+ * component-base's SetFeatureGatesDuringTest: AllAlpha/AllBeta set every
+ * Alpha/Beta gate explicitly (T2); a dependency set to false switches off
+ * the default-on features that need it unless pairs name them (T3).
+ * ck_fg_test_restore() puts back the values, recorded input and versions
+ * saved by the override and frees the saved state; restore overrides in
+ * reverse order. NULL means the override failed and changed nothing
+ * (*reterr says why).
+ *
+ * test_name (may be NULL) enables T4: while this override is active,
+ * another override with a name that is neither the same nor a subtest
+ * ("Name/Sub") fails if it sets one of the same features, or the emulation
+ * version at another version ("Detected parallel setting of a feature gate
+ * by both ...").
  */
 struct ck_fg_test_state;
-struct ck_fg_test_state *ck_fg_test_override(struct ck_fg_gate *g, const struct ck_fg_pair *pairs,
-                                             size_t n, const struct ck_fg_version *emulated,
+struct ck_fg_test_state *ck_fg_test_override(struct ck_fg_gate *g, const char *test_name,
+                                             const struct ck_fg_pair *pairs, size_t n,
+                                             const struct ck_fg_version *emulated,
                                              struct ck_fg_err *reterr);
 void ck_fg_test_restore(struct ck_fg_test_state *st);
 

@@ -529,8 +529,11 @@ int ck_fg_set_from_map(struct ck_fg_gate *g, const struct ck_fg_pair *pairs, siz
     rc = resolve(s, reterr);
     if (rc < 0)
         goto out_free; /* D1: nothing recorded */
-    ck__fg_publish(g, s);
     log_set_warnings(g, s);
+    if (memcmp(s->raw, cur->raw, s->n) == 0 && memcmp(s->expl, cur->expl, s->n) == 0)
+        free(s); /* nothing changed: keep the current snapshot, spend no memory */
+    else
+        ck__fg_publish(g, s);
     pthread_mutex_unlock(&g->mu);
     log_updated(g);
     return 0;

@@ -53,6 +53,7 @@ struct ck_fg_gate {
     struct ck__fg_snap *snaps;       /* every snapshot, newest first (== cur) */
     struct ck__fg_table *table;      /* newest table, older ones chained */
     bool closed;
+    struct ck_fg_test_state *tests; /* active test overrides, newest first (T4) */
     ck_fg_log_fn log;
     void *log_ud;
 };

@@ -1,6 +1,7 @@
 /*
- * testing.c - the test helper (T1, T2, T3, T5): override values (and the
- * emulation version) for one test, then put everything back.
+ * testing.c - the test helper (T1-T5): override values (and the emulation
+ * version) for one test, then put everything back; refuse two unrelated
+ * tests overriding the same gate at once.
  *
  * The saved state is the snapshot current before the override; restoring
  * publishes a copy of it, so values, recorded input and versions come back
@@ -15,6 +16,12 @@
 struct ck_fg_test_state {
     struct ck_fg_gate *g;
     const struct ck__fg_snap *saved;
+    char *name;         /* the test's name; NULL: no parallel-use detection */
+    uint32_t *features; /* what this override sets (T4) */
+    size_t nfeatures;
+    bool sets_emulation; /* and whether it sets the emulation version */
+    struct ck_fg_version emu;
+    struct ck_fg_test_state *next; /* in g->tests, under g->mu */
 };
 
 static bool named(const struct ck_fg_pair *pairs, size_t n, const char *name)
@@ -80,19 +87,89 @@ out:
     return out;
 }
 
-struct ck_fg_test_state *ck_fg_test_override(struct ck_fg_gate *g, const struct ck_fg_pair *pairs,
-                                             size_t n, const struct ck_fg_version *emulated,
+/* Go's t.Name() rule: the same test, or one of its subtests ("Parent/Sub"). */
+static bool same_test_or_subtest(const char *name, const char *owner)
+{
+    size_t n = strlen(owner);
+    return !strncmp(name, owner, n) && (name[n] == '\0' || name[n] == '/');
+}
+
+/*
+ * T4: fails when another, unrelated test holds an override of one of the
+ * same features, or of the emulation version at a different version.
+ * Registers st as active when there is no conflict. Takes g->mu.
+ */
+static int claim(struct ck_fg_test_state *st, struct ck_fg_err *reterr)
+{
+    struct ck_fg_gate *g = st->g;
+    int rc = 0;
+    pthread_mutex_lock(&g->mu);
+    for (const struct ck_fg_test_state *o = g->tests; st->name && o && !rc; o = o->next) {
+        if (!o->name || same_test_or_subtest(st->name, o->name))
+            continue;
+        if (st->sets_emulation && o->sets_emulation && ck_fg_version_cmp(st->emu, o->emu) != 0)
+            rc = ck__fg_errf(reterr, CK_FG_EPERM,
+                             "Detected parallel setting of a feature gate emulation version by "
+                             "both \"%s\" and \"%s\"",
+                             o->name, st->name);
+        for (size_t i = 0; i < st->nfeatures && !rc; i++)
+            for (size_t j = 0; j < o->nfeatures && !rc; j++)
+                if (st->features[i] == o->features[j])
+                    rc = ck__fg_errf(reterr, CK_FG_EPERM,
+                                     "Detected parallel setting of a feature gate by both \"%s\" "
+                                     "and \"%s\"",
+                                     o->name, st->name);
+    }
+    if (!rc) {
+        st->next = g->tests;
+        g->tests = st;
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+static void state_free(struct ck_fg_test_state *st)
+{
+    free(st->name);
+    free(st->features);
+    free(st);
+}
+
+struct ck_fg_test_state *ck_fg_test_override(struct ck_fg_gate *g, const char *test_name,
+                                             const struct ck_fg_pair *pairs, size_t n,
+                                             const struct ck_fg_version *emulated,
                                              struct ck_fg_err *reterr)
 {
     struct ck_fg_test_state *st = calloc(1, sizeof(*st));
     struct ck_fg_pair *all = NULL;
     size_t nall = 0;
-    if (!st) {
+    if (!st || (test_name && !(st->name = strdup(test_name)))) {
+        free(st);
         ck__fg_errf(reterr, CK_FG_ENOMEM, "out of memory");
         return NULL;
     }
     st->g = g;
     st->saved = ck__fg_snap(g);
+    if (emulated) {
+        st->sets_emulation = true;
+        st->emu = ck_fg_version_mm(emulated->major, emulated->minor);
+    }
+    all = expand(g, pairs, n, &nall);
+    st->features = malloc((nall + 1) * sizeof(*st->features));
+    if (!all || !st->features) {
+        ck__fg_errf(reterr, CK_FG_ENOMEM, "out of memory");
+        goto out_free;
+    }
+    for (size_t i = 0; i < nall; i++) {
+        ck_fg_feature_t f;
+        if (ck_fg_lookup(g, all[i].name, &f) == 0)
+            st->features[st->nfeatures++] = f;
+    }
+    if (claim(st, reterr) < 0)
+        goto out_free;
+    free(all);
+    all = NULL;
+    /* Bulk and dependency expansion depend on the versions: redo it after. */
     if (emulated && ck_fg_set_emulation_version(g, *emulated, reterr) < 0)
         goto out_restore;
     all = expand(g, pairs, n, &nall);
@@ -108,6 +185,10 @@ out_restore:
     free(all);
     ck_fg_test_restore(st);
     return NULL;
+out_free:
+    free(all);
+    state_free(st);
+    return NULL;
 }
 
 void ck_fg_test_restore(struct ck_fg_test_state *st)
@@ -116,10 +197,15 @@ void ck_fg_test_restore(struct ck_fg_test_state *st)
         return;
     struct ck_fg_gate *g = st->g;
     pthread_mutex_lock(&g->mu);
+    for (struct ck_fg_test_state **p = &g->tests; *p; p = &(*p)->next)
+        if (*p == st) {
+            *p = st->next;
+            break;
+        }
     const struct ck__fg_snap *old = st->saved;
     struct ck__fg_snap *s = ck__fg_snap_new(g->snaps->tab, old, old->emu, old->minc);
     if (s)
         ck__fg_publish(g, s);
     pthread_mutex_unlock(&g->mu);
-    free(st);
+    state_free(st);
 }
