@@ -301,6 +301,14 @@ int ck_fg_env_pairs(struct ck_fg_gate *g, ck_fg_getenv_fn lookup, struct ck_fg_p
  */
 int ck_fg_apply_sources(struct ck_fg_gate *g, const char *const *flags, size_t nflags,
                         const char *config_path, bool use_env, struct ck_fg_err *reterr);
+/*
+ * The same with the config file's contents instead of its path, for a
+ * component that has read its config file already (config may be NULL:
+ * no config). The featureGates: map is taken from the top level.
+ */
+int ck_fg_apply_sources_buf(struct ck_fg_gate *g, const char *const *flags, size_t nflags,
+                            const char *config, size_t config_len, bool use_env,
+                            struct ck_fg_err *reterr);
 
 /* ---- Versioned feature lists (Kubernetes' YAML format) ---------------- */
 

@@ -97,6 +97,11 @@ KUBE_FEATURE_TestBeta=' false' eval_is 'TestBeta=true' $B --env
 if grep -q 'TestBeta' "$work/err"; then pass; else fail "env: invalid value not warned"; fi
 KUBE_FEATURE_TestLocked=false eval_is 'TestLocked=true' $B --env
 KUBE_FEATURE_testalpha=true eval_is 'TestAlpha=false' $B --env
+# V10: alpha features on while emulating an older version: a warning on stderr only.
+eval_is 'TestAlpha=true' $B --emulated-version 1.33 --feature-gates TestAlpha=true
+if grep -q 'component has alpha features enabled in emulated version, this is unsupported features=\[TestAlpha\]' "$work/err"; then pass; else fail "V10 warning: $(cat "$work/err")"; fi
+eval_is 'TestAlpha=true' $B --feature-gates TestAlpha=true
+if [ ! -s "$work/err" ]; then pass; else fail "V10 warning without emulation: $(cat "$work/err")"; fi
 # O3: warnings go to stderr, never stdout.
 eval_is 'TestGA=false' $B --feature-gates TestGA=false
 if grep -q 'Warning: setting GA feature gate' "$work/err"; then pass; else fail "GA warning"; fi
