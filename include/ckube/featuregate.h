@@ -197,6 +197,13 @@ int ck_fg_reset_to_default(struct ck_fg_gate *g, const char *name, struct ck_fg_
 /* Changes the default of the spec in effect (S13); not after close. */
 int ck_fg_override_default(struct ck_fg_gate *g, const char *name, bool value,
                            struct ck_fg_err *reterr);
+/*
+ * The same for the spec in effect at version (min-compatibility one below),
+ * whatever the gate emulates (OverrideDefaultAtVersion): e.g. change the
+ * default a feature will have once it reaches Beta.
+ */
+int ck_fg_override_default_at(struct ck_fg_gate *g, const char *name, bool value,
+                              struct ck_fg_version version, struct ck_fg_err *reterr);
 
 /*
  * The hot path: is the feature on? An acquire-load and an array read; no

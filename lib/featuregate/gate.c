@@ -662,13 +662,19 @@ out_unlock:
     return rc;
 }
 
-int ck_fg_override_default(struct ck_fg_gate *g, const char *name, bool value,
-                           struct ck_fg_err *reterr)
+/* S13 at (emu, minc); at_current: the gate's own versions, read under the lock. */
+static int override_default(struct ck_fg_gate *g, const char *name, bool value, bool at_current,
+                            struct ck_fg_version emu, struct ck_fg_version minc,
+                            struct ck_fg_err *reterr)
 {
     int rc = 0;
     char e[32];
     pthread_mutex_lock(&g->mu);
     const struct ck__fg_snap *cur = g->snaps;
+    if (at_current) {
+        emu = cur->emu;
+        minc = cur->minc;
+    }
     if (g->closed) {
         rc = ck__fg_errf(reterr, CK_FG_EPERM,
                          "cannot override default for feature \"%s\": gates already added to a "
@@ -686,8 +692,8 @@ int ck_fg_override_default(struct ck_fg_gate *g, const char *name, bool value,
     struct ck_fg_spec *sp = NULL;
     for (size_t i = f->nspecs; i-- > 0;) {
         struct ck_fg_spec *c = &f->specs[i];
-        if (ck_fg_version_cmp(c->version, cur->emu) <= 0 &&
-            (!c->has_min_compat || ck_fg_version_cmp(c->min_compat, cur->minc) <= 0)) {
+        if (ck_fg_version_cmp(c->version, emu) <= 0 &&
+            (!c->has_min_compat || ck_fg_version_cmp(c->min_compat, minc) <= 0)) {
             sp = c;
             break;
         }
@@ -696,7 +702,7 @@ int ck_fg_override_default(struct ck_fg_gate *g, const char *name, bool value,
         rc = ck__fg_errf(reterr, CK_FG_EINVAL,
                          "cannot override default: feature \"%s\" is not available before "
                          "version %s",
-                         name, ck_fg_version_fmt(cur->emu, e, sizeof(e)));
+                         name, ck_fg_version_fmt(emu, e, sizeof(e)));
         goto out_unlock;
     }
     if (sp->lock_to_default) {
@@ -722,6 +728,20 @@ int ck_fg_override_default(struct ck_fg_gate *g, const char *name, bool value,
 out_unlock:
     pthread_mutex_unlock(&g->mu);
     return rc;
+}
+
+int ck_fg_override_default(struct ck_fg_gate *g, const char *name, bool value,
+                           struct ck_fg_err *reterr)
+{
+    struct ck_fg_version none = {0};
+    return override_default(g, name, value, true, none, none, reterr);
+}
+
+int ck_fg_override_default_at(struct ck_fg_gate *g, const char *name, bool value,
+                              struct ck_fg_version version, struct ck_fg_err *reterr)
+{
+    struct ck_fg_version v = ck_fg_version_mm(version.major, version.minor);
+    return override_default(g, name, value, false, v, ck_fg_version_sub_minor(v, 1), reterr);
 }
 
 /* ---- reading ------------------------------------------------------- */
