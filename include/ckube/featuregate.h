@@ -5,14 +5,17 @@
  * min-compatibility versions, AllAlpha/AllBeta) and client-go's environment
  * variable gates. Rule ids (M1, S9, V7, ...) refer to the project's feature
  * gate semantics specification; docs/internals/featuregate.md explains the
- * design and docs/differences.md the one deliberate difference (D1: a failing
- * set changes nothing at all).
+ * design and docs/differences.md the deliberate differences (D1: a failing
+ * set changes nothing at all; O4: every value an emulation change flips is
+ * logged, not only those already read).
  *
  * This library stands alone: it needs nothing else of ckube, only libyaml
  * (lists, config files) and jansson (JSON outputs).
- * It never prints; warnings and log lines leave through ck_fg_set_logger().
+ * It prints nothing (but the line on stderr before it aborts on a programming
+ * error, Q1); warnings and log lines leave through ck_fg_set_logger().
  *
- * Threading: ck_fg_enabled() and ck_fg_enabled_name() are lock-free and may
+ * Threading: ck_fg_enabled(), ck_fg_enabled_many(), ck_fg_enabled_name(),
+ * ck_fg_lookup() and ck_fg_explicitly_set() are lock-free and may
  * run on any thread at any time, also while another thread sets values: a
  * reader sees the whole old state or the whole new state, never a mix.
  * Every other call on a gate serializes on the gate's mutex.
