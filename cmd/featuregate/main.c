@@ -1,7 +1,8 @@
 /*
  * featuregate - works on feature lists in Kubernetes' versioned_feature_list
  * format: eval (effective values, rules P1-P10), list (the docs table),
- * lint (lifecycle rules) and gen-c (C handles for a list, used by the build).
+ * lint (lifecycle rules, removals against a previous list) and gen-c (C
+ * handles for a list, used by the build).
  *
  * Thin: flags, wiring and exit codes. Exit 0 on success; 1 on any error,
  * usage errors included, with one line on stderr and nothing on stdout.
@@ -21,7 +22,7 @@ static const char usage_text[] =
     "  featuregate eval --features LIST.yaml [--binary-version X.Y] [--emulated-version X.Y]\n"
     "                   [--feature-gates 'A=true,B=false']... [--config CONFIG.yaml] [--env]\n"
     "  featuregate list --features LIST.yaml [-o table|json|markdown]\n"
-    "  featuregate lint --features LIST.yaml\n"
+    "  featuregate lint --features LIST.yaml [--previous OLD.yaml [--binary-version X.Y]]\n"
     "  featuregate gen-c --features LIST.yaml --header OUT.h --source OUT.c\n"
     "\n"
     "eval prints a JSON object of every gate known at the effective version and its value.\n"
@@ -49,7 +50,7 @@ static void log_to_stderr(void *ud, int v, const char *msg)
 }
 
 struct opts {
-    const char *features, *binary, *emulated, *config, *output, *header, *source;
+    const char *features, *binary, *emulated, *config, *output, *header, *source, *previous;
     const char *flags[MAX_FLAGS];
     size_t nflags;
     bool env;
@@ -67,6 +68,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"output", required_argument, NULL, 'o'},
         {"header", required_argument, NULL, 'H'},
         {"source", required_argument, NULL, 'S'},
+        {"previous", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -104,6 +106,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case 'S':
             o->source = optarg;
             break;
+        case 'P':
+            o->previous = optarg;
+            break;
         case 'h':
             fputs(usage_text, stdout);
             exit(0);
@@ -120,6 +125,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     return 0;
 }
 
+static int binary_version(const struct opts *o, struct ck_fg_version *ret);
+
 /* Builds the gate for eval: binary, emulation window, list, sources. */
 static int cmd_eval(const struct opts *o)
 {
@@ -127,12 +134,8 @@ static int cmd_eval(const struct opts *o)
     struct ck_fg_version bin, emu, minc;
     int rc = 1;
 
-    if (ck_fg_version_parse(o->binary ? o->binary : DEFAULT_BINARY_VERSION, &bin, &err) < 0) {
-        char m[600];
-        snprintf(m, sizeof(m), "invalid --binary-version: %s", err.msg);
-        return fail(m);
-    }
-    bin = ck_fg_version_mm(bin.major, bin.minor); /* P1: patch ignored */
+    if (binary_version(o, &bin))
+        return 1;
     emu = bin;
     minc = ck_fg_version_sub_minor(bin, 1); /* V8: unclamped without emulation */
     if (o->emulated) {
@@ -201,12 +204,35 @@ static void print_finding(void *ud, const char *line)
     printf("%s\n", line);
 }
 
+/* The binary version: --binary-version or the default, patch ignored (P1). */
+static int binary_version(const struct opts *o, struct ck_fg_version *ret)
+{
+    struct ck_fg_err err = {0};
+    if (ck_fg_version_parse(o->binary ? o->binary : DEFAULT_BINARY_VERSION, ret, &err) < 0) {
+        char m[600];
+        snprintf(m, sizeof(m), "invalid --binary-version: %s", err.msg);
+        return fail(m);
+    }
+    *ret = ck_fg_version_mm(ret->major, ret->minor);
+    return 0;
+}
+
+/* lint: the list's own rules; with --previous also the removal rules (L3). */
 static int cmd_lint(const struct opts *o)
 {
     struct ck_fg_err err = {0};
+    struct ck_fg_version bin;
     int n = ck_fg_list_lint(o->features, print_finding, NULL, &err);
     if (n < 0)
         return fail(err.msg);
+    if (o->previous) {
+        if (binary_version(o, &bin))
+            return 1;
+        int r = ck_fg_list_lint_removals(o->previous, o->features, bin, print_finding, NULL, &err);
+        if (r < 0)
+            return fail(err.msg);
+        n += r;
+    }
     return n > 0 ? 1 : 0;
 }
 

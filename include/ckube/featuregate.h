@@ -5,14 +5,17 @@
  * min-compatibility versions, AllAlpha/AllBeta) and client-go's environment
  * variable gates. Rule ids (M1, S9, V7, ...) refer to the project's feature
  * gate semantics specification; docs/internals/featuregate.md explains the
- * design and docs/differences.md the one deliberate difference (D1: a failing
- * set changes nothing at all).
+ * design and docs/differences.md the deliberate differences (D1: a failing
+ * set changes nothing at all; O4: every value an emulation change flips is
+ * logged, not only those already read).
  *
  * This library stands alone: it needs nothing else of ckube, only libyaml
  * (lists, config files) and jansson (JSON outputs).
- * It never prints; warnings and log lines leave through ck_fg_set_logger().
+ * It prints nothing (but the line on stderr before it aborts on a programming
+ * error, Q1); warnings and log lines leave through ck_fg_set_logger().
  *
- * Threading: ck_fg_enabled() and ck_fg_enabled_name() are lock-free and may
+ * Threading: ck_fg_enabled(), ck_fg_enabled_many(), ck_fg_enabled_name(),
+ * ck_fg_lookup() and ck_fg_explicitly_set() are lock-free and may
  * run on any thread at any time, also while another thread sets values: a
  * reader sees the whole old state or the whole new state, never a mix.
  * Every other call on a gate serializes on the gate's mutex.
@@ -152,6 +155,25 @@ int ck_fg_add(struct ck_fg_gate *g, const char *name, struct ck_fg_spec spec, ck
 void ck_fg_close(struct ck_fg_gate *g);
 
 /*
+ * Declares that feature needs deps (R13, Kubernetes 1.35+): all must be
+ * known; at every spec of feature, each dependency's spec in effect at that
+ * version must be at least as stable, default-on if feature is, locked if
+ * feature is; the graph must stay acyclic. Merged with earlier calls,
+ * sorted by name, de-duplicated. All or nothing; CK_FG_EPERM after
+ * ck_fg_close(). From then on a set, emulation change or validate that
+ * leaves feature enabled and a dependency disabled fails (S12):
+ * "X is enabled, but depends on features that are disabled: [Y]".
+ */
+int ck_fg_add_dependencies(struct ck_fg_gate *g, const char *feature, const char *const *deps,
+                           size_t n, struct ck_fg_err *reterr);
+/*
+ * The dependencies of f (*ret_n of them, sorted by name), owned by the gate;
+ * valid until the next ck_fg_add_dependencies() for f.
+ */
+const ck_fg_feature_t *ck_fg_dependencies(const struct ck_fg_gate *g, ck_fg_feature_t f,
+                                          size_t *ret_n);
+
+/*
  * Parses "A=true,B=false" (S1) and applies it (S2-S11) as one atomic
  * change: either every pair applies or nothing changes, neither values nor
  * recorded input (D1). Errors carry Kubernetes' texts.
@@ -178,6 +200,13 @@ int ck_fg_reset_to_default(struct ck_fg_gate *g, const char *name, struct ck_fg_
 /* Changes the default of the spec in effect (S13); not after close. */
 int ck_fg_override_default(struct ck_fg_gate *g, const char *name, bool value,
                            struct ck_fg_err *reterr);
+/*
+ * The same for the spec in effect at version (min-compatibility one below),
+ * whatever the gate emulates (OverrideDefaultAtVersion): e.g. change the
+ * default a feature will have once it reaches Beta.
+ */
+int ck_fg_override_default_at(struct ck_fg_gate *g, const char *name, bool value,
+                              struct ck_fg_version version, struct ck_fg_err *reterr);
 
 /*
  * The hot path: is the feature on? An acquire-load and an array read; no
@@ -282,6 +311,14 @@ int ck_fg_env_pairs(struct ck_fg_gate *g, ck_fg_getenv_fn lookup, struct ck_fg_p
  */
 int ck_fg_apply_sources(struct ck_fg_gate *g, const char *const *flags, size_t nflags,
                         const char *config_path, bool use_env, struct ck_fg_err *reterr);
+/*
+ * The same with the config file's contents instead of its path, for a
+ * component that has read its config file already (config may be NULL:
+ * no config). The featureGates: map is taken from the top level.
+ */
+int ck_fg_apply_sources_buf(struct ck_fg_gate *g, const char *const *flags, size_t nflags,
+                            const char *config, size_t config_len, bool use_env,
+                            struct ck_fg_err *reterr);
 
 /* ---- Versioned feature lists (Kubernetes' YAML format) ---------------- */
 
@@ -302,6 +339,16 @@ typedef void (*ck_fg_report_fn)(void *userdata, const char *line);
 int ck_fg_list_lint(const char *path, ck_fg_report_fn report, void *userdata,
                     struct ck_fg_err *reterr);
 
+/*
+ * L3: compares a list with its previous version (previous) for a release
+ * at version current: removing an Alpha feature is fine; a feature whose
+ * last spec is Beta cannot go; GA or Deprecated must be locked first, and
+ * if locked after 1.31, stays until locked version + 3 minors (emulation).
+ * Reports and returns findings like ck_fg_list_lint().
+ */
+int ck_fg_list_lint_removals(const char *previous, const char *path, struct ck_fg_version current,
+                             ck_fg_report_fn report, void *userdata, struct ck_fg_err *reterr);
+
 /* ---- Providers (client-go's Gates / Registry) ------------------------- */
 
 /*
@@ -319,17 +366,29 @@ struct ck_fg_gate *ck_fg_provider_replace(struct ck_fg_gate *g);
 int ck_fg_fold(struct ck_fg_gate *dst, const struct ck_fg_gate *src, bool versioned,
                struct ck_fg_err *reterr);
 
-/* ---- Test helper (T1, T5) --------------------------------------------- */
+/* ---- Test helper (T1-T5) ---------------------------------------------- */
 
 /*
- * Sets pairs (and, when emulated is not NULL, the emulation version first)
- * for the duration of one test. ck_fg_test_restore() puts back the values,
- * recorded input and versions saved by the override and frees the saved
- * state. NULL saved state means the override failed (*reterr says why).
+ * Sets pairs (and, when emulated is not NULL, the emulation version first,
+ * with min-compatibility one below) for the duration of one test, like
+ * component-base's SetFeatureGatesDuringTest: AllAlpha/AllBeta set every
+ * Alpha/Beta gate explicitly (T2); a dependency set to false switches off
+ * the default-on features that need it unless pairs name them (T3).
+ * ck_fg_test_restore() puts back the values, recorded input and versions
+ * saved by the override and frees the saved state; restore overrides in
+ * reverse order. NULL means the override failed and changed nothing
+ * (*reterr says why).
+ *
+ * test_name (may be NULL) enables T4: while this override is active,
+ * another override with a name that is neither the same nor a subtest
+ * ("Name/Sub") fails if it sets one of the same features, or the emulation
+ * version at another version ("Detected parallel setting of a feature gate
+ * by both ...").
  */
 struct ck_fg_test_state;
-struct ck_fg_test_state *ck_fg_test_override(struct ck_fg_gate *g, const struct ck_fg_pair *pairs,
-                                             size_t n, const struct ck_fg_version *emulated,
+struct ck_fg_test_state *ck_fg_test_override(struct ck_fg_gate *g, const char *test_name,
+                                             const struct ck_fg_pair *pairs, size_t n,
+                                             const struct ck_fg_version *emulated,
                                              struct ck_fg_err *reterr);
 void ck_fg_test_restore(struct ck_fg_test_state *st);
 

@@ -58,6 +58,7 @@ static void feature_free(struct ck__fg_feature *f)
     if (f) {
         free(f->name);
         free(f->specs);
+        free(f->deps);
         free(f);
     }
 }
@@ -102,7 +103,7 @@ void ck__fg_publish(struct ck_fg_gate *g, struct ck__fg_snap *s)
 
 /* ---- registration -------------------------------------------------- */
 
-static int stage_rank(enum ck_fg_stage s)
+int ck__fg_stage_rank(enum ck_fg_stage s)
 {
     switch (s) {
     case CK_FG_ALPHA:
@@ -219,7 +220,8 @@ static int validate_specs(const char *name, const struct ck_fg_spec *sp, size_t 
                                    "deprecated feature \"%s\" must not resurrect from its "
                                    "terminal state",
                                    name);
-            if (s->stage != CK_FG_DEPRECATED && stage_rank(s->stage) < stage_rank(last.stage))
+            if (s->stage != CK_FG_DEPRECATED &&
+                ck__fg_stage_rank(s->stage) < ck__fg_stage_rank(last.stage))
                 return ck__fg_errf(reterr, CK_FG_EINVAL,
                                    "feature \"%s\" regresses stability from more stable level to "
                                    "%s in %s",
@@ -471,14 +473,13 @@ static int resolve(struct ck__fg_snap *s, struct ck_fg_err *reterr)
             if (s->expl[i] < 0 && ck__fg_spec_at(s->tab->f[i], s->emu, s->minc).stage == want)
                 s->expl[i] = v;
     }
-    int rc = 0;
-    if (nerr) {
-        char *msg = ck__fg_buf_take(&errs);
-        rc = ck__fg_errf(reterr, CK_FG_EINVAL, nerr > 1 ? "[%s]" : "%s", msg ? msg : "errors");
-        free(msg);
-    } else {
+    if (!nerr) {
         free(errs.p);
+        return ck__fg_check_deps(s, reterr); /* S12, only when the values are valid */
     }
+    char *msg = ck__fg_buf_take(&errs);
+    int rc = ck__fg_errf(reterr, CK_FG_EINVAL, nerr > 1 ? "[%s]" : "%s", msg ? msg : "errors");
+    free(msg);
     return rc;
 }
 
@@ -528,8 +529,11 @@ int ck_fg_set_from_map(struct ck_fg_gate *g, const struct ck_fg_pair *pairs, siz
     rc = resolve(s, reterr);
     if (rc < 0)
         goto out_free; /* D1: nothing recorded */
-    ck__fg_publish(g, s);
     log_set_warnings(g, s);
+    if (memcmp(s->raw, cur->raw, s->n) == 0 && memcmp(s->expl, cur->expl, s->n) == 0)
+        free(s); /* nothing changed: keep the current snapshot, spend no memory */
+    else
+        ck__fg_publish(g, s);
     pthread_mutex_unlock(&g->mu);
     log_updated(g);
     return 0;
@@ -658,13 +662,19 @@ out_unlock:
     return rc;
 }
 
-int ck_fg_override_default(struct ck_fg_gate *g, const char *name, bool value,
-                           struct ck_fg_err *reterr)
+/* S13 at (emu, minc); at_current: the gate's own versions, read under the lock. */
+static int override_default(struct ck_fg_gate *g, const char *name, bool value, bool at_current,
+                            struct ck_fg_version emu, struct ck_fg_version minc,
+                            struct ck_fg_err *reterr)
 {
     int rc = 0;
     char e[32];
     pthread_mutex_lock(&g->mu);
     const struct ck__fg_snap *cur = g->snaps;
+    if (at_current) {
+        emu = cur->emu;
+        minc = cur->minc;
+    }
     if (g->closed) {
         rc = ck__fg_errf(reterr, CK_FG_EPERM,
                          "cannot override default for feature \"%s\": gates already added to a "
@@ -682,8 +692,8 @@ int ck_fg_override_default(struct ck_fg_gate *g, const char *name, bool value,
     struct ck_fg_spec *sp = NULL;
     for (size_t i = f->nspecs; i-- > 0;) {
         struct ck_fg_spec *c = &f->specs[i];
-        if (ck_fg_version_cmp(c->version, cur->emu) <= 0 &&
-            (!c->has_min_compat || ck_fg_version_cmp(c->min_compat, cur->minc) <= 0)) {
+        if (ck_fg_version_cmp(c->version, emu) <= 0 &&
+            (!c->has_min_compat || ck_fg_version_cmp(c->min_compat, minc) <= 0)) {
             sp = c;
             break;
         }
@@ -692,7 +702,7 @@ int ck_fg_override_default(struct ck_fg_gate *g, const char *name, bool value,
         rc = ck__fg_errf(reterr, CK_FG_EINVAL,
                          "cannot override default: feature \"%s\" is not available before "
                          "version %s",
-                         name, ck_fg_version_fmt(cur->emu, e, sizeof(e)));
+                         name, ck_fg_version_fmt(emu, e, sizeof(e)));
         goto out_unlock;
     }
     if (sp->lock_to_default) {
@@ -718,6 +728,20 @@ int ck_fg_override_default(struct ck_fg_gate *g, const char *name, bool value,
 out_unlock:
     pthread_mutex_unlock(&g->mu);
     return rc;
+}
+
+int ck_fg_override_default(struct ck_fg_gate *g, const char *name, bool value,
+                           struct ck_fg_err *reterr)
+{
+    struct ck_fg_version none = {0};
+    return override_default(g, name, value, true, none, none, reterr);
+}
+
+int ck_fg_override_default_at(struct ck_fg_gate *g, const char *name, bool value,
+                              struct ck_fg_version version, struct ck_fg_err *reterr)
+{
+    struct ck_fg_version v = ck_fg_version_mm(version.major, version.minor);
+    return override_default(g, name, value, false, v, ck_fg_version_sub_minor(v, 1), reterr);
 }
 
 /* ---- reading ------------------------------------------------------- */
@@ -826,6 +850,19 @@ struct ck_fg_gate *ck_fg_copy(const struct ck_fg_gate *g, bool reset)
             c = ck_fg_gate_free(c);
             goto out_unlock;
         }
+    }
+    for (size_t i = 2; !reset && i < cur->n; i++) { /* Q5: dependencies, not on reset */
+        const struct ck__fg_feature *f = cur->tab->f[i];
+        struct ck__fg_feature *cf = c->table->f[i];
+        if (!f->ndeps)
+            continue;
+        cf->deps = malloc(f->ndeps * sizeof(*cf->deps));
+        if (!cf->deps) {
+            c = ck_fg_gate_free(c);
+            goto out_unlock;
+        }
+        memcpy(cf->deps, f->deps, f->ndeps * sizeof(*cf->deps));
+        cf->ndeps = f->ndeps;
     }
     struct ck__fg_snap *s = ck__fg_snap_new(c->table, reset ? NULL : cur, cur->emu, cur->minc);
     if (!s) {

@@ -22,6 +22,8 @@ struct ck__fg_feature {
     struct ck_fg_spec *specs; /* completed (R12), ascending; one allocation with given */
     struct ck_fg_spec *given; /* as registered, for copies and listings */
     size_t nspecs;
+    uint32_t *deps; /* R13: handles this feature depends on, sorted by name; under g->mu */
+    size_t ndeps;
 };
 
 struct ck__fg_table {
@@ -51,6 +53,7 @@ struct ck_fg_gate {
     struct ck__fg_snap *snaps;       /* every snapshot, newest first (== cur) */
     struct ck__fg_table *table;      /* newest table, older ones chained */
     bool closed;
+    struct ck_fg_test_state *tests; /* active test overrides, newest first (T4) */
     ck_fg_log_fn log;
     void *log_ud;
 };
@@ -70,6 +73,13 @@ struct ck__fg_snap *ck__fg_snap_new(const struct ck__fg_table *t, const struct c
 /* Computes s->val and makes s current (release-store). g->mu held. */
 void ck__fg_publish(struct ck_fg_gate *g, struct ck__fg_snap *s);
 int ck__fg_find(const struct ck__fg_table *t, const char *name);
+/*
+ * S12: with every explicit value resolved into s->expl, fails when an
+ * enabled feature has a disabled dependency, naming both. g->mu held.
+ */
+int ck__fg_check_deps(const struct ck__fg_snap *s, struct ck_fg_err *reterr);
+/* Stability order for R10 and R13: Deprecated 0 < Alpha = PreAlpha 1 < Beta 2 < GA 3. */
+int ck__fg_stage_rank(enum ck_fg_stage s);
 /* Go's ParseBool: 1 t T TRUE true True 0 f F FALSE false False. */
 bool ck__fg_parse_bool(const char *s, bool *ret);
 /* Go's %q for simple strings. */

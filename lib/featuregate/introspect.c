@@ -79,8 +79,12 @@ char *ck_fg_known_features(const struct ck_fg_gate *g)
         struct ck_fg_spec cur = ck__fg_spec_at(f, s->emu, s->minc);
         struct ck_fg_spec full = ck__fg_spec_at(f, s->emu, s->emu);
         struct ck__fg_buf l = {.ok = true};
+        /* Kubernetes compares the whole specs, versions included. */
         bool differs = cur.stage != full.stage || cur.default_value != full.default_value ||
-                       cur.lock_to_default != full.lock_to_default;
+                       cur.lock_to_default != full.lock_to_default ||
+                       ck_fg_version_cmp(cur.version, full.version) != 0 ||
+                       cur.has_min_compat != full.has_min_compat ||
+                       ck_fg_version_cmp(cur.min_compat, full.min_compat) != 0;
         if (listed(cur.stage))
             ck__fg_buf_printf(&l, "%s=true|false (%s - default=%s)", f->name,
                               ck_fg_stage_string(cur.stage), b2s(cur.default_value));

@@ -1,6 +1,6 @@
 /*
  * list.c - Kubernetes' versioned feature list (M3, P4) and its lint (L1,
- * L2, L4, L5).
+ * L2, L4, L5; L3 against the previous version of the list).
  *
  * The format is test/compatibility_lifecycle/reference/
  * versioned_feature_list.yaml: a sequence of {name, versionedSpecs: [
@@ -211,6 +211,7 @@ static int lower_cmp(const char *a, const char *b)
     }
 }
 
+static int list_read(const char *path, struct list *l, struct ck_fg_err *reterr);
 static int finding(ck_fg_report_fn report, void *ud, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int finding(ck_fg_report_fn report, void *ud, const char *fmt, ...)
@@ -227,15 +228,9 @@ static int finding(ck_fg_report_fn report, void *ud, const char *fmt, ...)
 
 int ck_fg_list_lint(const char *path, ck_fg_report_fn report, void *ud, struct ck_fg_err *reterr)
 {
-    char *data;
-    size_t len;
     struct list l;
     int found = 0;
-    int rc = ck__fg_read_file(path, &data, &len, reterr);
-    if (rc < 0)
-        return rc;
-    rc = list_parse(data, len, &l, reterr);
-    free(data);
+    int rc = list_read(path, &l, reterr);
     if (rc < 0) {
         list_free(&l);
         return rc;
@@ -279,5 +274,61 @@ int ck_fg_list_lint(const char *path, ck_fg_report_fn report, void *ud, struct c
     }
     ck_fg_gate_free(all);
     list_free(&l);
+    return found;
+}
+
+/* Loads and parses a list file into l; on error l is still safe to free. */
+static int list_read(const char *path, struct list *l, struct ck_fg_err *reterr)
+{
+    char *data;
+    size_t len;
+    memset(l, 0, sizeof(*l));
+    int rc = ck__fg_read_file(path, &data, &len, reterr);
+    if (rc < 0)
+        return rc;
+    rc = list_parse(data, len, l, reterr);
+    free(data);
+    return rc;
+}
+
+int ck_fg_list_lint_removals(const char *previous, const char *path, struct ck_fg_version current,
+                             ck_fg_report_fn report, void *ud, struct ck_fg_err *reterr)
+{
+    struct list old, cur;
+    int found = list_read(previous, &old, reterr);
+    if (found == 0)
+        found = list_read(path, &cur, reterr);
+    else
+        memset(&cur, 0, sizeof(cur));
+    const struct ck_fg_version threshold = ck_fg_version_mm(1, 31);
+    char v[32];
+    for (size_t i = 0; found >= 0 && i < old.n; i++) {
+        const struct entry *e = &old.e[i];
+        bool kept = false;
+        for (size_t j = 0; j < cur.n && !kept; j++)
+            kept = !strcmp(cur.e[j].name, e->name);
+        if (kept)
+            continue;
+        const struct ck_fg_spec *last = &e->specs[e->n - 1];
+        if (last->stage == CK_FG_BETA) {
+            found += finding(report, ud, "%s: feature %s cannot be removed while in beta", e->name,
+                             e->name);
+        } else if (last->stage != CK_FG_ALPHA && !last->lock_to_default) {
+            found += finding(report, ud,
+                             "%s: feature %s cannot be removed because it is in GA or Deprecated "
+                             "state and is not locked to default",
+                             e->name, e->name);
+        } else if (last->stage != CK_FG_ALPHA && ck_fg_version_cmp(last->version, threshold) > 0) {
+            struct ck_fg_version min =
+                ck_fg_version_mm(last->version.major, last->version.minor + 3);
+            if (ck_fg_version_cmp(ck_fg_version_mm(current.major, current.minor), min) < 0)
+                found += finding(report, ud,
+                                 "%s: feature %s cannot be removed until version %s (required "
+                                 "for emulation support)",
+                                 e->name, e->name, ck_fg_version_fmt(min, v, sizeof(v)));
+        }
+    }
+    list_free(&old);
+    list_free(&cur);
     return found;
 }

@@ -237,8 +237,10 @@ static int take(struct ck__fg_pairs *m, int rc, struct ck_fg_pair **v, size_t n,
     return rc;
 }
 
-int ck_fg_apply_sources(struct ck_fg_gate *g, const char *const *flags, size_t nflags,
-                        const char *config_path, bool use_env, struct ck_fg_err *reterr)
+/* The config comes from a file (path) or a buffer (data), or neither. */
+static int apply(struct ck_fg_gate *g, const char *const *flags, size_t nflags,
+                 const char *config_path, const char *config_data, size_t config_len, bool use_env,
+                 struct ck_fg_err *reterr)
 {
     struct ck__fg_pairs m = {0};
     struct ck_fg_pair *v = NULL;
@@ -251,8 +253,9 @@ int ck_fg_apply_sources(struct ck_fg_gate *g, const char *const *flags, size_t n
         if ((rc = take(&m, rc, &v, n, &buf)) < 0)
             goto out;
     }
-    if (config_path) {
-        rc = ck_fg_config_load(config_path, &v, &n, &buf, reterr);
+    if (config_path || config_data) {
+        rc = config_path ? ck_fg_config_load(config_path, &v, &n, &buf, reterr)
+                         : ck_fg_config_parse(config_data, config_len, &v, &n, &buf, reterr);
         if ((rc = take(&m, rc, &v, n, &buf)) < 0)
             goto out;
     }
@@ -281,6 +284,19 @@ out:
     if (rc == CK_FG_ENOMEM)
         ck__fg_errf(reterr, rc, "out of memory");
     return ck__fg_pairs_finish(&m, rc, &v, &n, &buf);
+}
+
+int ck_fg_apply_sources(struct ck_fg_gate *g, const char *const *flags, size_t nflags,
+                        const char *config_path, bool use_env, struct ck_fg_err *reterr)
+{
+    return apply(g, flags, nflags, config_path, NULL, 0, use_env, reterr);
+}
+
+int ck_fg_apply_sources_buf(struct ck_fg_gate *g, const char *const *flags, size_t nflags,
+                            const char *config, size_t config_len, bool use_env,
+                            struct ck_fg_err *reterr)
+{
+    return apply(g, flags, nflags, NULL, config, config_len, use_env, reterr);
 }
 
 static _Atomic(struct ck_fg_gate *) provider;

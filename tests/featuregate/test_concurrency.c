@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "fgtest.h"
 
@@ -71,10 +72,48 @@ static void test_Q1_readers_see_whole_snapshots(void **state)
     ck_fg_gate_free(sh.g);
 }
 
+/*
+ * Q1, V6: readers keep reading while the writer registers new features (a
+ * new table is published each time) and moves the emulation version back
+ * and forth across a version where A and B both change default. Every read
+ * sees A and B agree, and handles stay valid as the gate grows.
+ */
+static void test_Q1_V6_readers_during_registration_and_emulation(void **state)
+{
+    (void)state;
+    struct shared sh = {0};
+    sh.g = ck_fg_gate_new(V(1, 30));
+    struct ck_fg_spec s[] = {SPEC(1, 29, false, false, ALPHA), SPEC(1, 30, true, false, BETA)};
+    assert_int_equal(ck_fg_add_versioned(sh.g, "A", s, 2, &sh.a, NULL), 0);
+    assert_int_equal(ck_fg_add_versioned(sh.g, "B", s, 2, &sh.b, NULL), 0);
+    struct reader rd[READERS] = {0};
+    pthread_t th[READERS];
+    for (int i = 0; i < READERS; i++) {
+        rd[i].sh = &sh;
+        assert_int_equal(pthread_create(&th[i], NULL, read_loop, &rd[i]), 0);
+    }
+    struct ck_fg_err err = {0};
+    for (int i = 0; i < 400; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "Extra%03d", i);
+        assert_int_equal(ck_fg_add(sh.g, name, SPEC(0, 0, i % 2, false, BETA), NULL, &err), 0);
+        assert_int_equal(ck_fg_set_emulation_version(sh.g, V(1, 29 + (unsigned)(i % 2)), &err), 0);
+    }
+    atomic_store(&sh.done, true);
+    for (int i = 0; i < READERS; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_int_equal(rd[i].mixed, 0);
+    }
+    assert_int_equal(ck_fg_count(sh.g), 404);
+    assert_true(ck_fg_enabled(sh.g, sh.a)); /* i = 399 left 1.30: Beta, on */
+    ck_fg_gate_free(sh.g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_Q1_readers_see_whole_snapshots),
+        cmocka_unit_test(test_Q1_V6_readers_during_registration_and_emulation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

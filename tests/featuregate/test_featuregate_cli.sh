@@ -97,6 +97,11 @@ KUBE_FEATURE_TestBeta=' false' eval_is 'TestBeta=true' $B --env
 if grep -q 'TestBeta' "$work/err"; then pass; else fail "env: invalid value not warned"; fi
 KUBE_FEATURE_TestLocked=false eval_is 'TestLocked=true' $B --env
 KUBE_FEATURE_testalpha=true eval_is 'TestAlpha=false' $B --env
+# V10: alpha features on while emulating an older version: a warning on stderr only.
+eval_is 'TestAlpha=true' $B --emulated-version 1.33 --feature-gates TestAlpha=true
+if grep -q 'component has alpha features enabled in emulated version, this is unsupported features=\[TestAlpha\]' "$work/err"; then pass; else fail "V10 warning: $(cat "$work/err")"; fi
+eval_is 'TestAlpha=true' $B --feature-gates TestAlpha=true
+if [ ! -s "$work/err" ]; then pass; else fail "V10 warning without emulation: $(cat "$work/err")"; fi
 # O3: warnings go to stderr, never stdout.
 eval_is 'TestGA=false' $B --feature-gates TestGA=false
 if grep -q 'Warning: setting GA feature gate' "$work/err"; then pass; else fail "GA warning"; fi
@@ -117,6 +122,11 @@ if [ $? -eq 1 ] && grep -q missing.yaml "$work/err"; then pass; else fail "missi
 "$fg" lint --features "$data/list.yaml" >"$work/out" 2>&1 && [ ! -s "$work/out" ] && pass || fail "lint clean"
 "$fg" lint --features "$data/list-lint-bad.yaml" >"$work/out" 2>&1
 if [ $? -eq 1 ] && [ "$(wc -l <"$work/out")" -eq 6 ] && grep -q '^Zz: ' "$work/out"; then pass; else fail "lint findings"; fi
+
+# L3: removals against the previous list, at the release's binary version.
+"$fg" lint --features "$data/list.yaml" --previous "$data/list-previous.yaml" --binary-version 1.35 >"$work/out" 2>&1
+if [ $? -eq 1 ] && [ "$(wc -l <"$work/out")" -eq 3 ] && grep -q '^ZBetaGone: feature ZBetaGone cannot be removed while in beta$' "$work/out"; then pass; else fail "lint --previous: $(cat "$work/out")"; fi
+"$fg" lint --features "$data/list-previous.yaml" --previous "$data/list-previous.yaml" >"$work/out" 2>&1 && [ ! -s "$work/out" ] && pass || fail "lint --previous, nothing removed"
 
 # --- usage ---
 "$fg" --help >"$work/out" 2>&1 && grep -q 'featuregate eval' "$work/out" && pass || fail "--help"

@@ -404,6 +404,29 @@ static void test_S13_S14_override_and_reset(void **state)
     ck_fg_gate_free(g);
 }
 
+/* S13: OverrideDefaultAtVersion changes the spec in effect at that version only. */
+static void test_S13_override_default_at_version(void **state)
+{
+    (void)state;
+    struct ck_fg_gate *g = fg_test_gate(); /* TestVersioned: Alpha 1.29, Beta on 1.30, GA 1.32 */
+    struct ck_fg_err err = {0};
+    assert_int_equal(ck_fg_override_default_at(g, "TestVersioned", true, V(1, 29), &err), 0);
+    assert_true(en(g, "TestVersioned")); /* at 1.30 the Beta default, untouched */
+    assert_int_equal(ck_fg_set_emulation_version(g, V(1, 29), &err), 0);
+    assert_true(en(g, "TestVersioned")); /* the Alpha spec now defaults on */
+    assert_int_equal(ck_fg_override_default_at(g, "TestVersioned", false, V(1, 30), &err), 0);
+    assert_true(en(g, "TestVersioned")); /* gate-on at 1.29 still */
+    assert_int_equal(ck_fg_set_emulation_version(g, V(1, 30), &err), 0);
+    assert_false(en(g, "TestVersioned")); /* gate-off: Beta overridden to off */
+    assert_int_equal(ck_fg_override_default_at(g, "TestVersioned", false, V(1, 28), &err),
+                     CK_FG_EINVAL);
+    assert_string_equal(err.msg, "cannot override default: feature \"TestVersioned\" is not "
+                                 "available before version 1.28");
+    assert_int_equal(ck_fg_override_default_at(g, "TestVersioned", false, V(1, 32), &err),
+                     CK_FG_EPERM); /* locked GA */
+    ck_fg_gate_free(g);
+}
+
 /* Q5: deep copies are independent; reset keeps only registrations and versions. */
 static void test_Q5_copy(void **state)
 {
@@ -562,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_V6_emulation_change),
         cmocka_unit_test(test_V5_min_compat_gating),
         cmocka_unit_test(test_S13_S14_override_and_reset),
+        cmocka_unit_test(test_S13_override_default_at_version),
         cmocka_unit_test(test_Q5_copy),
         cmocka_unit_test(test_Q1_G5_unknown_aborts),
         cmocka_unit_test(test_M1_M2_specs_and_stage_strings),

@@ -31,6 +31,20 @@ static void test_Q3_known_features(void **state)
                               "--min-compatibility-version>=1.28"));
     free(k);
     ck_fg_gate_free(h);
+    /* Specs that differ only in version still give both parts, as in Kubernetes. */
+    struct ck_fg_spec t[] = {SPEC(1, 30, false, false, BETA), SPEC(1, 30, true, false, BETA),
+                             SPEC(1, 32, false, false, BETA)};
+    t[1].has_min_compat = true;
+    t[1].min_compat = V(1, 30);
+    h = ck_fg_gate_new(V(1, 32));
+    assert_int_equal(ck_fg_set_versions(h, V(1, 32), V(1, 29), NULL), 0);
+    assert_int_equal(ck_fg_add_versioned(h, "TestSlow", t, 3, NULL, NULL), 0);
+    k = ck_fg_known_features(h);
+    assert_non_null(strstr(k, "TestSlow=true|false (BETA - default=false), or "
+                              "TestSlow=true|false (BETA - default=false) if "
+                              "--min-compatibility-version>=1.30"));
+    free(k);
+    ck_fg_gate_free(h);
     ck_fg_gate_free(g);
 }
 

@@ -1,6 +1,6 @@
 /*
  * test_list.c - lib/featuregate/list.c: loading Kubernetes' versioned
- * feature list (M3, P4) and linting it (L1, L2, L4, L5).
+ * feature list (M3, P4) and linting it (L1, L2, L3, L4, L5).
  */
 #include "cktest.h"
 
@@ -122,6 +122,34 @@ static void test_L_lint(void **state)
     assert_true(ck_fg_list_lint(FG_DATA "/list-malformed.yaml", collect, &f, &err) < 0);
 }
 
+/*
+ * L3: removals against the previous list. Alpha goes freely; Beta never; GA
+ * or Deprecated only once locked, and if locked after 1.31 not before the
+ * locked version + 3 (gate-on side: at 1.36 the 1.33 lock may go).
+ */
+static void test_L3_removals(void **state)
+{
+    (void)state;
+    struct findings f = {0};
+    struct ck_fg_err err = {0};
+    const char *prev = FG_DATA "/list-previous.yaml", *cur = FG_DATA "/list.yaml";
+    assert_int_equal(ck_fg_list_lint_removals(prev, cur, V(1, 35), collect, &f, &err), 3);
+    assert_string_equal(f.lines[0], "ZBetaGone: feature ZBetaGone cannot be removed while in beta");
+    assert_string_equal(f.lines[1], "ZGALockedAt133: feature ZGALockedAt133 cannot be removed "
+                                    "until version 1.36 (required for emulation support)");
+    assert_string_equal(f.lines[2], "ZGAUnlocked: feature ZGAUnlocked cannot be removed because "
+                                    "it is in GA or Deprecated state and is not locked to default");
+    struct findings g = {0};
+    assert_int_equal(ck_fg_list_lint_removals(prev, cur, V(1, 36), collect, &g, &err), 2);
+    struct findings h = {0};
+    assert_int_equal(ck_fg_list_lint_removals(prev, prev, V(1, 35), collect, &h, &err), 0);
+    assert_true(ck_fg_list_lint_removals(FG_DATA "/nope.yaml", cur, V(1, 35), collect, &h, &err) <
+                0);
+    assert_non_null(strstr(err.msg, "nope.yaml"));
+    assert_true(ck_fg_list_lint_removals(prev, FG_DATA "/list-malformed.yaml", V(1, 35), collect,
+                                         &h, &err) < 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -129,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_P4_bad_lists),
         cmocka_unit_test(test_P4_min_compat_extension),
         cmocka_unit_test(test_L_lint),
+        cmocka_unit_test(test_L3_removals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -269,6 +269,26 @@ static void test_G1_provider_is_gates_and_registry(void **state)
     ck_fg_gate_free(g);
 }
 
+/* P5, C3: a component that has read its config file passes the contents. */
+static void test_P5_C3_config_from_buffer(void **state)
+{
+    (void)state;
+    struct ck_fg_err err = {0};
+    struct ck_fg_gate *g = fg_test_gate();
+    const char cfg[] = "kind: KubeletConfiguration\nfeatureGates:\n  TestAlpha: true\n"
+                       "  TestBeta: false\n";
+    const char *flags[] = {"TestBeta=true"};
+    assert_int_equal(ck_fg_apply_sources_buf(g, flags, 1, cfg, strlen(cfg), false, &err), 0);
+    assert_true(ck_fg_enabled_name(g, "TestAlpha")); /* gate-on from the file */
+    assert_true(ck_fg_enabled_name(g, "TestBeta"));  /* the flag beats the file's off */
+    assert_int_equal(ck_fg_apply_sources_buf(g, NULL, 0, "featureGates: [", 15, false, &err),
+                     CK_FG_EINVAL);
+    assert_non_null(strstr(err.msg, "malformed YAML"));
+    assert_int_equal(ck_fg_apply_sources_buf(g, flags, 1, NULL, 0, false, &err), 0);
+    assert_true(ck_fg_enabled_name(g, "TestAlpha")); /* earlier values stay */
+    ck_fg_gate_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -280,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_C4_env_only_when_asked),
         cmocka_unit_test(test_G6_O6_set_beats_env),
         cmocka_unit_test(test_G1_provider_is_gates_and_registry),
+        cmocka_unit_test(test_P5_C3_config_from_buffer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
