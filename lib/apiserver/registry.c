@@ -88,9 +88,8 @@ static void store_failed(struct ck__status *st, const struct ck_err *err)
         ck__status_set(st, 500, "InternalError", "Internal error occurred: %s", err->msg);
 }
 
-/* 422 Invalid: `Deployment.apps "x" is invalid: [a, b]` with one cause per error. */
-static void invalid(struct ck__status *st, const struct ck_kind *kind, const char *name,
-                    const struct ck_field_errors *errs)
+void ck__status_invalid(struct ck__status *st, const struct ck_kind *kind, const char *name,
+                        const struct ck_field_errors *errs)
 {
     size_t len = 0;
     char *joined = NULL;
@@ -285,7 +284,7 @@ static int default_and_validate(struct ck__registry *reg, const struct ck_kind *
     ck_meta_validate(kind, obj, old, &errs);
     int r = 0;
     if (errs.len) {
-        invalid(st, kind, object_name(obj), &errs);
+        ck__status_invalid(st, kind, object_name(obj), &errs);
         r = -1;
     }
     ck_field_errors_release(&errs);
@@ -416,17 +415,38 @@ static json_t *status_update(const struct ck_kind *kind, const json_t *obj, cons
             else
                 json_object_del(meta, owned[i]);
         }
-        if (kind->has_generation) { /* workloads keep their labels on status writes */
-            json_t *labels = json_object_get(old_meta, "labels");
-            if (labels)
-                json_object_set_new(meta, "labels", json_deep_copy(labels));
-            else
-                json_object_del(meta, "labels");
-        }
+        /* workloads keep their labels on status writes, pods their owners */
+        const char *kept = kind->has_generation             ? "labels"
+                           : strcmp(kind->kind, "Pod") == 0 ? "ownerReferences"
+                                                            : NULL;
+        json_t *v = kept ? json_object_get(old_meta, kept) : NULL;
+        if (v)
+            json_object_set_new(meta, kept, json_deep_copy(v));
+        else if (kept)
+            json_object_del(meta, kept);
         json_object_set_new(next, "metadata", meta);
     } else {
         json_decref(meta);
     }
+    return next;
+}
+
+/* The new state for a namespace's finalize subresource: only spec.finalizers is taken. */
+static json_t *finalize_update(const json_t *obj, const json_t *old)
+{
+    json_t *next = json_deep_copy(old);
+    if (!next)
+        return NULL;
+    json_t *spec = json_object_get(next, "spec");
+    if (!json_is_object(spec)) {
+        spec = json_object();
+        json_object_set_new(next, "spec", spec);
+    }
+    json_t *finalizers = json_object_get(json_object_get(obj, "spec"), "finalizers");
+    if (finalizers)
+        json_object_set_new(spec, "finalizers", json_deep_copy(finalizers));
+    else
+        json_object_del(spec, "finalizers");
     return next;
 }
 
@@ -441,6 +461,7 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
         return -1;
     }
     const bool status_write = subresource && strcmp(subresource, "status") == 0;
+    const bool finalize_write = subresource && strcmp(subresource, "finalize") == 0;
     for (int attempt = 0; attempt < UPDATE_RETRIES; attempt++) {
         const struct ck_kv *kv = NULL;
         struct ck_err err = {0};
@@ -483,7 +504,9 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
             conflict(st, kind, name, why);
             goto out_fail;
         }
-        json_t *next = status_write ? status_update(kind, requested, old) : json_incref(requested);
+        json_t *next = status_write     ? status_update(kind, requested, old)
+                       : finalize_write ? finalize_update(requested, old)
+                                        : json_incref(requested);
         json_decref(requested);
         requested = NULL;
         if (!next) {
@@ -493,8 +516,12 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
         const json_t *req_meta = json_object_get(next, "metadata");
         json_t *deleting = json_deep_copy(json_object_get(req_meta, "deletionTimestamp"));
         json_t *grace = json_deep_copy(json_object_get(req_meta, "deletionGracePeriodSeconds"));
-        if (!status_write)
+        if (!status_write && !finalize_write) {
+            /* defaults first, so that an omitted default is no spec change */
+            ck_schema_default(reg->schemas, kind->schema, next);
+            ck_kind_default(kind, next);
             ck_meta_prepare_update(kind, next, old);
+        }
         if (mutate == ck__mark_deleting && deleting &&
             !json_object_get(json_object_get(old, "metadata"), "deletionTimestamp")) {
             /* the one write that may start deletion */
