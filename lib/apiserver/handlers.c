@@ -490,12 +490,48 @@ static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connect
     return ret;
 }
 
-/* DeleteOptions from the body and the query (query wins where both say). */
-static int delete_options(struct MHD_Connection *conn, const char *body, size_t len,
-                          json_t **ret_doc, struct ck__delete_options *opts, struct ck__status *st)
+/* 422 as Kubernetes' ValidateDeleteOptions words it. */
+static int invalid_delete_options(struct ck__status *st, const char *field, const char *what,
+                                  const char *value, const char *why)
+{
+    ck__status_set(st, 422, "Invalid",
+                   "DeleteOptions.meta.k8s.io \"\" is invalid: %s: %s: \"%s\": %s", field, what,
+                   value, why);
+    st->kind = "DeleteOptions";
+    st->group = "meta.k8s.io";
+    return -1;
+}
+
+/* Fills opts->propagation from a policy name (Background, Foreground, Orphan). */
+static int parse_propagation(const char *policy, struct ck__delete_options *opts,
+                             struct ck__status *st)
+{
+    static const char *const names[] = {"Background", "Foreground", "Orphan"};
+    static const enum ck__propagation values[] = {
+        CK__PROPAGATION_BACKGROUND, CK__PROPAGATION_FOREGROUND, CK__PROPAGATION_ORPHAN};
+    for (size_t i = 0; i < 3; i++) {
+        if (strcmp(policy, names[i]) == 0) {
+            opts->propagation = values[i];
+            return 0;
+        }
+    }
+    return invalid_delete_options(st, "propagationPolicy", "Unsupported value", policy,
+                                  "supported values: \"Foreground\", \"Background\", \"Orphan\"");
+}
+
+/*
+ * DeleteOptions from the body, then the query (which wins where both say):
+ * propagationPolicy or the deprecated orphanDependents, gracePeriodSeconds,
+ * preconditions and dryRun. The strings in opts point into *ret_doc.
+ */
+static int parse_delete_options(struct MHD_Connection *conn, const char *body, size_t len,
+                                json_t **ret_doc, struct ck__delete_options *opts,
+                                struct ck__status *st)
 {
     memset(opts, 0, sizeof(*opts));
     *ret_doc = NULL;
+    const char *policy = NULL;
+    json_t *orphan = NULL;
     if (body && len) {
         json_error_t jerr;
         json_t *doc = json_loadb(body, len, 0, &jerr);
@@ -504,16 +540,61 @@ static int delete_options(struct MHD_Connection *conn, const char *body, size_t 
             ck__status_set(st, 400, "BadRequest", "invalid DeleteOptions: %s", jerr.text);
             return -1;
         }
+        *ret_doc = doc;
         json_t *pre = json_object_get(doc, "preconditions");
         opts->precondition_uid = json_string_value(json_object_get(pre, "uid"));
         opts->precondition_rv = json_string_value(json_object_get(pre, "resourceVersion"));
         json_t *dry = json_object_get(doc, "dryRun");
-        opts->dry_run = json_array_size(dry) > 0 &&
-                        strcmp(json_string_value(json_array_get(dry, 0)) ?: "", "All") == 0;
-        *ret_doc = doc;
+        const char *first = json_string_value(json_array_get(dry, 0));
+        if (json_array_size(dry) > 0 && (!first || strcmp(first, "All") != 0))
+            return invalid_delete_options(st, "dryRun", "Unsupported value", first ? first : "",
+                                          "supported values: \"All\"");
+        opts->dry_run = first != NULL;
+        policy = json_string_value(json_object_get(doc, "propagationPolicy"));
+        orphan = json_object_get(doc, "orphanDependents");
+        json_t *grace = json_object_get(doc, "gracePeriodSeconds");
+        if (json_is_integer(grace)) {
+            opts->has_grace = true;
+            opts->grace_seconds = json_integer_value(grace);
+        }
     }
     opts->dry_run = opts->dry_run || dry_run(conn);
+    const char *q = ck__query(conn, "propagationPolicy");
+    if (q)
+        policy = q;
+    q = ck__query(conn, "gracePeriodSeconds");
+    if (q) {
+        char *end = NULL;
+        opts->grace_seconds = strtoll(q, &end, 10);
+        if (!*q || *end) {
+            ck__status_set(st, 400, "BadRequest", "invalid gracePeriodSeconds: %s", q);
+            return -1;
+        }
+        opts->has_grace = true;
+    }
+    bool orphan_set = json_is_boolean(orphan) || ck__query(conn, "orphanDependents");
+    bool orphan_true = json_is_true(orphan) || ck__query_bool(conn, "orphanDependents");
+    if (policy && orphan_set)
+        return invalid_delete_options(
+            st, "propagationPolicy", "Invalid value", policy,
+            "orphanDependents and deletionPropagation cannot be both set");
+    if (policy)
+        return parse_propagation(policy, opts, st);
+    if (orphan_set)
+        opts->propagation = orphan_true ? CK__PROPAGATION_ORPHAN : CK__PROPAGATION_BACKGROUND;
     return 0;
+}
+
+/* parse_delete_options(), releasing the body's document on failure. */
+static int delete_options(struct MHD_Connection *conn, const char *body, size_t len,
+                          json_t **ret_doc, struct ck__delete_options *opts, struct ck__status *st)
+{
+    int r = parse_delete_options(conn, body, len, ret_doc, opts, st);
+    if (r < 0) {
+        json_decref(*ret_doc);
+        *ret_doc = NULL;
+    }
+    return r;
 }
 
 static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connection *conn,
@@ -532,6 +613,42 @@ static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connec
     if (r < 0)
         return fail(conn, &st);
     return send_bytes(conn, 200, "application/json", out, out_len, NULL);
+}
+
+/* pods/binding: the scheduler sets spec.nodeName once; 201 with a Success Status. */
+static enum MHD_Result handle_binding(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                      const struct ck__target *t, const char *body, size_t len)
+{
+    struct ck__status st = {0};
+    json_error_t jerr;
+    json_t *binding = json_loadb(body ? body : "", len, 0, &jerr);
+    if (!json_is_object(binding)) {
+        json_decref(binding);
+        return fail_with(conn, 400, "BadRequest", "Binding in version \"v1\" cannot be handled");
+    }
+    const char *kind = json_string_value(json_object_get(binding, "kind"));
+    const char *name =
+        json_string_value(json_object_get(json_object_get(binding, "metadata"), "name"));
+    if ((kind && strcmp(kind, "Binding") != 0) || (name && strcmp(name, t->name) != 0)) {
+        json_decref(binding);
+        return fail_with(conn, 400, "BadRequest",
+                         "the name of the object does not match the name on the URL");
+    }
+    char *out = NULL;
+    size_t out_len = 0;
+    int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name, "binding",
+                                replace_with_body, binding, dry_run(conn), &out, &out_len, &st);
+    json_decref(binding);
+    free(out);
+    if (r < 0)
+        return fail(conn, &st);
+    json_t *success = json_pack("{s:s, s:s, s:{}, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
+                                "metadata", "status", "Success", "code", 201);
+    char *ok = success ? json_dumps(success, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(success);
+    if (!ok)
+        return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
+    return send_bytes(conn, 201, "application/json", ok, strlen(ok), NULL);
 }
 
 /* DELETE on a collection: list with the selectors, delete each, answer the list. */
@@ -617,9 +734,6 @@ static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *c
                               const char *method, const struct ck__target *t, const char *body,
                               size_t len, enum MHD_Result *ret)
 {
-    (void)ctx;
-    (void)body;
-    (void)len;
     const char *sub = t->subresource;
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     bool write = strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
@@ -637,6 +751,11 @@ static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *c
             *ret = method_not_allowed(conn);
         else
             return false;
+        return true;
+    }
+    if (strcmp(sub, "binding") == 0) {
+        *ret = strcmp(method, "POST") == 0 ? handle_binding(ctx, conn, t, body, len)
+                                           : method_not_allowed(conn);
         return true;
     }
     if (strcmp(sub, "log") == 0) {

@@ -168,7 +168,18 @@ json_t *ck__scale_put_mutate(const json_t *current, void *arg, struct ck__status
 /* The Scale of a served object, as served JSON (caller frees), or NULL. */
 char *ck__scale_serve(const struct ck_kind *kind, const char *served, size_t len, size_t *ret_len);
 
+enum ck__propagation {
+    CK__PROPAGATION_DEFAULT, /* none given: the kind's default (Background for ours) */
+    CK__PROPAGATION_BACKGROUND,
+    CK__PROPAGATION_FOREGROUND,
+    CK__PROPAGATION_ORPHAN,
+};
+
+/* DeleteOptions (metav1), as parsed from the body and the query. */
 struct ck__delete_options {
+    enum ck__propagation propagation;
+    bool has_grace; /* gracePeriodSeconds was given */
+    long long grace_seconds;
     const char *precondition_uid;
     const char *precondition_rv;
     bool dry_run;
@@ -177,13 +188,14 @@ struct ck__delete_options {
 /* True when obj still has finalizers (metadata's, or a namespace's spec.finalizers). */
 bool ck__has_finalizers(const struct ck_kind *kind, const json_t *obj);
 
-/* The mutation DELETE applies to an object with finalizers: set deletionTimestamp. */
-json_t *ck__mark_deleting(const json_t *current, void *arg, struct ck__status *st);
-
 /*
- * Deletes one object: with finalizers it is only marked (deletionTimestamp,
- * namespaces go Terminating) and returned; otherwise removed, answering the
- * last state (core kinds) or a Success Status (apps kinds).
+ * Deletes one object as Kubernetes' registry does: preconditions (409), the
+ * garbage collector's finalizers per propagation policy, a pod's grace
+ * period. An object with finalizers (or a bound pod within its grace period)
+ * is only marked (deletionTimestamp, deletionGracePeriodSeconds; namespaces
+ * go Terminating) and returned; otherwise it is removed, answering its last
+ * state (core kinds) or a Success Status (apps kinds). A dry run answers the
+ * same and writes nothing.
  */
 int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                         const char *name, const struct ck__delete_options *opts, char **ret_body,

@@ -13,10 +13,8 @@
 static char dir[] = "/tmp/ckube-test-patch-XXXXXX";
 static struct ck_apiserver *server;
 
-static const char *const merge_type[] = {"Content-Type: application/merge-patch+json", NULL};
-static const char *const jsonpatch_type[] = {"Content-Type: application/json-patch+json", NULL};
-static const char *const strategic_type[] = {"Content-Type: application/strategic-merge-patch+json",
-                                             NULL};
+#include "apitest.h"
+
 static const char *const no_type[] = {"Content-Type:", NULL};
 
 #define DEPLOY_BODY                                                                                 \
@@ -26,68 +24,6 @@ static const char *const no_type[] = {"Content-Type:", NULL};
     "\"template\":{\"metadata\":{\"labels\":{\"app\":\"d\",\"tier\":\"fe\"}},\"spec\":"             \
     "{\"containers\":[{\"name\":\"a\",\"image\":\"x:1\",\"env\":[{\"name\":\"A\",\"value\":\"1\"}," \
     "{\"name\":\"B\",\"value\":\"2\"}]},{\"name\":\"b\",\"image\":\"y:1\"}]}}}}"
-
-static json_t *parse(const struct response *r)
-{
-    json_error_t jerr;
-    json_t *v = json_loads(r->body, 0, &jerr);
-    if (!v)
-        fail_msg("not JSON (%ld): %s", r->status, r->body);
-    return v;
-}
-
-/* Calls with headers and asserts the status code; returns the parsed body. */
-static json_t *call_h(const char *method, const char *path, const char *body,
-                      const char *const *headers, long want)
-{
-    struct response r;
-    http_call(server, method, path, body, headers, &r);
-    if (r.status != want)
-        fail_msg("%s %s: %ld, want %ld: %s", method, path, r.status, want, r.body);
-    json_t *v = parse(&r);
-    response_release(&r);
-    return v;
-}
-
-static json_t *call(const char *method, const char *path, const char *body, long want)
-{
-    return call_h(method, path, body, NULL, want);
-}
-
-/* Asserts a Status answer with its code, reason and a fragment of its message. */
-static void expect_status(const char *method, const char *path, const char *body,
-                          const char *const *headers, long code, const char *reason,
-                          const char *says)
-{
-    json_t *s = call_h(method, path, body, headers, code);
-    assert_string_equal(json_string_value(json_object_get(s, "kind")), "Status");
-    assert_string_equal(json_string_value(json_object_get(s, "reason")), reason);
-    const char *msg = json_string_value(json_object_get(s, "message"));
-    if (says && !strstr(msg, says))
-        fail_msg("%s %s: \"%s\" lacks \"%s\"", method, path, msg, says);
-    json_decref(s);
-}
-
-/* The value at a dotted path of v ("spec.replicas"); borrowed. */
-static json_t *at(json_t *v, const char *dotted)
-{
-    char copy[256];
-    snprintf(copy, sizeof(copy), "%s", dotted);
-    char *save = NULL;
-    for (char *k = strtok_r(copy, ".", &save); k && v; k = strtok_r(NULL, ".", &save))
-        v = json_object_get(v, k);
-    return v;
-}
-
-static const char *str(json_t *v, const char *dotted)
-{
-    return json_string_value(at(v, dotted));
-}
-
-static long long num(json_t *v, const char *dotted)
-{
-    return (long long)json_integer_value(at(v, dotted));
-}
 
 /* json_equal, with two absent values equal. */
 static bool same(json_t *a, json_t *b)
@@ -257,8 +193,8 @@ static void test_status_writes_keep_what_kubernetes_keeps(void **state)
     assert_string_equal(str(p, "metadata.labels.l"), "v");
     assert_null(at(p, "metadata.ownerReferences"));
     json_decref(p);
-    expect_status("DELETE", "/api/v1/namespaces/default/pods/owned/status", NULL, NULL, 405,
-                  "MethodNotAllowed", NULL);
+    expect_status_h("DELETE", "/api/v1/namespaces/default/pods/owned/status", NULL, NULL, 405,
+                    "MethodNotAllowed", NULL);
 }
 
 /* ---- patch -------------------------------------------------------------- */
@@ -291,12 +227,12 @@ static void test_merge_and_json_patch(void **state)
                jsonpatch_type, 200);
     assert_int_equal(num(d, "spec.replicas"), 4);
     json_decref(d);
-    expect_status("PATCH", path, "[{\"op\":\"test\",\"path\":\"/spec/replicas\",\"value\":2}]",
-                  jsonpatch_type, 422, "Invalid", NULL);
-    expect_status("PATCH", path, "[{\"op\":\"replace\",\"path\":\"/spec/nothing\",\"value\":1}]",
-                  jsonpatch_type, 422, "Invalid", NULL);
-    expect_status("PATCH", path, "[{\"op\":\"remove\",\"path\":\"/metadata/annotations/zz\"}]",
-                  jsonpatch_type, 422, "Invalid", NULL);
+    expect_status_h("PATCH", path, "[{\"op\":\"test\",\"path\":\"/spec/replicas\",\"value\":2}]",
+                    jsonpatch_type, 422, "Invalid", NULL);
+    expect_status_h("PATCH", path, "[{\"op\":\"replace\",\"path\":\"/spec/nothing\",\"value\":1}]",
+                    jsonpatch_type, 422, "Invalid", NULL);
+    expect_status_h("PATCH", path, "[{\"op\":\"remove\",\"path\":\"/metadata/annotations/zz\"}]",
+                    jsonpatch_type, 422, "Invalid", NULL);
     /* what rollout undo sends: template and annotations replaced */
     d = call("GET", path, NULL, 200);
     json_t *tmpl = json_deep_copy(at(d, "spec.template"));
@@ -315,8 +251,8 @@ static void test_merge_and_json_patch(void **state)
     json_decref(tmpl);
     json_decref(d);
     /* a type error in the result is refused */
-    expect_status("PATCH", path, "{\"spec\":{\"replicas\":\"many\"}}", merge_type, 422, "Invalid",
-                  "patch");
+    expect_status_h("PATCH", path, "{\"spec\":{\"replicas\":\"many\"}}", merge_type, 422, "Invalid",
+                    "patch");
 }
 
 static void test_strategic_merge_patch(void **state)
@@ -357,10 +293,10 @@ static void test_strategic_merge_patch(void **state)
     assert_non_null(json_object_get(at(d, "spec.template.metadata.annotations"),
                                     "kubectl.kubernetes.io/restartedAt"));
     json_decref(d);
-    expect_status("PATCH", path,
-                  "{\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"image\":"
-                  "\"noname\"}]}}}}",
-                  strategic_type, 400, "BadRequest", NULL);
+    expect_status_h("PATCH", path,
+                    "{\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"image\":"
+                    "\"noname\"}]}}}}",
+                    strategic_type, 400, "BadRequest", NULL);
 }
 
 static void test_patch_preconditions_and_errors(void **state)
@@ -375,26 +311,27 @@ static void test_patch_preconditions_and_errors(void **state)
              str(d, "metadata.resourceVersion"));
     json_decref(call_h("PATCH", path, body, merge_type, 200));
     /* the same precondition is stale now */
-    expect_status("PATCH", path, body, merge_type, 409, "Conflict", "the object has been modified");
+    expect_status_h("PATCH", path, body, merge_type, 409, "Conflict",
+                    "the object has been modified");
     snprintf(body, sizeof(body),
              "[{\"op\":\"replace\",\"path\":\"/metadata/resourceVersion\",\"value\":\"%s\"}]",
              str(d, "metadata.resourceVersion"));
-    expect_status("PATCH", path, body, jsonpatch_type, 409, "Conflict", NULL);
+    expect_status_h("PATCH", path, body, jsonpatch_type, 409, "Conflict", NULL);
     json_decref(d);
 
-    expect_status("PATCH", "/apis/apps/v1/namespaces/default/deployments/none", "{}", merge_type,
-                  404, "NotFound", "deployments.apps \"none\" not found");
-    expect_status("PATCH", path, "{}", NULL, 415, "UnsupportedMediaType", NULL);
+    expect_status_h("PATCH", "/apis/apps/v1/namespaces/default/deployments/none", "{}", merge_type,
+                    404, "NotFound", "deployments.apps \"none\" not found");
+    expect_status_h("PATCH", path, "{}", NULL, 415, "UnsupportedMediaType", NULL);
     static const char *const apply_type[] = {"Content-Type: application/apply-patch+yaml", NULL};
-    expect_status("PATCH", path, "{}", apply_type, 415, "UnsupportedMediaType", NULL);
-    expect_status("PATCH", path, "{bad", merge_type, 400, "BadRequest", "error decoding patch");
-    expect_status("PATCH", path, "{}", jsonpatch_type, 400, "BadRequest", NULL);
+    expect_status_h("PATCH", path, "{}", apply_type, 415, "UnsupportedMediaType", NULL);
+    expect_status_h("PATCH", path, "{bad", merge_type, 400, "BadRequest", "error decoding patch");
+    expect_status_h("PATCH", path, "{}", jsonpatch_type, 400, "BadRequest", NULL);
 
     /* fieldValidation: Strict refuses an unknown field, Warn drops it with a warning */
     char strict[256];
     snprintf(strict, sizeof(strict), "%s?fieldValidation=Strict", path);
-    expect_status("PATCH", strict, "{\"spec\":{\"bogus\":1}}", merge_type, 422, "Invalid",
-                  "unknown field \"spec.bogus\"");
+    expect_status_h("PATCH", strict, "{\"spec\":{\"bogus\":1}}", merge_type, 422, "Invalid",
+                    "unknown field \"spec.bogus\"");
     struct response r;
     http_call(server, "PATCH", path, "{\"spec\":{\"bogus\":1}}", merge_type, &r);
     assert_int_equal(r.status, 200);
@@ -471,7 +408,7 @@ static void test_scale_subresource(void **state)
     char *text = dump(s);
     json_t *put = call_h("PUT", path, text, no_type, 200);
     assert_int_equal(num(put, "spec.replicas"), 3);
-    expect_status("PUT", path, text, no_type, 409, "Conflict", "the object has been modified");
+    expect_status_h("PUT", path, text, no_type, 409, "Conflict", "the object has been modified");
     free(text);
     json_t *d = call("GET", "/apis/apps/v1/namespaces/default/deployments/sc", NULL, 200);
     assert_int_equal(num(d, "spec.replicas"), 3);
@@ -486,13 +423,14 @@ static void test_scale_subresource(void **state)
     p = call_h("PATCH", path, "{\"spec\":{\"replicas\":1}}", strategic_type, 200);
     assert_int_equal(num(p, "spec.replicas"), 1);
     json_decref(p);
-    expect_status("PATCH", path, "{\"spec\":{\"replicas\":-1}}", merge_type, 422, "Invalid",
-                  "spec.replicas");
-    expect_status("PUT", "/apis/apps/v1/namespaces/default/deployments/none/scale",
-                  "{\"kind\":\"Scale\",\"metadata\":{\"name\":\"none\"},\"spec\":{\"replicas\":1}}",
-                  no_type, 404, "NotFound", NULL);
-    expect_status("GET", "/api/v1/namespaces/default/pods/x/scale", NULL, NULL, 404, "NotFound",
-                  NULL);
+    expect_status_h("PATCH", path, "{\"spec\":{\"replicas\":-1}}", merge_type, 422, "Invalid",
+                    "spec.replicas");
+    expect_status_h(
+        "PUT", "/apis/apps/v1/namespaces/default/deployments/none/scale",
+        "{\"kind\":\"Scale\",\"metadata\":{\"name\":\"none\"},\"spec\":{\"replicas\":1}}", no_type,
+        404, "NotFound", NULL);
+    expect_status_h("GET", "/api/v1/namespaces/default/pods/x/scale", NULL, NULL, 404, "NotFound",
+                    NULL);
 
     /* ReplicaSets scale too */
     json_decref(call("POST", "/apis/apps/v1/namespaces/default/replicasets",
