@@ -2,6 +2,7 @@
  * main.c - the `ckube` command: flags, wiring and exit codes, nothing more.
  *
  *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data] [--store URL]
+ *                [--feature-gates NAME=true|false,...]
  *   ckube version [-o text|json]
  *   ckube help
  *
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ckube/api.h"
 #include "ckube/apiserver.h"
 #include "ckube/util.h"
 
@@ -37,6 +39,8 @@ static const char usage_text[] =
     "      --data-dir DIR            where state and the kubeconfig live (default ./ckube-data)\n"
     "      --store URL               sqlite://PATH or etcd://HOST:PORT[,HOST:PORT...]\n"
     "                                (default sqlite://DATA-DIR/state.db)\n"
+    "      --feature-gates K=V,...   turn the API's feature gates on (true) or off (false);\n"
+    "                                alpha gates are off by default\n"
     "\n"
     "Version flags:\n"
     "  -o, --output text|json        output format (default text)\n"
@@ -65,12 +69,14 @@ enum {
     OPT_LISTEN,
     OPT_DATA_DIR,
     OPT_STORE,
+    OPT_FEATURE_GATES,
 };
 
 struct options {
     const char *listen;
     const char *data_dir;
     const char *store;
+    const char *feature_gates;
     const char *output;
 };
 
@@ -121,6 +127,9 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_STORE:
             opts->store = optarg;
+            break;
+        case OPT_FEATURE_GATES:
+            opts->feature_gates = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -185,12 +194,69 @@ static int ensure_dir(const char *path)
     return -1;
 }
 
+/* The gates --feature-gates set, over ck_api_features(); the rest keep their defaults. */
+struct gates {
+    size_t n;
+    const struct ck_api_feature *features;
+    int value[16]; /* -1: default, else 0 or 1; indexed like features */
+};
+
+static bool gate_enabled(void *ctx, const char *feature)
+{
+    const struct gates *g = ctx;
+    for (size_t i = 0; i < g->n; i++)
+        if (strcmp(g->features[i].name, feature) == 0)
+            return g->value[i] < 0 ? g->features[i].default_on : g->value[i] == 1;
+    return false;
+}
+
+/* Parses NAME=BOOL,... as Kubernetes' --feature-gates does; -1 or a usage error. */
+static int parse_feature_gates(const char *text, struct gates *g)
+{
+    g->features = ck_api_features(&g->n);
+    if (g->n > sizeof(g->value) / sizeof(g->value[0]))
+        g->n = sizeof(g->value) / sizeof(g->value[0]);
+    for (size_t i = 0; i < g->n; i++)
+        g->value[i] = -1;
+    char *copy = strdup(text ? text : "");
+    char *save = NULL;
+    int r = -1;
+    for (char *pair = strtok_r(copy, ",", &save); copy && pair && r < 0;
+         pair = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(pair, '=');
+        if (!eq) {
+            r = usage_error("invalid argument \"%s\" for \"--feature-gates\" flag: missing bool "
+                            "value for %s",
+                            text, pair);
+            break;
+        }
+        *eq = '\0';
+        const char *value = eq + 1;
+        size_t i = 0;
+        while (i < g->n && strcmp(g->features[i].name, pair) != 0)
+            i++;
+        if (i == g->n)
+            r = usage_error("invalid argument \"%s\" for \"--feature-gates\" flag: unrecognized "
+                            "feature gate: %s",
+                            text, pair);
+        else if (strcmp(value, "true") == 0 || strcmp(value, "false") == 0)
+            g->value[i] = strcmp(value, "true") == 0;
+        else
+            r = usage_error("invalid argument \"%s\" for \"--feature-gates\" flag: invalid value "
+                            "of %s=%s, err: strconv.ParseBool: parsing \"%s\": invalid syntax",
+                            text, pair, value, value);
+    }
+    free(copy);
+    return r;
+}
+
 static int cmd_server(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"data-dir", required_argument, NULL, OPT_DATA_DIR},
         {"store", required_argument, NULL, OPT_STORE},
+        {"feature-gates", required_argument, NULL, OPT_FEATURE_GATES},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -198,6 +264,10 @@ static int cmd_server(int argc, char **argv)
     };
     struct options opts = {.listen = CK_APISERVER_DEFAULT_LISTEN, .data_dir = "./ckube-data"};
     int r = parse_flags(argc, argv, longopts, ":v:h", &opts);
+    if (r >= 0)
+        return r;
+    struct gates gates;
+    r = parse_feature_gates(opts.feature_gates, &gates);
     if (r >= 0)
         return r;
 
@@ -227,7 +297,10 @@ static int cmd_server(int argc, char **argv)
 
     struct ck_err err = {0};
     struct ck_apiserver *server;
-    struct ck_apiserver_config config = {.listen = opts.listen, .store_url = opts.store};
+    struct ck_apiserver_config config = {.listen = opts.listen,
+                                         .store_url = opts.store,
+                                         .feature_enabled = gate_enabled,
+                                         .feature_ctx = &gates};
     if (ck_apiserver_start(&config, &server, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;

@@ -72,6 +72,8 @@ void ck__status_invalid(struct ck__status *st, const struct ck_kind *kind, const
 struct ck__registry {
     struct ck_store *store;
     const struct ck_schemas *schemas;
+    ck_feature_enabled_fn feature_enabled; /* NULL: gates at their defaults */
+    void *feature_ctx;
 };
 
 int ck__object_key(const struct ck_kind *kind, const char *namespace, const char *name, char *buf,

@@ -96,20 +96,17 @@ void ck__status_invalid(struct ck__status *st, const struct ck_kind *kind, const
     FILE *f = open_memstream(&joined, &len);
     json_t *causes = json_array();
     for (size_t i = 0; f && i < errs->len; i++) {
-        char *s = ck_field_error_string(&errs->items[i]);
-        fprintf(f, "%s%s", i ? ", " : "", s ? s : "");
-        free(s);
         const struct ck_field_error *e = &errs->items[i];
-        char *msg = NULL;
-        if (asprintf(&msg, "%s%s%s%s%s", e->value ? "Invalid value: " : "",
-                     e->value ? e->value : "", e->value && e->detail ? ": " : "",
-                     e->detail ? e->detail : "",
-                     !e->value && !e->detail ? "Required value" : "") < 0)
-            msg = NULL;
+        char *s = ck_field_error_string(e);
+        fprintf(f, "%s%s", i ? ", " : "", s ? s : "");
+        /* the cause's message is the error without its "field: " (kubectl adds it back) */
+        size_t skip = strlen(e->field) + 2;
+        const char *msg =
+            s && strncmp(s, e->field, skip - 2) == 0 && strlen(s) >= skip ? s + skip : "";
         json_array_append_new(causes,
                               json_pack("{s:s, s:s, s:s}", "reason", ck_field_error_reason(e->type),
-                                        "message", msg ? msg : "", "field", e->field));
-        free(msg);
+                                        "message", msg, "field", e->field));
+        free(s);
     }
     if (f)
         fclose(f);
@@ -281,6 +278,8 @@ static int default_and_validate(struct ck__registry *reg, const struct ck_kind *
     ck_kind_default(kind, obj);
     struct ck_field_errors errs = {0};
     ck_schema_validate(reg->schemas, kind->schema, obj, &errs);
+    ck_schema_validate_gated_values(reg->schemas, kind->schema, obj, old, reg->feature_enabled,
+                                    reg->feature_ctx, &errs);
     ck_meta_validate(kind, obj, old, &errs);
     int r = 0;
     if (errs.len) {
@@ -308,6 +307,8 @@ int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, co
             json_decref(candidate);
             return -1;
         }
+        ck_schema_drop_disabled(reg->schemas, kind->schema, candidate, NULL, reg->feature_enabled,
+                                reg->feature_ctx);
         if (default_and_validate(reg, kind, candidate, NULL, st) < 0) {
             json_decref(candidate);
             return -1;
@@ -628,6 +629,9 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
             ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
             goto out_fail;
         }
+        /* fields behind a gate that is off survive only where old already used them */
+        ck_schema_drop_disabled(reg->schemas, kind->schema, next, old, reg->feature_enabled,
+                                reg->feature_ctx);
         if (!status_write && !finalize_write && !binding_write) {
             /* defaults first, so that an omitted default is no spec change */
             ck_schema_default(reg->schemas, kind->schema, next);
