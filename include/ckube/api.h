@@ -463,6 +463,14 @@ int ck_json_patch(const json_t *doc, const json_t *operations, json_t **ret_doc,
 int ck_strategic_merge_patch(const struct ck_schemas *set, const char *name, const json_t *doc,
                              const json_t *patch, json_t **ret_doc, struct ck_err *reterr);
 
+/*
+ * True when schema `name`, or a schema it reaches (its metadata aside: every
+ * ObjectMeta has some), carries patch strategies or merge keys: the kind is one strategic merge
+ * patch is meant for (the OpenAPI then advertises it, and the server applies it; other kinds answer
+ * 415, as Kubernetes does for custom resources).
+ */
+bool ck_schema_is_strategic(const struct ck_schemas *set, const char *name);
+
 /* ---- discovery and OpenAPI ---------------------------------------------- */
 
 /*

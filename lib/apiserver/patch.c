@@ -30,6 +30,10 @@ static const char unsupported_patch[] =
     "application/json-patch+json, application/merge-patch+json, "
     "application/strategic-merge-patch+json";
 
+static const char unsupported_custom_patch[] =
+    "the body of the request was in an unknown format - accepted media types include: "
+    "application/json-patch+json, application/merge-patch+json";
+
 static bool media_is(const char *content_type, const char *want)
 {
     size_t n = strlen(want);
@@ -48,10 +52,13 @@ int ck__patch_init(struct ck__patch *p, const struct ck_schemas *schemas,
         p->type = CK__PATCH_JSON;
     else if (content_type && media_is(content_type, "application/merge-patch+json"))
         p->type = CK__PATCH_MERGE;
-    else if (content_type && media_is(content_type, "application/strategic-merge-patch+json"))
+    else if (content_type && media_is(content_type, "application/strategic-merge-patch+json") &&
+             ck_schema_is_strategic(schemas, kind->schema))
         p->type = CK__PATCH_STRATEGIC;
     else {
-        ck__status_set(st, 415, "UnsupportedMediaType", "%s", unsupported_patch);
+        ck__status_set(st, 415, "UnsupportedMediaType", "%s",
+                       ck_schema_is_strategic(schemas, kind->schema) ? unsupported_patch
+                                                                     : unsupported_custom_patch);
         return -1;
     }
     json_error_t jerr;

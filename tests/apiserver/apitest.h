@@ -1,8 +1,9 @@
 /*
  * apitest.h - assertions over the API server's answers, for the tests that
  * drive it over HTTP: call and check the status code, check a Status
- * object, read values at dotted paths. Include after httptest.h and after
- * defining `static struct ck_apiserver *server;`.
+ * object, read values at dotted paths, and the group setup that starts a
+ * server. Include after httptest.h and after defining
+ * `static char dir[] = "/tmp/...-XXXXXX";` and `static struct ck_apiserver *server;`.
  */
 #ifndef CKUBE_TESTS_APITEST_H
 #define CKUBE_TESTS_APITEST_H
@@ -78,6 +79,21 @@ static inline void expect_status(const char *method, const char *path, const cha
 static inline long long num(json_t *v, const char *dotted)
 {
     return (long long)json_integer_value(at(v, dotted));
+}
+
+/* cmocka group setup: a server (without feature gate function) on a fresh store under dir. */
+static inline int apitest_setup(void **state)
+{
+    (void)state;
+    server = test_server_start(dir);
+    return server ? 0 : -1;
+}
+
+static inline int apitest_teardown(void **state)
+{
+    (void)state;
+    test_server_stop(server, dir);
+    return 0;
 }
 
 #endif /* CKUBE_TESTS_APITEST_H */

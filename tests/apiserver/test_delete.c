@@ -18,20 +18,6 @@ static struct ck_apiserver *server;
 #define RS_PATH "/apis/apps/v1/namespaces/default/replicasets/"
 #define PODS    "/api/v1/namespaces/default/pods"
 
-static int setup(void **state)
-{
-    (void)state;
-    server = test_server_start(dir);
-    return server ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    test_server_stop(server, dir);
-    return 0;
-}
-
 static void create_rs(const char *name)
 {
     char body[1024];
@@ -297,7 +283,7 @@ int main(void)
         cmocka_unit_test(test_namespace_termination),
         cmocka_unit_test(test_binding),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
     curl_global_cleanup();
     return failed;
 }

@@ -51,21 +51,6 @@ static void restart(bool on)
         fail_msg("start: %s", err.msg);
 }
 
-/* The first server runs without a feature_enabled function: gates at their defaults. */
-static int setup(void **state)
-{
-    (void)state;
-    server = test_server_start(dir);
-    return server ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    test_server_stop(server, dir);
-    return 0;
-}
-
 static void create_frobber(const char *name, const char *spec, long want)
 {
     char body[512];
@@ -90,6 +75,11 @@ static void test_no_function_means_defaults(void **state)
     json_t *f = get_frobber("default");
     assert_null(at(f, "spec.width")); /* Frobber2D is alpha: off by default */
     json_decref(f);
+    /* no merge keys in its schema: strategic merge patch is refused, as for custom resources */
+    expect_status_h("PATCH", FROBBERS "/default", "{\"spec\":{\"param\":\"x\"}}", strategic_type,
+                    415, "UnsupportedMediaType", "application/merge-patch+json");
+    json_decref(
+        call_h("PATCH", FROBBERS "/default", "{\"spec\":{\"param\":\"x\"}}", merge_type, 200));
 }
 
 static void test_width_dropped_on_create_only_while_off(void **state)
@@ -214,7 +204,7 @@ int main(void)
         cmocka_unit_test(test_on_tuesday_ratchets),
         cmocka_unit_test(test_pod_level_resources_and_openapi),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
     curl_global_cleanup();
     return failed;
 }

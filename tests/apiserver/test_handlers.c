@@ -45,20 +45,6 @@ static void create_pod(const char *name, const char *app)
     free(body);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    server = test_server_start(dir);
-    return server ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    test_server_stop(server, dir);
-    return 0;
-}
-
 static void test_create_sets_server_fields_and_defaults(void **state)
 {
     (void)state;
@@ -477,7 +463,7 @@ int main(void)
         cmocka_unit_test(test_finalizers_hold_deletion),
         cmocka_unit_test(test_methods_and_sizes),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
     curl_global_cleanup();
     return failed;
 }

@@ -46,20 +46,6 @@ static void create_deployment(const char *name)
     json_decref(call("POST", "/apis/apps/v1/namespaces/default/deployments", body, 201));
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    server = test_server_start(dir);
-    return server ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    test_server_stop(server, dir);
-    return 0;
-}
-
 /* ---- status ------------------------------------------------------------- */
 
 struct status_case {
@@ -459,7 +445,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_patches_retry),
         cmocka_unit_test(test_scale_subresource),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
     curl_global_cleanup();
     return failed;
 }

@@ -2,7 +2,7 @@
 # test_kubectl_writes.sh - the real kubectl changing objects on a real
 # `ckube server`: edit, patch in its three types, label, annotate, apply of
 # a changed manifest, scale (with --current-replicas), rollout restart,
-# status writes through --subresource=status.
+# rollout undo, status writes through --subresource=status.
 #
 # Usage: test_kubectl_writes.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -71,6 +71,37 @@ check "replicas unchanged after the failed scale" sh -c '[ "$(kubectl get deploy
 # --- rollout restart (template annotation) ---
 check "rollout restart" sh -c 'kubectl rollout restart deploy/web | grep -q "deployment.apps/web restarted"'
 check "restartedAt annotation" sh -c 'kubectl get deploy web -o jsonpath="{.spec.template.metadata.annotations}" | grep -q restartedAt'
+
+# --- rollout undo: kubectl finds the previous ReplicaSet of the Deployment and
+# JSON-patches its template back (no controller runs here, so the two
+# ReplicaSets of revisions 1 and 2 are written as the controller would) ---
+uid=$(kubectl get deploy web -o jsonpath={.metadata.uid})
+k annotate deploy web deployment.kubernetes.io/revision=2 --overwrite >/dev/null
+for rev in 1 2; do
+    image=$([ $rev = 1 ] && echo nginx:1.20 || echo nginx:1.30)
+    cat >"$work/rs.yaml" <<RS
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: web-rev$rev
+  annotations: {deployment.kubernetes.io/revision: "$rev"}
+  labels: {app: web, pod-template-hash: h$rev}
+  ownerReferences:
+  - {apiVersion: apps/v1, kind: Deployment, name: web, uid: $uid, controller: true, blockOwnerDeletion: true}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: web, pod-template-hash: h$rev}}
+  template:
+    metadata: {labels: {app: web, pod-template-hash: h$rev}}
+    spec:
+      containers: [{name: web, image: $image}]
+RS
+    k create -f "$work/rs.yaml" >/dev/null
+done
+k rollout undo deploy/web >"$work/out" 2>&1
+check "rollout undo" grep -q "deployment.apps/web rolled back" "$work/out"
+check "undo restored revision 1's template" sh -c '[ "$(kubectl get deploy web -o jsonpath={.spec.template.spec.containers[0].image})" = nginx:1.20 ]'
+check "undo dropped the hash label from the template" sh -c '[ -z "$(kubectl get deploy web -o jsonpath={.spec.template.metadata.labels.pod-template-hash})" ]'
 
 # --- status through the subresource ---
 k create -f "$data/pod.yaml" >/dev/null 2>&1
