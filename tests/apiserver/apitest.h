@@ -81,10 +81,14 @@ static inline long long num(json_t *v, const char *dotted)
     return (long long)json_integer_value(at(v, dotted));
 }
 
-/* cmocka group setup: a server (without feature gate function) on a fresh store under dir. */
+/*
+ * cmocka group setup: libcurl, and a server (without a feature gate function)
+ * on a fresh store under dir.
+ */
 static inline int apitest_setup(void **state)
 {
     (void)state;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
     server = test_server_start(dir);
     return server ? 0 : -1;
 }
@@ -93,6 +97,7 @@ static inline int apitest_teardown(void **state)
 {
     (void)state;
     test_server_stop(server, dir);
+    curl_global_cleanup();
     return 0;
 }
 

@@ -274,7 +274,6 @@ static void test_binding(void **state)
 
 int main(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_propagation_policies_set_gc_finalizers),
         cmocka_unit_test(test_custom_finalizer_holds_until_removed),
@@ -283,7 +282,5 @@ int main(void)
         cmocka_unit_test(test_namespace_termination),
         cmocka_unit_test(test_binding),
     };
-    int failed = cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
-    curl_global_cleanup();
-    return failed;
+    return cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
 }

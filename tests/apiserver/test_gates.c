@@ -196,7 +196,6 @@ static void test_pod_level_resources_and_openapi(void **state)
 
 int main(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_function_means_defaults),
         cmocka_unit_test(test_width_dropped_on_create_only_while_off),
@@ -204,7 +203,5 @@ int main(void)
         cmocka_unit_test(test_on_tuesday_ratchets),
         cmocka_unit_test(test_pod_level_resources_and_openapi),
     };
-    int failed = cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
-    curl_global_cleanup();
-    return failed;
+    return cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
 }

@@ -448,7 +448,6 @@ static void test_methods_and_sizes(void **state)
 
 int main(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_sets_server_fields_and_defaults),
         cmocka_unit_test(test_generate_name),
@@ -463,7 +462,5 @@ int main(void)
         cmocka_unit_test(test_finalizers_hold_deletion),
         cmocka_unit_test(test_methods_and_sizes),
     };
-    int failed = cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
-    curl_global_cleanup();
-    return failed;
+    return cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
 }

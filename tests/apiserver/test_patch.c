@@ -435,7 +435,6 @@ static void test_scale_subresource(void **state)
 
 int main(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_subresource_writes_only_status),
         cmocka_unit_test(test_status_writes_keep_what_kubernetes_keeps),
@@ -445,7 +444,5 @@ int main(void)
         cmocka_unit_test(test_concurrent_patches_retry),
         cmocka_unit_test(test_scale_subresource),
     };
-    int failed = cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
-    curl_global_cleanup();
-    return failed;
+    return cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
 }
