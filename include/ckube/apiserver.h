@@ -13,6 +13,7 @@
 #ifndef CKUBE_APISERVER_H
 #define CKUBE_APISERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ckube/featuregate.h"

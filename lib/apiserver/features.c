@@ -3,6 +3,8 @@
  * (generated from features/ckube-features.yaml) at an emulated version inside
  * Kubernetes' compatibility window, logging through ckube's logger.
  *
+ * The API's gated fields ask the gate through ck__feature_enabled().
+ *
  * Threading: building the gate is single-threaded start-up work; the server
  * then only reads it with ck_fg_enabled(), which is lock-free.
  */
@@ -52,4 +54,27 @@ int ck_apiserver_feature_gate_new(const struct ck_fg_version *emulated, struct c
 bool ck__watch_list_enabled(const struct ck_apiserver *server)
 {
     return ck_fg_enabled(server->feature_gates, CK_FEATURE_WatchList);
+}
+
+bool ck__feature_enabled(void *ctx, const char *feature)
+{
+    const struct ck_apiserver *server = ctx;
+    ck_fg_feature_t handle;
+    /* every gated field's gate was checked at start-up; an unknown one is off */
+    return ck_fg_lookup(server->feature_gates, feature, &handle) == 0 &&
+           ck_fg_enabled(server->feature_gates, handle);
+}
+
+int ck__check_api_features(const struct ck_fg_gate *gates, struct ck_err *reterr)
+{
+    size_t n;
+    const struct ck_api_feature *features = ck_api_features(&n);
+    for (size_t i = 0; i < n; i++) {
+        ck_fg_feature_t handle;
+        if (ck_fg_lookup(gates, features[i].name, &handle) < 0)
+            return ck_err_set(reterr, CK_EINVAL,
+                              "the feature gate has no feature %s, which API fields use",
+                              features[i].name);
+    }
+    return 0;
 }

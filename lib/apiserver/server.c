@@ -644,6 +644,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     }
     server->feature_gates = config->feature_gates ? config->feature_gates : server->own_gates;
     if (r == 0)
+        r = ck__check_api_features(server->feature_gates, reterr);
+    if (r == 0)
         ck_fg_log_startup(server->feature_gates);
     if (r == 0)
         r = ck_store_open(config->store_url, NULL, &server->store, reterr);
@@ -654,7 +656,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         if (!server->registry)
             r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         else
-            *server->registry = (struct ck__registry){server->store, server->schemas};
+            *server->registry =
+                (struct ck__registry){server->store, server->schemas, ck__feature_enabled, server};
     }
     if (r == 0)
         r = bootstrap_namespaces(server, reterr);

@@ -140,23 +140,4 @@ static inline void test_server_stop(struct ck_apiserver *server, const char *dir
     test_store_remove(dir);
 }
 
-/*
- * Defines group_setup() and group_teardown(), cmocka group fixtures that
- * start one server for a whole test file over the file's own variables:
- * server (struct ck_apiserver *) and dir (a mkdtemp template).
- */
-#define HTTPTEST_GROUP_FIXTURES(server, dir)                                                       \
-    static int group_setup(void **state)                                                           \
-    {                                                                                              \
-        (void)state;                                                                               \
-        (server) = test_server_start(dir);                                                         \
-        return (server) ? 0 : -1;                                                                  \
-    }                                                                                              \
-    static int group_teardown(void **state)                                                        \
-    {                                                                                              \
-        (void)state;                                                                               \
-        test_server_stop((server), (dir));                                                         \
-        return 0;                                                                                  \
-    }
-
 #endif /* CKUBE_TESTS_HTTPTEST_H */

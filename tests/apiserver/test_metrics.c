@@ -9,6 +9,8 @@
 static char dir[] = "/tmp/ckube-test-metrics-XXXXXX";
 static struct ck_apiserver *server;
 
+#include "apitest.h" /* uses dir and server */
+
 static long do_call(const char *method, const char *path, const char *body)
 {
     struct response r;
@@ -111,16 +113,11 @@ static void test_only_get_is_allowed(void **state)
     assert_int_equal(do_call("POST", "/metrics", "{}"), 405);
 }
 
-HTTPTEST_GROUP_FIXTURES(server, dir)
-
 int main(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_requests_are_counted_by_verb_scope_and_code),
         cmocka_unit_test(test_only_get_is_allowed),
     };
-    int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
-    curl_global_cleanup();
-    return failed;
+    return cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
 }
