@@ -90,6 +90,24 @@ static void create_pod(struct ck_rest *c, const char *name)
     json_decref(pod);
 }
 
+/* Starts a server in dir (a mkdtemp template) with n pods prefix-0 ... and a client. */
+static struct ck_rest *start_with_pods(char *dir, struct ck_apiserver **ret_server,
+                                       const char *prefix, int n)
+{
+    *ret_server = test_server_start(dir);
+    assert_non_null(*ret_server);
+    struct ck_rest_config config = {.server = ck_apiserver_url(*ret_server), .qps = -1};
+    struct ck_rest *c = NULL;
+    struct ck_err err = {0};
+    assert_int_equal(ck_rest_new(&config, &c, &err), 0);
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "%s-%d", prefix, i);
+        create_pod(c, name);
+    }
+    return c;
+}
+
 /* The cache holds exactly what the server lists: same keys, same resourceVersions. */
 static void assert_converged(struct ck_rest *c, struct ck_informer *inf)
 {
@@ -120,17 +138,9 @@ static void test_list_watch_events(void **state)
 {
     (void)state;
     char dir[] = "/tmp/ck-inf-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
-    struct ck_rest_config config = {.server = ck_apiserver_url(server), .qps = -1};
-    struct ck_rest *c = NULL;
+    struct ck_apiserver *server = NULL;
+    struct ck_rest *c = start_with_pods(dir, &server, "pre", 5);
     struct ck_err err = {0};
-    assert_int_equal(ck_rest_new(&config, &c, &err), 0);
-    for (int i = 0; i < 5; i++) {
-        char name[16];
-        snprintf(name, sizeof(name), "pre-%d", i);
-        create_pod(c, name);
-    }
 
     struct ck_informer_factory *f = NULL;
     assert_int_equal(ck_informer_factory_new(c, NULL, 0, NULL, &f, &err), 0);
@@ -178,17 +188,9 @@ static void test_paged_list(void **state)
 {
     (void)state;
     char dir[] = "/tmp/ck-inf-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
-    struct ck_rest_config config = {.server = ck_apiserver_url(server), .qps = -1};
-    struct ck_rest *c = NULL;
+    struct ck_apiserver *server = NULL;
+    struct ck_rest *c = start_with_pods(dir, &server, "p", 7);
     struct ck_err err = {0};
-    assert_int_equal(ck_rest_new(&config, &c, &err), 0);
-    for (int i = 0; i < 7; i++) {
-        char name[16];
-        snprintf(name, sizeof(name), "p-%d", i);
-        create_pod(c, name);
-    }
     struct ck_rest_stats before, after;
     ck_rest_stats(c, &before);
     struct ck_informer_options opts = {.client = c, .res = &ck_res_pods, .page_size = 3};
@@ -209,12 +211,9 @@ static void test_resync(void **state)
 {
     (void)state;
     char dir[] = "/tmp/ck-inf-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
-    struct ck_rest_config config = {.server = ck_apiserver_url(server), .qps = -1};
-    struct ck_rest *c = NULL;
+    struct ck_apiserver *server = NULL;
+    struct ck_rest *c = start_with_pods(dir, &server, "pod", 0);
     struct ck_err err = {0};
-    assert_int_equal(ck_rest_new(&config, &c, &err), 0);
     create_pod(c, "a");
     create_pod(c, "b");
     struct ck_clock *clock = ck_fake_clock_new(0);
@@ -261,19 +260,11 @@ static void test_restart_and_expired(void **state)
 {
     (void)state;
     char dir[] = "/tmp/ck-inf-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
+    struct ck_apiserver *server = NULL;
+    struct ck_rest *c = start_with_pods(dir, &server, "keep", 4);
+    struct ck_err err = {0};
     char listen[64];
     snprintf(listen, sizeof(listen), "127.0.0.1:%u", ck_apiserver_port(server));
-    struct ck_rest_config config = {.server = ck_apiserver_url(server), .qps = -1};
-    struct ck_rest *c = NULL;
-    struct ck_err err = {0};
-    assert_int_equal(ck_rest_new(&config, &c, &err), 0);
-    for (int i = 0; i < 4; i++) {
-        char name[16];
-        snprintf(name, sizeof(name), "keep-%d", i);
-        create_pod(c, name);
-    }
     create_pod(c, "gone-a");
     create_pod(c, "gone-b");
 
