@@ -2,6 +2,7 @@
  * main.c - the `ckube` command: flags, wiring and exit codes, nothing more.
  *
  *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data] [--store URL]
+ *                [--feature-gates NAME=true|false,...]
  *                [--controllers *]
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube version [-o text|json]
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ckube/api.h"
 #include "ckube/apiserver.h"
 #include "ckube/util.h"
 #include "controllers.h"
@@ -44,6 +46,8 @@ static const char usage_text[] =
     "                                (default sqlite://DATA-DIR/state.db)\n"
     "      --controllers LIST        controllers run in-process: * (all), NAME, -NAME;\n"
     "                                \"-*\" or \"\" for none (default *; known: replicaset)\n"
+    "      --feature-gates K=V,...   turn the API's feature gates on (true) or off (false);\n"
+    "                                alpha gates are off by default\n"
     "\n"
     "Version flags:\n"
     "  -o, --output text|json        output format (default text)\n"
@@ -73,12 +77,14 @@ enum {
     OPT_DATA_DIR,
     OPT_STORE,
     OPT_CONTROLLERS,
+    OPT_FEATURE_GATES,
 };
 
 struct options {
     const char *listen;
     const char *data_dir;
     const char *store;
+    const char *feature_gates;
     const char *output;
     const char *controllers;
 };
@@ -133,6 +139,9 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_CONTROLLERS:
             opts->controllers = optarg;
+            break;
+        case OPT_FEATURE_GATES:
+            opts->feature_gates = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -207,6 +216,62 @@ void ck_cmd_block_stop_signals(sigset_t *ret_set)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* The gates --feature-gates set, over ck_api_features(); the rest keep their defaults. */
+struct gates {
+    size_t n;
+    const struct ck_api_feature *features;
+    int value[16]; /* -1: default, else 0 or 1; indexed like features */
+};
+
+static bool gate_enabled(void *ctx, const char *feature)
+{
+    const struct gates *g = ctx;
+    for (size_t i = 0; i < g->n; i++)
+        if (strcmp(g->features[i].name, feature) == 0)
+            return g->value[i] < 0 ? g->features[i].default_on : g->value[i] == 1;
+    return false;
+}
+
+/* Parses NAME=BOOL,... as Kubernetes' --feature-gates does; -1 or a usage error. */
+static int parse_feature_gates(const char *text, struct gates *g)
+{
+    g->features = ck_api_features(&g->n);
+    if (g->n > sizeof(g->value) / sizeof(g->value[0]))
+        g->n = sizeof(g->value) / sizeof(g->value[0]);
+    for (size_t i = 0; i < g->n; i++)
+        g->value[i] = -1;
+    char *copy = strdup(text ? text : "");
+    char *save = NULL;
+    int r = -1;
+    for (char *pair = strtok_r(copy, ",", &save); copy && pair && r < 0;
+         pair = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(pair, '=');
+        if (!eq) {
+            r = usage_error("invalid argument \"%s\" for \"--feature-gates\" flag: missing bool "
+                            "value for %s",
+                            text, pair);
+            break;
+        }
+        *eq = '\0';
+        const char *value = eq + 1;
+        size_t i = 0;
+        while (i < g->n && strcmp(g->features[i].name, pair) != 0)
+            i++;
+        if (i == g->n)
+            r = usage_error("invalid argument \"%s\" for \"--feature-gates\" flag: unrecognized "
+                            "feature gate: %s",
+                            text, pair);
+        else if (strcmp(value, "true") == 0 || strcmp(value, "false") == 0)
+            g->value[i] = strcmp(value, "true") == 0;
+        else
+            r = usage_error("invalid argument \"%s\" for \"--feature-gates\" flag: invalid value "
+                            "of %s=%s, err: strconv.ParseBool: parsing \"%s\": invalid syntax",
+                            text, pair, value, value);
+    }
+    free(copy);
+    return r;
+}
+
 static int cmd_server(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -214,6 +279,7 @@ static int cmd_server(int argc, char **argv)
         {"data-dir", required_argument, NULL, OPT_DATA_DIR},
         {"store", required_argument, NULL, OPT_STORE},
         {"controllers", required_argument, NULL, OPT_CONTROLLERS},
+        {"feature-gates", required_argument, NULL, OPT_FEATURE_GATES},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -229,6 +295,10 @@ static int cmd_server(int argc, char **argv)
     if (!no_controllers && ck_controller_manager_check(opts.controllers, &cerr) < 0)
         return usage_error("invalid value \"%s\" for --controllers: %s", opts.controllers,
                            cerr.msg);
+    struct gates gates;
+    r = parse_feature_gates(opts.feature_gates, &gates);
+    if (r >= 0)
+        return r;
 
     if (ensure_dir(opts.data_dir) < 0) {
         fprintf(stderr, "error: cannot use data directory %s: %s\n", opts.data_dir,
@@ -251,7 +321,10 @@ static int cmd_server(int argc, char **argv)
 
     struct ck_err err = {0};
     struct ck_apiserver *server;
-    struct ck_apiserver_config config = {.listen = opts.listen, .store_url = opts.store};
+    struct ck_apiserver_config config = {.listen = opts.listen,
+                                         .store_url = opts.store,
+                                         .feature_enabled = gate_enabled,
+                                         .feature_ctx = &gates};
     if (ck_apiserver_start(&config, &server, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;

@@ -232,6 +232,44 @@ void ck_schema_default(const struct ck_schemas *set, const char *name, json_t *o
 void ck_schema_validate(const struct ck_schemas *set, const char *name, const json_t *obj,
                         struct ck_field_errors *errs);
 
+/* ---- feature-gated fields ----------------------------------------------- */
+
+/*
+ * Whether the feature gate `feature` is on; ctx is the caller's. Where a
+ * function takes one as NULL, every gate is at its default (below).
+ */
+typedef bool (*ck_feature_enabled_fn)(void *ctx, const char *feature);
+
+/* A feature gate the API's schemas name, as ckube's versioned feature list records it. */
+struct ck_api_feature {
+    const char *name;  /* "Frobber2D" */
+    const char *stage; /* "ALPHA", "BETA", "" (GA) or "DEPRECATED" */
+    bool default_on;
+    const char *since; /* the version from which this stage holds: "1.32" */
+};
+
+/* The gates of the API (static storage). */
+const struct ck_api_feature *ck_api_features(size_t *ret_count);
+
+/*
+ * Drops from obj (of schema `name`) every field whose property names a gate
+ * (x-ckube-feature-gate) that is off, unless old (NULL on create) already
+ * uses that field at the same place: Kubernetes' "drop disabled fields on
+ * create, keep them on update when in use".
+ */
+void ck_schema_drop_disabled(const struct ck_schemas *set, const char *name, json_t *obj,
+                             const json_t *old, ck_feature_enabled_fn enabled, void *ctx);
+
+/*
+ * Adds a NotSupported error for every string value that its schema gates
+ * (x-ckube-feature-gated-values) behind a gate that is off, unless old
+ * already had that value at the same place (ratcheting). Never mutates obj.
+ */
+void ck_schema_validate_gated_values(const struct ck_schemas *set, const char *name,
+                                     const json_t *obj, const json_t *old,
+                                     ck_feature_enabled_fn enabled, void *ctx,
+                                     struct ck_field_errors *errs);
+
 /* ---- kinds --------------------------------------------------------------- */
 
 /* A server-side printing column (metav1.TableColumnDefinition). */
@@ -424,6 +462,14 @@ int ck_json_patch(const json_t *doc, const json_t *operations, json_t **ret_doc,
  */
 int ck_strategic_merge_patch(const struct ck_schemas *set, const char *name, const json_t *doc,
                              const json_t *patch, json_t **ret_doc, struct ck_err *reterr);
+
+/*
+ * True when schema `name`, or a schema it reaches (its metadata aside: every
+ * ObjectMeta has some), carries patch strategies or merge keys: the kind is one strategic merge
+ * patch is meant for (the OpenAPI then advertises it, and the server applies it; other kinds answer
+ * 415, as Kubernetes does for custom resources).
+ */
+bool ck_schema_is_strategic(const struct ck_schemas *set, const char *name);
 
 /* ---- discovery and OpenAPI ---------------------------------------------- */
 

@@ -13,6 +13,7 @@
 #ifndef CKUBE_APISERVER_H
 #define CKUBE_APISERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ckube/util.h"
@@ -26,6 +27,13 @@ struct ck_apiserver_config {
     const char *listen;
     /* The store: "sqlite://PATH" or "etcd://HOST:PORT[,...]" (see ckube/store.h). Required. */
     const char *store_url;
+    /*
+     * Whether a feature gate is on (called with feature_ctx, from any
+     * thread), for the API's feature-gated fields (ck_api_features() in
+     * ckube/api.h lists them). NULL: every gate at its default.
+     */
+    bool (*feature_enabled)(void *ctx, const char *feature);
+    void *feature_ctx;
 };
 
 /*

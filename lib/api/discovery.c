@@ -162,6 +162,64 @@ static void collect_schemas(const struct ck_schemas *set, const json_t *node, js
     }
 }
 
+static bool mentions_patch_strategy(const json_t *node)
+{
+    if (json_is_array(node)) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(node, i, item)
+        {
+            if (mentions_patch_strategy(item))
+                return true;
+        }
+        return false;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)node, key, value)
+    {
+        if (strcmp(key, "x-kubernetes-patch-strategy") == 0 ||
+            strcmp(key, "x-kubernetes-patch-merge-key") == 0 ||
+            (strcmp(key, "default") != 0 && strcmp(key, "enum") != 0 &&
+             mentions_patch_strategy(value)))
+            return true;
+    }
+    return false;
+}
+
+bool ck_schema_is_strategic(const struct ck_schemas *set, const char *name)
+{
+    const json_t *schema = ck_schemas_get(set, name);
+    if (!schema)
+        return false;
+    /* every kind's ObjectMeta has merge keys: what counts is the rest of the kind */
+    json_t *reached = json_object();
+    const char *key;
+    json_t *prop;
+    json_object_foreach(json_object_get(schema, "properties"), key, prop)
+    {
+        if (strcmp(key, "metadata") != 0) {
+            json_object_set(reached, key, prop);
+            collect_schemas(set, prop, reached);
+        }
+    }
+    bool strategic = mentions_patch_strategy(reached);
+    json_decref(reached);
+    return strategic;
+}
+
+/* The patch operation's request body: the patch types the kind takes. */
+static json_t *patch_request_body(bool strategic)
+{
+    json_t *content = json_object();
+    static const char *const types[] = {"application/json-patch+json",
+                                        "application/merge-patch+json",
+                                        "application/strategic-merge-patch+json"};
+    for (size_t i = 0; i < (strategic ? 3 : 2); i++)
+        json_object_set_new(content, types[i], json_pack("{s:{s:s}}", "schema", "type", "object"));
+    return json_pack("{s:o, s:b}", "content", content, "required", true);
+}
+
 static json_t *param(const char *name, const char *in, bool required, const char *type)
 {
     return json_pack("{s:s, s:s, s:b, s:{s:s}}", "name", name, "in", in, "required", required,
@@ -211,12 +269,14 @@ json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, con
         json_object_set_new(paths, collection,
                             json_pack("{s:o, s:o}", "get", operation(k, "list", "list", ref, false),
                                       "post", operation(k, "create", "post", ref, true)));
+        json_t *patch = operation(k, "patch", "patch", ref, true);
+        json_object_set_new(patch, "requestBody",
+                            patch_request_body(ck_schema_is_strategic(set, k->schema)));
         json_object_set_new(paths, item,
                             json_pack("{s:o, s:o, s:o, s:o}", "get",
                                       operation(k, "read", "get", ref, false), "put",
-                                      operation(k, "replace", "put", ref, true), "patch",
-                                      operation(k, "patch", "patch", ref, true), "delete",
-                                      operation(k, "delete", "delete", ref, false)));
+                                      operation(k, "replace", "put", ref, true), "patch", patch,
+                                      "delete", operation(k, "delete", "delete", ref, false)));
         const json_t *schema = ck_schemas_get(set, k->schema);
         if (schema && !json_object_get(schemas, k->schema)) {
             json_object_set(schemas, k->schema, (json_t *)schema);

@@ -18,6 +18,7 @@ const json_t *ck__json_path(const json_t *obj, const char *dotted);
 #define CK__EVENT_COLUMNS      10
 #define CK__DEPLOYMENT_COLUMNS 8
 #define CK__REPLICASET_COLUMNS 8
+#define CK__FROBBER_COLUMNS    5
 
 extern const struct ck_table_column ck__namespace_columns[CK__NAMESPACE_COLUMNS];
 extern const struct ck_table_column ck__pod_columns[CK__POD_COLUMNS];
@@ -25,6 +26,7 @@ extern const struct ck_table_column ck__node_columns[CK__NODE_COLUMNS];
 extern const struct ck_table_column ck__event_columns[CK__EVENT_COLUMNS];
 extern const struct ck_table_column ck__deployment_columns[CK__DEPLOYMENT_COLUMNS];
 extern const struct ck_table_column ck__replicaset_columns[CK__REPLICASET_COLUMNS];
+extern const struct ck_table_column ck__frobber_columns[CK__FROBBER_COLUMNS];
 
 void ck__namespace_row(const json_t *obj, long long now, json_t *cells);
 void ck__pod_row(const json_t *obj, long long now, json_t *cells);
@@ -32,6 +34,7 @@ void ck__node_row(const json_t *obj, long long now, json_t *cells);
 void ck__event_row(const json_t *obj, long long now, json_t *cells);
 void ck__deployment_row(const json_t *obj, long long now, json_t *cells);
 void ck__replicaset_row(const json_t *obj, long long now, json_t *cells);
+void ck__frobber_row(const json_t *obj, long long now, json_t *cells);
 
 /* Follows $ref / allOf [{$ref}] to the schema describing a value; NULL-safe. */
 const json_t *ck__schema_resolve(const struct ck_schemas *set, const json_t *schema);

@@ -186,8 +186,28 @@ static const struct ck_kind replicaset_kind = {
     .validate = ck__workload_validate,
 };
 
+/* ---- example.ckube.io/v1 ------------------------------------------------ */
+
+/* The example of feature-gated fields (lib/api/gates.c, docs/internals/apiserver.md). */
+static const struct ck_kind frobber_kind = {
+    .group = "example.ckube.io",
+    .version = "v1",
+    .kind = "Frobber",
+    .list_kind = "FrobberList",
+    .resource = "frobbers",
+    .singular = "frobber",
+    .namespaced = true,
+    .has_generation = true,
+    .schema = "io.ckube.example.v1.Frobber",
+    .subresources = status_sub,
+    .columns = ck__frobber_columns,
+    .n_columns = CK__FROBBER_COLUMNS,
+    .row_cells = ck__frobber_row,
+};
+
 static const struct ck_kind *const all_kinds[] = {
-    &namespace_kind, &pod_kind, &node_kind, &event_kind, &deployment_kind, &replicaset_kind,
+    &namespace_kind,  &pod_kind,        &node_kind,    &event_kind,
+    &deployment_kind, &replicaset_kind, &frobber_kind,
 };
 
 const struct ck_kind *const *ck_kinds(size_t *ret_count)

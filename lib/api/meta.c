@@ -167,9 +167,12 @@ void ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_
         kind->prepare_for_update(obj, old);
     if (kind->has_generation) {
         bool changed = !json_equal(json_object_get(obj, "spec"), json_object_get(old, "spec"));
-        if (strcmp(kind->kind, "Deployment") == 0)
-            changed = changed || !json_equal(json_object_get(meta, "annotations"),
-                                             json_object_get(old_meta, "annotations"));
+        if (strcmp(kind->kind, "Deployment") == 0) {
+            /* json_equal() says two absent values differ */
+            const json_t *a = json_object_get(meta, "annotations");
+            const json_t *b = json_object_get(old_meta, "annotations");
+            changed = changed || ((a || b) && !json_equal((json_t *)a, (json_t *)b));
+        }
         if (changed)
             json_object_set_new(
                 meta, "generation",

@@ -633,3 +633,27 @@ json_t *ck_table_build(const struct ck_kind *kind, json_t *const *objects, size_
     }
     return table;
 }
+
+/* ---- frobbers (example.ckube.io) ---------------------------------------- */
+
+const struct ck_table_column ck__frobber_columns[CK__FROBBER_COLUMNS] = {
+    {"Name", "string", "name", name_doc, 0},
+    {"Height", "integer", "", "Height of the frobber.", 0},
+    {"Width", "string", "", "Width of the frobber (feature gate Frobber2D).", 0},
+    {"Restart Policy", "string", "", "When to restart the frobber.", 0},
+    {"Age", "string", "", age_doc, 0},
+};
+
+void ck__frobber_row(const json_t *obj, long long now, json_t *cells)
+{
+    json_array_append_new(cells, json_string(or_none(str_at(obj, "metadata.name"))));
+    json_array_append_new(cells,
+                          json_integer(json_integer_value(ck__json_path(obj, "spec.height"))));
+    const json_t *width = ck__json_path(obj, "spec.width");
+    char buf[32] = "<none>";
+    if (json_is_integer(width))
+        snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(width));
+    json_array_append_new(cells, json_string(buf));
+    json_array_append_new(cells, json_string(or_none(str_at(obj, "spec.restartPolicy"))));
+    add_age(cells, str_at(obj, "metadata.creationTimestamp"), now);
+}

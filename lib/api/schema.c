@@ -631,8 +631,11 @@ static void default_value(const struct ck_schemas *set, const json_t *schema_in,
     {
         const char *field = json_string_value(emit);
         const json_t *prop_schema = json_object_get(props, field ? field : "");
-        if (prop_schema && !json_object_get(v, field))
-            json_object_set_new(v, field, zero_value(set, prop_schema));
+        if (prop_schema && !json_object_get(v, field)) {
+            json_t *zero = zero_value(set, prop_schema);
+            json_object_set_new(v, field, zero);
+            default_value(set, prop_schema, zero, depth + 1); /* so defaulting is idempotent */
+        }
     }
     const json_t *extra = json_object_get(schema, "additionalProperties");
     if (json_is_object(extra)) {

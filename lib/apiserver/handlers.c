@@ -190,6 +190,11 @@ static enum MHD_Result send_object(struct MHD_Connection *conn, const struct ck_
 
 /* ---- GET ---------------------------------------------------------------- */
 
+static bool is_scale(const struct ck__target *t)
+{
+    return strcmp(t->subresource, "scale") == 0;
+}
+
 static enum MHD_Result handle_get(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                   const struct ck__target *t)
 {
@@ -200,8 +205,15 @@ static enum MHD_Result handle_get(struct ck_apiserver *ctx, struct MHD_Connectio
     size_t len = 0;
     char *body = ck__serve_stored(kv->value, kv->value_len, kv->mod_revision, &len);
     ck_kv_unref(kv);
+    if (body && is_scale(t)) {
+        char *scale = ck__scale_serve(t->kind, body, len, &len);
+        free(body);
+        body = scale;
+    }
     if (!body)
         return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
+    if (is_scale(t))
+        return send_bytes(conn, 200, "application/json", body, len, NULL);
     return send_object(conn, t->kind, 200, body, len, NULL);
 }
 
@@ -315,11 +327,19 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
 
 /* ---- writes ------------------------------------------------------------- */
 
-/* Decodes the request body for kind; 400/415 in *st on failure. */
+/*
+ * Decodes the request body as schema (of Kind kind_name; the kind's own when
+ * NULL) for kind; 400/415 in *st on failure.
+ */
 static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                           const struct ck_kind *kind, const char *body, size_t len,
-                           struct ck_warnings *warnings, struct ck__status *st)
+                           const struct ck_kind *kind, const char *schema, const char *kind_name,
+                           const char *body, size_t len, struct ck_warnings *warnings,
+                           struct ck__status *st)
 {
+    if (!schema) {
+        schema = kind->schema;
+        kind_name = kind->kind;
+    }
     const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
     if (type && strncasecmp(type, "application/json", 16) != 0 &&
         strncasecmp(type, "*/*", 3) != 0) {
@@ -336,17 +356,17 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
     }
     json_t *obj = NULL;
     struct ck_err err = {0};
-    if (ck_schema_decode(ctx->schemas, kind->schema, body ? body : "", len, fv, &obj, warnings,
-                         &err) < 0) {
+    if (ck_schema_decode(ctx->schemas, schema, body ? body : "", len, fv, &obj, warnings, &err) <
+        0) {
         ck__status_set(st, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: %s",
-                       kind->kind, kind->version, kind->kind, err.msg);
+                       kind_name, kind->version, kind_name, err.msg);
         return NULL;
     }
     const char *body_kind = json_string_value(json_object_get(obj, "kind"));
-    if (body_kind && *body_kind && strcmp(body_kind, kind->kind) != 0) {
+    if (body_kind && *body_kind && strcmp(body_kind, kind_name) != 0) {
         ck__status_set(st, 400, "BadRequest",
                        "the kind in the data (%s) does not match the expected kind (%s)", body_kind,
-                       kind->kind);
+                       kind_name);
         json_decref(obj);
         return NULL;
     }
@@ -366,7 +386,7 @@ static enum MHD_Result handle_create(struct ck_apiserver *ctx, struct MHD_Connec
     struct ck_warnings warnings = {0};
     if (t->kind->namespaced && !t->namespace[0])
         return fail_with(conn, 404, "NotFound", "the server could not find the requested resource");
-    json_t *obj = decode_body(ctx, conn, t->kind, body, len, &warnings, &st);
+    json_t *obj = decode_body(ctx, conn, t->kind, NULL, NULL, body, len, &warnings, &st);
     if (!obj) {
         ck_warnings_release(&warnings);
         return fail(conn, &st);
@@ -390,15 +410,39 @@ static json_t *replace_with_body(const json_t *current, void *arg, struct ck__st
     return json_deep_copy(arg);
 }
 
+/*
+ * Answers a successful write: a Scale for the scale subresource, else the
+ * object (or its Table).
+ */
+static enum MHD_Result send_written(struct MHD_Connection *conn, const struct ck__target *t,
+                                    char *out, size_t len, const struct ck_warnings *warnings)
+{
+    if (!is_scale(t))
+        return send_object(conn, t->kind, 200, out, len, warnings);
+    char *scale = ck__scale_serve(t->kind, out, len, &len);
+    free(out);
+    if (!scale)
+        return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
+    return send_bytes(conn, 200, "application/json", scale, len, warnings);
+}
+
+/* The registry's name for a write through t: "status", "finalize", or NULL (object, scale). */
+static const char *write_subresource(const struct ck__target *t)
+{
+    if (strcmp(t->subresource, "status") == 0 || strcmp(t->subresource, "finalize") == 0)
+        return t->subresource;
+    return NULL;
+}
+
 static enum MHD_Result handle_update(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                      const struct ck__target *t, const char *body, size_t len)
 {
     struct ck__status st = {0};
     struct ck_warnings warnings = {0};
-    if (t->subresource[0] && strcmp(t->subresource, "status") != 0)
-        return fail_with(conn, 405, "MethodNotAllowed",
-                         "the server does not allow this method on the requested resource");
-    json_t *obj = decode_body(ctx, conn, t->kind, body, len, &warnings, &st);
+    json_t *obj = is_scale(t)
+                      ? decode_body(ctx, conn, t->kind, "io.k8s.api.autoscaling.v1.Scale", "Scale",
+                                    body, len, &warnings, &st)
+                      : decode_body(ctx, conn, t->kind, NULL, NULL, body, len, &warnings, &st);
     if (!obj) {
         ck_warnings_release(&warnings);
         return fail(conn, &st);
@@ -413,22 +457,81 @@ static enum MHD_Result handle_update(struct ck_apiserver *ctx, struct MHD_Connec
     }
     char *out = NULL;
     size_t out_len = 0;
-    int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name,
-                                t->subresource[0] ? t->subresource : NULL, replace_with_body, obj,
+    int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name, write_subresource(t),
+                                is_scale(t) ? ck__scale_put_mutate : replace_with_body, obj,
                                 dry_run(conn), &out, &out_len, &st);
     json_decref(obj);
-    enum MHD_Result ret =
-        r < 0 ? fail(conn, &st) : send_object(conn, t->kind, 200, out, out_len, &warnings);
+    enum MHD_Result ret = r < 0 ? fail(conn, &st) : send_written(conn, t, out, out_len, &warnings);
     ck_warnings_release(&warnings);
     return ret;
 }
 
-/* DeleteOptions from the body and the query (query wins where both say). */
-static int delete_options(struct MHD_Connection *conn, const char *body, size_t len,
-                          json_t **ret_doc, struct ck__delete_options *opts, struct ck__status *st)
+static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                    const struct ck__target *t, const char *body, size_t len)
+{
+    struct ck__status st = {0};
+    struct ck__patch patch;
+    const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+    if (ck__patch_init(&patch, ctx->schemas, t->kind, type, body, len, &st) < 0)
+        return fail(conn, &st);
+    if (ck_field_validation_parse(ck__query(conn, "fieldValidation"), &patch.validation) < 0) {
+        ck__patch_release(&patch);
+        return fail_with(conn, 400, "BadRequest",
+                         "fieldValidation must be one of Strict, Warn or Ignore");
+    }
+    patch.scale = is_scale(t);
+    char *out = NULL;
+    size_t out_len = 0;
+    int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name, write_subresource(t),
+                                ck__patch_mutate, &patch, dry_run(conn), &out, &out_len, &st);
+    enum MHD_Result ret =
+        r < 0 ? fail(conn, &st) : send_written(conn, t, out, out_len, &patch.warnings);
+    ck__patch_release(&patch);
+    return ret;
+}
+
+/* 422 as Kubernetes' ValidateDeleteOptions words it. */
+static int invalid_delete_options(struct ck__status *st, const char *field, const char *what,
+                                  const char *value, const char *why)
+{
+    ck__status_set(st, 422, "Invalid",
+                   "DeleteOptions.meta.k8s.io \"\" is invalid: %s: %s: \"%s\": %s", field, what,
+                   value, why);
+    st->kind = "DeleteOptions";
+    st->group = "meta.k8s.io";
+    return -1;
+}
+
+/* Fills opts->propagation from a policy name (Background, Foreground, Orphan). */
+static int parse_propagation(const char *policy, struct ck__delete_options *opts,
+                             struct ck__status *st)
+{
+    static const char *const names[] = {"Background", "Foreground", "Orphan"};
+    static const enum ck__propagation values[] = {
+        CK__PROPAGATION_BACKGROUND, CK__PROPAGATION_FOREGROUND, CK__PROPAGATION_ORPHAN};
+    for (size_t i = 0; i < 3; i++) {
+        if (strcmp(policy, names[i]) == 0) {
+            opts->propagation = values[i];
+            return 0;
+        }
+    }
+    return invalid_delete_options(st, "propagationPolicy", "Unsupported value", policy,
+                                  "supported values: \"Foreground\", \"Background\", \"Orphan\"");
+}
+
+/*
+ * DeleteOptions from the body, then the query (which wins where both say):
+ * propagationPolicy or the deprecated orphanDependents, gracePeriodSeconds,
+ * preconditions and dryRun. The strings in opts point into *ret_doc.
+ */
+static int parse_delete_options(struct MHD_Connection *conn, const char *body, size_t len,
+                                json_t **ret_doc, struct ck__delete_options *opts,
+                                struct ck__status *st)
 {
     memset(opts, 0, sizeof(*opts));
     *ret_doc = NULL;
+    const char *policy = NULL;
+    json_t *orphan = NULL;
     if (body && len) {
         json_error_t jerr;
         json_t *doc = json_loadb(body, len, 0, &jerr);
@@ -437,16 +540,61 @@ static int delete_options(struct MHD_Connection *conn, const char *body, size_t 
             ck__status_set(st, 400, "BadRequest", "invalid DeleteOptions: %s", jerr.text);
             return -1;
         }
+        *ret_doc = doc;
         json_t *pre = json_object_get(doc, "preconditions");
         opts->precondition_uid = json_string_value(json_object_get(pre, "uid"));
         opts->precondition_rv = json_string_value(json_object_get(pre, "resourceVersion"));
         json_t *dry = json_object_get(doc, "dryRun");
-        opts->dry_run = json_array_size(dry) > 0 &&
-                        strcmp(json_string_value(json_array_get(dry, 0)) ?: "", "All") == 0;
-        *ret_doc = doc;
+        const char *first = json_string_value(json_array_get(dry, 0));
+        if (json_array_size(dry) > 0 && (!first || strcmp(first, "All") != 0))
+            return invalid_delete_options(st, "dryRun", "Unsupported value", first ? first : "",
+                                          "supported values: \"All\"");
+        opts->dry_run = first != NULL;
+        policy = json_string_value(json_object_get(doc, "propagationPolicy"));
+        orphan = json_object_get(doc, "orphanDependents");
+        json_t *grace = json_object_get(doc, "gracePeriodSeconds");
+        if (json_is_integer(grace)) {
+            opts->has_grace = true;
+            opts->grace_seconds = json_integer_value(grace);
+        }
     }
     opts->dry_run = opts->dry_run || dry_run(conn);
+    const char *q = ck__query(conn, "propagationPolicy");
+    if (q)
+        policy = q;
+    q = ck__query(conn, "gracePeriodSeconds");
+    if (q) {
+        char *end = NULL;
+        opts->grace_seconds = strtoll(q, &end, 10);
+        if (!*q || *end) {
+            ck__status_set(st, 400, "BadRequest", "invalid gracePeriodSeconds: %s", q);
+            return -1;
+        }
+        opts->has_grace = true;
+    }
+    bool orphan_set = json_is_boolean(orphan) || ck__query(conn, "orphanDependents");
+    bool orphan_true = json_is_true(orphan) || ck__query_bool(conn, "orphanDependents");
+    if (policy && orphan_set)
+        return invalid_delete_options(
+            st, "propagationPolicy", "Invalid value", policy,
+            "orphanDependents and deletionPropagation cannot be both set");
+    if (policy)
+        return parse_propagation(policy, opts, st);
+    if (orphan_set)
+        opts->propagation = orphan_true ? CK__PROPAGATION_ORPHAN : CK__PROPAGATION_BACKGROUND;
     return 0;
+}
+
+/* parse_delete_options(), releasing the body's document on failure. */
+static int delete_options(struct MHD_Connection *conn, const char *body, size_t len,
+                          json_t **ret_doc, struct ck__delete_options *opts, struct ck__status *st)
+{
+    int r = parse_delete_options(conn, body, len, ret_doc, opts, st);
+    if (r < 0) {
+        json_decref(*ret_doc);
+        *ret_doc = NULL;
+    }
+    return r;
 }
 
 static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connection *conn,
@@ -465,6 +613,42 @@ static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connec
     if (r < 0)
         return fail(conn, &st);
     return send_bytes(conn, 200, "application/json", out, out_len, NULL);
+}
+
+/* pods/binding: the scheduler sets spec.nodeName once; 201 with a Success Status. */
+static enum MHD_Result handle_binding(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                      const struct ck__target *t, const char *body, size_t len)
+{
+    struct ck__status st = {0};
+    json_error_t jerr;
+    json_t *binding = json_loadb(body ? body : "", len, 0, &jerr);
+    if (!json_is_object(binding)) {
+        json_decref(binding);
+        return fail_with(conn, 400, "BadRequest", "Binding in version \"v1\" cannot be handled");
+    }
+    const char *kind = json_string_value(json_object_get(binding, "kind"));
+    const char *name =
+        json_string_value(json_object_get(json_object_get(binding, "metadata"), "name"));
+    if ((kind && strcmp(kind, "Binding") != 0) || (name && strcmp(name, t->name) != 0)) {
+        json_decref(binding);
+        return fail_with(conn, 400, "BadRequest",
+                         "the name of the object does not match the name on the URL");
+    }
+    char *out = NULL;
+    size_t out_len = 0;
+    int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name, "binding",
+                                replace_with_body, binding, dry_run(conn), &out, &out_len, &st);
+    json_decref(binding);
+    free(out);
+    if (r < 0)
+        return fail(conn, &st);
+    json_t *success = json_pack("{s:s, s:s, s:{}, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
+                                "metadata", "status", "Success", "code", 201);
+    char *ok = success ? json_dumps(success, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(success);
+    if (!ok)
+        return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
+    return send_bytes(conn, 201, "application/json", ok, strlen(ok), NULL);
 }
 
 /* DELETE on a collection: list with the selectors, delete each, answer the list. */
@@ -535,6 +719,54 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
 
 /* ---- dispatch ----------------------------------------------------------- */
 
+static enum MHD_Result method_not_allowed(struct MHD_Connection *conn)
+{
+    return fail_with(conn, 405, "MethodNotAllowed",
+                     "the server does not allow this method on the requested resource");
+}
+
+/*
+ * The subresources' own verbs: status (get, update, patch), scale (get,
+ * update, patch), finalize (update), binding (create), log (reserved).
+ * Returns false to let the object's handlers serve the request.
+ */
+static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                              const char *method, const struct ck__target *t, const char *body,
+                              size_t len, enum MHD_Result *ret)
+{
+    const char *sub = t->subresource;
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    bool write = strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
+    if (strcmp(sub, "status") == 0 || strcmp(sub, "scale") == 0) {
+        if (get && ck__query_bool(conn, "watch"))
+            *ret = method_not_allowed(conn);
+        else if (!get && !write)
+            *ret = method_not_allowed(conn);
+        else
+            return false;
+        return true;
+    }
+    if (strcmp(sub, "finalize") == 0) {
+        if (strcmp(method, "PUT") != 0)
+            *ret = method_not_allowed(conn);
+        else
+            return false;
+        return true;
+    }
+    if (strcmp(sub, "binding") == 0) {
+        *ret = strcmp(method, "POST") == 0 ? handle_binding(ctx, conn, t, body, len)
+                                           : method_not_allowed(conn);
+        return true;
+    }
+    if (strcmp(sub, "log") == 0) {
+        *ret = fail_with(conn, 503, "ServiceUnavailable",
+                         "pods/log is not served yet: it needs a node agent to read logs from");
+        return true;
+    }
+    *ret = method_not_allowed(conn);
+    return true;
+}
+
 enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                    const char *method, const struct ck__target *t, const char *body,
                                    size_t len)
@@ -544,9 +776,11 @@ enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connecti
         return fail_with(
             conn, 406, "NotAcceptable",
             "only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io");
-    if (t->subresource[0] && strcmp(t->subresource, "status") != 0)
-        return fail_with(conn, 405, "MethodNotAllowed",
-                         "the server does not allow this method on the requested resource");
+    if (t->subresource[0]) {
+        enum MHD_Result ret;
+        if (serve_subresource(ctx, conn, method, t, body, len, &ret))
+            return ret;
+    }
     if (get && t->name[0])
         return handle_get(ctx, conn, t);
     if (get && ck__query_bool(conn, "watch"))
@@ -557,6 +791,8 @@ enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connecti
         return handle_create(ctx, conn, t, body, len);
     if (strcmp(method, "PUT") == 0 && t->name[0])
         return handle_update(ctx, conn, t, body, len);
+    if (strcmp(method, "PATCH") == 0 && t->name[0])
+        return handle_patch(ctx, conn, t, body, len);
     if (strcmp(method, "DELETE") == 0 && t->name[0] && !t->subresource[0])
         return handle_delete(ctx, conn, t, body, len);
     if (strcmp(method, "DELETE") == 0 && !t->name[0])

@@ -64,10 +64,16 @@ void ck__status_set(struct ck__status *st, unsigned code, const char *reason, co
     __attribute__((format(printf, 4, 5)));
 void ck__status_release(struct ck__status *st);
 
+/* 422 Invalid: `Deployment.apps "x" is invalid: [a, b]` with one cause per error. */
+void ck__status_invalid(struct ck__status *st, const struct ck_kind *kind, const char *name,
+                        const struct ck_field_errors *errs);
+
 /* The stored objects of the API (registry.c, list.c). Immutable once built. */
 struct ck__registry {
     struct ck_store *store;
     const struct ck_schemas *schemas;
+    ck_feature_enabled_fn feature_enabled; /* NULL: gates at their defaults */
+    void *feature_ctx;
 };
 
 int ck__object_key(const struct ck_kind *kind, const char *namespace, const char *name, char *buf,
@@ -117,7 +123,65 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
                         void *mutate_arg, bool dry_run, char **ret_body, size_t *ret_len,
                         struct ck__status *st);
 
+/* ---- patches and the scale subresource (patch.c) ------------------------ */
+
+enum ck__patch_type {
+    CK__PATCH_JSON,      /* application/json-patch+json (RFC 6902) */
+    CK__PATCH_MERGE,     /* application/merge-patch+json (RFC 7386) */
+    CK__PATCH_STRATEGIC, /* application/strategic-merge-patch+json */
+};
+
+/* One PATCH request: what ck__patch_mutate() applies on each attempt. */
+struct ck__patch {
+    enum ck__patch_type type;
+    json_t *doc; /* the parsed patch */
+    const struct ck_schemas *schemas;
+    const struct ck_kind *kind;
+    bool scale; /* the patch is of the object's Scale */
+    enum ck_field_validation validation;
+    struct ck_warnings warnings; /* of the last attempt, for the response */
+};
+
+/*
+ * Parses a PATCH body by its Content-Type: 415 for a type ckube does not
+ * apply (server-side apply included), 400 for a malformed body. On failure
+ * *p needs no release.
+ */
+int ck__patch_init(struct ck__patch *p, const struct ck_schemas *schemas,
+                   const struct ck_kind *kind, const char *content_type, const char *body,
+                   size_t len, struct ck__status *st);
+void ck__patch_release(struct ck__patch *p);
+
+/* A ck__mutate_fn whose arg is a struct ck__patch. */
+json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck__status *st);
+
+/* The autoscaling/v1 Scale of a Deployment or ReplicaSet. New reference or NULL. */
+json_t *ck__scale_of(const struct ck_kind *kind, const json_t *obj);
+
+/*
+ * current with spec.replicas taken from scale; the Scale's resourceVersion
+ * and uid become preconditions. New reference, or NULL with *st filled.
+ */
+json_t *ck__scale_apply(const json_t *current, const json_t *scale, struct ck__status *st);
+
+/* A ck__mutate_fn for PUT of a Scale (arg: the decoded Scale). */
+json_t *ck__scale_put_mutate(const json_t *current, void *arg, struct ck__status *st);
+
+/* The Scale of a served object, as served JSON (caller frees), or NULL. */
+char *ck__scale_serve(const struct ck_kind *kind, const char *served, size_t len, size_t *ret_len);
+
+enum ck__propagation {
+    CK__PROPAGATION_DEFAULT, /* none given: the kind's default (Background for ours) */
+    CK__PROPAGATION_BACKGROUND,
+    CK__PROPAGATION_FOREGROUND,
+    CK__PROPAGATION_ORPHAN,
+};
+
+/* DeleteOptions (metav1), as parsed from the body and the query. */
 struct ck__delete_options {
+    enum ck__propagation propagation;
+    bool has_grace; /* gracePeriodSeconds was given */
+    long long grace_seconds;
     const char *precondition_uid;
     const char *precondition_rv;
     bool dry_run;
@@ -126,13 +190,14 @@ struct ck__delete_options {
 /* True when obj still has finalizers (metadata's, or a namespace's spec.finalizers). */
 bool ck__has_finalizers(const struct ck_kind *kind, const json_t *obj);
 
-/* The mutation DELETE applies to an object with finalizers: set deletionTimestamp. */
-json_t *ck__mark_deleting(const json_t *current, void *arg, struct ck__status *st);
-
 /*
- * Deletes one object: with finalizers it is only marked (deletionTimestamp,
- * namespaces go Terminating) and returned; otherwise removed, answering the
- * last state (core kinds) or a Success Status (apps kinds).
+ * Deletes one object as Kubernetes' registry does: preconditions (409), the
+ * garbage collector's finalizers per propagation policy, a pod's grace
+ * period. An object with finalizers (or a bound pod within its grace period)
+ * is only marked (deletionTimestamp, deletionGracePeriodSeconds; namespaces
+ * go Terminating) and returned; otherwise it is removed, answering its last
+ * state (core kinds) or a Success Status (apps kinds). A dry run answers the
+ * same and writes nothing.
  */
 int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                         const char *name, const struct ck__delete_options *opts, char **ret_body,

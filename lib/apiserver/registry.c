@@ -88,29 +88,25 @@ static void store_failed(struct ck__status *st, const struct ck_err *err)
         ck__status_set(st, 500, "InternalError", "Internal error occurred: %s", err->msg);
 }
 
-/* 422 Invalid: `Deployment.apps "x" is invalid: [a, b]` with one cause per error. */
-static void invalid(struct ck__status *st, const struct ck_kind *kind, const char *name,
-                    const struct ck_field_errors *errs)
+void ck__status_invalid(struct ck__status *st, const struct ck_kind *kind, const char *name,
+                        const struct ck_field_errors *errs)
 {
     size_t len = 0;
     char *joined = NULL;
     FILE *f = open_memstream(&joined, &len);
     json_t *causes = json_array();
     for (size_t i = 0; f && i < errs->len; i++) {
-        char *s = ck_field_error_string(&errs->items[i]);
-        fprintf(f, "%s%s", i ? ", " : "", s ? s : "");
-        free(s);
         const struct ck_field_error *e = &errs->items[i];
-        char *msg = NULL;
-        if (asprintf(&msg, "%s%s%s%s%s", e->value ? "Invalid value: " : "",
-                     e->value ? e->value : "", e->value && e->detail ? ": " : "",
-                     e->detail ? e->detail : "",
-                     !e->value && !e->detail ? "Required value" : "") < 0)
-            msg = NULL;
+        char *s = ck_field_error_string(e);
+        fprintf(f, "%s%s", i ? ", " : "", s ? s : "");
+        /* the cause's message is the error without its "field: " (kubectl adds it back) */
+        size_t skip = strlen(e->field) + 2;
+        const char *msg =
+            s && strncmp(s, e->field, skip - 2) == 0 && strlen(s) >= skip ? s + skip : "";
         json_array_append_new(causes,
                               json_pack("{s:s, s:s, s:s}", "reason", ck_field_error_reason(e->type),
-                                        "message", msg ? msg : "", "field", e->field));
-        free(msg);
+                                        "message", msg, "field", e->field));
+        free(s);
     }
     if (f)
         fclose(f);
@@ -282,10 +278,12 @@ static int default_and_validate(struct ck__registry *reg, const struct ck_kind *
     ck_kind_default(kind, obj);
     struct ck_field_errors errs = {0};
     ck_schema_validate(reg->schemas, kind->schema, obj, &errs);
+    ck_schema_validate_gated_values(reg->schemas, kind->schema, obj, old, reg->feature_enabled,
+                                    reg->feature_ctx, &errs);
     ck_meta_validate(kind, obj, old, &errs);
     int r = 0;
     if (errs.len) {
-        invalid(st, kind, object_name(obj), &errs);
+        ck__status_invalid(st, kind, object_name(obj), &errs);
         r = -1;
     }
     ck_field_errors_release(&errs);
@@ -309,6 +307,8 @@ int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, co
             json_decref(candidate);
             return -1;
         }
+        ck_schema_drop_disabled(reg->schemas, kind->schema, candidate, NULL, reg->feature_enabled,
+                                reg->feature_ctx);
         if (default_and_validate(reg, kind, candidate, NULL, st) < 0) {
             json_decref(candidate);
             return -1;
@@ -416,19 +416,163 @@ static json_t *status_update(const struct ck_kind *kind, const json_t *obj, cons
             else
                 json_object_del(meta, owned[i]);
         }
-        if (kind->has_generation) { /* workloads keep their labels on status writes */
-            json_t *labels = json_object_get(old_meta, "labels");
-            if (labels)
-                json_object_set_new(meta, "labels", json_deep_copy(labels));
-            else
-                json_object_del(meta, "labels");
-        }
+        /* workloads keep their labels on status writes, pods their owners */
+        const char *kept = kind->has_generation             ? "labels"
+                           : strcmp(kind->kind, "Pod") == 0 ? "ownerReferences"
+                                                            : NULL;
+        json_t *v = kept ? json_object_get(old_meta, kept) : NULL;
+        if (v)
+            json_object_set_new(meta, kept, json_deep_copy(v));
+        else if (kept)
+            json_object_del(meta, kept);
         json_object_set_new(next, "metadata", meta);
     } else {
         json_decref(meta);
     }
     return next;
 }
+
+/* The new state for a namespace's finalize subresource: only spec.finalizers is taken. */
+static json_t *finalize_update(const json_t *obj, const json_t *old)
+{
+    json_t *next = json_deep_copy(old);
+    if (!next)
+        return NULL;
+    json_t *spec = json_object_get(next, "spec");
+    if (!json_is_object(spec)) {
+        spec = json_object();
+        json_object_set_new(next, "spec", spec);
+    }
+    json_t *finalizers = json_object_get(json_object_get(obj, "spec"), "finalizers");
+    if (finalizers)
+        json_object_set_new(spec, "finalizers", json_deep_copy(finalizers));
+    else
+        json_object_del(spec, "finalizers");
+    return next;
+}
+
+/*
+ * The new state for pods/binding: spec.nodeName set once from the Binding's
+ * target, with condition PodScheduled=True. NULL with a 409 (already bound,
+ * being deleted) or 422 (no target) in *st.
+ */
+static json_t *binding_update(const struct ck_kind *kind, const char *name, const json_t *binding,
+                              const json_t *old, struct ck__status *st)
+{
+    const json_t *target = json_object_get(binding, "target");
+    const char *node = json_string_value(json_object_get(target, "name"));
+    const char *bound =
+        json_string_value(json_object_get(json_object_get(old, "spec"), "nodeName"));
+    char why[300];
+    if (!node || !*node) {
+        struct ck_field_errors errs = {0};
+        ck_field_errors_add(&errs, CK_FIELD_REQUIRED, "target.name", NULL, false, NULL);
+        ck__status_invalid(st, kind, name, &errs);
+        ck_field_errors_release(&errs);
+        return NULL;
+    }
+    if (bound && *bound) {
+        snprintf(why, sizeof(why), "pod %s is already assigned to node \"%s\"", name, bound);
+        conflict(st, kind, name, why);
+        return NULL;
+    }
+    if (json_object_get(json_object_get(old, "metadata"), "deletionTimestamp")) {
+        snprintf(why, sizeof(why), "pod %s is being deleted, cannot be assigned to a host", name);
+        conflict(st, kind, name, why);
+        return NULL;
+    }
+    json_t *next = json_deep_copy(old);
+    json_t *spec = next ? json_object_get(next, "spec") : NULL;
+    json_t *status = next ? json_object_get(next, "status") : NULL;
+    if (!json_is_object(spec) || !json_is_object(status)) {
+        json_decref(next);
+        ck__status_set(st, 500, "InternalError", "Internal error occurred: pod without spec");
+        return NULL;
+    }
+    json_object_set_new(spec, "nodeName", json_string(node));
+    json_t *conditions = json_object_get(status, "conditions");
+    if (!json_is_array(conditions)) {
+        conditions = json_array();
+        json_object_set_new(status, "conditions", conditions);
+    }
+    for (size_t i = json_array_size(conditions); i-- > 0;) {
+        const char *type =
+            json_string_value(json_object_get(json_array_get(conditions, i), "type"));
+        if (type && strcmp(type, "PodScheduled") == 0)
+            json_array_remove(conditions, i);
+    }
+    char now[32];
+    json_array_append_new(conditions,
+                          json_pack("{s:s, s:s, s:n, s:s}", "type", "PodScheduled", "status",
+                                    "True", "lastProbeTime", "lastTransitionTime",
+                                    ck_rfc3339(time(NULL), now, sizeof(now))));
+    return next;
+}
+
+/* True when obj is being deleted, has no finalizers and no grace period left. */
+static bool deletion_finished(const struct ck_kind *kind, const json_t *obj)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    return json_object_get(meta, "deletionTimestamp") && !ck__has_finalizers(kind, obj) &&
+           json_integer_value(json_object_get(meta, "deletionGracePeriodSeconds")) == 0;
+}
+
+/*
+ * Commits next over kv: removes the object when its deletion is finished,
+ * writes nothing when nothing changed (or for a dry run), else updates it if
+ * kv is still current. Returns 0 with the served result, 1 when kv changed
+ * meanwhile (retry), or -1 with *st filled.
+ */
+static int commit(struct ck__registry *reg, const struct ck_kind *kind, const char *name,
+                  const char *key, const struct ck_kv *kv, const json_t *next, bool dry_run,
+                  char **ret_body, size_t *ret_len, struct ck__status *st)
+{
+    size_t len = 0;
+    char *stored = encode_for_store(next, &len);
+    if (!stored) {
+        ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
+        return -1;
+    }
+    struct ck_err err = {0};
+    int64_t revision = kv->mod_revision;
+    int r = 0;
+    if (dry_run || (len == kv->value_len && memcmp(stored, kv->value, len) == 0))
+        r = 0; /* no write, no new revision: the current (or would-be) state */
+    else if (deletion_finished(kind, next)) /* the object goes, in the same operation */
+        r = ck_store_delete(reg->store, key, strlen(key), kv->mod_revision, &revision, NULL, &err);
+    else
+        r = ck_store_update(reg->store, key, strlen(key), stored, len, kv->mod_revision, &revision,
+                            NULL, &err);
+    if (r == 0) {
+        *ret_body = ck__serve_stored(stored, len, revision, ret_len);
+        free(stored);
+        return *ret_body ? 0 : -1;
+    }
+    free(stored);
+    if (r == CK_ECONFLICT)
+        return 1;
+    if (r == CK_ENOENT)
+        not_found(st, kind, name);
+    else
+        store_failed(st, &err);
+    return -1;
+}
+
+/* Reads key: 0 with *ret_kv, or -1 with *st (404, 500). */
+static int read_key(struct ck__registry *reg, const struct ck_kind *kind, const char *name,
+                    const char *key, const struct ck_kv **ret_kv, struct ck__status *st)
+{
+    struct ck_err err = {0};
+    int r = ck_store_get(reg->store, key, strlen(key), 0, ret_kv, NULL, &err);
+    if (r == CK_ENOENT)
+        not_found(st, kind, name);
+    else if (r < 0)
+        store_failed(st, &err);
+    return r < 0 ? -1 : 0;
+}
+
+static const char stale_message[] =
+    "the object has been modified; please apply your changes to the latest version and try again";
 
 int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                         const char *name, const char *subresource, ck__mutate_fn mutate,
@@ -441,36 +585,28 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
         return -1;
     }
     const bool status_write = subresource && strcmp(subresource, "status") == 0;
+    const bool finalize_write = subresource && strcmp(subresource, "finalize") == 0;
+    const bool binding_write = subresource && strcmp(subresource, "binding") == 0;
     for (int attempt = 0; attempt < UPDATE_RETRIES; attempt++) {
         const struct ck_kv *kv = NULL;
-        struct ck_err err = {0};
-        int r = ck_store_get(reg->store, key, strlen(key), 0, &kv, NULL, &err);
-        if (r == CK_ENOENT) {
-            not_found(st, kind, name);
+        if (read_key(reg, kind, name, key, &kv, st) < 0)
             return -1;
-        }
-        if (r < 0) {
-            store_failed(st, &err);
-            return -1;
-        }
         json_t *old = ck__decode_stored(kv);
         json_t *requested = old ? mutate(old, mutate_arg, st) : NULL;
+        json_t *next = NULL;
         if (!requested) {
             if (!old)
                 ck__status_set(st, 500, "InternalError",
                                "Internal error occurred: stored %s is corrupt", key);
-            json_decref(old);
-            ck_kv_unref(kv);
-            return -1;
+            goto out_fail;
         }
         /* A resourceVersion in the request is a precondition. */
         const char *want_rv = meta_string(requested, "resourceVersion");
+        bool conditional = want_rv && *want_rv;
         char current_rv[32];
         snprintf(current_rv, sizeof(current_rv), "%lld", (long long)kv->mod_revision);
-        if (want_rv && *want_rv && strcmp(want_rv, current_rv) != 0) {
-            conflict(
-                st, kind, name,
-                "the object has been modified; please apply your changes to the latest version and try again");
+        if (conditional && strcmp(want_rv, current_rv) != 0) {
+            conflict(st, kind, name, stale_message);
             goto out_fail;
         }
         const char *want_uid = meta_string(requested, "uid");
@@ -483,105 +619,43 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
             conflict(st, kind, name, why);
             goto out_fail;
         }
-        json_t *next = status_write ? status_update(kind, requested, old) : json_incref(requested);
-        json_decref(requested);
-        requested = NULL;
+        next = status_write     ? status_update(kind, requested, old)
+               : finalize_write ? finalize_update(requested, old)
+               : binding_write  ? binding_update(kind, name, requested, old, st)
+                                : json_incref(requested);
+        if (!next && binding_write)
+            goto out_fail;
         if (!next) {
             ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
             goto out_fail;
         }
-        const json_t *req_meta = json_object_get(next, "metadata");
-        json_t *deleting = json_deep_copy(json_object_get(req_meta, "deletionTimestamp"));
-        json_t *grace = json_deep_copy(json_object_get(req_meta, "deletionGracePeriodSeconds"));
-        if (!status_write)
+        /* fields behind a gate that is off survive only where old already used them */
+        ck_schema_drop_disabled(reg->schemas, kind->schema, next, old, reg->feature_enabled,
+                                reg->feature_ctx);
+        if (!status_write && !finalize_write && !binding_write) {
+            /* defaults first, so that an omitted default is no spec change */
+            ck_schema_default(reg->schemas, kind->schema, next);
+            ck_kind_default(kind, next);
             ck_meta_prepare_update(kind, next, old);
-        if (mutate == ck__mark_deleting && deleting &&
-            !json_object_get(json_object_get(old, "metadata"), "deletionTimestamp")) {
-            /* the one write that may start deletion */
-            json_t *m = json_object_get(next, "metadata");
-            json_object_set(m, "deletionTimestamp", deleting);
-            json_object_set(m, "deletionGracePeriodSeconds", grace ? grace : json_integer(0));
-            if (kind->has_generation)
-                json_object_set_new(
-                    m, "generation",
-                    json_integer(json_integer_value(json_object_get(m, "generation")) + 1));
-            if (strcmp(kind->kind, "Namespace") == 0)
-                json_object_set_new(json_object_get(next, "status"), "phase",
-                                    json_string("Terminating"));
         }
-        json_decref(deleting);
-        json_decref(grace);
-        if (default_and_validate(reg, kind, next, old, st) < 0) {
-            json_decref(next);
+        /* a binding changes the pod's otherwise immutable spec: validated as new */
+        if (default_and_validate(reg, kind, next, binding_write ? NULL : old, st) < 0)
             goto out_fail;
-        }
-        bool finished = json_object_get(json_object_get(next, "metadata"), "deletionTimestamp") &&
-                        !ck__has_finalizers(kind, next);
-        size_t len = 0;
-        char *stored = encode_for_store(next, &len);
+        int r = commit(reg, kind, name, key, kv, next, dry_run, ret_body, ret_len, st);
         json_decref(next);
-        if (!stored) {
-            ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
-            goto out_fail;
-        }
-        if (finished && !dry_run) {
-            /* the last finalizer went: the object goes with it, in the same operation */
-            int64_t deleted_at = 0;
-            r = ck_store_delete(reg->store, key, strlen(key), kv->mod_revision, &deleted_at, NULL,
-                                &err);
-            json_decref(old);
-            ck_kv_unref(kv);
-            if (r == 0) {
-                *ret_body = ck__serve_stored(stored, len, deleted_at, ret_len);
-                free(stored);
-                return 0;
-            }
-            free(stored);
-            if (r == CK_ECONFLICT)
-                continue;
-            if (r == CK_ENOENT)
-                not_found(st, kind, name);
-            else
-                store_failed(st, &err);
-            return -1;
-        }
-        bool unchanged = len == kv->value_len && memcmp(stored, kv->value, len) == 0;
-        if (unchanged || dry_run) {
-            /* no write, no new revision: answer with the current (or would-be) state */
-            *ret_body = ck__serve_stored(stored, len, kv->mod_revision, ret_len);
-            free(stored);
-            json_decref(old);
-            ck_kv_unref(kv);
-            return 0;
-        }
-        int64_t revision = 0;
-        r = ck_store_update(reg->store, key, strlen(key), stored, len, kv->mod_revision, &revision,
-                            NULL, &err);
+        json_decref(requested);
         json_decref(old);
         ck_kv_unref(kv);
-        if (r == 0) {
-            *ret_body = ck__serve_stored(stored, len, revision, ret_len);
-            free(stored);
-            return 0;
-        }
-        free(stored);
-        if (r == CK_ENOENT) {
-            not_found(st, kind, name);
+        if (r == 1 && conditional) {
+            conflict(st, kind, name, stale_message);
             return -1;
         }
-        if (r == CK_ECONFLICT) {
-            if (want_rv && *want_rv) {
-                conflict(
-                    st, kind, name,
-                    "the object has been modified; please apply your changes to the latest version and try again");
-                return -1;
-            }
-            continue; /* unconditional update raced another writer: redo on the new state */
-        }
-        store_failed(st, &err);
-        return -1;
+        if (r <= 0)
+            return r;
+        continue; /* an unconditional write raced another writer: redo on the new state */
 
     out_fail:
+        json_decref(next);
         json_decref(requested);
         json_decref(old);
         ck_kv_unref(kv);
@@ -601,24 +675,6 @@ bool ck__has_finalizers(const struct ck_kind *kind, const json_t *obj)
            json_array_size(json_object_get(json_object_get(obj, "spec"), "finalizers")) > 0;
 }
 
-json_t *ck__mark_deleting(const json_t *current, void *arg, struct ck__status *st)
-{
-    (void)arg;
-    (void)st;
-    json_t *next = json_deep_copy(current);
-    if (!next)
-        return NULL;
-    json_t *meta = json_object_get(next, "metadata");
-    json_object_del(meta, "resourceVersion"); /* not a precondition here */
-    if (!json_object_get(meta, "deletionTimestamp")) {
-        char now[32];
-        json_object_set_new(meta, "deletionTimestamp",
-                            json_string(ck_rfc3339(time(NULL), now, sizeof(now))));
-        json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(0));
-    }
-    return next;
-}
-
 /* What DELETE answers for kinds whose registry returns a Status (apps kinds). */
 static char *success_status(const struct ck_kind *kind, const char *name, const char *uid,
                             size_t *ret_len)
@@ -634,10 +690,135 @@ static char *success_status(const struct ck_kind *kind, const char *name, const 
     return text;
 }
 
+/* 409 when a DeleteOptions precondition does not hold; 0 when they all do. */
+static int check_preconditions(const struct ck_kind *kind, const char *name, const json_t *obj,
+                               int64_t mod_revision, const struct ck__delete_options *opts,
+                               struct ck__status *st)
+{
+    const char *uid = meta_string(obj, "uid");
+    char rv[32], why[256];
+    snprintf(rv, sizeof(rv), "%lld", (long long)mod_revision);
+    if (opts->precondition_uid && uid && strcmp(opts->precondition_uid, uid) != 0) {
+        snprintf(why, sizeof(why),
+                 "Precondition failed: UID in precondition: %s, UID in object meta: %s",
+                 opts->precondition_uid, uid);
+        conflict(st, kind, name, why);
+        return -1;
+    }
+    if (opts->precondition_rv && strcmp(opts->precondition_rv, rv) != 0) {
+        snprintf(
+            why, sizeof(why),
+            "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s",
+            opts->precondition_rv, rv);
+        conflict(st, kind, name, why);
+        return -1;
+    }
+    return 0;
+}
+
+static void remove_string(json_t *array, const char *s)
+{
+    for (size_t i = json_array_size(array); i-- > 0;) {
+        const char *v = json_string_value(json_array_get(array, i));
+        if (v && strcmp(v, s) == 0)
+            json_array_remove(array, i);
+    }
+}
+
+/*
+ * The garbage collector's finalizers for a delete with policy: Orphan adds
+ * `orphan`, Foreground `foregroundDeletion`, Background neither (and each
+ * drops the other's); no policy keeps what the object has, as Kubernetes
+ * does for kinds whose default policy is Background.
+ */
+static void set_gc_finalizers(json_t *meta, enum ck__propagation policy)
+{
+    if (policy == CK__PROPAGATION_DEFAULT)
+        return;
+    json_t *finalizers = json_object_get(meta, "finalizers");
+    if (!json_is_array(finalizers)) {
+        finalizers = json_array();
+        json_object_set_new(meta, "finalizers", finalizers);
+    }
+    remove_string(finalizers, "orphan");
+    remove_string(finalizers, "foregroundDeletion");
+    if (policy == CK__PROPAGATION_ORPHAN)
+        json_array_append_new(finalizers, json_string("orphan"));
+    else if (policy == CK__PROPAGATION_FOREGROUND)
+        json_array_append_new(finalizers, json_string("foregroundDeletion"));
+    if (json_array_size(finalizers) == 0)
+        json_object_del(meta, "finalizers");
+}
+
+/*
+ * A pod's grace period (Kubernetes' CheckGracefulDelete): the request's, or
+ * the pod's terminationGracePeriodSeconds (30 by default); 0 for a pod no
+ * node runs (unbound, or finished). Other kinds have none.
+ */
+static long long grace_period(const struct ck_kind *kind, const json_t *obj,
+                              const struct ck__delete_options *opts)
+{
+    if (strcmp(kind->kind, "Pod") != 0)
+        return 0;
+    const json_t *spec = json_object_get(obj, "spec");
+    const char *node = json_string_value(json_object_get(spec, "nodeName"));
+    const char *phase = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
+    if (!node || !*node || (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))))
+        return 0;
+    if (opts->has_grace)
+        return opts->grace_seconds < 0 ? 0 : opts->grace_seconds;
+    const json_t *tgps = json_object_get(spec, "terminationGracePeriodSeconds");
+    return tgps ? json_integer_value(tgps) : 30;
+}
+
+/*
+ * The state a DELETE leaves obj in when it does not remove it at once:
+ * deletionTimestamp (now + grace), deletionGracePeriodSeconds, the GC
+ * finalizers, a generation bump, a namespace's Terminating phase. A delete of
+ * an object already being deleted only changes its finalizers and may
+ * shorten its grace period. Returns a new reference.
+ */
+static json_t *deleting_state(const struct ck_kind *kind, const json_t *obj, long long grace,
+                              const struct ck__delete_options *opts)
+{
+    json_t *next = json_deep_copy(obj);
+    if (!next)
+        return NULL;
+    json_t *meta = json_object_get(next, "metadata");
+    json_object_del(meta, "resourceVersion");
+    set_gc_finalizers(meta, opts->propagation);
+    char when[32];
+    ck_rfc3339(time(NULL) + grace, when, sizeof(when));
+    json_t *old_grace = json_object_get(meta, "deletionGracePeriodSeconds");
+    if (!json_object_get(meta, "deletionTimestamp")) {
+        json_object_set_new(meta, "deletionTimestamp", json_string(when));
+        json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));
+        if (kind->has_generation)
+            json_object_set_new(
+                meta, "generation",
+                json_integer(json_integer_value(json_object_get(meta, "generation")) + 1));
+        if (strcmp(kind->kind, "Namespace") == 0) {
+            json_t *status = json_object_get(next, "status");
+            if (!json_is_object(status)) {
+                status = json_object();
+                json_object_set_new(next, "status", status);
+            }
+            json_object_set_new(status, "phase", json_string("Terminating"));
+        }
+    } else if (grace < json_integer_value(old_grace)) {
+        json_object_set_new(meta, "deletionTimestamp", json_string(when));
+        json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));
+    }
+    return next;
+}
+
 int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                         const char *name, const struct ck__delete_options *opts, char **ret_body,
                         size_t *ret_len, struct ck__status *st)
 {
+    static const struct ck__delete_options none = {0};
+    if (!opts)
+        opts = &none;
     char key[512];
     if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0) {
         not_found(st, kind, name);
@@ -645,80 +826,55 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
     }
     for (int attempt = 0; attempt < UPDATE_RETRIES; attempt++) {
         const struct ck_kv *kv = NULL;
-        struct ck_err err = {0};
-        int r = ck_store_get(reg->store, key, strlen(key), 0, &kv, NULL, &err);
-        if (r == CK_ENOENT) {
-            not_found(st, kind, name);
+        if (read_key(reg, kind, name, key, &kv, st) < 0)
             return -1;
-        }
-        if (r < 0) {
-            store_failed(st, &err);
-            return -1;
-        }
         json_t *obj = ck__decode_stored(kv);
-        const char *uid = meta_string(obj, "uid");
-        char rv[32];
-        snprintf(rv, sizeof(rv), "%lld", (long long)kv->mod_revision);
-        if (opts && opts->precondition_uid && uid && strcmp(opts->precondition_uid, uid) != 0) {
-            char why[256];
-            snprintf(why, sizeof(why),
-                     "Precondition failed: UID in precondition: %s, UID in object meta: %s",
-                     opts->precondition_uid, uid);
-            conflict(st, kind, name, why);
+        if (!obj || check_preconditions(kind, name, obj, kv->mod_revision, opts, st) < 0) {
+            if (!obj)
+                ck__status_set(st, 500, "InternalError",
+                               "Internal error occurred: stored %s is corrupt", key);
             json_decref(obj);
             ck_kv_unref(kv);
             return -1;
         }
-        if (opts && opts->precondition_rv && strcmp(opts->precondition_rv, rv) != 0) {
-            char why[256];
-            snprintf(
-                why, sizeof(why),
-                "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s",
-                opts->precondition_rv, rv);
-            conflict(st, kind, name, why);
-            json_decref(obj);
-            ck_kv_unref(kv);
-            return -1;
-        }
-        if (!(opts && opts->dry_run) && ck__has_finalizers(kind, obj)) {
-            /* Deletion is a state: mark it and let the finalizers' owners finish. */
-            json_decref(obj);
-            ck_kv_unref(kv);
-            r = ck__registry_update(reg, kind, namespace, name, NULL, ck__mark_deleting, NULL,
-                                    false, ret_body, ret_len, st);
-            return r;
-        }
-        bool returns_object = !kind->has_generation; /* pods, namespaces, ... */
-        char *uid_copy = strdup(uid ? uid : "");
-        char *served = ck__serve_stored(kv->value, kv->value_len, kv->mod_revision, ret_len);
-        json_decref(obj);
-        int64_t mod = kv->mod_revision;
-        ck_kv_unref(kv);
-        if (opts && opts->dry_run) {
-            r = 0;
+        long long grace = grace_period(kind, obj, opts);
+        json_t *next = deleting_state(kind, obj, grace, opts);
+        int r;
+        if (!next) {
+            ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
+            r = -1;
+        } else if (!deletion_finished(kind, next)) {
+            /* Deletion is a state: mark it and let the finalizers' owners (or the node) finish. */
+            r = commit(reg, kind, name, key, kv, next, opts->dry_run, ret_body, ret_len, st);
         } else {
-            r = ck_store_delete(reg->store, key, strlen(key), mod, NULL, NULL, &err);
-        }
-        if (r == 0) {
-            if (returns_object) {
-                *ret_body = served;
-            } else {
-                free(served);
-                *ret_body = success_status(kind, name, uid_copy, ret_len);
+            /* nothing holds it: the object goes now */
+            int64_t deleted_at = kv->mod_revision;
+            struct ck_err err = {0};
+            r = opts->dry_run ? 0
+                              : ck_store_delete(reg->store, key, strlen(key), kv->mod_revision,
+                                                &deleted_at, NULL, &err);
+            if (r == 0 && !kind->has_generation) /* pods, namespaces ...: the last state */
+                *ret_body = ck__serve_stored(kv->value, kv->value_len, kv->mod_revision, ret_len);
+            else if (r == 0) /* apps kinds: a Success Status */
+                *ret_body = success_status(kind, name, meta_string(obj, "uid"), ret_len);
+            if (r == 0 && !*ret_body) {
+                ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
+                r = -1;
+            } else if (r == CK_ECONFLICT) {
+                r = 1;
+            } else if (r == CK_ENOENT) {
+                not_found(st, kind, name);
+                r = -1;
+            } else if (r < 0) {
+                store_failed(st, &err);
+                r = -1;
             }
-            free(uid_copy);
-            return *ret_body ? 0 : -1;
         }
-        free(served);
-        free(uid_copy);
-        if (r == CK_ECONFLICT)
-            continue;
-        if (r == CK_ENOENT) {
-            not_found(st, kind, name);
-            return -1;
-        }
-        store_failed(st, &err);
-        return -1;
+        json_decref(next);
+        json_decref(obj);
+        ck_kv_unref(kv);
+        if (r <= 0)
+            return r;
     }
     conflict(st, kind, name, "too many concurrent writers; please try again");
     return -1;

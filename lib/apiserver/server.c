@@ -574,7 +574,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         if (!server->registry)
             r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         else
-            *server->registry = (struct ck__registry){server->store, server->schemas};
+            *server->registry = (struct ck__registry){server->store, server->schemas,
+                                                      config->feature_enabled, config->feature_ctx};
     }
     if (r == 0)
         r = bootstrap_namespaces(server, reterr);

@@ -36,7 +36,7 @@ SCHEMA_KEYWORDS = {
     "description", "x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields",
     "x-kubernetes-patch-merge-key", "x-kubernetes-patch-strategy", "x-kubernetes-list-type",
     "x-kubernetes-list-map-keys", "x-kubernetes-map-type", "x-kubernetes-group-version-kind",
-    "x-ckube-always-emit",
+    "x-ckube-always-emit", "x-ckube-feature-gate", "x-ckube-feature-gated-values",
 }
 TYPES = {"object", "array", "string", "integer", "number", "boolean"}
 FORMATS = {"integer": {"int32", "int64"}, "number": {"double"}, "string": {"date-time", "byte"}}
@@ -44,7 +44,7 @@ PATCH_STRATEGIES = {"merge", "retainKeys", "merge,retainKeys"}
 LIST_TYPES = {"atomic", "set", "map"}
 MAP_TYPES = {"atomic", "granular"}
 ALLOF_SIBLINGS = {"allOf", "default", "description", "nullable", "x-kubernetes-patch-strategy",
-                  "x-kubernetes-patch-merge-key"}
+                  "x-kubernetes-patch-merge-key", "x-ckube-feature-gate"}
 REF_PREFIX = "#/components/schemas/"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 
@@ -65,6 +65,8 @@ EXPECTED_KINDS = {
     ("apps", "v1", "ReplicaSet"): "io.k8s.api.apps.v1.ReplicaSet",
     ("apps", "v1", "ReplicaSetList"): "io.k8s.api.apps.v1.ReplicaSetList",
     ("autoscaling", "v1", "Scale"): "io.k8s.api.autoscaling.v1.Scale",
+    ("example.ckube.io", "v1", "Frobber"): "io.ckube.example.v1.Frobber",
+    ("example.ckube.io", "v1", "FrobberList"): "io.ckube.example.v1.FrobberList",
 }
 # Kinds that are options rather than objects: no metadata.
 NO_METADATA_KINDS = {"io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"}
@@ -179,6 +181,14 @@ def check_schema(schemas, where, s, errors):
             props = {}
         for name, sub in props.items():
             check_schema(schemas, "%s.%s" % (where, name), sub, errors)
+    if "x-ckube-feature-gate" in s and not (isinstance(s["x-ckube-feature-gate"], str)
+                                             and re.match(r"^[A-Z][A-Za-z0-9]+$", s["x-ckube-feature-gate"])):
+        errors.append("%s: x-ckube-feature-gate must name a gate (CamelCase)" % where)
+    if "x-ckube-feature-gated-values" in s:
+        gated = s["x-ckube-feature-gated-values"]
+        if not isinstance(gated, dict) or not all(
+                v in s.get("enum", []) and isinstance(g, str) and g for v, g in gated.items()):
+            errors.append("%s: x-ckube-feature-gated-values must map enum values to gates" % where)
     for key in ("required", "x-ckube-always-emit"):
         if key in s:
             names = s[key]

@@ -50,7 +50,9 @@ static void test_api_versions_and_groups(void **state)
     json_t *g = ck_discovery_api_groups();
     assert_string_equal(json_string_value(json_object_get(g, "kind")), "APIGroupList");
     json_t *groups = json_object_get(g, "groups");
-    assert_int_equal(json_array_size(groups), 1); /* apps; the core group is never listed */
+    /* apps and the feature-gate example group; the core group is never listed */
+    assert_int_equal(json_array_size(groups), 2);
+    assert_non_null(find_by(groups, "name", "example.ckube.io"));
     json_t *apps = find_by(groups, "name", "apps");
     assert_non_null(apps);
     assert_string_equal(json_string_value(json_object_get(json_object_get(apps, "preferredVersion"),
@@ -123,6 +125,41 @@ static struct ck_schemas *load_schemas(const char *deployment_description)
     return set;
 }
 
+/* The patch types the OpenAPI patch operation of kind (at item path) accepts. */
+static json_t *patch_content(const struct ck_schemas *set, const char *group, const char *path,
+                             json_t **ret_doc)
+{
+    *ret_doc = ck_openapi_document(set, group, "v1");
+    json_t *patch =
+        json_object_get(json_object_get(json_object_get(*ret_doc, "paths"), path), "patch");
+    return json_object_get(json_object_get(patch, "requestBody"), "content");
+}
+
+static void test_strategic_merge_patch_only_where_merge_keys_exist(void **state)
+{
+    (void)state;
+    struct ck_schemas *set = NULL;
+    struct ck_err err = {0};
+    assert_int_equal(ck_api_builtin_schemas(&set, &err), 0);
+    assert_true(ck_schema_is_strategic(set, "io.k8s.api.apps.v1.Deployment"));
+    assert_true(ck_schema_is_strategic(set, "io.k8s.api.core.v1.Pod"));
+    assert_false(ck_schema_is_strategic(set, "io.ckube.example.v1.Frobber"));
+    assert_false(ck_schema_is_strategic(set, "no.such.Schema"));
+    json_t *doc = NULL;
+    json_t *content =
+        patch_content(set, "apps", "/apis/apps/v1/namespaces/{namespace}/deployments/{name}", &doc);
+    assert_non_null(json_object_get(content, "application/strategic-merge-patch+json"));
+    assert_non_null(json_object_get(content, "application/merge-patch+json"));
+    json_decref(doc);
+    content =
+        patch_content(set, "example.ckube.io",
+                      "/apis/example.ckube.io/v1/namespaces/{namespace}/frobbers/{name}", &doc);
+    assert_null(json_object_get(content, "application/strategic-merge-patch+json"));
+    assert_non_null(json_object_get(content, "application/json-patch+json"));
+    json_decref(doc);
+    ck_schemas_free(set);
+}
+
 static void test_openapi_document_declares_field_validation(void **state)
 {
     (void)state;
@@ -172,7 +209,7 @@ static void test_openapi_index_hash_follows_content(void **state)
     json_t *ia = ck_openapi_index(a);
     json_t *ia2 = ck_openapi_index(a);
     json_t *ib = ck_openapi_index(b);
-    assert_int_equal(json_object_size(json_object_get(ia, "paths")), 2);
+    assert_int_equal(json_object_size(json_object_get(ia, "paths")), 3);
     assert_non_null(strstr(index_url(ia, "apis/apps/v1"), "/openapi/v3/apis/apps/v1?hash="));
     assert_non_null(strstr(index_url(ia, "api/v1"), "/openapi/v3/api/v1?hash="));
     assert_string_equal(index_url(ia, "apis/apps/v1"), index_url(ia2, "apis/apps/v1"));
@@ -191,6 +228,7 @@ int main(void)
         cmocka_unit_test(test_api_versions_and_groups),
         cmocka_unit_test(test_resource_lists),
         cmocka_unit_test(test_openapi_document_declares_field_validation),
+        cmocka_unit_test(test_strategic_merge_patch_only_where_merge_keys_exist),
         cmocka_unit_test(test_openapi_index_hash_follows_content),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,7 @@ static void test_registry_matches_the_resource_table(void **state)
         {"", "events", "Event", "ev", true},
         {"apps", "deployments", "Deployment", "deploy", true},
         {"apps", "replicasets", "ReplicaSet", "rs", true},
+        {"example.ckube.io", "frobbers", "Frobber", NULL, true},
     };
     size_t n;
     ck_kinds(&n);
@@ -30,7 +31,10 @@ static void test_registry_matches_the_resource_table(void **state)
         const struct ck_kind *k = ck_kind_lookup(want[i].group, "v1", want[i].resource);
         assert_non_null(k);
         assert_string_equal(k->kind, want[i].kind);
-        assert_string_equal(k->short_names[0], want[i].short_name);
+        if (want[i].short_name)
+            assert_string_equal(k->short_names[0], want[i].short_name);
+        else
+            assert_null(k->short_names);
         assert_int_equal(k->namespaced, want[i].namespaced);
         assert_int_equal(k->n_columns > 0, true);
     }

@@ -11,6 +11,8 @@
 static char dir[] = "/tmp/ckube-test-handlers-XXXXXX";
 static struct ck_apiserver *server;
 
+#include "apitest.h"
+
 #define POD_BODY                                                                                          \
     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"labels\":{\"app\":\"%s\"}}," \
     "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"nginx:1\"}]}}"
@@ -21,44 +23,10 @@ static struct ck_apiserver *server;
     "\"template\":{\"metadata\":{\"labels\":{\"app\":\"r\"}},\"spec\":{\"containers\":"            \
     "[{\"name\":\"c\",\"image\":\"x:1\"}]}}}}"
 
-static json_t *parse(const struct response *r)
-{
-    json_error_t jerr;
-    json_t *v = json_loads(r->body, 0, &jerr);
-    if (!v)
-        fail_msg("not JSON (%ld): %s", r->status, r->body);
-    return v;
-}
-
 static const char *str_at(const json_t *v, const char *a, const char *b)
 {
     const json_t *x = json_object_get(v, a);
     return json_string_value(b ? json_object_get(x, b) : x);
-}
-
-/* Calls and asserts the status code; returns the parsed body (caller decrefs). */
-static json_t *call(const char *method, const char *path, const char *body, long want)
-{
-    struct response r;
-    http_call(server, method, path, body, NULL, &r);
-    if (r.status != want)
-        fail_msg("%s %s: %ld, want %ld: %s", method, path, r.status, want, r.body);
-    json_t *v = parse(&r);
-    response_release(&r);
-    return v;
-}
-
-/* Asserts a Status answer: code, reason and a message fragment. */
-static void expect_status(const char *method, const char *path, const char *body, long code,
-                          const char *reason, const char *says)
-{
-    json_t *s = call(method, path, body, code);
-    assert_string_equal(str_at(s, "kind", NULL), "Status");
-    assert_int_equal(json_integer_value(json_object_get(s, "code")), code);
-    assert_string_equal(str_at(s, "reason", NULL), reason);
-    if (says && !strstr(str_at(s, "message", NULL), says))
-        fail_msg("%s %s: \"%s\" lacks \"%s\"", method, path, str_at(s, "message", NULL), says);
-    json_decref(s);
 }
 
 /* A pod named name with label app=app, as JSON; caller frees. */
@@ -75,20 +43,6 @@ static void create_pod(const char *name, const char *app)
     char *body = pod_json(name, app);
     json_decref(call("POST", "/api/v1/namespaces/default/pods", body, 201));
     free(body);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    server = test_server_start(dir);
-    return server ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    test_server_stop(server, dir);
-    return 0;
 }
 
 static void test_create_sets_server_fields_and_defaults(void **state)
@@ -509,7 +463,7 @@ int main(void)
         cmocka_unit_test(test_finalizers_hold_deletion),
         cmocka_unit_test(test_methods_and_sizes),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
     curl_global_cleanup();
     return failed;
 }

@@ -9,48 +9,8 @@
 #   STORE_URL defaults to a fresh sqlite://<tmp>/state.db; pass an etcd://
 #   URL to run the same suite against etcd.
 set -u
-if ! command -v kubectl >/dev/null 2>&1; then
-    echo "test_kubectl: no kubectl on PATH; skipping" >&2
-    exit 77
-fi
-ckube=$1
-work=$(mktemp -d)
-store=${2:-sqlite://$work/state.db}
-server_pid=""
-watch_pid=""
-failures=0
-passes=0
-cleanup() {
-    [ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-here=$(cd "$(dirname "$0")" && pwd)
-data=$here/data
-
-pass() { passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-check() { # check DESCRIPTION COMMAND...
-    desc=$1; shift
-    if "$@"; then pass; else fail "$desc"; fi
-}
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$ckube" server --listen "127.0.0.1:$port" --data-dir "$work/data" --store "$store" \
-    >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-i=0
-until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ]; do
-    i=$((i + 1))
-    if [ $i -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then
-        echo "server did not become ready:"; cat "$work/server.err"; exit 1
-    fi
-    sleep 0.1
-done
-export KUBECONFIG="$work/data/kubeconfig"
-export KUBECACHEDIR="$work/kube-cache" # fresh: the dispatcher caches /version per address
-k() { kubectl --request-timeout=20s "$@"; }
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+start_server
 
 # --- version and discovery ---
 check "kubectl version shows the server" sh -c 'kubectl version 2>&1 | grep -q "Server Version: v1.32"'
@@ -131,8 +91,4 @@ k delete deployment web >"$work/out" 2>&1
 check "delete deployment" grep -q 'deployment.apps "web" deleted' "$work/out"
 check "delete -l" sh -c 'kubectl delete pods -l app=web | grep -q "pod \"web-1\" deleted"'
 
-echo "$passes passed, $failures failed"
-if [ "$failures" -ne 0 ]; then
-    echo "--- server log ---"; tail -n 40 "$work/server.err"
-fi
-[ "$failures" -eq 0 ]
+finish

@@ -100,6 +100,26 @@ def main():
         made = apps.create_namespaced_deployment("default", deploy)
         check("deployment created with defaults", made.spec.revision_history_limit == 10)
 
+        # dict bodies go as strategic merge patches, on the object and on /scale and /status
+        patched = apps.patch_namespaced_deployment(
+            "py-deploy", "default",
+            {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x:2"}]}}}})
+        check("strategic patch merges containers by name",
+              [(c.name, c.image) for c in patched.spec.template.spec.containers] == [("c", "x:2")])
+        scale = apps.patch_namespaced_deployment_scale("py-deploy", "default", {"spec": {"replicas": 4}})
+        check("patch of the scale subresource", scale.spec.replicas == 4 and scale.status.replicas == 0)
+        check("scale reads back", apps.read_namespaced_deployment_scale("py-deploy", "default").spec.replicas == 4)
+        status = apps.patch_namespaced_deployment_status(
+            "py-deploy", "default", {"status": {"observedGeneration": 3, "replicas": 1}})
+        check("status patch writes status only",
+              status.status.observed_generation == 3 and status.spec.replicas == 4)
+        gone = apps.delete_namespaced_deployment(
+            "py-deploy", "default", body=client.V1DeleteOptions(propagation_policy="Foreground"))
+        held = apps.read_namespaced_deployment("py-deploy", "default")
+        check("foreground delete leaves the deployment with its finalizer",
+              held.metadata.finalizers == ["foregroundDeletion"] and
+              held.metadata.deletion_timestamp is not None and gone is not None)
+
         try:
             core.read_namespaced_pod("nope", "default")
             check("missing pod raises 404", False)

@@ -1,0 +1,214 @@
+/*
+ * gates.c - feature-gated API fields, driven by the schemas (Kubernetes'
+ * dropDisabled*Fields and ratcheted enum validation, described once).
+ *
+ * A property may carry "x-ckube-feature-gate": "<Gate>": while the gate is
+ * off, a create drops the field, and an update drops it only when the old
+ * object did not already use it at that place (so turning a gate off never
+ * destroys data). A string schema may carry "x-ckube-feature-gated-values":
+ * {"<value>": "<Gate>"}: such a value is refused while its gate is off,
+ * unless the old object already had it there (ratcheting). Whatever is
+ * present is validated as usual, gate or no gate.
+ *
+ * "At that place" follows the schema: an old value counts when it sits at
+ * the same path, any element of a list standing for every element (as
+ * Kubernetes asks "does any container of the old pod use it").
+ *
+ * Threading: pure functions over the caller's values; the feature table is
+ * static and immutable.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckube/api.h"
+#include "internal.h"
+
+#define MAX_DEPTH 64
+
+/* The gates the API's schemas name, as ckube's versioned feature list records them. */
+static const struct ck_api_feature features[] = {
+    {"Frobber2D", "ALPHA", false, "1.32"},
+    {"FrobberRestartPolicyOnTuesday", "ALPHA", false, "1.32"},
+    {"PodLevelResources", "ALPHA", false, "1.32"},
+};
+
+const struct ck_api_feature *ck_api_features(size_t *ret_count)
+{
+    *ret_count = sizeof(features) / sizeof(features[0]);
+    return features;
+}
+
+struct walk {
+    const struct ck_schemas *set;
+    ck_feature_enabled_fn enabled;
+    void *ctx;
+    struct ck_field_errors *errs; /* NULL: drop disabled fields; else validate values */
+};
+
+static bool gate_on(const struct walk *w, const char *gate)
+{
+    if (w->enabled)
+        return w->enabled(w->ctx, gate);
+    for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++)
+        if (strcmp(features[i].name, gate) == 0)
+            return features[i].default_on;
+    return false;
+}
+
+/* A keyword on a property or, through $ref/allOf, on the schema it names. */
+static const json_t *keyword(const struct walk *w, const json_t *prop, const char *name)
+{
+    const json_t *v = json_object_get(prop, name);
+    return v ? v : json_object_get(ck__schema_resolve(w->set, prop), name);
+}
+
+/* Appends to out every old value under key (olds: the old values at this place). */
+static json_t *olds_at(const json_t *olds, const char *key)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *old;
+    json_array_foreach(olds, i, old)
+    {
+        json_t *v = key ? json_object_get(old, key) : old;
+        if (!v)
+            continue;
+        if (!key && json_is_array(v)) {
+            size_t j;
+            json_t *item;
+            json_array_foreach(v, j, item)
+            {
+                json_array_append(out, item);
+            }
+        } else if (key) {
+            json_array_append(out, v);
+        }
+    }
+    return out;
+}
+
+static bool olds_contain(const json_t *olds, const json_t *v)
+{
+    size_t i;
+    json_t *old;
+    json_array_foreach(olds, i, old)
+    {
+        if (json_equal(old, (json_t *)v))
+            return true;
+    }
+    return false;
+}
+
+/* Refuses a gated enum value whose gate is off and that old did not have. */
+static void check_value(const struct walk *w, const json_t *schema, const json_t *v,
+                        const json_t *olds, const char *path)
+{
+    const json_t *gated = keyword(w, schema, "x-ckube-feature-gated-values");
+    const char *gate = json_string_value(json_object_get(gated, json_string_value(v)));
+    if (!gate || gate_on(w, gate) || olds_contain(olds, v))
+        return;
+    /* "supported values" lists what is enabled now, as Kubernetes' message does */
+    char *list = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&list, &len);
+    size_t i, n = 0;
+    json_t *allowed;
+    json_array_foreach(keyword(w, schema, "enum"), i, allowed)
+    {
+        const char *value = json_string_value(allowed);
+        const char *value_gate = json_string_value(json_object_get(gated, value ? value : ""));
+        if (f && value && (!value_gate || gate_on(w, value_gate)))
+            fprintf(f, "%s\"%s\"", n++ ? ", " : "", value);
+    }
+    if (f)
+        fclose(f);
+    ck_field_errors_add(w->errs, CK_FIELD_NOT_SUPPORTED, path, json_string_value(v), true,
+                        "supported values: %s", list ? list : "");
+    free(list);
+}
+
+static void walk_value(const struct walk *w, const json_t *schema_in, json_t *v, const json_t *olds,
+                       char *path, size_t size, int depth)
+{
+    const json_t *schema = ck__schema_resolve(w->set, schema_in);
+    if (!schema || depth > MAX_DEPTH)
+        return;
+    size_t at = strlen(path);
+    if (json_is_string(v) && w->errs) {
+        check_value(w, schema_in, v, olds, path);
+    } else if (json_is_array(v)) {
+        const json_t *items = json_object_get(schema, "items");
+        json_t *old_items = olds_at(olds, NULL);
+        size_t i;
+        json_t *item;
+        json_array_foreach(v, i, item)
+        {
+            snprintf(path + at, size - at, "[%zu]", i);
+            if (items)
+                walk_value(w, items, item, old_items, path, size, depth + 1);
+        }
+        json_decref(old_items);
+    } else if (json_is_object(v)) {
+        const json_t *props = json_object_get(schema, "properties");
+        const char *key;
+        json_t *prop;
+        json_object_foreach((json_t *)props, key, prop)
+        {
+            json_t *child = json_object_get(v, key);
+            if (!child)
+                continue;
+            json_t *old_children = olds_at(olds, key);
+            const char *gate = json_string_value(keyword(w, prop, "x-ckube-feature-gate"));
+            if (!w->errs && gate && !gate_on(w, gate) && json_array_size(old_children) == 0) {
+                json_object_del(v, key); /* the gate is off and nothing old uses it */
+            } else {
+                snprintf(path + at, size - at, "%s%s", at ? "." : "", key);
+                walk_value(w, prop, child, old_children, path, size, depth + 1);
+            }
+            json_decref(old_children);
+        }
+        const json_t *extra = json_object_get(schema, "additionalProperties");
+        if (json_is_object(extra)) {
+            json_t *child;
+            json_object_foreach(v, key, child)
+            {
+                json_t *old_children = olds_at(olds, key);
+                snprintf(path + at, size - at, "%s%s", at ? "." : "", key);
+                walk_value(w, extra, child, old_children, path, size, depth + 1);
+                json_decref(old_children);
+            }
+        }
+    }
+    path[at] = '\0';
+}
+
+static void walk_object(struct walk *w, const char *name, json_t *obj, const json_t *old)
+{
+    const json_t *schema = ck_schemas_get(w->set, name);
+    if (!schema || !obj)
+        return;
+    json_t *olds = json_array();
+    if (old)
+        json_array_append(olds, (json_t *)old);
+    char path[1024] = "";
+    walk_value(w, schema, obj, olds, path, sizeof(path), 0);
+    json_decref(olds);
+}
+
+void ck_schema_drop_disabled(const struct ck_schemas *set, const char *name, json_t *obj,
+                             const json_t *old, ck_feature_enabled_fn enabled, void *ctx)
+{
+    struct walk w = {.set = set, .enabled = enabled, .ctx = ctx};
+    walk_object(&w, name, obj, old);
+}
+
+void ck_schema_validate_gated_values(const struct ck_schemas *set, const char *name,
+                                     const json_t *obj, const json_t *old,
+                                     ck_feature_enabled_fn enabled, void *ctx,
+                                     struct ck_field_errors *errs)
+{
+    struct walk w = {.set = set, .enabled = enabled, .ctx = ctx, .errs = errs};
+    walk_object(&w, name, (json_t *)obj, old);
+}

@@ -1,0 +1,255 @@
+/*
+ * patch.c - PATCH of objects and of their status and scale subresources,
+ * and the autoscaling/v1 Scale view of Deployments and ReplicaSets
+ * (kube-api-contract sections 10.3, 10.4 and 12.2).
+ *
+ * A patch is a mutation for ck__registry_update(): applied to the current
+ * object (or to its Scale) on every optimistic attempt, so a patch that
+ * races another writer is simply applied again to the newer state. The
+ * patched document goes back through the request decoder, so a patch can
+ * neither smuggle in values of the wrong type nor unknown fields (those
+ * follow fieldValidation, as in Kubernetes). A metadata.resourceVersion the
+ * patch itself sets is a precondition; the current one the patched document
+ * inherits is not.
+ *
+ * Threading: a struct ck__patch belongs to one request; everything else
+ * here is pure.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "internal.h"
+
+#define SCALE_SCHEMA "io.k8s.api.autoscaling.v1.Scale"
+
+static const char unsupported_patch[] =
+    "the body of the request was in an unknown format - accepted media types include: "
+    "application/json-patch+json, application/merge-patch+json, "
+    "application/strategic-merge-patch+json";
+
+static const char unsupported_custom_patch[] =
+    "the body of the request was in an unknown format - accepted media types include: "
+    "application/json-patch+json, application/merge-patch+json";
+
+static bool media_is(const char *content_type, const char *want)
+{
+    size_t n = strlen(want);
+    return strncasecmp(content_type, want, n) == 0 &&
+           (content_type[n] == '\0' || content_type[n] == ';' || content_type[n] == ' ');
+}
+
+int ck__patch_init(struct ck__patch *p, const struct ck_schemas *schemas,
+                   const struct ck_kind *kind, const char *content_type, const char *body,
+                   size_t len, struct ck__status *st)
+{
+    memset(p, 0, sizeof(*p));
+    p->schemas = schemas;
+    p->kind = kind;
+    if (content_type && media_is(content_type, "application/json-patch+json"))
+        p->type = CK__PATCH_JSON;
+    else if (content_type && media_is(content_type, "application/merge-patch+json"))
+        p->type = CK__PATCH_MERGE;
+    else if (content_type && media_is(content_type, "application/strategic-merge-patch+json") &&
+             ck_schema_is_strategic(schemas, kind->schema))
+        p->type = CK__PATCH_STRATEGIC;
+    else {
+        ck__status_set(st, 415, "UnsupportedMediaType", "%s",
+                       ck_schema_is_strategic(schemas, kind->schema) ? unsupported_patch
+                                                                     : unsupported_custom_patch);
+        return -1;
+    }
+    json_error_t jerr;
+    p->doc = json_loadb(body ? body : "", len, JSON_DECODE_ANY, &jerr);
+    if (!p->doc) {
+        ck__status_set(st, 400, "BadRequest", "error decoding patch: %s", jerr.text);
+        return -1;
+    }
+    if (p->type == CK__PATCH_JSON ? !json_is_array(p->doc) : !json_is_object(p->doc)) {
+        ck__status_set(st, 400, "BadRequest", "error decoding patch: %s",
+                       p->type == CK__PATCH_JSON ? "a JSON patch must be an array of operations"
+                                                 : "a merge patch must be a JSON object");
+        ck__patch_release(p);
+        return -1;
+    }
+    return 0;
+}
+
+void ck__patch_release(struct ck__patch *p)
+{
+    json_decref(p->doc);
+    ck_warnings_release(&p->warnings);
+    memset(p, 0, sizeof(*p));
+}
+
+/* 422 `Kind "name" is invalid: patch: Invalid value: ...: why` */
+static void patch_invalid(struct ck__status *st, const struct ck_kind *kind, const json_t *obj,
+                          const char *why)
+{
+    struct ck_field_errors errs = {0};
+    ck_field_errors_add(&errs, CK_FIELD_INVALID, "patch", NULL, false, "%s", why);
+    ck__status_invalid(st, kind,
+                       json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")),
+                       &errs);
+    ck_field_errors_release(&errs);
+}
+
+/* Applies the patch to view (described by schema), then decodes the result. */
+static json_t *apply(struct ck__patch *p, const json_t *view, const char *schema,
+                     struct ck__status *st)
+{
+    json_t *out = NULL;
+    struct ck_err err = {0};
+    switch (p->type) {
+    case CK__PATCH_MERGE:
+        out = ck_merge_patch(view, p->doc);
+        if (!out)
+            ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
+        break;
+    case CK__PATCH_JSON:
+        if (ck_json_patch(view, p->doc, &out, &err) < 0)
+            ck__status_set(st, err.code == CK_ENOMEM ? 500 : 422,
+                           err.code == CK_ENOMEM ? "InternalError" : "Invalid", "%s", err.msg);
+        break;
+    case CK__PATCH_STRATEGIC:
+        if (ck_strategic_merge_patch(p->schemas, schema, view, p->doc, &out, &err) < 0)
+            ck__status_set(st, err.code == CK_ENOMEM ? 500 : 400,
+                           err.code == CK_ENOMEM ? "InternalError" : "BadRequest", "%s", err.msg);
+        break;
+    }
+    if (!out)
+        return NULL;
+    if (!json_is_object(out)) {
+        patch_invalid(st, p->kind, view, "the patched document is not an object");
+        json_decref(out);
+        return NULL;
+    }
+    char *text = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(out);
+    json_t *decoded = NULL;
+    ck_warnings_release(&p->warnings); /* only the last attempt's warnings are answered */
+    if (!text) {
+        ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
+        return NULL;
+    }
+    int r = ck_schema_decode(p->schemas, schema, text, strlen(text), p->validation, &decoded,
+                             &p->warnings, &err);
+    free(text);
+    if (r < 0) {
+        patch_invalid(st, p->kind, view, err.msg);
+        return NULL;
+    }
+    return decoded;
+}
+
+/* The resourceVersion the patched document inherited from view is no precondition. */
+static void drop_inherited_version(json_t *patched, const json_t *view)
+{
+    json_t *meta = json_object_get(patched, "metadata");
+    json_t *rv = json_object_get(meta, "resourceVersion");
+    if (rv && json_equal(rv, json_object_get(json_object_get(view, "metadata"), "resourceVersion")))
+        json_object_del(meta, "resourceVersion");
+}
+
+json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck__status *st)
+{
+    struct ck__patch *p = arg;
+    if (!p->scale) {
+        json_t *out = apply(p, current, p->kind->schema, st);
+        if (out)
+            drop_inherited_version(out, current);
+        return out;
+    }
+    json_t *view = ck__scale_of(p->kind, current);
+    json_t *patched = view ? apply(p, view, SCALE_SCHEMA, st) : NULL;
+    json_t *out = NULL;
+    if (patched) {
+        drop_inherited_version(patched, view);
+        out = ck__scale_apply(current, patched, st);
+    } else if (!view) {
+        ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
+    }
+    json_decref(patched);
+    json_decref(view);
+    return out;
+}
+
+/* ---- scale -------------------------------------------------------------- */
+
+json_t *ck__scale_of(const struct ck_kind *kind, const json_t *obj)
+{
+    (void)kind;
+    const json_t *meta = json_object_get(obj, "metadata");
+    json_t *scale_meta = json_object();
+    static const char *const copied[] = {"name", "namespace", "uid", "resourceVersion",
+                                         "creationTimestamp"};
+    for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++) {
+        json_t *v = json_object_get(meta, copied[i]);
+        if (v)
+            json_object_set(scale_meta, copied[i], v);
+    }
+    const json_t *spec = json_object_get(obj, "spec");
+    json_int_t replicas = json_integer_value(json_object_get(spec, "replicas"));
+    json_int_t current =
+        json_integer_value(json_object_get(json_object_get(obj, "status"), "replicas"));
+    json_t *status = json_pack("{s:I}", "replicas", current);
+    struct ck_label_selector *sel = NULL;
+    struct ck_err err = {0};
+    if (ck_label_selector_from_object(json_object_get(spec, "selector"), &sel, &err) == 0) {
+        char *text = ck_label_selector_string(sel);
+        if (text && *text)
+            json_object_set_new(status, "selector", json_string(text));
+        free(text);
+    }
+    ck_label_selector_free(sel);
+    return json_pack("{s:s, s:s, s:o, s:{s:I}, s:o}", "kind", "Scale", "apiVersion",
+                     "autoscaling/v1", "metadata", scale_meta, "spec", "replicas", replicas,
+                     "status", status);
+}
+
+json_t *ck__scale_apply(const json_t *current, const json_t *scale, struct ck__status *st)
+{
+    json_t *next = json_deep_copy(current);
+    if (!next) {
+        ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
+        return NULL;
+    }
+    json_t *meta = json_object_get(next, "metadata");
+    const json_t *scale_meta = json_object_get(scale, "metadata");
+    static const char *const preconditions[] = {"resourceVersion", "uid"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *v = json_object_get(scale_meta, preconditions[i]);
+        if (v && json_string_length(v))
+            json_object_set(meta, preconditions[i], v);
+        else if (i == 0)
+            json_object_del(meta, preconditions[i]);
+    }
+    json_t *spec = json_object_get(next, "spec");
+    if (!json_is_object(spec)) {
+        spec = json_object();
+        json_object_set_new(next, "spec", spec);
+    }
+    json_t *replicas = json_object_get(json_object_get(scale, "spec"), "replicas");
+    json_object_set_new(spec, "replicas", json_integer(json_integer_value(replicas)));
+    return next;
+}
+
+json_t *ck__scale_put_mutate(const json_t *current, void *arg, struct ck__status *st)
+{
+    return ck__scale_apply(current, arg, st);
+}
+
+char *ck__scale_serve(const struct ck_kind *kind, const char *served, size_t len, size_t *ret_len)
+{
+    json_error_t jerr;
+    json_t *obj = json_loadb(served, len, 0, &jerr);
+    json_t *scale = obj ? ck__scale_of(kind, obj) : NULL;
+    char *text = scale ? json_dumps(scale, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(scale);
+    json_decref(obj);
+    if (text)
+        *ret_len = strlen(text);
+    return text;
+}

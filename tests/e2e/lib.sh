@@ -1,0 +1,69 @@
+# lib.sh - what the kubectl end-to-end scripts share: a scratch folder, a
+# `ckube server` on a free loopback port that can be stopped and started
+# again on the same store, a kubeconfig for it, and pass/fail bookkeeping.
+#
+# Source it with $1 = PATH/TO/ckube and optional $2 = STORE_URL (default: a
+# fresh sqlite://<tmp>/state.db). It exits 77 (skipped) without kubectl.
+if ! command -v kubectl >/dev/null 2>&1; then
+    echo "$(basename "$0"): no kubectl on PATH; skipping" >&2
+    exit 77
+fi
+ckube=$1
+work=$(mktemp -d)
+store=${2:-sqlite://$work/state.db}
+server_pid=""
+watch_pid=""
+failures=0
+passes=0
+cleanup() {
+    [ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+here=$(cd "$(dirname "$0")" && pwd)
+data=$here/data
+
+pass() { passes=$((passes + 1)); }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+check() { # check DESCRIPTION COMMAND...
+    desc=$1; shift
+    if "$@"; then pass; else fail "$desc"; fi
+}
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+
+# start_server [EXTRA ARGS...]: starts the server on $port and $store, waits until ready.
+start_server() {
+    "$ckube" server --listen "127.0.0.1:$port" --data-dir "$work/data" --store "$store" "$@" \
+        >>"$work/server.out" 2>>"$work/server.err" &
+    server_pid=$!
+    i=0
+    until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ]; do
+        i=$((i + 1))
+        if [ $i -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then
+            echo "server did not become ready:"; cat "$work/server.err"; exit 1
+        fi
+        sleep 0.1
+    done
+}
+
+# stop_server: stops it cleanly (SIGTERM) and waits for it to exit.
+stop_server() {
+    kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    server_pid=""
+}
+
+# finish: prints the tally (and the server log on failure) and exits with the verdict.
+finish() {
+    echo "$passes passed, $failures failed"
+    if [ "$failures" -ne 0 ]; then
+        echo "--- server log ---"; tail -n 40 "$work/server.err"
+    fi
+    [ "$failures" -eq 0 ]
+    exit
+}
+
+export KUBECONFIG="$work/data/kubeconfig"
+export KUBECACHEDIR="$work/kube-cache" # fresh: the dispatcher caches /version per address
+k() { kubectl --request-timeout=20s "$@"; }
