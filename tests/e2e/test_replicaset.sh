@@ -10,52 +10,20 @@
 #   separate:  `ckube server --controllers=-replicaset` plus a separate
 #              `ckube controller-manager --kubeconfig FILE` process.
 set -u
-if ! command -v kubectl >/dev/null 2>&1; then
-    echo "test_replicaset: no kubectl on PATH; skipping" >&2
-    exit 77
-fi
-ckube=$1
 mode=${2:-inprocess}
-work=$(mktemp -d)
-server_pid=""
+# lib.sh's server takes an optional store URL as $2: ours is the mode
+set -- "$1"
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 cm_pid=""
-failures=0
-passes=0
-cleanup() {
-    [ -n "$cm_pid" ] && kill "$cm_pid" 2>/dev/null && wait "$cm_pid" 2>/dev/null
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-pass() { passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-check() { # check DESCRIPTION COMMAND...
-    desc=$1; shift
-    if "$@"; then pass; else fail "$desc"; fi
-}
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-controllers="*"
-[ "$mode" = separate ] && controllers="-replicaset"
-"$ckube" server --listen "127.0.0.1:$port" --data-dir "$work/data" --controllers="$controllers" \
-    >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-i=0
-until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ]; do
-    i=$((i + 1))
-    if [ $i -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then
-        echo "server did not become ready:"; cat "$work/server.err"; exit 1
-    fi
-    sleep 0.1
-done
-export KUBECONFIG="$work/data/kubeconfig"
-export KUBECACHEDIR="$work/kube-cache"
+stop_cm() { [ -n "$cm_pid" ] && kill "$cm_pid" 2>/dev/null && wait "$cm_pid" 2>/dev/null; }
+trap 'stop_cm; cleanup' EXIT
 if [ "$mode" = separate ]; then
+    start_server --controllers=-replicaset
     "$ckube" controller-manager --kubeconfig "$KUBECONFIG" >"$work/cm.out" 2>"$work/cm.err" &
     cm_pid=$!
+else
+    start_server
 fi
-k() { kubectl --request-timeout=20s "$@"; }
 # kubectl wait watches the object until the condition holds
 wait_for() { # wait_for DESCRIPTION OBJECT JSONPATH=VALUE
     if k wait "$2" --for=jsonpath="$3" --timeout=60s >/dev/null 2>"$work/wait.err"; then
@@ -175,10 +143,6 @@ wait_for "replicas back to 3" rs/web '{.status.replicas}=3'
 owned >"$work/pods4"
 check "three owned pods" sh -c "[ \$(grep -c . '$work/pods4') -eq 3 ]"
 
-echo "test_replicaset ($mode): $passes passed, $failures failed"
-if [ "$failures" -ne 0 ]; then
-    echo "--- server log"; tail -20 "$work/server.err"
-    [ -n "$cm_pid" ] && { echo "--- controller-manager log"; tail -20 "$work/cm.err"; }
-    exit 1
-fi
-exit 0
+echo "test_replicaset ($mode):"
+[ "$failures" -ne 0 ] && [ -n "$cm_pid" ] && { echo "--- controller-manager log"; tail -20 "$work/cm.err"; }
+finish
