@@ -3,7 +3,8 @@
  *
  *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data] [--store URL]
  *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
- *                [--config FILE]
+ *                [--config FILE] [--controllers *]
+ *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube version [-o text|json]
  *   ckube help
  *
@@ -23,6 +24,7 @@
 
 #include "ckube/apiserver.h"
 #include "ckube/util.h"
+#include "controllers.h"
 
 #define EXIT_USAGE 2
 
@@ -30,7 +32,9 @@ static const char usage_text[] =
     "ckube is a small Kubernetes-compatible control plane.\n"
     "\n"
     "Usage:\n"
-    "  ckube server [flags]    run the API server\n"
+    "  ckube server [flags]    run the API server (and the controllers)\n"
+    "  ckube controller-manager --kubeconfig FILE [flags]\n"
+    "                          run the controllers against a server\n"
     "  ckube version [flags]   print version information\n"
     "  ckube help              print this help\n"
     "\n"
@@ -39,6 +43,8 @@ static const char usage_text[] =
     "      --data-dir DIR            where state and the kubeconfig live (default ./ckube-data)\n"
     "      --store URL               sqlite://PATH or etcd://HOST:PORT[,HOST:PORT...]\n"
     "                                (default sqlite://DATA-DIR/state.db)\n"
+    "      --controllers LIST        controllers run in-process: * (all), NAME, -NAME;\n"
+    "                                \"-*\" or \"\" for none (default *; known: replicaset)\n"
     "      --feature-gates A=true,B=false\n"
     "                                set feature gates (repeatable; the last value of a\n"
     "                                gate wins); AllAlpha=true and AllBeta=false apply to\n"
@@ -74,6 +80,7 @@ enum {
     OPT_LISTEN,
     OPT_DATA_DIR,
     OPT_STORE,
+    OPT_CONTROLLERS,
     OPT_FEATURE_GATES,
     OPT_EMULATED_VERSION,
     OPT_CONFIG,
@@ -90,6 +97,7 @@ struct options {
     size_t n_feature_gates;
     const char *emulated_version;
     const char *config;
+    const char *controllers;
 };
 
 /* Handles the flags every subcommand shares. Returns 0, or an exit code. */
@@ -139,6 +147,9 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_STORE:
             opts->store = optarg;
+            break;
+        case OPT_CONTROLLERS:
+            opts->controllers = optarg;
             break;
         case OPT_FEATURE_GATES:
             if (opts->n_feature_gates == MAX_FEATURE_GATE_FLAGS)
@@ -215,6 +226,16 @@ static int ensure_dir(const char *path)
     return -1;
 }
 
+void ck_cmd_block_stop_signals(sigset_t *ret_set)
+{
+    /* Block the stop signals before any thread starts, so only sigwait() sees them. */
+    sigemptyset(ret_set);
+    sigaddset(ret_set, SIGINT);
+    sigaddset(ret_set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, ret_set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
 /*
  * The server's feature gate from --emulated-version, --config's featureGates
  * and --feature-gates (flags win per gate, as in Kubernetes). Returns -1 with
@@ -264,6 +285,7 @@ static int cmd_server(int argc, char **argv)
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"data-dir", required_argument, NULL, OPT_DATA_DIR},
         {"store", required_argument, NULL, OPT_STORE},
+        {"controllers", required_argument, NULL, OPT_CONTROLLERS},
         {"feature-gates", required_argument, NULL, OPT_FEATURE_GATES},
         {"emulated-version", required_argument, NULL, OPT_EMULATED_VERSION},
         {"config", required_argument, NULL, OPT_CONFIG},
@@ -272,10 +294,16 @@ static int cmd_server(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct options opts = {.listen = CK_APISERVER_DEFAULT_LISTEN, .data_dir = "./ckube-data"};
+    struct options opts = {
+        .listen = CK_APISERVER_DEFAULT_LISTEN, .data_dir = "./ckube-data", .controllers = "*"};
     int r = parse_flags(argc, argv, longopts, ":v:h", &opts);
     if (r >= 0)
         return r;
+    bool no_controllers = !*opts.controllers || strcmp(opts.controllers, "-*") == 0;
+    struct ck_err cerr = {0};
+    if (!no_controllers && ck_controller_manager_check(opts.controllers, &cerr) < 0)
+        return usage_error("invalid value \"%s\" for --controllers: %s", opts.controllers,
+                           cerr.msg);
 
     if (ensure_dir(opts.data_dir) < 0) {
         fprintf(stderr, "error: cannot use data directory %s: %s\n", opts.data_dir,
@@ -283,13 +311,8 @@ static int cmd_server(int argc, char **argv)
         return 1;
     }
 
-    /* Block the stop signals before any thread starts, so only sigwait() sees them. */
     sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    ck_cmd_block_stop_signals(&stop_signals);
 
     char default_store[PATH_MAX + 16];
     if (!opts.store) {
@@ -329,6 +352,13 @@ static int cmd_server(int argc, char **argv)
 
     CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "store", opts.store, "version",
             ck_version()->git_version);
+    struct ck_cmd_controllers controllers = {0};
+    if (!no_controllers &&
+        ck_cmd_controllers_start(ck_apiserver_url(server), opts.controllers, &controllers) < 0) {
+        ck_apiserver_free(server);
+        ck_fg_gate_free(gates);
+        return 1;
+    }
     printf("export KUBECONFIG=%s\n", kubeconfig);
     fflush(stdout);
 
@@ -336,6 +366,7 @@ static int cmd_server(int argc, char **argv)
     sigwait(&stop_signals, &sig);
     CK_LOGS(0, "Shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
     ck_apiserver_begin_shutdown(server);
+    ck_cmd_controllers_stop(&controllers);
     ck_apiserver_free(server);
     ck_fg_gate_free(gates);
     CK_LOGS(0, "Stopped cleanly", "address", opts.listen);
@@ -358,6 +389,8 @@ int main(int argc, char **argv)
         return cmd_version(argc - 1, argv + 1);
     if (strcmp(command, "server") == 0)
         return cmd_server(argc - 1, argv + 1);
+    if (strcmp(command, "controller-manager") == 0)
+        return ck_cmd_controller_manager(argc - 1, argv + 1);
     if (command[0] == '-')
         return usage_error("unknown flag: %s (flags go after the command)", command);
     return usage_error("unknown command: %s", command);

@@ -308,6 +308,9 @@ int ck_deletion_handling_key(const json_t *obj,
  */
 const json_t *ck_cached_unref(const json_t *obj);
 
+/* Takes a reference on a shared object (atomically; see ck_cached_unref). Returns obj. */
+const json_t *ck_cached_ref(const json_t *obj);
+
 /* ---- indexer (client-go tools/cache/thread_safe_store.go, index.go) ---- */
 
 /*

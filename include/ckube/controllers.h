@@ -19,7 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckube/api.h"
 #include "ckube/client.h"
+#include "ckube/rest.h"
 
 /* ---- the runner ----------------------------------------------------------- */
 
@@ -146,5 +148,46 @@ void ck_expectations_deletion_observed_of(struct ck_expectations *e, const char 
 
 /* How many tracked deletions of key are still unobserved. */
 size_t ck_expectations_pending_deletions(struct ck_expectations *e, const char *key);
+
+/* ---- the controller-ref manager (kubernetes pkg/controller/controller_ref_manager.go) ---- */
+
+/*
+ * The controller reference of obj: its ownerReferences entry with controller: true, or
+ * NULL (borrowed from obj).
+ */
+const json_t *ck_controller_ref(const json_t *obj);
+
+/* What a controller claims children for. Every pointer is borrowed for the call. */
+struct ck_ref_owner {
+    const json_t *owner;                      /* the controller object (from the cache) */
+    const char *api_version;                  /* "apps/v1" */
+    const char *kind;                         /* "ReplicaSet" */
+    const struct ck_label_selector *selector; /* the owner's spec.selector */
+    struct ck_rest *client;                   /* for the fresh read, adopt and release */
+    const struct ck_resource *owner_res;      /* where to re-read the owner */
+    const struct ck_resource *child_res;      /* where to write children */
+};
+
+/*
+ * ClaimObjects: of the n candidate children (same namespace, from the cache), returns in
+ * *ret_claimed (new references) those the owner controls after this call:
+ *
+ * - a child controlled by someone else (another uid) is ignored;
+ * - a child we control whose labels still match is kept; one that no longer matches is
+ *   released (our ownerReference removed with a conditional update), unless the owner
+ *   is being deleted (then it is ignored);
+ * - an orphan whose labels match is adopted (our controller reference added, with
+ *   blockOwnerDeletion), but only if the owner is not being deleted, the child is not
+ *   being deleted, and a fresh read of the owner from the server (not the cache) still
+ *   has the same uid and no deletionTimestamp (RecheckDeletionTimestamp);
+ * - with an empty selector nothing is adopted (nor kept: an empty selector selects
+ *   nothing here, where apimachinery's would select everything).
+ *
+ * A child that vanished (404) while being adopted or released is skipped. Other errors
+ * stop nothing: the claimed list is still returned, and the first error is returned as
+ * well (as Kubernetes aggregates them) so the caller requeues.
+ */
+int ck_claim_objects(const struct ck_ref_owner *o, const json_t *const *candidates, size_t n,
+                     struct ck_obj_list *ret_claimed, struct ck_err *reterr);
 
 #endif /* CKUBE_CONTROLLERS_H */

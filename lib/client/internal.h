@@ -71,6 +71,17 @@ void *ck__strmap_remove(struct ck__strmap *m, const char *key);
 struct ck__strmap_entry *ck__strmap_next(const struct ck__strmap *m, struct ck__strmap_entry *e,
                                          size_t *bucket);
 
+/*
+ * Between the reflector (reflector.c) and the informer it feeds (informer.c): client-go's
+ * Store interface as the reflector uses it. Objects are references the callee takes.
+ */
+struct ck_informer;
+struct json_t;
+/* A complete list: the new content of the cache. Returns 0 or a negative code. */
+int ck__informer_replace(struct ck_informer *inf, struct json_t **objs, size_t n);
+/* One watch event (ADDED, MODIFIED or DELETED). */
+int ck__informer_apply(struct ck_informer *inf, const char *type, struct json_t *obj);
+
 #endif /* CKUBE_CLIENT_INTERNAL_H */
 
 /*

@@ -1,0 +1,178 @@
+/*
+ * controllers.c - the controller side of the `ckube` command: the in-process controllers
+ * of `ckube server` and the `ckube controller-manager` subcommand.
+ *
+ *   ckube controller-manager --kubeconfig FILE [--controllers LIST]
+ *                            [--kube-api-qps N] [--kube-api-burst N]
+ *                            [--concurrent-replicaset-syncs N]
+ *
+ * Exit codes as main.c's: 0 after SIGINT/SIGTERM, 1 runtime failure (unreadable
+ * kubeconfig), 2 usage error.
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckube/manager.h"
+#include "controllers.h"
+
+int ck_cmd_controllers_start(const char *server_url, const char *selection,
+                             struct ck_cmd_controllers *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    struct ck_err err = {0};
+    struct ck_rest_config rc = {.server = server_url,
+                                .qps = CK_CONTROLLER_MANAGER_QPS,
+                                .burst = CK_CONTROLLER_MANAGER_BURST};
+    if (ck_rest_new(&rc, &ret->client, &err) < 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return -1;
+    }
+    struct ck_controller_manager_config config = {.client = ret->client, .controllers = selection};
+    if (ck_controller_manager_start(&config, &ret->manager, &err) < 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        ret->client = ck_rest_free(ret->client);
+        return -1;
+    }
+    return 0;
+}
+
+void ck_cmd_controllers_stop(struct ck_cmd_controllers *c)
+{
+    c->manager = ck_controller_manager_free(c->manager);
+    c->client = ck_rest_free(c->client);
+}
+
+static const char cm_usage[] =
+    "Usage: ckube controller-manager --kubeconfig FILE [flags]\n"
+    "\n"
+    "Runs the controllers against the API server the kubeconfig names.\n"
+    "\n"
+    "Flags:\n"
+    "      --kubeconfig FILE                  kubeconfig of the server (required)\n"
+    "      --controllers LIST                 controllers to run: * (all), NAME, -NAME\n"
+    "                                         (default *; known: replicaset)\n"
+    "      --kube-api-qps N                   client requests per second (default 20)\n"
+    "      --kube-api-burst N                 client burst (default 30)\n"
+    "      --concurrent-replicaset-syncs N    replicaset workers (default 5)\n"
+    "  -v, --v N                              log verbosity (default 0)\n"
+    "      --logging-format FORMAT            text (klog) or json (default text)\n"
+    "  -h, --help                             print this help\n";
+
+static int cm_usage_error(const char *what, const char *value)
+{
+    fprintf(stderr, "error: %s%s%s\n\n%s", what, value ? ": " : "", value ? value : "", cm_usage);
+    return 2;
+}
+
+/* A number flag in [min, max]. */
+static bool parse_number(const char *arg, double min, double max, double *ret)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (*arg == '\0' || *end != '\0' || v < min || v > max)
+        return false;
+    *ret = v;
+    return true;
+}
+
+int ck_cmd_controller_manager(int argc, char **argv)
+{
+    enum { O_KUBECONFIG = 300, O_CONTROLLERS, O_QPS, O_BURST, O_RS_SYNCS, O_FORMAT };
+    static const struct option longopts[] = {
+        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+        {"controllers", required_argument, NULL, O_CONTROLLERS},
+        {"kube-api-qps", required_argument, NULL, O_QPS},
+        {"kube-api-burst", required_argument, NULL, O_BURST},
+        {"concurrent-replicaset-syncs", required_argument, NULL, O_RS_SYNCS},
+        {"v", required_argument, NULL, 'v'},
+        {"logging-format", required_argument, NULL, O_FORMAT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *kubeconfig = NULL, *controllers = "*";
+    double qps = CK_CONTROLLER_MANAGER_QPS, burst = CK_CONTROLLER_MANAGER_BURST, workers = 5, v;
+    enum ck_log_format format;
+    opterr = 0;
+    optind = 1;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":v:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'h':
+            fputs(cm_usage, stdout);
+            return 0;
+        case O_KUBECONFIG:
+            kubeconfig = optarg;
+            break;
+        case O_CONTROLLERS:
+            controllers = optarg;
+            break;
+        case O_QPS:
+            if (!parse_number(optarg, 0.001, 1e6, &qps))
+                return cm_usage_error("invalid value for --kube-api-qps", optarg);
+            break;
+        case O_BURST:
+            if (!parse_number(optarg, 1, 1e6, &burst))
+                return cm_usage_error("invalid value for --kube-api-burst", optarg);
+            break;
+        case O_RS_SYNCS:
+            if (!parse_number(optarg, 1, 1000, &workers))
+                return cm_usage_error("invalid value for --concurrent-replicaset-syncs", optarg);
+            break;
+        case 'v':
+            if (!parse_number(optarg, 0, INT_MAX, &v))
+                return cm_usage_error("invalid value for -v", optarg);
+            ck_log_set_verbosity((int)v);
+            break;
+        case O_FORMAT:
+            if (ck_log_parse_format(optarg, &format) < 0)
+                return cm_usage_error("invalid value for --logging-format", optarg);
+            ck_log_set_format(format);
+            break;
+        case ':':
+            return cm_usage_error("flag needs an argument", argv[optind - 1]);
+        default:
+            return cm_usage_error("unknown flag", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cm_usage_error("unexpected argument", argv[optind]);
+    if (!kubeconfig)
+        return cm_usage_error("--kubeconfig is required", NULL);
+    struct ck_err err = {0};
+    if (ck_controller_manager_check(controllers, &err) < 0)
+        return cm_usage_error("invalid value for --controllers", err.msg);
+
+    sigset_t stop_signals;
+    ck_cmd_block_stop_signals(&stop_signals);
+
+    struct ck_kubeconfig *kc = NULL;
+    if (ck_kubeconfig_load(kubeconfig, NULL, &kc, &err) < 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    struct ck_rest *client = NULL;
+    struct ck_controller_manager *cm = NULL;
+    int r = ck_rest_new_from_kubeconfig(kc, qps, (int)burst, &client, &err);
+    struct ck_controller_manager_config config = {
+        .client = client, .controllers = controllers, .workers = (int)workers};
+    if (r == 0)
+        r = ck_controller_manager_start(&config, &cm, &err);
+    if (r < 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        ck_rest_free(client);
+        ck_kubeconfig_free(kc);
+        return 1;
+    }
+    CK_LOGS(0, "Controller manager running", "server", kc->server, "controllers", controllers);
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    CK_LOGS(0, "Shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    ck_controller_manager_free(cm);
+    ck_rest_free(client);
+    ck_kubeconfig_free(kc);
+    return 0;
+}

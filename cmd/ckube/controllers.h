@@ -1,0 +1,28 @@
+/*
+ * controllers.h - what main.c needs from controllers.c: the in-process controllers of
+ * `ckube server` and the `ckube controller-manager` subcommand.
+ */
+#ifndef CKUBE_CMD_CONTROLLERS_H
+#define CKUBE_CMD_CONTROLLERS_H
+
+#include <signal.h>
+
+#include "ckube/manager.h"
+
+struct ck_cmd_controllers {
+    struct ck_rest *client;
+    struct ck_controller_manager *manager;
+};
+
+/* Starts the selected controllers against server_url. 0, or -1 after printing why. */
+int ck_cmd_controllers_start(const char *server_url, const char *selection,
+                             struct ck_cmd_controllers *ret);
+void ck_cmd_controllers_stop(struct ck_cmd_controllers *c);
+
+/* `ckube controller-manager ...` (argv[0] is "controller-manager"); returns the exit code. */
+int ck_cmd_controller_manager(int argc, char **argv);
+
+/* From main.c: blocks SIGINT and SIGTERM for sigwait() and ignores SIGPIPE. */
+void ck_cmd_block_stop_signals(sigset_t *ret_set);
+
+#endif /* CKUBE_CMD_CONTROLLERS_H */

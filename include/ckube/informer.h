@@ -1,0 +1,137 @@
+/*
+ * ckube/informer.h - reflectors and shared informers (client-go tools/cache reflector.go,
+ * shared_informer.go and informers/factory.go).
+ *
+ * An informer keeps an indexed, in-memory copy of one resource (an indexer, see
+ * client.h) in step with the API server and tells handlers what changed. Its reflector
+ * thread lists the resource in pages, then watches from the list's resourceVersion with
+ * bookmarks; when a watch ends it reconnects from the last version it saw; when that
+ * version is gone (410) it lists again and delivers only the difference: adds, updates,
+ * and deletions of objects that vanished meanwhile, as "deleted final state unknown"
+ * tombstones. While the server is unreachable it retries with exponential backoff and
+ * jitter (client-go's 800 ms doubling to 30 s, each delay stretched by up to 100%).
+ *
+ * The factory shares one informer per resource among every controller of a process.
+ *
+ * Handlers run on the informer's thread (its reflector, or its resync timer), one call
+ * at a time per informer, after the cache already holds the change: they must be quick
+ * (put a key on a work queue) and must not change the objects they are given, which are
+ * borrowed for the call. client-go runs each handler on its own goroutine with an
+ * unbounded buffer; we call them in line, which keeps every handler in event order and
+ * needs no buffer, at the price that a slow handler delays the others.
+ */
+#ifndef CKUBE_INFORMER_H
+#define CKUBE_INFORMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ckube/client.h"
+#include "ckube/rest.h"
+
+/* client-go's ResourceEventHandlerFuncs. Any function may be NULL. */
+struct ck_event_handler {
+    /* A new object; is_in_initial_list when it came with the first list. */
+    void (*on_add)(const json_t *obj, bool is_in_initial_list, void *arg);
+    /* A change, or a periodic resync (then old_obj and new_obj are the same object). */
+    void (*on_update)(const json_t *old_obj, const json_t *new_obj, void *arg);
+    /*
+     * A deletion: obj is the last state, and tombstone is NULL when the watch saw the
+     * delete, or set when only a relist noticed it (DeletedFinalStateUnknown; then obj
+     * is tombstone->obj and may be stale).
+     */
+    void (*on_delete)(const json_t *obj, const struct ck_deleted_final_state_unknown *tombstone,
+                      void *arg);
+    void *arg;
+};
+
+struct ck_informer;
+
+struct ck_informer_options {
+    struct ck_rest *client;        /* borrowed; must outlive the informer */
+    const struct ck_resource *res; /* borrowed (static) */
+    const char *namespace;         /* NULL or "": all namespaces */
+    const char *label_selector;    /* NULL: everything */
+    int64_t page_size;             /* list page size; 0: 500, as client-go */
+    int64_t resync;                /* default resync period of handlers; 0: none */
+    struct ck_clock *clock;        /* borrowed; NULL = real */
+};
+
+/*
+ * Creates a stopped informer with an indexer that has the namespace index. Returns 0 and
+ * sets *ret_inf, or CK_EINVAL / CK_ENOMEM.
+ */
+int ck_informer_new(const struct ck_informer_options *opts, struct ck_informer **ret_inf,
+                    struct ck_err *reterr);
+
+/* Stops the informer (if started), joins its threads and frees it and its cache. */
+struct ck_informer *ck_informer_free(struct ck_informer *inf);
+
+/*
+ * Adds a handler (copied) with its own resync period (0: the informer's). Before start
+ * only: handlers added later would miss the initial list. CK_EINVAL after start.
+ */
+int ck_informer_add_handler(struct ck_informer *inf, const struct ck_event_handler *h,
+                            int64_t resync, struct ck_err *reterr);
+
+/* Adds an index to the cache (ck_indexer_add_index); before start only. */
+int ck_informer_add_index(struct ck_informer *inf, const char *name, ck_index_func fn, void *arg,
+                          struct ck_err *reterr);
+
+/* Starts the reflector (and resync) threads. Idempotent. */
+int ck_informer_start(struct ck_informer *inf, struct ck_err *reterr);
+
+/* Asks the threads to stop and joins them; the cache stays readable. Idempotent. */
+void ck_informer_stop(struct ck_informer *inf);
+
+/* True once the first list is in the cache and its handlers were called (HasSynced). */
+bool ck_informer_has_synced(struct ck_informer *inf);
+
+/* Waits until has_synced or the (real or fake) clock reaches deadline. */
+bool ck_informer_wait_for_sync(struct ck_informer *inf, int64_t deadline);
+
+/* The cache (borrowed; lives as long as the informer). Read it, never write it. */
+struct ck_indexer *ck_informer_indexer(struct ck_informer *inf);
+
+/* The resource the informer serves. */
+const struct ck_resource *ck_informer_resource(const struct ck_informer *inf);
+
+struct ck_informer_stats {
+    uint64_t lists;        /* complete lists (the first and every relist) */
+    uint64_t watches;      /* watch requests made */
+    uint64_t watch_events; /* ADDED/MODIFIED/DELETED events applied */
+    uint64_t expired;      /* 410s that forced a relist */
+    uint64_t failures;     /* list or watch attempts that failed and backed off */
+    char last_sync_resource_version[32];
+};
+void ck_informer_stats(struct ck_informer *inf, struct ck_informer_stats *ret_stats);
+
+/* ---- the shared informer factory (client-go informers.SharedInformerFactory) ---- */
+
+struct ck_informer_factory;
+
+/* namespace NULL: all namespaces. resync: the informers' default resync period. */
+int ck_informer_factory_new(struct ck_rest *client, const char *namespace, int64_t resync,
+                            struct ck_clock *clock, struct ck_informer_factory **ret_f,
+                            struct ck_err *reterr);
+
+/* Stops and frees every informer of the factory. */
+struct ck_informer_factory *ck_informer_factory_free(struct ck_informer_factory *f);
+
+/*
+ * The one informer for res (created on first use; the same pointer every time after).
+ * Owned by the factory. NULL when out of memory.
+ */
+struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
+                                            const struct ck_resource *res);
+
+/* Starts every informer not started yet (Start). */
+int ck_informer_factory_start(struct ck_informer_factory *f, struct ck_err *reterr);
+
+/* Waits until every started informer has synced, or deadline (WaitForCacheSync). */
+bool ck_informer_factory_wait_for_sync(struct ck_informer_factory *f, int64_t deadline);
+
+/* Stops every informer (joins their threads); caches stay readable. */
+void ck_informer_factory_stop(struct ck_informer_factory *f);
+
+#endif /* CKUBE_INFORMER_H */

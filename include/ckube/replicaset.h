@@ -1,0 +1,48 @@
+/*
+ * ckube/replicaset.h - the ReplicaSet controller (kubernetes pkg/controller/replicaset).
+ *
+ * Keeps spec.replicas pods running for every ReplicaSet: creates them from the template
+ * (generateName "<rs>-", a controller ownerReference with blockOwnerDeletion) in
+ * slow-start batches of 1, 2, 4, ... at most 500 per sync; deletes surplus pods in
+ * Kubernetes' order (unassigned, pending, not ready, ... first); adopts matching orphans
+ * and releases pods whose labels no longer match; writes status (replicas,
+ * fullyLabeledReplicas, readyReplicas, availableReplicas, observedGeneration and the
+ * ReplicaFailure condition) through the status subresource; records Warning events when
+ * creates or deletes fail.
+ *
+ * It reads only its informers' caches (pods and replicasets, from a shared factory) and
+ * writes through the REST client.
+ */
+#ifndef CKUBE_REPLICASET_H
+#define CKUBE_REPLICASET_H
+
+#include "ckube/controllers.h"
+#include "ckube/informer.h"
+
+/* Kubernetes' BurstReplicas: the most pods one sync creates or deletes. */
+#define CK_RS_BURST_REPLICAS 500
+
+struct ck_rs_controller;
+
+/*
+ * Creates the controller and registers its handlers (and a controller-uid index on the
+ * pods informer) with the factory's informers; call before ck_informer_factory_start().
+ * client and factory are borrowed and must outlive the controller. clock NULL = real.
+ */
+int ck_rs_controller_new(struct ck_rest *client, struct ck_informer_factory *factory,
+                         struct ck_clock *clock, struct ck_rs_controller **ret_c,
+                         struct ck_err *reterr);
+
+/* Waits for the informers to sync, then starts `workers` workers (Kubernetes: 5). */
+int ck_rs_controller_run(struct ck_rs_controller *c, int workers, struct ck_err *reterr);
+
+/*
+ * Stops the workers (draining what is queued) and frees the controller. Stop the
+ * factory's informers first (ck_informer_factory_stop): their handlers use the queue.
+ */
+struct ck_rs_controller *ck_rs_controller_free(struct ck_rs_controller *c);
+
+/* The controller's work queue (for metrics). */
+struct ck_wq *ck_rs_controller_queue(struct ck_rs_controller *c);
+
+#endif /* CKUBE_REPLICASET_H */

@@ -1,0 +1,240 @@
+/*
+ * ckube/rest.h - the REST client of libckube-client: kubeconfig loading and typed-less
+ * calls to any Kubernetes API server (client-go rest.Config, rest.RESTClient and
+ * tools/clientcmd, reduced to what controllers need).
+ *
+ * - ck_kubeconfig_load(): reads a kubeconfig (JSON or YAML) and resolves its current
+ *   context to a server URL, a namespace, a bearer token, a CA and a client certificate.
+ * - struct ck_rest: one client per process, safe to share between threads. Each call
+ *   takes a token from a client-side token bucket (client-go's defaults: 5 QPS, burst
+ *   10; settable), then borrows an idle libcurl handle from a small pool, so HTTP
+ *   keep-alive connections are reused across calls and threads.
+ * - Calls: get, list, create, update, patch, delete; the status and scale subresources;
+ *   watch streams delivered event by event to a callback.
+ *
+ * Errors: a non-2xx answer is turned into the ck_err the caller passed, with the server's
+ * Status: reterr->http_status is Status.code, reterr->reason its reason (a static string;
+ * "Unknown" for one we do not know), reterr->msg its message; the return value is the
+ * matching CK_E* code (404 CK_ENOENT, 409 AlreadyExists CK_EEXIST, 409 Conflict
+ * CK_ECONFLICT, 410 CK_ECOMPACTED, 400/422 CK_EINVAL, 401/403 CK_EPERM, anything else
+ * CK_EIO). A transport failure (refused, reset, timeout) is CK_EIO with http_status 0.
+ *
+ * Objects are jansson values: what a call returns is a new reference the caller owns.
+ */
+#ifndef CKUBE_REST_H
+#define CKUBE_REST_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ckube/client.h"
+
+/* ---- kubeconfig (client-go tools/clientcmd) ------------------------------- */
+
+/* The current context of a kubeconfig, resolved. Strings are owned; NULL when absent. */
+struct ck_kubeconfig {
+    char *server;           /* clusters[].cluster.server, e.g. http://127.0.0.1:6443 */
+    char *namespace;        /* contexts[].context.namespace, "default" when unset */
+    char *token;            /* users[].user.token, or the content of tokenFile */
+    char *ca_file;          /* certificate-authority (made absolute) */
+    char *ca_data;          /* certificate-authority-data, base64-decoded PEM */
+    char *client_cert_file; /* client-certificate */
+    char *client_key_file;  /* client-key */
+    bool insecure_skip_tls_verify;
+};
+
+/*
+ * Loads the kubeconfig at path (JSON, or YAML of any style) and resolves context (NULL:
+ * current-context). Relative file paths in it are taken relative to the file's directory,
+ * as kubectl does. Returns 0 and sets *ret_config (free with ck_kubeconfig_free()), or
+ * CK_ENOENT (no such file), CK_EINVAL (unparsable, or the context, its cluster or user is
+ * missing, or the cluster has no server) or CK_ENOMEM, saying which in *reterr.
+ */
+int ck_kubeconfig_load(const char *path, const char *context, struct ck_kubeconfig **ret_config,
+                       struct ck_err *reterr);
+
+/* The same from a document already in memory; base_dir resolves relative paths. */
+int ck_kubeconfig_parse(const char *text, size_t len, const char *base_dir, const char *context,
+                        struct ck_kubeconfig **ret_config, struct ck_err *reterr);
+
+struct ck_kubeconfig *ck_kubeconfig_free(struct ck_kubeconfig *config);
+
+/*
+ * Parses a YAML (or JSON) document into a jansson value: mappings become objects,
+ * sequences arrays; plain scalars true/false/null and numbers become JSON booleans, null
+ * and numbers, every other scalar a string. Returns 0 and a new reference in *ret_json,
+ * or CK_EINVAL with the parser's line in *reterr. Only the first document is read.
+ */
+int ck_yaml_to_json(const char *text, size_t len, json_t **ret_json, struct ck_err *reterr);
+
+/* ---- the client (client-go rest.RESTClient) ------------------------------- */
+
+/* client-go's rest.Config defaults: DefaultQPS and DefaultBurst. */
+#define CK_REST_DEFAULT_QPS   5.0
+#define CK_REST_DEFAULT_BURST 10
+
+struct ck_rest_config {
+    const char *server;    /* base URL, required: http://127.0.0.1:6443 */
+    const char *token;     /* bearer token, or NULL */
+    const char *ca_file;   /* PEM bundle to verify the server with, or NULL */
+    const char *ca_data;   /* PEM text, or NULL */
+    const char *cert_file; /* client certificate and key for TLS, or NULL */
+    const char *key_file;
+    bool insecure_skip_tls_verify;
+    /*
+     * Client-side rate limit: qps tokens a second, at most burst at once. 0 picks
+     * client-go's defaults (5, 10); qps < 0 turns limiting off.
+     */
+    double qps;
+    int burst;
+    const char *user_agent; /* NULL: "ckube/<version>" */
+    int64_t timeout;        /* per request except watches; 0: 60 s */
+    struct ck_clock *clock; /* for the token bucket; NULL = real */
+};
+
+struct ck_rest;
+
+/* Creates a client. Returns 0 and sets *ret_client, or CK_EINVAL (no server) or CK_ENOMEM. */
+int ck_rest_new(const struct ck_rest_config *config, struct ck_rest **ret_client,
+                struct ck_err *reterr);
+
+/* A client for a loaded kubeconfig, with the given rate limit (see ck_rest_config.qps). */
+int ck_rest_new_from_kubeconfig(const struct ck_kubeconfig *kc, double qps, int burst,
+                                struct ck_rest **ret_client, struct ck_err *reterr);
+
+/* Closes every pooled connection and frees the client; no call may be in flight. */
+struct ck_rest *ck_rest_free(struct ck_rest *client);
+
+/* The base URL the client talks to (owned by the client). */
+const char *ck_rest_server(const struct ck_rest *client);
+
+struct ck_rest_stats {
+    uint64_t requests;    /* HTTP requests sent, watches included */
+    uint64_t connections; /* TCP connections opened: requests - connections were reuses */
+    int64_t throttled;    /* total nanoseconds callers waited for the token bucket */
+};
+void ck_rest_stats(struct ck_rest *client, struct ck_rest_stats *ret_stats);
+
+/*
+ * What a call addresses: group ("" for the core group), version, resource (plural),
+ * whether it is namespaced. For namespaced resources namespace "" means all namespaces
+ * (lists and watches) .
+ */
+struct ck_resource {
+    const char *group;
+    const char *version;
+    const char *resource;
+    bool namespaced;
+};
+
+extern const struct ck_resource ck_res_pods;        /* v1 pods */
+extern const struct ck_resource ck_res_events;      /* v1 events */
+extern const struct ck_resource ck_res_namespaces;  /* v1 namespaces */
+extern const struct ck_resource ck_res_configmaps;  /* v1 configmaps */
+extern const struct ck_resource ck_res_replicasets; /* apps/v1 replicasets */
+extern const struct ck_resource ck_res_deployments; /* apps/v1 deployments */
+
+/*
+ * One request. method is GET, POST, PUT, PATCH or DELETE; path starts with '/'; body may
+ * be NULL; content_type NULL means application/json. On a 2xx answer returns 0 and, when
+ * ret_body is not NULL, the decoded body in *ret_body (NULL for an empty body). Otherwise
+ * the error as this header's comment says.
+ */
+int ck_rest_do(struct ck_rest *client, const char *method, const char *path, const json_t *body,
+               const char *content_type, json_t **ret_body, struct ck_err *reterr);
+
+/*
+ * Builds the path of res in namespace (may be "" or NULL), object name (NULL for the
+ * collection) and subresource (NULL for none), with an optional query (without '?').
+ * Writes at most size bytes; returns the length, or -1 when it did not fit or a part
+ * contains characters that would need escaping ('/', '?', '#', '%', spaces, controls).
+ */
+int ck_rest_path(const struct ck_resource *res, const char *namespace, const char *name,
+                 const char *subresource, const char *query, char *buf, size_t size);
+
+/* GET one object. */
+int ck_rest_get(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
+                const char *name, json_t **ret_obj, struct ck_err *reterr);
+
+struct ck_list_options {
+    const char *label_selector;
+    const char *field_selector;
+    const char *resource_version;
+    const char *resource_version_match; /* "NotOlderThan", "Exact" or NULL */
+    int64_t limit;                      /* page size; 0: everything at once */
+    const char *continue_token;
+    int timeout_seconds;        /* watches: ask the server to end the stream after it */
+    bool allow_watch_bookmarks; /* watches */
+};
+
+/* GET a collection (one page when opts->limit is set). *ret_list is the List object. */
+int ck_rest_list(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
+                 const struct ck_list_options *opts, json_t **ret_list, struct ck_err *reterr);
+
+/* POST obj to the collection; *ret_obj (may be NULL) gets what the server stored. */
+int ck_rest_create(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
+                   const json_t *obj, json_t **ret_obj, struct ck_err *reterr);
+
+/* PUT obj (its metadata.name names it; its resourceVersion makes the update conditional). */
+int ck_rest_update(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
+                   const json_t *obj, json_t **ret_obj, struct ck_err *reterr);
+
+/* PUT obj to its status subresource (UpdateStatus). */
+int ck_rest_update_status(struct ck_rest *client, const struct ck_resource *res,
+                          const char *namespace, const json_t *obj, json_t **ret_obj,
+                          struct ck_err *reterr);
+
+/* The patch types of Kubernetes, as their content types. */
+#define CK_PATCH_JSON      "application/json-patch+json"
+#define CK_PATCH_MERGE     "application/merge-patch+json"
+#define CK_PATCH_STRATEGIC "application/strategic-merge-patch+json"
+
+/* PATCH name (or its subresource, NULL for none) with a patch of type patch_type. */
+int ck_rest_patch(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
+                  const char *name, const char *subresource, const char *patch_type,
+                  const json_t *patch, json_t **ret_obj, struct ck_err *reterr);
+
+/*
+ * DELETE name. options is a DeleteOptions object or NULL (preconditions, propagation);
+ * *ret_obj (may be NULL) gets the server's answer (the object, or a Status).
+ */
+int ck_rest_delete(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
+                   const char *name, const json_t *options, json_t **ret_obj,
+                   struct ck_err *reterr);
+
+/* GET and PUT the scale subresource (an autoscaling/v1 Scale). */
+int ck_rest_get_scale(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
+                      const char *name, json_t **ret_scale, struct ck_err *reterr);
+int ck_rest_update_scale(struct ck_rest *client, const struct ck_resource *res,
+                         const char *namespace, const char *name, int64_t replicas,
+                         json_t **ret_scale, struct ck_err *reterr);
+
+/*
+ * A watch event: type is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR; object is the
+ * object (for ERROR a Status), a new reference the function takes (and may share: no
+ * one else holds one). Return 0 to go on, anything else to end the watch (ck_rest_watch
+ * returns it).
+ */
+typedef int (*ck_watch_func)(const char *type, json_t *object, void *arg);
+
+/*
+ * Opens a watch on res (opts->resource_version and friends as for lists; watch=true is
+ * added) and delivers its events to fn, one per line of the stream, on the calling
+ * thread, until the server ends the stream (returns 0), fn returns non-zero (returns
+ * that), *stop becomes true (checked at least every second; returns CK_ESHUTDOWN), the
+ * connection fails (CK_EIO) or the server refuses the watch (its Status, as above).
+ * stop may be NULL.
+ */
+int ck_rest_watch(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
+                  const struct ck_list_options *opts, ck_watch_func fn, void *arg,
+                  const atomic_bool *stop, struct ck_err *reterr);
+
+/*
+ * Sets *reterr from a Status object (an ERROR watch event, or an error body): code,
+ * reason, message. Returns the CK_E* code for it.
+ */
+int ck_rest_status_error(const json_t *status, struct ck_err *reterr);
+
+#endif /* CKUBE_REST_H */
