@@ -41,7 +41,9 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
     >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
 i=0
-until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ]; do
+# ready, and the kubeconfig written (the server writes it once it serves)
+until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ] &&
+    [ -f "$work/data/kubeconfig" ]; do
     i=$((i + 1))
     if [ $i -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then
         echo "server did not become ready:"; cat "$work/server.err"; exit 1
