@@ -250,6 +250,7 @@ def main():
 
 def report(opts, tmp, servers):
     ckube, n, secs = opts.ckube, opts.runs, opts.seconds
+    load_start = os.getloadavg()[0]
     etcd_url = "http://" + opts.etcd[len("etcd://") :].split(",")[0]
     port, proc = start_ckube(servers, ckube, tmp, "sqlite")
     time.sleep(1)
@@ -331,7 +332,8 @@ def report(opts, tmp, servers):
     fmt = lambda xs, f="{:.0f}": " ".join(f.format(x) for x in xs)  # noqa: E731
     print(f"machine: {os.cpu_count()} CPUs, {os.uname().sysname} {os.uname().machine}, "
           f"{time.strftime('%Y-%m-%d', time.gmtime())}; {n} runs of {secs} s each, medians")
-    print(f"pod: {len(pod_bytes)} bytes; list of {opts.pods} pods: {len(list_bytes)} bytes")
+    print(f"pod: {len(pod_bytes)} bytes; list of {opts.pods} pods: {len(list_bytes)} bytes; "
+          f"load average (1 min) at start {load_start:.1f}, at end {os.getloadavg()[0]:.1f}")
     print()
     print(f"{'measure':34} {'ckube':>10} {'reference':>10} {'ratio':>6}   runs (ckube | reference)")
     rows = [
