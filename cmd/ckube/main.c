@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "ckube/apiserver.h"
@@ -279,6 +280,21 @@ static int build_feature_gates(const struct options *opts, struct ck_fg_gate **r
     return -1;
 }
 
+/*
+ * Lifts the soft open-file limit to the hard one, as every Go program
+ * (kube-apiserver included) does at start: each connection and each watch
+ * is a descriptor, and the usual soft limit of 1024 would stop a server with
+ * 1,000 watchers from accepting anything else.
+ */
+static void raise_open_file_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 static int cmd_server(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -313,6 +329,7 @@ static int cmd_server(int argc, char **argv)
 
     sigset_t stop_signals;
     ck_cmd_block_stop_signals(&stop_signals);
+    raise_open_file_limit();
 
     char default_store[PATH_MAX + 16];
     if (!opts.store) {

@@ -566,6 +566,10 @@ int ck_schema_decode(const struct ck_schemas *set, const char *name, const char 
 static json_t *zero_value(const struct ck_schemas *set, const json_t *schema_in)
 {
     const json_t *schema = resolve(set, schema_in, NULL);
+    /* a nullable zero is null, as Go marshals a zero metav1.Time; never "" */
+    if (json_is_true(json_object_get(schema_in, "nullable")) ||
+        json_is_true(json_object_get(schema, "nullable")))
+        return json_null();
     const char *type = json_string_value(json_object_get(schema, "type"));
     if (json_is_true(json_object_get(schema, "x-kubernetes-int-or-string")))
         return json_integer(0);
@@ -632,9 +636,11 @@ static void default_value(const struct ck_schemas *set, const json_t *schema_in,
         const char *field = json_string_value(emit);
         const json_t *prop_schema = json_object_get(props, field ? field : "");
         if (prop_schema && !json_object_get(v, field)) {
+            /* an emitted object gets its own defaults and always-emit fields, so
+             * defaulting the result again changes nothing */
             json_t *zero = zero_value(set, prop_schema);
             json_object_set_new(v, field, zero);
-            default_value(set, prop_schema, zero, depth + 1); /* so defaulting is idempotent */
+            default_value(set, prop_schema, zero, depth + 1);
         }
     }
     const json_t *extra = json_object_get(schema, "additionalProperties");

@@ -241,10 +241,53 @@ int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
     return 0;
 }
 
-/* Appends s to a growing buffer; returns false when out of memory. */
-static bool buf_add(FILE *f, const char *s, size_t len)
+/*
+ * The JSON list {"kind":"PodList","apiVersion":"v1","metadata":{...},"items":[...]}
+ * around the served bytes of each kv, in one buffer sized up front: growing
+ * it (an open_memstream did) copied and cleared it again and again, most of
+ * the time of a 1,000-pod LIST. Returns NULL when out of memory.
+ */
+static char *list_body(const struct ck_kind *kind, const char *rv, const char *continue_token,
+                       const struct ck_kv *const *kvs, size_t n, size_t *ret_len)
 {
-    return fwrite(s, 1, len, f) == len;
+    char api_version[64];
+    char *head = NULL;
+    int head_len = asprintf(
+        &head,
+        "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%s\"%s%s%s},\"items\":[",
+        kind->list_kind, ck_kind_api_version(kind, api_version, sizeof(api_version)), rv,
+        continue_token ? ",\"continue\":\"" : "", continue_token ? continue_token : "",
+        continue_token ? "\"" : "");
+    if (head_len < 0)
+        return NULL;
+    size_t cap = (size_t)head_len + 3;
+    for (size_t i = 0; i < n; i++)
+        cap += kvs[i]->value_len + 64; /* a comma and the spliced resourceVersion */
+    char *body = malloc(cap);
+    size_t len = (size_t)head_len;
+    if (body)
+        memcpy(body, head, len);
+    free(head);
+    for (size_t i = 0; body && i < n; i++) {
+        size_t item_len = 0;
+        char *item =
+            ck__serve_stored(kvs[i]->value, kvs[i]->value_len, kvs[i]->mod_revision, &item_len);
+        if (!item || len + 1 + item_len + 3 > cap) {
+            free(item);
+            free(body);
+            return NULL;
+        }
+        if (i > 0)
+            body[len++] = ',';
+        memcpy(body + len, item, item_len);
+        len += item_len;
+        free(item);
+    }
+    if (!body)
+        return NULL;
+    memcpy(body + len, "]}", 3);
+    *ret_len = len + 2;
+    return body;
 }
 
 static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connection *conn,
@@ -294,34 +337,11 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
         return ret;
     }
 
-    /* {"kind":"PodList","apiVersion":"v1","metadata":{...},"items":[<served bytes>,...]} */
-    char *body = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&body, &len);
-    char api_version[64];
-    bool ok = f != NULL;
-    if (ok) {
-        fprintf(
-            f, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%s\"",
-            t->kind->list_kind, ck_kind_api_version(t->kind, api_version, sizeof(api_version)), rv);
-        if (result.continue_token)
-            fprintf(f, ",\"continue\":\"%s\"", result.continue_token);
-        fputs("},\"items\":[", f);
-        for (size_t i = 0; ok && i < result.n_kvs; i++) {
-            size_t item_len = 0;
-            const struct ck_kv *kv = result.kvs[i];
-            char *item = ck__serve_stored(kv->value, kv->value_len, kv->mod_revision, &item_len);
-            ok = item && (i == 0 || buf_add(f, ",", 1)) && buf_add(f, item, item_len);
-            free(item);
-        }
-        fputs("]}", f);
-        ok = fclose(f) == 0 && ok;
-    }
+    char *body = list_body(t->kind, rv, result.continue_token, result.kvs, result.n_kvs, &len);
     ck__list_result_release(&result);
-    if (!ok) {
-        free(body);
+    if (!body)
         return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
-    }
     return send_bytes(conn, 200, "application/json", body, len, NULL);
 }
 

@@ -28,7 +28,13 @@
 
 #include "internal.h"
 
-#define UPDATE_RETRIES     16
+/*
+ * An unconditional update retries when another write got in between, as
+ * Kubernetes' GuaranteedUpdate does; every failed attempt means some other
+ * write landed, so the bound only stops a request that a flood of 1,000
+ * other writes to the same object keeps overtaking.
+ */
+#define UPDATE_RETRIES     1000
 #define GENERATE_RETRIES   8
 #define LIST_CHUNK_DEFAULT 500
 

@@ -1,10 +1,13 @@
 /*
  * server.c - the HTTP front of the API server: listening, routing, health.
  *
- * libmicrohttpd runs the connections on its own polling thread (epoll, with
- * suspend/resume allowed for the watch streams to come). We bind the listen
- * socket ourselves so that "address in use" and "not a loopback address" are
- * clear errors before any thread starts, and hand the socket to MHD.
+ * libmicrohttpd runs the connections on a pool of polling threads (epoll,
+ * with suspend/resume for the watch streams); each connection stays on one
+ * thread. A handler blocks its thread while the store commits, so the pool
+ * is what lets concurrent writes share one commit (the store's group
+ * commit). We bind the listen socket ourselves so that "address in use" and
+ * "not a loopback address" are clear errors before any thread starts, and
+ * hand the socket to MHD.
  *
  * Requests are answered on the access handler's second call, never the first:
  * queuing on the first call makes MHD close kept-alive connections.
@@ -21,8 +24,9 @@
  * Resource paths go to handlers.c (and watch.c); request bodies are
  * collected here, capped at 3 MiB as in Kubernetes (413 beyond).
  *
- * Threading: handlers run on MHD's thread; `shutting_down` is the only state
- * shared with the owner's thread, and it is atomic. A ticker thread wakes
+ * Threading: handlers run on MHD's pool threads, several at once, and share
+ * only the immutable registry and the thread-safe store; `shutting_down` is
+ * the only state shared with the owner's thread, and it is atomic. A ticker thread wakes
  * once a second for the watch streams (deadlines, bookmarks, vanished
  * clients).
  */
@@ -43,7 +47,10 @@
 #include "ckube/store.h"
 #include "internal.h"
 
-#define MAX_BODY_BYTES (3u * 1024 * 1024) /* Kubernetes' request body limit */
+#define MAX_BODY_BYTES  (3u * 1024 * 1024) /* Kubernetes' request body limit */
+#define HANDLER_THREADS 16u                /* requests in progress at once */
+/* Open connections, watches included (kube-apiserver has no such limit). */
+#define MAX_CONNECTIONS 10000u
 
 /* What one request collected before it is answered. */
 struct request {
@@ -675,8 +682,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     server->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, access_handler, server, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_LISTEN_SOCKET, server->listen_fd, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000,
-        MHD_OPTION_NOTIFY_COMPLETED, request_completed, server, MHD_OPTION_END);
+        (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, MHD_OPTION_THREAD_POOL_SIZE,
+        HANDLER_THREADS, MHD_OPTION_NOTIFY_COMPLETED, request_completed, server, MHD_OPTION_END);
     if (!server->daemon) {
         teardown(server);
         return ck_err_set(reterr, CK_EIO, "cannot start the HTTP server on %s", listen_addr);

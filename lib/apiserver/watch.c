@@ -20,7 +20,7 @@
  * Tables, with column definitions in the first event only.
  *
  * Locking: stream->lock guards the buffer and the flags. The reader runs on
- * the MHD thread, the event callback on a store thread; suspend and resume
+ * the connection's MHD thread, the event callback on a store thread; suspend and resume
  * are both called with stream->lock held, so an event can never be missed
  * between "buffer empty" and "suspended". A ticker thread (one per server)
  * ends streams past their deadline, asks for bookmarks, and checks

@@ -312,6 +312,44 @@ static void test_list_paging_and_selectors(void **state)
     json_decref(all);
 }
 
+/*
+ * A list is one document around each item's served bytes (its own
+ * resourceVersion spliced in), empty or not. The body is sized up front from
+ * the items, so this guards that arithmetic.
+ */
+static void test_list_holds_every_served_item(void **state)
+{
+    (void)state;
+    json_decref(call("POST", "/api/v1/namespaces", "{\"metadata\":{\"name\":\"many\"}}", 201));
+    json_t *empty = call("GET", "/api/v1/namespaces/many/pods", NULL, 200);
+    assert_true(json_is_array(json_object_get(empty, "items"))); /* [], never null */
+    assert_int_equal(item_count(empty), 0);
+    json_decref(empty);
+
+    enum { N = 120 };
+    char name[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "many-%03d", i);
+        char *body = pod_json(name, "many");
+        json_decref(call("POST", "/api/v1/namespaces/many/pods", body, 201));
+        free(body);
+    }
+    json_t *list = call("GET", "/api/v1/namespaces/many/pods", NULL, 200);
+    assert_int_equal(item_count(list), N);
+    json_t *items = json_object_get(list, "items");
+    for (int i = 0; i < N; i += N - 1) {
+        snprintf(name, sizeof(name), "many-%03d", i);
+        json_t *item = json_array_get(items, (size_t)i);
+        assert_string_equal(str_at(item, "metadata", "name"), name); /* in key order */
+        char path[128];
+        snprintf(path, sizeof(path), "/api/v1/namespaces/many/pods/%s", name);
+        json_t *got = call("GET", path, NULL, 200);
+        assert_true(json_equal(item, got));
+        json_decref(got);
+    }
+    json_decref(list);
+}
+
 static void test_tables(void **state)
 {
     (void)state;
@@ -451,6 +489,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_sets_server_fields_and_defaults),
         cmocka_unit_test(test_generate_name),
+        cmocka_unit_test(test_list_holds_every_served_item),
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_unknown_fields_warn_by_default),
         cmocka_unit_test(test_invalid_objects_are_422_with_causes),

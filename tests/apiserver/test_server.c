@@ -2,16 +2,20 @@
  * test_server.c - tests for lib/apiserver/server.c over real HTTP (libcurl):
  * health endpoints plain and verbose, /version, Status 404 for unknown paths,
  * 405 for writes to read-only endpoints, readyz failing once shutdown begins,
- * the kubeconfig, and the listen-address errors (in use, not loopback,
- * malformed).
+ * the kubeconfig, the listen-address errors (in use, not loopback,
+ * malformed), and more than 1,000 connections (watches) served at once.
  */
 #include "cktest.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "ckube/apiserver.h"
@@ -221,6 +225,70 @@ static void test_bad_listen_addresses_are_refused(void **state)
     }
 }
 
+/* Connects to the server's port and sends a watch of pods; returns the socket. */
+static int open_watch(struct ck_apiserver *server)
+{
+    const char *url = ck_apiserver_url(server);
+    struct sockaddr_in addr = {.sin_family = AF_INET,
+                               .sin_port = htons((uint16_t)atoi(strrchr(url, ':') + 1))};
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+    static const char req[] = "GET /api/v1/namespaces/default/pods?watch=1 HTTP/1.1\r\n"
+                              "Host: test\r\n\r\n";
+    assert_int_equal(send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(req) - 1));
+    return fd;
+}
+
+/* Reads a response's head from fd (a watch answers it before any event). */
+static void read_head(int fd, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    while (len + 1 < size && !strstr(buf, "\r\n\r\n")) {
+        ssize_t n = recv(fd, buf + len, size - 1 - len, 0);
+        assert_true(n > 0);
+        len += (size_t)n;
+        buf[len] = '\0';
+    }
+}
+
+/*
+ * Watches are connections that stay open: 1,000 watchers plus the clients that
+ * write must all be served at once (kube-apiserver has no connection limit;
+ * ours once stopped accepting at 1,000, so the next client waited forever).
+ */
+static void test_more_than_a_thousand_connections_are_served(void **state)
+{
+    enum { WATCHES = 1100 };
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    const rlim_t need = 2 * WATCHES + 256; /* both ends of each connection are ours */
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+        skip(); /* the hard open-file limit does not allow the test */
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        rl.rlim_cur = need;
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    }
+    int *fds = calloc(WATCHES, sizeof(*fds));
+    assert_non_null(fds);
+    char head[2048];
+    for (int i = 0; i < WATCHES; i++)
+        fds[i] = open_watch(*state);
+    for (int i = 0; i < WATCHES; i++) {
+        read_head(fds[i], head, sizeof(head));
+        assert_memory_equal(head, "HTTP/1.1 200", 12);
+    }
+    struct response r;
+    http_call(*state, "GET", "/healthz", NULL, NULL, &r); /* one more client, while all watch */
+    assert_int_equal(r.status, 200);
+    response_release(&r);
+    for (int i = 0; i < WATCHES; i++)
+        close(fds[i]);
+    free(fds);
+}
+
 int main(void)
 {
     if (test_store_dir(store_dir, store_url, sizeof(store_url)) < 0)
@@ -242,6 +310,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_address_in_use_is_a_clear_error, start_server,
                                         stop_server),
         cmocka_unit_test(test_bad_listen_addresses_are_refused),
+        cmocka_unit_test_setup_teardown(test_more_than_a_thousand_connections_are_served,
+                                        start_server, stop_server),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

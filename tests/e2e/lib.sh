@@ -39,7 +39,9 @@ start_server() {
         >>"$work/server.out" 2>>"$work/server.err" &
     server_pid=$!
     i=0
-    until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ]; do
+    # ready, and the kubeconfig written (the server writes it once it serves)
+    until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ] &&
+        [ -f "$work/data/kubeconfig" ]; do
         i=$((i + 1))
         if [ $i -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then
             echo "server did not become ready:"; cat "$work/server.err"; exit 1

@@ -52,12 +52,15 @@ def main():
             print(f"FAIL: {desc}")
 
     try:
+        # ready, and the kubeconfig written (the server writes it once it serves)
         for _ in range(100):
             try:
-                if urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz").read() == b"ok":
+                if (urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz").read() == b"ok"
+                        and os.path.exists(f"{work}/data/kubeconfig")):
                     break
             except OSError:
-                time.sleep(0.1)
+                pass
+            time.sleep(0.1)
         config.load_kube_config(config_file=f"{work}/data/kubeconfig")
         core = client.CoreV1Api()
         apps = client.AppsV1Api()

@@ -36,14 +36,15 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "$ckube" server --listen "127.0.0.1:$port" --data-dir ./ckube-data >server.out 2>server.err &
 server_pid=$!
 i=0
-until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ]; do
+# ready, and the export line printed (after the kubeconfig is written)
+until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ] &&
+    grep -q "^export KUBECONFIG=" server.out 2>/dev/null; do
     i=$((i + 1))
     if [ $i -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then
         echo "server did not become ready:"; cat server.err; exit 1
     fi
     sleep 0.1
 done
-grep -q "export KUBECONFIG=" server.out server.err || { echo "FAIL: no export line printed"; exit 1; }
 export KUBECACHEDIR="$work/kube-cache"
 
 failures=0
