@@ -89,7 +89,7 @@ static int raw_post(CURL *c, const char *path, json_t *body)
 /* The JSON string of base64(p[0..n)), for the gateway's bytes fields. */
 static json_t *b64_json(const char *p, size_t n)
 {
-    char *e = ck__b64_encode(p, n);
+    char *e = ck_base64_encode(p, n);
     json_t *j = json_string(e ? e : "");
     free(e);
     return j;
@@ -248,7 +248,7 @@ static bool raw_watch_line(void *arg, const char *p, size_t n)
     {
         const char *v = json_string_value(json_object_get(json_object_get(ev, "kv"), "value"));
         size_t vl;
-        char *d = v ? ck__b64_decode(v, &vl) : NULL;
+        char *d = v ? ck_base64_decode(v, &vl) : NULL;
         if (d)
             record(d);
         free(d);
@@ -380,7 +380,7 @@ int main(int argc, char **argv)
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     memset(value, 'v', sizeof(value));
-    vb64 = ck__b64_encode(value, VALUE);
+    vb64 = ck_base64_encode(value, VALUE);
     const char *name = raw_ep ? "raw-etcd" : NULL;
     if (!raw_ep) {
         /* BENCH_SYNC=normal: SQLite with synchronous=NORMAL (see docs) */

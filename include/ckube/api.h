@@ -390,6 +390,13 @@ int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *
  */
 void ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_t *old);
 
+/*
+ * Puts back into meta the fields the server owns (name, namespace, uid,
+ * creationTimestamp, generation, deletionTimestamp,
+ * deletionGracePeriodSeconds) as old_meta has them, absent where it has none.
+ */
+void ck_meta_keep_server_owned(json_t *meta, const json_t *old_meta);
+
 /* Runs the kind's computed defaults (imagePullPolicy, namespace labels, ...). */
 void ck_kind_default(const struct ck_kind *kind, json_t *obj);
 

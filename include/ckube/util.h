@@ -104,6 +104,19 @@ void ck_log_kv(enum ck_log_severity severity, int v, const char *file, int line,
 #define CK_LOGS_ERR(msg, ...)                                                                      \
     ck_log_kv(CK_LOG_ERROR, 0, __FILE__, __LINE__, (msg), __VA_ARGS__, (const char *)NULL)
 
+/* ---- base64 ------------------------------------------------------------ */
+
+/* RFC 4648 base64 of len bytes, NUL-terminated; caller frees. NULL when out of memory. */
+char *ck_base64_encode(const void *data, size_t len);
+
+/*
+ * Decodes base64 (standard or URL-safe alphabet; line breaks skipped;
+ * decoding stops at the first '='). Returns the bytes plus a NUL the caller
+ * frees, their count in *ret_len (may be NULL); NULL when text is malformed
+ * or memory runs out.
+ */
+char *ck_base64_decode(const char *text, size_t *ret_len);
+
 /* ---- version ----------------------------------------------------------- */
 
 /*

@@ -147,19 +147,24 @@ static void carry_over(json_t *obj, const json_t *from, const char *key)
         json_object_del(obj, key);
 }
 
+void ck_meta_keep_server_owned(json_t *meta, const json_t *old_meta)
+{
+    static const char *const owned[] = {"name",
+                                        "namespace",
+                                        "uid",
+                                        "creationTimestamp",
+                                        "generation",
+                                        "deletionTimestamp",
+                                        "deletionGracePeriodSeconds"};
+    for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+        carry_over(meta, old_meta, owned[i]);
+}
+
 void ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_t *old)
 {
     json_t *meta = stamp_type(kind, obj);
     const json_t *old_meta = json_object_get(old, "metadata");
-    static const char *const kept[] = {"name",
-                                       "namespace",
-                                       "uid",
-                                       "creationTimestamp",
-                                       "generation",
-                                       "deletionTimestamp",
-                                       "deletionGracePeriodSeconds"};
-    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
-        carry_over(meta, old_meta, kept[i]);
+    ck_meta_keep_server_owned(meta, old_meta);
     json_object_del(meta, "selfLink");
     json_object_del(meta, "managedFields");
     if (kind_has_subresource(kind, "status"))

@@ -378,20 +378,7 @@ static json_t *status_update(const struct ck_kind *kind, const json_t *obj, cons
     json_t *meta = json_deep_copy(json_object_get(obj, "metadata"));
     if (json_is_object(meta)) {
         const json_t *old_meta = json_object_get(old, "metadata");
-        static const char *const owned[] = {"name",
-                                            "namespace",
-                                            "uid",
-                                            "creationTimestamp",
-                                            "generation",
-                                            "deletionTimestamp",
-                                            "deletionGracePeriodSeconds"};
-        for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
-            json_t *v = json_object_get(old_meta, owned[i]);
-            if (v)
-                json_object_set_new(meta, owned[i], json_deep_copy(v));
-            else
-                json_object_del(meta, owned[i]);
-        }
+        ck_meta_keep_server_owned(meta, old_meta);
         /* workloads keep their labels on status writes, pods their owners */
         const char *kept = kind->has_generation             ? "labels"
                            : strcmp(kind->kind, "Pod") == 0 ? "ownerReferences"

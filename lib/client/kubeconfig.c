@@ -117,50 +117,6 @@ int ck_yaml_to_json(const char *text, size_t len, json_t **ret_json, struct ck_e
     return r;
 }
 
-/* ---- base64 (RFC 4648, as Go's encoding/base64.StdEncoding) ----------------- */
-
-static int b64_value(char ch)
-{
-    if (ch >= 'A' && ch <= 'Z')
-        return ch - 'A';
-    if (ch >= 'a' && ch <= 'z')
-        return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9')
-        return ch - '0' + 52;
-    return ch == '+' ? 62 : ch == '/' ? 63 : -1;
-}
-
-/* Decodes s into a new NUL-terminated string; NULL when malformed or out of memory. */
-static char *b64_decode(const char *s)
-{
-    size_t len = strlen(s);
-    char *out = ck__malloc(len / 4 * 3 + 4);
-    if (!out)
-        return NULL;
-    size_t n = 0;
-    unsigned acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '=')
-            break;
-        if (s[i] == '\n' || s[i] == '\r')
-            continue;
-        int v = b64_value(s[i]);
-        if (v < 0) {
-            free(out);
-            return NULL;
-        }
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[n++] = (char)((acc >> bits) & 0xff);
-        }
-    }
-    out[n] = '\0';
-    return out;
-}
-
 /* ---- kubeconfig ----------------------------------------------------------- */
 
 /* The entry named name in the list (clusters, users, contexts), or NULL. */
@@ -289,7 +245,7 @@ static int fill(const json_t *doc, const char *base_dir, const char *context,
         json_is_true(skip) || (json_is_string(skip) && !strcmp(json_string_value(skip), "true"));
     const char *ca_data = json_string_value(json_object_get(cluster, "certificate-authority-data"));
     if (ca_data && *ca_data) {
-        kc->ca_data = b64_decode(ca_data);
+        kc->ca_data = ck_base64_decode(ca_data, NULL);
         if (!kc->ca_data)
             return ck_err_set(reterr, CK_EINVAL,
                               "kubeconfig: certificate-authority-data is not base64");

@@ -54,68 +54,9 @@ struct etcd_store {
     atomic_llong compacted;
 };
 
-/* ---- base64 (RFC 4648, what protobuf's JSON mapping uses for bytes) --------- */
-
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-char *ck__b64_encode(const char *in, size_t n)
-{
-    char *out = malloc((n + 2) / 3 * 4 + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    const unsigned char *p = (const unsigned char *)in;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)p[i + 1] << 8;
-        if (i + 2 < n)
-            v |= p[i + 2];
-        out[o++] = B64[(v >> 18) & 63];
-        out[o++] = B64[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? B64[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? B64[v & 63] : '=';
-    }
-    out[o] = '\0';
-    return out;
-}
-
-char *ck__b64_decode(const char *in, size_t *ret_len)
-{
-    size_t n = strlen(in);
-    char *out = malloc(n / 4 * 3 + 3);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    uint32_t v = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (in[i] == '=')
-            break;
-        const char *c = strchr(B64, in[i]);
-        if (!c || !in[i]) {
-            if (in[i] == '-' || in[i] == '_') /* URL-safe alphabet */
-                c = B64 + (in[i] == '-' ? 62 : 63);
-            else {
-                free(out);
-                return NULL;
-            }
-        }
-        v = (v << 6) | (uint32_t)(c - B64);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((v >> bits) & 0xff);
-        }
-    }
-    out[o] = '\0';
-    *ret_len = o;
-    return out;
-}
-
 static int set_b64(json_t *obj, const char *name, const char *p, size_t n)
 {
-    char *e = ck__b64_encode(p, n);
+    char *e = ck_base64_encode(p, n);
     if (!e)
         return CK_ENOMEM;
     int r = json_object_set_new(obj, name, json_string(e));
@@ -145,8 +86,8 @@ static struct ck_kv *parse_kv(json_t *o)
     const char *k = json_string_value(json_object_get(o, "key"));
     const char *v = json_string_value(json_object_get(o, "value"));
     size_t kl = 0, vl = 0;
-    char *kd = ck__b64_decode(k ? k : "", &kl);
-    char *vd = ck__b64_decode(v ? v : "", &vl);
+    char *kd = ck_base64_decode(k ? k : "", &kl);
+    char *vd = ck_base64_decode(v ? v : "", &vl);
     struct ck_kv *kv = NULL;
     if (kd && vd)
         kv =

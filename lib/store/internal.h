@@ -95,12 +95,6 @@ typedef bool (*ck__line_fn)(void *arg, const char *line, size_t len);
  */
 bool ck__buf_lines(struct ck__buf *b, char *data, size_t n, ck__line_fn fn, void *arg);
 
-/* Base64 (RFC 4648, padded) of in[0..n), NUL-terminated; free() it. NULL: no memory. */
-char *ck__b64_encode(const char *in, size_t n);
-/* Decodes into a new buffer (NUL-terminated, length in *ret_len; free() it).
- * Takes the URL-safe alphabet too. NULL on bad input or no memory. */
-char *ck__b64_decode(const char *in, size_t *ret_len);
-
 /* ---- watch hub (watch.c) ---------------------------------------------------- */
 
 /*
