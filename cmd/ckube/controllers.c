@@ -10,7 +10,6 @@
  * kubeconfig), 2 usage error.
  */
 #include <getopt.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,8 +93,7 @@ int ck_cmd_controller_manager(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *kubeconfig = NULL, *controllers = "*";
-    double qps = CK_CONTROLLER_MANAGER_QPS, burst = CK_CONTROLLER_MANAGER_BURST, workers = 5, v;
-    enum ck_log_format format;
+    double qps = CK_CONTROLLER_MANAGER_QPS, burst = CK_CONTROLLER_MANAGER_BURST, workers = 5;
     opterr = 0;
     optind = 1;
     int opt;
@@ -123,15 +121,14 @@ int ck_cmd_controller_manager(int argc, char **argv)
                 return cm_usage_error("invalid value for --concurrent-replicaset-syncs", optarg);
             break;
         case 'v':
-            if (!parse_number(optarg, 0, INT_MAX, &v))
-                return cm_usage_error("invalid value for -v", optarg);
-            ck_log_set_verbosity((int)v);
+        case O_FORMAT: {
+            const char *why = ck_cmd_log_flag(opt == 'v', optarg);
+            if (why)
+                return cm_usage_error(opt == 'v' ? "invalid value for -v"
+                                                 : "invalid value for --logging-format",
+                                      optarg);
             break;
-        case O_FORMAT:
-            if (ck_log_parse_format(optarg, &format) < 0)
-                return cm_usage_error("invalid value for --logging-format", optarg);
-            ck_log_set_format(format);
-            break;
+        }
         case ':':
             return cm_usage_error("flag needs an argument", argv[optind - 1]);
         default:

@@ -6,6 +6,7 @@
 #define CKUBE_CMD_CONTROLLERS_H
 
 #include <signal.h>
+#include <stdbool.h>
 
 #include "ckube/manager.h"
 
@@ -24,5 +25,11 @@ int ck_cmd_controller_manager(int argc, char **argv);
 
 /* From main.c: blocks SIGINT and SIGTERM for sigwait() and ignores SIGPIPE. */
 void ck_cmd_block_stop_signals(sigset_t *ret_set);
+
+/*
+ * From main.c: applies -v N (verbosity true) or --logging-format F. NULL, or
+ * what a valid value looks like.
+ */
+const char *ck_cmd_log_flag(bool verbosity, const char *arg);
 
 #endif /* CKUBE_CMD_CONTROLLERS_H */

@@ -102,27 +102,32 @@ struct options {
 };
 
 /* Handles the flags every subcommand shares. Returns 0, or an exit code. */
-static int common_flag(int opt, const char *arg)
+const char *ck_cmd_log_flag(bool verbosity, const char *arg)
 {
-    switch (opt) {
-    case 'v': {
+    if (verbosity) {
         char *end;
         long level = strtol(arg, &end, 10);
         if (*arg == '\0' || *end != '\0' || level < 0 || level > INT_MAX)
-            return usage_error("invalid value \"%s\" for -v: want a number >= 0", arg);
+            return "want a number >= 0";
         ck_log_set_verbosity((int)level);
-        return 0;
+        return NULL;
     }
-    case OPT_LOGGING_FORMAT: {
-        enum ck_log_format format;
-        if (ck_log_parse_format(arg, &format) < 0)
-            return usage_error("invalid value \"%s\" for --logging-format: want text or json", arg);
-        ck_log_set_format(format);
-        return 0;
-    }
-    default:
+    enum ck_log_format format;
+    if (ck_log_parse_format(arg, &format) < 0)
+        return "want text or json";
+    ck_log_set_format(format);
+    return NULL;
+}
+
+static int common_flag(int opt, const char *arg)
+{
+    if (opt != 'v' && opt != OPT_LOGGING_FORMAT)
         return EXIT_USAGE;
-    }
+    const char *why = ck_cmd_log_flag(opt == 'v', arg);
+    if (why)
+        return usage_error("invalid value \"%s\" for %s: %s", arg,
+                           opt == 'v' ? "-v" : "--logging-format", why);
+    return 0;
 }
 
 /* Parses argv (argv[0] being the subcommand) into opts. Returns -1, or an exit code. */
