@@ -1,13 +1,9 @@
 /*
- * internal.h - private to lib/client (and the controllers built on it); never installed.
+ * internal.h - private to lib/client; never installed, never included by another library.
  *
- * Two helpers every file of the client library needs:
- *
- * - ck__malloc/ck__calloc/ck__realloc/ck__strdup: the library's allocation calls, with a
- *   test hook that makes the Nth call fail, so allocation failure is an ordinary test
- *   (SQLite's faultsim). The hook is process-wide and meant for single-threaded tests.
- * - struct ck__strmap: a string-keyed hash map (chaining, FNV-1a, doubling). It copies
- *   keys and stores void * values it does not own. Not thread-safe: its owner locks.
+ * What the files of the client library share with each other: the reflector's view of
+ * the informer it feeds, reference counting on shared objects, and the work queue's
+ * private state. Allocation and the string map come from ckube/internal/util.h.
  */
 #ifndef CKUBE_CLIENT_INTERNAL_H
 #define CKUBE_CLIENT_INTERNAL_H
@@ -15,61 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-void *ck__malloc(size_t size);
-void *ck__calloc(size_t n, size_t size);
-void *ck__realloc(void *p, size_t size);
-char *ck__strdup(const char *s);
-
-/*
- * Makes the nth allocation from now fail (1 = the next one), and every one after it
- * when `sticky`; 0 turns the hook off. Returns how many allocations were made since the
- * last call, so a test can loop n = 1, 2, ... until an operation succeeds.
- */
-unsigned long ck__alloc_fail_at(unsigned long n, bool sticky);
-
-struct ck__strmap_entry {
-    struct ck__strmap_entry *next;
-    void *value;
-    unsigned long hash;
-    char key[]; /* the map's own copy */
-};
-
-struct ck__strmap {
-    struct ck__strmap_entry **buckets;
-    size_t nbuckets; /* a power of two, or 0 before the first insert */
-    size_t len;
-};
-
-/* An empty map needs no allocation: `struct ck__strmap m = {0};` is ready to use. */
-void ck__strmap_release(struct ck__strmap *m);
-
-/* Returns the entry for key, or NULL. */
-struct ck__strmap_entry *ck__strmap_find(const struct ck__strmap *m, const char *key);
-
-/*
- * Inserts key (copied) with value, or finds it when present. Returns the entry and sets
- * *ret_created, or NULL when out of memory (the map is unchanged).
- */
-struct ck__strmap_entry *ck__strmap_put(struct ck__strmap *m, const char *key, void *value,
-                                        bool *ret_created);
-
-/*
- * Inserts key, which must be absent, with `extra` zeroed bytes (16-byte aligned) inside
- * the entry itself as its value (NULL value when extra is 0): one allocation for key and
- * payload, freed with the entry. Returns the entry, or NULL when out of memory (the map
- * is unchanged).
- */
-struct ck__strmap_entry *ck__strmap_insert(struct ck__strmap *m, const char *key, size_t extra);
-
-/* Removes and frees an entry of m (and its inline payload) without hashing again. */
-void ck__strmap_remove_entry(struct ck__strmap *m, struct ck__strmap_entry *e);
-
-/* Removes key; returns its value, or NULL when absent. */
-void *ck__strmap_remove(struct ck__strmap *m, const char *key);
-
-/* Iteration: for (e = ck__strmap_next(m, NULL, &i); e; e = ck__strmap_next(m, e, &i)). */
-struct ck__strmap_entry *ck__strmap_next(const struct ck__strmap *m, struct ck__strmap_entry *e,
-                                         size_t *bucket);
+#include "ckube/internal/util.h"
 
 /*
  * Between the reflector (reflector.c) and the informer it feeds (informer.c): client-go's
@@ -81,8 +23,6 @@ struct json_t;
 int ck__informer_replace(struct ck_informer *inf, struct json_t **objs, size_t n);
 /* One watch event (ADDED, MODIFIED or DELETED). */
 int ck__informer_apply(struct ck_informer *inf, const char *type, struct json_t *obj);
-
-#endif /* CKUBE_CLIENT_INTERNAL_H */
 
 /*
  * References on shared objects. jansson's json_incref/json_decref change the count
@@ -163,3 +103,5 @@ int ck__wq_add_locked(struct ck_wq *q, const char *key, int64_t now);
 
 /* Frees the delaying heap; q->lock held or the queue unreachable. */
 void ck__wq_delayed_release(struct ck_wq *q);
+
+#endif /* CKUBE_CLIENT_INTERNAL_H */

@@ -18,8 +18,8 @@
  */
 #include <stdlib.h>
 
-#include "../client/internal.h"
 #include "ckube/controllers.h"
+#include "ckube/internal/util.h"
 
 struct record {
     int64_t adds, dels;

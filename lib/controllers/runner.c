@@ -27,8 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../client/internal.h"
 #include "ckube/controllers.h"
+#include "ckube/internal/util.h"
 
 struct ck_runner {
     struct ck_controller *c;

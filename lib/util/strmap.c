@@ -1,63 +1,14 @@
 /*
- * strmap.c - the client library's string-keyed hash map and allocation hooks.
+ * strmap.c - the string-keyed hash map every ckube library shares.
  *
  * The map chains entries in buckets (a power of two) and doubles when the load reaches
  * one entry per bucket; each entry holds its key inline, so an insert is one allocation.
  * Not thread-safe: every user holds its own lock around it.
- *
- * The allocation hook counts calls in an atomic and fails the chosen one; it exists for
- * the allocation-failure tests (see internal.h).
  */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-
-static atomic_ulong alloc_calls;
-static atomic_ulong alloc_fail_at; /* 0 = off */
-static atomic_bool alloc_sticky;
-
-unsigned long ck__alloc_fail_at(unsigned long n, bool sticky)
-{
-    unsigned long made = atomic_exchange(&alloc_calls, 0);
-    atomic_store(&alloc_sticky, sticky);
-    atomic_store(&alloc_fail_at, n);
-    return made;
-}
-
-static bool should_fail(void)
-{
-    unsigned long at = atomic_load_explicit(&alloc_fail_at, memory_order_relaxed);
-    if (!at)
-        return false;
-    unsigned long call = atomic_fetch_add(&alloc_calls, 1) + 1;
-    return call == at || (call > at && atomic_load(&alloc_sticky));
-}
-
-void *ck__malloc(size_t size)
-{
-    return should_fail() ? NULL : malloc(size);
-}
-
-void *ck__calloc(size_t n, size_t size)
-{
-    return should_fail() ? NULL : calloc(n, size);
-}
-
-void *ck__realloc(void *p, size_t size)
-{
-    return should_fail() ? NULL : realloc(p, size);
-}
-
-char *ck__strdup(const char *s)
-{
-    size_t len = strlen(s) + 1;
-    char *copy = ck__malloc(len);
-    if (copy)
-        memcpy(copy, s, len);
-    return copy;
-}
+#include "ckube/internal/util.h"
 
 static unsigned long hash_key(const char *key)
 {
