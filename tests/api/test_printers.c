@@ -54,7 +54,7 @@ static json_t *pod_row(const char *pod_json)
 {
     json_t *pod = load(pod_json);
     json_t *cells = json_array();
-    ck_kind_lookup("", "v1", "pods")->row_cells(pod, NOW, cells);
+    ck_table_row_cells(ck_kind_lookup("", "v1", "pods"), pod, NOW, cells);
     json_decref(pod);
     assert_int_equal(json_array_size(cells), 9);
     return cells;
@@ -163,7 +163,7 @@ static void test_every_kind_fills_every_column(void **state)
         const struct ck_kind *k = ck_kind_lookup(cases[i].group, "v1", cases[i].resource);
         json_t *obj = load(cases[i].obj);
         json_t *cells = json_array();
-        k->row_cells(obj, NOW, cells);
+        ck_table_row_cells(k, obj, NOW, cells);
         assert_int_equal(json_array_size(cells), k->n_columns);
         for (size_t c = 0; c < 3 && cases[i].first_cells[c]; c++)
             if (strcmp(cell(cells, c), cases[i].first_cells[c]) != 0)
@@ -185,7 +185,7 @@ static void test_workload_and_event_details(void **state)
         "{\"containers\":[{\"name\":\"a\",\"image\":\"x\"},{\"name\":\"b\",\"image\":\"y\"}]}}},"
         "\"status\":{\"updatedReplicas\":3,\"availableReplicas\":2}}");
     json_t *cells = json_array();
-    d->row_cells(obj, NOW, cells);
+    ck_table_row_cells(d, obj, NOW, cells);
     assert_string_equal(cell(cells, 1), "0/3");
     assert_int_equal(json_integer_value(json_array_get(cells, 2)), 3);
     assert_int_equal(json_integer_value(json_array_get(cells, 3)), 2);
@@ -202,7 +202,7 @@ static void test_workload_and_event_details(void **state)
         "\"involvedObject\":{\"kind\":\"ReplicaSet\",\"name\":\"web-1\",\"fieldPath\":\"spec\"},"
         "\"source\":{\"component\":\"replicaset-controller\"}}");
     cells = json_array();
-    e->row_cells(obj, NOW, cells);
+    ck_table_row_cells(e, obj, NOW, cells);
     assert_string_equal(cell(cells, 0), "60s");
     assert_string_equal(cell(cells, 3), "replicaset/web-1");
     assert_string_equal(cell(cells, 4), "spec");
