@@ -108,6 +108,23 @@ const char *ck_age(const char *timestamp, long long now, char *buf, size_t size)
 
 /* ---- cells from the object ---------------------------------------------- */
 
+/*
+ * Whether v is a value column c prints: one of its type; a string column also
+ * prints a number or a boolean, as text. Anything else counts as absent.
+ */
+static bool printable(const struct ck_table_column *c, const json_t *v)
+{
+    if (!v || json_is_null(v) || (json_is_string(v) && json_string_length(v) == 0))
+        return false;
+    if (strcmp(c->type, "integer") == 0)
+        return json_is_integer(v);
+    if (strcmp(c->type, "number") == 0)
+        return json_is_number(v);
+    if (strcmp(c->type, "boolean") == 0)
+        return json_is_boolean(v);
+    return json_is_string(v) || json_is_number(v) || json_is_boolean(v);
+}
+
 /* The cell of a column with a json_path. New reference. */
 static json_t *path_cell(const struct ck_table_column *c, const json_t *obj, long long now)
 {
@@ -117,14 +134,13 @@ static json_t *path_cell(const struct ck_table_column *c, const json_t *obj, lon
         char buf[32];
         return json_string(ck_age(json_string_value(v), now, buf, sizeof(buf)));
     }
-    bool present = v && !json_is_null(v) && !(json_is_string(v) && json_string_length(v) == 0);
-    if (present && strcmp(c->type, "string") == 0 && !json_is_string(v)) {
+    if (printable(c, v) && !json_is_string(v) && strcmp(c->type, "string") == 0) {
         char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
         json_t *out = json_string(text ? text : "");
         free(text);
         return out;
     }
-    if (present)
+    if (printable(c, v))
         return json_deep_copy(v);
     switch (c->absent) {
     case CK_CELL_ABSENT_NONE:
