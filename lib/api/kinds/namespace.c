@@ -34,15 +34,21 @@ static void prepare_for_create(json_t *obj)
     json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
 }
 
+/* Sets obj's spec.finalizers to a copy of from's, or removes them when from has none. */
+static void copy_finalizers(json_t *obj, const json_t *from)
+{
+    json_t *spec = ck__object_at(obj, "spec");
+    json_t *finalizers = json_object_get(json_object_get(from, "spec"), "finalizers");
+    if (finalizers)
+        json_object_set_new(spec, "finalizers", json_deep_copy(finalizers));
+    else
+        json_object_del(spec, "finalizers");
+}
+
 static void prepare_for_update(json_t *obj, const json_t *old)
 {
     /* spec.finalizers change only through the finalize subresource */
-    json_t *spec = ck__object_at(obj, "spec");
-    json_t *old_finalizers = json_object_get(json_object_get(old, "spec"), "finalizers");
-    if (old_finalizers)
-        json_object_set_new(spec, "finalizers", json_deep_copy(old_finalizers));
-    else
-        json_object_del(spec, "finalizers");
+    copy_finalizers(obj, old);
 }
 
 static void defaults(json_t *obj)
@@ -75,12 +81,7 @@ static json_t *finalize_update(const char *name, const json_t *body, const json_
         ck_err_set(reterr, CK_ENOMEM, "out of memory");
         return NULL;
     }
-    json_t *spec = ck__object_at(next, "spec");
-    json_t *finalizers = json_object_get(json_object_get(body, "spec"), "finalizers");
-    if (finalizers)
-        json_object_set_new(spec, "finalizers", json_deep_copy(finalizers));
-    else
-        json_object_del(spec, "finalizers");
+    copy_finalizers(next, body);
     return next;
 }
 
