@@ -1,6 +1,8 @@
 /*
  * ckube/api.h - Kubernetes API machinery without I/O: field errors, name and
- * label validation, and label and field selectors.
+ * label validation, label and field selectors, schemas, the registry of kinds
+ * and their descriptors, ObjectMeta and strategies, Tables, patches,
+ * discovery and OpenAPI (docs/internals/api.md).
  *
  * Objects are jansson values (json_t) holding the Kubernetes JSON form of an
  * object. Functions here never mutate objects they are given as const and
@@ -308,7 +310,7 @@ enum ck_field_label_type {
 
 struct ck_field_label {
     const char *label; /* as clients write it: "spec.nodeName", "source" */
-    const char *path;  /* dotted JSON path in the object: "source.component" */
+    const char *path;  /* dotted JSON path in the object: "source.component"; NULL: computed */
     enum ck_field_label_type type;
 };
 
@@ -392,6 +394,12 @@ struct ck_kind {
     const char *const *status_keeps_metadata;
     const struct ck_field_label *field_labels; /* beyond metadata.name/namespace */
     size_t n_field_labels;
+    /*
+     * Renders obj's value of a field label declared without a path (it may
+     * write into buf and return it; NULL reads as ""). Kubernetes' per-kind
+     * field-set function, for labels that are not one field of the object.
+     */
+    const char *(*field_value)(const char *label, const json_t *obj, char *buf, size_t size);
     const struct ck_table_column *columns;
     size_t n_columns;
     /*
@@ -416,6 +424,8 @@ struct ck_kind {
     /* Computed defaults (beyond the schema's), on create and on update. */
     void (*defaults)(json_t *obj);
     void (*validate)(const json_t *obj, const json_t *old, struct ck_field_errors *errs);
+    /* Normalises a valid object before it is stored (Kubernetes' Canonicalize). */
+    void (*canonicalize)(json_t *obj);
     /* Finalizers of the kind's own beyond metadata.finalizers (a namespace's spec.finalizers). */
     bool (*has_own_finalizers)(const json_t *obj);
     /* What a delete that starts the deletion also changes (a namespace's Terminating phase). */
@@ -534,6 +544,9 @@ void ck_meta_keep_server_owned(json_t *meta, const json_t *old_meta);
 
 /* Runs the kind's computed defaults (imagePullPolicy, namespace labels, ...). */
 void ck_kind_default(const struct ck_kind *kind, json_t *obj);
+
+/* Runs the kind's canonicalize hook, if any, on an object that passed validation. */
+void ck_kind_canonicalize(const struct ck_kind *kind, json_t *obj);
 
 /*
  * Validates metadata as Kubernetes' ValidateObjectMeta does (name per kind

@@ -323,6 +323,8 @@ const char *ck_kind_field_value(const struct ck_kind *kind, const char *label, c
         const struct ck_field_label *f = &kind->field_labels[i];
         if (strcmp(f->label, label) != 0)
             continue;
+        if (!f->path)
+            return kind->field_value ? kind->field_value(label, obj, buf, size) : NULL;
         const json_t *v = ck__json_path(obj, f->path);
         switch (f->type) {
         case CK_FIELD_LABEL_STRING:

@@ -194,6 +194,12 @@ void ck_kind_default(const struct ck_kind *kind, json_t *obj)
         kind->defaults(obj);
 }
 
+void ck_kind_canonicalize(const struct ck_kind *kind, json_t *obj)
+{
+    if (kind->canonicalize)
+        kind->canonicalize(obj);
+}
+
 /* ---- validation --------------------------------------------------------- */
 
 static void validate_string_map(const json_t *map, const char *field, bool label_values,

@@ -246,7 +246,7 @@ static const char *object_name(const json_t *obj)
     return json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 }
 
-/* Defaults then validates obj; fills a 422 and returns -1 when invalid. */
+/* Defaults then validates obj, then canonicalizes it; fills a 422 and returns -1 when invalid. */
 static int default_and_validate(struct ck__registry *reg, const struct ck_kind *kind, json_t *obj,
                                 const json_t *old, struct ck__status *st)
 {
@@ -263,6 +263,8 @@ static int default_and_validate(struct ck__registry *reg, const struct ck_kind *
         r = -1;
     }
     ck_field_errors_release(&errs);
+    if (r == 0)
+        ck_kind_canonicalize(kind, obj);
     return r;
 }
 

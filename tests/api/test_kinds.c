@@ -163,6 +163,48 @@ static void test_roles_and_subresources(void **state)
     json_decref(obj);
 }
 
+/* A field label that is no single field of the object: the kind's field_value renders it. */
+static const char *gizmo_field_value(const char *label, const json_t *obj, char *buf, size_t size)
+{
+    (void)label;
+    json_int_t w = json_integer_value(json_object_get(json_object_get(obj, "spec"), "width"));
+    json_int_t h = json_integer_value(json_object_get(json_object_get(obj, "spec"), "height"));
+    snprintf(buf, size, "%lld", (long long)(w * h));
+    return buf;
+}
+
+static const struct ck_field_label gizmo_labels[] = {
+    {"spec.area", NULL, CK_FIELD_LABEL_STRING},
+    {"spec.width", "spec.width", CK_FIELD_LABEL_INT},
+};
+
+static const struct ck_kind gizmo_kind = {
+    .group = "test.ckube.io",
+    .version = "v1",
+    .kind = "Gizmo",
+    .resource = "gizmos",
+    .schema = "io.ckube.test.v1.Gizmo",
+    .field_labels = gizmo_labels,
+    .n_field_labels = 2,
+    .field_value = gizmo_field_value,
+};
+
+static void test_computed_field_labels(void **state)
+{
+    (void)state;
+    json_error_t jerr;
+    json_t *obj = json_loads("{\"spec\":{\"width\":3,\"height\":4}}", 0, &jerr);
+    char buf[32];
+    assert_string_equal(ck_kind_field_value(&gizmo_kind, "spec.area", obj, buf, 32), "12");
+    assert_string_equal(ck_kind_field_value(&gizmo_kind, "spec.width", obj, buf, 32), "3");
+    struct ck_field_selector *s = NULL;
+    struct ck_err err = {0};
+    assert_int_equal(ck_field_selector_parse("spec.area=12", &s, &err), 0);
+    assert_true(ck_field_selector_matches(s, obj, ck_kind_field_getter, &gizmo_kind));
+    ck_field_selector_free(s);
+    json_decref(obj);
+}
+
 /* ---- kinds registered at run time ---------------------------------------- */
 
 #define MANY_LABELS 40
@@ -309,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_field_labels_per_kind),
         cmocka_unit_test(test_field_values_render_like_kubernetes),
         cmocka_unit_test(test_roles_and_subresources),
+        cmocka_unit_test(test_computed_field_labels),
         cmocka_unit_test(test_register_and_unregister),
         cmocka_unit_test(test_readers_while_a_writer_registers),
     };
