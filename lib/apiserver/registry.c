@@ -208,7 +208,7 @@ static int check_namespace(struct ck__registry *reg, const struct ck_kind *kind,
     if (!kind->namespaced || !ns_kind)
         return 0;
     char key[512];
-    ck__object_key(ns_kind, NULL, namespace, key, sizeof(key));
+    ck__object_key(ns_kind, "", namespace, key, sizeof(key));
     const struct ck_kv *kv = NULL;
     struct ck_err err = {0};
     int r = ck_store_get(reg->store, key, strlen(key), 0, &kv, NULL, &err);
