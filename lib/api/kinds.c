@@ -133,10 +133,14 @@ static int register_locked(const struct ck_kind *kind, struct ck_err *reterr)
     const struct snapshot *cur = atomic_load_explicit(&current, memory_order_relaxed);
     if (!cur)
         cur = &empty;
-    for (size_t i = 0; i < cur->n; i++)
-        if (same_resource(cur->entries[i].kind, kind))
-            return ck_err_set(reterr, CK_EEXIST, "%s.%s/%s is served already", kind->resource,
-                              kind->group, kind->version);
+    for (size_t i = 0; i < cur->n; i++) {
+        if (same_resource(cur->entries[i].kind, kind)) {
+            char qr[256], gv[128];
+            return ck_err_set(reterr, CK_EEXIST, "%s of %s is served already",
+                              ck_kind_qualified_resource(kind, qr, sizeof(qr)),
+                              ck_kind_api_version(kind, gv, sizeof(gv)));
+        }
+    }
     struct entry *entries = malloc((cur->n + 1) * sizeof(*entries));
     const char **names = build_label_names(kind);
     struct snapshot *s = NULL;

@@ -253,6 +253,7 @@ static void test_register_and_unregister(void **state)
 
     /* one kind per group/version/resource */
     assert_int_equal(ck_kind_register(&widget_kind, &err), CK_EEXIST);
+    assert_string_equal(err.msg, "widgets.test.ckube.io of test.ckube.io/v1 is served already");
     const struct ck_kind nameless = {.group = "", .version = "v1"};
     assert_int_equal(ck_kind_register(&nameless, &err), CK_EINVAL);
 

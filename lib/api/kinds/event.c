@@ -137,8 +137,8 @@ const struct ck_kind ck__kind_event = {
     .namespaced = true,
     .schema = "io.k8s.api.core.v1.Event",
     .field_labels = field_labels,
-    .n_field_labels = sizeof(field_labels) / sizeof(field_labels[0]),
+    .n_field_labels = CK__COUNT(field_labels),
     .columns = columns,
-    .n_columns = sizeof(columns) / sizeof(columns[0]),
+    .n_columns = CK__COUNT(columns),
     .cells = cells,
 };

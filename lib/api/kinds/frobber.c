@@ -43,10 +43,10 @@ const struct ck_kind ck__kind_frobber = {
     .has_generation = true,
     .schema = "io.ckube.example.v1.Frobber",
     .subresources = subresources,
-    .n_subresources = sizeof(subresources) / sizeof(subresources[0]),
+    .n_subresources = CK__COUNT(subresources),
     .status_keeps_metadata = status_keeps,
     .columns = columns,
-    .n_columns = sizeof(columns) / sizeof(columns[0]),
+    .n_columns = CK__COUNT(columns),
     .features = features,
-    .n_features = sizeof(features) / sizeof(features[0]),
+    .n_features = CK__COUNT(features),
 };

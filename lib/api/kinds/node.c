@@ -142,10 +142,10 @@ const struct ck_kind ck__kind_node = {
     .namespaced = false,
     .schema = "io.k8s.api.core.v1.Node",
     .subresources = subresources,
-    .n_subresources = sizeof(subresources) / sizeof(subresources[0]),
+    .n_subresources = CK__COUNT(subresources),
     .field_labels = field_labels,
-    .n_field_labels = sizeof(field_labels) / sizeof(field_labels[0]),
+    .n_field_labels = CK__COUNT(field_labels),
     .columns = columns,
-    .n_columns = sizeof(columns) / sizeof(columns[0]),
+    .n_columns = CK__COUNT(columns),
     .cells = cells,
 };
