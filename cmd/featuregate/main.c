@@ -1,16 +1,22 @@
 /*
  * featuregate - works on feature lists in Kubernetes' versioned_feature_list
  * format: eval (effective values, rules P1-P10), list (the docs table),
- * lint (lifecycle rules, removals against a previous list) and gen-c (C
- * handles for a list, used by the build).
+ * lint (lifecycle rules, removals against a previous list), gen-c (C
+ * handles for a list, used by the build) and upgrade-check (what settings
+ * will stop a component, and what changes, between two versions).
  *
  * Thin: flags, wiring and exit codes. Exit 0 on success; 1 on any error,
  * usage errors included, with one line on stderr and nothing on stdout.
+ * upgrade-check differs, as a pre-upgrade gate in scripts needs: 0 nothing
+ * blocks, 1 something blocks, 2 bad usage or unreadable input.
  */
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ckube/featuregate.h"
 
@@ -24,10 +30,15 @@ static const char usage_text[] =
     "  featuregate list --features LIST.yaml [-o table|json|markdown]\n"
     "  featuregate lint --features LIST.yaml [--previous OLD.yaml [--binary-version X.Y]]\n"
     "  featuregate gen-c --features LIST.yaml --header OUT.h --source OUT.c\n"
+    "  featuregate upgrade-check --from X.Y --to X.Y [--previous OLD.yaml] [--features NEW.yaml]\n"
+    "                   [--feature-gates 'A=true,B=false']... [--config CONFIG.yaml]... "
+    "[-o text|json]\n"
     "\n"
     "eval prints a JSON object of every gate known at the effective version and its value.\n"
     "Precedence: defaults < environment (--env) < config file < --feature-gates.\n"
-    "The default binary version is " DEFAULT_BINARY_VERSION ".\n";
+    "The default binary version is " DEFAULT_BINARY_VERSION ".\n"
+    "upgrade-check reads the shipped Kubernetes list of --from and --to unless given;\n"
+    "exit 0: nothing blocks, 1: a setting will stop the component, 2: bad usage or input.\n";
 
 /* Like every other error: one line on stderr, exit code 1. */
 static int usage_error(const char *what, const char *arg)
@@ -319,6 +330,143 @@ static int cmd_gen_c(const struct opts *o)
     return write_or_fail(c, o->source) | rc;
 }
 
+/* ---- upgrade-check -------------------------------------------------- */
+
+#define UC_USAGE 2
+
+static int uc_fail(const char *what, const char *arg)
+{
+    fprintf(stderr, "featuregate upgrade-check: %s%s\n", what, arg);
+    return UC_USAGE;
+}
+
+/* X.Y (a "v" and a zero patch are accepted), for --from and --to. */
+static int uc_version(const char *flag, const char *s, struct ck_fg_version *ret)
+{
+    struct ck_fg_err err = {0};
+    char m[700];
+    if (!s) {
+        snprintf(m, sizeof(m), "%s is required", flag);
+        return uc_fail(m, "");
+    }
+    if (ck_fg_emulated_version_parse(s, ret, &err) < 0 || strchr(s, '=')) {
+        snprintf(m, sizeof(m), "invalid %s %s: want X.Y", flag, s);
+        return uc_fail(m, "");
+    }
+    return 0;
+}
+
+/*
+ * The shipped lists: beside the binary (<bin>/../share/ckube/...), in the
+ * install data dir, then in the source tree for a build-tree binary.
+ */
+static int uc_shipped(struct ck_fg_version v, char **ret)
+{
+    static char rel[PATH_MAX + 64];
+    char exe[PATH_MAX];
+    const char *dirs[3] = {NULL, CKUBE_FG_LISTS_INSTALL_DIR, CKUBE_FG_LISTS_SOURCE_DIR};
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        snprintf(rel, sizeof(rel), "%s/../share/ckube/kubernetes-feature-lists", dirname(exe));
+        dirs[0] = rel;
+    }
+    struct ck_fg_err err = {0};
+    if (ck_fg_upgrade_find_list(dirs, 3, v, ret, &err) < 0)
+        return uc_fail(err.msg, "");
+    return 0;
+}
+
+static int cmd_upgrade_check(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"previous", required_argument, NULL, 'P'},
+        {"features", required_argument, NULL, 'f'},
+        {"from", required_argument, NULL, 'F'},
+        {"to", required_argument, NULL, 'T'},
+        {"feature-gates", required_argument, NULL, 'g'},
+        {"config", required_argument, NULL, 'c'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct ck_fg_upgrade_source src[MAX_FLAGS];
+    size_t nsrc = 0;
+    const char *prev = NULL, *feat = NULL, *from_s = NULL, *to_s = NULL, *out = "text";
+    int c, rc;
+
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":o:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'P':
+            prev = optarg;
+            break;
+        case 'f':
+            feat = optarg;
+            break;
+        case 'F':
+            from_s = optarg;
+            break;
+        case 'T':
+            to_s = optarg;
+            break;
+        case 'g':
+        case 'c':
+            if (nsrc == MAX_FLAGS)
+                return uc_fail("too many --feature-gates and --config flags", "");
+            src[nsrc++] = (struct ck_fg_upgrade_source){c == 'c', optarg};
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return 0;
+        case ':':
+            return uc_fail("flag needs an argument: ", argv[optind - 1]);
+        default:
+            return uc_fail("unknown flag: ", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return uc_fail("unexpected argument: ", argv[optind]);
+    if (strcmp(out, "text") != 0 && strcmp(out, "json") != 0)
+        return uc_fail("unknown output format (want text or json): ", out);
+    struct ck_fg_version from, to;
+    if ((rc = uc_version("--from", from_s, &from)) || (rc = uc_version("--to", to_s, &to)))
+        return rc;
+    char *prev_path = NULL, *feat_path = NULL;
+    if ((!prev && (rc = uc_shipped(from, &prev_path))) ||
+        (!feat && (rc = uc_shipped(to, &feat_path)))) {
+        free(prev_path);
+        return rc;
+    }
+    struct ck_fg_err err = {0};
+    struct ck_fg_upgrade_report *r = NULL;
+    rc = ck_fg_upgrade_check(prev ? prev : prev_path, feat ? feat : feat_path, from, to, src, nsrc,
+                             &r, &err);
+    free(prev_path);
+    free(feat_path);
+    if (rc < 0)
+        return uc_fail(err.msg, "");
+    char *text = strcmp(out, "json") == 0 ? ck_fg_upgrade_json(r) : ck_fg_upgrade_text(r);
+    if (!text) {
+        ck_fg_upgrade_report_free(r);
+        return uc_fail("out of memory", "");
+    }
+    if (r->minors > 1 && strcmp(out, "json") == 0)
+        fprintf(stderr, "featuregate upgrade-check: note: the step crosses more than one minor "
+                        "version; Kubernetes supports one at a time\n");
+    fputs(text, stdout);
+    if (strcmp(out, "json") == 0)
+        fputc('\n', stdout);
+    free(text);
+    rc = r->nblocking ? 1 : 0;
+    ck_fg_upgrade_report_free(r);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = {0};
@@ -329,6 +477,8 @@ int main(int argc, char **argv)
         fputs(usage_text, stdout);
         return 0;
     }
+    if (!strcmp(cmd, "upgrade-check"))
+        return cmd_upgrade_check(argc - 1, argv + 1);
     int (*run)(const struct opts *) = !strcmp(cmd, "eval")    ? cmd_eval
                                       : !strcmp(cmd, "list")  ? cmd_list
                                       : !strcmp(cmd, "lint")  ? cmd_lint

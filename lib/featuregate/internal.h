@@ -109,6 +109,15 @@ int ck__fg_pairs_finish(struct ck__fg_pairs *p, int rc, struct ck_fg_pair **ret,
 
 /* Parses one YAML document; on error *doc is zeroed (safe to delete). */
 int ck__fg_yaml_load(const char *data, size_t len, yaml_document_t *doc, struct ck_fg_err *reterr);
+/*
+ * ck_fg_config_parse(), except that when bad is not NULL a featureGates
+ * value that is not a boolean is handed to bad (gate name, message) and
+ * skipped instead of failing the call. The upgrade check reports it.
+ */
+typedef void (*ck__fg_bad_fn)(void *ud, const char *name, const char *msg);
+int ck__fg_config_parse_each(const char *data, size_t len, ck__fg_bad_fn bad, void *ud,
+                             struct ck_fg_pair **ret, size_t *ret_n, char **ret_buf,
+                             struct ck_fg_err *reterr);
 /* Reads a whole file (capped at 16 MiB) into a malloc'ed buffer. */
 int ck__fg_read_file(const char *path, char **ret, size_t *ret_len, struct ck_fg_err *reterr);
 /* Feature indices of snapshot s sorted by name (byte order); malloc'ed. */
