@@ -53,10 +53,20 @@ struct ck_fg_gate {
     struct ck__fg_snap *snaps;       /* every snapshot, newest first (== cur) */
     struct ck__fg_table *table;      /* newest table, older ones chained */
     bool closed;
+    bool legacy; /* register as before Kubernetes 1.33: sort specs, validate nothing */
     struct ck_fg_test_state *tests; /* active test overrides, newest first (T4) */
     ck_fg_log_fn log;
     void *log_ud;
 };
+
+/*
+ * Registration as component-base did it before Kubernetes 1.33: AddVersioned
+ * sorted each feature's specs by version and checked nothing else (the R5-R10
+ * rules arrived in 1.33). Lists published for 1.31 and 1.32 break those rules
+ * (a gate whose first spec is Deprecated at 1.31) yet loaded in those
+ * releases; the upgrade check loads them this way. Set before registering.
+ */
+void ck__fg_set_legacy_registration(struct ck_fg_gate *g, bool on);
 
 int ck__fg_errf(struct ck_fg_err *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -288,6 +288,8 @@ static int side_build(struct check *c, struct side *s, const char *list, struct 
         free(ok);
         return ck__fg_errf(reterr, CK_FG_ENOMEM, "out of memory");
     }
+    if (ck_fg_version_cmp(s->v, ck_fg_version_mm(1, 33)) < 0)
+        ck__fg_set_legacy_registration(s->g, true); /* as that release loaded its list */
     rc = ck_fg_list_load(s->g, list, &err);
     if (rc < 0) {
         free(ok);
@@ -461,6 +463,12 @@ static void changes(struct check *c, struct findings *out, const struct side *fr
         bool vto = ck_fg_enabled(to->g, f);
         bool known_before = knows(from->g, name, &ff);
         bool vfrom = known_before && ck_fg_enabled(from->g, ff);
+        struct ck_fg_spec hist = {.stage = CK_FG_PREALPHA};
+        if (!known_before) /* the old list lacks it: what the new list records for `from` */
+            hist = ck__fg_spec_at(ck__fg_snap(to->g)->tab->f[f], from->v,
+                                  ck_fg_version_sub_minor(from->v, 1));
+        if (hist.stage != CK_FG_PREALPHA)
+            vfrom = hist.default_value;
         if (vfrom == vto)
             continue;
         const struct setting *src = bulk_for(c, to, f);
@@ -474,8 +482,14 @@ static void changes(struct check *c, struct findings *out, const struct side *fr
             cause(c, from, ff, cf, sizeof(cf));
             msg = fmt_dup(c, "%s at %s (%s), %s at %s (%s)", vfrom ? "on" : "off", vf, cf,
                           vto ? "on" : "off", vt, ct);
+        } else if (hist.stage != CK_FG_PREALPHA) {
+            msg = fmt_dup(c,
+                          "missing from the %s list; the %s list records %s at %s (%s, default "
+                          "%s); %s at %s (%s)",
+                          vf, vt, vfrom ? "on" : "off", vf, ck_fg_stage_list_name(hist.stage),
+                          vfrom ? "true" : "false", vto ? "on" : "off", vt, ct);
         } else {
-            msg = fmt_dup(c, "not known at %s; on at %s (%s)", vf, vt, ct);
+            msg = fmt_dup(c, "new after %s; on at %s (%s)", vf, vt, ct);
         }
         add_finding(c, out, name, "DefaultChanged", msg, src ? src->source : "default", vfrom, vto);
     }
