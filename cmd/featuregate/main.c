@@ -62,12 +62,15 @@ static void log_to_stderr(void *ud, int v, const char *msg)
 
 struct opts {
     const char *features, *binary, *emulated, *config, *output, *header, *source, *previous;
+    const char *from, *to;
     const char *flags[MAX_FLAGS];
     size_t nflags;
+    struct ck_fg_upgrade_source src[MAX_FLAGS]; /* flags and configs in command-line order */
+    size_t nsrc;
     bool env;
 };
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+static int parse_opts(int argc, char **argv, struct opts *o, bool need_features)
 {
     static const struct option lo[] = {
         {"features", required_argument, NULL, 'f'},
@@ -80,6 +83,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"header", required_argument, NULL, 'H'},
         {"source", required_argument, NULL, 'S'},
         {"previous", required_argument, NULL, 'P'},
+        {"from", required_argument, NULL, 'F'},
+        {"to", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -98,12 +103,20 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->emulated = optarg;
             break;
         case 'g':
-            if (o->nflags == MAX_FLAGS)
-                return usage_error("too many --feature-gates flags", "");
-            o->flags[o->nflags++] = optarg;
-            break;
         case 'c':
-            o->config = optarg;
+            if (o->nsrc == MAX_FLAGS)
+                return usage_error("too many --feature-gates or --config flags", "");
+            o->src[o->nsrc++] = (struct ck_fg_upgrade_source){c == 'c', optarg};
+            if (c == 'c')
+                o->config = optarg;
+            else
+                o->flags[o->nflags++] = optarg;
+            break;
+        case 'F':
+            o->from = optarg;
+            break;
+        case 'T':
+            o->to = optarg;
             break;
         case 'E':
             o->env = true;
@@ -131,7 +144,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     }
     if (optind < argc)
         return usage_error("unexpected argument: ", argv[optind]);
-    if (!o->features)
+    if (!o->features && need_features)
         return usage_error("--features is required", "");
     return 0;
 }
@@ -332,12 +345,11 @@ static int cmd_gen_c(const struct opts *o)
 
 /* ---- upgrade-check -------------------------------------------------- */
 
-#define UC_USAGE 2
-
-static int uc_fail(const char *what, const char *arg)
+/* upgrade-check's exit 2 (bad usage, unreadable input): the line fail() prints. */
+static int fail_input(const char *msg)
 {
-    fprintf(stderr, "featuregate upgrade-check: %s%s\n", what, arg);
-    return UC_USAGE;
+    fail(msg);
+    return 2;
 }
 
 /* X.Y (a "v" and a zero patch are accepted), for --from and --to. */
@@ -345,15 +357,13 @@ static int uc_version(const char *flag, const char *s, struct ck_fg_version *ret
 {
     struct ck_fg_err err = {0};
     char m[700];
-    if (!s) {
+    if (!s)
         snprintf(m, sizeof(m), "%s is required", flag);
-        return uc_fail(m, "");
-    }
-    if (ck_fg_emulated_version_parse(s, ret, &err) < 0 || strchr(s, '=')) {
+    else if (ck_fg_emulated_version_parse(s, ret, &err) < 0 || strchr(s, '='))
         snprintf(m, sizeof(m), "invalid %s %s: want X.Y", flag, s);
-        return uc_fail(m, "");
-    }
-    return 0;
+    else
+        return 0;
+    return fail_input(m);
 }
 
 /*
@@ -372,98 +382,48 @@ static int uc_shipped(struct ck_fg_version v, char **ret)
         dirs[0] = rel;
     }
     struct ck_fg_err err = {0};
-    if (ck_fg_upgrade_find_list(dirs, 3, v, ret, &err) < 0)
-        return uc_fail(err.msg, "");
-    return 0;
+    return ck_fg_upgrade_find_list(dirs, 3, v, ret, &err) < 0 ? fail_input(err.msg) : 0;
 }
 
-static int cmd_upgrade_check(int argc, char **argv)
+/* upgrade-check: 0 nothing blocks, 1 something blocks, 2 bad usage or input. */
+static int cmd_upgrade_check(const struct opts *o)
 {
-    static const struct option lo[] = {
-        {"previous", required_argument, NULL, 'P'},
-        {"features", required_argument, NULL, 'f'},
-        {"from", required_argument, NULL, 'F'},
-        {"to", required_argument, NULL, 'T'},
-        {"feature-gates", required_argument, NULL, 'g'},
-        {"config", required_argument, NULL, 'c'},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    struct ck_fg_upgrade_source src[MAX_FLAGS];
-    size_t nsrc = 0;
-    const char *prev = NULL, *feat = NULL, *from_s = NULL, *to_s = NULL, *out = "text";
-    int c, rc;
-
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":o:h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'P':
-            prev = optarg;
-            break;
-        case 'f':
-            feat = optarg;
-            break;
-        case 'F':
-            from_s = optarg;
-            break;
-        case 'T':
-            to_s = optarg;
-            break;
-        case 'g':
-        case 'c':
-            if (nsrc == MAX_FLAGS)
-                return uc_fail("too many --feature-gates and --config flags", "");
-            src[nsrc++] = (struct ck_fg_upgrade_source){c == 'c', optarg};
-            break;
-        case 'o':
-            out = optarg;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 0;
-        case ':':
-            return uc_fail("flag needs an argument: ", argv[optind - 1]);
-        default:
-            return uc_fail("unknown flag: ", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return uc_fail("unexpected argument: ", argv[optind]);
-    if (strcmp(out, "text") != 0 && strcmp(out, "json") != 0)
-        return uc_fail("unknown output format (want text or json): ", out);
+    const char *out = o->output ? o->output : "text";
+    bool json = strcmp(out, "json") == 0;
     struct ck_fg_version from, to;
-    if ((rc = uc_version("--from", from_s, &from)) || (rc = uc_version("--to", to_s, &to)))
-        return rc;
-    char *prev_path = NULL, *feat_path = NULL;
-    if ((!prev && (rc = uc_shipped(from, &prev_path))) ||
-        (!feat && (rc = uc_shipped(to, &feat_path)))) {
-        free(prev_path);
-        return rc;
-    }
-    struct ck_fg_err err = {0};
+    char *prev = NULL, *feat = NULL, *text = NULL;
     struct ck_fg_upgrade_report *r = NULL;
-    rc = ck_fg_upgrade_check(prev ? prev : prev_path, feat ? feat : feat_path, from, to, src, nsrc,
-                             &r, &err);
-    free(prev_path);
-    free(feat_path);
-    if (rc < 0)
-        return uc_fail(err.msg, "");
-    char *text = strcmp(out, "json") == 0 ? ck_fg_upgrade_json(r) : ck_fg_upgrade_text(r);
-    if (!text) {
-        ck_fg_upgrade_report_free(r);
-        return uc_fail("out of memory", "");
+    struct ck_fg_err err = {0};
+    int rc;
+
+    if (!json && strcmp(out, "text") != 0) {
+        usage_error("unknown output format (want text or json): ", out);
+        return 2;
     }
-    if (r->minors > 1 && strcmp(out, "json") == 0)
-        fprintf(stderr, "featuregate upgrade-check: note: the step crosses more than one minor "
-                        "version; Kubernetes supports one at a time\n");
-    fputs(text, stdout);
-    if (strcmp(out, "json") == 0)
-        fputc('\n', stdout);
-    free(text);
+    if ((rc = uc_version("--from", o->from, &from)) || (rc = uc_version("--to", o->to, &to)) ||
+        (!o->previous && (rc = uc_shipped(from, &prev))) ||
+        (!o->features && (rc = uc_shipped(to, &feat))))
+        goto out;
+    if (ck_fg_upgrade_check(o->previous ? o->previous : prev, o->features ? o->features : feat,
+                            from, to, o->src, o->nsrc, &r, &err) < 0) {
+        rc = fail_input(err.msg);
+        goto out;
+    }
+    text = json ? ck_fg_upgrade_json(r) : ck_fg_upgrade_text(r);
+    if (!text) {
+        rc = fail_input("out of memory");
+        goto out;
+    }
+    if (json && r->minors > 1)
+        fprintf(stderr, "featuregate: note: the step crosses more than one minor version; "
+                        "Kubernetes supports one at a time\n");
+    printf("%s%s", text, json ? "\n" : "");
     rc = r->nblocking ? 1 : 0;
+out:
+    free(text);
     ck_fg_upgrade_report_free(r);
+    free(prev);
+    free(feat);
     return rc;
 }
 
@@ -477,17 +437,17 @@ int main(int argc, char **argv)
         fputs(usage_text, stdout);
         return 0;
     }
-    if (!strcmp(cmd, "upgrade-check"))
-        return cmd_upgrade_check(argc - 1, argv + 1);
-    int (*run)(const struct opts *) = !strcmp(cmd, "eval")    ? cmd_eval
-                                      : !strcmp(cmd, "list")  ? cmd_list
-                                      : !strcmp(cmd, "lint")  ? cmd_lint
-                                      : !strcmp(cmd, "gen-c") ? cmd_gen_c
-                                                              : NULL;
+    int (*run)(const struct opts *) = !strcmp(cmd, "eval")            ? cmd_eval
+                                      : !strcmp(cmd, "list")          ? cmd_list
+                                      : !strcmp(cmd, "lint")          ? cmd_lint
+                                      : !strcmp(cmd, "gen-c")         ? cmd_gen_c
+                                      : !strcmp(cmd, "upgrade-check") ? cmd_upgrade_check
+                                                                      : NULL;
     if (!run)
         return usage_error("unknown command: ", cmd);
-    int rc = parse_opts(argc - 1, argv + 1, &o);
+    bool upgrade = run == cmd_upgrade_check;
+    int rc = parse_opts(argc - 1, argv + 1, &o, !upgrade);
     if (rc)
-        return rc;
+        return upgrade ? 2 : rc; /* upgrade-check: 2 for bad usage */
     return run(&o);
 }

@@ -254,15 +254,24 @@ static void test_upgrade_table(void **state)
     }
 }
 
+/* Runs the check on old.yaml at 1.from and new.yaml at 1.to (swapped when down). */
+static struct ck_fg_upgrade_report *check(const char *flags, unsigned from, unsigned to)
+{
+    struct ck_fg_upgrade_source src[] = {FLAG(flags)};
+    struct ck_fg_upgrade_report *r = NULL;
+    struct ck_fg_err err = {0};
+    const char *o = from <= to ? UP "old.yaml" : UP "new.yaml";
+    const char *n = from <= to ? UP "new.yaml" : UP "old.yaml";
+    if (ck_fg_upgrade_check(o, n, V(1, from), V(1, to), src, flags ? 1 : 0, &r, &err) != 0)
+        fail_msg("check %s: %s", flags ? flags : "(none)", err.msg);
+    return r;
+}
+
 /* Each array is sorted by gate name, whatever order the settings came in. */
 static void test_upgrade_sorted(void **state)
 {
     (void)state;
-    struct ck_fg_upgrade_source src[] = {FLAG("Zed=true,Gone=true,Abc=true,Lock=false")};
-    struct ck_fg_upgrade_report *r = NULL;
-    struct ck_fg_err err = {0};
-    assert_int_equal(
-        ck_fg_upgrade_check(UP "old.yaml", UP "new.yaml", V(1, 33), V(1, 34), src, 1, &r, &err), 0);
+    struct ck_fg_upgrade_report *r = check("Zed=true,Gone=true,Abc=true,Lock=false", 33, 34);
     assert_int_equal(r->nblocking, 4);
     const char *order[] = {"Abc", "Gone", "Lock", "Zed"};
     for (size_t i = 0; i < 4; i++)
@@ -276,11 +285,7 @@ static void test_upgrade_sorted(void **state)
 static void test_upgrade_json(void **state)
 {
     (void)state;
-    struct ck_fg_upgrade_source src[] = {FLAG("Gone=true,Old=false,Flip=false")};
-    struct ck_fg_upgrade_report *r = NULL;
-    struct ck_fg_err err = {0};
-    assert_int_equal(
-        ck_fg_upgrade_check(UP "old.yaml", UP "new.yaml", V(1, 33), V(1, 34), src, 1, &r, &err), 0);
+    struct ck_fg_upgrade_report *r = check("Gone=true,Old=false,Flip=false", 33, 34);
     char *j = ck_fg_upgrade_json(r);
     assert_non_null(j);
     assert_string_equal(
@@ -305,20 +310,14 @@ static void test_upgrade_json(void **state)
 static void test_upgrade_text_steps(void **state)
 {
     (void)state;
-    struct ck_fg_upgrade_report *r = NULL;
-    struct ck_fg_err err = {0};
-    assert_int_equal(
-        ck_fg_upgrade_check(UP "old.yaml", UP "new.yaml", V(1, 31), V(1, 34), NULL, 0, &r, &err),
-        0);
+    struct ck_fg_upgrade_report *r = check(NULL, 31, 34);
     assert_int_equal(r->minors, 3);
     char *t = ck_fg_upgrade_text(r);
     assert_non_null(strstr(t, "Note: this step crosses several minor versions"));
     assert_non_null(strstr(t, "Blocking (the component will not start at 1.34): none"));
     free(t);
     ck_fg_upgrade_report_free(r);
-    assert_int_equal(
-        ck_fg_upgrade_check(UP "new.yaml", UP "old.yaml", V(1, 34), V(1, 33), NULL, 0, &r, &err),
-        0);
+    r = check(NULL, 34, 33);
     t = ck_fg_upgrade_text(r);
     assert_non_null(strstr(t, "downgrade 1.34 -> 1.33"));
     free(t);

@@ -10,13 +10,7 @@ fg=$1
 data=$2
 lists=$3
 up=$data/upgrade
-work=$(mktemp -d)
-failures=0
-passes=0
-trap 'rm -rf "$work"' EXIT
-
-pass() { passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/cli_lib.sh"
 
 # run WANT_RC ARGS... : runs upgrade-check, checks the exit status.
 run() {
@@ -123,5 +117,4 @@ else
     pass
 fi
 
-echo "upgrade-check: $passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+summary "upgrade-check"
