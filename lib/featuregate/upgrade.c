@@ -22,6 +22,13 @@
  * A flag piece or a featureGates value that does not parse becomes an
  * "Invalid" finding instead of failing the whole check.
  *
+ * Two allowances for the lists Kubernetes published: a side below 1.33
+ * registers its list as component-base then did (sorted, unchecked: the
+ * 1.32 list breaks rules added in 1.33), and a gate the old list lacks but
+ * the new list records as existing at the old version (releases up to 1.32
+ * kept component-base gates in a separate unversioned list) takes the value
+ * that history gives instead of being reported as new.
+ *
  * Threading: pure computation on gates it owns; callable from any thread.
  * Mirrors no single Kubernetes file: it replays component-base featuregate
  * (SetFromMap, the lifecycle rules of test/compatibility_lifecycle) at two
