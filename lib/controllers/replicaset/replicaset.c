@@ -31,8 +31,6 @@
  * expectations, which are thread-safe.
  */
 #define _GNU_SOURCE /* strptime, timegm */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,10 +275,13 @@ static int slow_start_create(struct ck_rs_controller *c, const json_t *rs, const
                             json_object_get(json_object_get(rs, "spec"), "template"), rs, ref)
                       : NULL;
     json_decref(ref);
-    if (!pod)
-        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    struct create_ctx x = {c, meta_str(rs, "namespace"), pod};
-    int created = ck_slow_start_batch(count, CK_SLOW_START_INITIAL_BATCH, create_one, &x, reterr);
+    int created = 0;
+    if (pod) {
+        struct create_ctx x = {c, meta_str(rs, "namespace"), pod};
+        created = ck_slow_start_batch(count, CK_SLOW_START_INITIAL_BATCH, create_one, &x, reterr);
+    } else {
+        ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    }
     /* pods that failed or were never tried will not be observed: stop expecting them */
     for (int i = created; i < count; i++)
         ck_expectations_creation_observed(c->exp, rs_key);
