@@ -146,7 +146,8 @@ int ck_fake_client_fail(struct ck_fake_client *fc, const char *verb, const struc
 }
 
 /* Stores obj (a reference the tracker takes) under its key, replacing what was there. */
-static int store(struct ck_fake_client *fc, const struct ck_resource *res, json_t *obj)
+static int store(struct ck_fake_client *fc, const struct ck_resource *res, json_t *obj,
+                 struct ck_err *reterr)
 {
     char key[512];
     tracker_key(res, meta_str(obj, "namespace"), meta_str(obj, "name"), key, sizeof(key));
@@ -154,7 +155,7 @@ static int store(struct ck_fake_client *fc, const struct ck_resource *res, json_
     struct ck__strmap_entry *e = ck__strmap_put(&fc->objects, key, obj, &created);
     if (!e) {
         json_decref(obj);
-        return CK_ENOMEM;
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     }
     if (!created) {
         json_decref(e->value);
@@ -178,7 +179,7 @@ int ck_fake_client_seed(struct ck_fake_client *fc, const struct ck_resource *res
     if (!copy)
         return CK_ENOMEM;
     pthread_mutex_lock(&fc->lock);
-    int r = store(fc, res, copy);
+    int r = store(fc, res, copy, NULL);
     pthread_mutex_unlock(&fc->lock);
     return r;
 }
@@ -200,10 +201,10 @@ static void bump_version(json_t *obj)
     set_meta(obj, "resourceVersion", rv);
 }
 
-static int answer(const json_t *obj, json_t **ret_obj)
+static int answer(const json_t *obj, json_t **ret_obj, struct ck_err *reterr)
 {
     if (ret_obj && !(*ret_obj = json_deep_copy(obj)))
-        return CK_ENOMEM;
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -217,7 +218,7 @@ static int fake_get(void *data, const struct ck_resource *res, const char *ns, c
     if (r == 0 && !obj)
         r = ck_err_set(reterr, CK_ENOENT, "%s \"%s\" not found", res->resource, name);
     if (r == 0)
-        r = answer(obj, ret_obj);
+        r = answer(obj, ret_obj, reterr);
     record(fc, "get", res, ns, name, NULL, r);
     pthread_mutex_unlock(&fc->lock);
     return r;
@@ -252,9 +253,9 @@ static int fake_create(void *data, const struct ck_resource *res, const char *ns
             r = ck_err_set(reterr, CK_EEXIST, "%s \"%s\" already exists", res->resource, name);
     }
     if (r == 0)
-        r = answer(copy, ret_obj);
+        r = answer(copy, ret_obj, reterr);
     if (r == 0) {
-        r = store(fc, res, copy);
+        r = store(fc, res, copy, reterr);
         copy = NULL;
     }
     json_decref(copy);
@@ -289,10 +290,10 @@ static int fake_put(struct ck_fake_client *fc, const char *verb, bool whole,
             set_meta(next, "resourceVersion", meta_str(have, "resourceVersion") ?: "0");
             bump_version(next);
         }
-        r = next ? answer(next, ret_obj) : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        r = next ? answer(next, ret_obj, reterr) : ck_err_set(reterr, CK_ENOMEM, "out of memory");
     }
     if (r == 0)
-        r = store(fc, res, next);
+        r = store(fc, res, next, reterr);
     else
         json_decref(next);
     record(fc, verb, res, ns, name, obj, r);
@@ -322,7 +323,7 @@ static int fake_patch(void *data, const struct ck_resource *res, const char *ns,
     int r = scripted(fc, "patch", res, reterr);
     const json_t *have = r == 0 ? lookup(fc, res, ns, name) : NULL;
     if (r == 0 && have)
-        r = answer(have, ret_obj);
+        r = answer(have, ret_obj, reterr);
     else if (r == 0 && ret_obj)
         *ret_obj = NULL;
     record(fc, "patch", res, ns, name, patch, r);
@@ -344,7 +345,7 @@ static int fake_delete(void *data, const struct ck_resource *res, const char *ns
     if (r == 0) {
         json_t *gone = e->value;
         ck__strmap_remove_entry(&fc->objects, e);
-        r = answer(gone, ret_obj);
+        r = answer(gone, ret_obj, reterr);
         json_decref(gone);
     }
     record(fc, "delete", res, ns, name, options, r);

@@ -8,6 +8,7 @@
  */
 #include "cktest.h"
 
+#include "ckube/internal/util.h"
 #include "ckube/replicaset.h"
 #include "fixtures.h"
 
@@ -337,6 +338,48 @@ static void test_handlers_observe_and_enqueue(void **state)
     json_decref(foreign);
 }
 
+/* One sync of a world with `pods` pods for a ReplicaSet of `replicas`, failing allocation n. */
+static int sync_failing_at(unsigned long n, int replicas, int pods, unsigned long *ret_made)
+{
+    void *state = NULL;
+    setup(&state);
+    struct env *e = state;
+    json_t *rs = add_rs(e, fx_rs("default", "web", "rs-uid", replicas, "web"));
+    for (int i = 0; i < pods; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "p%d", i);
+        add_pod(e, fx_pod("default", name, "web", i % 2 ? rs : NULL));
+    }
+    struct ck_err err = {0};
+    ck__alloc_fail_at(n, false);
+    int r = ck_rs_controller_sync(e->rsc, "default/web", &err);
+    *ret_made = ck__alloc_fail_at(0, false);
+    teardown(&state);
+    return r;
+}
+
+/*
+ * Every allocation of a sync (and of what it calls through the interfaces) fails in
+ * turn: the sync returns 0 or CK_ENOMEM, never crashes, and leaks nothing (the sanitizer
+ * checks at exit), until it runs with no failure at all.
+ */
+static void test_sync_survives_allocation_failures(void **state)
+{
+    (void)state;
+    const int worlds[][2] = {{3, 0}, {1, 4}, {2, 2}};
+    for (size_t w = 0; w < sizeof(worlds) / sizeof(worlds[0]); w++) {
+        unsigned long n = 1, made = 0;
+        for (;; n++) {
+            int r = sync_failing_at(n, worlds[w][0], worlds[w][1], &made);
+            if (r != 0 && r != CK_ENOMEM)
+                fail_msg("world %zu, allocation %lu: sync returned %d", w, n, r);
+            if (made < n)
+                break; /* the nth allocation never came: the sync ran unhindered */
+        }
+        assert_true(n > 1);
+    }
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -352,6 +395,7 @@ int main(void)
         T(test_deleted_replicaset_drops_its_expectations),
         T(test_replicaset_being_deleted_is_not_scaled),
         T(test_handlers_observe_and_enqueue),
+        cmocka_unit_test(test_sync_survives_allocation_failures),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
