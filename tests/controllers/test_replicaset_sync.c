@@ -338,6 +338,66 @@ static void test_handlers_observe_and_enqueue(void **state)
     json_decref(foreign);
 }
 
+/* Takes every queued key; returns how many there were and whether `want` was one. */
+static size_t drain(struct ck_wq *q, const char *want, bool *ret_seen)
+{
+    size_t n = 0;
+    const char *key = NULL;
+    *ret_seen = false;
+    while (ck_wq_try_get(q, &key) == 0) {
+        *ret_seen = *ret_seen || strcmp(key, want) == 0;
+        ck_wq_done(q, key);
+        n++;
+    }
+    return n;
+}
+
+static void test_pod_updates_enqueue_owners_and_observe_deletions(void **state)
+{
+    struct env *e = *state;
+    json_t *web = add_rs(e, fx_rs("default", "web", "web-uid", 1, "web"));
+    add_rs(e, fx_rs("default", "db", "db-uid", 1, "db"));
+    struct ck_event_handler rs_h, pod_h;
+    ck_rs_controller_handlers(e->rsc, &rs_h, &pod_h);
+    struct ck_wq *q = ck_rs_controller_queue(e->rsc);
+    struct ck_expectations *exp = ck_rs_controller_expectations(e->rsc);
+    bool seen = false;
+
+    /* the same resourceVersion is no change: nothing queued */
+    json_t *old = fx_pod("default", "p", "web", web);
+    json_t *same = json_deep_copy(old);
+    pod_h.on_update(old, same, pod_h.arg);
+    assert_int_equal(drain(q, "default/web", &seen), 0);
+
+    /* released and relabeled to db: the old owner and the now matching db are queued */
+    json_t *moved = fx_pod("default", "p", "db", NULL);
+    json_object_set_new(json_object_get(moved, "metadata"), "resourceVersion", json_string("2"));
+    pod_h.on_update(old, moved, pod_h.arg);
+    assert_int_equal(drain(q, "default/web", &seen), 2);
+    assert_true(seen);
+
+    /* a deletionTimestamp counts as the observed deletion of a tracked pod, once */
+    const char *victims[] = {"default/p"};
+    assert_int_equal(ck_expectations_expect_deletions_of(exp, "default/web", victims, 1), 0);
+    json_t *dying = json_deep_copy(old);
+    json_object_set_new(json_object_get(dying, "metadata"), "resourceVersion", json_string("3"));
+    json_object_set_new(json_object_get(dying, "metadata"), "deletionTimestamp",
+                        json_string("2026-01-01T00:00:00Z"));
+    pod_h.on_update(old, dying, pod_h.arg);
+    assert_int_equal(ck_expectations_pending_deletions(exp, "default/web"), 0);
+    assert_true(ck_expectations_satisfied(exp, "default/web"));
+    pod_h.on_delete(dying, NULL, pod_h.arg);
+    int64_t adds, dels;
+    assert_int_equal(ck_expectations_get(exp, "default/web", &adds, &dels), 0);
+    assert_int_equal(dels, 0); /* not twice */
+    assert_int_equal(drain(q, "default/web", &seen), 1);
+    assert_true(seen);
+    json_decref(old);
+    json_decref(same);
+    json_decref(moved);
+    json_decref(dying);
+}
+
 /* One sync of a world with `pods` pods for a ReplicaSet of `replicas`, failing allocation n. */
 static int sync_failing_at(unsigned long n, int replicas, int pods, unsigned long *ret_made)
 {
@@ -395,6 +455,7 @@ int main(void)
         T(test_deleted_replicaset_drops_its_expectations),
         T(test_replicaset_being_deleted_is_not_scaled),
         T(test_handlers_observe_and_enqueue),
+        T(test_pod_updates_enqueue_owners_and_observe_deletions),
         cmocka_unit_test(test_sync_survives_allocation_failures),
     };
 #undef T
