@@ -9,6 +9,9 @@
  * fails with a conflict if anything changed, and the controller retries on a fresher
  * cache). The fresh read of the owner before the first adoption is done once per claim.
  *
+ * Writes go through the controller's client interface (struct ck_ctl_client), so the
+ * unit test runs a claim on the fake client and checks its actions.
+ *
  * Threading: no state; called from a controller's sync, one per owner key at a time.
  */
 #include <stdlib.h>
@@ -43,7 +46,7 @@ static int recheck_owner(const struct ck_ref_owner *o, struct ck_err *reterr)
 {
     json_t *fresh = NULL;
     const char *ns = meta_str(o->owner, "namespace"), *name = meta_str(o->owner, "name");
-    int r = ck_rest_get(o->client, o->owner_res, ns, name, &fresh, reterr);
+    int r = ck_ctl_get(o->client, o->owner_res, ns, name, &fresh, reterr);
     if (r < 0)
         return r;
     const char *uid = meta_str(fresh, "uid"), *want = meta_str(o->owner, "uid");
@@ -77,14 +80,11 @@ static int write_refs(const struct ck_ref_owner *o, const json_t *child, bool ad
             json_array_remove(refs, i);
     }
     if (adopt)
-        json_array_append_new(refs, json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "apiVersion",
-                                              o->api_version, "kind", o->kind, "name",
-                                              meta_str(o->owner, "name"), "uid", uid, "controller",
-                                              1, "blockOwnerDeletion", 1));
+        json_array_append_new(refs, ck_controller_ref_new(o->owner, o->api_version, o->kind));
     if (json_array_size(refs) == 0)
         json_object_del(meta, "ownerReferences");
     int r =
-        ck_rest_update(o->client, o->child_res, meta_str(child, "namespace"), copy, NULL, reterr);
+        ck_ctl_update(o->client, o->child_res, meta_str(child, "namespace"), copy, NULL, reterr);
     json_decref(copy);
     return r;
 }
