@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "ckube/api.h"
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 static const char name_doc[] = "Name must be unique within a namespace.";
@@ -85,19 +86,10 @@ const char *ck_human_duration(long long seconds, char *buf, size_t size)
     return buf;
 }
 
-/* Seconds since the epoch of an RFC 3339 UTC time as ckube stores them, or -1. */
-static long long parse_time(const char *timestamp)
-{
-    struct tm tm = {0};
-    if (!timestamp || !strptime(timestamp, "%Y-%m-%dT%H:%M:%S", &tm))
-        return -1;
-    return (long long)timegm(&tm);
-}
-
 const char *ck_age(const char *timestamp, long long now, char *buf, size_t size)
 {
-    long long t = parse_time(timestamp);
-    if (t < 0) {
+    int64_t t;
+    if (ck__time_parse(timestamp, &t, NULL) < 0) {
         snprintf(buf, size, "<unknown>");
         return buf;
     }
@@ -217,7 +209,8 @@ static void count_restarts(const json_t *statuses, long long *restarts, long lon
     json_array_foreach(statuses, i, cs)
     {
         *restarts += (long long)json_integer_value(json_object_get(cs, "restartCount"));
-        long long finished = parse_time(str_at(cs, "lastState.terminated.finishedAt"));
+        int64_t finished = -1;
+        ck__time_parse(str_at(cs, "lastState.terminated.finishedAt"), &finished, NULL);
         if (finished > *last_restart)
             *last_restart = finished;
     }

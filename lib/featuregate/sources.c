@@ -200,7 +200,7 @@ int ck_fg_env_pairs(struct ck_fg_gate *g, ck_fg_getenv_fn lookup, struct ck_fg_p
         const char *val = lookup(var);
         if (!val)
             continue;
-        if (!ck__fg_parse_bool(val, &v)) { /* no trimming (G4) */
+        if (!ck__parse_bool(val, &v)) { /* no trimming (G4) */
             ck__fg_logf(g, 0, "Could not set feature gate feature=\"%s\" desiredState=\"%s\"", name,
                         val);
             continue;
@@ -260,10 +260,10 @@ static int apply(struct ck_fg_gate *g, const char *const *flags, size_t nflags,
             goto out;
     }
     if (nflags) { /* C2/P6: all occurrences joined, one parse */
-        struct ck__fg_buf joined = {.ok = true};
+        struct ck__buf joined = {0};
         for (size_t i = 0; i < nflags; i++)
-            ck__fg_buf_printf(&joined, "%s%s", i ? "," : "", flags[i]);
-        char *str = ck__fg_buf_take(&joined);
+            ck__buf_printf(&joined, "%s%s", i ? "," : "", flags[i]);
+        char *str = ck__buf_take(&joined);
         if (!str) {
             rc = CK_FG_ENOMEM;
             goto out;

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ckube/internal/util.h"
 #include "ckube/replicaset.h"
 
 #define SLOW_START_INITIAL 1
@@ -52,11 +53,6 @@ struct ck_rs_controller {
 static const json_t *meta(const json_t *obj)
 {
     return json_object_get(obj, "metadata");
-}
-
-static const char *meta_str(const json_t *obj, const char *field)
-{
-    return json_string_value(json_object_get(meta(obj), field));
 }
 
 static bool being_deleted(const json_t *obj)
@@ -85,7 +81,7 @@ static const json_t *resolve_ref(struct ck_rs_controller *c, const char *ns, con
     const json_t *rs = NULL;
     if (ck_indexer_get_by_key(ck_informer_indexer(c->rss), key, &rs) < 0)
         return NULL;
-    const char *have = meta_str(rs, "uid");
+    const char *have = ck__meta_str(rs, "uid");
     if (!have || strcmp(have, uid) != 0) {
         ck_cached_unref(rs);
         return NULL;
@@ -96,7 +92,7 @@ static const json_t *resolve_ref(struct ck_rs_controller *c, const char *ns, con
 /* Every ReplicaSet of pod's namespace whose selector matches the pod (GetPodReplicaSets). */
 static void enqueue_matching(struct ck_rs_controller *c, const json_t *pod)
 {
-    const char *ns = meta_str(pod, "namespace");
+    const char *ns = ck__meta_str(pod, "namespace");
     struct ck_obj_list rss = {0};
     if (!ns ||
         ck_indexer_by_index(ck_informer_indexer(c->rss), CK_INDEX_NAMESPACE, ns, &rss, NULL) < 0)
@@ -144,7 +140,7 @@ static void pod_deleted(struct ck_rs_controller *c, const json_t *pod, const cha
     const json_t *ref = ck_controller_ref(pod);
     if (!ref)
         return;
-    const json_t *rs = resolve_ref(c, meta_str(pod, "namespace"), ref);
+    const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ref);
     if (!rs)
         return;
     char *rs_key = NULL;
@@ -166,7 +162,7 @@ static void pod_add(const json_t *pod, bool initial, void *arg)
     if (being_deleted(pod)) {
         pod_deleted(c, pod, pod_key); /* a restart can show a pod already being deleted */
     } else if (ck_controller_ref(pod)) {
-        const json_t *rs = resolve_ref(c, meta_str(pod, "namespace"), ck_controller_ref(pod));
+        const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ck_controller_ref(pod));
         char *rs_key = NULL;
         if (rs && ck_meta_namespace_key(rs, &rs_key, NULL) == 0) {
             ck_expectations_creation_observed(c->exp, rs_key);
@@ -196,7 +192,7 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
         pod_add(pod, false, arg);
         return;
     }
-    const char *a = meta_str(old, "resourceVersion"), *b = meta_str(pod, "resourceVersion");
+    const char *a = ck__meta_str(old, "resourceVersion"), *b = ck__meta_str(pod, "resourceVersion");
     if (a && b && strcmp(a, b) == 0)
         return;
     char *pod_key = NULL;
@@ -213,13 +209,13 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
         return;
     }
     if (!same_ref(old_ref, ref) && old_ref) {
-        const json_t *rs = resolve_ref(c, meta_str(old, "namespace"), old_ref);
+        const json_t *rs = resolve_ref(c, ck__meta_str(old, "namespace"), old_ref);
         if (rs)
             enqueue_obj(c, rs);
         ck_cached_unref(rs);
     }
     if (ref) {
-        const json_t *rs = resolve_ref(c, meta_str(pod, "namespace"), ref);
+        const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ref);
         if (rs)
             enqueue_obj(c, rs);
         ck_cached_unref(rs);
@@ -254,19 +250,19 @@ static void record_warning(struct ck_rs_controller *c, const json_t *rs, const c
 {
     char now[32], prefix[300];
     now_rfc3339(now, sizeof(now));
-    snprintf(prefix, sizeof(prefix), "%s.", meta_str(rs, "name"));
+    snprintf(prefix, sizeof(prefix), "%s.", ck__meta_str(rs, "name"));
     json_t *ev = json_pack(
         "{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s}, s:s, "
         "s:s, s:i}",
         "apiVersion", "v1", "kind", "Event", "metadata", "generateName", prefix, "namespace",
-        meta_str(rs, "namespace"), "involvedObject", "apiVersion", "apps/v1", "kind", "ReplicaSet",
-        "name", meta_str(rs, "name"), "namespace", meta_str(rs, "namespace"), "uid",
-        meta_str(rs, "uid"), "reason", reason, "message", message, "type", "Warning", "source",
-        "component", "replicaset-controller", "firstTimestamp", now, "lastTimestamp", now, "count",
-        1);
+        ck__meta_str(rs, "namespace"), "involvedObject", "apiVersion", "apps/v1", "kind",
+        "ReplicaSet", "name", ck__meta_str(rs, "name"), "namespace", ck__meta_str(rs, "namespace"),
+        "uid", ck__meta_str(rs, "uid"), "reason", reason, "message", message, "type", "Warning",
+        "source", "component", "replicaset-controller", "firstTimestamp", now, "lastTimestamp", now,
+        "count", 1);
     struct ck_err err = {0};
-    if (ev &&
-        ck_rest_create(c->client, &ck_res_events, meta_str(rs, "namespace"), ev, NULL, &err) < 0)
+    if (ev && ck_rest_create(c->client, &ck_res_events, ck__meta_str(rs, "namespace"), ev, NULL,
+                             &err) < 0)
         CK_LOGV(2, "replicaset: cannot record event %s: %s", reason, err.msg);
     json_decref(ev);
 }
@@ -288,7 +284,7 @@ static void *create_worker(void *arg)
     struct create_batch *b = arg;
     while (atomic_fetch_sub(&b->remaining_in_batch, 1) > 0) {
         struct ck_err err = {0};
-        int r = ck_rest_create(b->c->client, &ck_res_pods, meta_str(b->rs, "namespace"), b->pod,
+        int r = ck_rest_create(b->c->client, &ck_res_pods, ck__meta_str(b->rs, "namespace"), b->pod,
                                NULL, &err);
         if (r < 0) {
             /* the pod will never be observed: lower the expectation now */
@@ -308,9 +304,9 @@ static json_t *pod_from_template(const json_t *rs)
     const json_t *tmpl = json_object_get(json_object_get(rs, "spec"), "template");
     const json_t *tmeta = json_object_get(tmpl, "metadata");
     char prefix[300];
-    snprintf(prefix, sizeof(prefix), "%s-", meta_str(rs, "name"));
+    snprintf(prefix, sizeof(prefix), "%s-", ck__meta_str(rs, "name"));
     json_t *pod_meta =
-        json_pack("{s:s, s:s}", "generateName", prefix, "namespace", meta_str(rs, "namespace"));
+        json_pack("{s:s, s:s}", "generateName", prefix, "namespace", ck__meta_str(rs, "namespace"));
     json_t *labels = json_object_get(tmeta, "labels");
     json_t *annotations = json_object_get(tmeta, "annotations");
     if (pod_meta && labels)
@@ -318,8 +314,8 @@ static json_t *pod_from_template(const json_t *rs)
     if (pod_meta && annotations)
         json_object_set_new(pod_meta, "annotations", json_deep_copy(annotations));
     json_t *ref = json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion", "apps/v1", "kind",
-                            "ReplicaSet", "name", meta_str(rs, "name"), "uid", meta_str(rs, "uid"),
-                            "controller", 1, "blockOwnerDeletion", 1);
+                            "ReplicaSet", "name", ck__meta_str(rs, "name"), "uid",
+                            ck__meta_str(rs, "uid"), "controller", 1, "blockOwnerDeletion", 1);
     if (pod_meta && ref)
         json_object_set_new(pod_meta, "ownerReferences", ref);
     else
@@ -463,10 +459,10 @@ static int rank_cmp(const void *pa, const void *pb)
     if (ca != cb)
         return ca > cb ? -1 : 1;
     /* 7. newer first */
-    int t = strcmp_null(meta_str(b, "creationTimestamp"), meta_str(a, "creationTimestamp"));
+    int t = strcmp_null(ck__meta_str(b, "creationTimestamp"), ck__meta_str(a, "creationTimestamp"));
     if (t != 0)
         return t;
-    return strcmp_null(meta_str(a, "name"), meta_str(b, "name")); /* stable */
+    return strcmp_null(ck__meta_str(a, "name"), ck__meta_str(b, "name")); /* stable */
 }
 
 /* ---- status ----------------------------------------------------------------------- */
@@ -486,14 +482,6 @@ static bool fully_labeled(const json_t *rs, const json_t *pod)
             return false;
     }
     return true;
-}
-
-static time_t parse_time(const char *s)
-{
-    struct tm tm = {0};
-    if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        return 0;
-    return timegm(&tm);
 }
 
 /*
@@ -516,7 +504,8 @@ static json_t *compute_status(const json_t *rs, const struct ck_obj_list *pods, 
         const char *since;
         if (pod_ready(pod, &since)) {
             ready++;
-            time_t t = parse_time(since);
+            int64_t t = 0;
+            ck__time_parse(since, &t, NULL);
             if (min_ready == 0 || (t && t + min_ready <= now))
                 available++;
             else
@@ -572,17 +561,17 @@ static int write_status(struct ck_rs_controller *c, const json_t *rs, json_t *st
     if (!copy)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     json_object_set(copy, "status", status);
-    const char *ns = meta_str(rs, "namespace");
+    const char *ns = ck__meta_str(rs, "namespace");
     int r = ck_rest_update_status(c->client, &ck_res_replicasets, ns, copy, NULL, reterr);
     json_decref(copy);
     if (r != CK_ECONFLICT)
         return r;
     /* the cache is behind (statusUpdateRetries): once more on a fresh read */
     json_t *fresh = NULL;
-    r = ck_rest_get(c->client, &ck_res_replicasets, ns, meta_str(rs, "name"), &fresh, reterr);
+    r = ck_rest_get(c->client, &ck_res_replicasets, ns, ck__meta_str(rs, "name"), &fresh, reterr);
     if (r < 0)
         return r;
-    const char *a = meta_str(fresh, "uid"), *b = meta_str(rs, "uid");
+    const char *a = ck__meta_str(fresh, "uid"), *b = ck__meta_str(rs, "uid");
     if (a && b && strcmp(a, b) == 0) {
         json_object_set(fresh, "status", status);
         r = ck_rest_update_status(c->client, &ck_res_replicasets, ns, fresh, NULL, reterr);
@@ -627,8 +616,8 @@ static int delete_surplus(struct ck_rs_controller *c, const char *rs_key,
     int first = 0;
     for (int i = 0; i < diff; i++) {
         struct ck_err err = {0};
-        int e = ck_rest_delete(c->client, &ck_res_pods, meta_str(r[i].pod, "namespace"),
-                               meta_str(r[i].pod, "name"), NULL, NULL, &err);
+        int e = ck_rest_delete(c->client, &ck_res_pods, ck__meta_str(r[i].pod, "namespace"),
+                               ck__meta_str(r[i].pod, "name"), NULL, NULL, &err);
         if (e < 0 && e != CK_ENOENT) {
             ck_expectations_deletion_observed_of(c->exp, rs_key, keys[i]);
             if (!first) {
@@ -708,7 +697,7 @@ static int sync_rs(struct ck_controller *ctl, const char *key, struct ck_err *re
 
     /* the namespace's pods that are active */
     struct ck_obj_list all = {0};
-    const char *ns = meta_str(rs, "namespace");
+    const char *ns = ck__meta_str(rs, "namespace");
     int r = ck_indexer_by_index(ck_informer_indexer(c->pods), CK_INDEX_NAMESPACE, ns ? ns : "",
                                 &all, reterr);
     const json_t **active = calloc(all.n ? all.n : 1, sizeof(*active));
