@@ -120,7 +120,11 @@ void ck_rest_stats(struct ck_rest *client, struct ck_rest_stats *ret_stats);
 /*
  * What a call addresses: group ("" for the core group), version, resource (plural),
  * whether it is namespaced. For namespaced resources namespace "" means all namespaces
- * (lists and watches) .
+ * (lists and watches).
+ *
+ * The client keeps no list of resources: the caller says what it addresses, from the
+ * kind's group/version/resource (the API library's kind descriptors) or from the
+ * server's discovery documents, as client-go's RESTMapper does.
  */
 struct ck_resource {
     const char *group;
@@ -129,12 +133,16 @@ struct ck_resource {
     bool namespaced;
 };
 
-extern const struct ck_resource ck_res_pods;        /* v1 pods */
-extern const struct ck_resource ck_res_events;      /* v1 events */
-extern const struct ck_resource ck_res_namespaces;  /* v1 namespaces */
-extern const struct ck_resource ck_res_configmaps;  /* v1 configmaps */
-extern const struct ck_resource ck_res_replicasets; /* apps/v1 replicasets */
-extern const struct ck_resource ck_res_deployments; /* apps/v1 deployments */
+/*
+ * DEPRECATED, and going: what is left of the client's old fixed list of resources (it
+ * also named kinds the server does not serve). It stays only until the controllers, their
+ * tests and benchmarks build their resources from the kind descriptors; nothing new may
+ * use it, and the client's own code and tests do not.
+ */
+extern const struct ck_resource ck_res_pods;
+extern const struct ck_resource ck_res_events;
+extern const struct ck_resource ck_res_namespaces;
+extern const struct ck_resource ck_res_replicasets;
 
 /*
  * One request. method is GET, POST, PUT, PATCH or DELETE; path starts with '/'; body may

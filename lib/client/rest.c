@@ -36,12 +36,11 @@
 #define MAX_WATCH_LINE (64u * 1024 * 1024)
 #define POOL_MAX       32
 
+/* DEPRECATED (see rest.h): goes once the controllers build theirs from the kinds. */
 const struct ck_resource ck_res_pods = {"", "v1", "pods", true};
 const struct ck_resource ck_res_events = {"", "v1", "events", true};
 const struct ck_resource ck_res_namespaces = {"", "v1", "namespaces", false};
-const struct ck_resource ck_res_configmaps = {"", "v1", "configmaps", true};
 const struct ck_resource ck_res_replicasets = {"apps", "v1", "replicasets", true};
-const struct ck_resource ck_res_deployments = {"apps", "v1", "deployments", true};
 
 struct ck_rest {
     char *server; /* without a trailing '/' */

@@ -13,6 +13,11 @@
 #pragma GCC diagnostic pop
 #include "ckube/rest.h"
 
+/* The resources these tests address; the client keeps no list of its own. */
+static const struct ck_resource pods = {"", "v1", "pods", true};
+static const struct ck_resource namespaces = {"", "v1", "namespaces", false};
+static const struct ck_resource replicasets = {"apps", "v1", "replicasets", true};
+
 struct fixture {
     char dir[64];
     struct ck_apiserver *server;
@@ -163,7 +168,7 @@ static void test_kubeconfig_from_server(void **state)
     struct ck_rest *c = NULL;
     assert_int_equal(ck_rest_new_from_kubeconfig(kc, 0, 0, &c, &err), 0);
     json_t *ns = NULL;
-    assert_int_equal(ck_rest_get(c, &ck_res_namespaces, NULL, "kube-system", &ns, &err), 0);
+    assert_int_equal(ck_rest_get(c, &namespaces, NULL, "kube-system", &ns, &err), 0);
     assert_string_equal(meta_str(ns, "name"), "kube-system");
     json_decref(ns);
     ck_rest_free(c);
@@ -176,39 +181,38 @@ static void test_crud_and_errors(void **state)
     struct fixture *f = *state;
     struct ck_err err = {0};
     json_t *cm = pod_with_label("one", "v1"), *created = NULL, *got = NULL;
-    assert_int_equal(ck_rest_create(f->client, &ck_res_pods, "default", cm, &created, &err), 0);
+    assert_int_equal(ck_rest_create(f->client, &pods, "default", cm, &created, &err), 0);
     assert_non_null(meta_str(created, "uid"));
     const char *rv = meta_str(created, "resourceVersion");
     assert_non_null(rv);
 
     /* AlreadyExists carries the Status */
     memset(&err, 0, sizeof(err));
-    assert_int_equal(ck_rest_create(f->client, &ck_res_pods, "default", cm, NULL, &err), CK_EEXIST);
+    assert_int_equal(ck_rest_create(f->client, &pods, "default", cm, NULL, &err), CK_EEXIST);
     assert_int_equal(err.http_status, 409);
     assert_string_equal(err.reason, "AlreadyExists");
     assert_non_null(strstr(err.msg, "\"one\" already exists"));
 
-    assert_int_equal(ck_rest_get(f->client, &ck_res_pods, "default", "one", &got, &err), 0);
+    assert_int_equal(ck_rest_get(f->client, &pods, "default", "one", &got, &err), 0);
     assert_string_equal(meta_str(got, "uid"), meta_str(created, "uid"));
 
     /* update with the right resourceVersion, then a stale one: Conflict */
     json_t *upd = json_deep_copy(got), *updated = NULL;
     json_object_set_new(json_object_get(json_object_get(upd, "metadata"), "labels"), "k",
                         json_string("v2"));
-    assert_int_equal(ck_rest_update(f->client, &ck_res_pods, "default", upd, &updated, &err), 0);
+    assert_int_equal(ck_rest_update(f->client, &pods, "default", upd, &updated, &err), 0);
     assert_string_equal(label_k(updated), "v2");
     assert_string_not_equal(meta_str(updated, "resourceVersion"), rv);
     memset(&err, 0, sizeof(err));
-    assert_int_equal(ck_rest_update(f->client, &ck_res_pods, "default", upd, NULL, &err),
-                     CK_ECONFLICT);
+    assert_int_equal(ck_rest_update(f->client, &pods, "default", upd, NULL, &err), CK_ECONFLICT);
     assert_int_equal(err.http_status, 409);
     assert_string_equal(err.reason, "Conflict");
 
     /* patch: merge patch where the server has PATCH, its Status where it does not */
     json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "labels", "k", "v3"), *patched = NULL;
     memset(&err, 0, sizeof(err));
-    int r = ck_rest_patch(f->client, &ck_res_pods, "default", "one", NULL, CK_PATCH_MERGE, patch,
-                          &patched, &err);
+    int r = ck_rest_patch(f->client, &pods, "default", "one", NULL, CK_PATCH_MERGE, patch, &patched,
+                          &err);
     if (r == 0) {
         assert_string_equal(label_k(patched), "v3");
     } else {
@@ -221,23 +225,21 @@ static void test_crud_and_errors(void **state)
     /* invalid: a bad name is 422 Invalid from the server */
     json_t *bad = pod_with_label("Not_Valid", "x");
     memset(&err, 0, sizeof(err));
-    assert_int_equal(ck_rest_create(f->client, &ck_res_pods, "default", bad, NULL, &err),
-                     CK_EINVAL);
+    assert_int_equal(ck_rest_create(f->client, &pods, "default", bad, NULL, &err), CK_EINVAL);
     assert_int_equal(err.http_status, 422);
     assert_string_equal(err.reason, "Invalid");
     json_decref(bad);
 
     /* delete, then NotFound */
-    assert_int_equal(ck_rest_delete(f->client, &ck_res_pods, "default", "one", NULL, NULL, &err),
-                     0);
+    assert_int_equal(ck_rest_delete(f->client, &pods, "default", "one", NULL, NULL, &err), 0);
     memset(&err, 0, sizeof(err));
-    assert_int_equal(ck_rest_get(f->client, &ck_res_pods, "default", "one", NULL, &err), CK_ENOENT);
+    assert_int_equal(ck_rest_get(f->client, &pods, "default", "one", NULL, &err), CK_ENOENT);
     assert_int_equal(err.http_status, 404);
     assert_string_equal(err.reason, "NotFound");
     assert_non_null(strstr(err.msg, "\"one\" not found"));
 
     /* names that cannot be a path segment never reach the wire */
-    assert_int_equal(ck_rest_get(f->client, &ck_res_pods, "default", "a/b", NULL, &err), CK_EINVAL);
+    assert_int_equal(ck_rest_get(f->client, &pods, "default", "a/b", NULL, &err), CK_EINVAL);
 
     json_decref(upd);
     json_decref(updated);
@@ -256,7 +258,7 @@ static void test_list_pages(void **state)
         json_t *cm = pod_with_label(name, "x");
         json_object_set_new(json_object_get(json_object_get(cm, "metadata"), "labels"), "parity",
                             json_string(i % 2 ? "odd" : "even"));
-        assert_int_equal(ck_rest_create(f->client, &ck_res_pods, "default", cm, NULL, &err), 0);
+        assert_int_equal(ck_rest_create(f->client, &pods, "default", cm, NULL, &err), 0);
         json_decref(cm);
     }
     struct ck_list_options opts = {.limit = 2};
@@ -265,7 +267,7 @@ static void test_list_pages(void **state)
     do {
         json_t *list = NULL;
         opts.continue_token = cont;
-        assert_int_equal(ck_rest_list(f->client, &ck_res_pods, "default", &opts, &list, &err), 0);
+        assert_int_equal(ck_rest_list(f->client, &pods, "default", &opts, &list, &err), 0);
         seen += json_array_size(json_object_get(list, "items"));
         pages++;
         free(cont);
@@ -279,7 +281,7 @@ static void test_list_pages(void **state)
 
     struct ck_list_options sel = {.label_selector = "parity in (odd)"};
     json_t *list = NULL;
-    assert_int_equal(ck_rest_list(f->client, &ck_res_pods, "default", &sel, &list, &err), 0);
+    assert_int_equal(ck_rest_list(f->client, &pods, "default", &sel, &list, &err), 0);
     assert_int_equal(json_array_size(json_object_get(list, "items")), 2);
     json_decref(list);
 }
@@ -293,7 +295,7 @@ static void test_keepalive(void **state)
     ck_rest_stats(f->client, &before);
     for (int i = 0; i < 20; i++) {
         json_t *ns = NULL;
-        assert_int_equal(ck_rest_get(f->client, &ck_res_namespaces, NULL, "default", &ns, &err), 0);
+        assert_int_equal(ck_rest_get(f->client, &namespaces, NULL, "default", &ns, &err), 0);
         json_decref(ns);
     }
     ck_rest_stats(f->client, &after);
@@ -309,10 +311,10 @@ static void test_status_and_scale(void **state)
                             "Pod", "metadata", "name", "web", "spec", "containers", "name", "c",
                             "image", "nginx"),
            *created = NULL, *updated = NULL;
-    assert_int_equal(ck_rest_create(f->client, &ck_res_pods, "default", pod, &created, &err), 0);
+    assert_int_equal(ck_rest_create(f->client, &pods, "default", pod, &created, &err), 0);
     json_object_set_new(created, "status", json_pack("{s:s}", "phase", "Running"));
-    assert_int_equal(
-        ck_rest_update_status(f->client, &ck_res_pods, "default", created, &updated, &err), 0);
+    assert_int_equal(ck_rest_update_status(f->client, &pods, "default", created, &updated, &err),
+                     0);
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(updated, "status"), "phase")), "Running");
     json_decref(updated);
@@ -325,17 +327,17 @@ static void test_status_and_scale(void **state)
                   "apiVersion", "apps/v1", "kind", "ReplicaSet", "metadata", "name", "rs", "spec",
                   "replicas", 1, "selector", "matchLabels", "app", "x", "template", "metadata",
                   "labels", "app", "x", "spec", "containers", "name", "c", "image", "nginx");
-    assert_int_equal(ck_rest_create(f->client, &ck_res_replicasets, "default", rs, NULL, &err), 0);
+    assert_int_equal(ck_rest_create(f->client, &replicasets, "default", rs, NULL, &err), 0);
     json_decref(rs);
     json_t *scale = NULL;
     memset(&err, 0, sizeof(err));
-    int r = ck_rest_update_scale(f->client, &ck_res_replicasets, "default", "rs", 3, &scale, &err);
+    int r = ck_rest_update_scale(f->client, &replicasets, "default", "rs", 3, &scale, &err);
     if (r == 0) {
         assert_int_equal(
             json_integer_value(json_object_get(json_object_get(scale, "spec"), "replicas")), 3);
         json_decref(scale);
-        assert_int_equal(
-            ck_rest_get_scale(f->client, &ck_res_replicasets, "default", "rs", &scale, &err), 0);
+        assert_int_equal(ck_rest_get_scale(f->client, &replicasets, "default", "rs", &scale, &err),
+                         0);
         assert_int_equal(
             json_integer_value(json_object_get(json_object_get(scale, "spec"), "replicas")), 3);
         json_decref(scale);
@@ -358,7 +360,7 @@ static void *do_gets(void *p)
     for (int i = 0; i < a->n; i++) {
         struct ck_err err = {0};
         json_t *ns = NULL;
-        if (ck_rest_get(a->client, &ck_res_namespaces, NULL, "default", &ns, &err) < 0)
+        if (ck_rest_get(a->client, &namespaces, NULL, "default", &ns, &err) < 0)
             abort();
         json_decref(ns);
     }
@@ -443,7 +445,7 @@ static void *watcher(void *p)
     struct watch_arg *w = p;
     struct ck_list_options opts = {.resource_version = w->rv, .allow_watch_bookmarks = true};
     w->result =
-        ck_rest_watch(w->f->client, &ck_res_pods, "default", &opts, on_event, w, &w->stop, &w->err);
+        ck_rest_watch(w->f->client, &pods, "default", &opts, on_event, w, &w->stop, &w->err);
     return NULL;
 }
 
@@ -452,7 +454,7 @@ static void test_watch(void **state)
     struct fixture *f = *state;
     struct ck_err err = {0};
     json_t *list = NULL;
-    assert_int_equal(ck_rest_list(f->client, &ck_res_pods, "default", NULL, &list, &err), 0);
+    assert_int_equal(ck_rest_list(f->client, &pods, "default", NULL, &list, &err), 0);
     struct watch_arg *w = calloc(1, sizeof(*w));
     w->f = f;
     snprintf(
@@ -463,7 +465,7 @@ static void test_watch(void **state)
     pthread_create(&t, NULL, watcher, w);
     /* created after the list's version: the watch delivers it whenever it connects */
     json_t *cm = pod_with_label("watched", "x");
-    assert_int_equal(ck_rest_create(f->client, &ck_res_pods, "default", cm, NULL, &err), 0);
+    assert_int_equal(ck_rest_create(f->client, &pods, "default", cm, NULL, &err), 0);
     json_decref(cm);
     pthread_join(t, NULL);
     assert_int_equal(w->result, 7);
@@ -492,7 +494,7 @@ static void test_unreachable(void **state)
     /* port 1 on loopback: nothing listens there */
     struct ck_rest_config config = {.server = "http://127.0.0.1:1", .qps = -1};
     assert_int_equal(ck_rest_new(&config, &c, &err), 0);
-    assert_int_equal(ck_rest_get(c, &ck_res_pods, "default", "x", NULL, &err), CK_EIO);
+    assert_int_equal(ck_rest_get(c, &pods, "default", "x", NULL, &err), CK_EIO);
     assert_int_equal(err.http_status, 0);
     ck_rest_free(c);
     struct ck_rest_config bad = {.server = "ftp://x"};
