@@ -9,6 +9,9 @@
  * ResolvePaths does; *-data fields are base64 and are decoded here.
  *
  * Threading: no state; every function is reentrant.
+ *
+ * Tests: tests/client/test_kubeconfig.c; test_rest.c builds a client from the
+ * kubeconfig the server writes; fuzz/fuzz_kubeconfig.c fuzzes the parser.
  */
 #include <stdio.h>
 #include <stdlib.h>

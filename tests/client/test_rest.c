@@ -1,6 +1,7 @@
 /*
- * test_rest.c - the REST client and kubeconfig loading, against a real ckube API server
- * started in-process on 127.0.0.1:0 over a fresh SQLite store.
+ * test_rest.c - the REST client, and a client from the kubeconfig the server writes,
+ * against a real ckube API server started in-process on 127.0.0.1:0 over a fresh SQLite
+ * store. (Kubeconfig parsing itself: test_kubeconfig.c.)
  */
 #include "cktest.h"
 
@@ -11,6 +12,7 @@
 #pragma GCC diagnostic ignored "-Wunused-function" /* we use only the server helpers */
 #include "apiserver/httptest.h"
 #pragma GCC diagnostic pop
+#include "ckube/internal/util.h"
 #include "ckube/rest.h"
 
 /* The resources these tests address; the client keeps no list of its own. */
@@ -60,99 +62,6 @@ static const char *label_k(const json_t *obj)
         json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), "k"));
 }
 
-static const char *meta_str(const json_t *obj, const char *field)
-{
-    return json_string_value(json_object_get(json_object_get(obj, "metadata"), field));
-}
-
-static void test_kubeconfig_yaml(void **state)
-{
-    (void)state;
-    char dir[] = "/tmp/ck-kc-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char path[128], token_path[128];
-    snprintf(token_path, sizeof(token_path), "%s/token", dir);
-    FILE *t = fopen(token_path, "w");
-    fputs("s3cret\n", t);
-    fclose(t);
-    snprintf(path, sizeof(path), "%s/config", dir);
-    FILE *k = fopen(path, "w");
-    /* "LS0tCg==" is base64 of "---\n" */
-    fputs("apiVersion: v1\n"
-          "kind: Config\n"
-          "current-context: dev\n"
-          "clusters:\n"
-          "- name: c1\n"
-          "  cluster:\n"
-          "    server: http://127.0.0.1:1234\n"
-          "    certificate-authority: ca.pem\n"
-          "    certificate-authority-data: LS0tCg==\n"
-          "    insecure-skip-tls-verify: true\n"
-          "users:\n"
-          "- name: u1\n"
-          "  user: {tokenFile: token, client-certificate: /abs/cert.pem}\n"
-          "contexts:\n"
-          "- name: other\n"
-          "  context: {cluster: c1, user: u1}\n"
-          "- name: dev\n"
-          "  context:\n"
-          "    cluster: c1\n"
-          "    user: u1\n"
-          "    namespace: team-a\n",
-          k);
-    fclose(k);
-    struct ck_kubeconfig *kc = NULL;
-    struct ck_err err = {0};
-    assert_int_equal(ck_kubeconfig_load(path, NULL, &kc, &err), 0);
-    assert_string_equal(kc->server, "http://127.0.0.1:1234");
-    assert_string_equal(kc->namespace, "team-a");
-    assert_string_equal(kc->token, "s3cret");
-    char ca[160];
-    snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
-    assert_string_equal(kc->ca_file, ca);
-    assert_string_equal(kc->ca_data, "---\n");
-    assert_string_equal(kc->client_cert_file, "/abs/cert.pem");
-    assert_true(kc->insecure_skip_tls_verify);
-    ck_kubeconfig_free(kc);
-
-    /* another context: namespace defaults */
-    assert_int_equal(ck_kubeconfig_load(path, "other", &kc, &err), 0);
-    assert_string_equal(kc->namespace, "default");
-    ck_kubeconfig_free(kc);
-
-    /* errors are clear, never crashes */
-    assert_int_equal(ck_kubeconfig_load(path, "nope", &kc, &err), CK_EINVAL);
-    assert_non_null(strstr(err.msg, "nope"));
-    unlink(token_path);
-    assert_int_equal(ck_kubeconfig_load(path, NULL, &kc, &err), CK_ENOENT);
-    unlink(path);
-    assert_int_equal(ck_kubeconfig_load(path, NULL, &kc, &err), CK_ENOENT);
-    const char bad[] = "clusters: [unclosed";
-    assert_int_equal(ck_kubeconfig_parse(bad, strlen(bad), "/", NULL, &kc, &err), CK_EINVAL);
-    const char noserver[] = "{\"current-context\":\"x\",\"contexts\":[{\"name\":\"x\","
-                            "\"context\":{\"cluster\":\"c\"}}],\"clusters\":[{\"name\":\"c\","
-                            "\"cluster\":{}}]}";
-    assert_int_equal(ck_kubeconfig_parse(noserver, strlen(noserver), "/", NULL, &kc, &err),
-                     CK_EINVAL);
-    assert_non_null(strstr(err.msg, "no server"));
-    rmdir(dir);
-}
-
-static void test_yaml_to_json(void **state)
-{
-    (void)state;
-    const char doc[] = "a: 1\nb: \"1\"\nc: [x, true, null]\nd: {e: 2.5}\n";
-    json_t *j = NULL;
-    struct ck_err err = {0};
-    assert_int_equal(ck_yaml_to_json(doc, strlen(doc), &j, &err), 0);
-    assert_int_equal(json_integer_value(json_object_get(j, "a")), 1);
-    assert_string_equal(json_string_value(json_object_get(j, "b")), "1");
-    assert_true(json_is_true(json_array_get(json_object_get(j, "c"), 1)));
-    assert_true(json_is_null(json_array_get(json_object_get(j, "c"), 2)));
-    assert_true(json_real_value(json_object_get(json_object_get(j, "d"), "e")) == 2.5);
-    json_decref(j);
-}
-
 /* The kubeconfig the server writes (JSON) gives a client that reaches it. */
 static void test_kubeconfig_from_server(void **state)
 {
@@ -169,7 +78,7 @@ static void test_kubeconfig_from_server(void **state)
     assert_int_equal(ck_rest_new_from_kubeconfig(kc, 0, 0, &c, &err), 0);
     json_t *ns = NULL;
     assert_int_equal(ck_rest_get(c, &namespaces, NULL, "kube-system", &ns, &err), 0);
-    assert_string_equal(meta_str(ns, "name"), "kube-system");
+    assert_string_equal(ck__meta_str(ns, "name"), "kube-system");
     json_decref(ns);
     ck_rest_free(c);
     ck_kubeconfig_free(kc);
@@ -182,8 +91,8 @@ static void test_crud_and_errors(void **state)
     struct ck_err err = {0};
     json_t *cm = pod_with_label("one", "v1"), *created = NULL, *got = NULL;
     assert_int_equal(ck_rest_create(f->client, &pods, "default", cm, &created, &err), 0);
-    assert_non_null(meta_str(created, "uid"));
-    const char *rv = meta_str(created, "resourceVersion");
+    assert_non_null(ck__meta_str(created, "uid"));
+    const char *rv = ck__meta_str(created, "resourceVersion");
     assert_non_null(rv);
 
     /* AlreadyExists carries the Status */
@@ -194,7 +103,7 @@ static void test_crud_and_errors(void **state)
     assert_non_null(strstr(err.msg, "\"one\" already exists"));
 
     assert_int_equal(ck_rest_get(f->client, &pods, "default", "one", &got, &err), 0);
-    assert_string_equal(meta_str(got, "uid"), meta_str(created, "uid"));
+    assert_string_equal(ck__meta_str(got, "uid"), ck__meta_str(created, "uid"));
 
     /* update with the right resourceVersion, then a stale one: Conflict */
     json_t *upd = json_deep_copy(got), *updated = NULL;
@@ -202,7 +111,7 @@ static void test_crud_and_errors(void **state)
                         json_string("v2"));
     assert_int_equal(ck_rest_update(f->client, &pods, "default", upd, &updated, &err), 0);
     assert_string_equal(label_k(updated), "v2");
-    assert_string_not_equal(meta_str(updated, "resourceVersion"), rv);
+    assert_string_not_equal(ck__meta_str(updated, "resourceVersion"), rv);
     memset(&err, 0, sizeof(err));
     assert_int_equal(ck_rest_update(f->client, &pods, "default", upd, NULL, &err), CK_ECONFLICT);
     assert_int_equal(err.http_status, 409);
@@ -433,7 +342,7 @@ static int on_event(const char *type, json_t *obj, void *p)
     int r = 0;
     if (strcmp(type, "BOOKMARK") != 0 && atomic_fetch_add(&w->events, 1) == 0) {
         snprintf(w->first_type, sizeof(w->first_type), "%s", type);
-        snprintf(w->first_name, sizeof(w->first_name), "%s", meta_str(obj, "name"));
+        snprintf(w->first_name, sizeof(w->first_name), "%s", ck__meta_str(obj, "name"));
         r = 7; /* stop after the first */
     }
     json_decref(obj);
@@ -504,8 +413,6 @@ static void test_unreachable(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kubeconfig_yaml),
-        cmocka_unit_test(test_yaml_to_json),
         cmocka_unit_test(test_unreachable),
         cmocka_unit_test_setup_teardown(test_kubeconfig_from_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crud_and_errors, setup, teardown),
