@@ -67,6 +67,14 @@ static void history_release(struct history *h)
     pthread_mutex_destroy(&h->lock);
 }
 
+/* A hub keeping `capacity` events in memory over the history h. */
+static struct ck__hub *hub_new(struct history *h, size_t capacity)
+{
+    struct ck__hub *hub = NULL;
+    assert_int_equal(ck__hub_new(capacity, 0, 0, fake_history, h, &hub, NULL), 0);
+    return hub;
+}
+
 static void assert_revisions(struct collector *c, int64_t first, size_t n)
 {
     pthread_mutex_lock(&c->lock);
@@ -82,8 +90,7 @@ static void test_catch_up_below_the_ring_then_follow(void **state)
 {
     (void)state;
     struct history h = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    struct ck__hub *hub = NULL;
-    assert_int_equal(ck__hub_new(4, 0, 0, fake_history, &h, &hub, NULL), 0);
+    struct ck__hub *hub = hub_new(&h, 4);
     for (int i = 0; i < 10; i++)
         commit(hub, &h, "/a/x"); /* revisions 1..10; the ring keeps 7..10 */
     struct collector all, recent;
@@ -123,8 +130,7 @@ static void test_compacted_start_ends_the_watch(void **state)
 {
     (void)state;
     struct history h = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    struct ck__hub *hub = NULL;
-    assert_int_equal(ck__hub_new(2, 0, 0, fake_history, &h, &hub, NULL), 0);
+    struct ck__hub *hub = hub_new(&h, 2);
     for (int i = 0; i < 5; i++)
         commit(hub, &h, "/k");
     struct collector c;
@@ -158,8 +164,7 @@ static void test_progress_and_cancel(void **state)
 {
     (void)state;
     struct history h = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    struct ck__hub *hub = NULL;
-    assert_int_equal(ck__hub_new(8, 0, 0, fake_history, &h, &hub, NULL), 0);
+    struct ck__hub *hub = hub_new(&h, 8);
     commit(hub, &h, "/p");
     struct collector a, b;
     collector_init(&a);
