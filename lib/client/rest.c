@@ -625,6 +625,63 @@ int ck_rest_update_scale(struct ck_rest *c, const struct ck_resource *res, const
     return r;
 }
 
+/* ---- discovery --------------------------------------------------------------- */
+
+int ck_rest_discover_resource(struct ck_rest *c, const char *api_version, const char *kind,
+                              struct ck_api_resource *ret, struct ck_err *reterr)
+{
+    /* "version" or "group/version", each part a non-empty plain path segment */
+    char group_part[sizeof(ret->group)] = "";
+    const char *slash = api_version ? strchr(api_version, '/') : NULL;
+    if (slash && (size_t)(slash - api_version) < sizeof(group_part))
+        snprintf(group_part, sizeof(group_part), "%.*s", (int)(slash - api_version), api_version);
+    const char *version_part = slash ? slash + 1 : api_version;
+    if (!kind || !version_part || !*version_part || !plain_segment(version_part) ||
+        (slash && (!*group_part || strlen(group_part) != (size_t)(slash - api_version) ||
+                   !plain_segment(group_part))))
+        return ck_err_set(reterr, CK_EINVAL, "malformed apiVersion \"%s\"",
+                          api_version ? api_version : "");
+    char path[512];
+    int n = slash ? snprintf(path, sizeof(path), "/apis/%s", api_version)
+                  : snprintf(path, sizeof(path), "/api/%s", api_version);
+    if (n < 0 || (size_t)n >= sizeof(path))
+        return ck_err_set(reterr, CK_EINVAL, "apiVersion too long");
+    json_t *list = NULL;
+    int r = ck_rest_do(c, "GET", path, NULL, NULL, &list, reterr);
+    if (r == CK_ENOENT)
+        return ck_err_set(reterr, CK_ENOENT, "the server does not serve %s", api_version);
+    if (r < 0)
+        return r;
+    size_t i;
+    json_t *entry;
+    const char *name = NULL;
+    bool namespaced = false;
+    json_array_foreach(json_object_get(list, "resources"), i, entry)
+    {
+        const char *k = json_string_value(json_object_get(entry, "kind"));
+        const char *e = json_string_value(json_object_get(entry, "name"));
+        if (k && e && strcmp(k, kind) == 0 && !strchr(e, '/')) {
+            name = e;
+            namespaced = json_is_true(json_object_get(entry, "namespaced"));
+            break;
+        }
+    }
+    if (!name)
+        r = ck_err_set(reterr, CK_ENOENT, "the server serves no kind %s in %s", kind, api_version);
+    else if (strlen(version_part) >= sizeof(ret->version) ||
+             strlen(name) >= sizeof(ret->resource) || !plain_segment(name))
+        r = ck_err_set(reterr, CK_EINVAL, "resource %s of %s: name too long or not plain", name,
+                       api_version);
+    if (r == 0) {
+        snprintf(ret->group, sizeof(ret->group), "%s", group_part);
+        snprintf(ret->version, sizeof(ret->version), "%s", version_part);
+        snprintf(ret->resource, sizeof(ret->resource), "%s", name);
+        ret->res = (struct ck_resource){ret->group, ret->version, ret->resource, namespaced};
+    }
+    json_decref(list);
+    return r;
+}
+
 /* ---- watch ------------------------------------------------------------------ */
 
 struct watch_state {

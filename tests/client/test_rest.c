@@ -410,6 +410,38 @@ static void test_unreachable(void **state)
     assert_int_equal(ck_rest_new(&bad, &c, &err), CK_EINVAL);
 }
 
+/* Resources from discovery: group, version, plural and scope as the server serves them. */
+static void test_discover_resource(void **state)
+{
+    struct fixture *f = *state;
+    struct ck_api_resource found;
+    struct ck_err err = {0};
+    assert_int_equal(ck_rest_discover_resource(f->client, "v1", "Pod", &found, &err), 0);
+    assert_string_equal(found.res.group, "");
+    assert_string_equal(found.res.version, "v1");
+    assert_string_equal(found.res.resource, "pods");
+    assert_true(found.res.namespaced);
+    assert_int_equal(ck_rest_discover_resource(f->client, "v1", "Namespace", &found, &err), 0);
+    assert_string_equal(found.res.resource, "namespaces");
+    assert_false(found.res.namespaced);
+    assert_int_equal(ck_rest_discover_resource(f->client, "apps/v1", "ReplicaSet", &found, &err),
+                     0);
+    assert_string_equal(found.res.group, "apps");
+    assert_string_equal(found.res.resource, "replicasets");
+    json_t *list = NULL; /* and it addresses the server's collection */
+    assert_int_equal(ck_rest_list(f->client, &found.res, "default", NULL, &list, &err), 0);
+    json_decref(list);
+
+    assert_int_equal(ck_rest_discover_resource(f->client, "v1", "Gadget", &found, &err), CK_ENOENT);
+    assert_int_equal(
+        ck_rest_discover_resource(f->client, "nope.example/v9", "Gadget", &found, &err), CK_ENOENT);
+    assert_int_equal(ck_rest_discover_resource(f->client, "a/b/c", "Pod", &found, &err), CK_EINVAL);
+    assert_int_equal(ck_rest_discover_resource(f->client, "", "Pod", &found, &err), CK_EINVAL);
+    assert_int_equal(ck_rest_discover_resource(f->client, "/v1", "Pod", &found, &err), CK_EINVAL);
+    assert_int_equal(ck_rest_discover_resource(f->client, "a b/v1", "Pod", &found, &err),
+                     CK_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -421,6 +453,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_status_and_scale, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_discover_resource, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
