@@ -12,6 +12,7 @@
  *   keys and stores void * values it does not own. Not thread-safe: its owner locks.
  * - struct ck__buf: a growable NUL-terminated byte buffer with an optional cap and a
  *   sticky error, a libcurl write callback and a newline splitter over it.
+ * - ck__read_file: a whole small file, capped.
  * - ck__meta_str: a string field of an object's metadata.
  * - ck__time_parse/ck__time_format: RFC 3339 times as Kubernetes writes them.
  * - ck__parse_bool/ck__quote: Go's strconv.ParseBool and %q, which Kubernetes' inputs
@@ -147,6 +148,16 @@ typedef bool (*ck__line_fn)(void *arg, const char *line, size_t len);
  * fn asked to stop.
  */
 bool ck__buf_lines(struct ck__buf *b, const char *data, size_t n, ck__line_fn fn, void *arg);
+
+/* ---- files (file.c) ------------------------------------------------------ */
+
+/*
+ * Reads the whole file at path into *ret (NUL-terminated, the caller frees it) and its
+ * length into *ret_len. Returns 0, the negated errno of opening it (CK_ENOENT, -EACCES,
+ * ...), CK__E2BIG when it holds more than max bytes, CK_ENOMEM, or CK_EIO when reading
+ * fails; the outputs are untouched then.
+ */
+int ck__read_file(const char *path, size_t max, char **ret, size_t *ret_len);
 
 /* ---- object metadata (meta.c) ------------------------------------------ */
 
