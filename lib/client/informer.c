@@ -207,11 +207,6 @@ const json_t *ck_cached_ref(const json_t *obj)
 
 /* ---- delivering changes ------------------------------------------------------ */
 
-static const char *rv_of(const json_t *obj)
-{
-    return json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
-}
-
 static void notify_add(struct ck_informer *inf, const json_t *obj, bool initial)
 {
     for (size_t i = 0; i < inf->nhandlers; i++)
@@ -299,7 +294,8 @@ int ck__informer_replace(struct ck_informer *inf, json_t **objs, size_t n)
         if (!prev) {
             notify_add(inf, objs[i], initial);
         } else {
-            const char *a = rv_of(prev), *b = rv_of(objs[i]);
+            const char *a = ck__meta_str(prev, "resourceVersion"),
+                       *b = ck__meta_str(objs[i], "resourceVersion");
             if (!a || !b || strcmp(a, b) != 0)
                 notify_update(inf, prev, objs[i]);
         }

@@ -65,8 +65,7 @@ static bool backoff_sleep(struct ck__reflector *r, int64_t d)
 
 static void set_last_rv(struct ck__reflector *r, const json_t *obj)
 {
-    const char *rv =
-        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    const char *rv = ck__meta_str(obj, "resourceVersion");
     if (rv && *rv && strlen(rv) < sizeof(r->last_rv)) {
         pthread_mutex_lock(&r->lock);
         snprintf(r->last_rv, sizeof(r->last_rv), "%s", rv);

@@ -480,11 +480,6 @@ static int make_path(const struct ck_resource *res, const char *namespace, const
     return 0;
 }
 
-static const char *object_name(const json_t *obj)
-{
-    return json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
-}
-
 int ck_rest_get(struct ck_rest *c, const struct ck_resource *res, const char *namespace,
                 const char *name, json_t **ret_obj, struct ck_err *reterr)
 {
@@ -560,7 +555,7 @@ static int put_object(struct ck_rest *c, const struct ck_resource *res, const ch
                       const json_t *obj, const char *subresource, json_t **ret_obj,
                       struct ck_err *reterr)
 {
-    const char *name = object_name(obj);
+    const char *name = ck__meta_str(obj, "name");
     if (!name)
         return ck_err_set(reterr, CK_EINVAL, "the object has no metadata.name");
     char path[1024];
