@@ -23,8 +23,6 @@
 
 #include "internal.h"
 
-#define SCALE_SCHEMA "io.k8s.api.autoscaling.v1.Scale"
-
 static const char unsupported_patch[] =
     "the body of the request was in an unknown format - accepted media types include: "
     "application/json-patch+json, application/merge-patch+json, "
@@ -162,8 +160,10 @@ json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck__status *st
             drop_inherited_version(out, current);
         return out;
     }
-    json_t *view = ck__scale_of(p->kind, current);
-    json_t *patched = view ? apply(p, view, SCALE_SCHEMA, st) : NULL;
+    /* the Scale's schema, as the kind's scale subresource names it */
+    const struct ck_subresource *sub = ck_kind_subresource_part(p->kind, CK_SUBRESOURCE_SCALE);
+    json_t *view = sub ? ck__scale_of(p->kind, current) : NULL;
+    json_t *patched = view ? apply(p, view, sub->schema, st) : NULL;
     json_t *out = NULL;
     if (patched) {
         drop_inherited_version(patched, view);
