@@ -181,7 +181,8 @@ int ck__time_parse(const char *s, int64_t *ret_sec, long *ret_usec);
 /*
  * Writes sec (and, when usec >= 0, usec as six digits: metav1.MicroTime) as UTC,
  * "2006-01-02T15:04:05Z" / "2006-01-02T15:04:05.000000Z", as metav1.Time marshals.
- * Returns buf. size should be CK__TIME_LEN.
+ * Returns buf. size must hold the text and its NUL (21 bytes for a Time, 28 for a
+ * MicroTime; CK__TIME_LEN always does), else the text is cut short.
  */
 const char *ck__time_format(int64_t sec, long usec, char *buf, size_t size);
 
