@@ -101,8 +101,8 @@ int ck_runner_install_crash_handler(void);
  * The resource group/version/resource names, built from its kind descriptor
  * (ck_kind_lookup: group, version, plural, namespaced). group is "" for the core group.
  * Returns a pointer valid until exit (the same one on every call for the same resource,
- * so it can be handed to an informer factory), or NULL when no kind serves it (or, past
- * 64 distinct resources, when the table that keeps them is full).
+ * so it can be handed to an informer factory), or NULL when no kind serves it (or when
+ * out of memory).
  */
 const struct ck_resource *ck_controller_resource(const char *group, const char *version,
                                                  const char *resource);

@@ -29,9 +29,6 @@ long long ck__int_at(const json_t *obj, const char *dotted);
 /* s when it is a non-empty string, else "<none>" (how Kubernetes prints an empty cell). */
 const char *ck__or_none(const char *s);
 
-/* Seconds since the epoch of an RFC 3339 UTC time as ckube stores them, or -1. */
-long long ck__parse_time(const char *timestamp);
-
 /* parent[key] when it is an object, else a new empty object stored there. Borrowed. */
 json_t *ck__object_at(json_t *parent, const char *key);
 

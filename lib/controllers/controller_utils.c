@@ -26,7 +26,6 @@
 #include "ckube/controllers.h"
 #include "ckube/internal/util.h"
 
-#define MAX_RESOURCES     64
 #define MAX_BATCH_THREADS 16
 
 static const json_t *meta(const json_t *obj)
@@ -34,17 +33,17 @@ static const json_t *meta(const json_t *obj)
     return json_object_get(obj, "metadata");
 }
 
-static const char *meta_str(const json_t *obj, const char *field)
-{
-    return json_string_value(json_object_get(meta(obj), field));
-}
-
 /* ---- resources ------------------------------------------------------------------ */
+
+/* Every resource handed out, each in its own node so its address never changes. */
+struct resource_node {
+    struct resource_node *next;
+    struct ck_resource res;
+};
 
 static struct {
     pthread_mutex_t lock;
-    struct ck_resource items[MAX_RESOURCES];
-    size_t n;
+    struct resource_node *head; /* kept until exit: callers hold the pointers */
 } resources = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 const struct ck_resource *ck_controller_resource(const char *group, const char *version,
@@ -55,15 +54,19 @@ const struct ck_resource *ck_controller_resource(const char *group, const char *
         return NULL;
     const struct ck_resource *found = NULL;
     pthread_mutex_lock(&resources.lock);
-    for (size_t i = 0; i < resources.n && !found; i++)
-        if (resources.items[i].group == kind->group &&
-            resources.items[i].version == kind->version &&
-            resources.items[i].resource == kind->resource)
-            found = &resources.items[i];
-    if (!found && resources.n < MAX_RESOURCES) {
-        struct ck_resource *res = &resources.items[resources.n++];
-        *res = (struct ck_resource){kind->group, kind->version, kind->resource, kind->namespaced};
-        found = res;
+    for (struct resource_node *n = resources.head; n && !found; n = n->next)
+        if (n->res.group == kind->group && n->res.version == kind->version &&
+            n->res.resource == kind->resource)
+            found = &n->res;
+    if (!found) {
+        struct resource_node *n = ck__malloc(sizeof(*n));
+        if (n) {
+            n->res =
+                (struct ck_resource){kind->group, kind->version, kind->resource, kind->namespaced};
+            n->next = resources.head;
+            resources.head = n;
+            found = &n->res;
+        }
     }
     pthread_mutex_unlock(&resources.lock);
     return found;
@@ -96,12 +99,10 @@ void ck_event_recordf(const struct ck_event_recorder *r, const json_t *obj, cons
 
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char now[32], name[320];
-    strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    const char *obj_name = meta_str(obj, "name");
-    const char *ns = meta_str(obj, "namespace");
+    char now[CK__TIME_LEN], name[320];
+    ck__time_format((int64_t)ts.tv_sec, 0, now, sizeof(now));
+    const char *obj_name = ck__meta_str(obj, "name");
+    const char *ns = ck__meta_str(obj, "namespace");
     if (!ns || !*ns)
         ns = "default"; /* metav1.NamespaceDefault, for cluster-scoped objects */
     snprintf(name, sizeof(name), "%s.%llx", obj_name ? obj_name : "",
@@ -112,8 +113,8 @@ void ck_event_recordf(const struct ck_event_recorder *r, const json_t *obj, cons
         json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s?}", "apiVersion",
                   json_string_value(json_object_get(obj, "apiVersion")), "kind",
                   json_string_value(json_object_get(obj, "kind")), "name", obj_name, "namespace",
-                  meta_str(obj, "namespace"), "uid", meta_str(obj, "uid"), "resourceVersion",
-                  meta_str(obj, "resourceVersion"));
+                  ck__meta_str(obj, "namespace"), "uid", ck__meta_str(obj, "uid"),
+                  "resourceVersion", ck__meta_str(obj, "resourceVersion"));
     json_t *ev =
         json_pack("{s:s, s:s, s:{s:s, s:s}, s:o, s:s, s:s, s:s, s:{s:s}, s:s, s:s, "
                   "s:s, s:i}",
@@ -134,8 +135,8 @@ void ck_event_recordf(const struct ck_event_recorder *r, const json_t *obj, cons
 json_t *ck_controller_ref_new(const json_t *owner, const char *api_version, const char *kind)
 {
     return json_pack("{s:s, s:s, s:s?, s:s?, s:b, s:b}", "apiVersion", api_version, "kind", kind,
-                     "name", meta_str(owner, "name"), "uid", meta_str(owner, "uid"), "controller",
-                     1, "blockOwnerDeletion", 1);
+                     "name", ck__meta_str(owner, "name"), "uid", ck__meta_str(owner, "uid"),
+                     "controller", 1, "blockOwnerDeletion", 1);
 }
 
 /* Sets a deep copy of src[field] into dst when src has it; false when out of memory. */
@@ -151,9 +152,9 @@ json_t *ck_pod_from_template(const json_t *template, const json_t *parent,
     const json_t *tmeta = json_object_get(template, "metadata");
     char prefix[300];
     snprintf(prefix, sizeof(prefix), "%s-",
-             meta_str(parent, "name") ? meta_str(parent, "name") : "");
+             ck__meta_str(parent, "name") ? ck__meta_str(parent, "name") : "");
     json_t *pod_meta = json_pack("{s:s, s:s?}", "generateName", prefix, "namespace",
-                                 meta_str(parent, "namespace"));
+                                 ck__meta_str(parent, "namespace"));
     json_t *spec = json_deep_copy(json_object_get(template, "spec"));
     bool ok = pod_meta && spec && copy_field(pod_meta, tmeta, "labels") &&
               copy_field(pod_meta, tmeta, "annotations") &&
@@ -323,10 +324,10 @@ static int rank_cmp(const void *pa, const void *pb)
     if (ca != cb)
         return ca > cb ? -1 : 1;
     /* 7. newer first */
-    int t = strcmp_null(meta_str(b, "creationTimestamp"), meta_str(a, "creationTimestamp"));
+    int t = strcmp_null(ck__meta_str(b, "creationTimestamp"), ck__meta_str(a, "creationTimestamp"));
     if (t != 0)
         return t;
-    return strcmp_null(meta_str(a, "name"), meta_str(b, "name")); /* stable */
+    return strcmp_null(ck__meta_str(a, "name"), ck__meta_str(b, "name")); /* stable */
 }
 
 int ck_pods_rank_for_deletion(const json_t **pods, size_t n, const json_t *const *related,

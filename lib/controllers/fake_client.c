@@ -41,11 +41,6 @@ struct ck_fake_client {
     unsigned long serial; /* generated names and uids */
 };
 
-static const char *meta_str(const json_t *obj, const char *field)
-{
-    return json_string_value(json_object_get(json_object_get(obj, "metadata"), field));
-}
-
 int ck_fake_client_new(struct ck_fake_client **ret_fc, struct ck_err *reterr)
 {
     struct ck_fake_client *fc = ck__calloc(1, sizeof(*fc));
@@ -150,7 +145,7 @@ static int store(struct ck_fake_client *fc, const struct ck_resource *res, json_
                  struct ck_err *reterr)
 {
     char key[512];
-    tracker_key(res, meta_str(obj, "namespace"), meta_str(obj, "name"), key, sizeof(key));
+    tracker_key(res, ck__meta_str(obj, "namespace"), ck__meta_str(obj, "name"), key, sizeof(key));
     bool created;
     struct ck__strmap_entry *e = ck__strmap_put(&fc->objects, key, obj, &created);
     if (!e) {
@@ -197,7 +192,7 @@ static void set_meta(json_t *obj, const char *field, const char *value)
 static void bump_version(json_t *obj)
 {
     char rv[32];
-    snprintf(rv, sizeof(rv), "%lld", atoll(meta_str(obj, "resourceVersion") ?: "0") + 1);
+    snprintf(rv, sizeof(rv), "%lld", atoll(ck__meta_str(obj, "resourceVersion") ?: "0") + 1);
     set_meta(obj, "resourceVersion", rv);
 }
 
@@ -231,19 +226,19 @@ static int fake_create(void *data, const struct ck_resource *res, const char *ns
     pthread_mutex_lock(&fc->lock);
     json_t *copy = NULL;
     char name[300];
-    snprintf(name, sizeof(name), "%s", meta_str(obj, "name") ?: meta_str(obj, "generateName") ?: "");
+    snprintf(name, sizeof(name), "%s", ck__meta_str(obj, "name") ?: ck__meta_str(obj, "generateName") ?: "");
     int r = scripted(fc, "create", res, reterr);
     if (r == 0 && !(copy = json_deep_copy(obj)))
         r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
     if (r == 0) {
         unsigned long n = ++fc->serial;
-        if (!meta_str(copy, "name")) {
-            snprintf(name, sizeof(name), "%s%lu", meta_str(obj, "generateName") ?: "", n);
+        if (!ck__meta_str(copy, "name")) {
+            snprintf(name, sizeof(name), "%s%lu", ck__meta_str(obj, "generateName") ?: "", n);
             set_meta(copy, "name", name);
         }
         if (res->namespaced && ns)
             set_meta(copy, "namespace", ns);
-        if (!meta_str(copy, "uid")) {
+        if (!ck__meta_str(copy, "uid")) {
             char uid[32];
             snprintf(uid, sizeof(uid), "fake-uid-%lu", n);
             set_meta(copy, "uid", uid);
@@ -270,13 +265,13 @@ static int fake_put(struct ck_fake_client *fc, const char *verb, bool whole,
                     json_t **ret_obj, struct ck_err *reterr)
 {
     pthread_mutex_lock(&fc->lock);
-    const char *name = meta_str(obj, "name");
+    const char *name = ck__meta_str(obj, "name");
     int r = scripted(fc, verb, res, reterr);
     json_t *have = r == 0 ? lookup(fc, res, ns, name) : NULL, *next = NULL;
-    const char *want_rv = meta_str(obj, "resourceVersion");
+    const char *want_rv = ck__meta_str(obj, "resourceVersion");
     if (r == 0 && !have)
         r = ck_err_set(reterr, CK_ENOENT, "%s \"%s\" not found", res->resource, name ?: "");
-    else if (r == 0 && want_rv && strcmp(want_rv, meta_str(have, "resourceVersion") ?: "") != 0)
+    else if (r == 0 && want_rv && strcmp(want_rv, ck__meta_str(have, "resourceVersion") ?: "") != 0)
         r = ck_err_set(reterr, CK_ECONFLICT,
                        "Operation cannot be fulfilled on %s \"%s\": the object has been "
                        "modified; please apply your changes to the latest version and try again",
@@ -287,7 +282,7 @@ static int fake_put(struct ck_fake_client *fc, const char *verb, bool whole,
         if (next && !whole && status)
             json_object_set_new(next, "status", json_deep_copy(status));
         if (next) {
-            set_meta(next, "resourceVersion", meta_str(have, "resourceVersion") ?: "0");
+            set_meta(next, "resourceVersion", ck__meta_str(have, "resourceVersion") ?: "0");
             bump_version(next);
         }
         r = next ? answer(next, ret_obj, reterr) : ck_err_set(reterr, CK_ENOMEM, "out of memory");

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "../internal.h"
+#include "ckube/internal/util.h"
 
 /* ---- strategy ----------------------------------------------------------- */
 
@@ -204,7 +205,8 @@ static void count_restarts(const json_t *statuses, long long *restarts, long lon
     json_array_foreach(statuses, i, cs)
     {
         *restarts += (long long)json_integer_value(json_object_get(cs, "restartCount"));
-        long long finished = ck__parse_time(ck__str_at(cs, "lastState.terminated.finishedAt"));
+        int64_t finished = -1;
+        ck__time_parse(ck__str_at(cs, "lastState.terminated.finishedAt"), &finished, NULL);
         if (finished > *last_restart)
             *last_restart = finished;
     }

@@ -30,7 +30,6 @@
  * informers' threads. The controller's own state is read-only after creation, except
  * expectations, which are thread-safe.
  */
-#define _GNU_SOURCE /* strptime, timegm */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,11 +60,6 @@ static const json_t *meta(const json_t *obj)
     return json_object_get(obj, "metadata");
 }
 
-static const char *meta_str(const json_t *obj, const char *field)
-{
-    return json_string_value(json_object_get(meta(obj), field));
-}
-
 static bool being_deleted(const json_t *obj)
 {
     return json_object_get(meta(obj), "deletionTimestamp") != NULL;
@@ -90,7 +84,7 @@ static const json_t *resolve_ref(struct ck_rs_controller *c, const char *ns, con
     const json_t *rs = NULL;
     if (ck_lister_get(&c->rss, ns ? ns : "", name, &rs) < 0)
         return NULL;
-    const char *have = meta_str(rs, "uid");
+    const char *have = ck__meta_str(rs, "uid");
     if (!have || strcmp(have, uid) != 0) {
         ck_cached_unref(rs);
         return NULL;
@@ -101,7 +95,7 @@ static const json_t *resolve_ref(struct ck_rs_controller *c, const char *ns, con
 /* Every ReplicaSet of pod's namespace whose selector matches the pod (GetPodReplicaSets). */
 static void enqueue_matching(struct ck_rs_controller *c, const json_t *pod)
 {
-    const char *ns = meta_str(pod, "namespace");
+    const char *ns = ck__meta_str(pod, "namespace");
     struct ck_obj_list rss = {0};
     if (!ns || ck_lister_list(&c->rss, ns, NULL, &rss, NULL) < 0)
         return;
@@ -148,7 +142,7 @@ static void pod_deleted(struct ck_rs_controller *c, const json_t *pod, const cha
     const json_t *ref = ck_controller_ref(pod);
     if (!ref)
         return;
-    const json_t *rs = resolve_ref(c, meta_str(pod, "namespace"), ref);
+    const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ref);
     if (!rs)
         return;
     char *rs_key = NULL;
@@ -170,7 +164,7 @@ static void pod_add(const json_t *pod, bool initial, void *arg)
     if (being_deleted(pod)) {
         pod_deleted(c, pod, pod_key); /* a restart can show a pod already being deleted */
     } else if (ck_controller_ref(pod)) {
-        const json_t *rs = resolve_ref(c, meta_str(pod, "namespace"), ck_controller_ref(pod));
+        const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ck_controller_ref(pod));
         char *rs_key = NULL;
         if (rs && ck_meta_namespace_key(rs, &rs_key, NULL) == 0) {
             ck_expectations_creation_observed(c->exp, rs_key);
@@ -200,7 +194,7 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
         pod_add(pod, false, arg);
         return;
     }
-    const char *a = meta_str(old, "resourceVersion"), *b = meta_str(pod, "resourceVersion");
+    const char *a = ck__meta_str(old, "resourceVersion"), *b = ck__meta_str(pod, "resourceVersion");
     if (a && b && strcmp(a, b) == 0)
         return;
     char *pod_key = NULL;
@@ -217,13 +211,13 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
         return;
     }
     if (!same_ref(old_ref, ref) && old_ref) {
-        const json_t *rs = resolve_ref(c, meta_str(old, "namespace"), old_ref);
+        const json_t *rs = resolve_ref(c, ck__meta_str(old, "namespace"), old_ref);
         if (rs)
             enqueue_obj(c, rs);
         ck_cached_unref(rs);
     }
     if (ref) {
-        const json_t *rs = resolve_ref(c, meta_str(pod, "namespace"), ref);
+        const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ref);
         if (rs)
             enqueue_obj(c, rs);
         ck_cached_unref(rs);
@@ -243,14 +237,6 @@ static void pod_delete(const json_t *pod, const struct ck_deleted_final_state_un
 }
 
 /* ---- time ------------------------------------------------------------------------ */
-
-static void now_rfc3339(char *buf, size_t size)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 /* ---- creating pods in slow-start batches ----------------------------------------- */
 
@@ -277,7 +263,7 @@ static int slow_start_create(struct ck_rs_controller *c, const json_t *rs, const
     json_decref(ref);
     int created = 0;
     if (pod) {
-        struct create_ctx x = {c, meta_str(rs, "namespace"), pod};
+        struct create_ctx x = {c, ck__meta_str(rs, "namespace"), pod};
         created = ck_slow_start_batch(count, CK_SLOW_START_INITIAL_BATCH, create_one, &x, reterr);
     } else {
         ck_err_set(reterr, CK_ENOMEM, "out of memory");
@@ -308,14 +294,6 @@ static bool fully_labeled(const json_t *rs, const json_t *pod)
     return true;
 }
 
-static time_t parse_time(const char *s)
-{
-    struct tm tm = {0};
-    if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        return 0;
-    return timegm(&tm);
-}
-
 /*
  * The new status (calculateStatus). *ret_requeue_after is set when a ready pod will
  * become available after minReadySeconds.
@@ -336,7 +314,9 @@ static json_t *compute_status(const json_t *rs, const struct ck_obj_list *pods, 
         const char *since;
         if (ck_pod_is_ready(pod, &since)) {
             ready++;
-            time_t t = parse_time(since);
+            int64_t t = 0;
+            if (ck__time_parse(since, &t, NULL) != 0)
+                t = 0;
             if (min_ready == 0 || (t && t + min_ready <= now))
                 available++;
             else
@@ -368,7 +348,7 @@ static json_t *compute_status(const json_t *rs, const struct ck_obj_list *pods, 
             json_array_append(conds, (json_t *)old_failure);
         } else {
             char now_s[32];
-            now_rfc3339(now_s, sizeof(now_s));
+            ck__time_format((int64_t)time(NULL), 0, now_s, sizeof(now_s));
             json_array_append_new(conds,
                                   json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "ReplicaFailure",
                                             "status", "True", "lastTransitionTime", now_s, "reason",
@@ -392,17 +372,17 @@ static int write_status(struct ck_rs_controller *c, const json_t *rs, json_t *st
     if (!copy)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     json_object_set(copy, "status", status);
-    const char *ns = meta_str(rs, "namespace");
+    const char *ns = ck__meta_str(rs, "namespace");
     int r = ck_ctl_update_status(&c->client, c->rss_res, ns, copy, NULL, reterr);
     json_decref(copy);
     if (r != CK_ECONFLICT)
         return r;
     /* the cache is behind (statusUpdateRetries): once more on a fresh read */
     json_t *fresh = NULL;
-    r = ck_ctl_get(&c->client, c->rss_res, ns, meta_str(rs, "name"), &fresh, reterr);
+    r = ck_ctl_get(&c->client, c->rss_res, ns, ck__meta_str(rs, "name"), &fresh, reterr);
     if (r < 0)
         return r;
-    const char *a = meta_str(fresh, "uid"), *b = meta_str(rs, "uid");
+    const char *a = ck__meta_str(fresh, "uid"), *b = ck__meta_str(rs, "uid");
     if (a && b && strcmp(a, b) == 0) {
         json_object_set(fresh, "status", status);
         r = ck_ctl_update_status(&c->client, c->rss_res, ns, fresh, NULL, reterr);
@@ -438,8 +418,8 @@ static int delete_surplus(struct ck_rs_controller *c, const char *rs_key,
     ck_expectations_expect_deletions_of(c->exp, rs_key, keys, (size_t)diff);
     for (int i = 0; i < diff; i++) {
         struct ck_err err = {0};
-        int e = ck_ctl_delete(&c->client, c->pods_res, meta_str(order[i], "namespace"),
-                              meta_str(order[i], "name"), NULL, NULL, &err);
+        int e = ck_ctl_delete(&c->client, c->pods_res, ck__meta_str(order[i], "namespace"),
+                              ck__meta_str(order[i], "name"), NULL, NULL, &err);
         if (e < 0) /* will not be observed (or was gone already) */
             ck_expectations_deletion_observed_of(c->exp, rs_key, keys[i]);
         if (e < 0 && e != CK_ENOENT && !first) {
@@ -520,7 +500,7 @@ static int sync_rs(struct ck_controller *ctl, const char *key, struct ck_err *re
 
     /* the namespace's pods that are active */
     struct ck_obj_list all = {0};
-    const char *ns = meta_str(rs, "namespace");
+    const char *ns = ck__meta_str(rs, "namespace");
     r = ck_lister_list(&c->pods, ns ? ns : "", NULL, &all, reterr);
     const json_t **active = calloc(all.n ? all.n : 1, sizeof(*active));
     size_t nactive = 0;
