@@ -44,6 +44,12 @@ const json_t *ck__schema_resolve(const struct ck_schemas *set, const json_t *sch
         "Name", "string", "name", CK__NAME_DOC, priority, ".metadata.name", CK_CELL_ABSENT_NONE,   \
             false                                                                                  \
     }
+/* A column whose cells the kind's cells hook computes (no json_path). */
+#define CK__COMPUTED_COLUMN(col_name, col_type, col_description, col_priority)                     \
+    {                                                                                              \
+        .name = col_name, .type = col_type, .format = "", .description = col_description,          \
+        .priority = col_priority                                                                   \
+    }
 #define CK__AGE_COLUMN                                                                             \
     {                                                                                              \
         "Age", "string", "", CK__AGE_DOC, 0, ".metadata.creationTimestamp", CK_CELL_ABSENT_NULL,   \
