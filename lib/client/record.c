@@ -601,6 +601,8 @@ static enum write_result write_once(struct ck_event_recorder *r,
         if (!ev)
             return UNREACHABLE;
         json_object_del(json_object_get(ev, "metadata"), "resourceVersion");
+        json_decref(stored);
+        stored = NULL;
         err = (struct ck_err){0};
         rc = r->sink.ops->create(r->sink.data, ns, ev, &stored, &err);
         json_decref(ev);
@@ -612,6 +614,7 @@ static enum write_result write_once(struct ck_event_recorder *r,
         json_decref(stored);
         return WRITTEN;
     }
+    json_decref(stored); /* a sink should leave it alone on failure; be safe if it did not */
     if (err.http_status != 0) {
         if (rc == CK_EEXIST)
             CK_LOGV(5, "server rejected event %s/%s: %s (will not retry)", ns, name, err.msg);
