@@ -219,6 +219,34 @@ static void test_event_describes_the_object_and_the_source(void **state)
     assert_int_equal(stats(f).created, 1);
 }
 
+/* What the deployment controller will record: ScalingReplicaSet on the Deployment. */
+static void test_scaling_events_on_a_deployment(void **state)
+{
+    struct fixture *f = *state;
+    struct ck_event_recorder_options o = {.component = "deployment-controller",
+                                          .synchronous = true,
+                                          .correlator = {.clock = f->clock}};
+    assert_int_equal(ck_event_recorder_new(&o, &f->iface, &f->rec, NULL), 0);
+    json_t *d = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "apiVersion", "apps/v1", "kind",
+                          "Deployment", "metadata", "name", "web", "namespace", "default", "uid",
+                          "d-uid", "resourceVersion", "7");
+    ck_event_recordf(f->rec, d, CK_EVENT_NORMAL, "ScalingReplicaSet",
+                     "Scaled up replica set %s from %d to %d", "web-7d4b9c", 0, 3);
+    ck_event_recordf(f->rec, d, CK_EVENT_NORMAL, "ScalingReplicaSet",
+                     "Scaled down replica set %s from %d to %d", "web-5f6a7b", 3, 2);
+    json_decref(d);
+    assert_int_equal(f->sink.n_calls, 2);
+    const json_t *ev = f->sink.calls[0].body;
+    assert_string_equal(str_at(ev, "involvedObject", "kind"), "Deployment");
+    assert_string_equal(str_at(ev, "involvedObject", "uid"), "d-uid");
+    assert_string_equal(str_at(ev, "source", "component"), "deployment-controller");
+    assert_string_equal(str_at(ev, "message", NULL),
+                        "Scaled up replica set web-7d4b9c from 0 to 3");
+    assert_string_equal(str_at(f->sink.calls[1].body, "message", NULL),
+                        "Scaled down replica set web-5f6a7b from 3 to 2");
+    assert_string_equal(f->sink.calls[1].verb, "create"); /* another message: another event */
+}
+
 static void test_unsupported_type_is_dropped(void **state)
 {
     struct fixture *f = *state;
@@ -556,6 +584,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_event_describes_the_object_and_the_source, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_scaling_events_on_a_deployment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsupported_type_is_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_scoped_object_gets_default_namespace, setup,
                                         teardown),

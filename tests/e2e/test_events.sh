@@ -3,7 +3,9 @@
 # ReplicaSet controller's SuccessfulCreate and SuccessfulDelete events, as `kubectl
 # describe rs`, `kubectl get events --field-selector involvedObject.*` and `kubectl
 # events --for` show them; then the event TTL: restarted with `--event-ttl 3s`, the
-# server removes every event once it is three seconds past its last activity. Pods are
+# server removes every event once it is three seconds past its last activity. Events
+# about a Deployment and a pod, written by the test, show in `kubectl describe` and
+# `kubectl events --for` too (no controller records them yet). Pods are
 # made Ready through pods/status by the test (there is no node agent). Events are
 # written asynchronously, so their checks poll (at most 30 s) instead of watching.
 #
@@ -116,29 +118,65 @@ check "the delete events name the pods" sh -c "
 check "kubectl events --for replicaset/web shows the deletes" sh -c "
     kubectl events --for replicaset/web | grep -c SuccessfulDelete | grep -qx 2"
 
-# --- the event TTL: restarted with --event-ttl 3s ---
-stop_server
-start_server --event-ttl 3s
-now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-cat >"$work/event.yaml" <<YAML
+# --- events about a Deployment and a pod (as the deployment controller and the
+# scheduler will record them), written by hand: describe and `kubectl events` ---
+# write_event NAME KIND APIVERSION OBJECT UID REASON MESSAGE [COMPONENT]
+write_event() {
+    ts=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+    cat >"$work/event.yaml" <<YAML
 apiVersion: v1
 kind: Event
 metadata:
-  name: manual.1
-involvedObject:
-  kind: ReplicaSet
-  name: web
-  namespace: default
-reason: Manual
-message: written by the test
+  name: $1
+involvedObject: {kind: $2, apiVersion: $3, name: $4, namespace: default, uid: "$5"}
+reason: $6
+message: "$7"
 type: Normal
-source:
-  component: test
-firstTimestamp: "$now"
-lastTimestamp: "$now"
+source: {component: ${8:-test}}
+reportingComponent: ${8:-test}
+firstTimestamp: "$ts"
+lastTimestamp: "$ts"
 count: 1
 YAML
-check "create an event by hand" sh -c "kubectl create -f '$work/event.yaml' >/dev/null"
+    k create -f "$work/event.yaml" >/dev/null
+}
+cat >"$work/deploy.yaml" <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: site
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: site}
+  template:
+    metadata:
+      labels: {app: site}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx
+YAML
+check "create a Deployment" sh -c "kubectl create -f '$work/deploy.yaml' >/dev/null"
+duid=$(k get deployment site -o jsonpath='{.metadata.uid}')
+check "an event on the Deployment" write_event site.1 Deployment apps/v1 site "$duid" \
+    ScalingReplicaSet "Scaled up replica set site-7d4b9c from 0 to 3" deployment-controller
+check "kubectl describe deployment shows it" sh -c "kubectl describe deployment site |
+    grep -Eq 'Normal +ScalingReplicaSet +.* deployment-controller +Scaled up replica set site-7d4b9c from 0 to 3'"
+check "kubectl events --for deployment/site shows it" sh -c "kubectl events --for deployment/site |
+    grep -Eq 'ScalingReplicaSet +Deployment/site +Scaled up replica set site-7d4b9c from 0 to 3'"
+pod=$(k get pods -l app=web -o jsonpath='{.items[0].metadata.name}')
+puid=$(k get pod "$pod" -o jsonpath='{.metadata.uid}')
+check "an event on a pod" write_event "$pod.1" Pod v1 "$pod" "$puid" Scheduled \
+    "Successfully assigned default/$pod to node-1" default-scheduler
+check "kubectl describe pod shows it" sh -c "kubectl describe pod '$pod' |
+    grep -Eq 'Normal +Scheduled +.* default-scheduler +Successfully assigned default/$pod to node-1'"
+
+# --- the event TTL: restarted with --event-ttl 3s ---
+stop_server
+start_server --event-ttl 3s
+check "create an event by hand" write_event manual.1 ReplicaSet apps/v1 web "$uid" Manual \
+    "written by the test"
 check "the new event is there at once" sh -c "kubectl get event manual.1 -o name >/dev/null"
 no_events() { [ "$(k get events -o name | grep -c .)" -eq 0 ]; }
 eventually "every event is gone after its TTL" no_events
