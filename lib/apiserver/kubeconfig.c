@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ckube/apiserver.h"
+#include "ckube/internal/util.h"
 
 int ck_apiserver_write_kubeconfig(const struct ck_apiserver *server, const char *path,
                                   struct ck_err *reterr)
@@ -28,7 +29,7 @@ int ck_apiserver_write_kubeconfig(const struct ck_apiserver *server, const char 
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
 
     size_t tmp_len = strlen(path) + 8;
-    char *tmp = malloc(tmp_len);
+    char *tmp = ck__malloc(tmp_len);
     if (!tmp) {
         json_decref(config);
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 /* Kubernetes' buckets for apiserver_request_duration_seconds. */
@@ -95,7 +96,7 @@ static struct series *find_or_add(struct ck__metrics *m, const struct ck__reques
             return &m->series[i];
     if (m->n_series == m->cap_series) {
         size_t cap = m->cap_series ? 2 * m->cap_series : 32;
-        struct series *grown = realloc(m->series, cap * sizeof(*grown));
+        struct series *grown = ck__realloc(m->series, cap * sizeof(*grown));
         if (!grown)
             return NULL;
         m->series = grown;
@@ -115,7 +116,7 @@ static void count_code(struct series *s, unsigned code)
             return;
         }
     }
-    struct code_count *grown = realloc(s->codes, (s->n_codes + 1) * sizeof(*grown));
+    struct code_count *grown = ck__realloc(s->codes, (s->n_codes + 1) * sizeof(*grown));
     if (!grown)
         return; /* a lost sample, never a crash */
     s->codes = grown;
@@ -224,21 +225,27 @@ char *ck__metrics_render(struct ck__metrics *m, struct ck_store *store,
         return NULL;
     pthread_mutex_lock(&m->lock);
     size_t n = m->n_series;
-    struct series *copy = calloc(n ? n : 1, sizeof(*copy));
+    struct series *copy = ck__calloc(n ? n : 1, sizeof(*copy));
+    bool copied = copy != NULL;
     for (size_t i = 0; copy && i < n; i++) {
         copy[i] = m->series[i];
-        copy[i].codes = malloc(copy[i].n_codes * sizeof(struct code_count) + 1);
+        copy[i].codes = ck__malloc(copy[i].n_codes * sizeof(struct code_count) + 1);
         if (copy[i].codes)
             memcpy(copy[i].codes, m->series[i].codes, copy[i].n_codes * sizeof(struct code_count));
         else
-            copy[i].n_codes = 0;
+            copied = false;
     }
     pthread_mutex_unlock(&m->lock);
-    if (copy)
+    if (copied)
         render_requests(out, copy, n);
     for (size_t i = 0; copy && i < n; i++)
         free(copy[i].codes);
     free(copy);
+    if (!copied) { /* out of memory: no exposition rather than a partial one */
+        fclose(out);
+        free(text);
+        return NULL;
+    }
     render_storage_objects(out, store);
     if (extra_exposition)
         fputs(extra_exposition, out);

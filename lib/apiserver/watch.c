@@ -37,6 +37,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 #define MAX_BUFFERED      (64u * 1024 * 1024) /* a client this far behind is cut off */
@@ -89,7 +90,7 @@ static void push(struct ck__watch_stream *s, const char *data, size_t len)
     }
     if (s->len + len > s->cap) {
         size_t cap = (s->len + len) * 2;
-        char *buf = realloc(s->buf, cap);
+        char *buf = ck__realloc(s->buf, cap);
         if (!buf) {
             s->ended = true;
             return;
@@ -167,15 +168,16 @@ static void push_bookmark(struct ck__watch_stream *s, int64_t revision, bool ini
     json_decref(obj);
 }
 
-static void push_error(struct ck__watch_stream *s, unsigned code, const char *reason,
-                       const char *message)
+/* An ERROR event with err's Status; the stream ends after it. */
+static void push_error(struct ck__watch_stream *s, const struct ck_err *err)
 {
-    json_t *status = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status",
-                               "apiVersion", "v1", "metadata", "status", "Failure", "message",
-                               message, "reason", reason, "code", (int)code);
+    size_t len = 0;
+    char *status = ck__status_json(err, true, &len);
     if (status)
-        push_json_event(s, "ERROR", status);
-    json_decref(status);
+        push_event(s, "ERROR", status, len);
+    else
+        push_event(s, "ERROR", ck__status_no_memory, strlen(ck__status_no_memory));
+    free(status);
     s->ended = true;
 }
 
@@ -216,14 +218,14 @@ static void on_store_event(const struct ck_store_event *ev, void *userdata)
             push_bookmark(s, ev->revision, false);
         break;
     case CK_STORE_EVENT_ERROR: {
-        char msg[256];
-        if (ev->error == CK_ECOMPACTED) {
-            snprintf(msg, sizeof(msg), "too old resource version: %lld",
-                     (long long)ev->compact_revision);
-            push_error(s, 410, "Expired", msg);
-        } else {
-            push_error(s, 500, "InternalError", ev->message ? ev->message : "watch failed");
-        }
+        struct ck_err err = {0};
+        if (ev->error == CK_ECOMPACTED)
+            ck_err_status(&err, "Expired", "too old resource version: %lld",
+                          (long long)ev->compact_revision);
+        else
+            ck_err_status(&err, "InternalError", "%s", ev->message ? ev->message : "watch failed");
+        push_error(s, &err);
+        ck_err_release(&err);
         break;
     }
     }
@@ -327,25 +329,16 @@ void ck__watch_tick(struct ck_apiserver *server, bool stopping)
 
 /* ---- starting a watch --------------------------------------------------- */
 
-static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned code, const char *reason,
-                              const char *message)
-{
-    struct ck__status st = {0};
-    ck__status_set(&st, code, reason, "%s", message);
-    enum MHD_Result ret = ck__send_status(conn, &st);
-    ck__status_release(&st);
-    return ret;
-}
-
 /* Sends the initial ADDED events (a list at the current revision); returns it. */
 static int initial_events(struct ck__watch_stream *s, const struct ck__target *t,
-                          int64_t *ret_revision, struct ck__status *st)
+                          int64_t *ret_revision, struct ck_err *reterr)
 {
     struct ck__list_options opts = {
         .namespace = t->namespace, .labels = s->labels, .fields = s->fields};
     struct ck__list_result result;
-    if (ck__registry_list(s->server->registry, t->kind, &opts, &result, st) < 0)
-        return -1;
+    int r = ck__registry_list(s->server->registry, t->kind, &opts, &result, reterr);
+    if (r < 0)
+        return r;
     pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < result.n_kvs; i++)
         push_object_event(s, "ADDED", result.kvs[i], result.kvs[i]->mod_revision);
@@ -400,12 +393,10 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     struct ck_field_errors errs = {0};
     watch_options_errors(server, conn, send_initial_param, match, &errs);
     if (errs.len) {
-        struct ck__status invalid = {0};
-        ck__status_invalid(&invalid, "meta.k8s.io", "ListOptions", "", &errs);
+        struct ck_err invalid = {0};
+        ck__err_invalid(&invalid, "meta.k8s.io", "ListOptions", "", &errs);
         ck_field_errors_release(&errs);
-        enum MHD_Result ret = ck__send_status(conn, &invalid);
-        ck__status_release(&invalid);
-        return ret;
+        return ck__fail(conn, &invalid);
     }
     int64_t start = 0;
     bool initial = !rv || !*rv || strcmp(rv, "0") == 0 || send_initial;
@@ -413,7 +404,7 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
         char *end;
         long long v = strtoll(rv, &end, 10);
         if (*end || v < 0)
-            return refuse(conn, 400, "BadRequest", "invalid resource version");
+            return ck__fail_with(conn, "BadRequest", "invalid resource version");
         start = v;
     }
     const char *timeout = ck__query(conn, "timeoutSeconds");
@@ -425,10 +416,10 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
         timeout_s = 1800 + (long long)(r % 1800); /* Kubernetes: [30, 60) minutes */
     }
 
-    struct ck__status st = {0};
-    struct ck__watch_stream *s = calloc(1, sizeof(*s));
+    struct ck_err err = {0};
+    struct ck__watch_stream *s = ck__calloc(1, sizeof(*s));
     if (!s)
-        return refuse(conn, 500, "InternalError", "Internal error occurred: out of memory");
+        return ck__fail_no_memory(conn);
     pthread_mutex_init(&s->lock, NULL);
     s->server = server;
     s->conn = conn;
@@ -437,7 +428,7 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     s->bookmarks = ck__query_bool(conn, "allowWatchBookmarks");
     s->deadline = time(NULL) + timeout_s;
     s->next_bookmark = time(NULL) + BOOKMARK_INTERVAL;
-    if (ck__parse_selectors(conn, t->kind, &s->labels, &s->fields, &st) < 0)
+    if (ck__parse_selectors(conn, t->kind, &s->labels, &s->fields, &err) < 0)
         goto out_fail;
     if (ck_label_selector_is_empty(s->labels))
         s->labels = ck_label_selector_free(s->labels);
@@ -445,18 +436,18 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
         s->fields = ck_field_selector_free(s->fields);
 
     int64_t revision = start;
-    if (initial && initial_events(s, t, &revision, &st) < 0)
+    if (initial && initial_events(s, t, &revision, &err) < 0)
         goto out_fail;
     if (send_initial && s->bookmarks)
         push_bookmark(s, revision, true);
 
     char prefix[512];
     ck__collection_prefix(t->kind, t->namespace, prefix, sizeof(prefix));
-    struct ck_err err = {0};
+    struct ck_err store_err = {0};
     int r = ck_store_watch(server->store, prefix, strlen(prefix), true, revision + 1,
-                           on_store_event, s, &s->store_watch, &err);
+                           on_store_event, s, &s->store_watch, &store_err);
     if (r < 0) {
-        ck__status_set(&st, 500, "InternalError", "Internal error occurred: %s", err.msg);
+        ck_err_internal(&err, "%s", store_err.msg);
         goto out_fail;
     }
 
@@ -465,7 +456,7 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     if (!resp) {
         ck_store_watch_cancel(s->store_watch);
         s->store_watch = NULL;
-        ck__status_set(&st, 500, "InternalError", "Internal error occurred: out of memory");
+        ck_err_no_memory(&err);
         goto out_fail;
     }
     atomic_fetch_add(&server->active_watches, 1);
@@ -487,7 +478,5 @@ out_fail:
     pthread_mutex_destroy(&s->lock);
     free(s->buf);
     free(s);
-    enum MHD_Result fail_ret = ck__send_status(conn, &st);
-    ck__status_release(&st);
-    return fail_ret;
+    return ck__fail(conn, &err);
 }
