@@ -35,7 +35,7 @@ static enum MHD_Result send_table(struct MHD_Connection *conn, const struct ck_k
         return ck__fail_with(conn, "BadRequest", "includeObject must be Object, Metadata or None");
     json_t *table =
         ck_table_build(kind, objects, n, true, include, rv, continue_token, (long long)time(NULL));
-    char *body = table ? json_dumps(table, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *body = ck__json_dumps(table, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(table);
     if (!body)
         return ck__fail_no_memory(conn);
@@ -590,7 +590,7 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
     json_t *list = json_pack("{s:s, s:s, s:{s:s}, s:o}", "kind", t->kind->list_kind, "apiVersion",
                              ck_kind_api_version(t->kind, api_version, sizeof(api_version)),
                              "metadata", "resourceVersion", rv, "items", items);
-    char *text = list ? json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *text = ck__json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(list);
     if (!text)
         return ck__fail_no_memory(conn);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 #define SCALE_SCHEMA "io.k8s.api.autoscaling.v1.Scale"
@@ -128,7 +129,7 @@ static json_t *apply(struct ck__patch *p, const json_t *view, const char *schema
         json_decref(out);
         return NULL;
     }
-    char *text = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *text = ck__json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(out);
     json_t *decoded = NULL;
     ck_warnings_release(&p->warnings); /* only the last attempt's warnings are answered */
@@ -252,7 +253,7 @@ char *ck__scale_serve(const struct ck_kind *kind, const char *served, size_t len
     json_error_t jerr;
     json_t *obj = json_loadb(served, len, 0, &jerr);
     json_t *scale = obj ? ck__scale_of(kind, obj) : NULL;
-    char *text = scale ? json_dumps(scale, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *text = ck__json_dumps(scale, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(scale);
     json_decref(obj);
     if (text)

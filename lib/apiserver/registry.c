@@ -63,36 +63,39 @@ int ck__collection_prefix(const struct ck_kind *kind, const char *namespace, cha
 
 /*
  * The stored form: apiVersion, kind and metadata first (metadata without
- * resourceVersion), then every other member in its order. Caller frees.
+ * resourceVersion), then every other member in its order. Caller frees;
+ * NULL when out of memory (never an object with members missing).
  */
 static char *encode_for_store(const json_t *obj, size_t *ret_len)
 {
     json_t *ordered = json_object();
+    if (!ordered)
+        return NULL;
+    int failed = 0;
     static const char *const first[] = {"apiVersion", "kind", "metadata"};
     for (size_t i = 0; i < 3; i++) {
         json_t *v = json_object_get(obj, first[i]);
         if (v)
-            json_object_set(ordered, first[i], v);
+            failed |= json_object_set(ordered, first[i], v);
     }
     json_t *meta = json_object_get(ordered, "metadata");
     if (meta) {
         meta = json_copy(meta);
         json_object_del(meta, "resourceVersion");
-        json_object_set_new(ordered, "metadata", meta);
+        failed |= json_object_set_new(ordered, "metadata", meta);
     } else {
-        json_object_set_new(ordered, "metadata", json_object());
+        failed |= json_object_set_new(ordered, "metadata", json_object());
     }
     const char *key;
     json_t *value;
     json_object_foreach((json_t *)obj, key, value)
     {
         if (!json_object_get(ordered, key))
-            json_object_set(ordered, key, value);
+            failed |= json_object_set(ordered, key, value);
     }
-    char *text = json_dumps(ordered, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *text =
+        failed ? NULL : ck__json_dumps(ordered, JSON_COMPACT | JSON_PRESERVE_ORDER, ret_len);
     json_decref(ordered);
-    if (text)
-        *ret_len = strlen(text);
     return text;
 }
 

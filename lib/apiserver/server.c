@@ -220,13 +220,33 @@ static enum MHD_Result serve_version(struct MHD_Connection *conn)
 /* Answers value (taken), or 500 when it is NULL or cannot be rendered: out of memory. */
 static enum MHD_Result queue_json_value(struct MHD_Connection *conn, json_t *value)
 {
-    char *body = value ? json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *body = ck__json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(value);
     if (!body)
         return ck__fail_no_memory(conn);
     enum MHD_Result ret = ck__send_json(conn, MHD_HTTP_OK, body);
     free(body);
     return ret;
+}
+
+/* True when some kind is served in group/version. */
+static bool serves_group_version(const char *group, const char *version)
+{
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(kinds[i]->group, group) == 0 && strcmp(kinds[i]->version, version) == 0)
+            return true;
+    return false;
+}
+
+/* A discovery document: 404 for a group/version nobody serves, 500 when it cannot be built. */
+static enum MHD_Result queue_resources(struct MHD_Connection *conn, const char *group,
+                                       const char *version)
+{
+    if (!serves_group_version(group, version))
+        return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
+    return queue_json_value(conn, ck_discovery_resources(group, version));
 }
 
 /*
@@ -243,15 +263,9 @@ static bool serve_discovery(struct ck_apiserver *server, struct MHD_Connection *
     } else if (strcmp(url, "/apis") == 0 || strcmp(url, "/apis/") == 0) {
         *ret = queue_json_value(conn, ck_discovery_api_groups());
     } else if (sscanf(url, "/api/%31[^/]%c", version, &extra) == 1) {
-        json_t *list = ck_discovery_resources("", version);
-        *ret = list ? queue_json_value(conn, list)
-                    : ck__fail_with(conn, "NotFound",
-                                    "the server could not find the requested resource");
+        *ret = queue_resources(conn, "", version);
     } else if (sscanf(url, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
-        json_t *list = ck_discovery_resources(group, version);
-        *ret = list ? queue_json_value(conn, list)
-                    : ck__fail_with(conn, "NotFound",
-                                    "the server could not find the requested resource");
+        *ret = queue_resources(conn, group, version);
     } else {
         return false;
     }

@@ -93,10 +93,8 @@ char *ck__status_json(const struct ck_err *err, bool omit_empty_details, size_t 
                            ck_err_message(err), "reason", api ? err->reason : "InternalError",
                            "details", details, "code", api ? err->http_status : 500);
     }
-    char *text = status ? json_dumps(status, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *text = ck__json_dumps(status, JSON_COMPACT | JSON_PRESERVE_ORDER, ret_len);
     json_decref(status);
-    if (text && ret_len)
-        *ret_len = strlen(text);
     return text;
 }
 

@@ -115,7 +115,7 @@ static void push_event(struct ck__watch_stream *s, const char *type, const char 
 
 static void push_json_event(struct ck__watch_stream *s, const char *type, json_t *object)
 {
-    char *text = json_dumps(object, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *text = ck__json_dumps(object, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     if (text) {
         push_event(s, type, text, strlen(text));
         free(text);

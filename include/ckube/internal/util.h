@@ -77,4 +77,18 @@ void *ck__strmap_remove(struct ck__strmap *m, const char *key);
 struct ck__strmap_entry *ck__strmap_next(const struct ck__strmap *m, struct ck__strmap_entry *e,
                                          size_t *bucket);
 
+/* ---- JSON output that is whole or nothing (json_dump.c) ------------------- */
+
+#include <jansson.h>
+
+/*
+ * json_dumps() that never returns cut-short text: jansson 2.14's json_dumps()
+ * can drop pieces of its output when an allocation fails midway and still
+ * return a string, which would store or send corrupt JSON. This measures the
+ * text first, then writes it into one buffer from ck__malloc. Returns the
+ * NUL-terminated text (caller frees; its length in *ret_len when not NULL),
+ * or NULL when out of memory or json cannot be encoded.
+ */
+char *ck__json_dumps(const json_t *json, size_t flags, size_t *ret_len);
+
 #endif /* CKUBE_INTERNAL_UTIL_H */
