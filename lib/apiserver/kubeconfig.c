@@ -5,6 +5,11 @@
  * of JSON) with one cluster, one user and one context, all named "ckube",
  * and the context's namespace "default". It is written to a temporary file
  * and renamed into place, so a reader never sees half a file.
+ *
+ * No test of its own: tests/apiserver/test_server.c
+ * (test_kubeconfig_points_at_the_bound_port) reads back what it writes and
+ * checks the error for a directory that does not exist; the e2e tests
+ * (tests/e2e/lib.sh) point kubectl at it.
  */
 #include <jansson.h>
 #include <stdio.h>

@@ -14,6 +14,16 @@
  *   - selectors filter after reading, and the store is read page by page
  *     until limit matching objects are found or the range is exhausted.
  *   - a field selector pinning metadata.name in one namespace reads one key.
+ *
+ * Errors: a negative CK_E* code with the caller's struct ck_err filled:
+ * 400, 410, 422, 504 as above, 500 when the store or memory fails (an item
+ * that cannot be decoded fails the list; it is never left out).
+ *
+ * No test of its own: tests/apiserver/test_handlers.c
+ * (test_list_paging_and_selectors: limit/continue, selectors, Exact and its
+ * 422s, bad tokens; test_list_holds_every_served_item) and
+ * tests/apiserver/test_alloc_fail.c (list under allocation failure) list
+ * over HTTP; watch.c's initial events go through it too.
  */
 #define _GNU_SOURCE
 #include <stdio.h>

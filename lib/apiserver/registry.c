@@ -18,9 +18,19 @@
  *
  * Threading: a registry is immutable after creation and the store is
  * thread-safe, so every function may run on any MHD thread at once.
+ *
+ * Errors: every function returns 0 or a negative CK_E* code with the
+ * caller's struct ck_err filled (the Status the client gets); an object that
+ * cannot be built whole for want of memory is a 500, never half-stored.
+ *
+ * No test of its own: tests/apiserver/test_handlers.c (create, generated
+ * names, 422 with causes, namespaces, conflicts, generation),
+ * test_delete.c (propagation, finalizers, grace periods, preconditions,
+ * namespace termination, binding), test_patch.c (patches and subresources),
+ * test_gates.c (gated fields) and test_alloc_fail.c (allocation failure)
+ * drive it over HTTP.
  */
 #define _GNU_SOURCE
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -26,6 +26,14 @@
  * ends streams past their deadline, asks for bookmarks, and checks
  * suspended streams' sockets so that a vanished client is noticed and its
  * watch freed even when no event comes.
+ *
+ * Errors: a watch refused before it starts is answered with a Status; one
+ * that fails later (compaction, the store) ends with an ERROR event whose
+ * Status status.c builds (without empty details, as Kubernetes sends it).
+ *
+ * Tested in tests/apiserver/test_watch.c; also test_watch_gate.c
+ * (sendInitialEvents), test_server.c (1,000 watchers), the client's
+ * reflector and informer tests, and kubectl get -w in the e2e tests.
  */
 #define _GNU_SOURCE
 #include <poll.h>
