@@ -84,10 +84,20 @@ static void wake(struct ck__watch_stream *s)
     }
 }
 
-static void push(struct ck__watch_stream *s, const char *data, size_t len)
+/*
+ * Appends {"type":T,"object":OBJECT}\n, whole or not at all: a line cut
+ * short would be malformed JSON for the client. When the client is too far
+ * behind or the buffer cannot grow, the stream ends instead; the client
+ * watches again from the last resourceVersion it saw, so nothing is lost.
+ */
+static void push_event(struct ck__watch_stream *s, const char *type, const char *object,
+                       size_t object_len)
 {
     if (s->ended)
         return;
+    char head[48];
+    size_t head_len = (size_t)snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
+    size_t len = head_len + object_len + 2;
     if (s->len - s->off + len > MAX_BUFFERED) {
         CK_LOGV(1, "watch on %s: client too slow, closing the stream", s->kind->resource);
         s->ended = true;
@@ -106,74 +116,10 @@ static void push(struct ck__watch_stream *s, const char *data, size_t len)
         s->buf = buf;
         s->cap = cap;
     }
-    memcpy(s->buf + s->len, data, len);
+    memcpy(s->buf + s->len, head, head_len);
+    memcpy(s->buf + s->len + head_len, object, object_len);
+    memcpy(s->buf + s->len + head_len + object_len, "}\n", 2);
     s->len += len;
-}
-
-/* Appends {"type":T,"object":OBJECT}\n. */
-static void push_event(struct ck__watch_stream *s, const char *type, const char *object,
-                       size_t object_len)
-{
-    char head[48];
-    int n = snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
-    push(s, head, (size_t)n);
-    push(s, object, object_len);
-    push(s, "}\n", 2);
-}
-
-static void push_json_event(struct ck__watch_stream *s, const char *type, json_t *object)
-{
-    char *text = ck__json_dumps(object, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
-    if (text) {
-        push_event(s, type, text, strlen(text));
-        free(text);
-    } else {
-        s->ended = true;
-    }
-}
-
-/* An object event: as the served bytes, or as a one-row Table. */
-static void push_object_event(struct ck__watch_stream *s, const char *type, const struct ck_kv *kv,
-                              int64_t revision)
-{
-    if (s->table) {
-        json_t *obj = ck__decode_stored(kv);
-        if (!obj)
-            return;
-        char rv[32];
-        snprintf(rv, sizeof(rv), "%lld", (long long)revision);
-        json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion", json_string(rv));
-        json_t *table = ck_table_build(s->kind, &obj, 1, !s->table_columns_sent,
-                                       CK_INCLUDE_METADATA, rv, NULL, (long long)time(NULL));
-        s->table_columns_sent = true;
-        json_decref(obj);
-        if (table)
-            push_json_event(s, type, table);
-        json_decref(table);
-        return;
-    }
-    size_t len = 0;
-    char *served = ck__serve_stored(kv->value, kv->value_len, revision, &len);
-    if (served)
-        push_event(s, type, served, len);
-    free(served);
-}
-
-/* A BOOKMARK: an object of the kind holding only metadata.resourceVersion. */
-static void push_bookmark(struct ck__watch_stream *s, int64_t revision, bool initial_end)
-{
-    char rv[32], api_version[64];
-    snprintf(rv, sizeof(rv), "%lld", (long long)revision);
-    json_t *meta = json_pack("{s:s}", "resourceVersion", rv);
-    if (initial_end)
-        json_object_set_new(meta, "annotations",
-                            json_pack("{s:s}", "k8s.io/initial-events-end", "true"));
-    json_t *obj =
-        json_pack("{s:s, s:s, s:o}", "kind", s->kind->kind, "apiVersion",
-                  ck_kind_api_version(s->kind, api_version, sizeof(api_version)), "metadata", meta);
-    if (obj)
-        push_json_event(s, "BOOKMARK", obj);
-    json_decref(obj);
 }
 
 /* An ERROR event with err's Status; the stream ends after it. */
@@ -189,16 +135,96 @@ static void push_error(struct ck__watch_stream *s, const struct ck_err *err)
     s->ended = true;
 }
 
+/*
+ * Ends the stream with a 500 ERROR: an event this watcher should get could
+ * not be built. Its client lists or watches again, and gets it then.
+ */
+static void push_no_memory(struct ck__watch_stream *s)
+{
+    struct ck_err err = {0};
+    ck_err_no_memory(&err);
+    push_error(s, &err);
+}
+
+static void push_json_event(struct ck__watch_stream *s, const char *type, json_t *object)
+{
+    size_t len = 0;
+    char *text = ck__json_dumps(object, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
+    if (text)
+        push_event(s, type, text, len);
+    else
+        push_no_memory(s);
+    free(text);
+}
+
+/* An object event: as the served bytes, or as a one-row Table. */
+static void push_object_event(struct ck__watch_stream *s, const char *type, const struct ck_kv *kv,
+                              int64_t revision)
+{
+    if (s->table) {
+        json_t *obj = ck__decode_stored(kv);
+        char rv[32];
+        snprintf(rv, sizeof(rv), "%lld", (long long)revision);
+        if (!obj || json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
+                                        json_string(rv)) < 0) {
+            json_decref(obj);
+            push_no_memory(s);
+            return;
+        }
+        json_t *table = ck_table_build(s->kind, &obj, 1, !s->table_columns_sent,
+                                       CK_INCLUDE_METADATA, rv, NULL, (long long)time(NULL));
+        s->table_columns_sent = true;
+        json_decref(obj);
+        if (table)
+            push_json_event(s, type, table);
+        else
+            push_no_memory(s);
+        json_decref(table);
+        return;
+    }
+    size_t len = 0;
+    char *served = ck__serve_stored(kv->value, kv->value_len, revision, &len);
+    if (served)
+        push_event(s, type, served, len);
+    else
+        push_no_memory(s);
+    free(served);
+}
+
+/* A BOOKMARK: an object of the kind holding only metadata.resourceVersion. */
+static void push_bookmark(struct ck__watch_stream *s, int64_t revision, bool initial_end)
+{
+    char rv[32], api_version[64];
+    snprintf(rv, sizeof(rv), "%lld", (long long)revision);
+    json_t *meta = json_pack("{s:s}", "resourceVersion", rv);
+    /* without its annotation the client would wait for the end of the initial events */
+    if (meta && initial_end &&
+        json_object_set_new(meta, "annotations",
+                            json_pack("{s:s}", "k8s.io/initial-events-end", "true")) < 0)
+        meta = (json_decref(meta), NULL);
+    json_t *obj =
+        json_pack("{s:s, s:s, s:o}", "kind", s->kind->kind, "apiVersion",
+                  ck_kind_api_version(s->kind, api_version, sizeof(api_version)), "metadata", meta);
+    if (obj)
+        push_json_event(s, "BOOKMARK", obj);
+    else
+        push_no_memory(s);
+    json_decref(obj);
+}
+
 /* ---- store events ------------------------------------------------------- */
 
-static bool kv_passes(const struct ck__watch_stream *s, const struct ck_kv *kv)
+/* 1 when kv passes the watch's selectors, 0 when not, CK_ENOMEM when it cannot tell. */
+static int kv_passes(const struct ck__watch_stream *s, const struct ck_kv *kv)
 {
     if (!kv || kv->value_len == 0)
-        return false;
+        return 0;
     if (!s->labels && !s->fields)
-        return true;
+        return 1;
     json_t *obj = ck__decode_stored(kv);
-    bool ok = obj && ck__matches(s->kind, obj, s->labels, s->fields);
+    if (!obj)
+        return CK_ENOMEM;
+    bool ok = ck__matches(s->kind, obj, s->labels, s->fields);
     json_decref(obj);
     return ok;
 }
@@ -209,18 +235,24 @@ static void on_store_event(const struct ck_store_event *ev, void *userdata)
     pthread_mutex_lock(&s->lock);
     switch (ev->type) {
     case CK_STORE_EVENT_PUT: {
-        bool now = kv_passes(s, ev->kv);
-        bool before = kv_passes(s, ev->prev_kv);
-        if (now)
+        int now = kv_passes(s, ev->kv);
+        int before = kv_passes(s, ev->prev_kv);
+        if (now < 0 || before < 0)
+            push_no_memory(s);
+        else if (now)
             push_object_event(s, before ? "MODIFIED" : "ADDED", ev->kv, ev->revision);
         else if (before) /* it left this watcher's selection */
             push_object_event(s, "DELETED", ev->prev_kv, ev->revision);
         break;
     }
-    case CK_STORE_EVENT_DELETE:
-        if (kv_passes(s, ev->prev_kv))
+    case CK_STORE_EVENT_DELETE: {
+        int before = kv_passes(s, ev->prev_kv);
+        if (before < 0)
+            push_no_memory(s);
+        else if (before)
             push_object_event(s, "DELETED", ev->prev_kv, ev->revision);
         break;
+    }
     case CK_STORE_EVENT_PROGRESS:
         if (s->bookmarks)
             push_bookmark(s, ev->revision, false);

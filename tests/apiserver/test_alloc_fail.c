@@ -5,7 +5,7 @@
  *
  * For each request of a representative set (create, get, list, list as a
  * Table, merge patch, status patch, update, delete with a Success Status,
- * deletecollection, a pod's binding, discovery, /metrics) the test first
+ * deletecollection, a pod's binding, discovery, /metrics, a watch) the test first
  * counts the allocations the request makes through the hook, then fails
  * allocation n for n = 1, 2, ... up to that count (every one for short
  * requests, a spread of them for long ones), resetting the object's state
@@ -15,13 +15,13 @@
  * jansson's allocations go through the hook too (json_set_alloc_funcs in
  * main, before any thread starts; jansson's allocator is one per process,
  * and a library must not take it from the program that embeds it, so the
- * server itself never sets it), but only for the requests whose path keeps
- * out of lib/api's JSON transformations (decoding, defaulting, patching,
- * printing): those do not yet report a failed jansson allocation as one
- * (they answer 400/422, or drop members), and defaulting can use a value
- * jansson freed when it could not insert it. The writes still fail every
- * allocation the API server makes itself. libmicrohttpd, libcurl and
- * SQLite allocate outside the hook.
+ * server itself never sets it), but only for the requests that do not take
+ * a body through lib/api's decoding, defaulting and patching: those do not
+ * yet report a failed jansson allocation as one (they answer 400/422, or
+ * drop members), and defaulting can use a value jansson freed when it could
+ * not insert it. The writes still fail every allocation the API server
+ * makes itself. libmicrohttpd, libcurl and SQLite allocate outside the
+ * hook.
  *
  * The hook counts allocations of every thread; only this test's requests
  * run while it is armed, and the test parses answers only after disarming.
@@ -65,6 +65,7 @@ struct request_case {
     long success;
     void (*prepare)(void); /* run disarmed before every attempt */
     bool jansson;          /* jansson's allocations may fail too */
+    bool stream;           /* a watch: 200, then events (an ERROR one a 500 Status) */
 };
 
 /* Whether jansson allocates through the hook (for the request being tried). */
@@ -111,24 +112,27 @@ static const char *const table_accept[] = {"Accept: application/json;as=Table;v=
                                            NULL};
 
 static const struct request_case cases[] = {
-    {"create", "POST", RS, rs_body, NULL, 201, rs_absent, false},
-    {"get", "GET", RS "/web", NULL, NULL, 200, rs_present, true},
-    {"list", "GET", RS "?labelSelector=app%3Dweb&limit=5", NULL, NULL, 200, rs_present, true},
-    {"list table", "GET", RS, NULL, table_accept, 200, rs_present, false},
-    {"patch", "PATCH", RS "/web", "{\"spec\":{\"replicas\":3}}", merge_type, 200, rs_present,
+    {"create", "POST", RS, rs_body, NULL, 201, rs_absent, false, false},
+    {"get", "GET", RS "/web", NULL, NULL, 200, rs_present, true, false},
+    {"list", "GET", RS "?labelSelector=app%3Dweb&limit=5", NULL, NULL, 200, rs_present, true,
+     false},
+    {"list table", "GET", RS, NULL, table_accept, 200, rs_present, true, false},
+    {"patch", "PATCH", RS "/web", "{\"spec\":{\"replicas\":3}}", merge_type, 200, rs_present, false,
      false},
     {"patch status", "PATCH", RS "/web/status", "{\"status\":{\"replicas\":2}}", merge_type, 200,
-     rs_present, false},
-    {"update", "PUT", RS "/web", rs_body, NULL, 200, rs_present, false},
-    {"delete", "DELETE", RS "/web", NULL, NULL, 200, rs_present, true},
-    {"deletecollection", "DELETE", RS "?labelSelector=app%3Dweb", NULL, NULL, 200, rs_present,
-     true},
+     rs_present, false, false},
+    {"update", "PUT", RS "/web", rs_body, NULL, 200, rs_present, false, false},
+    {"delete", "DELETE", RS "/web", NULL, NULL, 200, rs_present, true, false},
+    {"deletecollection", "DELETE", RS "?labelSelector=app%3Dweb", NULL, NULL, 200, rs_present, true,
+     false},
     {"binding", "POST", PODS "/p/binding",
      "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p\"},\"target\":"
      "{\"kind\":\"Node\",\"name\":\"n1\"}}",
-     NULL, 201, pod_unbound, false},
-    {"discovery", "GET", "/apis/apps/v1", NULL, NULL, 200, nothing, true},
-    {"metrics", "GET", "/metrics", NULL, NULL, 200, nothing, true},
+     NULL, 201, pod_unbound, false, false},
+    {"discovery", "GET", "/apis/apps/v1", NULL, NULL, 200, nothing, true, false},
+    {"metrics", "GET", "/metrics", NULL, NULL, 200, nothing, true, false},
+    {"watch", "GET", RS "?watch=1&timeoutSeconds=1&labelSelector=app%3Dweb", NULL, NULL, 200,
+     rs_present, true, true},
 };
 
 /* Asserts that r is a well-formed 500 InternalError Status. */
@@ -152,6 +156,28 @@ static void expect_internal_error(const struct request_case *c, unsigned long n,
 }
 
 /* Runs c once with allocation n failing (0: none); returns how many allocations it made. */
+/* Asserts that every line of a watch stream is an event, and an ERROR one a 500 Status. */
+static void expect_events(const struct request_case *c, unsigned long n, struct response *r)
+{
+    char *save = NULL;
+    for (char *line = strtok_r(r->body, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        json_error_t jerr;
+        json_t *ev = json_loads(line, 0, &jerr);
+        if (!ev)
+            fail_msg("%s, allocation %lu failed: a line that is not JSON: %s", c->name, n, line);
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        if (!type || !json_is_object(json_object_get(ev, "object")))
+            fail_msg("%s, allocation %lu failed: not an event: %s", c->name, n, line);
+        if (strcmp(type, "ERROR") == 0) {
+            char *status = json_dumps(json_object_get(ev, "object"), 0);
+            struct response as_body = {.status = 500, .body = status};
+            expect_internal_error(c, n, &as_body);
+            free(status);
+        }
+        json_decref(ev);
+    }
+}
+
 static unsigned long attempt(const struct request_case *c, unsigned long n)
 {
     c->prepare();
@@ -165,6 +191,8 @@ static unsigned long attempt(const struct request_case *c, unsigned long n)
         expect_internal_error(c, n, &r);
     else if (r.status != c->success)
         fail_msg("%s, allocation %lu failed: answered %ld: %s", c->name, n, r.status, r.body);
+    else if (c->stream)
+        expect_events(c, n, &r);
     response_release(&r);
     return made;
 }
