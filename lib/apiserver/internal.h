@@ -1,8 +1,17 @@
 /*
  * internal.h - private to lib/apiserver; never installed.
  *
- * Helpers shared between the files of the API server: rendering Kubernetes
- * Status objects and queuing JSON responses on a libmicrohttpd connection.
+ * What the files of the API server share: the Status builder (status.c),
+ * routing (route.c), the registry (registry.c, list.c, patch.c), metrics,
+ * the server struct, the request helpers every handler uses (request.c),
+ * handlers and watches.
+ *
+ * Errors: every function that can fail returns 0 or a negative CK_E* code
+ * and fills the caller's struct ck_err (ckube/util.h) with what the client
+ * is told: StatusReason, HTTP code, message, details, causes. The handlers
+ * answer it with ck__fail(), which renders it with ck__status_json(), and
+ * release it. Dependencies run one way: server.c -> handlers.c -> watch.c ->
+ * request.c -> status.c.
  */
 #ifndef CKUBE_APISERVER_INTERNAL_H
 #define CKUBE_APISERVER_INTERNAL_H
