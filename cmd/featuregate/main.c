@@ -1,16 +1,22 @@
 /*
  * featuregate - works on feature lists in Kubernetes' versioned_feature_list
  * format: eval (effective values, rules P1-P10), list (the docs table),
- * lint (lifecycle rules, removals against a previous list) and gen-c (C
- * handles for a list, used by the build).
+ * lint (lifecycle rules, removals against a previous list), gen-c (C
+ * handles for a list, used by the build) and upgrade-check (what settings
+ * will stop a component, and what changes, between two versions).
  *
  * Thin: flags, wiring and exit codes. Exit 0 on success; 1 on any error,
  * usage errors included, with one line on stderr and nothing on stdout.
+ * upgrade-check differs, as a pre-upgrade gate in scripts needs: 0 nothing
+ * blocks, 1 something blocks, 2 bad usage or unreadable input.
  */
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ckube/featuregate.h"
 
@@ -24,10 +30,15 @@ static const char usage_text[] =
     "  featuregate list --features LIST.yaml [-o table|json|markdown]\n"
     "  featuregate lint --features LIST.yaml [--previous OLD.yaml [--binary-version X.Y]]\n"
     "  featuregate gen-c --features LIST.yaml --header OUT.h --source OUT.c\n"
+    "  featuregate upgrade-check --from X.Y --to X.Y [--previous OLD.yaml] [--features NEW.yaml]\n"
+    "                   [--feature-gates 'A=true,B=false']... [--config CONFIG.yaml]... "
+    "[-o text|json]\n"
     "\n"
     "eval prints a JSON object of every gate known at the effective version and its value.\n"
     "Precedence: defaults < environment (--env) < config file < --feature-gates.\n"
-    "The default binary version is " DEFAULT_BINARY_VERSION ".\n";
+    "The default binary version is " DEFAULT_BINARY_VERSION ".\n"
+    "upgrade-check reads the shipped Kubernetes list of --from and --to unless given;\n"
+    "exit 0: nothing blocks, 1: a setting will stop the component, 2: bad usage or input.\n";
 
 /* Like every other error: one line on stderr, exit code 1. */
 static int usage_error(const char *what, const char *arg)
@@ -51,12 +62,15 @@ static void log_to_stderr(void *ud, int v, const char *msg)
 
 struct opts {
     const char *features, *binary, *emulated, *config, *output, *header, *source, *previous;
+    const char *from, *to;
     const char *flags[MAX_FLAGS];
     size_t nflags;
+    struct ck_fg_upgrade_source src[MAX_FLAGS]; /* flags and configs in command-line order */
+    size_t nsrc;
     bool env;
 };
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+static int parse_opts(int argc, char **argv, struct opts *o, bool need_features)
 {
     static const struct option lo[] = {
         {"features", required_argument, NULL, 'f'},
@@ -69,6 +83,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"header", required_argument, NULL, 'H'},
         {"source", required_argument, NULL, 'S'},
         {"previous", required_argument, NULL, 'P'},
+        {"from", required_argument, NULL, 'F'},
+        {"to", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -87,12 +103,20 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->emulated = optarg;
             break;
         case 'g':
-            if (o->nflags == MAX_FLAGS)
-                return usage_error("too many --feature-gates flags", "");
-            o->flags[o->nflags++] = optarg;
-            break;
         case 'c':
-            o->config = optarg;
+            if (o->nsrc == MAX_FLAGS)
+                return usage_error("too many --feature-gates or --config flags", "");
+            o->src[o->nsrc++] = (struct ck_fg_upgrade_source){c == 'c', optarg};
+            if (c == 'c')
+                o->config = optarg;
+            else
+                o->flags[o->nflags++] = optarg;
+            break;
+        case 'F':
+            o->from = optarg;
+            break;
+        case 'T':
+            o->to = optarg;
             break;
         case 'E':
             o->env = true;
@@ -120,7 +144,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     }
     if (optind < argc)
         return usage_error("unexpected argument: ", argv[optind]);
-    if (!o->features)
+    if (!o->features && need_features)
         return usage_error("--features is required", "");
     return 0;
 }
@@ -319,6 +343,90 @@ static int cmd_gen_c(const struct opts *o)
     return write_or_fail(c, o->source) | rc;
 }
 
+/* ---- upgrade-check -------------------------------------------------- */
+
+/* upgrade-check's exit 2 (bad usage, unreadable input): the line fail() prints. */
+static int fail_input(const char *msg)
+{
+    fail(msg);
+    return 2;
+}
+
+/* X.Y (a "v" and a zero patch are accepted), for --from and --to. */
+static int uc_version(const char *flag, const char *s, struct ck_fg_version *ret)
+{
+    struct ck_fg_err err = {0};
+    char m[700];
+    if (!s)
+        snprintf(m, sizeof(m), "%s is required", flag);
+    else if (ck_fg_emulated_version_parse(s, ret, &err) < 0 || strchr(s, '='))
+        snprintf(m, sizeof(m), "invalid %s %s: want X.Y", flag, s);
+    else
+        return 0;
+    return fail_input(m);
+}
+
+/*
+ * The shipped lists: beside the binary (<bin>/../share/ckube/...), in the
+ * install data dir, then in the source tree for a build-tree binary.
+ */
+static int uc_shipped(struct ck_fg_version v, char **ret)
+{
+    static char rel[PATH_MAX + 64];
+    char exe[PATH_MAX];
+    const char *dirs[3] = {NULL, CKUBE_FG_LISTS_INSTALL_DIR, CKUBE_FG_LISTS_SOURCE_DIR};
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        snprintf(rel, sizeof(rel), "%s/../share/ckube/kubernetes-feature-lists", dirname(exe));
+        dirs[0] = rel;
+    }
+    struct ck_fg_err err = {0};
+    return ck_fg_upgrade_find_list(dirs, 3, v, ret, &err) < 0 ? fail_input(err.msg) : 0;
+}
+
+/* upgrade-check: 0 nothing blocks, 1 something blocks, 2 bad usage or input. */
+static int cmd_upgrade_check(const struct opts *o)
+{
+    const char *out = o->output ? o->output : "text";
+    bool json = strcmp(out, "json") == 0;
+    struct ck_fg_version from, to;
+    char *prev = NULL, *feat = NULL, *text = NULL;
+    struct ck_fg_upgrade_report *r = NULL;
+    struct ck_fg_err err = {0};
+    int rc;
+
+    if (!json && strcmp(out, "text") != 0) {
+        usage_error("unknown output format (want text or json): ", out);
+        return 2;
+    }
+    if ((rc = uc_version("--from", o->from, &from)) || (rc = uc_version("--to", o->to, &to)) ||
+        (!o->previous && (rc = uc_shipped(from, &prev))) ||
+        (!o->features && (rc = uc_shipped(to, &feat))))
+        goto out;
+    if (ck_fg_upgrade_check(o->previous ? o->previous : prev, o->features ? o->features : feat,
+                            from, to, o->src, o->nsrc, &r, &err) < 0) {
+        rc = fail_input(err.msg);
+        goto out;
+    }
+    text = json ? ck_fg_upgrade_json(r) : ck_fg_upgrade_text(r);
+    if (!text) {
+        rc = fail_input("out of memory");
+        goto out;
+    }
+    if (json && r->minors > 1)
+        fprintf(stderr, "featuregate: note: the step crosses more than one minor version; "
+                        "Kubernetes supports one at a time\n");
+    printf("%s%s", text, json ? "\n" : "");
+    rc = r->nblocking ? 1 : 0;
+out:
+    free(text);
+    ck_fg_upgrade_report_free(r);
+    free(prev);
+    free(feat);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = {0};
@@ -329,15 +437,17 @@ int main(int argc, char **argv)
         fputs(usage_text, stdout);
         return 0;
     }
-    int (*run)(const struct opts *) = !strcmp(cmd, "eval")    ? cmd_eval
-                                      : !strcmp(cmd, "list")  ? cmd_list
-                                      : !strcmp(cmd, "lint")  ? cmd_lint
-                                      : !strcmp(cmd, "gen-c") ? cmd_gen_c
-                                                              : NULL;
+    int (*run)(const struct opts *) = !strcmp(cmd, "eval")            ? cmd_eval
+                                      : !strcmp(cmd, "list")          ? cmd_list
+                                      : !strcmp(cmd, "lint")          ? cmd_lint
+                                      : !strcmp(cmd, "gen-c")         ? cmd_gen_c
+                                      : !strcmp(cmd, "upgrade-check") ? cmd_upgrade_check
+                                                                      : NULL;
     if (!run)
         return usage_error("unknown command: ", cmd);
-    int rc = parse_opts(argc - 1, argv + 1, &o);
+    bool upgrade = run == cmd_upgrade_check;
+    int rc = parse_opts(argc - 1, argv + 1, &o, !upgrade);
     if (rc)
-        return rc;
+        return upgrade ? 2 : rc; /* upgrade-check: 2 for bad usage */
     return run(&o);
 }

@@ -1,6 +1,8 @@
 /*
  * ckube/api.h - Kubernetes API machinery without I/O: field errors, name and
- * label validation, and label and field selectors.
+ * label validation, label and field selectors, schemas, the registry of kinds
+ * and their descriptors, ObjectMeta and strategies, Tables, patches,
+ * discovery and OpenAPI (docs/internals/api.md).
  *
  * Objects are jansson values (json_t) holding the Kubernetes JSON form of an
  * object. Functions here never mutate objects they are given as const and
@@ -248,7 +250,7 @@ struct ck_api_feature {
     const char *since; /* the version from which this stage holds: "1.32" */
 };
 
-/* The gates of the API (static storage). */
+/* The gates of the API: those every registered kind names, once each (valid until exit). */
 const struct ck_api_feature *ck_api_features(size_t *ret_count);
 
 /*
@@ -272,13 +274,31 @@ void ck_schema_validate_gated_values(const struct ck_schemas *set, const char *n
 
 /* ---- kinds --------------------------------------------------------------- */
 
-/* A server-side printing column (metav1.TableColumnDefinition). */
+/* What a printing column's cell is when its json_path finds nothing (or an empty string). */
+enum ck_cell_absent {
+    CK_CELL_ABSENT_NULL,  /* a JSON null, as Kubernetes renders a custom resource's column */
+    CK_CELL_ABSENT_NONE,  /* "<none>" */
+    CK_CELL_ABSENT_EMPTY, /* "" */
+    CK_CELL_ABSENT_ZERO,  /* 0, as a built-in kind's integer field without omitempty prints */
+};
+
+/*
+ * A server-side printing column (metav1.TableColumnDefinition, and what a
+ * CustomResourceDefinition's additionalPrinterColumns describe). A column
+ * with a json_path is filled by ck_table_build() from the object alone: the
+ * value at the path (a string column renders a number as its text), or the
+ * age of the timestamp there when age is set or the type is "date". A column
+ * without one is computed by the kind's cells hook.
+ */
 struct ck_table_column {
     const char *name;        /* "Ready"; kubectl upper-cases it */
     const char *type;        /* "string", "integer", "number", "boolean" or "date" */
     const char *format;      /* "name" for the name column, else "" */
     const char *description; /* one line */
     int priority;            /* 0: always shown; 1: with -o wide */
+    const char *json_path;   /* ".metadata.name", ".spec.replicas"; NULL: computed */
+    enum ck_cell_absent absent;
+    bool age; /* the cell is the age at response time of the timestamp at json_path */
 };
 
 /* How a field label of a field selector reads the object. */
@@ -290,14 +310,67 @@ enum ck_field_label_type {
 
 struct ck_field_label {
     const char *label; /* as clients write it: "spec.nodeName", "source" */
-    const char *path;  /* dotted JSON path in the object: "source.component" */
+    const char *path;  /* dotted JSON path in the object: "source.component"; NULL: computed */
     enum ck_field_label_type type;
 };
 
 /*
+ * What a role-holding kind is to the server. Generic code that needs "the
+ * kind namespaces are objects of" asks ck_kind_with_role() instead of naming
+ * a kind.
+ */
+enum ck_kind_role {
+    CK_KIND_ROLE_NONE,
+    CK_KIND_ROLE_NAMESPACE, /* namespaced objects live in one of these; some are created at start */
+};
+
+/* The rule metadata.name follows. */
+enum ck_name_rule {
+    CK_NAME_DNS_SUBDOMAIN, /* RFC 1123 subdomain: most kinds */
+    CK_NAME_DNS_LABEL,     /* RFC 1123 label: namespaces */
+};
+
+/* The part of the object a subresource reads and writes. */
+enum ck_subresource_part {
+    CK_SUBRESOURCE_STATUS,   /* .status (and the metadata the kind does not keep) */
+    CK_SUBRESOURCE_SCALE,    /* the autoscaling/v1 Scale view of .spec.replicas */
+    CK_SUBRESOURCE_CUSTOM,   /* what the subresource's update hook computes */
+    CK_SUBRESOURCE_UNSERVED, /* listed in discovery; every request answers 503 with message */
+};
+
+/*
+ * One subresource of a kind: its name, its verbs (as discovery lists them:
+ * "get", "update", "patch", "create"; the server refuses the others with 405)
+ * and the object it speaks when that is not the kind's own.
+ */
+struct ck_subresource {
+    const char *name; /* "status", "scale", "finalize", "binding", "log" */
+    enum ck_subresource_part part;
+    const char *const *verbs; /* NULL-terminated */
+    const char *group;        /* of the object spoken, when not the kind's own: "autoscaling" */
+    const char *version;      /* "v1" */
+    const char *kind;         /* "Scale", "Binding"; NULL: the kind's own */
+    const char *schema;       /* the spoken object's schema, when not the kind's own */
+    /*
+     * CK_SUBRESOURCE_CUSTOM: the new state of the object named name from the
+     * request body and the stored object old (neither modified). Returns a
+     * new reference, or NULL with *reterr: CK_EINVAL with errs filled (422),
+     * CK_ECONFLICT with the reason in reterr->msg (409), anything else (500).
+     */
+    json_t *(*update)(const char *name, const json_t *body, const json_t *old,
+                      struct ck_field_errors *errs, struct ck_err *reterr);
+    /* The result is validated as a create: it sets a field the main resource may not change. */
+    bool validate_as_create;
+    const char *message; /* CK_SUBRESOURCE_UNSERVED: why, in the 503 */
+};
+
+/*
  * Everything ckube knows about one kind, described once: discovery, the
- * schema that drives decoding and OpenAPI, field selectors and tables all
- * come from here. Instances are static and immutable.
+ * schema that drives decoding and OpenAPI, field selectors, tables, the
+ * strategy every write runs and the subresources all come from here. What is
+ * particular to a built-in kind lives in lib/api/kinds/<kind>.c. A
+ * descriptor is immutable and must outlive every reader once registered
+ * (built-in ones are static).
  */
 struct ck_kind {
     const char *group;   /* "" for the core group */
@@ -309,35 +382,93 @@ struct ck_kind {
     const char *const *short_names; /* NULL-terminated, may be NULL */
     const char *const *categories;  /* NULL-terminated, may be NULL */
     bool namespaced;
-    bool has_generation;                       /* metadata.generation is kept */
-    const char *schema;                        /* "io.k8s.api.apps.v1.Deployment" */
-    const char *const *subresources;           /* NULL-terminated: "status", "scale", ... */
+    bool has_generation; /* metadata.generation is kept */
+    /* A change of metadata.annotations counts as a spec change for the generation. */
+    bool annotations_bump_generation;
+    enum ck_kind_role role;
+    enum ck_name_rule name_rule;
+    const char *schema; /* "io.k8s.api.apps.v1.Deployment" */
+    const struct ck_subresource *subresources;
+    size_t n_subresources;
+    /* metadata members a write through the status subresource never changes (NULL-terminated) */
+    const char *const *status_keeps_metadata;
     const struct ck_field_label *field_labels; /* beyond metadata.name/namespace */
     size_t n_field_labels;
+    /*
+     * Renders obj's value of a field label declared without a path (it may
+     * write into buf and return it; NULL reads as ""). Kubernetes' per-kind
+     * field-set function, for labels that are not one field of the object.
+     */
+    const char *(*field_value)(const char *label, const json_t *obj, char *buf, size_t size);
     const struct ck_table_column *columns;
     size_t n_columns;
-    /* Appends one cell per column to cells, computed at time now (seconds). */
-    void (*row_cells)(const json_t *obj, long long now, json_t *cells);
+    /*
+     * Fills the cells of the columns without a json_path: cells has one slot
+     * per column; the hook stores a new reference in each slot it computes,
+     * at time now (seconds). May be NULL when every column has a path.
+     */
+    void (*cells)(const json_t *obj, long long now, json_t **cells);
+    /* The feature gates the kind's schema names (x-ckube-feature-gate and -gated-values). */
+    const struct ck_api_feature *features;
+    size_t n_features;
 
     /*
-     * The kind's strategy (Kubernetes' RESTCreateStrategy/RESTUpdateStrategy),
-     * each optional. prepare_for_create initialises what the server owns
-     * (status, computed defaults); prepare_for_update carries over what the
-     * main resource may not change; validate adds field errors and never
-     * mutates (old is NULL on create).
+     * The kind's strategy (Kubernetes' RESTCreateStrategy/RESTUpdateStrategy,
+     * RESTDeleteStrategy), each optional. prepare_for_create initialises what
+     * the server owns (status, computed defaults); prepare_for_update carries
+     * over what the main resource may not change; validate adds field errors
+     * and never mutates (old is NULL on create).
      */
     void (*prepare_for_create)(json_t *obj);
     void (*prepare_for_update)(json_t *obj, const json_t *old);
     /* Computed defaults (beyond the schema's), on create and on update. */
     void (*defaults)(json_t *obj);
     void (*validate)(const json_t *obj, const json_t *old, struct ck_field_errors *errs);
+    /* Normalises a valid object before it is stored (Kubernetes' Canonicalize). */
+    void (*canonicalize)(json_t *obj);
+    /* Finalizers of the kind's own beyond metadata.finalizers (a namespace's spec.finalizers). */
+    bool (*has_own_finalizers)(const json_t *obj);
+    /* What a delete that starts the deletion also changes (a namespace's Terminating phase). */
+    void (*prepare_for_delete)(json_t *obj);
+    /*
+     * The grace period in seconds a delete gives obj, from the request's
+     * (requested, NULL when it gave none); NULL hook: 0, the object goes once
+     * its finalizers are gone.
+     */
+    long long (*delete_grace)(const json_t *obj, const long long *requested);
 };
 
-/* Every kind served, in discovery order. */
+/*
+ * The registry of kinds. Built-in kinds are registered before the first
+ * call returns; more (a CRD's) may be registered at any time. Readers never
+ * lock: each call reads one immutable snapshot, and every snapshot, with
+ * every array these functions return, stays valid until the process exits.
+ */
+
+/* Every kind served, in discovery order (registration order). */
 const struct ck_kind *const *ck_kinds(size_t *ret_count);
 
 /* The kind serving group/version/resource, or NULL. group is "" for core. */
 const struct ck_kind *ck_kind_lookup(const char *group, const char *version, const char *resource);
+
+/* The first registered kind holding role, or NULL. */
+const struct ck_kind *ck_kind_with_role(enum ck_kind_role role);
+
+/*
+ * Registers kind (borrowed: it must stay valid and unchanged until the
+ * process exits). Fails with CK_EEXIST when its group/version/resource is
+ * served already, CK_EINVAL when it lacks a group, version, kind, resource or
+ * schema, CK_ENOMEM. Writers are serialized; readers see the kind once this
+ * returns.
+ */
+int ck_kind_register(const struct ck_kind *kind, struct ck_err *reterr);
+
+/*
+ * Stops serving kind; CK_ENOENT when it is not registered. Readers that
+ * looked it up before may go on using it, so the descriptor must still
+ * outlive them (keep it until exit).
+ */
+int ck_kind_unregister(const struct ck_kind *kind, struct ck_err *reterr);
 
 /* "apps/v1" or "v1". Writes into buf and returns it. */
 const char *ck_kind_api_version(const struct ck_kind *kind, char *buf, size_t size);
@@ -345,9 +476,20 @@ const char *ck_kind_api_version(const struct ck_kind *kind, char *buf, size_t si
 /* The qualified resource as Kubernetes names it in messages: "deployments.apps", "pods". */
 const char *ck_kind_qualified_resource(const struct ck_kind *kind, char *buf, size_t size);
 
+/* The subresource called name of kind, or NULL. */
+const struct ck_subresource *ck_kind_subresource(const struct ck_kind *kind, const char *name);
+
+/* The kind's subresource that speaks part (the first), or NULL. */
+const struct ck_subresource *ck_kind_subresource_part(const struct ck_kind *kind,
+                                                      enum ck_subresource_part part);
+
+/* True when the subresource accepts verb ("get", "update", "patch", "create"). */
+bool ck_subresource_allows(const struct ck_subresource *sub, const char *verb);
+
 /*
  * The field labels a field selector may use on this kind, NULL-terminated
- * (metadata.name and metadata.namespace first). Static storage.
+ * (metadata.name and metadata.namespace first), or NULL for a kind never
+ * registered. Built when the kind is registered; valid until exit.
  */
 const char *const *ck_kind_field_label_names(const struct ck_kind *kind);
 
@@ -358,6 +500,9 @@ const char *ck_kind_field_value(const struct ck_kind *kind, const char *label, c
 /* A ck_field_getter whose ctx is a const struct ck_kind *. */
 const char *ck_kind_field_getter(const char *label, const json_t *obj, const void *kind, char *buf,
                                  size_t size);
+
+/* True when obj still has finalizers: metadata.finalizers or the kind's own. */
+bool ck_kind_has_finalizers(const struct ck_kind *kind, const json_t *obj);
 
 /* ---- object metadata (apiserver BeforeCreate / BeforeUpdate) ------------- */
 
@@ -385,7 +530,7 @@ int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *
  * an update of old: keeps the immutable and server-owned metadata of old
  * (name, namespace, uid, creationTimestamp, generation, deletionTimestamp,
  * deletionGracePeriodSeconds), keeps old's status when the kind has a status
- * subresource, bumps generation when the spec changed (and, for Deployments,
+ * subresource, bumps generation when the spec changed (and, where the kind says so,
  * the annotations), then runs the kind's prepare_for_update.
  */
 void ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_t *old);
@@ -399,6 +544,9 @@ void ck_meta_keep_server_owned(json_t *meta, const json_t *old_meta);
 
 /* Runs the kind's computed defaults (imagePullPolicy, namespace labels, ...). */
 void ck_kind_default(const struct ck_kind *kind, json_t *obj);
+
+/* Runs the kind's canonicalize hook, if any, on an object that passed validation. */
+void ck_kind_canonicalize(const struct ck_kind *kind, json_t *obj);
 
 /*
  * Validates metadata as Kubernetes' ValidateObjectMeta does (name per kind
@@ -425,6 +573,14 @@ enum ck_include_object {
 
 /* Parses the includeObject query value (NULL or "" = Metadata). */
 int ck_include_object_parse(const char *text, enum ck_include_object *ret);
+
+/*
+ * Appends to cells (an array) one cell per column of kind for obj at time
+ * now: the columns with a json_path read the object, the others come from
+ * the kind's cells hook (null when it computes none).
+ */
+void ck_table_row_cells(const struct ck_kind *kind, const json_t *obj, long long now,
+                        json_t *cells);
 
 /*
  * Builds a meta.k8s.io/v1 Table for kind with the given rows' objects (each a

@@ -349,6 +349,85 @@ int ck_fg_list_lint(const char *path, ck_fg_report_fn report, void *userdata,
 int ck_fg_list_lint_removals(const char *previous, const char *path, struct ck_fg_version current,
                              ck_fg_report_fn report, void *userdata, struct ck_fg_err *reterr);
 
+/* ---- Upgrade check ------------------------------------------------------ */
+
+/*
+ * Where a feature-gate setting comes from: a component config file (any
+ * YAML with a top-level featureGates: map; path in value) or one
+ * --feature-gates value. Config files apply in the order given (a later
+ * file wins per name), then every flag, joined as eval joins them (the last
+ * value wins per name): the precedence of ck_fg_apply_sources().
+ */
+struct ck_fg_upgrade_source {
+    bool is_config;
+    const char *value;
+};
+
+/*
+ * One finding about one gate. gate, message and source are owned by the
+ * report; reason is a static string: blocking "Removed", "Unknown",
+ * "Locked", "Invalid"; changes "DefaultChanged"; warnings "Deprecated",
+ * "GA", "WillBeRemoved". source is a config path, "--feature-gates" (with
+ * " #N" when several flags were given) or "default". from and to are the
+ * effective values at the two versions (changes only).
+ */
+struct ck_fg_upgrade_finding {
+    char *gate;
+    const char *reason;
+    char *message;
+    char *source;
+    bool from, to;
+};
+
+/* The result of ck_fg_upgrade_check(); each array is sorted by gate name. */
+struct ck_fg_upgrade_report {
+    struct ck_fg_version from, to;
+    uint32_t minors; /* minor versions between from and to; 1 is a supported step */
+    struct ck_fg_upgrade_finding *blocking, *changes, *warnings;
+    size_t nblocking, nchanges, nwarnings;
+};
+
+/*
+ * The pre-upgrade check: evaluates the settings of srcs at `from` with the
+ * list old_list and at `to` with new_list (binary = emulated version, min
+ * compatibility one minor below, as a component run without emulation
+ * flags), through this library's own set path, and reports per gate what
+ * will stop the component at `to` (blocking), which effective values
+ * change although the settings do not (changes), and which settings
+ * Kubernetes warns about at `to` (warnings). Downgrades and steps of
+ * several minors are allowed.
+ *
+ * A setting that does not parse (a --feature-gates piece, a featureGates
+ * value that is not a boolean) is an "Invalid" finding, not an error.
+ * Errors, with *ret untouched: a list or config file that cannot be read or
+ * is not valid (CK_FG_ENOENT, CK_FG_EINVAL, the message names the file),
+ * CK_FG_ENOMEM. On success *ret is a report the caller frees with
+ * ck_fg_upgrade_report_free(), which returns NULL.
+ */
+int ck_fg_upgrade_check(const char *old_list, const char *new_list, struct ck_fg_version from,
+                        struct ck_fg_version to, const struct ck_fg_upgrade_source *srcs,
+                        size_t nsrcs, struct ck_fg_upgrade_report **ret, struct ck_fg_err *reterr);
+struct ck_fg_upgrade_report *ck_fg_upgrade_report_free(struct ck_fg_upgrade_report *r);
+
+/*
+ * Renderings of a report, malloc'ed (NULL on allocation failure): JSON,
+ * {"from":"X.Y","to":"X.Y","blocking":[...],"changes":[...],"warnings":[...]}
+ * with entries {"gate","reason","message","source"} (changes add "from" and
+ * "to"); and a short text table for a terminal, which also says when the
+ * step is more than one minor.
+ */
+char *ck_fg_upgrade_json(const struct ck_fg_upgrade_report *r);
+char *ck_fg_upgrade_text(const struct ck_fg_upgrade_report *r);
+
+/*
+ * The shipped Kubernetes list for version v: the first readable
+ * "<dir>/X.Y.yaml" of dirs, in order. Returns 0 and a malloc'ed path in
+ * *ret_path, or CK_FG_ENOENT with a message naming the versions the first
+ * existing directory ships.
+ */
+int ck_fg_upgrade_find_list(const char *const *dirs, size_t ndirs, struct ck_fg_version v,
+                            char **ret_path, struct ck_fg_err *reterr);
+
 /* ---- Providers (client-go's Gates / Registry) ------------------------- */
 
 /*

@@ -65,33 +65,19 @@ json_t *ck_discovery_api_groups(void)
                      groups);
 }
 
-/* The APIResource entry for a subresource; its kind depends on the subresource. */
-static json_t *subresource_entry(const struct ck_kind *k, const char *sub)
+/* The APIResource entry for a subresource, from the kind's table of them. */
+static json_t *subresource_entry(const struct ck_kind *k, const struct ck_subresource *sub)
 {
     char name[128];
-    snprintf(name, sizeof(name), "%s/%s", k->resource, sub);
+    snprintf(name, sizeof(name), "%s/%s", k->resource, sub->name);
     json_t *e =
         json_pack("{s:s, s:s, s:b}", "name", name, "singularName", "", "namespaced", k->namespaced);
-    static const char *const get_patch_update[] = {"get", "patch", "update", NULL};
-    static const char *const get_only[] = {"get", NULL};
-    static const char *const create_only[] = {"create", NULL};
-    static const char *const update_only[] = {"update", NULL};
-    const char *kind = k->kind;
-    const char *const *verbs = get_patch_update;
-    if (strcmp(sub, "scale") == 0) {
-        json_object_set_new(e, "group", json_string("autoscaling"));
-        json_object_set_new(e, "version", json_string("v1"));
-        kind = "Scale";
-    } else if (strcmp(sub, "log") == 0) {
-        verbs = get_only;
-    } else if (strcmp(sub, "binding") == 0) {
-        kind = "Binding";
-        verbs = create_only;
-    } else if (strcmp(sub, "finalize") == 0) {
-        verbs = update_only;
+    if (sub->group) {
+        json_object_set_new(e, "group", json_string(sub->group));
+        json_object_set_new(e, "version", json_string(sub->version));
     }
-    json_object_set_new(e, "kind", json_string(kind));
-    json_object_set_new(e, "verbs", strings(verbs));
+    json_object_set_new(e, "kind", json_string(sub->kind ? sub->kind : k->kind));
+    json_object_set_new(e, "verbs", strings(sub->verbs));
     return e;
 }
 
@@ -117,8 +103,8 @@ json_t *ck_discovery_resources(const char *group, const char *version)
         if (k->categories)
             json_object_set_new(e, "categories", strings(k->categories));
         json_array_append_new(resources, e);
-        for (size_t s = 0; k->subresources && k->subresources[s]; s++)
-            json_array_append_new(resources, subresource_entry(k, k->subresources[s]));
+        for (size_t s = 0; s < k->n_subresources; s++)
+            json_array_append_new(resources, subresource_entry(k, &k->subresources[s]));
     }
     if (!gv[0]) {
         json_decref(resources);

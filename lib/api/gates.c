@@ -14,8 +14,11 @@
  * the same path, any element of a list standing for every element (as
  * Kubernetes asks "does any container of the old pod use it").
  *
- * Threading: pure functions over the caller's values; the feature table is
- * static and immutable.
+ * Which gates exist is for the kinds to say (struct ck_kind's features; a
+ * gate's default applies when the caller gives no ck_feature_enabled_fn).
+ *
+ * Threading: pure functions over the caller's values; the feature list is
+ * the kind registry's, immutable once read.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -26,19 +29,6 @@
 #include "internal.h"
 
 #define MAX_DEPTH 64
-
-/* The gates the API's schemas name, as ckube's versioned feature list records them. */
-static const struct ck_api_feature features[] = {
-    {"Frobber2D", "ALPHA", false, "1.32"},
-    {"FrobberRestartPolicyOnTuesday", "ALPHA", false, "1.32"},
-    {"PodLevelResources", "ALPHA", false, "1.32"},
-};
-
-const struct ck_api_feature *ck_api_features(size_t *ret_count)
-{
-    *ret_count = sizeof(features) / sizeof(features[0]);
-    return features;
-}
 
 struct walk {
     const struct ck_schemas *set;
@@ -51,7 +41,9 @@ static bool gate_on(const struct walk *w, const char *gate)
 {
     if (w->enabled)
         return w->enabled(w->ctx, gate);
-    for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++)
+    size_t n = 0;
+    const struct ck_api_feature *features = ck_api_features(&n);
+    for (size_t i = 0; i < n; i++)
         if (strcmp(features[i].name, gate) == 0)
             return features[i].default_on;
     return false;

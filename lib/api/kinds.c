@@ -1,13 +1,29 @@
 /*
- * kinds.c - the registry of the kinds ckube serves, each described once.
+ * kinds.c - the registry of the kinds ckube serves, and what every kind's
+ * descriptor answers the same way (names, subresources, field labels).
  *
- * Discovery, field selectors, tables and (through the schema name) decoding
- * and OpenAPI all read these descriptions; adding a kind means adding one
- * entry here, its schema, and its row printer in printers.c. Facts come from
- * Kubernetes 1.32: resource names, short names, categories, subresources
- * and the field labels each kind's registry accepts in field selectors.
+ * A kind is described once, by a struct ck_kind: built-in kinds in
+ * lib/api/kinds/<kind>.c, registered here on first use in the order of the
+ * build's list (lib/api/CMakeLists.txt); a CustomResourceDefinition's when it
+ * is established. Nothing here knows any kind by name.
+ *
+ * Publication follows lib/featuregate: the registry is a chain of immutable
+ * snapshots, each an array of entries (the kind and its field label names).
+ * Readers acquire-load the current snapshot and never lock. A writer takes
+ * `lock`, builds a new snapshot from the current one, and release-stores it.
+ * Replaced snapshots are never freed: they stay on the `older` chain until
+ * the process exits, so a reader still walking one, or a caller still holding
+ * the array ck_kinds() returned, never sees freed memory. The cost is one
+ * array per registration, which happen a few times per process (start-up,
+ * each CRD); a registry whose kinds churn would want epochs instead.
+ *
+ * Threading: ck_kinds(), ck_kind_lookup(), ck_kind_with_role() and
+ * ck_kind_field_label_names() are lock-free; register and unregister
+ * serialize on `lock`. The built-in kinds are registered under
+ * pthread_once, before any reader sees a snapshot.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,217 +31,242 @@
 #include "ckube/api.h"
 #include "internal.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-/* ---- core/v1 ------------------------------------------------------------ */
-
-static const char *const namespace_short[] = {"ns", NULL};
-static const char *const namespace_sub[] = {"status", "finalize", NULL};
-static const struct ck_field_label namespace_fields[] = {
-    {"status.phase", "status.phase", CK_FIELD_LABEL_STRING},
-};
-static const struct ck_kind namespace_kind = {
-    .group = "",
-    .version = "v1",
-    .kind = "Namespace",
-    .list_kind = "NamespaceList",
-    .resource = "namespaces",
-    .singular = "namespace",
-    .short_names = namespace_short,
-    .namespaced = false,
-    .schema = "io.k8s.api.core.v1.Namespace",
-    .subresources = namespace_sub,
-    .field_labels = namespace_fields,
-    .n_field_labels = COUNT(namespace_fields),
-    .columns = ck__namespace_columns,
-    .n_columns = CK__NAMESPACE_COLUMNS,
-    .row_cells = ck__namespace_row,
-    .prepare_for_create = ck__namespace_prepare_for_create,
-    .prepare_for_update = ck__namespace_prepare_for_update,
-    .defaults = ck__namespace_defaults,
+/* One registered kind: the descriptor (borrowed) and its field label names (owned). */
+struct entry {
+    const struct ck_kind *kind;
+    const char **label_names; /* NULL-terminated; never freed (readers may hold it) */
 };
 
-static const char *const pod_short[] = {"po", NULL};
-static const char *const all_category[] = {"all", NULL};
-static const char *const pod_sub[] = {"status", "log", "binding", NULL};
-static const struct ck_field_label pod_fields[] = {
-    {"spec.nodeName", "spec.nodeName", CK_FIELD_LABEL_STRING},
-    {"spec.restartPolicy", "spec.restartPolicy", CK_FIELD_LABEL_STRING},
-    {"spec.schedulerName", "spec.schedulerName", CK_FIELD_LABEL_STRING},
-    {"spec.serviceAccountName", "spec.serviceAccountName", CK_FIELD_LABEL_STRING},
-    {"spec.hostNetwork", "spec.hostNetwork", CK_FIELD_LABEL_BOOL},
-    {"status.phase", "status.phase", CK_FIELD_LABEL_STRING},
-    {"status.podIP", "status.podIP", CK_FIELD_LABEL_STRING},
-    {"status.nominatedNodeName", "status.nominatedNodeName", CK_FIELD_LABEL_STRING},
-};
-static const struct ck_kind pod_kind = {
-    .group = "",
-    .version = "v1",
-    .kind = "Pod",
-    .list_kind = "PodList",
-    .resource = "pods",
-    .singular = "pod",
-    .short_names = pod_short,
-    .categories = all_category,
-    .namespaced = true,
-    .schema = "io.k8s.api.core.v1.Pod",
-    .subresources = pod_sub,
-    .field_labels = pod_fields,
-    .n_field_labels = COUNT(pod_fields),
-    .columns = ck__pod_columns,
-    .n_columns = CK__POD_COLUMNS,
-    .row_cells = ck__pod_row,
-    .prepare_for_create = ck__pod_prepare_for_create,
-    .defaults = ck__pod_defaults,
-    .validate = ck__pod_validate,
+struct snapshot {
+    struct snapshot *older; /* the snapshot this one replaced: kept, never freed */
+    size_t n;
+    struct entry *entries;
+    const struct ck_kind **kinds; /* the same kinds, as ck_kinds() hands them out */
+    struct ck_api_feature *features;
+    size_t n_features;
 };
 
-static const char *const node_short[] = {"no", NULL};
-static const char *const status_sub[] = {"status", NULL};
-static const struct ck_field_label node_fields[] = {
-    {"spec.unschedulable", "spec.unschedulable", CK_FIELD_LABEL_BOOL},
-};
-static const struct ck_kind node_kind = {
-    .group = "",
-    .version = "v1",
-    .kind = "Node",
-    .list_kind = "NodeList",
-    .resource = "nodes",
-    .singular = "node",
-    .short_names = node_short,
-    .namespaced = false,
-    .schema = "io.k8s.api.core.v1.Node",
-    .subresources = status_sub,
-    .field_labels = node_fields,
-    .n_field_labels = COUNT(node_fields),
-    .columns = ck__node_columns,
-    .n_columns = CK__NODE_COLUMNS,
-    .row_cells = ck__node_row,
-};
+static _Atomic(struct snapshot *) current;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
+static struct snapshot empty;
 
-static const char *const event_short[] = {"ev", NULL};
-static const struct ck_field_label event_fields[] = {
-    {"involvedObject.kind", "involvedObject.kind", CK_FIELD_LABEL_STRING},
-    {"involvedObject.namespace", "involvedObject.namespace", CK_FIELD_LABEL_STRING},
-    {"involvedObject.name", "involvedObject.name", CK_FIELD_LABEL_STRING},
-    {"involvedObject.uid", "involvedObject.uid", CK_FIELD_LABEL_STRING},
-    {"involvedObject.apiVersion", "involvedObject.apiVersion", CK_FIELD_LABEL_STRING},
-    {"involvedObject.resourceVersion", "involvedObject.resourceVersion", CK_FIELD_LABEL_STRING},
-    {"involvedObject.fieldPath", "involvedObject.fieldPath", CK_FIELD_LABEL_STRING},
-    {"reason", "reason", CK_FIELD_LABEL_STRING},
-    {"reportingComponent", "reportingComponent", CK_FIELD_LABEL_STRING},
-    {"source", "source.component", CK_FIELD_LABEL_STRING},
-    {"type", "type", CK_FIELD_LABEL_STRING},
-};
-static const struct ck_kind event_kind = {
-    .group = "",
-    .version = "v1",
-    .kind = "Event",
-    .list_kind = "EventList",
-    .resource = "events",
-    .singular = "event",
-    .short_names = event_short,
-    .namespaced = true,
-    .schema = "io.k8s.api.core.v1.Event",
-    .field_labels = event_fields,
-    .n_field_labels = COUNT(event_fields),
-    .columns = ck__event_columns,
-    .n_columns = CK__EVENT_COLUMNS,
-    .row_cells = ck__event_row,
-};
+/* ---- snapshots ---------------------------------------------------------- */
 
-/* ---- apps/v1 ------------------------------------------------------------ */
+static bool same_resource(const struct ck_kind *a, const struct ck_kind *b)
+{
+    return strcmp(a->group, b->group) == 0 && strcmp(a->version, b->version) == 0 &&
+           strcmp(a->resource, b->resource) == 0;
+}
 
-static const char *const deployment_short[] = {"deploy", NULL};
-static const char *const scalable_sub[] = {"status", "scale", NULL};
-static const struct ck_kind deployment_kind = {
-    .group = "apps",
-    .version = "v1",
-    .kind = "Deployment",
-    .list_kind = "DeploymentList",
-    .resource = "deployments",
-    .singular = "deployment",
-    .short_names = deployment_short,
-    .categories = all_category,
-    .namespaced = true,
-    .has_generation = true,
-    .schema = "io.k8s.api.apps.v1.Deployment",
-    .subresources = scalable_sub,
-    .columns = ck__deployment_columns,
-    .n_columns = CK__DEPLOYMENT_COLUMNS,
-    .row_cells = ck__deployment_row,
-    .prepare_for_create = ck__deployment_prepare_for_create,
-    .defaults = ck__deployment_defaults,
-    .validate = ck__deployment_validate,
-};
+static const char **build_label_names(const struct ck_kind *kind)
+{
+    const char **names = calloc(kind->n_field_labels + 3, sizeof(*names));
+    if (!names)
+        return NULL;
+    size_t n = 0;
+    names[n++] = "metadata.name";
+    names[n++] = "metadata.namespace";
+    for (size_t i = 0; i < kind->n_field_labels; i++)
+        names[n++] = kind->field_labels[i].label;
+    names[n] = NULL;
+    return names;
+}
 
-static const char *const replicaset_short[] = {"rs", NULL};
-static const struct ck_field_label replicaset_fields[] = {
-    {"status.replicas", "status.replicas", CK_FIELD_LABEL_INT},
-};
-static const struct ck_kind replicaset_kind = {
-    .group = "apps",
-    .version = "v1",
-    .kind = "ReplicaSet",
-    .list_kind = "ReplicaSetList",
-    .resource = "replicasets",
-    .singular = "replicaset",
-    .short_names = replicaset_short,
-    .categories = all_category,
-    .namespaced = true,
-    .has_generation = true,
-    .schema = "io.k8s.api.apps.v1.ReplicaSet",
-    .subresources = scalable_sub,
-    .field_labels = replicaset_fields,
-    .n_field_labels = COUNT(replicaset_fields),
-    .columns = ck__replicaset_columns,
-    .n_columns = CK__REPLICASET_COLUMNS,
-    .row_cells = ck__replicaset_row,
-    .prepare_for_create = ck__replicaset_prepare_for_create,
-    .defaults = ck__workload_defaults,
-    .validate = ck__workload_validate,
-};
+/* Every kind's gates, once each, in registration order. */
+static int collect_features(struct snapshot *s)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < s->n; i++)
+        total += s->entries[i].kind->n_features;
+    s->features = calloc(total ? total : 1, sizeof(*s->features));
+    if (!s->features)
+        return CK_ENOMEM;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct ck_kind *k = s->entries[i].kind;
+        for (size_t f = 0; f < k->n_features; f++) {
+            bool seen = false;
+            for (size_t j = 0; j < s->n_features && !seen; j++)
+                seen = strcmp(s->features[j].name, k->features[f].name) == 0;
+            if (!seen)
+                s->features[s->n_features++] = k->features[f];
+        }
+    }
+    return 0;
+}
 
-/* ---- example.ckube.io/v1 ------------------------------------------------ */
+/* A snapshot of n entries (copied from entries); NULL when out of memory. */
+static struct snapshot *snapshot_new(const struct entry *entries, size_t n)
+{
+    struct snapshot *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->n = n;
+    s->entries = calloc(n ? n : 1, sizeof(*s->entries));
+    s->kinds = calloc(n ? n : 1, sizeof(*s->kinds));
+    if (s->entries && n)
+        memcpy(s->entries, entries, n * sizeof(*entries));
+    if (!s->entries || !s->kinds || collect_features(s) < 0) {
+        free(s->entries);
+        free(s->kinds);
+        free(s->features);
+        free(s);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        s->kinds[i] = entries[i].kind;
+    return s;
+}
 
-/* The example of feature-gated fields (lib/api/gates.c, docs/internals/apiserver.md). */
-static const struct ck_kind frobber_kind = {
-    .group = "example.ckube.io",
-    .version = "v1",
-    .kind = "Frobber",
-    .list_kind = "FrobberList",
-    .resource = "frobbers",
-    .singular = "frobber",
-    .namespaced = true,
-    .has_generation = true,
-    .schema = "io.ckube.example.v1.Frobber",
-    .subresources = status_sub,
-    .columns = ck__frobber_columns,
-    .n_columns = CK__FROBBER_COLUMNS,
-    .row_cells = ck__frobber_row,
-};
+/* Makes s current. lock held. */
+static void publish(struct snapshot *s)
+{
+    s->older = atomic_load_explicit(&current, memory_order_relaxed);
+    atomic_store_explicit(&current, s, memory_order_release);
+}
 
-static const struct ck_kind *const all_kinds[] = {
-    &namespace_kind,  &pod_kind,        &node_kind,    &event_kind,
-    &deployment_kind, &replicaset_kind, &frobber_kind,
-};
+static int register_locked(const struct ck_kind *kind, struct ck_err *reterr)
+{
+    if (!kind || !kind->group || !kind->version || !kind->kind || !kind->resource || !kind->schema)
+        return ck_err_set(reterr, CK_EINVAL,
+                          "a kind needs a group, version, kind, resource and schema");
+    const struct snapshot *cur = atomic_load_explicit(&current, memory_order_relaxed);
+    if (!cur)
+        cur = &empty;
+    for (size_t i = 0; i < cur->n; i++) {
+        if (same_resource(cur->entries[i].kind, kind)) {
+            char qr[256], gv[128];
+            return ck_err_set(reterr, CK_EEXIST, "%s of %s is served already",
+                              ck_kind_qualified_resource(kind, qr, sizeof(qr)),
+                              ck_kind_api_version(kind, gv, sizeof(gv)));
+        }
+    }
+    struct entry *entries = malloc((cur->n + 1) * sizeof(*entries));
+    const char **names = build_label_names(kind);
+    struct snapshot *s = NULL;
+    if (entries && names) {
+        if (cur->n)
+            memcpy(entries, cur->entries, cur->n * sizeof(*entries));
+        entries[cur->n] = (struct entry){.kind = kind, .label_names = names};
+        s = snapshot_new(entries, cur->n + 1);
+    }
+    free(entries);
+    if (!s) {
+        free(names);
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    }
+    publish(s);
+    return 0;
+}
+
+/* The built-in kinds (generated from the build's list of lib/api/kinds files). */
+static void register_builtin(void)
+{
+    size_t n = 0;
+    const struct ck_kind *const *builtin = ck__builtin_kinds(&n);
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < n; i++)
+        if (register_locked(builtin[i], NULL) < 0)
+            abort(); /* a duplicate among our own kinds, or no memory at start-up */
+    pthread_mutex_unlock(&lock);
+}
+
+static const struct snapshot *snapshot(void)
+{
+    pthread_once(&builtin_once, register_builtin);
+    const struct snapshot *s = atomic_load_explicit(&current, memory_order_acquire);
+    return s ? s : &empty;
+}
+
+/* ---- the registry ------------------------------------------------------- */
+
+int ck_kind_register(const struct ck_kind *kind, struct ck_err *reterr)
+{
+    pthread_once(&builtin_once, register_builtin);
+    pthread_mutex_lock(&lock);
+    int r = register_locked(kind, reterr);
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+int ck_kind_unregister(const struct ck_kind *kind, struct ck_err *reterr)
+{
+    pthread_once(&builtin_once, register_builtin);
+    pthread_mutex_lock(&lock);
+    const struct snapshot *cur = atomic_load_explicit(&current, memory_order_relaxed);
+    size_t at = cur ? cur->n : 0;
+    for (size_t i = 0; cur && i < cur->n && at == cur->n; i++)
+        if (cur->entries[i].kind == kind)
+            at = i;
+    int r = 0;
+    if (!cur || at == cur->n) {
+        r = ck_err_set(reterr, CK_ENOENT, "the kind is not registered");
+    } else {
+        struct entry *entries = malloc(cur->n * sizeof(*entries));
+        struct snapshot *s = NULL;
+        if (entries) {
+            memcpy(entries, cur->entries, at * sizeof(*entries));
+            memcpy(entries + at, cur->entries + at + 1, (cur->n - at - 1) * sizeof(*entries));
+            s = snapshot_new(entries, cur->n - 1);
+            free(entries);
+        }
+        if (s)
+            publish(s); /* the removed entry's label names stay reachable from the old snapshot */
+        else
+            r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
 
 const struct ck_kind *const *ck_kinds(size_t *ret_count)
 {
-    *ret_count = COUNT(all_kinds);
-    return all_kinds;
+    const struct snapshot *s = snapshot();
+    *ret_count = s->n;
+    return s->kinds;
 }
 
 const struct ck_kind *ck_kind_lookup(const char *group, const char *version, const char *resource)
 {
-    for (size_t i = 0; i < COUNT(all_kinds); i++) {
-        const struct ck_kind *k = all_kinds[i];
+    const struct snapshot *s = snapshot();
+    for (size_t i = 0; i < s->n; i++) {
+        const struct ck_kind *k = s->entries[i].kind;
         if (strcmp(k->group, group) == 0 && strcmp(k->version, version) == 0 &&
             strcmp(k->resource, resource) == 0)
             return k;
     }
     return NULL;
 }
+
+const struct ck_kind *ck_kind_with_role(enum ck_kind_role role)
+{
+    const struct snapshot *s = snapshot();
+    for (size_t i = 0; i < s->n; i++)
+        if (s->entries[i].kind->role == role)
+            return s->entries[i].kind;
+    return NULL;
+}
+
+const struct ck_api_feature *ck_api_features(size_t *ret_count)
+{
+    const struct snapshot *s = snapshot();
+    *ret_count = s->n_features;
+    return s->features;
+}
+
+const char *const *ck_kind_field_label_names(const struct ck_kind *kind)
+{
+    /* a kind unregistered since the caller looked it up keeps its names in older snapshots */
+    for (const struct snapshot *s = snapshot(); s; s = s->older)
+        for (size_t i = 0; i < s->n; i++)
+            if (s->entries[i].kind == kind)
+                return s->entries[i].label_names;
+    return NULL;
+}
+
+/* ---- what every descriptor answers -------------------------------------- */
+
+const char *const ck__get_patch_update[] = {"get", "patch", "update", NULL};
 
 const char *ck_kind_api_version(const struct ck_kind *kind, char *buf, size_t size)
 {
@@ -245,32 +286,36 @@ const char *ck_kind_qualified_resource(const struct ck_kind *kind, char *buf, si
     return buf;
 }
 
-/* The most field labels any kind has, plus metadata.name/namespace and NULL. */
-#define MAX_LABELS 16
-
-static const char *label_tables[COUNT(all_kinds)][MAX_LABELS];
-static pthread_once_t label_tables_once = PTHREAD_ONCE_INIT;
-
-static void fill_label_tables(void)
+const struct ck_subresource *ck_kind_subresource(const struct ck_kind *kind, const char *name)
 {
-    for (size_t k = 0; k < COUNT(all_kinds); k++) {
-        const char **names = label_tables[k];
-        size_t n = 0;
-        names[n++] = "metadata.name";
-        names[n++] = "metadata.namespace";
-        for (size_t i = 0; i < all_kinds[k]->n_field_labels && n + 1 < MAX_LABELS; i++)
-            names[n++] = all_kinds[k]->field_labels[i].label;
-        names[n] = NULL;
-    }
+    for (size_t i = 0; i < kind->n_subresources; i++)
+        if (strcmp(kind->subresources[i].name, name) == 0)
+            return &kind->subresources[i];
+    return NULL;
 }
 
-const char *const *ck_kind_field_label_names(const struct ck_kind *kind)
+const struct ck_subresource *ck_kind_subresource_part(const struct ck_kind *kind,
+                                                      enum ck_subresource_part part)
 {
-    pthread_once(&label_tables_once, fill_label_tables);
-    for (size_t k = 0; k < COUNT(all_kinds); k++)
-        if (all_kinds[k] == kind)
-            return label_tables[k];
+    for (size_t i = 0; i < kind->n_subresources; i++)
+        if (kind->subresources[i].part == part)
+            return &kind->subresources[i];
     return NULL;
+}
+
+bool ck_subresource_allows(const struct ck_subresource *sub, const char *verb)
+{
+    for (size_t i = 0; sub->verbs && sub->verbs[i]; i++)
+        if (strcmp(sub->verbs[i], verb) == 0)
+            return true;
+    return false;
+}
+
+bool ck_kind_has_finalizers(const struct ck_kind *kind, const json_t *obj)
+{
+    if (json_array_size(json_object_get(json_object_get(obj, "metadata"), "finalizers")) > 0)
+        return true;
+    return kind->has_own_finalizers && kind->has_own_finalizers(obj);
 }
 
 const char *ck_kind_field_value(const struct ck_kind *kind, const char *label, const json_t *obj,
@@ -282,6 +327,8 @@ const char *ck_kind_field_value(const struct ck_kind *kind, const char *label, c
         const struct ck_field_label *f = &kind->field_labels[i];
         if (strcmp(f->label, label) != 0)
             continue;
+        if (!f->path)
+            return kind->field_value ? kind->field_value(label, obj, buf, size) : NULL;
         const json_t *v = ck__json_path(obj, f->path);
         switch (f->type) {
         case CK_FIELD_LABEL_STRING:

@@ -5,7 +5,7 @@
  * Mirrors k8s.io/apiserver's rest.BeforeCreate/BeforeUpdate and
  * apimachinery's ValidateObjectMeta(Update): the server owns uid,
  * creationTimestamp, generation and the deletion fields; names follow the
- * kind's rule (DNS-1123 label for namespaces, subdomain for the rest);
+ * kind's rule (struct ck_kind's name_rule: a DNS-1123 subdomain, or a label);
  * labels, annotations, owner references and finalizers are checked with
  * Kubernetes' messages. Kind-specific work is delegated to the kind's
  * strategy hooks.
@@ -129,12 +129,14 @@ int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *
     return 0;
 }
 
-static bool kind_has_subresource(const struct ck_kind *kind, const char *sub)
+json_t *ck__object_at(json_t *parent, const char *key)
 {
-    for (size_t i = 0; kind->subresources && kind->subresources[i]; i++)
-        if (strcmp(kind->subresources[i], sub) == 0)
-            return true;
-    return false;
+    json_t *v = json_object_get(parent, key);
+    if (!json_is_object(v)) {
+        v = json_object();
+        json_object_set_new(parent, key, v);
+    }
+    return v;
 }
 
 /* Sets obj[key] to a copy of from[key], or deletes it when from has none. */
@@ -167,13 +169,13 @@ void ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_
     ck_meta_keep_server_owned(meta, old_meta);
     json_object_del(meta, "selfLink");
     json_object_del(meta, "managedFields");
-    if (kind_has_subresource(kind, "status"))
+    if (ck_kind_subresource_part(kind, CK_SUBRESOURCE_STATUS))
         carry_over(obj, old, "status");
     if (kind->prepare_for_update)
         kind->prepare_for_update(obj, old);
     if (kind->has_generation) {
         bool changed = !json_equal(json_object_get(obj, "spec"), json_object_get(old, "spec"));
-        if (strcmp(kind->kind, "Deployment") == 0) {
+        if (kind->annotations_bump_generation) {
             /* json_equal() says two absent values differ */
             const json_t *a = json_object_get(meta, "annotations");
             const json_t *b = json_object_get(old_meta, "annotations");
@@ -190,6 +192,12 @@ void ck_kind_default(const struct ck_kind *kind, json_t *obj)
 {
     if (kind->defaults)
         kind->defaults(obj);
+}
+
+void ck_kind_canonicalize(const struct ck_kind *kind, json_t *obj)
+{
+    if (kind->canonicalize)
+        kind->canonicalize(obj);
 }
 
 /* ---- validation --------------------------------------------------------- */
@@ -289,7 +297,7 @@ void ck_meta_validate(const struct ck_kind *kind, const json_t *obj, const json_
     if (!name || !*name) {
         ck_field_errors_add(errs, CK_FIELD_REQUIRED, "metadata.name", NULL, false,
                             "name or generateName is required");
-    } else if (strcmp(kind->kind, "Namespace") == 0) {
+    } else if (kind->name_rule == CK_NAME_DNS_LABEL) {
         ck_validate_dns1123_label(name, "metadata.name", errs);
     } else {
         ck_validate_dns1123_subdomain(name, "metadata.name", errs);

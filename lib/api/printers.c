@@ -2,11 +2,18 @@
  * printers.c - server-side printing: the Tables `kubectl get` shows.
  *
  * kubectl 1.32 has no column printers of its own for built-in kinds; it asks
- * the server for a meta.k8s.io/v1 Table. The columns and cell contents
- * mirror Kubernetes' pkg/printers/internalversion/printers.go; like the
+ * the server for a meta.k8s.io/v1 Table. A kind describes its columns as
+ * data (struct ck_table_column): a column with a JSONPath-like json_path is
+ * filled here from the object, as Kubernetes fills a custom resource's
+ * additionalPrinterColumns, so built-in kinds and CRDs take one path. Only
+ * the cells a kind truly computes (a pod's READY and STATUS, an event's
+ * OBJECT) come from its cells hook, in lib/api/kinds/<kind>.c; the contents
+ * mirror Kubernetes' pkg/printers/internalversion/printers.go. Like the
  * Kubernetes API server, every row carries the cells of every column (wide
- * ones included) and kubectl hides priority-1 columns unless -o wide.
- * Ages are computed at response time by ck_human_duration().
+ * ones included) and kubectl hides priority-1 columns unless -o wide. Ages
+ * are computed at response time by ck_human_duration().
+ *
+ * Threading: pure functions over the caller's values.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -16,10 +23,6 @@
 
 #include "ckube/api.h"
 #include "internal.h"
-
-static const char name_doc[] = "Name must be unique within a namespace.";
-static const char age_doc[] =
-    "CreationTimestamp is a timestamp representing the server time when this object was created.";
 
 const json_t *ck__json_path(const json_t *obj, const char *dotted)
 {
@@ -38,17 +41,17 @@ const json_t *ck__json_path(const json_t *obj, const char *dotted)
     return cur;
 }
 
-static const char *str_at(const json_t *obj, const char *path)
+const char *ck__str_at(const json_t *obj, const char *dotted)
 {
-    return json_string_value(ck__json_path(obj, path));
+    return json_string_value(ck__json_path(obj, dotted));
 }
 
-static long long int_at(const json_t *obj, const char *path)
+long long ck__int_at(const json_t *obj, const char *dotted)
 {
-    return (long long)json_integer_value(ck__json_path(obj, path));
+    return (long long)json_integer_value(ck__json_path(obj, dotted));
 }
 
-static const char *or_none(const char *s)
+const char *ck__or_none(const char *s)
 {
     return s && *s ? s : "<none>";
 }
@@ -85,8 +88,7 @@ const char *ck_human_duration(long long seconds, char *buf, size_t size)
     return buf;
 }
 
-/* Seconds since the epoch of an RFC 3339 UTC time as ckube stores them, or -1. */
-static long long parse_time(const char *timestamp)
+long long ck__parse_time(const char *timestamp)
 {
     struct tm tm = {0};
     if (!timestamp || !strptime(timestamp, "%Y-%m-%dT%H:%M:%S", &tm))
@@ -96,7 +98,7 @@ static long long parse_time(const char *timestamp)
 
 const char *ck_age(const char *timestamp, long long now, char *buf, size_t size)
 {
-    long long t = parse_time(timestamp);
+    long long t = ck__parse_time(timestamp);
     if (t < 0) {
         snprintf(buf, size, "<unknown>");
         return buf;
@@ -104,480 +106,75 @@ const char *ck_age(const char *timestamp, long long now, char *buf, size_t size)
     return ck_human_duration(now - t, buf, size);
 }
 
-static void add_age(json_t *cells, const char *timestamp, long long now)
+/* ---- cells from the object ---------------------------------------------- */
+
+/*
+ * Whether v is a value column c prints: one of its type; a string column also
+ * prints a number or a boolean, as text. Anything else counts as absent.
+ */
+static bool printable(const struct ck_table_column *c, const json_t *v)
 {
-    char buf[32];
-    json_array_append_new(cells, json_string(ck_age(timestamp, now, buf, sizeof(buf))));
+    if (!v || json_is_null(v) || (json_is_string(v) && json_string_length(v) == 0))
+        return false;
+    if (strcmp(c->type, "integer") == 0)
+        return json_is_integer(v);
+    if (strcmp(c->type, "number") == 0)
+        return json_is_number(v);
+    if (strcmp(c->type, "boolean") == 0)
+        return json_is_boolean(v);
+    return json_is_string(v) || json_is_number(v) || json_is_boolean(v);
 }
 
-/* ---- shared cells ------------------------------------------------------- */
-
-/* Comma-joins field of each element of array (container names, images). */
-static json_t *join_field(const json_t *array, const char *field)
+/* The cell of a column with a json_path. New reference. */
+static json_t *path_cell(const struct ck_table_column *c, const json_t *obj, long long now)
 {
-    size_t total = 1, i;
-    json_t *item;
-    json_array_foreach(array, i, item)
-    {
-        const char *s = json_string_value(json_object_get(item, field));
-        total += (s ? strlen(s) : 0) + 1;
+    const char *path = c->json_path[0] == '.' ? c->json_path + 1 : c->json_path;
+    const json_t *v = ck__json_path(obj, path);
+    if (c->age || strcmp(c->type, "date") == 0) {
+        char buf[32];
+        return json_string(ck_age(json_string_value(v), now, buf, sizeof(buf)));
     }
-    char *buf = calloc(1, total);
-    if (!buf)
+    if (printable(c, v) && !json_is_string(v) && strcmp(c->type, "string") == 0) {
+        char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        json_t *out = json_string(text ? text : "");
+        free(text);
+        return out;
+    }
+    if (printable(c, v))
+        return json_deep_copy(v);
+    switch (c->absent) {
+    case CK_CELL_ABSENT_NONE:
+        return json_string("<none>");
+    case CK_CELL_ABSENT_EMPTY:
         return json_string("");
-    json_array_foreach(array, i, item)
-    {
-        const char *s = json_string_value(json_object_get(item, field));
-        if (i > 0)
-            strcat(buf, ",");
-        strcat(buf, s ? s : "");
+    case CK_CELL_ABSENT_ZERO:
+        return json_integer(0);
+    case CK_CELL_ABSENT_NULL:
+        break;
     }
-    json_t *out = json_string(buf);
-    free(buf);
-    return out;
+    return json_null();
 }
 
-static json_t *selector_cell(const json_t *selector)
+void ck_table_row_cells(const struct ck_kind *kind, const json_t *obj, long long now, json_t *cells)
 {
-    struct ck_label_selector *s = NULL;
-    if (!selector)
-        return json_string("<none>");
-    if (ck_label_selector_from_object(selector, &s, NULL) < 0)
-        return json_string("<error>");
-    char *text = ck_label_selector_string(s);
-    ck_label_selector_free(s);
-    json_t *out = json_string(text ? text : "");
-    free(text);
-    return out;
-}
-
-static void add_workload_wide_cells(const json_t *obj, json_t *cells)
-{
-    const json_t *containers = ck__json_path(obj, "spec.template.spec.containers");
-    json_array_append_new(cells, join_field(containers, "name"));
-    json_array_append_new(cells, join_field(containers, "image"));
-    json_array_append_new(cells, selector_cell(ck__json_path(obj, "spec.selector")));
-}
-
-/* ---- namespaces --------------------------------------------------------- */
-
-const struct ck_table_column ck__namespace_columns[CK__NAMESPACE_COLUMNS] = {
-    {"Name", "string", "name", name_doc, 0},
-    {"Status", "string", "", "The status of the namespace", 0},
-    {"Age", "string", "", age_doc, 0},
-};
-
-void ck__namespace_row(const json_t *obj, long long now, json_t *cells)
-{
-    json_array_append_new(cells, json_string(or_none(str_at(obj, "metadata.name"))));
-    const char *phase = str_at(obj, "status.phase");
-    json_array_append_new(cells, json_string(phase ? phase : ""));
-    add_age(cells, str_at(obj, "metadata.creationTimestamp"), now);
-}
-
-/* ---- pods --------------------------------------------------------------- */
-
-const struct ck_table_column ck__pod_columns[CK__POD_COLUMNS] = {
-    {"Name", "string", "name", name_doc, 0},
-    {"Ready", "string", "", "The aggregate readiness state of this pod for accepting traffic.", 0},
-    {"Status", "string", "", "The aggregate status of the containers in this pod.", 0},
-    {"Restarts", "string", "",
-     "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
-     0},
-    {"Age", "string", "", age_doc, 0},
-    {"IP", "string", "",
-     "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
-     1},
-    {"Node", "string", "", "NodeName is a request to schedule this pod onto a specific node.", 1},
-    {"Nominated Node", "string", "",
-     "nominatedNodeName is set only when this pod preempts other pods on the node.", 1},
-    {"Readiness Gates", "string", "",
-     "If specified, all readiness gates will be evaluated for pod readiness.", 1},
-};
-
-/* The reason Kubernetes prints for a terminated container without one. */
-static void terminated_reason(const json_t *terminated, const char *prefix, char *buf, size_t size)
-{
-    const char *reason = json_string_value(json_object_get(terminated, "reason"));
-    long long signal = (long long)json_integer_value(json_object_get(terminated, "signal"));
-    long long code = (long long)json_integer_value(json_object_get(terminated, "exitCode"));
-    if (reason && *reason)
-        snprintf(buf, size, "%s%s", prefix, reason);
-    else if (signal)
-        snprintf(buf, size, "%sSignal:%lld", prefix, signal);
-    else
-        snprintf(buf, size, "%sExitCode:%lld", prefix, code);
-}
-
-/* Adds restarts and tracks the latest restart time over a list of container statuses. */
-static void count_restarts(const json_t *statuses, long long *restarts, long long *last_restart)
-{
-    size_t i;
-    json_t *cs;
-    json_array_foreach(statuses, i, cs)
-    {
-        *restarts += (long long)json_integer_value(json_object_get(cs, "restartCount"));
-        long long finished = parse_time(str_at(cs, "lastState.terminated.finishedAt"));
-        if (finished > *last_restart)
-            *last_restart = finished;
-    }
-}
-
-static bool has_condition_true(const json_t *conditions, const char *type)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach(conditions, i, c)
-    {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        const char *s = json_string_value(json_object_get(c, "status"));
-        if (t && s && strcmp(t, type) == 0 && strcmp(s, "True") == 0)
-            return true;
-    }
-    return false;
-}
-
-/* Init container progress: sets reason and returns true while initializing. */
-static bool init_reason(const json_t *obj, char *reason, size_t size)
-{
-    const json_t *statuses = ck__json_path(obj, "status.initContainerStatuses");
-    size_t n_init = json_array_size(ck__json_path(obj, "spec.initContainers"));
-    size_t i;
-    json_t *cs;
-    json_array_foreach(statuses, i, cs)
-    {
-        const json_t *terminated = ck__json_path(cs, "state.terminated");
-        const char *waiting = str_at(cs, "state.waiting.reason");
-        if (terminated && json_integer_value(json_object_get(terminated, "exitCode")) == 0)
-            continue;
-        if (terminated)
-            terminated_reason(terminated, "Init:", reason, size);
-        else if (waiting && *waiting && strcmp(waiting, "PodInitializing") != 0)
-            snprintf(reason, size, "Init:%s", waiting);
-        else
-            snprintf(reason, size, "Init:%zu/%zu", i, n_init);
-        return true;
-    }
-    return false;
-}
-
-void ck__pod_row(const json_t *obj, long long now, json_t *cells)
-{
-    char reason[128];
-    const char *phase = str_at(obj, "status.phase");
-    const char *status_reason = str_at(obj, "status.reason");
-    snprintf(reason, sizeof(reason), "%s",
-             status_reason && *status_reason ? status_reason : (phase ? phase : "Pending"));
-
-    long long restarts = 0, last_restart = -1;
-    count_restarts(ck__json_path(obj, "status.initContainerStatuses"), &restarts, &last_restart);
-    long long ready = 0;
-    bool initializing = init_reason(obj, reason, sizeof(reason));
-    const json_t *statuses = ck__json_path(obj, "status.containerStatuses");
-    if (!initializing) {
-        bool has_running = false;
-        for (size_t i = json_array_size(statuses); i-- > 0;) {
-            const json_t *cs = json_array_get(statuses, i);
-            const char *waiting = str_at(cs, "state.waiting.reason");
-            const json_t *terminated = ck__json_path(cs, "state.terminated");
-            if (waiting && *waiting) {
-                snprintf(reason, sizeof(reason), "%s", waiting);
-            } else if (terminated) {
-                terminated_reason(terminated, "", reason, sizeof(reason));
-            } else if (json_is_true(json_object_get(cs, "ready")) &&
-                       ck__json_path(cs, "state.running")) {
-                has_running = true;
-                ready++;
-            }
+    json_t *stack[16];
+    json_t **slots = kind->n_columns <= 16 ? stack : calloc(kind->n_columns, sizeof(*slots));
+    if (!slots)
+        return;
+    memset(slots, 0, kind->n_columns * sizeof(*slots));
+    if (kind->cells)
+        kind->cells(obj, now, slots);
+    for (size_t i = 0; i < kind->n_columns; i++) {
+        const struct ck_table_column *c = &kind->columns[i];
+        json_t *cell = slots[i];
+        if (c->json_path) {
+            json_decref(cell); /* the path wins over a hook that filled it anyway */
+            cell = path_cell(c, obj, now);
         }
-        if (strcmp(reason, "Completed") == 0 && has_running)
-            snprintf(reason, sizeof(reason), "%s",
-                     has_condition_true(ck__json_path(obj, "status.conditions"), "Ready")
-                         ? "Running"
-                         : "NotReady");
+        json_array_append_new(cells, cell ? cell : json_null());
     }
-    count_restarts(statuses, &restarts, &last_restart);
-    bool terminal = phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
-    if (str_at(obj, "metadata.deletionTimestamp") && !terminal)
-        snprintf(reason, sizeof(reason), "%s",
-                 status_reason && strcmp(status_reason, "NodeLost") == 0 ? "Unknown"
-                                                                         : "Terminating");
-
-    char buf[96];
-    json_array_append_new(cells, json_string(or_none(str_at(obj, "metadata.name"))));
-    snprintf(buf, sizeof(buf), "%lld/%zu", ready,
-             json_array_size(ck__json_path(obj, "spec.containers")));
-    json_array_append_new(cells, json_string(buf));
-    json_array_append_new(cells, json_string(reason));
-    if (last_restart >= 0) {
-        char ago[32];
-        snprintf(buf, sizeof(buf), "%lld (%s ago)", restarts,
-                 ck_human_duration(now - last_restart, ago, sizeof(ago)));
-    } else {
-        snprintf(buf, sizeof(buf), "%lld", restarts);
-    }
-    json_array_append_new(cells, json_string(buf));
-    add_age(cells, str_at(obj, "metadata.creationTimestamp"), now);
-
-    const char *ip = str_at(obj, "status.podIP");
-    const json_t *ips = ck__json_path(obj, "status.podIPs");
-    if (json_array_size(ips) > 0)
-        ip = json_string_value(json_object_get(json_array_get(ips, 0), "ip"));
-    json_array_append_new(cells, json_string(or_none(ip)));
-    json_array_append_new(cells, json_string(or_none(str_at(obj, "spec.nodeName"))));
-    json_array_append_new(cells, json_string(or_none(str_at(obj, "status.nominatedNodeName"))));
-
-    const json_t *gates = ck__json_path(obj, "spec.readinessGates");
-    if (json_array_size(gates) == 0) {
-        json_array_append_new(cells, json_string("<none>"));
-    } else {
-        size_t passed = 0, i;
-        json_t *gate;
-        json_array_foreach(gates, i, gate)
-        {
-            const char *type = str_at(gate, "conditionType");
-            if (type && has_condition_true(ck__json_path(obj, "status.conditions"), type))
-                passed++;
-        }
-        snprintf(buf, sizeof(buf), "%zu/%zu", passed, json_array_size(gates));
-        json_array_append_new(cells, json_string(buf));
-    }
-}
-
-/* ---- nodes -------------------------------------------------------------- */
-
-const struct ck_table_column ck__node_columns[CK__NODE_COLUMNS] = {
-    {"Name", "string", "name", name_doc, 0},
-    {"Status", "string", "", "The status of the node", 0},
-    {"Roles", "string", "", "The roles of the node", 0},
-    {"Age", "string", "", age_doc, 0},
-    {"Version", "string", "", "Kubelet Version reported by the node.", 0},
-    {"Internal-IP", "string", "", "List of addresses reachable to the node.", 1},
-    {"External-IP", "string", "", "List of addresses reachable to the node.", 1},
-    {"OS-Image", "string", "",
-     "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).", 1},
-    {"Kernel-Version", "string", "",
-     "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", 1},
-    {"Container-Runtime", "string", "",
-     "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).",
-     1},
-};
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static json_t *node_roles(const json_t *labels)
-{
-    static const char prefix[] = "node-role.kubernetes.io/";
-    const char *roles[32];
-    size_t n = 0;
-    const char *key;
-    json_t *value;
-    json_object_foreach((json_t *)labels, key, value)
-    {
-        if (n == 32)
-            break;
-        if (strncmp(key, prefix, sizeof(prefix) - 1) == 0 && key[sizeof(prefix) - 1])
-            roles[n++] = key + sizeof(prefix) - 1;
-        else if (strcmp(key, "kubernetes.io/role") == 0 && json_string_length(value))
-            roles[n++] = json_string_value(value);
-    }
-    if (n == 0)
-        return json_string("<none>");
-    qsort(roles, n, sizeof(roles[0]), cmp_str);
-    char buf[512] = "";
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0 && strcmp(roles[i], roles[i - 1]) == 0)
-            continue;
-        if (buf[0])
-            strncat(buf, ",", sizeof(buf) - strlen(buf) - 1);
-        strncat(buf, roles[i], sizeof(buf) - strlen(buf) - 1);
-    }
-    return json_string(buf);
-}
-
-static const char *node_address(const json_t *obj, const char *type)
-{
-    size_t i;
-    json_t *a;
-    json_array_foreach(ck__json_path(obj, "status.addresses"), i, a)
-    {
-        const char *t = str_at(a, "type");
-        if (t && strcmp(t, type) == 0)
-            return str_at(a, "address");
-    }
-    return NULL;
-}
-
-void ck__node_row(const json_t *obj, long long now, json_t *cells)
-{
-    const char *status = "Unknown";
-    size_t i;
-    json_t *c;
-    json_array_foreach(ck__json_path(obj, "status.conditions"), i, c)
-    {
-        const char *type = str_at(c, "type");
-        if (type && strcmp(type, "Ready") == 0) {
-            const char *s = str_at(c, "status");
-            status = s && strcmp(s, "True") == 0 ? "Ready" : "NotReady";
-        }
-    }
-    char buf[128];
-    snprintf(buf, sizeof(buf), "%s%s", status,
-             json_is_true(ck__json_path(obj, "spec.unschedulable")) ? ",SchedulingDisabled" : "");
-    json_array_append_new(cells, json_string(or_none(str_at(obj, "metadata.name"))));
-    json_array_append_new(cells, json_string(buf));
-    json_array_append_new(cells, node_roles(ck__json_path(obj, "metadata.labels")));
-    add_age(cells, str_at(obj, "metadata.creationTimestamp"), now);
-    const char *version = str_at(obj, "status.nodeInfo.kubeletVersion");
-    json_array_append_new(cells, json_string(version ? version : ""));
-    json_array_append_new(cells, json_string(or_none(node_address(obj, "InternalIP"))));
-    json_array_append_new(cells, json_string(or_none(node_address(obj, "ExternalIP"))));
-    static const char *const info[] = {"status.nodeInfo.osImage", "status.nodeInfo.kernelVersion",
-                                       "status.nodeInfo.containerRuntimeVersion"};
-    for (size_t k = 0; k < 3; k++)
-        json_array_append_new(cells, json_string(or_none(str_at(obj, info[k]))));
-}
-
-/* ---- events ------------------------------------------------------------- */
-
-const struct ck_table_column ck__event_columns[CK__EVENT_COLUMNS] = {
-    {"Last Seen", "string", "",
-     "The time at which the most recent occurrence of this event was recorded.", 0},
-    {"Type", "string", "", "Type of this event (Normal, Warning).", 0},
-    {"Reason", "string", "", "Why the action was taken. Human-readable and machine-understandable.",
-     0},
-    {"Object", "string", "", "The object that this event is about.", 0},
-    {"Subobject", "string", "", "The field of the object this event is about.", 1},
-    {"Source", "string", "", "The component reporting this event.", 1},
-    {"Message", "string", "", "A human-readable description of the status of this operation.", 0},
-    {"First Seen", "string", "", "The time at which the event was first recorded.", 1},
-    {"Count", "string", "", "The number of times this event has occurred.", 1},
-    {"Name", "string", "name", name_doc, 1},
-};
-
-void ck__event_row(const json_t *obj, long long now, json_t *cells)
-{
-    char first[32], last[32], buf[512];
-    const char *first_ts = str_at(obj, "firstTimestamp");
-    ck_age(first_ts ? first_ts : str_at(obj, "eventTime"), now, first, sizeof(first));
-    const char *last_ts = str_at(obj, "lastTimestamp");
-    if (last_ts)
-        ck_age(last_ts, now, last, sizeof(last));
-    else
-        snprintf(last, sizeof(last), "%s", first);
-    long long count = int_at(obj, "count");
-    if (ck__json_path(obj, "series")) {
-        ck_age(str_at(obj, "series.lastObservedTime"), now, last, sizeof(last));
-        count = int_at(obj, "series.count");
-    } else if (count == 0) {
-        count = 1;
-    }
-
-    json_array_append_new(cells, json_string(last));
-    const char *type = str_at(obj, "type");
-    const char *reason = str_at(obj, "reason");
-    json_array_append_new(cells, json_string(type ? type : ""));
-    json_array_append_new(cells, json_string(reason ? reason : ""));
-
-    const char *kind = str_at(obj, "involvedObject.kind");
-    const char *name = str_at(obj, "involvedObject.name");
-    char lower[128];
-    snprintf(lower, sizeof(lower), "%s", kind ? kind : "");
-    for (char *p = lower; *p; p++)
-        if (*p >= 'A' && *p <= 'Z')
-            *p = (char)(*p - 'A' + 'a');
-    if (name && *name)
-        snprintf(buf, sizeof(buf), "%s/%s", lower, name);
-    else
-        snprintf(buf, sizeof(buf), "%s", lower);
-    json_array_append_new(cells, json_string(buf));
-    const char *field_path = str_at(obj, "involvedObject.fieldPath");
-    json_array_append_new(cells, json_string(field_path ? field_path : ""));
-
-    const char *component = str_at(obj, "source.component");
-    if (!component || !*component)
-        component = str_at(obj, "reportingComponent");
-    const char *host = str_at(obj, "source.host");
-    if (host && *host)
-        snprintf(buf, sizeof(buf), "%s, %s", component ? component : "", host);
-    else
-        snprintf(buf, sizeof(buf), "%s", component ? component : "");
-    json_array_append_new(cells, json_string(buf));
-
-    const char *message = str_at(obj, "message");
-    char *trimmed = strdup(message ? message : "");
-    if (trimmed) {
-        char *start = trimmed;
-        while (*start == ' ' || *start == '\n' || *start == '\t')
-            start++;
-        size_t len = strlen(start);
-        while (len > 0 &&
-               (start[len - 1] == ' ' || start[len - 1] == '\n' || start[len - 1] == '\t'))
-            start[--len] = '\0';
-        json_array_append_new(cells, json_string(start));
-        free(trimmed);
-    } else {
-        json_array_append_new(cells, json_string(""));
-    }
-    json_array_append_new(cells, json_string(first));
-    json_array_append_new(cells, json_integer(count));
-    json_array_append_new(cells, json_string(or_none(str_at(obj, "metadata.name"))));
-}
-
-/* ---- deployments and replica sets -------------------------------------- */
-
-const struct ck_table_column ck__deployment_columns[CK__DEPLOYMENT_COLUMNS] = {
-    {"Name", "string", "name", name_doc, 0},
-    {"Ready", "string", "", "Number of the pod with ready state", 0},
-    {"Up-to-date", "integer", "",
-     "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
-     0},
-    {"Available", "integer", "",
-     "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
-     0},
-    {"Age", "string", "", age_doc, 0},
-    {"Containers", "string", "", "Names of each container in the template.", 1},
-    {"Images", "string", "", "Images referenced by each container in the template.", 1},
-    {"Selector", "string", "",
-     "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
-     1},
-};
-
-void ck__deployment_row(const json_t *obj, long long now, json_t *cells)
-{
-    char buf[64];
-    json_array_append_new(cells, json_string(or_none(str_at(obj, "metadata.name"))));
-    snprintf(buf, sizeof(buf), "%lld/%lld", int_at(obj, "status.readyReplicas"),
-             int_at(obj, "spec.replicas"));
-    json_array_append_new(cells, json_string(buf));
-    json_array_append_new(cells, json_integer(int_at(obj, "status.updatedReplicas")));
-    json_array_append_new(cells, json_integer(int_at(obj, "status.availableReplicas")));
-    add_age(cells, str_at(obj, "metadata.creationTimestamp"), now);
-    add_workload_wide_cells(obj, cells);
-}
-
-const struct ck_table_column ck__replicaset_columns[CK__REPLICASET_COLUMNS] = {
-    {"Name", "string", "name", name_doc, 0},
-    {"Desired", "integer", "", "Number of desired pods.", 0},
-    {"Current", "integer", "", "Number of actual pods.", 0},
-    {"Ready", "integer", "", "Number of pods ready.", 0},
-    {"Age", "string", "", age_doc, 0},
-    {"Containers", "string", "", "Names of each container in the template.", 1},
-    {"Images", "string", "", "Images referenced by each container in the template.", 1},
-    {"Selector", "string", "", "Label query over pods that should match the replica count.", 1},
-};
-
-void ck__replicaset_row(const json_t *obj, long long now, json_t *cells)
-{
-    json_array_append_new(cells, json_string(or_none(str_at(obj, "metadata.name"))));
-    json_array_append_new(cells, json_integer(int_at(obj, "spec.replicas")));
-    json_array_append_new(cells, json_integer(int_at(obj, "status.replicas")));
-    json_array_append_new(cells, json_integer(int_at(obj, "status.readyReplicas")));
-    add_age(cells, str_at(obj, "metadata.creationTimestamp"), now);
-    add_workload_wide_cells(obj, cells);
+    if (slots != stack)
+        free(slots);
 }
 
 /* ---- the Table ---------------------------------------------------------- */
@@ -625,35 +222,11 @@ json_t *ck_table_build(const struct ck_kind *kind, json_t *const *objects, size_
     }
     for (size_t i = 0; i < n_objects; i++) {
         json_t *cells = json_array();
-        kind->row_cells(objects[i], now, cells);
+        ck_table_row_cells(kind, objects[i], now, cells);
         json_t *row = json_pack("{s:o}", "cells", cells);
         if (row && include != CK_INCLUDE_NONE)
             json_object_set_new(row, "object", row_object(objects[i], include));
         json_array_append_new(rows, row);
     }
     return table;
-}
-
-/* ---- frobbers (example.ckube.io) ---------------------------------------- */
-
-const struct ck_table_column ck__frobber_columns[CK__FROBBER_COLUMNS] = {
-    {"Name", "string", "name", name_doc, 0},
-    {"Height", "integer", "", "Height of the frobber.", 0},
-    {"Width", "string", "", "Width of the frobber (feature gate Frobber2D).", 0},
-    {"Restart Policy", "string", "", "When to restart the frobber.", 0},
-    {"Age", "string", "", age_doc, 0},
-};
-
-void ck__frobber_row(const json_t *obj, long long now, json_t *cells)
-{
-    json_array_append_new(cells, json_string(or_none(str_at(obj, "metadata.name"))));
-    json_array_append_new(cells,
-                          json_integer(json_integer_value(ck__json_path(obj, "spec.height"))));
-    const json_t *width = ck__json_path(obj, "spec.width");
-    char buf[32] = "<none>";
-    if (json_is_integer(width))
-        snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(width));
-    json_array_append_new(cells, json_string(buf));
-    json_array_append_new(cells, json_string(or_none(str_at(obj, "spec.restartPolicy"))));
-    add_age(cells, str_at(obj, "metadata.creationTimestamp"), now);
 }

@@ -64,9 +64,16 @@ static enum MHD_Result send_object(struct MHD_Connection *conn, const struct ck_
 
 /* ---- GET ---------------------------------------------------------------- */
 
+/* The subresource t addresses, as its kind describes it; NULL for the object itself. */
+static const struct ck_subresource *target_subresource(const struct ck__target *t)
+{
+    return t->subresource[0] ? ck_kind_subresource(t->kind, t->subresource) : NULL;
+}
+
 static bool is_scale(const struct ck__target *t)
 {
-    return strcmp(t->subresource, "scale") == 0;
+    const struct ck_subresource *sub = target_subresource(t);
+    return sub && sub->part == CK_SUBRESOURCE_SCALE;
 }
 
 static enum MHD_Result handle_get(struct ck_apiserver *ctx, struct MHD_Connection *conn,
@@ -300,10 +307,15 @@ static enum MHD_Result send_written(struct MHD_Connection *conn, const struct ck
     return ck__send_bytes(conn, 200, "application/json", scale, len, warnings);
 }
 
-/* The registry's name for a write through t: "status", "finalize", or NULL (object, scale). */
+/*
+ * The registry's name for a write through t: the subresource when it writes
+ * a part of the object itself ("status", "finalize"), else NULL (the object,
+ * or a scale, which writes the object through its Scale view).
+ */
 static const char *write_subresource(const struct ck__target *t)
 {
-    if (strcmp(t->subresource, "status") == 0 || strcmp(t->subresource, "finalize") == 0)
+    const struct ck_subresource *sub = target_subresource(t);
+    if (sub && (sub->part == CK_SUBRESOURCE_STATUS || sub->part == CK_SUBRESOURCE_CUSTOM))
         return t->subresource;
     return NULL;
 }
@@ -314,8 +326,8 @@ static enum MHD_Result handle_update(struct ck_apiserver *ctx, struct MHD_Connec
     struct ck_err err = {0};
     struct ck_warnings warnings = {0};
     json_t *obj = is_scale(t)
-                      ? decode_body(ctx, conn, t->kind, "io.k8s.api.autoscaling.v1.Scale", "Scale",
-                                    body, len, &warnings, &err)
+                      ? decode_body(ctx, conn, t->kind, target_subresource(t)->schema,
+                                    target_subresource(t)->kind, body, len, &warnings, &err)
                       : decode_body(ctx, conn, t->kind, NULL, NULL, body, len, &warnings, &err);
     if (!obj) {
         ck_warnings_release(&warnings);
@@ -489,30 +501,39 @@ static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connec
     return ck__send_bytes(conn, 200, "application/json", out, out_len, NULL);
 }
 
-/* pods/binding: the scheduler sets spec.nodeName once; 201 with a Success Status. */
+/*
+ * A create on a subresource of an existing object, as pods/binding is (the
+ * scheduler sets spec.nodeName once): the body, of the subresource's kind,
+ * goes to the kind's update hook; 201 with a Success Status.
+ */
 static enum MHD_Result handle_binding(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                       const struct ck__target *t, const char *body, size_t len)
 {
     struct ck_err err = {0};
+    const struct ck_subresource *sub = target_subresource(t);
+    const char *want_kind = sub->kind ? sub->kind : t->kind->kind;
     json_error_t jerr;
     json_t *binding = json_loadb(body ? body : "", len, 0, &jerr);
     if (!binding && json_error_code(&jerr) == json_error_out_of_memory)
         return ck__fail_no_memory(conn);
     if (!json_is_object(binding)) {
         json_decref(binding);
-        return ck__fail_with(conn, "BadRequest", "Binding in version \"v1\" cannot be handled");
+        char msg[160];
+        snprintf(msg, sizeof(msg), "%s in version \"%s\" cannot be handled", want_kind,
+                 sub->version ? sub->version : t->kind->version);
+        return ck__fail_with(conn, "BadRequest", msg);
     }
     const char *kind = json_string_value(json_object_get(binding, "kind"));
     const char *name =
         json_string_value(json_object_get(json_object_get(binding, "metadata"), "name"));
-    if ((kind && strcmp(kind, "Binding") != 0) || (name && strcmp(name, t->name) != 0)) {
+    if ((kind && strcmp(kind, want_kind) != 0) || (name && strcmp(name, t->name) != 0)) {
         json_decref(binding);
         return ck__fail_with(conn, "BadRequest",
                              "the name of the object does not match the name on the URL");
     }
     char *out = NULL;
     size_t out_len = 0;
-    int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name, "binding",
+    int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name, t->subresource,
                                 replace_with_body, binding, dry_run(conn), &out, &out_len, &err);
     json_decref(binding);
     free(out);
@@ -605,45 +626,42 @@ static enum MHD_Result method_not_allowed(struct MHD_Connection *conn)
                          "the server does not allow this method on the requested resource");
 }
 
+/* The discovery verb of an HTTP method on one object: get, update, patch, create. */
+static const char *object_verb(const char *method)
+{
+    if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+        return "get";
+    if (strcmp(method, "PUT") == 0)
+        return "update";
+    if (strcmp(method, "PATCH") == 0)
+        return "patch";
+    if (strcmp(method, "POST") == 0)
+        return "create";
+    return "";
+}
+
 /*
- * The subresources' own verbs: status (get, update, patch), scale (get,
- * update, patch), finalize (update), binding (create), log (reserved).
- * Returns false to let the object's handlers serve the request.
+ * The subresources' own verbs, as the kind's table of them lists them
+ * (status and scale: get, update, patch; finalize: update; binding: create;
+ * log: not served). No subresource watches. Returns false to let the
+ * object's handlers serve the request.
  */
 static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                               const char *method, const struct ck__target *t, const char *body,
                               size_t len, enum MHD_Result *ret)
 {
-    const char *sub = t->subresource;
-    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    bool write = strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
-    if (strcmp(sub, "status") == 0 || strcmp(sub, "scale") == 0) {
-        if (get && ck__query_bool(conn, "watch"))
-            *ret = method_not_allowed(conn);
-        else if (!get && !write)
-            *ret = method_not_allowed(conn);
-        else
-            return false;
-        return true;
-    }
-    if (strcmp(sub, "finalize") == 0) {
-        if (strcmp(method, "PUT") != 0)
-            *ret = method_not_allowed(conn);
-        else
-            return false;
-        return true;
-    }
-    if (strcmp(sub, "binding") == 0) {
-        *ret = strcmp(method, "POST") == 0 ? handle_binding(ctx, conn, t, body, len)
-                                           : method_not_allowed(conn);
-        return true;
-    }
-    if (strcmp(sub, "log") == 0) {
-        *ret = ck__fail_with(conn, "ServiceUnavailable",
-                             "pods/log is not served yet: it needs a node agent to read logs from");
-        return true;
-    }
-    *ret = method_not_allowed(conn);
+    const struct ck_subresource *sub = target_subresource(t);
+    const char *verb = object_verb(method);
+    if (sub && sub->part == CK_SUBRESOURCE_UNSERVED)
+        *ret = ck__fail_with(conn, "ServiceUnavailable", sub->message ? sub->message : "");
+    else if (!sub || !ck_subresource_allows(sub, verb))
+        *ret = method_not_allowed(conn);
+    else if (strcmp(verb, "get") == 0 && ck__query_bool(conn, "watch"))
+        *ret = method_not_allowed(conn);
+    else if (strcmp(verb, "create") == 0)
+        *ret = handle_binding(ctx, conn, t, body, len);
+    else
+        return false;
     return true;
 }
 

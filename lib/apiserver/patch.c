@@ -24,8 +24,6 @@
 #include "ckube/internal/util.h"
 #include "internal.h"
 
-#define SCALE_SCHEMA "io.k8s.api.autoscaling.v1.Scale"
-
 static const char unsupported_patch[] =
     "the body of the request was in an unknown format - accepted media types include: "
     "application/json-patch+json, application/merge-patch+json, "
@@ -169,12 +167,16 @@ json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr
             drop_inherited_version(out, current);
         return out;
     }
-    json_t *view = ck__scale_of(p->kind, current);
-    json_t *patched = view ? apply(p, view, SCALE_SCHEMA, reterr) : NULL;
+    /* the Scale's schema, as the kind's scale subresource names it */
+    const struct ck_subresource *sub = ck_kind_subresource_part(p->kind, CK_SUBRESOURCE_SCALE);
+    json_t *view = sub ? ck__scale_of(p->kind, current) : NULL;
+    json_t *patched = view ? apply(p, view, sub->schema, reterr) : NULL;
     json_t *out = NULL;
     if (patched) {
         drop_inherited_version(patched, view);
         out = ck__scale_apply(current, patched, reterr);
+    } else if (!sub) {
+        ck_err_internal(reterr, "%s has no scale subresource", p->kind->resource);
     } else if (!view) {
         ck_err_no_memory(reterr);
     }

@@ -159,11 +159,11 @@ json_t *ck__decode_stored(const struct ck_kv *kv)
 static int check_namespace(struct ck__registry *reg, const struct ck_kind *kind,
                            const char *namespace, const char *name, struct ck_err *reterr)
 {
-    if (!kind->namespaced)
+    const struct ck_kind *ns_kind = ck_kind_with_role(CK_KIND_ROLE_NAMESPACE);
+    if (!kind->namespaced || !ns_kind)
         return 0;
-    const struct ck_kind *ns_kind = ck_kind_lookup("", "v1", "namespaces");
     char key[512];
-    ck__object_key(ns_kind, NULL, namespace, key, sizeof(key));
+    ck__object_key(ns_kind, "", namespace, key, sizeof(key));
     const struct ck_kv *kv = NULL;
     struct ck_err err = {0};
     int r = ck_store_get(reg->store, key, strlen(key), 0, &kv, NULL, &err);
@@ -199,7 +199,8 @@ static const char *object_name(const json_t *obj)
     return json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 }
 
-/* Defaults then validates obj; fills a 422 and returns CK_EINVAL when invalid. */
+/* Defaults then validates obj, then canonicalizes it; fills a 422 and returns CK_EINVAL when
+ * invalid. */
 static int default_and_validate(struct ck__registry *reg, const struct ck_kind *kind, json_t *obj,
                                 const json_t *old, struct ck_err *reterr)
 {
@@ -212,6 +213,8 @@ static int default_and_validate(struct ck__registry *reg, const struct ck_kind *
     ck_meta_validate(kind, obj, old, &errs);
     int r = errs.len ? ck__err_invalid_object(reterr, kind, object_name(obj), &errs) : 0;
     ck_field_errors_release(&errs);
+    if (r == 0)
+        ck_kind_canonicalize(kind, obj);
     return r;
 }
 
@@ -324,15 +327,15 @@ static json_t *status_update(const struct ck_kind *kind, const json_t *obj, cons
     if (json_is_object(meta)) {
         const json_t *old_meta = json_object_get(old, "metadata");
         ck_meta_keep_server_owned(meta, old_meta);
-        /* workloads keep their labels on status writes, pods their owners */
-        const char *kept = kind->has_generation             ? "labels"
-                           : strcmp(kind->kind, "Pod") == 0 ? "ownerReferences"
-                                                            : NULL;
-        json_t *v = kept ? json_object_get(old_meta, kept) : NULL;
-        if (v)
-            failed |= json_object_set_new(meta, kept, json_deep_copy(v));
-        else if (kept)
-            json_object_del(meta, kept);
+        /* what the kind keeps on status writes: workloads their labels, pods their owners */
+        for (size_t i = 0; kind->status_keeps_metadata && kind->status_keeps_metadata[i]; i++) {
+            const char *kept = kind->status_keeps_metadata[i];
+            json_t *v = json_object_get(old_meta, kept);
+            if (v)
+                failed |= json_object_set_new(meta, kept, json_deep_copy(v));
+            else
+                json_object_del(meta, kept);
+        }
         failed |= json_object_set_new(next, "metadata", meta);
     } else {
         json_decref(meta);
@@ -342,95 +345,27 @@ static json_t *status_update(const struct ck_kind *kind, const json_t *obj, cons
     return next;
 }
 
-/* The new state for a namespace's finalize subresource: only spec.finalizers is taken. */
-static json_t *finalize_update(const json_t *obj, const json_t *old)
-{
-    json_t *next = json_deep_copy(old);
-    if (!next)
-        return NULL;
-    json_t *spec = json_object_get(next, "spec");
-    int failed = 0;
-    if (!json_is_object(spec)) {
-        spec = json_object();
-        failed = json_object_set_new(next, "spec", spec);
-    }
-    json_t *finalizers = json_object_get(json_object_get(obj, "spec"), "finalizers");
-    if (!failed && finalizers)
-        failed = json_object_set_new(spec, "finalizers", json_deep_copy(finalizers));
-    else if (!failed)
-        json_object_del(spec, "finalizers");
-    if (failed) /* out of memory: no half-made state */
-        next = (json_decref(next), NULL);
-    return next;
-}
-
 /*
- * The new state for pods/binding: spec.nodeName set once from the Binding's
- * target, with condition PodScheduled=True. NULL with a 409 (already bound,
- * being deleted), 422 (no target) or 500 in *reterr.
+ * The new state for a write through a subresource whose kind computes it
+ * (a namespace's finalize, a pod's binding). NULL with *reterr filled: 422
+ * for field errors, 409 for a refusal, else 500.
  */
-static json_t *binding_update(const struct ck_kind *kind, const char *name, const json_t *binding,
-                              const json_t *old, struct ck_err *reterr)
+static json_t *custom_update(const struct ck_kind *kind, const struct ck_subresource *sub,
+                             const char *name, const json_t *body, const json_t *old,
+                             struct ck_err *reterr)
 {
-    const json_t *target = json_object_get(binding, "target");
-    const char *node = json_string_value(json_object_get(target, "name"));
-    const char *bound =
-        json_string_value(json_object_get(json_object_get(old, "spec"), "nodeName"));
-    char why[300];
-    if (!node || !*node) {
-        struct ck_field_errors errs = {0};
-        ck_field_errors_add(&errs, CK_FIELD_REQUIRED, "target.name", NULL, false, NULL);
+    struct ck_field_errors errs = {0};
+    struct ck_err err = {0};
+    json_t *next = sub->update(name, body, old, &errs, &err);
+    if (!next && errs.len)
         ck__err_invalid_object(reterr, kind, name, &errs);
-        ck_field_errors_release(&errs);
-        return NULL;
-    }
-    if (bound && *bound) {
-        snprintf(why, sizeof(why), "pod %s is already assigned to node \"%s\"", name, bound);
-        ck__err_conflict(reterr, kind, name, why);
-        return NULL;
-    }
-    if (json_object_get(json_object_get(old, "metadata"), "deletionTimestamp")) {
-        snprintf(why, sizeof(why), "pod %s is being deleted, cannot be assigned to a host", name);
-        ck__err_conflict(reterr, kind, name, why);
-        return NULL;
-    }
-    json_t *next = json_deep_copy(old);
-    json_t *spec = next ? json_object_get(next, "spec") : NULL;
-    json_t *status = next ? json_object_get(next, "status") : NULL;
-    if (!next) {
+    else if (!next && err.code == CK_ECONFLICT)
+        ck__err_conflict(reterr, kind, name, err.msg);
+    else if (!next && err.code == CK_ENOMEM)
         ck_err_no_memory(reterr);
-        return NULL;
-    }
-    if (!json_is_object(spec) || !json_is_object(status)) {
-        json_decref(next);
-        ck_err_internal(reterr, "pod without spec");
-        return NULL;
-    }
-    json_t *conditions = json_object_get(status, "conditions");
-    if (!json_is_array(conditions)) {
-        conditions = json_array();
-        json_object_set_new(status, "conditions", conditions);
-    }
-    if (json_object_set_new(spec, "nodeName", json_string(node)) < 0 || !conditions) {
-        json_decref(next);
-        ck_err_no_memory(reterr);
-        return NULL;
-    }
-    for (size_t i = json_array_size(conditions); i-- > 0;) {
-        const char *type =
-            json_string_value(json_object_get(json_array_get(conditions, i), "type"));
-        if (type && strcmp(type, "PodScheduled") == 0)
-            json_array_remove(conditions, i);
-    }
-    char now[32];
-    if (json_array_append_new(conditions,
-                              json_pack("{s:s, s:s, s:n, s:s}", "type", "PodScheduled", "status",
-                                        "True", "lastProbeTime", "lastTransitionTime",
-                                        ck_rfc3339(time(NULL), now, sizeof(now)))) < 0) {
-        json_decref(next);
-        ck_err_no_memory(reterr);
-        return NULL;
-    }
+    else if (!next)
+        ck_err_internal(reterr, "%s", err.msg);
+    ck_field_errors_release(&errs);
     return next;
 }
 
@@ -492,9 +427,9 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
     char key[512];
     if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0)
         return ck__err_not_found(reterr, kind, name);
-    const bool status_write = subresource && strcmp(subresource, "status") == 0;
-    const bool finalize_write = subresource && strcmp(subresource, "finalize") == 0;
-    const bool binding_write = subresource && strcmp(subresource, "binding") == 0;
+    const struct ck_subresource *sub = subresource ? ck_kind_subresource(kind, subresource) : NULL;
+    const bool status_write = sub && sub->part == CK_SUBRESOURCE_STATUS;
+    const bool custom_write = sub && sub->part == CK_SUBRESOURCE_CUSTOM && sub->update;
     for (int attempt = 0; attempt < UPDATE_RETRIES; attempt++) {
         const struct ck_kv *kv = NULL;
         int r = read_key(reg, kind, name, key, &kv, reterr);
@@ -531,26 +466,26 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
             r = ck__err_conflict(reterr, kind, name, why);
             goto out_fail;
         }
-        next = status_write     ? status_update(kind, requested, old)
-               : finalize_write ? finalize_update(requested, old)
-               : binding_write  ? binding_update(kind, name, requested, old, reterr)
-                                : json_incref(requested);
+        next = status_write   ? status_update(kind, requested, old)
+               : custom_write ? custom_update(kind, sub, name, requested, old, reterr)
+                              : json_incref(requested);
         if (!next) {
-            /* binding_update() says why; the others only run out of memory */
-            r = binding_write ? reterr->code : ck_err_no_memory(reterr);
+            /* custom_update() says why; the others only run out of memory */
+            r = custom_write ? reterr->code : ck_err_no_memory(reterr);
             goto out_fail;
         }
         /* fields behind a gate that is off survive only where old already used them */
         ck_schema_drop_disabled(reg->schemas, kind->schema, next, old, reg->feature_enabled,
                                 reg->feature_ctx);
-        if (!status_write && !finalize_write && !binding_write) {
+        if (!status_write && !custom_write) {
             /* defaults first, so that an omitted default is no spec change */
             ck_schema_default(reg->schemas, kind->schema, next);
             ck_kind_default(kind, next);
             ck_meta_prepare_update(kind, next, old);
         }
         /* a binding changes the pod's otherwise immutable spec: validated as new */
-        r = default_and_validate(reg, kind, next, binding_write ? NULL : old, reterr);
+        bool as_create = custom_write && sub->validate_as_create;
+        r = default_and_validate(reg, kind, next, as_create ? NULL : old, reterr);
         if (r < 0)
             goto out_fail;
         r = commit(reg, kind, name, key, kv, next, dry_run, ret_body, ret_len, reterr);
@@ -578,10 +513,7 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
 
 bool ck__has_finalizers(const struct ck_kind *kind, const json_t *obj)
 {
-    if (json_array_size(json_object_get(json_object_get(obj, "metadata"), "finalizers")) > 0)
-        return true;
-    return strcmp(kind->kind, "Namespace") == 0 &&
-           json_array_size(json_object_get(json_object_get(obj, "spec"), "finalizers")) > 0;
+    return ck_kind_has_finalizers(kind, obj);
 }
 
 /* What DELETE answers for kinds whose registry returns a Status (apps kinds). */
@@ -656,24 +588,16 @@ static int set_gc_finalizers(json_t *meta, enum ck__propagation policy)
 }
 
 /*
- * A pod's grace period (Kubernetes' CheckGracefulDelete): the request's, or
- * the pod's terminationGracePeriodSeconds (30 by default); 0 for a pod no
- * node runs (unbound, or finished). Other kinds have none.
+ * The grace period a delete gives obj (Kubernetes' CheckGracefulDelete), as
+ * the kind decides from the request's; kinds without a say have none.
  */
 static long long grace_period(const struct ck_kind *kind, const json_t *obj,
                               const struct ck__delete_options *opts)
 {
-    if (strcmp(kind->kind, "Pod") != 0)
+    if (!kind->delete_grace)
         return 0;
-    const json_t *spec = json_object_get(obj, "spec");
-    const char *node = json_string_value(json_object_get(spec, "nodeName"));
-    const char *phase = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
-    if (!node || !*node || (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))))
-        return 0;
-    if (opts->has_grace)
-        return opts->grace_seconds < 0 ? 0 : opts->grace_seconds;
-    const json_t *tgps = json_object_get(spec, "terminationGracePeriodSeconds");
-    return tgps ? json_integer_value(tgps) : 30;
+    long long requested = opts->grace_seconds;
+    return kind->delete_grace(obj, opts->has_grace ? &requested : NULL);
 }
 
 /*
@@ -703,14 +627,8 @@ static json_t *deleting_state(const struct ck_kind *kind, const json_t *obj, lon
             failed |= json_object_set_new(
                 meta, "generation",
                 json_integer(json_integer_value(json_object_get(meta, "generation")) + 1));
-        if (strcmp(kind->kind, "Namespace") == 0) {
-            json_t *status = json_object_get(next, "status");
-            if (!json_is_object(status)) {
-                status = json_object();
-                failed |= json_object_set_new(next, "status", status);
-            }
-            failed |= json_object_set_new(status, "phase", json_string("Terminating"));
-        }
+        if (kind->prepare_for_delete)
+            kind->prepare_for_delete(next);
     } else if (grace < json_integer_value(old_grace)) {
         failed |= json_object_set_new(meta, "deletionTimestamp", json_string(when));
         failed |= json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));

@@ -6,11 +6,13 @@
  *   /api/v1/<resource>                                           all namespaces
  *   /apis/<group>/<version>/...                                  same shapes
  *
- * `namespaces` is itself a resource, so /api/v1/namespaces/<name> is a
- * namespace and /api/v1/namespaces/<name>/status|finalize its subresources,
- * while /api/v1/namespaces/<ns>/pods is a collection in it, as in Kubernetes'
- * route table. Paths that are not API paths, or name unknown resources, are
- * reported as not found; names are not validated here (the handlers do).
+ * The namespace kind (the one holding CK_KIND_ROLE_NAMESPACE) is itself a
+ * resource, so /api/v1/namespaces/<name> is a namespace and
+ * /api/v1/namespaces/<name>/status|finalize its subresources, while
+ * /api/v1/namespaces/<ns>/pods is a collection in it, as in Kubernetes'
+ * route table; the `namespaces` segment is the namespace kind's resource. Paths that are not API
+ * paths, or name unknown resources, are reported as not found; names are not validated here (the
+ * handlers do).
  */
 #include <stdio.h>
 #include <string.h>
@@ -36,14 +38,6 @@ static size_t split(const char *path, char *copy, size_t copy_size, char **segme
             p++;
     }
     return n;
-}
-
-static bool has_subresource(const struct ck_kind *kind, const char *sub)
-{
-    for (size_t i = 0; kind->subresources && kind->subresources[i]; i++)
-        if (strcmp(kind->subresources[i], sub) == 0)
-            return true;
-    return false;
 }
 
 static bool copy_into(char *dst, size_t size, const char *src)
@@ -84,9 +78,11 @@ int ck__route(const char *path, struct ck__target *ret)
         return CK_ENOENT; /* discovery, not a resource */
 
     /* namespaces/<ns>/<resource>... : a namespaced collection or object */
-    if (strcmp(seg[i], "namespaces") == 0 && n - i >= 3) {
-        const struct ck_kind *ns_kind = ck_kind_lookup(ret->group, ret->version, "namespaces");
-        bool ns_subresource = ns_kind && n - i == 3 && has_subresource(ns_kind, seg[i + 2]);
+    const struct ck_kind *ns_kind = ck_kind_with_role(CK_KIND_ROLE_NAMESPACE);
+    if (ns_kind && strcmp(seg[i], ns_kind->resource) == 0 && n - i >= 3) {
+        bool ns_subresource = strcmp(ns_kind->group, ret->group) == 0 &&
+                              strcmp(ns_kind->version, ret->version) == 0 && n - i == 3 &&
+                              ck_kind_subresource(ns_kind, seg[i + 2]);
         if (!ns_subresource) {
             if (!copy_into(ret->namespace, sizeof(ret->namespace), seg[i + 1]))
                 return CK_ENOENT;
@@ -102,7 +98,7 @@ int ck__route(const char *path, struct ck__target *ret)
     if (i < n && !copy_into(ret->name, sizeof(ret->name), seg[i++]))
         return CK_ENOENT;
     if (i < n) {
-        if (!has_subresource(ret->kind, seg[i]))
+        if (!ck_kind_subresource(ret->kind, seg[i]))
             return CK_ENOENT;
         if (!copy_into(ret->subresource, sizeof(ret->subresource), seg[i++]))
             return CK_ENOENT;

@@ -593,10 +593,14 @@ static void *ticker_main(void *arg)
 static int bootstrap_namespaces(struct ck_apiserver *server, struct ck_err *reterr)
 {
     static const char *const names[] = {"default", "kube-system", "kube-public", "kube-node-lease"};
-    const struct ck_kind *ns_kind = ck_kind_lookup("", "v1", "namespaces");
+    const struct ck_kind *ns_kind = ck_kind_with_role(CK_KIND_ROLE_NAMESPACE);
+    char api_version[64];
+    if (!ns_kind)
+        return 0; /* no kind serves namespaces: nothing to create */
+    ck_kind_api_version(ns_kind, api_version, sizeof(api_version));
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        json_t *ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
-                               "metadata", "name", names[i]);
+        json_t *ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", api_version, "kind",
+                               ns_kind->kind, "metadata", "name", names[i]);
         char *out = NULL;
         size_t len = 0;
         struct ck_err err = {0};

@@ -302,13 +302,20 @@ static int add_locked(struct ck_fg_gate *g, const char *name, const struct ck_fg
     if (g->closed)
         return ck__fg_errf(reterr, CK_FG_EPERM,
                            "cannot add a feature gate after adding it to the flag set");
-    int rc = validate_specs(name, specs, nspecs, reterr);
+    int rc = g->legacy ? 0 : validate_specs(name, specs, nspecs, reterr);
     if (rc < 0)
         return rc;
     struct ck_fg_spec *c = malloc(2 * nspecs * sizeof(*c));
     if (!c)
         return ck__fg_errf(reterr, CK_FG_ENOMEM, "out of memory");
     memcpy(c, specs, nspecs * sizeof(*c));
+    for (size_t i = 1; g->legacy && i < nspecs; i++) { /* before 1.33: sorted, stable */
+        struct ck_fg_spec t = c[i];
+        size_t j = i;
+        for (; j > 0 && ck_fg_version_cmp(c[j - 1].version, t.version) > 0; j--)
+            c[j] = c[j - 1];
+        c[j] = t;
+    }
     for (size_t i = 0; i < nspecs; i++)
         if (!c[i].has_min_compat)
             c[i].min_compat = ck_fg_version_mm(0, 0);
@@ -372,6 +379,13 @@ int ck_fg_add(struct ck_fg_gate *g, const char *name, struct ck_fg_spec spec, ck
     spec.has_version = true;
     spec.has_min_compat = false;
     return ck_fg_add_versioned(g, name, &spec, 1, ret, reterr);
+}
+
+void ck__fg_set_legacy_registration(struct ck_fg_gate *g, bool on)
+{
+    pthread_mutex_lock(&g->mu);
+    g->legacy = on;
+    pthread_mutex_unlock(&g->mu);
 }
 
 void ck_fg_close(struct ck_fg_gate *g)
@@ -844,6 +858,7 @@ struct ck_fg_gate *ck_fg_copy(const struct ck_fg_gate *g, bool reset)
     struct ck_fg_gate *c = ck_fg_gate_new(cur->emu);
     if (!c)
         goto out_unlock;
+    c->legacy = g->legacy;
     for (size_t i = 2; i < cur->n; i++) {
         const struct ck__fg_feature *f = cur->tab->f[i];
         if (add_locked(c, f->name, f->given, f->nspecs, NULL, NULL) < 0) {

@@ -53,10 +53,20 @@ struct ck_fg_gate {
     struct ck__fg_snap *snaps;       /* every snapshot, newest first (== cur) */
     struct ck__fg_table *table;      /* newest table, older ones chained */
     bool closed;
+    bool legacy; /* register as before Kubernetes 1.33: sort specs, validate nothing */
     struct ck_fg_test_state *tests; /* active test overrides, newest first (T4) */
     ck_fg_log_fn log;
     void *log_ud;
 };
+
+/*
+ * Registration as component-base did it before Kubernetes 1.33: AddVersioned
+ * sorted each feature's specs by version and checked nothing else (the R5-R10
+ * rules arrived in 1.33). Lists published for 1.31 and 1.32 break those rules
+ * (a gate whose first spec is Deprecated at 1.31) yet loaded in those
+ * releases; the upgrade check loads them this way. Set before registering.
+ */
+void ck__fg_set_legacy_registration(struct ck_fg_gate *g, bool on);
 
 int ck__fg_errf(struct ck_fg_err *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -109,6 +119,15 @@ int ck__fg_pairs_finish(struct ck__fg_pairs *p, int rc, struct ck_fg_pair **ret,
 
 /* Parses one YAML document; on error *doc is zeroed (safe to delete). */
 int ck__fg_yaml_load(const char *data, size_t len, yaml_document_t *doc, struct ck_fg_err *reterr);
+/*
+ * ck_fg_config_parse(), except that when bad is not NULL a featureGates
+ * value that is not a boolean is handed to bad (gate name, message) and
+ * skipped instead of failing the call. The upgrade check reports it.
+ */
+typedef void (*ck__fg_bad_fn)(void *ud, const char *name, const char *msg);
+int ck__fg_config_parse_each(const char *data, size_t len, ck__fg_bad_fn bad, void *ud,
+                             struct ck_fg_pair **ret, size_t *ret_n, char **ret_buf,
+                             struct ck_fg_err *reterr);
 /* Reads a whole file (capped at 16 MiB) into a malloc'ed buffer. */
 int ck__fg_read_file(const char *path, char **ret, size_t *ret_len, struct ck_fg_err *reterr);
 /* Feature indices of snapshot s sorted by name (byte order); malloc'ed. */

@@ -67,6 +67,13 @@ static yaml_node_t *map_get(yaml_document_t *doc, yaml_node_t *map, const char *
 int ck_fg_config_parse(const char *data, size_t len, struct ck_fg_pair **ret, size_t *ret_n,
                        char **ret_buf, struct ck_fg_err *reterr)
 {
+    return ck__fg_config_parse_each(data, len, NULL, NULL, ret, ret_n, ret_buf, reterr);
+}
+
+int ck__fg_config_parse_each(const char *data, size_t len, ck__fg_bad_fn bad, void *ud,
+                             struct ck_fg_pair **ret, size_t *ret_n, char **ret_buf,
+                             struct ck_fg_err *reterr)
+{
     yaml_document_t doc;
     struct ck__fg_pairs p = {0};
     int rc = ck__fg_yaml_load(data, len, &doc, reterr);
@@ -96,9 +103,14 @@ int ck_fg_config_parse(const char *data, size_t len, struct ck_fg_pair **ret, si
         }
         const char *name = (const char *)gk->data.scalar.value;
         if (!gv || !yaml_bool(gv, &b)) {
-            rc =
-                ck__fg_errf(reterr, CK_FG_EINVAL,
-                            "config: featureGates: invalid value for %s: want true or false", name);
+            char msg[400];
+            snprintf(msg, sizeof(msg),
+                     "config: featureGates: invalid value for %s: want true or false", name);
+            if (bad) {
+                bad(ud, name, msg);
+                continue;
+            }
+            rc = ck__fg_errf(reterr, CK_FG_EINVAL, "%s", msg);
             goto out;
         }
         rc = ck__fg_pairs_add(&p, name, gk->data.scalar.length, b);

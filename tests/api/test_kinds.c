@@ -1,10 +1,16 @@
 /*
  * test_kinds.c - tests for lib/api/kinds.c: the registry serves the kinds of
- * the contract's resource table, lookups by group/version/resource, names
- * in messages, and field selector labels and values per kind.
+ * the contract's resource table, lookups by group/version/resource and by
+ * role, names in messages, subresource tables, field selector labels and
+ * values per kind, and kinds registered and unregistered at run time, also
+ * while other threads read the registry (labelled `concurrency`, so it runs
+ * under ThreadSanitizer too).
  */
 #include "cktest.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ckube/api.h"
@@ -124,6 +130,220 @@ static void test_field_values_render_like_kubernetes(void **state)
     json_decref(empty);
 }
 
+static void test_roles_and_subresources(void **state)
+{
+    (void)state;
+    const struct ck_kind *ns = ck_kind_with_role(CK_KIND_ROLE_NAMESPACE);
+    assert_non_null(ns);
+    assert_ptr_equal(ns, ck_kind_lookup("", "v1", "namespaces"));
+    assert_int_equal(ns->name_rule, CK_NAME_DNS_LABEL);
+
+    const struct ck_kind *pod = ck_kind_lookup("", "v1", "pods");
+    const struct ck_subresource *binding = ck_kind_subresource(pod, "binding");
+    assert_non_null(binding);
+    assert_int_equal(binding->part, CK_SUBRESOURCE_CUSTOM);
+    assert_true(ck_subresource_allows(binding, "create"));
+    assert_false(ck_subresource_allows(binding, "get"));
+    assert_int_equal(ck_kind_subresource(pod, "log")->part, CK_SUBRESOURCE_UNSERVED);
+    assert_null(ck_kind_subresource(pod, "scale"));
+    assert_null(ck_kind_subresource_part(pod, CK_SUBRESOURCE_SCALE));
+
+    const struct ck_kind *rs = ck_kind_lookup("apps", "v1", "replicasets");
+    const struct ck_subresource *scale = ck_kind_subresource_part(rs, CK_SUBRESOURCE_SCALE);
+    assert_non_null(scale);
+    assert_string_equal(scale->name, "scale");
+    assert_string_equal(scale->kind, "Scale");
+    assert_true(ck_subresource_allows(scale, "patch"));
+
+    /* a namespace's spec.finalizers hold it as metadata.finalizers do */
+    json_error_t jerr;
+    json_t *obj = json_loads("{\"spec\":{\"finalizers\":[\"kubernetes\"]}}", 0, &jerr);
+    assert_true(ck_kind_has_finalizers(ns, obj));
+    assert_false(ck_kind_has_finalizers(pod, obj));
+    json_decref(obj);
+}
+
+/* A field label that is no single field of the object: the kind's field_value renders it. */
+static const char *gizmo_field_value(const char *label, const json_t *obj, char *buf, size_t size)
+{
+    (void)label;
+    json_int_t w = json_integer_value(json_object_get(json_object_get(obj, "spec"), "width"));
+    json_int_t h = json_integer_value(json_object_get(json_object_get(obj, "spec"), "height"));
+    snprintf(buf, size, "%lld", (long long)(w * h));
+    return buf;
+}
+
+static const struct ck_field_label gizmo_labels[] = {
+    {"spec.area", NULL, CK_FIELD_LABEL_STRING},
+    {"spec.width", "spec.width", CK_FIELD_LABEL_INT},
+};
+
+static const struct ck_kind gizmo_kind = {
+    .group = "test.ckube.io",
+    .version = "v1",
+    .kind = "Gizmo",
+    .resource = "gizmos",
+    .schema = "io.ckube.test.v1.Gizmo",
+    .field_labels = gizmo_labels,
+    .n_field_labels = 2,
+    .field_value = gizmo_field_value,
+};
+
+static void test_computed_field_labels(void **state)
+{
+    (void)state;
+    json_error_t jerr;
+    json_t *obj = json_loads("{\"spec\":{\"width\":3,\"height\":4}}", 0, &jerr);
+    char buf[32];
+    assert_string_equal(ck_kind_field_value(&gizmo_kind, "spec.area", obj, buf, 32), "12");
+    assert_string_equal(ck_kind_field_value(&gizmo_kind, "spec.width", obj, buf, 32), "3");
+    struct ck_field_selector *s = NULL;
+    struct ck_err err = {0};
+    assert_int_equal(ck_field_selector_parse("spec.area=12", &s, &err), 0);
+    assert_true(ck_field_selector_matches(s, obj, ck_kind_field_getter, &gizmo_kind));
+    ck_field_selector_free(s);
+    json_decref(obj);
+}
+
+/* ---- kinds registered at run time ---------------------------------------- */
+
+#define MANY_LABELS 40
+
+static struct ck_field_label many_labels[MANY_LABELS];
+static char many_label_names[MANY_LABELS][32];
+
+static const struct ck_kind widget_kind = {
+    .group = "test.ckube.io",
+    .version = "v1",
+    .kind = "Widget",
+    .list_kind = "WidgetList",
+    .resource = "widgets",
+    .singular = "widget",
+    .namespaced = true,
+    .schema = "io.ckube.test.v1.Widget",
+    .field_labels = many_labels,
+    .n_field_labels = MANY_LABELS,
+};
+
+static void test_register_and_unregister(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < MANY_LABELS; i++) {
+        snprintf(many_label_names[i], sizeof(many_label_names[i]), "spec.field%zu", i);
+        many_labels[i] = (struct ck_field_label){many_label_names[i], many_label_names[i],
+                                                 CK_FIELD_LABEL_STRING};
+    }
+    size_t before = 0, after = 0;
+    ck_kinds(&before);
+    struct ck_err err = {0};
+    assert_null(ck_kind_lookup("test.ckube.io", "v1", "widgets"));
+    assert_int_equal(ck_kind_register(&widget_kind, &err), 0);
+    const struct ck_kind *const *kinds = ck_kinds(&after);
+    assert_int_equal(after, before + 1);
+    assert_ptr_equal(kinds[after - 1], &widget_kind); /* discovery order: registration order */
+    assert_ptr_equal(ck_kind_lookup("test.ckube.io", "v1", "widgets"), &widget_kind);
+
+    /* every field label, however many, plus metadata.name and metadata.namespace */
+    const char *const *names = ck_kind_field_label_names(&widget_kind);
+    size_t n = 0;
+    while (names[n])
+        n++;
+    assert_int_equal(n, MANY_LABELS + 2);
+    assert_string_equal(names[MANY_LABELS + 1], "spec.field39");
+
+    /* one kind per group/version/resource */
+    assert_int_equal(ck_kind_register(&widget_kind, &err), CK_EEXIST);
+    assert_string_equal(err.msg, "widgets.test.ckube.io of test.ckube.io/v1 is served already");
+    const struct ck_kind nameless = {.group = "", .version = "v1"};
+    assert_int_equal(ck_kind_register(&nameless, &err), CK_EINVAL);
+
+    assert_int_equal(ck_kind_unregister(&widget_kind, &err), 0);
+    assert_null(ck_kind_lookup("test.ckube.io", "v1", "widgets"));
+    ck_kinds(&n);
+    assert_int_equal(n, before);
+    assert_int_equal(ck_kind_unregister(&widget_kind, &err), CK_ENOENT);
+    /* a reader that looked the kind up before still reads its labels */
+    assert_ptr_equal(ck_kind_field_label_names(&widget_kind), names);
+    /* the array an earlier ck_kinds() returned is still whole */
+    assert_ptr_equal(kinds[after - 1], &widget_kind);
+}
+
+#define WRITER_KINDS 64
+#define READERS      3
+
+static struct ck_kind writer_kinds[WRITER_KINDS];
+static char writer_resources[WRITER_KINDS][32];
+static atomic_bool writer_done;
+
+/*
+ * Reads the registry until the writer is done, counting broken promises of a
+ * snapshot in reader_failures (cmocka's asserts belong to the main thread).
+ */
+static atomic_int reader_failures;
+
+static void *reader(void *arg)
+{
+    (void)arg;
+    size_t rounds = 0;
+    while (!atomic_load(&writer_done) || rounds < 10) {
+        size_t n = 0;
+        const struct ck_kind *const *kinds = ck_kinds(&n);
+        for (size_t i = 0; i < n; i++) {
+            const struct ck_kind *k = kinds[i];
+            const struct ck_kind *found = ck_kind_lookup(k->group, k->version, k->resource);
+            const char *const *labels = ck_kind_field_label_names(k);
+            /* the kind is gone since (unregistered) or it is the same descriptor */
+            bool ok =
+                (found == NULL || found == k) && labels && strcmp(labels[0], "metadata.name") == 0;
+            if (!ok)
+                atomic_fetch_add(&reader_failures, 1);
+        }
+        if (!ck_kind_with_role(CK_KIND_ROLE_NAMESPACE))
+            atomic_fetch_add(&reader_failures, 1);
+        rounds++;
+    }
+    return NULL;
+}
+
+static void test_readers_while_a_writer_registers(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < WRITER_KINDS; i++) {
+        snprintf(writer_resources[i], sizeof(writer_resources[i]), "gadgets%zu", i);
+        writer_kinds[i] = (struct ck_kind){.group = "test.ckube.io",
+                                           .version = "v1",
+                                           .kind = "Gadget",
+                                           .list_kind = "GadgetList",
+                                           .resource = writer_resources[i],
+                                           .singular = "gadget",
+                                           .schema = "io.ckube.test.v1.Gadget"};
+    }
+    size_t before = 0;
+    ck_kinds(&before);
+    atomic_store(&writer_done, false);
+    pthread_t readers[READERS];
+    for (size_t i = 0; i < READERS; i++)
+        assert_int_equal(pthread_create(&readers[i], NULL, reader, NULL), 0);
+    struct ck_err err = {0};
+    for (size_t i = 0; i < WRITER_KINDS; i++)
+        assert_int_equal(ck_kind_register(&writer_kinds[i], &err), 0);
+    for (size_t i = 0; i < WRITER_KINDS; i += 2)
+        assert_int_equal(ck_kind_unregister(&writer_kinds[i], &err), 0);
+    atomic_store(&writer_done, true);
+    for (size_t i = 0; i < READERS; i++)
+        pthread_join(readers[i], NULL);
+    assert_int_equal(atomic_load(&reader_failures), 0);
+    size_t n = 0;
+    ck_kinds(&n);
+    assert_int_equal(n, before + WRITER_KINDS / 2);
+    assert_null(ck_kind_lookup("test.ckube.io", "v1", "gadgets0"));
+    assert_ptr_equal(ck_kind_lookup("test.ckube.io", "v1", "gadgets1"), &writer_kinds[1]);
+    for (size_t i = 1; i < WRITER_KINDS; i += 2)
+        assert_int_equal(ck_kind_unregister(&writer_kinds[i], &err), 0);
+    ck_kinds(&n);
+    assert_int_equal(n, before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -131,6 +351,10 @@ int main(void)
         cmocka_unit_test(test_names_in_messages),
         cmocka_unit_test(test_field_labels_per_kind),
         cmocka_unit_test(test_field_values_render_like_kubernetes),
+        cmocka_unit_test(test_roles_and_subresources),
+        cmocka_unit_test(test_computed_field_labels),
+        cmocka_unit_test(test_register_and_unregister),
+        cmocka_unit_test(test_readers_while_a_writer_registers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,9 @@
 /*
  * test_printers.c - tests for lib/api/printers.c: Kubernetes' human
  * durations, the Pod STATUS/READY/RESTARTS logic, every kind's rows having
- * one cell per column, and the Table envelope (columns, row objects,
- * includeObject).
+ * one cell per column, columns described as data (JSONPath-like cell
+ * sources, as a CRD's additionalPrinterColumns) next to computed ones, and
+ * the Table envelope (columns, row objects, includeObject).
  */
 #include "cktest.h"
 
@@ -54,7 +55,7 @@ static json_t *pod_row(const char *pod_json)
 {
     json_t *pod = load(pod_json);
     json_t *cells = json_array();
-    ck_kind_lookup("", "v1", "pods")->row_cells(pod, NOW, cells);
+    ck_table_row_cells(ck_kind_lookup("", "v1", "pods"), pod, NOW, cells);
     json_decref(pod);
     assert_int_equal(json_array_size(cells), 9);
     return cells;
@@ -163,7 +164,7 @@ static void test_every_kind_fills_every_column(void **state)
         const struct ck_kind *k = ck_kind_lookup(cases[i].group, "v1", cases[i].resource);
         json_t *obj = load(cases[i].obj);
         json_t *cells = json_array();
-        k->row_cells(obj, NOW, cells);
+        ck_table_row_cells(k, obj, NOW, cells);
         assert_int_equal(json_array_size(cells), k->n_columns);
         for (size_t c = 0; c < 3 && cases[i].first_cells[c]; c++)
             if (strcmp(cell(cells, c), cases[i].first_cells[c]) != 0)
@@ -185,7 +186,7 @@ static void test_workload_and_event_details(void **state)
         "{\"containers\":[{\"name\":\"a\",\"image\":\"x\"},{\"name\":\"b\",\"image\":\"y\"}]}}},"
         "\"status\":{\"updatedReplicas\":3,\"availableReplicas\":2}}");
     json_t *cells = json_array();
-    d->row_cells(obj, NOW, cells);
+    ck_table_row_cells(d, obj, NOW, cells);
     assert_string_equal(cell(cells, 1), "0/3");
     assert_int_equal(json_integer_value(json_array_get(cells, 2)), 3);
     assert_int_equal(json_integer_value(json_array_get(cells, 3)), 2);
@@ -202,7 +203,7 @@ static void test_workload_and_event_details(void **state)
         "\"involvedObject\":{\"kind\":\"ReplicaSet\",\"name\":\"web-1\",\"fieldPath\":\"spec\"},"
         "\"source\":{\"component\":\"replicaset-controller\"}}");
     cells = json_array();
-    e->row_cells(obj, NOW, cells);
+    ck_table_row_cells(e, obj, NOW, cells);
     assert_string_equal(cell(cells, 0), "60s");
     assert_string_equal(cell(cells, 3), "replicaset/web-1");
     assert_string_equal(cell(cells, 4), "spec");
@@ -266,6 +267,66 @@ static void test_table_envelope(void **state)
     assert_int_equal(ck_include_object_parse("Everything", &inc), CK_EINVAL);
 }
 
+/* A kind as a CRD would describe it: every column reads the object; one is computed. */
+static void computed_cells(const json_t *obj, long long now, json_t **cells)
+{
+    (void)obj;
+    (void)now;
+    cells[5] = json_string("computed");
+}
+
+static const struct ck_table_column data_columns[] = {
+    {"Name", "string", "name", "", 0, ".metadata.name", CK_CELL_ABSENT_NONE, false},
+    {"Replicas", "integer", "", "", 0, ".spec.replicas", CK_CELL_ABSENT_ZERO, false},
+    {"Size", "string", "", "", 0, ".spec.size", CK_CELL_ABSENT_NONE, false},
+    {"Phase", "string", "", "", 1, ".status.phase", CK_CELL_ABSENT_NULL, false},
+    {"Created", "date", "", "", 0, ".metadata.creationTimestamp", CK_CELL_ABSENT_NULL, false},
+    {"Computed", "string", "", "", 0, NULL, CK_CELL_ABSENT_NULL, false},
+    {"Mode", "string", "", "", 0, ".spec.mode", CK_CELL_ABSENT_EMPTY, false},
+};
+
+static const struct ck_kind data_kind = {
+    .group = "test.ckube.io",
+    .version = "v1",
+    .kind = "Gizmo",
+    .resource = "gizmos",
+    .schema = "io.ckube.test.v1.Gizmo",
+    .columns = data_columns,
+    .n_columns = sizeof(data_columns) / sizeof(data_columns[0]),
+    .cells = computed_cells,
+};
+
+static void test_columns_described_as_data(void **state)
+{
+    (void)state;
+    json_t *obj = load("{\"metadata\":{\"name\":\"g\",\"creationTimestamp\":"
+                       "\"2027-01-15T07:55:00Z\"},\"spec\":{\"replicas\":3,\"size\":7,"
+                       "\"mode\":\"\"}}");
+    json_t *cells = json_array();
+    ck_table_row_cells(&data_kind, obj, NOW, cells);
+    assert_int_equal(json_array_size(cells), 7);
+    assert_string_equal(cell(cells, 0), "g");
+    assert_int_equal(json_integer_value(json_array_get(cells, 1)), 3);
+    assert_string_equal(cell(cells, 2), "7"); /* a number in a string column: its text */
+    assert_true(json_is_null(json_array_get(cells, 3)));
+    assert_string_equal(cell(cells, 4), "5m"); /* a date column: its age */
+    assert_string_equal(cell(cells, 5), "computed");
+    assert_string_equal(cell(cells, 6), "");
+    json_decref(cells);
+    json_decref(obj);
+
+    /* absent values follow each column's rule */
+    obj = load("{}");
+    cells = json_array();
+    ck_table_row_cells(&data_kind, obj, NOW, cells);
+    assert_string_equal(cell(cells, 0), "<none>");
+    assert_int_equal(json_integer_value(json_array_get(cells, 1)), 0);
+    assert_string_equal(cell(cells, 2), "<none>");
+    assert_string_equal(cell(cells, 4), "<unknown>");
+    json_decref(cells);
+    json_decref(obj);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_every_kind_fills_every_column),
         cmocka_unit_test(test_workload_and_event_details),
         cmocka_unit_test(test_table_envelope),
+        cmocka_unit_test(test_columns_described_as_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /*
- * test_strategy.c - tests for lib/api/strategy.c: each kind's create and
- * update preparation, computed defaults and validation, with Kubernetes'
- * messages.
+ * test_strategy.c - tests for the strategies of lib/api/kinds/ (each kind's
+ * file, podspec.c and workload.c): each kind's create and update
+ * preparation, computed defaults and validation, with Kubernetes' messages.
  */
 #include "cktest.h"
 

@@ -6,13 +6,7 @@
 set -u
 fg=$1
 data=$2
-work=$(mktemp -d)
-failures=0
-passes=0
-trap 'rm -rf "$work"' EXIT
-
-pass() { passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/cli_lib.sh"
 
 # eval_is "Name=true Other=absent ..." ARGS... : exit 0, one JSON object on
 # stdout (compact, sorted keys) holding exactly these values.
@@ -145,5 +139,4 @@ usage_fails 'flag needs an argument: --features' eval --features
 usage_fails 'unknown output format' list --features "$data/list.yaml" -o yaml
 usage_fails 'unexpected argument: extra' lint --features "$data/list.yaml" extra
 
-echo "featuregate cli: $passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+summary "featuregate cli"

@@ -1,0 +1,144 @@
+/*
+ * event.c - the Event kind (core/v1): field labels for the involved object,
+ * source and type (Kubernetes' pkg/registry/core/event), and the printer's
+ * computed cells (printEvent): LAST SEEN and FIRST SEEN from the
+ * timestamps or the series, OBJECT as kind/name, SOURCE, the trimmed
+ * MESSAGE and COUNT.
+ *
+ * Threading: the descriptor is static and immutable; the hooks are pure.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../internal.h"
+
+enum {
+    COL_LAST_SEEN,
+    COL_TYPE,
+    COL_REASON,
+    COL_OBJECT,
+    COL_SUBOBJECT,
+    COL_SOURCE,
+    COL_MESSAGE,
+    COL_FIRST_SEEN,
+    COL_COUNT,
+    COL_NAME,
+};
+
+/* The message without leading and trailing blanks. */
+static json_t *trimmed(const char *message)
+{
+    char *copy = strdup(message ? message : "");
+    if (!copy)
+        return json_string("");
+    char *start = copy;
+    while (*start == ' ' || *start == '\n' || *start == '\t')
+        start++;
+    size_t len = strlen(start);
+    while (len > 0 && (start[len - 1] == ' ' || start[len - 1] == '\n' || start[len - 1] == '\t'))
+        start[--len] = '\0';
+    json_t *out = json_string(start);
+    free(copy);
+    return out;
+}
+
+static void cells(const json_t *obj, long long now, json_t **cells)
+{
+    char first[32], last[32], buf[512];
+    const char *first_ts = ck__str_at(obj, "firstTimestamp");
+    ck_age(first_ts ? first_ts : ck__str_at(obj, "eventTime"), now, first, sizeof(first));
+    const char *last_ts = ck__str_at(obj, "lastTimestamp");
+    if (last_ts)
+        ck_age(last_ts, now, last, sizeof(last));
+    else
+        snprintf(last, sizeof(last), "%s", first);
+    long long count = ck__int_at(obj, "count");
+    if (ck__json_path(obj, "series")) {
+        ck_age(ck__str_at(obj, "series.lastObservedTime"), now, last, sizeof(last));
+        count = ck__int_at(obj, "series.count");
+    } else if (count == 0) {
+        count = 1;
+    }
+    cells[COL_LAST_SEEN] = json_string(last);
+
+    const char *kind = ck__str_at(obj, "involvedObject.kind");
+    const char *name = ck__str_at(obj, "involvedObject.name");
+    char lower[128];
+    snprintf(lower, sizeof(lower), "%s", kind ? kind : "");
+    for (char *p = lower; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    if (name && *name)
+        snprintf(buf, sizeof(buf), "%s/%s", lower, name);
+    else
+        snprintf(buf, sizeof(buf), "%s", lower);
+    cells[COL_OBJECT] = json_string(buf);
+
+    const char *component = ck__str_at(obj, "source.component");
+    if (!component || !*component)
+        component = ck__str_at(obj, "reportingComponent");
+    const char *host = ck__str_at(obj, "source.host");
+    if (host && *host)
+        snprintf(buf, sizeof(buf), "%s, %s", component ? component : "", host);
+    else
+        snprintf(buf, sizeof(buf), "%s", component ? component : "");
+    cells[COL_SOURCE] = json_string(buf);
+    cells[COL_MESSAGE] = trimmed(ck__str_at(obj, "message"));
+    cells[COL_FIRST_SEEN] = json_string(first);
+    cells[COL_COUNT] = json_integer(count);
+}
+
+static const char *const short_names[] = {"ev", NULL};
+
+static const struct ck_field_label field_labels[] = {
+    {"involvedObject.kind", "involvedObject.kind", CK_FIELD_LABEL_STRING},
+    {"involvedObject.namespace", "involvedObject.namespace", CK_FIELD_LABEL_STRING},
+    {"involvedObject.name", "involvedObject.name", CK_FIELD_LABEL_STRING},
+    {"involvedObject.uid", "involvedObject.uid", CK_FIELD_LABEL_STRING},
+    {"involvedObject.apiVersion", "involvedObject.apiVersion", CK_FIELD_LABEL_STRING},
+    {"involvedObject.resourceVersion", "involvedObject.resourceVersion", CK_FIELD_LABEL_STRING},
+    {"involvedObject.fieldPath", "involvedObject.fieldPath", CK_FIELD_LABEL_STRING},
+    {"reason", "reason", CK_FIELD_LABEL_STRING},
+    {"reportingComponent", "reportingComponent", CK_FIELD_LABEL_STRING},
+    {"source", "source.component", CK_FIELD_LABEL_STRING},
+    {"type", "type", CK_FIELD_LABEL_STRING},
+};
+
+static const struct ck_table_column columns[] = {
+    [COL_LAST_SEEN] = {"Last Seen", "string", "",
+                       "The time at which the most recent occurrence of this event was recorded.",
+                       0},
+    [COL_TYPE] = {"Type", "string", "", "Type of this event (Normal, Warning).", 0, ".type",
+                  CK_CELL_ABSENT_EMPTY, false},
+    [COL_REASON] = {"Reason", "string", "",
+                    "Why the action was taken. Human-readable and machine-understandable.", 0,
+                    ".reason", CK_CELL_ABSENT_EMPTY, false},
+    [COL_OBJECT] = {"Object", "string", "", "The object that this event is about.", 0},
+    [COL_SUBOBJECT] = {"Subobject", "string", "", "The field of the object this event is about.", 1,
+                       ".involvedObject.fieldPath", CK_CELL_ABSENT_EMPTY, false},
+    [COL_SOURCE] = {"Source", "string", "", "The component reporting this event.", 1},
+    [COL_MESSAGE] = {"Message", "string", "",
+                     "A human-readable description of the status of this operation.", 0},
+    [COL_FIRST_SEEN] = {"First Seen", "string", "",
+                        "The time at which the event was first recorded.", 1},
+    [COL_COUNT] = {"Count", "string", "", "The number of times this event has occurred.", 1},
+    [COL_NAME] = CK__NAME_COLUMN(1),
+};
+
+const struct ck_kind ck__kind_event = {
+    .group = "",
+    .version = "v1",
+    .kind = "Event",
+    .list_kind = "EventList",
+    .resource = "events",
+    .singular = "event",
+    .short_names = short_names,
+    .namespaced = true,
+    .schema = "io.k8s.api.core.v1.Event",
+    .field_labels = field_labels,
+    .n_field_labels = CK__COUNT(field_labels),
+    .columns = columns,
+    .n_columns = CK__COUNT(columns),
+    .cells = cells,
+};

@@ -1,0 +1,52 @@
+/*
+ * frobber.c - the Frobber kind (example.ckube.io/v1), the example of a kind
+ * that is nothing but data: its schema (lib/api/schemas/example-v1.json)
+ * gates spec.width behind Frobber2D and the restart policy value OnTuesday
+ * behind FrobberRestartPolicyOnTuesday (lib/api/gates.c applies both), and
+ * every printing column reads the object, as a CRD's additionalPrinterColumns
+ * do. docs/internals/api.md walks through adding a kind like it.
+ *
+ * Threading: the descriptor is static and immutable.
+ */
+#include "../internal.h"
+
+static const struct ck_subresource subresources[] = {
+    CK__STATUS_SUBRESOURCE,
+};
+
+static const struct ck_table_column columns[] = {
+    CK__NAME_COLUMN(0),
+    {"Height", "integer", "", "Height of the frobber.", 0, ".spec.height", CK_CELL_ABSENT_ZERO,
+     false},
+    {"Width", "string", "", "Width of the frobber (feature gate Frobber2D).", 0, ".spec.width",
+     CK_CELL_ABSENT_NONE, false},
+    {"Restart Policy", "string", "", "When to restart the frobber.", 0, ".spec.restartPolicy",
+     CK_CELL_ABSENT_NONE, false},
+    CK__AGE_COLUMN,
+};
+
+static const struct ck_api_feature features[] = {
+    {"Frobber2D", "ALPHA", false, "1.32"},
+    {"FrobberRestartPolicyOnTuesday", "ALPHA", false, "1.32"},
+};
+
+static const char *const status_keeps[] = {"labels", NULL};
+
+const struct ck_kind ck__kind_frobber = {
+    .group = "example.ckube.io",
+    .version = "v1",
+    .kind = "Frobber",
+    .list_kind = "FrobberList",
+    .resource = "frobbers",
+    .singular = "frobber",
+    .namespaced = true,
+    .has_generation = true,
+    .schema = "io.ckube.example.v1.Frobber",
+    .subresources = subresources,
+    .n_subresources = CK__COUNT(subresources),
+    .status_keeps_metadata = status_keeps,
+    .columns = columns,
+    .n_columns = CK__COUNT(columns),
+    .features = features,
+    .n_features = CK__COUNT(features),
+};

@@ -1,0 +1,93 @@
+/*
+ * podspec.c - the pod spec as pods and the pod templates of Deployments and
+ * ReplicaSets share it: computed defaults and validation.
+ *
+ * Mirrors the parts ckube has of Kubernetes' pkg/apis/core/v1/defaults.go
+ * (SetDefaults_Container) and pkg/apis/core/validation (ValidatePodSpec).
+ * Templates get the same defaults as pods, so templates compare equal after
+ * defaulting.
+ *
+ * Threading: pure functions over the caller's values.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../internal.h"
+
+/* SetDefaults_Container: Always for :latest or untagged images, else IfNotPresent. */
+static const char *default_pull_policy(const char *image)
+{
+    if (!image)
+        return "IfNotPresent";
+    if (strchr(image, '@'))
+        return "IfNotPresent"; /* pinned by digest */
+    const char *slash = strrchr(image, '/');
+    const char *colon = strrchr(slash ? slash : image, ':');
+    if (!colon || strcmp(colon, ":latest") == 0)
+        return "Always";
+    return "IfNotPresent";
+}
+
+static void default_containers(json_t *containers)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(containers, i, c)
+    {
+        if (json_is_object(c) && !json_object_get(c, "imagePullPolicy"))
+            json_object_set_new(
+                c, "imagePullPolicy",
+                json_string(default_pull_policy(json_string_value(json_object_get(c, "image")))));
+    }
+}
+
+void ck__pod_spec_default(json_t *spec)
+{
+    if (!json_is_object(spec))
+        return;
+    default_containers(json_object_get(spec, "containers"));
+    default_containers(json_object_get(spec, "initContainers"));
+}
+
+void ck__pod_spec_validate(const json_t *spec, const char *path, bool is_template,
+                           struct ck_field_errors *errs)
+{
+    char field[256];
+    const json_t *containers = json_object_get(spec, "containers");
+    if (json_array_size(containers) == 0) {
+        snprintf(field, sizeof(field), "%s.containers", path);
+        ck_field_errors_add(errs, CK_FIELD_REQUIRED, field, NULL, false, NULL);
+        return;
+    }
+    static const char *const lists[] = {"initContainers", "containers"};
+    for (size_t l = 0; l < 2; l++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(spec, lists[l]), i, c)
+        {
+            const char *name = json_string_value(json_object_get(c, "name"));
+            snprintf(field, sizeof(field), "%s.%s[%zu].name", path, lists[l], i);
+            if (name && *name) {
+                ck_validate_dns1123_label(name, field, errs);
+                /* names are unique across init and regular containers */
+                for (size_t m = 0; m <= l; m++) {
+                    size_t j;
+                    json_t *other;
+                    json_array_foreach(json_object_get(spec, lists[m]), j, other)
+                    {
+                        if (m == l && j >= i)
+                            break;
+                        const char *o = json_string_value(json_object_get(other, "name"));
+                        if (o && strcmp(o, name) == 0)
+                            ck_field_errors_add(errs, CK_FIELD_DUPLICATE, field, name, true, NULL);
+                    }
+                }
+            }
+            const char *image = json_string_value(json_object_get(c, "image"));
+            if (!is_template && (!image || !*image)) {
+                snprintf(field, sizeof(field), "%s.%s[%zu].image", path, lists[l], i);
+                ck_field_errors_add(errs, CK_FIELD_REQUIRED, field, NULL, false, NULL);
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+/*
+ * replicaset.c - the ReplicaSet kind (apps/v1).
+ *
+ * Mirrors Kubernetes' pkg/registry/apps/replicaset/strategy.go: the server
+ * owns status, which a create starts at replicas 0 (ReplicaSetStatus.replicas
+ * has no omitempty); the selector rules of every workload (workload.c); the
+ * Scale view of spec.replicas; the status.replicas field label. Its printer
+ * reads every column but the wide ones from the object.
+ *
+ * Threading: the descriptor is static and immutable; the hooks are pure.
+ */
+#include "../internal.h"
+
+enum {
+    COL_NAME,
+    COL_DESIRED,
+    COL_CURRENT,
+    COL_READY,
+    COL_AGE,
+    COL_CONTAINERS,
+    COL_IMAGES,
+    COL_SELECTOR,
+};
+
+static void prepare_for_create(json_t *obj)
+{
+    json_object_set_new(obj, "status", json_pack("{s:i}", "replicas", 0));
+}
+
+static void cells(const json_t *obj, long long now, json_t **cells)
+{
+    (void)now;
+    ck__workload_wide_cells(obj, cells, COL_CONTAINERS);
+}
+
+static const char *const short_names[] = {"rs", NULL};
+static const char *const categories[] = {"all", NULL};
+static const char *const status_keeps[] = {"labels", NULL};
+
+static const struct ck_subresource subresources[] = {
+    CK__STATUS_SUBRESOURCE,
+    CK__SCALE_SUBRESOURCE,
+};
+
+static const struct ck_field_label field_labels[] = {
+    {"status.replicas", "status.replicas", CK_FIELD_LABEL_INT},
+};
+
+static const struct ck_table_column columns[] = {
+    [COL_NAME] = CK__NAME_COLUMN(0),
+    [COL_DESIRED] = {"Desired", "integer", "", "Number of desired pods.", 0, ".spec.replicas",
+                     CK_CELL_ABSENT_ZERO, false},
+    [COL_CURRENT] = {"Current", "integer", "", "Number of actual pods.", 0, ".status.replicas",
+                     CK_CELL_ABSENT_ZERO, false},
+    [COL_READY] = {"Ready", "integer", "", "Number of pods ready.", 0, ".status.readyReplicas",
+                   CK_CELL_ABSENT_ZERO, false},
+    [COL_AGE] = CK__AGE_COLUMN,
+    [COL_CONTAINERS] = {"Containers", "string", "", "Names of each container in the template.", 1},
+    [COL_IMAGES] = {"Images", "string", "", "Images referenced by each container in the template.",
+                    1},
+    [COL_SELECTOR] = {"Selector", "string", "",
+                      "Label query over pods that should match the replica count.", 1},
+};
+
+const struct ck_kind ck__kind_replicaset = {
+    .group = "apps",
+    .version = "v1",
+    .kind = "ReplicaSet",
+    .list_kind = "ReplicaSetList",
+    .resource = "replicasets",
+    .singular = "replicaset",
+    .short_names = short_names,
+    .categories = categories,
+    .namespaced = true,
+    .has_generation = true,
+    .schema = "io.k8s.api.apps.v1.ReplicaSet",
+    .subresources = subresources,
+    .n_subresources = CK__COUNT(subresources),
+    .status_keeps_metadata = status_keeps,
+    .field_labels = field_labels,
+    .n_field_labels = CK__COUNT(field_labels),
+    .columns = columns,
+    .n_columns = CK__COUNT(columns),
+    .cells = cells,
+    .prepare_for_create = prepare_for_create,
+    .defaults = ck__workload_defaults,
+    .validate = ck__workload_validate,
+};

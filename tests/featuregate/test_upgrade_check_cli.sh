@@ -1,0 +1,120 @@
+#!/bin/sh
+# test_upgrade_check_cli.sh - `featuregate upgrade-check` as an operator
+# meets it: exit codes (0 nothing blocks, 1 something blocks, 2 bad usage or
+# unreadable input with stdout empty), the JSON shape, the text table, and
+# end-to-end runs on the Kubernetes lists ckube ships (1.32 and 1.34), found
+# without --previous/--features.
+# Usage: test_upgrade_check_cli.sh PATH/TO/featuregate DATA_DIR LISTS_DIR
+set -u
+fg=$1
+data=$2
+lists=$3
+up=$data/upgrade
+. "$(dirname "$0")/cli_lib.sh"
+
+# run WANT_RC ARGS... : runs upgrade-check, checks the exit status.
+run() {
+    want=$1; shift
+    "$fg" upgrade-check "$@" >"$work/out" 2>"$work/err"
+    rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        fail "upgrade-check $* exited $rc, want $want: $(cat "$work/err")"; return 1
+    fi
+    return 0
+}
+
+# has FILE TEXT : FILE contains TEXT (fixed string).
+has() {
+    if grep -qF -- "$2" "$1"; then pass; else fail "'$2' not in $(basename "$1"): $(head -c 600 "$1")"; fi
+}
+
+# usage WORD ARGS... : exit 2, nothing on stdout, one line on stderr with WORD.
+usage() {
+    word=$1; shift
+    run 2 "$@" || return
+    if [ -s "$work/out" ]; then fail "upgrade-check $* wrote to stdout"; return; fi
+    if [ "$(wc -l <"$work/err")" -ne 1 ]; then fail "upgrade-check $*: stderr not one line"; return; fi
+    has "$work/err" "$word"
+}
+
+S="--previous $up/old.yaml --features $up/new.yaml --from 1.33 --to 1.34"
+
+# Exit 0 and the JSON shape: nothing blocks.
+run 0 $S --feature-gates Flip=false -o json && {
+    has "$work/out" '{"from":"1.33","to":"1.34","blocking":[],"changes":[{"gate":"NewOn","reason":"DefaultChanged",'
+    has "$work/out" '"source":"default","from":false,"to":true}],"warnings":[]}'
+    [ "$(wc -l <"$work/out")" -eq 1 ] && pass || fail "json not one line"
+}
+# Exit 1: a removed gate from a config file, a lock from a flag.
+run 1 $S --config "$up/kubelet-a.yaml" --feature-gates Lock=false -o json && {
+    has "$work/out" "{\"gate\":\"Gone\",\"reason\":\"Removed\",\"message\":\"unrecognized feature gate: Gone (1.33 knows it: Alpha, default false)\",\"source\":\"$up/kubelet-a.yaml\"}"
+    has "$work/out" '{"gate":"Lock","reason":"Locked","message":"cannot set feature gate Lock to false, feature is locked to true (locked since 1.34)","source":"--feature-gates"}'
+}
+# Text: a table with the sections, and the multi-minor note.
+run 1 --previous "$up/old.yaml" --features "$up/new.yaml" --from 1.32 --to 1.34 \
+    --feature-gates 'Gone=true' --feature-gates 'Old=true' && {
+    has "$work/out" "Feature gates, upgrade 1.32 -> 1.34"
+    has "$work/out" "Note: this step crosses several minor versions; Kubernetes supports one minor at a time."
+    has "$work/out" "Blocking (the component will not start at 1.34):"
+    has "$work/out" "  Gone  Removed  --feature-gates #1  unrecognized feature gate: Gone"
+    has "$work/out" "  Old   Deprecated  --feature-gates #2"
+    has "$work/out" "1 blocking, 2 changes, 1 warnings: fix the blocking settings before the upgrade"
+}
+# JSON with a multi-minor step: stdout stays exact, the note goes to stderr.
+run 0 --previous "$up/old.yaml" --features "$up/new.yaml" --from 1.31 --to 1.34 -o json && {
+    has "$work/out" '{"from":"1.31","to":"1.34",'
+    has "$work/err" "more than one minor"
+}
+# An invalid setting blocks.
+run 1 $S --feature-gates 'Flip=yes' && has "$work/out" "Flip  Invalid  --feature-gates  invalid value of Flip=yes"
+
+# Bad usage and unreadable input: exit 2, stdout empty.
+usage "--from is required" --to 1.34
+usage "invalid --from : want X.Y" $S --from ""
+usage "invalid --from 1.x: want X.Y" --from 1.x --to 1.34
+usage "invalid --to 1.34.2: want X.Y" --from 1.33 --to 1.34.2
+usage "--to is required" --from 1.33
+usage "unknown output format (want text or json): yaml" $S -o yaml
+usage "unknown flag: --bogus" $S --bogus
+usage "unexpected argument: extra" $S extra
+usage "nope.yaml" --previous "$up/nope.yaml" --features "$up/new.yaml" --from 1.33 --to 1.34
+usage "missing.yaml" $S --config "$up/missing.yaml"
+usage "config-malformed.yaml" $S --config "$data/config-malformed.yaml"
+usage "no shipped Kubernetes feature list for 1.33 (shipped: 1.32, 1.34)" --from 1.33 --to 1.34
+usage "no shipped Kubernetes feature list for 1.35" --from 1.34 --to 1.35
+
+# ---- The shipped Kubernetes lists, found without --previous/--features ----
+cat >"$work/kubelet.yaml" <<'EOF'
+kind: KubeletConfiguration
+apiVersion: kubelet.config.k8s.io/v1beta1
+featureGates:
+  CPUManager: true
+  ConsistentListFromCache: false
+  NodeSwap: true
+EOF
+run 1 --from 1.32 --to 1.34 --config "$work/kubelet.yaml" -o json && {
+    # CPUManager (GA, locked since 1.26) is gone from the 1.34 list.
+    has "$work/out" "{\"gate\":\"CPUManager\",\"reason\":\"Removed\",\"message\":\"unrecognized feature gate: CPUManager (1.32 knows it: GA, locked to true)\",\"source\":\"$work/kubelet.yaml\"}"
+    # ConsistentListFromCache: Beta in 1.32, GA and locked to true in 1.34.
+    has "$work/out" '"gate":"ConsistentListFromCache","reason":"Locked","message":"cannot set feature gate ConsistentListFromCache to false, feature is locked to true (locked since 1.34)"'
+    # NodeSwap: GA locked in 1.34, set to its locked value: a removal warning.
+    has "$work/out" '"gate":"NodeSwap","reason":"WillBeRemoved"'
+    # DynamicResourceAllocation: Beta off in 1.32, GA on in 1.34.
+    has "$work/out" '{"gate":"DynamicResourceAllocation","reason":"DefaultChanged","message":"off at 1.32 (Beta, default false), on at 1.34 (GA, default true)","source":"default","from":false,"to":true}'
+}
+# The same setting that blocks at 1.34 is fine at 1.32 (a downgrade to it).
+run 0 --from 1.34 --to 1.32 --feature-gates ConsistentListFromCache=false && {
+    has "$work/out" "Feature gates, downgrade 1.34 -> 1.32"
+    has "$work/out" "Blocking (the component will not start at 1.32): none"
+}
+# 1.34's list lints clean; the 1.32 one breaks only rules added in 1.33 (and
+# the alpha-default policy that exempts WindowsHostNetwork).
+"$fg" lint --features "$lists/1.34.yaml" >"$work/lint" 2>&1 && pass || fail "lint 1.34: $(head -3 "$work/lint")"
+"$fg" lint --features "$lists/1.32.yaml" >"$work/lint" 2>&1
+if grep -v -e "introduced as deprecated must provide a 1.0 entry" -e "WindowsHostNetwork: alpha" "$work/lint" | grep -q .; then
+    fail "lint 1.32: $(head -3 "$work/lint")"
+else
+    pass
+fi
+
+summary "upgrade-check"
