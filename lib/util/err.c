@@ -127,6 +127,9 @@ const char *ck_err_message(const struct ck_err *err)
 
 /* The API setters' common part: reason, codes and the message (prefix, then fmt). */
 static int set_status(struct ck_err *err, const struct reason *r, int code, const char *prefix,
+                      const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+
+static int set_status(struct ck_err *err, const struct reason *r, int code, const char *prefix,
                       const char *fmt, va_list ap)
 {
     if (!err)
