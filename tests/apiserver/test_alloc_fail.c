@@ -76,32 +76,23 @@ static void *json_alloc(size_t size)
     return atomic_load(&jansson_hooked) ? ck__malloc(size) : malloc(size);
 }
 
-static long plain(const char *method, const char *path, const char *body)
-{
-    struct response r;
-    http_call(server, method, path, body, NULL, &r);
-    long status = r.status;
-    response_release(&r);
-    return status;
-}
-
 static void rs_absent(void)
 {
-    long s = plain("DELETE", RS "/web", NULL);
+    long s = status_of("DELETE", RS "/web", NULL);
     assert_true(s == 200 || s == 404);
 }
 
 static void rs_present(void)
 {
-    long s = plain("POST", RS, rs_body);
+    long s = status_of("POST", RS, rs_body);
     assert_true(s == 201 || s == 409);
 }
 
 static void pod_unbound(void)
 {
-    long s = plain("DELETE", PODS "/p?gracePeriodSeconds=0", NULL);
+    long s = status_of("DELETE", PODS "/p?gracePeriodSeconds=0", NULL);
     assert_true(s == 200 || s == 404);
-    assert_int_equal(plain("POST", PODS, pod_body), 201);
+    assert_int_equal(status_of("POST", PODS, pod_body), 201);
 }
 
 static void nothing(void)
