@@ -6,6 +6,9 @@
  * MESSAGE and COUNT.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_printers.c and test_kinds.c (the field labels
+ * kubectl's event selectors use).
  */
 #include <stdio.h>
 #include <stdlib.h>
