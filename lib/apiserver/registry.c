@@ -306,11 +306,6 @@ int ck__registry_get(struct ck__registry *reg, const struct ck_kind *kind, const
 
 /* ---- update ------------------------------------------------------------- */
 
-static const char *meta_string(const json_t *obj, const char *key)
-{
-    return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
-}
-
 /* The new state for a write through the status subresource. */
 static json_t *status_update(const struct ck_kind *kind, const json_t *obj, const json_t *old)
 {
@@ -448,7 +443,7 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
             goto out_fail;
         }
         /* A resourceVersion in the request is a precondition. */
-        const char *want_rv = meta_string(requested, "resourceVersion");
+        const char *want_rv = ck__meta_str(requested, "resourceVersion");
         bool conditional = want_rv && *want_rv;
         char current_rv[32];
         snprintf(current_rv, sizeof(current_rv), "%lld", (long long)kv->mod_revision);
@@ -456,8 +451,8 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
             r = ck__err_conflict(reterr, kind, name, stale_message);
             goto out_fail;
         }
-        const char *want_uid = meta_string(requested, "uid");
-        const char *old_uid = meta_string(old, "uid");
+        const char *want_uid = ck__meta_str(requested, "uid");
+        const char *old_uid = ck__meta_str(old, "uid");
         if (want_uid && *want_uid && old_uid && strcmp(want_uid, old_uid) != 0) {
             char why[256];
             snprintf(why, sizeof(why),
@@ -531,7 +526,7 @@ static int check_preconditions(const struct ck_kind *kind, const char *name, con
                                int64_t mod_revision, const struct ck__delete_options *opts,
                                struct ck_err *reterr)
 {
-    const char *uid = meta_string(obj, "uid");
+    const char *uid = ck__meta_str(obj, "uid");
     char rv[32], why[256];
     snprintf(rv, sizeof(rv), "%lld", (long long)mod_revision);
     if (opts->precondition_uid && uid && strcmp(opts->precondition_uid, uid) != 0) {
@@ -680,7 +675,7 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
             if (r == 0 && !kind->has_generation) /* pods, namespaces ...: the last state */
                 *ret_body = ck__serve_stored(kv->value, kv->value_len, kv->mod_revision, ret_len);
             else if (r == 0) /* apps kinds: a Success Status */
-                *ret_body = success_status(kind, name, meta_string(obj, "uid"), ret_len);
+                *ret_body = success_status(kind, name, ck__meta_str(obj, "uid"), ret_len);
             if (r == 0 && !*ret_body)
                 r = ck_err_no_memory(reterr); /* deleted, but the answer could not be built */
             else if (r == CK_ECONFLICT)
