@@ -20,7 +20,6 @@
  *
  * Tested in tests/apiserver/test_status.c.
  */
-#define _GNU_SOURCE /* open_memstream */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,16 +100,14 @@ char *ck__status_json(const struct ck_err *err, bool omit_empty_details, size_t 
 int ck__err_invalid(struct ck_err *err, const char *group, const char *kind, const char *name,
                     const struct ck_field_errors *errs)
 {
-    size_t len = 0;
-    char *joined = NULL;
-    FILE *f = open_memstream(&joined, &len);
-    for (size_t i = 0; f && i < errs->len; i++) {
+    /* the field errors joined; without memory for them, the causes still say each */
+    struct ck__buf b = {0};
+    for (size_t i = 0; i < errs->len; i++) {
         char *text = ck_field_error_string(&errs->items[i]);
-        fprintf(f, "%s%s", i ? ", " : "", text ? text : "");
+        ck__buf_printf(&b, "%s%s", i ? ", " : "", text ? text : "");
         free(text);
     }
-    if (f)
-        fclose(f);
+    char *joined = ck__buf_take(&b);
     char kind_name[128];
     if (group && group[0])
         snprintf(kind_name, sizeof(kind_name), "%s.%s", kind, group);

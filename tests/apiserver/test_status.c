@@ -267,6 +267,31 @@ static void test_builder_fails_cleanly_at_every_allocation(void **state)
     ck_err_release(&err);
 }
 
+static void test_invalid_is_well_formed_at_every_allocation_failure(void **state)
+{
+    (void)state;
+    struct ck_field_errors errs = {0};
+    ck_field_errors_add(&errs, CK_FIELD_REQUIRED, "spec.selector", NULL, false, NULL);
+    ck_field_errors_add(&errs, CK_FIELD_INVALID, "spec.replicas", "-1", false, "too small");
+    for (unsigned long n = 1;; n++) {
+        struct ck_err err = {0};
+        ck__alloc_fail_at(n, false);
+        int r = ck__err_invalid(&err, "apps", "Deployment", "web", &errs);
+        unsigned long made = ck__alloc_fail_at(0, false);
+        /* what could not be allocated is left out; the error stays a 422 */
+        assert_int_equal(r, CK_EINVAL);
+        assert_int_equal(err.http_status, 422);
+        assert_string_equal(err.reason, "Invalid");
+        assert_int_equal(strncmp(ck_err_message(&err), "Deployment.apps \"web\" is invalid: ", 34),
+                         0);
+        assert_true(err.n_causes <= 2);
+        ck_err_release(&err);
+        if (made < n)
+            break;
+    }
+    ck_field_errors_release(&errs);
+}
+
 int main(void)
 {
     /* jansson allocates through the hook, so the builder's own failures are tried */
@@ -283,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_watch_form_omits_empty_details),
         cmocka_unit_test(test_no_memory_body_is_a_500_status),
         cmocka_unit_test(test_builder_fails_cleanly_at_every_allocation),
+        cmocka_unit_test(test_invalid_is_well_formed_at_every_allocation_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
