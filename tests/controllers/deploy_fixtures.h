@@ -10,6 +10,7 @@
 #define CKUBE_TESTS_DEPLOY_FIXTURES_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -21,39 +22,41 @@
 #define FX_OLD   "2016-05-20T01:00:00Z"
 #define FX_NEW   "2016-05-20T02:00:00Z"
 
-/* Sets value (stolen) at a dotted path, creating the objects on the way. */
-static inline void fx_set(json_t *obj, const char *path, json_t *value)
+/*
+ * Walks a dotted path down to the object holding its last key, creating the objects
+ * on the way when `create` (obj must then be mutable); *ret_last is that key.
+ */
+static inline json_t *fx_walk(const json_t *obj, const char *path, bool create,
+                              const char **ret_last)
 {
     char key[128];
     const char *dot;
+    json_t *cur = (json_t *)obj;
     while ((dot = strchr(path, '.'))) {
         size_t len = (size_t)(dot - path);
         memcpy(key, path, len);
         key[len] = '\0';
-        json_t *next = json_object_get(obj, key);
-        if (!json_is_object(next)) {
-            next = json_object();
-            json_object_set_new(obj, key, next);
-        }
-        obj = next;
+        cur = create ? ck__deploy_child(cur, key) : json_object_get(cur, key);
         path = dot + 1;
     }
-    json_object_set_new(obj, path, value);
+    *ret_last = path;
+    return cur;
+}
+
+/* Sets value (stolen) at a dotted path, creating the objects on the way. */
+static inline void fx_set(json_t *obj, const char *path, json_t *value)
+{
+    const char *last;
+    json_t *holder = fx_walk(obj, path, true, &last);
+    json_object_set_new(holder, last, value);
 }
 
 /* The value at a dotted path, or NULL. */
 static inline json_t *fx_get(const json_t *obj, const char *path)
 {
-    char key[128];
-    const char *dot;
-    while ((dot = strchr(path, '.'))) {
-        size_t len = (size_t)(dot - path);
-        memcpy(key, path, len);
-        key[len] = '\0';
-        obj = json_object_get(obj, key);
-        path = dot + 1;
-    }
-    return json_object_get(obj, path);
+    const char *last;
+    const json_t *holder = fx_walk(obj, path, false, &last);
+    return json_object_get(holder, last);
 }
 
 static inline void fx_annotate(json_t *obj, const char *key, const char *value)

@@ -73,6 +73,8 @@ int32_t ck__deploy_status_count(const json_t *obj, const char *field);
 const char *ck__deploy_name(const json_t *obj);
 const char *ck__deploy_uid(const json_t *obj);
 const char *ck__deploy_annotation(const json_t *obj, const char *key);
+/* obj[key] as an object, created (replacing anything else there) when it is not one. */
+json_t *ck__deploy_child(json_t *obj, const char *key);
 /*
  * Parses an RFC 3339 time (with optional fraction and offset) into nanoseconds since
  * the epoch. Returns 0, or CK_EINVAL leaving *ret_ns alone.

@@ -115,12 +115,7 @@ json_t *ck__deploy_scaled_rs(const json_t *rs, const json_t *d, int32_t size)
     json_t *copy = json_deep_copy(rs);
     if (!copy)
         return NULL;
-    json_t *spec = json_object_get(copy, "spec");
-    if (!json_is_object(spec)) {
-        spec = json_object();
-        json_object_set_new(copy, "spec", spec);
-    }
-    json_object_set_new(spec, "replicas", json_integer(size));
+    json_object_set_new(ck__deploy_child(copy, "spec"), "replicas", json_integer(size));
     ck__deploy_set_replicas_annotations(copy, replicas, max);
     return copy;
 }
@@ -209,12 +204,7 @@ size_t ck__deploy_cleanup_choice(const json_t *d, const json_t *const *old, size
 static json_t *selector_with(const json_t *selector, const char *key, const char *value)
 {
     json_t *s = selector ? json_deep_copy(selector) : json_object();
-    json_t *ml = json_object_get(s, "matchLabels");
-    if (!json_is_object(ml)) {
-        ml = json_object();
-        json_object_set_new(s, "matchLabels", ml);
-    }
-    json_object_set_new(ml, key, json_string(value));
+    json_object_set_new(ck__deploy_child(s, "matchLabels"), key, json_string(value));
     return s;
 }
 
@@ -236,16 +226,7 @@ json_t *ck__deploy_new_rs_object(const json_t *d, const json_t *const *old, size
     json_t *tmpl = json_deep_copy(json_object_get(dspec, "template"));
     if (!tmpl)
         tmpl = json_object();
-    json_t *tmeta = json_object_get(tmpl, "metadata");
-    if (!json_is_object(tmeta)) {
-        tmeta = json_object();
-        json_object_set_new(tmpl, "metadata", tmeta);
-    }
-    json_t *labels = json_object_get(tmeta, "labels");
-    if (!json_is_object(labels)) {
-        labels = json_object();
-        json_object_set_new(tmeta, "labels", labels);
-    }
+    json_t *labels = ck__deploy_child(ck__deploy_child(tmpl, "metadata"), "labels");
     json_object_set_new(labels, CK_DEPLOY_HASH_LABEL, json_string(hash));
 
     const char *dname = json_string_value(json_object_get(dmeta, "name"));
@@ -328,10 +309,7 @@ bool ck__deploy_sync_deployment_revision(json_t *d, const json_t *new_rs, int64_
     json_t *status = json_object_get(d, "status");
     if (ck__deploy_has_progress_deadline(d) &&
         !ck__deploy_condition_get(status, CK_DEPLOY_COND_PROGRESSING)) {
-        if (!json_is_object(status)) {
-            status = json_object();
-            json_object_set_new(d, "status", status);
-        }
+        status = ck__deploy_child(d, "status");
         char msg[320];
         const char *name = ck__deploy_name(new_rs);
         snprintf(msg, sizeof(msg), "Found new replica set \"%s\"", name ? name : "");

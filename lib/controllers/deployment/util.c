@@ -73,20 +73,20 @@ const char *ck__deploy_annotation(const json_t *obj, const char *key)
     return json_string_value(json_object_get(json_object_get(meta(obj), "annotations"), key));
 }
 
+json_t *ck__deploy_child(json_t *obj, const char *key)
+{
+    json_t *child = json_object_get(obj, key);
+    if (!json_is_object(child)) {
+        child = json_object();
+        json_object_set_new(obj, key, child);
+    }
+    return child;
+}
+
 /* The object's annotations, created when missing. */
 static json_t *annotations_of(json_t *obj)
 {
-    json_t *m = json_object_get(obj, "metadata");
-    if (!json_is_object(m)) {
-        m = json_object();
-        json_object_set_new(obj, "metadata", m);
-    }
-    json_t *a = json_object_get(m, "annotations");
-    if (!json_is_object(a)) {
-        a = json_object();
-        json_object_set_new(m, "annotations", a);
-    }
-    return a;
+    return ck__deploy_child(ck__deploy_child(obj, "metadata"), "annotations");
 }
 
 /* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
@@ -646,11 +646,7 @@ const json_t *ck__deploy_find_active_or_latest(const json_t *new_rs, const json_
 
 void ck__deploy_set_from_rs_template(json_t *d, const json_t *tmpl)
 {
-    json_t *spec = json_object_get(d, "spec");
-    if (!json_is_object(spec)) {
-        spec = json_object();
-        json_object_set_new(d, "spec", spec);
-    }
+    json_t *spec = ck__deploy_child(d, "spec");
     json_t *copy = tmpl ? json_deep_copy(tmpl) : json_object();
     json_object_del(json_object_get(json_object_get(copy, "metadata"), "labels"),
                     CK_DEPLOY_HASH_LABEL);
