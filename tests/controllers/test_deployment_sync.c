@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "ckube/internal/util.h"
 #include "controllers/deploy_fixtures.h"
 
 struct scale_rs {
@@ -216,7 +217,7 @@ static void test_scale(void **state)
         const json_t *const *old = (const json_t *const *)rss + (cases[i].has_new ? 1 : 0);
         size_t n_old = cases[i].n - (cases[i].has_new ? 1 : 0);
         int32_t new_size = -1, old_sizes[3] = {-1, -1, -1};
-        ck__deploy_scale(d, new_rs, old, n_old, &new_size, old_sizes);
+        assert_int_equal(ck__deploy_scale(d, new_rs, old, n_old, &new_size, old_sizes), 0);
         if (new_rs && new_size != cases[i].rss[0].want)
             fail_msg("%s: new ReplicaSet %d, want %d", cases[i].name, new_size,
                      cases[i].rss[0].want);
@@ -229,6 +230,29 @@ static void test_scale(void **state)
         json_decref(old_d);
         json_decref(d);
     }
+}
+
+/* Allocation failure leaves every ReplicaSet at its size. */
+static void test_scale_out_of_memory(void **state)
+{
+    (void)state;
+    json_t *d = fx_deployment("foo", 10, NULL, NULL);
+    json_t *new_rs = fx_rs("foo-v2", 2, FX_NEW), *old_rs = fx_rs("foo-v1", 3, FX_OLD);
+    ck__deploy_set_replicas_annotations(new_rs, 5, 5);
+    ck__deploy_set_replicas_annotations(old_rs, 5, 5);
+    const json_t *old[] = {old_rs};
+    int32_t new_size = -1, old_size = -1;
+    ck__alloc_fail_at(1, false);
+    assert_int_equal(ck__deploy_scale(d, new_rs, old, 1, &new_size, &old_size), CK_ENOMEM);
+    ck__alloc_fail_at(0, false);
+    assert_int_equal(new_size, 2);
+    assert_int_equal(old_size, 3);
+    assert_int_equal(ck__deploy_scale(d, new_rs, old, 1, &new_size, &old_size), 0);
+    assert_int_equal(new_size, 4);
+    assert_int_equal(old_size, 6);
+    json_decref(old_rs);
+    json_decref(new_rs);
+    json_decref(d);
 }
 
 static void test_scaled_rs(void **state)
@@ -462,14 +486,37 @@ static void test_new_rs_object(void **state)
     json_decref(d);
 }
 
+/* Allocation failure is a clean CK_ENOMEM, at every allocation in turn. */
+static void test_new_rs_object_out_of_memory(void **state)
+{
+    (void)state;
+    json_t *d = fx_deployment("web", 4, json_integer(1), json_integer(1));
+    int err = 0;
+    for (unsigned long n = 1;; n++) {
+        ck__alloc_fail_at(n, false);
+        json_t *rs = ck__deploy_new_rs_object(d, NULL, 0, &err);
+        ck__alloc_fail_at(0, false);
+        if (rs) {
+            assert_int_equal(err, 0);
+            json_decref(rs);
+            break;
+        }
+        assert_int_equal(err, CK_ENOMEM);
+        assert_true(n < 10);
+    }
+    json_decref(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scale),
+        cmocka_unit_test(test_scale_out_of_memory),
         cmocka_unit_test(test_scaled_rs),
         cmocka_unit_test(test_cleanup_deployment),
         cmocka_unit_test(test_calculate_status),
         cmocka_unit_test(test_new_rs_object),
+        cmocka_unit_test(test_new_rs_object_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

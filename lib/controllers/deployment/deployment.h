@@ -293,10 +293,11 @@ enum ck__deploy_recreate_step ck__deploy_recreate_next(const json_t *d, const js
  * only active ReplicaSet takes it all; a saturated new_rs sends the old ones to 0;
  * otherwise a rolling Deployment spreads the difference proportionally, leftovers to
  * the first ReplicaSet in Kubernetes' order. new_rs may be NULL (ret_new_size is then
- * left alone). Sizes equal to the current ones mean no update.
+ * left alone). Sizes equal to the current ones mean no update. Returns 0, or CK_ENOMEM
+ * with every size left at its current value.
  */
-void ck__deploy_scale(const json_t *d, const json_t *new_rs, const json_t *const *old, size_t n_old,
-                      int32_t *ret_new_size, int32_t *ret_old_sizes);
+int ck__deploy_scale(const json_t *d, const json_t *new_rs, const json_t *const *old, size_t n_old,
+                     int32_t *ret_new_size, int32_t *ret_old_sizes);
 /*
  * scaleReplicaSet's object: a copy of rs with spec.replicas = size and the desired-
  * and max-replicas annotations of d, or NULL when rs already is exactly that.

@@ -17,8 +17,6 @@
  *
  * Threading: no state.
  */
-#include <stdlib.h>
-
 #include "ckube/util.h"
 #include "deployment.h"
 
@@ -38,38 +36,39 @@ int ck__deploy_reconcile_new_rs(const json_t *d, const json_t *const *all, size_
     return ck__deploy_new_rs_new_replicas(d, all, n_all, new_rs, ret_size);
 }
 
-/* Indices of old[] (non-NULL entries), oldest ReplicaSet first. */
-static size_t *oldest_first(const json_t *const *old, size_t n_old, size_t *ret_n)
+/* Orders old[i] before old[j]: by creation (then name), then by index. */
+static bool before(const json_t *const *old, size_t i, size_t j)
 {
-    size_t *idx = malloc((n_old ? n_old : 1) * sizeof(*idx)), n = 0;
-    if (!idx)
-        return NULL;
+    int c = ck__deploy_cmp_by_creation(old[i], old[j]);
+    return c < 0 || (c == 0 && i < j);
+}
+
+/*
+ * The index of the oldest ReplicaSet after old[prev] (prev == n_old: the oldest of all),
+ * or n_old when there is none: ReplicaSetsByCreationTimestamp order without a copy.
+ */
+static size_t next_oldest(const json_t *const *old, size_t n_old, size_t prev)
+{
+    size_t best = n_old;
     for (size_t i = 0; i < n_old; i++) {
-        if (!old[i])
+        if (!old[i] || (prev < n_old && !before(old, prev, i)))
             continue;
-        size_t j = n++;
-        for (; j > 0 && ck__deploy_cmp_by_creation(old[idx[j - 1]], old[i]) > 0; j--)
-            idx[j] = idx[j - 1];
-        idx[j] = i;
+        if (best == n_old || before(old, i, best))
+            best = i;
     }
-    *ret_n = n;
-    return idx;
+    return best;
 }
 
 int32_t ck__deploy_cleanup_unhealthy(const json_t *const *old, size_t n_old, int32_t max_cleanup,
                                      int32_t *sizes)
 {
-    size_t n;
-    size_t *idx = oldest_first(old, n_old, &n);
     int32_t total = 0;
-    if (!idx)
-        return 0;
     /*
      * The ReplicaSet controller deletes not-ready, unscheduled and pending pods first,
      * so shrinking by the unavailable count removes exactly the unhealthy ones.
      */
-    for (size_t k = 0; k < n && total < max_cleanup; k++) {
-        size_t i = idx[k];
+    for (size_t i = next_oldest(old, n_old, n_old); i < n_old && total < max_cleanup;
+         i = next_oldest(old, n_old, i)) {
         int32_t available = ck__deploy_status_count(old[i], "availableReplicas");
         if (sizes[i] == 0 || sizes[i] == available)
             continue;
@@ -79,7 +78,6 @@ int32_t ck__deploy_cleanup_unhealthy(const json_t *const *old, size_t n_old, int
         sizes[i] -= down;
         total += down;
     }
-    free(idx);
     return total;
 }
 
@@ -92,20 +90,15 @@ int32_t ck__deploy_scale_down_old_for_rolling(const json_t *d, const json_t *con
         available += ck__deploy_status_count(new_rs, "availableReplicas");
     if (available <= min_available)
         return 0;
-    size_t n;
-    size_t *idx = oldest_first(old, n_old, &n);
     int32_t total = 0, budget = available - min_available;
-    if (!idx)
-        return 0;
-    for (size_t k = 0; k < n && total < budget; k++) {
-        size_t i = idx[k];
+    for (size_t i = next_oldest(old, n_old, n_old); i < n_old && total < budget;
+         i = next_oldest(old, n_old, i)) {
         if (sizes[i] == 0)
             continue;
         int32_t down = min32(sizes[i], budget - total);
         sizes[i] -= down;
         total += down;
     }
-    free(idx);
     return total;
 }
 

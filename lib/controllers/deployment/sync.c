@@ -16,12 +16,12 @@
  *
  * Threading: no state.
  */
-#define _GNU_SOURCE /* asprintf */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckube/internal/util.h"
 #include "ckube/util.h"
 #include "deployment.h"
 
@@ -42,8 +42,8 @@ static void sort_slots(struct slot *s, size_t n, ck__deploy_rs_cmp cmp)
     }
 }
 
-void ck__deploy_scale(const json_t *d, const json_t *new_rs, const json_t *const *old, size_t n_old,
-                      int32_t *ret_new_size, int32_t *ret_old_sizes)
+int ck__deploy_scale(const json_t *d, const json_t *new_rs, const json_t *const *old, size_t n_old,
+                     int32_t *ret_new_size, int32_t *ret_old_sizes)
 {
     int32_t replicas = ck__deploy_spec_replicas(d);
     if (new_rs)
@@ -56,26 +56,26 @@ void ck__deploy_scale(const json_t *d, const json_t *new_rs, const json_t *const
     if (only) {
         if (only == new_rs) {
             *ret_new_size = replicas;
-            return;
+            return 0;
         }
         for (size_t i = 0; i < n_old; i++)
             if (old[i] == only)
                 ret_old_sizes[i] = replicas;
-        return;
+        return 0;
     }
     /* A saturated new ReplicaSet (e.g. just adopted): the old ones go. */
     if (ck__deploy_is_saturated(d, new_rs)) {
         for (size_t i = 0; i < n_old; i++)
             ret_old_sizes[i] = 0;
-        return;
+        return 0;
     }
     if (!ck__deploy_is_rolling_update(d))
-        return;
+        return 0;
 
-    struct slot *slots = malloc((n_old + 1) * sizeof(*slots));
+    struct slot *slots = ck__malloc((n_old + 1) * sizeof(*slots));
     size_t n = 0;
     if (!slots)
-        return;
+        return CK_ENOMEM;
     for (size_t i = 0; i < n_old; i++)
         if (old[i] && ck__deploy_spec_replicas(old[i]) > 0)
             slots[n++] = (struct slot){old[i], &ret_old_sizes[i]};
@@ -103,6 +103,7 @@ void ck__deploy_scale(const json_t *d, const json_t *new_rs, const json_t *const
             *slots[0].size = 0;
     }
     free(slots);
+    return 0;
 }
 
 json_t *ck__deploy_scaled_rs(const json_t *rs, const json_t *d, int32_t size)
@@ -175,10 +176,9 @@ size_t ck__deploy_cleanup_choice(const json_t *d, const json_t *const *old, size
 {
     if (!ck__deploy_has_revision_history_limit(d))
         return 0;
-    const json_t **alive = malloc((n_old ? n_old : 1) * sizeof(*alive));
+    /* ret_delete doubles as the sorted list: the chosen ones are compacted to its front */
+    const json_t **alive = ret_delete;
     size_t n = 0, chosen = 0;
-    if (!alive)
-        return 0;
     for (size_t i = 0; i < n_old; i++)
         if (old[i] && !being_deleted(old[i]))
             alive[n++] = old[i];
@@ -194,9 +194,8 @@ size_t ck__deploy_cleanup_choice(const json_t *d, const json_t *const *old, size
         if (ck__deploy_status_count(rs, "replicas") != 0 || ck__deploy_spec_replicas(rs) != 0 ||
             gen > ck__deploy_status_count(rs, "observedGeneration") || being_deleted(rs))
             continue;
-        ret_delete[chosen++] = rs;
+        ret_delete[chosen++] = rs; /* chosen <= i: never overwrites an unread entry */
     }
-    free(alive);
     return chosen;
 }
 
@@ -231,12 +230,14 @@ json_t *ck__deploy_new_rs_object(const json_t *d, const json_t *const *old, size
 
     const char *dname = json_string_value(json_object_get(dmeta, "name"));
     const char *duid = json_string_value(json_object_get(dmeta, "uid"));
-    char *name;
-    if (asprintf(&name, "%s-%s", dname ? dname : "", hash) < 0) {
+    size_t name_len = strlen(dname ? dname : "") + strlen(hash) + 2;
+    char *name = ck__malloc(name_len);
+    if (!name) {
         json_decref(tmpl);
         *ret_err = CK_ENOMEM;
         return NULL;
     }
+    snprintf(name, name_len, "%s-%s", dname ? dname : "", hash);
     json_t *owner = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "apiVersion", "apps/v1", "kind",
                               "Deployment", "name", dname ? dname : "", "uid", duid ? duid : "",
                               "controller", 1, "blockOwnerDeletion", 1);
@@ -259,7 +260,7 @@ json_t *ck__deploy_new_rs_object(const json_t *d, const json_t *const *old, size
         json_object_set(json_object_get(rs, "spec"), "minReadySeconds", mrs);
 
     /* sized against the old ReplicaSets plus itself (at 0) */
-    const json_t **all = malloc((n_old + 1) * sizeof(*all));
+    const json_t **all = ck__malloc((n_old + 1) * sizeof(*all));
     int32_t size = 0;
     int err = all ? 0 : CK_ENOMEM;
     if (all) {

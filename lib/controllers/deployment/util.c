@@ -18,7 +18,6 @@
  *
  * Threading: no state of its own.
  */
-#define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -28,6 +27,7 @@
 #include <time.h>
 
 #include "ckube/api.h"
+#include "ckube/internal/util.h"
 #include "ckube/util.h"
 #include "deployment.h"
 
@@ -351,14 +351,18 @@ bool ck__deploy_has_revision_history_limit(const json_t *d)
 
 /* ---- revisions and annotations --------------------------------------------------- */
 
+/* strconv.ParseInt(s, 10, 64): an optional sign, then decimal digits only. */
 static int parse_int64(const char *s, int64_t *ret)
 {
+    if (!s)
+        return CK_EINVAL;
+    const char *digits = s + (*s == '+' || *s == '-');
+    if (*digits < '0' || *digits > '9')
+        return CK_EINVAL;
     char *end;
     errno = 0;
-    if (!s || !*s)
-        return CK_EINVAL;
     long long v = strtoll(s, &end, 10);
-    if (errno || *end || *s == ' ')
+    if (errno || *end)
         return CK_EINVAL;
     *ret = v;
     return 0;
@@ -457,13 +461,15 @@ static void append_revision_history(json_t *rs, const char *old_revision, size_t
     }
     if (total > limit)
         return; /* Kubernetes logs "not appending revision due to length limit" */
-    char *joined;
-    if (start && *start) {
-        if (asprintf(&joined, "%s,%s", start, old_revision) < 0)
-            return;
-    } else if (!(joined = strdup(old_revision))) {
-        return;
+    size_t keep = start ? strlen(start) : 0, len = strlen(old_revision);
+    char *joined = ck__malloc(keep + len + 2);
+    if (!joined)
+        return; /* the history misses one entry; the revision itself is right */
+    if (keep) {
+        memcpy(joined, start, keep);
+        joined[keep++] = ',';
     }
+    memcpy(joined + keep, old_revision, len + 1);
     set_annotation(rs, CK_DEPLOY_REVISION_HISTORY_ANNOTATION, joined);
     free(joined);
 }
@@ -482,13 +488,15 @@ bool ck__deploy_set_new_rs_annotations(const json_t *d, json_t *new_rs, const ch
     if (parse_int64(new_revision, &new_rev) < 0)
         return false;
     if (old_rev < new_rev) {
-        char *old_copy = old ? strdup(old) : NULL;
+        /* old parsed as an int64, so it is short; keep it before it is replaced */
+        char old_copy[32];
+        if (old)
+            snprintf(old_copy, sizeof(old_copy), "%s", old);
         set_annotation(new_rs, CK_DEPLOY_REVISION_ANNOTATION, new_revision);
         changed = true;
         /* It had a revision and gets a newer one: a rollback to it; keep the history. */
-        if (old_copy)
+        if (old)
             append_revision_history(new_rs, old_copy, history_limit_chars);
-        free(old_copy);
     }
     if (!exists) {
         int32_t replicas = ck__deploy_spec_replicas(d);
@@ -587,16 +595,12 @@ static size_t sorted_by_creation(const json_t *const *rss, size_t n, const json_
 
 const json_t *ck__deploy_find_new_rs(const json_t *d, const json_t *const *rss, size_t n)
 {
-    const json_t **sorted = n ? malloc(n * sizeof(*sorted)) : NULL;
     const json_t *found = NULL;
-    if (n && !sorted)
-        return NULL;
-    size_t m = sorted_by_creation(rss, n, sorted);
     /* Several may match (kubernetes#40415): the oldest wins, deterministically. */
-    for (size_t i = 0; i < m && !found; i++)
-        if (ck__deploy_equal_ignore_hash(template_of(sorted[i]), template_of(d)))
-            found = sorted[i];
-    free(sorted);
+    for (size_t i = 0; i < n; i++)
+        if (rss[i] && (!found || ck__deploy_cmp_by_creation(rss[i], found) < 0) &&
+            ck__deploy_equal_ignore_hash(template_of(rss[i]), template_of(d)))
+            found = rss[i];
     return found;
 }
 
