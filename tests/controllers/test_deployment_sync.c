@@ -29,6 +29,7 @@ static void test_scale(void **state)
         bool has_new; /* rss[0] is the new ReplicaSet */
         struct scale_rs rss[3];
         size_t n;
+        bool proportional; /* neither one active ReplicaSet nor a saturated new one */
     } cases[] = {
         {"normal scaling event: 10 -> 12",
          12,
@@ -38,7 +39,8 @@ static void test_scale(void **state)
          0,
          true,
          {{"foo-v1", 10, FX_NEW, 12, 0, false}},
-         1},
+         1,
+         false},
         {"normal scaling event: 10 -> 5",
          5,
          0,
@@ -47,7 +49,8 @@ static void test_scale(void **state)
          0,
          true,
          {{"foo-v1", 10, FX_NEW, 5, 0, false}},
-         1},
+         1,
+         false},
         {"proportional scaling: 5 -> 10",
          10,
          0,
@@ -56,7 +59,8 @@ static void test_scale(void **state)
          0,
          true,
          {{"foo-v2", 2, FX_NEW, 4, 0, false}, {"foo-v1", 3, FX_OLD, 6, 0, false}},
-         2},
+         2,
+         true},
         {"proportional scaling: 5 -> 3",
          3,
          0,
@@ -65,7 +69,8 @@ static void test_scale(void **state)
          0,
          true,
          {{"foo-v2", 2, FX_NEW, 1, 0, false}, {"foo-v1", 3, FX_OLD, 2, 0, false}},
-         2},
+         2,
+         true},
         {"proportional scaling: 9 -> 4",
          4,
          0,
@@ -74,7 +79,8 @@ static void test_scale(void **state)
          0,
          true,
          {{"foo-v2", 8, FX_NEW, 4, 0, false}, {"foo-v1", 1, FX_OLD, 0, 0, false}},
-         2},
+         2,
+         true},
         {"proportional scaling: 7 -> 10",
          10,
          0,
@@ -85,7 +91,8 @@ static void test_scale(void **state)
          {{"foo-v3", 2, FX_NEW, 3, 0, false},
           {"foo-v2", 3, FX_OLD, 4, 0, false},
           {"foo-v1", 2, FX_OLDER, 3, 0, false}},
-         3},
+         3,
+         true},
         {"proportional scaling: 13 -> 8",
          8,
          0,
@@ -96,7 +103,8 @@ static void test_scale(void **state)
          {{"foo-v3", 2, FX_NEW, 1, 0, false},
           {"foo-v2", 8, FX_OLD, 5, 0, false},
           {"foo-v1", 3, FX_OLDER, 2, 0, false}},
-         3},
+         3,
+         true},
         {"leftover distribution: 3 -> 4 (to the newest)",
          4,
          0,
@@ -107,7 +115,8 @@ static void test_scale(void **state)
          {{"foo-v3", 1, FX_NEW, 2, 0, false},
           {"foo-v2", 1, FX_OLD, 1, 0, false},
           {"foo-v1", 1, FX_OLDER, 1, 0, false}},
-         3},
+         3,
+         true},
         {"leftover distribution: 3 -> 2 (from the oldest)",
          2,
          0,
@@ -118,7 +127,8 @@ static void test_scale(void **state)
          {{"foo-v3", 1, FX_NEW, 1, 0, false},
           {"foo-v2", 1, FX_OLD, 1, 0, false},
           {"foo-v1", 1, FX_OLDER, 0, 0, false}},
-         3},
+         3,
+         true},
         {"proportional scaling (no new rs): 4 -> 5",
          5,
          0,
@@ -127,7 +137,8 @@ static void test_scale(void **state)
          0,
          false,
          {{"foo-v2", 2, FX_OLD, 3, 0, false}, {"foo-v1", 2, FX_OLDER, 2, 0, false}},
-         2},
+         2,
+         true},
         {"proportional scaling: 6 -> 0",
          0,
          0,
@@ -138,7 +149,8 @@ static void test_scale(void **state)
          {{"foo-v3", 3, FX_NEW, 0, 0, false},
           {"foo-v2", 2, FX_OLD, 0, 0, false},
           {"foo-v1", 1, FX_OLDER, 0, 0, false}},
-         3},
+         3,
+         true},
         {"proportional scaling: 0 -> 6",
          6,
          0,
@@ -149,7 +161,8 @@ static void test_scale(void **state)
          {{"foo-v3", 0, FX_NEW, 6, 0, false},
           {"foo-v2", 0, FX_OLD, 0, 0, false},
           {"foo-v1", 0, FX_OLDER, 0, 0, false}},
-         3},
+         3,
+         false},
         {"failed rs update (its annotation says 3)",
          5,
          0,
@@ -160,7 +173,8 @@ static void test_scale(void **state)
          {{"foo-v3", 2, FX_NEW, 2, 0, false},
           {"foo-v2", 1, FX_OLD, 2, 3, false},
           {"foo-v1", 1, FX_OLDER, 1, 0, false}},
-         3},
+         3,
+         true},
         {"deployment with surge pods",
          20,
          2,
@@ -169,7 +183,8 @@ static void test_scale(void **state)
          2,
          true,
          {{"foo-v2", 6, FX_NEW, 11, 0, false}, {"foo-v1", 6, FX_OLD, 11, 0, false}},
-         2},
+         2,
+         true},
         {"change both surge and size",
          50,
          6,
@@ -178,7 +193,8 @@ static void test_scale(void **state)
          3,
          true,
          {{"foo-v2", 5, FX_NEW, 22, 0, false}, {"foo-v1", 8, FX_OLD, 34, 0, false}},
-         2},
+         2,
+         true},
         {"change both size and template",
          14,
          0,
@@ -187,7 +203,8 @@ static void test_scale(void **state)
          0,
          false,
          {{"foo-v2", 7, FX_NEW, 10, 0, false}, {"foo-v1", 3, FX_OLD, 4, 0, false}},
-         2},
+         2,
+         true},
         {"saturated but broken new replica set does not affect old pods",
          2,
          1,
@@ -196,7 +213,8 @@ static void test_scale(void **state)
          1,
          true,
          {{"foo-v2", 2, FX_NEW, 2, 0, true}, {"foo-v1", 1, FX_OLD, 1, 0, false}},
-         2},
+         2,
+         true},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_t *d = fx_deployment("foo", cases[i].replicas, json_integer(cases[i].surge),
@@ -217,7 +235,10 @@ static void test_scale(void **state)
         const json_t *const *old = (const json_t *const *)rss + (cases[i].has_new ? 1 : 0);
         size_t n_old = cases[i].n - (cases[i].has_new ? 1 : 0);
         int32_t new_size = -1, old_sizes[3] = {-1, -1, -1};
-        assert_int_equal(ck__deploy_scale(d, new_rs, old, n_old, &new_size, old_sizes), 0);
+        bool proportional;
+        assert_int_equal(
+            ck__deploy_scale(d, new_rs, old, n_old, &new_size, old_sizes, &proportional), 0);
+        assert_int_equal(proportional, cases[i].proportional);
         if (new_rs && new_size != cases[i].rss[0].want)
             fail_msg("%s: new ReplicaSet %d, want %d", cases[i].name, new_size,
                      cases[i].rss[0].want);
@@ -243,11 +264,11 @@ static void test_scale_out_of_memory(void **state)
     const json_t *old[] = {old_rs};
     int32_t new_size = -1, old_size = -1;
     ck__alloc_fail_at(1, false);
-    assert_int_equal(ck__deploy_scale(d, new_rs, old, 1, &new_size, &old_size), CK_ENOMEM);
+    assert_int_equal(ck__deploy_scale(d, new_rs, old, 1, &new_size, &old_size, NULL), CK_ENOMEM);
     ck__alloc_fail_at(0, false);
     assert_int_equal(new_size, 2);
     assert_int_equal(old_size, 3);
-    assert_int_equal(ck__deploy_scale(d, new_rs, old, 1, &new_size, &old_size), 0);
+    assert_int_equal(ck__deploy_scale(d, new_rs, old, 1, &new_size, &old_size, NULL), 0);
     assert_int_equal(new_size, 4);
     assert_int_equal(old_size, 6);
     json_decref(old_rs);

@@ -280,7 +280,7 @@ enum ck__deploy_recreate_step {
     CK_DEPLOY_RECREATE_WAIT_OLD_PODS,  /* old pods still run: only sync the status */
     CK_DEPLOY_RECREATE_CREATE_NEW,     /* create the new ReplicaSet (then scale it up) */
     CK_DEPLOY_RECREATE_SCALE_UP_NEW,   /* scale the new ReplicaSet to spec.replicas */
-    CK_DEPLOY_RECREATE_DONE,           /* the new ReplicaSet has its size: sync status */
+    CK_DEPLOY_RECREATE_DONE,           /* sized: clean up if complete, sync the status */
 };
 enum ck__deploy_recreate_step ck__deploy_recreate_next(const json_t *d, const json_t *new_rs,
                                                        const json_t *const *old, size_t n_old,
@@ -293,11 +293,13 @@ enum ck__deploy_recreate_step ck__deploy_recreate_next(const json_t *d, const js
  * only active ReplicaSet takes it all; a saturated new_rs sends the old ones to 0;
  * otherwise a rolling Deployment spreads the difference proportionally, leftovers to
  * the first ReplicaSet in Kubernetes' order. new_rs may be NULL (ret_new_size is then
- * left alone). Sizes equal to the current ones mean no update. Returns 0, or CK_ENOMEM
- * with every size left at its current value.
+ * left alone). *ret_proportional (may be NULL) says which: when true, Kubernetes writes
+ * every active ReplicaSet whose size or replica annotations changed
+ * (ck__deploy_scaled_rs() != NULL); when false, only those whose size changed.
+ * Returns 0, or CK_ENOMEM with every size left at its current value.
  */
 int ck__deploy_scale(const json_t *d, const json_t *new_rs, const json_t *const *old, size_t n_old,
-                     int32_t *ret_new_size, int32_t *ret_old_sizes);
+                     int32_t *ret_new_size, int32_t *ret_old_sizes, bool *ret_proportional);
 /*
  * scaleReplicaSet's object: a copy of rs with spec.replicas = size and the desired-
  * and max-replicas annotations of d, or NULL when rs already is exactly that.

@@ -43,8 +43,12 @@ static void sort_slots(struct slot *s, size_t n, ck__deploy_rs_cmp cmp)
 }
 
 int ck__deploy_scale(const json_t *d, const json_t *new_rs, const json_t *const *old, size_t n_old,
-                     int32_t *ret_new_size, int32_t *ret_old_sizes)
+                     int32_t *ret_new_size, int32_t *ret_old_sizes, bool *ret_proportional)
 {
+    bool ignored;
+    if (!ret_proportional)
+        ret_proportional = &ignored;
+    *ret_proportional = false;
     int32_t replicas = ck__deploy_spec_replicas(d);
     if (new_rs)
         *ret_new_size = ck__deploy_spec_replicas(new_rs);
@@ -76,6 +80,7 @@ int ck__deploy_scale(const json_t *d, const json_t *new_rs, const json_t *const 
     size_t n = 0;
     if (!slots)
         return CK_ENOMEM;
+    *ret_proportional = true;
     for (size_t i = 0; i < n_old; i++)
         if (old[i] && ck__deploy_spec_replicas(old[i]) > 0)
             slots[n++] = (struct slot){old[i], &ret_old_sizes[i]};
