@@ -571,6 +571,36 @@ static void test_replica_set_fraction(void **state)
     }
 }
 
+/* GetReplicaSetProportion: the share, never beyond what is left to hand out. */
+static void test_rs_proportion(void **state)
+{
+    (void)state;
+    json_t *d = fx_deployment("nginx", 20, NULL, json_integer(1));
+    json_t *rs = fx_rs("rs", 5, NULL), *empty = fx_rs("empty", 0, NULL);
+    fx_annotate(rs, CK_DEPLOY_MAX_REPLICAS_ANNOTATION, "10"); /* share: 5 * 20/10 - 5 = 5 */
+    struct {
+        const json_t *rs;
+        int32_t to_add, added, expected;
+    } cases[] = {
+        {NULL, 10, 0, 0},  /* no ReplicaSet */
+        {empty, 10, 0, 0}, /* never from zero */
+        {rs, 0, 0, 0},     /* nothing to add */
+        {rs, 10, 10, 0},   /* all handed out */
+        {rs, 10, 0, 5},    /* its share */
+        {rs, 10, 7, 3},    /* capped by what is left */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        assert_int_equal(ck__deploy_rs_proportion(cases[i].rs, d, cases[i].to_add, cases[i].added),
+                         cases[i].expected);
+    /* scaling down: share round(5 * 5/10) - 5 = 3 - 5 = -2, capped likewise */
+    fx_set(d, "spec.replicas", json_integer(5));
+    assert_int_equal(ck__deploy_rs_proportion(rs, d, -10, 0), -2);
+    assert_int_equal(ck__deploy_rs_proportion(rs, d, -10, -9), -1);
+    json_decref(empty);
+    json_decref(rs);
+    json_decref(d);
+}
+
 static void test_template_hash(void **state)
 {
     (void)state;
@@ -683,6 +713,7 @@ int main(void)
         cmocka_unit_test(test_annotation_utils),
         cmocka_unit_test(test_replicas_annotations_need_update),
         cmocka_unit_test(test_replica_set_fraction),
+        cmocka_unit_test(test_rs_proportion),
         cmocka_unit_test(test_template_hash),
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_revisions),
