@@ -131,142 +131,52 @@ static void test_sync_rollout_status(void **state)
 {
     (void)state;
     int64_t now = fx_ns("2017-02-15T18:55:00Z"); /* 6 minutes after TEST_TIME */
+    /* one case a row */
+    /* clang-format off */
     struct {
         const char *name;
-        int64_t pds;
-        int d[4];
+        int64_t pds;                 /* -1: none */
+        int d[4];                    /* spec.replicas, status replicas, updated, available */
         const char *conditions;
-        int rss[2][3]; /* the other ReplicaSets: spec, status, available (spec -1: none) */
-        int new_rs[3]; /* spec -1: no new ReplicaSet */
-        const char *status, *reason; /* NULL: no Progressing condition */
+        int other[3], new_rs[3];     /* spec, status, available; spec -1: none */
+        const char *status, *reason; /* the Progressing condition wanted; NULL: none */
         bool same_update, same_transition;
     } cases[] = {
-        {"no progress deadline: condition removed",
-         -1,
-         {3, 2, 2, 2},
-         COND_RS_UPDATED,
-         {{0, 1, 1}, {-1}},
-         {3, 2, 2},
-         NULL,
-         NULL,
-         false,
-         false},
-        {"only one active ReplicaSet: not estimated",
-         60,
-         {3, 3, 3, 3},
-         COND_NEW_RS_AVAILABLE,
-         {{3, 3, 3}, {-1}},
-         {-1},
-         "True",
-         "NewReplicaSetAvailable",
-         true,
-         true},
-        {"progressing, was True: keep lastTransitionTime",
-         60,
-         {3, 2, 2, 2},
-         COND_RS_UPDATED,
-         {{0, 1, 1}, {-1}},
-         {3, 2, 2},
-         "True",
-         "ReplicaSetUpdated",
-         false,
-         true},
-        {"progressing, was False: update everything",
-         60,
-         {3, 2, 2, 2},
-         COND_FAILED,
-         {{0, 1, 1}, {-1}},
-         {3, 2, 2},
-         "True",
-         "ReplicaSetUpdated",
-         false,
-         false},
-        {"progressing: create the condition",
-         60,
-         {3, 2, 2, 2},
-         "[]",
-         {{0, 1, 1}, {-1}},
-         {3, 2, 2},
-         "True",
-         "ReplicaSetUpdated",
-         false,
-         false},
-        {"complete, was True: keep lastTransitionTime",
-         60,
-         {3, 3, 3, 3},
-         COND_RS_UPDATED,
-         {{-1}, {-1}},
-         {3, 3, 3},
-         "True",
-         "NewReplicaSetAvailable",
-         false,
-         true},
-        {"complete, was False: update everything",
-         60,
-         {3, 3, 3, 3},
-         COND_FAILED,
-         {{-1}, {-1}},
-         {3, 3, 3},
-         "True",
-         "NewReplicaSetAvailable",
-         false,
-         false},
-        {"complete: create the condition",
-         60,
-         {3, 3, 3, 3},
-         "[]",
-         {{-1}, {-1}},
-         {3, 3, 3},
-         "True",
-         "NewReplicaSetAvailable",
-         false,
-         false},
-        {"complete without a new ReplicaSet",
-         60,
-         {0, 3, 3, 3},
-         COND_RS_UPDATED,
-         {{0, 0, 0}, {-1}},
-         {-1},
-         "True",
-         "NewReplicaSetAvailable",
-         false,
-         true},
-        {"past the deadline: timed out",
-         60,
-         {3, 2, 2, 2},
-         COND_RS_UPDATED,
-         {{-1}, {-1}},
-         {3, 2, 2},
-         "False",
-         "ProgressDeadlineExceeded",
-         false,
-         false},
-        {"already timed out: unchanged",
-         60,
-         {3, 2, 2, 2},
-         COND_FAILED,
-         {{-1}, {-1}},
-         {3, 2, 2},
-         "False",
-         "ProgressDeadlineExceeded",
-         true,
-         true},
+        {"no deadline: condition removed", -1, {3, 2, 2, 2}, COND_RS_UPDATED,
+         {0, 1, 1}, {3, 2, 2}, NULL, NULL, false, false},
+        {"one active ReplicaSet: not estimated", 60, {3, 3, 3, 3}, COND_NEW_RS_AVAILABLE,
+         {3, 3, 3}, {-1}, "True", "NewReplicaSetAvailable", true, true},
+        {"progressing, was True: keep lastTransitionTime", 60, {3, 2, 2, 2}, COND_RS_UPDATED,
+         {0, 1, 1}, {3, 2, 2}, "True", "ReplicaSetUpdated", false, true},
+        {"progressing, was False: update everything", 60, {3, 2, 2, 2}, COND_FAILED,
+         {0, 1, 1}, {3, 2, 2}, "True", "ReplicaSetUpdated", false, false},
+        {"progressing: create the condition", 60, {3, 2, 2, 2}, "[]",
+         {0, 1, 1}, {3, 2, 2}, "True", "ReplicaSetUpdated", false, false},
+        {"complete, was True: keep lastTransitionTime", 60, {3, 3, 3, 3}, COND_RS_UPDATED,
+         {-1}, {3, 3, 3}, "True", "NewReplicaSetAvailable", false, true},
+        {"complete, was False: update everything", 60, {3, 3, 3, 3}, COND_FAILED,
+         {-1}, {3, 3, 3}, "True", "NewReplicaSetAvailable", false, false},
+        {"complete: create the condition", 60, {3, 3, 3, 3}, "[]",
+         {-1}, {3, 3, 3}, "True", "NewReplicaSetAvailable", false, false},
+        {"complete without a new ReplicaSet", 60, {0, 3, 3, 3}, COND_RS_UPDATED,
+         {0, 0, 0}, {-1}, "True", "NewReplicaSetAvailable", false, true},
+        {"past the deadline: timed out", 60, {3, 2, 2, 2}, COND_RS_UPDATED,
+         {-1}, {3, 2, 2}, "False", "ProgressDeadlineExceeded", false, false},
+        {"already timed out: unchanged", 60, {3, 2, 2, 2}, COND_FAILED,
+         {-1}, {3, 2, 2}, "False", "ProgressDeadlineExceeded", true, true},
     };
+    /* clang-format on */
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_t *d = current_deployment(cases[i].pds, cases[i].d[0], cases[i].d[1], cases[i].d[2],
                                        cases[i].d[3], cases[i].conditions);
-        json_t *objs[3];
-        const json_t *all[3];
+        json_t *objs[2], *new_rs = NULL;
+        const json_t *all[2];
         size_t n = 0;
-        for (size_t k = 0; k < 2; k++) {
-            if (cases[i].rss[k][0] < 0)
-                continue;
-            objs[n] =
-                rs_available("bar", cases[i].rss[k][0], cases[i].rss[k][1], cases[i].rss[k][2]);
+        if (cases[i].other[0] >= 0) {
+            objs[n] = rs_available("bar", cases[i].other[0], cases[i].other[1], cases[i].other[2]);
             all[n] = objs[n];
             n++;
         }
-        json_t *new_rs = NULL;
         if (cases[i].new_rs[0] >= 0) {
             new_rs =
                 rs_available("foo", cases[i].new_rs[0], cases[i].new_rs[1], cases[i].new_rs[2]);
