@@ -136,6 +136,52 @@ static void test_scale_out_of_memory(void **state)
     json_decref(d);
 }
 
+static void test_is_scaling_event(void **state)
+{
+    (void)state;
+    json_t *d = fx_deployment("foo", 5, NULL, NULL);
+    json_t *a = fx_rs("a", 3, NULL), *b = fx_rs("b", 2, NULL), *idle = fx_rs("idle", 0, NULL);
+    ck__deploy_set_replicas_annotations(a, 5, 5);
+    ck__deploy_set_replicas_annotations(b, 5, 5);
+    ck__deploy_set_replicas_annotations(idle, 9, 9); /* not active: ignored */
+    const json_t *rss[] = {a, b, idle, NULL};
+    assert_false(ck__deploy_is_scaling_event(d, rss, 4));
+    fx_set(d, "spec.replicas", json_integer(7));
+    assert_true(ck__deploy_is_scaling_event(d, rss, 4));
+    json_t *bare = fx_rs("bare", 3, NULL); /* no annotation: no opinion */
+    const json_t *only_bare[] = {bare};
+    assert_false(ck__deploy_is_scaling_event(d, only_bare, 1));
+    json_t *objs[] = {d, a, b, idle, bare};
+    fx_decref_all(objs, 5);
+}
+
+static void test_paused_conditions(void **state)
+{
+    (void)state;
+    int64_t now = fx_ns("2024-01-01T00:00:00Z");
+    json_t *d = fx_deployment("foo", 1, NULL, NULL);
+    fx_set(d, "spec.paused", json_true());
+    assert_false(ck__deploy_check_paused_conditions(d, now)); /* no progress deadline */
+    fx_set(d, "spec.progressDeadlineSeconds", json_integer(600));
+    assert_true(ck__deploy_check_paused_conditions(d, now));
+    const json_t *c = ck__deploy_condition_get(fx_get(d, "status"), CK_DEPLOY_COND_PROGRESSING);
+    assert_string_equal(json_string_value(json_object_get(c, "status")), "Unknown");
+    assert_string_equal(json_string_value(json_object_get(c, "reason")), CK_DEPLOY_REASON_PAUSED);
+    assert_false(ck__deploy_check_paused_conditions(d, now)); /* already says so */
+    fx_set(d, "spec.paused", json_false());
+    assert_true(ck__deploy_check_paused_conditions(d, now));
+    c = ck__deploy_condition_get(fx_get(d, "status"), CK_DEPLOY_COND_PROGRESSING);
+    assert_string_equal(json_string_value(json_object_get(c, "reason")), CK_DEPLOY_REASON_RESUMED);
+    assert_false(ck__deploy_check_paused_conditions(d, now));
+    /* a timed-out rollout keeps saying so, paused or not */
+    fx_set(d, "status.conditions",
+           json_pack("[{s:s, s:s, s:s}]", "type", "Progressing", "status", "False", "reason",
+                     CK_DEPLOY_REASON_TIMED_OUT));
+    fx_set(d, "spec.paused", json_true());
+    assert_false(ck__deploy_check_paused_conditions(d, now));
+    json_decref(d);
+}
+
 static void test_scaled_rs(void **state)
 {
     (void)state;
@@ -393,6 +439,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scale),
         cmocka_unit_test(test_scale_out_of_memory),
+        cmocka_unit_test(test_is_scaling_event),
+        cmocka_unit_test(test_paused_conditions),
         cmocka_unit_test(test_scaled_rs),
         cmocka_unit_test(test_cleanup_deployment),
         cmocka_unit_test(test_calculate_status),

@@ -301,6 +301,17 @@ enum ck__deploy_recreate_step ck__deploy_recreate_next(const json_t *d, const js
 int ck__deploy_scale(const json_t *d, const json_t *new_rs, const json_t *const *old, size_t n_old,
                      int32_t *ret_new_size, int32_t *ret_old_sizes, bool *ret_proportional);
 /*
+ * isScalingEvent: an active ReplicaSet's desired-replicas annotation differs from
+ * spec.replicas, so this sync is a scaling event (ck__deploy_scale()), not a rollout.
+ */
+bool ck__deploy_is_scaling_event(const json_t *d, const json_t *const *rss, size_t n);
+/*
+ * checkPausedConditions: a Deployment with a progress deadline gets Progressing=Unknown
+ * DeploymentPaused when paused, DeploymentResumed when resumed, unless it already timed
+ * out. Returns whether d's status changed (and must be written).
+ */
+bool ck__deploy_check_paused_conditions(json_t *d, int64_t now_ns);
+/*
  * scaleReplicaSet's object: a copy of rs with spec.replicas = size and the desired-
  * and max-replicas annotations of d, or NULL when rs already is exactly that.
  */

@@ -7,6 +7,9 @@
  *     the Deployment sized it. Scaling up visits the largest first, newer before older
  *     on ties; scaling down the largest first, older before newer; whatever rounding
  *     leaves over goes to the first one visited.
+ *   - ck__deploy_is_scaling_event() is isScalingEvent(), which sends a sync to scale()
+ *     rather than to a rollout; ck__deploy_check_paused_conditions() is
+ *     checkPausedConditions().
  *   - ck__deploy_scaled_rs() is the object scaleReplicaSet() writes.
  *   - ck__deploy_calculate_status() is calculateStatus().
  *   - ck__deploy_cleanup_choice() is cleanupDeployment()'s choice of old ReplicaSets to
@@ -109,6 +112,40 @@ int ck__deploy_scale(const json_t *d, const json_t *new_rs, const json_t *const 
     }
     free(slots);
     return 0;
+}
+
+bool ck__deploy_is_scaling_event(const json_t *d, const json_t *const *rss, size_t n)
+{
+    int32_t desired;
+    for (size_t i = 0; i < n; i++) {
+        if (!rss[i] || ck__deploy_spec_replicas(rss[i]) <= 0 ||
+            !ck__deploy_annotation_int32(rss[i], CK_DEPLOY_DESIRED_REPLICAS_ANNOTATION, &desired))
+            continue;
+        if (desired != ck__deploy_spec_replicas(d))
+            return true;
+    }
+    return false;
+}
+
+bool ck__deploy_check_paused_conditions(json_t *d, int64_t now_ns)
+{
+    if (!ck__deploy_has_progress_deadline(d))
+        return false;
+    json_t *status = ck__deploy_child(d, "status");
+    const json_t *c = ck__deploy_condition_get(status, CK_DEPLOY_COND_PROGRESSING);
+    const char *reason = json_string_value(json_object_get(c, "reason"));
+    if (reason && strcmp(reason, CK_DEPLOY_REASON_TIMED_OUT) == 0)
+        return false; /* a reported lack of progress stays */
+    bool paused_cond = reason && strcmp(reason, CK_DEPLOY_REASON_PAUSED) == 0;
+    bool paused = json_is_true(json_object_get(json_object_get(d, "spec"), "paused"));
+    if (paused == paused_cond)
+        return false;
+    ck__deploy_condition_set(
+        status, ck__deploy_condition_new(
+                    CK_DEPLOY_COND_PROGRESSING, "Unknown",
+                    paused ? CK_DEPLOY_REASON_PAUSED : CK_DEPLOY_REASON_RESUMED,
+                    paused ? "Deployment is paused" : "Deployment is resumed", now_ns));
+    return true;
 }
 
 json_t *ck__deploy_scaled_rs(const json_t *rs, const json_t *d, int32_t size)
