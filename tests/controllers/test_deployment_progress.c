@@ -95,7 +95,7 @@ static void test_requeue_stuck_deployment(void **state)
          {3, 3, 3, 1},
          {3, 3, 1},
          COND_STUCK,
-         "2017-02-15T18:49:59.000000001Z",
+         "2017-02-15T18:49:59.000001Z", /* API times keep microseconds at most */
          0},
         {"failed - now", 60, {3, 3, 3, 1}, {3, 3, 1}, COND_STUCK, "2017-02-15T18:50:00Z", 0},
         {"failed - 1s after deadline",

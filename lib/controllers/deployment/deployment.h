@@ -76,7 +76,7 @@ const char *ck__deploy_annotation(const json_t *obj, const char *key);
 /* obj[key] as an object, created (replacing anything else there) when it is not one. */
 json_t *ck__deploy_child(json_t *obj, const char *key);
 /*
- * Parses an RFC 3339 time (with optional fraction and offset) into nanoseconds since
+ * Parses an RFC 3339 time (ck__time_parse: optional fraction and offset) into nanoseconds since
  * the epoch. Returns 0, or CK_EINVAL leaving *ret_ns alone.
  */
 int ck__deploy_parse_time(const char *s, int64_t *ret_ns);

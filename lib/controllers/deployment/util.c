@@ -60,12 +60,12 @@ int32_t ck__deploy_status_count(const json_t *obj, const char *field)
 
 const char *ck__deploy_name(const json_t *obj)
 {
-    return json_string_value(json_object_get(meta(obj), "name"));
+    return ck__meta_str(obj, "name");
 }
 
 const char *ck__deploy_uid(const json_t *obj)
 {
-    return json_string_value(json_object_get(meta(obj), "uid"));
+    return ck__meta_str(obj, "uid");
 }
 
 const char *ck__deploy_annotation(const json_t *obj, const char *key)
@@ -89,53 +89,13 @@ static json_t *annotations_of(json_t *obj)
     return ck__deploy_child(ck__deploy_child(obj, "metadata"), "annotations");
 }
 
-/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 int ck__deploy_parse_time(const char *s, int64_t *ret_ns)
 {
-    int y, mo, d, h, mi, sec, n = 0;
-    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 ||
-        n != 19)
+    int64_t sec;
+    long usec;
+    if (ck__time_parse(s, &sec, &usec) != 0)
         return CK_EINVAL;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
-        return CK_EINVAL;
-    const char *p = s + 19;
-    int64_t frac = 0;
-    if (*p == '.') {
-        int digits = 0;
-        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
-            if (digits < 9)
-                frac = frac * 10 + (*p - '0');
-        if (digits == 0)
-            return CK_EINVAL;
-        for (; digits < 9; digits++)
-            frac *= 10;
-    }
-    int64_t offset = 0;
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int oh, om, on = 0;
-        if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &on) != 2 || on != 5)
-            return CK_EINVAL;
-        offset = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
-        p += 6;
-    } else {
-        return CK_EINVAL;
-    }
-    if (*p)
-        return CK_EINVAL;
-    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset;
-    *ret_ns = secs * CK_DEPLOY_NS_PER_SEC + frac;
+    *ret_ns = sec * CK_DEPLOY_NS_PER_SEC + (int64_t)usec * 1000;
     return 0;
 }
 
