@@ -5,6 +5,10 @@
  * Mirrors apimachinery pkg/util/validation/field: each error has a type
  * (Invalid, Required, ...), the field's path, the bad value and a detail;
  * rendered as `<field>: <Type text>[: <value>][: <detail>]`.
+ *
+ * Tested through its callers: tests/api/test_validation.c builds and renders
+ * lists of every error type, and test_schema.c, test_meta.c, test_strategy.c
+ * and test_gates.c check the rendered texts of the errors they cause.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>

@@ -83,7 +83,9 @@ static int sweep_kind(struct ck_store *store, const struct ck_kind *kind, long l
             if (d == 0)
                 (*removed)++;
             else if (d != CK_ECONFLICT && d != CK_ENOENT) /* written or gone meanwhile: fine */
-                CK_LOGV(2, "cannot expire %.*s: %s", (int)kv->key_len, kv->key, err.msg);
+                CK_LOGV(2, "cannot expire %.*s: %s", (int)kv->key_len, kv->key,
+                        ck_err_message(&err));
+            ck_err_release(&err);
         }
         if (more && res.n_kvs > 0) { /* the next page starts just after the last key */
             const struct ck_kv *last = res.kvs[res.n_kvs - 1];
@@ -133,9 +135,10 @@ static void *sweeper_main(void *arg)
         size_t removed = 0;
         struct ck_err err = {0};
         if (ck__ttl_sweep(t->store, t->ttl, (long long)time(NULL), &removed, &err) < 0)
-            CK_LOGV(2, "expiring objects: %s", err.msg);
+            CK_LOGV(2, "expiring objects: %s", ck_err_message(&err));
         else if (removed > 0)
             CK_LOGV(4, "expired %zu objects older than %llds", removed, t->ttl);
+        ck_err_release(&err);
         pthread_mutex_lock(&t->lock);
     }
     pthread_mutex_unlock(&t->lock);

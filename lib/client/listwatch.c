@@ -8,6 +8,9 @@
  * Threading: the functions keep no state; the client is thread-safe.
  * Tests: tests/client/test_informer.c runs every informer through it against a real
  * API server.
+ *
+ * Tested through tests/client/test_informer.c (informers list and watch a
+ * real server through it); the reflector's own test uses a fake instead.
  */
 #include "ckube/informer.h"
 #include "internal.h"

@@ -603,7 +603,7 @@ static enum write_result write_once(struct ck_event_recorder *r,
         json_object_del(json_object_get(ev, "metadata"), "resourceVersion");
         json_decref(stored);
         stored = NULL;
-        err = (struct ck_err){0};
+        ck_err_release(&err);
         rc = r->sink.ops->create(r->sink.data, ns, ev, &stored, &err);
         json_decref(ev);
         if (rc == 0)
@@ -612,18 +612,21 @@ static enum write_result write_once(struct ck_event_recorder *r,
     if (rc == 0) {
         ck_event_correlator_update_state(r->correlator, stored ? stored : c->event);
         json_decref(stored);
+        ck_err_release(&err);
         return WRITTEN;
     }
     json_decref(stored); /* a sink should leave it alone on failure; be safe if it did not */
-    if (err.http_status != 0) {
-        if (rc == CK_EEXIST)
-            CK_LOGV(5, "server rejected event %s/%s: %s (will not retry)", ns, name, err.msg);
-        else
-            CK_LOGE("server rejected event %s/%s: %s (will not retry)", ns, name, err.msg);
-        return REFUSED;
-    }
-    CK_LOGV(2, "unable to write event %s/%s: %s (may retry after sleeping)", ns, name, err.msg);
-    return UNREACHABLE;
+    enum write_result w = err.http_status != 0 ? REFUSED : UNREACHABLE;
+    if (w == REFUSED && rc == CK_EEXIST)
+        CK_LOGV(5, "server rejected event %s/%s: %s (will not retry)", ns, name,
+                ck_err_message(&err));
+    else if (w == REFUSED)
+        CK_LOGE("server rejected event %s/%s: %s (will not retry)", ns, name, ck_err_message(&err));
+    else
+        CK_LOGV(2, "unable to write event %s/%s: %s (may retry after sleeping)", ns, name,
+                ck_err_message(&err));
+    ck_err_release(&err);
+    return w;
 }
 
 /* recordToSink: correlates ev (borrowed) and writes it, retrying transport failures. */

@@ -7,6 +7,10 @@
  * so a controller reads exactly as if it called ck_rest, yet its tests swap in the fake.
  *
  * Threading: as the REST client (thread-safe).
+ *
+ * Tested through the server-backed controller tests
+ * (tests/controllers/test_replicaset.c, tests/e2e/test_replicaset.sh), which
+ * write through it.
  */
 #include "ckube/controllers.h"
 

@@ -14,6 +14,9 @@
  * one (a mismatch is a conflict) and bump it; update_status replaces only status.
  *
  * Threading: one mutex around everything; controllers call it from several threads.
+ *
+ * Tested by tests/controllers/test_controller_utils.c, and used by every
+ * controller unit test (test_replicaset_sync.c, test_controller_ref.c).
  */
 #include <pthread.h>
 #include <stdio.h>

@@ -9,6 +9,9 @@
  * filters a full list otherwise; a selector filters on metadata.labels.
  *
  * Threading: the indexer's; the lister itself has no state.
+ *
+ * Tested by tests/controllers/test_controller_utils.c (listers over an
+ * indexer the test fills) and, over informers, test_replicaset.c.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,8 @@
  * Parsing is strict, as Go's is: fixed-width fields, a date that exists, a zone that is
  * Z or a numeric offset, nothing after. It does its own calendar arithmetic (days from
  * a civil date), so it needs neither strptime nor timegm and works for any year 0000 to
- * 9999. Formatting always writes UTC with a Z, which is what the API server stores.
+ * 9999 (also after the offset is applied: what it accepts it can write back). Formatting always
+ * writes UTC with a Z, which is what the API server stores.
  *
  * Threading: pure functions.
  */
@@ -93,7 +94,11 @@ int ck__time_parse(const char *s, int64_t *ret_sec, long *ret_usec)
     }
     if (*p != '\0')
         return CK_EINVAL;
-    *ret_sec = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset;
+    int64_t t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset;
+    /* in UTC the year must still have four digits, or the time could not be written back */
+    if (t < days_from_civil(0, 1, 1) * 86400 || t >= days_from_civil(10000, 1, 1) * 86400)
+        return CK_EINVAL;
+    *ret_sec = t;
     if (ret_usec)
         *ret_usec = usec;
     return 0;
@@ -107,10 +112,12 @@ const char *ck__time_format(int64_t sec, long usec, char *buf, size_t size)
         snprintf(buf, size, "%s", "");
         return buf;
     }
-    size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+    /* %04d, not strftime's %Y: years below 1000 keep their four digits */
     if (usec >= 0)
-        snprintf(buf + n, size - n, ".%06ldZ", usec);
+        snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, usec);
     else
-        snprintf(buf + n, size - n, "Z");
+        snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
     return buf;
 }

@@ -60,6 +60,8 @@ static void test_parse_refuses(void **state)
         "2024-01-01T00:00:00+24:00", /* offset hour */
         "2024-01-01T00:00:00Zjunk",  /* trailing */
         " 2024-01-01T00:00:00Z",     /* leading space */
+        "0000-01-01T00:00:00+00:01", /* year -1 in UTC: could not be written back */
+        "9999-12-31T23:59:59-00:01", /* year 10000 in UTC */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int64_t sec = 7;
@@ -78,9 +80,14 @@ static void test_format(void **state)
     assert_string_equal(ck__time_format(1709210096, 5, buf, sizeof(buf)),
                         "2024-02-29T12:34:56.000005Z");
     assert_string_equal(ck__time_format(0, -1, buf, sizeof(buf)), "1970-01-01T00:00:00Z");
-    /* round trip through an offset */
     int64_t sec;
     long usec;
+    /* years below 1000 keep four digits, so what was parsed reads back (found by fuzzing) */
+    assert_int_equal(ck__time_parse("0322-11-23T10:00:00Z", &sec, NULL), 0);
+    assert_string_equal(ck__time_format(sec, -1, buf, sizeof(buf)), "0322-11-23T10:00:00Z");
+    assert_int_equal(ck__time_parse("0000-01-01T00:00:00Z", &sec, NULL), 0);
+    assert_string_equal(ck__time_format(sec, -1, buf, sizeof(buf)), "0000-01-01T00:00:00Z");
+    /* round trip through an offset */
     assert_int_equal(ck__time_parse("2024-06-01T02:00:00.25+02:00", &sec, &usec), 0);
     assert_string_equal(ck__time_format(sec, usec, buf, sizeof(buf)),
                         "2024-06-01T00:00:00.250000Z");

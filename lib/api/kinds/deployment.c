@@ -10,6 +10,9 @@
  * computes READY as ready/desired.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_strategy.c, test_printers.c and test_kinds.c, and
+ * by the kubectl tests that apply and scale the README's Deployment.
  */
 #include <stdio.h>
 #include <string.h>

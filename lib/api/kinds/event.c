@@ -8,6 +8,9 @@
  * through an etcd lease; see docs/differences.md).
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_printers.c and test_kinds.c (the field labels
+ * kubectl's event selectors use).
  */
 #include <stdio.h>
 #include <stdlib.h>

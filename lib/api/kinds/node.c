@@ -5,6 +5,8 @@
  * labels) and the addresses as Kubernetes' printNode does.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_printers.c (the computed columns) and test_kinds.c.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,6 +12,10 @@
  * Kubernetes' printPod does.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_strategy.c (defaults, validation, prepare hooks),
+ * test_printers.c (every column), test_kinds.c (descriptor, field labels,
+ * subresources) and the API server and kubectl tests that create pods.
  */
 #include <stdio.h>
 #include <string.h>

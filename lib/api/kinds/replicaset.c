@@ -8,6 +8,9 @@
  * reads every column but the wide ones from the object.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_strategy.c, test_printers.c and test_kinds.c, and
+ * by the ReplicaSet controller's server-backed and e2e tests.
  */
 #include "../internal.h"
 

@@ -256,7 +256,7 @@ static int create_one(void *arg, struct ck_err *reterr)
     int r = ck_ctl_create(&x->c->client, x->c->pods_res, x->namespace, x->pod, &made, reterr);
     if (r < 0)
         ck_event_recordf(x->c->recorder, x->rs, CK_EVENT_WARNING, "FailedCreate",
-                         "Error creating: %s", reterr ? reterr->msg : "");
+                         "Error creating: %s", reterr ? ck_err_message(reterr) : "");
     else
         ck_event_recordf(x->c->recorder, x->rs, CK_EVENT_NORMAL, "SuccessfulCreate",
                          "Created pod: %s", ck__meta_str(made, "name") ?: "");
@@ -441,10 +441,12 @@ static int delete_surplus(struct ck_rs_controller *c, const json_t *rs, const ch
                              "Deleted pod: %s", pod_name ? pod_name : "");
         else if (e != CK_ENOENT)
             ck_event_recordf(c->recorder, rs, CK_EVENT_WARNING, "FailedDelete",
-                             "Error deleting: %s", err.msg);
+                             "Error deleting: %s", ck_err_message(&err));
         if (e < 0 && e != CK_ENOENT && !first) {
             first = e;
-            *reterr = err;
+            *reterr = err; /* the caller releases it */
+        } else {
+            ck_err_release(&err);
         }
     }
     for (int i = 0; i < diff; i++)
