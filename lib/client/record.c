@@ -46,7 +46,6 @@
  */
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -867,41 +866,30 @@ char *ck_event_recorder_metrics_text(struct ck_event_recorder *r)
     struct ck_event_recorder_stats s;
     ck_event_recorder_stats(r, &s);
     const char *component = r ? r->component : "";
-    static const struct {
+    const struct {
         const char *name, *help;
-        size_t offset;
+        uint64_t value;
     } counters[] = {
-        {"recorded", "Events handed to the recorder.",
-         offsetof(struct ck_event_recorder_stats, recorded)},
-        {"created", "Events created on the server.",
-         offsetof(struct ck_event_recorder_stats, created)},
-        {"patched", "Repeated events written as a count bump.",
-         offsetof(struct ck_event_recorder_stats, patched)},
-        {"skipped", "Events refused by the spam filter.",
-         offsetof(struct ck_event_recorder_stats, skipped)},
-        {"retries", "Event writes tried again after a transport failure.",
-         offsetof(struct ck_event_recorder_stats, retries)},
+        {"recorded", "Events handed to the recorder.", s.recorded},
+        {"created", "Events created on the server.", s.created},
+        {"patched", "Repeated events written as a count bump.", s.patched},
+        {"skipped", "Events refused by the spam filter.", s.skipped},
+        {"retries", "Event writes tried again after a transport failure.", s.retries},
         {"dropped", "Events lost: queue full, or the server unreachable after the last try.",
-         offsetof(struct ck_event_recorder_stats, dropped)},
-        {"failed", "Events the server refused.", offsetof(struct ck_event_recorder_stats, failed)},
+         s.dropped},
+        {"failed", "Events the server refused.", s.failed},
     };
     struct ck__buf b = {0};
-    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
-        uint64_t v = *(const uint64_t *)(const void *)((const char *)&s + counters[i].offset);
+    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
         ck__buf_printf(&b,
                        "# HELP ckube_events_%s_total %s\n# TYPE ckube_events_%s_total counter\n"
                        "ckube_events_%s_total{component=\"%s\"} %llu\n",
                        counters[i].name, counters[i].help, counters[i].name, counters[i].name,
-                       component, (unsigned long long)v);
-    }
+                       component, (unsigned long long)counters[i].value);
     ck__buf_printf(&b,
                    "# HELP ckube_events_queue_length Events waiting to be sent.\n"
                    "# TYPE ckube_events_queue_length gauge\n"
                    "ckube_events_queue_length{component=\"%s\"} %llu\n",
                    component, (unsigned long long)s.queue_length);
-    if (b.err) {
-        ck__buf_release(&b);
-        return NULL;
-    }
     return ck__buf_take(&b);
 }

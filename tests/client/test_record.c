@@ -182,6 +182,14 @@ static const char *str_at(const json_t *o, const char *a, const char *b)
     return json_string_value(v);
 }
 
+/* The next `times` sink calls fail with code (times < 0: every call); http 0: transport. */
+static void fail_sink(struct fixture *f, int times, int code, int http)
+{
+    f->sink.fail_times = times;
+    f->sink.fail_code = code;
+    f->sink.fail_http = http;
+}
+
 static struct ck_event_recorder_stats stats(struct fixture *f)
 {
     struct ck_event_recorder_stats s;
@@ -464,8 +472,7 @@ static void test_full_queue_drops_and_counts(void **state)
 static void test_unreachable_server_retries_then_drops(void **state)
 {
     struct fixture *f = *state;
-    f->sink.fail_times = -1;
-    f->sink.fail_code = CK_EIO; /* http_status 0: a transport failure */
+    fail_sink(f, -1, CK_EIO, 0); /* http_status 0: a transport failure */
     start(f, false, 0, 3);
     ck_event_recordf(f->rec, f->rs, CK_EVENT_WARNING, "FailedCreate", "x");
     for (size_t n = 1; n <= 2; n++) {
@@ -486,8 +493,7 @@ static void test_unreachable_server_retries_then_drops(void **state)
 static void test_transport_failure_then_success(void **state)
 {
     struct fixture *f = *state;
-    f->sink.fail_times = 1;
-    f->sink.fail_code = CK_EIO;
+    fail_sink(f, 1, CK_EIO, 0);
     start(f, false, 0, 0);
     ck_event_recordf(f->rec, f->rs, CK_EVENT_NORMAL, "R", "m");
     wait_calls(&f->sink, 1);
@@ -503,9 +509,7 @@ static void test_transport_failure_then_success(void **state)
 static void test_server_refusal_is_not_retried(void **state)
 {
     struct fixture *f = *state;
-    f->sink.fail_times = -1;
-    f->sink.fail_code = CK_EINVAL;
-    f->sink.fail_http = 422;
+    fail_sink(f, -1, CK_EINVAL, 422);
     start(f, false, 0, 0);
     ck_event_recordf(f->rec, f->rs, CK_EVENT_NORMAL, "R", "m");
     assert_int_equal(ck_event_recorder_flush(f->rec, 3600 * CK_SEC), 0);
@@ -518,8 +522,7 @@ static void test_server_refusal_is_not_retried(void **state)
 static void test_synchronous_failure_is_dropped_at_once(void **state)
 {
     struct fixture *f = *state;
-    f->sink.fail_times = 1;
-    f->sink.fail_code = CK_EIO;
+    fail_sink(f, 1, CK_EIO, 0);
     start(f, true, 0, 0);
     ck_event_recordf(f->rec, f->rs, CK_EVENT_NORMAL, "R", "m");
     assert_int_equal(stats(f).dropped, 1);

@@ -14,13 +14,6 @@ set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 start_server
 
-wait_for() { # wait_for DESCRIPTION OBJECT JSONPATH=VALUE
-    if k wait "$2" --for=jsonpath="$3" --timeout=60s >/dev/null 2>"$work/wait.err"; then
-        pass
-    else
-        fail "$1 ($(cat "$work/wait.err"))"
-    fi
-}
 # eventually DESCRIPTION COMMAND...: the command succeeds within 30 s
 eventually() {
     desc=$1; shift
@@ -36,15 +29,6 @@ eventually() {
 count_lines() {
     pattern=$1; shift
     "$@" 2>/dev/null | grep -c -- "$pattern"
-}
-mark_ready() {
-    k get pod "$1" -o json | python3 -c '
-import json, sys
-p = json.load(sys.stdin)
-t = "2026-01-01T00:00:00Z"
-p["status"] = {"phase": "Running", "conditions": [
-    {"type": "Ready", "status": "True", "lastTransitionTime": t, "lastProbeTime": t}]}
-print(json.dumps(p))' | k replace --subresource=status -f - >/dev/null
 }
 
 cat >"$work/rs.yaml" <<YAML
