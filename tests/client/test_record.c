@@ -197,6 +197,13 @@ static struct ck_event_recorder_stats stats(struct fixture *f)
     return s;
 }
 
+/* The stats once the sender has handled every queued event. */
+static struct ck_event_recorder_stats flushed(struct fixture *f)
+{
+    assert_int_equal(ck_event_recorder_flush(f->rec, 3600 * CK_SEC), 0);
+    return stats(f);
+}
+
 /* ---- the event ----------------------------------------------------------------------- */
 
 static void test_event_describes_the_object_and_the_source(void **state)
@@ -462,8 +469,7 @@ static void test_full_queue_drops_and_counts(void **state)
     f->sink.blocked = false;
     pthread_cond_broadcast(&f->sink.changed);
     pthread_mutex_unlock(&f->sink.lock);
-    assert_int_equal(ck_event_recorder_flush(f->rec, 3600 * CK_SEC), 0);
-    s = stats(f);
+    s = flushed(f);
     assert_int_equal(s.created, 4);
     assert_int_equal(s.queue_length, 0);
     assert_string_equal(str_at(f->sink.calls[3].body, "reason", NULL), "R3");
@@ -482,8 +488,7 @@ static void test_unreachable_server_retries_then_drops(void **state)
         ck_fake_clock_step(f->clock, 10 * CK_SEC);
     }
     wait_calls(&f->sink, 3);
-    assert_int_equal(ck_event_recorder_flush(f->rec, 3600 * CK_SEC), 0);
-    struct ck_event_recorder_stats s = stats(f);
+    struct ck_event_recorder_stats s = flushed(f);
     assert_int_equal(s.retries, 2);
     assert_int_equal(s.dropped, 1);
     assert_int_equal(s.created, 0);
@@ -499,8 +504,7 @@ static void test_transport_failure_then_success(void **state)
     wait_calls(&f->sink, 1);
     ck_fake_clock_wait_for_waiters(f->clock, 1);
     ck_fake_clock_step(f->clock, 10 * CK_SEC);
-    assert_int_equal(ck_event_recorder_flush(f->rec, 3600 * CK_SEC), 0);
-    struct ck_event_recorder_stats s = stats(f);
+    struct ck_event_recorder_stats s = flushed(f);
     assert_int_equal(s.created, 1);
     assert_int_equal(s.retries, 1);
     assert_int_equal(s.dropped, 0);
@@ -512,8 +516,7 @@ static void test_server_refusal_is_not_retried(void **state)
     fail_sink(f, -1, CK_EINVAL, 422);
     start(f, false, 0, 0);
     ck_event_recordf(f->rec, f->rs, CK_EVENT_NORMAL, "R", "m");
-    assert_int_equal(ck_event_recorder_flush(f->rec, 3600 * CK_SEC), 0);
-    struct ck_event_recorder_stats s = stats(f);
+    struct ck_event_recorder_stats s = flushed(f);
     assert_int_equal(s.failed, 1);
     assert_int_equal(s.retries, 0);
     assert_int_equal(f->sink.n_calls, 1);
@@ -563,8 +566,7 @@ static void test_concurrent_recorders_lose_nothing_uncounted(void **state)
     }
     for (int i = 0; i < 4; i++)
         pthread_join(t[i], NULL);
-    assert_int_equal(ck_event_recorder_flush(f->rec, 3600 * CK_SEC), 0);
-    struct ck_event_recorder_stats s = stats(f);
+    struct ck_event_recorder_stats s = flushed(f);
     assert_int_equal(s.recorded, 200);
     assert_int_equal(s.created + s.dropped, 200);
     pthread_mutex_lock(&f->sink.lock);

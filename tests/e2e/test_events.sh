@@ -31,26 +31,9 @@ count_lines() {
     "$@" 2>/dev/null | grep -c -- "$pattern"
 }
 
-cat >"$work/rs.yaml" <<YAML
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata:
-  name: web
-spec:
-  replicas: 3
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: nginx
-        image: nginx
-YAML
 
 # --- SuccessfulCreate: one event per pod, on the ReplicaSet ---
-check "create the ReplicaSet" sh -c "kubectl create -f '$work/rs.yaml' >/dev/null"
+check "create the ReplicaSet" sh -c "kubectl create -f '$data/replicaset.yaml' >/dev/null"
 wait_for "status.replicas reaches 3" rs/web '{.status.replicas}=3'
 for p in $(k get pods -l app=web -o jsonpath='{.items[*].metadata.name}'); do mark_ready "$p"; done
 wait_for "readyReplicas reaches 3" rs/web '{.status.readyReplicas}=3'
