@@ -12,12 +12,12 @@
  *   listers over indexers they fill themselves and the fake client, which records every
  *   action and can be told to fail, as Kubernetes' controller tests use the fake clientset.
  * - controller_utils (kubernetes pkg/controller/controller_utils.go): resources from the
- *   API kind descriptors, the event sink over the client interface,
- *   pod-from-template, slow-start batches, pod ranking for scale-down, pod predicates,
- *   and expectations (ControllerExpectations and UIDTrackingControllerExpectations): a
- *   controller that issued creates or deletes waits until its informer has seen them all
- *   (or a timeout passes) before it acts again on the same key, so it never acts twice
- *   on a stale cache.
+ *   API kind descriptors, the event sink over the client interface, pod-from-template,
+ *   slow-start batches, pod ranking for scale-down, pod predicates, and expectations
+ *   (ControllerExpectations and UIDTrackingControllerExpectations): a controller that
+ *   issued creates or deletes waits until its informer has seen them all (or a timeout
+ *   passes) before it acts again on the same key, so it never acts twice on a stale
+ *   cache.
  * - The controller-ref manager (controller_ref_manager.go): adoption and release.
  *
  * Depends on libckube-client and libckube-api only. Every function is thread-safe unless
