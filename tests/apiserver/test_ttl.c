@@ -2,11 +2,13 @@
  * test_ttl.c - tests for lib/apiserver/ttl.c, the expiry of events (--event-ttl): one
  * sweep over a SQLite store at a given time removes the events whose last activity is a
  * TTL or more in the past, keeps the others and every object of a kind that does not
- * expire, and pages through large collections. The sweeper thread's start and stop are
- * covered by every server test; its timing by tests/e2e/test_events.sh.
+ * expire, and pages through large collections; watchers see the expiry as a delete. The
+ * sweeper thread's start and stop are covered by every server test, its timing by
+ * tests/e2e/test_events.sh.
  */
 #include "cktest.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +114,48 @@ static void test_sweep_pages_through_many_events(void **state)
     assert_true(exists("/registry/events/b/zz-keep"));
 }
 
+struct deletions {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    char key[256];
+};
+
+static void on_event(const struct ck_store_event *ev, void *arg)
+{
+    struct deletions *d = arg;
+    if (ev->type != CK_STORE_EVENT_DELETE)
+        return;
+    pthread_mutex_lock(&d->lock);
+    snprintf(d->key, sizeof(d->key), "%.*s", (int)ev->kv->key_len, ev->kv->key);
+    pthread_cond_broadcast(&d->changed);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* Watchers (the API's watch streams sit on the store's) see an expiry as a delete. */
+static void test_watchers_see_the_expiry(void **state)
+{
+    (void)state;
+    put_event("default", "old", 7200, 7200);
+    const struct ck_kv *kv = NULL;
+    assert_int_equal(ck_store_get(store, "/registry/events/default/old", 28, 0, &kv, NULL, NULL),
+                     0);
+    int64_t from = kv->mod_revision + 1;
+    ck_kv_unref(kv);
+    struct deletions d = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+    struct ck_store_watch *w = NULL;
+    assert_int_equal(
+        ck_store_watch(store, "/registry/events/", 17, true, from, on_event, &d, &w, NULL), 0);
+    size_t removed = 0;
+    assert_int_equal(ck__ttl_sweep(store, 3600, NOW, &removed, NULL), 0);
+    assert_int_equal(removed, 1);
+    pthread_mutex_lock(&d.lock);
+    while (!d.key[0])
+        pthread_cond_wait(&d.changed, &d.lock);
+    pthread_mutex_unlock(&d.lock);
+    ck_store_watch_cancel(w);
+    assert_string_equal(d.key, "/registry/events/default/old");
+}
+
 static void test_start_and_stop(void **state)
 {
     (void)state;
@@ -129,6 +173,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_sweep_removes_events_past_their_ttl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep_pages_through_many_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watchers_see_the_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_and_stop, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
