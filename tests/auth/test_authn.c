@@ -1,0 +1,172 @@
+/*
+ * test_authn.c - users, the anonymous user, the authenticated-group adder
+ * and the static token file (kube-apiserver's --token-auth-file CSV),
+ * including the malformed lines that fail the whole file. Client
+ * certificates are tested with the PKI that makes them (test_pki.c).
+ */
+#include "cktest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ckube/auth.h>
+
+static struct ck_auth_tokens *parse_ok(const char *text)
+{
+    struct ck_auth_tokens *t = NULL;
+    struct ck_err err = {0};
+    int rc = ck_auth_tokens_parse("tokens.csv", text, strlen(text), &t, &err);
+    if (rc)
+        fail_msg("parse failed: %s", err.msg);
+    return t;
+}
+
+static void assert_groups(const struct ck_auth_user *u, const char *const *want, size_t n)
+{
+    assert_int_equal(u->n_groups, n);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(u->groups[i], want[i]);
+}
+
+static void test_token_file_users_uids_and_groups(void **state)
+{
+    (void)state;
+    struct ck_auth_tokens *t = parse_ok("s3cret,jane,1001,\"dev,ops\"\n"
+                                        "\n"
+                                        "abc, bob ,1002\r\n"
+                                        "\"quoted,tok\",\"eve \"\"e\"\"\",1003,solo,ignored\n"
+                                        ",nobody,1004\n"
+                                        "dup,first,1\n"
+                                        "dup,second,2");
+    assert_int_equal(ck_auth_tokens_count(t), 4);
+
+    struct ck_auth_user *u = ck_auth_tokens_authenticate(t, "s3cret");
+    assert_non_null(u);
+    assert_string_equal(u->name, "jane");
+    assert_string_equal(u->uid, "1001");
+    static const char *const jane_groups[] = {"dev", "ops", "system:authenticated"};
+    assert_groups(u, jane_groups, 3);
+    ck_auth_user_free(u);
+
+    /* encoding/csv trims leading spaces only */
+    u = ck_auth_tokens_authenticate(t, "abc");
+    assert_string_equal(u->name, "bob ");
+    static const char *const bob_groups[] = {"system:authenticated"};
+    assert_groups(u, bob_groups, 1);
+    ck_auth_user_free(u);
+
+    u = ck_auth_tokens_authenticate(t, "quoted,tok");
+    assert_string_equal(u->name, "eve \"e\"");
+    static const char *const eve_groups[] = {"solo", "system:authenticated"};
+    assert_groups(u, eve_groups, 2);
+    ck_auth_user_free(u);
+
+    u = ck_auth_tokens_authenticate(t, "dup");
+    assert_string_equal(u->name, "second");
+    ck_auth_user_free(u);
+
+    assert_null(ck_auth_tokens_authenticate(t, ""));
+    assert_null(ck_auth_tokens_authenticate(t, "nope"));
+    assert_null(ck_auth_tokens_authenticate(t, NULL));
+    assert_null(ck_auth_tokens_free(t));
+}
+
+static void test_token_file_malformed_lines_fail_the_file(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *msg;
+    } cases[] = {
+        {"tok,user\n",
+         "must have at least 3 columns (token, user name, user uid), found 2 (line 1)"},
+        {"a,b,c\n\nonlyone\n", "found 1 (line 3)"},
+        {"a,b\"c,d\n", "bare \" in non-quoted-field"},
+        {"a,\"b,c\n", "extraneous or missing \" in quoted-field"},
+        {"a,\"b\"c,d\n", "extraneous or missing \" in quoted-field"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct ck_auth_tokens *t = NULL;
+        struct ck_err err = {0};
+        assert_int_equal(
+            ck_auth_tokens_parse("f.csv", cases[i].text, strlen(cases[i].text), &t, &err),
+            CK_EINVAL);
+        assert_null(t);
+        if (!strstr(err.msg, cases[i].msg))
+            fail_msg("case %zu: %s", i, err.msg);
+        assert_non_null(strstr(err.msg, "f.csv"));
+    }
+}
+
+static void test_token_file_load(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/ckube-tokens-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("t1,alice,u1,\"system:masters\"\n", f);
+    fclose(f);
+    struct ck_auth_tokens *t = NULL;
+    assert_int_equal(ck_auth_tokens_load(path, &t, NULL), 0);
+    struct ck_auth_user *u = ck_auth_tokens_authenticate(t, "t1");
+    assert_true(ck_auth_user_in_group(u, "system:masters"));
+    ck_auth_user_free(u);
+    ck_auth_tokens_free(t);
+    unlink(path);
+    struct ck_err err = {0};
+    assert_int_equal(ck_auth_tokens_load(path, &t, &err), CK_EIO);
+}
+
+static void test_anonymous_and_authenticated_groups(void **state)
+{
+    (void)state;
+    struct ck_auth_user *a = ck_auth_anonymous();
+    assert_string_equal(a->name, "system:anonymous");
+    static const char *const anon[] = {"system:unauthenticated"};
+    assert_groups(a, anon, 1);
+    /* the adder leaves the anonymous user alone */
+    assert_int_equal(ck_auth_mark_authenticated(a), 0);
+    assert_groups(a, anon, 1);
+    ck_auth_user_free(a);
+
+    struct ck_auth_user *u = ck_auth_user_new("jane", NULL);
+    assert_int_equal(ck_auth_user_add_group(u, "dev"), 0);
+    assert_int_equal(ck_auth_user_add_group(u, "dev"), 0);
+    assert_int_equal(ck_auth_mark_authenticated(u), 0);
+    assert_int_equal(ck_auth_mark_authenticated(u), 0);
+    static const char *const groups[] = {"dev", "system:authenticated"};
+    assert_groups(u, groups, 2);
+    assert_int_equal(ck_auth_user_add_extra(u, "k", "v1"), 0);
+    assert_int_equal(ck_auth_user_add_extra(u, "k", "v2"), 0);
+    struct ck_auth_user *c = ck_auth_user_copy(u);
+    assert_string_equal(c->uid, "");
+    assert_groups(c, groups, 2);
+    assert_int_equal(json_array_size(json_object_get(c->extra, "k")), 2);
+    ck_auth_user_free(u);
+    ck_auth_user_free(c);
+    assert_null(ck_auth_user_free(NULL));
+}
+
+static void test_cert_garbage_is_refused(void **state)
+{
+    (void)state;
+    struct ck_auth_user *u = NULL;
+    struct ck_err err = {0};
+    assert_int_equal(ck_auth_user_from_cert("garbage", 7, false, &u, &err), CK_EINVAL);
+    assert_int_equal(ck_auth_user_from_cert("garbage", 7, true, &u, &err), CK_EINVAL);
+    assert_null(u);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_token_file_users_uids_and_groups),
+        cmocka_unit_test(test_token_file_malformed_lines_fail_the_file),
+        cmocka_unit_test(test_token_file_load),
+        cmocka_unit_test(test_anonymous_and_authenticated_groups),
+        cmocka_unit_test(test_cert_garbage_is_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
