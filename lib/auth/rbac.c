@@ -9,13 +9,16 @@
  * ck_rbac_policy_new() reads the four kinds' objects once: every role's
  * rules are deep-copied and compiled into arrays of borrowed strings
  * (struct crule), ClusterRoles with an aggregationRule first get the union
- * of what they select, and every binding becomes a `grant` (the namespace it
- * applies in, or none for cluster-wide, and the role it points at) filed
- * under each of its subjects in one of two maps, users and groups. A
- * ServiceAccount subject is filed as the user system:serviceaccount:NS:NAME,
- * which is the name its tokens authenticate as. A decision is then one map
- * lookup for the user and one per group, and a walk over the grants found:
- * its cost does not grow with the number of bindings for other subjects.
+ * of what they select, and every binding becomes a `grant` (the role it
+ * points at) filed under each of its subjects in one of two maps, users and
+ * groups, keyed by "NAMESPACE/SUBJECT" for a RoleBinding and "/SUBJECT" for
+ * a ClusterRoleBinding (a namespace never contains '/' and is never empty).
+ * A ServiceAccount subject is filed as the user system:serviceaccount:NS:NAME,
+ * which is the name its tokens authenticate as. A decision is then two map
+ * lookups for the user and two per group (cluster-wide, then the request's
+ * namespace) and a walk over the grants found: its cost grows neither with
+ * the bindings of other subjects nor with a subject's bindings in other
+ * namespaces.
  *
  * A binding to a role that does not exist grants nothing; its "not found"
  * sentence is kept and becomes the denial's reason, as RBAC reports rule
@@ -166,14 +169,39 @@ static int add_role(struct ck__strmap *map, const char *key, const json_t *rules
     return crole_compile(e->value, rules);
 }
 
-static int add_grant(struct ck__strmap *map, const char *subject, const struct grant *g)
+/*
+ * The index key of subject in namespace ns ("" or NULL: cluster-wide), in buf
+ * when it fits, else in a new string stored in *heap for the caller to free.
+ */
+static const char *index_key(char *buf, size_t size, const char *ns, const char *subject,
+                             char **heap)
 {
-    struct ck__strmap_entry *e = ck__strmap_find(map, subject);
-    if (!e) {
-        e = ck__strmap_insert(map, subject, sizeof(struct grants));
-        if (!e)
-            return CK_ENOMEM;
-    }
+    *heap = NULL;
+    size_t nl = ns ? strlen(ns) : 0, sl = strlen(subject);
+    char *out = nl + sl + 2 <= size ? buf : (*heap = ck__malloc(nl + sl + 2));
+    if (!out)
+        return NULL;
+    /* memcpy, not snprintf: this runs twice per subject on every decision */
+    if (nl)
+        memcpy(out, ns, nl);
+    out[nl] = '/';
+    memcpy(out + nl + 1, subject, sl + 1);
+    return out;
+}
+
+static int add_grant(struct ck__strmap *map, const char *ns, const char *subject,
+                     const struct grant *g)
+{
+    char buf[512], *heap;
+    const char *key = index_key(buf, sizeof(buf), ns, subject, &heap);
+    if (!key)
+        return CK_ENOMEM;
+    struct ck__strmap_entry *e = ck__strmap_find(map, key);
+    if (!e)
+        e = ck__strmap_insert(map, key, sizeof(struct grants));
+    free(heap);
+    if (!e)
+        return CK_ENOMEM;
     struct grants *gs = e->value;
     if (gs->n == gs->cap) {
         size_t cap = gs->cap ? gs->cap * 2 : 4;
@@ -235,9 +263,9 @@ static int add_binding(struct ck_rbac_policy *p, const json_t *b, const char *ns
             continue;
         int rc = 0;
         if (strcmp(skind, "User") == 0) {
-            rc = add_grant(&p->users, sname, &g);
+            rc = add_grant(&p->users, ns, sname, &g);
         } else if (strcmp(skind, "Group") == 0) {
-            rc = add_grant(&p->groups, sname, &g);
+            rc = add_grant(&p->groups, ns, sname, &g);
         } else if (strcmp(skind, "ServiceAccount") == 0) {
             /* An unqualified account is one of the binding's own namespace. */
             const char *sns = json_string_value(json_object_get(s, "namespace"));
@@ -246,7 +274,7 @@ static int add_binding(struct ck_rbac_policy *p, const json_t *b, const char *ns
             if (!sns || !*sns)
                 continue;
             snprintf(buf, sizeof(buf), "%s%s:%s", CK_AUTH_SERVICEACCOUNT_USER, sns, sname);
-            rc = add_grant(&p->users, buf, &g);
+            rc = add_grant(&p->users, ns, buf, &g);
         }
         if (rc)
             return rc;
@@ -549,10 +577,25 @@ static bool visit_grants(const struct grants *gs, struct visit *v, const char *n
     return false;
 }
 
-static const struct grants *lookup(const struct ck__strmap *m, const char *key)
+/* The grants of subject cluster-wide (ns NULL) or in namespace ns. */
+static const struct grants *lookup(const struct ck__strmap *m, const char *ns, const char *subject)
 {
-    struct ck__strmap_entry *e = ck__strmap_find(m, key);
+    char buf[512], *heap;
+    const char *key = index_key(buf, sizeof(buf), ns, subject, &heap);
+    struct ck__strmap_entry *e = key ? ck__strmap_find(m, key) : NULL;
+    free(heap);
     return e ? e->value : NULL;
+}
+
+/* Visits the grants of one subject: cluster-wide ones, then those of ns. */
+static bool visit_subject(const struct ck__strmap *m, const char *subject, struct visit *v,
+                          const char *ns)
+{
+    const struct grants *gs = lookup(m, NULL, subject);
+    if (gs && visit_grants(gs, v, ns))
+        return true;
+    gs = ns ? lookup(m, ns, subject) : NULL;
+    return gs && visit_grants(gs, v, ns);
 }
 
 enum ck_rbac_decision ck_rbac_authorize(const struct ck_rbac_policy *policy,
@@ -567,14 +610,11 @@ enum ck_rbac_decision ck_rbac_authorize(const struct ck_rbac_policy *policy,
         reason[0] = '\0';
     if (!u || !req->verb)
         return CK_RBAC_NO_OPINION;
-    const struct grants *gs = lookup(&policy->users, u->name);
-    if (gs && visit_grants(gs, &v, ns))
+    if (visit_subject(&policy->users, u->name, &v, ns))
         return CK_RBAC_ALLOW;
-    for (size_t i = 0; i < u->n_groups; i++) {
-        gs = lookup(&policy->groups, u->groups[i]);
-        if (gs && visit_grants(gs, &v, ns))
+    for (size_t i = 0; i < u->n_groups; i++)
+        if (visit_subject(&policy->groups, u->groups[i], &v, ns))
             return CK_RBAC_ALLOW;
-    }
     if (reason && size && v.n_reasons) {
         /* utilerrors.Aggregate's form: one error alone, several in brackets. */
         size_t off = (size_t)snprintf(reason, size, "RBAC: %s", v.n_reasons > 1 ? "[" : "");
@@ -661,10 +701,12 @@ json_t *ck_rbac_rules_for(const struct ck_rbac_policy *policy, const struct ck_a
     if (!out || !user)
         return out;
     const char *ns = namespace && *namespace ? namespace : NULL;
-    if (append_role_rules(out, lookup(&policy->users, user->name), ns))
+    if (append_role_rules(out, lookup(&policy->users, NULL, user->name), ns) ||
+        (ns && append_role_rules(out, lookup(&policy->users, ns, user->name), ns)))
         goto fail;
     for (size_t i = 0; i < user->n_groups; i++)
-        if (append_role_rules(out, lookup(&policy->groups, user->groups[i]), ns))
+        if (append_role_rules(out, lookup(&policy->groups, NULL, user->groups[i]), ns) ||
+            (ns && append_role_rules(out, lookup(&policy->groups, ns, user->groups[i]), ns)))
             goto fail;
     return out;
 fail:
