@@ -338,8 +338,9 @@ struct ck_pki {
  * Creates what is missing, renews what is near expiry or no longer valid
  * for the SANs asked for (the serving certificate when the listen address
  * changed), and checks what it reuses: a user's certificate must load with
- * its key. Keys are ECDSA P-256 and written 0600; a CA lives ten years,
- * leaves one year. Fills *ret (release it with ck_pki_release).
+ * its key. Certificate keys are ECDSA P-256, the service-account key RSA
+ * 2048 (RS256); keys are written 0600; a CA lives ten years, leaves one year. Fills *ret (release
+ * it with ck_pki_release).
  */
 int ck_pki_ensure(const struct ck_pki_options *opts, struct ck_pki *ret, struct ck_err *reterr);
 

@@ -152,7 +152,7 @@ static void test_first_start_creates_everything_private_keys_0600(void **state)
     /* the service-account key signs tokens */
     struct ck_auth_sa_key *sa = NULL;
     assert_int_equal(ck_auth_sa_key_load(p.sa_key, &sa, NULL), 0);
-    assert_string_equal(ck_auth_sa_key_alg(sa), "ES256");
+    assert_string_equal(ck_auth_sa_key_alg(sa), "RS256");
     ck_auth_sa_key_free(sa);
     ck_pki_release(&p);
 }
