@@ -23,6 +23,7 @@
  * kubernetes.io/bootstrapping=rbac-defaults and the annotation
  * rbac.authorization.kubernetes.io/autoupdate=true, as Kubernetes does.
  *
+ * Tests: tests/auth/test_rbac.c (test_bootstrap_policy).
  * Threading: pure; every call returns new objects.
  */
 #include <string.h>

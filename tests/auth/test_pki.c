@@ -11,9 +11,11 @@
 
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -277,6 +279,110 @@ static void test_own_files_are_checked_and_used(void **state)
     assert_int_equal(ck_pki_ensure(&o, &p, &err), CK_EIO);
 }
 
+/* ---- a real handshake with what the PKI made -------------------------------- */
+
+struct server {
+    int fd;
+    gnutls_certificate_credentials_t cred;
+    int rc;
+    struct ck_auth_user *user;
+};
+
+static void *serve_one(void *arg)
+{
+    struct server *s = arg;
+    gnutls_session_t sess;
+    gnutls_init(&sess, GNUTLS_SERVER);
+    gnutls_set_default_priority(sess);
+    gnutls_credentials_set(sess, GNUTLS_CRD_CERTIFICATE, s->cred);
+    gnutls_certificate_server_set_request(sess, GNUTLS_CERT_REQUIRE);
+    gnutls_transport_set_int(sess, s->fd);
+    do
+        s->rc = gnutls_handshake(sess);
+    while (s->rc < 0 && !gnutls_error_is_fatal(s->rc));
+    if (s->rc == 0) {
+        unsigned status = 1, n = 0;
+        s->rc = gnutls_certificate_verify_peers2(sess, &status);
+        const gnutls_datum_t *chain = gnutls_certificate_get_peers(sess, &n);
+        if (s->rc == 0 && status == 0 && n > 0)
+            s->rc = ck_auth_user_from_cert(chain[0].data, chain[0].size, false, &s->user, NULL);
+        else
+            s->rc = -1;
+    }
+    gnutls_deinit(sess);
+    return NULL;
+}
+
+static int client_handshake(const struct ck_pki *p, const char *host, int fd)
+{
+    gnutls_certificate_credentials_t cred;
+    gnutls_certificate_allocate_credentials(&cred);
+    gnutls_certificate_set_x509_trust_file(cred, p->ca_cert, GNUTLS_X509_FMT_PEM);
+    gnutls_certificate_set_x509_key_file(cred, p->admin_cert, p->admin_key, GNUTLS_X509_FMT_PEM);
+    gnutls_session_t sess;
+    gnutls_init(&sess, GNUTLS_CLIENT);
+    gnutls_set_default_priority(sess);
+    gnutls_credentials_set(sess, GNUTLS_CRD_CERTIFICATE, cred);
+    gnutls_session_set_verify_cert(sess, host, 0);
+    gnutls_transport_set_int(sess, fd);
+    int rc;
+    do
+        rc = gnutls_handshake(sess);
+    while (rc < 0 && !gnutls_error_is_fatal(rc));
+    gnutls_deinit(sess);
+    gnutls_certificate_free_credentials(cred);
+    return rc;
+}
+
+/* One handshake against a server with the PKI's serving pair and client CA. */
+static int handshake(const struct ck_pki *p, const char *host, struct ck_auth_user **ret_user)
+{
+    int fds[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    struct server s = {.fd = fds[0]};
+    gnutls_certificate_allocate_credentials(&s.cred);
+    assert_true(gnutls_certificate_set_x509_key_file(s.cred, p->server_cert, p->server_key,
+                                                     GNUTLS_X509_FMT_PEM) >= 0);
+    assert_true(gnutls_certificate_set_x509_trust_file(s.cred, p->client_ca, GNUTLS_X509_FMT_PEM) >
+                0);
+    pthread_t t;
+    pthread_create(&t, NULL, serve_one, &s);
+    int rc = client_handshake(p, host, fds[1]);
+    close(fds[1]); /* a client that gave up must not leave the server waiting */
+    pthread_join(t, NULL);
+    close(fds[0]);
+    gnutls_certificate_free_credentials(s.cred);
+    if (rc == 0 && s.rc != 0)
+        rc = s.rc;
+    *ret_user = s.user;
+    return rc;
+}
+
+static void test_tls_handshake_with_the_generated_pki(void **state)
+{
+    (void)state;
+    struct ck_pki_options o = opts_at((long long)time(NULL), "10.0.0.5");
+    o.dir = in_dir("", "live");
+    struct ck_pki p;
+    assert_int_equal(ck_pki_ensure(&o, &p, NULL), 0);
+    struct ck_auth_user *u = NULL;
+    static const char *const hosts[] = {
+        "localhost", "127.0.0.1", "::1", "10.0.0.5", "kubernetes.default.svc", "api.example.com"};
+    for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+        int rc = handshake(&p, hosts[i], &u);
+        if (rc)
+            fail_msg("%s: %s", hosts[i], gnutls_strerror(rc));
+        /* the server sees the admin's certificate as kubernetes-admin in system:masters */
+        assert_string_equal(u->name, "kubernetes-admin");
+        assert_true(ck_auth_user_in_group(u, "system:masters"));
+        u = ck_auth_user_free(u);
+    }
+    /* a name the certificate does not carry fails the client's verification */
+    assert_true(handshake(&p, "evil.example.com", &u) < 0);
+    ck_auth_user_free(u);
+    ck_pki_release(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_near_expiry_and_changes_renew_leaves_not_the_ca),
         cmocka_unit_test(test_component_client_certificates),
         cmocka_unit_test(test_own_files_are_checked_and_used),
+        cmocka_unit_test(test_tls_handshake_with_the_generated_pki),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,16 +1,17 @@
 /*
- * clusterrole.c - the ClusterRole kind (rbac.authorization.k8s.io/v1): a cluster-wide set of
- * permissions, usable in one namespace through a RoleBinding; with an aggregationRule its rules are
- * the union of the ClusterRoles it selects (the aggregation itself is libckube-auth's
- * ck_rbac_aggregate()).
+ * clusterrole.c - the ClusterRole kind (rbac.authorization.k8s.io/v1): a
+ * cluster-wide set of permissions, usable in one namespace through a
+ * RoleBinding. With an aggregationRule its rules are the union of those of
+ * the ClusterRoles it selects (libckube-auth's ck_rbac_aggregate()).
  *
- * Mirrors Kubernetes' pkg/registry/rbac/clusterrole: names are path segments
- * (system:kube-scheduler is valid), every rule is validated as
- * ValidatePolicyRule does, and an aggregationRule needs a selector, and kubectl prints NAME and
- * CREATED AT. The escalation check on writes needs the requesting user and
- * the RBAC policy, so it lives with the authorizer in libckube-auth
- * (ck_rbac_check_role_write()), not here.
+ * Mirrors Kubernetes' pkg/registry/rbac/clusterrole: names are path
+ * segments (system:kube-scheduler is valid), every rule is validated as
+ * ValidatePolicyRule does, an aggregationRule needs a valid selector, and
+ * kubectl prints NAME and CREATED AT. The escalation check on writes needs
+ * the requesting user and the RBAC policy, so it lives with the authorizer
+ * in libckube-auth (ck_rbac_check_role_write()), not here.
  *
+ * Tests: tests/auth/test_kinds.c, tests/api/test_kinds.c.
  * Threading: the descriptor is static and immutable; the hooks are pure.
  */
 #include <stdio.h>

@@ -1,16 +1,18 @@
 /*
- * clusterrolebinding.c - the ClusterRoleBinding kind (rbac.authorization.k8s.io/v1): grants a
- * ClusterRole to users, groups and ServiceAccounts everywhere.
+ * clusterrolebinding.c - the ClusterRoleBinding kind
+ * (rbac.authorization.k8s.io/v1): grants a ClusterRole to users, groups and
+ * ServiceAccounts everywhere.
  *
- * Mirrors Kubernetes' pkg/registry/rbac/clusterrolebinding: roleRef.apiGroup and the
- * apiGroup of User and Group subjects default to rbac.authorization.k8s.io;
- * roleRef must name a ClusterRole and never changes once created
- * ("cannot change roleRef"); subjects are User, Group or ServiceAccount,
- * an account always with its namespace. kubectl prints NAME, ROLE
- * (Kind/name) and AGE, and with -o wide USERS, GROUPS and SERVICEACCOUNTS.
- * Whether the writer may grant that role at all (the bind/escalate check)
- * is libckube-auth's ck_rbac_check_binding_write().
+ * Mirrors Kubernetes' pkg/registry/rbac/clusterrolebinding: roleRef.apiGroup
+ * and the apiGroup of User and Group subjects default to
+ * rbac.authorization.k8s.io; roleRef must name a ClusterRole and never
+ * changes once created ("cannot change roleRef"); subjects are User, Group
+ * or ServiceAccount, an account always with its namespace. kubectl prints
+ * NAME, ROLE (Kind/name) and AGE, and with -o wide USERS, GROUPS and
+ * SERVICEACCOUNTS. Whether the writer may grant that role at all (the
+ * bind/escalate check) is libckube-auth's ck_rbac_check_binding_write().
  *
+ * Tests: tests/auth/test_kinds.c, tests/api/test_kinds.c.
  * Threading: the descriptor is static and immutable; the hooks are pure.
  */
 #include "../internal.h"

@@ -10,6 +10,7 @@
  * printRoleBinding (CREATED AT as RFC 3339; ROLE as Kind/name; USERS,
  * GROUPS and SERVICEACCOUNTS comma-joined, accounts as namespace/name).
  *
+ * Tests: tests/auth/test_kinds.c, tests/api/test_kinds.c.
  * Threading: pure functions.
  */
 #include <stdio.h>

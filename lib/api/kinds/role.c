@@ -1,13 +1,15 @@
 /*
- * role.c - the Role kind (rbac.authorization.k8s.io/v1): a namespaced set of permissions.
+ * role.c - the Role kind (rbac.authorization.k8s.io/v1): a namespaced set
+ * of permissions.
  *
  * Mirrors Kubernetes' pkg/registry/rbac/role: names are path segments
  * (system:kube-scheduler is valid), every rule is validated as
- * ValidatePolicyRule does (no non-resource URLs in a namespace), and kubectl prints NAME and
- * CREATED AT. The escalation check on writes needs the requesting user and
- * the RBAC policy, so it lives with the authorizer in libckube-auth
- * (ck_rbac_check_role_write()), not here.
+ * ValidatePolicyRule does (no non-resource URLs in a namespace), and kubectl
+ * prints NAME and CREATED AT. The escalation check on writes needs the
+ * requesting user and the RBAC policy, so it lives with the authorizer in
+ * libckube-auth (ck_rbac_check_role_write()), not here.
  *
+ * Tests: tests/auth/test_kinds.c, tests/api/test_kinds.c.
  * Threading: the descriptor is static and immutable; the hooks are pure.
  */
 #include "../internal.h"

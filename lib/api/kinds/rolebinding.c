@@ -1,16 +1,19 @@
 /*
- * rolebinding.c - the RoleBinding kind (rbac.authorization.k8s.io/v1): grants a Role or a
- * ClusterRole to users, groups and ServiceAccounts within its namespace.
+ * rolebinding.c - the RoleBinding kind (rbac.authorization.k8s.io/v1):
+ * grants a Role or a ClusterRole to users, groups and ServiceAccounts
+ * within its namespace.
  *
- * Mirrors Kubernetes' pkg/registry/rbac/rolebinding: roleRef.apiGroup and the
- * apiGroup of User and Group subjects default to rbac.authorization.k8s.io;
- * roleRef must name a Role or ClusterRole and never changes once created
- * ("cannot change roleRef"); subjects are User, Group or ServiceAccount (an
- * account without namespace is one of the binding's). kubectl prints NAME, ROLE
- * (Kind/name) and AGE, and with -o wide USERS, GROUPS and SERVICEACCOUNTS.
- * Whether the writer may grant that role at all (the bind/escalate check)
- * is libckube-auth's ck_rbac_check_binding_write().
+ * Mirrors Kubernetes' pkg/registry/rbac/rolebinding: roleRef.apiGroup and
+ * the apiGroup of User and Group subjects default to
+ * rbac.authorization.k8s.io; roleRef must name a Role or ClusterRole and
+ * never changes once created ("cannot change roleRef"); subjects are User,
+ * Group or ServiceAccount (an account without namespace is one of the
+ * binding's). kubectl prints NAME, ROLE (Kind/name) and AGE, and with -o
+ * wide USERS, GROUPS and SERVICEACCOUNTS. Whether the writer may grant that
+ * role at all (the bind/escalate check) is libckube-auth's
+ * ck_rbac_check_binding_write().
  *
+ * Tests: tests/auth/test_kinds.c, tests/api/test_kinds.c.
  * Threading: the descriptor is static and immutable; the hooks are pure.
  */
 #include "../internal.h"

@@ -9,6 +9,7 @@
  * subdomains, short name sa, and kubectl prints NAME, SECRETS (how many
  * secrets it lists) and AGE.
  *
+ * Tests: tests/auth/test_kinds.c, tests/api/test_kinds.c.
  * Threading: the descriptor is static and immutable; the hooks are pure.
  */
 #include "../internal.h"
