@@ -317,8 +317,11 @@ json_t *ck_rbac_aggregate(const json_t *role, const json_t *cluster_roles)
     json_array_foreach(selectors, si, sel)
     {
         struct ck_label_selector *ls = NULL;
-        if (ck_label_selector_from_object(sel, &ls, NULL))
-            continue;
+        int rc = ck_label_selector_from_object(sel, &ls, NULL);
+        if (rc == CK_ENOMEM)
+            goto fail;
+        if (rc)
+            continue; /* an invalid selector selects nothing (validation refuses it) */
         /* An empty selector would select every role: Kubernetes skips it too. */
         if (ck_label_selector_is_empty(ls)) {
             ck_label_selector_free(ls);

@@ -13,6 +13,8 @@
 
 #include <ckube/auth.h>
 
+#include "ckube/internal/util.h"
+
 static struct ck_auth_tokens *parse_ok(const char *text)
 {
     struct ck_auth_tokens *t = NULL;
@@ -159,6 +161,30 @@ static void test_cert_garbage_is_refused(void **state)
     assert_null(u);
 }
 
+static void test_token_file_allocation_failure_is_clean(void **state)
+{
+    (void)state;
+    static const char text[] = "s3cret,jane,1001,\"dev,ops\"\nabc,bob,1002\ndup,a,1\ndup,b,2\n";
+    int rc = CK_ENOMEM;
+    unsigned long n;
+    for (n = 1; rc == CK_ENOMEM; n++) {
+        struct ck_auth_tokens *t = NULL;
+        ck__alloc_fail_at(n, true);
+        rc = ck_auth_tokens_parse("f", text, strlen(text), &t, NULL);
+        struct ck_auth_user *u = rc == 0 ? ck_auth_tokens_authenticate(t, "s3cret") : NULL;
+        ck__alloc_fail_at(0, false);
+        if (rc == 0) {
+            assert_int_equal(ck_auth_tokens_count(t), 3);
+            ck_auth_user_free(u);
+            ck_auth_tokens_free(t);
+        } else {
+            assert_int_equal(rc, CK_ENOMEM);
+            assert_null(t);
+        }
+    }
+    assert_true(n > 10);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +193,7 @@ int main(void)
         cmocka_unit_test(test_token_file_load),
         cmocka_unit_test(test_anonymous_and_authenticated_groups),
         cmocka_unit_test(test_cert_garbage_is_refused),
+        cmocka_unit_test(test_token_file_allocation_failure_is_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,8 @@
 
 #include <ckube/auth.h>
 
+#include "ckube/internal/util.h"
+
 /* ---- builders -------------------------------------------------------------- */
 
 /* A JSON array from a comma-separated list ("" is one empty string, NULL none). */
@@ -681,6 +683,39 @@ static void test_policy_outlives_its_inputs_and_refs(void **state)
     assert_null(ck_rbac_policy_unref(NULL));
 }
 
+/* SQLite's faultsim: fail the Nth allocation (jansson's too) until the build succeeds. */
+static void test_policy_allocation_failure_is_clean(void **state)
+{
+    (void)state;
+    json_t *crs = NULL, *crbs = NULL;
+    assert_int_equal(ck_rbac_bootstrap(&crs, &crbs, NULL), 0);
+    json_t *rbs = json_pack("[o,o]", binding("ns1", "a", "ClusterRole", "view", "User:jane"),
+                            binding("ns1", "b", "ClusterRole", "ghost", "ServiceAccount:robot"));
+    json_set_alloc_funcs(ck__malloc, free);
+    int rc = CK_ENOMEM;
+    unsigned long n;
+    for (n = 1; rc == CK_ENOMEM; n++) {
+        struct ck_rbac_policy *p = NULL;
+        ck__alloc_fail_at(n, true);
+        rc = ck_rbac_policy_new(NULL, crs, rbs, crbs, &p, NULL);
+        ck__alloc_fail_at(0, false);
+        if (rc == 0) {
+            static const struct req_case pass[] = {
+                {"jane", NULL, "list", "", "pods", NULL, NULL, "ns1", NULL}};
+            check(p, pass, 1, NULL, 0);
+            ck_rbac_policy_unref(p);
+        } else {
+            assert_int_equal(rc, CK_ENOMEM);
+            assert_null(p);
+        }
+    }
+    json_set_alloc_funcs(malloc, free);
+    assert_true(n > 100); /* it did fail along the way, many times */
+    json_decref(crs);
+    json_decref(crbs);
+    json_decref(rbs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -698,6 +733,7 @@ int main(void)
         cmocka_unit_test(test_role_write_needs_the_rules_or_escalate),
         cmocka_unit_test(test_binding_write_needs_the_rules_or_bind),
         cmocka_unit_test(test_policy_outlives_its_inputs_and_refs),
+        cmocka_unit_test(test_policy_allocation_failure_is_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
