@@ -59,8 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < 2; i++) {
         struct ck_auth_user *u = NULL;
         json_t *claims = NULL;
-        if (ck_auth_jwt_verify(keys[i], token, "https://kubernetes.default.svc", aud, 1,
-                               1700000000, &u, &claims, &err) == 0)
+        if (ck_auth_jwt_verify(keys[i], token, "https://kubernetes.default.svc", aud, 1, 1700000000,
+                               &u, &claims, &err) == 0)
             abort(); /* a forged token verified */
         if (u || claims)
             abort();
