@@ -213,6 +213,25 @@ int ck_rbac_policy_new(const json_t *roles, const json_t *cluster_roles,
 struct ck_rbac_policy *ck_rbac_policy_ref(struct ck_rbac_policy *policy);
 struct ck_rbac_policy *ck_rbac_policy_unref(struct ck_rbac_policy *policy);
 
+/*
+ * Where the server keeps the policy requests are decided with: the current
+ * policy, swapped whole when RBAC objects change (a watcher builds the new
+ * one off to the side). A request takes a reference to the policy current
+ * when it starts and decides everything with it; a swap never waits for
+ * requests, and an old policy is freed when its last request drops it.
+ */
+struct ck_rbac_authorizer;
+
+/* Starts with policy (ownership taken; may be NULL: every request denied). */
+struct ck_rbac_authorizer *ck_rbac_authorizer_new(struct ck_rbac_policy *policy);
+struct ck_rbac_authorizer *ck_rbac_authorizer_free(struct ck_rbac_authorizer *a);
+
+/* The current policy with a reference the caller drops with ck_rbac_policy_unref(); or NULL. */
+struct ck_rbac_policy *ck_rbac_authorizer_current(struct ck_rbac_authorizer *a);
+
+/* Makes policy (ownership taken) the current one and drops the authorizer's old reference. */
+void ck_rbac_authorizer_swap(struct ck_rbac_authorizer *a, struct ck_rbac_policy *policy);
+
 enum ck_rbac_decision {
     CK_RBAC_NO_OPINION, /* Kubernetes' DecisionNoOpinion: with RBAC alone, a denial */
     CK_RBAC_ALLOW,

@@ -26,10 +26,15 @@
  * found").
  *
  * Threading: a policy never changes after ck_rbac_policy_new() returns; any
- * thread may read it. Its refcount is atomic: whoever swaps in a new policy
- * (lib/featuregate's pattern) unrefs the old one, which lives on while a
- * request still holds a reference.
+ * thread may read it. Its refcount is atomic. struct ck_rbac_authorizer
+ * holds the current one: a swap publishes a new policy and unrefs the old
+ * one, which lives on while a request still holds a reference. Taking that
+ * reference is the one step that must not race with the swap's unref (a
+ * bare atomic load could return a policy freed before its count goes up),
+ * so it happens under a mutex held for a pointer read and an increment;
+ * decisions themselves never lock.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -482,6 +487,52 @@ struct ck_rbac_policy *ck_rbac_policy_unref(struct ck_rbac_policy *policy)
     if (policy && atomic_fetch_sub_explicit(&policy->refs, 1, memory_order_acq_rel) == 1)
         policy_free(policy);
     return NULL;
+}
+
+/* ---- the current policy ------------------------------------------------------ */
+
+struct ck_rbac_authorizer {
+    pthread_mutex_t mu; /* guards cur for the read-and-ref and for the swap */
+    struct ck_rbac_policy *cur;
+};
+
+struct ck_rbac_authorizer *ck_rbac_authorizer_new(struct ck_rbac_policy *policy)
+{
+    struct ck_rbac_authorizer *a = ck__calloc(1, sizeof(*a));
+    if (!a) {
+        ck_rbac_policy_unref(policy);
+        return NULL;
+    }
+    pthread_mutex_init(&a->mu, NULL);
+    a->cur = policy;
+    return a;
+}
+
+struct ck_rbac_authorizer *ck_rbac_authorizer_free(struct ck_rbac_authorizer *a)
+{
+    if (!a)
+        return NULL;
+    ck_rbac_policy_unref(a->cur);
+    pthread_mutex_destroy(&a->mu);
+    free(a);
+    return NULL;
+}
+
+struct ck_rbac_policy *ck_rbac_authorizer_current(struct ck_rbac_authorizer *a)
+{
+    pthread_mutex_lock(&a->mu);
+    struct ck_rbac_policy *p = ck_rbac_policy_ref(a->cur);
+    pthread_mutex_unlock(&a->mu);
+    return p;
+}
+
+void ck_rbac_authorizer_swap(struct ck_rbac_authorizer *a, struct ck_rbac_policy *policy)
+{
+    pthread_mutex_lock(&a->mu);
+    struct ck_rbac_policy *old = a->cur;
+    a->cur = policy;
+    pthread_mutex_unlock(&a->mu);
+    ck_rbac_policy_unref(old); /* outside the lock: freeing a policy takes a while */
 }
 
 /* ---- the decision -------------------------------------------------------- */

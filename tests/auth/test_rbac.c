@@ -7,6 +7,8 @@
  */
 #include "cktest.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -687,17 +689,30 @@ static void test_policy_outlives_its_inputs_and_refs(void **state)
 static void test_policy_allocation_failure_is_clean(void **state)
 {
     (void)state;
-    json_t *crs = NULL, *crbs = NULL;
-    assert_int_equal(ck_rbac_bootstrap(&crs, &crbs, NULL), 0);
-    json_t *rbs = json_pack("[o,o]", binding("ns1", "a", "ClusterRole", "view", "User:jane"),
-                            binding("ns1", "b", "ClusterRole", "ghost", "ServiceAccount:robot"));
+    /* small, but with every path: aggregation, a Role, a missing role, each subject kind */
+    json_t *view =
+        json_pack("{s:{s:s},s:{s:[{s:{s:s}}]}}", "metadata", "name", "view", "aggregationRule",
+                  "clusterRoleSelectors", "matchLabels", "agg", "view");
+    json_t *part = role_obj(
+        "ClusterRole", NULL, "part",
+        json_pack("[o,o]", rule("list", "", "pods", NULL), rule("get", NULL, NULL, "/healthz")));
+    json_object_set_new(json_object_get(part, "metadata"), "labels",
+                        json_pack("{s:s}", "agg", "view"));
+    json_t *crs = json_pack("[o,o]", view, part);
+    json_t *roles =
+        json_pack("[o]", role_obj("Role", "ns1", "r",
+                                  json_pack("[o]", named(rule("get", "", "secrets", NULL), "s"))));
+    json_t *crbs = json_pack("[o]", binding(NULL, "c", "ClusterRole", "part", "Group:devs"));
+    json_t *rbs = json_pack("[o,o,o]", binding("ns1", "a", "ClusterRole", "view", "User:jane"),
+                            binding("ns1", "b", "ClusterRole", "ghost", "ServiceAccount:robot"),
+                            binding("ns1", "d", "Role", "r", "User:jane"));
     json_set_alloc_funcs(ck__malloc, free);
     int rc = CK_ENOMEM;
     unsigned long n;
     for (n = 1; rc == CK_ENOMEM; n++) {
         struct ck_rbac_policy *p = NULL;
         ck__alloc_fail_at(n, true);
-        rc = ck_rbac_policy_new(NULL, crs, rbs, crbs, &p, NULL);
+        rc = ck_rbac_policy_new(roles, crs, rbs, crbs, &p, NULL);
         ck__alloc_fail_at(0, false);
         if (rc == 0) {
             static const struct req_case pass[] = {
@@ -710,10 +725,78 @@ static void test_policy_allocation_failure_is_clean(void **state)
         }
     }
     json_set_alloc_funcs(malloc, free);
-    assert_true(n > 100); /* it did fail along the way, many times */
+    assert_true(n > 50); /* it did fail along the way, many times */
+    json_decref(roles);
     json_decref(crs);
     json_decref(crbs);
     json_decref(rbs);
+}
+
+/* ---- the current policy under concurrent swaps ------------------------------- */
+
+static struct ck_rbac_policy *versioned_policy(int version)
+{
+    /* every version lets jane get pods; odd ones let her get secrets too */
+    json_t *rules = json_pack("[o]", rule("get", "", version % 2 ? "pods,secrets" : "pods", NULL));
+    return policy(NULL, json_pack("[o]", role_obj("ClusterRole", NULL, "r", rules)),
+                  json_pack("[o]", binding("ns", "b", "ClusterRole", "r", "User:jane")), NULL);
+}
+
+struct reader {
+    struct ck_rbac_authorizer *a;
+    atomic_bool *stop;
+    long decisions;
+    bool wrong;
+};
+
+static void *read_loop(void *arg)
+{
+    struct reader *r = arg;
+    struct ck_auth_user *jane = user("jane", NULL);
+    struct ck_rbac_request q = {.user = jane,
+                                .verb = "get",
+                                .is_resource_request = true,
+                                .api_group = "",
+                                .resource = "pods",
+                                .namespace = "ns"};
+    while (!atomic_load(r->stop) || r->decisions < 1000) {
+        struct ck_rbac_policy *p = ck_rbac_authorizer_current(r->a);
+        for (int i = 0; i < 10; i++)
+            r->wrong = r->wrong || ck_rbac_authorize(p, &q, NULL, 0) != CK_RBAC_ALLOW;
+        ck_rbac_policy_unref(p);
+        r->decisions += 10;
+    }
+    ck_auth_user_free(jane);
+    return NULL;
+}
+
+static void test_swaps_never_pull_a_policy_from_under_a_request(void **state)
+{
+    (void)state;
+    struct ck_rbac_authorizer *a = ck_rbac_authorizer_new(versioned_policy(0));
+    atomic_bool stop = false;
+    struct reader readers[2] = {{.a = a, .stop = &stop}, {.a = a, .stop = &stop}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, read_loop, &readers[i]);
+    for (int v = 1; v <= 300; v++)
+        ck_rbac_authorizer_swap(a, versioned_policy(v));
+    atomic_store(&stop, true);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        assert_false(readers[i].wrong);
+        assert_true(readers[i].decisions >= 1000);
+    }
+    /* the last swap is what a new request sees */
+    struct ck_rbac_policy *p = ck_rbac_authorizer_current(a);
+    static const struct req_case fail[] = {
+        {"jane", NULL, "get", "", "secrets", NULL, NULL, "ns", NULL}};
+    check(p, NULL, 0, fail, 1);
+    ck_rbac_policy_unref(p);
+    assert_null(ck_rbac_authorizer_free(a));
+    a = ck_rbac_authorizer_new(NULL);
+    assert_null(ck_rbac_authorizer_current(a));
+    ck_rbac_authorizer_free(a);
 }
 
 int main(void)
@@ -734,6 +817,7 @@ int main(void)
         cmocka_unit_test(test_binding_write_needs_the_rules_or_bind),
         cmocka_unit_test(test_policy_outlives_its_inputs_and_refs),
         cmocka_unit_test(test_policy_allocation_failure_is_clean),
+        cmocka_unit_test(test_swaps_never_pull_a_policy_from_under_a_request),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
