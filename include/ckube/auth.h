@@ -176,6 +176,40 @@ int ck_auth_jwt_verify(const struct ck_auth_sa_key *key, const char *token, cons
                        const char *const *audiences, size_t n_audiences, long long now,
                        struct ck_auth_user **ret_user, json_t **ret_claims, struct ck_err *reterr);
 
+/* ---- the request authenticator (authn.c) ------------------------------------ */
+
+/* What the server accepts as credentials. Everything borrowed; NULL/0 turns a source off. */
+struct ck_auth_config {
+    const struct ck_auth_tokens *tokens; /* --token-auth-file */
+    const struct ck_auth_sa_key *sa_key; /* ServiceAccount token verification */
+    const char *sa_issuer;               /* --service-account-issuer */
+    const char *const *api_audiences;    /* --api-audiences; default: the issuer */
+    size_t n_api_audiences;
+    bool anonymous; /* --anonymous-auth (Kubernetes' default: true) */
+};
+
+/* The credentials of one request. */
+struct ck_auth_credentials {
+    const char *authorization; /* the Authorization header, or NULL */
+    const void *peer_cert_der; /* the client certificate the TLS layer verified, or NULL */
+    size_t peer_cert_len;
+    long long now; /* Unix seconds, for token expiry */
+};
+
+/*
+ * kube-apiserver's authentication chain for one request: a verified client
+ * certificate, else a bearer token (`Authorization: Bearer T`, the scheme in
+ * any case) tried against the token file and then as a ServiceAccount JWT,
+ * else the anonymous user when allowed. A bearer token no source accepts is
+ * refused even when anonymous requests are allowed, as Kubernetes refuses
+ * it. Returns 0 and a new user (system:authenticated added), or CK_EPERM for
+ * a 401 with the reason in reterr (for the log; the client sees only
+ * "Unauthorized").
+ */
+int ck_auth_authenticate(const struct ck_auth_config *config,
+                         const struct ck_auth_credentials *creds, struct ck_auth_user **ret_user,
+                         struct ck_err *reterr);
+
 /* ---- RBAC (rbac.c) --------------------------------------------------------- */
 
 /* What the authorizer is asked (authorizer.Attributes). Strings borrowed. */

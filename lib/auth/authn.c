@@ -7,7 +7,9 @@
  * values), the token-file authenticator (pkg/authentication/token/tokenfile:
  * a CSV of token,user,uid[,"g1,g2"] read with Go's encoding/csv, leading
  * spaces trimmed, at least three fields per record), the anonymous
- * authenticator and the authenticated-group adder.
+ * authenticator, the authenticated-group adder, the bearer-token header
+ * reader (pkg/authentication/request/bearertoken) and the union of them all
+ * that kube-apiserver runs for each request (ck_auth_authenticate()).
  *
  * The CSV reader here is our own and follows encoding/csv's rules for what
  * this format needs: fields split on commas, a field that starts with a
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <ckube/auth.h>
 
@@ -435,4 +438,75 @@ struct ck_auth_user *ck_auth_tokens_authenticate(const struct ck_auth_tokens *to
     if (u && ck_auth_mark_authenticated(u))
         u = ck_auth_user_free(u);
     return u;
+}
+
+/* ---- the chain ---------------------------------------------------------------- */
+
+/*
+ * The token of an `Authorization: Bearer T` header, in buf; NULL when the
+ * header is absent, of another scheme or without a token (not an error:
+ * the request simply carries no bearer token).
+ */
+static const char *bearer_token(const char *header, char *buf, size_t size)
+{
+    if (!header)
+        return NULL;
+    while (*header == ' ' || *header == '\t')
+        header++;
+    if (strncasecmp(header, "bearer ", 7) != 0)
+        return NULL;
+    const char *t = header + 7;
+    size_t n = strcspn(t, " \t\r\n");
+    if (n == 0 || n >= size)
+        return n == 0 ? NULL : "";
+    memcpy(buf, t, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+int ck_auth_authenticate(const struct ck_auth_config *config,
+                         const struct ck_auth_credentials *creds, struct ck_auth_user **ret_user,
+                         struct ck_err *reterr)
+{
+    struct ck_auth_user *u = NULL;
+    if (creds->peer_cert_der) {
+        struct ck_err cert_err = {0};
+        int rc = ck_auth_user_from_cert(creds->peer_cert_der, creds->peer_cert_len, false, &u,
+                                        &cert_err);
+        if (rc == CK_ENOMEM)
+            return ck_err_set(reterr, rc, "out of memory");
+        if (rc)
+            return ck_err_set(reterr, CK_EPERM, "client certificate: %s", cert_err.msg);
+        *ret_user = u;
+        return 0;
+    }
+    char buf[8192];
+    const char *token = bearer_token(creds->authorization, buf, sizeof(buf));
+    if (token) {
+        if (!*token)
+            return ck_err_set(reterr, CK_EPERM, "bearer token too long");
+        u = ck_auth_tokens_authenticate(config->tokens, token);
+        if (!u && config->sa_key && config->sa_issuer) {
+            const char *const *aud = config->api_audiences;
+            size_t n_aud = config->n_api_audiences;
+            if (!aud || !n_aud) {
+                aud = &config->sa_issuer;
+                n_aud = 1;
+            }
+            struct ck_err jwt_err = {0};
+            if (ck_auth_jwt_verify(config->sa_key, token, config->sa_issuer, aud, n_aud, creds->now,
+                                   &u, NULL, &jwt_err) != 0)
+                return ck_err_set(reterr, CK_EPERM, "invalid bearer token: %s", jwt_err.msg);
+        }
+        if (!u)
+            return ck_err_set(reterr, CK_EPERM, "invalid bearer token");
+        *ret_user = u;
+        return 0;
+    }
+    if (!config->anonymous)
+        return ck_err_set(reterr, CK_EPERM, "no credentials and anonymous requests are off");
+    if (!(u = ck_auth_anonymous()))
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    *ret_user = u;
+    return 0;
 }

@@ -1,10 +1,15 @@
 /*
  * test_authn.c - users, the anonymous user, the authenticated-group adder
  * and the static token file (kube-apiserver's --token-auth-file CSV),
- * including the malformed lines that fail the whole file. Client
- * certificates are tested with the PKI that makes them (test_pki.c).
+ * including the malformed lines that fail the whole file, and the chain
+ * kube-apiserver runs per request (certificate, bearer token from the file
+ * or a ServiceAccount JWT, anonymous). Certificates the PKI makes are also
+ * tested in test_pki.c.
  */
 #include "cktest.h"
+
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +190,140 @@ static void test_token_file_allocation_failure_is_clean(void **state)
     assert_true(n > 10);
 }
 
+/* ---- the chain ----------------------------------------------------------------- */
+
+static gnutls_x509_privkey_t ec_key(void)
+{
+    gnutls_x509_privkey_t k;
+    gnutls_x509_privkey_init(&k);
+    assert_int_equal(gnutls_x509_privkey_generate(
+                         k, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0),
+                     0);
+    return k;
+}
+
+/* A self-signed certificate's DER with subject CN=cn (and O=org when given). */
+static gnutls_datum_t cert_der(const char *cn, const char *org)
+{
+    gnutls_x509_privkey_t k = ec_key();
+    gnutls_x509_crt_t crt;
+    gnutls_x509_crt_init(&crt);
+    static const unsigned char serial[] = {1};
+    gnutls_x509_crt_set_version(crt, 3);
+    gnutls_x509_crt_set_key(crt, k);
+    gnutls_x509_crt_set_serial(crt, serial, 1);
+    gnutls_x509_crt_set_activation_time(crt, 1700000000);
+    gnutls_x509_crt_set_expiration_time(crt, 1900000000);
+    if (cn)
+        gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, cn,
+                                      (unsigned)strlen(cn));
+    if (org)
+        gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_ORGANIZATION_NAME, 0, org,
+                                      (unsigned)strlen(org));
+    assert_int_equal(gnutls_x509_crt_sign2(crt, crt, k, GNUTLS_DIG_SHA256, 0), 0);
+    gnutls_datum_t der = {NULL, 0};
+    assert_int_equal(gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_DER, &der), 0);
+    gnutls_x509_crt_deinit(crt);
+    gnutls_x509_privkey_deinit(k);
+    return der;
+}
+
+static void test_request_chain_as_kube_apiserver_runs_it(void **state)
+{
+    (void)state;
+    struct ck_auth_tokens *tokens = parse_ok("s3cret,jane,1001,dev\n");
+    gnutls_x509_privkey_t k = ec_key();
+    gnutls_datum_t pem = {NULL, 0};
+    gnutls_x509_privkey_export2(k, GNUTLS_X509_FMT_PEM, &pem);
+    struct ck_auth_sa_key *sa = NULL;
+    assert_int_equal(ck_auth_sa_key_from_pem((const char *)pem.data, pem.size, &sa, NULL), 0);
+    gnutls_free(pem.data);
+    gnutls_x509_privkey_deinit(k);
+    static const char *const aud[] = {"https://kubernetes.default.svc"};
+    struct ck_auth_token_request req = {.issuer = "https://kubernetes.default.svc",
+                                        .namespace = "ci",
+                                        .sa_name = "robot",
+                                        .sa_uid = "u1",
+                                        .audiences = aud,
+                                        .n_audiences = 1,
+                                        .now = 1700000000,
+                                        .expiration_seconds = 600};
+    char *jwt = NULL;
+    assert_int_equal(ck_auth_jwt_sign(sa, &req, &jwt, NULL), 0);
+    char header[2048];
+
+    struct ck_auth_config cfg = {.tokens = tokens,
+                                 .sa_key = sa,
+                                 .sa_issuer = "https://kubernetes.default.svc",
+                                 .anonymous = true};
+    struct ck_auth_credentials cr = {.now = 1700000100};
+    struct ck_auth_user *u = NULL;
+    struct ck_err err = {0};
+
+    /* no credentials: anonymous, or 401 when anonymous requests are off */
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), 0);
+    assert_string_equal(u->name, "system:anonymous");
+    u = ck_auth_user_free(u);
+    cfg.anonymous = false;
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), CK_EPERM);
+    assert_null(u);
+
+    /* the token file; the scheme in any case; other schemes are no credentials */
+    cr.authorization = "Bearer s3cret";
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), 0);
+    assert_string_equal(u->name, "jane");
+    assert_true(ck_auth_user_in_group(u, "system:authenticated"));
+    u = ck_auth_user_free(u);
+    cr.authorization = "bearer s3cret";
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), 0);
+    u = ck_auth_user_free(u);
+    cr.authorization = "Basic amFuZTpzM2NyZXQ=";
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), CK_EPERM);
+
+    /* a ServiceAccount token, until it expires; the issuer is the default audience */
+    snprintf(header, sizeof(header), "Bearer %s", jwt);
+    cr.authorization = header;
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), 0);
+    assert_string_equal(u->name, "system:serviceaccount:ci:robot");
+    u = ck_auth_user_free(u);
+    cr.now = 1700000000 + 600 + 61;
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), CK_EPERM);
+    assert_non_null(strstr(err.msg, "expired"));
+    static const char *const other[] = {"vault"};
+    cfg.api_audiences = other;
+    cfg.n_api_audiences = 1;
+    cr.now = 1700000100;
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), CK_EPERM);
+    cfg.api_audiences = NULL;
+    cfg.n_api_audiences = 0;
+
+    /* a garbage token is a 401 even when anonymous requests are allowed */
+    cfg.anonymous = true;
+    cr.authorization = "Bearer garbage";
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), CK_EPERM);
+    assert_null(u);
+
+    /* a verified client certificate comes first */
+    gnutls_datum_t der = cert_der("alice", "devs");
+    cr.peer_cert_der = der.data;
+    cr.peer_cert_len = der.size;
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), 0);
+    assert_string_equal(u->name, "alice");
+    assert_true(ck_auth_user_in_group(u, "devs"));
+    u = ck_auth_user_free(u);
+    gnutls_free(der.data);
+    der = cert_der(NULL, "devs");
+    cr.peer_cert_der = der.data;
+    cr.peer_cert_len = der.size;
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), CK_EPERM);
+    assert_non_null(strstr(err.msg, "common name"));
+    gnutls_free(der.data);
+
+    free(jwt);
+    ck_auth_sa_key_free(sa);
+    ck_auth_tokens_free(tokens);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_anonymous_and_authenticated_groups),
         cmocka_unit_test(test_cert_garbage_is_refused),
         cmocka_unit_test(test_token_file_allocation_failure_is_clean),
+        cmocka_unit_test(test_request_chain_as_kube_apiserver_runs_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
