@@ -65,6 +65,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (u || claims)
             abort();
     }
+    /* the whole chain, with the input as the Authorization header */
+    struct ck_auth_config cfg = {.sa_key = keys[1], .sa_issuer = "https://kubernetes.default.svc"};
+    struct ck_auth_credentials cr = {.authorization = token, .now = 1700000000};
+    struct ck_auth_user *u = NULL;
+    if (ck_auth_authenticate(&cfg, &cr, &u, &err) == 0)
+        abort(); /* neither a token file nor anonymous requests: nothing may pass */
+    if (u)
+        abort();
     free(token);
     return 0;
 }
