@@ -959,7 +959,7 @@ static size_t compact_rule(char *buf, size_t size, const json_t *rule)
 static int escalation_error(const struct ck_auth_user *user, const json_t *missing,
                             struct ck_err *reterr)
 {
-    char groups[128] = "", rules[160] = "";
+    char groups[256] = "", rules[256] = ""; /* ck_err keeps 256 bytes in all */
     json_t *g = json_array();
     for (size_t i = 0; i < user->n_groups; i++)
         json_array_append_new(g, json_string(user->groups[i]));
