@@ -16,10 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckube/controllers.h"
 #include "ckube/rest.h"
 
 struct work {
     struct ck_rest *client;
+    const struct ck_resource *pods; /* from the API kind descriptors */
     const char *ns;
     json_t *items; /* ready: the pods to mark */
     size_t n;      /* create: how many */
@@ -35,7 +37,7 @@ static void *create(void *arg)
                             "ref", "spec", "containers", "name", "c", "image", "nginx");
     while (atomic_fetch_add(&w->next, 1) < w->n) {
         struct ck_err err = {0};
-        if (ck_rest_create(w->client, &ck_res_pods, w->ns, pod, NULL, &err) == 0)
+        if (ck_rest_create(w->client, w->pods, w->ns, pod, NULL, &err) == 0)
             atomic_fetch_add(&w->marked, 1);
         else
             atomic_fetch_add(&w->failed, 1);
@@ -55,7 +57,7 @@ static void *mark(void *arg)
                                       "lastTransitionTime", "2026-01-01T00:00:00Z", "lastProbeTime",
                                       "2026-01-01T00:00:00Z"));
         struct ck_err err = {0};
-        if (ck_rest_update_status(w->client, &ck_res_pods, w->ns, pod, NULL, &err) == 0)
+        if (ck_rest_update_status(w->client, w->pods, w->ns, pod, NULL, &err) == 0)
             atomic_fetch_add(&w->marked, 1);
         else
             atomic_fetch_add(&w->failed, 1);
@@ -83,12 +85,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }
-    struct work w = {.client = client, .ns = argv[2]};
+    struct work w = {
+        .client = client, .pods = ck_controller_resource("", "v1", "pods"), .ns = argv[2]};
     json_t *list = NULL;
     bool ready = strcmp(argv[3], "ready") == 0;
     if (ready) {
         struct ck_list_options opts = {.label_selector = argv[4]};
-        if (ck_rest_list(client, &ck_res_pods, argv[2], &opts, &list, &err) < 0) {
+        if (ck_rest_list(client, w.pods, argv[2], &opts, &list, &err) < 0) {
             fprintf(stderr, "error: %s\n", err.msg);
             return 1;
         }

@@ -23,8 +23,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ckube/internal/util.h" /* line splitting, for the raw gateway requests */
 #include "ckube/store.h"
-#include "internal.h" /* base64 and line splitting, for the raw gateway requests */
 
 #define REPS     3
 #define DURATION 3.0

@@ -53,7 +53,10 @@ static const char cm_usage[] =
     "Flags:\n"
     "      --kubeconfig FILE                  kubeconfig of the server (required)\n"
     "      --controllers LIST                 controllers to run: * (all), NAME, -NAME\n"
-    "                                         (default *; known: replicaset)\n"
+    "                                         (default *; known: ";
+/* ...the known controllers, from the controller manager's table, then: */
+static const char cm_usage_tail[] =
+    ")\n"
     "      --kube-api-qps N                   client requests per second (default 20)\n"
     "      --kube-api-burst N                 client burst (default 30)\n"
     "      --concurrent-replicaset-syncs N    replicaset workers (default 5)\n"
@@ -61,9 +64,17 @@ static const char cm_usage[] =
     "      --logging-format FORMAT            text (klog) or json (default text)\n"
     "  -h, --help                             print this help\n";
 
+static void cm_print_usage(FILE *f)
+{
+    char known[256];
+    fprintf(f, "%s%s%s", cm_usage, ck_controller_manager_known(known, sizeof(known)),
+            cm_usage_tail);
+}
+
 static int cm_usage_error(const char *what, const char *value)
 {
-    fprintf(stderr, "error: %s%s%s\n\n%s", what, value ? ": " : "", value ? value : "", cm_usage);
+    fprintf(stderr, "error: %s%s%s\n\n", what, value ? ": " : "", value ? value : "");
+    cm_print_usage(stderr);
     return 2;
 }
 
@@ -100,7 +111,7 @@ int ck_cmd_controller_manager(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, ":v:h", longopts, NULL)) != -1) {
         switch (opt) {
         case 'h':
-            fputs(cm_usage, stdout);
+            cm_print_usage(stdout);
             return 0;
         case O_KUBECONFIG:
             kubeconfig = optarg;

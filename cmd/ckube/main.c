@@ -45,7 +45,10 @@ static const char usage_text[] =
     "      --store URL               sqlite://PATH or etcd://HOST:PORT[,HOST:PORT...]\n"
     "                                (default sqlite://DATA-DIR/state.db)\n"
     "      --controllers LIST        controllers run in-process: * (all), NAME, -NAME;\n"
-    "                                \"-*\" or \"\" for none (default *; known: replicaset)\n"
+    "                                \"-*\" or \"\" for none (default *; known: ";
+/* ...the known controllers, from the controller manager's table, then: */
+static const char usage_tail[] =
+    ")\n"
     "      --feature-gates A=true,B=false\n"
     "                                set feature gates (repeatable; the last value of a\n"
     "                                gate wins); AllAlpha=true and AllBeta=false apply to\n"
@@ -62,6 +65,14 @@ static const char usage_text[] =
     "      --logging-format FORMAT   text (klog) or json (default text)\n"
     "  -h, --help                    print this help\n";
 
+static void usage(FILE *f)
+{
+    char known[256];
+    fputs(usage_text, f);
+    fputs(ck_controller_manager_known(known, sizeof(known)), f);
+    fputs(usage_tail, f);
+}
+
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int usage_error(const char *fmt, ...)
@@ -72,7 +83,7 @@ static int usage_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputs("\n\n", stderr);
-    fputs(usage_text, stderr);
+    usage(stderr);
     return EXIT_USAGE;
 }
 
@@ -140,7 +151,7 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
     while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         switch (opt) {
         case 'h':
-            fputs(usage_text, stdout);
+            usage(stdout);
             return 0;
         case 'o':
             opts->output = optarg;
@@ -398,13 +409,13 @@ static int cmd_server(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fputs(usage_text, stderr);
+        usage(stderr);
         return EXIT_USAGE;
     }
     const char *command = argv[1];
     if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0 ||
         strcmp(command, "-h") == 0) {
-        fputs(usage_text, stdout);
+        usage(stdout);
         return 0;
     }
     if (strcmp(command, "version") == 0 || strcmp(command, "--version") == 0)

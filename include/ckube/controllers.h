@@ -5,12 +5,23 @@
  *   Kubernetes controller writes it). N worker threads take keys from the controller's
  *   rate-limited queue and call its sync(); success forgets the key's backoff, failure
  *   re-adds it with rate limiting, and the key is always marked done.
- * - Expectations (kubernetes pkg/controller/controller_utils.go ControllerExpectations and
- *   UIDTrackingControllerExpectations): a controller that issued creates or deletes waits
- *   until its informer has seen them all (or a timeout passes) before it acts again on the
- *   same key, so it never acts twice on a stale cache.
+ * - The two interfaces a controller's sync sees the world through: listers (reads from
+ *   the informer caches: get and list) and a client (writes to the API server: create,
+ *   update, update status, patch, delete, and the rare fresh get). Production code gives
+ *   it listers over its informers' indexers and a client over ck_rest; unit tests give it
+ *   listers over indexers they fill themselves and the fake client, which records every
+ *   action and can be told to fail, as Kubernetes' controller tests use the fake clientset.
+ * - controller_utils (kubernetes pkg/controller/controller_utils.go and client-go
+ *   tools/record): resources from the API kind descriptors, the event recorder,
+ *   pod-from-template, slow-start batches, pod ranking for scale-down, pod predicates,
+ *   and expectations (ControllerExpectations and UIDTrackingControllerExpectations): a
+ *   controller that issued creates or deletes waits until its informer has seen them all
+ *   (or a timeout passes) before it acts again on the same key, so it never acts twice
+ *   on a stale cache.
+ * - The controller-ref manager (controller_ref_manager.go): adoption and release.
  *
- * Depends on libckube-client only. Every function is thread-safe unless it says otherwise.
+ * Depends on libckube-client and libckube-api only. Every function is thread-safe unless
+ * it says otherwise.
  */
 #ifndef CKUBE_CONTROLLERS_H
 #define CKUBE_CONTROLLERS_H
@@ -83,6 +94,236 @@ void ck_runner_stats(struct ck_runner *r, struct ck_runner_stats *ret_stats);
  * after any other library that installs such handlers. Returns 0 or CK_EINVAL.
  */
 int ck_runner_install_crash_handler(void);
+
+/* ---- resources (from the API kind descriptors) ------------------------------- */
+
+/*
+ * The resource group/version/resource names, built from its kind descriptor
+ * (ck_kind_lookup: group, version, plural, namespaced). group is "" for the core group.
+ * Returns a pointer valid until exit (the same one on every call for the same resource,
+ * so it can be handed to an informer factory), or NULL when no kind serves it (or when
+ * out of memory).
+ */
+const struct ck_resource *ck_controller_resource(const char *group, const char *version,
+                                                 const char *resource);
+
+/* ---- listers: reads from a cache (client-go listers) ---------------------------- */
+
+/*
+ * A read-only view of one resource's cache. Objects it hands out are new references to
+ * shared, immutable objects: drop them with ck_cached_unref() / ck_obj_list_release(),
+ * never change them.
+ */
+struct ck_lister_ops {
+    /* The object namespace/name (namespace "" for cluster-scoped): 0, or CK_ENOENT. */
+    int (*get)(void *data, const char *namespace, const char *name, const json_t **ret_obj);
+    /*
+     * The objects of namespace ("" or NULL: every namespace) whose labels selector matches
+     * (NULL: every object), in key order. 0, or CK_ENOMEM.
+     */
+    int (*list)(void *data, const char *namespace, const struct ck_label_selector *selector,
+                struct ck_obj_list *ret_list, struct ck_err *reterr);
+};
+
+/* A lister: its operations and their state. Caller-owned; copy it freely. */
+struct ck_lister {
+    const struct ck_lister_ops *ops;
+    void *data;
+};
+
+/*
+ * A lister over an indexer (borrowed; it must outlive the lister): an informer's cache
+ * (ck_informer_indexer) in production, an indexer the test fills in unit tests. Lists
+ * use the indexer's namespace index when it has one (informers' do).
+ */
+void ck_lister_init(struct ck_lister *l, struct ck_indexer *ix);
+
+int ck_lister_get(const struct ck_lister *l, const char *namespace, const char *name,
+                  const json_t **ret_obj);
+int ck_lister_list(const struct ck_lister *l, const char *namespace,
+                   const struct ck_label_selector *selector, struct ck_obj_list *ret_list,
+                   struct ck_err *reterr);
+
+/* ---- the client interface: writes to the API server (client-go clientset) ----- */
+
+/*
+ * Each operation means what the ck_rest call of the same name means (see rest.h): the
+ * same arguments, errors and ownership. ret_obj may be NULL.
+ */
+struct ck_ctl_client_ops {
+    int (*get)(void *data, const struct ck_resource *res, const char *namespace, const char *name,
+               json_t **ret_obj, struct ck_err *reterr);
+    int (*create)(void *data, const struct ck_resource *res, const char *namespace,
+                  const json_t *obj, json_t **ret_obj, struct ck_err *reterr);
+    int (*update)(void *data, const struct ck_resource *res, const char *namespace,
+                  const json_t *obj, json_t **ret_obj, struct ck_err *reterr);
+    int (*update_status)(void *data, const struct ck_resource *res, const char *namespace,
+                         const json_t *obj, json_t **ret_obj, struct ck_err *reterr);
+    int (*patch)(void *data, const struct ck_resource *res, const char *namespace, const char *name,
+                 const char *subresource, const char *patch_type, const json_t *patch,
+                 json_t **ret_obj, struct ck_err *reterr);
+    int (*delete)(void *data, const struct ck_resource *res, const char *namespace,
+                  const char *name, const json_t *options, json_t **ret_obj, struct ck_err *reterr);
+};
+
+/* A client: its operations and their state. Caller-owned; copy it freely. */
+struct ck_ctl_client {
+    const struct ck_ctl_client_ops *ops;
+    void *data;
+};
+
+/* The client over a REST client (borrowed; it must outlive the interface). */
+void ck_ctl_client_init_rest(struct ck_ctl_client *c, struct ck_rest *rest);
+
+int ck_ctl_get(const struct ck_ctl_client *c, const struct ck_resource *res, const char *namespace,
+               const char *name, json_t **ret_obj, struct ck_err *reterr);
+int ck_ctl_create(const struct ck_ctl_client *c, const struct ck_resource *res,
+                  const char *namespace, const json_t *obj, json_t **ret_obj,
+                  struct ck_err *reterr);
+int ck_ctl_update(const struct ck_ctl_client *c, const struct ck_resource *res,
+                  const char *namespace, const json_t *obj, json_t **ret_obj,
+                  struct ck_err *reterr);
+int ck_ctl_update_status(const struct ck_ctl_client *c, const struct ck_resource *res,
+                         const char *namespace, const json_t *obj, json_t **ret_obj,
+                         struct ck_err *reterr);
+int ck_ctl_patch(const struct ck_ctl_client *c, const struct ck_resource *res,
+                 const char *namespace, const char *name, const char *subresource,
+                 const char *patch_type, const json_t *patch, json_t **ret_obj,
+                 struct ck_err *reterr);
+int ck_ctl_delete(const struct ck_ctl_client *c, const struct ck_resource *res,
+                  const char *namespace, const char *name, const json_t *options, json_t **ret_obj,
+                  struct ck_err *reterr);
+
+/* ---- the fake client, for unit tests (client-go kubernetes/fake) ---------------- */
+
+/*
+ * An in-memory client that records every call as an action and answers from a small
+ * object tracker: create stores the object (naming it from generateName with a counter,
+ * giving it a uid and resourceVersion "1" when it has none), update and update_status
+ * replace a stored object (CK_ENOENT when absent), delete removes it (CK_ENOENT when
+ * absent), get reads it; patch is recorded and answers 0 without changing anything.
+ * Failures can be scripted per verb and resource. Thread-safe (a controller may write
+ * from several threads).
+ */
+struct ck_fake_client;
+
+/* One recorded call. Strings and body are owned by the fake. */
+struct ck_fake_action {
+    const char *verb; /* "get", "create", "update", "update-status", "patch", "delete" */
+    char *resource;   /* the plural: "pods", "replicasets" */
+    char *namespace;  /* "" for cluster-scoped */
+    char *name;       /* the object's name (a create: the one the fake gave it) */
+    json_t *body;     /* a copy of what was sent (create, update, patch), or NULL */
+    int result;       /* what the call returned */
+};
+
+/* Returns 0 and sets *ret_fc, or CK_ENOMEM. */
+int ck_fake_client_new(struct ck_fake_client **ret_fc, struct ck_err *reterr);
+struct ck_fake_client *ck_fake_client_free(struct ck_fake_client *fc);
+
+/* The client interface over the fake (borrowing it). */
+void ck_fake_client_iface(struct ck_fake_client *fc, struct ck_ctl_client *ret_client);
+
+/* Stores a copy of obj for res, as if it were on the server (no action recorded). */
+int ck_fake_client_seed(struct ck_fake_client *fc, const struct ck_resource *res,
+                        const json_t *obj);
+
+/*
+ * Makes the next `times` calls of verb on res (NULL: any resource) fail with code and
+ * message (times < 0: every call from now). Scripts are tried in the order they were
+ * added; the first that matches is used.
+ */
+int ck_fake_client_fail(struct ck_fake_client *fc, const char *verb, const struct ck_resource *res,
+                        int times, int code, const char *message);
+
+/*
+ * The actions recorded so far, oldest first (calls made concurrently appear in the order
+ * they took the fake's lock). The array stays valid until the next call to the fake.
+ */
+const struct ck_fake_action *ck_fake_client_actions(struct ck_fake_client *fc, size_t *ret_n);
+
+/* How many recorded actions have this verb (and resource, when not NULL). */
+size_t ck_fake_client_count(struct ck_fake_client *fc, const char *verb,
+                            const struct ck_resource *res);
+
+/* Forgets the recorded actions (the tracked objects and scripts stay). */
+void ck_fake_client_clear_actions(struct ck_fake_client *fc);
+
+/* ---- controller_utils (kubernetes pkg/controller/controller_utils.go) ---------- */
+
+/*
+ * The event recorder (client-go tools/record EventRecorder, reduced): each call writes one
+ * core/v1 Event about obj at once, best effort (a failure is logged at -v 2, never
+ * returned, as events must never stop a controller). The event is named
+ * "<object name>.<hex nanoseconds>" in the object's namespace ("default" for
+ * cluster-scoped objects), with involvedObject from obj's apiVersion, kind, name,
+ * namespace, uid and resourceVersion, source.component and reportingComponent the
+ * recorder's component, count 1, firstTimestamp = lastTimestamp = now. type must be
+ * "Normal" or "Warning"; another type is logged and dropped, as client-go does. No
+ * aggregation or spam filtering (client-go's EventCorrelator) is done.
+ */
+struct ck_event_recorder {
+    struct ck_ctl_client client;      /* copied at init */
+    const struct ck_resource *events; /* v1 events */
+    char component[64];               /* "replicaset-controller" */
+};
+
+#define CK_EVENT_NORMAL  "Normal"
+#define CK_EVENT_WARNING "Warning"
+
+/* Returns 0, or CK_ENOENT when no kind serves v1 events. */
+int ck_event_recorder_init(struct ck_event_recorder *r, const struct ck_ctl_client *client,
+                           const char *component);
+
+void ck_event_recordf(const struct ck_event_recorder *r, const json_t *obj, const char *type,
+                      const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/*
+ * A controller reference to owner (metav1.NewControllerRef): apiVersion, kind, owner's
+ * name and uid, controller and blockOwnerDeletion true. New reference, NULL on no memory.
+ */
+json_t *ck_controller_ref_new(const json_t *owner, const char *api_version, const char *kind);
+
+/*
+ * The pod a template describes (GetPodFromTemplate): v1 Pod in parent's namespace with
+ * generateName "<parent name>-", the template's labels, annotations and finalizers, its
+ * spec, and controller_ref (borrowed; NULL for none) as the only ownerReference. Returns
+ * a new reference, or NULL when out of memory.
+ */
+json_t *ck_pod_from_template(const json_t *template, const json_t *parent,
+                             const json_t *controller_ref);
+
+/* Kubernetes' SlowStartInitialBatchSize. */
+#define CK_SLOW_START_INITIAL_BATCH 1
+
+/*
+ * slowStartBatch: calls fn count times in batches of initial, 2*initial, 4*initial, ...
+ * (each call of a batch on one of up to 16 threads, so fn must be thread-safe); after a
+ * batch with any failure, no further batch starts. Returns how many calls succeeded, and
+ * copies the first failure's words into *reterr (may be NULL).
+ */
+int ck_slow_start_batch(int count, int initial, int (*fn)(void *arg, struct ck_err *reterr),
+                        void *arg, struct ck_err *reterr);
+
+/* A pod not being deleted and not Succeeded or Failed (IsPodActive). */
+bool ck_pod_is_active(const json_t *pod);
+
+/*
+ * The pod's Ready condition is "True" (IsPodReady); *ret_since (may be NULL) gets that
+ * condition's lastTransitionTime, borrowed from pod, or NULL.
+ */
+bool ck_pod_is_ready(const json_t *pod, const char **ret_since);
+
+/*
+ * Sorts pods so that those to delete first come first (ActivePodsWithRanks.Less):
+ * unassigned before assigned; Pending, Unknown, then Running; not ready before ready;
+ * more pods of `related` on the same node first (related NULL: pods itself); ready for
+ * less time first; more container restarts first; newer first; then by name, so the
+ * order is total. Returns 0 or CK_ENOMEM (pods unchanged).
+ */
+int ck_pods_rank_for_deletion(const json_t **pods, size_t n, const json_t *const *related,
+                              size_t n_related);
 
 /* ---- expectations ----------------------------------------------------------- */
 
@@ -163,7 +404,7 @@ struct ck_ref_owner {
     const char *api_version;                  /* "apps/v1" */
     const char *kind;                         /* "ReplicaSet" */
     const struct ck_label_selector *selector; /* the owner's spec.selector */
-    struct ck_rest *client;                   /* for the fresh read, adopt and release */
+    const struct ck_ctl_client *client;       /* for the fresh read, adopt and release */
     const struct ck_resource *owner_res;      /* where to re-read the owner */
     const struct ck_resource *child_res;      /* where to write children */
 };

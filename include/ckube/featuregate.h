@@ -9,8 +9,8 @@
  * set changes nothing at all; O4: every value an emulation change flips is
  * logged, not only those already read).
  *
- * This library stands alone: it needs nothing else of ckube, only libyaml
- * (lists, config files) and jansson (JSON outputs).
+ * Of ckube this library needs only libckube-util (which needs nothing of ckube);
+ * besides, libyaml (lists, config files) and jansson (JSON outputs).
  * It prints nothing (but the line on stderr before it aborts on a programming
  * error, Q1); warnings and log lines leave through ck_fg_set_logger().
  *

@@ -11,7 +11,12 @@
  * tombstones. While the server is unreachable it retries with exponential backoff and
  * jitter (client-go's 800 ms doubling to 30 s, each delay stretched by up to 100%).
  *
- * The factory shares one informer per resource among every controller of a process.
+ * The reflector reads through a struct ck_list_watch (client-go's ListerWatcher), not
+ * the REST client itself: informers made from a client and a resource get one over
+ * ck_rest; a test or an embedder may pass its own.
+ *
+ * The factory shares one informer per resource among every controller of a process;
+ * it holds as many as it is asked for.
  *
  * Handlers run on the informer's thread (its reflector, or its resync timer), one call
  * at a time per informer, after the cache already holds the change: they must be quick
@@ -23,6 +28,8 @@
 #ifndef CKUBE_INFORMER_H
 #define CKUBE_INFORMER_H
 
+#include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -45,11 +52,67 @@ struct ck_event_handler {
     void *arg;
 };
 
+/* ---- where a reflector gets its objects (client-go cache.ListerWatcher) ---- */
+
+/*
+ * A list/watch source: the two calls a reflector makes, and the context they get. The
+ * reflector depends on this and nothing else, so it can run over the REST client
+ * (ck_rest_list_watch_init), over a fake in a test, or over anything that lists and
+ * watches Kubernetes-shaped objects. Both functions are called from the reflector's
+ * thread only, one at a time.
+ */
+struct ck_list_watch {
+    /*
+     * One page of the list. opts carries label_selector, limit and continue_token (never
+     * a resourceVersion: the reflector lists the newest state). Returns 0 and a List
+     * object in *ret_list, a new reference the caller owns ({"metadata":
+     * {"resourceVersion", "continue"}, "items": [...]}), or a negative CK_E* code with
+     * *reterr filled.
+     */
+    int (*list)(void *ctx, const struct ck_list_options *opts, json_t **ret_list,
+                struct ck_err *reterr);
+    /*
+     * A watch from opts->resource_version (with label_selector, allow_watch_bookmarks,
+     * timeout_seconds), delivering events to fn in order on the calling thread, with the
+     * contract of ck_rest_watch(): returns 0 when the stream ends, what fn returned when
+     * it ended the stream, CK_ESHUTDOWN once *stop is true (it must notice within about
+     * a second), CK_ECOMPACTED when the version is gone (an HTTP 410; a 410 may instead
+     * arrive as an ERROR event carrying a Status with code 410), other codes on failure.
+     */
+    int (*watch)(void *ctx, const struct ck_list_options *opts, ck_watch_func fn, void *arg,
+                 const atomic_bool *stop, struct ck_err *reterr);
+    void *ctx;
+};
+
+/*
+ * The list/watch of one resource through the REST client (client-go's
+ * NewListWatchFromClient). The caller allocates it; everything it points to is
+ * borrowed and must outlive its use.
+ */
+struct ck_rest_list_watch {
+    struct ck_list_watch lw; /* what to hand to an informer */
+    struct ck_rest *client;
+    const struct ck_resource *res;
+    const char *namespace; /* NULL or "": all namespaces */
+};
+
+/* Fills rlw so that rlw->lw lists and watches res in namespace through client. */
+void ck_rest_list_watch_init(struct ck_rest_list_watch *rlw, struct ck_rest *client,
+                             const struct ck_resource *res, const char *namespace);
+
+/* ---- informers ---------------------------------------------------------------- */
+
 struct ck_informer;
 
 struct ck_informer_options {
+    /*
+     * Where the objects come from: list_watch when set (borrowed; must outlive the
+     * informer; client and namespace are then unused), else res in namespace through
+     * client (the convenience every controller uses).
+     */
+    const struct ck_list_watch *list_watch;
     struct ck_rest *client;        /* borrowed; must outlive the informer */
-    const struct ck_resource *res; /* borrowed (static) */
+    const struct ck_resource *res; /* borrowed; names the informer, required */
     const char *namespace;         /* NULL or "": all namespaces */
     const char *label_selector;    /* NULL: everything */
     int64_t page_size;             /* list page size; 0: 500, as client-go */

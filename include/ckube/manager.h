@@ -1,12 +1,18 @@
 /*
  * ckube/manager.h - the controller manager: runs a selection of controllers against one
  * API server through a REST client, in `ckube server` or in `ckube controller-manager`.
+ *
+ * The controllers it knows are one table (kube-controller-manager's NewControllerDescriptors):
+ * a name, whether "*" turns it on, and its start, run and stop functions. --controllers
+ * validation and the list of known names in help texts come from that table; adding a
+ * controller is adding a row.
  */
 #ifndef CKUBE_MANAGER_H
 #define CKUBE_MANAGER_H
 
 #include <stdbool.h>
 
+#include "ckube/informer.h"
 #include "ckube/rest.h"
 
 /* kube-controller-manager's --kube-api-qps and --kube-api-burst defaults. */
@@ -21,13 +27,47 @@ struct ck_controller_manager_config {
 
 struct ck_controller_manager;
 
+/* What the manager gives a controller to start with. Every pointer is borrowed. */
+struct ck_controller_context {
+    struct ck_rest *client;              /* outlives the controller */
+    struct ck_informer_factory *factory; /* the one shared factory, not started yet */
+    int workers;                         /* workers the controller should run */
+};
+
+/* One row of the table. */
+struct ck_controller_descriptor {
+    const char *name;        /* as --controllers spells it: "replicaset" */
+    bool enabled_by_default; /* turned on by "*" */
+    /*
+     * Creates the controller and registers its handlers and indexes with ctx->factory's
+     * informers (before they start). Returns 0 and sets *ret_state, or a negative code.
+     */
+    int (*start)(const struct ck_controller_context *ctx, void **ret_state, struct ck_err *reterr);
+    /* Waits for its caches and starts its workers; runs on the manager's starter thread. */
+    int (*run)(void *state, int workers, struct ck_err *reterr);
+    /* Stops its workers and frees it (the informers are stopped already). NULL: no-op. */
+    void (*stop)(void *state);
+};
+
+/* The table: every controller the manager knows, in start order (static storage). */
+const struct ck_controller_descriptor *ck_controller_manager_table(size_t *ret_n);
+
+/*
+ * The known names for help texts, comma-separated, those off by default marked "(off by
+ * default)": "replicaset". Writes into buf (truncating) and returns it.
+ */
+const char *ck_controller_manager_known(char *buf, size_t size);
+
 /*
  * Checks a --controllers value: 0, or CK_EINVAL naming the unknown controller
  * ("\"x\" is not in the list of known controllers").
  */
 int ck_controller_manager_check(const char *selection, struct ck_err *reterr);
 
-/* Whether selection turns controller name on ("*" does for every default controller). */
+/*
+ * Whether selection turns controller name on ("*" does for every controller on by
+ * default). Unknown names are never on.
+ */
 bool ck_controller_manager_enabled(const char *selection, const char *name);
 
 /*

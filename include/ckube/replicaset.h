@@ -10,8 +10,9 @@
  * ReplicaFailure condition) through the status subresource; records Warning events when
  * creates or deletes fail.
  *
- * It reads only its informers' caches (pods and replicasets, from a shared factory) and
- * writes through the REST client.
+ * It reads only through two listers (pods and replicasets) and writes only through a
+ * client interface (controllers.h): in production the listers read the shared informers'
+ * caches and the client is the REST client; in unit tests both are fakes.
  */
 #ifndef CKUBE_REPLICASET_H
 #define CKUBE_REPLICASET_H
@@ -44,5 +45,34 @@ struct ck_rs_controller *ck_rs_controller_free(struct ck_rs_controller *c);
 
 /* The controller's work queue (for metrics). */
 struct ck_wq *ck_rs_controller_queue(struct ck_rs_controller *c);
+
+/* ---- for unit tests: the controller on given interfaces ------------------------- */
+
+/* What the controller reads and writes through. Every pointer is borrowed for the call. */
+struct ck_rs_controller_deps {
+    const struct ck_ctl_client *client;  /* copied; what it points to must outlive c */
+    const struct ck_lister *pods;        /* copied; ditto */
+    const struct ck_lister *replicasets; /* copied; ditto */
+    struct ck_clock *clock;              /* NULL = real */
+};
+
+/*
+ * Creates the controller on deps without informers or handlers (controller.NewReplicaSetController
+ * with fake informers, as Kubernetes' tests build it): drive it with ck_rs_controller_sync()
+ * and feed events with the handlers of ck_rs_controller_handlers(). Returns 0, CK_EINVAL
+ * (a missing dependency) or CK_ENOMEM.
+ */
+int ck_rs_controller_new_with(const struct ck_rs_controller_deps *deps,
+                              struct ck_rs_controller **ret_c, struct ck_err *reterr);
+
+/* Runs one sync of key ("namespace/name") on the calling thread (syncReplicaSet). */
+int ck_rs_controller_sync(struct ck_rs_controller *c, const char *key, struct ck_err *reterr);
+
+/* The controller's informer handlers, for ReplicaSets and for pods. */
+void ck_rs_controller_handlers(struct ck_rs_controller *c, struct ck_event_handler *ret_rs,
+                               struct ck_event_handler *ret_pods);
+
+/* The controller's expectations (borrowed). */
+struct ck_expectations *ck_rs_controller_expectations(struct ck_rs_controller *c);
 
 #endif /* CKUBE_REPLICASET_H */

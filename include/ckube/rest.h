@@ -11,6 +11,8 @@
  *   keep-alive connections are reused across calls and threads.
  * - Calls: get, list, create, update, patch, delete; the status and scale subresources;
  *   watch streams delivered event by event to a callback.
+ * - What a call addresses (struct ck_resource) comes from the caller: from a kind's
+ *   group/version/resource, or from discovery (ck_rest_discover_resource).
  *
  * Errors: a non-2xx answer is turned into the ck_err the caller passed, with the server's
  * Status: reterr->http_status is Status.code, reterr->reason its reason (a static string;
@@ -120,7 +122,11 @@ void ck_rest_stats(struct ck_rest *client, struct ck_rest_stats *ret_stats);
 /*
  * What a call addresses: group ("" for the core group), version, resource (plural),
  * whether it is namespaced. For namespaced resources namespace "" means all namespaces
- * (lists and watches) .
+ * (lists and watches).
+ *
+ * The client keeps no list of resources: the caller says what it addresses, from the
+ * kind's group/version/resource (the API library's kind descriptors) or from the
+ * server's discovery documents, as client-go's RESTMapper does.
  */
 struct ck_resource {
     const char *group;
@@ -129,12 +135,27 @@ struct ck_resource {
     bool namespaced;
 };
 
-extern const struct ck_resource ck_res_pods;        /* v1 pods */
-extern const struct ck_resource ck_res_events;      /* v1 events */
-extern const struct ck_resource ck_res_namespaces;  /* v1 namespaces */
-extern const struct ck_resource ck_res_configmaps;  /* v1 configmaps */
-extern const struct ck_resource ck_res_replicasets; /* apps/v1 replicasets */
-extern const struct ck_resource ck_res_deployments; /* apps/v1 deployments */
+/*
+ * A resource found through discovery: res points into the strings beside it, so the
+ * struct must not be copied while res is in use (pass &found.res).
+ */
+struct ck_api_resource {
+    struct ck_resource res;
+    char group[128];
+    char version[64];
+    char resource[128];
+};
+
+/*
+ * Finds the resource that serves kind in api_version ("v1", "apps/v1", ...) through the
+ * server's discovery document for that group version (GET /api/v1 or /apis/G/V), as
+ * client-go's RESTMapper does: the entry whose kind matches and whose name is not a
+ * subresource. Returns 0 and fills *ret, CK_ENOENT when the server does not serve that
+ * kind (also when it does not serve the group version at all), CK_EINVAL for a malformed
+ * api_version, or the call's error.
+ */
+int ck_rest_discover_resource(struct ck_rest *client, const char *api_version, const char *kind,
+                              struct ck_api_resource *ret, struct ck_err *reterr);
 
 /*
  * One request. method is GET, POST, PUT, PATCH or DELETE; path starts with '/'; body may

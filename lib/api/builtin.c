@@ -1,6 +1,9 @@
 /*
  * builtin.c - the schemas built into the library: every JSON document in
  * lib/api/schemas/, embedded at build time by cmake/embed.cmake.
+ *
+ * Tested through its callers: tests/api/test_discovery.c and test_gates.c load
+ * the embedded set, and every API server test serves from it.
  */
 #include "ckube/api.h"
 

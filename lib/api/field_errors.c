@@ -5,6 +5,10 @@
  * Mirrors apimachinery pkg/util/validation/field: each error has a type
  * (Invalid, Required, ...), the field's path, the bad value and a detail;
  * rendered as `<field>: <Type text>[: <value>][: <detail>]`.
+ *
+ * Tested through its callers: tests/api/test_validation.c builds and renders
+ * lists of every error type, and test_schema.c, test_meta.c, test_strategy.c
+ * and test_gates.c check the rendered texts of the errors they cause.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -13,6 +17,7 @@
 #include <string.h>
 
 #include "ckube/api.h"
+#include "ckube/internal/util.h"
 
 static const struct {
     const char *reason;
@@ -32,30 +37,6 @@ const char *ck_field_error_reason(enum ck_field_error_type type)
     return types[type].reason;
 }
 
-/* Go's %q for the printable ASCII and UTF-8 that label and name values hold. */
-static char *quote(const char *s)
-{
-    size_t len = strlen(s);
-    char *out = malloc(len * 4 + 3);
-    if (!out)
-        return NULL;
-    char *p = out;
-    *p++ = '"';
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\') {
-            *p++ = '\\';
-            *p++ = (char)*c;
-        } else if (*c < 0x20 || *c == 0x7f) {
-            p += sprintf(p, "\\x%02x", *c);
-        } else {
-            *p++ = (char)*c;
-        }
-    }
-    *p++ = '"';
-    *p = '\0';
-    return out;
-}
-
 void ck_field_errors_add(struct ck_field_errors *errs, enum ck_field_error_type type,
                          const char *field, const char *value, bool value_is_string,
                          const char *detail_fmt, ...)
@@ -73,7 +54,7 @@ void ck_field_errors_add(struct ck_field_errors *errs, enum ck_field_error_type 
     e->type = type;
     e->field = strdup(field);
     if (value)
-        e->value = value_is_string ? quote(value) : strdup(value);
+        e->value = value_is_string ? ck__quote_dup(value) : strdup(value);
     if (detail_fmt) {
         va_list ap;
         va_start(ap, detail_fmt);

@@ -29,9 +29,6 @@ long long ck__int_at(const json_t *obj, const char *dotted);
 /* s when it is a non-empty string, else "<none>" (how Kubernetes prints an empty cell). */
 const char *ck__or_none(const char *s);
 
-/* Seconds since the epoch of an RFC 3339 UTC time as ckube stores them, or -1. */
-long long ck__parse_time(const char *timestamp);
-
 /* parent[key] when it is an object, else a new empty object stored there. Borrowed. */
 json_t *ck__object_at(json_t *parent, const char *key);
 
@@ -46,6 +43,12 @@ const json_t *ck__schema_resolve(const struct ck_schemas *set, const json_t *sch
     {                                                                                              \
         "Name", "string", "name", CK__NAME_DOC, priority, ".metadata.name", CK_CELL_ABSENT_NONE,   \
             false                                                                                  \
+    }
+/* A column whose cells the kind's cells hook computes (no json_path). */
+#define CK__COMPUTED_COLUMN(col_name, col_type, col_description, col_priority)                     \
+    {                                                                                              \
+        .name = col_name, .type = col_type, .format = "", .description = col_description,          \
+        .priority = col_priority                                                                   \
     }
 #define CK__AGE_COLUMN                                                                             \
     {                                                                                              \

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "ckube/api.h"
+#include "ckube/internal/util.h"
 
 enum op {
     OP_EQUALS,
@@ -560,61 +561,33 @@ bool ck_label_selector_is_empty(const struct ck_label_selector *s)
     return s->n_reqs == 0;
 }
 
-/* A growable string for rendering; on allocation failure it becomes NULL. */
-struct text {
-    char *buf;
-    size_t len, cap;
-};
-
-static void text_add(struct text *t, const char *s)
-{
-    if (!t->buf && t->cap)
-        return; /* already failed */
-    size_t n = strlen(s);
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = (t->len + n + 1) * 2;
-        char *buf = realloc(t->buf, cap);
-        if (!buf) {
-            free(t->buf);
-            t->buf = NULL;
-            t->cap = 1;
-            return;
-        }
-        t->buf = buf;
-        t->cap = cap;
-    }
-    memcpy(t->buf + t->len, s, n + 1);
-    t->len += n;
-}
-
 char *ck_label_selector_string(const struct ck_label_selector *s)
 {
     static const char *const ops[] = {
         [OP_EQUALS] = "=", [OP_DOUBLE_EQUALS] = "==", [OP_NOT_EQUALS] = "!=",
         [OP_IN] = " in ",  [OP_NOT_IN] = " notin ",   [OP_GT] = ">",
         [OP_LT] = "<"};
-    struct text t = {0};
-    text_add(&t, "");
+    struct ck__buf t = {0};
     for (size_t i = 0; i < s->n_reqs; i++) {
         const struct requirement *r = &s->reqs[i];
         if (i > 0)
-            text_add(&t, ",");
+            ck__buf_adds(&t, ",");
         if (r->op == OP_DOES_NOT_EXIST)
-            text_add(&t, "!");
-        text_add(&t, r->key);
+            ck__buf_adds(&t, "!");
+        ck__buf_adds(&t, r->key);
         if (r->op == OP_EXISTS || r->op == OP_DOES_NOT_EXIST)
             continue;
-        text_add(&t, ops[r->op]);
+        ck__buf_adds(&t, ops[r->op]);
         bool set = r->op == OP_IN || r->op == OP_NOT_IN;
         if (set)
-            text_add(&t, "(");
+            ck__buf_adds(&t, "(");
         for (size_t j = 0; j < r->n_values; j++) {
             if (j > 0)
-                text_add(&t, ",");
-            text_add(&t, r->values[j]);
+                ck__buf_adds(&t, ",");
+            ck__buf_adds(&t, r->values[j]);
         }
         if (set)
-            text_add(&t, ")");
+            ck__buf_adds(&t, ")");
     }
-    return t.buf;
+    return ck__buf_take(&t);
 }

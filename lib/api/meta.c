@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "ckube/api.h"
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 #define ANNOTATIONS_MAX_BYTES (256 * 1024)
@@ -47,11 +48,7 @@ void ck_uuid(char *buf)
 
 const char *ck_rfc3339(long long seconds, char *buf, size_t size)
 {
-    time_t t = (time_t)seconds;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
+    return ck__time_format(seconds, -1, buf, size);
 }
 
 /* generateName: the prefix (cut to 58) plus 5 characters of Kubernetes' alphabet. */

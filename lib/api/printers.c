@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "ckube/api.h"
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 const json_t *ck__json_path(const json_t *obj, const char *dotted)
@@ -88,18 +89,10 @@ const char *ck_human_duration(long long seconds, char *buf, size_t size)
     return buf;
 }
 
-long long ck__parse_time(const char *timestamp)
-{
-    struct tm tm = {0};
-    if (!timestamp || !strptime(timestamp, "%Y-%m-%dT%H:%M:%S", &tm))
-        return -1;
-    return (long long)timegm(&tm);
-}
-
 const char *ck_age(const char *timestamp, long long now, char *buf, size_t size)
 {
-    long long t = ck__parse_time(timestamp);
-    if (t < 0) {
+    int64_t t;
+    if (ck__time_parse(timestamp, &t, NULL) < 0) {
         snprintf(buf, size, "<unknown>");
         return buf;
     }

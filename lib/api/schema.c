@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "ckube/api.h"
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 #define REF_PREFIX "#/components/schemas/"
@@ -348,47 +349,12 @@ static void unknown_field(struct decode *d, const struct path *p)
  */
 static bool normalise_time(json_t *v, bool micro)
 {
-    const char *s = json_string_value(v);
-    struct tm tm = {0};
-    const char *rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!rest)
+    int64_t sec;
+    long usec;
+    if (ck__time_parse(json_string_value(v), &sec, &usec) < 0)
         return false;
-    long usec = 0;
-    if (*rest == '.') {
-        long scale = 100000;
-        rest++;
-        if (*rest < '0' || *rest > '9')
-            return false;
-        for (; *rest >= '0' && *rest <= '9'; rest++) {
-            usec += (*rest - '0') * scale;
-            scale /= 10;
-        }
-    }
-    long offset = 0;
-    if (*rest == 'Z' || *rest == 'z') {
-        rest++;
-    } else if (*rest == '+' || *rest == '-') {
-        int hh, mm;
-        if (sscanf(rest + 1, "%2d:%2d", &hh, &mm) != 2 || hh > 23 || mm > 59)
-            return false;
-        offset = (hh * 3600L + mm * 60L) * (*rest == '-' ? -1 : 1);
-        rest += 6;
-    } else {
-        return false;
-    }
-    if (*rest != '\0')
-        return false;
-    time_t t = timegm(&tm) - offset;
-    struct tm utc;
-    if (!gmtime_r(&t, &utc))
-        return false;
-    char buf[64];
-    size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &utc);
-    if (micro)
-        snprintf(buf + n, sizeof(buf) - n, ".%06ldZ", usec);
-    else
-        snprintf(buf + n, sizeof(buf) - n, "Z");
-    json_string_set(v, buf);
+    char buf[CK__TIME_LEN];
+    json_string_set(v, ck__time_format(sec, micro ? usec : -1, buf, sizeof(buf)));
     return true;
 }
 

@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 static const char table_content_type[] = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -31,15 +32,9 @@ const char *ck__query(struct MHD_Connection *conn, const char *name)
 
 bool ck__query_bool(struct MHD_Connection *conn, const char *name)
 {
-    const char *v = ck__query(conn, name);
-    if (!v)
-        return false;
+    bool v = false;
     /* Go's strconv.ParseBool, which the Python client's "True" relies on */
-    static const char *const truthy[] = {"1", "t", "T", "TRUE", "true", "True"};
-    for (size_t i = 0; i < sizeof(truthy) / sizeof(truthy[0]); i++)
-        if (strcmp(v, truthy[i]) == 0)
-            return true;
-    return false;
+    return ck__parse_bool(ck__query(conn, name), &v) && v;
 }
 
 /* What the client accepts: a Table, plain JSON, or nothing we produce (406). */

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 /*
@@ -360,11 +361,6 @@ int ck__registry_get(struct ck__registry *reg, const struct ck_kind *kind, const
 
 /* ---- update ------------------------------------------------------------- */
 
-static const char *meta_string(const json_t *obj, const char *key)
-{
-    return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
-}
-
 /* The new state for a write through the status subresource. */
 static json_t *status_update(const struct ck_kind *kind, const json_t *obj, const json_t *old)
 {
@@ -511,7 +507,7 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
             goto out_fail;
         }
         /* A resourceVersion in the request is a precondition. */
-        const char *want_rv = meta_string(requested, "resourceVersion");
+        const char *want_rv = ck__meta_str(requested, "resourceVersion");
         bool conditional = want_rv && *want_rv;
         char current_rv[32];
         snprintf(current_rv, sizeof(current_rv), "%lld", (long long)kv->mod_revision);
@@ -519,8 +515,8 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
             conflict(st, kind, name, stale_message);
             goto out_fail;
         }
-        const char *want_uid = meta_string(requested, "uid");
-        const char *old_uid = meta_string(old, "uid");
+        const char *want_uid = ck__meta_str(requested, "uid");
+        const char *old_uid = ck__meta_str(old, "uid");
         if (want_uid && *want_uid && old_uid && strcmp(want_uid, old_uid) != 0) {
             char why[256];
             snprintf(why, sizeof(why),
@@ -602,7 +598,7 @@ static int check_preconditions(const struct ck_kind *kind, const char *name, con
                                int64_t mod_revision, const struct ck__delete_options *opts,
                                struct ck__status *st)
 {
-    const char *uid = meta_string(obj, "uid");
+    const char *uid = ck__meta_str(obj, "uid");
     char rv[32], why[256];
     snprintf(rv, sizeof(rv), "%lld", (long long)mod_revision);
     if (opts->precondition_uid && uid && strcmp(opts->precondition_uid, uid) != 0) {
@@ -749,7 +745,7 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
             if (r == 0 && !kind->has_generation) /* pods, namespaces ...: the last state */
                 *ret_body = ck__serve_stored(kv->value, kv->value_len, kv->mod_revision, ret_len);
             else if (r == 0) /* apps kinds: a Success Status */
-                *ret_body = success_status(kind, name, meta_string(obj, "uid"), ret_len);
+                *ret_body = success_status(kind, name, ck__meta_str(obj, "uid"), ret_len);
             if (r == 0 && !*ret_body) {
                 ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
                 r = -1;

@@ -412,13 +412,23 @@ fail:
     return rc;
 }
 
+/* A token file bigger than this is a mistake, not a list of users. */
+#define MAX_TOKEN_FILE (64u << 20)
+
 int ck_auth_tokens_load(const char *path, struct ck_auth_tokens **ret_tokens, struct ck_err *reterr)
 {
-    gnutls_datum_t d = {NULL, 0};
-    if (gnutls_load_file(path, &d) < 0)
-        return ck_err_set(reterr, CK_EIO, "reading token file '%s' failed", path);
-    int rc = ck_auth_tokens_parse(path, (const char *)d.data, d.size, ret_tokens, reterr);
-    gnutls_free(d.data);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = ck__read_file(path, MAX_TOKEN_FILE, &text, &len);
+    if (rc == CK_ENOMEM)
+        return ck_err_set(reterr, rc, "out of memory");
+    if (rc == CK__E2BIG)
+        return ck_err_set(reterr, CK_EINVAL, "token file '%s' is larger than 64 MiB", path);
+    if (rc)
+        return ck_err_set(reterr, CK_EIO, "reading token file '%s' failed: %s", path,
+                          strerror(-rc));
+    rc = ck_auth_tokens_parse(path, text, len, ret_tokens, reterr);
+    free(text);
     return rc;
 }
 

@@ -220,11 +220,6 @@ static int add_grant(struct ck__strmap *map, const char *ns, const char *subject
     return 0;
 }
 
-static const char *meta_str(const json_t *obj, const char *member)
-{
-    return json_string_value(json_object_get(json_object_get(obj, "metadata"), member));
-}
-
 /* Files binding b (namespace ns, NULL for a ClusterRoleBinding) under its subjects. */
 static int add_binding(struct ck_rbac_policy *p, const json_t *b, const char *ns)
 {
@@ -297,8 +292,8 @@ static bool rule_in(const json_t *rules, const json_t *rule)
 
 static int name_cmp(const void *a, const void *b)
 {
-    const char *x = meta_str(*(const json_t *const *)a, "name");
-    const char *y = meta_str(*(const json_t *const *)b, "name");
+    const char *x = ck__meta_str(*(const json_t *const *)a, "name");
+    const char *y = ck__meta_str(*(const json_t *const *)b, "name");
     return strcmp(x ? x : "", y ? y : "");
 }
 
@@ -308,7 +303,7 @@ json_t *ck_rbac_aggregate(const json_t *role, const json_t *cluster_roles)
         json_object_get(json_object_get(role, "aggregationRule"), "clusterRoleSelectors");
     if (!json_is_array(selectors))
         return NULL;
-    const char *self = meta_str(role, "name");
+    const char *self = ck__meta_str(role, "name");
     size_t n = json_array_size(cluster_roles);
     const json_t **sorted = ck__calloc(n ? n : 1, sizeof(*sorted));
     json_t *out = json_array();
@@ -333,7 +328,7 @@ json_t *ck_rbac_aggregate(const json_t *role, const json_t *cluster_roles)
             continue;
         }
         for (size_t i = 0; i < n; i++) {
-            const char *name = meta_str(sorted[i], "name");
+            const char *name = ck__meta_str(sorted[i], "name");
             if (self && name && strcmp(self, name) == 0)
                 continue;
             const json_t *labels =
@@ -445,13 +440,13 @@ int ck_rbac_policy_new(const json_t *roles, const json_t *cluster_roles,
     char key[600];
     json_array_foreach(crs, i, o)
     {
-        const char *name = meta_str(o, "name");
+        const char *name = ck__meta_str(o, "name");
         if (name && add_role(&p->cluster_roles, name, json_object_get(o, "rules")))
             goto nomem;
     }
     json_array_foreach(roles, i, o)
     {
-        const char *name = meta_str(o, "name"), *ns = meta_str(o, "namespace");
+        const char *name = ck__meta_str(o, "name"), *ns = ck__meta_str(o, "namespace");
         if (!name || !ns)
             continue;
         snprintf(key, sizeof(key), "%s/%s", ns, name);
@@ -461,7 +456,7 @@ int ck_rbac_policy_new(const json_t *roles, const json_t *cluster_roles,
     json_array_foreach(cluster_role_bindings, i, o) if (add_binding(p, o, NULL)) goto nomem;
     json_array_foreach(role_bindings, i, o)
     {
-        const char *ns = meta_str(o, "namespace");
+        const char *ns = ck__meta_str(o, "namespace");
         if (ns && *ns && add_binding(p, o, ns))
             goto nomem;
     }

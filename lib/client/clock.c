@@ -11,6 +11,9 @@
  * register; ck_fake_clock_step() never holds the fake clock's lock while it takes a
  * waiter's mutex, so the two never deadlock. Because the step takes the waiter's mutex
  * before signalling, and the waiter holds it until it sleeps, no wakeup is lost.
+ *
+ * Tests: tests/client/test_clock.c; every test of a waiting piece (delaying and
+ * rate-limited queues, reflector backoff) drives the fake clock too.
  */
 #define _GNU_SOURCE
 #include <pthread.h>

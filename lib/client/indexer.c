@@ -180,8 +180,7 @@ static bool values_has(const struct ck_index_values *vals, const char *value)
 int ck_index_by_namespace(const json_t *obj, struct ck_index_values *out, void *arg)
 {
     (void)arg;
-    const char *ns =
-        json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
+    const char *ns = ck__meta_str(obj, "namespace");
     return ns && *ns ? ck_index_values_add(out, ns) : 0;
 }
 

@@ -31,8 +31,7 @@
 #include "internal.h"
 #include "reflector.h"
 
-#define MAX_HANDLERS  32
-#define MAX_INFORMERS 32
+#define MAX_HANDLERS 32
 
 struct handler {
     struct ck_event_handler h;
@@ -41,8 +40,9 @@ struct handler {
 };
 
 struct ck_informer {
-    struct ck_rest *client;
     const struct ck_resource *res;
+    const struct ck_list_watch *lw; /* opts->list_watch, or &rest_lw */
+    struct ck_rest_list_watch rest_lw;
     char *namespace;
     char *label_selector;
     int64_t page_size;
@@ -77,15 +77,17 @@ static char *dup_opt(const char *s, bool *oom)
 int ck_informer_new(const struct ck_informer_options *opts, struct ck_informer **ret_inf,
                     struct ck_err *reterr)
 {
-    if (!opts || !opts->client || !opts->res)
-        return ck_err_set(reterr, CK_EINVAL, "an informer needs a client and a resource");
+    if (!opts || !opts->res || (!opts->client && !opts->list_watch))
+        return ck_err_set(reterr, CK_EINVAL,
+                          "an informer needs a resource, and a client or a list/watch");
     struct ck_informer *inf = ck__calloc(1, sizeof(*inf));
     if (!inf)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     bool oom = false;
-    inf->client = opts->client;
     inf->res = opts->res;
     inf->namespace = dup_opt(opts->namespace, &oom);
+    ck_rest_list_watch_init(&inf->rest_lw, opts->client, opts->res, inf->namespace);
+    inf->lw = opts->list_watch ? opts->list_watch : &inf->rest_lw.lw;
     inf->label_selector = dup_opt(opts->label_selector, &oom);
     inf->page_size = opts->page_size > 0 ? opts->page_size : 500;
     inf->resync = opts->resync > 0 ? opts->resync : 0;
@@ -205,11 +207,6 @@ const json_t *ck_cached_ref(const json_t *obj)
 
 /* ---- delivering changes ------------------------------------------------------ */
 
-static const char *rv_of(const json_t *obj)
-{
-    return json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
-}
-
 static void notify_add(struct ck_informer *inf, const json_t *obj, bool initial)
 {
     for (size_t i = 0; i < inf->nhandlers; i++)
@@ -297,7 +294,8 @@ int ck__informer_replace(struct ck_informer *inf, json_t **objs, size_t n)
         if (!prev) {
             notify_add(inf, objs[i], initial);
         } else {
-            const char *a = rv_of(prev), *b = rv_of(objs[i]);
+            const char *a = ck__meta_str(prev, "resourceVersion"),
+                       *b = ck__meta_str(objs[i], "resourceVersion");
             if (!a || !b || strcmp(a, b) != 0)
                 notify_update(inf, prev, objs[i]);
         }
@@ -372,9 +370,8 @@ int ck_informer_start(struct ck_informer *inf, struct ck_err *reterr)
     inf->stopping = false;
     pthread_mutex_unlock(&inf->lock);
     struct ck__reflector *r = &inf->reflector;
-    r->client = inf->client;
-    r->res = inf->res;
-    r->namespace = inf->namespace;
+    r->lw = inf->lw;
+    r->name = inf->res->resource;
     r->label_selector = inf->label_selector;
     r->page_size = inf->page_size;
     r->clock = inf->clock;
@@ -422,8 +419,8 @@ struct ck_informer_factory {
     int64_t resync;
     struct ck_clock *clock;
     pthread_mutex_t lock;
-    struct ck_informer *informers[MAX_INFORMERS];
-    size_t n;
+    struct ck_informer **informers; /* grows by doubling; never shrinks */
+    size_t n, cap;
 };
 
 int ck_informer_factory_new(struct ck_rest *client, const char *namespace, int64_t resync,
@@ -453,6 +450,7 @@ struct ck_informer_factory *ck_informer_factory_free(struct ck_informer_factory 
     ck_informer_factory_stop(f);
     for (size_t i = 0; i < f->n; i++)
         ck_informer_free(f->informers[i]);
+    free(f->informers);
     pthread_mutex_destroy(&f->lock);
     free(f->namespace);
     free(f);
@@ -470,7 +468,15 @@ struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
             (strcmp(have->group, res->group) == 0 && strcmp(have->resource, res->resource) == 0))
             inf = f->informers[i];
     }
-    if (!inf && f->n < MAX_INFORMERS) {
+    if (!inf && f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 8;
+        struct ck_informer **grown = ck__realloc(f->informers, cap * sizeof(*grown));
+        if (!grown)
+            goto out;
+        f->informers = grown;
+        f->cap = cap;
+    }
+    if (!inf) {
         struct ck_informer_options opts = {
             .client = f->client,
             .res = res,
@@ -481,6 +487,7 @@ struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
         if (ck_informer_new(&opts, &inf, NULL) == 0)
             f->informers[f->n++] = inf;
     }
+out:
     pthread_mutex_unlock(&f->lock);
     return inf;
 }
@@ -497,15 +504,20 @@ int ck_informer_factory_start(struct ck_informer_factory *f, struct ck_err *rete
 
 bool ck_informer_factory_wait_for_sync(struct ck_informer_factory *f, int64_t deadline)
 {
-    pthread_mutex_lock(&f->lock);
-    size_t n = f->n;
-    struct ck_informer *list[MAX_INFORMERS];
-    memcpy(list, f->informers, n * sizeof(list[0]));
-    pthread_mutex_unlock(&f->lock);
-    for (size_t i = 0; i < n; i++)
-        if (is_started(list[i]) && !ck_informer_wait_for_sync(list[i], deadline))
+    /*
+     * Informers are only ever appended and freed with the factory, so the i-th one stays
+     * valid; the array itself may move when another thread adds one, so it is read under
+     * the lock, one entry at a time, and never held while waiting.
+     */
+    for (size_t i = 0;; i++) {
+        pthread_mutex_lock(&f->lock);
+        struct ck_informer *inf = i < f->n ? f->informers[i] : NULL;
+        pthread_mutex_unlock(&f->lock);
+        if (!inf)
+            return true;
+        if (is_started(inf) && !ck_informer_wait_for_sync(inf, deadline))
             return false;
-    return true;
+    }
 }
 
 void ck_informer_factory_stop(struct ck_informer_factory *f)

@@ -9,6 +9,9 @@
  * ResolvePaths does; *-data fields are base64 and are decoded here.
  *
  * Threading: no state; every function is reentrant.
+ *
+ * Tests: tests/client/test_kubeconfig.c; test_rest.c builds a client from the
+ * kubeconfig the server writes; fuzz/fuzz_kubeconfig.c fuzzes the parser.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,40 +168,13 @@ static char *string_field(const json_t *obj, const char *field, bool *oom)
 /* Reads a whole small file into a NUL-terminated buffer. */
 static int read_file(const char *path, char **ret, size_t *ret_len, struct ck_err *reterr)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ck_err_set(reterr, errno == ENOENT ? CK_ENOENT : CK_EIO, "cannot open %s: %s", path,
-                          strerror(errno));
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int r = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            char *grown = cap <= MAX_KUBECONFIG ? ck__realloc(buf, cap) : NULL;
-            if (!grown) {
-                r = ck_err_set(reterr, cap > MAX_KUBECONFIG ? CK_EINVAL : CK_ENOMEM,
-                               "%s: too large or out of memory", path);
-                break;
-            }
-            buf = grown;
-        }
-        size_t got = fread(buf + len, 1, 4096, f);
-        len += got;
-        if (got < 4096) {
-            if (ferror(f))
-                r = ck_err_set(reterr, CK_EIO, "cannot read %s", path);
-            break;
-        }
-    }
-    fclose(f);
-    if (r < 0) {
-        free(buf);
-        return r;
-    }
-    buf[len] = '\0';
-    *ret = buf;
-    *ret_len = len;
+    int r = ck__read_file(path, MAX_KUBECONFIG, ret, ret_len);
+    if (r == CK__E2BIG || r == CK_ENOMEM)
+        return ck_err_set(reterr, r == CK_ENOMEM ? CK_ENOMEM : CK_EINVAL,
+                          "%s: too large or out of memory", path);
+    if (r < 0)
+        return ck_err_set(reterr, r == CK_ENOENT ? CK_ENOENT : CK_EIO, "cannot open %s: %s", path,
+                          strerror(-r));
     return 0;
 }
 

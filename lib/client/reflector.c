@@ -19,8 +19,16 @@
  * a random factor in [1, 2) (jitter 1.0), reset after a list or watch that worked. They
  * sleep on the informer's clock and wake at once when the informer stops.
  *
+ * It lists and watches through a struct ck_list_watch (client-go's ListerWatcher), never
+ * the REST client directly: over the API server that is listwatch.c's; a test passes a
+ * fake.
+ *
  * Threading: everything here runs on the reflector thread, except ck__reflector_stop()
  * which only sets the stop flag and signals.
+ *
+ * Tests: tests/client/test_reflector.c drives it over a fake list/watch (pages, events,
+ * bookmarks, a clean end, 410 as an ERROR event and as an answer, failures with backoff
+ * on a fake clock); tests/client/test_informer.c against a real API server.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -57,8 +65,7 @@ static bool backoff_sleep(struct ck__reflector *r, int64_t d)
 
 static void set_last_rv(struct ck__reflector *r, const json_t *obj)
 {
-    const char *rv =
-        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    const char *rv = ck__meta_str(obj, "resourceVersion");
     if (rv && *rv && strlen(rv) < sizeof(r->last_rv)) {
         pthread_mutex_lock(&r->lock);
         snprintf(r->last_rv, sizeof(r->last_rv), "%s", rv);
@@ -81,7 +88,7 @@ static int list_all(struct ck__reflector *r, struct ck_err *reterr)
             .continue_token = cont,
         };
         json_t *list = NULL;
-        ret = ck_rest_list(r->client, r->res, r->namespace, &opts, &list, reterr);
+        ret = r->lw->list(r->lw->ctx, &opts, &list, reterr);
         free(cont);
         cont = NULL;
         if (ret < 0)
@@ -158,7 +165,7 @@ static void *reflector_main(void *arg)
         if (need_list) {
             if (list_all(r, &err) < 0) {
                 atomic_fetch_add(&r->failures, 1);
-                CK_LOGV(2, "reflector %s: list failed: %s", r->res->resource, err.msg);
+                CK_LOGV(2, "reflector %s: list failed: %s", r->name, err.msg);
                 if (!backoff_sleep(r, backoff))
                     break;
                 backoff = backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : backoff * 2;
@@ -181,19 +188,18 @@ static void *reflector_main(void *arg)
         memset(&r->watch_err, 0, sizeof(r->watch_err));
         atomic_fetch_add(&r->watches, 1);
         uint64_t events_before = atomic_load(&r->watch_events);
-        int ret = ck_rest_watch(r->client, r->res, r->namespace, &opts, on_watch_event, r, &r->stop,
-                                &err);
+        int ret = r->lw->watch(r->lw->ctx, &opts, on_watch_event, r, &r->stop, &err);
         if (atomic_load(&r->stop))
             break;
         if (ret == CK_ECOMPACTED) {
-            CK_LOGV(2, "reflector %s: watch from %s expired, relisting", r->res->resource, rv);
+            CK_LOGV(2, "reflector %s: watch from %s expired, relisting", r->name, rv);
             atomic_fetch_add(&r->expired, 1);
             need_list = true;
         } else if (ret == 0) {
             backoff = BACKOFF_INITIAL; /* the server ended the stream: watch again */
         } else {
             atomic_fetch_add(&r->failures, 1);
-            CK_LOGV(2, "reflector %s: watch failed: %s", r->res->resource,
+            CK_LOGV(2, "reflector %s: watch failed: %s", r->name,
                     r->watch_err.code ? r->watch_err.msg : err.msg);
             if (atomic_load(&r->watch_events) != events_before)
                 backoff = BACKOFF_INITIAL; /* it worked for a while */

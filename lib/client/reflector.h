@@ -9,13 +9,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "ckube/rest.h"
+#include "ckube/informer.h"
 
 struct ck__reflector {
     /* set by the informer before start; read-only after */
-    struct ck_rest *client;
-    const struct ck_resource *res;
-    const char *namespace;
+    const struct ck_list_watch *lw;
+    const char *name; /* for log lines: the resource */
     const char *label_selector;
     int64_t page_size;
     struct ck_clock *clock;

@@ -36,13 +36,6 @@
 #define MAX_WATCH_LINE (64u * 1024 * 1024)
 #define POOL_MAX       32
 
-const struct ck_resource ck_res_pods = {"", "v1", "pods", true};
-const struct ck_resource ck_res_events = {"", "v1", "events", true};
-const struct ck_resource ck_res_namespaces = {"", "v1", "namespaces", false};
-const struct ck_resource ck_res_configmaps = {"", "v1", "configmaps", true};
-const struct ck_resource ck_res_replicasets = {"apps", "v1", "replicasets", true};
-const struct ck_resource ck_res_deployments = {"apps", "v1", "deployments", true};
-
 struct ck_rest {
     char *server; /* without a trailing '/' */
     char *auth_header;
@@ -363,34 +356,6 @@ static struct curl_slist *setup(struct ck_rest *c, CURL *h, const char *method, 
     return headers;
 }
 
-struct body_buf {
-    char *data;
-    size_t len, cap;
-    size_t max;
-};
-
-static size_t collect(char *data, size_t size, size_t nmemb, void *userp)
-{
-    struct body_buf *b = userp;
-    size_t n = size * nmemb;
-    if (b->len + n + 1 > b->max)
-        return 0; /* too big: libcurl fails the transfer */
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *grown = ck__realloc(b->data, cap);
-        if (!grown)
-            return 0;
-        b->data = grown;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, data, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
-}
-
 int ck_rest_do(struct ck_rest *c, const char *method, const char *path, const json_t *body,
                const char *content_type, json_t **ret_body, struct ck_err *reterr)
 {
@@ -415,8 +380,8 @@ int ck_rest_do(struct ck_rest *c, const char *method, const char *path, const js
         free(text);
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     }
-    struct body_buf out = {.max = MAX_BODY};
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+    struct ck__buf out = {.max = MAX_BODY};
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ck__buf_curl_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
     if (text) {
@@ -435,12 +400,12 @@ int ck_rest_do(struct ck_rest *c, const char *method, const char *path, const js
         curl_easy_cleanup(h); /* the connection is in an unknown state */
         h = NULL;
     } else if (http < 200 || http > 299) {
-        r = http_error(http, out.data, out.len, reterr);
+        r = http_error(http, out.p, out.len, reterr);
     } else if (ret_body) {
         *ret_body = NULL;
         if (out.len) {
             json_error_t jerr;
-            json_t *doc = json_loadb(out.data, out.len, 0, &jerr);
+            json_t *doc = json_loadb(out.p, out.len, 0, &jerr);
             if (!doc)
                 r = ck_err_set(reterr, CK_EIO, "%s %s: the answer is not JSON: %s", method, path,
                                jerr.text);
@@ -449,7 +414,7 @@ int ck_rest_do(struct ck_rest *c, const char *method, const char *path, const js
     }
     if (h)
         handle_put(c, h);
-    free(out.data);
+    ck__buf_release(&out);
     free(url);
     free(text);
     return r;
@@ -507,11 +472,6 @@ static int make_path(const struct ck_resource *res, const char *namespace, const
         return ck_err_set(reterr, CK_EINVAL, "%s %s/%s: not a valid path", res->resource,
                           namespace ? namespace : "", name ? name : "");
     return 0;
-}
-
-static const char *object_name(const json_t *obj)
-{
-    return json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 }
 
 int ck_rest_get(struct ck_rest *c, const struct ck_resource *res, const char *namespace,
@@ -589,7 +549,7 @@ static int put_object(struct ck_rest *c, const struct ck_resource *res, const ch
                       const json_t *obj, const char *subresource, json_t **ret_obj,
                       struct ck_err *reterr)
 {
-    const char *name = object_name(obj);
+    const char *name = ck__meta_str(obj, "name");
     if (!name)
         return ck_err_set(reterr, CK_EINVAL, "the object has no metadata.name");
     char path[1024];
@@ -654,10 +614,67 @@ int ck_rest_update_scale(struct ck_rest *c, const struct ck_resource *res, const
     return r;
 }
 
+/* ---- discovery --------------------------------------------------------------- */
+
+int ck_rest_discover_resource(struct ck_rest *c, const char *api_version, const char *kind,
+                              struct ck_api_resource *ret, struct ck_err *reterr)
+{
+    /* "version" or "group/version", each part a non-empty plain path segment */
+    char group_part[sizeof(ret->group)] = "";
+    const char *slash = api_version ? strchr(api_version, '/') : NULL;
+    if (slash && (size_t)(slash - api_version) < sizeof(group_part))
+        snprintf(group_part, sizeof(group_part), "%.*s", (int)(slash - api_version), api_version);
+    const char *version_part = slash ? slash + 1 : api_version;
+    if (!kind || !version_part || !*version_part || !plain_segment(version_part) ||
+        (slash && (!*group_part || strlen(group_part) != (size_t)(slash - api_version) ||
+                   !plain_segment(group_part))))
+        return ck_err_set(reterr, CK_EINVAL, "malformed apiVersion \"%s\"",
+                          api_version ? api_version : "");
+    char path[512];
+    int n = slash ? snprintf(path, sizeof(path), "/apis/%s", api_version)
+                  : snprintf(path, sizeof(path), "/api/%s", api_version);
+    if (n < 0 || (size_t)n >= sizeof(path))
+        return ck_err_set(reterr, CK_EINVAL, "apiVersion too long");
+    json_t *list = NULL;
+    int r = ck_rest_do(c, "GET", path, NULL, NULL, &list, reterr);
+    if (r == CK_ENOENT)
+        return ck_err_set(reterr, CK_ENOENT, "the server does not serve %s", api_version);
+    if (r < 0)
+        return r;
+    size_t i;
+    json_t *entry;
+    const char *name = NULL;
+    bool namespaced = false;
+    json_array_foreach(json_object_get(list, "resources"), i, entry)
+    {
+        const char *k = json_string_value(json_object_get(entry, "kind"));
+        const char *e = json_string_value(json_object_get(entry, "name"));
+        if (k && e && strcmp(k, kind) == 0 && !strchr(e, '/')) {
+            name = e;
+            namespaced = json_is_true(json_object_get(entry, "namespaced"));
+            break;
+        }
+    }
+    if (!name)
+        r = ck_err_set(reterr, CK_ENOENT, "the server serves no kind %s in %s", kind, api_version);
+    else if (strlen(version_part) >= sizeof(ret->version) ||
+             strlen(name) >= sizeof(ret->resource) || !plain_segment(name))
+        r = ck_err_set(reterr, CK_EINVAL, "resource %s of %s: name too long or not plain", name,
+                       api_version);
+    if (r == 0) {
+        snprintf(ret->group, sizeof(ret->group), "%s", group_part);
+        snprintf(ret->version, sizeof(ret->version), "%s", version_part);
+        snprintf(ret->resource, sizeof(ret->resource), "%s", name);
+        ret->res = (struct ck_resource){ret->group, ret->version, ret->resource, namespaced};
+    }
+    json_decref(list);
+    return r;
+}
+
 /* ---- watch ------------------------------------------------------------------ */
 
 struct watch_state {
-    struct body_buf line; /* the partial line */
+    struct ck__buf line; /* the partial line */
     ck_watch_func fn;
     void *arg;
     const atomic_bool *stop;
@@ -665,12 +682,13 @@ struct watch_state {
     bool bad_event; /* a line that is not a watch event */
     long http;
     CURL *h;
-    struct body_buf error_body; /* a non-200 answer */
+    struct ck__buf error_body; /* a non-200 answer */
 };
 
 /* Decodes one complete line and hands it to fn. Returns false to end the stream. */
-static bool deliver(struct watch_state *w, const char *line, size_t len)
+static bool deliver(void *arg, const char *line, size_t len)
 {
+    struct watch_state *w = arg;
     while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
         len--;
     if (!len)
@@ -699,28 +717,8 @@ static size_t watch_write(char *data, size_t size, size_t nmemb, void *userp)
     if (!w->http)
         curl_easy_getinfo(w->h, CURLINFO_RESPONSE_CODE, &w->http);
     if (w->http != 200)
-        return collect(data, size, nmemb, &w->error_body);
-    for (size_t i = 0; i < n;) {
-        char *nl = memchr(data + i, '\n', n - i);
-        size_t take = nl ? (size_t)(nl - (data + i)) : n - i;
-        if (w->line.len) {
-            if (collect(data + i, 1, take, &w->line) != take)
-                return 0;
-            if (nl) {
-                bool go = deliver(w, w->line.data, w->line.len);
-                w->line.len = 0;
-                if (!go)
-                    return 0;
-            }
-        } else if (nl) {
-            if (!deliver(w, data + i, take))
-                return 0;
-        } else if (collect(data + i, 1, take, &w->line) != take) {
-            return 0;
-        }
-        i += take + (nl ? 1 : 0);
-    }
-    return n;
+        return ck__buf_curl_write(data, size, nmemb, &w->error_body);
+    return ck__buf_lines(&w->line, data, n, deliver, w) ? n : 0;
 }
 
 static int watch_progress(void *userp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
@@ -777,7 +775,7 @@ int ck_rest_watch(struct ck_rest *c, const struct ck_resource *res, const char *
     if (!w.http)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &w.http);
     if (w.http && w.http != 200)
-        r = http_error(w.http, w.error_body.data, w.error_body.len, reterr);
+        r = http_error(w.http, w.error_body.p, w.error_body.len, reterr);
     else if (w.fn_result)
         r = w.fn_result;
     else if (w.bad_event)
@@ -787,12 +785,12 @@ int ck_rest_watch(struct ck_rest *c, const struct ck_resource *res, const char *
         r = ck_err_set(reterr, CK_ESHUTDOWN, "watch %s: stopped", res->resource);
     else if (rc != CURLE_OK)
         r = ck_err_set(reterr, CK_EIO, "watch %s: %s", res->resource, curl_easy_strerror(rc));
-    else if (w.line.len && deliver(&w, w.line.data, w.line.len) == false)
+    else if (w.line.len && deliver(&w, w.line.p, w.line.len) == false)
         r = w.fn_result ? w.fn_result : CK_EIO;
     curl_slist_free_all(headers);
     curl_easy_cleanup(h);
-    free(w.line.data);
-    free(w.error_body.data);
+    ck__buf_release(&w.line);
+    ck__buf_release(&w.error_body);
     free(url);
     return r;
 }

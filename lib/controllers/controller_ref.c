@@ -9,12 +9,16 @@
  * fails with a conflict if anything changed, and the controller retries on a fresher
  * cache). The fresh read of the owner before the first adoption is done once per claim.
  *
+ * Writes go through the controller's client interface (struct ck_ctl_client), so the
+ * unit test runs a claim on the fake client and checks its actions.
+ *
  * Threading: no state; called from a controller's sync, one per owner key at a time.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ckube/controllers.h"
+#include "ckube/internal/util.h"
 
 const json_t *ck_controller_ref(const json_t *obj)
 {
@@ -28,11 +32,6 @@ const json_t *ck_controller_ref(const json_t *obj)
     return NULL;
 }
 
-static const char *meta_str(const json_t *obj, const char *field)
-{
-    return json_string_value(json_object_get(json_object_get(obj, "metadata"), field));
-}
-
 static bool being_deleted(const json_t *obj)
 {
     return json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp") != NULL;
@@ -42,17 +41,17 @@ static bool being_deleted(const json_t *obj)
 static int recheck_owner(const struct ck_ref_owner *o, struct ck_err *reterr)
 {
     json_t *fresh = NULL;
-    const char *ns = meta_str(o->owner, "namespace"), *name = meta_str(o->owner, "name");
-    int r = ck_rest_get(o->client, o->owner_res, ns, name, &fresh, reterr);
+    const char *ns = ck__meta_str(o->owner, "namespace"), *name = ck__meta_str(o->owner, "name");
+    int r = ck_ctl_get(o->client, o->owner_res, ns, name, &fresh, reterr);
     if (r < 0)
         return r;
-    const char *uid = meta_str(fresh, "uid"), *want = meta_str(o->owner, "uid");
+    const char *uid = ck__meta_str(fresh, "uid"), *want = ck__meta_str(o->owner, "uid");
     if (!uid || !want || strcmp(uid, want) != 0)
         r = ck_err_set(reterr, CK_ECONFLICT, "original %s %s/%s is gone: got uid %s, wanted %s",
                        o->kind, ns, name, uid ? uid : "", want ? want : "");
     else if (being_deleted(fresh))
         r = ck_err_set(reterr, CK_ECONFLICT, "%s/%s has just been deleted at %s", ns, name,
-                       meta_str(fresh, "deletionTimestamp"));
+                       ck__meta_str(fresh, "deletionTimestamp"));
     json_decref(fresh);
     return r;
 }
@@ -70,21 +69,18 @@ static int write_refs(const struct ck_ref_owner *o, const json_t *child, bool ad
         refs = json_array();
         json_object_set_new(meta, "ownerReferences", refs);
     }
-    const char *uid = meta_str(o->owner, "uid");
+    const char *uid = ck__meta_str(o->owner, "uid");
     for (size_t i = json_array_size(refs); i-- > 0;) {
         const char *ref_uid = json_string_value(json_object_get(json_array_get(refs, i), "uid"));
         if (ref_uid && uid && strcmp(ref_uid, uid) == 0)
             json_array_remove(refs, i);
     }
     if (adopt)
-        json_array_append_new(refs, json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "apiVersion",
-                                              o->api_version, "kind", o->kind, "name",
-                                              meta_str(o->owner, "name"), "uid", uid, "controller",
-                                              1, "blockOwnerDeletion", 1));
+        json_array_append_new(refs, ck_controller_ref_new(o->owner, o->api_version, o->kind));
     if (json_array_size(refs) == 0)
         json_object_del(meta, "ownerReferences");
-    int r =
-        ck_rest_update(o->client, o->child_res, meta_str(child, "namespace"), copy, NULL, reterr);
+    int r = ck_ctl_update(o->client, o->child_res, ck__meta_str(child, "namespace"), copy, NULL,
+                          reterr);
     json_decref(copy);
     return r;
 }
@@ -104,8 +100,8 @@ int ck_claim_objects(const struct ck_ref_owner *o, const json_t *const *candidat
     ret_claimed->n = 0;
     if (!ret_claimed->items)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    const char *uid = meta_str(o->owner, "uid");
-    const char *ns = meta_str(o->owner, "namespace");
+    const char *uid = ck__meta_str(o->owner, "uid");
+    const char *ns = ck__meta_str(o->owner, "namespace");
     bool owner_deleting = being_deleted(o->owner);
     int first_err = 0, rechecked = 0;
     for (size_t i = 0; i < n; i++) {
@@ -124,7 +120,7 @@ int ck_claim_objects(const struct ck_ref_owner *o, const json_t *const *candidat
             else if (!owner_deleting && (r = write_refs(o, child, false, &err)) == CK_ENOENT)
                 r = 0; /* gone already: nothing to release */
         } else {
-            const char *child_ns = meta_str(child, "namespace");
+            const char *child_ns = ck__meta_str(child, "namespace");
             if (owner_deleting || !match || being_deleted(child) || !child_ns || !ns ||
                 strcmp(child_ns, ns) != 0)
                 continue;

@@ -3,58 +3,110 @@
  * kube-controller-manager: --controllers, one shared informer factory, start when the
  * caches have synced).
  *
+ * The controllers are the rows of `table` (NewControllerDescriptors): name, on by
+ * default or not, and start/run/stop. Nothing else in this file names a controller.
+ *
  * The selection follows Kubernetes' --controllers: a comma-separated list where "*"
  * enables every controller that is on by default, "name" enables one and "-name"
- * disables one; an unknown name is an error. Known controllers today: replicaset.
+ * disables one; an unknown name is an error.
  *
- * Start never blocks on the server: a starter thread waits for the informers to sync and
- * then starts each controller's workers, so a controller manager started before its
- * server simply begins when the server answers (the reflectors back off meanwhile).
+ * Start never blocks on the server: every selected controller's start registers its
+ * handlers, the informers start, and a starter thread waits for them to sync and then
+ * runs each controller's workers, so a controller manager started before its server
+ * simply begins when the server answers (the reflectors back off meanwhile).
  *
  * Threading: start and free from one thread; the starter thread is joined by free.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckube/internal/util.h"
 #include "ckube/manager.h"
 #include "ckube/replicaset.h"
 
-static const char *const known[] = {"replicaset", NULL};
+/* ---- the table ---------------------------------------------------------------------- */
 
-struct ck_controller_manager {
-    struct ck_informer_factory *factory;
-    struct ck_rs_controller *rs;
-    int workers;
-    pthread_t starter;
-    bool starter_running;
+static int rs_start(const struct ck_controller_context *ctx, void **ret_state,
+                    struct ck_err *reterr)
+{
+    struct ck_rs_controller *c = NULL;
+    int r = ck_rs_controller_new(ctx->client, ctx->factory, NULL, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int rs_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_rs_controller_run(state, workers, reterr);
+}
+
+static void rs_stop(void *state)
+{
+    ck_rs_controller_free(state);
+}
+
+static const struct ck_controller_descriptor table[] = {
+    {.name = "replicaset", .enabled_by_default = true, rs_start, rs_run, rs_stop},
 };
+
+#define N_CONTROLLERS (sizeof(table) / sizeof(table[0]))
+
+const struct ck_controller_descriptor *ck_controller_manager_table(size_t *ret_n)
+{
+    *ret_n = N_CONTROLLERS;
+    return table;
+}
+
+const char *ck_controller_manager_known(char *buf, size_t size)
+{
+    size_t len = 0;
+    if (size)
+        buf[0] = '\0';
+    for (size_t i = 0; i < N_CONTROLLERS && len < size; i++) {
+        int n = snprintf(buf + len, size - len, "%s%s%s", i ? ", " : "", table[i].name,
+                         table[i].enabled_by_default ? "" : " (off by default)");
+        len += n > 0 ? (size_t)n : 0;
+    }
+    return buf;
+}
+
+static const struct ck_controller_descriptor *lookup(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_CONTROLLERS; i++)
+        if (strlen(table[i].name) == len && strncmp(table[i].name, name, len) == 0)
+            return &table[i];
+    return NULL;
+}
+
+/* ---- the selection ------------------------------------------------------------------- */
 
 int ck_controller_manager_check(const char *selection, struct ck_err *reterr)
 {
-    char *copy = strdup(selection ? selection : "*");
-    if (!copy)
-        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    int r = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok && r == 0; tok = strtok_r(NULL, ",", &save)) {
-        const char *name = tok[0] == '-' ? tok + 1 : tok;
-        if (strcmp(tok, "*") == 0)
-            continue;
-        bool ok = false;
-        for (size_t i = 0; known[i]; i++)
-            ok = ok || strcmp(known[i], name) == 0;
-        if (!ok)
-            r = ck_err_set(reterr, CK_EINVAL,
-                           "\"%s\" is not in the list of known controllers (replicaset)", name);
+    for (const char *p = selection ? selection : "*"; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *name = p[0] == '-' ? p + 1 : p;
+        size_t name_len = p[0] == '-' ? len - 1 : len;
+        if (len && !(len == 1 && p[0] == '*') && !lookup(name, name_len)) {
+            char known[256];
+            return ck_err_set(
+                reterr, CK_EINVAL, "\"%.*s\" is not in the list of known controllers (%s)",
+                (int)name_len, name, ck_controller_manager_known(known, sizeof(known)));
+        }
+        p += len + (end ? 1 : 0);
     }
-    free(copy);
-    return r;
+    return 0;
 }
 
 bool ck_controller_manager_enabled(const char *selection, const char *name)
 {
     /* Kubernetes' IsControllerEnabled: the first item naming it wins, else "*" */
+    const struct ck_controller_descriptor *d = lookup(name, strlen(name));
+    if (!d)
+        return false;
     bool star = false;
     size_t n = strlen(name);
     for (const char *p = selection ? selection : "*"; *p;) {
@@ -67,15 +119,27 @@ bool ck_controller_manager_enabled(const char *selection, const char *name)
         star = star || (len == 1 && p[0] == '*');
         p += len + (end ? 1 : 0);
     }
-    return star; /* every known controller is on by default */
+    return star && d->enabled_by_default;
 }
+
+/* ---- the manager --------------------------------------------------------------------- */
+
+struct ck_controller_manager {
+    struct ck_informer_factory *factory;
+    void *states[N_CONTROLLERS]; /* NULL: not selected (or not started) */
+    int workers;
+    pthread_t starter;
+    bool starter_running;
+};
 
 static void *starter_main(void *arg)
 {
     struct ck_controller_manager *cm = arg;
-    struct ck_err err = {0};
-    if (cm->rs && ck_rs_controller_run(cm->rs, cm->workers, &err) < 0)
-        CK_LOGV(1, "controller manager: replicaset not started: %s", err.msg);
+    for (size_t i = 0; i < N_CONTROLLERS; i++) {
+        struct ck_err err = {0};
+        if (cm->states[i] && table[i].run(cm->states[i], cm->workers, &err) < 0)
+            CK_LOGV(1, "controller manager: %s not started: %s", table[i].name, err.msg);
+    }
     return NULL;
 }
 
@@ -85,13 +149,18 @@ int ck_controller_manager_start(const struct ck_controller_manager_config *confi
     int r = ck_controller_manager_check(config->controllers, reterr);
     if (r < 0)
         return r;
-    struct ck_controller_manager *cm = calloc(1, sizeof(*cm));
+    struct ck_controller_manager *cm = ck__calloc(1, sizeof(*cm));
     if (!cm)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     cm->workers = config->workers > 0 ? config->workers : 5;
     r = ck_informer_factory_new(config->client, NULL, 0, NULL, &cm->factory, reterr);
-    if (r == 0 && ck_controller_manager_enabled(config->controllers, "replicaset"))
-        r = ck_rs_controller_new(config->client, cm->factory, NULL, &cm->rs, reterr);
+    struct ck_controller_context ctx = {config->client, cm->factory, cm->workers};
+    for (size_t i = 0; i < N_CONTROLLERS && r == 0; i++) {
+        bool on = ck_controller_manager_enabled(config->controllers, table[i].name);
+        if (on)
+            r = table[i].start(&ctx, &cm->states[i], reterr);
+        CK_LOGS(0, "Controller", "name", table[i].name, "enabled", on ? "true" : "false");
+    }
     if (r == 0)
         r = ck_informer_factory_start(cm->factory, reterr);
     if (r == 0) {
@@ -104,7 +173,6 @@ int ck_controller_manager_start(const struct ck_controller_manager_config *confi
         ck_controller_manager_free(cm);
         return r;
     }
-    CK_LOGS(0, "Started controllers", "replicaset", cm->rs ? "on" : "off");
     *ret_cm = cm;
     return 0;
 }
@@ -116,7 +184,9 @@ struct ck_controller_manager *ck_controller_manager_free(struct ck_controller_ma
     ck_informer_factory_stop(cm->factory); /* also ends a starter still waiting for sync */
     if (cm->starter_running)
         pthread_join(cm->starter, NULL);
-    ck_rs_controller_free(cm->rs);
+    for (size_t i = N_CONTROLLERS; i-- > 0;)
+        if (cm->states[i] && table[i].stop)
+            table[i].stop(cm->states[i]);
     ck_informer_factory_free(cm->factory);
     free(cm);
     return NULL;

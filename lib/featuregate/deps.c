@@ -168,7 +168,7 @@ static bool enabled_in(const struct ck__fg_snap *s, size_t i)
 
 int ck__fg_check_deps(const struct ck__fg_snap *s, struct ck_fg_err *reterr)
 {
-    struct ck__fg_buf errs = {.ok = true};
+    struct ck__buf errs = {0};
     int nerr = 0;
 
     for (size_t i = 2; i < s->n; i++) {
@@ -180,20 +180,20 @@ int ck__fg_check_deps(const struct ck__fg_snap *s, struct ck_fg_err *reterr)
             if (enabled_in(s, f->deps[k]))
                 continue;
             if (!off++)
-                ck__fg_buf_printf(&errs,
-                                  "%s%s is enabled, but depends on features that are "
-                                  "disabled: [",
-                                  nerr++ ? ", " : "", f->name);
-            ck__fg_buf_printf(&errs, "%s%s", off > 1 ? " " : "", s->tab->f[f->deps[k]]->name);
+                ck__buf_printf(&errs,
+                               "%s%s is enabled, but depends on features that are "
+                               "disabled: [",
+                               nerr++ ? ", " : "", f->name);
+            ck__buf_printf(&errs, "%s%s", off > 1 ? " " : "", s->tab->f[f->deps[k]]->name);
         }
         if (off)
-            ck__fg_buf_printf(&errs, "]");
+            ck__buf_printf(&errs, "]");
     }
     if (!nerr) {
         free(errs.p);
         return 0;
     }
-    char *msg = ck__fg_buf_take(&errs);
+    char *msg = ck__buf_take(&errs);
     int rc = ck__fg_errf(reterr, CK_FG_EINVAL, nerr > 1 ? "[%s]" : "%s", msg ? msg : "errors");
     free(msg);
     return rc;

@@ -451,7 +451,7 @@ void ck_fg_set_logger(struct ck_fg_gate *g, ck_fg_log_fn fn, void *userdata)
  */
 static int resolve(struct ck__fg_snap *s, struct ck_fg_err *reterr)
 {
-    struct ck__fg_buf errs = {.ok = true};
+    struct ck__buf errs = {0};
     int nerr = 0;
     char e[32], m[32];
 
@@ -464,16 +464,16 @@ static int resolve(struct ck__fg_snap *s, struct ck_fg_err *reterr)
         struct ck_fg_spec sp = ck__fg_spec_at(s->tab->f[i], s->emu, s->minc);
         const char *name = s->tab->f[i]->name;
         if (sp.lock_to_default && sp.default_value != v) {
-            ck__fg_buf_printf(&errs, "%scannot set feature gate %s to %s, feature is locked to %s",
-                              nerr ? ", " : "", name, v ? "true" : "false",
-                              sp.default_value ? "true" : "false");
+            ck__buf_printf(&errs, "%scannot set feature gate %s to %s, feature is locked to %s",
+                           nerr ? ", " : "", name, v ? "true" : "false",
+                           sp.default_value ? "true" : "false");
             nerr++;
         }
         if (sp.stage == CK_FG_PREALPHA) {
-            ck__fg_buf_printf(&errs,
-                              "%scannot set feature gate %s to %s, feature is PreAlpha at "
-                              "emulated version %s, min compatibility version %s",
-                              nerr ? ", " : "", name, v ? "true" : "false", e, m);
+            ck__buf_printf(&errs,
+                           "%scannot set feature gate %s to %s, feature is PreAlpha at "
+                           "emulated version %s, min compatibility version %s",
+                           nerr ? ", " : "", name, v ? "true" : "false", e, m);
             nerr++;
         }
         s->expl[i] = (int8_t)v;
@@ -491,7 +491,7 @@ static int resolve(struct ck__fg_snap *s, struct ck_fg_err *reterr)
         free(errs.p);
         return ck__fg_check_deps(s, reterr); /* S12, only when the values are valid */
     }
-    char *msg = ck__fg_buf_take(&errs);
+    char *msg = ck__buf_take(&errs);
     int rc = ck__fg_errf(reterr, CK_FG_EINVAL, nerr > 1 ? "[%s]" : "%s", msg ? msg : "errors");
     free(msg);
     return rc;
@@ -793,7 +793,7 @@ bool ck_fg_enabled_name(const struct ck_fg_gate *g, const char *name)
     int idx = ck__fg_find(s->tab, name);
     if (idx < 0) {
         char q[160];
-        ck__fg_quote(name, q, sizeof(q));
+        ck__quote(name, q, sizeof(q));
         die_unknown(q);
     }
     return s->val[idx];

@@ -16,6 +16,7 @@
 #include <yaml.h>
 
 #include "ckube/featuregate.h"
+#include "ckube/internal/util.h" /* buffers, ParseBool, %q: libckube-util, nothing else of ckube */
 
 struct ck__fg_feature {
     char *name;
@@ -90,27 +91,12 @@ int ck__fg_find(const struct ck__fg_table *t, const char *name);
 int ck__fg_check_deps(const struct ck__fg_snap *s, struct ck_fg_err *reterr);
 /* Stability order for R10 and R13: Deprecated 0 < Alpha = PreAlpha 1 < Beta 2 < GA 3. */
 int ck__fg_stage_rank(enum ck_fg_stage s);
-/* Go's ParseBool: 1 t T TRUE true True 0 f F FALSE false False. */
-bool ck__fg_parse_bool(const char *s, bool *ret);
-/* Go's %q for simple strings. */
-void ck__fg_quote(const char *s, char *buf, size_t n);
-
-/* Growable string for the text outputs. ok goes false on allocation failure. */
-struct ck__fg_buf {
-    char *p;
-    size_t len, cap;
-    bool ok;
-};
-void ck__fg_buf_printf(struct ck__fg_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-char *ck__fg_buf_take(struct ck__fg_buf *b);
-
-/* Pair array builder shared by the sources: names copied into one arena. */
+/* Pair array builder shared by the sources: names copied into one arena (helpers.c). */
 struct ck__fg_pairs {
     struct ck_fg_pair *v;
     size_t *off; /* name offsets into names.p until finish */
     size_t n, cap;
-    struct ck__fg_buf names;
+    struct ck__buf names; /* the names, each NUL-terminated */
 };
 int ck__fg_pairs_add(struct ck__fg_pairs *p, const char *name, size_t namelen, bool value);
 /* Hands the pairs out in the public (pairs, buf) shape, or frees on failure. */

@@ -71,14 +71,14 @@ char *ck_fg_known_features(const struct ck_fg_gate *g)
     const struct ck__fg_snap *s = lock_snap(g);
     char **lines = calloc(s->n ? s->n : 1, sizeof(*lines));
     size_t nl = 0;
-    struct ck__fg_buf out = {.ok = true};
+    struct ck__buf out = {0};
     char mv[32];
 
     for (size_t i = 0; lines && i < s->n; i++) {
         const struct ck__fg_feature *f = s->tab->f[i];
         struct ck_fg_spec cur = ck__fg_spec_at(f, s->emu, s->minc);
         struct ck_fg_spec full = ck__fg_spec_at(f, s->emu, s->emu);
-        struct ck__fg_buf l = {.ok = true};
+        struct ck__buf l = {0};
         /* Kubernetes compares the whole specs, versions included. */
         bool differs = cur.stage != full.stage || cur.default_value != full.default_value ||
                        cur.lock_to_default != full.lock_to_default ||
@@ -86,15 +86,15 @@ char *ck_fg_known_features(const struct ck_fg_gate *g)
                        cur.has_min_compat != full.has_min_compat ||
                        ck_fg_version_cmp(cur.min_compat, full.min_compat) != 0;
         if (listed(cur.stage))
-            ck__fg_buf_printf(&l, "%s=true|false (%s - default=%s)", f->name,
-                              ck_fg_stage_string(cur.stage), b2s(cur.default_value));
+            ck__buf_printf(&l, "%s=true|false (%s - default=%s)", f->name,
+                           ck_fg_stage_string(cur.stage), b2s(cur.default_value));
         if (differs && listed(full.stage))
-            ck__fg_buf_printf(
+            ck__buf_printf(
                 &l, "%s%s=true|false (%s - default=%s) if --min-compatibility-version>=%s",
                 l.len ? ", or " : "", f->name, ck_fg_stage_string(full.stage),
                 b2s(full.default_value), ck_fg_version_fmt(full.min_compat, mv, sizeof(mv)));
         if (l.len)
-            lines[nl++] = ck__fg_buf_take(&l);
+            lines[nl++] = ck__buf_take(&l);
         else
             free(l.p);
     }
@@ -104,19 +104,19 @@ char *ck_fg_known_features(const struct ck_fg_gate *g)
     qsort(lines, nl, sizeof(*lines), cmp_line);
     for (size_t i = 0; i < nl; i++) {
         if (!lines[i])
-            out.ok = false;
+            out.err = CK_FG_ENOMEM;
         else
-            ck__fg_buf_printf(&out, "%s%s", i ? "\n" : "", lines[i]);
+            ck__buf_printf(&out, "%s%s", i ? "\n" : "", lines[i]);
         free(lines[i]);
     }
     free(lines);
-    return ck__fg_buf_take(&out);
+    return ck__buf_take(&out);
 }
 
 char *ck_fg_string(const struct ck_fg_gate *g)
 {
     const struct ck__fg_snap *s = ck__fg_snap(g);
-    struct ck__fg_buf out = {.ok = true};
+    struct ck__buf out = {0};
     size_t *idx = ck__fg_sorted(s);
     if (!idx)
         return NULL;
@@ -124,58 +124,57 @@ char *ck_fg_string(const struct ck_fg_gate *g)
         size_t i = idx[k];
         if (s->expl[i] < 0)
             continue;
-        ck__fg_buf_printf(&out, "%s%s=%s", first ? "" : ",", s->tab->f[i]->name,
-                          b2s(s->expl[i] != 0));
+        ck__buf_printf(&out, "%s%s=%s", first ? "" : ",", s->tab->f[i]->name, b2s(s->expl[i] != 0));
         first = 0;
     }
     free(idx);
-    return ck__fg_buf_take(&out);
+    return ck__buf_take(&out);
 }
 
 char *ck_fg_metrics_text(const struct ck_fg_gate *g)
 {
     const struct ck__fg_snap *s = lock_snap(g);
-    struct ck__fg_buf out = {.ok = true};
+    struct ck__buf out = {0};
     size_t *idx = ck__fg_sorted(s);
-    ck__fg_buf_printf(&out, "# HELP kubernetes_feature_enabled [BETA] This metric records the "
-                            "data about the stage and enablement of a k8s feature.\n"
-                            "# TYPE kubernetes_feature_enabled gauge\n");
+    ck__buf_printf(&out, "# HELP kubernetes_feature_enabled [BETA] This metric records the "
+                         "data about the stage and enablement of a k8s feature.\n"
+                         "# TYPE kubernetes_feature_enabled gauge\n");
     for (size_t k = 0; idx && k < s->n; k++) {
         struct ck_fg_spec sp = ck__fg_spec_at(s->tab->f[idx[k]], s->emu, s->minc);
         if (sp.stage == CK_FG_PREALPHA)
             continue;
-        ck__fg_buf_printf(&out, "kubernetes_feature_enabled{name=\"%s\",stage=\"%s\"} %d\n",
-                          s->tab->f[idx[k]]->name, ck_fg_stage_string(sp.stage),
-                          s->val[idx[k]] ? 1 : 0);
+        ck__buf_printf(&out, "kubernetes_feature_enabled{name=\"%s\",stage=\"%s\"} %d\n",
+                       s->tab->f[idx[k]]->name, ck_fg_stage_string(sp.stage),
+                       s->val[idx[k]] ? 1 : 0);
     }
     unlock(g);
     if (!idx)
-        out.ok = false;
+        out.err = CK_FG_ENOMEM;
     free(idx);
-    return ck__fg_buf_take(&out);
+    return ck__buf_take(&out);
 }
 
 char *ck_fg_startup_line(const struct ck_fg_gate *g)
 {
     const struct ck__fg_snap *s = lock_snap(g);
-    struct ck__fg_buf out = {.ok = true};
+    struct ck__buf out = {0};
     size_t *idx = ck__fg_sorted(s);
     char e[32], m[32];
-    ck__fg_buf_printf(&out, "Feature gates: emulationVersion=%s minCompatibilityVersion=%s",
-                      ck_fg_version_fmt(s->emu, e, sizeof(e)),
-                      ck_fg_version_fmt(s->minc, m, sizeof(m)));
+    ck__buf_printf(&out, "Feature gates: emulationVersion=%s minCompatibilityVersion=%s",
+                   ck_fg_version_fmt(s->emu, e, sizeof(e)),
+                   ck_fg_version_fmt(s->minc, m, sizeof(m)));
     for (size_t k = 0, first = 1; idx && k < s->n; k++) {
         if (ck__fg_spec_at(s->tab->f[idx[k]], s->emu, s->minc).stage == CK_FG_PREALPHA)
             continue;
-        ck__fg_buf_printf(&out, "%s%s=%s", first ? " " : ",", s->tab->f[idx[k]]->name,
-                          b2s(s->val[idx[k]]));
+        ck__buf_printf(&out, "%s%s=%s", first ? " " : ",", s->tab->f[idx[k]]->name,
+                       b2s(s->val[idx[k]]));
         first = 0;
     }
     unlock(g);
     if (!idx)
-        out.ok = false;
+        out.err = CK_FG_ENOMEM;
     free(idx);
-    return ck__fg_buf_take(&out);
+    return ck__buf_take(&out);
 }
 
 void ck_fg_log_startup(const struct ck_fg_gate *g)
@@ -189,7 +188,7 @@ void ck_fg_log_startup(const struct ck_fg_gate *g)
 int ck_fg_warn_emulated_alpha(const struct ck_fg_gate *g, struct ck_fg_version binary)
 {
     const struct ck__fg_snap *s = lock_snap(g);
-    struct ck__fg_buf names = {.ok = true};
+    struct ck__buf names = {0};
     size_t *idx = ck__fg_sorted(s);
     int n = 0;
     struct ck_fg_version bin = ck_fg_version_mm(binary.major, binary.minor);
@@ -199,13 +198,13 @@ int ck_fg_warn_emulated_alpha(const struct ck_fg_gate *g, struct ck_fg_version b
             if (i < 2 || !s->val[i] ||
                 ck__fg_spec_at(s->tab->f[i], s->emu, s->minc).stage != CK_FG_ALPHA)
                 continue;
-            ck__fg_buf_printf(&names, "%s%s", n ? " " : "", s->tab->f[i]->name);
+            ck__buf_printf(&names, "%s%s", n ? " " : "", s->tab->f[i]->name);
             n++;
         }
     }
     unlock(g);
     free(idx);
-    char *list = ck__fg_buf_take(&names);
+    char *list = ck__buf_take(&names);
     if (n)
         ck__fg_logf(g, 0,
                     "component has alpha features enabled in emulated version, this is "
@@ -233,7 +232,7 @@ char *ck_fg_all_json(const struct ck_fg_gate *g)
 char *ck_fg_docs_table(const struct ck_fg_gate *g, enum ck_fg_table_format fmt)
 {
     const struct ck__fg_snap *s = lock_snap(g);
-    struct ck__fg_buf out = {.ok = true};
+    struct ck__buf out = {0};
     json_t *arr = fmt == CK_FG_TABLE_JSON ? json_array() : NULL;
     size_t *idx = ck__fg_sorted(s);
     int w = 7;
@@ -243,11 +242,11 @@ char *ck_fg_docs_table(const struct ck_fg_gate *g, enum ck_fg_table_format fmt)
         if ((int)strlen(s->tab->f[i]->name) > w)
             w = (int)strlen(s->tab->f[i]->name);
     if (fmt == CK_FG_TABLE_MARKDOWN)
-        ck__fg_buf_printf(&out, "| Feature | Default | Stage | Since | Until | Locked |\n"
-                                "| --- | --- | --- | --- | --- | --- |\n");
+        ck__buf_printf(&out, "| Feature | Default | Stage | Since | Until | Locked |\n"
+                             "| --- | --- | --- | --- | --- | --- |\n");
     else if (fmt == CK_FG_TABLE_TEXT)
-        ck__fg_buf_printf(&out, "%-*s  %-7s  %-10s  %-5s  %-5s  %s\n", w, "FEATURE", "DEFAULT",
-                          "STAGE", "SINCE", "UNTIL", "LOCKED");
+        ck__buf_printf(&out, "%-*s  %-7s  %-10s  %-5s  %-5s  %s\n", w, "FEATURE", "DEFAULT",
+                       "STAGE", "SINCE", "UNTIL", "LOCKED");
     for (size_t k = 0; idx && k < s->n; k++) {
         const struct ck__fg_feature *f = s->tab->f[idx[k]];
         if (idx[k] < 2)
@@ -272,27 +271,27 @@ char *ck_fg_docs_table(const struct ck_fg_gate *g, enum ck_fg_table_format fmt)
                               j + 1 < f->nspecs ? json_string(until) : json_null(), "locked",
                               sp->lock_to_default);
                 if (!row || json_array_append_new(arr, row) < 0)
-                    out.ok = false;
+                    out.err = CK_FG_ENOMEM;
             } else if (fmt == CK_FG_TABLE_MARKDOWN) {
-                ck__fg_buf_printf(&out, "| `%s` | `%s` | %s | %s | %s | %s |\n", f->name,
-                                  b2s(sp->default_value), stage, since, until,
-                                  sp->lock_to_default ? "yes" : "no");
+                ck__buf_printf(&out, "| `%s` | `%s` | %s | %s | %s | %s |\n", f->name,
+                               b2s(sp->default_value), stage, since, until,
+                               sp->lock_to_default ? "yes" : "no");
             } else {
-                ck__fg_buf_printf(&out, "%-*s  %-7s  %-10s  %-5s  %-5s  %s\n", w, f->name,
-                                  b2s(sp->default_value), stage, since, until,
-                                  sp->lock_to_default ? "yes" : "no");
+                ck__buf_printf(&out, "%-*s  %-7s  %-10s  %-5s  %-5s  %s\n", w, f->name,
+                               b2s(sp->default_value), stage, since, until,
+                               sp->lock_to_default ? "yes" : "no");
             }
         }
     }
     unlock(g);
     if (!idx)
-        out.ok = false;
+        out.err = CK_FG_ENOMEM;
     free(idx);
     if (fmt == CK_FG_TABLE_JSON) {
         free(out.p);
-        char *j = out.ok && arr ? json_dumps(arr, JSON_INDENT(2)) : NULL;
+        char *j = !out.err && arr ? json_dumps(arr, JSON_INDENT(2)) : NULL;
         json_decref(arr);
         return j;
     }
-    return ck__fg_buf_take(&out);
+    return ck__buf_take(&out);
 }

@@ -54,12 +54,12 @@ int ck_fg_parse_pairs(const char *s, struct ck_fg_pair **ret, size_t *ret_n, cha
             if (ok) {
                 memcpy(val, vb, vlen);
                 val[vlen] = '\0';
-                ok = ck__fg_parse_bool(val, &v);
+                ok = ck__parse_bool(val, &v);
             }
             if (!ok) {
                 char *vs = strndup(vb, vlen);
                 char q[300];
-                ck__fg_quote(vs ? vs : "", q, sizeof(q));
+                ck__quote(vs ? vs : "", q, sizeof(q));
                 rc = ck__fg_errf(reterr, CK_FG_EINVAL,
                                  "invalid value of %.*s=%.*s, err: strconv.ParseBool: parsing %s: "
                                  "invalid syntax",

@@ -7,7 +7,6 @@
  * Threading: the provider pointer is atomic; everything else works on the
  * caller's data or goes through the gate's own locking.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,40 +126,13 @@ out:
 /* Reads a whole file (capped) into a malloc'ed buffer. */
 static int read_file(const char *path, char **ret, size_t *ret_len, struct ck_fg_err *reterr)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ck__fg_errf(reterr, CK_FG_ENOENT, "cannot read %s: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (len < cap)
-            break;
-        if (cap >= CONFIG_MAX_BYTES) {
-            fclose(f);
-            free(buf);
-            return ck__fg_errf(reterr, CK_FG_EINVAL, "%s: file too large", path);
-        }
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    bool err = ferror(f);
-    fclose(f);
-    if (!buf)
+    int r = ck__read_file(path, CONFIG_MAX_BYTES, ret, ret_len);
+    if (r == CK__E2BIG)
+        return ck__fg_errf(reterr, CK_FG_EINVAL, "%s: file too large", path);
+    if (r == CK_FG_ENOMEM)
         return ck__fg_errf(reterr, CK_FG_ENOMEM, "out of memory");
-    if (err) {
-        free(buf);
-        return ck__fg_errf(reterr, CK_FG_EINVAL, "cannot read %s", path);
-    }
-    *ret = buf;
-    *ret_len = len;
+    if (r < 0)
+        return ck__fg_errf(reterr, CK_FG_ENOENT, "cannot read %s: %s", path, strerror(-r));
     return 0;
 }
 
@@ -212,7 +184,7 @@ int ck_fg_env_pairs(struct ck_fg_gate *g, ck_fg_getenv_fn lookup, struct ck_fg_p
         const char *val = lookup(var);
         if (!val)
             continue;
-        if (!ck__fg_parse_bool(val, &v)) { /* no trimming (G4) */
+        if (!ck__parse_bool(val, &v)) { /* no trimming (G4) */
             ck__fg_logf(g, 0, "Could not set feature gate feature=\"%s\" desiredState=\"%s\"", name,
                         val);
             continue;
@@ -272,10 +244,10 @@ static int apply(struct ck_fg_gate *g, const char *const *flags, size_t nflags,
             goto out;
     }
     if (nflags) { /* C2/P6: all occurrences joined, one parse */
-        struct ck__fg_buf joined = {.ok = true};
+        struct ck__buf joined = {0};
         for (size_t i = 0; i < nflags; i++)
-            ck__fg_buf_printf(&joined, "%s%s", i ? "," : "", flags[i]);
-        char *str = ck__fg_buf_take(&joined);
+            ck__buf_printf(&joined, "%s%s", i ? "," : "", flags[i]);
+        char *str = ck__buf_take(&joined);
         if (!str) {
             rc = CK_FG_ENOMEM;
             goto out;

@@ -711,58 +711,58 @@ static size_t width(const struct ck_fg_upgrade_finding *v, size_t n, size_t fiel
     return w;
 }
 
-static void text_section(struct ck__fg_buf *b, const char *title,
+static void text_section(struct ck__buf *b, const char *title,
                          const struct ck_fg_upgrade_finding *v, size_t n, bool values)
 {
     if (n == 0) {
-        ck__fg_buf_printf(b, "%s: none\n", title);
+        ck__buf_printf(b, "%s: none\n", title);
         return;
     }
     int wg = (int)width(v, n, 0, 4), wr = (int)width(v, n, 1, 6), ws = (int)width(v, n, 2, 6);
-    ck__fg_buf_printf(b, "%s:\n", title);
+    ck__buf_printf(b, "%s:\n", title);
     if (values)
-        ck__fg_buf_printf(b, "  %-*s  %-5s  %-5s  %-*s  %s\n", wg, "GATE", "FROM", "TO", ws,
-                          "SOURCE", "DETAILS");
+        ck__buf_printf(b, "  %-*s  %-5s  %-5s  %-*s  %s\n", wg, "GATE", "FROM", "TO", ws, "SOURCE",
+                       "DETAILS");
     else
-        ck__fg_buf_printf(b, "  %-*s  %-*s  %-*s  %s\n", wg, "GATE", wr, "REASON", ws, "SOURCE",
-                          "MESSAGE");
+        ck__buf_printf(b, "  %-*s  %-*s  %-*s  %s\n", wg, "GATE", wr, "REASON", ws, "SOURCE",
+                       "MESSAGE");
     for (size_t i = 0; i < n; i++) {
         if (values)
-            ck__fg_buf_printf(b, "  %-*s  %-5s  %-5s  %-*s  %s\n", wg, v[i].gate,
-                              v[i].from ? "true" : "false", v[i].to ? "true" : "false", ws,
-                              v[i].source, v[i].message);
+            ck__buf_printf(b, "  %-*s  %-5s  %-5s  %-*s  %s\n", wg, v[i].gate,
+                           v[i].from ? "true" : "false", v[i].to ? "true" : "false", ws,
+                           v[i].source, v[i].message);
         else
-            ck__fg_buf_printf(b, "  %-*s  %-*s  %-*s  %s\n", wg, v[i].gate, wr, v[i].reason, ws,
-                              v[i].source, v[i].message);
+            ck__buf_printf(b, "  %-*s  %-*s  %-*s  %s\n", wg, v[i].gate, wr, v[i].reason, ws,
+                           v[i].source, v[i].message);
     }
 }
 
 char *ck_fg_upgrade_text(const struct ck_fg_upgrade_report *r)
 {
-    struct ck__fg_buf b = {.ok = true};
+    struct ck__buf b = {0};
     char vf[32], vt[32], title[128];
     ck_fg_version_fmt(r->from, vf, sizeof(vf));
     ck_fg_version_fmt(r->to, vt, sizeof(vt));
     bool down = ck_fg_version_cmp(r->to, r->from) < 0;
-    ck__fg_buf_printf(&b, "Feature gates, %s %s -> %s\n", down ? "downgrade" : "upgrade", vf, vt);
+    ck__buf_printf(&b, "Feature gates, %s %s -> %s\n", down ? "downgrade" : "upgrade", vf, vt);
     if (r->minors > 1)
-        ck__fg_buf_printf(&b,
-                          "Note: this step crosses %s minor versions; Kubernetes supports "
-                          "one minor at a time.\n",
-                          r->minors == UINT32_MAX ? "major and" : "several");
+        ck__buf_printf(&b,
+                       "Note: this step crosses %s minor versions; Kubernetes supports "
+                       "one minor at a time.\n",
+                       r->minors == UINT32_MAX ? "major and" : "several");
     if (r->minors == 0)
-        ck__fg_buf_printf(&b, "Note: both versions are the same minor.\n");
+        ck__buf_printf(&b, "Note: both versions are the same minor.\n");
     snprintf(title, sizeof(title), "Blocking (the component will not start at %s)", vt);
     text_section(&b, title, r->blocking, r->nblocking, false);
     snprintf(title, sizeof(title), "Changes (effective value differs at %s, settings unchanged)",
              vt);
     text_section(&b, title, r->changes, r->nchanges, true);
     text_section(&b, "Warnings", r->warnings, r->nwarnings, false);
-    ck__fg_buf_printf(&b, "%zu blocking, %zu changes, %zu warnings: %s\n", r->nblocking,
-                      r->nchanges, r->nwarnings,
-                      r->nblocking ? "fix the blocking settings before the upgrade"
-                                   : "nothing stops the component from starting");
-    return ck__fg_buf_take(&b);
+    ck__buf_printf(&b, "%zu blocking, %zu changes, %zu warnings: %s\n", r->nblocking, r->nchanges,
+                   r->nwarnings,
+                   r->nblocking ? "fix the blocking settings before the upgrade"
+                                : "nothing stops the component from starting");
+    return ck__buf_take(&b);
 }
 
 /* ---- shipped lists ------------------------------------------------- */
@@ -773,7 +773,7 @@ static int by_version(const void *a, const void *b)
 }
 
 /* Appends "1.31, 1.32, ..." for the X.Y.yaml files of dir, ascending. */
-static void shipped_versions(const char *dir, struct ck__fg_buf *out)
+static void shipped_versions(const char *dir, struct ck__buf *out)
 {
     struct ck_fg_version v[64];
     size_t n = 0;
@@ -790,7 +790,7 @@ static void shipped_versions(const char *dir, struct ck__fg_buf *out)
     closedir(d);
     qsort(v, n, sizeof(v[0]), by_version);
     for (size_t i = 0; i < n; i++)
-        ck__fg_buf_printf(out, "%s%s", i ? ", " : "", ck_fg_version_fmt(v[i], buf, sizeof(buf)));
+        ck__buf_printf(out, "%s%s", i ? ", " : "", ck_fg_version_fmt(v[i], buf, sizeof(buf)));
 }
 
 int ck_fg_upgrade_find_list(const char *const *dirs, size_t ndirs, struct ck_fg_version v,
@@ -814,10 +814,10 @@ int ck_fg_upgrade_find_list(const char *const *dirs, size_t ndirs, struct ck_fg_
         }
         free(p);
     }
-    struct ck__fg_buf have = {.ok = true};
+    struct ck__buf have = {0};
     for (size_t i = 0; i < ndirs && have.len == 0; i++)
         shipped_versions(dirs[i], &have);
-    char *list = ck__fg_buf_take(&have);
+    char *list = ck__buf_take(&have);
     int rc = ck__fg_errf(reterr, CK_FG_ENOENT,
                          "no shipped Kubernetes feature list for %s (shipped: %s); pass the list "
                          "of that version with --previous or --features",

@@ -1,6 +1,6 @@
 /*
  * version.c - versions (V1), the emulation window (V7, V8, P2, V9) and the
- * small helpers every file of the library shares (errors, logging, buffers).
+ * names of the stages.
  *
  * Mirrors apimachinery pkg/util/version (generic parsing: numbers, then
  * anything) and component-base compatibility's EffectiveVersion.Validate.
@@ -13,168 +13,6 @@
 #include <string.h>
 
 #include "internal.h"
-
-int ck__fg_errf(struct ck_fg_err *e, int code, const char *fmt, ...)
-{
-    if (e) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-        va_end(ap);
-        e->code = code;
-    }
-    return code;
-}
-
-void ck__fg_logf(const struct ck_fg_gate *g, int v, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-
-    if (!g || !g->log)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    g->log(g->log_ud, v, line);
-}
-
-void ck__fg_buf_printf(struct ck__fg_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (!b->ok)
-        return;
-    for (;;) {
-        size_t room = b->cap - b->len;
-        va_start(ap, fmt);
-        n = vsnprintf(b->p ? b->p + b->len : NULL, room, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->ok = false;
-            return;
-        }
-        if ((size_t)n < room) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t ncap = b->cap ? b->cap * 2 : 256;
-        while (ncap - b->len <= (size_t)n)
-            ncap *= 2;
-        char *np = realloc(b->p, ncap);
-        if (!np) {
-            b->ok = false;
-            return;
-        }
-        b->p = np;
-        b->cap = ncap;
-    }
-}
-
-char *ck__fg_buf_take(struct ck__fg_buf *b)
-{
-    if (b->ok && !b->p)
-        ck__fg_buf_printf(b, "%s", "");
-    if (!b->ok) {
-        free(b->p);
-        b->p = NULL;
-        return NULL;
-    }
-    char *p = b->p;
-    b->p = NULL;
-    return p;
-}
-
-int ck__fg_pairs_add(struct ck__fg_pairs *p, const char *name, size_t namelen, bool value)
-{
-    if (p->n == p->cap) {
-        size_t ncap = p->cap ? p->cap * 2 : 8;
-        struct ck_fg_pair *nv = realloc(p->v, ncap * sizeof(*nv));
-        if (!nv)
-            return CK_FG_ENOMEM;
-        p->v = nv;
-        size_t *no = realloc(p->off, ncap * sizeof(*no));
-        if (!no)
-            return CK_FG_ENOMEM;
-        p->off = no;
-        p->cap = ncap;
-    }
-    if (!p->names.p && !p->names.len)
-        p->names.ok = true;
-    p->off[p->n] = p->names.len;
-    ck__fg_buf_printf(&p->names, "%.*s", (int)namelen, name);
-    p->names.len++; /* keep the terminating NUL */
-    if (p->names.len >= p->names.cap)
-        ck__fg_buf_printf(&p->names, "%s", ""); /* grow for the next one */
-    if (!p->names.ok)
-        return CK_FG_ENOMEM;
-    p->v[p->n].name = NULL;
-    p->v[p->n].value = value;
-    p->n++;
-    return 0;
-}
-
-int ck__fg_pairs_finish(struct ck__fg_pairs *p, int rc, struct ck_fg_pair **ret, size_t *ret_n,
-                        char **ret_buf)
-{
-    if (rc < 0) {
-        free(p->v);
-        free(p->off);
-        free(p->names.p);
-        memset(p, 0, sizeof(*p));
-        return rc;
-    }
-    for (size_t i = 0; i < p->n; i++)
-        p->v[i].name = p->names.p + p->off[i];
-    free(p->off);
-    *ret = p->v;
-    *ret_n = p->n;
-    *ret_buf = p->names.p;
-    memset(p, 0, sizeof(*p));
-    return 0;
-}
-
-bool ck__fg_parse_bool(const char *s, bool *ret)
-{
-    static const char *const t[] = {"1", "t", "T", "TRUE", "true", "True"};
-    static const char *const f[] = {"0", "f", "F", "FALSE", "false", "False"};
-    for (size_t i = 0; i < 6; i++) {
-        if (strcmp(s, t[i]) == 0) {
-            *ret = true;
-            return true;
-        }
-        if (strcmp(s, f[i]) == 0) {
-            *ret = false;
-            return true;
-        }
-    }
-    return false;
-}
-
-void ck__fg_quote(const char *s, char *buf, size_t n)
-{
-    size_t o = 0;
-    if (n < 3) {
-        if (n)
-            buf[0] = '\0';
-        return;
-    }
-    buf[o++] = '"';
-    for (; *s && o + 6 < n; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            buf[o++] = '\\';
-            buf[o++] = (char)c;
-        } else if (c < 0x20 || c == 0x7f) {
-            o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
-        } else {
-            buf[o++] = (char)c;
-        }
-    }
-    buf[o++] = '"';
-    buf[o] = '\0';
-}
 
 const char *ck_fg_stage_string(enum ck_fg_stage s)
 {
@@ -227,7 +65,7 @@ int ck_fg_version_parse(const char *s, struct ck_fg_version *ret, struct ck_fg_e
     const char *p = s;
     char q[96];
 
-    ck__fg_quote(s ? s : "", q, sizeof(q));
+    ck__quote(s ? s : "", q, sizeof(q));
     if (!s)
         return ck__fg_errf(reterr, CK_FG_EINVAL, "could not parse \"\" as version");
     while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' || *p == '\f')
@@ -332,7 +170,7 @@ int ck_fg_emulated_version_parse(const char *s, struct ck_fg_version *ret, struc
     char q[96];
     struct ck_fg_version ver;
 
-    ck__fg_quote(v, q, sizeof(q));
+    ck__quote(v, q, sizeof(q));
     if (strchr(v, ',') || strchr(v, ' '))
         return ck__fg_errf(reterr, CK_FG_EINVAL, "invalid emulated version %s", q);
     const char *eq = strchr(v, '=');

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 #define MAX_BODY (256u << 20)
@@ -115,44 +116,6 @@ static int parse_kvs(json_t *arr, const struct ck_kv ***kvs, size_t *n, struct c
 }
 
 /* ---- requests with failover --------------------------------------------------- */
-
-size_t ck__buf_write(char *data, size_t size, size_t nmemb, void *arg)
-{
-    struct ck__buf *b = arg;
-    size_t n = size * nmemb;
-    if (b->n + n + 1 > MAX_BODY)
-        return 0;
-    if (b->n + n + 1 > b->cap) {
-        size_t ncap = b->cap ? b->cap : 4096;
-        while (ncap < b->n + n + 1)
-            ncap *= 2;
-        char *np = realloc(b->p, ncap);
-        if (!np)
-            return 0;
-        b->p = np;
-        b->cap = ncap;
-    }
-    memcpy(b->p + b->n, data, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-    return n;
-}
-
-bool ck__buf_lines(struct ck__buf *b, char *data, size_t n, ck__line_fn fn, void *arg)
-{
-    if (ck__buf_write(data, 1, n, b) != n)
-        return false;
-    char *nl;
-    while ((nl = memchr(b->p, '\n', b->n))) {
-        size_t len = (size_t)(nl - b->p);
-        bool more = fn(arg, b->p, len);
-        memmove(b->p, nl + 1, b->n - len - 1);
-        b->n -= len + 1;
-        if (!more)
-            return false;
-    }
-    return true;
-}
 
 static CURL *take_easy(struct etcd_store *s)
 {
@@ -238,12 +201,12 @@ static int call(struct etcd_store *s, const char *path, json_t *req, bool idempo
             size_t ep = (start + i) % s->n_ep;
             char url[512];
             snprintf(url, sizeof(url), "http://%s/v3/%s", s->endpoints[ep], path);
-            struct ck__buf b = {0};
+            struct ck__buf b = {.max = MAX_BODY};
             curl_easy_reset(c);
             curl_easy_setopt(c, CURLOPT_URL, url);
             curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
             curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-            curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ck__buf_write);
+            curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ck__buf_curl_write);
             curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
             curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
             curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
@@ -262,7 +225,7 @@ static int call(struct etcd_store *s, const char *path, json_t *req, bool idempo
             long status = 0;
             curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
             json_error_t jerr;
-            json_t *resp = b.p ? json_loadb(b.p, b.n, 0, &jerr) : NULL;
+            json_t *resp = b.p ? json_loadb(b.p, b.len, 0, &jerr) : NULL;
             free(b.p);
             if (!resp) {
                 snprintf(last, sizeof(last), "%s: unparsable answer (HTTP %ld)", s->endpoints[ep],
@@ -619,7 +582,7 @@ static void watch_stream(struct et_watch *w, const char *endpoint)
         free(body);
         return;
     }
-    w->line.n = 0;
+    ck__buf_release(&w->line); /* what a broken stream left */
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, watch_write);
@@ -680,6 +643,7 @@ static int et_watch(struct ck_store *store, const char *key, size_t key_len, boo
         free(w);
         return ck_err_set(err, CK_ENOMEM, "store: out of memory");
     }
+    w->line.max = MAX_BODY;
     if (key_len)
         memcpy(w->key, key, key_len);
     w->base.ops = &ck__etcd_ops;
@@ -731,7 +695,7 @@ static void et_watch_cancel(struct ck_store_watch *watch)
     pthread_join(w->thread, NULL);
     pthread_mutex_destroy(&w->lock);
     curl_multi_cleanup(w->multi);
-    free(w->line.p);
+    ck__buf_release(&w->line);
     free(w->key);
     free(w);
 }

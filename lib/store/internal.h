@@ -77,24 +77,6 @@ int ck__kvs_append(const struct ck_kv ***kvs, size_t *n, size_t *cap, const stru
 /* Drops every reference in kvs[0..n) and frees the array. */
 void ck__kvs_free(const struct ck_kv **kvs, size_t n);
 
-/* A growing byte buffer (NUL-terminated past n); free(p) when done. */
-struct ck__buf {
-    char *p;
-    size_t n, cap;
-};
-
-/* A curl write callback appending to the struct ck__buf arg (at most 256 MiB). */
-size_t ck__buf_write(char *data, size_t size, size_t nmemb, void *arg);
-
-/* Called with each complete line (without its '\n'); returns false to stop. */
-typedef bool (*ck__line_fn)(void *arg, const char *line, size_t len);
-
-/*
- * Appends data[0..n) to b, then hands every complete line to fn and drops it
- * from b. False when b cannot grow or fn asked to stop.
- */
-bool ck__buf_lines(struct ck__buf *b, char *data, size_t n, ck__line_fn fn, void *arg);
-
 /* ---- watch hub (watch.c) ---------------------------------------------------- */
 
 /*

@@ -11,6 +11,11 @@
  *
  * Threading: everything here is reentrant; the compactor runs on its own
  * thread and stops in ck_store_close().
+ *
+ * Tests: tests/store/test_store.c (kv boxes, prefix ends, key matching, kv
+ * arrays, the checks before a transaction reaches a backend); the conformance
+ * suite (tests/store/test_conformance.c, on SQLite and on etcd) runs dispatch,
+ * the create/update/delete transactions and the compactor through both backends.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -26,6 +26,10 @@
  * is what makes "no callback after cancel returns" true. A cancelled watch
  * stays linked (marked `removed`) until then, so the thread's list cursor is
  * always valid.
+ *
+ * Tests: tests/store/test_watch.c drives the hub alone over a fake history
+ * (catch-up below the ring, wrap-around, filters, compaction, progress, cancel);
+ * the conformance suite runs it under the SQLite backend.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -6,6 +6,9 @@
  * ordinary test. The hook counts calls in atomics: it may be armed while other
  * threads allocate (an API server test fails one request's allocation and then
  * checks that the server still answers).
+ *
+ * Tested by tests/util/test_strmap.c (the hook itself) and by every
+ * allocation-failure test that arms it.
  */
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -15,6 +15,9 @@
 #include "ckube/informer.h"
 #include "ckube/store.h"
 
+/* The resource these tests address; the client keeps no list of its own. */
+static const struct ck_resource pods = {"", "v1", "pods", true};
+
 struct recorder {
     pthread_mutex_t lock;
     pthread_cond_t changed;
@@ -86,7 +89,7 @@ static void create_pod(struct ck_rest *c, const char *name)
         json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:s, s:s}]}}", "apiVersion", "v1", "kind", "Pod",
                   "metadata", "name", name, "spec", "containers", "name", "c", "image", "nginx");
     struct ck_err err = {0};
-    assert_int_equal(ck_rest_create(c, &ck_res_pods, "default", pod, NULL, &err), 0);
+    assert_int_equal(ck_rest_create(c, &pods, "default", pod, NULL, &err), 0);
     json_decref(pod);
 }
 
@@ -113,7 +116,7 @@ static void assert_converged(struct ck_rest *c, struct ck_informer *inf)
 {
     json_t *list = NULL;
     struct ck_err err = {0};
-    assert_int_equal(ck_rest_list(c, &ck_res_pods, "", NULL, &list, &err), 0);
+    assert_int_equal(ck_rest_list(c, &pods, "", NULL, &list, &err), 0);
     json_t *items = json_object_get(list, "items");
     struct ck_indexer *ix = ck_informer_indexer(inf);
     assert_int_equal(ck_indexer_len(ix), json_array_size(items));
@@ -144,9 +147,9 @@ static void test_list_watch_events(void **state)
 
     struct ck_informer_factory *f = NULL;
     assert_int_equal(ck_informer_factory_new(c, NULL, 0, NULL, &f, &err), 0);
-    struct ck_informer *inf = ck_informer_factory_for(f, &ck_res_pods);
+    struct ck_informer *inf = ck_informer_factory_for(f, &pods);
     assert_non_null(inf);
-    assert_ptr_equal(ck_informer_factory_for(f, &ck_res_pods), inf); /* shared */
+    assert_ptr_equal(ck_informer_factory_for(f, &pods), inf); /* shared */
     struct recorder rec = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
     struct ck_event_handler h = {rec_add, rec_update, rec_delete, &rec};
     assert_int_equal(ck_informer_add_handler(inf, &h, 0, &err), 0);
@@ -163,12 +166,12 @@ static void test_list_watch_events(void **state)
     wait_count(&rec, &rec.adds, 6);
     assert_int_equal(rec.initial_adds, 5);
     json_t *pod = NULL;
-    assert_int_equal(ck_rest_get(c, &ck_res_pods, "default", "live", &pod, &err), 0);
+    assert_int_equal(ck_rest_get(c, &pods, "default", "live", &pod, &err), 0);
     json_object_set_new(json_object_get(pod, "metadata"), "labels", json_pack("{s:s}", "a", "b"));
-    assert_int_equal(ck_rest_update(c, &ck_res_pods, "default", pod, NULL, &err), 0);
+    assert_int_equal(ck_rest_update(c, &pods, "default", pod, NULL, &err), 0);
     json_decref(pod);
     wait_count(&rec, &rec.updates, 1);
-    assert_int_equal(ck_rest_delete(c, &ck_res_pods, "default", "pre-0", NULL, NULL, &err), 0);
+    assert_int_equal(ck_rest_delete(c, &pods, "default", "pre-0", NULL, NULL, &err), 0);
     wait_count(&rec, &rec.deletes, 1);
     assert_int_equal(rec.tombstones, 0); /* the watch saw it: no tombstone */
     assert_converged(c, inf);
@@ -193,7 +196,7 @@ static void test_paged_list(void **state)
     struct ck_err err = {0};
     struct ck_rest_stats before, after;
     ck_rest_stats(c, &before);
-    struct ck_informer_options opts = {.client = c, .res = &ck_res_pods, .page_size = 3};
+    struct ck_informer_options opts = {.client = c, .res = &pods, .page_size = 3};
     struct ck_informer *inf = NULL;
     assert_int_equal(ck_informer_new(&opts, &inf, &err), 0);
     assert_int_equal(ck_informer_start(inf, &err), 0);
@@ -217,7 +220,7 @@ static void test_resync(void **state)
     create_pod(c, "a");
     create_pod(c, "b");
     struct ck_clock *clock = ck_fake_clock_new(0);
-    struct ck_informer_options opts = {.client = c, .res = &ck_res_pods, .clock = clock};
+    struct ck_informer_options opts = {.client = c, .res = &pods, .clock = clock};
     struct ck_informer *inf = NULL;
     assert_int_equal(ck_informer_new(&opts, &inf, &err), 0);
     struct recorder rec = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
@@ -268,7 +271,7 @@ static void test_restart_and_expired(void **state)
     create_pod(c, "gone-a");
     create_pod(c, "gone-b");
 
-    struct ck_informer_options opts = {.client = c, .res = &ck_res_pods, .page_size = 2};
+    struct ck_informer_options opts = {.client = c, .res = &pods, .page_size = 2};
     struct ck_informer *inf = NULL;
     assert_int_equal(ck_informer_new(&opts, &inf, &err), 0);
     struct recorder rec = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
@@ -303,6 +306,38 @@ static void test_restart_and_expired(void **state)
     test_server_stop(server, dir);
 }
 
+/* The factory holds as many informers as it is asked for (it once stopped at 32). */
+static void test_factory_grows(void **state)
+{
+    (void)state;
+    struct ck_rest_config config = {.server = "http://127.0.0.1:1", .qps = -1};
+    struct ck_rest *c = NULL;
+    struct ck_err err = {0};
+    assert_int_equal(ck_rest_new(&config, &c, &err), 0);
+    struct ck_informer_factory *f = NULL;
+    assert_int_equal(ck_informer_factory_new(c, NULL, 0, NULL, &f, &err), 0);
+    enum { N = 100 };
+    static char names[N][16];
+    static struct ck_resource res[N];
+    struct ck_informer *inf[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof(names[i]), "things%d", i);
+        res[i] = (struct ck_resource){"example.com", "v1", names[i], true};
+        inf[i] = ck_informer_factory_for(f, &res[i]);
+        assert_non_null(inf[i]);
+        assert_ptr_equal(ck_informer_resource(inf[i]), &res[i]);
+        for (int j = 0; j < i; j++)
+            assert_ptr_not_equal(inf[i], inf[j]);
+    }
+    for (int i = 0; i < N; i++) { /* shared: the same one every time after */
+        struct ck_resource same = {"example.com", "v1", names[i], true};
+        assert_ptr_equal(ck_informer_factory_for(f, &same), inf[i]);
+    }
+    assert_true(ck_informer_factory_wait_for_sync(f, 0)); /* none started: nothing to wait for */
+    ck_informer_factory_free(f);
+    ck_rest_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_paged_list),
         cmocka_unit_test(test_resync),
         cmocka_unit_test(test_restart_and_expired),
+        cmocka_unit_test(test_factory_grows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

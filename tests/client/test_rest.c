@@ -1,6 +1,7 @@
 /*
- * test_rest.c - the REST client and kubeconfig loading, against a real ckube API server
- * started in-process on 127.0.0.1:0 over a fresh SQLite store.
+ * test_rest.c - the REST client, and a client from the kubeconfig the server writes,
+ * against a real ckube API server started in-process on 127.0.0.1:0 over a fresh SQLite
+ * store. (Kubeconfig parsing itself: test_kubeconfig.c.)
  */
 #include "cktest.h"
 
@@ -11,7 +12,13 @@
 #pragma GCC diagnostic ignored "-Wunused-function" /* we use only the server helpers */
 #include "apiserver/httptest.h"
 #pragma GCC diagnostic pop
+#include "ckube/internal/util.h"
 #include "ckube/rest.h"
+
+/* The resources these tests address; the client keeps no list of its own. */
+static const struct ck_resource pods = {"", "v1", "pods", true};
+static const struct ck_resource namespaces = {"", "v1", "namespaces", false};
+static const struct ck_resource replicasets = {"apps", "v1", "replicasets", true};
 
 struct fixture {
     char dir[64];
@@ -55,99 +62,6 @@ static const char *label_k(const json_t *obj)
         json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), "k"));
 }
 
-static const char *meta_str(const json_t *obj, const char *field)
-{
-    return json_string_value(json_object_get(json_object_get(obj, "metadata"), field));
-}
-
-static void test_kubeconfig_yaml(void **state)
-{
-    (void)state;
-    char dir[] = "/tmp/ck-kc-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char path[128], token_path[128];
-    snprintf(token_path, sizeof(token_path), "%s/token", dir);
-    FILE *t = fopen(token_path, "w");
-    fputs("s3cret\n", t);
-    fclose(t);
-    snprintf(path, sizeof(path), "%s/config", dir);
-    FILE *k = fopen(path, "w");
-    /* "LS0tCg==" is base64 of "---\n" */
-    fputs("apiVersion: v1\n"
-          "kind: Config\n"
-          "current-context: dev\n"
-          "clusters:\n"
-          "- name: c1\n"
-          "  cluster:\n"
-          "    server: http://127.0.0.1:1234\n"
-          "    certificate-authority: ca.pem\n"
-          "    certificate-authority-data: LS0tCg==\n"
-          "    insecure-skip-tls-verify: true\n"
-          "users:\n"
-          "- name: u1\n"
-          "  user: {tokenFile: token, client-certificate: /abs/cert.pem}\n"
-          "contexts:\n"
-          "- name: other\n"
-          "  context: {cluster: c1, user: u1}\n"
-          "- name: dev\n"
-          "  context:\n"
-          "    cluster: c1\n"
-          "    user: u1\n"
-          "    namespace: team-a\n",
-          k);
-    fclose(k);
-    struct ck_kubeconfig *kc = NULL;
-    struct ck_err err = {0};
-    assert_int_equal(ck_kubeconfig_load(path, NULL, &kc, &err), 0);
-    assert_string_equal(kc->server, "http://127.0.0.1:1234");
-    assert_string_equal(kc->namespace, "team-a");
-    assert_string_equal(kc->token, "s3cret");
-    char ca[160];
-    snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
-    assert_string_equal(kc->ca_file, ca);
-    assert_string_equal(kc->ca_data, "---\n");
-    assert_string_equal(kc->client_cert_file, "/abs/cert.pem");
-    assert_true(kc->insecure_skip_tls_verify);
-    ck_kubeconfig_free(kc);
-
-    /* another context: namespace defaults */
-    assert_int_equal(ck_kubeconfig_load(path, "other", &kc, &err), 0);
-    assert_string_equal(kc->namespace, "default");
-    ck_kubeconfig_free(kc);
-
-    /* errors are clear, never crashes */
-    assert_int_equal(ck_kubeconfig_load(path, "nope", &kc, &err), CK_EINVAL);
-    assert_non_null(strstr(err.msg, "nope"));
-    unlink(token_path);
-    assert_int_equal(ck_kubeconfig_load(path, NULL, &kc, &err), CK_ENOENT);
-    unlink(path);
-    assert_int_equal(ck_kubeconfig_load(path, NULL, &kc, &err), CK_ENOENT);
-    const char bad[] = "clusters: [unclosed";
-    assert_int_equal(ck_kubeconfig_parse(bad, strlen(bad), "/", NULL, &kc, &err), CK_EINVAL);
-    const char noserver[] = "{\"current-context\":\"x\",\"contexts\":[{\"name\":\"x\","
-                            "\"context\":{\"cluster\":\"c\"}}],\"clusters\":[{\"name\":\"c\","
-                            "\"cluster\":{}}]}";
-    assert_int_equal(ck_kubeconfig_parse(noserver, strlen(noserver), "/", NULL, &kc, &err),
-                     CK_EINVAL);
-    assert_non_null(strstr(err.msg, "no server"));
-    rmdir(dir);
-}
-
-static void test_yaml_to_json(void **state)
-{
-    (void)state;
-    const char doc[] = "a: 1\nb: \"1\"\nc: [x, true, null]\nd: {e: 2.5}\n";
-    json_t *j = NULL;
-    struct ck_err err = {0};
-    assert_int_equal(ck_yaml_to_json(doc, strlen(doc), &j, &err), 0);
-    assert_int_equal(json_integer_value(json_object_get(j, "a")), 1);
-    assert_string_equal(json_string_value(json_object_get(j, "b")), "1");
-    assert_true(json_is_true(json_array_get(json_object_get(j, "c"), 1)));
-    assert_true(json_is_null(json_array_get(json_object_get(j, "c"), 2)));
-    assert_true(json_real_value(json_object_get(json_object_get(j, "d"), "e")) == 2.5);
-    json_decref(j);
-}
-
 /* The kubeconfig the server writes (JSON) gives a client that reaches it. */
 static void test_kubeconfig_from_server(void **state)
 {
@@ -163,8 +77,8 @@ static void test_kubeconfig_from_server(void **state)
     struct ck_rest *c = NULL;
     assert_int_equal(ck_rest_new_from_kubeconfig(kc, 0, 0, &c, &err), 0);
     json_t *ns = NULL;
-    assert_int_equal(ck_rest_get(c, &ck_res_namespaces, NULL, "kube-system", &ns, &err), 0);
-    assert_string_equal(meta_str(ns, "name"), "kube-system");
+    assert_int_equal(ck_rest_get(c, &namespaces, NULL, "kube-system", &ns, &err), 0);
+    assert_string_equal(ck__meta_str(ns, "name"), "kube-system");
     json_decref(ns);
     ck_rest_free(c);
     ck_kubeconfig_free(kc);
@@ -176,39 +90,38 @@ static void test_crud_and_errors(void **state)
     struct fixture *f = *state;
     struct ck_err err = {0};
     json_t *cm = pod_with_label("one", "v1"), *created = NULL, *got = NULL;
-    assert_int_equal(ck_rest_create(f->client, &ck_res_pods, "default", cm, &created, &err), 0);
-    assert_non_null(meta_str(created, "uid"));
-    const char *rv = meta_str(created, "resourceVersion");
+    assert_int_equal(ck_rest_create(f->client, &pods, "default", cm, &created, &err), 0);
+    assert_non_null(ck__meta_str(created, "uid"));
+    const char *rv = ck__meta_str(created, "resourceVersion");
     assert_non_null(rv);
 
     /* AlreadyExists carries the Status */
     memset(&err, 0, sizeof(err));
-    assert_int_equal(ck_rest_create(f->client, &ck_res_pods, "default", cm, NULL, &err), CK_EEXIST);
+    assert_int_equal(ck_rest_create(f->client, &pods, "default", cm, NULL, &err), CK_EEXIST);
     assert_int_equal(err.http_status, 409);
     assert_string_equal(err.reason, "AlreadyExists");
     assert_non_null(strstr(err.msg, "\"one\" already exists"));
 
-    assert_int_equal(ck_rest_get(f->client, &ck_res_pods, "default", "one", &got, &err), 0);
-    assert_string_equal(meta_str(got, "uid"), meta_str(created, "uid"));
+    assert_int_equal(ck_rest_get(f->client, &pods, "default", "one", &got, &err), 0);
+    assert_string_equal(ck__meta_str(got, "uid"), ck__meta_str(created, "uid"));
 
     /* update with the right resourceVersion, then a stale one: Conflict */
     json_t *upd = json_deep_copy(got), *updated = NULL;
     json_object_set_new(json_object_get(json_object_get(upd, "metadata"), "labels"), "k",
                         json_string("v2"));
-    assert_int_equal(ck_rest_update(f->client, &ck_res_pods, "default", upd, &updated, &err), 0);
+    assert_int_equal(ck_rest_update(f->client, &pods, "default", upd, &updated, &err), 0);
     assert_string_equal(label_k(updated), "v2");
-    assert_string_not_equal(meta_str(updated, "resourceVersion"), rv);
+    assert_string_not_equal(ck__meta_str(updated, "resourceVersion"), rv);
     memset(&err, 0, sizeof(err));
-    assert_int_equal(ck_rest_update(f->client, &ck_res_pods, "default", upd, NULL, &err),
-                     CK_ECONFLICT);
+    assert_int_equal(ck_rest_update(f->client, &pods, "default", upd, NULL, &err), CK_ECONFLICT);
     assert_int_equal(err.http_status, 409);
     assert_string_equal(err.reason, "Conflict");
 
     /* patch: merge patch where the server has PATCH, its Status where it does not */
     json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "labels", "k", "v3"), *patched = NULL;
     memset(&err, 0, sizeof(err));
-    int r = ck_rest_patch(f->client, &ck_res_pods, "default", "one", NULL, CK_PATCH_MERGE, patch,
-                          &patched, &err);
+    int r = ck_rest_patch(f->client, &pods, "default", "one", NULL, CK_PATCH_MERGE, patch, &patched,
+                          &err);
     if (r == 0) {
         assert_string_equal(label_k(patched), "v3");
     } else {
@@ -221,23 +134,21 @@ static void test_crud_and_errors(void **state)
     /* invalid: a bad name is 422 Invalid from the server */
     json_t *bad = pod_with_label("Not_Valid", "x");
     memset(&err, 0, sizeof(err));
-    assert_int_equal(ck_rest_create(f->client, &ck_res_pods, "default", bad, NULL, &err),
-                     CK_EINVAL);
+    assert_int_equal(ck_rest_create(f->client, &pods, "default", bad, NULL, &err), CK_EINVAL);
     assert_int_equal(err.http_status, 422);
     assert_string_equal(err.reason, "Invalid");
     json_decref(bad);
 
     /* delete, then NotFound */
-    assert_int_equal(ck_rest_delete(f->client, &ck_res_pods, "default", "one", NULL, NULL, &err),
-                     0);
+    assert_int_equal(ck_rest_delete(f->client, &pods, "default", "one", NULL, NULL, &err), 0);
     memset(&err, 0, sizeof(err));
-    assert_int_equal(ck_rest_get(f->client, &ck_res_pods, "default", "one", NULL, &err), CK_ENOENT);
+    assert_int_equal(ck_rest_get(f->client, &pods, "default", "one", NULL, &err), CK_ENOENT);
     assert_int_equal(err.http_status, 404);
     assert_string_equal(err.reason, "NotFound");
     assert_non_null(strstr(err.msg, "\"one\" not found"));
 
     /* names that cannot be a path segment never reach the wire */
-    assert_int_equal(ck_rest_get(f->client, &ck_res_pods, "default", "a/b", NULL, &err), CK_EINVAL);
+    assert_int_equal(ck_rest_get(f->client, &pods, "default", "a/b", NULL, &err), CK_EINVAL);
 
     json_decref(upd);
     json_decref(updated);
@@ -256,7 +167,7 @@ static void test_list_pages(void **state)
         json_t *cm = pod_with_label(name, "x");
         json_object_set_new(json_object_get(json_object_get(cm, "metadata"), "labels"), "parity",
                             json_string(i % 2 ? "odd" : "even"));
-        assert_int_equal(ck_rest_create(f->client, &ck_res_pods, "default", cm, NULL, &err), 0);
+        assert_int_equal(ck_rest_create(f->client, &pods, "default", cm, NULL, &err), 0);
         json_decref(cm);
     }
     struct ck_list_options opts = {.limit = 2};
@@ -265,7 +176,7 @@ static void test_list_pages(void **state)
     do {
         json_t *list = NULL;
         opts.continue_token = cont;
-        assert_int_equal(ck_rest_list(f->client, &ck_res_pods, "default", &opts, &list, &err), 0);
+        assert_int_equal(ck_rest_list(f->client, &pods, "default", &opts, &list, &err), 0);
         seen += json_array_size(json_object_get(list, "items"));
         pages++;
         free(cont);
@@ -279,7 +190,7 @@ static void test_list_pages(void **state)
 
     struct ck_list_options sel = {.label_selector = "parity in (odd)"};
     json_t *list = NULL;
-    assert_int_equal(ck_rest_list(f->client, &ck_res_pods, "default", &sel, &list, &err), 0);
+    assert_int_equal(ck_rest_list(f->client, &pods, "default", &sel, &list, &err), 0);
     assert_int_equal(json_array_size(json_object_get(list, "items")), 2);
     json_decref(list);
 }
@@ -293,7 +204,7 @@ static void test_keepalive(void **state)
     ck_rest_stats(f->client, &before);
     for (int i = 0; i < 20; i++) {
         json_t *ns = NULL;
-        assert_int_equal(ck_rest_get(f->client, &ck_res_namespaces, NULL, "default", &ns, &err), 0);
+        assert_int_equal(ck_rest_get(f->client, &namespaces, NULL, "default", &ns, &err), 0);
         json_decref(ns);
     }
     ck_rest_stats(f->client, &after);
@@ -309,10 +220,10 @@ static void test_status_and_scale(void **state)
                             "Pod", "metadata", "name", "web", "spec", "containers", "name", "c",
                             "image", "nginx"),
            *created = NULL, *updated = NULL;
-    assert_int_equal(ck_rest_create(f->client, &ck_res_pods, "default", pod, &created, &err), 0);
+    assert_int_equal(ck_rest_create(f->client, &pods, "default", pod, &created, &err), 0);
     json_object_set_new(created, "status", json_pack("{s:s}", "phase", "Running"));
-    assert_int_equal(
-        ck_rest_update_status(f->client, &ck_res_pods, "default", created, &updated, &err), 0);
+    assert_int_equal(ck_rest_update_status(f->client, &pods, "default", created, &updated, &err),
+                     0);
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(updated, "status"), "phase")), "Running");
     json_decref(updated);
@@ -325,17 +236,17 @@ static void test_status_and_scale(void **state)
                   "apiVersion", "apps/v1", "kind", "ReplicaSet", "metadata", "name", "rs", "spec",
                   "replicas", 1, "selector", "matchLabels", "app", "x", "template", "metadata",
                   "labels", "app", "x", "spec", "containers", "name", "c", "image", "nginx");
-    assert_int_equal(ck_rest_create(f->client, &ck_res_replicasets, "default", rs, NULL, &err), 0);
+    assert_int_equal(ck_rest_create(f->client, &replicasets, "default", rs, NULL, &err), 0);
     json_decref(rs);
     json_t *scale = NULL;
     memset(&err, 0, sizeof(err));
-    int r = ck_rest_update_scale(f->client, &ck_res_replicasets, "default", "rs", 3, &scale, &err);
+    int r = ck_rest_update_scale(f->client, &replicasets, "default", "rs", 3, &scale, &err);
     if (r == 0) {
         assert_int_equal(
             json_integer_value(json_object_get(json_object_get(scale, "spec"), "replicas")), 3);
         json_decref(scale);
-        assert_int_equal(
-            ck_rest_get_scale(f->client, &ck_res_replicasets, "default", "rs", &scale, &err), 0);
+        assert_int_equal(ck_rest_get_scale(f->client, &replicasets, "default", "rs", &scale, &err),
+                         0);
         assert_int_equal(
             json_integer_value(json_object_get(json_object_get(scale, "spec"), "replicas")), 3);
         json_decref(scale);
@@ -358,7 +269,7 @@ static void *do_gets(void *p)
     for (int i = 0; i < a->n; i++) {
         struct ck_err err = {0};
         json_t *ns = NULL;
-        if (ck_rest_get(a->client, &ck_res_namespaces, NULL, "default", &ns, &err) < 0)
+        if (ck_rest_get(a->client, &namespaces, NULL, "default", &ns, &err) < 0)
             abort();
         json_decref(ns);
     }
@@ -431,7 +342,7 @@ static int on_event(const char *type, json_t *obj, void *p)
     int r = 0;
     if (strcmp(type, "BOOKMARK") != 0 && atomic_fetch_add(&w->events, 1) == 0) {
         snprintf(w->first_type, sizeof(w->first_type), "%s", type);
-        snprintf(w->first_name, sizeof(w->first_name), "%s", meta_str(obj, "name"));
+        snprintf(w->first_name, sizeof(w->first_name), "%s", ck__meta_str(obj, "name"));
         r = 7; /* stop after the first */
     }
     json_decref(obj);
@@ -443,7 +354,7 @@ static void *watcher(void *p)
     struct watch_arg *w = p;
     struct ck_list_options opts = {.resource_version = w->rv, .allow_watch_bookmarks = true};
     w->result =
-        ck_rest_watch(w->f->client, &ck_res_pods, "default", &opts, on_event, w, &w->stop, &w->err);
+        ck_rest_watch(w->f->client, &pods, "default", &opts, on_event, w, &w->stop, &w->err);
     return NULL;
 }
 
@@ -452,7 +363,7 @@ static void test_watch(void **state)
     struct fixture *f = *state;
     struct ck_err err = {0};
     json_t *list = NULL;
-    assert_int_equal(ck_rest_list(f->client, &ck_res_pods, "default", NULL, &list, &err), 0);
+    assert_int_equal(ck_rest_list(f->client, &pods, "default", NULL, &list, &err), 0);
     struct watch_arg *w = calloc(1, sizeof(*w));
     w->f = f;
     snprintf(
@@ -463,7 +374,7 @@ static void test_watch(void **state)
     pthread_create(&t, NULL, watcher, w);
     /* created after the list's version: the watch delivers it whenever it connects */
     json_t *cm = pod_with_label("watched", "x");
-    assert_int_equal(ck_rest_create(f->client, &ck_res_pods, "default", cm, NULL, &err), 0);
+    assert_int_equal(ck_rest_create(f->client, &pods, "default", cm, NULL, &err), 0);
     json_decref(cm);
     pthread_join(t, NULL);
     assert_int_equal(w->result, 7);
@@ -492,18 +403,48 @@ static void test_unreachable(void **state)
     /* port 1 on loopback: nothing listens there */
     struct ck_rest_config config = {.server = "http://127.0.0.1:1", .qps = -1};
     assert_int_equal(ck_rest_new(&config, &c, &err), 0);
-    assert_int_equal(ck_rest_get(c, &ck_res_pods, "default", "x", NULL, &err), CK_EIO);
+    assert_int_equal(ck_rest_get(c, &pods, "default", "x", NULL, &err), CK_EIO);
     assert_int_equal(err.http_status, 0);
     ck_rest_free(c);
     struct ck_rest_config bad = {.server = "ftp://x"};
     assert_int_equal(ck_rest_new(&bad, &c, &err), CK_EINVAL);
 }
 
+/* Resources from discovery: group, version, plural and scope as the server serves them. */
+static void test_discover_resource(void **state)
+{
+    struct fixture *f = *state;
+    struct ck_api_resource found;
+    struct ck_err err = {0};
+    assert_int_equal(ck_rest_discover_resource(f->client, "v1", "Pod", &found, &err), 0);
+    assert_string_equal(found.res.group, "");
+    assert_string_equal(found.res.version, "v1");
+    assert_string_equal(found.res.resource, "pods");
+    assert_true(found.res.namespaced);
+    assert_int_equal(ck_rest_discover_resource(f->client, "v1", "Namespace", &found, &err), 0);
+    assert_string_equal(found.res.resource, "namespaces");
+    assert_false(found.res.namespaced);
+    assert_int_equal(ck_rest_discover_resource(f->client, "apps/v1", "ReplicaSet", &found, &err),
+                     0);
+    assert_string_equal(found.res.group, "apps");
+    assert_string_equal(found.res.resource, "replicasets");
+    json_t *list = NULL; /* and it addresses the server's collection */
+    assert_int_equal(ck_rest_list(f->client, &found.res, "default", NULL, &list, &err), 0);
+    json_decref(list);
+
+    assert_int_equal(ck_rest_discover_resource(f->client, "v1", "Gadget", &found, &err), CK_ENOENT);
+    assert_int_equal(
+        ck_rest_discover_resource(f->client, "nope.example/v9", "Gadget", &found, &err), CK_ENOENT);
+    assert_int_equal(ck_rest_discover_resource(f->client, "a/b/c", "Pod", &found, &err), CK_EINVAL);
+    assert_int_equal(ck_rest_discover_resource(f->client, "", "Pod", &found, &err), CK_EINVAL);
+    assert_int_equal(ck_rest_discover_resource(f->client, "/v1", "Pod", &found, &err), CK_EINVAL);
+    assert_int_equal(ck_rest_discover_resource(f->client, "a b/v1", "Pod", &found, &err),
+                     CK_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kubeconfig_yaml),
-        cmocka_unit_test(test_yaml_to_json),
         cmocka_unit_test(test_unreachable),
         cmocka_unit_test_setup_teardown(test_kubeconfig_from_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crud_and_errors, setup, teardown),
@@ -512,6 +453,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_status_and_scale, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_discover_resource, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

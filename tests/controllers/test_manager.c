@@ -1,9 +1,11 @@
 /*
- * test_manager.c - the controller manager's --controllers selection, as Kubernetes'
- * IsControllerEnabled reads it, and its refusal of unknown names.
+ * test_manager.c - the controller manager's table and its --controllers selection, as
+ * Kubernetes' IsControllerEnabled reads it, its refusal of unknown names, and the list of
+ * known names help texts print.
  */
 #include "cktest.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "ckube/manager.h"
@@ -33,11 +35,41 @@ static void test_check(void **state)
     assert_int_equal(ck_controller_manager_check("foo", &err), CK_EINVAL);
 }
 
+static void test_table(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    const struct ck_controller_descriptor *t = ck_controller_manager_table(&n);
+    assert_true(n >= 1);
+    char known[256];
+    ck_controller_manager_known(known, sizeof(known));
+    for (size_t i = 0; i < n; i++) {
+        assert_non_null(t[i].start);
+        assert_non_null(t[i].run);
+        assert_non_null(t[i].stop);
+        assert_non_null(strstr(known, t[i].name));
+        /* every row is accepted by name and by -name, and "*" follows its default */
+        struct ck_err err = {0};
+        char minus[64];
+        snprintf(minus, sizeof(minus), "*,-%s", t[i].name);
+        assert_int_equal(ck_controller_manager_check(t[i].name, &err), 0);
+        assert_int_equal(ck_controller_manager_check(minus, &err), 0);
+        assert_int_equal(ck_controller_manager_enabled("*", t[i].name), t[i].enabled_by_default);
+        assert_true(ck_controller_manager_enabled(t[i].name, t[i].name));
+    }
+    assert_string_equal(known, "replicaset");
+    assert_false(ck_controller_manager_enabled("*", "nosuchcontroller"));
+    /* a tiny buffer is truncated, never overrun */
+    char tiny[4];
+    assert_string_equal(ck_controller_manager_known(tiny, sizeof(tiny)), "rep");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_enabled),
         cmocka_unit_test(test_check),
+        cmocka_unit_test(test_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

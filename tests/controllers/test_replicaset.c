@@ -5,7 +5,9 @@
  *
  * The test marks pods Running and Ready through the status subresource (there is no node
  * agent). It waits for conditions by re-checking them on every event of its own
- * informers, never by sleeping.
+ * informers, never by sleeping, and gives up with a message naming the condition after
+ * WAIT_TIMEOUT. The unit tests of the same controller, on fakes, are in
+ * test_replicaset_sync.c.
  */
 #include "cktest.h"
 
@@ -16,6 +18,11 @@
 #include "apiserver/httptest.h"
 #pragma GCC diagnostic pop
 #include "ckube/replicaset.h"
+
+/* How long a condition may take to hold before the test fails (ctest's limit is 120 s). */
+#define WAIT_TIMEOUT (30 * CK_SEC)
+
+static const struct ck_resource *pods_res, *rss_res, *nss_res;
 
 struct env {
     char dir[64];
@@ -56,7 +63,11 @@ static int setup(void **state)
 {
     struct env *e = calloc(1, sizeof(*e));
     pthread_mutex_init(&e->lock, NULL);
-    pthread_cond_init(&e->changed, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->changed, &attr);
+    pthread_condattr_destroy(&attr);
     e->ns = "default";
     snprintf(e->dir, sizeof(e->dir), "/tmp/ck-rs-XXXXXX");
     e->server = test_server_start(e->dir);
@@ -73,12 +84,11 @@ static int setup(void **state)
 
     assert_int_equal(ck_informer_factory_new(e->client, NULL, 0, NULL, &e->watch_factory, &err), 0);
     struct ck_event_handler h = {on_add, on_update, on_delete, e};
-    assert_int_equal(ck_informer_add_handler(
-                         ck_informer_factory_for(e->watch_factory, &ck_res_pods), &h, 0, &err),
-                     0);
     assert_int_equal(
-        ck_informer_add_handler(ck_informer_factory_for(e->watch_factory, &ck_res_replicasets), &h,
-                                0, &err),
+        ck_informer_add_handler(ck_informer_factory_for(e->watch_factory, pods_res), &h, 0, &err),
+        0);
+    assert_int_equal(
+        ck_informer_add_handler(ck_informer_factory_for(e->watch_factory, rss_res), &h, 0, &err),
         0);
     assert_int_equal(ck_informer_factory_start(e->watch_factory, &err), 0);
     assert_true(ck_informer_factory_wait_for_sync(e->watch_factory, CK_TIME_NEVER));
@@ -102,21 +112,37 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Re-evaluates pred after every event until it holds (ctest's timeout ends a hang). */
-static void wait_until(struct env *e, bool (*pred)(struct env *e, void *arg), void *arg)
+/*
+ * Re-evaluates pred after every event until it holds; fails the test, naming what it
+ * waited for, when WAIT_TIMEOUT passes first.
+ */
+static void wait_until_(struct env *e, bool (*pred)(struct env *e, void *arg), void *arg,
+                        const char *what, const char *file, int line)
 {
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += WAIT_TIMEOUT / CK_SEC;
     for (;;) {
         pthread_mutex_lock(&e->lock);
         unsigned long seen = e->generation;
         pthread_mutex_unlock(&e->lock);
         if (pred(e, arg))
             return;
+        int r = 0;
         pthread_mutex_lock(&e->lock);
-        while (e->generation == seen)
-            pthread_cond_wait(&e->changed, &e->lock);
+        while (e->generation == seen && r == 0)
+            r = pthread_cond_timedwait(&e->changed, &e->lock, &deadline);
         pthread_mutex_unlock(&e->lock);
+        if (r != 0 && !pred(e, arg)) {
+            fprintf(stderr, "%s:%d: timed out after %llds waiting for %s\n", file, line,
+                    (long long)(WAIT_TIMEOUT / CK_SEC), what);
+            fail_msg("timed out waiting for %s", what);
+        }
+        if (r != 0)
+            return;
     }
 }
+#define wait_until(e, pred, arg) wait_until_((e), (pred), (arg), #pred, __FILE__, __LINE__)
 
 static const char *meta_str(const json_t *obj, const char *field)
 {
@@ -127,7 +153,7 @@ static json_t *get_rs(struct env *e, const char *name)
 {
     json_t *rs = NULL;
     struct ck_err err = {0};
-    assert_int_equal(ck_rest_get(e->client, &ck_res_replicasets, e->ns, name, &rs, &err), 0);
+    assert_int_equal(ck_rest_get(e->client, rss_res, e->ns, name, &rs, &err), 0);
     return rs;
 }
 
@@ -136,7 +162,7 @@ static json_t *owned_pods(struct env *e, const char *uid)
 {
     json_t *list = NULL, *out = json_array();
     struct ck_err err = {0};
-    assert_int_equal(ck_rest_list(e->client, &ck_res_pods, "default", NULL, &list, &err), 0);
+    assert_int_equal(ck_rest_list(e->client, pods_res, "default", NULL, &list, &err), 0);
     size_t i;
     json_t *pod;
     json_array_foreach(json_object_get(list, "items"), i, pod)
@@ -199,7 +225,7 @@ static void mark_ready(struct env *e, json_t *pod)
                                   "lastTransitionTime", "2026-01-01T00:00:00Z", "lastProbeTime",
                                   "2026-01-01T00:00:00Z"));
     struct ck_err err = {0};
-    int r = ck_rest_update_status(e->client, &ck_res_pods, "default", copy, NULL, &err);
+    int r = ck_rest_update_status(e->client, pods_res, "default", copy, NULL, &err);
     if (r < 0)
         fprintf(stderr, "mark_ready %s: %s\n", meta_str(pod, "name"), err.msg);
     assert_int_equal(r, 0);
@@ -212,7 +238,7 @@ static void set_replicas(struct env *e, const char *name, int replicas)
     for (;;) { /* the controller writes status concurrently: retry on conflict */
         json_t *rs = get_rs(e, name);
         json_object_set_new(json_object_get(rs, "spec"), "replicas", json_integer(replicas));
-        int r = ck_rest_update(e->client, &ck_res_replicasets, e->ns, rs, NULL, &err);
+        int r = ck_rest_update(e->client, rss_res, e->ns, rs, NULL, &err);
         json_decref(rs);
         if (r == 0)
             return;
@@ -230,7 +256,7 @@ static bool pod_controlled_as(struct env *e, void *arg)
     struct named *n = arg;
     json_t *pod = NULL;
     struct ck_err err = {0};
-    if (ck_rest_get(e->client, &ck_res_pods, "default", n->name, &pod, &err) < 0)
+    if (ck_rest_get(e->client, pods_res, "default", n->name, &pod, &err) < 0)
         return false;
     const json_t *ref = ck_controller_ref(pod);
     const char *uid = json_string_value(json_object_get(ref, "uid"));
@@ -243,7 +269,7 @@ static bool pod_gone_or_deleting(struct env *e, void *arg)
 {
     json_t *pod = NULL;
     struct ck_err err = {0};
-    if (ck_rest_get(e->client, &ck_res_pods, "default", arg, &pod, &err) == CK_ENOENT)
+    if (ck_rest_get(e->client, pods_res, "default", arg, &pod, &err) == CK_ENOENT)
         return true;
     bool deleting = json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp");
     json_decref(pod);
@@ -262,7 +288,7 @@ static void test_replicaset_lifecycle(void **state)
     struct env *e = *state;
     struct ck_err err = {0};
     json_t *doc = rs_doc("web", 5, "c"), *rs = NULL;
-    assert_int_equal(ck_rest_create(e->client, &ck_res_replicasets, "default", doc, &rs, &err), 0);
+    assert_int_equal(ck_rest_create(e->client, rss_res, "default", doc, &rs, &err), 0);
     json_decref(doc);
     char uid[64];
     snprintf(uid, sizeof(uid), "%s", meta_str(rs, "uid"));
@@ -291,18 +317,17 @@ static void test_replicaset_lifecycle(void **state)
     /* delete a pod: replaced */
     char victim[64];
     snprintf(victim, sizeof(victim), "%s", meta_str(json_array_get(pods, 0), "name"));
-    assert_int_equal(ck_rest_delete(e->client, &ck_res_pods, "default", victim, NULL, NULL, &err),
-                     0);
+    assert_int_equal(ck_rest_delete(e->client, pods_res, "default", victim, NULL, NULL, &err), 0);
     w.ready = 4;
     wait_until(e, converged, &w);
 
     /* relabel a pod: released and replaced */
     json_t *relabel = NULL;
     const char *relabeled = meta_str(json_array_get(pods, 1), "name");
-    assert_int_equal(ck_rest_get(e->client, &ck_res_pods, "default", relabeled, &relabel, &err), 0);
+    assert_int_equal(ck_rest_get(e->client, pods_res, "default", relabeled, &relabel, &err), 0);
     json_object_set_new(json_object_get(json_object_get(relabel, "metadata"), "labels"), "app",
                         json_string("elsewhere"));
-    int r = ck_rest_update(e->client, &ck_res_pods, "default", relabel, NULL, &err);
+    int r = ck_rest_update(e->client, pods_res, "default", relabel, NULL, &err);
     if (r < 0)
         fprintf(stderr, "relabel: %s\n", err.msg);
     assert_int_equal(r, 0);
@@ -316,7 +341,7 @@ static void test_replicaset_lifecycle(void **state)
     json_t *stray = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:[{s:s, s:s}]}}", "apiVersion",
                               "v1", "kind", "Pod", "metadata", "name", "stray", "labels", "app",
                               "web", "spec", "containers", "name", "c", "image", "nginx");
-    assert_int_equal(ck_rest_create(e->client, &ck_res_pods, "default", stray, NULL, &err), 0);
+    assert_int_equal(ck_rest_create(e->client, pods_res, "default", stray, NULL, &err), 0);
     json_decref(stray);
     struct named adopted = {.name = "stray", .uid = uid};
     wait_until(e, stray_claimed, &adopted);
@@ -373,13 +398,12 @@ static void test_replica_failure(void **state)
     struct ck_err err = {0};
     json_t *ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
                            "metadata", "name", "doomed");
-    assert_int_equal(ck_rest_create(e->client, &ck_res_namespaces, NULL, ns, NULL, &err), 0);
+    assert_int_equal(ck_rest_create(e->client, nss_res, NULL, ns, NULL, &err), 0);
     json_decref(ns);
     json_t *doc = rs_doc("broken", 0, "c");
-    assert_int_equal(ck_rest_create(e->client, &ck_res_replicasets, "doomed", doc, NULL, &err), 0);
+    assert_int_equal(ck_rest_create(e->client, rss_res, "doomed", doc, NULL, &err), 0);
     json_decref(doc);
-    assert_int_equal(
-        ck_rest_delete(e->client, &ck_res_namespaces, NULL, "doomed", NULL, NULL, &err), 0);
+    assert_int_equal(ck_rest_delete(e->client, nss_res, NULL, "doomed", NULL, NULL, &err), 0);
     e->ns = "doomed";
     json_t *rs = get_rs(e, "broken"); /* still there: nothing removes content yet */
     json_decref(rs);
@@ -396,6 +420,11 @@ static void test_replica_failure(void **state)
 
 int main(void)
 {
+    pods_res = ck_controller_resource("", "v1", "pods");
+    rss_res = ck_controller_resource("apps", "v1", "replicasets");
+    nss_res = ck_controller_resource("", "v1", "namespaces");
+    if (!pods_res || !rss_res || !nss_res)
+        return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_replicaset_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_failure, setup, teardown),

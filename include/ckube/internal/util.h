@@ -10,12 +10,26 @@
  *   (SQLite's faultsim). The hook is process-wide; its counters are atomic.
  * - struct ck__strmap: a string-keyed hash map (chaining, FNV-1a, doubling). It copies
  *   keys and stores void * values it does not own. Not thread-safe: its owner locks.
+ * - struct ck__buf: a growable NUL-terminated byte buffer with an optional cap and a
+ *   sticky error, a libcurl write callback and a newline splitter over it.
+ * - ck__read_file: a whole small file, capped.
+ * - ck__meta_str: a string field of an object's metadata.
+ * - ck__time_parse/ck__time_format: RFC 3339 times as Kubernetes writes them.
+ * - ck__parse_bool/ck__quote: Go's strconv.ParseBool and %q, which Kubernetes' inputs
+ *   and messages follow.
+ *
+ * Everything here is a pure function or works on a caller-owned struct: callable from
+ * any thread, one thread per struct at a time.
  */
 #ifndef CKUBE_INTERNAL_UTIL_H
 #define CKUBE_INTERNAL_UTIL_H
 
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* ---- allocation (alloc.c) ------------------------------------------------ */
 
@@ -76,5 +90,120 @@ void *ck__strmap_remove(struct ck__strmap *m, const char *key);
 /* Iteration: for (e = ck__strmap_next(m, NULL, &i); e; e = ck__strmap_next(m, e, &i)). */
 struct ck__strmap_entry *ck__strmap_next(const struct ck__strmap *m, struct ck__strmap_entry *e,
                                          size_t *bucket);
+
+/* ---- growable buffer (buf.c) ------------------------------------------- */
+
+#define CK__E2BIG (-E2BIG) /* a struct ck__buf would pass its cap */
+
+/*
+ * A byte string that grows by doubling. `struct ck__buf b = {0};` is an empty buffer
+ * without a cap; `{.max = N}` one that refuses to hold more than N bytes. p is NULL
+ * until the first append, then always NUL-terminated past len (so text appended to it
+ * is a C string). The first failure is kept in err (CK_ENOMEM, or CK__E2BIG past max);
+ * every append after it does nothing and returns it.
+ */
+struct ck__buf {
+    char *p;
+    size_t len, cap;
+    size_t max; /* most bytes it may hold; 0: no cap */
+    int err;    /* 0, or the first failure */
+};
+
+/* Appends n bytes of data. 0, or b->err. */
+int ck__buf_add(struct ck__buf *b, const void *data, size_t n);
+
+/* Appends a C string. 0, or b->err. */
+int ck__buf_adds(struct ck__buf *b, const char *s);
+
+/* Appends printf output. 0, or b->err (CK_EINVAL when the format itself fails). */
+int ck__buf_printf(struct ck__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int ck__buf_vprintf(struct ck__buf *b, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+/* Drops the first n bytes (all of them when n >= len), keeping the memory. */
+void ck__buf_consume(struct ck__buf *b, size_t n);
+
+/*
+ * Hands out the string (the caller frees it; "" when nothing was appended), or NULL
+ * when an append failed (the bytes are freed). Either way b is empty again, its cap kept.
+ */
+char *ck__buf_take(struct ck__buf *b);
+
+/* Frees the bytes; b is empty again, its cap kept. */
+void ck__buf_release(struct ck__buf *b);
+
+/*
+ * A libcurl CURLOPT_WRITEFUNCTION appending to the struct ck__buf given as
+ * CURLOPT_WRITEDATA: a failed append (cap, memory) makes libcurl fail the transfer with
+ * CURLE_WRITE_ERROR, and b->err says why.
+ */
+size_t ck__buf_curl_write(char *data, size_t size, size_t nmemb, void *arg);
+
+/* Called with each complete line, NUL-terminated in place of its '\n'; false stops. */
+typedef bool (*ck__line_fn)(void *arg, const char *line, size_t len);
+
+/*
+ * Appends data[0..n) to b, then hands every complete line to fn and drops it from b;
+ * a partial last line waits for the next call. False when b could not take the data or
+ * fn asked to stop.
+ */
+bool ck__buf_lines(struct ck__buf *b, const char *data, size_t n, ck__line_fn fn, void *arg);
+
+/* ---- files (file.c) ------------------------------------------------------ */
+
+/*
+ * Reads the whole file at path into *ret (NUL-terminated, the caller frees it) and its
+ * length into *ret_len. Returns 0, the negated errno of opening it (CK_ENOENT, -EACCES,
+ * ...), CK__E2BIG when it holds more than max bytes, CK_ENOMEM, or CK_EIO when reading
+ * fails; the outputs are untouched then.
+ */
+int ck__read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+
+/* ---- object metadata (meta.c) ------------------------------------------ */
+
+/* obj.metadata[field] when it is a string, else NULL; borrowed from obj. NULL-safe. */
+const char *ck__meta_str(const json_t *obj, const char *field);
+
+/* ---- RFC 3339 times (timefmt.c) ----------------------------------------- */
+
+/* Room for the longest time ck__time_format() writes, NUL included. */
+#define CK__TIME_LEN 40
+
+/*
+ * Parses an RFC 3339 date-time as Go's time.Parse(time.RFC3339) does: exactly
+ * YYYY-MM-DDTHH:MM:SS, optional fraction (at least one digit; beyond microseconds
+ * truncated), then Z or +hh:mm / -hh:mm, nothing after; the date must exist. Sets
+ * *ret_sec to seconds since the epoch (UTC) and *ret_usec (may be NULL) to the
+ * microseconds. Returns 0 or CK_EINVAL (s NULL, or not such a time: outputs untouched).
+ */
+int ck__time_parse(const char *s, int64_t *ret_sec, long *ret_usec);
+
+/*
+ * Writes sec (and, when usec >= 0, usec as six digits: metav1.MicroTime) as UTC,
+ * "2006-01-02T15:04:05Z" / "2006-01-02T15:04:05.000000Z", as metav1.Time marshals.
+ * Returns buf. size must hold the text and its NUL (21 bytes for a Time, 28 for a
+ * MicroTime; CK__TIME_LEN always does), else the text is cut short.
+ */
+const char *ck__time_format(int64_t sec, long usec, char *buf, size_t size);
+
+/* ---- Go's strconv (strconv.c) ------------------------------------------- */
+
+/*
+ * strconv.ParseBool: 1 t T TRUE true True are true, 0 f F FALSE false False false.
+ * Returns true and sets *ret for those, false (and leaves *ret) for anything else.
+ */
+bool ck__parse_bool(const char *s, bool *ret);
+
+/*
+ * Go's %q for the strings our messages quote: wraps s in double quotes, escapes '"' and
+ * '\\' with a backslash, control bytes and DEL as \xNN; other bytes (UTF-8 included)
+ * pass through. Writes at most size bytes, always a closed quotation when size >= 3: when
+ * s does not fit it is cut between characters. Returns the length the whole quotation
+ * needs (without the NUL), like snprintf.
+ */
+size_t ck__quote(const char *s, char *buf, size_t size);
+
+/* The same, allocated (ck__malloc); the caller frees it. NULL when out of memory. */
+char *ck__quote_dup(const char *s);
 
 #endif /* CKUBE_INTERNAL_UTIL_H */

@@ -10,6 +10,9 @@
  * computes READY as ready/desired.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_strategy.c, test_printers.c and test_kinds.c, and
+ * by the kubectl tests that apply and scale the README's Deployment.
  */
 #include <stdio.h>
 #include <string.h>
@@ -85,7 +88,7 @@ static const struct ck_subresource subresources[] = {
 
 static const struct ck_table_column columns[] = {
     [COL_NAME] = CK__NAME_COLUMN(0),
-    [COL_READY] = {"Ready", "string", "", "Number of the pod with ready state", 0},
+    [COL_READY] = CK__COMPUTED_COLUMN("Ready", "string", "Number of the pod with ready state", 0),
     [COL_UP_TO_DATE] =
         {"Up-to-date", "integer", "",
          "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
@@ -95,13 +98,14 @@ static const struct ck_table_column columns[] = {
          "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
          0, ".status.availableReplicas", CK_CELL_ABSENT_ZERO, false},
     [COL_AGE] = CK__AGE_COLUMN,
-    [COL_CONTAINERS] = {"Containers", "string", "", "Names of each container in the template.", 1},
-    [COL_IMAGES] = {"Images", "string", "", "Images referenced by each container in the template.",
-                    1},
-    [COL_SELECTOR] =
-        {"Selector", "string", "",
-         "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
-         1},
+    [COL_CONTAINERS] =
+        CK__COMPUTED_COLUMN("Containers", "string", "Names of each container in the template.", 1),
+    [COL_IMAGES] = CK__COMPUTED_COLUMN("Images", "string",
+                                       "Images referenced by each container in the template.", 1),
+    [COL_SELECTOR] = CK__COMPUTED_COLUMN(
+        "Selector", "string",
+        "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+        1),
 };
 
 const struct ck_kind ck__kind_deployment = {

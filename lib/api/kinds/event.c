@@ -6,6 +6,9 @@
  * MESSAGE and COUNT.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_printers.c and test_kinds.c (the field labels
+ * kubectl's event selectors use).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,23 +109,26 @@ static const struct ck_field_label field_labels[] = {
 };
 
 static const struct ck_table_column columns[] = {
-    [COL_LAST_SEEN] = {"Last Seen", "string", "",
-                       "The time at which the most recent occurrence of this event was recorded.",
-                       0},
+    [COL_LAST_SEEN] = CK__COMPUTED_COLUMN(
+        "Last Seen", "string",
+        "The time at which the most recent occurrence of this event was recorded.", 0),
     [COL_TYPE] = {"Type", "string", "", "Type of this event (Normal, Warning).", 0, ".type",
                   CK_CELL_ABSENT_EMPTY, false},
     [COL_REASON] = {"Reason", "string", "",
                     "Why the action was taken. Human-readable and machine-understandable.", 0,
                     ".reason", CK_CELL_ABSENT_EMPTY, false},
-    [COL_OBJECT] = {"Object", "string", "", "The object that this event is about.", 0},
+    [COL_OBJECT] =
+        CK__COMPUTED_COLUMN("Object", "string", "The object that this event is about.", 0),
     [COL_SUBOBJECT] = {"Subobject", "string", "", "The field of the object this event is about.", 1,
                        ".involvedObject.fieldPath", CK_CELL_ABSENT_EMPTY, false},
-    [COL_SOURCE] = {"Source", "string", "", "The component reporting this event.", 1},
-    [COL_MESSAGE] = {"Message", "string", "",
-                     "A human-readable description of the status of this operation.", 0},
-    [COL_FIRST_SEEN] = {"First Seen", "string", "",
-                        "The time at which the event was first recorded.", 1},
-    [COL_COUNT] = {"Count", "string", "", "The number of times this event has occurred.", 1},
+    [COL_SOURCE] =
+        CK__COMPUTED_COLUMN("Source", "string", "The component reporting this event.", 1),
+    [COL_MESSAGE] = CK__COMPUTED_COLUMN(
+        "Message", "string", "A human-readable description of the status of this operation.", 0),
+    [COL_FIRST_SEEN] = CK__COMPUTED_COLUMN("First Seen", "string",
+                                           "The time at which the event was first recorded.", 1),
+    [COL_COUNT] =
+        CK__COMPUTED_COLUMN("Count", "string", "The number of times this event has occurred.", 1),
     [COL_NAME] = CK__NAME_COLUMN(1),
 };
 

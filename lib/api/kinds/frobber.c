@@ -7,6 +7,9 @@
  * do. docs/internals/api.md walks through adding a kind like it.
  *
  * Threading: the descriptor is static and immutable.
+ *
+ * Tested by tests/api/test_gates.c and tests/apiserver/test_gates.c (its
+ * gated fields, on and off) and test_kinds.c.
  */
 #include "../internal.h"
 

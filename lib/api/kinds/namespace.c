@@ -9,6 +9,9 @@
  * controller empties it; a delete moves it to phase Terminating.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_strategy.c, test_printers.c and test_kinds.c, and
+ * by tests/apiserver/test_delete.c (finalize and namespace deletion).
  */
 #include <string.h>
 

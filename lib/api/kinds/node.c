@@ -5,6 +5,8 @@
  * labels) and the addresses as Kubernetes' printNode does.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_printers.c (the computed columns) and test_kinds.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,15 +110,15 @@ static const struct ck_field_label field_labels[] = {
 
 static const struct ck_table_column columns[] = {
     [COL_NAME] = CK__NAME_COLUMN(0),
-    [COL_STATUS] = {"Status", "string", "", "The status of the node", 0},
-    [COL_ROLES] = {"Roles", "string", "", "The roles of the node", 0},
+    [COL_STATUS] = CK__COMPUTED_COLUMN("Status", "string", "The status of the node", 0),
+    [COL_ROLES] = CK__COMPUTED_COLUMN("Roles", "string", "The roles of the node", 0),
     [COL_AGE] = CK__AGE_COLUMN,
     [COL_VERSION] = {"Version", "string", "", "Kubelet Version reported by the node.", 0,
                      ".status.nodeInfo.kubeletVersion", CK_CELL_ABSENT_EMPTY, false},
-    [COL_INTERNAL_IP] = {"Internal-IP", "string", "", "List of addresses reachable to the node.",
-                         1},
-    [COL_EXTERNAL_IP] = {"External-IP", "string", "", "List of addresses reachable to the node.",
-                         1},
+    [COL_INTERNAL_IP] =
+        CK__COMPUTED_COLUMN("Internal-IP", "string", "List of addresses reachable to the node.", 1),
+    [COL_EXTERNAL_IP] =
+        CK__COMPUTED_COLUMN("External-IP", "string", "List of addresses reachable to the node.", 1),
     [COL_OS_IMAGE] =
         {"OS-Image", "string", "",
          "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).",

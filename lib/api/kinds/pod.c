@@ -12,12 +12,17 @@
  * Kubernetes' printPod does.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_strategy.c (defaults, validation, prepare hooks),
+ * test_printers.c (every column), test_kinds.c (descriptor, field labels,
+ * subresources) and the API server and kubectl tests that create pods.
  */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "../internal.h"
+#include "ckube/internal/util.h"
 
 /* ---- strategy ----------------------------------------------------------- */
 
@@ -204,7 +209,8 @@ static void count_restarts(const json_t *statuses, long long *restarts, long lon
     json_array_foreach(statuses, i, cs)
     {
         *restarts += (long long)json_integer_value(json_object_get(cs, "restartCount"));
-        long long finished = ck__parse_time(ck__str_at(cs, "lastState.terminated.finishedAt"));
+        int64_t finished = -1;
+        ck__time_parse(ck__str_at(cs, "lastState.terminated.finishedAt"), &finished, NULL);
         if (finished > *last_restart)
             *last_restart = finished;
     }
@@ -365,19 +371,19 @@ static const struct ck_field_label field_labels[] = {
 
 static const struct ck_table_column columns[] = {
     [COL_NAME] = CK__NAME_COLUMN(0),
-    [COL_READY] = {"Ready", "string", "",
-                   "The aggregate readiness state of this pod for accepting traffic.", 0},
-    [COL_STATUS] = {"Status", "string", "", "The aggregate status of the containers in this pod.",
-                    0},
-    [COL_RESTARTS] =
-        {"Restarts", "string", "",
-         "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
-         0},
+    [COL_READY] = CK__COMPUTED_COLUMN(
+        "Ready", "string", "The aggregate readiness state of this pod for accepting traffic.", 0),
+    [COL_STATUS] = CK__COMPUTED_COLUMN("Status", "string",
+                                       "The aggregate status of the containers in this pod.", 0),
+    [COL_RESTARTS] = CK__COMPUTED_COLUMN(
+        "Restarts", "string",
+        "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+        0),
     [COL_AGE] = CK__AGE_COLUMN,
-    [COL_IP] =
-        {"IP", "string", "",
-         "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
-         1},
+    [COL_IP] = CK__COMPUTED_COLUMN(
+        "IP", "string",
+        "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
+        1),
     [COL_NODE] = {"Node", "string", "",
                   "NodeName is a request to schedule this pod onto a specific node.", 1,
                   ".spec.nodeName", CK_CELL_ABSENT_NONE, false},
@@ -385,8 +391,9 @@ static const struct ck_table_column columns[] = {
         {"Nominated Node", "string", "",
          "nominatedNodeName is set only when this pod preempts other pods on the node.", 1,
          ".status.nominatedNodeName", CK_CELL_ABSENT_NONE, false},
-    [COL_GATES] = {"Readiness Gates", "string", "",
-                   "If specified, all readiness gates will be evaluated for pod readiness.", 1},
+    [COL_GATES] = CK__COMPUTED_COLUMN(
+        "Readiness Gates", "string",
+        "If specified, all readiness gates will be evaluated for pod readiness.", 1),
 };
 
 static const struct ck_api_feature features[] = {

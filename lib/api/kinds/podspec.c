@@ -8,6 +8,9 @@
  * defaulting.
  *
  * Threading: pure functions over the caller's values.
+ *
+ * Tested by tests/api/test_strategy.c through the pod and workload template
+ * cases that reach it.
  */
 #include <stdio.h>
 #include <string.h>

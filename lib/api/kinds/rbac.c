@@ -217,19 +217,16 @@ void ck__rbac_binding_cells(const json_t *obj, long long now, json_t **cells)
 
 const struct ck_table_column ck__rbac_role_columns[2] = {
     CK__NAME_COLUMN(0),
-    {"Created At", "date", "", CK__AGE_DOC, 0, NULL, CK_CELL_ABSENT_NULL, false},
+    CK__COMPUTED_COLUMN("Created At", "date", CK__AGE_DOC, 0),
 };
 
 const struct ck_table_column ck__rbac_binding_columns[6] = {
     [CK__RBAC_COL_NAME] = CK__NAME_COLUMN(0),
-    [CK__RBAC_COL_ROLE] = {"Role", "string", "", "The role this binding grants, as Kind/name.", 0,
-                           NULL, CK_CELL_ABSENT_NULL, false},
+    [CK__RBAC_COL_ROLE] =
+        CK__COMPUTED_COLUMN("Role", "string", "The role this binding grants, as Kind/name.", 0),
     [CK__RBAC_COL_AGE] = CK__AGE_COLUMN,
-    [CK__RBAC_COL_USERS] = {"Users", "string", "", "Users in the binding.", 1, NULL,
-                            CK_CELL_ABSENT_NULL, false},
-    [CK__RBAC_COL_GROUPS] = {"Groups", "string", "", "Groups in the binding.", 1, NULL,
-                             CK_CELL_ABSENT_NULL, false},
-    [CK__RBAC_COL_SERVICEACCOUNTS] = {"ServiceAccounts", "string", "",
-                                      "ServiceAccounts in the binding.", 1, NULL,
-                                      CK_CELL_ABSENT_NULL, false},
+    [CK__RBAC_COL_USERS] = CK__COMPUTED_COLUMN("Users", "string", "Users in the binding.", 1),
+    [CK__RBAC_COL_GROUPS] = CK__COMPUTED_COLUMN("Groups", "string", "Groups in the binding.", 1),
+    [CK__RBAC_COL_SERVICEACCOUNTS] =
+        CK__COMPUTED_COLUMN("ServiceAccounts", "string", "ServiceAccounts in the binding.", 1),
 };

@@ -8,6 +8,9 @@
  * reads every column but the wide ones from the object.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_strategy.c, test_printers.c and test_kinds.c, and
+ * by the ReplicaSet controller's server-backed and e2e tests.
  */
 #include "../internal.h"
 
@@ -55,11 +58,12 @@ static const struct ck_table_column columns[] = {
     [COL_READY] = {"Ready", "integer", "", "Number of pods ready.", 0, ".status.readyReplicas",
                    CK_CELL_ABSENT_ZERO, false},
     [COL_AGE] = CK__AGE_COLUMN,
-    [COL_CONTAINERS] = {"Containers", "string", "", "Names of each container in the template.", 1},
-    [COL_IMAGES] = {"Images", "string", "", "Images referenced by each container in the template.",
-                    1},
-    [COL_SELECTOR] = {"Selector", "string", "",
-                      "Label query over pods that should match the replica count.", 1},
+    [COL_CONTAINERS] =
+        CK__COMPUTED_COLUMN("Containers", "string", "Names of each container in the template.", 1),
+    [COL_IMAGES] = CK__COMPUTED_COLUMN("Images", "string",
+                                       "Images referenced by each container in the template.", 1),
+    [COL_SELECTOR] = CK__COMPUTED_COLUMN(
+        "Selector", "string", "Label query over pods that should match the replica count.", 1),
 };
 
 const struct ck_kind ck__kind_replicaset = {

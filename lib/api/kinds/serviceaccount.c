@@ -26,8 +26,8 @@ static const char *const short_names[] = {"sa", NULL};
 
 static const struct ck_table_column columns[] = {
     [COL_NAME] = CK__NAME_COLUMN(0),
-    [COL_SECRETS] = {"Secrets", "string", "", "How many secrets the account lists.", 0, NULL,
-                     CK_CELL_ABSENT_NULL, false},
+    [COL_SECRETS] =
+        CK__COMPUTED_COLUMN("Secrets", "string", "How many secrets the account lists.", 0),
     [COL_AGE] = CK__AGE_COLUMN,
 };
 

@@ -8,6 +8,9 @@
  * ValidateReplicaSetSpec) and printers.go's wide workload columns.
  *
  * Threading: pure functions over the caller's values.
+ *
+ * Tested by tests/api/test_strategy.c (selector and template rules of
+ * Deployments and ReplicaSets) and test_printers.c (the wide columns).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -20,27 +20,33 @@
  * and sets the ReplicaFailure condition; the error makes the runner requeue the key with
  * backoff.
  *
+ * The controller sees the world only through its interfaces (controllers.h): two listers
+ * (pods and ReplicaSets) for reads and a client for writes. ck_rs_controller_new() puts
+ * them over the shared informers and the REST client; ck_rs_controller_new_with() takes
+ * them from the caller, so unit tests drive sync on fakes and check the client's actions.
+ * Creating, ranking, events and expectations come from controller_utils.
+ *
  * Threading: the runner calls sync for one key at a time per key; handlers run on the
  * informers' threads. The controller's own state is read-only after creation, except
  * expectations, which are thread-safe.
  */
-#define _GNU_SOURCE /* strptime, timegm */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "ckube/internal/util.h"
 #include "ckube/replicaset.h"
 
-#define SLOW_START_INITIAL 1
-#define MAX_CREATE_THREADS 16
+#define RS_API_VERSION "apps/v1"
+#define RS_KIND        "ReplicaSet"
 
 struct ck_rs_controller {
-    struct ck_rest *client;
-    struct ck_clock *clock;
-    struct ck_informer *pods, *rss;
+    struct ck_ctl_client client; /* every write */
+    struct ck_lister pods, rss;  /* every read of the caches */
+    const struct ck_resource *pods_res, *rss_res;
+    struct ck_event_recorder recorder;
+    struct ck_informer *pod_inf, *rs_inf; /* NULL when made from given listers */
     struct ck_expectations *exp;
     struct ck_wq *queue;
     struct ck_controller ctl;
@@ -52,11 +58,6 @@ struct ck_rs_controller {
 static const json_t *meta(const json_t *obj)
 {
     return json_object_get(obj, "metadata");
-}
-
-static const char *meta_str(const json_t *obj, const char *field)
-{
-    return json_string_value(json_object_get(meta(obj), field));
 }
 
 static bool being_deleted(const json_t *obj)
@@ -78,14 +79,12 @@ static const json_t *resolve_ref(struct ck_rs_controller *c, const char *ns, con
     const char *kind = json_string_value(json_object_get(ref, "kind"));
     const char *name = json_string_value(json_object_get(ref, "name"));
     const char *uid = json_string_value(json_object_get(ref, "uid"));
-    if (!kind || strcmp(kind, "ReplicaSet") != 0 || !name || !uid)
+    if (!kind || strcmp(kind, RS_KIND) != 0 || !name || !uid)
         return NULL;
-    char key[512];
-    snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name);
     const json_t *rs = NULL;
-    if (ck_indexer_get_by_key(ck_informer_indexer(c->rss), key, &rs) < 0)
+    if (ck_lister_get(&c->rss, ns ? ns : "", name, &rs) < 0)
         return NULL;
-    const char *have = meta_str(rs, "uid");
+    const char *have = ck__meta_str(rs, "uid");
     if (!have || strcmp(have, uid) != 0) {
         ck_cached_unref(rs);
         return NULL;
@@ -96,10 +95,9 @@ static const json_t *resolve_ref(struct ck_rs_controller *c, const char *ns, con
 /* Every ReplicaSet of pod's namespace whose selector matches the pod (GetPodReplicaSets). */
 static void enqueue_matching(struct ck_rs_controller *c, const json_t *pod)
 {
-    const char *ns = meta_str(pod, "namespace");
+    const char *ns = ck__meta_str(pod, "namespace");
     struct ck_obj_list rss = {0};
-    if (!ns ||
-        ck_indexer_by_index(ck_informer_indexer(c->rss), CK_INDEX_NAMESPACE, ns, &rss, NULL) < 0)
+    if (!ns || ck_lister_list(&c->rss, ns, NULL, &rss, NULL) < 0)
         return;
     const json_t *labels = json_object_get(meta(pod), "labels");
     for (size_t i = 0; i < rss.n; i++) {
@@ -144,7 +142,7 @@ static void pod_deleted(struct ck_rs_controller *c, const json_t *pod, const cha
     const json_t *ref = ck_controller_ref(pod);
     if (!ref)
         return;
-    const json_t *rs = resolve_ref(c, meta_str(pod, "namespace"), ref);
+    const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ref);
     if (!rs)
         return;
     char *rs_key = NULL;
@@ -166,7 +164,7 @@ static void pod_add(const json_t *pod, bool initial, void *arg)
     if (being_deleted(pod)) {
         pod_deleted(c, pod, pod_key); /* a restart can show a pod already being deleted */
     } else if (ck_controller_ref(pod)) {
-        const json_t *rs = resolve_ref(c, meta_str(pod, "namespace"), ck_controller_ref(pod));
+        const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ck_controller_ref(pod));
         char *rs_key = NULL;
         if (rs && ck_meta_namespace_key(rs, &rs_key, NULL) == 0) {
             ck_expectations_creation_observed(c->exp, rs_key);
@@ -196,7 +194,7 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
         pod_add(pod, false, arg);
         return;
     }
-    const char *a = meta_str(old, "resourceVersion"), *b = meta_str(pod, "resourceVersion");
+    const char *a = ck__meta_str(old, "resourceVersion"), *b = ck__meta_str(pod, "resourceVersion");
     if (a && b && strcmp(a, b) == 0)
         return;
     char *pod_key = NULL;
@@ -213,13 +211,13 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
         return;
     }
     if (!same_ref(old_ref, ref) && old_ref) {
-        const json_t *rs = resolve_ref(c, meta_str(old, "namespace"), old_ref);
+        const json_t *rs = resolve_ref(c, ck__meta_str(old, "namespace"), old_ref);
         if (rs)
             enqueue_obj(c, rs);
         ck_cached_unref(rs);
     }
     if (ref) {
-        const json_t *rs = resolve_ref(c, meta_str(pod, "namespace"), ref);
+        const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ref);
         if (rs)
             enqueue_obj(c, rs);
         ck_cached_unref(rs);
@@ -238,235 +236,43 @@ static void pod_delete(const json_t *pod, const struct ck_deleted_final_state_un
     free(key);
 }
 
-/* ---- events --------------------------------------------------------------------- */
-
-static void now_rfc3339(char *buf, size_t size)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* Records a Warning event about rs (best effort, as client-go's recorder). */
-static void record_warning(struct ck_rs_controller *c, const json_t *rs, const char *reason,
-                           const char *message)
-{
-    char now[32], prefix[300];
-    now_rfc3339(now, sizeof(now));
-    snprintf(prefix, sizeof(prefix), "%s.", meta_str(rs, "name"));
-    json_t *ev = json_pack(
-        "{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s}, s:s, "
-        "s:s, s:i}",
-        "apiVersion", "v1", "kind", "Event", "metadata", "generateName", prefix, "namespace",
-        meta_str(rs, "namespace"), "involvedObject", "apiVersion", "apps/v1", "kind", "ReplicaSet",
-        "name", meta_str(rs, "name"), "namespace", meta_str(rs, "namespace"), "uid",
-        meta_str(rs, "uid"), "reason", reason, "message", message, "type", "Warning", "source",
-        "component", "replicaset-controller", "firstTimestamp", now, "lastTimestamp", now, "count",
-        1);
-    struct ck_err err = {0};
-    if (ev &&
-        ck_rest_create(c->client, &ck_res_events, meta_str(rs, "namespace"), ev, NULL, &err) < 0)
-        CK_LOGV(2, "replicaset: cannot record event %s: %s", reason, err.msg);
-    json_decref(ev);
-}
+/* ---- time ------------------------------------------------------------------------ */
 
 /* ---- creating pods in slow-start batches ----------------------------------------- */
 
-struct create_batch {
+struct create_ctx {
     struct ck_rs_controller *c;
-    const json_t *rs;
-    json_t *pod; /* the pod to create: the same for every call */
-    const char *rs_key;
-    atomic_int next, remaining_in_batch, failed;
-    pthread_mutex_t lock;
-    struct ck_err first_err;
+    const char *namespace;
+    const json_t *pod; /* the pod to create: the same for every call */
 };
 
-static void *create_worker(void *arg)
+static int create_one(void *arg, struct ck_err *reterr)
 {
-    struct create_batch *b = arg;
-    while (atomic_fetch_sub(&b->remaining_in_batch, 1) > 0) {
-        struct ck_err err = {0};
-        int r = ck_rest_create(b->c->client, &ck_res_pods, meta_str(b->rs, "namespace"), b->pod,
-                               NULL, &err);
-        if (r < 0) {
-            /* the pod will never be observed: lower the expectation now */
-            ck_expectations_creation_observed(b->c->exp, b->rs_key);
-            pthread_mutex_lock(&b->lock);
-            if (atomic_fetch_add(&b->failed, 1) == 0)
-                b->first_err = err;
-            pthread_mutex_unlock(&b->lock);
-        }
-    }
-    return NULL;
+    struct create_ctx *x = arg;
+    return ck_ctl_create(&x->c->client, x->c->pods_res, x->namespace, x->pod, NULL, reterr);
 }
 
-/* The pod a ReplicaSet's template describes (GetPodFromTemplate). NULL when out of memory. */
-static json_t *pod_from_template(const json_t *rs)
-{
-    const json_t *tmpl = json_object_get(json_object_get(rs, "spec"), "template");
-    const json_t *tmeta = json_object_get(tmpl, "metadata");
-    char prefix[300];
-    snprintf(prefix, sizeof(prefix), "%s-", meta_str(rs, "name"));
-    json_t *pod_meta =
-        json_pack("{s:s, s:s}", "generateName", prefix, "namespace", meta_str(rs, "namespace"));
-    json_t *labels = json_object_get(tmeta, "labels");
-    json_t *annotations = json_object_get(tmeta, "annotations");
-    if (pod_meta && labels)
-        json_object_set_new(pod_meta, "labels", json_deep_copy(labels));
-    if (pod_meta && annotations)
-        json_object_set_new(pod_meta, "annotations", json_deep_copy(annotations));
-    json_t *ref = json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion", "apps/v1", "kind",
-                            "ReplicaSet", "name", meta_str(rs, "name"), "uid", meta_str(rs, "uid"),
-                            "controller", 1, "blockOwnerDeletion", 1);
-    if (pod_meta && ref)
-        json_object_set_new(pod_meta, "ownerReferences", ref);
-    else
-        json_decref(ref);
-    json_t *spec = json_deep_copy(json_object_get(tmpl, "spec"));
-    if (!pod_meta || !spec) {
-        json_decref(pod_meta);
-        json_decref(spec);
-        return NULL;
-    }
-    return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod", "metadata",
-                     pod_meta, "spec", spec);
-}
-
-/*
- * slowStartBatch: creates `count` pods in batches of 1, 2, 4, ...; a batch with a
- * failure ends the whole thing. Returns how many were created.
- */
+/* Creates count pods from rs's template in slow-start batches; returns how many were made. */
 static int slow_start_create(struct ck_rs_controller *c, const json_t *rs, const char *rs_key,
                              int count, struct ck_err *reterr)
 {
-    json_t *pod = pod_from_template(rs);
-    if (!pod)
-        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    struct create_batch b = {.c = c, .rs = rs, .pod = pod, .rs_key = rs_key};
-    pthread_mutex_init(&b.lock, NULL);
-    int created = 0, batch = SLOW_START_INITIAL;
-    for (int remaining = count; remaining > 0;) {
-        if (batch > remaining)
-            batch = remaining;
-        atomic_store(&b.remaining_in_batch, batch);
-        int nthreads = batch < MAX_CREATE_THREADS ? batch : MAX_CREATE_THREADS;
-        pthread_t threads[MAX_CREATE_THREADS];
-        int started = 0;
-        for (int i = 1; i < nthreads; i++)
-            if (pthread_create(&threads[started], NULL, create_worker, &b) == 0)
-                started++;
-        create_worker(&b);
-        for (int i = 0; i < started; i++)
-            pthread_join(threads[i], NULL);
-        int failed = atomic_exchange(&b.failed, 0);
-        created += batch - failed;
-        remaining -= batch;
-        if (failed) {
-            /* the pods of later batches are not attempted: lower those expectations */
-            for (int i = 0; i < remaining; i++)
-                ck_expectations_creation_observed(c->exp, rs_key);
-            if (reterr)
-                *reterr = b.first_err;
-            break;
-        }
-        batch *= 2;
+    json_t *ref = ck_controller_ref_new(rs, RS_API_VERSION, RS_KIND);
+    json_t *pod = ref ? ck_pod_from_template(
+                            json_object_get(json_object_get(rs, "spec"), "template"), rs, ref)
+                      : NULL;
+    json_decref(ref);
+    int created = 0;
+    if (pod) {
+        struct create_ctx x = {c, ck__meta_str(rs, "namespace"), pod};
+        created = ck_slow_start_batch(count, CK_SLOW_START_INITIAL_BATCH, create_one, &x, reterr);
+    } else {
+        ck_err_set(reterr, CK_ENOMEM, "out of memory");
     }
-    pthread_mutex_destroy(&b.lock);
+    /* pods that failed or were never tried will not be observed: stop expecting them */
+    for (int i = created; i < count; i++)
+        ck_expectations_creation_observed(c->exp, rs_key);
     json_decref(pod);
     return created;
-}
-
-/* ---- choosing pods to delete (controller.ActivePodsWithRanks) ---------------------- */
-
-struct ranked {
-    const json_t *pod;
-    int rank; /* pods of the same owner on the same node */
-};
-
-static int phase_order(const json_t *pod)
-{
-    const char *p = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
-    if (!p || strcmp(p, "Pending") == 0)
-        return 0;
-    return strcmp(p, "Unknown") == 0 ? 1 : 2; /* Running */
-}
-
-/* The Ready condition's status "True", and its lastTransitionTime (or NULL). */
-static bool pod_ready(const json_t *pod, const char **ret_since)
-{
-    size_t i;
-    const json_t *cond;
-    if (ret_since)
-        *ret_since = NULL;
-    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, cond)
-    {
-        const char *type = json_string_value(json_object_get(cond, "type"));
-        const char *status = json_string_value(json_object_get(cond, "status"));
-        if (type && strcmp(type, "Ready") == 0) {
-            if (ret_since)
-                *ret_since = json_string_value(json_object_get(cond, "lastTransitionTime"));
-            return status && strcmp(status, "True") == 0;
-        }
-    }
-    return false;
-}
-
-static long restarts(const json_t *pod)
-{
-    long n = 0;
-    size_t i;
-    const json_t *cs;
-    json_array_foreach(json_object_get(json_object_get(pod, "status"), "containerStatuses"), i, cs)
-        n += (long)json_integer_value(json_object_get(cs, "restartCount"));
-    return n;
-}
-
-static const char *node_of(const json_t *pod)
-{
-    const char *n = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
-    return n && *n ? n : NULL;
-}
-
-static int strcmp_null(const char *a, const char *b)
-{
-    return strcmp(a ? a : "", b ? b : "");
-}
-
-/* Less means "delete first" (ActivePodsWithRanks.Less). */
-static int rank_cmp(const void *pa, const void *pb)
-{
-    const struct ranked *x = pa, *y = pb;
-    const json_t *a = x->pod, *b = y->pod;
-    /* 1. unassigned before assigned */
-    bool na = node_of(a) != NULL, nb = node_of(b) != NULL;
-    if (na != nb)
-        return na ? 1 : -1;
-    /* 2. Pending < Unknown < Running */
-    int pa_ = phase_order(a), pb_ = phase_order(b);
-    if (pa_ != pb_)
-        return pa_ - pb_;
-    /* 3. not ready before ready */
-    const char *sa, *sb;
-    bool ra = pod_ready(a, &sa), rb = pod_ready(b, &sb);
-    if (ra != rb)
-        return ra ? 1 : -1;
-    /* 4. more pods of the owner on the same node first */
-    if (x->rank != y->rank)
-        return y->rank - x->rank;
-    /* 5. ready for a shorter time first */
-    if (ra && rb && strcmp_null(sa, sb) != 0)
-        return -strcmp_null(sa, sb);
-    /* 6. more restarts first */
-    long ca = restarts(a), cb = restarts(b);
-    if (ca != cb)
-        return ca > cb ? -1 : 1;
-    /* 7. newer first */
-    int t = strcmp_null(meta_str(b, "creationTimestamp"), meta_str(a, "creationTimestamp"));
-    if (t != 0)
-        return t;
-    return strcmp_null(meta_str(a, "name"), meta_str(b, "name")); /* stable */
 }
 
 /* ---- status ----------------------------------------------------------------------- */
@@ -488,14 +294,6 @@ static bool fully_labeled(const json_t *rs, const json_t *pod)
     return true;
 }
 
-static time_t parse_time(const char *s)
-{
-    struct tm tm = {0};
-    if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        return 0;
-    return timegm(&tm);
-}
-
 /*
  * The new status (calculateStatus). *ret_requeue_after is set when a ready pod will
  * become available after minReadySeconds.
@@ -514,9 +312,11 @@ static json_t *compute_status(const json_t *rs, const struct ck_obj_list *pods, 
         if (fully_labeled(rs, pod))
             labeled++;
         const char *since;
-        if (pod_ready(pod, &since)) {
+        if (ck_pod_is_ready(pod, &since)) {
             ready++;
-            time_t t = parse_time(since);
+            int64_t t = 0;
+            if (ck__time_parse(since, &t, NULL) != 0)
+                t = 0;
             if (min_ready == 0 || (t && t + min_ready <= now))
                 available++;
             else
@@ -548,7 +348,7 @@ static json_t *compute_status(const json_t *rs, const struct ck_obj_list *pods, 
             json_array_append(conds, (json_t *)old_failure);
         } else {
             char now_s[32];
-            now_rfc3339(now_s, sizeof(now_s));
+            ck__time_format((int64_t)time(NULL), 0, now_s, sizeof(now_s));
             json_array_append_new(conds,
                                   json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "ReplicaFailure",
                                             "status", "True", "lastTransitionTime", now_s, "reason",
@@ -572,20 +372,20 @@ static int write_status(struct ck_rs_controller *c, const json_t *rs, json_t *st
     if (!copy)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     json_object_set(copy, "status", status);
-    const char *ns = meta_str(rs, "namespace");
-    int r = ck_rest_update_status(c->client, &ck_res_replicasets, ns, copy, NULL, reterr);
+    const char *ns = ck__meta_str(rs, "namespace");
+    int r = ck_ctl_update_status(&c->client, c->rss_res, ns, copy, NULL, reterr);
     json_decref(copy);
     if (r != CK_ECONFLICT)
         return r;
     /* the cache is behind (statusUpdateRetries): once more on a fresh read */
     json_t *fresh = NULL;
-    r = ck_rest_get(c->client, &ck_res_replicasets, ns, meta_str(rs, "name"), &fresh, reterr);
+    r = ck_ctl_get(&c->client, c->rss_res, ns, ck__meta_str(rs, "name"), &fresh, reterr);
     if (r < 0)
         return r;
-    const char *a = meta_str(fresh, "uid"), *b = meta_str(rs, "uid");
+    const char *a = ck__meta_str(fresh, "uid"), *b = ck__meta_str(rs, "uid");
     if (a && b && strcmp(a, b) == 0) {
         json_object_set(fresh, "status", status);
-        r = ck_rest_update_status(c->client, &ck_res_replicasets, ns, fresh, NULL, reterr);
+        r = ck_ctl_update_status(&c->client, c->rss_res, ns, fresh, NULL, reterr);
     }
     json_decref(fresh);
     return r;
@@ -593,57 +393,45 @@ static int write_status(struct ck_rs_controller *c, const json_t *rs, json_t *st
 
 /* ---- sync ------------------------------------------------------------------------- */
 
-static bool is_active(const json_t *pod)
-{
-    const char *p = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
-    return !being_deleted(pod) && !(p && (strcmp(p, "Succeeded") == 0 || strcmp(p, "Failed") == 0));
-}
-
 /* Deletes surplus pods, ranked. Returns 0 or the first error (with its words). */
 static int delete_surplus(struct ck_rs_controller *c, const char *rs_key,
                           const struct ck_obj_list *pods, int diff, struct ck_err *reterr)
 {
-    struct ranked *r = calloc(pods->n, sizeof(*r));
-    const char **keys = calloc((size_t)diff, sizeof(*keys));
-    char **owned_keys = calloc((size_t)diff, sizeof(*owned_keys));
-    if (!r || !keys || !owned_keys) {
-        free(r);
+    const json_t **order = ck__calloc(pods->n ? pods->n : 1, sizeof(*order));
+    const char **keys = ck__calloc((size_t)diff, sizeof(*keys));
+    char **owned_keys = ck__calloc((size_t)diff, sizeof(*owned_keys));
+    int first = order && keys && owned_keys ? 0 : CK_ENOMEM;
+    if (first == 0) {
+        memcpy(order, pods->items, pods->n * sizeof(*order));
+        first = ck_pods_rank_for_deletion(order, pods->n, NULL, 0);
+    }
+    if (first < 0) {
+        free(order);
         free(keys);
         free(owned_keys);
-        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        return ck_err_set(reterr, first, "out of memory");
     }
-    for (size_t i = 0; i < pods->n; i++) {
-        r[i].pod = pods->items[i];
-        const char *node = node_of(pods->items[i]);
-        for (size_t j = 0; node && j < pods->n; j++)
-            r[i].rank += node_of(pods->items[j]) && !strcmp(node, node_of(pods->items[j]));
-    }
-    qsort(r, pods->n, sizeof(*r), rank_cmp);
     for (int i = 0; i < diff; i++) {
-        ck_meta_namespace_key(r[i].pod, &owned_keys[i], NULL);
+        ck_meta_namespace_key(order[i], &owned_keys[i], NULL);
         keys[i] = owned_keys[i] ? owned_keys[i] : "";
     }
     ck_expectations_expect_deletions_of(c->exp, rs_key, keys, (size_t)diff);
-    int first = 0;
     for (int i = 0; i < diff; i++) {
         struct ck_err err = {0};
-        int e = ck_rest_delete(c->client, &ck_res_pods, meta_str(r[i].pod, "namespace"),
-                               meta_str(r[i].pod, "name"), NULL, NULL, &err);
-        if (e < 0 && e != CK_ENOENT) {
+        int e = ck_ctl_delete(&c->client, c->pods_res, ck__meta_str(order[i], "namespace"),
+                              ck__meta_str(order[i], "name"), NULL, NULL, &err);
+        if (e < 0) /* will not be observed (or was gone already) */
             ck_expectations_deletion_observed_of(c->exp, rs_key, keys[i]);
-            if (!first) {
-                first = e;
-                *reterr = err;
-            }
-        } else if (e == CK_ENOENT) {
-            ck_expectations_deletion_observed_of(c->exp, rs_key, keys[i]);
+        if (e < 0 && e != CK_ENOENT && !first) {
+            first = e;
+            *reterr = err;
         }
     }
     for (int i = 0; i < diff; i++)
         free(owned_keys[i]);
     free(owned_keys);
     free(keys);
-    free(r);
+    free(order);
     return first;
 }
 
@@ -665,9 +453,8 @@ static int manage_replicas(struct ck_rs_controller *c, const json_t *rs, const c
         int created = slow_start_create(c, rs, rs_key, n, &err);
         if (created < n) {
             *ret_reason = "FailedCreate";
-            char msg[300];
-            snprintf(msg, sizeof(msg), "Error creating: %s", err.msg);
-            record_warning(c, rs, "FailedCreate", msg);
+            ck_event_recordf(&c->recorder, rs, CK_EVENT_WARNING, "FailedCreate",
+                             "Error creating: %s", err.msg);
             *reterr = err;
             return err.code ? err.code : CK_EIO;
         }
@@ -679,9 +466,8 @@ static int manage_replicas(struct ck_rs_controller *c, const json_t *rs, const c
         int r = delete_surplus(c, rs_key, pods, n, &err);
         if (r < 0) {
             *ret_reason = "FailedDelete";
-            char msg[300];
-            snprintf(msg, sizeof(msg), "Error deleting: %s", err.msg);
-            record_warning(c, rs, "FailedDelete", msg);
+            ck_event_recordf(&c->recorder, rs, CK_EVENT_WARNING, "FailedDelete",
+                             "Error deleting: %s", err.msg);
             *reterr = err;
             return r;
         }
@@ -693,8 +479,14 @@ static int sync_rs(struct ck_controller *ctl, const char *key, struct ck_err *re
 {
     struct ck_rs_controller *c = ctl->data;
     const json_t *rs = NULL;
-    if (ck_indexer_get_by_key(ck_informer_indexer(c->rss), key, &rs) < 0) {
-        ck_expectations_delete(c->exp, key); /* deleted: nothing to do */
+    char *ns_part = NULL, *name = NULL;
+    int r = ck_split_meta_namespace_key(key, &ns_part, &name, NULL);
+    if (r == 0)
+        r = ck_lister_get(&c->rss, ns_part, name, &rs);
+    free(ns_part);
+    free(name);
+    if (r < 0) {
+        ck_expectations_delete(c->exp, key); /* deleted (or a bad key): nothing to do */
         return 0;
     }
     bool needs_sync = ck_expectations_satisfied(c->exp, key);
@@ -708,25 +500,24 @@ static int sync_rs(struct ck_controller *ctl, const char *key, struct ck_err *re
 
     /* the namespace's pods that are active */
     struct ck_obj_list all = {0};
-    const char *ns = meta_str(rs, "namespace");
-    int r = ck_indexer_by_index(ck_informer_indexer(c->pods), CK_INDEX_NAMESPACE, ns ? ns : "",
-                                &all, reterr);
+    const char *ns = ck__meta_str(rs, "namespace");
+    r = ck_lister_list(&c->pods, ns ? ns : "", NULL, &all, reterr);
     const json_t **active = calloc(all.n ? all.n : 1, sizeof(*active));
     size_t nactive = 0;
     for (size_t i = 0; active && i < all.n; i++)
-        if (is_active(all.items[i]))
+        if (ck_pod_is_active(all.items[i]))
             active[nactive++] = all.items[i];
     struct ck_obj_list claimed = {0};
     int claim_err = 0;
     if (r == 0 && active) {
         struct ck_ref_owner owner = {
             .owner = rs,
-            .api_version = "apps/v1",
-            .kind = "ReplicaSet",
+            .api_version = RS_API_VERSION,
+            .kind = RS_KIND,
             .selector = sel,
-            .client = c->client,
-            .owner_res = &ck_res_replicasets,
-            .child_res = &ck_res_pods,
+            .client = &c->client,
+            .owner_res = c->rss_res,
+            .child_res = c->pods_res,
         };
         claim_err = ck_claim_objects(&owner, active, nactive, &claimed, reterr);
     } else if (r == 0) {
@@ -766,38 +557,59 @@ static int sync_rs(struct ck_controller *ctl, const char *key, struct ck_err *re
 
 /* ---- lifecycle ------------------------------------------------------------------- */
 
-int ck_rs_controller_new(struct ck_rest *client, struct ck_informer_factory *factory,
-                         struct ck_clock *clock, struct ck_rs_controller **ret_c,
-                         struct ck_err *reterr)
+/* What both constructors share: resources, recorder, queue, expectations, the runner's view. */
+static int init_common(struct ck_rs_controller *c, const struct ck_ctl_client *client,
+                       struct ck_clock *clock, struct ck_err *reterr)
 {
-    struct ck_rs_controller *c = calloc(1, sizeof(*c));
-    if (!c)
-        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    c->client = client;
-    c->clock = clock;
-    c->pods = ck_informer_factory_for(factory, &ck_res_pods);
-    c->rss = ck_informer_factory_for(factory, &ck_res_replicasets);
+    c->client = *client;
+    c->pods_res = ck_controller_resource("", "v1", "pods");
+    c->rss_res = ck_controller_resource("apps", "v1", "replicasets");
+    if (!c->pods_res || !c->rss_res ||
+        ck_event_recorder_init(&c->recorder, client, "replicaset-controller") < 0)
+        return ck_err_set(reterr, CK_ENOENT, "replicaset: the API kinds it needs are unknown");
     struct ck_wq_options qopts = {
         .name = "replicaset",
         .clock = clock,
         .limiter = ck_rl_default_controller_new(clock),
     };
-    int r = !c->pods || !c->rss ? ck_err_set(reterr, CK_ENOMEM, "out of memory") : 0;
-    if (r == 0)
-        r = ck_wq_new(&qopts, &c->queue, reterr);
-    else
-        ck_rl_free(qopts.limiter);
+    int r = qopts.limiter ? ck_wq_new(&qopts, &c->queue, reterr)
+                          : ck_err_set(reterr, CK_ENOMEM, "out of memory");
     if (r == 0)
         r = ck_expectations_new(clock, 0, &c->exp, reterr);
+    c->ctl.name = "replicaset";
+    c->ctl.sync = sync_rs;
+    c->ctl.data = c;
+    c->ctl.queue = c->queue;
+    return r;
+}
+
+int ck_rs_controller_new(struct ck_rest *client, struct ck_informer_factory *factory,
+                         struct ck_clock *clock, struct ck_rs_controller **ret_c,
+                         struct ck_err *reterr)
+{
+    struct ck_rs_controller *c = ck__calloc(1, sizeof(*c));
+    if (!c)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    struct ck_ctl_client rest;
+    ck_ctl_client_init_rest(&rest, client);
+    int r = init_common(c, &rest, clock, reterr);
     if (r == 0) {
-        struct ck_event_handler rs_h = {rs_add, rs_update, rs_delete, c};
-        struct ck_event_handler pod_h = {pod_add, pod_update, pod_delete, c};
-        r = ck_informer_add_handler(c->rss, &rs_h, 0, reterr);
+        c->pod_inf = ck_informer_factory_for(factory, c->pods_res);
+        c->rs_inf = ck_informer_factory_for(factory, c->rss_res);
+        if (!c->pod_inf || !c->rs_inf)
+            r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    }
+    if (r == 0) {
+        ck_lister_init(&c->pods, ck_informer_indexer(c->pod_inf));
+        ck_lister_init(&c->rss, ck_informer_indexer(c->rs_inf));
+        struct ck_event_handler rs_h, pod_h;
+        ck_rs_controller_handlers(c, &rs_h, &pod_h);
+        r = ck_informer_add_handler(c->rs_inf, &rs_h, 0, reterr);
         if (r == 0)
-            r = ck_informer_add_handler(c->pods, &pod_h, 0, reterr);
+            r = ck_informer_add_handler(c->pod_inf, &pod_h, 0, reterr);
         /* other controllers may have added it already: that is fine */
-        int ix = ck_informer_add_index(c->pods, CK_INDEX_CONTROLLER_UID, ck_index_by_controller_uid,
-                                       NULL, NULL);
+        int ix = ck_informer_add_index(c->pod_inf, CK_INDEX_CONTROLLER_UID,
+                                       ck_index_by_controller_uid, NULL, NULL);
         if (r == 0 && ix < 0 && ix != CK_EEXIST)
             r = ck_err_set(reterr, ix, "cannot add the controller-uid index");
     }
@@ -805,18 +617,45 @@ int ck_rs_controller_new(struct ck_rest *client, struct ck_informer_factory *fac
         ck_rs_controller_free(c);
         return r;
     }
-    c->ctl.name = "replicaset";
-    c->ctl.sync = sync_rs;
-    c->ctl.data = c;
-    c->ctl.queue = c->queue;
     *ret_c = c;
     return 0;
 }
 
+int ck_rs_controller_new_with(const struct ck_rs_controller_deps *deps,
+                              struct ck_rs_controller **ret_c, struct ck_err *reterr)
+{
+    if (!deps || !deps->client || !deps->pods || !deps->replicasets)
+        return ck_err_set(reterr, CK_EINVAL, "replicaset: a client and two listers are needed");
+    struct ck_rs_controller *c = ck__calloc(1, sizeof(*c));
+    if (!c)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    c->pods = *deps->pods;
+    c->rss = *deps->replicasets;
+    int r = init_common(c, deps->client, deps->clock, reterr);
+    if (r < 0) {
+        ck_rs_controller_free(c);
+        return r;
+    }
+    *ret_c = c;
+    return 0;
+}
+
+void ck_rs_controller_handlers(struct ck_rs_controller *c, struct ck_event_handler *ret_rs,
+                               struct ck_event_handler *ret_pods)
+{
+    *ret_rs = (struct ck_event_handler){rs_add, rs_update, rs_delete, c};
+    *ret_pods = (struct ck_event_handler){pod_add, pod_update, pod_delete, c};
+}
+
+int ck_rs_controller_sync(struct ck_rs_controller *c, const char *key, struct ck_err *reterr)
+{
+    return c->ctl.sync(&c->ctl, key, reterr);
+}
+
 int ck_rs_controller_run(struct ck_rs_controller *c, int workers, struct ck_err *reterr)
 {
-    if (!ck_informer_wait_for_sync(c->pods, CK_TIME_NEVER) ||
-        !ck_informer_wait_for_sync(c->rss, CK_TIME_NEVER))
+    if ((c->pod_inf && !ck_informer_wait_for_sync(c->pod_inf, CK_TIME_NEVER)) ||
+        (c->rs_inf && !ck_informer_wait_for_sync(c->rs_inf, CK_TIME_NEVER)))
         return ck_err_set(reterr, CK_ESHUTDOWN, "replicaset: informers stopped before syncing");
     return ck_runner_start(&c->ctl, workers > 0 ? workers : 5, &c->runner, reterr);
 }
@@ -836,4 +675,9 @@ struct ck_rs_controller *ck_rs_controller_free(struct ck_rs_controller *c)
 struct ck_wq *ck_rs_controller_queue(struct ck_rs_controller *c)
 {
     return c->queue;
+}
+
+struct ck_expectations *ck_rs_controller_expectations(struct ck_rs_controller *c)
+{
+    return c->exp;
 }
