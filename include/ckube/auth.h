@@ -297,6 +297,14 @@ const char *ck_rbac_status_message(const struct ck_rbac_request *req, const char
                                    size_t size);
 
 /*
+ * Fills err as the 403 kube-apiserver answers: reason Forbidden, the
+ * ck_rbac_status_message() sentence, details {name, group, kind: resource}
+ * (borrowed from req: its strings must outlive err). Returns CK_EPERM.
+ * Release err with ck_err_release().
+ */
+int ck_rbac_forbidden(struct ck_err *err, const struct ck_rbac_request *req, const char *reason);
+
+/*
  * The rules that apply to user in namespace (cluster-wide ones always,
  * namespace's when namespace is not NULL/""), as a new JSON array of
  * PolicyRule objects (SelfSubjectRulesReview's material). NULL when out of memory.

@@ -727,6 +727,17 @@ const char *ck_rbac_status_message(const struct ck_rbac_request *req, const char
     return buf;
 }
 
+int ck_rbac_forbidden(struct ck_err *err, const struct ck_rbac_request *req, const char *reason)
+{
+    char msg[2048];
+    ck_rbac_status_message(req, reason, msg, sizeof(msg));
+    ck_err_status(err, "Forbidden", "%s", msg);
+    if (err && req->is_resource_request)
+        ck_err_set_details(err, req->api_group ? req->api_group : "", req->resource,
+                           req->name ? req->name : "");
+    return CK_EPERM;
+}
+
 static int append_role_rules(json_t *out, const struct grants *gs, const char *ns)
 {
     if (!gs)

@@ -361,6 +361,16 @@ static void test_forbidden_messages_are_kubernetes_words(void **state)
                         "deployments.apps \"web\" is forbidden: User \"jane\" cannot update "
                         "resource \"deployments/scale\" in API group \"apps\" in the namespace "
                         "\"prod\": RBAC: x");
+    /* the 403 as a ck_err the server turns into a Status */
+    struct ck_err err = {0};
+    assert_int_equal(ck_rbac_forbidden(&err, &s, ""), CK_EPERM);
+    assert_int_equal(err.http_status, 403);
+    assert_string_equal(err.reason, "Forbidden");
+    assert_string_equal(err.name, "web");
+    assert_string_equal(err.group, "apps");
+    assert_string_equal(err.kind, "deployments");
+    assert_non_null(strstr(ck_err_message(&err), "deployments.apps \"web\" is forbidden: User"));
+    ck_err_release(&err);
     struct ck_rbac_request n = {.user = jane, .verb = "get", .path = "/metrics"};
     assert_string_equal(ck_rbac_forbidden_message(&n, buf, sizeof(buf)),
                         "User \"jane\" cannot get path \"/metrics\"");
