@@ -615,7 +615,8 @@ static int sync_scale(struct ck_deploy_controller *c, struct world *w, struct ck
     }
     /* scale_rs replaces entries of w->old: work from a snapshot */
     size_t n_old = w->n_old;
-    memcpy(old, w->old, n_old * sizeof(*old));
+    if (n_old)
+        memcpy(old, w->old, n_old * sizeof(*old));
     const json_t *new_rs = w->new_rs;
     for (size_t i = 0; i < n_old && r == 0; i++)
         if (!prop || ck__deploy_spec_replicas(old[i]) > 0)
@@ -696,7 +697,8 @@ static int rollout_recreate(struct ck_deploy_controller *c, struct world *w, str
     if (!snap)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     size_t n_old = w->n_old;
-    memcpy(snap, w->old, n_old * sizeof(*snap));
+    if (n_old)
+        memcpy(snap, w->old, n_old * sizeof(*snap));
     for (size_t i = 0; i < n_old && r == 0; i++)
         if (ck__deploy_spec_replicas(snap[i]) > 0)
             r = scale_rs(c, w, snap[i], 0, false, &scaled, reterr);
