@@ -325,6 +325,16 @@ static void set_replicas(json_t *d, const void *arg)
     json_object_set_new(spec_of(d), "replicas", json_integer(*(const int *)arg));
 }
 
+/* The cached Deployment rolled out and complete: created, pods ready, status written. */
+static void bring_up(struct env *e)
+{
+    assert_int_equal(sync(e), 0);
+    catch_up(e);
+    settle(e);
+    assert_int_equal(sync(e), 0);
+    catch_up(e);
+}
+
 /* ---- tests --------------------------------------------------------------------- */
 
 static void test_create_makes_new_rs_with_hash_and_annotations(void **state)
@@ -427,11 +437,7 @@ static void test_template_change_rolls_within_surge_and_unavailable(void **state
 {
     struct env *e = *state;
     put(e, &e->ds, e->ds_res, deployment(4, 1, 1, "1.27"));
-    assert_int_equal(sync(e), 0);
-    catch_up(e);
-    settle(e);
-    assert_int_equal(sync(e), 0);
-    catch_up(e);
+    bring_up(e);
 
     edit(e, set_image, "1.28");
     assert_int_equal(sync(e), 0);
@@ -551,11 +557,7 @@ static void test_paused_scales_but_does_not_roll_out(void **state)
     json_t *d = deployment(2, 1, 0, "1.27");
     json_object_set_new(spec_of(d), "progressDeadlineSeconds", json_integer(600));
     put(e, &e->ds, e->ds_res, d);
-    assert_int_equal(sync(e), 0);
-    catch_up(e);
-    settle(e);
-    assert_int_equal(sync(e), 0);
-    catch_up(e);
+    bring_up(e);
 
     bool yes = true, no = false;
     edit(e, set_paused, &yes);

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../internal.h"
 #include "ckube/deployment.h"
 #include "ckube/internal/util.h"
 #include "deployment.h"
@@ -94,14 +95,6 @@ static int64_t now_ns(const struct ck_deploy_controller *c)
     return c->now(c->now_arg);
 }
 
-static void enqueue_obj(struct ck_deploy_controller *c, const json_t *d)
-{
-    char *key = NULL;
-    if (ck_meta_namespace_key(d, &key, NULL) == 0)
-        ck_wq_add(c->queue, key);
-    free(key);
-}
-
 static bool is_recreate(const json_t *d)
 {
     const char *type = json_string_value(
@@ -109,51 +102,11 @@ static bool is_recreate(const json_t *d)
     return type && strcmp(type, "Recreate") == 0;
 }
 
-/* The object a controller reference of `kind` points to in lister l, same uid (new ref). */
-static const json_t *resolve_ref(const struct ck_lister *l, const char *kind, const char *ns,
-                                 const json_t *ref)
-{
-    const char *k = json_string_value(json_object_get(ref, "kind"));
-    const char *name = json_string_value(json_object_get(ref, "name"));
-    const char *uid = json_string_value(json_object_get(ref, "uid"));
-    if (!k || strcmp(k, kind) != 0 || !name || !uid)
-        return NULL;
-    const json_t *obj = NULL;
-    if (ck_lister_get(l, ns ? ns : "", name, &obj) < 0)
-        return NULL;
-    const char *have = ck__meta_str(obj, "uid");
-    if (!have || strcmp(have, uid) != 0) {
-        ck_cached_unref(obj);
-        return NULL;
-    }
-    return obj;
-}
-
-/* Every Deployment of rs's namespace whose selector matches rs (getDeploymentsForReplicaSet). */
-static void enqueue_matching(struct ck_deploy_controller *c, const json_t *rs)
-{
-    const char *ns = ck__meta_str(rs, "namespace");
-    struct ck_obj_list ds = {0};
-    if (!ns || ck_lister_list(&c->ds, ns, NULL, &ds, NULL) < 0)
-        return;
-    const json_t *labels = json_object_get(meta(rs), "labels");
-    for (size_t i = 0; i < ds.n; i++) {
-        struct ck_label_selector *sel = NULL;
-        const json_t *spec_sel = json_object_get(json_object_get(ds.items[i], "spec"), "selector");
-        if (!spec_sel || ck_label_selector_from_object(spec_sel, &sel, NULL) < 0)
-            continue;
-        if (!ck_label_selector_is_empty(sel) && ck_label_selector_matches(sel, labels))
-            enqueue_obj(c, ds.items[i]);
-        ck_label_selector_free(sel);
-    }
-    ck_obj_list_release(&ds);
-}
-
 static void enqueue_owner(struct ck_deploy_controller *c, const json_t *child, const json_t *ref)
 {
-    const json_t *d = resolve_ref(&c->ds, D_KIND, ck__meta_str(child, "namespace"), ref);
+    const json_t *d = ck__ctl_resolve_ref(&c->ds, D_KIND, ck__meta_str(child, "namespace"), ref);
     if (d)
-        enqueue_obj(c, d);
+        ck__ctl_enqueue(c->queue, d);
     ck_cached_unref(d);
 }
 
@@ -162,13 +115,13 @@ static void enqueue_owner(struct ck_deploy_controller *c, const json_t *child, c
 static void d_add(const json_t *obj, bool initial, void *arg)
 {
     (void)initial;
-    enqueue_obj(arg, obj);
+    ck__ctl_enqueue(((struct ck_deploy_controller *)arg)->queue, obj);
 }
 
 static void d_update(const json_t *old, const json_t *obj, void *arg)
 {
     (void)old;
-    enqueue_obj(arg, obj);
+    ck__ctl_enqueue(((struct ck_deploy_controller *)arg)->queue, obj);
 }
 
 static void d_delete(const json_t *obj, const struct ck_deleted_final_state_unknown *t, void *arg)
@@ -200,16 +153,7 @@ static void rs_add(const json_t *rs, bool initial, void *arg)
     if (ref)
         enqueue_owner(c, rs, ref);
     else
-        enqueue_matching(c, rs);
-}
-
-static bool same_ref(const json_t *a, const json_t *b)
-{
-    if (!a || !b)
-        return a == b;
-    const char *ua = json_string_value(json_object_get(a, "uid"));
-    const char *ub = json_string_value(json_object_get(b, "uid"));
-    return ua && ub && strcmp(ua, ub) == 0;
+        ck__ctl_enqueue_selecting(c->queue, &c->ds, rs);
 }
 
 static void rs_update(const json_t *old, const json_t *rs, void *arg)
@@ -223,7 +167,7 @@ static void rs_update(const json_t *old, const json_t *rs, void *arg)
     if (a && b && strcmp(a, b) == 0)
         return;
     const json_t *old_ref = ck_controller_ref(old), *ref = ck_controller_ref(rs);
-    bool ref_changed = !same_ref(old_ref, ref);
+    bool ref_changed = !ck__ctl_same_ref(old_ref, ref);
     if (ref_changed && old_ref)
         enqueue_owner(c, old, old_ref);
     if (ref) {
@@ -233,7 +177,7 @@ static void rs_update(const json_t *old, const json_t *rs, void *arg)
     bool labels_changed =
         !json_equal(json_object_get(meta(old), "labels"), json_object_get(meta(rs), "labels"));
     if (labels_changed || ref_changed)
-        enqueue_matching(c, rs);
+        ck__ctl_enqueue_selecting(c->queue, &c->ds, rs);
 }
 
 static void rs_delete(const json_t *rs, const struct ck_deleted_final_state_unknown *t, void *arg)
@@ -262,11 +206,11 @@ static void pod_delete(const json_t *pod, const struct ck_deleted_final_state_un
     if (!ref)
         return;
     const char *ns = ck__meta_str(pod, "namespace");
-    const json_t *rs = resolve_ref(&c->rss, "ReplicaSet", ns, ref);
+    const json_t *rs = ck__ctl_resolve_ref(&c->rss, "ReplicaSet", ns, ref);
     const json_t *rs_ref = rs ? ck_controller_ref(rs) : NULL;
-    const json_t *d = rs_ref ? resolve_ref(&c->ds, D_KIND, ns, rs_ref) : NULL;
+    const json_t *d = rs_ref ? ck__ctl_resolve_ref(&c->ds, D_KIND, ns, rs_ref) : NULL;
     if (d && is_recreate(d))
-        enqueue_obj(c, d);
+        ck__ctl_enqueue(c->queue, d);
     ck_cached_unref(d);
     ck_cached_unref(rs);
 }
@@ -636,6 +580,17 @@ static int sync_scale(struct ck_deploy_controller *c, struct world *w, struct ck
     return sync_status(c, w, reterr);
 }
 
+/* The end of both strategies: a complete rollout cleans up its history; the status. */
+static int finish_rollout(struct ck_deploy_controller *c, struct world *w, struct ck_err *reterr)
+{
+    if (ck__deploy_complete(w->d, json_object_get(w->d, "status"))) {
+        int r = cleanup(c, w, reterr);
+        if (r < 0)
+            return r;
+    }
+    return sync_rollout_status(c, w, reterr);
+}
+
 /* rolloutRolling. */
 static int rollout_rolling(struct ck_deploy_controller *c, struct world *w, struct ck_err *reterr)
 {
@@ -678,12 +633,7 @@ static int rollout_rolling(struct ck_deploy_controller *c, struct world *w, stru
     if (r < 0 || scaled)
         return r < 0 ? r : sync_rollout_status(c, w, reterr);
 
-    if (ck__deploy_complete(w->d, json_object_get(w->d, "status"))) {
-        r = cleanup(c, w, reterr);
-        if (r < 0)
-            return r;
-    }
-    return sync_rollout_status(c, w, reterr);
+    return finish_rollout(c, w, reterr);
 }
 
 /* rolloutRecreate. */
@@ -718,12 +668,7 @@ static int rollout_recreate(struct ck_deploy_controller *c, struct world *w, str
         if (r < 0)
             return r;
     }
-    if (ck__deploy_complete(w->d, json_object_get(w->d, "status"))) {
-        r = cleanup(c, w, reterr);
-        if (r < 0)
-            return r;
-    }
-    return sync_rollout_status(c, w, reterr);
+    return finish_rollout(c, w, reterr);
 }
 
 /* ---- sync ------------------------------------------------------------------------- */

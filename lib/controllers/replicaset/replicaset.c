@@ -35,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../internal.h"
 #include "ckube/internal/util.h"
 #include "ckube/replicaset.h"
 
@@ -65,65 +66,18 @@ static bool being_deleted(const json_t *obj)
     return json_object_get(meta(obj), "deletionTimestamp") != NULL;
 }
 
-static void enqueue_obj(struct ck_rs_controller *c, const json_t *rs)
-{
-    char *key = NULL;
-    if (ck_meta_namespace_key(rs, &key, NULL) == 0)
-        ck_wq_add(c->queue, key);
-    free(key);
-}
-
-/* The ReplicaSet a controller reference points to, if we know it (new reference). */
-static const json_t *resolve_ref(struct ck_rs_controller *c, const char *ns, const json_t *ref)
-{
-    const char *kind = json_string_value(json_object_get(ref, "kind"));
-    const char *name = json_string_value(json_object_get(ref, "name"));
-    const char *uid = json_string_value(json_object_get(ref, "uid"));
-    if (!kind || strcmp(kind, RS_KIND) != 0 || !name || !uid)
-        return NULL;
-    const json_t *rs = NULL;
-    if (ck_lister_get(&c->rss, ns ? ns : "", name, &rs) < 0)
-        return NULL;
-    const char *have = ck__meta_str(rs, "uid");
-    if (!have || strcmp(have, uid) != 0) {
-        ck_cached_unref(rs);
-        return NULL;
-    }
-    return rs;
-}
-
-/* Every ReplicaSet of pod's namespace whose selector matches the pod (GetPodReplicaSets). */
-static void enqueue_matching(struct ck_rs_controller *c, const json_t *pod)
-{
-    const char *ns = ck__meta_str(pod, "namespace");
-    struct ck_obj_list rss = {0};
-    if (!ns || ck_lister_list(&c->rss, ns, NULL, &rss, NULL) < 0)
-        return;
-    const json_t *labels = json_object_get(meta(pod), "labels");
-    for (size_t i = 0; i < rss.n; i++) {
-        struct ck_label_selector *sel = NULL;
-        const json_t *spec_sel = json_object_get(json_object_get(rss.items[i], "spec"), "selector");
-        if (!spec_sel || ck_label_selector_from_object(spec_sel, &sel, NULL) < 0)
-            continue;
-        if (!ck_label_selector_is_empty(sel) && ck_label_selector_matches(sel, labels))
-            enqueue_obj(c, rss.items[i]);
-        ck_label_selector_free(sel);
-    }
-    ck_obj_list_release(&rss);
-}
-
 /* ---- handlers ------------------------------------------------------------------ */
 
 static void rs_add(const json_t *obj, bool initial, void *arg)
 {
     (void)initial;
-    enqueue_obj(arg, obj);
+    ck__ctl_enqueue(((struct ck_rs_controller *)arg)->queue, obj);
 }
 
 static void rs_update(const json_t *old, const json_t *obj, void *arg)
 {
     (void)old;
-    enqueue_obj(arg, obj);
+    ck__ctl_enqueue(((struct ck_rs_controller *)arg)->queue, obj);
 }
 
 static void rs_delete(const json_t *obj, const struct ck_deleted_final_state_unknown *t, void *arg)
@@ -142,7 +96,7 @@ static void pod_deleted(struct ck_rs_controller *c, const json_t *pod, const cha
     const json_t *ref = ck_controller_ref(pod);
     if (!ref)
         return;
-    const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ref);
+    const json_t *rs = ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(pod, "namespace"), ref);
     if (!rs)
         return;
     char *rs_key = NULL;
@@ -164,7 +118,8 @@ static void pod_add(const json_t *pod, bool initial, void *arg)
     if (being_deleted(pod)) {
         pod_deleted(c, pod, pod_key); /* a restart can show a pod already being deleted */
     } else if (ck_controller_ref(pod)) {
-        const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ck_controller_ref(pod));
+        const json_t *rs = ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(pod, "namespace"),
+                                               ck_controller_ref(pod));
         char *rs_key = NULL;
         if (rs && ck_meta_namespace_key(rs, &rs_key, NULL) == 0) {
             ck_expectations_creation_observed(c->exp, rs_key);
@@ -173,18 +128,9 @@ static void pod_add(const json_t *pod, bool initial, void *arg)
         free(rs_key);
         ck_cached_unref(rs);
     } else {
-        enqueue_matching(c, pod);
+        ck__ctl_enqueue_selecting(c->queue, &c->rss, pod);
     }
     free(pod_key);
-}
-
-static bool same_ref(const json_t *a, const json_t *b)
-{
-    if (!a || !b)
-        return a == b;
-    const char *ua = json_string_value(json_object_get(a, "uid"));
-    const char *ub = json_string_value(json_object_get(b, "uid"));
-    return ua && ub && strcmp(ua, ub) == 0;
 }
 
 static void pod_update(const json_t *old, const json_t *pod, void *arg)
@@ -205,24 +151,26 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
     const json_t *old_ref = ck_controller_ref(old), *ref = ck_controller_ref(pod);
     if (being_deleted(pod)) {
         pod_deleted(c, pod, pod_key);
-        if (!same_ref(old_ref, ref))
+        if (!ck__ctl_same_ref(old_ref, ref))
             pod_deleted(c, old, pod_key);
         free(pod_key);
         return;
     }
-    if (!same_ref(old_ref, ref) && old_ref) {
-        const json_t *rs = resolve_ref(c, ck__meta_str(old, "namespace"), old_ref);
+    if (!ck__ctl_same_ref(old_ref, ref) && old_ref) {
+        const json_t *rs =
+            ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(old, "namespace"), old_ref);
         if (rs)
-            enqueue_obj(c, rs);
+            ck__ctl_enqueue(c->queue, rs);
         ck_cached_unref(rs);
     }
     if (ref) {
-        const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ref);
+        const json_t *rs =
+            ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(pod, "namespace"), ref);
         if (rs)
-            enqueue_obj(c, rs);
+            ck__ctl_enqueue(c->queue, rs);
         ck_cached_unref(rs);
     } else if (labels_changed || old_ref) {
-        enqueue_matching(c, pod);
+        ck__ctl_enqueue_selecting(c->queue, &c->rss, pod);
     }
     free(pod_key);
 }

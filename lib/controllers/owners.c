@@ -1,0 +1,69 @@
+/*
+ * owners.c - from an event about a child object to its owners' keys, for every
+ * controller's informer handlers (internal.h; kubernetes pkg/controller's
+ * resolveControllerRef and the Get*For* lookups of the ReplicaSet and Deployment
+ * listers).
+ *
+ * Threading: stateless; listers and queues are thread-safe.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckube/internal/util.h"
+#include "internal.h"
+
+void ck__ctl_enqueue(struct ck_wq *q, const json_t *obj)
+{
+    char *key = NULL;
+    if (ck_meta_namespace_key(obj, &key, NULL) == 0)
+        ck_wq_add(q, key);
+    free(key);
+}
+
+bool ck__ctl_same_ref(const json_t *a, const json_t *b)
+{
+    if (!a || !b)
+        return a == b;
+    const char *ua = json_string_value(json_object_get(a, "uid"));
+    const char *ub = json_string_value(json_object_get(b, "uid"));
+    return ua && ub && strcmp(ua, ub) == 0;
+}
+
+const json_t *ck__ctl_resolve_ref(const struct ck_lister *l, const char *kind, const char *ns,
+                                  const json_t *ref)
+{
+    const char *k = json_string_value(json_object_get(ref, "kind"));
+    const char *name = json_string_value(json_object_get(ref, "name"));
+    const char *uid = json_string_value(json_object_get(ref, "uid"));
+    if (!k || strcmp(k, kind) != 0 || !name || !uid)
+        return NULL;
+    const json_t *obj = NULL;
+    if (ck_lister_get(l, ns ? ns : "", name, &obj) < 0)
+        return NULL;
+    const char *have = ck__meta_str(obj, "uid");
+    if (!have || strcmp(have, uid) != 0) {
+        ck_cached_unref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+void ck__ctl_enqueue_selecting(struct ck_wq *q, const struct ck_lister *owners, const json_t *child)
+{
+    const char *ns = ck__meta_str(child, "namespace");
+    struct ck_obj_list list = {0};
+    if (!ns || ck_lister_list(owners, ns, NULL, &list, NULL) < 0)
+        return;
+    const json_t *labels = json_object_get(json_object_get(child, "metadata"), "labels");
+    for (size_t i = 0; i < list.n; i++) {
+        struct ck_label_selector *sel = NULL;
+        const json_t *spec_sel =
+            json_object_get(json_object_get(list.items[i], "spec"), "selector");
+        if (!spec_sel || ck_label_selector_from_object(spec_sel, &sel, NULL) < 0)
+            continue;
+        if (!ck_label_selector_is_empty(sel) && ck_label_selector_matches(sel, labels))
+            ck__ctl_enqueue(q, list.items[i]);
+        ck_label_selector_free(sel);
+    }
+    ck_obj_list_release(&list);
+}
