@@ -1,8 +1,13 @@
 /*
- * internal.h - private to libckube-controllers, never installed: what the controllers'
- * informer handlers share (kubernetes pkg/controller: resolveControllerRef and the
- * Get*For* lookups every controller writes again).
+ * internal.h - private to libckube-controllers, never installed: what the controllers
+ * share (shared.c), so each controller file holds only its own logic.
  *
+ * Plumbing: a controller's rate-limited queue and its view for the runner; an informer
+ * from the factory with a lister over its cache and the controller's handler; waiting
+ * for the caches before starting the workers; stopping.
+ *
+ * Handlers (kubernetes pkg/controller: resolveControllerRef and the Get*For* lookups
+ * every controller writes again):
  * An event about a child object (a pod, a ReplicaSet) becomes keys of its owners: the
  * owner its controller reference names, if the cache has it with the same uid; or, for
  * an orphan, every object of the namespace whose selector matches the child's labels,
@@ -14,6 +19,34 @@
 #define CKUBE_CONTROLLERS_INTERNAL_H
 
 #include "ckube/controllers.h"
+#include "ckube/informer.h"
+
+/*
+ * Creates ctl's rate-limited queue (client-go's default controller limiter, on clock;
+ * NULL = real) named `name` and fills ctl for the runner. Returns 0 or CK_ENOMEM.
+ */
+int ck__ctl_init(struct ck_controller *ctl, const char *name,
+                 int (*sync)(struct ck_controller *c, const char *key, struct ck_err *reterr),
+                 void *data, struct ck_clock *clock, struct ck_err *reterr);
+
+/*
+ * The factory's informer for res into *ret_inf, a lister over its cache into
+ * *ret_lister, and handler registered on it. Returns 0 or an error.
+ */
+int ck__ctl_watch(struct ck_informer_factory *factory, const struct ck_resource *res,
+                  const struct ck_event_handler *handler, struct ck_informer **ret_inf,
+                  struct ck_lister *ret_lister, struct ck_err *reterr);
+
+/*
+ * Waits until the n informers (NULL entries skipped: a controller on given listers)
+ * have synced, then starts `workers` workers (<= 0: 5). CK_ESHUTDOWN when an informer
+ * stopped first.
+ */
+int ck__ctl_run(struct ck_controller *ctl, struct ck_informer *const *infs, size_t n, int workers,
+                struct ck_runner **ret_runner, struct ck_err *reterr);
+
+/* Stops the runner (may be NULL), draining the queue, and frees the queue. */
+void ck__ctl_stop(struct ck_controller *ctl, struct ck_runner *runner);
 
 /* Adds obj's key ("namespace/name") to q; nothing when obj has no name. */
 void ck__ctl_enqueue(struct ck_wq *q, const json_t *obj);

@@ -50,11 +50,10 @@ struct ck_deploy_controller {
     struct ck_lister ds, rss, pods;
     const struct ck_resource *ds_res, *rss_res, *pods_res;
     struct ck_event_recorder recorder;
-    struct ck_informer *d_inf, *rs_inf, *pod_inf; /* NULL when made from given listers */
+    struct ck_informer *infs[3]; /* Deployments, ReplicaSets, pods; NULL on given listers */
     int64_t (*now)(void *arg);
     void *now_arg;
-    struct ck_wq *queue;
-    struct ck_controller ctl;
+    struct ck_controller ctl; /* ctl.queue: the rate-limited queue */
     struct ck_runner *runner;
 };
 
@@ -106,7 +105,7 @@ static void enqueue_owner(struct ck_deploy_controller *c, const json_t *child, c
 {
     const json_t *d = ck__ctl_resolve_ref(&c->ds, D_KIND, ck__meta_str(child, "namespace"), ref);
     if (d)
-        ck__ctl_enqueue(c->queue, d);
+        ck__ctl_enqueue(c->ctl.queue, d);
     ck_cached_unref(d);
 }
 
@@ -115,13 +114,13 @@ static void enqueue_owner(struct ck_deploy_controller *c, const json_t *child, c
 static void d_add(const json_t *obj, bool initial, void *arg)
 {
     (void)initial;
-    ck__ctl_enqueue(((struct ck_deploy_controller *)arg)->queue, obj);
+    ck__ctl_enqueue(((struct ck_deploy_controller *)arg)->ctl.queue, obj);
 }
 
 static void d_update(const json_t *old, const json_t *obj, void *arg)
 {
     (void)old;
-    ck__ctl_enqueue(((struct ck_deploy_controller *)arg)->queue, obj);
+    ck__ctl_enqueue(((struct ck_deploy_controller *)arg)->ctl.queue, obj);
 }
 
 static void d_delete(const json_t *obj, const struct ck_deleted_final_state_unknown *t, void *arg)
@@ -130,7 +129,7 @@ static void d_delete(const json_t *obj, const struct ck_deleted_final_state_unkn
     char *key = NULL;
     if (ck_deletion_handling_key(obj, t, &key, NULL) < 0)
         return;
-    ck_wq_add(c->queue, key);
+    ck_wq_add(c->ctl.queue, key);
     free(key);
 }
 
@@ -153,7 +152,7 @@ static void rs_add(const json_t *rs, bool initial, void *arg)
     if (ref)
         enqueue_owner(c, rs, ref);
     else
-        ck__ctl_enqueue_selecting(c->queue, &c->ds, rs);
+        ck__ctl_enqueue_selecting(c->ctl.queue, &c->ds, rs);
 }
 
 static void rs_update(const json_t *old, const json_t *rs, void *arg)
@@ -177,7 +176,7 @@ static void rs_update(const json_t *old, const json_t *rs, void *arg)
     bool labels_changed =
         !json_equal(json_object_get(meta(old), "labels"), json_object_get(meta(rs), "labels"));
     if (labels_changed || ref_changed)
-        ck__ctl_enqueue_selecting(c->queue, &c->ds, rs);
+        ck__ctl_enqueue_selecting(c->ctl.queue, &c->ds, rs);
 }
 
 static void rs_delete(const json_t *rs, const struct ck_deleted_final_state_unknown *t, void *arg)
@@ -210,7 +209,7 @@ static void pod_delete(const json_t *pod, const struct ck_deleted_final_state_un
     const json_t *rs_ref = rs ? ck_controller_ref(rs) : NULL;
     const json_t *d = rs_ref ? ck__ctl_resolve_ref(&c->ds, D_KIND, ns, rs_ref) : NULL;
     if (d && is_recreate(d))
-        ck__ctl_enqueue(c->queue, d);
+        ck__ctl_enqueue(c->ctl.queue, d);
     ck_cached_unref(d);
     ck_cached_unref(rs);
 }
@@ -528,9 +527,9 @@ static int sync_rollout_status(struct ck_deploy_controller *c, struct world *w,
     if (json_equal(json_object_get(w->d, "status"), status)) {
         int64_t after = ck__deploy_requeue_stuck_after(w->d, status, now);
         if (after == 0)
-            ck_wq_add_rate_limited(c->queue, w->key);
+            ck_wq_add_rate_limited(c->ctl.queue, w->key);
         else if (after > 0)
-            ck_wq_add_after(c->queue, w->key, after);
+            ck_wq_add_after(c->ctl.queue, w->key, after);
     } else {
         json_object_set(w->d, "status", status);
         r = update_status(c, w, reterr);
@@ -826,18 +825,7 @@ static int init_common(struct ck_deploy_controller *c, const struct ck_ctl_clien
     if (!c->ds_res || !c->rss_res || !c->pods_res ||
         ck_event_recorder_init(&c->recorder, client, "deployment-controller") < 0)
         return ck_err_set(reterr, CK_ENOENT, "deployment: the API kinds it needs are unknown");
-    struct ck_wq_options qopts = {
-        .name = "deployment",
-        .clock = clock,
-        .limiter = ck_rl_default_controller_new(clock),
-    };
-    int r = qopts.limiter ? ck_wq_new(&qopts, &c->queue, reterr)
-                          : ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    c->ctl.name = "deployment";
-    c->ctl.sync = sync_deployment;
-    c->ctl.data = c;
-    c->ctl.queue = c->queue;
-    return r;
+    return ck__ctl_init(&c->ctl, "deployment", sync_deployment, c, clock, reterr);
 }
 
 int ck_deploy_controller_new(struct ck_rest *client, struct ck_informer_factory *factory,
@@ -849,26 +837,15 @@ int ck_deploy_controller_new(struct ck_rest *client, struct ck_informer_factory 
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     struct ck_ctl_client rest;
     ck_ctl_client_init_rest(&rest, client);
+    struct ck_event_handler d_h, rs_h, pod_h;
+    ck_deploy_controller_handlers(c, &d_h, &rs_h, &pod_h);
     int r = init_common(c, &rest, clock, reterr);
-    if (r == 0) {
-        c->d_inf = ck_informer_factory_for(factory, c->ds_res);
-        c->rs_inf = ck_informer_factory_for(factory, c->rss_res);
-        c->pod_inf = ck_informer_factory_for(factory, c->pods_res);
-        if (!c->d_inf || !c->rs_inf || !c->pod_inf)
-            r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    }
-    if (r == 0) {
-        ck_lister_init(&c->ds, ck_informer_indexer(c->d_inf));
-        ck_lister_init(&c->rss, ck_informer_indexer(c->rs_inf));
-        ck_lister_init(&c->pods, ck_informer_indexer(c->pod_inf));
-        struct ck_event_handler d_h, rs_h, pod_h;
-        ck_deploy_controller_handlers(c, &d_h, &rs_h, &pod_h);
-        r = ck_informer_add_handler(c->d_inf, &d_h, 0, reterr);
-        if (r == 0)
-            r = ck_informer_add_handler(c->rs_inf, &rs_h, 0, reterr);
-        if (r == 0)
-            r = ck_informer_add_handler(c->pod_inf, &pod_h, 0, reterr);
-    }
+    if (r == 0)
+        r = ck__ctl_watch(factory, c->ds_res, &d_h, &c->infs[0], &c->ds, reterr);
+    if (r == 0)
+        r = ck__ctl_watch(factory, c->rss_res, &rs_h, &c->infs[1], &c->rss, reterr);
+    if (r == 0)
+        r = ck__ctl_watch(factory, c->pods_res, &pod_h, &c->infs[2], &c->pods, reterr);
     if (r < 0) {
         ck_deploy_controller_free(c);
         return r;
@@ -917,25 +894,19 @@ int ck_deploy_controller_sync(struct ck_deploy_controller *c, const char *key,
 
 int ck_deploy_controller_run(struct ck_deploy_controller *c, int workers, struct ck_err *reterr)
 {
-    if ((c->d_inf && !ck_informer_wait_for_sync(c->d_inf, CK_TIME_NEVER)) ||
-        (c->rs_inf && !ck_informer_wait_for_sync(c->rs_inf, CK_TIME_NEVER)) ||
-        (c->pod_inf && !ck_informer_wait_for_sync(c->pod_inf, CK_TIME_NEVER)))
-        return ck_err_set(reterr, CK_ESHUTDOWN, "deployment: informers stopped before syncing");
-    return ck_runner_start(&c->ctl, workers > 0 ? workers : 5, &c->runner, reterr);
+    return ck__ctl_run(&c->ctl, c->infs, 3, workers, &c->runner, reterr);
 }
 
 struct ck_deploy_controller *ck_deploy_controller_free(struct ck_deploy_controller *c)
 {
     if (!c)
         return NULL;
-    if (c->runner)
-        ck_runner_stop(c->runner);
-    ck_wq_free(c->queue);
+    ck__ctl_stop(&c->ctl, c->runner);
     free(c);
     return NULL;
 }
 
 struct ck_wq *ck_deploy_controller_queue(struct ck_deploy_controller *c)
 {
-    return c->queue;
+    return c->ctl.queue;
 }

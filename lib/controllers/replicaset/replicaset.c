@@ -47,9 +47,9 @@ struct ck_rs_controller {
     struct ck_lister pods, rss;  /* every read of the caches */
     const struct ck_resource *pods_res, *rss_res;
     struct ck_event_recorder recorder;
-    struct ck_informer *pod_inf, *rs_inf; /* NULL when made from given listers */
+    struct ck_informer *infs[2]; /* ReplicaSets, pods; NULL when made from given listers */
     struct ck_expectations *exp;
-    struct ck_wq *queue;
+    struct ck_wq *queue; /* ctl.queue */
     struct ck_controller ctl;
     struct ck_runner *runner;
 };
@@ -515,19 +515,10 @@ static int init_common(struct ck_rs_controller *c, const struct ck_ctl_client *c
     if (!c->pods_res || !c->rss_res ||
         ck_event_recorder_init(&c->recorder, client, "replicaset-controller") < 0)
         return ck_err_set(reterr, CK_ENOENT, "replicaset: the API kinds it needs are unknown");
-    struct ck_wq_options qopts = {
-        .name = "replicaset",
-        .clock = clock,
-        .limiter = ck_rl_default_controller_new(clock),
-    };
-    int r = qopts.limiter ? ck_wq_new(&qopts, &c->queue, reterr)
-                          : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    int r = ck__ctl_init(&c->ctl, "replicaset", sync_rs, c, clock, reterr);
+    c->queue = c->ctl.queue;
     if (r == 0)
         r = ck_expectations_new(clock, 0, &c->exp, reterr);
-    c->ctl.name = "replicaset";
-    c->ctl.sync = sync_rs;
-    c->ctl.data = c;
-    c->ctl.queue = c->queue;
     return r;
 }
 
@@ -540,25 +531,18 @@ int ck_rs_controller_new(struct ck_rest *client, struct ck_informer_factory *fac
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     struct ck_ctl_client rest;
     ck_ctl_client_init_rest(&rest, client);
+    struct ck_event_handler rs_h, pod_h;
+    ck_rs_controller_handlers(c, &rs_h, &pod_h);
     int r = init_common(c, &rest, clock, reterr);
+    if (r == 0)
+        r = ck__ctl_watch(factory, c->rss_res, &rs_h, &c->infs[0], &c->rss, reterr);
+    if (r == 0)
+        r = ck__ctl_watch(factory, c->pods_res, &pod_h, &c->infs[1], &c->pods, reterr);
     if (r == 0) {
-        c->pod_inf = ck_informer_factory_for(factory, c->pods_res);
-        c->rs_inf = ck_informer_factory_for(factory, c->rss_res);
-        if (!c->pod_inf || !c->rs_inf)
-            r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    }
-    if (r == 0) {
-        ck_lister_init(&c->pods, ck_informer_indexer(c->pod_inf));
-        ck_lister_init(&c->rss, ck_informer_indexer(c->rs_inf));
-        struct ck_event_handler rs_h, pod_h;
-        ck_rs_controller_handlers(c, &rs_h, &pod_h);
-        r = ck_informer_add_handler(c->rs_inf, &rs_h, 0, reterr);
-        if (r == 0)
-            r = ck_informer_add_handler(c->pod_inf, &pod_h, 0, reterr);
         /* other controllers may have added it already: that is fine */
-        int ix = ck_informer_add_index(c->pod_inf, CK_INDEX_CONTROLLER_UID,
+        int ix = ck_informer_add_index(c->infs[1], CK_INDEX_CONTROLLER_UID,
                                        ck_index_by_controller_uid, NULL, NULL);
-        if (r == 0 && ix < 0 && ix != CK_EEXIST)
+        if (ix < 0 && ix != CK_EEXIST)
             r = ck_err_set(reterr, ix, "cannot add the controller-uid index");
     }
     if (r < 0) {
@@ -602,19 +586,14 @@ int ck_rs_controller_sync(struct ck_rs_controller *c, const char *key, struct ck
 
 int ck_rs_controller_run(struct ck_rs_controller *c, int workers, struct ck_err *reterr)
 {
-    if ((c->pod_inf && !ck_informer_wait_for_sync(c->pod_inf, CK_TIME_NEVER)) ||
-        (c->rs_inf && !ck_informer_wait_for_sync(c->rs_inf, CK_TIME_NEVER)))
-        return ck_err_set(reterr, CK_ESHUTDOWN, "replicaset: informers stopped before syncing");
-    return ck_runner_start(&c->ctl, workers > 0 ? workers : 5, &c->runner, reterr);
+    return ck__ctl_run(&c->ctl, c->infs, 2, workers, &c->runner, reterr);
 }
 
 struct ck_rs_controller *ck_rs_controller_free(struct ck_rs_controller *c)
 {
     if (!c)
         return NULL;
-    if (c->runner)
-        ck_runner_stop(c->runner);
-    ck_wq_free(c->queue);
+    ck__ctl_stop(&c->ctl, c->runner);
     ck_expectations_free(c->exp);
     free(c);
     return NULL;

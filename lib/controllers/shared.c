@@ -1,6 +1,7 @@
 /*
- * owners.c - from an event about a child object to its owners' keys, for every
- * controller's informer handlers (internal.h; kubernetes pkg/controller's
+ * shared.c - what every controller shares (internal.h): the plumbing between a
+ * controller, its queue, its informers and the runner; and, for the informer handlers,
+ * from an event about a child object to its owners' keys (kubernetes pkg/controller's
  * resolveControllerRef and the Get*For* lookups of the ReplicaSet and Deployment
  * listers).
  *
@@ -11,6 +12,53 @@
 
 #include "ckube/internal/util.h"
 #include "internal.h"
+
+int ck__ctl_init(struct ck_controller *ctl, const char *name,
+                 int (*sync)(struct ck_controller *c, const char *key, struct ck_err *reterr),
+                 void *data, struct ck_clock *clock, struct ck_err *reterr)
+{
+    struct ck_wq_options qopts = {
+        .name = name,
+        .clock = clock,
+        .limiter = ck_rl_default_controller_new(clock),
+    };
+    int r = qopts.limiter ? ck_wq_new(&qopts, &ctl->queue, reterr)
+                          : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    ctl->name = name;
+    ctl->sync = sync;
+    ctl->data = data;
+    return r;
+}
+
+int ck__ctl_watch(struct ck_informer_factory *factory, const struct ck_resource *res,
+                  const struct ck_event_handler *handler, struct ck_informer **ret_inf,
+                  struct ck_lister *ret_lister, struct ck_err *reterr)
+{
+    struct ck_informer *inf = ck_informer_factory_for(factory, res);
+    if (!inf)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    ck_lister_init(ret_lister, ck_informer_indexer(inf));
+    *ret_inf = inf;
+    return ck_informer_add_handler(inf, handler, 0, reterr);
+}
+
+int ck__ctl_run(struct ck_controller *ctl, struct ck_informer *const *infs, size_t n, int workers,
+                struct ck_runner **ret_runner, struct ck_err *reterr)
+{
+    for (size_t i = 0; i < n; i++)
+        if (infs[i] && !ck_informer_wait_for_sync(infs[i], CK_TIME_NEVER))
+            return ck_err_set(reterr, CK_ESHUTDOWN, "%s: informers stopped before syncing",
+                              ctl->name);
+    return ck_runner_start(ctl, workers > 0 ? workers : 5, ret_runner, reterr);
+}
+
+void ck__ctl_stop(struct ck_controller *ctl, struct ck_runner *runner)
+{
+    if (runner)
+        ck_runner_stop(runner);
+    ck_wq_free(ctl->queue);
+    ctl->queue = NULL;
+}
 
 void ck__ctl_enqueue(struct ck_wq *q, const json_t *obj)
 {
