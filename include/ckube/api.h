@@ -328,6 +328,7 @@ enum ck_kind_role {
 enum ck_name_rule {
     CK_NAME_DNS_SUBDOMAIN, /* RFC 1123 subdomain: most kinds */
     CK_NAME_DNS_LABEL,     /* RFC 1123 label: namespaces */
+    CK_NAME_PATH_SEGMENT,  /* any path segment (not . or .., no / or %): RBAC's system:... names */
 };
 
 /* The part of the object a subresource reads and writes. */

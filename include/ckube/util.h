@@ -32,12 +32,45 @@
 #define CK_ECONFLICT  (-ESTALE)     /* the caller's view is stale: revision mismatch */
 #define CK_ECOMPACTED (-ERANGE)     /* revision compacted away (HTTP 410 Gone) */
 
-/* What went wrong, for a human. The caller owns it (usually on the stack). */
+/*
+ * One field cause of a refused request (metav1.StatusCause): a CauseType such
+ * as "FieldValueInvalid", a message without the field, and the field's JSON
+ * path as Kubernetes prints it (spec.containers[0].name).
+ */
+struct ck_err_cause {
+    const char *type; /* static string */
+    char *message;    /* owned by the error */
+    char *field;      /* owned by the error */
+};
+
+/*
+ * What went wrong, for a human and, on the API path, for a client: the
+ * library's code and sentence, plus what a Kubernetes Status carries (HTTP
+ * code, StatusReason, details naming the object, field causes). The caller
+ * owns it, usually on the stack.
+ *
+ * ck_err_set() fills only the first four members and clears the rest; it
+ * never allocates and never frees, so it may be used on an uninitialised
+ * error and needs no release. The API setters below may allocate (a message
+ * longer than msg, causes): an error they filled is released with
+ * ck_err_release(), and they release what the error held before, so it must
+ * be zero-initialised or previously set. What they cannot allocate is
+ * dropped (the message is cut to msg, a cause is left out): reporting an
+ * error never fails.
+ */
 struct ck_err {
     int code;           /* negative CK_E* value, 0 when nothing failed */
     int http_status;    /* 404, 409, 422 ... when it came from the API layer, else 0 */
     const char *reason; /* Kubernetes StatusReason (a static string) or NULL */
-    char msg[256];      /* one sentence: pods "web-1" not found */
+    char msg[256];      /* one sentence: pods "web-1" not found (cut to fit) */
+    char *long_msg;     /* the whole sentence when it did not fit msg, else NULL */
+    /* metav1.StatusDetails: what the error is about */
+    char name[254];    /* the object's name, or "" */
+    char uid[64];      /* its uid (a delete's Success Status), or "" */
+    const char *group; /* API group, static or outliving the error; NULL: none */
+    const char *kind;  /* the resource (the Kind for Invalid); same lifetime; NULL: none */
+    struct ck_err_cause *causes;
+    size_t n_causes;
 };
 
 /*
@@ -46,6 +79,59 @@ struct ck_err {
  */
 int ck_err_set(struct ck_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Frees what the API setters allocated and clears *err. NULL is a no-op. */
+void ck_err_release(struct ck_err *err);
+
+/* The whole message: long_msg when there is one, else msg. */
+const char *ck_err_message(const struct ck_err *err);
+
+/*
+ * The HTTP code Kubernetes answers for a StatusReason ("NotFound": 404,
+ * "Expired": 410, ...) and the CK_E* code ckube gives it (CK_ENOENT,
+ * CK_ECOMPACTED, ...). An unknown reason is 500 and CK_EIO.
+ */
+int ck_err_reason_http(const char *reason);
+int ck_err_reason_code(const char *reason);
+
+/*
+ * The API setters. Each fills *err with a StatusReason (any of
+ * apimachinery's; an unknown one is a bug and becomes InternalError), its
+ * HTTP code and CK_E* code, and a printf-style message; details and causes
+ * are cleared. Each returns the negative code.
+ */
+int ck_err_status(struct ck_err *err, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* 500 InternalError, "Internal error occurred: <message>", code CK_EIO. */
+int ck_err_internal(struct ck_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* 500 InternalError "Internal error occurred: out of memory", code CK_ENOMEM. */
+int ck_err_no_memory(struct ck_err *err);
+
+/*
+ * The errors about one object of resource (plural, lower case) in group
+ * ("" for the core group), worded as apimachinery's constructors word them
+ * and with details {name, group, kind: resource}; group and resource must
+ * outlive err (static kind tables do):
+ *   404 NotFound       `<resource>[.<group>] "<name>" not found`
+ *   409 AlreadyExists  `<resource>[.<group>] "<name>" already exists`
+ *   409 Conflict       `Operation cannot be fulfilled on <resource>[.<group>] "<name>": <why>`
+ */
+int ck_err_not_found(struct ck_err *err, const char *group, const char *resource, const char *name);
+int ck_err_already_exists(struct ck_err *err, const char *group, const char *resource,
+                          const char *name);
+int ck_err_conflict(struct ck_err *err, const char *group, const char *resource, const char *name,
+                    const char *why);
+
+/* Sets the details' name (copied, cut to fit), group and kind (borrowed). */
+void ck_err_set_details(struct ck_err *err, const char *group, const char *kind, const char *name);
+
+/*
+ * Appends a cause (type static; message and field copied). Returns 0, or
+ * CK_ENOMEM leaving the causes as they were.
+ */
+int ck_err_add_cause(struct ck_err *err, const char *type, const char *message, const char *field);
 
 /* ---- logging ----------------------------------------------------------- */
 

@@ -7,6 +7,12 @@
  *
  * Threading: building the gate is single-threaded start-up work; the server
  * then only reads it with ck_fg_enabled(), which is lock-free.
+ *
+ * No test of its own: tests/apiserver/test_gates.c (gated fields with the
+ * gate on, off and absent: ck__feature_enabled), test_watch_gate.c
+ * (ck_apiserver_feature_gate_new, WatchList both ways) and every server
+ * test's start-up (ck__check_api_features) run it; so does
+ * tests/e2e/test_kubectl_gates.sh through `ckube server --feature-gates`.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,8 +5,11 @@
  *
  * Each handler parses what it needs from the request (query parameters,
  * Accept, Content-Type, body), calls the registry, and answers either the
- * served bytes, a Table (when Accept asks for as=Table), or a Status built
- * from struct ck__status in one place (send_status). Watches are in watch.c.
+ * served bytes, a Table (when Accept asks for as=Table), or the Status of
+ * the struct ck_err the request failed with (request.c sends it, status.c
+ * renders it). Any failure, running out of memory included, is answered
+ * with a Status and a real HTTP code. Watches are in watch.c, the request
+ * helpers every handler shares in request.c.
  *
  * Threading: handlers run on libmicrohttpd's threads; they share only the
  * immutable registry and the thread-safe store.
@@ -23,144 +26,20 @@
 
 static const char table_content_type[] = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
-/* ---- request helpers ---------------------------------------------------- */
-
-const char *ck__query(struct MHD_Connection *conn, const char *name)
-{
-    return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
-bool ck__query_bool(struct MHD_Connection *conn, const char *name)
-{
-    bool v = false;
-    /* Go's strconv.ParseBool, which the Python client's "True" relies on */
-    return ck__parse_bool(ck__query(conn, name), &v) && v;
-}
-
-/* What the client accepts: a Table, plain JSON, or nothing we produce (406). */
-enum ck__accept ck__negotiate(struct MHD_Connection *conn)
-{
-    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
-    if (!accept || !*accept)
-        return CK__ACCEPT_JSON;
-    bool json = false;
-    char *copy = strdup(accept);
-    if (!copy)
-        return CK__ACCEPT_JSON;
-    char *save = NULL;
-    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-        while (*item == ' ')
-            item++;
-        if (strstr(item, "as=Table") && strstr(item, "g=meta.k8s.io") &&
-            strncmp(item, "application/json", 16) == 0) {
-            free(copy);
-            return CK__ACCEPT_TABLE; /* the first acceptable entry wins */
-        }
-        if (strncmp(item, "application/json", 16) == 0 || strncmp(item, "*/*", 3) == 0 ||
-            strncmp(item, "application/*", 13) == 0) {
-            if (!strstr(item, "as=")) {
-                json = true;
-                break;
-            }
-        }
-    }
-    free(copy);
-    return json ? CK__ACCEPT_JSON : CK__ACCEPT_NONE;
-}
-
-/* ---- responses ---------------------------------------------------------- */
-
-/*
- * A Warning header value as Kubernetes writes it (RFC 7234 code 299, agent
- * "-", the text as a quoted string: quotes and backslashes escaped, control
- * characters dropped), truncated to fit out.
- */
-static void format_warning(const char *text, char *out, size_t size)
-{
-    size_t n = (size_t)snprintf(out, size, "299 - \"");
-    for (const char *c = text; *c && n + 4 < size; c++) {
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            continue;
-        if (*c == '"' || *c == '\\')
-            out[n++] = '\\';
-        out[n++] = *c;
-    }
-    out[n++] = '"';
-    out[n] = '\0';
-}
-
-static enum MHD_Result send_bytes(struct MHD_Connection *conn, unsigned status,
-                                  const char *content_type, char *body, size_t len,
-                                  const struct ck_warnings *warnings)
-{
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
-    for (size_t i = 0; warnings && i < warnings->len; i++) {
-        char header[1024];
-        format_warning(warnings->items[i], header, sizeof(header));
-        MHD_add_response_header(resp, "Warning", header);
-    }
-    enum MHD_Result ret = MHD_queue_response(conn, status, resp);
-    MHD_destroy_response(resp);
-    return ret;
-}
-
-enum MHD_Result ck__send_status(struct MHD_Connection *conn, const struct ck__status *st)
-{
-    json_t *details = json_object();
-    if (st->name[0])
-        json_object_set_new(details, "name", json_string(st->name));
-    if (st->group && st->group[0])
-        json_object_set_new(details, "group", json_string(st->group));
-    if (st->kind)
-        json_object_set_new(details, "kind", json_string(st->kind));
-    if (st->causes)
-        json_object_set(details, "causes", st->causes);
-    json_t *status = json_pack(
-        "{s:s, s:s, s:{}, s:s, s:s, s:s, s:o, s:i}", "kind", "Status", "apiVersion", "v1",
-        "metadata", "status", "Failure", "message", st->message ? st->message : "", "reason",
-        st->reason ? st->reason : "InternalError", "details", details, "code", (int)st->code);
-    char *body = status ? json_dumps(status, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(status);
-    if (!body)
-        return MHD_NO;
-    return send_bytes(conn, st->code, "application/json", body, strlen(body), NULL);
-}
-
-static enum MHD_Result fail(struct MHD_Connection *conn, struct ck__status *st)
-{
-    enum MHD_Result ret = ck__send_status(conn, st);
-    ck__status_release(st);
-    return ret;
-}
-
-static enum MHD_Result fail_with(struct MHD_Connection *conn, unsigned code, const char *reason,
-                                 const char *message)
-{
-    struct ck__status st = {0};
-    ck__status_set(&st, code, reason, "%s", message);
-    return fail(conn, &st);
-}
-
 static enum MHD_Result send_table(struct MHD_Connection *conn, const struct ck_kind *kind,
                                   json_t *const *objects, size_t n, const char *rv,
                                   const char *continue_token)
 {
     enum ck_include_object include;
     if (ck_include_object_parse(ck__query(conn, "includeObject"), &include) < 0)
-        return fail_with(conn, 400, "BadRequest", "includeObject must be Object, Metadata or None");
+        return ck__fail_with(conn, "BadRequest", "includeObject must be Object, Metadata or None");
     json_t *table =
         ck_table_build(kind, objects, n, true, include, rv, continue_token, (long long)time(NULL));
-    char *body = table ? json_dumps(table, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *body = ck__json_dumps(table, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(table);
     if (!body)
-        return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
-    return send_bytes(conn, 200, table_content_type, body, strlen(body), NULL);
+        return ck__fail_no_memory(conn);
+    return ck__send_bytes(conn, 200, table_content_type, body, strlen(body), NULL);
 }
 
 /* Answers one served object: as is, or as a one-row Table. */
@@ -173,14 +52,14 @@ static enum MHD_Result send_object(struct MHD_Connection *conn, const struct ck_
         json_t *obj = json_loadb(body, len, 0, &jerr);
         free(body);
         if (!obj)
-            return fail_with(conn, 500, "InternalError", "Internal error occurred: bad object");
+            return ck__fail_with(conn, "InternalError", "Internal error occurred: bad object");
         const char *rv =
             json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
         enum MHD_Result ret = send_table(conn, kind, &obj, 1, rv, NULL);
         json_decref(obj);
         return ret;
     }
-    return send_bytes(conn, status, "application/json", body, len, warnings);
+    return ck__send_bytes(conn, status, "application/json", body, len, warnings);
 }
 
 /* ---- GET ---------------------------------------------------------------- */
@@ -200,10 +79,10 @@ static bool is_scale(const struct ck__target *t)
 static enum MHD_Result handle_get(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                   const struct ck__target *t)
 {
-    struct ck__status st = {0};
+    struct ck_err err = {0};
     const struct ck_kv *kv = NULL;
-    if (ck__registry_get(ctx->registry, t->kind, t->namespace, t->name, &kv, &st) < 0)
-        return fail(conn, &st);
+    if (ck__registry_get(ctx->registry, t->kind, t->namespace, t->name, &kv, &err) < 0)
+        return ck__fail(conn, &err);
     size_t len = 0;
     char *body = ck__serve_stored(kv->value, kv->value_len, kv->mod_revision, &len);
     ck_kv_unref(kv);
@@ -213,34 +92,10 @@ static enum MHD_Result handle_get(struct ck_apiserver *ctx, struct MHD_Connectio
         body = scale;
     }
     if (!body)
-        return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
+        return ck__fail_no_memory(conn);
     if (is_scale(t))
-        return send_bytes(conn, 200, "application/json", body, len, NULL);
+        return ck__send_bytes(conn, 200, "application/json", body, len, NULL);
     return send_object(conn, t->kind, 200, body, len, NULL);
-}
-
-/* Parses labelSelector and fieldSelector (400 on error); the caller frees both. */
-int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
-                        struct ck_label_selector **ret_labels,
-                        struct ck_field_selector **ret_fields, struct ck__status *st)
-{
-    struct ck_err err = {0};
-    *ret_labels = NULL;
-    *ret_fields = NULL;
-    const char *labels = ck__query(conn, "labelSelector");
-    const char *fields = ck__query(conn, "fieldSelector");
-    if (ck_label_selector_parse(labels ? labels : "", ret_labels, &err) < 0) {
-        ck__status_set(st, 400, "BadRequest", "%s", err.msg);
-        return -1;
-    }
-    if (ck_field_selector_parse(fields ? fields : "", ret_fields, &err) < 0 ||
-        ck_field_selector_check_fields(*ret_fields, ck_kind_field_label_names(kind), &err) < 0) {
-        ck__status_set(st, 400, "BadRequest", "%s", err.msg);
-        *ret_labels = ck_label_selector_free(*ret_labels);
-        *ret_fields = ck_field_selector_free(*ret_fields);
-        return -1;
-    }
-    return 0;
 }
 
 /*
@@ -252,24 +107,25 @@ int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
 static char *list_body(const struct ck_kind *kind, const char *rv, const char *continue_token,
                        const struct ck_kv *const *kvs, size_t n, size_t *ret_len)
 {
+    static const char head_fmt[] =
+        "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%s\"%s%s%s},\"items\":[";
     char api_version[64];
-    char *head = NULL;
-    int head_len = asprintf(
-        &head,
-        "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%s\"%s%s%s},\"items\":[",
-        kind->list_kind, ck_kind_api_version(kind, api_version, sizeof(api_version)), rv,
-        continue_token ? ",\"continue\":\"" : "", continue_token ? continue_token : "",
-        continue_token ? "\"" : "");
+    ck_kind_api_version(kind, api_version, sizeof(api_version));
+    const char *cont_open = continue_token ? ",\"continue\":\"" : "";
+    const char *cont = continue_token ? continue_token : "";
+    const char *cont_close = continue_token ? "\"" : "";
+    int head_len =
+        snprintf(NULL, 0, head_fmt, kind->list_kind, api_version, rv, cont_open, cont, cont_close);
     if (head_len < 0)
         return NULL;
     size_t cap = (size_t)head_len + 3;
     for (size_t i = 0; i < n; i++)
         cap += kvs[i]->value_len + 64; /* a comma and the spliced resourceVersion */
-    char *body = malloc(cap);
+    char *body = ck__malloc(cap);
     size_t len = (size_t)head_len;
     if (body)
-        memcpy(body, head, len);
-    free(head);
+        snprintf(body, cap, head_fmt, kind->list_kind, api_version, rv, cont_open, cont,
+                 cont_close);
     for (size_t i = 0; body && i < n; i++) {
         size_t item_len = 0;
         char *item =
@@ -295,11 +151,11 @@ static char *list_body(const struct ck_kind *kind, const char *rv, const char *c
 static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                    const struct ck__target *t)
 {
-    struct ck__status st = {0};
+    struct ck_err err = {0};
     struct ck_label_selector *labels = NULL;
     struct ck_field_selector *fields = NULL;
-    if (ck__parse_selectors(conn, t->kind, &labels, &fields, &st) < 0)
-        return fail(conn, &st);
+    if (ck__parse_selectors(conn, t->kind, &labels, &fields, &err) < 0)
+        return ck__fail(conn, &err);
     const char *limit_text = ck__query(conn, "limit");
     long long limit = limit_text ? strtoll(limit_text, NULL, 10) : 0;
     struct ck__list_options opts = {
@@ -312,26 +168,23 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
         .resource_version_match = ck__query(conn, "resourceVersionMatch"),
     };
     struct ck__list_result result;
-    int r = ck__registry_list(ctx->registry, t->kind, &opts, &result, &st);
+    int r = ck__registry_list(ctx->registry, t->kind, &opts, &result, &err);
     ck_label_selector_free(labels);
     ck_field_selector_free(fields);
     if (r < 0)
-        return fail(conn, &st);
+        return ck__fail(conn, &err);
 
     char rv[32];
     snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
     enum MHD_Result ret;
     if (ck__negotiate(conn) == CK__ACCEPT_TABLE) {
-        json_t **objects = calloc(result.n_kvs + 1, sizeof(*objects));
+        json_t **objects = ck__calloc(result.n_kvs + 1, sizeof(*objects));
         size_t n = 0;
-        for (size_t i = 0; objects && i < result.n_kvs; i++) {
-            json_t *obj = ck__decode_stored(result.kvs[i]);
-            if (obj)
-                objects[n++] = obj;
-        }
-        ret = objects
+        while (objects && n < result.n_kvs && (objects[n] = ck__decode_stored(result.kvs[n])))
+            n++;
+        ret = objects && n == result.n_kvs
                   ? send_table(conn, t->kind, objects, n, rv, result.continue_token)
-                  : fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
+                  : ck__fail_no_memory(conn);
         for (size_t i = 0; i < n; i++)
             json_decref(objects[i]);
         free(objects);
@@ -343,20 +196,20 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
     char *body = list_body(t->kind, rv, result.continue_token, result.kvs, result.n_kvs, &len);
     ck__list_result_release(&result);
     if (!body)
-        return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
-    return send_bytes(conn, 200, "application/json", body, len, NULL);
+        return ck__fail_no_memory(conn);
+    return ck__send_bytes(conn, 200, "application/json", body, len, NULL);
 }
 
 /* ---- writes ------------------------------------------------------------- */
 
 /*
  * Decodes the request body as schema (of Kind kind_name; the kind's own when
- * NULL) for kind; 400/415 in *st on failure.
+ * NULL) for kind; NULL with *reterr (400, 415, 500) on failure.
  */
 static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                            const struct ck_kind *kind, const char *schema, const char *kind_name,
                            const char *body, size_t len, struct ck_warnings *warnings,
-                           struct ck__status *st)
+                           struct ck_err *reterr)
 {
     if (!schema) {
         schema = kind->schema;
@@ -365,30 +218,34 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
     const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
     if (type && strncasecmp(type, "application/json", 16) != 0 &&
         strncasecmp(type, "*/*", 3) != 0) {
-        ck__status_set(
-            st, 415, "UnsupportedMediaType",
+        ck_err_status(
+            reterr, "UnsupportedMediaType",
             "the body of the request was in an unknown format - accepted media types include: application/json");
         return NULL;
     }
     enum ck_field_validation fv;
     if (ck_field_validation_parse(ck__query(conn, "fieldValidation"), &fv) < 0) {
-        ck__status_set(st, 400, "BadRequest",
-                       "fieldValidation must be one of Strict, Warn or Ignore");
+        ck_err_status(reterr, "BadRequest",
+                      "fieldValidation must be one of Strict, Warn or Ignore");
         return NULL;
     }
     json_t *obj = NULL;
     struct ck_err err = {0};
-    if (ck_schema_decode(ctx->schemas, schema, body ? body : "", len, fv, &obj, warnings, &err) <
-        0) {
-        ck__status_set(st, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: %s",
-                       kind_name, kind->version, kind_name, err.msg);
+    int r = ck_schema_decode(ctx->schemas, schema, body ? body : "", len, fv, &obj, warnings, &err);
+    if (r == CK_ENOMEM) {
+        ck_err_no_memory(reterr);
+        return NULL;
+    }
+    if (r < 0) {
+        ck_err_status(reterr, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: %s",
+                      kind_name, kind->version, kind_name, err.msg);
         return NULL;
     }
     const char *body_kind = json_string_value(json_object_get(obj, "kind"));
     if (body_kind && *body_kind && strcmp(body_kind, kind_name) != 0) {
-        ck__status_set(st, 400, "BadRequest",
-                       "the kind in the data (%s) does not match the expected kind (%s)", body_kind,
-                       kind_name);
+        ck_err_status(reterr, "BadRequest",
+                      "the kind in the data (%s) does not match the expected kind (%s)", body_kind,
+                      kind_name);
         json_decref(obj);
         return NULL;
     }
@@ -404,32 +261,34 @@ static bool dry_run(struct MHD_Connection *conn)
 static enum MHD_Result handle_create(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                      const struct ck__target *t, const char *body, size_t len)
 {
-    struct ck__status st = {0};
+    struct ck_err err = {0};
     struct ck_warnings warnings = {0};
     if (t->kind->namespaced && !t->namespace[0])
-        return fail_with(conn, 404, "NotFound", "the server could not find the requested resource");
-    json_t *obj = decode_body(ctx, conn, t->kind, NULL, NULL, body, len, &warnings, &st);
+        return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
+    json_t *obj = decode_body(ctx, conn, t->kind, NULL, NULL, body, len, &warnings, &err);
     if (!obj) {
         ck_warnings_release(&warnings);
-        return fail(conn, &st);
+        return ck__fail(conn, &err);
     }
     char *out = NULL;
     size_t out_len = 0;
     int r = ck__registry_create(ctx->registry, t->kind, t->namespace, obj, dry_run(conn), &out,
-                                &out_len, &st);
+                                &out_len, &err);
     json_decref(obj);
     enum MHD_Result ret =
-        r < 0 ? fail(conn, &st) : send_object(conn, t->kind, 201, out, out_len, &warnings);
+        r < 0 ? ck__fail(conn, &err) : send_object(conn, t->kind, 201, out, out_len, &warnings);
     ck_warnings_release(&warnings);
     return ret;
 }
 
 /* A PUT's mutation: the new state is the body, whatever the current one is. */
-static json_t *replace_with_body(const json_t *current, void *arg, struct ck__status *st)
+static json_t *replace_with_body(const json_t *current, void *arg, struct ck_err *reterr)
 {
     (void)current;
-    (void)st;
-    return json_deep_copy(arg);
+    json_t *copy = json_deep_copy(arg);
+    if (!copy)
+        ck_err_no_memory(reterr);
+    return copy;
 }
 
 /*
@@ -444,8 +303,8 @@ static enum MHD_Result send_written(struct MHD_Connection *conn, const struct ck
     char *scale = ck__scale_serve(t->kind, out, len, &len);
     free(out);
     if (!scale)
-        return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
-    return send_bytes(conn, 200, "application/json", scale, len, warnings);
+        return ck__fail_no_memory(conn);
+    return ck__send_bytes(conn, 200, "application/json", scale, len, warnings);
 }
 
 /*
@@ -464,31 +323,32 @@ static const char *write_subresource(const struct ck__target *t)
 static enum MHD_Result handle_update(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                      const struct ck__target *t, const char *body, size_t len)
 {
-    struct ck__status st = {0};
+    struct ck_err err = {0};
     struct ck_warnings warnings = {0};
     json_t *obj = is_scale(t)
                       ? decode_body(ctx, conn, t->kind, target_subresource(t)->schema,
-                                    target_subresource(t)->kind, body, len, &warnings, &st)
-                      : decode_body(ctx, conn, t->kind, NULL, NULL, body, len, &warnings, &st);
+                                    target_subresource(t)->kind, body, len, &warnings, &err)
+                      : decode_body(ctx, conn, t->kind, NULL, NULL, body, len, &warnings, &err);
     if (!obj) {
         ck_warnings_release(&warnings);
-        return fail(conn, &st);
+        return ck__fail(conn, &err);
     }
     const char *body_name =
         json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
     if (body_name && strcmp(body_name, t->name) != 0) {
         json_decref(obj);
         ck_warnings_release(&warnings);
-        return fail_with(conn, 400, "BadRequest",
-                         "the name of the object does not match the name on the URL");
+        return ck__fail_with(conn, "BadRequest",
+                             "the name of the object does not match the name on the URL");
     }
     char *out = NULL;
     size_t out_len = 0;
     int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name, write_subresource(t),
                                 is_scale(t) ? ck__scale_put_mutate : replace_with_body, obj,
-                                dry_run(conn), &out, &out_len, &st);
+                                dry_run(conn), &out, &out_len, &err);
     json_decref(obj);
-    enum MHD_Result ret = r < 0 ? fail(conn, &st) : send_written(conn, t, out, out_len, &warnings);
+    enum MHD_Result ret =
+        r < 0 ? ck__fail(conn, &err) : send_written(conn, t, out, out_len, &warnings);
     ck_warnings_release(&warnings);
     return ret;
 }
@@ -496,42 +356,41 @@ static enum MHD_Result handle_update(struct ck_apiserver *ctx, struct MHD_Connec
 static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                     const struct ck__target *t, const char *body, size_t len)
 {
-    struct ck__status st = {0};
+    struct ck_err err = {0};
     struct ck__patch patch;
     const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-    if (ck__patch_init(&patch, ctx->schemas, t->kind, type, body, len, &st) < 0)
-        return fail(conn, &st);
+    if (ck__patch_init(&patch, ctx->schemas, t->kind, type, body, len, &err) < 0)
+        return ck__fail(conn, &err);
     if (ck_field_validation_parse(ck__query(conn, "fieldValidation"), &patch.validation) < 0) {
         ck__patch_release(&patch);
-        return fail_with(conn, 400, "BadRequest",
-                         "fieldValidation must be one of Strict, Warn or Ignore");
+        return ck__fail_with(conn, "BadRequest",
+                             "fieldValidation must be one of Strict, Warn or Ignore");
     }
     patch.scale = is_scale(t);
     char *out = NULL;
     size_t out_len = 0;
     int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name, write_subresource(t),
-                                ck__patch_mutate, &patch, dry_run(conn), &out, &out_len, &st);
+                                ck__patch_mutate, &patch, dry_run(conn), &out, &out_len, &err);
     enum MHD_Result ret =
-        r < 0 ? fail(conn, &st) : send_written(conn, t, out, out_len, &patch.warnings);
+        r < 0 ? ck__fail(conn, &err) : send_written(conn, t, out, out_len, &patch.warnings);
     ck__patch_release(&patch);
     return ret;
 }
 
 /* 422 as Kubernetes' ValidateDeleteOptions words it. */
-static int invalid_delete_options(struct ck__status *st, const char *field, const char *what,
+static int invalid_delete_options(struct ck_err *reterr, const char *field, const char *what,
                                   const char *value, const char *why)
 {
-    ck__status_set(st, 422, "Invalid",
-                   "DeleteOptions.meta.k8s.io \"\" is invalid: %s: %s: \"%s\": %s", field, what,
-                   value, why);
-    st->kind = "DeleteOptions";
-    st->group = "meta.k8s.io";
-    return -1;
+    int code = ck_err_status(reterr, "Invalid",
+                             "DeleteOptions.meta.k8s.io \"\" is invalid: %s: %s: \"%s\": %s", field,
+                             what, value, why);
+    ck_err_set_details(reterr, "meta.k8s.io", "DeleteOptions", NULL);
+    return code;
 }
 
 /* Fills opts->propagation from a policy name (Background, Foreground, Orphan). */
 static int parse_propagation(const char *policy, struct ck__delete_options *opts,
-                             struct ck__status *st)
+                             struct ck_err *reterr)
 {
     static const char *const names[] = {"Background", "Foreground", "Orphan"};
     static const enum ck__propagation values[] = {
@@ -542,7 +401,7 @@ static int parse_propagation(const char *policy, struct ck__delete_options *opts
             return 0;
         }
     }
-    return invalid_delete_options(st, "propagationPolicy", "Unsupported value", policy,
+    return invalid_delete_options(reterr, "propagationPolicy", "Unsupported value", policy,
                                   "supported values: \"Foreground\", \"Background\", \"Orphan\"");
 }
 
@@ -553,7 +412,7 @@ static int parse_propagation(const char *policy, struct ck__delete_options *opts
  */
 static int parse_delete_options(struct MHD_Connection *conn, const char *body, size_t len,
                                 json_t **ret_doc, struct ck__delete_options *opts,
-                                struct ck__status *st)
+                                struct ck_err *reterr)
 {
     memset(opts, 0, sizeof(*opts));
     *ret_doc = NULL;
@@ -564,8 +423,9 @@ static int parse_delete_options(struct MHD_Connection *conn, const char *body, s
         json_t *doc = json_loadb(body, len, 0, &jerr);
         if (!json_is_object(doc)) {
             json_decref(doc);
-            ck__status_set(st, 400, "BadRequest", "invalid DeleteOptions: %s", jerr.text);
-            return -1;
+            if (json_error_code(&jerr) == json_error_out_of_memory)
+                return ck_err_no_memory(reterr);
+            return ck_err_status(reterr, "BadRequest", "invalid DeleteOptions: %s", jerr.text);
         }
         *ret_doc = doc;
         json_t *pre = json_object_get(doc, "preconditions");
@@ -574,7 +434,7 @@ static int parse_delete_options(struct MHD_Connection *conn, const char *body, s
         json_t *dry = json_object_get(doc, "dryRun");
         const char *first = json_string_value(json_array_get(dry, 0));
         if (json_array_size(dry) > 0 && (!first || strcmp(first, "All") != 0))
-            return invalid_delete_options(st, "dryRun", "Unsupported value", first ? first : "",
+            return invalid_delete_options(reterr, "dryRun", "Unsupported value", first ? first : "",
                                           "supported values: \"All\"");
         opts->dry_run = first != NULL;
         policy = json_string_value(json_object_get(doc, "propagationPolicy"));
@@ -594,8 +454,7 @@ static int parse_delete_options(struct MHD_Connection *conn, const char *body, s
         char *end = NULL;
         opts->grace_seconds = strtoll(q, &end, 10);
         if (!*q || *end) {
-            ck__status_set(st, 400, "BadRequest", "invalid gracePeriodSeconds: %s", q);
-            return -1;
+            return ck_err_status(reterr, "BadRequest", "invalid gracePeriodSeconds: %s", q);
         }
         opts->has_grace = true;
     }
@@ -603,10 +462,10 @@ static int parse_delete_options(struct MHD_Connection *conn, const char *body, s
     bool orphan_true = json_is_true(orphan) || ck__query_bool(conn, "orphanDependents");
     if (policy && orphan_set)
         return invalid_delete_options(
-            st, "propagationPolicy", "Invalid value", policy,
+            reterr, "propagationPolicy", "Invalid value", policy,
             "orphanDependents and deletionPropagation cannot be both set");
     if (policy)
-        return parse_propagation(policy, opts, st);
+        return parse_propagation(policy, opts, reterr);
     if (orphan_set)
         opts->propagation = orphan_true ? CK__PROPAGATION_ORPHAN : CK__PROPAGATION_BACKGROUND;
     return 0;
@@ -614,9 +473,9 @@ static int parse_delete_options(struct MHD_Connection *conn, const char *body, s
 
 /* parse_delete_options(), releasing the body's document on failure. */
 static int delete_options(struct MHD_Connection *conn, const char *body, size_t len,
-                          json_t **ret_doc, struct ck__delete_options *opts, struct ck__status *st)
+                          json_t **ret_doc, struct ck__delete_options *opts, struct ck_err *reterr)
 {
-    int r = parse_delete_options(conn, body, len, ret_doc, opts, st);
+    int r = parse_delete_options(conn, body, len, ret_doc, opts, reterr);
     if (r < 0) {
         json_decref(*ret_doc);
         *ret_doc = NULL;
@@ -627,19 +486,19 @@ static int delete_options(struct MHD_Connection *conn, const char *body, size_t 
 static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                      const struct ck__target *t, const char *body, size_t len)
 {
-    struct ck__status st = {0};
+    struct ck_err err = {0};
     struct ck__delete_options opts;
     json_t *doc = NULL;
-    if (delete_options(conn, body, len, &doc, &opts, &st) < 0)
-        return fail(conn, &st);
+    if (delete_options(conn, body, len, &doc, &opts, &err) < 0)
+        return ck__fail(conn, &err);
     char *out = NULL;
     size_t out_len = 0;
     int r = ck__registry_delete(ctx->registry, t->kind, t->namespace, t->name, &opts, &out,
-                                &out_len, &st);
+                                &out_len, &err);
     json_decref(doc);
     if (r < 0)
-        return fail(conn, &st);
-    return send_bytes(conn, 200, "application/json", out, out_len, NULL);
+        return ck__fail(conn, &err);
+    return ck__send_bytes(conn, 200, "application/json", out, out_len, NULL);
 }
 
 /*
@@ -650,41 +509,42 @@ static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connec
 static enum MHD_Result handle_binding(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                       const struct ck__target *t, const char *body, size_t len)
 {
-    struct ck__status st = {0};
+    struct ck_err err = {0};
     const struct ck_subresource *sub = target_subresource(t);
     const char *want_kind = sub->kind ? sub->kind : t->kind->kind;
     json_error_t jerr;
     json_t *binding = json_loadb(body ? body : "", len, 0, &jerr);
+    if (!binding && json_error_code(&jerr) == json_error_out_of_memory)
+        return ck__fail_no_memory(conn);
     if (!json_is_object(binding)) {
         json_decref(binding);
         char msg[160];
         snprintf(msg, sizeof(msg), "%s in version \"%s\" cannot be handled", want_kind,
                  sub->version ? sub->version : t->kind->version);
-        return fail_with(conn, 400, "BadRequest", msg);
+        return ck__fail_with(conn, "BadRequest", msg);
     }
     const char *kind = json_string_value(json_object_get(binding, "kind"));
     const char *name =
         json_string_value(json_object_get(json_object_get(binding, "metadata"), "name"));
     if ((kind && strcmp(kind, want_kind) != 0) || (name && strcmp(name, t->name) != 0)) {
         json_decref(binding);
-        return fail_with(conn, 400, "BadRequest",
-                         "the name of the object does not match the name on the URL");
+        return ck__fail_with(conn, "BadRequest",
+                             "the name of the object does not match the name on the URL");
     }
     char *out = NULL;
     size_t out_len = 0;
     int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name, t->subresource,
-                                replace_with_body, binding, dry_run(conn), &out, &out_len, &st);
+                                replace_with_body, binding, dry_run(conn), &out, &out_len, &err);
     json_decref(binding);
     free(out);
     if (r < 0)
-        return fail(conn, &st);
-    json_t *success = json_pack("{s:s, s:s, s:{}, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
-                                "metadata", "status", "Success", "code", 201);
-    char *ok = success ? json_dumps(success, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(success);
+        return ck__fail(conn, &err);
+    struct ck_err created = {.http_status = MHD_HTTP_CREATED}; /* a Success Status */
+    size_t ok_len = 0;
+    char *ok = ck__status_json(&created, true, &ok_len);
     if (!ok)
-        return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
-    return send_bytes(conn, 201, "application/json", ok, strlen(ok), NULL);
+        return ck__fail_no_memory(conn);
+    return ck__send_bytes(conn, MHD_HTTP_CREATED, "application/json", ok, ok_len, NULL);
 }
 
 /* DELETE on a collection: list with the selectors, delete each, answer the list. */
@@ -693,51 +553,56 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
                                                 const struct ck__target *t, const char *body,
                                                 size_t len)
 {
-    struct ck__status st = {0};
+    struct ck_err err = {0};
     struct ck__delete_options opts;
     json_t *doc = NULL;
-    if (delete_options(conn, body, len, &doc, &opts, &st) < 0)
-        return fail(conn, &st);
+    if (delete_options(conn, body, len, &doc, &opts, &err) < 0)
+        return ck__fail(conn, &err);
     opts.precondition_uid = opts.precondition_rv = NULL;
     struct ck_label_selector *labels = NULL;
     struct ck_field_selector *fields = NULL;
-    if (ck__parse_selectors(conn, t->kind, &labels, &fields, &st) < 0) {
+    if (ck__parse_selectors(conn, t->kind, &labels, &fields, &err) < 0) {
         json_decref(doc);
-        return fail(conn, &st);
+        return ck__fail(conn, &err);
     }
     struct ck__list_options lopts = {.namespace = t->namespace, .labels = labels, .fields = fields};
     struct ck__list_result result;
-    int r = ck__registry_list(ctx->registry, t->kind, &lopts, &result, &st);
+    int r = ck__registry_list(ctx->registry, t->kind, &lopts, &result, &err);
     ck_label_selector_free(labels);
     ck_field_selector_free(fields);
     if (r < 0) {
         json_decref(doc);
-        return fail(conn, &st);
+        return ck__fail(conn, &err);
     }
     json_t *items = json_array();
-    for (size_t i = 0; i < result.n_kvs; i++) {
+    if (!items)
+        ck_err_no_memory(&err);
+    for (size_t i = 0; items && i < result.n_kvs; i++) {
         json_t *obj = ck__decode_stored(result.kvs[i]);
         const json_t *meta = json_object_get(obj, "metadata");
         const char *name = json_string_value(json_object_get(meta, "name"));
         const char *ns = json_string_value(json_object_get(meta, "namespace"));
         char *out = NULL;
         size_t out_len = 0;
-        struct ck__status item_st = {0};
-        if (name && ck__registry_delete(ctx->registry, t->kind, ns ? ns : "", name, &opts, &out,
-                                        &out_len, &item_st) == 0)
-            json_array_append(items, obj);
-        else if (item_st.code != 404 && item_st.code) {
-            /* a failure other than "already gone" ends the collection delete */
-            json_decref(obj);
-            free(out);
-            json_decref(items);
-            json_decref(doc);
-            ck__list_result_release(&result);
-            return fail(conn, &item_st);
-        }
-        ck__status_release(&item_st);
+        if (!obj)
+            ck_err_no_memory(&err);
+        else if (name &&
+                 ck__registry_delete(ctx->registry, t->kind, ns ? ns : "", name, &opts, &out,
+                                     &out_len, &err) == 0 &&
+                 json_array_append(items, obj) < 0)
+            ck_err_no_memory(&err);
+        else if (err.http_status == MHD_HTTP_NOT_FOUND)
+            ck_err_release(&err); /* already gone: not this request's failure */
         free(out);
         json_decref(obj);
+        if (err.code < 0)
+            break; /* any other failure ends the collection delete */
+    }
+    if (err.code < 0) {
+        json_decref(items);
+        json_decref(doc);
+        ck__list_result_release(&result);
+        return ck__fail(conn, &err);
     }
     char rv[32], api_version[64];
     snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
@@ -746,19 +611,19 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
     json_t *list = json_pack("{s:s, s:s, s:{s:s}, s:o}", "kind", t->kind->list_kind, "apiVersion",
                              ck_kind_api_version(t->kind, api_version, sizeof(api_version)),
                              "metadata", "resourceVersion", rv, "items", items);
-    char *text = list ? json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *text = ck__json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(list);
     if (!text)
-        return fail_with(conn, 500, "InternalError", "Internal error occurred: out of memory");
-    return send_bytes(conn, 200, "application/json", text, strlen(text), NULL);
+        return ck__fail_no_memory(conn);
+    return ck__send_bytes(conn, 200, "application/json", text, strlen(text), NULL);
 }
 
 /* ---- dispatch ----------------------------------------------------------- */
 
 static enum MHD_Result method_not_allowed(struct MHD_Connection *conn)
 {
-    return fail_with(conn, 405, "MethodNotAllowed",
-                     "the server does not allow this method on the requested resource");
+    return ck__fail_with(conn, "MethodNotAllowed",
+                         "the server does not allow this method on the requested resource");
 }
 
 /* The discovery verb of an HTTP method on one object: get, update, patch, create. */
@@ -788,7 +653,7 @@ static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *c
     const struct ck_subresource *sub = target_subresource(t);
     const char *verb = object_verb(method);
     if (sub && sub->part == CK_SUBRESOURCE_UNSERVED)
-        *ret = fail_with(conn, 503, "ServiceUnavailable", sub->message ? sub->message : "");
+        *ret = ck__fail_with(conn, "ServiceUnavailable", sub->message ? sub->message : "");
     else if (!sub || !ck_subresource_allows(sub, verb))
         *ret = method_not_allowed(conn);
     else if (strcmp(verb, "get") == 0 && ck__query_bool(conn, "watch"))
@@ -806,8 +671,8 @@ enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connecti
 {
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (ck__negotiate(conn) == CK__ACCEPT_NONE)
-        return fail_with(
-            conn, 406, "NotAcceptable",
+        return ck__fail_with(
+            conn, "NotAcceptable",
             "only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io");
     if (t->subresource[0]) {
         enum MHD_Result ret;
@@ -833,5 +698,5 @@ enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connecti
     char msg[160];
     snprintf(msg, sizeof(msg), "%s is not supported on resources of kind \"%s\"", method,
              t->kind->resource);
-    return fail_with(conn, 405, "MethodNotAllowed", msg);
+    return ck__fail_with(conn, "MethodNotAllowed", msg);
 }

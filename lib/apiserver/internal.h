@@ -1,8 +1,17 @@
 /*
  * internal.h - private to lib/apiserver; never installed.
  *
- * Helpers shared between the files of the API server: rendering Kubernetes
- * Status objects and queuing JSON responses on a libmicrohttpd connection.
+ * What the files of the API server share: the Status builder (status.c),
+ * routing (route.c), the registry (registry.c, list.c, patch.c), metrics,
+ * the server struct, the request helpers every handler uses (request.c),
+ * handlers and watches.
+ *
+ * Errors: every function that can fail returns 0 or a negative CK_E* code
+ * and fills the caller's struct ck_err (ckube/util.h) with what the client
+ * is told: StatusReason, HTTP code, message, details, causes. The handlers
+ * answer it with ck__fail(), which renders it with ck__status_json(), and
+ * release it. Dependencies run one way: server.c -> handlers.c -> watch.c ->
+ * request.c -> status.c.
  */
 #ifndef CKUBE_APISERVER_INTERNAL_H
 #define CKUBE_APISERVER_INTERNAL_H
@@ -14,19 +23,50 @@
 #include "ckube/api.h"
 #include "ckube/store.h"
 
+/* ---- Status objects (status.c) ---------------------------------------- */
+
 /*
- * Renders a metav1.Status failure: {"kind":"Status","apiVersion":"v1",
- * "metadata":{},"status":"Failure","message":...,"reason":...,"code":...}.
- * Returns a string the caller frees, or NULL when out of memory.
+ * Renders err as a metav1.Status, the one place ckube builds one. A failure
+ * (err->code < 0): {"kind":"Status","apiVersion":"v1","metadata":{},
+ * "status":"Failure","message":...,"reason":...,"details":{...},"code":...},
+ * with details' name, group, kind and causes when set; an error without an
+ * HTTP code is rendered as 500 InternalError, never code 0. A success
+ * (err->code == 0): status "Success", details (name, group, kind, uid) when
+ * they name something, code when err->http_status is set. With
+ * omit_empty_details an empty details object is left out (watch ERROR
+ * events, as Kubernetes sends them). Returns a string the caller frees (its
+ * length in *ret_len when not NULL), or NULL when out of memory.
  */
-char *ck__status_json(unsigned int code, const char *reason, const char *message);
+char *ck__status_json(const struct ck_err *err, bool omit_empty_details, size_t *ret_len);
 
-enum MHD_Result ck__apiserver_queue_json(struct MHD_Connection *conn, unsigned int status,
-                                         const char *json);
+/*
+ * A 500 InternalError Status for when memory is short: static, so it can be
+ * sent when nothing else can be built.
+ */
+extern const char ck__status_no_memory[];
 
-/* Queues ck__status_json(code, reason, message) with HTTP status code. */
-enum MHD_Result ck__apiserver_queue_status(struct MHD_Connection *conn, unsigned int code,
-                                           const char *reason, const char *message);
+/*
+ * 422 Invalid, as Kubernetes words it: `Kind.group "name" is invalid: [a, b]`
+ * with one cause per field error; details name group and kind (static or
+ * outliving err). Returns CK_EINVAL.
+ */
+int ck__err_invalid(struct ck_err *err, const char *group, const char *kind, const char *name,
+                    const struct ck_field_errors *errs);
+
+/* The same for an object of kind: `Deployment.apps "x" is invalid: [a, b]`. */
+int ck__err_invalid_object(struct ck_err *err, const struct ck_kind *kind, const char *name,
+                           const struct ck_field_errors *errs);
+
+/* The object errors of ckube/util.h for an object of kind. */
+int ck__err_not_found(struct ck_err *err, const struct ck_kind *kind, const char *name);
+int ck__err_conflict(struct ck_err *err, const struct ck_kind *kind, const char *name,
+                     const char *why);
+
+/*
+ * A failed store call (store_err, as the store filled it) as the API answers
+ * it: 410 Expired for a compacted revision, else 500 InternalError.
+ */
+int ck__err_store(struct ck_err *err, const struct ck_err *store_err);
 
 /* What a resource path addresses (route.c). */
 struct ck__target {
@@ -44,36 +84,6 @@ struct ck__target {
  * (discovery paths included: the caller routes those first).
  */
 int ck__route(const char *path, struct ck__target *ret);
-
-/*
- * A failed API call, rendered once into a metav1.Status by the HTTP layer:
- * code and reason, one message, and the details Kubernetes attaches (name,
- * group, kind = the resource for most errors, the Kind for Invalid, causes).
- */
-struct ck__status {
-    unsigned code;
-    const char *reason; /* static string */
-    char *message;
-    char name[254];
-    const char *group;
-    const char *kind;
-    json_t *causes; /* array of {reason, message, field} or NULL */
-};
-
-void ck__status_set(struct ck__status *st, unsigned code, const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-void ck__status_release(struct ck__status *st);
-/*
- * 422 Invalid, as Kubernetes words it: `Kind.group "name" is invalid: [a, b]`
- * with one cause per field error; details name group and kind (static or
- * outliving st).
- */
-void ck__status_invalid(struct ck__status *st, const char *group, const char *kind,
-                        const char *name, const struct ck_field_errors *errs);
-
-/* The same for an object of kind: `Deployment.apps "x" is invalid: [a, b]`. */
-void ck__status_invalid_object(struct ck__status *st, const struct ck_kind *kind, const char *name,
-                               const struct ck_field_errors *errs);
 
 /* The stored objects of the API (registry.c, list.c). Immutable once built. */
 struct ck__registry {
@@ -100,23 +110,24 @@ json_t *ck__decode_stored(const struct ck_kv *kv);
 /*
  * Creates obj (decoded from the request, consumed by copy) in namespace. On
  * success returns 0 and sets *ret_body to the served object (caller frees);
- * on failure returns -1 with *st filled.
+ * failure returns a negative CK_E* code with *reterr filled.
  */
 int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                         json_t *obj, bool dry_run, char **ret_body, size_t *ret_len,
-                        struct ck__status *st);
+                        struct ck_err *reterr);
 
-/* Reads one object: *ret_kv gets a reference. -1 with *st (404, 500) on failure. */
+/* Reads one object: *ret_kv gets a reference. A negative code with *reterr (404, 500) on failure.
+ */
 int ck__registry_get(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
-                     const char *name, const struct ck_kv **ret_kv, struct ck__status *st);
+                     const char *name, const struct ck_kv **ret_kv, struct ck_err *reterr);
 
 /*
  * Computes the requested new state from the current object (a PUT returns
  * its body; a patch applies itself to current). Returns a new reference, or
- * NULL with *st filled. A metadata.resourceVersion in the result is a
+ * NULL with *reterr filled. A metadata.resourceVersion in the result is a
  * precondition.
  */
-typedef json_t *(*ck__mutate_fn)(const json_t *current, void *arg, struct ck__status *st);
+typedef json_t *(*ck__mutate_fn)(const json_t *current, void *arg, struct ck_err *reterr);
 
 /*
  * Optimistic update of one object (subresource "status" or NULL for the
@@ -128,7 +139,7 @@ typedef json_t *(*ck__mutate_fn)(const json_t *current, void *arg, struct ck__st
 int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                         const char *name, const char *subresource, ck__mutate_fn mutate,
                         void *mutate_arg, bool dry_run, char **ret_body, size_t *ret_len,
-                        struct ck__status *st);
+                        struct ck_err *reterr);
 
 /* ---- patches and the scale subresource (patch.c) ------------------------ */
 
@@ -156,11 +167,11 @@ struct ck__patch {
  */
 int ck__patch_init(struct ck__patch *p, const struct ck_schemas *schemas,
                    const struct ck_kind *kind, const char *content_type, const char *body,
-                   size_t len, struct ck__status *st);
+                   size_t len, struct ck_err *reterr);
 void ck__patch_release(struct ck__patch *p);
 
 /* A ck__mutate_fn whose arg is a struct ck__patch. */
-json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck__status *st);
+json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr);
 
 /* The autoscaling/v1 Scale of a Deployment or ReplicaSet. New reference or NULL. */
 json_t *ck__scale_of(const struct ck_kind *kind, const json_t *obj);
@@ -169,10 +180,10 @@ json_t *ck__scale_of(const struct ck_kind *kind, const json_t *obj);
  * current with spec.replicas taken from scale; the Scale's resourceVersion
  * and uid become preconditions. New reference, or NULL with *st filled.
  */
-json_t *ck__scale_apply(const json_t *current, const json_t *scale, struct ck__status *st);
+json_t *ck__scale_apply(const json_t *current, const json_t *scale, struct ck_err *reterr);
 
 /* A ck__mutate_fn for PUT of a Scale (arg: the decoded Scale). */
-json_t *ck__scale_put_mutate(const json_t *current, void *arg, struct ck__status *st);
+json_t *ck__scale_put_mutate(const json_t *current, void *arg, struct ck_err *reterr);
 
 /* The Scale of a served object, as served JSON (caller frees), or NULL. */
 char *ck__scale_serve(const struct ck_kind *kind, const char *served, size_t len, size_t *ret_len);
@@ -208,7 +219,7 @@ bool ck__has_finalizers(const struct ck_kind *kind, const json_t *obj);
  */
 int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                         const char *name, const struct ck__delete_options *opts, char **ret_body,
-                        size_t *ret_len, struct ck__status *st);
+                        size_t *ret_len, struct ck_err *reterr);
 
 struct ck__list_options {
     const char *namespace;                  /* "" or NULL: every namespace */
@@ -229,12 +240,12 @@ struct ck__list_result {
 
 /*
  * Lists a collection with selectors and paging, every page read at the
- * first page's revision. -1 with *st: 400 (bad token), 410 (compacted),
- * 422 (bad resourceVersion combination), 500.
+ * first page's revision. A negative code with *reterr: 400 (bad token),
+ * 410 (compacted), 422 (bad resourceVersion combination), 504, 500.
  */
 int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
                       const struct ck__list_options *opts, struct ck__list_result *ret,
-                      struct ck__status *st);
+                      struct ck_err *reterr);
 void ck__list_result_release(struct ck__list_result *ret);
 
 /* True when the object passes both selectors. */
@@ -305,7 +316,7 @@ bool ck__feature_enabled(void *ctx, const char *feature);
 /* CK_EINVAL unless every gate of ck_api_features() is registered in gates. */
 int ck__check_api_features(const struct ck_fg_gate *gates, struct ck_err *reterr);
 
-/* ---- handlers (handlers.c) ---------------------------------------------- */
+/* ---- request helpers and responses (request.c) ---------------------------- */
 
 enum ck__accept {
     CK__ACCEPT_JSON,
@@ -313,14 +324,44 @@ enum ck__accept {
     CK__ACCEPT_NONE,  /* nothing we can produce: 406 */
 };
 
+/* What the client accepts (the Accept header): a Table, plain JSON, or nothing we produce. */
 enum ck__accept ck__negotiate(struct MHD_Connection *conn);
 const char *ck__query(struct MHD_Connection *conn, const char *name);
 /* A boolean query parameter parsed as Go's ParseBool (true, True, 1, t ...). */
 bool ck__query_bool(struct MHD_Connection *conn, const char *name);
+/* Parses labelSelector and fieldSelector (400 on error); the caller frees both. */
 int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
                         struct ck_label_selector **ret_labels,
-                        struct ck_field_selector **ret_fields, struct ck__status *st);
-enum MHD_Result ck__send_status(struct MHD_Connection *conn, const struct ck__status *st);
+                        struct ck_field_selector **ret_fields, struct ck_err *reterr);
+
+/*
+ * Queues body (len bytes; taken: freed here, also on failure) with status,
+ * content_type and one Warning header per warning (NULL: none).
+ */
+enum MHD_Result ck__send_bytes(struct MHD_Connection *conn, unsigned status,
+                               const char *content_type, char *body, size_t len,
+                               const struct ck_warnings *warnings);
+
+/* Queues a JSON body (borrowed) with status. */
+enum MHD_Result ck__send_json(struct MHD_Connection *conn, unsigned status, const char *json);
+
+/*
+ * Answers err as a Status with its HTTP code (500 when it has none). When
+ * the Status cannot be rendered, answers the static 500 InternalError
+ * Status. err is borrowed.
+ */
+enum MHD_Result ck__send_error(struct MHD_Connection *conn, const struct ck_err *err);
+
+/* ck__send_error(), then ck_err_release(err). */
+enum MHD_Result ck__fail(struct MHD_Connection *conn, struct ck_err *err);
+
+/* Answers a Status with reason and a message (no details). */
+enum MHD_Result ck__fail_with(struct MHD_Connection *conn, const char *reason, const char *message);
+
+/* Answers 500 InternalError "Internal error occurred: out of memory". */
+enum MHD_Result ck__fail_no_memory(struct MHD_Connection *conn);
+
+/* ---- handlers (handlers.c) ---------------------------------------------- */
 
 /* Serves one request on a resource path (everything but watches' streaming). */
 enum MHD_Result ck__serve_resource(struct ck_apiserver *server, struct MHD_Connection *conn,

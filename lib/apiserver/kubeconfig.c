@@ -5,6 +5,11 @@
  * of JSON) with one cluster, one user and one context, all named "ckube",
  * and the context's namespace "default". It is written to a temporary file
  * and renamed into place, so a reader never sees half a file.
+ *
+ * No test of its own: tests/apiserver/test_server.c
+ * (test_kubeconfig_points_at_the_bound_port) reads back what it writes and
+ * checks the error for a directory that does not exist; the e2e tests
+ * (tests/e2e/lib.sh) point kubectl at it.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -12,6 +17,7 @@
 #include <string.h>
 
 #include "ckube/apiserver.h"
+#include "ckube/internal/util.h"
 
 int ck_apiserver_write_kubeconfig(const struct ck_apiserver *server, const char *path,
                                   struct ck_err *reterr)
@@ -28,7 +34,7 @@ int ck_apiserver_write_kubeconfig(const struct ck_apiserver *server, const char 
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
 
     size_t tmp_len = strlen(path) + 8;
-    char *tmp = malloc(tmp_len);
+    char *tmp = ck__malloc(tmp_len);
     if (!tmp) {
         json_decref(config);
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");

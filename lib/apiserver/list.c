@@ -14,12 +14,23 @@
  *   - selectors filter after reading, and the store is read page by page
  *     until limit matching objects are found or the range is exhausted.
  *   - a field selector pinning metadata.name in one namespace reads one key.
+ *
+ * Errors: a negative CK_E* code with the caller's struct ck_err filled:
+ * 400, 410, 422, 504 as above, 500 when the store or memory fails (an item
+ * that cannot be decoded fails the list; it is never left out).
+ *
+ * No test of its own: tests/apiserver/test_handlers.c
+ * (test_list_paging_and_selectors: limit/continue, selectors, Exact and its
+ * 422s, bad tokens; test_list_holds_every_served_item) and
+ * tests/apiserver/test_alloc_fail.c (list under allocation failure) list
+ * over HTTP; watch.c's initial events go through it too.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 #define STORE_PAGE 500
@@ -49,7 +60,7 @@ bool ck__matches(const struct ck_kind *kind, const json_t *obj,
 
 static char *encode_token(int64_t revision, const char *key, size_t key_len)
 {
-    char *token = malloc(32 + key_len * 2);
+    char *token = ck__malloc(32 + key_len * 2);
     if (!token)
         return NULL;
     int n = sprintf(token, "%lld.", (long long)revision);
@@ -70,7 +81,7 @@ static int decode_token(const char *token, int64_t *ret_revision, char **ret_key
     size_t hex_len = strlen(hex);
     if (hex_len == 0 || hex_len % 2)
         return CK_EINVAL;
-    char *key = malloc(hex_len / 2 + 2);
+    char *key = ck__malloc(hex_len / 2 + 2);
     if (!key)
         return CK_ENOMEM;
     for (size_t i = 0; i < hex_len / 2; i++) {
@@ -99,9 +110,9 @@ static bool parse_revision(const char *text, int64_t *ret)
     return true;
 }
 
-/* Works out the revision to read at (0 = latest). -1 with *st when invalid. */
+/* Works out the revision to read at (0 = latest). A negative code with *reterr when invalid. */
 static int read_revision(const struct ck__list_options *opts, int64_t current,
-                         int64_t *ret_revision, struct ck__status *st)
+                         int64_t *ret_revision, struct ck_err *reterr)
 {
     const char *rv = opts->resource_version;
     const char *match = opts->resource_version_match;
@@ -110,41 +121,35 @@ static int read_revision(const struct ck__list_options *opts, int64_t current,
     bool has_continue = opts->continue_token && *opts->continue_token;
     *ret_revision = 0;
     if (has_match && !has_rv) {
-        ck__status_set(
-            st, 422, "Invalid",
+        return ck_err_status(
+            reterr, "Invalid",
             "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided");
-        return -1;
     }
     if (has_match && has_continue) {
-        ck__status_set(
-            st, 422, "Invalid",
+        return ck_err_status(
+            reterr, "Invalid",
             "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided");
-        return -1;
     }
     int64_t wanted = 0;
     if (has_rv && !parse_revision(rv, &wanted)) {
-        ck__status_set(st, 400, "BadRequest", "invalid resource version: %s", rv);
-        return -1;
+        return ck_err_status(reterr, "BadRequest", "invalid resource version: %s", rv);
     }
     if (has_match && strcmp(match, "Exact") == 0) {
         if (wanted == 0) {
-            ck__status_set(
-                st, 422, "Invalid",
+            return ck_err_status(
+                reterr, "Invalid",
                 "resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
-            return -1;
         }
         *ret_revision = wanted;
     } else if (has_match && strcmp(match, "NotOlderThan") != 0) {
-        ck__status_set(
-            st, 422, "Invalid",
+        return ck_err_status(
+            reterr, "Invalid",
             "resourceVersionMatch: Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\"",
             match);
-        return -1;
     }
     if (wanted > current) {
-        ck__status_set(st, 504, "Timeout", "Too large resource version: %lld, current: %lld",
-                       (long long)wanted, (long long)current);
-        return -1;
+        return ck_err_status(reterr, "Timeout", "Too large resource version: %lld, current: %lld",
+                             (long long)wanted, (long long)current);
     }
     return 0;
 }
@@ -153,7 +158,7 @@ static int read_revision(const struct ck__list_options *opts, int64_t current,
 
 static int append(struct ck__list_result *ret, const struct ck_kv *kv)
 {
-    const struct ck_kv **kvs = realloc(ret->kvs, (ret->n_kvs + 1) * sizeof(*kvs));
+    const struct ck_kv **kvs = ck__realloc(ret->kvs, (ret->n_kvs + 1) * sizeof(*kvs));
     if (!kvs)
         return CK_ENOMEM;
     ret->kvs = kvs;
@@ -161,18 +166,29 @@ static int append(struct ck__list_result *ret, const struct ck_kv *kv)
     return 0;
 }
 
-static bool kv_matches(const struct ck_kind *kind, const struct ck_kv *kv,
-                       const struct ck__list_options *opts)
+/* 1 when kv passes the selectors, 0 when not, CK_ENOMEM when it cannot be decoded. */
+static int kv_matches(const struct ck_kind *kind, const struct ck_kv *kv,
+                      const struct ck__list_options *opts)
 {
     bool label_filter = opts->labels && !ck_label_selector_is_empty(opts->labels);
     bool field_filter = opts->fields && !ck_field_selector_is_empty(opts->fields);
     if (!label_filter && !field_filter)
-        return true;
+        return 1;
     json_t *obj = ck__decode_stored(kv);
-    bool ok = obj && ck__matches(kind, obj, label_filter ? opts->labels : NULL,
-                                 field_filter ? opts->fields : NULL);
+    if (!obj)
+        return CK_ENOMEM; /* the store holds what we wrote: only memory can fail here */
+    bool ok = ck__matches(kind, obj, label_filter ? opts->labels : NULL,
+                          field_filter ? opts->fields : NULL);
     json_decref(obj);
     return ok;
+}
+
+/* Appends kv when it passes the selectors: 0 or CK_ENOMEM. */
+static int append_matching(const struct ck_kind *kind, struct ck__list_result *ret,
+                           const struct ck_kv *kv, const struct ck__list_options *opts)
+{
+    int r = kv_matches(kind, kv, opts);
+    return r > 0 ? append(ret, kv) : r;
 }
 
 /* metadata.name=X in a known namespace (or cluster-scoped): one key to read. */
@@ -185,24 +201,21 @@ static const char *single_name(const struct ck_kind *kind, const struct ck__list
 
 int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
                       const struct ck__list_options *opts, struct ck__list_result *ret,
-                      struct ck__status *st)
+                      struct ck_err *reterr)
 {
     memset(ret, 0, sizeof(*ret));
     struct ck_err err = {0};
     int64_t current = 0;
-    if (ck_store_revisions(reg->store, &current, NULL, &err) < 0) {
-        ck__status_set(st, 500, "InternalError", "Internal error occurred: %s", err.msg);
-        return -1;
-    }
+    if (ck_store_revisions(reg->store, &current, NULL, &err) < 0)
+        return ck_err_internal(reterr, "%s", err.msg);
     int64_t revision = 0;
-    if (read_revision(opts, current, &revision, st) < 0)
-        return -1;
+    int r = read_revision(opts, current, &revision, reterr);
+    if (r < 0)
+        return r;
 
     char prefix[512];
-    if (ck__collection_prefix(kind, opts->namespace, prefix, sizeof(prefix)) < 0) {
-        ck__status_set(st, 400, "BadRequest", "namespace too long");
-        return -1;
-    }
+    if (ck__collection_prefix(kind, opts->namespace, prefix, sizeof(prefix)) < 0)
+        return ck_err_status(reterr, "BadRequest", "namespace too long");
     size_t prefix_len = strlen(prefix);
 
     char *from = NULL;
@@ -210,16 +223,16 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
     if (opts->continue_token && *opts->continue_token) {
         char *last = NULL;
         size_t last_len = 0;
-        if (decode_token(opts->continue_token, &revision, &last, &last_len) < 0) {
-            ck__status_set(st, 400, "BadRequest", "invalid continue token");
-            return -1;
-        }
+        r = decode_token(opts->continue_token, &revision, &last, &last_len);
+        if (r == CK_ENOMEM)
+            return ck_err_no_memory(reterr);
+        if (r < 0)
+            return ck_err_status(reterr, "BadRequest", "invalid continue token");
         /* resume right after the last key served: prefix + last + "\0" */
-        from = malloc(prefix_len + last_len + 1);
+        from = ck__malloc(prefix_len + last_len + 1);
         if (!from) {
             free(last);
-            ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
-            return -1;
+            return ck_err_no_memory(reterr);
         }
         memcpy(from, prefix, prefix_len);
         memcpy(from + prefix_len, last, last_len);
@@ -234,21 +247,16 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
         if (ck__object_key(kind, opts->namespace, name, key, sizeof(key)) >= 0) {
             const struct ck_kv *kv = NULL;
             int64_t at = 0;
-            int r = ck_store_get(reg->store, key, strlen(key), revision, &kv, &at, &err);
-            if (r < 0 && r != CK_ENOENT) {
-                if (r == CK_ECOMPACTED)
-                    ck__status_set(st, 410, "Expired", "too old resource version: %lld",
-                                   (long long)revision);
-                else
-                    ck__status_set(st, 500, "InternalError", "Internal error occurred: %s",
-                                   err.msg);
-                return -1;
-            }
+            r = ck_store_get(reg->store, key, strlen(key), revision, &kv, &at, &err);
+            if (r == CK_ECOMPACTED)
+                return ck_err_status(reterr, "Expired", "too old resource version: %lld",
+                                     (long long)revision);
+            if (r < 0 && r != CK_ENOENT)
+                return ck_err_internal(reterr, "%s", err.msg);
             ret->revision = revision ? revision : at;
-            if (kv && kv_matches(kind, kv, opts))
-                append(ret, kv);
+            r = kv ? append_matching(kind, ret, kv, opts) : 0;
             ck_kv_unref(kv);
-            return 0;
+            return r < 0 ? ck_err_no_memory(reterr) : 0;
         }
     }
 
@@ -267,18 +275,16 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
             .revision = revision,
         };
         struct ck_store_range_result page = {0};
-        int r = ck_store_range(reg->store, &req, &page, &err);
+        r = ck_store_range(reg->store, &req, &page, &err);
         if (r < 0) {
             free(from);
             ck__list_result_release(ret);
             if (r == CK_ECOMPACTED)
-                ck__status_set(st, 410, "Expired", "%s",
-                               opts->continue_token && *opts->continue_token
-                                   ? expired_continue
-                                   : "too old resource version");
-            else
-                ck__status_set(st, 500, "InternalError", "Internal error occurred: %s", err.msg);
-            return -1;
+                return ck_err_status(reterr, "Expired", "%s",
+                                     opts->continue_token && *opts->continue_token
+                                         ? expired_continue
+                                         : "too old resource version");
+            return ck_err_internal(reterr, "%s", err.msg);
         }
         if (!revision)
             revision = page.revision; /* later pages read at the first one's revision */
@@ -287,28 +293,36 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
             if (limit && (int64_t)ret->n_kvs == limit)
                 break;
             last = page.kvs[i];
-            if (kv_matches(kind, page.kvs[i], opts))
-                append(ret, page.kvs[i]);
+            if (append_matching(kind, ret, page.kvs[i], opts) < 0)
+                r = CK_ENOMEM;
         }
         bool consumed_page = !limit || last == (page.n_kvs ? page.kvs[page.n_kvs - 1] : NULL);
         bool more = page.more || !consumed_page;
         if (last) {
             free(from);
             from_len = last->key_len + 1;
-            from = malloc(from_len);
+            from = ck__malloc(from_len);
             if (from) {
                 memcpy(from, last->key, last->key_len);
                 from[last->key_len] = '\0';
+            } else {
+                r = CK_ENOMEM;
             }
         }
         bool full = limit && (int64_t)ret->n_kvs >= limit;
-        if (!more || !from) {
-            ck_store_range_result_release(&page);
-            break;
-        }
-        if (full) {
+        if (full && more && r == 0) {
             ret->continue_token =
                 encode_token(revision, last->key + prefix_len, last->key_len - prefix_len);
+            if (!ret->continue_token)
+                r = CK_ENOMEM;
+        }
+        if (r < 0) {
+            ck_store_range_result_release(&page);
+            free(from);
+            ck__list_result_release(ret);
+            return ck_err_no_memory(reterr);
+        }
+        if (!more || full || !from) {
             ck_store_range_result_release(&page);
             break;
         }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 /* Kubernetes' buckets for apiserver_request_duration_seconds. */
@@ -95,7 +96,7 @@ static struct series *find_or_add(struct ck__metrics *m, const struct ck__reques
             return &m->series[i];
     if (m->n_series == m->cap_series) {
         size_t cap = m->cap_series ? 2 * m->cap_series : 32;
-        struct series *grown = realloc(m->series, cap * sizeof(*grown));
+        struct series *grown = ck__realloc(m->series, cap * sizeof(*grown));
         if (!grown)
             return NULL;
         m->series = grown;
@@ -115,7 +116,7 @@ static void count_code(struct series *s, unsigned code)
             return;
         }
     }
-    struct code_count *grown = realloc(s->codes, (s->n_codes + 1) * sizeof(*grown));
+    struct code_count *grown = ck__realloc(s->codes, (s->n_codes + 1) * sizeof(*grown));
     if (!grown)
         return; /* a lost sample, never a crash */
     s->codes = grown;
@@ -144,61 +145,62 @@ void ck__metrics_observe(struct ck__metrics *m, const struct ck__request_labels 
 
 /* ---- rendering ---------------------------------------------------------- */
 
-static void print_labels(FILE *out, const struct ck__request_labels *l)
+static void print_labels(struct ck__buf *out, const struct ck__request_labels *l)
 {
-    fprintf(out,
-            "component=\"apiserver\",dry_run=\"%s\",group=\"%s\",resource=\"%s\",scope=\"%s\","
-            "subresource=\"%s\",verb=\"%s\",version=\"%s\"",
-            l->dry_run ? "All" : "", l->group, l->resource, l->scope ? l->scope : "",
-            l->subresource, l->verb, l->version);
+    ck__buf_printf(
+        out,
+        "component=\"apiserver\",dry_run=\"%s\",group=\"%s\",resource=\"%s\",scope=\"%s\","
+        "subresource=\"%s\",verb=\"%s\",version=\"%s\"",
+        l->dry_run ? "All" : "", l->group, l->resource, l->scope ? l->scope : "", l->subresource,
+        l->verb, l->version);
 }
 
-static void render_requests(FILE *out, const struct series *all, size_t n)
+static void render_requests(struct ck__buf *out, const struct series *all, size_t n)
 {
-    fputs("# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out for "
-          "each verb, dry run value, group, version, resource, scope, component, and HTTP "
-          "response code.\n# TYPE apiserver_request_total counter\n",
-          out);
+    ck__buf_adds(
+        out, "# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out for "
+             "each verb, dry run value, group, version, resource, scope, component, and HTTP "
+             "response code.\n# TYPE apiserver_request_total counter\n");
     for (size_t i = 0; i < n; i++) {
         for (size_t c = 0; c < all[i].n_codes; c++) {
-            fprintf(out, "apiserver_request_total{code=\"%u\",", all[i].codes[c].code);
+            ck__buf_printf(out, "apiserver_request_total{code=\"%u\",", all[i].codes[c].code);
             print_labels(out, &all[i].labels);
-            fprintf(out, "} %llu\n", all[i].codes[c].count);
+            ck__buf_printf(out, "} %llu\n", all[i].codes[c].count);
         }
     }
-    fputs("# HELP apiserver_request_duration_seconds [STABLE] Response latency distribution in "
-          "seconds for each verb, dry run value, group, version, resource, subresource, scope "
-          "and component.\n# TYPE apiserver_request_duration_seconds histogram\n",
-          out);
+    ck__buf_adds(
+        out, "# HELP apiserver_request_duration_seconds [STABLE] Response latency distribution in "
+             "seconds for each verb, dry run value, group, version, resource, subresource, scope "
+             "and component.\n# TYPE apiserver_request_duration_seconds histogram\n");
     for (size_t i = 0; i < n; i++) {
         if (!all[i].observations)
             continue;
         unsigned long long cumulative = 0;
         for (size_t b = 0; b < N_BUCKETS; b++) {
             cumulative += all[i].buckets[b];
-            fputs("apiserver_request_duration_seconds_bucket{", out);
+            ck__buf_adds(out, "apiserver_request_duration_seconds_bucket{");
             print_labels(out, &all[i].labels);
-            fprintf(out, ",le=\"%g\"} %llu\n", duration_buckets[b], cumulative);
+            ck__buf_printf(out, ",le=\"%g\"} %llu\n", duration_buckets[b], cumulative);
         }
-        fputs("apiserver_request_duration_seconds_bucket{", out);
+        ck__buf_adds(out, "apiserver_request_duration_seconds_bucket{");
         print_labels(out, &all[i].labels);
-        fprintf(out, ",le=\"+Inf\"} %llu\n", all[i].observations);
-        fputs("apiserver_request_duration_seconds_sum{", out);
+        ck__buf_printf(out, ",le=\"+Inf\"} %llu\n", all[i].observations);
+        ck__buf_adds(out, "apiserver_request_duration_seconds_sum{");
         print_labels(out, &all[i].labels);
-        fprintf(out, "} %.9g\n", all[i].seconds);
-        fputs("apiserver_request_duration_seconds_count{", out);
+        ck__buf_printf(out, "} %.9g\n", all[i].seconds);
+        ck__buf_adds(out, "apiserver_request_duration_seconds_count{");
         print_labels(out, &all[i].labels);
-        fprintf(out, "} %llu\n", all[i].observations);
+        ck__buf_printf(out, "} %llu\n", all[i].observations);
     }
 }
 
 /* Objects per resource, as Kubernetes names them (pods, deployments.apps). -1 on a store error. */
-static void render_storage_objects(FILE *out, struct ck_store *store)
+static void render_storage_objects(struct ck__buf *out, struct ck_store *store)
 {
-    fputs("# HELP apiserver_storage_objects [STABLE] Number of stored objects at the time of "
-          "last check split by kind. In case of a fetching error, the value will be -1.\n"
-          "# TYPE apiserver_storage_objects gauge\n",
-          out);
+    ck__buf_adds(
+        out, "# HELP apiserver_storage_objects [STABLE] Number of stored objects at the time of "
+             "last check split by kind. In case of a fetching error, the value will be -1.\n"
+             "# TYPE apiserver_storage_objects gauge\n");
     size_t n_kinds;
     const struct ck_kind *const *kinds = ck_kinds(&n_kinds);
     for (size_t i = 0; i < n_kinds; i++) {
@@ -210,41 +212,43 @@ static void render_storage_objects(FILE *out, struct ck_store *store)
         struct ck_err err = {0};
         long long count = len > 0 && ck_store_range(store, &req, &res, &err) == 0 ? res.count : -1;
         ck_store_range_result_release(&res);
-        fprintf(out, "apiserver_storage_objects{resource=\"%s%s%s\"} %lld\n", kinds[i]->resource,
-                kinds[i]->group[0] ? "." : "", kinds[i]->group, count);
+        ck__buf_printf(out, "apiserver_storage_objects{resource=\"%s%s%s\"} %lld\n",
+                       kinds[i]->resource, kinds[i]->group[0] ? "." : "", kinds[i]->group, count);
     }
 }
 
 char *ck__metrics_render(struct ck__metrics *m, struct ck_store *store,
                          const char *extra_exposition, size_t *ret_len)
 {
-    char *text = NULL;
-    FILE *out = open_memstream(&text, ret_len);
-    if (!out)
-        return NULL;
     pthread_mutex_lock(&m->lock);
     size_t n = m->n_series;
-    struct series *copy = calloc(n ? n : 1, sizeof(*copy));
+    struct series *copy = ck__calloc(n ? n : 1, sizeof(*copy));
+    bool copied = copy != NULL;
     for (size_t i = 0; copy && i < n; i++) {
         copy[i] = m->series[i];
-        copy[i].codes = malloc(copy[i].n_codes * sizeof(struct code_count) + 1);
+        copy[i].codes = ck__malloc(copy[i].n_codes * sizeof(struct code_count) + 1);
         if (copy[i].codes)
             memcpy(copy[i].codes, m->series[i].codes, copy[i].n_codes * sizeof(struct code_count));
         else
-            copy[i].n_codes = 0;
+            copied = false;
     }
     pthread_mutex_unlock(&m->lock);
-    if (copy)
-        render_requests(out, copy, n);
+    struct ck__buf out = {0};
+    if (copied)
+        render_requests(&out, copy, n);
     for (size_t i = 0; copy && i < n; i++)
         free(copy[i].codes);
     free(copy);
-    render_storage_objects(out, store);
-    if (extra_exposition)
-        fputs(extra_exposition, out);
-    if (fclose(out) != 0) {
-        free(text);
+    if (!copied) { /* out of memory: no exposition rather than a partial one */
+        ck__buf_release(&out);
         return NULL;
     }
+    render_storage_objects(&out, store);
+    if (extra_exposition)
+        ck__buf_adds(&out, extra_exposition);
+    size_t len = out.len;
+    char *text = ck__buf_take(&out); /* NULL when an append failed: never a partial text */
+    if (text)
+        *ret_len = len;
     return text;
 }

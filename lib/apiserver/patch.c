@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 static const char unsupported_patch[] =
@@ -41,7 +42,7 @@ static bool media_is(const char *content_type, const char *want)
 
 int ck__patch_init(struct ck__patch *p, const struct ck_schemas *schemas,
                    const struct ck_kind *kind, const char *content_type, const char *body,
-                   size_t len, struct ck__status *st)
+                   size_t len, struct ck_err *reterr)
 {
     memset(p, 0, sizeof(*p));
     p->schemas = schemas;
@@ -54,23 +55,23 @@ int ck__patch_init(struct ck__patch *p, const struct ck_schemas *schemas,
              ck_schema_is_strategic(schemas, kind->schema))
         p->type = CK__PATCH_STRATEGIC;
     else {
-        ck__status_set(st, 415, "UnsupportedMediaType", "%s",
-                       ck_schema_is_strategic(schemas, kind->schema) ? unsupported_patch
-                                                                     : unsupported_custom_patch);
-        return -1;
+        return ck_err_status(reterr, "UnsupportedMediaType", "%s",
+                             ck_schema_is_strategic(schemas, kind->schema)
+                                 ? unsupported_patch
+                                 : unsupported_custom_patch);
     }
     json_error_t jerr;
     p->doc = json_loadb(body ? body : "", len, JSON_DECODE_ANY, &jerr);
-    if (!p->doc) {
-        ck__status_set(st, 400, "BadRequest", "error decoding patch: %s", jerr.text);
-        return -1;
-    }
+    if (!p->doc && json_error_code(&jerr) == json_error_out_of_memory)
+        return ck_err_no_memory(reterr);
+    if (!p->doc)
+        return ck_err_status(reterr, "BadRequest", "error decoding patch: %s", jerr.text);
     if (p->type == CK__PATCH_JSON ? !json_is_array(p->doc) : !json_is_object(p->doc)) {
-        ck__status_set(st, 400, "BadRequest", "error decoding patch: %s",
-                       p->type == CK__PATCH_JSON ? "a JSON patch must be an array of operations"
-                                                 : "a merge patch must be a JSON object");
         ck__patch_release(p);
-        return -1;
+        return ck_err_status(reterr, "BadRequest", "error decoding patch: %s",
+                             p->type == CK__PATCH_JSON
+                                 ? "a JSON patch must be an array of operations"
+                                 : "a merge patch must be a JSON object");
     }
     return 0;
 }
@@ -83,20 +84,20 @@ void ck__patch_release(struct ck__patch *p)
 }
 
 /* 422 `Kind "name" is invalid: patch: Invalid value: ...: why` */
-static void patch_invalid(struct ck__status *st, const struct ck_kind *kind, const json_t *obj,
+static void patch_invalid(struct ck_err *reterr, const struct ck_kind *kind, const json_t *obj,
                           const char *why)
 {
     struct ck_field_errors errs = {0};
     ck_field_errors_add(&errs, CK_FIELD_INVALID, "patch", NULL, false, "%s", why);
-    ck__status_invalid_object(
-        st, kind, json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")),
+    ck__err_invalid_object(
+        reterr, kind, json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")),
         &errs);
     ck_field_errors_release(&errs);
 }
 
 /* Applies the patch to view (described by schema), then decodes the result. */
 static json_t *apply(struct ck__patch *p, const json_t *view, const char *schema,
-                     struct ck__status *st)
+                     struct ck_err *reterr)
 {
     json_t *out = NULL;
     struct ck_err err = {0};
@@ -104,39 +105,45 @@ static json_t *apply(struct ck__patch *p, const json_t *view, const char *schema
     case CK__PATCH_MERGE:
         out = ck_merge_patch(view, p->doc);
         if (!out)
-            ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
+            ck_err_no_memory(reterr);
         break;
     case CK__PATCH_JSON:
-        if (ck_json_patch(view, p->doc, &out, &err) < 0)
-            ck__status_set(st, err.code == CK_ENOMEM ? 500 : 422,
-                           err.code == CK_ENOMEM ? "InternalError" : "Invalid", "%s", err.msg);
+        if (ck_json_patch(view, p->doc, &out, &err) == CK_ENOMEM)
+            ck_err_no_memory(reterr);
+        else if (!out)
+            ck_err_status(reterr, "Invalid", "%s", err.msg);
         break;
     case CK__PATCH_STRATEGIC:
-        if (ck_strategic_merge_patch(p->schemas, schema, view, p->doc, &out, &err) < 0)
-            ck__status_set(st, err.code == CK_ENOMEM ? 500 : 400,
-                           err.code == CK_ENOMEM ? "InternalError" : "BadRequest", "%s", err.msg);
+        if (ck_strategic_merge_patch(p->schemas, schema, view, p->doc, &out, &err) == CK_ENOMEM)
+            ck_err_no_memory(reterr);
+        else if (!out)
+            ck_err_status(reterr, "BadRequest", "%s", err.msg);
         break;
     }
     if (!out)
         return NULL;
     if (!json_is_object(out)) {
-        patch_invalid(st, p->kind, view, "the patched document is not an object");
+        patch_invalid(reterr, p->kind, view, "the patched document is not an object");
         json_decref(out);
         return NULL;
     }
-    char *text = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *text = ck__json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(out);
     json_t *decoded = NULL;
     ck_warnings_release(&p->warnings); /* only the last attempt's warnings are answered */
     if (!text) {
-        ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
+        ck_err_no_memory(reterr);
         return NULL;
     }
     int r = ck_schema_decode(p->schemas, schema, text, strlen(text), p->validation, &decoded,
                              &p->warnings, &err);
     free(text);
+    if (r == CK_ENOMEM) {
+        ck_err_no_memory(reterr);
+        return NULL;
+    }
     if (r < 0) {
-        patch_invalid(st, p->kind, view, err.msg);
+        patch_invalid(reterr, p->kind, view, err.msg);
         return NULL;
     }
     return decoded;
@@ -151,11 +158,11 @@ static void drop_inherited_version(json_t *patched, const json_t *view)
         json_object_del(meta, "resourceVersion");
 }
 
-json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck__status *st)
+json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr)
 {
     struct ck__patch *p = arg;
     if (!p->scale) {
-        json_t *out = apply(p, current, p->kind->schema, st);
+        json_t *out = apply(p, current, p->kind->schema, reterr);
         if (out)
             drop_inherited_version(out, current);
         return out;
@@ -163,13 +170,15 @@ json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck__status *st
     /* the Scale's schema, as the kind's scale subresource names it */
     const struct ck_subresource *sub = ck_kind_subresource_part(p->kind, CK_SUBRESOURCE_SCALE);
     json_t *view = sub ? ck__scale_of(p->kind, current) : NULL;
-    json_t *patched = view ? apply(p, view, sub->schema, st) : NULL;
+    json_t *patched = view ? apply(p, view, sub->schema, reterr) : NULL;
     json_t *out = NULL;
     if (patched) {
         drop_inherited_version(patched, view);
-        out = ck__scale_apply(current, patched, st);
+        out = ck__scale_apply(current, patched, reterr);
+    } else if (!sub) {
+        ck_err_internal(reterr, "%s has no scale subresource", p->kind->resource);
     } else if (!view) {
-        ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
+        ck_err_no_memory(reterr);
     }
     json_decref(patched);
     json_decref(view);
@@ -209,11 +218,11 @@ json_t *ck__scale_of(const struct ck_kind *kind, const json_t *obj)
                      "status", status);
 }
 
-json_t *ck__scale_apply(const json_t *current, const json_t *scale, struct ck__status *st)
+json_t *ck__scale_apply(const json_t *current, const json_t *scale, struct ck_err *reterr)
 {
     json_t *next = json_deep_copy(current);
     if (!next) {
-        ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
+        ck_err_no_memory(reterr);
         return NULL;
     }
     json_t *meta = json_object_get(next, "metadata");
@@ -236,9 +245,9 @@ json_t *ck__scale_apply(const json_t *current, const json_t *scale, struct ck__s
     return next;
 }
 
-json_t *ck__scale_put_mutate(const json_t *current, void *arg, struct ck__status *st)
+json_t *ck__scale_put_mutate(const json_t *current, void *arg, struct ck_err *reterr)
 {
-    return ck__scale_apply(current, arg, st);
+    return ck__scale_apply(current, arg, reterr);
 }
 
 char *ck__scale_serve(const struct ck_kind *kind, const char *served, size_t len, size_t *ret_len)
@@ -246,7 +255,7 @@ char *ck__scale_serve(const struct ck_kind *kind, const char *served, size_t len
     json_error_t jerr;
     json_t *obj = json_loadb(served, len, 0, &jerr);
     json_t *scale = obj ? ck__scale_of(kind, obj) : NULL;
-    char *text = scale ? json_dumps(scale, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *text = ck__json_dumps(scale, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(scale);
     json_decref(obj);
     if (text)

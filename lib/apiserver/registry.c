@@ -18,9 +18,19 @@
  *
  * Threading: a registry is immutable after creation and the store is
  * thread-safe, so every function may run on any MHD thread at once.
+ *
+ * Errors: every function returns 0 or a negative CK_E* code with the
+ * caller's struct ck_err filled (the Status the client gets); an object that
+ * cannot be built whole for want of memory is a 500, never half-stored.
+ *
+ * No test of its own: tests/apiserver/test_handlers.c (create, generated
+ * names, 422 with causes, namespaces, conflicts, generation),
+ * test_delete.c (propagation, finalizers, grace periods, preconditions,
+ * namespace termination, binding), test_patch.c (patches and subresources),
+ * test_gates.c (gated fields) and test_alloc_fail.c (allocation failure)
+ * drive it over HTTP.
  */
 #define _GNU_SOURCE
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,67 +49,8 @@
 #define GENERATE_RETRIES   8
 #define LIST_CHUNK_DEFAULT 500
 
-/* ---- errors ------------------------------------------------------------- */
-
-void ck__status_set(struct ck__status *st, unsigned code, const char *reason, const char *fmt, ...)
-{
-    if (!st)
-        return;
-    ck__status_release(st);
-    st->code = code;
-    st->reason = reason;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(&st->message, fmt, ap) < 0)
-        st->message = NULL;
-    va_end(ap);
-}
-
-void ck__status_release(struct ck__status *st)
-{
-    free(st->message);
-    json_decref(st->causes);
-    memset(st, 0, sizeof(*st));
-}
-
-/* Fills the details Kubernetes attaches about the object concerned. */
-static void status_details(struct ck__status *st, const struct ck_kind *kind, const char *name)
-{
-    snprintf(st->name, sizeof(st->name), "%s", name ? name : "");
-    st->group = kind->group;
-    st->kind = kind->resource;
-}
-
-static void not_found(struct ck__status *st, const struct ck_kind *kind, const char *name)
-{
-    char qr[128];
-    ck__status_set(st, 404, "NotFound", "%s \"%s\" not found",
-                   ck_kind_qualified_resource(kind, qr, sizeof(qr)), name);
-    status_details(st, kind, name);
-}
-
-static void conflict(struct ck__status *st, const struct ck_kind *kind, const char *name,
-                     const char *why)
-{
-    char qr[128];
-    ck__status_set(st, 409, "Conflict", "Operation cannot be fulfilled on %s \"%s\": %s",
-                   ck_kind_qualified_resource(kind, qr, sizeof(qr)), name, why);
-    status_details(st, kind, name);
-}
-
-static void store_failed(struct ck__status *st, const struct ck_err *err)
-{
-    if (err->code == CK_ECOMPACTED)
-        ck__status_set(st, 410, "Expired", "%s", err->msg);
-    else
-        ck__status_set(st, 500, "InternalError", "Internal error occurred: %s", err->msg);
-}
-
-void ck__status_invalid_object(struct ck__status *st, const struct ck_kind *kind, const char *name,
-                               const struct ck_field_errors *errs)
-{
-    ck__status_invalid(st, kind->group, kind->kind, name, errs);
-}
+/* What commit() and a delete attempt return when the key changed under them: try again. */
+#define RACED 1
 
 /* ---- keys and stored bytes ---------------------------------------------- */
 
@@ -122,36 +73,39 @@ int ck__collection_prefix(const struct ck_kind *kind, const char *namespace, cha
 
 /*
  * The stored form: apiVersion, kind and metadata first (metadata without
- * resourceVersion), then every other member in its order. Caller frees.
+ * resourceVersion), then every other member in its order. Caller frees;
+ * NULL when out of memory (never an object with members missing).
  */
 static char *encode_for_store(const json_t *obj, size_t *ret_len)
 {
     json_t *ordered = json_object();
+    if (!ordered)
+        return NULL;
+    int failed = 0;
     static const char *const first[] = {"apiVersion", "kind", "metadata"};
     for (size_t i = 0; i < 3; i++) {
         json_t *v = json_object_get(obj, first[i]);
         if (v)
-            json_object_set(ordered, first[i], v);
+            failed |= json_object_set(ordered, first[i], v);
     }
     json_t *meta = json_object_get(ordered, "metadata");
     if (meta) {
         meta = json_copy(meta);
         json_object_del(meta, "resourceVersion");
-        json_object_set_new(ordered, "metadata", meta);
+        failed |= json_object_set_new(ordered, "metadata", meta);
     } else {
-        json_object_set_new(ordered, "metadata", json_object());
+        failed |= json_object_set_new(ordered, "metadata", json_object());
     }
     const char *key;
     json_t *value;
     json_object_foreach((json_t *)obj, key, value)
     {
         if (!json_object_get(ordered, key))
-            json_object_set(ordered, key, value);
+            failed |= json_object_set(ordered, key, value);
     }
-    char *text = json_dumps(ordered, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *text =
+        failed ? NULL : ck__json_dumps(ordered, JSON_COMPACT | JSON_PRESERVE_ORDER, ret_len);
     json_decref(ordered);
-    if (text)
-        *ret_len = strlen(text);
     return text;
 }
 
@@ -162,7 +116,7 @@ char *ck__serve_stored(const char *stored, size_t len, int64_t resource_version,
     char rv[48];
     if (!at) {
         /* not our encoding (should not happen): serve as is */
-        char *copy = malloc(len + 1);
+        char *copy = ck__malloc(len + 1);
         if (copy) {
             memcpy(copy, stored, len);
             copy[len] = '\0';
@@ -174,7 +128,7 @@ char *ck__serve_stored(const char *stored, size_t len, int64_t resource_version,
     bool empty = head < len && stored[head] == '}';
     int rv_len = snprintf(rv, sizeof(rv), "\"resourceVersion\":\"%lld\"%s",
                           (long long)resource_version, empty ? "" : ",");
-    char *out = malloc(len + (size_t)rv_len + 1);
+    char *out = ck__malloc(len + (size_t)rv_len + 1);
     if (!out)
         return NULL;
     memcpy(out, stored, head);
@@ -203,7 +157,7 @@ json_t *ck__decode_stored(const struct ck_kv *kv)
 
 /* 404 when the namespace is missing, 403 when it is terminating. */
 static int check_namespace(struct ck__registry *reg, const struct ck_kind *kind,
-                           const char *namespace, const char *name, struct ck__status *st)
+                           const char *namespace, const char *name, struct ck_err *reterr)
 {
     const struct ck_kind *ns_kind = ck_kind_with_role(CK_KIND_ROLE_NAMESPACE);
     if (!kind->namespaced || !ns_kind)
@@ -213,29 +167,27 @@ static int check_namespace(struct ck__registry *reg, const struct ck_kind *kind,
     const struct ck_kv *kv = NULL;
     struct ck_err err = {0};
     int r = ck_store_get(reg->store, key, strlen(key), 0, &kv, NULL, &err);
-    if (r == CK_ENOENT) {
-        not_found(st, ns_kind, namespace);
-        return -1;
-    }
-    if (r < 0) {
-        store_failed(st, &err);
-        return -1;
-    }
+    if (r == CK_ENOENT)
+        return ck__err_not_found(reterr, ns_kind, namespace);
+    if (r < 0)
+        return ck__err_store(reterr, &err);
     json_t *ns = ck__decode_stored(kv);
     bool terminating =
         ns && json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp") != NULL;
     json_decref(ns);
     ck_kv_unref(kv);
+    if (!ns)
+        return ck_err_no_memory(reterr);
     if (terminating) {
         char qr[128];
-        ck__status_set(
-            st, 403, "Forbidden",
+        r = ck_err_status(
+            reterr, "Forbidden",
             "%s \"%s\" is forbidden: unable to create new content in namespace %s because it is being terminated",
             ck_kind_qualified_resource(kind, qr, sizeof(qr)), name ? name : "", namespace);
-        status_details(st, kind, name);
-        st->causes = json_pack("[{s:s, s:s, s:s}]", "reason", "NamespaceTerminating", "message",
-                               "namespace is being terminated", "field", "metadata.namespace");
-        return -1;
+        ck_err_set_details(reterr, kind->group, kind->resource, name);
+        ck_err_add_cause(reterr, "NamespaceTerminating", "namespace is being terminated",
+                         "metadata.namespace");
+        return r;
     }
     return 0;
 }
@@ -247,9 +199,10 @@ static const char *object_name(const json_t *obj)
     return json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 }
 
-/* Defaults then validates obj, then canonicalizes it; fills a 422 and returns -1 when invalid. */
+/* Defaults then validates obj, then canonicalizes it; fills a 422 and returns CK_EINVAL when
+ * invalid. */
 static int default_and_validate(struct ck__registry *reg, const struct ck_kind *kind, json_t *obj,
-                                const json_t *old, struct ck__status *st)
+                                const json_t *old, struct ck_err *reterr)
 {
     ck_schema_default(reg->schemas, kind->schema, obj);
     ck_kind_default(kind, obj);
@@ -258,11 +211,7 @@ static int default_and_validate(struct ck__registry *reg, const struct ck_kind *
     ck_schema_validate_gated_values(reg->schemas, kind->schema, obj, old, reg->feature_enabled,
                                     reg->feature_ctx, &errs);
     ck_meta_validate(kind, obj, old, &errs);
-    int r = 0;
-    if (errs.len) {
-        ck__status_invalid_object(st, kind, object_name(obj), &errs);
-        r = -1;
-    }
+    int r = errs.len ? ck__err_invalid_object(reterr, kind, object_name(obj), &errs) : 0;
     ck_field_errors_release(&errs);
     if (r == 0)
         ck_kind_canonicalize(kind, obj);
@@ -271,26 +220,31 @@ static int default_and_validate(struct ck__registry *reg, const struct ck_kind *
 
 int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                         json_t *obj, bool dry_run, char **ret_body, size_t *ret_len,
-                        struct ck__status *st)
+                        struct ck_err *reterr)
 {
     const char *body_name = object_name(obj);
-    if (check_namespace(reg, kind, namespace, body_name, st) < 0)
-        return -1;
+    int r = check_namespace(reg, kind, namespace, body_name, reterr);
+    if (r < 0)
+        return r;
     bool generated = !body_name || !*body_name;
     for (int attempt = 0; attempt < GENERATE_RETRIES; attempt++) {
         json_t *candidate = json_deep_copy(obj);
         struct ck_err err = {0};
-        if (!candidate ||
-            ck_meta_prepare_create(kind, candidate, namespace, time(NULL), &err) < 0) {
-            ck__status_set(st, 400, "BadRequest", "%s", candidate ? err.msg : "out of memory");
+        if (!candidate)
+            return ck_err_no_memory(reterr);
+        r = ck_meta_prepare_create(kind, candidate, namespace, time(NULL), &err);
+        if (r < 0) {
             json_decref(candidate);
-            return -1;
+            if (r == CK_ENOMEM)
+                return ck_err_no_memory(reterr);
+            return ck_err_status(reterr, "BadRequest", "%s", err.msg);
         }
         ck_schema_drop_disabled(reg->schemas, kind->schema, candidate, NULL, reg->feature_enabled,
                                 reg->feature_ctx);
-        if (default_and_validate(reg, kind, candidate, NULL, st) < 0) {
+        r = default_and_validate(reg, kind, candidate, NULL, reterr);
+        if (r < 0) {
             json_decref(candidate);
-            return -1;
+            return r;
         }
         char name[254], key[512];
         snprintf(name, sizeof(name), "%s", object_name(candidate));
@@ -299,15 +253,11 @@ int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, co
         json_decref(candidate);
         if (!stored || ck__object_key(kind, namespace, name, key, sizeof(key)) < 0) {
             free(stored);
-            ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
-            return -1;
+            return ck_err_no_memory(reterr);
         }
         int64_t revision = 0;
-        int r = dry_run
-                    ? 0
+        r = dry_run ? 0
                     : ck_store_create(reg->store, key, strlen(key), stored, len, &revision, &err);
-        if (r == CK_EEXIST && generated)
-            r = 1; /* a generated name collided: try another */
         if (r == 0) {
             if (dry_run) {
                 *ret_body = stored;
@@ -316,47 +266,42 @@ int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, co
                 *ret_body = ck__serve_stored(stored, len, revision, ret_len);
                 free(stored);
             }
-            return 0;
+            /* a created object that cannot be served is still a failed request */
+            return *ret_body ? 0 : ck_err_no_memory(reterr);
         }
         free(stored);
-        if (r == CK_EEXIST) {
-            char qr[128];
-            ck__status_set(st, 409, "AlreadyExists", "%s \"%s\" already exists",
-                           ck_kind_qualified_resource(kind, qr, sizeof(qr)), name);
-            status_details(st, kind, name);
-            return -1;
-        }
-        if (r < 0) {
-            store_failed(st, &err);
-            return -1;
-        }
+        if (r == CK_EEXIST && generated)
+            continue; /* a generated name collided: try another */
+        if (r == CK_EEXIST)
+            return ck_err_already_exists(reterr, kind->group, kind->resource, name);
+        return ck__err_store(reterr, &err);
     }
-    ck__status_set(st, 409, "AlreadyExists", "could not generate a unique name after %d attempts",
-                   GENERATE_RETRIES);
-    return -1;
+    return ck_err_status(reterr, "AlreadyExists",
+                         "could not generate a unique name after %d attempts", GENERATE_RETRIES);
 }
 
 /* ---- get ---------------------------------------------------------------- */
 
-int ck__registry_get(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
-                     const char *name, const struct ck_kv **ret_kv, struct ck__status *st)
+/* Reads key: 0 with *ret_kv, or a negative code with *reterr (404, 500). */
+static int read_key(struct ck__registry *reg, const struct ck_kind *kind, const char *name,
+                    const char *key, const struct ck_kv **ret_kv, struct ck_err *reterr)
 {
-    char key[512];
-    if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0) {
-        not_found(st, kind, name);
-        return -1;
-    }
     struct ck_err err = {0};
     int r = ck_store_get(reg->store, key, strlen(key), 0, ret_kv, NULL, &err);
-    if (r == CK_ENOENT) {
-        not_found(st, kind, name);
-        return -1;
-    }
-    if (r < 0) {
-        store_failed(st, &err);
-        return -1;
-    }
+    if (r == CK_ENOENT)
+        return ck__err_not_found(reterr, kind, name);
+    if (r < 0)
+        return ck__err_store(reterr, &err);
     return 0;
+}
+
+int ck__registry_get(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
+                     const char *name, const struct ck_kv **ret_kv, struct ck_err *reterr)
+{
+    char key[512];
+    if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0)
+        return ck__err_not_found(reterr, kind, name);
+    return read_key(reg, kind, name, key, ret_kv, reterr);
 }
 
 /* ---- update ------------------------------------------------------------- */
@@ -368,12 +313,12 @@ static json_t *status_update(const struct ck_kind *kind, const json_t *obj, cons
     if (!next)
         return NULL;
     json_t *status = json_object_get(obj, "status");
-    if (status)
-        json_object_set_new(next, "status", json_deep_copy(status));
-    else
-        json_object_del(next, "status");
+    int failed = status ? json_object_set_new(next, "status", json_deep_copy(status))
+                        : (json_object_del(next, "status"), 0);
     /* other metadata changes pass through, except what the server owns */
     json_t *meta = json_deep_copy(json_object_get(obj, "metadata"));
+    if (!meta && json_object_get(obj, "metadata"))
+        failed = -1;
     if (json_is_object(meta)) {
         const json_t *old_meta = json_object_get(old, "metadata");
         ck_meta_keep_server_owned(meta, old_meta);
@@ -382,35 +327,39 @@ static json_t *status_update(const struct ck_kind *kind, const json_t *obj, cons
             const char *kept = kind->status_keeps_metadata[i];
             json_t *v = json_object_get(old_meta, kept);
             if (v)
-                json_object_set_new(meta, kept, json_deep_copy(v));
+                failed |= json_object_set_new(meta, kept, json_deep_copy(v));
             else
                 json_object_del(meta, kept);
         }
-        json_object_set_new(next, "metadata", meta);
+        failed |= json_object_set_new(next, "metadata", meta);
     } else {
         json_decref(meta);
     }
+    if (failed) /* out of memory: no half-made state */
+        next = (json_decref(next), NULL);
     return next;
 }
 
 /*
  * The new state for a write through a subresource whose kind computes it
- * (a namespace's finalize, a pod's binding). NULL with *st filled: 422 for
- * field errors, 409 for a refusal, else 500.
+ * (a namespace's finalize, a pod's binding). NULL with *reterr filled: 422
+ * for field errors, 409 for a refusal, else 500.
  */
 static json_t *custom_update(const struct ck_kind *kind, const struct ck_subresource *sub,
                              const char *name, const json_t *body, const json_t *old,
-                             struct ck__status *st)
+                             struct ck_err *reterr)
 {
     struct ck_field_errors errs = {0};
     struct ck_err err = {0};
     json_t *next = sub->update(name, body, old, &errs, &err);
     if (!next && errs.len)
-        ck__status_invalid_object(st, kind, name, &errs);
+        ck__err_invalid_object(reterr, kind, name, &errs);
     else if (!next && err.code == CK_ECONFLICT)
-        conflict(st, kind, name, err.msg);
+        ck__err_conflict(reterr, kind, name, err.msg);
+    else if (!next && err.code == CK_ENOMEM)
+        ck_err_no_memory(reterr);
     else if (!next)
-        ck__status_set(st, 500, "InternalError", "Internal error occurred: %s", err.msg);
+        ck_err_internal(reterr, "%s", err.msg);
     ck_field_errors_release(&errs);
     return next;
 }
@@ -426,19 +375,18 @@ static bool deletion_finished(const struct ck_kind *kind, const json_t *obj)
 /*
  * Commits next over kv: removes the object when its deletion is finished,
  * writes nothing when nothing changed (or for a dry run), else updates it if
- * kv is still current. Returns 0 with the served result, 1 when kv changed
- * meanwhile (retry), or -1 with *st filled.
+ * kv is still current. Returns 0 with the served result, RACED when kv
+ * changed meanwhile (retry; *reterr untouched), or a negative code with
+ * *reterr filled.
  */
 static int commit(struct ck__registry *reg, const struct ck_kind *kind, const char *name,
                   const char *key, const struct ck_kv *kv, const json_t *next, bool dry_run,
-                  char **ret_body, size_t *ret_len, struct ck__status *st)
+                  char **ret_body, size_t *ret_len, struct ck_err *reterr)
 {
     size_t len = 0;
     char *stored = encode_for_store(next, &len);
-    if (!stored) {
-        ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
-        return -1;
-    }
+    if (!stored)
+        return ck_err_no_memory(reterr);
     struct ck_err err = {0};
     int64_t revision = kv->mod_revision;
     int r = 0;
@@ -452,29 +400,15 @@ static int commit(struct ck__registry *reg, const struct ck_kind *kind, const ch
     if (r == 0) {
         *ret_body = ck__serve_stored(stored, len, revision, ret_len);
         free(stored);
-        return *ret_body ? 0 : -1;
+        /* the write happened, but an answer we cannot build is a failure: never code 0 */
+        return *ret_body ? 0 : ck_err_no_memory(reterr);
     }
     free(stored);
     if (r == CK_ECONFLICT)
-        return 1;
+        return RACED;
     if (r == CK_ENOENT)
-        not_found(st, kind, name);
-    else
-        store_failed(st, &err);
-    return -1;
-}
-
-/* Reads key: 0 with *ret_kv, or -1 with *st (404, 500). */
-static int read_key(struct ck__registry *reg, const struct ck_kind *kind, const char *name,
-                    const char *key, const struct ck_kv **ret_kv, struct ck__status *st)
-{
-    struct ck_err err = {0};
-    int r = ck_store_get(reg->store, key, strlen(key), 0, ret_kv, NULL, &err);
-    if (r == CK_ENOENT)
-        not_found(st, kind, name);
-    else if (r < 0)
-        store_failed(st, &err);
-    return r < 0 ? -1 : 0;
+        return ck__err_not_found(reterr, kind, name);
+    return ck__err_store(reterr, &err);
 }
 
 static const char stale_message[] =
@@ -483,27 +417,29 @@ static const char stale_message[] =
 int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                         const char *name, const char *subresource, ck__mutate_fn mutate,
                         void *mutate_arg, bool dry_run, char **ret_body, size_t *ret_len,
-                        struct ck__status *st)
+                        struct ck_err *reterr)
 {
     char key[512];
-    if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0) {
-        not_found(st, kind, name);
-        return -1;
-    }
+    if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0)
+        return ck__err_not_found(reterr, kind, name);
     const struct ck_subresource *sub = subresource ? ck_kind_subresource(kind, subresource) : NULL;
     const bool status_write = sub && sub->part == CK_SUBRESOURCE_STATUS;
     const bool custom_write = sub && sub->part == CK_SUBRESOURCE_CUSTOM && sub->update;
     for (int attempt = 0; attempt < UPDATE_RETRIES; attempt++) {
         const struct ck_kv *kv = NULL;
-        if (read_key(reg, kind, name, key, &kv, st) < 0)
-            return -1;
+        int r = read_key(reg, kind, name, key, &kv, reterr);
+        if (r < 0)
+            return r;
         json_t *old = ck__decode_stored(kv);
-        json_t *requested = old ? mutate(old, mutate_arg, st) : NULL;
+        json_t *requested = old ? mutate(old, mutate_arg, reterr) : NULL;
         json_t *next = NULL;
+        if (!old) {
+            r = ck_err_internal(reterr, "stored %s is corrupt", key);
+            goto out_fail;
+        }
         if (!requested) {
-            if (!old)
-                ck__status_set(st, 500, "InternalError",
-                               "Internal error occurred: stored %s is corrupt", key);
+            /* a mutation that failed without saying why ran out of memory */
+            r = reterr->code < 0 ? reterr->code : ck_err_no_memory(reterr);
             goto out_fail;
         }
         /* A resourceVersion in the request is a precondition. */
@@ -512,7 +448,7 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
         char current_rv[32];
         snprintf(current_rv, sizeof(current_rv), "%lld", (long long)kv->mod_revision);
         if (conditional && strcmp(want_rv, current_rv) != 0) {
-            conflict(st, kind, name, stale_message);
+            r = ck__err_conflict(reterr, kind, name, stale_message);
             goto out_fail;
         }
         const char *want_uid = ck__meta_str(requested, "uid");
@@ -522,16 +458,15 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
             snprintf(why, sizeof(why),
                      "Precondition failed: UID in precondition: %s, UID in object meta: %s",
                      want_uid, old_uid);
-            conflict(st, kind, name, why);
+            r = ck__err_conflict(reterr, kind, name, why);
             goto out_fail;
         }
         next = status_write   ? status_update(kind, requested, old)
-               : custom_write ? custom_update(kind, sub, name, requested, old, st)
+               : custom_write ? custom_update(kind, sub, name, requested, old, reterr)
                               : json_incref(requested);
-        if (!next && custom_write)
-            goto out_fail;
         if (!next) {
-            ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
+            /* custom_update() says why; the others only run out of memory */
+            r = custom_write ? reterr->code : ck_err_no_memory(reterr);
             goto out_fail;
         }
         /* fields behind a gate that is off survive only where old already used them */
@@ -545,18 +480,17 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
         }
         /* a binding changes the pod's otherwise immutable spec: validated as new */
         bool as_create = custom_write && sub->validate_as_create;
-        if (default_and_validate(reg, kind, next, as_create ? NULL : old, st) < 0)
+        r = default_and_validate(reg, kind, next, as_create ? NULL : old, reterr);
+        if (r < 0)
             goto out_fail;
-        int r = commit(reg, kind, name, key, kv, next, dry_run, ret_body, ret_len, st);
+        r = commit(reg, kind, name, key, kv, next, dry_run, ret_body, ret_len, reterr);
         json_decref(next);
         json_decref(requested);
         json_decref(old);
         ck_kv_unref(kv);
-        if (r == 1 && conditional) {
-            conflict(st, kind, name, stale_message);
-            return -1;
-        }
-        if (r <= 0)
+        if (r == RACED && conditional)
+            return ck__err_conflict(reterr, kind, name, stale_message);
+        if (r != RACED)
             return r;
         continue; /* an unconditional write raced another writer: redo on the new state */
 
@@ -565,10 +499,9 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
         json_decref(requested);
         json_decref(old);
         ck_kv_unref(kv);
-        return -1;
+        return r;
     }
-    conflict(st, kind, name, "too many concurrent writers; please try again");
-    return -1;
+    return ck__err_conflict(reterr, kind, name, "too many concurrent writers; please try again");
 }
 
 /* ---- delete ------------------------------------------------------------- */
@@ -582,21 +515,16 @@ bool ck__has_finalizers(const struct ck_kind *kind, const json_t *obj)
 static char *success_status(const struct ck_kind *kind, const char *name, const char *uid,
                             size_t *ret_len)
 {
-    json_t *s =
-        json_pack("{s:s, s:s, s:{}, s:s, s:{s:s, s:s, s:s, s:s}}", "kind", "Status", "apiVersion",
-                  "v1", "metadata", "status", "Success", "details", "name", name, "group",
-                  kind->group, "kind", kind->resource, "uid", uid ? uid : "");
-    char *text = s ? json_dumps(s, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(s);
-    if (text)
-        *ret_len = strlen(text);
-    return text;
+    struct ck_err success = {0};
+    ck_err_set_details(&success, kind->group, kind->resource, name);
+    snprintf(success.uid, sizeof(success.uid), "%s", uid ? uid : "");
+    return ck__status_json(&success, false, ret_len);
 }
 
 /* 409 when a DeleteOptions precondition does not hold; 0 when they all do. */
 static int check_preconditions(const struct ck_kind *kind, const char *name, const json_t *obj,
                                int64_t mod_revision, const struct ck__delete_options *opts,
-                               struct ck__status *st)
+                               struct ck_err *reterr)
 {
     const char *uid = ck__meta_str(obj, "uid");
     char rv[32], why[256];
@@ -605,16 +533,14 @@ static int check_preconditions(const struct ck_kind *kind, const char *name, con
         snprintf(why, sizeof(why),
                  "Precondition failed: UID in precondition: %s, UID in object meta: %s",
                  opts->precondition_uid, uid);
-        conflict(st, kind, name, why);
-        return -1;
+        return ck__err_conflict(reterr, kind, name, why);
     }
     if (opts->precondition_rv && strcmp(opts->precondition_rv, rv) != 0) {
         snprintf(
             why, sizeof(why),
             "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s",
             opts->precondition_rv, rv);
-        conflict(st, kind, name, why);
-        return -1;
+        return ck__err_conflict(reterr, kind, name, why);
     }
     return 0;
 }
@@ -634,23 +560,26 @@ static void remove_string(json_t *array, const char *s)
  * drops the other's); no policy keeps what the object has, as Kubernetes
  * does for kinds whose default policy is Background.
  */
-static void set_gc_finalizers(json_t *meta, enum ck__propagation policy)
+static int set_gc_finalizers(json_t *meta, enum ck__propagation policy)
 {
     if (policy == CK__PROPAGATION_DEFAULT)
-        return;
+        return 0;
     json_t *finalizers = json_object_get(meta, "finalizers");
     if (!json_is_array(finalizers)) {
         finalizers = json_array();
-        json_object_set_new(meta, "finalizers", finalizers);
+        if (json_object_set_new(meta, "finalizers", finalizers) < 0)
+            return CK_ENOMEM;
     }
     remove_string(finalizers, "orphan");
     remove_string(finalizers, "foregroundDeletion");
+    int failed = 0;
     if (policy == CK__PROPAGATION_ORPHAN)
-        json_array_append_new(finalizers, json_string("orphan"));
+        failed = json_array_append_new(finalizers, json_string("orphan"));
     else if (policy == CK__PROPAGATION_FOREGROUND)
-        json_array_append_new(finalizers, json_string("foregroundDeletion"));
+        failed = json_array_append_new(finalizers, json_string("foregroundDeletion"));
     if (json_array_size(finalizers) == 0)
         json_object_del(meta, "finalizers");
+    return failed ? CK_ENOMEM : 0;
 }
 
 /*
@@ -671,7 +600,8 @@ static long long grace_period(const struct ck_kind *kind, const json_t *obj,
  * deletionTimestamp (now + grace), deletionGracePeriodSeconds, the GC
  * finalizers, a generation bump, a namespace's Terminating phase. A delete of
  * an object already being deleted only changes its finalizers and may
- * shorten its grace period. Returns a new reference.
+ * shorten its grace period. Returns a new reference, or NULL when out of
+ * memory (a half-built state could remove what should only be marked).
  */
 static json_t *deleting_state(const struct ck_kind *kind, const json_t *obj, long long grace,
                               const struct ck__delete_options *opts)
@@ -681,60 +611,60 @@ static json_t *deleting_state(const struct ck_kind *kind, const json_t *obj, lon
         return NULL;
     json_t *meta = json_object_get(next, "metadata");
     json_object_del(meta, "resourceVersion");
-    set_gc_finalizers(meta, opts->propagation);
+    int failed = set_gc_finalizers(meta, opts->propagation);
     char when[32];
     ck_rfc3339(time(NULL) + grace, when, sizeof(when));
     json_t *old_grace = json_object_get(meta, "deletionGracePeriodSeconds");
     if (!json_object_get(meta, "deletionTimestamp")) {
-        json_object_set_new(meta, "deletionTimestamp", json_string(when));
-        json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));
+        failed |= json_object_set_new(meta, "deletionTimestamp", json_string(when));
+        failed |= json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));
         if (kind->has_generation)
-            json_object_set_new(
+            failed |= json_object_set_new(
                 meta, "generation",
                 json_integer(json_integer_value(json_object_get(meta, "generation")) + 1));
         if (kind->prepare_for_delete)
             kind->prepare_for_delete(next);
     } else if (grace < json_integer_value(old_grace)) {
-        json_object_set_new(meta, "deletionTimestamp", json_string(when));
-        json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));
+        failed |= json_object_set_new(meta, "deletionTimestamp", json_string(when));
+        failed |= json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));
+    }
+    if (failed) {
+        json_decref(next);
+        return NULL;
     }
     return next;
 }
 
 int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                         const char *name, const struct ck__delete_options *opts, char **ret_body,
-                        size_t *ret_len, struct ck__status *st)
+                        size_t *ret_len, struct ck_err *reterr)
 {
     static const struct ck__delete_options none = {0};
     if (!opts)
         opts = &none;
     char key[512];
-    if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0) {
-        not_found(st, kind, name);
-        return -1;
-    }
+    if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0)
+        return ck__err_not_found(reterr, kind, name);
     for (int attempt = 0; attempt < UPDATE_RETRIES; attempt++) {
         const struct ck_kv *kv = NULL;
-        if (read_key(reg, kind, name, key, &kv, st) < 0)
-            return -1;
+        int r = read_key(reg, kind, name, key, &kv, reterr);
+        if (r < 0)
+            return r;
         json_t *obj = ck__decode_stored(kv);
-        if (!obj || check_preconditions(kind, name, obj, kv->mod_revision, opts, st) < 0) {
-            if (!obj)
-                ck__status_set(st, 500, "InternalError",
-                               "Internal error occurred: stored %s is corrupt", key);
+        r = obj ? check_preconditions(kind, name, obj, kv->mod_revision, opts, reterr)
+                : ck_err_internal(reterr, "stored %s is corrupt", key);
+        if (r < 0) {
             json_decref(obj);
             ck_kv_unref(kv);
-            return -1;
+            return r;
         }
         long long grace = grace_period(kind, obj, opts);
         json_t *next = deleting_state(kind, obj, grace, opts);
-        int r;
         if (!next) {
-            ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
-            r = -1;
+            r = ck_err_no_memory(reterr);
         } else if (!deletion_finished(kind, next)) {
             /* Deletion is a state: mark it and let the finalizers' owners (or the node) finish. */
-            r = commit(reg, kind, name, key, kv, next, opts->dry_run, ret_body, ret_len, st);
+            r = commit(reg, kind, name, key, kv, next, opts->dry_run, ret_body, ret_len, reterr);
         } else {
             /* nothing holds it: the object goes now */
             int64_t deleted_at = kv->mod_revision;
@@ -746,25 +676,20 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
                 *ret_body = ck__serve_stored(kv->value, kv->value_len, kv->mod_revision, ret_len);
             else if (r == 0) /* apps kinds: a Success Status */
                 *ret_body = success_status(kind, name, ck__meta_str(obj, "uid"), ret_len);
-            if (r == 0 && !*ret_body) {
-                ck__status_set(st, 500, "InternalError", "Internal error occurred: out of memory");
-                r = -1;
-            } else if (r == CK_ECONFLICT) {
-                r = 1;
-            } else if (r == CK_ENOENT) {
-                not_found(st, kind, name);
-                r = -1;
-            } else if (r < 0) {
-                store_failed(st, &err);
-                r = -1;
-            }
+            if (r == 0 && !*ret_body)
+                r = ck_err_no_memory(reterr); /* deleted, but the answer could not be built */
+            else if (r == CK_ECONFLICT)
+                r = RACED;
+            else if (r == CK_ENOENT)
+                r = ck__err_not_found(reterr, kind, name);
+            else if (r < 0)
+                r = ck__err_store(reterr, &err);
         }
         json_decref(next);
         json_decref(obj);
         ck_kv_unref(kv);
-        if (r <= 0)
+        if (r != RACED)
             return r;
     }
-    conflict(st, kind, name, "too many concurrent writers; please try again");
-    return -1;
+    return ck__err_conflict(reterr, kind, name, "too many concurrent writers; please try again");
 }

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "ckube/apiserver.h"
+#include "ckube/internal/util.h"
 #include "ckube/store.h"
 #include "internal.h"
 
@@ -57,10 +58,18 @@ struct request {
     char *body;
     size_t len;
     bool too_large;
+    bool no_memory;                   /* the body could not be kept: answer 500 */
     double start;                     /* monotonic seconds at the first call */
     struct ck__request_labels labels; /* for the metrics, set when routed */
     char *path;                       /* for the access log, at -v 2 only */
 };
+
+/*
+ * The request of every connection whose struct request could not be
+ * allocated: its body is read and dropped, it is answered 500, and it is
+ * neither counted nor logged. Never written, so all threads may share it.
+ */
+static struct request unrecorded_request;
 
 static double monotonic_seconds(void)
 {
@@ -117,23 +126,6 @@ static enum MHD_Result queue_body(struct MHD_Connection *conn, unsigned int stat
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
     enum MHD_Result ret = MHD_queue_response(conn, status, resp);
     MHD_destroy_response(resp);
-    return ret;
-}
-
-enum MHD_Result ck__apiserver_queue_json(struct MHD_Connection *conn, unsigned int status,
-                                         const char *json)
-{
-    return queue_body(conn, status, "application/json", json, strlen(json));
-}
-
-enum MHD_Result ck__apiserver_queue_status(struct MHD_Connection *conn, unsigned int code,
-                                           const char *reason, const char *message)
-{
-    char *body = ck__status_json(code, reason, message);
-    if (!body)
-        return MHD_NO;
-    enum MHD_Result ret = ck__apiserver_queue_json(conn, code, body);
-    free(body);
     return ret;
 }
 
@@ -219,24 +211,42 @@ static enum MHD_Result serve_version(struct MHD_Connection *conn)
 {
     char *body = ck_version_json(true);
     if (!body)
-        return MHD_NO;
-    enum MHD_Result ret = ck__apiserver_queue_json(conn, MHD_HTTP_OK, body);
+        return ck__fail_no_memory(conn);
+    enum MHD_Result ret = ck__send_json(conn, MHD_HTTP_OK, body);
     free(body);
     return ret;
 }
 
+/* Answers value (taken), or 500 when it is NULL or cannot be rendered: out of memory. */
 static enum MHD_Result queue_json_value(struct MHD_Connection *conn, json_t *value)
 {
-    if (!value)
-        return ck__apiserver_queue_status(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "InternalError",
-                                          "Internal error occurred: out of memory");
-    char *body = json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *body = ck__json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(value);
     if (!body)
-        return MHD_NO;
-    enum MHD_Result ret = ck__apiserver_queue_json(conn, MHD_HTTP_OK, body);
+        return ck__fail_no_memory(conn);
+    enum MHD_Result ret = ck__send_json(conn, MHD_HTTP_OK, body);
     free(body);
     return ret;
+}
+
+/* True when some kind is served in group/version. */
+static bool serves_group_version(const char *group, const char *version)
+{
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(kinds[i]->group, group) == 0 && strcmp(kinds[i]->version, version) == 0)
+            return true;
+    return false;
+}
+
+/* A discovery document: 404 for a group/version nobody serves, 500 when it cannot be built. */
+static enum MHD_Result queue_resources(struct MHD_Connection *conn, const char *group,
+                                       const char *version)
+{
+    if (!serves_group_version(group, version))
+        return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
+    return queue_json_value(conn, ck_discovery_resources(group, version));
 }
 
 /*
@@ -253,17 +263,9 @@ static bool serve_discovery(struct ck_apiserver *server, struct MHD_Connection *
     } else if (strcmp(url, "/apis") == 0 || strcmp(url, "/apis/") == 0) {
         *ret = queue_json_value(conn, ck_discovery_api_groups());
     } else if (sscanf(url, "/api/%31[^/]%c", version, &extra) == 1) {
-        json_t *list = ck_discovery_resources("", version);
-        *ret = list
-                   ? queue_json_value(conn, list)
-                   : ck__apiserver_queue_status(conn, MHD_HTTP_NOT_FOUND, "NotFound",
-                                                "the server could not find the requested resource");
+        *ret = queue_resources(conn, "", version);
     } else if (sscanf(url, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
-        json_t *list = ck_discovery_resources(group, version);
-        *ret = list
-                   ? queue_json_value(conn, list)
-                   : ck__apiserver_queue_status(conn, MHD_HTTP_NOT_FOUND, "NotFound",
-                                                "the server could not find the requested resource");
+        *ret = queue_resources(conn, group, version);
     } else {
         return false;
     }
@@ -284,8 +286,7 @@ static enum MHD_Result serve_openapi(struct ck_apiserver *server, struct MHD_Con
         if (doc)
             return queue_json_value(conn, doc);
     }
-    return ck__apiserver_queue_status(conn, MHD_HTTP_NOT_FOUND, "NotFound",
-                                      "the server could not find the requested resource");
+    return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
 }
 
 static enum MHD_Result serve_metrics(struct ck_apiserver *server, struct MHD_Connection *conn)
@@ -295,8 +296,7 @@ static enum MHD_Result serve_metrics(struct ck_apiserver *server, struct MHD_Con
     char *text = ck__metrics_render(server->metrics, server->store, gates, &len);
     free(gates);
     if (!text)
-        return ck__apiserver_queue_status(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "InternalError",
-                                          "Internal error occurred: out of memory");
+        return ck__fail_no_memory(conn);
     enum MHD_Result ret =
         queue_body(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, len);
     free(text);
@@ -319,9 +319,8 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
     if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0 ||
         strcmp(url, "/version") == 0 || strcmp(url, "/metrics") == 0) {
         if (!readonly)
-            return ck__apiserver_queue_status(
-                conn, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed",
-                "the server does not allow this method on the requested resource");
+            return ck__fail_with(conn, "MethodNotAllowed",
+                                 "the server does not allow this method on the requested resource");
         if (strcmp(url, "/version") == 0)
             return serve_version(conn);
         if (strcmp(url, "/metrics") == 0)
@@ -339,8 +338,7 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
                                ck__query(conn, "dryRun") != NULL);
         return ck__serve_resource(server, conn, method, &target, body, body_len);
     }
-    return ck__apiserver_queue_status(conn, MHD_HTTP_NOT_FOUND, "NotFound",
-                                      "the server could not find the requested resource");
+    return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
 }
 
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
@@ -351,20 +349,27 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     (void)version;
     struct request *req = *req_cls;
     if (!req) {
-        req = calloc(1, sizeof(*req));
+        req = ck__calloc(1, sizeof(*req));
+        /* no memory for the request: read it and answer 500 (see unrecorded_request) */
+        *req_cls = req ? req : &unrecorded_request;
         if (!req)
-            return MHD_NO;
+            return MHD_YES;
         req->start = monotonic_seconds();
         if (ck_log_v(2))
-            req->path = strdup(url);
-        *req_cls = req;
+            req->path = ck__strdup(url);
+        return MHD_YES;
+    }
+    if (req == &unrecorded_request) {
+        if (*upload_data_size == 0)
+            return ck__fail_no_memory(conn);
+        *upload_data_size = 0; /* dropped */
         return MHD_YES;
     }
     if (*upload_data_size != 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (req->too_large)
-            return MHD_YES; /* keep reading to answer 413 cleanly */
+        if (req->too_large || req->no_memory)
+            return MHD_YES; /* keep reading to answer 413 (500) cleanly */
         if (req->len + n > MAX_BODY_BYTES) {
             req->too_large = true;
             free(req->body);
@@ -372,19 +377,28 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
             req->len = 0;
             return MHD_YES;
         }
-        char *grown = realloc(req->body, req->len + n + 1);
-        if (!grown)
-            return MHD_NO;
+        char *grown = ck__realloc(req->body, req->len + n + 1);
+        if (!grown) {
+            req->no_memory = true;
+            free(req->body);
+            req->body = NULL;
+            req->len = 0;
+            return MHD_YES;
+        }
         memcpy(grown + req->len, upload_data, n);
         req->body = grown;
         req->len += n;
         req->body[req->len] = '\0';
         return MHD_YES;
     }
+    if (req->no_memory) {
+        ck__request_labels_set(&req->labels, method, NULL, false, false);
+        return ck__fail_no_memory(conn);
+    }
     if (req->too_large) {
         ck__request_labels_set(&req->labels, method, NULL, false, false);
-        return ck__apiserver_queue_status(conn, MHD_HTTP_CONTENT_TOO_LARGE, "RequestEntityTooLarge",
-                                          "Request entity too large: limit is 3145728");
+        return ck__fail_with(conn, "RequestEntityTooLarge",
+                             "Request entity too large: limit is 3145728");
     }
     return route(cls, conn, req, method, url);
 }
@@ -416,7 +430,7 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **req
     struct ck_apiserver *server = cls;
     (void)code;
     struct request *req = *req_cls;
-    if (!req)
+    if (!req || req == &unrecorded_request)
         return;
     if (req->labels.verb[0]) { /* answered, not just opened */
         const union MHD_ConnectionInfo *info =
@@ -589,20 +603,19 @@ static int bootstrap_namespaces(struct ck_apiserver *server, struct ck_err *rete
                                ns_kind->kind, "metadata", "name", names[i]);
         char *out = NULL;
         size_t len = 0;
-        struct ck__status st = {0};
+        struct ck_err err = {0};
         int r =
-            ns ? ck__registry_create(server->registry, ns_kind, NULL, ns, false, &out, &len, &st)
-               : -1;
+            ns ? ck__registry_create(server->registry, ns_kind, NULL, ns, false, &out, &len, &err)
+               : ck_err_no_memory(&err);
         json_decref(ns);
         free(out);
-        bool exists = r < 0 && st.code == 409;
-        if (r < 0 && !exists) {
+        if (r < 0 && r != CK_EEXIST) {
             ck_err_set(reterr, CK_EIO, "cannot create namespace %s: %s", names[i],
-                       st.message ? st.message : "out of memory");
-            ck__status_release(&st);
+                       ck_err_message(&err));
+            ck_err_release(&err);
             return CK_EIO;
         }
-        ck__status_release(&st);
+        ck_err_release(&err);
     }
     return 0;
 }
@@ -637,7 +650,7 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         config && config->listen ? config->listen : CK_APISERVER_DEFAULT_LISTEN;
     if (!config || !config->store_url)
         return ck_err_set(reterr, CK_EINVAL, "no store configured");
-    struct ck_apiserver *server = calloc(1, sizeof(*server));
+    struct ck_apiserver *server = ck__calloc(1, sizeof(*server));
     if (!server)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     server->listen_fd = -1;
@@ -663,7 +676,7 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     if (r == 0)
         r = ck_api_builtin_schemas(&server->schemas, reterr);
     if (r == 0) {
-        server->registry = calloc(1, sizeof(*server->registry));
+        server->registry = ck__calloc(1, sizeof(*server->registry));
         if (!server->registry)
             r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         else

@@ -26,6 +26,14 @@
  * ends streams past their deadline, asks for bookmarks, and checks
  * suspended streams' sockets so that a vanished client is noticed and its
  * watch freed even when no event comes.
+ *
+ * Errors: a watch refused before it starts is answered with a Status; one
+ * that fails later (compaction, the store) ends with an ERROR event whose
+ * Status status.c builds (without empty details, as Kubernetes sends it).
+ *
+ * Tested in tests/apiserver/test_watch.c; also test_watch_gate.c
+ * (sendInitialEvents), test_server.c (1,000 watchers), the client's
+ * reflector and informer tests, and kubectl get -w in the e2e tests.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -37,6 +45,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 #define MAX_BUFFERED      (64u * 1024 * 1024) /* a client this far behind is cut off */
@@ -75,10 +84,20 @@ static void wake(struct ck__watch_stream *s)
     }
 }
 
-static void push(struct ck__watch_stream *s, const char *data, size_t len)
+/*
+ * Appends {"type":T,"object":OBJECT}\n, whole or not at all: a line cut
+ * short would be malformed JSON for the client. When the client is too far
+ * behind or the buffer cannot grow, the stream ends instead; the client
+ * watches again from the last resourceVersion it saw, so nothing is lost.
+ */
+static void push_event(struct ck__watch_stream *s, const char *type, const char *object,
+                       size_t object_len)
 {
     if (s->ended)
         return;
+    char head[48];
+    size_t head_len = (size_t)snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
+    size_t len = head_len + object_len + 2;
     if (s->len - s->off + len > MAX_BUFFERED) {
         CK_LOGV(1, "watch on %s: client too slow, closing the stream", s->kind->resource);
         s->ended = true;
@@ -89,7 +108,7 @@ static void push(struct ck__watch_stream *s, const char *data, size_t len)
     }
     if (s->len + len > s->cap) {
         size_t cap = (s->len + len) * 2;
-        char *buf = realloc(s->buf, cap);
+        char *buf = ck__realloc(s->buf, cap);
         if (!buf) {
             s->ended = true;
             return;
@@ -97,30 +116,45 @@ static void push(struct ck__watch_stream *s, const char *data, size_t len)
         s->buf = buf;
         s->cap = cap;
     }
-    memcpy(s->buf + s->len, data, len);
+    memcpy(s->buf + s->len, head, head_len);
+    memcpy(s->buf + s->len + head_len, object, object_len);
+    memcpy(s->buf + s->len + head_len + object_len, "}\n", 2);
     s->len += len;
 }
 
-/* Appends {"type":T,"object":OBJECT}\n. */
-static void push_event(struct ck__watch_stream *s, const char *type, const char *object,
-                       size_t object_len)
+/* An ERROR event with err's Status; the stream ends after it. */
+static void push_error(struct ck__watch_stream *s, const struct ck_err *err)
 {
-    char head[48];
-    int n = snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
-    push(s, head, (size_t)n);
-    push(s, object, object_len);
-    push(s, "}\n", 2);
+    size_t len = 0;
+    char *status = ck__status_json(err, true, &len);
+    if (status)
+        push_event(s, "ERROR", status, len);
+    else
+        push_event(s, "ERROR", ck__status_no_memory, strlen(ck__status_no_memory));
+    free(status);
+    s->ended = true;
+}
+
+/*
+ * Ends the stream with a 500 ERROR: an event this watcher should get could
+ * not be built. Its client lists or watches again, and gets it then.
+ */
+static void push_no_memory(struct ck__watch_stream *s)
+{
+    struct ck_err err = {0};
+    ck_err_no_memory(&err);
+    push_error(s, &err);
 }
 
 static void push_json_event(struct ck__watch_stream *s, const char *type, json_t *object)
 {
-    char *text = json_dumps(object, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (text) {
-        push_event(s, type, text, strlen(text));
-        free(text);
-    } else {
-        s->ended = true;
-    }
+    size_t len = 0;
+    char *text = ck__json_dumps(object, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
+    if (text)
+        push_event(s, type, text, len);
+    else
+        push_no_memory(s);
+    free(text);
 }
 
 /* An object event: as the served bytes, or as a one-row Table. */
@@ -129,17 +163,22 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
 {
     if (s->table) {
         json_t *obj = ck__decode_stored(kv);
-        if (!obj)
-            return;
         char rv[32];
         snprintf(rv, sizeof(rv), "%lld", (long long)revision);
-        json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion", json_string(rv));
+        if (!obj || json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
+                                        json_string(rv)) < 0) {
+            json_decref(obj);
+            push_no_memory(s);
+            return;
+        }
         json_t *table = ck_table_build(s->kind, &obj, 1, !s->table_columns_sent,
                                        CK_INCLUDE_METADATA, rv, NULL, (long long)time(NULL));
         s->table_columns_sent = true;
         json_decref(obj);
         if (table)
             push_json_event(s, type, table);
+        else
+            push_no_memory(s);
         json_decref(table);
         return;
     }
@@ -147,6 +186,8 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
     char *served = ck__serve_stored(kv->value, kv->value_len, revision, &len);
     if (served)
         push_event(s, type, served, len);
+    else
+        push_no_memory(s);
     free(served);
 }
 
@@ -156,39 +197,34 @@ static void push_bookmark(struct ck__watch_stream *s, int64_t revision, bool ini
     char rv[32], api_version[64];
     snprintf(rv, sizeof(rv), "%lld", (long long)revision);
     json_t *meta = json_pack("{s:s}", "resourceVersion", rv);
-    if (initial_end)
+    /* without its annotation the client would wait for the end of the initial events */
+    if (meta && initial_end &&
         json_object_set_new(meta, "annotations",
-                            json_pack("{s:s}", "k8s.io/initial-events-end", "true"));
+                            json_pack("{s:s}", "k8s.io/initial-events-end", "true")) < 0)
+        meta = (json_decref(meta), NULL);
     json_t *obj =
         json_pack("{s:s, s:s, s:o}", "kind", s->kind->kind, "apiVersion",
                   ck_kind_api_version(s->kind, api_version, sizeof(api_version)), "metadata", meta);
     if (obj)
         push_json_event(s, "BOOKMARK", obj);
+    else
+        push_no_memory(s);
     json_decref(obj);
-}
-
-static void push_error(struct ck__watch_stream *s, unsigned code, const char *reason,
-                       const char *message)
-{
-    json_t *status = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status",
-                               "apiVersion", "v1", "metadata", "status", "Failure", "message",
-                               message, "reason", reason, "code", (int)code);
-    if (status)
-        push_json_event(s, "ERROR", status);
-    json_decref(status);
-    s->ended = true;
 }
 
 /* ---- store events ------------------------------------------------------- */
 
-static bool kv_passes(const struct ck__watch_stream *s, const struct ck_kv *kv)
+/* 1 when kv passes the watch's selectors, 0 when not, CK_ENOMEM when it cannot tell. */
+static int kv_passes(const struct ck__watch_stream *s, const struct ck_kv *kv)
 {
     if (!kv || kv->value_len == 0)
-        return false;
+        return 0;
     if (!s->labels && !s->fields)
-        return true;
+        return 1;
     json_t *obj = ck__decode_stored(kv);
-    bool ok = obj && ck__matches(s->kind, obj, s->labels, s->fields);
+    if (!obj)
+        return CK_ENOMEM;
+    bool ok = ck__matches(s->kind, obj, s->labels, s->fields);
     json_decref(obj);
     return ok;
 }
@@ -199,31 +235,37 @@ static void on_store_event(const struct ck_store_event *ev, void *userdata)
     pthread_mutex_lock(&s->lock);
     switch (ev->type) {
     case CK_STORE_EVENT_PUT: {
-        bool now = kv_passes(s, ev->kv);
-        bool before = kv_passes(s, ev->prev_kv);
-        if (now)
+        int now = kv_passes(s, ev->kv);
+        int before = kv_passes(s, ev->prev_kv);
+        if (now < 0 || before < 0)
+            push_no_memory(s);
+        else if (now)
             push_object_event(s, before ? "MODIFIED" : "ADDED", ev->kv, ev->revision);
         else if (before) /* it left this watcher's selection */
             push_object_event(s, "DELETED", ev->prev_kv, ev->revision);
         break;
     }
-    case CK_STORE_EVENT_DELETE:
-        if (kv_passes(s, ev->prev_kv))
+    case CK_STORE_EVENT_DELETE: {
+        int before = kv_passes(s, ev->prev_kv);
+        if (before < 0)
+            push_no_memory(s);
+        else if (before)
             push_object_event(s, "DELETED", ev->prev_kv, ev->revision);
         break;
+    }
     case CK_STORE_EVENT_PROGRESS:
         if (s->bookmarks)
             push_bookmark(s, ev->revision, false);
         break;
     case CK_STORE_EVENT_ERROR: {
-        char msg[256];
-        if (ev->error == CK_ECOMPACTED) {
-            snprintf(msg, sizeof(msg), "too old resource version: %lld",
-                     (long long)ev->compact_revision);
-            push_error(s, 410, "Expired", msg);
-        } else {
-            push_error(s, 500, "InternalError", ev->message ? ev->message : "watch failed");
-        }
+        struct ck_err err = {0};
+        if (ev->error == CK_ECOMPACTED)
+            ck_err_status(&err, "Expired", "too old resource version: %lld",
+                          (long long)ev->compact_revision);
+        else
+            ck_err_status(&err, "InternalError", "%s", ev->message ? ev->message : "watch failed");
+        push_error(s, &err);
+        ck_err_release(&err);
         break;
     }
     }
@@ -327,25 +369,16 @@ void ck__watch_tick(struct ck_apiserver *server, bool stopping)
 
 /* ---- starting a watch --------------------------------------------------- */
 
-static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned code, const char *reason,
-                              const char *message)
-{
-    struct ck__status st = {0};
-    ck__status_set(&st, code, reason, "%s", message);
-    enum MHD_Result ret = ck__send_status(conn, &st);
-    ck__status_release(&st);
-    return ret;
-}
-
 /* Sends the initial ADDED events (a list at the current revision); returns it. */
 static int initial_events(struct ck__watch_stream *s, const struct ck__target *t,
-                          int64_t *ret_revision, struct ck__status *st)
+                          int64_t *ret_revision, struct ck_err *reterr)
 {
     struct ck__list_options opts = {
         .namespace = t->namespace, .labels = s->labels, .fields = s->fields};
     struct ck__list_result result;
-    if (ck__registry_list(s->server->registry, t->kind, &opts, &result, st) < 0)
-        return -1;
+    int r = ck__registry_list(s->server->registry, t->kind, &opts, &result, reterr);
+    if (r < 0)
+        return r;
     pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < result.n_kvs; i++)
         push_object_event(s, "ADDED", result.kvs[i], result.kvs[i]->mod_revision);
@@ -400,12 +433,10 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     struct ck_field_errors errs = {0};
     watch_options_errors(server, conn, send_initial_param, match, &errs);
     if (errs.len) {
-        struct ck__status invalid = {0};
-        ck__status_invalid(&invalid, "meta.k8s.io", "ListOptions", "", &errs);
+        struct ck_err invalid = {0};
+        ck__err_invalid(&invalid, "meta.k8s.io", "ListOptions", "", &errs);
         ck_field_errors_release(&errs);
-        enum MHD_Result ret = ck__send_status(conn, &invalid);
-        ck__status_release(&invalid);
-        return ret;
+        return ck__fail(conn, &invalid);
     }
     int64_t start = 0;
     bool initial = !rv || !*rv || strcmp(rv, "0") == 0 || send_initial;
@@ -413,7 +444,7 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
         char *end;
         long long v = strtoll(rv, &end, 10);
         if (*end || v < 0)
-            return refuse(conn, 400, "BadRequest", "invalid resource version");
+            return ck__fail_with(conn, "BadRequest", "invalid resource version");
         start = v;
     }
     const char *timeout = ck__query(conn, "timeoutSeconds");
@@ -425,10 +456,10 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
         timeout_s = 1800 + (long long)(r % 1800); /* Kubernetes: [30, 60) minutes */
     }
 
-    struct ck__status st = {0};
-    struct ck__watch_stream *s = calloc(1, sizeof(*s));
+    struct ck_err err = {0};
+    struct ck__watch_stream *s = ck__calloc(1, sizeof(*s));
     if (!s)
-        return refuse(conn, 500, "InternalError", "Internal error occurred: out of memory");
+        return ck__fail_no_memory(conn);
     pthread_mutex_init(&s->lock, NULL);
     s->server = server;
     s->conn = conn;
@@ -437,7 +468,7 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     s->bookmarks = ck__query_bool(conn, "allowWatchBookmarks");
     s->deadline = time(NULL) + timeout_s;
     s->next_bookmark = time(NULL) + BOOKMARK_INTERVAL;
-    if (ck__parse_selectors(conn, t->kind, &s->labels, &s->fields, &st) < 0)
+    if (ck__parse_selectors(conn, t->kind, &s->labels, &s->fields, &err) < 0)
         goto out_fail;
     if (ck_label_selector_is_empty(s->labels))
         s->labels = ck_label_selector_free(s->labels);
@@ -445,18 +476,18 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
         s->fields = ck_field_selector_free(s->fields);
 
     int64_t revision = start;
-    if (initial && initial_events(s, t, &revision, &st) < 0)
+    if (initial && initial_events(s, t, &revision, &err) < 0)
         goto out_fail;
     if (send_initial && s->bookmarks)
         push_bookmark(s, revision, true);
 
     char prefix[512];
     ck__collection_prefix(t->kind, t->namespace, prefix, sizeof(prefix));
-    struct ck_err err = {0};
+    struct ck_err store_err = {0};
     int r = ck_store_watch(server->store, prefix, strlen(prefix), true, revision + 1,
-                           on_store_event, s, &s->store_watch, &err);
+                           on_store_event, s, &s->store_watch, &store_err);
     if (r < 0) {
-        ck__status_set(&st, 500, "InternalError", "Internal error occurred: %s", err.msg);
+        ck_err_internal(&err, "%s", store_err.msg);
         goto out_fail;
     }
 
@@ -465,7 +496,7 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     if (!resp) {
         ck_store_watch_cancel(s->store_watch);
         s->store_watch = NULL;
-        ck__status_set(&st, 500, "InternalError", "Internal error occurred: out of memory");
+        ck_err_no_memory(&err);
         goto out_fail;
     }
     atomic_fetch_add(&server->active_watches, 1);
@@ -487,7 +518,5 @@ out_fail:
     pthread_mutex_destroy(&s->lock);
     free(s->buf);
     free(s);
-    enum MHD_Result fail_ret = ck__send_status(conn, &st);
-    ck__status_release(&st);
-    return fail_ret;
+    return ck__fail(conn, &err);
 }

@@ -24,6 +24,16 @@ static inline json_t *parse(const struct response *r)
     return v;
 }
 
+/* Calls and returns only the status code, whatever it is. */
+static inline long status_of(const char *method, const char *path, const char *body)
+{
+    struct response r;
+    http_call(server, method, path, body, NULL, &r);
+    long status = r.status;
+    response_release(&r);
+    return status;
+}
+
 /* Calls with headers and asserts the status code; returns the parsed body. */
 static inline json_t *call_h(const char *method, const char *path, const char *body,
                              const char *const *headers, long want)

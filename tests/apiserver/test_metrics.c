@@ -11,15 +11,6 @@ static struct ck_apiserver *server;
 
 #include "apitest.h" /* uses dir and server */
 
-static long do_call(const char *method, const char *path, const char *body)
-{
-    struct response r;
-    http_call(server, method, path, body, NULL, &r);
-    long status = r.status;
-    response_release(&r);
-    return status;
-}
-
 /* The value of the exposition line that starts with series (labels included). */
 static double sample(const char *text, const char *series)
 {
@@ -79,12 +70,12 @@ static void test_requests_are_counted_by_verb_scope_and_code(void **state)
     static const long codes[] = {201, 201, 409};
     for (int i = 0; i < 3; i++) {
         snprintf(body, sizeof(body), POD, names[i]);
-        assert_int_equal(do_call("POST", "/api/v1/namespaces/default/pods", body), codes[i]);
+        assert_int_equal(status_of("POST", "/api/v1/namespaces/default/pods", body), codes[i]);
     }
-    assert_int_equal(do_call("GET", "/api/v1/namespaces/default/pods/m0", NULL), 200);
-    assert_int_equal(do_call("GET", "/api/v1/namespaces/default/pods/none", NULL), 404);
-    assert_int_equal(do_call("GET", "/api/v1/pods", NULL), 200);
-    assert_int_equal(do_call("GET", "/api/v1/pods?watch=1&timeoutSeconds=1", NULL), 200);
+    assert_int_equal(status_of("GET", "/api/v1/namespaces/default/pods/m0", NULL), 200);
+    assert_int_equal(status_of("GET", "/api/v1/namespaces/default/pods/none", NULL), 404);
+    assert_int_equal(status_of("GET", "/api/v1/pods", NULL), 200);
+    assert_int_equal(status_of("GET", "/api/v1/pods?watch=1&timeoutSeconds=1", NULL), 200);
 
     char *text = scrape("apiserver_request_total" LABELS("200", "WATCH", "pods", "cluster") " 1\n");
     assert_int_equal(
@@ -118,7 +109,7 @@ static void test_requests_are_counted_by_verb_scope_and_code(void **state)
     free(text);
 
     /* the next scrape sees the delete */
-    assert_int_equal(do_call("DELETE", "/api/v1/namespaces/default/pods/m1", NULL), 200);
+    assert_int_equal(status_of("DELETE", "/api/v1/namespaces/default/pods/m1", NULL), 200);
     text = scrape("apiserver_request_total" LABELS("200", "DELETE", "pods", "resource") " 1\n");
     assert_int_equal(sample(text, "apiserver_storage_objects{resource=\"pods\"}"), 1);
     assert_int_equal(
@@ -129,7 +120,7 @@ static void test_requests_are_counted_by_verb_scope_and_code(void **state)
 static void test_only_get_is_allowed(void **state)
 {
     (void)state;
-    assert_int_equal(do_call("POST", "/metrics", "{}"), 405);
+    assert_int_equal(status_of("POST", "/metrics", "{}"), 405);
 }
 
 int main(void)

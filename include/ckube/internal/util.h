@@ -17,6 +17,7 @@
  * - ck__time_parse/ck__time_format: RFC 3339 times as Kubernetes writes them.
  * - ck__parse_bool/ck__quote: Go's strconv.ParseBool and %q, which Kubernetes' inputs
  *   and messages follow.
+ * - ck__json_dumps: jansson's json_dumps(), whole or NULL when memory runs out.
  *
  * Everything here is a pure function or works on a caller-owned struct: callable from
  * any thread, one thread per struct at a time.
@@ -205,5 +206,17 @@ size_t ck__quote(const char *s, char *buf, size_t size);
 
 /* The same, allocated (ck__malloc); the caller frees it. NULL when out of memory. */
 char *ck__quote_dup(const char *s);
+
+/* ---- JSON output that is whole or nothing (json_dump.c) ------------------- */
+
+/*
+ * json_dumps() that never returns cut-short text: jansson 2.14's json_dumps()
+ * can drop pieces of its output when an allocation fails midway and still
+ * return a string, which would store or send corrupt JSON. This measures the
+ * text first, then writes it into one buffer from ck__malloc. Returns the
+ * NUL-terminated text (caller frees; its length in *ret_len when not NULL),
+ * or NULL when out of memory or json cannot be encoded.
+ */
+char *ck__json_dumps(const json_t *json, size_t flags, size_t *ret_len);
 
 #endif /* CKUBE_INTERNAL_UTIL_H */

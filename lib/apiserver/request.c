@@ -1,0 +1,213 @@
+/*
+ * request.c - what every handler of a resource request shares: reading the
+ * query and the Accept header, parsing selectors, and queuing answers
+ * (bytes, JSON, a Status for an error).
+ *
+ * handlers.c and watch.c both build on this file and it on neither, so the
+ * dependency runs one way: server.c -> handlers.c -> watch.c -> request.c ->
+ * status.c.
+ *
+ * Errors: an error answer is a Status rendered from a struct ck_err by
+ * status.c. When memory is too short to render it, the static
+ * ck__status_no_memory body is sent instead, so an allocation failure is
+ * still a 500 InternalError Status. libmicrohttpd's own allocations (the
+ * response object, its headers) are outside our reach: when one fails we
+ * can only answer MHD_NO, and the connection is closed.
+ *
+ * Threading: functions of one request, on its MHD thread.
+ *
+ * Tested through the servers of tests/apiserver/test_handlers.c (query
+ * parsing, negotiation, selectors, Warning headers) and
+ * tests/apiserver/test_alloc_fail.c (the fallback Status).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckube/internal/util.h"
+#include "internal.h"
+
+const char *ck__query(struct MHD_Connection *conn, const char *name)
+{
+    return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+bool ck__query_bool(struct MHD_Connection *conn, const char *name)
+{
+    bool v = false;
+    /* Go's strconv.ParseBool, which the Python client's "True" relies on */
+    return ck__parse_bool(ck__query(conn, name), &v) && v;
+}
+
+/* True when the Accept entry item (leading spaces skipped) starts with prefix. */
+static bool media_starts(const char *item, size_t len, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return len >= n && strncmp(item, prefix, n) == 0;
+}
+
+/* True when needle occurs in the first len bytes of item. */
+static bool media_has(const char *item, size_t len, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(item + i, needle, n) == 0)
+            return true;
+    return false;
+}
+
+enum ck__accept ck__negotiate(struct MHD_Connection *conn)
+{
+    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
+    if (!accept || !*accept)
+        return CK__ACCEPT_JSON;
+    /* walk the comma-separated entries in place: nothing to allocate, nothing to fail */
+    for (const char *item = accept; *item;) {
+        while (*item == ' ')
+            item++;
+        const char *comma = strchr(item, ',');
+        size_t len = comma ? (size_t)(comma - item) : strlen(item);
+        if (media_has(item, len, "as=Table") && media_has(item, len, "g=meta.k8s.io") &&
+            media_starts(item, len, "application/json"))
+            return CK__ACCEPT_TABLE; /* the first acceptable entry wins */
+        if ((media_starts(item, len, "application/json") || media_starts(item, len, "*/*") ||
+             media_starts(item, len, "application/*")) &&
+            !media_has(item, len, "as="))
+            return CK__ACCEPT_JSON;
+        if (!comma)
+            break;
+        item = comma + 1;
+    }
+    return CK__ACCEPT_NONE;
+}
+
+int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
+                        struct ck_label_selector **ret_labels,
+                        struct ck_field_selector **ret_fields, struct ck_err *reterr)
+{
+    struct ck_err err = {0};
+    *ret_labels = NULL;
+    *ret_fields = NULL;
+    const char *labels = ck__query(conn, "labelSelector");
+    const char *fields = ck__query(conn, "fieldSelector");
+    int r = ck_label_selector_parse(labels ? labels : "", ret_labels, &err);
+    if (r == 0) {
+        r = ck_field_selector_parse(fields ? fields : "", ret_fields, &err);
+        if (r == 0)
+            r = ck_field_selector_check_fields(*ret_fields, ck_kind_field_label_names(kind), &err);
+    }
+    if (r == 0)
+        return 0;
+    *ret_labels = ck_label_selector_free(*ret_labels);
+    *ret_fields = ck_field_selector_free(*ret_fields);
+    if (r == CK_ENOMEM)
+        return ck_err_no_memory(reterr);
+    return ck_err_status(reterr, "BadRequest", "%s", err.msg);
+}
+
+/*
+ * A Warning header value as Kubernetes writes it (RFC 7234 code 299, agent
+ * "-", the text as a quoted string: quotes and backslashes escaped, control
+ * characters dropped), truncated to fit out.
+ */
+static void format_warning(const char *text, char *out, size_t size)
+{
+    size_t n = (size_t)snprintf(out, size, "299 - \"");
+    for (const char *c = text; *c && n + 4 < size; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            continue;
+        if (*c == '"' || *c == '\\')
+            out[n++] = '\\';
+        out[n++] = *c;
+    }
+    out[n++] = '"';
+    out[n] = '\0';
+}
+
+/* Queues resp with the headers every API answer has; consumes resp. */
+static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const char *content_type,
+                             struct MHD_Response *resp, const struct ck_warnings *warnings)
+{
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
+    for (size_t i = 0; warnings && i < warnings->len; i++) {
+        char header[1024];
+        format_warning(warnings->items[i], header, sizeof(header));
+        MHD_add_response_header(resp, "Warning", header);
+    }
+    enum MHD_Result ret = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+enum MHD_Result ck__send_bytes(struct MHD_Connection *conn, unsigned status,
+                               const char *content_type, char *body, size_t len,
+                               const struct ck_warnings *warnings)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    return queue(conn, status, content_type, resp, warnings);
+}
+
+enum MHD_Result ck__send_json(struct MHD_Connection *conn, unsigned status, const char *json)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(json), (void *)json, MHD_RESPMEM_MUST_COPY);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    return queue(conn, status, "application/json", resp, NULL);
+}
+
+enum MHD_Result ck__send_error(struct MHD_Connection *conn, const struct ck_err *err)
+{
+    struct ck_err unset = {0};
+    if (err->code >= 0) { /* a failure nobody described: still a real Status */
+        ck_err_internal(&unset, "the request failed for an unreported reason");
+        err = &unset;
+    }
+    size_t len = 0;
+    char *body = ck__status_json(err, false, &len);
+    unsigned status = err->http_status > 0 && err->reason ? (unsigned)err->http_status
+                                                          : MHD_HTTP_INTERNAL_SERVER_ERROR;
+    struct MHD_Response *resp = NULL;
+    if (body) {
+        resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+        if (!resp)
+            free(body);
+    }
+    if (!resp) {
+        /* the static body needs no allocation of ours */
+        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+        resp = MHD_create_response_from_buffer(
+            strlen(ck__status_no_memory), (void *)ck__status_no_memory, MHD_RESPMEM_PERSISTENT);
+        if (!resp)
+            return MHD_NO;
+    }
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    return queue(conn, status, "application/json", resp, NULL);
+}
+
+enum MHD_Result ck__fail(struct MHD_Connection *conn, struct ck_err *err)
+{
+    enum MHD_Result ret = ck__send_error(conn, err);
+    ck_err_release(err);
+    return ret;
+}
+
+enum MHD_Result ck__fail_with(struct MHD_Connection *conn, const char *reason, const char *message)
+{
+    struct ck_err err = {0};
+    ck_err_status(&err, reason, "%s", message);
+    return ck__fail(conn, &err);
+}
+
+enum MHD_Result ck__fail_no_memory(struct MHD_Connection *conn)
+{
+    struct ck_err err = {0};
+    ck_err_no_memory(&err);
+    return ck__fail(conn, &err);
+}

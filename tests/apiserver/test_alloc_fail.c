@@ -1,0 +1,237 @@
+/*
+ * test_alloc_fail.c - the API server under allocation failure: every answer
+ * is the request's success or a well-formed 500 InternalError Status, the
+ * server keeps serving, and nothing leaks (under ASan).
+ *
+ * For each request of a representative set (create, get, list, list as a
+ * Table, merge patch, status patch, update, delete with a Success Status,
+ * deletecollection, a pod's binding, discovery, /metrics, a watch) the test first
+ * counts the allocations the request makes through the hook, then fails
+ * allocation n for n = 1, 2, ... up to that count (every one for short
+ * requests, a spread of them for long ones), resetting the object's state
+ * before each attempt. A sticky failure then fails everything from the
+ * first allocation, which only the static fallback Status survives.
+ *
+ * jansson's allocations go through the hook too (json_set_alloc_funcs in
+ * main, before any thread starts; jansson's allocator is one per process,
+ * and a library must not take it from the program that embeds it, so the
+ * server itself never sets it), but only for the requests that do not take
+ * a body through lib/api's decoding, defaulting and patching: those do not
+ * yet report a failed jansson allocation as one (they answer 400/422, or
+ * drop members), and defaulting can use a value jansson freed when it could
+ * not insert it. The writes still fail every allocation the API server
+ * makes itself. libmicrohttpd, libcurl and SQLite allocate outside the
+ * hook.
+ *
+ * The hook counts allocations of every thread; only this test's requests
+ * run while it is armed, and the test parses answers only after disarming.
+ */
+#define _GNU_SOURCE
+#include "cktest.h"
+
+#include <limits.h>
+#include <stdatomic.h>
+
+#include "ckube/internal/util.h"
+#include "httptest.h"
+
+static char dir[] = "/tmp/ckube-test-alloc-fail-XXXXXX";
+static struct ck_apiserver *server;
+
+#include "apitest.h"
+
+#define RS   "/apis/apps/v1/namespaces/default/replicasets"
+#define PODS "/api/v1/namespaces/default/pods"
+
+/* Failure points tried per request: every one up to DENSE, then about SPREAD more. */
+#define DENSE  400
+#define SPREAD 200
+
+static const char rs_body[] =
+    "{\"metadata\":{\"name\":\"web\",\"labels\":{\"app\":\"web\"}},\"spec\":{\"replicas\":1,"
+    "\"selector\":{\"matchLabels\":{\"app\":\"web\"}},\"template\":{\"metadata\":{\"labels\":"
+    "{\"app\":\"web\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"nginx\"}]}}}}";
+
+static const char pod_body[] =
+    "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}";
+
+/* One request of the set, the state it needs, and its success code. */
+struct request_case {
+    const char *name;
+    const char *method;
+    const char *path;
+    const char *body;
+    const char *const *headers;
+    long success;
+    void (*prepare)(void); /* run disarmed before every attempt */
+    bool jansson;          /* jansson's allocations may fail too */
+    bool stream;           /* a watch: 200, then events (an ERROR one a 500 Status) */
+};
+
+/* Whether jansson allocates through the hook (for the request being tried). */
+static atomic_bool jansson_hooked;
+
+static void *json_alloc(size_t size)
+{
+    return atomic_load(&jansson_hooked) ? ck__malloc(size) : malloc(size);
+}
+
+static void rs_absent(void)
+{
+    long s = status_of("DELETE", RS "/web", NULL);
+    assert_true(s == 200 || s == 404);
+}
+
+static void rs_present(void)
+{
+    long s = status_of("POST", RS, rs_body);
+    assert_true(s == 201 || s == 409);
+}
+
+static void pod_unbound(void)
+{
+    long s = status_of("DELETE", PODS "/p?gracePeriodSeconds=0", NULL);
+    assert_true(s == 200 || s == 404);
+    assert_int_equal(status_of("POST", PODS, pod_body), 201);
+}
+
+static void nothing(void)
+{
+}
+
+static const char *const table_accept[] = {"Accept: application/json;as=Table;v=v1;g=meta.k8s.io",
+                                           NULL};
+
+static const struct request_case cases[] = {
+    {"create", "POST", RS, rs_body, NULL, 201, rs_absent, false, false},
+    {"get", "GET", RS "/web", NULL, NULL, 200, rs_present, true, false},
+    {"list", "GET", RS "?labelSelector=app%3Dweb&limit=5", NULL, NULL, 200, rs_present, true,
+     false},
+    {"list table", "GET", RS, NULL, table_accept, 200, rs_present, true, false},
+    {"patch", "PATCH", RS "/web", "{\"spec\":{\"replicas\":3}}", merge_type, 200, rs_present, false,
+     false},
+    {"patch status", "PATCH", RS "/web/status", "{\"status\":{\"replicas\":2}}", merge_type, 200,
+     rs_present, false, false},
+    {"update", "PUT", RS "/web", rs_body, NULL, 200, rs_present, false, false},
+    {"delete", "DELETE", RS "/web", NULL, NULL, 200, rs_present, true, false},
+    {"deletecollection", "DELETE", RS "?labelSelector=app%3Dweb", NULL, NULL, 200, rs_present, true,
+     false},
+    {"binding", "POST", PODS "/p/binding",
+     "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p\"},\"target\":"
+     "{\"kind\":\"Node\",\"name\":\"n1\"}}",
+     NULL, 201, pod_unbound, false, false},
+    {"discovery", "GET", "/apis/apps/v1", NULL, NULL, 200, nothing, true, false},
+    {"metrics", "GET", "/metrics", NULL, NULL, 200, nothing, true, false},
+    {"watch", "GET", RS "?watch=1&timeoutSeconds=1&labelSelector=app%3Dweb", NULL, NULL, 200,
+     rs_present, true, true},
+};
+
+/* Asserts that r is a well-formed 500 InternalError Status. */
+static void expect_internal_error(const struct request_case *c, unsigned long n,
+                                  const struct response *r)
+{
+    json_error_t jerr;
+    json_t *s = json_loads(r->body, 0, &jerr);
+    if (!s)
+        fail_msg("%s, allocation %lu failed: 500 that is not JSON: %s", c->name, n, r->body);
+    const char *kind = json_string_value(json_object_get(s, "kind"));
+    const char *reason = json_string_value(json_object_get(s, "reason"));
+    const char *status = json_string_value(json_object_get(s, "status"));
+    if (!kind || strcmp(kind, "Status") != 0 || !reason || strcmp(reason, "InternalError") != 0 ||
+        !status || strcmp(status, "Failure") != 0 ||
+        json_integer_value(json_object_get(s, "code")) != 500 ||
+        !json_is_string(json_object_get(s, "message")))
+        fail_msg("%s, allocation %lu failed: not a 500 InternalError Status: %s", c->name, n,
+                 r->body);
+    json_decref(s);
+}
+
+/* Runs c once with allocation n failing (0: none); returns how many allocations it made. */
+/* Asserts that every line of a watch stream is an event, and an ERROR one a 500 Status. */
+static void expect_events(const struct request_case *c, unsigned long n, struct response *r)
+{
+    char *save = NULL;
+    for (char *line = strtok_r(r->body, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        json_error_t jerr;
+        json_t *ev = json_loads(line, 0, &jerr);
+        if (!ev)
+            fail_msg("%s, allocation %lu failed: a line that is not JSON: %s", c->name, n, line);
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        if (!type || !json_is_object(json_object_get(ev, "object")))
+            fail_msg("%s, allocation %lu failed: not an event: %s", c->name, n, line);
+        if (strcmp(type, "ERROR") == 0) {
+            char *status = json_dumps(json_object_get(ev, "object"), 0);
+            struct response as_body = {.status = 500, .body = status};
+            expect_internal_error(c, n, &as_body);
+            free(status);
+        }
+        json_decref(ev);
+    }
+}
+
+static unsigned long attempt(const struct request_case *c, unsigned long n)
+{
+    c->prepare();
+    struct response r;
+    atomic_store(&jansson_hooked, c->jansson);
+    ck__alloc_fail_at(n ? n : ULONG_MAX, false);
+    http_call(server, c->method, c->path, c->body, c->headers, &r);
+    unsigned long made = ck__alloc_fail_at(0, false);
+    atomic_store(&jansson_hooked, false);
+    if (r.status == 500 && n)
+        expect_internal_error(c, n, &r);
+    else if (r.status != c->success)
+        fail_msg("%s, allocation %lu failed: answered %ld: %s", c->name, n, r.status, r.body);
+    else if (c->stream)
+        expect_events(c, n, &r);
+    response_release(&r);
+    return made;
+}
+
+static void test_every_failure_answers_500_or_success(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const struct request_case *c = &cases[i];
+        unsigned long total = attempt(c, 0);
+        assert_true(total > 0);
+        print_message("%s: %lu allocations\n", c->name, total);
+        unsigned long step = total > DENSE ? (total - DENSE) / SPREAD + 1 : 1;
+        for (unsigned long n = 1; n <= total; n += n < DENSE ? 1 : step)
+            if (attempt(c, n) < n)
+                break; /* the request finished before allocation n */
+        attempt(c, 0); /* and it still works */
+    }
+}
+
+static void test_sticky_failure_answers_static_status(void **state)
+{
+    (void)state;
+    struct response r;
+    atomic_store(&jansson_hooked, true);
+    ck__alloc_fail_at(1, true); /* every allocation from now on fails */
+    http_call(server, "GET", RS "/web", NULL, NULL, &r);
+    ck__alloc_fail_at(0, false);
+    atomic_store(&jansson_hooked, false);
+    assert_int_equal(r.status, 500);
+    json_t *s = parse(&r);
+    assert_string_equal(json_string_value(json_object_get(s, "reason")), "InternalError");
+    assert_int_equal(json_integer_value(json_object_get(s, "code")), 500);
+    json_decref(s);
+    response_release(&r);
+    /* the server is unharmed */
+    rs_present();
+    json_decref(call("GET", RS "/web", NULL, 200));
+    json_decref(call("GET", "/api/v1/namespaces", NULL, 200));
+}
+
+int main(void)
+{
+    /* before any thread uses jansson: see the header comment */
+    json_set_alloc_funcs(json_alloc, free);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_failure_answers_500_or_success),
+        cmocka_unit_test(test_sticky_failure_answers_static_status),
+    };
+    return cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
+}
