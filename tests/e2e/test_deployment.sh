@@ -4,7 +4,8 @@
 # ReplicaSet, revision 2, the old one at 0; `rollout history`, `undo` and
 # `--to-revision`; `rollout restart`; pause and resume; scaling in the middle of a
 # rollout; the history limit; Recreate; a progress deadline exceeded; events in
-# `kubectl describe`.
+# `kubectl describe`; with a separate controller-manager, a restart of it in the middle
+# of a rollout.
 #
 # There is no node agent yet, so a helper written here in Python (the official client)
 # plays the kubelet: it watches every pod and marks it Running and Ready through
@@ -140,6 +141,7 @@ for r in sorted(json.load(sys.stdin)["items"], key=lambda r: r["metadata"]["name
 rs_count() { [ "$(rs_table "$1" | grep -c .)" -eq "$2" ]; }
 # the revision and spec.replicas of the ReplicaSet running image $2
 rs_of_image() { rs_table "$1" | awk -v img="$2" '$4 == img { print $3, $2 }'; }
+has_rs_of() { [ -n "$(rs_of_image "$1" "$2")" ]; }
 deployment() { # deployment NAMESPACE REPLICAS STRATEGY-YAML [EXTRA SPEC YAML]
     cat <<EOF
 apiVersion: apps/v1
@@ -278,6 +280,22 @@ k -n stuck rollout status deploy/web --timeout=20s >"$work/stuck.out" 2>&1
 check "stuck: rollout status fails on the deadline" grep -q 'exceeded its progress deadline' "$work/stuck.out"
 check "stuck: Available is False" \
     sh -c "kubectl -n stuck get deploy web -o jsonpath='{.status.conditions[?(@.type==\"Available\")].status}' | grep -qx False"
+
+# ---- a controller-manager restarted in the middle of a rollout finishes it ----------------------
+if [ "$mode" = separate ]; then
+    printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: restart}\n' | k create -f - >/dev/null
+    deployment restart 4 '{type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}' |
+        k create -f - >/dev/null
+    rollout_ok "restart: rollout status after create" restart
+    check "restart: set image" sh -c "kubectl -n restart set image deploy/web web=nginx:1.28 >/dev/null"
+    wait_until "restart: the rollout has begun" has_rs_of restart nginx:1.28
+    kill "$cm_pid" && wait "$cm_pid" 2>/dev/null
+    "$ckube" controller-manager --kubeconfig "$KUBECONFIG" >>"$work/cm.out" 2>>"$work/cm.err" &
+    cm_pid=$!
+    rollout_ok "restart: rollout status after the controller-manager restarted" restart
+    check "restart: new ReplicaSet 4, old 0" \
+        [ "$(rs_of_image restart nginx:1.28),$(rs_of_image restart nginx:1.27)" = '2 4,1 0' ]
+fi
 
 check "kubectl get rs lists the Deployments' ReplicaSets" \
     sh -c "kubectl get rs -A --no-headers | grep -c 'web-' | grep -qv '^0$'"
