@@ -31,7 +31,9 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "$ckube" server --listen "127.0.0.1:$port" --data-dir "$work/data" --controllers=-* \
     >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
-until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ]; do sleep 0.1; done
+# ready, and the kubeconfig written (the server writes it once it serves)
+until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ] &&
+    [ -f "$work/data/kubeconfig" ]; do sleep 0.1; done
 export KUBECONFIG=$work/data/kubeconfig
 "$ckube" controller-manager --kubeconfig "$KUBECONFIG" --kube-api-qps "$qps" \
     --kube-api-burst "$qps" >"$work/cm.out" 2>"$work/cm.err" &
@@ -54,6 +56,9 @@ rss() { ps -o rss= -p "$1" | awk '{printf "%.1f MiB", $1 / 1024}'; }
 mark_until_complete() {
     passes=0
     until complete; do
+        if ! kill -0 "$cm_pid" 2>/dev/null; then
+            echo "the controller-manager exited:"; tail -5 "$work/cm.err"; exit 1
+        fi
         "$build/bench/bench_pods" "$KUBECONFIG" default ready app=big 8 >/dev/null
         passes=$((passes + 1))
         sleep 0.2

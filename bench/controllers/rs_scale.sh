@@ -29,7 +29,9 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "$ckube" server --listen "127.0.0.1:$port" --data-dir "$work/data" --controllers=-replicaset \
     >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
-until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ]; do sleep 0.1; done
+# ready, and the kubeconfig written (the server writes it once it serves)
+until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ] &&
+    [ -f "$work/data/kubeconfig" ]; do sleep 0.1; done
 export KUBECONFIG=$work/data/kubeconfig
 "$ckube" controller-manager --kubeconfig "$KUBECONFIG" --kube-api-qps "$qps" \
     --kube-api-burst "$qps" >"$work/cm.out" 2>"$work/cm.err" &
