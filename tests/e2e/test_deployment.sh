@@ -249,6 +249,10 @@ k -n roll describe deployment web >"$work/describe.out" 2>&1
 check "describe shows ScalingReplicaSet events" grep -q "ScalingReplicaSet" "$work/describe.out"
 check "describe shows a scale-up message" grep -Eq "Scaled up replica set web-[a-z0-9]+ from [0-9]+ to [0-9]+" "$work/describe.out"
 check "describe shows a scale-down message" grep -Eq "Scaled down replica set web-[a-z0-9]+ from [0-9]+ to [0-9]+" "$work/describe.out"
+check "kubectl events --for deployment/web lists them" \
+    sh -c "kubectl -n roll events --for deployment/web | grep -q ScalingReplicaSet"
+check "events select by involvedObject" \
+    sh -c "kubectl -n roll get events --field-selector involvedObject.kind=Deployment,involvedObject.name=web | grep -q 'Scaled up replica set'"
 
 # ---- the bounds, watched during a rolling update ------------------------------------------------
 deployment bounds 4 '{type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 1}}' |
