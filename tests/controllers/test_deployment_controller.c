@@ -802,6 +802,54 @@ static void test_rs_events_reach_the_owner_or_matching_deployments(void **state)
     json_decref(d);
 }
 
+/* One sync of a world (0: create, 1: rolling update in flight, 2: Recreate), failing allocation n.
+ */
+static int sync_failing_at(unsigned long n, int world, unsigned long *ret_made)
+{
+    void *state = NULL;
+    setup(&state);
+    struct env *e = state;
+    json_t *d = deployment(4, 1, 1, "1.28");
+    if (world == 2)
+        set_recreate(d, NULL);
+    if (world > 0) {
+        json_t *old = owned_rs(d, true, "web-old", "1.27", 4, "1", "2026-01-01T00:00:00Z");
+        json_t *pod = fx_pod("default", "p0", "web", old);
+        put(e, &e->pods, e->pods_res, pod);
+        put(e, &e->rss, e->rss_res, old);
+        put(e, &e->rss, e->rss_res,
+            owned_rs(d, false, "web-orphan", "1.26", 0, "1", "2026-01-01T00:00:00Z"));
+    }
+    put(e, &e->ds, e->ds_res, d);
+    struct ck_err err = {0};
+    ck__alloc_fail_at(n, false);
+    int r = ck_deploy_controller_sync(e->dc, "default/web", &err);
+    *ret_made = ck__alloc_fail_at(0, false);
+    teardown(&state);
+    return r;
+}
+
+/*
+ * Every allocation of a sync (and of what it calls through the interfaces) fails in
+ * turn: the sync returns 0 or CK_ENOMEM, never crashes, and leaks nothing (the sanitizer
+ * checks at exit), until it runs with no failure at all.
+ */
+static void test_sync_survives_allocation_failures(void **state)
+{
+    (void)state;
+    for (int w = 0; w < 3; w++) {
+        unsigned long n = 1, made = 0;
+        for (;; n++) {
+            int r = sync_failing_at(n, w, &made);
+            if (r != 0 && r != CK_ENOMEM)
+                fail_msg("world %d, allocation %lu: sync returned %d", w, n, r);
+            if (made < n)
+                break; /* the nth allocation never came: the sync ran unhindered */
+        }
+        assert_true(n > 1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -830,6 +878,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hash_collision_bumps_collision_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rs_events_reach_the_owner_or_matching_deployments,
                                         setup, teardown),
+        cmocka_unit_test(test_sync_survives_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
