@@ -325,6 +325,11 @@ static void set_replicas(json_t *d, const void *arg)
     json_object_set_new(spec_of(d), "replicas", json_integer(*(const int *)arg));
 }
 
+static void set_min_ready(json_t *d, const void *arg)
+{
+    json_object_set_new(spec_of(d), "minReadySeconds", json_integer(*(const int *)arg));
+}
+
 /* The cached Deployment rolled out and complete: created, pods ready, status written. */
 static void bring_up(struct env *e)
 {
@@ -407,6 +412,18 @@ static void test_create_makes_new_rs_with_hash_and_annotations(void **state)
     assert_int_equal(int_at(st, "status", "unavailableReplicas"), 0);
     assert_string_equal(cond_reason(st, "Available"), "MinimumReplicasAvailable");
     assert_string_equal(cond_reason(st, "Progressing"), "NewReplicaSetAvailable");
+
+    /* minReadySeconds is not part of the template: the same ReplicaSet takes it */
+    catch_up(e);
+    int five = 5;
+    edit(e, set_min_ready, &five);
+    assert_int_equal(sync(e), 0);
+    assert_int_equal(ck_fake_client_count(e->fc, "create", e->rss_res), 0);
+    const struct ck_fake_action *u = fx_action(e->fc, "update", "replicasets", 0);
+    assert_non_null(u);
+    assert_string_equal(u->name, name);
+    assert_int_equal(int_at(u->body, "spec", "minReadySeconds"), 5);
+    assert_int_equal(int_at(u->body, "spec", "replicas"), 3);
 }
 
 /* Rolls web out to completion, checking the bounds after every sync; returns the syncs. */
