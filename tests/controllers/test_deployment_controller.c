@@ -660,6 +660,50 @@ static void test_rollback_by_template_reuses_the_old_rs(void **state)
     assert_string_equal(annotation(cached(&e->ds, "web"), CK_DEPLOY_REVISION_ANNOTATION), "3");
 }
 
+static void set_rollback_to(json_t *d, const void *arg)
+{
+    json_t *m = json_object_get(d, "metadata");
+    if (!json_object_get(m, "annotations"))
+        json_object_set_new(m, "annotations", json_object());
+    json_object_set_new(json_object_get(m, "annotations"), CK_DEPLOY_ROLLBACK_TO_ANNOTATION,
+                        json_string(arg));
+}
+
+/* The deprecated rollback annotation: the template of that revision, the annotation gone. */
+static void test_rollback_annotation_takes_the_revision_template(void **state)
+{
+    struct env *e = *state;
+    json_t *d = deployment(2, 1, 0, "1.28");
+    put(e, &e->rss, e->rss_res, owned_rs(d, true, "web-a", "1.27", 0, "1", "2026-01-01T00:00:00Z"));
+    put(e, &e->rss, e->rss_res, owned_rs(d, true, "web-b", "1.28", 2, "2", "2026-01-02T00:00:00Z"));
+    json_object_set_new(json_object_get(d, "metadata"), "annotations",
+                        json_pack("{s:s}", CK_DEPLOY_ROLLBACK_TO_ANNOTATION, "1"));
+    put(e, &e->ds, e->ds_res, d);
+
+    assert_int_equal(sync(e), 0);
+    const struct ck_fake_action *u = fx_action(e->fc, "update", "deployments", 0);
+    assert_non_null(u);
+    assert_null(annotation(u->body, CK_DEPLOY_ROLLBACK_TO_ANNOTATION));
+    const json_t *c = json_array_get(
+        json_object_get(json_object_get(json_object_get(spec_of(u->body), "template"), "spec"),
+                        "containers"),
+        0);
+    assert_string_equal(json_string_value(json_object_get(c, "image")), "nginx:1.27");
+    assert_int_equal(
+        events(e, "DeploymentRollback", "Rolled back deployment \"web\" to revision 1"), 1);
+
+    /* a revision that does not exist: a warning, and the annotation still goes */
+    catch_up(e);
+    edit(e, set_rollback_to, "7");
+    assert_int_equal(sync(e), 0);
+    assert_int_equal(events(e, "DeploymentRollbackRevisionNotFound",
+                            "Unable to find the revision to rollback to."),
+                     1);
+    u = fx_action(e->fc, "update", "deployments", 0);
+    assert_non_null(u);
+    assert_null(annotation(u->body, CK_DEPLOY_ROLLBACK_TO_ANNOTATION));
+}
+
 static void test_history_beyond_the_limit_is_deleted_oldest_first(void **state)
 {
     struct env *e = *state;
@@ -883,6 +927,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_paused_scales_but_does_not_roll_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scaling_mid_rollout_is_proportional, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_by_template_reuses_the_old_rs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rollback_annotation_takes_the_revision_template, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_history_beyond_the_limit_is_deleted_oldest_first,
                                         setup, teardown),

@@ -272,6 +272,11 @@ check "recreate: set image" sh -c "kubectl -n recreate set image deploy/web web=
 rollout_ok "recreate: rollout status after set image" recreate
 check "recreate: new ReplicaSet 3, old 0" \
     [ "$(rs_of_image recreate nginx:1.28),$(rs_of_image recreate nginx:1.27)" = '2 3,1 0' ]
+check "recreate: the deprecated rollback annotation" \
+    sh -c "kubectl -n recreate annotate deploy web deprecated.deployment.rollback.to=1 >/dev/null"
+rollout_ok "recreate: rollout status after the rollback annotation" recreate
+check "recreate: revision 1's ReplicaSet is back as revision 3" \
+    [ "$(rs_of_image recreate nginx:1.27),$(rs_of_image recreate nginx:1.28)" = '3 3,2 0' ]
 check "recreate: never pods of two templates at once (saw $(seen recreate max_templates))" \
     [ "$(seen recreate max_templates)" -eq 1 ]
 

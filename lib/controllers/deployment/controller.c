@@ -670,6 +670,56 @@ static int rollout_recreate(struct ck_deploy_controller *c, struct world *w, str
     return finish_rollout(c, w, reterr);
 }
 
+/* updateDeploymentAndClearRollbackTo: the Deployment without the rollback annotation. */
+static int clear_rollback(struct ck_deploy_controller *c, struct world *w, struct ck_err *reterr)
+{
+    json_object_del(json_object_get(json_object_get(w->d, "metadata"), "annotations"),
+                    CK_DEPLOY_ROLLBACK_TO_ANNOTATION);
+    return ck_ctl_update(&c->client, c->ds_res, ck__meta_str(w->d, "namespace"), w->d, NULL,
+                         reterr);
+}
+
+/*
+ * rollback: the deprecated deprecated.deployment.rollback.to annotation (set by the old
+ * extensions/v1beta1 rollback subresource, or by hand): the Deployment takes the
+ * template of that revision (0: the previous one), the annotation goes, events say how
+ * it went. kubectl 1.32's undo does not use it (it patches the template itself).
+ */
+static int rollback(struct ck_deploy_controller *c, struct world *w, struct ck_err *reterr)
+{
+    int r = sync_revision(c, w, true, reterr);
+    if (r < 0)
+        return r;
+    size_t n = 0;
+    const json_t **all = all_rss(w, &n);
+    if (!all)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    int64_t revision = ck__deploy_rollback_revision(w->d);
+    const json_t *rs = NULL;
+    if (ck__deploy_rollback_find(all, n, revision, &rs) < 0) {
+        ck_event_recordf(&c->recorder, w->d, CK_EVENT_WARNING, CK_DEPLOY_REASON_ROLLBACK_NOT_FOUND,
+                         "%s",
+                         revision == 0 ? "Unable to find last revision."
+                                       : "Unable to find the revision to rollback to.");
+    } else {
+        int64_t to = 0;
+        if (ck__deploy_revision(rs, &to) < 0)
+            to = revision;
+        if (ck__deploy_rollback_to_template(w->d, rs))
+            ck_event_recordf(&c->recorder, w->d, CK_EVENT_NORMAL, CK_DEPLOY_REASON_ROLLBACK_DONE,
+                             "Rolled back deployment \"%s\" to revision %" PRId64,
+                             ck__deploy_name(w->d), to);
+        else
+            ck_event_recordf(&c->recorder, w->d, CK_EVENT_WARNING,
+                             CK_DEPLOY_REASON_ROLLBACK_UNCHANGED,
+                             "The rollback revision contains the same template as current "
+                             "deployment \"%s\"",
+                             ck__deploy_name(w->d));
+    }
+    free(all);
+    return clear_rollback(c, w, reterr);
+}
+
 /* ---- sync ------------------------------------------------------------------------- */
 
 /* getReplicaSetsForDeployment: the namespace's ReplicaSets, claimed. */
@@ -795,8 +845,15 @@ static int sync_deployment(struct ck_controller *ctl, const char *key, struct ck
         if (r < 0)
             goto out;
     }
-    if (json_is_true(json_object_get(json_object_get(w.d, "spec"), "paused")) ||
-        ck__deploy_is_scaling_event(w.d, w.rss, w.n)) {
+    if (json_is_true(json_object_get(json_object_get(w.d, "spec"), "paused"))) {
+        r = sync_scale(c, &w, reterr);
+        goto out;
+    }
+    if (ck__deploy_rollback_revision(w.d) >= 0) {
+        r = rollback(c, &w, reterr);
+        goto out;
+    }
+    if (ck__deploy_is_scaling_event(w.d, w.rss, w.n)) {
         r = sync_scale(c, &w, reterr);
         goto out;
     }
