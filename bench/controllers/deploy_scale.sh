@@ -14,30 +14,8 @@
 set -eu
 n=${1:-10000}
 qps=${2:-2000}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$root/build-bench-rs
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
-cmake --build "$build" -j "$(nproc)" --target ckube bench_pods >/dev/null
-ckube=$build/cmd/ckube/ckube
-work=$(mktemp -d)
-server_pid=""; cm_pid=""
-cleanup() {
-    [ -n "$cm_pid" ] && kill "$cm_pid" 2>/dev/null && wait "$cm_pid" 2>/dev/null
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$ckube" server --listen "127.0.0.1:$port" --data-dir "$work/data" --controllers=-* \
-    >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-# ready, and the kubeconfig written (the server writes it once it serves)
-until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ] &&
-    [ -f "$work/data/kubeconfig" ]; do sleep 0.1; done
-export KUBECONFIG=$work/data/kubeconfig
-"$ckube" controller-manager --kubeconfig "$KUBECONFIG" --kube-api-qps "$qps" \
-    --kube-api-burst "$qps" >"$work/cm.out" 2>"$work/cm.err" &
-cm_pid=$!
+server_controllers='-*'
+. "$(cd "$(dirname "$0")" && pwd)/common.sh"
 url=http://127.0.0.1:$port/apis/apps/v1/namespaces/default/deployments/big
 # done when generation observed and replicas, updatedReplicas and availableReplicas are N
 complete() {
@@ -49,9 +27,7 @@ ok = s.get("observedGeneration", 0) >= d["metadata"]["generation"] and all(
     s.get(f, 0) == n for f in ("replicas", "updatedReplicas", "availableReplicas"))
 sys.exit(0 if ok else 1)' "$n"
 }
-now() { date +%s.%N; }
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$1/stat"; }
-rss() { ps -o rss= -p "$1" | awk '{printf "%.1f MiB", $1 / 1024}'; }
 # marks what is new, pass after pass, until the Deployment is complete
 mark_until_complete() {
     passes=0
