@@ -35,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../internal.h"
 #include "ckube/internal/util.h"
 #include "ckube/replicaset.h"
 
@@ -45,11 +46,11 @@ struct ck_rs_controller {
     struct ck_ctl_client client; /* every write */
     struct ck_lister pods, rss;  /* every read of the caches */
     const struct ck_resource *pods_res, *rss_res;
-    struct ck_ctl_event_sink sink;        /* the recorder writes through client */
-    struct ck_event_recorder *recorder;   /* events on the ReplicaSets */
-    struct ck_informer *pod_inf, *rs_inf; /* NULL when made from given listers */
+    struct ck_ctl_event_sink sink;      /* the recorder writes through client */
+    struct ck_event_recorder *recorder; /* events on the ReplicaSets */
+    struct ck_informer *infs[2];        /* ReplicaSets, pods; NULL when made from given listers */
     struct ck_expectations *exp;
-    struct ck_wq *queue;
+    struct ck_wq *queue; /* ctl.queue */
     struct ck_controller ctl;
     struct ck_runner *runner;
 };
@@ -66,65 +67,18 @@ static bool being_deleted(const json_t *obj)
     return json_object_get(meta(obj), "deletionTimestamp") != NULL;
 }
 
-static void enqueue_obj(struct ck_rs_controller *c, const json_t *rs)
-{
-    char *key = NULL;
-    if (ck_meta_namespace_key(rs, &key, NULL) == 0)
-        ck_wq_add(c->queue, key);
-    free(key);
-}
-
-/* The ReplicaSet a controller reference points to, if we know it (new reference). */
-static const json_t *resolve_ref(struct ck_rs_controller *c, const char *ns, const json_t *ref)
-{
-    const char *kind = json_string_value(json_object_get(ref, "kind"));
-    const char *name = json_string_value(json_object_get(ref, "name"));
-    const char *uid = json_string_value(json_object_get(ref, "uid"));
-    if (!kind || strcmp(kind, RS_KIND) != 0 || !name || !uid)
-        return NULL;
-    const json_t *rs = NULL;
-    if (ck_lister_get(&c->rss, ns ? ns : "", name, &rs) < 0)
-        return NULL;
-    const char *have = ck__meta_str(rs, "uid");
-    if (!have || strcmp(have, uid) != 0) {
-        ck_cached_unref(rs);
-        return NULL;
-    }
-    return rs;
-}
-
-/* Every ReplicaSet of pod's namespace whose selector matches the pod (GetPodReplicaSets). */
-static void enqueue_matching(struct ck_rs_controller *c, const json_t *pod)
-{
-    const char *ns = ck__meta_str(pod, "namespace");
-    struct ck_obj_list rss = {0};
-    if (!ns || ck_lister_list(&c->rss, ns, NULL, &rss, NULL) < 0)
-        return;
-    const json_t *labels = json_object_get(meta(pod), "labels");
-    for (size_t i = 0; i < rss.n; i++) {
-        struct ck_label_selector *sel = NULL;
-        const json_t *spec_sel = json_object_get(json_object_get(rss.items[i], "spec"), "selector");
-        if (!spec_sel || ck_label_selector_from_object(spec_sel, &sel, NULL) < 0)
-            continue;
-        if (!ck_label_selector_is_empty(sel) && ck_label_selector_matches(sel, labels))
-            enqueue_obj(c, rss.items[i]);
-        ck_label_selector_free(sel);
-    }
-    ck_obj_list_release(&rss);
-}
-
 /* ---- handlers ------------------------------------------------------------------ */
 
 static void rs_add(const json_t *obj, bool initial, void *arg)
 {
     (void)initial;
-    enqueue_obj(arg, obj);
+    ck__ctl_enqueue(((struct ck_rs_controller *)arg)->queue, obj);
 }
 
 static void rs_update(const json_t *old, const json_t *obj, void *arg)
 {
     (void)old;
-    enqueue_obj(arg, obj);
+    ck__ctl_enqueue(((struct ck_rs_controller *)arg)->queue, obj);
 }
 
 static void rs_delete(const json_t *obj, const struct ck_deleted_final_state_unknown *t, void *arg)
@@ -143,7 +97,7 @@ static void pod_deleted(struct ck_rs_controller *c, const json_t *pod, const cha
     const json_t *ref = ck_controller_ref(pod);
     if (!ref)
         return;
-    const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ref);
+    const json_t *rs = ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(pod, "namespace"), ref);
     if (!rs)
         return;
     char *rs_key = NULL;
@@ -165,7 +119,8 @@ static void pod_add(const json_t *pod, bool initial, void *arg)
     if (being_deleted(pod)) {
         pod_deleted(c, pod, pod_key); /* a restart can show a pod already being deleted */
     } else if (ck_controller_ref(pod)) {
-        const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ck_controller_ref(pod));
+        const json_t *rs = ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(pod, "namespace"),
+                                               ck_controller_ref(pod));
         char *rs_key = NULL;
         if (rs && ck_meta_namespace_key(rs, &rs_key, NULL) == 0) {
             ck_expectations_creation_observed(c->exp, rs_key);
@@ -174,18 +129,9 @@ static void pod_add(const json_t *pod, bool initial, void *arg)
         free(rs_key);
         ck_cached_unref(rs);
     } else {
-        enqueue_matching(c, pod);
+        ck__ctl_enqueue_selecting(c->queue, &c->rss, pod);
     }
     free(pod_key);
-}
-
-static bool same_ref(const json_t *a, const json_t *b)
-{
-    if (!a || !b)
-        return a == b;
-    const char *ua = json_string_value(json_object_get(a, "uid"));
-    const char *ub = json_string_value(json_object_get(b, "uid"));
-    return ua && ub && strcmp(ua, ub) == 0;
 }
 
 static void pod_update(const json_t *old, const json_t *pod, void *arg)
@@ -206,24 +152,26 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
     const json_t *old_ref = ck_controller_ref(old), *ref = ck_controller_ref(pod);
     if (being_deleted(pod)) {
         pod_deleted(c, pod, pod_key);
-        if (!same_ref(old_ref, ref))
+        if (!ck__ctl_same_ref(old_ref, ref))
             pod_deleted(c, old, pod_key);
         free(pod_key);
         return;
     }
-    if (!same_ref(old_ref, ref) && old_ref) {
-        const json_t *rs = resolve_ref(c, ck__meta_str(old, "namespace"), old_ref);
+    if (!ck__ctl_same_ref(old_ref, ref) && old_ref) {
+        const json_t *rs =
+            ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(old, "namespace"), old_ref);
         if (rs)
-            enqueue_obj(c, rs);
+            ck__ctl_enqueue(c->queue, rs);
         ck_cached_unref(rs);
     }
     if (ref) {
-        const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ref);
+        const json_t *rs =
+            ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(pod, "namespace"), ref);
         if (rs)
-            enqueue_obj(c, rs);
+            ck__ctl_enqueue(c->queue, rs);
         ck_cached_unref(rs);
     } else if (labels_changed || old_ref) {
-        enqueue_matching(c, pod);
+        ck__ctl_enqueue_selecting(c->queue, &c->rss, pod);
     }
     free(pod_key);
 }
@@ -585,30 +533,15 @@ static int init_common(struct ck_rs_controller *c, const struct ck_ctl_client *c
     c->client = *client;
     c->pods_res = ck_controller_resource("", "v1", "pods");
     c->rss_res = ck_controller_resource("apps", "v1", "replicasets");
-    struct ck_event_sink sink;
-    if (!c->pods_res || !c->rss_res || ck_ctl_event_sink_init(&c->sink, &c->client, &sink) < 0)
+    if (!c->pods_res || !c->rss_res)
         return ck_err_set(reterr, CK_ENOENT, "replicaset: the API kinds it needs are unknown");
-    struct ck_event_recorder_options ropts = {
-        .component = "replicaset-controller",
-        .synchronous = synchronous_events,
-        .correlator = {.clock = clock},
-    };
-    int r = ck_event_recorder_new(&ropts, &sink, &c->recorder, reterr);
-    if (r < 0)
-        return r;
-    struct ck_wq_options qopts = {
-        .name = "replicaset",
-        .clock = clock,
-        .limiter = ck_rl_default_controller_new(clock),
-    };
-    r = qopts.limiter ? ck_wq_new(&qopts, &c->queue, reterr)
-                      : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    int r = ck__ctl_recorder(&c->sink, &c->client, "replicaset-controller", clock,
+                             synchronous_events, &c->recorder, reterr);
+    if (r == 0)
+        r = ck__ctl_init(&c->ctl, "replicaset", sync_rs, c, clock, reterr);
+    c->queue = c->ctl.queue;
     if (r == 0)
         r = ck_expectations_new(clock, 0, &c->exp, reterr);
-    c->ctl.name = "replicaset";
-    c->ctl.sync = sync_rs;
-    c->ctl.data = c;
-    c->ctl.queue = c->queue;
     return r;
 }
 
@@ -621,25 +554,18 @@ int ck_rs_controller_new(struct ck_rest *client, struct ck_informer_factory *fac
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     struct ck_ctl_client rest;
     ck_ctl_client_init_rest(&rest, client);
+    struct ck_event_handler rs_h, pod_h;
+    ck_rs_controller_handlers(c, &rs_h, &pod_h);
     int r = init_common(c, &rest, clock, false, reterr);
+    if (r == 0)
+        r = ck__ctl_watch(factory, c->rss_res, &rs_h, &c->infs[0], &c->rss, reterr);
+    if (r == 0)
+        r = ck__ctl_watch(factory, c->pods_res, &pod_h, &c->infs[1], &c->pods, reterr);
     if (r == 0) {
-        c->pod_inf = ck_informer_factory_for(factory, c->pods_res);
-        c->rs_inf = ck_informer_factory_for(factory, c->rss_res);
-        if (!c->pod_inf || !c->rs_inf)
-            r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    }
-    if (r == 0) {
-        ck_lister_init(&c->pods, ck_informer_indexer(c->pod_inf));
-        ck_lister_init(&c->rss, ck_informer_indexer(c->rs_inf));
-        struct ck_event_handler rs_h, pod_h;
-        ck_rs_controller_handlers(c, &rs_h, &pod_h);
-        r = ck_informer_add_handler(c->rs_inf, &rs_h, 0, reterr);
-        if (r == 0)
-            r = ck_informer_add_handler(c->pod_inf, &pod_h, 0, reterr);
         /* other controllers may have added it already: that is fine */
-        int ix = ck_informer_add_index(c->pod_inf, CK_INDEX_CONTROLLER_UID,
+        int ix = ck_informer_add_index(c->infs[1], CK_INDEX_CONTROLLER_UID,
                                        ck_index_by_controller_uid, NULL, NULL);
-        if (r == 0 && ix < 0 && ix != CK_EEXIST)
+        if (ix < 0 && ix != CK_EEXIST)
             r = ck_err_set(reterr, ix, "cannot add the controller-uid index");
     }
     if (r < 0) {
@@ -683,20 +609,15 @@ int ck_rs_controller_sync(struct ck_rs_controller *c, const char *key, struct ck
 
 int ck_rs_controller_run(struct ck_rs_controller *c, int workers, struct ck_err *reterr)
 {
-    if ((c->pod_inf && !ck_informer_wait_for_sync(c->pod_inf, CK_TIME_NEVER)) ||
-        (c->rs_inf && !ck_informer_wait_for_sync(c->rs_inf, CK_TIME_NEVER)))
-        return ck_err_set(reterr, CK_ESHUTDOWN, "replicaset: informers stopped before syncing");
-    return ck_runner_start(&c->ctl, workers > 0 ? workers : 5, &c->runner, reterr);
+    return ck__ctl_run(&c->ctl, c->infs, 2, workers, &c->runner, reterr);
 }
 
 struct ck_rs_controller *ck_rs_controller_free(struct ck_rs_controller *c)
 {
     if (!c)
         return NULL;
-    if (c->runner)
-        ck_runner_stop(c->runner);
+    ck__ctl_stop(&c->ctl, c->runner);
     ck_event_recorder_free(c->recorder);
-    ck_wq_free(c->queue);
     ck_expectations_free(c->exp);
     free(c);
     return NULL;
