@@ -44,13 +44,15 @@ struct ck_field_errors {
     struct ck_field_error *items;
     size_t len;
     size_t cap;
+    bool nomem; /* an error, or a part of one, could not be stored: answer CK_ENOMEM */
 };
 
 /*
  * Appends one error. value is rendered quoted when value_is_string, as
  * Kubernetes prints string values ("Invalid value: \"Foo\""); NULL value
- * omits it. Allocation failure drops the error but keeps the list marked as
- * failed (len > 0 is guaranteed after any add).
+ * omits it. Allocation failure drops the error, or the part of it that
+ * could not be copied, and sets nomem: the list no longer says what is
+ * wrong, and its owner answers out of memory.
  */
 void ck_field_errors_add(struct ck_field_errors *errs, enum ck_field_error_type type,
                          const char *field, const char *value, bool value_is_string,
@@ -223,8 +225,9 @@ int ck_schema_decode(const struct ck_schemas *set, const char *name, const char 
  * Applies the schemas' `default` values to obj in place: an absent property
  * with a default gets a copy of it, then defaults apply inside it. Fields in
  * `x-ckube-always-emit` that are absent get their type's zero value.
+ * Returns 0, or CK_ENOMEM with obj partly defaulted.
  */
-void ck_schema_default(const struct ck_schemas *set, const char *name, json_t *obj);
+int ck_schema_default(const struct ck_schemas *set, const char *name, json_t *obj);
 
 /*
  * Validates what the schema states (required properties, enums, minimum and
@@ -257,10 +260,10 @@ const struct ck_api_feature *ck_api_features(size_t *ret_count);
  * Drops from obj (of schema `name`) every field whose property names a gate
  * (x-ckube-feature-gate) that is off, unless old (NULL on create) already
  * uses that field at the same place: Kubernetes' "drop disabled fields on
- * create, keep them on update when in use".
+ * create, keep them on update when in use". Returns 0, or CK_ENOMEM.
  */
-void ck_schema_drop_disabled(const struct ck_schemas *set, const char *name, json_t *obj,
-                             const json_t *old, ck_feature_enabled_fn enabled, void *ctx);
+int ck_schema_drop_disabled(const struct ck_schemas *set, const char *name, json_t *obj,
+                            const json_t *old, ck_feature_enabled_fn enabled, void *ctx);
 
 /*
  * Adds a NotSupported error for every string value that its schema gates
@@ -417,19 +420,21 @@ struct ck_kind {
      * RESTDeleteStrategy), each optional. prepare_for_create initialises what
      * the server owns (status, computed defaults); prepare_for_update carries
      * over what the main resource may not change; validate adds field errors
-     * and never mutates (old is NULL on create).
+     * and never mutates (old is NULL on create). The hooks that change obj
+     * return 0, or CK_ENOMEM when a change could not be made (obj is then
+     * half-changed and the write fails with a 500).
      */
-    void (*prepare_for_create)(json_t *obj);
-    void (*prepare_for_update)(json_t *obj, const json_t *old);
+    int (*prepare_for_create)(json_t *obj);
+    int (*prepare_for_update)(json_t *obj, const json_t *old);
     /* Computed defaults (beyond the schema's), on create and on update. */
-    void (*defaults)(json_t *obj);
+    int (*defaults)(json_t *obj);
     void (*validate)(const json_t *obj, const json_t *old, struct ck_field_errors *errs);
     /* Normalises a valid object before it is stored (Kubernetes' Canonicalize). */
-    void (*canonicalize)(json_t *obj);
+    int (*canonicalize)(json_t *obj);
     /* Finalizers of the kind's own beyond metadata.finalizers (a namespace's spec.finalizers). */
     bool (*has_own_finalizers)(const json_t *obj);
     /* What a delete that starts the deletion also changes (a namespace's Terminating phase). */
-    void (*prepare_for_delete)(json_t *obj);
+    int (*prepare_for_delete)(json_t *obj);
     /*
      * The grace period in seconds a delete gives obj, from the request's
      * (requested, NULL when it gave none); NULL hook: 0, the object goes once
@@ -519,8 +524,8 @@ const char *ck_rfc3339(long long seconds, char *buf, size_t size);
  * a new uid, creationTimestamp, generation 1 where the kind keeps one; drops
  * what clients may not set (resourceVersion, deletionTimestamp,
  * deletionGracePeriodSeconds, selfLink, managedFields); then runs the kind's
- * prepare_for_create. Returns 0, or CK_EINVAL when the body names another
- * namespace than the request (a 400 in Kubernetes).
+ * prepare_for_create. Returns 0, CK_EINVAL when the body names another
+ * namespace than the request (a 400 in Kubernetes), or CK_ENOMEM.
  */
 int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *namespace,
                            long long now, struct ck_err *reterr);
@@ -531,22 +536,25 @@ int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *
  * (name, namespace, uid, creationTimestamp, generation, deletionTimestamp,
  * deletionGracePeriodSeconds), keeps old's status when the kind has a status
  * subresource, bumps generation when the spec changed (and, where the kind says so,
- * the annotations), then runs the kind's prepare_for_update.
+ * the annotations), then runs the kind's prepare_for_update. Returns 0, or
+ * CK_ENOMEM with obj half-prepared.
  */
-void ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_t *old);
+int ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_t *old);
 
 /*
  * Puts back into meta the fields the server owns (name, namespace, uid,
  * creationTimestamp, generation, deletionTimestamp,
  * deletionGracePeriodSeconds) as old_meta has them, absent where it has none.
+ * Returns 0, or CK_ENOMEM.
  */
-void ck_meta_keep_server_owned(json_t *meta, const json_t *old_meta);
+int ck_meta_keep_server_owned(json_t *meta, const json_t *old_meta);
 
-/* Runs the kind's computed defaults (imagePullPolicy, namespace labels, ...). */
-void ck_kind_default(const struct ck_kind *kind, json_t *obj);
+/* Runs the kind's computed defaults (imagePullPolicy, namespace labels, ...). 0 or CK_ENOMEM. */
+int ck_kind_default(const struct ck_kind *kind, json_t *obj);
 
-/* Runs the kind's canonicalize hook, if any, on an object that passed validation. */
-void ck_kind_canonicalize(const struct ck_kind *kind, json_t *obj);
+/* Runs the kind's canonicalize hook, if any, on an object that passed validation. 0 or CK_ENOMEM.
+ */
+int ck_kind_canonicalize(const struct ck_kind *kind, json_t *obj);
 
 /*
  * Validates metadata as Kubernetes' ValidateObjectMeta does (name per kind

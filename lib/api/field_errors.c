@@ -44,8 +44,10 @@ void ck_field_errors_add(struct ck_field_errors *errs, enum ck_field_error_type 
     if (errs->len == errs->cap) {
         size_t cap = errs->cap ? errs->cap * 2 : 4;
         struct ck_field_error *items = realloc(errs->items, cap * sizeof(*items));
-        if (!items)
+        if (!items) {
+            errs->nomem = true;
             return;
+        }
         errs->items = items;
         errs->cap = cap;
     }
@@ -62,6 +64,8 @@ void ck_field_errors_add(struct ck_field_errors *errs, enum ck_field_error_type 
             e->detail = NULL;
         va_end(ap);
     }
+    if (!e->field || (value && !e->value) || (detail_fmt && !e->detail))
+        errs->nomem = true;
 }
 
 void ck_field_errors_release(struct ck_field_errors *errs)

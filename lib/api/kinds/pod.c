@@ -51,16 +51,18 @@ static const char *pod_qos(const json_t *spec)
     return guaranteed ? "Guaranteed" : "Burstable";
 }
 
-static void prepare_for_create(json_t *obj)
+static int prepare_for_create(json_t *obj)
 {
-    json_object_set_new(obj, "status",
-                        json_pack("{s:s, s:s}", "phase", "Pending", "qosClass",
-                                  pod_qos(json_object_get(obj, "spec"))));
+    return json_object_set_new(obj, "status",
+                               json_pack("{s:s, s:s}", "phase", "Pending", "qosClass",
+                                         pod_qos(json_object_get(obj, "spec")))) < 0
+               ? CK_ENOMEM
+               : 0;
 }
 
-static void defaults(json_t *obj)
+static int defaults(json_t *obj)
 {
-    ck__pod_spec_default(json_object_get(obj, "spec"));
+    return ck__pod_spec_default(json_object_get(obj, "spec"));
 }
 
 /* A copy of a pod spec without what an update may change. */

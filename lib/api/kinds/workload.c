@@ -18,9 +18,9 @@
 
 #include "../internal.h"
 
-void ck__workload_defaults(json_t *obj)
+int ck__workload_defaults(json_t *obj)
 {
-    ck__pod_spec_default(
+    return ck__pod_spec_default(
         json_object_get(json_object_get(json_object_get(obj, "spec"), "template"), "spec"));
 }
 
@@ -31,9 +31,12 @@ void ck__workload_validate(const json_t *obj, const json_t *old, struct ck_field
     const json_t *template_labels = ck__json_path(obj, "spec.template.metadata.labels");
     struct ck_label_selector *s = NULL;
     struct ck_err err = {0};
+    int r = selector ? ck_label_selector_from_object(selector, &s, &err) : 0;
     if (!selector) {
         ck_field_errors_add(errs, CK_FIELD_REQUIRED, "spec.selector", NULL, false, NULL);
-    } else if (ck_label_selector_from_object(selector, &s, &err) < 0) {
+    } else if (r == CK_ENOMEM) {
+        errs->nomem = true;
+    } else if (r < 0) {
         ck_field_errors_add(errs, CK_FIELD_INVALID, "spec.selector", NULL, false, "%s", err.msg);
     } else if (ck_label_selector_is_empty(s)) {
         ck_field_errors_add(errs, CK_FIELD_INVALID, "spec.selector", NULL, false,
