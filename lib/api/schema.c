@@ -501,22 +501,21 @@ int ck_schema_decode(const struct ck_schemas *set, const char *name, const char 
         return ck_err_set(reterr, CK_EINVAL, "no schema named %s", name);
 
     json_error_t jerr;
-    json_t *obj = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *obj = NULL;
+    int loaded = ck_json_loadb(body, len, JSON_REJECT_DUPLICATES, &obj, &jerr);
     char key[128];
-    /* jansson says when it ran out of memory: that is a 500, not the client's syntax */
-    if (!obj && json_error_code(&jerr) == json_error_out_of_memory)
-        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    if (!obj && duplicate_key_error(&jerr, key, sizeof(key))) {
+    if (loaded < 0 && loaded != CK_ENOMEM && duplicate_key_error(&jerr, key, sizeof(key))) {
         if (validation == CK_FIELD_VALIDATION_STRICT)
             return ck_err_set(reterr, CK_EINVAL, "strict decoding error: duplicate field \"%s\"",
                               key);
         if (validation == CK_FIELD_VALIDATION_WARN)
             ck_warnings_add(warnings, "duplicate field \"%s\"", key);
-        obj = json_loadb(body, len, 0, &jerr); /* the last value wins, as in Go */
+        loaded = ck_json_loadb(body, len, 0, &obj, &jerr); /* the last value wins, as in Go */
     }
-    if (!obj && json_error_code(&jerr) == json_error_out_of_memory)
+    /* running out of memory is a 500, not the client's syntax */
+    if (loaded == CK_ENOMEM)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    if (!obj)
+    if (loaded < 0)
         return ck_err_set(reterr, CK_EINVAL, "json parse error: %s (line %d, column %d)", jerr.text,
                           jerr.line, jerr.column);
 

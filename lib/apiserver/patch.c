@@ -61,8 +61,8 @@ int ck__patch_init(struct ck__patch *p, const struct ck_schemas *schemas,
                                  : unsupported_custom_patch);
     }
     json_error_t jerr;
-    p->doc = json_loadb(body ? body : "", len, JSON_DECODE_ANY, &jerr);
-    if (!p->doc && json_error_code(&jerr) == json_error_out_of_memory)
+    p->doc = NULL;
+    if (ck_json_loadb(body, len, JSON_DECODE_ANY, &p->doc, &jerr) == CK_ENOMEM)
         return ck_err_no_memory(reterr);
     if (!p->doc)
         return ck_err_status(reterr, "BadRequest", "error decoding patch: %s", jerr.text);
@@ -252,8 +252,8 @@ json_t *ck__scale_put_mutate(const json_t *current, void *arg, struct ck_err *re
 
 char *ck__scale_serve(const struct ck_kind *kind, const char *served, size_t len, size_t *ret_len)
 {
-    json_error_t jerr;
-    json_t *obj = json_loadb(served, len, 0, &jerr);
+    json_t *obj = NULL;
+    ck_json_loadb(served, len, 0, &obj, NULL);
     json_t *scale = obj ? ck__scale_of(kind, obj) : NULL;
     char *text = ck__json_dumps(scale, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(scale);

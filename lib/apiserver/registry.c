@@ -90,7 +90,7 @@ static char *encode_for_store(const json_t *obj, size_t *ret_len)
     }
     json_t *meta = json_object_get(ordered, "metadata");
     if (meta) {
-        meta = json_copy(meta);
+        meta = json_deep_copy(meta); /* json_copy() drops members it cannot insert */
         json_object_del(meta, "resourceVersion");
         failed |= json_object_set_new(ordered, "metadata", meta);
     } else {
@@ -141,9 +141,8 @@ char *ck__serve_stored(const char *stored, size_t len, int64_t resource_version,
 
 json_t *ck__decode_stored(const struct ck_kv *kv)
 {
-    json_error_t jerr;
-    json_t *obj = json_loadb(kv->value, kv->value_len, 0, &jerr);
-    if (!obj)
+    json_t *obj = NULL;
+    if (ck_json_loadb(kv->value, kv->value_len, 0, &obj, NULL) < 0)
         return NULL;
     char rv[32];
     snprintf(rv, sizeof(rv), "%lld", (long long)kv->mod_revision);

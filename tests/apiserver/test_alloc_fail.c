@@ -44,7 +44,7 @@ static struct ck_apiserver *server;
 #define PODS "/api/v1/namespaces/default/pods"
 
 /* Failure points tried per request: every one up to DENSE, then about SPREAD more. */
-#define DENSE  400
+#define DENSE  2000
 #define SPREAD 200
 
 static const char rs_body[] =
@@ -103,23 +103,34 @@ static const char *const table_accept[] = {"Accept: application/json;as=Table;v=
                                            NULL};
 
 static const struct request_case cases[] = {
-    {"create", "POST", RS, rs_body, NULL, 201, rs_absent, false, false},
+    {"create", "POST", RS, rs_body, NULL, 201, rs_absent, true, false},
     {"get", "GET", RS "/web", NULL, NULL, 200, rs_present, true, false},
     {"list", "GET", RS "?labelSelector=app%3Dweb&limit=5", NULL, NULL, 200, rs_present, true,
      false},
     {"list table", "GET", RS, NULL, table_accept, 200, rs_present, true, false},
-    {"patch", "PATCH", RS "/web", "{\"spec\":{\"replicas\":3}}", merge_type, 200, rs_present, false,
+    {"patch", "PATCH", RS "/web", "{\"spec\":{\"replicas\":3}}", merge_type, 200, rs_present, true,
      false},
+    {"strategic patch", "PATCH", RS "/web",
+     "{\"metadata\":{\"labels\":{\"tier\":\"fe\"}},\"spec\":{\"template\":{\"spec\":"
+     "{\"containers\":[{\"name\":\"c\",\"image\":\"nginx:1.27\"},{\"name\":\"d\",\"image\":"
+     "\"busybox\"}],\"$setElementOrder/containers\":[{\"name\":\"d\"},{\"name\":\"c\"}]}}}}",
+     strategic_type, 200, rs_present, true, false},
+    {"json patch", "PATCH", RS "/web",
+     "[{\"op\":\"replace\",\"path\":\"/spec/replicas\",\"value\":4},{\"op\":\"add\",\"path\":"
+     "\"/metadata/annotations\",\"value\":{\"a\":\"b\"}},{\"op\":\"copy\",\"from\":"
+     "\"/metadata/labels/app\",\"path\":\"/metadata/annotations/c\"},{\"op\":\"test\",\"path\":"
+     "\"/spec/replicas\",\"value\":4}]",
+     jsonpatch_type, 200, rs_present, true, false},
     {"patch status", "PATCH", RS "/web/status", "{\"status\":{\"replicas\":2}}", merge_type, 200,
-     rs_present, false, false},
-    {"update", "PUT", RS "/web", rs_body, NULL, 200, rs_present, false, false},
+     rs_present, true, false},
+    {"update", "PUT", RS "/web", rs_body, NULL, 200, rs_present, true, false},
     {"delete", "DELETE", RS "/web", NULL, NULL, 200, rs_present, true, false},
     {"deletecollection", "DELETE", RS "?labelSelector=app%3Dweb", NULL, NULL, 200, rs_present, true,
      false},
     {"binding", "POST", PODS "/p/binding",
      "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p\"},\"target\":"
      "{\"kind\":\"Node\",\"name\":\"n1\"}}",
-     NULL, 201, pod_unbound, false, false},
+     NULL, 201, pod_unbound, true, false},
     {"discovery", "GET", "/apis/apps/v1", NULL, NULL, 200, nothing, true, false},
     {"metrics", "GET", "/metrics", NULL, NULL, 200, nothing, true, false},
     {"watch", "GET", RS "?watch=1&timeoutSeconds=1&labelSelector=app%3Dweb", NULL, NULL, 200,

@@ -155,12 +155,11 @@ static json_t *binding_update(const char *name, const json_t *binding, const jso
         ck_err_set(reterr, CK_EIO, "pod without spec");
         return NULL;
     }
-    json_object_set_new(spec, "nodeName", json_string(node));
+    /* json_object_set_new frees what it cannot insert: look values up again, never reuse them */
+    int failed = json_object_set_new(spec, "nodeName", json_string(node));
+    if (!json_is_array(json_object_get(status, "conditions")))
+        failed |= json_object_set_new(status, "conditions", json_array());
     json_t *conditions = json_object_get(status, "conditions");
-    if (!json_is_array(conditions)) {
-        conditions = json_array();
-        json_object_set_new(status, "conditions", conditions);
-    }
     for (size_t i = json_array_size(conditions); i-- > 0;) {
         const char *type =
             json_string_value(json_object_get(json_array_get(conditions, i), "type"));
@@ -168,10 +167,15 @@ static json_t *binding_update(const char *name, const json_t *binding, const jso
             json_array_remove(conditions, i);
     }
     char now[32];
-    json_array_append_new(conditions,
-                          json_pack("{s:s, s:s, s:n, s:s}", "type", "PodScheduled", "status",
-                                    "True", "lastProbeTime", "lastTransitionTime",
-                                    ck_rfc3339(time(NULL), now, sizeof(now))));
+    failed |= json_array_append_new(
+        conditions,
+        json_pack("{s:s, s:s, s:n, s:s}", "type", "PodScheduled", "status", "True", "lastProbeTime",
+                  "lastTransitionTime", ck_rfc3339(time(NULL), now, sizeof(now))));
+    if (failed) {
+        json_decref(next);
+        ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        return NULL;
+    }
     return next;
 }
 
