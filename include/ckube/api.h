@@ -419,8 +419,10 @@ struct ck_kind {
     size_t n_columns;
     /*
      * Fills the cells of the columns without a json_path: cells has one slot
-     * per column; the hook stores a new reference in each slot it computes,
-     * at time now (seconds). May be NULL when every column has a path.
+     * per column; the hook stores a new reference in the slot of every
+     * column without a path (json_null() for an empty cell), at time now
+     * (seconds). A slot left NULL means it ran out of memory. May be NULL
+     * when every column has a path.
      */
     void (*cells)(const json_t *obj, long long now, json_t **cells);
     /* The feature gates the kind's schema names (x-ckube-feature-gate and -gated-values). */
@@ -597,10 +599,9 @@ int ck_include_object_parse(const char *text, enum ck_include_object *ret);
 /*
  * Appends to cells (an array) one cell per column of kind for obj at time
  * now: the columns with a json_path read the object, the others come from
- * the kind's cells hook (null when it computes none).
+ * the kind's cells hook. Returns 0, or CK_ENOMEM with cells partly filled.
  */
-void ck_table_row_cells(const struct ck_kind *kind, const json_t *obj, long long now,
-                        json_t *cells);
+int ck_table_row_cells(const struct ck_kind *kind, const json_t *obj, long long now, json_t *cells);
 
 /*
  * Builds a meta.k8s.io/v1 Table for kind with the given rows' objects (each a
@@ -661,7 +662,8 @@ bool ck_schema_is_strategic(const struct ck_schemas *set, const char *name);
  * server_address as the one serverAddressByClientCIDRs entry), /apis
  * (APIGroupList: every group but the core one) and /api/v1 or /apis/G/V
  * (APIResourceList, one entry per resource and per subresource; NULL when
- * ckube serves no such group version). Each returns a new reference.
+ * ckube serves no such group version). Each returns a new reference, or
+ * NULL when out of memory (never a document with parts missing).
  */
 json_t *ck_discovery_api_versions(const char *server_address);
 json_t *ck_discovery_api_groups(void);
@@ -672,14 +674,16 @@ json_t *ck_discovery_resources(const char *group, const char *version);
  * every resource with a PATCH operation per kind that declares the
  * fieldValidation parameter (how kubectl learns the server validates
  * fields), and components.schemas holding every schema those kinds reach.
- * NULL when ckube serves no such group version. Returns a new reference.
+ * NULL when ckube serves no such group version, or when out of memory.
+ * Returns a new reference.
  */
 json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, const char *version);
 
 /*
  * The OpenAPI v3 index: {"paths": {"api/v1": {"serverRelativeURL":
  * "/openapi/v3/api/v1?hash=H"}, ...}} where H changes whenever that
- * document's content changes (kubectl caches documents by URL).
+ * document's content changes (kubectl caches documents by URL). NULL when
+ * out of memory.
  */
 json_t *ck_openapi_index(const struct ck_schemas *set);
 

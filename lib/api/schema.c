@@ -649,22 +649,22 @@ int ck_schema_default(const struct ck_schemas *set, const char *name, json_t *ob
 
 /* ---- validation --------------------------------------------------------- */
 
+/* "supported values: ..." for an enum; caller frees; NULL when out of memory. */
 static char *render_enum(const json_t *values)
 {
-    char *out = strdup("supported values: ");
+    struct ck__buf b = {0};
+    ck__buf_adds(&b, "supported values: ");
     size_t i;
     json_t *value;
     json_array_foreach(values, i, value)
     {
-        char *piece = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
-        char *next = NULL;
-        if (out && piece && asprintf(&next, "%s%s%s", out, i ? ", " : "", piece) >= 0) {
-            free(out);
-            out = next;
-        }
+        char *piece = ck__json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+        if (!piece)
+            return ck__buf_release(&b), NULL;
+        ck__buf_printf(&b, "%s%s", i ? ", " : "", piece);
         free(piece);
     }
-    return out;
+    return ck__buf_take(&b);
 }
 
 static void validate_value(const struct ck_schemas *set, const json_t *schema_in, const json_t *v,
@@ -686,7 +686,9 @@ static void validate_value(const struct ck_schemas *set, const json_t *schema_in
         }
         if (!found) {
             char *supported = render_enum(allowed);
-            char *value = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            char *value = ck__json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+            if (!supported || !value)
+                errs->nomem = true;
             ck_field_errors_add(errs, CK_FIELD_NOT_SUPPORTED, p->buf,
                                 json_is_string(v) ? json_string_value(v) : value, json_is_string(v),
                                 "%s", supported ? supported : "");
