@@ -70,7 +70,7 @@ static json_t *join_field(const json_t *array, const char *field)
     }
     char *buf = calloc(1, total);
     if (!buf)
-        return json_string("");
+        return NULL; /* out of memory: the Table fails */
     json_array_foreach(array, i, item)
     {
         const char *s = json_string_value(json_object_get(item, field));
@@ -88,11 +88,12 @@ static json_t *selector_cell(const json_t *selector)
     struct ck_label_selector *s = NULL;
     if (!selector)
         return json_string("<none>");
-    if (ck_label_selector_from_object(selector, &s, NULL) < 0)
-        return json_string("<error>");
+    int r = ck_label_selector_from_object(selector, &s, NULL);
+    if (r < 0) /* out of memory: NULL, the Table fails */
+        return r == CK_ENOMEM ? NULL : json_string("<error>");
     char *text = ck_label_selector_string(s);
     ck_label_selector_free(s);
-    json_t *out = json_string(text ? text : "");
+    json_t *out = text ? json_string(text) : NULL;
     free(text);
     return out;
 }
