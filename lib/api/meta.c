@@ -60,7 +60,7 @@ static char *generate_name(const char *prefix)
     size_t len = strlen(prefix);
     if (len > GENERATE_PREFIX_MAX)
         len = GENERATE_PREFIX_MAX;
-    char *name = malloc(len + GENERATE_SUFFIX_LEN + 1);
+    char *name = ck__malloc(len + GENERATE_SUFFIX_LEN + 1);
     if (!name)
         return NULL;
     memcpy(name, prefix, len);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "ckube/internal/util.h"
 
 int ck__workload_defaults(json_t *obj)
 {
@@ -68,7 +69,7 @@ static json_t *join_field(const json_t *array, const char *field)
         const char *s = json_string_value(json_object_get(item, field));
         total += (s ? strlen(s) : 0) + 1;
     }
-    char *buf = calloc(1, total);
+    char *buf = ck__calloc(1, total);
     if (!buf)
         return NULL; /* out of memory: the Table fails */
     json_array_foreach(array, i, item)
