@@ -4,23 +4,20 @@
  * server keeps serving, and nothing leaks (under ASan).
  *
  * For each request of a representative set (create, get, list, list as a
- * Table, merge patch, status patch, update, delete with a Success Status,
- * deletecollection, a pod's binding, discovery, /metrics, a watch) the test first
- * counts the allocations the request makes through the hook, then fails
- * allocation n for n = 1, 2, ... up to that count (every one for short
- * requests, a spread of them for long ones), resetting the object's state
- * before each attempt. A sticky failure then fails everything from the
+ * Table, merge, strategic and JSON patch, status patch, update, delete with a
+ * Success Status, deletecollection, a pod's binding, discovery, /metrics, a
+ * watch) the test first counts the allocations the request makes through the
+ * hook, then fails allocation n for n = 1, 2, ... up to that count (every one
+ * up to DENSE, a spread of them beyond), resetting the object's state before
+ * each attempt. A sticky failure then fails everything from the
  * first allocation, which only the static fallback Status survives.
  *
  * jansson's allocations go through the hook too (json_set_alloc_funcs in
  * main, before any thread starts; jansson's allocator is one per process,
  * and a library must not take it from the program that embeds it, so the
- * server itself never sets it), but only for the requests that do not take
- * a body through lib/api's decoding, defaulting and patching: those do not
- * yet report a failed jansson allocation as one (they answer 400/422, or
- * drop members), and defaulting can use a value jansson freed when it could
- * not insert it. The writes still fail every allocation the API server
- * makes itself. libmicrohttpd, libcurl and SQLite allocate outside the
+ * server itself never sets it), for every request of the set: writes and
+ * the three patch formats included, since lib/api reports a failed jansson
+ * allocation as one. libmicrohttpd, libcurl and SQLite allocate outside the
  * hook.
  *
  * The hook counts allocations of every thread; only this test's requests
