@@ -285,36 +285,20 @@ static char *build_string(struct jtext *t, size_t *ret_len)
             out[n++] = (char)*p;
             continue;
         }
-        switch (*++p) {
-        case 'b':
-            out[n++] = '\b';
-            break;
-        case 'f':
-            out[n++] = '\f';
-            break;
-        case 'n':
-            out[n++] = '\n';
-            break;
-        case 'r':
-            out[n++] = '\r';
-            break;
-        case 't':
-            out[n++] = '\t';
-            break;
-        case 'u': {
-            unsigned v = (unsigned)jtext_hex4(p + 1);
-            p += 4;
-            if (v >= 0xD800 && v <= 0xDBFF) { /* a surrogate pair, checked */
-                unsigned low = (unsigned)jtext_hex4(p + 3);
-                v = 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00);
-                p += 6;
-            }
-            n += utf8_put(v, out + n);
-            break;
+        static const char escapes[] = "bfnrt", decoded[] = "\b\f\n\r\t";
+        const char *simple = *++p ? strchr(escapes, *p) : NULL;
+        if (*p != 'u') { /* one character: " \ / or one of escapes */
+            out[n++] = simple ? decoded[simple - escapes] : (char)*p;
+            continue;
         }
-        default: /* " \ / */
-            out[n++] = (char)*p;
+        unsigned v = (unsigned)jtext_hex4(p + 1);
+        p += 4;
+        if (v >= 0xD800 && v <= 0xDBFF) { /* a surrogate pair, checked */
+            unsigned low = (unsigned)jtext_hex4(p + 3);
+            v = 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00);
+            p += 6;
         }
+        n += utf8_put(v, out + n);
     }
     out[n] = '\0';
     t->p = q + 1;
