@@ -94,7 +94,9 @@ static void validate(const json_t *obj, const json_t *old, struct ck_field_error
         return;
     json_t *a = mutable_masked(spec);
     json_t *b = mutable_masked(json_object_get(old, "spec"));
-    if (!json_equal(a, b))
+    if ((spec && !a) || (json_object_get(old, "spec") && !b))
+        errs->nomem = true; /* a copy it could not make is no change */
+    else if (!json_equal(a, b))
         ck_field_errors_add(
             errs, CK_FIELD_FORBIDDEN, "spec", NULL, false,
             "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)");
@@ -150,6 +152,10 @@ static json_t *binding_update(const char *name, const json_t *binding, const jso
     json_t *next = json_deep_copy(old);
     json_t *spec = next ? json_object_get(next, "spec") : NULL;
     json_t *status = next ? json_object_get(next, "status") : NULL;
+    if (!next) {
+        ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        return NULL;
+    }
     if (!json_is_object(spec) || !json_is_object(status)) {
         json_decref(next);
         ck_err_set(reterr, CK_EIO, "pod without spec");
