@@ -9,13 +9,18 @@
  * lets jansson's parser build a value: it checks the text against jansson's
  * grammar without allocating (so running out of memory cannot be mistaken for
  * bad syntax), then builds the value itself with jansson's constructors,
- * checking every one. Only text that is not JSON goes to json_loadb(), for
- * the error message users know.
+ * checking every one. Text that is not JSON never reaches jansson's parser
+ * either (given memory trouble it can trip an assert and abort): the check
+ * says what is wrong in jansson's words ("invalid token", "':' expected",
+ * ...) with the line and column.
  *
  * What jansson accepts, and so what the check accepts: an object or array at
  * the top (any value with JSON_DECODE_ANY), RFC 8259 syntax, valid UTF-8, no
  * \u0000, no lone surrogate, integers that fit json_int_t, reals that do not
- * overflow, at most 2048 levels of nesting, nothing after the value.
+ * overflow, at most 2048 levels of nesting, nothing after the value. One
+ * difference: jansson takes a NUL byte after a number or a literal for the end
+ * of the text (`[1,2\0]` reads as [1,2]); here a NUL byte outside a string is
+ * an invalid token, as inside one it is a control character.
  *
  * Threading: pure functions.
  */
@@ -34,7 +39,29 @@
 
 struct jtext {
     const unsigned char *p, *end;
+    const char *why;         /* the first thing wrong, in jansson's words; NULL: nothing */
+    const unsigned char *at; /* where */
+    bool show_byte;          /* the message names the byte at `at` */
 };
+
+/* Records what is wrong at t->p (the first failure only) and returns false. */
+static bool jfail(struct jtext *t, const char *why)
+{
+    if (!t->why) {
+        t->why = why;
+        t->at = t->p;
+        t->show_byte = false;
+    }
+    return false;
+}
+
+static bool jfail_byte(struct jtext *t, const char *why)
+{
+    bool first = !t->why;
+    jfail(t, why);
+    t->show_byte = first || t->show_byte;
+    return false;
+}
 
 #define JTEXT_MAX_DEPTH 2048 /* jansson's JSON_PARSER_MAX_DEPTH */
 
@@ -78,16 +105,16 @@ static bool jtext_utf8(struct jtext *t)
                : c >= 0xF0 && c <= 0xF4 ? 4
                                         : 0;
     if (!n || (size_t)(t->end - t->p) < n)
-        return false;
+        return jfail_byte(t, "unable to decode byte");
     unsigned v = c & (0xFFu >> (n + 1));
     for (size_t i = 1; i < n; i++) {
         if ((t->p[i] & 0xC0) != 0x80)
-            return false;
+            return jfail_byte(t, "unable to decode byte");
         v = (v << 6) | (t->p[i] & 0x3F);
     }
     if ((n == 3 && v < 0x800) || (n == 4 && v < 0x10000) || v > 0x10FFFF ||
         (v >= 0xD800 && v <= 0xDFFF))
-        return false;
+        return jfail_byte(t, "unable to decode byte");
     t->p += n;
     return true;
 }
@@ -97,7 +124,7 @@ static bool jtext_string(struct jtext *t)
     t->p++; /* the opening quote */
     while (t->p < t->end && *t->p != '"') {
         if (*t->p < 0x20)
-            return false;
+            return jfail_byte(t, "control character");
         if (*t->p >= 0x80) {
             if (!jtext_utf8(t))
                 return false;
@@ -106,28 +133,30 @@ static bool jtext_string(struct jtext *t)
         if (*t->p++ != '\\')
             continue;
         if (t->p >= t->end)
-            return false;
+            return jfail(t, "premature end of input");
         if (strchr("\"\\/bfnrt", *t->p) && *t->p) {
             t->p++;
             continue;
         }
-        if (*t->p != 'u' || t->end - t->p < 5)
-            return false;
+        if (*t->p != 'u' || t->end - t->p < 5 || jtext_hex4(t->p + 1) < 0)
+            return jfail(t, "invalid escape");
         int v = jtext_hex4(t->p + 1);
+        if (v == 0)
+            return jfail(t, "\\u0000 is not allowed without JSON_ALLOW_NUL");
+        if (v >= 0xDC00 && v <= 0xDFFF)
+            return jfail(t, "invalid Unicode escape"); /* a low surrogate first */
         t->p += 5;
-        if (v <= 0 || (v >= 0xDC00 && v <= 0xDFFF))
-            return false; /* \u0000, or a low surrogate first */
         if (v >= 0xD800 && v <= 0xDBFF) {
             if (t->end - t->p < 6 || t->p[0] != '\\' || t->p[1] != 'u')
-                return false;
+                return jfail(t, "invalid Unicode escape");
             int low = jtext_hex4(t->p + 2);
             if (low < 0xDC00 || low > 0xDFFF)
-                return false;
+                return jfail(t, "invalid Unicode escape");
             t->p += 6;
         }
     }
     if (t->p >= t->end)
-        return false;
+        return jfail(t, "premature end of input");
     t->p++;
     return true;
 }
@@ -149,12 +178,12 @@ static bool jtext_number(struct jtext *t)
     if (t->p < t->end && *t->p == '0')
         t->p++;
     else if (!jtext_digits(t))
-        return false;
+        return jfail(t, "invalid token");
     if (t->p < t->end && *t->p == '.') {
         t->p++;
         real = true;
         if (!jtext_digits(t))
-            return false;
+            return jfail(t, "invalid token");
     }
     if (t->p < t->end && (*t->p == 'e' || *t->p == 'E')) {
         t->p++;
@@ -162,36 +191,41 @@ static bool jtext_number(struct jtext *t)
         if (t->p < t->end && (*t->p == '+' || *t->p == '-'))
             t->p++;
         if (!jtext_digits(t))
-            return false;
+            return jfail(t, "invalid token");
     }
     char buf[512];
     size_t n = (size_t)(t->p - start);
-    if (n >= sizeof(buf))
-        return real; /* an integer this long overflows; a real: let it be */
+    if (n >= sizeof(buf)) /* an integer this long overflows; a real: let it be */
+        return real || jfail(t, "too big integer");
     memcpy(buf, start, n);
     buf[n] = '\0';
     errno = 0;
     if (real) {
         double d = strtod(buf, NULL);
-        return !(errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL));
+        return !(errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL)) ||
+               jfail(t, "real number overflow");
     }
     (void)strtoll(buf, NULL, 10);
-    return errno != ERANGE;
+    return errno != ERANGE || jfail(t, "too big integer");
 }
 
 static bool jtext_value(struct jtext *t, int depth)
 {
     jtext_ws(t);
-    if (t->p >= t->end || depth > JTEXT_MAX_DEPTH)
-        return false;
+    if (depth > JTEXT_MAX_DEPTH)
+        return jfail(t, "maximum parsing depth reached");
+    if (t->p >= t->end)
+        return jfail(t, "premature end of input");
     unsigned char open = *t->p;
     if (open == '"')
         return jtext_string(t);
     if (open == '-' || (open >= '0' && open <= '9'))
         return jtext_number(t);
     if (open != '{' && open != '[')
-        return jtext_lit(t, "true") || jtext_lit(t, "false") || jtext_lit(t, "null");
+        return jtext_lit(t, "true") || jtext_lit(t, "false") || jtext_lit(t, "null") ||
+               jfail(t, "invalid token");
     unsigned char close = open == '{' ? '}' : ']';
+    const char *close_expected = open == '{' ? "'}' expected" : "']' expected";
     t->p++;
     jtext_ws(t);
     if (t->p < t->end && *t->p == close) {
@@ -201,36 +235,38 @@ static bool jtext_value(struct jtext *t, int depth)
     for (;;) {
         if (open == '{') {
             jtext_ws(t);
-            if (t->p >= t->end || *t->p != '"' || !jtext_string(t))
+            if (t->p >= t->end || *t->p != '"')
+                return jfail(t, "string or '}' expected");
+            if (!jtext_string(t))
                 return false;
             jtext_ws(t);
-            if (t->p >= t->end || *t->p++ != ':')
-                return false;
+            if (t->p >= t->end || *t->p != ':')
+                return jfail(t, "':' expected");
+            t->p++;
         }
         if (!jtext_value(t, depth + 1))
             return false;
         jtext_ws(t);
-        if (t->p >= t->end)
-            return false;
-        if (*t->p == close) {
+        if (t->p < t->end && *t->p == close) {
             t->p++;
             return true;
         }
-        if (*t->p++ != ',')
-            return false;
+        if (t->p >= t->end || *t->p != ',')
+            return jfail(t, close_expected);
+        t->p++;
     }
 }
 
-static bool json_text_is_valid(const char *text, size_t len, bool any)
+/* Checks text; on failure t->why and t->at say what and where. */
+static bool json_text_is_valid(struct jtext *t, bool any)
 {
-    struct jtext t = {(const unsigned char *)text, (const unsigned char *)text + len};
-    jtext_ws(&t);
-    if (t.p >= t.end || (!any && *t.p != '{' && *t.p != '['))
+    jtext_ws(t);
+    if (t->p >= t->end || (!any && *t->p != '{' && *t->p != '['))
+        return jfail(t, "'[' or '{' expected");
+    if (!jtext_value(t, 1))
         return false;
-    if (!jtext_value(&t, 1))
-        return false;
-    jtext_ws(&t);
-    return t.p == t.end;
+    jtext_ws(t);
+    return t->p == t->end || jfail(t, "end of file expected");
 }
 
 /* ---- building the value --------------------------------------------------- */
@@ -426,6 +462,27 @@ static void set_error(json_error_t *jerr, enum json_error_code code, const char 
     jerr->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)code;
 }
 
+/* Fills jerr for text that check refused: jansson's words, line and column (from 1). */
+static void set_syntax_error(json_error_t *jerr, const struct jtext *check, const char *text)
+{
+    char msg[JSON_ERROR_TEXT_LENGTH];
+    if (check->show_byte && check->at < check->end)
+        snprintf(msg, sizeof(msg), "%s 0x%02x", check->why, *check->at);
+    else
+        snprintf(msg, sizeof(msg), "%s", check->why);
+    set_error(jerr, json_error_invalid_syntax, msg);
+    const unsigned char *p = (const unsigned char *)text;
+    int line = 1, column = 1;
+    for (; p < check->at; p++) {
+        column++;
+        if (*p == '\n')
+            line++, column = 1;
+    }
+    jerr->line = line;
+    jerr->column = column;
+    jerr->position = (int)(check->at - (const unsigned char *)text);
+}
+
 int ck_json_loadb(const char *text, size_t len, size_t flags, json_t **ret_json, json_error_t *jerr)
 {
     json_error_t local;
@@ -433,16 +490,16 @@ int ck_json_loadb(const char *text, size_t len, size_t flags, json_t **ret_json,
         jerr = &local;
     if (!text)
         len = 0, text = "";
-    if (!json_text_is_valid(text, len, flags & JSON_DECODE_ANY)) {
-        /* not JSON: jansson says why, as users know it (if it has the memory to) */
-        json_t *v = json_loadb(text, len, flags, jerr);
-        json_decref(v);
-        if (v || !jerr->text[0])
-            set_error(jerr, json_error_invalid_syntax, "invalid JSON");
+    struct jtext check = {.p = (const unsigned char *)text,
+                          .end = (const unsigned char *)text + len};
+    if (!json_text_is_valid(&check, flags & JSON_DECODE_ANY)) {
+        /* jansson's own parser is not asked why: out of memory, it can abort the process */
+        set_syntax_error(jerr, &check, text);
         return CK_EINVAL;
     }
-    struct build b = {.t = {(const unsigned char *)text, (const unsigned char *)text + len},
-                      .reject_duplicates = flags & JSON_REJECT_DUPLICATES};
+    struct build b = {
+        .t = {.p = (const unsigned char *)text, .end = (const unsigned char *)text + len},
+        .reject_duplicates = flags & JSON_REJECT_DUPLICATES};
     json_t *v = NULL;
     int r = build_value(&b, &v);
     if (r == CK_EEXIST) {
