@@ -4,7 +4,8 @@
  * server keeps serving, and nothing leaks (under ASan).
  *
  * For each request of a representative set (create, get, list, list as a
- * Table, merge, strategic and JSON patch, status patch, update, delete with a
+ * Table, merge, strategic and JSON patch, status patch, update, a Scale read
+ * and patched, delete with a
  * Success Status, deletecollection, a pod's binding, discovery, /metrics, a
  * watch) the test first counts the allocations the request makes through the
  * hook, then fails allocation n for n = 1, 2, ... up to that count (every one
@@ -121,6 +122,9 @@ static const struct request_case cases[] = {
     {"patch status", "PATCH", RS "/web/status", "{\"status\":{\"replicas\":2}}", merge_type, 200,
      rs_present, true, false},
     {"update", "PUT", RS "/web", rs_body, NULL, 200, rs_present, true, false},
+    {"scale patch", "PATCH", RS "/web/scale", "{\"spec\":{\"replicas\":2}}", merge_type, 200,
+     rs_present, true, false},
+    {"scale get", "GET", RS "/web/scale", NULL, NULL, 200, rs_present, true, false},
     {"delete", "DELETE", RS "/web", NULL, NULL, 200, rs_present, true, false},
     {"deletecollection", "DELETE", RS "?labelSelector=app%3Dweb", NULL, NULL, 200, rs_present, true,
      false},
