@@ -172,6 +172,25 @@ static int prepare_update(json_t **ret)
     return on_copy(ret, update_metadata);
 }
 
+/* A namespace through its kind's hooks: create, defaults, then the delete that starts. */
+static int namespace_hooks(json_t **ret)
+{
+    const struct ck_kind *k = ck_kind_lookup("", "v1", "namespaces");
+    json_t *ns = json_pack("{s:{s:s}, s:{s:[s]}}", "metadata", "name", "team-a", "spec",
+                           "finalizers", "example.com/cleanup");
+    if (!ns)
+        return CK_ENOMEM;
+    int r = k->prepare_for_create(ns);
+    if (r == 0)
+        r = ck_kind_default(k, ns);
+    if (r == 0)
+        r = k->prepare_for_delete(ns);
+    if (r < 0)
+        return json_decref(ns), r;
+    *ret = ns;
+    return 0;
+}
+
 static int merge_patch(json_t **ret)
 {
     json_t *patch = input("{\"metadata\":{\"labels\":{\"tier\":\"frontend-tier-label\","
@@ -278,6 +297,7 @@ static void test_decode_and_defaults(void **state)
     faultsim("ck_schema_decode", decode);
     faultsim("ck_schema_default + ck_kind_default", defaults);
     faultsim("ck_meta_prepare_update", prepare_update);
+    faultsim("a namespace's prepare_for_create, defaults, prepare_for_delete", namespace_hooks);
 }
 
 static void test_patches(void **state)
