@@ -420,18 +420,6 @@ static int build_value(struct build *b, json_t **ret)
         free(s);
         break;
     }
-    case 't':
-        t->p += 4;
-        v = json_true();
-        break;
-    case 'f':
-        t->p += 5;
-        v = json_false();
-        break;
-    case 'n':
-        t->p += 4;
-        v = json_null();
-        break;
     case '{':
     case '[': {
         v = *t->p == '{' ? json_object() : json_array();
@@ -442,8 +430,15 @@ static int build_value(struct build *b, json_t **ret)
         }
         break;
     }
-    default:
-        v = build_number(t);
+    default: /* the literals are singletons: no allocation */
+        if (jtext_lit(t, "true"))
+            v = json_true();
+        else if (jtext_lit(t, "false"))
+            v = json_false();
+        else if (jtext_lit(t, "null"))
+            v = json_null();
+        else
+            v = build_number(t);
     }
     if (!v)
         return CK_ENOMEM;
