@@ -257,6 +257,21 @@ static int openapi(json_t **ret)
     return *ret ? 0 : CK_ENOMEM;
 }
 
+/* A label selector parsed and printed again (the list's labelSelector). */
+static int label_selector(json_t **ret)
+{
+    struct ck_label_selector *sel = NULL;
+    struct ck_err err = {0};
+    int r = ck_label_selector_parse("app=web,tier in (fe,be),!canary,env notin (dev)", &sel, &err);
+    if (r < 0)
+        return r;
+    char *text = ck_label_selector_string(sel);
+    ck_label_selector_free(sel);
+    *ret = text ? json_string(text) : NULL;
+    free(text);
+    return *ret ? 0 : CK_ENOMEM;
+}
+
 /* The field errors of an invalid Deployment: the same list, or nomem. */
 static int validation(json_t **ret)
 {
@@ -321,6 +336,7 @@ static void test_validation(void **state)
 {
     (void)state;
     faultsim("ck_schema_validate + ck_meta_validate", validation);
+    faultsim("ck_label_selector_parse + ck_label_selector_string", label_selector);
 }
 
 static int setup(void **state)
