@@ -3,7 +3,7 @@
  *
  *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data] [--store URL]
  *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
- *                [--config FILE] [--controllers *]
+ *                [--config FILE] [--controllers *] [--event-ttl 1h]
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube version [-o text|json]
  *   ckube help
@@ -56,6 +56,8 @@ static const char usage_tail[] =
     "      --emulated-version X.Y    behave as Kubernetes X.Y for feature gates (1.31 or 1.32)\n"
     "      --config FILE             a YAML file whose featureGates: map sets gates;\n"
     "                                --feature-gates overrides it per gate\n"
+    "      --event-ttl DURATION      how long events are kept after their last activity,\n"
+    "                                e.g. 90s, 30m, 1h30m; 0 keeps them (default 1h)\n"
     "\n"
     "Version flags:\n"
     "  -o, --output text|json        output format (default text)\n"
@@ -96,6 +98,7 @@ enum {
     OPT_FEATURE_GATES,
     OPT_EMULATED_VERSION,
     OPT_CONFIG,
+    OPT_EVENT_TTL,
 };
 
 #define MAX_FEATURE_GATE_FLAGS 64
@@ -110,6 +113,7 @@ struct options {
     const char *emulated_version;
     const char *config;
     const char *controllers;
+    const char *event_ttl;
 };
 
 /* Handles the flags every subcommand shares. Returns 0, or an exit code. */
@@ -179,6 +183,9 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_CONFIG:
             opts->config = optarg;
+            break;
+        case OPT_EVENT_TTL:
+            opts->event_ttl = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -311,6 +318,61 @@ static void raise_open_file_limit(void)
     }
 }
 
+/*
+ * A duration as Go's time.ParseDuration reads it, without a sign: "0", or numbers (with
+ * an optional fraction) each followed by a unit ns, us (or µs), ms, s, m, h: "90s",
+ * "1h30m", "1.5h". Sets *ret in nanoseconds; false for anything else or an overflow.
+ */
+static bool parse_duration(const char *s, int64_t *ret)
+{
+    static const struct {
+        const char *unit;
+        double ns;
+    } units[] = {{"ns", 1},  {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"ms", 1e6},
+                 {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
+    if (strcmp(s, "0") == 0) {
+        *ret = 0;
+        return true;
+    }
+    double total = 0;
+    if (!*s)
+        return false;
+    while (*s) {
+        const char *start = s;
+        double v = 0, scale = 1;
+        bool digits = false, fraction = false;
+        for (; (*s >= '0' && *s <= '9') || (*s == '.' && !fraction); s++) {
+            if (*s == '.') {
+                fraction = true;
+                continue;
+            }
+            digits = true;
+            if (fraction)
+                v += (scale /= 10) * (*s - '0');
+            else
+                v = v * 10 + (*s - '0');
+        }
+        if (!digits || s == start)
+            return false;
+        size_t best = 0, len = 0;
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+            size_t n = strlen(units[i].unit);
+            if (strncmp(s, units[i].unit, n) == 0 && n > len) {
+                best = i;
+                len = n;
+            }
+        }
+        if (!len)
+            return false;
+        total += v * units[best].ns;
+        s += len;
+    }
+    if (total > 9.2e18)
+        return false;
+    *ret = (int64_t)total;
+    return true;
+}
+
 static int cmd_server(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -321,6 +383,7 @@ static int cmd_server(int argc, char **argv)
         {"feature-gates", required_argument, NULL, OPT_FEATURE_GATES},
         {"emulated-version", required_argument, NULL, OPT_EMULATED_VERSION},
         {"config", required_argument, NULL, OPT_CONFIG},
+        {"event-ttl", required_argument, NULL, OPT_EVENT_TTL},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -336,6 +399,15 @@ static int cmd_server(int argc, char **argv)
     if (!no_controllers && ck_controller_manager_check(opts.controllers, &cerr) < 0)
         return usage_error("invalid value \"%s\" for --controllers: %s", opts.controllers,
                            cerr.msg);
+    int64_t event_ttl = 0; /* the server's default, one hour */
+    if (opts.event_ttl) {
+        if (!parse_duration(opts.event_ttl, &event_ttl))
+            return usage_error("invalid value \"%s\" for --event-ttl: want a duration such as "
+                               "90s, 30m or 1h",
+                               opts.event_ttl);
+        if (event_ttl == 0)
+            event_ttl = -1; /* 0: events never expire, as kube-apiserver attaches no lease */
+    }
 
     if (ensure_dir(opts.data_dir) < 0) {
         fprintf(stderr, "error: cannot use data directory %s: %s\n", opts.data_dir,
@@ -364,8 +436,10 @@ static int cmd_server(int argc, char **argv)
 
     struct ck_err err = {0};
     struct ck_apiserver *server;
-    struct ck_apiserver_config config = {
-        .listen = opts.listen, .store_url = opts.store, .feature_gates = gates};
+    struct ck_apiserver_config config = {.listen = opts.listen,
+                                         .store_url = opts.store,
+                                         .feature_gates = gates,
+                                         .event_ttl = event_ttl};
     if (ck_apiserver_start(&config, &server, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
         ck_fg_gate_free(gates);

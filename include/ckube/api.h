@@ -343,6 +343,7 @@ enum ck_kind_role {
 enum ck_name_rule {
     CK_NAME_DNS_SUBDOMAIN, /* RFC 1123 subdomain: most kinds */
     CK_NAME_DNS_LABEL,     /* RFC 1123 label: namespaces */
+    CK_NAME_PATH_SEGMENT,  /* any path segment (not . or .., no / or %): RBAC's system:... names */
 };
 
 /* The part of the object a subresource reads and writes. */
@@ -455,6 +456,13 @@ struct ck_kind {
      * its finalizers are gone.
      */
     long long (*delete_grace)(const json_t *obj, const long long *requested);
+    /*
+     * Objects of the kind expire (Kubernetes keeps events under an etcd lease of the
+     * server's --event-ttl, renewed by every write): when set, the server removes an
+     * object once the time this returns (seconds since the epoch: its last activity, 0
+     * when unknown, which never expires) is older than that TTL. NULL: never expires.
+     */
+    long long (*last_activity)(const json_t *obj);
 };
 
 /*

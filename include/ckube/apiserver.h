@@ -35,6 +35,13 @@ struct ck_apiserver_config {
      * feature at its default for Kubernetes 1.32.
      */
     struct ck_fg_gate *feature_gates;
+    /*
+     * How long events live after their last activity (kube-apiserver's --event-ttl), in
+     * nanoseconds, rounded up to seconds: the server removes older ones. 0: one hour,
+     * Kubernetes' default; < 0: they never expire. Applies to every kind whose
+     * descriptor has a last_activity hook.
+     */
+    int64_t event_ttl;
 };
 
 /*

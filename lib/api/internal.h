@@ -97,4 +97,32 @@ void ck__workload_validate(const json_t *obj, const json_t *old, struct ck_field
 /* The wide cells of a workload: containers, images, selector, into cells[at..at+2]. */
 void ck__workload_wide_cells(const json_t *obj, json_t **cells, size_t at);
 
+/* ---- rbac.authorization.k8s.io kinds (kinds/rbac.c) --------------------- */
+
+/* ValidatePolicyRule for each of rules; namespaced for a Role's. */
+void ck__rbac_validate_rules(const json_t *rules, bool namespaced, struct ck_field_errors *errs);
+
+/* roleRef and subjects of a RoleBinding (namespaced) or ClusterRoleBinding; old on update. */
+void ck__rbac_validate_binding(const json_t *obj, const json_t *old, bool namespaced,
+                               struct ck_field_errors *errs);
+
+/* roleRef.apiGroup and User/Group subjects' apiGroup default to rbac.authorization.k8s.io. */
+int ck__rbac_binding_defaults(json_t *obj);
+
+/* Roles print NAME and CREATED AT (RFC 3339, column 1). */
+void ck__rbac_role_cells(const json_t *obj, long long now, json_t **cells);
+
+/* Bindings print NAME, ROLE, AGE, then with -o wide USERS, GROUPS, SERVICEACCOUNTS. */
+enum {
+    CK__RBAC_COL_NAME,
+    CK__RBAC_COL_ROLE,
+    CK__RBAC_COL_AGE,
+    CK__RBAC_COL_USERS,
+    CK__RBAC_COL_GROUPS,
+    CK__RBAC_COL_SERVICEACCOUNTS,
+};
+void ck__rbac_binding_cells(const json_t *obj, long long now, json_t **cells);
+extern const struct ck_table_column ck__rbac_role_columns[2];
+extern const struct ck_table_column ck__rbac_binding_columns[6];
+
 #endif /* CKUBE_API_INTERNAL_H */

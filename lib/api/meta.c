@@ -307,6 +307,14 @@ void ck_meta_validate(const struct ck_kind *kind, const json_t *obj, const json_
                             "name or generateName is required");
     } else if (kind->name_rule == CK_NAME_DNS_LABEL) {
         ck_validate_dns1123_label(name, "metadata.name", errs);
+    } else if (kind->name_rule == CK_NAME_PATH_SEGMENT) {
+        /* apimachinery's IsValidPathSegmentName, as RBAC validates names */
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+            ck_field_errors_add(errs, CK_FIELD_INVALID, "metadata.name", name, true,
+                                "may not be '%s'", name);
+        else if (strchr(name, '/') || strchr(name, '%'))
+            ck_field_errors_add(errs, CK_FIELD_INVALID, "metadata.name", name, true,
+                                "may not contain '%c'", strchr(name, '/') ? '/' : '%');
     } else {
         ck_validate_dns1123_subdomain(name, "metadata.name", errs);
     }

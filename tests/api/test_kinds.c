@@ -26,8 +26,13 @@ static void test_registry_matches_the_resource_table(void **state)
         {"", "pods", "Pod", "po", true},
         {"", "nodes", "Node", "no", false},
         {"", "events", "Event", "ev", true},
+        {"", "serviceaccounts", "ServiceAccount", "sa", true},
         {"apps", "deployments", "Deployment", "deploy", true},
         {"apps", "replicasets", "ReplicaSet", "rs", true},
+        {"rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", NULL, false},
+        {"rbac.authorization.k8s.io", "clusterroles", "ClusterRole", NULL, false},
+        {"rbac.authorization.k8s.io", "rolebindings", "RoleBinding", NULL, true},
+        {"rbac.authorization.k8s.io", "roles", "Role", NULL, true},
         {"example.ckube.io", "frobbers", "Frobber", NULL, true},
     };
     size_t n;

@@ -45,7 +45,8 @@ struct ck_rs_controller {
     struct ck_ctl_client client; /* every write */
     struct ck_lister pods, rss;  /* every read of the caches */
     const struct ck_resource *pods_res, *rss_res;
-    struct ck_event_recorder recorder;
+    struct ck_ctl_event_sink sink;        /* the recorder writes through client */
+    struct ck_event_recorder *recorder;   /* events on the ReplicaSets */
     struct ck_informer *pod_inf, *rs_inf; /* NULL when made from given listers */
     struct ck_expectations *exp;
     struct ck_wq *queue;
@@ -242,14 +243,25 @@ static void pod_delete(const json_t *pod, const struct ck_deleted_final_state_un
 
 struct create_ctx {
     struct ck_rs_controller *c;
+    const json_t *rs; /* what the events are about */
     const char *namespace;
     const json_t *pod; /* the pod to create: the same for every call */
 };
 
+/* One pod (PodControl.CreatePods): an event on the ReplicaSet either way. */
 static int create_one(void *arg, struct ck_err *reterr)
 {
     struct create_ctx *x = arg;
-    return ck_ctl_create(&x->c->client, x->c->pods_res, x->namespace, x->pod, NULL, reterr);
+    json_t *made = NULL;
+    int r = ck_ctl_create(&x->c->client, x->c->pods_res, x->namespace, x->pod, &made, reterr);
+    if (r < 0)
+        ck_event_recordf(x->c->recorder, x->rs, CK_EVENT_WARNING, "FailedCreate",
+                         "Error creating: %s", reterr ? ck_err_message(reterr) : "");
+    else
+        ck_event_recordf(x->c->recorder, x->rs, CK_EVENT_NORMAL, "SuccessfulCreate",
+                         "Created pod: %s", ck__meta_str(made, "name") ?: "");
+    json_decref(made);
+    return r;
 }
 
 /* Creates count pods from rs's template in slow-start batches; returns how many were made. */
@@ -263,7 +275,7 @@ static int slow_start_create(struct ck_rs_controller *c, const json_t *rs, const
     json_decref(ref);
     int created = 0;
     if (pod) {
-        struct create_ctx x = {c, ck__meta_str(rs, "namespace"), pod};
+        struct create_ctx x = {c, rs, ck__meta_str(rs, "namespace"), pod};
         created = ck_slow_start_batch(count, CK_SLOW_START_INITIAL_BATCH, create_one, &x, reterr);
     } else {
         ck_err_set(reterr, CK_ENOMEM, "out of memory");
@@ -394,7 +406,7 @@ static int write_status(struct ck_rs_controller *c, const json_t *rs, json_t *st
 /* ---- sync ------------------------------------------------------------------------- */
 
 /* Deletes surplus pods, ranked. Returns 0 or the first error (with its words). */
-static int delete_surplus(struct ck_rs_controller *c, const char *rs_key,
+static int delete_surplus(struct ck_rs_controller *c, const json_t *rs, const char *rs_key,
                           const struct ck_obj_list *pods, int diff, struct ck_err *reterr)
 {
     const json_t **order = ck__calloc(pods->n ? pods->n : 1, sizeof(*order));
@@ -418,13 +430,23 @@ static int delete_surplus(struct ck_rs_controller *c, const char *rs_key,
     ck_expectations_expect_deletions_of(c->exp, rs_key, keys, (size_t)diff);
     for (int i = 0; i < diff; i++) {
         struct ck_err err = {0};
+        const char *pod_name = ck__meta_str(order[i], "name");
         int e = ck_ctl_delete(&c->client, c->pods_res, ck__meta_str(order[i], "namespace"),
-                              ck__meta_str(order[i], "name"), NULL, NULL, &err);
+                              pod_name, NULL, NULL, &err);
         if (e < 0) /* will not be observed (or was gone already) */
             ck_expectations_deletion_observed_of(c->exp, rs_key, keys[i]);
+        /* PodControl.DeletePod: a pod already gone is no news */
+        if (e == 0)
+            ck_event_recordf(c->recorder, rs, CK_EVENT_NORMAL, "SuccessfulDelete",
+                             "Deleted pod: %s", pod_name ? pod_name : "");
+        else if (e != CK_ENOENT)
+            ck_event_recordf(c->recorder, rs, CK_EVENT_WARNING, "FailedDelete",
+                             "Error deleting: %s", ck_err_message(&err));
         if (e < 0 && e != CK_ENOENT && !first) {
             first = e;
-            *reterr = err;
+            *reterr = err; /* the caller releases it */
+        } else {
+            ck_err_release(&err);
         }
     }
     for (int i = 0; i < diff; i++)
@@ -452,9 +474,7 @@ static int manage_replicas(struct ck_rs_controller *c, const json_t *rs, const c
         struct ck_err err = {0};
         int created = slow_start_create(c, rs, rs_key, n, &err);
         if (created < n) {
-            *ret_reason = "FailedCreate";
-            ck_event_recordf(&c->recorder, rs, CK_EVENT_WARNING, "FailedCreate",
-                             "Error creating: %s", err.msg);
+            *ret_reason = "FailedCreate"; /* its event came with the failed create */
             *reterr = err;
             return err.code ? err.code : CK_EIO;
         }
@@ -463,11 +483,9 @@ static int manage_replicas(struct ck_rs_controller *c, const json_t *rs, const c
         CK_LOGV(2, "replicaset %s: too many replicas, need %lld, deleting %d", rs_key,
                 (long long)want, n);
         struct ck_err err = {0};
-        int r = delete_surplus(c, rs_key, pods, n, &err);
+        int r = delete_surplus(c, rs, rs_key, pods, n, &err);
         if (r < 0) {
-            *ret_reason = "FailedDelete";
-            ck_event_recordf(&c->recorder, rs, CK_EVENT_WARNING, "FailedDelete",
-                             "Error deleting: %s", err.msg);
+            *ret_reason = "FailedDelete"; /* its event came with the failed delete */
             *reterr = err;
             return r;
         }
@@ -557,23 +575,34 @@ static int sync_rs(struct ck_controller *ctl, const char *key, struct ck_err *re
 
 /* ---- lifecycle ------------------------------------------------------------------- */
 
-/* What both constructors share: resources, recorder, queue, expectations, the runner's view. */
+/*
+ * What both constructors share: resources, recorder, queue, expectations, the runner's
+ * view. synchronous_events: the recorder writes on the recording thread (unit tests).
+ */
 static int init_common(struct ck_rs_controller *c, const struct ck_ctl_client *client,
-                       struct ck_clock *clock, struct ck_err *reterr)
+                       struct ck_clock *clock, bool synchronous_events, struct ck_err *reterr)
 {
     c->client = *client;
     c->pods_res = ck_controller_resource("", "v1", "pods");
     c->rss_res = ck_controller_resource("apps", "v1", "replicasets");
-    if (!c->pods_res || !c->rss_res ||
-        ck_event_recorder_init(&c->recorder, client, "replicaset-controller") < 0)
+    struct ck_event_sink sink;
+    if (!c->pods_res || !c->rss_res || ck_ctl_event_sink_init(&c->sink, &c->client, &sink) < 0)
         return ck_err_set(reterr, CK_ENOENT, "replicaset: the API kinds it needs are unknown");
+    struct ck_event_recorder_options ropts = {
+        .component = "replicaset-controller",
+        .synchronous = synchronous_events,
+        .correlator = {.clock = clock},
+    };
+    int r = ck_event_recorder_new(&ropts, &sink, &c->recorder, reterr);
+    if (r < 0)
+        return r;
     struct ck_wq_options qopts = {
         .name = "replicaset",
         .clock = clock,
         .limiter = ck_rl_default_controller_new(clock),
     };
-    int r = qopts.limiter ? ck_wq_new(&qopts, &c->queue, reterr)
-                          : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    r = qopts.limiter ? ck_wq_new(&qopts, &c->queue, reterr)
+                      : ck_err_set(reterr, CK_ENOMEM, "out of memory");
     if (r == 0)
         r = ck_expectations_new(clock, 0, &c->exp, reterr);
     c->ctl.name = "replicaset";
@@ -592,7 +621,7 @@ int ck_rs_controller_new(struct ck_rest *client, struct ck_informer_factory *fac
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     struct ck_ctl_client rest;
     ck_ctl_client_init_rest(&rest, client);
-    int r = init_common(c, &rest, clock, reterr);
+    int r = init_common(c, &rest, clock, false, reterr);
     if (r == 0) {
         c->pod_inf = ck_informer_factory_for(factory, c->pods_res);
         c->rs_inf = ck_informer_factory_for(factory, c->rss_res);
@@ -631,7 +660,7 @@ int ck_rs_controller_new_with(const struct ck_rs_controller_deps *deps,
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     c->pods = *deps->pods;
     c->rss = *deps->replicasets;
-    int r = init_common(c, deps->client, deps->clock, reterr);
+    int r = init_common(c, deps->client, deps->clock, !deps->async_events, reterr);
     if (r < 0) {
         ck_rs_controller_free(c);
         return r;
@@ -666,6 +695,7 @@ struct ck_rs_controller *ck_rs_controller_free(struct ck_rs_controller *c)
         return NULL;
     if (c->runner)
         ck_runner_stop(c->runner);
+    ck_event_recorder_free(c->recorder);
     ck_wq_free(c->queue);
     ck_expectations_free(c->exp);
     free(c);
@@ -680,4 +710,9 @@ struct ck_wq *ck_rs_controller_queue(struct ck_rs_controller *c)
 struct ck_expectations *ck_rs_controller_expectations(struct ck_rs_controller *c)
 {
     return c->exp;
+}
+
+struct ck_event_recorder *ck_rs_controller_recorder(struct ck_rs_controller *c)
+{
+    return c->recorder;
 }
