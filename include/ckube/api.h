@@ -44,13 +44,15 @@ struct ck_field_errors {
     struct ck_field_error *items;
     size_t len;
     size_t cap;
+    bool nomem; /* an error, or a part of one, could not be stored: answer CK_ENOMEM */
 };
 
 /*
  * Appends one error. value is rendered quoted when value_is_string, as
  * Kubernetes prints string values ("Invalid value: \"Foo\""); NULL value
- * omits it. Allocation failure drops the error but keeps the list marked as
- * failed (len > 0 is guaranteed after any add).
+ * omits it. Allocation failure drops the error, or the part of it that
+ * could not be copied, and sets nomem: the list no longer says what is
+ * wrong, and its owner answers out of memory.
  */
 void ck_field_errors_add(struct ck_field_errors *errs, enum ck_field_error_type type,
                          const char *field, const char *value, bool value_is_string,
@@ -205,6 +207,18 @@ void ck_warnings_add(struct ck_warnings *w, const char *fmt, ...)
 void ck_warnings_release(struct ck_warnings *w);
 
 /*
+ * json_loadb() that is whole or nothing when memory runs out (jansson's own parser can
+ * return a value with a byte dropped, or call running out of memory a syntax error).
+ * flags: JSON_DECODE_ANY, JSON_REJECT_DUPLICATES as for json_loadb(). Returns 0 with
+ * *ret_json a new reference; CK_EINVAL when text is not JSON jansson accepts, with
+ * jansson's message in *jerr (a repeated key under JSON_REJECT_DUPLICATES: the code
+ * json_error_duplicate_key and `duplicate object key near '"key"'`); CK_ENOMEM (code
+ * json_error_out_of_memory). jerr may be NULL.
+ */
+int ck_json_loadb(const char *text, size_t len, size_t flags, json_t **ret_json,
+                  json_error_t *jerr);
+
+/*
  * Decodes a request body against schema `name` the way Kubernetes' decoder
  * does: JSON syntax errors, values of the wrong type and (under Strict)
  * unknown or duplicate fields fail with CK_EINVAL and a message for a 400
@@ -223,8 +237,9 @@ int ck_schema_decode(const struct ck_schemas *set, const char *name, const char 
  * Applies the schemas' `default` values to obj in place: an absent property
  * with a default gets a copy of it, then defaults apply inside it. Fields in
  * `x-ckube-always-emit` that are absent get their type's zero value.
+ * Returns 0, or CK_ENOMEM with obj partly defaulted.
  */
-void ck_schema_default(const struct ck_schemas *set, const char *name, json_t *obj);
+int ck_schema_default(const struct ck_schemas *set, const char *name, json_t *obj);
 
 /*
  * Validates what the schema states (required properties, enums, minimum and
@@ -257,10 +272,10 @@ const struct ck_api_feature *ck_api_features(size_t *ret_count);
  * Drops from obj (of schema `name`) every field whose property names a gate
  * (x-ckube-feature-gate) that is off, unless old (NULL on create) already
  * uses that field at the same place: Kubernetes' "drop disabled fields on
- * create, keep them on update when in use".
+ * create, keep them on update when in use". Returns 0, or CK_ENOMEM.
  */
-void ck_schema_drop_disabled(const struct ck_schemas *set, const char *name, json_t *obj,
-                             const json_t *old, ck_feature_enabled_fn enabled, void *ctx);
+int ck_schema_drop_disabled(const struct ck_schemas *set, const char *name, json_t *obj,
+                            const json_t *old, ck_feature_enabled_fn enabled, void *ctx);
 
 /*
  * Adds a NotSupported error for every string value that its schema gates
@@ -405,8 +420,10 @@ struct ck_kind {
     size_t n_columns;
     /*
      * Fills the cells of the columns without a json_path: cells has one slot
-     * per column; the hook stores a new reference in each slot it computes,
-     * at time now (seconds). May be NULL when every column has a path.
+     * per column; the hook stores a new reference in the slot of every
+     * column without a path (json_null() for an empty cell), at time now
+     * (seconds). A slot left NULL means it ran out of memory. May be NULL
+     * when every column has a path.
      */
     void (*cells)(const json_t *obj, long long now, json_t **cells);
     /* The feature gates the kind's schema names (x-ckube-feature-gate and -gated-values). */
@@ -418,19 +435,21 @@ struct ck_kind {
      * RESTDeleteStrategy), each optional. prepare_for_create initialises what
      * the server owns (status, computed defaults); prepare_for_update carries
      * over what the main resource may not change; validate adds field errors
-     * and never mutates (old is NULL on create).
+     * and never mutates (old is NULL on create). The hooks that change obj
+     * return 0, or CK_ENOMEM when a change could not be made (obj is then
+     * half-changed and the write fails with a 500).
      */
-    void (*prepare_for_create)(json_t *obj);
-    void (*prepare_for_update)(json_t *obj, const json_t *old);
+    int (*prepare_for_create)(json_t *obj);
+    int (*prepare_for_update)(json_t *obj, const json_t *old);
     /* Computed defaults (beyond the schema's), on create and on update. */
-    void (*defaults)(json_t *obj);
+    int (*defaults)(json_t *obj);
     void (*validate)(const json_t *obj, const json_t *old, struct ck_field_errors *errs);
     /* Normalises a valid object before it is stored (Kubernetes' Canonicalize). */
-    void (*canonicalize)(json_t *obj);
+    int (*canonicalize)(json_t *obj);
     /* Finalizers of the kind's own beyond metadata.finalizers (a namespace's spec.finalizers). */
     bool (*has_own_finalizers)(const json_t *obj);
     /* What a delete that starts the deletion also changes (a namespace's Terminating phase). */
-    void (*prepare_for_delete)(json_t *obj);
+    int (*prepare_for_delete)(json_t *obj);
     /*
      * The grace period in seconds a delete gives obj, from the request's
      * (requested, NULL when it gave none); NULL hook: 0, the object goes once
@@ -527,8 +546,8 @@ const char *ck_rfc3339(long long seconds, char *buf, size_t size);
  * a new uid, creationTimestamp, generation 1 where the kind keeps one; drops
  * what clients may not set (resourceVersion, deletionTimestamp,
  * deletionGracePeriodSeconds, selfLink, managedFields); then runs the kind's
- * prepare_for_create. Returns 0, or CK_EINVAL when the body names another
- * namespace than the request (a 400 in Kubernetes).
+ * prepare_for_create. Returns 0, CK_EINVAL when the body names another
+ * namespace than the request (a 400 in Kubernetes), or CK_ENOMEM.
  */
 int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *namespace,
                            long long now, struct ck_err *reterr);
@@ -539,22 +558,25 @@ int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *
  * (name, namespace, uid, creationTimestamp, generation, deletionTimestamp,
  * deletionGracePeriodSeconds), keeps old's status when the kind has a status
  * subresource, bumps generation when the spec changed (and, where the kind says so,
- * the annotations), then runs the kind's prepare_for_update.
+ * the annotations), then runs the kind's prepare_for_update. Returns 0, or
+ * CK_ENOMEM with obj half-prepared.
  */
-void ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_t *old);
+int ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_t *old);
 
 /*
  * Puts back into meta the fields the server owns (name, namespace, uid,
  * creationTimestamp, generation, deletionTimestamp,
  * deletionGracePeriodSeconds) as old_meta has them, absent where it has none.
+ * Returns 0, or CK_ENOMEM.
  */
-void ck_meta_keep_server_owned(json_t *meta, const json_t *old_meta);
+int ck_meta_keep_server_owned(json_t *meta, const json_t *old_meta);
 
-/* Runs the kind's computed defaults (imagePullPolicy, namespace labels, ...). */
-void ck_kind_default(const struct ck_kind *kind, json_t *obj);
+/* Runs the kind's computed defaults (imagePullPolicy, namespace labels, ...). 0 or CK_ENOMEM. */
+int ck_kind_default(const struct ck_kind *kind, json_t *obj);
 
-/* Runs the kind's canonicalize hook, if any, on an object that passed validation. */
-void ck_kind_canonicalize(const struct ck_kind *kind, json_t *obj);
+/* Runs the kind's canonicalize hook, if any, on an object that passed validation. 0 or CK_ENOMEM.
+ */
+int ck_kind_canonicalize(const struct ck_kind *kind, json_t *obj);
 
 /*
  * Validates metadata as Kubernetes' ValidateObjectMeta does (name per kind
@@ -585,10 +607,9 @@ int ck_include_object_parse(const char *text, enum ck_include_object *ret);
 /*
  * Appends to cells (an array) one cell per column of kind for obj at time
  * now: the columns with a json_path read the object, the others come from
- * the kind's cells hook (null when it computes none).
+ * the kind's cells hook. Returns 0, or CK_ENOMEM with cells partly filled.
  */
-void ck_table_row_cells(const struct ck_kind *kind, const json_t *obj, long long now,
-                        json_t *cells);
+int ck_table_row_cells(const struct ck_kind *kind, const json_t *obj, long long now, json_t *cells);
 
 /*
  * Builds a meta.k8s.io/v1 Table for kind with the given rows' objects (each a
@@ -649,7 +670,8 @@ bool ck_schema_is_strategic(const struct ck_schemas *set, const char *name);
  * server_address as the one serverAddressByClientCIDRs entry), /apis
  * (APIGroupList: every group but the core one) and /api/v1 or /apis/G/V
  * (APIResourceList, one entry per resource and per subresource; NULL when
- * ckube serves no such group version). Each returns a new reference.
+ * ckube serves no such group version). Each returns a new reference, or
+ * NULL when out of memory (never a document with parts missing).
  */
 json_t *ck_discovery_api_versions(const char *server_address);
 json_t *ck_discovery_api_groups(void);
@@ -660,14 +682,16 @@ json_t *ck_discovery_resources(const char *group, const char *version);
  * every resource with a PATCH operation per kind that declares the
  * fieldValidation parameter (how kubectl learns the server validates
  * fields), and components.schemas holding every schema those kinds reach.
- * NULL when ckube serves no such group version. Returns a new reference.
+ * NULL when ckube serves no such group version, or when out of memory.
+ * Returns a new reference.
  */
 json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, const char *version);
 
 /*
  * The OpenAPI v3 index: {"paths": {"api/v1": {"serverRelativeURL":
  * "/openapi/v3/api/v1?hash=H"}, ...}} where H changes whenever that
- * document's content changes (kubectl caches documents by URL).
+ * document's content changes (kubectl caches documents by URL). NULL when
+ * out of memory.
  */
 json_t *ck_openapi_index(const struct ck_schemas *set);
 

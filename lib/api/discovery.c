@@ -14,18 +14,22 @@
 #include <string.h>
 
 #include "ckube/api.h"
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 #define REF_PREFIX "#/components/schemas/"
 
-static const char *const all_verbs[] = {"create", "delete", "deletecollection", "get",
-                                        "list",   "patch",  "update",           "watch"};
+static const char *const all_verbs[] = {
+    "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch", NULL};
+
+/* In this file a builder returns NULL when out of memory, never a document with parts missing. */
 
 static json_t *strings(const char *const *list)
 {
     json_t *a = json_array();
     for (size_t i = 0; list && list[i]; i++)
-        json_array_append_new(a, json_string(list[i]));
+        if (json_array_append_new(a, json_string(list[i])) < 0)
+            return json_decref(a), NULL;
     return a;
 }
 
@@ -56,10 +60,11 @@ json_t *ck_discovery_api_groups(void)
             continue;
         char gv[128];
         ck_kind_api_version(k, gv, sizeof(gv));
-        json_array_append_new(groups, json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "name",
-                                                k->group, "versions", "groupVersion", gv, "version",
-                                                k->version, "preferredVersion", "groupVersion", gv,
-                                                "version", k->version));
+        if (json_array_append_new(groups, json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "name",
+                                                    k->group, "versions", "groupVersion", gv,
+                                                    "version", k->version, "preferredVersion",
+                                                    "groupVersion", gv, "version", k->version)) < 0)
+            return json_decref(groups), NULL;
     }
     return json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups",
                      groups);
@@ -72,12 +77,15 @@ static json_t *subresource_entry(const struct ck_kind *k, const struct ck_subres
     snprintf(name, sizeof(name), "%s/%s", k->resource, sub->name);
     json_t *e =
         json_pack("{s:s, s:s, s:b}", "name", name, "singularName", "", "namespaced", k->namespaced);
+    int failed = 0;
     if (sub->group) {
-        json_object_set_new(e, "group", json_string(sub->group));
-        json_object_set_new(e, "version", json_string(sub->version));
+        failed |= json_object_set_new(e, "group", json_string(sub->group));
+        failed |= json_object_set_new(e, "version", json_string(sub->version));
     }
-    json_object_set_new(e, "kind", json_string(sub->kind ? sub->kind : k->kind));
-    json_object_set_new(e, "verbs", strings(sub->verbs));
+    failed |= json_object_set_new(e, "kind", json_string(sub->kind ? sub->kind : k->kind));
+    failed |= json_object_set_new(e, "verbs", strings(sub->verbs));
+    if (failed)
+        e = (json_decref(e), NULL);
     return e;
 }
 
@@ -87,26 +95,24 @@ json_t *ck_discovery_resources(const char *group, const char *version)
     size_t n;
     const struct ck_kind *const *kinds = ck_kinds(&n);
     char gv[128] = "";
+    int failed = 0;
     for (size_t i = 0; i < n; i++) {
         const struct ck_kind *k = kinds[i];
         if (strcmp(k->group, group) != 0 || strcmp(k->version, version) != 0)
             continue;
         ck_kind_api_version(k, gv, sizeof(gv));
-        json_t *verbs = json_array();
-        for (size_t v = 0; v < sizeof(all_verbs) / sizeof(all_verbs[0]); v++)
-            json_array_append_new(verbs, json_string(all_verbs[v]));
         json_t *e =
             json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", k->resource, "singularName", k->singular,
-                      "namespaced", k->namespaced, "kind", k->kind, "verbs", verbs);
+                      "namespaced", k->namespaced, "kind", k->kind, "verbs", strings(all_verbs));
         if (k->short_names)
-            json_object_set_new(e, "shortNames", strings(k->short_names));
+            failed |= json_object_set_new(e, "shortNames", strings(k->short_names));
         if (k->categories)
-            json_object_set_new(e, "categories", strings(k->categories));
-        json_array_append_new(resources, e);
+            failed |= json_object_set_new(e, "categories", strings(k->categories));
+        failed |= json_array_append_new(resources, e);
         for (size_t s = 0; s < k->n_subresources; s++)
-            json_array_append_new(resources, subresource_entry(k, &k->subresources[s]));
+            failed |= json_array_append_new(resources, subresource_entry(k, &k->subresources[s]));
     }
-    if (!gv[0]) {
+    if (!gv[0] || failed) {
         json_decref(resources);
         return NULL;
     }
@@ -116,20 +122,21 @@ json_t *ck_discovery_resources(const char *group, const char *version)
 
 /* ---- OpenAPI v3 --------------------------------------------------------- */
 
-/* Adds name and every schema it references (transitively) to out. */
-static void collect_schemas(const struct ck_schemas *set, const json_t *node, json_t *out)
+/* Adds name and every schema it references (transitively) to out. 0, or -1 out of memory. */
+static int collect_schemas(const struct ck_schemas *set, const json_t *node, json_t *out)
 {
     if (json_is_array(node)) {
         size_t i;
         json_t *item;
         json_array_foreach(node, i, item)
         {
-            collect_schemas(set, item, out);
+            if (collect_schemas(set, item, out) < 0)
+                return -1;
         }
-        return;
+        return 0;
     }
     if (!json_is_object(node))
-        return;
+        return 0;
     const char *key;
     json_t *value;
     json_object_foreach((json_t *)node, key, value)
@@ -138,24 +145,32 @@ static void collect_schemas(const struct ck_schemas *set, const json_t *node, js
         if (ref && strncmp(ref, REF_PREFIX, strlen(REF_PREFIX)) == 0) {
             const char *name = ref + strlen(REF_PREFIX);
             const json_t *schema = ck_schemas_get(set, name);
-            if (schema && !json_object_get(out, name)) {
-                json_object_set(out, name, (json_t *)schema);
-                collect_schemas(set, schema, out);
-            }
-        } else if (strcmp(key, "default") != 0 && strcmp(key, "enum") != 0) {
-            collect_schemas(set, value, out);
+            if (schema && !json_object_get(out, name) &&
+                (json_object_set(out, name, (json_t *)schema) < 0 ||
+                 collect_schemas(set, schema, out) < 0))
+                return -1;
+        } else if (strcmp(key, "default") != 0 && strcmp(key, "enum") != 0 &&
+                   collect_schemas(set, value, out) < 0) {
+            return -1;
         }
     }
+    return 0;
 }
 
-static bool mentions_patch_strategy(const json_t *node)
+/*
+ * Whether node, or a schema it references (transitively, each once: seen holds the names
+ * followed so far), names a patch strategy or merge key. Allocates nothing, so the answer
+ * never depends on memory; past cap names it stops following references.
+ */
+static bool reaches_patch_strategy(const struct ck_schemas *set, const json_t *node,
+                                   const char **seen, size_t *n_seen, size_t cap)
 {
     if (json_is_array(node)) {
         size_t i;
         json_t *item;
         json_array_foreach(node, i, item)
         {
-            if (mentions_patch_strategy(item))
+            if (reaches_patch_strategy(set, item, seen, n_seen, cap))
                 return true;
         }
         return false;
@@ -165,10 +180,25 @@ static bool mentions_patch_strategy(const json_t *node)
     json_object_foreach((json_t *)node, key, value)
     {
         if (strcmp(key, "x-kubernetes-patch-strategy") == 0 ||
-            strcmp(key, "x-kubernetes-patch-merge-key") == 0 ||
-            (strcmp(key, "default") != 0 && strcmp(key, "enum") != 0 &&
-             mentions_patch_strategy(value)))
+            strcmp(key, "x-kubernetes-patch-merge-key") == 0)
             return true;
+        const char *ref = strcmp(key, "$ref") == 0 ? json_string_value(value) : NULL;
+        if (ref) {
+            if (strncmp(ref, REF_PREFIX, strlen(REF_PREFIX)) != 0)
+                continue;
+            const char *target = ref + strlen(REF_PREFIX);
+            bool followed = false;
+            for (size_t i = 0; i < *n_seen && !followed; i++)
+                followed = strcmp(seen[i], target) == 0;
+            if (followed || *n_seen == cap)
+                continue;
+            seen[(*n_seen)++] = target;
+            if (reaches_patch_strategy(set, ck_schemas_get(set, target), seen, n_seen, cap))
+                return true;
+        } else if (strcmp(key, "default") != 0 && strcmp(key, "enum") != 0 &&
+                   reaches_patch_strategy(set, value, seen, n_seen, cap)) {
+            return true;
+        }
     }
     return false;
 }
@@ -179,19 +209,17 @@ bool ck_schema_is_strategic(const struct ck_schemas *set, const char *name)
     if (!schema)
         return false;
     /* every kind's ObjectMeta has merge keys: what counts is the rest of the kind */
-    json_t *reached = json_object();
+    const char *seen[256];
+    size_t n_seen = 0;
     const char *key;
     json_t *prop;
     json_object_foreach(json_object_get(schema, "properties"), key, prop)
     {
-        if (strcmp(key, "metadata") != 0) {
-            json_object_set(reached, key, prop);
-            collect_schemas(set, prop, reached);
-        }
+        if (strcmp(key, "metadata") != 0 &&
+            reaches_patch_strategy(set, prop, seen, &n_seen, sizeof(seen) / sizeof(seen[0])))
+            return true;
     }
-    bool strategic = mentions_patch_strategy(reached);
-    json_decref(reached);
-    return strategic;
+    return false;
 }
 
 /* The patch operation's request body: the patch types the kind takes. */
@@ -202,7 +230,9 @@ static json_t *patch_request_body(bool strategic)
                                         "application/merge-patch+json",
                                         "application/strategic-merge-patch+json"};
     for (size_t i = 0; i < (strategic ? 3 : 2); i++)
-        json_object_set_new(content, types[i], json_pack("{s:{s:s}}", "schema", "type", "object"));
+        if (json_object_set_new(content, types[i],
+                                json_pack("{s:{s:s}}", "schema", "type", "object")) < 0)
+            return json_decref(content), NULL;
     return json_pack("{s:o, s:b}", "content", content, "required", true);
 }
 
@@ -216,17 +246,18 @@ static json_t *operation(const struct ck_kind *k, const char *verb, const char *
                          const char *ref, bool with_field_validation)
 {
     json_t *params = json_array();
-    if (with_field_validation) {
-        json_array_append_new(params, param("fieldValidation", "query", false, "string"));
-        json_array_append_new(params, param("fieldManager", "query", false, "string"));
-        json_array_append_new(params, param("dryRun", "query", false, "string"));
-    }
+    if (with_field_validation &&
+        (json_array_append_new(params, param("fieldValidation", "query", false, "string")) < 0 ||
+         json_array_append_new(params, param("fieldManager", "query", false, "string")) < 0 ||
+         json_array_append_new(params, param("dryRun", "query", false, "string")) < 0))
+        return json_decref(params), NULL;
     json_t *op =
         json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:{s:s, s:{s:{s:{s:s}}}}}}", "operationId",
                   verb, "x-kubernetes-action", action, "x-kubernetes-group-version-kind", "group",
                   k->group, "version", k->version, "kind", k->kind, "responses", "200",
                   "description", "OK", "content", "application/json", "schema", "$ref", ref);
-    json_object_set_new(op, "parameters", params);
+    if (json_object_set_new(op, "parameters", params) < 0)
+        op = (json_decref(op), NULL);
     return op;
 }
 
@@ -237,6 +268,7 @@ json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, con
     size_t n;
     const struct ck_kind *const *kinds = ck_kinds(&n);
     bool served = false;
+    int failed = 0;
     for (size_t i = 0; i < n; i++) {
         const struct ck_kind *k = kinds[i];
         if (strcmp(k->group, group) != 0 || strcmp(k->version, version) != 0)
@@ -252,24 +284,24 @@ json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, con
         snprintf(item, sizeof(item), "%s/{name}", collection);
         snprintf(ref, sizeof(ref), REF_PREFIX "%s", k->schema);
 
-        json_object_set_new(paths, collection,
-                            json_pack("{s:o, s:o}", "get", operation(k, "list", "list", ref, false),
-                                      "post", operation(k, "create", "post", ref, true)));
+        failed |= json_object_set_new(paths, collection,
+                                      json_pack("{s:o, s:o}", "get",
+                                                operation(k, "list", "list", ref, false), "post",
+                                                operation(k, "create", "post", ref, true)));
         json_t *patch = operation(k, "patch", "patch", ref, true);
-        json_object_set_new(patch, "requestBody",
-                            patch_request_body(ck_schema_is_strategic(set, k->schema)));
-        json_object_set_new(paths, item,
-                            json_pack("{s:o, s:o, s:o, s:o}", "get",
-                                      operation(k, "read", "get", ref, false), "put",
-                                      operation(k, "replace", "put", ref, true), "patch", patch,
-                                      "delete", operation(k, "delete", "delete", ref, false)));
+        failed |= json_object_set_new(patch, "requestBody",
+                                      patch_request_body(ck_schema_is_strategic(set, k->schema)));
+        failed |= json_object_set_new(
+            paths, item,
+            json_pack("{s:o, s:o, s:o, s:o}", "get", operation(k, "read", "get", ref, false), "put",
+                      operation(k, "replace", "put", ref, true), "patch", patch, "delete",
+                      operation(k, "delete", "delete", ref, false)));
         const json_t *schema = ck_schemas_get(set, k->schema);
-        if (schema && !json_object_get(schemas, k->schema)) {
-            json_object_set(schemas, k->schema, (json_t *)schema);
-            collect_schemas(set, schema, schemas);
-        }
+        if (schema && !json_object_get(schemas, k->schema))
+            failed |= json_object_set(schemas, k->schema, (json_t *)schema) < 0 ||
+                      collect_schemas(set, schema, schemas) < 0;
     }
-    if (!served) {
+    if (!served || failed) {
         json_decref(paths);
         json_decref(schemas);
         return NULL;
@@ -280,17 +312,20 @@ json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, con
                      "ckube", "version", title, "paths", paths, "components", "schemas", schemas);
 }
 
-/* FNV-1a 64 over the document's canonical JSON: a cheap, stable ETag. */
-static void document_hash(const json_t *doc, char *buf, size_t size)
+/* FNV-1a 64 over the document's canonical JSON: a cheap, stable ETag. -1: out of memory. */
+static int document_hash(const json_t *doc, char *buf, size_t size)
 {
-    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+    char *text = ck__json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS, NULL);
+    if (!text)
+        return -1;
     uint64_t h = 0xcbf29ce484222325ULL;
-    for (const unsigned char *p = (const unsigned char *)(text ? text : ""); *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
         h ^= *p;
         h *= 0x100000001b3ULL;
     }
     free(text);
     snprintf(buf, size, "%016llX", (unsigned long long)h);
+    return 0;
 }
 
 json_t *ck_openapi_index(const struct ck_schemas *set)
@@ -308,10 +343,12 @@ json_t *ck_openapi_index(const struct ck_schemas *set)
         if (json_object_get(paths, key))
             continue;
         json_t *doc = ck_openapi_document(set, k->group, k->version);
-        document_hash(doc, hash, sizeof(hash));
+        int r = document_hash(doc, hash, sizeof(hash));
         json_decref(doc);
         snprintf(url, sizeof(url), "/openapi/v3/%s?hash=%s", key, hash);
-        json_object_set_new(paths, key, json_pack("{s:s}", "serverRelativeURL", url));
+        if (r < 0 ||
+            json_object_set_new(paths, key, json_pack("{s:s}", "serverRelativeURL", url)) < 0)
+            return json_decref(paths), NULL;
     }
     return json_pack("{s:o}", "paths", paths);
 }

@@ -43,25 +43,30 @@ void ck_field_errors_add(struct ck_field_errors *errs, enum ck_field_error_type 
 {
     if (errs->len == errs->cap) {
         size_t cap = errs->cap ? errs->cap * 2 : 4;
-        struct ck_field_error *items = realloc(errs->items, cap * sizeof(*items));
-        if (!items)
+        struct ck_field_error *items = ck__realloc(errs->items, cap * sizeof(*items));
+        if (!items) {
+            errs->nomem = true;
             return;
+        }
         errs->items = items;
         errs->cap = cap;
     }
     struct ck_field_error *e = &errs->items[errs->len++];
     memset(e, 0, sizeof(*e));
     e->type = type;
-    e->field = strdup(field);
+    e->field = ck__strdup(field);
     if (value)
-        e->value = value_is_string ? ck__quote_dup(value) : strdup(value);
+        e->value = value_is_string ? ck__quote_dup(value) : ck__strdup(value);
     if (detail_fmt) {
+        struct ck__buf b = {0};
         va_list ap;
         va_start(ap, detail_fmt);
-        if (vasprintf(&e->detail, detail_fmt, ap) < 0)
-            e->detail = NULL;
+        ck__buf_vprintf(&b, detail_fmt, ap);
         va_end(ap);
+        e->detail = ck__buf_take(&b);
     }
+    if (!e->field || (value && !e->value) || (detail_fmt && !e->detail))
+        errs->nomem = true;
 }
 
 void ck_field_errors_release(struct ck_field_errors *errs)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ckube/api.h"
+#include "ckube/internal/util.h"
 
 struct term {
     char *field;
@@ -43,7 +44,7 @@ struct ck_field_selector *ck_field_selector_free(struct ck_field_selector *s)
 /* Unescapes value[0..len) into a new string; NULL with *bad set on a syntax error. */
 static char *unescape(const char *value, size_t len, const char **bad)
 {
-    char *out = malloc(len + 1);
+    char *out = ck__malloc(len + 1);
     if (!out)
         return NULL;
     size_t n = 0;
@@ -101,7 +102,7 @@ static int parse_term(const char *term, size_t len, struct term *ret, struct ck_
 int ck_field_selector_parse(const char *text, struct ck_field_selector **ret_selector,
                             struct ck_err *reterr)
 {
-    struct ck_field_selector *s = calloc(1, sizeof(*s));
+    struct ck_field_selector *s = ck__calloc(1, sizeof(*s));
     if (!s)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     const char *start = text;
@@ -114,7 +115,7 @@ int ck_field_selector_parse(const char *text, struct ck_field_selector **ret_sel
             continue;
         size_t len = (size_t)(p - start);
         if (len > 0) {
-            struct term *terms = realloc(s->terms, (s->n_terms + 1) * sizeof(*terms));
+            struct term *terms = ck__realloc(s->terms, (s->n_terms + 1) * sizeof(*terms));
             if (!terms) {
                 ck_field_selector_free(s);
                 return ck_err_set(reterr, CK_ENOMEM, "out of memory");

@@ -35,6 +35,7 @@ struct walk {
     ck_feature_enabled_fn enabled;
     void *ctx;
     struct ck_field_errors *errs; /* NULL: drop disabled fields; else validate values */
+    bool nomem;                   /* an allocation failed: what was decided may be wrong */
 };
 
 static bool gate_on(const struct walk *w, const char *gate)
@@ -57,9 +58,11 @@ static const json_t *keyword(const struct walk *w, const json_t *prop, const cha
 }
 
 /* Appends to out every old value under key (olds: the old values at this place). */
-static json_t *olds_at(const json_t *olds, const char *key)
+static json_t *olds_at(struct walk *w, const json_t *olds, const char *key)
 {
     json_t *out = json_array();
+    if (!out)
+        w->nomem = true;
     size_t i;
     json_t *old;
     json_array_foreach(olds, i, old)
@@ -72,10 +75,11 @@ static json_t *olds_at(const json_t *olds, const char *key)
             json_t *item;
             json_array_foreach(v, j, item)
             {
-                json_array_append(out, item);
+                if (json_array_append(out, item) < 0)
+                    w->nomem = true;
             }
-        } else if (key) {
-            json_array_append(out, v);
+        } else if (key && json_array_append(out, v) < 0) {
+            w->nomem = true;
         }
     }
     return out;
@@ -94,8 +98,8 @@ static bool olds_contain(const json_t *olds, const json_t *v)
 }
 
 /* Refuses a gated enum value whose gate is off and that old did not have. */
-static void check_value(const struct walk *w, const json_t *schema, const json_t *v,
-                        const json_t *olds, const char *path)
+static void check_value(struct walk *w, const json_t *schema, const json_t *v, const json_t *olds,
+                        const char *path)
 {
     const json_t *gated = keyword(w, schema, "x-ckube-feature-gated-values");
     const char *gate = json_string_value(json_object_get(gated, json_string_value(v)));
@@ -116,12 +120,14 @@ static void check_value(const struct walk *w, const json_t *schema, const json_t
     }
     if (f)
         fclose(f);
+    if (!f || !list)
+        w->nomem = true;
     ck_field_errors_add(w->errs, CK_FIELD_NOT_SUPPORTED, path, json_string_value(v), true,
                         "supported values: %s", list ? list : "");
     free(list);
 }
 
-static void walk_value(const struct walk *w, const json_t *schema_in, json_t *v, const json_t *olds,
+static void walk_value(struct walk *w, const json_t *schema_in, json_t *v, const json_t *olds,
                        char *path, size_t size, int depth)
 {
     const json_t *schema = ck__schema_resolve(w->set, schema_in);
@@ -132,7 +138,7 @@ static void walk_value(const struct walk *w, const json_t *schema_in, json_t *v,
         check_value(w, schema_in, v, olds, path);
     } else if (json_is_array(v)) {
         const json_t *items = json_object_get(schema, "items");
-        json_t *old_items = olds_at(olds, NULL);
+        json_t *old_items = olds_at(w, olds, NULL);
         size_t i;
         json_t *item;
         json_array_foreach(v, i, item)
@@ -151,7 +157,7 @@ static void walk_value(const struct walk *w, const json_t *schema_in, json_t *v,
             json_t *child = json_object_get(v, key);
             if (!child)
                 continue;
-            json_t *old_children = olds_at(olds, key);
+            json_t *old_children = olds_at(w, olds, key);
             const char *gate = json_string_value(keyword(w, prop, "x-ckube-feature-gate"));
             if (!w->errs && gate && !gate_on(w, gate) && json_array_size(old_children) == 0) {
                 json_object_del(v, key); /* the gate is off and nothing old uses it */
@@ -166,7 +172,7 @@ static void walk_value(const struct walk *w, const json_t *schema_in, json_t *v,
             json_t *child;
             json_object_foreach(v, key, child)
             {
-                json_t *old_children = olds_at(olds, key);
+                json_t *old_children = olds_at(w, olds, key);
                 snprintf(path + at, size - at, "%s%s", at ? "." : "", key);
                 walk_value(w, extra, child, old_children, path, size, depth + 1);
                 json_decref(old_children);
@@ -182,18 +188,22 @@ static void walk_object(struct walk *w, const char *name, json_t *obj, const jso
     if (!schema || !obj)
         return;
     json_t *olds = json_array();
-    if (old)
-        json_array_append(olds, (json_t *)old);
+    if (!olds || (old && json_array_append(olds, (json_t *)old) < 0)) {
+        json_decref(olds);
+        w->nomem = true;
+        return;
+    }
     char path[1024] = "";
     walk_value(w, schema, obj, olds, path, sizeof(path), 0);
     json_decref(olds);
 }
 
-void ck_schema_drop_disabled(const struct ck_schemas *set, const char *name, json_t *obj,
-                             const json_t *old, ck_feature_enabled_fn enabled, void *ctx)
+int ck_schema_drop_disabled(const struct ck_schemas *set, const char *name, json_t *obj,
+                            const json_t *old, ck_feature_enabled_fn enabled, void *ctx)
 {
     struct walk w = {.set = set, .enabled = enabled, .ctx = ctx};
     walk_object(&w, name, obj, old);
+    return w.nomem ? CK_ENOMEM : 0;
 }
 
 void ck_schema_validate_gated_values(const struct ck_schemas *set, const char *name,
@@ -203,4 +213,6 @@ void ck_schema_validate_gated_values(const struct ck_schemas *set, const char *n
 {
     struct walk w = {.set = set, .enabled = enabled, .ctx = ctx, .errs = errs};
     walk_object(&w, name, (json_t *)obj, old);
+    if (w.nomem)
+        errs->nomem = true;
 }

@@ -29,7 +29,11 @@ long long ck__int_at(const json_t *obj, const char *dotted);
 /* s when it is a non-empty string, else "<none>" (how Kubernetes prints an empty cell). */
 const char *ck__or_none(const char *s);
 
-/* parent[key] when it is an object, else a new empty object stored there. Borrowed. */
+/*
+ * parent[key] when it is an object, else a new empty object stored there. Borrowed;
+ * NULL when out of memory (jansson's setters fail on a NULL parent, so a chain of
+ * them reports it once at the end).
+ */
 json_t *ck__object_at(json_t *parent, const char *key);
 
 /* Follows $ref / allOf [{$ref}] to the schema describing a value; NULL-safe. */
@@ -71,8 +75,8 @@ extern const char *const ck__get_patch_update[];
 
 /* ---- pod specs, in pods and in templates (kinds/podspec.c) -------------- */
 
-/* SetDefaults_PodSpec's part ckube has: imagePullPolicy from the image tag. */
-void ck__pod_spec_default(json_t *spec);
+/* SetDefaults_PodSpec's part ckube has: imagePullPolicy from the image tag. 0 or CK_ENOMEM. */
+int ck__pod_spec_default(json_t *spec);
 
 /*
  * Containers present, named (DNS-1123 labels, unique across init and
@@ -84,8 +88,8 @@ void ck__pod_spec_validate(const json_t *spec, const char *path, bool is_templat
 
 /* ---- Deployments and ReplicaSets (kinds/workload.c) --------------------- */
 
-/* The template's pod spec defaults. */
-void ck__workload_defaults(json_t *obj);
+/* The template's pod spec defaults. 0 or CK_ENOMEM. */
+int ck__workload_defaults(json_t *obj);
 
 /* Selector present, non-empty, matching the template, immutable; the template's pod spec. */
 void ck__workload_validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs);
@@ -103,7 +107,7 @@ void ck__rbac_validate_binding(const json_t *obj, const json_t *old, bool namesp
                                struct ck_field_errors *errs);
 
 /* roleRef.apiGroup and User/Group subjects' apiGroup default to rbac.authorization.k8s.io. */
-void ck__rbac_binding_defaults(json_t *obj);
+int ck__rbac_binding_defaults(json_t *obj);
 
 /* Roles print NAME and CREATED AT (RFC 3339, column 1). */
 void ck__rbac_role_cells(const json_t *obj, long long now, json_t **cells);

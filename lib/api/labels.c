@@ -171,11 +171,11 @@ static int fail(struct ck_err *reterr, const char *detail)
 
 static int add_value(struct requirement *r, const char *value)
 {
-    char **values = realloc(r->values, (r->n_values + 1) * sizeof(*values));
+    char **values = ck__realloc(r->values, (r->n_values + 1) * sizeof(*values));
     if (!values)
         return CK_ENOMEM;
     r->values = values;
-    r->values[r->n_values] = strdup(value);
+    r->values[r->n_values] = ck__strdup(value);
     if (!r->values[r->n_values])
         return CK_ENOMEM;
     r->n_values++;
@@ -249,7 +249,7 @@ out:
 
 static int append_requirement(struct ck_label_selector *s, struct requirement *r)
 {
-    struct requirement *reqs = realloc(s->reqs, (s->n_reqs + 1) * sizeof(*reqs));
+    struct requirement *reqs = ck__realloc(s->reqs, (s->n_reqs + 1) * sizeof(*reqs));
     if (!reqs)
         return CK_ENOMEM;
     s->reqs = reqs;
@@ -384,7 +384,7 @@ static void sort_requirements(struct ck_label_selector *s)
 int ck_label_selector_parse(const char *text, struct ck_label_selector **ret_selector,
                             struct ck_err *reterr)
 {
-    struct ck_label_selector *s = calloc(1, sizeof(*s));
+    struct ck_label_selector *s = ck__calloc(1, sizeof(*s));
     if (!s)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     struct lexer lx = {.p = text};
@@ -426,7 +426,7 @@ out_fail:
 int ck_label_selector_from_object(const json_t *selector, struct ck_label_selector **ret_selector,
                                   struct ck_err *reterr)
 {
-    struct ck_label_selector *s = calloc(1, sizeof(*s));
+    struct ck_label_selector *s = ck__calloc(1, sizeof(*s));
     if (!s)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     int r = 0;
@@ -439,7 +439,7 @@ int ck_label_selector_from_object(const json_t *selector, struct ck_label_select
     json_object_foreach((json_t *)json_object_get(selector, "matchLabels"), key, value)
     {
         struct requirement req = {.op = OP_EQUALS};
-        req.key = strdup(key);
+        req.key = ck__strdup(key);
         if (!json_is_string(value))
             r = ck_err_set(reterr, CK_EINVAL, "matchLabels[%s] must be a string", key);
         else if (!req.key || add_value(&req, json_string_value(value)) < 0)
@@ -480,7 +480,7 @@ int ck_label_selector_from_object(const json_t *selector, struct ck_label_select
             r = ck_err_set(reterr, CK_EINVAL, "\"%s\" is not a valid label selector operator", op);
             goto out_fail;
         }
-        req.key = strdup(k);
+        req.key = ck__strdup(k);
         size_t j;
         json_t *v;
         json_array_foreach(values, j, v)

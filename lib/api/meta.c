@@ -60,7 +60,7 @@ static char *generate_name(const char *prefix)
     size_t len = strlen(prefix);
     if (len > GENERATE_PREFIX_MAX)
         len = GENERATE_PREFIX_MAX;
-    char *name = malloc(len + GENERATE_SUFFIX_LEN + 1);
+    char *name = ck__malloc(len + GENERATE_SUFFIX_LEN + 1);
     if (!name)
         return NULL;
     memcpy(name, prefix, len);
@@ -70,18 +70,18 @@ static char *generate_name(const char *prefix)
     return name;
 }
 
-/* Sets apiVersion and kind from the kind; returns metadata, made an object if it was not. */
+/*
+ * Sets apiVersion and kind from the kind; returns metadata, made an object if it was not,
+ * or NULL when out of memory.
+ */
 static json_t *stamp_type(const struct ck_kind *kind, json_t *obj)
 {
     char buf[64];
-    json_object_set_new(obj, "apiVersion", json_string(ck_kind_api_version(kind, buf, 64)));
-    json_object_set_new(obj, "kind", json_string(kind->kind));
-    json_t *meta = json_object_get(obj, "metadata");
-    if (!json_is_object(meta)) {
-        meta = json_object();
-        json_object_set_new(obj, "metadata", meta);
-    }
-    return meta;
+    if (json_object_set_new(obj, "apiVersion", json_string(ck_kind_api_version(kind, buf, 64))) <
+            0 ||
+        json_object_set_new(obj, "kind", json_string(kind->kind)) < 0)
+        return NULL;
+    return ck__object_at(obj, "metadata");
 }
 
 int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *namespace,
@@ -89,13 +89,16 @@ int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *
 {
     char buf[64];
     json_t *meta = stamp_type(kind, obj);
+    if (!meta)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     const char *body_ns = json_string_value(json_object_get(meta, "namespace"));
     if (kind->namespaced) {
         if (body_ns && *body_ns && namespace && strcmp(body_ns, namespace) != 0)
             return ck_err_set(
                 reterr, CK_EINVAL,
                 "the namespace of the provided object does not match the namespace sent on the request");
-        json_object_set_new(meta, "namespace", json_string(namespace ? namespace : ""));
+        if (json_object_set_new(meta, "namespace", json_string(namespace ? namespace : "")) < 0)
+            return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     } else {
         json_object_del(meta, "namespace");
     }
@@ -105,24 +108,27 @@ int ck_meta_prepare_create(const struct ck_kind *kind, json_t *obj, const char *
         char *generated = generate_name(prefix);
         if (!generated)
             return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-        json_object_set_new(meta, "name", json_string(generated));
+        int r = json_object_set_new(meta, "name", json_string(generated));
         free(generated);
+        if (r < 0)
+            return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     }
     char uid[37];
     ck_uuid(uid);
-    json_object_set_new(meta, "uid", json_string(uid));
-    json_object_set_new(meta, "creationTimestamp", json_string(ck_rfc3339(now, buf, sizeof(buf))));
-    if (kind->has_generation)
-        json_object_set_new(meta, "generation", json_integer(1));
-    else
+    if (json_object_set_new(meta, "uid", json_string(uid)) < 0 ||
+        json_object_set_new(meta, "creationTimestamp",
+                            json_string(ck_rfc3339(now, buf, sizeof(buf)))) < 0 ||
+        (kind->has_generation && json_object_set_new(meta, "generation", json_integer(1)) < 0))
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    if (!kind->has_generation)
         json_object_del(meta, "generation");
     static const char *const server_owned[] = {"resourceVersion", "deletionTimestamp",
                                                "deletionGracePeriodSeconds", "selfLink",
                                                "managedFields"};
     for (size_t i = 0; i < sizeof(server_owned) / sizeof(server_owned[0]); i++)
         json_object_del(meta, server_owned[i]);
-    if (kind->prepare_for_create)
-        kind->prepare_for_create(obj);
+    if (kind->prepare_for_create && kind->prepare_for_create(obj) < 0)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -131,22 +137,24 @@ json_t *ck__object_at(json_t *parent, const char *key)
     json_t *v = json_object_get(parent, key);
     if (!json_is_object(v)) {
         v = json_object();
-        json_object_set_new(parent, key, v);
+        /* json_object_set_new frees v when it fails */
+        if (json_object_set_new(parent, key, v) < 0)
+            return NULL;
     }
     return v;
 }
 
-/* Sets obj[key] to a copy of from[key], or deletes it when from has none. */
-static void carry_over(json_t *obj, const json_t *from, const char *key)
+/* Sets obj[key] to a copy of from[key], or deletes it when from has none. 0 or CK_ENOMEM. */
+static int carry_over(json_t *obj, const json_t *from, const char *key)
 {
     json_t *value = json_object_get(from, key);
     if (value)
-        json_object_set_new(obj, key, json_deep_copy(value));
-    else
-        json_object_del(obj, key);
+        return json_object_set_new(obj, key, json_deep_copy(value)) < 0 ? CK_ENOMEM : 0;
+    json_object_del(obj, key);
+    return 0;
 }
 
-void ck_meta_keep_server_owned(json_t *meta, const json_t *old_meta)
+int ck_meta_keep_server_owned(json_t *meta, const json_t *old_meta)
 {
     static const char *const owned[] = {"name",
                                         "namespace",
@@ -156,20 +164,23 @@ void ck_meta_keep_server_owned(json_t *meta, const json_t *old_meta)
                                         "deletionTimestamp",
                                         "deletionGracePeriodSeconds"};
     for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
-        carry_over(meta, old_meta, owned[i]);
+        if (carry_over(meta, old_meta, owned[i]) < 0)
+            return CK_ENOMEM;
+    return 0;
 }
 
-void ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_t *old)
+int ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_t *old)
 {
     json_t *meta = stamp_type(kind, obj);
     const json_t *old_meta = json_object_get(old, "metadata");
-    ck_meta_keep_server_owned(meta, old_meta);
+    if (!meta || ck_meta_keep_server_owned(meta, old_meta) < 0)
+        return CK_ENOMEM;
     json_object_del(meta, "selfLink");
     json_object_del(meta, "managedFields");
-    if (ck_kind_subresource_part(kind, CK_SUBRESOURCE_STATUS))
-        carry_over(obj, old, "status");
-    if (kind->prepare_for_update)
-        kind->prepare_for_update(obj, old);
+    if (ck_kind_subresource_part(kind, CK_SUBRESOURCE_STATUS) && carry_over(obj, old, "status") < 0)
+        return CK_ENOMEM;
+    if (kind->prepare_for_update && kind->prepare_for_update(obj, old) < 0)
+        return CK_ENOMEM;
     if (kind->has_generation) {
         bool changed = !json_equal(json_object_get(obj, "spec"), json_object_get(old, "spec"));
         if (kind->annotations_bump_generation) {
@@ -178,23 +189,23 @@ void ck_meta_prepare_update(const struct ck_kind *kind, json_t *obj, const json_
             const json_t *b = json_object_get(old_meta, "annotations");
             changed = changed || ((a || b) && !json_equal((json_t *)a, (json_t *)b));
         }
-        if (changed)
+        if (changed &&
             json_object_set_new(
                 meta, "generation",
-                json_integer(json_integer_value(json_object_get(old_meta, "generation")) + 1));
+                json_integer(json_integer_value(json_object_get(old_meta, "generation")) + 1)) < 0)
+            return CK_ENOMEM;
     }
+    return 0;
 }
 
-void ck_kind_default(const struct ck_kind *kind, json_t *obj)
+int ck_kind_default(const struct ck_kind *kind, json_t *obj)
 {
-    if (kind->defaults)
-        kind->defaults(obj);
+    return kind->defaults ? kind->defaults(obj) : 0;
 }
 
-void ck_kind_canonicalize(const struct ck_kind *kind, json_t *obj)
+int ck_kind_canonicalize(const struct ck_kind *kind, json_t *obj)
 {
-    if (kind->canonicalize)
-        kind->canonicalize(obj);
+    return kind->canonicalize ? kind->canonicalize(obj) : 0;
 }
 
 /* ---- validation --------------------------------------------------------- */

@@ -30,6 +30,7 @@
 
 /* ---- RFC 7386 ----------------------------------------------------------- */
 
+/* Merges patch into target (consumed). Returns the result, or NULL when out of memory. */
 static json_t *merge_into(json_t *target, const json_t *patch, int depth)
 {
     if (!json_is_object(patch) || depth > MAX_DEPTH) {
@@ -39,6 +40,8 @@ static json_t *merge_into(json_t *target, const json_t *patch, int depth)
     if (!json_is_object(target)) {
         json_decref(target);
         target = json_object();
+        if (!target)
+            return NULL;
     }
     const char *key;
     json_t *value;
@@ -49,20 +52,24 @@ static json_t *merge_into(json_t *target, const json_t *patch, int depth)
             continue;
         }
         json_t *current = json_incref(json_object_get(target, key));
-        json_t *merged = merge_into(current ? json_deep_copy(current) : NULL, value, depth + 1);
+        json_t *copy = current ? json_deep_copy(current) : NULL;
         json_decref(current);
-        if (!merged) {
+        json_t *merged = !current || copy ? merge_into(copy, value, depth + 1) : NULL;
+        /* json_object_set_new frees merged when it fails */
+        if (!merged || json_object_set_new(target, key, merged) < 0) {
             json_decref(target);
             return NULL;
         }
-        json_object_set_new(target, key, merged);
     }
     return target;
 }
 
 json_t *ck_merge_patch(const json_t *target, const json_t *patch)
 {
-    return merge_into(target ? json_deep_copy(target) : NULL, patch, 0);
+    json_t *copy = target ? json_deep_copy(target) : NULL;
+    if (target && !copy)
+        return NULL;
+    return merge_into(copy, patch, 0);
 }
 
 /* ---- RFC 6902 ----------------------------------------------------------- */
@@ -170,27 +177,34 @@ static json_t *pointer_get(json_t *doc, const char *pointer)
     return NULL;
 }
 
-/* add: value is stolen. *doc may be replaced (root). */
-static bool pointer_add(json_t **doc, const char *pointer, json_t *value)
+/*
+ * add: value is stolen (NULL: a copy that could not be made). *doc may be
+ * replaced (root). Returns 0, CK_EINVAL when the place does not exist, or
+ * CK_ENOMEM.
+ */
+static int pointer_add(json_t **doc, const char *pointer, json_t *value)
 {
     json_t *parent;
     char last[512];
+    if (!value)
+        return CK_ENOMEM;
     if (!pointer_parent(*doc, pointer, &parent, last, sizeof(last))) {
         json_decref(value);
-        return false;
+        return CK_EINVAL;
     }
     if (!parent) {
         json_decref(*doc);
         *doc = value;
-        return true;
+        return 0;
     }
+    /* the setters fail on a good place only when out of memory */
     if (json_is_object(parent))
-        return json_object_set_new(parent, last, value) == 0;
+        return json_object_set_new(parent, last, value) < 0 ? CK_ENOMEM : 0;
     size_t index;
     if (json_is_array(parent) && array_index(last, json_array_size(parent), true, &index))
-        return json_array_insert_new(parent, index, value) == 0;
+        return json_array_insert_new(parent, index, value) < 0 ? CK_ENOMEM : 0;
     json_decref(value);
-    return false;
+    return CK_EINVAL;
 }
 
 static bool pointer_remove(json_t *doc, const char *pointer)
@@ -224,18 +238,19 @@ int ck_json_patch(const json_t *doc, const json_t *operations, json_t **ret_doc,
         const char *from = json_string_value(json_object_get(op, "from"));
         json_t *value = json_object_get(op, "value");
         bool ok = false;
+        int added = 0;
         if (!name || !path) {
             json_decref(result);
             return ck_err_set(reterr, CK_EINVAL, "operation %zu: needs \"op\" and \"path\"", i);
         }
         if (strcmp(name, "add") == 0) {
-            ok = value && pointer_add(&result, path, json_deep_copy(value));
+            ok = value && (added = pointer_add(&result, path, json_deep_copy(value))) == 0;
         } else if (strcmp(name, "remove") == 0) {
             ok = pointer_remove(result, path);
         } else if (strcmp(name, "replace") == 0) {
             ok = value && pointer_get(result, path) &&
                  (*path == '\0' || pointer_remove(result, path)) &&
-                 pointer_add(&result, path, json_deep_copy(value));
+                 (added = pointer_add(&result, path, json_deep_copy(value))) == 0;
         } else if (strcmp(name, "move") == 0 || strcmp(name, "copy") == 0) {
             bool move = name[0] == 'm';
             size_t from_len = from ? strlen(from) : 0;
@@ -244,9 +259,11 @@ int ck_json_patch(const json_t *doc, const json_t *operations, json_t **ret_doc,
             bool into_child =
                 move && from && strncmp(path, from, from_len) == 0 && path[from_len] == '/';
             json_t *copy = source && !into_child ? json_deep_copy(source) : NULL;
-            if (copy && move && !pointer_remove(result, from))
+            if (source && !into_child && !copy)
+                added = CK_ENOMEM;
+            else if (copy && move && !pointer_remove(result, from))
                 copy = (json_decref(copy), NULL);
-            ok = copy && pointer_add(&result, path, copy);
+            ok = copy && (added = pointer_add(&result, path, copy)) == 0;
         } else if (strcmp(name, "test") == 0) {
             json_t *have = pointer_get(result, path);
             ok = value && have && json_equal(have, value);
@@ -257,6 +274,10 @@ int ck_json_patch(const json_t *doc, const json_t *operations, json_t **ret_doc,
         } else {
             json_decref(result);
             return ck_err_set(reterr, CK_EINVAL, "operation %zu: unknown op \"%s\"", i, name);
+        }
+        if (!ok && added == CK_ENOMEM) {
+            json_decref(result);
+            return ck_err_set(reterr, CK_ENOMEM, "out of memory");
         }
         if (!ok) {
             json_decref(result);
@@ -293,6 +314,14 @@ static int smp_fail(struct smp *s, const char *fmt, ...)
     return CK_EINVAL;
 }
 
+/* Records running out of memory (the first failure is the answer); returns CK_ENOMEM. */
+static int smp_nomem(struct smp *s)
+{
+    if (!s->failed)
+        s->failed = ck_err_set(s->err, CK_ENOMEM, "out of memory");
+    return CK_ENOMEM;
+}
+
 /* The schema of a member of an object schema (properties, else additionalProperties). */
 static const json_t *member_schema(const struct smp *s, const json_t *schema, const char *key)
 {
@@ -326,7 +355,10 @@ static bool is_directive(const char *key)
     return key[0] == '$';
 }
 
-/* A copy of a patch value with every directive removed (for appended elements). */
+/*
+ * A copy of a patch value with every directive removed (for appended
+ * elements), or NULL when out of memory.
+ */
 static json_t *strip_directives(const json_t *v)
 {
     if (json_is_array(v)) {
@@ -335,7 +367,8 @@ static json_t *strip_directives(const json_t *v)
         json_t *item;
         json_array_foreach(v, i, item)
         {
-            json_array_append_new(out, strip_directives(item));
+            if (!out || json_array_append_new(out, strip_directives(item)) < 0)
+                return json_decref(out), NULL;
         }
         return out;
     }
@@ -346,8 +379,9 @@ static json_t *strip_directives(const json_t *v)
     json_t *value;
     json_object_foreach((json_t *)v, key, value)
     {
-        if (!is_directive(key))
-            json_object_set_new(out, key, strip_directives(value));
+        if (!out ||
+            (!is_directive(key) && json_object_set_new(out, key, strip_directives(value)) < 0))
+            return json_decref(out), NULL;
     }
     return out;
 }
@@ -376,6 +410,10 @@ static json_t *merge_keyed_list(struct smp *s, json_t *original, const json_t *p
     if (!json_is_array(original)) {
         json_decref(original);
         original = json_array();
+        if (!original) {
+            smp_nomem(s);
+            return NULL;
+        }
     }
     /* [{"$patch": "replace"}, ...]: the list becomes the other elements */
     size_t i;
@@ -389,8 +427,10 @@ static json_t *merge_keyed_list(struct smp *s, json_t *original, const json_t *p
             json_t *other;
             json_array_foreach(patch, j, other)
             {
-                if (j != i)
-                    json_array_append_new(out, strip_directives(other));
+                if (!out || (j != i && json_array_append_new(out, strip_directives(other)) < 0)) {
+                    smp_nomem(s);
+                    break;
+                }
             }
             json_decref(original);
             return out;
@@ -419,20 +459,32 @@ static json_t *merge_keyed_list(struct smp *s, json_t *original, const json_t *p
         if (at >= 0) {
             json_t *merged = smp_merge_map(s, json_incref(json_array_get(original, (size_t)at)), pe,
                                            item_schema, depth + 1);
-            json_array_set_new(original, (size_t)at, merged);
-        } else {
-            json_array_append_new(original, strip_directives(pe));
+            if (s->failed) {
+                json_decref(merged);
+                return original;
+            }
+            if (json_array_set_new(original, (size_t)at, merged) < 0) {
+                smp_nomem(s);
+                return original;
+            }
+        } else if (json_array_append_new(original, strip_directives(pe)) < 0) {
+            smp_nomem(s);
+            return original;
         }
     }
     return original;
 }
 
 /* Lists of scalars with strategy merge are sets: the union, original order first. */
-static json_t *merge_primitive_list(json_t *original, const json_t *patch)
+static json_t *merge_primitive_list(struct smp *s, json_t *original, const json_t *patch)
 {
     if (!json_is_array(original)) {
         json_decref(original);
         original = json_array();
+        if (!original) {
+            smp_nomem(s);
+            return NULL;
+        }
     }
     size_t i;
     json_t *pe;
@@ -445,19 +497,26 @@ static json_t *merge_primitive_list(json_t *original, const json_t *patch)
         {
             present = present || json_equal(oe, pe);
         }
-        if (!present)
-            json_array_append(original, pe);
+        if (!present && json_array_append(original, pe) < 0) {
+            smp_nomem(s);
+            break;
+        }
     }
     return original;
 }
 
 /* Applies $setElementOrder/<list>: listed elements first, in that order; the rest after. */
-static void apply_element_order(json_t *list, const json_t *order, const char *merge_key)
+static void apply_element_order(struct smp *s, json_t *list, const json_t *order,
+                                const char *merge_key)
 {
     if (!json_is_array(list) || !json_is_array(order))
         return;
     json_t *sorted = json_array();
     json_t *rest = json_deep_copy(list);
+    if (!sorted || !rest) {
+        smp_nomem(s);
+        goto out;
+    }
     size_t i;
     json_t *want;
     json_array_foreach(order, i, want)
@@ -469,15 +528,24 @@ static void apply_element_order(json_t *list, const json_t *order, const char *m
         {
             const json_t *have = merge_key ? json_object_get(item, merge_key) : item;
             if (have && key_value && json_equal((json_t *)have, (json_t *)key_value)) {
-                json_array_append(sorted, item);
+                if (json_array_append(sorted, item) < 0) {
+                    smp_nomem(s);
+                    goto out;
+                }
                 json_array_remove(rest, j);
                 break;
             }
         }
     }
-    json_array_extend(sorted, rest);
+    /* list changes only once sorted holds every element */
+    if (json_array_extend(sorted, rest) < 0) {
+        smp_nomem(s);
+        goto out;
+    }
     json_array_clear(list);
-    json_array_extend(list, sorted);
+    if (json_array_extend(list, sorted) < 0)
+        smp_nomem(s);
+out:
     json_decref(sorted);
     json_decref(rest);
 }
@@ -501,7 +569,10 @@ static json_t *smp_merge_map(struct smp *s, json_t *original, const json_t *patc
     }
     if (directive && strcmp(directive, "replace") == 0) {
         json_decref(original);
-        return strip_directives(patch);
+        json_t *out = strip_directives(patch);
+        if (!out)
+            smp_nomem(s);
+        return out;
     }
     if (directive && strcmp(directive, "merge") != 0) {
         smp_fail(s, "unknown $patch directive \"%s\"", directive);
@@ -509,6 +580,10 @@ static json_t *smp_merge_map(struct smp *s, json_t *original, const json_t *patc
     }
     json_t *out = json_is_object(original) ? json_deep_copy(original) : json_object();
     json_decref(original);
+    if (!out) {
+        smp_nomem(s);
+        return NULL;
+    }
 
     const char *key;
     json_t *pv;
@@ -547,21 +622,35 @@ static json_t *smp_merge_map(struct smp *s, json_t *original, const json_t *patc
             const char *merge_key;
             list_strategy(s, prop, &merge, &merge_key);
             const json_t *items = json_object_get(ck__schema_resolve(s->set, prop), "items");
-            if (merge && merge_key)
-                merged = merge_keyed_list(s, ov ? json_deep_copy(ov) : NULL, pv, merge_key, items,
-                                          depth + 1);
+            /* a merged list starts from a copy of the old one; any other list replaces it */
+            json_t *copy = merge && ov ? json_deep_copy(ov) : NULL;
+            if (merge && ov && !copy)
+                merged = NULL;
+            else if (merge && merge_key)
+                merged = merge_keyed_list(s, copy, pv, merge_key, items, depth + 1);
             else if (merge)
-                merged = merge_primitive_list(ov ? json_deep_copy(ov) : NULL, pv);
+                merged = merge_primitive_list(s, copy, pv);
             else
                 merged = strip_directives(pv);
+            /* the list functions say when they fail; strip_directives() fails only for memory */
+            if (!merged && (!merge || ov))
+                smp_nomem(s);
             json_decref(ov);
         } else {
             json_decref(ov);
             merged = json_deep_copy(pv);
+            if (!merged)
+                smp_nomem(s);
         }
-        if (merged)
-            json_object_set_new(out, key, merged);
-        else
+        if (s->failed) {
+            json_decref(merged);
+            return out;
+        }
+        if (merged && json_object_set_new(out, key, merged) < 0) {
+            smp_nomem(s);
+            return out;
+        }
+        if (!merged)
             json_object_del(out, key);
     }
 
@@ -574,7 +663,7 @@ static json_t *smp_merge_map(struct smp *s, json_t *original, const json_t *patc
         bool merge;
         const char *merge_key = NULL;
         list_strategy(s, schema ? member_schema(s, schema, list_name) : NULL, &merge, &merge_key);
-        apply_element_order(json_object_get(out, list_name), pv, merge_key);
+        apply_element_order(s, json_object_get(out, list_name), pv, merge_key);
     }
     /* $retainKeys: only these keys survive (union types such as strategy) */
     const json_t *retain = json_object_get(patch, "$retainKeys");
@@ -608,13 +697,18 @@ int ck_strategic_merge_patch(const struct ck_schemas *set, const char *name, con
         return ck_err_set(reterr, CK_EINVAL, "a strategic merge patch must be a JSON object");
     struct smp s = {.set = set, .err = reterr};
     const json_t *schema = ck_schemas_get(set, name);
-    json_t *out = smp_merge_map(&s, doc ? json_deep_copy(doc) : NULL, patch, schema, 0);
+    json_t *copy = doc ? json_deep_copy(doc) : NULL;
+    if (doc && !copy)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    json_t *out = smp_merge_map(&s, copy, patch, schema, 0);
     if (s.failed) {
         json_decref(out);
         return s.failed;
     }
     if (!out)
         out = json_object(); /* "$patch": "delete" at the top: nothing left */
+    if (!out)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     *ret_doc = out;
     return 0;
 }

@@ -128,8 +128,8 @@ static json_t *path_cell(const struct ck_table_column *c, const json_t *obj, lon
         return json_string(ck_age(json_string_value(v), now, buf, sizeof(buf)));
     }
     if (printable(c, v) && !json_is_string(v) && strcmp(c->type, "string") == 0) {
-        char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-        json_t *out = json_string(text ? text : "");
+        char *text = ck__json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+        json_t *out = text ? json_string(text) : NULL;
         free(text);
         return out;
     }
@@ -148,15 +148,16 @@ static json_t *path_cell(const struct ck_table_column *c, const json_t *obj, lon
     return json_null();
 }
 
-void ck_table_row_cells(const struct ck_kind *kind, const json_t *obj, long long now, json_t *cells)
+int ck_table_row_cells(const struct ck_kind *kind, const json_t *obj, long long now, json_t *cells)
 {
     json_t *stack[16];
-    json_t **slots = kind->n_columns <= 16 ? stack : calloc(kind->n_columns, sizeof(*slots));
+    json_t **slots = kind->n_columns <= 16 ? stack : ck__calloc(kind->n_columns, sizeof(*slots));
     if (!slots)
-        return;
+        return CK_ENOMEM;
     memset(slots, 0, kind->n_columns * sizeof(*slots));
     if (kind->cells)
         kind->cells(obj, now, slots);
+    int r = 0;
     for (size_t i = 0; i < kind->n_columns; i++) {
         const struct ck_table_column *c = &kind->columns[i];
         json_t *cell = slots[i];
@@ -164,10 +165,15 @@ void ck_table_row_cells(const struct ck_kind *kind, const json_t *obj, long long
             json_decref(cell); /* the path wins over a hook that filled it anyway */
             cell = path_cell(c, obj, now);
         }
-        json_array_append_new(cells, cell ? cell : json_null());
+        /* every cell is a value: a missing one ran out of memory (the setter frees cell) */
+        if (r == 0 && json_array_append_new(cells, cell) < 0)
+            r = CK_ENOMEM;
+        else if (r < 0)
+            json_decref(cell);
     }
     if (slots != stack)
         free(slots);
+    return r;
 }
 
 /* ---- the Table ---------------------------------------------------------- */
@@ -206,20 +212,27 @@ json_t *ck_table_build(const struct ck_kind *kind, json_t *const *objects, size_
         continue_token ? continue_token : "", "columnDefinitions", columns, "rows", rows);
     if (!table)
         return NULL;
-    for (size_t i = 0; with_columns && i < kind->n_columns; i++) {
+    int failed = 0;
+    for (size_t i = 0; with_columns && i < kind->n_columns && !failed; i++) {
         const struct ck_table_column *c = &kind->columns[i];
-        json_array_append_new(columns,
-                              json_pack("{s:s, s:s, s:s, s:s, s:i}", "name", c->name, "type",
-                                        c->type, "format", c->format, "description", c->description,
-                                        "priority", c->priority));
+        failed = json_array_append_new(columns, json_pack("{s:s, s:s, s:s, s:s, s:i}", "name",
+                                                          c->name, "type", c->type, "format",
+                                                          c->format, "description", c->description,
+                                                          "priority", c->priority));
     }
-    for (size_t i = 0; i < n_objects; i++) {
+    for (size_t i = 0; i < n_objects && !failed; i++) {
         json_t *cells = json_array();
-        ck_table_row_cells(kind, objects[i], now, cells);
+        if (!cells || ck_table_row_cells(kind, objects[i], now, cells) < 0) {
+            json_decref(cells);
+            failed = -1;
+            break;
+        }
         json_t *row = json_pack("{s:o}", "cells", cells);
         if (row && include != CK_INCLUDE_NONE)
-            json_object_set_new(row, "object", row_object(objects[i], include));
-        json_array_append_new(rows, row);
+            failed |= json_object_set_new(row, "object", row_object(objects[i], include));
+        failed |= json_array_append_new(rows, row);
     }
+    if (failed) /* out of memory: never a Table with rows or cells missing */
+        table = (json_decref(table), NULL);
     return table;
 }

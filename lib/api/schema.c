@@ -261,6 +261,7 @@ struct decode {
     struct ck_warnings *warnings;
     char *unknown;    /* `unknown field "a", unknown field "b"` collected under Strict */
     char *type_error; /* the first type error, Go's wording */
+    bool nomem;       /* an allocation failed: the answer is CK_ENOMEM, whatever else */
 };
 
 static const char *json_kind(const json_t *v)
@@ -325,8 +326,10 @@ static void type_error(struct decode *d, const json_t *v, const json_t *schema,
         n = asprintf(&d->type_error,
                      "json: cannot unmarshal %s into Go struct field %s.%s of type %s",
                      json_kind(v), parent ? parent : "Object", p->buf, go_type(schema, ref_name));
-    if (n < 0)
+    if (n < 0) {
         d->type_error = NULL;
+        d->nomem = true;
+    }
 }
 
 static void unknown_field(struct decode *d, const struct path *p)
@@ -340,21 +343,25 @@ static void unknown_field(struct decode *d, const struct path *p)
                  d->unknown ? ", " : "", p->buf) >= 0) {
         free(d->unknown);
         d->unknown = more;
+    } else {
+        d->nomem = true;
     }
 }
 
 /*
  * Parses an RFC 3339 time and rewrites it in UTC: whole seconds for Time,
- * microseconds for MicroTime. Returns false when it is not a valid time.
+ * microseconds for MicroTime. Returns false when it is not a valid time;
+ * sets d->nomem when it could not be rewritten.
  */
-static bool normalise_time(json_t *v, bool micro)
+static bool normalise_time(struct decode *d, json_t *v, bool micro)
 {
     int64_t sec;
     long usec;
     if (ck__time_parse(json_string_value(v), &sec, &usec) < 0)
         return false;
     char buf[CK__TIME_LEN];
-    json_string_set(v, ck__time_format(sec, micro ? usec : -1, buf, sizeof(buf)));
+    if (json_string_set(v, ck__time_format(sec, micro ? usec : -1, buf, sizeof(buf))) < 0)
+        d->nomem = true;
     return true;
 }
 
@@ -435,20 +442,24 @@ static void decode_value(struct decode *d, const json_t *schema_in, json_t *v, c
         json_array_foreach(v, i, item)
         {
             size_t saved = path_push_index(p, i);
-            if (json_is_null(item)) /* Go stores the element's zero value */
-                json_array_set_new(v, i, zero_value(d->set, items));
-            else if (items && !preserve)
+            if (json_is_null(item)) { /* Go stores the element's zero value */
+                if (json_array_set_new(v, i, zero_value(d->set, items)) < 0)
+                    d->nomem = true;
+            } else if (items && !preserve) {
                 decode_value(d, items, item, parent, p, depth + 1);
+            }
             path_pop(p, saved);
         }
     } else if (strcmp(type, "string") == 0) {
         if (!json_is_string(v))
             type_error(d, v, schema, ref_name, parent, p);
-        else if (is_time_schema(ref_name, &micro) && !normalise_time(v, micro) && !d->type_error)
+        else if (is_time_schema(ref_name, &micro) && !normalise_time(d, v, micro) && !d->type_error)
             if (asprintf(&d->type_error,
                          "parsing time \"%s\" as \"2006-01-02T15:04:05Z07:00\": not RFC 3339 (%s)",
-                         json_string_value(v), p->buf) < 0)
+                         json_string_value(v), p->buf) < 0) {
                 d->type_error = NULL;
+                d->nomem = true;
+            }
     } else if (strcmp(type, "integer") == 0) {
         const char *format = json_string_value(json_object_get(schema, "format"));
         bool int32 = format && strcmp(format, "int32") == 0;
@@ -490,17 +501,21 @@ int ck_schema_decode(const struct ck_schemas *set, const char *name, const char 
         return ck_err_set(reterr, CK_EINVAL, "no schema named %s", name);
 
     json_error_t jerr;
-    json_t *obj = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *obj = NULL;
+    int loaded = ck_json_loadb(body, len, JSON_REJECT_DUPLICATES, &obj, &jerr);
     char key[128];
-    if (!obj && duplicate_key_error(&jerr, key, sizeof(key))) {
+    if (loaded < 0 && loaded != CK_ENOMEM && duplicate_key_error(&jerr, key, sizeof(key))) {
         if (validation == CK_FIELD_VALIDATION_STRICT)
             return ck_err_set(reterr, CK_EINVAL, "strict decoding error: duplicate field \"%s\"",
                               key);
         if (validation == CK_FIELD_VALIDATION_WARN)
             ck_warnings_add(warnings, "duplicate field \"%s\"", key);
-        obj = json_loadb(body, len, 0, &jerr); /* the last value wins, as in Go */
+        loaded = ck_json_loadb(body, len, 0, &obj, &jerr); /* the last value wins, as in Go */
     }
-    if (!obj)
+    /* running out of memory is a 500, not the client's syntax */
+    if (loaded == CK_ENOMEM)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    if (loaded < 0)
         return ck_err_set(reterr, CK_EINVAL, "json parse error: %s (line %d, column %d)", jerr.text,
                           jerr.line, jerr.column);
 
@@ -510,10 +525,13 @@ int ck_schema_decode(const struct ck_schemas *set, const char *name, const char 
     char ref[512];
     snprintf(ref, sizeof(ref), REF_PREFIX "%s", name);
     json_t *root = json_pack("{s:s}", "$ref", ref);
-    decode_value(&d, root ? root : schema, obj, short_name(name), &p, 0);
+    if (root)
+        decode_value(&d, root, obj, short_name(name), &p, 0);
     json_decref(root);
     int r = 0;
-    if (d.type_error)
+    if (!root || d.nomem)
+        r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    else if (d.type_error)
         r = ck_err_set(reterr, CK_EINVAL, "%s", d.type_error);
     else if (d.unknown)
         r = ck_err_set(reterr, CK_EINVAL, "strict decoding error: %s", d.unknown);
@@ -563,37 +581,39 @@ static const json_t *default_of(const struct ck_schemas *set, const json_t *prop
     return def ? def : json_object_get(resolve(set, prop, NULL), "default");
 }
 
-static void default_value(const struct ck_schemas *set, const json_t *schema_in, json_t *v,
-                          int depth)
+/* Returns 0, or CK_ENOMEM when a default could not be set (obj is then partly defaulted). */
+static int default_value(const struct ck_schemas *set, const json_t *schema_in, json_t *v,
+                         int depth)
 {
     const json_t *schema = resolve(set, schema_in, NULL);
     if (!schema || depth > MAX_DEPTH ||
         json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields")))
-        return;
+        return 0;
     if (json_is_array(v)) {
         const json_t *items = json_object_get(schema, "items");
         size_t i;
         json_t *item;
         json_array_foreach(v, i, item)
         {
-            if (items)
-                default_value(set, items, item, depth + 1);
+            if (items && default_value(set, items, item, depth + 1) < 0)
+                return CK_ENOMEM;
         }
-        return;
+        return 0;
     }
     if (!json_is_object(v))
-        return;
+        return 0;
     const json_t *props = json_object_get(schema, "properties");
     const char *key;
     const json_t *prop;
     json_object_foreach((json_t *)props, key, prop)
     {
         const json_t *def = default_of(set, prop);
-        if (!json_object_get(v, key) && def)
-            json_object_set_new(v, key, json_deep_copy(def));
+        /* json_object_set_new frees the value it could not insert */
+        if (!json_object_get(v, key) && def && json_object_set_new(v, key, json_deep_copy(def)) < 0)
+            return CK_ENOMEM;
         json_t *child = json_object_get(v, key);
-        if (child)
-            default_value(set, prop, child, depth + 1);
+        if (child && default_value(set, prop, child, depth + 1) < 0)
+            return CK_ENOMEM;
     }
     size_t i;
     json_t *emit;
@@ -604,9 +624,9 @@ static void default_value(const struct ck_schemas *set, const json_t *schema_in,
         if (prop_schema && !json_object_get(v, field)) {
             /* an emitted object gets its own defaults and always-emit fields, so
              * defaulting the result again changes nothing */
-            json_t *zero = zero_value(set, prop_schema);
-            json_object_set_new(v, field, zero);
-            default_value(set, prop_schema, zero, depth + 1);
+            if (json_object_set_new(v, field, zero_value(set, prop_schema)) < 0 ||
+                default_value(set, prop_schema, json_object_get(v, field), depth + 1) < 0)
+                return CK_ENOMEM;
         }
     }
     const json_t *extra = json_object_get(schema, "additionalProperties");
@@ -614,36 +634,37 @@ static void default_value(const struct ck_schemas *set, const json_t *schema_in,
         json_t *value;
         json_object_foreach(v, key, value)
         {
-            default_value(set, extra, value, depth + 1);
+            if (default_value(set, extra, value, depth + 1) < 0)
+                return CK_ENOMEM;
         }
     }
+    return 0;
 }
 
-void ck_schema_default(const struct ck_schemas *set, const char *name, json_t *obj)
+int ck_schema_default(const struct ck_schemas *set, const char *name, json_t *obj)
 {
     const json_t *schema = ck_schemas_get(set, name);
-    if (schema)
-        default_value(set, schema, obj, 0);
+    return schema ? default_value(set, schema, obj, 0) : 0;
 }
 
 /* ---- validation --------------------------------------------------------- */
 
+/* "supported values: ..." for an enum; caller frees; NULL when out of memory. */
 static char *render_enum(const json_t *values)
 {
-    char *out = strdup("supported values: ");
+    struct ck__buf b = {0};
+    ck__buf_adds(&b, "supported values: ");
     size_t i;
     json_t *value;
     json_array_foreach(values, i, value)
     {
-        char *piece = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
-        char *next = NULL;
-        if (out && piece && asprintf(&next, "%s%s%s", out, i ? ", " : "", piece) >= 0) {
-            free(out);
-            out = next;
-        }
+        char *piece = ck__json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+        if (!piece)
+            return ck__buf_release(&b), NULL;
+        ck__buf_printf(&b, "%s%s", i ? ", " : "", piece);
         free(piece);
     }
-    return out;
+    return ck__buf_take(&b);
 }
 
 static void validate_value(const struct ck_schemas *set, const json_t *schema_in, const json_t *v,
@@ -665,7 +686,9 @@ static void validate_value(const struct ck_schemas *set, const json_t *schema_in
         }
         if (!found) {
             char *supported = render_enum(allowed);
-            char *value = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            char *value = ck__json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+            if (!supported || !value)
+                errs->nomem = true;
             ck_field_errors_add(errs, CK_FIELD_NOT_SUPPORTED, p->buf,
                                 json_is_string(v) ? json_string_value(v) : value, json_is_string(v),
                                 "%s", supported ? supported : "");

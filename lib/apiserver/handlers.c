@@ -48,9 +48,11 @@ static enum MHD_Result send_object(struct MHD_Connection *conn, const struct ck_
                                    const struct ck_warnings *warnings)
 {
     if (ck__negotiate(conn) == CK__ACCEPT_TABLE && status == 200) {
-        json_error_t jerr;
-        json_t *obj = json_loadb(body, len, 0, &jerr);
+        json_t *obj = NULL;
+        int r = ck_json_loadb(body, len, 0, &obj, NULL);
         free(body);
+        if (r == CK_ENOMEM)
+            return ck__fail_no_memory(conn);
         if (!obj)
             return ck__fail_with(conn, "InternalError", "Internal error occurred: bad object");
         const char *rv =
@@ -420,10 +422,11 @@ static int parse_delete_options(struct MHD_Connection *conn, const char *body, s
     json_t *orphan = NULL;
     if (body && len) {
         json_error_t jerr;
-        json_t *doc = json_loadb(body, len, 0, &jerr);
+        json_t *doc = NULL;
+        int r = ck_json_loadb(body, len, 0, &doc, &jerr);
         if (!json_is_object(doc)) {
             json_decref(doc);
-            if (json_error_code(&jerr) == json_error_out_of_memory)
+            if (r == CK_ENOMEM)
                 return ck_err_no_memory(reterr);
             return ck_err_status(reterr, "BadRequest", "invalid DeleteOptions: %s", jerr.text);
         }
@@ -512,9 +515,8 @@ static enum MHD_Result handle_binding(struct ck_apiserver *ctx, struct MHD_Conne
     struct ck_err err = {0};
     const struct ck_subresource *sub = target_subresource(t);
     const char *want_kind = sub->kind ? sub->kind : t->kind->kind;
-    json_error_t jerr;
-    json_t *binding = json_loadb(body ? body : "", len, 0, &jerr);
-    if (!binding && json_error_code(&jerr) == json_error_out_of_memory)
+    json_t *binding = NULL;
+    if (ck_json_loadb(body, len, 0, &binding, NULL) == CK_ENOMEM)
         return ck__fail_no_memory(conn);
     if (!json_is_object(binding)) {
         json_decref(binding);

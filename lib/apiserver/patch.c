@@ -61,8 +61,8 @@ int ck__patch_init(struct ck__patch *p, const struct ck_schemas *schemas,
                                  : unsupported_custom_patch);
     }
     json_error_t jerr;
-    p->doc = json_loadb(body ? body : "", len, JSON_DECODE_ANY, &jerr);
-    if (!p->doc && json_error_code(&jerr) == json_error_out_of_memory)
+    p->doc = NULL;
+    if (ck_json_loadb(body, len, JSON_DECODE_ANY, &p->doc, &jerr) == CK_ENOMEM)
         return ck_err_no_memory(reterr);
     if (!p->doc)
         return ck_err_status(reterr, "BadRequest", "error decoding patch: %s", jerr.text);
@@ -192,12 +192,13 @@ json_t *ck__scale_of(const struct ck_kind *kind, const json_t *obj)
     (void)kind;
     const json_t *meta = json_object_get(obj, "metadata");
     json_t *scale_meta = json_object();
+    int failed = 0; /* out of memory: NULL, never a Scale with members missing */
     static const char *const copied[] = {"name", "namespace", "uid", "resourceVersion",
                                          "creationTimestamp"};
     for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++) {
         json_t *v = json_object_get(meta, copied[i]);
         if (v)
-            json_object_set(scale_meta, copied[i], v);
+            failed |= json_object_set(scale_meta, copied[i], v);
     }
     const json_t *spec = json_object_get(obj, "spec");
     json_int_t replicas = json_integer_value(json_object_get(spec, "replicas"));
@@ -206,13 +207,19 @@ json_t *ck__scale_of(const struct ck_kind *kind, const json_t *obj)
     json_t *status = json_pack("{s:I}", "replicas", current);
     struct ck_label_selector *sel = NULL;
     struct ck_err err = {0};
-    if (ck_label_selector_from_object(json_object_get(spec, "selector"), &sel, &err) == 0) {
+    int r = ck_label_selector_from_object(json_object_get(spec, "selector"), &sel, &err);
+    if (r == 0) {
         char *text = ck_label_selector_string(sel);
-        if (text && *text)
-            json_object_set_new(status, "selector", json_string(text));
+        if (!text || (*text && json_object_set_new(status, "selector", json_string(text)) < 0))
+            failed = -1;
         free(text);
     }
     ck_label_selector_free(sel);
+    if (failed || r == CK_ENOMEM) {
+        json_decref(scale_meta);
+        json_decref(status);
+        return NULL;
+    }
     return json_pack("{s:s, s:s, s:o, s:{s:I}, s:o}", "kind", "Scale", "apiVersion",
                      "autoscaling/v1", "metadata", scale_meta, "spec", "replicas", replicas,
                      "status", status);
@@ -228,20 +235,24 @@ json_t *ck__scale_apply(const json_t *current, const json_t *scale, struct ck_er
     json_t *meta = json_object_get(next, "metadata");
     const json_t *scale_meta = json_object_get(scale, "metadata");
     static const char *const preconditions[] = {"resourceVersion", "uid"};
+    int failed = 0;
     for (size_t i = 0; i < 2; i++) {
         json_t *v = json_object_get(scale_meta, preconditions[i]);
         if (v && json_string_length(v))
-            json_object_set(meta, preconditions[i], v);
+            failed |= json_object_set(meta, preconditions[i], v);
         else if (i == 0)
             json_object_del(meta, preconditions[i]);
     }
-    json_t *spec = json_object_get(next, "spec");
-    if (!json_is_object(spec)) {
-        spec = json_object();
-        json_object_set_new(next, "spec", spec);
-    }
+    if (!json_is_object(json_object_get(next, "spec")))
+        failed |= json_object_set_new(next, "spec", json_object());
     json_t *replicas = json_object_get(json_object_get(scale, "spec"), "replicas");
-    json_object_set_new(spec, "replicas", json_integer(json_integer_value(replicas)));
+    failed |= json_object_set_new(json_object_get(next, "spec"), "replicas",
+                                  json_integer(json_integer_value(replicas)));
+    if (failed) {
+        json_decref(next);
+        ck_err_no_memory(reterr);
+        return NULL;
+    }
     return next;
 }
 
@@ -252,8 +263,8 @@ json_t *ck__scale_put_mutate(const json_t *current, void *arg, struct ck_err *re
 
 char *ck__scale_serve(const struct ck_kind *kind, const char *served, size_t len, size_t *ret_len)
 {
-    json_error_t jerr;
-    json_t *obj = json_loadb(served, len, 0, &jerr);
+    json_t *obj = NULL;
+    ck_json_loadb(served, len, 0, &obj, NULL);
     json_t *scale = obj ? ck__scale_of(kind, obj) : NULL;
     char *text = ck__json_dumps(scale, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(scale);

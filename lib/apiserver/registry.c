@@ -90,7 +90,7 @@ static char *encode_for_store(const json_t *obj, size_t *ret_len)
     }
     json_t *meta = json_object_get(ordered, "metadata");
     if (meta) {
-        meta = json_copy(meta);
+        meta = json_deep_copy(meta); /* json_copy() drops members it cannot insert */
         json_object_del(meta, "resourceVersion");
         failed |= json_object_set_new(ordered, "metadata", meta);
     } else {
@@ -141,9 +141,8 @@ char *ck__serve_stored(const char *stored, size_t len, int64_t resource_version,
 
 json_t *ck__decode_stored(const struct ck_kv *kv)
 {
-    json_error_t jerr;
-    json_t *obj = json_loadb(kv->value, kv->value_len, 0, &jerr);
-    if (!obj)
+    json_t *obj = NULL;
+    if (ck_json_loadb(kv->value, kv->value_len, 0, &obj, NULL) < 0)
         return NULL;
     char rv[32];
     snprintf(rv, sizeof(rv), "%lld", (long long)kv->mod_revision);
@@ -204,17 +203,18 @@ static const char *object_name(const json_t *obj)
 static int default_and_validate(struct ck__registry *reg, const struct ck_kind *kind, json_t *obj,
                                 const json_t *old, struct ck_err *reterr)
 {
-    ck_schema_default(reg->schemas, kind->schema, obj);
-    ck_kind_default(kind, obj);
+    if (ck_schema_default(reg->schemas, kind->schema, obj) < 0 || ck_kind_default(kind, obj) < 0)
+        return ck_err_no_memory(reterr);
     struct ck_field_errors errs = {0};
     ck_schema_validate(reg->schemas, kind->schema, obj, &errs);
     ck_schema_validate_gated_values(reg->schemas, kind->schema, obj, old, reg->feature_enabled,
                                     reg->feature_ctx, &errs);
     ck_meta_validate(kind, obj, old, &errs);
-    int r = errs.len ? ck__err_invalid_object(reterr, kind, object_name(obj), &errs) : 0;
+    int r =
+        errs.len || errs.nomem ? ck__err_invalid_object(reterr, kind, object_name(obj), &errs) : 0;
     ck_field_errors_release(&errs);
-    if (r == 0)
-        ck_kind_canonicalize(kind, obj);
+    if (r == 0 && ck_kind_canonicalize(kind, obj) < 0)
+        r = ck_err_no_memory(reterr);
     return r;
 }
 
@@ -239,9 +239,10 @@ int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, co
                 return ck_err_no_memory(reterr);
             return ck_err_status(reterr, "BadRequest", "%s", err.msg);
         }
-        ck_schema_drop_disabled(reg->schemas, kind->schema, candidate, NULL, reg->feature_enabled,
-                                reg->feature_ctx);
-        r = default_and_validate(reg, kind, candidate, NULL, reterr);
+        r = ck_schema_drop_disabled(reg->schemas, kind->schema, candidate, NULL,
+                                    reg->feature_enabled, reg->feature_ctx) < 0
+                ? ck_err_no_memory(reterr)
+                : default_and_validate(reg, kind, candidate, NULL, reterr);
         if (r < 0) {
             json_decref(candidate);
             return r;
@@ -321,7 +322,7 @@ static json_t *status_update(const struct ck_kind *kind, const json_t *obj, cons
         failed = -1;
     if (json_is_object(meta)) {
         const json_t *old_meta = json_object_get(old, "metadata");
-        ck_meta_keep_server_owned(meta, old_meta);
+        failed |= ck_meta_keep_server_owned(meta, old_meta);
         /* what the kind keeps on status writes: workloads their labels, pods their owners */
         for (size_t i = 0; kind->status_keeps_metadata && kind->status_keeps_metadata[i]; i++) {
             const char *kept = kind->status_keeps_metadata[i];
@@ -352,7 +353,7 @@ static json_t *custom_update(const struct ck_kind *kind, const struct ck_subreso
     struct ck_field_errors errs = {0};
     struct ck_err err = {0};
     json_t *next = sub->update(name, body, old, &errs, &err);
-    if (!next && errs.len)
+    if (!next && (errs.len || errs.nomem))
         ck__err_invalid_object(reterr, kind, name, &errs);
     else if (!next && err.code == CK_ECONFLICT)
         ck__err_conflict(reterr, kind, name, err.msg);
@@ -470,13 +471,16 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
             goto out_fail;
         }
         /* fields behind a gate that is off survive only where old already used them */
-        ck_schema_drop_disabled(reg->schemas, kind->schema, next, old, reg->feature_enabled,
-                                reg->feature_ctx);
-        if (!status_write && !custom_write) {
-            /* defaults first, so that an omitted default is no spec change */
-            ck_schema_default(reg->schemas, kind->schema, next);
-            ck_kind_default(kind, next);
-            ck_meta_prepare_update(kind, next, old);
+        r = ck_schema_drop_disabled(reg->schemas, kind->schema, next, old, reg->feature_enabled,
+                                    reg->feature_ctx);
+        /* defaults first, so that an omitted default is no spec change */
+        if (r == 0 && !status_write && !custom_write &&
+            (ck_schema_default(reg->schemas, kind->schema, next) < 0 ||
+             ck_kind_default(kind, next) < 0 || ck_meta_prepare_update(kind, next, old) < 0))
+            r = CK_ENOMEM;
+        if (r < 0) {
+            r = ck_err_no_memory(reterr);
+            goto out_fail;
         }
         /* a binding changes the pod's otherwise immutable spec: validated as new */
         bool as_create = custom_write && sub->validate_as_create;
@@ -622,8 +626,8 @@ static json_t *deleting_state(const struct ck_kind *kind, const json_t *obj, lon
             failed |= json_object_set_new(
                 meta, "generation",
                 json_integer(json_integer_value(json_object_get(meta, "generation")) + 1));
-        if (kind->prepare_for_delete)
-            kind->prepare_for_delete(next);
+        if (kind->prepare_for_delete && kind->prepare_for_delete(next) < 0)
+            failed = -1;
     } else if (grace < json_integer_value(old_grace)) {
         failed |= json_object_set_new(meta, "deletionTimestamp", json_string(when));
         failed |= json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));

@@ -282,9 +282,9 @@ static enum MHD_Result serve_openapi(struct ck_apiserver *server, struct MHD_Con
         return queue_json_value(conn, ck_openapi_index(server->schemas));
     if (sscanf(rest, "/api/%31[^/]%c", version, &extra) == 1 ||
         sscanf(rest, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
-        json_t *doc = ck_openapi_document(server->schemas, group, version);
-        if (doc)
-            return queue_json_value(conn, doc);
+        /* served, a document that cannot be built is a 500 */
+        if (serves_group_version(group, version))
+            return queue_json_value(conn, ck_openapi_document(server->schemas, group, version));
     }
     return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
 }

@@ -100,6 +100,9 @@ char *ck__status_json(const struct ck_err *err, bool omit_empty_details, size_t 
 int ck__err_invalid(struct ck_err *err, const char *group, const char *kind, const char *name,
                     const struct ck_field_errors *errs)
 {
+    /* a list that lost an error to an allocation failure no longer says what is wrong */
+    if (errs->nomem)
+        return ck_err_no_memory(err);
     /* the field errors joined; without memory for them, the causes still say each */
     struct ck__buf b = {0};
     for (size_t i = 0; i < errs->len; i++) {

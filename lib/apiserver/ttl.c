@@ -72,7 +72,8 @@ static int sweep_kind(struct ck_store *store, const struct ck_kind *kind, long l
         more = res.more;
         for (size_t i = 0; i < res.n_kvs; i++) {
             const struct ck_kv *kv = res.kvs[i];
-            json_t *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
+            json_t *obj = NULL; /* whole or not at all: never a timestamp with a digit lost */
+            ck_json_loadb(kv->value, kv->value_len, 0, &obj, NULL);
             long long since = obj ? kind->last_activity(obj) : 0;
             json_decref(obj);
             if (since <= 0 || since + ttl > now)

@@ -432,7 +432,7 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     bool send_initial = ck__query_bool(conn, "sendInitialEvents");
     struct ck_field_errors errs = {0};
     watch_options_errors(server, conn, send_initial_param, match, &errs);
-    if (errs.len) {
+    if (errs.len || errs.nomem) {
         struct ck_err invalid = {0};
         ck__err_invalid(&invalid, "meta.k8s.io", "ListOptions", "", &errs);
         ck_field_errors_release(&errs);

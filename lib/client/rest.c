@@ -363,7 +363,7 @@ int ck_rest_do(struct ck_rest *c, const char *method, const char *path, const js
     size_t url_len = strlen(c->server) + strlen(path) + 1;
     url = ck__malloc(url_len);
     if (body)
-        text = json_dumps(body, JSON_COMPACT);
+        text = ck__json_dumps(body, JSON_COMPACT, NULL);
     if (!url || (body && !text)) {
         free(url);
         free(text);

@@ -178,7 +178,7 @@ static int etcd_error(json_t *resp, long status, bool idempotent, bool *retry, s
 static int call(struct etcd_store *s, const char *path, json_t *req, bool idempotent, json_t **ret,
                 struct ck_err *err)
 {
-    char *body = json_dumps(req, JSON_COMPACT);
+    char *body = ck__json_dumps(req, JSON_COMPACT, NULL);
     json_decref(req);
     if (!body)
         return ck_err_set(err, CK_ENOMEM, "store: out of memory");
@@ -571,7 +571,7 @@ static void watch_stream(struct et_watch *w, const char *endpoint)
     json_object_set_new(create, "prev_kv", json_true());
     json_object_set_new(create, "progress_notify", json_true());
     json_object_set_new(o, "create_request", create);
-    char *body = json_dumps(o, JSON_COMPACT);
+    char *body = ck__json_dumps(o, JSON_COMPACT, NULL);
     json_decref(o);
     if (!body)
         return;

@@ -4,23 +4,23 @@
  * server keeps serving, and nothing leaks (under ASan).
  *
  * For each request of a representative set (create, get, list, list as a
- * Table, merge patch, status patch, update, delete with a Success Status,
- * deletecollection, a pod's binding, discovery, /metrics, a watch) the test first
- * counts the allocations the request makes through the hook, then fails
- * allocation n for n = 1, 2, ... up to that count (every one for short
- * requests, a spread of them for long ones), resetting the object's state
- * before each attempt. A sticky failure then fails everything from the
+ * Table, merge, strategic and JSON patch, status patch, update, a Scale read
+ * and patched, delete with a
+ * Success Status, deletecollection, a pod's binding, discovery, /metrics, a
+ * watch) the test first counts the allocations the request makes through the
+ * hook, then fails allocation n for n = 1, 2, ... up to that count (every one
+ * up to DENSE, a spread of them beyond), resetting the object's state before
+ * each attempt. Every success is held to the answer of a run without
+ * failures (what is not the same twice aside: versions, uids, times, Table
+ * cells). A sticky failure then fails everything from the
  * first allocation, which only the static fallback Status survives.
  *
  * jansson's allocations go through the hook too (json_set_alloc_funcs in
  * main, before any thread starts; jansson's allocator is one per process,
  * and a library must not take it from the program that embeds it, so the
- * server itself never sets it), but only for the requests that do not take
- * a body through lib/api's decoding, defaulting and patching: those do not
- * yet report a failed jansson allocation as one (they answer 400/422, or
- * drop members), and defaulting can use a value jansson freed when it could
- * not insert it. The writes still fail every allocation the API server
- * makes itself. libmicrohttpd, libcurl and SQLite allocate outside the
+ * server itself never sets it), for every request of the set: writes and
+ * the three patch formats included, since lib/api reports a failed jansson
+ * allocation as one. libmicrohttpd, libcurl and SQLite allocate outside the
  * hook.
  *
  * The hook counts allocations of every thread; only this test's requests
@@ -44,7 +44,7 @@ static struct ck_apiserver *server;
 #define PODS "/api/v1/namespaces/default/pods"
 
 /* Failure points tried per request: every one up to DENSE, then about SPREAD more. */
-#define DENSE  400
+#define DENSE  2000
 #define SPREAD 200
 
 static const char rs_body[] =
@@ -103,23 +103,37 @@ static const char *const table_accept[] = {"Accept: application/json;as=Table;v=
                                            NULL};
 
 static const struct request_case cases[] = {
-    {"create", "POST", RS, rs_body, NULL, 201, rs_absent, false, false},
+    {"create", "POST", RS, rs_body, NULL, 201, rs_absent, true, false},
     {"get", "GET", RS "/web", NULL, NULL, 200, rs_present, true, false},
     {"list", "GET", RS "?labelSelector=app%3Dweb&limit=5", NULL, NULL, 200, rs_present, true,
      false},
     {"list table", "GET", RS, NULL, table_accept, 200, rs_present, true, false},
-    {"patch", "PATCH", RS "/web", "{\"spec\":{\"replicas\":3}}", merge_type, 200, rs_present, false,
+    {"patch", "PATCH", RS "/web", "{\"spec\":{\"replicas\":3}}", merge_type, 200, rs_present, true,
      false},
+    {"strategic patch", "PATCH", RS "/web",
+     "{\"metadata\":{\"labels\":{\"tier\":\"fe\"}},\"spec\":{\"template\":{\"spec\":"
+     "{\"containers\":[{\"name\":\"c\",\"image\":\"nginx:1.27\"},{\"name\":\"d\",\"image\":"
+     "\"busybox\"}],\"$setElementOrder/containers\":[{\"name\":\"d\"},{\"name\":\"c\"}]}}}}",
+     strategic_type, 200, rs_present, true, false},
+    {"json patch", "PATCH", RS "/web",
+     "[{\"op\":\"replace\",\"path\":\"/spec/replicas\",\"value\":4},{\"op\":\"add\",\"path\":"
+     "\"/metadata/annotations\",\"value\":{\"a\":\"b\"}},{\"op\":\"copy\",\"from\":"
+     "\"/metadata/labels/app\",\"path\":\"/metadata/annotations/c\"},{\"op\":\"test\",\"path\":"
+     "\"/spec/replicas\",\"value\":4}]",
+     jsonpatch_type, 200, rs_present, true, false},
     {"patch status", "PATCH", RS "/web/status", "{\"status\":{\"replicas\":2}}", merge_type, 200,
-     rs_present, false, false},
-    {"update", "PUT", RS "/web", rs_body, NULL, 200, rs_present, false, false},
+     rs_present, true, false},
+    {"update", "PUT", RS "/web", rs_body, NULL, 200, rs_present, true, false},
+    {"scale patch", "PATCH", RS "/web/scale", "{\"spec\":{\"replicas\":2}}", merge_type, 200,
+     rs_present, true, false},
+    {"scale get", "GET", RS "/web/scale", NULL, NULL, 200, rs_present, true, false},
     {"delete", "DELETE", RS "/web", NULL, NULL, 200, rs_present, true, false},
     {"deletecollection", "DELETE", RS "?labelSelector=app%3Dweb", NULL, NULL, 200, rs_present, true,
      false},
     {"binding", "POST", PODS "/p/binding",
      "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p\"},\"target\":"
      "{\"kind\":\"Node\",\"name\":\"n1\"}}",
-     NULL, 201, pod_unbound, false, false},
+     NULL, 201, pod_unbound, true, false},
     {"discovery", "GET", "/apis/apps/v1", NULL, NULL, 200, nothing, true, false},
     {"metrics", "GET", "/metrics", NULL, NULL, 200, nothing, true, false},
     {"watch", "GET", RS "?watch=1&timeoutSeconds=1&labelSelector=app%3Dweb", NULL, NULL, 200,
@@ -169,6 +183,53 @@ static void expect_events(const struct request_case *c, unsigned long n, struct 
     }
 }
 
+/* What a request answered with memory to spare (normalized), to hold every other success to. */
+static json_t *reference;
+
+/* Drops what differs between two runs of one request: versions, uids, times, Table cells (ages). */
+static void normalize(json_t *v)
+{
+    static const char *const volatile_keys[] = {"resourceVersion", "uid", "creationTimestamp",
+                                                "lastTransitionTime", "cells"};
+    size_t i;
+    json_t *item;
+    json_array_foreach(v, i, item)
+    {
+        normalize(item);
+    }
+    for (i = 0; i < sizeof(volatile_keys) / sizeof(volatile_keys[0]); i++)
+        json_object_del(v, volatile_keys[i]);
+    const char *key;
+    json_object_foreach(v, key, item)
+    {
+        normalize(item);
+    }
+}
+
+/* A success must be the success: the answer of the run without failures, as far as it is fixed. */
+static void expect_reference(const struct request_case *c, unsigned long n,
+                             const struct response *r)
+{
+    if (c->stream || strcmp(c->path, "/metrics") == 0)
+        return; /* events and counters are not the same twice */
+    json_error_t jerr;
+    json_t *got = json_loads(r->body, 0, &jerr);
+    if (!got)
+        fail_msg("%s, allocation %lu failed: a success that is not JSON: %s", c->name, n, r->body);
+    normalize(got);
+    if (!n) {
+        json_decref(reference);
+        reference = got;
+        return;
+    }
+    if (!json_equal(got, reference)) {
+        char *want = json_dumps(reference, JSON_COMPACT);
+        fail_msg("%s, allocation %lu failed: another success: %s\nwant %s", c->name, n, r->body,
+                 want);
+    }
+    json_decref(got);
+}
+
 static unsigned long attempt(const struct request_case *c, unsigned long n)
 {
     c->prepare();
@@ -184,6 +245,8 @@ static unsigned long attempt(const struct request_case *c, unsigned long n)
         fail_msg("%s, allocation %lu failed: answered %ld: %s", c->name, n, r.status, r.body);
     else if (c->stream)
         expect_events(c, n, &r);
+    else
+        expect_reference(c, n, &r);
     response_release(&r);
     return made;
 }
@@ -193,7 +256,8 @@ static void test_every_failure_answers_500_or_success(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const struct request_case *c = &cases[i];
-        unsigned long total = attempt(c, 0);
+        attempt(c, 0);                       /* the state every later attempt starts from */
+        unsigned long total = attempt(c, 0); /* and the reference answer */
         assert_true(total > 0);
         print_message("%s: %lu allocations\n", c->name, total);
         unsigned long step = total > DENSE ? (total - DENSE) / SPREAD + 1 : 1;
@@ -202,6 +266,7 @@ static void test_every_failure_answers_500_or_success(void **state)
                 break; /* the request finished before allocation n */
         attempt(c, 0); /* and it still works */
     }
+    json_decref(reference);
 }
 
 static void test_sticky_failure_answers_static_status(void **state)

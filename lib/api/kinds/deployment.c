@@ -31,30 +31,37 @@ enum {
 };
 
 /* The server owns a workload's status: a create starts from none. */
-static void prepare_for_create(json_t *obj)
+static int prepare_for_create(json_t *obj)
 {
-    json_object_set_new(obj, "status", json_object());
+    return json_object_set_new(obj, "status", json_object()) < 0 ? CK_ENOMEM : 0;
 }
 
-static void defaults(json_t *obj)
+static int defaults(json_t *obj)
 {
-    ck__workload_defaults(obj);
+    if (ck__workload_defaults(obj) < 0)
+        return CK_ENOMEM;
     json_t *spec = json_object_get(obj, "spec");
     if (!json_is_object(spec))
-        return;
+        return 0;
     json_t *strategy = ck__object_at(spec, "strategy");
     const char *type = json_string_value(json_object_get(strategy, "type"));
+    if (!strategy)
+        return CK_ENOMEM;
     if (!type) {
         type = "RollingUpdate";
-        json_object_set_new(strategy, "type", json_string(type));
+        if (json_object_set_new(strategy, "type", json_string(type)) < 0)
+            return CK_ENOMEM;
     }
     if (strcmp(type, "RollingUpdate") == 0) {
         json_t *rolling = ck__object_at(strategy, "rollingUpdate");
-        if (!json_object_get(rolling, "maxUnavailable"))
-            json_object_set_new(rolling, "maxUnavailable", json_string("25%"));
-        if (!json_object_get(rolling, "maxSurge"))
-            json_object_set_new(rolling, "maxSurge", json_string("25%"));
+        if (!rolling ||
+            (!json_object_get(rolling, "maxUnavailable") &&
+             json_object_set_new(rolling, "maxUnavailable", json_string("25%")) < 0) ||
+            (!json_object_get(rolling, "maxSurge") &&
+             json_object_set_new(rolling, "maxSurge", json_string("25%")) < 0))
+            return CK_ENOMEM;
     }
+    return 0;
 }
 
 static void validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs)

@@ -37,7 +37,7 @@ static json_t *trimmed(const char *message)
 {
     char *copy = strdup(message ? message : "");
     if (!copy)
-        return json_string("");
+        return NULL; /* out of memory: the Table fails */
     char *start = copy;
     while (*start == ' ' || *start == '\n' || *start == '\t')
         start++;

@@ -17,13 +17,14 @@
 
 #include "../internal.h"
 
-static void prepare_for_create(json_t *obj)
+static int prepare_for_create(json_t *obj)
 {
     json_t *spec = ck__object_at(obj, "spec");
     json_t *finalizers = json_object_get(spec, "finalizers");
     if (!json_is_array(finalizers)) {
         finalizers = json_array();
-        json_object_set_new(spec, "finalizers", finalizers);
+        if (json_object_set_new(spec, "finalizers", finalizers) < 0)
+            return CK_ENOMEM;
     }
     bool has = false;
     size_t i;
@@ -32,35 +33,42 @@ static void prepare_for_create(json_t *obj)
     {
         has = has || (json_is_string(f) && strcmp(json_string_value(f), "kubernetes") == 0);
     }
-    if (!has)
-        json_array_append_new(finalizers, json_string("kubernetes"));
-    json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
+    if ((!has && json_array_append_new(finalizers, json_string("kubernetes")) < 0) ||
+        json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active")) < 0)
+        return CK_ENOMEM;
+    return 0;
 }
 
-/* Sets obj's spec.finalizers to a copy of from's, or removes them when from has none. */
-static void copy_finalizers(json_t *obj, const json_t *from)
+/*
+ * Sets obj's spec.finalizers to a copy of from's, or removes them when from has none.
+ * 0 or CK_ENOMEM.
+ */
+static int copy_finalizers(json_t *obj, const json_t *from)
 {
     json_t *spec = ck__object_at(obj, "spec");
     json_t *finalizers = json_object_get(json_object_get(from, "spec"), "finalizers");
     if (finalizers)
-        json_object_set_new(spec, "finalizers", json_deep_copy(finalizers));
-    else
-        json_object_del(spec, "finalizers");
+        return json_object_set_new(spec, "finalizers", json_deep_copy(finalizers)) < 0 ? CK_ENOMEM
+                                                                                       : 0;
+    json_object_del(spec, "finalizers");
+    return spec ? 0 : CK_ENOMEM;
 }
 
-static void prepare_for_update(json_t *obj, const json_t *old)
+static int prepare_for_update(json_t *obj, const json_t *old)
 {
     /* spec.finalizers change only through the finalize subresource */
-    copy_finalizers(obj, old);
+    return copy_finalizers(obj, old);
 }
 
-static void defaults(json_t *obj)
+static int defaults(json_t *obj)
 {
     json_t *meta = ck__object_at(obj, "metadata");
     const char *name = json_string_value(json_object_get(meta, "name"));
-    if (name)
-        json_object_set_new(ck__object_at(meta, "labels"), "kubernetes.io/metadata.name",
-                            json_string(name));
+    if (!meta ||
+        (name && json_object_set_new(ck__object_at(meta, "labels"), "kubernetes.io/metadata.name",
+                                     json_string(name)) < 0))
+        return CK_ENOMEM;
+    return 0;
 }
 
 static bool has_own_finalizers(const json_t *obj)
@@ -68,9 +76,12 @@ static bool has_own_finalizers(const json_t *obj)
     return json_array_size(json_object_get(json_object_get(obj, "spec"), "finalizers")) > 0;
 }
 
-static void prepare_for_delete(json_t *obj)
+static int prepare_for_delete(json_t *obj)
 {
-    json_object_set_new(ck__object_at(obj, "status"), "phase", json_string("Terminating"));
+    return json_object_set_new(ck__object_at(obj, "status"), "phase", json_string("Terminating")) <
+                   0
+               ? CK_ENOMEM
+               : 0;
 }
 
 /* The finalize subresource: only spec.finalizers is taken from the body. */
@@ -84,7 +95,11 @@ static json_t *finalize_update(const char *name, const json_t *body, const json_
         ck_err_set(reterr, CK_ENOMEM, "out of memory");
         return NULL;
     }
-    copy_finalizers(next, body);
+    if (copy_finalizers(next, body) < 0) {
+        json_decref(next);
+        ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        return NULL;
+    }
     return next;
 }
 

@@ -51,16 +51,18 @@ static const char *pod_qos(const json_t *spec)
     return guaranteed ? "Guaranteed" : "Burstable";
 }
 
-static void prepare_for_create(json_t *obj)
+static int prepare_for_create(json_t *obj)
 {
-    json_object_set_new(obj, "status",
-                        json_pack("{s:s, s:s}", "phase", "Pending", "qosClass",
-                                  pod_qos(json_object_get(obj, "spec"))));
+    return json_object_set_new(obj, "status",
+                               json_pack("{s:s, s:s}", "phase", "Pending", "qosClass",
+                                         pod_qos(json_object_get(obj, "spec")))) < 0
+               ? CK_ENOMEM
+               : 0;
 }
 
-static void defaults(json_t *obj)
+static int defaults(json_t *obj)
 {
-    ck__pod_spec_default(json_object_get(obj, "spec"));
+    return ck__pod_spec_default(json_object_get(obj, "spec"));
 }
 
 /* A copy of a pod spec without what an update may change. */
@@ -92,7 +94,9 @@ static void validate(const json_t *obj, const json_t *old, struct ck_field_error
         return;
     json_t *a = mutable_masked(spec);
     json_t *b = mutable_masked(json_object_get(old, "spec"));
-    if (!json_equal(a, b))
+    if ((spec && !a) || (json_object_get(old, "spec") && !b))
+        errs->nomem = true; /* a copy it could not make is no change */
+    else if (!json_equal(a, b))
         ck_field_errors_add(
             errs, CK_FIELD_FORBIDDEN, "spec", NULL, false,
             "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)");
@@ -148,17 +152,20 @@ static json_t *binding_update(const char *name, const json_t *binding, const jso
     json_t *next = json_deep_copy(old);
     json_t *spec = next ? json_object_get(next, "spec") : NULL;
     json_t *status = next ? json_object_get(next, "status") : NULL;
+    if (!next) {
+        ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        return NULL;
+    }
     if (!json_is_object(spec) || !json_is_object(status)) {
         json_decref(next);
         ck_err_set(reterr, CK_EIO, "pod without spec");
         return NULL;
     }
-    json_object_set_new(spec, "nodeName", json_string(node));
+    /* json_object_set_new frees what it cannot insert: look values up again, never reuse them */
+    int failed = json_object_set_new(spec, "nodeName", json_string(node));
+    if (!json_is_array(json_object_get(status, "conditions")))
+        failed |= json_object_set_new(status, "conditions", json_array());
     json_t *conditions = json_object_get(status, "conditions");
-    if (!json_is_array(conditions)) {
-        conditions = json_array();
-        json_object_set_new(status, "conditions", conditions);
-    }
     for (size_t i = json_array_size(conditions); i-- > 0;) {
         const char *type =
             json_string_value(json_object_get(json_array_get(conditions, i), "type"));
@@ -166,10 +173,15 @@ static json_t *binding_update(const char *name, const json_t *binding, const jso
             json_array_remove(conditions, i);
     }
     char now[32];
-    json_array_append_new(conditions,
-                          json_pack("{s:s, s:s, s:n, s:s}", "type", "PodScheduled", "status",
-                                    "True", "lastProbeTime", "lastTransitionTime",
-                                    ck_rfc3339(time(NULL), now, sizeof(now))));
+    failed |= json_array_append_new(
+        conditions,
+        json_pack("{s:s, s:s, s:n, s:s}", "type", "PodScheduled", "status", "True", "lastProbeTime",
+                  "lastTransitionTime", ck_rfc3339(time(NULL), now, sizeof(now))));
+    if (failed) {
+        json_decref(next);
+        ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        return NULL;
+    }
     return next;
 }
 

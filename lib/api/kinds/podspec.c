@@ -31,25 +31,28 @@ static const char *default_pull_policy(const char *image)
     return "IfNotPresent";
 }
 
-static void default_containers(json_t *containers)
+static int default_containers(json_t *containers)
 {
     size_t i;
     json_t *c;
     json_array_foreach(containers, i, c)
     {
-        if (json_is_object(c) && !json_object_get(c, "imagePullPolicy"))
-            json_object_set_new(
-                c, "imagePullPolicy",
-                json_string(default_pull_policy(json_string_value(json_object_get(c, "image")))));
+        if (json_is_object(c) && !json_object_get(c, "imagePullPolicy") &&
+            json_object_set_new(c, "imagePullPolicy",
+                                json_string(default_pull_policy(
+                                    json_string_value(json_object_get(c, "image"))))) < 0)
+            return CK_ENOMEM;
     }
+    return 0;
 }
 
-void ck__pod_spec_default(json_t *spec)
+int ck__pod_spec_default(json_t *spec)
 {
     if (!json_is_object(spec))
-        return;
-    default_containers(json_object_get(spec, "containers"));
-    default_containers(json_object_get(spec, "initContainers"));
+        return 0;
+    if (default_containers(json_object_get(spec, "containers")) < 0)
+        return CK_ENOMEM;
+    return default_containers(json_object_get(spec, "initContainers"));
 }
 
 void ck__pod_spec_validate(const json_t *spec, const char *path, bool is_template,

@@ -77,13 +77,13 @@ void ck__rbac_validate_rules(const json_t *rules, bool namespaced, struct ck_fie
     }
 }
 
-void ck__rbac_binding_defaults(json_t *obj)
+int ck__rbac_binding_defaults(json_t *obj)
 {
     /* roleRef is a struct in Go: a body without one still gets its apiGroup */
     json_t *ref = ck__object_at(obj, "roleRef");
     const char *g = json_string_value(json_object_get(ref, "apiGroup"));
-    if (!g || !*g)
-        json_object_set_new(ref, "apiGroup", json_string(RBAC_GROUP));
+    if ((!g || !*g) && json_object_set_new(ref, "apiGroup", json_string(RBAC_GROUP)) < 0)
+        return CK_ENOMEM;
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(obj, "subjects"), i, s)
@@ -92,9 +92,11 @@ void ck__rbac_binding_defaults(json_t *obj)
         const char *sg = json_string_value(json_object_get(s, "apiGroup"));
         if (!json_is_object(s) || (sg && *sg) || !kind)
             continue;
-        if (strcmp(kind, "User") == 0 || strcmp(kind, "Group") == 0)
-            json_object_set_new(s, "apiGroup", json_string(RBAC_GROUP));
+        if ((strcmp(kind, "User") == 0 || strcmp(kind, "Group") == 0) &&
+            json_object_set_new(s, "apiGroup", json_string(RBAC_GROUP)) < 0)
+            return CK_ENOMEM;
     }
+    return 0;
 }
 
 static bool is_path_segment(const char *name)

@@ -25,9 +25,10 @@ enum {
     COL_SELECTOR,
 };
 
-static void prepare_for_create(json_t *obj)
+static int prepare_for_create(json_t *obj)
 {
-    json_object_set_new(obj, "status", json_pack("{s:i}", "replicas", 0));
+    return json_object_set_new(obj, "status", json_pack("{s:i}", "replicas", 0)) < 0 ? CK_ENOMEM
+                                                                                     : 0;
 }
 
 static void cells(const json_t *obj, long long now, json_t **cells)

@@ -17,10 +17,11 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "ckube/internal/util.h"
 
-void ck__workload_defaults(json_t *obj)
+int ck__workload_defaults(json_t *obj)
 {
-    ck__pod_spec_default(
+    return ck__pod_spec_default(
         json_object_get(json_object_get(json_object_get(obj, "spec"), "template"), "spec"));
 }
 
@@ -31,9 +32,12 @@ void ck__workload_validate(const json_t *obj, const json_t *old, struct ck_field
     const json_t *template_labels = ck__json_path(obj, "spec.template.metadata.labels");
     struct ck_label_selector *s = NULL;
     struct ck_err err = {0};
+    int r = selector ? ck_label_selector_from_object(selector, &s, &err) : 0;
     if (!selector) {
         ck_field_errors_add(errs, CK_FIELD_REQUIRED, "spec.selector", NULL, false, NULL);
-    } else if (ck_label_selector_from_object(selector, &s, &err) < 0) {
+    } else if (r == CK_ENOMEM) {
+        errs->nomem = true;
+    } else if (r < 0) {
         ck_field_errors_add(errs, CK_FIELD_INVALID, "spec.selector", NULL, false, "%s", err.msg);
     } else if (ck_label_selector_is_empty(s)) {
         ck_field_errors_add(errs, CK_FIELD_INVALID, "spec.selector", NULL, false,
@@ -65,9 +69,9 @@ static json_t *join_field(const json_t *array, const char *field)
         const char *s = json_string_value(json_object_get(item, field));
         total += (s ? strlen(s) : 0) + 1;
     }
-    char *buf = calloc(1, total);
+    char *buf = ck__calloc(1, total);
     if (!buf)
-        return json_string("");
+        return NULL; /* out of memory: the Table fails */
     json_array_foreach(array, i, item)
     {
         const char *s = json_string_value(json_object_get(item, field));
@@ -85,11 +89,12 @@ static json_t *selector_cell(const json_t *selector)
     struct ck_label_selector *s = NULL;
     if (!selector)
         return json_string("<none>");
-    if (ck_label_selector_from_object(selector, &s, NULL) < 0)
-        return json_string("<error>");
+    int r = ck_label_selector_from_object(selector, &s, NULL);
+    if (r < 0) /* out of memory: NULL, the Table fails */
+        return r == CK_ENOMEM ? NULL : json_string("<error>");
     char *text = ck_label_selector_string(s);
     ck_label_selector_free(s);
-    json_t *out = json_string(text ? text : "");
+    json_t *out = text ? json_string(text) : NULL;
     free(text);
     return out;
 }
