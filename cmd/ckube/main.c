@@ -23,7 +23,10 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
+
 #include "ckube/apiserver.h"
+#include "ckube/internal/util.h"
 #include "ckube/util.h"
 #include "controllers.h"
 
@@ -482,6 +485,12 @@ static int cmd_server(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /*
+     * jansson allocates through ck__malloc, so that the JSON readers notice when one of
+     * its allocations failed (jansson's parser does not always say so): see lib/api/json.c.
+     * Set before the first JSON value exists, as jansson requires.
+     */
+    json_set_alloc_funcs(ck__malloc, free);
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

@@ -207,13 +207,12 @@ void ck_warnings_add(struct ck_warnings *w, const char *fmt, ...)
 void ck_warnings_release(struct ck_warnings *w);
 
 /*
- * json_loadb() that is whole or nothing when memory runs out (jansson's own parser can
- * return a value with a byte dropped, or call running out of memory a syntax error).
- * flags: JSON_DECODE_ANY, JSON_REJECT_DUPLICATES as for json_loadb(). Returns 0 with
- * *ret_json a new reference; CK_EINVAL when text is not JSON jansson accepts, with
- * jansson's message in *jerr (a repeated key under JSON_REJECT_DUPLICATES: the code
- * json_error_duplicate_key and `duplicate object key near '"key"'`); CK_ENOMEM (code
- * json_error_out_of_memory). jerr may be NULL.
+ * json_loadb() that is whole or nothing when memory runs out: jansson's own parser can
+ * return a value with a byte dropped, or call running out of memory a syntax error, so
+ * any allocation failing on this thread during the parse (ck__alloc_failures()) makes
+ * it CK_ENOMEM. flags as for json_loadb(). Returns 0 with *ret_json a new reference;
+ * CK_EINVAL when jansson refuses the text, with jansson's message in *jerr; CK_ENOMEM
+ * (code json_error_out_of_memory). jerr may be NULL.
  */
 int ck_json_loadb(const char *text, size_t len, size_t flags, json_t **ret_json,
                   json_error_t *jerr);

@@ -17,7 +17,9 @@
 #include "ckube/internal/util.h"
 
 static atomic_ulong alloc_calls;
-static atomic_ulong alloc_fail_at; /* 0 = off */
+static _Thread_local unsigned long failures_here; /* allocations that failed on this thread */
+static _Thread_local bool hook_paused;            /* the hook fails nothing on this thread */
+static atomic_ulong alloc_fail_at;                /* 0 = off */
 static atomic_bool alloc_sticky;
 
 unsigned long ck__alloc_fail_at(unsigned long n, bool sticky)
@@ -28,28 +30,48 @@ unsigned long ck__alloc_fail_at(unsigned long n, bool sticky)
     return made;
 }
 
+bool ck__alloc_hook_pause(bool pause)
+{
+    bool was = hook_paused;
+    hook_paused = pause;
+    return was;
+}
+
 static bool should_fail(void)
 {
     unsigned long at = atomic_load_explicit(&alloc_fail_at, memory_order_relaxed);
-    if (!at)
+    if (!at || hook_paused)
         return false;
     unsigned long call = atomic_fetch_add(&alloc_calls, 1) + 1;
     return call == at || (call > at && atomic_load(&alloc_sticky));
 }
 
+/* Counts p as a failure on this thread when it is NULL; returns p. */
+static void *counted(void *p)
+{
+    if (!p)
+        failures_here++;
+    return p;
+}
+
+unsigned long ck__alloc_failures(void)
+{
+    return failures_here;
+}
+
 void *ck__malloc(size_t size)
 {
-    return should_fail() ? NULL : malloc(size);
+    return counted(should_fail() ? NULL : malloc(size ? size : 1));
 }
 
 void *ck__calloc(size_t n, size_t size)
 {
-    return should_fail() ? NULL : calloc(n, size);
+    return counted(should_fail() ? NULL : calloc(n ? n : 1, size ? size : 1));
 }
 
 void *ck__realloc(void *p, size_t size)
 {
-    return should_fail() ? NULL : realloc(p, size);
+    return counted(should_fail() ? NULL : realloc(p, size ? size : 1));
 }
 
 char *ck__strdup(const char *s)

@@ -46,6 +46,21 @@ char *ck__strdup(const char *s);
  */
 unsigned long ck__alloc_fail_at(unsigned long n, bool sticky);
 
+/*
+ * How many ck__ allocations have failed on the calling thread so far (a real failure or
+ * the hook's). A caller compares it before and after a call into a library that does
+ * not report running out of memory reliably (jansson's parser, when jansson allocates
+ * through ck__malloc: see json_set_alloc_funcs() in cmd/ckube).
+ */
+unsigned long ck__alloc_failures(void);
+
+/*
+ * While paused, the hook makes no allocation of the calling thread fail (nor counts it):
+ * for calls into a library that does not survive a failed allocation (jansson 2.14's
+ * parser). Returns whether it was paused before, to restore.
+ */
+bool ck__alloc_hook_pause(bool pause);
+
 /* ---- string map (strmap.c) --------------------------------------------- */
 
 struct ck__strmap_entry {
