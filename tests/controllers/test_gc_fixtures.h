@@ -1,0 +1,112 @@
+/*
+ * test_gc_fixtures.h - what the garbage collector's and the namespace controller's unit
+ * tests share: a fake discovery source serving a small, fixed set of resources (core
+ * pods, events, namespaces and nodes; apps replicasets; example.ckube.io frobbers
+ * without deletecollection) and objects with metadata as the server hands them out.
+ *
+ * Everything is static inline, for tests only; failures abort through cmocka asserts.
+ */
+#ifndef CKUBE_TESTS_CONTROLLERS_GC_FIXTURES_H
+#define CKUBE_TESTS_CONTROLLERS_GC_FIXTURES_H
+
+#include <string.h>
+
+#include "ckube/controllers.h"
+#include "ckube/rest.h"
+
+#define FX_ALL_VERBS                                                                               \
+    "[\"create\", \"delete\", \"deletecollection\", \"get\", \"list\", \"patch\", \"update\", "    \
+    "\"watch\"]"
+
+/* The discovery documents by path; a path in fx_discovery_fail answers 503. */
+static const char *fx_discovery_fail = NULL;
+
+static inline int fx_discovery_get(void *ctx, const char *path, json_t **ret_doc,
+                                   struct ck_err *reterr)
+{
+    (void)ctx;
+    const char *text = NULL;
+    if (fx_discovery_fail && strcmp(path, fx_discovery_fail) == 0)
+        return ck_err_set(reterr, CK_EIO, "service unavailable");
+    if (strcmp(path, "/api") == 0)
+        text = "{\"versions\": [\"v1\"]}";
+    else if (strcmp(path, "/apis") == 0)
+        text = "{\"groups\": ["
+               "{\"name\": \"apps\", \"versions\": [{\"groupVersion\": \"apps/v1\", \"version\": "
+               "\"v1\"}], \"preferredVersion\": {\"version\": \"v1\"}},"
+               "{\"name\": \"example.ckube.io\", \"versions\": [{\"groupVersion\": "
+               "\"example.ckube.io/v1\", \"version\": \"v1\"}]}]}";
+    else if (strcmp(path, "/api/v1") == 0)
+        text =
+            "{\"resources\": ["
+            "{\"name\": \"pods\", \"kind\": \"Pod\", \"namespaced\": true, \"verbs\": " FX_ALL_VERBS
+            "},"
+            "{\"name\": \"pods/status\", \"kind\": \"Pod\", \"namespaced\": true, \"verbs\": "
+            "[\"get\"]},"
+            "{\"name\": \"events\", \"kind\": \"Event\", \"namespaced\": true, \"verbs\": " FX_ALL_VERBS
+            "},"
+            "{\"name\": \"namespaces\", \"kind\": \"Namespace\", \"namespaced\": false, "
+            "\"verbs\": " FX_ALL_VERBS "},"
+            "{\"name\": \"nodes\", \"kind\": \"Node\", \"namespaced\": false, \"verbs\": " FX_ALL_VERBS
+            "}]}";
+    else if (strcmp(path, "/apis/apps/v1") == 0)
+        text = "{\"resources\": [{\"name\": \"replicasets\", \"kind\": \"ReplicaSet\", "
+               "\"namespaced\": true, \"verbs\": " FX_ALL_VERBS "}]}";
+    else if (strcmp(path, "/apis/example.ckube.io/v1") == 0)
+        text = "{\"resources\": [{\"name\": \"frobbers\", \"kind\": \"Frobber\", "
+               "\"namespaced\": true, \"verbs\": [\"delete\", \"get\", \"list\", \"watch\"]}]}";
+    if (!text)
+        return ck_err_set(reterr, CK_ENOENT, "%s not found", path);
+    *ret_doc = json_loads(text, 0, NULL);
+    assert_non_null(*ret_doc);
+    return 0;
+}
+
+static inline struct ck_discovery *fx_discovery_new(struct ck_clock *clock)
+{
+    struct ck_discovery_source src = {.get = fx_discovery_get};
+    struct ck_discovery *d = NULL;
+    assert_int_equal(ck_discovery_new(&src, 0, clock, &d, NULL), 0);
+    return d;
+}
+
+/*
+ * An object of apiVersion/kind named name with uid, in namespace ns ("" for none), and
+ * owner references given as (apiVersion, kind, name, uid, block) groups in refs[], NULL
+ * terminated by groups of five.
+ */
+static inline json_t *fx_obj(const char *api_version, const char *kind, const char *ns,
+                             const char *name, const char *uid)
+{
+    json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "apiVersion", api_version, "kind", kind,
+                          "metadata", "name", name, "uid", uid, "resourceVersion", "1");
+    assert_non_null(o);
+    if (ns && *ns)
+        json_object_set_new(json_object_get(o, "metadata"), "namespace", json_string(ns));
+    return o;
+}
+
+static inline void fx_add_owner(json_t *obj, const char *api_version, const char *kind,
+                                const char *name, const char *uid, bool block)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    json_t *refs = json_object_get(meta, "ownerReferences");
+    if (!refs) {
+        refs = json_array();
+        json_object_set_new(meta, "ownerReferences", refs);
+    }
+    json_array_append_new(refs,
+                          json_pack("{s:s, s:s, s:s, s:s, s:b}", "apiVersion", api_version, "kind",
+                                    kind, "name", name, "uid", uid, "blockOwnerDeletion", block));
+}
+
+/* Marks obj deleted now, with the given finalizers (NULL terminated). */
+static inline void fx_deleting(json_t *obj, const char *finalizer)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    json_object_set_new(meta, "deletionTimestamp", json_string("2026-01-01T00:00:00Z"));
+    if (finalizer)
+        json_object_set_new(meta, "finalizers", json_pack("[s]", finalizer));
+}
+
+#endif /* CKUBE_TESTS_CONTROLLERS_GC_FIXTURES_H */
