@@ -15,10 +15,34 @@
 #     returns once the namespace is gone.
 # Every wait is `kubectl wait` with a timeout, failing with its message.
 #
-# Usage: test_gc.sh PATH/TO/ckube [STORE_URL]
+# Usage: test_gc.sh PATH/TO/ckube [STORE_URL] [inprocess|separate]
+#   inprocess: the controllers run inside `ckube server` (the default);
+#   separate:  the garbage collector and the namespace controller run in a separate
+#              `ckube controller-manager --kubeconfig FILE` process.
 set -u
+mode=${3:-inprocess}
+set -- "$1" "${2:-}"
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-start_server
+cm_pid=""
+stop_cm() { [ -n "$cm_pid" ] && kill "$cm_pid" 2>/dev/null && wait "$cm_pid" 2>/dev/null; cm_pid=""; }
+trap 'stop_cm; cleanup' EXIT
+# start [gc-off]: the server, and in separate mode the controller manager beside it
+start() {
+    if [ "$mode" = separate ]; then
+        start_server --controllers=*,-garbagecollector,-namespace
+        if [ "${1:-}" != gc-off ]; then
+            "$ckube" controller-manager --kubeconfig "$KUBECONFIG" \
+                --controllers=garbagecollector,namespace >>"$work/cm.out" 2>>"$work/cm.err" &
+            cm_pid=$!
+        fi
+    elif [ "${1:-}" = gc-off ]; then
+        start_server --controllers=*,-garbagecollector
+    else
+        start_server
+    fi
+}
+stop() { stop_cm; stop_server; }
+start
 
 wait_for() { # wait_for DESCRIPTION OBJECT CONDITION [NAMESPACE]
     if k wait "$2" --for="$3" --timeout=30s ${4:+-n "$4"} >/dev/null 2>"$work/wait.err"; then
@@ -96,8 +120,8 @@ check "without ownerReferences" sh -c "[ -z \"\$(kubectl get pods -l app=orph -o
 check "delete the orphans" sh -c "kubectl delete pods -l app=orph >/dev/null"
 
 # --- an owner recreated under the same name while the collector was away ---
-stop_server
-start_server --controllers=-garbagecollector
+stop
+start gc-off
 check "create Frobber twin" sh -c "kubectl create -f - >/dev/null <<EOF
 apiVersion: example.ckube.io/v1
 kind: Frobber
@@ -114,8 +138,8 @@ spec: {height: 2}
 EOF"
 new_uid=$(uid_of frobber twin)
 check "create a pod owned by the new twin" sh -c "kubectl run new-dep --image=nginx --overrides='{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":\"example.ckube.io/v1\",\"kind\":\"Frobber\",\"name\":\"twin\",\"uid\":\"$new_uid\"}]}}' >/dev/null"
-stop_server
-start_server
+stop
+start
 gone "the old twin's dependent is deleted after the restart" pod/old-dep
 check "the new twin's dependent stays" sh -c "kubectl get pod new-dep >/dev/null"
 
@@ -152,5 +176,6 @@ check "create a pod in demo2" sh -c "kubectl run p -n demo2 --image=nginx >/dev/
 check "kubectl delete namespace waits until it is gone" sh -c "kubectl delete namespace demo2 --timeout=30s >/dev/null && ! kubectl get namespace demo2 >/dev/null 2>&1"
 check "demo can be created again" ns demo
 
-echo "test_gc:"
+echo "test_gc ($mode):"
+[ "$failures" -ne 0 ] && [ -n "$cm_pid" ] && { echo "--- controller-manager log"; tail -20 "$work/cm.err"; }
 finish
