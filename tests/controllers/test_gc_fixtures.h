@@ -70,11 +70,7 @@ static inline struct ck_discovery *fx_discovery_new(struct ck_clock *clock)
     return d;
 }
 
-/*
- * An object of apiVersion/kind named name with uid, in namespace ns ("" for none), and
- * owner references given as (apiVersion, kind, name, uid, block) groups in refs[], NULL
- * terminated by groups of five.
- */
+/* An object of apiVersion/kind named name with uid, in namespace ns ("" for none). */
 static inline json_t *fx_obj(const char *api_version, const char *kind, const char *ns,
                              const char *name, const char *uid)
 {
@@ -86,6 +82,7 @@ static inline json_t *fx_obj(const char *api_version, const char *kind, const ch
     return o;
 }
 
+/* Adds an ownerReference to obj. */
 static inline void fx_add_owner(json_t *obj, const char *api_version, const char *kind,
                                 const char *name, const char *uid, bool block)
 {
@@ -100,7 +97,7 @@ static inline void fx_add_owner(json_t *obj, const char *api_version, const char
                                     kind, "name", name, "uid", uid, "blockOwnerDeletion", block));
 }
 
-/* Marks obj deleted now, with the given finalizers (NULL terminated). */
+/* Marks obj deleted, with one finalizer (or none: NULL). */
 static inline void fx_deleting(json_t *obj, const char *finalizer)
 {
     json_t *meta = json_object_get(obj, "metadata");

@@ -8,7 +8,7 @@
 #   - a Frobber owned by a ReplicaSet goes with it (every kind, through discovery);
 #   - an owner deleted and recreated with the same name while the collector was not
 #     running: after a restart the old dependent is deleted (uid check), the new owner's
-#     is kept;
+#     is kept; a foreground deletion started while it was away finishes;
 #   - namespace deletion with pods, ReplicaSets, Events and Frobbers inside and one pod
 #     with a custom finalizer holding the namespace (its NamespaceFinalizersRemaining
 #     condition says so) until the finalizer is removed; kubectl delete namespace
@@ -137,11 +137,17 @@ metadata: {name: twin}
 spec: {height: 2}
 EOF"
 new_uid=$(uid_of frobber twin)
+check "create rs mid" rs mid 2
+wait_for "rs mid has 2 pods" rs/mid jsonpath='{.status.replicas}'=2
+mid_pods=$(pods_of mid)
+check "delete rs mid in foreground while the collector is away" sh -c "kubectl delete rs mid --cascade=foreground --wait=false >/dev/null"
 check "create a pod owned by the new twin" sh -c "kubectl run new-dep --image=nginx --overrides='{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":\"example.ckube.io/v1\",\"kind\":\"Frobber\",\"name\":\"twin\",\"uid\":\"$new_uid\"}]}}' >/dev/null"
 stop
 start
 gone "the old twin's dependent is deleted after the restart" pod/old-dep
 check "the new twin's dependent stays" sh -c "kubectl get pod new-dep >/dev/null"
+# shellcheck disable=SC2086
+gone "the interrupted foreground deletion finishes after the restart" rs/mid $(printf 'pod/%s ' $mid_pods)
 
 # --- namespace deletion ---
 check "create namespace demo" ns demo
