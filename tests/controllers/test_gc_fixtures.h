@@ -9,6 +9,7 @@
 #ifndef CKUBE_TESTS_CONTROLLERS_GC_FIXTURES_H
 #define CKUBE_TESTS_CONTROLLERS_GC_FIXTURES_H
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "ckube/controllers.h"
@@ -105,5 +106,64 @@ static inline void fx_deleting(json_t *obj, const char *finalizer)
     if (finalizer)
         json_object_set_new(meta, "finalizers", json_pack("[s]", finalizer));
 }
+
+/* ---- a garbage collector over the fake client and fake discovery ---- */
+
+#ifdef CKUBE_GARBAGECOLLECTOR_H
+struct gc_world {
+    struct ck_fake_client *fc;
+    struct ck_discovery *disc;
+    struct ck_gc *gc;
+    const struct ck_resource *pods, *rss;
+};
+
+static inline int gc_world_setup(void **state)
+{
+    struct gc_world *w = calloc(1, sizeof(*w));
+    assert_non_null(w);
+    assert_int_equal(ck_fake_client_new(&w->fc, NULL), 0);
+    w->disc = fx_discovery_new(NULL);
+    struct ck_gc_config config = {.discovery = w->disc};
+    ck_fake_client_iface(w->fc, &config.client);
+    assert_int_equal(ck_gc_new(&config, &w->gc, NULL), 0);
+    w->pods = ck_controller_resource("", "v1", "pods");
+    w->rss = ck_controller_resource("apps", "v1", "replicasets");
+    *state = w;
+    return 0;
+}
+
+static inline int gc_world_teardown(void **state)
+{
+    struct gc_world *w = *state;
+    ck_gc_free(w->gc);
+    ck_discovery_free(w->disc);
+    ck_fake_client_free(w->fc);
+    free(w);
+    return 0;
+}
+
+/* Feeds one event to the graph builder and applies it on the calling thread. */
+static inline void gc_observe(struct gc_world *w, enum ck_gc_event_type type, json_t *obj,
+                              json_t *old)
+{
+    assert_int_equal(ck_gc_observe(w->gc, type,
+                                   json_string_value(json_object_get(obj, "apiVersion")),
+                                   json_string_value(json_object_get(obj, "kind")), obj, old),
+                     0);
+    ck_gc_process_graph_changes(w->gc);
+}
+
+/* Takes every key off q; returns how many were want (NULL: none counted). */
+static inline size_t gc_drain(struct ck_wq *q, const char *want)
+{
+    size_t hits = 0;
+    const char *key;
+    while (ck_wq_try_get(q, &key) == 0) {
+        hits += want && strcmp(key, want) == 0;
+        ck_wq_done(q, key);
+    }
+    return hits;
+}
+#endif
 
 #endif /* CKUBE_TESTS_CONTROLLERS_GC_FIXTURES_H */

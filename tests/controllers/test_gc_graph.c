@@ -16,69 +16,20 @@
 #include "controllers/fixtures.h"
 #include "controllers/test_gc_fixtures.h"
 
-struct world {
-    struct ck_fake_client *fc;
-    struct ck_discovery *disc;
-    struct ck_gc *gc;
-};
-
-static int setup(void **state)
-{
-    struct world *w = calloc(1, sizeof(*w));
-    assert_int_equal(ck_fake_client_new(&w->fc, NULL), 0);
-    w->disc = fx_discovery_new(NULL);
-    struct ck_gc_config config = {.discovery = w->disc};
-    ck_fake_client_iface(w->fc, &config.client);
-    assert_int_equal(ck_gc_new(&config, &w->gc, NULL), 0);
-    *state = w;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct world *w = *state;
-    ck_gc_free(w->gc);
-    ck_discovery_free(w->disc);
-    ck_fake_client_free(w->fc);
-    free(w);
-    return 0;
-}
-
-/* Takes every key off q; true when want was among them. */
-static bool drained_has(struct ck_wq *q, const char *want)
-{
-    bool hit = false;
-    const char *key;
-    while (ck_wq_try_get(q, &key) == 0) {
-        hit = hit || strcmp(key, want) == 0;
-        ck_wq_done(q, key);
-    }
-    return hit;
-}
-
-static void observe(struct world *w, enum ck_gc_event_type type, json_t *obj, json_t *old)
-{
-    assert_int_equal(ck_gc_observe(w->gc, type,
-                                   json_string_value(json_object_get(obj, "apiVersion")),
-                                   json_string_value(json_object_get(obj, "kind")), obj, old),
-                     0);
-    ck_gc_process_graph_changes(w->gc);
-}
-
 static void test_unseen_owner_is_a_virtual_node_queued_for_a_check(void **state)
 {
-    struct world *w = *state;
+    struct gc_world *w = *state;
     json_t *pod = fx_obj("v1", "Pod", "ns", "p1", "pod-1");
     fx_add_owner(pod, "apps/v1", "ReplicaSet", "web", "rs-1", true);
-    observe(w, CK_GC_ADD, pod, NULL);
+    gc_observe(w, CK_GC_ADD, pod, NULL);
     struct ck_gc_node_info info;
     assert_true(ck_gc_graph_node(w->gc, "rs-1", &info));
     assert_true(info.is_virtual);
     assert_int_equal(info.n_dependents, 1);
-    assert_true(drained_has(ck_gc_delete_queue(w->gc), "rs-1"));
+    assert_true(0 < gc_drain(ck_gc_delete_queue(w->gc), "rs-1"));
     /* the informer shows the owner: the node becomes real, keeps its dependent */
     json_t *rs = fx_obj("apps/v1", "ReplicaSet", "ns", "web", "rs-1");
-    observe(w, CK_GC_ADD, rs, NULL);
+    gc_observe(w, CK_GC_ADD, rs, NULL);
     assert_true(ck_gc_graph_node(w->gc, "rs-1", &info));
     assert_false(info.is_virtual);
     assert_int_equal(info.n_dependents, 1);
@@ -89,7 +40,7 @@ static void test_unseen_owner_is_a_virtual_node_queued_for_a_check(void **state)
 
 static void test_virtual_owner_with_another_uid_is_removed_and_dependent_deleted(void **state)
 {
-    struct world *w = *state;
+    struct gc_world *w = *state;
     /* "web" exists on the server, but it is a newer object with another uid */
     json_t *rs = fx_obj("apps/v1", "ReplicaSet", "ns", "web", "rs-new");
     assert_int_equal(
@@ -97,12 +48,12 @@ static void test_virtual_owner_with_another_uid_is_removed_and_dependent_deleted
     json_t *pod = fx_obj("v1", "Pod", "ns", "p1", "pod-1");
     fx_add_owner(pod, "apps/v1", "ReplicaSet", "web", "rs-old", true);
     assert_int_equal(ck_fake_client_seed(w->fc, ck_controller_resource("", "v1", "pods"), pod), 0);
-    observe(w, CK_GC_ADD, pod, NULL);
-    drained_has(ck_gc_delete_queue(w->gc), "");
+    gc_observe(w, CK_GC_ADD, pod, NULL);
+    gc_drain(ck_gc_delete_queue(w->gc), NULL);
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "rs-old", NULL), 0);
     ck_gc_process_graph_changes(w->gc); /* the virtual delete */
     assert_false(ck_gc_graph_node(w->gc, "rs-old", NULL));
-    assert_true(drained_has(ck_gc_delete_queue(w->gc), "pod-1"));
+    assert_true(0 < gc_drain(ck_gc_delete_queue(w->gc), "pod-1"));
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "pod-1", NULL), 0);
     const struct ck_fake_action *del = fx_action(w->fc, "delete", "pods", 0);
     assert_non_null(del);
@@ -118,7 +69,7 @@ static void test_virtual_owner_with_another_uid_is_removed_and_dependent_deleted
 
 static void test_several_owners_one_gone_only_loses_that_reference(void **state)
 {
-    struct world *w = *state;
+    struct gc_world *w = *state;
     json_t *a = fx_obj("apps/v1", "ReplicaSet", "ns", "a", "rs-a");
     assert_int_equal(
         ck_fake_client_seed(w->fc, ck_controller_resource("apps", "v1", "replicasets"), a), 0);
@@ -126,8 +77,8 @@ static void test_several_owners_one_gone_only_loses_that_reference(void **state)
     fx_add_owner(pod, "apps/v1", "ReplicaSet", "a", "rs-a", false);
     fx_add_owner(pod, "apps/v1", "ReplicaSet", "b", "rs-b", false); /* b is gone */
     assert_int_equal(ck_fake_client_seed(w->fc, ck_controller_resource("", "v1", "pods"), pod), 0);
-    observe(w, CK_GC_ADD, a, NULL);
-    observe(w, CK_GC_ADD, pod, NULL);
+    gc_observe(w, CK_GC_ADD, a, NULL);
+    gc_observe(w, CK_GC_ADD, pod, NULL);
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "pod-1", NULL), 0);
     assert_int_equal(ck_fake_client_count(w->fc, "delete", NULL), 0);
     const struct ck_fake_action *p = fx_action(w->fc, "patch", "pods", 0);
@@ -144,14 +95,14 @@ static void test_several_owners_one_gone_only_loses_that_reference(void **state)
 
 static void test_cycle_of_owner_references_does_not_hang(void **state)
 {
-    struct world *w = *state;
+    struct gc_world *w = *state;
     json_t *a = fx_obj("v1", "Pod", "ns", "a", "uid-a");
     json_t *b = fx_obj("v1", "Pod", "ns", "b", "uid-b");
     fx_add_owner(a, "v1", "Pod", "b", "uid-b", true);
     fx_add_owner(b, "v1", "Pod", "a", "uid-a", true);
     assert_int_equal(ck_fake_client_seed(w->fc, ck_controller_resource("", "v1", "pods"), b), 0);
-    observe(w, CK_GC_ADD, a, NULL);
-    observe(w, CK_GC_ADD, b, NULL);
+    gc_observe(w, CK_GC_ADD, a, NULL);
+    gc_observe(w, CK_GC_ADD, b, NULL);
     struct ck_gc_node_info info;
     assert_true(ck_gc_graph_node(w->gc, "uid-a", &info));
     assert_int_equal(info.n_dependents, 1);
@@ -161,7 +112,7 @@ static void test_cycle_of_owner_references_does_not_hang(void **state)
     fx_deleting(a_del, "foregroundDeletion");
     assert_int_equal(ck_fake_client_seed(w->fc, ck_controller_resource("", "v1", "pods"), a_del),
                      0);
-    observe(w, CK_GC_UPDATE, a_del, a);
+    gc_observe(w, CK_GC_UPDATE, a_del, a);
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "uid-a", NULL), 0);
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "uid-b", NULL), 0);
     /* b's only owner is waiting and b has a dependent (a): b is unblocked and deleted in
@@ -172,9 +123,9 @@ static void test_cycle_of_owner_references_does_not_hang(void **state)
     assert_string_equal(json_string_value(json_object_get(del->body, "propagationPolicy")),
                         "Foreground");
     /* a vanishes: b is queued, the graph shrinks, nothing loops */
-    observe(w, CK_GC_DELETE, a_del, NULL);
+    gc_observe(w, CK_GC_DELETE, a_del, NULL);
     assert_false(ck_gc_graph_node(w->gc, "uid-a", NULL));
-    assert_true(drained_has(ck_gc_delete_queue(w->gc), "uid-b"));
+    assert_true(0 < gc_drain(ck_gc_delete_queue(w->gc), "uid-b"));
     json_decref(a);
     json_decref(a_del);
     json_decref(b);
@@ -182,22 +133,22 @@ static void test_cycle_of_owner_references_does_not_hang(void **state)
 
 static void test_owner_in_another_namespace_is_reported_and_treated_absent(void **state)
 {
-    struct world *w = *state;
+    struct gc_world *w = *state;
     json_t *rs = fx_obj("apps/v1", "ReplicaSet", "other", "web", "rs-1");
     assert_int_equal(
         ck_fake_client_seed(w->fc, ck_controller_resource("apps", "v1", "replicasets"), rs), 0);
     json_t *pod = fx_obj("v1", "Pod", "ns", "p1", "pod-1");
     fx_add_owner(pod, "apps/v1", "ReplicaSet", "web", "rs-1", true);
     assert_int_equal(ck_fake_client_seed(w->fc, ck_controller_resource("", "v1", "pods"), pod), 0);
-    observe(w, CK_GC_ADD, rs, NULL);
-    observe(w, CK_GC_ADD, pod, NULL);
+    gc_observe(w, CK_GC_ADD, rs, NULL);
+    gc_observe(w, CK_GC_ADD, pod, NULL);
     const struct ck_fake_action *ev = fx_action(w->fc, "create", "events", 0);
     assert_non_null(ev);
     assert_string_equal(json_string_value(json_object_get(ev->body, "reason")),
                         "OwnerRefInvalidNamespace");
     assert_non_null(strstr(json_string_value(json_object_get(ev->body, "message")),
                            "does not exist in namespace \"ns\""));
-    assert_true(drained_has(ck_gc_delete_queue(w->gc), "pod-1"));
+    assert_true(0 < gc_drain(ck_gc_delete_queue(w->gc), "pod-1"));
     /* looked up in the pod's own namespace, the owner is absent: the pod goes */
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "pod-1", NULL), 0);
     assert_non_null(fx_action(w->fc, "delete", "pods", 0));
@@ -207,12 +158,12 @@ static void test_owner_in_another_namespace_is_reported_and_treated_absent(void 
 
 static void test_cluster_scoped_dependent_of_namespaced_owner_is_never_deleted(void **state)
 {
-    struct world *w = *state;
+    struct gc_world *w = *state;
     json_t *node = fx_obj("v1", "Node", "", "n1", "node-1");
     fx_add_owner(node, "apps/v1", "ReplicaSet", "web", "rs-1", true);
     assert_int_equal(ck_fake_client_seed(w->fc, ck_controller_resource("", "v1", "nodes"), node),
                      0);
-    observe(w, CK_GC_ADD, node, NULL);
+    gc_observe(w, CK_GC_ADD, node, NULL);
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "node-1", NULL), 0);
     assert_int_equal(ck_fake_client_count(w->fc, "delete", NULL), 0);
     assert_int_equal(ck_fake_client_count(w->fc, "patch", NULL), 0);
@@ -225,16 +176,16 @@ static void test_cluster_scoped_dependent_of_namespaced_owner_is_never_deleted(v
 
 static void test_removed_blocking_reference_requeues_the_owner(void **state)
 {
-    struct world *w = *state;
+    struct gc_world *w = *state;
     json_t *rs = fx_obj("apps/v1", "ReplicaSet", "ns", "web", "rs-1");
     json_t *pod = fx_obj("v1", "Pod", "ns", "p1", "pod-1");
     fx_add_owner(pod, "apps/v1", "ReplicaSet", "web", "rs-1", true);
-    observe(w, CK_GC_ADD, rs, NULL);
-    observe(w, CK_GC_ADD, pod, NULL);
-    drained_has(ck_gc_delete_queue(w->gc), "");
+    gc_observe(w, CK_GC_ADD, rs, NULL);
+    gc_observe(w, CK_GC_ADD, pod, NULL);
+    gc_drain(ck_gc_delete_queue(w->gc), NULL);
     json_t *released = fx_obj("v1", "Pod", "ns", "p1", "pod-1");
-    observe(w, CK_GC_UPDATE, released, pod);
-    assert_true(drained_has(ck_gc_delete_queue(w->gc), "rs-1"));
+    gc_observe(w, CK_GC_UPDATE, released, pod);
+    assert_true(0 < gc_drain(ck_gc_delete_queue(w->gc), "rs-1"));
     struct ck_gc_node_info info;
     assert_true(ck_gc_graph_node(w->gc, "rs-1", &info));
     assert_int_equal(info.n_dependents, 0);
@@ -247,19 +198,22 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_unseen_owner_is_a_virtual_node_queued_for_a_check,
-                                        setup, teardown),
+                                        gc_world_setup, gc_world_teardown),
         cmocka_unit_test_setup_teardown(
-            test_virtual_owner_with_another_uid_is_removed_and_dependent_deleted, setup, teardown),
+            test_virtual_owner_with_another_uid_is_removed_and_dependent_deleted, gc_world_setup,
+            gc_world_teardown),
         cmocka_unit_test_setup_teardown(test_several_owners_one_gone_only_loses_that_reference,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cycle_of_owner_references_does_not_hang, setup,
-                                        teardown),
+                                        gc_world_setup, gc_world_teardown),
+        cmocka_unit_test_setup_teardown(test_cycle_of_owner_references_does_not_hang,
+                                        gc_world_setup, gc_world_teardown),
         cmocka_unit_test_setup_teardown(
-            test_owner_in_another_namespace_is_reported_and_treated_absent, setup, teardown),
+            test_owner_in_another_namespace_is_reported_and_treated_absent, gc_world_setup,
+            gc_world_teardown),
         cmocka_unit_test_setup_teardown(
-            test_cluster_scoped_dependent_of_namespaced_owner_is_never_deleted, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_removed_blocking_reference_requeues_the_owner, setup,
-                                        teardown),
+            test_cluster_scoped_dependent_of_namespaced_owner_is_never_deleted, gc_world_setup,
+            gc_world_teardown),
+        cmocka_unit_test_setup_teardown(test_removed_blocking_reference_requeues_the_owner,
+                                        gc_world_setup, gc_world_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

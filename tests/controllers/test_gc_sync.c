@@ -16,63 +16,12 @@
 #include "controllers/fixtures.h"
 #include "controllers/test_gc_fixtures.h"
 
-struct world {
-    struct ck_fake_client *fc;
-    struct ck_discovery *disc;
-    struct ck_gc *gc;
-    const struct ck_resource *pods, *rss;
-};
-
-static int setup(void **state)
-{
-    struct world *w = calloc(1, sizeof(*w));
-    assert_int_equal(ck_fake_client_new(&w->fc, NULL), 0);
-    w->disc = fx_discovery_new(NULL);
-    struct ck_gc_config config = {.discovery = w->disc};
-    ck_fake_client_iface(w->fc, &config.client);
-    assert_int_equal(ck_gc_new(&config, &w->gc, NULL), 0);
-    w->pods = ck_controller_resource("", "v1", "pods");
-    w->rss = ck_controller_resource("apps", "v1", "replicasets");
-    *state = w;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct world *w = *state;
-    ck_gc_free(w->gc);
-    ck_discovery_free(w->disc);
-    ck_fake_client_free(w->fc);
-    free(w);
-    return 0;
-}
-
-static size_t drain(struct ck_wq *q, const char *want)
-{
-    size_t hits = 0;
-    const char *key;
-    while (ck_wq_try_get(q, &key) == 0) {
-        hits += want && strcmp(key, want) == 0;
-        ck_wq_done(q, key);
-    }
-    return hits;
-}
-
-static void observe(struct world *w, enum ck_gc_event_type type, json_t *obj, json_t *old)
-{
-    assert_int_equal(ck_gc_observe(w->gc, type,
-                                   json_string_value(json_object_get(obj, "apiVersion")),
-                                   json_string_value(json_object_get(obj, "kind")), obj, old),
-                     0);
-    ck_gc_process_graph_changes(w->gc);
-}
-
 /* An rs "web" (uid rs-1) with pods p1, p2 owned with blockOwnerDeletion; all seeded. */
-static void world_rs_with_pods(struct world *w, json_t **ret_rs, json_t **ret_pods)
+static void world_rs_with_pods(struct gc_world *w, json_t **ret_rs, json_t **ret_pods)
 {
     *ret_rs = fx_obj("apps/v1", "ReplicaSet", "ns", "web", "rs-1");
     assert_int_equal(ck_fake_client_seed(w->fc, w->rss, *ret_rs), 0);
-    observe(w, CK_GC_ADD, *ret_rs, NULL);
+    gc_observe(w, CK_GC_ADD, *ret_rs, NULL);
     for (int i = 0; i < 2; i++) {
         char name[8], uid[8];
         snprintf(name, sizeof(name), "p%d", i + 1);
@@ -80,14 +29,14 @@ static void world_rs_with_pods(struct world *w, json_t **ret_rs, json_t **ret_po
         ret_pods[i] = fx_obj("v1", "Pod", "ns", name, uid);
         fx_add_owner(ret_pods[i], "apps/v1", "ReplicaSet", "web", "rs-1", true);
         assert_int_equal(ck_fake_client_seed(w->fc, w->pods, ret_pods[i]), 0);
-        observe(w, CK_GC_ADD, ret_pods[i], NULL);
+        gc_observe(w, CK_GC_ADD, ret_pods[i], NULL);
     }
-    drain(ck_gc_delete_queue(w->gc), NULL);
+    gc_drain(ck_gc_delete_queue(w->gc), NULL);
 }
 
 static void test_background_owner_gone_deletes_dependents(void **state)
 {
-    struct world *w = *state;
+    struct gc_world *w = *state;
     json_t *rs, *pods[2];
     world_rs_with_pods(w, &rs, pods);
     /* the server removed the rs at once (no finalizers): its delete event arrives */
@@ -96,8 +45,8 @@ static void test_background_owner_gone_deletes_dependents(void **state)
     ck_fake_client_iface(w->fc, &c);
     assert_int_equal(ck_ctl_delete(&c, w->rss, "ns", "web", NULL, NULL, &err), 0);
     ck_fake_client_clear_actions(w->fc);
-    observe(w, CK_GC_DELETE, rs, NULL);
-    assert_int_equal(drain(ck_gc_delete_queue(w->gc), "pod-1"), 1);
+    gc_observe(w, CK_GC_DELETE, rs, NULL);
+    assert_int_equal(gc_drain(ck_gc_delete_queue(w->gc), "pod-1"), 1);
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "pod-1", NULL), 0);
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "pod-2", NULL), 0);
     assert_int_equal(ck_fake_client_count(w->fc, "delete", w->pods), 2);
@@ -112,23 +61,23 @@ static void test_background_owner_gone_deletes_dependents(void **state)
 
 static void test_foreground_waits_for_blocking_dependents_then_drops_finalizer(void **state)
 {
-    struct world *w = *state;
+    struct gc_world *w = *state;
     json_t *rs, *pods[2];
     world_rs_with_pods(w, &rs, pods);
     json_t *rs_del = json_deep_copy(rs);
     fx_deleting(rs_del, "foregroundDeletion");
     assert_int_equal(ck_fake_client_seed(w->fc, w->rss, rs_del), 0);
-    observe(w, CK_GC_UPDATE, rs_del, rs);
+    gc_observe(w, CK_GC_UPDATE, rs_del, rs);
     struct ck_gc_node_info info;
     assert_true(ck_gc_graph_node(w->gc, "rs-1", &info));
     assert_true(info.deleting_dependents);
     struct ck_wq *q = ck_gc_delete_queue(w->gc);
     assert_int_equal(ck_wq_len(q), 3); /* both pods and the owner */
-    drain(q, NULL);
+    gc_drain(q, NULL);
     /* the owner waits: its pods block it */
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "rs-1", NULL), 0);
     assert_int_equal(ck_fake_client_count(w->fc, "patch", NULL), 0);
-    assert_int_equal(drain(q, "pod-1"), 1);
+    assert_int_equal(gc_drain(q, "pod-1"), 1);
     /* each pod's only owner is waiting and it has no dependents: background delete */
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "pod-1", NULL), 0);
     const struct ck_fake_action *del = fx_action(w->fc, "delete", "pods", 0);
@@ -136,13 +85,13 @@ static void test_foreground_waits_for_blocking_dependents_then_drops_finalizer(v
     assert_string_equal(json_string_value(json_object_get(del->body, "propagationPolicy")),
                         "Background");
     /* one pod gone: the owner is looked at again, still blocked by p2 */
-    observe(w, CK_GC_DELETE, pods[0], NULL);
-    assert_int_equal(drain(q, "rs-1"), 1);
+    gc_observe(w, CK_GC_DELETE, pods[0], NULL);
+    assert_int_equal(gc_drain(q, "rs-1"), 1);
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "rs-1", NULL), 0);
     assert_int_equal(ck_fake_client_count(w->fc, "patch", NULL), 0);
     /* p2 gone too: the finalizer goes */
-    observe(w, CK_GC_DELETE, pods[1], NULL);
-    assert_int_equal(drain(q, "rs-1"), 1);
+    gc_observe(w, CK_GC_DELETE, pods[1], NULL);
+    assert_int_equal(gc_drain(q, "rs-1"), 1);
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "rs-1", NULL), 0);
     const struct ck_fake_action *p = fx_action(w->fc, "patch", "replicasets", 0);
     assert_non_null(p);
@@ -157,14 +106,14 @@ static void test_foreground_waits_for_blocking_dependents_then_drops_finalizer(v
 
 static void test_orphan_removes_references_then_finalizer(void **state)
 {
-    struct world *w = *state;
+    struct gc_world *w = *state;
     json_t *rs, *pods[2];
     world_rs_with_pods(w, &rs, pods);
     json_t *rs_del = json_deep_copy(rs);
     fx_deleting(rs_del, "orphan");
     assert_int_equal(ck_fake_client_seed(w->fc, w->rss, rs_del), 0);
-    observe(w, CK_GC_UPDATE, rs_del, rs);
-    assert_int_equal(drain(ck_gc_orphan_queue(w->gc), "rs-1"), 1);
+    gc_observe(w, CK_GC_UPDATE, rs_del, rs);
+    assert_int_equal(gc_drain(ck_gc_orphan_queue(w->gc), "rs-1"), 1);
     assert_int_equal(ck_gc_attempt_to_orphan(w->gc, "rs-1", NULL), 0);
     size_t n = 0;
     const struct ck_fake_action *a = ck_fake_client_actions(w->fc, &n);
@@ -186,30 +135,30 @@ static void test_orphan_removes_references_then_finalizer(void **state)
 
 static void test_deletion_in_progress_at_start_is_finished(void **state)
 {
-    struct world *w = *state;
+    struct gc_world *w = *state;
     /* a restarted collector first sees the owner already deleting in foreground */
     json_t *rs = fx_obj("apps/v1", "ReplicaSet", "ns", "web", "rs-1");
     fx_deleting(rs, "foregroundDeletion");
     assert_int_equal(ck_fake_client_seed(w->fc, w->rss, rs), 0);
-    observe(w, CK_GC_ADD, rs, NULL);
+    gc_observe(w, CK_GC_ADD, rs, NULL);
     struct ck_gc_node_info info;
     assert_true(ck_gc_graph_node(w->gc, "rs-1", &info));
     assert_true(info.deleting_dependents);
-    assert_int_equal(drain(ck_gc_delete_queue(w->gc), "rs-1"), 1);
+    assert_int_equal(gc_drain(ck_gc_delete_queue(w->gc), "rs-1"), 1);
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "rs-1", NULL), 0);
     assert_non_null(fx_action(w->fc, "patch", "replicasets", 0));
     /* the same for orphan */
     json_t *rs2 = fx_obj("apps/v1", "ReplicaSet", "ns", "old", "rs-2");
     fx_deleting(rs2, "orphan");
-    observe(w, CK_GC_ADD, rs2, NULL);
-    assert_int_equal(drain(ck_gc_orphan_queue(w->gc), "rs-2"), 1);
+    gc_observe(w, CK_GC_ADD, rs2, NULL);
+    assert_int_equal(gc_drain(ck_gc_orphan_queue(w->gc), "rs-2"), 1);
     json_decref(rs);
     json_decref(rs2);
 }
 
 static void test_failed_live_read_is_retried(void **state)
 {
-    struct world *w = *state;
+    struct gc_world *w = *state;
     json_t *rs, *pods[2];
     world_rs_with_pods(w, &rs, pods);
     ck_fake_client_fail(w->fc, "get", w->pods, 1, CK_EIO, "connection refused");
@@ -228,15 +177,17 @@ static void test_failed_live_read_is_retried(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_background_owner_gone_deletes_dependents, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_background_owner_gone_deletes_dependents,
+                                        gc_world_setup, gc_world_teardown),
         cmocka_unit_test_setup_teardown(
-            test_foreground_waits_for_blocking_dependents_then_drops_finalizer, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_orphan_removes_references_then_finalizer, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_deletion_in_progress_at_start_is_finished, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_failed_live_read_is_retried, setup, teardown),
+            test_foreground_waits_for_blocking_dependents_then_drops_finalizer, gc_world_setup,
+            gc_world_teardown),
+        cmocka_unit_test_setup_teardown(test_orphan_removes_references_then_finalizer,
+                                        gc_world_setup, gc_world_teardown),
+        cmocka_unit_test_setup_teardown(test_deletion_in_progress_at_start_is_finished,
+                                        gc_world_setup, gc_world_teardown),
+        cmocka_unit_test_setup_teardown(test_failed_live_read_is_retried, gc_world_setup,
+                                        gc_world_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
