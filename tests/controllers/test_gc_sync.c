@@ -174,6 +174,22 @@ static void test_failed_live_read_is_retried(void **state)
     json_decref(pods[1]);
 }
 
+static void test_owner_of_an_unserved_kind_is_never_taken_for_absent(void **state)
+{
+    struct gc_world *w = *state;
+    json_t *pod = fx_obj("v1", "Pod", "ns", "p1", "pod-1");
+    fx_add_owner(pod, "example.com/v1", "Gizmo", "g", "gizmo-1", true);
+    assert_int_equal(ck_fake_client_seed(w->fc, w->pods, pod), 0);
+    gc_observe(w, CK_GC_ADD, pod, NULL);
+    struct ck_err err = {0};
+    /* the virtual owner cannot be looked up: an error to retry, not a deletion */
+    assert_int_equal(ck_gc_attempt_to_delete(w->gc, "gizmo-1", &err), CK_EINVAL);
+    assert_int_equal(ck_gc_attempt_to_delete(w->gc, "pod-1", &err), CK_EINVAL);
+    assert_non_null(strstr(err.msg, "Gizmo"));
+    assert_int_equal(ck_fake_client_count(w->fc, "delete", NULL), 0);
+    json_decref(pod);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +201,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_orphan_removes_references_then_finalizer,
                                         gc_world_setup, gc_world_teardown),
         cmocka_unit_test_setup_teardown(test_deletion_in_progress_at_start_is_finished,
+                                        gc_world_setup, gc_world_teardown),
+        cmocka_unit_test_setup_teardown(test_owner_of_an_unserved_kind_is_never_taken_for_absent,
                                         gc_world_setup, gc_world_teardown),
         cmocka_unit_test_setup_teardown(test_failed_live_read_is_retried, gc_world_setup,
                                         gc_world_teardown),

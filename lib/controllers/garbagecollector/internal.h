@@ -88,7 +88,11 @@ int ck__gc_unblock_owner_refs(struct ck_gc *gc, const struct ck__gc_identity *id
                               const char *const *uids, size_t n, struct ck_err *reterr);
 int ck__gc_remove_finalizer(struct ck_gc *gc, const struct ck__gc_identity *id,
                             const char *finalizer, struct ck_err *reterr);
-/* The resource of api_version/kind: 0, CK_ENOENT (not served) or discovery's error. */
+/*
+ * The resource of api_version/kind: 0, CK_EINVAL when the server serves no such kind
+ * (after one fresh read of discovery; retried by the caller, never taken for an absent
+ * object, as Kubernetes retries a REST mapping error), or discovery's error.
+ */
 int ck__gc_resource(struct ck_gc *gc, const char *api_version, const char *kind,
                     struct ck_api_resource *ret, struct ck_err *reterr);
 void ck__gc_report_invalid_namespace(struct ck_gc *gc, const struct ck__gc_identity *dep,

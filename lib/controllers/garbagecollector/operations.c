@@ -41,7 +41,8 @@ int ck__gc_resource(struct ck_gc *gc, const char *api_version, const char *kind,
         if (attempt == 0)
             ck_discovery_invalidate(gc->discovery);
     }
-    return ck_err_set(reterr, CK_ENOENT, "the server serves no kind %s in %s", kind, api_version);
+    /* not CK_ENOENT: an unknown kind must never read as an absent object */
+    return ck_err_set(reterr, CK_EINVAL, "the server serves no kind %s in %s", kind, api_version);
 }
 
 int ck__gc_get_object(struct ck_gc *gc, const struct ck__gc_identity *id, json_t **ret_obj,
