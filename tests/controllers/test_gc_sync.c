@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "ckube/garbagecollector.h"
+#include "ckube/internal/util.h"
 #include "controllers/fixtures.h"
 #include "controllers/test_gc_fixtures.h"
 
@@ -190,6 +191,35 @@ static void test_owner_of_an_unserved_kind_is_never_taken_for_absent(void **stat
     json_decref(pod);
 }
 
+/*
+ * Every allocation of an observe + apply + background sync failing in turn: no crash,
+ * no leak (AddressSanitizer), and once nothing fails, the dependent is deleted.
+ */
+static void test_every_allocation_failing_in_turn(void **state)
+{
+    (void)state;
+    for (unsigned long n = 1;; n++) {
+        void *ws = NULL;
+        gc_world_setup(&ws);
+        struct gc_world *w = ws;
+        json_t *pod = fx_obj("v1", "Pod", "ns", "p1", "pod-1");
+        fx_add_owner(pod, "apps/v1", "ReplicaSet", "gone", "rs-gone", true);
+        assert_int_equal(ck_fake_client_seed(w->fc, w->pods, pod), 0);
+        ck__alloc_fail_at(n, false);
+        if (ck_gc_observe(w->gc, CK_GC_ADD, "v1", "Pod", pod, NULL) == 0)
+            ck_gc_process_graph_changes(w->gc);
+        int r = ck_gc_attempt_to_delete(w->gc, "pod-1", NULL);
+        unsigned long made = ck__alloc_fail_at(0, false);
+        bool deleted = r == 0 && ck_fake_client_count(w->fc, "delete", w->pods) == 1;
+        json_decref(pod);
+        gc_world_teardown(&ws);
+        if (made < n) { /* nothing failed: the whole path ran */
+            assert_true(deleted);
+            break;
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +234,7 @@ int main(void)
                                         gc_world_setup, gc_world_teardown),
         cmocka_unit_test_setup_teardown(test_owner_of_an_unserved_kind_is_never_taken_for_absent,
                                         gc_world_setup, gc_world_teardown),
+        cmocka_unit_test(test_every_allocation_failing_in_turn),
         cmocka_unit_test_setup_teardown(test_failed_live_read_is_retried, gc_world_setup,
                                         gc_world_teardown),
     };
