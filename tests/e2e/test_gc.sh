@@ -5,7 +5,8 @@
 #   - --cascade=foreground held by a pod with a custom finalizer: the ReplicaSet stays
 #     (deletionTimestamp, foregroundDeletion) until a patch removes the pod's finalizer;
 #   - --cascade=orphan: the pods stay, without their ownerReference;
-#   - a Frobber owned by a ReplicaSet goes with it (every kind, through discovery);
+#   - a Frobber owned by a ReplicaSet goes with it (every kind, through discovery), and
+#     one owned by a Namespace (a cluster-scoped owner) with it;
 #   - an owner deleted and recreated with the same name while the collector was not
 #     running: after a restart the old dependent is deleted (uid check), the new owner's
 #     is kept; a foreground deletion started while it was away finishes;
@@ -96,6 +97,20 @@ check "kubectl delete rs --cascade=background" sh -c "kubectl delete rs bg --cas
 # shellcheck disable=SC2086
 gone "the pods of rs bg are deleted" $(printf 'pod/%s ' $bg_pods)
 gone "a Frobber owned by rs bg is deleted" frobber/owned-by-bg
+
+# --- a cluster-scoped owner (a Namespace) of a namespaced dependent ---
+check "create namespace owner-ns" ns owner-ns
+owner_ns_uid=$(uid_of namespace owner-ns)
+cat <<EOF | k create -f - >/dev/null
+apiVersion: example.ckube.io/v1
+kind: Frobber
+metadata:
+  name: owned-by-ns
+  ownerReferences: [{apiVersion: v1, kind: Namespace, name: owner-ns, uid: $owner_ns_uid}]
+spec: {height: 1}
+EOF
+check "delete the owning namespace" sh -c "kubectl delete namespace owner-ns --timeout=30s >/dev/null"
+gone "a Frobber owned by a Namespace goes with it" frobber/owned-by-ns
 
 # --- foreground: held by a pod with a custom finalizer ---
 check "create rs fg" rs fg 2
