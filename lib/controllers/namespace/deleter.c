@@ -48,7 +48,7 @@ static const struct {
 
 /* The failing conditions of one pass: reason and message per type, NULL when ok. */
 struct pass {
-    char *reason[N_TYPES];
+    const char *reason[N_TYPES];
     struct ck__buf message[N_TYPES];
     char **content_errors;
     size_t n_content_errors;
@@ -92,8 +92,9 @@ static void pass_release(struct pass *p)
 static void set_joined(struct pass *p, size_t i, const char *reason, const char *prefix,
                        char **list, size_t n)
 {
-    qsort(list, n, sizeof(*list), cmp_str);
-    p->reason[i] = (char *)reason;
+    if (n)
+        qsort(list, n, sizeof(*list), cmp_str);
+    p->reason[i] = reason;
     ck__buf_adds(&p->message[i], prefix);
     for (size_t k = 0; k < n; k++)
         ck__buf_printf(&p->message[i], "%s%s", k ? ", " : "", list[k]);
