@@ -118,39 +118,34 @@ static void wait_for(struct env *e, const struct ck_resource *res, const char *n
     }
 }
 
-static void delete_with(struct env *e, const struct ck_resource *res, const char *ns,
-                        const char *name, const char *policy)
+/*
+ * A Frobber `owner` in default with a pod `<owner>-dep` it owns, then the Frobber
+ * deleted with policy.
+ */
+static void delete_owner(struct env *e, const char *owner, const char *policy)
 {
+    char dep[64];
+    snprintf(dep, sizeof(dep), "%s-dep", owner);
+    create(e, &frobbers, "default", owner, NULL, NULL);
+    json_t *obj = get(e, &frobbers, "default", owner);
+    create(e, &pods, "default", dep, obj, NULL);
+    json_decref(obj);
     json_t *opts = json_pack("{s:s}", "propagationPolicy", policy);
-    assert_int_equal(ck_rest_delete(e->client, res, ns, name, opts, NULL, NULL), 0);
+    assert_int_equal(ck_rest_delete(e->client, &frobbers, "default", owner, opts, NULL, NULL), 0);
     json_decref(opts);
 }
 
 static void test_background_foreground_orphan(void **state)
 {
     struct env *e = *state;
-    create(e, &frobbers, "default", "bg", NULL, NULL);
-    json_t *bg = get(e, &frobbers, "default", "bg");
-    create(e, &pods, "default", "bg-dep", bg, NULL);
-    delete_with(e, &frobbers, "default", "bg", "Background");
+    delete_owner(e, "bg", "Background");
     wait_for(e, &pods, "default", "bg-dep", true, "the dependent of a deleted owner goes");
-
-    create(e, &frobbers, "default", "fg", NULL, NULL);
-    json_t *fg = get(e, &frobbers, "default", "fg");
-    create(e, &pods, "default", "fg-dep", fg, NULL);
-    delete_with(e, &frobbers, "default", "fg", "Foreground");
+    delete_owner(e, "fg", "Foreground");
     wait_for(e, &frobbers, "default", "fg", true, "a foreground deletion finishes");
     wait_for(e, &pods, "default", "fg-dep", true, "its dependent went first");
-
-    create(e, &frobbers, "default", "or", NULL, NULL);
-    json_t *orph = get(e, &frobbers, "default", "or");
-    create(e, &pods, "default", "or-dep", orph, NULL);
-    delete_with(e, &frobbers, "default", "or", "Orphan");
+    delete_owner(e, "or", "Orphan");
     wait_for(e, &frobbers, "default", "or", true, "an orphaning deletion finishes");
     wait_for(e, &pods, "default", "or-dep", false, "the orphan stays, without its reference");
-    json_decref(bg);
-    json_decref(fg);
-    json_decref(orph);
 }
 
 static void test_namespace_emptied_and_removed(void **state)
