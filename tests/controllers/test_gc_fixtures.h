@@ -153,6 +153,20 @@ static inline void gc_observe(struct gc_world *w, enum ck_gc_event_type type, js
     ck_gc_process_graph_changes(w->gc);
 }
 
+/*
+ * Seeds the fake server with ReplicaSet "web" (uid rs_uid) in rs_ns and pod "p1" (uid
+ * pod-1) in "ns" whose owner reference names web with ref_uid; returns both.
+ */
+static inline void gc_seed_rs_and_pod(struct gc_world *w, const char *rs_ns, const char *rs_uid,
+                                      const char *ref_uid, json_t **ret_rs, json_t **ret_pod)
+{
+    *ret_rs = fx_obj("apps/v1", "ReplicaSet", rs_ns, "web", rs_uid);
+    assert_int_equal(ck_fake_client_seed(w->fc, w->rss, *ret_rs), 0);
+    *ret_pod = fx_obj("v1", "Pod", "ns", "p1", "pod-1");
+    fx_add_owner(*ret_pod, "apps/v1", "ReplicaSet", "web", ref_uid, true);
+    assert_int_equal(ck_fake_client_seed(w->fc, w->pods, *ret_pod), 0);
+}
+
 /* Takes every key off q; returns how many were want (NULL: none counted). */
 static inline size_t gc_drain(struct ck_wq *q, const char *want)
 {

@@ -42,12 +42,8 @@ static void test_virtual_owner_with_another_uid_is_removed_and_dependent_deleted
 {
     struct gc_world *w = *state;
     /* "web" exists on the server, but it is a newer object with another uid */
-    json_t *rs = fx_obj("apps/v1", "ReplicaSet", "ns", "web", "rs-new");
-    assert_int_equal(
-        ck_fake_client_seed(w->fc, ck_controller_resource("apps", "v1", "replicasets"), rs), 0);
-    json_t *pod = fx_obj("v1", "Pod", "ns", "p1", "pod-1");
-    fx_add_owner(pod, "apps/v1", "ReplicaSet", "web", "rs-old", true);
-    assert_int_equal(ck_fake_client_seed(w->fc, ck_controller_resource("", "v1", "pods"), pod), 0);
+    json_t *rs, *pod;
+    gc_seed_rs_and_pod(w, "ns", "rs-new", "rs-old", &rs, &pod);
     gc_observe(w, CK_GC_ADD, pod, NULL);
     gc_drain(ck_gc_delete_queue(w->gc), NULL);
     assert_int_equal(ck_gc_attempt_to_delete(w->gc, "rs-old", NULL), 0);
@@ -134,12 +130,8 @@ static void test_cycle_of_owner_references_does_not_hang(void **state)
 static void test_owner_in_another_namespace_is_reported_and_treated_absent(void **state)
 {
     struct gc_world *w = *state;
-    json_t *rs = fx_obj("apps/v1", "ReplicaSet", "other", "web", "rs-1");
-    assert_int_equal(
-        ck_fake_client_seed(w->fc, ck_controller_resource("apps", "v1", "replicasets"), rs), 0);
-    json_t *pod = fx_obj("v1", "Pod", "ns", "p1", "pod-1");
-    fx_add_owner(pod, "apps/v1", "ReplicaSet", "web", "rs-1", true);
-    assert_int_equal(ck_fake_client_seed(w->fc, ck_controller_resource("", "v1", "pods"), pod), 0);
+    json_t *rs, *pod;
+    gc_seed_rs_and_pod(w, "other", "rs-1", "rs-1", &rs, &pod);
     gc_observe(w, CK_GC_ADD, rs, NULL);
     gc_observe(w, CK_GC_ADD, pod, NULL);
     const struct ck_fake_action *ev = fx_action(w->fc, "create", "events", 0);
