@@ -85,7 +85,8 @@ static const char *create(struct env *e, const struct ck_resource *res, const ch
         json_object_set_new(meta, "finalizers", json_pack("[s]", finalizer));
     json_t *made = NULL;
     struct ck_err err = {0};
-    assert_int_equal(ck_rest_create(e->client, res, ns, obj, &made, &err), 0);
+    if (ck_rest_create(e->client, res, ns, obj, &made, &err) < 0)
+        fail_msg("create %s/%s: %s", ns, name, err.msg);
     snprintf(uid, sizeof(uid), "%s",
              json_string_value(json_object_get(json_object_get(made, "metadata"), "uid")));
     json_decref(obj);
@@ -118,11 +119,8 @@ static void wait_for(struct env *e, const struct ck_resource *res, const char *n
     }
 }
 
-/*
- * A Frobber `owner` in default with a pod `<owner>-dep` it owns, then the Frobber
- * deleted with policy.
- */
-static void delete_owner(struct env *e, const char *owner, const char *policy)
+/* A Frobber `owner` in default with a pod `<owner>-dep` it owns. */
+static void make_owner(struct env *e, const char *owner)
 {
     char dep[64];
     snprintf(dep, sizeof(dep), "%s-dep", owner);
@@ -130,14 +128,28 @@ static void delete_owner(struct env *e, const char *owner, const char *policy)
     json_t *obj = get(e, &frobbers, "default", owner);
     create(e, &pods, "default", dep, obj, NULL);
     json_decref(obj);
+}
+
+static void delete_owner(struct env *e, const char *owner, const char *policy)
+{
     json_t *opts = json_pack("{s:s}", "propagationPolicy", policy);
-    assert_int_equal(ck_rest_delete(e->client, &frobbers, "default", owner, opts, NULL, NULL), 0);
+    struct ck_err err = {0};
+    if (ck_rest_delete(e->client, &frobbers, "default", owner, opts, NULL, &err) < 0)
+        fail_msg("delete %s: %s", owner, err.msg);
     json_decref(opts);
 }
 
+/*
+ * The owners and dependents are all made first: an orphaning (or foreground) deletion
+ * acts on the dependents the collector's graph knows, so one issued before the
+ * dependent's informer event arrived would miss it (Kubernetes has the same window).
+ */
 static void test_background_foreground_orphan(void **state)
 {
     struct env *e = *state;
+    make_owner(e, "bg");
+    make_owner(e, "fg");
+    make_owner(e, "or");
     delete_owner(e, "bg", "Background");
     wait_for(e, &pods, "default", "bg-dep", true, "the dependent of a deleted owner goes");
     delete_owner(e, "fg", "Foreground");
@@ -165,6 +177,8 @@ static void test_namespace_emptied_and_removed(void **state)
 
 int main(void)
 {
+    /* a failure's words must survive an abort in the server's teardown */
+    setvbuf(stdout, NULL, _IONBF, 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_background_foreground_orphan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_namespace_emptied_and_removed, setup, teardown),
