@@ -169,6 +169,27 @@ struct ck_informer_stats {
 };
 void ck_informer_stats(struct ck_informer *inf, struct ck_informer_stats *ret_stats);
 
+/* ---- metadata-only informers (client-go metadatainformer) --------------------- */
+
+/*
+ * An informer whose cache holds PartialObjectMetadata only ({apiVersion, kind,
+ * metadata}): it lists and watches res through the metadata client (rest.h), which asks
+ * the server for that form and strips full objects when the server answers them. The
+ * resource is copied; client is borrowed and must outlive it. Returns 0 or CK_ENOMEM /
+ * CK_EINVAL.
+ */
+struct ck_metadata_informer;
+
+int ck_metadata_informer_new(struct ck_rest *client, const struct ck_resource *res,
+                             const char *namespace, int64_t resync, struct ck_clock *clock,
+                             struct ck_metadata_informer **ret_mi, struct ck_err *reterr);
+
+/* The informer itself (owned by mi): add handlers, start, stop, read its indexer. */
+struct ck_informer *ck_metadata_informer_informer(struct ck_metadata_informer *mi);
+
+/* Stops and frees the informer and its cache. NULL is a no-op. */
+struct ck_metadata_informer *ck_metadata_informer_free(struct ck_metadata_informer *mi);
+
 /* ---- the shared informer factory (client-go informers.SharedInformerFactory) ---- */
 
 struct ck_informer_factory;

@@ -167,6 +167,14 @@ int ck_rest_do(struct ck_rest *client, const char *method, const char *path, con
                const char *content_type, json_t **ret_body, struct ck_err *reterr);
 
 /*
+ * ck_rest_do() asking for the media types in accept (an Accept header value; NULL:
+ * "application/json"), as client-go's metadata client asks for PartialObjectMetadata.
+ */
+int ck_rest_do_accept(struct ck_rest *client, const char *method, const char *path,
+                      const json_t *body, const char *content_type, const char *accept,
+                      json_t **ret_body, struct ck_err *reterr);
+
+/*
  * Builds the path of res in namespace (may be "" or NULL), object name (NULL for the
  * collection) and subresource (NULL for none), with an optional query (without '?').
  * Writes at most size bytes; returns the length, or -1 when it did not fit or a part
@@ -193,6 +201,11 @@ struct ck_list_options {
 /* GET a collection (one page when opts->limit is set). *ret_list is the List object. */
 int ck_rest_list(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
                  const struct ck_list_options *opts, json_t **ret_list, struct ck_err *reterr);
+
+/* ck_rest_list() with an Accept header value (NULL: "application/json"). */
+int ck_rest_list_accept(struct ck_rest *client, const struct ck_resource *res,
+                        const char *namespace, const struct ck_list_options *opts,
+                        const char *accept, json_t **ret_list, struct ck_err *reterr);
 
 /* POST obj to the collection; *ret_obj (may be NULL) gets what the server stored. */
 int ck_rest_create(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
@@ -252,10 +265,159 @@ int ck_rest_watch(struct ck_rest *client, const struct ck_resource *res, const c
                   const struct ck_list_options *opts, ck_watch_func fn, void *arg,
                   const atomic_bool *stop, struct ck_err *reterr);
 
+/* ck_rest_watch() with an Accept header value (NULL: "application/json"). */
+int ck_rest_watch_accept(struct ck_rest *client, const struct ck_resource *res,
+                         const char *namespace, const struct ck_list_options *opts,
+                         const char *accept, ck_watch_func fn, void *arg, const atomic_bool *stop,
+                         struct ck_err *reterr);
+
 /*
  * Sets *reterr from a Status object (an ERROR watch event, or an error body): code,
  * reason, message. Returns the CK_E* code for it.
  */
 int ck_rest_status_error(const json_t *status, struct ck_err *reterr);
+
+/* ---- discovery (client-go discovery.DiscoveryClient, cached) ---------------- */
+
+/* The verbs of a discovered resource, as bits. */
+#define CK_VERB_GET              (1u << 0)
+#define CK_VERB_LIST             (1u << 1)
+#define CK_VERB_WATCH            (1u << 2)
+#define CK_VERB_CREATE           (1u << 3)
+#define CK_VERB_UPDATE           (1u << 4)
+#define CK_VERB_PATCH            (1u << 5)
+#define CK_VERB_DELETE           (1u << 6)
+#define CK_VERB_DELETECOLLECTION (1u << 7)
+
+/*
+ * One resource the server serves in one group version (a top-level resource: the
+ * discovery entries naming subresources, "pods/status", are left out). res points into
+ * the strings beside it.
+ */
+struct ck_discovered {
+    struct ck_resource res;
+    char group[128];
+    char version[64];
+    char resource[128];
+    char kind[128];
+    char api_version[192]; /* "v1", "apps/v1" */
+    unsigned verbs;        /* CK_VERB_* */
+    bool preferred;        /* in its group's preferred version */
+};
+
+/*
+ * What discovery found at one moment: immutable and shared, so a reader keeps it as long
+ * as it likes. failed names the group versions whose documents could not be read (they
+ * are absent from resources), as client-go's ErrGroupDiscoveryFailed.
+ */
+struct ck_discovery_snapshot {
+    atomic_int refs;
+    struct ck_discovered *resources;
+    size_t n;
+    char **failed; /* "group/version" strings */
+    size_t n_failed;
+    int64_t taken; /* when (the discovery's clock) */
+};
+
+/* Where discovery documents come from: GET path, returning the decoded JSON document. */
+struct ck_discovery_source {
+    int (*get)(void *ctx, const char *path, json_t **ret_doc, struct ck_err *reterr);
+    void *ctx;
+};
+
+/* The source over a REST client (borrowed; it must outlive the source's use). */
+void ck_discovery_source_rest(struct ck_discovery_source *src, struct ck_rest *client);
+
+struct ck_discovery;
+
+/*
+ * A cached discovery client over src (copied; its context is borrowed). ttl: how long a
+ * snapshot is fresh (0: 30 s); clock NULL = real. Nothing is read until first asked.
+ * Returns 0 or CK_ENOMEM.
+ */
+int ck_discovery_new(const struct ck_discovery_source *src, int64_t ttl, struct ck_clock *clock,
+                     struct ck_discovery **ret_d, struct ck_err *reterr);
+struct ck_discovery *ck_discovery_free(struct ck_discovery *d);
+
+/*
+ * Reads every discovery document now (GET /api, /api/v1, /apis, /apis/G/V for every
+ * version of every group) and publishes a new snapshot. A group version that fails is
+ * listed in the snapshot's failed list and the call still succeeds; only a failure of
+ * /api or /apis fails it (the old snapshot stays). Thread-safe; concurrent refreshes
+ * each read the server.
+ */
+int ck_discovery_refresh(struct ck_discovery *d, struct ck_err *reterr);
+
+/*
+ * The current snapshot, refreshed first when there is none or it is older than the ttl.
+ * Returns 0 and a new reference in *ret_snap (drop it with ck_discovery_snapshot_unref),
+ * or the refresh's error.
+ */
+int ck_discovery_get(struct ck_discovery *d, struct ck_discovery_snapshot **ret_snap,
+                     struct ck_err *reterr);
+
+/* Forgets the snapshot, so the next get reads the server (client-go's Invalidate). */
+void ck_discovery_invalidate(struct ck_discovery *d);
+
+struct ck_discovery_snapshot *ck_discovery_snapshot_ref(struct ck_discovery_snapshot *s);
+struct ck_discovery_snapshot *ck_discovery_snapshot_unref(struct ck_discovery_snapshot *s);
+
+/*
+ * The resource serving kind in api_version ("v1", "apps/v1"), or NULL (borrowed from the
+ * snapshot).
+ */
+const struct ck_discovered *ck_discovery_find_kind(const struct ck_discovery_snapshot *s,
+                                                   const char *api_version, const char *kind);
+
+/* The resource group/version/resource, or NULL (borrowed from the snapshot). */
+const struct ck_discovered *ck_discovery_find(const struct ck_discovery_snapshot *s,
+                                              const char *group, const char *version,
+                                              const char *resource);
+
+/* ---- the metadata client (client-go metadata.Interface) --------------------- */
+
+/*
+ * What the metadata client asks for, as client-go does: PartialObjectMetadata (and its
+ * List) as JSON, with plain JSON as the fallback a server that does not know the form
+ * answers with.
+ */
+#define CK_ACCEPT_PARTIAL_METADATA                                                                 \
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+#define CK_ACCEPT_PARTIAL_METADATA_LIST                                                            \
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
+/*
+ * The PartialObjectMetadata of obj: {"apiVersion":"meta.k8s.io/v1",
+ * "kind":"PartialObjectMetadata","metadata":...} with obj's metadata (shared, not
+ * copied). An object that already is one is returned with a new reference. NULL when
+ * obj has no metadata object or out of memory.
+ */
+json_t *ck_metadata_strip(json_t *obj);
+
+/*
+ * The metadata client's calls: each means what the ck_rest call of the same name means,
+ * but asks for PartialObjectMetadata and, when the server answers full objects, strips
+ * them on arrival, so what the caller gets is metadata only either way.
+ */
+int ck_metadata_get(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
+                    const char *name, json_t **ret_obj, struct ck_err *reterr);
+int ck_metadata_list(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
+                     const struct ck_list_options *opts, json_t **ret_list, struct ck_err *reterr);
+int ck_metadata_watch(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
+                      const struct ck_list_options *opts, ck_watch_func fn, void *arg,
+                      const atomic_bool *stop, struct ck_err *reterr);
+int ck_metadata_patch(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
+                      const char *name, const char *patch_type, const json_t *patch,
+                      json_t **ret_obj, struct ck_err *reterr);
+int ck_metadata_delete(struct ck_rest *client, const struct ck_resource *res, const char *namespace,
+                       const char *name, const json_t *options, struct ck_err *reterr);
+
+/*
+ * DELETE on the collection of res in namespace (deletecollection), with options (a
+ * DeleteOptions object or NULL) and label_selector (NULL: everything).
+ */
+int ck_metadata_delete_collection(struct ck_rest *client, const struct ck_resource *res,
+                                  const char *namespace, const json_t *options,
+                                  const char *label_selector, struct ck_err *reterr);
 
 #endif /* CKUBE_REST_H */

@@ -316,13 +316,14 @@ static void count_request(struct ck_rest *c, CURL *h)
 
 /* Options every request shares. Returns the header list (free it after the request). */
 static struct curl_slist *setup(struct ck_rest *c, CURL *h, const char *method, const char *url,
-                                const char *content_type)
+                                const char *content_type, const char *accept)
 {
     struct curl_slist *headers = NULL, *next;
-    char type[128];
+    char type[128], accept_line[256];
     snprintf(type, sizeof(type), "Content-Type: %s",
              content_type ? content_type : "application/json");
-    const char *lines[] = {"Accept: application/json", type, c->auth_header};
+    snprintf(accept_line, sizeof(accept_line), "Accept: %s", accept ? accept : "application/json");
+    const char *lines[] = {accept_line, type, c->auth_header};
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]) && lines[i]; i++) {
         next = curl_slist_append(headers, lines[i]);
         if (!next) {
@@ -359,6 +360,13 @@ static struct curl_slist *setup(struct ck_rest *c, CURL *h, const char *method, 
 int ck_rest_do(struct ck_rest *c, const char *method, const char *path, const json_t *body,
                const char *content_type, json_t **ret_body, struct ck_err *reterr)
 {
+    return ck_rest_do_accept(c, method, path, body, content_type, NULL, ret_body, reterr);
+}
+
+int ck_rest_do_accept(struct ck_rest *c, const char *method, const char *path, const json_t *body,
+                      const char *content_type, const char *accept, json_t **ret_body,
+                      struct ck_err *reterr)
+{
     char *url = NULL, *text = NULL;
     size_t url_len = strlen(c->server) + strlen(path) + 1;
     url = ck__malloc(url_len);
@@ -372,7 +380,7 @@ int ck_rest_do(struct ck_rest *c, const char *method, const char *path, const js
     snprintf(url, url_len, "%s%s", c->server, path);
     throttle(c);
     CURL *h = handle_get(c);
-    struct curl_slist *headers = h ? setup(c, h, method, url, content_type) : NULL;
+    struct curl_slist *headers = h ? setup(c, h, method, url, content_type, accept) : NULL;
     if (!headers) {
         if (h)
             curl_easy_cleanup(h);
@@ -530,11 +538,18 @@ static int list_query(const struct ck_list_options *o, bool watch, char *q, size
 int ck_rest_list(struct ck_rest *c, const struct ck_resource *res, const char *namespace,
                  const struct ck_list_options *opts, json_t **ret_list, struct ck_err *reterr)
 {
+    return ck_rest_list_accept(c, res, namespace, opts, NULL, ret_list, reterr);
+}
+
+int ck_rest_list_accept(struct ck_rest *c, const struct ck_resource *res, const char *namespace,
+                        const struct ck_list_options *opts, const char *accept, json_t **ret_list,
+                        struct ck_err *reterr)
+{
     char query[2048], path[3072];
     if (list_query(opts, false, query, sizeof(query)) < 0)
         return ck_err_set(reterr, CK_EINVAL, "list options too long");
     int r = make_path(res, namespace, NULL, NULL, query, path, sizeof(path), reterr);
-    return r < 0 ? r : ck_rest_do(c, "GET", path, NULL, NULL, ret_list, reterr);
+    return r < 0 ? r : ck_rest_do_accept(c, "GET", path, NULL, NULL, accept, ret_list, reterr);
 }
 
 int ck_rest_create(struct ck_rest *c, const struct ck_resource *res, const char *namespace,
@@ -733,6 +748,13 @@ int ck_rest_watch(struct ck_rest *c, const struct ck_resource *res, const char *
                   const struct ck_list_options *opts, ck_watch_func fn, void *arg,
                   const atomic_bool *stop, struct ck_err *reterr)
 {
+    return ck_rest_watch_accept(c, res, namespace, opts, NULL, fn, arg, stop, reterr);
+}
+
+int ck_rest_watch_accept(struct ck_rest *c, const struct ck_resource *res, const char *namespace,
+                         const struct ck_list_options *opts, const char *accept, ck_watch_func fn,
+                         void *arg, const atomic_bool *stop, struct ck_err *reterr)
+{
     char query[2048], path[3072];
     if (list_query(opts, true, query, sizeof(query)) < 0)
         return ck_err_set(reterr, CK_EINVAL, "watch options too long");
@@ -746,7 +768,7 @@ int ck_rest_watch(struct ck_rest *c, const struct ck_resource *res, const char *
     snprintf(url, url_len, "%s%s", c->server, path);
     throttle(c);
     CURL *h = curl_easy_init();
-    struct curl_slist *headers = h ? setup(c, h, "GET", url, NULL) : NULL;
+    struct curl_slist *headers = h ? setup(c, h, "GET", url, NULL, accept) : NULL;
     if (!headers) {
         if (h)
             curl_easy_cleanup(h);

@@ -23,8 +23,10 @@
 #include <string.h>
 
 #include "ckube/deployment.h"
+#include "ckube/garbagecollector.h"
 #include "ckube/internal/util.h"
 #include "ckube/manager.h"
+#include "ckube/nscontroller.h"
 #include "ckube/replicaset.h"
 
 /* ---- the table ---------------------------------------------------------------------- */
@@ -72,6 +74,16 @@ static void deploy_stop(void *state)
 static const struct ck_controller_descriptor table[] = {
     {.name = "replicaset", .enabled_by_default = true, rs_start, rs_run, rs_stop},
     {.name = "deployment", .enabled_by_default = true, deploy_start, deploy_run, deploy_stop},
+    {.name = "garbagecollector",
+     .enabled_by_default = true,
+     ck_gc_manager_start,
+     ck_gc_manager_run,
+     ck_gc_manager_stop},
+    {.name = "namespace",
+     .enabled_by_default = true,
+     ck_ns_manager_start,
+     ck_ns_manager_run,
+     ck_ns_manager_stop},
 };
 
 #define N_CONTROLLERS (sizeof(table) / sizeof(table[0]))

@@ -4,12 +4,14 @@
 # leave visible until the garbage collector (here: a patch) clears them, a
 # custom finalizer holding an object while `kubectl delete` waits, pods'
 # graceful deletion and --grace-period=0 --force, --dry-run=server, and a
-# namespace's termination through namespaces/finalize.
+# namespace's termination through namespaces/finalize. The server runs without
+# the garbage collector and the namespace controller, which would clear those
+# finalizers themselves (tests/e2e/test_gc.sh covers them).
 #
 # Usage: test_kubectl_delete.sh PATH/TO/ckube [STORE_URL]
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-start_server
+start_server --controllers=*,-garbagecollector,-namespace
 
 field() { kubectl get "$1" "$2" -o "jsonpath=$3" 2>/dev/null; } # field KIND NAME JSONPATH
 gone() { ! kubectl get "$1" "$2" >/dev/null 2>&1; }
