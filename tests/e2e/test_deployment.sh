@@ -3,9 +3,9 @@
 # real `ckube server`: create -> `kubectl rollout status`; `set image` -> a second
 # ReplicaSet, revision 2, the old one at 0; `rollout history`, `undo` and
 # `--to-revision`; `rollout restart`; pause and resume; scaling in the middle of a
-# rollout; the history limit; Recreate; minReadySeconds; a progress deadline exceeded; events in
-# `kubectl describe`; with a separate controller-manager, a restart of it in the middle
-# of a rollout.
+# rollout; the history limit; Recreate; minReadySeconds; a progress deadline exceeded;
+# events in `kubectl describe`; with a separate controller-manager, a restart of it in
+# the middle of a rollout.
 #
 # There is no node agent yet, so a helper written here in Python (the official client)
 # plays the kubelet: it watches every pod and marks it Running and Ready through
