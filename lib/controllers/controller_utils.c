@@ -17,6 +17,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,11 +230,6 @@ bool ck_pod_is_ready(const json_t *pod, const char **ret_since)
     return false;
 }
 
-struct ranked {
-    const json_t *pod;
-    size_t rank; /* related pods on the same node */
-};
-
 static int phase_order(const json_t *pod)
 {
     const char *p = phase(pod);
@@ -263,39 +259,46 @@ static int strcmp_null(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "");
 }
 
+/*
+ * A pod with its sort keys read once: the comparison runs n log n times and must not go
+ * back to the JSON (hash lookups and walks of conditions) each time.
+ */
+struct ranked {
+    const json_t *pod;
+    size_t rank; /* related pods on the same node */
+    bool assigned, ready;
+    int phase;
+    long restarts;
+    const char *ready_since, *created, *name;
+};
+
 /* Less means "delete first" (ActivePodsWithRanks.Less). */
 static int rank_cmp(const void *pa, const void *pb)
 {
     const struct ranked *x = pa, *y = pb;
-    const json_t *a = x->pod, *b = y->pod;
     /* 1. unassigned before assigned */
-    bool na = node_of(a) != NULL, nb = node_of(b) != NULL;
-    if (na != nb)
-        return na ? 1 : -1;
+    if (x->assigned != y->assigned)
+        return x->assigned ? 1 : -1;
     /* 2. Pending < Unknown < Running */
-    int pa_ = phase_order(a), pb_ = phase_order(b);
-    if (pa_ != pb_)
-        return pa_ - pb_;
+    if (x->phase != y->phase)
+        return x->phase - y->phase;
     /* 3. not ready before ready */
-    const char *sa, *sb;
-    bool ra = ck_pod_is_ready(a, &sa), rb = ck_pod_is_ready(b, &sb);
-    if (ra != rb)
-        return ra ? 1 : -1;
+    if (x->ready != y->ready)
+        return x->ready ? 1 : -1;
     /* 4. more related pods on the same node first */
     if (x->rank != y->rank)
         return x->rank > y->rank ? -1 : 1;
     /* 5. ready for a shorter time first */
-    if (ra && rb && strcmp_null(sa, sb) != 0)
-        return -strcmp_null(sa, sb);
+    if (x->ready && y->ready && strcmp_null(x->ready_since, y->ready_since) != 0)
+        return -strcmp_null(x->ready_since, y->ready_since);
     /* 6. more restarts first */
-    long ca = restarts(a), cb = restarts(b);
-    if (ca != cb)
-        return ca > cb ? -1 : 1;
+    if (x->restarts != y->restarts)
+        return x->restarts > y->restarts ? -1 : 1;
     /* 7. newer first */
-    int t = strcmp_null(ck__meta_str(b, "creationTimestamp"), ck__meta_str(a, "creationTimestamp"));
+    int t = strcmp_null(y->created, x->created);
     if (t != 0)
         return t;
-    return strcmp_null(ck__meta_str(a, "name"), ck__meta_str(b, "name")); /* stable */
+    return strcmp_null(x->name, y->name); /* stable */
 }
 
 int ck_pods_rank_for_deletion(const json_t **pods, size_t n, const json_t *const *related,
@@ -308,12 +311,37 @@ int ck_pods_rank_for_deletion(const json_t **pods, size_t n, const json_t *const
     struct ranked *r = ck__calloc(n ? n : 1, sizeof(*r));
     if (!r)
         return CK_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        r[i].pod = pods[i];
-        const char *node = node_of(pods[i]);
-        for (size_t j = 0; node && j < n_related; j++)
-            r[i].rank += node_of(related[j]) && strcmp(node, node_of(related[j])) == 0;
+    /* podsOnNode: related pods counted per node in one pass, not n x n_related compares */
+    struct ck__strmap on_node = {0};
+    for (size_t j = 0; j < n_related; j++) {
+        const char *node = node_of(related[j]);
+        if (!node)
+            continue;
+        bool created;
+        struct ck__strmap_entry *e = ck__strmap_put(&on_node, node, NULL, &created);
+        if (!e) {
+            ck__strmap_release(&on_node);
+            free(r);
+            return CK_ENOMEM;
+        }
+        e->value = (void *)((uintptr_t)e->value + 1);
     }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *pod = pods[i];
+        const char *node = node_of(pod);
+        struct ck__strmap_entry *e = node ? ck__strmap_find(&on_node, node) : NULL;
+        r[i] = (struct ranked){
+            .pod = pod,
+            .rank = e ? (size_t)(uintptr_t)e->value : 0,
+            .assigned = node != NULL,
+            .phase = phase_order(pod),
+            .restarts = restarts(pod),
+            .created = ck__meta_str(pod, "creationTimestamp"),
+            .name = ck__meta_str(pod, "name"),
+        };
+        r[i].ready = ck_pod_is_ready(pod, &r[i].ready_since);
+    }
+    ck__strmap_release(&on_node);
     qsort(r, n, sizeof(*r), rank_cmp);
     for (size_t i = 0; i < n; i++)
         pods[i] = r[i].pod;

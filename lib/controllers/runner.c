@@ -9,7 +9,9 @@
  * No error loses a key: when sync fails we re-add it with rate limiting, and should that
  * add fail (no memory, or a queue given no rate limiter), we fall back to a plain add,
  * which for a key being processed only marks it dirty and so cannot fail. The key is
- * synced again when done. Only a queue shutting down drops it, as in client-go.
+ * synced again when done. Only a queue shutting down drops it, as in client-go. Failures
+ * are logged at error level, except a conflict (a write from a stale cache), which is
+ * logged at verbosity 2 as Kubernetes does.
  *
  * Crashes: C has no recover(), and a thread cannot survive SIGSEGV. The optional crash
  * handler (ck_runner_install_crash_handler) names the controller and key whose sync was
@@ -55,8 +57,15 @@ static void process(struct ck_runner *r, const char *key)
         return;
     }
     atomic_fetch_add(&r->failures, 1);
-    CK_LOGE("%s: error syncing \"%s\", requeuing: %s", c->name, key,
-            err.msg[0] ? err.msg : strerror(-ret));
+    /* A conflict is a stale cache racing a write, routine during a rollout and cured by the
+     * retry: Kubernetes logs it at verbosity 2 (the Deployment controller's handleErr),
+     * not as an error. */
+    if (ret == CK_ECONFLICT)
+        CK_LOGV(2, "%s: conflict syncing \"%s\", requeuing: %s", c->name, key,
+                err.msg[0] ? err.msg : strerror(-ret));
+    else
+        CK_LOGE("%s: error syncing \"%s\", requeuing: %s", c->name, key,
+                err.msg[0] ? err.msg : strerror(-ret));
     int added = ck_wq_add_rate_limited(c->queue, key);
     if (added < 0 && added != CK_ESHUTDOWN) /* no memory, or a queue without a limiter */
         ck_wq_add(c->queue, key);           /* the key is processing: this only marks it dirty */

@@ -1,6 +1,7 @@
 /*
  * test_runner.c - tests for lib/controllers/runner.c: forget on success, rate-limited
  * requeue on error (on a fake clock), no key lost even when the requeue cannot allocate,
+ * conflicts logged at verbosity 2 and other failures as errors,
  * one worker per key at a time, graceful stop with drain, and the swappable sync.
  * Waiting for the workers is done on conditions, never with sleeps.
  */
@@ -21,6 +22,7 @@ struct fake {
     pthread_cond_t cond;
     int calls;       /* sync calls, under mu */
     int fail_first;  /* how many first calls fail */
+    int fail_code;   /* what they fail with: CK_EIO when 0 */
     bool fail_alloc; /* make the requeue's allocations fail on the first call */
     char last_key[64];
     atomic_int busy[64]; /* per key index: 1 while synced */
@@ -40,7 +42,8 @@ static int fake_sync(struct ck_controller *c, const char *key, struct ck_err *re
     if (call == 2 && f->fail_alloc)
         ck__alloc_fail_at(0, false);
     if (call <= f->fail_first)
-        return ck_err_set(reterr, CK_EIO, "pretend the API server said no (%d)", call);
+        return ck_err_set(reterr, f->fail_code ? f->fail_code : CK_EIO,
+                          "pretend the API server said no (%d)", call);
     return 0;
 }
 
@@ -72,6 +75,9 @@ static void wait_delayed(struct ck_wq *q, size_t n)
     while (ck_wq_delayed_len(q) != n)
         sched_yield();
 }
+
+/* The runner logs every failed sync: keep the test output for the results. */
+static FILE *devnull;
 
 static struct fake *fake_new(void)
 {
@@ -167,6 +173,50 @@ static void test_failed_sync_on_a_queue_without_limiter_is_retried_at_once(void 
     r = ck_runner_stop(r);
     ck_wq_free(c.queue);
     fake_free(f);
+}
+
+/* Runs one key through a sync failing once with code; returns what was logged. */
+static char *log_of_one_failure(int code, int verbosity)
+{
+    struct fake *f = fake_new();
+    f->fail_first = 1;
+    f->fail_code = code;
+    struct ck_controller c = {.name = "test", .sync = fake_sync, .data = f};
+    assert_int_equal(ck_wq_new(NULL, &c.queue, NULL), 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    ck_log_set_output(out);
+    ck_log_set_verbosity(verbosity);
+    struct ck_runner *r;
+    assert_int_equal(ck_runner_start(&c, 1, &r, NULL), 0);
+    ck_wq_add(c.queue, "ns/logged");
+    wait_calls(f, 2);
+    r = ck_runner_stop(r);
+    ck_log_set_verbosity(0);
+    ck_log_set_output(devnull);
+    fclose(out);
+    ck_wq_free(c.queue);
+    fake_free(f);
+    return text;
+}
+
+/* handleErr: a conflict is retried quietly (verbosity 2); other failures are errors. */
+static void test_a_conflict_is_logged_at_verbosity_2_other_failures_as_errors(void **state)
+{
+    (void)state;
+    char *text = log_of_one_failure(CK_ECONFLICT, 0);
+    assert_string_equal(text, "");
+    free(text);
+    text = log_of_one_failure(CK_ECONFLICT, 2);
+    assert_non_null(strstr(text, "conflict syncing \"ns/logged\""));
+    assert_int_equal(text[0], 'I');
+    free(text);
+    text = log_of_one_failure(CK_EIO, 0);
+    assert_non_null(strstr(text, "error syncing \"ns/logged\""));
+    assert_int_equal(text[0], 'E');
+    free(text);
 }
 
 static void test_a_key_is_never_synced_by_two_workers(void **state)
@@ -282,9 +332,6 @@ static void test_start_rejects_an_incomplete_controller(void **state)
     ck_wq_free(c.queue);
 }
 
-/* The runner logs every failed sync: keep the test output for the results. */
-static FILE *devnull;
-
 static int quiet_logs(void **state)
 {
     (void)state;
@@ -307,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_failed_sync_is_retried_with_backoff_and_success_forgets),
         cmocka_unit_test(test_failed_sync_keeps_its_key_when_the_requeue_cannot_allocate),
         cmocka_unit_test(test_failed_sync_on_a_queue_without_limiter_is_retried_at_once),
+        cmocka_unit_test(test_a_conflict_is_logged_at_verbosity_2_other_failures_as_errors),
         cmocka_unit_test(test_a_key_is_never_synced_by_two_workers),
         cmocka_unit_test(test_stop_syncs_every_queued_key_first),
         cmocka_unit_test(test_stats_count_syncs_and_failures),

@@ -3,9 +3,9 @@
 # real `ckube server`: create -> `kubectl rollout status`; `set image` -> a second
 # ReplicaSet, revision 2, the old one at 0; `rollout history`, `undo` and
 # `--to-revision`; `rollout restart`; pause and resume; scaling in the middle of a
-# rollout; the history limit; Recreate; a progress deadline exceeded; events in
-# `kubectl describe`; with a separate controller-manager, a restart of it in the middle
-# of a rollout.
+# rollout; the history limit; Recreate; minReadySeconds; a progress deadline exceeded;
+# events in `kubectl describe`; with a separate controller-manager, a restart of it in
+# the middle of a rollout.
 #
 # There is no node agent yet, so a helper written here in Python (the official client)
 # plays the kubelet: it watches every pod and marks it Running and Ready through
@@ -171,7 +171,7 @@ seen() { # seen NAMESPACE FIELD: what the watcher saw
         "$work/stats.json" "$1" "$2"
 }
 # (kubectl create namespace sends protobuf, which ckube refuses: a manifest instead)
-for ns in roll bounds recreate stuck; do
+for ns in roll bounds recreate minready stuck; do
     printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n' "$ns" | k create -f - >/dev/null
 done
 
@@ -279,6 +279,25 @@ check "recreate: revision 1's ReplicaSet is back as revision 3" \
     [ "$(rs_of_image recreate nginx:1.27),$(rs_of_image recreate nginx:1.28)" = '3 3,2 0' ]
 check "recreate: never pods of two templates at once (saw $(seen recreate max_templates))" \
     [ "$(seen recreate max_templates)" -eq 1 ]
+
+# ---- minReadySeconds: a pod counts as available once Ready for that long ----------------------------
+# Ready at t, available at t + 4 s: the Deployment stays unavailable in between, then
+# becomes Available without any further change (the controllers requeue after minReadySeconds).
+deployment minready 2 '{type: RollingUpdate}' 'minReadySeconds: 4' | k create -f - >/dev/null
+wait_for "minready: both pods Ready" minready deploy/web '{.status.readyReplicas}=2'
+ready_at=$(date +%s.%N)
+k -n minready get deploy web -o json >"$work/minready.json"
+check "minready: right after Ready, fewer than 2 available and Available False" "$python" -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["status"]
+a = [c["status"] for c in s.get("conditions", []) if c["type"] == "Available"]
+sys.exit(0 if s.get("availableReplicas", 0) < 2 and a == ["False"] else 1)' "$work/minready.json"
+wait_for "minready: 2 available in the end" minready deploy/web '{.status.availableReplicas}=2'
+available_after=$(awk -v a="$(date +%s.%N)" -v b="$ready_at" 'BEGIN { printf "%.1f", a - b }')
+check "minready: available some 4 s after Ready, not before (took $available_after s)" \
+    awk -v t="$available_after" 'BEGIN { exit !(t >= 2 && t <= 15) }'
+wait_for "minready: Available becomes True" minready deploy/web \
+    '{.status.conditions[?(@.type=="Available")].status}=True'
 
 # ---- progress deadline exceeded -------------------------------------------------------------------
 deployment stuck 2 '{type: RollingUpdate}' 'progressDeadlineSeconds: 3' |
