@@ -47,7 +47,7 @@ start_server() {
     server_pid=$!
     i=0
     # ready, and the kubeconfig written (the server writes it once it serves)
-    until [ "$(curl -s --cacert "$ca" "$url/readyz" 2>/dev/null)" = ok ] &&
+    until [ "$(kurl "$url/readyz" 2>/dev/null)" = ok ] &&
         [ -f "$work/data/kubeconfig" ]; do
         i=$((i + 1))
         if [ $i -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then
