@@ -404,25 +404,34 @@ int ck__auth_check_write(struct ck_apiserver *server, const struct ck_auth_user 
         return 0; /* the handler answers the malformed body */
     }
     const char *ns = t->namespace[0] ? t->namespace : NULL;
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    if (!name)
+        name = t->name;
     struct ck_rbac_policy *policy = ck_rbac_authorizer_current(a->authorizer);
+    struct ck_err err = {0};
     int r;
     if (role == CK_KIND_ROLE_RBAC_ROLE || role == CK_KIND_ROLE_RBAC_CLUSTER_ROLE) {
-        const char *name =
-            json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
         json_t *rules = json_object_get(obj, "rules");
         json_t *empty = rules ? NULL : json_array();
-        r = ck_rbac_check_role_write(policy, user, ns, name ? name : t->name, rules ? rules : empty,
-                                     reterr);
+        r = ck_rbac_check_role_write(policy, user, ns, name, rules ? rules : empty, &err);
         json_decref(empty);
     } else {
         const json_t *ref = json_object_get(obj, "roleRef");
-        r = ref ? ck_rbac_check_binding_write(policy, user, ns, ref, reterr) : 0;
-        if (r == CK_ENOENT) { /* a missing role: the binding's validation decides */
-            ck_err_release(reterr);
-            r = 0;
-        }
+        r = ref ? ck_rbac_check_binding_write(policy, user, ns, ref, &err) : 0;
     }
     ck_rbac_policy_unref(policy);
+    if (r == CK_EPERM) {
+        /* kube-apiserver's wording: `rolebindings.rbac.authorization.k8s.io "x" is forbidden: ...`
+         */
+        r = ck_err_status(reterr, "Forbidden", "%s.%s \"%s\" is forbidden: %s", t->kind->resource,
+                          t->kind->group, name, ck_err_message(&err));
+        ck_err_set_details(reterr, t->kind->group, t->kind->resource, name);
+    } else if (r == CK_ENOMEM) {
+        r = ck_err_no_memory(reterr);
+    } else {
+        r = 0; /* a missing role or a malformed roleRef: the object's validation answers */
+    }
+    ck_err_release(&err);
     json_decref(obj);
     return r;
 }
