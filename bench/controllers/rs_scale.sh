@@ -29,13 +29,15 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "$ckube" server --listen "127.0.0.1:$port" --data-dir "$work/data" --controllers=-replicaset \
     >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
-until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ]; do sleep 0.1; done
+pki=$work/data/pki
+kurl() { curl -s --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$@"; }
+until [ "$(kurl "https://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ]; do sleep 0.1; done
 export KUBECONFIG=$work/data/kubeconfig
 "$ckube" controller-manager --kubeconfig "$KUBECONFIG" --kube-api-qps "$qps" \
     --kube-api-burst "$qps" >"$work/cm.out" 2>"$work/cm.err" &
 cm_pid=$!
-url=http://127.0.0.1:$port/apis/apps/v1/namespaces/default/replicasets/big
-field() { curl -s "$url" | python3 -c "import json,sys; print(json.load(sys.stdin).get('status',{}).get('$1',0))"; }
+url=https://127.0.0.1:$port/apis/apps/v1/namespaces/default/replicasets/big
+field() { kurl "$url" | python3 -c "import json,sys; print(json.load(sys.stdin).get('status',{}).get('$1',0))"; }
 now() { date +%s.%N; }
 cat <<YAML | kubectl create -f - >/dev/null
 apiVersion: apps/v1
