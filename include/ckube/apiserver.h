@@ -70,8 +70,9 @@ int ck_apiserver_feature_gate_new(const struct ck_fg_version *emulated, struct c
 /*
  * Binds the listen address and starts serving. On success returns 0 and sets
  * *ret_server, which the caller frees with ck_apiserver_free(). Fails with
- * CK_EINVAL (malformed or non-loopback address), CK_EADDRINUSE (address taken)
- * or CK_EIO, saying which in *reterr; nothing is left running.
+ * CK_EINVAL (malformed address, non-loopback without TLS, unusable PKI
+ * files), CK_EADDRINUSE (address taken) or CK_EIO, saying which in *reterr;
+ * nothing is left running.
  */
 int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apiserver **ret_server,
                        struct ck_err *reterr);
