@@ -102,6 +102,16 @@ static long tls_get(struct fixture *f, const char *path, const char *token, char
     return status;
 }
 
+/* A RoleBinding named name of ClusterRole role to User user. */
+static json_t *role_binding(const char *name, const char *role, const char *user)
+{
+    return json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}, s:[{s:s, s:s, s:s}]}", "apiVersion",
+                     "rbac.authorization.k8s.io/v1", "kind", "RoleBinding", "metadata", "name",
+                     name, "roleRef", "apiGroup", "rbac.authorization.k8s.io", "kind",
+                     "ClusterRole", "name", role, "subjects", "apiGroup",
+                     "rbac.authorization.k8s.io", "kind", "User", "name", user);
+}
+
 static void test_pki_and_kubeconfig(void **state)
 {
     struct fixture *f = *state;
@@ -158,11 +168,7 @@ static void test_token_user_follows_bindings(void **state)
     assert_int_equal(tls_get(f, "/api/v1/namespaces/default/pods", "jane-token", &body), 403);
     assert_non_null(strstr(body, "User \\\"jane\\\" cannot list resource \\\"pods\\\""));
     free(body);
-    json_t *rb = json_pack(
-        "{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}, s:[{s:s, s:s, s:s}]}", "apiVersion",
-        "rbac.authorization.k8s.io/v1", "kind", "RoleBinding", "metadata", "name", "jane-view",
-        "roleRef", "apiGroup", "rbac.authorization.k8s.io", "kind", "ClusterRole", "name", "view",
-        "subjects", "apiGroup", "rbac.authorization.k8s.io", "kind", "User", "name", "jane");
+    json_t *rb = role_binding("jane-view", "view", "jane");
     struct ck_err err = {0};
     assert_int_equal(ck_rest_create(f->admin, &rolebindings, "default", rb, NULL, &err), 0);
     json_decref(rb);
@@ -190,11 +196,7 @@ static void test_escalation(void **state)
 {
     struct fixture *f = *state;
     /* jane is admin in default: she may write bindings there, but not to cluster-admin */
-    json_t *rb = json_pack(
-        "{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}, s:[{s:s, s:s, s:s}]}", "apiVersion",
-        "rbac.authorization.k8s.io/v1", "kind", "RoleBinding", "metadata", "name", "jane-admin",
-        "roleRef", "apiGroup", "rbac.authorization.k8s.io", "kind", "ClusterRole", "name", "admin",
-        "subjects", "apiGroup", "rbac.authorization.k8s.io", "kind", "User", "name", "jane");
+    json_t *rb = role_binding("jane-admin", "admin", "jane");
     struct ck_err err = {0};
     assert_int_equal(ck_rest_create(f->admin, &rolebindings, "default", rb, NULL, &err), 0);
     char ca[128];
@@ -238,12 +240,7 @@ static void test_component_identity(void **state)
     assert_int_equal(ck_rest_list(cm, &replicasets, NULL, NULL, &list, &err), 0);
     json_decref(list);
     /* least privilege: not an administrator */
-    json_t *rb = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}, s:[{s:s, s:s, s:s}]}",
-                           "apiVersion", "rbac.authorization.k8s.io/v1", "kind", "RoleBinding",
-                           "metadata", "name", "cm-admin", "roleRef", "apiGroup",
-                           "rbac.authorization.k8s.io", "kind", "ClusterRole", "name", "admin",
-                           "subjects", "apiGroup", "rbac.authorization.k8s.io", "kind", "User",
-                           "name", "system:kube-controller-manager");
+    json_t *rb = role_binding("cm-admin", "admin", "system:kube-controller-manager");
     assert_int_equal(ck_rest_create(cm, &rolebindings, "default", rb, NULL, &err), CK_EPERM);
     assert_non_null(strstr(ck_err_message(&err), "User \"system:kube-controller-manager\" "
                                                  "cannot create resource \"rolebindings\""));
