@@ -17,8 +17,9 @@
  * system:masters pass; then RBAC with attributes derived from the path and
  * method (Kubernetes' RequestInfo), 403 with Kubernetes' message.
  *
- * Writes of roles and bindings go through the escalation check first
- * (ck__auth_check_write) and rebuild the policy after (ck__auth_rbac_changed):
+ * Writes (POST, PUT, PATCH) of roles and bindings go through the escalation
+ * check first (ck__auth_check_write; a PATCH is checked on the patch applied
+ * to the stored object) and rebuild the policy after (ck__auth_rbac_changed):
  * the new policy is built under a mutex (so two rebuilds never swap in an
  * older view last) and swapped in; requests in flight keep the policy they
  * started with. Writes made by another server sharing an etcd store are not
@@ -386,9 +387,38 @@ enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connect
     return ret;
 }
 
+/*
+ * What a PATCH would make of the object: the patch applied to the stored
+ * object now (the registry applies it again to whatever it finds when it
+ * commits). NULL when there is nothing to check: no such object, a patch
+ * that does not apply; the handler then answers those.
+ */
+static json_t *patched_object(struct ck_apiserver *server, const struct ck__target *t,
+                              const char *content_type, const char *body, size_t len)
+{
+    const struct ck_kv *kv = NULL;
+    struct ck_err err = {0};
+    if (ck__registry_get(server->registry, t->kind, t->namespace, t->name, &kv, &err) < 0) {
+        ck_err_release(&err);
+        return NULL;
+    }
+    json_t *current = ck__decode_stored(kv);
+    ck_kv_unref(kv);
+    struct ck__patch patch;
+    json_t *obj = NULL;
+    if (current &&
+        ck__patch_init(&patch, server->schemas, t->kind, content_type, body, len, &err) == 0) {
+        obj = ck__patch_mutate(current, &patch, &err);
+        ck__patch_release(&patch);
+    }
+    ck_err_release(&err);
+    json_decref(current);
+    return obj;
+}
+
 int ck__auth_check_write(struct ck_apiserver *server, const struct ck_auth_user *user,
-                         const struct ck__target *t, const char *body, size_t len,
-                         struct ck_err *reterr)
+                         const struct ck__target *t, const char *method, const char *content_type,
+                         const char *body, size_t len, struct ck_err *reterr)
 {
     struct ck__auth *a = server->auth;
     enum ck_kind_role role = t->kind->role;
@@ -398,7 +428,12 @@ int ck__auth_check_write(struct ck_apiserver *server, const struct ck_auth_user 
         return 0;
     if (ck_auth_user_in_group(user, CK_AUTH_MASTERS))
         return 0;
-    json_t *obj = body ? json_loadb(body, len, 0, NULL) : NULL;
+    bool patch = strcmp(method, "PATCH") == 0;
+    if (!patch && strcmp(method, "POST") != 0 && strcmp(method, "PUT") != 0)
+        return 0;
+    json_t *obj = !body   ? NULL
+                  : patch ? patched_object(server, t, content_type, body, len)
+                          : json_loadb(body, len, 0, NULL);
     if (!json_is_object(obj)) {
         json_decref(obj);
         return 0; /* the handler answers the malformed body */

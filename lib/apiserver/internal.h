@@ -337,10 +337,13 @@ enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connect
                                  const char *method, const char *url,
                                  struct ck_auth_user **ret_user, bool *ret_answered);
 
-/* The escalation check of a create or update of a role or binding (body: the new object). */
+/*
+ * The escalation check of a write (POST, PUT or PATCH; other methods pass) of
+ * a role or binding: body is the new object, or the patch of the stored one.
+ */
 int ck__auth_check_write(struct ck_apiserver *server, const struct ck_auth_user *user,
-                         const struct ck__target *t, const char *body, size_t len,
-                         struct ck_err *reterr);
+                         const struct ck__target *t, const char *method, const char *content_type,
+                         const char *body, size_t len, struct ck_err *reterr);
 
 /* Rebuilds the RBAC policy from the store after a write of one of its kinds. */
 void ck__auth_rbac_changed(struct ck_apiserver *server);

@@ -351,8 +351,9 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
         if (readonly)
             return ck__serve_resource(server, conn, method, &target, body, body_len);
         struct ck_err err = {0};
-        if ((strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) &&
-            ck__auth_check_write(server, req->user, &target, body, body_len, &err) < 0)
+        const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+        if (ck__auth_check_write(server, req->user, &target, method, type, body, body_len, &err) <
+            0)
             return ck__fail(conn, &err);
         enum MHD_Result ret = ck__serve_resource(server, conn, method, &target, body, body_len);
         enum ck_kind_role role = target.kind->role;

@@ -22,6 +22,7 @@ static const struct ck_resource namespaces = {"", "v1", "namespaces", false};
 static const struct ck_resource pods = {"", "v1", "pods", true};
 static const struct ck_resource rolebindings = {"rbac.authorization.k8s.io", "v1", "rolebindings",
                                                 true};
+static const struct ck_resource roles = {"rbac.authorization.k8s.io", "v1", "roles", true};
 static const struct ck_resource replicasets = {"apps", "v1", "replicasets", true};
 
 struct fixture {
@@ -217,6 +218,33 @@ static void test_escalation(void **state)
     json_object_set_new(json_object_get(rb, "roleRef"), "name", json_string("edit"));
     assert_int_equal(ck_rest_create(jane, &rolebindings, "default", rb, NULL, &err), 0);
     json_decref(rb);
+
+    /* a Role with rules she holds; a PATCH adding one she lacks is checked as well */
+    json_t *role =
+        json_pack("{s:s, s:s, s:{s:s}, s:[{s:[s], s:[s], s:[s]}]}", "apiVersion",
+                  "rbac.authorization.k8s.io/v1", "kind", "Role", "metadata", "name", "reader",
+                  "rules", "apiGroups", "", "resources", "pods", "verbs", "get");
+    assert_int_equal(ck_rest_create(jane, &roles, "default", role, NULL, &err), 0);
+    json_decref(role);
+    json_t *patch = json_pack("{s:[{s:[s], s:[s], s:[s]}]}", "rules", "apiGroups", "", "resources",
+                              "nodes", "verbs", "list");
+    assert_int_equal(
+        ck_rest_do(jane, "PATCH",
+                   "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/reader", patch,
+                   "application/merge-patch+json", NULL, &err),
+        CK_EPERM);
+    assert_non_null(strstr(ck_err_message(&err), "roles.rbac.authorization.k8s.io \"reader\" is "
+                                                 "forbidden: user \"jane\""));
+    ck_err_release(&err);
+    json_decref(patch);
+    patch = json_pack("{s:[{s:[s], s:[s], s:[s, s]}]}", "rules", "apiGroups", "", "resources",
+                      "pods", "verbs", "get", "list");
+    assert_int_equal(
+        ck_rest_do(jane, "PATCH",
+                   "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/reader", patch,
+                   "application/merge-patch+json", NULL, &err),
+        0);
+    json_decref(patch);
     ck_rest_free(jane);
 }
 
