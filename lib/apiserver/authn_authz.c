@@ -267,6 +267,30 @@ int ck__auth_bootstrap(struct ck_apiserver *server, struct ck_err *reterr)
 }
 
 /*
+ * What a connection remembers: whether its client certificate verified. A
+ * TLS connection's peer certificate cannot change (libmicrohttpd allows no
+ * renegotiation), so it is verified once, at the connection's first request,
+ * not at every request. Only the connection's own thread touches it.
+ */
+struct conn_state {
+    int peer_verified; /* 0: not yet checked, 1: verified, -1: refused */
+};
+
+void ck__auth_notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                                enum MHD_ConnectionNotificationCode toe)
+{
+    (void)conn;
+    const struct ck_apiserver *server = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        /* no memory: the certificate is verified at every request instead */
+        *socket_context = server->auth ? ck__calloc(1, sizeof(struct conn_state)) : NULL;
+    } else {
+        free(*socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/*
  * The verified client certificate of the connection (DER, borrowed from the
  * session) in *ret_der, or none. -1 when the client sent one that does not
  * verify against the client CA (or has expired).
@@ -284,9 +308,20 @@ static int peer_certificate(struct MHD_Connection *conn, const void **ret_der, s
     const gnutls_datum_t *certs = gnutls_certificate_get_peers(session, &n);
     if (!certs || n == 0)
         return 0;
-    unsigned status = 0;
-    if (gnutls_certificate_verify_peers2(session, &status) < 0 || status != 0)
+    const union MHD_ConnectionInfo *sc =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn_state *state = sc ? sc->socket_context : NULL;
+    if (!state || state->peer_verified == 0) {
+        unsigned status = 0;
+        int verified =
+            gnutls_certificate_verify_peers2(session, &status) == 0 && status == 0 ? 1 : -1;
+        if (state)
+            state->peer_verified = verified;
+        if (verified < 0)
+            return -1;
+    } else if (state->peer_verified < 0) {
         return -1;
+    }
     *ret_der = certs[0].data;
     *ret_len = certs[0].size;
     return 0;

@@ -345,6 +345,10 @@ int ck__auth_check_write(struct ck_apiserver *server, const struct ck_auth_user 
                          const struct ck__target *t, const char *method, const char *content_type,
                          const char *body, size_t len, struct ck_err *reterr);
 
+/* MHD's connection callback (cls: the server): keeps a connection's verified certificate. */
+void ck__auth_notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                                enum MHD_ConnectionNotificationCode toe);
+
 /* Rebuilds the RBAC policy from the store after a write of one of its kinds. */
 void ck__auth_rbac_changed(struct ck_apiserver *server);
 

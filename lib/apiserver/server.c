@@ -756,7 +756,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         MHD_OPTION_ARRAY, tls_options, MHD_OPTION_LISTEN_SOCKET, server->listen_fd,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT,
         MAX_CONNECTIONS, MHD_OPTION_THREAD_POOL_SIZE, HANDLER_THREADS, MHD_OPTION_NOTIFY_COMPLETED,
-        request_completed, server, MHD_OPTION_END);
+        request_completed, server, MHD_OPTION_NOTIFY_CONNECTION, ck__auth_notify_connection, server,
+        MHD_OPTION_END);
     if (!server->daemon) {
         teardown(server);
         return ck_err_set(reterr, CK_EIO, "cannot start the HTTP server on %s", listen_addr);
