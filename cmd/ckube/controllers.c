@@ -32,7 +32,10 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
         ck_apiserver_component_credentials(server, "controller-manager",
                                            "system:kube-controller-manager", NULL, &ca, &cert, &key,
                                            &err) < 0) {
-        fprintf(stderr, "error: in-process controllers: %s\n", err.msg);
+        fprintf(stderr,
+                "error: in-process controllers: %s (run `ckube server --controllers=-*` and "
+                "`ckube controller-manager --kubeconfig FILE` with credentials of your CA)\n",
+                err.msg);
         return -1;
     }
     rc.ca_file = ca;

@@ -95,10 +95,10 @@ int ck_apiserver_write_kubeconfig(const struct ck_apiserver *server, const char 
 
 /*
  * The files a client of this server in the same process uses: the CA
- * (*ret_ca) and a client certificate and key for a component (CN=cn, O=org
- * when org is not NULL) created or renewed under the PKI directory as
- * file_base.crt/.key. Paths are new strings the caller frees. CK_ENOENT
- * without TLS or without a generated CA (a user's own client CA).
+ * (*ret_ca; the serving certificate itself when it is the user's own) and a client certificate and
+ * key for a component (CN=cn, O=org when org is not NULL) created or renewed under the PKI
+ * directory as file_base.crt/.key. Paths are new strings the caller frees. CK_ENOENT without TLS or
+ * without a generated CA (a user's own client CA).
  */
 int ck_apiserver_component_credentials(const struct ck_apiserver *server, const char *file_base,
                                        const char *cn, const char *org, char **ret_ca,

@@ -511,7 +511,8 @@ int ck_apiserver_component_credentials(const struct ck_apiserver *server, const 
                                        char **ret_cert, char **ret_key, struct ck_err *reterr)
 {
     const struct ck__auth *a = server->auth;
-    if (!a || !a->pki_dir || !a->pki.ca_cert || !a->pki.admin_cert)
+    /* the generated CA signs it; the admin certificate exists exactly then */
+    if (!a || !a->pki_dir || !a->pki.admin_cert)
         return ck_err_set(reterr, CK_ENOENT, "no generated CA to sign a %s certificate with", cn);
     struct ck_pki_options opts = {.dir = a->pki_dir};
     const char *orgs[1] = {org};
@@ -519,7 +520,8 @@ int ck_apiserver_component_credentials(const struct ck_apiserver *server, const 
     if (r < 0)
         return r;
     size_t n = strlen(a->pki_dir) + strlen(file_base) + 8;
-    *ret_ca = ck__strdup(a->pki.ca_cert);
+    /* a serving certificate of the user's own: the client pins it (a leaf is a trust anchor) */
+    *ret_ca = ck__strdup(a->pki.ca_cert ? a->pki.ca_cert : a->pki.server_cert);
     *ret_cert = ck__malloc(n);
     *ret_key = ck__malloc(n);
     if (!*ret_ca || !*ret_cert || !*ret_key) {

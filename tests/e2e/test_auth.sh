@@ -96,4 +96,23 @@ code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$ca" -H "Authorization: 
 check "the binding survives a restart" [ "$code" = 200 ]
 check "the bootstrap roles are reused" sh -c "kubectl get clusterrole view -o name | grep -q clusterrole"
 
+# --- a serving certificate of one's own (--tls-cert-file, --tls-private-key-file) ---
+stop_server
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+    -subj "/CN=own-serving" -addext "subjectAltName=IP:127.0.0.1" \
+    -keyout "$work/own.key" -out "$work/own.crt" 2>/dev/null
+"$ckube" server --listen "127.0.0.1:$port" --data-dir "$work/data" --store "$store" \
+    --tls-cert-file "$work/own.crt" --tls-private-key-file "$work/own.key" \
+    >>"$work/server.out" 2>>"$work/server.err" &
+server_pid=$!
+i=0
+until [ "$(curl -s --cacert "$work/own.crt" "$url/readyz" 2>/dev/null)" = ok ] || [ $i -gt 100 ]; do
+    sleep 0.1; i=$((i + 1))
+done
+check "the server presents the certificate given by flag" [ "$(curl -s --cacert "$work/own.crt" "$url/readyz")" = ok ]
+check "the generated CA no longer verifies it" sh -c "! curl -s --cacert '$ca' '$url/readyz' >/dev/null 2>&1"
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$work/own.crt" --cert "$work/data/pki/admin.crt" \
+    --key "$work/data/pki/admin.key" "$url/api/v1/namespaces")
+check "client certificates of the generated CA still authenticate" [ "$code" = 200 ]
+
 finish
