@@ -1,9 +1,10 @@
 /*
- * bench_pods.c - the ReplicaSet bench's helper, with two jobs:
+ * bench_pods.c - the ReplicaSet and Deployment benches' helper, with two jobs:
  *
  *   bench_pods KUBECONFIG NAMESPACE ready SELECTOR THREADS
- *       the stand-in for a node agent: marks every pod that matches SELECTOR Running
- *       and Ready through the status subresource;
+ *       the stand-in for a node agent: marks every pod that matches SELECTOR and is
+ *       neither Ready yet nor being deleted Running and Ready through the status
+ *       subresource (so it can run again and again during a rollout);
  *   bench_pods KUBECONFIG NAMESPACE create N THREADS
  *       the reference: creates N pods (generateName "ref-") straight through the REST
  *       client, as fast as THREADS threads can, with no controller in between.
@@ -51,6 +52,9 @@ static void *mark(void *arg)
     struct work *w = arg;
     for (size_t i; (i = atomic_fetch_add(&w->next, 1)) < json_array_size(w->items);) {
         json_t *pod = json_array_get(w->items, i);
+        if (ck_pod_is_ready(pod, NULL) ||
+            json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
+            continue; /* done already, or going: a pass marks only what is new */
         json_object_set_new(pod, "status",
                             json_pack("{s:s, s:[{s:s, s:s, s:s, s:s}]}", "phase", "Running",
                                       "conditions", "type", "Ready", "status", "True",

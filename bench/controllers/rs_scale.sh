@@ -12,33 +12,10 @@
 set -eu
 n=${1:-10000}
 qps=${2:-2000}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$root/build-bench-rs
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
-cmake --build "$build" -j "$(nproc)" --target ckube bench_pods >/dev/null
-ckube=$build/cmd/ckube/ckube
-work=$(mktemp -d)
-server_pid=""; cm_pid=""
-cleanup() {
-    [ -n "$cm_pid" ] && kill "$cm_pid" 2>/dev/null && wait "$cm_pid" 2>/dev/null
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$ckube" server --listen "127.0.0.1:$port" --data-dir "$work/data" --controllers=-replicaset \
-    >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-pki=$work/data/pki
-kurl() { curl -s --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$@"; }
-until [ "$(kurl "https://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ]; do sleep 0.1; done
-export KUBECONFIG=$work/data/kubeconfig
-"$ckube" controller-manager --kubeconfig "$KUBECONFIG" --kube-api-qps "$qps" \
-    --kube-api-burst "$qps" >"$work/cm.out" 2>"$work/cm.err" &
-cm_pid=$!
+server_controllers=-replicaset
+. "$(cd "$(dirname "$0")" && pwd)/common.sh"
 url=https://127.0.0.1:$port/apis/apps/v1/namespaces/default/replicasets/big
 field() { kurl "$url" | python3 -c "import json,sys; print(json.load(sys.stdin).get('status',{}).get('$1',0))"; }
-now() { date +%s.%N; }
 cat <<YAML | kubectl create -f - >/dev/null
 apiVersion: apps/v1
 kind: ReplicaSet
@@ -57,7 +34,6 @@ created=$(now)
 marked=$(now)
 until [ "$(field readyReplicas)" = "$n" ]; do sleep 0.2; done
 ready=$(now)
-rss() { ps -o rss= -p "$1" | awk '{printf "%.1f MiB", $1 / 1024}'; }
 echo "replicas: $n, controller-manager --kube-api-qps $qps --kube-api-burst $qps"
 echo "all created (status.replicas = $n): $(echo "$created - $start" | bc) s"
 echo "bench helper marked them Ready:     $(echo "$marked - $created" | bc) s ($(cat "$work/mark.out"))"

@@ -3,7 +3,8 @@
  *
  *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data] [--store URL]
  *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
- *                [--config FILE] [--controllers *] [TLS and authentication flags]
+ *                [--config FILE] [--controllers *] [--event-ttl 1h]
+ *                [TLS and authentication flags]
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube version [-o text|json]
  *   ckube help
@@ -69,6 +70,8 @@ static const char usage_tail[] =
     "                                (default true); false answers them 401\n"
     "      --insecure-plain-http     serve plain HTTP without authentication or authorization,\n"
     "                                on loopback only (tests and benchmarks)\n"
+    "      --event-ttl DURATION      how long events are kept after their last activity,\n"
+    "                                e.g. 90s, 30m, 1h30m; 0 keeps them (default 1h)\n"
     "\n"
     "Version flags:\n"
     "  -o, --output text|json        output format (default text)\n"
@@ -117,6 +120,7 @@ enum {
     OPT_SA_KEY_FILE,
     OPT_ANONYMOUS_AUTH,
     OPT_INSECURE_PLAIN_HTTP,
+    OPT_EVENT_TTL,
 };
 
 #define MAX_FEATURE_GATE_FLAGS 64
@@ -141,6 +145,7 @@ struct options {
     const char *sa_key_file;
     bool anonymous_auth_disabled;
     bool insecure_plain_http;
+    const char *event_ttl;
 };
 
 /* Handles the flags every subcommand shares. Returns 0, or an exit code. */
@@ -242,6 +247,9 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_INSECURE_PLAIN_HTTP:
             opts->insecure_plain_http = true;
+            break;
+        case OPT_EVENT_TTL:
+            opts->event_ttl = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -374,6 +382,61 @@ static void raise_open_file_limit(void)
     }
 }
 
+/*
+ * A duration as Go's time.ParseDuration reads it, without a sign: "0", or numbers (with
+ * an optional fraction) each followed by a unit ns, us (or µs), ms, s, m, h: "90s",
+ * "1h30m", "1.5h". Sets *ret in nanoseconds; false for anything else or an overflow.
+ */
+static bool parse_duration(const char *s, int64_t *ret)
+{
+    static const struct {
+        const char *unit;
+        double ns;
+    } units[] = {{"ns", 1},  {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"ms", 1e6},
+                 {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
+    if (strcmp(s, "0") == 0) {
+        *ret = 0;
+        return true;
+    }
+    double total = 0;
+    if (!*s)
+        return false;
+    while (*s) {
+        const char *start = s;
+        double v = 0, scale = 1;
+        bool digits = false, fraction = false;
+        for (; (*s >= '0' && *s <= '9') || (*s == '.' && !fraction); s++) {
+            if (*s == '.') {
+                fraction = true;
+                continue;
+            }
+            digits = true;
+            if (fraction)
+                v += (scale /= 10) * (*s - '0');
+            else
+                v = v * 10 + (*s - '0');
+        }
+        if (!digits || s == start)
+            return false;
+        size_t best = 0, len = 0;
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+            size_t n = strlen(units[i].unit);
+            if (strncmp(s, units[i].unit, n) == 0 && n > len) {
+                best = i;
+                len = n;
+            }
+        }
+        if (!len)
+            return false;
+        total += v * units[best].ns;
+        s += len;
+    }
+    if (total > 9.2e18)
+        return false;
+    *ret = (int64_t)total;
+    return true;
+}
+
 static int cmd_server(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -392,6 +455,7 @@ static int cmd_server(int argc, char **argv)
         {"service-account-key-file", required_argument, NULL, OPT_SA_KEY_FILE},
         {"anonymous-auth", required_argument, NULL, OPT_ANONYMOUS_AUTH},
         {"insecure-plain-http", no_argument, NULL, OPT_INSECURE_PLAIN_HTTP},
+        {"event-ttl", required_argument, NULL, OPT_EVENT_TTL},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -407,6 +471,15 @@ static int cmd_server(int argc, char **argv)
     if (!no_controllers && ck_controller_manager_check(opts.controllers, &cerr) < 0)
         return usage_error("invalid value \"%s\" for --controllers: %s", opts.controllers,
                            cerr.msg);
+    int64_t event_ttl = 0; /* the server's default, one hour */
+    if (opts.event_ttl) {
+        if (!parse_duration(opts.event_ttl, &event_ttl))
+            return usage_error("invalid value \"%s\" for --event-ttl: want a duration such as "
+                               "90s, 30m or 1h",
+                               opts.event_ttl);
+        if (event_ttl == 0)
+            event_ttl = -1; /* 0: events never expire, as kube-apiserver attaches no lease */
+    }
 
     if (opts.insecure_plain_http &&
         (opts.tls_cert_file || opts.client_ca_file || opts.token_auth_file || opts.n_tls_sans))
@@ -456,6 +529,7 @@ static int cmd_server(int argc, char **argv)
         .token_auth_file = opts.token_auth_file,
         .service_account_key_file = opts.sa_key_file,
         .anonymous_auth_disabled = opts.anonymous_auth_disabled,
+        .event_ttl = event_ttl,
     };
     if (ck_apiserver_start(&config, &server, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);

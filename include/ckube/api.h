@@ -442,6 +442,13 @@ struct ck_kind {
      * its finalizers are gone.
      */
     long long (*delete_grace)(const json_t *obj, const long long *requested);
+    /*
+     * Objects of the kind expire (Kubernetes keeps events under an etcd lease of the
+     * server's --event-ttl, renewed by every write): when set, the server removes an
+     * object once the time this returns (seconds since the epoch: its last activity, 0
+     * when unknown, which never expires) is older than that TTL. NULL: never expires.
+     */
+    long long (*last_activity)(const json_t *obj);
 };
 
 /*

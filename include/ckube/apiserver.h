@@ -54,6 +54,13 @@ struct ck_apiserver_config {
     const char *token_auth_file;          /* kube-apiserver's static token CSV, or NULL */
     const char *service_account_key_file; /* NULL: the PKI's sa.key */
     bool anonymous_auth_disabled;         /* --anonymous-auth=false */
+    /*
+     * How long events live after their last activity (kube-apiserver's --event-ttl), in
+     * nanoseconds, rounded up to seconds: the server removes older ones. 0: one hour,
+     * Kubernetes' default; < 0: they never expire. Applies to every kind whose
+     * descriptor has a last_activity hook.
+     */
+    int64_t event_ttl;
 };
 
 /*

@@ -9,7 +9,10 @@
  *   (delaying_queue.go) and rate-limited (rate_limiting_queue.go, default_rate_limiters.go),
  *   with client-go's workqueue metrics;
  * - the indexer (tools/cache/thread_safe_store.go, index.go, store.go): a thread-safe,
- *   indexed cache of API objects, and the DeletedFinalStateUnknown tombstone.
+ *   indexed cache of API objects, and the DeletedFinalStateUnknown tombstone;
+ * - the event recorder (tools/record: event.go, events_cache.go): core/v1 Events written
+ *   asynchronously through a sink, after a correlator has aggregated, counted and
+ *   spam-filtered them.
  *
  * Objects are jansson values. Once an object is in a cache it is shared: every pointer the
  * library hands out is `const json_t *`, and callers must never change such an object
@@ -420,5 +423,169 @@ int ck_indexer_index_values(struct ck_indexer *ix, const char *index, struct ck_
 
 /* Number of stored objects. */
 size_t ck_indexer_len(struct ck_indexer *ix);
+
+/* ---- events (client-go tools/record) ------------------------------------ */
+
+/*
+ * What a controller tells users it did: core/v1 Events about an object. Three parts, as in
+ * client-go:
+ *
+ * - the sink (EventSink): where events go, a create and a strategic-merge patch of the
+ *   events resource. ck_event_sink_init_rest() writes through a REST client; tests and
+ *   controllers give their own (libckube-controllers has one over its client interface).
+ * - the correlator (EventCorrelator): turns a new event into what to write: the event
+ *   itself, a count bump of an earlier one (a patch of count, lastTimestamp and message),
+ *   an aggregate "(combined from similar events): ..." event once more than a few
+ *   similar events differ only by message, or nothing when the source has spent its
+ *   token bucket for the object (the spam filter).
+ * - the recorder (EventRecorder + EventBroadcaster): ck_event_recordf() builds the event
+ *   on the caller's thread and queues it; one sender thread correlates and writes, so
+ *   recording never blocks. A full queue drops the event; so does a write that still
+ *   fails after the last retry. Both are counted.
+ */
+
+#define CK_EVENT_NORMAL  "Normal"
+#define CK_EVENT_WARNING "Warning"
+
+/*
+ * Where events are written. Each call returns 0 and, when ret_event is not NULL, a new
+ * reference to what the server stored; or a negative code with words in *reterr. An error
+ * with reterr->http_status set is the server's answer (not retried, as client-go does not
+ * retry a Status error); one without is a transport failure (retried).
+ */
+struct ck_event_sink_ops {
+    /* POST event to the events of namespace. */
+    int (*create)(void *data, const char *namespace, const json_t *event, json_t **ret_event,
+                  struct ck_err *reterr);
+    /* PATCH (strategic merge) the event namespace/name; CK_ENOENT when it is gone. */
+    int (*patch)(void *data, const char *namespace, const char *name, const json_t *patch,
+                 json_t **ret_event, struct ck_err *reterr);
+};
+
+/* A sink: its operations and their state. Caller-owned; copy it freely. */
+struct ck_event_sink {
+    const struct ck_event_sink_ops *ops;
+    void *data;
+};
+
+struct ck_rest;
+
+/* The sink writing v1 events through rest (borrowed: it must outlive every user). */
+void ck_event_sink_init_rest(struct ck_event_sink *s, struct ck_rest *rest);
+
+/* client-go's defaults (events_cache.go, event.go). */
+#define CK_EVENT_CACHE_SIZE         4096 /* maxLruCacheEntries */
+#define CK_EVENT_AGGREGATE_MAX      10   /* defaultAggregateMaxEvents */
+#define CK_EVENT_AGGREGATE_INTERVAL (600 * CK_SEC)
+#define CK_EVENT_SPAM_BURST         25
+#define CK_EVENT_SPAM_QPS           (1.0 / 300.0) /* one token every 5 minutes */
+#define CK_EVENT_QUEUE_LEN          1000          /* maxQueuedEvents */
+#define CK_EVENT_MAX_TRIES          12            /* maxTriesPerEvent */
+#define CK_EVENT_RETRY_INTERVAL     (10 * CK_SEC) /* defaultSleepDuration */
+#define CK_EVENT_AGGREGATE_PREFIX   "(combined from similar events): "
+
+/* Zero fields take the defaults above; clock NULL is the real clock. */
+struct ck_event_correlator_options {
+    struct ck_clock *clock; /* borrowed; drives aggregation windows, buckets, timestamps */
+    size_t cache_size;      /* entries in each of the three LRU caches */
+    int aggregate_max;      /* similar events (differing by message) before combining */
+    int64_t aggregate_interval;
+    int spam_burst; /* events a source may send about one object at once */
+    double spam_qps;
+};
+
+struct ck_event_correlator;
+
+/* Returns 0 and sets *ret, or CK_ENOMEM. opts may be NULL. */
+int ck_event_correlator_new(const struct ck_event_correlator_options *opts,
+                            struct ck_event_correlator **ret, struct ck_err *reterr);
+struct ck_event_correlator *ck_event_correlator_free(struct ck_event_correlator *c);
+
+/* What to write for one event. Owned by the caller: ck_event_correlation_release(). */
+struct ck_event_correlation {
+    bool skip;     /* the spam filter refused it: write nothing */
+    json_t *event; /* the event to create (or, with a patch, the one it bumps) */
+    json_t *patch; /* NULL: create event; else patch event's name with this */
+};
+void ck_event_correlation_release(struct ck_event_correlation *r);
+
+/*
+ * EventCorrelate: aggregates event (borrowed) with the similar events seen in the last
+ * interval, turns a repeat of an event already written into a count bump, and asks the
+ * spam filter. Returns 0 and fills *ret, or CK_ENOMEM / CK_EINVAL (no event).
+ */
+int ck_event_correlate(struct ck_event_correlator *c, const json_t *event,
+                       struct ck_event_correlation *ret);
+
+/* UpdateState: remembers what the server stored (its name, resourceVersion, count). */
+void ck_event_correlator_update_state(struct ck_event_correlator *c, const json_t *stored);
+
+/* Wall-clock nanoseconds as the correlator sees them (its clock plus the offset at start). */
+int64_t ck_event_correlator_wall_now(struct ck_event_correlator *c);
+
+struct ck_event_recorder_options {
+    const char *component; /* source.component and reportingComponent; copied */
+    const char *host;      /* source.host and reportingInstance; copied; NULL for none */
+    size_t queue_len;      /* events waiting for the sender; 0: CK_EVENT_QUEUE_LEN */
+    int max_tries;         /* writes of one event before it is dropped; 0: 12 */
+    int64_t retry_interval;
+    /*
+     * Handle each event on the calling thread, with one try, instead of queueing it: for
+     * unit tests of controllers, which assert the events a sync recorded.
+     */
+    bool synchronous;
+    struct ck_event_correlator_options correlator; /* its clock is the recorder's */
+};
+
+struct ck_event_recorder;
+
+/*
+ * Creates a recorder writing to sink (copied; its data must outlive the recorder) and,
+ * unless synchronous, starts its sender thread. Returns 0, CK_EINVAL (no component) or
+ * CK_ENOMEM.
+ */
+int ck_event_recorder_new(const struct ck_event_recorder_options *opts,
+                          const struct ck_event_sink *sink, struct ck_event_recorder **ret,
+                          struct ck_err *reterr);
+
+/*
+ * Stops the sender (a write in flight finishes; a retry wait is cut short) and frees the
+ * recorder. Events still queued are dropped without being counted. NULL is a no-op.
+ */
+struct ck_event_recorder *ck_event_recorder_free(struct ck_event_recorder *r);
+
+/*
+ * Records an event about obj (borrowed; its apiVersion, kind and metadata name the
+ * involved object): type CK_EVENT_NORMAL or CK_EVENT_WARNING (another is logged and
+ * dropped), reason in UpperCamelCase, a printf message. Never blocks on the server and
+ * never fails: problems are counted and logged. r NULL is a no-op.
+ */
+void ck_event_recordf(struct ck_event_recorder *r, const json_t *obj, const char *type,
+                      const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/*
+ * Waits until every event queued so far has been written, skipped or dropped, or until
+ * timeout passes on the recorder's clock. Returns 0 or CK_ETIMEDOUT.
+ */
+int ck_event_recorder_flush(struct ck_event_recorder *r, int64_t timeout);
+
+struct ck_event_recorder_stats {
+    uint64_t recorded;     /* events handed to ck_event_recordf() with a valid type */
+    uint64_t created;      /* new events written */
+    uint64_t patched;      /* count bumps written */
+    uint64_t skipped;      /* refused by the spam filter */
+    uint64_t retries;      /* writes tried again after a transport failure */
+    uint64_t dropped;      /* lost: queue full, or still failing after the last try */
+    uint64_t failed;       /* refused by the server (not retried) */
+    uint64_t queue_length; /* waiting now */
+};
+void ck_event_recorder_stats(struct ck_event_recorder *r, struct ck_event_recorder_stats *ret);
+
+/*
+ * The stats in the Prometheus text format, labelled component="...": ckube_events_*_total
+ * counters and the ckube_events_queue_length gauge. Caller frees; NULL when out of memory.
+ */
+char *ck_event_recorder_metrics_text(struct ck_event_recorder *r);
 
 #endif /* CKUBE_CLIENT_H */

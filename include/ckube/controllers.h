@@ -11,13 +11,13 @@
  *   it listers over its informers' indexers and a client over ck_rest; unit tests give it
  *   listers over indexers they fill themselves and the fake client, which records every
  *   action and can be told to fail, as Kubernetes' controller tests use the fake clientset.
- * - controller_utils (kubernetes pkg/controller/controller_utils.go and client-go
- *   tools/record): resources from the API kind descriptors, the event recorder,
- *   pod-from-template, slow-start batches, pod ranking for scale-down, pod predicates,
- *   and expectations (ControllerExpectations and UIDTrackingControllerExpectations): a
- *   controller that issued creates or deletes waits until its informer has seen them all
- *   (or a timeout passes) before it acts again on the same key, so it never acts twice
- *   on a stale cache.
+ * - controller_utils (kubernetes pkg/controller/controller_utils.go): resources from the
+ *   API kind descriptors, the event sink over the client interface, pod-from-template,
+ *   slow-start batches, pod ranking for scale-down, pod predicates, and expectations
+ *   (ControllerExpectations and UIDTrackingControllerExpectations): a controller that
+ *   issued creates or deletes waits until its informer has seen them all (or a timeout
+ *   passes) before it acts again on the same key, so it never acts twice on a stale
+ *   cache.
  * - The controller-ref manager (controller_ref_manager.go): adoption and release.
  *
  * Depends on libckube-client and libckube-api only. Every function is thread-safe unless
@@ -252,32 +252,22 @@ void ck_fake_client_clear_actions(struct ck_fake_client *fc);
 /* ---- controller_utils (kubernetes pkg/controller/controller_utils.go) ---------- */
 
 /*
- * The event recorder (client-go tools/record EventRecorder, reduced): each call writes one
- * core/v1 Event about obj at once, best effort (a failure is logged at -v 2, never
- * returned, as events must never stop a controller). The event is named
- * "<object name>.<hex nanoseconds>" in the object's namespace ("default" for
- * cluster-scoped objects), with involvedObject from obj's apiVersion, kind, name,
- * namespace, uid and resourceVersion, source.component and reportingComponent the
- * recorder's component, count 1, firstTimestamp = lastTimestamp = now. type must be
- * "Normal" or "Warning"; another type is logged and dropped, as client-go does. No
- * aggregation or spam filtering (client-go's EventCorrelator) is done.
+ * Events: controllers record with the recorder of libckube-client (ck_event_recordf(), see
+ * ckube/client.h). This is its sink over a client interface, so the events go wherever
+ * the controller's writes go: the API server, or the fake client in unit tests (where
+ * they appear as "create" and "patch" actions on "events").
  */
-struct ck_event_recorder {
+struct ck_ctl_event_sink {
     struct ck_ctl_client client;      /* copied at init */
     const struct ck_resource *events; /* v1 events */
-    char component[64];               /* "replicaset-controller" */
 };
 
-#define CK_EVENT_NORMAL  "Normal"
-#define CK_EVENT_WARNING "Warning"
-
-/* Returns 0, or CK_ENOENT when no kind serves v1 events. */
-int ck_event_recorder_init(struct ck_event_recorder *r, const struct ck_ctl_client *client,
-                           const char *component);
-
-void ck_event_recordf(const struct ck_event_recorder *r, const json_t *obj, const char *type,
-                      const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+/*
+ * Fills state (caller-owned; it must outlive every user of the sink) and *ret_sink.
+ * Returns 0, or CK_ENOENT when no kind serves v1 events.
+ */
+int ck_ctl_event_sink_init(struct ck_ctl_event_sink *state, const struct ck_ctl_client *client,
+                           struct ck_event_sink *ret_sink);
 
 /*
  * A controller reference to owner (metav1.NewControllerRef): apiVersion, kind, owner's

@@ -54,6 +54,12 @@ struct ck_rs_controller_deps {
     const struct ck_lister *pods;        /* copied; ditto */
     const struct ck_lister *replicasets; /* copied; ditto */
     struct ck_clock *clock;              /* NULL = real */
+    /*
+     * false (the default for tests): events are written on the syncing thread, once, so a
+     * test sees them among the client's actions when the sync returns; true: queued and
+     * sent by the recorder's thread, as ck_rs_controller_new() does.
+     */
+    bool async_events;
 };
 
 /*
@@ -74,5 +80,11 @@ void ck_rs_controller_handlers(struct ck_rs_controller *c, struct ck_event_handl
 
 /* The controller's expectations (borrowed). */
 struct ck_expectations *ck_rs_controller_expectations(struct ck_rs_controller *c);
+
+/*
+ * The controller's event recorder (borrowed), component "replicaset-controller": its
+ * stats and metrics (ck_event_recorder_stats, ck_event_recorder_metrics_text).
+ */
+struct ck_event_recorder *ck_rs_controller_recorder(struct ck_rs_controller *c);
 
 #endif /* CKUBE_REPLICASET_H */

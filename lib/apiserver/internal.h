@@ -284,6 +284,22 @@ void ck__metrics_observe(struct ck__metrics *m, const struct ck__request_labels 
 char *ck__metrics_render(struct ck__metrics *m, struct ck_store *store,
                          const char *extra_exposition, size_t *ret_len);
 
+/* ---- objects that expire (ttl.c) ----------------------------------------- */
+
+struct ck__ttl;
+
+/*
+ * Starts the thread that removes objects of kinds with a last_activity hook once they
+ * are ttl (nanoseconds, rounded up to seconds; 0: one hour) past it; ttl < 0 starts
+ * nothing (*ret NULL). 0, or CK_ENOMEM / CK_EIO.
+ */
+int ck__ttl_start(struct ck_store *store, int64_t ttl, struct ck__ttl **ret, struct ck_err *reterr);
+/* Stops and joins the thread (NULL: no-op). Returns NULL. */
+struct ck__ttl *ck__ttl_stop(struct ck__ttl *t);
+/* One sweep at time now (seconds since the epoch), ttl in seconds. */
+int ck__ttl_sweep(struct ck_store *store, long long ttl, long long now, size_t *ret_removed,
+                  struct ck_err *reterr);
+
 /* ---- the server (server.c) ---------------------------------------------- */
 
 struct ck__watch_stream;
@@ -309,6 +325,7 @@ struct ck_apiserver {
     pthread_cond_t ticker_wake;
     bool ticker_stop;
     struct ck__auth *auth; /* NULL: plain HTTP, no authentication (authn_authz.c) */
+    struct ck__ttl *ttl;   /* the expiry thread, or NULL */
 };
 
 /* ---- TLS, authentication, authorization (authn_authz.c) --------------------- */

@@ -660,6 +660,7 @@ static void teardown(struct ck_apiserver *server)
         pthread_mutex_unlock(&server->ticker_lock);
         pthread_join(server->ticker, NULL);
     }
+    server->ttl = ck__ttl_stop(server->ttl);
     free(server->registry);
     ck__auth_free(server->auth);
     ck__metrics_free(server->metrics);
@@ -729,6 +730,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         server->ticker = 0;
         r = ck_err_set(reterr, CK_EIO, "cannot start the watch ticker thread");
     }
+    if (r == 0)
+        r = ck__ttl_start(server->store, config->event_ttl, &server->ttl, reterr);
     if (r < 0) {
         teardown(server);
         return r;

@@ -1,9 +1,9 @@
 /*
  * controller_utils.c - what every controller needs besides its own logic (kubernetes
- * pkg/controller/controller_utils.go, and client-go tools/record for events): resources
- * from the API kind descriptors, the event recorder, controller references,
- * pod-from-template, slow-start batches, pod predicates and the ranking of pods for
- * scale-down. Expectations, also part of controller_utils.go, live in expectations.c.
+ * pkg/controller/controller_utils.go): resources from the API kind descriptors, the
+ * event sink over the client interface (the recorder is libckube-client's), controller
+ * references, pod-from-template, slow-start batches, pod predicates and the ranking of
+ * pods for scale-down. Expectations, also part of controller_utils.go, live in expectations.c.
  *
  * Resources: a controller names what it reads and writes by group/version/resource; the
  * kind descriptors of libckube-api say whether it is namespaced. The table below turns a
@@ -16,12 +16,10 @@
  * Threading: the resource table has a mutex; everything else is stateless.
  */
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ckube/controllers.h"
 #include "ckube/internal/util.h"
@@ -74,60 +72,30 @@ const struct ck_resource *ck_controller_resource(const char *group, const char *
 
 /* ---- events ---------------------------------------------------------------------- */
 
-int ck_event_recorder_init(struct ck_event_recorder *r, const struct ck_ctl_client *client,
-                           const char *component)
+static int sink_create(void *data, const char *namespace, const json_t *event, json_t **ret_event,
+                       struct ck_err *reterr)
 {
-    memset(r, 0, sizeof(*r));
-    r->client = *client;
-    snprintf(r->component, sizeof(r->component), "%s", component ? component : "");
-    r->events = ck_controller_resource("", "v1", "events");
-    return r->events ? 0 : CK_ENOENT;
+    const struct ck_ctl_event_sink *s = data;
+    return ck_ctl_create(&s->client, s->events, namespace, event, ret_event, reterr);
 }
 
-void ck_event_recordf(const struct ck_event_recorder *r, const json_t *obj, const char *type,
-                      const char *reason, const char *fmt, ...)
+static int sink_patch(void *data, const char *namespace, const char *name, const json_t *patch,
+                      json_t **ret_event, struct ck_err *reterr)
 {
-    if (!type || (strcmp(type, CK_EVENT_NORMAL) != 0 && strcmp(type, CK_EVENT_WARNING) != 0)) {
-        CK_LOGE("unsupported event type: '%s'", type ? type : "");
-        return;
-    }
-    char message[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof(message), fmt, ap);
-    va_end(ap);
+    const struct ck_ctl_event_sink *s = data;
+    return ck_ctl_patch(&s->client, s->events, namespace, name, NULL, CK_PATCH_STRATEGIC, patch,
+                        ret_event, reterr);
+}
 
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    char now[CK__TIME_LEN], name[320];
-    ck__time_format((int64_t)ts.tv_sec, 0, now, sizeof(now));
-    const char *obj_name = ck__meta_str(obj, "name");
-    const char *ns = ck__meta_str(obj, "namespace");
-    if (!ns || !*ns)
-        ns = "default"; /* metav1.NamespaceDefault, for cluster-scoped objects */
-    snprintf(name, sizeof(name), "%s.%llx", obj_name ? obj_name : "",
-             (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec);
+static const struct ck_event_sink_ops ctl_sink_ops = {sink_create, sink_patch};
 
-    /* the object reference (GetReference): its type from the object, the rest from metadata */
-    json_t *involved =
-        json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s?}", "apiVersion",
-                  json_string_value(json_object_get(obj, "apiVersion")), "kind",
-                  json_string_value(json_object_get(obj, "kind")), "name", obj_name, "namespace",
-                  ck__meta_str(obj, "namespace"), "uid", ck__meta_str(obj, "uid"),
-                  "resourceVersion", ck__meta_str(obj, "resourceVersion"));
-    json_t *ev =
-        json_pack("{s:s, s:s, s:{s:s, s:s}, s:o, s:s, s:s, s:s, s:{s:s}, s:s, s:s, "
-                  "s:s, s:i}",
-                  "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace", ns,
-                  "involvedObject", involved, "reason", reason, "message", message, "type", type,
-                  "source", "component", r->component, "reportingComponent", r->component,
-                  "firstTimestamp", now, "lastTimestamp", now, "count", 1);
-    struct ck_err err = {0};
-    if (!ev)
-        CK_LOGV(2, "cannot record event %s: out of memory", reason);
-    else if (ck_ctl_create(&r->client, r->events, ns, ev, NULL, &err) < 0)
-        CK_LOGV(2, "cannot record event %s: %s", reason, err.msg);
-    json_decref(ev);
+int ck_ctl_event_sink_init(struct ck_ctl_event_sink *state, const struct ck_ctl_client *client,
+                           struct ck_event_sink *ret_sink)
+{
+    state->client = *client;
+    state->events = ck_controller_resource("", "v1", "events");
+    *ret_sink = (struct ck_event_sink){&ctl_sink_ops, state};
+    return state->events ? 0 : CK_ENOENT;
 }
 
 /* ---- controller references and pods from templates --------------------------------- */

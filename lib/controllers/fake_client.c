@@ -255,6 +255,8 @@ static int fake_create(void *data, const struct ck_resource *res, const char *ns
     if (r == 0) {
         r = store(fc, res, copy, reterr);
         copy = NULL;
+        if (r < 0 && ret_obj) /* a failed call leaves its output alone, as ck_rest's do */
+            *ret_obj = (json_decref(*ret_obj), NULL);
     }
     json_decref(copy);
     record(fc, "create", res, ns, name, obj, r);
@@ -290,10 +292,13 @@ static int fake_put(struct ck_fake_client *fc, const char *verb, bool whole,
         }
         r = next ? answer(next, ret_obj, reterr) : ck_err_set(reterr, CK_ENOMEM, "out of memory");
     }
-    if (r == 0)
+    if (r == 0) {
         r = store(fc, res, next, reterr);
-    else
+        if (r < 0 && ret_obj) /* a failed call leaves its output alone, as ck_rest's do */
+            *ret_obj = (json_decref(*ret_obj), NULL);
+    } else {
         json_decref(next);
+    }
     record(fc, verb, res, ns, name, obj, r);
     pthread_mutex_unlock(&fc->lock);
     return r;

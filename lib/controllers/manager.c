@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckube/deployment.h"
 #include "ckube/internal/util.h"
 #include "ckube/manager.h"
 #include "ckube/replicaset.h"
@@ -48,8 +49,29 @@ static void rs_stop(void *state)
     ck_rs_controller_free(state);
 }
 
+static int deploy_start(const struct ck_controller_context *ctx, void **ret_state,
+                        struct ck_err *reterr)
+{
+    struct ck_deploy_controller *c = NULL;
+    int r = ck_deploy_controller_new(ctx->client, ctx->factory, NULL, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int deploy_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_deploy_controller_run(state, workers, reterr);
+}
+
+static void deploy_stop(void *state)
+{
+    ck_deploy_controller_free(state);
+}
+
 static const struct ck_controller_descriptor table[] = {
     {.name = "replicaset", .enabled_by_default = true, rs_start, rs_run, rs_stop},
+    {.name = "deployment", .enabled_by_default = true, deploy_start, deploy_run, deploy_stop},
 };
 
 #define N_CONTROLLERS (sizeof(table) / sizeof(table[0]))

@@ -51,6 +51,8 @@ expect_usage_error "invalid value \"xml\" for --logging-format" version --loggin
 expect_usage_error "invalid value \"yaml\" for --output" version -o yaml
 expect_usage_error "flag needs an argument" server --listen
 expect_usage_error "unexpected argument: extra" version extra
+expect_usage_error "invalid value \"90\" for --event-ttl" server --event-ttl 90
+expect_usage_error "invalid value \"-1s\" for --event-ttl" server --event-ttl -1s
 expect_usage_error "unrecognized feature gate: Bogus" server --feature-gates Bogus=true
 expect_usage_error "invalid value of WatchList=maybe" server --feature-gates WatchList=maybe
 expect_usage_error "invalid value \"1.30\" for --emulated-version: .*\[1.31, 1.32" server --emulated-version 1.30

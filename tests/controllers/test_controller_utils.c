@@ -185,17 +185,22 @@ static void test_rank_for_deletion(void **state)
     json_decref(sibling2);
 }
 
-static void test_event_recorder(void **state)
+static void test_event_sink_over_the_client(void **state)
 {
     (void)state;
     struct ck_fake_client *fc = NULL;
     struct ck_ctl_client client;
     assert_int_equal(ck_fake_client_new(&fc, NULL), 0);
     ck_fake_client_iface(fc, &client);
-    struct ck_event_recorder rec;
-    assert_int_equal(ck_event_recorder_init(&rec, &client, "replicaset-controller"), 0);
+    struct ck_ctl_event_sink sink_state;
+    struct ck_event_sink sink;
+    assert_int_equal(ck_ctl_event_sink_init(&sink_state, &client, &sink), 0);
+    struct ck_event_recorder *rec = NULL;
+    struct ck_event_recorder_options o = {.component = "replicaset-controller",
+                                          .synchronous = true};
+    assert_int_equal(ck_event_recorder_new(&o, &sink, &rec, NULL), 0);
     json_t *rs = fx_rs("prod", "web", "rs-uid", 1, "web");
-    ck_event_recordf(&rec, rs, CK_EVENT_WARNING, "FailedCreate", "Error creating: %s", "forbidden");
+    ck_event_recordf(rec, rs, CK_EVENT_WARNING, "FailedCreate", "Error creating: %s", "forbidden");
     const struct ck_fake_action *a = fx_action(fc, "create", "events", 0);
     assert_non_null(a);
     assert_string_equal(a->namespace, "prod");
@@ -216,15 +221,28 @@ static void test_event_recorder(void **state)
     assert_string_equal(json_string_value(json_object_get(inv, "name")), "web");
     assert_non_null(json_object_get(ev, "firstTimestamp"));
 
-    /* an unknown type is dropped; a failing write is swallowed */
+    /* the same event again: a strategic-merge patch of the first one's count */
+    char first[320];
+    snprintf(first, sizeof(first), "%s", fx_meta(ev, "name"));
+    ck_event_recordf(rec, rs, CK_EVENT_WARNING, "FailedCreate", "Error creating: %s", "forbidden");
+    const struct ck_fake_action *p = fx_action(fc, "patch", "events", 0);
+    assert_non_null(p);
+    assert_string_equal(p->name, first);
+    assert_int_equal(json_integer_value(json_object_get(p->body, "count")), 2);
+
+    /* an unknown type is dropped; a failing write is swallowed and counted */
     ck_fake_client_clear_actions(fc);
-    ck_event_recordf(&rec, rs, "Bogus", "X", "y");
+    ck_event_recordf(rec, rs, "Bogus", "X", "y");
     size_t n = 1;
     ck_fake_client_actions(fc, &n);
     assert_int_equal(n, 0);
     assert_int_equal(ck_fake_client_fail(fc, "create", NULL, -1, CK_EPERM, "no"), 0);
-    ck_event_recordf(&rec, rs, CK_EVENT_NORMAL, "SuccessfulCreate", "Created pod: %s", "web-1");
+    ck_event_recordf(rec, rs, CK_EVENT_NORMAL, "SuccessfulCreate", "Created pod: %s", "web-1");
     assert_int_equal(fx_action(fc, "create", "events", 0)->result, CK_EPERM);
+    struct ck_event_recorder_stats st;
+    ck_event_recorder_stats(rec, &st);
+    assert_int_equal(st.dropped, 1);
+    ck_event_recorder_free(rec);
     json_decref(rs);
     ck_fake_client_free(fc);
 }
@@ -333,7 +351,7 @@ int main(void)
         cmocka_unit_test(test_slow_start_batches),
         cmocka_unit_test(test_pod_predicates),
         cmocka_unit_test(test_rank_for_deletion),
-        cmocka_unit_test(test_event_recorder),
+        cmocka_unit_test(test_event_sink_over_the_client),
         cmocka_unit_test(test_lister_over_an_indexer),
         cmocka_unit_test(test_fake_client_tracks_objects),
     };

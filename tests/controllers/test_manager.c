@@ -57,7 +57,7 @@ static void test_table(void **state)
         assert_int_equal(ck_controller_manager_enabled("*", t[i].name), t[i].enabled_by_default);
         assert_true(ck_controller_manager_enabled(t[i].name, t[i].name));
     }
-    assert_string_equal(known, "replicaset");
+    assert_string_equal(known, "replicaset, deployment");
     assert_false(ck_controller_manager_enabled("*", "nosuchcontroller"));
     /* a tiny buffer is truncated, never overrun */
     char tiny[4];

@@ -92,8 +92,23 @@ static void test_sync_creates_missing_pods(void **state)
         assert_string_equal(json_string_value(json_object_get(ref, "kind")), "ReplicaSet");
         assert_true(json_is_true(json_object_get(ref, "blockOwnerDeletion")));
     }
-    /* no events for successes; status written from the cache's view (no pods yet) */
-    assert_int_equal(ck_fake_client_count(e->fc, "create", NULL), 3);
+    /* one SuccessfulCreate event per pod (PodControl.CreatePods) */
+    assert_int_equal(ck_fake_client_count(e->fc, "create", NULL), 6);
+    for (size_t i = 0; i < 3; i++) {
+        const struct ck_fake_action *ev = fx_action(e->fc, "create", "events", i);
+        assert_non_null(ev);
+        char want[300];
+        snprintf(want, sizeof(want), "Created pod: %s",
+                 fx_action(e->fc, "create", "pods", i)->name);
+        assert_string_equal(json_string_value(json_object_get(ev->body, "type")), "Normal");
+        assert_string_equal(json_string_value(json_object_get(ev->body, "reason")),
+                            "SuccessfulCreate");
+        assert_string_equal(json_string_value(json_object_get(ev->body, "message")), want);
+        const json_t *inv = json_object_get(ev->body, "involvedObject");
+        assert_string_equal(json_string_value(json_object_get(inv, "uid")), "rs-uid");
+        assert_string_equal(json_string_value(json_object_get(inv, "kind")), "ReplicaSet");
+    }
+    /* status written from the cache's view (no pods yet) */
     const json_t *st = status_written(e, 0);
     assert_int_equal(status_int(st, "replicas"), 0);
     assert_int_equal(status_int(st, "observedGeneration"), 1);
@@ -135,7 +150,14 @@ static void test_sync_deletes_surplus_in_rank_order(void **state)
     assert_int_equal(ck_fake_client_count(e->fc, "delete", NULL), 2);
     assert_string_equal(fx_action(e->fc, "delete", "pods", 0)->name, "unassigned");
     assert_string_equal(fx_action(e->fc, "delete", "pods", 1)->name, "not-ready");
-    assert_int_equal(ck_fake_client_count(e->fc, "create", NULL), 0);
+    /* one SuccessfulDelete event per pod, and nothing else created */
+    assert_int_equal(ck_fake_client_count(e->fc, "create", NULL), 2);
+    const char *deleted[] = {"Deleted pod: unassigned", "Deleted pod: not-ready"};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *ev = fx_action(e->fc, "create", "events", i)->body;
+        assert_string_equal(json_string_value(json_object_get(ev, "reason")), "SuccessfulDelete");
+        assert_string_equal(json_string_value(json_object_get(ev, "message")), deleted[i]);
+    }
     struct ck_expectations *exp = ck_rs_controller_expectations(e->rsc);
     assert_int_equal(ck_expectations_pending_deletions(exp, "default/web"), 2);
     /* the status is the cache's view: three pods, one ready */

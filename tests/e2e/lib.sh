@@ -1,9 +1,9 @@
 # lib.sh - what the kubectl end-to-end scripts share: a scratch folder, a
 # `ckube server` on a free loopback port that can be stopped and started
-# again on the same store, a kubeconfig for it, and pass/fail bookkeeping.
+# again on the same store, a kubeconfig for it, pass/fail bookkeeping, and
+# waiting for an object and making a pod Ready.
 # The server speaks HTTPS with the PKI it creates in $work/data/pki: curl
-# verifies it with --cacert "$ca" and authenticates as the admin with
-# "$@admin" (see kurl).
+# verifies it with --cacert "$ca"; kurl also authenticates as the admin.
 #
 # Source it with $1 = PATH/TO/ckube and optional $2 = STORE_URL (default: a
 # fresh sqlite://<tmp>/state.db). It exits 77 (skipped) without kubectl.
@@ -76,3 +76,25 @@ finish() {
 export KUBECONFIG="$work/data/kubeconfig"
 export KUBECACHEDIR="$work/kube-cache" # fresh: the dispatcher caches /version per address
 k() { kubectl --request-timeout=20s "$@"; }
+
+# wait_for DESCRIPTION OBJECT JSONPATH=VALUE: kubectl wait watches the object until
+# the condition holds (60 s at most); passes or fails DESCRIPTION.
+wait_for() {
+    if k wait "$2" --for=jsonpath="$3" --timeout=60s >/dev/null 2>"$work/wait.err"; then
+        pass
+    else
+        fail "$1 ($(cat "$work/wait.err"))"
+    fi
+}
+
+# mark_ready POD: marks the pod Running and Ready through the status subresource, as a
+# node agent would (there is none yet).
+mark_ready() {
+    k get pod "$1" -o json | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+t = "2026-01-01T00:00:00Z"
+p["status"] = {"phase": "Running", "conditions": [
+    {"type": "Ready", "status": "True", "lastTransitionTime": t, "lastProbeTime": t}]}
+print(json.dumps(p))' | k replace --subresource=status -f - >/dev/null
+}

@@ -7,7 +7,7 @@
 # Usage: test_kubectl_writes.sh PATH/TO/ckube [STORE_URL]
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-start_server
+start_server --controllers=-* # the ReplicaSets below are written as the controller would
 
 jp() { kubectl get "$1" -o "jsonpath=$2"; } # jp OBJECT JSONPATH
 

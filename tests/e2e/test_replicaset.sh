@@ -24,14 +24,6 @@ if [ "$mode" = separate ]; then
 else
     start_server
 fi
-# kubectl wait watches the object until the condition holds
-wait_for() { # wait_for DESCRIPTION OBJECT JSONPATH=VALUE
-    if k wait "$2" --for=jsonpath="$3" --timeout=60s >/dev/null 2>"$work/wait.err"; then
-        pass
-    else
-        fail "$1 ($(cat "$work/wait.err"))"
-    fi
-}
 rs_uid() { k get rs web -o jsonpath='{.metadata.uid}'; }
 # names of the live pods controlled by the ReplicaSet web
 owned() {
@@ -42,16 +34,6 @@ for p in json.load(sys.stdin)["items"]:
     refs = [r for r in p["metadata"].get("ownerReferences", []) if r.get("controller")]
     if refs and refs[0]["uid"] == uid and "deletionTimestamp" not in p["metadata"]:
         print(p["metadata"]["name"])' "$(rs_uid)"
-}
-# marks a pod Running and Ready through the status subresource
-mark_ready() {
-    k get pod "$1" -o json | python3 -c '
-import json, sys
-p = json.load(sys.stdin)
-t = "2026-01-01T00:00:00Z"
-p["status"] = {"phase": "Running", "conditions": [
-    {"type": "Ready", "status": "True", "lastTransitionTime": t, "lastProbeTime": t}]}
-print(json.dumps(p))' | k replace --subresource=status -f - >/dev/null
 }
 
 cat >"$work/rs.yaml" <<EOF

@@ -1,9 +1,11 @@
 /*
  * event.c - the Event kind (core/v1): field labels for the involved object,
- * source and type (Kubernetes' pkg/registry/core/event), and the printer's
+ * source and type (Kubernetes' pkg/registry/core/event), the printer's
  * computed cells (printEvent): LAST SEEN and FIRST SEEN from the
  * timestamps or the series, OBJECT as kind/name, SOURCE, the trimmed
- * MESSAGE and COUNT.
+ * MESSAGE and COUNT; and expiry: an event's last activity, from which the
+ * server's --event-ttl counts (Kubernetes counts it from the last write,
+ * through an etcd lease; see docs/differences.md).
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
  *
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "ckube/internal/util.h"
 
 enum {
     COL_LAST_SEEN,
@@ -92,6 +95,24 @@ static void cells(const json_t *obj, long long now, json_t **cells)
     cells[COL_COUNT] = json_integer(count);
 }
 
+/*
+ * The latest of the times an event says it was active: lastTimestamp,
+ * series.lastObservedTime, eventTime, and its creation (set by the server,
+ * so every stored event has one). Seconds since the epoch, 0 when none parses.
+ */
+static long long last_activity(const json_t *obj)
+{
+    static const char *const paths[] = {"lastTimestamp", "series.lastObservedTime", "eventTime",
+                                        "metadata.creationTimestamp"};
+    long long latest = 0;
+    for (size_t i = 0; i < CK__COUNT(paths); i++) {
+        int64_t t;
+        if (ck__time_parse(ck__str_at(obj, paths[i]), &t, NULL) == 0 && t > latest)
+            latest = t;
+    }
+    return latest;
+}
+
 static const char *const short_names[] = {"ev", NULL};
 
 static const struct ck_field_label field_labels[] = {
@@ -147,4 +168,5 @@ const struct ck_kind ck__kind_event = {
     .columns = columns,
     .n_columns = CK__COUNT(columns),
     .cells = cells,
+    .last_activity = last_activity,
 };

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../internal.h"
 #include "ckube/internal/util.h"
 #include "ckube/replicaset.h"
 
@@ -45,10 +46,11 @@ struct ck_rs_controller {
     struct ck_ctl_client client; /* every write */
     struct ck_lister pods, rss;  /* every read of the caches */
     const struct ck_resource *pods_res, *rss_res;
-    struct ck_event_recorder recorder;
-    struct ck_informer *pod_inf, *rs_inf; /* NULL when made from given listers */
+    struct ck_ctl_event_sink sink;      /* the recorder writes through client */
+    struct ck_event_recorder *recorder; /* events on the ReplicaSets */
+    struct ck_informer *infs[2];        /* ReplicaSets, pods; NULL when made from given listers */
     struct ck_expectations *exp;
-    struct ck_wq *queue;
+    struct ck_wq *queue; /* ctl.queue */
     struct ck_controller ctl;
     struct ck_runner *runner;
 };
@@ -65,65 +67,18 @@ static bool being_deleted(const json_t *obj)
     return json_object_get(meta(obj), "deletionTimestamp") != NULL;
 }
 
-static void enqueue_obj(struct ck_rs_controller *c, const json_t *rs)
-{
-    char *key = NULL;
-    if (ck_meta_namespace_key(rs, &key, NULL) == 0)
-        ck_wq_add(c->queue, key);
-    free(key);
-}
-
-/* The ReplicaSet a controller reference points to, if we know it (new reference). */
-static const json_t *resolve_ref(struct ck_rs_controller *c, const char *ns, const json_t *ref)
-{
-    const char *kind = json_string_value(json_object_get(ref, "kind"));
-    const char *name = json_string_value(json_object_get(ref, "name"));
-    const char *uid = json_string_value(json_object_get(ref, "uid"));
-    if (!kind || strcmp(kind, RS_KIND) != 0 || !name || !uid)
-        return NULL;
-    const json_t *rs = NULL;
-    if (ck_lister_get(&c->rss, ns ? ns : "", name, &rs) < 0)
-        return NULL;
-    const char *have = ck__meta_str(rs, "uid");
-    if (!have || strcmp(have, uid) != 0) {
-        ck_cached_unref(rs);
-        return NULL;
-    }
-    return rs;
-}
-
-/* Every ReplicaSet of pod's namespace whose selector matches the pod (GetPodReplicaSets). */
-static void enqueue_matching(struct ck_rs_controller *c, const json_t *pod)
-{
-    const char *ns = ck__meta_str(pod, "namespace");
-    struct ck_obj_list rss = {0};
-    if (!ns || ck_lister_list(&c->rss, ns, NULL, &rss, NULL) < 0)
-        return;
-    const json_t *labels = json_object_get(meta(pod), "labels");
-    for (size_t i = 0; i < rss.n; i++) {
-        struct ck_label_selector *sel = NULL;
-        const json_t *spec_sel = json_object_get(json_object_get(rss.items[i], "spec"), "selector");
-        if (!spec_sel || ck_label_selector_from_object(spec_sel, &sel, NULL) < 0)
-            continue;
-        if (!ck_label_selector_is_empty(sel) && ck_label_selector_matches(sel, labels))
-            enqueue_obj(c, rss.items[i]);
-        ck_label_selector_free(sel);
-    }
-    ck_obj_list_release(&rss);
-}
-
 /* ---- handlers ------------------------------------------------------------------ */
 
 static void rs_add(const json_t *obj, bool initial, void *arg)
 {
     (void)initial;
-    enqueue_obj(arg, obj);
+    ck__ctl_enqueue(((struct ck_rs_controller *)arg)->queue, obj);
 }
 
 static void rs_update(const json_t *old, const json_t *obj, void *arg)
 {
     (void)old;
-    enqueue_obj(arg, obj);
+    ck__ctl_enqueue(((struct ck_rs_controller *)arg)->queue, obj);
 }
 
 static void rs_delete(const json_t *obj, const struct ck_deleted_final_state_unknown *t, void *arg)
@@ -142,7 +97,7 @@ static void pod_deleted(struct ck_rs_controller *c, const json_t *pod, const cha
     const json_t *ref = ck_controller_ref(pod);
     if (!ref)
         return;
-    const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ref);
+    const json_t *rs = ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(pod, "namespace"), ref);
     if (!rs)
         return;
     char *rs_key = NULL;
@@ -164,7 +119,8 @@ static void pod_add(const json_t *pod, bool initial, void *arg)
     if (being_deleted(pod)) {
         pod_deleted(c, pod, pod_key); /* a restart can show a pod already being deleted */
     } else if (ck_controller_ref(pod)) {
-        const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ck_controller_ref(pod));
+        const json_t *rs = ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(pod, "namespace"),
+                                               ck_controller_ref(pod));
         char *rs_key = NULL;
         if (rs && ck_meta_namespace_key(rs, &rs_key, NULL) == 0) {
             ck_expectations_creation_observed(c->exp, rs_key);
@@ -173,18 +129,9 @@ static void pod_add(const json_t *pod, bool initial, void *arg)
         free(rs_key);
         ck_cached_unref(rs);
     } else {
-        enqueue_matching(c, pod);
+        ck__ctl_enqueue_selecting(c->queue, &c->rss, pod);
     }
     free(pod_key);
-}
-
-static bool same_ref(const json_t *a, const json_t *b)
-{
-    if (!a || !b)
-        return a == b;
-    const char *ua = json_string_value(json_object_get(a, "uid"));
-    const char *ub = json_string_value(json_object_get(b, "uid"));
-    return ua && ub && strcmp(ua, ub) == 0;
 }
 
 static void pod_update(const json_t *old, const json_t *pod, void *arg)
@@ -205,24 +152,26 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
     const json_t *old_ref = ck_controller_ref(old), *ref = ck_controller_ref(pod);
     if (being_deleted(pod)) {
         pod_deleted(c, pod, pod_key);
-        if (!same_ref(old_ref, ref))
+        if (!ck__ctl_same_ref(old_ref, ref))
             pod_deleted(c, old, pod_key);
         free(pod_key);
         return;
     }
-    if (!same_ref(old_ref, ref) && old_ref) {
-        const json_t *rs = resolve_ref(c, ck__meta_str(old, "namespace"), old_ref);
+    if (!ck__ctl_same_ref(old_ref, ref) && old_ref) {
+        const json_t *rs =
+            ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(old, "namespace"), old_ref);
         if (rs)
-            enqueue_obj(c, rs);
+            ck__ctl_enqueue(c->queue, rs);
         ck_cached_unref(rs);
     }
     if (ref) {
-        const json_t *rs = resolve_ref(c, ck__meta_str(pod, "namespace"), ref);
+        const json_t *rs =
+            ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(pod, "namespace"), ref);
         if (rs)
-            enqueue_obj(c, rs);
+            ck__ctl_enqueue(c->queue, rs);
         ck_cached_unref(rs);
     } else if (labels_changed || old_ref) {
-        enqueue_matching(c, pod);
+        ck__ctl_enqueue_selecting(c->queue, &c->rss, pod);
     }
     free(pod_key);
 }
@@ -242,14 +191,25 @@ static void pod_delete(const json_t *pod, const struct ck_deleted_final_state_un
 
 struct create_ctx {
     struct ck_rs_controller *c;
+    const json_t *rs; /* what the events are about */
     const char *namespace;
     const json_t *pod; /* the pod to create: the same for every call */
 };
 
+/* One pod (PodControl.CreatePods): an event on the ReplicaSet either way. */
 static int create_one(void *arg, struct ck_err *reterr)
 {
     struct create_ctx *x = arg;
-    return ck_ctl_create(&x->c->client, x->c->pods_res, x->namespace, x->pod, NULL, reterr);
+    json_t *made = NULL;
+    int r = ck_ctl_create(&x->c->client, x->c->pods_res, x->namespace, x->pod, &made, reterr);
+    if (r < 0)
+        ck_event_recordf(x->c->recorder, x->rs, CK_EVENT_WARNING, "FailedCreate",
+                         "Error creating: %s", reterr ? ck_err_message(reterr) : "");
+    else
+        ck_event_recordf(x->c->recorder, x->rs, CK_EVENT_NORMAL, "SuccessfulCreate",
+                         "Created pod: %s", ck__meta_str(made, "name") ?: "");
+    json_decref(made);
+    return r;
 }
 
 /* Creates count pods from rs's template in slow-start batches; returns how many were made. */
@@ -263,7 +223,7 @@ static int slow_start_create(struct ck_rs_controller *c, const json_t *rs, const
     json_decref(ref);
     int created = 0;
     if (pod) {
-        struct create_ctx x = {c, ck__meta_str(rs, "namespace"), pod};
+        struct create_ctx x = {c, rs, ck__meta_str(rs, "namespace"), pod};
         created = ck_slow_start_batch(count, CK_SLOW_START_INITIAL_BATCH, create_one, &x, reterr);
     } else {
         ck_err_set(reterr, CK_ENOMEM, "out of memory");
@@ -394,7 +354,7 @@ static int write_status(struct ck_rs_controller *c, const json_t *rs, json_t *st
 /* ---- sync ------------------------------------------------------------------------- */
 
 /* Deletes surplus pods, ranked. Returns 0 or the first error (with its words). */
-static int delete_surplus(struct ck_rs_controller *c, const char *rs_key,
+static int delete_surplus(struct ck_rs_controller *c, const json_t *rs, const char *rs_key,
                           const struct ck_obj_list *pods, int diff, struct ck_err *reterr)
 {
     const json_t **order = ck__calloc(pods->n ? pods->n : 1, sizeof(*order));
@@ -418,13 +378,23 @@ static int delete_surplus(struct ck_rs_controller *c, const char *rs_key,
     ck_expectations_expect_deletions_of(c->exp, rs_key, keys, (size_t)diff);
     for (int i = 0; i < diff; i++) {
         struct ck_err err = {0};
+        const char *pod_name = ck__meta_str(order[i], "name");
         int e = ck_ctl_delete(&c->client, c->pods_res, ck__meta_str(order[i], "namespace"),
-                              ck__meta_str(order[i], "name"), NULL, NULL, &err);
+                              pod_name, NULL, NULL, &err);
         if (e < 0) /* will not be observed (or was gone already) */
             ck_expectations_deletion_observed_of(c->exp, rs_key, keys[i]);
+        /* PodControl.DeletePod: a pod already gone is no news */
+        if (e == 0)
+            ck_event_recordf(c->recorder, rs, CK_EVENT_NORMAL, "SuccessfulDelete",
+                             "Deleted pod: %s", pod_name ? pod_name : "");
+        else if (e != CK_ENOENT)
+            ck_event_recordf(c->recorder, rs, CK_EVENT_WARNING, "FailedDelete",
+                             "Error deleting: %s", ck_err_message(&err));
         if (e < 0 && e != CK_ENOENT && !first) {
             first = e;
-            *reterr = err;
+            *reterr = err; /* the caller releases it */
+        } else {
+            ck_err_release(&err);
         }
     }
     for (int i = 0; i < diff; i++)
@@ -452,9 +422,7 @@ static int manage_replicas(struct ck_rs_controller *c, const json_t *rs, const c
         struct ck_err err = {0};
         int created = slow_start_create(c, rs, rs_key, n, &err);
         if (created < n) {
-            *ret_reason = "FailedCreate";
-            ck_event_recordf(&c->recorder, rs, CK_EVENT_WARNING, "FailedCreate",
-                             "Error creating: %s", err.msg);
+            *ret_reason = "FailedCreate"; /* its event came with the failed create */
             *reterr = err;
             return err.code ? err.code : CK_EIO;
         }
@@ -463,11 +431,9 @@ static int manage_replicas(struct ck_rs_controller *c, const json_t *rs, const c
         CK_LOGV(2, "replicaset %s: too many replicas, need %lld, deleting %d", rs_key,
                 (long long)want, n);
         struct ck_err err = {0};
-        int r = delete_surplus(c, rs_key, pods, n, &err);
+        int r = delete_surplus(c, rs, rs_key, pods, n, &err);
         if (r < 0) {
-            *ret_reason = "FailedDelete";
-            ck_event_recordf(&c->recorder, rs, CK_EVENT_WARNING, "FailedDelete",
-                             "Error deleting: %s", err.msg);
+            *ret_reason = "FailedDelete"; /* its event came with the failed delete */
             *reterr = err;
             return r;
         }
@@ -557,29 +523,25 @@ static int sync_rs(struct ck_controller *ctl, const char *key, struct ck_err *re
 
 /* ---- lifecycle ------------------------------------------------------------------- */
 
-/* What both constructors share: resources, recorder, queue, expectations, the runner's view. */
+/*
+ * What both constructors share: resources, recorder, queue, expectations, the runner's
+ * view. synchronous_events: the recorder writes on the recording thread (unit tests).
+ */
 static int init_common(struct ck_rs_controller *c, const struct ck_ctl_client *client,
-                       struct ck_clock *clock, struct ck_err *reterr)
+                       struct ck_clock *clock, bool synchronous_events, struct ck_err *reterr)
 {
     c->client = *client;
     c->pods_res = ck_controller_resource("", "v1", "pods");
     c->rss_res = ck_controller_resource("apps", "v1", "replicasets");
-    if (!c->pods_res || !c->rss_res ||
-        ck_event_recorder_init(&c->recorder, client, "replicaset-controller") < 0)
+    if (!c->pods_res || !c->rss_res)
         return ck_err_set(reterr, CK_ENOENT, "replicaset: the API kinds it needs are unknown");
-    struct ck_wq_options qopts = {
-        .name = "replicaset",
-        .clock = clock,
-        .limiter = ck_rl_default_controller_new(clock),
-    };
-    int r = qopts.limiter ? ck_wq_new(&qopts, &c->queue, reterr)
-                          : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    int r = ck__ctl_recorder(&c->sink, &c->client, "replicaset-controller", clock,
+                             synchronous_events, &c->recorder, reterr);
+    if (r == 0)
+        r = ck__ctl_init(&c->ctl, "replicaset", sync_rs, c, clock, reterr);
+    c->queue = c->ctl.queue;
     if (r == 0)
         r = ck_expectations_new(clock, 0, &c->exp, reterr);
-    c->ctl.name = "replicaset";
-    c->ctl.sync = sync_rs;
-    c->ctl.data = c;
-    c->ctl.queue = c->queue;
     return r;
 }
 
@@ -592,25 +554,18 @@ int ck_rs_controller_new(struct ck_rest *client, struct ck_informer_factory *fac
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     struct ck_ctl_client rest;
     ck_ctl_client_init_rest(&rest, client);
-    int r = init_common(c, &rest, clock, reterr);
+    struct ck_event_handler rs_h, pod_h;
+    ck_rs_controller_handlers(c, &rs_h, &pod_h);
+    int r = init_common(c, &rest, clock, false, reterr);
+    if (r == 0)
+        r = ck__ctl_watch(factory, c->rss_res, &rs_h, &c->infs[0], &c->rss, reterr);
+    if (r == 0)
+        r = ck__ctl_watch(factory, c->pods_res, &pod_h, &c->infs[1], &c->pods, reterr);
     if (r == 0) {
-        c->pod_inf = ck_informer_factory_for(factory, c->pods_res);
-        c->rs_inf = ck_informer_factory_for(factory, c->rss_res);
-        if (!c->pod_inf || !c->rs_inf)
-            r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    }
-    if (r == 0) {
-        ck_lister_init(&c->pods, ck_informer_indexer(c->pod_inf));
-        ck_lister_init(&c->rss, ck_informer_indexer(c->rs_inf));
-        struct ck_event_handler rs_h, pod_h;
-        ck_rs_controller_handlers(c, &rs_h, &pod_h);
-        r = ck_informer_add_handler(c->rs_inf, &rs_h, 0, reterr);
-        if (r == 0)
-            r = ck_informer_add_handler(c->pod_inf, &pod_h, 0, reterr);
         /* other controllers may have added it already: that is fine */
-        int ix = ck_informer_add_index(c->pod_inf, CK_INDEX_CONTROLLER_UID,
+        int ix = ck_informer_add_index(c->infs[1], CK_INDEX_CONTROLLER_UID,
                                        ck_index_by_controller_uid, NULL, NULL);
-        if (r == 0 && ix < 0 && ix != CK_EEXIST)
+        if (ix < 0 && ix != CK_EEXIST)
             r = ck_err_set(reterr, ix, "cannot add the controller-uid index");
     }
     if (r < 0) {
@@ -631,7 +586,7 @@ int ck_rs_controller_new_with(const struct ck_rs_controller_deps *deps,
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     c->pods = *deps->pods;
     c->rss = *deps->replicasets;
-    int r = init_common(c, deps->client, deps->clock, reterr);
+    int r = init_common(c, deps->client, deps->clock, !deps->async_events, reterr);
     if (r < 0) {
         ck_rs_controller_free(c);
         return r;
@@ -654,19 +609,15 @@ int ck_rs_controller_sync(struct ck_rs_controller *c, const char *key, struct ck
 
 int ck_rs_controller_run(struct ck_rs_controller *c, int workers, struct ck_err *reterr)
 {
-    if ((c->pod_inf && !ck_informer_wait_for_sync(c->pod_inf, CK_TIME_NEVER)) ||
-        (c->rs_inf && !ck_informer_wait_for_sync(c->rs_inf, CK_TIME_NEVER)))
-        return ck_err_set(reterr, CK_ESHUTDOWN, "replicaset: informers stopped before syncing");
-    return ck_runner_start(&c->ctl, workers > 0 ? workers : 5, &c->runner, reterr);
+    return ck__ctl_run(&c->ctl, c->infs, 2, workers, &c->runner, reterr);
 }
 
 struct ck_rs_controller *ck_rs_controller_free(struct ck_rs_controller *c)
 {
     if (!c)
         return NULL;
-    if (c->runner)
-        ck_runner_stop(c->runner);
-    ck_wq_free(c->queue);
+    ck__ctl_stop(&c->ctl, c->runner);
+    ck_event_recorder_free(c->recorder);
     ck_expectations_free(c->exp);
     free(c);
     return NULL;
@@ -680,4 +631,9 @@ struct ck_wq *ck_rs_controller_queue(struct ck_rs_controller *c)
 struct ck_expectations *ck_rs_controller_expectations(struct ck_rs_controller *c)
 {
     return c->exp;
+}
+
+struct ck_event_recorder *ck_rs_controller_recorder(struct ck_rs_controller *c)
+{
+    return c->recorder;
 }
