@@ -23,6 +23,7 @@ test: deps format-check tsan-test fuzz-test asan-test
 
 deps:
 	@scripts/install-deps
+	@scripts/install-js-client
 
 build: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null

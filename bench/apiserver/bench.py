@@ -133,7 +133,9 @@ class Servers:
 def start_ckube(servers, ckube, tmp, name, store=None):
     port = free_port()
     data = os.path.join(tmp, name)
-    argv = [ckube, "server", "--listen", f"127.0.0.1:{port}", "--data-dir", data]
+    # plain HTTP: these runs compare the API path with nginx and etcd over plain HTTP
+    argv = [ckube, "server", "--insecure-plain-http", "--listen", f"127.0.0.1:{port}",
+            "--data-dir", data]
     if store:
         argv += ["--store", store]
     log = open(os.path.join(tmp, name + ".log"), "w")

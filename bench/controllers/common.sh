@@ -3,7 +3,7 @@
 # sanitizers) in build-bench-rs/ with ckube and the bench helper, a scratch folder
 # cleaned up at exit, `ckube server` on SQLite in it, and a separate
 # `ckube controller-manager` whose client rate limit is $qps; KUBECONFIG exported,
-# $build, $work, $port, $server_pid and $cm_pid set.
+# $build, $work, $port, $server_pid and $cm_pid set, and kurl (curl as the admin).
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build-bench-rs
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
@@ -21,8 +21,11 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "$ckube" server --listen "127.0.0.1:$port" --data-dir "$work/data" \
     --controllers="$server_controllers" >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
+# kurl ARGS...: curl over HTTPS as the admin (the server's generated PKI)
+pki=$work/data/pki
+kurl() { curl -s --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$@"; }
 # ready, and the kubeconfig written (the server writes it once it serves)
-until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ] &&
+until [ "$(kurl "https://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ] &&
     [ -f "$work/data/kubeconfig" ]; do sleep 0.1; done
 export KUBECONFIG=$work/data/kubeconfig
 "$ckube" controller-manager --kubeconfig "$KUBECONFIG" --kube-api-qps "$qps" \

@@ -17,11 +17,11 @@ n=${1:-10000}
 qps=${2:-2000}
 server_controllers='-*'
 . "$(cd "$(dirname "$0")" && pwd)/common.sh"
-url=http://127.0.0.1:$port/apis/apps/v1/namespaces/default/deployments/big
+url=https://127.0.0.1:$port/apis/apps/v1/namespaces/default/deployments/big
 # done when generation observed and replicas, updatedReplicas and availableReplicas are N;
 # leaves updatedReplicas in $work/updated
 complete() {
-    curl -s "$url" | python3 -c '
+    kurl "$url" | python3 -c '
 import json, sys
 d, n = json.load(sys.stdin), int(sys.argv[1])
 s = d.get("status", {})

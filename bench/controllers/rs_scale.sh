@@ -14,8 +14,8 @@ n=${1:-10000}
 qps=${2:-2000}
 server_controllers=-replicaset
 . "$(cd "$(dirname "$0")" && pwd)/common.sh"
-url=http://127.0.0.1:$port/apis/apps/v1/namespaces/default/replicasets/big
-field() { curl -s "$url" | python3 -c "import json,sys; print(json.load(sys.stdin).get('status',{}).get('$1',0))"; }
+url=https://127.0.0.1:$port/apis/apps/v1/namespaces/default/replicasets/big
+field() { kurl "$url" | python3 -c "import json,sys; print(json.load(sys.stdin).get('status',{}).get('$1',0))"; }
 cat <<YAML | kubectl create -f - >/dev/null
 apiVersion: apps/v1
 kind: ReplicaSet

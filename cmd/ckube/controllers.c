@@ -18,15 +18,34 @@
 #include "ckube/manager.h"
 #include "controllers.h"
 
-int ck_cmd_controllers_start(const char *server_url, const char *selection,
+int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              struct ck_cmd_controllers *ret)
 {
     memset(ret, 0, sizeof(*ret));
     struct ck_err err = {0};
-    struct ck_rest_config rc = {.server = server_url,
-                                .qps = CK_CONTROLLER_MANAGER_QPS,
-                                .burst = CK_CONTROLLER_MANAGER_BURST};
-    if (ck_rest_new(&rc, &ret->client, &err) < 0) {
+    const char *url = ck_apiserver_url(server);
+    struct ck_rest_config rc = {
+        .server = url, .qps = CK_CONTROLLER_MANAGER_QPS, .burst = CK_CONTROLLER_MANAGER_BURST};
+    /* over TLS, as kube-controller-manager: its own certificate, its own RBAC roles */
+    char *ca = NULL, *cert = NULL, *key = NULL;
+    if (strncmp(url, "https://", 8) == 0 &&
+        ck_apiserver_component_credentials(server, "controller-manager",
+                                           "system:kube-controller-manager", NULL, &ca, &cert, &key,
+                                           &err) < 0) {
+        fprintf(stderr,
+                "error: in-process controllers: %s (run `ckube server --controllers=-*` and "
+                "`ckube controller-manager --kubeconfig FILE` with credentials of your CA)\n",
+                err.msg);
+        return -1;
+    }
+    rc.ca_file = ca;
+    rc.cert_file = cert;
+    rc.key_file = key;
+    int r = ck_rest_new(&rc, &ret->client, &err);
+    free(ca);
+    free(cert);
+    free(key);
+    if (r < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
         return -1;
     }

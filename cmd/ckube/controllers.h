@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdbool.h>
 
+#include "ckube/apiserver.h"
 #include "ckube/manager.h"
 
 struct ck_cmd_controllers {
@@ -15,8 +16,12 @@ struct ck_cmd_controllers {
     struct ck_controller_manager *manager;
 };
 
-/* Starts the selected controllers against server_url. 0, or -1 after printing why. */
-int ck_cmd_controllers_start(const char *server_url, const char *selection,
+/*
+ * Starts the selected controllers against server, in this process, over
+ * HTTP(S) as any client: with TLS as system:kube-controller-manager with a
+ * client certificate of its own. 0, or -1 after printing why.
+ */
+int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              struct ck_cmd_controllers *ret);
 void ck_cmd_controllers_stop(struct ck_cmd_controllers *c);
 

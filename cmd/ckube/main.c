@@ -4,6 +4,7 @@
  *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data] [--store URL]
  *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
  *                [--config FILE] [--controllers *] [--event-ttl 1h]
+ *                [TLS and authentication flags]
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube version [-o text|json]
  *   ckube help
@@ -43,7 +44,7 @@ static const char usage_text[] =
     "  ckube help              print this help\n"
     "\n"
     "Server flags:\n"
-    "      --listen HOST:PORT        address to serve on, loopback only (default 127.0.0.1:6443)\n"
+    "      --listen HOST:PORT        address to serve on (default 127.0.0.1:6443)\n"
     "      --data-dir DIR            where state and the kubeconfig live (default ./ckube-data)\n"
     "      --store URL               sqlite://PATH or etcd://HOST:PORT[,HOST:PORT...]\n"
     "                                (default sqlite://DATA-DIR/state.db)\n"
@@ -59,6 +60,19 @@ static const char usage_tail[] =
     "      --emulated-version X.Y    behave as Kubernetes X.Y for feature gates (1.31 or 1.32)\n"
     "      --config FILE             a YAML file whose featureGates: map sets gates;\n"
     "                                --feature-gates overrides it per gate\n"
+    "      --tls-cert-file FILE      serving certificate (default: DATA-DIR/pki/apiserver.crt,\n"
+    "                                created at first start with the CA and admin certificate)\n"
+    "      --tls-private-key-file FILE  its key\n"
+    "      --client-ca-file FILE     CA client certificates are verified against\n"
+    "                                (default: DATA-DIR/pki/ca.crt)\n"
+    "      --tls-san NAME            an extra DNS name or IP of the serving certificate (repeatable)\n"
+    "      --token-auth-file FILE    bearer tokens, kube-apiserver's CSV: token,user,uid[,\"groups\"]\n"
+    "      --service-account-key-file FILE  key ServiceAccount tokens are verified with\n"
+    "                                (default: DATA-DIR/pki/sa.key)\n"
+    "      --anonymous-auth BOOL     requests without credentials are system:anonymous\n"
+    "                                (default true); false answers them 401\n"
+    "      --insecure-plain-http     serve plain HTTP without authentication or authorization,\n"
+    "                                on loopback only (tests and benchmarks)\n"
     "      --event-ttl DURATION      how long events are kept after their last activity,\n"
     "                                e.g. 90s, 30m, 1h30m; 0 keeps them (default 1h)\n"
     "\n"
@@ -101,10 +115,19 @@ enum {
     OPT_FEATURE_GATES,
     OPT_EMULATED_VERSION,
     OPT_CONFIG,
+    OPT_TLS_CERT_FILE,
+    OPT_TLS_KEY_FILE,
+    OPT_CLIENT_CA_FILE,
+    OPT_TLS_SAN,
+    OPT_TOKEN_AUTH_FILE,
+    OPT_SA_KEY_FILE,
+    OPT_ANONYMOUS_AUTH,
+    OPT_INSECURE_PLAIN_HTTP,
     OPT_EVENT_TTL,
 };
 
 #define MAX_FEATURE_GATE_FLAGS 64
+#define MAX_TLS_SANS           64
 
 struct options {
     const char *listen;
@@ -116,6 +139,15 @@ struct options {
     const char *emulated_version;
     const char *config;
     const char *controllers;
+    const char *tls_cert_file;
+    const char *tls_key_file;
+    const char *client_ca_file;
+    const char *tls_sans[MAX_TLS_SANS];
+    size_t n_tls_sans;
+    const char *token_auth_file;
+    const char *sa_key_file;
+    bool anonymous_auth_disabled;
+    bool insecure_plain_http;
     const char *event_ttl;
 };
 
@@ -186,6 +218,38 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_CONFIG:
             opts->config = optarg;
+            break;
+        case OPT_TLS_CERT_FILE:
+            opts->tls_cert_file = optarg;
+            break;
+        case OPT_TLS_KEY_FILE:
+            opts->tls_key_file = optarg;
+            break;
+        case OPT_CLIENT_CA_FILE:
+            opts->client_ca_file = optarg;
+            break;
+        case OPT_TLS_SAN:
+            if (opts->n_tls_sans == MAX_TLS_SANS)
+                return usage_error("too many --tls-san flags (at most %d)", MAX_TLS_SANS);
+            opts->tls_sans[opts->n_tls_sans++] = optarg;
+            break;
+        case OPT_TOKEN_AUTH_FILE:
+            opts->token_auth_file = optarg;
+            break;
+        case OPT_SA_KEY_FILE:
+            opts->sa_key_file = optarg;
+            break;
+        case OPT_ANONYMOUS_AUTH:
+            if (strcmp(optarg, "true") == 0)
+                opts->anonymous_auth_disabled = false;
+            else if (strcmp(optarg, "false") == 0)
+                opts->anonymous_auth_disabled = true;
+            else
+                return usage_error("invalid value \"%s\" for --anonymous-auth: want true or false",
+                                   optarg);
+            break;
+        case OPT_INSECURE_PLAIN_HTTP:
+            opts->insecure_plain_http = true;
             break;
         case OPT_EVENT_TTL:
             opts->event_ttl = optarg;
@@ -386,6 +450,14 @@ static int cmd_server(int argc, char **argv)
         {"feature-gates", required_argument, NULL, OPT_FEATURE_GATES},
         {"emulated-version", required_argument, NULL, OPT_EMULATED_VERSION},
         {"config", required_argument, NULL, OPT_CONFIG},
+        {"tls-cert-file", required_argument, NULL, OPT_TLS_CERT_FILE},
+        {"tls-private-key-file", required_argument, NULL, OPT_TLS_KEY_FILE},
+        {"client-ca-file", required_argument, NULL, OPT_CLIENT_CA_FILE},
+        {"tls-san", required_argument, NULL, OPT_TLS_SAN},
+        {"token-auth-file", required_argument, NULL, OPT_TOKEN_AUTH_FILE},
+        {"service-account-key-file", required_argument, NULL, OPT_SA_KEY_FILE},
+        {"anonymous-auth", required_argument, NULL, OPT_ANONYMOUS_AUTH},
+        {"insecure-plain-http", no_argument, NULL, OPT_INSECURE_PLAIN_HTTP},
         {"event-ttl", required_argument, NULL, OPT_EVENT_TTL},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
@@ -411,6 +483,12 @@ static int cmd_server(int argc, char **argv)
         if (event_ttl == 0)
             event_ttl = -1; /* 0: events never expire, as kube-apiserver attaches no lease */
     }
+
+    if (opts.insecure_plain_http &&
+        (opts.tls_cert_file || opts.client_ca_file || opts.token_auth_file || opts.n_tls_sans))
+        return usage_error("--insecure-plain-http cannot be combined with TLS or token flags");
+    if (!opts.tls_cert_file != !opts.tls_key_file)
+        return usage_error("--tls-cert-file and --tls-private-key-file go together");
 
     if (ensure_dir(opts.data_dir) < 0) {
         fprintf(stderr, "error: cannot use data directory %s: %s\n", opts.data_dir,
@@ -439,10 +517,23 @@ static int cmd_server(int argc, char **argv)
 
     struct ck_err err = {0};
     struct ck_apiserver *server;
-    struct ck_apiserver_config config = {.listen = opts.listen,
-                                         .store_url = opts.store,
-                                         .feature_gates = gates,
-                                         .event_ttl = event_ttl};
+    char pki_dir[PATH_MAX];
+    snprintf(pki_dir, sizeof(pki_dir), "%s/pki", opts.data_dir);
+    struct ck_apiserver_config config = {
+        .listen = opts.listen,
+        .store_url = opts.store,
+        .feature_gates = gates,
+        .pki_dir = opts.insecure_plain_http ? NULL : pki_dir,
+        .tls_cert_file = opts.tls_cert_file,
+        .tls_private_key_file = opts.tls_key_file,
+        .client_ca_file = opts.client_ca_file,
+        .tls_sans = opts.tls_sans,
+        .n_tls_sans = opts.n_tls_sans,
+        .token_auth_file = opts.token_auth_file,
+        .service_account_key_file = opts.sa_key_file,
+        .anonymous_auth_disabled = opts.anonymous_auth_disabled,
+        .event_ttl = event_ttl,
+    };
     if (ck_apiserver_start(&config, &server, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
         ck_fg_gate_free(gates);
@@ -463,8 +554,7 @@ static int cmd_server(int argc, char **argv)
     CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "store", opts.store, "version",
             ck_version()->git_version);
     struct ck_cmd_controllers controllers = {0};
-    if (!no_controllers &&
-        ck_cmd_controllers_start(ck_apiserver_url(server), opts.controllers, &controllers) < 0) {
+    if (!no_controllers && ck_cmd_controllers_start(server, opts.controllers, &controllers) < 0) {
         ck_apiserver_free(server);
         ck_fg_gate_free(gates);
         return 1;

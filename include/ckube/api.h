@@ -336,6 +336,11 @@ struct ck_field_label {
 enum ck_kind_role {
     CK_KIND_ROLE_NONE,
     CK_KIND_ROLE_NAMESPACE, /* namespaced objects live in one of these; some are created at start */
+    /* The four kinds RBAC policy is made of: the authorizer is rebuilt when one is written. */
+    CK_KIND_ROLE_RBAC_ROLE,
+    CK_KIND_ROLE_RBAC_CLUSTER_ROLE,
+    CK_KIND_ROLE_RBAC_ROLE_BINDING,
+    CK_KIND_ROLE_RBAC_CLUSTER_ROLE_BINDING,
 };
 
 /* The rule metadata.name follows. */

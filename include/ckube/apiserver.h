@@ -3,12 +3,15 @@
  *
  * It stores Kubernetes objects in a ckube store and serves them over the
  * Kubernetes REST API (discovery, OpenAPI v3, get/list/watch/create/update/
- * delete, Tables) and the health endpoints, over plain HTTP with
- * libmicrohttpd. The namespaces default, kube-system, kube-public and
- * kube-node-lease exist from the first start. The server runs on its own
- * threads from ck_apiserver_start() until ck_apiserver_free().
+ * delete, Tables) and the health endpoints with libmicrohttpd. The
+ * namespaces default, kube-system, kube-public and kube-node-lease exist
+ * from the first start. The server runs on its own threads from
+ * ck_apiserver_start() until ck_apiserver_free().
  *
- * Until TLS and authentication exist it listens on loopback addresses only.
+ * With a PKI directory (or a serving certificate) it serves HTTPS and
+ * authenticates (client certificates, bearer tokens, ServiceAccount tokens,
+ * anonymous) and authorizes (RBAC) every request; without, it serves plain
+ * HTTP with neither, on loopback addresses only (tests and benchmarks).
  */
 #ifndef CKUBE_APISERVER_H
 #define CKUBE_APISERVER_H
@@ -36,6 +39,22 @@ struct ck_apiserver_config {
      */
     struct ck_fg_gate *feature_gates;
     /*
+     * TLS, authentication and authorization: on when pki_dir or
+     * tls_cert_file is set. pki_dir is where the CA, the serving and admin
+     * certificates and the service-account key are created or reused;
+     * tls_cert_file/tls_private_key_file and client_ca_file take a user's
+     * own instead; tls_sans are extra names of the serving certificate.
+     */
+    const char *pki_dir;
+    const char *tls_cert_file;
+    const char *tls_private_key_file;
+    const char *client_ca_file;
+    const char *const *tls_sans;
+    size_t n_tls_sans;
+    const char *token_auth_file;          /* kube-apiserver's static token CSV, or NULL */
+    const char *service_account_key_file; /* NULL: the PKI's sa.key */
+    bool anonymous_auth_disabled;         /* --anonymous-auth=false */
+    /*
      * How long events live after their last activity (kube-apiserver's --event-ttl), in
      * nanoseconds, rounded up to seconds: the server removes older ones. 0: one hour,
      * Kubernetes' default; < 0: they never expire. Applies to every kind whose
@@ -58,8 +77,9 @@ int ck_apiserver_feature_gate_new(const struct ck_fg_version *emulated, struct c
 /*
  * Binds the listen address and starts serving. On success returns 0 and sets
  * *ret_server, which the caller frees with ck_apiserver_free(). Fails with
- * CK_EINVAL (malformed or non-loopback address), CK_EADDRINUSE (address taken)
- * or CK_EIO, saying which in *reterr; nothing is left running.
+ * CK_EINVAL (malformed address, non-loopback without TLS, unusable PKI
+ * files), CK_EADDRINUSE (address taken) or CK_EIO, saying which in *reterr;
+ * nothing is left running.
  */
 int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apiserver **ret_server,
                        struct ck_err *reterr);
@@ -67,16 +87,29 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
 /* The TCP port actually bound (useful with port 0). */
 uint16_t ck_apiserver_port(const struct ck_apiserver *server);
 
-/* The server's base URL, http://HOST:PORT with the bound port. Owned by the server. */
+/* The server's base URL, https://HOST:PORT (http:// without TLS) with the bound port. Owned by the
+ * server. */
 const char *ck_apiserver_url(const struct ck_apiserver *server);
 
 /*
  * Writes a kubeconfig at path whose only cluster is ck_apiserver_url(), with
- * context and user "ckube" and namespace "default". Replaces the file
+ * context and user "ckube" and namespace "default"; with TLS, the CA and the
+ * admin client certificate and key embedded (mode 0600). Replaces the file
  * atomically. Returns 0, or CK_EIO/CK_ENOMEM with the reason in *reterr.
  */
 int ck_apiserver_write_kubeconfig(const struct ck_apiserver *server, const char *path,
                                   struct ck_err *reterr);
+
+/*
+ * The files a client of this server in the same process uses: the CA
+ * (*ret_ca; the serving certificate itself when it is the user's own) and a client certificate and
+ * key for a component (CN=cn, O=org when org is not NULL) created or renewed under the PKI
+ * directory as file_base.crt/.key. Paths are new strings the caller frees. CK_ENOENT without TLS or
+ * without a generated CA (a user's own client CA).
+ */
+int ck_apiserver_component_credentials(const struct ck_apiserver *server, const char *file_base,
+                                       const char *cn, const char *org, char **ret_ca,
+                                       char **ret_cert, char **ret_key, struct ck_err *reterr);
 
 /*
  * Marks the server as shutting down: /readyz fails from now on, so load

@@ -44,6 +44,8 @@ struct ck_kubeconfig {
     char *ca_data;          /* certificate-authority-data, base64-decoded PEM */
     char *client_cert_file; /* client-certificate */
     char *client_key_file;  /* client-key */
+    char *client_cert_data; /* client-certificate-data, base64-decoded PEM */
+    char *client_key_data;  /* client-key-data, base64-decoded PEM */
     bool insecure_skip_tls_verify;
 };
 
@@ -84,6 +86,8 @@ struct ck_rest_config {
     const char *ca_data;   /* PEM text, or NULL */
     const char *cert_file; /* client certificate and key for TLS, or NULL */
     const char *key_file;
+    const char *cert_data; /* PEM texts instead of files, or NULL */
+    const char *key_data;
     bool insecure_skip_tls_verify;
     /*
      * Client-side rate limit: qps tokens a second, at most burst at once. 0 picks

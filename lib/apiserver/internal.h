@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 
 #include "ckube/api.h"
+#include "ckube/auth.h"
 #include "ckube/store.h"
 
 /* ---- Status objects (status.c) ---------------------------------------- */
@@ -323,8 +324,50 @@ struct ck_apiserver {
     pthread_mutex_t ticker_lock;
     pthread_cond_t ticker_wake;
     bool ticker_stop;
-    struct ck__ttl *ttl; /* the expiry thread, or NULL */
+    struct ck__auth *auth; /* NULL: plain HTTP, no authentication (authn_authz.c) */
+    struct ck__ttl *ttl;   /* the expiry thread, or NULL */
 };
+
+/* ---- TLS, authentication, authorization (authn_authz.c) --------------------- */
+
+struct ck_apiserver_config;
+struct ck__auth;
+
+/* The PKI and credentials of config; sets server->auth unless TLS is off. */
+int ck__auth_init(struct ck_apiserver *server, const struct ck_apiserver_config *config,
+                  const char *listen_host, struct ck_err *reterr);
+/* Writes the missing bootstrap RBAC objects and compiles the first policy. */
+int ck__auth_bootstrap(struct ck_apiserver *server, struct ck_err *reterr);
+void ck__auth_free(struct ck__auth *auth);
+/* PEM texts of the serving certificate, its key and the client CA (NULL without). */
+const char *ck__auth_cert_pem(const struct ck__auth *auth);
+const char *ck__auth_key_pem(const struct ck__auth *auth);
+const char *ck__auth_client_ca_pem(const struct ck__auth *auth);
+const struct ck_pki *ck__auth_pki(const struct ck__auth *auth);
+
+/*
+ * Authenticates and authorizes one request. When *ret_answered is set, the
+ * 401/403 Status has been queued (the return value is MHD's); else
+ * *ret_user is the request's user (NULL without TLS), which the caller frees.
+ */
+enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                 const char *method, const char *url,
+                                 struct ck_auth_user **ret_user, bool *ret_answered);
+
+/*
+ * The escalation check of a write (POST, PUT or PATCH; other methods pass) of
+ * a role or binding: body is the new object, or the patch of the stored one.
+ */
+int ck__auth_check_write(struct ck_apiserver *server, const struct ck_auth_user *user,
+                         const struct ck__target *t, const char *method, const char *content_type,
+                         const char *body, size_t len, struct ck_err *reterr);
+
+/* MHD's connection callback (cls: the server): keeps a connection's verified certificate. */
+void ck__auth_notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                                enum MHD_ConnectionNotificationCode toe);
+
+/* Rebuilds the RBAC policy from the store after a write of one of its kinds. */
+void ck__auth_rbac_changed(struct ck_apiserver *server);
 
 /* The WatchList gate: may watches ask for sendInitialEvents? (features.c) */
 bool ck__watch_list_enabled(const struct ck_apiserver *server);

@@ -3,21 +3,62 @@
  *
  * The file is JSON (every kubeconfig reader accepts it, as YAML is a superset
  * of JSON) with one cluster, one user and one context, all named "ckube",
- * and the context's namespace "default". It is written to a temporary file
- * and renamed into place, so a reader never sees half a file.
+ * and the context's namespace "default". With TLS the cluster carries the
+ * CA (certificate-authority-data) and the user the admin client certificate
+ * and key (client-certificate-data, client-key-data), so the file is
+ * written 0600. It is written to a temporary file and renamed into place,
+ * so a reader never sees half a file.
  *
  * No test of its own: tests/apiserver/test_server.c
  * (test_kubeconfig_points_at_the_bound_port) reads back what it writes and
  * checks the error for a directory that does not exist; the e2e tests
  * (tests/e2e/lib.sh) point kubectl at it.
  */
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ckube/apiserver.h"
 #include "ckube/internal/util.h"
+#include "internal.h"
+
+/* Sets obj[key] to the base64 of the file at path. 0, or a negative code with reterr. */
+static int set_file_data(json_t *obj, const char *key, const char *path, struct ck_err *reterr)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int r = ck__read_file(path, 1024 * 1024, &text, &len);
+    if (r < 0)
+        return ck_err_set(reterr, CK_EIO, "cannot read %s: %s", path,
+                          r == CK__E2BIG ? "too large" : strerror(-r));
+    char *b64 = ck_base64_encode(text, len);
+    free(text);
+    if (!b64 || json_object_set_new(obj, key, json_string(b64)) < 0) {
+        free(b64);
+        return ck_err_no_memory(reterr);
+    }
+    free(b64);
+    return 0;
+}
+
+/* The CA and admin credentials of a TLS server, into the cluster and user entries. */
+static int add_credentials(const struct ck_pki *pki, json_t *config, struct ck_err *reterr)
+{
+    json_t *cluster =
+        json_object_get(json_array_get(json_object_get(config, "clusters"), 0), "cluster");
+    json_t *user = json_object_get(json_array_get(json_object_get(config, "users"), 0), "user");
+    int r = 0;
+    if (pki->ca_cert)
+        r = set_file_data(cluster, "certificate-authority-data", pki->ca_cert, reterr);
+    if (r == 0 && pki->admin_cert)
+        r = set_file_data(user, "client-certificate-data", pki->admin_cert, reterr);
+    if (r == 0 && pki->admin_key)
+        r = set_file_data(user, "client-key-data", pki->admin_key, reterr);
+    return r;
+}
 
 int ck_apiserver_write_kubeconfig(const struct ck_apiserver *server, const char *path,
                                   struct ck_err *reterr)
@@ -32,6 +73,14 @@ int ck_apiserver_write_kubeconfig(const struct ck_apiserver *server, const char 
                   "current-context", "ckube", "preferences");
     if (!config)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    const struct ck_pki *pki = ck__auth_pki(server->auth);
+    if (pki) {
+        int r = add_credentials(pki, config, reterr);
+        if (r < 0) {
+            json_decref(config);
+            return r;
+        }
+    }
 
     size_t tmp_len = strlen(path) + 8;
     char *tmp = ck__malloc(tmp_len);
@@ -41,7 +90,12 @@ int ck_apiserver_write_kubeconfig(const struct ck_apiserver *server, const char 
     }
     snprintf(tmp, tmp_len, "%s.tmp", path);
     int r = 0;
-    if (json_dump_file(config, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
+    /* 0600: the file may hold a private key */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int dumped = fd < 0 ? -1 : json_dumpfd(config, fd, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (fd >= 0 && close(fd) != 0)
+        dumped = -1;
+    if (dumped != 0)
         r = ck_err_set(reterr, CK_EIO, "cannot write %s: %s", tmp, strerror(errno));
     else if (rename(tmp, path) != 0)
         r = ck_err_set(reterr, CK_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));

@@ -6,8 +6,13 @@
  * thread. A handler blocks its thread while the store commits, so the pool
  * is what lets concurrent writes share one commit (the store's group
  * commit). We bind the listen socket ourselves so that "address in use" and
- * "not a loopback address" are clear errors before any thread starts, and
- * hand the socket to MHD.
+ * (plain HTTP only) "not a loopback address" are clear errors before any
+ * thread starts, and hand the socket to MHD.
+ *
+ * With TLS (the default of `ckube server`) MHD speaks it through GnuTLS with
+ * the serving certificate and key, TLS 1.2 or later, and asks for a client
+ * certificate without requiring one; every request is authenticated and
+ * authorized (authn_authz.c) before it is routed.
  *
  * Requests are answered on the access handler's second call, never the first:
  * queuing on the first call makes MHD close kept-alive connections.
@@ -52,6 +57,8 @@
 #define HANDLER_THREADS 16u                /* requests in progress at once */
 /* Open connections, watches included (kube-apiserver has no such limit). */
 #define MAX_CONNECTIONS 10000u
+/* GnuTLS priorities: its defaults, TLS 1.2 and 1.3 only. */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 /* What one request collected before it is answered. */
 struct request {
@@ -62,6 +69,7 @@ struct request {
     double start;                     /* monotonic seconds at the first call */
     struct ck__request_labels labels; /* for the metrics, set when routed */
     char *path;                       /* for the access log, at -v 2 only */
+    struct ck_auth_user *user;        /* who sent it (NULL without TLS) */
 };
 
 /*
@@ -310,6 +318,10 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
     size_t body_len = req->len;
     bool readonly = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     ck__request_labels_set(&req->labels, method, NULL, false, false);
+    bool answered = false;
+    enum MHD_Result auth_ret = ck__auth_request(server, conn, method, url, &req->user, &answered);
+    if (answered)
+        return auth_ret;
     enum MHD_Result discovery_ret;
     if (readonly && serve_discovery(server, conn, url, &discovery_ret))
         return discovery_ret;
@@ -336,7 +348,20 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
         ck__request_labels_set(&req->labels, method, &target,
                                readonly && ck__query_bool(conn, "watch"),
                                ck__query(conn, "dryRun") != NULL);
-        return ck__serve_resource(server, conn, method, &target, body, body_len);
+        if (readonly)
+            return ck__serve_resource(server, conn, method, &target, body, body_len);
+        struct ck_err err = {0};
+        const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+        if (ck__auth_check_write(server, req->user, &target, method, type, body, body_len, &err) <
+            0)
+            return ck__fail(conn, &err);
+        enum MHD_Result ret = ck__serve_resource(server, conn, method, &target, body, body_len);
+        enum ck_kind_role role = target.kind->role;
+        if (role == CK_KIND_ROLE_RBAC_ROLE || role == CK_KIND_ROLE_RBAC_CLUSTER_ROLE ||
+            role == CK_KIND_ROLE_RBAC_ROLE_BINDING ||
+            role == CK_KIND_ROLE_RBAC_CLUSTER_ROLE_BINDING)
+            ck__auth_rbac_changed(server);
+        return ret;
     }
     return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
 }
@@ -441,6 +466,7 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **req
         if (req->path)
             log_access(conn, req, status, seconds);
     }
+    ck_auth_user_free(req->user);
     free(req->path);
     free(req->body);
     free(req);
@@ -461,7 +487,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 /* Splits "HOST:PORT" / "[HOST]:PORT" into host and port buffers. */
-static int split_host_port(const char *addr, char *host, size_t host_size, char *port,
+static int split_host_port(const char *addr, bool tls, char *host, size_t host_size, char *port,
                            size_t port_size, struct ck_err *reterr)
 {
     const char *colon;
@@ -487,10 +513,13 @@ static int split_host_port(const char *addr, char *host, size_t host_size, char 
     if (*port_str == '\0' || *end != '\0' || port_num < 0 || port_num > 65535)
         return ck_err_set(reterr, CK_EINVAL, "invalid listen address %s: bad port %s", addr,
                           port_str);
-    if (host_len == 0)
+    if (host_len == 0 && tls) {
+        host_start = "0.0.0.0"; /* every interface */
+        host_len = strlen(host_start);
+    } else if (host_len == 0)
         return ck_err_set(
             reterr, CK_EINVAL,
-            "listen address %s has no host: until TLS and authentication exist ckube listens on loopback only",
+            "listen address %s has no host: without TLS and authentication ckube listens on loopback only",
             addr);
     if (host_len >= host_size || strlen(port_str) >= port_size)
         return ck_err_set(reterr, CK_EINVAL, "invalid listen address %s: too long", addr);
@@ -513,10 +542,11 @@ static bool is_loopback(const struct sockaddr *sa)
     return false;
 }
 
-static int bind_listen_socket(struct ck_apiserver *server, const char *addr, struct ck_err *reterr)
+static int bind_listen_socket(struct ck_apiserver *server, const char *addr, bool tls,
+                              struct ck_err *reterr)
 {
     char host[256], port[16];
-    int r = split_host_port(addr, host, sizeof(host), port, sizeof(port), reterr);
+    int r = split_host_port(addr, tls, host, sizeof(host), port, sizeof(port), reterr);
     if (r < 0)
         return r;
 
@@ -526,11 +556,11 @@ static int bind_listen_socket(struct ck_apiserver *server, const char *addr, str
     if (gai != 0)
         return ck_err_set(reterr, CK_EINVAL, "invalid listen address %s: %s", addr,
                           gai_strerror(gai));
-    if (!is_loopback(res->ai_addr)) {
+    if (!tls && !is_loopback(res->ai_addr)) {
         freeaddrinfo(res);
         return ck_err_set(
             reterr, CK_EINVAL,
-            "refusing to listen on %s: until TLS and authentication exist ckube listens on loopback addresses only (127.0.0.0/8, ::1)",
+            "refusing to listen on %s: without TLS and authentication ckube listens on loopback addresses only (127.0.0.0/8, ::1)",
             addr);
     }
 
@@ -564,8 +594,8 @@ static int bind_listen_socket(struct ck_apiserver *server, const char *addr, str
     server->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                      : ((struct sockaddr_in *)&bound)->sin_port);
     snprintf(server->url, sizeof(server->url),
-             bound.ss_family == AF_INET6 ? "http://[%s]:%u" : "http://%s:%u", host,
-             (unsigned)server->port);
+             bound.ss_family == AF_INET6 ? "%s://[%s]:%u" : "%s://%s:%u", tls ? "https" : "http",
+             host, (unsigned)server->port);
     server->listen_fd = fd;
     return 0;
 }
@@ -632,6 +662,7 @@ static void teardown(struct ck_apiserver *server)
     }
     server->ttl = ck__ttl_stop(server->ttl);
     free(server->registry);
+    ck__auth_free(server->auth);
     ck__metrics_free(server->metrics);
     ck_fg_gate_free(server->own_gates);
     ck_schemas_free(server->schemas);
@@ -660,8 +691,15 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     pthread_cond_init(&server->ticker_wake, NULL);
 
     server->metrics = ck__metrics_new();
-    int r = server->metrics ? bind_listen_socket(server, listen_addr, reterr)
-                            : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    char host[256], port[16];
+    int r = server->metrics
+                ? split_host_port(listen_addr, true, host, sizeof(host), port, sizeof(port), reterr)
+                : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    if (r == 0)
+        r = ck__auth_init(server, config, host, reterr);
+    bool tls = server->auth != NULL;
+    if (r == 0)
+        r = bind_listen_socket(server, listen_addr, tls, reterr);
     if (r == 0 && !config->feature_gates) {
         r = ck_apiserver_feature_gate_new(NULL, &server->own_gates, reterr);
         if (r == 0)
@@ -686,6 +724,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     }
     if (r == 0)
         r = bootstrap_namespaces(server, reterr);
+    if (r == 0)
+        r = ck__auth_bootstrap(server, reterr);
     if (r == 0 && pthread_create(&server->ticker, NULL, ticker_main, server) != 0) {
         server->ticker = 0;
         r = ck_err_set(reterr, CK_EIO, "cannot start the watch ticker thread");
@@ -699,11 +739,28 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
 
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
                          MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    /* TLS options come first; without TLS the list ends there (MHD_OPTION_ARRAY's end). */
+    struct MHD_OptionItem tls_options[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)ck__auth_cert_pem(server->auth)},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)ck__auth_key_pem(server->auth)},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES},
+        {MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)ck__auth_client_ca_pem(server->auth)},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (tls) {
+        flags |= MHD_USE_TLS;
+        if (!ck__auth_client_ca_pem(server->auth))
+            tls_options[3].option = MHD_OPTION_END;
+    } else {
+        tls_options[0].option = MHD_OPTION_END;
+    }
     server->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, access_handler, server, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTEN_SOCKET, server->listen_fd, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, MHD_OPTION_THREAD_POOL_SIZE,
-        HANDLER_THREADS, MHD_OPTION_NOTIFY_COMPLETED, request_completed, server, MHD_OPTION_END);
+        MHD_OPTION_ARRAY, tls_options, MHD_OPTION_LISTEN_SOCKET, server->listen_fd,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT,
+        MAX_CONNECTIONS, MHD_OPTION_THREAD_POOL_SIZE, HANDLER_THREADS, MHD_OPTION_NOTIFY_COMPLETED,
+        request_completed, server, MHD_OPTION_NOTIFY_CONNECTION, ck__auth_notify_connection, server,
+        MHD_OPTION_END);
     if (!server->daemon) {
         teardown(server);
         return ck_err_set(reterr, CK_EIO, "cannot start the HTTP server on %s", listen_addr);

@@ -229,6 +229,13 @@ static int fill(const json_t *doc, const char *base_dir, const char *context,
     kc->token = string_field(user, "token", &oom);
     kc->client_cert_file = resolve(user, "client-certificate", base_dir, &oom);
     kc->client_key_file = resolve(user, "client-key", base_dir, &oom);
+    static const char *const data_fields[] = {"client-certificate-data", "client-key-data"};
+    char **data_out[] = {&kc->client_cert_data, &kc->client_key_data};
+    for (size_t i = 0; i < 2; i++) {
+        const char *data = json_string_value(json_object_get(user, data_fields[i]));
+        if (data && *data && !(*data_out[i] = ck_base64_decode(data, NULL)))
+            return ck_err_set(reterr, CK_EINVAL, "kubeconfig: %s is not base64", data_fields[i]);
+    }
     char *token_file = kc->token ? NULL : resolve(user, "tokenFile", base_dir, &oom);
     if (oom) {
         free(token_file);
@@ -306,6 +313,8 @@ struct ck_kubeconfig *ck_kubeconfig_free(struct ck_kubeconfig *kc)
     free(kc->ca_data);
     free(kc->client_cert_file);
     free(kc->client_key_file);
+    free(kc->client_cert_data);
+    free(kc->client_key_data);
     free(kc);
     return NULL;
 }

@@ -41,6 +41,7 @@ struct ck_rest {
     char *auth_header;
     char *ca_file, *cert_file, *key_file;
     char *ca_data;
+    char *cert_data, *key_data;
     bool insecure;
     char *user_agent;
     long timeout_ms;
@@ -182,12 +183,15 @@ int ck_rest_new(const struct ck_rest_config *config, struct ck_rest **ret_client
     c->ca_data = dup_or_null(config->ca_data);
     c->cert_file = dup_or_null(config->cert_file);
     c->key_file = dup_or_null(config->key_file);
+    c->cert_data = dup_or_null(config->cert_data);
+    c->key_data = dup_or_null(config->key_data);
     c->insecure = config->insecure_skip_tls_verify;
     c->timeout_ms = config->timeout > 0 ? (long)(config->timeout / CK_MSEC) : 60000;
     c->clock = config->clock;
     bool failed = !c->server || !c->user_agent || (config->ca_file && !c->ca_file) ||
                   (config->ca_data && !c->ca_data) || (config->cert_file && !c->cert_file) ||
-                  (config->key_file && !c->key_file);
+                  (config->key_file && !c->key_file) || (config->cert_data && !c->cert_data) ||
+                  (config->key_data && !c->key_data);
     if (config->token && *config->token) {
         size_t n = strlen(config->token) + 32;
         c->auth_header = ck__malloc(n);
@@ -219,6 +223,8 @@ int ck_rest_new_from_kubeconfig(const struct ck_kubeconfig *kc, double qps, int 
         .ca_data = kc->ca_data,
         .cert_file = kc->client_cert_file,
         .key_file = kc->client_key_file,
+        .cert_data = kc->client_cert_data,
+        .key_data = kc->client_key_data,
         .insecure_skip_tls_verify = kc->insecure_skip_tls_verify,
         .qps = qps,
         .burst = burst,
@@ -240,6 +246,8 @@ struct ck_rest *ck_rest_free(struct ck_rest *c)
     free(c->ca_data);
     free(c->cert_file);
     free(c->key_file);
+    free(c->cert_data);
+    free(c->key_data);
     free(c->user_agent);
     free(c);
     return NULL;
@@ -350,6 +358,18 @@ static struct curl_slist *setup(struct ck_rest *c, CURL *h, const char *method, 
         curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert_file);
     if (c->key_file)
         curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
+    if (c->cert_data) {
+        struct curl_blob blob = {
+            .data = c->cert_data, .len = strlen(c->cert_data), .flags = CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &blob);
+        curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+    }
+    if (c->key_data) {
+        struct curl_blob blob = {
+            .data = c->key_data, .len = strlen(c->key_data), .flags = CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &blob);
+        curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    }
     if (c->insecure) {
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);

@@ -67,10 +67,16 @@ check "malformed --config file names the file" grep -q "bad.yaml" "$work/err"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 addr="127.0.0.1:$port"
 
-wait_ready() { # wait_ready: up to 10 s for /readyz to say ok
+admin_curl() { # admin_curl ARGS...: curl with the CA and the admin certificate
+    curl -s --cacert "$work/data/pki/ca.crt" --cert "$work/data/pki/admin.crt" \
+        --key "$work/data/pki/admin.key" "$@"
+}
+
+wait_ready() { # wait_ready: up to 10 s for /readyz to say ok and the KUBECONFIG line
     i=0
     while [ $i -lt 100 ]; do
-        [ "$(curl -s "http://$addr/readyz" 2>/dev/null)" = ok ] && return 0
+        [ "$(curl -s --cacert "$work/data/pki/ca.crt" "https://$addr/readyz" 2>/dev/null)" = ok ] &&
+            grep -q "^export KUBECONFIG=" "$work/server.out" && return 0
         sleep 0.1; i=$((i + 1))
     done
     return 1
@@ -95,7 +101,10 @@ stop_server() { # stop_server SIGNAL: the server must exit 0 within 10 s
 start_server --logging-format json
 check "server becomes ready" wait_ready
 check "server prints the KUBECONFIG line" grep -q "^export KUBECONFIG=.*/kubeconfig$" "$work/server.out"
-check "kubeconfig names the server" grep -q "\"http://$addr\"" "$work/data/kubeconfig"
+check "kubeconfig names the server" grep -q "\"https://$addr\"" "$work/data/kubeconfig"
+check "kubeconfig embeds the CA" grep -q "certificate-authority-data" "$work/data/kubeconfig"
+check "kubeconfig is private" [ "$(stat -c %a "$work/data/kubeconfig")" = 600 ]
+check "the PKI's keys are private" [ "$(stat -c %a "$work/data/pki/ca.key")" = 600 ]
 check "json logs are JSON" python3 -c '
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -117,11 +126,11 @@ stop_server INT
 # --- feature gates: file, flags over the file, emulated version ---
 printf 'apiVersion: ckube.io/v1alpha1\nfeatureGates:\n  WatchList: false\n  PodLevelResources: true\n' >"$work/config.yaml"
 gate_metric() { # gate_metric NAME: the kubernetes_feature_enabled value
-    curl -s "http://$addr/metrics" | sed -n "s/^kubernetes_feature_enabled{name=\"$1\",.*} //p"
+    admin_curl "https://$addr/metrics" | sed -n "s/^kubernetes_feature_enabled{name=\"$1\",.*} //p"
 }
 initial_events_code() {
-    curl -s -o /dev/null -w '%{http_code}' --max-time 3 \
-        "http://$addr/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"
+    admin_curl -o /dev/null -w '%{http_code}' --max-time 3 \
+        "https://$addr/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"
 }
 start_server --config "$work/config.yaml" --feature-gates PodLevelResources=false \
     --feature-gates WatchList=true,PodLevelResources=true --feature-gates PodLevelResources=false
@@ -140,13 +149,15 @@ stop_server TERM
 start_server --emulated-version 1.31 --feature-gates WatchList=true
 check "server emulating 1.31 becomes ready" wait_ready
 check "emulating 1.31 logs the version" grep -q "Feature gates: emulationVersion=1.31 " "$work/server.err"
-check "WatchList is alpha at 1.31" sh -c "curl -s 'http://$addr/metrics' | grep -q '^kubernetes_feature_enabled{name=\"WatchList\",stage=\"ALPHA\"} 1'"
+check "WatchList is alpha at 1.31" sh -c "curl -s --cacert '$work/data/pki/ca.crt' --cert '$work/data/pki/admin.crt' --key '$work/data/pki/admin.key' 'https://$addr/metrics' | grep -q '^kubernetes_feature_enabled{name=\"WatchList\",stage=\"ALPHA\"} 1'"
 stop_server TERM
 
-"$ckube" server --listen "0.0.0.0:$port" --data-dir "$work/data" >/dev/null 2>"$work/err3"
+"$ckube" server --insecure-plain-http --listen "0.0.0.0:$port" --data-dir "$work/data" >/dev/null 2>"$work/err3"
 rc=$?
-check "non-loopback listen exits 1" [ "$rc" -eq 1 ]
-check "non-loopback listen explains" grep -q "loopback" "$work/err3"
+check "non-loopback plain-HTTP listen exits 1" [ "$rc" -eq 1 ]
+check "non-loopback plain-HTTP listen explains" grep -q "loopback" "$work/err3"
+expect_usage_error "--anonymous-auth: want true or false" server --anonymous-auth maybe
+expect_usage_error "cannot be combined" server --insecure-plain-http --token-auth-file x
 
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -2,6 +2,8 @@
 # `ckube server` on a free loopback port that can be stopped and started
 # again on the same store, a kubeconfig for it, pass/fail bookkeeping, and
 # waiting for an object and making a pod Ready.
+# The server speaks HTTPS with the PKI it creates in $work/data/pki: curl
+# verifies it with --cacert "$ca"; kurl also authenticates as the admin.
 #
 # Source it with $1 = PATH/TO/ckube and optional $2 = STORE_URL (default: a
 # fresh sqlite://<tmp>/state.db). It exits 77 (skipped) without kubectl.
@@ -33,6 +35,10 @@ check() { # check DESCRIPTION COMMAND...
 }
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+url="https://127.0.0.1:$port"
+ca="$work/data/pki/ca.crt"
+# kurl ARGS...: curl against the server as the admin (the kubeconfig's certificate)
+kurl() { curl -s --cacert "$ca" --cert "$work/data/pki/admin.crt" --key "$work/data/pki/admin.key" "$@"; }
 
 # start_server [EXTRA ARGS...]: starts the server on $port and $store, waits until ready.
 start_server() {
@@ -41,7 +47,7 @@ start_server() {
     server_pid=$!
     i=0
     # ready, and the kubeconfig written (the server writes it once it serves)
-    until [ "$(curl -s "http://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ] &&
+    until [ "$(kurl "$url/readyz" 2>/dev/null)" = ok ] &&
         [ -f "$work/data/kubeconfig" ]; do
         i=$((i + 1))
         if [ $i -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then

@@ -8,6 +8,7 @@ Usage: test_python_client.py PATH/TO/ckube [STORE_URL]
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -55,7 +56,9 @@ def main():
         # ready, and the kubeconfig written (the server writes it once it serves)
         for _ in range(100):
             try:
-                if (urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz").read() == b"ok"
+                ctx = ssl.create_default_context(cafile=f"{work}/data/pki/ca.crt")
+                if (urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz",
+                                           context=ctx).read() == b"ok"
                         and os.path.exists(f"{work}/data/kubeconfig")):
                     break
             except OSError:

@@ -55,6 +55,7 @@ const struct ck_kind ck__kind_clusterrole = {
     .resource = "clusterroles",
     .singular = "clusterrole",
     .namespaced = false,
+    .role = CK_KIND_ROLE_RBAC_CLUSTER_ROLE,
     .name_rule = CK_NAME_PATH_SEGMENT,
     .schema = "io.k8s.api.rbac.v1.ClusterRole",
     .columns = ck__rbac_role_columns,

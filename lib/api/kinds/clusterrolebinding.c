@@ -30,6 +30,7 @@ const struct ck_kind ck__kind_clusterrolebinding = {
     .resource = "clusterrolebindings",
     .singular = "clusterrolebinding",
     .namespaced = false,
+    .role = CK_KIND_ROLE_RBAC_CLUSTER_ROLE_BINDING,
     .name_rule = CK_NAME_PATH_SEGMENT,
     .schema = "io.k8s.api.rbac.v1.ClusterRoleBinding",
     .columns = ck__rbac_binding_columns,

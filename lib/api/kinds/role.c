@@ -28,6 +28,7 @@ const struct ck_kind ck__kind_role = {
     .resource = "roles",
     .singular = "role",
     .namespaced = true,
+    .role = CK_KIND_ROLE_RBAC_ROLE,
     .name_rule = CK_NAME_PATH_SEGMENT,
     .schema = "io.k8s.api.rbac.v1.Role",
     .columns = ck__rbac_role_columns,

@@ -31,6 +31,7 @@ const struct ck_kind ck__kind_rolebinding = {
     .resource = "rolebindings",
     .singular = "rolebinding",
     .namespaced = true,
+    .role = CK_KIND_ROLE_RBAC_ROLE_BINDING,
     .name_rule = CK_NAME_PATH_SEGMENT,
     .schema = "io.k8s.api.rbac.v1.RoleBinding",
     .columns = ck__rbac_binding_columns,
