@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""ab.py - two ckube builds side by side: GET of one pod and LIST of 1,000 pods.
+
+    bench/apiserver/ab.py --base OLD/ckube --new NEW/ckube [--rounds 8]
+                          [--base-plain-flag ''] [--new-plain-flag --insecure-plain-http]
+
+Starts both servers at once on SQLite (random loopback ports, a temporary
+directory removed at the end), fills each with the same pod and 1,000 pods in
+one namespace (bench.py's pod), then alternates between them, round after
+round, so both see the same load on a shared machine: wrk, 1 thread and 1
+connection, 3 s, for the LIST's median latency; 2 threads and 64 connections,
+3 s, for GET requests per second. Prints each build's runs and medians and the
+ratio new/base. A build from before TLS has no --insecure-plain-http flag
+(plain HTTP was its only mode): pass --base-plain-flag ''.
+"""
+import argparse
+import http.client
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench as b  # noqa: E402
+
+
+def start(servers, binary, plain_flag, tmp, name):
+    port = b.free_port()
+    argv = [binary, "server", "--listen", f"127.0.0.1:{port}", "--data-dir",
+            os.path.join(tmp, name)]
+    if plain_flag:
+        argv.insert(2, plain_flag)
+    proc = servers.start(argv, open(os.path.join(tmp, name + ".log"), "w"))
+    b.wait_ready(port, proc, f"ckube ({name})")
+    return port
+
+
+def fill(port, pods):
+    b.must(*b.request(port, "POST", "/api/v1/namespaces", {"metadata": {"name": "list"}}),
+           "create namespace")
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    for i in range(pods):
+        pod = json.loads(json.dumps(b.POD))
+        pod["metadata"]["name"] = f"pod-{i:05d}"
+        b.must(*b.request(port, "POST", "/api/v1/namespaces/list/pods", pod, conn), "pod")
+    b.must(*b.request(port, "POST", "/api/v1/namespaces/default/pods", b.POD), "bench-pod")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--new", required=True)
+    ap.add_argument("--base-plain-flag", default="--insecure-plain-http")
+    ap.add_argument("--new-plain-flag", default="--insecure-plain-http")
+    ap.add_argument("--rounds", type=int, default=8)
+    opts = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="ckube-ab-")
+    servers = b.Servers()
+    try:
+        ports = {
+            "base": start(servers, opts.base, opts.base_plain_flag, tmp, "base"),
+            "new": start(servers, opts.new, opts.new_plain_flag, tmp, "new"),
+        }
+        for port in ports.values():
+            fill(port, 1000)
+        runs = {k: {"list": [], "get": []} for k in ports}
+        for _ in range(opts.rounds):
+            for name, port in ports.items():
+                url = f"http://127.0.0.1:{port}"
+                runs[name]["list"].append(
+                    b.wrk(url + "/api/v1/namespaces/list/pods", 1, 1, 3)["p50_ms"])
+                runs[name]["get"].append(
+                    b.wrk(url + "/api/v1/namespaces/default/pods/bench-pod", 2, 64, 3)["rps"])
+        med = {k: {m: statistics.median(v) for m, v in r.items()} for k, r in runs.items()}
+        print(f"{opts.rounds} alternating rounds; load average {os.getloadavg()[0]:.1f} at the end")
+        for m, unit in (("list", "LIST 1000 pods, p50 ms"), ("get", "GET pod, req/s")):
+            print(f"{unit:24} base {med['base'][m]:9.2f}  new {med['new'][m]:9.2f}  "
+                  f"new/base {med['new'][m] / med['base'][m]:.2f}")
+            for k in ("base", "new"):
+                print(f"  {k:4} runs: " + " ".join(f"{x:.2f}" for x in runs[k][m]))
+    finally:
+        servers.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
