@@ -5,7 +5,8 @@
  *
  * Each handler parses what it needs from the request (query parameters,
  * Accept, Content-Type, body), calls the registry, and answers either the
- * served bytes, a Table (when Accept asks for as=Table), or the Status of
+ * served bytes, a Table (when Accept asks for as=Table), PartialObjectMetadata
+ * or its List (as=PartialObjectMetadata, as=PartialObjectMetadataList), or the Status of
  * the struct ck_err the request failed with (request.c sends it, status.c
  * renders it). Any failure, running out of memory included, is answered
  * with a Status and a real HTTP code. Watches are in watch.c, the request
@@ -42,12 +43,76 @@ static enum MHD_Result send_table(struct MHD_Connection *conn, const struct ck_k
     return ck__send_bytes(conn, 200, table_content_type, body, strlen(body), NULL);
 }
 
-/* Answers one served object: as is, or as a one-row Table. */
+/*
+ * Answers one served object (body, taken) as its PartialObjectMetadata. A
+ * Status (what deleting some kinds answers) goes as it is, as Kubernetes
+ * leaves a Status untransformed; asking for a List of one object is a 406.
+ */
+static enum MHD_Result send_partial(struct MHD_Connection *conn, const struct ck_kind *kind,
+                                    enum ck__accept accept, unsigned status, char *body, size_t len,
+                                    const struct ck_warnings *warnings)
+{
+    json_t *obj = NULL;
+    int r = ck_json_loadb(body, len, 0, &obj, NULL);
+    if (r == CK_ENOMEM) {
+        free(body);
+        return ck__fail_no_memory(conn);
+    }
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        free(body);
+        return ck__fail_with(conn, "InternalError", "Internal error occurred: bad object");
+    }
+    const char *obj_kind = json_string_value(json_object_get(obj, "kind"));
+    if (obj_kind && strcmp(obj_kind, "Status") == 0) {
+        json_decref(obj);
+        return ck__send_bytes(conn, status, "application/json", body, len, warnings);
+    }
+    free(body);
+    if (accept != CK__ACCEPT_PARTIAL) {
+        json_decref(obj);
+        struct ck_err err = {0};
+        ck__err_partial_shape(&err, kind, accept);
+        return ck__fail(conn, &err);
+    }
+    json_t *partial = ck__partial_object(obj);
+    json_decref(obj);
+    size_t out_len = 0;
+    char *out = ck__json_dumps(partial, JSON_COMPACT | JSON_PRESERVE_ORDER, &out_len);
+    json_decref(partial);
+    if (!out)
+        return ck__fail_no_memory(conn);
+    return ck__send_bytes(conn, status, ck__partial_content_type, out, out_len, warnings);
+}
+
+static bool is_partial(enum ck__accept accept)
+{
+    return accept == CK__ACCEPT_PARTIAL || accept == CK__ACCEPT_PARTIAL_LIST;
+}
+
+/*
+ * Answers a served object that has no Table (a Scale, a deleted object or
+ * its Status): as is, or as its PartialObjectMetadata.
+ */
+static enum MHD_Result send_plain(struct MHD_Connection *conn, const struct ck_kind *kind,
+                                  unsigned status, char *body, size_t len,
+                                  const struct ck_warnings *warnings)
+{
+    enum ck__accept accept = ck__negotiate(conn);
+    if (is_partial(accept))
+        return send_partial(conn, kind, accept, status, body, len, warnings);
+    return ck__send_bytes(conn, status, "application/json", body, len, warnings);
+}
+
+/* Answers one served object: as is, as a one-row Table, or as its PartialObjectMetadata. */
 static enum MHD_Result send_object(struct MHD_Connection *conn, const struct ck_kind *kind,
                                    unsigned status, char *body, size_t len,
                                    const struct ck_warnings *warnings)
 {
-    if (ck__negotiate(conn) == CK__ACCEPT_TABLE && status == 200) {
+    enum ck__accept accept = ck__negotiate(conn);
+    if (is_partial(accept))
+        return send_partial(conn, kind, accept, status, body, len, warnings);
+    if (accept == CK__ACCEPT_TABLE && status == 200) {
         json_t *obj = NULL;
         int r = ck_json_loadb(body, len, 0, &obj, NULL);
         free(body);
@@ -96,7 +161,7 @@ static enum MHD_Result handle_get(struct ck_apiserver *ctx, struct MHD_Connectio
     if (!body)
         return ck__fail_no_memory(conn);
     if (is_scale(t))
-        return ck__send_bytes(conn, 200, "application/json", body, len, NULL);
+        return send_plain(conn, t->kind, 200, body, len, NULL);
     return send_object(conn, t->kind, 200, body, len, NULL);
 }
 
@@ -179,7 +244,28 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
     char rv[32];
     snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
     enum MHD_Result ret;
-    if (ck__negotiate(conn) == CK__ACCEPT_TABLE) {
+    enum ck__accept accept = ck__negotiate(conn);
+    if (accept == CK__ACCEPT_PARTIAL) {
+        ck__list_result_release(&result);
+        ck__err_partial_shape(&err, t->kind, accept);
+        return ck__fail(conn, &err);
+    }
+    if (accept == CK__ACCEPT_PARTIAL_LIST) {
+        json_t *items = json_array();
+        bool ok = items != NULL;
+        for (size_t i = 0; ok && i < result.n_kvs; i++)
+            ok = json_array_append_new(items, ck__decode_stored(result.kvs[i])) == 0;
+        json_t *list = ok ? ck__partial_list(items, rv, result.continue_token) : NULL;
+        json_decref(items);
+        ck__list_result_release(&result);
+        size_t len = 0;
+        char *text = ck__json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
+        json_decref(list);
+        if (!text)
+            return ck__fail_no_memory(conn);
+        return ck__send_bytes(conn, 200, ck__partial_list_content_type, text, len, NULL);
+    }
+    if (accept == CK__ACCEPT_TABLE) {
         json_t **objects = ck__calloc(result.n_kvs + 1, sizeof(*objects));
         size_t n = 0;
         while (objects && n < result.n_kvs && (objects[n] = ck__decode_stored(result.kvs[n])))
@@ -306,7 +392,7 @@ static enum MHD_Result send_written(struct MHD_Connection *conn, const struct ck
     free(out);
     if (!scale)
         return ck__fail_no_memory(conn);
-    return ck__send_bytes(conn, 200, "application/json", scale, len, warnings);
+    return send_plain(conn, t->kind, 200, scale, len, warnings);
 }
 
 /*
@@ -501,7 +587,7 @@ static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connec
     json_decref(doc);
     if (r < 0)
         return ck__fail(conn, &err);
-    return ck__send_bytes(conn, 200, "application/json", out, out_len, NULL);
+    return send_plain(conn, t->kind, 200, out, out_len, NULL);
 }
 
 /*
@@ -610,14 +696,28 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
     snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
     ck__list_result_release(&result);
     json_decref(doc);
-    json_t *list = json_pack("{s:s, s:s, s:{s:s}, s:o}", "kind", t->kind->list_kind, "apiVersion",
-                             ck_kind_api_version(t->kind, api_version, sizeof(api_version)),
-                             "metadata", "resourceVersion", rv, "items", items);
+    enum ck__accept accept = ck__negotiate(conn);
+    if (accept == CK__ACCEPT_PARTIAL) {
+        json_decref(items);
+        ck__err_partial_shape(&err, t->kind, accept);
+        return ck__fail(conn, &err);
+    }
+    json_t *list;
+    if (accept == CK__ACCEPT_PARTIAL_LIST) {
+        list = ck__partial_list(items, rv, NULL);
+        json_decref(items);
+    } else {
+        list = json_pack("{s:s, s:s, s:{s:s}, s:o}", "kind", t->kind->list_kind, "apiVersion",
+                         ck_kind_api_version(t->kind, api_version, sizeof(api_version)), "metadata",
+                         "resourceVersion", rv, "items", items);
+    }
     char *text = ck__json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(list);
     if (!text)
         return ck__fail_no_memory(conn);
-    return ck__send_bytes(conn, 200, "application/json", text, strlen(text), NULL);
+    return ck__send_bytes(conn, 200,
+                          is_partial(accept) ? ck__partial_list_content_type : "application/json",
+                          text, strlen(text), NULL);
 }
 
 /* ---- dispatch ----------------------------------------------------------- */
@@ -675,7 +775,7 @@ enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connecti
     if (ck__negotiate(conn) == CK__ACCEPT_NONE)
         return ck__fail_with(
             conn, "NotAcceptable",
-            "only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io");
+            "only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io");
     if (t->subresource[0]) {
         enum MHD_Result ret;
         if (serve_subresource(ctx, conn, method, t, body, len, &ret))

@@ -380,12 +380,45 @@ int ck__check_api_features(const struct ck_fg_gate *gates, struct ck_err *reterr
 
 enum ck__accept {
     CK__ACCEPT_JSON,
-    CK__ACCEPT_TABLE, /* application/json;as=Table;v=v1;g=meta.k8s.io */
-    CK__ACCEPT_NONE,  /* nothing we can produce: 406 */
+    CK__ACCEPT_TABLE,        /* application/json;as=Table;v=v1;g=meta.k8s.io */
+    CK__ACCEPT_PARTIAL,      /* application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1 */
+    CK__ACCEPT_PARTIAL_LIST, /* application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1 */
+    CK__ACCEPT_NONE,         /* nothing we can produce: 406 */
 };
 
-/* What the client accepts (the Accept header): a Table, plain JSON, or nothing we produce. */
+/*
+ * What the client accepts (the Accept header): a Table, PartialObjectMetadata
+ * (or its List), plain JSON, or nothing we produce. The first acceptable
+ * entry wins, as in Kubernetes' negotiation.
+ */
 enum ck__accept ck__negotiate(struct MHD_Connection *conn);
+
+/*
+ * The Content-Types Kubernetes answers PartialObjectMetadata and its List
+ * with (the media type, then the group, version and kind it was converted to).
+ */
+extern const char ck__partial_content_type[];
+extern const char ck__partial_list_content_type[];
+
+/*
+ * The PartialObjectMetadata of obj: {"kind":"PartialObjectMetadata",
+ * "apiVersion":"meta.k8s.io/v1","metadata":...}, sharing obj's metadata.
+ * New reference, or NULL when out of memory.
+ */
+json_t *ck__partial_object(const json_t *obj);
+
+/*
+ * A PartialObjectMetadataList of the objects of items (a JSON array,
+ * borrowed) with the list's resourceVersion rv and continue_token (NULL: the
+ * last page). New reference, or NULL when out of memory.
+ */
+json_t *ck__partial_list(const json_t *items, const char *rv, const char *continue_token);
+
+/*
+ * 406 NotAcceptable as Kubernetes answers a PartialObjectMetadata asked of a
+ * list, or a PartialObjectMetadataList of one object (of kind). Returns CK_EINVAL.
+ */
+int ck__err_partial_shape(struct ck_err *err, const struct ck_kind *kind, enum ck__accept accept);
 const char *ck__query(struct MHD_Connection *conn, const char *name);
 /* A boolean query parameter parsed as Go's ParseBool (true, True, 1, t ...). */
 bool ck__query_bool(struct MHD_Connection *conn, const char *name);

@@ -67,9 +67,17 @@ enum ck__accept ck__negotiate(struct MHD_Connection *conn)
             item++;
         const char *comma = strchr(item, ',');
         size_t len = comma ? (size_t)(comma - item) : strlen(item);
-        if (media_has(item, len, "as=Table") && media_has(item, len, "g=meta.k8s.io") &&
-            media_starts(item, len, "application/json"))
+        bool meta_json =
+            media_starts(item, len, "application/json") && media_has(item, len, "g=meta.k8s.io");
+        if (meta_json && media_has(item, len, "as=Table"))
             return CK__ACCEPT_TABLE; /* the first acceptable entry wins */
+        /* the List first: "as=PartialObjectMetadata" is a prefix of it */
+        if (meta_json && media_has(item, len, "as=PartialObjectMetadataList") &&
+            media_has(item, len, "v=v1"))
+            return CK__ACCEPT_PARTIAL_LIST;
+        if (meta_json && media_has(item, len, "as=PartialObjectMetadata") &&
+            media_has(item, len, "v=v1"))
+            return CK__ACCEPT_PARTIAL;
         if ((media_starts(item, len, "application/json") || media_starts(item, len, "*/*") ||
              media_starts(item, len, "application/*")) &&
             !media_has(item, len, "as="))
@@ -79,6 +87,51 @@ enum ck__accept ck__negotiate(struct MHD_Connection *conn)
         item = comma + 1;
     }
     return CK__ACCEPT_NONE;
+}
+
+const char ck__partial_content_type[] =
+    "application/json;g=meta.k8s.io;v=v1;as=PartialObjectMetadata";
+const char ck__partial_list_content_type[] =
+    "application/json;g=meta.k8s.io;v=v1;as=PartialObjectMetadataList";
+
+json_t *ck__partial_object(const json_t *obj)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    /* "o" takes the reference, also when json_pack fails */
+    return json_pack("{s:s, s:s, s:o}", "kind", "PartialObjectMetadata", "apiVersion",
+                     "meta.k8s.io/v1", "metadata", meta ? json_incref(meta) : json_object());
+}
+
+json_t *ck__partial_list(const json_t *items, const char *rv, const char *continue_token)
+{
+    json_t *partials = json_array();
+    json_t *meta = json_pack("{s:s}", "resourceVersion", rv);
+    bool ok = partials && meta &&
+              (!continue_token ||
+               json_object_set_new(meta, "continue", json_string(continue_token)) == 0);
+    for (size_t i = 0; ok && i < json_array_size(items); i++)
+        ok = json_array_append_new(partials, ck__partial_object(json_array_get(items, i))) == 0;
+    if (!ok) {
+        json_decref(partials);
+        json_decref(meta);
+        return NULL;
+    }
+    return json_pack("{s:s, s:s, s:o, s:o}", "kind", "PartialObjectMetadataList", "apiVersion",
+                     "meta.k8s.io/v1", "metadata", meta, "items", partials);
+}
+
+int ck__err_partial_shape(struct ck_err *err, const struct ck_kind *kind, enum ck__accept accept)
+{
+    /* Kubernetes names the Go type it has: *v1.Pod, *v1.PodList */
+    if (accept == CK__ACCEPT_PARTIAL)
+        return ck_err_status(
+            err, "NotAcceptable",
+            "you requested PartialObjectMetadata, but the requested object is a list (*%s.%s)",
+            kind->version, kind->list_kind);
+    return ck_err_status(
+        err, "NotAcceptable",
+        "you requested PartialObjectMetadataList, but the requested object is not a list (*%s.%s)",
+        kind->version, kind->kind);
 }
 
 int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,

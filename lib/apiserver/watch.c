@@ -17,7 +17,10 @@
  * sendInitialEvents ends the initial events with a bookmark annotated
  * k8s.io/initial-events-end; timeoutSeconds (default: 30 to 60 minutes, as
  * Kubernetes picks) ends the stream cleanly; Table watches send one-row
- * Tables, with column definitions in the first event only.
+ * Tables, with column definitions in the first event only; watches asking
+ * for as=PartialObjectMetadata get each object (bookmarks included) as its
+ * PartialObjectMetadata, in a stream whose Content-Type stays
+ * application/json, as Kubernetes answers it.
  *
  * Locking: stream->lock guards the buffer and the flags. The reader runs on
  * the connection's MHD thread, the event callback on a store thread; suspend and resume
@@ -62,6 +65,7 @@ struct ck__watch_stream {
     struct ck_store_watch *store_watch;
     bool table;
     bool table_columns_sent;
+    bool partial; /* each object as its PartialObjectMetadata */
     bool bookmarks;
     bool suspended;
     bool ended;  /* no more events: drain the buffer, then end the response */
@@ -157,11 +161,11 @@ static void push_json_event(struct ck__watch_stream *s, const char *type, json_t
     free(text);
 }
 
-/* An object event: as the served bytes, or as a one-row Table. */
+/* An object event: as the served bytes, a one-row Table, or PartialObjectMetadata. */
 static void push_object_event(struct ck__watch_stream *s, const char *type, const struct ck_kv *kv,
                               int64_t revision)
 {
-    if (s->table) {
+    if (s->table || s->partial) {
         json_t *obj = ck__decode_stored(kv);
         char rv[32];
         snprintf(rv, sizeof(rv), "%lld", (long long)revision);
@@ -171,8 +175,10 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
             push_no_memory(s);
             return;
         }
-        json_t *table = ck_table_build(s->kind, &obj, 1, !s->table_columns_sent,
-                                       CK_INCLUDE_METADATA, rv, NULL, (long long)time(NULL));
+        json_t *table = s->partial
+                            ? ck__partial_object(obj)
+                            : ck_table_build(s->kind, &obj, 1, !s->table_columns_sent,
+                                             CK_INCLUDE_METADATA, rv, NULL, (long long)time(NULL));
         s->table_columns_sent = true;
         json_decref(obj);
         if (table)
@@ -202,9 +208,13 @@ static void push_bookmark(struct ck__watch_stream *s, int64_t revision, bool ini
         json_object_set_new(meta, "annotations",
                             json_pack("{s:s}", "k8s.io/initial-events-end", "true")) < 0)
         meta = (json_decref(meta), NULL);
+    /* a PartialObjectMetadata watch gets its bookmarks in that form too */
     json_t *obj =
-        json_pack("{s:s, s:s, s:o}", "kind", s->kind->kind, "apiVersion",
-                  ck_kind_api_version(s->kind, api_version, sizeof(api_version)), "metadata", meta);
+        json_pack("{s:s, s:s, s:o}", "kind", s->partial ? "PartialObjectMetadata" : s->kind->kind,
+                  "apiVersion",
+                  s->partial ? "meta.k8s.io/v1"
+                             : ck_kind_api_version(s->kind, api_version, sizeof(api_version)),
+                  "metadata", meta);
     if (obj)
         push_json_event(s, "BOOKMARK", obj);
     else
@@ -438,6 +448,12 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
         ck_field_errors_release(&errs);
         return ck__fail(conn, &invalid);
     }
+    if (ck__negotiate(conn) == CK__ACCEPT_PARTIAL_LIST) {
+        /* a watch's events carry single objects */
+        struct ck_err shape = {0};
+        ck__err_partial_shape(&shape, t->kind, CK__ACCEPT_PARTIAL_LIST);
+        return ck__fail(conn, &shape);
+    }
     int64_t start = 0;
     bool initial = !rv || !*rv || strcmp(rv, "0") == 0 || send_initial;
     if (rv && *rv && strcmp(rv, "0") != 0) {
@@ -464,7 +480,9 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     s->server = server;
     s->conn = conn;
     s->kind = t->kind;
-    s->table = ck__negotiate(conn) == CK__ACCEPT_TABLE;
+    enum ck__accept accept = ck__negotiate(conn);
+    s->table = accept == CK__ACCEPT_TABLE;
+    s->partial = accept == CK__ACCEPT_PARTIAL;
     s->bookmarks = ck__query_bool(conn, "allowWatchBookmarks");
     s->deadline = time(NULL) + timeout_s;
     s->next_bookmark = time(NULL) + BOOKMARK_INTERVAL;

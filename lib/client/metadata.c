@@ -4,9 +4,9 @@
  *
  * Every read asks for PartialObjectMetadata (lists for PartialObjectMetadataList, watch
  * events carrying PartialObjectMetadata) with the Accept header client-go's metadata
- * client sends, plain JSON last as the fallback. A server that answers the form sends
- * metadata only; one that does not (ckube's API server today) answers full objects, and
- * this file strips each object to {apiVersion, kind, metadata} the moment it arrives, so
+ * client sends, plain JSON last as the fallback. A server that answers the form (ckube's
+ * API server, kube-apiserver) sends metadata only; one that does not answers full objects,
+ * and this file strips each object to {apiVersion, kind, metadata} the moment it arrives, so
  * a caller, and an informer's cache, holds metadata only either way. The stripped object
  * shares the metadata value of the decoded answer; the rest of the answer is freed at
  * once.
@@ -19,7 +19,7 @@
  * informer's source is used by its reflector thread only.
  *
  * Tested by tests/client/test_metadata.c (stripping; lists, gets and watches against a
- * real server answering full objects).
+ * real server, which answers metadata only on the wire).
  */
 #include <curl/curl.h>
 #include <stdio.h>

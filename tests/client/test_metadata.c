@@ -1,9 +1,10 @@
 /*
  * test_metadata.c - the metadata client and metadata-only informers against a real ckube
- * API server started in-process (which answers full objects today): gets, lists and
- * watch events arrive as PartialObjectMetadata, an informer's cache holds nothing but
- * apiVersion, kind and metadata, deletecollection empties a namespace's pods, and
- * discovery over the REST client finds the served kinds.
+ * API server started in-process, which answers the client's Accept headers with
+ * PartialObjectMetadata on the wire (stripping full objects stays for servers that
+ * do not): gets, lists and watch events arrive as PartialObjectMetadata, an
+ * informer's cache holds nothing but apiVersion, kind and metadata, deletecollection
+ * empties a namespace's pods, and discovery over the REST client finds the served kinds.
  */
 #include "cktest.h"
 
@@ -103,6 +104,29 @@ static void test_get_and_list_arrive_as_metadata(void **state)
     assert_int_equal(ck_metadata_get(f->client, &pods, "default", "nosuch", &obj, &err), CK_ENOENT);
 }
 
+/* What the server sends for the metadata client's Accept headers: metadata only, on the wire. */
+static void test_server_sends_metadata_only(void **state)
+{
+    struct fixture *f = *state;
+    create_pod(f, "wire");
+    const char *const one[] = {"Accept: " CK_ACCEPT_PARTIAL_METADATA, NULL};
+    struct response r;
+    http_call(f->server, "GET", "/api/v1/namespaces/default/pods/wire", NULL, one, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(
+        r.headers, "Content-Type: application/json;g=meta.k8s.io;v=v1;as=PartialObjectMetadata"));
+    assert_null(strstr(r.body, "\"spec\""));
+    assert_non_null(strstr(r.body, "\"kind\":\"PartialObjectMetadata\""));
+    response_release(&r);
+    const char *const list[] = {"Accept: " CK_ACCEPT_PARTIAL_METADATA_LIST, NULL};
+    http_call(f->server, "GET", "/api/v1/namespaces/default/pods", NULL, list, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.headers, "as=PartialObjectMetadataList"));
+    assert_null(strstr(r.body, "\"spec\""));
+    assert_non_null(strstr(r.body, "\"name\":\"wire\""));
+    response_release(&r);
+}
+
 static void test_informer_cache_holds_metadata_only(void **state)
 {
     struct fixture *f = *state;
@@ -164,6 +188,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strip_keeps_metadata_only),
         cmocka_unit_test_setup_teardown(test_get_and_list_arrive_as_metadata, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_sends_metadata_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_informer_cache_holds_metadata_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_collection_and_discovery, setup, teardown),
     };
