@@ -4,7 +4,7 @@
 #   make test   install what is missing, check formatting, build with ThreadSanitizer
 #               and run the concurrency tests, run each libFuzzer target briefly,
 #               then build with ASan+UBSan and run every test; the output ends
-#               with ctest's summary.
+#               with ctest's summary (after the list of skipped tests and why).
 BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
 TSAN_DIR  ?= build-tsan
@@ -39,17 +39,17 @@ format-check:
 tsan-test:
 	@cmake -S . -B $(TSAN_DIR) -DCKUBE_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(TSAN_DIR) -j $(JOBS)
-	ctest --test-dir $(TSAN_DIR) -L concurrency --output-on-failure -j $(JOBS)
+	scripts/ctest-skipped --test-dir $(TSAN_DIR) -L concurrency --output-on-failure -j $(JOBS)
 
 fuzz-test:
 	@CC=clang cmake -S . -B $(FUZZ_DIR) -DCKUBE_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(FUZZ_DIR) -j $(JOBS)
-	ctest --test-dir $(FUZZ_DIR) -L fuzz --output-on-failure --no-tests=ignore -j $(JOBS)
+	scripts/ctest-skipped --test-dir $(FUZZ_DIR) -L fuzz --output-on-failure --no-tests=ignore -j $(JOBS)
 
 asan-test:
 	@cmake -S . -B $(ASAN_DIR) -DCKUBE_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(ASAN_DIR) -j $(JOBS)
-	ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
+	scripts/ctest-skipped --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)

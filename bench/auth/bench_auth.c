@@ -23,6 +23,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+
+#include "../benchtime.h"
 #include <unistd.h>
 
 #include <ckube/auth.h>
@@ -30,35 +32,6 @@
 #define RUNS      7
 #define BINDINGS  1000
 #define DECISIONS 1000000L
-
-static double clock_ns(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static double cpu_ns(void)
-{
-    return clock_ns(CLOCK_THREAD_CPUTIME_ID);
-}
-
-static double wall_ns(void)
-{
-    return clock_ns(CLOCK_MONOTONIC);
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_d);
-    return v[n / 2];
-}
 
 /* ---- RBAC -------------------------------------------------------------------- */
 
@@ -83,13 +56,13 @@ static void decide(const char *what, const struct ck_rbac_policy *p,
 {
     double per[RUNS];
     for (int r = 0; r < RUNS; r++) {
-        double t0 = cpu_ns();
+        double t0 = bench_cpu_ns();
         for (long i = 0; i < DECISIONS; i++)
             if (ck_rbac_authorize(p, q, NULL, 0) != want)
                 abort();
-        per[r] = (cpu_ns() - t0) / DECISIONS;
+        per[r] = (bench_cpu_ns() - t0) / DECISIONS;
     }
-    printf("  %-58s %7.1f ns/decision\n", what, median(per, RUNS));
+    printf("  %-58s %7.1f ns/decision\n", what, bench_median(per, RUNS));
 }
 
 static void bench_rbac(void)
@@ -117,10 +90,10 @@ static void bench_rbac(void)
     double build[RUNS];
     struct ck_rbac_policy *p = NULL, *worst = NULL;
     for (int r = 0; r < RUNS; r++) {
-        double t0 = cpu_ns();
+        double t0 = bench_cpu_ns();
         if (ck_rbac_policy_new(NULL, crs, rbs, crbs, &p, NULL))
             abort();
-        build[r] = (cpu_ns() - t0) / 1e6;
+        build[r] = (bench_cpu_ns() - t0) / 1e6;
         if (r < RUNS - 1)
             p = ck_rbac_policy_unref(p);
     }
@@ -128,7 +101,8 @@ static void bench_rbac(void)
         abort();
     printf("RBAC: bootstrap policy (%zu ClusterRoles, %zu ClusterRoleBindings) + %d RoleBindings\n",
            json_array_size(crs), json_array_size(crbs), BINDINGS);
-    printf("  %-58s %7.2f ms\n", "compile the policy (aggregation included)", median(build, RUNS));
+    printf("  %-58s %7.2f ms\n", "compile the policy (aggregation included)",
+           bench_median(build, RUNS));
 
     struct ck_auth_user *u500 = user("user-500"), *admin = user("kubernetes-admin"),
                         *busy = user("busy"), *anon = ck_auth_anonymous();
@@ -164,17 +138,17 @@ static void bench_rbac(void)
     q.namespace = "ns-500";
     double per[RUNS];
     for (int r = 0; r < RUNS; r++) {
-        double t0 = cpu_ns();
+        double t0 = bench_cpu_ns();
         for (long i = 0; i < DECISIONS; i++) {
             struct ck_rbac_policy *cur = ck_rbac_authorizer_current(a);
             if (ck_rbac_authorize(cur, &q, NULL, 0) != CK_RBAC_ALLOW)
                 abort();
             ck_rbac_policy_unref(cur);
         }
-        per[r] = (cpu_ns() - t0) / DECISIONS;
+        per[r] = (bench_cpu_ns() - t0) / DECISIONS;
     }
     printf("  %-58s %7.1f ns/decision\n",
-           "allow: deployments/scale via authorizer_current() + unref", median(per, RUNS));
+           "allow: deployments/scale via authorizer_current() + unref", bench_median(per, RUNS));
     ck_rbac_authorizer_free(a);
 
     ck_auth_user_free(u500);
@@ -224,9 +198,9 @@ static void bench_keys_and_tokens(void)
         unsigned bits = kinds[k].bits ? kinds[k].bits : P256;
         double g[RUNS];
         for (int r = 0; r < RUNS; r++) {
-            double t0 = cpu_ns();
+            double t0 = bench_cpu_ns();
             gnutls_x509_privkey_t key = gen(kinds[k].alg, bits);
-            g[r] = (cpu_ns() - t0) / 1e6;
+            g[r] = (bench_cpu_ns() - t0) / 1e6;
             gnutls_x509_privkey_deinit(key);
         }
         gnutls_x509_privkey_t key = gen(kinds[k].alg, bits);
@@ -249,24 +223,25 @@ static void bench_keys_and_tokens(void)
         double s[RUNS], v[RUNS];
         char *token = NULL;
         for (int r = 0; r < RUNS; r++) {
-            double t0 = cpu_ns();
+            double t0 = bench_cpu_ns();
             for (int i = 0; i < N; i++) {
                 free(token);
                 if (ck_auth_jwt_sign(sa, &req, &token, NULL))
                     abort();
             }
-            s[r] = (cpu_ns() - t0) / N / 1e3;
-            t0 = cpu_ns();
+            s[r] = (bench_cpu_ns() - t0) / N / 1e3;
+            t0 = bench_cpu_ns();
             for (int i = 0; i < N; i++) {
                 struct ck_auth_user *u = NULL;
                 if (ck_auth_jwt_verify(sa, token, req.issuer, aud, 1, req.now, &u, NULL, NULL))
                     abort();
                 ck_auth_user_free(u);
             }
-            v[r] = (cpu_ns() - t0) / N / 1e3;
+            v[r] = (bench_cpu_ns() - t0) / N / 1e3;
         }
         printf("  %-20s keygen %8.2f ms   token sign %7.1f us   verify %7.1f us   (%zu bytes)\n",
-               kinds[k].name, median(g, RUNS), median(s, RUNS), median(v, RUNS), strlen(token));
+               kinds[k].name, bench_median(g, RUNS), bench_median(s, RUNS), bench_median(v, RUNS),
+               strlen(token));
         free(token);
         free(pem);
         ck_auth_sa_key_free(sa);
@@ -304,7 +279,7 @@ static gnutls_x509_crt_t self_signed(gnutls_x509_privkey_t key)
 static void *serve(void *arg)
 {
     struct tls_side *s = arg;
-    double t0 = cpu_ns();
+    double t0 = bench_cpu_ns();
     for (int i = 0; i < s->n; i++) {
         gnutls_session_t sess;
         gnutls_init(&sess, GNUTLS_SERVER);
@@ -319,7 +294,7 @@ static void *serve(void *arg)
             abort();
         gnutls_deinit(sess);
     }
-    s->cpu = cpu_ns() - t0;
+    s->cpu = bench_cpu_ns() - t0;
     return NULL;
 }
 
@@ -350,7 +325,7 @@ static void bench_tls(void)
                     abort();
             srv.fds = fds;
             pthread_t t;
-            double w0 = wall_ns();
+            double w0 = bench_wall_ns();
             pthread_create(&t, NULL, serve, &srv);
             for (int i = 0; i < N; i++) {
                 gnutls_session_t sess;
@@ -372,7 +347,7 @@ static void bench_tls(void)
                 gnutls_deinit(sess);
             }
             pthread_join(t, NULL);
-            wall_us[r] = (wall_ns() - w0) / N / 1e3;
+            wall_us[r] = (bench_wall_ns() - w0) / N / 1e3;
             server_us[r] = srv.cpu / N / 1e3;
             for (int i = 0; i < N; i++) {
                 close(fds[i][0]);
@@ -382,8 +357,8 @@ static void bench_tls(void)
         }
         printf("  %-12s %s: server CPU %7.1f us/handshake, wall (both ends) %7.1f us "
                "(%.0f/s)\n",
-               kinds[k].name, version, median(server_us, RUNS), median(wall_us, RUNS),
-               1e6 / median(wall_us, RUNS));
+               kinds[k].name, version, bench_median(server_us, RUNS), bench_median(wall_us, RUNS),
+               1e6 / bench_median(wall_us, RUNS));
         gnutls_certificate_free_credentials(srv.cred);
         gnutls_certificate_free_credentials(cli);
         gnutls_x509_crt_deinit(crt);

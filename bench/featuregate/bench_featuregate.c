@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../benchtime.h"
+
 #include "ckube/featuregate.h"
 
 #define NFEATURES    302 /* as in the Go reference figure */
@@ -24,35 +26,6 @@
 #define ITERS        100000000L
 #define THREAD_ITERS 50000000L
 #define MAX_SETS     300000
-
-static double clock_ns(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static double now_ns(void)
-{
-    return clock_ns(CLOCK_MONOTONIC);
-}
-
-static double cpu_now_ns(void)
-{
-    return clock_ns(CLOCK_THREAD_CPUTIME_ID);
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_d);
-    return v[n / 2];
-}
 
 static struct ck_fg_gate *make_gate(ck_fg_feature_t *mid)
 {
@@ -85,13 +58,13 @@ static double bench_enabled(const struct ck_fg_gate *g, ck_fg_feature_t f, long 
                             double *ret_wall)
 {
     unsigned long acc = 0;
-    double c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), t0 = now_ns();
+    double c0 = bench_clock_ns(CLOCK_THREAD_CPUTIME_ID), t0 = bench_wall_ns();
     for (long i = 0; i < iters; i++) {
         acc += ck_fg_enabled(g, f);
         __asm__ volatile("" : "+r"(acc)); /* keep every call */
     }
-    *ret_wall = (now_ns() - t0) / (double)iters;
-    double c = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    *ret_wall = (bench_wall_ns() - t0) / (double)iters;
+    double c = bench_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
     if (acc == 12345)
         puts("");
     return c / (double)iters;
@@ -100,13 +73,13 @@ static double bench_enabled(const struct ck_fg_gate *g, ck_fg_feature_t f, long 
 static double bench_array(const bool *arr, size_t idx, long iters, double *ret_wall)
 {
     unsigned long acc = 0;
-    double c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), t0 = now_ns();
+    double c0 = bench_clock_ns(CLOCK_THREAD_CPUTIME_ID), t0 = bench_wall_ns();
     for (long i = 0; i < iters; i++) {
         acc += arr[idx];
         __asm__ volatile("" : "+r"(acc)::"memory"); /* reload each time */
     }
-    *ret_wall = (now_ns() - t0) / (double)iters;
-    double c = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    *ret_wall = (bench_wall_ns() - t0) / (double)iters;
+    double c = bench_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
     if (acc == 12345)
         puts("");
     return c / (double)iters;
@@ -183,16 +156,16 @@ int main(int argc, char **argv)
     }
     printf("enabled (default-valued gate, %d gates): %.2f ns/call CPU time (wall %.2f), median "
            "of %d\n",
-           NFEATURES, median(v, RUNS), median(vw, RUNS), RUNS);
+           NFEATURES, bench_median(v, RUNS), bench_median(vw, RUNS), RUNS);
     printf("reference: plain array read:             %.2f ns/read CPU time (wall %.2f), median "
            "of %d\n",
-           median(b, RUNS), median(bw, RUNS), RUNS);
+           bench_median(b, RUNS), bench_median(bw, RUNS), RUNS);
     ck_fg_set(g, "Feature151=false", NULL);
     for (int i = 0; i < RUNS; i++)
         v[i] = bench_enabled(g, f, ITERS, &vw[i]);
     printf("enabled (explicitly set gate):            %.2f ns/call CPU time (wall %.2f), median "
            "of %d\n",
-           median(v, RUNS), median(vw, RUNS), RUNS);
+           bench_median(v, RUNS), bench_median(vw, RUNS), RUNS);
 
     double quiet[RUNS], busy[RUNS], quiet_cpu[RUNS], busy_cpu[RUNS];
     long sets = 0, total_sets = 0;
@@ -203,10 +176,10 @@ int main(int argc, char **argv)
     }
     printf("2 readers, no setter:                     %.2f ns/call per thread CPU time (wall "
            "%.2f), median of %d\n",
-           median(quiet_cpu, RUNS), median(quiet, RUNS), RUNS);
+           bench_median(quiet_cpu, RUNS), bench_median(quiet, RUNS), RUNS);
     printf("2 readers + 1 thread calling set:         %.2f ns/call per thread CPU time (wall "
            "%.2f), median of %d (%ld sets during the runs)\n",
-           median(busy_cpu, RUNS), median(busy, RUNS), RUNS, total_sets);
+           bench_median(busy_cpu, RUNS), bench_median(busy, RUNS), RUNS, total_sets);
 
     /* A 50-pair --feature-gates string. */
     char str[4096] = "";
@@ -216,7 +189,7 @@ int main(int argc, char **argv)
     double p[RUNS], s[RUNS];
     const int reps = 2000;
     for (int r = 0; r < RUNS; r++) {
-        double t0 = cpu_now_ns();
+        double t0 = bench_cpu_ns();
         for (int i = 0; i < reps; i++) {
             struct ck_fg_pair *pairs;
             size_t n;
@@ -225,19 +198,19 @@ int main(int argc, char **argv)
             free(pairs);
             free(buf);
         }
-        p[r] = (cpu_now_ns() - t0) / reps;
+        p[r] = (bench_cpu_ns() - t0) / reps;
         struct ck_fg_gate *h = make_gate(&f);
-        t0 = cpu_now_ns();
+        t0 = bench_cpu_ns();
         for (int i = 0; i < reps; i++)
             if (ck_fg_set(h, str, NULL) < 0)
                 abort();
-        s[r] = (cpu_now_ns() - t0) / reps;
+        s[r] = (bench_cpu_ns() - t0) / reps;
         ck_fg_gate_free(h);
     }
     printf("parse 50-pair --feature-gates string:     %.2f us CPU time, median of %d (x%d)\n",
-           median(p, RUNS) / 1000, RUNS, reps);
+           bench_median(p, RUNS) / 1000, RUNS, reps);
     printf("set 50 pairs (parse + validate + publish): %.2f us CPU time, median of %d (x%d)\n",
-           median(s, RUNS) / 1000, RUNS, reps);
+           bench_median(s, RUNS) / 1000, RUNS, reps);
 
     if (argc > 1) {
         double l[RUNS];
@@ -245,17 +218,17 @@ int main(int argc, char **argv)
         for (int r = 0; r < RUNS; r++) {
             struct ck_fg_gate *h = ck_fg_gate_new(ck_fg_version_mm(1, 34));
             struct ck_fg_err err;
-            double t0 = cpu_now_ns();
+            double t0 = bench_cpu_ns();
             if (ck_fg_list_load(h, argv[1], &err) < 0) {
                 fprintf(stderr, "load: %s\n", err.msg);
                 return 1;
             }
-            l[r] = cpu_now_ns() - t0;
+            l[r] = bench_cpu_ns() - t0;
             count = ck_fg_count(h);
             ck_fg_gate_free(h);
         }
         printf("load the Kubernetes list (%zu gates):     %.2f ms CPU time, median of %d\n",
-               count - 2, median(l, RUNS) / 1e6, RUNS);
+               count - 2, bench_median(l, RUNS) / 1e6, RUNS);
     }
     ck_fg_gate_free(g);
     free(arr);
