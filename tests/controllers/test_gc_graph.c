@@ -127,6 +127,45 @@ static void test_cycle_of_owner_references_does_not_hang(void **state)
     json_decref(b);
 }
 
+static void test_chain_in_foreground_keeps_blocking_the_top_owner(void **state)
+{
+    /* top <- mid <- leaf, every reference blocking (a Deployment, its ReplicaSet, a pod) */
+    struct gc_world *w = *state;
+    json_t *top = fx_obj("v1", "Pod", "ns", "top", "uid-top");
+    json_t *mid = fx_obj("v1", "Pod", "ns", "mid", "uid-mid");
+    json_t *leaf = fx_obj("v1", "Pod", "ns", "leaf", "uid-leaf");
+    fx_add_owner(mid, "v1", "Pod", "top", "uid-top", true);
+    fx_add_owner(leaf, "v1", "Pod", "mid", "uid-mid", true);
+    json_t *top_del = json_deep_copy(top);
+    fx_deleting(top_del, "foregroundDeletion");
+    const struct ck_resource *pods = ck_controller_resource("", "v1", "pods");
+    assert_int_equal(ck_fake_client_seed(w->fc, pods, top_del), 0);
+    assert_int_equal(ck_fake_client_seed(w->fc, pods, mid), 0);
+    assert_int_equal(ck_fake_client_seed(w->fc, pods, leaf), 0);
+    gc_observe(w, CK_GC_ADD, top_del, NULL);
+    gc_observe(w, CK_GC_ADD, mid, NULL);
+    gc_observe(w, CK_GC_ADD, leaf, NULL);
+    assert_int_equal(ck_gc_attempt_to_delete(w->gc, "uid-mid", NULL), 0);
+    /* mid is deleted in the foreground and its reference keeps blocking top: no patch
+     * unblocks it (that is only for a possible cycle), so top waits for mid */
+    const struct ck_fake_action *del = fx_action(w->fc, "delete", "pods", 0);
+    assert_non_null(del);
+    assert_string_equal(del->name, "mid");
+    assert_string_equal(json_string_value(json_object_get(del->body, "propagationPolicy")),
+                        "Foreground");
+    assert_int_equal(ck_fake_client_count(w->fc, "patch", NULL), 0);
+    json_t *mid_del = json_deep_copy(mid);
+    fx_deleting(mid_del, "foregroundDeletion");
+    gc_observe(w, CK_GC_UPDATE, mid_del, mid);
+    assert_int_equal(ck_gc_attempt_to_delete(w->gc, "uid-top", NULL), 0);
+    assert_int_equal(ck_fake_client_count(w->fc, "patch", NULL), 0); /* top keeps waiting */
+    json_decref(top);
+    json_decref(top_del);
+    json_decref(mid);
+    json_decref(mid_del);
+    json_decref(leaf);
+}
+
 static void test_owner_in_another_namespace_is_reported_and_treated_absent(void **state)
 {
     struct gc_world *w = *state;
@@ -195,6 +234,8 @@ int main(void)
             test_virtual_owner_with_another_uid_is_removed_and_dependent_deleted, gc_world_setup,
             gc_world_teardown),
         cmocka_unit_test_setup_teardown(test_several_owners_one_gone_only_loses_that_reference,
+                                        gc_world_setup, gc_world_teardown),
+        cmocka_unit_test_setup_teardown(test_chain_in_foreground_keeps_blocking_the_top_owner,
                                         gc_world_setup, gc_world_teardown),
         cmocka_unit_test_setup_teardown(test_cycle_of_owner_references_does_not_hang,
                                         gc_world_setup, gc_world_teardown),

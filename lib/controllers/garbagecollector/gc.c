@@ -61,6 +61,7 @@ struct blocking {
 struct node_copy {
     struct ck__gc_identity id;
     bool is_virtual, being_deleted, deleting_dependents;
+    bool dep_deleting_dependents; /* a dependent is itself deleting in the foreground */
     size_t n_deps;
     struct blocking *blocking; /* dependents with blockOwnerDeletion to this node */
     size_t n_blocking;
@@ -106,6 +107,7 @@ static int copy_node(struct ck_gc *gc, const char *uid, bool with_deps, struct n
     }
     for (size_t i = 0; i < n->n_deps; i++) {
         const struct ck__gc_node *d = n->deps[i];
+        c->dep_deleting_dependents = c->dep_deleting_dependents || d->deleting_dependents;
         if (with_deps && ck__gc_identity_set(&c->deps[i], d->id.api_version, d->id.kind,
                                              d->id.namespace, d->id.name, d->id.uid) < 0) {
             r = CK_ENOMEM;
@@ -242,7 +244,14 @@ static int act_on_refs(struct ck_gc *gc, const struct node_copy *c, const json_t
         if (n_gone)
             r = ck__gc_remove_owner_refs(gc, &c->id, gone, n_gone, reterr);
     } else if (r == 0 && n_waiting > 0 && c->n_deps > 0) {
-        r = ck__gc_unblock_owner_refs(gc, &c->id, waiting, n_waiting, reterr);
+        /*
+         * An owner waits for us and we have dependents: delete in the foreground too,
+         * so the owner keeps waiting for us. Only when one of our dependents is itself
+         * deleting its dependents may this be a cycle of owners; then (as Kubernetes)
+         * our references to the waiting owners stop blocking them first.
+         */
+        if (c->dep_deleting_dependents)
+            r = ck__gc_unblock_owner_refs(gc, &c->id, waiting, n_waiting, reterr);
         if (r == 0)
             r = ck__gc_delete_object(gc, &c->id, "Foreground", reterr);
     } else if (r == 0) {
@@ -702,9 +711,8 @@ int ck_gc_manager_start(const struct ck_controller_context *ctx, void **ret_stat
 
 int ck_gc_manager_run(void *state, int workers, struct ck_err *reterr)
 {
-    (void)workers; /* the manager's count is per controller; the GC has its own default */
     struct gc_state *s = state;
-    return ck_gc_run(s->gc, CK_GC_CONCURRENT_SYNCS, reterr);
+    return ck_gc_run(s->gc, workers, reterr); /* --concurrent-gc-syncs */
 }
 
 void ck_gc_manager_stop(void *state)
