@@ -660,10 +660,11 @@ int ck_strategic_merge_patch(const struct ck_schemas *set, const char *name, con
                              const json_t *patch, json_t **ret_doc, struct ck_err *reterr);
 
 /*
- * True when schema `name`, or a schema it reaches (its metadata aside: every
- * ObjectMeta has some), carries patch strategies or merge keys: the kind is one strategic merge
- * patch is meant for (the OpenAPI then advertises it, and the server applies it; other kinds answer
- * 415, as Kubernetes does for custom resources).
+ * True when the kind whose schema is `name` takes strategic merge patch: every
+ * built-in kind does, even one without merge keys (an Event, a Role), as in
+ * Kubernetes; a schema marked "x-ckube-custom-resource" (a custom resource) does
+ * not, and the server answers its strategic patches 415, as Kubernetes does. The
+ * OpenAPI advertises the patch types accordingly.
  */
 bool ck_schema_is_strategic(const struct ck_schemas *set, const char *name);
 

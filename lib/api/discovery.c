@@ -157,69 +157,11 @@ static int collect_schemas(const struct ck_schemas *set, const json_t *node, jso
     return 0;
 }
 
-/*
- * Whether node, or a schema it references (transitively, each once: seen holds the names
- * followed so far), names a patch strategy or merge key. Allocates nothing, so the answer
- * never depends on memory; past cap names it stops following references.
- */
-static bool reaches_patch_strategy(const struct ck_schemas *set, const json_t *node,
-                                   const char **seen, size_t *n_seen, size_t cap)
-{
-    if (json_is_array(node)) {
-        size_t i;
-        json_t *item;
-        json_array_foreach(node, i, item)
-        {
-            if (reaches_patch_strategy(set, item, seen, n_seen, cap))
-                return true;
-        }
-        return false;
-    }
-    const char *key;
-    json_t *value;
-    json_object_foreach((json_t *)node, key, value)
-    {
-        if (strcmp(key, "x-kubernetes-patch-strategy") == 0 ||
-            strcmp(key, "x-kubernetes-patch-merge-key") == 0)
-            return true;
-        const char *ref = strcmp(key, "$ref") == 0 ? json_string_value(value) : NULL;
-        if (ref) {
-            if (strncmp(ref, REF_PREFIX, strlen(REF_PREFIX)) != 0)
-                continue;
-            const char *target = ref + strlen(REF_PREFIX);
-            bool followed = false;
-            for (size_t i = 0; i < *n_seen && !followed; i++)
-                followed = strcmp(seen[i], target) == 0;
-            if (followed || *n_seen == cap)
-                continue;
-            seen[(*n_seen)++] = target;
-            if (reaches_patch_strategy(set, ck_schemas_get(set, target), seen, n_seen, cap))
-                return true;
-        } else if (strcmp(key, "default") != 0 && strcmp(key, "enum") != 0 &&
-                   reaches_patch_strategy(set, value, seen, n_seen, cap)) {
-            return true;
-        }
-    }
-    return false;
-}
-
 bool ck_schema_is_strategic(const struct ck_schemas *set, const char *name)
 {
+    /* as Kubernetes: every built-in kind takes it, custom resources do not */
     const json_t *schema = ck_schemas_get(set, name);
-    if (!schema)
-        return false;
-    /* every kind's ObjectMeta has merge keys: what counts is the rest of the kind */
-    const char *seen[256];
-    size_t n_seen = 0;
-    const char *key;
-    json_t *prop;
-    json_object_foreach(json_object_get(schema, "properties"), key, prop)
-    {
-        if (strcmp(key, "metadata") != 0 &&
-            reaches_patch_strategy(set, prop, seen, &n_seen, sizeof(seen) / sizeof(seen[0])))
-            return true;
-    }
-    return false;
+    return schema && !json_is_true(json_object_get(schema, "x-ckube-custom-resource"));
 }
 
 /* The patch operation's request body: the patch types the kind takes. */

@@ -37,6 +37,7 @@ SCHEMA_KEYWORDS = {
     "x-kubernetes-patch-merge-key", "x-kubernetes-patch-strategy", "x-kubernetes-list-type",
     "x-kubernetes-list-map-keys", "x-kubernetes-map-type", "x-kubernetes-group-version-kind",
     "x-ckube-always-emit", "x-ckube-feature-gate", "x-ckube-feature-gated-values",
+    "x-ckube-custom-resource",
 }
 TYPES = {"object", "array", "string", "integer", "number", "boolean"}
 FORMATS = {"integer": {"int32", "int64"}, "number": {"double"}, "string": {"date-time", "byte"}}

@@ -136,7 +136,7 @@ static json_t *patch_content(const struct ck_schemas *set, const char *group, co
     return json_object_get(json_object_get(patch, "requestBody"), "content");
 }
 
-static void test_strategic_merge_patch_only_where_merge_keys_exist(void **state)
+static void test_strategic_merge_patch_for_built_in_kinds_only(void **state)
 {
     (void)state;
     struct ck_schemas *set = NULL;
@@ -144,6 +144,9 @@ static void test_strategic_merge_patch_only_where_merge_keys_exist(void **state)
     assert_int_equal(ck_api_builtin_schemas(&set, &err), 0);
     assert_true(ck_schema_is_strategic(set, "io.k8s.api.apps.v1.Deployment"));
     assert_true(ck_schema_is_strategic(set, "io.k8s.api.core.v1.Pod"));
+    /* built-in kinds without merge keys take it too (the event recorder's patches) */
+    assert_true(ck_schema_is_strategic(set, "io.k8s.api.core.v1.Event"));
+    assert_true(ck_schema_is_strategic(set, "io.k8s.api.rbac.v1.Role"));
     assert_false(ck_schema_is_strategic(set, "io.ckube.example.v1.Frobber"));
     assert_false(ck_schema_is_strategic(set, "no.such.Schema"));
     json_t *doc = NULL;
@@ -229,7 +232,7 @@ int main(void)
         cmocka_unit_test(test_api_versions_and_groups),
         cmocka_unit_test(test_resource_lists),
         cmocka_unit_test(test_openapi_document_declares_field_validation),
-        cmocka_unit_test(test_strategic_merge_patch_only_where_merge_keys_exist),
+        cmocka_unit_test(test_strategic_merge_patch_for_built_in_kinds_only),
         cmocka_unit_test(test_openapi_index_hash_follows_content),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

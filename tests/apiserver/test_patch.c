@@ -285,6 +285,22 @@ static void test_strategic_merge_patch(void **state)
                     strategic_type, 400, "BadRequest", NULL);
 }
 
+static void test_strategic_merge_patch_of_a_kind_without_merge_keys(void **state)
+{
+    (void)state;
+    /* an event recorder's repeat: Events have no merge keys, yet take it as in Kubernetes */
+    json_decref(call_h("POST", "/api/v1/namespaces/default/events",
+                       "{\"metadata\":{\"name\":\"ev.1\"},\"involvedObject\":{\"kind\":"
+                       "\"Pod\",\"name\":\"p\",\"namespace\":\"default\"},\"reason\":\"R\","
+                       "\"message\":\"m\",\"count\":1}",
+                       NULL, 201));
+    json_t *ev = call_h("PATCH", "/api/v1/namespaces/default/events/ev.1",
+                        "{\"count\":2,\"message\":\"m2\"}", strategic_type, 200);
+    assert_int_equal(json_integer_value(json_object_get(ev, "count")), 2);
+    assert_string_equal(str(ev, "message"), "m2");
+    json_decref(ev);
+}
+
 static void test_patch_preconditions_and_errors(void **state)
 {
     (void)state;
@@ -440,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_status_writes_keep_what_kubernetes_keeps),
         cmocka_unit_test(test_merge_and_json_patch),
         cmocka_unit_test(test_strategic_merge_patch),
+        cmocka_unit_test(test_strategic_merge_patch_of_a_kind_without_merge_keys),
         cmocka_unit_test(test_patch_preconditions_and_errors),
         cmocka_unit_test(test_concurrent_patches_retry),
         cmocka_unit_test(test_scale_subresource),
