@@ -5,8 +5,10 @@
 #ifndef CKUBE_CMD_CONTROLLERS_H
 #define CKUBE_CMD_CONTROLLERS_H
 
+#include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "ckube/apiserver.h"
 #include "ckube/manager.h"
@@ -16,13 +18,46 @@ struct ck_cmd_controllers {
     struct ck_controller_manager *manager;
 };
 
+/* At most this many controllers have a --concurrent-NAME-syncs flag. */
+#define CK_CMD_MAX_SYNCS 32
+
+/*
+ * The --concurrent-NAME-syncs flags, one per row of the controller table that names
+ * one (kube-controller-manager's), and the values given. Flag option values are
+ * first_opt, first_opt + 1, ... in table order.
+ */
+struct ck_cmd_syncs {
+    int first_opt;
+    size_t n_flags;
+    char flag_names[CK_CMD_MAX_SYNCS][64];                 /* "concurrent-gc-syncs" */
+    const char *controllers[CK_CMD_MAX_SYNCS];             /* their table rows' names */
+    struct ck_controller_workers values[CK_CMD_MAX_SYNCS]; /* the flags given */
+    size_t n_values;
+};
+
+/*
+ * Fills s from the controller table and appends one getopt_long option per flag to
+ * opts[0..] (room for CK_CMD_MAX_SYNCS, not terminated). Returns how many it wrote.
+ */
+size_t ck_cmd_syncs_init(struct ck_cmd_syncs *s, int first_opt, struct option *opts);
+
+/*
+ * Handles opt if it is one of the flags: 1 after recording a valid value (a whole
+ * number of workers, 1 to 1000; the last of a repeated flag wins), -1 with why arg is
+ * not one in why[size], 0 if opt is not one of them.
+ */
+int ck_cmd_syncs_flag(struct ck_cmd_syncs *s, int opt, const char *arg, char *why, size_t size);
+
+/* Help lines for the flags, one per flag with its default, into f. */
+void ck_cmd_syncs_usage(FILE *f);
+
 /*
  * Starts the selected controllers against server, in this process, over
  * HTTP(S) as any client: with TLS as system:kube-controller-manager with a
  * client certificate of its own. 0, or -1 after printing why.
  */
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
-                             struct ck_cmd_controllers *ret);
+                             const struct ck_cmd_syncs *syncs, struct ck_cmd_controllers *ret);
 void ck_cmd_controllers_stop(struct ck_cmd_controllers *c);
 
 /* `ckube controller-manager ...` (argv[0] is "controller-manager"); returns the exit code. */

@@ -74,7 +74,9 @@ static const char usage_tail[] =
     "      --insecure-plain-http     serve plain HTTP without authentication or authorization,\n"
     "                                on loopback only (tests and benchmarks)\n"
     "      --event-ttl DURATION      how long events are kept after their last activity,\n"
-    "                                e.g. 90s, 30m, 1h30m; 0 keeps them (default 1h)\n"
+    "                                e.g. 90s, 30m, 1h30m; 0 keeps them (default 1h)\n";
+/* ...the in-process controllers' --concurrent-NAME-syncs flags, then: */
+static const char usage_end[] =
     "\n"
     "Version flags:\n"
     "  -o, --output text|json        output format (default text)\n"
@@ -90,6 +92,8 @@ static void usage(FILE *f)
     fputs(usage_text, f);
     fputs(ck_controller_manager_known(known, sizeof(known)), f);
     fputs(usage_tail, f);
+    ck_cmd_syncs_usage(f);
+    fputs(usage_end, f);
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -124,6 +128,7 @@ enum {
     OPT_ANONYMOUS_AUTH,
     OPT_INSECURE_PLAIN_HTTP,
     OPT_EVENT_TTL,
+    OPT_SYNCS = 1000, /* the --concurrent-NAME-syncs flags: 1000, 1001, ... */
 };
 
 #define MAX_FEATURE_GATE_FLAGS 64
@@ -149,6 +154,7 @@ struct options {
     bool anonymous_auth_disabled;
     bool insecure_plain_http;
     const char *event_ttl;
+    struct ck_cmd_syncs *syncs; /* the --concurrent-NAME-syncs flags, NULL: not taken */
 };
 
 /* Handles the flags every subcommand shares. Returns 0, or an exit code. */
@@ -259,7 +265,12 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
         case '?':
             return usage_error("unknown flag: %s", argv[optind - 1]);
         default: {
-            int r = common_flag(opt, optarg);
+            char why[160];
+            int handled =
+                opts->syncs ? ck_cmd_syncs_flag(opts->syncs, opt, optarg, why, sizeof(why)) : 0;
+            if (handled < 0)
+                return usage_error("%s", why);
+            int r = handled ? 0 : common_flag(opt, optarg);
             if (r != 0)
                 return r;
         }
@@ -442,7 +453,7 @@ static bool parse_duration(const char *s, int64_t *ret)
 
 static int cmd_server(int argc, char **argv)
 {
-    static const struct option longopts[] = {
+    static const struct option fixed[] = {
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"data-dir", required_argument, NULL, OPT_DATA_DIR},
         {"store", required_argument, NULL, OPT_STORE},
@@ -462,10 +473,16 @@ static int cmd_server(int argc, char **argv)
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
     };
-    struct options opts = {
-        .listen = CK_APISERVER_DEFAULT_LISTEN, .data_dir = "./ckube-data", .controllers = "*"};
+    enum { N_FIXED = sizeof(fixed) / sizeof(fixed[0]) };
+    struct option longopts[N_FIXED + CK_CMD_MAX_SYNCS + 1] = {0};
+    memcpy(longopts, fixed, sizeof(fixed));
+    static struct ck_cmd_syncs syncs; /* longopts point at its flag names */
+    ck_cmd_syncs_init(&syncs, OPT_SYNCS, longopts + N_FIXED);
+    struct options opts = {.listen = CK_APISERVER_DEFAULT_LISTEN,
+                           .data_dir = "./ckube-data",
+                           .controllers = "*",
+                           .syncs = &syncs};
     int r = parse_flags(argc, argv, longopts, ":v:h", &opts);
     if (r >= 0)
         return r;
@@ -554,7 +571,8 @@ static int cmd_server(int argc, char **argv)
     CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "store", opts.store, "version",
             ck_version()->git_version);
     struct ck_cmd_controllers controllers = {0};
-    if (!no_controllers && ck_cmd_controllers_start(server, opts.controllers, &controllers) < 0) {
+    if (!no_controllers &&
+        ck_cmd_controllers_start(server, opts.controllers, &syncs, &controllers) < 0) {
         ck_apiserver_free(server);
         ck_fg_gate_free(gates);
         return 1;

@@ -19,10 +19,21 @@
 #define CK_CONTROLLER_MANAGER_QPS   20.0
 #define CK_CONTROLLER_MANAGER_BURST 30
 
+/* Workers of a controller without a default of its own. */
+#define CK_CONTROLLER_DEFAULT_WORKERS 5
+
+/* One --concurrent-NAME-syncs value: the workers of the controller named so in the table. */
+struct ck_controller_workers {
+    const char *controller; /* a table row's name: "garbagecollector" */
+    int workers;            /* >= 1 */
+};
+
 struct ck_controller_manager_config {
     struct ck_rest *client;  /* borrowed; must outlive the manager */
     const char *controllers; /* --controllers: "*", "*,-replicaset", "replicaset" ... */
-    int workers;             /* workers per controller; 0: 5 (--concurrent-*-syncs) */
+    /* per-controller worker counts; a controller not named runs its row's default */
+    const struct ck_controller_workers *workers;
+    size_t n_workers;
 };
 
 struct ck_controller_manager;
@@ -47,6 +58,10 @@ struct ck_controller_descriptor {
     int (*run)(void *state, int workers, struct ck_err *reterr);
     /* Stops its workers and frees it (the informers are stopped already). NULL: no-op. */
     void (*stop)(void *state);
+    /* NAME of its --concurrent-NAME-syncs flag ("gc"), NULL: none */
+    const char *syncs_flag;
+    /* workers when the flag is not given; 0: CK_CONTROLLER_DEFAULT_WORKERS */
+    int default_workers;
 };
 
 /* The table: every controller the manager knows, in start order (static storage). */
@@ -57,6 +72,13 @@ const struct ck_controller_descriptor *ck_controller_manager_table(size_t *ret_n
  * default)": "replicaset". Writes into buf (truncating) and returns it.
  */
 const char *ck_controller_manager_known(char *buf, size_t size);
+
+/*
+ * The workers config gives the controller of row d, else the row's default. Unknown
+ * names in config are ignored here (ck_controller_manager_start refuses them).
+ */
+int ck_controller_manager_workers(const struct ck_controller_manager_config *config,
+                                  const struct ck_controller_descriptor *d);
 
 /*
  * Checks a --controllers value: 0, or CK_EINVAL naming the unknown controller

@@ -72,18 +72,35 @@ static void deploy_stop(void *state)
 }
 
 static const struct ck_controller_descriptor table[] = {
-    {.name = "replicaset", .enabled_by_default = true, rs_start, rs_run, rs_stop},
-    {.name = "deployment", .enabled_by_default = true, deploy_start, deploy_run, deploy_stop},
+    /* worker defaults and flag names as kube-controller-manager 1.32's */
+    {.name = "replicaset",
+     .enabled_by_default = true,
+     rs_start,
+     rs_run,
+     rs_stop,
+     .syncs_flag = "replicaset",
+     .default_workers = 5},
+    {.name = "deployment",
+     .enabled_by_default = true,
+     deploy_start,
+     deploy_run,
+     deploy_stop,
+     .syncs_flag = "deployment",
+     .default_workers = 5},
     {.name = "garbagecollector",
      .enabled_by_default = true,
      ck_gc_manager_start,
      ck_gc_manager_run,
-     ck_gc_manager_stop},
+     ck_gc_manager_stop,
+     .syncs_flag = "gc",
+     .default_workers = CK_GC_CONCURRENT_SYNCS},
     {.name = "namespace",
      .enabled_by_default = true,
      ck_ns_manager_start,
      ck_ns_manager_run,
-     ck_ns_manager_stop},
+     ck_ns_manager_stop,
+     .syncs_flag = "namespace",
+     .default_workers = 10},
 };
 
 #define N_CONTROLLERS (sizeof(table) / sizeof(table[0]))
@@ -113,6 +130,15 @@ static const struct ck_controller_descriptor *lookup(const char *name, size_t le
         if (strlen(table[i].name) == len && strncmp(table[i].name, name, len) == 0)
             return &table[i];
     return NULL;
+}
+
+int ck_controller_manager_workers(const struct ck_controller_manager_config *config,
+                                  const struct ck_controller_descriptor *d)
+{
+    for (size_t i = 0; config && i < config->n_workers; i++)
+        if (strcmp(config->workers[i].controller, d->name) == 0)
+            return config->workers[i].workers;
+    return d->default_workers > 0 ? d->default_workers : CK_CONTROLLER_DEFAULT_WORKERS;
 }
 
 /* ---- the selection ------------------------------------------------------------------- */
@@ -161,7 +187,7 @@ bool ck_controller_manager_enabled(const char *selection, const char *name)
 struct ck_controller_manager {
     struct ck_informer_factory *factory;
     void *states[N_CONTROLLERS]; /* NULL: not selected (or not started) */
-    int workers;
+    int workers[N_CONTROLLERS];
     pthread_t starter;
     bool starter_running;
 };
@@ -171,7 +197,7 @@ static void *starter_main(void *arg)
     struct ck_controller_manager *cm = arg;
     for (size_t i = 0; i < N_CONTROLLERS; i++) {
         struct ck_err err = {0};
-        if (cm->states[i] && table[i].run(cm->states[i], cm->workers, &err) < 0)
+        if (cm->states[i] && table[i].run(cm->states[i], cm->workers[i], &err) < 0)
             CK_LOGV(1, "controller manager: %s not started: %s", table[i].name, err.msg);
     }
     return NULL;
@@ -181,16 +207,21 @@ int ck_controller_manager_start(const struct ck_controller_manager_config *confi
                                 struct ck_controller_manager **ret_cm, struct ck_err *reterr)
 {
     int r = ck_controller_manager_check(config->controllers, reterr);
+    for (size_t i = 0; r == 0 && i < config->n_workers; i++)
+        if (!lookup(config->workers[i].controller, strlen(config->workers[i].controller)) ||
+            config->workers[i].workers < 1)
+            r = ck_err_set(reterr, CK_EINVAL, "invalid worker count %d for controller \"%s\"",
+                           config->workers[i].workers, config->workers[i].controller);
     if (r < 0)
         return r;
     struct ck_controller_manager *cm = ck__calloc(1, sizeof(*cm));
     if (!cm)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    cm->workers = config->workers > 0 ? config->workers : 5;
     r = ck_informer_factory_new(config->client, NULL, 0, NULL, &cm->factory, reterr);
-    struct ck_controller_context ctx = {config->client, cm->factory, cm->workers};
     for (size_t i = 0; i < N_CONTROLLERS && r == 0; i++) {
         bool on = ck_controller_manager_enabled(config->controllers, table[i].name);
+        cm->workers[i] = ck_controller_manager_workers(config, &table[i]);
+        struct ck_controller_context ctx = {config->client, cm->factory, cm->workers[i]};
         if (on)
             r = table[i].start(&ctx, &cm->states[i], reterr);
         CK_LOGS(0, "Controller", "name", table[i].name, "enabled", on ? "true" : "false");

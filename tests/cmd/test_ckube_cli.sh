@@ -53,6 +53,10 @@ expect_usage_error "flag needs an argument" server --listen
 expect_usage_error "unexpected argument: extra" version extra
 expect_usage_error "invalid value \"90\" for --event-ttl" server --event-ttl 90
 expect_usage_error "invalid value \"-1s\" for --event-ttl" server --event-ttl -1s
+expect_usage_error "invalid value \"0\" for --concurrent-gc-syncs" server --concurrent-gc-syncs 0
+expect_usage_error "invalid value \"x\" for --concurrent-namespace-syncs" controller-manager --concurrent-namespace-syncs x
+check "help lists --concurrent-gc-syncs with its default" sh -c "'$ckube' --help | grep -q -- '--concurrent-gc-syncs N.*(default 20)'"
+check "controller-manager help lists it too" sh -c "'$ckube' controller-manager --help | grep -q -- '--concurrent-gc-syncs N.*(default 20)'"
 expect_usage_error "unrecognized feature gate: Bogus" server --feature-gates Bogus=true
 expect_usage_error "invalid value of WatchList=maybe" server --feature-gates WatchList=maybe
 expect_usage_error "invalid value \"1.30\" for --emulated-version: .*\[1.31, 1.32" server --emulated-version 1.30

@@ -1,7 +1,8 @@
 /*
  * test_manager.c - the controller manager's table and its --controllers selection, as
  * Kubernetes' IsControllerEnabled reads it, its refusal of unknown names, and the list of
- * known names help texts print.
+ * known names help texts print; each controller's worker count from its
+ * --concurrent-NAME-syncs value or its default (Kubernetes': gc 20, namespace 10, 5 else).
  */
 #include "cktest.h"
 
@@ -67,12 +68,55 @@ static void test_table(void **state)
     assert_string_equal(ck_controller_manager_known(tiny, sizeof(tiny)), "rep");
 }
 
+static const struct ck_controller_descriptor *row(const char *name)
+{
+    size_t n = 0;
+    const struct ck_controller_descriptor *t = ck_controller_manager_table(&n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(t[i].name, name) == 0)
+            return &t[i];
+    fail_msg("no controller %s in the table", name);
+    return NULL;
+}
+
+static void test_workers(void **state)
+{
+    (void)state;
+    /* kube-controller-manager 1.32's defaults and flag names */
+    assert_int_equal(ck_controller_manager_workers(NULL, row("garbagecollector")), 20);
+    assert_string_equal(row("garbagecollector")->syncs_flag, "gc");
+    assert_int_equal(ck_controller_manager_workers(NULL, row("namespace")), 10);
+    assert_int_equal(ck_controller_manager_workers(NULL, row("replicaset")), 5);
+    assert_int_equal(ck_controller_manager_workers(NULL, row("deployment")), 5);
+    /* a value given for one controller changes that one only */
+    const struct ck_controller_workers given[] = {{"garbagecollector", 3}, {"replicaset", 7}};
+    struct ck_controller_manager_config config = {.workers = given, .n_workers = 2};
+    assert_int_equal(ck_controller_manager_workers(&config, row("garbagecollector")), 3);
+    assert_int_equal(ck_controller_manager_workers(&config, row("replicaset")), 7);
+    assert_int_equal(ck_controller_manager_workers(&config, row("namespace")), 10);
+    assert_int_equal(ck_controller_manager_workers(&config, row("deployment")), 5);
+    /* an unknown controller or a count below one is refused before anything starts */
+    struct ck_err err = {0};
+    struct ck_controller_manager *cm = NULL;
+    const struct ck_controller_workers unknown[] = {{"nosuch", 3}};
+    config = (struct ck_controller_manager_config){
+        .controllers = "*", .workers = unknown, .n_workers = 1};
+    assert_int_equal(ck_controller_manager_start(&config, &cm, &err), CK_EINVAL);
+    assert_null(cm);
+    assert_non_null(strstr(err.msg, "nosuch"));
+    const struct ck_controller_workers zero[] = {{"garbagecollector", 0}};
+    config.workers = zero;
+    assert_int_equal(ck_controller_manager_start(&config, &cm, &err), CK_EINVAL);
+    assert_null(cm);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_enabled),
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_table),
+        cmocka_unit_test(test_workers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
