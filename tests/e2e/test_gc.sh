@@ -5,15 +5,18 @@
 #   - --cascade=foreground held by a pod with a custom finalizer: the ReplicaSet stays
 #     (deletionTimestamp, foregroundDeletion) until a patch removes the pod's finalizer;
 #   - --cascade=orphan: the pods stay, without their ownerReference;
+#   - the same three modes for a Deployment, through its ReplicaSet to its pods;
 #   - a Frobber owned by a ReplicaSet goes with it (every kind, through discovery), and
 #     one owned by a Namespace (a cluster-scoped owner) with it;
 #   - an owner deleted and recreated with the same name while the collector was not
 #     running: after a restart the old dependent is deleted (uid check), the new owner's
 #     is kept; a foreground deletion started while it was away finishes;
-#   - namespace deletion with pods, ReplicaSets, Events and Frobbers inside and one pod
-#     with a custom finalizer holding the namespace (its NamespaceFinalizersRemaining
-#     condition says so) until the finalizer is removed; kubectl delete namespace
-#     returns once the namespace is gone.
+#   - namespace deletion with pods, ReplicaSets, Deployments, Events and Frobbers inside
+#     and one pod with a custom finalizer holding the namespace (its
+#     NamespaceFinalizersRemaining condition says so) until the finalizer is removed;
+#     kubectl delete namespace returns once the namespace is gone;
+#   - the controllers killed (kill -9) in the middle of a foreground deletion and of a
+#     namespace deletion, restarted: both finish.
 # Every wait is `kubectl wait` with a timeout, failing with its message.
 #
 # Usage: test_gc.sh PATH/TO/ckube [STORE_URL] [inprocess|separate]
@@ -27,15 +30,17 @@ set -- "$1" "${2:-}"
 cm_pid=""
 stop_cm() { [ -n "$cm_pid" ] && kill "$cm_pid" 2>/dev/null && wait "$cm_pid" 2>/dev/null; cm_pid=""; }
 trap 'stop_cm; cleanup' EXIT
+# start_cm: the separate controller manager (with fewer GC workers than the default)
+start_cm() {
+    "$ckube" controller-manager --kubeconfig "$KUBECONFIG" --concurrent-gc-syncs 3 \
+        --controllers=garbagecollector,namespace >>"$work/cm.out" 2>>"$work/cm.err" &
+    cm_pid=$!
+}
 # start [gc-off]: the server, and in separate mode the controller manager beside it
 start() {
     if [ "$mode" = separate ]; then
         start_server --controllers=*,-garbagecollector,-namespace
-        if [ "${1:-}" != gc-off ]; then
-            "$ckube" controller-manager --kubeconfig "$KUBECONFIG" \
-                --controllers=garbagecollector,namespace >>"$work/cm.out" 2>>"$work/cm.err" &
-            cm_pid=$!
-        fi
+        if [ "${1:-}" != gc-off ]; then start_cm; fi
     elif [ "${1:-}" = gc-off ]; then
         start_server --controllers=*,-garbagecollector
     else
@@ -43,6 +48,17 @@ start() {
     fi
 }
 stop() { stop_cm; stop_server; }
+# crash: kill -9 whatever runs the collector (the controller manager, or the server)
+crash() {
+    if [ "$mode" = separate ]; then
+        kill -9 "$cm_pid" && wait "$cm_pid" 2>/dev/null
+        cm_pid=""
+    else
+        kill -9 "$server_pid" && wait "$server_pid" 2>/dev/null
+        server_pid=""
+    fi
+    return 0
+}
 start
 
 wait_for() { # wait_for DESCRIPTION OBJECT CONDITION [NAMESPACE]
@@ -64,6 +80,19 @@ rs() { # rs NAME REPLICAS [NAMESPACE]: creates a ReplicaSet of app=NAME pods
     cat <<EOF | k create ${3:+-n "$3"} -f - >/dev/null
 apiVersion: apps/v1
 kind: ReplicaSet
+metadata: {name: $1}
+spec:
+  replicas: $2
+  selector: {matchLabels: {app: $1}}
+  template:
+    metadata: {labels: {app: $1}}
+    spec: {containers: [{name: c, image: nginx}]}
+EOF
+}
+deploy() { # deploy NAME REPLICAS [NAMESPACE]: creates a Deployment of app=NAME pods
+    cat <<EOF | k create ${3:+-n "$3"} -f - >/dev/null
+apiVersion: apps/v1
+kind: Deployment
 metadata: {name: $1}
 spec:
   replicas: $2
@@ -134,6 +163,40 @@ check "its two pods stay" sh -c "[ \$(kubectl get pods -l app=orph --no-headers 
 check "without ownerReferences" sh -c "[ -z \"\$(kubectl get pods -l app=orph -o jsonpath='{.items[*].metadata.ownerReferences}')\" ]"
 check "delete the orphans" sh -c "kubectl delete pods -l app=orph >/dev/null"
 
+# --- Deployments: the three modes, through the ReplicaSet to its pods ---
+check "create deployment dbg" deploy dbg 2
+wait_for "deployment dbg has 2 replicas" deploy/dbg jsonpath='{.status.replicas}'=2
+dbg_rs=$(k get rs -l app=dbg -o name)
+dbg_pods=$(pods_of dbg)
+check "kubectl delete deployment --cascade=background" sh -c "kubectl delete deployment dbg --cascade=background >/dev/null"
+# shellcheck disable=SC2086
+gone "its ReplicaSet and pods are deleted" $dbg_rs $(printf 'pod/%s ' $dbg_pods)
+
+check "create deployment dfg" deploy dfg 2
+wait_for "deployment dfg has 2 replicas" deploy/dfg jsonpath='{.status.replicas}'=2
+dfg_rs=$(k get rs -l app=dfg -o name)
+held=$(pods_of dfg | head -n1)
+free_pod=$(pods_of dfg | tail -n1)
+check "add a finalizer to one of its pods" sh -c "kubectl patch pod '$held' --type=merge -p '{\"metadata\":{\"finalizers\":[\"example.com/hold\"]}}' >/dev/null"
+check "kubectl delete deployment --cascade=foreground --wait=false" sh -c "kubectl delete deployment dfg --cascade=foreground --wait=false >/dev/null"
+gone "its pod without finalizer goes" "pod/$free_pod"
+wait_for "its ReplicaSet is deleted in the foreground too" "$dfg_rs" jsonpath='{.metadata.finalizers[0]}'=foregroundDeletion
+check "deployment dfg still there, with foregroundDeletion" sh -c "kubectl get deployment dfg -o jsonpath='{.metadata.finalizers}' | grep -q foregroundDeletion"
+check "release the held pod" sh -c "kubectl patch pod '$held' --type=merge -p '{\"metadata\":{\"finalizers\":null}}' >/dev/null"
+gone "the deployment goes once its ReplicaSet and pods are gone" deployment/dfg "$dfg_rs" "pod/$held"
+
+check "create deployment dorph" deploy dorph 2
+wait_for "deployment dorph has 2 replicas" deploy/dorph jsonpath='{.status.replicas}'=2
+dorph_rs=$(k get rs -l app=dorph -o name)
+check "kubectl delete deployment --cascade=orphan" sh -c "kubectl delete deployment dorph --cascade=orphan >/dev/null"
+gone "deployment dorph is deleted" deployment/dorph
+check "its ReplicaSet stays, without ownerReferences" sh -c "[ -z \"\$(kubectl get $dorph_rs -o jsonpath='{.metadata.ownerReferences}')\" ]"
+check "its pods stay, owned by the ReplicaSet" sh -c "[ \$(kubectl get pods -l app=dorph -o jsonpath='{.items[*].metadata.ownerReferences[0].kind}' | wc -w) -eq 2 ]"
+dorph_pods=$(pods_of dorph)
+check "delete the orphaned ReplicaSet" sh -c "kubectl delete $dorph_rs --wait=false >/dev/null"
+# shellcheck disable=SC2086
+gone "then its pods go" "$dorph_rs" $(printf 'pod/%s ' $dorph_pods)
+
 # --- an owner recreated under the same name while the collector was away ---
 stop
 start gc-off
@@ -168,6 +231,8 @@ gone "the interrupted foreground deletion finishes after the restart" rs/mid $(p
 check "create namespace demo" ns demo
 check "create rs in demo" rs web 2 demo
 wait_for "rs web in demo has 2 pods" rs/web jsonpath='{.status.replicas}'=2 demo
+check "create a deployment in demo" deploy dweb 2 demo
+wait_for "deployment dweb in demo has 2 replicas" deploy/dweb jsonpath='{.status.replicas}'=2 demo
 check "create a pod with a custom finalizer in demo" sh -c "kubectl run held -n demo --image=nginx --overrides='{\"metadata\":{\"finalizers\":[\"example.com/hold\"]}}' >/dev/null"
 check "create a Frobber in demo" sh -c "kubectl create -n demo -f - >/dev/null <<EOF
 apiVersion: example.ckube.io/v1
@@ -187,7 +252,7 @@ EOF"
 check "delete namespace demo (no wait)" sh -c "kubectl delete namespace demo --wait=false >/dev/null"
 wait_for "the finalizer holds the namespace and its condition says so" ns/demo \
     "jsonpath={.status.conditions[?(@.type==\"NamespaceFinalizersRemaining\")].message}=Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"
-check "the other content is gone" sh -c "[ -z \"\$(kubectl get rs,frobbers,events -n demo -o name)\" ] && [ \"\$(kubectl get pods -n demo -o name)\" = pod/held ]"
+check "the other content is gone" sh -c "[ -z \"\$(kubectl get deployments,rs,frobbers,events -n demo -o name)\" ] && [ \"\$(kubectl get pods -n demo -o name)\" = pod/held ]"
 check "the namespace is still Terminating" sh -c "kubectl get ns demo -o jsonpath='{.status.phase}' | grep -qx Terminating"
 check "remove the finalizer" sh -c "kubectl patch pod held -n demo --type=merge -p '{\"metadata\":{\"finalizers\":null}}' >/dev/null"
 check "kubectl delete namespace returns once it is gone" sh -c "kubectl delete namespace demo --ignore-not-found --timeout=30s >/dev/null"
@@ -196,6 +261,38 @@ check "create namespace demo2" ns demo2
 check "create a pod in demo2" sh -c "kubectl run p -n demo2 --image=nginx >/dev/null"
 check "kubectl delete namespace waits until it is gone" sh -c "kubectl delete namespace demo2 --timeout=30s >/dev/null && ! kubectl get namespace demo2 >/dev/null 2>&1"
 check "demo can be created again" ns demo
+
+# --- killed (kill -9) in the middle of two deletions, restarted: both finish ---
+check "create rs crash" rs crash 2
+wait_for "rs crash has 2 pods" rs/crash jsonpath='{.status.replicas}'=2
+crash_held=$(pods_of crash | head -n1)
+crash_free=$(pods_of crash | tail -n1)
+check "hold one of its pods with a finalizer" sh -c "kubectl patch pod '$crash_held' --type=merge -p '{\"metadata\":{\"finalizers\":[\"example.com/hold\"]}}' >/dev/null"
+check "create namespace crashns" ns crashns
+check "create a deployment in crashns" deploy cweb 2 crashns
+check "create a held pod in crashns" sh -c "kubectl run held -n crashns --image=nginx --overrides='{\"metadata\":{\"finalizers\":[\"example.com/hold\"]}}' >/dev/null"
+wait_for "deployment cweb has 2 replicas" deploy/cweb jsonpath='{.status.replicas}'=2 crashns
+check "delete rs crash in the foreground" sh -c "kubectl delete rs crash --cascade=foreground --wait=false >/dev/null"
+check "delete namespace crashns" sh -c "kubectl delete namespace crashns --wait=false >/dev/null"
+gone "the free pod of rs crash goes" "pod/$crash_free"
+wait_for "namespace crashns is held by the finalizer" ns/crashns \
+    "jsonpath={.status.conditions[?(@.type==\"NamespaceFinalizersRemaining\")].status}=True"
+check "the deployment in crashns is gone already" sh -c "[ -z \"\$(kubectl get deployments,rs -n crashns -o name)\" ]"
+check "kill -9 the controllers mid-deletion" crash
+release() { # release the two held pods
+    kubectl patch pod "$crash_held" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null &&
+        kubectl patch pod held -n crashns --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null
+}
+if [ "$mode" = separate ]; then
+    # released while no collector runs: the restarted one finds the work by listing
+    check "release the held pods while the controllers are down" release
+    start_cm
+else
+    start
+    check "release the held pods after the restart" release
+fi
+gone "the foreground deletion finishes after kill -9 and restart" rs/crash "pod/$crash_held"
+gone "the namespace deletion finishes after kill -9 and restart" ns/crashns
 
 echo "test_gc ($mode):"
 [ "$failures" -ne 0 ] && [ -n "$cm_pid" ] && { echo "--- controller-manager log"; tail -20 "$work/cm.err"; }
