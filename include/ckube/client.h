@@ -588,4 +588,86 @@ void ck_event_recorder_stats(struct ck_event_recorder *r, struct ck_event_record
  */
 char *ck_event_recorder_metrics_text(struct ck_event_recorder *r);
 
+/* ---- leader election (tools/leaderelection) ------------------------------- */
+
+/*
+ * Leader election on a coordination.k8s.io/v1 Lease, as client-go's LeaderElector: every
+ * candidate tries to acquire the Lease every retry period (with jitter); the holder renews
+ * it every retry period and stops leading when it could not renew for renew_deadline,
+ * which is shorter than lease_duration, so a leader that cannot renew stops acting before
+ * another can take its lease. A Lease is taken over once its record has not changed for
+ * lease_duration, measured on the candidate's own clock from when it saw the change (the
+ * Lease's times are informative, clocks need not agree).
+ */
+
+/* client-go's and kube-controller-manager's defaults */
+#define CK_LE_LEASE_DURATION (15 * CK_SEC)
+#define CK_LE_RENEW_DEADLINE (10 * CK_SEC)
+#define CK_LE_RETRY_PERIOD   (2 * CK_SEC)
+
+/* The Lease the candidates share: get, create and conditional update of one object. */
+struct ck_lease_lock_ops {
+    /* GET namespace/name into *ret_lease; CK_ENOENT when there is none. */
+    int (*get)(void *data, const char *namespace, const char *name, json_t **ret_lease,
+               struct ck_err *reterr);
+    /* POST lease; CK_EEXIST when another candidate made it first. */
+    int (*create)(void *data, const json_t *lease, json_t **ret_lease, struct ck_err *reterr);
+    /* PUT lease, conditional on its resourceVersion: CK_ECONFLICT when it moved on. */
+    int (*update)(void *data, const json_t *lease, json_t **ret_lease, struct ck_err *reterr);
+};
+
+struct ck_lease_lock {
+    const struct ck_lease_lock_ops *ops;
+    void *data;
+    const char *namespace; /* "kube-system" */
+    const char *name;      /* "kube-controller-manager" */
+};
+
+/* The lock on the Lease namespace/name through rest (all borrowed: they must outlive it). */
+void ck_lease_lock_init_rest(struct ck_lease_lock *lock, struct ck_rest *rest,
+                             const char *namespace, const char *name);
+
+struct ck_leader_election_config {
+    struct ck_lease_lock lock; /* copied; what it points to is borrowed */
+    const char *identity;      /* this candidate (copied): "host_<random>" */
+    /* 0: the defaults above. lease_duration > renew_deadline > 1.2 * retry_period > 0 */
+    int64_t lease_duration, renew_deadline, retry_period;
+    struct ck_clock *clock; /* borrowed; NULL: the real clock */
+    /*
+     * Called on the elector's thread, so they must return promptly (start or stop work
+     * on other threads): on_started_leading once the lease is held; on_stopped_leading
+     * when the elector ends, by losing the lease or by being freed (as client-go's
+     * OnStoppedLeading, also when it never led); on_new_leader (may be NULL) when the
+     * observed holder changes, with the new holder's identity.
+     */
+    void (*on_started_leading)(void *arg);
+    void (*on_stopped_leading)(void *arg);
+    void (*on_new_leader)(void *arg, const char *identity);
+    void *arg;
+    /* When freed while leading, give the lease up (holder "", 1 s) so another takes it at once. */
+    bool release_on_cancel;
+};
+
+struct ck_leader_elector;
+
+/*
+ * Checks config as client-go's NewLeaderElector ("leaseDuration must be greater than
+ * renewDeadline", ...; CK_EINVAL) and starts electing on a thread of its own. Once it has
+ * lost the lease it does not try again (as client-go's Run returns): start a new elector.
+ */
+int ck_leader_elector_start(const struct ck_leader_election_config *config,
+                            struct ck_leader_elector **ret_le, struct ck_err *reterr);
+
+/* Whether this candidate holds the lease as last observed. */
+bool ck_leader_elector_is_leader(struct ck_leader_elector *le);
+
+/* The holder last observed, copied into buf (cut to size); "" when none. Returns buf. */
+const char *ck_leader_elector_leader(struct ck_leader_elector *le, char *buf, size_t size);
+
+/*
+ * Stops the elector (releasing the lease when leading and release_on_cancel), waits for
+ * its thread, which calls on_stopped_leading, and frees it. NULL is a no-op; returns NULL.
+ */
+struct ck_leader_elector *ck_leader_elector_free(struct ck_leader_elector *le);
+
 #endif /* CKUBE_CLIENT_H */
