@@ -76,32 +76,21 @@ gone() { # gone DESCRIPTION OBJECT... : waits until none of them exists
         fail "$desc ($(cat "$work/wait.err"))"
     fi
 }
-rs() { # rs NAME REPLICAS [NAMESPACE]: creates a ReplicaSet of app=NAME pods
-    cat <<EOF | k create ${3:+-n "$3"} -f - >/dev/null
+workload() { # workload KIND NAME REPLICAS [NAMESPACE]: creates one of app=NAME pods
+    cat <<EOF | k create ${4:+-n "$4"} -f - >/dev/null
 apiVersion: apps/v1
-kind: ReplicaSet
-metadata: {name: $1}
+kind: $1
+metadata: {name: $2}
 spec:
-  replicas: $2
-  selector: {matchLabels: {app: $1}}
+  replicas: $3
+  selector: {matchLabels: {app: $2}}
   template:
-    metadata: {labels: {app: $1}}
+    metadata: {labels: {app: $2}}
     spec: {containers: [{name: c, image: nginx}]}
 EOF
 }
-deploy() { # deploy NAME REPLICAS [NAMESPACE]: creates a Deployment of app=NAME pods
-    cat <<EOF | k create ${3:+-n "$3"} -f - >/dev/null
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: $1}
-spec:
-  replicas: $2
-  selector: {matchLabels: {app: $1}}
-  template:
-    metadata: {labels: {app: $1}}
-    spec: {containers: [{name: c, image: nginx}]}
-EOF
-}
+rs() { workload ReplicaSet "$@"; }     # rs NAME REPLICAS [NAMESPACE]
+deploy() { workload Deployment "$@"; } # deploy NAME REPLICAS [NAMESPACE]
 pods_of() { # pods_of APP [NAMESPACE]: names of the pods labelled app=APP
     k get pods -l "app=$1" ${2:+-n "$2"} -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'
 }
