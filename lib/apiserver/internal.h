@@ -432,7 +432,11 @@ void ck__media_negotiate(struct MHD_Connection *conn, struct ck__media *ret);
  */
 enum ck__accept ck__negotiate(struct MHD_Connection *conn);
 
-/* False when the request asks only for formats without stream framing (a watch is 406). */
+/*
+ * True when some Accept entry names a format with stream framing (JSON): a
+ * watch is answered in it, skipping earlier YAML entries as Kubernetes'
+ * stream negotiation does; false makes a watch a 406.
+ */
 bool ck__media_can_stream(struct MHD_Connection *conn);
 
 /* The media types served ("application/json, application/yaml"), streaming ones only if asked. */

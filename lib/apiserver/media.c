@@ -177,7 +177,8 @@ static bool wants_pretty(struct MHD_Connection *conn)
                      strncmp(agent, "Mozilla/", 8) == 0);
 }
 
-void ck__media_negotiate_accept(const char *accept, struct ck__media *ret)
+/* The negotiation; with streaming, rows without stream framing are skipped. */
+static void negotiate(const char *accept, bool streaming, struct ck__media *ret)
 {
     *ret = (struct ck__media){.codec = &codecs[0], .shape = CK__ACCEPT_JSON};
     if (!accept || !*accept)
@@ -190,7 +191,7 @@ void ck__media_negotiate_accept(const char *accept, struct ck__media *ret)
         size_t len = comma ? (size_t)(comma - item) : strlen(item);
         const struct ck__codec *codec = NULL;
         for (size_t i = 0; i < N_CODECS && !codec; i++)
-            if (media_is(item, len, codecs[i].media_type))
+            if (media_is(item, len, codecs[i].media_type) && (!streaming || codecs[i].streams))
                 codec = &codecs[i];
         if (!codec && (media_is(item, len, "*/*") || media_is(item, len, "application/*")))
             codec = &codecs[0];
@@ -207,6 +208,11 @@ void ck__media_negotiate_accept(const char *accept, struct ck__media *ret)
     }
     ret->codec = NULL;
     ret->shape = CK__ACCEPT_NONE;
+}
+
+void ck__media_negotiate_accept(const char *accept, struct ck__media *ret)
+{
+    negotiate(accept, false, ret);
 }
 
 void ck__media_negotiate(struct MHD_Connection *conn, struct ck__media *ret)
@@ -227,9 +233,8 @@ enum ck__accept ck__negotiate(struct MHD_Connection *conn)
 bool ck__media_can_stream(struct MHD_Connection *conn)
 {
     struct ck__media media;
-    ck__media_negotiate_accept(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept"),
-                               &media);
-    return !media.codec || media.codec->streams;
+    negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept"), true, &media);
+    return media.codec != NULL;
 }
 
 size_t ck__media_types(bool streaming, char *buf, size_t size)

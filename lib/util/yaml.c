@@ -275,7 +275,8 @@ static int key_compare(const char *a, const char *b)
             return ca < cb ? -1 : 1;
         if (al || bl)
             return bl ? -1 : 1;
-        long long an = 0, bn = 0;
+        /* Go's int64 arithmetic: a run of digits too long wraps around, as there */
+        unsigned long long an = 0, bn = 0;
         size_t ai = i, bi = i;
         if (ca == '0' || cb == '0') {
             for (size_t j = i; j-- > 0 && isdigit((unsigned char)a[j]);)
@@ -285,11 +286,11 @@ static int key_compare(const char *a, const char *b)
                 }
         }
         for (; ai < la && isdigit((unsigned char)a[ai]); ai++)
-            an = an * 10 + (a[ai] - '0');
+            an = an * 10 + (unsigned)(a[ai] - '0');
         for (; bi < lb && isdigit((unsigned char)b[bi]); bi++)
-            bn = bn * 10 + (b[bi] - '0');
+            bn = bn * 10 + (unsigned)(b[bi] - '0');
         if (an != bn)
-            return an < bn ? -1 : 1;
+            return (long long)an < (long long)bn ? -1 : 1;
         if (ai != bi)
             return ai < bi ? -1 : 1;
         return ca < cb ? -1 : 1;

@@ -190,6 +190,12 @@ static void test_yaml_watch_is_not_acceptable(void **state)
     assert_non_null(strstr(r.body, "only the following media types are accepted: "
                                    "application/json, application/json;as=Table"));
     response_release(&r);
+    /* a JSON entry after the YAML one is what the stream is written in */
+    static const char *const yaml_then_json[] = {"Accept: application/yaml, application/json",
+                                                 NULL};
+    get("GET", SAS "?watch=true&timeoutSeconds=1", NULL, yaml_then_json, 200, &r);
+    assert_true(has_header(&r, "Content-Type: application/json"));
+    response_release(&r);
 }
 
 static void test_yaml_bodies_create_and_update(void **state)
