@@ -700,4 +700,12 @@ json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, con
  */
 json_t *ck_openapi_index(const struct ck_schemas *set);
 
+/*
+ * The Swagger 2.0 document of /openapi/v2: the v3 documents of every group
+ * version served now, translated (paths merged, components.schemas as
+ * definitions, references rewritten). NULL when out of memory. Returns a
+ * new reference.
+ */
+json_t *ck_openapi_v2(const struct ck_schemas *set);
+
 #endif /* CKUBE_API_H */

@@ -1,6 +1,7 @@
 /*
  * discovery.c - what the API server tells clients about itself: legacy
- * discovery (/api, /apis, /api/v1, /apis/G/V) and OpenAPI v3 documents.
+ * discovery (/api, /apis, /api/v1, /apis/G/V) and OpenAPI v3 documents
+ * (which openapi_v2.c translates for /openapi/v2).
  *
  * Both are derived from the kind registry and the schemas, so they can never
  * disagree with what the server actually serves. kubectl needs discovery to
@@ -193,11 +194,12 @@ static json_t *operation(const struct ck_kind *k, const char *verb, const char *
          json_array_append_new(params, param("fieldManager", "query", false, "string")) < 0 ||
          json_array_append_new(params, param("dryRun", "query", false, "string")) < 0))
         return json_decref(params), NULL;
-    json_t *op =
-        json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:{s:s, s:{s:{s:{s:s}}}}}}", "operationId",
-                  verb, "x-kubernetes-action", action, "x-kubernetes-group-version-kind", "group",
-                  k->group, "version", k->version, "kind", k->kind, "responses", "200",
-                  "description", "OK", "content", "application/json", "schema", "$ref", ref);
+    /* the answer comes in every format the server writes (media.c's codecs) */
+    json_t *op = json_pack(
+        "{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:{s:s, s:{s:{s:{s:s}}, s:{s:{s:s}}}}}}", "operationId",
+        verb, "x-kubernetes-action", action, "x-kubernetes-group-version-kind", "group", k->group,
+        "version", k->version, "kind", k->kind, "responses", "200", "description", "OK", "content",
+        "application/json", "schema", "$ref", ref, "application/yaml", "schema", "$ref", ref);
     if (json_object_set_new(op, "parameters", params) < 0)
         op = (json_decref(op), NULL);
     return op;

@@ -303,14 +303,14 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
         schema = kind->schema;
         kind_name = kind->kind;
     }
+    /* server.c has turned a YAML body into JSON: whatever the client sent is JSON here */
     const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-    if (type && strncasecmp(type, "application/json", 16) != 0 &&
-        strncasecmp(type, "*/*", 3) != 0) {
-        ck_err_status(
-            reterr, "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json");
+    if (!ck__codec_for_content_type(type)) {
+        ck__err_unsupported_media(reterr);
         return NULL;
     }
+    if (ck__media_check_json(kind_name, body ? body : "", body ? len : 0, reterr) < 0)
+        return NULL;
     enum ck_field_validation fv;
     if (ck_field_validation_parse(ck__query(conn, "fieldValidation"), &fv) < 0) {
         ck_err_status(reterr, "BadRequest",
@@ -772,10 +772,17 @@ enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connecti
                                    size_t len)
 {
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    if (ck__negotiate(conn) == CK__ACCEPT_NONE)
-        return ck__fail_with(
-            conn, "NotAcceptable",
-            "only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io");
+    bool watch = get && !t->name[0] && ck__query_bool(conn, "watch");
+    if (ck__negotiate(conn) == CK__ACCEPT_NONE || (watch && !ck__media_can_stream(conn))) {
+        char types[256];
+        ck__media_types(watch, types, sizeof(types));
+        char msg[512];
+        snprintf(
+            msg, sizeof(msg),
+            "only the following media types are accepted: %s, application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+            types);
+        return ck__fail_with(conn, "NotAcceptable", msg);
+    }
     if (t->subresource[0]) {
         enum MHD_Result ret;
         if (serve_subresource(ctx, conn, method, t, body, len, &ret))

@@ -45,6 +45,8 @@ char *ck__status_json(const struct ck_err *err, bool omit_empty_details, size_t 
  * sent when nothing else can be built.
  */
 extern const char ck__status_no_memory[];
+/* The same with the line break that ends every JSON answer (not a watch event). */
+extern const char ck__status_no_memory_line[];
 
 /*
  * 422 Invalid, as Kubernetes words it: `Kind.group "name" is invalid: [a, b]`
@@ -386,12 +388,88 @@ enum ck__accept {
     CK__ACCEPT_NONE,         /* nothing we can produce: 406 */
 };
 
+/* ---- wire formats (media.c) ------------------------------------------------ */
+
 /*
- * What the client accepts (the Accept header): a Table, PartialObjectMetadata
- * (or its List), plain JSON, or nothing we produce. The first acceptable
- * entry wins, as in Kubernetes' negotiation.
+ * One wire format: a row of media.c's table. encode turns an answer built as
+ * JSON (json, taken: freed or kept in *ret) into the format, pretty or not;
+ * decode turns a request body into JSON text (NULL: the body is JSON).
+ */
+struct ck__codec {
+    const char *media_type; /* "application/json" */
+    bool streams;           /* can carry a watch stream */
+    int (*encode)(char *json, size_t len, bool pretty, char **ret, size_t *ret_len);
+    int (*decode)(const char *body, size_t len, char **ret_json, size_t *ret_len,
+                  struct ck_err *reterr);
+};
+
+/* What a request's Accept asks for. */
+struct ck__media {
+    const struct ck__codec *codec; /* NULL: nothing we produce (406) */
+    enum ck__accept shape;         /* CK__ACCEPT_NONE with a NULL codec */
+    bool pretty;                   /* indented JSON */
+};
+
+/* The JSON row: what a missing Accept or Content-Type means. */
+const struct ck__codec *ck__codec_json(void);
+
+/* The row of a request body's Content-Type (NULL or "": JSON), or NULL for none (415). */
+const struct ck__codec *ck__codec_for_content_type(const char *content_type);
+
+/*
+ * Reads an Accept header (NULL: none): the first entry the server can answer
+ * picks the codec and, by its as=/g=/v= parameters, the shape. pretty is set
+ * by a `pretty=1` parameter only.
+ */
+void ck__media_negotiate_accept(const char *accept, struct ck__media *ret);
+
+/* The same for a request, pretty also by ?pretty= or the User-Agent (curl, Wget, Mozilla/). */
+void ck__media_negotiate(struct MHD_Connection *conn, struct ck__media *ret);
+
+/*
+ * What the client accepts: a Table, PartialObjectMetadata (or its List), a
+ * plain object, or nothing we produce (CK__ACCEPT_NONE).
  */
 enum ck__accept ck__negotiate(struct MHD_Connection *conn);
+
+/*
+ * True when some Accept entry names a format with stream framing (JSON): a
+ * watch is answered in it, skipping earlier YAML entries as Kubernetes'
+ * stream negotiation does; false makes a watch a 406.
+ */
+bool ck__media_can_stream(struct MHD_Connection *conn);
+
+/* The media types served ("application/json, application/yaml"), streaming ones only if asked. */
+size_t ck__media_types(bool streaming, char *buf, size_t size);
+
+/*
+ * Turns an answer (body, taken) whose content_type starts with
+ * application/json into the request's negotiated format: *ret_body (caller
+ * frees), its length, and the Content-Type to send in ret_type. Other
+ * content types pass unchanged. 0, or CK_ENOMEM (body freed).
+ */
+int ck__media_encode(struct MHD_Connection *conn, const char *content_type, char *body, size_t len,
+                     char **ret_body, size_t *ret_len, char *ret_type, size_t type_size);
+
+/* 415 as Kubernetes words it, naming the media types bodies may be sent in. */
+int ck__err_unsupported_media(struct ck_err *reterr);
+
+/*
+ * A create or update body in the request's Content-Type as JSON: *ret_json
+ * (caller frees) when it had to be converted, NULL when the body is JSON
+ * already. 415 for a type nobody decodes, 400 for a body that is not YAML.
+ */
+int ck__media_decode_body(struct MHD_Connection *conn, const char *body, size_t len,
+                          char **ret_json, size_t *ret_len, struct ck_err *reterr);
+
+/*
+ * 400 as kube-apiserver answers a JSON body that is not JSON at all (a YAML
+ * file sent without its Content-Type): "the object provided is unrecognized
+ * (must be of type Kind): couldn't get version/kind; json parse error: ..."
+ * with the summary of the body. 0 when the body starts like JSON.
+ */
+int ck__media_check_json(const char *kind_name, const char *body, size_t len,
+                         struct ck_err *reterr);
 
 /*
  * The Content-Types Kubernetes answers PartialObjectMetadata and its List

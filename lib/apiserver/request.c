@@ -1,7 +1,7 @@
 /*
  * request.c - what every handler of a resource request shares: reading the
- * query and the Accept header, parsing selectors, and queuing answers
- * (bytes, JSON, a Status for an error).
+ * query, parsing selectors, and queuing answers (bytes, JSON, a Status for
+ * an error) in the format the client negotiated (media.c).
  *
  * handlers.c and watch.c both build on this file and it on neither, so the
  * dependency runs one way: server.c -> handlers.c -> watch.c -> request.c ->
@@ -17,7 +17,7 @@
  * Threading: functions of one request, on its MHD thread.
  *
  * Tested through the servers of tests/apiserver/test_handlers.c (query
- * parsing, negotiation, selectors, Warning headers) and
+ * parsing, negotiation, selectors, Warning headers), test_wire.c and
  * tests/apiserver/test_alloc_fail.c (the fallback Status).
  */
 #include <stdio.h>
@@ -37,56 +37,6 @@ bool ck__query_bool(struct MHD_Connection *conn, const char *name)
     bool v = false;
     /* Go's strconv.ParseBool, which the Python client's "True" relies on */
     return ck__parse_bool(ck__query(conn, name), &v) && v;
-}
-
-/* True when the Accept entry item (leading spaces skipped) starts with prefix. */
-static bool media_starts(const char *item, size_t len, const char *prefix)
-{
-    size_t n = strlen(prefix);
-    return len >= n && strncmp(item, prefix, n) == 0;
-}
-
-/* True when needle occurs in the first len bytes of item. */
-static bool media_has(const char *item, size_t len, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (size_t i = 0; i + n <= len; i++)
-        if (memcmp(item + i, needle, n) == 0)
-            return true;
-    return false;
-}
-
-enum ck__accept ck__negotiate(struct MHD_Connection *conn)
-{
-    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
-    if (!accept || !*accept)
-        return CK__ACCEPT_JSON;
-    /* walk the comma-separated entries in place: nothing to allocate, nothing to fail */
-    for (const char *item = accept; *item;) {
-        while (*item == ' ')
-            item++;
-        const char *comma = strchr(item, ',');
-        size_t len = comma ? (size_t)(comma - item) : strlen(item);
-        bool meta_json =
-            media_starts(item, len, "application/json") && media_has(item, len, "g=meta.k8s.io");
-        if (meta_json && media_has(item, len, "as=Table"))
-            return CK__ACCEPT_TABLE; /* the first acceptable entry wins */
-        /* the List first: "as=PartialObjectMetadata" is a prefix of it */
-        if (meta_json && media_has(item, len, "as=PartialObjectMetadataList") &&
-            media_has(item, len, "v=v1"))
-            return CK__ACCEPT_PARTIAL_LIST;
-        if (meta_json && media_has(item, len, "as=PartialObjectMetadata") &&
-            media_has(item, len, "v=v1"))
-            return CK__ACCEPT_PARTIAL;
-        if ((media_starts(item, len, "application/json") || media_starts(item, len, "*/*") ||
-             media_starts(item, len, "application/*")) &&
-            !media_has(item, len, "as="))
-            return CK__ACCEPT_JSON;
-        if (!comma)
-            break;
-        item = comma + 1;
-    }
-    return CK__ACCEPT_NONE;
 }
 
 const char ck__partial_content_type[] =
@@ -197,6 +147,10 @@ enum MHD_Result ck__send_bytes(struct MHD_Connection *conn, unsigned status,
                                const char *content_type, char *body, size_t len,
                                const struct ck_warnings *warnings)
 {
+    char type[256];
+    if (ck__media_encode(conn, content_type, body, len, &body, &len, type, sizeof(type)) < 0)
+        return ck__fail_no_memory(conn);
+    content_type = type;
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(body);
@@ -226,6 +180,10 @@ enum MHD_Result ck__send_error(struct MHD_Connection *conn, const struct ck_err 
     char *body = ck__status_json(err, false, &len);
     unsigned status = err->http_status > 0 && err->reason ? (unsigned)err->http_status
                                                           : MHD_HTTP_INTERNAL_SERVER_ERROR;
+    /* a Status is an API object: in the format the client asked for */
+    char type[256] = "application/json";
+    if (body && ck__media_encode(conn, type, body, len, &body, &len, type, sizeof(type)) < 0)
+        body = NULL;
     struct MHD_Response *resp = NULL;
     if (body) {
         resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
@@ -235,13 +193,15 @@ enum MHD_Result ck__send_error(struct MHD_Connection *conn, const struct ck_err 
     if (!resp) {
         /* the static body needs no allocation of ours */
         status = MHD_HTTP_INTERNAL_SERVER_ERROR;
-        resp = MHD_create_response_from_buffer(
-            strlen(ck__status_no_memory), (void *)ck__status_no_memory, MHD_RESPMEM_PERSISTENT);
+        snprintf(type, sizeof(type), "application/json");
+        resp = MHD_create_response_from_buffer(strlen(ck__status_no_memory_line),
+                                               (void *)ck__status_no_memory_line,
+                                               MHD_RESPMEM_PERSISTENT);
         if (!resp)
             return MHD_NO;
     }
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    return queue(conn, status, "application/json", resp, NULL);
+    return queue(conn, status, type, resp, NULL);
 }
 
 enum MHD_Result ck__fail(struct MHD_Connection *conn, struct ck_err *err)

@@ -19,6 +19,8 @@
  *
  * Discovery (/api, /apis, /api/v1, /apis/apps/v1) is the legacy form, built
  * from the kind registry; kubectl resolves every resource name through it.
+ * OpenAPI (/openapi/v2, /openapi/v3) comes from the same schemas, with an
+ * ETag and 304 for If-None-Match as kube-openapi answers it.
  *
  * Health follows k8s.io/apiserver/pkg/server/healthz: each endpoint runs a
  * list of named checks; success is "ok" (or, with ?verbose, one "[+]name ok"
@@ -36,6 +38,7 @@
  * clients).
  */
 #include <arpa/inet.h>
+#include <gnutls/crypto.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -44,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -225,16 +229,18 @@ static enum MHD_Result serve_version(struct MHD_Connection *conn)
     return ret;
 }
 
-/* Answers value (taken), or 500 when it is NULL or cannot be rendered: out of memory. */
+/*
+ * Answers value (taken), an API object such as a discovery document, in the
+ * negotiated format; 500 when it is NULL or cannot be rendered: out of memory.
+ */
 static enum MHD_Result queue_json_value(struct MHD_Connection *conn, json_t *value)
 {
-    char *body = ck__json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
+    size_t len = 0;
+    char *body = ck__json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
     json_decref(value);
     if (!body)
         return ck__fail_no_memory(conn);
-    enum MHD_Result ret = ck__send_json(conn, MHD_HTTP_OK, body);
-    free(body);
-    return ret;
+    return ck__send_bytes(conn, MHD_HTTP_OK, "application/json", body, len, NULL);
 }
 
 /* True when some kind is served in group/version. */
@@ -280,19 +286,114 @@ static bool serve_discovery(struct ck_apiserver *server, struct MHD_Connection *
     return true;
 }
 
-/* /openapi/v3 (the index) and /openapi/v3/<api|apis/G>/<V> (a document). */
+/* True when an If-None-Match list ("*", or "a", W/"b", ...) names etag (quoted). */
+static bool etag_matches(const char *if_none_match, const char *etag)
+{
+    size_t n = strlen(etag);
+    for (const char *p = if_none_match; p && *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == '*')
+            return true;
+        if (strncmp(p, "W/", 2) == 0) /* the weak comparison of GET */
+            p += 2;
+        if (strncmp(p, etag, n) == 0 && (p[n] == '\0' || p[n] == ',' || p[n] == ' '))
+            return true;
+        p = strchr(p, ',');
+    }
+    return false;
+}
+
+/* True when the Accept header (none: anything) takes JSON, as kube-openapi's handlers read it. */
+static bool accepts_openapi_json(struct MHD_Connection *conn)
+{
+    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
+    if (!accept || !*accept)
+        return true;
+    for (const char *p = accept; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t len = strcspn(p, ";,");
+        while (len && p[len - 1] == ' ')
+            len--;
+        if ((len == 16 && strncasecmp(p, "application/json", 16) == 0) ||
+            (len == 13 && strncasecmp(p, "application/*", 13) == 0) ||
+            (len == 3 && strncmp(p, "*/*", 3) == 0))
+            return true;
+        p += strcspn(p, ",");
+    }
+    return false;
+}
+
+/*
+ * Answers an OpenAPI document (taken) as kube-openapi does: JSON as it is
+ * (no line break, never indented), an ETag of its SHA-512, and 304 Not
+ * Modified when If-None-Match names that ETag; 406 for an Accept that does
+ * not take JSON.
+ */
+static enum MHD_Result queue_openapi(struct MHD_Connection *conn, json_t *doc)
+{
+    if (!accepts_openapi_json(conn)) {
+        json_decref(doc);
+        return queue_body(conn, MHD_HTTP_NOT_ACCEPTABLE, "text/plain; charset=utf-8", "", 0);
+    }
+    size_t len = 0;
+    char *body = ck__json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
+    json_decref(doc);
+    if (!body)
+        return ck__fail_no_memory(conn);
+    unsigned char digest[64];
+    char etag[2 * sizeof(digest) + 3];
+    if (gnutls_hash_fast(GNUTLS_DIG_SHA512, body, len, digest) < 0) {
+        free(body);
+        return ck__fail_no_memory(conn);
+    }
+    etag[0] = '"';
+    for (size_t i = 0; i < sizeof(digest); i++)
+        snprintf(etag + 1 + 2 * i, 3, "%02X", digest[i]);
+    snprintf(etag + 1 + 2 * sizeof(digest), 2, "\"");
+    bool not_modified =
+        etag_matches(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "If-None-Match"), etag);
+    struct MHD_Response *resp =
+        not_modified ? MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT)
+                     : MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (not_modified)
+        free(body);
+    if (!resp) {
+        if (!not_modified)
+            free(body);
+        return MHD_NO;
+    }
+    if (!not_modified)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
+    MHD_add_response_header(resp, "Vary", "Accept");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
+    enum MHD_Result ret =
+        MHD_queue_response(conn, not_modified ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/*
+ * /openapi/v2 (Swagger 2.0), /openapi/v3 (the index) and
+ * /openapi/v3/<api|apis/G>/<V> (a document), all from the same schemas.
+ */
 static enum MHD_Result serve_openapi(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                     const char *rest)
+                                     const char *url)
 {
     char group[64] = "", version[32];
     char extra;
+    if (strcmp(url, "/openapi/v2") == 0)
+        return queue_openapi(conn, ck_openapi_v2(server->schemas));
+    const char *rest = url + strlen("/openapi/v3");
     if (*rest == '\0' || strcmp(rest, "/") == 0)
-        return queue_json_value(conn, ck_openapi_index(server->schemas));
+        return queue_openapi(conn, ck_openapi_index(server->schemas));
     if (sscanf(rest, "/api/%31[^/]%c", version, &extra) == 1 ||
         sscanf(rest, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
         /* served, a document that cannot be built is a 500 */
         if (serves_group_version(group, version))
-            return queue_json_value(conn, ck_openapi_document(server->schemas, group, version));
+            return queue_openapi(conn, ck_openapi_document(server->schemas, group, version));
     }
     return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
 }
@@ -325,15 +426,18 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
     enum MHD_Result discovery_ret;
     if (readonly && serve_discovery(server, conn, url, &discovery_ret))
         return discovery_ret;
-    if (readonly && strncmp(url, "/openapi/v3", 11) == 0)
-        return serve_openapi(server, conn, url + 11);
+    if (readonly && (strcmp(url, "/openapi/v2") == 0 ||
+                     (strncmp(url, "/openapi/v3", 11) == 0 && (url[11] == '\0' || url[11] == '/'))))
+        return serve_openapi(server, conn, url);
 
+    /* kube-apiserver serves /version and /version/ alike */
+    bool version = strcmp(url, "/version") == 0 || strcmp(url, "/version/") == 0;
     if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0 ||
-        strcmp(url, "/version") == 0 || strcmp(url, "/metrics") == 0) {
+        version || strcmp(url, "/metrics") == 0) {
         if (!readonly)
             return ck__fail_with(conn, "MethodNotAllowed",
                                  "the server does not allow this method on the requested resource");
-        if (strcmp(url, "/version") == 0)
+        if (version)
             return serve_version(conn);
         if (strcmp(url, "/metrics") == 0)
             return serve_metrics(server, conn);
@@ -352,10 +456,23 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
             return ck__serve_resource(server, conn, method, &target, body, body_len);
         struct ck_err err = {0};
         const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-        if (ck__auth_check_write(server, req->user, &target, method, type, body, body_len, &err) <
-            0)
+        /* a YAML object is JSON from here on, for the RBAC check as for the handlers */
+        char *converted = NULL;
+        size_t converted_len = 0;
+        if ((strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) &&
+            ck__media_decode_body(conn, body, body_len, &converted, &converted_len, &err) < 0)
             return ck__fail(conn, &err);
+        if (converted) {
+            body = converted;
+            body_len = converted_len;
+        }
+        if (ck__auth_check_write(server, req->user, &target, method, type, body, body_len, &err) <
+            0) {
+            free(converted);
+            return ck__fail(conn, &err);
+        }
         enum MHD_Result ret = ck__serve_resource(server, conn, method, &target, body, body_len);
+        free(converted);
         enum ck_kind_role role = target.kind->role;
         if (role == CK_KIND_ROLE_RBAC_ROLE || role == CK_KIND_ROLE_RBAC_CLUSTER_ROLE ||
             role == CK_KIND_ROLE_RBAC_ROLE_BINDING ||

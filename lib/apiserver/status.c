@@ -12,7 +12,9 @@
  * error, by ck__err_invalid().
  *
  * Memory: a Status is rendered with jansson and may fail when memory is
- * short; the sender then falls back to ck__status_no_memory, a static body.
+ * short; the sender then falls back to ck__status_no_memory_line, a static
+ * body (ck__status_no_memory without the line break every JSON answer ends
+ * with, for watch events).
  * An error without an HTTP code is rendered as 500 InternalError, so code 0
  * is never sent.
  *
@@ -32,6 +34,11 @@ const char ck__status_no_memory[] =
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
     "\"message\":\"Internal error occurred: out of memory\",\"reason\":\"InternalError\","
     "\"details\":{},\"code\":500}";
+
+const char ck__status_no_memory_line[] =
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+    "\"message\":\"Internal error occurred: out of memory\",\"reason\":\"InternalError\","
+    "\"details\":{},\"code\":500}\n";
 
 /* Adds key: value (a string) to obj unless value is NULL or "". Returns 0 or -1. */
 static int set_string(json_t *obj, const char *key, const char *value)

@@ -374,8 +374,8 @@ static void test_tables(void **state)
                         "PartialObjectMetadata");
     json_decref(t);
 
-    static const char *const yaml_only[] = {"Accept: application/yaml", NULL};
-    http_call(server, "GET", "/api/v1/pods", NULL, yaml_only, &r);
+    static const char *const xml_only[] = {"Accept: application/xml", NULL};
+    http_call(server, "GET", "/api/v1/pods", NULL, xml_only, &r);
     assert_int_equal(r.status, 406);
     response_release(&r);
     static const char *const protobuf_first[] = {

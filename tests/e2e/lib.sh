@@ -8,7 +8,7 @@
 # Source it with $1 = PATH/TO/ckube and optional $2 = STORE_URL (default: a
 # fresh sqlite://<tmp>/state.db). It exits 77 (skipped) without kubectl.
 if ! command -v kubectl >/dev/null 2>&1; then
-    echo "$(basename "$0"): no kubectl on PATH; skipping" >&2
+    echo "$(basename "$0"): no kubectl on PATH (kubectl 1.32 is a prerequisite you install, see README.md); skipping" >&2
     exit 77
 fi
 ckube=$1

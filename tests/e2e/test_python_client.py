@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """test_python_client.py - the official Kubernetes Python client against a
 real `ckube server`: list, create, read, watch (with its True-valued query
-booleans and newline-delimited events) and delete.
+booleans and newline-delimited events) and delete; and the wire details its
+own tests compare byte for byte: two 409 bodies alike and ending with a line
+break, the version call (on /version/), YAML in and out, pretty output and
+/openapi/v2.
 
 Usage: test_python_client.py PATH/TO/ckube [STORE_URL]
 """
@@ -30,6 +33,62 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def raw(core, method, path, body=None, headers=None):
+    """One call through the client's own connection: (status, headers, body bytes)."""
+    api = core.api_client
+    url = api.configuration.host + path
+    r = api.rest_client.pool_manager.request(method, url, body=body,
+                                             headers={**(headers or {}),
+                                                      **api.default_headers},
+                                             preload_content=True)
+    return r.status, r.headers, r.data
+
+
+def wire_details(core, check):
+    """The wire behaviours of docs/internals/api.md a client compares as text."""
+    sa = client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="py-twice"))
+    core.create_namespaced_service_account("default", sa)
+    bodies = []
+    for _ in range(2):
+        try:
+            core.create_namespaced_service_account("default", sa)
+        except client.ApiException as e:
+            bodies.append((e.status, e.body))
+    check("two 409 AlreadyExists bodies are the same text",
+          len(bodies) == 2 and bodies[0] == bodies[1] and bodies[0][0] == 409)
+    check("an error body ends with a line break",
+          bodies and bodies[0][1].endswith("}\n"))
+    core.delete_namespaced_service_account("py-twice", "default")
+
+    version = client.VersionApi().get_code()
+    check("the version call (GET /version/)", version.major == "1" and version.git_version)
+
+    status, headers, body = raw(core, "GET", "/api/v1/namespaces/default",
+                                headers={"Accept": "application/yaml"})
+    check("Accept: application/yaml answers YAML",
+          status == 200 and headers.get("Content-Type") == "application/yaml" and
+          body.startswith(b"apiVersion: v1\nkind: Namespace\nmetadata:\n"))
+    yaml_sa = b"apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: py-yaml\n"
+    status, _, body = raw(core, "POST", "/api/v1/namespaces/default/serviceaccounts",
+                          body=yaml_sa, headers={"Content-Type": "application/yaml"})
+    check("a YAML body creates", status == 201 and b'"name":"py-yaml"' in body)
+    core.delete_namespaced_service_account("py-yaml", "default")
+
+    status, _, body = raw(core, "GET", "/api/v1/namespaces/default?pretty=true")
+    check("?pretty=true indents, without a final line break",
+          status == 200 and body.startswith(b'{\n  "') and body.endswith(b"\n}"))
+    status, _, body = raw(core, "GET", "/api/v1/namespaces/default")
+    check("the client gets compact JSON with a line break",
+          status == 200 and body.endswith(b"}\n") and b"\n" not in body[:-1])
+
+    status, headers, body = raw(core, "GET", "/openapi/v2")
+    etag = headers.get("ETag")
+    check("/openapi/v2 is Swagger 2.0 with an ETag",
+          status == 200 and b'"swagger":"2.0"' in body and etag)
+    status, _, _ = raw(core, "GET", "/openapi/v2", headers={"If-None-Match": etag or ""})
+    check("/openapi/v2 answers 304 to its ETag", status == 304)
 
 
 def main():
@@ -131,6 +190,8 @@ def main():
             check("missing pod raises 404", False)
         except client.ApiException as e:
             check("missing pod raises 404", e.status == 404)
+
+        wire_details(core, check)
 
         core.delete_namespaced_pod("py-1", "default")
         watcher.join(timeout=15)

@@ -2,14 +2,16 @@
 # test_readme.sh - runs the kubectl session of README.md exactly as written
 # (the lines between the readme-session markers) against a fresh
 # `ckube server` whose data directory is ./ckube-data of a scratch directory,
-# as `make run` makes it, with the repository's examples/ beside it. Every
-# line must succeed; curl lines get the
-# server's real address in place of the default 127.0.0.1:6443.
+# as `make run` makes it, with the repository's examples/ beside it, on a
+# port of its own. Every line must succeed and print something, run as
+# written: each runs in its own shell after the session's `export` lines
+# so far, as in the terminal the README speaks of (the curl lines find the
+# server through $APISERVER, read from the kubeconfig).
 #
 # Usage: test_readme.sh PATH/TO/ckube PATH/TO/README.md
 set -u
 if ! command -v kubectl >/dev/null 2>&1; then
-    echo "test_readme: no kubectl on PATH; skipping" >&2
+    echo "test_readme: no kubectl on PATH (kubectl 1.32 is a prerequisite you install, see README.md); skipping" >&2
     exit 77
 fi
 ckube=$1
@@ -48,12 +50,19 @@ done
 export KUBECACHEDIR="$work/kube-cache"
 
 failures=0
+exports=""
+unset KUBECONFIG APISERVER
 while IFS= read -r line; do
-    cmd=$(printf '%s\n' "$line" | sed "s/127\.0\.0\.1:6443/127.0.0.1:$port/g")
-    if ! sh -c "set -e; export KUBECONFIG=\$PWD/ckube-data/kubeconfig; $cmd" >out 2>&1 </dev/null; then
+    if ! sh -c "set -e
+$exports
+$line" >out 2>&1 </dev/null; then
         echo "FAIL: $line"; cat out; failures=$((failures + 1))
-    elif [ ! -s out ] && [ "${cmd#export}" = "$cmd" ]; then
+    elif [ ! -s out ] && [ "${line#export }" = "$line" ]; then
         echo "FAIL: no output from: $line"; failures=$((failures + 1))
+    fi
+    if [ "${line#export }" != "$line" ]; then
+        exports="$exports
+$line"
     fi
 done <"$work/session"
 echo "$lines lines, $failures failed"

@@ -1,8 +1,8 @@
 /*
  * test_k8s_data.c - lib/featuregate/list.c against Kubernetes' own
- * versioned feature list, which developer machines and CI keep beside the
- * repository (../shared/data). A user's clone does not have it: then the
- * program exits 77 and ctest reports the test as skipped.
+ * versioned feature list, of which tests/data keeps a copy (its provenance
+ * in tests/data/README.md), so it runs in every clone. Should the file be
+ * missing, the program says so and exits 77 (skipped).
  *
  * Checks that the real list loads at several emulated versions (P4, L5: a
  * Kubernetes binary would panic on an R-rule violation), lints clean, and

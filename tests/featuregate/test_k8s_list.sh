@@ -1,8 +1,8 @@
 #!/bin/sh
-# test_k8s_list.sh - the real Kubernetes versioned feature list, when the
-# developer machine or CI has it: lint is clean, eval works at several
+# test_k8s_list.sh - the real Kubernetes versioned feature list (the copy in
+# tests/data, see its README.md): lint is clean, eval works at several
 # emulated versions and the list/docs outputs render. Exits 77 (skipped)
-# when the file is absent, as in a user's clone.
+# only if the file is missing.
 # Usage: test_k8s_list.sh PATH/TO/featuregate PATH/TO/list.yaml
 set -u
 fg=$1

@@ -18,6 +18,8 @@
  * - ck__parse_bool/ck__quote: Go's strconv.ParseBool and %q, which Kubernetes' inputs
  *   and messages follow.
  * - ck__json_dumps: jansson's json_dumps(), whole or NULL when memory runs out.
+ * - ck__yaml_to_json/ck__json_to_yaml: YAML read into jansson and written from it,
+ *   both through libyaml, the writer making the choices kube-apiserver's YAML makes.
  *
  * Everything here is a pure function or works on a caller-owned struct: callable from
  * any thread, one thread per struct at a time.
@@ -233,5 +235,28 @@ char *ck__quote_dup(const char *s);
  * or NULL when out of memory or json cannot be encoded.
  */
 char *ck__json_dumps(const json_t *json, size_t flags, size_t *ret_len);
+
+/* ---- YAML both ways (yaml.c) ------------------------------------------------ */
+
+struct ck_err;
+
+/*
+ * Parses a YAML (or JSON) document into a jansson value: mappings become objects,
+ * sequences arrays; plain scalars true/false/null and numbers become JSON booleans, null
+ * and numbers, every other scalar a string. Returns 0 and a new reference in *ret_json,
+ * or CK_EINVAL with the parser's line in *reterr (CK_ENOMEM). Only the first document
+ * is read; nesting deeper than 64 levels is refused.
+ */
+int ck__yaml_to_json(const char *text, size_t len, json_t **ret_json, struct ck_err *reterr);
+
+/*
+ * Writes json as YAML the way kube-apiserver answers Accept: application/yaml
+ * (sigs.k8s.io/yaml's JSONToYAML): block style, keys sorted as go-yaml sorts them,
+ * strings quoted only where a YAML 1.1 reader would take them for something else,
+ * multi-line strings as literal blocks, ending with a line break. Returns the text
+ * (caller frees; its length in *ret_len when not NULL), or NULL when out of memory or
+ * nested deeper than 64 levels.
+ */
+char *ck__json_to_yaml(const json_t *json, size_t *ret_len);
 
 #endif /* CKUBE_INTERNAL_UTIL_H */
