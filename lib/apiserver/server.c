@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,8 +56,18 @@
 
 #define MAX_BODY_BYTES  (3u * 1024 * 1024) /* Kubernetes' request body limit */
 #define HANDLER_THREADS 16u                /* requests in progress at once */
-/* Open connections, watches included (kube-apiserver has no such limit). */
-#define MAX_CONNECTIONS 10000u
+/* Connection bounds by default (connections.c; kube-apiserver has none). */
+#define MAX_CONNECTIONS             10000u
+#define MAX_CONNECTIONS_PER_ADDRESS 2000u
+#define REQUEST_HEADER_TIMEOUT      32u /* seconds: kube-apiserver's ReadHeaderTimeout */
+/*
+ * Request line and header fields together, answered 431 (414 for the request
+ * line alone) as a Status. libmicrohttpd holds them in a per-connection pool
+ * twice as large, so that what exceeds our limit still reaches us to be
+ * answered; beyond the pool libmicrohttpd answers on its own.
+ */
+#define MAX_HEADER_BYTES        (32u * 1024)
+#define CONNECTION_MEMORY_BYTES (2u * MAX_HEADER_BYTES)
 /* GnuTLS priorities: its defaults, TLS 1.2 and 1.3 only. */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
@@ -66,9 +77,11 @@ struct request {
     size_t len;
     bool too_large;
     bool no_memory;                   /* the body could not be kept: answer 500 */
+    bool started;                     /* the header is complete: the access handler ran */
+    bool reserve;                     /* on a reserve connection: one read only */
     double start;                     /* monotonic seconds at the first call */
     struct ck__request_labels labels; /* for the metrics, set when routed */
-    char *path;                       /* for the access log, at -v 2 only */
+    char *raw_uri;                    /* the target as sent, still percent-encoded */
     struct ck_auth_user *user;        /* who sent it (NULL without TLS) */
 };
 
@@ -318,6 +331,16 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
     size_t body_len = req->len;
     bool readonly = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     ck__request_labels_set(&req->labels, method, NULL, false, false);
+    /* what url cannot show: a decoded NUL or '/', empty segments */
+    struct ck_err path_err = {0};
+    if (!req->raw_uri)
+        return ck__fail_no_memory(conn);
+    if (ck__path_check(req->raw_uri, &path_err) < 0)
+        return ck__fail(conn, &path_err);
+    if (req->reserve && !(readonly && !ck__query_bool(conn, "watch"))) {
+        /* a reserve connection is for health checks and reads */
+        return ck__fail_with(conn, "TooManyRequests", "Too many requests, please try again later.");
+    }
     bool answered = false;
     enum MHD_Result auth_ret = ck__auth_request(server, conn, method, url, &req->user, &answered);
     if (answered)
@@ -348,6 +371,9 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
         ck__request_labels_set(&req->labels, method, &target,
                                readonly && ck__query_bool(conn, "watch"),
                                ck__query(conn, "dryRun") != NULL);
+        struct ck_err name_err = {0};
+        if (target.name[0] && ck__check_name_segment(target.name, &name_err) < 0)
+            return ck__fail(conn, &name_err);
         if (readonly)
             return ck__serve_resource(server, conn, method, &target, body, body_len);
         struct ck_err err = {0};
@@ -366,22 +392,110 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
     return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
 }
 
+/*
+ * libmicrohttpd's URI callback: the request line has arrived, the header
+ * not yet. The request starts here, so that it keeps the target as the
+ * client sent it (libmicrohttpd decodes its copy in place, "%00" into a NUL
+ * that would cut a name short). Returns the request, which becomes *req_cls.
+ */
+static void *request_begins(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    struct request *req = ck__calloc(1, sizeof(*req));
+    /* no memory for the request: read it and answer 500 (see unrecorded_request) */
+    if (!req)
+        return &unrecorded_request;
+    req->start = monotonic_seconds();
+    req->raw_uri = ck__strdup(uri); /* NULL: answered 500 when routed */
+    return req;
+}
+
+/* What the header fields say about the request's size and framing. */
+struct header_census {
+    size_t bytes;            /* name, value and ": " CRLF of every field */
+    unsigned content_length; /* Content-Length fields */
+    unsigned transfer_encoding;
+    bool chunked_only; /* the (one) Transfer-Encoding is "chunked" */
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    struct header_census *census = cls;
+    census->bytes += strlen(key) + (value ? strlen(value) : 0) + 4;
+    if (strcasecmp(key, "Content-Length") == 0)
+        census->content_length++;
+    if (strcasecmp(key, "Transfer-Encoding") == 0) {
+        census->transfer_encoding++;
+        census->chunked_only = value && strcasecmp(value, "chunked") == 0;
+    }
+    return MHD_YES;
+}
+
+/*
+ * The header is complete: refuses, as a Status, a header larger than our
+ * limit and framing a proxy could read differently from us (two
+ * Content-Length fields, Transfer-Encoding with Content-Length, two
+ * Transfer-Encodings, a coding other than chunked). Returns false when it
+ * answered; the answer is queued on this first call on purpose, so
+ * libmicrohttpd closes the connection instead of reading a body whose
+ * extent is in doubt.
+ */
+static bool header_acceptable(struct MHD_Connection *conn, struct request *req, const char *url,
+                              const char *method, enum MHD_Result *ret)
+{
+    struct header_census census = {0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &census);
+    size_t line = strlen(method) + strlen(req->raw_uri ? req->raw_uri : url) + 12;
+    struct ck_err err = {0};
+    if (line > MAX_HEADER_BYTES) {
+        ck_err_status(&err, "BadRequest", "the request line is longer than %u bytes",
+                      MAX_HEADER_BYTES);
+        err.http_status = MHD_HTTP_URI_TOO_LONG;
+        err.reason = "RequestURITooLong";
+    } else if (line + census.bytes > MAX_HEADER_BYTES) {
+        ck_err_status(&err, "BadRequest", "the request header is larger than %u bytes",
+                      MAX_HEADER_BYTES);
+        err.http_status = MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE;
+        err.reason = "RequestHeaderFieldsTooLarge";
+    } else if (census.content_length > 1) {
+        ck_err_status(&err, "BadRequest", "the request has more than one Content-Length header");
+    } else if (census.transfer_encoding > 1) {
+        ck_err_status(&err, "BadRequest", "the request has more than one Transfer-Encoding header");
+    } else if (census.transfer_encoding && census.content_length) {
+        ck_err_status(&err, "BadRequest",
+                      "the request has both Transfer-Encoding and Content-Length headers");
+    } else if (census.transfer_encoding && !census.chunked_only) {
+        ck_err_status(&err, "BadRequest",
+                      "unsupported transfer encoding: only chunked is accepted");
+        err.http_status = MHD_HTTP_NOT_IMPLEMENTED;
+        err.reason = "NotImplemented";
+    } else {
+        return true;
+    }
+    ck__request_labels_set(&req->labels, method, NULL, false, false);
+    *ret = ck__fail(conn, &err);
+    return false;
+}
+
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
                                       void **req_cls)
 {
     (void)version;
+    struct ck_apiserver *server = cls;
     struct request *req = *req_cls;
-    if (!req) {
-        req = ck__calloc(1, sizeof(*req));
-        /* no memory for the request: read it and answer 500 (see unrecorded_request) */
-        *req_cls = req ? req : &unrecorded_request;
-        if (!req)
-            return MHD_YES;
-        req->start = monotonic_seconds();
-        if (ck_log_v(2))
-            req->path = ck__strdup(url);
+    if (!req) /* the URI callback always sets it; be safe */
+        *req_cls = req = request_begins(server, url, conn);
+    if (req != &unrecorded_request && !req->started) {
+        req->started = true;
+        req->reserve = ck__conns_request_started(server->conns, conn);
+        enum MHD_Result ret;
+        if (!header_acceptable(conn, req, url, method, &ret))
+            return ret;
         return MHD_YES;
     }
     if (req == &unrecorded_request) {
@@ -445,8 +559,8 @@ static void log_access(struct MHD_Connection *conn, const struct request *req, u
         snprintf(peer, sizeof(peer), "%s:%u", ip, (unsigned)ntohs(in->sin_port));
     }
     const char *agent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent");
-    CK_LOGS(2, "HTTP", "verb", req->labels.verb, "URI", req->path, "latency", latency, "userAgent",
-            agent ? agent : "", "srcIP", peer, "resp", resp);
+    CK_LOGS(2, "HTTP", "verb", req->labels.verb, "URI", req->raw_uri ? req->raw_uri : "", "latency",
+            latency, "userAgent", agent ? agent : "", "srcIP", peer, "resp", resp);
 }
 
 static void request_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
@@ -463,14 +577,25 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **req
         unsigned status = info ? info->http_status : 0;
         double seconds = monotonic_seconds() - req->start;
         ck__metrics_observe(server->metrics, &req->labels, status, seconds);
-        if (req->path)
+        if (ck_log_v(2))
             log_access(conn, req, status, seconds);
     }
+    if (req->started)
+        ck__conns_request_done(server->conns, conn);
     ck_auth_user_free(req->user);
-    free(req->path);
+    free(req->raw_uri);
     free(req->body);
     free(req);
     *req_cls = NULL;
+}
+
+/* A connection opened or closed: for authentication's state and for the bounds. */
+static void notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode toe)
+{
+    struct ck_apiserver *server = cls;
+    ck__auth_notify_connection(cls, conn, socket_context, toe);
+    ck__conns_notify(server->conns, conn, toe);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
@@ -613,6 +738,7 @@ static void *ticker_main(void *arg)
             break;
         pthread_mutex_unlock(&server->ticker_lock);
         ck__watch_tick(server, false);
+        ck__conns_tick(server->conns);
         pthread_mutex_lock(&server->ticker_lock);
     }
     pthread_mutex_unlock(&server->ticker_lock);
@@ -661,6 +787,7 @@ static void teardown(struct ck_apiserver *server)
         pthread_join(server->ticker, NULL);
     }
     server->ttl = ck__ttl_stop(server->ttl);
+    server->conns = ck__conns_free(server->conns);
     free(server->registry);
     ck__auth_free(server->auth);
     ck__metrics_free(server->metrics);
@@ -691,8 +818,18 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     pthread_cond_init(&server->ticker_wake, NULL);
 
     server->metrics = ck__metrics_new();
+    struct ck__conn_limits limits = {
+        .max_total = config->max_connections ? config->max_connections : MAX_CONNECTIONS,
+        .max_per_address = config->max_connections_per_address ? config->max_connections_per_address
+                                                               : MAX_CONNECTIONS_PER_ADDRESS,
+        .header_timeout = config->request_header_timeout ? config->request_header_timeout
+                                                         : REQUEST_HEADER_TIMEOUT,
+    };
+    /* one percent, at least 8: enough for probes and a few reads at once */
+    limits.reserve = limits.max_total / 100 > 8 ? limits.max_total / 100 : 8;
+    server->conns = ck__conns_new(&limits);
     char host[256], port[16];
-    int r = server->metrics
+    int r = server->metrics && server->conns
                 ? split_host_port(listen_addr, true, host, sizeof(host), port, sizeof(port), reterr)
                 : ck_err_set(reterr, CK_ENOMEM, "out of memory");
     if (r == 0)
@@ -758,8 +895,10 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         flags, 0, NULL, NULL, access_handler, server, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_ARRAY, tls_options, MHD_OPTION_LISTEN_SOCKET, server->listen_fd,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT,
-        MAX_CONNECTIONS, MHD_OPTION_THREAD_POOL_SIZE, HANDLER_THREADS, MHD_OPTION_NOTIFY_COMPLETED,
-        request_completed, server, MHD_OPTION_NOTIFY_CONNECTION, ck__auth_notify_connection, server,
+        limits.max_total + limits.reserve, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)CONNECTION_MEMORY_BYTES, MHD_OPTION_THREAD_POOL_SIZE, HANDLER_THREADS,
+        MHD_OPTION_URI_LOG_CALLBACK, request_begins, server, MHD_OPTION_NOTIFY_COMPLETED,
+        request_completed, server, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, server,
         MHD_OPTION_END);
     if (!server->daemon) {
         teardown(server);

@@ -1,0 +1,148 @@
+/*
+ * test_connections.c - connection exhaustion (connections.c): a header that
+ * trickles in is cut at the header deadline, partial data or not; a new
+ * connection beyond the per-address or total bound evicts the connection
+ * that has waited longest for its header; when nothing can be evicted the
+ * reserve still serves health checks and reads, and refuses writes with 429.
+ * Before, libmicrohttpd's idle timeout was reset by every byte and a client
+ * could hold every connection slot for ever.
+ *
+ * Waits are for events (the server closing a connection), each with an upper
+ * bound so a regression fails instead of hanging.
+ */
+#include "cktest.h"
+
+#include "hostile/hostile.h"
+
+static const char partial[] = "GET /readyz HTTP/1.1\r\nHost: test\r\n";
+
+static void test_trickled_header_is_cut_at_the_deadline(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-hostile-conns-XXXXXX";
+    struct ck_apiserver *server = hostile_server_start(dir, 0, 0, 1);
+    assert_non_null(server);
+    int fd = raw_connect(server);
+    assert_true(fd >= 0);
+    assert_true(raw_send(fd, partial, strlen(partial)));
+    bool closed = false;
+    /* a header field every 0.3 s: each resets libmicrohttpd's idle timer */
+    for (int i = 0; i < 30 && !closed; i++) {
+        if (!raw_send(fd, "X-Slow: 1\r\n", 11))
+            closed = true;
+        else
+            closed = raw_closed_within(fd, 0.3);
+    }
+    assert_true(closed); /* within 9 s for a 1 s deadline (ticks are 1 s apart) */
+    close(fd);
+
+    /* a complete request on a fresh connection is served as before */
+    struct response r;
+    http_call(server, "GET", "/readyz", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    response_release(&r);
+    test_server_stop(server, dir);
+}
+
+/* Opens n connections that each sent part of a header; returns them in fds. */
+static void open_partial(struct ck_apiserver *server, int *fds, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        fds[i] = raw_connect(server);
+        assert_true(fds[i] >= 0);
+        assert_true(raw_send(fds[i], partial, strlen(partial)));
+        struct timespec pause = {0, 20 * 1000 * 1000}; /* distinct arrival order */
+        nanosleep(&pause, NULL);
+    }
+}
+
+static void evicts_oldest_waiting(unsigned max_total, unsigned max_per_address)
+{
+    char dir[] = "/tmp/ckube-hostile-conns-XXXXXX";
+    struct ck_apiserver *server = hostile_server_start(dir, max_total, max_per_address, 30);
+    assert_non_null(server);
+    int fds[4];
+    open_partial(server, fds, 4);
+
+    struct response r; /* a fifth client: served, at the expense of the oldest idler */
+    http_call(server, "GET", "/api/v1/namespaces/default/pods", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    response_release(&r);
+    assert_true(raw_closed_within(fds[0], 5));
+    assert_false(raw_closed_within(fds[3], 0.2)); /* the newest idler is kept */
+    for (size_t i = 0; i < 4; i++)
+        close(fds[i]);
+    test_server_stop(server, dir);
+}
+
+static void test_per_address_bound_evicts_the_oldest_waiting(void **state)
+{
+    (void)state;
+    evicts_oldest_waiting(0, 4);
+}
+
+static void test_total_bound_evicts_the_oldest_waiting(void **state)
+{
+    (void)state;
+    evicts_oldest_waiting(4, 0);
+}
+
+static const char pod[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},"
+                          "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}";
+
+static void test_reserve_serves_reads_and_refuses_writes(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-hostile-conns-XXXXXX";
+    struct ck_apiserver *server = hostile_server_start(dir, 0, 2, 30);
+    assert_non_null(server);
+    /* two watches fill this address's bound; a request in progress is never evicted */
+    int watches[2];
+    static const char watch[] =
+        "GET /api/v1/namespaces/default/pods?watch=true HTTP/1.1\r\nHost: test\r\n\r\n";
+    for (size_t i = 0; i < 2; i++) {
+        watches[i] = raw_connect(server);
+        assert_true(watches[i] >= 0);
+        assert_true(raw_send(watches[i], watch, strlen(watch)));
+        bool closed = false;
+        char *head = raw_read_until_close(watches[i], 0.5, &closed);
+        assert_non_null(strstr(head, "HTTP/1.1 200"));
+        free(head);
+    }
+
+    struct response r;
+    http_call(server, "GET", "/readyz", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    response_release(&r);
+    http_call(server, "GET", "/api/v1/namespaces/default/pods", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    response_release(&r);
+    http_call(server, "POST", "/api/v1/namespaces/default/pods", pod, NULL, &r);
+    assert_int_equal(r.status, 429);
+    json_t *status = json_loads(r.body, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(status, "reason")), "TooManyRequests");
+    json_decref(status);
+    response_release(&r);
+    http_call(server, "GET", "/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=1", NULL,
+              NULL, &r);
+    assert_int_equal(r.status, 429); /* a watch would hold the reserve */
+    response_release(&r);
+
+    /* the watches were not disturbed */
+    assert_false(raw_closed_within(watches[0], 0.2));
+    assert_false(raw_closed_within(watches[1], 0.2));
+    close(watches[0]);
+    close(watches[1]);
+    test_server_stop(server, dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_trickled_header_is_cut_at_the_deadline),
+        cmocka_unit_test(test_per_address_bound_evicts_the_oldest_waiting),
+        cmocka_unit_test(test_total_bound_evicts_the_oldest_waiting),
+        cmocka_unit_test(test_reserve_serves_reads_and_refuses_writes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
