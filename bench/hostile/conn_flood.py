@@ -11,7 +11,8 @@ attack: each byte used to reset the server's idle timer). Two uses:
 
   the benchmark (starts its own plain-HTTP server, measures, prints a table):
     conn_flood.py bench --ckube PATH/TO/ckube [--connections 10100]
-                  [--interval 3] [--requests 400] [--server-arg ARG ...]
+                  [--interval 3] [--requests 400] [--pace 0.02] [--sources 1]
+                  [--server-arg ARG ...]
 
 The benchmark reports, for a legitimate client, GET latency (median, p99) of
 one object on a kept-alive connection and on a fresh connection per request,
@@ -43,8 +44,10 @@ PARTIAL = b"GET /api/v1/namespaces/default/pods HTTP/1.1\r\nHost: flood\r\n"
 class Flood:
     """N slow-header connections, re-opened when the server cuts one."""
 
-    def __init__(self, host, port, n, interval, tls=False):
+    def __init__(self, host, port, n, interval, tls=False, sources=1):
         self.host, self.port, self.n, self.interval, self.tls = host, port, n, interval, tls
+        self.sources = sources  # > 1: from 127.0.0.2, 127.0.0.3, ... in turn
+        self.opened = 0
         self.sel = selectors.DefaultSelector()
         self.socks = {}
         self.cut = 0  # connections the server closed
@@ -59,7 +62,12 @@ class Flood:
 
     def _open_one(self):
         try:
-            s = socket.create_connection((self.host, self.port), timeout=5)
+            source = None
+            if self.sources > 1:
+                source = (f"127.0.0.{2 + self.opened % self.sources}", 0)
+            self.opened += 1
+            s = socket.create_connection((self.host, self.port), timeout=5,
+                                         source_address=source)
             if self.ctx:
                 s = self.ctx.wrap_socket(s)
             s.sendall(PARTIAL)
@@ -155,23 +163,30 @@ def vm_kib(pid, field):
     return 0
 
 
-def timed_gets(port, path, n, fresh):
-    """n GETs of path; returns latencies in ms and the number of failures."""
+def timed_gets(port, path, n, fresh, pace, give_up):
+    """n GETs of path, one every `pace` seconds, for `give_up` seconds at most;
+    returns latencies in ms (a failure counts as the time it took) and the
+    number of failures."""
     lat, failures = [], 0
     conn = None
+    until = time.monotonic() + give_up
     for _ in range(n):
+        if time.monotonic() > until:
+            break
+        time.sleep(pace)
         if fresh or conn is None:
             if conn:
                 conn.close()
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
         t0 = time.perf_counter()
         try:
             conn.request("GET", path)
             resp = conn.getresponse()
             resp.read()
             ok = resp.status == 200
-        except OSError:
+        except (OSError, http.client.HTTPException) as e:
             ok = False
+            REASONS[type(e).__name__] = REASONS.get(type(e).__name__, 0) + 1
             conn.close()
             conn = None
         lat.append((time.perf_counter() - t0) * 1e3)
@@ -179,6 +194,9 @@ def timed_gets(port, path, n, fresh):
     if conn:
         conn.close()
     return lat, failures
+
+
+REASONS = {}  # failed GETs by exception
 
 
 def p99(values):
@@ -213,10 +231,11 @@ def cmd_bench(args):
         rows = []
         base_rss = vm_kib(server.pid, "VmRSS")
         for fresh in (False, True):
-            lat, fail = timed_gets(port, path, args.requests, fresh)
+            lat, fail = timed_gets(port, path, args.requests, fresh, args.pace, 60)
             rows.append(("no flood", "fresh" if fresh else "kept-alive", lat, fail))
 
-        flood = Flood("127.0.0.1", port, args.connections, args.interval).start()
+        flood = Flood("127.0.0.1", port, args.connections, args.interval,
+                      sources=args.sources).start()
         flood.ready.wait()
         up_at = time.monotonic()
         readyz_failures = 0
@@ -242,14 +261,15 @@ def cmd_bench(args):
         held = len(flood.socks)
         time.sleep(args.interval * 2)  # the flood trickles at least twice
         for fresh in (False, True):
-            lat, fail = timed_gets(port, path, args.requests, fresh)
+            lat, fail = timed_gets(port, path, args.requests, fresh, args.pace, 60)
             rows.append(("flood", "fresh" if fresh else "kept-alive", lat, fail))
         flood_rss = vm_kib(server.pid, "VmRSS")
         stop_probe.set()
         prober.join()
         flood.finish()
         peak = vm_kib(server.pid, "VmHWM")
-        print(f"flood: {args.connections} slow-header connections from one address, "
+        print(f"flood: {args.connections} slow-header connections from {args.sources} "
+              f"address(es), "
               f"a header field every {args.interval}s; {held} open at the start, "
               f"{flood.cut} cut by the server in {time.monotonic() - up_at:.0f}s "
               f"(re-opened), {flood.open_failures} refused at connect")
@@ -260,6 +280,8 @@ def cmd_bench(args):
         print(f"server RSS: {base_rss / 1024:.0f} MiB before, {flood_rss / 1024:.0f} MiB "
               f"under the flood, peak (VmHWM) {peak / 1024:.0f} MiB")
         print(f"/readyz during the flood: {readyz_checks - readyz_failures}/{readyz_checks} ok")
+        if REASONS:
+            print("failed GETs: " + ", ".join(f"{k} {v}" for k, v in sorted(REASONS.items())))
     finally:
         server.terminate()
         server.wait()
@@ -280,6 +302,9 @@ def main():
     b.add_argument("--connections", type=int, default=10100)
     b.add_argument("--interval", type=float, default=3)
     b.add_argument("--requests", type=int, default=400)
+    b.add_argument("--pace", type=float, default=0.02, help="seconds between two GETs")
+    b.add_argument("--sources", type=int, default=1,
+                   help="flood from this many loopback addresses (127.0.0.2, ...)")
     b.add_argument("--server-arg", action="append", default=[])
     args = ap.parse_args()
     return cmd_flood(args) if args.cmd == "flood" else cmd_bench(args)
