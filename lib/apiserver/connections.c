@@ -370,9 +370,5 @@ void ck__conns_stats(struct ck__conns *c, struct ck__conns_stats *ret)
     *ret = c->stats;
     ret->admitted = c->admitted;
     ret->in_reserve = c->in_reserve;
-    unsigned waiting = 0;
-    for (struct conn *e = c->waiting.head; e; e = e->next)
-        waiting++;
-    ret->waiting = waiting;
     pthread_mutex_unlock(&c->lock);
 }

@@ -359,8 +359,8 @@ struct ck__conn_limits {
 };
 
 struct ck__conns_stats {
-    unsigned admitted, waiting, in_reserve; /* now */
-    unsigned long evicted_for_deadline;     /* since start */
+    unsigned admitted, in_reserve;      /* now */
+    unsigned long evicted_for_deadline; /* since start */
     unsigned long evicted_for_room;
     unsigned long reserve_admitted;
     unsigned long refused;
@@ -386,6 +386,7 @@ bool ck__conns_request_started(struct ck__conns *c, struct MHD_Connection *mhd);
 void ck__conns_request_done(struct ck__conns *c, struct MHD_Connection *mhd);
 /* Closes the connections past their header deadline; from the ticker thread. */
 void ck__conns_tick(struct ck__conns *c);
+/* The counts now and the cuts since the start. */
 void ck__conns_stats(struct ck__conns *c, struct ck__conns_stats *ret);
 
 /* ---- TLS, authentication, authorization (authn_authz.c) --------------------- */

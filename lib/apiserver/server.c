@@ -725,9 +725,33 @@ static int bind_listen_socket(struct ck_apiserver *server, const char *addr, boo
     return 0;
 }
 
+/*
+ * Logs (at -v 1, at most once a tick) that connections were cut since the
+ * last tick: the sign of a flood, or of clients too slow for the deadline.
+ */
+static void log_connection_cuts(struct ck_apiserver *server, struct ck__conns_stats *last)
+{
+    struct ck__conns_stats now;
+    ck__conns_stats(server->conns, &now);
+    if (now.evicted_for_deadline != last->evicted_for_deadline ||
+        now.evicted_for_room != last->evicted_for_room || now.refused != last->refused) {
+        char deadline[24], room[24], refused[24], admitted[16], reserve[16];
+        snprintf(deadline, sizeof(deadline), "%lu",
+                 now.evicted_for_deadline - last->evicted_for_deadline);
+        snprintf(room, sizeof(room), "%lu", now.evicted_for_room - last->evicted_for_room);
+        snprintf(refused, sizeof(refused), "%lu", now.refused - last->refused);
+        snprintf(admitted, sizeof(admitted), "%u", now.admitted);
+        snprintf(reserve, sizeof(reserve), "%u", now.in_reserve);
+        CK_LOGS(1, "Connections cut", "headerDeadline", deadline, "forRoom", room, "refused",
+                refused, "open", admitted, "inReserve", reserve);
+    }
+    *last = now;
+}
+
 static void *ticker_main(void *arg)
 {
     struct ck_apiserver *server = arg;
+    struct ck__conns_stats conn_stats = {0};
     pthread_mutex_lock(&server->ticker_lock);
     while (!server->ticker_stop) {
         struct timespec until;
@@ -739,6 +763,8 @@ static void *ticker_main(void *arg)
         pthread_mutex_unlock(&server->ticker_lock);
         ck__watch_tick(server, false);
         ck__conns_tick(server->conns);
+        if (ck_log_v(1))
+            log_connection_cuts(server, &conn_stats);
         pthread_mutex_lock(&server->ticker_lock);
     }
     pthread_mutex_unlock(&server->ticker_lock);
