@@ -324,6 +324,33 @@ static enum MHD_Result serve_metrics(struct ck_apiserver *server, struct MHD_Con
     return ret;
 }
 
+/*
+ * 429 for a write or watch on a reserve connection, as kube-apiserver's
+ * max-in-flight filter answers: Status TooManyRequests and Retry-After: 1.
+ */
+static enum MHD_Result refuse_in_reserve(struct MHD_Connection *conn)
+{
+    struct ck_err err = {0};
+    ck_err_status(&err, "TooManyRequests", "Too many requests, please try again later.");
+    size_t len = 0;
+    char *body = ck__status_json(&err, false, &len);
+    ck_err_release(&err);
+    if (!body)
+        return ck__fail_no_memory(conn);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_TOO_MANY_REQUESTS, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection *conn,
                              struct request *req, const char *method, const char *url)
 {
@@ -337,10 +364,8 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
         return ck__fail_no_memory(conn);
     if (ck__path_check(req->raw_uri, &path_err) < 0)
         return ck__fail(conn, &path_err);
-    if (req->reserve && !(readonly && !ck__query_bool(conn, "watch"))) {
-        /* a reserve connection is for health checks and reads */
-        return ck__fail_with(conn, "TooManyRequests", "Too many requests, please try again later.");
-    }
+    if (req->reserve && !(readonly && !ck__query_bool(conn, "watch")))
+        return refuse_in_reserve(conn); /* a reserve connection is for health checks and reads */
     bool answered = false;
     enum MHD_Result auth_ret = ck__auth_request(server, conn, method, url, &req->user, &answered);
     if (answered)

@@ -119,6 +119,7 @@ static void test_reserve_serves_reads_and_refuses_writes(void **state)
     response_release(&r);
     http_call(server, "POST", "/api/v1/namespaces/default/pods", pod, NULL, &r);
     assert_int_equal(r.status, 429);
+    assert_non_null(strstr(r.headers, "Retry-After: 1"));
     json_t *status = json_loads(r.body, 0, NULL);
     assert_string_equal(json_string_value(json_object_get(status, "reason")), "TooManyRequests");
     json_decref(status);
