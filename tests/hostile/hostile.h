@@ -49,12 +49,20 @@ static inline struct ck_apiserver *hostile_server_start(char *dir, unsigned max_
     return server;
 }
 
-/* A TCP connection to the server, or -1. */
-static inline int raw_connect(struct ck_apiserver *server)
+/* A TCP connection to the server from loopback address source (NULL: any), or -1. */
+static inline int raw_connect_from(struct ck_apiserver *server, const char *source)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
+    if (source) {
+        struct sockaddr_in from = {.sin_family = AF_INET};
+        if (inet_pton(AF_INET, source, &from.sin_addr) != 1 ||
+            bind(fd, (struct sockaddr *)&from, sizeof(from)) != 0) {
+            close(fd);
+            return -1;
+        }
+    }
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(ck_apiserver_port(server))};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
@@ -62,6 +70,11 @@ static inline int raw_connect(struct ck_apiserver *server)
         return -1;
     }
     return fd;
+}
+
+static inline int raw_connect(struct ck_apiserver *server)
+{
+    return raw_connect_from(server, NULL);
 }
 
 static inline bool raw_send(int fd, const char *data, size_t len)

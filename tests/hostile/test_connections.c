@@ -87,6 +87,46 @@ static void test_total_bound_evicts_the_oldest_waiting(void **state)
     evicts_oldest_waiting(4, 0);
 }
 
+/* One address's flood evicts that address's connections, never another's. */
+static void test_addresses_are_bounded_apart(void **state)
+{
+    (void)state;
+    int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in second = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "127.0.0.2", &second.sin_addr);
+    bool can_bind = probe >= 0 && bind(probe, (struct sockaddr *)&second, sizeof(second)) == 0;
+    if (probe >= 0)
+        close(probe);
+    if (!can_bind) {
+        print_message("skipped: this host cannot use 127.0.0.2 as a source (%s)\n",
+                      strerror(errno));
+        skip();
+    }
+    char dir[] = "/tmp/ckube-hostile-conns-XXXXXX";
+    struct ck_apiserver *server = hostile_server_start(dir, 0, 2, 30);
+    assert_non_null(server);
+    int quiet = raw_connect_from(server, "127.0.0.1"); /* the oldest of all */
+    assert_true(quiet >= 0);
+    assert_true(raw_send(quiet, partial, strlen(partial)));
+    int flood[4];
+    for (size_t i = 0; i < 4; i++) {
+        flood[i] = raw_connect_from(server, "127.0.0.2");
+        assert_true(flood[i] >= 0);
+        assert_true(raw_send(flood[i], partial, strlen(partial)));
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    /* 127.0.0.2's two oldest went for its two newest; 127.0.0.1's connection stays */
+    assert_true(raw_closed_within(flood[0], 5));
+    assert_true(raw_closed_within(flood[1], 5));
+    assert_false(raw_closed_within(flood[3], 0.2));
+    assert_false(raw_closed_within(quiet, 0.2));
+    for (size_t i = 0; i < 4; i++)
+        close(flood[i]);
+    close(quiet);
+    test_server_stop(server, dir);
+}
+
 static const char pod[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},"
                           "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}";
 
@@ -143,6 +183,7 @@ int main(void)
         cmocka_unit_test(test_trickled_header_is_cut_at_the_deadline),
         cmocka_unit_test(test_per_address_bound_evicts_the_oldest_waiting),
         cmocka_unit_test(test_total_bound_evicts_the_oldest_waiting),
+        cmocka_unit_test(test_addresses_are_bounded_apart),
         cmocka_unit_test(test_reserve_serves_reads_and_refuses_writes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
