@@ -14,8 +14,18 @@
  * certificate without requiring one; every request is authenticated and
  * authorized (authn_authz.c) before it is routed.
  *
+ * A request starts in MHD's URI callback (request_begins), which keeps the
+ * target as the client sent it: MHD decodes its own copy in place, and a
+ * "%00" would cut a name short; the raw target is checked (route.c) before
+ * authentication and routing. Connections are bounded and their header has a
+ * deadline (connections.c, fed by MHD's connection notifications).
+ *
  * Requests are answered on the access handler's second call, never the first:
- * queuing on the first call makes MHD close kept-alive connections.
+ * queuing on the first call makes MHD close kept-alive connections. The one
+ * exception is on purpose: a header over MAX_HEADER_BYTES or with doubtful
+ * framing (two Content-Lengths, Transfer-Encoding with Content-Length, ...)
+ * is refused on the first call, so the connection is closed rather than its
+ * body read with framing a proxy might have read differently.
  *
  * Discovery (/api, /apis, /api/v1, /apis/apps/v1) is the legacy form, built
  * from the kind registry; kubectl resolves every resource name through it.
