@@ -863,6 +863,20 @@ static void teardown(struct ck_apiserver *server)
     free(server);
 }
 
+/*
+ * libmicrohttpd's own connection limit, a backstop behind connections.c's
+ * bounds: it divides it between its threads and refuses, without telling
+ * us, a connection its thread has no room for, so it must stay out of the
+ * way while the tracker has room: twice the tracker's bound (evicted
+ * connections linger until their thread closes them, and threads are not
+ * evenly loaded), and enough per thread for small bounds.
+ */
+static unsigned mhd_connection_limit(const struct ck__conn_limits *limits)
+{
+    unsigned limit = 2 * (limits->max_total + limits->reserve);
+    return limit > HANDLER_THREADS * 64 ? limit : HANDLER_THREADS * 64;
+}
+
 int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apiserver **ret_server,
                        struct ck_err *reterr)
 {
@@ -956,7 +970,7 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         flags, 0, NULL, NULL, access_handler, server, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_ARRAY, tls_options, MHD_OPTION_LISTEN_SOCKET, server->listen_fd,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT,
-        limits.max_total + limits.reserve, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        mhd_connection_limit(&limits), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)CONNECTION_MEMORY_BYTES, MHD_OPTION_THREAD_POOL_SIZE, HANDLER_THREADS,
         MHD_OPTION_URI_LOG_CALLBACK, request_begins, server, MHD_OPTION_NOTIFY_COMPLETED,
         request_completed, server, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, server,
