@@ -355,7 +355,7 @@ struct ck__conn_limits {
     unsigned max_total;       /* admitted connections in all */
     unsigned max_per_address; /* admitted connections of one client address */
     unsigned reserve;         /* extra one-read slots once nothing can be evicted */
-    unsigned header_timeout;  /* seconds to deliver a complete request header */
+    unsigned header_timeout;  /* seconds to deliver a complete request header; the body has twice */
 };
 
 struct ck__conns_stats {
@@ -382,6 +382,8 @@ void ck__conns_notify(struct ck__conns *c, struct MHD_Connection *mhd,
  * may then only make one read.
  */
 bool ck__conns_request_started(struct ck__conns *c, struct MHD_Connection *mhd);
+/* The request's body (if any) has been received in full: its deadline stops. */
+void ck__conns_request_received(struct ck__conns *c, struct MHD_Connection *mhd);
 /* The request was answered: the deadline for the next header starts (a reserve slot closes). */
 void ck__conns_request_done(struct ck__conns *c, struct MHD_Connection *mhd);
 /* Closes the connections past their header deadline; from the ticker thread. */

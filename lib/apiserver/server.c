@@ -565,6 +565,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         req->body[req->len] = '\0';
         return MHD_YES;
     }
+    ck__conns_request_received(server->conns, conn); /* the last call: the body is in */
     if (req->no_memory) {
         ck__request_labels_set(&req->labels, method, NULL, false, false);
         return ck__fail_no_memory(conn);

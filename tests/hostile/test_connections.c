@@ -4,8 +4,9 @@
  * connection beyond the per-address or total bound evicts the connection
  * that has waited longest for its header; when nothing can be evicted the
  * reserve still serves health checks and reads, and refuses writes with 429.
- * Before, libmicrohttpd's idle timeout was reset by every byte and a client
- * could hold every connection slot for ever.
+ * A body that trickles in is cut at twice the header deadline. Before,
+ * libmicrohttpd's idle timeout was reset by every byte and a client could
+ * hold every connection slot for ever.
  *
  * Waits are for events (the server closing a connection), each with an upper
  * bound so a regression fails instead of hanging.
@@ -41,6 +42,29 @@ static void test_trickled_header_is_cut_at_the_deadline(void **state)
     http_call(server, "GET", "/readyz", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     response_release(&r);
+    test_server_stop(server, dir);
+}
+
+static void test_trickled_body_is_cut_at_twice_the_deadline(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-hostile-conns-XXXXXX";
+    struct ck_apiserver *server = hostile_server_start(dir, 0, 0, 1);
+    assert_non_null(server);
+    int fd = raw_connect(server);
+    assert_true(fd >= 0);
+    static const char head[] = "POST /api/v1/namespaces/default/pods HTTP/1.1\r\nHost: test\r\n"
+                               "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{";
+    assert_true(raw_send(fd, head, strlen(head)));
+    bool closed = false;
+    for (int i = 0; i < 30 && !closed; i++) { /* a byte every 0.3 s, never 1,000 */
+        if (!raw_send(fd, " ", 1))
+            closed = true;
+        else
+            closed = raw_closed_within(fd, 0.3);
+    }
+    assert_true(closed); /* within 9 s for a 2 s body deadline */
+    close(fd);
     test_server_stop(server, dir);
 }
 
@@ -181,6 +205,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trickled_header_is_cut_at_the_deadline),
+        cmocka_unit_test(test_trickled_body_is_cut_at_twice_the_deadline),
         cmocka_unit_test(test_per_address_bound_evicts_the_oldest_waiting),
         cmocka_unit_test(test_total_bound_evicts_the_oldest_waiting),
         cmocka_unit_test(test_addresses_are_bounded_apart),
