@@ -201,6 +201,56 @@ static void test_reserve_serves_reads_and_refuses_writes(void **state)
     test_server_stop(server, dir);
 }
 
+/* Beyond the reserve a new connection is closed at once; a freed reserve slot serves again. */
+static void test_beyond_the_reserve_connections_are_refused(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-hostile-conns-XXXXXX";
+    struct ck_apiserver *server = hostile_server_start(dir, 100, 1, 30); /* reserve: 8 */
+    assert_non_null(server);
+    static const char watch[] =
+        "GET /api/v1/namespaces/default/pods?watch=true HTTP/1.1\r\nHost: test\r\n\r\n";
+    int busy = raw_connect(server);
+    assert_true(busy >= 0);
+    assert_true(raw_send(busy, watch, strlen(watch)));
+    bool closed = false;
+    char *head = raw_read_until_close(busy, 0.5, &closed);
+    assert_non_null(strstr(head, "HTTP/1.1 200"));
+    free(head);
+
+    int reserve[8];
+    open_partial(server, reserve, 8); /* each takes a reserve slot */
+    int refused = raw_connect(server);
+    assert_true(refused >= 0); /* the kernel accepts; the server then closes it */
+    assert_true(raw_closed_within(refused, 5));
+    close(refused);
+    assert_false(raw_closed_within(reserve[7], 0.2));
+
+    close(reserve[0]); /* frees a slot once the server sees it go */
+    static const char readyz[] = "GET /readyz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n";
+    bool served = false;
+    for (int i = 0; i < 50 && !served; i++) { /* a read gets through once the slot is free */
+        int fd = raw_connect(server);
+        assert_true(fd >= 0);
+        raw_send(fd, readyz, strlen(readyz));
+        char *answer = raw_read_until_close(fd, 5, &closed);
+        close(fd);
+        served = strncmp(answer, "HTTP/1.1 200", 12) == 0;
+        if (!served)
+            assert_string_equal(answer, ""); /* refused: no answer at all */
+        free(answer);
+        if (!served) {
+            struct timespec pause = {0, 100 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    assert_true(served);
+    for (size_t i = 1; i < 8; i++)
+        close(reserve[i]);
+    close(busy);
+    test_server_stop(server, dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -210,6 +260,7 @@ int main(void)
         cmocka_unit_test(test_total_bound_evicts_the_oldest_waiting),
         cmocka_unit_test(test_addresses_are_bounded_apart),
         cmocka_unit_test(test_reserve_serves_reads_and_refuses_writes),
+        cmocka_unit_test(test_beyond_the_reserve_connections_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
