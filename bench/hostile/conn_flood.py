@@ -11,7 +11,7 @@ attack: each byte used to reset the server's idle timer). Two uses:
 
   the benchmark (starts its own plain-HTTP server, measures, prints a table):
     conn_flood.py bench --ckube PATH/TO/ckube [--connections 10100]
-                  [--interval 3] [--requests 400] [--pace 0.02] [--sources 1]
+                  [--interval 3] [--requests 400] [--pace 0.02] [--sources 1] [--tls]
                   [--server-arg ARG ...]
 
 The benchmark reports, for a legitimate client, GET latency (median, p99) of
@@ -163,6 +163,17 @@ def vm_kib(pid, field):
     return 0
 
 
+CONNECT = {"ctx": None}  # the bench's TLS context (CA and admin certificate), or None
+
+
+def connect(port, timeout):
+    """A legitimate client's connection: HTTPS as the admin with --tls, else HTTP."""
+    if CONNECT["ctx"]:
+        return http.client.HTTPSConnection("127.0.0.1", port, timeout=timeout,
+                                           context=CONNECT["ctx"])
+    return http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+
+
 def timed_gets(port, path, n, fresh, pace, give_up):
     """n GETs of path, one every `pace` seconds, for `give_up` seconds at most;
     returns latencies in ms (a failure counts as the time it took) and the
@@ -177,7 +188,7 @@ def timed_gets(port, path, n, fresh, pace, give_up):
         if fresh or conn is None:
             if conn:
                 conn.close()
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn = connect(port, 2)
         t0 = time.perf_counter()
         try:
             conn.request("GET", path)
@@ -209,13 +220,20 @@ def cmd_bench(args):
     port = free_port()
     data = tempfile.mkdtemp(prefix="ckube-flood-")
     server = subprocess.Popen(
-        [args.ckube, "server", "--insecure-plain-http", "--listen", f"127.0.0.1:{port}",
-         "--data-dir", data, "--controllers", "-*"] + args.server_arg,
+        [args.ckube, "server", "--listen", f"127.0.0.1:{port}", "--data-dir", data,
+         "--controllers", "-*"] + ([] if args.tls else ["--insecure-plain-http"]) + args.server_arg,
         stdout=subprocess.DEVNULL, stderr=open(os.path.join(data, "server.err"), "w"))
     try:
         for _ in range(200):
             try:
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+                if args.tls and not os.path.exists(os.path.join(data, "kubeconfig")):
+                    raise OSError("not yet")
+                if args.tls and not CONNECT["ctx"]:
+                    ctx = ssl.create_default_context(cafile=os.path.join(data, "pki", "ca.crt"))
+                    ctx.load_cert_chain(os.path.join(data, "pki", "admin.crt"),
+                                        os.path.join(data, "pki", "admin.key"))
+                    CONNECT["ctx"] = ctx
+                c = connect(port, 1)
                 c.request("GET", "/readyz")
                 if c.getresponse().status == 200:
                     break
@@ -223,7 +241,7 @@ def cmd_bench(args):
                 time.sleep(0.05)
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "legit"},
                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        c = connect(port, 10)
         c.request("POST", "/api/v1/namespaces/default/pods", json.dumps(pod),
                   {"Content-Type": "application/json"})
         assert c.getresponse().status == 201
@@ -234,7 +252,7 @@ def cmd_bench(args):
             lat, fail = timed_gets(port, path, args.requests, fresh, args.pace, 60)
             rows.append(("no flood", "fresh" if fresh else "kept-alive", lat, fail))
 
-        flood = Flood("127.0.0.1", port, args.connections, args.interval,
+        flood = Flood("127.0.0.1", port, args.connections, args.interval, tls=args.tls,
                       sources=args.sources).start()
         flood.ready.wait()
         up_at = time.monotonic()
@@ -247,7 +265,7 @@ def cmd_bench(args):
             while not stop_probe.is_set():
                 readyz_checks += 1
                 try:
-                    pc = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                    pc = connect(port, 5)
                     pc.request("GET", "/readyz")
                     if pc.getresponse().status != 200:
                         readyz_failures += 1
@@ -303,6 +321,9 @@ def main():
     b.add_argument("--interval", type=float, default=3)
     b.add_argument("--requests", type=int, default=400)
     b.add_argument("--pace", type=float, default=0.02, help="seconds between two GETs")
+    b.add_argument("--tls", action="store_true",
+                   help="serve HTTPS (the default of ckube server); the flood completes TLS "
+                        "handshakes, the client authenticates as the admin")
     b.add_argument("--sources", type=int, default=1,
                    help="flood from this many loopback addresses (127.0.0.2, ...)")
     b.add_argument("--server-arg", action="append", default=[])
