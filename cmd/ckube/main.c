@@ -14,6 +14,7 @@
  * write the data directory), 2 usage error (unknown flag, bad value), each
  * with one line on stderr; usage errors also print the usage.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -74,7 +75,13 @@ static const char usage_tail[] =
     "      --insecure-plain-http     serve plain HTTP without authentication or authorization,\n"
     "                                on loopback only (tests and benchmarks)\n"
     "      --event-ttl DURATION      how long events are kept after their last activity,\n"
-    "                                e.g. 90s, 30m, 1h30m; 0 keeps them (default 1h)\n";
+    "                                e.g. 90s, 30m, 1h30m; 0 keeps them (default 1h)\n"
+    "      --max-connections N       open connections in all (default 10000)\n"
+    "      --max-connections-per-address N  open connections of one client address\n"
+    "                                (default 2000)\n"
+    "      --request-header-timeout DURATION  time a connection has to send a complete\n"
+    "                                request header, in whole seconds (default 32s); the\n"
+    "                                body gets twice that\n";
 /* ...the in-process controllers' --concurrent-NAME-syncs flags, then: */
 static const char usage_end[] =
     "\n"
@@ -128,6 +135,9 @@ enum {
     OPT_ANONYMOUS_AUTH,
     OPT_INSECURE_PLAIN_HTTP,
     OPT_EVENT_TTL,
+    OPT_MAX_CONNECTIONS,
+    OPT_MAX_CONNECTIONS_PER_ADDRESS,
+    OPT_REQUEST_HEADER_TIMEOUT,
     OPT_SYNCS = 1000, /* the --concurrent-NAME-syncs flags: 1000, 1001, ... */
 };
 
@@ -154,6 +164,9 @@ struct options {
     bool anonymous_auth_disabled;
     bool insecure_plain_http;
     const char *event_ttl;
+    const char *max_connections;
+    const char *max_connections_per_address;
+    const char *request_header_timeout;
     struct ck_cmd_syncs *syncs; /* the --concurrent-NAME-syncs flags, NULL: not taken */
 };
 
@@ -260,6 +273,15 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
         case OPT_EVENT_TTL:
             opts->event_ttl = optarg;
             break;
+        case OPT_MAX_CONNECTIONS:
+            opts->max_connections = optarg;
+            break;
+        case OPT_MAX_CONNECTIONS_PER_ADDRESS:
+            opts->max_connections_per_address = optarg;
+            break;
+        case OPT_REQUEST_HEADER_TIMEOUT:
+            opts->request_header_timeout = optarg;
+            break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
         case '?':
@@ -326,6 +348,18 @@ static int ensure_dir(const char *path)
         errno = ENOTDIR;
     }
     return -1;
+}
+
+/* A whole number from 1 to 1000000 (a connection count). */
+static bool parse_count(const char *s, unsigned *ret)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || errno || v < 1 || v > 1000000)
+        return false;
+    *ret = (unsigned)v;
+    return true;
 }
 
 void ck_cmd_block_stop_signals(sigset_t *ret_set)
@@ -470,6 +504,9 @@ static int cmd_server(int argc, char **argv)
         {"anonymous-auth", required_argument, NULL, OPT_ANONYMOUS_AUTH},
         {"insecure-plain-http", no_argument, NULL, OPT_INSECURE_PLAIN_HTTP},
         {"event-ttl", required_argument, NULL, OPT_EVENT_TTL},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+        {"max-connections-per-address", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_ADDRESS},
+        {"request-header-timeout", required_argument, NULL, OPT_REQUEST_HEADER_TIMEOUT},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -501,6 +538,26 @@ static int cmd_server(int argc, char **argv)
             event_ttl = -1; /* 0: events never expire, as kube-apiserver attaches no lease */
     }
 
+    unsigned max_connections = 0, max_per_address = 0, header_timeout = 0; /* 0: defaults */
+    if (opts.max_connections && !parse_count(opts.max_connections, &max_connections))
+        return usage_error("invalid value \"%s\" for --max-connections: want a number from 1 "
+                           "to 1000000",
+                           opts.max_connections);
+    if (opts.max_connections_per_address &&
+        !parse_count(opts.max_connections_per_address, &max_per_address))
+        return usage_error("invalid value \"%s\" for --max-connections-per-address: want a "
+                           "number from 1 to 1000000",
+                           opts.max_connections_per_address);
+    if (opts.request_header_timeout) {
+        int64_t ns = 0;
+        if (!parse_duration(opts.request_header_timeout, &ns) || ns < 1000000000LL ||
+            ns > 3600 * 1000000000LL)
+            return usage_error("invalid value \"%s\" for --request-header-timeout: want a "
+                               "duration from 1s to 1h, such as 10s",
+                               opts.request_header_timeout);
+        header_timeout = (unsigned)((ns + 999999999LL) / 1000000000LL);
+    }
+
     if (opts.insecure_plain_http &&
         (opts.tls_cert_file || opts.client_ca_file || opts.token_auth_file || opts.n_tls_sans))
         return usage_error("--insecure-plain-http cannot be combined with TLS or token flags");
@@ -510,6 +567,20 @@ static int cmd_server(int argc, char **argv)
     if (ensure_dir(opts.data_dir) < 0) {
         fprintf(stderr, "error: cannot use data directory %s: %s\n", opts.data_dir,
                 strerror(errno));
+        return 1;
+    }
+    /* it holds keys and the store: nobody else may plant or swap files in it */
+    int dir_r = ck__check_private_dir(opts.data_dir);
+    if (dir_r == -EPERM) {
+        fprintf(stderr,
+                "error: refusing data directory %s: it must be owned by this user and writable "
+                "by nobody else (chmod go-w)\n",
+                opts.data_dir);
+        return 1;
+    }
+    if (dir_r < 0) {
+        fprintf(stderr, "error: cannot use data directory %s: %s\n", opts.data_dir,
+                strerror(-dir_r));
         return 1;
     }
 
@@ -550,6 +621,9 @@ static int cmd_server(int argc, char **argv)
         .service_account_key_file = opts.sa_key_file,
         .anonymous_auth_disabled = opts.anonymous_auth_disabled,
         .event_ttl = event_ttl,
+        .max_connections = max_connections,
+        .max_connections_per_address = max_per_address,
+        .request_header_timeout = header_timeout,
     };
     if (ck_apiserver_start(&config, &server, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);

@@ -61,6 +61,19 @@ struct ck_apiserver_config {
      * descriptor has a last_activity hook.
      */
     int64_t event_ttl;
+    /*
+     * Connection bounds (docs/limits.md, "Connections and paths"); 0 takes the
+     * default. max_connections: connections in all (10000);
+     * max_connections_per_address: of one client address (2000);
+     * request_header_timeout: seconds a connection has to send a complete
+     * request header, partial data or not (32, kube-apiserver's
+     * ReadHeaderTimeout), and twice that for the body. A new connection beyond a bound evicts the
+     * one that has waited longest for its header; when none waits, a small reserve still lets
+     * health checks and reads through.
+     */
+    unsigned max_connections;
+    unsigned max_connections_per_address;
+    unsigned request_header_timeout;
 };
 
 /*

@@ -84,9 +84,29 @@ struct ck__target {
 /*
  * Parses an API path (already URL-decoded, without the query). Returns 0 and
  * fills *ret, or CK_ENOENT for anything that is not a resource ckube serves
- * (discovery paths included: the caller routes those first).
+ * (discovery paths included: the caller routes those first). An empty
+ * segment other than a final one (`//api//v1/pods`) is not found either.
  */
 int ck__route(const char *path, struct ck__target *ret);
+
+/*
+ * Checks the request target as the client sent it (raw_uri: still
+ * percent-encoded, with its query), before anything decodes it into a C
+ * string: 0 when every path segment decodes to a string without NUL or '/',
+ * no segment but the last is empty and the query holds no encoded NUL.
+ * Otherwise fills *reterr with the answer (404 NotFound for a path no
+ * resource can have, 400 BadRequest for a malformed escape or a NUL in the
+ * query) and returns its code.
+ */
+int ck__path_check(const char *raw_uri, struct ck_err *reterr);
+
+/*
+ * Kubernetes' path segment validation of an object name
+ * (apimachinery's IsValidPathSegmentName, as its storage key functions
+ * apply it): not "." or "..", no '/' or '%'. 0, or CK_EINVAL with the 400
+ * BadRequest `Name parameter invalid: "a%b": may not contain '%'` in *reterr.
+ */
+int ck__check_name_segment(const char *name, struct ck_err *reterr);
 
 /* The stored objects of the API (registry.c, list.c). Immutable once built. */
 struct ck__registry {
@@ -326,9 +346,52 @@ struct ck_apiserver {
     pthread_mutex_t ticker_lock;
     pthread_cond_t ticker_wake;
     bool ticker_stop;
-    struct ck__auth *auth; /* NULL: plain HTTP, no authentication (authn_authz.c) */
-    struct ck__ttl *ttl;   /* the expiry thread, or NULL */
+    struct ck__auth *auth;   /* NULL: plain HTTP, no authentication (authn_authz.c) */
+    struct ck__ttl *ttl;     /* the expiry thread, or NULL */
+    struct ck__conns *conns; /* connection bounds and header deadline (connections.c) */
 };
+
+/* ---- connection bounds and the header deadline (connections.c) ------------ */
+
+struct ck__conn_limits {
+    unsigned max_total;       /* admitted connections in all */
+    unsigned max_per_address; /* admitted connections of one client address */
+    unsigned reserve;         /* extra one-read slots once nothing can be evicted */
+    unsigned header_timeout;  /* seconds to deliver a complete request header; the body has twice */
+};
+
+struct ck__conns_stats {
+    unsigned admitted, in_reserve;      /* now */
+    unsigned long evicted_for_deadline; /* since start */
+    unsigned long evicted_for_room;
+    unsigned long reserve_admitted;
+    unsigned long refused;
+    unsigned long untracked; /* admitted without tracking: out of memory */
+};
+
+struct ck__conns;
+
+/* A tracker enforcing limits (copied), or NULL when out of memory. */
+struct ck__conns *ck__conns_new(const struct ck__conn_limits *limits);
+/* Frees the tracker (the daemon must be stopped). Returns NULL. */
+struct ck__conns *ck__conns_free(struct ck__conns *c);
+/* libmicrohttpd's connection notification: a connection opened or closed. */
+void ck__conns_notify(struct ck__conns *c, struct MHD_Connection *mhd,
+                      enum MHD_ConnectionNotificationCode toe);
+/*
+ * The connection's request header is complete (first call of the access
+ * handler): its deadline stops. Returns whether it holds a reserve slot, and
+ * may then only make one read.
+ */
+bool ck__conns_request_started(struct ck__conns *c, struct MHD_Connection *mhd);
+/* The request's body (if any) has been received in full: its deadline stops. */
+void ck__conns_request_received(struct ck__conns *c, struct MHD_Connection *mhd);
+/* The request was answered: the deadline for the next header starts (a reserve slot closes). */
+void ck__conns_request_done(struct ck__conns *c, struct MHD_Connection *mhd);
+/* Closes the connections past their header deadline; from the ticker thread. */
+void ck__conns_tick(struct ck__conns *c);
+/* The counts now and the cuts since the start. */
+void ck__conns_stats(struct ck__conns *c, struct ck__conns_stats *ret);
 
 /* ---- TLS, authentication, authorization (authn_authz.c) --------------------- */
 

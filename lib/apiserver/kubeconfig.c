@@ -6,15 +6,15 @@
  * and the context's namespace "default". With TLS the cluster carries the
  * CA (certificate-authority-data) and the user the admin client certificate
  * and key (client-certificate-data, client-key-data), so the file is
- * written 0600. It is written to a temporary file and renamed into place,
- * so a reader never sees half a file.
+ * written 0600. It is written with ck__write_file_atomic(): a fresh
+ * temporary file that no planted symlink can redirect, fsync'ed and renamed
+ * into place, so a reader never sees half a file.
  *
  * No test of its own: tests/apiserver/test_server.c
  * (test_kubeconfig_points_at_the_bound_port) reads back what it writes and
  * checks the error for a directory that does not exist; the e2e tests
  * (tests/e2e/lib.sh) point kubectl at it.
  */
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,26 +82,16 @@ int ck_apiserver_write_kubeconfig(const struct ck_apiserver *server, const char 
         }
     }
 
-    size_t tmp_len = strlen(path) + 8;
-    char *tmp = ck__malloc(tmp_len);
-    if (!tmp) {
-        json_decref(config);
-        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    }
-    snprintf(tmp, tmp_len, "%s.tmp", path);
-    int r = 0;
     /* 0600: the file may hold a private key */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int dumped = fd < 0 ? -1 : json_dumpfd(config, fd, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (fd >= 0 && close(fd) != 0)
-        dumped = -1;
-    if (dumped != 0)
-        r = ck_err_set(reterr, CK_EIO, "cannot write %s: %s", tmp, strerror(errno));
-    else if (rename(tmp, path) != 0)
-        r = ck_err_set(reterr, CK_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    if (r < 0)
-        remove(tmp);
-    free(tmp);
+    char *text = ck__json_dumps(config, JSON_INDENT(2) | JSON_PRESERVE_ORDER, NULL);
     json_decref(config);
-    return r;
+    if (!text)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    int r = ck__write_file_atomic(path, text, strlen(text), 0600);
+    free(text);
+    if (r == CK_ENOMEM)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    if (r < 0)
+        return ck_err_set(reterr, CK_EIO, "cannot write %s: %s", path, strerror(-r));
+    return 0;
 }

@@ -14,8 +14,18 @@
  * certificate without requiring one; every request is authenticated and
  * authorized (authn_authz.c) before it is routed.
  *
+ * A request starts in MHD's URI callback (request_begins), which keeps the
+ * target as the client sent it: MHD decodes its own copy in place, and a
+ * "%00" would cut a name short; the raw target is checked (route.c) before
+ * authentication and routing. Connections are bounded and their header has a
+ * deadline (connections.c, fed by MHD's connection notifications).
+ *
  * Requests are answered on the access handler's second call, never the first:
- * queuing on the first call makes MHD close kept-alive connections.
+ * queuing on the first call makes MHD close kept-alive connections. The one
+ * exception is on purpose: a header over MAX_HEADER_BYTES or with doubtful
+ * framing (two Content-Lengths, Transfer-Encoding with Content-Length, ...)
+ * is refused on the first call, so the connection is closed rather than its
+ * body read with framing a proxy might have read differently.
  *
  * Discovery (/api, /apis, /api/v1, /apis/apps/v1) is the legacy form, built
  * from the kind registry; kubectl resolves every resource name through it.
@@ -59,8 +69,18 @@
 
 #define MAX_BODY_BYTES  (3u * 1024 * 1024) /* Kubernetes' request body limit */
 #define HANDLER_THREADS 16u                /* requests in progress at once */
-/* Open connections, watches included (kube-apiserver has no such limit). */
-#define MAX_CONNECTIONS 10000u
+/* Connection bounds by default (connections.c; kube-apiserver has none). */
+#define MAX_CONNECTIONS             10000u
+#define MAX_CONNECTIONS_PER_ADDRESS 2000u
+#define REQUEST_HEADER_TIMEOUT      32u /* seconds: kube-apiserver's ReadHeaderTimeout */
+/*
+ * Request line and header fields together, answered 431 (414 for the request
+ * line alone) as a Status. libmicrohttpd holds them in a per-connection pool
+ * twice as large, so that what exceeds our limit still reaches us to be
+ * answered; beyond the pool libmicrohttpd answers on its own.
+ */
+#define MAX_HEADER_BYTES        (32u * 1024)
+#define CONNECTION_MEMORY_BYTES (2u * MAX_HEADER_BYTES)
 /* GnuTLS priorities: its defaults, TLS 1.2 and 1.3 only. */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
@@ -70,9 +90,11 @@ struct request {
     size_t len;
     bool too_large;
     bool no_memory;                   /* the body could not be kept: answer 500 */
+    bool started;                     /* the header is complete: the access handler ran */
+    bool reserve;                     /* on a reserve connection: one read only */
     double start;                     /* monotonic seconds at the first call */
     struct ck__request_labels labels; /* for the metrics, set when routed */
-    char *path;                       /* for the access log, at -v 2 only */
+    char *raw_uri;                    /* the target as sent, still percent-encoded */
     struct ck_auth_user *user;        /* who sent it (NULL without TLS) */
 };
 
@@ -412,6 +434,33 @@ static enum MHD_Result serve_metrics(struct ck_apiserver *server, struct MHD_Con
     return ret;
 }
 
+/*
+ * 429 for a write or watch on a reserve connection, as kube-apiserver's
+ * max-in-flight filter answers: Status TooManyRequests and Retry-After: 1.
+ */
+static enum MHD_Result refuse_in_reserve(struct MHD_Connection *conn)
+{
+    struct ck_err err = {0};
+    ck_err_status(&err, "TooManyRequests", "Too many requests, please try again later.");
+    size_t len = 0;
+    char *body = ck__status_json(&err, false, &len);
+    ck_err_release(&err);
+    if (!body)
+        return ck__fail_no_memory(conn);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_TOO_MANY_REQUESTS, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection *conn,
                              struct request *req, const char *method, const char *url)
 {
@@ -419,6 +468,14 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
     size_t body_len = req->len;
     bool readonly = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     ck__request_labels_set(&req->labels, method, NULL, false, false);
+    /* what url cannot show: a decoded NUL or '/', empty segments */
+    struct ck_err path_err = {0};
+    if (!req->raw_uri)
+        return ck__fail_no_memory(conn);
+    if (ck__path_check(req->raw_uri, &path_err) < 0)
+        return ck__fail(conn, &path_err);
+    if (req->reserve && !(readonly && !ck__query_bool(conn, "watch")))
+        return refuse_in_reserve(conn); /* a reserve connection is for health checks and reads */
     bool answered = false;
     enum MHD_Result auth_ret = ck__auth_request(server, conn, method, url, &req->user, &answered);
     if (answered)
@@ -452,6 +509,9 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
         ck__request_labels_set(&req->labels, method, &target,
                                readonly && ck__query_bool(conn, "watch"),
                                ck__query(conn, "dryRun") != NULL);
+        struct ck_err name_err = {0};
+        if (target.name[0] && ck__check_name_segment(target.name, &name_err) < 0)
+            return ck__fail(conn, &name_err);
         if (readonly)
             return ck__serve_resource(server, conn, method, &target, body, body_len);
         struct ck_err err = {0};
@@ -483,22 +543,110 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
     return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
 }
 
+/*
+ * libmicrohttpd's URI callback: the request line has arrived, the header
+ * not yet. The request starts here, so that it keeps the target as the
+ * client sent it (libmicrohttpd decodes its copy in place, "%00" into a NUL
+ * that would cut a name short). Returns the request, which becomes *req_cls.
+ */
+static void *request_begins(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    struct request *req = ck__calloc(1, sizeof(*req));
+    /* no memory for the request: read it and answer 500 (see unrecorded_request) */
+    if (!req)
+        return &unrecorded_request;
+    req->start = monotonic_seconds();
+    req->raw_uri = ck__strdup(uri); /* NULL: answered 500 when routed */
+    return req;
+}
+
+/* What the header fields say about the request's size and framing. */
+struct header_census {
+    size_t bytes;            /* name, value and ": " CRLF of every field */
+    unsigned content_length; /* Content-Length fields */
+    unsigned transfer_encoding;
+    bool chunked_only; /* the (one) Transfer-Encoding is "chunked" */
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    struct header_census *census = cls;
+    census->bytes += strlen(key) + (value ? strlen(value) : 0) + 4;
+    if (strcasecmp(key, "Content-Length") == 0)
+        census->content_length++;
+    if (strcasecmp(key, "Transfer-Encoding") == 0) {
+        census->transfer_encoding++;
+        census->chunked_only = value && strcasecmp(value, "chunked") == 0;
+    }
+    return MHD_YES;
+}
+
+/*
+ * The header is complete: refuses, as a Status, a header larger than our
+ * limit and framing a proxy could read differently from us (two
+ * Content-Length fields, Transfer-Encoding with Content-Length, two
+ * Transfer-Encodings, a coding other than chunked). Returns false when it
+ * answered; the answer is queued on this first call on purpose, so
+ * libmicrohttpd closes the connection instead of reading a body whose
+ * extent is in doubt.
+ */
+static bool header_acceptable(struct MHD_Connection *conn, struct request *req, const char *url,
+                              const char *method, enum MHD_Result *ret)
+{
+    struct header_census census = {0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &census);
+    size_t line = strlen(method) + strlen(req->raw_uri ? req->raw_uri : url) + 12;
+    struct ck_err err = {0};
+    if (line > MAX_HEADER_BYTES) {
+        ck_err_status(&err, "BadRequest", "the request line is longer than %u bytes",
+                      MAX_HEADER_BYTES);
+        err.http_status = MHD_HTTP_URI_TOO_LONG;
+        err.reason = "RequestURITooLong";
+    } else if (line + census.bytes > MAX_HEADER_BYTES) {
+        ck_err_status(&err, "BadRequest", "the request header is larger than %u bytes",
+                      MAX_HEADER_BYTES);
+        err.http_status = MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE;
+        err.reason = "RequestHeaderFieldsTooLarge";
+    } else if (census.content_length > 1) {
+        ck_err_status(&err, "BadRequest", "the request has more than one Content-Length header");
+    } else if (census.transfer_encoding > 1) {
+        ck_err_status(&err, "BadRequest", "the request has more than one Transfer-Encoding header");
+    } else if (census.transfer_encoding && census.content_length) {
+        ck_err_status(&err, "BadRequest",
+                      "the request has both Transfer-Encoding and Content-Length headers");
+    } else if (census.transfer_encoding && !census.chunked_only) {
+        ck_err_status(&err, "BadRequest",
+                      "unsupported transfer encoding: only chunked is accepted");
+        err.http_status = MHD_HTTP_NOT_IMPLEMENTED;
+        err.reason = "NotImplemented";
+    } else {
+        return true;
+    }
+    ck__request_labels_set(&req->labels, method, NULL, false, false);
+    *ret = ck__fail(conn, &err);
+    return false;
+}
+
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
                                       void **req_cls)
 {
     (void)version;
+    struct ck_apiserver *server = cls;
     struct request *req = *req_cls;
-    if (!req) {
-        req = ck__calloc(1, sizeof(*req));
-        /* no memory for the request: read it and answer 500 (see unrecorded_request) */
-        *req_cls = req ? req : &unrecorded_request;
-        if (!req)
-            return MHD_YES;
-        req->start = monotonic_seconds();
-        if (ck_log_v(2))
-            req->path = ck__strdup(url);
+    if (!req) /* the URI callback always sets it; be safe */
+        *req_cls = req = request_begins(server, url, conn);
+    if (req != &unrecorded_request && !req->started) {
+        req->started = true;
+        req->reserve = ck__conns_request_started(server->conns, conn);
+        enum MHD_Result ret;
+        if (!header_acceptable(conn, req, url, method, &ret))
+            return ret;
         return MHD_YES;
     }
     if (req == &unrecorded_request) {
@@ -533,6 +681,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         req->body[req->len] = '\0';
         return MHD_YES;
     }
+    ck__conns_request_received(server->conns, conn); /* the last call: the body is in */
     if (req->no_memory) {
         ck__request_labels_set(&req->labels, method, NULL, false, false);
         return ck__fail_no_memory(conn);
@@ -562,8 +711,8 @@ static void log_access(struct MHD_Connection *conn, const struct request *req, u
         snprintf(peer, sizeof(peer), "%s:%u", ip, (unsigned)ntohs(in->sin_port));
     }
     const char *agent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent");
-    CK_LOGS(2, "HTTP", "verb", req->labels.verb, "URI", req->path, "latency", latency, "userAgent",
-            agent ? agent : "", "srcIP", peer, "resp", resp);
+    CK_LOGS(2, "HTTP", "verb", req->labels.verb, "URI", req->raw_uri ? req->raw_uri : "", "latency",
+            latency, "userAgent", agent ? agent : "", "srcIP", peer, "resp", resp);
 }
 
 static void request_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
@@ -580,14 +729,25 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **req
         unsigned status = info ? info->http_status : 0;
         double seconds = monotonic_seconds() - req->start;
         ck__metrics_observe(server->metrics, &req->labels, status, seconds);
-        if (req->path)
+        if (ck_log_v(2))
             log_access(conn, req, status, seconds);
     }
+    if (req->started)
+        ck__conns_request_done(server->conns, conn);
     ck_auth_user_free(req->user);
-    free(req->path);
+    free(req->raw_uri);
     free(req->body);
     free(req);
     *req_cls = NULL;
+}
+
+/* A connection opened or closed: for authentication's state and for the bounds. */
+static void notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode toe)
+{
+    struct ck_apiserver *server = cls;
+    ck__auth_notify_connection(cls, conn, socket_context, toe);
+    ck__conns_notify(server->conns, conn, toe);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
@@ -717,9 +877,33 @@ static int bind_listen_socket(struct ck_apiserver *server, const char *addr, boo
     return 0;
 }
 
+/*
+ * Logs (at -v 1, at most once a tick) that connections were cut since the
+ * last tick: the sign of a flood, or of clients too slow for the deadline.
+ */
+static void log_connection_cuts(struct ck_apiserver *server, struct ck__conns_stats *last)
+{
+    struct ck__conns_stats now;
+    ck__conns_stats(server->conns, &now);
+    if (now.evicted_for_deadline != last->evicted_for_deadline ||
+        now.evicted_for_room != last->evicted_for_room || now.refused != last->refused) {
+        char deadline[24], room[24], refused[24], admitted[16], reserve[16];
+        snprintf(deadline, sizeof(deadline), "%lu",
+                 now.evicted_for_deadline - last->evicted_for_deadline);
+        snprintf(room, sizeof(room), "%lu", now.evicted_for_room - last->evicted_for_room);
+        snprintf(refused, sizeof(refused), "%lu", now.refused - last->refused);
+        snprintf(admitted, sizeof(admitted), "%u", now.admitted);
+        snprintf(reserve, sizeof(reserve), "%u", now.in_reserve);
+        CK_LOGS(1, "Connections cut", "headerDeadline", deadline, "forRoom", room, "refused",
+                refused, "open", admitted, "inReserve", reserve);
+    }
+    *last = now;
+}
+
 static void *ticker_main(void *arg)
 {
     struct ck_apiserver *server = arg;
+    struct ck__conns_stats conn_stats = {0};
     pthread_mutex_lock(&server->ticker_lock);
     while (!server->ticker_stop) {
         struct timespec until;
@@ -730,6 +914,9 @@ static void *ticker_main(void *arg)
             break;
         pthread_mutex_unlock(&server->ticker_lock);
         ck__watch_tick(server, false);
+        ck__conns_tick(server->conns);
+        if (ck_log_v(1))
+            log_connection_cuts(server, &conn_stats);
         pthread_mutex_lock(&server->ticker_lock);
     }
     pthread_mutex_unlock(&server->ticker_lock);
@@ -778,6 +965,7 @@ static void teardown(struct ck_apiserver *server)
         pthread_join(server->ticker, NULL);
     }
     server->ttl = ck__ttl_stop(server->ttl);
+    server->conns = ck__conns_free(server->conns);
     free(server->registry);
     ck__auth_free(server->auth);
     ck__metrics_free(server->metrics);
@@ -790,6 +978,20 @@ static void teardown(struct ck_apiserver *server)
     pthread_mutex_destroy(&server->ticker_lock);
     pthread_cond_destroy(&server->ticker_wake);
     free(server);
+}
+
+/*
+ * libmicrohttpd's own connection limit, a backstop behind connections.c's
+ * bounds: it divides it between its threads and refuses, without telling
+ * us, a connection its thread has no room for, so it must stay out of the
+ * way while the tracker has room: twice the tracker's bound (evicted
+ * connections linger until their thread closes them, and threads are not
+ * evenly loaded), and enough per thread for small bounds.
+ */
+static unsigned mhd_connection_limit(const struct ck__conn_limits *limits)
+{
+    unsigned limit = 2 * (limits->max_total + limits->reserve);
+    return limit > HANDLER_THREADS * 64 ? limit : HANDLER_THREADS * 64;
 }
 
 int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apiserver **ret_server,
@@ -808,8 +1010,18 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     pthread_cond_init(&server->ticker_wake, NULL);
 
     server->metrics = ck__metrics_new();
+    struct ck__conn_limits limits = {
+        .max_total = config->max_connections ? config->max_connections : MAX_CONNECTIONS,
+        .max_per_address = config->max_connections_per_address ? config->max_connections_per_address
+                                                               : MAX_CONNECTIONS_PER_ADDRESS,
+        .header_timeout = config->request_header_timeout ? config->request_header_timeout
+                                                         : REQUEST_HEADER_TIMEOUT,
+    };
+    /* one percent, at least 8: enough for probes and a few reads at once */
+    limits.reserve = limits.max_total / 100 > 8 ? limits.max_total / 100 : 8;
+    server->conns = ck__conns_new(&limits);
     char host[256], port[16];
-    int r = server->metrics
+    int r = server->metrics && server->conns
                 ? split_host_port(listen_addr, true, host, sizeof(host), port, sizeof(port), reterr)
                 : ck_err_set(reterr, CK_ENOMEM, "out of memory");
     if (r == 0)
@@ -875,8 +1087,10 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         flags, 0, NULL, NULL, access_handler, server, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_ARRAY, tls_options, MHD_OPTION_LISTEN_SOCKET, server->listen_fd,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT,
-        MAX_CONNECTIONS, MHD_OPTION_THREAD_POOL_SIZE, HANDLER_THREADS, MHD_OPTION_NOTIFY_COMPLETED,
-        request_completed, server, MHD_OPTION_NOTIFY_CONNECTION, ck__auth_notify_connection, server,
+        mhd_connection_limit(&limits), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)CONNECTION_MEMORY_BYTES, MHD_OPTION_THREAD_POOL_SIZE, HANDLER_THREADS,
+        MHD_OPTION_URI_LOG_CALLBACK, request_begins, server, MHD_OPTION_NOTIFY_COMPLETED,
+        request_completed, server, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, server,
         MHD_OPTION_END);
     if (!server->daemon) {
         teardown(server);

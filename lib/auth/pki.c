@@ -78,26 +78,11 @@ static char *join(const char *dir, const char *name)
 
 static int write_file(const char *path, const gnutls_datum_t *d, mode_t mode, struct ck_err *reterr)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return ck_err_set(reterr, CK_EIO, "creating %s: %s", tmp, strerror(errno));
-    bool ok = fchmod(fd, mode) == 0;
-    for (size_t off = 0; ok && off < d->size;) {
-        ssize_t w = write(fd, d->data + off, d->size - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        ok = w > 0;
-        off += ok ? (size_t)w : 0;
-    }
-    ok = ok && fsync(fd) == 0;
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return ck_err_set(reterr, CK_EIO, "writing %s: %s", path, strerror(e));
-    }
+    /* exclusive temporary file (no symlink followed), fsync, rename */
+    int r = ck__write_file_atomic(path, d->data, d->size, mode);
+    if (r < 0)
+        return ck_err_set(reterr, CK_EIO, "writing %s: %s", path,
+                          r == CK_ENOMEM ? "out of memory" : strerror(-r));
     return 0;
 }
 

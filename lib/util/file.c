@@ -1,13 +1,28 @@
 /*
  * file.c - reading a whole small file (a kubeconfig, a token file, a feature gate
  * config or list) into memory, with a cap, since such files come from users and a
- * mistaken path may name something huge.
+ * mistaken path may name something huge; and writing one into the data directory
+ * safely.
  *
- * Threading: no state.
+ * Writing: the bytes go to a fresh temporary name next to the target, created with
+ * O_CREAT | O_EXCL | O_NOFOLLOW (whatever already sits at that name, a symlink
+ * planted by someone else included, makes the open fail instead of being followed)
+ * and O_CLOEXEC, with its final mode from the start; they are fsync'ed, renamed over
+ * the target (rename replaces a symlink at the target, never follows it) and the
+ * directory is fsync'ed, so a reader sees the old file or the whole new one, also
+ * after a crash.
+ *
+ * Threading: no state; temporary names carry the process id and a counter.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ckube/internal/util.h"
 #include "ckube/util.h"
@@ -34,5 +49,83 @@ int ck__read_file(const char *path, size_t max, char **ret, size_t *ret_len)
     }
     *ret = b.p;
     *ret_len = b.len;
+    return 0;
+}
+
+/* fsyncs the directory holding path, so a rename in it is durable. */
+static int sync_parent_dir(const char *path)
+{
+    char *copy = ck__strdup(path);
+    if (!copy)
+        return CK_ENOMEM;
+    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(copy);
+    if (fd < 0)
+        return -errno;
+    int r = fsync(fd) == 0 ? 0 : -errno;
+    close(fd);
+    return r;
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? -errno : CK_EIO;
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+int ck__write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+    static atomic_uint counter;
+    size_t tmp_size = strlen(path) + 48;
+    char *tmp = ck__malloc(tmp_size);
+    if (!tmp)
+        return CK_ENOMEM;
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 16; attempt++) {
+        snprintf(tmp, tmp_size, "%s.tmp.%ld.%u", path, (long)getpid(),
+                 atomic_fetch_add(&counter, 1));
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        int r = -errno;
+        free(tmp);
+        return r;
+    }
+    /* the umask may have taken bits away; never adds any to a fresh 0600 file */
+    int r = fchmod(fd, mode) == 0 ? 0 : -errno;
+    if (r == 0)
+        r = write_all(fd, data, len);
+    if (r == 0 && fsync(fd) != 0)
+        r = -errno;
+    if (close(fd) != 0 && r == 0)
+        r = -errno;
+    if (r == 0 && rename(tmp, path) != 0)
+        r = -errno;
+    if (r < 0)
+        unlink(tmp);
+    else
+        r = sync_parent_dir(path);
+    free(tmp);
+    return r;
+}
+
+int ck__check_private_dir(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode))
+        return -ENOTDIR;
+    if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
+        return -EPERM;
     return 0;
 }

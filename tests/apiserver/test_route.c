@@ -1,7 +1,8 @@
 /*
  * test_route.c - tests for lib/apiserver/route.c: every path shape of the
  * Kubernetes REST API for the kinds ckube serves, the namespaces special
- * case, and paths that must not resolve.
+ * case, and paths that must not resolve; the raw target check and
+ * Kubernetes' path segment validation of names.
  */
 #include "cktest.h"
 
@@ -32,7 +33,7 @@ static void test_resource_paths(void **state)
         {"/apis/apps/v1/deployments", "Deployment", "", "", ""},
         {"/apis/apps/v1/namespaces/ns1/deployments/web/scale", "Deployment", "ns1", "web", "scale"},
         {"/apis/apps/v1/namespaces/ns1/replicasets/web-abc", "ReplicaSet", "ns1", "web-abc", ""},
-        {"//api//v1/pods/", "Pod", "", "", ""},
+        {"/api/v1/pods/", "Pod", "", "", ""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct ck__target t;
@@ -65,6 +66,10 @@ static void test_paths_that_do_not_resolve(void **state)
         "/healthz",
         "/version",
         "/api/v1/a/b/c/d/e/f/g/h/i",
+        "//api//v1/pods/", /* kube-apiserver: 404, empty segments are not collapsed */
+        "/api//v1/pods",
+        "/api/v1/namespaces/default//pods",
+        "api/v1/pods",
     };
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
         struct ck__target t;
@@ -84,12 +89,80 @@ static void test_overlong_segments_are_refused(void **state)
     assert_int_equal(ck__route(path, &t), CK_ENOENT);
 }
 
+/* The raw target check: what it accepts, and the code of what it refuses. */
+static void test_raw_targets(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *target;
+        int http; /* 0: accepted */
+    } cases[] = {
+        {"/api/v1/namespaces/default/pods/web", 0},
+        {"/api/v1/pods/", 0},
+        {"/", 0},
+        {"/api/v1/namespaces/default/pods/a%2Db", 0}, /* "a-b" */
+        {"/api/v1/pods?labelSelector=app%3Dweb&limit=5", 0},
+        {"/api/v1/namespaces/default/pods/x%00y", 404},
+        {"/api/v1/namespaces/default/pods/x%00", 404},
+        {"/api/v1/namespaces/default/pods/x%2Fy", 404},
+        {"/api/v1/namespaces/default/pods/x%2fy", 404},
+        {"//api/v1/pods", 404},
+        {"/api//v1/pods", 404},
+        {"api/v1/pods", 404},
+        {"", 404},
+        {"?watch=1", 404},
+        {"/api/v1/pods/%zz", 400},
+        {"/api/v1/pods/%", 400},
+        {"/api/v1/pods/a%4", 400},
+        {"/api/v1/pods?fieldSelector=metadata.name%3Dx%00", 400},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct ck_err err = {0};
+        int r = ck__path_check(cases[i].target, &err);
+        if (cases[i].http == 0 && r != 0)
+            fail_msg("%s refused: %s", cases[i].target, err.msg);
+        if (cases[i].http != 0 && (r == 0 || err.http_status != cases[i].http))
+            fail_msg("%s: want %d, got %d", cases[i].target, cases[i].http, err.http_status);
+        ck_err_release(&err);
+    }
+}
+
+static void test_name_segments(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *message; /* NULL: valid */
+    } cases[] = {
+        {"web-1", NULL},
+        {"a.b", NULL},
+        {"...", NULL},
+        {".", "Name parameter invalid: \".\": may not be '.'"},
+        {"..", "Name parameter invalid: \"..\": may not be '..'"},
+        {"a%b", "Name parameter invalid: \"a%b\": may not contain '%'"},
+        {"a/b%", "Name parameter invalid: \"a/b%\": may not contain '/';may not contain '%'"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct ck_err err = {0};
+        int r = ck__check_name_segment(cases[i].name, &err);
+        if (!cases[i].message) {
+            assert_int_equal(r, 0);
+        } else {
+            assert_int_equal(r, CK_EINVAL);
+            assert_int_equal(err.http_status, 400);
+            assert_string_equal(err.msg, cases[i].message);
+        }
+        ck_err_release(&err);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resource_paths),
         cmocka_unit_test(test_paths_that_do_not_resolve),
         cmocka_unit_test(test_overlong_segments_are_refused),
+        cmocka_unit_test(test_raw_targets),
+        cmocka_unit_test(test_name_segments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

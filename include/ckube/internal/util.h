@@ -12,7 +12,8 @@
  *   keys and stores void * values it does not own. Not thread-safe: its owner locks.
  * - struct ck__buf: a growable NUL-terminated byte buffer with an optional cap and a
  *   sticky error, a libcurl write callback and a newline splitter over it.
- * - ck__read_file: a whole small file, capped.
+ * - ck__read_file: a whole small file, capped; ck__write_file_atomic: a file written
+ *   safely into the data directory; ck__check_private_dir.
  * - ck__meta_str: a string field of an object's metadata.
  * - ck__time_parse/ck__time_format: RFC 3339 times as Kubernetes writes them.
  * - ck__parse_bool/ck__quote: Go's strconv.ParseBool and %q, which Kubernetes' inputs
@@ -33,6 +34,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* ---- allocation (alloc.c) ------------------------------------------------ */
 
@@ -176,6 +178,22 @@ bool ck__buf_lines(struct ck__buf *b, const char *data, size_t n, ck__line_fn fn
  * fails; the outputs are untouched then.
  */
 int ck__read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+
+/*
+ * Replaces the file at path with len bytes of data, atomically and durably: a
+ * temporary file next to it is created exclusively (O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+ * never through a symlink) with mode, written, fsync'ed and renamed over path, and the
+ * directory fsync'ed. A symlink at path itself is replaced, not followed. Returns 0,
+ * CK_ENOMEM, or a negated errno (the temporary file is removed then).
+ */
+int ck__write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+/*
+ * Whether path is a directory fit to hold private data: a directory (not a symlink to
+ * one), owned by the effective user and writable by nobody else. 0, -ENOTDIR, -EPERM
+ * (another owner, or group or others may write), or the negated errno of lstat().
+ */
+int ck__check_private_dir(const char *path);
 
 /* ---- object metadata (meta.c) ------------------------------------------ */
 
