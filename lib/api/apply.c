@@ -566,11 +566,16 @@ static void remove_items(struct walk *w, const json_t *prop, json_t *v, const js
                 continue;
             json_t *child = json_object_get(v, pe + 2);
             bool declared;
-            if (child && drop)
+            if (child && drop) {
                 json_object_del(v, pe + 2);
-            else if (child)
+            } else if (child) {
                 remove_items(w, member_prop(&t, pe + 2, &declared), child, sub, sub_owned,
                              depth + 1);
+                /* a map or list emptied here is omitted, as Go omits empty ones */
+                if ((json_is_object(child) && json_object_size(child) == 0) ||
+                    (json_is_array(child) && json_array_size(child) == 0))
+                    json_object_del(v, pe + 2);
+            }
             continue;
         }
         size_t at = 0;

@@ -563,6 +563,7 @@ static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connect
     size_t out_len = 0;
     char manager[160];
     int r = patch_options(conn, &patch, manager, sizeof(manager), &err);
+    patch.who.subresource = write_subresource(t);
     if (r == 0)
         r = ck__registry_update_by(ctx->registry, t->kind, t->namespace, t->name,
                                    write_subresource(t),
