@@ -964,18 +964,35 @@ static json_t *last_applied_fields(struct walk *w, const struct ck_kind *kind, c
         json_decref(doc);
         return NULL;
     }
+    char *version = api_version_of(kind);
+    const char *doc_version = json_string_value(json_object_get(doc, "apiVersion"));
+    bool same_version = version && doc_version && strcmp(version, doc_version) == 0;
+    free(version);
+    if (!same_version) {
+        json_decref(doc);
+        return NULL;
+    }
     struct ck_err err = {0};
     struct walk quiet = {w->set, &err, 0};
-    json_t *s = json_object();
-    if (s)
+    json_t *s = json_object(), *changed = json_object(), *removed = json_object();
+    if (s && changed && removed) {
         fieldset_of(&quiet, root_prop(w->set, kind), doc, s, 0);
+        compare_children(&quiet, root_prop(w->set, kind), doc, live, changed, removed, 1);
+    }
+    /* only fields whose live value is still the annotation's are the applier's */
+    json_t *a = s && changed ? ck_fieldset_difference(s, changed) : NULL;
+    json_t *allowed = a && removed ? ck_fieldset_difference(a, removed) : NULL;
+    json_decref(a);
+    json_decref(s);
+    json_decref(changed);
+    json_decref(removed);
     ck_err_release(&err);
     json_decref(doc);
     if (quiet.failed) {
-        json_decref(s);
+        json_decref(allowed);
         return NULL;
     }
-    return s;
+    return allowed;
 }
 
 /* The last-applied annotation kubectl's server-side apply keeps in step: config, compact. */

@@ -495,7 +495,8 @@ static int compare_entries(const void *pa, const void *pb)
 
 json_t *ck_managed_fields_encode(struct ck_managed_fields *mf)
 {
-    qsort(mf->entries, mf->n, sizeof(*mf->entries), compare_entries);
+    if (mf->n > 1)
+        qsort(mf->entries, mf->n, sizeof(*mf->entries), compare_entries);
     json_t *out = json_array();
     for (size_t i = 0; out && i < mf->n; i++) {
         const struct ck_managed_entry *e = &mf->entries[i];
