@@ -290,9 +290,17 @@ char *ck__scale_serve(const struct ck_kind *kind, const char *served, size_t len
 int ck__apply_patch_init(struct ck__patch *p, const char *body, size_t len, struct ck_err *reterr)
 {
     p->type = CK__PATCH_APPLY;
-    json_error_t jerr;
-    if (ck_json_loadb(body, len, 0, &p->doc, &jerr) == CK_ENOMEM)
+    /* JSON (what kubectl sends) through the JSON parser, anything else as YAML */
+    if (ck_json_loadb(body, len, 0, &p->doc, NULL) == CK_ENOMEM)
         return ck_err_no_memory(reterr);
+    struct ck_err err = {0};
+    if (!p->doc && ck_yaml_to_json(body ? body : "", len, &p->doc, &err) < 0) {
+        int r = err.code == CK_ENOMEM
+                    ? ck_err_no_memory(reterr)
+                    : ck_err_status(reterr, "BadRequest", "error decoding YAML: %s", err.msg);
+        ck_err_release(&err);
+        return r;
+    }
     if (!json_is_object(p->doc)) {
         json_decref(p->doc);
         p->doc = NULL;

@@ -132,6 +132,14 @@ check "status apply is 200" sh -c "[ \"\$(cat '$work/code')\" = 200 ]"
 check "status applied" sh -c '[ "$(kubectl get deploy web -o jsonpath={.status.observedGeneration})" = 7 ]'
 check "status apply entry has subresource status" has_manager deploy/web statusbot/Apply/status
 
+# --- an apply body in YAML creates an object ---
+printf 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: yamlweb\nspec:\n  selector: {matchLabels: {app: y}}\n  template:\n    metadata: {labels: {app: y}}\n    spec:\n      containers:\n      - {name: c, image: "nginx:1.25"}\n' >"$work/y.yaml"
+kurl -X PATCH -H 'Content-Type: application/apply-patch+yaml' \
+    "$url/apis/apps/v1/namespaces/default/deployments/yamlweb?fieldManager=yamlbot" \
+    --data-binary @"$work/y.yaml" -o /dev/null -w '%{http_code}' >"$work/code"
+check "a YAML apply of a new object is 201" sh -c "[ \"\$(cat '$work/code')\" = 201 ]"
+check "the YAML apply's manager owns the container" owns deploy/yamlweb yamlbot f:spec f:template f:spec f:containers 'k:{"name":"c"}' f:image
+
 # --- apply requires a field manager; force only on apply ---
 kurl -X PATCH -H 'Content-Type: application/apply-patch+yaml' \
     "$url/apis/apps/v1/namespaces/default/deployments/web" \

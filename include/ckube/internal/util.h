@@ -234,4 +234,14 @@ char *ck__quote_dup(const char *s);
  */
 char *ck__json_dumps(const json_t *json, size_t flags, size_t *ret_len);
 
+/*
+ * A YAML (or JSON) document as a jansson value (yaml.c): mappings become
+ * objects, sequences arrays, plain scalars true/false/null/numbers by YAML
+ * 1.2's core schema, every other scalar a string. Returns 0 and a new
+ * reference in *ret_json, or CK_EINVAL with the parser's line in *reterr.
+ * Only the first document is read. (ckube/rest.h declares it for clients.)
+ */
+struct ck_err;
+int ck_yaml_to_json(const char *text, size_t len, json_t **ret_json, struct ck_err *reterr);
+
 #endif /* CKUBE_INTERNAL_UTIL_H */
