@@ -11,7 +11,9 @@ then alternates between them round after round, so both see the same load on
 a shared machine. Each round sends --requests sequential PATCHes on one
 keep-alive connection, each a merge patch changing one label of the
 Deployment (a real write every time, as `kubectl label --overwrite` is), and
-records the median latency. With --new it also times, in the same rounds,
+records the median latency and the server's CPU time (user + system, from
+/proc) per request, which tells the work managedFields add from the larger
+writes' I/O. With --new it also times, in the same rounds,
 server-side apply PATCHes that change the same label (the new build only).
 Prints each build's medians per round, the median of the rounds and the
 ratio new/base.
@@ -59,11 +61,22 @@ def start(servers, binary, tmp, name):
     b.wait_ready(port, proc, f"ckube ({name})")
     b.must(*b.request(port, "POST", "/apis/apps/v1/namespaces/default/deployments",
                       DEPLOYMENT), "create deployment")
-    return port
+    return port, proc.pid
 
 
-def timed(port, n, content_type, body_of, query=""):
-    """Median seconds of n sequential PATCHes on one connection."""
+def cpu_seconds(pid):
+    """User and system CPU time the process has used."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def timed(server, n, content_type, body_of, query=""):
+    """Median seconds of n sequential PATCHes on one connection, and the server's CPU
+    seconds per PATCH."""
+    port, pid = server
+    cpu0 = cpu_seconds(pid)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     times = []
     for i in range(n):
@@ -77,7 +90,8 @@ def timed(port, n, content_type, body_of, query=""):
         if resp.status != 200:
             sys.exit(f"PATCH: HTTP {resp.status}: {data[:300]!r}")
     conn.close()
-    return statistics.median(times)
+    cpu1 = cpu_seconds(pid)
+    return statistics.median(times), ((cpu1[0] - cpu0[0]) / n, (cpu1[1] - cpu0[1]) / n)
 
 
 def label_patch(tag):
@@ -106,24 +120,35 @@ def main():
         base = start(servers, opts.base, tmp, "base")
         new = start(servers, opts.new, tmp, "new")
         runs = {"base": [], "new": [], "apply": []}
+        cpu = {"base": [], "new": [], "apply": []}
         for r in range(opts.rounds):
-            runs["base"].append(timed(base, opts.requests, "application/merge-patch+json",
-                                      label_patch(f"b{r}")))
-            runs["new"].append(timed(new, opts.requests, "application/merge-patch+json",
-                                     label_patch(f"n{r}")))
-            runs["apply"].append(timed(new, opts.requests, "application/apply-patch+yaml",
-                                       apply_config(f"a{r}"), "?fieldManager=bench&force=true"))
-        _, body = b.request(new, "GET", PATH)
+            for name, server, ctype, body, query in (
+                    ("base", base, "application/merge-patch+json", label_patch(f"b{r}"), ""),
+                    ("new", new, "application/merge-patch+json", label_patch(f"n{r}"), ""),
+                    ("apply", new, "application/apply-patch+yaml", apply_config(f"a{r}"),
+                     "?fieldManager=bench&force=true")):
+                latency, cpu_per = timed(server, opts.requests, ctype, body, query)
+                runs[name].append(latency)
+                cpu[name].append(cpu_per)
+        _, body = b.request(new[0], "GET", PATH)
         entries = json.loads(body)["metadata"].get("managedFields", [])
         print(f"managedFields entries on the new build's Deployment: {len(entries)} "
               f"({len(json.dumps(entries))} bytes)")
+        med = {}
         for name, vals in runs.items():
             us = [round(v * 1e6) for v in vals]
-            print(f"{name:>6}: median latency per round (us): {us}; median {round(statistics.median(vals) * 1e6)} us")
-        mb, mn = statistics.median(runs["base"]), statistics.median(runs["new"])
-        ma = statistics.median(runs["apply"])
-        print(f"merge patch, new/base: {mn / mb:.2f} (+{round((mn - mb) * 1e6)} us per update)")
-        print(f"apply (new) / merge patch (base): {ma / mb:.2f}")
+            user = statistics.median(c[0] for c in cpu[name])
+            system = statistics.median(c[1] for c in cpu[name])
+            med[name] = (statistics.median(vals), user, system)
+            print(f"{name:>6}: median latency per round (us): {us}; median "
+                  f"{round(med[name][0] * 1e6)} us; server CPU per request: user "
+                  f"{round(user * 1e6)} us, system {round(system * 1e6)} us")
+        mb, mn = med["base"][0], med["new"][0]
+        ma = med["apply"][0]
+        print(f"merge patch, new/base: latency {mn / mb:.2f} (+{round((mn - mb) * 1e6)} us), "
+              f"user CPU +{round((med['new'][1] - med['base'][1]) * 1e6)} us, system CPU "
+              f"+{round((med['new'][2] - med['base'][2]) * 1e6)} us per update")
+        print(f"apply (new) / merge patch (base): latency {ma / mb:.2f}")
     finally:
         servers.stop()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -202,10 +202,17 @@ static bool always_emitted(const struct type *t, const char *key, int depth)
     return false;
 }
 
+/* "f:<key>" (caller frees), or NULL when out of memory; on every member of every walk. */
 static char *field_element(const char *key)
 {
-    char *e = NULL;
-    return asprintf(&e, "f:%s", key) < 0 ? NULL : e;
+    size_t n = strlen(key);
+    char *e = ck__malloc(n + 3);
+    if (e) {
+        e[0] = 'f';
+        e[1] = ':';
+        memcpy(e + 2, key, n + 1);
+    }
+    return e;
 }
 
 /*
@@ -386,6 +393,8 @@ static void compare_at(struct walk *w, const json_t *prop, const json_t *lhs, co
                        json_t *parent_changed, json_t *parent_removed, const char *pe, bool emitted,
                        int depth)
 {
+    if (lhs && rhs && json_equal((json_t *)lhs, (json_t *)rhs))
+        return; /* nothing below changed: most of an update, and no allocation for it */
     struct type t = classify(w, prop);
     enum how hl = lhs ? how_of(&t, lhs) : HOW_LEAF, hr = rhs ? how_of(&t, rhs) : HOW_LEAF;
     json_t *cn = ck__object_at(parent_changed, pe);
@@ -437,6 +446,49 @@ static const json_t *find_item(struct walk *w, const struct type *t, const json_
     return NULL;
 }
 
+/*
+ * The path element of every item of list, computed once (NULL where an item
+ * has none: a keyed item without its key). NULL when out of memory (then
+ * w->failed is set). Free with free_elements().
+ */
+static char **elements_of(struct walk *w, const struct type *t, const json_t *prop,
+                          const json_t *list)
+{
+    size_t n = json_array_size(list);
+    char **out = ck__calloc(n ? n : 1, sizeof(*out));
+    if (!out) {
+        nomem(w);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct ck_err err = {0};
+        struct walk quiet = {w->set, &err, 0};
+        out[i] = item_element(&quiet, t, prop, json_array_get(list, i), i);
+        ck_err_release(&err);
+        if (quiet.failed == CK_ENOMEM) {
+            nomem(w);
+            break;
+        }
+    }
+    return out;
+}
+
+static void free_elements(char **elements, size_t n)
+{
+    for (size_t i = 0; elements && i < n; i++)
+        free(elements[i]);
+    free(elements);
+}
+
+/* The index of pe among elements, or -1. */
+static ssize_t index_of(char *const *elements, size_t n, const char *pe)
+{
+    for (size_t i = 0; i < n; i++)
+        if (elements[i] && strcmp(elements[i], pe) == 0)
+            return (ssize_t)i;
+    return -1;
+}
+
 static void compare_children(struct walk *w, const json_t *prop, const json_t *lhs,
                              const json_t *rhs, json_t *changed, json_t *removed, int depth)
 {
@@ -469,30 +521,29 @@ static void compare_children(struct walk *w, const json_t *prop, const json_t *l
         return;
     }
     /* lists by element: items of lhs, then those only rhs has */
-    for (int side = 0; side < 2; side++) {
-        const json_t *list = side ? rhs : lhs;
-        size_t i;
-        json_t *item;
-        json_array_foreach(list, i, item)
-        {
-            char *pe = item_element(w, &t, prop, item, i);
-            if (!pe)
-                return;
-            const json_t *other = find_item(w, &t, prop, side ? lhs : rhs, pe, NULL);
-            if (!(side && other)) {
-                const json_t *l = side ? NULL : item, *r = side ? item : other;
-                if (how == HOW_SET) {
-                    json_t *node = ck__object_at(l && !r ? removed : changed, pe);
-                    if (!l || !r)
-                        mark(w, node);
-                    prune_empty(changed, pe);
-                } else {
-                    compare_at(w, items_prop(&t), l, r, changed, removed, pe, false, depth);
-                }
-            }
-            free(pe);
+    size_t nl = json_array_size(lhs), nr = json_array_size(rhs);
+    char **el = elements_of(w, &t, prop, lhs);
+    char **er = el ? elements_of(w, &t, prop, rhs) : NULL;
+    for (size_t i = 0; er && !w->failed && i < nl + nr; i++) {
+        bool left = i < nl;
+        const char *pe = left ? el[i] : er[i - nl];
+        if (!pe)
+            continue; /* an element without its key: not owned alone */
+        ssize_t other = left ? index_of(er, nr, pe) : index_of(el, nl, pe);
+        if (!left && other >= 0)
+            continue; /* compared from the left */
+        const json_t *l = left ? json_array_get(lhs, i) : NULL;
+        const json_t *r = left ? (other >= 0 ? json_array_get(rhs, (size_t)other) : NULL)
+                               : json_array_get(rhs, i - nl);
+        if (how == HOW_SET) {
+            if (!l || !r)
+                mark(w, ck__object_at(l ? removed : changed, pe));
+        } else {
+            compare_at(w, items_prop(&t), l, r, changed, removed, pe, false, depth);
         }
     }
+    free_elements(el, nl);
+    free_elements(er, nr);
 }
 
 /* ---- Merge ------------------------------------------------------------------ */
@@ -522,24 +573,32 @@ static json_t *merge(struct walk *w, const json_t *prop, const json_t *lhs, cons
         }
         return out;
     }
-    size_t i;
+    size_t i, nl = json_array_size(lhs);
     json_t *item;
+    char **el = elements_of(w, &t, prop, lhs);
+    if (!el)
+        return json_decref(out), NULL;
     json_array_foreach(rhs, i, item)
     {
         char *pe = item_element(w, &t, prop, item, i);
-        if (!pe)
-            return json_decref(out), NULL;
-        size_t at = 0;
-        const json_t *existing = find_item(w, &t, prop, out, pe, &at);
+        ssize_t at = pe ? index_of(el, nl, pe) : -1;
         free(pe);
-        json_t *m = hr == HOW_SET ? NULL : merge(w, items_prop(&t), existing, item, depth + 1);
+        if (w->failed)
+            break;
+        const json_t *existing = at >= 0 ? json_array_get(out, (size_t)at) : NULL;
         if (hr == HOW_SET && existing)
             continue;
-        if (hr == HOW_SET)
-            m = json_deep_copy(item);
-        if (!m || (existing ? json_array_set_new(out, at, m) : json_array_append_new(out, m)) < 0)
-            return json_decref(out), NULL;
+        json_t *m = hr == HOW_SET ? json_deep_copy(item)
+                                  : merge(w, items_prop(&t), existing, item, depth + 1);
+        if (!m || (existing ? json_array_set_new(out, (size_t)at, m)
+                            : json_array_append_new(out, m)) < 0) {
+            nomem(w);
+            break;
+        }
     }
+    free_elements(el, nl);
+    if (w->failed)
+        return json_decref(out), NULL;
     return out;
 }
 
@@ -783,7 +842,8 @@ static int record_update(struct walk *w, const struct ck_kind *kind, const json_
     if (r < 0)
         return r;
     char *version = api_version_of(kind);
-    r = version ? disown(mf, -1, changed, removed) : CK_ENOMEM;
+    bool nothing = ck_fieldset_is_empty(changed) && ck_fieldset_is_empty(removed);
+    r = !version ? CK_ENOMEM : nothing ? 0 : disown(mf, -1, changed, removed);
     if (r == 0 && !ck_fieldset_is_empty(changed)) {
         ssize_t i = ck_managed_fields_find(mf, who->manager, "Update", version, sub_or_empty(who));
         if (i < 0) {
