@@ -371,11 +371,15 @@ static void mark_all(struct walk *w, const json_t *prop, const json_t *v, json_t
     json_t *item;
     json_array_foreach(v, i, item)
     {
-        char *pe = item_element(w, &t, prop, item, i);
+        /* an element of a stored object without its key is not owned alone: skipped */
+        struct ck_err err = {0};
+        struct walk quiet = {w->set, &err, 0};
+        char *pe = item_element(&quiet, &t, prop, item, i);
+        ck_err_release(&err);
         json_t *child = pe ? ck__object_at(node, pe) : NULL;
         if (child)
             mark_all(w, how == HOW_LIST_MAP ? items_prop(&t) : NULL, item, child, depth + 1);
-        else if (!w->failed)
+        else if (pe || quiet.failed == CK_ENOMEM)
             nomem(w);
         free(pe);
     }

@@ -53,27 +53,40 @@ bool ck_fieldset_is_empty(const json_t *set)
 }
 
 /* True when text is a path element FieldsV1 accepts: f:, k:{...}, v:<json>, i:<n>. */
-static bool valid_element(const char *key)
+/* 0 when key is a path element FieldsV1 accepts, CK_EINVAL when not, CK_ENOMEM. */
+static int check_element(const char *key)
 {
     if (strncmp(key, "f:", 2) == 0)
-        return true;
+        return 0;
     if (strncmp(key, "k:", 2) == 0 || strncmp(key, "v:", 2) == 0) {
         json_t *v = NULL;
-        ck_json_loadb(key + 2, strlen(key + 2), JSON_DECODE_ANY, &v, NULL);
+        if (ck_json_loadb(key + 2, strlen(key + 2), JSON_DECODE_ANY, &v, NULL) == CK_ENOMEM)
+            return CK_ENOMEM;
         bool ok = v && (key[0] == 'v' || (json_is_object(v) && json_object_size(v) > 0));
         json_decref(v);
-        return ok;
+        return ok ? 0 : CK_EINVAL;
     }
     if (strncmp(key, "i:", 2) == 0) {
         const char *p = key + 2;
         if (!*p)
-            return false;
+            return CK_EINVAL;
         for (; *p; p++)
             if (*p < '0' || *p > '9')
-                return false;
-        return true;
+                return CK_EINVAL;
+        return 0;
     }
-    return false;
+    return CK_EINVAL;
+}
+
+/* check_element() with *reterr filled. */
+static int valid_element(const char *key, struct ck_err *reterr)
+{
+    int r = check_element(key);
+    if (r == CK_ENOMEM)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    if (r < 0)
+        return ck_err_set(reterr, CK_EINVAL, "FieldsV1 has an invalid path element %s", key);
+    return 0;
 }
 
 /* Parses one FieldsV1 node into out (a normal-form node). 0, CK_EINVAL or CK_ENOMEM. */
@@ -94,8 +107,9 @@ static int parse_node(const json_t *node, json_t *out, int depth, struct ck_err 
             member = true;
             continue;
         }
-        if (!valid_element(key))
-            return ck_err_set(reterr, CK_EINVAL, "FieldsV1 has an invalid path element %s", key);
+        int bad = valid_element(key, reterr);
+        if (bad < 0)
+            return bad;
         json_t *sub = json_object();
         if (!sub || json_object_set_new(out, key, sub) < 0)
             return ck_err_set(reterr, CK_ENOMEM, "out of memory");
@@ -123,10 +137,11 @@ int ck_fieldset_from_fields_v1(const json_t *fields_v1, json_t **ret_set, struct
         {
             if (r < 0)
                 break;
-            if (strcmp(key, member_key) == 0 || !valid_element(key)) {
-                r = ck_err_set(reterr, CK_EINVAL, "FieldsV1 has an invalid path element %s", key);
+            r = strcmp(key, member_key) == 0
+                    ? ck_err_set(reterr, CK_EINVAL, "FieldsV1 has an invalid path element %s", key)
+                    : valid_element(key, reterr);
+            if (r < 0)
                 break;
-            }
             json_t *sub = json_object();
             if (!sub || json_object_set_new(set, key, sub) < 0)
                 r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
