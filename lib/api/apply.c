@@ -234,6 +234,10 @@ static char *item_element(struct walk *w, const struct type *list, const json_t 
     }
     json_t *hold = NULL;
     const json_t *keys = list_keys(prop, list, &hold);
+    if (!keys) {
+        nomem(w);
+        return NULL;
+    }
     json_t *fields = json_object();
     struct type item_type = classify(w, items_prop(list));
     size_t i;
@@ -260,8 +264,12 @@ static char *item_element(struct walk *w, const struct type *list, const json_t 
             json_decref(hold);
             return NULL;
         }
-        if (!fields || json_object_set_new(fields, k, json_deep_copy(v)) < 0)
-            break;
+        if (!fields || json_object_set_new(fields, k, json_deep_copy(v)) < 0) {
+            json_decref(fields);
+            json_decref(hold);
+            nomem(w); /* never a k: missing a key */
+            return NULL;
+        }
     }
     json_decref(hold);
     text = fields ? ck__json_dumps(fields, JSON_COMPACT | JSON_SORT_KEYS, NULL) : NULL;
@@ -441,6 +449,10 @@ static const json_t *find_item(struct walk *w, const struct type *t, const json_
         bool same = e && strcmp(e, pe) == 0;
         free(e);
         ck_err_release(&err);
+        if (quiet.failed == CK_ENOMEM) {
+            nomem(w);
+            return NULL;
+        }
         if (same) {
             if (ret_index)
                 *ret_index = i;
