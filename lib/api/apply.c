@@ -108,8 +108,6 @@ static struct type classify(const struct walk *w, const json_t *prop)
             t.shape = SHAPE_LIST_MAP, t.keys = keys;
         else if (!list_type && strategy && strstr(strategy, "merge"))
             t.shape = merge_key ? SHAPE_LIST_MAP : SHAPE_SET;
-        if (t.shape == SHAPE_LIST_MAP && !t.keys)
-            t.keys = NULL; /* the merge key, read from the property when walking */
         return t;
     }
     const char *map_type = ext_string(prop, r, "x-kubernetes-map-type");
@@ -1029,24 +1027,32 @@ static int conflict_error(struct ck_err *reterr, struct conflicts *c)
     return code;
 }
 
-/* The fields the client-side last-applied annotation of live describes (NULL: none). */
-static json_t *last_applied_fields(struct walk *w, const struct ck_kind *kind, const json_t *live)
+/*
+ * The fields the client-side last-applied annotation of live describes whose
+ * live value is still the annotation's: *ret (NULL when there is no usable
+ * annotation). 0 or CK_ENOMEM.
+ */
+static int last_applied_fields(struct walk *w, const struct ck_kind *kind, const json_t *live,
+                               json_t **ret)
 {
+    *ret = NULL;
     const char *text = json_string_value(
         json_object_get(json_object_get(json_object_get(live, "metadata"), "annotations"),
                         last_applied_annotation));
     json_t *doc = NULL;
-    if (!text || ck_json_loadb(text, strlen(text), 0, &doc, NULL) < 0 || !json_is_object(doc)) {
-        json_decref(doc);
-        return NULL;
-    }
-    char *version = api_version_of(kind);
+    if (text && ck_json_loadb(text, strlen(text), 0, &doc, NULL) == CK_ENOMEM)
+        return CK_ENOMEM;
+    char *version = json_is_object(doc) ? api_version_of(kind) : NULL;
     const char *doc_version = json_string_value(json_object_get(doc, "apiVersion"));
-    bool same_version = version && doc_version && strcmp(version, doc_version) == 0;
-    free(version);
-    if (!same_version) {
+    if (json_is_object(doc) && !version) {
         json_decref(doc);
-        return NULL;
+        return CK_ENOMEM;
+    }
+    bool usable = version && doc_version && strcmp(version, doc_version) == 0;
+    free(version);
+    if (!usable) {
+        json_decref(doc);
+        return 0;
     }
     struct ck_err err = {0};
     struct walk quiet = {w->set, &err, 0};
@@ -1054,21 +1060,26 @@ static json_t *last_applied_fields(struct walk *w, const struct ck_kind *kind, c
     if (s && changed && removed) {
         fieldset_of(&quiet, root_prop(w->set, kind), doc, s, 0);
         compare_children(&quiet, root_prop(w->set, kind), doc, live, changed, removed, 1);
+    } else {
+        quiet.failed = CK_ENOMEM;
     }
     /* only fields whose live value is still the annotation's are the applier's */
-    json_t *a = s && changed ? ck_fieldset_difference(s, changed) : NULL;
-    json_t *allowed = a && removed ? ck_fieldset_difference(a, removed) : NULL;
+    json_t *a = quiet.failed ? NULL : ck_fieldset_difference(s, changed);
+    json_t *allowed = a ? ck_fieldset_difference(a, removed) : NULL;
+    if (!quiet.failed && !allowed)
+        quiet.failed = CK_ENOMEM;
     json_decref(a);
     json_decref(s);
     json_decref(changed);
     json_decref(removed);
     ck_err_release(&err);
     json_decref(doc);
-    if (quiet.failed) {
+    if (quiet.failed) { /* an annotation we cannot read allows nothing */
         json_decref(allowed);
-        return NULL;
+        return quiet.failed == CK_ENOMEM ? CK_ENOMEM : 0;
     }
-    return allowed;
+    *ret = allowed;
+    return 0;
 }
 
 /* The last-applied annotation kubectl's server-side apply keeps in step: config, compact. */
@@ -1094,24 +1105,23 @@ static int update_last_applied(json_t *obj, const json_t *config)
     return r;
 }
 
-/* Drops from c the conflicts whose field the last-applied annotation describes. */
-static void drop_allowed(struct walk *w, const struct ck_kind *kind, const json_t *live,
-                         json_t *const *conflict_sets, struct ck_managed_fields *mf)
+/* Takes from each entry's conflicts what the last-applied annotation allows. 0 or CK_ENOMEM. */
+static int drop_allowed(struct walk *w, const struct ck_kind *kind, const json_t *live,
+                        json_t **conflict_sets, size_t n)
 {
-    (void)mf;
-    json_t *allowed = last_applied_fields(w, kind, live);
-    if (!allowed)
-        return;
-    for (size_t i = 0; i < mf->n; i++) {
+    json_t *allowed = NULL;
+    int r = last_applied_fields(w, kind, live, &allowed);
+    for (size_t i = 0; r == 0 && allowed && i < n; i++) {
         if (!conflict_sets[i])
             continue;
         json_t *left = ck_fieldset_difference(conflict_sets[i], allowed);
-        if (left) {
-            json_decref(conflict_sets[i]);
-            ((json_t **)conflict_sets)[i] = left;
-        }
+        if (!left)
+            r = CK_ENOMEM;
+        else
+            json_decref(conflict_sets[i]), conflict_sets[i] = left;
     }
     json_decref(allowed);
+    return r;
 }
 
 static bool has_last_applied(const json_t *live)
@@ -1213,7 +1223,10 @@ int ck_apply(const struct ck_schemas *set, const struct ck_kind *kind, const jso
     }
     if (any && !force && strcmp(who->manager, "kubectl") == 0 && live && has_last_applied(live)) {
         /* the upgrade from client-side apply: what the annotation describes is forced */
-        drop_allowed(&w, kind, live, conflict_sets, &mf);
+        if (drop_allowed(&w, kind, live, conflict_sets, n_conflict_sets) < 0) {
+            nomem(&w);
+            goto out_failed;
+        }
         any = false;
         for (size_t i = 0; i < mf.n; i++)
             any |= conflict_sets[i] && !ck_fieldset_is_empty(conflict_sets[i]);

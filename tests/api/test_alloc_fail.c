@@ -352,6 +352,34 @@ static int apply(json_t **ret)
     return 0;
 }
 
+/* kubectl's server-side apply over an object client-side apply made: the conflicts it forces. */
+static int apply_upgrade(json_t **ret)
+{
+    json_t *live = NULL;
+    int r = track_updates(&live);
+    if (r < 0)
+        return r;
+    building_input = true;
+    json_t *last = json_pack("{s:s}", "kubectl.kubernetes.io/last-applied-configuration",
+                             "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":"
+                             "{\"name\":\"web\"},\"spec\":{\"replicas\":3}}");
+    json_object_set_new(json_object_get(live, "metadata"), "annotations", last);
+    json_t *config = load("{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"
+                          "\"name\":\"web\"},\"spec\":{\"replicas\":4}}");
+    building_input = false;
+    struct ck_field_manager who = {"kubectl", NULL, 3000};
+    struct ck_err err = {0};
+    json_t *out = NULL;
+    r = ck_apply(schemas, deployments(), live, config, &who, false, &out, &err);
+    ck_err_release(&err);
+    json_decref(config);
+    json_decref(live);
+    if (r < 0)
+        return r;
+    *ret = out;
+    return 0;
+}
+
 /* ---- the tests ----------------------------------------------------------- */
 
 static void test_reading_json(void **state)
@@ -391,6 +419,7 @@ static void test_managed_fields(void **state)
     (void)state;
     faultsim("ck_managed_fields_track_update", track_updates);
     faultsim("ck_apply", apply);
+    faultsim("ck_apply upgrading from client-side apply", apply_upgrade);
 }
 
 static void test_validation(void **state)
