@@ -531,11 +531,16 @@ static int apply_create(struct ck_apiserver *ctx, const struct ck__target *t,
         return reterr->code < 0 ? reterr->code : ck_err_no_memory(reterr);
     json_t *meta = json_object_get(obj, "metadata");
     const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
     int r = 0;
     if (name && strcmp(name, t->name) != 0)
         r = ck_err_status(reterr, "BadRequest",
                           "the name of the object (%s) does not match the name on the URL (%s)",
                           name, t->name);
+    else if (ns && *ns && strcmp(ns, t->namespace) != 0)
+        r = ck_err_status(reterr, "BadRequest",
+                          "the namespace of the provided object does not "
+                          "match the namespace sent on the request");
     else if (!json_is_object(meta) || json_object_set_new(meta, "name", json_string(t->name)) < 0)
         r = ck_err_no_memory(reterr);
     if (r == 0)

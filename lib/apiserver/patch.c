@@ -363,6 +363,27 @@ json_t *ck__apply_patch(struct ck__patch *p, const json_t *current, struct ck_er
     json_t *config = decode_config(p, reterr);
     if (!config)
         return NULL;
+    /* the configuration names the object the URL names, as every patch result must */
+    const json_t *meta = json_object_get(config, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const json_t *cur_meta = json_object_get(current, "metadata");
+    const char *cur_name = json_string_value(json_object_get(cur_meta, "name"));
+    const char *cur_ns = json_string_value(json_object_get(cur_meta, "namespace"));
+    if (current && name && cur_name && strcmp(name, cur_name) != 0) {
+        ck_err_status(reterr, "BadRequest",
+                      "the name of the object (%s) does not match the name on the URL (%s)", name,
+                      cur_name);
+        json_decref(config);
+        return NULL;
+    }
+    if (current && ns && *ns && cur_ns && strcmp(ns, cur_ns) != 0) {
+        ck_err_status(reterr, "BadRequest",
+                      "the namespace of the provided object does not "
+                      "match the namespace sent on the request");
+        json_decref(config);
+        return NULL;
+    }
     json_t *out = NULL;
     int r = ck_apply(p->schemas, p->kind, current, config, &p->who, p->force, &out, reterr);
     json_decref(config);

@@ -353,6 +353,14 @@ static void test_kubectl_upgrades_from_client_side_apply(void **state)
                         "kubectl.kubernetes.io/last-applied-configuration"));
     assert_non_null(strstr(last, "\"replicas\":3"));
     json_decref(up);
+
+    /* a field changed since the annotation was written is no longer the client-side applier's */
+    json_object_set_new(json_object_get(live, "spec"), "replicas", json_integer(7));
+    assert_null(apply_as(live, scaled, "kubectl", false, 300, &err));
+    assert_string_equal(ck_err_message(&err), "Apply failed with 1 conflict: conflict with "
+                                              "\"kubectl-client-side-apply\" using apps/v1: "
+                                              ".spec.replicas");
+    ck_err_release(&err);
     json_decref(live);
 }
 

@@ -146,6 +146,11 @@ kurl -X PATCH -H 'Content-Type: application/apply-patch+yaml' \
     --data-binary '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"}}' -o "$work/status.json"
 check "apply without fieldManager is 422" grep -q 'fieldManager: Required value: is required for apply patch' "$work/status.json"
 
+kurl -X PATCH -H 'Content-Type: application/apply-patch+yaml' \
+    "$url/apis/apps/v1/namespaces/default/deployments/web?fieldManager=x" \
+    --data-binary '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"other"}}' -o "$work/status.json"
+check "apply naming another object is 400" grep -q 'the name of the object (other) does not match the name on the URL (web)' "$work/status.json"
+
 # --- the upgrade from client-side apply ---
 sed 's/name: web$/name: legacy/' "$work/web.yaml" >"$work/legacy.yaml"
 k apply -f "$work/legacy.yaml" >/dev/null 2>&1
