@@ -492,6 +492,7 @@ static enum MHD_Result handle_update(struct ck_apiserver *ctx, struct MHD_Connec
     struct ck_field_manager who;
     char manager[160];
     int r = field_manager(conn, "UpdateOptions", &who, manager, sizeof(manager), &err);
+    who.subresource = t->subresource[0] ? t->subresource : NULL;
     if (r == 0)
         r = ck__registry_update_by(ctx->registry, t->kind, t->namespace, t->name,
                                    write_subresource(t), &who,
@@ -568,7 +569,7 @@ static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connect
     size_t out_len = 0;
     char manager[160];
     int r = patch_options(conn, &patch, manager, sizeof(manager), &err);
-    patch.who.subresource = write_subresource(t);
+    patch.who.subresource = t->subresource[0] ? t->subresource : NULL;
     if (r == 0)
         r = ck__registry_update_by(ctx->registry, t->kind, t->namespace, t->name,
                                    write_subresource(t),
@@ -743,8 +744,14 @@ static enum MHD_Result handle_binding(struct ck_apiserver *ctx, struct MHD_Conne
     }
     char *out = NULL;
     size_t out_len = 0;
-    int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name, t->subresource,
-                                replace_with_body, binding, dry_run(conn), &out, &out_len, &err);
+    struct ck_field_manager who;
+    char manager[160];
+    int r = field_manager(conn, "CreateOptions", &who, manager, sizeof(manager), &err);
+    who.subresource = t->subresource;
+    if (r == 0)
+        r = ck__registry_update_by(ctx->registry, t->kind, t->namespace, t->name, t->subresource,
+                                   &who, replace_with_body, binding, dry_run(conn), &out, &out_len,
+                                   &err);
     json_decref(binding);
     free(out);
     if (r < 0)

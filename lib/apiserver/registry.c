@@ -243,7 +243,8 @@ static int track_managed_fields(struct ck__registry *reg, const struct ck_kind *
                                                                                      : 0;
     }
     struct ck_field_manager w = *who;
-    w.subresource = subresource;
+    if (!w.subresource || !w.subresource[0]) /* a scale names itself; the registry knows status */
+        w.subresource = subresource;
     if (!w.now)
         w.now = (long long)time(NULL);
     return ck_managed_fields_track_update(reg->schemas, kind, old, next, asked, &w);

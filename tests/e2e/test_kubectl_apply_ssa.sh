@@ -123,6 +123,13 @@ kurl -X PATCH -H 'Content-Type: application/merge-patch+json' -A 'mytool/1.0 (li
     "$url/apis/apps/v1/namespaces/default/deployments/web" -d '{"metadata":{"annotations":{"x":"y"}}}' >/dev/null
 check "a manager without fieldManager is the User-Agent's prefix" owns deploy/web mytool f:metadata f:annotations f:x
 
+# --- kubectl scale writes through the scale subresource: an Update entry on "scale" ---
+k scale deploy web --replicas=6 >/dev/null 2>&1
+check "kubectl scale is an Update of kubectl on scale" has_manager deploy/web kubectl/Update/scale
+k apply --server-side --field-manager=scaler -f "$work/web5.yaml" >"$work/out" 2>&1
+check "applying over a scale names the subresource" grep -q 'conflict with "kubectl" with subresource "scale" using apps/v1: .spec.replicas' "$work/out"
+k apply --server-side --field-manager=scaler --force-conflicts -f "$work/web5.yaml" >/dev/null 2>&1
+
 # --- apply on the status subresource ---
 kurl -X PATCH -H 'Content-Type: application/apply-patch+yaml' \
     "$url/apis/apps/v1/namespaces/default/deployments/web/status?fieldManager=statusbot&force=true" \
