@@ -2,7 +2,8 @@
  * ckube/api.h - Kubernetes API machinery without I/O: field errors, name and
  * label validation, label and field selectors, schemas, the registry of kinds
  * and their descriptors, ObjectMeta and strategies, Tables, patches,
- * discovery and OpenAPI (docs/internals/api.md).
+ * discovery and OpenAPI, managedFields and server-side apply
+ * (docs/internals/api.md).
  *
  * Objects are jansson values (json_t) holding the Kubernetes JSON form of an
  * object. Functions here never mutate objects they are given as const and
