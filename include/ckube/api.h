@@ -2,7 +2,8 @@
  * ckube/api.h - Kubernetes API machinery without I/O: field errors, name and
  * label validation, label and field selectors, schemas, the registry of kinds
  * and their descriptors, ObjectMeta and strategies, Tables, patches,
- * discovery and OpenAPI (docs/internals/api.md).
+ * discovery and OpenAPI, managedFields and server-side apply
+ * (docs/internals/api.md).
  *
  * Objects are jansson values (json_t) holding the Kubernetes JSON form of an
  * object. Functions here never mutate objects they are given as const and
@@ -18,6 +19,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "ckube/util.h"
 
@@ -707,5 +709,126 @@ json_t *ck_openapi_index(const struct ck_schemas *set);
  * new reference.
  */
 json_t *ck_openapi_v2(const struct ck_schemas *set);
+/* ---- managed fields and server-side apply (managedfields.c, apply.c) ------ */
+
+/*
+ * A field set (structured-merge-diff fieldpath.Set) is a jansson object tree
+ * keyed by FieldsV1 path elements ("f:name", "k:{\"name\":\"x\"}", "v:\"a\"",
+ * "i:0"); a node whose path is a member has a "." member. Sets are plain
+ * values: every function returns a new reference (NULL when out of memory)
+ * and leaves its inputs alone.
+ */
+#define CK_FIELDSET_MAX_DEPTH 64
+
+json_t *ck_fieldset_new(void);
+bool ck_fieldset_is_empty(const json_t *set);
+
+/*
+ * Parses metadata.managedFields[].fieldsV1 (NULL: the empty set) into
+ * *ret_set. CK_EINVAL with *reterr saying why for a malformed one.
+ */
+int ck_fieldset_from_fields_v1(const json_t *fields_v1, json_t **ret_set, struct ck_err *reterr);
+
+/* The FieldsV1 form: leaves as {}, "." on members with children, elements sorted. */
+json_t *ck_fieldset_to_fields_v1(const json_t *set);
+
+/* Adds the path of n elements; 0 or CK_ENOMEM. The empty path is never a member. */
+int ck_fieldset_insert(json_t *set, const char *const *path, size_t n);
+bool ck_fieldset_has(const json_t *set, const char *const *path, size_t n);
+json_t *ck_fieldset_union(const json_t *a, const json_t *b);
+json_t *ck_fieldset_difference(const json_t *a, const json_t *b);
+json_t *ck_fieldset_intersection(const json_t *a, const json_t *b);
+
+/* Calls visit for every member path in FieldsV1 order; stops at the first nonzero answer. */
+typedef int (*ck_fieldset_visit_fn)(const char *const *path, size_t n, void *arg);
+int ck_fieldset_walk(const json_t *set, ck_fieldset_visit_fn visit, void *arg);
+
+/*
+ * A path as structured-merge-diff prints it in messages:
+ * .spec.containers[name="web"].image, .metadata.finalizers[="x"]. Caller
+ * frees; NULL when out of memory.
+ */
+char *ck_fieldpath_string(const char *const *path, size_t n);
+
+/* One metav1.ManagedFieldsEntry with its set decoded. Strings are "" rather than NULL. */
+struct ck_managed_entry {
+    char *manager;
+    char *operation; /* "Apply" or "Update" */
+    char *api_version;
+    char *time; /* RFC 3339, or NULL */
+    char *subresource;
+    json_t *set;
+};
+
+struct ck_managed_fields {
+    struct ck_managed_entry *entries;
+    size_t n;
+};
+
+/*
+ * Decodes metadata.managedFields (NULL: none). CK_EINVAL with *reterr for a
+ * malformed list (a fieldsType other than FieldsV1, an unknown operation,
+ * bad FieldsV1), CK_ENOMEM; *ret is empty then.
+ */
+int ck_managed_fields_decode(const json_t *array, struct ck_managed_fields *ret,
+                             struct ck_err *reterr);
+
+/* Appends an entry, taking set. 0 or CK_ENOMEM. */
+int ck_managed_fields_add(struct ck_managed_fields *mf, const char *manager, const char *operation,
+                          const char *api_version, const char *time, const char *subresource,
+                          json_t *set);
+
+/* The index of the entry that one manager identifier names, or -1. */
+ssize_t ck_managed_fields_find(const struct ck_managed_fields *mf, const char *manager,
+                               const char *operation, const char *api_version,
+                               const char *subresource);
+
+/*
+ * Sorts the entries as kube-apiserver stores them (Apply first, then by
+ * time, manager, apiVersion, subresource) and returns the managedFields
+ * list, entries with empty sets left out. NULL when out of memory.
+ */
+json_t *ck_managed_fields_encode(struct ck_managed_fields *mf);
+void ck_managed_fields_release(struct ck_managed_fields *mf);
+
+/* Update managers kept before the oldest are merged into "ancient-changes". */
+#define CK_MAX_UPDATE_MANAGERS 10
+
+/* Who writes: the manager name (fieldManager, or the User-Agent's prefix) and the subresource. */
+struct ck_field_manager {
+    const char *manager;
+    const char *subresource; /* NULL or "" for the object itself */
+    long long now;           /* seconds since the epoch, for the entries' time */
+};
+
+/*
+ * Records a non-apply write in obj's metadata.managedFields (an Update
+ * entry), as kube-apiserver's field manager does: fields the write added or
+ * changed go to who's entry (and leave every other manager), fields it
+ * removed leave every manager, the entry's time moves only when it took
+ * fields, Update managers beyond CK_MAX_UPDATE_MANAGERS merge into
+ * "ancient-changes". old is NULL for a create. requested is the
+ * managedFields the client sent (NULL: keep old's; [] or [{}]: reset),
+ * ignored on subresources. 0 or CK_ENOMEM.
+ */
+int ck_managed_fields_track_update(const struct ck_schemas *set, const struct ck_kind *kind,
+                                   const json_t *old, json_t *obj, const json_t *requested,
+                                   const struct ck_field_manager *who);
+
+/*
+ * Server-side apply of config (an already decoded object of kind) to live
+ * (NULL: the object does not exist yet): merges config into live by the
+ * schema's list types and merge keys, removes the fields who applied before
+ * and no longer applies when no other manager owns them, and returns the
+ * new object in *ret_obj with its managedFields. Conflicts with other
+ * managers are a 409 Conflict (causes of type FieldManagerConflict) unless
+ * force, which takes the fields over. kubectl's upgrade from client-side
+ * apply is honoured: for manager "kubectl", conflicts on fields the
+ * last-applied annotation still describes are forced, and the annotation
+ * follows the applied config. 0, CK_ECONFLICT, CK_EINVAL (400) or CK_ENOMEM.
+ */
+int ck_apply(const struct ck_schemas *set, const struct ck_kind *kind, const json_t *live,
+             const json_t *config, const struct ck_field_manager *who, bool force, json_t **ret_obj,
+             struct ck_err *reterr);
 
 #endif /* CKUBE_API_H */

@@ -340,6 +340,60 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
     return obj;
 }
 
+/* ---- field managers ------------------------------------------------------- */
+
+/* 422 as Kubernetes' ValidatePatchOptions / ValidateFieldManager word it. */
+static int invalid_options(struct ck_err *reterr, const char *what, const char *field,
+                           const char *detail)
+{
+    struct ck_field_errors errs = {0};
+    ck_field_errors_add(&errs, CK_FIELD_REQUIRED, field, NULL, false, "%s", detail);
+    if (strcmp(what, "force") == 0)
+        errs.items[0].type = CK_FIELD_FORBIDDEN;
+    int r = ck__err_invalid(reterr, "meta.k8s.io", "PatchOptions", "", &errs);
+    ck_field_errors_release(&errs);
+    return r;
+}
+
+/*
+ * Who a write is by, as Kubernetes names it: the fieldManager parameter, else
+ * the User-Agent up to its first '/' (kubectl/v1.32.0 ... is "kubectl").
+ * buf holds the name. A fieldManager longer than 128 bytes or with
+ * unprintable characters is a 422.
+ */
+static int field_manager(struct MHD_Connection *conn, const char *options_kind,
+                         struct ck_field_manager *ret, char *buf, size_t size,
+                         struct ck_err *reterr)
+{
+    const char *manager = ck__query(conn, "fieldManager");
+    if (manager && *manager) {
+        size_t n = strlen(manager);
+        bool printable = true;
+        for (size_t i = 0; i < n; i++)
+            printable = printable && (unsigned char)manager[i] >= 0x20 && manager[i] != 0x7f;
+        if (n > 128 || !printable) {
+            struct ck_field_errors errs = {0};
+            if (n > 128)
+                ck_field_errors_add(&errs, CK_FIELD_TOO_LONG, "fieldManager", NULL, false,
+                                    "may not be more than 128 bytes");
+            else
+                ck_field_errors_add(&errs, CK_FIELD_INVALID, "fieldManager", manager, true,
+                                    "invalid characters");
+            int r = ck__err_invalid(reterr, "meta.k8s.io", options_kind, "", &errs);
+            ck_field_errors_release(&errs);
+            return r;
+        }
+        snprintf(buf, size, "%s", manager);
+    } else {
+        const char *agent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent");
+        snprintf(buf, size, "%.*s", agent ? (int)strcspn(agent, "/") : 0, agent ? agent : "");
+    }
+    memset(ret, 0, sizeof(*ret));
+    ret->manager = buf;
+    ret->now = (long long)time(NULL);
+    return 0;
+}
+
 static bool dry_run(struct MHD_Connection *conn)
 {
     const char *v = ck__query(conn, "dryRun");
@@ -360,8 +414,12 @@ static enum MHD_Result handle_create(struct ck_apiserver *ctx, struct MHD_Connec
     }
     char *out = NULL;
     size_t out_len = 0;
-    int r = ck__registry_create(ctx->registry, t->kind, t->namespace, obj, dry_run(conn), &out,
-                                &out_len, &err);
+    struct ck_field_manager who;
+    char manager[160];
+    int r = field_manager(conn, "CreateOptions", &who, manager, sizeof(manager), &err);
+    if (r == 0)
+        r = ck__registry_create_by(ctx->registry, t->kind, t->namespace, obj, &who, dry_run(conn),
+                                   &out, &out_len, &err);
     json_decref(obj);
     enum MHD_Result ret =
         r < 0 ? ck__fail(conn, &err) : send_object(conn, t->kind, 201, out, out_len, &warnings);
@@ -431,14 +489,66 @@ static enum MHD_Result handle_update(struct ck_apiserver *ctx, struct MHD_Connec
     }
     char *out = NULL;
     size_t out_len = 0;
-    int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name, write_subresource(t),
-                                is_scale(t) ? ck__scale_put_mutate : replace_with_body, obj,
-                                dry_run(conn), &out, &out_len, &err);
+    struct ck_field_manager who;
+    char manager[160];
+    int r = field_manager(conn, "UpdateOptions", &who, manager, sizeof(manager), &err);
+    who.subresource = t->subresource[0] ? t->subresource : NULL;
+    if (r == 0)
+        r = ck__registry_update_by(ctx->registry, t->kind, t->namespace, t->name,
+                                   write_subresource(t), &who,
+                                   is_scale(t) ? ck__scale_put_mutate : replace_with_body, obj,
+                                   dry_run(conn), &out, &out_len, &err);
     json_decref(obj);
     enum MHD_Result ret =
         r < 0 ? ck__fail(conn, &err) : send_written(conn, t, out, out_len, &warnings);
     ck_warnings_release(&warnings);
     return ret;
+}
+
+/* fieldManager (required for apply) and force (apply only) of a PATCH. */
+static int patch_options(struct MHD_Connection *conn, struct ck__patch *patch, char *buf,
+                         size_t size, struct ck_err *reterr)
+{
+    const char *force = ck__query(conn, "force");
+    bool apply = patch->type == CK__PATCH_APPLY;
+    if (force && !apply)
+        return invalid_options(reterr, "force", "force",
+                               "may not be specified for non-apply patch");
+    const char *manager = ck__query(conn, "fieldManager");
+    if (apply && (!manager || !*manager))
+        return invalid_options(reterr, "fieldManager", "fieldManager",
+                               "is required for apply patch");
+    patch->force = ck__query_bool(conn, "force");
+    return field_manager(conn, "PatchOptions", &patch->who, buf, size, reterr);
+}
+
+/* An apply of an object that does not exist creates it. */
+static int apply_create(struct ck_apiserver *ctx, const struct ck__target *t,
+                        struct ck__patch *patch, bool dry_run, char **ret_body, size_t *ret_len,
+                        struct ck_err *reterr)
+{
+    json_t *obj = ck__apply_patch(patch, NULL, reterr);
+    if (!obj)
+        return reterr->code < 0 ? reterr->code : ck_err_no_memory(reterr);
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    int r = 0;
+    if (name && strcmp(name, t->name) != 0)
+        r = ck_err_status(reterr, "BadRequest",
+                          "the name of the object (%s) does not match the name on the URL (%s)",
+                          name, t->name);
+    else if (ns && *ns && strcmp(ns, t->namespace) != 0)
+        r = ck_err_status(reterr, "BadRequest",
+                          "the namespace of the provided object does not "
+                          "match the namespace sent on the request");
+    else if (!json_is_object(meta) || json_object_set_new(meta, "name", json_string(t->name)) < 0)
+        r = ck_err_no_memory(reterr);
+    if (r == 0)
+        r = ck__registry_create_by(ctx->registry, t->kind, t->namespace, obj, NULL, dry_run,
+                                   ret_body, ret_len, reterr);
+    json_decref(obj);
+    return r;
 }
 
 static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connection *conn,
@@ -457,10 +567,23 @@ static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connect
     patch.scale = is_scale(t);
     char *out = NULL;
     size_t out_len = 0;
-    int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name, write_subresource(t),
-                                ck__patch_mutate, &patch, dry_run(conn), &out, &out_len, &err);
-    enum MHD_Result ret =
-        r < 0 ? ck__fail(conn, &err) : send_written(conn, t, out, out_len, &patch.warnings);
+    char manager[160];
+    int r = patch_options(conn, &patch, manager, sizeof(manager), &err);
+    patch.who.subresource = t->subresource[0] ? t->subresource : NULL;
+    if (r == 0)
+        r = ck__registry_update_by(ctx->registry, t->kind, t->namespace, t->name,
+                                   write_subresource(t),
+                                   patch.type == CK__PATCH_APPLY ? NULL : &patch.who,
+                                   ck__patch_mutate, &patch, dry_run(conn), &out, &out_len, &err);
+    bool created = false;
+    if (r == CK_ENOENT && patch.type == CK__PATCH_APPLY && !t->subresource[0]) {
+        ck_err_release(&err);
+        r = apply_create(ctx, t, &patch, dry_run(conn), &out, &out_len, &err);
+        created = r == 0;
+    }
+    enum MHD_Result ret = r < 0     ? ck__fail(conn, &err)
+                          : created ? send_object(conn, t->kind, 201, out, out_len, &patch.warnings)
+                                    : send_written(conn, t, out, out_len, &patch.warnings);
     ck__patch_release(&patch);
     return ret;
 }
@@ -621,8 +744,14 @@ static enum MHD_Result handle_binding(struct ck_apiserver *ctx, struct MHD_Conne
     }
     char *out = NULL;
     size_t out_len = 0;
-    int r = ck__registry_update(ctx->registry, t->kind, t->namespace, t->name, t->subresource,
-                                replace_with_body, binding, dry_run(conn), &out, &out_len, &err);
+    struct ck_field_manager who;
+    char manager[160];
+    int r = field_manager(conn, "CreateOptions", &who, manager, sizeof(manager), &err);
+    who.subresource = t->subresource;
+    if (r == 0)
+        r = ck__registry_update_by(ctx->registry, t->kind, t->namespace, t->name, t->subresource,
+                                   &who, replace_with_body, binding, dry_run(conn), &out, &out_len,
+                                   &err);
     json_decref(binding);
     free(out);
     if (r < 0)

@@ -139,6 +139,15 @@ int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, co
                         json_t *obj, bool dry_run, char **ret_body, size_t *ret_len,
                         struct ck_err *reterr);
 
+/*
+ * ck__registry_create() for a write by who: the object's metadata.managedFields
+ * records it (NULL who: obj carries the managedFields an apply computed).
+ * ck__registry_create() writes as the server itself ("kube-apiserver").
+ */
+int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
+                           const char *namespace, json_t *obj, const struct ck_field_manager *who,
+                           bool dry_run, char **ret_body, size_t *ret_len, struct ck_err *reterr);
+
 /* Reads one object: *ret_kv gets a reference. A negative code with *reterr (404, 500) on failure.
  */
 int ck__registry_get(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
@@ -164,12 +173,24 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
                         void *mutate_arg, bool dry_run, char **ret_body, size_t *ret_len,
                         struct ck_err *reterr);
 
+/*
+ * ck__registry_update() for a write by who, recorded in managedFields as an
+ * Update of who->manager on subresource (NULL who: the mutation computed
+ * them, as an apply does). ck__registry_update() writes as "kube-apiserver".
+ */
+int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
+                           const char *namespace, const char *name, const char *subresource,
+                           const struct ck_field_manager *who, ck__mutate_fn mutate,
+                           void *mutate_arg, bool dry_run, char **ret_body, size_t *ret_len,
+                           struct ck_err *reterr);
+
 /* ---- patches and the scale subresource (patch.c) ------------------------ */
 
 enum ck__patch_type {
     CK__PATCH_JSON,      /* application/json-patch+json (RFC 6902) */
     CK__PATCH_MERGE,     /* application/merge-patch+json (RFC 7386) */
     CK__PATCH_STRATEGIC, /* application/strategic-merge-patch+json */
+    CK__PATCH_APPLY,     /* application/apply-patch+yaml (server-side apply) */
 };
 
 /* One PATCH request: what ck__patch_mutate() applies on each attempt. */
@@ -181,6 +202,8 @@ struct ck__patch {
     bool scale; /* the patch is of the object's Scale */
     enum ck_field_validation validation;
     struct ck_warnings warnings; /* of the last attempt, for the response */
+    struct ck_field_manager who; /* the writer (apply: the applier) */
+    bool force;                  /* apply: take the conflicting fields over */
 };
 
 /*
@@ -192,6 +215,14 @@ int ck__patch_init(struct ck__patch *p, const struct ck_schemas *schemas,
                    const struct ck_kind *kind, const char *content_type, const char *body,
                    size_t len, struct ck_err *reterr);
 void ck__patch_release(struct ck__patch *p);
+
+/*
+ * Server-side apply (the end of patch.c): ck__apply_patch_init() reads the
+ * applied configuration (YAML or JSON); ck__apply_patch() applies it to
+ * current (NULL: the object does not exist) as p->who, with managedFields.
+ */
+int ck__apply_patch_init(struct ck__patch *p, const char *body, size_t len, struct ck_err *reterr);
+json_t *ck__apply_patch(struct ck__patch *p, const json_t *current, struct ck_err *reterr);
 
 /* A ck__mutate_fn whose arg is a struct ck__patch. */
 json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr);

@@ -27,11 +27,11 @@
 static const char unsupported_patch[] =
     "the body of the request was in an unknown format - accepted media types include: "
     "application/json-patch+json, application/merge-patch+json, "
-    "application/strategic-merge-patch+json";
+    "application/strategic-merge-patch+json, application/apply-patch+yaml";
 
 static const char unsupported_custom_patch[] =
     "the body of the request was in an unknown format - accepted media types include: "
-    "application/json-patch+json, application/merge-patch+json";
+    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
 
 static bool media_is(const char *content_type, const char *want)
 {
@@ -54,6 +54,8 @@ int ck__patch_init(struct ck__patch *p, const struct ck_schemas *schemas,
     else if (content_type && media_is(content_type, "application/strategic-merge-patch+json") &&
              ck_schema_is_strategic(schemas, kind->schema))
         p->type = CK__PATCH_STRATEGIC;
+    else if (content_type && media_is(content_type, "application/apply-patch+yaml"))
+        return ck__apply_patch_init(p, body, len, reterr);
     else {
         return ck_err_status(reterr, "UnsupportedMediaType", "%s",
                              ck_schema_is_strategic(schemas, kind->schema)
@@ -113,6 +115,9 @@ static json_t *apply(struct ck__patch *p, const json_t *view, const char *schema
         else if (!out)
             ck_err_status(reterr, "Invalid", "%s", err.msg);
         break;
+    case CK__PATCH_APPLY: /* ck__patch_mutate() hands it to ck__apply_patch() */
+        ck_err_internal(reterr, "apply is not a patch of a view");
+        break;
     case CK__PATCH_STRATEGIC:
         if (ck_strategic_merge_patch(p->schemas, schema, view, p->doc, &out, &err) == CK_ENOMEM)
             ck_err_no_memory(reterr);
@@ -161,6 +166,12 @@ static void drop_inherited_version(json_t *patched, const json_t *view)
 json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr)
 {
     struct ck__patch *p = arg;
+    if (p->type == CK__PATCH_APPLY) {
+        json_t *out = ck__apply_patch(p, current, reterr);
+        if (out && current)
+            drop_inherited_version(out, current);
+        return out;
+    }
     if (!p->scale) {
         json_t *out = apply(p, current, p->kind->schema, reterr);
         if (out)
@@ -272,4 +283,111 @@ char *ck__scale_serve(const struct ck_kind *kind, const char *served, size_t len
     if (text)
         *ret_len = strlen(text);
     return text;
+}
+
+/* ---- server-side apply -------------------------------------------------- */
+
+int ck__apply_patch_init(struct ck__patch *p, const char *body, size_t len, struct ck_err *reterr)
+{
+    p->type = CK__PATCH_APPLY;
+    /* JSON (what kubectl sends) through the JSON parser, anything else as YAML */
+    if (ck_json_loadb(body, len, 0, &p->doc, NULL) == CK_ENOMEM)
+        return ck_err_no_memory(reterr);
+    struct ck_err err = {0};
+    if (!p->doc && ck__yaml_to_json(body ? body : "", len, &p->doc, &err) < 0) {
+        int r = err.code == CK_ENOMEM
+                    ? ck_err_no_memory(reterr)
+                    : ck_err_status(reterr, "BadRequest", "error decoding YAML: %s", err.msg);
+        ck_err_release(&err);
+        return r;
+    }
+    if (!json_is_object(p->doc)) {
+        json_decref(p->doc);
+        p->doc = NULL;
+        return ck_err_status(reterr, "BadRequest", "error decoding YAML: %s",
+                             "the body must be a YAML or JSON object");
+    }
+    return 0;
+}
+
+/* The applied configuration decoded against the kind's schema (fieldValidation as asked). */
+static json_t *decode_config(struct ck__patch *p, struct ck_err *reterr)
+{
+    const json_t *meta = json_object_get(p->doc, "metadata");
+    if (json_object_get(meta, "managedFields")) {
+        ck_err_status(reterr, "BadRequest", "metadata.managedFields must be nil");
+        return NULL;
+    }
+    char *text = ck__json_dumps(p->doc, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
+    if (!text) {
+        ck_err_no_memory(reterr);
+        return NULL;
+    }
+    json_t *decoded = NULL;
+    struct ck_err err = {0};
+    ck_warnings_release(&p->warnings);
+    int r = ck_schema_decode(p->schemas, p->kind->schema, text, strlen(text), p->validation,
+                             &decoded, &p->warnings, &err);
+    free(text);
+    if (r == CK_ENOMEM) {
+        ck_err_no_memory(reterr);
+        return NULL;
+    }
+    if (r < 0) {
+        ck_err_status(reterr, "BadRequest", "%s", err.msg);
+        return NULL;
+    }
+    const char *kind = json_string_value(json_object_get(decoded, "kind"));
+    const char *api_version = json_string_value(json_object_get(decoded, "apiVersion"));
+    char want[128];
+    snprintf(want, sizeof(want), "%s%s%s", p->kind->group, p->kind->group[0] ? "/" : "",
+             p->kind->version);
+    if (!kind || !api_version || strcmp(kind, p->kind->kind) != 0 ||
+        strcmp(api_version, want) != 0) {
+        ck_err_status(reterr, "BadRequest",
+                      "unable to decode apply patch: apiVersion and kind must be %s, %s", want,
+                      p->kind->kind);
+        json_decref(decoded);
+        return NULL;
+    }
+    return decoded;
+}
+
+json_t *ck__apply_patch(struct ck__patch *p, const json_t *current, struct ck_err *reterr)
+{
+    if (p->scale) {
+        ck_err_status(reterr, "UnsupportedMediaType",
+                      "server-side apply of the scale subresource is not supported");
+        return NULL;
+    }
+    json_t *config = decode_config(p, reterr);
+    if (!config)
+        return NULL;
+    /* the configuration names the object the URL names, as every patch result must */
+    const json_t *meta = json_object_get(config, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const json_t *cur_meta = json_object_get(current, "metadata");
+    const char *cur_name = json_string_value(json_object_get(cur_meta, "name"));
+    const char *cur_ns = json_string_value(json_object_get(cur_meta, "namespace"));
+    if (current && name && cur_name && strcmp(name, cur_name) != 0) {
+        ck_err_status(reterr, "BadRequest",
+                      "the name of the object (%s) does not match the name on the URL (%s)", name,
+                      cur_name);
+        json_decref(config);
+        return NULL;
+    }
+    if (current && ns && *ns && cur_ns && strcmp(ns, cur_ns) != 0) {
+        ck_err_status(reterr, "BadRequest",
+                      "the namespace of the provided object does not "
+                      "match the namespace sent on the request");
+        json_decref(config);
+        return NULL;
+    }
+    json_t *out = NULL;
+    int r = ck_apply(p->schemas, p->kind, current, config, &p->who, p->force, &out, reterr);
+    json_decref(config);
+    if (r < 0)
+        return NULL;
+    return out;
 }

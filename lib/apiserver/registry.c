@@ -218,9 +218,49 @@ static int default_and_validate(struct ck__registry *reg, const struct ck_kind *
     return r;
 }
 
+static json_t *managed_fields_of(const json_t *obj)
+{
+    return json_object_get(json_object_get(obj, "metadata"), "managedFields");
+}
+
+/* The manager of writes the server makes on its own behalf (kube-apiserver's loopback client). */
+static const struct ck_field_manager server_manager = {"kube-apiserver", NULL, 0};
+
+/*
+ * Sets next's managedFields for a write by who (NULL: the mutation computed
+ * them, as an apply does). asked is the managedFields the request (or the
+ * mutation) carried, taken before the strategy removed them. 0 or CK_ENOMEM.
+ */
+static int track_managed_fields(struct ck__registry *reg, const struct ck_kind *kind,
+                                const json_t *old, json_t *next, const json_t *asked,
+                                const struct ck_field_manager *who, const char *subresource)
+{
+    if (!who) {
+        json_t *meta = json_object_get(next, "metadata");
+        if (!asked || !meta)
+            return 0;
+        return json_object_set_new(meta, "managedFields", json_deep_copy(asked)) < 0 ? CK_ENOMEM
+                                                                                     : 0;
+    }
+    struct ck_field_manager w = *who;
+    if (!w.subresource || !w.subresource[0]) /* a scale names itself; the registry knows status */
+        w.subresource = subresource;
+    if (!w.now)
+        w.now = (long long)time(NULL);
+    return ck_managed_fields_track_update(reg->schemas, kind, old, next, asked, &w);
+}
+
 int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                         json_t *obj, bool dry_run, char **ret_body, size_t *ret_len,
                         struct ck_err *reterr)
+{
+    return ck__registry_create_by(reg, kind, namespace, obj, &server_manager, dry_run, ret_body,
+                                  ret_len, reterr);
+}
+
+int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
+                           const char *namespace, json_t *obj, const struct ck_field_manager *who,
+                           bool dry_run, char **ret_body, size_t *ret_len, struct ck_err *reterr)
 {
     const char *body_name = object_name(obj);
     int r = check_namespace(reg, kind, namespace, body_name, reterr);
@@ -243,6 +283,9 @@ int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, co
                                     reg->feature_enabled, reg->feature_ctx) < 0
                 ? ck_err_no_memory(reterr)
                 : default_and_validate(reg, kind, candidate, NULL, reterr);
+        if (r == 0 &&
+            track_managed_fields(reg, kind, NULL, candidate, managed_fields_of(obj), who, NULL) < 0)
+            r = ck_err_no_memory(reterr);
         if (r < 0) {
             json_decref(candidate);
             return r;
@@ -420,6 +463,16 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
                         void *mutate_arg, bool dry_run, char **ret_body, size_t *ret_len,
                         struct ck_err *reterr)
 {
+    return ck__registry_update_by(reg, kind, namespace, name, subresource, &server_manager, mutate,
+                                  mutate_arg, dry_run, ret_body, ret_len, reterr);
+}
+
+int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
+                           const char *namespace, const char *name, const char *subresource,
+                           const struct ck_field_manager *who, ck__mutate_fn mutate,
+                           void *mutate_arg, bool dry_run, char **ret_body, size_t *ret_len,
+                           struct ck_err *reterr)
+{
     char key[512];
     if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0)
         return ck__err_not_found(reterr, kind, name);
@@ -434,6 +487,8 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
         json_t *old = ck__decode_stored(kv);
         json_t *requested = old ? mutate(old, mutate_arg, reterr) : NULL;
         json_t *next = NULL;
+        /* the strategy drops what the request says of managedFields: keep it for them */
+        json_t *asked = json_incref(managed_fields_of(requested));
         if (!old) {
             r = ck_err_internal(reterr, "stored %s is corrupt", key);
             goto out_fail;
@@ -485,9 +540,12 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
         /* a binding changes the pod's otherwise immutable spec: validated as new */
         bool as_create = custom_write && sub->validate_as_create;
         r = default_and_validate(reg, kind, next, as_create ? NULL : old, reterr);
+        if (r == 0 && track_managed_fields(reg, kind, old, next, asked, who, subresource) < 0)
+            r = ck_err_no_memory(reterr);
         if (r < 0)
             goto out_fail;
         r = commit(reg, kind, name, key, kv, next, dry_run, ret_body, ret_len, reterr);
+        json_decref(asked);
         json_decref(next);
         json_decref(requested);
         json_decref(old);
@@ -499,6 +557,7 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
         continue; /* an unconditional write raced another writer: redo on the new state */
 
     out_fail:
+        json_decref(asked);
         json_decref(next);
         json_decref(requested);
         json_decref(old);

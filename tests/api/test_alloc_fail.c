@@ -298,6 +298,88 @@ static int validation(json_t **ret)
     return 0;
 }
 
+/* A create by one manager, then an edit by another: the edit's object with its managedFields. */
+static int track_updates(json_t **ret)
+{
+    const struct ck_kind *kind = deployments();
+    json_t *created = json_deep_copy(deployment);
+    json_t *edited = NULL;
+    struct ck_field_manager creator = {"kubectl-create", NULL, 1000};
+    struct ck_field_manager editor = {"kubectl-edit", NULL, 2000};
+    int r = created ? ck_managed_fields_track_update(schemas, kind, NULL, created, NULL, &creator)
+                    : CK_ENOMEM;
+    if (r == 0)
+        edited = json_deep_copy(created);
+    json_t *labels = edited ? json_object_get(json_object_get(edited, "metadata"), "labels") : NULL;
+    if (r == 0 && (!labels || json_object_set_new(labels, "tier", json_string("fe")) < 0))
+        r = CK_ENOMEM;
+    if (r == 0) {
+        json_object_del(labels, "app.kubernetes.io/part-of");
+        r = ck_managed_fields_track_update(schemas, kind, created, edited, NULL, &editor);
+    }
+    json_decref(created);
+    if (r < 0) {
+        json_decref(edited);
+        return r;
+    }
+    *ret = edited;
+    return 0;
+}
+
+/* A forced server-side apply over what track_updates() leaves, taking a field and dropping one. */
+static int apply(json_t **ret)
+{
+    json_t *live = NULL;
+    int r = track_updates(&live);
+    if (r < 0)
+        return r;
+    building_input = true;
+    json_t *config = load("{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"
+                          "\"name\":\"web\",\"labels\":{\"tier\":\"be\"}},\"spec\":{\"replicas\":"
+                          "5,\"template\":{\"spec\":{\"containers\":[{\"name\":\"sidecar\","
+                          "\"image\":\"envoy\"}]}}}}");
+    building_input = false;
+    struct ck_field_manager who = {"ci", NULL, 3000};
+    struct ck_err err = {0};
+    json_t *out = NULL;
+    r = ck_apply(schemas, deployments(), live, config, &who, true, &out, &err);
+    ck_err_release(&err);
+    json_decref(config);
+    json_decref(live);
+    if (r < 0)
+        return r;
+    *ret = out;
+    return 0;
+}
+
+/* kubectl's server-side apply over an object client-side apply made: the conflicts it forces. */
+static int apply_upgrade(json_t **ret)
+{
+    json_t *live = NULL;
+    int r = track_updates(&live);
+    if (r < 0)
+        return r;
+    building_input = true;
+    json_t *last = json_pack("{s:s}", "kubectl.kubernetes.io/last-applied-configuration",
+                             "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":"
+                             "{\"name\":\"web\"},\"spec\":{\"replicas\":3}}");
+    json_object_set_new(json_object_get(live, "metadata"), "annotations", last);
+    json_t *config = load("{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"
+                          "\"name\":\"web\"},\"spec\":{\"replicas\":4}}");
+    building_input = false;
+    struct ck_field_manager who = {"kubectl", NULL, 3000};
+    struct ck_err err = {0};
+    json_t *out = NULL;
+    r = ck_apply(schemas, deployments(), live, config, &who, false, &out, &err);
+    ck_err_release(&err);
+    json_decref(config);
+    json_decref(live);
+    if (r < 0)
+        return r;
+    *ret = out;
+    return 0;
+}
+
 /* ---- the tests ----------------------------------------------------------- */
 
 static void test_reading_json(void **state)
@@ -330,6 +412,14 @@ static void test_tables_and_discovery(void **state)
     faultsim("ck_discovery_resources", discovery);
     faultsim("ck_discovery_api_groups", groups);
     faultsim("ck_openapi_document", openapi);
+}
+
+static void test_managed_fields(void **state)
+{
+    (void)state;
+    faultsim("ck_managed_fields_track_update", track_updates);
+    faultsim("ck_apply", apply);
+    faultsim("ck_apply upgrading from client-side apply", apply_upgrade);
 }
 
 static void test_validation(void **state)
@@ -369,7 +459,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reading_json), cmocka_unit_test(test_decode_and_defaults),
         cmocka_unit_test(test_patches),      cmocka_unit_test(test_tables_and_discovery),
-        cmocka_unit_test(test_validation),
+        cmocka_unit_test(test_validation),   cmocka_unit_test(test_managed_fields),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
