@@ -356,6 +356,7 @@ enum ck_subresource_part {
     CK_SUBRESOURCE_SCALE,    /* the autoscaling/v1 Scale view of .spec.replicas */
     CK_SUBRESOURCE_CUSTOM,   /* what the subresource's update hook computes */
     CK_SUBRESOURCE_UNSERVED, /* listed in discovery; every request answers 503 with message */
+    CK_SUBRESOURCE_DELETE,   /* a create deletes the object with the body's deleteOptions */
 };
 
 /*
@@ -364,7 +365,7 @@ enum ck_subresource_part {
  * and the object it speaks when that is not the kind's own.
  */
 struct ck_subresource {
-    const char *name; /* "status", "scale", "finalize", "binding", "log" */
+    const char *name; /* "status", "scale", "finalize", "binding", "eviction", "log" */
     enum ck_subresource_part part;
     const char *const *verbs; /* NULL-terminated */
     const char *group;        /* of the object spoken, when not the kind's own: "autoscaling" */
