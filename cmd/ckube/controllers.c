@@ -18,41 +18,76 @@
 #include "ckube/manager.h"
 #include "controllers.h"
 
+/*
+ * A client of server in this process acting as cn (with TLS: a client certificate of
+ * its own under file_base), limited to qps (< 0: no limit). 0, or -1 with *reterr.
+ */
+static int component_client(const struct ck_apiserver *server, const char *file_base,
+                            const char *cn, double qps, int burst, struct ck_rest **ret,
+                            struct ck_err *reterr)
+{
+    const char *url = ck_apiserver_url(server);
+    struct ck_rest_config rc = {.server = url, .qps = qps, .burst = burst};
+    char *ca = NULL, *cert = NULL, *key = NULL;
+    if (strncmp(url, "https://", 8) == 0 &&
+        ck_apiserver_component_credentials(server, file_base, cn, NULL, &ca, &cert, &key, reterr) <
+            0)
+        return -1;
+    rc.ca_file = ca;
+    rc.cert_file = cert;
+    rc.key_file = key;
+    int r = ck_rest_new(&rc, ret, reterr);
+    free(ca);
+    free(cert);
+    free(key);
+    return r < 0 ? -1 : 0;
+}
+
+/* The manager's client_for: the scheduler's own client (system:kube-scheduler). */
+static struct ck_rest *client_for(void *arg, const char *user)
+{
+    struct ck_cmd_controllers *c = arg;
+    struct ck_err err = {0};
+    struct ck_rest *client = NULL;
+    size_t max = sizeof(c->component_clients) / sizeof(c->component_clients[0]);
+    const char *base = strrchr(user, ':') ? strrchr(user, ':') + 1 : user; /* kube-scheduler */
+    if (c->n_component_clients == max ||
+        component_client(c->server, base, user, -1, 0, &client, &err) < 0) {
+        fprintf(stderr,
+                "warning: no client of its own for %s (%s): it acts as the controller "
+                "manager\n",
+                user, err.msg);
+        return NULL;
+    }
+    c->component_clients[c->n_component_clients++] = client;
+    return client;
+}
+
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              struct ck_cmd_controllers *ret)
 {
     memset(ret, 0, sizeof(*ret));
+    ret->server = server;
     struct ck_err err = {0};
-    const char *url = ck_apiserver_url(server);
-    struct ck_rest_config rc = {
-        .server = url, .qps = CK_CONTROLLER_MANAGER_QPS, .burst = CK_CONTROLLER_MANAGER_BURST};
     /* over TLS, as kube-controller-manager: its own certificate, its own RBAC roles */
-    char *ca = NULL, *cert = NULL, *key = NULL;
-    if (strncmp(url, "https://", 8) == 0 &&
-        ck_apiserver_component_credentials(server, "controller-manager",
-                                           "system:kube-controller-manager", NULL, &ca, &cert, &key,
-                                           &err) < 0) {
+    if (component_client(server, "controller-manager", "system:kube-controller-manager",
+                         CK_CONTROLLER_MANAGER_QPS, CK_CONTROLLER_MANAGER_BURST, &ret->client,
+                         &err) < 0) {
         fprintf(stderr,
                 "error: in-process controllers: %s (run `ckube server --controllers=-*` and "
                 "`ckube controller-manager --kubeconfig FILE` with credentials of your CA)\n",
                 err.msg);
         return -1;
     }
-    rc.ca_file = ca;
-    rc.cert_file = cert;
-    rc.key_file = key;
-    int r = ck_rest_new(&rc, &ret->client, &err);
-    free(ca);
-    free(cert);
-    free(key);
-    if (r < 0) {
-        fprintf(stderr, "error: %s\n", err.msg);
-        return -1;
-    }
-    struct ck_controller_manager_config config = {.client = ret->client, .controllers = selection};
+    struct ck_controller_manager_config config = {
+        .client = ret->client,
+        .controllers = selection,
+        .client_for = client_for,
+        .client_for_arg = ret,
+    };
     if (ck_controller_manager_start(&config, &ret->manager, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
-        ret->client = ck_rest_free(ret->client);
+        ck_cmd_controllers_stop(ret);
         return -1;
     }
     return 0;
@@ -62,6 +97,9 @@ void ck_cmd_controllers_stop(struct ck_cmd_controllers *c)
 {
     c->manager = ck_controller_manager_free(c->manager);
     c->client = ck_rest_free(c->client);
+    for (size_t i = 0; i < c->n_component_clients; i++)
+        c->component_clients[i] = ck_rest_free(c->component_clients[i]);
+    c->n_component_clients = 0;
 }
 
 static const char cm_usage[] =

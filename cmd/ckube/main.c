@@ -6,6 +6,7 @@
  *                [--config FILE] [--controllers *] [--event-ttl 1h]
  *                [TLS and authentication flags]
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
+ *   ckube scheduler --kubeconfig FILE [...]            (scheduler.c)
  *   ckube version [-o text|json]
  *   ckube help
  *
@@ -40,6 +41,8 @@ static const char usage_text[] =
     "  ckube server [flags]    run the API server (and the controllers)\n"
     "  ckube controller-manager --kubeconfig FILE [flags]\n"
     "                          run the controllers against a server\n"
+    "  ckube scheduler --kubeconfig FILE [flags]\n"
+    "                          run the scheduler against a server\n"
     "  ckube version [flags]   print version information\n"
     "  ckube help              print this help\n"
     "\n"
@@ -597,6 +600,8 @@ int main(int argc, char **argv)
         return cmd_server(argc - 1, argv + 1);
     if (strcmp(command, "controller-manager") == 0)
         return ck_cmd_controller_manager(argc - 1, argv + 1);
+    if (strcmp(command, "scheduler") == 0)
+        return ck_cmd_scheduler(argc - 1, argv + 1);
     if (command[0] == '-')
         return usage_error("unknown flag: %s (flags go after the command)", command);
     return usage_error("unknown command: %s", command);

@@ -508,6 +508,13 @@ const char *ck_kind_api_version(const struct ck_kind *kind, char *buf, size_t si
 /* The qualified resource as Kubernetes names it in messages: "deployments.apps", "pods". */
 const char *ck_kind_qualified_resource(const struct ck_kind *kind, char *buf, size_t size);
 
+/*
+ * A resource.Quantity's MilliValue(): "500m" is 500, "2" is 2000, "1Ki" is
+ * 1024000, rounded up ("1n" is 1). Returns 0, CK_EINVAL for what is not a
+ * quantity, or CK_ERANGE when the milli value does not fit in int64.
+ */
+int ck_quantity_milli(const char *s, int64_t *ret_milli);
+
 /* The subresource called name of kind, or NULL. */
 const struct ck_subresource *ck_kind_subresource(const struct ck_kind *kind, const char *name);
 

@@ -23,6 +23,13 @@ struct ck_controller_manager_config {
     struct ck_rest *client;  /* borrowed; must outlive the manager */
     const char *controllers; /* --controllers: "*", "*,-replicaset", "replicaset" ... */
     int workers;             /* workers per controller; 0: 5 (--concurrent-*-syncs) */
+    /*
+     * The client for a controller that has its own identity (its descriptor's `user`,
+     * "system:kube-scheduler"), which the caller keeps alive as long as the manager;
+     * NULL (or a callback answering NULL): `client`.
+     */
+    struct ck_rest *(*client_for)(void *arg, const char *user);
+    void *client_for_arg;
 };
 
 struct ck_controller_manager;
@@ -38,6 +45,8 @@ struct ck_controller_context {
 struct ck_controller_descriptor {
     const char *name;        /* as --controllers spells it: "replicaset" */
     bool enabled_by_default; /* turned on by "*" */
+    /* the identity it acts as when not the controller manager's, or NULL */
+    const char *user;
     /*
      * Creates the controller and registers its handlers and indexes with ctx->factory's
      * informers (before they start). Returns 0 and sets *ret_state, or a negative code.

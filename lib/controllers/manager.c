@@ -28,6 +28,7 @@
 #include "ckube/manager.h"
 #include "ckube/nscontroller.h"
 #include "ckube/replicaset.h"
+#include "ckube/scheduler.h"
 
 /* ---- the table ---------------------------------------------------------------------- */
 
@@ -72,18 +73,26 @@ static void deploy_stop(void *state)
 }
 
 static const struct ck_controller_descriptor table[] = {
-    {.name = "replicaset", .enabled_by_default = true, rs_start, rs_run, rs_stop},
-    {.name = "deployment", .enabled_by_default = true, deploy_start, deploy_run, deploy_stop},
+    {.name = "replicaset", .enabled_by_default = true, NULL, rs_start, rs_run, rs_stop},
+    {.name = "deployment", .enabled_by_default = true, NULL, deploy_start, deploy_run, deploy_stop},
     {.name = "garbagecollector",
      .enabled_by_default = true,
+     NULL,
      ck_gc_manager_start,
      ck_gc_manager_run,
      ck_gc_manager_stop},
     {.name = "namespace",
      .enabled_by_default = true,
+     NULL,
      ck_ns_manager_start,
      ck_ns_manager_run,
      ck_ns_manager_stop},
+    {.name = "scheduler",
+     .enabled_by_default = true,
+     .user = "system:kube-scheduler",
+     ck_scheduler_manager_start,
+     ck_scheduler_manager_run,
+     ck_scheduler_manager_stop},
 };
 
 #define N_CONTROLLERS (sizeof(table) / sizeof(table[0]))
@@ -191,8 +200,13 @@ int ck_controller_manager_start(const struct ck_controller_manager_config *confi
     struct ck_controller_context ctx = {config->client, cm->factory, cm->workers};
     for (size_t i = 0; i < N_CONTROLLERS && r == 0; i++) {
         bool on = ck_controller_manager_enabled(config->controllers, table[i].name);
+        struct ck_controller_context own = ctx;
+        if (on && table[i].user && config->client_for) {
+            struct ck_rest *client = config->client_for(config->client_for_arg, table[i].user);
+            own.client = client ? client : ctx.client;
+        }
         if (on)
-            r = table[i].start(&ctx, &cm->states[i], reterr);
+            r = table[i].start(&own, &cm->states[i], reterr);
         CK_LOGS(0, "Controller", "name", table[i].name, "enabled", on ? "true" : "false");
     }
     if (r == 0)
