@@ -35,6 +35,9 @@ int ck_cmd_controller_manager(int argc, char **argv);
 /* `ckube scheduler ...` (argv[0] is "scheduler"); returns the exit code. */
 int ck_cmd_scheduler(int argc, char **argv);
 
+/* `ckube fake-nodes ...` (argv[0] is "fake-nodes"); returns the exit code. */
+int ck_cmd_fake_nodes(int argc, char **argv);
+
 /* From main.c: blocks SIGINT and SIGTERM for sigwait() and ignores SIGPIPE. */
 void ck_cmd_block_stop_signals(sigset_t *ret_set);
 

@@ -7,6 +7,7 @@
  *                [TLS and authentication flags]
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube scheduler --kubeconfig FILE [...]            (scheduler.c)
+ *   ckube fake-nodes --kubeconfig FILE --count N [...] (fake_nodes.c)
  *   ckube version [-o text|json]
  *   ckube help
  *
@@ -43,6 +44,8 @@ static const char usage_text[] =
     "                          run the controllers against a server\n"
     "  ckube scheduler --kubeconfig FILE [flags]\n"
     "                          run the scheduler against a server\n"
+    "  ckube fake-nodes --kubeconfig FILE --count N [flags]\n"
+    "                          simulate N nodes that run the pods bound to them\n"
     "  ckube version [flags]   print version information\n"
     "  ckube help              print this help\n"
     "\n"
@@ -602,6 +605,8 @@ int main(int argc, char **argv)
         return ck_cmd_controller_manager(argc - 1, argv + 1);
     if (strcmp(command, "scheduler") == 0)
         return ck_cmd_scheduler(argc - 1, argv + 1);
+    if (strcmp(command, "fake-nodes") == 0)
+        return ck_cmd_fake_nodes(argc - 1, argv + 1);
     if (command[0] == '-')
         return usage_error("unknown flag: %s (flags go after the command)", command);
     return usage_error("unknown command: %s", command);
