@@ -5,6 +5,7 @@
  *   ckube controller-manager --kubeconfig FILE [--controllers LIST]
  *                            [--kube-api-qps N] [--kube-api-burst N]
  *                            [--concurrent-replicaset-syncs N]
+ *                            [--node-monitor-grace-period 40s]
  *
  * Exit codes as main.c's: 0 after SIGINT/SIGTERM, 1 runtime failure (unreadable
  * kubeconfig), 2 usage error.
@@ -64,7 +65,7 @@ static struct ck_rest *client_for(void *arg, const char *user)
 }
 
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
-                             struct ck_cmd_controllers *ret)
+                             int64_t node_monitor_grace_period, struct ck_cmd_controllers *ret)
 {
     memset(ret, 0, sizeof(*ret));
     ret->server = server;
@@ -84,6 +85,7 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
         .controllers = selection,
         .client_for = client_for,
         .client_for_arg = ret,
+        .node_monitor_grace_period = node_monitor_grace_period,
     };
     if (ck_controller_manager_start(&config, &ret->manager, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
@@ -117,6 +119,8 @@ static const char cm_usage_tail[] =
     "      --kube-api-qps N                   client requests per second (default 20)\n"
     "      --kube-api-burst N                 client burst (default 30)\n"
     "      --concurrent-replicaset-syncs N    replicaset workers (default 5)\n"
+    "      --node-monitor-grace-period D      unrenewed lease time before a node is Unknown\n"
+    "                                         (default 40s)\n"
     "  -v, --v N                              log verbosity (default 0)\n"
     "      --logging-format FORMAT            text (klog) or json (default text)\n"
     "  -h, --help                             print this help\n";
@@ -148,13 +152,14 @@ static bool parse_number(const char *arg, double min, double max, double *ret)
 
 int ck_cmd_controller_manager(int argc, char **argv)
 {
-    enum { O_KUBECONFIG = 300, O_CONTROLLERS, O_QPS, O_BURST, O_RS_SYNCS, O_FORMAT };
+    enum { O_KUBECONFIG = 300, O_CONTROLLERS, O_QPS, O_BURST, O_RS_SYNCS, O_FORMAT, O_GRACE };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
         {"controllers", required_argument, NULL, O_CONTROLLERS},
         {"kube-api-qps", required_argument, NULL, O_QPS},
         {"kube-api-burst", required_argument, NULL, O_BURST},
         {"concurrent-replicaset-syncs", required_argument, NULL, O_RS_SYNCS},
+        {"node-monitor-grace-period", required_argument, NULL, O_GRACE},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -162,6 +167,7 @@ int ck_cmd_controller_manager(int argc, char **argv)
     };
     const char *kubeconfig = NULL, *controllers = "*";
     double qps = CK_CONTROLLER_MANAGER_QPS, burst = CK_CONTROLLER_MANAGER_BURST, workers = 5;
+    int64_t grace = 0;
     opterr = 0;
     optind = 1;
     int opt;
@@ -183,6 +189,10 @@ int ck_cmd_controller_manager(int argc, char **argv)
         case O_BURST:
             if (!parse_number(optarg, 1, 1e6, &burst))
                 return cm_usage_error("invalid value for --kube-api-burst", optarg);
+            break;
+        case O_GRACE:
+            if (!ck_cmd_parse_duration(optarg, &grace) || grace == 0)
+                return cm_usage_error("invalid value for --node-monitor-grace-period", optarg);
             break;
         case O_RS_SYNCS:
             if (!parse_number(optarg, 1, 1000, &workers))
@@ -222,8 +232,10 @@ int ck_cmd_controller_manager(int argc, char **argv)
     struct ck_rest *client = NULL;
     struct ck_controller_manager *cm = NULL;
     int r = ck_rest_new_from_kubeconfig(kc, qps, (int)burst, &client, &err);
-    struct ck_controller_manager_config config = {
-        .client = client, .controllers = controllers, .workers = (int)workers};
+    struct ck_controller_manager_config config = {.client = client,
+                                                  .controllers = controllers,
+                                                  .workers = (int)workers,
+                                                  .node_monitor_grace_period = grace};
     if (r == 0)
         r = ck_controller_manager_start(&config, &cm, &err);
     if (r < 0) {

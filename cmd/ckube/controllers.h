@@ -7,6 +7,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "ckube/apiserver.h"
 #include "ckube/manager.h"
@@ -26,7 +27,7 @@ struct ck_cmd_controllers {
  * no client-side rate limit). 0, or -1 after printing why.
  */
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
-                             struct ck_cmd_controllers *ret);
+                             int64_t node_monitor_grace_period, struct ck_cmd_controllers *ret);
 void ck_cmd_controllers_stop(struct ck_cmd_controllers *c);
 
 /* `ckube controller-manager ...` (argv[0] is "controller-manager"); returns the exit code. */
@@ -37,6 +38,9 @@ int ck_cmd_scheduler(int argc, char **argv);
 
 /* `ckube fake-nodes ...` (argv[0] is "fake-nodes"); returns the exit code. */
 int ck_cmd_fake_nodes(int argc, char **argv);
+
+/* From main.c: a Go duration ("40s", "1h30m") in nanoseconds; false when it is not one. */
+bool ck_cmd_parse_duration(const char *s, int64_t *ret);
 
 /* From main.c: blocks SIGINT and SIGTERM for sigwait() and ignores SIGPIPE. */
 void ck_cmd_block_stop_signals(sigset_t *ret_set);

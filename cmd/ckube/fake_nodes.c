@@ -3,6 +3,7 @@
  *
  *   ckube fake-nodes --kubeconfig FILE --count N [--cpu 32] [--memory 256Gi]
  *                    [--pods 110] [--prefix fake-node-] [--kube-api-qps N]
+ *                    [--renew-interval 10s]
  *
  * Registers N Ready nodes, renews their leases and runs (pretends to run) every pod
  * bound to them, until SIGINT or SIGTERM; lib/agent/fake/fake_nodes.c does the work.
@@ -35,6 +36,7 @@ static const char usage[] =
     "      --pods N               pods each node takes (default 110)\n"
     "      --prefix P             node names are P0, P1, ... (default fake-node-)\n"
     "      --kube-api-qps N       client requests per second; 0: no limit (default 0)\n"
+    "      --renew-interval D     how often the leases are renewed (default 10s)\n"
     "  -v, --v N                  log verbosity (default 0)\n"
     "  -h, --help                 print this help\n";
 
@@ -57,7 +59,7 @@ static void *start_main(void *arg)
         struct ck_err err = {0};
         if (ck_fake_nodes_run(s->f, &err) == 0) {
             s->running = true;
-            CK_LOGS(0, "Fake nodes running", "count", "all");
+            CK_LOGI("Fake nodes running");
             return NULL;
         }
         CK_LOGV(0, "fake-nodes: not started yet: %s", err.msg);
@@ -69,7 +71,7 @@ static void *start_main(void *arg)
 
 int ck_cmd_fake_nodes(int argc, char **argv)
 {
-    enum { O_KUBECONFIG = 300, O_COUNT, O_CPU, O_MEMORY, O_PODS, O_PREFIX, O_QPS };
+    enum { O_KUBECONFIG = 300, O_COUNT, O_CPU, O_MEMORY, O_PODS, O_PREFIX, O_QPS, O_RENEW };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
         {"count", required_argument, NULL, O_COUNT},
@@ -78,6 +80,7 @@ int ck_cmd_fake_nodes(int argc, char **argv)
         {"pods", required_argument, NULL, O_PODS},
         {"prefix", required_argument, NULL, O_PREFIX},
         {"kube-api-qps", required_argument, NULL, O_QPS},
+        {"renew-interval", required_argument, NULL, O_RENEW},
         {"v", required_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -118,6 +121,11 @@ int ck_cmd_fake_nodes(int argc, char **argv)
             qps = strtod(optarg, &end);
             if (!*optarg || *end || qps < 0)
                 return usage_error("invalid value for --kube-api-qps", optarg);
+            break;
+        case O_RENEW:
+            if (!ck_cmd_parse_duration(optarg, &config.renew_interval) ||
+                config.renew_interval < CK_MSEC * 100)
+                return usage_error("invalid value for --renew-interval", optarg);
             break;
         case 'v':
             if (ck_cmd_log_flag(true, optarg))

@@ -4,6 +4,7 @@
  *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data] [--store URL]
  *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
  *                [--config FILE] [--controllers *] [--event-ttl 1h]
+ *                [--node-monitor-grace-period 40s]
  *                [TLS and authentication flags]
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube scheduler --kubeconfig FILE [...]            (scheduler.c)
@@ -81,6 +82,9 @@ static const char usage_tail[] =
     "                                on loopback only (tests and benchmarks)\n"
     "      --event-ttl DURATION      how long events are kept after their last activity,\n"
     "                                e.g. 90s, 30m, 1h30m; 0 keeps them (default 1h)\n"
+    "      --node-monitor-grace-period DURATION\n"
+    "                                how long a node's lease may go unrenewed before the\n"
+    "                                node is Unknown and tainted (default 40s)\n"
     "\n"
     "Version flags:\n"
     "  -o, --output text|json        output format (default text)\n"
@@ -130,6 +134,7 @@ enum {
     OPT_ANONYMOUS_AUTH,
     OPT_INSECURE_PLAIN_HTTP,
     OPT_EVENT_TTL,
+    OPT_NODE_GRACE,
 };
 
 #define MAX_FEATURE_GATE_FLAGS 64
@@ -155,6 +160,7 @@ struct options {
     bool anonymous_auth_disabled;
     bool insecure_plain_http;
     const char *event_ttl;
+    const char *node_grace;
 };
 
 /* Handles the flags every subcommand shares. Returns 0, or an exit code. */
@@ -259,6 +265,9 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_EVENT_TTL:
             opts->event_ttl = optarg;
+            break;
+        case OPT_NODE_GRACE:
+            opts->node_grace = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -396,7 +405,7 @@ static void raise_open_file_limit(void)
  * an optional fraction) each followed by a unit ns, us (or µs), ms, s, m, h: "90s",
  * "1h30m", "1.5h". Sets *ret in nanoseconds; false for anything else or an overflow.
  */
-static bool parse_duration(const char *s, int64_t *ret)
+bool ck_cmd_parse_duration(const char *s, int64_t *ret)
 {
     static const struct {
         const char *unit;
@@ -465,6 +474,7 @@ static int cmd_server(int argc, char **argv)
         {"anonymous-auth", required_argument, NULL, OPT_ANONYMOUS_AUTH},
         {"insecure-plain-http", no_argument, NULL, OPT_INSECURE_PLAIN_HTTP},
         {"event-ttl", required_argument, NULL, OPT_EVENT_TTL},
+        {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -480,9 +490,14 @@ static int cmd_server(int argc, char **argv)
     if (!no_controllers && ck_controller_manager_check(opts.controllers, &cerr) < 0)
         return usage_error("invalid value \"%s\" for --controllers: %s", opts.controllers,
                            cerr.msg);
+    int64_t node_grace = 0; /* the node lifecycle controller's default, 40 s */
+    if (opts.node_grace && (!ck_cmd_parse_duration(opts.node_grace, &node_grace) || !node_grace))
+        return usage_error("invalid value \"%s\" for --node-monitor-grace-period: want a "
+                           "duration such as 40s",
+                           opts.node_grace);
     int64_t event_ttl = 0; /* the server's default, one hour */
     if (opts.event_ttl) {
-        if (!parse_duration(opts.event_ttl, &event_ttl))
+        if (!ck_cmd_parse_duration(opts.event_ttl, &event_ttl))
             return usage_error("invalid value \"%s\" for --event-ttl: want a duration such as "
                                "90s, 30m or 1h",
                                opts.event_ttl);
@@ -560,7 +575,8 @@ static int cmd_server(int argc, char **argv)
     CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "store", opts.store, "version",
             ck_version()->git_version);
     struct ck_cmd_controllers controllers = {0};
-    if (!no_controllers && ck_cmd_controllers_start(server, opts.controllers, &controllers) < 0) {
+    if (!no_controllers &&
+        ck_cmd_controllers_start(server, opts.controllers, node_grace, &controllers) < 0) {
         ck_apiserver_free(server);
         ck_fg_gate_free(gates);
         return 1;

@@ -11,6 +11,7 @@
 #define CKUBE_MANAGER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "ckube/informer.h"
 #include "ckube/rest.h"
@@ -30,6 +31,7 @@ struct ck_controller_manager_config {
      */
     struct ck_rest *(*client_for)(void *arg, const char *user);
     void *client_for_arg;
+    int64_t node_monitor_grace_period; /* --node-monitor-grace-period; 0: 40 s */
 };
 
 struct ck_controller_manager;
@@ -39,6 +41,7 @@ struct ck_controller_context {
     struct ck_rest *client;              /* outlives the controller */
     struct ck_informer_factory *factory; /* the one shared factory, not started yet */
     int workers;                         /* workers the controller should run */
+    int64_t node_monitor_grace_period;   /* nodelifecycle's; 0: its default */
 };
 
 /* One row of the table. */

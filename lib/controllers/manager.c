@@ -26,6 +26,7 @@
 #include "ckube/garbagecollector.h"
 #include "ckube/internal/util.h"
 #include "ckube/manager.h"
+#include "ckube/nodelifecycle.h"
 #include "ckube/nscontroller.h"
 #include "ckube/replicaset.h"
 #include "ckube/scheduler.h"
@@ -87,6 +88,12 @@ static const struct ck_controller_descriptor table[] = {
      ck_ns_manager_start,
      ck_ns_manager_run,
      ck_ns_manager_stop},
+    {.name = "nodelifecycle",
+     .enabled_by_default = true,
+     NULL,
+     ck_nodelifecycle_manager_start,
+     ck_nodelifecycle_manager_run,
+     ck_nodelifecycle_manager_stop},
     {.name = "scheduler",
      .enabled_by_default = true,
      .user = "system:kube-scheduler",
@@ -197,7 +204,8 @@ int ck_controller_manager_start(const struct ck_controller_manager_config *confi
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     cm->workers = config->workers > 0 ? config->workers : 5;
     r = ck_informer_factory_new(config->client, NULL, 0, NULL, &cm->factory, reterr);
-    struct ck_controller_context ctx = {config->client, cm->factory, cm->workers};
+    struct ck_controller_context ctx = {config->client, cm->factory, cm->workers,
+                                        config->node_monitor_grace_period};
     for (size_t i = 0; i < N_CONTROLLERS && r == 0; i++) {
         bool on = ck_controller_manager_enabled(config->controllers, table[i].name);
         struct ck_controller_context own = ctx;

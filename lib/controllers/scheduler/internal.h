@@ -133,7 +133,10 @@ enum ck__sched_code ck__sched_filter_fit(const struct ck__sched_pod *p,
 enum ck__sched_code ck__sched_filter(const struct ck__sched_pod *p, const struct ck__sched_node *n,
                                      struct ck__sched_status *st);
 
-/* True when one of tolerations (a JSON array) tolerates the taint (ToleratesTaint). */
+/* True when one toleration tolerates the taint (v1.Toleration.ToleratesTaint). */
+bool ck__sched_toleration_matches(const json_t *toleration, const json_t *taint);
+
+/* True when one of tolerations (a JSON array) tolerates the taint. */
 bool ck__sched_tolerates(const json_t *tolerations, const json_t *taint);
 
 /* ---- scores (0..100 each) ---------------------------------------------------------------- */

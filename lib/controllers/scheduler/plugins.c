@@ -228,26 +228,31 @@ static bool str_eq(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
-bool ck__sched_tolerates(const json_t *tolerations, const json_t *taint)
+bool ck__sched_toleration_matches(const json_t *t, const json_t *taint)
 {
     const char *key = json_string_value(json_object_get(taint, "key"));
     const char *value = json_string_value(json_object_get(taint, "value"));
     const char *effect = json_string_value(json_object_get(taint, "effect"));
+    const char *t_effect = json_string_value(json_object_get(t, "effect"));
+    const char *t_key = json_string_value(json_object_get(t, "key"));
+    const char *op = json_string_value(json_object_get(t, "operator"));
+    if (t_effect && *t_effect && !str_eq(t_effect, effect))
+        return false;
+    if (t_key && *t_key && !str_eq(t_key, key))
+        return false;
+    if (op && strcmp(op, "Exists") == 0)
+        return true;
+    return (!op || !*op || strcmp(op, "Equal") == 0) &&
+           str_eq(json_string_value(json_object_get(t, "value")), value);
+}
+
+bool ck__sched_tolerates(const json_t *tolerations, const json_t *taint)
+{
     size_t i;
     json_t *t;
     json_array_foreach(tolerations, i, t)
     {
-        const char *t_effect = json_string_value(json_object_get(t, "effect"));
-        const char *t_key = json_string_value(json_object_get(t, "key"));
-        const char *op = json_string_value(json_object_get(t, "operator"));
-        if (t_effect && *t_effect && !str_eq(t_effect, effect))
-            continue;
-        if (t_key && *t_key && !str_eq(t_key, key))
-            continue;
-        if (op && strcmp(op, "Exists") == 0)
-            return true;
-        if ((!op || !*op || strcmp(op, "Equal") == 0) &&
-            str_eq(json_string_value(json_object_get(t, "value")), value))
+        if (ck__sched_toleration_matches(t, taint))
             return true;
     }
     return false;
