@@ -15,6 +15,8 @@
  *   node.kubernetes.io/not-ready with both, spec.unschedulable
  *   node.kubernetes.io/unschedulable:NoSchedule; a node Ready again loses them. Taints
  *   others put on the node stay as they are.
+ * - Pods of a node that goes Unknown are marked not Ready (MarkPodsNotReady), with a
+ *   NodeNotReady event.
  * - Eviction (the taint eviction controller): a pod on a node with NoExecute taints is
  *   deleted at once when it does not tolerate one, else when the smallest matching
  *   tolerationSeconds has passed since the taint's timeAdded; a TaintManagerEviction
@@ -308,6 +310,36 @@ static int evict_pods(struct ck_nodelifecycle *c, const json_t *node, int64_t wa
     return r < 0 ? r : reterr->code;
 }
 
+/*
+ * MarkPodsNotReady: the pods of a node that stopped posting status are no longer Ready
+ * (so that their owners and endpoints stop counting them), with a NodeNotReady event.
+ */
+static void mark_pods_not_ready(struct ck_nodelifecycle *c, const char *node, const char *now)
+{
+    struct ck_obj_list pods = {0};
+    if (ck_lister_list(&c->config.pods, NULL, NULL, &pods, NULL) < 0)
+        return;
+    for (size_t i = 0; i < pods.n; i++) {
+        const json_t *pod = pods.items[i];
+        const json_t *meta = json_object_get(pod, "metadata");
+        const char *on =
+            json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+        if (!on || strcmp(on, node) != 0)
+            continue;
+        json_t *patch = json_pack("{s:{s:[{s:s, s:s, s:s}]}}", "status", "conditions", "type",
+                                  "Ready", "status", "False", "lastTransitionTime", now);
+        struct ck_err err = {0};
+        if (patch && ck_ctl_patch(&c->config.client, c->pods_res,
+                                  json_string_value(json_object_get(meta, "namespace")),
+                                  json_string_value(json_object_get(meta, "name")), "status",
+                                  CK_PATCH_STRATEGIC, patch, NULL, &err) == 0)
+            ck_event_recordf(c->recorder, pod, CK_EVENT_WARNING, "NodeNotReady",
+                             "Node is not ready");
+        json_decref(patch);
+    }
+    ck_obj_list_release(&pods);
+}
+
 static int monitor_node(struct ck_nodelifecycle *c, const json_t *cached, int64_t now,
                         int64_t wall_now, struct ck_err *reterr)
 {
@@ -335,6 +367,7 @@ static int monitor_node(struct ck_nodelifecycle *c, const json_t *cached, int64_
         r = ck_ctl_update_status(&c->config.client, c->nodes_res, "", node, &written, reterr);
         if (r == 0) {
             CK_LOGS(0, "Node is not posting status: set to Unknown", "node", name);
+            mark_pods_not_ready(c, name, stamp);
             json_decref(node);
             node = written;
         }
