@@ -562,6 +562,15 @@ struct ck_scheduler *ck_scheduler_free(struct ck_scheduler *s)
     pthread_mutex_unlock(&s->bind_lock);
     for (int i = 0; i < s->binders_running; i++)
         pthread_join(s->binders[i], NULL);
+    if (s->stats.attempts) {
+        char attempts[32], scheduled[32], cycle[32];
+        snprintf(attempts, sizeof(attempts), "%llu", (unsigned long long)s->stats.attempts);
+        snprintf(scheduled, sizeof(scheduled), "%llu", (unsigned long long)s->stats.scheduled);
+        snprintf(cycle, sizeof(cycle), "%.1f",
+                 (double)s->stats.cycle_nanos / (double)s->stats.attempts / 1e3);
+        CK_LOGS(0, "Scheduler stopping", "attempts", attempts, "scheduled", scheduled,
+                "meanCycleMicroseconds", cycle);
+    }
     while (s->jobs) { /* only when no binder ever started */
         struct bind_job *j = s->jobs;
         s->jobs = j->next;
