@@ -117,6 +117,18 @@ wait_for "web available after the drain" deployment/web '{.status.availableRepli
 check "no web pod left on a-0" test "$(on_node a-0)" -eq 0
 check "evicted by-selector is gone" sh -c "! kubectl get pod by-selector 2>/dev/null"
 k uncordon a-0 >/dev/null
+# pods/eviction directly: 201 with a Success Status, 404 for no pod, 400 for a wrong name
+evict() { # evict POD NAME-IN-BODY: prints the HTTP code
+    kurl -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+        "$url/api/v1/namespaces/default/pods/$1/eviction" \
+        -d "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"$2\"},\"deleteOptions\":{\"gracePeriodSeconds\":0}}"
+}
+check "eviction of a missing pod is 404" test "$(evict nosuch nosuch)" = 404
+check "eviction with another name is 400" test "$(evict gold other)" = 400
+check "eviction is 201" test "$(evict gold gold)" = 201
+i=0
+until ! k get pod gold >/dev/null 2>&1 || [ $i -gt 50 ]; do i=$((i + 1)); sleep 0.2; done
+check "the evicted pod is gone" sh -c "! kubectl get pod gold 2>/dev/null"
 
 # a node that stops renewing its lease
 k cordon a-0 >/dev/null

@@ -9,9 +9,9 @@
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
  *
- * Tested by tests/api/test_kinds.c (descriptor) and test_lease.c
- * (validation), and by the node lifecycle and fake-node tests that renew
- * leases.
+ * Tested by tests/api/test_kinds.c (descriptor) and test_strategy.c
+ * (validation), and by tests/e2e/test_scheduler.sh, where simulated nodes
+ * renew their leases.
  */
 #include <stdio.h>
 
