@@ -28,7 +28,7 @@ ckube=$build/cmd/ckube/ckube
 work=$(mktemp -d)
 pids=""
 stop_all() {
-    for p in $pids; do kill "$p" 2>/dev/null; done
+    for p in $pids; do kill "$p" 2>/dev/null || true; done
     for p in $pids; do wait "$p" 2>/dev/null || true; done
     pids=""
 }
@@ -62,9 +62,9 @@ start_scheduler() {
     sched_pid=$!
     pids="$pids $sched_pid"
 }
-cycle() { # the scheduler's mean scheduling cycle, from its log line at exit
+stop_scheduler() { # stops it; its log line at exit says its mean scheduling cycle
     kill "$sched_pid"; wait "$sched_pid" 2>/dev/null || true
-    sed -n 's/.*meanCycleMicroseconds="\([0-9.]*\)".*/\1 us/p' "$work/sched.err"
+    cycle=$(sed -n 's/.*meanCycleMicroseconds="\([0-9.]*\)".*/\1 us/p' "$work/sched.err")
 }
 
 echo "machine: $(nproc) CPUs, $(uname -sm), $(date -u +%F), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -81,7 +81,8 @@ start_scheduler
 wait "$obs" || true
 sed 's/^/  /' "$work/obs.out"
 echo "  RSS: server $(rss "$server_pid"), scheduler $(rss "$sched_pid"), fake-nodes $(rss "$fake_pid")"
-echo "  scheduler mean cycle (filter, score, assume; binding is asynchronous): $(cycle)"
+stop_scheduler
+echo "  scheduler mean cycle (filter, score, assume; binding is asynchronous): $cycle"
 stop_all
 
 echo "--- phase deployment: a Deployment of $n replicas, controller-manager --kube-api-qps 2000"
@@ -108,7 +109,8 @@ YAML
 wait "$obs" || true
 sed 's/^/  /' "$work/obs.out"
 echo "  RSS: server $(rss "$server_pid"), controller-manager $(rss "$cm_pid"), scheduler $(rss "$sched_pid"), fake-nodes $(rss "$fake_pid")"
-echo "  scheduler mean cycle: $(cycle)"
+stop_scheduler
+echo "  scheduler mean cycle: $cycle"
 stop_all
 
 echo "--- phase nodes: one fake-nodes process with 1000 nodes"
