@@ -5,16 +5,32 @@
  *   ckube controller-manager --kubeconfig FILE [--controllers LIST]
  *                            [--kube-api-qps N] [--kube-api-burst N]
  *                            [--concurrent-NAME-syncs N ...]
+ *                            [--node-monitor-grace-period 40s]
+ *                            [--leader-elect[=false]] [--leader-elect-lease-duration 15s]
+ *                            [--leader-elect-renew-deadline 10s]
+ *                            [--leader-elect-retry-period 2s]
+ *                            [--leader-elect-resource-name kube-controller-manager]
+ *                            [--leader-elect-resource-namespace kube-system]
+ *
+ * With leader election (the default, as kube-controller-manager) the controllers start
+ * once this process holds the Lease; a process that loses it exits 1 ("leaderelection
+ * lost"), as kube-controller-manager does, so that only one set of controllers ever acts.
  *
  * Exit codes as main.c's: 0 after SIGINT/SIGTERM, 1 runtime failure (unreadable
  * kubeconfig), 2 usage error.
  */
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "ckube/api.h"
+#include "ckube/client.h"
 #include "ckube/manager.h"
 #include "controllers.h"
 
@@ -74,44 +90,80 @@ void ck_cmd_syncs_usage(FILE *f)
 
 /* ---- in-process controllers ----------------------------------------------------------- */
 
-int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
-                             const struct ck_cmd_syncs *syncs, struct ck_cmd_controllers *ret)
+/*
+ * A client of server in this process acting as cn (with TLS: a client certificate of
+ * its own under file_base), limited to qps (< 0: no limit). 0, or -1 with *reterr.
+ */
+static int component_client(const struct ck_apiserver *server, const char *file_base,
+                            const char *cn, double qps, int burst, struct ck_rest **ret,
+                            struct ck_err *reterr)
 {
-    memset(ret, 0, sizeof(*ret));
-    struct ck_err err = {0};
     const char *url = ck_apiserver_url(server);
-    struct ck_rest_config rc = {
-        .server = url, .qps = CK_CONTROLLER_MANAGER_QPS, .burst = CK_CONTROLLER_MANAGER_BURST};
-    /* over TLS, as kube-controller-manager: its own certificate, its own RBAC roles */
+    struct ck_rest_config rc = {.server = url, .qps = qps, .burst = burst};
     char *ca = NULL, *cert = NULL, *key = NULL;
     if (strncmp(url, "https://", 8) == 0 &&
-        ck_apiserver_component_credentials(server, "controller-manager",
-                                           "system:kube-controller-manager", NULL, &ca, &cert, &key,
-                                           &err) < 0) {
+        ck_apiserver_component_credentials(server, file_base, cn, NULL, &ca, &cert, &key, reterr) <
+            0)
+        return -1;
+    rc.ca_file = ca;
+    rc.cert_file = cert;
+    rc.key_file = key;
+    int r = ck_rest_new(&rc, ret, reterr);
+    free(ca);
+    free(cert);
+    free(key);
+    return r < 0 ? -1 : 0;
+}
+
+/* The manager's client_for: the scheduler's own client (system:kube-scheduler). */
+static struct ck_rest *client_for(void *arg, const char *user)
+{
+    struct ck_cmd_controllers *c = arg;
+    struct ck_err err = {0};
+    struct ck_rest *client = NULL;
+    size_t max = sizeof(c->component_clients) / sizeof(c->component_clients[0]);
+    const char *base = strrchr(user, ':') ? strrchr(user, ':') + 1 : user; /* kube-scheduler */
+    if (c->n_component_clients == max ||
+        component_client(c->server, base, user, -1, 0, &client, &err) < 0) {
+        fprintf(stderr,
+                "warning: no client of its own for %s (%s): it acts as the controller "
+                "manager\n",
+                user, err.msg);
+        return NULL;
+    }
+    c->component_clients[c->n_component_clients++] = client;
+    return client;
+}
+
+int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
+                             const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
+                             struct ck_cmd_controllers *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    ret->server = server;
+    struct ck_err err = {0};
+    /* over TLS, as kube-controller-manager: its own certificate, its own RBAC roles */
+    if (component_client(server, "controller-manager", "system:kube-controller-manager",
+                         CK_CONTROLLER_MANAGER_QPS, CK_CONTROLLER_MANAGER_BURST, &ret->client,
+                         &err) < 0) {
         fprintf(stderr,
                 "error: in-process controllers: %s (run `ckube server --controllers=-*` and "
                 "`ckube controller-manager --kubeconfig FILE` with credentials of your CA)\n",
                 err.msg);
         return -1;
     }
-    rc.ca_file = ca;
-    rc.cert_file = cert;
-    rc.key_file = key;
-    int r = ck_rest_new(&rc, &ret->client, &err);
-    free(ca);
-    free(cert);
-    free(key);
-    if (r < 0) {
-        fprintf(stderr, "error: %s\n", err.msg);
-        return -1;
-    }
-    struct ck_controller_manager_config config = {.client = ret->client,
-                                                  .controllers = selection,
-                                                  .workers = syncs ? syncs->values : NULL,
-                                                  .n_workers = syncs ? syncs->n_values : 0};
+    struct ck_controller_manager_config config = {
+        .client = ret->client,
+        .controllers = selection,
+        .client_for = client_for,
+        .client_for_arg = ret,
+        .node_monitor_grace_period = node_monitor_grace_period,
+        .workers = syncs ? syncs->values : NULL,
+        .n_workers = syncs ? syncs->n_values : 0,
+    };
     if (ck_controller_manager_start(&config, &ret->manager, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
-        ret->client = ck_rest_free(ret->client);
+        ck_cmd_controllers_stop(ret);
         return -1;
     }
     return 0;
@@ -121,6 +173,9 @@ void ck_cmd_controllers_stop(struct ck_cmd_controllers *c)
 {
     c->manager = ck_controller_manager_free(c->manager);
     c->client = ck_rest_free(c->client);
+    for (size_t i = 0; i < c->n_component_clients; i++)
+        c->component_clients[i] = ck_rest_free(c->component_clients[i]);
+    c->n_component_clients = 0;
 }
 
 static const char cm_usage[] =
@@ -136,7 +191,17 @@ static const char cm_usage[] =
 static const char cm_usage_tail[] =
     ")\n"
     "      --kube-api-qps N                   client requests per second (default 20)\n"
-    "      --kube-api-burst N                 client burst (default 30)\n";
+    "      --kube-api-burst N                 client burst (default 30)\n"
+    "      --node-monitor-grace-period D      unrenewed lease time before a node is Unknown\n"
+    "                                         (default 40s)\n"
+    "      --leader-elect[=BOOL]              run the controllers only while holding the\n"
+    "                                         leader Lease (default true)\n"
+    "      --leader-elect-lease-duration D    how long a lease lasts unrenewed (default 15s)\n"
+    "      --leader-elect-renew-deadline D    the leader gives up after D without renewing\n"
+    "                                         (default 10s)\n"
+    "      --leader-elect-retry-period D      between tries to acquire or renew (default 2s)\n"
+    "      --leader-elect-resource-name NAME  the Lease (default kube-controller-manager)\n"
+    "      --leader-elect-resource-namespace NS  its namespace (default kube-system)\n";
 /* ...the --concurrent-NAME-syncs flags, then: */
 static const char cm_usage_flags[] =
     "  -v, --v N                              log verbosity (default 0)\n"
@@ -170,14 +235,77 @@ static bool parse_number(const char *arg, double min, double max, double *ret)
     return true;
 }
 
+/* ---- leader election ------------------------------------------------------------------ */
+
+struct election {
+    struct ck_controller_manager_config config;
+    struct ck_controller_manager *cm; /* set and freed on the elector's thread or after it */
+    pthread_t main_thread;
+    atomic_bool stopping; /* the main thread is shutting down */
+    atomic_bool lost;     /* the lease was lost: exit 1 */
+};
+
+static void election_started(void *arg)
+{
+    struct election *e = arg;
+    struct ck_err err = {0};
+    if (ck_controller_manager_start(&e->config, &e->cm, &err) < 0) {
+        CK_LOGE("controller manager: cannot start the controllers: %s", err.msg);
+        atomic_store(&e->lost, true);
+        pthread_kill(e->main_thread, SIGTERM);
+    }
+}
+
+static void election_stopped(void *arg)
+{
+    struct election *e = arg;
+    if (atomic_load(&e->stopping))
+        return;
+    CK_LOGE("leaderelection lost");
+    atomic_store(&e->lost, true);
+    pthread_kill(e->main_thread, SIGTERM); /* the main thread's sigwait ends the process */
+}
+
+/* "host_<uuid>", as kube-controller-manager's identity. */
+static void election_identity(char *buf, size_t size)
+{
+    char host[256] = "localhost", uid[40];
+    if (gethostname(host, sizeof(host)) < 0)
+        snprintf(host, sizeof(host), "localhost");
+    host[sizeof(host) - 1] = '\0';
+    ck_uuid(uid);
+    snprintf(buf, size, "%s_%s", host, uid);
+}
+
 int ck_cmd_controller_manager(int argc, char **argv)
 {
-    enum { O_KUBECONFIG = 300, O_CONTROLLERS, O_QPS, O_BURST, O_FORMAT, O_SYNCS };
+    enum {
+        O_KUBECONFIG = 300,
+        O_CONTROLLERS,
+        O_QPS,
+        O_BURST,
+        O_FORMAT,
+        O_LE,
+        O_LE_LEASE,
+        O_LE_RENEW,
+        O_LE_RETRY,
+        O_LE_NAME,
+        O_LE_NAMESPACE,
+        O_GRACE,
+        O_SYNCS,
+    };
     static const struct option fixed[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
         {"controllers", required_argument, NULL, O_CONTROLLERS},
         {"kube-api-qps", required_argument, NULL, O_QPS},
         {"kube-api-burst", required_argument, NULL, O_BURST},
+        {"leader-elect", optional_argument, NULL, O_LE},
+        {"leader-elect-lease-duration", required_argument, NULL, O_LE_LEASE},
+        {"leader-elect-renew-deadline", required_argument, NULL, O_LE_RENEW},
+        {"leader-elect-retry-period", required_argument, NULL, O_LE_RETRY},
+        {"leader-elect-resource-name", required_argument, NULL, O_LE_NAME},
+        {"leader-elect-resource-namespace", required_argument, NULL, O_LE_NAMESPACE},
+        {"node-monitor-grace-period", required_argument, NULL, O_GRACE},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -189,6 +317,10 @@ int ck_cmd_controller_manager(int argc, char **argv)
     ck_cmd_syncs_init(&syncs, O_SYNCS, longopts + N_FIXED);
     const char *kubeconfig = NULL, *controllers = "*";
     double qps = CK_CONTROLLER_MANAGER_QPS, burst = CK_CONTROLLER_MANAGER_BURST;
+    bool leader_elect = true;
+    int64_t le_durations[3] = {CK_LE_LEASE_DURATION, CK_LE_RENEW_DEADLINE, CK_LE_RETRY_PERIOD};
+    const char *le_name = "kube-controller-manager", *le_namespace = "kube-system";
+    int64_t grace = 0;
     opterr = 0;
     optind = 1;
     int opt;
@@ -210,6 +342,38 @@ int ck_cmd_controller_manager(int argc, char **argv)
         case O_BURST:
             if (!parse_number(optarg, 1, 1e6, &burst))
                 return cm_usage_error("invalid value for --kube-api-burst", optarg);
+            break;
+        case O_LE:
+            if (!optarg || strcmp(optarg, "true") == 0)
+                leader_elect = true;
+            else if (strcmp(optarg, "false") == 0)
+                leader_elect = false;
+            else
+                return cm_usage_error("invalid value for --leader-elect", optarg);
+            break;
+        case O_LE_LEASE:
+        case O_LE_RENEW:
+        case O_LE_RETRY: {
+            int64_t *d = &le_durations[opt - O_LE_LEASE];
+            if (!ck_cmd_parse_duration(optarg, d) || *d <= 0)
+                return cm_usage_error(opt == O_LE_LEASE   ? "invalid value for "
+                                                            "--leader-elect-lease-duration"
+                                      : opt == O_LE_RENEW ? "invalid value for "
+                                                            "--leader-elect-renew-deadline"
+                                                          : "invalid value for "
+                                                            "--leader-elect-retry-period",
+                                      optarg);
+            break;
+        }
+        case O_GRACE:
+            if (!ck_cmd_parse_duration(optarg, &grace) || grace == 0)
+                return cm_usage_error("invalid value for --node-monitor-grace-period", optarg);
+            break;
+        case O_LE_NAME:
+            le_name = optarg;
+            break;
+        case O_LE_NAMESPACE:
+            le_namespace = optarg;
             break;
         case 'v':
         case O_FORMAT: {
@@ -249,26 +413,50 @@ int ck_cmd_controller_manager(int argc, char **argv)
         return 1;
     }
     struct ck_rest *client = NULL;
-    struct ck_controller_manager *cm = NULL;
+    static struct election e; /* the elector's callbacks reach it until it is freed */
+    struct ck_leader_elector *le = NULL;
     int r = ck_rest_new_from_kubeconfig(kc, qps, (int)burst, &client, &err);
-    struct ck_controller_manager_config config = {.client = client,
-                                                  .controllers = controllers,
-                                                  .workers = syncs.values,
-                                                  .n_workers = syncs.n_values};
-    if (r == 0)
-        r = ck_controller_manager_start(&config, &cm, &err);
+    e = (struct election){.config = {.client = client,
+                                     .controllers = controllers,
+                                     .workers = syncs.values,
+                                     .n_workers = syncs.n_values,
+                                     .node_monitor_grace_period = grace},
+                          .main_thread = pthread_self()};
+    char identity[320];
+    election_identity(identity, sizeof(identity));
+    struct ck_leader_election_config lec = {
+        .identity = identity,
+        .lease_duration = le_durations[0],
+        .renew_deadline = le_durations[1],
+        .retry_period = le_durations[2],
+        .on_started_leading = election_started,
+        .on_stopped_leading = election_stopped,
+        .arg = &e,
+        .release_on_cancel = true,
+    };
+    if (r == 0 && leader_elect) {
+        ck_lease_lock_init_rest(&lec.lock, client, le_namespace, le_name);
+        r = ck_leader_elector_start(&lec, &le, &err);
+    } else if (r == 0) {
+        r = ck_controller_manager_start(&e.config, &e.cm, &err);
+    }
     if (r < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
         ck_rest_free(client);
         ck_kubeconfig_free(kc);
         return 1;
     }
-    CK_LOGS(0, "Controller manager running", "server", kc->server, "controllers", controllers);
+    CK_LOGS(0, "Controller manager running", "server", kc->server, "controllers", controllers,
+            "leaderElect", leader_elect ? "true" : "false", "identity", identity);
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    CK_LOGS(0, "Shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    ck_controller_manager_free(cm);
+    bool lost = atomic_load(&e.lost);
+    if (!lost)
+        CK_LOGS(0, "Shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    atomic_store(&e.stopping, true);
+    ck_leader_elector_free(le); /* after this no callback runs: e.cm is ours */
+    e.cm = ck_controller_manager_free(e.cm);
     ck_rest_free(client);
     ck_kubeconfig_free(kc);
-    return 0;
+    return lost ? 1 : 0;
 }

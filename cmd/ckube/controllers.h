@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "ckube/apiserver.h"
@@ -16,6 +17,9 @@
 struct ck_cmd_controllers {
     struct ck_rest *client;
     struct ck_controller_manager *manager;
+    const struct ck_apiserver *server;
+    struct ck_rest *component_clients[4]; /* of controllers with their own identity */
+    size_t n_component_clients;
 };
 
 /* At most this many controllers have a --concurrent-NAME-syncs flag. */
@@ -54,14 +58,25 @@ void ck_cmd_syncs_usage(FILE *f);
 /*
  * Starts the selected controllers against server, in this process, over
  * HTTP(S) as any client: with TLS as system:kube-controller-manager with a
- * client certificate of its own. 0, or -1 after printing why.
+ * client certificate of its own (the scheduler as system:kube-scheduler, with
+ * no client-side rate limit). 0, or -1 after printing why.
  */
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
-                             const struct ck_cmd_syncs *syncs, struct ck_cmd_controllers *ret);
+                             const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
+                             struct ck_cmd_controllers *ret);
 void ck_cmd_controllers_stop(struct ck_cmd_controllers *c);
 
 /* `ckube controller-manager ...` (argv[0] is "controller-manager"); returns the exit code. */
 int ck_cmd_controller_manager(int argc, char **argv);
+
+/* `ckube scheduler ...` (argv[0] is "scheduler"); returns the exit code. */
+int ck_cmd_scheduler(int argc, char **argv);
+
+/* `ckube fake-nodes ...` (argv[0] is "fake-nodes"); returns the exit code. */
+int ck_cmd_fake_nodes(int argc, char **argv);
+
+/* From main.c: a Go duration ("40s", "1h30m") in nanoseconds; false when it is not one. */
+bool ck_cmd_parse_duration(const char *s, int64_t *ret);
 
 /* From main.c: blocks SIGINT and SIGTERM for sigwait() and ignores SIGPIPE. */
 void ck_cmd_block_stop_signals(sigset_t *ret_set);

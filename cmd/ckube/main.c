@@ -4,8 +4,11 @@
  *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data] [--store URL]
  *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
  *                [--config FILE] [--controllers *] [--event-ttl 1h]
+ *                [--node-monitor-grace-period 40s]
  *                [TLS and authentication flags]
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
+ *   ckube scheduler --kubeconfig FILE [...]            (scheduler.c)
+ *   ckube fake-nodes --kubeconfig FILE --count N [...] (fake_nodes.c)
  *   ckube version [-o text|json]
  *   ckube help
  *
@@ -41,6 +44,10 @@ static const char usage_text[] =
     "  ckube server [flags]    run the API server (and the controllers)\n"
     "  ckube controller-manager --kubeconfig FILE [flags]\n"
     "                          run the controllers against a server\n"
+    "  ckube scheduler --kubeconfig FILE [flags]\n"
+    "                          run the scheduler against a server\n"
+    "  ckube fake-nodes --kubeconfig FILE --count N [flags]\n"
+    "                          simulate N nodes that run the pods bound to them\n"
     "  ckube version [flags]   print version information\n"
     "  ckube help              print this help\n"
     "\n"
@@ -81,7 +88,10 @@ static const char usage_tail[] =
     "                                (default 2000)\n"
     "      --request-header-timeout DURATION  time a connection has to send a complete\n"
     "                                request header, in whole seconds (default 32s); the\n"
-    "                                body gets twice that\n";
+    "                                body gets twice that\n"
+    "      --node-monitor-grace-period DURATION\n"
+    "                                how long a node's lease may go unrenewed before the\n"
+    "                                node is Unknown and tainted (default 40s)\n";
 /* ...the in-process controllers' --concurrent-NAME-syncs flags, then: */
 static const char usage_end[] =
     "\n"
@@ -138,6 +148,7 @@ enum {
     OPT_MAX_CONNECTIONS,
     OPT_MAX_CONNECTIONS_PER_ADDRESS,
     OPT_REQUEST_HEADER_TIMEOUT,
+    OPT_NODE_GRACE,
     OPT_SYNCS = 1000, /* the --concurrent-NAME-syncs flags: 1000, 1001, ... */
 };
 
@@ -167,6 +178,7 @@ struct options {
     const char *max_connections;
     const char *max_connections_per_address;
     const char *request_header_timeout;
+    const char *node_grace;
     struct ck_cmd_syncs *syncs; /* the --concurrent-NAME-syncs flags, NULL: not taken */
 };
 
@@ -281,6 +293,9 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_REQUEST_HEADER_TIMEOUT:
             opts->request_header_timeout = optarg;
+            break;
+        case OPT_NODE_GRACE:
+            opts->node_grace = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -435,7 +450,7 @@ static void raise_open_file_limit(void)
  * an optional fraction) each followed by a unit ns, us (or µs), ms, s, m, h: "90s",
  * "1h30m", "1.5h". Sets *ret in nanoseconds; false for anything else or an overflow.
  */
-static bool parse_duration(const char *s, int64_t *ret)
+bool ck_cmd_parse_duration(const char *s, int64_t *ret)
 {
     static const struct {
         const char *unit;
@@ -507,6 +522,7 @@ static int cmd_server(int argc, char **argv)
         {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
         {"max-connections-per-address", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_ADDRESS},
         {"request-header-timeout", required_argument, NULL, OPT_REQUEST_HEADER_TIMEOUT},
+        {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -528,9 +544,14 @@ static int cmd_server(int argc, char **argv)
     if (!no_controllers && ck_controller_manager_check(opts.controllers, &cerr) < 0)
         return usage_error("invalid value \"%s\" for --controllers: %s", opts.controllers,
                            cerr.msg);
+    int64_t node_grace = 0; /* the node lifecycle controller's default, 40 s */
+    if (opts.node_grace && (!ck_cmd_parse_duration(opts.node_grace, &node_grace) || !node_grace))
+        return usage_error("invalid value \"%s\" for --node-monitor-grace-period: want a "
+                           "duration such as 40s",
+                           opts.node_grace);
     int64_t event_ttl = 0; /* the server's default, one hour */
     if (opts.event_ttl) {
-        if (!parse_duration(opts.event_ttl, &event_ttl))
+        if (!ck_cmd_parse_duration(opts.event_ttl, &event_ttl))
             return usage_error("invalid value \"%s\" for --event-ttl: want a duration such as "
                                "90s, 30m or 1h",
                                opts.event_ttl);
@@ -550,7 +571,7 @@ static int cmd_server(int argc, char **argv)
                            opts.max_connections_per_address);
     if (opts.request_header_timeout) {
         int64_t ns = 0;
-        if (!parse_duration(opts.request_header_timeout, &ns) || ns < 1000000000LL ||
+        if (!ck_cmd_parse_duration(opts.request_header_timeout, &ns) || ns < 1000000000LL ||
             ns > 3600 * 1000000000LL)
             return usage_error("invalid value \"%s\" for --request-header-timeout: want a "
                                "duration from 1s to 1h, such as 10s",
@@ -646,7 +667,7 @@ static int cmd_server(int argc, char **argv)
             ck_version()->git_version);
     struct ck_cmd_controllers controllers = {0};
     if (!no_controllers &&
-        ck_cmd_controllers_start(server, opts.controllers, &syncs, &controllers) < 0) {
+        ck_cmd_controllers_start(server, opts.controllers, &syncs, node_grace, &controllers) < 0) {
         ck_apiserver_free(server);
         ck_fg_gate_free(gates);
         return 1;
@@ -689,6 +710,10 @@ int main(int argc, char **argv)
         return cmd_server(argc - 1, argv + 1);
     if (strcmp(command, "controller-manager") == 0)
         return ck_cmd_controller_manager(argc - 1, argv + 1);
+    if (strcmp(command, "scheduler") == 0)
+        return ck_cmd_scheduler(argc - 1, argv + 1);
+    if (strcmp(command, "fake-nodes") == 0)
+        return ck_cmd_fake_nodes(argc - 1, argv + 1);
     if (command[0] == '-')
         return usage_error("unknown flag: %s (flags go after the command)", command);
     return usage_error("unknown command: %s", command);

@@ -358,6 +358,7 @@ enum ck_subresource_part {
     CK_SUBRESOURCE_SCALE,    /* the autoscaling/v1 Scale view of .spec.replicas */
     CK_SUBRESOURCE_CUSTOM,   /* what the subresource's update hook computes */
     CK_SUBRESOURCE_UNSERVED, /* listed in discovery; every request answers 503 with message */
+    CK_SUBRESOURCE_DELETE,   /* a create deletes the object with the body's deleteOptions */
 };
 
 /*
@@ -366,7 +367,7 @@ enum ck_subresource_part {
  * and the object it speaks when that is not the kind's own.
  */
 struct ck_subresource {
-    const char *name; /* "status", "scale", "finalize", "binding", "log" */
+    const char *name; /* "status", "scale", "finalize", "binding", "eviction", "log" */
     enum ck_subresource_part part;
     const char *const *verbs; /* NULL-terminated */
     const char *group;        /* of the object spoken, when not the kind's own: "autoscaling" */
@@ -508,6 +509,13 @@ const char *ck_kind_api_version(const struct ck_kind *kind, char *buf, size_t si
 
 /* The qualified resource as Kubernetes names it in messages: "deployments.apps", "pods". */
 const char *ck_kind_qualified_resource(const struct ck_kind *kind, char *buf, size_t size);
+
+/*
+ * A resource.Quantity's MilliValue(): "500m" is 500, "2" is 2000, "1Ki" is
+ * 1024000, rounded up ("1n" is 1). Returns 0, CK_EINVAL for what is not a
+ * quantity, or CK_ERANGE when the milli value does not fit in int64.
+ */
+int ck_quantity_milli(const char *s, int64_t *ret_milli);
 
 /* The subresource called name of kind, or NULL. */
 const struct ck_subresource *ck_kind_subresource(const struct ck_kind *kind, const char *name);

@@ -11,6 +11,7 @@
 #define CKUBE_MANAGER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "ckube/informer.h"
 #include "ckube/rest.h"
@@ -34,6 +35,14 @@ struct ck_controller_manager_config {
     /* per-controller worker counts; a controller not named runs its row's default */
     const struct ck_controller_workers *workers;
     size_t n_workers;
+    /*
+     * The client for a controller that has its own identity (its descriptor's `user`,
+     * "system:kube-scheduler"), which the caller keeps alive as long as the manager;
+     * NULL (or a callback answering NULL): `client`.
+     */
+    struct ck_rest *(*client_for)(void *arg, const char *user);
+    void *client_for_arg;
+    int64_t node_monitor_grace_period; /* --node-monitor-grace-period; 0: 40 s */
 };
 
 struct ck_controller_manager;
@@ -43,12 +52,15 @@ struct ck_controller_context {
     struct ck_rest *client;              /* outlives the controller */
     struct ck_informer_factory *factory; /* the one shared factory, not started yet */
     int workers;                         /* workers the controller should run */
+    int64_t node_monitor_grace_period;   /* nodelifecycle's; 0: its default */
 };
 
 /* One row of the table. */
 struct ck_controller_descriptor {
     const char *name;        /* as --controllers spells it: "replicaset" */
     bool enabled_by_default; /* turned on by "*" */
+    /* the identity it acts as when not the controller manager's, or NULL */
+    const char *user;
     /*
      * Creates the controller and registers its handlers and indexes with ctx->factory's
      * informers (before they start). Returns 0 and sets *ret_state, or a negative code.

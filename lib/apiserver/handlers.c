@@ -764,6 +764,63 @@ static enum MHD_Result handle_binding(struct ck_apiserver *ctx, struct MHD_Conne
     return ck__send_bytes(conn, MHD_HTTP_CREATED, "application/json", ok, ok_len, NULL);
 }
 
+/*
+ * A create that deletes the object, as pods/eviction is (EvictionREST.Create
+ * without disruption budgets, which ckube does not serve yet): the body, of
+ * the subresource's kind, carries the DeleteOptions; 201 with a Success
+ * Status, as for a binding.
+ */
+static enum MHD_Result handle_eviction(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                       const struct ck__target *t, const char *body, size_t len)
+{
+    const struct ck_subresource *sub = target_subresource(t);
+    json_t *eviction = NULL;
+    if (ck_json_loadb(body, len, 0, &eviction, NULL) == CK_ENOMEM)
+        return ck__fail_no_memory(conn);
+    if (!json_is_object(eviction)) {
+        json_decref(eviction);
+        char msg[160];
+        snprintf(msg, sizeof(msg), "%s in version \"%s\" cannot be handled",
+                 sub->kind ? sub->kind : t->kind->kind,
+                 sub->version ? sub->version : t->kind->version);
+        return ck__fail_with(conn, "BadRequest", msg);
+    }
+    const char *name =
+        json_string_value(json_object_get(json_object_get(eviction, "metadata"), "name"));
+    if (name && strcmp(name, t->name) != 0) {
+        json_decref(eviction);
+        return ck__fail_with(conn, "BadRequest",
+                             "name in URL does not match name in Eviction object");
+    }
+    char *options = NULL;
+    const json_t *given = json_object_get(eviction, "deleteOptions");
+    if (json_is_object(given) && !(options = json_dumps(given, JSON_COMPACT))) {
+        json_decref(eviction);
+        return ck__fail_no_memory(conn);
+    }
+    json_decref(eviction);
+    struct ck_err err = {0};
+    struct ck__delete_options opts;
+    json_t *doc = NULL;
+    int r = delete_options(conn, options, options ? strlen(options) : 0, &doc, &opts, &err);
+    char *out = NULL;
+    size_t out_len = 0;
+    if (r == 0)
+        r = ck__registry_delete(ctx->registry, t->kind, t->namespace, t->name, &opts, &out,
+                                &out_len, &err);
+    json_decref(doc);
+    free(options);
+    free(out);
+    if (r < 0)
+        return ck__fail(conn, &err);
+    struct ck_err created = {.http_status = MHD_HTTP_CREATED}; /* a Success Status */
+    size_t ok_len = 0;
+    char *ok = ck__status_json(&created, true, &ok_len);
+    if (!ok)
+        return ck__fail_no_memory(conn);
+    return ck__send_bytes(conn, MHD_HTTP_CREATED, "application/json", ok, ok_len, NULL);
+}
+
 /* DELETE on a collection: list with the selectors, delete each, answer the list. */
 static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
                                                 struct MHD_Connection *conn,
@@ -873,8 +930,8 @@ static const char *object_verb(const char *method)
 
 /*
  * The subresources' own verbs, as the kind's table of them lists them
- * (status and scale: get, update, patch; finalize: update; binding: create;
- * log: not served). No subresource watches. Returns false to let the
+ * (status and scale: get, update, patch; finalize: update; binding and
+ * eviction: create; log: not served). No subresource watches. Returns false to let the
  * object's handlers serve the request.
  */
 static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *conn,
@@ -889,6 +946,8 @@ static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *c
         *ret = method_not_allowed(conn);
     else if (strcmp(verb, "get") == 0 && ck__query_bool(conn, "watch"))
         *ret = method_not_allowed(conn);
+    else if (strcmp(verb, "create") == 0 && sub->part == CK_SUBRESOURCE_DELETE)
+        *ret = handle_eviction(ctx, conn, t, body, len);
     else if (strcmp(verb, "create") == 0)
         *ret = handle_binding(ctx, conn, t, body, len);
     else

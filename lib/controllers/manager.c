@@ -26,8 +26,10 @@
 #include "ckube/garbagecollector.h"
 #include "ckube/internal/util.h"
 #include "ckube/manager.h"
+#include "ckube/nodelifecycle.h"
 #include "ckube/nscontroller.h"
 #include "ckube/replicaset.h"
+#include "ckube/scheduler.h"
 
 /* ---- the table ---------------------------------------------------------------------- */
 
@@ -75,32 +77,43 @@ static const struct ck_controller_descriptor table[] = {
     /* worker defaults and flag names as kube-controller-manager 1.32's */
     {.name = "replicaset",
      .enabled_by_default = true,
-     rs_start,
-     rs_run,
-     rs_stop,
+     .start = rs_start,
+     .run = rs_run,
+     .stop = rs_stop,
      .syncs_flag = "replicaset",
      .default_workers = 5},
     {.name = "deployment",
      .enabled_by_default = true,
-     deploy_start,
-     deploy_run,
-     deploy_stop,
+     .start = deploy_start,
+     .run = deploy_run,
+     .stop = deploy_stop,
      .syncs_flag = "deployment",
      .default_workers = 5},
     {.name = "garbagecollector",
      .enabled_by_default = true,
-     ck_gc_manager_start,
-     ck_gc_manager_run,
-     ck_gc_manager_stop,
+     .start = ck_gc_manager_start,
+     .run = ck_gc_manager_run,
+     .stop = ck_gc_manager_stop,
      .syncs_flag = "gc",
      .default_workers = CK_GC_CONCURRENT_SYNCS},
     {.name = "namespace",
      .enabled_by_default = true,
-     ck_ns_manager_start,
-     ck_ns_manager_run,
-     ck_ns_manager_stop,
+     .start = ck_ns_manager_start,
+     .run = ck_ns_manager_run,
+     .stop = ck_ns_manager_stop,
      .syncs_flag = "namespace",
      .default_workers = 10},
+    {.name = "nodelifecycle",
+     .enabled_by_default = true,
+     .start = ck_nodelifecycle_manager_start,
+     .run = ck_nodelifecycle_manager_run,
+     .stop = ck_nodelifecycle_manager_stop},
+    {.name = "scheduler",
+     .enabled_by_default = true,
+     .user = "system:kube-scheduler",
+     .start = ck_scheduler_manager_start,
+     .run = ck_scheduler_manager_run,
+     .stop = ck_scheduler_manager_stop},
 };
 
 #define N_CONTROLLERS (sizeof(table) / sizeof(table[0]))
@@ -221,9 +234,14 @@ int ck_controller_manager_start(const struct ck_controller_manager_config *confi
     for (size_t i = 0; i < N_CONTROLLERS && r == 0; i++) {
         bool on = ck_controller_manager_enabled(config->controllers, table[i].name);
         cm->workers[i] = ck_controller_manager_workers(config, &table[i]);
-        struct ck_controller_context ctx = {config->client, cm->factory, cm->workers[i]};
+        struct ck_controller_context own = {config->client, cm->factory, cm->workers[i],
+                                            config->node_monitor_grace_period};
+        if (on && table[i].user && config->client_for) {
+            struct ck_rest *client = config->client_for(config->client_for_arg, table[i].user);
+            own.client = client ? client : config->client;
+        }
         if (on)
-            r = table[i].start(&ctx, &cm->states[i], reterr);
+            r = table[i].start(&own, &cm->states[i], reterr);
         CK_LOGS(0, "Controller", "name", table[i].name, "enabled", on ? "true" : "false");
     }
     if (r == 0)

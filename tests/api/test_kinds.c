@@ -33,6 +33,7 @@ static void test_registry_matches_the_resource_table(void **state)
         {"rbac.authorization.k8s.io", "clusterroles", "ClusterRole", NULL, false},
         {"rbac.authorization.k8s.io", "rolebindings", "RoleBinding", NULL, true},
         {"rbac.authorization.k8s.io", "roles", "Role", NULL, true},
+        {"coordination.k8s.io", "leases", "Lease", NULL, true},
         {"example.ckube.io", "frobbers", "Frobber", NULL, true},
     };
     size_t n;

@@ -75,6 +75,61 @@ static void test_pod_create_resets_status_with_qos(void **state)
     }
 }
 
+/* DefaultTolerationSeconds: not-ready and unreachable NoExecute for 300 s, unless tolerated. */
+static void test_pod_create_adds_default_tolerations(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *tolerations;
+        size_t want;          /* tolerations after create */
+        const char *last_key; /* the last one's key */
+    } cases[] = {
+        {"[]", 2, "node.kubernetes.io/unreachable"},
+        {"[{\"operator\":\"Exists\"}]", 1, NULL},
+        {"[{\"key\":\"node.kubernetes.io/unreachable\",\"operator\":\"Exists\","
+         "\"effect\":\"NoExecute\",\"tolerationSeconds\":10}]",
+         2, "node.kubernetes.io/not-ready"},
+        {"[{\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\","
+         "\"effect\":\"NoSchedule\"}]",
+         3, "node.kubernetes.io/unreachable"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *pod = json_pack("{s:{s:s}, s:{s:[{s:s, s:s}], s:o}}", "metadata", "name", "p",
+                                "spec", "containers", "name", "a", "image", "x", "tolerations",
+                                load(cases[i].tolerations));
+        struct ck_err err = {0};
+        assert_int_equal(ck_meta_prepare_create(kind("", "pods"), pod, "default", NOW, &err), 0);
+        const json_t *list = json_object_get(json_object_get(pod, "spec"), "tolerations");
+        assert_int_equal(json_array_size(list), cases[i].want);
+        if (cases[i].last_key) {
+            const json_t *last = json_array_get(list, json_array_size(list) - 1);
+            assert_string_equal(json_string_value(json_object_get(last, "key")), cases[i].last_key);
+            assert_string_equal(json_string_value(json_object_get(last, "effect")), "NoExecute");
+            assert_int_equal(json_integer_value(json_object_get(last, "tolerationSeconds")), 300);
+        }
+        json_decref(pod);
+    }
+}
+
+static void test_lease_validation(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kind("coordination.k8s.io", "leases");
+    assert_non_null(k);
+    json_t *lease = load("{\"metadata\":{\"name\":\"n1\",\"namespace\":\"kube-node-lease\"},"
+                         "\"spec\":{\"holderIdentity\":\"n1\",\"leaseDurationSeconds\":40}}");
+    expect_validation(k, lease, NULL, NULL);
+    json_object_set_new(json_object_get(lease, "spec"), "leaseDurationSeconds", json_integer(0));
+    expect_validation(k, lease, NULL,
+                      "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0");
+    json_object_set_new(json_object_get(lease, "spec"), "leaseDurationSeconds", json_integer(40));
+    json_object_set_new(json_object_get(lease, "spec"), "leaseTransitions", json_integer(-1));
+    expect_validation(
+        k, lease, NULL,
+        "spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0");
+    json_decref(lease);
+}
+
 static void test_image_pull_policy_defaults(void **state)
 {
     (void)state;
@@ -259,6 +314,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pod_create_resets_status_with_qos),
+        cmocka_unit_test(test_pod_create_adds_default_tolerations),
+        cmocka_unit_test(test_lease_validation),
         cmocka_unit_test(test_image_pull_policy_defaults),
         cmocka_unit_test(test_pod_validation),
         cmocka_unit_test(test_namespace_create_and_update),
