@@ -5,16 +5,31 @@
  *   ckube controller-manager --kubeconfig FILE [--controllers LIST]
  *                            [--kube-api-qps N] [--kube-api-burst N]
  *                            [--concurrent-NAME-syncs N ...]
+ *                            [--leader-elect[=false]] [--leader-elect-lease-duration 15s]
+ *                            [--leader-elect-renew-deadline 10s]
+ *                            [--leader-elect-retry-period 2s]
+ *                            [--leader-elect-resource-name kube-controller-manager]
+ *                            [--leader-elect-resource-namespace kube-system]
+ *
+ * With leader election (the default, as kube-controller-manager) the controllers start
+ * once this process holds the Lease; a process that loses it exits 1 ("leaderelection
+ * lost"), as kube-controller-manager does, so that only one set of controllers ever acts.
  *
  * Exit codes as main.c's: 0 after SIGINT/SIGTERM, 1 runtime failure (unreadable
  * kubeconfig), 2 usage error.
  */
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "ckube/api.h"
+#include "ckube/client.h"
 #include "ckube/manager.h"
 #include "controllers.h"
 
@@ -136,7 +151,15 @@ static const char cm_usage[] =
 static const char cm_usage_tail[] =
     ")\n"
     "      --kube-api-qps N                   client requests per second (default 20)\n"
-    "      --kube-api-burst N                 client burst (default 30)\n";
+    "      --kube-api-burst N                 client burst (default 30)\n"
+    "      --leader-elect[=BOOL]              run the controllers only while holding the\n"
+    "                                         leader Lease (default true)\n"
+    "      --leader-elect-lease-duration D    how long a lease lasts unrenewed (default 15s)\n"
+    "      --leader-elect-renew-deadline D    the leader gives up after D without renewing\n"
+    "                                         (default 10s)\n"
+    "      --leader-elect-retry-period D      between tries to acquire or renew (default 2s)\n"
+    "      --leader-elect-resource-name NAME  the Lease (default kube-controller-manager)\n"
+    "      --leader-elect-resource-namespace NS  its namespace (default kube-system)\n";
 /* ...the --concurrent-NAME-syncs flags, then: */
 static const char cm_usage_flags[] =
     "  -v, --v N                              log verbosity (default 0)\n"
@@ -170,14 +193,75 @@ static bool parse_number(const char *arg, double min, double max, double *ret)
     return true;
 }
 
+/* ---- leader election ------------------------------------------------------------------ */
+
+struct election {
+    struct ck_controller_manager_config config;
+    struct ck_controller_manager *cm; /* set and freed on the elector's thread or after it */
+    pthread_t main_thread;
+    atomic_bool stopping; /* the main thread is shutting down */
+    atomic_bool lost;     /* the lease was lost: exit 1 */
+};
+
+static void election_started(void *arg)
+{
+    struct election *e = arg;
+    struct ck_err err = {0};
+    if (ck_controller_manager_start(&e->config, &e->cm, &err) < 0) {
+        CK_LOGE("controller manager: cannot start the controllers: %s", err.msg);
+        atomic_store(&e->lost, true);
+        pthread_kill(e->main_thread, SIGTERM);
+    }
+}
+
+static void election_stopped(void *arg)
+{
+    struct election *e = arg;
+    if (atomic_load(&e->stopping))
+        return;
+    CK_LOGE("leaderelection lost");
+    atomic_store(&e->lost, true);
+    pthread_kill(e->main_thread, SIGTERM); /* the main thread's sigwait ends the process */
+}
+
+/* "host_<uuid>", as kube-controller-manager's identity. */
+static void election_identity(char *buf, size_t size)
+{
+    char host[256] = "localhost", uid[40];
+    if (gethostname(host, sizeof(host)) < 0)
+        snprintf(host, sizeof(host), "localhost");
+    host[sizeof(host) - 1] = '\0';
+    ck_uuid(uid);
+    snprintf(buf, size, "%s_%s", host, uid);
+}
+
 int ck_cmd_controller_manager(int argc, char **argv)
 {
-    enum { O_KUBECONFIG = 300, O_CONTROLLERS, O_QPS, O_BURST, O_FORMAT, O_SYNCS };
+    enum {
+        O_KUBECONFIG = 300,
+        O_CONTROLLERS,
+        O_QPS,
+        O_BURST,
+        O_FORMAT,
+        O_LE,
+        O_LE_LEASE,
+        O_LE_RENEW,
+        O_LE_RETRY,
+        O_LE_NAME,
+        O_LE_NAMESPACE,
+        O_SYNCS,
+    };
     static const struct option fixed[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
         {"controllers", required_argument, NULL, O_CONTROLLERS},
         {"kube-api-qps", required_argument, NULL, O_QPS},
         {"kube-api-burst", required_argument, NULL, O_BURST},
+        {"leader-elect", optional_argument, NULL, O_LE},
+        {"leader-elect-lease-duration", required_argument, NULL, O_LE_LEASE},
+        {"leader-elect-renew-deadline", required_argument, NULL, O_LE_RENEW},
+        {"leader-elect-retry-period", required_argument, NULL, O_LE_RETRY},
+        {"leader-elect-resource-name", required_argument, NULL, O_LE_NAME},
+        {"leader-elect-resource-namespace", required_argument, NULL, O_LE_NAMESPACE},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -189,6 +273,9 @@ int ck_cmd_controller_manager(int argc, char **argv)
     ck_cmd_syncs_init(&syncs, O_SYNCS, longopts + N_FIXED);
     const char *kubeconfig = NULL, *controllers = "*";
     double qps = CK_CONTROLLER_MANAGER_QPS, burst = CK_CONTROLLER_MANAGER_BURST;
+    bool leader_elect = true;
+    int64_t le_durations[3] = {CK_LE_LEASE_DURATION, CK_LE_RENEW_DEADLINE, CK_LE_RETRY_PERIOD};
+    const char *le_name = "kube-controller-manager", *le_namespace = "kube-system";
     opterr = 0;
     optind = 1;
     int opt;
@@ -210,6 +297,34 @@ int ck_cmd_controller_manager(int argc, char **argv)
         case O_BURST:
             if (!parse_number(optarg, 1, 1e6, &burst))
                 return cm_usage_error("invalid value for --kube-api-burst", optarg);
+            break;
+        case O_LE:
+            if (!optarg || strcmp(optarg, "true") == 0)
+                leader_elect = true;
+            else if (strcmp(optarg, "false") == 0)
+                leader_elect = false;
+            else
+                return cm_usage_error("invalid value for --leader-elect", optarg);
+            break;
+        case O_LE_LEASE:
+        case O_LE_RENEW:
+        case O_LE_RETRY: {
+            int64_t *d = &le_durations[opt - O_LE_LEASE];
+            if (!ck_cmd_parse_duration(optarg, d) || *d <= 0)
+                return cm_usage_error(opt == O_LE_LEASE   ? "invalid value for "
+                                                            "--leader-elect-lease-duration"
+                                      : opt == O_LE_RENEW ? "invalid value for "
+                                                            "--leader-elect-renew-deadline"
+                                                          : "invalid value for "
+                                                            "--leader-elect-retry-period",
+                                      optarg);
+            break;
+        }
+        case O_LE_NAME:
+            le_name = optarg;
+            break;
+        case O_LE_NAMESPACE:
+            le_namespace = optarg;
             break;
         case 'v':
         case O_FORMAT: {
@@ -249,26 +364,49 @@ int ck_cmd_controller_manager(int argc, char **argv)
         return 1;
     }
     struct ck_rest *client = NULL;
-    struct ck_controller_manager *cm = NULL;
+    static struct election e; /* the elector's callbacks reach it until it is freed */
+    struct ck_leader_elector *le = NULL;
     int r = ck_rest_new_from_kubeconfig(kc, qps, (int)burst, &client, &err);
-    struct ck_controller_manager_config config = {.client = client,
-                                                  .controllers = controllers,
-                                                  .workers = syncs.values,
-                                                  .n_workers = syncs.n_values};
-    if (r == 0)
-        r = ck_controller_manager_start(&config, &cm, &err);
+    e = (struct election){.config = {.client = client,
+                                     .controllers = controllers,
+                                     .workers = syncs.values,
+                                     .n_workers = syncs.n_values},
+                          .main_thread = pthread_self()};
+    char identity[320];
+    election_identity(identity, sizeof(identity));
+    struct ck_leader_election_config lec = {
+        .identity = identity,
+        .lease_duration = le_durations[0],
+        .renew_deadline = le_durations[1],
+        .retry_period = le_durations[2],
+        .on_started_leading = election_started,
+        .on_stopped_leading = election_stopped,
+        .arg = &e,
+        .release_on_cancel = true,
+    };
+    if (r == 0 && leader_elect) {
+        ck_lease_lock_init_rest(&lec.lock, client, le_namespace, le_name);
+        r = ck_leader_elector_start(&lec, &le, &err);
+    } else if (r == 0) {
+        r = ck_controller_manager_start(&e.config, &e.cm, &err);
+    }
     if (r < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
         ck_rest_free(client);
         ck_kubeconfig_free(kc);
         return 1;
     }
-    CK_LOGS(0, "Controller manager running", "server", kc->server, "controllers", controllers);
+    CK_LOGS(0, "Controller manager running", "server", kc->server, "controllers", controllers,
+            "leaderElect", leader_elect ? "true" : "false", "identity", identity);
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    CK_LOGS(0, "Shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    ck_controller_manager_free(cm);
+    bool lost = atomic_load(&e.lost);
+    if (!lost)
+        CK_LOGS(0, "Shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    atomic_store(&e.stopping, true);
+    ck_leader_elector_free(le); /* after this no callback runs: e.cm is ours */
+    e.cm = ck_controller_manager_free(e.cm);
     ck_rest_free(client);
     ck_kubeconfig_free(kc);
-    return 0;
+    return lost ? 1 : 0;
 }

@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "ckube/apiserver.h"
@@ -59,6 +60,12 @@ void ck_cmd_syncs_usage(FILE *f);
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, struct ck_cmd_controllers *ret);
 void ck_cmd_controllers_stop(struct ck_cmd_controllers *c);
+
+/*
+ * From main.c: a Go duration ("90s", "1h30m", "500ms") in nanoseconds; false for
+ * anything else or an overflow.
+ */
+bool ck_cmd_parse_duration(const char *s, int64_t *ret);
 
 /* `ckube controller-manager ...` (argv[0] is "controller-manager"); returns the exit code. */
 int ck_cmd_controller_manager(int argc, char **argv);

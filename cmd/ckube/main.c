@@ -401,7 +401,7 @@ static void raise_open_file_limit(void)
  * an optional fraction) each followed by a unit ns, us (or µs), ms, s, m, h: "90s",
  * "1h30m", "1.5h". Sets *ret in nanoseconds; false for anything else or an overflow.
  */
-static bool parse_duration(const char *s, int64_t *ret)
+bool ck_cmd_parse_duration(const char *s, int64_t *ret)
 {
     static const struct {
         const char *unit;
@@ -493,7 +493,7 @@ static int cmd_server(int argc, char **argv)
                            cerr.msg);
     int64_t event_ttl = 0; /* the server's default, one hour */
     if (opts.event_ttl) {
-        if (!parse_duration(opts.event_ttl, &event_ttl))
+        if (!ck_cmd_parse_duration(opts.event_ttl, &event_ttl))
             return usage_error("invalid value \"%s\" for --event-ttl: want a duration such as "
                                "90s, 30m or 1h",
                                opts.event_ttl);
