@@ -33,6 +33,12 @@ static const char unsupported_custom_patch[] =
     "the body of the request was in an unknown format - accepted media types include: "
     "application/json-patch+json, application/merge-patch+json";
 
+/*
+ * The largest patched object, as JSON: the request body limit, so that a patch
+ * cannot store what a PUT could not send (docs/limits.md).
+ */
+#define MAX_PATCHED_BYTES (3u * 1024 * 1024)
+
 static bool media_is(const char *content_type, const char *want)
 {
     size_t n = strlen(want);
@@ -111,15 +117,17 @@ static json_t *apply(struct ck__patch *p, const json_t *view, const char *schema
         if (ck_json_patch(view, p->doc, &out, &err) == CK_ENOMEM)
             ck_err_no_memory(reterr);
         else if (!out)
-            ck_err_status(reterr, "Invalid", "%s", err.msg);
+            ck_err_status(reterr, err.reason ? err.reason : "Invalid", "%s", ck_err_message(&err));
         break;
     case CK__PATCH_STRATEGIC:
         if (ck_strategic_merge_patch(p->schemas, schema, view, p->doc, &out, &err) == CK_ENOMEM)
             ck_err_no_memory(reterr);
         else if (!out)
-            ck_err_status(reterr, "BadRequest", "%s", err.msg);
+            ck_err_status(reterr, err.reason ? err.reason : "BadRequest", "%s",
+                          ck_err_message(&err));
         break;
     }
+    ck_err_release(&err);
     if (!out)
         return NULL;
     if (!json_is_object(out)) {
@@ -133,6 +141,12 @@ static json_t *apply(struct ck__patch *p, const json_t *view, const char *schema
     ck_warnings_release(&p->warnings); /* only the last attempt's warnings are answered */
     if (!text) {
         ck_err_no_memory(reterr);
+        return NULL;
+    }
+    if (strlen(text) > MAX_PATCHED_BYTES) {
+        free(text);
+        ck_err_status(reterr, "RequestEntityTooLarge", "Request entity too large: limit is %u",
+                      MAX_PATCHED_BYTES);
         return NULL;
     }
     int r = ck_schema_decode(p->schemas, schema, text, strlen(text), p->validation, &decoded,
