@@ -75,6 +75,10 @@ static const char usage_tail[] =
     "                                on loopback only (tests and benchmarks)\n"
     "      --event-ttl DURATION      how long events are kept after their last activity,\n"
     "                                e.g. 90s, 30m, 1h30m; 0 keeps them (default 1h)\n"
+    "      --watch-history-events N  SQLite store: events of watch history kept in memory\n"
+    "                                (default 16384); older ones are read from the database\n"
+    "      --watch-history-bytes N   SQLite store: bytes of objects that history may hold\n"
+    "                                (default 67108864, 64 MiB)\n"
     "\n"
     "Version flags:\n"
     "  -o, --output text|json        output format (default text)\n"
@@ -124,6 +128,8 @@ enum {
     OPT_ANONYMOUS_AUTH,
     OPT_INSECURE_PLAIN_HTTP,
     OPT_EVENT_TTL,
+    OPT_WATCH_HISTORY_EVENTS,
+    OPT_WATCH_HISTORY_BYTES,
 };
 
 #define MAX_FEATURE_GATE_FLAGS 64
@@ -149,6 +155,8 @@ struct options {
     bool anonymous_auth_disabled;
     bool insecure_plain_http;
     const char *event_ttl;
+    const char *watch_history_events;
+    const char *watch_history_bytes;
 };
 
 /* Handles the flags every subcommand shares. Returns 0, or an exit code. */
@@ -253,6 +261,12 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_EVENT_TTL:
             opts->event_ttl = optarg;
+            break;
+        case OPT_WATCH_HISTORY_EVENTS:
+            opts->watch_history_events = optarg;
+            break;
+        case OPT_WATCH_HISTORY_BYTES:
+            opts->watch_history_bytes = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -459,6 +473,8 @@ static int cmd_server(int argc, char **argv)
         {"anonymous-auth", required_argument, NULL, OPT_ANONYMOUS_AUTH},
         {"insecure-plain-http", no_argument, NULL, OPT_INSECURE_PLAIN_HTTP},
         {"event-ttl", required_argument, NULL, OPT_EVENT_TTL},
+        {"watch-history-events", required_argument, NULL, OPT_WATCH_HISTORY_EVENTS},
+        {"watch-history-bytes", required_argument, NULL, OPT_WATCH_HISTORY_BYTES},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -508,6 +524,29 @@ static int cmd_server(int argc, char **argv)
         return usage_error(
             "invalid value \"%s\" for --store: want sqlite://PATH or etcd://HOST:PORT[,...]",
             opts.store);
+    }
+
+    /* the store takes its watch history bounds as connection string options */
+    char store_url[PATH_MAX + 128];
+    if (opts.watch_history_events || opts.watch_history_bytes) {
+        const char *values[] = {opts.watch_history_events, opts.watch_history_bytes};
+        const char *names[] = {"watch-history-events", "watch-history-bytes"};
+        for (size_t i = 0; i < 2; i++)
+            if (values[i] && (values[i][strspn(values[i], "0123456789")] || !*values[i] ||
+                              strlen(values[i]) > 18 || strtoull(values[i], NULL, 10) == 0))
+                return usage_error("invalid value \"%s\" for --%s: want a number > 0", values[i],
+                                   names[i]);
+        if (strncmp(opts.store, "sqlite://", 9) != 0)
+            return usage_error("--watch-history-events and --watch-history-bytes apply to the "
+                               "SQLite store only");
+        snprintf(store_url, sizeof(store_url), "%s%s%s%s%s%s%s", opts.store,
+                 strchr(opts.store, '?') ? "&" : "?",
+                 opts.watch_history_events ? "watch-history-events=" : "",
+                 opts.watch_history_events ? opts.watch_history_events : "",
+                 opts.watch_history_events && opts.watch_history_bytes ? "&" : "",
+                 opts.watch_history_bytes ? "watch-history-bytes=" : "",
+                 opts.watch_history_bytes ? opts.watch_history_bytes : "");
+        opts.store = store_url;
     }
 
     struct ck_fg_gate *gates = NULL;
