@@ -320,6 +320,9 @@ struct ck_apiserver {
     pthread_mutex_t watches_lock;
     struct ck__watch_stream *watches;
     atomic_int active_watches;
+    /* watch.c: bytes waiting in every stream's buffer, and their budget (0: the default) */
+    atomic_size_t watch_buffered;
+    size_t watch_budget;
     pthread_t ticker;
     pthread_mutex_t ticker_lock;
     pthread_cond_t ticker_wake;

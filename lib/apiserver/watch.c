@@ -22,6 +22,17 @@
  * PartialObjectMetadata, in a stream whose Content-Type stays
  * application/json, as Kubernetes answers it.
  *
+ * Memory: every event waits in its stream's buffer until the client reads it.
+ * The buffers of one server share a budget (WATCH_BUDGET, 128 MiB): a stream
+ * may buffer an event while the total stays within the budget, or while its
+ * own backlog stays within its share (the budget over the number of streams),
+ * and never beyond MAX_BUFFERED. A stream that may not is cut: the events it
+ * has not started sending are dropped and the response ends after the line
+ * being sent, so the client sees whole events, then the end of the watch,
+ * and watches again from the last resourceVersion it saw (as client-go's
+ * reflector does when kube-apiserver closes a watcher that is too slow).
+ * Total buffered memory stays under twice the budget.
+ *
  * Locking: stream->lock guards the buffer and the flags. The reader runs on
  * the connection's MHD thread, the event callback on a store thread; suspend and resume
  * are both called with stream->lock held, so an event can never be missed
@@ -51,9 +62,11 @@
 #include "ckube/internal/util.h"
 #include "internal.h"
 
-#define MAX_BUFFERED      (64u * 1024 * 1024) /* a client this far behind is cut off */
-#define BOOKMARK_INTERVAL 60                  /* seconds, as Kubernetes' cacher roughly does */
+#define MAX_BUFFERED      (64u * 1024 * 1024)  /* a client this far behind is cut off */
+#define WATCH_BUDGET      (128u * 1024 * 1024) /* every stream's buffer together, by default */
+#define BOOKMARK_INTERVAL 60                   /* seconds, as Kubernetes' cacher roughly does */
 #define READ_BLOCK        (32 * 1024)
+#define MAX_TIMEOUT       (100LL * 365 * 24 * 3600) /* timeoutSeconds beyond: 100 years */
 
 struct ck__watch_stream {
     pthread_mutex_t lock;
@@ -79,6 +92,41 @@ struct ck__watch_stream {
 
 /* ---- the buffer --------------------------------------------------------- */
 
+static size_t budget_of(const struct ck_apiserver *server)
+{
+    return server->watch_budget ? server->watch_budget : WATCH_BUDGET;
+}
+
+/* Whether s may buffer len more bytes (see "Memory" above); call with s->lock held. */
+static bool may_buffer(const struct ck__watch_stream *s, size_t len)
+{
+    size_t mine = s->len - s->off;
+    if (mine + len > MAX_BUFFERED)
+        return false;
+    size_t budget = budget_of(s->server);
+    if (atomic_load(&s->server->watch_buffered) + len <= budget)
+        return true;
+    int streams = atomic_load(&s->server->active_watches);
+    return mine + len <= budget / (size_t)(streams > 0 ? streams : 1);
+}
+
+/*
+ * Ends s without the events it has not started sending: the buffer keeps
+ * what is sent and the rest of the line being sent, so the stream stops
+ * between two whole events. Call with s->lock held.
+ */
+static void cut(struct ck__watch_stream *s)
+{
+    size_t keep = s->off;
+    if (s->off > 0 && s->buf[s->off - 1] != '\n') {
+        const char *nl = memchr(s->buf + s->off, '\n', s->len - s->off);
+        keep = nl ? (size_t)(nl - s->buf) + 1 : s->len;
+    }
+    atomic_fetch_sub(&s->server->watch_buffered, s->len - keep);
+    s->len = keep;
+    s->ended = true;
+}
+
 /* Wakes the reader; call with s->lock held. */
 static void wake(struct ck__watch_stream *s)
 {
@@ -102,9 +150,9 @@ static void push_event(struct ck__watch_stream *s, const char *type, const char 
     char head[48];
     size_t head_len = (size_t)snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
     size_t len = head_len + object_len + 2;
-    if (s->len - s->off + len > MAX_BUFFERED) {
+    if (!may_buffer(s, len)) {
         CK_LOGV(1, "watch on %s: client too slow, closing the stream", s->kind->resource);
-        s->ended = true;
+        cut(s);
         return;
     }
     if (s->off > 0 && s->off == s->len) {
@@ -114,7 +162,7 @@ static void push_event(struct ck__watch_stream *s, const char *type, const char 
         size_t cap = (s->len + len) * 2;
         char *buf = ck__realloc(s->buf, cap);
         if (!buf) {
-            s->ended = true;
+            cut(s);
             return;
         }
         s->buf = buf;
@@ -124,6 +172,7 @@ static void push_event(struct ck__watch_stream *s, const char *type, const char 
     memcpy(s->buf + s->len + head_len, object, object_len);
     memcpy(s->buf + s->len + head_len + object_len, "}\n", 2);
     s->len += len;
+    atomic_fetch_add(&s->server->watch_buffered, len);
 }
 
 /* An ERROR event with err's Status; the stream ends after it. */
@@ -304,6 +353,13 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *out, size_t max)
     size_t n = avail < max ? avail : max;
     memcpy(out, s->buf + s->off, n);
     s->off += n;
+    atomic_fetch_sub(&s->server->watch_buffered, n);
+    if (s->off == s->len && s->cap > READ_BLOCK * 4) {
+        /* a burst is over: give its memory back */
+        free(s->buf);
+        s->buf = NULL;
+        s->off = s->len = s->cap = 0;
+    }
     pthread_mutex_unlock(&s->lock);
     return (ssize_t)n;
 }
@@ -331,6 +387,7 @@ static void free_stream(void *cls)
     s->closed = true;
     pthread_mutex_unlock(&s->lock);
     ck_store_watch_cancel(s->store_watch); /* no callback runs after this */
+    atomic_fetch_sub(&server->watch_buffered, s->len - s->off);
     ck_label_selector_free(s->labels);
     ck_field_selector_free(s->fields);
     pthread_mutex_destroy(&s->lock);
@@ -465,6 +522,8 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     }
     const char *timeout = ck__query(conn, "timeoutSeconds");
     long long timeout_s = timeout ? strtoll(timeout, NULL, 10) : 0;
+    if (timeout_s > MAX_TIMEOUT)
+        timeout_s = MAX_TIMEOUT; /* clamped: a deadline past time_t's range would wrap */
     if (timeout_s <= 0) {
         unsigned r = 0;
         if (getrandom(&r, sizeof(r), 0) != sizeof(r))
@@ -531,6 +590,7 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     return ret;
 
 out_fail:
+    atomic_fetch_sub(&server->watch_buffered, s->len - s->off);
     ck_label_selector_free(s->labels);
     ck_field_selector_free(s->fields);
     pthread_mutex_destroy(&s->lock);
