@@ -51,6 +51,13 @@ extern const char ck__status_no_memory[];
  * with one cause per field error; details name group and kind (static or
  * outliving err). Returns CK_EINVAL.
  */
+/*
+ * 504 Timeout "Timeout: Too large resource version: W, current: C" with the
+ * ResourceVersionTooLarge cause, as Kubernetes answers a read or watch from a
+ * revision the store has not reached (list.c). Returns the negative code.
+ */
+int ck__err_too_large_rv(struct ck_err *reterr, int64_t wanted, int64_t current);
+
 int ck__err_invalid(struct ck_err *err, const char *group, const char *kind, const char *name,
                     const struct ck_field_errors *errs);
 

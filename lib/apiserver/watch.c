@@ -50,6 +50,7 @@
  * reflector and informer tests, and kubectl get -w in the e2e tests.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -515,10 +516,27 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     bool initial = !rv || !*rv || strcmp(rv, "0") == 0 || send_initial;
     if (rv && *rv && strcmp(rv, "0") != 0) {
         char *end;
+        errno = 0;
         long long v = strtoll(rv, &end, 10);
-        if (*end || v < 0)
+        if (*end || v < 0 || errno == ERANGE)
             return ck__fail_with(conn, "BadRequest", "invalid resource version");
         start = v;
+        /*
+         * A revision the store has not reached: 504 as Kubernetes answers once
+         * its watch cache has waited for it. The store's revision is read
+         * directly, so there is nothing to wait for.
+         */
+        struct ck_err rv_err = {0};
+        int64_t current = 0;
+        if (ck_store_revisions(server->store, &current, NULL, &rv_err) < 0) {
+            struct ck_err failed = {0};
+            ck_err_internal(&failed, "%s", rv_err.msg);
+            return ck__fail(conn, &failed);
+        }
+        if (start > current) {
+            ck__err_too_large_rv(&rv_err, start, current);
+            return ck__fail(conn, &rv_err);
+        }
     }
     const char *timeout = ck__query(conn, "timeoutSeconds");
     long long timeout_s = timeout ? strtoll(timeout, NULL, 10) : 0;
