@@ -172,11 +172,47 @@ static void drop_inherited_version(json_t *patched, const json_t *view)
         json_object_del(meta, "resourceVersion");
 }
 
+/*
+ * The patched object must still be the one the URL names (Kubernetes'
+ * checkName, run on every patch): 400 when its name went missing or changed,
+ * or its namespace changed. current is the stored object, named by the URL.
+ */
+static int check_name(const json_t *patched, const json_t *current, struct ck_err *reterr)
+{
+    const char *url_name =
+        json_string_value(json_object_get(json_object_get(current, "metadata"), "name"));
+    const char *url_ns =
+        json_string_value(json_object_get(json_object_get(current, "metadata"), "namespace"));
+    const json_t *meta = json_object_get(patched, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    if (!url_name)
+        url_name = "";
+    if (!name || !*name)
+        return ck_err_status(
+            reterr, "BadRequest",
+            "the name of the object (%s based on URL) was undeterminable: name must "
+            "be provided",
+            url_name);
+    if (strcmp(name, url_name) != 0)
+        return ck_err_status(reterr, "BadRequest",
+                             "the name of the object (%s) does not match the name on the URL (%s)",
+                             name, url_name);
+    if (url_ns && *url_ns && ns && *ns && strcmp(ns, url_ns) != 0)
+        return ck_err_status(reterr, "BadRequest",
+                             "the namespace of the object (%s) does not match the namespace on the "
+                             "request (%s)",
+                             ns, url_ns);
+    return 0;
+}
+
 json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr)
 {
     struct ck__patch *p = arg;
     if (!p->scale) {
         json_t *out = apply(p, current, p->kind->schema, reterr);
+        if (out && check_name(out, current, reterr) < 0)
+            out = (json_decref(out), NULL);
         if (out)
             drop_inherited_version(out, current);
         return out;
