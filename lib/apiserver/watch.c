@@ -23,15 +23,18 @@
  * application/json, as Kubernetes answers it.
  *
  * Memory: every event waits in its stream's buffer until the client reads it.
- * The buffers of one server share a budget (WATCH_BUDGET, 128 MiB): a stream
- * may buffer an event while the total stays within the budget, or while its
- * own backlog stays within its share (the budget over the number of streams),
- * and never beyond MAX_BUFFERED. A stream that may not is cut: the events it
- * has not started sending are dropped and the response ends after the line
- * being sent, so the client sees whole events, then the end of the watch,
- * and watches again from the last resourceVersion it saw (as client-go's
- * reflector does when kube-apiserver closes a watcher that is too slow).
- * Total buffered memory stays under twice the budget.
+ * The buffers of one server share a budget (WATCH_BUDGET, 128 MiB) counted in
+ * allocated bytes: a stream may grow its buffer while the total stays within
+ * the budget, or while its own buffer stays within its share (the budget over
+ * the number of streams), and never beyond MAX_BUFFERED. A stream that may
+ * not is cut: the events it has not started sending are dropped, its buffer
+ * shrinks to the rest of the line being sent and the response ends after it,
+ * so the client sees whole events, then the end of the watch, and watches
+ * again from the last resourceVersion it saw (as client-go's reflector does
+ * when kube-apiserver closes a watcher that is too slow). A drained buffer
+ * larger than a few read blocks is freed. Total buffer memory stays under
+ * twice the budget; a client that never reads the rest of its line is closed
+ * by the connection timeout.
  *
  * Locking: stream->lock guards the buffer and the flags. The reader runs on
  * the connection's MHD thread, the event callback on a store thread; suspend and resume
@@ -88,6 +91,7 @@ struct ck__watch_stream {
     time_t next_bookmark;
     char *buf;
     size_t len, off, cap;
+    bool mid_line;                        /* the last byte handed to the client ended no line */
     struct ck__watch_stream *next_active; /* server->watches list, under server->watches_lock */
 };
 
@@ -98,33 +102,68 @@ static size_t budget_of(const struct ck_apiserver *server)
     return server->watch_budget ? server->watch_budget : WATCH_BUDGET;
 }
 
-/* Whether s may buffer len more bytes (see "Memory" above); call with s->lock held. */
-static bool may_buffer(const struct ck__watch_stream *s, size_t len)
+/* Sets s's buffer to cap bytes (0: frees it), keeping the server's total exact. */
+static bool resize(struct ck__watch_stream *s, size_t cap)
 {
-    size_t mine = s->len - s->off;
-    if (mine + len > MAX_BUFFERED)
+    char *buf = NULL;
+    if (cap) {
+        buf = ck__realloc(s->buf, cap);
+        if (!buf)
+            return false;
+    } else {
+        free(s->buf);
+    }
+    if (cap > s->cap)
+        atomic_fetch_add(&s->server->watch_buffered, cap - s->cap);
+    else
+        atomic_fetch_sub(&s->server->watch_buffered, s->cap - cap);
+    s->buf = buf;
+    s->cap = cap;
+    return true;
+}
+
+/* Moves the unsent bytes to the front of the buffer. */
+static void compact(struct ck__watch_stream *s)
+{
+    if (s->off == 0)
+        return;
+    memmove(s->buf, s->buf + s->off, s->len - s->off);
+    s->len -= s->off;
+    s->off = 0;
+}
+
+/*
+ * Whether s may grow its buffer by grow bytes (see "Memory" above): what
+ * counts is memory, the buffers' capacity. Call with s->lock held.
+ */
+static bool may_grow(const struct ck__watch_stream *s, size_t grow)
+{
+    size_t mine = s->cap + grow;
+    if (mine > MAX_BUFFERED)
         return false;
     size_t budget = budget_of(s->server);
-    if (atomic_load(&s->server->watch_buffered) + len <= budget)
+    if (atomic_load(&s->server->watch_buffered) + grow <= budget)
         return true;
     int streams = atomic_load(&s->server->active_watches);
-    return mine + len <= budget / (size_t)(streams > 0 ? streams : 1);
+    return mine <= budget / (size_t)(streams > 0 ? streams : 1);
 }
 
 /*
  * Ends s without the events it has not started sending: the buffer keeps
- * what is sent and the rest of the line being sent, so the stream stops
+ * only the rest of the line being sent (shrunk to it), so the stream stops
  * between two whole events. Call with s->lock held.
  */
 static void cut(struct ck__watch_stream *s)
 {
     size_t keep = s->off;
-    if (s->off > 0 && s->buf[s->off - 1] != '\n') {
+    if (s->mid_line) {
         const char *nl = memchr(s->buf + s->off, '\n', s->len - s->off);
         keep = nl ? (size_t)(nl - s->buf) + 1 : s->len;
     }
-    atomic_fetch_sub(&s->server->watch_buffered, s->len - keep);
     s->len = keep;
+    compact(s);
+    if (s->len < s->cap)
+        resize(s, s->len); /* on failure it keeps the larger buffer, still counted */
     s->ended = true;
 }
 
@@ -151,29 +190,26 @@ static void push_event(struct ck__watch_stream *s, const char *type, const char 
     char head[48];
     size_t head_len = (size_t)snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
     size_t len = head_len + object_len + 2;
-    if (!may_buffer(s, len)) {
-        CK_LOGV(1, "watch on %s: client too slow, closing the stream", s->kind->resource);
-        cut(s);
-        return;
-    }
-    if (s->off > 0 && s->off == s->len) {
-        s->off = s->len = 0;
-    }
+    if (s->len + len > s->cap)
+        compact(s);
     if (s->len + len > s->cap) {
-        size_t cap = (s->len + len) * 2;
-        char *buf = ck__realloc(s->buf, cap);
-        if (!buf) {
+        /* room for this event and, while the backlog is small, a few more */
+        size_t want = s->len + len;
+        size_t cap = want < READ_BLOCK * 4 ? want * 2 : want + want / 4;
+        if (!may_grow(s, cap - s->cap) && !may_grow(s, (cap = want) - s->cap)) {
+            CK_LOGV(1, "watch on %s: client too slow, closing the stream", s->kind->resource);
             cut(s);
             return;
         }
-        s->buf = buf;
-        s->cap = cap;
+        if (!resize(s, cap)) {
+            cut(s);
+            return;
+        }
     }
     memcpy(s->buf + s->len, head, head_len);
     memcpy(s->buf + s->len + head_len, object, object_len);
     memcpy(s->buf + s->len + head_len + object_len, "}\n", 2);
     s->len += len;
-    atomic_fetch_add(&s->server->watch_buffered, len);
 }
 
 /* An ERROR event with err's Status; the stream ends after it. */
@@ -354,12 +390,11 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *out, size_t max)
     size_t n = avail < max ? avail : max;
     memcpy(out, s->buf + s->off, n);
     s->off += n;
-    atomic_fetch_sub(&s->server->watch_buffered, n);
-    if (s->off == s->len && s->cap > READ_BLOCK * 4) {
-        /* a burst is over: give its memory back */
-        free(s->buf);
-        s->buf = NULL;
-        s->off = s->len = s->cap = 0;
+    s->mid_line = out[n - 1] != '\n';
+    if (s->off == s->len) {
+        s->off = s->len = 0;
+        if (s->cap > READ_BLOCK * 4)
+            resize(s, 0); /* a burst is over: give its memory back */
     }
     pthread_mutex_unlock(&s->lock);
     return (ssize_t)n;
@@ -388,11 +423,10 @@ static void free_stream(void *cls)
     s->closed = true;
     pthread_mutex_unlock(&s->lock);
     ck_store_watch_cancel(s->store_watch); /* no callback runs after this */
-    atomic_fetch_sub(&server->watch_buffered, s->len - s->off);
+    resize(s, 0);
     ck_label_selector_free(s->labels);
     ck_field_selector_free(s->fields);
     pthread_mutex_destroy(&s->lock);
-    free(s->buf);
     free(s);
     atomic_fetch_sub(&server->active_watches, 1);
 }
@@ -608,11 +642,10 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     return ret;
 
 out_fail:
-    atomic_fetch_sub(&server->watch_buffered, s->len - s->off);
+    resize(s, 0);
     ck_label_selector_free(s->labels);
     ck_field_selector_free(s->fields);
     pthread_mutex_destroy(&s->lock);
-    free(s->buf);
     free(s);
     return ck__fail(conn, &err);
 }
