@@ -64,6 +64,9 @@ static void test_system_namespaces_cannot_be_deleted(void **state)
         assert_null(at(ns, "metadata.deletionTimestamp"));
         json_decref(ns);
     }
+    /* nor through a collection delete */
+    expect_status("DELETE", "/api/v1/namespaces?fieldSelector=metadata.name%3Dkube-public", NULL,
+                  403, "Forbidden", "namespaces \"kube-public\" is forbidden");
     /* any other namespace goes */
     json_decref(call("POST", "/api/v1/namespaces", "{\"metadata\":{\"name\":\"mortal\"}}", 201));
     json_decref(call("DELETE", "/api/v1/namespaces/mortal", NULL, 200));
