@@ -16,7 +16,10 @@ Attacks:
 The reference in the same run is the idle server's RSS after start-up
 (`idle_rss`), measured before the attack begins.
 
-usage: hostile.py ATTACK [--rounds N] [--ckube PATH] [--watchers N]
+usage: hostile.py ATTACK [--rounds N] [--ckube PATH] [--watchers N] [--cap-mib N]
+
+--cap-mib runs the server under an address-space limit (RLIMIT_AS), to run an
+older build, which has no bounds, without exhausting the machine.
 """
 import argparse
 import json
@@ -44,7 +47,7 @@ def free_port():
 
 
 class Server:
-    def __init__(self, ckube, extra):
+    def __init__(self, ckube, extra, cap_mib=0):
         self.dir = tempfile.mkdtemp(prefix="ckube-hostile-")
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
@@ -52,7 +55,9 @@ class Server:
         self.proc = subprocess.Popen(
             [ckube, "server", "--insecure-plain-http", "--listen", "127.0.0.1:%d" % self.port,
              "--data-dir", self.dir, "--controllers", "-*"] + extra,
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log, stderr=subprocess.STDOUT,
+            preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_AS, (cap_mib << 20,) * 2))
+            if cap_mib else None)
         for _ in range(200):
             try:
                 if urllib.request.urlopen(self.url + "/readyz", timeout=1).status == 200:
@@ -62,10 +67,13 @@ class Server:
         raise SystemExit("the server did not become ready; see " + self.log.name)
 
     def rss_kib(self, field="VmRSS"):
-        with open("/proc/%d/status" % self.proc.pid) as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
+        try:
+            with open("/proc/%d/status" % self.proc.pid) as f:
+                for line in f:
+                    if line.startswith(field + ":"):
+                        return int(line.split()[1])
+        except OSError:
+            pass
         return 0
 
     def stop(self):
@@ -121,6 +129,8 @@ def call(server, method, path, body=None, content_type="application/json"):
     except urllib.error.HTTPError as e:
         e.read()
         return e.code
+    except (urllib.error.URLError, ConnectionError, socket.timeout):
+        return 0  # no answer: the server is gone or hung
 
 
 def pod(name, arg_bytes=0, annotations=None):
@@ -166,17 +176,18 @@ def watchers(server, args):
     time.sleep(1)
     arg = 256 * 1024
     assert call(server, "POST", PODS, pod("w", arg)) == 201
+    failed = 0
     for i in range(args.rounds):
         patch = json.dumps({"metadata": {"annotations": {"n": str(i)}}})
-        assert call(server, "PATCH", PODS + "/w", patch, "application/merge-patch+json") == 200
+        failed += call(server, "PATCH", PODS + "/w", patch, "application/merge-patch+json") != 200
     for s in socks:
         s.close()
     # the server logs each stream it ends for being too far behind (at -v=1)
     server.log.flush()
     with open(server.log.name) as f:
         ended = sum("client too slow" in line for line in f)
-    return "%d watchers, %d updates of a %d KiB pod; streams the server ended: %d" % (
-        args.watchers, args.rounds, arg // 1024, ended)
+    return "%d watchers, %d updates of a %d KiB pod (%d failed); streams the server ended: %d" % (
+        args.watchers, args.rounds, arg // 1024, failed, ended)
 
 
 def big_object(server, args):
@@ -195,12 +206,13 @@ def big_object(server, args):
             seen[0] += chunk.count(b'"type":"MODIFIED"')
 
     threading.Thread(target=read_watch, daemon=True).start()
+    failed = 0
     for i in range(args.rounds):
         patch = json.dumps({"metadata": {"annotations": {"n": str(i)}}})
-        assert call(server, "PATCH", PODS + "/big", patch, "application/merge-patch+json") == 200
+        failed += call(server, "PATCH", PODS + "/big", patch, "application/merge-patch+json") != 200
     time.sleep(1)
-    return "%d updates of a %.1f MB pod; MODIFIED events the watcher read: %d" % (
-        args.rounds, size / 1e6, seen[0])
+    return "%d updates of a %.1f MB pod (%d failed); MODIFIED events the watcher read: %d" % (
+        args.rounds, size / 1e6, failed, seen[0])
 
 
 def main():
@@ -210,11 +222,12 @@ def main():
     ap.add_argument("--watchers", type=int, default=1000)
     ap.add_argument("--ckube", default="build-rel/cmd/ckube/ckube")
     ap.add_argument("--server-flag", action="append", default=[])
+    ap.add_argument("--cap-mib", type=int, default=0)
     args = ap.parse_args()
     if args.rounds is None:
         args.rounds = {"patch_bomb": 20, "watchers": 200, "big_object": 1000}[args.attack]
     flags = args.server_flag + (["--v=1"] if args.attack == "watchers" else [])
-    server = Server(args.ckube, flags)
+    server = Server(args.ckube, flags, args.cap_mib)
     try:
         time.sleep(0.5)
         idle = server.rss_kib()
@@ -226,7 +239,9 @@ def main():
         time.sleep(0.5)
         mon.stop_flag.set()
         mon.join()
-        hwm = server.rss_kib("VmHWM")
+        hwm = max(server.rss_kib("VmHWM"), mon.peak_rss)
+        if server.proc.poll() is not None:
+            what += "; the server exited with status %d" % server.proc.returncode
         print("%s: %s" % (args.attack, what))
         print("  idle_rss %.1f MiB  peak_rss %.1f MiB (VmHWM %.1f MiB)  took %.1f s" % (
             idle / 1024, mon.peak_rss / 1024, hwm / 1024, elapsed))

@@ -329,7 +329,7 @@ struct ck_apiserver {
     atomic_int active_watches;
     /* watch.c: bytes waiting in every stream's buffer, and their budget (0: the default) */
     atomic_size_t watch_buffered;
-    size_t watch_budget;
+    atomic_size_t watch_budget;
     pthread_t ticker;
     pthread_mutex_t ticker_lock;
     pthread_cond_t ticker_wake;

@@ -97,9 +97,10 @@ struct ck__watch_stream {
 
 /* ---- the buffer --------------------------------------------------------- */
 
-static size_t budget_of(const struct ck_apiserver *server)
+static size_t budget_of(struct ck_apiserver *server)
 {
-    return server->watch_budget ? server->watch_budget : WATCH_BUDGET;
+    size_t budget = atomic_load(&server->watch_budget);
+    return budget ? budget : WATCH_BUDGET;
 }
 
 /* Sets s's buffer to cap bytes (0: frees it), keeping the server's total exact. */
