@@ -256,7 +256,6 @@ static void test_delete_answers_the_revision_of_the_deletion(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_system_namespaces_cannot_be_deleted),
         cmocka_unit_test(test_unknown_dry_run_is_invalid_and_changes_nothing),
         cmocka_unit_test(test_body_api_version_must_match_the_endpoint),
         cmocka_unit_test(test_future_revisions_are_504_never_500),
@@ -264,6 +263,8 @@ int main(void)
         cmocka_unit_test(test_huge_timeout_seconds_is_clamped),
         cmocka_unit_test(test_json_patch_removing_the_name_is_refused_without_a_write),
         cmocka_unit_test(test_delete_answers_the_revision_of_the_deletion),
+        /* last: were default deletable, it would take every other test's pods with it */
+        cmocka_unit_test(test_system_namespaces_cannot_be_deleted),
     };
     return cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
 }
