@@ -330,6 +330,11 @@ static void on_store_event(const struct ck_store_event *ev, void *userdata)
 {
     struct ck__watch_stream *s = userdata;
     pthread_mutex_lock(&s->lock);
+    if (s->ended) { /* cut or finished: building the event would be wasted work */
+        wake(s);
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
     switch (ev->type) {
     case CK_STORE_EVENT_PUT: {
         int now = kv_passes(s, ev->kv);
