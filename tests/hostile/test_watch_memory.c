@@ -162,6 +162,11 @@ static void test_store_url_sets_the_history_bounds(void **state)
     /* the options are not part of the file name */
     snprintf(url, sizeof(url), "%s/opts.db", dir);
     assert_int_equal(access(url, F_OK), 0);
+    static const char *const files[] = {"opts.db", "opts.db-wal", "opts.db-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(url, sizeof(url), "%s/%s", dir, files[i]);
+        unlink(url);
+    }
 }
 
 /* ---- watch streams that are not read ------------------------------------ */
