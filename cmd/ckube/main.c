@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -91,7 +92,11 @@ static const char usage_tail[] =
     "                                body gets twice that\n"
     "      --node-monitor-grace-period DURATION\n"
     "                                how long a node's lease may go unrenewed before the\n"
-    "                                node is Unknown and tainted (default 40s)\n";
+    "                                node is Unknown and tainted (default 40s)\n"
+    "      --watch-history-events N  SQLite store: events of watch history kept in memory\n"
+    "                                (default 16384); older ones are read from the database\n"
+    "      --watch-history-bytes N   SQLite store: bytes of objects that history may hold\n"
+    "                                (default 67108864, 64 MiB)\n";
 /* ...the in-process controllers' --concurrent-NAME-syncs flags, then: */
 static const char usage_end[] =
     "\n"
@@ -149,6 +154,8 @@ enum {
     OPT_MAX_CONNECTIONS_PER_ADDRESS,
     OPT_REQUEST_HEADER_TIMEOUT,
     OPT_NODE_GRACE,
+    OPT_WATCH_HISTORY_EVENTS,
+    OPT_WATCH_HISTORY_BYTES,
     OPT_SYNCS = 1000, /* the --concurrent-NAME-syncs flags: 1000, 1001, ... */
 };
 
@@ -180,6 +187,8 @@ struct options {
     const char *request_header_timeout;
     const char *node_grace;
     struct ck_cmd_syncs *syncs; /* the --concurrent-NAME-syncs flags, NULL: not taken */
+    const char *watch_history_events;
+    const char *watch_history_bytes;
 };
 
 /* Handles the flags every subcommand shares. Returns 0, or an exit code. */
@@ -296,6 +305,12 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_NODE_GRACE:
             opts->node_grace = optarg;
+            break;
+        case OPT_WATCH_HISTORY_EVENTS:
+            opts->watch_history_events = optarg;
+            break;
+        case OPT_WATCH_HISTORY_BYTES:
+            opts->watch_history_bytes = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -523,6 +538,8 @@ static int cmd_server(int argc, char **argv)
         {"max-connections-per-address", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_ADDRESS},
         {"request-header-timeout", required_argument, NULL, OPT_REQUEST_HEADER_TIMEOUT},
         {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
+        {"watch-history-events", required_argument, NULL, OPT_WATCH_HISTORY_EVENTS},
+        {"watch-history-bytes", required_argument, NULL, OPT_WATCH_HISTORY_BYTES},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -608,6 +625,14 @@ static int cmd_server(int argc, char **argv)
     sigset_t stop_signals;
     ck_cmd_block_stop_signals(&stop_signals);
     raise_open_file_limit();
+    /*
+     * Blocks of 128 KiB and more (objects, list bodies, watch buffers) come
+     * from mmap and go back to the system when freed. glibc otherwise raises
+     * this threshold after each such free, and large buffers then fragment the
+     * heap: 1,000 watchers that never read peaked at 348 MiB instead of
+     * 252 MiB (docs/benchmarks.md, "Hostile clients").
+     */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
     char default_store[PATH_MAX + 16];
     if (!opts.store) {
@@ -617,6 +642,29 @@ static int cmd_server(int argc, char **argv)
         return usage_error(
             "invalid value \"%s\" for --store: want sqlite://PATH or etcd://HOST:PORT[,...]",
             opts.store);
+    }
+
+    /* the store takes its watch history bounds as connection string options */
+    char store_url[PATH_MAX + 128];
+    if (opts.watch_history_events || opts.watch_history_bytes) {
+        const char *values[] = {opts.watch_history_events, opts.watch_history_bytes};
+        const char *names[] = {"watch-history-events", "watch-history-bytes"};
+        for (size_t i = 0; i < 2; i++)
+            if (values[i] && (values[i][strspn(values[i], "0123456789")] || !*values[i] ||
+                              strlen(values[i]) > 18 || strtoull(values[i], NULL, 10) == 0))
+                return usage_error("invalid value \"%s\" for --%s: want a number > 0", values[i],
+                                   names[i]);
+        if (strncmp(opts.store, "sqlite://", 9) != 0)
+            return usage_error("--watch-history-events and --watch-history-bytes apply to the "
+                               "SQLite store only");
+        snprintf(store_url, sizeof(store_url), "%s%s%s%s%s%s%s", opts.store,
+                 strchr(opts.store, '?') ? "&" : "?",
+                 opts.watch_history_events ? "watch-history-events=" : "",
+                 opts.watch_history_events ? opts.watch_history_events : "",
+                 opts.watch_history_events && opts.watch_history_bytes ? "&" : "",
+                 opts.watch_history_bytes ? "watch-history-bytes=" : "",
+                 opts.watch_history_bytes ? opts.watch_history_bytes : "");
+        opts.store = store_url;
     }
 
     struct ck_fg_gate *gates = NULL;

@@ -639,6 +639,21 @@ json_t *ck_table_build(const struct ck_kind *kind, json_t *const *objects, size_
 /* ---- patches ------------------------------------------------------------- */
 
 /*
+ * What one patch may cost (docs/limits.md). A patch over a limit fails before
+ * the work is done, with a Status error in reterr: 413 RequestEntityTooLarge
+ * for too many operations or too much work, 422 Invalid for JSON patch copies
+ * beyond max_copy_bytes (kube-apiserver's answers). 0 turns a limit off.
+ */
+struct ck_patch_limits {
+    size_t max_operations;  /* JSON patch: operations in one patch */
+    size_t max_copy_bytes;  /* JSON patch: summed size (as JSON) of every copied value */
+    size_t max_comparisons; /* strategic merge: element comparisons while merging lists */
+};
+
+/* kube-apiserver's limits: 10,000 operations, 3 MiB of copies; and 20 million comparisons. */
+extern const struct ck_patch_limits ck_patch_default_limits;
+
+/*
  * JSON merge patch (RFC 7386, application/merge-patch+json): objects merge
  * recursively, null deletes a member, anything else (arrays included)
  * replaces. Returns the patched document as a new reference; target is not
@@ -656,6 +671,11 @@ json_t *ck_merge_patch(const json_t *target, const json_t *patch);
 int ck_json_patch(const json_t *doc, const json_t *operations, json_t **ret_doc,
                   struct ck_err *reterr);
 
+/* ck_json_patch() under limits (ck_json_patch() applies ck_patch_default_limits). */
+int ck_json_patch_bounded(const json_t *doc, const json_t *operations,
+                          const struct ck_patch_limits *limits, json_t **ret_doc,
+                          struct ck_err *reterr);
+
 /*
  * Strategic merge patch (application/strategic-merge-patch+json) against the
  * schema `name` of set: a merge patch in which lists whose schema carries
@@ -668,6 +688,12 @@ int ck_json_patch(const json_t *doc, const json_t *operations, json_t **ret_doc,
  */
 int ck_strategic_merge_patch(const struct ck_schemas *set, const char *name, const json_t *doc,
                              const json_t *patch, json_t **ret_doc, struct ck_err *reterr);
+
+/* ck_strategic_merge_patch() under limits (which applies ck_patch_default_limits). */
+int ck_strategic_merge_patch_bounded(const struct ck_schemas *set, const char *name,
+                                     const json_t *doc, const json_t *patch,
+                                     const struct ck_patch_limits *limits, json_t **ret_doc,
+                                     struct ck_err *reterr);
 
 /*
  * True when the kind whose schema is `name` takes strategic merge patch: every

@@ -101,10 +101,21 @@ struct ck_store_options {
     /* etcd: per-request timeout in ms (default 5000) and attempts (default 4). */
     int etcd_timeout_ms;
     int etcd_attempts;
+    /*
+     * SQLite: the watch history kept in memory, bounded by events (default
+     * 16384) and by the bytes of their keys and values (default 64 MiB);
+     * older revisions are read back from the database. 0 means the default.
+     * Also settable in the connection string:
+     * sqlite://PATH?watch-history-events=N&watch-history-bytes=N.
+     */
+    size_t watch_history_events;
+    size_t watch_history_bytes;
 };
 
 /*
- * Opens the store named by url ("sqlite://PATH" or "etcd://h:p[,h:p...]").
+ * Opens the store named by url ("sqlite://PATH" or "etcd://h:p[,h:p...]",
+ * optionally followed by ?watch-history-events=N&watch-history-bytes=N, which
+ * override opts).
  * opts may be NULL for defaults. SQLite creates the file (not its directory)
  * when absent and refuses a file that is not a ckube store, is corrupt or has
  * a newer schema (CK_EINVAL / CK_EIO, the file untouched). etcd checks that

@@ -16,6 +16,16 @@
  *
  * Every function works on a deep copy and leaves its inputs alone, so a
  * failed patch changes nothing.
+ *
+ * Limits (struct ck_patch_limits, docs/limits.md): a JSON patch is refused
+ * before any work when it has more operations than kube-apiserver's 10,000,
+ * and fails at the copy that takes the summed size of copied values past
+ * 3 MiB (the two ways a small JSON patch can grow a document; add and replace
+ * only insert what the body carries, move only moves). Merge patches cannot
+ * grow a document beyond target plus patch; strategic merge can cost time
+ * quadratic in list lengths, so it counts element comparisons and stops past
+ * a budget. The size of the result is the caller's to bound (the API server
+ * checks the patched object against the request body limit).
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -27,6 +37,60 @@
 #include "internal.h"
 
 #define MAX_DEPTH 64
+
+const struct ck_patch_limits ck_patch_default_limits = {
+    .max_operations = 10000,              /* kube-apiserver's maxJSONPatchOperations */
+    .max_copy_bytes = 3u * 1024 * 1024,   /* kube-apiserver's JSONPatchMaxCopyBytes */
+    .max_comparisons = 20u * 1000 * 1000, /* well under a second of merging */
+};
+
+/*
+ * The size of v written as compact JSON (strings counted without escapes),
+ * counting stops as soon as it passes limit: the cost is bounded by limit, not
+ * by v.
+ */
+static size_t json_size_upto(const json_t *v, size_t limit)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        size_t n = 2;
+        const char *key;
+        json_t *member;
+        json_object_foreach((json_t *)v, key, member)
+        {
+            n += strlen(key) + 4;
+            if (n > limit)
+                return n;
+            n += json_size_upto(member, limit - n);
+            if (n > limit)
+                return n;
+        }
+        return n;
+    }
+    case JSON_ARRAY: {
+        size_t n = 2, i;
+        json_t *item;
+        json_array_foreach(v, i, item)
+        {
+            n += 1 + json_size_upto(item, limit - n);
+            if (n > limit)
+                return n;
+        }
+        return n;
+    }
+    case JSON_STRING:
+        return json_string_length(v) + 2;
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return 8; /* a typical number; no number is larger than 24 */
+    case JSON_TRUE:
+    case JSON_NULL:
+        return 4;
+    case JSON_FALSE:
+        return 5;
+    }
+    return 0;
+}
 
 /* ---- RFC 7386 ----------------------------------------------------------- */
 
@@ -224,8 +288,23 @@ static bool pointer_remove(json_t *doc, const char *pointer)
 int ck_json_patch(const json_t *doc, const json_t *operations, json_t **ret_doc,
                   struct ck_err *reterr)
 {
+    return ck_json_patch_bounded(doc, operations, &ck_patch_default_limits, ret_doc, reterr);
+}
+
+int ck_json_patch_bounded(const json_t *doc, const json_t *operations,
+                          const struct ck_patch_limits *limits, json_t **ret_doc,
+                          struct ck_err *reterr)
+{
     if (!json_is_array(operations))
         return ck_err_set(reterr, CK_EINVAL, "a JSON patch must be an array of operations");
+    size_t n_ops = json_array_size(operations);
+    if (limits->max_operations && n_ops > limits->max_operations)
+        return ck_err_status(
+            reterr, "RequestEntityTooLarge",
+            "Request entity too large: The allowed maximum operations in a JSON patch is %zu, "
+            "got %zu",
+            limits->max_operations, n_ops);
+    size_t copied = 0; /* summed size of the values copy operations duplicated */
     json_t *result = json_deep_copy(doc);
     if (!result)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
@@ -255,6 +334,17 @@ int ck_json_patch(const json_t *doc, const json_t *operations, json_t **ret_doc,
             bool move = name[0] == 'm';
             size_t from_len = from ? strlen(from) : 0;
             json_t *source = from ? pointer_get(result, from) : NULL;
+            if (source && !move && limits->max_copy_bytes) {
+                size_t left = limits->max_copy_bytes - copied;
+                copied += json_size_upto(source, left);
+                if (copied > limits->max_copy_bytes) {
+                    json_decref(result);
+                    return ck_err_status(reterr, "Invalid",
+                                         "Unable to complete the copy, the accumulated size "
+                                         "increase of copy is %zu, exceeding the limit %zu",
+                                         copied, limits->max_copy_bytes);
+                }
+            }
             /* a value cannot move into one of its own children */
             bool into_child =
                 move && from && strncmp(path, from, from_len) == 0 && path[from_len] == '/';
@@ -296,6 +386,8 @@ struct smp {
     const struct ck_schemas *set;
     struct ck_err *err;
     int failed;
+    size_t comparisons;     /* element comparisons so far */
+    size_t max_comparisons; /* 0: no limit */
 };
 
 static int smp_fail(struct smp *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -312,6 +404,24 @@ static int smp_fail(struct smp *s, const char *fmt, ...)
         ck_err_set(s->err, CK_EINVAL, "%s", msg);
     }
     return CK_EINVAL;
+}
+
+/*
+ * Counts n element comparisons about to be made; false (the patch has failed
+ * with 413) when they would take the patch past its budget.
+ */
+static bool smp_work(struct smp *s, size_t n)
+{
+    if (s->failed)
+        return false;
+    s->comparisons += n;
+    if (!s->max_comparisons || s->comparisons <= s->max_comparisons)
+        return true;
+    s->failed = ck_err_status(s->err, "RequestEntityTooLarge",
+                              "Request entity too large: the patch needs more than %zu list "
+                              "element comparisons to apply",
+                              s->max_comparisons);
+    return false;
 }
 
 /* Records running out of memory (the first failure is the answer); returns CK_ENOMEM. */
@@ -448,10 +558,14 @@ static json_t *merge_keyed_list(struct smp *s, json_t *original, const json_t *p
             smp_fail(s, "an element of a merge list has no merge key %s", merge_key);
             return original;
         }
+        if (!smp_work(s, json_array_size(original)))
+            return original;
         ssize_t at = find_by_key(original, merge_key, key_value);
         if (directive && strcmp(directive, "delete") == 0) {
             while (at >= 0) {
                 json_array_remove(original, (size_t)at);
+                if (!smp_work(s, json_array_size(original)))
+                    return original;
                 at = find_by_key(original, merge_key, key_value);
             }
             continue;
@@ -490,6 +604,8 @@ static json_t *merge_primitive_list(struct smp *s, json_t *original, const json_
     json_t *pe;
     json_array_foreach(patch, i, pe)
     {
+        if (!smp_work(s, json_array_size(original)))
+            return original;
         bool present = false;
         size_t j;
         json_t *oe;
@@ -522,6 +638,8 @@ static void apply_element_order(struct smp *s, json_t *list, const json_t *order
     json_array_foreach(order, i, want)
     {
         const json_t *key_value = merge_key ? json_object_get(want, merge_key) : want;
+        if (!smp_work(s, json_array_size(rest)))
+            goto out;
         size_t j;
         json_t *item;
         json_array_foreach(rest, j, item)
@@ -597,6 +715,8 @@ static json_t *smp_merge_map(struct smp *s, json_t *original, const json_t *patc
                 json_t *gone;
                 json_array_foreach(pv, i, gone)
                 {
+                    if (!smp_work(s, json_array_size(list)))
+                        return out;
                     for (size_t j = json_array_size(list); j-- > 0;)
                         if (json_equal(json_array_get(list, j), gone))
                             json_array_remove(list, j);
@@ -693,9 +813,18 @@ static json_t *smp_merge_map(struct smp *s, json_t *original, const json_t *patc
 int ck_strategic_merge_patch(const struct ck_schemas *set, const char *name, const json_t *doc,
                              const json_t *patch, json_t **ret_doc, struct ck_err *reterr)
 {
+    return ck_strategic_merge_patch_bounded(set, name, doc, patch, &ck_patch_default_limits,
+                                            ret_doc, reterr);
+}
+
+int ck_strategic_merge_patch_bounded(const struct ck_schemas *set, const char *name,
+                                     const json_t *doc, const json_t *patch,
+                                     const struct ck_patch_limits *limits, json_t **ret_doc,
+                                     struct ck_err *reterr)
+{
     if (!json_is_object(patch))
         return ck_err_set(reterr, CK_EINVAL, "a strategic merge patch must be a JSON object");
-    struct smp s = {.set = set, .err = reterr};
+    struct smp s = {.set = set, .err = reterr, .max_comparisons = limits->max_comparisons};
     const json_t *schema = ck_schemas_get(set, name);
     json_t *copy = doc ? json_deep_copy(doc) : NULL;
     if (doc && !copy)

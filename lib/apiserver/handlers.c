@@ -299,6 +299,7 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
                            const char *body, size_t len, struct ck_warnings *warnings,
                            struct ck_err *reterr)
 {
+    bool own_kind = !schema; /* the kind's own schema, not a subresource's */
     if (!schema) {
         schema = kind->schema;
         kind_name = kind->kind;
@@ -330,6 +331,17 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
         return NULL;
     }
     const char *body_kind = json_string_value(json_object_get(obj, "kind"));
+    const char *body_version = json_string_value(json_object_get(obj, "apiVersion"));
+    char want_version[64];
+    if (own_kind && body_version && *body_version &&
+        strcmp(body_version, ck_kind_api_version(kind, want_version, sizeof(want_version))) != 0) {
+        ck_err_status(reterr, "BadRequest",
+                      "the API version in the data (%s) does not match the expected API version "
+                      "(%s)",
+                      body_version, want_version);
+        json_decref(obj);
+        return NULL;
+    }
     if (body_kind && *body_kind && strcmp(body_kind, kind_name) != 0) {
         ck_err_status(reterr, "BadRequest",
                       "the kind in the data (%s) does not match the expected kind (%s)", body_kind,
@@ -695,12 +707,36 @@ static int delete_options(struct MHD_Connection *conn, const char *body, size_t 
     return r;
 }
 
+/*
+ * The namespaces Kubernetes' NamespaceLifecycle admission plugin keeps from
+ * deletion (its immortal namespaces): 403 Forbidden.
+ */
+static int refuse_immortal_namespace(const struct ck_kind *kind, const char *name,
+                                     struct ck_err *reterr)
+{
+    static const char *const immortal[] = {"default", "kube-system", "kube-public"};
+    if (kind->group[0] || strcmp(kind->kind, "Namespace") != 0)
+        return 0;
+    for (size_t i = 0; i < sizeof(immortal) / sizeof(immortal[0]); i++) {
+        if (strcmp(name, immortal[i]) == 0) {
+            int code = ck_err_status(reterr, "Forbidden",
+                                     "%s \"%s\" is forbidden: this namespace may not be deleted",
+                                     kind->resource, name);
+            ck_err_set_details(reterr, kind->group, kind->resource, name);
+            return code;
+        }
+    }
+    return 0;
+}
+
 static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                      const struct ck__target *t, const char *body, size_t len)
 {
     struct ck_err err = {0};
     struct ck__delete_options opts;
     json_t *doc = NULL;
+    if (refuse_immortal_namespace(t->kind, t->name, &err) < 0)
+        return ck__fail(conn, &err);
     if (delete_options(conn, body, len, &doc, &opts, &err) < 0)
         return ck__fail(conn, &err);
     char *out = NULL;
@@ -860,6 +896,8 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
         size_t out_len = 0;
         if (!obj)
             ck_err_no_memory(&err);
+        else if (name && refuse_immortal_namespace(t->kind, name, &err) < 0)
+            ; /* ends the collection delete with 403, as a DELETE of it would */
         else if (name &&
                  ck__registry_delete(ctx->registry, t->kind, ns ? ns : "", name, &opts, &out,
                                      &out_len, &err) == 0 &&
@@ -955,10 +993,66 @@ static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *c
     return true;
 }
 
+/* ---- dryRun ------------------------------------------------------------- */
+
+struct dry_run_values {
+    struct ck__buf text; /* []string{"a", "b"}, as Go prints the list */
+    bool unsupported;
+};
+
+static enum MHD_Result collect_dry_run(void *cls, enum MHD_ValueKind kind, const char *key,
+                                       const char *value)
+{
+    (void)kind;
+    struct dry_run_values *v = cls;
+    if (strcmp(key, "dryRun") != 0)
+        return MHD_YES;
+    if (!value || strcmp(value, "All") != 0)
+        v->unsupported = true;
+    ck__buf_printf(&v->text, "%s\"", v->text.len > strlen("[]string{") ? ", " : "");
+    for (const char *c = value ? value : ""; *c; c++)
+        ck__buf_printf(&v->text, "%s%c", *c == '"' || *c == '\\' ? "\\" : "", *c);
+    ck__buf_printf(&v->text, "\"");
+    return MHD_YES;
+}
+
+/*
+ * Every dryRun value of a write must be "All" (apimachinery's ValidateDryRun):
+ * 422 naming the verb's options kind, before anything is read or stored.
+ */
+static int check_dry_run(struct MHD_Connection *conn, const char *method, struct ck_err *reterr)
+{
+    const char *options = strcmp(method, "POST") == 0     ? "CreateOptions"
+                          : strcmp(method, "PUT") == 0    ? "UpdateOptions"
+                          : strcmp(method, "PATCH") == 0  ? "PatchOptions"
+                          : strcmp(method, "DELETE") == 0 ? "DeleteOptions"
+                                                          : NULL;
+    if (!options || !ck__query(conn, "dryRun"))
+        return 0;
+    struct dry_run_values v = {0};
+    ck__buf_printf(&v.text, "[]string{");
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_dry_run, &v);
+    ck__buf_printf(&v.text, "}");
+    int r = 0;
+    if (v.unsupported) {
+        struct ck_field_errors errs = {0};
+        ck_field_errors_add(&errs, CK_FIELD_NOT_SUPPORTED, "dryRun",
+                            v.text.p && !v.text.err ? v.text.p : "", false,
+                            "supported values: \"All\"");
+        r = ck__err_invalid(reterr, "meta.k8s.io", options, "", &errs);
+        ck_field_errors_release(&errs);
+    }
+    ck__buf_release(&v.text);
+    return r;
+}
+
 enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                    const char *method, const struct ck__target *t, const char *body,
                                    size_t len)
 {
+    struct ck_err dry_run_err = {0};
+    if (check_dry_run(conn, method, &dry_run_err) < 0)
+        return ck__fail(conn, &dry_run_err);
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     bool watch = get && !t->name[0] && ck__query_bool(conn, "watch");
     if (ck__negotiate(conn) == CK__ACCEPT_NONE || (watch && !ck__media_can_stream(conn))) {

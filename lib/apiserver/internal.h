@@ -53,6 +53,13 @@ extern const char ck__status_no_memory_line[];
  * with one cause per field error; details name group and kind (static or
  * outliving err). Returns CK_EINVAL.
  */
+/*
+ * 504 Timeout "Timeout: Too large resource version: W, current: C" with the
+ * ResourceVersionTooLarge cause, as Kubernetes answers a read or watch from a
+ * revision the store has not reached (list.c). Returns the negative code.
+ */
+int ck__err_too_large_rv(struct ck_err *reterr, int64_t wanted, int64_t current);
+
 int ck__err_invalid(struct ck_err *err, const char *group, const char *kind, const char *name,
                     const struct ck_field_errors *errs);
 
@@ -373,6 +380,9 @@ struct ck_apiserver {
     pthread_mutex_t watches_lock;
     struct ck__watch_stream *watches;
     atomic_int active_watches;
+    /* watch.c: bytes waiting in every stream's buffer, and their budget (0: the default) */
+    atomic_size_t watch_buffered;
+    atomic_size_t watch_budget;
     pthread_t ticker;
     pthread_mutex_t ticker_lock;
     pthread_cond_t ticker_wake;

@@ -26,6 +26,7 @@
  * over HTTP; watch.c's initial events go through it too.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +75,9 @@ static int decode_token(const char *token, int64_t *ret_revision, char **ret_key
                         size_t *ret_key_len)
 {
     char *end;
+    errno = 0;
     long long rev = strtoll(token, &end, 10);
-    if (end == token || *end != '.' || rev <= 0)
+    if (end == token || *end != '.' || rev <= 0 || errno == ERANGE)
         return CK_EINVAL;
     const char *hex = end + 1;
     size_t hex_len = strlen(hex);
@@ -103,8 +105,9 @@ static int decode_token(const char *token, int64_t *ret_revision, char **ret_key
 static bool parse_revision(const char *text, int64_t *ret)
 {
     char *end;
+    errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (end == text || *end != '\0' || v < 0)
+    if (end == text || *end != '\0' || v < 0 || errno == ERANGE)
         return false;
     *ret = v;
     return true;
@@ -147,11 +150,18 @@ static int read_revision(const struct ck__list_options *opts, int64_t current,
             "resourceVersionMatch: Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\"",
             match);
     }
-    if (wanted > current) {
-        return ck_err_status(reterr, "Timeout", "Too large resource version: %lld, current: %lld",
-                             (long long)wanted, (long long)current);
-    }
+    if (wanted > current)
+        return ck__err_too_large_rv(reterr, wanted, current);
     return 0;
+}
+
+int ck__err_too_large_rv(struct ck_err *reterr, int64_t wanted, int64_t current)
+{
+    int code =
+        ck_err_status(reterr, "Timeout", "Timeout: Too large resource version: %lld, current: %lld",
+                      (long long)wanted, (long long)current);
+    ck_err_add_cause(reterr, "ResourceVersionTooLarge", "Too large resource version", NULL);
+    return code;
 }
 
 /* ---- the list ------------------------------------------------------------ */
@@ -228,6 +238,10 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
             return ck_err_no_memory(reterr);
         if (r < 0)
             return ck_err_status(reterr, "BadRequest", "invalid continue token");
+        if (revision > current) { /* a token no list of this store handed out */
+            free(last);
+            return ck__err_too_large_rv(reterr, revision, current);
+        }
         /* resume right after the last key served: prefix + last + "\0" */
         from = ck__malloc(prefix_len + last_len + 1);
         if (!from) {

@@ -33,6 +33,12 @@ static const char unsupported_custom_patch[] =
     "the body of the request was in an unknown format - accepted media types include: "
     "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
 
+/*
+ * The largest patched object, as JSON: the request body limit, so that a patch
+ * cannot store what a PUT could not send (docs/limits.md).
+ */
+#define MAX_PATCHED_BYTES (3u * 1024 * 1024)
+
 static bool media_is(const char *content_type, const char *want)
 {
     size_t n = strlen(want);
@@ -113,7 +119,7 @@ static json_t *apply(struct ck__patch *p, const json_t *view, const char *schema
         if (ck_json_patch(view, p->doc, &out, &err) == CK_ENOMEM)
             ck_err_no_memory(reterr);
         else if (!out)
-            ck_err_status(reterr, "Invalid", "%s", err.msg);
+            ck_err_status(reterr, err.reason ? err.reason : "Invalid", "%s", ck_err_message(&err));
         break;
     case CK__PATCH_APPLY: /* ck__patch_mutate() hands it to ck__apply_patch() */
         ck_err_internal(reterr, "apply is not a patch of a view");
@@ -122,9 +128,11 @@ static json_t *apply(struct ck__patch *p, const json_t *view, const char *schema
         if (ck_strategic_merge_patch(p->schemas, schema, view, p->doc, &out, &err) == CK_ENOMEM)
             ck_err_no_memory(reterr);
         else if (!out)
-            ck_err_status(reterr, "BadRequest", "%s", err.msg);
+            ck_err_status(reterr, err.reason ? err.reason : "BadRequest", "%s",
+                          ck_err_message(&err));
         break;
     }
+    ck_err_release(&err);
     if (!out)
         return NULL;
     if (!json_is_object(out)) {
@@ -138,6 +146,12 @@ static json_t *apply(struct ck__patch *p, const json_t *view, const char *schema
     ck_warnings_release(&p->warnings); /* only the last attempt's warnings are answered */
     if (!text) {
         ck_err_no_memory(reterr);
+        return NULL;
+    }
+    if (strlen(text) > MAX_PATCHED_BYTES) {
+        free(text);
+        ck_err_status(reterr, "RequestEntityTooLarge", "Request entity too large: limit is %u",
+                      MAX_PATCHED_BYTES);
         return NULL;
     }
     int r = ck_schema_decode(p->schemas, schema, text, strlen(text), p->validation, &decoded,
@@ -163,6 +177,40 @@ static void drop_inherited_version(json_t *patched, const json_t *view)
         json_object_del(meta, "resourceVersion");
 }
 
+/*
+ * The patched object must still be the one the URL names (Kubernetes'
+ * checkName, run on every patch): 400 when its name went missing or changed,
+ * or its namespace changed. current is the stored object, named by the URL.
+ */
+static int check_name(const json_t *patched, const json_t *current, struct ck_err *reterr)
+{
+    const char *url_name =
+        json_string_value(json_object_get(json_object_get(current, "metadata"), "name"));
+    const char *url_ns =
+        json_string_value(json_object_get(json_object_get(current, "metadata"), "namespace"));
+    const json_t *meta = json_object_get(patched, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    if (!url_name)
+        url_name = "";
+    if (!name || !*name)
+        return ck_err_status(
+            reterr, "BadRequest",
+            "the name of the object (%s based on URL) was undeterminable: name must "
+            "be provided",
+            url_name);
+    if (strcmp(name, url_name) != 0)
+        return ck_err_status(reterr, "BadRequest",
+                             "the name of the object (%s) does not match the name on the URL (%s)",
+                             name, url_name);
+    if (url_ns && *url_ns && ns && *ns && strcmp(ns, url_ns) != 0)
+        return ck_err_status(reterr, "BadRequest",
+                             "the namespace of the object (%s) does not match the namespace on the "
+                             "request (%s)",
+                             ns, url_ns);
+    return 0;
+}
+
 json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr)
 {
     struct ck__patch *p = arg;
@@ -174,6 +222,8 @@ json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr
     }
     if (!p->scale) {
         json_t *out = apply(p, current, p->kind->schema, reterr);
+        if (out && check_name(out, current, reterr) < 0)
+            out = (json_decref(out), NULL);
         if (out)
             drop_inherited_version(out, current);
         return out;

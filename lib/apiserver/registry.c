@@ -501,6 +501,14 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
         /* A resourceVersion in the request is a precondition. */
         const char *want_rv = ck__meta_str(requested, "resourceVersion");
         bool conditional = want_rv && *want_rv;
+        if (conditional && want_rv[strspn(want_rv, "0123456789")] != '\0') {
+            /* not a revision at all: the storage layer's InvalidError, as a 400 */
+            r = ck_err_status(reterr, "BadRequest",
+                              "resourceVersion: Invalid value: \"%s\": strconv.ParseUint: parsing "
+                              "\"%s\": invalid syntax",
+                              want_rv, want_rv);
+            goto out_fail;
+        }
         char current_rv[32];
         snprintf(current_rv, sizeof(current_rv), "%lld", (long long)kv->mod_revision);
         if (conditional && strcmp(want_rv, current_rv) != 0) {
@@ -735,8 +743,9 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
             r = opts->dry_run ? 0
                               : ck_store_delete(reg->store, key, strlen(key), kv->mod_revision,
                                                 &deleted_at, NULL, &err);
-            if (r == 0 && !kind->has_generation) /* pods, namespaces ...: the last state */
-                *ret_body = ck__serve_stored(kv->value, kv->value_len, kv->mod_revision, ret_len);
+            /* pods, namespaces ...: the last state, at the revision of its deletion */
+            if (r == 0 && !kind->has_generation)
+                *ret_body = ck__serve_stored(kv->value, kv->value_len, deleted_at, ret_len);
             else if (r == 0) /* apps kinds: a Success Status */
                 *ret_body = success_status(kind, name, ck__meta_str(obj, "uid"), ret_len);
             if (r == 0 && !*ret_body)

@@ -22,6 +22,20 @@
  * PartialObjectMetadata, in a stream whose Content-Type stays
  * application/json, as Kubernetes answers it.
  *
+ * Memory: every event waits in its stream's buffer until the client reads it.
+ * The buffers of one server share a budget (WATCH_BUDGET, 128 MiB) counted in
+ * allocated bytes: a stream may grow its buffer while the total stays within
+ * the budget, or while its own buffer stays within its share (the budget over
+ * the number of streams), and never beyond MAX_BUFFERED. A stream that may
+ * not is cut: the events it has not started sending are dropped, its buffer
+ * shrinks to the rest of the line being sent and the response ends after it,
+ * so the client sees whole events, then the end of the watch, and watches
+ * again from the last resourceVersion it saw (as client-go's reflector does
+ * when kube-apiserver closes a watcher that is too slow). A drained buffer
+ * larger than a few read blocks is freed. Total buffer memory stays under
+ * twice the budget; a client that never reads the rest of its line is closed
+ * by the connection timeout.
+ *
  * Locking: stream->lock guards the buffer and the flags. The reader runs on
  * the connection's MHD thread, the event callback on a store thread; suspend and resume
  * are both called with stream->lock held, so an event can never be missed
@@ -39,6 +53,7 @@
  * reflector and informer tests, and kubectl get -w in the e2e tests.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -51,9 +66,11 @@
 #include "ckube/internal/util.h"
 #include "internal.h"
 
-#define MAX_BUFFERED      (64u * 1024 * 1024) /* a client this far behind is cut off */
-#define BOOKMARK_INTERVAL 60                  /* seconds, as Kubernetes' cacher roughly does */
+#define MAX_BUFFERED      (64u * 1024 * 1024)  /* a client this far behind is cut off */
+#define WATCH_BUDGET      (128u * 1024 * 1024) /* every stream's buffer together, by default */
+#define BOOKMARK_INTERVAL 60                   /* seconds, as Kubernetes' cacher roughly does */
 #define READ_BLOCK        (32 * 1024)
+#define MAX_TIMEOUT       (100LL * 365 * 24 * 3600) /* timeoutSeconds beyond: 100 years */
 
 struct ck__watch_stream {
     pthread_mutex_t lock;
@@ -74,10 +91,82 @@ struct ck__watch_stream {
     time_t next_bookmark;
     char *buf;
     size_t len, off, cap;
+    bool mid_line;                        /* the last byte handed to the client ended no line */
     struct ck__watch_stream *next_active; /* server->watches list, under server->watches_lock */
 };
 
 /* ---- the buffer --------------------------------------------------------- */
+
+static size_t budget_of(struct ck_apiserver *server)
+{
+    size_t budget = atomic_load(&server->watch_budget);
+    return budget ? budget : WATCH_BUDGET;
+}
+
+/* Sets s's buffer to cap bytes (0: frees it), keeping the server's total exact. */
+static bool resize(struct ck__watch_stream *s, size_t cap)
+{
+    char *buf = NULL;
+    if (cap) {
+        buf = ck__realloc(s->buf, cap);
+        if (!buf)
+            return false;
+    } else {
+        free(s->buf);
+    }
+    if (cap > s->cap)
+        atomic_fetch_add(&s->server->watch_buffered, cap - s->cap);
+    else
+        atomic_fetch_sub(&s->server->watch_buffered, s->cap - cap);
+    s->buf = buf;
+    s->cap = cap;
+    return true;
+}
+
+/* Moves the unsent bytes to the front of the buffer. */
+static void compact(struct ck__watch_stream *s)
+{
+    if (s->off == 0)
+        return;
+    memmove(s->buf, s->buf + s->off, s->len - s->off);
+    s->len -= s->off;
+    s->off = 0;
+}
+
+/*
+ * Whether s may grow its buffer by grow bytes (see "Memory" above): what
+ * counts is memory, the buffers' capacity. Call with s->lock held.
+ */
+static bool may_grow(const struct ck__watch_stream *s, size_t grow)
+{
+    size_t mine = s->cap + grow;
+    if (mine > MAX_BUFFERED)
+        return false;
+    size_t budget = budget_of(s->server);
+    if (atomic_load(&s->server->watch_buffered) + grow <= budget)
+        return true;
+    int streams = atomic_load(&s->server->active_watches);
+    return mine <= budget / (size_t)(streams > 0 ? streams : 1);
+}
+
+/*
+ * Ends s without the events it has not started sending: the buffer keeps
+ * only the rest of the line being sent (shrunk to it), so the stream stops
+ * between two whole events. Call with s->lock held.
+ */
+static void cut(struct ck__watch_stream *s)
+{
+    size_t keep = s->off;
+    if (s->mid_line) {
+        const char *nl = memchr(s->buf + s->off, '\n', s->len - s->off);
+        keep = nl ? (size_t)(nl - s->buf) + 1 : s->len;
+    }
+    s->len = keep;
+    compact(s);
+    if (s->len < s->cap)
+        resize(s, s->len); /* on failure it keeps the larger buffer, still counted */
+    s->ended = true;
+}
 
 /* Wakes the reader; call with s->lock held. */
 static void wake(struct ck__watch_stream *s)
@@ -102,23 +191,21 @@ static void push_event(struct ck__watch_stream *s, const char *type, const char 
     char head[48];
     size_t head_len = (size_t)snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
     size_t len = head_len + object_len + 2;
-    if (s->len - s->off + len > MAX_BUFFERED) {
-        CK_LOGV(1, "watch on %s: client too slow, closing the stream", s->kind->resource);
-        s->ended = true;
-        return;
-    }
-    if (s->off > 0 && s->off == s->len) {
-        s->off = s->len = 0;
-    }
+    if (s->len + len > s->cap)
+        compact(s);
     if (s->len + len > s->cap) {
-        size_t cap = (s->len + len) * 2;
-        char *buf = ck__realloc(s->buf, cap);
-        if (!buf) {
-            s->ended = true;
+        /* room for this event and, while the backlog is small, a few more */
+        size_t want = s->len + len;
+        size_t cap = want < READ_BLOCK * 4 ? want * 2 : want + want / 4;
+        if (!may_grow(s, cap - s->cap) && !may_grow(s, (cap = want) - s->cap)) {
+            CK_LOGV(1, "watch on %s: client too slow, closing the stream", s->kind->resource);
+            cut(s);
             return;
         }
-        s->buf = buf;
-        s->cap = cap;
+        if (!resize(s, cap)) {
+            cut(s);
+            return;
+        }
     }
     memcpy(s->buf + s->len, head, head_len);
     memcpy(s->buf + s->len + head_len, object, object_len);
@@ -243,6 +330,11 @@ static void on_store_event(const struct ck_store_event *ev, void *userdata)
 {
     struct ck__watch_stream *s = userdata;
     pthread_mutex_lock(&s->lock);
+    if (s->ended) { /* cut or finished: building the event would be wasted work */
+        wake(s);
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
     switch (ev->type) {
     case CK_STORE_EVENT_PUT: {
         int now = kv_passes(s, ev->kv);
@@ -304,6 +396,12 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *out, size_t max)
     size_t n = avail < max ? avail : max;
     memcpy(out, s->buf + s->off, n);
     s->off += n;
+    s->mid_line = out[n - 1] != '\n';
+    if (s->off == s->len) {
+        s->off = s->len = 0;
+        if (s->cap > READ_BLOCK * 4)
+            resize(s, 0); /* a burst is over: give its memory back */
+    }
     pthread_mutex_unlock(&s->lock);
     return (ssize_t)n;
 }
@@ -331,10 +429,10 @@ static void free_stream(void *cls)
     s->closed = true;
     pthread_mutex_unlock(&s->lock);
     ck_store_watch_cancel(s->store_watch); /* no callback runs after this */
+    resize(s, 0);
     ck_label_selector_free(s->labels);
     ck_field_selector_free(s->fields);
     pthread_mutex_destroy(&s->lock);
-    free(s->buf);
     free(s);
     atomic_fetch_sub(&server->active_watches, 1);
 }
@@ -458,13 +556,32 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     bool initial = !rv || !*rv || strcmp(rv, "0") == 0 || send_initial;
     if (rv && *rv && strcmp(rv, "0") != 0) {
         char *end;
+        errno = 0;
         long long v = strtoll(rv, &end, 10);
-        if (*end || v < 0)
+        if (*end || v < 0 || errno == ERANGE)
             return ck__fail_with(conn, "BadRequest", "invalid resource version");
         start = v;
+        /*
+         * A revision the store has not reached: 504 as Kubernetes answers once
+         * its watch cache has waited for it. The store's revision is read
+         * directly, so there is nothing to wait for.
+         */
+        struct ck_err rv_err = {0};
+        int64_t current = 0;
+        if (ck_store_revisions(server->store, &current, NULL, &rv_err) < 0) {
+            struct ck_err failed = {0};
+            ck_err_internal(&failed, "%s", rv_err.msg);
+            return ck__fail(conn, &failed);
+        }
+        if (start > current) {
+            ck__err_too_large_rv(&rv_err, start, current);
+            return ck__fail(conn, &rv_err);
+        }
     }
     const char *timeout = ck__query(conn, "timeoutSeconds");
     long long timeout_s = timeout ? strtoll(timeout, NULL, 10) : 0;
+    if (timeout_s > MAX_TIMEOUT)
+        timeout_s = MAX_TIMEOUT; /* clamped: a deadline past time_t's range would wrap */
     if (timeout_s <= 0) {
         unsigned r = 0;
         if (getrandom(&r, sizeof(r), 0) != sizeof(r))
@@ -531,10 +648,10 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     return ret;
 
 out_fail:
+    resize(s, 0);
     ck_label_selector_free(s->labels);
     ck_field_selector_free(s->fields);
     pthread_mutex_destroy(&s->lock);
-    free(s->buf);
     free(s);
     return ck__fail(conn, &err);
 }

@@ -108,6 +108,17 @@ struct ck__hub;
 int ck__hub_new(size_t capacity, int64_t head, int64_t progress_interval_ms, ck__history_fn history,
                 void *backend, struct ck__hub **ret_hub, struct ck_err *reterr);
 
+/*
+ * The same, the ring also bounded by max_bytes of keys and values (0: no
+ * bound): past either bound the oldest revisions leave the ring for history.
+ */
+int ck__hub_new_bounded(size_t capacity, size_t max_bytes, int64_t head,
+                        int64_t progress_interval_ms, ck__history_fn history, void *backend,
+                        struct ck__hub **ret_hub, struct ck_err *reterr);
+
+/* What the ring holds now: events, their bytes (as bounded), and the floor revision. */
+void ck__hub_usage(struct ck__hub *hub, size_t *ret_events, size_t *ret_bytes, int64_t *ret_floor);
+
 /* Stops the delivery thread and frees the hub (every watch cancelled before). */
 void ck__hub_free(struct ck__hub *hub);
 

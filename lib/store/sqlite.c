@@ -943,8 +943,10 @@ static int sq_open(const char *rest, const struct ck_store_options *opts, struct
         r = sq_err(err, s->wdb, "reading the current revision");
         goto fail;
     }
-    if ((r = ck__hub_new(HUB_CAPACITY, s->current, opts->progress_interval_ms, sq_history, s,
-                         &s->hub, err)) < 0)
+    if ((r = ck__hub_new_bounded(opts->watch_history_events ? opts->watch_history_events
+                                                            : HUB_CAPACITY,
+                                 opts->watch_history_bytes, s->current, opts->progress_interval_ms,
+                                 sq_history, s, &s->hub, err)) < 0)
         goto fail;
     if (pthread_create(&s->writer, NULL, writer_main, s) != 0) {
         r = ck_err_set(err, CK_ENOMEM, "store: cannot start the writer thread");

@@ -17,6 +17,8 @@
  * suite (tests/store/test_conformance.c, on SQLite and on etcd) runs dispatch,
  * the create/update/delete transactions and the compactor through both backends.
  */
+#define _GNU_SOURCE
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -134,6 +136,44 @@ void ck_store_txn_result_release(struct ck_store_txn_result *ret)
 
 static void *compactor_main(void *arg);
 
+/*
+ * Reads the options after '?' in a connection string ("name=N&name=N") into
+ * o. Returns 0, or CK_EINVAL naming the parameter it does not know.
+ */
+static int parse_url_options(const char *query, struct ck_store_options *o, struct ck_err *reterr)
+{
+    static const struct {
+        const char *name;
+        size_t offset;
+    } known[] = {
+        {"watch-history-events", offsetof(struct ck_store_options, watch_history_events)},
+        {"watch-history-bytes", offsetof(struct ck_store_options, watch_history_bytes)},
+    };
+    const char *p = query;
+    while (*p) {
+        size_t len = strcspn(p, "&");
+        const char *eq = memchr(p, '=', len);
+        size_t i = 0;
+        for (; eq && i < sizeof(known) / sizeof(known[0]); i++)
+            if (strlen(known[i].name) == (size_t)(eq - p) &&
+                strncmp(p, known[i].name, (size_t)(eq - p)) == 0)
+                break;
+        char *end = NULL;
+        unsigned long long v = eq ? strtoull(eq + 1, &end, 10) : 0;
+        if (!eq || i == sizeof(known) / sizeof(known[0]) || end == eq + 1 || end != p + len ||
+            eq[1] == '-')
+            return ck_err_set(reterr, CK_EINVAL,
+                              "store: bad connection string option \"%.*s\" (want "
+                              "watch-history-events=N or watch-history-bytes=N)",
+                              (int)len, p);
+        *(size_t *)(void *)((char *)o + known[i].offset) = (size_t)v;
+        p += len;
+        if (*p == '&')
+            p++;
+    }
+    return 0;
+}
+
 int ck_store_open(const char *url, const struct ck_store_options *opts, struct ck_store **ret_store,
                   struct ck_err *reterr)
 {
@@ -152,12 +192,27 @@ int ck_store_open(const char *url, const struct ck_store_options *opts, struct c
         o.etcd_timeout_ms = 5000;
     if (o.etcd_attempts <= 0)
         o.etcd_attempts = 4;
+    const char *query = strchr(url, '?');
+    if (query) {
+        int r = parse_url_options(query + 1, &o, reterr);
+        if (r < 0)
+            return r;
+    }
+    if (o.watch_history_events == 0)
+        o.watch_history_events = 16384;
+    if (o.watch_history_bytes == 0)
+        o.watch_history_bytes = 64u * 1024 * 1024;
     for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
         size_t n = strlen(schemes[i].scheme);
         if (strncmp(url, schemes[i].scheme, n) != 0)
             continue;
         struct ck_store *s;
-        int r = schemes[i].ops->open(url + n, &o, &s, reterr);
+        /* the backend sees the connection string without its options */
+        char *target = strndup(url + n, query ? (size_t)(query - url) - n : strlen(url + n));
+        if (!target)
+            return ck_err_set(reterr, CK_ENOMEM, "store: out of memory");
+        int r = schemes[i].ops->open(target, &o, &s, reterr);
+        free(target);
         if (r < 0)
             return r;
         s->ops = schemes[i].ops;

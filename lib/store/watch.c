@@ -3,9 +3,15 @@
  *
  * The SQLite backend's single writer thread publishes the events of every
  * committed batch here, in revision order, after COMMIT. The hub keeps the
- * most recent `capacity` events in a ring; everything at or below `floor` has
+ * most recent events in a ring bounded twice: by count (`cap`) and by the
+ * bytes of the keys and values the events hold (`max_bytes`, so that a few
+ * large objects updated often cannot pin gigabytes). Whichever bound is hit
+ * first drops the oldest revision, whole; everything at or below `floor` has
  * left the ring (or predates the hub) and lives only in the database's
- * revisions table. One delivery thread serves every watcher:
+ * revisions table (until compaction: a watch from below the compacted
+ * revision ends with CK_ECOMPACTED, the API server's 410). The newest
+ * revision always stays, however large. One delivery thread serves every
+ * watcher:
  *
  *   - a watcher whose next revision is above floor is fed from the ring: all
  *     matching events from `next` to head, then next = head + 1;
@@ -60,9 +66,10 @@ struct ck__hub {
     pthread_cond_t idle; /* cancel: delivering changed */
     struct ck__event *ring;
     size_t cap, start, len;
-    int64_t floor; /* every revision <= floor is outside the ring */
-    int64_t head;  /* latest published revision */
-    uint64_t seq;  /* bumped by every publish, watch, progress request */
+    size_t bytes, max_bytes; /* held by the ring's events (event_bytes()); 0: no byte bound */
+    int64_t floor;           /* every revision <= floor is outside the ring */
+    int64_t head;            /* latest published revision */
+    uint64_t seq;            /* bumped by every publish, watch, progress request */
     ck__history_fn history;
     void *backend;
     int64_t progress_ms;
@@ -77,6 +84,20 @@ static int64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * What an event in the ring keeps alive: its kv and prev_kv, counted whole
+ * even when another event shares one (an overestimate, never an under).
+ */
+static size_t event_bytes(const struct ck__event *ev)
+{
+    size_t n = sizeof(*ev);
+    if (ev->kv)
+        n += sizeof(*ev->kv) + ev->kv->key_len + ev->kv->value_len + 2;
+    if (ev->prev_kv)
+        n += sizeof(*ev->prev_kv) + ev->prev_kv->key_len + ev->prev_kv->value_len + 2;
+    return n;
 }
 
 static void event_release(struct ck__event *ev)
@@ -229,10 +250,19 @@ static void *hub_main(void *arg)
 int ck__hub_new(size_t capacity, int64_t head, int64_t progress_interval_ms, ck__history_fn history,
                 void *backend, struct ck__hub **ret_hub, struct ck_err *reterr)
 {
+    return ck__hub_new_bounded(capacity, 0, head, progress_interval_ms, history, backend, ret_hub,
+                               reterr);
+}
+
+int ck__hub_new_bounded(size_t capacity, size_t max_bytes, int64_t head,
+                        int64_t progress_interval_ms, ck__history_fn history, void *backend,
+                        struct ck__hub **ret_hub, struct ck_err *reterr)
+{
     struct ck__hub *hub = calloc(1, sizeof(*hub));
     if (!hub)
         return ck_err_set(reterr, CK_ENOMEM, "store: out of memory");
     hub->cap = capacity ? capacity : 1;
+    hub->max_bytes = max_bytes;
     hub->ring = calloc(hub->cap, sizeof(*hub->ring));
     if (!hub->ring) {
         free(hub);
@@ -280,10 +310,13 @@ void ck__hub_publish(struct ck__hub *hub, struct ck__event *events, size_t n, in
 {
     pthread_mutex_lock(&hub->lock);
     for (size_t i = 0; i < n; i++) {
-        if (hub->len == hub->cap) {
+        size_t size = event_bytes(&events[i]);
+        while (hub->len == hub->cap ||
+               (hub->max_bytes && hub->len > 0 && hub->bytes + size > hub->max_bytes)) {
             /* Drop the oldest revision entirely so floor stays exact. */
             int64_t rev = hub->ring[hub->start].revision;
             while (hub->len > 0 && hub->ring[hub->start].revision == rev) {
+                hub->bytes -= event_bytes(&hub->ring[hub->start]);
                 event_release(&hub->ring[hub->start]);
                 hub->start = (hub->start + 1) % hub->cap;
                 hub->len--;
@@ -292,6 +325,7 @@ void ck__hub_publish(struct ck__hub *hub, struct ck__event *events, size_t n, in
         }
         hub->ring[(hub->start + hub->len) % hub->cap] = events[i];
         hub->len++;
+        hub->bytes += size;
     }
     if (head > hub->head)
         hub->head = head;
@@ -366,4 +400,13 @@ void ck__hub_watch_cancel(struct ck_store_watch *watch)
     pthread_mutex_unlock(&hub->lock);
     free(w->key);
     free(w);
+}
+
+void ck__hub_usage(struct ck__hub *hub, size_t *ret_events, size_t *ret_bytes, int64_t *ret_floor)
+{
+    pthread_mutex_lock(&hub->lock);
+    *ret_events = hub->len;
+    *ret_bytes = hub->bytes;
+    *ret_floor = hub->floor;
+    pthread_mutex_unlock(&hub->lock);
 }
