@@ -725,6 +725,14 @@ int ck_proto_message_name(const char *group, const char *version, const char *ki
                           size_t size);
 
 /*
+ * The message of a JSON object, from its apiVersion and kind; a kind the
+ * group does not define is looked up in meta/v1 (a Status is "v1" in JSON,
+ * metav1.Status on the wire). 0, CK_ENOENT when there is none (a custom
+ * resource), CK_EINVAL without apiVersion or kind.
+ */
+int ck_proto_message_of(const json_t *obj, char *buf, size_t size);
+
+/*
  * Encodes obj (borrowed), a JSON object of message `message`, as Kubernetes
  * sends it: "k8s\0", then runtime.Unknown with obj's apiVersion and kind as
  * typeMeta and the message as raw. On success *ret_data (the caller frees

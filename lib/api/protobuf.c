@@ -1331,3 +1331,28 @@ int ck_proto_message_name(const char *group, const char *version, const char *ki
                      kind);
     return n < 0 || (size_t)n >= size ? CK_EINVAL : 0;
 }
+
+int ck_proto_message_of(const json_t *obj, char *buf, size_t size)
+{
+    const char *api_version = json_string_value(json_object_get(obj, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    if (!api_version || !kind || !*kind)
+        return CK_EINVAL;
+    char group[256] = "";
+    const char *version = api_version;
+    const char *slash = strchr(api_version, '/');
+    if (slash) {
+        if ((size_t)(slash - api_version) >= sizeof(group))
+            return CK_EINVAL;
+        memcpy(group, api_version, (size_t)(slash - api_version));
+        group[slash - api_version] = '\0';
+        version = slash + 1;
+    }
+    if (ck_proto_message_name(group, version, kind, buf, size) == 0 && ck_proto_has_message(buf))
+        return 0;
+    /* a Status (or WatchEvent) answers for every group: metav1's */
+    if (ck_proto_message_name("meta.k8s.io", "v1", kind, buf, size) == 0 &&
+        ck_proto_has_message(buf))
+        return 0;
+    return CK_ENOENT;
+}

@@ -98,9 +98,11 @@ static enum MHD_Result send_plain(struct MHD_Connection *conn, const struct ck_k
                                   unsigned status, char *body, size_t len,
                                   const struct ck_warnings *warnings)
 {
-    enum ck__accept accept = ck__negotiate(conn);
+    enum ck__accept accept = ck__negotiate_kind(conn, kind);
     if (is_partial(accept))
         return send_partial(conn, kind, accept, status, body, len, warnings);
+    if (accept == CK__ACCEPT_PROTOBUF)
+        return ck__send_proto(conn, status, body, len, warnings);
     return ck__send_bytes(conn, status, "application/json", body, len, warnings);
 }
 
@@ -109,9 +111,11 @@ static enum MHD_Result send_object(struct MHD_Connection *conn, const struct ck_
                                    unsigned status, char *body, size_t len,
                                    const struct ck_warnings *warnings)
 {
-    enum ck__accept accept = ck__negotiate(conn);
+    enum ck__accept accept = ck__negotiate_kind(conn, kind);
     if (is_partial(accept))
         return send_partial(conn, kind, accept, status, body, len, warnings);
+    if (accept == CK__ACCEPT_PROTOBUF)
+        return ck__send_proto(conn, status, body, len, warnings);
     if (accept == CK__ACCEPT_TABLE && status == 200) {
         json_t *obj = NULL;
         int r = ck_json_loadb(body, len, 0, &obj, NULL);
@@ -244,7 +248,7 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
     char rv[32];
     snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
     enum MHD_Result ret;
-    enum ck__accept accept = ck__negotiate(conn);
+    enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
     if (accept == CK__ACCEPT_PARTIAL) {
         ck__list_result_release(&result);
         ck__err_partial_shape(&err, t->kind, accept);
@@ -285,6 +289,8 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
     ck__list_result_release(&result);
     if (!body)
         return ck__fail_no_memory(conn);
+    if (accept == CK__ACCEPT_PROTOBUF)
+        return ck__send_proto(conn, 200, body, len, NULL);
     return ck__send_bytes(conn, 200, "application/json", body, len, NULL);
 }
 
@@ -304,11 +310,14 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
         kind_name = kind->kind;
     }
     const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-    if (type && strncasecmp(type, "application/json", 16) != 0 &&
+    bool proto = ck__is_proto_media_type(type);
+    if (type && !proto && strncasecmp(type, "application/json", 16) != 0 &&
         strncasecmp(type, "*/*", 3) != 0) {
         ck_err_status(
             reterr, "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json");
+            ck_proto_has_message(schema)
+                ? "the body of the request was in an unknown format - accepted media types include: application/json, application/vnd.kubernetes.protobuf"
+                : "the body of the request was in an unknown format - accepted media types include: application/json");
         return NULL;
     }
     enum ck_field_validation fv;
@@ -317,9 +326,28 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
                       "fieldValidation must be one of Strict, Warn or Ignore");
         return NULL;
     }
+    char *json_body = NULL; /* a protobuf body, as JSON */
+    if (proto) {
+        struct ck_err perr = {0};
+        if (ck__proto_body_to_json(schema, body, len, &json_body, &len, &perr) < 0) {
+            if (perr.http_status == 400)
+                ck_err_status(reterr, "BadRequest",
+                              "%s in version \"%s\" cannot be handled as a %s: %s", kind_name,
+                              kind->version, kind_name, ck_err_message(&perr));
+            else
+                ck_err_status(reterr, perr.reason ? perr.reason : "InternalError", "%s",
+                              ck_err_message(&perr));
+            ck_err_release(&perr);
+            return NULL;
+        }
+        body = json_body;
+        /* Kubernetes' protobuf decoding is never strict: what it does not know it skips */
+        fv = CK_FIELD_VALIDATION_IGNORE;
+    }
     json_t *obj = NULL;
     struct ck_err err = {0};
     int r = ck_schema_decode(ctx->schemas, schema, body ? body : "", len, fv, &obj, warnings, &err);
+    free(json_body);
     if (r == CK_ENOMEM) {
         ck_err_no_memory(reterr);
         return NULL;
@@ -696,7 +724,7 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
     snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
     ck__list_result_release(&result);
     json_decref(doc);
-    enum ck__accept accept = ck__negotiate(conn);
+    enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
     if (accept == CK__ACCEPT_PARTIAL) {
         json_decref(items);
         ck__err_partial_shape(&err, t->kind, accept);
@@ -715,6 +743,8 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
     json_decref(list);
     if (!text)
         return ck__fail_no_memory(conn);
+    if (accept == CK__ACCEPT_PROTOBUF)
+        return ck__send_proto(conn, 200, text, strlen(text), NULL);
     return ck__send_bytes(conn, 200,
                           is_partial(accept) ? ck__partial_list_content_type : "application/json",
                           text, strlen(text), NULL);
@@ -772,10 +802,12 @@ enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connecti
                                    size_t len)
 {
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    if (ck__negotiate(conn) == CK__ACCEPT_NONE)
+    if (ck__negotiate_kind(conn, t->kind) == CK__ACCEPT_NONE)
         return ck__fail_with(
             conn, "NotAcceptable",
-            "only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io");
+            ck_proto_has_message(t->kind->schema)
+                ? "only the following media types are accepted: application/json, application/vnd.kubernetes.protobuf, application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+                : "only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io");
     if (t->subresource[0]) {
         enum MHD_Result ret;
         if (serve_subresource(ctx, conn, method, t, body, len, &ret))

@@ -383,6 +383,7 @@ enum ck__accept {
     CK__ACCEPT_TABLE,        /* application/json;as=Table;v=v1;g=meta.k8s.io */
     CK__ACCEPT_PARTIAL,      /* application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1 */
     CK__ACCEPT_PARTIAL_LIST, /* application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1 */
+    CK__ACCEPT_PROTOBUF,     /* application/vnd.kubernetes.protobuf (protobuf.c) */
     CK__ACCEPT_NONE,         /* nothing we can produce: 406 */
 };
 
@@ -392,6 +393,37 @@ enum ck__accept {
  * entry wins, as in Kubernetes' negotiation.
  */
 enum ck__accept ck__negotiate(struct MHD_Connection *conn);
+
+/*
+ * The same for an answer about kind: protobuf only when the kind has a
+ * protobuf message (a custom resource has none, so a protobuf entry is
+ * passed over, as Kubernetes' negotiation does).
+ */
+enum ck__accept ck__negotiate_kind(struct MHD_Connection *conn, const struct ck_kind *kind);
+
+/* ---- protobuf (protobuf.c) ------------------------------------------------ */
+
+/* True when a Content-Type is application/vnd.kubernetes.protobuf (with or without parameters). */
+bool ck__is_proto_media_type(const char *content_type);
+
+/*
+ * A request body in protobuf as the JSON text of the same object of schema
+ * (the caller frees *ret_json): 415 when schema has no protobuf message (a
+ * custom resource), 400 on bad data.
+ */
+int ck__proto_body_to_json(const char *schema, const char *body, size_t len, char **ret_json,
+                           size_t *ret_len, struct ck_err *reterr);
+
+/* A JSON answer (an object, a list, a Status) in protobuf; the caller frees *ret_data. */
+int ck__json_to_proto(const char *json, size_t len, char **ret_data, size_t *ret_len,
+                      struct ck_err *reterr);
+
+/*
+ * Queues body (JSON, taken) as protobuf with status and warnings; a body
+ * that has no protobuf form is answered with the Status of why.
+ */
+enum MHD_Result ck__send_proto(struct MHD_Connection *conn, unsigned status, char *body, size_t len,
+                               const struct ck_warnings *warnings);
 
 /*
  * The Content-Types Kubernetes answers PartialObjectMetadata and its List

@@ -56,7 +56,8 @@ static bool media_has(const char *item, size_t len, const char *needle)
     return false;
 }
 
-enum ck__accept ck__negotiate(struct MHD_Connection *conn)
+/* protobuf: whether an application/vnd.kubernetes.protobuf entry may be chosen */
+static enum ck__accept negotiate(struct MHD_Connection *conn, bool protobuf)
 {
     const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
     if (!accept || !*accept)
@@ -78,6 +79,9 @@ enum ck__accept ck__negotiate(struct MHD_Connection *conn)
         if (meta_json && media_has(item, len, "as=PartialObjectMetadata") &&
             media_has(item, len, "v=v1"))
             return CK__ACCEPT_PARTIAL;
+        if (protobuf && media_starts(item, len, CK_PROTOBUF_MEDIA_TYPE) &&
+            !media_has(item, len, "as="))
+            return CK__ACCEPT_PROTOBUF;
         if ((media_starts(item, len, "application/json") || media_starts(item, len, "*/*") ||
              media_starts(item, len, "application/*")) &&
             !media_has(item, len, "as="))
@@ -87,6 +91,16 @@ enum ck__accept ck__negotiate(struct MHD_Connection *conn)
         item = comma + 1;
     }
     return CK__ACCEPT_NONE;
+}
+
+enum ck__accept ck__negotiate(struct MHD_Connection *conn)
+{
+    return negotiate(conn, true);
+}
+
+enum ck__accept ck__negotiate_kind(struct MHD_Connection *conn, const struct ck_kind *kind)
+{
+    return negotiate(conn, ck_proto_has_message(kind->schema));
 }
 
 const char ck__partial_content_type[] =
@@ -215,6 +229,26 @@ enum MHD_Result ck__send_json(struct MHD_Connection *conn, unsigned status, cons
     return queue(conn, status, "application/json", resp, NULL);
 }
 
+/* A Status in protobuf when the client prefers it; false to answer JSON. */
+static bool send_error_proto(struct MHD_Connection *conn, const struct ck_err *err, unsigned status,
+                             enum MHD_Result *ret)
+{
+    if (negotiate(conn, true) != CK__ACCEPT_PROTOBUF)
+        return false;
+    size_t len = 0;
+    char *body = ck__status_json(err, false, &len);
+    char *data = NULL;
+    struct ck_err unused = {0};
+    if (!body || ck__json_to_proto(body, len, &data, &len, &unused) < 0) {
+        free(body);
+        ck_err_release(&unused);
+        return false;
+    }
+    free(body);
+    *ret = ck__send_bytes(conn, status, CK_PROTOBUF_MEDIA_TYPE, data, len, NULL);
+    return true;
+}
+
 enum MHD_Result ck__send_error(struct MHD_Connection *conn, const struct ck_err *err)
 {
     struct ck_err unset = {0};
@@ -222,10 +256,13 @@ enum MHD_Result ck__send_error(struct MHD_Connection *conn, const struct ck_err 
         ck_err_internal(&unset, "the request failed for an unreported reason");
         err = &unset;
     }
-    size_t len = 0;
-    char *body = ck__status_json(err, false, &len);
     unsigned status = err->http_status > 0 && err->reason ? (unsigned)err->http_status
                                                           : MHD_HTTP_INTERNAL_SERVER_ERROR;
+    enum MHD_Result proto_ret;
+    if (send_error_proto(conn, err, status, &proto_ret))
+        return proto_ret;
+    size_t len = 0;
+    char *body = ck__status_json(err, false, &len);
     struct MHD_Response *resp = NULL;
     if (body) {
         resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);

@@ -65,7 +65,8 @@ struct ck__watch_stream {
     struct ck_store_watch *store_watch;
     bool table;
     bool table_columns_sent;
-    bool partial; /* each object as its PartialObjectMetadata */
+    bool partial;  /* each object as its PartialObjectMetadata */
+    bool protobuf; /* frames of WatchEvent (application/vnd.kubernetes.protobuf;stream=watch) */
     bool bookmarks;
     bool suspended;
     bool ended;  /* no more events: drain the buffer, then end the response */
@@ -94,18 +95,13 @@ static void wake(struct ck__watch_stream *s)
  * behind or the buffer cannot grow, the stream ends instead; the client
  * watches again from the last resourceVersion it saw, so nothing is lost.
  */
-static void push_event(struct ck__watch_stream *s, const char *type, const char *object,
-                       size_t object_len)
+/* Room for len more bytes in the buffer, or false with the stream ended. */
+static bool reserve(struct ck__watch_stream *s, size_t len)
 {
-    if (s->ended)
-        return;
-    char head[48];
-    size_t head_len = (size_t)snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
-    size_t len = head_len + object_len + 2;
     if (s->len - s->off + len > MAX_BUFFERED) {
         CK_LOGV(1, "watch on %s: client too slow, closing the stream", s->kind->resource);
         s->ended = true;
-        return;
+        return false;
     }
     if (s->off > 0 && s->off == s->len) {
         s->off = s->len = 0;
@@ -115,11 +111,54 @@ static void push_event(struct ck__watch_stream *s, const char *type, const char 
         char *buf = ck__realloc(s->buf, cap);
         if (!buf) {
             s->ended = true;
-            return;
+            return false;
         }
         s->buf = buf;
         s->cap = cap;
     }
+    return true;
+}
+
+/*
+ * The protobuf stream's event: one frame (length, WatchEvent) for the JSON
+ * object, whole or not at all; what cannot be encoded ends the stream.
+ */
+static void push_proto_event(struct ck__watch_stream *s, const char *type, const char *object,
+                             size_t object_len)
+{
+    json_t *obj = NULL;
+    char message[256];
+    char *frame = NULL;
+    size_t len = 0;
+    if (ck_json_loadb(object, object_len, 0, &obj, NULL) < 0 ||
+        ck_proto_message_of(obj, message, sizeof(message)) < 0 ||
+        ck_proto_encode_watch_event(message, type, obj, &frame, &len, NULL) < 0) {
+        json_decref(obj);
+        s->ended = true;
+        return;
+    }
+    json_decref(obj);
+    if (reserve(s, len)) {
+        memcpy(s->buf + s->len, frame, len);
+        s->len += len;
+    }
+    free(frame);
+}
+
+static void push_event(struct ck__watch_stream *s, const char *type, const char *object,
+                       size_t object_len)
+{
+    if (s->ended)
+        return;
+    if (s->protobuf) {
+        push_proto_event(s, type, object, object_len);
+        return;
+    }
+    char head[48];
+    size_t head_len = (size_t)snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
+    size_t len = head_len + object_len + 2;
+    if (!reserve(s, len))
+        return;
     memcpy(s->buf + s->len, head, head_len);
     memcpy(s->buf + s->len + head_len, object, object_len);
     memcpy(s->buf + s->len + head_len + object_len, "}\n", 2);
@@ -448,7 +487,7 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
         ck_field_errors_release(&errs);
         return ck__fail(conn, &invalid);
     }
-    if (ck__negotiate(conn) == CK__ACCEPT_PARTIAL_LIST) {
+    if (ck__negotiate_kind(conn, t->kind) == CK__ACCEPT_PARTIAL_LIST) {
         /* a watch's events carry single objects */
         struct ck_err shape = {0};
         ck__err_partial_shape(&shape, t->kind, CK__ACCEPT_PARTIAL_LIST);
@@ -480,8 +519,9 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     s->server = server;
     s->conn = conn;
     s->kind = t->kind;
-    enum ck__accept accept = ck__negotiate(conn);
+    enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
     s->table = accept == CK__ACCEPT_TABLE;
+    s->protobuf = accept == CK__ACCEPT_PROTOBUF;
     s->partial = accept == CK__ACCEPT_PARTIAL;
     s->bookmarks = ck__query_bool(conn, "allowWatchBookmarks");
     s->deadline = time(NULL) + timeout_s;
@@ -523,8 +563,9 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     server->watches = s;
     pthread_mutex_unlock(&server->watches_lock);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            s->table ? "application/json;as=Table;v=v1;g=meta.k8s.io"
-                                     : "application/json");
+                            s->table      ? "application/json;as=Table;v=v1;g=meta.k8s.io"
+                            : s->protobuf ? CK_PROTOBUF_WATCH_MEDIA_TYPE
+                                          : "application/json");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
     enum MHD_Result ret = MHD_queue_response(conn, 200, resp);
     MHD_destroy_response(resp);
