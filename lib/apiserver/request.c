@@ -233,7 +233,8 @@ enum MHD_Result ck__send_json(struct MHD_Connection *conn, unsigned status, cons
 static bool send_error_proto(struct MHD_Connection *conn, const struct ck_err *err, unsigned status,
                              enum MHD_Result *ret)
 {
-    if (negotiate(conn, true) != CK__ACCEPT_PROTOBUF)
+    /* a 406 is about the media types themselves: its Status stays JSON, as Kubernetes' fallback */
+    if (status == MHD_HTTP_NOT_ACCEPTABLE || negotiate(conn, true) != CK__ACCEPT_PROTOBUF)
         return false;
     size_t len = 0;
     char *body = ck__status_json(err, false, &len);
