@@ -242,6 +242,29 @@ static json_t *param(const char *name, const char *in, bool required, const char
                      "schema", "type", type);
 }
 
+/*
+ * The media types an answer comes in, as Kubernetes lists them: JSON, and
+ * protobuf for a kind with a protobuf message (custom resources have none);
+ * a list also streams its watch in both. NULL when out of memory.
+ */
+static json_t *response_content(const struct ck_kind *k, const char *verb, const char *ref)
+{
+    static const char *const types[] = {"application/json", CK_PROTOBUF_MEDIA_TYPE,
+                                        "application/json;stream=watch",
+                                        CK_PROTOBUF_WATCH_MEDIA_TYPE};
+    bool proto = ck_proto_has_message(k->schema);
+    bool list = strcmp(verb, "list") == 0;
+    json_t *content = json_object();
+    for (size_t i = 0; content && i < sizeof(types) / sizeof(types[0]); i++) {
+        if ((i % 2 == 1 && !proto) || (i >= 2 && !list))
+            continue;
+        if (json_object_set_new(content, types[i], json_pack("{s:{s:s}}", "schema", "$ref", ref)) <
+            0)
+            content = (json_decref(content), NULL);
+    }
+    return content;
+}
+
 static json_t *operation(const struct ck_kind *k, const char *verb, const char *action,
                          const char *ref, bool with_field_validation)
 {
@@ -251,11 +274,10 @@ static json_t *operation(const struct ck_kind *k, const char *verb, const char *
          json_array_append_new(params, param("fieldManager", "query", false, "string")) < 0 ||
          json_array_append_new(params, param("dryRun", "query", false, "string")) < 0))
         return json_decref(params), NULL;
-    json_t *op =
-        json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:{s:s, s:{s:{s:{s:s}}}}}}", "operationId",
-                  verb, "x-kubernetes-action", action, "x-kubernetes-group-version-kind", "group",
-                  k->group, "version", k->version, "kind", k->kind, "responses", "200",
-                  "description", "OK", "content", "application/json", "schema", "$ref", ref);
+    json_t *op = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:{s:s, s:o}}}", "operationId", verb,
+                           "x-kubernetes-action", action, "x-kubernetes-group-version-kind",
+                           "group", k->group, "version", k->version, "kind", k->kind, "responses",
+                           "200", "description", "OK", "content", response_content(k, verb, ref));
     if (json_object_set_new(op, "parameters", params) < 0)
         op = (json_decref(op), NULL);
     return op;
