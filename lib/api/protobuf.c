@@ -39,11 +39,12 @@
  * left, nesting is capped at CK__PROTO_MAX_DEPTH, and fuzz/fuzz_protobuf.c
  * runs it under libFuzzer.
  *
- * Threading: the message table is built once (pthread_once) and read-only
- * afterwards; the functions share nothing else.
+ * Threading: the message table is built on first use under a mutex and is
+ * read-only once published; the functions share nothing else.
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,14 +134,20 @@ struct pb_message {
     size_t n_fields;
 };
 
+/*
+ * The message table, built on first use. `loaded` is set (release) once it
+ * is complete and never changes afterwards, so readers only acquire-load it;
+ * a build that runs out of memory leaves nothing behind and the next call
+ * tries again (a one-time pthread_once would keep the failure forever).
+ */
 static struct {
     json_t *document;            /* owns the names */
     struct pb_message *messages; /* by name */
     size_t n_messages;
-    int err;
+    atomic_bool loaded;
 } table;
 
-static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* lib/api/protobuf/fields.json, embedded by the build */
 extern const char *const ck__proto_documents[];
@@ -223,7 +230,8 @@ static int load_fields(struct pb_message *m, const json_t *fields)
     return 0;
 }
 
-static void load_table(void)
+/* Builds the table; 0, CK_ENOMEM, or CK_EINVAL for a data file that does not load (a bug). */
+static int load_table(void)
 {
     json_t *doc = NULL;
     int r =
@@ -263,21 +271,33 @@ static void load_table(void)
         table.messages = NULL;
         table.n_messages = 0;
         json_decref(doc);
-        doc = NULL;
+        return r;
     }
     table.document = doc;
-    table.err = r;
+    atomic_store_explicit(&table.loaded, true, memory_order_release);
+    return 0;
+}
+
+/* 0 once the table is there, else why not. */
+static int ensure_table(void)
+{
+    if (atomic_load_explicit(&table.loaded, memory_order_acquire))
+        return 0;
+    pthread_mutex_lock(&table_lock);
+    int r = atomic_load_explicit(&table.loaded, memory_order_relaxed) ? 0 : load_table();
+    pthread_mutex_unlock(&table_lock);
+    return r;
 }
 
 /* The message called name, or NULL (with *reterr set when the table failed to load). */
 static const struct pb_message *message_named(const char *name, struct ck_err *reterr)
 {
-    pthread_once(&table_once, load_table);
-    if (table.err == CK_ENOMEM) {
+    int r = ensure_table();
+    if (r == CK_ENOMEM) {
         ck_err_no_memory(reterr);
         return NULL;
     }
-    if (table.err < 0) {
+    if (r < 0) {
         ck_err_internal(reterr, "the protobuf field table does not load");
         return NULL;
     }
@@ -289,8 +309,8 @@ static const struct pb_message *message_named(const char *name, struct ck_err *r
 
 bool ck_proto_has_message(const char *name)
 {
-    pthread_once(&table_once, load_table);
-    return find_message(name) != NULL;
+    /* without the table (out of memory) nothing has a message: JSON is answered */
+    return ensure_table() == 0 && find_message(name) != NULL;
 }
 
 /* ---- the wire layer ----------------------------------------------------- */
@@ -462,6 +482,17 @@ static enum wire_type wire_of(enum pb_type t)
     }
 }
 
+/*
+ * True when text has only what ck_base64_decode() takes (either alphabet, '=',
+ * line breaks): its NULL then means it ran out of memory.
+ */
+static bool is_base64(const char *text)
+{
+    return strspn(text,
+                  "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=\r\n") ==
+           strlen(text);
+}
+
 /* Writes one value of type t (a message m) as field number. */
 static int encode_value(struct encoder *e, const char *name, uint32_t number, enum pb_type t,
                         const struct pb_message *m, const json_t *v)
@@ -477,6 +508,8 @@ static int encode_value(struct encoder *e, const char *name, uint32_t number, en
             return type_error(e, name, "a base64 string");
         size_t len = 0;
         char *data = ck_base64_decode(json_string_value(v), &len);
+        if (!data && is_base64(json_string_value(v)))
+            return ck_err_no_memory(e->err);
         if (!data)
             return type_error(e, name, "a base64 string");
         put_bytes_field(&e->buf, number, data, len);

@@ -592,7 +592,20 @@ static int parse_delete_options(struct MHD_Connection *conn, const char *body, s
 static int delete_options(struct MHD_Connection *conn, const char *body, size_t len,
                           json_t **ret_doc, struct ck__delete_options *opts, struct ck_err *reterr)
 {
+    /* client-go's typed clients send DeleteOptions in protobuf */
+    char *json_body = NULL;
+    *ret_doc = NULL;
+    if (body && len &&
+        ck__is_proto_media_type(
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type"))) {
+        int r = ck__proto_body_to_json("io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions", body,
+                                       len, &json_body, &len, reterr);
+        if (r < 0)
+            return r;
+        body = json_body;
+    }
     int r = parse_delete_options(conn, body, len, ret_doc, opts, reterr);
+    free(json_body);
     if (r < 0) {
         json_decref(*ret_doc);
         *ret_doc = NULL;

@@ -7,7 +7,8 @@
  * that Go's JSON leaves out; bytes Kubernetes would send (kubectl's
  * `create namespace` body, captured from kubectl 1.32, and hand-assembled
  * messages for the special types) decode to the JSON Kubernetes serves;
- * bad input is a 400, never a crash.
+ * bad input is a 400, never a crash; running out of memory anywhere
+ * (building the message table included) is CK_ENOMEM and leaves nothing.
  */
 #include "cktest.h"
 
@@ -124,6 +125,135 @@ static bool message_of(const json_t *obj, char *buf, size_t size)
         version = slash + 1;
     }
     return ck_proto_message_name(group, version, kind, buf, size) == 0 && ck_proto_has_message(buf);
+}
+
+/* A protobuf operation under test: 0 with *ret_bytes or *ret_json, or CK_ENOMEM with nothing. */
+struct op {
+    const char *name;
+    int (*run)(const struct op *op, char **ret_bytes, size_t *ret_len, json_t **ret_json,
+               struct ck_err *err);
+    const json_t *obj;
+    const char *bytes;
+    size_t len;
+};
+
+static int run_encode(const struct op *op, char **ret_bytes, size_t *ret_len, json_t **ret_json,
+                      struct ck_err *err)
+{
+    (void)ret_json;
+    return ck_proto_encode(DEPLOYMENT, op->obj, ret_bytes, ret_len, err);
+}
+
+static int run_watch(const struct op *op, char **ret_bytes, size_t *ret_len, json_t **ret_json,
+                     struct ck_err *err)
+{
+    (void)ret_json;
+    return ck_proto_encode_watch_event(DEPLOYMENT, "MODIFIED", op->obj, ret_bytes, ret_len, err);
+}
+
+static int run_encode_secret(const struct op *op, char **ret_bytes, size_t *ret_len,
+                             json_t **ret_json, struct ck_err *err)
+{
+    (void)ret_json;
+    return ck_proto_encode("io.k8s.api.core.v1.Secret", op->obj, ret_bytes, ret_len, err);
+}
+
+static int run_decode_secret(const struct op *op, char **ret_bytes, size_t *ret_len,
+                             json_t **ret_json, struct ck_err *err)
+{
+    (void)ret_bytes;
+    (void)ret_len;
+    return ck_proto_decode("io.k8s.api.core.v1.Secret", op->bytes, op->len, ret_json, err);
+}
+
+static int run_decode(const struct op *op, char **ret_bytes, size_t *ret_len, json_t **ret_json,
+                      struct ck_err *err)
+{
+    (void)ret_bytes;
+    (void)ret_len;
+    return ck_proto_decode(DEPLOYMENT, op->bytes, op->len, ret_json, err);
+}
+
+/*
+ * Fails allocation 1, 2, ... of op until it gets by: each failure is CK_ENOMEM with a 500
+ * and no output (LeakSanitizer checks nothing is left behind), and the success is the
+ * answer op gives with memory to spare. Run first, it also fails the message table's
+ * construction, which must be tried again on the next call.
+ */
+static void faultsim(const struct op *op)
+{
+    unsigned long n;
+    char *bytes = NULL;
+    size_t len = 0;
+    json_t *json = NULL;
+    for (n = 1; n < 100000; n++) {
+        struct ck_err err = {0};
+        ck__alloc_fail_at(n, false);
+        int r = op->run(op, &bytes, &len, &json, &err);
+        ck__alloc_fail_at(0, false);
+        if (r == 0)
+            break;
+        if (r != CK_ENOMEM || err.http_status != 500)
+            fail_msg("%s, allocation %lu failed: answered %d (%d %s)", op->name, n, r,
+                     err.http_status, ck_err_message(&err));
+        assert_null(bytes);
+        assert_null(json);
+        ck_err_release(&err);
+    }
+    assert_true(n > 1); /* it allocates, so some allocation failed */
+    char *want_bytes = NULL;
+    size_t want_len = 0;
+    json_t *want_json = NULL;
+    assert_int_equal(op->run(op, &want_bytes, &want_len, &want_json, NULL), 0);
+    assert_int_equal(len, want_len);
+    if (bytes)
+        assert_memory_equal(bytes, want_bytes, len);
+    assert_true(json_equal(json, want_json) || (!json && !want_json));
+    free(bytes);
+    free(want_bytes);
+    json_decref(json);
+    json_decref(want_json);
+}
+
+static void test_allocation_failures(void **state)
+{
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/kubectl-create-deployment.pb", data_dir);
+    char *body = NULL;
+    size_t body_len = 0;
+    assert_int_equal(ck__read_file(path, 1 << 20, &body, &body_len), 0);
+    snprintf(path, sizeof(path), "%s/deployment-full.json", data_dir);
+    char *text = NULL;
+    size_t text_len = 0;
+    assert_int_equal(ck__read_file(path, 1 << 20, &text, &text_len), 0);
+    json_t *obj = json_loadb(text, text_len, 0, NULL);
+    assert_non_null(obj);
+    json_t *secret = json_loads("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":"
+                                "{\"name\":\"s\",\"creationTimestamp\":\"2024-01-02T03:04:05Z\"},"
+                                "\"data\":{\"a\":\"aGVsbG8=\",\"b\":\"\"},\"type\":\"Opaque\"}",
+                                0, NULL);
+    char *secret_bytes = NULL;
+    size_t secret_len = 0;
+    assert_non_null(secret);
+    struct op ops[] = {
+        {"encode", run_encode, obj, NULL, 0},
+        {"decode", run_decode, NULL, body, body_len},
+        {"watch event", run_watch, obj, NULL, 0},
+        {"encode a Secret", run_encode_secret, secret, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        faultsim(&ops[i]);
+    assert_int_equal(
+        ck_proto_encode("io.k8s.api.core.v1.Secret", secret, &secret_bytes, &secret_len, NULL), 0);
+    struct op decode_secret = {"decode a Secret", run_decode_secret, NULL, secret_bytes,
+                               secret_len};
+    faultsim(&decode_secret);
+    free(secret_bytes);
+    json_decref(secret);
+    json_decref(obj);
+    free(text);
+    free(body);
 }
 
 static void test_every_sample_object_round_trips(void **state)
@@ -411,7 +541,9 @@ static void test_unknown_message(void **state)
 int main(int argc, char **argv)
 {
     data_dir = argc > 1 ? argv[1] : "tests/api/data";
+    json_set_alloc_funcs(ck__malloc, free); /* jansson's allocations reach the failure hook */
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_allocation_failures), /* first: the table is not built yet */
         cmocka_unit_test(test_every_sample_object_round_trips),
         cmocka_unit_test(test_special_types),
         cmocka_unit_test(test_pointer_zero_kept_other_zeros_dropped),
