@@ -3,8 +3,10 @@
  * jansson on the same object: how long one object takes to encode and to
  * decode in Kubernetes' protobuf, and to dump and to parse as JSON.
  *
- *   bench_protobuf OBJECT.json [ITERATIONS] [RUNS]
+ *   bench_protobuf OBJECT.json [ITERATIONS] [RUNS] [OUT.pb]
  *
+ * OUT.pb, when given, receives the object's protobuf encoding (for
+ * bench/apiserver/protobuf-c-compare.sh).
  * The object (a Pod by default in run-protobuf.sh: tests/api/data/pod-full.json)
  * is parsed once; each run times ITERATIONS (default 20,000) of each of the
  * four operations on one thread and reports the CPU time per operation; the
@@ -27,7 +29,7 @@ static const char *const op_names[N_OPS] = {"protobuf encode", "protobuf decode"
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s OBJECT.json [ITERATIONS] [RUNS]\n", argv[0]);
+        fprintf(stderr, "usage: %s OBJECT.json [ITERATIONS] [RUNS] [OUT.pb]\n", argv[0]);
         return 2;
     }
     int iterations = argc > 2 ? atoi(argv[2]) : 20000;
@@ -43,6 +45,13 @@ int main(int argc, char **argv)
     size_t pb_len = 0;
     if (ck_proto_encode(message, obj, &pb, &pb_len, NULL) < 0)
         return 1;
+    if (argc > 4) {
+        FILE *f = fopen(argv[4], "wb");
+        if (!f || fwrite(pb, 1, pb_len, f) != pb_len || fclose(f) != 0) {
+            fprintf(stderr, "%s: cannot write\n", argv[4]);
+            return 1;
+        }
+    }
     text = json_dumps(obj, JSON_COMPACT);
     size_t text_len = strlen(text);
     double *samples[N_OPS];
