@@ -760,6 +760,32 @@ int ck_proto_encode_watch_event(const char *message, const char *type, const jso
                                 char **ret_frame, size_t *ret_len, struct ck_err *reterr);
 
 /*
+ * The same frame around an object already encoded by ck_proto_encode()
+ * (object_len bytes, borrowed): how a stream sends one encoding to many
+ * watchers. The caller frees *ret_frame.
+ */
+int ck_proto_watch_frame(const char *type, const void *object, size_t object_len, char **ret_frame,
+                         size_t *ret_len, struct ck_err *reterr);
+
+/*
+ * The object's message inside data ("k8s\0" and runtime.Unknown): *ret_raw
+ * points into data. CK_EINVAL with a 400 in *reterr when data is not that.
+ */
+int ck_proto_unwrap(const void *data, size_t len, const void **ret_raw, size_t *ret_raw_len,
+                    struct ck_err *reterr);
+
+/*
+ * A list of message list_message ("io.k8s.api.core.v1.PodList") with
+ * apiVersion and kind in its envelope, metadata meta (a JSON ListMeta,
+ * borrowed; NULL: none) and the n items already encoded by ck_proto_encode()
+ * (items[i] of item_lens[i] bytes, borrowed), in order. The caller frees
+ * *ret_data. Lets a server encode each object once and reuse it.
+ */
+int ck_proto_encode_list(const char *list_message, const char *api_version, const char *kind,
+                         const json_t *meta, const char *const *items, const size_t *item_lens,
+                         size_t n, char **ret_data, size_t *ret_len, struct ck_err *reterr);
+
+/*
  * Decodes a WatchEvent message (a frame without its length) whose object is
  * of message `message`: {"type": ..., "object": ...} in *ret_event.
  */

@@ -783,6 +783,19 @@ int ck_proto_encode(const char *message, const json_t *obj, char **ret_data, siz
     return finish(&e, r, ret_data, ret_len);
 }
 
+/* Writes the frame's 4-byte big-endian length (util/framer) before the rest of e->buf. */
+static int frame_length(struct encoder *e)
+{
+    if (e->buf.err)
+        return 0; /* finish() reports it */
+    if (e->buf.len - 4 > UINT32_MAX)
+        return ck_err_status(e->err, "InternalError", "protobuf: frame too large");
+    uint32_t n = (uint32_t)(e->buf.len - 4);
+    for (int i = 0; i < 4; i++)
+        e->buf.p[i] = (char)(n >> (24 - 8 * i));
+    return 0;
+}
+
 int ck_proto_encode_watch_event(const char *message, const char *type, const json_t *obj,
                                 char **ret_frame, size_t *ret_len, struct ck_err *reterr)
 {
@@ -797,15 +810,21 @@ int ck_proto_encode_watch_event(const char *message, const char *type, const jso
     int r = encode_enveloped(&e, m, obj);
     end_len(&e.buf, raw);
     end_len(&e.buf, object);
-    if (r == 0 && !e.buf.err) {
-        if (e.buf.len - 4 > UINT32_MAX)
-            return finish(&e, ck_err_status(reterr, "InternalError", "protobuf: frame too large"),
-                          ret_frame, ret_len);
-        uint32_t n = (uint32_t)(e.buf.len - 4);
-        for (int i = 0; i < 4; i++)
-            e.buf.p[i] = (char)(n >> (24 - 8 * i)); /* big-endian, as util/framer */
-    }
+    if (r == 0)
+        r = frame_length(&e);
     return finish(&e, r, ret_frame, ret_len);
+}
+
+int ck_proto_watch_frame(const char *type, const void *object, size_t object_len, char **ret_frame,
+                         size_t *ret_len, struct ck_err *reterr)
+{
+    struct encoder e = {.err = reterr};
+    ck__buf_add(&e.buf, "\0\0\0\0", 4);
+    put_bytes_field(&e.buf, 1, type, strlen(type));
+    size_t start = begin_len(&e.buf, 2);
+    put_bytes_field(&e.buf, 1, object, object_len);
+    end_len(&e.buf, start);
+    return finish(&e, frame_length(&e), ret_frame, ret_len);
 }
 
 /* ---- protobuf -> JSON --------------------------------------------------- */
@@ -1388,4 +1407,62 @@ int ck_proto_message_of(const json_t *obj, char *buf, size_t size)
         ck_proto_has_message(buf))
         return 0;
     return CK_ENOENT;
+}
+
+int ck_proto_unwrap(const void *data, size_t len, const void **ret_raw, size_t *ret_raw_len,
+                    struct ck_err *reterr)
+{
+    struct decoder d = {.err = reterr};
+    struct reader raw;
+    char api_version[256], kind[256];
+    int r = read_envelope(&d, data, len, &raw, api_version, kind, sizeof(kind));
+    if (r < 0)
+        return r;
+    *ret_raw = raw.p;
+    *ret_raw_len = (size_t)(raw.end - raw.p);
+    return 0;
+}
+
+/* The field of m called name, or NULL. */
+static const struct pb_field *field_named(const struct pb_message *m, const char *name)
+{
+    for (size_t i = 0; i < m->n_fields; i++)
+        if (strcmp(m->fields[i].name, name) == 0)
+            return &m->fields[i];
+    return NULL;
+}
+
+int ck_proto_encode_list(const char *list_message, const char *api_version, const char *kind,
+                         const json_t *meta, const char *const *items, const size_t *item_lens,
+                         size_t n, char **ret_data, size_t *ret_len, struct ck_err *reterr)
+{
+    const struct pb_message *m = message_named(list_message, reterr);
+    if (!m)
+        return reterr && reterr->code ? reterr->code : CK_EINVAL;
+    const struct pb_field *meta_field = field_named(m, "metadata");
+    const struct pb_field *items_field = field_named(m, "items");
+    if (!meta_field || meta_field->type != PB_MESSAGE || !items_field || !items_field->repeated ||
+        items_field->type != PB_MESSAGE)
+        return ck_err_status(reterr, "NotAcceptable", "%s is not a list", list_message);
+    struct encoder e = {.err = reterr};
+    ck__buf_add(&e.buf, magic, sizeof(magic));
+    size_t start = begin_len(&e.buf, 1);
+    put_bytes_field(&e.buf, 1, api_version, strlen(api_version));
+    put_bytes_field(&e.buf, 2, kind, strlen(kind));
+    end_len(&e.buf, start);
+    start = begin_len(&e.buf, 2);
+    int r = meta ? encode_value(&e, meta_field->name, meta_field->number, PB_MESSAGE,
+                                meta_field->message, meta)
+                 : 0;
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        const void *raw = NULL;
+        size_t raw_len = 0;
+        r = ck_proto_unwrap(items[i], item_lens[i], &raw, &raw_len, reterr);
+        if (r == 0)
+            put_bytes_field(&e.buf, items_field->number, raw, raw_len);
+    }
+    end_len(&e.buf, start);
+    put_bytes_field(&e.buf, 3, "", 0);
+    put_bytes_field(&e.buf, 4, "", 0);
+    return finish(&e, r, ret_data, ret_len);
 }

@@ -219,6 +219,32 @@ static char *list_body(const struct ck_kind *kind, const char *rv, const char *c
     return body;
 }
 
+/* The list in protobuf, each object's encoding made once (lib/apiserver/protobuf.c). */
+static enum MHD_Result send_proto_list(struct MHD_Connection *conn, const struct ck_kind *kind,
+                                       const char *rv, const struct ck__list_result *result)
+{
+    struct ck_err err = {0};
+    char **items = ck__calloc(result->n_kvs + 1, sizeof(*items));
+    size_t *lens = ck__calloc(result->n_kvs + 1, sizeof(*lens));
+    size_t n = 0;
+    while (items && lens && n < result->n_kvs &&
+           (items[n] = ck__serve_stored(result->kvs[n]->value, result->kvs[n]->value_len,
+                                        result->kvs[n]->mod_revision, &lens[n])))
+        n++;
+    char *data = NULL;
+    size_t len = 0;
+    int r = items && lens && n == result->n_kvs ? ck__proto_list(kind, rv, result->continue_token,
+                                                                 items, lens, n, &data, &len, &err)
+                                                : ck_err_no_memory(&err);
+    for (size_t i = 0; i < n; i++)
+        free(items[i]);
+    free(items);
+    free(lens);
+    if (r < 0)
+        return ck__fail(conn, &err);
+    return ck__send_bytes(conn, 200, CK_PROTOBUF_MEDIA_TYPE, data, len, NULL);
+}
+
 static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                    const struct ck__target *t)
 {
@@ -284,13 +310,16 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
         return ret;
     }
 
+    if (accept == CK__ACCEPT_PROTOBUF) {
+        ret = send_proto_list(conn, t->kind, rv, &result);
+        ck__list_result_release(&result);
+        return ret;
+    }
     size_t len = 0;
     char *body = list_body(t->kind, rv, result.continue_token, result.kvs, result.n_kvs, &len);
     ck__list_result_release(&result);
     if (!body)
         return ck__fail_no_memory(conn);
-    if (accept == CK__ACCEPT_PROTOBUF)
-        return ck__send_proto(conn, 200, body, len, NULL);
     return ck__send_bytes(conn, 200, "application/json", body, len, NULL);
 }
 

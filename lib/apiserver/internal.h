@@ -414,9 +414,22 @@ bool ck__is_proto_media_type(const char *content_type);
 int ck__proto_body_to_json(const char *schema, const char *body, size_t len, char **ret_json,
                            size_t *ret_len, struct ck_err *reterr);
 
-/* A JSON answer (an object, a list, a Status) in protobuf; the caller frees *ret_data. */
+/*
+ * A JSON answer (an object, a list, a Status) in protobuf; the caller frees
+ * *ret_data. json[len] must be readable: a NUL there (served bytes, jansson's
+ * output) lets the encoding be cached by the text.
+ */
 int ck__json_to_proto(const char *json, size_t len, char **ret_data, size_t *ret_len,
                       struct ck_err *reterr);
+
+/*
+ * The protobuf list of kind (its list_kind's message) with resourceVersion
+ * rv, continue_token (NULL: last page) and the n served objects items[i] of
+ * item_lens[i] bytes (NUL-terminated), each encoded once through the cache.
+ */
+int ck__proto_list(const struct ck_kind *kind, const char *rv, const char *continue_token,
+                   char *const *items, const size_t *item_lens, size_t n, char **ret_data,
+                   size_t *ret_len, struct ck_err *reterr);
 
 /*
  * Queues body (JSON, taken) as protobuf with status and warnings; a body

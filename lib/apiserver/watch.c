@@ -126,18 +126,19 @@ static bool reserve(struct ck__watch_stream *s, size_t len)
 static void push_proto_event(struct ck__watch_stream *s, const char *type, const char *object,
                              size_t object_len)
 {
-    json_t *obj = NULL;
-    char message[256];
-    char *frame = NULL;
-    size_t len = 0;
-    if (ck_json_loadb(object, object_len, 0, &obj, NULL) < 0 ||
-        ck_proto_message_of(obj, message, sizeof(message)) < 0 ||
-        ck_proto_encode_watch_event(message, type, obj, &frame, &len, NULL) < 0) {
-        json_decref(obj);
+    /* the object's encoding is made once for every watcher (protobuf.c's cache) */
+    char *encoded = NULL, *frame = NULL;
+    size_t encoded_len = 0, len = 0;
+    struct ck_err err = {0};
+    int r = ck__json_to_proto(object, object_len, &encoded, &encoded_len, &err);
+    if (r == 0)
+        r = ck_proto_watch_frame(type, encoded, encoded_len, &frame, &len, &err);
+    free(encoded);
+    ck_err_release(&err);
+    if (r < 0) {
         s->ended = true;
         return;
     }
-    json_decref(obj);
     if (reserve(s, len)) {
         memcpy(s->buf + s->len, frame, len);
         s->len += len;

@@ -166,6 +166,20 @@ static int run_decode_secret(const struct op *op, char **ret_bytes, size_t *ret_
     return ck_proto_decode("io.k8s.api.core.v1.Secret", op->bytes, op->len, ret_json, err);
 }
 
+/* two encoded objects for run_list, made before the fault loop (their kind does not matter to the
+ * assembly) */
+static char *list_items[2];
+static size_t list_item_lens[2];
+
+static int run_list(const struct op *op, char **ret_bytes, size_t *ret_len, json_t **ret_json,
+                    struct ck_err *err)
+{
+    (void)ret_json;
+    return ck_proto_encode_list("io.k8s.api.core.v1.PodList", "v1", "PodList", op->obj,
+                                (const char *const *)list_items, list_item_lens, 2, ret_bytes,
+                                ret_len, err);
+}
+
 static int run_decode(const struct op *op, char **ret_bytes, size_t *ret_len, json_t **ret_json,
                       struct ck_err *err)
 {
@@ -244,6 +258,15 @@ static void test_allocation_failures(void **state)
     };
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
         faultsim(&ops[i]);
+    json_t *list_meta = json_pack("{s:s, s:s}", "resourceVersion", "12", "continue", "next");
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(ck_proto_encode(DEPLOYMENT, obj, &list_items[i], &list_item_lens[i], NULL),
+                         0);
+    struct op list_op = {"a list of encoded objects", run_list, list_meta, NULL, 0};
+    faultsim(&list_op);
+    for (size_t i = 0; i < 2; i++)
+        free(list_items[i]);
+    json_decref(list_meta);
     assert_int_equal(
         ck_proto_encode("io.k8s.api.core.v1.Secret", secret, &secret_bytes, &secret_len, NULL), 0);
     struct op decode_secret = {"decode a Secret", run_decode_secret, NULL, secret_bytes,
@@ -476,6 +499,80 @@ static void test_watch_event_frame(void **state)
     json_decref(pod);
 }
 
+/* A list assembled from encoded items is the list encoded whole; a frame around an encoding too. */
+static void test_list_and_frame_from_encoded_objects(void **state)
+{
+    (void)state;
+    json_t *list = parse(
+        "{\"apiVersion\":\"v1\",\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"9\","
+        "\"continue\":\"abc\"},\"items\":[{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":"
+        "{\"name\":\"a\"}},{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"b\","
+        "\"labels\":{\"x\":\"y\"}},\"spec\":{\"nodeName\":\"n\"}}]}");
+    char *whole = NULL, *items[2] = {NULL, NULL}, *assembled = NULL;
+    size_t whole_len = 0, lens[2] = {0, 0}, assembled_len = 0;
+    assert_int_equal(ck_proto_encode("io.k8s.api.core.v1.PodList", list, &whole, &whole_len, NULL),
+                     0);
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(ck_proto_encode(POD, json_array_get(json_object_get(list, "items"), i),
+                                         &items[i], &lens[i], NULL),
+                         0);
+    assert_int_equal(ck_proto_encode_list("io.k8s.api.core.v1.PodList", "v1", "PodList",
+                                          json_object_get(list, "metadata"),
+                                          (const char *const *)items, lens, 2, &assembled,
+                                          &assembled_len, NULL),
+                     0);
+    assert_int_equal(assembled_len, whole_len);
+    assert_memory_equal(assembled, whole, whole_len);
+    json_t *back = NULL;
+    assert_int_equal(
+        ck_proto_decode("io.k8s.api.core.v1.PodList", assembled, assembled_len, &back, NULL), 0);
+    /* items carry no typeMeta on the wire: they come back without apiVersion and kind */
+    json_t *want = json_deep_copy(list);
+    for (size_t i = 0; i < 2; i++) {
+        json_object_del(json_array_get(json_object_get(want, "items"), i), "apiVersion");
+        json_object_del(json_array_get(json_object_get(want, "items"), i), "kind");
+    }
+    assert_true(json_equal(back, want));
+    json_decref(want);
+    json_decref(back);
+
+    /* unwrap gives the message inside the envelope; a frame around an encoding is the event's */
+    const void *raw = NULL;
+    size_t raw_len = 0;
+    assert_int_equal(ck_proto_unwrap(items[0], lens[0], &raw, &raw_len, NULL), 0);
+    assert_true(raw_len > 0 && raw_len < lens[0]);
+    char *frame = NULL, *event = NULL;
+    size_t frame_len = 0, event_len = 0;
+    assert_int_equal(ck_proto_watch_frame("ADDED", items[0], lens[0], &frame, &frame_len, NULL), 0);
+    assert_int_equal(ck_proto_encode_watch_event(POD, "ADDED",
+                                                 json_array_get(json_object_get(list, "items"), 0),
+                                                 &event, &event_len, NULL),
+                     0);
+    assert_int_equal(frame_len, event_len);
+    assert_memory_equal(frame, event, event_len);
+    /* not a list message, and an item that is not an encoding */
+    struct ck_err err = {0};
+    assert_true(ck_proto_encode_list(POD, "v1", "Pod", NULL, NULL, NULL, 0, &assembled,
+                                     &assembled_len, &err) < 0);
+    ck_err_release(&err);
+    const char *junk[] = {"{}"};
+    size_t junk_len[] = {2};
+    char *none = NULL;
+    size_t none_len = 0;
+    assert_true(ck_proto_encode_list("io.k8s.api.core.v1.PodList", "v1", "PodList", NULL, junk,
+                                     junk_len, 1, &none, &none_len, &err) < 0);
+    assert_int_equal(err.http_status, 400);
+    assert_null(none);
+    ck_err_release(&err);
+    free(frame);
+    free(event);
+    free(assembled);
+    free(whole);
+    free(items[0]);
+    free(items[1]);
+    json_decref(list);
+}
+
 static void expect_bad(const char *message, const void *data, size_t len, const char *words)
 {
     json_t *obj = NULL;
@@ -551,6 +648,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bytes_are_base64),
         cmocka_unit_test(test_decodes_what_kubectl_sends),
         cmocka_unit_test(test_watch_event_frame),
+        cmocka_unit_test(test_list_and_frame_from_encoded_objects),
         cmocka_unit_test(test_bad_input_is_a_400),
         cmocka_unit_test(test_expect_bad_empty_object_ok),
         cmocka_unit_test(test_unknown_message),
