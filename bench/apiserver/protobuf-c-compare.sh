@@ -35,6 +35,6 @@ cmake -S . -B build-bench-api -DCMAKE_BUILD_TYPE=Release "-DCMAKE_C_FLAGS_RELEAS
 cmake --build build-bench-api --target bench_protobuf -j "$(nproc)" >/dev/null
 objs=build-bench-api/lib/api/CMakeFiles/ckube-api.dir
 size "$objs/protobuf.c.o" | tail -1 | awk '{print "lib/api/protobuf.c text: " $1 " bytes"}'
-size "$objs/proto_documents.c.o" | tail -1 | awk '{print "fields.json embedded (every message of 8 packages): " $1 " bytes"}'
+size "$objs/proto_documents.c.o" | tail -1 | awk '{print "fields.json embedded: " $1 " bytes"}'
 build-bench-api/bench/bench_protobuf tests/api/data/pod-full.json 20000 5 "$work/pod.pb"
 "$work/compare" "$work/pod.pb" 20000 5

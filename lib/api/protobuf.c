@@ -96,6 +96,7 @@ enum pb_special {
     SPECIAL_QUANTITY,
     SPECIAL_INT_OR_STRING,
     SPECIAL_RAW_JSON, /* RawExtension, FieldsV1: field 1 holds JSON bytes */
+    SPECIAL_ARRAY,    /* a Go named slice (the data's "arrays"): {repeated items = 1} */
     SPECIAL_UNSUPPORTED,
 };
 
@@ -141,7 +142,7 @@ struct pb_message {
  * tries again (a one-time pthread_once would keep the failure forever).
  */
 static struct {
-    json_t *document;            /* owns the names */
+    char *names;                 /* every message and field name, one after the other */
     struct pb_message *messages; /* by name */
     size_t n_messages;
     atomic_bool loaded;
@@ -230,6 +231,35 @@ static int load_fields(struct pb_message *m, const json_t *fields)
     return 0;
 }
 
+/*
+ * Copies every name into one block (table.names), so that the parsed
+ * document, many times the size of the table, can go. 0 or CK_ENOMEM.
+ */
+static int own_names(void)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < table.n_messages; i++) {
+        total += strlen(table.messages[i].name) + 1;
+        for (size_t f = 0; f < table.messages[i].n_fields; f++)
+            total += strlen(table.messages[i].fields[f].name) + 1;
+    }
+    char *p = table.names = ck__malloc(total + 1);
+    if (!p)
+        return CK_ENOMEM;
+    for (size_t i = 0; i < table.n_messages; i++) {
+        struct pb_message *m = &table.messages[i];
+        size_t n = strlen(m->name) + 1;
+        m->name = memcpy(p, m->name, n);
+        p += n;
+        for (size_t f = 0; f < m->n_fields; f++) {
+            n = strlen(m->fields[f].name) + 1;
+            m->fields[f].name = memcpy(p, m->fields[f].name, n);
+            p += n;
+        }
+    }
+    return 0;
+}
+
 /* Builds the table; 0, CK_ENOMEM, or CK_EINVAL for a data file that does not load (a bug). */
 static int load_table(void)
 {
@@ -262,8 +292,19 @@ static int load_table(void)
     }
     if (r == 0)
         qsort(table.messages, table.n_messages, sizeof(*table.messages), cmp_message);
+    const json_t *arrays = json_object_get(doc, "arrays");
+    for (i = 0; r == 0 && i < json_array_size(arrays); i++) {
+        struct pb_message *m =
+            (struct pb_message *)find_message(json_string_value(json_array_get(arrays, i)));
+        if (m)
+            m->special = SPECIAL_ARRAY;
+        else
+            r = CK_EINVAL;
+    }
     for (i = 0; r == 0 && i < table.n_messages; i++)
         r = load_fields(&table.messages[i], json_object_get(messages, table.messages[i].name));
+    if (r == 0)
+        r = own_names();
     if (r < 0) {
         for (i = 0; table.messages && i < table.n_messages; i++)
             free(table.messages[i].fields);
@@ -273,7 +314,7 @@ static int load_table(void)
         json_decref(doc);
         return r;
     }
-    table.document = doc;
+    json_decref(doc);
     atomic_store_explicit(&table.loaded, true, memory_order_release);
     return 0;
 }
@@ -700,6 +741,16 @@ static int encode_special(struct encoder *e, const struct pb_message *m, const j
         free(text);
         return 0;
     }
+    case SPECIAL_ARRAY:
+        if (!json_is_array(v) || m->n_fields != 1)
+            return type_error(e, m->name, "an array");
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            int r = encode_value(e, m->fields[0].name, m->fields[0].number, m->fields[0].type,
+                                 m->fields[0].message, json_array_get(v, i));
+            if (r < 0)
+                return r;
+        }
+        return 0;
     default:
         return ck_err_status(e->err, "BadRequest", "protobuf: %s is not supported", m->name);
     }
@@ -1123,36 +1174,15 @@ static int decode_special(struct decoder *d, const struct pb_message *m, struct 
     return *ret_value ? 0 : ck_err_no_memory(d->err);
 }
 
-/*
- * Decodes message m from r into `into` (an inline field's parent), or into a
- * new value in *ret_value (an object; a special message's own JSON, NULL for a
- * null one).
- */
-static int decode_message(struct decoder *d, const struct pb_message *m, struct reader r,
-                          json_t *into, json_t **ret_value)
+/* Decodes the fields of message m from r into obj (a plain message's JSON object). */
+static int decode_fields(struct decoder *d, const struct pb_message *m, struct reader r,
+                         json_t *obj)
 {
-    if (++d->depth > CK__PROTO_MAX_DEPTH) {
-        d->depth--;
-        return ck_err_status(d->err, "BadRequest", "protobuf: nested deeper than %d",
-                             CK__PROTO_MAX_DEPTH);
-    }
     int ret = 0;
-    if (m->special != SPECIAL_NONE) {
-        ret = decode_special(d, m, r, ret_value);
-        d->depth--;
-        return ret;
-    }
-    json_t *obj = into;
-    if (!obj && !(obj = json_object())) {
-        d->depth--;
-        return ck_err_no_memory(d->err);
-    }
     while (ret == 0 && r.p < r.end) {
         uint64_t tag;
-        if (!get_varint(&r, &tag) || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX) {
-            ret = malformed(d, m->name);
-            break;
-        }
+        if (!get_varint(&r, &tag) || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX)
+            return malformed(d, m->name);
         unsigned wt = (unsigned)(tag & 7);
         struct pb_field key = {.number = (uint32_t)(tag >> 3)};
         const struct pb_field *f = bsearch(&key, m->fields, m->n_fields, sizeof(key), cmp_field);
@@ -1163,10 +1193,8 @@ static int decode_message(struct decoder *d, const struct pb_message *m, struct 
         }
         struct reader sub;
         if (f->type == PB_MESSAGE || f->type == PB_MAP) {
-            if (wt != WIRE_LEN || !get_len(&r, &sub)) {
-                ret = malformed(d, f->name);
-                break;
-            }
+            if (wt != WIRE_LEN || !get_len(&r, &sub))
+                return malformed(d, f->name);
             if (f->type == PB_MAP) {
                 ret = decode_map_entry(d, f, sub, obj);
             } else if (f->inline_) {
@@ -1187,10 +1215,8 @@ static int decode_message(struct decoder *d, const struct pb_message *m, struct 
         }
         if (f->repeated && wt == WIRE_LEN && f->type != PB_STRING && f->type != PB_BYTES) {
             /* packed numbers: accepted as every proto2 parser does */
-            if (!get_len(&r, &sub)) {
-                ret = malformed(d, f->name);
-                break;
-            }
+            if (!get_len(&r, &sub))
+                return malformed(d, f->name);
             unsigned elem_wt = wire_of(f->type);
             while (ret == 0 && sub.p < sub.end) {
                 json_t *v = NULL;
@@ -1205,13 +1231,44 @@ static int decode_message(struct decoder *d, const struct pb_message *m, struct 
         if (ret == 0)
             ret = store(d, obj, f, v);
     }
-    d->depth--;
-    if (!into) {
-        if (ret < 0)
-            json_decref(obj);
-        else
-            *ret_value = obj;
+    return ret;
+}
+
+/*
+ * Decodes message m from r into `into` (an inline field's parent), or into a
+ * new value in *ret_value (an object; a special message's own JSON, NULL for a
+ * null one; an array for a named slice).
+ */
+static int decode_message(struct decoder *d, const struct pb_message *m, struct reader r,
+                          json_t *into, json_t **ret_value)
+{
+    if (++d->depth > CK__PROTO_MAX_DEPTH) {
+        d->depth--;
+        return ck_err_status(d->err, "BadRequest", "protobuf: nested deeper than %d",
+                             CK__PROTO_MAX_DEPTH);
     }
+    int ret;
+    if (m->special == SPECIAL_ARRAY) {
+        /* decoded as the message it is on the wire; its items are the value */
+        json_t *wrapper = json_object();
+        ret = wrapper ? decode_fields(d, m, r, wrapper) : ck_err_no_memory(d->err);
+        json_t *items = json_object_get(wrapper, m->fields[0].name);
+        if (ret == 0 && !(*ret_value = items ? json_incref(items) : json_array()))
+            ret = ck_err_no_memory(d->err);
+        json_decref(wrapper);
+    } else if (m->special != SPECIAL_NONE) {
+        ret = decode_special(d, m, r, ret_value);
+    } else if (into) {
+        ret = decode_fields(d, m, r, into);
+    } else {
+        json_t *obj = json_object();
+        ret = obj ? decode_fields(d, m, r, obj) : ck_err_no_memory(d->err);
+        if (ret == 0)
+            *ret_value = obj;
+        else
+            json_decref(obj);
+    }
+    d->depth--;
     return ret;
 }
 

@@ -394,6 +394,52 @@ static void test_special_types(void **state)
                      "\"spec\":{}}");
 }
 
+static void test_named_slices_are_arrays(void **state)
+{
+    (void)state;
+    /* authentication/v1 ExtraValue is `type ExtraValue []string`: {repeated items = 1} */
+    expect_roundtrip("io.k8s.api.authentication.v1.TokenReview",
+                     "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenReview\","
+                     "\"metadata\":{},\"spec\":{\"token\":\"t\"},\"status\":{\"authenticated\":"
+                     "true,\"user\":{\"username\":\"u\",\"groups\":[\"g\"],\"extra\":{\"scopes\":"
+                     "[\"a\",\"b\"],\"none\":[]}}}}",
+                     NULL);
+    struct ck_err err = {0};
+    char *bytes = NULL;
+    size_t len = 0;
+    json_t *bad = parse("{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenReview\","
+                        "\"status\":{\"user\":{\"extra\":{\"scopes\":\"a\"}}}}");
+    assert_true(
+        ck_proto_encode("io.k8s.api.authentication.v1.TokenReview", bad, &bytes, &len, &err) < 0);
+    assert_int_equal(err.http_status, 400);
+    ck_err_release(&err);
+    json_decref(bad);
+}
+
+/* Groups of kinds about to be served are in the data already. */
+static void test_other_groups(void **state)
+{
+    (void)state;
+    expect_roundtrip(
+        "io.k8s.api.batch.v1.CronJob",
+        "{\"apiVersion\":\"batch/v1\",\"kind\":\"CronJob\",\"metadata\":{\"name\":\"c\"},"
+        "\"spec\":{\"schedule\":\"*/1 * * * *\",\"jobTemplate\":{\"metadata\":{\"name\":\"c\"},"
+        "\"spec\":{\"backoffLimit\":0,\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\","
+        "\"image\":\"busybox\"}],\"restartPolicy\":\"OnFailure\"}}}}}}",
+        NULL);
+    expect_roundtrip("io.k8s.api.coordination.v1.Lease",
+                     "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":"
+                     "{\"name\":\"l\"},\"spec\":{\"holderIdentity\":\"me\",\"leaseDurationSeconds\""
+                     ":15,\"renewTime\":\"2024-01-02T03:04:05.123456Z\",\"leaseTransitions\":0}}",
+                     NULL);
+    expect_roundtrip("io.k8s.api.discovery.v1.EndpointSlice",
+                     "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\","
+                     "\"metadata\":{\"name\":\"e\"},\"addressType\":\"IPv4\",\"endpoints\":"
+                     "[{\"addresses\":[\"10.0.0.1\"],\"conditions\":{\"ready\":true}}],"
+                     "\"ports\":[{\"name\":\"http\",\"port\":80,\"protocol\":\"TCP\"}]}",
+                     NULL);
+}
+
 static void test_pointer_zero_kept_other_zeros_dropped(void **state)
 {
     (void)state;
@@ -644,6 +690,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_every_sample_object_round_trips),
         cmocka_unit_test(test_special_types),
         cmocka_unit_test(test_pointer_zero_kept_other_zeros_dropped),
+        cmocka_unit_test(test_named_slices_are_arrays),
+        cmocka_unit_test(test_other_groups),
         cmocka_unit_test(test_inline_fields_stay_inline),
         cmocka_unit_test(test_bytes_are_base64),
         cmocka_unit_test(test_decodes_what_kubectl_sends),
