@@ -20,10 +20,16 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const messages[] = {
-    "io.k8s.api.core.v1.Pod",         "io.k8s.api.apps.v1.Deployment",
-    "io.k8s.api.core.v1.Namespace",   "io.k8s.api.core.v1.Node",
-    "io.k8s.api.core.v1.Event",       "io.k8s.api.core.v1.Secret",
-    "io.k8s.api.rbac.v1.ClusterRole", "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
+    "io.k8s.api.core.v1.Pod",
+    "io.k8s.api.apps.v1.Deployment",
+    "io.k8s.api.core.v1.Namespace",
+    "io.k8s.api.core.v1.Node",
+    "io.k8s.api.core.v1.Event",
+    "io.k8s.api.core.v1.Secret",
+    "io.k8s.api.rbac.v1.ClusterRole",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
+    "io.k8s.api.authentication.v1.TokenReview",
+    "io.k8s.api.batch.v1.CronJob",
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
