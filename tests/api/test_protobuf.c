@@ -467,6 +467,13 @@ static void test_inline_fields_stay_inline(void **state)
         "\"readinessProbe\":{\"httpGet\":{\"path\":\"/\",\"port\":\"http\"},"
         "\"periodSeconds\":5}}]}}",
         NULL);
+    /* EphemeralContainer inlines EphemeralContainerCommon, whose Go tag has no name */
+    expect_roundtrip(POD,
+                     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},"
+                     "\"spec\":{\"containers\":[{\"name\":\"c\"}],\"ephemeralContainers\":"
+                     "[{\"name\":\"debug\",\"image\":\"busybox\",\"stdin\":true,"
+                     "\"targetContainerName\":\"c\"}]}}",
+                     NULL);
 }
 
 static void test_bytes_are_base64(void **state)
