@@ -5,11 +5,12 @@
 # reads the answer (or the Status of a refusal) in protobuf; `kubectl
 # describe` and `kubectl events` list in protobuf. Every generator for a kind
 # ckube serves is run (namespace, deployment, serviceaccount, role,
-# clusterrole, rolebinding, clusterrolebinding); those for kinds it does not
-# serve yet (configmap, secret, service, job, cronjob, ...; `expose` and
-# `create token` need services and serviceaccounts/token) answer 404 and are
-# checked to fail cleanly. A protobuf watch stream and a custom resource's
-# JSON-only answers (406, 415) are checked with curl.
+# clusterrole, rolebinding, clusterrolebinding, and configmap, secret
+# generic|docker-registry|tls, service clusterip, job, cronjob, `expose` and
+# `create token` where the server lists their resource); the generators of
+# kinds it does not serve are checked to fail cleanly with a 404. A protobuf
+# watch stream and a custom resource's JSON-only answers (406, 415) are
+# checked with curl.
 #
 # Usage: test_kubectl_create.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -74,16 +75,45 @@ check "Invalid through a protobuf Status" grep -q 'failed to create deployment: 
 k create deployment web2 --image=nginx -n nowhere >"$work/out" 2>&1
 check "NotFound namespace through a protobuf Status" grep -q 'failed to create deployment: namespaces "nowhere" not found' "$work/out"
 
-# --- generators of kinds ckube does not serve: a clean 404, nothing half-made ---
-for gen in "configmap cm --from-literal=a=b" "secret generic s --from-literal=a=b" \
-    "service clusterip svc --tcp=80:80" "job j --image=busybox" \
-    "cronjob c --image=busybox --schedule=*/1****"; do
-    # shellcheck disable=SC2086
-    k create $gen -n foo >"$work/out" 2>&1
-    check "create $gen is a clean not-found" grep -q "the server could not find the requested resource" "$work/out"
-done
+# --- the generators of the other kinds: created where ckube serves the kind
+# (its protobuf message is in the data already), else a clean 404 ---
+kubectl api-resources -o name >"$work/resources" 2>/dev/null
+serves() { grep -qx "$1" "$work/resources"; }
+# generator RESOURCE EXPECTED-LINE ARGS...: kubectl create ARGS -n foo
+generator() {
+    resource=$1; want=$2; shift 2
+    if serves "$resource"; then
+        created "create $*" "$want" k create "$@" -n foo
+    else
+        k create "$@" -n foo >"$work/out" 2>&1
+        check "create $* without $resource is a clean not-found" \
+            grep -q "the server could not find the requested resource" "$work/out"
+    fi
+}
+generator configmaps "configmap/cm created" configmap cm --from-literal=a=b --from-literal=c=d
+generator secrets "secret/s created" secret generic s --from-literal=password=hunter2
+generator secrets "secret/reg created" secret docker-registry reg --docker-server=r.example \
+    --docker-username=u --docker-password=p
+if command -v openssl >/dev/null 2>&1 &&
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=t \
+        -keyout "$work/tls.key" -out "$work/tls.crt" >/dev/null 2>&1; then
+    generator secrets "secret/tls created" secret tls tls --cert="$work/tls.crt" --key="$work/tls.key"
+fi
+generator services "service/svc created" service clusterip svc --tcp=80:8080
+generator jobs.batch "job.batch/j created" job j --image=busybox
+generator cronjobs.batch "cronjob.batch/c created" cronjob c --image=busybox --schedule="*/5 * * * *"
+if serves secrets; then
+    check "secret data is the base64 of the literal (protobuf bytes)" sh -c '[ "$(kubectl get secret s -n foo -o jsonpath={.data.password})" = aHVudGVyMg== ]'
+fi
 k expose deployment web -n foo --port=80 >"$work/out" 2>&1
-check "expose without services fails cleanly" grep -q 'no matches for kind "Service" in version "v1"' "$work/out"
+if serves services; then
+    check "expose" grep -qx "service/web exposed" "$work/out"
+else
+    check "expose without services fails cleanly" grep -q 'no matches for kind "Service" in version "v1"' "$work/out"
+fi
+if kurl "$url/api/v1" | grep -q '"serviceaccounts/token"'; then
+    check "create token" sh -c 'kubectl create token robot -n foo | grep -q "^eyJ"'
+fi
 
 # --- typed reads in protobuf: describe lists ReplicaSets and events ---
 check "describe deployment (protobuf GET and lists)" sh -c 'kubectl describe deploy web -n foo | grep -q "^Selector: *app=web"'
