@@ -12,8 +12,9 @@
  *
  * Nothing here knows a kind. The messages, their field numbers and types come
  * from lib/api/protobuf/fields.json, which scripts/gen-proto-fields writes
- * from Kubernetes' generated.proto (plus, from the Go struct tags, whether a
- * field is a pointer and whether JSON inlines it). A message is named as the
+ * from Kubernetes' generated.proto (plus, from the Go sources, whether a
+ * field is a pointer, whether JSON inlines it, and which messages are a Go
+ * named slice: an array in JSON). A message is named as the
  * OpenAPI schema of the same type (io.k8s.api.core.v1.Pod), so a kind's
  * `schema` names its message. One encoder walks a JSON object (jansson) and
  * the message description together, one decoder walks the bytes and builds
@@ -22,8 +23,11 @@
  * message name: metav1.Time and MicroTime (RFC 3339 <-> seconds, nanos),
  * resource.Quantity (a string <-> {1: string}), intstr.IntOrString (a
  * number or a string <-> {1: type, 2: intVal, 3: strVal}), runtime.RawExtension
- * and metav1.FieldsV1 (a JSON value <-> its JSON bytes), and `bytes` fields
- * (base64 in JSON).
+ * and metav1.FieldsV1 (a JSON value <-> its JSON bytes), the named slices
+ * (an array <-> {repeated items = 1}), and `bytes` fields (base64 in JSON).
+ * Lists and watch frames can also be assembled from objects already encoded
+ * (ck_proto_encode_list(), ck_proto_watch_frame()), so a server encodes each
+ * object once.
  *
  * Proto2 presence against Go's JSON: the decoder keeps a scalar that is zero
  * only when the Go field is a pointer (`replicas: 0`), since Go writes every
@@ -219,7 +223,7 @@ static int load_fields(struct pb_message *m, const json_t *fields)
             const struct pb_message *unused = NULL;
             if (!resolve_type(json_string_value(json_object_get(f, "key")), &pf->key_type,
                               &unused) ||
-                pf->key_type == PB_MESSAGE ||
+                pf->key_type != PB_STRING || /* JSON object keys: Kubernetes' maps are all so */
                 !resolve_type(json_string_value(json_object_get(f, "value")), &pf->value_type,
                               &pf->message))
                 return CK_EINVAL;
@@ -640,10 +644,7 @@ static int encode_map(struct encoder *e, const struct pb_field *f, const json_t 
             r = ck_err_no_memory(e->err);
             break;
         }
-        if (f->key_type == PB_STRING)
-            r = encode_value(e, f->name, 1, PB_STRING, NULL, k);
-        else
-            r = type_error(e, f->name, "string keys");
+        r = encode_value(e, f->name, 1, PB_STRING, NULL, k); /* keys are strings (load_fields) */
         json_decref(k);
         value = json_object_get(v, keys[i]);
         if (r == 0 && !json_is_null(value))
@@ -1078,7 +1079,7 @@ static int decode_map_entry(struct decoder *d, const struct pb_field *f, struct 
         if (r == 0 && !value && f->value_type != PB_MESSAGE)
             r = ck_err_no_memory(d->err);
     }
-    if (r == 0 && !json_is_string(key) && f->key_type == PB_STRING) {
+    if (r == 0 && !json_is_string(key)) { /* an absent key is "" */
         json_decref(key);
         key = json_string("");
         if (!key)

@@ -9,9 +9,10 @@
  *   JSON text the rest of the write path decodes, as if the client had sent
  *   JSON. A kind without a protobuf message (a custom resource) answers 415,
  *   as Kubernetes does.
- * - ck__send_proto(): a response the handlers built as JSON (served bytes,
- *   a list, a Status) goes out as protobuf, its message found from its
- *   apiVersion and kind.
+ * - ck__send_proto(), ck__json_to_proto(): a response the handlers built as
+ *   JSON (served bytes, a Status) goes out as protobuf, its message found
+ *   from its apiVersion and kind; ck__proto_list() assembles a list from its
+ *   items' encodings; watch.c frames each event's encoding.
  *
  * The store keeps JSON, so a protobuf answer is JSON parsed and encoded
  * again; each encoding is kept in a bounded cache keyed by the JSON it was
