@@ -865,4 +865,97 @@ int ck_apply(const struct ck_schemas *set, const struct ck_kind *kind, const jso
              const json_t *config, const struct ck_field_manager *who, bool force, json_t **ret_obj,
              struct ck_err *reterr);
 
+/* ---- Kubernetes protobuf (protobuf.c) ---------------------------------- */
+
+/*
+ * Kubernetes' protobuf wire format, `application/vnd.kubernetes.protobuf`
+ * (docs/internals/api.md, "Protobuf"). A message is named as the OpenAPI
+ * schema of its type ("io.k8s.api.core.v1.Pod"): a kind's `schema` names its
+ * message; the field numbers are data from Kubernetes' generated.proto
+ * (lib/api/protobuf/fields.json). A kind whose schema has no message (a
+ * custom resource) is JSON-only.
+ */
+#define CK_PROTOBUF_MEDIA_TYPE       "application/vnd.kubernetes.protobuf"
+#define CK_PROTOBUF_WATCH_MEDIA_TYPE "application/vnd.kubernetes.protobuf;stream=watch"
+
+/* True when ckube knows the protobuf message called name. */
+bool ck_proto_has_message(const char *name);
+
+/*
+ * The message name of a group, version and kind ("apps", "v1", "Deployment":
+ * "io.k8s.api.apps.v1.Deployment"; "meta.k8s.io" names apimachinery's meta).
+ * 0, or CK_EINVAL when buf is too small. Whether it exists is
+ * ck_proto_has_message()'s question.
+ */
+int ck_proto_message_name(const char *group, const char *version, const char *kind, char *buf,
+                          size_t size);
+
+/*
+ * The message of a JSON object, from its apiVersion and kind; a kind the
+ * group does not define is looked up in meta/v1 (a Status is "v1" in JSON,
+ * metav1.Status on the wire). 0, CK_ENOENT when there is none (a custom
+ * resource), CK_EINVAL without apiVersion or kind.
+ */
+int ck_proto_message_of(const json_t *obj, char *buf, size_t size);
+
+/*
+ * Encodes obj (borrowed), a JSON object of message `message`, as Kubernetes
+ * sends it: "k8s\0", then runtime.Unknown with obj's apiVersion and kind as
+ * typeMeta and the message as raw. On success *ret_data (the caller frees
+ * it) and *ret_len; otherwise a negative code with *reterr (406 for an
+ * unknown message, 400 for a value of the wrong type, 500 out of memory).
+ */
+int ck_proto_encode(const char *message, const json_t *obj, char **ret_data, size_t *ret_len,
+                    struct ck_err *reterr);
+
+/*
+ * Decodes len bytes of data ("k8s\0" and runtime.Unknown, as a client sends
+ * them) as message `message` into the JSON object Kubernetes' JSON encoding
+ * of the same value gives, with apiVersion and kind from the envelope. A new
+ * reference in *ret_obj; on bad data CK_EINVAL with a 400 in *reterr.
+ */
+int ck_proto_decode(const char *message, const void *data, size_t len, json_t **ret_obj,
+                    struct ck_err *reterr);
+
+/*
+ * One frame of a protobuf watch stream: a 4-byte big-endian length, then a
+ * metav1.WatchEvent {type, object: RawExtension {raw: obj as
+ * ck_proto_encode() writes it}}. The caller frees *ret_frame.
+ */
+int ck_proto_encode_watch_event(const char *message, const char *type, const json_t *obj,
+                                char **ret_frame, size_t *ret_len, struct ck_err *reterr);
+
+/*
+ * The same frame around an object already encoded by ck_proto_encode()
+ * (object_len bytes, borrowed): how a stream sends one encoding to many
+ * watchers. The caller frees *ret_frame.
+ */
+int ck_proto_watch_frame(const char *type, const void *object, size_t object_len, char **ret_frame,
+                         size_t *ret_len, struct ck_err *reterr);
+
+/*
+ * The object's message inside data ("k8s\0" and runtime.Unknown): *ret_raw
+ * points into data. CK_EINVAL with a 400 in *reterr when data is not that.
+ */
+int ck_proto_unwrap(const void *data, size_t len, const void **ret_raw, size_t *ret_raw_len,
+                    struct ck_err *reterr);
+
+/*
+ * A list of message list_message ("io.k8s.api.core.v1.PodList") with
+ * apiVersion and kind in its envelope, metadata meta (a JSON ListMeta,
+ * borrowed; NULL: none) and the n items already encoded by ck_proto_encode()
+ * (items[i] of item_lens[i] bytes, borrowed), in order. The caller frees
+ * *ret_data. Lets a server encode each object once and reuse it.
+ */
+int ck_proto_encode_list(const char *list_message, const char *api_version, const char *kind,
+                         const json_t *meta, const char *const *items, const size_t *item_lens,
+                         size_t n, char **ret_data, size_t *ret_len, struct ck_err *reterr);
+
+/*
+ * Decodes a WatchEvent message (a frame without its length) whose object is
+ * of message `message`: {"type": ..., "object": ...} in *ret_event.
+ */
+int ck_proto_decode_watch_event(const char *message, const void *data, size_t len,
+                                json_t **ret_event, struct ck_err *reterr);
+
 #endif /* CKUBE_API_H */

@@ -185,6 +185,36 @@ static json_t *param(const char *name, const char *in, bool required, const char
                      "schema", "type", type);
 }
 
+/*
+ * The media types an answer comes in, as Kubernetes lists them: JSON, and
+ * protobuf for a kind with a protobuf message (custom resources have none);
+ * a list also streams its watch in both. NULL when out of memory.
+ */
+static json_t *response_content(const struct ck_kind *k, const char *verb, const char *ref)
+{
+    /* every format the server writes (media.c's codecs), as kube-apiserver lists them */
+    static const struct {
+        const char *type;
+        bool protobuf; /* only for kinds with a protobuf message */
+        bool watch;    /* only for list (its watch stream) */
+    } types[] = {
+        {"application/json", false, false},         {"application/yaml", false, false},
+        {CK_PROTOBUF_MEDIA_TYPE, true, false},      {"application/json;stream=watch", false, true},
+        {CK_PROTOBUF_WATCH_MEDIA_TYPE, true, true},
+    };
+    bool proto = ck_proto_has_message(k->schema);
+    bool list = strcmp(verb, "list") == 0;
+    json_t *content = json_object();
+    for (size_t i = 0; content && i < sizeof(types) / sizeof(types[0]); i++) {
+        if ((types[i].protobuf && !proto) || (types[i].watch && !list))
+            continue;
+        if (json_object_set_new(content, types[i].type,
+                                json_pack("{s:{s:s}}", "schema", "$ref", ref)) < 0)
+            content = (json_decref(content), NULL);
+    }
+    return content;
+}
+
 static json_t *operation(const struct ck_kind *k, const char *verb, const char *action,
                          const char *ref, bool with_field_validation)
 {
@@ -194,12 +224,10 @@ static json_t *operation(const struct ck_kind *k, const char *verb, const char *
          json_array_append_new(params, param("fieldManager", "query", false, "string")) < 0 ||
          json_array_append_new(params, param("dryRun", "query", false, "string")) < 0))
         return json_decref(params), NULL;
-    /* the answer comes in every format the server writes (media.c's codecs) */
-    json_t *op = json_pack(
-        "{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:{s:s, s:{s:{s:{s:s}}, s:{s:{s:s}}}}}}", "operationId",
-        verb, "x-kubernetes-action", action, "x-kubernetes-group-version-kind", "group", k->group,
-        "version", k->version, "kind", k->kind, "responses", "200", "description", "OK", "content",
-        "application/json", "schema", "$ref", ref, "application/yaml", "schema", "$ref", ref);
+    json_t *op = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:{s:s, s:o}}}", "operationId", verb,
+                           "x-kubernetes-action", action, "x-kubernetes-group-version-kind",
+                           "group", k->group, "version", k->version, "kind", k->kind, "responses",
+                           "200", "description", "OK", "content", response_content(k, verb, ref));
     if (json_object_set_new(op, "parameters", params) < 0)
         op = (json_decref(op), NULL);
     return op;

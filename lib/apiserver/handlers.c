@@ -98,9 +98,11 @@ static enum MHD_Result send_plain(struct MHD_Connection *conn, const struct ck_k
                                   unsigned status, char *body, size_t len,
                                   const struct ck_warnings *warnings)
 {
-    enum ck__accept accept = ck__negotiate(conn);
+    enum ck__accept accept = ck__negotiate_kind(conn, kind);
     if (is_partial(accept))
         return send_partial(conn, kind, accept, status, body, len, warnings);
+    if (accept == CK__ACCEPT_PROTOBUF)
+        return ck__send_proto(conn, status, body, len, warnings);
     return ck__send_bytes(conn, status, "application/json", body, len, warnings);
 }
 
@@ -109,9 +111,11 @@ static enum MHD_Result send_object(struct MHD_Connection *conn, const struct ck_
                                    unsigned status, char *body, size_t len,
                                    const struct ck_warnings *warnings)
 {
-    enum ck__accept accept = ck__negotiate(conn);
+    enum ck__accept accept = ck__negotiate_kind(conn, kind);
     if (is_partial(accept))
         return send_partial(conn, kind, accept, status, body, len, warnings);
+    if (accept == CK__ACCEPT_PROTOBUF)
+        return ck__send_proto(conn, status, body, len, warnings);
     if (accept == CK__ACCEPT_TABLE && status == 200) {
         json_t *obj = NULL;
         int r = ck_json_loadb(body, len, 0, &obj, NULL);
@@ -215,6 +219,32 @@ static char *list_body(const struct ck_kind *kind, const char *rv, const char *c
     return body;
 }
 
+/* The list in protobuf, each object's encoding made once (lib/apiserver/protobuf.c). */
+static enum MHD_Result send_proto_list(struct MHD_Connection *conn, const struct ck_kind *kind,
+                                       const char *rv, const struct ck__list_result *result)
+{
+    struct ck_err err = {0};
+    char **items = ck__calloc(result->n_kvs + 1, sizeof(*items));
+    size_t *lens = ck__calloc(result->n_kvs + 1, sizeof(*lens));
+    size_t n = 0;
+    while (items && lens && n < result->n_kvs &&
+           (items[n] = ck__serve_stored(result->kvs[n]->value, result->kvs[n]->value_len,
+                                        result->kvs[n]->mod_revision, &lens[n])))
+        n++;
+    char *data = NULL;
+    size_t len = 0;
+    int r = items && lens && n == result->n_kvs ? ck__proto_list(kind, rv, result->continue_token,
+                                                                 items, lens, n, &data, &len, &err)
+                                                : ck_err_no_memory(&err);
+    for (size_t i = 0; i < n; i++)
+        free(items[i]);
+    free(items);
+    free(lens);
+    if (r < 0)
+        return ck__fail(conn, &err);
+    return ck__send_bytes(conn, 200, CK_PROTOBUF_MEDIA_TYPE, data, len, NULL);
+}
+
 static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                    const struct ck__target *t)
 {
@@ -244,7 +274,7 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
     char rv[32];
     snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
     enum MHD_Result ret;
-    enum ck__accept accept = ck__negotiate(conn);
+    enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
     if (accept == CK__ACCEPT_PARTIAL) {
         ck__list_result_release(&result);
         ck__err_partial_shape(&err, t->kind, accept);
@@ -280,6 +310,11 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
         return ret;
     }
 
+    if (accept == CK__ACCEPT_PROTOBUF) {
+        ret = send_proto_list(conn, t->kind, rv, &result);
+        ck__list_result_release(&result);
+        return ret;
+    }
     size_t len = 0;
     char *body = list_body(t->kind, rv, result.continue_token, result.kvs, result.n_kvs, &len);
     ck__list_result_release(&result);
@@ -306,11 +341,12 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
     }
     /* server.c has turned a YAML body into JSON: whatever the client sent is JSON here */
     const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-    if (!ck__codec_for_content_type(type)) {
-        ck__err_unsupported_media(reterr);
+    bool proto = ck__is_proto_media_type(type);
+    if ((proto && !ck_proto_has_message(schema)) || (!proto && !ck__codec_for_content_type(type))) {
+        ck__err_unsupported_media_for(reterr, ck_proto_has_message(schema));
         return NULL;
     }
-    if (ck__media_check_json(kind_name, body ? body : "", body ? len : 0, reterr) < 0)
+    if (!proto && ck__media_check_json(kind_name, body ? body : "", body ? len : 0, reterr) < 0)
         return NULL;
     enum ck_field_validation fv;
     if (ck_field_validation_parse(ck__query(conn, "fieldValidation"), &fv) < 0) {
@@ -318,9 +354,28 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
                       "fieldValidation must be one of Strict, Warn or Ignore");
         return NULL;
     }
+    char *json_body = NULL; /* a protobuf body, as JSON */
+    if (proto) {
+        struct ck_err perr = {0};
+        if (ck__proto_body_to_json(schema, body, len, &json_body, &len, &perr) < 0) {
+            if (perr.http_status == 400)
+                ck_err_status(reterr, "BadRequest",
+                              "%s in version \"%s\" cannot be handled as a %s: %s", kind_name,
+                              kind->version, kind_name, ck_err_message(&perr));
+            else
+                ck_err_status(reterr, perr.reason ? perr.reason : "InternalError", "%s",
+                              ck_err_message(&perr));
+            ck_err_release(&perr);
+            return NULL;
+        }
+        body = json_body;
+        /* Kubernetes' protobuf decoding is never strict: what it does not know it skips */
+        fv = CK_FIELD_VALIDATION_IGNORE;
+    }
     json_t *obj = NULL;
     struct ck_err err = {0};
     int r = ck_schema_decode(ctx->schemas, schema, body ? body : "", len, fv, &obj, warnings, &err);
+    free(json_body);
     if (r == CK_ENOMEM) {
         ck_err_no_memory(reterr);
         return NULL;
@@ -699,7 +754,20 @@ static int parse_delete_options(struct MHD_Connection *conn, const char *body, s
 static int delete_options(struct MHD_Connection *conn, const char *body, size_t len,
                           json_t **ret_doc, struct ck__delete_options *opts, struct ck_err *reterr)
 {
+    /* client-go's typed clients send DeleteOptions in protobuf */
+    char *json_body = NULL;
+    *ret_doc = NULL;
+    if (body && len &&
+        ck__is_proto_media_type(
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type"))) {
+        int r = ck__proto_body_to_json("io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions", body,
+                                       len, &json_body, &len, reterr);
+        if (r < 0)
+            return r;
+        body = json_body;
+    }
     int r = parse_delete_options(conn, body, len, ret_doc, opts, reterr);
+    free(json_body);
     if (r < 0) {
         json_decref(*ret_doc);
         *ret_doc = NULL;
@@ -920,7 +988,7 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
     snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
     ck__list_result_release(&result);
     json_decref(doc);
-    enum ck__accept accept = ck__negotiate(conn);
+    enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
     if (accept == CK__ACCEPT_PARTIAL) {
         json_decref(items);
         ck__err_partial_shape(&err, t->kind, accept);
@@ -939,6 +1007,8 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
     json_decref(list);
     if (!text)
         return ck__fail_no_memory(conn);
+    if (accept == CK__ACCEPT_PROTOBUF)
+        return ck__send_proto(conn, 200, text, strlen(text), NULL);
     return ck__send_bytes(conn, 200,
                           is_partial(accept) ? ck__partial_list_content_type : "application/json",
                           text, strlen(text), NULL);
@@ -1055,9 +1125,11 @@ enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connecti
         return ck__fail(conn, &dry_run_err);
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     bool watch = get && !t->name[0] && ck__query_bool(conn, "watch");
-    if (ck__negotiate(conn) == CK__ACCEPT_NONE || (watch && !ck__media_can_stream(conn))) {
+    enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
+    if (accept == CK__ACCEPT_NONE ||
+        (watch && accept != CK__ACCEPT_PROTOBUF && !ck__media_can_stream(conn))) {
         char types[256];
-        ck__media_types(watch, types, sizeof(types));
+        ck__media_types_for(watch, ck_proto_has_message(t->kind->schema), types, sizeof(types));
         char msg[512];
         snprintf(
             msg, sizeof(msg),

@@ -489,6 +489,7 @@ enum ck__accept {
     CK__ACCEPT_TABLE,        /* application/json;as=Table;v=v1;g=meta.k8s.io */
     CK__ACCEPT_PARTIAL,      /* application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1 */
     CK__ACCEPT_PARTIAL_LIST, /* application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1 */
+    CK__ACCEPT_PROTOBUF,     /* application/vnd.kubernetes.protobuf (protobuf.c) */
     CK__ACCEPT_NONE,         /* nothing we can produce: 406 */
 };
 
@@ -546,6 +547,9 @@ bool ck__media_can_stream(struct MHD_Connection *conn);
 /* The media types served ("application/json, application/yaml"), streaming ones only if asked. */
 size_t ck__media_types(bool streaming, char *buf, size_t size);
 
+/* The same, with application/vnd.kubernetes.protobuf last when protobuf (a kind that has it). */
+size_t ck__media_types_for(bool streaming, bool protobuf, char *buf, size_t size);
+
 /*
  * Turns an answer (body, taken) whose content_type starts with
  * application/json into the request's negotiated format: *ret_body (caller
@@ -558,13 +562,18 @@ int ck__media_encode(struct MHD_Connection *conn, const char *content_type, char
 /* 415 as Kubernetes words it, naming the media types bodies may be sent in. */
 int ck__err_unsupported_media(struct ck_err *reterr);
 
+/* The same for a kind that also takes protobuf bodies (protobuf true). */
+int ck__err_unsupported_media_for(struct ck_err *reterr, bool protobuf);
+
 /*
  * A create or update body in the request's Content-Type as JSON: *ret_json
  * (caller frees) when it had to be converted, NULL when the body is JSON
- * already. 415 for a type nobody decodes, 400 for a body that is not YAML.
+ * already (or protobuf, which the handler decodes). 415 for a type nobody
+ * decodes (naming protobuf when kind, which may be NULL, takes it), 400 for a
+ * body that is not YAML.
  */
-int ck__media_decode_body(struct MHD_Connection *conn, const char *body, size_t len,
-                          char **ret_json, size_t *ret_len, struct ck_err *reterr);
+int ck__media_decode_body(struct MHD_Connection *conn, const struct ck_kind *kind, const char *body,
+                          size_t len, char **ret_json, size_t *ret_len, struct ck_err *reterr);
 
 /*
  * 400 as kube-apiserver answers a JSON body that is not JSON at all (a YAML
@@ -574,6 +583,50 @@ int ck__media_decode_body(struct MHD_Connection *conn, const char *body, size_t 
  */
 int ck__media_check_json(const char *kind_name, const char *body, size_t len,
                          struct ck_err *reterr);
+
+/*
+ * ck__negotiate for an answer about kind: CK__ACCEPT_PROTOBUF only when the kind has a
+ * protobuf message (a custom resource has none, so a protobuf entry is
+ * passed over, as Kubernetes' negotiation does).
+ */
+enum ck__accept ck__negotiate_kind(struct MHD_Connection *conn, const struct ck_kind *kind);
+
+/* ---- protobuf (protobuf.c) ------------------------------------------------ */
+
+/* True when a Content-Type is application/vnd.kubernetes.protobuf (with or without parameters). */
+bool ck__is_proto_media_type(const char *content_type);
+
+/*
+ * A request body in protobuf as the JSON text of the same object of schema
+ * (the caller frees *ret_json): 415 when schema has no protobuf message (a
+ * custom resource), 400 on bad data.
+ */
+int ck__proto_body_to_json(const char *schema, const char *body, size_t len, char **ret_json,
+                           size_t *ret_len, struct ck_err *reterr);
+
+/*
+ * A JSON answer (an object, a list, a Status) in protobuf; the caller frees
+ * *ret_data. json[len] must be readable: a NUL there (served bytes, jansson's
+ * output) lets the encoding be cached by the text.
+ */
+int ck__json_to_proto(const char *json, size_t len, char **ret_data, size_t *ret_len,
+                      struct ck_err *reterr);
+
+/*
+ * The protobuf list of kind (its list_kind's message) with resourceVersion
+ * rv, continue_token (NULL: last page) and the n served objects items[i] of
+ * item_lens[i] bytes (NUL-terminated), each encoded once through the cache.
+ */
+int ck__proto_list(const struct ck_kind *kind, const char *rv, const char *continue_token,
+                   char *const *items, const size_t *item_lens, size_t n, char **ret_data,
+                   size_t *ret_len, struct ck_err *reterr);
+
+/*
+ * Queues body (JSON, taken) as protobuf with status and warnings; a body
+ * that has no protobuf form is answered with the Status of why.
+ */
+enum MHD_Result ck__send_proto(struct MHD_Connection *conn, unsigned status, char *body, size_t len,
+                               const struct ck_warnings *warnings);
 
 /*
  * The Content-Types Kubernetes answers PartialObjectMetadata and its List

@@ -21,6 +21,13 @@
  *   lib/util/yaml.c) and read into JSON before the body is decoded. It has
  *   no stream framing, so a watch asking only for YAML is a 406.
  *
+ * Kubernetes' protobuf (application/vnd.kubernetes.protobuf, protobuf.c) is
+ * no row: it needs the kind of the answer, so handlers that can answer in it
+ * ask ck__negotiate_kind() and encode it themselves. Here an Accept entry of
+ * it is the shape CK__ACCEPT_PROTOBUF where protobuf may be chosen (a kind
+ * with a protobuf message), and passed over elsewhere (a custom resource),
+ * as Kubernetes' negotiation does.
+ *
  * An Accept entry's `as=`, `g=`, `v=` parameters (Table,
  * PartialObjectMetadata and its List) pick the shape of the answer; the
  * media type before them picks the row. The first entry the server can
@@ -177,8 +184,11 @@ static bool wants_pretty(struct MHD_Connection *conn)
                      strncmp(agent, "Mozilla/", 8) == 0);
 }
 
-/* The negotiation; with streaming, rows without stream framing are skipped. */
-static void negotiate(const char *accept, bool streaming, struct ck__media *ret)
+/*
+ * The negotiation; with streaming, rows without stream framing are skipped;
+ * protobuf entries count only when protobuf may be chosen.
+ */
+static void negotiate(const char *accept, bool streaming, bool protobuf, struct ck__media *ret)
 {
     *ret = (struct ck__media){.codec = &codecs[0], .shape = CK__ACCEPT_JSON};
     if (!accept || !*accept)
@@ -189,6 +199,12 @@ static void negotiate(const char *accept, bool streaming, struct ck__media *ret)
             item++;
         const char *comma = strchr(item, ',');
         size_t len = comma ? (size_t)(comma - item) : strlen(item);
+        if (protobuf && media_is(item, len, CK_PROTOBUF_MEDIA_TYPE) &&
+            !media_has(item, len, "as=")) {
+            /* JSON stays the codec of whatever a handler does not answer in protobuf */
+            *ret = (struct ck__media){.codec = &codecs[0], .shape = CK__ACCEPT_PROTOBUF};
+            return;
+        }
         const struct ck__codec *codec = NULL;
         for (size_t i = 0; i < N_CODECS && !codec; i++)
             if (media_is(item, len, codecs[i].media_type) && (!streaming || codecs[i].streams))
@@ -212,7 +228,7 @@ static void negotiate(const char *accept, bool streaming, struct ck__media *ret)
 
 void ck__media_negotiate_accept(const char *accept, struct ck__media *ret)
 {
-    negotiate(accept, false, ret);
+    negotiate(accept, false, true, ret);
 }
 
 void ck__media_negotiate(struct MHD_Connection *conn, struct ck__media *ret)
@@ -230,26 +246,40 @@ enum ck__accept ck__negotiate(struct MHD_Connection *conn)
     return media.shape;
 }
 
+enum ck__accept ck__negotiate_kind(struct MHD_Connection *conn, const struct ck_kind *kind)
+{
+    struct ck__media media;
+    negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept"), false,
+              ck_proto_has_message(kind->schema), &media);
+    return media.shape;
+}
+
 bool ck__media_can_stream(struct MHD_Connection *conn)
 {
     struct ck__media media;
-    negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept"), true, &media);
+    negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept"), true, true, &media);
     return media.codec != NULL;
 }
 
-size_t ck__media_types(bool streaming, char *buf, size_t size)
+size_t ck__media_types_for(bool streaming, bool protobuf, char *buf, size_t size)
 {
     size_t n = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < N_CODECS; i++) {
-        if (streaming && !codecs[i].streams)
+    for (size_t i = 0; i <= N_CODECS; i++) {
+        const char *type = i < N_CODECS ? codecs[i].media_type : CK_PROTOBUF_MEDIA_TYPE;
+        if ((i < N_CODECS && streaming && !codecs[i].streams) || (i == N_CODECS && !protobuf))
             continue;
-        int w = snprintf(buf + n, size - n, "%s%s", n ? ", " : "", codecs[i].media_type);
+        int w = snprintf(buf + n, size - n, "%s%s", n ? ", " : "", type);
         if (w < 0 || (size_t)w >= size - n)
             break;
         n += (size_t)w;
     }
     return n;
+}
+
+size_t ck__media_types(bool streaming, char *buf, size_t size)
+{
+    return ck__media_types_for(streaming, false, buf, size);
 }
 
 int ck__media_encode(struct MHD_Connection *conn, const char *content_type, char *body, size_t len,
@@ -314,23 +344,30 @@ int ck__media_check_json(const char *kind_name, const char *body, size_t len, st
 
 int ck__err_unsupported_media(struct ck_err *reterr)
 {
+    return ck__err_unsupported_media_for(reterr, false);
+}
+
+int ck__err_unsupported_media_for(struct ck_err *reterr, bool protobuf)
+{
     char types[256];
-    ck__media_types(false, types, sizeof(types));
+    ck__media_types_for(false, protobuf, types, sizeof(types));
     return ck_err_status(
         reterr, "UnsupportedMediaType",
         "the body of the request was in an unknown format - accepted media types include: %s",
         types);
 }
 
-int ck__media_decode_body(struct MHD_Connection *conn, const char *body, size_t len,
-                          char **ret_json, size_t *ret_len, struct ck_err *reterr)
+int ck__media_decode_body(struct MHD_Connection *conn, const struct ck_kind *kind, const char *body,
+                          size_t len, char **ret_json, size_t *ret_len, struct ck_err *reterr)
 {
     *ret_json = NULL;
     *ret_len = 0;
     const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+    if (ck__is_proto_media_type(type))
+        return 0; /* the handler decodes it, knowing the kind (protobuf.c) */
     const struct ck__codec *codec = ck__codec_for_content_type(type);
     if (!codec)
-        return ck__err_unsupported_media(reterr);
+        return ck__err_unsupported_media_for(reterr, kind && ck_proto_has_message(kind->schema));
     if (!codec->decode || !body)
         return 0;
     return codec->decode(body, len, ret_json, ret_len, reterr);

@@ -169,6 +169,27 @@ enum MHD_Result ck__send_json(struct MHD_Connection *conn, unsigned status, cons
     return queue(conn, status, "application/json", resp, NULL);
 }
 
+/* A Status in protobuf when the client prefers it; false to answer JSON. */
+static bool send_error_proto(struct MHD_Connection *conn, const struct ck_err *err, unsigned status,
+                             enum MHD_Result *ret)
+{
+    /* a 406 is about the media types themselves: its Status stays JSON, as Kubernetes' fallback */
+    if (status == MHD_HTTP_NOT_ACCEPTABLE || ck__negotiate(conn) != CK__ACCEPT_PROTOBUF)
+        return false;
+    size_t len = 0;
+    char *body = ck__status_json(err, false, &len);
+    char *data = NULL;
+    struct ck_err unused = {0};
+    if (!body || ck__json_to_proto(body, len, &data, &len, &unused) < 0) {
+        free(body);
+        ck_err_release(&unused);
+        return false;
+    }
+    free(body);
+    *ret = ck__send_bytes(conn, status, CK_PROTOBUF_MEDIA_TYPE, data, len, NULL);
+    return true;
+}
+
 enum MHD_Result ck__send_error(struct MHD_Connection *conn, const struct ck_err *err)
 {
     struct ck_err unset = {0};
@@ -176,10 +197,13 @@ enum MHD_Result ck__send_error(struct MHD_Connection *conn, const struct ck_err 
         ck_err_internal(&unset, "the request failed for an unreported reason");
         err = &unset;
     }
-    size_t len = 0;
-    char *body = ck__status_json(err, false, &len);
     unsigned status = err->http_status > 0 && err->reason ? (unsigned)err->http_status
                                                           : MHD_HTTP_INTERNAL_SERVER_ERROR;
+    enum MHD_Result proto_ret;
+    if (send_error_proto(conn, err, status, &proto_ret))
+        return proto_ret;
+    size_t len = 0;
+    char *body = ck__status_json(err, false, &len);
     /* a Status is an API object: in the format the client asked for */
     char type[256] = "application/json";
     if (body && ck__media_encode(conn, type, body, len, &body, &len, type, sizeof(type)) < 0)

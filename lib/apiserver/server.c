@@ -520,7 +520,8 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
         char *converted = NULL;
         size_t converted_len = 0;
         if ((strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) &&
-            ck__media_decode_body(conn, body, body_len, &converted, &converted_len, &err) < 0)
+            ck__media_decode_body(conn, target.kind, body, body_len, &converted, &converted_len,
+                                  &err) < 0)
             return ck__fail(conn, &err);
         if (converted) {
             body = converted;

@@ -82,7 +82,8 @@ struct ck__watch_stream {
     struct ck_store_watch *store_watch;
     bool table;
     bool table_columns_sent;
-    bool partial; /* each object as its PartialObjectMetadata */
+    bool partial;  /* each object as its PartialObjectMetadata */
+    bool protobuf; /* frames of WatchEvent (application/vnd.kubernetes.protobuf;stream=watch) */
     bool bookmarks;
     bool suspended;
     bool ended;  /* no more events: drain the buffer, then end the response */
@@ -91,7 +92,8 @@ struct ck__watch_stream {
     time_t next_bookmark;
     char *buf;
     size_t len, off, cap;
-    bool mid_line;                        /* the last byte handed to the client ended no line */
+    bool mid_line;    /* the last byte handed to the client ended no line */
+    size_t frame_end; /* protobuf: where the frame holding buf[off] ends (>= off) */
     struct ck__watch_stream *next_active; /* server->watches list, under server->watches_lock */
 };
 
@@ -130,6 +132,7 @@ static void compact(struct ck__watch_stream *s)
         return;
     memmove(s->buf, s->buf + s->off, s->len - s->off);
     s->len -= s->off;
+    s->frame_end -= s->off;
     s->off = 0;
 }
 
@@ -157,7 +160,9 @@ static bool may_grow(const struct ck__watch_stream *s, size_t grow)
 static void cut(struct ck__watch_stream *s)
 {
     size_t keep = s->off;
-    if (s->mid_line) {
+    if (s->protobuf) {
+        keep = s->frame_end; /* the frame being sent, whole */
+    } else if (s->mid_line) {
         const char *nl = memchr(s->buf + s->off, '\n', s->len - s->off);
         keep = nl ? (size_t)(nl - s->buf) + 1 : s->len;
     }
@@ -183,14 +188,9 @@ static void wake(struct ck__watch_stream *s)
  * behind or the buffer cannot grow, the stream ends instead; the client
  * watches again from the last resourceVersion it saw, so nothing is lost.
  */
-static void push_event(struct ck__watch_stream *s, const char *type, const char *object,
-                       size_t object_len)
+/* Room for len more bytes in the buffer, or false with the stream ended. */
+static bool reserve(struct ck__watch_stream *s, size_t len)
 {
-    if (s->ended)
-        return;
-    char head[48];
-    size_t head_len = (size_t)snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
-    size_t len = head_len + object_len + 2;
     if (s->len + len > s->cap)
         compact(s);
     if (s->len + len > s->cap) {
@@ -200,13 +200,57 @@ static void push_event(struct ck__watch_stream *s, const char *type, const char 
         if (!may_grow(s, cap - s->cap) && !may_grow(s, (cap = want) - s->cap)) {
             CK_LOGV(1, "watch on %s: client too slow, closing the stream", s->kind->resource);
             cut(s);
-            return;
+            return false;
         }
         if (!resize(s, cap)) {
             cut(s);
-            return;
+            return false;
         }
     }
+    return true;
+}
+
+/*
+ * The protobuf stream's event: one frame (length, WatchEvent) for the JSON
+ * object, whole or not at all; what cannot be encoded ends the stream.
+ */
+static void push_proto_event(struct ck__watch_stream *s, const char *type, const char *object,
+                             size_t object_len)
+{
+    /* the object's encoding is made once for every watcher (protobuf.c's cache) */
+    char *encoded = NULL, *frame = NULL;
+    size_t encoded_len = 0, len = 0;
+    struct ck_err err = {0};
+    int r = ck__json_to_proto(object, object_len, &encoded, &encoded_len, &err);
+    if (r == 0)
+        r = ck_proto_watch_frame(type, encoded, encoded_len, &frame, &len, &err);
+    free(encoded);
+    ck_err_release(&err);
+    if (r < 0) {
+        s->ended = true;
+        return;
+    }
+    if (reserve(s, len)) {
+        memcpy(s->buf + s->len, frame, len);
+        s->len += len;
+    }
+    free(frame);
+}
+
+static void push_event(struct ck__watch_stream *s, const char *type, const char *object,
+                       size_t object_len)
+{
+    if (s->ended)
+        return;
+    if (s->protobuf) {
+        push_proto_event(s, type, object, object_len);
+        return;
+    }
+    char head[48];
+    size_t head_len = (size_t)snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
+    size_t len = head_len + object_len + 2;
+    if (!reserve(s, len))
+        return;
     memcpy(s->buf + s->len, head, head_len);
     memcpy(s->buf + s->len + head_len, object, object_len);
     memcpy(s->buf + s->len + head_len + object_len, "}\n", 2);
@@ -397,7 +441,13 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *out, size_t max)
     memcpy(out, s->buf + s->off, n);
     s->off += n;
     s->mid_line = out[n - 1] != '\n';
+    /* protobuf: past the frames sent whole, to the end of the one being sent */
+    while (s->protobuf && s->frame_end < s->off && s->frame_end + 4 <= s->len) {
+        const unsigned char *p = (const unsigned char *)s->buf + s->frame_end;
+        s->frame_end += 4 + ((size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]);
+    }
     if (s->off == s->len) {
+        s->frame_end = 0;
         s->off = s->len = 0;
         if (s->cap > READ_BLOCK * 4)
             resize(s, 0); /* a burst is over: give its memory back */
@@ -546,7 +596,7 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
         ck_field_errors_release(&errs);
         return ck__fail(conn, &invalid);
     }
-    if (ck__negotiate(conn) == CK__ACCEPT_PARTIAL_LIST) {
+    if (ck__negotiate_kind(conn, t->kind) == CK__ACCEPT_PARTIAL_LIST) {
         /* a watch's events carry single objects */
         struct ck_err shape = {0};
         ck__err_partial_shape(&shape, t->kind, CK__ACCEPT_PARTIAL_LIST);
@@ -597,8 +647,9 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     s->server = server;
     s->conn = conn;
     s->kind = t->kind;
-    enum ck__accept accept = ck__negotiate(conn);
+    enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
     s->table = accept == CK__ACCEPT_TABLE;
+    s->protobuf = accept == CK__ACCEPT_PROTOBUF;
     s->partial = accept == CK__ACCEPT_PARTIAL;
     s->bookmarks = ck__query_bool(conn, "allowWatchBookmarks");
     s->deadline = time(NULL) + timeout_s;
@@ -640,8 +691,9 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     server->watches = s;
     pthread_mutex_unlock(&server->watches_lock);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            s->table ? "application/json;as=Table;v=v1;g=meta.k8s.io"
-                                     : "application/json");
+                            s->table      ? "application/json;as=Table;v=v1;g=meta.k8s.io"
+                            : s->protobuf ? CK_PROTOBUF_WATCH_MEDIA_TYPE
+                                          : "application/json");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
     enum MHD_Result ret = MHD_queue_response(conn, 200, resp);
     MHD_destroy_response(resp);

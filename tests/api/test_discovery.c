@@ -165,6 +165,37 @@ static void test_strategic_merge_patch_for_built_in_kinds_only(void **state)
     ck_schemas_free(set);
 }
 
+/* The media types of operation op at path's 200 answer. */
+static json_t *answer_content(json_t *doc, const char *path, const char *op)
+{
+    json_t *o = json_object_get(json_object_get(json_object_get(doc, "paths"), path), op);
+    return json_object_get(json_object_get(json_object_get(o, "responses"), "200"), "content");
+}
+
+static void test_openapi_advertises_protobuf_for_built_in_kinds_only(void **state)
+{
+    (void)state;
+    struct ck_schemas *set = NULL;
+    assert_int_equal(ck_api_builtin_schemas(&set, NULL), 0);
+    json_t *doc = ck_openapi_document(set, "apps", "v1");
+    json_t *get =
+        answer_content(doc, "/apis/apps/v1/namespaces/{namespace}/deployments/{name}", "get");
+    assert_non_null(json_object_get(get, "application/json"));
+    assert_non_null(json_object_get(get, "application/vnd.kubernetes.protobuf"));
+    assert_null(json_object_get(get, "application/vnd.kubernetes.protobuf;stream=watch"));
+    json_t *list = answer_content(doc, "/apis/apps/v1/namespaces/{namespace}/deployments", "get");
+    assert_non_null(json_object_get(list, "application/vnd.kubernetes.protobuf;stream=watch"));
+    assert_non_null(json_object_get(list, "application/json;stream=watch"));
+    json_decref(doc);
+    doc = ck_openapi_document(set, "example.ckube.io", "v1");
+    get = answer_content(doc, "/apis/example.ckube.io/v1/namespaces/{namespace}/frobbers/{name}",
+                         "get");
+    assert_non_null(json_object_get(get, "application/json"));
+    assert_null(json_object_get(get, "application/vnd.kubernetes.protobuf"));
+    json_decref(doc);
+    ck_schemas_free(set);
+}
+
 static void test_openapi_document_declares_field_validation(void **state)
 {
     (void)state;
@@ -235,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_openapi_document_declares_field_validation),
         cmocka_unit_test(test_strategic_merge_patch_for_built_in_kinds_only),
         cmocka_unit_test(test_openapi_index_hash_follows_content),
+        cmocka_unit_test(test_openapi_advertises_protobuf_for_built_in_kinds_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,8 +46,10 @@ static inline size_t httptest_collect(char *data, size_t size, size_t nmemb, voi
  * METHOD path with an optional body and extra header lines (NULL-terminated
  * list or NULL); the caller frees ret->body and ret->headers.
  */
-static inline void http_call(struct ck_apiserver *server, const char *method, const char *path,
-                             const char *body, const char *const *headers, struct response *ret)
+/* http_call() with a body of len bytes, which may hold NULs (a protobuf body). */
+static inline void http_call_n(struct ck_apiserver *server, const char *method, const char *path,
+                               const char *body, size_t len, const char *const *headers,
+                               struct response *ret)
 {
     char url[2048];
     snprintf(url, sizeof(url), "%s%s", ck_apiserver_url(server), path);
@@ -74,7 +76,7 @@ static inline void http_call(struct ck_apiserver *server, const char *method, co
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
     if (body) {
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)len);
     }
     CURLcode rc = curl_easy_perform(curl);
     if (rc != CURLE_OK) {
@@ -88,6 +90,12 @@ static inline void http_call(struct ck_apiserver *server, const char *method, co
     ret->len = out.len;
     ret->headers = head.buf ? head.buf : calloc(1, 1);
     ret->headers_len = head.len;
+}
+
+static inline void http_call(struct ck_apiserver *server, const char *method, const char *path,
+                             const char *body, const char *const *headers, struct response *ret)
+{
+    http_call_n(server, method, path, body, body ? strlen(body) : 0, headers, ret);
 }
 
 static inline void response_release(struct response *r)

@@ -7,7 +7,8 @@
  * Table, merge, strategic and JSON patch, status patch, update, a Scale read
  * and patched, delete with a
  * Success Status, deletecollection, a pod's binding, discovery, /metrics, a
- * watch) the test first counts the allocations the request makes through the
+ * watch; a create, get and list in Kubernetes' protobuf, whose 500s may be
+ * protobuf Statuses) the test first counts the allocations the request makes through the
  * hook, then fails allocation n for n = 1, 2, ... up to that count (every one
  * up to DENSE, a spread of them beyond), resetting the object's state before
  * each attempt. Every success is held to the answer of a run without
@@ -32,6 +33,7 @@
 #include <limits.h>
 #include <stdatomic.h>
 
+#include "ckube/api.h"
 #include "ckube/internal/util.h"
 #include "httptest.h"
 
@@ -66,7 +68,15 @@ struct request_case {
     void (*prepare)(void); /* run disarmed before every attempt */
     bool jansson;          /* jansson's allocations may fail too */
     bool stream;           /* a watch: 200, then events (an ERROR one a 500 Status) */
+    const char *proto;     /* the message of a protobuf answer; NULL: JSON */
+    bool proto_body;       /* the body is rs_proto (the ReplicaSet in protobuf) */
 };
+
+/* rs_body in Kubernetes' protobuf, made in main() */
+static char *rs_proto;
+static size_t rs_proto_len;
+
+#define RS_MESSAGE "io.k8s.api.apps.v1.ReplicaSet"
 
 /* Whether jansson allocates through the hook (for the request being tried). */
 static atomic_bool jansson_hooked;
@@ -101,51 +111,72 @@ static void nothing(void)
 
 static const char *const table_accept[] = {"Accept: application/json;as=Table;v=v1;g=meta.k8s.io",
                                            NULL};
+static const char *const proto_accept[] = {"Accept: application/vnd.kubernetes.protobuf", NULL};
+static const char *const proto_both[] = {"Content-Type: application/vnd.kubernetes.protobuf",
+                                         "Accept: application/vnd.kubernetes.protobuf", NULL};
 
 static const struct request_case cases[] = {
-    {"create", "POST", RS, rs_body, NULL, 201, rs_absent, true, false},
-    {"get", "GET", RS "/web", NULL, NULL, 200, rs_present, true, false},
-    {"list", "GET", RS "?labelSelector=app%3Dweb&limit=5", NULL, NULL, 200, rs_present, true,
-     false},
-    {"list table", "GET", RS, NULL, table_accept, 200, rs_present, true, false},
+    {"create", "POST", RS, rs_body, NULL, 201, rs_absent, true, false, NULL, false},
+    {"get", "GET", RS "/web", NULL, NULL, 200, rs_present, true, false, NULL, false},
+    {"list", "GET", RS "?labelSelector=app%3Dweb&limit=5", NULL, NULL, 200, rs_present, true, false,
+     NULL, false},
+    {"list table", "GET", RS, NULL, table_accept, 200, rs_present, true, false, NULL, false},
     {"patch", "PATCH", RS "/web", "{\"spec\":{\"replicas\":3}}", merge_type, 200, rs_present, true,
-     false},
+     false, NULL, false},
     {"strategic patch", "PATCH", RS "/web",
      "{\"metadata\":{\"labels\":{\"tier\":\"fe\"}},\"spec\":{\"template\":{\"spec\":"
      "{\"containers\":[{\"name\":\"c\",\"image\":\"nginx:1.27\"},{\"name\":\"d\",\"image\":"
      "\"busybox\"}],\"$setElementOrder/containers\":[{\"name\":\"d\"},{\"name\":\"c\"}]}}}}",
-     strategic_type, 200, rs_present, true, false},
+     strategic_type, 200, rs_present, true, false, NULL, false},
     {"json patch", "PATCH", RS "/web",
      "[{\"op\":\"replace\",\"path\":\"/spec/replicas\",\"value\":4},{\"op\":\"add\",\"path\":"
      "\"/metadata/annotations\",\"value\":{\"a\":\"b\"}},{\"op\":\"copy\",\"from\":"
      "\"/metadata/labels/app\",\"path\":\"/metadata/annotations/c\"},{\"op\":\"test\",\"path\":"
      "\"/spec/replicas\",\"value\":4}]",
-     jsonpatch_type, 200, rs_present, true, false},
+     jsonpatch_type, 200, rs_present, true, false, NULL, false},
     {"patch status", "PATCH", RS "/web/status", "{\"status\":{\"replicas\":2}}", merge_type, 200,
-     rs_present, true, false},
-    {"update", "PUT", RS "/web", rs_body, NULL, 200, rs_present, true, false},
+     rs_present, true, false, NULL, false},
+    {"update", "PUT", RS "/web", rs_body, NULL, 200, rs_present, true, false, NULL, false},
     {"scale patch", "PATCH", RS "/web/scale", "{\"spec\":{\"replicas\":2}}", merge_type, 200,
-     rs_present, true, false},
-    {"scale get", "GET", RS "/web/scale", NULL, NULL, 200, rs_present, true, false},
-    {"delete", "DELETE", RS "/web", NULL, NULL, 200, rs_present, true, false},
+     rs_present, true, false, NULL, false},
+    {"scale get", "GET", RS "/web/scale", NULL, NULL, 200, rs_present, true, false, NULL, false},
+    {"delete", "DELETE", RS "/web", NULL, NULL, 200, rs_present, true, false, NULL, false},
     {"deletecollection", "DELETE", RS "?labelSelector=app%3Dweb", NULL, NULL, 200, rs_present, true,
-     false},
+     false, NULL, false},
     {"binding", "POST", PODS "/p/binding",
      "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p\"},\"target\":"
      "{\"kind\":\"Node\",\"name\":\"n1\"}}",
-     NULL, 201, pod_unbound, true, false},
-    {"discovery", "GET", "/apis/apps/v1", NULL, NULL, 200, nothing, true, false},
-    {"metrics", "GET", "/metrics", NULL, NULL, 200, nothing, true, false},
+     NULL, 201, pod_unbound, true, false, NULL, false},
+    {"discovery", "GET", "/apis/apps/v1", NULL, NULL, 200, nothing, true, false, NULL, false},
+    {"metrics", "GET", "/metrics", NULL, NULL, 200, nothing, true, false, NULL, false},
     {"watch", "GET", RS "?watch=1&timeoutSeconds=1&labelSelector=app%3Dweb", NULL, NULL, 200,
-     rs_present, true, true},
+     rs_present, true, true, NULL, false},
+    {"create in protobuf", "POST", RS, NULL, proto_both, 201, rs_absent, true, false, RS_MESSAGE,
+     true},
+    {"get in protobuf", "GET", RS "/web", NULL, proto_accept, 200, rs_present, true, false,
+     RS_MESSAGE, false},
+    {"list in protobuf", "GET", RS "?labelSelector=app%3Dweb", NULL, proto_accept, 200, rs_present,
+     true, false, "io.k8s.api.apps.v1.ReplicaSetList", false},
 };
+
+/* A protobuf answer (its Content-Type says) as JSON, or NULL when it does not decode. */
+static json_t *proto_answer(const struct response *r, const char *message)
+{
+    if (!r->headers || !strstr(r->headers, "Content-Type: application/vnd.kubernetes.protobuf"))
+        return NULL;
+    json_t *v = NULL;
+    return ck_proto_decode(message, r->body, r->len, &v, NULL) == 0 ? v : NULL;
+}
 
 /* Asserts that r is a well-formed 500 InternalError Status. */
 static void expect_internal_error(const struct request_case *c, unsigned long n,
                                   const struct response *r)
 {
     json_error_t jerr;
-    json_t *s = json_loads(r->body, 0, &jerr);
+    /* a protobuf-preferring client gets its Status in protobuf when that could be made */
+    json_t *s = proto_answer(r, "io.k8s.apimachinery.pkg.apis.meta.v1.Status");
+    if (!s)
+        s = json_loads(r->body, 0, &jerr);
     if (!s)
         fail_msg("%s, allocation %lu failed: 500 that is not JSON: %s", c->name, n, r->body);
     const char *kind = json_string_value(json_object_get(s, "kind"));
@@ -216,9 +247,10 @@ static void expect_reference(const struct request_case *c, unsigned long n,
     if (c->stream || strcmp(c->path, "/metrics") == 0)
         return; /* events and counters are not the same twice */
     json_error_t jerr;
-    json_t *got = json_loads(r->body, 0, &jerr);
+    json_t *got = c->proto ? proto_answer(r, c->proto) : json_loads(r->body, 0, &jerr);
     if (!got)
-        fail_msg("%s, allocation %lu failed: a success that is not JSON: %s", c->name, n, r->body);
+        fail_msg("%s, allocation %lu failed: a success that is not %s: %s", c->name, n,
+                 c->proto ? "protobuf" : "JSON", r->body);
     normalize(got);
     if (!n) {
         json_decref(reference);
@@ -239,7 +271,10 @@ static unsigned long attempt(const struct request_case *c, unsigned long n)
     struct response r;
     atomic_store(&jansson_hooked, c->jansson);
     ck__alloc_fail_at(n ? n : ULONG_MAX, false);
-    http_call(server, c->method, c->path, c->body, c->headers, &r);
+    if (c->proto_body)
+        http_call_n(server, c->method, c->path, rs_proto, rs_proto_len, c->headers, &r);
+    else
+        http_call(server, c->method, c->path, c->body, c->headers, &r);
     unsigned long made = ck__alloc_fail_at(0, false);
     atomic_store(&jansson_hooked, false);
     if (r.status == 500 && n)
@@ -297,9 +332,17 @@ int main(void)
 {
     /* before any thread uses jansson: see the header comment */
     json_set_alloc_funcs(json_alloc, free);
+    json_t *rs = json_loads(rs_body, 0, NULL);
+    if (!rs || json_object_set_new(rs, "apiVersion", json_string("apps/v1")) < 0 ||
+        json_object_set_new(rs, "kind", json_string("ReplicaSet")) < 0 ||
+        ck_proto_encode(RS_MESSAGE, rs, &rs_proto, &rs_proto_len, NULL) < 0)
+        return 1;
+    json_decref(rs);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_failure_answers_500_or_success),
         cmocka_unit_test(test_sticky_failure_answers_static_status),
     };
-    return cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
+    int failed = cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
+    free(rs_proto);
+    return failed;
 }

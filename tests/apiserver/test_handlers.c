@@ -382,7 +382,8 @@ static void test_tables(void **state)
         "Accept: application/vnd.kubernetes.protobuf,application/json", NULL};
     http_call(server, "GET", "/api/v1/namespaces/default/pods/tabled", NULL, protobuf_first, &r);
     assert_int_equal(r.status, 200);
-    assert_non_null(strstr(r.headers, "Content-Type: application/json"));
+    assert_non_null(strstr(r.headers, "Content-Type: application/vnd.kubernetes.protobuf"));
+    assert_memory_equal(r.body, "k8s\0", 4);
     response_release(&r);
 }
 
@@ -467,8 +468,15 @@ static void test_methods_and_sizes(void **state)
     static const char *const protobuf[] = {"Content-Type: application/vnd.kubernetes.protobuf",
                                            NULL};
     http_call(server, "POST", "/api/v1/namespaces", "k8s\x01", protobuf, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "cannot be handled as a Namespace: provided data does not "
+                                   "appear to be a protobuf message"));
+    response_release(&r);
+    static const char *const text[] = {"Content-Type: text/plain", NULL};
+    http_call(server, "POST", "/api/v1/namespaces", "x", text, &r);
     assert_int_equal(r.status, 415);
-    assert_non_null(strstr(r.body, "the body of the request was in an unknown format"));
+    assert_non_null(strstr(r.body, "accepted media types include: application/json, "
+                                   "application/yaml, application/vnd.kubernetes.protobuf"));
     response_release(&r);
 
     size_t big = 3 * 1024 * 1024 + 10;

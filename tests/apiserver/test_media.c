@@ -34,7 +34,8 @@ static void test_accept_picks_codec_and_shape(void **state)
         {"application/xml, application/yaml", "application/yaml", CK__ACCEPT_JSON, false},
         {"application/yaml, application/json", "application/yaml", CK__ACCEPT_JSON, false},
         {"application/vnd.kubernetes.protobuf,application/json", "application/json",
-         CK__ACCEPT_JSON, false},
+         CK__ACCEPT_PROTOBUF,
+         false}, /* protobuf is answered by its handlers, JSON their fallback */
         {"application/json;as=Table;v=v1;g=meta.k8s.io,application/json", "application/json",
          CK__ACCEPT_TABLE, false},
         {"application/yaml;as=Table;v=v1;g=meta.k8s.io", "application/yaml", CK__ACCEPT_TABLE,
