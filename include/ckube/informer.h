@@ -147,6 +147,13 @@ int ck_informer_start(struct ck_informer *inf, struct ck_err *reterr);
 /* Asks the threads to stop and joins them; the cache stays readable. Idempotent. */
 void ck_informer_stop(struct ck_informer *inf);
 
+/*
+ * Asks the threads to stop without waiting (its watch ends as soon as it notices);
+ * ck_informer_stop() or ck_informer_free() still joins them. Stopping many informers,
+ * ask each first, then stop each: they wind down together instead of one by one.
+ */
+void ck_informer_request_stop(struct ck_informer *inf);
+
 /* True once the first list is in the cache and its handlers were called (HasSynced). */
 bool ck_informer_has_synced(struct ck_informer *inf);
 

@@ -396,6 +396,15 @@ fail:
     return ck_err_set(reterr, CK_ENOMEM, "cannot start informer threads");
 }
 
+void ck_informer_request_stop(struct ck_informer *inf)
+{
+    pthread_mutex_lock(&inf->lock);
+    bool running = inf->started && !inf->stopping;
+    pthread_mutex_unlock(&inf->lock);
+    if (running)
+        ck__reflector_request_stop(&inf->reflector);
+}
+
 void ck_informer_stop(struct ck_informer *inf)
 {
     pthread_mutex_lock(&inf->lock);
@@ -523,6 +532,8 @@ bool ck_informer_factory_wait_for_sync(struct ck_informer_factory *f, int64_t de
 void ck_informer_factory_stop(struct ck_informer_factory *f)
 {
     pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < f->n; i++) /* every watch winds down at once */
+        ck_informer_request_stop(f->informers[i]);
     for (size_t i = 0; i < f->n; i++)
         ck_informer_stop(f->informers[i]);
     pthread_mutex_unlock(&f->lock);

@@ -229,11 +229,16 @@ int ck__reflector_start(struct ck__reflector *r)
     return pthread_create(&r->thread, NULL, reflector_main, r) == 0 ? 0 : CK_ENOMEM;
 }
 
-void ck__reflector_stop(struct ck__reflector *r)
+void ck__reflector_request_stop(struct ck__reflector *r)
 {
     pthread_mutex_lock(&r->lock);
     atomic_store(&r->stop, true);
     pthread_cond_broadcast(&r->wake);
     pthread_mutex_unlock(&r->lock);
+}
+
+void ck__reflector_stop(struct ck__reflector *r)
+{
+    ck__reflector_request_stop(r);
     pthread_join(r->thread, NULL);
 }

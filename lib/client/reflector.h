@@ -40,4 +40,7 @@ int ck__reflector_start(struct ck__reflector *r);
 /* Stops the thread (within about a second: a watch notices on its progress callback). */
 void ck__reflector_stop(struct ck__reflector *r);
 
+/* Sets the stop flag and wakes the thread without waiting for it (a later stop joins). */
+void ck__reflector_request_stop(struct ck__reflector *r);
+
 #endif /* CKUBE_CLIENT_REFLECTOR_H */

@@ -545,6 +545,9 @@ struct ck_gc *ck_gc_free(struct ck_gc *gc)
     pthread_mutex_unlock(&gc->monitors_lock);
     if (gc->main_running)
         pthread_join(gc->main_thread, NULL);
+    /* every monitor's watch winds down at once, then each is freed */
+    for (struct ck__gc_monitor *m = gc->monitors; m; m = m->next)
+        ck_informer_request_stop(ck_metadata_informer_informer(m->mi));
     while (gc->monitors) {
         struct ck__gc_monitor *m = gc->monitors;
         gc->monitors = m->next;
