@@ -186,6 +186,15 @@ struct ck_auth_config {
     const char *const *api_audiences;    /* --api-audiences; default: the issuer */
     size_t n_api_audiences;
     bool anonymous; /* --anonymous-auth (Kubernetes' default: true) */
+    /*
+     * Called with the claims of a ServiceAccount token whose signature and
+     * times verified: 0 when the account (and the pod it is bound to) still
+     * exist with the uids the claims name, else CK_EPERM (a 401) with the
+     * reason, as kube-apiserver's legacy validator checks them. NULL: not
+     * checked.
+     */
+    int (*sa_validate)(void *arg, const json_t *claims, struct ck_err *reterr);
+    void *sa_validate_arg;
 };
 
 /* The credentials of one request. */

@@ -28,6 +28,7 @@
  * Without pki_dir and tls_cert_file none of this runs: plain HTTP, no
  * authentication, every request allowed, loopback only.
  */
+#include <ctype.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <jansson.h>
@@ -35,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "ckube/apiserver.h"
@@ -42,6 +44,11 @@
 #include "internal.h"
 
 #define MAX_PEM (1u * 1024 * 1024)
+
+struct ck__auth;
+static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *reterr);
+static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **user,
+                       struct ck_err *err);
 
 struct ck__auth {
     struct ck_pki pki;
@@ -106,6 +113,8 @@ int ck__auth_init(struct ck_apiserver *server, const struct ck_apiserver_config 
         .sa_key = a->sa_key,
         .sa_issuer = "https://kubernetes.default.svc.cluster.local",
         .anonymous = !config->anonymous_auth_disabled,
+        .sa_validate = validate_sa_claims,
+        .sa_validate_arg = server,
     };
     return 0;
 }
@@ -377,6 +386,12 @@ enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connect
         ck_err_release(&err);
         return ck__fail_with(conn, "Unauthorized", "Unauthorized");
     }
+    if (impersonate(a, conn, &user, &err) < 0) {
+        *ret_answered = true;
+        CK_LOGV(2, "Impersonation refused: %s", ck_err_message(&err));
+        ck_auth_user_free(user);
+        return ck__fail(conn, &err);
+    }
     if (ck_auth_user_in_group(user, CK_AUTH_MASTERS)) {
         *ret_user = user;
         return MHD_YES;
@@ -534,4 +549,842 @@ int ck_apiserver_component_credentials(const struct ck_apiserver *server, const 
     snprintf(*ret_cert, n, "%s/%s.crt", a->pki_dir, file_base);
     snprintf(*ret_key, n, "%s/%s.key", a->pki_dir, file_base);
     return 0;
+}
+
+/* ---- ServiceAccount tokens: the account and the pod must still exist ---------- */
+
+/* The stored object kind/ns/name as a new reference, or NULL (absent: CK_ENOENT in *ret_code). */
+static json_t *stored_object(struct ck_apiserver *server, const struct ck_kind *kind,
+                             const char *ns, const char *name, int *ret_code)
+{
+    const struct ck_kv *kv = NULL;
+    struct ck_err err = {0};
+    *ret_code = 0;
+    if (!kind || ck__registry_get(server->registry, kind, ns, name, &kv, &err) < 0) {
+        *ret_code = !kind || err.http_status == MHD_HTTP_NOT_FOUND ? CK_ENOENT : err.code;
+        ck_err_release(&err);
+        return NULL;
+    }
+    json_t *obj = ck__decode_stored(kv);
+    ck_kv_unref(kv);
+    if (!obj)
+        *ret_code = CK_ENOMEM;
+    return obj;
+}
+
+static const char *claim(const json_t *obj, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(obj, a);
+    return json_string_value(b ? json_object_get(v, b) : v);
+}
+
+/*
+ * kube-apiserver's validator of bound tokens: the service account the
+ * claims name must exist with the claimed uid and not be being deleted, and
+ * so must the pod the token is bound to.
+ */
+static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *reterr)
+{
+    struct ck_apiserver *server = arg;
+    const json_t *k8s = json_object_get(claims, "kubernetes.io");
+    const char *ns = claim(k8s, "namespace", NULL);
+    const json_t *sa_ref = json_object_get(k8s, "serviceaccount");
+    const char *name = claim(sa_ref, "name", NULL), *uid = claim(sa_ref, "uid", NULL);
+    if (!ns || !name)
+        return ck_err_set(reterr, CK_EPERM, "the token names no service account");
+    int code;
+    json_t *sa =
+        stored_object(server, ck_kind_lookup("", "v1", "serviceaccounts"), ns, name, &code);
+    if (!sa)
+        return code == CK_ENOMEM ? ck_err_no_memory(reterr)
+                                 : ck_err_set(reterr, CK_EPERM,
+                                              "service account %s/%s has been deleted", ns, name);
+    const json_t *meta = json_object_get(sa, "metadata");
+    const char *sa_uid = claim(meta, "uid", NULL);
+    int r = 0;
+    if (uid && *uid && (!sa_uid || strcmp(sa_uid, uid) != 0))
+        r = ck_err_set(reterr, CK_EPERM, "service account UID (%s) does not match claim (%s)",
+                       sa_uid ? sa_uid : "", uid);
+    else if (json_object_get(meta, "deletionTimestamp"))
+        r = ck_err_set(reterr, CK_EPERM, "service account %s/%s has been deleted", ns, name);
+    json_decref(sa);
+    const json_t *pod_ref = json_object_get(k8s, "pod");
+    if (r < 0 || !pod_ref)
+        return r;
+    const char *pod_name = claim(pod_ref, "name", NULL), *pod_uid = claim(pod_ref, "uid", NULL);
+    json_t *pod = pod_name
+                      ? stored_object(server, ck_kind_lookup("", "v1", "pods"), ns, pod_name, &code)
+                      : NULL;
+    if (!pod)
+        return code == CK_ENOMEM ? ck_err_no_memory(reterr)
+                                 : ck_err_set(reterr, CK_EPERM, "pod %s/%s has been deleted", ns,
+                                              pod_name ? pod_name : "");
+    meta = json_object_get(pod, "metadata");
+    const char *live_uid = claim(meta, "uid", NULL);
+    if (pod_uid && *pod_uid && (!live_uid || strcmp(live_uid, pod_uid) != 0))
+        r = ck_err_set(reterr, CK_EPERM, "pod UID (%s) does not match claim (%s)",
+                       live_uid ? live_uid : "", pod_uid);
+    else if (json_object_get(meta, "deletionTimestamp"))
+        r = ck_err_set(reterr, CK_EPERM, "pod %s/%s has been deleted", ns, pod_name);
+    json_decref(pod);
+    return r;
+}
+
+/* ---- impersonation ------------------------------------------------------------ */
+
+#define IMPERSONATE_USER   "Impersonate-User"
+#define IMPERSONATE_UID    "Impersonate-Uid"
+#define IMPERSONATE_GROUP  "Impersonate-Group"
+#define IMPERSONATE_EXTRA_ "Impersonate-Extra-"
+
+/* The Impersonate-* headers of one request. */
+struct impersonation {
+    const char *user, *uid;
+    json_t *groups; /* strings */
+    json_t *extra;  /* {key: [values]}, keys lower-cased and unescaped */
+    bool nomem;
+};
+
+static enum MHD_Result collect_impersonation(void *cls, enum MHD_ValueKind kind, const char *key,
+                                             const char *value)
+{
+    (void)kind;
+    struct impersonation *imp = cls;
+    if (!key || !value)
+        return MHD_YES;
+    if (strcasecmp(key, IMPERSONATE_USER) == 0) {
+        imp->user = value;
+    } else if (strcasecmp(key, IMPERSONATE_UID) == 0) {
+        imp->uid = value;
+    } else if (strcasecmp(key, IMPERSONATE_GROUP) == 0) {
+        imp->nomem |= json_array_append_new(imp->groups, json_string(value)) < 0;
+    } else if (strncasecmp(key, IMPERSONATE_EXTRA_, strlen(IMPERSONATE_EXTRA_)) == 0) {
+        /* the key is lower-cased, then percent-decoded (Kubernetes' unescapeExtraKey) */
+        char *extra_key = ck__strdup(key + strlen(IMPERSONATE_EXTRA_));
+        if (!extra_key) {
+            imp->nomem = true;
+            return MHD_YES;
+        }
+        for (char *p = extra_key; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        MHD_http_unescape(extra_key);
+        json_t *values = json_object_get(imp->extra, extra_key);
+        if (!values) {
+            values = json_array();
+            imp->nomem |= json_object_set_new(imp->extra, extra_key, values) < 0;
+        }
+        imp->nomem |= json_array_append_new(values, json_string(value)) < 0;
+        free(extra_key);
+    }
+    return MHD_YES;
+}
+
+/*
+ * May requester impersonate the object the attributes name? Allowed: 0.
+ * Denied: fills err with the 403 kube-apiserver answers (the attributes
+ * and the requester, as every forbidden message) and returns CK_EPERM.
+ */
+static int may_impersonate(const struct ck_rbac_policy *policy,
+                           const struct ck_auth_user *requester, const char *group,
+                           const char *resource, const char *subresource, const char *ns,
+                           const char *name, struct ck_err *err)
+{
+    if (ck_auth_user_in_group(requester, CK_AUTH_MASTERS))
+        return 0;
+    struct ck_rbac_request req = {
+        .user = requester,
+        .verb = "impersonate",
+        .is_resource_request = true,
+        .api_group = group,
+        .resource = resource,
+        .subresource = subresource,
+        .name = name,
+        .namespace = ns,
+    };
+    char reason[512] = "";
+    if (policy && ck_rbac_authorize(policy, &req, reason, sizeof(reason)) == CK_RBAC_ALLOW)
+        return 0;
+    ck_rbac_forbidden(err, &req, reason);
+    return CK_EPERM;
+}
+
+/*
+ * Kubernetes' impersonation filter. Without Impersonate-* headers *user is
+ * left alone. Otherwise every impersonated part is authorized with the verb
+ * impersonate (users or serviceaccounts, groups, userextras/<key>, uids) for
+ * the authenticated requester, and *user is replaced by the impersonated
+ * user (system:authenticated added unless it is system:anonymous, which gets
+ * system:unauthenticated). Fails with err filled: 403 for a denial, 500
+ * (as Kubernetes answers) for groups, uid or extra without a user.
+ */
+static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **user,
+                       struct ck_err *err)
+{
+    struct impersonation imp = {.groups = json_array(), .extra = json_object()};
+    if (!imp.groups || !imp.extra) {
+        json_decref(imp.groups);
+        json_decref(imp.extra);
+        return ck_err_no_memory(err);
+    }
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_impersonation, &imp);
+    int r = 0;
+    bool others = imp.uid || json_array_size(imp.groups) || json_object_size(imp.extra);
+    if (imp.nomem) {
+        r = ck_err_no_memory(err);
+    } else if (!imp.user && others) {
+        /* Kubernetes prints the requests as Go values; this names what was asked */
+        bool groups = json_array_size(imp.groups) > 0, extra = json_object_size(imp.extra) > 0;
+        r = ck_err_internal(err, "requested [%s%s%s%s%s] without impersonating a user",
+                            groups ? "groups" : "", groups && (extra || imp.uid) ? " " : "",
+                            extra ? "extra" : "", extra && imp.uid ? " " : "",
+                            imp.uid ? "uid" : "");
+    }
+    if (r < 0 || !imp.user)
+        goto out;
+
+    struct ck_rbac_policy *policy = ck_rbac_authorizer_current(a->authorizer);
+    const struct ck_auth_user *requester = *user;
+    struct ck_auth_user *as = NULL;
+    char sa_ns[256] = "", sa_name[256] = "";
+    size_t prefix = strlen(CK_AUTH_SERVICEACCOUNT_USER);
+    const char *colon = strncmp(imp.user, CK_AUTH_SERVICEACCOUNT_USER, prefix) == 0
+                            ? strchr(imp.user + prefix, ':')
+                            : NULL;
+    size_t ns_len = colon ? (size_t)(colon - (imp.user + prefix)) : 0;
+    if (colon && ns_len < sizeof(sa_ns) && colon[1]) {
+        snprintf(sa_ns, sizeof(sa_ns), "%.*s", (int)ns_len, imp.user + prefix);
+        snprintf(sa_name, sizeof(sa_name), "%s", colon + 1);
+        r = may_impersonate(policy, requester, "", "serviceaccounts", NULL, sa_ns, sa_name, err);
+    } else {
+        r = may_impersonate(policy, requester, "", "users", NULL, NULL, imp.user, err);
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(imp.groups, i, v)
+    {
+        if (r == 0)
+            r = may_impersonate(policy, requester, "", "groups", NULL, NULL, json_string_value(v),
+                                err);
+    }
+    const char *key;
+    json_t *values;
+    json_object_foreach(imp.extra, key, values)
+    {
+        json_array_foreach(values, i, v)
+        {
+            if (r == 0)
+                r = may_impersonate(policy, requester, "authentication.k8s.io", "userextras", key,
+                                    NULL, json_string_value(v), err);
+        }
+    }
+    if (r == 0 && imp.uid)
+        r = may_impersonate(policy, requester, "authentication.k8s.io", "uids", NULL, NULL, imp.uid,
+                            err);
+    ck_rbac_policy_unref(policy);
+    if (r < 0)
+        goto out;
+
+    as = ck_auth_user_new(imp.user, imp.uid ? imp.uid : "");
+    bool failed = !as;
+    json_array_foreach(imp.groups, i, v) failed =
+        failed || ck_auth_user_add_group(as, json_string_value(v)) < 0;
+    if (sa_name[0] && json_array_size(imp.groups) == 0) {
+        char group[300];
+        snprintf(group, sizeof(group), "%s:%s", CK_AUTH_SERVICEACCOUNTS, sa_ns);
+        failed = failed || ck_auth_user_add_group(as, CK_AUTH_SERVICEACCOUNTS) < 0 ||
+                 ck_auth_user_add_group(as, group) < 0;
+    }
+    json_object_foreach(imp.extra, key, values)
+    {
+        json_array_foreach(values, i, v) failed =
+            failed || ck_auth_user_add_extra(as, key, json_string_value(v)) < 0;
+    }
+    if (!failed && strcmp(imp.user, CK_AUTH_ANONYMOUS_USER) == 0)
+        failed = ck_auth_user_add_group(as, CK_AUTH_UNAUTHENTICATED) < 0;
+    else if (!failed)
+        failed = ck_auth_mark_authenticated(as) < 0;
+    if (failed) {
+        ck_auth_user_free(as);
+        r = ck_err_no_memory(err);
+        goto out;
+    }
+    CK_LOGV(4, "%s impersonates %s", requester->name, as->name);
+    ck_auth_user_free(*user);
+    *user = as;
+out:
+    json_decref(imp.groups);
+    json_decref(imp.extra);
+    return r;
+}
+
+/* ---- TokenRequest and the reviews: answered here, never stored ------------------ */
+
+/*
+ * The body decoded as schema (Kind kind_name, version v1), as any create
+ * decodes it: JSON only (kubectl's protobuf is a 415 until the server
+ * decodes it), unknown fields per fieldValidation. NULL with err filled.
+ */
+static json_t *decode_review(struct ck_apiserver *server, struct MHD_Connection *conn,
+                             const char *schema, const char *kind_name, const char *body,
+                             size_t len, struct ck_err *err)
+{
+    const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+    if (type && strncasecmp(type, "application/json", 16) != 0 &&
+        strncasecmp(type, "*/*", 3) != 0) {
+        ck_err_status(
+            err, "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json");
+        return NULL;
+    }
+    enum ck_field_validation fv;
+    if (ck_field_validation_parse(ck__query(conn, "fieldValidation"), &fv) < 0) {
+        ck_err_status(err, "BadRequest", "fieldValidation must be one of Strict, Warn or Ignore");
+        return NULL;
+    }
+    json_t *obj = NULL;
+    struct ck_err derr = {0};
+    int r = ck_schema_decode(server->schemas, schema, body ? body : "", len, fv, &obj, NULL, &derr);
+    if (r < 0) {
+        if (r == CK_ENOMEM)
+            ck_err_no_memory(err);
+        else
+            ck_err_status(err, "BadRequest", "%s in version \"v1\" cannot be handled as a %s: %s",
+                          kind_name, kind_name, derr.msg);
+        ck_err_release(&derr);
+        return NULL;
+    }
+    const char *body_kind = json_string_value(json_object_get(obj, "kind"));
+    if (body_kind && *body_kind && strcmp(body_kind, kind_name) != 0) {
+        ck_err_status(err, "BadRequest",
+                      "the kind in the data (%s) does not match the expected kind (%s)", body_kind,
+                      kind_name);
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+/* Sets apiVersion, kind and an empty metadata's creationTimestamp, as Go serialises them. */
+static int dress(json_t *obj, const char *api_version, const char *kind)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        if (json_object_set_new(obj, "metadata", meta) < 0)
+            return CK_ENOMEM;
+    }
+    if (!json_object_get(meta, "creationTimestamp") &&
+        json_object_set_new(meta, "creationTimestamp", json_null()) < 0)
+        return CK_ENOMEM;
+    if (json_object_set_new(obj, "kind", json_string(kind)) < 0 ||
+        json_object_set_new(obj, "apiVersion", json_string(api_version)) < 0)
+        return CK_ENOMEM;
+    return 0;
+}
+
+static enum MHD_Result send_created(struct MHD_Connection *conn, json_t *obj)
+{
+    size_t len = 0;
+    char *text = ck__json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
+    json_decref(obj);
+    if (!text)
+        return ck__fail_no_memory(conn);
+    return ck__send_bytes(conn, MHD_HTTP_CREATED, "application/json", text, len, NULL);
+}
+
+/* A UserInfo object of user. */
+static json_t *user_info(const struct ck_auth_user *user)
+{
+    json_t *groups = json_array();
+    for (size_t i = 0; groups && i < user->n_groups; i++)
+        if (json_array_append_new(groups, json_string(user->groups[i])) < 0)
+            groups = (json_decref(groups), NULL);
+    if (!groups)
+        return NULL;
+    json_t *info = json_pack("{s:s, s:o}", "username", user->name, "groups", groups);
+    if (info && user->uid && *user->uid && json_object_set_new(info, "uid", json_string(user->uid)))
+        info = (json_decref(info), NULL);
+    if (info && json_object_size(user->extra) &&
+        json_object_set_new(info, "extra", json_deep_copy(user->extra)) < 0)
+        info = (json_decref(info), NULL);
+    return info;
+}
+
+/* POST serviceaccounts/NAME/token: a bound token for the account, as TokenRequest issues it. */
+static enum MHD_Result serve_token_request(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                           const struct ck__target *t, const char *body, size_t len)
+{
+    struct ck__auth *a = server->auth;
+    struct ck_err err = {0};
+    json_t *req = decode_review(server, conn, "io.k8s.api.authentication.v1.TokenRequest",
+                                "TokenRequest", body, len, &err);
+    if (!req)
+        return ck__fail(conn, &err);
+    json_t *spec = json_object_get(req, "spec");
+    json_t *exp_json = json_object_get(spec, "expirationSeconds");
+    long long expiration = json_is_integer(exp_json) ? json_integer_value(exp_json) : 3600;
+    struct ck_field_errors errs = {0};
+    char value[32];
+    snprintf(value, sizeof(value), "%lld", expiration);
+    if (expiration < 600)
+        ck_field_errors_add(&errs, CK_FIELD_INVALID, "spec.expirationSeconds", value, false,
+                            "may not specify a duration less than 10 minutes");
+    if (expiration > (1LL << 32))
+        ck_field_errors_add(&errs, CK_FIELD_INVALID, "spec.expirationSeconds", value, false,
+                            "may not specify a duration larger than 2^32 seconds");
+    if (errs.len || errs.nomem) {
+        ck__err_invalid(&err, "authentication.k8s.io", "TokenRequest", t->name, &errs);
+        ck_field_errors_release(&errs);
+        json_decref(req);
+        return ck__fail(conn, &err);
+    }
+    const struct ck_kind *pod_kind = ck_kind_lookup("", "v1", "pods");
+    json_t *sa = NULL, *pod = NULL;
+    const struct ck_kv *kv = NULL;
+    if (ck__registry_get(server->registry, t->kind, t->namespace, t->name, &kv, &err) < 0)
+        goto fail;
+    sa = ck__decode_stored(kv);
+    ck_kv_unref(kv);
+    if (!sa) {
+        ck_err_no_memory(&err);
+        goto fail;
+    }
+    json_t *ref = json_object_get(spec, "boundObjectRef");
+    if (ref) {
+        const char *ref_kind = claim(ref, "kind", NULL), *ref_api = claim(ref, "apiVersion", NULL);
+        const char *ref_name = claim(ref, "name", NULL), *ref_uid = claim(ref, "uid", NULL);
+        if (!ref_kind || strcmp(ref_kind, "Pod") != 0 || (ref_api && strcmp(ref_api, "v1") != 0)) {
+            ck_err_status(&err, "BadRequest", "cannot bind token to object of type %s, Kind=%s",
+                          ref_api && *ref_api ? ref_api : "/", ref_kind ? ref_kind : "");
+            goto fail;
+        }
+        if (ck__registry_get(server->registry, pod_kind, t->namespace, ref_name ? ref_name : "",
+                             &kv, &err) < 0)
+            goto fail;
+        pod = ck__decode_stored(kv);
+        ck_kv_unref(kv);
+        if (!pod) {
+            ck_err_no_memory(&err);
+            goto fail;
+        }
+        const char *pod_sa = claim(json_object_get(pod, "spec"), "serviceAccountName", NULL);
+        if (!pod_sa || strcmp(pod_sa, t->name) != 0) {
+            ck_err_status(
+                &err, "BadRequest",
+                "cannot bind token for serviceaccount \"%s\" to pod running with different serviceaccount name.",
+                t->name);
+            goto fail;
+        }
+        const char *pod_uid = claim(pod, "metadata", "uid");
+        if (ref_uid && *ref_uid && (!pod_uid || strcmp(pod_uid, ref_uid) != 0)) {
+            char why[256];
+            snprintf(
+                why, sizeof(why),
+                "the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated",
+                ref_uid);
+            ck_err_conflict(&err, "", "Pod", ref_name, why);
+            goto fail;
+        }
+    }
+    json_t *auds = json_object_get(spec, "audiences");
+    if (json_array_size(auds) == 0) {
+        auds = json_array();
+        for (size_t i = 0; auds && i < (a->config.n_api_audiences ? a->config.n_api_audiences : 1);
+             i++)
+            json_array_append_new(auds,
+                                  json_string(a->config.n_api_audiences ? a->config.api_audiences[i]
+                                                                        : a->config.sa_issuer));
+        if (!auds || json_object_set_new(spec, "audiences", auds) < 0) {
+            ck_err_no_memory(&err);
+            goto fail;
+        }
+    }
+    const char **aud_list = ck__calloc(json_array_size(auds) + 1, sizeof(*aud_list));
+    if (!aud_list) {
+        ck_err_no_memory(&err);
+        goto fail;
+    }
+    for (size_t i = 0; i < json_array_size(auds); i++)
+        aud_list[i] = json_string_value(json_array_get(auds, i));
+    long long now = (long long)time(NULL);
+    struct ck_auth_token_request tr = {
+        .issuer = a->config.sa_issuer,
+        .namespace = t->namespace,
+        .sa_name = t->name,
+        .sa_uid = claim(sa, "metadata", "uid"),
+        .audiences = aud_list,
+        .n_audiences = json_array_size(auds),
+        .now = now,
+        .expiration_seconds = expiration,
+        .pod_name = pod ? claim(pod, "metadata", "name") : NULL,
+        .pod_uid = pod ? claim(pod, "metadata", "uid") : NULL,
+    };
+    char *token = NULL;
+    struct ck_err sign_err = {0};
+    int r = a->sa_key ? ck_auth_jwt_sign(a->sa_key, &tr, &token, &sign_err)
+                      : ck_err_set(&sign_err, CK_ENOENT, "no service-account signing key");
+    free(aud_list);
+    if (r < 0) {
+        ck_err_internal(&err, "failed to generate token: %s", sign_err.msg);
+        ck_err_release(&sign_err);
+        goto fail;
+    }
+    if (ref && pod && !json_object_get(ref, "uid"))
+        json_object_set_new(ref, "uid", json_string(claim(pod, "metadata", "uid")));
+    char expiry[64];
+    json_t *meta = json_object_get(req, "metadata");
+    if (!json_is_object(meta))
+        json_object_set_new(req, "metadata", meta = json_object());
+    char created[64];
+    if (json_object_set_new(meta, "name", json_string(t->name)) < 0 ||
+        json_object_set_new(meta, "namespace", json_string(t->namespace)) < 0 ||
+        json_object_set_new(meta, "creationTimestamp",
+                            json_string(ck_rfc3339(now, created, sizeof(created)))) < 0 ||
+        json_object_set_new(spec, "expirationSeconds", json_integer(expiration)) < 0 ||
+        json_object_set_new(req, "status",
+                            json_pack("{s:s, s:s}", "token", token, "expirationTimestamp",
+                                      ck_rfc3339(now + expiration, expiry, sizeof(expiry)))) < 0 ||
+        dress(req, "authentication.k8s.io/v1", "TokenRequest") < 0) {
+        free(token);
+        ck_err_no_memory(&err);
+        goto fail;
+    }
+    free(token);
+    json_decref(sa);
+    json_decref(pod);
+    return send_created(conn, req);
+fail:
+    json_decref(sa);
+    json_decref(pod);
+    json_decref(req);
+    return ck__fail(conn, &err);
+}
+
+/* The strings of a JSON array as a NULL-terminated array borrowing them; NULL: out of memory. */
+static const char **string_list(const json_t *array, size_t *ret_n)
+{
+    size_t n = json_array_size(array);
+    const char **list = ck__calloc(n + 1, sizeof(*list));
+    *ret_n = 0;
+    for (size_t i = 0; list && i < n; i++)
+        if (json_string_value(json_array_get(array, i)))
+            list[(*ret_n)++] = json_string_value(json_array_get(array, i));
+    return list;
+}
+
+/*
+ * TokenReview: who spec.token authenticates as for spec.audiences (the
+ * server's audiences when empty), through the same token authenticators as
+ * a request's bearer token. The result is in status; a token no
+ * authenticator accepts is authenticated=false, never an error.
+ */
+static int review_token(struct ck_apiserver *server, json_t *review, struct ck_err *err)
+{
+    struct ck__auth *a = server->auth;
+    json_t *spec = json_object_get(review, "spec");
+    const char *token = claim(spec, "token", NULL);
+    if (!token || !*token)
+        return ck_err_status(err, "BadRequest",
+                             "token is required for TokenReview in authentication");
+    size_t n_aud = 0;
+    const char **auds = string_list(json_object_get(spec, "audiences"), &n_aud);
+    if (!auds)
+        return ck_err_no_memory(err);
+    struct ck_auth_config config = a->config;
+    config.anonymous = false;
+    if (n_aud) {
+        config.api_audiences = auds;
+        config.n_api_audiences = n_aud;
+    }
+    size_t header_len = strlen(token) + 8;
+    char *header = ck__malloc(header_len);
+    if (!header) {
+        free(auds);
+        return ck_err_no_memory(err);
+    }
+    snprintf(header, header_len, "Bearer %s", token);
+    struct ck_auth_credentials creds = {.authorization = header, .now = (long long)time(NULL)};
+    struct ck_auth_user *user = NULL;
+    struct ck_err aerr = {0};
+    int r = ck_auth_authenticate(&config, &creds, &user, &aerr);
+    free(header);
+    json_t *status = json_object();
+    if (!status) {
+        r = CK_ENOMEM;
+    } else if (r == 0) {
+        json_t *accepted = json_array();
+        for (size_t i = 0; accepted && i < (n_aud ? n_aud : 1); i++)
+            json_array_append_new(accepted, json_string(n_aud ? auds[i] : config.sa_issuer));
+        if (json_object_set_new(status, "authenticated", json_true()) < 0 ||
+            json_object_set_new(status, "user", user_info(user)) < 0 ||
+            json_object_set_new(status, "audiences", accepted) < 0)
+            r = CK_ENOMEM;
+    } else if (r != CK_ENOMEM) {
+        r = json_object_set_new(status, "user", json_object()) < 0 ||
+                    json_object_set_new(status, "error", json_string(aerr.msg)) < 0
+                ? CK_ENOMEM
+                : 0;
+    }
+    free(auds);
+    ck_auth_user_free(user);
+    ck_err_release(&aerr);
+    if (r == 0 && json_object_set_new(review, "status", status) == 0)
+        return 0;
+    json_decref(status);
+    return ck_err_no_memory(err);
+}
+
+/* The user a SubjectAccessReview's spec describes (user, uid, groups, extra), or NULL. */
+static struct ck_auth_user *spec_user(const json_t *spec)
+{
+    const char *name = claim(spec, "user", NULL);
+    struct ck_auth_user *u = ck_auth_user_new(name ? name : "", claim(spec, "uid", NULL));
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(spec, "groups"), i, v)
+    {
+        if (u && json_string_value(v) && ck_auth_user_add_group(u, json_string_value(v)) < 0)
+            u = ck_auth_user_free(u);
+    }
+    const char *key;
+    json_t *values;
+    json_object_foreach(json_object_get(spec, "extra"), key, values)
+    {
+        json_array_foreach(values, i, v)
+        {
+            if (u && json_string_value(v) &&
+                ck_auth_user_add_extra(u, key, json_string_value(v)) < 0)
+                u = ck_auth_user_free(u);
+        }
+    }
+    return u;
+}
+
+/*
+ * The decision of a SubjectAccessReview's spec for user into review.status:
+ * system:masters is allowed (the privileged-group authorizer), then RBAC;
+ * a denial is allowed=false with RBAC's reason, as kube-apiserver answers.
+ */
+static int review_access(struct ck_apiserver *server, json_t *review,
+                         const struct ck_auth_user *user, struct ck_err *err)
+{
+    const json_t *spec = json_object_get(review, "spec");
+    const json_t *ra = json_object_get(spec, "resourceAttributes");
+    const json_t *nra = json_object_get(spec, "nonResourceAttributes");
+    struct ck_rbac_request req = {.user = user};
+    if (ra) {
+        req.is_resource_request = true;
+        req.verb = claim(ra, "verb", NULL);
+        req.api_group = claim(ra, "group", NULL);
+        req.resource = claim(ra, "resource", NULL);
+        req.subresource = claim(ra, "subresource", NULL);
+        req.name = claim(ra, "name", NULL);
+        req.namespace = claim(ra, "namespace", NULL);
+    } else {
+        req.verb = claim(nra, "verb", NULL);
+        req.path = claim(nra, "path", NULL);
+    }
+    if (!req.verb)
+        req.verb = "";
+    if (req.is_resource_request && !req.api_group)
+        req.api_group = "";
+    if (req.is_resource_request && !req.resource)
+        req.resource = "";
+    if (!req.is_resource_request && !req.path)
+        req.path = "";
+    char reason[512] = "";
+    bool allowed = ck_auth_user_in_group(user, CK_AUTH_MASTERS);
+    if (!allowed) {
+        struct ck_rbac_policy *policy = ck_rbac_authorizer_current(server->auth->authorizer);
+        allowed =
+            policy && ck_rbac_authorize(policy, &req, reason, sizeof(reason)) == CK_RBAC_ALLOW;
+        ck_rbac_policy_unref(policy);
+    }
+    json_t *status = json_pack("{s:b}", "allowed", allowed);
+    if (status && !allowed && reason[0] &&
+        json_object_set_new(status, "reason", json_string(reason)) < 0)
+        status = (json_decref(status), NULL);
+    if (!status || json_object_set_new(review, "status", status) < 0)
+        return ck_err_no_memory(err);
+    return 0;
+}
+
+/* Kubernetes' ValidateSubjectAccessReviewSpec (is_self: the Self variant, no user). */
+static int validate_access_spec(const json_t *review, const char *kind, bool is_self,
+                                struct ck_err *err)
+{
+    const json_t *spec = json_object_get(review, "spec");
+    bool ra = json_is_object(json_object_get(spec, "resourceAttributes"));
+    bool nra = json_is_object(json_object_get(spec, "nonResourceAttributes"));
+    struct ck_field_errors errs = {0};
+    if (ra && nra)
+        ck_field_errors_add(&errs, CK_FIELD_INVALID, "spec.nonResourceAttributes", NULL, false,
+                            "cannot be specified in combination with resourceAttributes");
+    if (!ra && !nra)
+        ck_field_errors_add(
+            &errs, CK_FIELD_INVALID, "spec.resourceAttributes", NULL, false,
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified");
+    const char *user = claim(spec, "user", NULL);
+    if (!is_self && (!user || !*user) && json_array_size(json_object_get(spec, "groups")) == 0)
+        ck_field_errors_add(&errs, CK_FIELD_INVALID, "spec.user", "", true,
+                            "at least one of user or group must be specified");
+    int r = 0;
+    if (errs.len || errs.nomem)
+        r = ck__err_invalid(err, "authorization.k8s.io", kind, "", &errs);
+    ck_field_errors_release(&errs);
+    return r;
+}
+
+/* SelfSubjectRulesReview: the requester's rules in spec.namespace, split as Kubernetes splits them.
+ */
+static int review_rules(struct ck_apiserver *server, json_t *review,
+                        const struct ck_auth_user *user, struct ck_err *err)
+{
+    const char *ns = claim(json_object_get(review, "spec"), "namespace", NULL);
+    struct ck_rbac_policy *policy = ck_rbac_authorizer_current(server->auth->authorizer);
+    json_t *rules = policy ? ck_rbac_rules_for(policy, user, ns && *ns ? ns : NULL) : json_array();
+    ck_rbac_policy_unref(policy);
+    json_t *resource_rules = json_array(), *non_resource_rules = json_array();
+    bool failed = !rules || !resource_rules || !non_resource_rules;
+    size_t i;
+    json_t *rule;
+    json_array_foreach(rules, i, rule)
+    {
+        if (failed)
+            break;
+        json_t *out = json_object();
+        const json_t *urls = json_object_get(rule, "nonResourceURLs");
+        failed = !out || json_object_set(out, "verbs", json_object_get(rule, "verbs")) < 0;
+        if (!failed && json_array_size(urls)) {
+            failed = json_object_set(out, "nonResourceURLs", (json_t *)urls) < 0 ||
+                     json_array_append(non_resource_rules, out) < 0;
+        } else if (!failed) {
+            static const char *const fields[] = {"apiGroups", "resources", "resourceNames"};
+            for (size_t f = 0; f < 3 && !failed; f++) {
+                json_t *v = json_object_get(rule, fields[f]);
+                if (json_array_size(v))
+                    failed = json_object_set(out, fields[f], v) < 0;
+            }
+            failed = failed || json_array_append(resource_rules, out) < 0;
+        }
+        json_decref(out);
+    }
+    json_decref(rules);
+    json_t *status = failed
+                         ? NULL
+                         : json_pack("{s:O, s:O, s:b}", "resourceRules", resource_rules,
+                                     "nonResourceRules", non_resource_rules, "incomplete", false);
+    json_decref(resource_rules);
+    json_decref(non_resource_rules);
+    if (!status || json_object_set_new(review, "status", status) < 0)
+        return ck_err_no_memory(err);
+    return 0;
+}
+
+/* The create-only kinds this file answers, by group and resource. */
+enum review {
+    NOT_A_REVIEW,
+    SELF_SUBJECT_REVIEW,
+    TOKEN_REVIEW,
+    SUBJECT_ACCESS_REVIEW,
+    SELF_SUBJECT_ACCESS_REVIEW,
+    SELF_SUBJECT_RULES_REVIEW
+};
+
+static enum review review_of(const struct ck_kind *kind)
+{
+    static const struct {
+        const char *group, *resource;
+        enum review review;
+    } reviews[] = {
+        {"authentication.k8s.io", "selfsubjectreviews", SELF_SUBJECT_REVIEW},
+        {"authentication.k8s.io", "tokenreviews", TOKEN_REVIEW},
+        {"authorization.k8s.io", "subjectaccessreviews", SUBJECT_ACCESS_REVIEW},
+        {"authorization.k8s.io", "selfsubjectaccessreviews", SELF_SUBJECT_ACCESS_REVIEW},
+        {"authorization.k8s.io", "selfsubjectrulesreviews", SELF_SUBJECT_RULES_REVIEW},
+    };
+    for (size_t i = 0; i < sizeof(reviews) / sizeof(reviews[0]); i++)
+        if (strcmp(kind->group, reviews[i].group) == 0 &&
+            strcmp(kind->resource, reviews[i].resource) == 0)
+            return reviews[i].review;
+    return NOT_A_REVIEW;
+}
+
+static enum MHD_Result serve_review(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                    const struct ck__target *t, enum review review,
+                                    const struct ck_auth_user *user, const char *body, size_t len)
+{
+    struct ck_err err = {0};
+    char api_version[64];
+    ck_kind_api_version(t->kind, api_version, sizeof(api_version));
+    json_t *obj = decode_review(server, conn, t->kind->schema, t->kind->kind, body, len, &err);
+    if (!obj)
+        return ck__fail(conn, &err);
+    int r = 0;
+    switch (review) {
+    case SELF_SUBJECT_REVIEW: {
+        json_t *info = user_info(user);
+        r = info && json_object_set_new(obj, "status", json_pack("{s:o}", "userInfo", info)) == 0
+                ? 0
+                : ck_err_no_memory(&err);
+        json_t *meta = json_object();
+        char now[64];
+        if (r == 0 && (!meta || json_object_set_new(obj, "metadata", meta) < 0 ||
+                       json_object_set_new(
+                           meta, "creationTimestamp",
+                           json_string(ck_rfc3339((long long)time(NULL), now, sizeof(now)))) < 0))
+            r = ck_err_no_memory(&err);
+        break;
+    }
+    case TOKEN_REVIEW:
+        r = review_token(server, obj, &err);
+        break;
+    case SUBJECT_ACCESS_REVIEW:
+        r = validate_access_spec(obj, t->kind->kind, false, &err);
+        if (r == 0) {
+            struct ck_auth_user *subject = spec_user(json_object_get(obj, "spec"));
+            r = subject ? review_access(server, obj, subject, &err) : ck_err_no_memory(&err);
+            ck_auth_user_free(subject);
+        }
+        break;
+    case SELF_SUBJECT_ACCESS_REVIEW:
+        r = validate_access_spec(obj, t->kind->kind, true, &err);
+        if (r == 0)
+            r = review_access(server, obj, user, &err);
+        break;
+    case SELF_SUBJECT_RULES_REVIEW:
+        r = review_rules(server, obj, user, &err);
+        break;
+    case NOT_A_REVIEW:
+        break;
+    }
+    if (r == 0 && dress(obj, api_version, t->kind->kind) < 0)
+        r = ck_err_no_memory(&err);
+    if (r < 0) {
+        json_decref(obj);
+        return ck__fail(conn, &err);
+    }
+    return send_created(conn, obj);
+}
+
+bool ck__auth_serve(struct ck_apiserver *server, struct MHD_Connection *conn, const char *method,
+                    const struct ck__target *t, const struct ck_auth_user *user, const char *body,
+                    size_t len, enum MHD_Result *ret)
+{
+    enum review review = review_of(t->kind);
+    bool token_request = t->kind == ck_kind_lookup("", "v1", "serviceaccounts") &&
+                         strcmp(t->subresource, "token") == 0;
+    if (review == NOT_A_REVIEW && !token_request)
+        return false;
+    if (strcmp(method, "POST") != 0 || (review != NOT_A_REVIEW && t->name[0]))
+        *ret = ck__fail_with(conn, "MethodNotAllowed",
+                             "the server does not allow this method on the requested resource");
+    else if (!server->auth || !user)
+        *ret = ck__fail_with(conn, "ServiceUnavailable",
+                             "the server runs without authentication (--insecure-plain-http)");
+    else if (token_request)
+        *ret = serve_token_request(server, conn, t, body, len);
+    else
+        *ret = serve_review(server, conn, t, review, user, body, len);
+    return true;
 }

@@ -348,6 +348,9 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
         ck__request_labels_set(&req->labels, method, &target,
                                readonly && ck__query_bool(conn, "watch"),
                                ck__query(conn, "dryRun") != NULL);
+        enum MHD_Result auth_served;
+        if (ck__auth_serve(server, conn, method, &target, req->user, body, body_len, &auth_served))
+            return auth_served;
         if (readonly)
             return ck__serve_resource(server, conn, method, &target, body, body_len);
         struct ck_err err = {0};
