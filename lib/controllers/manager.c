@@ -28,6 +28,7 @@
 #include "ckube/manager.h"
 #include "ckube/nscontroller.h"
 #include "ckube/replicaset.h"
+#include "ckube/sacontroller.h"
 
 /* ---- the table ---------------------------------------------------------------------- */
 
@@ -84,6 +85,11 @@ static const struct ck_controller_descriptor table[] = {
      ck_ns_manager_start,
      ck_ns_manager_run,
      ck_ns_manager_stop},
+    {.name = "serviceaccount",
+     .enabled_by_default = true,
+     ck_sa_manager_start,
+     ck_sa_manager_run,
+     ck_sa_manager_stop},
 };
 
 #define N_CONTROLLERS (sizeof(table) / sizeof(table[0]))
