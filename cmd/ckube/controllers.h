@@ -28,6 +28,9 @@ void ck_cmd_controllers_stop(struct ck_cmd_controllers *c);
 /* `ckube controller-manager ...` (argv[0] is "controller-manager"); returns the exit code. */
 int ck_cmd_controller_manager(int argc, char **argv);
 
+/* `ckube certs client ...` (argv[0] is "certs", certs.c); returns the exit code. */
+int ck_cmd_certs(int argc, char **argv);
+
 /* From main.c: blocks SIGINT and SIGTERM for sigwait() and ignores SIGPIPE. */
 void ck_cmd_block_stop_signals(sigset_t *ret_set);
 

@@ -40,6 +40,8 @@ static const char usage_text[] =
     "  ckube server [flags]    run the API server (and the controllers)\n"
     "  ckube controller-manager --kubeconfig FILE [flags]\n"
     "                          run the controllers against a server\n"
+    "  ckube certs client --cn NAME [--org GROUP]... [flags]\n"
+    "                          make a client certificate signed by the cluster CA\n"
     "  ckube version [flags]   print version information\n"
     "  ckube help              print this help\n"
     "\n"
@@ -597,6 +599,8 @@ int main(int argc, char **argv)
         return cmd_server(argc - 1, argv + 1);
     if (strcmp(command, "controller-manager") == 0)
         return ck_cmd_controller_manager(argc - 1, argv + 1);
+    if (strcmp(command, "certs") == 0)
+        return ck_cmd_certs(argc - 1, argv + 1);
     if (command[0] == '-')
         return usage_error("unknown flag: %s (flags go after the command)", command);
     return usage_error("unknown command: %s", command);

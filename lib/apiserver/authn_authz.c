@@ -33,6 +33,7 @@
 #include <gnutls/x509.h>
 #include <jansson.h>
 #include <microhttpd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,10 @@ struct ck__auth;
 static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *reterr);
 static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **user,
                        struct ck_err *err);
+static const char *node_name_of(const struct ck_auth_user *user);
+static int check_node_write(struct ck_apiserver *server, const char *node,
+                            const struct ck__target *t, const char *method, const char *body,
+                            size_t len, struct ck_err *err);
 
 struct ck__auth {
     struct ck_pki pki;
@@ -472,6 +477,12 @@ int ck__auth_check_write(struct ck_apiserver *server, const struct ck_auth_user 
 {
     struct ck__auth *a = server->auth;
     enum ck_kind_role role = t->kind->role;
+    const char *node = node_name_of(user);
+    if (a && node) {
+        int r = check_node_write(server, node, t, method, body, len, reterr);
+        if (r < 0)
+            return r;
+    }
     if (!a || !user || t->subresource[0] ||
         (role != CK_KIND_ROLE_RBAC_ROLE && role != CK_KIND_ROLE_RBAC_CLUSTER_ROLE &&
          role != CK_KIND_ROLE_RBAC_ROLE_BINDING && role != CK_KIND_ROLE_RBAC_CLUSTER_ROLE_BINDING))
@@ -1387,4 +1398,113 @@ bool ck__auth_serve(struct ck_apiserver *server, struct MHD_Connection *conn, co
     else
         *ret = serve_review(server, conn, t, review, user, body, len);
     return true;
+}
+
+/* ---- the Node restriction: a node changes only what is its own ------------------ */
+
+#define NODE_USER_PREFIX      "system:node:"
+#define NODES_GROUP           "system:nodes"
+#define NODE_LEASE_NS         "kube-node-lease"
+#define MIRROR_POD_ANNOTATION "kubernetes.io/config.mirror"
+
+/* The node name of a node's identity (system:node:NAME in system:nodes), or NULL. */
+static const char *node_name_of(const struct ck_auth_user *user)
+{
+    if (!user || strncmp(user->name, NODE_USER_PREFIX, strlen(NODE_USER_PREFIX)) != 0 ||
+        !ck_auth_user_in_group(user, NODES_GROUP))
+        return NULL;
+    const char *name = user->name + strlen(NODE_USER_PREFIX);
+    return *name ? name : NULL;
+}
+
+/* The 403 the NodeRestriction admission plugin answers: `pods "x" is forbidden: ...`. */
+__attribute__((format(printf, 4, 5))) static int node_forbidden(struct ck_err *err,
+                                                                const struct ck__target *t,
+                                                                const char *name, const char *fmt,
+                                                                ...)
+{
+    char why[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    const char *group = t->kind->group;
+    int r = name && *name ? ck_err_status(err, "Forbidden", "%s%s%s \"%s\" is forbidden: %s",
+                                          t->kind->resource, *group ? "." : "", group, name, why)
+                          : ck_err_status(err, "Forbidden", "%s%s%s is forbidden: %s",
+                                          t->kind->resource, *group ? "." : "", group, why);
+    ck_err_set_details(err, group, t->kind->resource, name);
+    return r;
+}
+
+/*
+ * Kubernetes' NodeRestriction for a node's writes: its own Node object only
+ * (never another's), pods only when bound to it (status updates and deletes;
+ * creates only of mirror pods), leases only its own in kube-node-lease. What
+ * the node may do at all is RBAC's system:node role; this narrows it to its
+ * own objects.
+ */
+static int check_node_write(struct ck_apiserver *server, const char *node,
+                            const struct ck__target *t, const char *method, const char *body,
+                            size_t len, struct ck_err *err)
+{
+    const struct ck_kind *k = t->kind;
+    bool create = strcmp(method, "POST") == 0 && !t->name[0];
+    json_t *obj = create && body ? json_loadb(body, len, 0, NULL) : NULL;
+    const char *name = create ? claim(json_object_get(obj, "metadata"), "name", NULL) : t->name;
+    int r = 0;
+    if (k->group[0] == '\0' && strcmp(k->resource, "nodes") == 0) {
+        if (name && strcmp(name, node) != 0)
+            r = node_forbidden(err, t, name, "node \"%s\" is not allowed to modify node \"%s\"",
+                               node, name);
+    } else if (strcmp(k->group, "coordination.k8s.io") == 0 && strcmp(k->resource, "leases") == 0) {
+        if (strcmp(t->namespace, NODE_LEASE_NS) != 0)
+            r = node_forbidden(err, t, name,
+                               "can only access leases in the \"%s\" system namespace",
+                               NODE_LEASE_NS);
+        else if (name && strcmp(name, node) != 0)
+            r = node_forbidden(
+                err, t, name, "%s",
+                "can only access node lease with the same name as the requesting node");
+    } else if (k->group[0] == '\0' && strcmp(k->resource, "pods") == 0) {
+        if (create) {
+            const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+            const char *bound = claim(json_object_get(obj, "spec"), "nodeName", NULL);
+            if (!json_object_get(ann, MIRROR_POD_ANNOTATION))
+                r = node_forbidden(
+                    err, t, name,
+                    "pod does not have \"%s\" annotation, node \"%s\" can only create mirror pods",
+                    MIRROR_POD_ANNOTATION, node);
+            else if (!bound || strcmp(bound, node) != 0)
+                r = node_forbidden(
+                    err, t, name,
+                    "node \"%s\" can only create pods with spec.nodeName set to itself", node);
+        } else {
+            int code = 0;
+            json_t *pod = stored_object(server, k, t->namespace, t->name, &code);
+            const char *bound = claim(json_object_get(pod, "spec"), "nodeName", NULL);
+            bool own = bound && strcmp(bound, node) == 0;
+            if (!pod && code == CK_ENOMEM)
+                r = ck_err_no_memory(err);
+            else if (!pod)
+                r = 0; /* the handler answers the 404 */
+            else if (strcmp(method, "DELETE") == 0 && !own)
+                r = node_forbidden(
+                    err, t, name,
+                    "node \"%s\" can only delete pods with spec.nodeName set to itself", node);
+            else if (strcmp(method, "DELETE") != 0 && strcmp(t->subresource, "status") != 0)
+                r = node_forbidden(
+                    err, t, name,
+                    "unexpected operation %s, node \"%s\" can only create and delete mirror pods",
+                    strcmp(method, "POST") == 0 ? "CREATE" : "UPDATE", node);
+            else if (strcmp(method, "DELETE") != 0 && !own)
+                r = node_forbidden(
+                    err, t, name,
+                    "node \"%s\" can only update pod status for pods with spec.nodeName set to itself",
+                    node);
+            json_decref(pod);
+        }
+    }
+    json_decref(obj);
+    return r;
 }
