@@ -47,6 +47,10 @@
 #define MAX_PEM (1u * 1024 * 1024)
 
 struct ck__auth;
+static void stop_following(struct ck__auth *a);
+static int start_following(struct ck__auth *a, struct ck_err *reterr);
+static int reconcile_bootstrap(struct ck_apiserver *server, const json_t *roles,
+                               const json_t *bindings, struct ck_err *reterr);
 static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *reterr);
 static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **user,
                        struct ck_err *err);
@@ -64,6 +68,14 @@ struct ck__auth {
     struct ck_auth_config config;
     struct ck_rbac_authorizer *authorizer;
     pthread_mutex_t rebuild_lock;
+    /* the follower: store watches of the four RBAC kinds and the thread that rebuilds */
+    struct ck_apiserver *server;
+    struct ck_store_watch *watches[4];
+    pthread_t follower;
+    bool follower_started;
+    pthread_mutex_t follow_lock;
+    pthread_cond_t follow_wake;
+    bool dirty, watch_lost, stopping; /* under follow_lock */
 };
 
 static int read_pem(const char *path, char **ret, struct ck_err *reterr)
@@ -85,6 +97,9 @@ int ck__auth_init(struct ck_apiserver *server, const struct ck_apiserver_config 
     if (!a)
         return ck_err_no_memory(reterr);
     pthread_mutex_init(&a->rebuild_lock, NULL);
+    pthread_mutex_init(&a->follow_lock, NULL);
+    pthread_cond_init(&a->follow_wake, NULL);
+    a->server = server;
     server->auth = a;
     a->pki_dir = config->pki_dir ? ck__strdup(config->pki_dir) : NULL;
     if (config->pki_dir && !a->pki_dir)
@@ -128,6 +143,7 @@ void ck__auth_free(struct ck__auth *a)
 {
     if (!a)
         return;
+    stop_following(a);
     ck_rbac_authorizer_free(a->authorizer);
     ck_auth_sa_key_free(a->sa_key);
     ck_auth_tokens_free(a->tokens);
@@ -137,6 +153,8 @@ void ck__auth_free(struct ck__auth *a)
     free(a->pki_dir);
     ck_pki_release(&a->pki);
     pthread_mutex_destroy(&a->rebuild_lock);
+    pthread_mutex_destroy(&a->follow_lock);
+    pthread_cond_destroy(&a->follow_wake);
     free(a);
 }
 
@@ -265,8 +283,13 @@ int ck__auth_bootstrap(struct ck_apiserver *server, struct ck_err *reterr)
         r = create_missing(server, cr_kind, roles, reterr);
     if (r == 0 && crb_kind)
         r = create_missing(server, crb_kind, bindings, reterr);
+    if (r == 0)
+        r = reconcile_bootstrap(server, roles, bindings, reterr);
     json_decref(roles);
     json_decref(bindings);
+    /* the watches start before the policy is read: no write falls between the two */
+    if (r == 0)
+        r = start_following(a, reterr);
     struct ck_rbac_policy *policy = NULL;
     if (r == 0)
         r = build_policy(server, &policy, reterr);
@@ -1506,5 +1529,246 @@ static int check_node_write(struct ck_apiserver *server, const char *node,
         }
     }
     json_decref(obj);
+    return r;
+}
+
+/* ---- following the store: RBAC writes of any server sharing it ------------------ */
+
+/*
+ * A watch callback must not block: it only marks the policy stale (or the
+ * watch lost) and wakes the follower thread, which rebuilds. A burst of
+ * writes costs one rebuild per wake-up, not one per write.
+ */
+static void rbac_event(const struct ck_store_event *event, void *userdata)
+{
+    struct ck__auth *a = userdata;
+    if (event->type == CK_STORE_EVENT_PROGRESS)
+        return;
+    pthread_mutex_lock(&a->follow_lock);
+    a->dirty = true;
+    if (event->type == CK_STORE_EVENT_ERROR)
+        a->watch_lost = true;
+    pthread_cond_signal(&a->follow_wake);
+    pthread_mutex_unlock(&a->follow_lock);
+}
+
+static void cancel_watches(struct ck__auth *a)
+{
+    for (size_t i = 0; i < 4; i++) {
+        ck_store_watch_cancel(a->watches[i]);
+        a->watches[i] = NULL;
+    }
+}
+
+/* Watches the four kinds' prefixes from now. */
+static int watch_rbac_kinds(struct ck__auth *a, struct ck_err *reterr)
+{
+    static const enum ck_kind_role roles[4] = {
+        CK_KIND_ROLE_RBAC_ROLE, CK_KIND_ROLE_RBAC_CLUSTER_ROLE, CK_KIND_ROLE_RBAC_ROLE_BINDING,
+        CK_KIND_ROLE_RBAC_CLUSTER_ROLE_BINDING};
+    for (size_t i = 0; i < 4; i++) {
+        const struct ck_kind *kind = ck_kind_with_role(roles[i]);
+        char prefix[256];
+        if (!kind)
+            continue;
+        int r = ck__collection_prefix(kind, NULL, prefix, sizeof(prefix));
+        if (r == 0)
+            r = ck_store_watch(a->server->store, prefix, strlen(prefix), true, 0, rbac_event, a,
+                               &a->watches[i], reterr);
+        if (r < 0) {
+            cancel_watches(a);
+            return r;
+        }
+    }
+    return 0;
+}
+
+static void *follower_main(void *arg)
+{
+    struct ck__auth *a = arg;
+    pthread_mutex_lock(&a->follow_lock);
+    for (;;) {
+        while (!a->dirty && !a->stopping)
+            pthread_cond_wait(&a->follow_wake, &a->follow_lock);
+        if (a->stopping)
+            break;
+        bool lost = a->watch_lost;
+        a->dirty = a->watch_lost = false;
+        pthread_mutex_unlock(&a->follow_lock);
+        if (lost) {
+            /* compacted or fallen behind: watch again from now, then read everything */
+            cancel_watches(a);
+            struct ck_err err = {0};
+            if (watch_rbac_kinds(a, &err) < 0) {
+                CK_LOGS(0, "Cannot watch the RBAC objects; retrying", "err", ck_err_message(&err));
+                ck_err_release(&err);
+                struct timespec pause = {.tv_sec = 1};
+                nanosleep(&pause, NULL);
+                pthread_mutex_lock(&a->follow_lock);
+                a->dirty = a->watch_lost = true;
+                continue;
+            }
+        }
+        ck__auth_rbac_changed(a->server);
+        pthread_mutex_lock(&a->follow_lock);
+    }
+    pthread_mutex_unlock(&a->follow_lock);
+    return NULL;
+}
+
+static int start_following(struct ck__auth *a, struct ck_err *reterr)
+{
+    int r = watch_rbac_kinds(a, reterr);
+    if (r < 0)
+        return r;
+    if (pthread_create(&a->follower, NULL, follower_main, a) != 0) {
+        cancel_watches(a);
+        return ck_err_set(reterr, CK_EIO, "cannot start the RBAC follower thread");
+    }
+    a->follower_started = true;
+    return 0;
+}
+
+static void stop_following(struct ck__auth *a)
+{
+    if (a->follower_started) {
+        pthread_mutex_lock(&a->follow_lock);
+        a->stopping = true;
+        pthread_cond_signal(&a->follow_wake);
+        pthread_mutex_unlock(&a->follow_lock);
+        pthread_join(a->follower, NULL);
+        a->follower_started = false;
+    }
+    cancel_watches(a);
+}
+
+/* ---- reconciling the bootstrap roles and bindings -------------------------------- */
+
+#define AUTOUPDATE_ANNOTATION "rbac.authorization.kubernetes.io/autoupdate"
+
+/* What one reconciliation merges into the stored object. */
+struct reconcile {
+    const json_t *expected; /* the bootstrap object */
+    bool is_binding;
+};
+
+/* Appends to list (an array) every element of more not already in it. */
+static int union_into(json_t *list, const json_t *more)
+{
+    size_t i, j;
+    json_t *v, *w;
+    json_array_foreach(more, i, v)
+    {
+        bool found = false;
+        json_array_foreach(list, j, w) found = found || json_equal(v, w);
+        if (!found && json_array_append(list, v) < 0)
+            return CK_ENOMEM;
+    }
+    return 0;
+}
+
+/*
+ * Kubernetes' reconciliation (pkg/registry/rbac/reconciliation), as the RBAC
+ * post-start hook runs it on every start: a role keeps its rules and gets
+ * the bootstrap rules it does not cover (as atomic rules) and the
+ * aggregation selectors it lacks; a binding keeps its subjects and gets the
+ * missing ones. An object annotated autoupdate=false is left alone. Returns
+ * current unchanged (a new reference) when nothing is missing, so the
+ * registry commits nothing.
+ */
+static json_t *reconcile_mutate(const json_t *current, void *arg, struct ck_err *reterr)
+{
+    const struct reconcile *rc = arg;
+    json_t *obj = json_deep_copy(current);
+    if (!obj) {
+        ck_err_no_memory(reterr);
+        return NULL;
+    }
+    const char *autoupdate =
+        claim(json_object_get(json_object_get(current, "metadata"), "annotations"),
+              AUTOUPDATE_ANNOTATION, NULL);
+    if (autoupdate && strcmp(autoupdate, "false") == 0)
+        return obj;
+    int r = 0;
+    if (rc->is_binding) {
+        json_t *subjects = json_object_get(obj, "subjects");
+        if (!json_is_array(subjects)) {
+            subjects = json_array();
+            r = json_object_set_new(obj, "subjects", subjects) < 0 ? CK_ENOMEM : 0;
+        }
+        if (r == 0)
+            r = union_into(subjects, json_object_get(rc->expected, "subjects"));
+    } else {
+        json_t *rules = json_object_get(obj, "rules");
+        if (!json_is_array(rules)) {
+            rules = json_array();
+            r = json_object_set_new(obj, "rules", rules) < 0 ? CK_ENOMEM : 0;
+        }
+        json_t *missing = NULL;
+        const json_t *want = json_object_get(rc->expected, "rules");
+        if (r == 0 && want && !ck_rbac_rules_cover(rules, want, &missing))
+            r = union_into(rules, missing);
+        json_decref(missing);
+        const json_t *want_agg = json_object_get(rc->expected, "aggregationRule");
+        if (r == 0 && want_agg) {
+            json_t *agg = json_object_get(obj, "aggregationRule");
+            if (!json_is_object(agg)) {
+                agg = json_object();
+                r = json_object_set_new(obj, "aggregationRule", agg) < 0 ? CK_ENOMEM : 0;
+            }
+            json_t *selectors = r == 0 ? json_object_get(agg, "clusterRoleSelectors") : NULL;
+            if (r == 0 && !json_is_array(selectors)) {
+                selectors = json_array();
+                r = json_object_set_new(agg, "clusterRoleSelectors", selectors) < 0 ? CK_ENOMEM : 0;
+            }
+            if (r == 0)
+                r = union_into(selectors, json_object_get(want_agg, "clusterRoleSelectors"));
+        }
+    }
+    if (r < 0) {
+        json_decref(obj);
+        ck_err_no_memory(reterr);
+        return NULL;
+    }
+    return obj;
+}
+
+static int reconcile_kind(struct ck_apiserver *server, const struct ck_kind *kind,
+                          const json_t *items, bool is_binding, struct ck_err *reterr)
+{
+    size_t i;
+    json_t *expected;
+    json_array_foreach(items, i, expected)
+    {
+        const char *name = claim(json_object_get(expected, "metadata"), "name", NULL);
+        if (!name)
+            continue;
+        struct reconcile rc = {.expected = expected, .is_binding = is_binding};
+        char *out = NULL;
+        size_t len = 0;
+        struct ck_err err = {0};
+        int r = ck__registry_update(server->registry, kind, NULL, name, NULL, reconcile_mutate, &rc,
+                                    false, &out, &len, &err);
+        free(out);
+        if (r == CK_ENOMEM) {
+            ck_err_release(&err);
+            return ck_err_no_memory(reterr);
+        }
+        if (r < 0) /* deleted meanwhile, or invalid: Kubernetes logs and goes on */
+            CK_LOGS(0, "Cannot reconcile a bootstrap RBAC object", "kind", kind->kind, "name", name,
+                    "err", ck_err_message(&err));
+        ck_err_release(&err);
+    }
+    return 0;
+}
+
+static int reconcile_bootstrap(struct ck_apiserver *server, const json_t *roles,
+                               const json_t *bindings, struct ck_err *reterr)
+{
+    const struct ck_kind *cr_kind = ck_kind_with_role(CK_KIND_ROLE_RBAC_CLUSTER_ROLE);
+    const struct ck_kind *crb_kind = ck_kind_with_role(CK_KIND_ROLE_RBAC_CLUSTER_ROLE_BINDING);
+    int r = cr_kind ? reconcile_kind(server, cr_kind, roles, false, reterr) : 0;
+    if (r == 0 && crb_kind)
+        r = reconcile_kind(server, crb_kind, bindings, true, reterr);
     return r;
 }
