@@ -1,32 +1,44 @@
 /*
- * authn_authz.c - TLS material, authentication and RBAC authorization of the
- * API server's requests.
+ * authn_authz.c - TLS material, authentication, impersonation and RBAC
+ * authorization of the API server's requests, and what the server computes
+ * from them rather than stores: TokenRequest and the reviews.
  *
  * At start (ck__auth_init) the PKI directory is created or reused through
  * libckube-auth (CA, serving certificate, admin certificate,
  * service-account key), and the static token file and the service-account
  * key are loaded. Once the registry exists (ck__auth_bootstrap) the bootstrap
- * ClusterRoles and ClusterRoleBindings are written when missing, as
- * kube-apiserver's RBAC post-start hook writes them, and the policy is
- * compiled from the four RBAC kinds in the store.
+ * ClusterRoles and ClusterRoleBindings are written when missing and
+ * reconciled when present (missing rules, aggregation selectors and subjects
+ * added), as kube-apiserver's RBAC post-start hook does; store watches of
+ * the four RBAC kinds start, then the policy is compiled from the store.
  *
  * Per request (ck__auth_request), before routing, kube-apiserver's filter
  * order: authentication (the client certificate libmicrohttpd's GnuTLS
  * session received, verified here against the client CA; else the bearer
- * token; else anonymous), 401 on a bad credential; then members of
- * system:masters pass; then RBAC with attributes derived from the path and
- * method (Kubernetes' RequestInfo), 403 with Kubernetes' message.
+ * token, a ServiceAccount token only while its account and pod exist with
+ * the uids it names; else anonymous), 401 on a bad credential; then
+ * impersonation (Impersonate-User/-Group/-Uid/-Extra-*, each authorized
+ * with the verb impersonate); then members of system:masters pass; then
+ * RBAC with attributes derived from the path and method (Kubernetes'
+ * RequestInfo), 403 with Kubernetes' message.
  *
- * Writes (POST, PUT, PATCH) of roles and bindings go through the escalation
- * check first (ck__auth_check_write; a PATCH is checked on the patch applied
- * to the stored object) and rebuild the policy after (ck__auth_rbac_changed):
- * the new policy is built under a mutex (so two rebuilds never swap in an
- * older view last) and swapped in; requests in flight keep the policy they
- * started with. Writes made by another server sharing an etcd store are not
- * seen until this server's next RBAC write or restart.
+ * Writes (POST, PUT, PATCH, DELETE) by a node (system:node:NAME in
+ * system:nodes) go through a NodeRestriction-like check; writes of roles and
+ * bindings go through the escalation check (ck__auth_check_write; a PATCH is
+ * checked on the patch applied to the stored object) and rebuild the policy
+ * after (ck__auth_rbac_changed), so the writer's next request sees it. The
+ * follower thread rebuilds it too whenever the watches see a write of the
+ * four kinds, from this server or another sharing the store. Rebuilds are
+ * serialized by a mutex (so two never swap in an older view last); requests
+ * in flight keep the policy they started with.
+ *
+ * ck__auth_serve answers POST serviceaccounts/NAME/token (a signed, bound
+ * JWT) and the create-only reviews (SelfSubjectReview, TokenReview,
+ * SubjectAccessReview, SelfSubjectAccessReview, SelfSubjectRulesReview).
  *
  * Without pki_dir and tls_cert_file none of this runs: plain HTTP, no
- * authentication, every request allowed, loopback only.
+ * authentication, every request allowed, loopback only; TokenRequest and the
+ * reviews answer 503.
  */
 #include <ctype.h>
 #include <gnutls/gnutls.h>

@@ -4,8 +4,9 @@
 # (system:node:NAME in system:nodes) creates and changes only its own Node,
 # deletes and updates the status of only the pods bound to it and creates only
 # mirror pods, with the NodeRestriction messages; the scheduler
-# (system:kube-scheduler) binds pods but may not delete them or read secrets
-# of a namespace's ServiceAccounts, with RBAC's 403.
+# (system:kube-scheduler) binds and deletes pods but may not delete
+# namespaces or write roles, with RBAC's 403; kube-proxy (system:kube-proxy)
+# reads nodes and not pods.
 #
 # Usage: test_auth_nodes.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -85,5 +86,13 @@ sched -n default create -f - >"$work/out" 2>&1 <<EOF
 {"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"x"},"rules":[]}
 EOF
 check "the scheduler may not write roles" grep -q 'User "system:kube-scheduler" cannot create resource "roles"' "$work/out"
+
+# --- kube-proxy's identity: bootstrap system:node-proxier ---
+"$ckube" certs client --data-dir "$work/data" --cn system:kube-proxy --file proxy \
+    --kubeconfig "$work/proxy.kubeconfig" --server "$url" >/dev/null 2>&1
+kubectl --request-timeout=20s --kubeconfig "$work/proxy.kubeconfig" get nodes >"$work/out" 2>&1
+check "the proxy lists nodes (system:node-proxier)" grep -q "^n1 " "$work/out"
+kubectl --request-timeout=20s --kubeconfig "$work/proxy.kubeconfig" -n default get pods >"$work/out" 2>&1
+check "... but not pods" grep -q 'User "system:kube-proxy" cannot list resource "pods"' "$work/out"
 
 finish
