@@ -315,8 +315,10 @@ int ck_rbac_forbidden(struct ck_err *err, const struct ck_rbac_request *req, con
 
 /*
  * The rules that apply to user in namespace (cluster-wide ones always,
- * namespace's when namespace is not NULL/""), as a new JSON array of
- * PolicyRule objects (SelfSubjectRulesReview's material). NULL when out of memory.
+ * namespace's when namespace is not NULL/""), as a new JSON array of copies
+ * of their PolicyRule objects (SelfSubjectRulesReview's material; copies, so
+ * that no thread touches the shared policy's reference counts). NULL when out
+ * of memory.
  */
 json_t *ck_rbac_rules_for(const struct ck_rbac_policy *policy, const struct ck_auth_user *user,
                           const char *namespace);

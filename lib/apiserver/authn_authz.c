@@ -243,9 +243,13 @@ static int build_policy(struct ck_apiserver *server, struct ck_rbac_policy **ret
 void ck__auth_rbac_changed(struct ck_apiserver *server)
 {
     struct ck__auth *a = server->auth;
-    if (!a || !a->authorizer)
+    if (!a)
         return;
     pthread_mutex_lock(&a->rebuild_lock);
+    if (!a->authorizer) { /* the follower woke before the first policy: that one reads it all */
+        pthread_mutex_unlock(&a->rebuild_lock);
+        return;
+    }
     struct ck_rbac_policy *policy = NULL;
     struct ck_err err = {0};
     if (build_policy(server, &policy, &err) == 0)
@@ -306,11 +310,18 @@ int ck__auth_bootstrap(struct ck_apiserver *server, struct ck_err *reterr)
     if (r == 0)
         r = build_policy(server, &policy, reterr);
     if (r == 0) {
+        pthread_mutex_lock(&a->rebuild_lock); /* the follower thread reads it */
         a->authorizer = ck_rbac_authorizer_new(policy);
+        pthread_mutex_unlock(&a->rebuild_lock);
         if (!a->authorizer) {
             ck_rbac_policy_unref(policy);
             r = ck_err_no_memory(reterr);
         }
+        /* a write seen between the read and now found no authorizer to rebuild: once more */
+        pthread_mutex_lock(&a->follow_lock);
+        a->dirty = true;
+        pthread_cond_signal(&a->follow_wake);
+        pthread_mutex_unlock(&a->follow_lock);
     }
     return r;
 }

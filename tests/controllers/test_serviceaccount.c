@@ -56,7 +56,7 @@ static void add_namespace(struct fixture *f, const char *name, const char *phase
                            "metadata", "name", name, "status", "phase", phase);
     struct ck_err err = {0};
     assert_int_equal(ck_indexer_add(f->namespaces, ns, &err), 0);
-    json_decref(ns);
+    ck_cached_unref(ns);
 }
 
 static void add_account(struct fixture *f, const char *ns, const char *name)
@@ -65,7 +65,7 @@ static void add_account(struct fixture *f, const char *ns, const char *name)
                            "metadata", "name", name, "namespace", ns);
     struct ck_err err = {0};
     assert_int_equal(ck_indexer_add(f->accounts, sa, &err), 0);
-    json_decref(sa);
+    ck_cached_unref(sa);
 }
 
 static void test_active_namespace_gets_default(void **state)

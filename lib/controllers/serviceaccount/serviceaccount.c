@@ -37,7 +37,7 @@ int ck_sa_controller_sync(struct ck_sa_controller *c, const char *name, struct c
         return 0; /* gone: nothing to ensure */
     const char *phase = json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
     bool active = phase && strcmp(phase, "Active") == 0;
-    json_decref((json_t *)ns);
+    ck_cached_unref(ns);
     if (!active)
         return 0; /* Terminating: its accounts are being deleted */
     for (size_t i = 0; i < sizeof(accounts_to_ensure) / sizeof(accounts_to_ensure[0]); i++) {
@@ -45,7 +45,7 @@ int ck_sa_controller_sync(struct ck_sa_controller *c, const char *name, struct c
         snprintf(key, sizeof(key), "%s/%s", name, accounts_to_ensure[i]);
         const json_t *sa = NULL;
         if (ck_indexer_get_by_key(c->accounts, key, &sa) == 0) {
-            json_decref((json_t *)sa);
+            ck_cached_unref(sa);
             continue;
         }
         json_t *obj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "ServiceAccount",
