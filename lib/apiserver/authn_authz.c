@@ -34,7 +34,8 @@
  *
  * ck__auth_serve answers POST serviceaccounts/NAME/token (a signed, bound
  * JWT) and the create-only reviews (SelfSubjectReview, TokenReview,
- * SubjectAccessReview, SelfSubjectAccessReview, SelfSubjectRulesReview).
+ * SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectAccessReview,
+ * SelfSubjectRulesReview).
  *
  * Without pki_dir and tls_cert_file none of this runs: plain HTTP, no
  * authentication, every request allowed, loopback only; TokenRequest and the
@@ -1292,6 +1293,30 @@ static int validate_access_spec(const json_t *review, const char *kind, bool is_
     return r;
 }
 
+/*
+ * What a LocalSubjectAccessReview adds (Kubernetes' REST and
+ * ValidateLocalSubjectAccessReview): resource attributes only, in the
+ * review's own namespace.
+ */
+static int validate_local_access(const json_t *review, const char *ns, struct ck_err *err)
+{
+    const json_t *spec = json_object_get(review, "spec");
+    const json_t *ra = json_object_get(spec, "resourceAttributes");
+    const char *ra_ns = claim(ra, "namespace", NULL);
+    if (ra && (!ra_ns || strcmp(ra_ns, ns) != 0))
+        return ck_err_status(err, "BadRequest",
+                             "spec.resourceAttributes.namespace must match namespace: %s", ns);
+    if (json_object_get(spec, "nonResourceAttributes")) {
+        struct ck_field_errors errs = {0};
+        ck_field_errors_add(&errs, CK_FIELD_INVALID, "spec.nonResourceAttributes", NULL, false,
+                            "disallowed on this kind of request");
+        int r = ck__err_invalid(err, "authorization.k8s.io", "LocalSubjectAccessReview", "", &errs);
+        ck_field_errors_release(&errs);
+        return r;
+    }
+    return 0;
+}
+
 /* SelfSubjectRulesReview: the requester's rules in spec.namespace, split as Kubernetes splits them.
  */
 static int review_rules(struct ck_apiserver *server, json_t *review,
@@ -1344,6 +1369,7 @@ enum review {
     SELF_SUBJECT_REVIEW,
     TOKEN_REVIEW,
     SUBJECT_ACCESS_REVIEW,
+    LOCAL_SUBJECT_ACCESS_REVIEW,
     SELF_SUBJECT_ACCESS_REVIEW,
     SELF_SUBJECT_RULES_REVIEW
 };
@@ -1357,6 +1383,7 @@ static enum review review_of(const struct ck_kind *kind)
         {"authentication.k8s.io", "selfsubjectreviews", SELF_SUBJECT_REVIEW},
         {"authentication.k8s.io", "tokenreviews", TOKEN_REVIEW},
         {"authorization.k8s.io", "subjectaccessreviews", SUBJECT_ACCESS_REVIEW},
+        {"authorization.k8s.io", "localsubjectaccessreviews", LOCAL_SUBJECT_ACCESS_REVIEW},
         {"authorization.k8s.io", "selfsubjectaccessreviews", SELF_SUBJECT_ACCESS_REVIEW},
         {"authorization.k8s.io", "selfsubjectrulesreviews", SELF_SUBJECT_RULES_REVIEW},
     };
@@ -1398,6 +1425,16 @@ static enum MHD_Result serve_review(struct ck_apiserver *server, struct MHD_Conn
         break;
     case SUBJECT_ACCESS_REVIEW:
         r = validate_access_spec(obj, t->kind->kind, false, &err);
+        if (r == 0) {
+            struct ck_auth_user *subject = spec_user(json_object_get(obj, "spec"));
+            r = subject ? review_access(server, obj, subject, &err) : ck_err_no_memory(&err);
+            ck_auth_user_free(subject);
+        }
+        break;
+    case LOCAL_SUBJECT_ACCESS_REVIEW:
+        r = validate_local_access(obj, t->namespace, &err);
+        if (r == 0)
+            r = validate_access_spec(obj, t->kind->kind, false, &err);
         if (r == 0) {
             struct ck_auth_user *subject = spec_user(json_object_get(obj, "spec"));
             r = subject ? review_access(server, obj, subject, &err) : ck_err_no_memory(&err);

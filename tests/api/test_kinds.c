@@ -36,6 +36,8 @@ static void test_registry_matches_the_resource_table(void **state)
         {"authentication.k8s.io", "tokenreviews", "TokenReview", NULL, false},
         {"authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview", NULL, false},
         {"authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", NULL, false},
+        {"authorization.k8s.io", "localsubjectaccessreviews", "LocalSubjectAccessReview", NULL,
+         true},
         {"authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", NULL,
          false},
         {"authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview", NULL, false},

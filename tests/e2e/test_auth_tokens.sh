@@ -7,7 +7,8 @@
 # key; an expired client certificate of the right CA; impersonation with
 # kubectl --as (allowed for the admin, Kubernetes' 403 for others, allowed once
 # granted the impersonate verb); SelfSubjectReview, TokenReview,
-# SubjectAccessReview, SelfSubjectAccessReview and SelfSubjectRulesReview over
+# SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectAccessReview and
+# SelfSubjectRulesReview over
 # JSON and with the Python client. kubectl's create token, auth whoami and
 # auth can-i send protobuf bodies: while the server answers those 415 the
 # kubectl checks are skipped with a visible reason.
@@ -179,6 +180,10 @@ post /apis/authorization.k8s.io/v1/subjectaccessreviews '{"spec":{"user":"jane",
 check "SubjectAccessReview: jane may not list pods in default" grep -q '"status":{"allowed":false' "$work/out"
 post /apis/authorization.k8s.io/v1/subjectaccessreviews '{"spec":{}}' >"$work/out"
 check "SubjectAccessReview without attributes or user: Kubernetes' 422" grep -q 'spec.user: Invalid value: \\"\\": at least one of user or group must be specified' "$work/out"
+post /apis/authorization.k8s.io/v1/namespaces/team/localsubjectaccessreviews '{"spec":{"user":"system:serviceaccount:team:bot","resourceAttributes":{"namespace":"team","verb":"list","resource":"pods"}}}' >"$work/out"
+check "LocalSubjectAccessReview: the bot may list pods in team (view)" grep -q '"status":{"allowed":true' "$work/out"
+post /apis/authorization.k8s.io/v1/namespaces/team/localsubjectaccessreviews '{"spec":{"user":"jane","resourceAttributes":{"namespace":"default","verb":"list","resource":"pods"}}}' >"$work/out"
+check "LocalSubjectAccessReview in another namespace: Kubernetes' 400" grep -q 'spec.resourceAttributes.namespace must match namespace: team' "$work/out"
 curl -s --cacert "$ca" -H "Authorization: Bearer jane-token" -X POST -H 'Content-Type: application/json' \
     "$url/apis/authorization.k8s.io/v1/selfsubjectrulesreviews" -d '{"spec":{"namespace":"team"}}' >"$work/out"
 check "SelfSubjectRulesReview lists jane's impersonate rule" grep -q '"verbs":\["impersonate"\],"apiGroups":\[""\],"resources":\["users"\],"resourceNames":\["bob"\]' "$work/out"

@@ -7,7 +7,7 @@
  *
  * Mirrors Kubernetes' pkg/registry/authentication/selfsubjectreview.
  *
- * Tests: tests/e2e/test_auth.sh.
+ * Tests: tests/e2e/test_auth_tokens.sh.
  * Threading: the descriptor is static and immutable.
  */
 #include "../internal.h"
