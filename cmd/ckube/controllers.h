@@ -78,6 +78,9 @@ int ck_cmd_fake_nodes(int argc, char **argv);
 /* From main.c: a Go duration ("40s", "1h30m") in nanoseconds; false when it is not one. */
 bool ck_cmd_parse_duration(const char *s, int64_t *ret);
 
+/* `ckube certs client ...` (argv[0] is "certs", certs.c); returns the exit code. */
+int ck_cmd_certs(int argc, char **argv);
+
 /* From main.c: blocks SIGINT and SIGTERM for sigwait() and ignores SIGPIPE. */
 void ck_cmd_block_stop_signals(sigset_t *ret_set);
 

@@ -49,6 +49,8 @@ static const char usage_text[] =
     "                          run the scheduler against a server\n"
     "  ckube fake-nodes --kubeconfig FILE --count N [flags]\n"
     "                          simulate N nodes that run the pods bound to them\n"
+    "  ckube certs client --cn NAME [--org GROUP]... [flags]\n"
+    "                          make a client certificate signed by the cluster CA\n"
     "  ckube version [flags]   print version information\n"
     "  ckube help              print this help\n"
     "\n"
@@ -762,6 +764,8 @@ int main(int argc, char **argv)
         return ck_cmd_scheduler(argc - 1, argv + 1);
     if (strcmp(command, "fake-nodes") == 0)
         return ck_cmd_fake_nodes(argc - 1, argv + 1);
+    if (strcmp(command, "certs") == 0)
+        return ck_cmd_certs(argc - 1, argv + 1);
     if (command[0] == '-')
         return usage_error("unknown flag: %s (flags go after the command)", command);
     return usage_error("unknown command: %s", command);

@@ -411,6 +411,11 @@ struct ck_kind {
     enum ck_kind_role role;
     enum ck_name_rule name_rule;
     const char *schema; /* "io.k8s.api.apps.v1.Deployment" */
+    /*
+     * The verbs discovery lists (NULL-terminated); NULL: every verb of a stored
+     * kind. The reviews, which are never stored, list only "create".
+     */
+    const char *const *verbs;
     const struct ck_subresource *subresources;
     size_t n_subresources;
     /* metadata members a write through the status subresource never changes (NULL-terminated) */

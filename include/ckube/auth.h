@@ -186,6 +186,15 @@ struct ck_auth_config {
     const char *const *api_audiences;    /* --api-audiences; default: the issuer */
     size_t n_api_audiences;
     bool anonymous; /* --anonymous-auth (Kubernetes' default: true) */
+    /*
+     * Called with the claims of a ServiceAccount token whose signature and
+     * times verified: 0 when the account (and the pod it is bound to) still
+     * exist with the uids the claims name, else CK_EPERM (a 401) with the
+     * reason, as kube-apiserver's legacy validator checks them. NULL: not
+     * checked.
+     */
+    int (*sa_validate)(void *arg, const json_t *claims, struct ck_err *reterr);
+    void *sa_validate_arg;
 };
 
 /* The credentials of one request. */
@@ -306,8 +315,10 @@ int ck_rbac_forbidden(struct ck_err *err, const struct ck_rbac_request *req, con
 
 /*
  * The rules that apply to user in namespace (cluster-wide ones always,
- * namespace's when namespace is not NULL/""), as a new JSON array of
- * PolicyRule objects (SelfSubjectRulesReview's material). NULL when out of memory.
+ * namespace's when namespace is not NULL/""), as a new JSON array of copies
+ * of their PolicyRule objects (SelfSubjectRulesReview's material; copies, so
+ * that no thread touches the shared policy's reference counts). NULL when out
+ * of memory.
  */
 json_t *ck_rbac_rules_for(const struct ck_rbac_policy *policy, const struct ck_auth_user *user,
                           const char *namespace);

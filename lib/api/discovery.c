@@ -102,9 +102,9 @@ json_t *ck_discovery_resources(const char *group, const char *version)
         if (strcmp(k->group, group) != 0 || strcmp(k->version, version) != 0)
             continue;
         ck_kind_api_version(k, gv, sizeof(gv));
-        json_t *e =
-            json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", k->resource, "singularName", k->singular,
-                      "namespaced", k->namespaced, "kind", k->kind, "verbs", strings(all_verbs));
+        json_t *e = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", k->resource, "singularName",
+                              k->singular, "namespaced", k->namespaced, "kind", k->kind, "verbs",
+                              strings(k->verbs ? k->verbs : all_verbs));
         if (k->short_names)
             failed |= json_object_set_new(e, "shortNames", strings(k->short_names));
         if (k->categories)

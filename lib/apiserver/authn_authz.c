@@ -1,40 +1,56 @@
 /*
- * authn_authz.c - TLS material, authentication and RBAC authorization of the
- * API server's requests.
+ * authn_authz.c - TLS material, authentication, impersonation and RBAC
+ * authorization of the API server's requests, and what the server computes
+ * from them rather than stores: TokenRequest and the reviews.
  *
  * At start (ck__auth_init) the PKI directory is created or reused through
  * libckube-auth (CA, serving certificate, admin certificate,
  * service-account key), and the static token file and the service-account
  * key are loaded. Once the registry exists (ck__auth_bootstrap) the bootstrap
- * ClusterRoles and ClusterRoleBindings are written when missing, as
- * kube-apiserver's RBAC post-start hook writes them, and the policy is
- * compiled from the four RBAC kinds in the store.
+ * ClusterRoles and ClusterRoleBindings are written when missing and
+ * reconciled when present (missing rules, aggregation selectors and subjects
+ * added), as kube-apiserver's RBAC post-start hook does; store watches of
+ * the four RBAC kinds start, then the policy is compiled from the store.
  *
  * Per request (ck__auth_request), before routing, kube-apiserver's filter
  * order: authentication (the client certificate libmicrohttpd's GnuTLS
  * session received, verified here against the client CA; else the bearer
- * token; else anonymous), 401 on a bad credential; then members of
- * system:masters pass; then RBAC with attributes derived from the path and
- * method (Kubernetes' RequestInfo), 403 with Kubernetes' message.
+ * token, a ServiceAccount token only while its account and pod exist with
+ * the uids it names; else anonymous), 401 on a bad credential; then
+ * impersonation (Impersonate-User/-Group/-Uid/-Extra-*, each authorized
+ * with the verb impersonate); then members of system:masters pass; then
+ * RBAC with attributes derived from the path and method (Kubernetes'
+ * RequestInfo), 403 with Kubernetes' message.
  *
- * Writes (POST, PUT, PATCH) of roles and bindings go through the escalation
- * check first (ck__auth_check_write; a PATCH is checked on the patch applied
- * to the stored object) and rebuild the policy after (ck__auth_rbac_changed):
- * the new policy is built under a mutex (so two rebuilds never swap in an
- * older view last) and swapped in; requests in flight keep the policy they
- * started with. Writes made by another server sharing an etcd store are not
- * seen until this server's next RBAC write or restart.
+ * Writes (POST, PUT, PATCH, DELETE) by a node (system:node:NAME in
+ * system:nodes) go through a NodeRestriction-like check; writes of roles and
+ * bindings go through the escalation check (ck__auth_check_write; a PATCH is
+ * checked on the patch applied to the stored object) and rebuild the policy
+ * after (ck__auth_rbac_changed), so the writer's next request sees it. The
+ * follower thread rebuilds it too whenever the watches see a write of the
+ * four kinds, from this server or another sharing the store. Rebuilds are
+ * serialized by a mutex (so two never swap in an older view last); requests
+ * in flight keep the policy they started with.
+ *
+ * ck__auth_serve answers POST serviceaccounts/NAME/token (a signed, bound
+ * JWT) and the create-only reviews (SelfSubjectReview, TokenReview,
+ * SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectAccessReview,
+ * SelfSubjectRulesReview).
  *
  * Without pki_dir and tls_cert_file none of this runs: plain HTTP, no
- * authentication, every request allowed, loopback only.
+ * authentication, every request allowed, loopback only; TokenRequest and the
+ * reviews answer 503.
  */
+#include <ctype.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <jansson.h>
 #include <microhttpd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "ckube/apiserver.h"
@@ -42,6 +58,19 @@
 #include "internal.h"
 
 #define MAX_PEM (1u * 1024 * 1024)
+
+struct ck__auth;
+static void stop_following(struct ck__auth *a);
+static int start_following(struct ck__auth *a, struct ck_err *reterr);
+static int reconcile_bootstrap(struct ck_apiserver *server, const json_t *roles,
+                               const json_t *bindings, struct ck_err *reterr);
+static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *reterr);
+static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **user,
+                       struct ck_err *err);
+static const char *node_name_of(const struct ck_auth_user *user);
+static int check_node_write(struct ck_apiserver *server, const char *node,
+                            const struct ck__target *t, const char *method, const char *body,
+                            size_t len, struct ck_err *err);
 
 struct ck__auth {
     struct ck_pki pki;
@@ -52,6 +81,14 @@ struct ck__auth {
     struct ck_auth_config config;
     struct ck_rbac_authorizer *authorizer;
     pthread_mutex_t rebuild_lock;
+    /* the follower: store watches of the four RBAC kinds and the thread that rebuilds */
+    struct ck_apiserver *server;
+    struct ck_store_watch *watches[4];
+    pthread_t follower;
+    bool follower_started;
+    pthread_mutex_t follow_lock;
+    pthread_cond_t follow_wake;
+    bool dirty, watch_lost, stopping; /* under follow_lock */
 };
 
 static int read_pem(const char *path, char **ret, struct ck_err *reterr)
@@ -73,6 +110,9 @@ int ck__auth_init(struct ck_apiserver *server, const struct ck_apiserver_config 
     if (!a)
         return ck_err_no_memory(reterr);
     pthread_mutex_init(&a->rebuild_lock, NULL);
+    pthread_mutex_init(&a->follow_lock, NULL);
+    pthread_cond_init(&a->follow_wake, NULL);
+    a->server = server;
     server->auth = a;
     a->pki_dir = config->pki_dir ? ck__strdup(config->pki_dir) : NULL;
     if (config->pki_dir && !a->pki_dir)
@@ -106,6 +146,8 @@ int ck__auth_init(struct ck_apiserver *server, const struct ck_apiserver_config 
         .sa_key = a->sa_key,
         .sa_issuer = "https://kubernetes.default.svc.cluster.local",
         .anonymous = !config->anonymous_auth_disabled,
+        .sa_validate = validate_sa_claims,
+        .sa_validate_arg = server,
     };
     return 0;
 }
@@ -114,6 +156,7 @@ void ck__auth_free(struct ck__auth *a)
 {
     if (!a)
         return;
+    stop_following(a);
     ck_rbac_authorizer_free(a->authorizer);
     ck_auth_sa_key_free(a->sa_key);
     ck_auth_tokens_free(a->tokens);
@@ -123,6 +166,8 @@ void ck__auth_free(struct ck__auth *a)
     free(a->pki_dir);
     ck_pki_release(&a->pki);
     pthread_mutex_destroy(&a->rebuild_lock);
+    pthread_mutex_destroy(&a->follow_lock);
+    pthread_cond_destroy(&a->follow_wake);
     free(a);
 }
 
@@ -199,9 +244,13 @@ static int build_policy(struct ck_apiserver *server, struct ck_rbac_policy **ret
 void ck__auth_rbac_changed(struct ck_apiserver *server)
 {
     struct ck__auth *a = server->auth;
-    if (!a || !a->authorizer)
+    if (!a)
         return;
     pthread_mutex_lock(&a->rebuild_lock);
+    if (!a->authorizer) { /* the follower woke before the first policy: that one reads it all */
+        pthread_mutex_unlock(&a->rebuild_lock);
+        return;
+    }
     struct ck_rbac_policy *policy = NULL;
     struct ck_err err = {0};
     if (build_policy(server, &policy, &err) == 0)
@@ -251,17 +300,29 @@ int ck__auth_bootstrap(struct ck_apiserver *server, struct ck_err *reterr)
         r = create_missing(server, cr_kind, roles, reterr);
     if (r == 0 && crb_kind)
         r = create_missing(server, crb_kind, bindings, reterr);
+    if (r == 0)
+        r = reconcile_bootstrap(server, roles, bindings, reterr);
     json_decref(roles);
     json_decref(bindings);
+    /* the watches start before the policy is read: no write falls between the two */
+    if (r == 0)
+        r = start_following(a, reterr);
     struct ck_rbac_policy *policy = NULL;
     if (r == 0)
         r = build_policy(server, &policy, reterr);
     if (r == 0) {
+        pthread_mutex_lock(&a->rebuild_lock); /* the follower thread reads it */
         a->authorizer = ck_rbac_authorizer_new(policy);
+        pthread_mutex_unlock(&a->rebuild_lock);
         if (!a->authorizer) {
             ck_rbac_policy_unref(policy);
             r = ck_err_no_memory(reterr);
         }
+        /* a write seen between the read and now found no authorizer to rebuild: once more */
+        pthread_mutex_lock(&a->follow_lock);
+        a->dirty = true;
+        pthread_cond_signal(&a->follow_wake);
+        pthread_mutex_unlock(&a->follow_lock);
     }
     return r;
 }
@@ -377,6 +438,12 @@ enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connect
         ck_err_release(&err);
         return ck__fail_with(conn, "Unauthorized", "Unauthorized");
     }
+    if (impersonate(a, conn, &user, &err) < 0) {
+        *ret_answered = true;
+        CK_LOGV(2, "Impersonation refused: %s", ck_err_message(&err));
+        ck_auth_user_free(user);
+        return ck__fail(conn, &err);
+    }
     if (ck_auth_user_in_group(user, CK_AUTH_MASTERS)) {
         *ret_user = user;
         return MHD_YES;
@@ -457,6 +524,12 @@ int ck__auth_check_write(struct ck_apiserver *server, const struct ck_auth_user 
 {
     struct ck__auth *a = server->auth;
     enum ck_kind_role role = t->kind->role;
+    const char *node = node_name_of(user);
+    if (a && node) {
+        int r = check_node_write(server, node, t, method, body, len, reterr);
+        if (r < 0)
+            return r;
+    }
     if (!a || !user || t->subresource[0] ||
         (role != CK_KIND_ROLE_RBAC_ROLE && role != CK_KIND_ROLE_RBAC_CLUSTER_ROLE &&
          role != CK_KIND_ROLE_RBAC_ROLE_BINDING && role != CK_KIND_ROLE_RBAC_CLUSTER_ROLE_BINDING))
@@ -534,4 +607,1249 @@ int ck_apiserver_component_credentials(const struct ck_apiserver *server, const 
     snprintf(*ret_cert, n, "%s/%s.crt", a->pki_dir, file_base);
     snprintf(*ret_key, n, "%s/%s.key", a->pki_dir, file_base);
     return 0;
+}
+
+/* ---- ServiceAccount tokens: the account and the pod must still exist ---------- */
+
+/* The stored object kind/ns/name as a new reference, or NULL (absent: CK_ENOENT in *ret_code). */
+static json_t *stored_object(struct ck_apiserver *server, const struct ck_kind *kind,
+                             const char *ns, const char *name, int *ret_code)
+{
+    const struct ck_kv *kv = NULL;
+    struct ck_err err = {0};
+    *ret_code = 0;
+    if (!kind || ck__registry_get(server->registry, kind, ns, name, &kv, &err) < 0) {
+        *ret_code = !kind || err.http_status == MHD_HTTP_NOT_FOUND ? CK_ENOENT : err.code;
+        ck_err_release(&err);
+        return NULL;
+    }
+    json_t *obj = ck__decode_stored(kv);
+    ck_kv_unref(kv);
+    if (!obj)
+        *ret_code = CK_ENOMEM;
+    return obj;
+}
+
+static const char *claim(const json_t *obj, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(obj, a);
+    return json_string_value(b ? json_object_get(v, b) : v);
+}
+
+/*
+ * kube-apiserver's validator of bound tokens: the service account the
+ * claims name must exist with the claimed uid and not be being deleted, and
+ * so must the pod the token is bound to.
+ */
+static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *reterr)
+{
+    struct ck_apiserver *server = arg;
+    const json_t *k8s = json_object_get(claims, "kubernetes.io");
+    const char *ns = claim(k8s, "namespace", NULL);
+    const json_t *sa_ref = json_object_get(k8s, "serviceaccount");
+    const char *name = claim(sa_ref, "name", NULL), *uid = claim(sa_ref, "uid", NULL);
+    if (!ns || !name)
+        return ck_err_set(reterr, CK_EPERM, "the token names no service account");
+    int code;
+    json_t *sa =
+        stored_object(server, ck_kind_lookup("", "v1", "serviceaccounts"), ns, name, &code);
+    if (!sa)
+        return code == CK_ENOMEM ? ck_err_no_memory(reterr)
+                                 : ck_err_set(reterr, CK_EPERM,
+                                              "service account %s/%s has been deleted", ns, name);
+    const json_t *meta = json_object_get(sa, "metadata");
+    const char *sa_uid = claim(meta, "uid", NULL);
+    int r = 0;
+    if (uid && *uid && (!sa_uid || strcmp(sa_uid, uid) != 0))
+        r = ck_err_set(reterr, CK_EPERM, "service account UID (%s) does not match claim (%s)",
+                       sa_uid ? sa_uid : "", uid);
+    else if (json_object_get(meta, "deletionTimestamp"))
+        r = ck_err_set(reterr, CK_EPERM, "service account %s/%s has been deleted", ns, name);
+    json_decref(sa);
+    const json_t *pod_ref = json_object_get(k8s, "pod");
+    if (r < 0 || !pod_ref)
+        return r;
+    const char *pod_name = claim(pod_ref, "name", NULL), *pod_uid = claim(pod_ref, "uid", NULL);
+    json_t *pod = pod_name
+                      ? stored_object(server, ck_kind_lookup("", "v1", "pods"), ns, pod_name, &code)
+                      : NULL;
+    if (!pod)
+        return code == CK_ENOMEM ? ck_err_no_memory(reterr)
+                                 : ck_err_set(reterr, CK_EPERM, "pod %s/%s has been deleted", ns,
+                                              pod_name ? pod_name : "");
+    meta = json_object_get(pod, "metadata");
+    const char *live_uid = claim(meta, "uid", NULL);
+    if (pod_uid && *pod_uid && (!live_uid || strcmp(live_uid, pod_uid) != 0))
+        r = ck_err_set(reterr, CK_EPERM, "pod UID (%s) does not match claim (%s)",
+                       live_uid ? live_uid : "", pod_uid);
+    else if (json_object_get(meta, "deletionTimestamp"))
+        r = ck_err_set(reterr, CK_EPERM, "pod %s/%s has been deleted", ns, pod_name);
+    json_decref(pod);
+    return r;
+}
+
+/* ---- impersonation ------------------------------------------------------------ */
+
+#define IMPERSONATE_USER   "Impersonate-User"
+#define IMPERSONATE_UID    "Impersonate-Uid"
+#define IMPERSONATE_GROUP  "Impersonate-Group"
+#define IMPERSONATE_EXTRA_ "Impersonate-Extra-"
+
+/* The Impersonate-* headers of one request. */
+struct impersonation {
+    const char *user, *uid;
+    json_t *groups; /* strings */
+    json_t *extra;  /* {key: [values]}, keys lower-cased and unescaped */
+    bool nomem;
+};
+
+static enum MHD_Result collect_impersonation(void *cls, enum MHD_ValueKind kind, const char *key,
+                                             const char *value)
+{
+    (void)kind;
+    struct impersonation *imp = cls;
+    if (!key || !value)
+        return MHD_YES;
+    if (strcasecmp(key, IMPERSONATE_USER) == 0) {
+        imp->user = value;
+    } else if (strcasecmp(key, IMPERSONATE_UID) == 0) {
+        imp->uid = value;
+    } else if (strcasecmp(key, IMPERSONATE_GROUP) == 0) {
+        imp->nomem |= json_array_append_new(imp->groups, json_string(value)) < 0;
+    } else if (strncasecmp(key, IMPERSONATE_EXTRA_, strlen(IMPERSONATE_EXTRA_)) == 0) {
+        /* the key is lower-cased, then percent-decoded (Kubernetes' unescapeExtraKey) */
+        char *extra_key = ck__strdup(key + strlen(IMPERSONATE_EXTRA_));
+        if (!extra_key) {
+            imp->nomem = true;
+            return MHD_YES;
+        }
+        for (char *p = extra_key; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        MHD_http_unescape(extra_key);
+        json_t *values = json_object_get(imp->extra, extra_key);
+        if (!values) {
+            values = json_array();
+            imp->nomem |= json_object_set_new(imp->extra, extra_key, values) < 0;
+        }
+        imp->nomem |= json_array_append_new(values, json_string(value)) < 0;
+        free(extra_key);
+    }
+    return MHD_YES;
+}
+
+/*
+ * May requester impersonate the object the attributes name? Allowed: 0.
+ * Denied: fills err with the 403 kube-apiserver answers (the attributes
+ * and the requester, as every forbidden message) and returns CK_EPERM.
+ */
+static int may_impersonate(const struct ck_rbac_policy *policy,
+                           const struct ck_auth_user *requester, const char *group,
+                           const char *resource, const char *subresource, const char *ns,
+                           const char *name, struct ck_err *err)
+{
+    if (ck_auth_user_in_group(requester, CK_AUTH_MASTERS))
+        return 0;
+    struct ck_rbac_request req = {
+        .user = requester,
+        .verb = "impersonate",
+        .is_resource_request = true,
+        .api_group = group,
+        .resource = resource,
+        .subresource = subresource,
+        .name = name,
+        .namespace = ns,
+    };
+    char reason[512] = "";
+    if (policy && ck_rbac_authorize(policy, &req, reason, sizeof(reason)) == CK_RBAC_ALLOW)
+        return 0;
+    ck_rbac_forbidden(err, &req, reason);
+    return CK_EPERM;
+}
+
+/*
+ * Kubernetes' impersonation filter. Without Impersonate-* headers *user is
+ * left alone. Otherwise every impersonated part is authorized with the verb
+ * impersonate (users or serviceaccounts, groups, userextras/<key>, uids) for
+ * the authenticated requester, and *user is replaced by the impersonated
+ * user (system:authenticated added unless it is system:anonymous, which gets
+ * system:unauthenticated). Fails with err filled: 403 for a denial, 500
+ * (as Kubernetes answers) for groups, uid or extra without a user.
+ */
+static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **user,
+                       struct ck_err *err)
+{
+    struct impersonation imp = {.groups = json_array(), .extra = json_object()};
+    if (!imp.groups || !imp.extra) {
+        json_decref(imp.groups);
+        json_decref(imp.extra);
+        return ck_err_no_memory(err);
+    }
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_impersonation, &imp);
+    int r = 0;
+    bool others = imp.uid || json_array_size(imp.groups) || json_object_size(imp.extra);
+    if (imp.nomem) {
+        r = ck_err_no_memory(err);
+    } else if (!imp.user && others) {
+        /* Kubernetes prints the requests as Go values; this names what was asked */
+        bool groups = json_array_size(imp.groups) > 0, extra = json_object_size(imp.extra) > 0;
+        r = ck_err_internal(err, "requested [%s%s%s%s%s] without impersonating a user",
+                            groups ? "groups" : "", groups && (extra || imp.uid) ? " " : "",
+                            extra ? "extra" : "", extra && imp.uid ? " " : "",
+                            imp.uid ? "uid" : "");
+    }
+    if (r < 0 || !imp.user)
+        goto out;
+
+    struct ck_rbac_policy *policy = ck_rbac_authorizer_current(a->authorizer);
+    const struct ck_auth_user *requester = *user;
+    struct ck_auth_user *as = NULL;
+    char sa_ns[256] = "", sa_name[256] = "";
+    size_t prefix = strlen(CK_AUTH_SERVICEACCOUNT_USER);
+    const char *colon = strncmp(imp.user, CK_AUTH_SERVICEACCOUNT_USER, prefix) == 0
+                            ? strchr(imp.user + prefix, ':')
+                            : NULL;
+    size_t ns_len = colon ? (size_t)(colon - (imp.user + prefix)) : 0;
+    if (colon && ns_len < sizeof(sa_ns) && colon[1]) {
+        snprintf(sa_ns, sizeof(sa_ns), "%.*s", (int)ns_len, imp.user + prefix);
+        snprintf(sa_name, sizeof(sa_name), "%s", colon + 1);
+        r = may_impersonate(policy, requester, "", "serviceaccounts", NULL, sa_ns, sa_name, err);
+    } else {
+        r = may_impersonate(policy, requester, "", "users", NULL, NULL, imp.user, err);
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(imp.groups, i, v)
+    {
+        if (r == 0)
+            r = may_impersonate(policy, requester, "", "groups", NULL, NULL, json_string_value(v),
+                                err);
+    }
+    const char *key;
+    json_t *values;
+    json_object_foreach(imp.extra, key, values)
+    {
+        json_array_foreach(values, i, v)
+        {
+            if (r == 0)
+                r = may_impersonate(policy, requester, "authentication.k8s.io", "userextras", key,
+                                    NULL, json_string_value(v), err);
+        }
+    }
+    if (r == 0 && imp.uid)
+        r = may_impersonate(policy, requester, "authentication.k8s.io", "uids", NULL, NULL, imp.uid,
+                            err);
+    ck_rbac_policy_unref(policy);
+    if (r < 0)
+        goto out;
+
+    as = ck_auth_user_new(imp.user, imp.uid ? imp.uid : "");
+    bool failed = !as;
+    json_array_foreach(imp.groups, i, v) failed =
+        failed || ck_auth_user_add_group(as, json_string_value(v)) < 0;
+    if (sa_name[0] && json_array_size(imp.groups) == 0) {
+        char group[300];
+        snprintf(group, sizeof(group), "%s:%s", CK_AUTH_SERVICEACCOUNTS, sa_ns);
+        failed = failed || ck_auth_user_add_group(as, CK_AUTH_SERVICEACCOUNTS) < 0 ||
+                 ck_auth_user_add_group(as, group) < 0;
+    }
+    json_object_foreach(imp.extra, key, values)
+    {
+        json_array_foreach(values, i, v) failed =
+            failed || ck_auth_user_add_extra(as, key, json_string_value(v)) < 0;
+    }
+    if (!failed && strcmp(imp.user, CK_AUTH_ANONYMOUS_USER) == 0)
+        failed = ck_auth_user_add_group(as, CK_AUTH_UNAUTHENTICATED) < 0;
+    else if (!failed)
+        failed = ck_auth_mark_authenticated(as) < 0;
+    if (failed) {
+        ck_auth_user_free(as);
+        r = ck_err_no_memory(err);
+        goto out;
+    }
+    CK_LOGV(4, "%s impersonates %s", requester->name, as->name);
+    ck_auth_user_free(*user);
+    *user = as;
+out:
+    json_decref(imp.groups);
+    json_decref(imp.extra);
+    return r;
+}
+
+/* ---- TokenRequest and the reviews: answered here, never stored ------------------ */
+
+/*
+ * The body decoded as schema (Kind kind_name, version v1), as any create
+ * decodes it: JSON, YAML or protobuf (kubectl's), unknown fields per
+ * fieldValidation (ignored in protobuf, as Kubernetes). NULL with err filled.
+ */
+static json_t *decode_review(struct ck_apiserver *server, struct MHD_Connection *conn,
+                             const char *schema, const char *kind_name, const char *body,
+                             size_t len, struct ck_err *err)
+{
+    const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+    bool proto = ck__is_proto_media_type(type);
+    char *converted = NULL; /* the body as JSON, when it came in another format */
+    size_t converted_len = 0;
+    if (proto) {
+        struct ck_err perr = {0};
+        if (ck__proto_body_to_json(schema, body, len, &converted, &converted_len, &perr) < 0) {
+            ck_err_status(err, perr.http_status == 400 ? "BadRequest" : "InternalError",
+                          "%s in version \"v1\" cannot be handled as a %s: %s", kind_name,
+                          kind_name, ck_err_message(&perr));
+            ck_err_release(&perr);
+            return NULL;
+        }
+    } else if (!ck__codec_for_content_type(type)) {
+        ck__err_unsupported_media_for(err, true);
+        return NULL;
+    } else if (ck__media_decode_body(conn, NULL, body, len, &converted, &converted_len, err) < 0) {
+        return NULL;
+    }
+    if (converted) {
+        body = converted;
+        len = converted_len;
+    }
+    enum ck_field_validation fv;
+    if (ck_field_validation_parse(ck__query(conn, "fieldValidation"), &fv) < 0) {
+        ck_err_status(err, "BadRequest", "fieldValidation must be one of Strict, Warn or Ignore");
+        free(converted);
+        return NULL;
+    }
+    if (proto)
+        fv = CK_FIELD_VALIDATION_IGNORE;
+    json_t *obj = NULL;
+    struct ck_err derr = {0};
+    int r = ck_schema_decode(server->schemas, schema, body ? body : "", len, fv, &obj, NULL, &derr);
+    free(converted);
+    if (r < 0) {
+        if (r == CK_ENOMEM)
+            ck_err_no_memory(err);
+        else
+            ck_err_status(err, "BadRequest", "%s in version \"v1\" cannot be handled as a %s: %s",
+                          kind_name, kind_name, derr.msg);
+        ck_err_release(&derr);
+        return NULL;
+    }
+    const char *body_kind = json_string_value(json_object_get(obj, "kind"));
+    if (body_kind && *body_kind && strcmp(body_kind, kind_name) != 0) {
+        ck_err_status(err, "BadRequest",
+                      "the kind in the data (%s) does not match the expected kind (%s)", body_kind,
+                      kind_name);
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+/* Sets apiVersion, kind and an empty metadata's creationTimestamp, as Go serialises them. */
+static int dress(json_t *obj, const char *api_version, const char *kind)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        if (json_object_set_new(obj, "metadata", meta) < 0)
+            return CK_ENOMEM;
+    }
+    if (!json_object_get(meta, "creationTimestamp") &&
+        json_object_set_new(meta, "creationTimestamp", json_null()) < 0)
+        return CK_ENOMEM;
+    if (json_object_set_new(obj, "kind", json_string(kind)) < 0 ||
+        json_object_set_new(obj, "apiVersion", json_string(api_version)) < 0)
+        return CK_ENOMEM;
+    return 0;
+}
+
+static enum MHD_Result send_created(struct MHD_Connection *conn, json_t *obj)
+{
+    size_t len = 0;
+    char *text = ck__json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
+    json_decref(obj);
+    if (!text)
+        return ck__fail_no_memory(conn);
+    if (ck__negotiate(conn) == CK__ACCEPT_PROTOBUF) /* every review kind has a message */
+        return ck__send_proto(conn, MHD_HTTP_CREATED, text, len, NULL);
+    return ck__send_bytes(conn, MHD_HTTP_CREATED, "application/json", text, len, NULL);
+}
+
+/* A UserInfo object of user. */
+static json_t *user_info(const struct ck_auth_user *user)
+{
+    json_t *groups = json_array();
+    for (size_t i = 0; groups && i < user->n_groups; i++)
+        if (json_array_append_new(groups, json_string(user->groups[i])) < 0)
+            groups = (json_decref(groups), NULL);
+    if (!groups)
+        return NULL;
+    json_t *info = json_pack("{s:s, s:o}", "username", user->name, "groups", groups);
+    if (info && user->uid && *user->uid && json_object_set_new(info, "uid", json_string(user->uid)))
+        info = (json_decref(info), NULL);
+    if (info && json_object_size(user->extra) &&
+        json_object_set_new(info, "extra", json_deep_copy(user->extra)) < 0)
+        info = (json_decref(info), NULL);
+    return info;
+}
+
+/* POST serviceaccounts/NAME/token: a bound token for the account, as TokenRequest issues it. */
+static enum MHD_Result serve_token_request(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                           const struct ck__target *t, const char *body, size_t len)
+{
+    struct ck__auth *a = server->auth;
+    struct ck_err err = {0};
+    json_t *req = decode_review(server, conn, "io.k8s.api.authentication.v1.TokenRequest",
+                                "TokenRequest", body, len, &err);
+    if (!req)
+        return ck__fail(conn, &err);
+    json_t *spec = json_object_get(req, "spec");
+    json_t *exp_json = json_object_get(spec, "expirationSeconds");
+    long long expiration = json_is_integer(exp_json) ? json_integer_value(exp_json) : 3600;
+    struct ck_field_errors errs = {0};
+    char value[32];
+    snprintf(value, sizeof(value), "%lld", expiration);
+    if (expiration < 600)
+        ck_field_errors_add(&errs, CK_FIELD_INVALID, "spec.expirationSeconds", value, false,
+                            "may not specify a duration less than 10 minutes");
+    if (expiration > (1LL << 32))
+        ck_field_errors_add(&errs, CK_FIELD_INVALID, "spec.expirationSeconds", value, false,
+                            "may not specify a duration larger than 2^32 seconds");
+    if (errs.len || errs.nomem) {
+        ck__err_invalid(&err, "authentication.k8s.io", "TokenRequest", t->name, &errs);
+        ck_field_errors_release(&errs);
+        json_decref(req);
+        return ck__fail(conn, &err);
+    }
+    const struct ck_kind *pod_kind = ck_kind_lookup("", "v1", "pods");
+    json_t *sa = NULL, *pod = NULL;
+    const struct ck_kv *kv = NULL;
+    if (ck__registry_get(server->registry, t->kind, t->namespace, t->name, &kv, &err) < 0)
+        goto fail;
+    sa = ck__decode_stored(kv);
+    ck_kv_unref(kv);
+    if (!sa) {
+        ck_err_no_memory(&err);
+        goto fail;
+    }
+    json_t *ref = json_object_get(spec, "boundObjectRef");
+    if (ref) {
+        const char *ref_kind = claim(ref, "kind", NULL), *ref_api = claim(ref, "apiVersion", NULL);
+        const char *ref_name = claim(ref, "name", NULL), *ref_uid = claim(ref, "uid", NULL);
+        if (!ref_kind || strcmp(ref_kind, "Pod") != 0 || (ref_api && strcmp(ref_api, "v1") != 0)) {
+            ck_err_status(&err, "BadRequest", "cannot bind token to object of type %s, Kind=%s",
+                          ref_api && *ref_api ? ref_api : "/", ref_kind ? ref_kind : "");
+            goto fail;
+        }
+        if (ck__registry_get(server->registry, pod_kind, t->namespace, ref_name ? ref_name : "",
+                             &kv, &err) < 0)
+            goto fail;
+        pod = ck__decode_stored(kv);
+        ck_kv_unref(kv);
+        if (!pod) {
+            ck_err_no_memory(&err);
+            goto fail;
+        }
+        const char *pod_sa = claim(json_object_get(pod, "spec"), "serviceAccountName", NULL);
+        if (!pod_sa || strcmp(pod_sa, t->name) != 0) {
+            ck_err_status(
+                &err, "BadRequest",
+                "cannot bind token for serviceaccount \"%s\" to pod running with different serviceaccount name.",
+                t->name);
+            goto fail;
+        }
+        const char *pod_uid = claim(pod, "metadata", "uid");
+        if (ref_uid && *ref_uid && (!pod_uid || strcmp(pod_uid, ref_uid) != 0)) {
+            char why[256];
+            snprintf(
+                why, sizeof(why),
+                "the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated",
+                ref_uid);
+            ck_err_conflict(&err, "", "Pod", ref_name, why);
+            goto fail;
+        }
+    }
+    json_t *auds = json_object_get(spec, "audiences");
+    if (json_array_size(auds) == 0) {
+        auds = json_array();
+        for (size_t i = 0; auds && i < (a->config.n_api_audiences ? a->config.n_api_audiences : 1);
+             i++)
+            json_array_append_new(auds,
+                                  json_string(a->config.n_api_audiences ? a->config.api_audiences[i]
+                                                                        : a->config.sa_issuer));
+        if (!auds || json_object_set_new(spec, "audiences", auds) < 0) {
+            ck_err_no_memory(&err);
+            goto fail;
+        }
+    }
+    const char **aud_list = ck__calloc(json_array_size(auds) + 1, sizeof(*aud_list));
+    if (!aud_list) {
+        ck_err_no_memory(&err);
+        goto fail;
+    }
+    for (size_t i = 0; i < json_array_size(auds); i++)
+        aud_list[i] = json_string_value(json_array_get(auds, i));
+    long long now = (long long)time(NULL);
+    struct ck_auth_token_request tr = {
+        .issuer = a->config.sa_issuer,
+        .namespace = t->namespace,
+        .sa_name = t->name,
+        .sa_uid = claim(sa, "metadata", "uid"),
+        .audiences = aud_list,
+        .n_audiences = json_array_size(auds),
+        .now = now,
+        .expiration_seconds = expiration,
+        .pod_name = pod ? claim(pod, "metadata", "name") : NULL,
+        .pod_uid = pod ? claim(pod, "metadata", "uid") : NULL,
+    };
+    char *token = NULL;
+    struct ck_err sign_err = {0};
+    int r = a->sa_key ? ck_auth_jwt_sign(a->sa_key, &tr, &token, &sign_err)
+                      : ck_err_set(&sign_err, CK_ENOENT, "no service-account signing key");
+    free(aud_list);
+    if (r < 0) {
+        ck_err_internal(&err, "failed to generate token: %s", sign_err.msg);
+        ck_err_release(&sign_err);
+        goto fail;
+    }
+    if (ref && pod && !json_object_get(ref, "uid"))
+        json_object_set_new(ref, "uid", json_string(claim(pod, "metadata", "uid")));
+    char expiry[64];
+    json_t *meta = json_object_get(req, "metadata");
+    if (!json_is_object(meta))
+        json_object_set_new(req, "metadata", meta = json_object());
+    char created[64];
+    if (json_object_set_new(meta, "name", json_string(t->name)) < 0 ||
+        json_object_set_new(meta, "namespace", json_string(t->namespace)) < 0 ||
+        json_object_set_new(meta, "creationTimestamp",
+                            json_string(ck_rfc3339(now, created, sizeof(created)))) < 0 ||
+        json_object_set_new(spec, "expirationSeconds", json_integer(expiration)) < 0 ||
+        json_object_set_new(req, "status",
+                            json_pack("{s:s, s:s}", "token", token, "expirationTimestamp",
+                                      ck_rfc3339(now + expiration, expiry, sizeof(expiry)))) < 0 ||
+        dress(req, "authentication.k8s.io/v1", "TokenRequest") < 0) {
+        free(token);
+        ck_err_no_memory(&err);
+        goto fail;
+    }
+    free(token);
+    json_decref(sa);
+    json_decref(pod);
+    return send_created(conn, req);
+fail:
+    json_decref(sa);
+    json_decref(pod);
+    json_decref(req);
+    return ck__fail(conn, &err);
+}
+
+/* The strings of a JSON array as a NULL-terminated array borrowing them; NULL: out of memory. */
+static const char **string_list(const json_t *array, size_t *ret_n)
+{
+    size_t n = json_array_size(array);
+    const char **list = ck__calloc(n + 1, sizeof(*list));
+    *ret_n = 0;
+    for (size_t i = 0; list && i < n; i++)
+        if (json_string_value(json_array_get(array, i)))
+            list[(*ret_n)++] = json_string_value(json_array_get(array, i));
+    return list;
+}
+
+/*
+ * TokenReview: who spec.token authenticates as for spec.audiences (the
+ * server's audiences when empty), through the same token authenticators as
+ * a request's bearer token. The result is in status; a token no
+ * authenticator accepts is authenticated=false, never an error.
+ */
+static int review_token(struct ck_apiserver *server, json_t *review, struct ck_err *err)
+{
+    struct ck__auth *a = server->auth;
+    json_t *spec = json_object_get(review, "spec");
+    const char *token = claim(spec, "token", NULL);
+    if (!token || !*token)
+        return ck_err_status(err, "BadRequest",
+                             "token is required for TokenReview in authentication");
+    size_t n_aud = 0;
+    const char **auds = string_list(json_object_get(spec, "audiences"), &n_aud);
+    if (!auds)
+        return ck_err_no_memory(err);
+    struct ck_auth_config config = a->config;
+    config.anonymous = false;
+    if (n_aud) {
+        config.api_audiences = auds;
+        config.n_api_audiences = n_aud;
+    }
+    size_t header_len = strlen(token) + 8;
+    char *header = ck__malloc(header_len);
+    if (!header) {
+        free(auds);
+        return ck_err_no_memory(err);
+    }
+    snprintf(header, header_len, "Bearer %s", token);
+    struct ck_auth_credentials creds = {.authorization = header, .now = (long long)time(NULL)};
+    struct ck_auth_user *user = NULL;
+    struct ck_err aerr = {0};
+    int r = ck_auth_authenticate(&config, &creds, &user, &aerr);
+    free(header);
+    json_t *status = json_object();
+    if (!status) {
+        r = CK_ENOMEM;
+    } else if (r == 0) {
+        json_t *accepted = json_array();
+        for (size_t i = 0; accepted && i < (n_aud ? n_aud : 1); i++)
+            json_array_append_new(accepted, json_string(n_aud ? auds[i] : config.sa_issuer));
+        if (json_object_set_new(status, "authenticated", json_true()) < 0 ||
+            json_object_set_new(status, "user", user_info(user)) < 0 ||
+            json_object_set_new(status, "audiences", accepted) < 0)
+            r = CK_ENOMEM;
+    } else if (r != CK_ENOMEM) {
+        r = json_object_set_new(status, "user", json_object()) < 0 ||
+                    json_object_set_new(status, "error", json_string(aerr.msg)) < 0
+                ? CK_ENOMEM
+                : 0;
+    }
+    free(auds);
+    ck_auth_user_free(user);
+    ck_err_release(&aerr);
+    if (r == 0 && json_object_set_new(review, "status", status) == 0)
+        return 0;
+    json_decref(status);
+    return ck_err_no_memory(err);
+}
+
+/* The user a SubjectAccessReview's spec describes (user, uid, groups, extra), or NULL. */
+static struct ck_auth_user *spec_user(const json_t *spec)
+{
+    const char *name = claim(spec, "user", NULL);
+    struct ck_auth_user *u = ck_auth_user_new(name ? name : "", claim(spec, "uid", NULL));
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(spec, "groups"), i, v)
+    {
+        if (u && json_string_value(v) && ck_auth_user_add_group(u, json_string_value(v)) < 0)
+            u = ck_auth_user_free(u);
+    }
+    const char *key;
+    json_t *values;
+    json_object_foreach(json_object_get(spec, "extra"), key, values)
+    {
+        json_array_foreach(values, i, v)
+        {
+            if (u && json_string_value(v) &&
+                ck_auth_user_add_extra(u, key, json_string_value(v)) < 0)
+                u = ck_auth_user_free(u);
+        }
+    }
+    return u;
+}
+
+/*
+ * The decision of a SubjectAccessReview's spec for user into review.status:
+ * system:masters is allowed (the privileged-group authorizer), then RBAC;
+ * a denial is allowed=false with RBAC's reason, as kube-apiserver answers.
+ */
+static int review_access(struct ck_apiserver *server, json_t *review,
+                         const struct ck_auth_user *user, struct ck_err *err)
+{
+    const json_t *spec = json_object_get(review, "spec");
+    const json_t *ra = json_object_get(spec, "resourceAttributes");
+    const json_t *nra = json_object_get(spec, "nonResourceAttributes");
+    struct ck_rbac_request req = {.user = user};
+    if (ra) {
+        req.is_resource_request = true;
+        req.verb = claim(ra, "verb", NULL);
+        req.api_group = claim(ra, "group", NULL);
+        req.resource = claim(ra, "resource", NULL);
+        req.subresource = claim(ra, "subresource", NULL);
+        req.name = claim(ra, "name", NULL);
+        req.namespace = claim(ra, "namespace", NULL);
+    } else {
+        req.verb = claim(nra, "verb", NULL);
+        req.path = claim(nra, "path", NULL);
+    }
+    if (!req.verb)
+        req.verb = "";
+    if (req.is_resource_request && !req.api_group)
+        req.api_group = "";
+    if (req.is_resource_request && !req.resource)
+        req.resource = "";
+    if (!req.is_resource_request && !req.path)
+        req.path = "";
+    char reason[512] = "";
+    bool allowed = ck_auth_user_in_group(user, CK_AUTH_MASTERS);
+    if (!allowed) {
+        struct ck_rbac_policy *policy = ck_rbac_authorizer_current(server->auth->authorizer);
+        allowed =
+            policy && ck_rbac_authorize(policy, &req, reason, sizeof(reason)) == CK_RBAC_ALLOW;
+        ck_rbac_policy_unref(policy);
+    }
+    json_t *status = json_pack("{s:b}", "allowed", allowed);
+    if (status && !allowed && reason[0] &&
+        json_object_set_new(status, "reason", json_string(reason)) < 0)
+        status = (json_decref(status), NULL);
+    if (!status || json_object_set_new(review, "status", status) < 0)
+        return ck_err_no_memory(err);
+    return 0;
+}
+
+/* Kubernetes' ValidateSubjectAccessReviewSpec (is_self: the Self variant, no user). */
+static int validate_access_spec(const json_t *review, const char *kind, bool is_self,
+                                struct ck_err *err)
+{
+    const json_t *spec = json_object_get(review, "spec");
+    bool ra = json_is_object(json_object_get(spec, "resourceAttributes"));
+    bool nra = json_is_object(json_object_get(spec, "nonResourceAttributes"));
+    struct ck_field_errors errs = {0};
+    if (ra && nra)
+        ck_field_errors_add(&errs, CK_FIELD_INVALID, "spec.nonResourceAttributes", NULL, false,
+                            "cannot be specified in combination with resourceAttributes");
+    if (!ra && !nra)
+        ck_field_errors_add(
+            &errs, CK_FIELD_INVALID, "spec.resourceAttributes", NULL, false,
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified");
+    const char *user = claim(spec, "user", NULL);
+    if (!is_self && (!user || !*user) && json_array_size(json_object_get(spec, "groups")) == 0)
+        ck_field_errors_add(&errs, CK_FIELD_INVALID, "spec.user", "", true,
+                            "at least one of user or group must be specified");
+    int r = 0;
+    if (errs.len || errs.nomem)
+        r = ck__err_invalid(err, "authorization.k8s.io", kind, "", &errs);
+    ck_field_errors_release(&errs);
+    return r;
+}
+
+/*
+ * What a LocalSubjectAccessReview adds (Kubernetes' REST and
+ * ValidateLocalSubjectAccessReview): resource attributes only, in the
+ * review's own namespace.
+ */
+static int validate_local_access(const json_t *review, const char *ns, struct ck_err *err)
+{
+    const json_t *spec = json_object_get(review, "spec");
+    const json_t *ra = json_object_get(spec, "resourceAttributes");
+    const char *ra_ns = claim(ra, "namespace", NULL);
+    if (ra && (!ra_ns || strcmp(ra_ns, ns) != 0))
+        return ck_err_status(err, "BadRequest",
+                             "spec.resourceAttributes.namespace must match namespace: %s", ns);
+    if (json_object_get(spec, "nonResourceAttributes")) {
+        struct ck_field_errors errs = {0};
+        ck_field_errors_add(&errs, CK_FIELD_INVALID, "spec.nonResourceAttributes", NULL, false,
+                            "disallowed on this kind of request");
+        int r = ck__err_invalid(err, "authorization.k8s.io", "LocalSubjectAccessReview", "", &errs);
+        ck_field_errors_release(&errs);
+        return r;
+    }
+    return 0;
+}
+
+/* SelfSubjectRulesReview: the requester's rules in spec.namespace, split as Kubernetes splits them.
+ */
+static int review_rules(struct ck_apiserver *server, json_t *review,
+                        const struct ck_auth_user *user, struct ck_err *err)
+{
+    const char *ns = claim(json_object_get(review, "spec"), "namespace", NULL);
+    struct ck_rbac_policy *policy = ck_rbac_authorizer_current(server->auth->authorizer);
+    json_t *rules = policy ? ck_rbac_rules_for(policy, user, ns && *ns ? ns : NULL) : json_array();
+    ck_rbac_policy_unref(policy);
+    json_t *resource_rules = json_array(), *non_resource_rules = json_array();
+    bool failed = !rules || !resource_rules || !non_resource_rules;
+    size_t i;
+    json_t *rule;
+    json_array_foreach(rules, i, rule)
+    {
+        if (failed)
+            break;
+        json_t *out = json_object();
+        const json_t *urls = json_object_get(rule, "nonResourceURLs");
+        failed = !out || json_object_set(out, "verbs", json_object_get(rule, "verbs")) < 0;
+        if (!failed && json_array_size(urls)) {
+            failed = json_object_set(out, "nonResourceURLs", (json_t *)urls) < 0 ||
+                     json_array_append(non_resource_rules, out) < 0;
+        } else if (!failed) {
+            static const char *const fields[] = {"apiGroups", "resources", "resourceNames"};
+            for (size_t f = 0; f < 3 && !failed; f++) {
+                json_t *v = json_object_get(rule, fields[f]);
+                if (json_array_size(v))
+                    failed = json_object_set(out, fields[f], v) < 0;
+            }
+            failed = failed || json_array_append(resource_rules, out) < 0;
+        }
+        json_decref(out);
+    }
+    json_decref(rules);
+    json_t *status = failed
+                         ? NULL
+                         : json_pack("{s:O, s:O, s:b}", "resourceRules", resource_rules,
+                                     "nonResourceRules", non_resource_rules, "incomplete", false);
+    json_decref(resource_rules);
+    json_decref(non_resource_rules);
+    if (!status || json_object_set_new(review, "status", status) < 0)
+        return ck_err_no_memory(err);
+    return 0;
+}
+
+/* The create-only kinds this file answers, by group and resource. */
+enum review {
+    NOT_A_REVIEW,
+    SELF_SUBJECT_REVIEW,
+    TOKEN_REVIEW,
+    SUBJECT_ACCESS_REVIEW,
+    LOCAL_SUBJECT_ACCESS_REVIEW,
+    SELF_SUBJECT_ACCESS_REVIEW,
+    SELF_SUBJECT_RULES_REVIEW
+};
+
+static enum review review_of(const struct ck_kind *kind)
+{
+    static const struct {
+        const char *group, *resource;
+        enum review review;
+    } reviews[] = {
+        {"authentication.k8s.io", "selfsubjectreviews", SELF_SUBJECT_REVIEW},
+        {"authentication.k8s.io", "tokenreviews", TOKEN_REVIEW},
+        {"authorization.k8s.io", "subjectaccessreviews", SUBJECT_ACCESS_REVIEW},
+        {"authorization.k8s.io", "localsubjectaccessreviews", LOCAL_SUBJECT_ACCESS_REVIEW},
+        {"authorization.k8s.io", "selfsubjectaccessreviews", SELF_SUBJECT_ACCESS_REVIEW},
+        {"authorization.k8s.io", "selfsubjectrulesreviews", SELF_SUBJECT_RULES_REVIEW},
+    };
+    for (size_t i = 0; i < sizeof(reviews) / sizeof(reviews[0]); i++)
+        if (strcmp(kind->group, reviews[i].group) == 0 &&
+            strcmp(kind->resource, reviews[i].resource) == 0)
+            return reviews[i].review;
+    return NOT_A_REVIEW;
+}
+
+static enum MHD_Result serve_review(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                    const struct ck__target *t, enum review review,
+                                    const struct ck_auth_user *user, const char *body, size_t len)
+{
+    struct ck_err err = {0};
+    char api_version[64];
+    ck_kind_api_version(t->kind, api_version, sizeof(api_version));
+    json_t *obj = decode_review(server, conn, t->kind->schema, t->kind->kind, body, len, &err);
+    if (!obj)
+        return ck__fail(conn, &err);
+    int r = 0;
+    switch (review) {
+    case SELF_SUBJECT_REVIEW: {
+        json_t *info = user_info(user);
+        r = info && json_object_set_new(obj, "status", json_pack("{s:o}", "userInfo", info)) == 0
+                ? 0
+                : ck_err_no_memory(&err);
+        json_t *meta = json_object();
+        char now[64];
+        if (r == 0 && (!meta || json_object_set_new(obj, "metadata", meta) < 0 ||
+                       json_object_set_new(
+                           meta, "creationTimestamp",
+                           json_string(ck_rfc3339((long long)time(NULL), now, sizeof(now)))) < 0))
+            r = ck_err_no_memory(&err);
+        break;
+    }
+    case TOKEN_REVIEW:
+        r = review_token(server, obj, &err);
+        break;
+    case SUBJECT_ACCESS_REVIEW:
+        r = validate_access_spec(obj, t->kind->kind, false, &err);
+        if (r == 0) {
+            struct ck_auth_user *subject = spec_user(json_object_get(obj, "spec"));
+            r = subject ? review_access(server, obj, subject, &err) : ck_err_no_memory(&err);
+            ck_auth_user_free(subject);
+        }
+        break;
+    case LOCAL_SUBJECT_ACCESS_REVIEW:
+        r = validate_local_access(obj, t->namespace, &err);
+        if (r == 0)
+            r = validate_access_spec(obj, t->kind->kind, false, &err);
+        if (r == 0) {
+            struct ck_auth_user *subject = spec_user(json_object_get(obj, "spec"));
+            r = subject ? review_access(server, obj, subject, &err) : ck_err_no_memory(&err);
+            ck_auth_user_free(subject);
+        }
+        break;
+    case SELF_SUBJECT_ACCESS_REVIEW:
+        r = validate_access_spec(obj, t->kind->kind, true, &err);
+        if (r == 0)
+            r = review_access(server, obj, user, &err);
+        break;
+    case SELF_SUBJECT_RULES_REVIEW:
+        r = review_rules(server, obj, user, &err);
+        break;
+    case NOT_A_REVIEW:
+        break;
+    }
+    if (r == 0 && dress(obj, api_version, t->kind->kind) < 0)
+        r = ck_err_no_memory(&err);
+    if (r < 0) {
+        json_decref(obj);
+        return ck__fail(conn, &err);
+    }
+    return send_created(conn, obj);
+}
+
+bool ck__auth_serve(struct ck_apiserver *server, struct MHD_Connection *conn, const char *method,
+                    const struct ck__target *t, const struct ck_auth_user *user, const char *body,
+                    size_t len, enum MHD_Result *ret)
+{
+    enum review review = review_of(t->kind);
+    bool token_request = t->kind == ck_kind_lookup("", "v1", "serviceaccounts") &&
+                         strcmp(t->subresource, "token") == 0;
+    if (review == NOT_A_REVIEW && !token_request)
+        return false;
+    if (strcmp(method, "POST") != 0 || (review != NOT_A_REVIEW && t->name[0]))
+        *ret = ck__fail_with(conn, "MethodNotAllowed",
+                             "the server does not allow this method on the requested resource");
+    else if (!server->auth || !user)
+        *ret = ck__fail_with(conn, "ServiceUnavailable",
+                             "the server runs without authentication (--insecure-plain-http)");
+    else if (token_request)
+        *ret = serve_token_request(server, conn, t, body, len);
+    else
+        *ret = serve_review(server, conn, t, review, user, body, len);
+    return true;
+}
+
+/* ---- the Node restriction: a node changes only what is its own ------------------ */
+
+#define NODE_USER_PREFIX      "system:node:"
+#define NODES_GROUP           "system:nodes"
+#define NODE_LEASE_NS         "kube-node-lease"
+#define MIRROR_POD_ANNOTATION "kubernetes.io/config.mirror"
+
+/* The node name of a node's identity (system:node:NAME in system:nodes), or NULL. */
+static const char *node_name_of(const struct ck_auth_user *user)
+{
+    if (!user || strncmp(user->name, NODE_USER_PREFIX, strlen(NODE_USER_PREFIX)) != 0 ||
+        !ck_auth_user_in_group(user, NODES_GROUP))
+        return NULL;
+    const char *name = user->name + strlen(NODE_USER_PREFIX);
+    return *name ? name : NULL;
+}
+
+/* The 403 the NodeRestriction admission plugin answers: `pods "x" is forbidden: ...`. */
+__attribute__((format(printf, 4, 5))) static int node_forbidden(struct ck_err *err,
+                                                                const struct ck__target *t,
+                                                                const char *name, const char *fmt,
+                                                                ...)
+{
+    char why[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    const char *group = t->kind->group;
+    int r = name && *name ? ck_err_status(err, "Forbidden", "%s%s%s \"%s\" is forbidden: %s",
+                                          t->kind->resource, *group ? "." : "", group, name, why)
+                          : ck_err_status(err, "Forbidden", "%s%s%s is forbidden: %s",
+                                          t->kind->resource, *group ? "." : "", group, why);
+    ck_err_set_details(err, group, t->kind->resource, name);
+    return r;
+}
+
+/*
+ * Kubernetes' NodeRestriction for a node's writes: its own Node object only
+ * (never another's), pods only when bound to it (status updates and deletes;
+ * creates only of mirror pods), leases only its own in kube-node-lease. What
+ * the node may do at all is RBAC's system:node role; this narrows it to its
+ * own objects.
+ */
+static int check_node_write(struct ck_apiserver *server, const char *node,
+                            const struct ck__target *t, const char *method, const char *body,
+                            size_t len, struct ck_err *err)
+{
+    const struct ck_kind *k = t->kind;
+    bool create = strcmp(method, "POST") == 0 && !t->name[0];
+    json_t *obj = create && body ? json_loadb(body, len, 0, NULL) : NULL;
+    const char *name = create ? claim(json_object_get(obj, "metadata"), "name", NULL) : t->name;
+    int r = 0;
+    if (k->group[0] == '\0' && strcmp(k->resource, "nodes") == 0) {
+        if (name && strcmp(name, node) != 0)
+            r = node_forbidden(err, t, name, "node \"%s\" is not allowed to modify node \"%s\"",
+                               node, name);
+    } else if (strcmp(k->group, "coordination.k8s.io") == 0 && strcmp(k->resource, "leases") == 0) {
+        if (strcmp(t->namespace, NODE_LEASE_NS) != 0)
+            r = node_forbidden(err, t, name,
+                               "can only access leases in the \"%s\" system namespace",
+                               NODE_LEASE_NS);
+        else if (name && strcmp(name, node) != 0)
+            r = node_forbidden(
+                err, t, name, "%s",
+                "can only access node lease with the same name as the requesting node");
+    } else if (k->group[0] == '\0' && strcmp(k->resource, "pods") == 0) {
+        if (create) {
+            const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+            const char *bound = claim(json_object_get(obj, "spec"), "nodeName", NULL);
+            if (!json_object_get(ann, MIRROR_POD_ANNOTATION))
+                r = node_forbidden(
+                    err, t, name,
+                    "pod does not have \"%s\" annotation, node \"%s\" can only create mirror pods",
+                    MIRROR_POD_ANNOTATION, node);
+            else if (!bound || strcmp(bound, node) != 0)
+                r = node_forbidden(
+                    err, t, name,
+                    "node \"%s\" can only create pods with spec.nodeName set to itself", node);
+        } else {
+            int code = 0;
+            json_t *pod = stored_object(server, k, t->namespace, t->name, &code);
+            const char *bound = claim(json_object_get(pod, "spec"), "nodeName", NULL);
+            bool own = bound && strcmp(bound, node) == 0;
+            if (!pod && code == CK_ENOMEM)
+                r = ck_err_no_memory(err);
+            else if (!pod)
+                r = 0; /* the handler answers the 404 */
+            else if (strcmp(method, "DELETE") == 0 && !own)
+                r = node_forbidden(
+                    err, t, name,
+                    "node \"%s\" can only delete pods with spec.nodeName set to itself", node);
+            else if (strcmp(method, "DELETE") != 0 && strcmp(t->subresource, "status") != 0)
+                r = node_forbidden(
+                    err, t, name,
+                    "unexpected operation %s, node \"%s\" can only create and delete mirror pods",
+                    strcmp(method, "POST") == 0 ? "CREATE" : "UPDATE", node);
+            else if (strcmp(method, "DELETE") != 0 && !own)
+                r = node_forbidden(
+                    err, t, name,
+                    "node \"%s\" can only update pod status for pods with spec.nodeName set to itself",
+                    node);
+            json_decref(pod);
+        }
+    }
+    json_decref(obj);
+    return r;
+}
+
+/* ---- following the store: RBAC writes of any server sharing it ------------------ */
+
+/*
+ * A watch callback must not block: it only marks the policy stale (or the
+ * watch lost) and wakes the follower thread, which rebuilds. A burst of
+ * writes costs one rebuild per wake-up, not one per write.
+ */
+static void rbac_event(const struct ck_store_event *event, void *userdata)
+{
+    struct ck__auth *a = userdata;
+    if (event->type == CK_STORE_EVENT_PROGRESS)
+        return;
+    pthread_mutex_lock(&a->follow_lock);
+    a->dirty = true;
+    if (event->type == CK_STORE_EVENT_ERROR)
+        a->watch_lost = true;
+    pthread_cond_signal(&a->follow_wake);
+    pthread_mutex_unlock(&a->follow_lock);
+}
+
+static void cancel_watches(struct ck__auth *a)
+{
+    for (size_t i = 0; i < 4; i++) {
+        ck_store_watch_cancel(a->watches[i]);
+        a->watches[i] = NULL;
+    }
+}
+
+/* Watches the four kinds' prefixes from now. */
+static int watch_rbac_kinds(struct ck__auth *a, struct ck_err *reterr)
+{
+    static const enum ck_kind_role roles[4] = {
+        CK_KIND_ROLE_RBAC_ROLE, CK_KIND_ROLE_RBAC_CLUSTER_ROLE, CK_KIND_ROLE_RBAC_ROLE_BINDING,
+        CK_KIND_ROLE_RBAC_CLUSTER_ROLE_BINDING};
+    for (size_t i = 0; i < 4; i++) {
+        const struct ck_kind *kind = ck_kind_with_role(roles[i]);
+        char prefix[256];
+        if (!kind)
+            continue;
+        int r = ck__collection_prefix(kind, NULL, prefix, sizeof(prefix));
+        if (r == 0)
+            r = ck_store_watch(a->server->store, prefix, strlen(prefix), true, 0, rbac_event, a,
+                               &a->watches[i], reterr);
+        if (r < 0) {
+            cancel_watches(a);
+            return r;
+        }
+    }
+    return 0;
+}
+
+static void *follower_main(void *arg)
+{
+    struct ck__auth *a = arg;
+    pthread_mutex_lock(&a->follow_lock);
+    for (;;) {
+        while (!a->dirty && !a->stopping)
+            pthread_cond_wait(&a->follow_wake, &a->follow_lock);
+        if (a->stopping)
+            break;
+        bool lost = a->watch_lost;
+        a->dirty = a->watch_lost = false;
+        pthread_mutex_unlock(&a->follow_lock);
+        if (lost) {
+            /* compacted or fallen behind: watch again from now, then read everything */
+            cancel_watches(a);
+            struct ck_err err = {0};
+            if (watch_rbac_kinds(a, &err) < 0) {
+                CK_LOGS(0, "Cannot watch the RBAC objects; retrying", "err", ck_err_message(&err));
+                ck_err_release(&err);
+                struct timespec pause = {.tv_sec = 1};
+                nanosleep(&pause, NULL);
+                pthread_mutex_lock(&a->follow_lock);
+                a->dirty = a->watch_lost = true;
+                continue;
+            }
+        }
+        ck__auth_rbac_changed(a->server);
+        pthread_mutex_lock(&a->follow_lock);
+    }
+    pthread_mutex_unlock(&a->follow_lock);
+    return NULL;
+}
+
+static int start_following(struct ck__auth *a, struct ck_err *reterr)
+{
+    int r = watch_rbac_kinds(a, reterr);
+    if (r < 0)
+        return r;
+    if (pthread_create(&a->follower, NULL, follower_main, a) != 0) {
+        cancel_watches(a);
+        return ck_err_set(reterr, CK_EIO, "cannot start the RBAC follower thread");
+    }
+    a->follower_started = true;
+    return 0;
+}
+
+static void stop_following(struct ck__auth *a)
+{
+    if (a->follower_started) {
+        pthread_mutex_lock(&a->follow_lock);
+        a->stopping = true;
+        pthread_cond_signal(&a->follow_wake);
+        pthread_mutex_unlock(&a->follow_lock);
+        pthread_join(a->follower, NULL);
+        a->follower_started = false;
+    }
+    cancel_watches(a);
+}
+
+/* ---- reconciling the bootstrap roles and bindings -------------------------------- */
+
+#define AUTOUPDATE_ANNOTATION "rbac.authorization.kubernetes.io/autoupdate"
+
+/* What one reconciliation merges into the stored object. */
+struct reconcile {
+    const json_t *expected; /* the bootstrap object */
+    bool is_binding;
+};
+
+/* Appends to list (an array) every element of more not already in it. */
+static int union_into(json_t *list, const json_t *more)
+{
+    size_t i, j;
+    json_t *v, *w;
+    json_array_foreach(more, i, v)
+    {
+        bool found = false;
+        json_array_foreach(list, j, w) found = found || json_equal(v, w);
+        if (!found && json_array_append(list, v) < 0)
+            return CK_ENOMEM;
+    }
+    return 0;
+}
+
+/*
+ * Kubernetes' reconciliation (pkg/registry/rbac/reconciliation), as the RBAC
+ * post-start hook runs it on every start: a role keeps its rules and gets
+ * the bootstrap rules it does not cover (as atomic rules) and the
+ * aggregation selectors it lacks; a binding keeps its subjects and gets the
+ * missing ones. An object annotated autoupdate=false is left alone. Returns
+ * current unchanged (a new reference) when nothing is missing, so the
+ * registry commits nothing.
+ */
+static json_t *reconcile_mutate(const json_t *current, void *arg, struct ck_err *reterr)
+{
+    const struct reconcile *rc = arg;
+    json_t *obj = json_deep_copy(current);
+    if (!obj) {
+        ck_err_no_memory(reterr);
+        return NULL;
+    }
+    const char *autoupdate =
+        claim(json_object_get(json_object_get(current, "metadata"), "annotations"),
+              AUTOUPDATE_ANNOTATION, NULL);
+    if (autoupdate && strcmp(autoupdate, "false") == 0)
+        return obj;
+    int r = 0;
+    if (rc->is_binding) {
+        json_t *subjects = json_object_get(obj, "subjects");
+        if (!json_is_array(subjects)) {
+            subjects = json_array();
+            r = json_object_set_new(obj, "subjects", subjects) < 0 ? CK_ENOMEM : 0;
+        }
+        if (r == 0)
+            r = union_into(subjects, json_object_get(rc->expected, "subjects"));
+    } else {
+        json_t *rules = json_object_get(obj, "rules");
+        if (!json_is_array(rules)) {
+            rules = json_array();
+            r = json_object_set_new(obj, "rules", rules) < 0 ? CK_ENOMEM : 0;
+        }
+        json_t *missing = NULL;
+        const json_t *want = json_object_get(rc->expected, "rules");
+        if (r == 0 && want && !ck_rbac_rules_cover(rules, want, &missing))
+            r = union_into(rules, missing);
+        json_decref(missing);
+        const json_t *want_agg = json_object_get(rc->expected, "aggregationRule");
+        if (r == 0 && want_agg) {
+            json_t *agg = json_object_get(obj, "aggregationRule");
+            if (!json_is_object(agg)) {
+                agg = json_object();
+                r = json_object_set_new(obj, "aggregationRule", agg) < 0 ? CK_ENOMEM : 0;
+            }
+            json_t *selectors = r == 0 ? json_object_get(agg, "clusterRoleSelectors") : NULL;
+            if (r == 0 && !json_is_array(selectors)) {
+                selectors = json_array();
+                r = json_object_set_new(agg, "clusterRoleSelectors", selectors) < 0 ? CK_ENOMEM : 0;
+            }
+            if (r == 0)
+                r = union_into(selectors, json_object_get(want_agg, "clusterRoleSelectors"));
+        }
+    }
+    if (r < 0) {
+        json_decref(obj);
+        ck_err_no_memory(reterr);
+        return NULL;
+    }
+    return obj;
+}
+
+static int reconcile_kind(struct ck_apiserver *server, const struct ck_kind *kind,
+                          const json_t *items, bool is_binding, struct ck_err *reterr)
+{
+    size_t i;
+    json_t *expected;
+    json_array_foreach(items, i, expected)
+    {
+        const char *name = claim(json_object_get(expected, "metadata"), "name", NULL);
+        if (!name)
+            continue;
+        struct reconcile rc = {.expected = expected, .is_binding = is_binding};
+        char *out = NULL;
+        size_t len = 0;
+        struct ck_err err = {0};
+        int r = ck__registry_update(server->registry, kind, NULL, name, NULL, reconcile_mutate, &rc,
+                                    false, &out, &len, &err);
+        free(out);
+        if (r == CK_ENOMEM) {
+            ck_err_release(&err);
+            return ck_err_no_memory(reterr);
+        }
+        if (r < 0) /* deleted meanwhile, or invalid: Kubernetes logs and goes on */
+            CK_LOGS(0, "Cannot reconcile a bootstrap RBAC object", "kind", kind->kind, "name", name,
+                    "err", ck_err_message(&err));
+        ck_err_release(&err);
+    }
+    return 0;
+}
+
+static int reconcile_bootstrap(struct ck_apiserver *server, const json_t *roles,
+                               const json_t *bindings, struct ck_err *reterr)
+{
+    const struct ck_kind *cr_kind = ck_kind_with_role(CK_KIND_ROLE_RBAC_CLUSTER_ROLE);
+    const struct ck_kind *crb_kind = ck_kind_with_role(CK_KIND_ROLE_RBAC_CLUSTER_ROLE_BINDING);
+    int r = cr_kind ? reconcile_kind(server, cr_kind, roles, false, reterr) : 0;
+    if (r == 0 && crb_kind)
+        r = reconcile_kind(server, crb_kind, bindings, true, reterr);
+    return r;
 }

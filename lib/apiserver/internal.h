@@ -472,6 +472,17 @@ int ck__auth_check_write(struct ck_apiserver *server, const struct ck_auth_user 
 void ck__auth_notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                                 enum MHD_ConnectionNotificationCode toe);
 
+/*
+ * Answers what is not stored but computed from the request's user: POST
+ * serviceaccounts/NAME/token (TokenRequest) and the create-only reviews
+ * (SelfSubjectReview, TokenReview, SubjectAccessReview,
+ * SelfSubjectAccessReview, SelfSubjectRulesReview). Returns false when t is
+ * none of them; else *ret is the queued answer.
+ */
+bool ck__auth_serve(struct ck_apiserver *server, struct MHD_Connection *conn, const char *method,
+                    const struct ck__target *t, const struct ck_auth_user *user, const char *body,
+                    size_t len, enum MHD_Result *ret);
+
 /* Rebuilds the RBAC policy from the store after a write of one of its kinds. */
 void ck__auth_rbac_changed(struct ck_apiserver *server);
 

@@ -512,6 +512,9 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
         struct ck_err name_err = {0};
         if (target.name[0] && ck__check_name_segment(target.name, &name_err) < 0)
             return ck__fail(conn, &name_err);
+        enum MHD_Result auth_served;
+        if (ck__auth_serve(server, conn, method, &target, req->user, body, body_len, &auth_served))
+            return auth_served;
         if (readonly)
             return ck__serve_resource(server, conn, method, &target, body, body_len);
         struct ck_err err = {0};

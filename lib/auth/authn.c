@@ -504,9 +504,22 @@ int ck_auth_authenticate(const struct ck_auth_config *config,
                 n_aud = 1;
             }
             struct ck_err jwt_err = {0};
+            json_t *claims = NULL;
             if (ck_auth_jwt_verify(config->sa_key, token, config->sa_issuer, aud, n_aud, creds->now,
-                                   &u, NULL, &jwt_err) != 0)
+                                   &u, &claims, &jwt_err) != 0)
                 return ck_err_set(reterr, CK_EPERM, "invalid bearer token: %s", jwt_err.msg);
+            int r = config->sa_validate
+                        ? config->sa_validate(config->sa_validate_arg, claims, &jwt_err)
+                        : 0;
+            json_decref(claims);
+            if (r < 0) {
+                ck_auth_user_free(u);
+                r = r == CK_ENOMEM
+                        ? ck_err_no_memory(reterr)
+                        : ck_err_set(reterr, CK_EPERM, "invalid bearer token: %s", jwt_err.msg);
+                ck_err_release(&jwt_err);
+                return r;
+            }
         }
         if (!u)
             return ck_err_set(reterr, CK_EPERM, "invalid bearer token");

@@ -13,8 +13,11 @@
  *   user, system:kube-controller-manager, so their bindings name that user
  *   instead of one ServiceAccount per controller in kube-system;
  * - system:node is bound to the group system:nodes (Kubernetes 1.32 leaves
- *   the binding without subjects and lets the Node authorizer decide) until
- *   ckube has a Node-authorizer-like rule for its node agent;
+ *   the binding without subjects and lets the Node authorizer decide); the
+ *   API server narrows a node's writes to its own objects as Kubernetes'
+ *   NodeRestriction admission plugin does (lib/apiserver/authn_authz.c);
+ * - system:node-proxier is bound to the user system:kube-proxy, as in
+ *   Kubernetes;
  * - roles of API groups ckube will not serve (certificates, storage, the
  *   cloud and volume controllers) are left out.
  *

@@ -748,8 +748,13 @@ static int append_role_rules(json_t *out, const struct grants *gs, const char *n
             continue;
         size_t k;
         json_t *rule;
-        json_array_foreach(g->role->rules, k,
-                           rule) if (json_array_append(out, rule)) return CK_ENOMEM;
+        /* copies: the policy's rules are shared by every thread, and jansson's reference
+         * count is not safe to take from several at once (see ck_cached_unref) */
+        json_array_foreach(g->role->rules, k, rule)
+        {
+            if (json_array_append_new(out, json_deep_copy(rule)))
+                return CK_ENOMEM;
+        }
     }
     return 0;
 }

@@ -29,6 +29,7 @@
 #include "ckube/nodelifecycle.h"
 #include "ckube/nscontroller.h"
 #include "ckube/replicaset.h"
+#include "ckube/sacontroller.h"
 #include "ckube/scheduler.h"
 
 /* ---- the table ---------------------------------------------------------------------- */
@@ -114,6 +115,11 @@ static const struct ck_controller_descriptor table[] = {
      .start = ck_scheduler_manager_start,
      .run = ck_scheduler_manager_run,
      .stop = ck_scheduler_manager_stop},
+    {.name = "serviceaccount",
+     .enabled_by_default = true,
+     .start = ck_sa_manager_start,
+     .run = ck_sa_manager_run,
+     .stop = ck_sa_manager_stop},
 };
 
 #define N_CONTROLLERS (sizeof(table) / sizeof(table[0]))

@@ -34,6 +34,14 @@ static void test_registry_matches_the_resource_table(void **state)
         {"rbac.authorization.k8s.io", "rolebindings", "RoleBinding", NULL, true},
         {"rbac.authorization.k8s.io", "roles", "Role", NULL, true},
         {"coordination.k8s.io", "leases", "Lease", NULL, true},
+        {"authentication.k8s.io", "tokenreviews", "TokenReview", NULL, false},
+        {"authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview", NULL, false},
+        {"authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", NULL, false},
+        {"authorization.k8s.io", "localsubjectaccessreviews", "LocalSubjectAccessReview", NULL,
+         true},
+        {"authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", NULL,
+         false},
+        {"authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview", NULL, false},
         {"example.ckube.io", "frobbers", "Frobber", NULL, true},
     };
     size_t n;

@@ -228,6 +228,25 @@ static gnutls_datum_t cert_der(const char *cn, const char *org)
     return der;
 }
 
+/* A stand-in for the server's lookup of the account a token names. */
+struct validation {
+    bool refuse;
+    int calls;
+    char sa_uid[64];
+};
+
+static int validate_claims(void *arg, const json_t *claims, struct ck_err *reterr)
+{
+    struct validation *v = arg;
+    v->calls++;
+    const json_t *sa = json_object_get(json_object_get(claims, "kubernetes.io"), "serviceaccount");
+    snprintf(v->sa_uid, sizeof(v->sa_uid), "%s", json_string_value(json_object_get(sa, "uid")));
+    if (v->refuse)
+        return ck_err_set(reterr, CK_EPERM, "service account UID (u2) does not match claim (%s)",
+                          v->sa_uid);
+    return 0;
+}
+
 static void test_request_chain_as_kube_apiserver_runs_it(void **state)
 {
     (void)state;
@@ -296,6 +315,27 @@ static void test_request_chain_as_kube_apiserver_runs_it(void **state)
     assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), CK_EPERM);
     cfg.api_audiences = NULL;
     cfg.n_api_audiences = 0;
+
+    /* the server's check that the account still exists: called with the claims, may refuse */
+    struct validation v = {.refuse = false};
+    cfg.sa_validate = validate_claims;
+    cfg.sa_validate_arg = &v;
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), 0);
+    assert_int_equal(v.calls, 1);
+    assert_string_equal(v.sa_uid, "u1");
+    u = ck_auth_user_free(u);
+    v.refuse = true;
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), CK_EPERM);
+    assert_null(u);
+    assert_non_null(
+        strstr(ck_err_message(&err), "service account UID (u2) does not match claim (u1)"));
+    ck_err_release(&err);
+    cr.authorization = "Bearer s3cret"; /* the token file's users: no call (still 2) */
+    assert_int_equal(ck_auth_authenticate(&cfg, &cr, &u, &err), 0);
+    assert_int_equal(v.calls, 2);
+    u = ck_auth_user_free(u);
+    cr.authorization = header;
+    cfg.sa_validate = NULL;
 
     /* a garbage token is a 401 even when anonymous requests are allowed */
     cfg.anonymous = true;

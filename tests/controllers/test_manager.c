@@ -62,6 +62,7 @@ static void test_table(void **state)
     assert_non_null(strstr(known, "garbagecollector"));
     assert_non_null(strstr(known, "namespace"));
     assert_non_null(strstr(known, "deployment"));
+    assert_non_null(strstr(known, "serviceaccount"));
     assert_false(ck_controller_manager_enabled("*", "nosuchcontroller"));
     /* a tiny buffer is truncated, never overrun */
     char tiny[4];

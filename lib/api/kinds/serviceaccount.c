@@ -1,9 +1,9 @@
 /*
  * serviceaccount.c - the ServiceAccount kind (core/v1): an identity for
  * processes in pods. Its tokens are JWTs libckube-auth signs and verifies
- * (ck_auth_jwt_sign(), the serviceaccounts/token subresource once the
- * server serves TokenRequest); the object itself holds only legacy secret
- * references, image pull secrets and automountServiceAccountToken.
+ * (ck_auth_jwt_sign(), through the serviceaccounts/token subresource,
+ * TokenRequest, which the API server's authentication code answers); the object itself holds only
+ * legacy secret references, image pull secrets and automountServiceAccountToken.
  *
  * Mirrors Kubernetes' pkg/registry/core/serviceaccount: names are DNS-1123
  * subdomains, short name sa, and kubectl prints NAME, SECRETS (how many
@@ -23,6 +23,23 @@ static void cells(const json_t *obj, long long now, json_t **cells)
 }
 
 static const char *const short_names[] = {"sa", NULL};
+static const char *const create_only[] = {"create", NULL};
+
+/*
+ * serviceaccounts/token (TokenRequest): the API server's authentication code
+ * answers it (it needs the signing key); a server without one answers 503.
+ */
+static const struct ck_subresource subresources[] = {
+    {.name = "token",
+     .part = CK_SUBRESOURCE_UNSERVED,
+     .verbs = create_only,
+     .group = "authentication.k8s.io",
+     .version = "v1",
+     .kind = "TokenRequest",
+     .schema = "io.k8s.api.authentication.v1.TokenRequest",
+     .message =
+         "serviceaccounts/token needs a service-account signing key: the server runs without TLS and authentication"},
+};
 
 static const struct ck_table_column columns[] = {
     [COL_NAME] = CK__NAME_COLUMN(0),
@@ -41,6 +58,8 @@ const struct ck_kind ck__kind_serviceaccount = {
     .short_names = short_names,
     .namespaced = true,
     .schema = "io.k8s.api.core.v1.ServiceAccount",
+    .subresources = subresources,
+    .n_subresources = CK__COUNT(subresources),
     .columns = columns,
     .n_columns = CK__COUNT(columns),
     .cells = cells,

@@ -1,0 +1,33 @@
+/*
+ * localsubjectaccessreview.c - the LocalSubjectAccessReview kind
+ * (authorization.k8s.io/v1, namespaced): whether a given user may perform an
+ * action in the namespace of the review, which namespace admins may ask
+ * (the bootstrap admin role grants it). It is never stored: a POST is
+ * answered with the object and its status filled in, by the API server's
+ * authentication and authorization code (lib/apiserver/authn_authz.c), and
+ * create is the only verb discovery lists.
+ *
+ * Mirrors Kubernetes' pkg/registry/authorization/localsubjectaccessreview.
+ *
+ * Tests: tests/e2e/test_auth_tokens.sh.
+ * Threading: the descriptor is static and immutable.
+ */
+#include "../internal.h"
+
+static const char *const create_only[] = {"create", NULL};
+
+static const struct ck_table_column columns[] = {CK__NAME_COLUMN(0), CK__AGE_COLUMN};
+
+const struct ck_kind ck__kind_localsubjectaccessreview = {
+    .group = "authorization.k8s.io",
+    .version = "v1",
+    .kind = "LocalSubjectAccessReview",
+    .resource = "localsubjectaccessreviews",
+    .singular = "localsubjectaccessreview",
+    .namespaced = true,
+    .name_rule = CK_NAME_PATH_SEGMENT,
+    .schema = "io.k8s.api.authorization.v1.LocalSubjectAccessReview",
+    .verbs = create_only,
+    .columns = columns,
+    .n_columns = CK__COUNT(columns),
+};

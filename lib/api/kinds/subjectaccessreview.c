@@ -1,0 +1,31 @@
+/*
+ * subjectaccessreview.c - the SubjectAccessReview kind (authorization.k8s.io/v1): whether a given
+ * user may perform an action. It is never stored: a POST is answered with the object and its status
+ * filled in, by the API server's authentication and authorization code
+ * (lib/apiserver/authn_authz.c), and create is the only verb discovery
+ * lists.
+ *
+ * Mirrors Kubernetes' pkg/registry/authorization/subjectaccessreview.
+ *
+ * Tests: tests/e2e/test_auth_tokens.sh.
+ * Threading: the descriptor is static and immutable.
+ */
+#include "../internal.h"
+
+static const char *const create_only[] = {"create", NULL};
+
+static const struct ck_table_column columns[] = {CK__NAME_COLUMN(0), CK__AGE_COLUMN};
+
+const struct ck_kind ck__kind_subjectaccessreview = {
+    .group = "authorization.k8s.io",
+    .version = "v1",
+    .kind = "SubjectAccessReview",
+    .resource = "subjectaccessreviews",
+    .singular = "subjectaccessreview",
+    .namespaced = false,
+    .name_rule = CK_NAME_PATH_SEGMENT,
+    .schema = "io.k8s.api.authorization.v1.SubjectAccessReview",
+    .verbs = create_only,
+    .columns = columns,
+    .n_columns = CK__COUNT(columns),
+};
