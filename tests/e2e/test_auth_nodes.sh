@@ -97,4 +97,20 @@ check "the proxy lists nodes (system:node-proxier)" grep -q "^n1 " "$work/out"
 kubectl --request-timeout=20s --kubeconfig "$work/proxy.kubeconfig" -n default get pods >"$work/out" 2>&1
 check "... but not pods" grep -q 'User "system:kube-proxy" cannot list resource "pods"' "$work/out"
 
+
+# --- ckube fake-nodes with its own identity (system:ckube:fake-nodes) ---
+"$ckube" certs client --data-dir "$work/data" --cn system:ckube:fake-nodes --file fake-nodes \
+    --kubeconfig "$work/fake.kubeconfig" --server "$url" >/dev/null 2>&1
+"$ckube" fake-nodes --kubeconfig "$work/fake.kubeconfig" --count 2 --prefix fk- \
+    >"$work/fake.out" 2>&1 &
+fake_pid=$!
+wait_for "fake-nodes registers its nodes with its own identity" node/fk-1 \
+    '{.status.conditions[?(@.type=="Ready")].status}=True'
+check "its nodes renew their leases" sh -c "kubectl get lease fk-0 -n kube-node-lease -o jsonpath='{.spec.holderIdentity}' | grep -qx fk-0"
+kubectl --kubeconfig "$work/fake.kubeconfig" create deployment nope --image=x >"$work/out" 2>&1
+check "... and may not create a Deployment" grep -q 'User "system:ckube:fake-nodes" cannot create resource "deployments"' "$work/out"
+kubectl --kubeconfig "$work/fake.kubeconfig" delete namespace default --wait=false >"$work/out" 2>&1
+check "... nor delete a namespace" grep -q 'cannot delete resource "namespaces"' "$work/out"
+kill "$fake_pid" 2>/dev/null && wait "$fake_pid" 2>/dev/null
+
 finish
