@@ -4,6 +4,7 @@
  *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data] [--store URL]
  *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
  *                [--config FILE] [--controllers *] [--event-ttl 1h]
+ *                [--service-cluster-ip-range 10.96.0.0/12] [--service-node-port-range 30000-32767]
  *                [TLS and authentication flags]
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube version [-o text|json]
@@ -74,7 +75,11 @@ static const char usage_tail[] =
     "      --insecure-plain-http     serve plain HTTP without authentication or authorization,\n"
     "                                on loopback only (tests and benchmarks)\n"
     "      --event-ttl DURATION      how long events are kept after their last activity,\n"
-    "                                e.g. 90s, 30m, 1h30m; 0 keeps them (default 1h)\n";
+    "                                e.g. 90s, 30m, 1h30m; 0 keeps them (default 1h)\n"
+    "      --service-cluster-ip-range CIDR  the IPv4 range Services' cluster IPs come from\n"
+    "                                (default 10.96.0.0/12)\n"
+    "      --service-node-port-range FIRST-LAST  the node ports of NodePort and LoadBalancer\n"
+    "                                Services (default 30000-32767)\n";
 /* ...the in-process controllers' --concurrent-NAME-syncs flags, then: */
 static const char usage_end[] =
     "\n"
@@ -128,6 +133,8 @@ enum {
     OPT_ANONYMOUS_AUTH,
     OPT_INSECURE_PLAIN_HTTP,
     OPT_EVENT_TTL,
+    OPT_SERVICE_CLUSTER_IP_RANGE,
+    OPT_SERVICE_NODE_PORT_RANGE,
     OPT_SYNCS = 1000, /* the --concurrent-NAME-syncs flags: 1000, 1001, ... */
 };
 
@@ -154,6 +161,8 @@ struct options {
     bool anonymous_auth_disabled;
     bool insecure_plain_http;
     const char *event_ttl;
+    const char *service_cluster_ip_range;
+    const char *service_node_port_range;
     struct ck_cmd_syncs *syncs; /* the --concurrent-NAME-syncs flags, NULL: not taken */
 };
 
@@ -259,6 +268,12 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_EVENT_TTL:
             opts->event_ttl = optarg;
+            break;
+        case OPT_SERVICE_CLUSTER_IP_RANGE:
+            opts->service_cluster_ip_range = optarg;
+            break;
+        case OPT_SERVICE_NODE_PORT_RANGE:
+            opts->service_node_port_range = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -470,6 +485,8 @@ static int cmd_server(int argc, char **argv)
         {"anonymous-auth", required_argument, NULL, OPT_ANONYMOUS_AUTH},
         {"insecure-plain-http", no_argument, NULL, OPT_INSECURE_PLAIN_HTTP},
         {"event-ttl", required_argument, NULL, OPT_EVENT_TTL},
+        {"service-cluster-ip-range", required_argument, NULL, OPT_SERVICE_CLUSTER_IP_RANGE},
+        {"service-node-port-range", required_argument, NULL, OPT_SERVICE_NODE_PORT_RANGE},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -550,6 +567,8 @@ static int cmd_server(int argc, char **argv)
         .service_account_key_file = opts.sa_key_file,
         .anonymous_auth_disabled = opts.anonymous_auth_disabled,
         .event_ttl = event_ttl,
+        .service_cluster_ip_range = opts.service_cluster_ip_range,
+        .service_node_port_range = opts.service_node_port_range,
     };
     if (ck_apiserver_start(&config, &server, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);

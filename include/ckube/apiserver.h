@@ -61,6 +61,10 @@ struct ck_apiserver_config {
      * descriptor has a last_activity hook.
      */
     int64_t event_ttl;
+    /* The IPv4 range of Services' cluster IPs (--service-cluster-ip-range); NULL: 10.96.0.0/12. */
+    const char *service_cluster_ip_range;
+    /* Services' node ports, "FIRST-LAST" (--service-node-port-range); NULL: 30000-32767. */
+    const char *service_node_port_range;
 };
 
 /*

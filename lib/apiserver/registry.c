@@ -239,10 +239,13 @@ int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, co
                 return ck_err_no_memory(reterr);
             return ck_err_status(reterr, "BadRequest", "%s", err.msg);
         }
+        struct ck__allocation al; /* a Service's cluster IP and node ports */
         r = ck_schema_drop_disabled(reg->schemas, kind->schema, candidate, NULL,
                                     reg->feature_enabled, reg->feature_ctx) < 0
                 ? ck_err_no_memory(reterr)
-                : default_and_validate(reg, kind, candidate, NULL, reterr);
+                : ck__allocation_take(reg->allocator, kind, candidate, NULL, dry_run, &al, reterr);
+        if (r == 0 && (r = default_and_validate(reg, kind, candidate, NULL, reterr)) < 0)
+            ck__allocation_release(reg->allocator, &al, false);
         if (r < 0) {
             json_decref(candidate);
             return r;
@@ -254,11 +257,13 @@ int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, co
         json_decref(candidate);
         if (!stored || ck__object_key(kind, namespace, name, key, sizeof(key)) < 0) {
             free(stored);
+            ck__allocation_release(reg->allocator, &al, false);
             return ck_err_no_memory(reterr);
         }
         int64_t revision = 0;
         r = dry_run ? 0
                     : ck_store_create(reg->store, key, strlen(key), stored, len, &revision, &err);
+        ck__allocation_release(reg->allocator, &al, r == 0);
         if (r == 0) {
             if (dry_run) {
                 *ret_body = stored;
@@ -393,9 +398,11 @@ static int commit(struct ck__registry *reg, const struct ck_kind *kind, const ch
     int r = 0;
     if (dry_run || (len == kv->value_len && memcmp(stored, kv->value, len) == 0))
         r = 0; /* no write, no new revision: the current (or would-be) state */
-    else if (deletion_finished(kind, next)) /* the object goes, in the same operation */
+    else if (deletion_finished(kind, next)) { /* the object goes, in the same operation */
         r = ck_store_delete(reg->store, key, strlen(key), kv->mod_revision, &revision, NULL, &err);
-    else
+        if (r == 0)
+            ck__allocation_removed(reg->allocator, kind, next);
+    } else
         r = ck_store_update(reg->store, key, strlen(key), stored, len, kv->mod_revision, &revision,
                             NULL, &err);
     if (r == 0) {
@@ -484,10 +491,16 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
         }
         /* a binding changes the pod's otherwise immutable spec: validated as new */
         bool as_create = custom_write && sub->validate_as_create;
-        r = default_and_validate(reg, kind, next, as_create ? NULL : old, reterr);
+        struct ck__allocation al = {0}; /* a Service's new cluster IP and node ports */
+        if (!status_write && !custom_write)
+            r = ck__allocation_take(reg->allocator, kind, next, old, dry_run, &al, reterr);
+        if (r == 0 &&
+            (r = default_and_validate(reg, kind, next, as_create ? NULL : old, reterr)) < 0)
+            ck__allocation_release(reg->allocator, &al, false);
         if (r < 0)
             goto out_fail;
         r = commit(reg, kind, name, key, kv, next, dry_run, ret_body, ret_len, reterr);
+        ck__allocation_release(reg->allocator, &al, r == 0);
         json_decref(next);
         json_decref(requested);
         json_decref(old);
@@ -676,6 +689,8 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
             r = opts->dry_run ? 0
                               : ck_store_delete(reg->store, key, strlen(key), kv->mod_revision,
                                                 &deleted_at, NULL, &err);
+            if (r == 0 && !opts->dry_run)
+                ck__allocation_removed(reg->allocator, kind, obj);
             if (r == 0 && !kind->has_generation) /* pods, namespaces ...: the last state */
                 *ret_body = ck__serve_stored(kv->value, kv->value_len, kv->mod_revision, ret_len);
             else if (r == 0) /* apps kinds: a Success Status */

@@ -661,6 +661,8 @@ static void teardown(struct ck_apiserver *server)
         pthread_join(server->ticker, NULL);
     }
     server->ttl = ck__ttl_stop(server->ttl);
+    if (server->registry)
+        ck__allocator_free(server->registry->allocator);
     free(server->registry);
     ck__auth_free(server->auth);
     ck__metrics_free(server->metrics);
@@ -719,11 +721,19 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         if (!server->registry)
             r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         else
-            *server->registry =
-                (struct ck__registry){server->store, server->schemas, ck__feature_enabled, server};
+            *server->registry = (struct ck__registry){server->store, server->schemas,
+                                                      ck__feature_enabled, server, NULL};
     }
     if (r == 0)
+        r = ck__allocator_new(
+            server->store,
+            config->service_cluster_ip_range ? config->service_cluster_ip_range : "10.96.0.0/12",
+            config->service_node_port_range ? config->service_node_port_range : "30000-32767",
+            &server->registry->allocator, reterr);
+    if (r == 0)
         r = bootstrap_namespaces(server, reterr);
+    if (r == 0)
+        r = ck__allocator_bootstrap(server->registry, ck_apiserver_port(server), reterr);
     if (r == 0)
         r = ck__auth_bootstrap(server, reterr);
     if (r == 0 && pthread_create(&server->ticker, NULL, ticker_main, server) != 0) {
