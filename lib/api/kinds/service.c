@@ -77,12 +77,59 @@ static const json_t *old_port(const json_t *old, const json_t *port)
     return NULL;
 }
 
+/* The field is dropped when the new state still has the value old had. */
+static void drop_if_unchanged(json_t *spec, const json_t *old_spec, const char *field)
+{
+    const json_t *now = json_object_get(spec, field);
+    if (now && json_equal(now, json_object_get(old_spec, field)))
+        json_object_del(spec, field);
+}
+
+/*
+ * dropTypeDependentFields: a change of type drops what only the old type
+ * used, unless the request set it anew (changed it).
+ */
+static void drop_type_dependent_fields(json_t *spec, const json_t *obj, const json_t *old)
+{
+    const json_t *old_spec = json_object_get(old, "spec");
+    if (strcmp(service_type(obj), service_type(old)) == 0)
+        return;
+    if (strcmp(service_type(obj), "ExternalName") == 0) {
+        drop_if_unchanged(spec, old_spec, "clusterIP");
+        drop_if_unchanged(spec, old_spec, "clusterIPs");
+        drop_if_unchanged(spec, old_spec, "ipFamilies");
+        drop_if_unchanged(spec, old_spec, "ipFamilyPolicy");
+        drop_if_unchanged(spec, old_spec, "internalTrafficPolicy");
+    }
+    if (needs_node_ports(old) && !needs_node_ports(obj)) {
+        size_t i;
+        json_t *port;
+        json_array_foreach(json_object_get(spec, "ports"), i, port)
+        {
+            const json_t *was = old_port(old, port);
+            json_t *node_port = json_object_get(port, "nodePort");
+            if (node_port && json_equal(node_port, json_object_get(was, "nodePort")))
+                json_object_del(port, "nodePort");
+        }
+    }
+    bool external = strcmp(service_type(obj), "NodePort") == 0 ||
+                    strcmp(service_type(obj), "LoadBalancer") == 0;
+    if (!external)
+        drop_if_unchanged(spec, old_spec, "externalTrafficPolicy");
+    if (strcmp(service_type(obj), "LoadBalancer") != 0) {
+        drop_if_unchanged(spec, old_spec, "allocateLoadBalancerNodePorts");
+        drop_if_unchanged(spec, old_spec, "loadBalancerClass");
+        drop_if_unchanged(spec, old_spec, "healthCheckNodePort");
+    }
+}
+
 /* An update that leaves out what the server allocated keeps it. */
 static int prepare_for_update(json_t *obj, const json_t *old)
 {
     json_t *spec = json_object_get(obj, "spec");
     if (!json_is_object(spec))
         return 0;
+    drop_type_dependent_fields(spec, obj, old);
     const char *ip = json_string_value(json_object_get(spec, "clusterIP"));
     const char *old_ip = ck__str_at(old, "spec.clusterIP");
     if ((!ip || !*ip) && old_ip && *old_ip && strcmp(service_type(obj), "ExternalName") != 0 &&
