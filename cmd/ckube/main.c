@@ -5,6 +5,7 @@
  *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
  *                [--config FILE] [--controllers *] [--event-ttl 1h]
  *                [--service-cluster-ip-range 10.96.0.0/12] [--service-node-port-range 30000-32767]
+ *                [--encryption-provider-config FILE]
  *                [TLS and authentication flags]
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube version [-o text|json]
@@ -79,7 +80,9 @@ static const char usage_tail[] =
     "      --service-cluster-ip-range CIDR  the IPv4 range Services' cluster IPs come from\n"
     "                                (default 10.96.0.0/12)\n"
     "      --service-node-port-range FIRST-LAST  the node ports of NodePort and LoadBalancer\n"
-    "                                Services (default 30000-32767)\n";
+    "                                Services (default 30000-32767)\n"
+    "      --encryption-provider-config FILE  encrypts the resources it names in the store\n"
+    "                                (an EncryptionConfiguration: aesgcm, secretbox, identity)\n";
 /* ...the in-process controllers' --concurrent-NAME-syncs flags, then: */
 static const char usage_end[] =
     "\n"
@@ -135,6 +138,7 @@ enum {
     OPT_EVENT_TTL,
     OPT_SERVICE_CLUSTER_IP_RANGE,
     OPT_SERVICE_NODE_PORT_RANGE,
+    OPT_ENCRYPTION_PROVIDER_CONFIG,
     OPT_SYNCS = 1000, /* the --concurrent-NAME-syncs flags: 1000, 1001, ... */
 };
 
@@ -163,6 +167,7 @@ struct options {
     const char *event_ttl;
     const char *service_cluster_ip_range;
     const char *service_node_port_range;
+    const char *encryption_provider_config;
     struct ck_cmd_syncs *syncs; /* the --concurrent-NAME-syncs flags, NULL: not taken */
 };
 
@@ -274,6 +279,9 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_SERVICE_NODE_PORT_RANGE:
             opts->service_node_port_range = optarg;
+            break;
+        case OPT_ENCRYPTION_PROVIDER_CONFIG:
+            opts->encryption_provider_config = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -487,6 +495,7 @@ static int cmd_server(int argc, char **argv)
         {"event-ttl", required_argument, NULL, OPT_EVENT_TTL},
         {"service-cluster-ip-range", required_argument, NULL, OPT_SERVICE_CLUSTER_IP_RANGE},
         {"service-node-port-range", required_argument, NULL, OPT_SERVICE_NODE_PORT_RANGE},
+        {"encryption-provider-config", required_argument, NULL, OPT_ENCRYPTION_PROVIDER_CONFIG},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -569,6 +578,7 @@ static int cmd_server(int argc, char **argv)
         .event_ttl = event_ttl,
         .service_cluster_ip_range = opts.service_cluster_ip_range,
         .service_node_port_range = opts.service_node_port_range,
+        .encryption_provider_config = opts.encryption_provider_config,
     };
     if (ck_apiserver_start(&config, &server, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);

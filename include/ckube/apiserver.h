@@ -65,6 +65,11 @@ struct ck_apiserver_config {
     const char *service_cluster_ip_range;
     /* Services' node ports, "FIRST-LAST" (--service-node-port-range); NULL: 30000-32767. */
     const char *service_node_port_range;
+    /*
+     * An EncryptionConfiguration file (--encryption-provider-config): the resources it
+     * names are stored encrypted by its first provider. NULL: stored as they are.
+     */
+    const char *encryption_provider_config;
 };
 
 /*

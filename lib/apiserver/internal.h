@@ -205,6 +205,16 @@ void ck__allocation_removed(struct ck__allocator *a, const struct ck_kind *kind,
 /* Creates the kubernetes Service in default (the first IP, port 443 to port) when absent. */
 int ck__allocator_bootstrap(struct ck__registry *reg, int port, struct ck_err *reterr);
 
+/* ---- encryption at rest (encryption.c) ------------------------------------ */
+
+/*
+ * Reads the EncryptionConfiguration at path and replaces *store by a store
+ * that encrypts the resources it names (taking ownership of *store). path
+ * NULL: nothing to do. CK_EINVAL with the reason for a bad file; *store is
+ * then unchanged.
+ */
+int ck__encryption_wrap(const char *path, struct ck_store **store, struct ck_err *reterr);
+
 struct ck__patch {
     enum ck__patch_type type;
     json_t *doc; /* the parsed patch */

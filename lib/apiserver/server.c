@@ -715,6 +715,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     if (r == 0)
         r = ck_store_open(config->store_url, NULL, &server->store, reterr);
     if (r == 0)
+        r = ck__encryption_wrap(config->encryption_provider_config, &server->store, reterr);
+    if (r == 0)
         r = ck_api_builtin_schemas(&server->schemas, reterr);
     if (r == 0) {
         server->registry = ck__calloc(1, sizeof(*server->registry));
