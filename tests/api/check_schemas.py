@@ -74,6 +74,8 @@ EXPECTED_KINDS = {
     ("", "v1", "SecretList"): "io.k8s.api.core.v1.SecretList",
     ("", "v1", "Service"): "io.k8s.api.core.v1.Service",
     ("", "v1", "ServiceList"): "io.k8s.api.core.v1.ServiceList",
+    ("discovery.k8s.io", "v1", "EndpointSlice"): "io.k8s.api.discovery.v1.EndpointSlice",
+    ("discovery.k8s.io", "v1", "EndpointSliceList"): "io.k8s.api.discovery.v1.EndpointSliceList",
     ("rbac.authorization.k8s.io", "v1", "Role"): "io.k8s.api.rbac.v1.Role",
     ("rbac.authorization.k8s.io", "v1", "RoleList"): "io.k8s.api.rbac.v1.RoleList",
     ("rbac.authorization.k8s.io", "v1", "ClusterRole"): "io.k8s.api.rbac.v1.ClusterRole",

@@ -32,6 +32,7 @@ static void test_registry_matches_the_resource_table(void **state)
         {"", "services", "Service", "svc", true},
         {"apps", "deployments", "Deployment", "deploy", true},
         {"apps", "replicasets", "ReplicaSet", "rs", true},
+        {"discovery.k8s.io", "endpointslices", "EndpointSlice", NULL, true},
         {"rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", NULL, false},
         {"rbac.authorization.k8s.io", "clusterroles", "ClusterRole", NULL, false},
         {"rbac.authorization.k8s.io", "rolebindings", "RoleBinding", NULL, true},
