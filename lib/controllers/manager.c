@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ckube/deployment.h"
+#include "ckube/endpointslice.h"
 #include "ckube/garbagecollector.h"
 #include "ckube/internal/util.h"
 #include "ckube/manager.h"
@@ -101,6 +102,13 @@ static const struct ck_controller_descriptor table[] = {
      ck_ns_manager_stop,
      .syncs_flag = "namespace",
      .default_workers = 10},
+    {.name = "endpointslice",
+     .enabled_by_default = true,
+     ck_eps_manager_start,
+     ck_eps_manager_run,
+     ck_eps_manager_stop,
+     .syncs_flag = "service-endpoint",
+     .default_workers = 5},
 };
 
 #define N_CONTROLLERS (sizeof(table) / sizeof(table[0]))

@@ -4,7 +4,8 @@
 # manifest (ConfigMap, Secret, Deployment, Services), kubectl's columns, the
 # Services' cluster IPs and node ports (unique, kept by a second apply and
 # after a restart), Kubernetes' validation messages, stringData, immutable
-# ConfigMaps, field selectors, short names and discovery.
+# ConfigMaps, field selectors, short names and discovery; EndpointSlices that
+# follow the pods' readiness and go with their Service.
 #
 # Usage: test_kubectl_kinds.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -129,5 +130,42 @@ spec:
   ports: [{port: 80, nodePort: 30080}]
 YAML
 check "a deleted service's node port is free again" sh -c 'kubectl apply -f "$1" | grep -q "service/reuse created"' - "$work/reuse.yaml"
+
+# --- EndpointSlices follow the pods (controllers on) ---
+stop_server
+start_server
+# set_pod POD IP READY: the pod Running with an IP, Ready or not, as a node agent reports it
+set_pod() {
+    k get pod "$1" -o json | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+t = "2026-01-01T00:00:00Z"
+p["status"] = {"phase": "Running", "podIP": sys.argv[1], "conditions": [
+    {"type": "Ready", "status": sys.argv[2], "lastTransitionTime": t}]}
+print(json.dumps(p))' "$2" "$3" | k replace --subresource=status -f - >/dev/null
+}
+i=0
+until [ "$(kubectl get pods -l app=web -o name | wc -l)" -ge 2 ] || [ $i -gt 100 ]; do sleep 0.2; i=$((i + 1)); done
+pods=$(kubectl get pods -l app=web -o jsonpath='{.items[*].metadata.name}')
+n=1
+for p in $pods; do set_pod "$p" "10.244.0.$n" True; n=$((n + 1)); done
+slice=""
+i=0
+until [ -n "$slice" ] || [ $i -gt 100 ]; do
+    slice=$(kubectl get endpointslices -l kubernetes.io/service-name=web -o jsonpath='{.items[0].metadata.name}' 2>/dev/null)
+    sleep 0.2; i=$((i + 1))
+done
+wait_for "the slice lists both ready pods" "endpointslice/$slice" '{.endpoints[1].conditions.ready}=true'
+check "the slice is owned by the service" sh -c '[ "$(kubectl get endpointslice "$1" -o jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name})" = Service/web ]' - "$slice"
+check "the named target port resolved" sh -c '[ "$(kubectl get endpointslice "$1" -o jsonpath={.ports[0].port})" = 80 ]' - "$slice"
+k get endpointslices -l kubernetes.io/service-name=web >"$work/out" 2>&1
+check "endpointslice columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +ADDRESSTYPE +PORTS +ENDPOINTS +AGE$" && grep -Eq "IPv4 +80 +10\.244\.0\.[12],10\.244\.0\.[12] " "$1"' - "$work/out"
+first=$(echo "$pods" | cut -d" " -f1)
+set_pod "$first" 10.244.0.1 False
+wait_for "a pod turning unready is not ready in the slice" "endpointslice/$slice" "{.endpoints[?(@.targetRef.name==\"$first\")].conditions.ready}=false"
+k delete svc web >/dev/null 2>&1
+i=0
+while kubectl get endpointslice "$slice" >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+check "the service's slices go with it (garbage collector)" sh -c '! kubectl get endpointslice "$1" >/dev/null 2>&1' - "$slice"
 
 finish
