@@ -417,6 +417,14 @@ static int from_storage(void *ctx, const char *key, size_t key_len, const char *
 
 /* ---- the transformer -------------------------------------------------------- */
 
+int ck__encryption_check(const char *text, size_t len, struct ck_err *reterr)
+{
+    struct ck__encryption *enc = ck__calloc(1, sizeof(*enc));
+    int r = enc ? parse(text, len, enc, reterr) : ck_err_no_memory(reterr);
+    encryption_free(enc);
+    return r;
+}
+
 int ck__encryption_wrap(const char *path, struct ck_store **store, struct ck_err *reterr)
 {
     if (!path)

@@ -215,6 +215,9 @@ int ck__allocator_bootstrap(struct ck__registry *reg, int port, struct ck_err *r
  */
 int ck__encryption_wrap(const char *path, struct ck_store **store, struct ck_err *reterr);
 
+/* Parses an EncryptionConfiguration's text only: 0, or CK_EINVAL with the reason. */
+int ck__encryption_check(const char *text, size_t len, struct ck_err *reterr);
+
 struct ck__patch {
     enum ck__patch_type type;
     json_t *doc; /* the parsed patch */
