@@ -155,14 +155,25 @@ until [ -n "$slice" ] || [ $i -gt 100 ]; do
     slice=$(kubectl get endpointslices -l kubernetes.io/service-name=web -o jsonpath='{.items[0].metadata.name}' 2>/dev/null)
     sleep 0.2; i=$((i + 1))
 done
-wait_for "the slice lists both ready pods" "endpointslice/$slice" '{.endpoints[1].conditions.ready}=true'
+# poll DESCRIPTION COMMAND...: passes once COMMAND succeeds (20 s at most)
+poll() {
+    desc=$1; shift
+    i=0
+    until "$@" >/dev/null 2>&1; do
+        i=$((i + 1))
+        if [ $i -gt 100 ]; then fail "$desc"; return; fi
+        sleep 0.2
+    done
+    pass
+}
+poll "the slice lists both ready pods" sh -c '[ "$(kubectl get endpointslice "$1" -o jsonpath="{.endpoints[*].conditions.ready}")" = "true true" ]' - "$slice"
 check "the slice is owned by the service" sh -c '[ "$(kubectl get endpointslice "$1" -o jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name})" = Service/web ]' - "$slice"
 check "the named target port resolved" sh -c '[ "$(kubectl get endpointslice "$1" -o jsonpath={.ports[0].port})" = 80 ]' - "$slice"
 k get endpointslices -l kubernetes.io/service-name=web >"$work/out" 2>&1
 check "endpointslice columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +ADDRESSTYPE +PORTS +ENDPOINTS +AGE$" && grep -Eq "IPv4 +80 +10\.244\.0\.[12],10\.244\.0\.[12] " "$1"' - "$work/out"
 first=$(echo "$pods" | cut -d" " -f1)
 set_pod "$first" 10.244.0.1 False
-wait_for "a pod turning unready is not ready in the slice" "endpointslice/$slice" "{.endpoints[?(@.targetRef.name==\"$first\")].conditions.ready}=false"
+poll "a pod turning unready is not ready in the slice" sh -c '[ "$(kubectl get endpointslice "$1" -o jsonpath="{.endpoints[?(@.targetRef.name==\"$2\")].conditions.ready}")" = false ]' - "$slice" "$first"
 k delete svc web >/dev/null 2>&1
 i=0
 while kubectl get endpointslice "$slice" >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
