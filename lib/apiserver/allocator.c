@@ -453,6 +453,17 @@ int ck__allocation_take(struct ck__allocator *a, const struct ck_kind *kind, jso
         }
     }
     /* the node ports: numbers asked for first, so a random pick cannot take one of them */
+    size_t n_ports = json_array_size(json_object_get(spec, "ports"));
+    if (needs_node_ports(obj) && n_ports > CK__ALLOCATION_MAX) {
+        struct ck_field_errors errs = {0};
+        snprintf(value, sizeof(value), "%zu", n_ports);
+        ck_field_errors_add(&errs, CK_FIELD_INVALID, "spec.ports", value, false,
+                            "a service with node ports may have at most %d ports",
+                            CK__ALLOCATION_MAX);
+        r = ck__err_invalid_object(reterr, kind, ck__meta_str(obj, "name"), &errs);
+        ck_field_errors_release(&errs);
+        goto out;
+    }
     if (needs_node_ports(obj)) {
         size_t i;
         json_t *port;

@@ -148,6 +148,22 @@ static void test_requested_values_and_their_errors(void **state)
     json_decref(svc);
     free(body);
 
+    /* more node ports than one write may hold */
+    json_t *many =
+        json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:[]}}", "apiVersion", "v1", "kind", "Service",
+                  "metadata", "name", "many", "spec", "type", "NodePort", "ports");
+    for (int i = 0; i < 65; i++)
+        json_array_append_new(json_object_get(json_object_get(many, "spec"), "ports"),
+                              json_pack("{s:s, s:i}", "name",
+                                        (char[]){(char)('a' + i % 26), (char)('a' + i / 26), 0},
+                                        "port", 1000 + i));
+    body = json_dumps(many, JSON_COMPACT);
+    json_decref(many);
+    expect_status("POST", "/api/v1/namespaces/default/services", body, 422, "Invalid",
+                  "spec.ports: Invalid value: 65: a service with node ports may have at most 64 "
+                  "ports");
+    free(body);
+
     /* a failed create gives back what it took: the IP it asked for is still free */
     body = service_json("bad-then-ok", "ClusterIP", "10.0.0.8", 30008); /* node port forbidden */
     expect_status("POST", "/api/v1/namespaces/default/services", body, 422, "Invalid", NULL);
