@@ -6,8 +6,10 @@
  * servers on one store take them from several threads at once (labelled
  * `concurrency`), and values still taken after a restart.
  *
- * Usage: test_allocator [STORE_URL]. Without one the servers share a fresh
- * SQLite file; ctest also runs it against a real etcd (etcd-test-env.sh).
+ * Usage: test_allocator [STORE_URL]. Without one a fresh SQLite file, which
+ * has one writer per file, so one server takes the concurrent creates of
+ * all threads; ctest also runs it against a real etcd (etcd-test-env.sh),
+ * where two servers share the store and the threads alternate between them.
  */
 #define _GNU_SOURCE
 #include "cktest.h"
@@ -19,7 +21,8 @@
 static char dir[] = "/tmp/ckube-test-allocator-XXXXXX";
 static char store_url[512];
 static struct ck_apiserver *server, *second;
-static int run_id; /* each test's services get their own namespace-free names */
+static bool shared_store; /* a store several servers may share (etcd); SQLite has one writer */
+static int run_id;        /* each test's services get their own namespace-free names */
 
 #include "apitest.h"
 
@@ -43,14 +46,15 @@ static int setup(void **state)
 {
     (void)state;
     server = start();
-    second = start();
+    second = shared_store ? start() : server;
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    ck_apiserver_free(second);
+    if (second != server)
+        ck_apiserver_free(second);
     ck_apiserver_free(server);
     second = server = NULL;
     return 0;
@@ -383,6 +387,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1) {
         snprintf(store_url, sizeof(store_url), "%s", argv[1]);
+        shared_store = strncmp(store_url, "etcd://", 7) == 0;
     } else if (test_store_dir(dir, store_url, sizeof(store_url)) < 0) {
         perror("mkdtemp");
         return 1;
