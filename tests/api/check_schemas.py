@@ -74,6 +74,8 @@ EXPECTED_KINDS = {
     ("", "v1", "SecretList"): "io.k8s.api.core.v1.SecretList",
     ("", "v1", "Service"): "io.k8s.api.core.v1.Service",
     ("", "v1", "ServiceList"): "io.k8s.api.core.v1.ServiceList",
+    ("", "v1", "Endpoints"): "io.k8s.api.core.v1.Endpoints",
+    ("", "v1", "EndpointsList"): "io.k8s.api.core.v1.EndpointsList",
     ("discovery.k8s.io", "v1", "EndpointSlice"): "io.k8s.api.discovery.v1.EndpointSlice",
     ("discovery.k8s.io", "v1", "EndpointSliceList"): "io.k8s.api.discovery.v1.EndpointSliceList",
     ("rbac.authorization.k8s.io", "v1", "Role"): "io.k8s.api.rbac.v1.Role",

@@ -30,6 +30,7 @@ static void test_registry_matches_the_resource_table(void **state)
         {"", "configmaps", "ConfigMap", "cm", true},
         {"", "secrets", "Secret", NULL, true},
         {"", "services", "Service", "svc", true},
+        {"", "endpoints", "Endpoints", "ep", true},
         {"apps", "deployments", "Deployment", "deploy", true},
         {"apps", "replicasets", "ReplicaSet", "rs", true},
         {"discovery.k8s.io", "endpointslices", "EndpointSlice", NULL, true},
@@ -55,7 +56,7 @@ static void test_registry_matches_the_resource_table(void **state)
     }
     assert_null(ck_kind_lookup("apps", "v1", "pods"));
     assert_null(ck_kind_lookup("", "v2", "pods"));
-    assert_null(ck_kind_lookup("", "v1", "endpoints"));
+    assert_null(ck_kind_lookup("", "v1", "persistentvolumes"));
 }
 
 static void test_names_in_messages(void **state)

@@ -183,6 +183,23 @@ static void test_cells(void **state)
                         "<unset>");
 }
 
+static void test_endpoints(void **state)
+{
+    (void)state;
+    const struct ck_kind *ep = ck_kind_lookup("", "v1", "endpoints");
+    const char *two = "{\"metadata\":{\"name\":\"web\",\"namespace\":\"d\"},\"subsets\":[{"
+                      "\"addresses\":[{\"ip\":\"10.0.0.1\"},{\"ip\":\"10.0.0.2\"}],"
+                      "\"notReadyAddresses\":[{\"ip\":\"10.0.0.3\"}],\"ports\":[{\"port\":80},{"
+                      "\"port\":443}]}]}";
+    assert_string_equal(cell(ep, two, 1), "10.0.0.1:80,10.0.0.2:80,10.0.0.1:443 + 1 more...");
+    assert_string_equal(cell(ep, "{\"metadata\":{\"name\":\"web\"}}", 1), "<none>");
+    expect(ep, two, NULL, "subsets[0].ports[0].name: Required value");
+    expect(ep,
+           "{\"metadata\":{\"name\":\"web\",\"namespace\":\"d\"},\"subsets\":[{\"addresses\":[{"
+           "\"ip\":\"nope\"}],\"ports\":[{\"port\":80}]}]}",
+           NULL, "subsets[0].addresses[0].ip: Invalid value: \"nope\"");
+}
+
 static void test_endpoint_slice_validation(void **state)
 {
     (void)state;
@@ -214,6 +231,7 @@ int main(void)
         cmocka_unit_test(test_updates_keep_allocated_values_and_drop_old_types_fields),
         cmocka_unit_test(test_cells),
         cmocka_unit_test(test_endpoint_slice_validation),
+        cmocka_unit_test(test_endpoints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -165,6 +165,23 @@ static void test_ready_not_ready_terminating_and_skipped_pods(void **state)
     const json_t *port = json_array_get(json_object_get(s, "ports"), 0);
     assert_int_equal(json_integer_value(json_object_get(port, "port")), 8080);
     assert_string_equal(json_string_value(json_object_get(port, "name")), "http");
+
+    /* the legacy Endpoints: ready and not-ready addresses, the terminating pod left out */
+    const struct ck_fake_action *a = fx_action(e->fc, "create", "endpoints", 0);
+    assert_non_null(a);
+    assert_string_equal(fx_meta(a->body, "name"), "web");
+    const json_t *subset = json_array_get(json_object_get(a->body, "subsets"), 0);
+    assert_int_equal(json_array_size(json_object_get(subset, "addresses")), 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(subset, "addresses"), 0), "ip")),
+                        "10.0.0.1");
+    assert_int_equal(json_array_size(json_object_get(subset, "notReadyAddresses")), 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(subset, "notReadyAddresses"), 0), "ip")),
+                        "10.0.0.2");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(subset, "ports"), 0), "port")),
+                     8080);
 }
 
 static void test_named_ports_resolve_per_pod(void **state)
@@ -259,9 +276,12 @@ static void test_services_without_selector_are_not_managed(void **state)
     size_t n = 0;
     ck_fake_client_actions(e->fc, &n);
     assert_int_equal(n, 0);
-    /* nor is a service that no longer exists */
+    /* a service that no longer exists: its Endpoints are deleted */
     struct ck_err err = {0};
     assert_int_equal(ck_eps_controller_sync(e->c, "default/gone", &err), 0);
+    const struct ck_fake_action *a = fx_action(e->fc, "delete", "endpoints", 0);
+    assert_non_null(a);
+    assert_string_equal(a->name, "gone");
 }
 
 int main(void)

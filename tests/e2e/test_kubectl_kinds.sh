@@ -171,12 +171,15 @@ check "the slice is owned by the service" sh -c '[ "$(kubectl get endpointslice 
 check "the named target port resolved" sh -c '[ "$(kubectl get endpointslice "$1" -o jsonpath={.ports[0].port})" = 80 ]' - "$slice"
 k get endpointslices -l kubernetes.io/service-name=web >"$work/out" 2>&1
 check "endpointslice columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +ADDRESSTYPE +PORTS +ENDPOINTS +AGE$" && grep -Eq "IPv4 +80 +10\.244\.0\.[12],10\.244\.0\.[12] " "$1"' - "$work/out"
+poll "the legacy Endpoints list both ready pods" sh -c 'kubectl get endpoints web | grep -Eq "^web +10\.244\.0\.[12]:80,10\.244\.0\.[12]:80 "'
 first=$(echo "$pods" | cut -d" " -f1)
 set_pod "$first" 10.244.0.1 False
 poll "a pod turning unready is not ready in the slice" sh -c '[ "$(kubectl get endpointslice "$1" -o jsonpath="{.endpoints[?(@.targetRef.name==\"$2\")].conditions.ready}")" = false ]' - "$slice" "$first"
+poll "an unready pod moves to notReadyAddresses" sh -c '[ "$(kubectl get endpoints web -o jsonpath={.subsets[0].notReadyAddresses[0].ip})" = 10.244.0.1 ]'
 k delete svc web >/dev/null 2>&1
 i=0
 while kubectl get endpointslice "$slice" >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
 check "the service's slices go with it (garbage collector)" sh -c '! kubectl get endpointslice "$1" >/dev/null 2>&1' - "$slice"
+poll "its Endpoints go with it" sh -c '! kubectl get endpoints web'
 
 finish

@@ -21,6 +21,14 @@
  * minimise churn; the slices reached hold the same endpoints
  * (docs/differences.md).
  *
+ * Legacy Endpoints: the same sync keeps the v1 Endpoints named as the service
+ * (Kubernetes runs a second controller, "endpoint", for it): one subset per
+ * port set, ready addresses and notReadyAddresses sorted by IP, terminating
+ * pods left out unless the service publishes not-ready addresses, the
+ * service's labels (plus service.kubernetes.io/headless for a headless one);
+ * a deleted service's Endpoints are deleted. They are read with a GET, not
+ * from a cache.
+ *
  * Threading: the runner runs one sync per key at a time; handlers run on the
  * informers' threads and only enqueue keys. The controller's state is
  * read-only after creation.
@@ -39,7 +47,7 @@
 struct ck_eps_controller {
     struct ck_ctl_client client;
     struct ck_lister services, pods, slices;
-    const struct ck_resource *services_res, *pods_res, *slices_res;
+    const struct ck_resource *services_res, *pods_res, *slices_res, *endpoints_res;
     struct ck_informer *infs[3]; /* NULL when made from given listers */
     struct ck_controller ctl;
     struct ck_wq *queue;
@@ -238,6 +246,144 @@ static int compare_names(const void *a, const void *b)
     return strcmp(na ? na : "", nb ? nb : "");
 }
 
+/* ---- legacy Endpoints ------------------------------------------------------------------ */
+
+static int compare_ips(const void *a, const void *b)
+{
+    const char *ia = json_string_value(json_object_get(*(json_t *const *)a, "ip"));
+    const char *ib = json_string_value(json_object_get(*(json_t *const *)b, "ip"));
+    return strcmp(ia ? ia : "", ib ? ib : "");
+}
+
+/* Sorts an array of addresses by IP, as Kubernetes' RepackSubsets does. */
+static json_t *sorted_by_ip(json_t *addresses)
+{
+    size_t n = json_array_size(addresses);
+    json_t **items = ck__calloc(n ? n : 1, sizeof(*items));
+    json_t *out = json_array();
+    if (!items || !out) {
+        free(items);
+        json_decref(out);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        items[i] = json_array_get(addresses, i);
+    qsort(items, n, sizeof(*items), compare_ips);
+    for (size_t i = 0; i < n; i++)
+        json_array_append(out, items[i]);
+    free(items);
+    return out;
+}
+
+/*
+ * The subsets of the service's Endpoints from the slices' endpoints: one per port set,
+ * ready addresses and not-ready ones (terminating pods left out unless the service
+ * publishes not-ready addresses), each sorted by IP.
+ */
+static json_t *endpoints_subsets(const json_t *service, const json_t *desired)
+{
+    bool publish =
+        json_is_true(json_object_get(json_object_get(service, "spec"), "publishNotReadyAddresses"));
+    json_t *subsets = json_array();
+    size_t i;
+    const json_t *slice;
+    json_array_foreach(desired, i, slice)
+    {
+        json_t *ready = json_array(), *not_ready = json_array(), *ports = json_array();
+        size_t j;
+        const json_t *ep, *port;
+        json_array_foreach(json_object_get(slice, "endpoints"), j, ep)
+        {
+            const json_t *cond = json_object_get(ep, "conditions");
+            bool is_ready = json_is_true(json_object_get(cond, "ready"));
+            if (json_is_true(json_object_get(cond, "terminating")) && !publish)
+                continue;
+            json_t *address =
+                json_pack("{s:O, s:O}", "ip", json_array_get(json_object_get(ep, "addresses"), 0),
+                          "targetRef", json_object_get(ep, "targetRef"));
+            const json_t *node = json_object_get(ep, "nodeName");
+            if (address && node)
+                json_object_set(address, "nodeName", (json_t *)node);
+            const json_t *hostname = json_object_get(ep, "hostname");
+            if (address && hostname)
+                json_object_set(address, "hostname", (json_t *)hostname);
+            json_array_append_new(is_ready ? ready : not_ready, address);
+        }
+        json_array_foreach(json_object_get(slice, "ports"), j, port)
+        {
+            json_t *p = json_pack("{s:O, s:O, s:O}", "name", json_object_get(port, "name"), "port",
+                                  json_object_get(port, "port"), "protocol",
+                                  json_object_get(port, "protocol"));
+            const json_t *app = json_object_get(port, "appProtocol");
+            if (p && app)
+                json_object_set(p, "appProtocol", (json_t *)app);
+            json_array_append_new(ports, p);
+        }
+        if (json_array_size(ready) + json_array_size(not_ready) > 0) {
+            json_t *subset = json_object();
+            if (json_array_size(ready))
+                json_object_set_new(subset, "addresses", sorted_by_ip(ready));
+            if (json_array_size(not_ready))
+                json_object_set_new(subset, "notReadyAddresses", sorted_by_ip(not_ready));
+            if (json_array_size(ports))
+                json_object_set(subset, "ports", ports);
+            json_array_append_new(subsets, subset);
+        }
+        json_decref(ready);
+        json_decref(not_ready);
+        json_decref(ports);
+    }
+    return subsets;
+}
+
+/* Creates or updates the Endpoints named as the service when they differ from desired. */
+static int sync_endpoints(struct ck_eps_controller *c, const char *ns, const json_t *service,
+                          const json_t *desired, struct ck_err *reterr)
+{
+    const char *name = meta_str(service, "name");
+    json_t *subsets = endpoints_subsets(service, desired);
+    json_t *labels =
+        json_deep_copy(json_object_get(json_object_get(service, "metadata"), "labels"));
+    if (!labels)
+        labels = json_object();
+    const char *ip =
+        json_string_value(json_object_get(json_object_get(service, "spec"), "clusterIP"));
+    if (ip && strcmp(ip, "None") == 0)
+        json_object_set_new(labels, "service.kubernetes.io/headless", json_string(""));
+    json_t *current = NULL;
+    int r = ck_ctl_get(&c->client, c->endpoints_res, ns, name, &current, reterr);
+    json_t *next = NULL;
+    if (r == CK_ENOENT) {
+        next = json_pack("{s:s, s:s, s:{s:s, s:s, s:O}}", "apiVersion", "v1", "kind", "Endpoints",
+                         "metadata", "name", name, "namespace", ns, "labels", labels);
+        if (next && json_array_size(subsets))
+            json_object_set(next, "subsets", subsets);
+        r = next ? ck_ctl_create(&c->client, c->endpoints_res, ns, next, NULL, reterr)
+                 : ck_err_no_memory(reterr);
+    } else if (r == 0) {
+        const json_t *have = json_object_get(current, "subsets");
+        const json_t *have_labels = json_object_get(json_object_get(current, "metadata"), "labels");
+        bool same_subsets = (json_array_size(have) == 0 && json_array_size(subsets) == 0) ||
+                            json_equal(have, subsets);
+        bool same_labels = (json_object_size(have_labels) == 0 && json_object_size(labels) == 0) ||
+                           json_equal(have_labels, labels);
+        if (!same_subsets || !same_labels) {
+            next = json_deep_copy(current);
+            json_object_set(json_object_get(next, "metadata"), "labels", labels);
+            if (json_array_size(subsets))
+                json_object_set(next, "subsets", subsets);
+            else
+                json_object_del(next, "subsets");
+            r = ck_ctl_update(&c->client, c->endpoints_res, ns, next, NULL, reterr);
+        }
+    }
+    json_decref(next);
+    json_decref(current);
+    json_decref(labels);
+    json_decref(subsets);
+    return r;
+}
+
 /* ---- sync ---------------------------------------------------------------------------- */
 
 static int reconcile(struct ck_eps_controller *c, const char *ns, const json_t *service,
@@ -300,9 +446,15 @@ static int sync_service(struct ck_controller *ctl, const char *key, struct ck_er
     const json_t *spec = service ? json_object_get(service, "spec") : NULL;
     const json_t *selector = json_object_get(spec, "selector");
     const char *type = json_string_value(json_object_get(spec, "type"));
-    if (r == CK_ENOENT || !service || json_object_size(selector) == 0 ||
-        (type && strcmp(type, "ExternalName") == 0)) {
-        /* gone (the garbage collector removes its slices) or not ours to manage */
+    if (r == CK_ENOENT || !service) {
+        /* gone: the garbage collector removes its slices; its Endpoints go here */
+        r = ck_ctl_delete(&c->client, c->endpoints_res, ns, name, NULL, NULL, reterr);
+        free(ns);
+        free(name);
+        return r == CK_ENOENT ? 0 : r;
+    }
+    if (json_object_size(selector) == 0 || (type && strcmp(type, "ExternalName") == 0)) {
+        /* not ours to manage: the user keeps its endpoints */
         ck_cached_unref(service);
         free(ns);
         free(name);
@@ -320,6 +472,8 @@ static int sync_service(struct ck_controller *ctl, const char *key, struct ck_er
         r = ck_err_no_memory(reterr);
     if (r == 0)
         r = reconcile(c, ns, service, desired, reterr);
+    if (r == 0)
+        r = sync_endpoints(c, ns, service, desired, reterr);
     ck_obj_list_release(&pods);
     ck_label_selector_free(sel);
     json_decref(wrapped);
@@ -439,7 +593,8 @@ static int init_common(struct ck_eps_controller *c, const struct ck_ctl_client *
     c->services_res = ck_controller_resource("", "v1", "services");
     c->pods_res = ck_controller_resource("", "v1", "pods");
     c->slices_res = ck_controller_resource("discovery.k8s.io", "v1", "endpointslices");
-    if (!c->services_res || !c->pods_res || !c->slices_res)
+    c->endpoints_res = ck_controller_resource("", "v1", "endpoints");
+    if (!c->services_res || !c->pods_res || !c->slices_res || !c->endpoints_res)
         return ck_err_set(reterr, CK_ENOENT, "endpointslice: the API kinds it needs are unknown");
     int r = ck__ctl_init(&c->ctl, "endpointslice", sync_service, c, clock, reterr);
     c->queue = c->ctl.queue;
