@@ -5,6 +5,8 @@
  *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
  *                [--config FILE] [--controllers *] [--event-ttl 1h]
  *                [--node-monitor-grace-period 40s]
+ *                [--service-cluster-ip-range 10.96.0.0/12] [--service-node-port-range 30000-32767]
+ *                [--encryption-provider-config FILE]
  *                [TLS and authentication flags]
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube scheduler --kubeconfig FILE [...]            (scheduler.c)
@@ -98,7 +100,13 @@ static const char usage_tail[] =
     "      --watch-history-events N  SQLite store: events of watch history kept in memory\n"
     "                                (default 16384); older ones are read from the database\n"
     "      --watch-history-bytes N   SQLite store: bytes of objects that history may hold\n"
-    "                                (default 67108864, 64 MiB)\n";
+    "                                (default 67108864, 64 MiB)\n"
+    "      --service-cluster-ip-range CIDR  the IPv4 range Services' cluster IPs come from\n"
+    "                                (default 10.96.0.0/12)\n"
+    "      --service-node-port-range FIRST-LAST  the node ports of NodePort and LoadBalancer\n"
+    "                                Services (default 30000-32767)\n"
+    "      --encryption-provider-config FILE  encrypts the resources it names in the store\n"
+    "                                (an EncryptionConfiguration: aesgcm, secretbox, identity)\n";
 /* ...the in-process controllers' --concurrent-NAME-syncs flags, then: */
 static const char usage_end[] =
     "\n"
@@ -158,6 +166,9 @@ enum {
     OPT_NODE_GRACE,
     OPT_WATCH_HISTORY_EVENTS,
     OPT_WATCH_HISTORY_BYTES,
+    OPT_SERVICE_CLUSTER_IP_RANGE,
+    OPT_SERVICE_NODE_PORT_RANGE,
+    OPT_ENCRYPTION_PROVIDER_CONFIG,
     OPT_SYNCS = 1000, /* the --concurrent-NAME-syncs flags: 1000, 1001, ... */
 };
 
@@ -188,6 +199,9 @@ struct options {
     const char *max_connections_per_address;
     const char *request_header_timeout;
     const char *node_grace;
+    const char *service_cluster_ip_range;
+    const char *service_node_port_range;
+    const char *encryption_provider_config;
     struct ck_cmd_syncs *syncs; /* the --concurrent-NAME-syncs flags, NULL: not taken */
     const char *watch_history_events;
     const char *watch_history_bytes;
@@ -313,6 +327,15 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_WATCH_HISTORY_BYTES:
             opts->watch_history_bytes = optarg;
+            break;
+        case OPT_SERVICE_CLUSTER_IP_RANGE:
+            opts->service_cluster_ip_range = optarg;
+            break;
+        case OPT_SERVICE_NODE_PORT_RANGE:
+            opts->service_node_port_range = optarg;
+            break;
+        case OPT_ENCRYPTION_PROVIDER_CONFIG:
+            opts->encryption_provider_config = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -542,6 +565,9 @@ static int cmd_server(int argc, char **argv)
         {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
         {"watch-history-events", required_argument, NULL, OPT_WATCH_HISTORY_EVENTS},
         {"watch-history-bytes", required_argument, NULL, OPT_WATCH_HISTORY_BYTES},
+        {"service-cluster-ip-range", required_argument, NULL, OPT_SERVICE_CLUSTER_IP_RANGE},
+        {"service-node-port-range", required_argument, NULL, OPT_SERVICE_NODE_PORT_RANGE},
+        {"encryption-provider-config", required_argument, NULL, OPT_ENCRYPTION_PROVIDER_CONFIG},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -695,6 +721,9 @@ static int cmd_server(int argc, char **argv)
         .max_connections = max_connections,
         .max_connections_per_address = max_per_address,
         .request_header_timeout = header_timeout,
+        .service_cluster_ip_range = opts.service_cluster_ip_range,
+        .service_node_port_range = opts.service_node_port_range,
+        .encryption_provider_config = opts.encryption_provider_config,
     };
     if (ck_apiserver_start(&config, &server, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);

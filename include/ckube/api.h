@@ -343,6 +343,8 @@ enum ck_kind_role {
     CK_KIND_ROLE_RBAC_CLUSTER_ROLE,
     CK_KIND_ROLE_RBAC_ROLE_BINDING,
     CK_KIND_ROLE_RBAC_CLUSTER_ROLE_BINDING,
+    /* Objects that get cluster IPs and node ports, which the server allocates. */
+    CK_KIND_ROLE_SERVICE,
 };
 
 /* The rule metadata.name follows. */

@@ -74,6 +74,15 @@ struct ck_apiserver_config {
     unsigned max_connections;
     unsigned max_connections_per_address;
     unsigned request_header_timeout;
+    /* The IPv4 range of Services' cluster IPs (--service-cluster-ip-range); NULL: 10.96.0.0/12. */
+    const char *service_cluster_ip_range;
+    /* Services' node ports, "FIRST-LAST" (--service-node-port-range); NULL: 30000-32767. */
+    const char *service_node_port_range;
+    /*
+     * An EncryptionConfiguration file (--encryption-provider-config): the resources it
+     * names are stored encrypted by its first provider. NULL: stored as they are.
+     */
+    const char *encryption_provider_config;
 };
 
 /*

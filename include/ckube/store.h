@@ -134,6 +134,37 @@ void ck_store_close(struct ck_store *store);
 /* "sqlite" or "etcd" (static string). */
 const char *ck_store_backend(const struct ck_store *store);
 
+/* ---- transformed values (encryption at rest) ------------------------------ */
+
+/*
+ * How the values of some keys are stored: to_storage turns a value into its
+ * stored form, from_storage turns it back; both return 0 with a new buffer
+ * (*ret, malloc'ed, *ret_len bytes) or a negative code with *reterr. applies
+ * says which keys are transformed. All three may run on any thread at once;
+ * release (may be NULL) frees ctx when the store closes.
+ */
+struct ck_store_transformer {
+    bool (*applies)(void *ctx, const char *key, size_t key_len);
+    int (*to_storage)(void *ctx, const char *key, size_t key_len, const char *value,
+                      size_t value_len, char **ret, size_t *ret_len, struct ck_err *reterr);
+    int (*from_storage)(void *ctx, const char *key, size_t key_len, const char *stored,
+                        size_t stored_len, char **ret, size_t *ret_len, struct ck_err *reterr);
+    void (*release)(void *ctx);
+    void *ctx;
+};
+
+/*
+ * A store over inner whose values, for the keys t applies to, are stored
+ * transformed: puts are transformed on the way in, every value read (range,
+ * txn results, watch events) on the way out. It takes ownership of inner
+ * (closing it closes inner) and of t->ctx. A value compare on a transformed
+ * key is refused (CK_EINVAL); a stored value that does not transform back
+ * fails its read. Returns 0, or CK_EINVAL/CK_ENOMEM (inner is then still the
+ * caller's).
+ */
+int ck_store_transformed(struct ck_store *inner, const struct ck_store_transformer *t,
+                         struct ck_store **ret_store, struct ck_err *reterr);
+
 /* ---- reads ---------------------------------------------------------------- */
 
 struct ck_store_range {

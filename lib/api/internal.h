@@ -125,4 +125,23 @@ void ck__rbac_binding_cells(const json_t *obj, long long now, json_t **cells);
 extern const struct ck_table_column ck__rbac_role_columns[2];
 extern const struct ck_table_column ck__rbac_binding_columns[6];
 
+/* ---- ConfigMaps and Secrets (kinds/configdata.c) ------------------------ */
+
+/* The most data a ConfigMap or Secret holds, in bytes (Kubernetes' MaxSecretSize). */
+#define CK__CONFIG_DATA_MAX (1024 * 1024)
+
+/* IsConfigMapKey: adds an Invalid error under path for each rule key breaks. */
+void ck__config_key_validate(const char *key, const char *path, struct ck_field_errors *errs);
+
+/*
+ * Checks every key of map (field "data" or "binaryData") and, when base64, that each value
+ * decodes. Returns the size of the values in bytes (decoded when base64).
+ */
+size_t ck__config_map_validate_keys(const json_t *map, const char *field, bool base64,
+                                    struct ck_field_errors *errs);
+
+/* Once old is immutable: obj stays immutable and keeps each of frozen (NULL-terminated). */
+void ck__config_immutable_validate(const json_t *obj, const json_t *old, const char *const *frozen,
+                                   struct ck_field_errors *errs);
+
 #endif /* CKUBE_API_INTERNAL_H */

@@ -116,11 +116,13 @@ int ck__path_check(const char *raw_uri, struct ck_err *reterr);
 int ck__check_name_segment(const char *name, struct ck_err *reterr);
 
 /* The stored objects of the API (registry.c, list.c). Immutable once built. */
+struct ck__allocator;
 struct ck__registry {
     struct ck_store *store;
     const struct ck_schemas *schemas;
     ck_feature_enabled_fn feature_enabled; /* NULL: gates at their defaults */
     void *feature_ctx;
+    struct ck__allocator *allocator; /* cluster IPs and node ports; NULL: none given */
 };
 
 int ck__object_key(const struct ck_kind *kind, const char *namespace, const char *name, char *buf,
@@ -201,6 +203,71 @@ enum ck__patch_type {
 };
 
 /* One PATCH request: what ck__patch_mutate() applies on each attempt. */
+/* ---- cluster IPs and node ports (allocator.c) ---------------------------- */
+
+/* The most node ports one write takes or gives back. */
+#define CK__ALLOCATION_MAX 64
+
+/*
+ * Builds an allocator over store for the IPv4 range cidr ("10.96.0.0/12") and
+ * the node ports port_range ("30000-32767"). CK_EINVAL with the reason when
+ * either is malformed.
+ */
+int ck__allocator_new(struct ck_store *store, const char *cidr, const char *port_range,
+                      struct ck__allocator **ret, struct ck_err *reterr);
+struct ck__allocator *ck__allocator_free(struct ck__allocator *a);
+
+/* The first address of the range (the kubernetes Service's), into buf. */
+const char *ck__allocator_first_ip(const struct ck__allocator *a, char *buf, size_t size);
+
+/* A cluster IP (host order, 0: none) and node ports. */
+struct ck__allocated {
+    uint32_t ip;
+    int ports[CK__ALLOCATION_MAX];
+    size_t n_ports;
+};
+
+/* What one write took, and what its old state held that the new one dropped. */
+struct ck__allocation {
+    bool active, dry_run;
+    json_t *owner; /* a reference to the object the values are recorded for */
+    struct ck__allocated taken, dropped;
+};
+
+/*
+ * Before a create (old NULL) or an update of an object of the service role:
+ * takes the cluster IP and node ports obj needs and does not hold yet,
+ * writing the ones it picks into obj. 0 with *al filled (release it with
+ * ck__allocation_release() once the write is committed or failed), or a
+ * negative code with *reterr (422 for a value taken or out of range, 500 for
+ * a full range) and nothing taken. Other kinds, or a NULL allocator: 0.
+ */
+int ck__allocation_take(struct ck__allocator *a, const struct ck_kind *kind, json_t *obj,
+                        const json_t *old, bool dry_run, struct ck__allocation *al,
+                        struct ck_err *reterr);
+
+/* After the write: committed gives back what the old state dropped, else what was taken. */
+void ck__allocation_release(struct ck__allocator *a, struct ck__allocation *al, bool committed);
+
+/* After obj (of kind) was removed from the store: gives back its values. */
+void ck__allocation_removed(struct ck__allocator *a, const struct ck_kind *kind, const json_t *obj);
+
+/* Creates the kubernetes Service in default (the first IP, port 443 to port) when absent. */
+int ck__allocator_bootstrap(struct ck__registry *reg, int port, struct ck_err *reterr);
+
+/* ---- encryption at rest (encryption.c) ------------------------------------ */
+
+/*
+ * Reads the EncryptionConfiguration at path and replaces *store by a store
+ * that encrypts the resources it names (taking ownership of *store). path
+ * NULL: nothing to do. CK_EINVAL with the reason for a bad file; *store is
+ * then unchanged.
+ */
+int ck__encryption_wrap(const char *path, struct ck_store **store, struct ck_err *reterr);
+
+/* Parses an EncryptionConfiguration's text only: 0, or CK_EINVAL with the reason. */
+int ck__encryption_check(const char *text, size_t len, struct ck_err *reterr);
+
 struct ck__patch {
     enum ck__patch_type type;
     json_t *doc; /* the parsed patch */

@@ -279,13 +279,18 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
                 return ck_err_no_memory(reterr);
             return ck_err_status(reterr, "BadRequest", "%s", err.msg);
         }
+        struct ck__allocation al; /* a Service's cluster IP and node ports */
         r = ck_schema_drop_disabled(reg->schemas, kind->schema, candidate, NULL,
                                     reg->feature_enabled, reg->feature_ctx) < 0
                 ? ck_err_no_memory(reterr)
-                : default_and_validate(reg, kind, candidate, NULL, reterr);
-        if (r == 0 &&
-            track_managed_fields(reg, kind, NULL, candidate, managed_fields_of(obj), who, NULL) < 0)
+                : ck__allocation_take(reg->allocator, kind, candidate, NULL, dry_run, &al, reterr);
+        if (r == 0 && (r = default_and_validate(reg, kind, candidate, NULL, reterr)) < 0)
+            ck__allocation_release(reg->allocator, &al, false);
+        if (r == 0 && track_managed_fields(reg, kind, NULL, candidate, managed_fields_of(obj), who,
+                                           NULL) < 0) {
+            ck__allocation_release(reg->allocator, &al, false);
             r = ck_err_no_memory(reterr);
+        }
         if (r < 0) {
             json_decref(candidate);
             return r;
@@ -297,11 +302,13 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
         json_decref(candidate);
         if (!stored || ck__object_key(kind, namespace, name, key, sizeof(key)) < 0) {
             free(stored);
+            ck__allocation_release(reg->allocator, &al, false);
             return ck_err_no_memory(reterr);
         }
         int64_t revision = 0;
         r = dry_run ? 0
                     : ck_store_create(reg->store, key, strlen(key), stored, len, &revision, &err);
+        ck__allocation_release(reg->allocator, &al, r == 0);
         if (r == 0) {
             if (dry_run) {
                 *ret_body = stored;
@@ -436,9 +443,11 @@ static int commit(struct ck__registry *reg, const struct ck_kind *kind, const ch
     int r = 0;
     if (dry_run || (len == kv->value_len && memcmp(stored, kv->value, len) == 0))
         r = 0; /* no write, no new revision: the current (or would-be) state */
-    else if (deletion_finished(kind, next)) /* the object goes, in the same operation */
+    else if (deletion_finished(kind, next)) { /* the object goes, in the same operation */
         r = ck_store_delete(reg->store, key, strlen(key), kv->mod_revision, &revision, NULL, &err);
-    else
+        if (r == 0)
+            ck__allocation_removed(reg->allocator, kind, next);
+    } else
         r = ck_store_update(reg->store, key, strlen(key), stored, len, kv->mod_revision, &revision,
                             NULL, &err);
     if (r == 0) {
@@ -547,12 +556,20 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
         }
         /* a binding changes the pod's otherwise immutable spec: validated as new */
         bool as_create = custom_write && sub->validate_as_create;
-        r = default_and_validate(reg, kind, next, as_create ? NULL : old, reterr);
-        if (r == 0 && track_managed_fields(reg, kind, old, next, asked, who, subresource) < 0)
+        struct ck__allocation al = {0}; /* a Service's new cluster IP and node ports */
+        if (!status_write && !custom_write)
+            r = ck__allocation_take(reg->allocator, kind, next, old, dry_run, &al, reterr);
+        if (r == 0 &&
+            (r = default_and_validate(reg, kind, next, as_create ? NULL : old, reterr)) < 0)
+            ck__allocation_release(reg->allocator, &al, false);
+        if (r == 0 && track_managed_fields(reg, kind, old, next, asked, who, subresource) < 0) {
+            ck__allocation_release(reg->allocator, &al, false);
             r = ck_err_no_memory(reterr);
+        }
         if (r < 0)
             goto out_fail;
         r = commit(reg, kind, name, key, kv, next, dry_run, ret_body, ret_len, reterr);
+        ck__allocation_release(reg->allocator, &al, r == 0);
         json_decref(asked);
         json_decref(next);
         json_decref(requested);
@@ -743,6 +760,8 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
             r = opts->dry_run ? 0
                               : ck_store_delete(reg->store, key, strlen(key), kv->mod_revision,
                                                 &deleted_at, NULL, &err);
+            if (r == 0 && !opts->dry_run)
+                ck__allocation_removed(reg->allocator, kind, obj);
             /* pods, namespaces ...: the last state, at the revision of its deletion */
             if (r == 0 && !kind->has_generation)
                 *ret_body = ck__serve_stored(kv->value, kv->value_len, deleted_at, ret_len);

@@ -970,6 +970,8 @@ static void teardown(struct ck_apiserver *server)
     }
     server->ttl = ck__ttl_stop(server->ttl);
     server->conns = ck__conns_free(server->conns);
+    if (server->registry)
+        ck__allocator_free(server->registry->allocator);
     free(server->registry);
     ck__auth_free(server->auth);
     ck__metrics_free(server->metrics);
@@ -1046,17 +1048,27 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     if (r == 0)
         r = ck_store_open(config->store_url, NULL, &server->store, reterr);
     if (r == 0)
+        r = ck__encryption_wrap(config->encryption_provider_config, &server->store, reterr);
+    if (r == 0)
         r = ck_api_builtin_schemas(&server->schemas, reterr);
     if (r == 0) {
         server->registry = ck__calloc(1, sizeof(*server->registry));
         if (!server->registry)
             r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         else
-            *server->registry =
-                (struct ck__registry){server->store, server->schemas, ck__feature_enabled, server};
+            *server->registry = (struct ck__registry){server->store, server->schemas,
+                                                      ck__feature_enabled, server, NULL};
     }
     if (r == 0)
+        r = ck__allocator_new(
+            server->store,
+            config->service_cluster_ip_range ? config->service_cluster_ip_range : "10.96.0.0/12",
+            config->service_node_port_range ? config->service_node_port_range : "30000-32767",
+            &server->registry->allocator, reterr);
+    if (r == 0)
         r = bootstrap_namespaces(server, reterr);
+    if (r == 0)
+        r = ck__allocator_bootstrap(server->registry, ck_apiserver_port(server), reterr);
     if (r == 0)
         r = ck__auth_bootstrap(server, reterr);
     if (r == 0 && pthread_create(&server->ticker, NULL, ticker_main, server) != 0) {

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ckube/deployment.h"
+#include "ckube/endpointslice.h"
 #include "ckube/garbagecollector.h"
 #include "ckube/internal/util.h"
 #include "ckube/manager.h"
@@ -120,6 +121,13 @@ static const struct ck_controller_descriptor table[] = {
      .start = ck_sa_manager_start,
      .run = ck_sa_manager_run,
      .stop = ck_sa_manager_stop},
+    {.name = "endpointslice",
+     .enabled_by_default = true,
+     .start = ck_eps_manager_start,
+     .run = ck_eps_manager_run,
+     .stop = ck_eps_manager_stop,
+     .syncs_flag = "service-endpoint",
+     .default_workers = 5},
 };
 
 #define N_CONTROLLERS (sizeof(table) / sizeof(table[0]))

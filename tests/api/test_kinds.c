@@ -27,8 +27,13 @@ static void test_registry_matches_the_resource_table(void **state)
         {"", "nodes", "Node", "no", false},
         {"", "events", "Event", "ev", true},
         {"", "serviceaccounts", "ServiceAccount", "sa", true},
+        {"", "configmaps", "ConfigMap", "cm", true},
+        {"", "secrets", "Secret", NULL, true},
+        {"", "services", "Service", "svc", true},
+        {"", "endpoints", "Endpoints", "ep", true},
         {"apps", "deployments", "Deployment", "deploy", true},
         {"apps", "replicasets", "ReplicaSet", "rs", true},
+        {"discovery.k8s.io", "endpointslices", "EndpointSlice", NULL, true},
         {"rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", NULL, false},
         {"rbac.authorization.k8s.io", "clusterroles", "ClusterRole", NULL, false},
         {"rbac.authorization.k8s.io", "rolebindings", "RoleBinding", NULL, true},
@@ -60,7 +65,7 @@ static void test_registry_matches_the_resource_table(void **state)
     }
     assert_null(ck_kind_lookup("apps", "v1", "pods"));
     assert_null(ck_kind_lookup("", "v2", "pods"));
-    assert_null(ck_kind_lookup("", "v1", "services"));
+    assert_null(ck_kind_lookup("", "v1", "persistentvolumes"));
 }
 
 static void test_names_in_messages(void **state)

@@ -57,7 +57,7 @@ static void test_paths_that_do_not_resolve(void **state)
         "/apis/apps",
         "/apis/apps/v1",
         "/api/v2/pods",
-        "/api/v1/services",
+        "/api/v1/widgets",
         "/apis/apps/v1/pods",
         "/api/v1/namespaces/default/nodes",         /* nodes are cluster-scoped */
         "/api/v1/namespaces/default/pods/web/exec", /* not served */
