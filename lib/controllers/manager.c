@@ -51,6 +51,17 @@ static void rs_stop(void *state)
     ck_rs_controller_free(state);
 }
 
+static int rc_start(const struct ck_controller_context *ctx, void **ret_state,
+                    struct ck_err *reterr)
+{
+    struct ck_rs_controller *c = NULL;
+    int r = ck_rs_controller_new_for(&ck_rs_kind_replicationcontroller, ctx->client, ctx->factory,
+                                     NULL, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
 static int deploy_start(const struct ck_controller_context *ctx, void **ret_state,
                         struct ck_err *reterr)
 {
@@ -86,6 +97,13 @@ static const struct ck_controller_descriptor table[] = {
      deploy_run,
      deploy_stop,
      .syncs_flag = "deployment",
+     .default_workers = 5},
+    {.name = "replicationcontroller",
+     .enabled_by_default = true,
+     rc_start,
+     rs_run,
+     rs_stop,
+     .syncs_flag = "rc",
      .default_workers = 5},
     {.name = "garbagecollector",
      .enabled_by_default = true,
