@@ -25,6 +25,7 @@
 #include "ckube/deployment.h"
 #include "ckube/garbagecollector.h"
 #include "ckube/internal/util.h"
+#include "ckube/job.h"
 #include "ckube/manager.h"
 #include "ckube/nscontroller.h"
 #include "ckube/replicaset.h"
@@ -60,6 +61,46 @@ static int rc_start(const struct ck_controller_context *ctx, void **ret_state,
     if (r == 0)
         *ret_state = c;
     return r;
+}
+
+static int job_start(const struct ck_controller_context *ctx, void **ret_state,
+                     struct ck_err *reterr)
+{
+    struct ck_job_controller *c = NULL;
+    int r = ck_job_controller_new(ctx->client, ctx->factory, NULL, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int job_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_job_controller_run(state, workers, reterr);
+}
+
+static void job_stop(void *state)
+{
+    ck_job_controller_free(state);
+}
+
+static int ttl_start(const struct ck_controller_context *ctx, void **ret_state,
+                     struct ck_err *reterr)
+{
+    struct ck_ttl_controller *c = NULL;
+    int r = ck_ttl_controller_new(ctx->client, ctx->factory, NULL, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int ttl_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_ttl_controller_run(state, workers, reterr);
+}
+
+static void ttl_stop(void *state)
+{
+    ck_ttl_controller_free(state);
 }
 
 static int deploy_start(const struct ck_controller_context *ctx, void **ret_state,
@@ -104,6 +145,20 @@ static const struct ck_controller_descriptor table[] = {
      rs_run,
      rs_stop,
      .syncs_flag = "rc",
+     .default_workers = 5},
+    {.name = "job",
+     .enabled_by_default = true,
+     job_start,
+     job_run,
+     job_stop,
+     .syncs_flag = "job",
+     .default_workers = 5},
+    {.name = "ttl-after-finished",
+     .enabled_by_default = true,
+     ttl_start,
+     ttl_run,
+     ttl_stop,
+     .syncs_flag = "ttl-after-finished",
      .default_workers = 5},
     {.name = "garbagecollector",
      .enabled_by_default = true,
