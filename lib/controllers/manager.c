@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckube/cronjob.h"
 #include "ckube/deployment.h"
 #include "ckube/garbagecollector.h"
 #include "ckube/internal/util.h"
@@ -103,6 +104,26 @@ static void ttl_stop(void *state)
     ck_ttl_controller_free(state);
 }
 
+static int cronjob_start(const struct ck_controller_context *ctx, void **ret_state,
+                         struct ck_err *reterr)
+{
+    struct ck_cronjob_controller *c = NULL;
+    int r = ck_cronjob_controller_new(ctx->client, ctx->factory, NULL, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int cronjob_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_cronjob_controller_run(state, workers, reterr);
+}
+
+static void cronjob_stop(void *state)
+{
+    ck_cronjob_controller_free(state);
+}
+
 static int deploy_start(const struct ck_controller_context *ctx, void **ret_state,
                         struct ck_err *reterr)
 {
@@ -159,6 +180,13 @@ static const struct ck_controller_descriptor table[] = {
      ttl_run,
      ttl_stop,
      .syncs_flag = "ttl-after-finished",
+     .default_workers = 5},
+    {.name = "cronjob",
+     .enabled_by_default = true,
+     cronjob_start,
+     cronjob_run,
+     cronjob_stop,
+     .syncs_flag = "cron-job",
      .default_workers = 5},
     {.name = "garbagecollector",
      .enabled_by_default = true,
