@@ -53,6 +53,14 @@ struct backoff_record {
     char *key;
     int failures_after_success;
     int64_t last_failure; /* wall clock, ns */
+    /*
+     * What this process last wrote to the Job's status: its uid and the finished pods it
+     * accounts for (counters plus uncounted uids). A cached status accounting for fewer is
+     * older than our own write, and acting on it could create pods for completions that
+     * are done: such a sync waits for the cache (the write's event brings the key back).
+     */
+    char uid[64];
+    long accounted;
     struct backoff_record *next;
 };
 
@@ -588,12 +596,49 @@ static int remove_finalizer(struct ck_job_controller *c, const json_t *pod, stru
 
 static void tidy_uncounted(json_t *status);
 
-static int write_status(struct ck_job_controller *c, json_t *job, struct ck_err *reterr)
+/* The finished pods a Job's status accounts for: its counters and its uncounted uids. */
+static long accounted(const json_t *job)
+{
+    const json_t *status = json_object_get(job, "status");
+    const json_t *u = json_object_get(status, "uncountedTerminatedPods");
+    return (long)json_integer_value(json_object_get(status, "succeeded")) +
+           (long)json_integer_value(json_object_get(status, "failed")) +
+           (long)json_array_size(json_object_get(u, "succeeded")) +
+           (long)json_array_size(json_object_get(u, "failed"));
+}
+
+static void remember_written(struct ck_job_controller *c, const char *key, const json_t *job)
+{
+    const char *uid = ck__meta_str(job, "uid");
+    pthread_mutex_lock(&c->lock);
+    struct backoff_record *r = backoff_find(c, key, true);
+    if (r && uid) {
+        snprintf(r->uid, sizeof(r->uid), "%s", uid);
+        r->accounted = accounted(job);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* The cached job accounts for fewer finished pods than this process wrote last. */
+static bool cache_behind(struct ck_job_controller *c, const char *key, const json_t *job)
+{
+    const char *uid = ck__meta_str(job, "uid");
+    pthread_mutex_lock(&c->lock);
+    struct backoff_record *r = backoff_find(c, key, false);
+    bool behind = r && uid && strcmp(r->uid, uid) == 0 && accounted(job) < r->accounted;
+    pthread_mutex_unlock(&c->lock);
+    return behind;
+}
+
+static int write_status(struct ck_job_controller *c, const char *key, json_t *job,
+                        struct ck_err *reterr)
 {
     json_t *written = NULL;
     tidy_uncounted(json_object_get(job, "status"));
     int r = ck_ctl_update_status(&c->client, c->jobs_res, ck__meta_str(job, "namespace"), job,
                                  &written, reterr);
+    if (r == 0)
+        remember_written(c, key, job);
     /* carry the new resourceVersion for a second write in the same sync */
     const char *rv = written ? ck__meta_str(written, "resourceVersion") : NULL;
     if (r == 0 && rv)
@@ -1140,7 +1185,7 @@ static int track_and_finish(struct ck_job_controller *c, struct job_ctx *x, bool
     }
     int r = 0;
     if (needs_flush) {
-        r = write_status(c, x->next, reterr);
+        r = write_status(c, x->key, x->next, reterr);
         if (r < 0)
             goto out;
         backoff_record(c, x->key, new_succeeded, new_failed, last_failure);
@@ -1166,7 +1211,7 @@ static int track_and_finish(struct ck_job_controller *c, struct job_ctx *x, bool
         needs_flush = true;
     if (rm_err < 0) {
         if (needs_flush)
-            write_status(c, x->next, NULL);
+            write_status(c, x->key, x->next, NULL);
         r = rm_err;
         goto out;
     }
@@ -1183,7 +1228,7 @@ static int track_and_finish(struct ck_job_controller *c, struct job_ctx *x, bool
         finished = needs_flush = true;
     }
     if (needs_flush) {
-        r = write_status(c, x->next, reterr);
+        r = write_status(c, x->key, x->next, reterr);
         if (r == 0 && finished) {
             if (strcmp(final_type, "Complete") == 0) {
                 if (x->completions >= 0 &&
@@ -1250,6 +1295,11 @@ static int sync_job(struct ck_controller *ctl, const char *key, struct ck_err *r
     if (r < 0) {
         ck_expectations_delete(c->exp, key);
         backoff_forget(c, key);
+        return 0;
+    }
+    if (cache_behind(c, key, job)) {
+        CK_LOGV(4, "job %s: the cache is behind our last status write; waiting for it", key);
+        ck_cached_unref(job);
         return 0;
     }
     struct job_ctx x = {.key = key, .job = job, .completions = -1};
