@@ -271,6 +271,26 @@ static void test_finished_pod_counted_once_through_uncounted(void **state)
     assert_int_equal(ck_fake_client_count(e->fc, "create", e->pods_res), 0);
 }
 
+static void test_no_completion_while_pods_remain_uncounted(void **state)
+{
+    struct env *e = *state;
+    json_t *j = job("pi", 600, 600, 6);
+    json_object_set_new(json_object_get(j, "status"), "startTime",
+                        json_string("2026-01-01T00:00:00Z"));
+    add_job(e, j);
+    for (int i = 0; i < 600; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "p%d", i);
+        add_pod(e, job_pod(j, name, "Succeeded", -1));
+    }
+    sync_ok(e);
+    /* at most 500 pods are counted in one sync (MaxUncountedPods): not Complete yet */
+    const json_t *status = last_status(e);
+    assert_int_equal(status_int(status, "succeeded"), 500);
+    assert_null(condition(status, "Complete"));
+    assert_int_equal(ck_fake_client_count(e->fc, "patch", e->pods_res), 500);
+}
+
 static void test_counted_pod_without_finalizer_is_not_counted_again(void **state)
 {
     struct env *e = *state;
@@ -491,6 +511,7 @@ int main(void)
         T(test_indexed_success_fills_completed_indexes),
         T(test_finished_pod_counted_once_through_uncounted),
         T(test_counted_pod_without_finalizer_is_not_counted_again),
+        T(test_no_completion_while_pods_remain_uncounted),
         T(test_completes_with_success_criteria_then_complete),
         T(test_backoff_limit_exceeded_fails_the_job),
         T(test_failed_pod_replacement_waits_for_the_backoff),

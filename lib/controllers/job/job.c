@@ -1108,6 +1108,7 @@ static int track_and_finish(struct ck_job_controller *c, struct job_ctx *x, bool
         needs_flush = true;
     bool failing = x->fin_type && strcmp(x->fin_type, "SuccessCriteriaMet") != 0;
     int new_succeeded = 0, new_failed = 0;
+    bool capped = false; /* reachedMaxUncountedPods */
     int64_t now = wall_now(c), last_failure = 0;
     for (size_t i = 0; i < x->n_pods; i++) {
         const json_t *pod = x->pods[i];
@@ -1150,8 +1151,10 @@ static int track_and_finish(struct ck_job_controller *c, struct job_ctx *x, bool
                 }
             }
         }
-        if (json_array_size(u_succ) + json_array_size(u_fail) >= CK_JOB_MAX_UNCOUNTED_PODS)
+        if (json_array_size(u_succ) + json_array_size(u_fail) >= CK_JOB_MAX_UNCOUNTED_PODS) {
+            capped = true; /* the rest next time: the Job cannot finish in this sync */
             break;
+        }
     }
     if (indexed) {
         char *text = format_indexes(x->done, x->completions);
@@ -1217,7 +1220,9 @@ static int track_and_finish(struct ck_job_controller *c, struct job_ctx *x, bool
     }
     /* enactJobFinished */
     bool finished = false;
-    if (final_type && json_array_size(uncounted_list(status, "succeeded")) == 0 &&
+    if (capped)
+        ck_wq_add(c->queue, x->key);
+    if (final_type && !capped && json_array_size(uncounted_list(status, "succeeded")) == 0 &&
         json_array_size(uncounted_list(status, "failed")) == 0 && x->terminating == 0) {
         ensure_condition(status, final_type, "True", x->fin_reason, x->fin_message, now);
         if (strcmp(final_type, "Complete") == 0) {
