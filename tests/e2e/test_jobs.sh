@@ -22,8 +22,17 @@ for p in json.load(sys.stdin)["items"]:
         print(p["metadata"]["name"])'
 }
 
-# finish_pod POD PHASE: the pod ends Succeeded or Failed (exit code 1), as a node would say
+# finish_pod POD PHASE: the pod ends Succeeded or Failed (exit code 1), as a node would say;
+# a write that loses a race with another writer (409) reads the pod again
 finish_pod() {
+    for attempt in 1 2 3 4 5; do
+        finish_pod_once "$1" "$2" 2>"$work/finish.err" && return 0
+        sleep 0.2
+    done
+    fail "finish $1 as $2 ($(cat "$work/finish.err"))"
+}
+finish_pod_once() {
+    [ -n "$1" ] || { echo "no pod to finish" >&2; return 1; }
     k get pod "$1" -o json | python3 -c '
 import json, sys
 p = json.load(sys.stdin)
