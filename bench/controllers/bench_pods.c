@@ -5,6 +5,9 @@
  *       the stand-in for a node agent: marks every pod that matches SELECTOR and is
  *       neither Ready yet nor being deleted Running and Ready through the status
  *       subresource (so it can run again and again during a rollout);
+ *   bench_pods KUBECONFIG NAMESPACE succeed SELECTOR THREADS
+ *       the same stand-in for Jobs: every matching pod not finished nor being deleted
+ *       ends Succeeded (exit code 0) through the status subresource;
  *   bench_pods KUBECONFIG NAMESPACE create N THREADS
  *       the reference: creates N pods (generateName "ref-") straight through the REST
  *       client, as fast as THREADS threads can, with no controller in between.
@@ -28,6 +31,7 @@ struct work {
     size_t n;      /* create: how many */
     atomic_size_t next;
     atomic_size_t marked, failed;
+    bool succeed; /* mark: Succeeded rather than Running and Ready */
 };
 
 static void *create(void *arg)
@@ -52,14 +56,20 @@ static void *mark(void *arg)
     struct work *w = arg;
     for (size_t i; (i = atomic_fetch_add(&w->next, 1)) < json_array_size(w->items);) {
         json_t *pod = json_array_get(w->items, i);
-        if (ck_pod_is_ready(pod, NULL) ||
+        const char *phase =
+            json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+        bool finished = phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
+        if ((w->succeed ? finished : ck_pod_is_ready(pod, NULL)) ||
             json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
             continue; /* done already, or going: a pass marks only what is new */
-        json_object_set_new(pod, "status",
-                            json_pack("{s:s, s:[{s:s, s:s, s:s, s:s}]}", "phase", "Running",
-                                      "conditions", "type", "Ready", "status", "True",
-                                      "lastTransitionTime", "2026-01-01T00:00:00Z", "lastProbeTime",
-                                      "2026-01-01T00:00:00Z"));
+        if (w->succeed)
+            json_object_set_new(pod, "status", json_pack("{s:s}", "phase", "Succeeded"));
+        else
+            json_object_set_new(pod, "status",
+                                json_pack("{s:s, s:[{s:s, s:s, s:s, s:s}]}", "phase", "Running",
+                                          "conditions", "type", "Ready", "status", "True",
+                                          "lastTransitionTime", "2026-01-01T00:00:00Z",
+                                          "lastProbeTime", "2026-01-01T00:00:00Z"));
         struct ck_err err = {0};
         if (ck_rest_update_status(w->client, w->pods, w->ns, pod, NULL, &err) == 0)
             atomic_fetch_add(&w->marked, 1);
@@ -71,11 +81,13 @@ static void *mark(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc != 6 || (strcmp(argv[3], "ready") != 0 && strcmp(argv[3], "create") != 0)) {
+    if (argc != 6 || (strcmp(argv[3], "ready") != 0 && strcmp(argv[3], "succeed") != 0 &&
+                      strcmp(argv[3], "create") != 0)) {
         fprintf(stderr,
                 "usage: %s KUBECONFIG NAMESPACE ready SELECTOR THREADS\n"
+                "       %s KUBECONFIG NAMESPACE succeed SELECTOR THREADS\n"
                 "       %s KUBECONFIG NAMESPACE create N THREADS\n",
-                argv[0], argv[0]);
+                argv[0], argv[0], argv[0]);
         return 2;
     }
     int threads = atoi(argv[5]);
@@ -92,7 +104,8 @@ int main(int argc, char **argv)
     struct work w = {
         .client = client, .pods = ck_controller_resource("", "v1", "pods"), .ns = argv[2]};
     json_t *list = NULL;
-    bool ready = strcmp(argv[3], "ready") == 0;
+    w.succeed = strcmp(argv[3], "succeed") == 0;
+    bool ready = strcmp(argv[3], "ready") == 0 || w.succeed;
     if (ready) {
         struct ck_list_options opts = {.label_selector = argv[4]};
         if (ck_rest_list(client, w.pods, argv[2], &opts, &list, &err) < 0) {

@@ -26,6 +26,22 @@
 struct ck_rs_controller;
 
 /*
+ * What a ReplicaSet-like kind is to the controller: the names it runs under, the
+ * resource it keeps, the owner reference it gives pods, and whether its spec.selector
+ * is a LabelSelector or a map of labels matched by equality (a ReplicationController).
+ */
+struct ck_rs_kind {
+    const char *controller; /* the --controllers name and queue name: "replicaset" */
+    const char *component;  /* the events' source: "replicaset-controller" */
+    const char *group, *version, *resource;
+    const char *api_version, *kind; /* in owner references: "apps/v1", "ReplicaSet" */
+    bool equality_selector;
+};
+
+extern const struct ck_rs_kind ck_rs_kind_replicaset;
+extern const struct ck_rs_kind ck_rs_kind_replicationcontroller;
+
+/*
  * Creates the controller and registers its handlers (and a controller-uid index on the
  * pods informer) with the factory's informers; call before ck_informer_factory_start().
  * client and factory are borrowed and must outlive the controller. clock NULL = real.
@@ -33,6 +49,11 @@ struct ck_rs_controller;
 int ck_rs_controller_new(struct ck_rest *client, struct ck_informer_factory *factory,
                          struct ck_clock *clock, struct ck_rs_controller **ret_c,
                          struct ck_err *reterr);
+
+/* The same for another ReplicaSet-like kind (kind is borrowed; the ones above are static). */
+int ck_rs_controller_new_for(const struct ck_rs_kind *kind, struct ck_rest *client,
+                             struct ck_informer_factory *factory, struct ck_clock *clock,
+                             struct ck_rs_controller **ret_c, struct ck_err *reterr);
 
 /* Waits for the informers to sync, then starts `workers` workers (Kubernetes: 5). */
 int ck_rs_controller_run(struct ck_rs_controller *c, int workers, struct ck_err *reterr);
@@ -52,7 +73,8 @@ struct ck_wq *ck_rs_controller_queue(struct ck_rs_controller *c);
 struct ck_rs_controller_deps {
     const struct ck_ctl_client *client;  /* copied; what it points to must outlive c */
     const struct ck_lister *pods;        /* copied; ditto */
-    const struct ck_lister *replicasets; /* copied; ditto */
+    const struct ck_lister *replicasets; /* copied; ditto (the kind's objects) */
+    const struct ck_rs_kind *kind;       /* NULL: ReplicaSets */
     struct ck_clock *clock;              /* NULL = real */
     /*
      * false (the default for tests): events are written on the syncing thread, once, so a

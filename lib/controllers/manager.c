@@ -22,10 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckube/cronjob.h"
 #include "ckube/deployment.h"
 #include "ckube/endpointslice.h"
 #include "ckube/garbagecollector.h"
 #include "ckube/internal/util.h"
+#include "ckube/job.h"
 #include "ckube/manager.h"
 #include "ckube/nodelifecycle.h"
 #include "ckube/nscontroller.h"
@@ -53,6 +55,77 @@ static int rs_run(void *state, int workers, struct ck_err *reterr)
 static void rs_stop(void *state)
 {
     ck_rs_controller_free(state);
+}
+
+static int rc_start(const struct ck_controller_context *ctx, void **ret_state,
+                    struct ck_err *reterr)
+{
+    struct ck_rs_controller *c = NULL;
+    int r = ck_rs_controller_new_for(&ck_rs_kind_replicationcontroller, ctx->client, ctx->factory,
+                                     NULL, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int job_start(const struct ck_controller_context *ctx, void **ret_state,
+                     struct ck_err *reterr)
+{
+    struct ck_job_controller *c = NULL;
+    int r = ck_job_controller_new(ctx->client, ctx->factory, NULL, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int job_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_job_controller_run(state, workers, reterr);
+}
+
+static void job_stop(void *state)
+{
+    ck_job_controller_free(state);
+}
+
+static int ttl_start(const struct ck_controller_context *ctx, void **ret_state,
+                     struct ck_err *reterr)
+{
+    struct ck_ttl_controller *c = NULL;
+    int r = ck_ttl_controller_new(ctx->client, ctx->factory, NULL, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int ttl_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_ttl_controller_run(state, workers, reterr);
+}
+
+static void ttl_stop(void *state)
+{
+    ck_ttl_controller_free(state);
+}
+
+static int cronjob_start(const struct ck_controller_context *ctx, void **ret_state,
+                         struct ck_err *reterr)
+{
+    struct ck_cronjob_controller *c = NULL;
+    int r = ck_cronjob_controller_new(ctx->client, ctx->factory, NULL, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int cronjob_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_cronjob_controller_run(state, workers, reterr);
+}
+
+static void cronjob_stop(void *state)
+{
+    ck_cronjob_controller_free(state);
 }
 
 static int deploy_start(const struct ck_controller_context *ctx, void **ret_state,
@@ -90,6 +163,34 @@ static const struct ck_controller_descriptor table[] = {
      .run = deploy_run,
      .stop = deploy_stop,
      .syncs_flag = "deployment",
+     .default_workers = 5},
+    {.name = "replicationcontroller",
+     .enabled_by_default = true,
+     rc_start,
+     rs_run,
+     rs_stop,
+     .syncs_flag = "rc",
+     .default_workers = 5},
+    {.name = "job",
+     .enabled_by_default = true,
+     job_start,
+     job_run,
+     job_stop,
+     .syncs_flag = "job",
+     .default_workers = 5},
+    {.name = "ttl-after-finished",
+     .enabled_by_default = true,
+     ttl_start,
+     ttl_run,
+     ttl_stop,
+     .syncs_flag = "ttl-after-finished",
+     .default_workers = 5},
+    {.name = "cronjob",
+     .enabled_by_default = true,
+     cronjob_start,
+     cronjob_run,
+     cronjob_stop,
+     .syncs_flag = "cron-job",
      .default_workers = 5},
     {.name = "garbagecollector",
      .enabled_by_default = true,

@@ -50,9 +50,10 @@ static void test_api_versions_and_groups(void **state)
     json_t *g = ck_discovery_api_groups();
     assert_string_equal(json_string_value(json_object_get(g, "kind")), "APIGroupList");
     json_t *groups = json_object_get(g, "groups");
-    /* apps, discovery, rbac, coordination, authentication, authorization and the
+    /* apps, batch, discovery, rbac, coordination, authentication, authorization and the
      * feature-gate example group; the core group is never listed */
-    assert_int_equal(json_array_size(groups), 7);
+    assert_int_equal(json_array_size(groups), 8);
+    assert_non_null(find_by(groups, "name", "batch"));
     assert_non_null(find_by(groups, "name", "discovery.k8s.io"));
     assert_non_null(find_by(groups, "name", "coordination.k8s.io"));
     assert_non_null(find_by(groups, "name", "authentication.k8s.io"));
@@ -104,7 +105,7 @@ static void test_resource_lists(void **state)
     json_decref(apps);
 
     assert_null(ck_discovery_resources("apps", "v2"));
-    assert_null(ck_discovery_resources("batch", "v1"));
+    assert_null(ck_discovery_resources("nosuch.example.com", "v1"));
 }
 
 /* Minimal schemas under the real names, enough to check closure and hashing. */
@@ -231,7 +232,7 @@ static void test_openapi_document_declares_field_validation(void **state)
     assert_non_null(
         json_object_get(json_object_get(doc, "paths"), "/api/v1/namespaces/{namespace}/pods"));
     json_decref(doc);
-    assert_null(ck_openapi_document(set, "batch", "v1"));
+    assert_null(ck_openapi_document(set, "nosuch.example.com", "v1"));
     ck_schemas_free(set);
 }
 
@@ -249,7 +250,7 @@ static void test_openapi_index_hash_follows_content(void **state)
     json_t *ia = ck_openapi_index(a);
     json_t *ia2 = ck_openapi_index(a);
     json_t *ib = ck_openapi_index(b);
-    assert_int_equal(json_object_size(json_object_get(ia, "paths")), 8);
+    assert_int_equal(json_object_size(json_object_get(ia, "paths")), 9);
     assert_non_null(strstr(index_url(ia, "apis/apps/v1"), "/openapi/v3/apis/apps/v1?hash="));
     assert_non_null(strstr(index_url(ia, "api/v1"), "/openapi/v3/api/v1?hash="));
     assert_string_equal(index_url(ia, "apis/apps/v1"), index_url(ia2, "apis/apps/v1"));

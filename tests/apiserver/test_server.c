@@ -148,7 +148,7 @@ static void test_discovery_documents(void **state)
     assert_string_equal(json_string_value(json_object_get(apps, "groupVersion")), "apps/v1");
     json_decref(apps);
 
-    expect_status(*state, "GET", "/apis/batch/v1", 404, "NotFound");
+    expect_status(*state, "GET", "/apis/nosuch.example.com/v1", 404, "NotFound");
     expect_status(*state, "GET", "/api/v2", 404, "NotFound");
 }
 

@@ -26,6 +26,12 @@
  * them from the caller, so unit tests drive sync on fakes and check the client's actions.
  * Creating, ranking, events and expectations come from controller_utils.
  *
+ * One controller serves ReplicaSets or ReplicationControllers (struct ck_rs_kind), as
+ * Kubernetes' replication controller is the ReplicaSet controller over an adapter
+ * (pkg/controller/replication/conversion.go): what differs is the resource, the kind in
+ * owner references, the event component, and the selector, which for an RC is a map of
+ * labels read as the equality selector of those labels.
+ *
  * Threading: the runner calls sync for one key at a time per key; handlers run on the
  * informers' threads. The controller's own state is read-only after creation, except
  * expectations, which are thread-safe.
@@ -39,12 +45,32 @@
 #include "ckube/internal/util.h"
 #include "ckube/replicaset.h"
 
-#define RS_API_VERSION "apps/v1"
-#define RS_KIND        "ReplicaSet"
+const struct ck_rs_kind ck_rs_kind_replicaset = {
+    .controller = "replicaset",
+    .component = "replicaset-controller",
+    .group = "apps",
+    .version = "v1",
+    .resource = "replicasets",
+    .api_version = "apps/v1",
+    .kind = "ReplicaSet",
+};
+
+/* Kubernetes runs ReplicationControllers through the ReplicaSet controller too. */
+const struct ck_rs_kind ck_rs_kind_replicationcontroller = {
+    .controller = "replicationcontroller",
+    .component = "replication-controller",
+    .group = "",
+    .version = "v1",
+    .resource = "replicationcontrollers",
+    .api_version = "v1",
+    .kind = "ReplicationController",
+    .equality_selector = true,
+};
 
 struct ck_rs_controller {
-    struct ck_ctl_client client; /* every write */
-    struct ck_lister pods, rss;  /* every read of the caches */
+    const struct ck_rs_kind *kind; /* what the controller keeps: ReplicaSets or RCs */
+    struct ck_ctl_client client;   /* every write */
+    struct ck_lister pods, rss;    /* every read of the caches */
     const struct ck_resource *pods_res, *rss_res;
     struct ck_ctl_event_sink sink;      /* the recorder writes through client */
     struct ck_event_recorder *recorder; /* events on the ReplicaSets */
@@ -65,6 +91,51 @@ static const json_t *meta(const json_t *obj)
 static bool being_deleted(const json_t *obj)
 {
     return json_object_get(meta(obj), "deletionTimestamp") != NULL;
+}
+
+/*
+ * The owner's selector: a LabelSelector, or for an equality selector (a
+ * ReplicationController's map of labels) the selector of those labels.
+ * Returns 0 (a NULL spec.selector included, giving *ret NULL) or < 0.
+ */
+static int owner_selector(const struct ck_rs_controller *c, const json_t *owner,
+                          struct ck_label_selector **ret, struct ck_err *reterr)
+{
+    const json_t *spec_sel = json_object_get(json_object_get(owner, "spec"), "selector");
+    *ret = NULL;
+    if (!spec_sel)
+        return 0;
+    if (!c->kind->equality_selector)
+        return ck_label_selector_from_object(spec_sel, ret, reterr);
+    json_t *as_label_selector = json_pack("{s:O}", "matchLabels", spec_sel);
+    if (!as_label_selector)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    int r = ck_label_selector_from_object(as_label_selector, ret, reterr);
+    json_decref(as_label_selector);
+    return r;
+}
+
+/* Enqueues every owner of child's namespace whose selector matches its labels. */
+static void enqueue_selecting(struct ck_rs_controller *c, const json_t *child)
+{
+    if (!c->kind->equality_selector) {
+        ck__ctl_enqueue_selecting(c->queue, &c->rss, child);
+        return;
+    }
+    const char *ns = ck__meta_str(child, "namespace");
+    struct ck_obj_list list = {0};
+    if (!ns || ck_lister_list(&c->rss, ns, NULL, &list, NULL) < 0)
+        return;
+    const json_t *labels = json_object_get(meta(child), "labels");
+    for (size_t i = 0; i < list.n; i++) {
+        struct ck_label_selector *sel = NULL;
+        if (owner_selector(c, list.items[i], &sel, NULL) < 0 || !sel)
+            continue;
+        if (!ck_label_selector_is_empty(sel) && ck_label_selector_matches(sel, labels))
+            ck__ctl_enqueue(c->queue, list.items[i]);
+        ck_label_selector_free(sel);
+    }
+    ck_obj_list_release(&list);
 }
 
 /* ---- handlers ------------------------------------------------------------------ */
@@ -97,7 +168,8 @@ static void pod_deleted(struct ck_rs_controller *c, const json_t *pod, const cha
     const json_t *ref = ck_controller_ref(pod);
     if (!ref)
         return;
-    const json_t *rs = ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(pod, "namespace"), ref);
+    const json_t *rs =
+        ck__ctl_resolve_ref(&c->rss, c->kind->kind, ck__meta_str(pod, "namespace"), ref);
     if (!rs)
         return;
     char *rs_key = NULL;
@@ -119,8 +191,8 @@ static void pod_add(const json_t *pod, bool initial, void *arg)
     if (being_deleted(pod)) {
         pod_deleted(c, pod, pod_key); /* a restart can show a pod already being deleted */
     } else if (ck_controller_ref(pod)) {
-        const json_t *rs = ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(pod, "namespace"),
-                                               ck_controller_ref(pod));
+        const json_t *rs = ck__ctl_resolve_ref(
+            &c->rss, c->kind->kind, ck__meta_str(pod, "namespace"), ck_controller_ref(pod));
         char *rs_key = NULL;
         if (rs && ck_meta_namespace_key(rs, &rs_key, NULL) == 0) {
             ck_expectations_creation_observed(c->exp, rs_key);
@@ -129,7 +201,7 @@ static void pod_add(const json_t *pod, bool initial, void *arg)
         free(rs_key);
         ck_cached_unref(rs);
     } else {
-        ck__ctl_enqueue_selecting(c->queue, &c->rss, pod);
+        enqueue_selecting(c, pod);
     }
     free(pod_key);
 }
@@ -159,19 +231,19 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
     }
     if (!ck__ctl_same_ref(old_ref, ref) && old_ref) {
         const json_t *rs =
-            ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(old, "namespace"), old_ref);
+            ck__ctl_resolve_ref(&c->rss, c->kind->kind, ck__meta_str(old, "namespace"), old_ref);
         if (rs)
             ck__ctl_enqueue(c->queue, rs);
         ck_cached_unref(rs);
     }
     if (ref) {
         const json_t *rs =
-            ck__ctl_resolve_ref(&c->rss, RS_KIND, ck__meta_str(pod, "namespace"), ref);
+            ck__ctl_resolve_ref(&c->rss, c->kind->kind, ck__meta_str(pod, "namespace"), ref);
         if (rs)
             ck__ctl_enqueue(c->queue, rs);
         ck_cached_unref(rs);
     } else if (labels_changed || old_ref) {
-        ck__ctl_enqueue_selecting(c->queue, &c->rss, pod);
+        enqueue_selecting(c, pod);
     }
     free(pod_key);
 }
@@ -216,7 +288,7 @@ static int create_one(void *arg, struct ck_err *reterr)
 static int slow_start_create(struct ck_rs_controller *c, const json_t *rs, const char *rs_key,
                              int count, struct ck_err *reterr)
 {
-    json_t *ref = ck_controller_ref_new(rs, RS_API_VERSION, RS_KIND);
+    json_t *ref = ck_controller_ref_new(rs, c->kind->api_version, c->kind->kind);
     json_t *pod = ref ? ck_pod_from_template(
                             json_object_get(json_object_get(rs, "spec"), "template"), rs, ref)
                       : NULL;
@@ -417,7 +489,7 @@ static int manage_replicas(struct ck_rs_controller *c, const json_t *rs, const c
     if (diff < 0) {
         int n = (int)(-diff > CK_RS_BURST_REPLICAS ? CK_RS_BURST_REPLICAS : -diff);
         ck_expectations_expect_creations(c->exp, rs_key, n);
-        CK_LOGV(2, "replicaset %s: too few replicas, need %lld, creating %d", rs_key,
+        CK_LOGV(2, "%s %s: too few replicas, need %lld, creating %d", c->kind->controller, rs_key,
                 (long long)want, n);
         struct ck_err err = {0};
         int created = slow_start_create(c, rs, rs_key, n, &err);
@@ -428,7 +500,7 @@ static int manage_replicas(struct ck_rs_controller *c, const json_t *rs, const c
         }
     } else if (diff > 0) {
         int n = (int)(diff > CK_RS_BURST_REPLICAS ? CK_RS_BURST_REPLICAS : diff);
-        CK_LOGV(2, "replicaset %s: too many replicas, need %lld, deleting %d", rs_key,
+        CK_LOGV(2, "%s %s: too many replicas, need %lld, deleting %d", c->kind->controller, rs_key,
                 (long long)want, n);
         struct ck_err err = {0};
         int r = delete_surplus(c, rs, rs_key, pods, n, &err);
@@ -458,8 +530,8 @@ static int sync_rs(struct ck_controller *ctl, const char *key, struct ck_err *re
     bool needs_sync = ck_expectations_satisfied(c->exp, key);
     struct ck_label_selector *sel = NULL;
     const json_t *spec_sel = json_object_get(json_object_get(rs, "spec"), "selector");
-    if (ck_label_selector_from_object(spec_sel, &sel, NULL) < 0 || !spec_sel) {
-        CK_LOGE("replicaset %s: invalid selector; not syncing", key);
+    if (owner_selector(c, rs, &sel, NULL) < 0 || !spec_sel) {
+        CK_LOGE("%s %s: invalid selector; not syncing", c->kind->controller, key);
         ck_cached_unref(rs);
         return 0; /* retrying cannot help until the object changes */
     }
@@ -478,8 +550,8 @@ static int sync_rs(struct ck_controller *ctl, const char *key, struct ck_err *re
     if (r == 0 && active) {
         struct ck_ref_owner owner = {
             .owner = rs,
-            .api_version = RS_API_VERSION,
-            .kind = RS_KIND,
+            .api_version = c->kind->api_version,
+            .kind = c->kind->kind,
             .selector = sel,
             .client = &c->client,
             .owner_res = c->rss_res,
@@ -532,13 +604,14 @@ static int init_common(struct ck_rs_controller *c, const struct ck_ctl_client *c
 {
     c->client = *client;
     c->pods_res = ck_controller_resource("", "v1", "pods");
-    c->rss_res = ck_controller_resource("apps", "v1", "replicasets");
+    c->rss_res = ck_controller_resource(c->kind->group, c->kind->version, c->kind->resource);
     if (!c->pods_res || !c->rss_res)
-        return ck_err_set(reterr, CK_ENOENT, "replicaset: the API kinds it needs are unknown");
-    int r = ck__ctl_recorder(&c->sink, &c->client, "replicaset-controller", clock,
-                             synchronous_events, &c->recorder, reterr);
+        return ck_err_set(reterr, CK_ENOENT, "%s: the API kinds it needs are unknown",
+                          c->kind->controller);
+    int r = ck__ctl_recorder(&c->sink, &c->client, c->kind->component, clock, synchronous_events,
+                             &c->recorder, reterr);
     if (r == 0)
-        r = ck__ctl_init(&c->ctl, "replicaset", sync_rs, c, clock, reterr);
+        r = ck__ctl_init(&c->ctl, c->kind->controller, sync_rs, c, clock, reterr);
     c->queue = c->ctl.queue;
     if (r == 0)
         r = ck_expectations_new(clock, 0, &c->exp, reterr);
@@ -549,9 +622,17 @@ int ck_rs_controller_new(struct ck_rest *client, struct ck_informer_factory *fac
                          struct ck_clock *clock, struct ck_rs_controller **ret_c,
                          struct ck_err *reterr)
 {
+    return ck_rs_controller_new_for(&ck_rs_kind_replicaset, client, factory, clock, ret_c, reterr);
+}
+
+int ck_rs_controller_new_for(const struct ck_rs_kind *kind, struct ck_rest *client,
+                             struct ck_informer_factory *factory, struct ck_clock *clock,
+                             struct ck_rs_controller **ret_c, struct ck_err *reterr)
+{
     struct ck_rs_controller *c = ck__calloc(1, sizeof(*c));
     if (!c)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    c->kind = kind;
     struct ck_ctl_client rest;
     ck_ctl_client_init_rest(&rest, client);
     struct ck_event_handler rs_h, pod_h;
@@ -584,6 +665,7 @@ int ck_rs_controller_new_with(const struct ck_rs_controller_deps *deps,
     struct ck_rs_controller *c = ck__calloc(1, sizeof(*c));
     if (!c)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    c->kind = deps->kind ? deps->kind : &ck_rs_kind_replicaset;
     c->pods = *deps->pods;
     c->rss = *deps->replicasets;
     int r = init_common(c, deps->client, deps->clock, !deps->async_events, reterr);
