@@ -326,12 +326,19 @@ static bool etag_matches(const char *if_none_match, const char *etag)
     return false;
 }
 
-/* True when the Accept header (none: anything) takes JSON, as kube-openapi's handlers read it. */
-static bool accepts_openapi_json(struct MHD_Connection *conn)
+/* What an OpenAPI document is answered in. */
+enum openapi_format { OPENAPI_NONE, OPENAPI_JSON, OPENAPI_PROTO };
+
+/*
+ * The format of the first Accept entry (none: anything) that kube-openapi's
+ * handler answers: JSON, and for /openapi/v2 (proto) gnostic's protobuf in
+ * either spelling; OPENAPI_NONE is a 406.
+ */
+static enum openapi_format openapi_accept(struct MHD_Connection *conn, bool proto)
 {
     const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
     if (!accept || !*accept)
-        return true;
+        return OPENAPI_JSON;
     for (const char *p = accept; *p;) {
         while (*p == ' ' || *p == ',')
             p++;
@@ -341,32 +348,41 @@ static bool accepts_openapi_json(struct MHD_Connection *conn)
         if ((len == 16 && strncasecmp(p, "application/json", 16) == 0) ||
             (len == 13 && strncasecmp(p, "application/*", 13) == 0) ||
             (len == 3 && strncmp(p, "*/*", 3) == 0))
-            return true;
+            return OPENAPI_JSON;
+        if (proto && ((len == strlen(CK_OPENAPI_V2_PROTO_MEDIA_TYPE) &&
+                       strncasecmp(p, CK_OPENAPI_V2_PROTO_MEDIA_TYPE, len) == 0) ||
+                      (len == strlen(CK_OPENAPI_V2_PROTO_MEDIA_TYPE_AT) &&
+                       strncasecmp(p, CK_OPENAPI_V2_PROTO_MEDIA_TYPE_AT, len) == 0)))
+            return OPENAPI_PROTO;
         p += strcspn(p, ",");
     }
-    return false;
+    return OPENAPI_NONE;
 }
 
 /*
  * Answers an OpenAPI document (taken) as kube-openapi does: JSON as it is
  * (no line break, never indented), an ETag of its SHA-512, and 304 Not
  * Modified when If-None-Match names that ETag; 406 for an Accept that does
- * not take JSON.
+ * not take JSON (or, with proto, /openapi/v2's protobuf, which has the
+ * ETag of the JSON, as kube-openapi's cache gives it, told apart by Vary).
  */
-static enum MHD_Result queue_openapi(struct MHD_Connection *conn, json_t *doc)
+static enum MHD_Result queue_openapi(struct MHD_Connection *conn, json_t *doc, bool proto)
 {
-    if (!accepts_openapi_json(conn)) {
+    enum openapi_format format = openapi_accept(conn, proto);
+    if (format == OPENAPI_NONE) {
         json_decref(doc);
         return queue_body(conn, MHD_HTTP_NOT_ACCEPTABLE, "text/plain; charset=utf-8", "", 0);
     }
     size_t len = 0;
     char *body = ck__json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
-    json_decref(doc);
-    if (!body)
+    if (!body) {
+        json_decref(doc);
         return ck__fail_no_memory(conn);
+    }
     unsigned char digest[64];
     char etag[2 * sizeof(digest) + 3];
     if (gnutls_hash_fast(GNUTLS_DIG_SHA512, body, len, digest) < 0) {
+        json_decref(doc);
         free(body);
         return ck__fail_no_memory(conn);
     }
@@ -376,6 +392,15 @@ static enum MHD_Result queue_openapi(struct MHD_Connection *conn, json_t *doc)
     snprintf(etag + 1 + 2 * sizeof(digest), 2, "\"");
     bool not_modified =
         etag_matches(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "If-None-Match"), etag);
+    if (!not_modified && format == OPENAPI_PROTO) {
+        free(body);
+        struct ck_err err = {0};
+        if (ck_openapi_v2_proto(doc, &body, &len, &err) < 0) {
+            json_decref(doc);
+            return ck__fail(conn, &err);
+        }
+    }
+    json_decref(doc);
     struct MHD_Response *resp =
         not_modified ? MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT)
                      : MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
@@ -387,7 +412,9 @@ static enum MHD_Result queue_openapi(struct MHD_Connection *conn, json_t *doc)
         return MHD_NO;
     }
     if (!not_modified)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                format == OPENAPI_PROTO ? CK_OPENAPI_V2_PROTO_MEDIA_TYPE
+                                                        : "application/json");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
     MHD_add_response_header(resp, "Vary", "Accept");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
@@ -407,15 +434,15 @@ static enum MHD_Result serve_openapi(struct ck_apiserver *server, struct MHD_Con
     char group[64] = "", version[32];
     char extra;
     if (strcmp(url, "/openapi/v2") == 0)
-        return queue_openapi(conn, ck_openapi_v2(server->schemas));
+        return queue_openapi(conn, ck_openapi_v2(server->schemas), true);
     const char *rest = url + strlen("/openapi/v3");
     if (*rest == '\0' || strcmp(rest, "/") == 0)
-        return queue_openapi(conn, ck_openapi_index(server->schemas));
+        return queue_openapi(conn, ck_openapi_index(server->schemas), false);
     if (sscanf(rest, "/api/%31[^/]%c", version, &extra) == 1 ||
         sscanf(rest, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
         /* served, a document that cannot be built is a 500 */
         if (serves_group_version(group, version))
-            return queue_openapi(conn, ck_openapi_document(server->schemas, group, version));
+            return queue_openapi(conn, ck_openapi_document(server->schemas, group, version), false);
     }
     return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
 }

@@ -1,0 +1,26 @@
+#!/bin/sh
+# test_openapi_v2_proto.sh - /openapi/v2 in protobuf through a real server:
+# both Accept spellings, the ETag shared with the JSON
+# answer and its 304, and the 406 for an Accept the handler does not answer.
+# Usage: test_openapi_v2_proto.sh CKUBE
+. "$(dirname "$0")/lib.sh"
+pb=application/com.github.proto-openapi.spec.v2.v1.0+protobuf
+pb_at=application/com.github.proto-openapi.spec.v2@v1.0+protobuf
+start_server
+
+headers() { kurl -o /dev/null -D - "$@" | tr -d '\r'; }
+
+h=$(headers -H "Accept: $pb_at" "$url/openapi/v2")
+check "the @ spelling answers protobuf" sh -c "printf '%s' \"\$1\" | grep -q '^Content-Type: $pb\$'" _ "$h"
+h2=$(headers -H "Accept: $pb" "$url/openapi/v2")
+check "the . spelling answers protobuf" sh -c "printf '%s' \"\$1\" | grep -q '^Content-Type: $pb\$'" _ "$h2"
+etag=$(printf '%s' "$h" | sed -n 's/^Etag: //Ip')
+json_etag=$(headers -H "Accept: application/json" "$url/openapi/v2" | sed -n 's/^Etag: //Ip')
+check "protobuf has the ETag of the JSON (kube-openapi's cache)" [ -n "$etag" ] && [ "$etag" = "$json_etag" ]
+code=$(kurl -o /dev/null -w '%{http_code}' -H "Accept: $pb" -H "If-None-Match: $etag" "$url/openapi/v2")
+check "If-None-Match is a 304 for protobuf (got $code)" [ "$code" = 304 ]
+code=$(kurl -o /dev/null -w '%{http_code}' -H "Accept: application/vnd.kubernetes.protobuf" "$url/openapi/v2")
+check "another Accept is a 406 (got $code)" [ "$code" = 406 ]
+size=$(kurl -H "Accept: $pb" "$url/openapi/v2" | wc -c)
+check "a protobuf body (got $size bytes)" [ "$size" -gt 10000 ]
+finish
