@@ -329,33 +329,125 @@ static bool etag_matches(const char *if_none_match, const char *etag)
 /* What an OpenAPI document is answered in. */
 enum openapi_format { OPENAPI_NONE, OPENAPI_JSON, OPENAPI_PROTO };
 
+/* Accept entries read for OpenAPI; more are ignored (kube-openapi reads all). */
+#define OPENAPI_MAX_ACCEPT 32
+
+/* One entry of an Accept header, as goautoneg's ParseAccept reads it. */
+struct accept_clause {
+    const char *type, *subtype; /* in the header, not NUL-terminated */
+    size_t type_len, subtype_len;
+    double q;
+    int n_params;
+};
+
+/* goautoneg's order: higher q first, then a concrete type, subtype, more parameters. */
+static bool clause_before(const struct accept_clause *a, const struct accept_clause *b)
+{
+    bool a_any_type = a->type_len == 1 && a->type[0] == '*';
+    bool b_any_type = b->type_len == 1 && b->type[0] == '*';
+    bool a_any_sub = a->subtype_len == 1 && a->subtype[0] == '*';
+    bool b_any_sub = b->subtype_len == 1 && b->subtype[0] == '*';
+    if (a->q != b->q)
+        return a->q > b->q;
+    if (a_any_type != b_any_type)
+        return !a_any_type;
+    if (a_any_sub != b_any_sub)
+        return !a_any_sub;
+    return a->n_params > b->n_params;
+}
+
+/* Splits one entry ("type/subtype;q=0.5;..."); false for one without a '/' (skipped). */
+static bool parse_clause(const char *p, size_t len, struct accept_clause *ret)
+{
+    size_t range = strcspn(p, ";");
+    if (range > len)
+        range = len;
+    while (range && p[range - 1] == ' ')
+        range--;
+    *ret = (struct accept_clause){.q = 1};
+    if (range == 1 && p[0] == '*') {
+        /* goautoneg reads a bare star as any type and subtype */
+        ret->type = ret->subtype = "*";
+        ret->type_len = ret->subtype_len = 1;
+    } else {
+        const char *slash = memchr(p, '/', range);
+        if (!slash)
+            return false;
+        ret->type = p;
+        ret->type_len = (size_t)(slash - p);
+        ret->subtype = slash + 1;
+        ret->subtype_len = range - ret->type_len - 1;
+    }
+    for (const char *param = memchr(p, ';', len); param;
+         param = memchr(param + 1, ';', (size_t)(p + len - param - 1))) {
+        const char *name = param + 1;
+        while (name < p + len && *name == ' ')
+            name++;
+        if (p + len - name >= 2 && name[0] == 'q' && name[1] == '=') {
+            char buf[32];
+            size_t n = strcspn(name + 2, ";,");
+            snprintf(buf, sizeof(buf), "%.*s", (int)(n < sizeof(buf) - 1 ? n : sizeof(buf) - 1),
+                     name + 2);
+            char *end;
+            double q = strtod(buf, &end);
+            if (end != buf)
+                ret->q = q;
+        } else {
+            ret->n_params++;
+        }
+    }
+    return true;
+}
+
+static bool clause_matches(const struct accept_clause *c, const char *type, const char *subtype)
+{
+    return ((c->type_len == 1 && c->type[0] == '*') ||
+            (c->type_len == strlen(type) && strncasecmp(c->type, type, c->type_len) == 0)) &&
+           ((c->subtype_len == 1 && c->subtype[0] == '*') ||
+            (c->subtype_len == strlen(subtype) &&
+             strncasecmp(c->subtype, subtype, c->subtype_len) == 0));
+}
+
 /*
- * The format of the first Accept entry (none: anything) that kube-openapi's
- * handler answers: JSON, and for /openapi/v2 (proto) gnostic's protobuf in
- * either spelling; OPENAPI_NONE is a 406.
+ * The format kube-openapi's handler answers for an Accept header (none:
+ * anything): its entries sorted as goautoneg sorts them, the first one that
+ * names JSON or, for /openapi/v2 (proto), gnostic's protobuf in either
+ * spelling; OPENAPI_NONE is a 406.
  */
 static enum openapi_format openapi_accept(struct MHD_Connection *conn, bool proto)
 {
+    static const struct {
+        const char *subtype;
+        enum openapi_format format;
+    } formats[] = {
+        {"json", OPENAPI_JSON},
+        {"com.github.proto-openapi.spec.v2@v1.0+protobuf", OPENAPI_PROTO},
+        {"com.github.proto-openapi.spec.v2.v1.0+protobuf", OPENAPI_PROTO},
+    };
     const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
     if (!accept || !*accept)
-        return OPENAPI_JSON;
-    for (const char *p = accept; *p;) {
+        accept = "*/*";
+    struct accept_clause clauses[OPENAPI_MAX_ACCEPT];
+    size_t n = 0;
+    for (const char *p = accept; *p && n < OPENAPI_MAX_ACCEPT;) {
         while (*p == ' ' || *p == ',')
             p++;
-        size_t len = strcspn(p, ";,");
-        while (len && p[len - 1] == ' ')
-            len--;
-        if ((len == 16 && strncasecmp(p, "application/json", 16) == 0) ||
-            (len == 13 && strncasecmp(p, "application/*", 13) == 0) ||
-            (len == 3 && strncmp(p, "*/*", 3) == 0))
-            return OPENAPI_JSON;
-        if (proto && ((len == strlen(CK_OPENAPI_V2_PROTO_MEDIA_TYPE) &&
-                       strncasecmp(p, CK_OPENAPI_V2_PROTO_MEDIA_TYPE, len) == 0) ||
-                      (len == strlen(CK_OPENAPI_V2_PROTO_MEDIA_TYPE_AT) &&
-                       strncasecmp(p, CK_OPENAPI_V2_PROTO_MEDIA_TYPE_AT, len) == 0)))
-            return OPENAPI_PROTO;
-        p += strcspn(p, ",");
+        size_t len = strcspn(p, ",");
+        struct accept_clause c;
+        if (len && parse_clause(p, len, &c)) {
+            /* insertion keeps equal entries in header order, as Go's sort of a short list does */
+            size_t i = n++;
+            for (; i > 0 && clause_before(&c, &clauses[i - 1]); i--)
+                clauses[i] = clauses[i - 1];
+            clauses[i] = c;
+        }
+        p += len;
     }
+    for (size_t i = 0; i < n; i++)
+        for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++)
+            if ((proto || formats[f].format == OPENAPI_JSON) &&
+                clause_matches(&clauses[i], "application", formats[f].subtype))
+                return formats[f].format;
     return OPENAPI_NONE;
 }
 

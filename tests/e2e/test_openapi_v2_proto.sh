@@ -41,6 +41,13 @@ code=$(kurl -o /dev/null -w '%{http_code}' -H "Accept: $pb" -H "If-None-Match: $
 check "If-None-Match is a 304 for protobuf (got $code)" [ "$code" = 304 ]
 code=$(kurl -o /dev/null -w '%{http_code}' -H "Accept: application/vnd.kubernetes.protobuf" "$url/openapi/v2")
 check "another Accept is a 406 (got $code)" [ "$code" = 406 ]
+# kube-openapi sorts the Accept entries as goautoneg does: by q, then the most specific
+ctype() { headers -H "Accept: $1" "$url/openapi/v2" | sed -n 's/^Content-Type: //Ip'; }
+check "a higher q wins over the order" [ "$(ctype "application/json;q=0.5, $pb")" = "$pb" ]
+check "a concrete type wins over */* at the same q" [ "$(ctype "*/*, $pb_at")" = "$pb" ]
+check "the header's order for equal entries" [ "$(ctype "application/json, $pb")" = application/json ]
+check "/openapi/v3 has no protobuf here: JSON" \
+    [ "$(headers -H "Accept: $pb, */*;q=0.1" "$url/openapi/v3" | sed -n 's/^Content-Type: //Ip')" = application/json ]
 size=$(kurl -H "Accept: $pb" "$url/openapi/v2" | wc -c)
 check "a protobuf body (got $size bytes)" [ "$size" -gt 10000 ]
 finish
