@@ -25,10 +25,12 @@
  * Scalars are proto3: a zero value is not written; fields go in number order.
  * Keys gnostic does not know are left out (it would refuse the document).
  *
- * Threading: the table is parsed once (pthread_once) and only read after.
+ * Threading: the table is parsed on first use under a mutex (again after
+ * running out of memory) and only read once published.
  * Memory: errors and out of memory are reported, never a partial answer.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,25 +44,34 @@
 extern const char *const ck__openapi_v2_proto_documents[];
 extern const size_t ck__openapi_v2_proto_documents_count;
 
-static pthread_once_t table_once = PTHREAD_ONCE_INIT;
-static json_t *messages; /* fields.json's "messages"; NULL: it could not be read */
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(json_t *) messages; /* fields.json's "messages" once read; never freed */
 
-static void load_table(void)
+/* The message table, read on first use (again after running out of memory); NULL: none. */
+static const json_t *message_table(void)
 {
+    json_t *m = atomic_load_explicit(&messages, memory_order_acquire);
+    if (m)
+        return m;
+    pthread_mutex_lock(&table_lock);
+    m = atomic_load_explicit(&messages, memory_order_relaxed);
     json_t *doc = NULL;
-    if (ck__openapi_v2_proto_documents_count != 1 ||
+    if (!m && ck__openapi_v2_proto_documents_count == 1 &&
         ck_json_loadb(ck__openapi_v2_proto_documents[0], strlen(ck__openapi_v2_proto_documents[0]),
-                      0, &doc, NULL) < 0)
-        return;
-    json_t *m = json_object_get(doc, "messages");
-    if (json_is_object(m))
-        messages = json_incref(m);
+                      0, &doc, NULL) == 0) {
+        m = json_object_get(doc, "messages");
+        m = json_is_object(m) ? json_incref(m) : NULL;
+        atomic_store_explicit(&messages, m, memory_order_release);
+    }
     json_decref(doc);
+    pthread_mutex_unlock(&table_lock);
+    return m;
 }
 
 struct encoder {
     struct ck__buf buf;
     struct ck_err *err;
+    const json_t *table; /* the messages */
 };
 
 static int encode_message(struct encoder *e, const char *type, const json_t *v, int depth);
@@ -161,7 +172,7 @@ static int encode_named(struct encoder *e, const json_t *fields, const json_t *f
 {
     const char *prefix = field_str(field, "keys");
     uint32_t number = (uint32_t)json_integer_value(json_object_get(field, "number"));
-    const json_t *entry = json_object_get(messages, field_str(field, "type"));
+    const json_t *entry = json_object_get(e->table, field_str(field, "type"));
     const json_t *value_field = json_array_get(json_object_get(entry, "fields"), 1);
     if (!value_field)
         return ck_err_internal(e->err, "openapi v2 protobuf: no value in %s",
@@ -221,7 +232,7 @@ static int encode_message(struct encoder *e, const char *type, const json_t *v, 
     if (depth > OPENAPI_V2_PROTO_MAX_DEPTH)
         return ck_err_set(e->err, CK_EINVAL, "openapi v2 protobuf: nested deeper than %d",
                           OPENAPI_V2_PROTO_MAX_DEPTH);
-    const json_t *entry = json_object_get(messages, type);
+    const json_t *entry = json_object_get(e->table, type);
     const json_t *fields = json_object_get(entry, "fields");
     if (!json_is_array(fields))
         return ck_err_internal(e->err, "openapi v2 protobuf: no message %s", type);
@@ -273,10 +284,10 @@ static int encode_message(struct encoder *e, const char *type, const json_t *v, 
 int ck_openapi_v2_proto(const json_t *swagger, char **ret_data, size_t *ret_len,
                         struct ck_err *reterr)
 {
-    pthread_once(&table_once, load_table);
-    if (!messages)
+    const json_t *table = message_table();
+    if (!table)
         return ck_err_no_memory(reterr);
-    struct encoder e = {.err = reterr};
+    struct encoder e = {.err = reterr, .table = table};
     int r = encode_message(&e, "Document", swagger, 0);
     if (r == 0 && e.buf.err)
         r = ck_err_no_memory(reterr);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ckube/api.h"
+#include "ckube/internal/util.h"
 
 static const char *proto_dir;
 
@@ -104,6 +105,50 @@ static void test_wrong_type_is_an_error(void **state)
     json_decref(doc);
 }
 
+/*
+ * Allocation n = 1, 2, ... of the encoder fails (its buffer, its YAML text;
+ * jansson allocates through the project's hook here) until the encoder gets
+ * by: each answer is the whole encoding, the same bytes, or CK_ENOMEM.
+ */
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    json_t *doc =
+        json_pack("{s:s, s:{s:{s:s, s:o, s:[s], s:{s:{s:s}}}}}", "swagger", "2.0", "definitions",
+                  "A", "description", "d", "x-k", json_pack("[{s:s}]", "a", "b"), "required", "p",
+                  "properties", "p", "type", "string");
+    assert_non_null(doc);
+    char *want = NULL, *got = NULL;
+    size_t want_len = 0, got_len = 0;
+    unsigned long n;
+    for (n = 1; n < 100000; n++) {
+        struct ck_err err = {0};
+        ck__alloc_fail_at(n, false);
+        int r = ck_openapi_v2_proto(doc, &got, &got_len, &err);
+        unsigned long made = ck__alloc_fail_at(0, false);
+        if (r == 0) {
+            if (want) {
+                assert_int_equal(got_len, want_len);
+                assert_memory_equal(got, want, want_len);
+                free(got);
+            } else {
+                want = got;
+                want_len = got_len;
+            }
+        } else {
+            assert_int_equal(r, CK_ENOMEM);
+        }
+        got = NULL;
+        if (made < n)
+            break;
+    }
+    assert_non_null(want);
+    assert_true(n > 2);
+    print_message("%lu allocations\n", n - 1);
+    free(want);
+    json_decref(doc);
+}
+
 /* The whole built-in document, decoded back by protoc. */
 static void test_protoc_decodes_the_builtin_document(void **state)
 {
@@ -169,8 +214,10 @@ static void test_protoc_decodes_the_builtin_document(void **state)
 
 int main(int argc, char **argv)
 {
+    json_set_alloc_funcs(ck__malloc, free);
     proto_dir = argc > 1 ? argv[1] : "tests/data/openapiv2";
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_scalars_and_info),
         cmocka_unit_test(test_definitions_are_named_schemas),
         cmocka_unit_test(test_oneofs),
