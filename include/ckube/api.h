@@ -750,6 +750,20 @@ json_t *ck_openapi_index(const struct ck_schemas *set);
  * new reference.
  */
 json_t *ck_openapi_v2(const struct ck_schemas *set);
+
+/*
+ * /openapi/v2 in protobuf, as kube-apiserver answers an Accept of
+ * CK_OPENAPI_V2_PROTO_MEDIA_TYPE (or its older spelling with "@v1.0"):
+ * gnostic's openapi_v2.Document message (lib/api/openapi_v2_proto/fields.json)
+ * encoded from the Swagger JSON of ck_openapi_v2(). 0 with *ret_data
+ * (malloc'd, the caller frees) and *ret_len; CK_EINVAL with *reterr when
+ * a value has the wrong JSON type for its field, CK_ENOMEM.
+ */
+#define CK_OPENAPI_V2_PROTO_MEDIA_TYPE "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+#define CK_OPENAPI_V2_PROTO_MEDIA_TYPE_AT                                                          \
+    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+int ck_openapi_v2_proto(const json_t *swagger, char **ret_data, size_t *ret_len,
+                        struct ck_err *reterr);
 /* ---- managed fields and server-side apply (managedfields.c, apply.c) ------ */
 
 /*

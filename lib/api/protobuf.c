@@ -430,6 +430,37 @@ static void end_len(struct ck__buf *b, size_t start)
         b->p[start + i] = (char)((v & 0x7f) | (i + 1 < n ? 0x80 : 0));
 }
 
+/* The writing half of the wire layer, for the other encoders of this library (internal.h). */
+void ck__pb_put_varint(struct ck__buf *b, uint64_t v)
+{
+    put_varint(b, v);
+}
+
+void ck__pb_put_tag(struct ck__buf *b, uint32_t number, unsigned wire_type)
+{
+    put_tag(b, number, (enum wire_type)wire_type);
+}
+
+void ck__pb_put_fixed64(struct ck__buf *b, uint64_t v)
+{
+    put_fixed(b, v, 8);
+}
+
+void ck__pb_put_bytes(struct ck__buf *b, uint32_t number, const void *data, size_t len)
+{
+    put_bytes_field(b, number, data, len);
+}
+
+size_t ck__pb_begin_len(struct ck__buf *b, uint32_t number)
+{
+    return begin_len(b, number);
+}
+
+void ck__pb_end_len(struct ck__buf *b, size_t start)
+{
+    end_len(b, start);
+}
+
 /* A cursor over untrusted bytes. */
 struct reader {
     const unsigned char *p, *end;

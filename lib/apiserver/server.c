@@ -326,47 +326,155 @@ static bool etag_matches(const char *if_none_match, const char *etag)
     return false;
 }
 
-/* True when the Accept header (none: anything) takes JSON, as kube-openapi's handlers read it. */
-static bool accepts_openapi_json(struct MHD_Connection *conn)
+/* What an OpenAPI document is answered in. */
+enum openapi_format { OPENAPI_NONE, OPENAPI_JSON, OPENAPI_PROTO };
+
+/* Accept entries read for OpenAPI; more are ignored (kube-openapi reads all). */
+#define OPENAPI_MAX_ACCEPT 32
+
+/* One entry of an Accept header, as goautoneg's ParseAccept reads it. */
+struct accept_clause {
+    const char *type, *subtype; /* in the header, not NUL-terminated */
+    size_t type_len, subtype_len;
+    double q;
+    int n_params;
+};
+
+/* goautoneg's order: higher q first, then a concrete type, subtype, more parameters. */
+static bool clause_before(const struct accept_clause *a, const struct accept_clause *b)
 {
+    bool a_any_type = a->type_len == 1 && a->type[0] == '*';
+    bool b_any_type = b->type_len == 1 && b->type[0] == '*';
+    bool a_any_sub = a->subtype_len == 1 && a->subtype[0] == '*';
+    bool b_any_sub = b->subtype_len == 1 && b->subtype[0] == '*';
+    if (a->q != b->q)
+        return a->q > b->q;
+    if (a_any_type != b_any_type)
+        return !a_any_type;
+    if (a_any_sub != b_any_sub)
+        return !a_any_sub;
+    return a->n_params > b->n_params;
+}
+
+/* Splits one entry ("type/subtype;q=0.5;..."); false for one without a '/' (skipped). */
+static bool parse_clause(const char *p, size_t len, struct accept_clause *ret)
+{
+    size_t range = strcspn(p, ";");
+    if (range > len)
+        range = len;
+    while (range && p[range - 1] == ' ')
+        range--;
+    *ret = (struct accept_clause){.q = 1};
+    if (range == 1 && p[0] == '*') {
+        /* goautoneg reads a bare star as any type and subtype */
+        ret->type = ret->subtype = "*";
+        ret->type_len = ret->subtype_len = 1;
+    } else {
+        const char *slash = memchr(p, '/', range);
+        if (!slash)
+            return false;
+        ret->type = p;
+        ret->type_len = (size_t)(slash - p);
+        ret->subtype = slash + 1;
+        ret->subtype_len = range - ret->type_len - 1;
+    }
+    for (const char *param = memchr(p, ';', len); param;
+         param = memchr(param + 1, ';', (size_t)(p + len - param - 1))) {
+        const char *name = param + 1;
+        while (name < p + len && *name == ' ')
+            name++;
+        if (p + len - name >= 2 && name[0] == 'q' && name[1] == '=') {
+            char buf[32];
+            size_t n = strcspn(name + 2, ";,");
+            snprintf(buf, sizeof(buf), "%.*s", (int)(n < sizeof(buf) - 1 ? n : sizeof(buf) - 1),
+                     name + 2);
+            char *end;
+            double q = strtod(buf, &end);
+            if (end != buf)
+                ret->q = q;
+        } else {
+            ret->n_params++;
+        }
+    }
+    return true;
+}
+
+static bool clause_matches(const struct accept_clause *c, const char *type, const char *subtype)
+{
+    return ((c->type_len == 1 && c->type[0] == '*') ||
+            (c->type_len == strlen(type) && strncasecmp(c->type, type, c->type_len) == 0)) &&
+           ((c->subtype_len == 1 && c->subtype[0] == '*') ||
+            (c->subtype_len == strlen(subtype) &&
+             strncasecmp(c->subtype, subtype, c->subtype_len) == 0));
+}
+
+/*
+ * The format kube-openapi's handler answers for an Accept header (none:
+ * anything): its entries sorted as goautoneg sorts them, the first one that
+ * names JSON or, for /openapi/v2 (proto), gnostic's protobuf in either
+ * spelling; OPENAPI_NONE is a 406.
+ */
+static enum openapi_format openapi_accept(struct MHD_Connection *conn, bool proto)
+{
+    static const struct {
+        const char *subtype;
+        enum openapi_format format;
+    } formats[] = {
+        {"json", OPENAPI_JSON},
+        {"com.github.proto-openapi.spec.v2@v1.0+protobuf", OPENAPI_PROTO},
+        {"com.github.proto-openapi.spec.v2.v1.0+protobuf", OPENAPI_PROTO},
+    };
     const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
     if (!accept || !*accept)
-        return true;
-    for (const char *p = accept; *p;) {
+        accept = "*/*";
+    struct accept_clause clauses[OPENAPI_MAX_ACCEPT];
+    size_t n = 0;
+    for (const char *p = accept; *p && n < OPENAPI_MAX_ACCEPT;) {
         while (*p == ' ' || *p == ',')
             p++;
-        size_t len = strcspn(p, ";,");
-        while (len && p[len - 1] == ' ')
-            len--;
-        if ((len == 16 && strncasecmp(p, "application/json", 16) == 0) ||
-            (len == 13 && strncasecmp(p, "application/*", 13) == 0) ||
-            (len == 3 && strncmp(p, "*/*", 3) == 0))
-            return true;
-        p += strcspn(p, ",");
+        size_t len = strcspn(p, ",");
+        struct accept_clause c;
+        if (len && parse_clause(p, len, &c)) {
+            /* insertion keeps equal entries in header order, as Go's sort of a short list does */
+            size_t i = n++;
+            for (; i > 0 && clause_before(&c, &clauses[i - 1]); i--)
+                clauses[i] = clauses[i - 1];
+            clauses[i] = c;
+        }
+        p += len;
     }
-    return false;
+    for (size_t i = 0; i < n; i++)
+        for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++)
+            if ((proto || formats[f].format == OPENAPI_JSON) &&
+                clause_matches(&clauses[i], "application", formats[f].subtype))
+                return formats[f].format;
+    return OPENAPI_NONE;
 }
 
 /*
  * Answers an OpenAPI document (taken) as kube-openapi does: JSON as it is
  * (no line break, never indented), an ETag of its SHA-512, and 304 Not
  * Modified when If-None-Match names that ETag; 406 for an Accept that does
- * not take JSON.
+ * not take JSON (or, with proto, /openapi/v2's protobuf, which has the
+ * ETag of the JSON, as kube-openapi's cache gives it, told apart by Vary).
  */
-static enum MHD_Result queue_openapi(struct MHD_Connection *conn, json_t *doc)
+static enum MHD_Result queue_openapi(struct MHD_Connection *conn, json_t *doc, bool proto)
 {
-    if (!accepts_openapi_json(conn)) {
+    enum openapi_format format = openapi_accept(conn, proto);
+    if (format == OPENAPI_NONE) {
         json_decref(doc);
         return queue_body(conn, MHD_HTTP_NOT_ACCEPTABLE, "text/plain; charset=utf-8", "", 0);
     }
     size_t len = 0;
     char *body = ck__json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
-    json_decref(doc);
-    if (!body)
+    if (!body) {
+        json_decref(doc);
         return ck__fail_no_memory(conn);
+    }
     unsigned char digest[64];
     char etag[2 * sizeof(digest) + 3];
     if (gnutls_hash_fast(GNUTLS_DIG_SHA512, body, len, digest) < 0) {
+        json_decref(doc);
         free(body);
         return ck__fail_no_memory(conn);
     }
@@ -376,6 +484,15 @@ static enum MHD_Result queue_openapi(struct MHD_Connection *conn, json_t *doc)
     snprintf(etag + 1 + 2 * sizeof(digest), 2, "\"");
     bool not_modified =
         etag_matches(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "If-None-Match"), etag);
+    if (!not_modified && format == OPENAPI_PROTO) {
+        free(body);
+        struct ck_err err = {0};
+        if (ck_openapi_v2_proto(doc, &body, &len, &err) < 0) {
+            json_decref(doc);
+            return ck__fail(conn, &err);
+        }
+    }
+    json_decref(doc);
     struct MHD_Response *resp =
         not_modified ? MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT)
                      : MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
@@ -387,7 +504,9 @@ static enum MHD_Result queue_openapi(struct MHD_Connection *conn, json_t *doc)
         return MHD_NO;
     }
     if (!not_modified)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                format == OPENAPI_PROTO ? CK_OPENAPI_V2_PROTO_MEDIA_TYPE
+                                                        : "application/json");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
     MHD_add_response_header(resp, "Vary", "Accept");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
@@ -407,15 +526,15 @@ static enum MHD_Result serve_openapi(struct ck_apiserver *server, struct MHD_Con
     char group[64] = "", version[32];
     char extra;
     if (strcmp(url, "/openapi/v2") == 0)
-        return queue_openapi(conn, ck_openapi_v2(server->schemas));
+        return queue_openapi(conn, ck_openapi_v2(server->schemas), true);
     const char *rest = url + strlen("/openapi/v3");
     if (*rest == '\0' || strcmp(rest, "/") == 0)
-        return queue_openapi(conn, ck_openapi_index(server->schemas));
+        return queue_openapi(conn, ck_openapi_index(server->schemas), false);
     if (sscanf(rest, "/api/%31[^/]%c", version, &extra) == 1 ||
         sscanf(rest, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
         /* served, a document that cannot be built is a 500 */
         if (serves_group_version(group, version))
-            return queue_openapi(conn, ck_openapi_document(server->schemas, group, version));
+            return queue_openapi(conn, ck_openapi_document(server->schemas, group, version), false);
     }
     return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
 }
