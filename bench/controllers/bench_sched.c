@@ -46,13 +46,13 @@ static void observe(struct observer *o, const json_t *pod)
         ((struct stamp *)e->value)->seen = now;
     struct stamp *s = e ? e->value : NULL;
     const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
-    if (s && !s->bound && node && *node) {
+    if (s && s->bound == 0 && node && *node) {
         s->bound = now;
         if (o->n_bound++ == 0)
             o->first_bound = now;
         o->last_bound = now;
     }
-    if (s && !s->ready && ck_pod_is_ready(pod, NULL)) {
+    if (s && s->ready == 0 && ck_pod_is_ready(pod, NULL)) {
         s->ready = now;
         o->n_ready++;
         o->last_ready = now;
@@ -116,7 +116,7 @@ int main(int argc, char **argv)
     for (struct ck__strmap_entry *e = ck__strmap_next(&o.pods, NULL, &i); e;
          e = ck__strmap_next(&o.pods, e, &i)) {
         struct stamp *s = e->value;
-        if (s->bound)
+        if (s->bound != 0)
             lat[n_lat++] = (s->bound - s->seen) / 1e6;
     }
     pthread_mutex_unlock(&o.lock);

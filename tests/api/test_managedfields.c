@@ -41,8 +41,8 @@ static void test_fields_v1_round_trip(void **state)
         "{}",
         "{\"f:spec\":{\"f:replicas\":{}}}",
         "{\"f:metadata\":{\"f:labels\":{\".\":{},\"f:app\":{}}}}",
-        "{\"f:spec\":{\"f:containers\":{\"k:{\\\"name\\\":\\\"web\\\"}\":{\".\":{},\"f:image\":{},"
-        "\"f:name\":{}}}}}",
+        ("{\"f:spec\":{\"f:containers\":{\"k:{\\\"name\\\":\\\"web\\\"}\":{\".\":{},\"f:image\":{},"
+         "\"f:name\":{}}}}}"),
         "{\"f:metadata\":{\"f:finalizers\":{\".\":{},\"v:\\\"a\\\"\":{},\"v:\\\"b\\\"\":{}}}}",
         "{\"f:list\":{\"i:0\":{},\"i:10\":{}}}",
     };
@@ -192,8 +192,8 @@ static void test_entries_decode_and_encode_in_order(void **state)
         "{}",
         "[{\"manager\":\"a\",\"operation\":\"Update\",\"fieldsType\":\"FieldsV2\"}]",
         "[{\"manager\":\"a\",\"operation\":\"Replace\",\"fieldsType\":\"FieldsV1\"}]",
-        "[{\"manager\":\"a\",\"operation\":\"Apply\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":"
-        "{\"x\":{}}}]",
+        ("[{\"manager\":\"a\",\"operation\":\"Apply\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":"
+         "{\"x\":{}}}]"),
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         json_t *doc = load(bad[i]);
