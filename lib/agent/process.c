@@ -198,6 +198,10 @@ static _Noreturn void shim_main(const struct ck_proc_spec *spec, int report_fd)
     rep.err = got == (ssize_t)sizeof(e) ? e : 0;
     write_all(report_fd, (const char *)&rep, sizeof(rep));
     close(report_fd);
+    if (rep.err) { /* it never ran: no exit status to report */
+        waitpid(pid, NULL, 0);
+        _exit(1);
+    }
     static struct stream so, se; /* static: 32 KiB off the stack */
     so.fd = out[0];
     so.name = "stdout";
