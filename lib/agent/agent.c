@@ -37,6 +37,7 @@
 #include "ckube/api.h"
 #include "ckube/informer.h"
 #include "ckube/internal/util.h"
+#include "internal.h"
 
 #define TICK (200 * CK_MSEC)
 
@@ -81,6 +82,7 @@ struct ck_agent {
     struct ck_informer *pods_inf;
     struct ck_lister pod_lister;
     json_t *lease;
+    struct MHD_Daemon *log_server;
 
     pthread_mutex_t lock;
     struct ck_pod_run_table {
@@ -858,6 +860,9 @@ int ck_agent_run(struct ck_agent *a, struct ck_err *reterr)
     if (r < 0)
         return r;
     CK_LOGS(0, "Node registered", "node", a->node_name, "address", a->host_ip);
+    if (!a->log_server &&
+        !(a->log_server = ck__agent_log_server_start(a, a->host_ip, a->config.port)))
+        return ck_err_set(reterr, CK_EIO, "cannot serve logs on %s:%d", a->host_ip, a->config.port);
     r = ck_informer_start(a->pods_inf, reterr);
     if (r < 0)
         return r;
@@ -889,6 +894,8 @@ struct ck_agent *ck_agent_free(struct ck_agent *a)
         pthread_join(a->supervisor, NULL);
         pthread_join(a->renewer, NULL);
     }
+    if (a->log_server)
+        MHD_stop_daemon(a->log_server);
     ck_informer_free(a->pods_inf);
     /* the containers keep running, as with the kubelet: a new agent finds them again */
     for (size_t i = 0; i < a->pods.n; i++)

@@ -88,6 +88,14 @@ check "the log has fieldRef env" grep -q " stdout F pod=hello app=hello$" "$log"
 check "the CRI log format" grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{9}Z stdout F hello$' "$log"
 check "emptyDir is a directory" test -d "$root/pods/$uid/volumes/scratch"
 check "kubectl logs shows hello" sh -c "kubectl logs hello 2>&1 | grep -qx hello"
+check "kubectl logs --tail=1" test "$(k logs hello --tail=1)" = "pod=hello app=hello"
+check "kubectl logs --timestamps" sh -c "kubectl logs hello --timestamps | grep -Eqx '[0-9-]{10}T[0-9:.]{18}Z hello'"
+check "kubectl logs --limit-bytes=3" test "$(k logs hello --limit-bytes=3)" = hel
+# kubectl logs -f follows: lines written after it started arrive
+pod ticker Always 'i=0; while true; do echo tick $i; i=$((i + 1)); sleep 0.2; done'
+wait_for "ticker Running" pod/ticker '{.status.phase}=Running'
+timeout 3 kubectl logs -f ticker >"$work/follow.txt" 2>&1
+check "kubectl logs -f follows (got $(wc -l <"$work/follow.txt") lines)" test "$(grep -c '^tick' "$work/follow.txt")" -ge 10
 check "one process for hello" test "$(leftovers | wc -l)" -ge 1
 
 # the agent killed hard and started again: the container is found, not started twice
@@ -105,6 +113,7 @@ pod crash Always 'echo crashing; exit 3'
 wait_for "crash restarted" pod/crash '{.status.containerStatuses[0].restartCount}=1'
 wait_for "crash in CrashLoopBackOff" pod/crash \
     '{.status.containerStatuses[0].state.waiting.reason}=CrashLoopBackOff'
+check "kubectl logs --previous" test "$(k logs crash --previous)" = crashing
 check "lastState exit code 3" test \
     "$(k get pod crash -o jsonpath='{.status.containerStatuses[0].lastState.terminated.exitCode}')" = 3
 
@@ -143,6 +152,7 @@ EOF2
 if k rollout status deployment/web --timeout=60s >/dev/null 2>&1; then pass; else fail "deployment web available"; fi
 check "two web pods Running on n1" test \
     "$(k get pods -l app=web --field-selector=status.phase=Running -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c n1)" -eq 2
+check "kubectl logs deploy/web" test "$(k logs deploy/web)" = web
 k delete deployment web >/dev/null
 k delete pods --all --wait=true --timeout=60s >/dev/null 2>&1
 
