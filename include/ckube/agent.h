@@ -83,6 +83,41 @@ int ck_proc_read_exit(const char *exit_path, struct ck_proc_exit *ret);
 /* Reaps every exited child of the agent (shims). */
 void ck_proc_reap(void);
 
+/* ---- probes (probe.c): exec, httpGet, tcpSocket, and their thresholds ---- */
+
+/* Where a probe runs: the container's environment, directory, address and ports. */
+struct ck_probe_target {
+    char *const *envp;   /* exec: the container's environment; NULL: empty */
+    const char *dir;     /* exec: its working directory; NULL: the agent's */
+    const char *host;    /* httpGet and tcpSocket without a host: the pod's IP */
+    const json_t *ports; /* the container's ports, for named probe ports */
+};
+
+/*
+ * Runs a probe (a Probe object: exec, httpGet or tcpSocket, timeoutSeconds) once, on the
+ * calling thread, at most timeoutSeconds. True on success; else false and why in msg.
+ */
+bool ck_probe_run(const json_t *probe, const struct ck_probe_target *target, char *msg,
+                  size_t size);
+
+/* A probe's state as the kubelet's prober keeps it. */
+struct ck_probe_state {
+    const json_t *probe; /* borrowed */
+    bool result;         /* the current result (success) */
+    int successes, failures;
+    int64_t next_at; /* when it is due: started + initialDelaySeconds, then every period */
+};
+
+/* Starts the state of probe for a container started at `started`, with result `initial`. */
+void ck_probe_state_init(struct ck_probe_state *s, const json_t *probe, int64_t started,
+                         bool initial);
+/*
+ * Records a result at now and schedules the next run (periodSeconds, default 10). 1 when
+ * the result turned to success (successThreshold in a row, default 1), -1 when failures
+ * reached failureThreshold (default 3), 0 otherwise.
+ */
+int ck_probe_state_due(struct ck_probe_state *s, int64_t now, bool ok);
+
 /* ---- restart back-off (process.c), the kubelet's: 10 s doubling to 5 min ---- */
 
 #define CK_AGENT_BACKOFF_INITIAL (10 * CK_SEC)

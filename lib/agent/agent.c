@@ -56,6 +56,9 @@ struct container {
     char waiting_message[512];
     json_t *last_state; /* the previous attempt's terminated state, or NULL */
     struct ck_agent_backoff backoff;
+    struct ck_probe_state startup, liveness, readiness;
+    bool started_ok; /* no startup probe, or it succeeded */
+    bool ready_ok;   /* no readiness probe, or it succeeds */
 };
 
 struct pod_run {
@@ -331,6 +334,64 @@ static const json_t *spec_container(const struct pod_run *p, const char *name)
     return NULL;
 }
 
+static void init_probes(const struct pod_run *p, struct container *c)
+{
+    const json_t *sc = spec_container(p, c->name);
+    ck_probe_state_init(&c->startup, json_object_get(sc, "startupProbe"), c->started_ns, false);
+    ck_probe_state_init(&c->liveness, json_object_get(sc, "livenessProbe"), c->started_ns, true);
+    ck_probe_state_init(&c->readiness, json_object_get(sc, "readinessProbe"), c->started_ns, false);
+    c->started_ok = !json_object_get(sc, "startupProbe");
+    c->ready_ok = !json_object_get(sc, "readinessProbe");
+}
+
+/* Runs s's probe (name in the spec) when it is due: 1, -1 or 0 as ck_probe_state_due. */
+static int probe_if_due(struct ck_agent *a, const struct pod_run *p, const struct container *c,
+                        struct ck_probe_state *s, const char *name)
+{
+    const json_t *sc = spec_container(p, c->name);
+    s->probe = json_object_get(sc, name); /* the pod's copy changes between ticks */
+    int64_t now = now_ns();
+    if (!s->probe || now < s->next_at)
+        return 0;
+    char **envp = container_env(a, p, sc);
+    const char *wd = json_string_value(json_object_get(sc, "workingDir"));
+    struct ck_probe_target target = {envp, wd && *wd ? wd : p->dir, a->host_ip,
+                                     json_object_get(sc, "ports")};
+    char msg[512];
+    bool ok = ck_probe_run(s->probe, &target, msg, sizeof(msg));
+    strv_free(envp);
+    if (!ok)
+        CK_LOGS(2, "Probe failed", "probeType", name, "pod", p->name, "container", c->name,
+                "output", msg);
+    return ck_probe_state_due(s, now, ok);
+}
+
+/* The probes of a running container: startup, then liveness (kill) and readiness. */
+static void run_probes(struct ck_agent *a, struct pod_run *p, struct container *c)
+{
+    if (!c->started_ok) {
+        int r = probe_if_due(a, p, c, &c->startup, "startupProbe");
+        if (r > 0)
+            c->started_ok = true;
+        else if (r < 0) {
+            CK_LOGS(0, "Container failed startup probe, will be restarted", "pod", p->name,
+                    "container", c->name);
+            ck_proc_signal(c->proc.pid, SIGKILL);
+        }
+        return;
+    }
+    if (probe_if_due(a, p, c, &c->liveness, "livenessProbe") < 0) {
+        CK_LOGS(0, "Container failed liveness probe, will be restarted", "pod", p->name,
+                "container", c->name);
+        ck_proc_signal(c->proc.pid, SIGKILL);
+        c->liveness.failures = 0;
+        return;
+    }
+    probe_if_due(a, p, c, &c->readiness, "readinessProbe");
+    c->ready_ok =
+        !json_object_get(spec_container(p, c->name), "readinessProbe") || c->readiness.result;
+}
+
 static void start_container(struct ck_agent *a, struct pod_run *p, struct container *c)
 {
     const json_t *sc = spec_container(p, c->name);
@@ -368,6 +429,7 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
         c->has_exit = false;
         c->started_ns = now_ns();
         c->waiting_reason[0] = 0;
+        init_probes(p, c);
         char pid[24];
         snprintf(pid, sizeof(pid), "%d", (int)c->proc.pid);
         CK_LOGS(2, "Container started", "pod", p->name, "container", c->name, "pid", pid);
@@ -419,6 +481,7 @@ static void adopt_container(struct pod_run *p, struct container *c)
         c->running = true; /* seen to end at the next tick */
     else
         c->running = ck_proc_alive(pid, ticks);
+    init_probes(p, c);
     if (!c->running) { /* gone without an exit status (a reboot) */
         c->has_exit = true;
         c->exit = (struct ck_proc_exit){137, 9, now_ns()};
@@ -476,9 +539,11 @@ static void supervise(struct ck_agent *a, struct pod_run *p, struct container *c
                 c->done = true;
         }
     }
-    if (!c->running && !c->done && now_ns() >= c->restart_at)
+    if (c->running)
+        run_probes(a, p, c);
+    else if (!c->done && now_ns() >= c->restart_at)
         start_container(a, p, c);
-    else if (!c->running && !c->done && c->has_exit) {
+    if (!c->running && !c->done && c->has_exit && c->waiting_reason[0] != 'R') {
         snprintf(c->waiting_reason, sizeof(c->waiting_reason), "CrashLoopBackOff");
         if (snprintf(c->waiting_message, sizeof(c->waiting_message),
                      "back-off %llds restarting failed container=%s pod=%s_%s(%s)",
@@ -508,10 +573,11 @@ static json_t *container_status(const struct pod_run *p, const struct container 
         state = json_pack("{s:{s:s}}", "waiting", "reason", "ContainerCreating");
     if (c->ever_ran)
         snprintf(id, sizeof(id), "process://%d", (int)c->proc.pid);
-    json_t *s = json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:O}", "name", c->name, "image",
-                          image, "imageID", image, "ready", c->running, "started", c->running,
-                          "restartCount", c->attempt, "state", state, "lastState",
-                          c->last_state ? c->last_state : json_object());
+    json_t *s =
+        json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:O}", "name", c->name, "image", image,
+                  "imageID", image, "ready", c->running && c->started_ok && c->ready_ok, "started",
+                  c->running && c->started_ok, "restartCount", c->attempt, "state", state,
+                  "lastState", c->last_state ? c->last_state : json_object());
     if (s && *id)
         json_object_set_new(s, "containerID", json_string(id));
     return s;
@@ -532,7 +598,7 @@ static json_t *pod_status(struct ck_agent *a, const struct pod_run *p)
     json_t *statuses = json_array();
     for (size_t i = 0; i < p->n; i++) {
         const struct container *c = &p->ctrs[i];
-        all_running = all_running && c->running;
+        all_running = all_running && c->running && c->started_ok && c->ready_ok;
         any_running = any_running || c->running;
         all_done = all_done && c->done;
         any_failed = any_failed || (c->done && c->exit.code != 0);

@@ -61,7 +61,7 @@ esac
 
 # pod NAME RESTART COMMAND [GRACE]: one container running sh -c COMMAND on n1
 pod() {
-    python3 - "$@" "$work" <<'EOF2' | k create -f - >/dev/null
+    python3 - "$@" "$work" <<'EOF2' | k create --validate=false -f - >/dev/null
 import json, sys
 name, restart, command, grace, mark = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[-1]
 print(json.dumps({"apiVersion": "v1", "kind": "Pod",
@@ -117,8 +117,34 @@ check "kubectl logs --previous" test "$(k logs crash --previous)" = crashing
 check "lastState exit code 3" test \
     "$(k get pod crash -o jsonpath='{.status.containerStatuses[0].lastState.terminated.exitCode}')" = 3
 
+# probes: readiness (exec) drives Ready; a failing liveness probe restarts the container
+python3 - "$work" <<'EOF2' | k create --validate=false -f - >/dev/null
+import json, sys
+mark = sys.argv[1]
+env = [{"name": "CKUBE_E2E_MARK", "value": mark}]
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probed"},
+   "spec": {"containers": [{"name": "c", "image": "x", "env": env,
+     "command": ["sh", "-c", "sleep 2; touch ready; sleep 1000"],
+     "readinessProbe": {"exec": {"command": ["test", "-f", "ready"]}, "periodSeconds": 1}}]}},
+  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unlively"},
+   "spec": {"containers": [{"name": "c", "image": "x", "env": env,
+     "command": ["sleep", "1000"],
+     "livenessProbe": {"tcpSocket": {"port": 1}, "periodSeconds": 1,
+                       "failureThreshold": 2}}]}}]}))
+EOF2
+wait_for "probed Running" pod/probed '{.status.phase}=Running'
+check "probed not Ready before its readiness probe succeeds" test \
+    "$(k get pod probed -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = False
+wait_for "probed Ready through its readiness probe" pod/probed \
+    '{.status.conditions[?(@.type=="Ready")].status}=True'
+wait_for "unlively restarted by its liveness probe" pod/unlively \
+    '{.status.containerStatuses[0].restartCount}=1'
+check "unlively's lastState was killed (137)" test \
+    "$(k get pod unlively -o jsonpath='{.status.containerStatuses[0].lastState.terminated.exitCode}')" = 137
+
 # a command that does not exist
-cat <<EOF2 | k create -f - >/dev/null
+cat <<EOF2 | k create --validate=false -f - >/dev/null
 {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nocmd"},
  "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x", "command": ["/nonexistent/cmd"]}]}}
 EOF2
@@ -140,7 +166,7 @@ k delete pod hello --wait=true --timeout=30s >/dev/null 2>&1
 check "hello deleted" sh -c "! kubectl get pod hello >/dev/null 2>&1"
 
 # a Deployment's pods run on the agent
-python3 - "$work" <<'EOF2' | k create -f - >/dev/null
+python3 - "$work" <<'EOF2' | k create --validate=false -f - >/dev/null
 import json, sys
 print(json.dumps({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
   "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
