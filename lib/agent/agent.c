@@ -43,6 +43,7 @@
 
 struct container {
     char name[254];
+    bool init;   /* an init container: runs to completion before the others */
     int attempt; /* 0 first; restartCount */
     struct ck_proc proc;
     bool running;  /* a process was started and has not been seen to end */
@@ -64,9 +65,9 @@ struct container {
 struct pod_run {
     char uid[64], ns[254], name[254];
     char dir[PATH_MAX];
-    json_t *pod; /* the newest copy seen */
-    struct container *ctrs;
-    size_t n;
+    json_t *pod;            /* the newest copy seen */
+    struct container *ctrs; /* the init containers (ninit of them), then the others */
+    size_t n, ninit;
     bool seen;        /* in the cache at this tick */
     bool terminating; /* SIGTERM sent */
     int64_t kill_at;  /* when SIGKILL follows */
@@ -325,7 +326,14 @@ static const json_t *spec_container(const struct pod_run *p, const char *name)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(json_object_get(p->pod, "spec"), "containers"), i, c)
+    const json_t *spec = json_object_get(p->pod, "spec");
+    json_array_foreach(json_object_get(spec, "containers"), i, c)
+    {
+        const char *n = json_string_value(json_object_get(c, "name"));
+        if (n && strcmp(n, name) == 0)
+            return c;
+    }
+    json_array_foreach(json_object_get(spec, "initContainers"), i, c)
     {
         const char *n = json_string_value(json_object_get(c, "name"));
         if (n && strcmp(n, name) == 0)
@@ -509,6 +517,8 @@ static bool should_restart(const struct pod_run *p, const struct container *c)
 {
     const char *policy =
         json_string_value(json_object_get(json_object_get(p->pod, "spec"), "restartPolicy"));
+    if (c->init) /* until it succeeds, unless Never */
+        return c->exit.code != 0 && (!policy || strcmp(policy, "Never") != 0);
     if (!policy || strcmp(policy, "Always") == 0)
         return true;
     if (strcmp(policy, "OnFailure") == 0)
@@ -594,9 +604,18 @@ static json_t *condition(const char *type, bool ok, const char *reason)
 
 static json_t *pod_status(struct ck_agent *a, const struct pod_run *p)
 {
-    bool all_running = p->n > 0, any_running = false, all_done = true, any_failed = false;
+    bool initialized = true, init_failed = false;
+    json_t *init_statuses = json_array();
+    for (size_t i = 0; i < p->ninit; i++) {
+        const struct container *c = &p->ctrs[i];
+        initialized = initialized && c->done && c->exit.code == 0;
+        init_failed = init_failed || (c->done && c->exit.code != 0);
+        json_array_append_new(init_statuses, container_status(p, c));
+    }
+    bool all_running = p->n > p->ninit && initialized, any_running = false, all_done = true,
+         any_failed = init_failed;
     json_t *statuses = json_array();
-    for (size_t i = 0; i < p->n; i++) {
+    for (size_t i = p->ninit; i < p->n; i++) {
         const struct container *c = &p->ctrs[i];
         all_running = all_running && c->running && c->started_ok && c->ready_ok;
         any_running = any_running || c->running;
@@ -604,19 +623,26 @@ static json_t *pod_status(struct ck_agent *a, const struct pod_run *p)
         any_failed = any_failed || (c->done && c->exit.code != 0);
         json_array_append_new(statuses, container_status(p, c));
     }
-    const char *phase = all_done && p->n ? (any_failed ? "Failed" : "Succeeded")
-                        : any_running || (p->n && p->ctrs[0].ever_ran) ? "Running"
-                                                                       : "Pending";
+    bool ran = p->n > p->ninit && p->ctrs[p->ninit].ever_ran;
+    const char *phase = init_failed       ? "Failed"
+                        : all_done && ran ? (any_failed ? "Failed" : "Succeeded")
+                        : initialized && (any_running || ran) ? "Running"
+                                                              : "Pending";
     json_t *conds = json_array();
     json_array_append_new(conds, condition("PodReadyToStartContainers", true, NULL));
-    json_array_append_new(conds, condition("Initialized", true, NULL));
+    json_array_append_new(conds, condition("Initialized", initialized, "ContainersNotInitialized"));
     json_array_append_new(conds, condition("Ready", all_running, "ContainersNotReady"));
     json_array_append_new(conds, condition("ContainersReady", all_running, "ContainersNotReady"));
     json_array_append_new(conds, condition("PodScheduled", true, NULL));
-    return json_pack("{s:s, s:o, s:s, s:[{s:s}], s:s, s:[{s:s}], s:s, s:o}", "phase", phase,
-                     "conditions", conds, "hostIP", a->host_ip, "hostIPs", "ip", a->host_ip,
-                     "podIP", a->host_ip, "podIPs", "ip", a->host_ip, "startTime", p->start_time,
-                     "containerStatuses", statuses);
+    json_t *st = json_pack("{s:s, s:o, s:s, s:[{s:s}], s:s, s:[{s:s}], s:s, s:o}", "phase", phase,
+                           "conditions", conds, "hostIP", a->host_ip, "hostIPs", "ip", a->host_ip,
+                           "podIP", a->host_ip, "podIPs", "ip", a->host_ip, "startTime",
+                           p->start_time, "containerStatuses", statuses);
+    if (st && p->ninit)
+        json_object_set_new(st, "initContainerStatuses", init_statuses);
+    else
+        json_decref(init_statuses);
+    return st;
 }
 
 /* Writes the status when it changed; transition times are kept from the last write. */
@@ -700,7 +726,9 @@ static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
              json_string_value(json_object_get(meta, "name")) ?: "");
     snprintf(p->dir, sizeof(p->dir), "%s/pods/%s", a->root_dir, p->uid);
     p->pod = json_deep_copy(pod);
-    p->n = json_array_size(containers);
+    const json_t *inits = json_object_get(json_object_get(pod, "spec"), "initContainers");
+    p->ninit = json_array_size(inits);
+    p->n = p->ninit + json_array_size(containers);
     p->ctrs = calloc(p->n ? p->n : 1, sizeof(*p->ctrs));
     const char *st =
         json_string_value(json_object_get(json_object_get(pod, "status"), "startTime"));
@@ -721,8 +749,11 @@ static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
         }
     }
     for (i = 0; i < p->n; i++) {
+        const json_t *sc =
+            i < p->ninit ? json_array_get(inits, i) : json_array_get(containers, i - p->ninit);
+        p->ctrs[i].init = i < p->ninit;
         snprintf(p->ctrs[i].name, sizeof(p->ctrs[i].name), "%s",
-                 json_string_value(json_object_get(json_array_get(containers, i), "name")) ?: "");
+                 json_string_value(json_object_get(sc, "name")) ?: "");
         adopt_container(p, &p->ctrs[i]);
     }
     a->pods.v[a->pods.n++] = p;
@@ -731,6 +762,32 @@ static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
 }
 
 /* Deletion: SIGTERM, SIGKILL after the grace period, then the final delete. */
+/*
+ * The container's preStop hook (exec or httpGet), run as a probe bounded by the grace
+ * period, before SIGTERM, as the kubelet does. Runs on the supervisor thread.
+ */
+static void run_pre_stop(struct ck_agent *a, const struct pod_run *p, const struct container *c,
+                         json_int_t grace)
+{
+    const json_t *sc = spec_container(p, c->name);
+    const json_t *hook = json_object_get(json_object_get(sc, "lifecycle"), "preStop");
+    if (!hook)
+        return;
+    json_t *probe = json_deep_copy(hook);
+    if (!probe)
+        return;
+    json_object_set_new(probe, "timeoutSeconds", json_integer(grace > 0 ? grace : 1));
+    char **envp = container_env(a, p, sc);
+    const char *wd = json_string_value(json_object_get(sc, "workingDir"));
+    struct ck_probe_target target = {envp, wd && *wd ? wd : p->dir, a->host_ip,
+                                     json_object_get(sc, "ports")};
+    char msg[512];
+    if (!ck_probe_run(probe, &target, msg, sizeof(msg)))
+        CK_LOGS(0, "PreStop hook failed", "pod", p->name, "container", c->name, "err", msg);
+    strv_free(envp);
+    json_decref(probe);
+}
+
 static void terminate(struct ck_agent *a, struct pod_run *p)
 {
     int64_t now = now_ns();
@@ -740,8 +797,10 @@ static void terminate(struct ck_agent *a, struct pod_run *p)
         p->terminating = true;
         p->kill_at = now + (int64_t)grace * CK_SEC;
         for (size_t i = 0; i < p->n; i++)
-            if (p->ctrs[i].running)
+            if (p->ctrs[i].running) {
+                run_pre_stop(a, p, &p->ctrs[i], grace);
                 ck_proc_signal(p->ctrs[i].proc.pid, SIGTERM);
+            }
         char g[24];
         snprintf(g, sizeof(g), "%lld", (long long)grace);
         CK_LOGS(1, "Killing pod", "pod", p->name, "gracePeriod", g);
@@ -827,7 +886,14 @@ static void tick(struct ck_agent *a)
         if (json_object_get(json_object_get(p->pod, "metadata"), "deletionTimestamp"))
             terminate(a, p);
         else {
-            for (size_t j = 0; j < p->n; j++)
+            bool initialized = true;
+            for (size_t j = 0; j < p->ninit && initialized; j++) {
+                struct container *c = &p->ctrs[j];
+                if (!(c->done && c->exit.code == 0))
+                    supervise(a, p, c);
+                initialized = c->done && c->exit.code == 0;
+            }
+            for (size_t j = p->ninit; initialized && j < p->n; j++)
                 supervise(a, p, &p->ctrs[j]);
             post_status(a, p);
         }
@@ -990,7 +1056,7 @@ int ck_agent_log_path(struct ck_agent *a, const char *ns, const char *pod, const
             continue;
         for (size_t j = 0; j < p->n; j++) {
             struct container *c = &p->ctrs[j];
-            if ((container && *container) ? strcmp(c->name, container) != 0 : j != 0)
+            if ((container && *container) ? strcmp(c->name, container) != 0 : j != p->ninit)
                 continue;
             int attempt = previous ? c->attempt - 1 : c->attempt;
             if (!c->ever_ran || attempt < 0)

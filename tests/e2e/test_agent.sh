@@ -143,6 +143,24 @@ wait_for "unlively restarted by its liveness probe" pod/unlively \
 check "unlively's lastState was killed (137)" test \
     "$(k get pod unlively -o jsonpath='{.status.containerStatuses[0].lastState.terminated.exitCode}')" = 137
 
+# init containers run in order, to completion, before the containers
+python3 - "$work" <<'EOF2' | k create --validate=false -f - >/dev/null
+import json, sys
+env = [{"name": "CKUBE_E2E_MARK", "value": sys.argv[1]}]
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "inits"},
+  "spec": {"volumes": [{"name": "v", "emptyDir": {}}],
+    "initContainers": [
+      {"name": "one", "image": "x", "env": env, "command": ["sh", "-c", "echo one >order"]},
+      {"name": "two", "image": "x", "env": env, "command": ["sh", "-c", "echo two >>order"]}],
+    "containers": [{"name": "main", "image": "x", "env": env,
+      "command": ["sh", "-c", "cat order; sleep 1000"]}]}}))
+EOF2
+wait_for "inits Running" pod/inits '{.status.phase}=Running'
+check "the init containers ran in order before main" test "$(k logs inits -c main | tr '\n' ' ')" = "one two "
+check "the init containers are Completed" test \
+    "$(k get pod inits -o jsonpath='{.status.initContainerStatuses[*].state.terminated.reason}')" = "Completed Completed"
+wait_for "inits Initialized" pod/inits '{.status.conditions[?(@.type=="Initialized")].status}=True'
+
 # a command that does not exist
 cat <<EOF2 | k create --validate=false -f - >/dev/null
 {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nocmd"},
@@ -154,6 +172,19 @@ wait_for "nocmd RunContainerError" pod/nocmd \
 # a pod that runs to completion
 pod once Never 'exit 0'
 wait_for "once Succeeded" pod/once '{.status.phase}=Succeeded'
+
+# deletion runs the preStop hook first (in the pod's directory and environment)
+python3 - "$work" <<'EOF2' | k create --validate=false -f - >/dev/null
+import json, sys
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hooked"},
+  "spec": {"terminationGracePeriodSeconds": 5, "containers": [{"name": "c", "image": "x",
+    "env": [{"name": "CKUBE_E2E_MARK", "value": sys.argv[1]}],
+    "command": ["sleep", "1000"],
+    "lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", "echo stopped >$CKUBE_E2E_MARK/prestop"]}}}}]}}))
+EOF2
+wait_for "hooked Running" pod/hooked '{.status.phase}=Running'
+k delete pod hooked --wait=true --timeout=30s >/dev/null 2>&1
+check "the preStop hook ran before the stop" test "$(cat "$work/prestop" 2>/dev/null)" = stopped
 
 # graceful delete: SIGTERM, the container exits 143 or by its trap; gone within the grace period
 pod slow Always 'sleep 1000' 3
