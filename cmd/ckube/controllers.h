@@ -74,6 +74,8 @@ int ck_cmd_scheduler(int argc, char **argv);
 
 /* `ckube fake-nodes ...` (argv[0] is "fake-nodes"); returns the exit code. */
 int ck_cmd_fake_nodes(int argc, char **argv);
+/* `ckube agent` (agent.c): the node agent. */
+int ck_cmd_agent(int argc, char **argv);
 
 /* From main.c: a Go duration ("40s", "1h30m") in nanoseconds; false when it is not one. */
 bool ck_cmd_parse_duration(const char *s, int64_t *ret);

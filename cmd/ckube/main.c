@@ -11,6 +11,7 @@
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube scheduler --kubeconfig FILE [...]            (scheduler.c)
  *   ckube fake-nodes --kubeconfig FILE --count N [...] (fake_nodes.c)
+ *   ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [...] (agent.c)
  *   ckube version [-o text|json]
  *   ckube help
  *
@@ -50,6 +51,7 @@ static const char usage_text[] =
     "  ckube scheduler --kubeconfig FILE [flags]\n"
     "                          run the scheduler against a server\n"
     "  ckube fake-nodes --kubeconfig FILE --count N [flags]\n"
+    "  ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [flags]\n"
     "                          simulate N nodes that run the pods bound to them\n"
     "  ckube certs client --cn NAME [--org GROUP]... [flags]\n"
     "                          make a client certificate signed by the cluster CA\n"
@@ -791,6 +793,8 @@ int main(int argc, char **argv)
         return ck_cmd_controller_manager(argc - 1, argv + 1);
     if (strcmp(command, "scheduler") == 0)
         return ck_cmd_scheduler(argc - 1, argv + 1);
+    if (strcmp(command, "agent") == 0)
+        return ck_cmd_agent(argc - 1, argv + 1);
     if (strcmp(command, "fake-nodes") == 0)
         return ck_cmd_fake_nodes(argc - 1, argv + 1);
     if (strcmp(command, "certs") == 0)

@@ -12,11 +12,160 @@
 
 #include <stdint.h>
 
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "ckube/controllers.h"
 #include "ckube/rest.h"
 
 /* The kubelet's defaults: NodeLeaseDurationSeconds and its renew interval (a quarter). */
 #define CK_FAKE_NODE_LEASE_SECONDS 40
 #define CK_FAKE_NODE_RENEW         (10 * CK_SEC)
+
+/* ---- shared by every node agent (node.c) ---- */
+
+/* The Ready, MemoryPressure, DiskPressure and PIDPressure conditions of a healthy node. */
+json_t *ck_agent_node_conditions(void);
+
+/*
+ * Registers node (a full Node object, status included): creates it, or takes over the
+ * one that exists and writes its status; then creates (or reads) its Lease in
+ * kube-node-lease, owned by the Node, and stores it in *lease_io (the old reference is
+ * dropped). 0 or the error of the write that failed.
+ */
+int ck_agent_register_node(const struct ck_ctl_client *ctl, const json_t *node, json_t **lease_io,
+                           struct ck_err *reterr);
+
+/* Renews *lease_io (renewTime now) and stores what the server wrote. CK_ENOENT: no lease. */
+int ck_agent_renew_lease(const struct ck_ctl_client *ctl, json_t **lease_io, struct ck_err *reterr);
+
+/* Whether the node's Ready condition is True. */
+bool ck_agent_node_ready(const json_t *node);
+
+/* ---- the process runtime (process.c) ---- */
+
+/* A container to start: argv[0] is looked up in PATH; envp is its whole environment. */
+struct ck_proc_spec {
+    char *const *argv;
+    char *const *envp;
+    const char *dir;       /* working directory; NULL: the agent's */
+    const char *log_path;  /* CRI-format log, appended to */
+    const char *exit_path; /* written when the container ends: "code signal finished_ns" */
+};
+
+/* A started container: its process (and group) and the shim that watches it. */
+struct ck_proc {
+    pid_t pid;          /* the container, leader of its process group */
+    pid_t shim;         /* a child of the agent (reap it with ck_proc_reap) */
+    int64_t started_ns; /* the process's start time in clock ticks since boot (/proc) */
+};
+
+struct ck_proc_exit {
+    int code;            /* exit code; 128 + signal when killed (137, 143) */
+    int signal;          /* the signal that killed it, or 0 */
+    int64_t finished_ns; /* Unix time in nanoseconds */
+};
+
+/*
+ * Starts spec: returns 0 once the command runs, or CK_EIO with the reason (a command
+ * that does not exist, a working directory that cannot be entered) in reterr.
+ */
+int ck_proc_start(const struct ck_proc_spec *spec, struct ck_proc *ret, struct ck_err *reterr);
+/* The process's start time (ticks since boot), -1 when it does not exist. */
+int64_t ck_proc_start_time(pid_t pid);
+/* Whether pid runs and is the process that started at start_ticks (not a reused pid). */
+bool ck_proc_alive(pid_t pid, int64_t start_ticks);
+/* Sends sig to the process group of pid (to pid alone when it has none). */
+int ck_proc_signal(pid_t pid, int sig);
+/* Reads the exit file: 0, CK_ENOENT (still running, or never ran) or CK_EINVAL. */
+int ck_proc_read_exit(const char *exit_path, struct ck_proc_exit *ret);
+/* Reaps every exited child of the agent (shims). */
+void ck_proc_reap(void);
+
+/* ---- probes (probe.c): exec, httpGet, tcpSocket, and their thresholds ---- */
+
+/* Where a probe runs: the container's environment, directory, address and ports. */
+struct ck_probe_target {
+    char *const *envp;   /* exec: the container's environment; NULL: empty */
+    const char *dir;     /* exec: its working directory; NULL: the agent's */
+    const char *host;    /* httpGet and tcpSocket without a host: the pod's IP */
+    const json_t *ports; /* the container's ports, for named probe ports */
+};
+
+/*
+ * Runs a probe (a Probe object: exec, httpGet or tcpSocket, timeoutSeconds) once, on the
+ * calling thread, at most timeoutSeconds. True on success; else false and why in msg.
+ */
+bool ck_probe_run(const json_t *probe, const struct ck_probe_target *target, char *msg,
+                  size_t size);
+
+/* A probe's state as the kubelet's prober keeps it. */
+struct ck_probe_state {
+    const json_t *probe; /* borrowed */
+    bool result;         /* the current result (success) */
+    int successes, failures;
+    int64_t next_at; /* when it is due: started + initialDelaySeconds, then every period */
+};
+
+/* Starts the state of probe for a container started at `started`, with result `initial`. */
+void ck_probe_state_init(struct ck_probe_state *s, const json_t *probe, int64_t started,
+                         bool initial);
+/*
+ * Records a result at now and schedules the next run (periodSeconds, default 10). 1 when
+ * the result turned to success (successThreshold in a row, default 1), -1 when failures
+ * reached failureThreshold (default 3), 0 otherwise.
+ */
+int ck_probe_state_due(struct ck_probe_state *s, int64_t now, bool ok);
+
+/* ---- restart back-off (process.c), the kubelet's: 10 s doubling to 5 min ---- */
+
+#define CK_AGENT_BACKOFF_INITIAL (10 * CK_SEC)
+#define CK_AGENT_BACKOFF_MAX     (300 * CK_SEC)
+
+struct ck_agent_backoff {
+    int64_t delay;       /* the current delay; 0: none yet */
+    int64_t last_update; /* when it was last raised */
+};
+
+/*
+ * When a container that finished at `finished` may start again: at once the first time
+ * or when the back-off was last raised more than 10 min (twice the maximum) before,
+ * else after the current delay.
+ */
+int64_t ck_agent_backoff_restart_at(const struct ck_agent_backoff *b, int64_t finished);
+/* A restart at now: the delay starts at 10 s or doubles, up to 5 min. */
+void ck_agent_backoff_next(struct ck_agent_backoff *b, int64_t now);
+
+/* ---- the node agent (agent.c), `ckube agent` ---- */
+
+struct ck_agent_config {
+    struct ck_rest *client;               /* borrowed; must outlive the agent */
+    const char *node_name;                /* required */
+    const char *root_dir;                 /* required; must exist */
+    int max_pods;                         /* 0: 110 */
+    int64_t node_status_update_frequency; /* lease renewals; 0: 10 s */
+    int port;                             /* the log server's port; 0: 10250 */
+};
+
+struct ck_agent;
+
+/* Checks the configuration. 0, CK_EINVAL or CK_ENOMEM. */
+int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret,
+                 struct ck_err *reterr);
+/*
+ * Registers the node and starts running the pods bound to it, in the background.
+ * Returns 0, or the error that kept the node from being registered (call it again).
+ */
+int ck_agent_run(struct ck_agent *a, struct ck_err *reterr);
+/* Stops the agent and frees it; the containers keep running. NULL: no-op. */
+struct ck_agent *ck_agent_free(struct ck_agent *a);
+/*
+ * The log file of a container (NULL or "": the pod's first) of a pod this agent runs,
+ * its previous attempt's when previous. 0 or CK_ENOENT.
+ */
+int ck_agent_log_path(struct ck_agent *a, const char *ns, const char *pod, const char *container,
+                      bool previous, char *buf, size_t size);
 
 struct ck_fake_nodes_config {
     struct ck_rest *client; /* borrowed; must outlive the simulator */

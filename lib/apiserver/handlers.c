@@ -1048,7 +1048,10 @@ static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *c
 {
     const struct ck_subresource *sub = target_subresource(t);
     const char *verb = object_verb(method);
-    if (sub && sub->part == CK_SUBRESOURCE_UNSERVED)
+    if (sub && strcmp(sub->name, "log") == 0 && t->kind == ck_kind_lookup("", "v1", "pods") &&
+        strcmp(verb, "get") == 0)
+        *ret = ck__serve_pod_log(ctx, conn, t); /* podlog.c */
+    else if (sub && sub->part == CK_SUBRESOURCE_UNSERVED)
         *ret = ck__fail_with(conn, "ServiceUnavailable", sub->message ? sub->message : "");
     else if (!sub || !ck_subresource_allows(sub, verb))
         *ret = method_not_allowed(conn);

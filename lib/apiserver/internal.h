@@ -761,6 +761,10 @@ enum MHD_Result ck__send_error(struct MHD_Connection *conn, const struct ck_err 
 /* ck__send_error(), then ck_err_release(err). */
 enum MHD_Result ck__fail(struct MHD_Connection *conn, struct ck_err *err);
 
+/* GET pods/{name}/log: proxied to the pod's node agent (podlog.c). */
+enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                  const struct ck__target *t);
+
 /* Answers a Status with reason and a message (no details). */
 enum MHD_Result ck__fail_with(struct MHD_Connection *conn, const char *reason, const char *message);
 

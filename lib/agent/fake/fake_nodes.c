@@ -98,27 +98,6 @@ static struct fake_node *node_named(struct ck_fake_nodes *f, const char *name)
     return e ? e->value : NULL;
 }
 
-/* The node's conditions as a healthy kubelet reports them. */
-static json_t *conditions(void)
-{
-    char now[40];
-    now_rfc3339(now, sizeof(now), false);
-    static const char *const c[][4] = {
-        {"MemoryPressure", "False", "KubeletHasSufficientMemory",
-         "kubelet has sufficient memory available"},
-        {"DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
-        {"PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
-        {"Ready", "True", "KubeletReady", "kubelet is posting ready status"},
-    };
-    json_t *list = json_array();
-    for (size_t i = 0; list && i < sizeof(c) / sizeof(c[0]); i++)
-        json_array_append_new(list,
-                              json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", c[i][0], "status",
-                                        c[i][1], "reason", c[i][2], "message", c[i][3],
-                                        "lastHeartbeatTime", now, "lastTransitionTime", now));
-    return list;
-}
-
 static json_t *node_status(struct ck_fake_nodes *f, const struct fake_node *n)
 {
     return json_pack(
@@ -126,12 +105,12 @@ static json_t *node_status(struct ck_fake_nodes *f, const struct fake_node *n)
         " s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}, s:{s:{s:i}}}",
         "capacity", "cpu", f->cpu, "memory", f->memory, "pods", f->pods, "ephemeral-storage",
         "100Gi", "allocatable", "cpu", f->cpu, "memory", f->memory, "pods", f->pods,
-        "ephemeral-storage", "100Gi", "conditions", conditions(), "addresses", "type", "InternalIP",
-        "address", n->ip, "type", "Hostname", "address", n->name, "nodeInfo", "kubeletVersion",
-        "v1.32.0-ckube-fake", "kubeProxyVersion", "", "osImage", "ckube fake node", "kernelVersion",
-        "fake", "containerRuntimeVersion", "fake://1.0", "operatingSystem", "linux", "architecture",
-        "amd64", "machineID", n->name, "systemUUID", n->name, "bootID", "fake", "daemonEndpoints",
-        "kubeletEndpoint", "Port", 10250);
+        "ephemeral-storage", "100Gi", "conditions", ck_agent_node_conditions(), "addresses", "type",
+        "InternalIP", "address", n->ip, "type", "Hostname", "address", n->name, "nodeInfo",
+        "kubeletVersion", "v1.32.0-ckube-fake", "kubeProxyVersion", "", "osImage",
+        "ckube fake node", "kernelVersion", "fake", "containerRuntimeVersion", "fake://1.0",
+        "operatingSystem", "linux", "architecture", "amd64", "machineID", n->name, "systemUUID",
+        n->name, "bootID", "fake", "daemonEndpoints", "kubeletEndpoint", "Port", 10250);
 }
 
 /* ---- registration --------------------------------------------------------------------- */
@@ -147,50 +126,10 @@ static int register_node(struct ck_fake_nodes *f, struct fake_node *n, struct ck
         n->name, "kubernetes.io/os", "linux", "kubernetes.io/arch", "amd64",
         "beta.kubernetes.io/os", "linux", "beta.kubernetes.io/arch", "amd64", "type", "fake",
         "spec", "podCIDR", cidr, "podCIDRs", cidr, "status", status);
-    if (!node) {
-        json_decref(status);
-        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    }
-    json_t *stored = NULL;
-    int r = ck_ctl_create(&f->ctl, f->nodes_res, "", node, &stored, reterr);
-    if (r == CK_EEXIST) { /* a restart: take it over and report its status again */
-        json_t *existing = NULL;
-        r = ck_ctl_get(&f->ctl, f->nodes_res, "", n->name, &existing, reterr);
-        if (r == 0) {
-            json_object_set(existing, "status", status);
-            r = ck_ctl_update_status(&f->ctl, f->nodes_res, "", existing, &stored, reterr);
-        }
-        json_decref(existing);
-    }
-    json_decref(node);
     json_decref(status);
-    if (r < 0) {
-        json_decref(stored);
-        return r;
-    }
-    /* the lease, owned by the node */
-    const char *uid =
-        json_string_value(json_object_get(json_object_get(stored, "metadata"), "uid"));
-    char now[40];
-    now_rfc3339(now, sizeof(now), true);
-    json_t *lease =
-        json_pack("{s:s, s:s, s:{s:s, s:s, s:[{s:s, s:s, s:s, s:s}]}, s:{s:s, s:i, s:s}}",
-                  "apiVersion", "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name",
-                  n->name, "namespace", "kube-node-lease", "ownerReferences", "apiVersion", "v1",
-                  "kind", "Node", "name", n->name, "uid", uid ? uid : "", "spec", "holderIdentity",
-                  n->name, "leaseDurationSeconds", CK_FAKE_NODE_LEASE_SECONDS, "renewTime", now);
-    json_decref(stored);
-    if (!lease)
-        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    json_t *written = NULL;
-    r = ck_ctl_create(&f->ctl, f->leases_res, "kube-node-lease", lease, &written, reterr);
-    if (r == CK_EEXIST)
-        r = ck_ctl_get(&f->ctl, f->leases_res, "kube-node-lease", n->name, &written, reterr);
-    json_decref(lease);
-    if (r == 0) {
-        json_decref(n->lease);
-        n->lease = written;
-    }
+    int r = node ? ck_agent_register_node(&f->ctl, node, &n->lease, reterr)
+                 : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    json_decref(node);
     return r;
 }
 
@@ -199,22 +138,10 @@ static int register_node(struct ck_fake_nodes *f, struct fake_node *n, struct ck
 static void renew_lease(struct ck_fake_nodes *f, struct fake_node *n)
 {
     struct ck_err err = {0};
-    json_t *lease = n->lease ? json_deep_copy(n->lease) : NULL;
-    int r = CK_ENOENT;
-    if (lease) {
-        char now[40];
-        now_rfc3339(now, sizeof(now), true);
-        json_object_set_new(json_object_get(lease, "spec"), "renewTime", json_string(now));
-        json_t *written = NULL;
-        r = ck_ctl_update(&f->ctl, f->leases_res, "kube-node-lease", lease, &written, &err);
-        if (r == 0) {
-            json_decref(n->lease);
-            n->lease = written;
-            count(f, &f->stats.renewals);
-        }
-        json_decref(lease);
-    }
-    if (r < 0) { /* conflict, gone, server away: start over at the next tick */
+    int r = ck_agent_renew_lease(&f->ctl, &n->lease, &err);
+    if (r == 0)
+        count(f, &f->stats.renewals);
+    else { /* conflict, gone, server away: start over at the next tick */
         count(f, &f->stats.write_errors);
         if (register_node(f, n, &err) < 0)
             CK_LOGV(2, "fake-nodes: %s: %s", n->name, err.msg);
@@ -227,21 +154,13 @@ static void restore_ready(struct ck_fake_nodes *f, struct fake_node *n)
     const json_t *cached = NULL;
     if (ck_lister_get(&f->node_lister, "", n->name, &cached) < 0)
         return;
-    bool ready = false;
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(cached, "status"), "conditions"), i, c)
-    {
-        const char *type = json_string_value(json_object_get(c, "type"));
-        const char *status = json_string_value(json_object_get(c, "status"));
-        if (type && status && strcmp(type, "Ready") == 0)
-            ready = strcmp(status, "True") == 0;
-    }
+    bool ready = ck_agent_node_ready(cached);
     if (!ready) {
         json_t *copy = json_deep_copy(cached);
         struct ck_err err = {0};
         if (copy)
-            json_object_set_new(json_object_get(copy, "status"), "conditions", conditions());
+            json_object_set_new(json_object_get(copy, "status"), "conditions",
+                                ck_agent_node_conditions());
         if (!copy || ck_ctl_update_status(&f->ctl, f->nodes_res, "", copy, NULL, &err) < 0)
             count(f, &f->stats.write_errors);
         json_decref(copy);

@@ -1,0 +1,275 @@
+/*
+ * agent.c - `ckube agent`: the node agent (ckube's kubelet).
+ *
+ *   ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [--config FILE]
+ *               [--feature-gates A=true,B=false] [--max-pods 110] [--port 10250]
+ *
+ * Reads a KubeletConfiguration-style file (--config), then the flags on top (flags win
+ * per setting; feature gates merge as kubelet's: the file's map, then --feature-gates),
+ * logs the effective feature gates, registers the node and runs the pods bound to it as
+ * local processes until SIGINT or SIGTERM (which leave the containers running, as the
+ * kubelet does); lib/agent/agent.c does the work. Exit codes as main.c's: 0 after a
+ * signal, 1 runtime failure, 2 usage error.
+ */
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ckube/agent.h"
+#include "ckube/featuregate.h"
+#include "ckube/internal/util.h"
+#include "controllers.h"
+
+static const char usage[] =
+    "Usage: ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [flags]\n"
+    "\n"
+    "Registers a node and runs the pods bound to it as local processes: the containers'\n"
+    "command and args run on this host (images are recorded, never pulled).\n"
+    "\n"
+    "Flags:\n"
+    "      --kubeconfig FILE      kubeconfig of the server (required)\n"
+    "      --node-name NAME       the node's name (required)\n"
+    "      --root-dir DIR         where pods' directories and logs go (required; must exist)\n"
+    "      --config FILE          a KubeletConfiguration YAML file; flags win over it\n"
+    "      --feature-gates LIST   A=true,B=false, applied over the file's featureGates\n"
+    "      --max-pods N           pods this node takes (default 110)\n"
+    "      --port N               the node's port, as published in its status (default 10250)\n"
+    "  -v, --v N                  log verbosity (default 0)\n"
+    "  -h, --help                 print this help\n";
+
+static int usage_error(const char *what, const char *value)
+{
+    fprintf(stderr, "error: %s%s%s\n\n%s", what, value ? ": " : "", value ? value : "", usage);
+    return 2;
+}
+
+/* The agent's own feature gates (kubelet gates whose behaviour it has). */
+static struct ck_fg_gate *agent_gates(void)
+{
+    struct ck_fg_gate *g = ck_fg_gate_new(ck_fg_version_mm(1, 32));
+    struct ck_fg_err err = {0};
+    if (!g)
+        return NULL;
+    struct ck_fg_spec beta_on = {.default_value = true, .stage = CK_FG_BETA};
+    if (ck_fg_add(g, "PodReadyToStartContainersCondition", beta_on, NULL, &err) < 0 ||
+        ck_fg_add(g, "KubeletSeparateDiskGC", beta_on, NULL, &err) < 0) {
+        CK_LOGE("feature gates: %s", err.msg);
+        return ck_fg_gate_free(g);
+    }
+    return g;
+}
+
+struct file_config {
+    json_t *root; /* the whole file */
+};
+
+/* Reads --config: a KubeletConfiguration. 0, or 2 after printing why. */
+static int read_config(const char *path, struct ck_agent_config *config, bool max_pods_set,
+                       struct ck_fg_gate *gates, json_t **ret_root)
+{
+    size_t len = 0;
+    char *text = NULL;
+    struct ck_err err = {0};
+    FILE *f = fopen(path, "re");
+    if (f) {
+        text = malloc(1 << 20);
+        len = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+        fclose(f);
+    }
+    json_t *root = NULL;
+    if (!text || ck__yaml_to_json(text, len, &root, &err) < 0 || !json_is_object(root)) {
+        fprintf(stderr, "error: --config %s: %s\n", path, text ? err.msg : "cannot be read");
+        free(text);
+        json_decref(root);
+        return 2;
+    }
+    free(text);
+    const char *kind = json_string_value(json_object_get(root, "kind"));
+    if (!kind || strcmp(kind, "KubeletConfiguration") != 0) {
+        fprintf(stderr, "error: --config %s: kind must be KubeletConfiguration\n", path);
+        json_decref(root);
+        return 2;
+    }
+    json_t *mp = json_object_get(root, "maxPods");
+    if (mp && !max_pods_set)
+        config->max_pods = (int)json_integer_value(mp);
+    const char *freq = json_string_value(json_object_get(root, "nodeStatusUpdateFrequency"));
+    if (freq && !ck_cmd_parse_duration(freq, &config->node_status_update_frequency)) {
+        fprintf(stderr, "error: --config %s: invalid nodeStatusUpdateFrequency\n", path);
+        json_decref(root);
+        return 2;
+    }
+    json_t *fg = json_object_get(root, "featureGates");
+    size_t n = json_object_size(fg), i = 0;
+    struct ck_fg_pair *pairs = calloc(n ? n : 1, sizeof(*pairs));
+    const char *k;
+    json_t *v;
+    json_object_foreach(fg, k, v)
+    {
+        pairs[i].name = k;
+        pairs[i++].value = json_is_true(v);
+    }
+    struct ck_fg_err fgerr = {0};
+    int r = n ? ck_fg_set_from_map(gates, pairs, n, &fgerr) : 0;
+    free(pairs);
+    if (r < 0) {
+        fprintf(stderr, "error: --config %s: featureGates: %s\n", path, fgerr.msg);
+        json_decref(root);
+        return 2;
+    }
+    *ret_root = root;
+    return 0;
+}
+
+struct starter {
+    struct ck_agent *a;
+    volatile sig_atomic_t stop;
+};
+
+static void *start_main(void *arg)
+{
+    struct starter *s = arg;
+    while (!s->stop) {
+        struct ck_err err = {0};
+        if (ck_agent_run(s->a, &err) == 0) {
+            CK_LOGI("Agent running");
+            return NULL;
+        }
+        CK_LOGV(0, "agent: not started yet: %s", err.msg);
+        struct timespec second = {1, 0};
+        nanosleep(&second, NULL);
+    }
+    return NULL;
+}
+
+int ck_cmd_agent(int argc, char **argv)
+{
+    enum { O_KUBECONFIG = 300, O_NODE, O_ROOT, O_CONFIG, O_GATES, O_MAXPODS, O_PORT };
+    static const struct option longopts[] = {
+        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+        {"node-name", required_argument, NULL, O_NODE},
+        {"root-dir", required_argument, NULL, O_ROOT},
+        {"config", required_argument, NULL, O_CONFIG},
+        {"feature-gates", required_argument, NULL, O_GATES},
+        {"max-pods", required_argument, NULL, O_MAXPODS},
+        {"port", required_argument, NULL, O_PORT},
+        {"v", required_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct ck_agent_config config = {0};
+    const char *kubeconfig = NULL, *config_file = NULL, *gates_flag = NULL;
+    bool max_pods_set = false;
+    opterr = 0;
+    optind = 1;
+    int opt;
+    char *end;
+    while ((opt = getopt_long(argc, argv, ":v:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        case O_KUBECONFIG:
+            kubeconfig = optarg;
+            break;
+        case O_NODE:
+            config.node_name = optarg;
+            break;
+        case O_ROOT:
+            config.root_dir = optarg;
+            break;
+        case O_CONFIG:
+            config_file = optarg;
+            break;
+        case O_GATES:
+            gates_flag = optarg;
+            break;
+        case O_MAXPODS:
+            config.max_pods = (int)strtol(optarg, &end, 10);
+            if (!*optarg || *end || config.max_pods < 1 || config.max_pods > 10000)
+                return usage_error("invalid value for --max-pods", optarg);
+            max_pods_set = true;
+            break;
+        case O_PORT:
+            config.port = (int)strtol(optarg, &end, 10);
+            if (!*optarg || *end || config.port < 1 || config.port > 65535)
+                return usage_error("invalid value for --port", optarg);
+            break;
+        case 'v':
+            if (ck_cmd_log_flag(true, optarg))
+                return usage_error("invalid value for -v", optarg);
+            break;
+        case ':':
+            return usage_error("flag needs an argument", argv[optind - 1]);
+        default:
+            return usage_error("unknown flag", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument", argv[optind]);
+    if (!kubeconfig)
+        return usage_error("--kubeconfig is required", NULL);
+    if (!config.node_name)
+        return usage_error("--node-name is required", NULL);
+    if (!config.root_dir)
+        return usage_error("--root-dir is required", NULL);
+
+    struct ck_fg_gate *gates = agent_gates();
+    if (!gates)
+        return 1;
+    json_t *file = NULL;
+    if (config_file && read_config(config_file, &config, max_pods_set, gates, &file) != 0) {
+        ck_fg_gate_free(gates);
+        return 2;
+    }
+    json_decref(file);
+    struct ck_fg_err fgerr = {0};
+    if (gates_flag && ck_fg_set(gates, gates_flag, &fgerr) < 0) {
+        ck_fg_gate_free(gates);
+        return usage_error("invalid value for --feature-gates", fgerr.msg);
+    }
+    char *effective = ck_fg_startup_line(gates);
+    CK_LOGS(0, "Effective feature gates", "featureGates", effective ? effective : "");
+    free(effective);
+
+    sigset_t stop_signals;
+    ck_cmd_block_stop_signals(&stop_signals);
+    struct ck_err err = {0};
+    struct ck_kubeconfig *kc = NULL;
+    if (ck_kubeconfig_load(kubeconfig, NULL, &kc, &err) < 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        ck_fg_gate_free(gates);
+        return 1;
+    }
+    struct ck_rest *client = NULL;
+    int r = ck_rest_new_from_kubeconfig(kc, -1, 0, &client, &err);
+    config.client = client;
+    struct starter starter = {0};
+    if (r == 0)
+        r = ck_agent_new(&config, &starter.a, &err);
+    pthread_t thread;
+    if (r == 0 && pthread_create(&thread, NULL, start_main, &starter) != 0)
+        r = ck_err_set(&err, CK_ENOMEM, "cannot start");
+    if (r < 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        ck_agent_free(starter.a);
+        ck_rest_free(client);
+        ck_kubeconfig_free(kc);
+        ck_fg_gate_free(gates);
+        return r == CK_EINVAL ? 2 : 1;
+    }
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    CK_LOGS(0, "Shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    starter.stop = 1;
+    pthread_join(thread, NULL);
+    ck_agent_free(starter.a);
+    ck_rest_free(client);
+    ck_kubeconfig_free(kc);
+    ck_fg_gate_free(gates);
+    return 0;
+}

@@ -1,0 +1,1070 @@
+/*
+ * agent.c - `ckube agent`: the node agent, ckube's kubelet. It registers its Node (the
+ * host's cores, memory and disk), renews its Lease, and runs the pods bound to it
+ * (watched with the field selector spec.nodeName=NAME) as local processes through
+ * process.c: a directory per pod, emptyDir volumes as directories, env with the
+ * downward API's fieldRefs, restarts with the kubelet's back-off, graceful stop, and
+ * the pod status as the kubelet writes it. docs/internals/agent.md describes it.
+ *
+ * On disk, under the root dir: pods/<uid>/volumes/<name>/ and
+ * pods/<uid>/containers/<name>/<attempt>/{pid,exit,log}. A restarted agent finds its
+ * containers again from those files (pid and start time, or the exit status the shim
+ * wrote), so that nothing runs twice and no exit status is lost.
+ *
+ * Threading: the informer's thread fills the cache; one supervisor thread does
+ * everything else every 200 ms (pods, processes, status writes); one renewer thread
+ * renews the lease. `lock` guards the pod table, which the log server reads.
+ */
+#define _GNU_SOURCE /* asprintf */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckube/agent.h"
+#include "ckube/api.h"
+#include "ckube/informer.h"
+#include "ckube/internal/util.h"
+#include "internal.h"
+
+#define TICK (200 * CK_MSEC)
+
+struct container {
+    char name[254];
+    bool init;   /* an init container: runs to completion before the others */
+    int attempt; /* 0 first; restartCount */
+    struct ck_proc proc;
+    bool running;  /* a process was started and has not been seen to end */
+    bool has_exit; /* the last attempt ended: exit holds how */
+    bool ever_ran; /* some attempt started */
+    bool done;     /* ended and will not be restarted */
+    struct ck_proc_exit exit;
+    int64_t started_ns; /* realtime of the current attempt's start */
+    int64_t restart_at; /* when the back-off allows the next start; 0: now */
+    char waiting_reason[64];
+    char waiting_message[512];
+    json_t *last_state; /* the previous attempt's terminated state, or NULL */
+    struct ck_agent_backoff backoff;
+    struct ck_probe_state startup, liveness, readiness;
+    bool started_ok; /* no startup probe, or it succeeded */
+    bool ready_ok;   /* no readiness probe, or it succeeds */
+};
+
+struct pod_run {
+    char uid[64], ns[254], name[254];
+    char dir[PATH_MAX];
+    json_t *pod;            /* the newest copy seen */
+    struct container *ctrs; /* the init containers (ninit of them), then the others */
+    size_t n, ninit;
+    bool seen;        /* in the cache at this tick */
+    bool terminating; /* SIGTERM sent */
+    int64_t kill_at;  /* when SIGKILL follows */
+    bool removed;     /* the final delete was accepted */
+    char start_time[40];
+    json_t *posted; /* the last status written */
+};
+
+struct ck_agent {
+    struct ck_agent_config config;
+    char *node_name, *root_dir, *host_ip, *field_selector;
+    const struct ck_resource *pods_res, *nodes_res;
+    struct ck_ctl_client ctl;
+    struct ck_rest_list_watch rlw;
+    struct ck_list_watch lw;
+    struct ck_informer *pods_inf;
+    struct ck_lister pod_lister;
+    json_t *lease;
+    struct MHD_Daemon *log_server;
+
+    pthread_mutex_t lock;
+    struct ck_pod_run_table {
+        struct pod_run **v;
+        size_t n;
+    } pods;
+
+    pthread_t supervisor, renewer;
+    bool threads_running;
+    pthread_mutex_t stop_lock;
+    pthread_cond_t stop_cond;
+    bool stopping;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * CK_SEC + ts.tv_nsec;
+}
+
+static void fmt_time(int64_t ns, char *buf, size_t size)
+{
+    ck__time_format(ns / CK_SEC, -1, buf, size);
+}
+
+static int mkdirs(const char *path)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0750) < 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(tmp, 0750) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* ---- the node ---- */
+
+static char *host_address(void)
+{
+    struct ifaddrs *ifs = NULL, *i;
+    char buf[INET_ADDRSTRLEN] = "127.0.0.1";
+    if (getifaddrs(&ifs) == 0) {
+        for (i = ifs; i; i = i->ifa_next)
+            if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET) {
+                struct sockaddr_in *a = (struct sockaddr_in *)i->ifa_addr;
+                if ((ntohl(a->sin_addr.s_addr) >> 24) == 127)
+                    continue;
+                inet_ntop(AF_INET, &a->sin_addr, buf, sizeof(buf));
+                break;
+            }
+        freeifaddrs(ifs);
+    }
+    return strdup(buf);
+}
+
+static json_t *node_object(struct ck_agent *a)
+{
+    char cpu[32], mem[48], disk[48], pods[16];
+    snprintf(cpu, sizeof(cpu), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+    snprintf(mem, sizeof(mem), "%lldKi",
+             (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE) / 1024);
+    struct statvfs vfs;
+    long long bytes = statvfs(a->root_dir, &vfs) == 0
+                          ? (long long)(vfs.f_blocks * (unsigned long)vfs.f_frsize)
+                          : 0;
+    snprintf(disk, sizeof(disk), "%lldKi", bytes / 1024);
+    snprintf(pods, sizeof(pods), "%d", a->config.max_pods);
+    struct utsname u;
+    uname(&u);
+    const char *arch = strcmp(u.machine, "x86_64") == 0    ? "amd64"
+                       : strcmp(u.machine, "aarch64") == 0 ? "arm64"
+                                                           : u.machine;
+    json_t *status = json_pack(
+        "{s:{s:s, s:s, s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:o, s:[{s:s, s:s}, {s:s, s:s}],"
+        " s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}, s:{s:{s:i}}}",
+        "capacity", "cpu", cpu, "memory", mem, "pods", pods, "ephemeral-storage", disk,
+        "allocatable", "cpu", cpu, "memory", mem, "pods", pods, "ephemeral-storage", disk,
+        "conditions", ck_agent_node_conditions(), "addresses", "type", "InternalIP", "address",
+        a->host_ip, "type", "Hostname", "address", a->node_name, "nodeInfo", "kubeletVersion",
+        "v1.32.0-ckube", "kubeProxyVersion", "", "osImage", u.sysname, "kernelVersion", u.release,
+        "containerRuntimeVersion", "process://1.0", "operatingSystem", "linux", "architecture",
+        arch, "machineID", a->node_name, "systemUUID", a->node_name, "bootID", "",
+        "daemonEndpoints", "kubeletEndpoint", "Port", a->config.port);
+    json_t *node = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}, s:{}, s:o}",
+                             "apiVersion", "v1", "kind", "Node", "metadata", "name", a->node_name,
+                             "labels", "kubernetes.io/hostname", a->node_name, "kubernetes.io/os",
+                             "linux", "kubernetes.io/arch", arch, "beta.kubernetes.io/os", "linux",
+                             "beta.kubernetes.io/arch", arch, "spec", "status", status);
+    return node;
+}
+
+static int register_node(struct ck_agent *a, struct ck_err *reterr)
+{
+    json_t *node = node_object(a);
+    int r = node ? ck_agent_register_node(&a->ctl, node, &a->lease, reterr)
+                 : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    json_decref(node);
+    return r;
+}
+
+static bool wait_stop(struct ck_agent *a, int64_t d)
+{
+    pthread_mutex_lock(&a->stop_lock);
+    int64_t deadline = ck_clock_now(NULL) + d;
+    while (!a->stopping && ck_clock_now(NULL) < deadline)
+        ck_clock_wait(NULL, &a->stop_cond, &a->stop_lock, deadline);
+    bool stop = a->stopping;
+    pthread_mutex_unlock(&a->stop_lock);
+    return stop;
+}
+
+static void *renewer_main(void *arg)
+{
+    struct ck_agent *a = arg;
+    while (!wait_stop(a, a->config.node_status_update_frequency)) {
+        struct ck_err err = {0};
+        json_t *node = NULL;
+        if (ck_agent_renew_lease(&a->ctl, &a->lease, &err) < 0 ||
+            ck_ctl_get(&a->ctl, a->nodes_res, "", a->node_name, &node, &err) < 0 ||
+            !ck_agent_node_ready(node)) {
+            /* the lease or the node went away, or the node is not Ready: register again */
+            if (register_node(a, &err) < 0)
+                CK_LOGS(0, "Unable to register node", "node", a->node_name, "err", err.msg);
+            else
+                CK_LOGS(2, "Node registered again", "node", a->node_name);
+        }
+        json_decref(node);
+    }
+    return NULL;
+}
+
+/* ---- containers ---- */
+
+static void ctr_dir(const struct pod_run *p, const struct container *c, int attempt, char *buf,
+                    size_t size)
+{
+    snprintf(buf, size, "%s/containers/%s/%d", p->dir, c->name, attempt);
+}
+
+static void ctr_file(const struct pod_run *p, const struct container *c, int attempt,
+                     const char *file, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s/containers/%s/%d/%s", p->dir, c->name, attempt, file);
+}
+
+/* A fieldRef's value (the downward API) or NULL. */
+static char *field_ref(struct ck_agent *a, const json_t *pod, const char *path)
+{
+    const json_t *meta = json_object_get(pod, "metadata");
+    char key[512];
+    if (strcmp(path, "metadata.name") == 0 || strcmp(path, "metadata.namespace") == 0 ||
+        strcmp(path, "metadata.uid") == 0)
+        return strdup(json_string_value(json_object_get(meta, path + 9)) ?: "");
+    if (strcmp(path, "spec.nodeName") == 0)
+        return strdup(a->node_name);
+    if (strcmp(path, "status.podIP") == 0 || strcmp(path, "status.hostIP") == 0)
+        return strdup(a->host_ip);
+    if (strcmp(path, "spec.serviceAccountName") == 0)
+        return strdup(
+            json_string_value(json_object_get(json_object_get(pod, "spec"), "serviceAccountName"))
+                ?: "");
+    const char *which = strncmp(path, "metadata.labels['", 17) == 0        ? "labels"
+                        : strncmp(path, "metadata.annotations['", 22) == 0 ? "annotations"
+                                                                           : NULL;
+    if (which) {
+        const char *start = strchr(path, '\'') + 1, *end = strrchr(path, '\'');
+        if (end <= start || (size_t)(end - start) >= sizeof(key))
+            return NULL;
+        memcpy(key, start, (size_t)(end - start));
+        key[end - start] = 0;
+        return strdup(json_string_value(json_object_get(json_object_get(meta, which), key)) ?: "");
+    }
+    return NULL;
+}
+
+static void strv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+static char **container_env(struct ck_agent *a, const struct pod_run *p, const json_t *spec_c)
+{
+    const json_t *env = json_object_get(spec_c, "env");
+    size_t n = json_array_size(env), k = 0;
+    char **v = calloc(n + 4, sizeof(*v));
+    if (!v)
+        return NULL;
+    bool has_path = false;
+    size_t i;
+    json_t *e;
+    json_array_foreach(env, i, e)
+    {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *value = json_string_value(json_object_get(e, "value"));
+        char *owned = NULL;
+        const char *fp = json_string_value(json_object_get(
+            json_object_get(json_object_get(e, "valueFrom"), "fieldRef"), "fieldPath"));
+        if (fp)
+            value = owned = field_ref(a, p->pod, fp);
+        if (!name)
+            continue;
+        has_path = has_path || strcmp(name, "PATH") == 0;
+        if (asprintf(&v[k], "%s=%s", name, value ? value : "") >= 0)
+            k++;
+        free(owned);
+    }
+    if (!has_path && asprintf(&v[k], "PATH=%s",
+                              "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") >= 0)
+        k++;
+    if (asprintf(&v[k], "HOSTNAME=%s", p->name) >= 0)
+        k++;
+    return v;
+}
+
+static char **container_argv(const json_t *spec_c)
+{
+    const json_t *cmd = json_object_get(spec_c, "command"), *args = json_object_get(spec_c, "args");
+    size_t n = json_array_size(cmd) + json_array_size(args), k = 0;
+    if (json_array_size(cmd) == 0)
+        return NULL;
+    char **v = calloc(n + 1, sizeof(*v));
+    size_t i;
+    json_t *s;
+    json_array_foreach(cmd, i, s) v[k++] = strdup(json_string_value(s) ?: "");
+    json_array_foreach(args, i, s) v[k++] = strdup(json_string_value(s) ?: "");
+    return v;
+}
+
+static const json_t *spec_container(const struct pod_run *p, const char *name)
+{
+    size_t i;
+    json_t *c;
+    const json_t *spec = json_object_get(p->pod, "spec");
+    json_array_foreach(json_object_get(spec, "containers"), i, c)
+    {
+        const char *n = json_string_value(json_object_get(c, "name"));
+        if (n && strcmp(n, name) == 0)
+            return c;
+    }
+    json_array_foreach(json_object_get(spec, "initContainers"), i, c)
+    {
+        const char *n = json_string_value(json_object_get(c, "name"));
+        if (n && strcmp(n, name) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static void init_probes(const struct pod_run *p, struct container *c)
+{
+    const json_t *sc = spec_container(p, c->name);
+    ck_probe_state_init(&c->startup, json_object_get(sc, "startupProbe"), c->started_ns, false);
+    ck_probe_state_init(&c->liveness, json_object_get(sc, "livenessProbe"), c->started_ns, true);
+    ck_probe_state_init(&c->readiness, json_object_get(sc, "readinessProbe"), c->started_ns, false);
+    c->started_ok = !json_object_get(sc, "startupProbe");
+    c->ready_ok = !json_object_get(sc, "readinessProbe");
+}
+
+/* Runs s's probe (name in the spec) when it is due: 1, -1 or 0 as ck_probe_state_due. */
+static int probe_if_due(struct ck_agent *a, const struct pod_run *p, const struct container *c,
+                        struct ck_probe_state *s, const char *name)
+{
+    const json_t *sc = spec_container(p, c->name);
+    s->probe = json_object_get(sc, name); /* the pod's copy changes between ticks */
+    int64_t now = now_ns();
+    if (!s->probe || now < s->next_at)
+        return 0;
+    char **envp = container_env(a, p, sc);
+    const char *wd = json_string_value(json_object_get(sc, "workingDir"));
+    struct ck_probe_target target = {envp, wd && *wd ? wd : p->dir, a->host_ip,
+                                     json_object_get(sc, "ports")};
+    char msg[512];
+    bool ok = ck_probe_run(s->probe, &target, msg, sizeof(msg));
+    strv_free(envp);
+    if (!ok)
+        CK_LOGS(2, "Probe failed", "probeType", name, "pod", p->name, "container", c->name,
+                "output", msg);
+    return ck_probe_state_due(s, now, ok);
+}
+
+/* The probes of a running container: startup, then liveness (kill) and readiness. */
+static void run_probes(struct ck_agent *a, struct pod_run *p, struct container *c)
+{
+    if (!c->started_ok) {
+        int r = probe_if_due(a, p, c, &c->startup, "startupProbe");
+        if (r > 0)
+            c->started_ok = true;
+        else if (r < 0) {
+            CK_LOGS(0, "Container failed startup probe, will be restarted", "pod", p->name,
+                    "container", c->name);
+            ck_proc_signal(c->proc.pid, SIGKILL);
+        }
+        return;
+    }
+    if (probe_if_due(a, p, c, &c->liveness, "livenessProbe") < 0) {
+        CK_LOGS(0, "Container failed liveness probe, will be restarted", "pod", p->name,
+                "container", c->name);
+        ck_proc_signal(c->proc.pid, SIGKILL);
+        c->liveness.failures = 0;
+        return;
+    }
+    probe_if_due(a, p, c, &c->readiness, "readinessProbe");
+    c->ready_ok =
+        !json_object_get(spec_container(p, c->name), "readinessProbe") || c->readiness.result;
+}
+
+static void start_container(struct ck_agent *a, struct pod_run *p, struct container *c)
+{
+    const json_t *sc = spec_container(p, c->name);
+    char dir[PATH_MAX], logp[PATH_MAX], exitp[PATH_MAX], pidp[PATH_MAX];
+    int attempt = c->ever_ran ? c->attempt + 1 : 0;
+    ctr_dir(p, c, attempt, dir, sizeof(dir));
+    ctr_file(p, c, attempt, "log", logp, sizeof(logp));
+    ctr_file(p, c, attempt, "exit", exitp, sizeof(exitp));
+    ctr_file(p, c, attempt, "pid", pidp, sizeof(pidp));
+    char **argv = container_argv(sc);
+    char **envp = container_env(a, p, sc);
+    const char *wd = json_string_value(json_object_get(sc, "workingDir"));
+    struct ck_proc_spec spec = {argv, envp, wd && *wd ? wd : p->dir, logp, exitp};
+    struct ck_err err = {0};
+    int r;
+    if (!argv)
+        r = ck_err_set(&err, CK_EINVAL,
+                       "no command: ckube runs the container's command from the host and "
+                       "knows no image entrypoint");
+    else if (mkdirs(dir) < 0)
+        r = ck_err_set(&err, CK_EIO, "cannot create %s: %s", dir, strerror(errno));
+    else
+        r = ck_proc_start(&spec, &c->proc, &err);
+    if (r == 0) {
+        FILE *f = fopen(pidp, "we");
+        if (f) {
+            fprintf(f, "%d %lld\n", (int)c->proc.pid, (long long)c->proc.started_ns);
+            fclose(f);
+        }
+        if (c->ever_ran)
+            ck_agent_backoff_next(&c->backoff, now_ns());
+        c->attempt = attempt;
+        c->ever_ran = true;
+        c->running = true;
+        c->has_exit = false;
+        c->started_ns = now_ns();
+        c->waiting_reason[0] = 0;
+        init_probes(p, c);
+        char pid[24];
+        snprintf(pid, sizeof(pid), "%d", (int)c->proc.pid);
+        CK_LOGS(2, "Container started", "pod", p->name, "container", c->name, "pid", pid);
+    } else {
+        snprintf(c->waiting_reason, sizeof(c->waiting_reason), "RunContainerError");
+        snprintf(c->waiting_message, sizeof(c->waiting_message), "%s", err.msg);
+        c->restart_at = now_ns() + CK_AGENT_BACKOFF_INITIAL;
+        CK_LOGS(0, "Container failed to start", "pod", p->name, "container", c->name, "err",
+                err.msg);
+    }
+    strv_free(argv);
+    strv_free(envp);
+}
+
+/* After a restart of the agent: the newest attempt of c, running or ended. */
+static void adopt_container(struct pod_run *p, struct container *c)
+{
+    char dir[PATH_MAX], path[PATH_MAX];
+    if (snprintf(dir, sizeof(dir), "%s/containers/%s", p->dir, c->name) >= (int)sizeof(dir))
+        return;
+    DIR *d = opendir(dir);
+    int newest = -1;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && atoi(e->d_name) > newest)
+            newest = atoi(e->d_name);
+    if (d)
+        closedir(d);
+    if (newest < 0)
+        return;
+    ctr_file(p, c, newest, "pid", path, sizeof(path));
+    FILE *f = fopen(path, "re");
+    int pid = 0;
+    long long ticks = 0;
+    if (!f || fscanf(f, "%d %lld", &pid, &ticks) != 2) {
+        if (f)
+            fclose(f);
+        return;
+    }
+    fclose(f);
+    struct stat st;
+    c->attempt = newest;
+    c->ever_ran = true;
+    c->proc.pid = pid;
+    c->proc.started_ns = ticks;
+    c->started_ns = stat(path, &st) == 0 ? (int64_t)st.st_mtime * CK_SEC : now_ns();
+    ctr_file(p, c, newest, "exit", path, sizeof(path));
+    if (ck_proc_read_exit(path, &c->exit) == 0)
+        c->running = true; /* seen to end at the next tick */
+    else
+        c->running = ck_proc_alive(pid, ticks);
+    init_probes(p, c);
+    if (!c->running) { /* gone without an exit status (a reboot) */
+        c->has_exit = true;
+        c->exit = (struct ck_proc_exit){137, 9, now_ns()};
+    }
+    char pidtext[24];
+    snprintf(pidtext, sizeof(pidtext), "%d", pid);
+    CK_LOGS(0, "Container found again", "pod", p->name, "container", c->name, "pid", pidtext,
+            "running", c->running ? "true" : "false");
+}
+
+static json_t *terminated_state(const struct container *c)
+{
+    char started[40], finished[40];
+    fmt_time(c->started_ns, started, sizeof(started));
+    fmt_time(c->exit.finished_ns, finished, sizeof(finished));
+    const char *reason = c->exit.code == 0 ? "Completed" : "Error";
+    char id[64];
+    snprintf(id, sizeof(id), "process://%d", (int)c->proc.pid);
+    return json_pack("{s:{s:i, s:s, s:s, s:s, s:s}}", "terminated", "exitCode", c->exit.code,
+                     "reason", reason, "startedAt", started, "finishedAt", finished, "containerID",
+                     id);
+}
+
+static bool should_restart(const struct pod_run *p, const struct container *c)
+{
+    const char *policy =
+        json_string_value(json_object_get(json_object_get(p->pod, "spec"), "restartPolicy"));
+    if (c->init) /* until it succeeds, unless Never */
+        return c->exit.code != 0 && (!policy || strcmp(policy, "Never") != 0);
+    if (!policy || strcmp(policy, "Always") == 0)
+        return true;
+    if (strcmp(policy, "OnFailure") == 0)
+        return c->exit.code != 0;
+    return false;
+}
+
+/* One look at a container of a pod that is not being deleted. */
+static void supervise(struct ck_agent *a, struct pod_run *p, struct container *c)
+{
+    char path[PATH_MAX];
+    if (c->running) {
+        ctr_file(p, c, c->attempt, "exit", path, sizeof(path));
+        if (ck_proc_read_exit(path, &c->exit) == 0 ||
+            !ck_proc_alive(c->proc.pid, c->proc.started_ns)) {
+            if (ck_proc_read_exit(path, &c->exit) != 0) /* vanished with no status */
+                c->exit = (struct ck_proc_exit){137, 9, now_ns()};
+            c->running = false;
+            c->has_exit = true;
+            char code[24];
+            snprintf(code, sizeof(code), "%d", c->exit.code);
+            CK_LOGS(2, "Container exited", "pod", p->name, "container", c->name, "exitCode", code);
+            if (should_restart(p, c)) {
+                json_decref(c->last_state);
+                c->last_state = terminated_state(c);
+                c->restart_at = ck_agent_backoff_restart_at(&c->backoff, c->exit.finished_ns);
+            } else
+                c->done = true;
+        }
+    }
+    if (c->running)
+        run_probes(a, p, c);
+    else if (!c->done && now_ns() >= c->restart_at)
+        start_container(a, p, c);
+    if (!c->running && !c->done && c->has_exit && c->waiting_reason[0] != 'R') {
+        snprintf(c->waiting_reason, sizeof(c->waiting_reason), "CrashLoopBackOff");
+        if (snprintf(c->waiting_message, sizeof(c->waiting_message),
+                     "back-off %llds restarting failed container=%s pod=%s_%s(%s)",
+                     (long long)(c->backoff.delay / CK_SEC), c->name, p->name, p->ns,
+                     p->uid) >= (int)sizeof(c->waiting_message))
+            c->waiting_message[sizeof(c->waiting_message) - 1] = 0;
+    }
+}
+
+/* ---- status ---- */
+
+static json_t *container_status(const struct pod_run *p, const struct container *c)
+{
+    const json_t *sc = spec_container(p, c->name);
+    const char *image = json_string_value(json_object_get(sc, "image")) ?: "";
+    json_t *state;
+    char t[40], id[64] = "";
+    if (c->running) {
+        fmt_time(c->started_ns, t, sizeof(t));
+        state = json_pack("{s:{s:s}}", "running", "startedAt", t);
+    } else if (c->has_exit && (c->done || !c->waiting_reason[0]))
+        state = terminated_state(c);
+    else if (c->waiting_reason[0])
+        state = json_pack("{s:{s:s, s:s}}", "waiting", "reason", c->waiting_reason, "message",
+                          c->waiting_message);
+    else
+        state = json_pack("{s:{s:s}}", "waiting", "reason", "ContainerCreating");
+    if (c->ever_ran)
+        snprintf(id, sizeof(id), "process://%d", (int)c->proc.pid);
+    json_t *s =
+        json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:O}", "name", c->name, "image", image,
+                  "imageID", image, "ready", c->running && c->started_ok && c->ready_ok, "started",
+                  c->running && c->started_ok, "restartCount", c->attempt, "state", state,
+                  "lastState", c->last_state ? c->last_state : json_object());
+    if (s && *id)
+        json_object_set_new(s, "containerID", json_string(id));
+    return s;
+}
+
+static json_t *condition(const char *type, bool ok, const char *reason)
+{
+    json_t *c = json_pack("{s:s, s:s, s:n}", "type", type, "status", ok ? "True" : "False",
+                          "lastProbeTime");
+    if (c && !ok && reason)
+        json_object_set_new(c, "reason", json_string(reason));
+    return c;
+}
+
+static json_t *pod_status(struct ck_agent *a, const struct pod_run *p)
+{
+    bool initialized = true, init_failed = false;
+    json_t *init_statuses = json_array();
+    for (size_t i = 0; i < p->ninit; i++) {
+        const struct container *c = &p->ctrs[i];
+        initialized = initialized && c->done && c->exit.code == 0;
+        init_failed = init_failed || (c->done && c->exit.code != 0);
+        json_array_append_new(init_statuses, container_status(p, c));
+    }
+    bool all_running = p->n > p->ninit && initialized, any_running = false, all_done = true,
+         any_failed = init_failed;
+    json_t *statuses = json_array();
+    for (size_t i = p->ninit; i < p->n; i++) {
+        const struct container *c = &p->ctrs[i];
+        all_running = all_running && c->running && c->started_ok && c->ready_ok;
+        any_running = any_running || c->running;
+        all_done = all_done && c->done;
+        any_failed = any_failed || (c->done && c->exit.code != 0);
+        json_array_append_new(statuses, container_status(p, c));
+    }
+    bool ran = p->n > p->ninit && p->ctrs[p->ninit].ever_ran;
+    const char *phase = init_failed       ? "Failed"
+                        : all_done && ran ? (any_failed ? "Failed" : "Succeeded")
+                        : initialized && (any_running || ran) ? "Running"
+                                                              : "Pending";
+    json_t *conds = json_array();
+    json_array_append_new(conds, condition("PodReadyToStartContainers", true, NULL));
+    json_array_append_new(conds, condition("Initialized", initialized, "ContainersNotInitialized"));
+    json_array_append_new(conds, condition("Ready", all_running, "ContainersNotReady"));
+    json_array_append_new(conds, condition("ContainersReady", all_running, "ContainersNotReady"));
+    json_array_append_new(conds, condition("PodScheduled", true, NULL));
+    json_t *st = json_pack("{s:s, s:o, s:s, s:[{s:s}], s:s, s:[{s:s}], s:s, s:o}", "phase", phase,
+                           "conditions", conds, "hostIP", a->host_ip, "hostIPs", "ip", a->host_ip,
+                           "podIP", a->host_ip, "podIPs", "ip", a->host_ip, "startTime",
+                           p->start_time, "containerStatuses", statuses);
+    if (st && p->ninit)
+        json_object_set_new(st, "initContainerStatuses", init_statuses);
+    else
+        json_decref(init_statuses);
+    return st;
+}
+
+/* Writes the status when it changed; transition times are kept from the last write. */
+static void post_status(struct ck_agent *a, struct pod_run *p)
+{
+    json_t *status = pod_status(a, p);
+    if (!status || (p->posted && json_equal(status, p->posted))) {
+        json_decref(status);
+        return;
+    }
+    json_t *written = json_deep_copy(status);
+    char now[40];
+    fmt_time(now_ns(), now, sizeof(now));
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(status, "conditions"), i, c)
+    {
+        const char *old_time = NULL;
+        size_t j;
+        json_t *o;
+        const json_t *old = json_object_get(json_object_get(p->pod, "status"), "conditions");
+        json_array_foreach(old, j, o)
+        {
+            if (json_equal(json_object_get(o, "type"), json_object_get(c, "type")) &&
+                json_equal(json_object_get(o, "status"), json_object_get(c, "status")))
+                old_time = json_string_value(json_object_get(o, "lastTransitionTime"));
+        }
+        json_object_set_new(c, "lastTransitionTime", json_string(old_time ? old_time : now));
+    }
+    json_t *patch = json_pack("{s:o}", "status", status);
+    struct ck_err err = {0};
+    int r = ck_ctl_patch(&a->ctl, a->pods_res, p->ns, p->name, "status", CK_PATCH_MERGE, patch,
+                         NULL, &err);
+    json_decref(patch);
+    if (r == 0) {
+        json_decref(p->posted);
+        p->posted = written;
+    } else {
+        json_decref(written);
+        CK_LOGV(2, "agent: status of %s/%s: %s", p->ns, p->name, err.msg);
+    }
+}
+
+/* ---- pods ---- */
+
+static struct pod_run *pod_find(struct ck_agent *a, const char *uid)
+{
+    for (size_t i = 0; i < a->pods.n; i++)
+        if (strcmp(a->pods.v[i]->uid, uid) == 0)
+            return a->pods.v[i];
+    return NULL;
+}
+
+static void pod_free(struct pod_run *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        json_decref(p->ctrs[i].last_state);
+    free(p->ctrs);
+    json_decref(p->pod);
+    json_decref(p->posted);
+    free(p);
+}
+
+static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
+{
+    const json_t *meta = json_object_get(pod, "metadata");
+    const json_t *containers = json_object_get(json_object_get(pod, "spec"), "containers");
+    struct pod_run *p = calloc(1, sizeof(*p));
+    struct pod_run **v = realloc(a->pods.v, (a->pods.n + 1) * sizeof(*v));
+    if (!p || !v) {
+        free(p);
+        if (v)
+            a->pods.v = v;
+        return NULL;
+    }
+    a->pods.v = v;
+    snprintf(p->uid, sizeof(p->uid), "%s", json_string_value(json_object_get(meta, "uid")) ?: "");
+    snprintf(p->ns, sizeof(p->ns), "%s",
+             json_string_value(json_object_get(meta, "namespace")) ?: "");
+    snprintf(p->name, sizeof(p->name), "%s",
+             json_string_value(json_object_get(meta, "name")) ?: "");
+    snprintf(p->dir, sizeof(p->dir), "%s/pods/%s", a->root_dir, p->uid);
+    p->pod = json_deep_copy(pod);
+    const json_t *inits = json_object_get(json_object_get(pod, "spec"), "initContainers");
+    p->ninit = json_array_size(inits);
+    p->n = p->ninit + json_array_size(containers);
+    p->ctrs = calloc(p->n ? p->n : 1, sizeof(*p->ctrs));
+    const char *st =
+        json_string_value(json_object_get(json_object_get(pod, "status"), "startTime"));
+    if (st)
+        snprintf(p->start_time, sizeof(p->start_time), "%s", st);
+    else
+        fmt_time(now_ns(), p->start_time, sizeof(p->start_time));
+    mkdirs(p->dir);
+    size_t i;
+    json_t *vol;
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "volumes"), i, vol)
+    {
+        const char *name = json_string_value(json_object_get(vol, "name"));
+        char path[PATH_MAX];
+        if (name && json_object_get(vol, "emptyDir") && !strchr(name, '/')) {
+            if (snprintf(path, sizeof(path), "%s/volumes/%s", p->dir, name) < (int)sizeof(path))
+                mkdirs(path);
+        }
+    }
+    for (i = 0; i < p->n; i++) {
+        const json_t *sc =
+            i < p->ninit ? json_array_get(inits, i) : json_array_get(containers, i - p->ninit);
+        p->ctrs[i].init = i < p->ninit;
+        snprintf(p->ctrs[i].name, sizeof(p->ctrs[i].name), "%s",
+                 json_string_value(json_object_get(sc, "name")) ?: "");
+        adopt_container(p, &p->ctrs[i]);
+    }
+    a->pods.v[a->pods.n++] = p;
+    CK_LOGS(1, "Pod added", "pod", p->name, "namespace", p->ns, "uid", p->uid);
+    return p;
+}
+
+/* Deletion: SIGTERM, SIGKILL after the grace period, then the final delete. */
+/*
+ * The container's preStop hook (exec or httpGet), run as a probe bounded by the grace
+ * period, before SIGTERM, as the kubelet does. Runs on the supervisor thread.
+ */
+static void run_pre_stop(struct ck_agent *a, const struct pod_run *p, const struct container *c,
+                         json_int_t grace)
+{
+    const json_t *sc = spec_container(p, c->name);
+    const json_t *hook = json_object_get(json_object_get(sc, "lifecycle"), "preStop");
+    if (!hook)
+        return;
+    json_t *probe = json_deep_copy(hook);
+    if (!probe)
+        return;
+    json_object_set_new(probe, "timeoutSeconds", json_integer(grace > 0 ? grace : 1));
+    char **envp = container_env(a, p, sc);
+    const char *wd = json_string_value(json_object_get(sc, "workingDir"));
+    struct ck_probe_target target = {envp, wd && *wd ? wd : p->dir, a->host_ip,
+                                     json_object_get(sc, "ports")};
+    char msg[512];
+    if (!ck_probe_run(probe, &target, msg, sizeof(msg)))
+        CK_LOGS(0, "PreStop hook failed", "pod", p->name, "container", c->name, "err", msg);
+    strv_free(envp);
+    json_decref(probe);
+}
+
+static void terminate(struct ck_agent *a, struct pod_run *p)
+{
+    int64_t now = now_ns();
+    if (!p->terminating) {
+        const json_t *meta = json_object_get(p->pod, "metadata");
+        json_int_t grace = json_integer_value(json_object_get(meta, "deletionGracePeriodSeconds"));
+        p->terminating = true;
+        p->kill_at = now + (int64_t)grace * CK_SEC;
+        for (size_t i = 0; i < p->n; i++)
+            if (p->ctrs[i].running) {
+                run_pre_stop(a, p, &p->ctrs[i], grace);
+                ck_proc_signal(p->ctrs[i].proc.pid, SIGTERM);
+            }
+        char g[24];
+        snprintf(g, sizeof(g), "%lld", (long long)grace);
+        CK_LOGS(1, "Killing pod", "pod", p->name, "gracePeriod", g);
+    }
+    bool any = false;
+    for (size_t i = 0; i < p->n; i++) {
+        struct container *c = &p->ctrs[i];
+        char path[PATH_MAX];
+        if (!c->running)
+            continue;
+        ctr_file(p, c, c->attempt, "exit", path, sizeof(path));
+        if (ck_proc_read_exit(path, &c->exit) == 0 ||
+            !ck_proc_alive(c->proc.pid, c->proc.started_ns)) {
+            c->running = false;
+            c->has_exit = true;
+            c->done = true;
+            continue;
+        }
+        any = true;
+        if (now >= p->kill_at)
+            ck_proc_signal(c->proc.pid, SIGKILL);
+    }
+    if (any || p->removed)
+        return;
+    post_status(a, p);
+    json_t *options =
+        json_pack("{s:i, s:{s:s}}", "gracePeriodSeconds", 0, "preconditions", "uid", p->uid);
+    struct ck_err err = {0};
+    int r = ck_ctl_delete(&a->ctl, a->pods_res, p->ns, p->name, options, NULL, &err);
+    json_decref(options);
+    if (r == 0 || r == CK_ENOENT || r == CK_ECONFLICT)
+        p->removed = true;
+    else
+        CK_LOGV(2, "agent: delete %s/%s: %s", p->ns, p->name, err.msg);
+}
+
+static void tick(struct ck_agent *a)
+{
+    struct ck_obj_list list = {0};
+    struct ck_err err = {0};
+    ck_proc_reap();
+    if (ck_lister_list(&a->pod_lister, NULL, NULL, &list, &err) < 0)
+        return;
+    pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < a->pods.n; i++)
+        a->pods.v[i]->seen = false;
+    for (size_t i = 0; i < list.n; i++) {
+        const json_t *pod = list.items[i];
+        const char *uid =
+            json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
+        const char *node =
+            json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+        if (!uid || !node || strcmp(node, a->node_name) != 0)
+            continue;
+        struct pod_run *p = pod_find(a, uid);
+        if (!p) {
+            const char *phase =
+                json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+            if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) &&
+                !json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
+                continue; /* finished before: nothing to run */
+            p = pod_add(a, pod);
+        } else {
+            json_decref(p->pod);
+            p->pod = json_deep_copy(pod);
+        }
+        if (p)
+            p->seen = true;
+    }
+    ck_obj_list_release(&list);
+    for (size_t i = 0; i < a->pods.n; i++) {
+        struct pod_run *p = a->pods.v[i];
+        if (!p->seen) { /* deleted by someone else (force): stop it at once */
+            for (size_t j = 0; j < p->n; j++)
+                if (p->ctrs[j].running)
+                    ck_proc_signal(p->ctrs[j].proc.pid, SIGKILL);
+            CK_LOGS(1, "Pod removed", "pod", p->name, "namespace", p->ns);
+            pod_free(p);
+            a->pods.v[i] = a->pods.v[--a->pods.n];
+            i--;
+            continue;
+        }
+        if (json_object_get(json_object_get(p->pod, "metadata"), "deletionTimestamp"))
+            terminate(a, p);
+        else {
+            bool initialized = true;
+            for (size_t j = 0; j < p->ninit && initialized; j++) {
+                struct container *c = &p->ctrs[j];
+                if (!(c->done && c->exit.code == 0))
+                    supervise(a, p, c);
+                initialized = c->done && c->exit.code == 0;
+            }
+            for (size_t j = p->ninit; initialized && j < p->n; j++)
+                supervise(a, p, &p->ctrs[j]);
+            post_status(a, p);
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+}
+
+static void *supervisor_main(void *arg)
+{
+    struct ck_agent *a = arg;
+    do
+        tick(a);
+    while (!wait_stop(a, TICK));
+    return NULL;
+}
+
+/* ---- the pods' list/watch, limited to this node ---- */
+
+static int lw_list(void *ctx, const struct ck_list_options *opts, json_t **ret_list,
+                   struct ck_err *reterr)
+{
+    struct ck_agent *a = ctx;
+    struct ck_list_options o = *opts;
+    o.field_selector = a->field_selector;
+    return a->rlw.lw.list(a->rlw.lw.ctx, &o, ret_list, reterr);
+}
+
+static int lw_watch(void *ctx, const struct ck_list_options *opts, ck_watch_func fn, void *arg,
+                    const atomic_bool *stop, struct ck_err *reterr)
+{
+    struct ck_agent *a = ctx;
+    struct ck_list_options o = *opts;
+    o.field_selector = a->field_selector;
+    return a->rlw.lw.watch(a->rlw.lw.ctx, &o, fn, arg, stop, reterr);
+}
+
+/* ---- lifecycle ---- */
+
+int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, struct ck_err *reterr)
+{
+    if (!config->client || !config->node_name || !*config->node_name || !config->root_dir)
+        return ck_err_set(reterr, CK_EINVAL, "a client, a node name and a root dir are required");
+    if (strlen(config->node_name) > 253)
+        return ck_err_set(reterr, CK_EINVAL, "node name longer than 253 characters");
+    struct ck_agent *a = calloc(1, sizeof(*a));
+    if (!a)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_mutex_init(&a->stop_lock, NULL);
+    pthread_cond_init(&a->stop_cond, NULL);
+    a->config = *config;
+    if (a->config.max_pods <= 0)
+        a->config.max_pods = 110;
+    if (a->config.node_status_update_frequency <= 0)
+        a->config.node_status_update_frequency = 10 * CK_SEC;
+    if (a->config.port <= 0)
+        a->config.port = 10250;
+    a->node_name = strdup(config->node_name);
+    a->root_dir = realpath(config->root_dir, NULL);
+    a->host_ip = host_address();
+    int r = 0;
+    if (!a->root_dir) {
+        r = ck_err_set(reterr, CK_EINVAL, "--root-dir %s: %s", config->root_dir, strerror(errno));
+        goto fail;
+    }
+    if (asprintf(&a->field_selector, "spec.nodeName=%s", a->node_name) < 0 || !a->node_name ||
+        !a->host_ip) {
+        a->field_selector = NULL;
+        r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        goto fail;
+    }
+    a->pods_res = ck_controller_resource("", "v1", "pods");
+    a->nodes_res = ck_controller_resource("", "v1", "nodes");
+    if (!a->pods_res || !a->nodes_res) {
+        r = ck_err_set(reterr, CK_ENOENT, "no kind serves pods or nodes");
+        goto fail;
+    }
+    ck_ctl_client_init_rest(&a->ctl, config->client);
+    ck_rest_list_watch_init(&a->rlw, config->client, a->pods_res, NULL);
+    a->lw = (struct ck_list_watch){lw_list, lw_watch, a};
+    struct ck_informer_options io = {.list_watch = &a->lw, .res = a->pods_res};
+    r = ck_informer_new(&io, &a->pods_inf, reterr);
+    if (r < 0)
+        goto fail;
+    ck_lister_init(&a->pod_lister, ck_informer_indexer(a->pods_inf));
+    *ret = a;
+    return 0;
+fail:
+    ck_agent_free(a);
+    return r;
+}
+
+int ck_agent_run(struct ck_agent *a, struct ck_err *reterr)
+{
+    int r = register_node(a, reterr);
+    if (r < 0)
+        return r;
+    CK_LOGS(0, "Node registered", "node", a->node_name, "address", a->host_ip);
+    if (!a->log_server &&
+        !(a->log_server = ck__agent_log_server_start(a, a->host_ip, a->config.port)))
+        return ck_err_set(reterr, CK_EIO, "cannot serve logs on %s:%d", a->host_ip, a->config.port);
+    r = ck_informer_start(a->pods_inf, reterr);
+    if (r < 0)
+        return r;
+    if (!ck_informer_wait_for_sync(a->pods_inf, CK_TIME_NEVER))
+        return ck_err_set(reterr, CK_ESHUTDOWN, "agent: stopped before syncing");
+    if (pthread_create(&a->supervisor, NULL, supervisor_main, a) != 0)
+        return ck_err_set(reterr, CK_ENOMEM, "cannot start the supervisor");
+    if (pthread_create(&a->renewer, NULL, renewer_main, a) != 0) {
+        pthread_mutex_lock(&a->stop_lock);
+        a->stopping = true;
+        pthread_cond_broadcast(&a->stop_cond);
+        pthread_mutex_unlock(&a->stop_lock);
+        pthread_join(a->supervisor, NULL);
+        return ck_err_set(reterr, CK_ENOMEM, "cannot start the lease renewer");
+    }
+    a->threads_running = true;
+    return 0;
+}
+
+struct ck_agent *ck_agent_free(struct ck_agent *a)
+{
+    if (!a)
+        return NULL;
+    pthread_mutex_lock(&a->stop_lock);
+    a->stopping = true;
+    pthread_cond_broadcast(&a->stop_cond);
+    pthread_mutex_unlock(&a->stop_lock);
+    if (a->threads_running) {
+        pthread_join(a->supervisor, NULL);
+        pthread_join(a->renewer, NULL);
+    }
+    if (a->log_server)
+        MHD_stop_daemon(a->log_server);
+    ck_informer_free(a->pods_inf);
+    /* the containers keep running, as with the kubelet: a new agent finds them again */
+    for (size_t i = 0; i < a->pods.n; i++)
+        pod_free(a->pods.v[i]);
+    free(a->pods.v);
+    json_decref(a->lease);
+    free(a->node_name);
+    free(a->root_dir);
+    free(a->host_ip);
+    free(a->field_selector);
+    pthread_mutex_destroy(&a->lock);
+    pthread_mutex_destroy(&a->stop_lock);
+    pthread_cond_destroy(&a->stop_cond);
+    free(a);
+    return NULL;
+}
+
+int ck_agent_log_path(struct ck_agent *a, const char *ns, const char *pod, const char *container,
+                      bool previous, char *buf, size_t size)
+{
+    int r = CK_ENOENT;
+    pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < a->pods.n && r == CK_ENOENT; i++) {
+        struct pod_run *p = a->pods.v[i];
+        if (strcmp(p->ns, ns) != 0 || strcmp(p->name, pod) != 0)
+            continue;
+        for (size_t j = 0; j < p->n; j++) {
+            struct container *c = &p->ctrs[j];
+            if ((container && *container) ? strcmp(c->name, container) != 0 : j != p->ninit)
+                continue;
+            int attempt = previous ? c->attempt - 1 : c->attempt;
+            if (!c->ever_ran || attempt < 0)
+                break;
+            ctr_file(p, c, attempt, "log", buf, size);
+            r = 0;
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return r;
+}

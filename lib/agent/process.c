@@ -1,0 +1,360 @@
+/*
+ * process.c - the container runtime of `ckube agent`: a container is a local process in
+ * its own process group, watched by a small shim process.
+ *
+ * ck_proc_start() forks a shim (its own session, so that signals to the container's
+ * group never reach it) which forks the container: the container's stdout and stderr
+ * go to pipes the shim reads, and the shim writes each line to the log file in the CRI
+ * format kubelet's log reader expects ("<RFC 3339 nano time> <stream> <F|P> <text>").
+ * When the container exits, the shim writes its exit status to the exit file (written
+ * to a temporary name, then renamed) and ends. The agent therefore never loses an exit
+ * status, even when it was not running when the container ended, and a container
+ * outlives the agent (logs included), as with a CRI runtime.
+ *
+ * Also here: the kubelet's restart back-off (flowcontrol.Backoff as the kubelet uses it:
+ * 10 s doubling to 5 min, forgotten after 10 min without a restart).
+ */
+#define _GNU_SOURCE /* pipe2, execvpe */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckube/agent.h"
+#include "ckube/internal/util.h"
+
+#define LINE_MAX_BYTES 16384 /* longer lines are split into partial (P) records */
+
+/* ---- the shim (runs in the forked child: only simple calls, no locks) ---- */
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* One CRI log record: time, stream, tag, text, newline. */
+static void log_record(int fd, const char *stream, bool partial, const char *text, size_t n)
+{
+    char head[96];
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t h = strftime(head, sizeof(head), "%Y-%m-%dT%H:%M:%S", &tm);
+    h += (size_t)snprintf(head + h, sizeof(head) - h, ".%09ldZ %s %c ", ts.tv_nsec, stream,
+                          partial ? 'P' : 'F');
+    char *rec = malloc(h + n + 1);
+    if (!rec)
+        return;
+    memcpy(rec, head, h);
+    memcpy(rec + h, text, n);
+    rec[h + n] = '\n';
+    write_all(fd, rec, h + n + 1); /* one write: records of both streams never interleave */
+    free(rec);
+}
+
+struct stream {
+    int fd;
+    const char *name;
+    char buf[LINE_MAX_BYTES];
+    size_t len;
+};
+
+/* Reads what is there; writes the complete lines; false at end of stream. */
+static bool pump(struct stream *s, int log_fd)
+{
+    ssize_t r = read(s->fd, s->buf + s->len, sizeof(s->buf) - s->len);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN))
+        return true;
+    if (r <= 0) {
+        if (s->len)
+            log_record(log_fd, s->name, false, s->buf, s->len);
+        s->len = 0;
+        return false;
+    }
+    s->len += (size_t)r;
+    size_t start = 0;
+    for (size_t i = 0; i < s->len; i++)
+        if (s->buf[i] == '\n') {
+            log_record(log_fd, s->name, false, s->buf + start, i - start);
+            start = i + 1;
+        }
+    if (start == 0 && s->len == sizeof(s->buf)) { /* a line longer than the buffer */
+        log_record(log_fd, s->name, true, s->buf, s->len);
+        start = s->len;
+    }
+    memmove(s->buf, s->buf + start, s->len - start);
+    s->len -= start;
+    return true;
+}
+
+static void write_exit_file(const char *path, int status)
+{
+    char tmp[4096], text[64];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    int n = snprintf(text, sizeof(text), "%d %d %lld\n", code, sig,
+                     (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    write_all(fd, text, (size_t)n);
+    fsync(fd);
+    close(fd);
+    rename(tmp, path);
+}
+
+static void close_other_fds(const int *keep, int n)
+{
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536)
+        max = 65536;
+    for (int fd = 3; fd < max; fd++) {
+        bool kept = false;
+        for (int i = 0; i < n; i++)
+            kept = kept || keep[i] == fd;
+        if (!kept)
+            close(fd);
+    }
+}
+
+struct start_report {
+    pid_t pid;
+    int err; /* errno of the container's exec, or 0 */
+};
+
+static _Noreturn void shim_main(const struct ck_proc_spec *spec, int report_fd)
+{
+    setsid();
+    for (int s = 1; s < NSIG; s++)
+        signal(s, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, exec_err[2] = {-1, -1};
+    int log_fd = open(spec->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    struct start_report rep = {0, 0};
+    if (log_fd < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+        pipe2(exec_err, O_CLOEXEC) < 0) {
+        rep.err = errno ? errno : EIO;
+        write_all(report_fd, (const char *)&rep, sizeof(rep));
+        _exit(1);
+    }
+    int keep[] = {report_fd, log_fd, out[0], out[1], err[0], err[1], exec_err[0], exec_err[1]};
+    close_other_fds(keep, 8);
+    pid_t pid = fork();
+    if (pid == 0) { /* the container */
+        setpgid(0, 0);
+        signal(SIGPIPE, SIG_DFL);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            dup2(devnull, 0);
+        dup2(out[1], 1);
+        dup2(err[1], 2);
+        int e = 0;
+        if (spec->dir && chdir(spec->dir) < 0)
+            e = errno;
+        if (!e) {
+            execvpe(spec->argv[0], spec->argv, spec->envp);
+            e = errno;
+        }
+        write_all(exec_err[1], (const char *)&e, sizeof(e));
+        _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    close(exec_err[1]);
+    if (pid < 0) {
+        rep.err = errno;
+        write_all(report_fd, (const char *)&rep, sizeof(rep));
+        _exit(1);
+    }
+    setpgid(pid, pid); /* both sides set it: no race with the agent's first signal */
+    int e = 0;
+    ssize_t got;
+    do
+        got = read(exec_err[0], &e, sizeof(e));
+    while (got < 0 && errno == EINTR);
+    rep.pid = pid;
+    rep.err = got == (ssize_t)sizeof(e) ? e : 0;
+    write_all(report_fd, (const char *)&rep, sizeof(rep));
+    close(report_fd);
+    if (rep.err) { /* it never ran: no exit status to report */
+        waitpid(pid, NULL, 0);
+        _exit(1);
+    }
+    static struct stream so, se; /* static: 32 KiB off the stack */
+    so.fd = out[0];
+    so.name = "stdout";
+    se.fd = err[0];
+    se.name = "stderr";
+    bool o_open = true, e_open = true;
+    int status = 0;
+    bool exited = false;
+    while (o_open || e_open) {
+        struct pollfd p[2] = {{so.fd, POLLIN, 0}, {se.fd, POLLIN, 0}};
+        if (!o_open)
+            p[0].fd = -1;
+        if (!e_open)
+            p[1].fd = -1;
+        int n = poll(p, 2, 200);
+        if (n > 0) {
+            if (p[0].revents)
+                o_open = pump(&so, log_fd);
+            if (p[1].revents)
+                e_open = pump(&se, log_fd);
+        }
+        /* the container may leave children holding the pipes: its exit is the end */
+        if (!exited && waitpid(pid, &status, WNOHANG) == pid)
+            exited = true;
+        if (exited && n <= 0)
+            break;
+    }
+    if (!exited)
+        waitpid(pid, &status, 0);
+    if (o_open)
+        pump(&so, log_fd);
+    if (e_open)
+        pump(&se, log_fd);
+    close(log_fd);
+    write_exit_file(spec->exit_path, status);
+    _exit(0);
+}
+
+/* ---- the agent's side ---- */
+
+int ck_proc_start(const struct ck_proc_spec *spec, struct ck_proc *ret, struct ck_err *reterr)
+{
+    memset(ret, 0, sizeof(*ret));
+    if (!spec->argv || !spec->argv[0] || !spec->log_path || !spec->exit_path)
+        return ck_err_set(reterr, CK_EINVAL, "no command to run");
+    unlink(spec->exit_path);
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) < 0)
+        return ck_err_set(reterr, CK_EIO, "pipe: %s", strerror(errno));
+    pid_t shim = fork();
+    if (shim == 0) {
+        close(report[0]);
+        shim_main(spec, report[1]);
+    }
+    close(report[1]);
+    if (shim < 0) {
+        close(report[0]);
+        return ck_err_set(reterr, CK_EIO, "fork: %s", strerror(errno));
+    }
+    struct start_report rep = {0, EIO};
+    ssize_t got;
+    do
+        got = read(report[0], &rep, sizeof(rep));
+    while (got < 0 && errno == EINTR);
+    close(report[0]);
+    if (got != (ssize_t)sizeof(rep))
+        rep.err = EIO;
+    ret->shim = shim;
+    ret->pid = rep.pid;
+    if (rep.err) {
+        waitpid(shim, NULL, 0);
+        ret->shim = 0;
+        return ck_err_set(reterr, CK_EIO, "failed to start container process \"%s\": %s",
+                          spec->argv[0], strerror(rep.err));
+    }
+    ret->started_ns = ck_proc_start_time(rep.pid);
+    return 0;
+}
+
+int64_t ck_proc_start_time(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the command may contain spaces and parens */
+    if (!p)
+        return -1;
+    unsigned long long start = 0;
+    /* fields after the name: state(3) ... starttime(22) */
+    if (sscanf(p + 2,
+               "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+               "%*d %llu",
+               &start) != 1)
+        return -1;
+    return (int64_t)start;
+}
+
+bool ck_proc_alive(pid_t pid, int64_t start_ticks)
+{
+    return pid > 0 && kill(pid, 0) == 0 && ck_proc_start_time(pid) == start_ticks;
+}
+
+int ck_proc_signal(pid_t pid, int sig)
+{
+    if (pid <= 0)
+        return CK_EINVAL;
+    if (kill(-pid, sig) < 0 && kill(pid, sig) < 0)
+        return errno == ESRCH ? CK_ENOENT : CK_EIO;
+    return 0;
+}
+
+int ck_proc_read_exit(const char *exit_path, struct ck_proc_exit *ret)
+{
+    FILE *f = fopen(exit_path, "re");
+    if (!f)
+        return CK_ENOENT;
+    long long at = 0;
+    int n = fscanf(f, "%d %d %lld", &ret->code, &ret->signal, &at);
+    fclose(f);
+    ret->finished_ns = at;
+    return n == 3 ? 0 : CK_EINVAL;
+}
+
+void ck_proc_reap(void)
+{
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+}
+
+/* ---- restart back-off ---- */
+
+static bool expired(const struct ck_agent_backoff *b, int64_t at)
+{
+    return at - b->last_update > 2 * CK_AGENT_BACKOFF_MAX;
+}
+
+int64_t ck_agent_backoff_restart_at(const struct ck_agent_backoff *b, int64_t finished)
+{
+    if (b->delay == 0 || expired(b, finished))
+        return finished;
+    return finished + b->delay;
+}
+
+void ck_agent_backoff_next(struct ck_agent_backoff *b, int64_t now)
+{
+    if (b->delay == 0 || expired(b, now))
+        b->delay = CK_AGENT_BACKOFF_INITIAL;
+    else
+        b->delay = b->delay * 2 > CK_AGENT_BACKOFF_MAX ? CK_AGENT_BACKOFF_MAX : b->delay * 2;
+    b->last_update = now;
+}
