@@ -85,6 +85,7 @@ static json_t *convert_schema(const json_t *node, int depth)
         if (!out)
             return NULL;
         json_t *converted;
+        const char *out_key = key; /* never key itself: json_object_foreach steps from it */
         const json_t *only = json_array_size(value) == 1 ? json_array_get(value, 0) : NULL;
         if (strcmp(key, "nullable") == 0)
             continue;
@@ -92,7 +93,7 @@ static json_t *convert_schema(const json_t *node, int depth)
             converted = convert_ref(json_string_value(value));
         } else if (strcmp(key, "allOf") == 0 && json_object_size(only) == 1 &&
                    json_is_string(json_object_get(only, "$ref"))) {
-            key = "$ref";
+            out_key = "$ref";
             converted = convert_ref(json_string_value(json_object_get(only, "$ref")));
         } else if (strcmp(key, "properties") == 0 || strcmp(key, "patternProperties") == 0) {
             converted = convert_map(value, depth);
@@ -102,7 +103,7 @@ static json_t *convert_schema(const json_t *node, int depth)
         } else {
             converted = convert_schema(value, depth + 1);
         }
-        if (json_object_set_new(out, key, converted) < 0)
+        if (json_object_set_new(out, out_key, converted) < 0)
             return json_decref(out), NULL;
     }
     if (out && json_is_true(json_object_get(node, "x-kubernetes-int-or-string")) &&
