@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ckube/deployment.h"
+#include "ckube/disruption.h"
 #include "ckube/garbagecollector.h"
 #include "ckube/internal/util.h"
 #include "ckube/manager.h"
@@ -108,6 +109,11 @@ static const struct ck_controller_descriptor table[] = {
      .start = ck_nodelifecycle_manager_start,
      .run = ck_nodelifecycle_manager_run,
      .stop = ck_nodelifecycle_manager_stop},
+    {.name = "disruption",
+     .enabled_by_default = true,
+     .start = ck_disruption_manager_start,
+     .run = ck_disruption_manager_run,
+     .stop = ck_disruption_manager_stop},
     {.name = "scheduler",
      .enabled_by_default = true,
      .user = "system:kube-scheduler",
