@@ -31,6 +31,7 @@
 #include "ckube/nscontroller.h"
 #include "ckube/replicaset.h"
 #include "ckube/scheduler.h"
+#include "ckube/statefulset.h"
 
 /* ---- the table ---------------------------------------------------------------------- */
 
@@ -109,6 +110,13 @@ static const struct ck_controller_descriptor table[] = {
      .start = ck_nodelifecycle_manager_start,
      .run = ck_nodelifecycle_manager_run,
      .stop = ck_nodelifecycle_manager_stop},
+    {.name = "statefulset",
+     .enabled_by_default = true,
+     .start = ck_sts_manager_start,
+     .run = ck_sts_manager_run,
+     .stop = ck_sts_manager_stop,
+     .syncs_flag = "statefulset",
+     .default_workers = 5},
     {.name = "disruption",
      .enabled_by_default = true,
      .start = ck_disruption_manager_start,

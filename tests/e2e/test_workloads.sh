@@ -77,7 +77,7 @@ check "a claim without access modes is refused" sh -c \
     "echo '{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{\"name\":\"bad\"},\"spec\":{\"resources\":{\"requests\":{\"storage\":\"1Gi\"}}}}' | kubectl create -f - 2>&1 | grep -q 'at least 1 access mode is required'"
 check "kubectl get all lists the DaemonSet and the StatefulSet" sh -c \
     "kubectl get all 2>&1 | grep -q 'daemonset.apps/agent' && kubectl get all | grep -q 'statefulset.apps/db'"
-check "controllerrevisions are served" sh -c "kubectl get controllerrevisions 2>&1 | grep -q 'No resources found'"
+check "controllerrevisions are served" sh -c "kubectl get controllerrevisions 2>&1 | grep -q 'statefulset.apps/db'"
 
 # --- a budget over a Deployment's pods ---
 cat >"$work/web.yaml" <<YAML
@@ -151,4 +151,72 @@ k create --raw "/api/v1/namespaces/default/pods/$victim/eviction" -f "$work/ev3.
 check "the strict budget refuses" grep -q "TooManyRequests" "$work/ev3.out"
 check "a minAvailable with a maxUnavailable is refused" sh -c \
     "echo '{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\",\"metadata\":{\"name\":\"both\"},\"spec\":{\"minAvailable\":1,\"maxUnavailable\":1,\"selector\":{\"matchLabels\":{\"a\":\"b\"}}}}' | kubectl create -f - 2>&1 | grep -q 'minAvailable and maxUnavailable cannot be both set'"
+# --- a StatefulSet: ordered creation, claims, scale down, partitioned update, history ---
+cat >"$work/store.yaml" <<YAML
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: store}
+spec:
+  replicas: 3
+  serviceName: store
+  selector: {matchLabels: {app: store}}
+  template:
+    metadata: {labels: {app: store}}
+    spec:
+      containers: [{name: s, image: "store:1"}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}
+YAML
+check "apply a StatefulSet of 3" sh -c "kubectl apply -f '$work/store.yaml' >/dev/null"
+wait_for "the StatefulSet is ready" sts/store '{.status.readyReplicas}=3'
+check "stable names" test "$(k get pods -l app=store -o jsonpath='{.items[*].metadata.name}')" = "store-0 store-1 store-2"
+check "pod-name and pod-index labels" \
+    test "$(k get pod store-1 -o jsonpath='{.metadata.labels.statefulset\.kubernetes\.io/pod-name}/{.metadata.labels.apps\.kubernetes\.io/pod-index}')" = store-1/1
+check "hostname and subdomain" \
+    test "$(k get pod store-2 -o jsonpath='{.spec.hostname}.{.spec.subdomain}')" = store-2.store
+check "a claim per pod" \
+    test "$(k get pvc -l app=store -o jsonpath='{.items[*].metadata.name}')" = "data-store-0 data-store-1 data-store-2"
+check "the pod mounts its claim" \
+    test "$(k get pod store-0 -o jsonpath='{.spec.volumes[?(@.name=="data")].persistentVolumeClaim.claimName}')" = data-store-0
+# OrderedReady: each pod was created after the previous one was Ready
+k get pods store-0 store-1 store-2 -o json | python3 -c '
+import json, sys
+pods = json.load(sys.stdin)["items"]
+ready = {p["metadata"]["name"]: [c["lastTransitionTime"] for c in p["status"]["conditions"] if c["type"] == "Ready"][0] for p in pods}
+made = {p["metadata"]["name"]: p["metadata"]["creationTimestamp"] for p in pods}
+sys.exit(0 if ready["store-0"] <= made["store-1"] and ready["store-1"] <= made["store-2"] else 1)' \
+    && pass || fail "OrderedReady creation order"
+check "a revision hash on the pods and in status" \
+    test "$(k get pod store-0 -o jsonpath='{.metadata.labels.controller-revision-hash}')" = "$(k get sts store -o jsonpath='{.status.updateRevision}')"
+check "one ControllerRevision owned by the set" \
+    test "$(k get controllerrevisions -l app=store -o jsonpath='{.items[*].revision}')" = 1
+# partitioned update: only ordinals >= 2 take the new template
+k patch sts store --type=merge -p '{"spec":{"updateStrategy":{"rollingUpdate":{"partition":2}}}}' >/dev/null
+k set image sts/store s=store:2 >/dev/null
+i=0
+until [ "$(k get pod store-2 -o jsonpath='{.spec.containers[0].image}' 2>/dev/null)" = store:2 ] || [ $i -gt 150 ]; do i=$((i + 1)); sleep 0.2; done
+wait_for "the partitioned update settles" sts/store '{.status.updatedReplicas}=1'
+check "store-2 updated, store-0 and store-1 not" \
+    test "$(k get pods -l app=store -o jsonpath='{.items[*].spec.containers[0].image}')" = "store:1 store:1 store:2"
+check "current and update revisions differ" \
+    test "$(k get sts store -o jsonpath='{.status.currentRevision}')" != "$(k get sts store -o jsonpath='{.status.updateRevision}')"
+k patch sts store --type=merge -p '{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}' >/dev/null
+wait_for "the update completes" sts/store '{.status.updatedReplicas}=3'
+wait_for "the update revision becomes current" sts/store "{.status.currentRevision}=$(k get sts store -o jsonpath='{.status.updateRevision}')"
+check "kubectl rollout status sts" sh -c "kubectl rollout status sts/store --timeout=60s >/dev/null"
+check "kubectl rollout history sts lists two revisions" sh -c \
+    "test \$(kubectl rollout history sts/store | grep -c '^[12] ') -eq 2"
+check "kubectl rollout undo sts" sh -c "kubectl rollout undo sts/store >/dev/null"
+wait_for "undo restores the old image" sts/store '{.spec.template.spec.containers[0].image}=store:1'
+wait_for "the undo rolls out" sts/store '{.status.updatedReplicas}=3'
+# scale down: from the highest ordinal
+k scale sts store --replicas=1 >/dev/null
+wait_for "scaled down to one" sts/store '{.status.replicas}=1'
+check "store-0 is the one left" test "$(k get pods -l app=store -o jsonpath='{.items[*].metadata.name}')" = store-0
+check "claims are retained (whenScaled Retain)" \
+    test "$(k get pvc -l app=store -o name | wc -l)" -eq 3
+
 finish

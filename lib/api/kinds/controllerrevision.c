@@ -6,12 +6,13 @@
  * Mirrors Kubernetes' pkg/registry/apps/controllerrevision and
  * ValidateControllerRevision: no status, no generation; data is immutable
  * and revision is not negative. kubectl's columns: CONTROLLER is
- * <kind>.<group>/<name> of the controller reference.
+ * <kind>.<group>/<name> of the controller reference, in lower case.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
  *
  * Tested by tests/api/test_kinds.c (descriptor) and tests/e2e/test_workloads.sh.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +58,8 @@ static void cells(const json_t *obj, long long now, json_t **cells)
                      api_version, name ? name : "");
         else
             snprintf(buf, sizeof(buf), "%s/%s", kind ? kind : "", name ? name : "");
+        for (char *p = buf; *p && *p != '/'; p++) /* formatResourceName lowers the kind */
+            *p = (char)tolower((unsigned char)*p);
         cells[COL_CONTROLLER] = json_string(buf);
         return;
     }
