@@ -2,7 +2,9 @@
 # test_workloads.sh - DaemonSets, StatefulSets, ControllerRevisions, PersistentVolumeClaims
 # and PodDisruptionBudgets with the real kubectl against a real `ckube server` and
 # `ckube fake-nodes` (nodes, and pods Running and Ready): the kinds are served with
-# kubectl's columns and `kubectl get all` lists the workloads; the disruption controller
+# kubectl's columns and `kubectl get all` lists the workloads; a StatefulSet creates its
+# pods in order with their claims, updates by partition, rolls back with `kubectl rollout
+# undo` and scales down from the highest ordinal; the disruption controller
 # keeps a budget's status from the pods of a Deployment; pods/eviction refuses (429) the
 # eviction that would break the budget and lets through the one it allows; `kubectl
 # drain` evicts through the budget. Waits are `kubectl wait` (a watch) or bounded polls.
@@ -77,7 +79,9 @@ check "a claim without access modes is refused" sh -c \
     "echo '{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{\"name\":\"bad\"},\"spec\":{\"resources\":{\"requests\":{\"storage\":\"1Gi\"}}}}' | kubectl create -f - 2>&1 | grep -q 'at least 1 access mode is required'"
 check "kubectl get all lists the DaemonSet and the StatefulSet" sh -c \
     "kubectl get all 2>&1 | grep -q 'daemonset.apps/agent' && kubectl get all | grep -q 'statefulset.apps/db'"
-check "controllerrevisions are served" sh -c "kubectl get controllerrevisions 2>&1 | grep -q 'statefulset.apps/db'"
+i=0
+until k get controllerrevisions 2>&1 | grep -q 'statefulset.apps/db' || [ $i -gt 50 ]; do i=$((i + 1)); sleep 0.2; done
+check "controllerrevisions are served, owned by the StatefulSet" sh -c "kubectl get controllerrevisions 2>&1 | grep -q 'statefulset.apps/db'"
 
 # --- a budget over a Deployment's pods ---
 cat >"$work/web.yaml" <<YAML
@@ -90,6 +94,7 @@ spec:
   template:
     metadata: {labels: {app: web}}
     spec:
+      terminationGracePeriodSeconds: 1 # fake nodes keep a deleted pod this long
       containers: [{name: nginx, image: nginx}]
 ---
 apiVersion: policy/v1
@@ -163,6 +168,7 @@ spec:
   template:
     metadata: {labels: {app: store}}
     spec:
+      terminationGracePeriodSeconds: 1 # fake nodes keep a deleted pod this long
       containers: [{name: s, image: "store:1"}]
   volumeClaimTemplates:
   - metadata: {name: data}
