@@ -869,10 +869,10 @@ static enum MHD_Result handle_binding(struct ck_apiserver *ctx, struct MHD_Conne
 }
 
 /*
- * A create that deletes the object, as pods/eviction is (EvictionREST.Create
- * without disruption budgets, which ckube does not serve yet): the body, of
- * the subresource's kind, carries the DeleteOptions; 201 with a Success
- * Status, as for a binding.
+ * A create that deletes the object, as pods/eviction is (EvictionREST.Create):
+ * the body, of the subresource's kind, carries the DeleteOptions; the pod's
+ * disruption budget is honoured first (disruption_budget.c); 201 with a
+ * Success Status, as for a binding.
  */
 static enum MHD_Result handle_eviction(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                        const struct ck__target *t, const char *body, size_t len)
@@ -909,9 +909,18 @@ static enum MHD_Result handle_eviction(struct ck_apiserver *ctx, struct MHD_Conn
     int r = delete_options(conn, options, options ? strlen(options) : 0, &doc, &opts, &err);
     char *out = NULL;
     size_t out_len = 0;
+    struct ck__eviction_decision budget;
+    if (r == 0) /* disruption_budget.c: the pod's budget is checked and spent first */
+        r = ck__eviction_check_budgets(ctx->registry, t->namespace, t->name, opts.dry_run, &budget,
+                                       &err);
+    bool preconditioned = r == 0 && budget.precondition && !opts.precondition_rv;
+    if (preconditioned)
+        opts.precondition_rv = budget.pod_resource_version;
     if (r == 0)
         r = ck__registry_delete(ctx->registry, t->kind, t->namespace, t->name, &opts, &out,
                                 &out_len, &err);
+    if (r < 0 && preconditioned && err.http_status == MHD_HTTP_CONFLICT)
+        r = ck__eviction_refused_by_conflict(&err, budget.budget);
     json_decref(doc);
     free(options);
     free(out);

@@ -380,6 +380,28 @@ void ck__list_result_release(struct ck__list_result *ret);
 bool ck__matches(const struct ck_kind *kind, const json_t *obj,
                  const struct ck_label_selector *labels, const struct ck_field_selector *fields);
 
+/* ---- pods/eviction and PodDisruptionBudgets (disruption_budget.c) ------ */
+
+/* What an eviction that may go on must add to its delete. */
+struct ck__eviction_decision {
+    char budget[254];              /* the budget that selects the pod, or "" */
+    bool precondition;             /* delete only at pod_resource_version */
+    char pod_resource_version[32]; /* the unready pod's resourceVersion */
+};
+
+/*
+ * Checks (and, unless dry_run, spends) the disruption budget of the pod
+ * namespace/pod_name before its eviction deletes it. 0: go on with the
+ * delete as *ret says; else a negative code with *err (429 refused, 500 more
+ * than one budget, 404 no such pod).
+ */
+int ck__eviction_check_budgets(struct ck__registry *reg, const char *namespace,
+                               const char *pod_name, bool dry_run,
+                               struct ck__eviction_decision *ret, struct ck_err *err);
+
+/* Replaces *err (a 409 of the preconditioned delete) by the 429 of the budget. */
+int ck__eviction_refused_by_conflict(struct ck_err *err, const char *budget);
+
 /* ---- metrics (metrics.c) ------------------------------------------------- */
 
 /* The labels Kubernetes puts on a request's metrics; code is added per sample. */

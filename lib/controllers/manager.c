@@ -24,6 +24,7 @@
 
 #include "ckube/cronjob.h"
 #include "ckube/deployment.h"
+#include "ckube/disruption.h"
 #include "ckube/endpointslice.h"
 #include "ckube/garbagecollector.h"
 #include "ckube/internal/util.h"
@@ -34,6 +35,7 @@
 #include "ckube/replicaset.h"
 #include "ckube/sacontroller.h"
 #include "ckube/scheduler.h"
+#include "ckube/statefulset.h"
 
 /* ---- the table ---------------------------------------------------------------------- */
 
@@ -211,6 +213,18 @@ static const struct ck_controller_descriptor table[] = {
      .start = ck_nodelifecycle_manager_start,
      .run = ck_nodelifecycle_manager_run,
      .stop = ck_nodelifecycle_manager_stop},
+    {.name = "statefulset",
+     .enabled_by_default = true,
+     .start = ck_sts_manager_start,
+     .run = ck_sts_manager_run,
+     .stop = ck_sts_manager_stop,
+     .syncs_flag = "statefulset",
+     .default_workers = 5},
+    {.name = "disruption",
+     .enabled_by_default = true,
+     .start = ck_disruption_manager_start,
+     .run = ck_disruption_manager_run,
+     .stop = ck_disruption_manager_stop},
     {.name = "scheduler",
      .enabled_by_default = true,
      .user = "system:kube-scheduler",

@@ -51,6 +51,16 @@ QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 
 # The kinds ckube serves: (group, version, kind) -> schema name.
 EXPECTED_KINDS = {
+    ("apps", "v1", "DaemonSet"): "io.k8s.api.apps.v1.DaemonSet",
+    ("apps", "v1", "DaemonSetList"): "io.k8s.api.apps.v1.DaemonSetList",
+    ("apps", "v1", "StatefulSet"): "io.k8s.api.apps.v1.StatefulSet",
+    ("apps", "v1", "StatefulSetList"): "io.k8s.api.apps.v1.StatefulSetList",
+    ("apps", "v1", "ControllerRevision"): "io.k8s.api.apps.v1.ControllerRevision",
+    ("apps", "v1", "ControllerRevisionList"): "io.k8s.api.apps.v1.ControllerRevisionList",
+    ("", "v1", "PersistentVolumeClaim"): "io.k8s.api.core.v1.PersistentVolumeClaim",
+    ("", "v1", "PersistentVolumeClaimList"): "io.k8s.api.core.v1.PersistentVolumeClaimList",
+    ("policy", "v1", "PodDisruptionBudget"): "io.k8s.api.policy.v1.PodDisruptionBudget",
+    ("policy", "v1", "PodDisruptionBudgetList"): "io.k8s.api.policy.v1.PodDisruptionBudgetList",
     ("", "v1", "Pod"): "io.k8s.api.core.v1.Pod",
     ("", "v1", "PodList"): "io.k8s.api.core.v1.PodList",
     ("", "v1", "Namespace"): "io.k8s.api.core.v1.Namespace",

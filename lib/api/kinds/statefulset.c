@@ -1,0 +1,87 @@
+/*
+ * statefulset.c - the StatefulSet kind (apps/v1): pods with stable names and
+ * claims.
+ *
+ * Mirrors Kubernetes' pkg/registry/apps/statefulset/strategy.go: the server
+ * owns status (a create starts at replicas 0); the selector and template
+ * rules every workload shares (workload.c); the Scale view of spec.replicas;
+ * defaults from the schema (OrderedReady, RollingUpdate with partition 0,
+ * Retain claims). kubectl's columns: READY is readyReplicas/replicas.
+ *
+ * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_kinds.c (descriptor) and tests/e2e/test_workloads.sh.
+ */
+#include <stdio.h>
+
+#include "../internal.h"
+
+enum {
+    COL_NAME,
+    COL_READY,
+    COL_AGE,
+    COL_CONTAINERS,
+    COL_IMAGES,
+};
+
+static int prepare_for_create(json_t *obj)
+{
+    return json_object_set_new(obj, "status", json_pack("{s:i}", "replicas", 0)) < 0 ? CK_ENOMEM
+                                                                                     : 0;
+}
+
+static void cells(const json_t *obj, long long now, json_t **cells)
+{
+    (void)now;
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%lld/%lld", ck__int_at(obj, "status.readyReplicas"),
+             ck__int_at(obj, "spec.replicas"));
+    cells[COL_READY] = json_string(buf);
+    json_t *wide[3] = {NULL, NULL, NULL}; /* containers, images and a selector kubectl omits */
+    ck__workload_wide_cells(obj, wide, 0);
+    cells[COL_CONTAINERS] = wide[0];
+    cells[COL_IMAGES] = wide[1];
+    json_decref(wide[2]);
+}
+
+static const char *const short_names[] = {"sts", NULL};
+static const char *const categories[] = {"all", NULL};
+static const char *const status_keeps[] = {"labels", NULL};
+
+static const struct ck_subresource subresources[] = {
+    CK__STATUS_SUBRESOURCE,
+    CK__SCALE_SUBRESOURCE,
+};
+
+static const struct ck_table_column columns[] = {
+    [COL_NAME] = CK__NAME_COLUMN(0),
+    [COL_READY] = CK__COMPUTED_COLUMN("Ready", "string", "Number of the pod with ready state", 0),
+    [COL_AGE] = CK__AGE_COLUMN,
+    [COL_CONTAINERS] =
+        CK__COMPUTED_COLUMN("Containers", "string", "Names of each container in the template.", 1),
+    [COL_IMAGES] = CK__COMPUTED_COLUMN("Images", "string",
+                                       "Images referenced by each container in the template.", 1),
+};
+
+const struct ck_kind ck__kind_statefulset = {
+    .group = "apps",
+    .version = "v1",
+    .kind = "StatefulSet",
+    .list_kind = "StatefulSetList",
+    .resource = "statefulsets",
+    .singular = "statefulset",
+    .short_names = short_names,
+    .categories = categories,
+    .namespaced = true,
+    .has_generation = true,
+    .schema = "io.k8s.api.apps.v1.StatefulSet",
+    .subresources = subresources,
+    .n_subresources = CK__COUNT(subresources),
+    .status_keeps_metadata = status_keeps,
+    .columns = columns,
+    .n_columns = CK__COUNT(columns),
+    .cells = cells,
+    .prepare_for_create = prepare_for_create,
+    .defaults = ck__workload_defaults,
+    .validate = ck__workload_validate,
+};
