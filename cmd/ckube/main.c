@@ -91,7 +91,14 @@ static const char usage_tail[] =
     "                                body gets twice that\n"
     "      --node-monitor-grace-period DURATION\n"
     "                                how long a node's lease may go unrenewed before the\n"
-    "                                node is Unknown and tainted (default 40s)\n";
+    "                                node is Unknown and tainted (default 40s)\n"
+    "      --pki-dir DIR             the CA, ServiceAccount key and certificates; servers of\n"
+    "                                one cluster share its ca.crt, ca.key and sa.key\n"
+    "                                (default DATA-DIR/pki)\n"
+    "      --leader-elect[=BOOL]     run the in-process controllers (Lease\n"
+    "                                kube-system/kube-controller-manager) and scheduler\n"
+    "                                (kube-scheduler) only while holding their Lease, so that\n"
+    "                                servers sharing a store run one set (default true)\n";
 /* ...the in-process controllers' --concurrent-NAME-syncs flags, then: */
 static const char usage_end[] =
     "\n"
@@ -149,6 +156,8 @@ enum {
     OPT_MAX_CONNECTIONS_PER_ADDRESS,
     OPT_REQUEST_HEADER_TIMEOUT,
     OPT_NODE_GRACE,
+    OPT_PKI_DIR,
+    OPT_LEADER_ELECT,
     OPT_SYNCS = 1000, /* the --concurrent-NAME-syncs flags: 1000, 1001, ... */
 };
 
@@ -179,6 +188,8 @@ struct options {
     const char *max_connections_per_address;
     const char *request_header_timeout;
     const char *node_grace;
+    const char *pki_dir;
+    bool leader_elect_disabled;
     struct ck_cmd_syncs *syncs; /* the --concurrent-NAME-syncs flags, NULL: not taken */
 };
 
@@ -296,6 +307,15 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_NODE_GRACE:
             opts->node_grace = optarg;
+            break;
+        case OPT_PKI_DIR:
+            opts->pki_dir = optarg;
+            break;
+        case OPT_LEADER_ELECT:
+            if (optarg && strcmp(optarg, "true") != 0 && strcmp(optarg, "false") != 0)
+                return usage_error("invalid value \"%s\" for --leader-elect: want true or false",
+                                   optarg);
+            opts->leader_elect_disabled = optarg && strcmp(optarg, "false") == 0;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -500,6 +520,33 @@ bool ck_cmd_parse_duration(const char *s, int64_t *ret)
     return true;
 }
 
+/*
+ * The server's leader-election identity, "host_<uuid>", kept in DATA-DIR/leader-identity
+ * so that a restarted server takes its own unexpired Leases back at once instead of
+ * waiting out their lease duration. 0, or -1 with errno.
+ */
+static int server_identity(const char *data_dir, char *buf, size_t size)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/leader-identity", data_dir);
+    char *old = NULL;
+    size_t len = 0;
+    if (ck__read_file(path, size - 1, &old, &len) == 0 && len > 0 && !memchr(old, '\n', len) &&
+        strlen(old) == len) {
+        snprintf(buf, size, "%s", old);
+        free(old);
+        return 0;
+    }
+    free(old);
+    ck_cmd_election_identity(buf, size);
+    int r = ck__write_file_atomic(path, buf, strlen(buf), 0600);
+    if (r < 0) {
+        errno = -r;
+        return -1;
+    }
+    return 0;
+}
+
 static int cmd_server(int argc, char **argv)
 {
     static const struct option fixed[] = {
@@ -523,6 +570,8 @@ static int cmd_server(int argc, char **argv)
         {"max-connections-per-address", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_ADDRESS},
         {"request-header-timeout", required_argument, NULL, OPT_REQUEST_HEADER_TIMEOUT},
         {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
+        {"pki-dir", required_argument, NULL, OPT_PKI_DIR},
+        {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -628,6 +677,8 @@ static int cmd_server(int argc, char **argv)
     struct ck_apiserver *server;
     char pki_dir[PATH_MAX];
     snprintf(pki_dir, sizeof(pki_dir), "%s/pki", opts.data_dir);
+    if (opts.pki_dir)
+        snprintf(pki_dir, sizeof(pki_dir), "%s", opts.pki_dir);
     struct ck_apiserver_config config = {
         .listen = opts.listen,
         .store_url = opts.store,
@@ -666,8 +717,19 @@ static int cmd_server(int argc, char **argv)
     CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "store", opts.store, "version",
             ck_version()->git_version);
     struct ck_cmd_controllers controllers = {0};
-    if (!no_controllers &&
-        ck_cmd_controllers_start(server, opts.controllers, &syncs, node_grace, &controllers) < 0) {
+    char identity[320];
+    struct ck_cmd_server_election election = {.enabled = !opts.leader_elect_disabled,
+                                              .identity = identity};
+    if (!no_controllers && election.enabled &&
+        server_identity(opts.data_dir, identity, sizeof(identity)) < 0) {
+        fprintf(stderr, "error: cannot keep the leader-election identity in %s: %s\n",
+                opts.data_dir, strerror(errno));
+        ck_apiserver_free(server);
+        ck_fg_gate_free(gates);
+        return 1;
+    }
+    if (!no_controllers && ck_cmd_controllers_start(server, opts.controllers, &syncs, node_grace,
+                                                    &election, &controllers) < 0) {
         ck_apiserver_free(server);
         ck_fg_gate_free(gates);
         return 1;
