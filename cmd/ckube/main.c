@@ -654,6 +654,17 @@ static int cmd_server(int argc, char **argv)
         return 1;
     }
 
+    /* before the server is ready, so that it is there once the kubeconfig is */
+    char identity[320];
+    struct ck_cmd_server_election election = {.enabled = !opts.leader_elect_disabled,
+                                              .identity = identity};
+    if (!no_controllers && election.enabled &&
+        server_identity(opts.data_dir, identity, sizeof(identity)) < 0) {
+        fprintf(stderr, "error: cannot keep the leader-election identity in %s: %s\n",
+                opts.data_dir, strerror(errno));
+        return 1;
+    }
+
     sigset_t stop_signals;
     ck_cmd_block_stop_signals(&stop_signals);
     raise_open_file_limit();
@@ -717,17 +728,6 @@ static int cmd_server(int argc, char **argv)
     CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "store", opts.store, "version",
             ck_version()->git_version);
     struct ck_cmd_controllers controllers = {0};
-    char identity[320];
-    struct ck_cmd_server_election election = {.enabled = !opts.leader_elect_disabled,
-                                              .identity = identity};
-    if (!no_controllers && election.enabled &&
-        server_identity(opts.data_dir, identity, sizeof(identity)) < 0) {
-        fprintf(stderr, "error: cannot keep the leader-election identity in %s: %s\n",
-                opts.data_dir, strerror(errno));
-        ck_apiserver_free(server);
-        ck_fg_gate_free(gates);
-        return 1;
-    }
     if (!no_controllers && ck_cmd_controllers_start(server, opts.controllers, &syncs, node_grace,
                                                     &election, &controllers) < 0) {
         ck_apiserver_free(server);
