@@ -5,7 +5,8 @@
 # controllers elect one leader (Lease kube-system/kube-controller-manager), so a
 # ReplicaSet gets exactly its replicas; after kill -9 of the leading server the other
 # takes over and acts; a restarted server takes its own lease back at once (stable
-# identity per data directory); a server stopped cleanly hands its lease over at once.
+# identity per data directory); a server stopped cleanly hands its lease over at once;
+# a separate `ckube scheduler` campaigns on the same Lease and defers to the server.
 #
 # Usage: test_ha.sh PATH/TO/ckube etcd://HOST:PORT[,...] PATH/TO/sa_token
 # (run under etcd-test-env.sh; sa_token signs a token with a ServiceAccount key)
@@ -99,6 +100,18 @@ check "the first server leads the controllers" await_holder "$b_url" kube-contro
 check "the first server leads the scheduler" await_holder "$b_url" kube-scheduler "$a_id" 10
 check "the second server does not take the lease" \
     stays_holder "$b_url" kube-controller-manager "$a_id"
+
+# --- a separate `ckube scheduler` elects on the same Lease: it defers to the server ---
+"$ckube" scheduler --kubeconfig "$KUBECONFIG" >"$work/sched.out" 2>"$work/sched.err" &
+sched_pid=$!
+check "ckube scheduler defers to the server holding kube-scheduler" \
+    stays_holder "$b_url" kube-scheduler "$a_id"
+check "ckube scheduler campaigns on kube-system/kube-scheduler" \
+    grep -q 'Attempting to acquire leader lease.*lease="kube-scheduler"' "$work/sched.err"
+kill "$sched_pid"
+check "ckube scheduler exits 0 on SIGTERM" wait "$sched_pid"
+"$ckube" scheduler --kubeconfig "$KUBECONFIG" --leader-elect=maybe >/dev/null 2>&1
+check "ckube scheduler --leader-elect=maybe is a usage error" test $? -eq 2
 
 # --- one set of controllers: a ReplicaSet gets exactly its replicas ---
 cat >"$work/rs.yaml" <<EOF
