@@ -4,8 +4,8 @@
  *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data] [--store URL]
  *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
  *                [--config FILE] [--controllers *] [--event-ttl 1h]
- *                [--node-monitor-grace-period 40s]
- *                [TLS and authentication flags]
+ *                [--node-monitor-grace-period 40s] [--leader-elect[=false]]
+ *                [--pki-dir DATA-DIR/pki] [TLS and authentication flags]
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube scheduler --kubeconfig FILE [...]            (scheduler.c)
  *   ckube fake-nodes --kubeconfig FILE --count N [...] (fake_nodes.c)

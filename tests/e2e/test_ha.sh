@@ -6,7 +6,9 @@
 # ReplicaSet gets exactly its replicas; after kill -9 of the leading server the other
 # takes over and acts; a restarted server takes its own lease back at once (stable
 # identity per data directory); a server stopped cleanly hands its lease over at once;
-# a separate `ckube scheduler` campaigns on the same Lease and defers to the server.
+# a separate `ckube scheduler` campaigns on the same Lease and defers to the server; a
+# leader frozen past its lease (SIGSTOP) loses it, and thawed stops its controllers,
+# keeps serving and campaigns again.
 #
 # Usage: test_ha.sh PATH/TO/ckube etcd://HOST:PORT[,...] PATH/TO/sa_token
 # (run under etcd-test-env.sh; sa_token signs a token with a ServiceAccount key)
@@ -169,6 +171,36 @@ until [ "$(k get pods -l app=ha -o name 2>/dev/null | wc -l)" -eq 3 ] || [ $i -g
 done
 check "the first server's controllers act again (3 pods)" \
     test "$(k get pods -l app=ha -o name 2>/dev/null | wc -l)" -eq 3
+
+# --- a leader frozen past its lease loses it: the other leads; thawed, the first stops
+# its controllers, keeps serving and campaigns again ---
+kill -STOP "$server_pid"
+start_b
+check "the other server takes the lease of a frozen leader" \
+    await_holder "$b_url" kube-controller-manager "$b_id" 40
+kill -CONT "$server_pid"
+lost_and_campaigning() {
+    i=0
+    until grep -q 'Leader lease lost: campaigning again.*kube-controller-manager' \
+        "$work/server.err"; do
+        i=$((i + 1))
+        [ $i -gt 200 ] && return 1
+        sleep 0.1
+    done
+}
+check "the thawed server stops its controllers and campaigns again" lost_and_campaigning
+check "the thawed server keeps serving" sh -c "kubectl --request-timeout=20s get rs ha >/dev/null"
+check "the lease stays with the other" stays_holder "$a_url" kube-controller-manager "$b_id"
+k scale rs ha --replicas=2 >/dev/null
+i=0
+until [ "$(k get pods -l app=ha -o name 2>/dev/null | wc -l)" -eq 2 ] || [ $i -gt 300 ]; do
+    i=$((i + 1))
+    sleep 0.1
+done
+check "one set of controllers acts after the thaw (2 pods)" \
+    test "$(k get pods -l app=ha -o name 2>/dev/null | wc -l)" -eq 2
+stop_b
+await_holder "$a_url" kube-controller-manager "$a_id" 10
 
 # --- killed and restarted at once, a server takes its own unexpired lease back (the
 # lease lasts 15 s: another identity would have to wait it out) ---
