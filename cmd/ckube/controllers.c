@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <unistd.h>
 
@@ -115,32 +116,186 @@ static int component_client(const struct ck_apiserver *server, const char *file_
     return r < 0 ? -1 : 0;
 }
 
+/*
+ * A client of the server acting as user (system:kube-scheduler: file base kube-scheduler),
+ * made once and kept until ck_cmd_controllers_stop: the controllers may start again after
+ * each election. NULL after printing why.
+ */
+static struct ck_rest *component_client_of(struct ck_cmd_controllers *c, const char *user)
+{
+    pthread_mutex_lock(&c->mu);
+    struct ck_rest *client = NULL;
+    for (size_t i = 0; i < c->n_component_clients && !client; i++)
+        if (strcmp(c->component_users[i], user) == 0)
+            client = c->component_clients[i];
+    size_t max = sizeof(c->component_clients) / sizeof(c->component_clients[0]);
+    const char *base = strrchr(user, ':') ? strrchr(user, ':') + 1 : user; /* kube-scheduler */
+    struct ck_err err = {0};
+    if (client) {
+        /* made before */
+    } else if (c->n_component_clients == max || strlen(user) >= sizeof(c->component_users[0])) {
+        fprintf(stderr, "warning: no client of its own for %s: too many\n", user);
+    } else if (component_client(c->server, base, user, -1, 0, &client, &err) < 0) {
+        fprintf(stderr, "warning: no client of its own for %s (%s)\n", user, err.msg);
+        client = NULL;
+    } else {
+        snprintf(c->component_users[c->n_component_clients], sizeof(c->component_users[0]), "%s",
+                 user);
+        c->component_clients[c->n_component_clients++] = client;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return client;
+}
+
 /* The manager's client_for: the scheduler's own client (system:kube-scheduler). */
 static struct ck_rest *client_for(void *arg, const char *user)
 {
-    struct ck_cmd_controllers *c = arg;
-    struct ck_err err = {0};
-    struct ck_rest *client = NULL;
-    size_t max = sizeof(c->component_clients) / sizeof(c->component_clients[0]);
-    const char *base = strrchr(user, ':') ? strrchr(user, ':') + 1 : user; /* kube-scheduler */
-    if (c->n_component_clients == max ||
-        component_client(c->server, base, user, -1, 0, &client, &err) < 0) {
-        fprintf(stderr,
-                "warning: no client of its own for %s (%s): it acts as the controller "
-                "manager\n",
-                user, err.msg);
-        return NULL;
-    }
-    c->component_clients[c->n_component_clients++] = client;
+    struct ck_rest *client = component_client_of(arg, user);
+    if (!client)
+        fprintf(stderr, "warning: %s acts as the controller manager\n", user);
     return client;
+}
+
+/*
+ * One elected set of in-process controllers: a supervisor thread runs an elector on the
+ * Lease; while it leads, the manager runs; when it loses the Lease the manager stops and
+ * the supervisor campaigns again with a new elector. The API server keeps serving
+ * throughout (kube-controller-manager would exit instead).
+ */
+struct ck_cmd_election {
+    struct ck_controller_manager_config config;
+    struct ck_leader_election_config lec;
+    char selection[256];
+    char lease[64];
+    pthread_t supervisor;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool stop;                        /* ck_cmd_controllers_stop: end the supervisor */
+    bool ended;                       /* the current elector called on_stopped_leading */
+    struct ck_controller_manager *cm; /* while leading */
+};
+
+static void elected_started(void *arg)
+{
+    struct ck_cmd_election *e = arg;
+    struct ck_err err = {0};
+    struct ck_controller_manager *cm = NULL;
+    if (ck_controller_manager_start(&e->config, &cm, &err) < 0)
+        CK_LOGE("controllers (%s): cannot start: %s", e->selection, err.msg);
+    pthread_mutex_lock(&e->mu);
+    e->cm = cm;
+    pthread_mutex_unlock(&e->mu);
+    CK_LOGS(0, "Controllers started as leader", "lease", e->lease, "controllers", e->selection);
+}
+
+static void elected_stopped(void *arg)
+{
+    struct ck_cmd_election *e = arg;
+    pthread_mutex_lock(&e->mu);
+    struct ck_controller_manager *cm = e->cm;
+    e->cm = NULL;
+    pthread_mutex_unlock(&e->mu);
+    if (cm) {
+        ck_controller_manager_free(cm); /* before another server's controllers may act */
+        CK_LOGS(0, "Controllers stopped: leader lease lost or released", "lease", e->lease);
+    }
+    pthread_mutex_lock(&e->mu);
+    e->ended = true;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void *supervise(void *arg)
+{
+    struct ck_cmd_election *e = arg;
+    pthread_mutex_lock(&e->mu);
+    while (!e->stop) {
+        e->ended = false;
+        pthread_mutex_unlock(&e->mu);
+        struct ck_err err = {0};
+        struct ck_leader_elector *le = NULL;
+        int r = ck_leader_elector_start(&e->lec, &le, &err);
+        if (r < 0)
+            CK_LOGE("leader election on %s: %s", e->lease, err.msg);
+        pthread_mutex_lock(&e->mu);
+        while (r == 0 && !e->stop && !e->ended)
+            pthread_cond_wait(&e->cond, &e->mu);
+        pthread_mutex_unlock(&e->mu);
+        ck_leader_elector_free(le); /* releases the Lease when stopping while leading */
+        pthread_mutex_lock(&e->mu);
+        if (!e->stop) { /* lost: campaign again after one retry period */
+            CK_LOGS(0, "Leader lease lost: campaigning again", "lease", e->lease);
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            int64_t ns = until.tv_nsec + e->lec.retry_period;
+            until.tv_sec += (time_t)(ns / 1000000000);
+            until.tv_nsec = (long)(ns % 1000000000);
+            while (!e->stop && pthread_cond_timedwait(&e->cond, &e->mu, &until) == 0)
+                ;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+static struct ck_cmd_election *election_free(struct ck_cmd_election *e)
+{
+    if (!e)
+        return NULL;
+    pthread_mutex_lock(&e->mu);
+    e->stop = true;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->mu);
+    pthread_join(e->supervisor, NULL);
+    pthread_cond_destroy(&e->cond);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+    return NULL;
+}
+
+/* Starts electing on Lease kube-system/lease through lease_client, for selection. */
+static int election_start(struct ck_cmd_controllers *c, const struct ck_cmd_server_election *se,
+                          const struct ck_controller_manager_config *config, const char *lease,
+                          struct ck_rest *lease_client, struct ck_cmd_election **ret)
+{
+    struct ck_cmd_election *e = calloc(1, sizeof(*e));
+    if (!e)
+        return -1;
+    e->config = *config;
+    snprintf(e->selection, sizeof(e->selection), "%s", config->controllers);
+    e->config.controllers = e->selection;
+    snprintf(e->lease, sizeof(e->lease), "%s", lease);
+    e->lec = (struct ck_leader_election_config){
+        .identity = c->identity,
+        .lease_duration = se->lease_duration,
+        .renew_deadline = se->renew_deadline,
+        .retry_period = se->retry_period ? se->retry_period : CK_LE_RETRY_PERIOD,
+        .on_started_leading = elected_started,
+        .on_stopped_leading = elected_stopped,
+        .arg = e,
+        .release_on_cancel = true,
+    };
+    ck_lease_lock_init_rest(&e->lec.lock, lease_client, "kube-system", e->lease);
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cond, NULL);
+    if (pthread_create(&e->supervisor, NULL, supervise, e) != 0) {
+        pthread_cond_destroy(&e->cond);
+        pthread_mutex_destroy(&e->mu);
+        free(e);
+        return -1;
+    }
+    *ret = e;
+    return 0;
 }
 
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
+                             const struct ck_cmd_server_election *election,
                              struct ck_cmd_controllers *ret)
 {
     memset(ret, 0, sizeof(*ret));
     ret->server = server;
+    pthread_mutex_init(&ret->mu, NULL);
     struct ck_err err = {0};
     /* over TLS, as kube-controller-manager: its own certificate, its own RBAC roles */
     if (component_client(server, "controller-manager", "system:kube-controller-manager",
@@ -150,6 +305,7 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
                 "error: in-process controllers: %s (run `ckube server --controllers=-*` and "
                 "`ckube controller-manager --kubeconfig FILE` with credentials of your CA)\n",
                 err.msg);
+        pthread_mutex_destroy(&ret->mu);
         return -1;
     }
     struct ck_controller_manager_config config = {
@@ -161,8 +317,45 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
         .workers = syncs ? syncs->values : NULL,
         .n_workers = syncs ? syncs->n_values : 0,
     };
-    if (ck_controller_manager_start(&config, &ret->manager, &err) < 0) {
-        fprintf(stderr, "error: %s\n", err.msg);
+    if (!election || !election->enabled) {
+        if (ck_controller_manager_start(&config, &ret->manager, &err) < 0) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            ck_cmd_controllers_stop(ret);
+            return -1;
+        }
+        return 0;
+    }
+    /*
+     * As separate processes would: the controllers on Lease kube-controller-manager, the
+     * scheduler on kube-scheduler, so a server also defers to a `ckube controller-manager`
+     * or `ckube scheduler` elsewhere, and they to it.
+     */
+    snprintf(ret->identity, sizeof(ret->identity), "%s", election->identity);
+    bool scheduler = ck_controller_manager_enabled(selection, "scheduler");
+    char rest[256];
+    int n = snprintf(rest, sizeof(rest), "%s,-scheduler", selection);
+    bool others = false;
+    size_t n_rows;
+    const struct ck_controller_descriptor *table = ck_controller_manager_table(&n_rows);
+    for (size_t i = 0; i < n_rows; i++)
+        others |= strcmp(table[i].name, "scheduler") != 0 &&
+                  ck_controller_manager_enabled(selection, table[i].name);
+    int r = 0;
+    if (others) {
+        config.controllers = rest;
+        r = n < 0 || (size_t)n >= sizeof(rest)
+                ? -1
+                : election_start(ret, election, &config, "kube-controller-manager", ret->client,
+                                 &ret->elections[0]);
+    }
+    if (r == 0 && scheduler) {
+        struct ck_rest *sc = component_client_of(ret, "system:kube-scheduler");
+        config.controllers = "scheduler";
+        r = election_start(ret, election, &config, "kube-scheduler", sc ? sc : ret->client,
+                           &ret->elections[1]);
+    }
+    if (r < 0) {
+        fprintf(stderr, "error: in-process controllers: cannot start leader election\n");
         ck_cmd_controllers_stop(ret);
         return -1;
     }
@@ -171,11 +364,16 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
 
 void ck_cmd_controllers_stop(struct ck_cmd_controllers *c)
 {
+    for (size_t i = 0; i < 2; i++)
+        c->elections[i] = election_free(c->elections[i]);
     c->manager = ck_controller_manager_free(c->manager);
     c->client = ck_rest_free(c->client);
     for (size_t i = 0; i < c->n_component_clients; i++)
         c->component_clients[i] = ck_rest_free(c->component_clients[i]);
     c->n_component_clients = 0;
+    if (c->server)
+        pthread_mutex_destroy(&c->mu);
+    c->server = NULL;
 }
 
 static const char cm_usage[] =
@@ -266,8 +464,7 @@ static void election_stopped(void *arg)
     pthread_kill(e->main_thread, SIGTERM); /* the main thread's sigwait ends the process */
 }
 
-/* "host_<uuid>", as kube-controller-manager's identity. */
-static void election_identity(char *buf, size_t size)
+void ck_cmd_election_identity(char *buf, size_t size)
 {
     char host[256] = "localhost", uid[40];
     if (gethostname(host, sizeof(host)) < 0)
@@ -423,7 +620,7 @@ int ck_cmd_controller_manager(int argc, char **argv)
                                      .node_monitor_grace_period = grace},
                           .main_thread = pthread_self()};
     char identity[320];
-    election_identity(identity, sizeof(identity));
+    ck_cmd_election_identity(identity, sizeof(identity));
     struct ck_leader_election_config lec = {
         .identity = identity,
         .lease_duration = le_durations[0],

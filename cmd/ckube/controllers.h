@@ -6,6 +6,7 @@
 #define CKUBE_CMD_CONTROLLERS_H
 
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,12 +15,28 @@
 #include "ckube/apiserver.h"
 #include "ckube/manager.h"
 
+struct ck_cmd_election;
+
 struct ck_cmd_controllers {
     struct ck_rest *client;
-    struct ck_controller_manager *manager;
+    struct ck_controller_manager *manager; /* without leader election */
     const struct ck_apiserver *server;
+    pthread_mutex_t mu;                   /* guards the component clients */
     struct ck_rest *component_clients[4]; /* of controllers with their own identity */
+    char component_users[4][64];          /* whom each acts as */
     size_t n_component_clients;
+    struct ck_cmd_election *elections[2]; /* controllers, scheduler: with leader election */
+    char identity[320];
+};
+
+/*
+ * Leader election of a server's in-process controllers (kube-system Leases
+ * kube-controller-manager and kube-scheduler). Durations 0: client-go's defaults.
+ */
+struct ck_cmd_server_election {
+    bool enabled;
+    const char *identity; /* the holder identity, stable per data directory */
+    int64_t lease_duration, renew_deadline, retry_period;
 };
 
 /* At most this many controllers have a --concurrent-NAME-syncs flag. */
@@ -59,12 +76,18 @@ void ck_cmd_syncs_usage(FILE *f);
  * Starts the selected controllers against server, in this process, over
  * HTTP(S) as any client: with TLS as system:kube-controller-manager with a
  * client certificate of its own (the scheduler as system:kube-scheduler, with
- * no client-side rate limit). 0, or -1 after printing why.
+ * no client-side rate limit). With election enabled they run only while this
+ * server holds their Lease, and campaign again when they lose it. 0, or -1
+ * after printing why.
  */
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
+                             const struct ck_cmd_server_election *election,
                              struct ck_cmd_controllers *ret);
 void ck_cmd_controllers_stop(struct ck_cmd_controllers *c);
+
+/* "host_<uuid>", a new leader-election identity as kube-controller-manager's, in buf. */
+void ck_cmd_election_identity(char *buf, size_t size);
 
 /* `ckube controller-manager ...` (argv[0] is "controller-manager"); returns the exit code. */
 int ck_cmd_controller_manager(int argc, char **argv);

@@ -4,10 +4,10 @@
  *   ckube server [--listen 127.0.0.1:6443] [--data-dir ./ckube-data] [--store URL]
  *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
  *                [--config FILE] [--controllers *] [--event-ttl 1h]
- *                [--node-monitor-grace-period 40s]
+ *                [--node-monitor-grace-period 40s] [--leader-elect[=false]]
  *                [--service-cluster-ip-range 10.96.0.0/12] [--service-node-port-range 30000-32767]
  *                [--encryption-provider-config FILE]
- *                [TLS and authentication flags]
+ *                [--pki-dir DATA-DIR/pki] [TLS and authentication flags]
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube scheduler --kubeconfig FILE [...]            (scheduler.c)
  *   ckube fake-nodes --kubeconfig FILE --count N [...] (fake_nodes.c)
@@ -108,7 +108,14 @@ static const char usage_tail[] =
     "      --service-node-port-range FIRST-LAST  the node ports of NodePort and LoadBalancer\n"
     "                                Services (default 30000-32767)\n"
     "      --encryption-provider-config FILE  encrypts the resources it names in the store\n"
-    "                                (an EncryptionConfiguration: aesgcm, secretbox, identity)\n";
+    "                                (an EncryptionConfiguration: aesgcm, secretbox, identity)\n"
+    "      --pki-dir DIR             the CA, ServiceAccount key and certificates; servers of\n"
+    "                                one cluster share its ca.crt, ca.key and sa.key\n"
+    "                                (default DATA-DIR/pki)\n"
+    "      --leader-elect[=BOOL]     run the in-process controllers (Lease\n"
+    "                                kube-system/kube-controller-manager) and scheduler\n"
+    "                                (kube-scheduler) only while holding their Lease, so that\n"
+    "                                servers sharing a store run one set (default true)\n";
 /* ...the in-process controllers' --concurrent-NAME-syncs flags, then: */
 static const char usage_end[] =
     "\n"
@@ -171,6 +178,8 @@ enum {
     OPT_SERVICE_CLUSTER_IP_RANGE,
     OPT_SERVICE_NODE_PORT_RANGE,
     OPT_ENCRYPTION_PROVIDER_CONFIG,
+    OPT_PKI_DIR,
+    OPT_LEADER_ELECT,
     OPT_SYNCS = 1000, /* the --concurrent-NAME-syncs flags: 1000, 1001, ... */
 };
 
@@ -204,6 +213,8 @@ struct options {
     const char *service_cluster_ip_range;
     const char *service_node_port_range;
     const char *encryption_provider_config;
+    const char *pki_dir;
+    bool leader_elect_disabled;
     struct ck_cmd_syncs *syncs; /* the --concurrent-NAME-syncs flags, NULL: not taken */
     const char *watch_history_events;
     const char *watch_history_bytes;
@@ -338,6 +349,15 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_ENCRYPTION_PROVIDER_CONFIG:
             opts->encryption_provider_config = optarg;
+            break;
+        case OPT_PKI_DIR:
+            opts->pki_dir = optarg;
+            break;
+        case OPT_LEADER_ELECT:
+            if (optarg && strcmp(optarg, "true") != 0 && strcmp(optarg, "false") != 0)
+                return usage_error("invalid value \"%s\" for --leader-elect: want true or false",
+                                   optarg);
+            opts->leader_elect_disabled = optarg && strcmp(optarg, "false") == 0;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -542,6 +562,33 @@ bool ck_cmd_parse_duration(const char *s, int64_t *ret)
     return true;
 }
 
+/*
+ * The server's leader-election identity, "host_<uuid>", kept in DATA-DIR/leader-identity
+ * so that a restarted server takes its own unexpired Leases back at once instead of
+ * waiting out their lease duration. 0, or -1 with errno.
+ */
+static int server_identity(const char *data_dir, char *buf, size_t size)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/leader-identity", data_dir);
+    char *old = NULL;
+    size_t len = 0;
+    if (ck__read_file(path, size - 1, &old, &len) == 0 && len > 0 && !memchr(old, '\n', len) &&
+        strlen(old) == len) {
+        snprintf(buf, size, "%s", old);
+        free(old);
+        return 0;
+    }
+    free(old);
+    ck_cmd_election_identity(buf, size);
+    int r = ck__write_file_atomic(path, buf, strlen(buf), 0600);
+    if (r < 0) {
+        errno = -r;
+        return -1;
+    }
+    return 0;
+}
+
 static int cmd_server(int argc, char **argv)
 {
     static const struct option fixed[] = {
@@ -570,6 +617,8 @@ static int cmd_server(int argc, char **argv)
         {"service-cluster-ip-range", required_argument, NULL, OPT_SERVICE_CLUSTER_IP_RANGE},
         {"service-node-port-range", required_argument, NULL, OPT_SERVICE_NODE_PORT_RANGE},
         {"encryption-provider-config", required_argument, NULL, OPT_ENCRYPTION_PROVIDER_CONFIG},
+        {"pki-dir", required_argument, NULL, OPT_PKI_DIR},
+        {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -652,6 +701,17 @@ static int cmd_server(int argc, char **argv)
         return 1;
     }
 
+    /* before the server is ready, so that it is there once the kubeconfig is */
+    char identity[320];
+    struct ck_cmd_server_election election = {.enabled = !opts.leader_elect_disabled,
+                                              .identity = identity};
+    if (!no_controllers && election.enabled &&
+        server_identity(opts.data_dir, identity, sizeof(identity)) < 0) {
+        fprintf(stderr, "error: cannot keep the leader-election identity in %s: %s\n",
+                opts.data_dir, strerror(errno));
+        return 1;
+    }
+
     sigset_t stop_signals;
     ck_cmd_block_stop_signals(&stop_signals);
     raise_open_file_limit();
@@ -706,6 +766,8 @@ static int cmd_server(int argc, char **argv)
     struct ck_apiserver *server;
     char pki_dir[PATH_MAX];
     snprintf(pki_dir, sizeof(pki_dir), "%s/pki", opts.data_dir);
+    if (opts.pki_dir)
+        snprintf(pki_dir, sizeof(pki_dir), "%s", opts.pki_dir);
     struct ck_apiserver_config config = {
         .listen = opts.listen,
         .store_url = opts.store,
@@ -747,8 +809,8 @@ static int cmd_server(int argc, char **argv)
     CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "store", opts.store, "version",
             ck_version()->git_version);
     struct ck_cmd_controllers controllers = {0};
-    if (!no_controllers &&
-        ck_cmd_controllers_start(server, opts.controllers, &syncs, node_grace, &controllers) < 0) {
+    if (!no_controllers && ck_cmd_controllers_start(server, opts.controllers, &syncs, node_grace,
+                                                    &election, &controllers) < 0) {
         ck_apiserver_free(server);
         ck_fg_gate_free(gates);
         return 1;

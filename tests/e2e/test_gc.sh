@@ -30,9 +30,12 @@ set -- "$1" "${2:-}"
 cm_pid=""
 stop_cm() { [ -n "$cm_pid" ] && kill "$cm_pid" 2>/dev/null && wait "$cm_pid" 2>/dev/null; cm_pid=""; }
 trap 'stop_cm; cleanup' EXIT
-# start_cm: the separate controller manager (with fewer GC workers than the default)
+# start_cm: the separate controller manager (with fewer GC workers than the default). It runs
+# controllers the server does not, so it elects on a Lease of its own: the server's
+# in-process controllers hold kube-controller-manager.
 start_cm() {
     "$ckube" controller-manager --kubeconfig "$KUBECONFIG" --concurrent-gc-syncs 3 \
+        --leader-elect-resource-name kube-controller-manager-gc \
         --controllers=garbagecollector,namespace >>"$work/cm.out" 2>>"$work/cm.err" &
     cm_pid=$!
 }
