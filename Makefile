@@ -12,6 +12,8 @@ FUZZ_DIR  ?= build-fuzz
 DATA_DIR  ?= ./ckube-data
 LISTEN    ?= 127.0.0.1:6443
 JOBS      ?= $(shell nproc)
+# the ASan+UBSan run's tests mostly wait (servers, kubectl, timers): twice the cores keeps them busy
+TEST_JOBS ?= $(shell echo $$(( $$(nproc) * 2 )))
 SOURCES    = $(shell find include lib cmd tests bench fuzz -name '*.[ch]' 2>/dev/null)
 
 .PHONY: run test deps build format format-check tsan-test fuzz-test asan-test clean
@@ -49,7 +51,7 @@ fuzz-test:
 asan-test:
 	@cmake -S . -B $(ASAN_DIR) -DCKUBE_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(ASAN_DIR) -j $(JOBS)
-	scripts/ctest-skipped --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
+	scripts/ctest-skipped --test-dir $(ASAN_DIR) --output-on-failure -j $(TEST_JOBS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)

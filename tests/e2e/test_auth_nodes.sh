@@ -104,6 +104,8 @@ check "... but not pods" grep -q 'User "system:kube-proxy" cannot list resource 
 "$ckube" fake-nodes --kubeconfig "$work/fake.kubeconfig" --count 2 --prefix fk- \
     >"$work/fake.out" 2>&1 &
 fake_pid=$!
+i=0 # kubectl wait needs the object to exist
+until kubectl get node fk-1 >/dev/null 2>&1 || [ $i -gt 300 ]; do sleep 0.1; i=$((i + 1)); done
 wait_for "fake-nodes registers its nodes with its own identity" node/fk-1 \
     '{.status.conditions[?(@.type=="Ready")].status}=True'
 check "its nodes renew their leases" sh -c "kubectl get lease fk-0 -n kube-node-lease -o jsonpath='{.spec.holderIdentity}' | grep -qx fk-0"

@@ -103,8 +103,9 @@ check "five owned pods after the adoption" sh -c "[ \$(grep -c . '$work/pods3') 
 ready_kept=0
 for p in $(sed -n '3,5p' "$work/pods"); do grep -qx "$p" "$work/pods3" && ready_kept=$((ready_kept + 1)); done
 check "ready pods are kept, a not-ready one is deleted" [ "$ready_kept" -eq 3 ]
-if k get pod stray >/dev/null 2>&1; then
-    check "stray pod controlled by web" sh -c "kubectl get pod stray -o jsonpath='{.metadata.ownerReferences[0].name}' | grep -qx web"
+# one read: the stray pod may be the surplus one deleted at any moment
+if stray_owner=$(k get pod stray -o jsonpath='{.metadata.ownerReferences[0].name}' 2>/dev/null); then
+    check "stray pod controlled by web" [ "$stray_owner" = web ]
 fi
 
 # --- scale to 0 and back ---
