@@ -32,7 +32,21 @@ struct proxy {
     char err[CURL_ERROR_SIZE];
     char first[512]; /* the start of an error body */
     size_t first_len;
+    int refs; /* the handler and the thread: the last to let go frees it */
 };
+
+/* Lets go of p; the last of its two holders frees it. */
+static void proxy_release(struct proxy *p)
+{
+    pthread_mutex_lock(&p->lock);
+    bool last = --p->refs == 0;
+    pthread_mutex_unlock(&p->lock);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
+    free(p);
+}
 
 static size_t on_header(char *buf, size_t size, size_t n, void *arg)
 {
@@ -78,22 +92,16 @@ static void *proxy_main(void *arg)
     pthread_mutex_lock(&p->lock);
     if (p->status == 0 || rc != CURLE_OK)
         p->status = p->status ? p->status : -1;
-    bool answered = p->status == 200;
     pthread_cond_broadcast(&p->cond);
-    /* with a 200 the response owns the read end; otherwise the handler reads first */
     pthread_mutex_unlock(&p->lock);
+    /* with a 200 the response owns the read end; otherwise the handler reads p's text */
     close(p->fd);
-    if (answered) {
-        curl_easy_cleanup(p->curl);
-        pthread_mutex_destroy(&p->lock);
-        pthread_cond_destroy(&p->cond);
-        free(p);
-    } else { /* the handler waits for the status, then for us to finish, then frees */
-        pthread_mutex_lock(&p->lock);
-        p->curl = NULL;
-        pthread_cond_broadcast(&p->cond);
-        pthread_mutex_unlock(&p->lock);
-    }
+    curl_easy_cleanup(p->curl);
+    pthread_mutex_lock(&p->lock);
+    p->curl = NULL; /* the transfer is over */
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    proxy_release(p);
     return NULL;
 }
 
@@ -200,6 +208,7 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
     }
     p->curl = curl;
     p->fd = fds[1];
+    p->refs = 2;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
     curl_easy_setopt(curl, CURLOPT_URL, url);
@@ -224,7 +233,8 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
         pthread_cond_wait(&p->cond, &p->lock);
     long status = p->status;
     if (status == 200) {
-        pthread_mutex_unlock(&p->lock); /* the thread frees p */
+        pthread_mutex_unlock(&p->lock);
+        proxy_release(p);
         struct MHD_Response *resp = MHD_create_response_from_pipe(fds[0]);
         if (!resp) {
             close(fds[0]);
@@ -244,9 +254,6 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
                  p->err[0] ? p->err : "no answer");
     else
         snprintf(msg, sizeof(msg), "%.*s", (int)strcspn(p->first, "\n"), p->first);
-    curl_easy_cleanup(curl);
-    pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->cond);
-    free(p);
+    proxy_release(p);
     return ck__fail_with(conn, status < 0 ? "ServiceUnavailable" : "BadRequest", msg);
 }
