@@ -294,12 +294,19 @@ int64_t ck_cron_to_wall(const struct ck_cron_schedule *s, int64_t t)
     return t + zone_offset(s->zone, t);
 }
 
-/* The instant of wall clock w (the later offset wins in a fold; a gap moves forward). */
+/*
+ * The instant of wall clock w: in a fold the offset found from w's own instant wins, as
+ * before; a wall time inside a gap (spring forward) is the instant as late as the gap is
+ * long, so it moves forward past the gap and never back before it.
+ */
 static int64_t from_wall(const char *zone, int64_t w)
 {
-    long off = zone_offset(zone, w);
-    off = zone_offset(zone, w - off);
-    return w - off;
+    long off1 = zone_offset(zone, w);
+    int64_t t = w - zone_offset(zone, w - off1);
+    if (t + zone_offset(zone, t) == w)
+        return t;
+    int64_t later = w - off1;
+    return later > t ? later : t;
 }
 
 /* ---- next -------------------------------------------------------------------------- */
