@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ckube/internal/util.h"
 #include "internal.h"
@@ -910,9 +911,19 @@ static enum MHD_Result handle_eviction(struct ck_apiserver *ctx, struct MHD_Conn
     char *out = NULL;
     size_t out_len = 0;
     struct ck__eviction_decision budget;
-    if (r == 0) /* disruption_budget.c: the pod's budget is checked and spent first */
+    /*
+     * disruption_budget.c: the pod's budget is checked and spent first. A budget written
+     * meanwhile (its controller's status) is read again, as Kubernetes' EvictionsRetry does.
+     */
+    for (int attempt = 0; r == 0; attempt++) {
         r = ck__eviction_check_budgets(ctx->registry, t->namespace, t->name, opts.dry_run, &budget,
                                        &err);
+        if (r == 0 || err.http_status != MHD_HTTP_CONFLICT || attempt == 19)
+            break;
+        ck_err_release(&err);
+        r = 0;
+        usleep(10 * 1000);
+    }
     bool preconditioned = r == 0 && budget.precondition && !opts.precondition_rv;
     if (preconditioned)
         opts.precondition_rv = budget.pod_resource_version;
