@@ -784,7 +784,7 @@ static int refuse_immortal_namespace(const struct ck_kind *kind, const char *nam
                                      struct ck_err *reterr)
 {
     static const char *const immortal[] = {"default", "kube-system", "kube-public"};
-    if (kind->group[0] || strcmp(kind->kind, "Namespace") != 0)
+    if (kind->role != CK_KIND_ROLE_NAMESPACE)
         return 0;
     for (size_t i = 0; i < sizeof(immortal) / sizeof(immortal[0]); i++) {
         if (strcmp(name, immortal[i]) == 0) {
