@@ -408,7 +408,7 @@ static const char cm_usage_flags[] =
 
 static void cm_print_usage(FILE *f)
 {
-    char known[256];
+    char known[CK_CONTROLLER_MANAGER_KNOWN_SIZE];
     fprintf(f, "%s%s%s", cm_usage, ck_controller_manager_known(known, sizeof(known)),
             cm_usage_tail);
     ck_cmd_syncs_usage(f);

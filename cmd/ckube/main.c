@@ -129,7 +129,7 @@ static const char usage_end[] =
 
 static void usage(FILE *f)
 {
-    char known[256];
+    char known[CK_CONTROLLER_MANAGER_KNOWN_SIZE];
     fputs(usage_text, f);
     fputs(ck_controller_manager_known(known, sizeof(known)), f);
     fputs(usage_tail, f);

@@ -81,8 +81,10 @@ const struct ck_controller_descriptor *ck_controller_manager_table(size_t *ret_n
 
 /*
  * The known names for help texts, comma-separated, those off by default marked "(off by
- * default)": "replicaset". Writes into buf (truncating) and returns it.
+ * default)": "replicaset". Writes into buf (truncating) and returns it; a buffer of
+ * CK_CONTROLLER_MANAGER_KNOWN_SIZE holds the whole list.
  */
+#define CK_CONTROLLER_MANAGER_KNOWN_SIZE 1024
 const char *ck_controller_manager_known(char *buf, size_t size);
 
 /*

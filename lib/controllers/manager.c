@@ -293,7 +293,7 @@ int ck_controller_manager_check(const char *selection, struct ck_err *reterr)
         const char *name = p[0] == '-' ? p + 1 : p;
         size_t name_len = p[0] == '-' ? len - 1 : len;
         if (len && !(len == 1 && p[0] == '*') && !lookup(name, name_len)) {
-            char known[256];
+            char known[CK_CONTROLLER_MANAGER_KNOWN_SIZE];
             return ck_err_set(
                 reterr, CK_EINVAL, "\"%.*s\" is not in the list of known controllers (%s)",
                 (int)name_len, name, ck_controller_manager_known(known, sizeof(known)));

@@ -42,7 +42,7 @@ static void test_table(void **state)
     size_t n = 0;
     const struct ck_controller_descriptor *t = ck_controller_manager_table(&n);
     assert_true(n >= 1);
-    char known[256];
+    char known[CK_CONTROLLER_MANAGER_KNOWN_SIZE];
     ck_controller_manager_known(known, sizeof(known));
     for (size_t i = 0; i < n; i++) {
         assert_non_null(t[i].start);
