@@ -594,9 +594,10 @@ static int update_status(struct ck_ds_controller *c, const json_t *ds, const cha
     json_int_t generation = json_integer_value(json_object_get(ck__ds_meta(ds), "generation"));
     bool same = !observed_generation ||
                 json_integer_value(json_object_get(status, "observedGeneration")) == generation;
+    /* the first four are always written; the others are omitted when zero (omitempty) */
     for (size_t i = 0; same && i < 7; i++)
         same = json_integer_value(json_object_get(status, status_fields[i])) == counts[i] &&
-               (counts[i] == 0 || json_object_get(status, status_fields[i]));
+               (i >= 4 || json_object_get(status, status_fields[i]));
     int r = 0;
     json_t *obj = same ? NULL : json_deep_copy(ds);
     for (int attempt = 0; !same && r == 0; attempt++) {
@@ -612,7 +613,10 @@ static int update_status(struct ck_ds_controller *c, const json_t *ds, const cha
         if (observed_generation)
             json_object_set_new(st, "observedGeneration", json_integer(generation));
         for (size_t i = 0; i < 7; i++)
-            json_object_set_new(st, status_fields[i], json_integer(counts[i]));
+            if (i >= 4 && counts[i] == 0)
+                json_object_del(st, status_fields[i]);
+            else
+                json_object_set_new(st, status_fields[i], json_integer(counts[i]));
         r = ck_ctl_update_status(&c->client, c->sets_res, ns_of(ds), obj, NULL, reterr);
         json_decref(obj);
         obj = NULL;
