@@ -128,6 +128,8 @@ static json_t *add_pod(struct env *e, const json_t *ds, const char *name, const 
     if (created)
         json_object_set_new(meta, "creationTimestamp", json_string(created));
     fx_pod_running(pod, node, since);
+    /* on the server too, so that deleting it succeeds and is awaited */
+    assert_int_equal(ck_fake_client_seed(e->fc, ck_controller_resource("", "v1", "pods"), pod), 0);
     fx_cache_add(&e->pods, pod);
     return pod;
 }
@@ -555,11 +557,33 @@ static void test_surge_deletes_old_pod_once_new_is_available(void **state)
     const json_t *d = rollout_world(e, json_integer(0), json_integer(1), "RollingUpdate");
     add_pod(e, d, "agent-new0", "n0", e->hash, "2026-01-01T00:00:00Z", "2026-01-01T12:00:00Z");
     assert_int_equal(sync_ds(e), 0);
+    /* the manage step deletes the old pod beside an available new one */
     assert_int_equal(count(e, "delete", "pods"), 1);
     assert_string_equal(fx_action(e->fc, "delete", "pods", 0)->name, "agent-old0");
-    /* and the next surge pod goes on another node */
-    assert_int_equal(count(e, "create", "pods"), 1);
-    assert_string_not_equal(affinity_node(fx_action(e->fc, "create", "pods", 0)->body), "n0");
+    assert_int_equal(count(e, "create", "pods"), 0); /* the update waits for that delete */
+}
+
+static void test_surge_keeps_old_pod_until_new_is_available(void **state)
+{
+    struct env *e = *state;
+    const json_t *d = rollout_world(e, json_integer(0), json_integer(1), "RollingUpdate");
+    add_pod(e, d, "agent-new0", "n0", e->hash, NULL, "2026-01-01T12:00:00Z"); /* not ready */
+    assert_int_equal(sync_ds(e), 0);
+    assert_int_equal(count(e, "delete", "pods"), 0);
+    /* maxSurge 1 is in use on n0: no other node gets a new pod yet */
+    assert_int_equal(count(e, "create", "pods"), 0);
+}
+
+static void test_succeeded_pod_deleted(void **state)
+{
+    struct env *e = *state;
+    const json_t *d = add_ds(e, new_ds());
+    settle(e);
+    add_node(e, "n1", NULL, NULL);
+    json_t *pod = add_pod(e, d, "agent-a", "n1", e->hash, NULL, NULL);
+    json_object_set_new(json_object_get(pod, "status"), "phase", json_string("Succeeded"));
+    assert_int_equal(sync_ds(e), 0);
+    assert_int_equal(count(e, "delete", "pods"), 1);
 }
 
 static void test_on_delete_leaves_old_pods(void **state)
@@ -648,9 +672,9 @@ static void test_status_counts(void **state)
         snprintf(node, sizeof(node), "n%d", i);
         add_node(e, node, json_pack("{s:s}", "role", i < 4 ? "agent" : "other"), NULL);
     }
-    add_pod(e, d, "agent-1", "n1", e->hash, "2026-01-01T00:00:00Z", NULL);   /* available */
-    add_pod(e, d, "agent-2", "n2", "oldhash", "2026-01-01T23:59:30Z", NULL); /* ready 30 s */
-    add_pod(e, d, "agent-4", "n4", e->hash, "2026-01-01T00:00:00Z", NULL);   /* misscheduled */
+    add_pod(e, d, "agent-p1", "n1", e->hash, "2026-01-01T00:00:00Z", NULL);   /* available */
+    add_pod(e, d, "agent-p2", "n2", "oldhash", "2026-01-01T23:59:30Z", NULL); /* ready 30 s */
+    add_pod(e, d, "agent-p4", "n4", e->hash, "2026-01-01T00:00:00Z", NULL);   /* misscheduled */
     assert_int_equal(sync_ds(e), 0);
     const json_t *status = last_status(e);
     assert_int_equal(status_int(status, "desiredNumberScheduled"), 3);
@@ -706,6 +730,9 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_surge_deletes_old_pod_once_new_is_available, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_surge_keeps_old_pod_until_new_is_available, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_succeeded_pod_deleted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_on_delete_leaves_old_pods, setup, teardown),
         cmocka_unit_test_setup_teardown(test_history_limit_deletes_oldest_unused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_renumbers_matching_revision, setup, teardown),

@@ -178,32 +178,46 @@ static void pod_delete(const json_t *pod, const struct ck_deleted_final_state_un
         child_deleted(arg, obj, !being_deleted(obj));
 }
 
+static void revision_delete(const json_t *rev, const struct ck_deleted_final_state_unknown *t,
+                            void *arg);
+
 static void revision_add(const json_t *rev, bool initial, void *arg)
 {
     (void)initial;
     struct ck_ds_controller *c = arg;
-    const json_t *ref = ck_controller_ref(rev);
-    if (!ref) {
-        ck__ctl_enqueue_selecting(c->queue, &c->sets, rev);
+    if (being_deleted(rev)) {
+        revision_delete(rev, NULL, arg);
         return;
     }
-    char *key = owner_key(c, rev, ref);
-    if (key)
-        ck_wq_add(c->queue, key);
-    free(key);
+    /* an owned revision added is only observed; an orphan may be adopted */
+    if (!ck_controller_ref(rev))
+        ck__ctl_enqueue_selecting(c->queue, &c->sets, rev);
 }
 
 static void revision_update(const json_t *old, const json_t *rev, void *arg)
 {
     struct ck_ds_controller *c = arg;
-    const json_t *old_ref = ck_controller_ref(old);
-    if (old != rev && old_ref && !ck__ctl_same_ref(old_ref, ck_controller_ref(rev))) {
+    const char *a = json_string_value(json_object_get(ck__ds_meta(old), "resourceVersion"));
+    const char *b = json_string_value(json_object_get(ck__ds_meta(rev), "resourceVersion"));
+    if (old == rev || (a && b && strcmp(a, b) == 0))
+        return;
+    const json_t *old_ref = ck_controller_ref(old), *ref = ck_controller_ref(rev);
+    bool ref_changed = !ck__ctl_same_ref(old_ref, ref);
+    if (old_ref && ref_changed) {
         char *key = owner_key(c, old, old_ref);
         if (key)
             ck_wq_add(c->queue, key);
         free(key);
     }
-    revision_add(rev, false, arg);
+    if (ref) {
+        char *key = owner_key(c, rev, ref);
+        if (key)
+            ck_wq_add(c->queue, key);
+        free(key);
+    } else if (ref_changed || !json_equal(json_object_get(ck__ds_meta(old), "labels"),
+                                          json_object_get(ck__ds_meta(rev), "labels"))) {
+        ck__ctl_enqueue_selecting(c->queue, &c->sets, rev);
+    }
 }
 
 static void revision_delete(const json_t *rev, const struct ck_deleted_final_state_unknown *t,
@@ -239,26 +253,37 @@ static void node_add(const json_t *node, bool initial, void *arg)
     enqueue_for_node(arg, NULL, node);
 }
 
-/* nodeInSameCondition: the same condition types with the same statuses. */
+/* The types of node's conditions that are True, in order. */
+static bool has_true_condition(const json_t *node, const json_t *type)
+{
+    size_t i;
+    const json_t *cond;
+    json_array_foreach(json_object_get(json_object_get(node, "status"), "conditions"), i, cond)
+    {
+        if (json_equal(json_object_get(cond, "type"), (json_t *)type) &&
+            json_is_string(json_object_get(cond, "status")) &&
+            strcmp(json_string_value(json_object_get(cond, "status")), "True") == 0)
+            return true;
+    }
+    return false;
+}
+
+/* nodeInSameCondition: the same condition types are True in both. */
 static bool same_conditions(const json_t *old, const json_t *node)
 {
-    const json_t *a = json_object_get(json_object_get(old, "status"), "conditions");
-    const json_t *b = json_object_get(json_object_get(node, "status"), "conditions");
-    if (json_array_size(a) != json_array_size(b))
-        return false;
-    size_t i, j;
-    const json_t *ca, *cb;
-    json_array_foreach(a, i, ca)
-    {
-        bool found = false;
-        json_array_foreach(b, j, cb)
+    const json_t *conds[2] = {json_object_get(json_object_get(old, "status"), "conditions"),
+                              json_object_get(json_object_get(node, "status"), "conditions")};
+    const json_t *other[2] = {node, old};
+    for (int k = 0; k < 2; k++) {
+        size_t i;
+        const json_t *cond;
+        json_array_foreach(conds[k], i, cond)
         {
-            found =
-                found || (json_equal(json_object_get(ca, "type"), json_object_get(cb, "type")) &&
-                          json_equal(json_object_get(ca, "status"), json_object_get(cb, "status")));
+            const char *status = json_string_value(json_object_get(cond, "status"));
+            if (status && strcmp(status, "True") == 0 &&
+                !has_true_condition(other[k], json_object_get(cond, "type")))
+                return false;
         }
-        if (!found)
-            return false;
     }
     return true;
 }
@@ -466,29 +491,45 @@ static void pods_should_be_on_node(struct ck_ds_controller *c, const json_t *ds,
             push(del, name_of(pod));
             continue;
         }
+        if (phase && strcmp(phase, "Succeeded") == 0) {
+            ck_event_recordf(c->recorder, ds, CK_EVENT_NORMAL, "SucceededDaemonPod",
+                             "Found succeeded daemon pod %s/%s on node %s, will try to delete it",
+                             ns_of(pod), name_of(pod), node_name);
+            push(del, name_of(pod));
+            continue;
+        }
         running[n_running++] = pod;
     }
-    if (n_running > 1) {
-        ck__ds_sort_pods(running, n_running);
-        int surge, unavailable;
-        bool allows_surge = ck__ds_surge_unavailable(ds, 1, &surge, &unavailable) == 0 && surge > 0;
-        if (!allows_surge) {
-            /* all but the oldest go */
-            for (size_t i = 1; i < n_running; i++)
+    ck__ds_sort_pods(running, n_running);
+    int surge, unavailable;
+    bool allows_surge = ck__ds_surge_unavailable(ds, 1, &surge, &unavailable) == 0 && surge > 0;
+    if (!allows_surge) {
+        /* all but the oldest go */
+        for (size_t i = 1; i < n_running; i++)
+            push(del, name_of(running[i]));
+    } else if (n_running == 0 && run) {
+        push(need, node_name); /* surging: the node needs one pod not being deleted */
+    } else if (n_running > 1) {
+        /*
+         * Two pods may stay, the oldest new one and the oldest old one, while the new one
+         * is not available and the old one is ready; every other pod goes.
+         */
+        const json_t *oldest_new = NULL, *oldest_old = NULL;
+        for (size_t i = 0; i < n_running; i++) {
+            const char *h = json_string_value(json_object_get(
+                json_object_get(ck__ds_meta(running[i]), "labels"), CK__DS_HASH_LABEL));
+            bool current = strcmp(h ? h : "", hash ? hash : "") == 0;
+            if (current && !oldest_new)
+                oldest_new = running[i];
+            else if (!current && !oldest_old)
+                oldest_old = running[i];
+            else
                 push(del, name_of(running[i]));
-        } else {
-            /* the oldest updated and the oldest old one stay */
-            const json_t *oldest_new = NULL, *oldest_old = NULL;
-            for (size_t i = 0; i < n_running; i++) {
-                bool updated = ck__ds_pod_updated(running[i], hash, ds);
-                if (updated && !oldest_new)
-                    oldest_new = running[i];
-                else if (!updated && !oldest_old)
-                    oldest_old = running[i];
-                else
-                    push(del, name_of(running[i]));
-            }
         }
+        if (oldest_new && oldest_old &&
+            (!ck_pod_is_ready(oldest_old, NULL) ||
+             ck__ds_pod_available(oldest_new, ck__ds_min_ready(ds), now)))
+            push(del, name_of(oldest_old));
     }
     free(running);
 }
