@@ -168,7 +168,7 @@ static int dedup_current(struct ck_ds_controller *c, const json_t *ds, const jso
             json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "labels", CK__DS_HASH_LABEL,
                                       keep_hash ? keep_hash : "");
             r = patch ? ck_ctl_patch(&c->client, c->pods_res, ns, name_of(pods.items[j]), NULL,
-                                     "application/strategic-merge-patch+json", patch, NULL, reterr)
+                                     "application/merge-patch+json", patch, NULL, reterr)
                       : ck_err_set(reterr, CK_ENOMEM, "out of memory");
             json_decref(patch);
             if (r == CK_ENOENT) {
