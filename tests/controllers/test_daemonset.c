@@ -657,6 +657,26 @@ static void test_rollback_renumbers_matching_revision(void **state)
     assert_int_equal(json_integer_value(json_object_get(up->body, "revision")), 3);
 }
 
+static void test_duplicate_current_revisions_keep_newest(void **state)
+{
+    struct env *e = *state;
+    const json_t *d = add_ds(e, new_ds());
+    add_revision(e, d, 1, "h1", "agent:1"); /* both hold the DaemonSet's template */
+    add_revision(e, d, 2, "h2", "agent:1");
+    add_node(e, "n1", NULL, NULL);
+    add_pod(e, d, "agent-a", "n1", "h1", "2026-01-01T00:00:00Z", NULL);
+    assert_int_equal(sync_ds(e), 0);
+    const struct ck_fake_action *relabel = fx_action(e->fc, "patch", "pods", 0);
+    assert_non_null(relabel);
+    assert_string_equal(relabel->name, "agent-a");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(relabel->body, "metadata"), "labels"),
+                            "controller-revision-hash")),
+                        "h2");
+    assert_int_equal(count(e, "delete", "controllerrevisions"), 1);
+    assert_string_equal(fx_action(e->fc, "delete", "controllerrevisions", 0)->name, "agent-h1");
+}
+
 /* ---- status ----------------------------------------------------------------------- */
 
 static void test_status_counts(void **state)
@@ -709,6 +729,38 @@ static void test_node_handlers_enqueue_affected_daemonsets(void **state)
     json_decref(ssd);
 }
 
+static void test_pod_events_observe_expectations(void **state)
+{
+    struct env *e = *state;
+    const json_t *d = add_ds(e, new_ds());
+    settle(e);
+    add_node(e, "n1", NULL, NULL);
+    add_node(e, "n2", NULL, NULL);
+    assert_int_equal(sync_ds(e), 0);
+    struct ck_expectations *exp = ck_ds_controller_expectations(e->dc);
+    assert_false(ck_expectations_satisfied(exp, "ns/agent"));
+    struct ck_event_handler h_ds, h_pods, h_nodes, h_revs;
+    ck_ds_controller_handlers(e->dc, &h_ds, &h_pods, &h_nodes, &h_revs);
+    /* the informer brings the two pods the sync created */
+    for (size_t i = 0; i < 2; i++)
+        h_pods.on_add(fx_action(e->fc, "create", "pods", i)->body, false, h_pods.arg);
+    assert_true(ck_expectations_satisfied(exp, "ns/agent"));
+    assert_int_equal(ck_wq_len(ck_ds_controller_queue(e->dc)), 1);
+    /* a delete seen first as a deletionTimestamp, then as the delete, counts once */
+    ck_expectations_set(exp, "ns/agent", 0, 2);
+    json_t *pod = add_pod(e, d, "agent-x", "n1", e->hash, NULL, NULL);
+    json_t *going = json_deep_copy(pod);
+    json_object_set_new(json_object_get(going, "metadata"), "deletionTimestamp",
+                        json_string("2026-01-02T00:00:00Z"));
+    json_object_set_new(json_object_get(going, "metadata"), "resourceVersion", json_string("2"));
+    h_pods.on_update(pod, going, h_pods.arg);
+    h_pods.on_delete(going, NULL, h_pods.arg);
+    int64_t adds = 0, dels = 0;
+    assert_int_equal(ck_expectations_get(exp, "ns/agent", &adds, &dels), 0);
+    assert_int_equal(dels, 1);
+    json_decref(going);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -736,7 +788,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_on_delete_leaves_old_pods, setup, teardown),
         cmocka_unit_test_setup_teardown(test_history_limit_deletes_oldest_unused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_renumbers_matching_revision, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_current_revisions_keep_newest, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_status_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pod_events_observe_expectations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_handlers_enqueue_affected_daemonsets, setup,
                                         teardown),
     };
