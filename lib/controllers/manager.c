@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ckube/cronjob.h"
+#include "ckube/daemonset.h"
 #include "ckube/deployment.h"
 #include "ckube/disruption.h"
 #include "ckube/endpointslice.h"
@@ -220,6 +221,13 @@ static const struct ck_controller_descriptor table[] = {
      .stop = ck_sts_manager_stop,
      .syncs_flag = "statefulset",
      .default_workers = 5},
+    {.name = "daemonset",
+     .enabled_by_default = true,
+     .start = ck_ds_manager_start,
+     .run = ck_ds_manager_run,
+     .stop = ck_ds_manager_stop,
+     .syncs_flag = "daemonset",
+     .default_workers = 2},
     {.name = "disruption",
      .enabled_by_default = true,
      .start = ck_disruption_manager_start,

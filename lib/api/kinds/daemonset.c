@@ -4,13 +4,17 @@
  * Mirrors Kubernetes' pkg/registry/apps/daemonset/strategy.go: the server
  * owns status, which a create starts empty; the selector and template rules
  * every workload shares (workload.c); the update strategy defaults from the
- * schema (RollingUpdate, maxUnavailable 1, maxSurge 0). kubectl's columns,
+ * schema (RollingUpdate, maxUnavailable 1, maxSurge 0). The template generation
+ * (the internal spec.templateGeneration, which apps/v1 spells as the annotation
+ * deprecated.daemonset.template.generation) starts at 1 and grows by one with each
+ * change of the template; clients cannot change it. kubectl's columns,
  * with the NODE SELECTOR computed from the template's nodeSelector.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
  *
  * Tested by tests/api/test_kinds.c (descriptor) and tests/e2e/test_workloads.sh.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,9 +34,49 @@ enum {
     COL_SELECTOR,
 };
 
+/* apps/v1 carries the internal spec.templateGeneration as this annotation. */
+#define TEMPLATE_GENERATION "deprecated.daemonset.template.generation"
+
+/* The template generation obj's annotation holds; 0 when absent or malformed. */
+static long long template_generation(const json_t *obj)
+{
+    const char *s = json_string_value(json_object_get(
+        json_object_get(json_object_get(obj, "metadata"), "annotations"), TEMPLATE_GENERATION));
+    char *end = NULL;
+    long long v = s && *s ? strtoll(s, &end, 10) : 0;
+    return end && *end == '\0' ? v : 0;
+}
+
+static int set_template_generation(json_t *obj, long long generation)
+{
+    json_t *annotations = ck__object_at(ck__object_at(obj, "metadata"), "annotations");
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%lld", generation);
+    return annotations &&
+                   json_object_set_new(annotations, TEMPLATE_GENERATION, json_string(buf)) == 0
+               ? 0
+               : CK_ENOMEM;
+}
+
 static int prepare_for_create(json_t *obj)
 {
-    return json_object_set_new(obj, "status", json_object()) < 0 ? CK_ENOMEM : 0;
+    if (json_object_set_new(obj, "status", json_object()) < 0)
+        return CK_ENOMEM;
+    long long generation = template_generation(obj);
+    return set_template_generation(obj, generation < 1 ? 1 : generation);
+}
+
+/* The template generation is the server's: kept, and one more when the template changed. */
+static int prepare_for_update(json_t *obj, const json_t *old)
+{
+    long long generation = template_generation(old);
+    if (generation < 1)
+        generation = 1;
+    const json_t *a = json_object_get(json_object_get(old, "spec"), "template");
+    const json_t *b = json_object_get(json_object_get(obj, "spec"), "template");
+    if (!json_equal(a ? a : json_null(), b ? b : json_null()))
+        generation++;
+    return set_template_generation(obj, generation);
 }
 
 /* "k1=v1,k2=v2" from a map of labels, sorted as labels.SelectorFromSet prints; "<none>" when empty.
@@ -144,6 +188,7 @@ const struct ck_kind ck__kind_daemonset = {
     .n_columns = CK__COUNT(columns),
     .cells = cells,
     .prepare_for_create = prepare_for_create,
+    .prepare_for_update = prepare_for_update,
     .defaults = ck__workload_defaults,
     .validate = ck__workload_validate,
 };
