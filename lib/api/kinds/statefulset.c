@@ -7,6 +7,8 @@
  * rules every workload shares (workload.c); the Scale view of spec.replicas;
  * defaults from the schema (OrderedReady, RollingUpdate with partition 0,
  * Retain claims). kubectl's columns: READY is readyReplicas/replicas.
+ * rollingUpdate.maxUnavailable is served only while the gate
+ * MaxUnavailableStatefulSet (alpha in 1.32, off) is on: the schema names it.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
  *
@@ -63,6 +65,10 @@ static const struct ck_table_column columns[] = {
                                        "Images referenced by each container in the template.", 1),
 };
 
+static const struct ck_api_feature features[] = {
+    {"MaxUnavailableStatefulSet", "ALPHA", false, "1.24"},
+};
+
 const struct ck_kind ck__kind_statefulset = {
     .group = "apps",
     .version = "v1",
@@ -84,4 +90,6 @@ const struct ck_kind ck__kind_statefulset = {
     .prepare_for_create = prepare_for_create,
     .defaults = ck__workload_defaults,
     .validate = ck__workload_validate,
+    .features = features,
+    .n_features = CK__COUNT(features),
 };
