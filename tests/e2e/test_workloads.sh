@@ -398,6 +398,12 @@ until ! k get sts wide >/dev/null 2>&1 || [ $i -gt 100 ]; do i=$((i + 1)); sleep
 k apply -f "$work/wide.yaml" >/dev/null
 check "maxUnavailable kept with MaxUnavailableStatefulSet on" \
     test "$(k get sts wide -o jsonpath='{.spec.updateStrategy.rollingUpdate.maxUnavailable}')" = 2
+for bad in "0:Invalid value: 0: cannot be 0" "\"101%\":Invalid value: \"101%\": must not be greater than 100%" \
+    "\"x\":Invalid value: \"x\": a valid percent string must be a numeric string"; do
+    sed -e "s/name: wide}/name: bad}/" -e "s/maxUnavailable: 2/maxUnavailable: ${bad%%:*}/" "$work/wide.yaml" |
+        kubectl create -f - >"$work/bad.out" 2>&1
+    check "maxUnavailable ${bad%%:*} is refused" grep -q "spec.updateStrategy.rollingUpdate.maxUnavailable: ${bad#*:}" "$work/bad.out"
+done
 wait_for "maxUnavailable: three ready" sts/wide '{.status.readyReplicas}=3'
 k set image sts/wide w=wide:2 >/dev/null
 wait_for "maxUnavailable: the rollout completes" sts/wide '{.status.updatedReplicas}=3'
