@@ -18,7 +18,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build-bench-release
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG -Wno-error=format-truncation" \
     -DBUILD_TESTING=OFF >/dev/null
-cmake --build "$build" -j2 --target ckube >/dev/null
+cmake --build "$build" -j2 --target ckube >/dev/null 2>&1 ||
+    { echo "cronjob_cpu: the build failed: cmake --build $build --target ckube" >&2; exit 1; }
 ckube=$build/cmd/ckube/ckube
 work=$(mktemp -d)
 server_pid=""; cm_pid=""
@@ -49,12 +50,12 @@ to_second() {
     now=$(date +%S | sed 's/^0//')
     sleep $(( (60 + $1 - now) % 60 ))
 }
-jobs() { kurl "https://127.0.0.1:$port/apis/batch/v1/namespaces/default/jobs?limit=1" |
-    python3 -c 'import json,sys; m=json.load(sys.stdin)["metadata"]; print(m.get("remainingItemCount", -1) + 1)'; }
+jobs() { kurl "https://127.0.0.1:$port/apis/batch/v1/namespaces/default/jobs" |
+    python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))'; }
 sleep 5
 c0=$(cpu "$cm_pid"); sleep 60; c1=$(cpu "$cm_pid")
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "idle reference, no CronJob: $(echo "$c1 - $c0" | bc) CPU s in 60 s"
+echo "idle reference, no CronJob: $(echo "$c1 $c0" | awk '{printf "%.2f", $1 - $2}') CPU s in 60 s"
 python3 - "$n" >"$work/cronjobs.json" <<'PY'
 import json, sys
 items = [{"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": f"cj-{i}"},
@@ -67,13 +68,13 @@ PY
 t0=$(date +%s.%N); c0=$(cpu "$cm_pid")
 kubectl create -f "$work/cronjobs.json" >/dev/null
 t1=$(date +%s.%N); c1=$(cpu "$cm_pid")
-echo "$n CronJobs created in $(echo "$t1 - $t0" | bc | cut -c1-5) s; controller CPU meanwhile $(echo "$c1 - $c0" | bc) s"
+echo "$n CronJobs created in $(echo "$t1 - $t0" | bc | cut -c1-5) s; controller CPU meanwhile $(echo "$c1 $c0" | awk '{printf "%.2f", $1 - $2}') s"
 # each window: from 30 s past a minute to 30 s past the next, holding one schedule tick
 to_second 30
 for m in $(seq 1 "$minutes"); do
     c0=$(cpu "$cm_pid"); j0=$(jobs)
     sleep 60
     c1=$(cpu "$cm_pid"); j1=$(jobs)
-    echo "minute $m: $(echo "$c1 - $c0" | bc) CPU s; Jobs $j0 -> $j1; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "minute $m: $(echo "$c1 $c0" | awk '{printf "%.2f", $1 - $2}') CPU s; Jobs $j0 -> $j1; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 done
 echo "RSS: controller-manager $(ps -o rss= -p "$cm_pid" | awk '{printf "%.1f MiB", $1 / 1024}')"
