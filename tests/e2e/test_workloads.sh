@@ -107,7 +107,7 @@ spec:
       template:
         spec:
           restartPolicy: OnFailure
-          containers: [{name: n, image: busybox}]
+          containers: [{name: cron, image: busybox}]
 ---
 apiVersion: v1
 kind: ReplicationController
