@@ -593,6 +593,7 @@ int ck_cronjob_controller_new_with(const struct ck_cronjob_controller_deps *deps
     c->jobs = *deps->jobs;
     c->now = deps->now;
     c->now_arg = deps->now_arg;
+    c->jobs_by_owner = deps->jobs_indexer;
     int r = init_common(c, deps->client, deps->clock, true, reterr);
     if (r < 0) {
         ck_cronjob_controller_free(c);
