@@ -26,11 +26,12 @@
  *   - pods beyond the ordinals: under whenScaled Delete their claims get an owner
  *     reference to the pod first (the garbage collector deletes them with it); then they
  *     are deleted from the highest, one at a time under OrderedReady, each after the
- *     others are available (the first unavailable one excepted);
+ *     others are available (the first unhealthy one excepted);
  *   - RollingUpdate: the highest pod at or above the partition that is not of the update
- *     revision is deleted (it comes back new), once the pods above it are available; with
+ *     revision is deleted (it comes back new), once the pods above it are healthy (Running,
+ *     Ready, not terminating: 1.32 does not wait out minReadySeconds here); with
  *     MaxUnavailableStatefulSet on, as many as keep at most rollingUpdate.maxUnavailable
- *     (a number or a percentage of replicas rounded down, at least 1) pods unavailable
+ *     (a number or a percentage of replicas rounded down, at least 1) pods unhealthy
  *     (updateStatefulSetAfterInvariantEstablished). OnDelete leaves pods to the user;
  *   - status: replicas, readyReplicas, availableReplicas (Ready for minReadySeconds; the
  *     set is looked at again when the next pod becomes available), currentReplicas,
@@ -636,10 +637,11 @@ static bool available(const json_t *pod, long min_ready, int64_t now, int64_t *r
     return false;
 }
 
-/* isUnavailable: not made yet, terminating, or not available. */
-static bool unavailable(const json_t *pod, long min_ready, int64_t now, int64_t *requeue)
+/* isHealthy: made, Running and Ready, not terminating (1.32 paces updates on this, not on
+ * minReadySeconds). */
+static bool healthy(const json_t *pod)
 {
-    return !pod || terminating(pod) || !available(pod, min_ready, now, requeue);
+    return pod && running_and_ready(pod) && !terminating(pod);
 }
 
 static long min_ready_seconds(const json_t *set)
@@ -818,14 +820,14 @@ static int manage_pods(struct ck_sts_controller *c, const json_t *set,
             condemned[b] = condemned[b - 1];
             condemned[b - 1] = t;
         }
-    /* the first unavailable pod: of the replicas in order, else the lowest condemned */
-    bool replica_unavailable = false;
-    const json_t *first_unavailable = NULL;
-    for (long i = 0; i < replicas && !replica_unavailable; i++)
-        replica_unavailable = unavailable(by_index[i], min_ready, now, &st->requeue);
-    for (size_t i = n_condemned; i > 0 && !replica_unavailable && !first_unavailable; i--)
-        if (unavailable(condemned[i - 1], min_ready, now, &st->requeue))
-            first_unavailable = condemned[i - 1];
+    /* the first unhealthy pod: of the replicas in order, else the lowest condemned */
+    bool replica_unhealthy = false;
+    const json_t *first_unhealthy = NULL;
+    for (long i = 0; i < replicas && !replica_unhealthy; i++)
+        replica_unhealthy = !healthy(by_index[i]);
+    for (size_t i = n_condemned; i > 0 && !replica_unhealthy && !first_unhealthy; i--)
+        if (!healthy(condemned[i - 1]))
+            first_unhealthy = condemned[i - 1];
 
     int r = 0;
     bool stop = false;
@@ -858,8 +860,7 @@ static int manage_pods(struct ck_sts_controller *c, const json_t *set,
             stop = monotonic;
             continue;
         }
-        if (monotonic && pod != first_unavailable &&
-            !available(pod, min_ready, now, &st->requeue)) {
+        if (monotonic && pod != first_unhealthy && !available(pod, min_ready, now, &st->requeue)) {
             stop = true; /* scale down waits for the others to be available */
             break;
         }
@@ -868,7 +869,7 @@ static int manage_pods(struct ck_sts_controller *c, const json_t *set,
     }
     if (r == 0 && !stop && rolling && !gate) {
         /* the highest stale pod at or above the partition, after the ones above it are
-         * available */
+         * healthy */
         for (long i = replicas - 1; i >= partition && i >= 0; i--) {
             const json_t *pod = by_index[i];
             const char *rev = pod ? pod_revision(pod) : NULL;
@@ -876,14 +877,14 @@ static int manage_pods(struct ck_sts_controller *c, const json_t *set,
                 r = delete_pod(c, set, pod, reterr);
                 break;
             }
-            if (unavailable(pod, min_ready, now, &st->requeue))
+            if (!healthy(pod))
                 break;
         }
     } else if (r == 0 && !stop && rolling) {
-        /* updateStatefulSetAfterInvariantEstablished: up to maxUnavailable pods are down */
+        /* updateStatefulSetAfterInvariantEstablished: up to maxUnavailable pods unhealthy */
         long max = max_unavailable(max_unavail_v, replicas), down = 0;
         for (long i = 0; i < replicas; i++)
-            down += unavailable(by_index[i], min_ready, now, &st->requeue);
+            down += !healthy(by_index[i]);
         for (long i = replicas - 1, budget = max - down;
              i >= partition && i >= 0 && budget > 0 && r == 0; i--) {
             const json_t *pod = by_index[i];
