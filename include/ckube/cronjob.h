@@ -67,6 +67,9 @@ struct ck_cronjob_controller_deps {
     struct ck_clock *clock;             /* the queue's clock; NULL = real */
     int64_t (*now)(void *arg);          /* wall clock, ns since the epoch; NULL = real */
     void *now_arg;
+    /* The cache behind jobs when it has the CK_INDEX_CONTROLLER_UID index, as the informer's
+     * has: a sync reads a CronJob's Jobs from it. NULL: the namespace's Jobs, filtered. */
+    struct ck_indexer *jobs_indexer;
 };
 
 int ck_cronjob_controller_new_with(const struct ck_cronjob_controller_deps *deps,

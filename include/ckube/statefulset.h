@@ -25,6 +25,15 @@ struct ck_sts_controller_deps {
     const struct ck_lister *pods;         /* copied; ditto */
     const struct ck_lister *statefulsets; /* copied; ditto */
     const struct ck_lister *revisions;    /* copied; ditto */
+    /* The wall clock, nanoseconds since the Unix epoch; NULL = the real time. */
+    int64_t (*now)(void *arg);
+    void *now_arg;
+    /*
+     * Feature gates (MaxUnavailableStatefulSet); NULL: the API server's gate decided, as it
+     * drops rollingUpdate.maxUnavailable while the gate is off.
+     */
+    bool (*feature_enabled)(void *ctx, const char *feature);
+    void *feature_ctx;
 };
 
 /* Over given listers and client (unit tests); events are written synchronously. */
@@ -36,11 +45,20 @@ int ck_sts_controller_run(struct ck_sts_controller *c, int workers, struct ck_er
 struct ck_sts_controller *ck_sts_controller_free(struct ck_sts_controller *c);
 
 /*
- * The name of the ControllerRevision holding template for the set named set_name:
- * "<set>-<hash>", the hash an FNV-1a of the template's canonical JSON spelled with
- * Kubernetes' safe alphabet. Writes into buf (size >= 64); returns buf, NULL on no memory.
+ * hashControllerRevision: the FNV-32 of the revision's data as Kubernetes encodes it
+ * (compact JSON, keys sorted, Go's escapes) followed by collision_count in decimal, spelled
+ * with Kubernetes' safe alphabet. Writes into buf (size >= 11); returns buf, NULL on no
+ * memory or a short buf.
  */
-const char *ck_sts_revision_name(const char *set_name, const json_t *template, char *buf,
+const char *ck_sts_revision_hash(const json_t *data, long long collision_count, char *buf,
+                                 size_t size);
+
+/*
+ * The name of the set's update ControllerRevision: "<set>-<hash>" (the name cut to 223
+ * bytes), the hash of {"spec":{"template":{...,"$patch":"replace"}}}. Writes into buf
+ * (size >= 240); returns buf, NULL on no memory.
+ */
+const char *ck_sts_revision_name(const json_t *set, long long collision_count, char *buf,
                                  size_t size);
 
 /* The controller manager's row (manager.c). */

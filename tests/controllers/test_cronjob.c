@@ -4,7 +4,8 @@
  * one-minute schedules in a second, with a controller restart in the middle and a
  * crash between a Job's create and the status write, creating every run exactly once;
  * Forbid, the starting deadline, too many missed times, suspend, history limits and the
- * active list.
+ * active list. Every test runs twice: the Jobs listed and filtered, and read from the
+ * controller-uid index as the informer's cache has it.
  */
 #include "cktest.h"
 
@@ -28,13 +29,23 @@ static int64_t fake_now(void *arg)
     return ((struct env *)arg)->now;
 }
 
+static bool with_index; /* the second run: the Jobs cache has the controller-uid index */
+
+static int index_group(void **state)
+{
+    (void)state;
+    with_index = true;
+    return 0;
+}
+
 static void start_controller(struct env *e)
 {
     struct ck_cronjob_controller_deps deps = {.client = &e->client,
                                               .cronjobs = &e->cjs.lister,
                                               .jobs = &e->jobs.lister,
                                               .now = fake_now,
-                                              .now_arg = e};
+                                              .now_arg = e,
+                                              .jobs_indexer = with_index ? e->jobs.ix : NULL};
     assert_int_equal(ck_cronjob_controller_new_with(&deps, &e->cc, NULL), 0);
 }
 
@@ -44,6 +55,10 @@ static int setup(void **state)
     e->now = T0 * CK_SEC;
     fx_cache_init(&e->cjs);
     fx_cache_init(&e->jobs);
+    if (with_index)
+        assert_int_equal(ck_indexer_add_index(e->jobs.ix, CK_INDEX_CONTROLLER_UID,
+                                              ck_index_by_controller_uid, NULL, NULL),
+                         0);
     assert_int_equal(ck_fake_client_new(&e->fc, NULL), 0);
     ck_fake_client_iface(e->fc, &e->client);
     e->cjs_res = ck_controller_resource("batch", "v1", "cronjobs");
@@ -298,5 +313,6 @@ int main(void)
         T(test_missed_start_deadline_and_too_many_missed),
         T(test_suspended_and_unparseable),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("jobs listed", tests, NULL, NULL);
+    return failed + cmocka_run_group_tests_name("jobs by index", tests, index_group, NULL);
 }

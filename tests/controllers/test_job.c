@@ -501,6 +501,64 @@ static void test_orphan_pod_loses_its_finalizer(void **state)
     json_decref(gone);
 }
 
+/* A pod whose (init) containers restarted, as the node agent reports them. */
+static json_t *restarted_pod(const json_t *j, const char *name, const char *phase, int restarts,
+                             int init_restarts)
+{
+    json_t *pod = job_pod(j, name, phase, -1);
+    json_t *status = json_object_get(pod, "status");
+    json_object_set_new(status, "containerStatuses",
+                        json_pack("[{s:s, s:i}]", "name", "c", "restartCount", restarts));
+    json_object_set_new(status, "initContainerStatuses",
+                        json_pack("[{s:s, s:i}]", "name", "i", "restartCount", init_restarts));
+    return pod;
+}
+
+static void test_restarts_of_on_failure_pods_count_against_the_limit(void **state)
+{
+    struct env *e = *state;
+    static const struct {
+        const char *restart_policy;
+        int backoff_limit;
+        const char *phase;
+        int restarts, init_restarts;
+        bool fails;
+    } cases[] = {
+        {"OnFailure", 3, "Running", 2, 1, true},    /* 3 restarts reach the limit 3 */
+        {"OnFailure", 3, "Running", 2, 0, false},   /* 2 do not */
+        {"OnFailure", 3, "Pending", 3, 0, true},    /* a Pending pod counts too */
+        {"OnFailure", 0, "Running", 1, 0, true},    /* limit 0: any restart */
+        {"OnFailure", 0, "Running", 0, 0, false},   /* ... and none is fine */
+        {"Never", 1, "Running", 5, 0, false},       /* Never: the kubelet restarts nothing */
+        {"OnFailure", 2, "Succeeded", 9, 0, false}, /* finished pods do not count */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        teardown(state);
+        setup(state);
+        e = *state;
+        json_t *j = job("pi", 2, 1, cases[i].backoff_limit);
+        json_object_set_new(
+            json_object_get(json_object_get(json_object_get(j, "spec"), "template"), "spec"),
+            "restartPolicy", json_string(cases[i].restart_policy));
+        json_object_set_new(json_object_get(j, "status"), "startTime",
+                            json_string("2026-01-01T00:00:00Z"));
+        add_job(e, j);
+        add_pod(e,
+                restarted_pod(j, "a", cases[i].phase, cases[i].restarts, cases[i].init_restarts));
+        sync_ok(e);
+        const json_t *target = condition(last_status(e), "FailureTarget");
+        if (cases[i].fails) {
+            if (!target)
+                fail_msg("case %zu: no FailureTarget", i);
+            assert_string_equal(str(target, "reason"), "BackoffLimitExceeded");
+            assert_string_equal(str(target, "message"),
+                                "Job has reached the specified backoff limit");
+        } else if (target) {
+            fail_msg("case %zu: FailureTarget %s", i, str(target, "reason"));
+        }
+    }
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -514,6 +572,7 @@ int main(void)
         T(test_no_completion_while_pods_remain_uncounted),
         T(test_completes_with_success_criteria_then_complete),
         T(test_backoff_limit_exceeded_fails_the_job),
+        T(test_restarts_of_on_failure_pods_count_against_the_limit),
         T(test_failed_pod_replacement_waits_for_the_backoff),
         T(test_active_deadline_exceeded),
         T(test_suspended_job_deletes_active_pods),

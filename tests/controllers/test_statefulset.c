@@ -3,7 +3,12 @@
  * caches the test fills: OrderedReady creates one pod at a time and waits for it to be
  * Ready, Parallel creates them all; pods carry their identity, labels and claim; a claim
  * is created before its pod; scale down deletes the highest ordinal first; a rolling
- * update stops at the partition; a first sync records a ControllerRevision.
+ * update stops at the partition; a first sync records a ControllerRevision; the revision
+ * hash is Kubernetes' (FNV-32 of the data's Go encoding and the collision count);
+ * MaxUnavailableStatefulSet on deletes up to maxUnavailable stale pods, off one;
+ * minReadySeconds holds availableReplicas and OrderedReady creation on the injected clock;
+ * whenScaled Delete gives a scaled-away pod's claims to the pod; revisions beyond
+ * revisionHistoryLimit are deleted, the oldest first, never a live one.
  */
 #include "cktest.h"
 
@@ -16,8 +21,34 @@ struct env {
     struct ck_fake_client *fc;
     struct ck_ctl_client client;
     struct ck_sts_controller *sc;
-    const struct ck_resource *sets_res;
+    const struct ck_resource *sets_res, *claims_res, *revisions_res;
+    int64_t now; /* the injected wall clock, ns */
+    int gate;    /* MaxUnavailableStatefulSet: -1 not given, 0 off, 1 on */
 };
+
+static int64_t fake_now(void *arg)
+{
+    return ((struct env *)arg)->now;
+}
+
+static bool fake_gate(void *ctx, const char *feature)
+{
+    return strcmp(feature, "MaxUnavailableStatefulSet") == 0 && ((struct env *)ctx)->gate == 1;
+}
+
+static void make_controller(struct env *e)
+{
+    ck_sts_controller_free(e->sc);
+    struct ck_sts_controller_deps deps = {.client = &e->client,
+                                          .pods = &e->pods.lister,
+                                          .statefulsets = &e->sets.lister,
+                                          .revisions = &e->revisions.lister,
+                                          .now = fake_now,
+                                          .now_arg = e,
+                                          .feature_enabled = e->gate >= 0 ? fake_gate : NULL,
+                                          .feature_ctx = e};
+    assert_int_equal(ck_sts_controller_new_with(&deps, &e->sc, NULL), 0);
+}
 
 static int setup(void **state)
 {
@@ -27,12 +58,12 @@ static int setup(void **state)
     fx_cache_init(&e->revisions);
     assert_int_equal(ck_fake_client_new(&e->fc, NULL), 0);
     ck_fake_client_iface(e->fc, &e->client);
-    struct ck_sts_controller_deps deps = {.client = &e->client,
-                                          .pods = &e->pods.lister,
-                                          .statefulsets = &e->sets.lister,
-                                          .revisions = &e->revisions.lister};
-    assert_int_equal(ck_sts_controller_new_with(&deps, &e->sc, NULL), 0);
+    e->gate = -1;
+    e->now = (int64_t)1767225600 * CK_SEC; /* 2026-01-01T00:00:00Z */
+    make_controller(e);
     e->sets_res = ck_controller_resource("apps", "v1", "statefulsets");
+    e->claims_res = ck_controller_resource("", "v1", "persistentvolumeclaims");
+    e->revisions_res = ck_controller_resource("apps", "v1", "controllerrevisions");
     *state = e;
     return 0;
 }
@@ -90,8 +121,7 @@ static void sync(struct env *e)
 
 static const char *update_revision(const json_t *set, char *buf, size_t size)
 {
-    return ck_sts_revision_name("db", json_object_get(json_object_get(set, "spec"), "template"),
-                                buf, size);
+    return ck_sts_revision_name(set, 0, buf, size);
 }
 
 static void test_ordered_ready_creates_one_pod_with_identity_and_claim(void **state)
@@ -126,7 +156,7 @@ static void test_ordered_ready_creates_one_pod_with_identity_and_claim(void **st
 static void test_ordered_ready_waits_for_ready(void **state)
 {
     struct env *e = *state;
-    char rev[128];
+    char rev[256];
     json_t *set = add_set(e, 3, "OrderedReady", 0);
     update_revision(set, rev, sizeof(rev));
     add_pod(e, set, 0, false, rev);
@@ -137,7 +167,7 @@ static void test_ordered_ready_waits_for_ready(void **state)
 static void test_ordered_ready_creates_next_after_ready(void **state)
 {
     struct env *e = *state;
-    char rev[128];
+    char rev[256];
     json_t *set = add_set(e, 3, "OrderedReady", 0);
     update_revision(set, rev, sizeof(rev));
     add_pod(e, set, 0, true, rev);
@@ -160,7 +190,7 @@ static void test_parallel_creates_all(void **state)
 static void test_scale_down_deletes_highest_first(void **state)
 {
     struct env *e = *state;
-    char rev[128];
+    char rev[256];
     json_t *set = add_set(e, 1, "OrderedReady", 0);
     update_revision(set, rev, sizeof(rev));
     for (int i = 0; i < 3; i++)
@@ -178,7 +208,7 @@ static void test_rolling_update_stops_at_partition(void **state)
     json_t *set = add_set(e, 3, "OrderedReady", 2);
     add_pod(e, set, 0, true, "db-old");
     add_pod(e, set, 1, true, "db-old");
-    char rev[128];
+    char rev[256];
     add_pod(e, set, 2, true, update_revision(set, rev, sizeof(rev)));
     sync(e);
     /* db-2 is updated already; db-1 and db-0 are below the partition */
@@ -198,6 +228,194 @@ static void test_rolling_update_deletes_highest_stale_pod(void **state)
     assert_null(fx_action(e->fc, "delete", "pods", 1));
 }
 
+static void test_revision_hash_is_kubernetes(void **state)
+{
+    (void)state;
+    /* FNV-32 over {"spec":{"template":{"$patch":"replace",...}}} as Go's json.Marshal
+     * writes it (sorted keys, <, > and & escaped), then the collision count */
+    json_t *data = json_pack("{s:{s:{s:s, s:{s:{s:s}}, s:{s:[{s:s, s:s}]}}}}", "spec", "template",
+                             "$patch", "replace", "metadata", "labels", "app", "db", "spec",
+                             "containers", "name", "c", "image", "a<b&c");
+    char buf[32];
+    assert_string_equal(ck_sts_revision_hash(data, 0, buf, sizeof(buf)), "b774db89");
+    assert_string_equal(ck_sts_revision_hash(data, 1, buf, sizeof(buf)), "b774db88");
+    json_decref(data);
+}
+
+static void test_max_unavailable_gate_on_deletes_up_to_max(void **state)
+{
+    struct env *e = *state;
+    e->gate = 1;
+    make_controller(e);
+    json_t *set = add_set(e, 3, "OrderedReady", 0);
+    json_object_set_new(
+        json_object_get(json_object_get(json_object_get(set, "spec"), "updateStrategy"),
+                        "rollingUpdate"),
+        "maxUnavailable", json_integer(2));
+    for (int i = 0; i < 3; i++)
+        add_pod(e, set, i, true, "db-old");
+    sync(e);
+    const struct ck_fake_action *d0 = fx_action(e->fc, "delete", "pods", 0);
+    const struct ck_fake_action *d1 = fx_action(e->fc, "delete", "pods", 1);
+    assert_non_null(d0);
+    assert_non_null(d1);
+    assert_string_equal(d0->name, "db-2");
+    assert_string_equal(d1->name, "db-1");
+    assert_null(fx_action(e->fc, "delete", "pods", 2));
+}
+
+static void test_max_unavailable_counts_pods_down(void **state)
+{
+    struct env *e = *state;
+    e->gate = 1;
+    make_controller(e);
+    json_t *set = add_set(e, 3, "Parallel", 0);
+    json_object_set_new(
+        json_object_get(json_object_get(json_object_get(set, "spec"), "updateStrategy"),
+                        "rollingUpdate"),
+        "maxUnavailable", json_string("67%")); /* 2 of 3, rounded down */
+    add_pod(e, set, 0, false, "db-old");       /* one is down already */
+    add_pod(e, set, 1, true, "db-old");
+    add_pod(e, set, 2, true, "db-old");
+    sync(e);
+    const struct ck_fake_action *d0 = fx_action(e->fc, "delete", "pods", 0);
+    assert_non_null(d0);
+    assert_string_equal(d0->name, "db-2");
+    assert_null(fx_action(e->fc, "delete", "pods", 1));
+}
+
+static void test_max_unavailable_gate_off_deletes_one(void **state)
+{
+    struct env *e = *state;
+    e->gate = 0;
+    make_controller(e);
+    json_t *set = add_set(e, 3, "OrderedReady", 0);
+    json_object_set_new(
+        json_object_get(json_object_get(json_object_get(set, "spec"), "updateStrategy"),
+                        "rollingUpdate"),
+        "maxUnavailable", json_integer(2));
+    for (int i = 0; i < 3; i++)
+        add_pod(e, set, i, true, "db-old");
+    sync(e);
+    const struct ck_fake_action *d0 = fx_action(e->fc, "delete", "pods", 0);
+    assert_non_null(d0);
+    assert_string_equal(d0->name, "db-2");
+    assert_null(fx_action(e->fc, "delete", "pods", 1));
+}
+
+static void test_min_ready_seconds_holds_availability(void **state)
+{
+    struct env *e = *state;
+    char rev[256];
+    json_t *set = add_set(e, 3, "OrderedReady", 0);
+    json_object_set_new(json_object_get(set, "spec"), "minReadySeconds", json_integer(30));
+    update_revision(set, rev, sizeof(rev));
+    add_pod(e, set, 0, true, rev); /* Ready since 2026-01-01T00:00:00Z, which is now */
+    e->now += 10 * CK_SEC;
+    sync(e);
+    assert_null(fx_action(e->fc, "create", "pods", 0)); /* db-0 is not available yet */
+    const struct ck_fake_action *st = fx_action(e->fc, "update-status", "statefulsets", 0);
+    assert_non_null(st);
+    const json_t *status = json_object_get(st->body, "status");
+    assert_int_equal(json_integer_value(json_object_get(status, "readyReplicas")), 1);
+    assert_int_equal(json_integer_value(json_object_get(status, "availableReplicas")), 0);
+
+    e->now += 21 * CK_SEC;  /* 31 s after Ready */
+    json_t *now_set = NULL; /* the cache catches up with the status written */
+    assert_int_equal(ck_ctl_get(&e->client, e->sets_res, "ns", "db", &now_set, NULL), 0);
+    fx_cache_add(&e->sets, now_set);
+    ck_fake_client_clear_actions(e->fc);
+    sync(e);
+    const struct ck_fake_action *pod = fx_action(e->fc, "create", "pods", 0);
+    assert_non_null(pod);
+    assert_string_equal(fx_meta(pod->body, "name"), "db-1");
+}
+
+static void test_when_scaled_delete_gives_claims_to_the_pod(void **state)
+{
+    struct env *e = *state;
+    char rev[256];
+    json_t *set = add_set(e, 1, "OrderedReady", 0);
+    json_object_set_new(json_object_get(set, "spec"), "persistentVolumeClaimRetentionPolicy",
+                        json_pack("{s:s, s:s}", "whenDeleted", "Retain", "whenScaled", "Delete"));
+    update_revision(set, rev, sizeof(rev));
+    add_pod(e, set, 0, true, rev);
+    add_pod(e, set, 1, true, rev);
+    json_t *claim = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{}}", "apiVersion", "v1", "kind",
+                              "PersistentVolumeClaim", "metadata", "name", "data-db-1", "namespace",
+                              "ns", "uid", "claim-uid", "spec");
+    assert_int_equal(ck_fake_client_seed(e->fc, e->claims_res, claim), 0);
+    json_decref(claim);
+    sync(e);
+    const struct ck_fake_action *up = fx_action(e->fc, "update", "persistentvolumeclaims", 0);
+    assert_non_null(up);
+    const json_t *ref = json_array_get(
+        json_object_get(json_object_get(up->body, "metadata"), "ownerReferences"), 0);
+    assert_string_equal(json_string_value(json_object_get(ref, "kind")), "Pod");
+    assert_string_equal(json_string_value(json_object_get(ref, "name")), "db-1");
+    const struct ck_fake_action *del = fx_action(e->fc, "delete", "pods", 0);
+    assert_non_null(del);
+    assert_string_equal(del->name, "db-1");
+    assert_true(up < del); /* the claim follows the pod before the pod goes */
+}
+
+static void test_when_scaled_retain_leaves_claims(void **state)
+{
+    struct env *e = *state;
+    char rev[256];
+    json_t *set = add_set(e, 1, "OrderedReady", 0);
+    update_revision(set, rev, sizeof(rev));
+    add_pod(e, set, 0, true, rev);
+    add_pod(e, set, 1, true, rev);
+    sync(e);
+    assert_null(fx_action(e->fc, "update", "persistentvolumeclaims", 0));
+    assert_non_null(fx_action(e->fc, "delete", "pods", 0));
+}
+
+/* A revision of the set numbered number (data differing per number). */
+static void add_revision(struct env *e, const json_t *set, const char *name, int number)
+{
+    json_t *rev =
+        json_pack("{s:s, s:s, s:{s:s, s:s, s:[o]}, s:{s:i}, s:i}", "apiVersion", "apps/v1", "kind",
+                  "ControllerRevision", "metadata", "name", name, "namespace", "ns",
+                  "ownerReferences", ck_controller_ref_new(set, "apps/v1", "StatefulSet"), "data",
+                  "n", number, "revision", number);
+    fx_cache_add(&e->revisions, rev);
+}
+
+static void test_history_beyond_limit_is_pruned_oldest_first(void **state)
+{
+    struct env *e = *state;
+    char rev[256];
+    json_t *set = add_set(e, 1, "OrderedReady", 0);
+    json_object_set_new(json_object_get(set, "spec"), "revisionHistoryLimit", json_integer(1));
+    update_revision(set, rev, sizeof(rev));
+    add_revision(e, set, "db-r1", 1);
+    add_revision(e, set, "db-r2", 2);
+    add_revision(e, set, "db-r3", 3); /* db-0 runs it: live */
+    add_revision(e, set, "db-r4", 4);
+    add_pod(e, set, 0, true, "db-r3");
+    sync(e);
+    /* history (not live): r1, r2, r4 and the limit 1 keeps r4 */
+    const struct ck_fake_action *d0 = fx_action(e->fc, "delete", "controllerrevisions", 0);
+    const struct ck_fake_action *d1 = fx_action(e->fc, "delete", "controllerrevisions", 1);
+    assert_non_null(d0);
+    assert_non_null(d1);
+    assert_string_equal(d0->name, "db-r1");
+    assert_string_equal(d1->name, "db-r2");
+    assert_null(fx_action(e->fc, "delete", "controllerrevisions", 2));
+}
+
+static void test_history_within_limit_is_kept(void **state)
+{
+    struct env *e = *state;
+    json_t *set = add_set(e, 1, "OrderedReady", 0);
+    add_revision(e, set, "db-r1", 1);
+    add_revision(e, set, "db-r2", 2);
+    sync(e); /* revisionHistoryLimit absent: 10 */
+    assert_null(fx_action(e->fc, "delete", "controllerrevisions", 0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +429,18 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rolling_update_stops_at_partition, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rolling_update_deletes_highest_stale_pod, setup,
                                         teardown),
+        cmocka_unit_test(test_revision_hash_is_kubernetes),
+        cmocka_unit_test_setup_teardown(test_max_unavailable_gate_on_deletes_up_to_max, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_max_unavailable_counts_pods_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_max_unavailable_gate_off_deletes_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_min_ready_seconds_holds_availability, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_when_scaled_delete_gives_claims_to_the_pod, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_when_scaled_retain_leaves_claims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_history_beyond_limit_is_pruned_oldest_first, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_history_within_limit_is_kept, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,16 @@ own tests compare byte for byte: two 409 bodies alike and ending with a line
 break, the version call (on /version/), YAML in and out, pretty output and
 /openapi/v2.
 
+Then the calls of the client's own end-to-end tests for Jobs, DaemonSets and
+ReplicationControllers (kubernetes-client/python: kubernetes/e2e_test/
+test_batch.py test_job_apis, test_apps.py test_create_daemonset,
+test_client.py test_replication_controller_apis, test_utils.py
+test_create_from_multi_resource_yaml, test_create_multi_resource_from_directory
+and test_create_from_multi_resource_yaml_with_conflict over their YAML files,
+and kubernetes/base dynamic/test_client.py test_replication_controller_apis),
+with the same manifests, client calls and assertions, run here in one process;
+and patch, scale and status reads of the three kinds through the same APIs.
+
 Usage: test_python_client.py PATH/TO/ckube [STORE_URL]
 """
 import os
@@ -89,6 +99,246 @@ def wire_details(core, check):
           status == 200 and b'"swagger":"2.0"' in body and etag)
     status, _, _ = raw(core, "GET", "/openapi/v2", headers={"If-None-Match": etag or ""})
     check("/openapi/v2 answers 304 to its ETag", status == 304)
+
+
+# The YAML files of the client's e2e_test/test_yaml the multi-resource tests read.
+MULTI_RESOURCE_SERVICE = """apiVersion: v1
+kind: Service
+metadata:
+  name: mock
+  labels:
+    app: mock
+spec:
+  ports:
+  - port: 99
+    protocol: TCP
+    targetPort: 9949
+  selector:
+    app: mock
+"""
+MULTI_RESOURCE_RC = """apiVersion: v1
+kind: ReplicationController
+metadata:
+  name: mock
+spec:
+  replicas: 1
+  selector:
+    app: mock
+  template:
+    metadata:
+      labels:
+        app: mock
+    spec:
+      containers:
+      - name: mock-container
+        image: k8s.gcr.io/pause:2.0
+        ports:
+        - containerPort: 9949
+          protocol: TCP
+"""
+
+
+def workload_tests(work, check):
+    """The client's own e2e tests for Jobs, DaemonSets and ReplicationControllers."""
+    import uuid
+    from kubernetes import utils
+    from kubernetes.dynamic import DynamicClient
+
+    k8s_client = client.api_client.ApiClient()
+    batch = client.BatchV1Api(k8s_client)
+    apps = client.AppsV1Api(k8s_client)
+    core = client.CoreV1Api(k8s_client)
+
+    # test_batch.py: test_job_apis
+    name = 'test-job-' + str(uuid.uuid4())
+    job_manifest = {
+        'kind': 'Job',
+        'spec': {
+            'template':
+                {'spec':
+                    {'containers': [
+                        {'image': 'busybox',
+                         'name': name,
+                         'command': ["sh", "-c", "sleep 5"]
+                         }],
+                        'restartPolicy': 'Never'},
+                    'metadata': {'name': name}}},
+        'apiVersion': 'batch/v1',
+        'metadata': {'name': name}}
+    resp = batch.create_namespaced_job(body=job_manifest, namespace='default')
+    check("job: create returns its name", name == resp.metadata.name)
+    resp = batch.read_namespaced_job(name=name, namespace='default')
+    check("job: read returns its name", name == resp.metadata.name)
+    # beyond the client's test: a patch and the status read
+    resp = batch.patch_namespaced_job(name, 'default', {'metadata': {'labels': {'py': 'yes'}}})
+    check("job: a strategic patch adds a label", resp.metadata.labels.get('py') == 'yes')
+    resp = batch.read_namespaced_job_status(name, 'default')
+    check("job: the status read has the defaults",
+          resp.spec.backoff_limit == 6 and resp.spec.completions == 1 and
+          resp.spec.parallelism == 1)
+    resp = batch.delete_namespaced_job(name=name, body={}, namespace='default')
+    check("job: delete answers", resp is not None)
+
+    # test_apps.py: test_create_daemonset
+    name = 'nginx-app-' + str(uuid.uuid4())
+    daemonset = {
+        'apiVersion': 'apps/v1',
+        'kind': 'DaemonSet',
+        'metadata': {
+            'labels': {'app': 'nginx'},
+            'name': '%s' % name,
+        },
+        'spec': {
+            'selector': {
+                'matchLabels': {'app': 'nginx'},
+            },
+            'template': {
+                'metadata': {
+                    'labels': {'app': 'nginx'},
+                    'name': name},
+                'spec': {
+                    'containers': [
+                        {'name': 'nginx-app',
+                         'image': 'nginx:1.15.4'},
+                    ],
+                },
+            },
+            'updateStrategy': {
+                'type': 'RollingUpdate',
+            },
+        }
+    }
+    apps.create_namespaced_daemon_set('default', body=daemonset)
+    resp = apps.read_namespaced_daemon_set(name, 'default')
+    check("daemonset: read", resp is not None and resp.metadata.name == name)
+    check("daemonset: selector", resp.spec.selector.match_labels['app'] == 'nginx')
+    check("daemonset: template labels", resp.spec.template.metadata.labels['app'] == 'nginx')
+    check("daemonset: container name", resp.spec.template.spec.containers[0].name == 'nginx-app')
+    check("daemonset: container image",
+          resp.spec.template.spec.containers[0].image == 'nginx:1.15.4')
+    # beyond the client's test: a strategic patch of the image, merged by container name
+    resp = apps.patch_namespaced_daemon_set(
+        name, 'default',
+        {'spec': {'template': {'spec': {'containers': [{'name': 'nginx-app',
+                                                        'image': 'nginx:1.16'}]}}}})
+    check("daemonset: patch merges the container by name",
+          [(c.name, c.image) for c in resp.spec.template.spec.containers] ==
+          [('nginx-app', 'nginx:1.16')] and resp.metadata.generation == 2)
+    check("daemonset: the status read",
+          apps.read_namespaced_daemon_set_status(name, 'default').metadata.name == name)
+    options = client.V1DeleteOptions()
+    apps.delete_namespaced_daemon_set(name, 'default', body=options)
+
+    # test_client.py: test_replication_controller_apis
+    name = 'frontend-' + str(uuid.uuid4())[-12:]
+    rc_manifest = {
+        'apiVersion': 'v1',
+        'kind': 'ReplicationController',
+        'metadata': {'labels': {'name': name},
+                     'name': name},
+        'spec': {'replicas': 2,
+                 'selector': {'name': name},
+                 'template': {'metadata': {
+                     'labels': {'name': name}},
+                     'spec': {'containers': [{
+                         'image': 'nginx',
+                         'name': 'nginx',
+                         'ports': [{'containerPort': 80,
+                                    'protocol': 'TCP'}]}]}}}}
+    resp = core.create_namespaced_replication_controller(body=rc_manifest, namespace='default')
+    check("rc: create", name == resp.metadata.name and 2 == resp.spec.replicas)
+    resp = core.read_namespaced_replication_controller(name=name, namespace='default')
+    check("rc: read", name == resp.metadata.name and 2 == resp.spec.replicas)
+    # beyond the client's test: the scale subresource and a patch
+    scale = core.read_namespaced_replication_controller_scale(name, 'default')
+    check("rc: the scale reads spec.replicas", scale.spec.replicas == 2)
+    scale = core.patch_namespaced_replication_controller_scale(
+        name, 'default', {'spec': {'replicas': 3}})
+    check("rc: a patch of the scale", scale.spec.replicas == 3)
+    resp = core.replace_namespaced_replication_controller_scale(
+        name, 'default', client.V1Scale(metadata=client.V1ObjectMeta(name=name),
+                                        spec=client.V1ScaleSpec(replicas=1)))
+    check("rc: a replace of the scale", resp.spec.replicas == 1 and
+          core.read_namespaced_replication_controller(name, 'default').spec.replicas == 1)
+    resp = core.patch_namespaced_replication_controller(
+        name, 'default', {'spec': {'minReadySeconds': 5}})
+    check("rc: a patch of the spec", resp.spec.min_ready_seconds == 5)
+    resp = core.delete_namespaced_replication_controller(
+        name=name, namespace='default', propagation_policy='Background')
+    check("rc: delete answers", resp is not None)
+
+    # dynamic/test_client.py: test_replication_controller_apis
+    dyn = DynamicClient(client.api_client.ApiClient())
+    api = dyn.resources.get(api_version='v1', kind='ReplicationController')
+    name = 'frontend-' + str(uuid.uuid4())[-12:]
+    rc_manifest['metadata'] = {'labels': {'name': name}, 'name': name}
+    rc_manifest['spec']['selector'] = {'name': name}
+    rc_manifest['spec']['template']['metadata'] = {'labels': {'name': name}}
+    resp = api.create(body=rc_manifest, namespace='default')
+    check("dynamic rc: create", name == resp.metadata.name and 2 == resp.spec.replicas)
+    resp = api.get(name=name, namespace='default')
+    check("dynamic rc: get", name == resp.metadata.name and 2 == resp.spec.replicas)
+    api.delete(name=name, namespace='default', propagation_policy='Background')
+
+    # test_utils.py: test_create_from_multi_resource_yaml and
+    # test_create_multi_resource_from_directory (a Service and an RC)
+    def check_mock(how):
+        svc = core.read_namespaced_service(name="mock", namespace="default")
+        check(f"{how}: service", svc is not None and svc.metadata.name == "mock" and
+              svc.metadata.labels["app"] == "mock" and svc.spec.selector["app"] == "mock")
+        ctr = core.read_namespaced_replication_controller(name="mock", namespace="default")
+        check(f"{how}: rc", ctr is not None and ctr.metadata.name == "mock" and
+              ctr.spec.template.metadata.labels["app"] == "mock" and
+              ctr.spec.selector["app"] == "mock" and ctr.spec.replicas == 1 and
+              ctr.spec.template.spec.containers[0].image == "k8s.gcr.io/pause:2.0" and
+              ctr.spec.template.spec.containers[0].name == "mock-container")
+        core.delete_namespaced_replication_controller(
+            name="mock", namespace="default", propagation_policy="Background")
+        core.delete_namespaced_service(name="mock", namespace="default", body={})
+
+    with open(f"{work}/multi-resource.yaml", "w") as f:
+        f.write(MULTI_RESOURCE_SERVICE + "---\n" + MULTI_RESOURCE_RC)
+    utils.create_from_yaml(k8s_client, f"{work}/multi-resource.yaml")
+    check_mock("multi-resource yaml")
+    os.mkdir(f"{work}/multi-resource")
+    with open(f"{work}/multi-resource/multi-resource-service.yaml", "w") as f:
+        f.write(MULTI_RESOURCE_SERVICE)
+    with open(f"{work}/multi-resource/multi-resource-replication-controller.yaml", "w") as f:
+        f.write(MULTI_RESOURCE_RC)
+    for _ in range(50):  # the RC of the same name above is deleted in the background
+        try:
+            core.read_namespaced_replication_controller("mock", "default")
+            time.sleep(0.1)
+        except client.ApiException:
+            break
+    utils.create_from_directory(k8s_client, f"{work}/multi-resource/")
+    check_mock("multi-resource directory")
+
+    # test_utils.py: test_create_from_multi_resource_yaml_with_conflict
+    conflict_service = MULTI_RESOURCE_SERVICE.replace("mock", "mock-2")
+    with open(f"{work}/yaml-conflict-first.yaml", "w") as f:
+        f.write(conflict_service)
+    with open(f"{work}/yaml-conflict-multi.yaml", "w") as f:
+        f.write(conflict_service + "---\n" + MULTI_RESOURCE_RC.replace("mock", "mock-2"))
+    utils.create_from_yaml(k8s_client, f"{work}/yaml-conflict-first.yaml")
+    svc = core.read_namespaced_service(name="mock-2", namespace="default")
+    check("conflict: first service", svc.metadata.name == "mock-2" and
+          svc.spec.ports[0].port == 99)
+    try:
+        utils.create_from_yaml(k8s_client, f"{work}/yaml-conflict-multi.yaml")
+        check("conflict: the second service fails", False)
+    except utils.FailToCreateError as e:
+        exp_error = ('Error from server (Conflict): {"kind":"Status",'
+                     '"apiVersion":"v1","metadata":{},"status":"Failure",'
+                     '"message":"services \\"mock-2\\" already exists",'
+                     '"reason":"AlreadyExists","details":{"name":"mock-2",'
+                     '"kind":"services"},"code":409}\n')
+        check("conflict: the error text is Kubernetes'", exp_error == str(e))
+    ctr = core.read_namespaced_replication_controller(name="mock-2", namespace="default")
+    check("conflict: the rc after it is created", ctr is not None)
+    core.delete_namespaced_replication_controller(
+        name="mock-2", namespace="default", propagation_policy="Background")
+    core.delete_namespaced_service(name="mock-2", namespace="default", body={})
 
 
 def main():
@@ -197,6 +447,9 @@ def main():
         watcher.join(timeout=15)
         check("watch saw ADDED then DELETED",
               ("ADDED", "py-1") in events and ("DELETED", "py-1") in events)
+
+        # after the watch above, whose 10 s these would outlast
+        workload_tests(work, check)
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -2,12 +2,18 @@
 # test_workloads.sh - DaemonSets, StatefulSets, ControllerRevisions, PersistentVolumeClaims
 # and PodDisruptionBudgets with the real kubectl against a real `ckube server` and
 # `ckube fake-nodes` (nodes, and pods Running and Ready): the kinds are served with
-# kubectl's columns and `kubectl get all` lists the workloads; a StatefulSet creates its
+# kubectl's columns and `kubectl get all` lists the workloads (Jobs, CronJobs,
+# ReplicationControllers, DaemonSets, StatefulSets); a StatefulSet creates its
 # pods in order with their claims, updates by partition, rolls back with `kubectl rollout
 # undo` and scales down from the highest ordinal; the disruption controller
 # keeps a budget's status from the pods of a Deployment; pods/eviction refuses (429) the
 # eviction that would break the budget and lets through the one it allows; `kubectl
 # drain` evicts through the budget. Waits are `kubectl wait` (a watch) or bounded polls.
+# Then: minReadySeconds holds availableReplicas; whenScaled Delete deletes the claims of
+# the pods scaled away; revisions beyond revisionHistoryLimit are pruned; a revision's
+# name is Kubernetes' hash of its data; rollingUpdate.maxUnavailable is dropped while
+# MaxUnavailableStatefulSet is off (1.32's default) and, after a restart with the gate on,
+# kept and a rollout with it completes.
 #
 # Usage: test_workloads.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -79,6 +85,48 @@ check "a claim without access modes is refused" sh -c \
     "echo '{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{\"name\":\"bad\"},\"spec\":{\"resources\":{\"requests\":{\"storage\":\"1Gi\"}}}}' | kubectl create -f - 2>&1 | grep -q 'at least 1 access mode is required'"
 check "kubectl get all lists the DaemonSet and the StatefulSet" sh -c \
     "kubectl get all 2>&1 | grep -q 'daemonset.apps/agent' && kubectl get all | grep -q 'statefulset.apps/db'"
+cat >"$work/all.yaml" <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once}
+spec:
+  suspend: true
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: o, image: busybox}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly}
+spec:
+  schedule: "0 3 * * *"
+  suspend: true
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: cron, image: busybox}]
+---
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: legacy}
+spec:
+  replicas: 0
+  selector: {app: legacy}
+  template:
+    metadata: {labels: {app: legacy}}
+    spec:
+      containers: [{name: l, image: busybox}]
+YAML
+k apply -f "$work/all.yaml" >/dev/null
+k get all >"$work/all.out" 2>&1
+for name in job.batch/once cronjob.batch/nightly replicationcontroller/legacy daemonset.apps/agent \
+    statefulset.apps/db; do
+    check "kubectl get all lists $name" grep -q "^$name " "$work/all.out"
+done
+k delete -f "$work/all.yaml" >/dev/null
 i=0
 until k get controllerrevisions 2>&1 | grep -q 'statefulset.apps/db' || [ $i -gt 50 ]; do i=$((i + 1)); sleep 0.2; done
 check "controllerrevisions are served, owned by the StatefulSet" sh -c "kubectl get controllerrevisions 2>&1 | grep -q 'statefulset.apps/db'"
@@ -224,5 +272,145 @@ wait_for "scaled down to one" sts/store '{.status.replicas}=1'
 check "store-0 is the one left" test "$(k get pods -l app=store -o jsonpath='{.items[*].metadata.name}')" = store-0
 check "claims are retained (whenScaled Retain)" \
     test "$(k get pvc -l app=store -o name | wc -l)" -eq 3
+
+# --- minReadySeconds: Ready is not yet available ---
+cat >"$work/slow.yaml" <<YAML
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: slow}
+spec:
+  replicas: 1
+  minReadySeconds: 8
+  serviceName: slow
+  selector: {matchLabels: {app: slow}}
+  template:
+    metadata: {labels: {app: slow}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers: [{name: s, image: "slow:1"}]
+YAML
+k apply -f "$work/slow.yaml" >/dev/null
+wait_for "minReadySeconds: the pod is ready" sts/slow '{.status.readyReplicas}=1'
+check "minReadySeconds: not available yet" \
+    test "$(k get sts slow -o jsonpath='{.status.availableReplicas}')" = 0
+wait_for "minReadySeconds: available after it" sts/slow '{.status.availableReplicas}=1'
+
+# --- whenScaled: Delete deletes the claims of the pods scaled away ---
+cat >"$work/tmp.yaml" <<YAML
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: tmp}
+spec:
+  replicas: 2
+  podManagementPolicy: Parallel
+  serviceName: tmp
+  persistentVolumeClaimRetentionPolicy: {whenScaled: Delete}
+  selector: {matchLabels: {app: tmp}}
+  template:
+    metadata: {labels: {app: tmp}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers: [{name: t, image: "tmp:1"}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}
+YAML
+k apply -f "$work/tmp.yaml" >/dev/null
+wait_for "whenScaled Delete: two ready" sts/tmp '{.status.readyReplicas}=2'
+k scale sts tmp --replicas=1 >/dev/null
+wait_for "whenScaled Delete: scaled to one" sts/tmp '{.status.replicas}=1'
+i=0
+until [ "$(k get pvc -l app=tmp -o jsonpath='{.items[*].metadata.name}')" = data-tmp-0 ] || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.2; done
+check "whenScaled Delete: the scaled-away claim is gone, the other kept" \
+    test "$(k get pvc -l app=tmp -o jsonpath='{.items[*].metadata.name}')" = data-tmp-0
+
+# --- revision history: pruned beyond revisionHistoryLimit; names are Kubernetes' hash ---
+cat >"$work/hist.yaml" <<YAML
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: hist}
+spec:
+  replicas: 0
+  revisionHistoryLimit: 1
+  serviceName: hist
+  selector: {matchLabels: {app: hist}}
+  template:
+    metadata: {labels: {app: hist}}
+    spec:
+      containers: [{name: h, image: "hist:1"}]
+YAML
+k apply -f "$work/hist.yaml" >/dev/null
+for v in 2 3 4; do
+    i=0
+    until [ "$(k get sts hist -o jsonpath='{.status.observedGeneration}')" = "$(k get sts hist -o jsonpath='{.metadata.generation}')" ] || [ $i -gt 50 ]; do i=$((i + 1)); sleep 0.2; done
+    k set image sts/hist h=hist:$v >/dev/null
+done
+wait_for "history: the last template is the update revision" sts/hist '{.status.observedGeneration}=4'
+i=0
+until [ "$(k get controllerrevisions -l app=hist -o name | wc -l)" -eq 2 ] || [ $i -gt 50 ]; do i=$((i + 1)); sleep 0.2; done
+check "history: the live revision and one more are kept of four" \
+    test "$(k get controllerrevisions -l app=hist -o name | wc -l)" -eq 2
+check "history: the newest revision is 4" sh -c \
+    "kubectl get controllerrevisions -l app=hist -o jsonpath='{.items[*].revision}' | tr ' ' '\n' | sort -n | tail -1 | grep -qx 4"
+k get controllerrevisions -l app=hist -o json | python3 -c '
+import json, sys
+# hashControllerRevision: FNV-32 of the data as Go writes it, then the collision count
+def go(d):
+    s = json.dumps(d, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+ok = True
+for r in json.load(sys.stdin)["items"]:
+    h = 2166136261
+    for b in (go(r["data"]) + "0").encode():
+        h = (h * 16777619) & 0xFFFFFFFF
+        h ^= b
+    safe = "".join("bcdfghjklmnpqrstvwxz2456789"[ord(c) % 27] for c in str(h))
+    ok = ok and r["metadata"]["name"] == "hist-" + safe
+sys.exit(0 if ok else 1)' && pass || fail "revision names are the hash of their data"
+
+# --- rollingUpdate.maxUnavailable: alpha and off in 1.32, so dropped ---
+cat >"$work/wide.yaml" <<YAML
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: wide}
+spec:
+  replicas: 3
+  podManagementPolicy: Parallel
+  updateStrategy: {type: RollingUpdate, rollingUpdate: {maxUnavailable: 2}}
+  serviceName: wide
+  selector: {matchLabels: {app: wide}}
+  template:
+    metadata: {labels: {app: wide}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers: [{name: w, image: "wide:1"}]
+YAML
+k apply -f "$work/wide.yaml" >/dev/null
+check "maxUnavailable dropped while MaxUnavailableStatefulSet is off" \
+    test -z "$(k get sts wide -o jsonpath='{.spec.updateStrategy.rollingUpdate.maxUnavailable}')"
+k delete sts wide --wait=false >/dev/null
+stop_server
+start_server --feature-gates MaxUnavailableStatefulSet=true
+i=0
+until ! k get sts wide >/dev/null 2>&1 || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.2; done
+k apply -f "$work/wide.yaml" >/dev/null
+check "maxUnavailable kept with MaxUnavailableStatefulSet on" \
+    test "$(k get sts wide -o jsonpath='{.spec.updateStrategy.rollingUpdate.maxUnavailable}')" = 2
+for bad in "0:Invalid value: 0: cannot be 0" "\"101%\":Invalid value: \"101%\": must not be greater than 100%" \
+    "\"x\":Invalid value: \"x\": a valid percent string must be a numeric string"; do
+    sed -e "s/name: wide}/name: bad}/" -e "s/maxUnavailable: 2/maxUnavailable: ${bad%%:*}/" "$work/wide.yaml" |
+        kubectl create -f - >"$work/bad.out" 2>&1
+    check "maxUnavailable ${bad%%:*} is refused" grep -q "spec.updateStrategy.rollingUpdate.maxUnavailable: ${bad#*:}" "$work/bad.out"
+done
+wait_for "maxUnavailable: three ready" sts/wide '{.status.readyReplicas}=3'
+k set image sts/wide w=wide:2 >/dev/null
+wait_for "maxUnavailable: the rollout completes" sts/wide '{.status.updatedReplicas}=3'
+wait_for "maxUnavailable: all ready again" sts/wide '{.status.readyReplicas}=3'
+i=0 # the replaced pods may still be terminating
+until [ "$(k get pods -l app=wide -o jsonpath='{.items[*].spec.containers[0].image}')" = "wide:2 wide:2 wide:2" ] || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.2; done
+check "maxUnavailable: the new image everywhere" \
+    test "$(k get pods -l app=wide -o jsonpath='{.items[*].spec.containers[0].image}')" = "wide:2 wide:2 wide:2"
 
 finish

@@ -7,12 +7,17 @@
  * rules every workload shares (workload.c); the Scale view of spec.replicas;
  * defaults from the schema (OrderedReady, RollingUpdate with partition 0,
  * Retain claims). kubectl's columns: READY is readyReplicas/replicas.
+ * rollingUpdate.maxUnavailable is served only while the gate
+ * MaxUnavailableStatefulSet (alpha in 1.32, off) is on: the schema names it;
+ * when present it is a number or a percentage, not 0, at most 100%.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
  *
  * Tested by tests/api/test_kinds.c (descriptor) and tests/e2e/test_workloads.sh.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../internal.h"
 
@@ -28,6 +33,41 @@ static int prepare_for_create(json_t *obj)
 {
     return json_object_set_new(obj, "status", json_pack("{s:i}", "replicas", 0)) < 0 ? CK_ENOMEM
                                                                                      : 0;
+}
+
+/*
+ * The set's own rules after the workload's (validateRollingUpdateStatefulSet):
+ * rollingUpdate.maxUnavailable is a non-negative number or a percentage, not 0, at most
+ * 100%.
+ */
+static void validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs)
+{
+    ck__workload_validate(obj, old, errs);
+    static const char path[] = "spec.updateStrategy.rollingUpdate.maxUnavailable";
+    const json_t *v = ck__json_path(obj, path);
+    if (json_is_integer(v)) {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+        if (json_integer_value(v) < 0)
+            ck_field_errors_add(errs, CK_FIELD_INVALID, path, buf, false,
+                                "must be greater than or equal to 0");
+        if (json_integer_value(v) == 0)
+            ck_field_errors_add(errs, CK_FIELD_INVALID, path, buf, false, "cannot be 0");
+    } else if (json_is_string(v)) {
+        const char *text = json_string_value(v);
+        size_t digits = strspn(text, "0123456789");
+        if (digits == 0 || strcmp(text + digits, "%") != 0) {
+            ck_field_errors_add(errs, CK_FIELD_INVALID, path, text, true,
+                                "a valid percent string must be a numeric string followed by an "
+                                "ending '%%' (e.g. '1%%',  or '93%%', regex used for validation "
+                                "is '[0-9]+%%')");
+        } else if (strtol(text, NULL, 10) == 0) {
+            ck_field_errors_add(errs, CK_FIELD_INVALID, path, text, true, "cannot be 0");
+        } else if (strtol(text, NULL, 10) > 100) {
+            ck_field_errors_add(errs, CK_FIELD_INVALID, path, text, true,
+                                "must not be greater than 100%%");
+        }
+    }
 }
 
 static void cells(const json_t *obj, long long now, json_t **cells)
@@ -63,6 +103,10 @@ static const struct ck_table_column columns[] = {
                                        "Images referenced by each container in the template.", 1),
 };
 
+static const struct ck_api_feature features[] = {
+    {"MaxUnavailableStatefulSet", "ALPHA", false, "1.24"},
+};
+
 const struct ck_kind ck__kind_statefulset = {
     .group = "apps",
     .version = "v1",
@@ -83,5 +127,7 @@ const struct ck_kind ck__kind_statefulset = {
     .cells = cells,
     .prepare_for_create = prepare_for_create,
     .defaults = ck__workload_defaults,
-    .validate = ck__workload_validate,
+    .validate = validate,
+    .features = features,
+    .n_features = CK__COUNT(features),
 };

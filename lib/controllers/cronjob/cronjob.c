@@ -3,7 +3,9 @@
  * cronjob_controllerv2.go and utils.go).
  *
  * Handlers queue a CronJob when it changes and when one of the Jobs it controls does.
- * sync(key) (syncCronJob) reads the CronJob and its namespace's Jobs from the caches and:
+ * sync(key) (syncCronJob) reads the CronJob and the Jobs it controls from the caches (the
+ * Jobs cache's controller-uid index; a cache without it, as unit tests give: the
+ * namespace's Jobs filtered by controller) and:
  *   1. reconciles status.active with the Jobs it controls: a finished Job leaves it
  *      (SawCompletedJob; a Complete one moves lastSuccessfulTime), a Job gone leaves it
  *      (MissingJob), an unfinished Job not in it is reported (UnexpectedJob);
@@ -44,6 +46,8 @@ struct ck_cronjob_controller {
     struct ck_ctl_event_sink sink;
     struct ck_event_recorder *recorder;
     struct ck_informer *infs[2];
+    /* the Jobs informer's cache, which has the controller-uid index; NULL: list and filter */
+    struct ck_indexer *jobs_by_owner;
     struct ck_wq *queue;
     struct ck_controller ctl;
     struct ck_runner *runner;
@@ -325,7 +329,16 @@ static int sync_key(struct ck_cronjob_controller *c, const char *key, int64_t *r
     const json_t **children = NULL;
     size_t n_children = 0;
     int result = 0;
-    r = ck_lister_list(&c->jobs, ck__meta_str(cj, "namespace") ?: "", NULL, &jobs, reterr);
+    /* getJobsToBeReconciled: the Jobs it controls, straight from the controller-uid index
+     * (a sync then costs the CronJob's own Jobs, not every Job of the namespace) */
+    r = CK_ENOENT;
+    if (c->jobs_by_owner && ck__meta_str(cj, "uid"))
+        r = ck_indexer_by_index(c->jobs_by_owner, CK_INDEX_CONTROLLER_UID, ck__meta_str(cj, "uid"),
+                                &jobs, NULL);
+    if (r == CK_ENOENT)
+        r = ck_lister_list(&c->jobs, ck__meta_str(cj, "namespace") ?: "", NULL, &jobs, reterr);
+    else if (r < 0)
+        r = ck_err_set(reterr, r, "cannot read the Jobs index");
     children = ck__calloc(jobs.n ? jobs.n : 1, sizeof(*children));
     if (r < 0 || !next || !children) {
         result = r < 0 ? r : ck_err_set(reterr, CK_ENOMEM, "out of memory");
@@ -551,6 +564,15 @@ int ck_cronjob_controller_new(struct ck_rest *client, struct ck_informer_factory
         r = ck__ctl_watch(factory, c->cronjobs_res, &cj_h, &c->infs[0], &c->cronjobs, reterr);
     if (r == 0)
         r = ck__ctl_watch(factory, c->jobs_res, &job_h, &c->infs[1], &c->jobs, reterr);
+    if (r == 0) {
+        /* other controllers may have added it already: that is fine */
+        int ix = ck_informer_add_index(c->infs[1], CK_INDEX_CONTROLLER_UID,
+                                       ck_index_by_controller_uid, NULL, NULL);
+        if (ix < 0 && ix != CK_EEXIST)
+            r = ck_err_set(reterr, ix, "cannot add the controller-uid index");
+        else
+            c->jobs_by_owner = ck_informer_indexer(c->infs[1]);
+    }
     if (r < 0) {
         ck_cronjob_controller_free(c);
         return r;
@@ -571,6 +593,7 @@ int ck_cronjob_controller_new_with(const struct ck_cronjob_controller_deps *deps
     c->jobs = *deps->jobs;
     c->now = deps->now;
     c->now_arg = deps->now_arg;
+    c->jobs_by_owner = deps->jobs_indexer;
     int r = init_common(c, deps->client, deps->clock, true, reterr);
     if (r < 0) {
         ck_cronjob_controller_free(c);

@@ -12,9 +12,10 @@
  * pods, then, in Kubernetes' order:
  *   1. the counts: status.succeeded/failed plus what uncountedTerminatedPods holds;
  *   2. the finished condition: an interim SuccessCriteriaMet or FailureTarget already in
- *      status, a FailJob rule of the pod failure policy, failed > backoffLimit
- *      (BackoffLimitExceeded), or the active deadline passed (DeadlineExceeded; else the
- *      key comes back when it will have);
+ *      status, a FailJob rule of the pod failure policy, failed > backoffLimit or, under
+ *      restartPolicy OnFailure, the container restarts of the running and pending pods
+ *      reaching it (BackoffLimitExceeded), or the active deadline passed (DeadlineExceeded; else
+ * the key comes back when it will have);
  *   3. a finishing Job deletes its active pods; otherwise manageJob: a suspended Job
  *      deletes its active pods, others create or delete to have
  *      min(parallelism, completions - succeeded) active (Indexed: the lowest indexes
@@ -309,6 +310,37 @@ static void backoff_forget(struct ck_job_controller *c, const char *key)
         }
     }
     pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * pastBackoffLimitOnFailure: under restartPolicy OnFailure the kubelet restarts failed
+ * containers in place, so their restarts count against backoffLimit: the restartCount of
+ * every (init) container of the Running and Pending pods reaches the limit (any restart
+ * when the limit is 0).
+ */
+static bool past_backoff_limit_on_failure(const json_t *job, const struct ck_obj_list *pods)
+{
+    const char *policy =
+        json_string_value(at(at(job, "spec", "template"), "spec", "restartPolicy"));
+    if (!policy || strcmp(policy, "OnFailure") != 0)
+        return false;
+    long long restarts = 0;
+    for (size_t i = 0; i < pods->n; i++) {
+        const json_t *pod = pods->items[i];
+        if (strcmp(phase(pod), "Running") != 0 && strcmp(phase(pod), "Pending") != 0)
+            continue;
+        static const char *const lists[] = {"initContainerStatuses", "containerStatuses"};
+        for (size_t l = 0; l < 2; l++) {
+            size_t j;
+            const json_t *cs;
+            json_array_foreach(at(pod, "status", lists[l]), j, cs)
+            {
+                restarts += json_integer_value(json_object_get(cs, "restartCount"));
+            }
+        }
+    }
+    long long limit = json_integer_value(at(job, "spec", "backoffLimit"));
+    return limit == 0 ? restarts > 0 : restarts >= limit;
 }
 
 /* The time a pod finished (getFinishedTime): its containers' last finishedAt, else now. */
@@ -1429,7 +1461,7 @@ static int sync_job(struct ck_controller *ctl, const char *key, struct ck_err *r
     const json_t *deadline = at(job, "spec", "activeDeadlineSeconds");
     int64_t start = parse_time(json_string_value(json_object_get(status, "startTime")));
     if (!x.fin_type) {
-        if (x.failed > backoff_limit) {
+        if (x.failed > backoff_limit || past_backoff_limit_on_failure(job, &claimed)) {
             x.fin_type = "FailureTarget";
             x.fin_reason = "BackoffLimitExceeded";
             snprintf(x.fin_message, sizeof(x.fin_message),

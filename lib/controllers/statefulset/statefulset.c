@@ -7,25 +7,34 @@
  *
  * sync(key) (UpdateStatefulSet) claims the set's pods and:
  *   - revisions: the ControllerRevision of the template (data
- *     {"spec":{"template":{...,"$patch":"replace"}}}, named <set>-<hash>) is the update
- *     revision, made with the next revision number when new; taking back an older
- *     template renumbers its revision, as a rollback does. status.currentRevision stays
- *     until a rolling update completes;
+ *     {"spec":{"template":{...,"$patch":"replace"}}}, named <set>-<hash> with Kubernetes'
+ *     hash of those bytes and status.collisionCount, which a name held by another
+ *     revision bumps) is the update revision, made with the next revision number when
+ *     new; taking back an older template renumbers its revision, as a rollback does.
+ *     status.currentRevision stays until a rolling update completes. Revisions neither
+ *     current, nor the update, nor a pod's are deleted, the lowest numbers first, beyond
+ *     revisionHistoryLimit (truncateHistory);
  *   - pods <set>-<ordinal> for ordinals start .. start+replicas-1, with the labels
  *     statefulset.kubernetes.io/pod-name, apps.kubernetes.io/pod-index and
  *     controller-revision-hash, hostname and subdomain, and a claim
  *     <template>-<set>-<ordinal> per volumeClaimTemplate (created first; owned by the
  *     set when persistentVolumeClaimRetentionPolicy.whenDeleted is Delete). Under
- *     OrderedReady one pod is created at a time, each after the lower ones are Running
- *     and Ready; Parallel creates them all. A pod below the partition is made from the
- *     current revision, the others from the update revision. A Failed pod is deleted to
- *     be made again;
- *   - pods beyond the ordinals are deleted from the highest, one at a time under
- *     OrderedReady;
- *   - RollingUpdate: once every pod is Running and Ready, the highest pod at or above the
- *     partition that is not of the update revision is deleted (it comes back new);
- *     OnDelete leaves pods to the user;
- *   - status: replicas, readyReplicas, availableReplicas, currentReplicas,
+ *     OrderedReady one pod is created at a time, each after the lower ones are Running,
+ *     Ready and available (Ready for minReadySeconds); Parallel creates them all. A pod
+ *     below the partition is made from the current revision, the others from the update
+ *     revision. A Failed or Succeeded pod is deleted to be made again;
+ *   - pods beyond the ordinals: under whenScaled Delete their claims get an owner
+ *     reference to the pod first (the garbage collector deletes them with it); then they
+ *     are deleted from the highest, one at a time under OrderedReady, each after the
+ *     others are available (the first unhealthy one excepted);
+ *   - RollingUpdate: the highest pod at or above the partition that is not of the update
+ *     revision is deleted (it comes back new), once the pods above it are healthy (Running,
+ *     Ready, not terminating: 1.32 does not wait out minReadySeconds here); with
+ *     MaxUnavailableStatefulSet on, as many as keep at most rollingUpdate.maxUnavailable
+ *     (a number or a percentage of replicas rounded down, at least 1) pods unhealthy
+ *     (updateStatefulSetAfterInvariantEstablished). OnDelete leaves pods to the user;
+ *   - status: replicas, readyReplicas, availableReplicas (Ready for minReadySeconds; the
+ *     set is looked at again when the next pod becomes available), currentReplicas,
  *     updatedReplicas, currentRevision, updateRevision, observedGeneration,
  *     collisionCount.
  *
@@ -35,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../internal.h"
 #include "ckube/internal/util.h"
@@ -56,7 +66,19 @@ struct ck_sts_controller {
     struct ck_wq *queue;
     struct ck_controller ctl;
     struct ck_runner *runner;
+    int64_t (*now)(void *arg); /* wall clock, ns; NULL: the real time */
+    void *now_arg;
+    /* MaxUnavailableStatefulSet; NULL: the API server's gate has decided (it drops the
+     * field while the gate is off) */
+    bool (*feature_enabled)(void *ctx, const char *feature);
+    void *feature_ctx;
 };
+
+/* Seconds since the Unix epoch on the controller's clock. */
+static int64_t now_sec(const struct ck_sts_controller *c)
+{
+    return c->now ? c->now(c->now_arg) / CK_SEC : (int64_t)time(NULL);
+}
 
 static const json_t *meta(const json_t *obj)
 {
@@ -140,27 +162,89 @@ static void revision_delete(const json_t *obj, const struct ck_deleted_final_sta
 
 /* ---- revisions ------------------------------------------------------------------- */
 
-const char *ck_sts_revision_name(const char *set_name, const json_t *template, char *buf,
+/*
+ * Appends text to out with Go's encoding/json escapes where they differ from jansson's:
+ * '<', '>', '&', U+2028 and U+2029 as \u escapes, and lower-case hex digits in \u
+ * escapes. text is jansson's compact output, so these bytes only occur inside strings.
+ */
+static char *go_json_escapes(const char *text)
+{
+    size_t n = strlen(text);
+    char *out = malloc(n * 6 + 1);
+    if (!out)
+        return NULL;
+    char *o = out;
+    for (const char *p = text; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '\\' && p[1] == 'u') {
+            *o++ = *p++;
+            *o++ = *p;
+            for (int k = 0; k < 4 && p[1]; k++) {
+                char h = *++p;
+                *o++ = (h >= 'A' && h <= 'F') ? (char)(h - 'A' + 'a') : h;
+            }
+        } else if (ch == '\\' && p[1]) {
+            *o++ = *p++;
+            *o++ = *p;
+        } else if (ch == '<' || ch == '>' || ch == '&') {
+            o += sprintf(o, "\\u00%02x", ch);
+        } else if (ch == 0xe2 && (unsigned char)p[1] == 0x80 &&
+                   ((unsigned char)p[2] == 0xa8 || (unsigned char)p[2] == 0xa9)) {
+            o += sprintf(o, "\\u202%c", (unsigned char)p[2] == 0xa8 ? '8' : '9');
+            p += 2;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+const char *ck_sts_revision_hash(const json_t *data, long long collision_count, char *buf,
                                  size_t size)
 {
-    char *text = json_dumps(template, JSON_COMPACT | JSON_SORT_KEYS);
-    if (!text)
-        return NULL;
-    uint32_t hash = 2166136261u; /* FNV-1a, 32 bits, as hashutil.DeepHashObject uses */
-    for (const char *p = text; *p; p++) {
-        hash ^= (unsigned char)*p;
-        hash *= 16777619u;
-    }
+    char *text = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
+    char *raw = text ? go_json_escapes(text) : NULL;
     free(text);
+    if (!raw)
+        return NULL;
+    /* hashControllerRevision: FNV-32 (not 1a) of Data.Raw, then the probe in decimal */
+    char probe[32];
+    snprintf(probe, sizeof(probe), "%lld", collision_count);
+    uint32_t hash = 2166136261u;
+    for (const char *part[2] = {raw, probe}, **q = part; q < part + 2; q++)
+        for (const char *p = *q; *p; p++) {
+            hash *= 16777619u;
+            hash ^= (unsigned char)*p;
+        }
+    free(raw);
     /* rand.SafeEncodeString of the decimal hash: no vowels, no look-alikes */
     static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
-    char digits[16], safe[16];
+    char digits[16];
     snprintf(digits, sizeof(digits), "%u", hash);
     size_t n = strlen(digits);
+    if (size < n + 1)
+        return NULL;
     for (size_t i = 0; i < n; i++)
-        safe[i] = alphabet[(unsigned char)digits[i] % (sizeof(alphabet) - 1)];
-    safe[n] = '\0';
-    snprintf(buf, size, "%s-%s", set_name, safe);
+        buf[i] = alphabet[(unsigned char)digits[i] % (sizeof(alphabet) - 1)];
+    buf[n] = '\0';
+    return buf;
+}
+
+static json_t *revision_data(const json_t *set);
+
+const char *ck_sts_revision_name(const json_t *set, long long collision_count, char *buf,
+                                 size_t size)
+{
+    json_t *data = revision_data(set);
+    char hash[16];
+    const char *h = data ? ck_sts_revision_hash(data, collision_count, hash, sizeof(hash)) : NULL;
+    json_decref(data);
+    const char *name = meta_str(set, "name");
+    if (!h || !name)
+        return NULL;
+    /* ControllerRevisionName: the prefix cut to 223 bytes */
+    snprintf(buf, size, "%.223s-%s", name, h);
     return buf;
 }
 
@@ -175,87 +259,172 @@ static json_t *revision_data(const json_t *set)
     return json_pack("{s:{s:o}}", "spec", "template", template);
 }
 
+static bool owned_by(const json_t *obj, const char *uid)
+{
+    const char *ref_uid = json_string_value(json_object_get(ck_controller_ref(obj), "uid"));
+    return ref_uid && uid && strcmp(ref_uid, uid) == 0;
+}
+
+/* Creates the update revision named name holding data, numbered revision. */
+static int create_revision(struct ck_sts_controller *c, const json_t *set, const char *name,
+                           const json_t *data, long long revision, struct ck_err *reterr)
+{
+    const char *ns = meta_str(set, "namespace");
+    json_t *ref = ck_controller_ref_new(set, STS_API_VERSION, STS_KIND);
+    json_t *labels = json_deep_copy(json_object_get(
+        json_object_get(json_object_get(json_object_get(set, "spec"), "template"), "metadata"),
+        "labels"));
+    const char *hash = strrchr(name, '-') + 1;
+    if (!labels)
+        labels = json_object();
+    json_t *rev = ref && labels
+                      ? json_pack("{s:s, s:s, s:{s:s, s:s, s:O, s:[O]}, s:O, s:I}", "apiVersion",
+                                  "apps/v1", "kind", "ControllerRevision", "metadata", "name", name,
+                                  "namespace", ns, "labels", labels, "ownerReferences", ref, "data",
+                                  data, "revision", (json_int_t)revision)
+                      : NULL;
+    if (rev)
+        json_object_set_new(json_object_get(json_object_get(rev, "metadata"), "labels"),
+                            "controller.kubernetes.io/hash", json_string(hash));
+    int r = rev ? ck_ctl_create(&c->client, c->revisions_res, ns, rev, NULL, reterr)
+                : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    json_decref(rev);
+    json_decref(ref);
+    json_decref(labels);
+    return r;
+}
+
 /*
- * Makes sure the update revision exists and is the newest (history.go's
- * CreateControllerRevision and the renumbering of an equal older one); its name into
- * update_name. *ret_current_template: the template of status.currentRevision (a new
- * reference), or NULL when that revision is unknown.
+ * Makes sure the update revision exists and is the newest (getStatefulSetRevisions:
+ * FindEqualRevisions, the renumbering of an equal older one as a rollback, or
+ * CreateControllerRevision with a collision count bumped while another revision holds
+ * the name); its name into update_name. *ret_current_template: the template of
+ * status.currentRevision (a new reference), or NULL when that revision is unknown.
+ * all: the namespace's revisions as the cache has them (the caller releases it);
+ * *ret_collisions: the collision count for status.
  */
 static int ensure_revision(struct ck_sts_controller *c, const json_t *set, char *update_name,
-                           size_t size, json_t **ret_current_template, struct ck_err *reterr)
+                           size_t size, json_t **ret_current_template, struct ck_obj_list *all,
+                           long long *ret_collisions, struct ck_err *reterr)
 {
     *ret_current_template = NULL;
     const char *ns = meta_str(set, "namespace");
     const char *uid = meta_str(set, "uid");
     const char *current =
         json_string_value(json_object_get(json_object_get(set, "status"), "currentRevision"));
-    if (!ck_sts_revision_name(meta_str(set, "name"),
-                              json_object_get(json_object_get(set, "spec"), "template"),
-                              update_name, size))
-        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    struct ck_obj_list all = {0};
-    int r = ck_lister_list(&c->revisions, ns, NULL, &all, reterr);
+    long long collisions =
+        json_integer_value(json_object_get(json_object_get(set, "status"), "collisionCount"));
+    int r = ck_lister_list(&c->revisions, ns, NULL, all, reterr);
     if (r < 0)
         return r;
+    json_t *data = revision_data(set);
     long long max = 0;
-    const json_t *existing = NULL;
-    for (size_t i = 0; i < all.n; i++) {
-        const json_t *ref = ck_controller_ref(all.items[i]);
-        const char *ref_uid = json_string_value(json_object_get(ref, "uid"));
-        if (!ref_uid || !uid || strcmp(ref_uid, uid) != 0)
+    const json_t *equal = NULL; /* the newest revision of the same data */
+    for (size_t i = 0; i < all->n && data; i++) {
+        const json_t *rev = all->items[i];
+        if (!owned_by(rev, uid))
             continue;
-        long long rev = json_integer_value(json_object_get(all.items[i], "revision"));
-        if (rev > max)
-            max = rev;
-        const char *name = meta_str(all.items[i], "name");
-        if (name && strcmp(name, update_name) == 0)
-            existing = all.items[i];
+        long long number = json_integer_value(json_object_get(rev, "revision"));
+        if (number > max)
+            max = number;
+        if (json_equal(json_object_get(rev, "data"), data) &&
+            (!equal || number > json_integer_value(json_object_get(equal, "revision"))))
+            equal = rev;
+        const char *name = meta_str(rev, "name");
         if (name && current && strcmp(name, current) == 0) {
-            json_t *t = json_deep_copy(json_object_get(
-                json_object_get(json_object_get(all.items[i], "data"), "spec"), "template"));
+            json_t *t = json_deep_copy(
+                json_object_get(json_object_get(json_object_get(rev, "data"), "spec"), "template"));
             if (t)
                 json_object_del(t, "$patch");
             *ret_current_template = t;
         }
     }
-    if (existing && json_integer_value(json_object_get(existing, "revision")) < max) {
-        json_t *copy = json_deep_copy(existing); /* a rollback: the old template is newest */
-        if (copy)
-            json_object_set_new(copy, "revision", json_integer(max + 1));
-        r = copy ? ck_ctl_update(&c->client, c->revisions_res, ns, copy, NULL, reterr)
-                 : ck_err_set(reterr, CK_ENOMEM, "out of memory");
-        json_decref(copy);
-    } else if (!existing) {
-        json_t *ref = ck_controller_ref_new(set, STS_API_VERSION, STS_KIND);
-        json_t *labels = json_deep_copy(json_object_get(
-            json_object_get(json_object_get(json_object_get(set, "spec"), "template"), "metadata"),
-            "labels"));
-        json_t *data = revision_data(set);
-        const char *hash = update_name + strlen(meta_str(set, "name")) + 1;
-        if (!labels)
-            labels = json_object();
-        json_t *rev =
-            ref && labels && data
-                ? json_pack("{s:s, s:s, s:{s:s, s:s, s:O, s:[O]}, s:O, s:I}", "apiVersion",
-                            "apps/v1", "kind", "ControllerRevision", "metadata", "name",
-                            update_name, "namespace", ns, "labels", labels, "ownerReferences", ref,
-                            "data", data, "revision", (json_int_t)(max + 1))
-                : NULL;
-        if (rev)
-            json_object_set_new(json_object_get(json_object_get(rev, "metadata"), "labels"),
-                                "controller.kubernetes.io/hash", json_string(hash));
-        r = rev ? ck_ctl_create(&c->client, c->revisions_res, ns, rev, NULL, reterr)
-                : ck_err_set(reterr, CK_ENOMEM, "out of memory");
-        if (r == CK_EEXIST) { /* the cache is behind: it is there */
-            ck_err_release(reterr);
-            r = 0;
+    if (!data && r == 0)
+        r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    if (r == 0 && equal) {
+        snprintf(update_name, size, "%s", meta_str(equal, "name"));
+        if (json_integer_value(json_object_get(equal, "revision")) < max) {
+            json_t *copy = json_deep_copy(equal); /* a rollback: the old template is newest */
+            if (copy)
+                json_object_set_new(copy, "revision", json_integer(max + 1));
+            r = copy ? ck_ctl_update(&c->client, c->revisions_res, ns, copy, NULL, reterr)
+                     : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+            json_decref(copy);
         }
-        json_decref(rev);
-        json_decref(ref);
-        json_decref(labels);
-        json_decref(data);
+    } else if (r == 0) {
+        /* a name some other revision holds is a collision: the next count, as
+         * CreateControllerRevision retries (bounded, as the names are finite) */
+        for (int tries = 0; r == 0 && tries < 100; tries++, collisions++) {
+            if (!ck_sts_revision_name(set, collisions, update_name, size)) {
+                r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+                break;
+            }
+            bool taken = false;
+            for (size_t i = 0; i < all->n && !taken; i++)
+                taken = strcmp(meta_str(all->items[i], "name"), update_name) == 0;
+            if (taken)
+                continue;
+            r = create_revision(c, set, update_name, data, max + 1, reterr);
+            if (r == CK_EEXIST) { /* not in the cache yet: the next sync sees whose it is */
+                ck_err_release(reterr);
+                r = 0;
+            }
+            break;
+        }
     }
-    ck_obj_list_release(&all);
+    *ret_collisions = collisions;
+    json_decref(data);
+    return r;
+}
+
+/*
+ * truncateHistory: the set's revisions that are neither current, nor the update, nor a
+ * pod's are deleted, the lowest numbers first, until revisionHistoryLimit remain.
+ */
+static int truncate_history(struct ck_sts_controller *c, const json_t *set,
+                            const struct ck_obj_list *all, const struct ck_obj_list *pods,
+                            const char *current, const char *update, struct ck_err *reterr)
+{
+    const json_t *limit_v = json_object_get(json_object_get(set, "spec"), "revisionHistoryLimit");
+    long long limit = json_is_integer(limit_v) ? json_integer_value(limit_v) : 10;
+    const json_t **history = ck__calloc(all->n ? all->n : 1, sizeof(*history));
+    if (!history)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < all->n; i++) {
+        if (!owned_by(all->items[i], meta_str(set, "uid")))
+            continue;
+        const char *name = meta_str(all->items[i], "name");
+        bool live = !name || strcmp(name, current) == 0 || strcmp(name, update) == 0;
+        for (size_t j = 0; j < pods->n && !live; j++) {
+            const char *rev = json_string_value(
+                json_object_get(json_object_get(meta(pods->items[j]), "labels"), LABEL_REVISION));
+            live = rev && strcmp(rev, name) == 0;
+        }
+        if (!live)
+            history[n++] = all->items[i];
+    }
+    int r = 0;
+    if (limit >= 0 && (long long)n > limit) {
+        for (size_t a = 1; a < n; a++) /* by revision number, lowest first */
+            for (size_t b = a;
+                 b > 0 && json_integer_value(json_object_get(history[b - 1], "revision")) >
+                              json_integer_value(json_object_get(history[b], "revision"));
+                 b--) {
+                const json_t *t = history[b];
+                history[b] = history[b - 1];
+                history[b - 1] = t;
+            }
+        for (size_t i = 0; i < n - (size_t)limit && r == 0; i++) {
+            r = ck_ctl_delete(&c->client, c->revisions_res, meta_str(set, "namespace"),
+                              meta_str(history[i], "name"), NULL, NULL, reterr);
+            if (r == CK_ENOENT) {
+                ck_err_release(reterr);
+                r = 0;
+            }
+        }
+    }
+    free(history);
     return r;
 }
 
@@ -446,15 +615,55 @@ static int delete_pod(struct ck_sts_controller *c, const json_t *set, const json
 
 /* ---- sync ------------------------------------------------------------------------- */
 
-static json_t *compute_status(const json_t *set, const struct ck_obj_list *pods,
-                              const char *current, const char *update)
+/*
+ * isRunningAndAvailable: Running and Ready, and Ready for minReadySeconds at now; a pod
+ * that will be lowers *requeue (seconds) to when it is.
+ */
+static bool available(const json_t *pod, long min_ready, int64_t now, int64_t *requeue)
 {
-    json_int_t replicas = 0, ready = 0, cur = 0, upd = 0;
+    const char *since = NULL;
+    if (!running_and_ready(pod) || !ck_pod_is_ready(pod, &since))
+        return false;
+    if (min_ready <= 0)
+        return true;
+    int64_t t = 0;
+    if (!since || ck__time_parse(since, &t, NULL) != 0 || t <= 0)
+        return false;
+    if (t + min_ready <= now)
+        return true;
+    int64_t left = t + min_ready - now;
+    if (*requeue == 0 || left < *requeue)
+        *requeue = left;
+    return false;
+}
+
+/* isHealthy: made, Running and Ready, not terminating (1.32 paces updates on this, not on
+ * minReadySeconds). */
+static bool healthy(const json_t *pod)
+{
+    return pod && running_and_ready(pod) && !terminating(pod);
+}
+
+static long min_ready_seconds(const json_t *set)
+{
+    return (long)json_integer_value(
+        json_object_get(json_object_get(set, "spec"), "minReadySeconds"));
+}
+
+static json_t *compute_status(const json_t *set, const struct ck_obj_list *pods,
+                              const char *current, const char *update, long long collisions,
+                              int64_t now, int64_t *requeue)
+{
+    long min_ready = min_ready_seconds(set);
+    json_int_t replicas = 0, ready = 0, avail = 0, cur = 0, upd = 0;
     for (size_t i = 0; i < pods->n; i++) {
         const json_t *pod = pods->items[i];
         replicas++;
-        if (running_and_ready(pod) && !terminating(pod))
+        if (running_and_ready(pod)) {
             ready++;
+            if (available(pod, min_ready, now, requeue))
+                avail++;
+        }
         const char *rev = pod_revision(pod);
         if (!terminating(pod) && rev && strcmp(rev, current) == 0)
             cur++;
@@ -472,19 +681,100 @@ static json_t *compute_status(const json_t *set, const struct ck_obj_list *pods,
         current = update;
         cur = upd;
     }
-    return json_pack(
-        "{s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:I}", "observedGeneration",
-        json_integer_value(json_object_get(meta(set), "generation")), "replicas", replicas,
-        "readyReplicas", ready, "availableReplicas", ready, "currentReplicas", cur,
-        "updatedReplicas", upd, "currentRevision", current, "updateRevision", update,
-        "collisionCount",
-        json_integer_value(json_object_get(json_object_get(set, "status"), "collisionCount")));
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:I}", "observedGeneration",
+                     json_integer_value(json_object_get(meta(set), "generation")), "replicas",
+                     replicas, "readyReplicas", ready, "availableReplicas", avail,
+                     "currentReplicas", cur, "updatedReplicas", upd, "currentRevision", current,
+                     "updateRevision", update, "collisionCount", (json_int_t)collisions);
 }
 
-/* Creates, replaces, deletes and updates pods (the body of UpdateStatefulSet). */
+/*
+ * UpdatePodClaimForRetentionPolicy for a pod being scaled away: under whenScaled Delete
+ * each of its claims gets an owner reference to the pod, so that the garbage collector
+ * deletes the claim once the pod is gone.
+ */
+static int claims_follow_pod(struct ck_sts_controller *c, const json_t *set, const json_t *pod,
+                             struct ck_err *reterr)
+{
+    const json_t *spec = json_object_get(set, "spec");
+    const char *when_scaled = json_string_value(json_object_get(
+        json_object_get(spec, "persistentVolumeClaimRetentionPolicy"), "whenScaled"));
+    if (!when_scaled || strcmp(when_scaled, "Delete") != 0)
+        return 0;
+    const char *ns = meta_str(set, "namespace"), *pod_uid = meta_str(pod, "uid");
+    size_t i;
+    const json_t *tmpl;
+    json_array_foreach(json_object_get(spec, "volumeClaimTemplates"), i, tmpl)
+    {
+        char name[512];
+        snprintf(name, sizeof(name), "%s-%s", meta_str(tmpl, "name"), meta_str(pod, "name"));
+        json_t *claim = NULL;
+        struct ck_err err = {0};
+        int r = ck_ctl_get(&c->client, c->claims_res, ns, name, &claim, &err);
+        ck_err_release(&err);
+        if (r == CK_ENOENT)
+            continue;
+        if (r < 0)
+            return ck_err_set(reterr, r, "get claim %s: failed", name);
+        json_t *m = json_object_get(claim, "metadata");
+        json_t *refs = json_object_get(m, "ownerReferences");
+        bool has = false;
+        size_t j;
+        const json_t *ref;
+        json_array_foreach(refs, j, ref)
+        {
+            const char *uid = json_string_value(json_object_get(ref, "uid"));
+            has = has || (uid && pod_uid && strcmp(uid, pod_uid) == 0);
+        }
+        if (!has && pod_uid) {
+            if (!json_is_array(refs)) {
+                refs = json_array();
+                json_object_set_new(m, "ownerReferences", refs);
+            }
+            json_array_append_new(refs,
+                                  json_pack("{s:s, s:s, s:s, s:s}", "apiVersion", "v1", "kind",
+                                            "Pod", "name", meta_str(pod, "name"), "uid", pod_uid));
+            r = ck_ctl_update(&c->client, c->claims_res, ns, claim, NULL, reterr);
+        }
+        json_decref(claim);
+        if (r == CK_ENOENT) { /* gone meanwhile */
+            ck_err_release(reterr);
+            r = 0;
+        }
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* getStatefulSetMaxUnavailable: a number, or a percentage of replicas rounded down; >= 1. */
+static long max_unavailable(const json_t *value, long replicas)
+{
+    long n = 1;
+    if (json_is_integer(value)) {
+        n = (long)json_integer_value(value);
+    } else if (json_is_string(value)) {
+        const char *s = json_string_value(value);
+        char *end = NULL;
+        long pct = strtol(s, &end, 10);
+        if (end != s && strcmp(end, "%") == 0)
+            n = pct * replicas / 100;
+    }
+    return n < 1 ? 1 : n;
+}
+
+/* The knobs and findings of one sync. */
+struct sync_state {
+    long min_ready;
+    int64_t now;
+    int64_t requeue; /* seconds until a pod becomes available; 0: none */
+};
+
+/* Creates, replaces, deletes and updates pods (the body of updateStatefulSet). */
 static int manage_pods(struct ck_sts_controller *c, const json_t *set,
                        const struct ck_obj_list *pods, const json_t *current_template,
-                       const char *current, const char *update, struct ck_err *reterr)
+                       const char *current, const char *update, struct sync_state *st,
+                       struct ck_err *reterr)
 {
     const json_t *spec = json_object_get(set, "spec");
     const char *set_name = meta_str(set, "name");
@@ -497,9 +787,14 @@ static int manage_pods(struct ck_sts_controller *c, const json_t *set,
     const json_t *strategy = json_object_get(spec, "updateStrategy");
     const char *type = json_string_value(json_object_get(strategy, "type"));
     bool rolling = !type || strcmp(type, "RollingUpdate") == 0;
-    long partition = (long)json_integer_value(
-        json_object_get(json_object_get(strategy, "rollingUpdate"), "partition"));
+    const json_t *rolling_update = json_object_get(strategy, "rollingUpdate");
+    long partition = (long)json_integer_value(json_object_get(rolling_update, "partition"));
+    const json_t *max_unavail_v = json_object_get(rolling_update, "maxUnavailable");
+    bool gate = c->feature_enabled ? c->feature_enabled(c->feature_ctx, "MaxUnavailableStatefulSet")
+                                   : max_unavail_v != NULL;
     const json_t *update_template = json_object_get(spec, "template");
+    long min_ready = st->min_ready;
+    int64_t now = st->now;
 
     const json_t **by_index = ck__calloc(replicas > 0 ? (size_t)replicas : 1, sizeof(*by_index));
     const json_t **condemned = ck__calloc(pods->n ? pods->n : 1, sizeof(*condemned));
@@ -513,32 +808,8 @@ static int manage_pods(struct ck_sts_controller *c, const json_t *set,
         long ord = ordinal_of(set_name, meta_str(pods->items[i], "name"));
         if (ord >= start && ord < start + replicas)
             by_index[ord - start] = pods->items[i];
-        else
+        else if (ord >= 0)
             condemned[n_condemned++] = pods->items[i];
-    }
-    int r = 0;
-    bool all_healthy = true;
-    bool stop = false;
-    for (long i = 0; i < replicas && !stop && r == 0; i++) {
-        const json_t *pod = by_index[i];
-        if (pod && pod_failed(pod) && !terminating(pod)) {
-            r = delete_pod(c, set, pod, reterr); /* made again on a later sync */
-            all_healthy = false;
-            stop = monotonic;
-            continue;
-        }
-        if (!pod) {
-            bool old = rolling && i < partition && current_template;
-            r = create_pod(c, set, old ? current_template : update_template, start + i,
-                           old ? current : update, reterr);
-            all_healthy = false;
-            stop = monotonic;
-            continue;
-        }
-        if (terminating(pod) || !running_and_ready(pod)) {
-            all_healthy = false;
-            stop = monotonic;
-        }
     }
     /* condemned pods: the highest ordinal first */
     for (size_t a = 1; a < n_condemned; a++)
@@ -549,24 +820,78 @@ static int manage_pods(struct ck_sts_controller *c, const json_t *set,
             condemned[b] = condemned[b - 1];
             condemned[b - 1] = t;
         }
-    for (size_t i = 0; i < n_condemned && !stop && r == 0; i++) {
-        if (terminating(condemned[i])) {
+    /* the first unhealthy pod: of the replicas in order, else the lowest condemned */
+    bool replica_unhealthy = false;
+    const json_t *first_unhealthy = NULL;
+    for (long i = 0; i < replicas && !replica_unhealthy; i++)
+        replica_unhealthy = !healthy(by_index[i]);
+    for (size_t i = n_condemned; i > 0 && !replica_unhealthy && !first_unhealthy; i--)
+        if (!healthy(condemned[i - 1]))
+            first_unhealthy = condemned[i - 1];
+
+    int r = 0;
+    bool stop = false;
+    /* processReplica, in order; monotonic stops at the first that is not available */
+    for (long i = 0; i < replicas && !stop && r == 0; i++) {
+        const json_t *pod = by_index[i];
+        if (pod && pod_failed(pod)) {
+            if (!terminating(pod))
+                r = delete_pod(c, set, pod, reterr); /* made again on a later sync */
             stop = monotonic;
             continue;
         }
-        if (monotonic && !all_healthy)
-            break; /* scale down waits for the others to be healthy */
-        r = delete_pod(c, set, condemned[i], reterr);
+        if (!pod) {
+            bool old = rolling && i < partition && current_template;
+            r = create_pod(c, set, old ? current_template : update_template, start + i,
+                           old ? current : update, reterr);
+            stop = monotonic;
+            continue;
+        }
+        if (monotonic && (terminating(pod) || !available(pod, min_ready, now, &st->requeue)))
+            stop = true;
+    }
+    /* claims of the pods scaled away follow the retention policy first */
+    for (size_t i = 0; i < n_condemned && !stop && r == 0; i++)
+        r = claims_follow_pod(c, set, condemned[i], reterr);
+    /* processCondemned: the highest ordinal first, one at a time when monotonic */
+    for (size_t i = 0; i < n_condemned && !stop && r == 0; i++) {
+        const json_t *pod = condemned[i];
+        if (terminating(pod)) {
+            stop = monotonic;
+            continue;
+        }
+        if (monotonic && pod != first_unhealthy && !available(pod, min_ready, now, &st->requeue)) {
+            stop = true; /* scale down waits for the others to be available */
+            break;
+        }
+        r = delete_pod(c, set, pod, reterr);
         stop = monotonic;
     }
-    /* RollingUpdate: the highest stale pod at or above the partition, one at a time */
-    if (r == 0 && !stop && rolling && all_healthy && n_condemned == 0) {
+    if (r == 0 && !stop && rolling && !gate) {
+        /* the highest stale pod at or above the partition, after the ones above it are
+         * healthy */
         for (long i = replicas - 1; i >= partition && i >= 0; i--) {
             const json_t *pod = by_index[i];
             const char *rev = pod ? pod_revision(pod) : NULL;
             if (pod && (!rev || strcmp(rev, update) != 0) && !terminating(pod)) {
                 r = delete_pod(c, set, pod, reterr);
                 break;
+            }
+            if (!healthy(pod))
+                break;
+        }
+    } else if (r == 0 && !stop && rolling) {
+        /* updateStatefulSetAfterInvariantEstablished: up to maxUnavailable pods unhealthy */
+        long max = max_unavailable(max_unavail_v, replicas), down = 0;
+        for (long i = 0; i < replicas; i++)
+            down += !healthy(by_index[i]);
+        for (long i = replicas - 1, budget = max - down;
+             i >= partition && i >= 0 && budget > 0 && r == 0; i--) {
+            const json_t *pod = by_index[i];
+            const char *rev = pod ? pod_revision(pod) : NULL;
+            if (pod && (!rev || strcmp(rev, update) != 0) && !terminating(pod)) {
+                r = delete_pod(c, set, pod, reterr);
+                budget--;
             }
         }
     }
@@ -614,16 +939,21 @@ static int sync_set(struct ck_controller *ctl, const char *key, struct ck_err *r
     ck_label_selector_free(sel);
     char update[320];
     json_t *current_template = NULL;
+    struct ck_obj_list revisions = {0};
+    long long collisions = 0;
+    struct sync_state st = {.min_ready = min_ready_seconds(set), .now = now_sec(c)};
     if (r == 0)
-        r = ensure_revision(c, set, update, sizeof(update), &current_template, reterr);
+        r = ensure_revision(c, set, update, sizeof(update), &current_template, &revisions,
+                            &collisions, reterr);
     const char *current =
         json_string_value(json_object_get(json_object_get(set, "status"), "currentRevision"));
     if (r == 0 && (!current || !current_template))
         current = update; /* a first sync, or a current revision gone: all is current */
     if (r == 0 && !terminating(set))
-        r = manage_pods(c, set, &claimed, current_template, current, update, reterr);
+        r = manage_pods(c, set, &claimed, current_template, current, update, &st, reterr);
     if (r == 0) {
-        json_t *status = compute_status(set, &claimed, current, update);
+        json_t *status =
+            compute_status(set, &claimed, current, update, collisions, st.now, &st.requeue);
         if (!status) {
             r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         } else if (!json_equal(status, json_object_get(set, "status"))) {
@@ -635,8 +965,16 @@ static int sync_set(struct ck_controller *ctl, const char *key, struct ck_err *r
                      : ck_err_set(reterr, CK_ENOMEM, "out of memory");
             json_decref(copy);
         }
+        if (r == 0) /* maintain the revision history limit (truncateHistory) */
+            r = truncate_history(c, set, &revisions, &claimed,
+                                 json_string_value(json_object_get(status, "currentRevision")),
+                                 update, reterr);
         json_decref(status);
     }
+    /* a pod becoming available after minReadySeconds: look again then */
+    if (r == 0 && st.requeue > 0)
+        ck_wq_add_after(c->queue, key, st.requeue * CK_SEC);
+    ck_obj_list_release(&revisions);
     json_decref(current_template);
     ck_obj_list_release(&claimed);
     ck_cached_unref(set);
@@ -700,6 +1038,10 @@ int ck_sts_controller_new_with(const struct ck_sts_controller_deps *deps,
     c->pods = *deps->pods;
     c->sets = *deps->statefulsets;
     c->revisions = *deps->revisions;
+    c->now = deps->now;
+    c->now_arg = deps->now_arg;
+    c->feature_enabled = deps->feature_enabled;
+    c->feature_ctx = deps->feature_ctx;
     int r = init_common(c, deps->client, true, reterr);
     if (r < 0) {
         ck_sts_controller_free(c);
