@@ -6,8 +6,10 @@
  * downward API's fieldRefs, restarts with the kubelet's back-off, graceful stop, and
  * the pod status as the kubelet writes it. docs/internals/agent.md describes it.
  *
- * On disk, under the root dir: pods/<uid>/volumes/<name>/ and
- * pods/<uid>/containers/<name>/<attempt>/{pid,exit,log}. A restarted agent finds its
+ * On disk, under the root dir: pods/<uid>/volumes/<name>/,
+ * pods/<uid>/containers/<name>/<attempt>/{pid,exit} and the log
+ * pods/<uid>/containers/<name>/<attempt>.log (rotated: <attempt>.log.<time>, as the
+ * kubelet names a CRI log). A restarted agent finds its
  * containers again from those files (pid and start time, or the exit status the shim
  * wrote), so that nothing runs twice and no exit status is lost.
  *
@@ -87,6 +89,7 @@ struct ck_agent {
     struct ck_lister pod_lister;
     json_t *lease;
     struct MHD_Daemon *log_server;
+    char cgroup[PATH_MAX]; /* the delegated cgroup v2, or "": rlimits */
 
     pthread_mutex_t lock;
     struct ck_pod_run_table {
@@ -235,6 +238,13 @@ static void ctr_file(const struct pod_run *p, const struct container *c, int att
                      const char *file, char *buf, size_t size)
 {
     snprintf(buf, size, "%s/containers/%s/%d/%s", p->dir, c->name, attempt, file);
+}
+
+/* The current log file of an attempt, named as the kubelet names it (<attempt>.log). */
+static void ctr_log(const struct pod_run *p, const struct container *c, int attempt, char *buf,
+                    size_t size)
+{
+    snprintf(buf, size, "%s/containers/%s/%d.log", p->dir, c->name, attempt);
 }
 
 /* A fieldRef's value (the downward API) or NULL. */
@@ -406,13 +416,26 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
     char dir[PATH_MAX], logp[PATH_MAX], exitp[PATH_MAX], pidp[PATH_MAX];
     int attempt = c->ever_ran ? c->attempt + 1 : 0;
     ctr_dir(p, c, attempt, dir, sizeof(dir));
-    ctr_file(p, c, attempt, "log", logp, sizeof(logp));
+    ctr_log(p, c, attempt, logp, sizeof(logp));
     ctr_file(p, c, attempt, "exit", exitp, sizeof(exitp));
     ctr_file(p, c, attempt, "pid", pidp, sizeof(pidp));
     char **argv = container_argv(sc);
     char **envp = container_env(a, p, sc);
     const char *wd = json_string_value(json_object_get(sc, "workingDir"));
-    struct ck_proc_spec spec = {argv, envp, wd && *wd ? wd : p->dir, logp, exitp};
+    struct ck_limits limits;
+    ck_limits_from_container(sc, &limits);
+    char cgroup[PATH_MAX + 600];
+    if (a->cgroup[0])
+        snprintf(cgroup, sizeof(cgroup), "%s/pod%s_%.254s_%d", a->cgroup, p->uid, c->name, attempt);
+    struct ck_proc_spec spec = {argv,
+                                envp,
+                                wd && *wd ? wd : p->dir,
+                                logp,
+                                exitp,
+                                a->config.container_log_max_size,
+                                a->config.container_log_max_files,
+                                &limits,
+                                a->cgroup[0] ? cgroup : NULL};
     struct ck_err err = {0};
     int r;
     if (!argv)
@@ -492,7 +515,7 @@ static void adopt_container(struct pod_run *p, struct container *c)
     init_probes(p, c);
     if (!c->running) { /* gone without an exit status (a reboot) */
         c->has_exit = true;
-        c->exit = (struct ck_proc_exit){137, 9, now_ns()};
+        c->exit = (struct ck_proc_exit){137, 9, now_ns(), false};
     }
     char pidtext[24];
     snprintf(pidtext, sizeof(pidtext), "%d", pid);
@@ -505,7 +528,9 @@ static json_t *terminated_state(const struct container *c)
     char started[40], finished[40];
     fmt_time(c->started_ns, started, sizeof(started));
     fmt_time(c->exit.finished_ns, finished, sizeof(finished));
-    const char *reason = c->exit.code == 0 ? "Completed" : "Error";
+    const char *reason = c->exit.oom_killed  ? "OOMKilled"
+                         : c->exit.code == 0 ? "Completed"
+                                             : "Error";
     char id[64];
     snprintf(id, sizeof(id), "process://%d", (int)c->proc.pid);
     return json_pack("{s:{s:i, s:s, s:s, s:s, s:s}}", "terminated", "exitCode", c->exit.code,
@@ -535,7 +560,7 @@ static void supervise(struct ck_agent *a, struct pod_run *p, struct container *c
         if (ck_proc_read_exit(path, &c->exit) == 0 ||
             !ck_proc_alive(c->proc.pid, c->proc.started_ns)) {
             if (ck_proc_read_exit(path, &c->exit) != 0) /* vanished with no status */
-                c->exit = (struct ck_proc_exit){137, 9, now_ns()};
+                c->exit = (struct ck_proc_exit){137, 9, now_ns(), false};
             c->running = false;
             c->has_exit = true;
             char code[24];
@@ -938,6 +963,9 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         return ck_err_set(reterr, CK_EINVAL, "a client, a node name and a root dir are required");
     if (strlen(config->node_name) > 253)
         return ck_err_set(reterr, CK_EINVAL, "node name longer than 253 characters");
+    if (config->container_log_max_files == 1 || config->container_log_max_files < 0)
+        return ck_err_set(reterr, CK_EINVAL, "invalid containerLogMaxFiles %d, must be > 1",
+                          config->container_log_max_files);
     struct ck_agent *a = calloc(1, sizeof(*a));
     if (!a)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
@@ -951,6 +979,11 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         a->config.node_status_update_frequency = 10 * CK_SEC;
     if (a->config.port <= 0)
         a->config.port = 10250;
+    if (a->config.container_log_max_size == 0)
+        a->config.container_log_max_size = 10 * 1024 * 1024; /* the kubelet's 10Mi */
+    if (a->config.container_log_max_files == 0)
+        a->config.container_log_max_files = 5;
+
     a->node_name = strdup(config->node_name);
     a->root_dir = realpath(config->root_dir, NULL);
     a->host_ip = host_address();
@@ -964,6 +997,18 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         a->field_selector = NULL;
         r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         goto fail;
+    }
+    struct ck_err cgerr = {0};
+    if (a->config.no_cgroups)
+        CK_LOGS(0, "Resource limits as rlimits (memory: RLIMIT_DATA; cpu and pids not limited)",
+                "reason", "cgroups disabled by configuration");
+    else if (ck_cgroup_setup(NULL, a->cgroup, sizeof(a->cgroup), &cgerr) == 0)
+        CK_LOGS(0, "Resource limits through cgroup v2 (memory.max, cpu.max, pids.max)", "cgroup",
+                a->cgroup);
+    else {
+        a->cgroup[0] = 0;
+        CK_LOGS(0, "Resource limits as rlimits (memory: RLIMIT_DATA; cpu and pids not limited)",
+                "reason", cgerr.msg);
     }
     a->pods_res = ck_controller_resource("", "v1", "pods");
     a->nodes_res = ck_controller_resource("", "v1", "nodes");
@@ -1061,7 +1106,7 @@ int ck_agent_log_path(struct ck_agent *a, const char *ns, const char *pod, const
             int attempt = previous ? c->attempt - 1 : c->attempt;
             if (!c->ever_ran || attempt < 0)
                 break;
-            ctr_file(p, c, attempt, "log", buf, size);
+            ctr_log(p, c, attempt, buf, size);
             r = 0;
         }
     }
