@@ -28,6 +28,46 @@
 /* The Ready, MemoryPressure, DiskPressure and PIDPressure conditions of a healthy node. */
 json_t *ck_agent_node_conditions(void);
 
+/* ---- node pressure (pressure.c), measured against evictionHard ---- */
+
+struct ck_threshold {
+    bool set;
+    int64_t quantity; /* bytes, inodes or pids */
+    double percent;   /* of the capacity; <0: the quantity counts */
+};
+
+struct ck_pressure_thresholds {
+    struct ck_threshold memory_available, nodefs_available, nodefs_inodes_free, pid_available;
+};
+
+/*
+ * Reads evictionHard ({"memory.available": "100Mi", "nodefs.available": "10%", ...});
+ * NULL: the kubelet's 1.32 Linux defaults. Signals with nothing to measure here
+ * (imagefs.*) are ignored. 0 or CK_EINVAL.
+ */
+int ck_pressure_thresholds_parse(const json_t *eviction_hard, struct ck_pressure_thresholds *ret,
+                                 struct ck_err *reterr);
+
+/* What the host has: MemAvailable, statvfs of root_dir, pids (bytes, inodes, pids). */
+struct ck_pressure_sample {
+    int64_t memory_available, memory_capacity;
+    int64_t nodefs_available, nodefs_capacity, inodes_free, inodes_capacity;
+    int64_t pid_available, pid_capacity;
+};
+int ck_pressure_measure(const char *root_dir, struct ck_pressure_sample *ret);
+
+struct ck_pressure {
+    bool memory, disk, pid;
+};
+void ck_pressure_evaluate(const struct ck_pressure_thresholds *t,
+                          const struct ck_pressure_sample *s, struct ck_pressure *ret);
+
+/* The node's four conditions with these pressures (NULL: none), as the kubelet words them. */
+json_t *ck_agent_node_conditions_with(const struct ck_pressure *p);
+
+/* The taints the node lifecycle controller puts on a node under these pressures. */
+json_t *ck_agent_pressure_taints(const json_t *taints, const struct ck_pressure *p);
+
 /*
  * Registers node (a full Node object, status included): creates it, or takes over the
  * one that exists and writes its status; then creates (or reads) its Lease in

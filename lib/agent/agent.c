@@ -90,6 +90,8 @@ struct ck_agent {
     json_t *lease;
     struct MHD_Daemon *log_server;
     char cgroup[PATH_MAX]; /* the delegated cgroup v2, or "": rlimits */
+    struct ck_pressure_thresholds thresholds;
+    struct ck_pressure pressure; /* as last written to the Node (renewer thread only) */
 
     pthread_mutex_t lock;
     struct ck_pod_run_table {
@@ -172,12 +174,12 @@ static json_t *node_object(struct ck_agent *a)
         " s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}, s:{s:{s:i}}}",
         "capacity", "cpu", cpu, "memory", mem, "pods", pods, "ephemeral-storage", disk,
         "allocatable", "cpu", cpu, "memory", mem, "pods", pods, "ephemeral-storage", disk,
-        "conditions", ck_agent_node_conditions(), "addresses", "type", "InternalIP", "address",
-        a->host_ip, "type", "Hostname", "address", a->node_name, "nodeInfo", "kubeletVersion",
-        "v1.32.0-ckube", "kubeProxyVersion", "", "osImage", u.sysname, "kernelVersion", u.release,
-        "containerRuntimeVersion", "process://1.0", "operatingSystem", "linux", "architecture",
-        arch, "machineID", a->node_name, "systemUUID", a->node_name, "bootID", "",
-        "daemonEndpoints", "kubeletEndpoint", "Port", a->config.port);
+        "conditions", ck_agent_node_conditions_with(&a->pressure), "addresses", "type",
+        "InternalIP", "address", a->host_ip, "type", "Hostname", "address", a->node_name,
+        "nodeInfo", "kubeletVersion", "v1.32.0-ckube", "kubeProxyVersion", "", "osImage", u.sysname,
+        "kernelVersion", u.release, "containerRuntimeVersion", "process://1.0", "operatingSystem",
+        "linux", "architecture", arch, "machineID", a->node_name, "systemUUID", a->node_name,
+        "bootID", "", "daemonEndpoints", "kubeletEndpoint", "Port", a->config.port);
     json_t *node = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}, s:{}, s:o}",
                              "apiVersion", "v1", "kind", "Node", "metadata", "name", a->node_name,
                              "labels", "kubernetes.io/hostname", a->node_name, "kubernetes.io/os",
@@ -206,6 +208,74 @@ static bool wait_stop(struct ck_agent *a, int64_t d)
     return stop;
 }
 
+/*
+ * Measures the pressures; when one changed, writes the node's conditions (transition
+ * times kept for the others) and the NoSchedule taints that go with them.
+ */
+static void update_pressure(struct ck_agent *a, const json_t *node)
+{
+    struct ck_pressure_sample sample;
+    struct ck_pressure now;
+    if (!node || ck_pressure_measure(a->root_dir, &sample) < 0)
+        return;
+    ck_pressure_evaluate(&a->thresholds, &sample, &now);
+    const json_t *taints = json_object_get(json_object_get(node, "spec"), "taints");
+    json_t *want_taints = ck_agent_pressure_taints(taints, &now);
+    bool same = now.memory == a->pressure.memory && now.disk == a->pressure.disk &&
+                now.pid == a->pressure.pid;
+    bool taints_ok = json_equal(want_taints, taints ? taints : json_array()) ||
+                     (!taints && json_array_size(want_taints) == 0);
+    struct ck_err err = {0};
+    if (!same) {
+        json_t *copy = json_deep_copy(node);
+        json_t *conds = ck_agent_node_conditions_with(&now);
+        size_t i, j;
+        json_t *c, *o;
+        json_array_foreach(conds, i, c)
+        {
+            json_array_foreach(json_object_get(json_object_get(node, "status"), "conditions"), j, o)
+            {
+                if (json_equal(json_object_get(o, "type"), json_object_get(c, "type")) &&
+                    json_equal(json_object_get(o, "status"), json_object_get(c, "status")) &&
+                    json_object_get(o, "lastTransitionTime"))
+                    json_object_set(c, "lastTransitionTime",
+                                    json_object_get(o, "lastTransitionTime"));
+            }
+        }
+        json_object_set_new(json_object_get(copy, "status"), "conditions", conds);
+        json_t *written = NULL;
+        if (ck_ctl_update_status(&a->ctl, a->nodes_res, "", copy, &written, &err) == 0) {
+            char m[64];
+            snprintf(m, sizeof(m), "memory=%d disk=%d pid=%d", now.memory, now.disk, now.pid);
+            CK_LOGS(0, "Node pressure changed", "node", a->node_name, "pressure", m);
+            a->pressure = now;
+            /* the taints go on the node as written now */
+            json_decref(copy);
+            copy = written;
+            taints_ok = false;
+        } else {
+            CK_LOGS(0, "Unable to write node pressure", "node", a->node_name, "err", err.msg);
+            json_decref(copy);
+            copy = NULL;
+        }
+        if (copy && !taints_ok) {
+            json_object_set(json_object_get(copy, "spec"), "taints", want_taints);
+            if (ck_ctl_update(&a->ctl, a->nodes_res, "", copy, NULL, &err) < 0)
+                CK_LOGS(0, "Unable to write node taints", "node", a->node_name, "err", err.msg);
+        }
+        json_decref(copy);
+    } else if (!taints_ok) {
+        json_t *copy = json_deep_copy(node);
+        if (!json_object_get(copy, "spec"))
+            json_object_set_new(copy, "spec", json_object());
+        json_object_set(json_object_get(copy, "spec"), "taints", want_taints);
+        if (ck_ctl_update(&a->ctl, a->nodes_res, "", copy, NULL, &err) < 0)
+            CK_LOGS(0, "Unable to write node taints", "node", a->node_name, "err", err.msg);
+        json_decref(copy);
+    }
+    json_decref(want_taints);
+}
+
 static void *renewer_main(void *arg)
 {
     struct ck_agent *a = arg;
@@ -220,7 +290,8 @@ static void *renewer_main(void *arg)
                 CK_LOGS(0, "Unable to register node", "node", a->node_name, "err", err.msg);
             else
                 CK_LOGS(2, "Node registered again", "node", a->node_name);
-        }
+        } else
+            update_pressure(a, node);
         json_decref(node);
     }
     return NULL;
@@ -987,7 +1058,9 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
     a->node_name = strdup(config->node_name);
     a->root_dir = realpath(config->root_dir, NULL);
     a->host_ip = host_address();
-    int r = 0;
+    int r = ck_pressure_thresholds_parse(config->eviction_hard, &a->thresholds, reterr);
+    if (r < 0)
+        goto fail;
     if (!a->root_dir) {
         r = ck_err_set(reterr, CK_EINVAL, "--root-dir %s: %s", config->root_dir, strerror(errno));
         goto fail;
