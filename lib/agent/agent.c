@@ -60,6 +60,7 @@ struct container {
     json_t *last_state; /* the previous attempt's terminated state, or NULL */
     struct ck_agent_backoff backoff;
     struct ck_probe_state startup, liveness, readiness;
+    char **envp;     /* the environment of the running attempt (probes, hooks), or NULL */
     bool started_ok; /* no startup probe, or it succeeded */
     bool ready_ok;   /* no readiness probe, or it succeeds */
 };
@@ -70,10 +71,12 @@ struct pod_run {
     json_t *pod;            /* the newest copy seen */
     struct container *ctrs; /* the init containers (ninit of them), then the others */
     size_t n, ninit;
-    bool seen;        /* in the cache at this tick */
-    bool terminating; /* SIGTERM sent */
-    int64_t kill_at;  /* when SIGKILL follows */
-    bool removed;     /* the final delete was accepted */
+    bool seen;          /* in the cache at this tick */
+    bool terminating;   /* SIGTERM sent */
+    int64_t kill_at;    /* when SIGKILL follows */
+    bool removed;       /* the final delete was accepted */
+    bool volumes_ready; /* configMap, secret, downwardAPI, projected volumes written */
+    int64_t volumes_at; /* when writing them is tried again */
     char start_time[40];
     json_t *posted; /* the last status written */
 };
@@ -223,8 +226,7 @@ static void update_pressure(struct ck_agent *a, const json_t *node)
     json_t *want_taints = ck_agent_pressure_taints(taints, &now);
     bool same = now.memory == a->pressure.memory && now.disk == a->pressure.disk &&
                 now.pid == a->pressure.pid;
-    bool taints_ok = json_equal(want_taints, taints ? taints : json_array()) ||
-                     (!taints && json_array_size(want_taints) == 0);
+    bool taints_ok = taints ? json_equal(want_taints, taints) : !json_array_size(want_taints);
     struct ck_err err = {0};
     if (!same) {
         json_t *copy = json_deep_copy(node);
@@ -355,37 +357,74 @@ static void strv_free(char **v)
     free(v);
 }
 
-static char **container_env(struct ck_agent *a, const struct pod_run *p, const json_t *spec_c)
+struct ref_ctx {
+    struct ck_agent *a;
+    const struct pod_run *p;
+};
+
+static char *field_ref_cb(void *arg, const char *path)
 {
-    const json_t *env = json_object_get(spec_c, "env");
-    size_t n = json_array_size(env), k = 0;
-    char **v = calloc(n + 4, sizeof(*v));
-    if (!v)
+    struct ref_ctx *c = arg;
+    return field_ref(c->a, c->p->pod, path);
+}
+
+/*
+ * The container's environment: envFrom and ConfigMap/Secret references (podconfig.c),
+ * then values and fieldRefs, PATH (unless given) and HOSTNAME. NULL when a reference
+ * fails and reterr is given (the error in it); without reterr such references are left
+ * out.
+ */
+static char **container_env(struct ck_agent *a, const struct pod_run *p, const json_t *spec_c,
+                            struct ck_err *reterr)
+{
+    struct ck__env env = {0};
+    struct ref_ctx ctx = {a, p};
+    struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, &ctx};
+    struct ck_err err = {0};
+    if (ck__env_from_refs(&refs, spec_c, &env, &err) < 0 && reterr) {
+        *reterr = err;
+        ck__env_free(&env);
         return NULL;
+    }
     bool has_path = false;
     size_t i;
     json_t *e;
-    json_array_foreach(env, i, e)
+    json_array_foreach(json_object_get(spec_c, "env"), i, e)
     {
         const char *name = json_string_value(json_object_get(e, "name"));
+        const json_t *from = json_object_get(e, "valueFrom");
+        if (!name || json_object_get(from, "configMapKeyRef") ||
+            json_object_get(from, "secretKeyRef"))
+            continue;
         const char *value = json_string_value(json_object_get(e, "value"));
         char *owned = NULL;
-        const char *fp = json_string_value(json_object_get(
-            json_object_get(json_object_get(e, "valueFrom"), "fieldRef"), "fieldPath"));
+        const char *fp =
+            json_string_value(json_object_get(json_object_get(from, "fieldRef"), "fieldPath"));
         if (fp)
             value = owned = field_ref(a, p->pod, fp);
-        if (!name)
-            continue;
-        has_path = has_path || strcmp(name, "PATH") == 0;
-        if (asprintf(&v[k], "%s=%s", name, value ? value : "") >= 0)
-            k++;
+        ck__env_add(&env, name, value ? value : "");
         free(owned);
     }
-    if (!has_path && asprintf(&v[k], "PATH=%s",
-                              "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") >= 0)
-        k++;
-    if (asprintf(&v[k], "HOSTNAME=%s", p->name) >= 0)
-        k++;
+    for (i = 0; i < env.n; i++)
+        has_path = has_path || strncmp(env.v[i], "PATH=", 5) == 0;
+    if (!has_path)
+        ck__env_add(&env, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    ck__env_add(&env, "HOSTNAME", p->name);
+    return env.v;
+}
+
+/* The environment probes and hooks run with: the running attempt's, else a fresh one. */
+static char **probe_env(struct ck_agent *a, const struct pod_run *p, const struct container *c,
+                        const json_t *sc)
+{
+    if (!c->envp)
+        return container_env(a, p, sc, NULL);
+    size_t n = 0;
+    while (c->envp[n])
+        n++;
+    char **v = calloc(n + 1, sizeof(*v));
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = strdup(c->envp[i]);
     return v;
 }
 
@@ -442,7 +481,7 @@ static int probe_if_due(struct ck_agent *a, const struct pod_run *p, const struc
     int64_t now = now_ns();
     if (!s->probe || now < s->next_at)
         return 0;
-    char **envp = container_env(a, p, sc);
+    char **envp = probe_env(a, p, c, sc);
     const char *wd = json_string_value(json_object_get(sc, "workingDir"));
     struct ck_probe_target target = {envp, wd && *wd ? wd : p->dir, a->host_ip,
                                      json_object_get(sc, "ports")};
@@ -491,7 +530,16 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
     ctr_file(p, c, attempt, "exit", exitp, sizeof(exitp));
     ctr_file(p, c, attempt, "pid", pidp, sizeof(pidp));
     char **argv = container_argv(sc);
-    char **envp = container_env(a, p, sc);
+    struct ck_err err = {0};
+    char **envp = container_env(a, p, sc, &err);
+    if (!envp) { /* a ConfigMap or Secret it needs is missing: retried */
+        snprintf(c->waiting_reason, sizeof(c->waiting_reason), "CreateContainerConfigError");
+        snprintf(c->waiting_message, sizeof(c->waiting_message), "%s", err.msg);
+        c->restart_at = now_ns() + 2 * CK_SEC;
+        CK_LOGS(0, "Container config error", "pod", p->name, "container", c->name, "err", err.msg);
+        strv_free(argv);
+        return;
+    }
     const char *wd = json_string_value(json_object_get(sc, "workingDir"));
     struct ck_limits limits;
     ck_limits_from_container(sc, &limits);
@@ -507,7 +555,6 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
                                 a->config.container_log_max_files,
                                 &limits,
                                 a->cgroup[0] ? cgroup : NULL};
-    struct ck_err err = {0};
     int r;
     if (!argv)
         r = ck_err_set(&err, CK_EINVAL,
@@ -531,6 +578,9 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
         c->has_exit = false;
         c->started_ns = now_ns();
         c->waiting_reason[0] = 0;
+        strv_free(c->envp);
+        c->envp = envp;
+        envp = NULL;
         init_probes(p, c);
         char pid[24];
         snprintf(pid, sizeof(pid), "%d", (int)c->proc.pid);
@@ -649,7 +699,9 @@ static void supervise(struct ck_agent *a, struct pod_run *p, struct container *c
         run_probes(a, p, c);
     else if (!c->done && now_ns() >= c->restart_at)
         start_container(a, p, c);
-    if (!c->running && !c->done && c->has_exit && c->waiting_reason[0] != 'R') {
+    if (!c->running && !c->done && c->has_exit &&
+        strcmp(c->waiting_reason, "RunContainerError") != 0 &&
+        strcmp(c->waiting_reason, "CreateContainerConfigError") != 0) {
         snprintf(c->waiting_reason, sizeof(c->waiting_reason), "CrashLoopBackOff");
         if (snprintf(c->waiting_message, sizeof(c->waiting_message),
                      "back-off %llds restarting failed container=%s pod=%s_%s(%s)",
@@ -680,10 +732,10 @@ static json_t *container_status(const struct pod_run *p, const struct container 
     if (c->ever_ran)
         snprintf(id, sizeof(id), "process://%d", (int)c->proc.pid);
     json_t *s =
-        json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:O}", "name", c->name, "image", image,
+        json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:o}", "name", c->name, "image", image,
                   "imageID", image, "ready", c->running && c->started_ok && c->ready_ok, "started",
                   c->running && c->started_ok, "restartCount", c->attempt, "state", state,
-                  "lastState", c->last_state ? c->last_state : json_object());
+                  "lastState", c->last_state ? json_incref(c->last_state) : json_object());
     if (s && *id)
         json_object_set_new(s, "containerID", json_string(id));
     return s;
@@ -794,12 +846,40 @@ static struct pod_run *pod_find(struct ck_agent *a, const char *uid)
 
 static void pod_free(struct pod_run *p)
 {
-    for (size_t i = 0; i < p->n; i++)
+    for (size_t i = 0; i < p->n; i++) {
         json_decref(p->ctrs[i].last_state);
+        strv_free(p->ctrs[i].envp);
+    }
     free(p->ctrs);
     json_decref(p->pod);
     json_decref(p->posted);
     free(p);
+}
+
+/* Writes the pod's configMap, secret, downwardAPI and projected volumes; false: retry. */
+static bool setup_volumes(struct ck_agent *a, struct pod_run *p)
+{
+    size_t i;
+    json_t *vol;
+    struct ref_ctx ctx = {a, p};
+    struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, &ctx};
+    json_array_foreach(json_object_get(json_object_get(p->pod, "spec"), "volumes"), i, vol)
+    {
+        const char *name = json_string_value(json_object_get(vol, "name"));
+        char path[PATH_MAX];
+        struct ck_err err = {0};
+        if (!name || strchr(name, '/') ||
+            snprintf(path, sizeof(path), "%s/volumes/%s", p->dir, name) >= (int)sizeof(path))
+            continue;
+        if (ck__volume_write(&refs, vol, path, &err) < 0) {
+            char msg[700];
+            snprintf(msg, sizeof(msg), "MountVolume.SetUp failed for volume \"%s\" : %s", name,
+                     err.msg);
+            CK_LOGS(0, "FailedMount", "pod", p->name, "namespace", p->ns, "message", msg);
+            return false;
+        }
+    }
+    return true;
 }
 
 static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
@@ -844,6 +924,11 @@ static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
                 mkdirs(path);
         }
     }
+    mkdirs(p->dir); /* volumes/ exists once an emptyDir made it; else now */
+    char vdir[PATH_MAX];
+    if (snprintf(vdir, sizeof(vdir), "%s/volumes", p->dir) < (int)sizeof(vdir))
+        mkdirs(vdir);
+    p->volumes_ready = setup_volumes(a, p);
     for (i = 0; i < p->n; i++) {
         const json_t *sc =
             i < p->ninit ? json_array_get(inits, i) : json_array_get(containers, i - p->ninit);
@@ -873,7 +958,7 @@ static void run_pre_stop(struct ck_agent *a, const struct pod_run *p, const stru
     if (!probe)
         return;
     json_object_set_new(probe, "timeoutSeconds", json_integer(grace > 0 ? grace : 1));
-    char **envp = container_env(a, p, sc);
+    char **envp = probe_env(a, p, c, sc);
     const char *wd = json_string_value(json_object_get(sc, "workingDir"));
     struct ck_probe_target target = {envp, wd && *wd ? wd : p->dir, a->host_ip,
                                      json_object_get(sc, "ports")};
@@ -983,6 +1068,17 @@ static void tick(struct ck_agent *a)
             terminate(a, p);
         else {
             bool initialized = true;
+            bool adopted = false; /* containers that run already need no volumes set up */
+            for (size_t j = 0; j < p->n; j++)
+                adopted = adopted || p->ctrs[j].ever_ran;
+            if (!p->volumes_ready && !adopted && now_ns() >= p->volumes_at) {
+                p->volumes_ready = setup_volumes(a, p);
+                p->volumes_at = now_ns() + 2 * CK_SEC; /* the next try, if this one failed */
+            }
+            if (!p->volumes_ready && !adopted) {
+                post_status(a, p);
+                continue;
+            }
             for (size_t j = 0; j < p->ninit && initialized; j++) {
                 struct container *c = &p->ctrs[j];
                 if (!(c->done && c->exit.code == 0))
