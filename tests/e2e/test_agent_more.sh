@@ -6,7 +6,9 @@
 # chose, logged at start, and a memory limit that stops a big allocation; pressure
 # conditions measured against evictionHard with their NoSchedule taints; ConfigMap and
 # Secret references in env (a missing one: CreateContainerConfigError) and configMap,
-# secret and downwardAPI volumes written as files. No process is left behind (checked).
+# secret and downwardAPI volumes written as files, read by the agent with its node's
+# credentials (the node authorizer allows what its pods reference, and no more). No
+# process is left behind (checked).
 #
 # Usage: test_agent_more.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -38,7 +40,11 @@ containerLogMaxFiles: 3
 evictionHard:
   memory.available: "100Ti"
 EOF2
-"$ckube" agent --kubeconfig "$KUBECONFIG" --node-name n2 --root-dir "$root" \
+# the agent runs as its node (system:node:n2): the node authorizer lets it read the
+# Secrets and ConfigMaps its pods reference, and no others
+"$ckube" certs client --data-dir "$work/data" --cn system:node:n2 --org system:nodes \
+    --kubeconfig "$work/n2.kubeconfig" --server "$url" >/dev/null 2>&1
+"$ckube" agent --kubeconfig "$work/n2.kubeconfig" --node-name n2 --root-dir "$root" \
     --config "$work/kubelet.yaml" >>"$work/agent.out" 2>>"$work/agent.err" &
 agent_pid=$!
 i=0
@@ -138,6 +144,13 @@ check "configMap volume file" test "$(echo "$out" | sed -n 2p)" = hello
 check "secret volume item, decoded" test "$(echo "$out" | sed -n 3p)" = s3cret
 check "downwardAPI volume file" test "$(echo "$out" | sed -n 4p)" = refs
 check "secret defaultMode 0400" test "$(echo "$out" | sed -n 5p)" = 400
+asnode() { kubectl --request-timeout=20s --kubeconfig "$work/n2.kubeconfig" "$@"; }
+check "the node may get a Secret its pod references" asnode get secret app-secret -o name
+k create secret generic other --from-literal=a=b >/dev/null
+asnode get secret other >"$work/out" 2>&1
+check "... not another: $(cat "$work/out")" grep -q "secrets \"other\" is forbidden: User \"system:node:n2\" cannot get resource \"secrets\" in API group \"\" in the namespace \"default\": no relationship found between node 'n2' and this object" "$work/out"
+asnode get secrets >"$work/out" 2>&1
+check "... nor list them: $(cat "$work/out")" grep -q 'is forbidden' "$work/out"
 wait_for "missing: CreateContainerConfigError" pod/missing \
     '{.status.containerStatuses[0].state.waiting.reason}=CreateContainerConfigError'
 check "the kubelet's message" test \
