@@ -26,6 +26,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,8 @@ struct ck_agent {
     json_t *lease;
     struct MHD_Daemon *log_server;
     char cgroup[PATH_MAX]; /* the delegated cgroup v2, or "": rlimits */
+    struct ck_ctl_event_sink event_sink;
+    struct ck_event_recorder *events; /* as the kubelet's recorder: component "kubelet" */
     struct ck_pressure_thresholds thresholds;
     struct ck_pressure pressure; /* as last written to the Node (renewer thread only) */
 
@@ -133,6 +136,23 @@ static int mkdirs(const char *path)
             *p = '/';
         }
     return mkdir(tmp, 0750) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* An event about the pod, as the kubelet records them. */
+__attribute__((format(printf, 5, 6))) static void pod_event(struct ck_agent *a,
+                                                            const struct pod_run *p,
+                                                            const char *type, const char *reason,
+                                                            const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    json_t *ref = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind", "Pod",
+                            "metadata", "name", p->name, "namespace", p->ns, "uid", p->uid);
+    ck_event_recordf(a->events, ref, type, reason, "%s", msg);
+    json_decref(ref);
 }
 
 /* ---- the node ---- */
@@ -250,6 +270,21 @@ static void update_pressure(struct ck_agent *a, const json_t *node)
             char m[64];
             snprintf(m, sizeof(m), "memory=%d disk=%d pid=%d", now.memory, now.disk, now.pid);
             CK_LOGS(0, "Node pressure changed", "node", a->node_name, "pressure", m);
+            /* the kubelet's node events, for each condition that changed */
+            static const char *const names[][2] = {
+                {"NodeHasSufficientMemory", "NodeHasInsufficientMemory"},
+                {"NodeHasNoDiskPressure", "NodeHasDiskPressure"},
+                {"NodeHasSufficientPID", "NodeHasInsufficientPID"}};
+            const bool was[] = {a->pressure.memory, a->pressure.disk, a->pressure.pid};
+            const bool is[] = {now.memory, now.disk, now.pid};
+            json_t *ref =
+                json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Node",
+                          "metadata", "name", a->node_name, "uid", ck__meta_str(node, "uid") ?: "");
+            for (size_t k = 0; k < 3; k++)
+                if (was[k] != is[k])
+                    ck_event_recordf(a->events, ref, CK_EVENT_NORMAL, names[k][is[k]],
+                                     "Node %s status is now: %s", a->node_name, names[k][is[k]]);
+            json_decref(ref);
             a->pressure = now;
             /* the taints go on the node as written now */
             json_decref(copy);
@@ -368,6 +403,12 @@ static char *field_ref_cb(void *arg, const char *path)
     return field_ref(c->a, c->p->pod, path);
 }
 
+static void warn_cb(void *arg, const char *reason, const char *msg)
+{
+    struct ref_ctx *c = arg;
+    pod_event(c->a, c->p, CK_EVENT_WARNING, reason, "%s", msg);
+}
+
 /*
  * The container's environment: envFrom and ConfigMap/Secret references (podconfig.c),
  * then values and fieldRefs, PATH (unless given) and HOSTNAME. NULL when a reference
@@ -379,7 +420,7 @@ static char **container_env(struct ck_agent *a, const struct pod_run *p, const j
 {
     struct ck__env env = {0};
     struct ref_ctx ctx = {a, p};
-    struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, &ctx};
+    struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, warn_cb, &ctx};
     struct ck_err err = {0};
     if (ck__env_from_refs(&refs, spec_c, &env, &err) < 0 && reterr) {
         *reterr = err;
@@ -537,6 +578,7 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
         snprintf(c->waiting_message, sizeof(c->waiting_message), "%s", err.msg);
         c->restart_at = now_ns() + 2 * CK_SEC;
         CK_LOGS(0, "Container config error", "pod", p->name, "container", c->name, "err", err.msg);
+        pod_event(a, p, CK_EVENT_WARNING, "Failed", "Error: %s", err.msg);
         strv_free(argv);
         return;
     }
@@ -862,7 +904,7 @@ static bool setup_volumes(struct ck_agent *a, struct pod_run *p)
     size_t i;
     json_t *vol;
     struct ref_ctx ctx = {a, p};
-    struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, &ctx};
+    struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, warn_cb, &ctx};
     json_array_foreach(json_object_get(json_object_get(p->pod, "spec"), "volumes"), i, vol)
     {
         const char *name = json_string_value(json_object_get(vol, "name"));
@@ -876,6 +918,7 @@ static bool setup_volumes(struct ck_agent *a, struct pod_run *p)
             snprintf(msg, sizeof(msg), "MountVolume.SetUp failed for volume \"%s\" : %s", name,
                      err.msg);
             CK_LOGS(0, "FailedMount", "pod", p->name, "namespace", p->ns, "message", msg);
+            pod_event(a, p, CK_EVENT_WARNING, "FailedMount", "%s", msg);
             return false;
         }
     }
@@ -1186,6 +1229,14 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         goto fail;
     }
     ck_ctl_client_init_rest(&a->ctl, config->client);
+    struct ck_event_sink sink;
+    struct ck_event_recorder_options eo = {.component = "kubelet", .host = a->node_name};
+    if (ck_ctl_event_sink_init(&a->event_sink, &a->ctl, &sink) < 0) {
+        r = ck_err_set(reterr, CK_ENOENT, "no kind serves v1 events");
+        goto fail;
+    }
+    if ((r = ck_event_recorder_new(&eo, &sink, &a->events, reterr)) < 0)
+        goto fail;
     ck_rest_list_watch_init(&a->rlw, config->client, a->pods_res, NULL);
     a->lw = (struct ck_list_watch){lw_list, lw_watch, a};
     struct ck_informer_options io = {.list_watch = &a->lw, .res = a->pods_res};
@@ -1243,6 +1294,7 @@ struct ck_agent *ck_agent_free(struct ck_agent *a)
     if (a->log_server)
         MHD_stop_daemon(a->log_server);
     ck_informer_free(a->pods_inf);
+    ck_event_recorder_free(a->events);
     /* the containers keep running, as with the kubelet: a new agent finds them again */
     for (size_t i = 0; i < a->pods.n; i++)
         pod_free(a->pods.v[i]);

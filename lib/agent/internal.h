@@ -21,7 +21,8 @@ struct MHD_Daemon *ck__agent_log_server_start(struct ck_agent *a, const char *ad
 struct ck__pod_refs {
     const struct ck_ctl_client *ctl;
     const char *ns;
-    char *(*field_ref)(void *arg, const char *field_path); /* malloc'd, or NULL */
+    char *(*field_ref)(void *arg, const char *field_path);            /* malloc'd, or NULL */
+    void (*warn)(void *arg, const char *reason, const char *message); /* a Warning event */
     void *arg;
 };
 

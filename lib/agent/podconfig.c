@@ -4,7 +4,9 @@
  * - env: `valueFrom.configMapKeyRef` / `secretKeyRef` (a missing object or key fails the
  *   container with CreateContainerConfigError and the kubelet's message, unless the
  *   reference is optional) and `envFrom` (all keys, with `prefix`; keys that are not
- *   environment variable names are skipped and logged); envFrom comes first, env after
+ *   environment variable names by the kubelet's IsEnvVarName are skipped, with its
+ *   Warning event
+ *   InvalidEnvironmentVariableNames); envFrom comes first, env after
  *   it (an env entry wins);
  * - volumes: `configMap`, `secret`, `downwardAPI` and `projected` written as files in the
  *   pod's volume directory (`items` with their paths and modes, else every key;
@@ -76,16 +78,22 @@ static int ref_data(const struct ck__pod_refs *refs, bool secret, const char *na
     return 0;
 }
 
-/* An environment variable name as 1.32 accepts it (RelaxedEnvironmentVariableValidation):
- * printable ASCII but '=', not empty. */
+/* The kubelet's check of envFrom keys (IsEnvVarName): [-._a-zA-Z][-._a-zA-Z0-9]*, not
+ * "." or "..", not starting with "..". */
 static bool env_name_ok(const char *s)
 {
-    if (!*s)
+    if (!*s || strcmp(s, ".") == 0 || strncmp(s, "..", 2) == 0 || (*s >= '0' && *s <= '9'))
         return false;
     for (; *s; s++)
-        if (*s < 32 || *s > 126 || *s == '=')
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '-' || *s == '.' || *s == '_'))
             return false;
     return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static int push(struct ck__env *env, const char *name, const char *value, size_t vlen)
@@ -134,17 +142,27 @@ int ck__env_from_refs(const struct ck__pod_refs *refs, const json_t *container, 
         const char *k;
         json_t *v;
         char invalid[512] = "";
+        char **bad = calloc(json_object_size(data) + 1, sizeof(*bad));
+        size_t nbad = 0;
         json_object_foreach(data, k, v)
         {
             char full[512];
             snprintf(full, sizeof(full), "%s%s", prefix, k);
             if (!env_name_ok(full)) {
-                snprintf(invalid + strlen(invalid), sizeof(invalid) - strlen(invalid), "%s%s",
-                         *invalid ? ", " : "", full);
+                if (bad && (bad[nbad] = strdup(full)))
+                    nbad++;
                 continue;
             }
             push(env, full, json_string_value(v), json_string_length(v));
         }
+        if (nbad) /* sorted, as the kubelet lists them */
+            qsort(bad, nbad, sizeof(*bad), cmp_str);
+        for (size_t b = 0; b < nbad; b++) {
+            snprintf(invalid + strlen(invalid), sizeof(invalid) - strlen(invalid), "%s%s",
+                     *invalid ? ", " : "", bad[b]);
+            free(bad[b]);
+        }
+        free(bad);
         if (*invalid) {
             char msg[1024];
             snprintf(msg, sizeof(msg),
@@ -152,6 +170,8 @@ int ck__env_from_refs(const struct ck__pod_refs *refs, const json_t *container, 
                      "invalid environment variable names.",
                      invalid, cm ? "configMap" : "secret", refs->ns, name);
             CK_LOGS(0, "InvalidEnvironmentVariableNames", "message", msg);
+            if (refs->warn)
+                refs->warn(refs->arg, "InvalidEnvironmentVariableNames", msg);
         }
         json_decref(data);
     }

@@ -73,7 +73,7 @@ check "memory-pressure NoSchedule taint" test \
 
 # pods: bound to n2 directly (the taint keeps the scheduler away, as in Kubernetes)
 k create configmap app-config --from-literal=greeting=hello --from-literal=color=blue \
-    --from-literal=bad=x >/dev/null
+    --from-literal=1bad=x --from-literal=0worse=y >/dev/null
 k create secret generic app-secret --from-literal=password=s3cret >/dev/null
 python3 - "$work" <<'EOF2' | k create --validate=false -f - >/dev/null
 import json, sys
@@ -96,7 +96,8 @@ items = [
       env=[{"name": "GREETING", "valueFrom": {"configMapKeyRef": {"name": "app-config", "key": "greeting"}}},
            {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "app-secret", "key": "password"}}},
            {"name": "NOPE", "valueFrom": {"configMapKeyRef": {"name": "absent", "key": "k", "optional": True}}}],
-      env_from=[{"prefix": "CFG_", "configMapRef": {"name": "app-config"}}],
+      env_from=[{"prefix": "CFG_", "configMapRef": {"name": "app-config"}},
+                {"configMapRef": {"name": "app-config"}}],
       volumes=[{"name": "cfg", "configMap": {"name": "app-config"}},
                {"name": "sec", "secret": {"secretName": "app-secret", "defaultMode": 0o400,
                                           "items": [{"key": "password", "path": "pw"}]}},
@@ -144,6 +145,13 @@ check "configMap volume file" test "$(echo "$out" | sed -n 2p)" = hello
 check "secret volume item, decoded" test "$(echo "$out" | sed -n 3p)" = s3cret
 check "downwardAPI volume file" test "$(echo "$out" | sed -n 4p)" = refs
 check "secret defaultMode 0400" test "$(echo "$out" | sed -n 5p)" = 400
+i=0
+until k get events --field-selector reason=InvalidEnvironmentVariableNames -o name 2>/dev/null | grep -q . || [ $i -gt 50 ]; do
+    i=$((i + 1)); sleep 0.2
+done
+check "envFrom keys that are no variable names: skipped, with the kubelet's event" test \
+    "$(k get events --field-selector reason=InvalidEnvironmentVariableNames -o jsonpath='{.items[0].message}')" = \
+    "Keys [0worse, 1bad] from the EnvFrom configMap default/app-config were skipped since they are considered invalid environment variable names."
 asnode() { kubectl --request-timeout=20s --kubeconfig "$work/n2.kubeconfig" "$@"; }
 check "the node may get a Secret its pod references" asnode get secret app-secret -o name
 k create secret generic other --from-literal=a=b >/dev/null
@@ -155,6 +163,14 @@ wait_for "missing: CreateContainerConfigError" pod/missing \
     '{.status.containerStatuses[0].state.waiting.reason}=CreateContainerConfigError'
 check "the kubelet's message" test \
     "$(k get pod missing -o jsonpath='{.status.containerStatuses[0].state.waiting.message}')" = 'secret "no-such-secret" not found'
+i=0
+until k get events --field-selector involvedObject.name=missing,reason=Failed -o name 2>/dev/null | grep -q . || [ $i -gt 50 ]; do
+    i=$((i + 1)); sleep 0.2
+done
+check "... and its Failed event" test \
+    "$(k get events --field-selector involvedObject.name=missing,reason=Failed -o jsonpath='{.items[0].message}')" = 'Error: secret "no-such-secret" not found'
+check "a NodeHasInsufficientMemory event" sh -c \
+    "kubectl get events --field-selector reason=NodeHasInsufficientMemory -o jsonpath='{.items[0].message}' | grep -qx 'Node n2 status is now: NodeHasInsufficientMemory'"
 
 # a memory limit: the 128 MiB allocation fails (rlimit) or is OOM-killed (cgroup)
 wait_for "hungry Failed" pod/hungry '{.status.phase}=Failed'
