@@ -214,6 +214,10 @@ static json_t *node_object(struct ck_agent *a)
 static int register_node(struct ck_agent *a, struct ck_err *reterr)
 {
     json_t *node = node_object(a);
+    json_t *taints = ck_agent_pressure_taints(NULL, &a->pressure);
+    if (node && json_array_size(taints)) /* a new node carries them from the start */
+        json_object_set(json_object_get(node, "spec"), "taints", taints);
+    json_decref(taints);
     int r = node ? ck_agent_register_node(&a->ctl, node, &a->lease, reterr)
                  : ck_err_set(reterr, CK_ENOMEM, "out of memory");
     json_decref(node);
@@ -229,6 +233,27 @@ static bool wait_stop(struct ck_agent *a, int64_t d)
     bool stop = a->stopping;
     pthread_mutex_unlock(&a->stop_lock);
     return stop;
+}
+
+/*
+ * The kubelet's node events for the pressure conditions that changed from `was` (NULL:
+ * all of them, as at registration): NodeHasInsufficientMemory, NodeHasSufficientMemory...
+ */
+static void pressure_events(struct ck_agent *a, const char *uid, const struct ck_pressure *was,
+                            const struct ck_pressure *now)
+{
+    static const char *const names[][2] = {{"NodeHasSufficientMemory", "NodeHasInsufficientMemory"},
+                                           {"NodeHasNoDiskPressure", "NodeHasDiskPressure"},
+                                           {"NodeHasSufficientPID", "NodeHasInsufficientPID"}};
+    const bool is[] = {now->memory, now->disk, now->pid};
+    const bool before[] = {was && was->memory, was && was->disk, was && was->pid};
+    json_t *ref = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Node",
+                            "metadata", "name", a->node_name, "uid", uid ? uid : "");
+    for (size_t k = 0; k < 3; k++)
+        if (!was || before[k] != is[k])
+            ck_event_recordf(a->events, ref, CK_EVENT_NORMAL, names[k][is[k]],
+                             "Node %s status is now: %s", a->node_name, names[k][is[k]]);
+    json_decref(ref);
 }
 
 /*
@@ -270,21 +295,7 @@ static void update_pressure(struct ck_agent *a, const json_t *node)
             char m[64];
             snprintf(m, sizeof(m), "memory=%d disk=%d pid=%d", now.memory, now.disk, now.pid);
             CK_LOGS(0, "Node pressure changed", "node", a->node_name, "pressure", m);
-            /* the kubelet's node events, for each condition that changed */
-            static const char *const names[][2] = {
-                {"NodeHasSufficientMemory", "NodeHasInsufficientMemory"},
-                {"NodeHasNoDiskPressure", "NodeHasDiskPressure"},
-                {"NodeHasSufficientPID", "NodeHasInsufficientPID"}};
-            const bool was[] = {a->pressure.memory, a->pressure.disk, a->pressure.pid};
-            const bool is[] = {now.memory, now.disk, now.pid};
-            json_t *ref =
-                json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Node",
-                          "metadata", "name", a->node_name, "uid", ck__meta_str(node, "uid") ?: "");
-            for (size_t k = 0; k < 3; k++)
-                if (was[k] != is[k])
-                    ck_event_recordf(a->events, ref, CK_EVENT_NORMAL, names[k][is[k]],
-                                     "Node %s status is now: %s", a->node_name, names[k][is[k]]);
-            json_decref(ref);
+            pressure_events(a, ck__meta_str(node, "uid"), &a->pressure, &now);
             a->pressure = now;
             /* the taints go on the node as written now */
             json_decref(copy);
@@ -1253,10 +1264,16 @@ fail:
 
 int ck_agent_run(struct ck_agent *a, struct ck_err *reterr)
 {
+    struct ck_pressure_sample sample;
+    if (ck_pressure_measure(a->root_dir, &sample) == 0) /* the conditions registered */
+        ck_pressure_evaluate(&a->thresholds, &sample, &a->pressure);
     int r = register_node(a, reterr);
     if (r < 0)
         return r;
     CK_LOGS(0, "Node registered", "node", a->node_name, "address", a->host_ip);
+    const json_t *owner = json_array_get(
+        json_object_get(json_object_get(a->lease, "metadata"), "ownerReferences"), 0);
+    pressure_events(a, json_string_value(json_object_get(owner, "uid")), NULL, &a->pressure);
     if (!a->log_server &&
         !(a->log_server = ck__agent_log_server_start(a, a->host_ip, a->config.port)))
         return ck_err_set(reterr, CK_EIO, "cannot serve logs on %s:%d", a->host_ip, a->config.port);
