@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,12 +121,15 @@ int64_t ck_log_since(const char *since_seconds, const char *since_time, int64_t 
     if (since_seconds && *since_seconds) {
         long long s = strtoll(since_seconds, &end, 10);
         if (!*end && s > 0)
-            since = now_ns - (int64_t)s * CK_SEC;
+            since = s < now_ns / CK_SEC ? now_ns - (int64_t)s * CK_SEC : 0;
     }
     long usec = 0;
-    if (since_time && *since_time && ck__time_parse(since_time, &sec, &usec) == 0 &&
-        sec * CK_SEC + usec * 1000 > since)
-        since = sec * CK_SEC + usec * 1000;
+    if (since_time && *since_time && ck__time_parse(since_time, &sec, &usec) == 0) {
+        if (sec > INT64_MAX / CK_SEC - 1) /* beyond any record: all are older */
+            return INT64_MAX;
+        if (sec * CK_SEC + usec * 1000 > since)
+            since = sec * CK_SEC + usec * 1000;
+    }
     return since;
 }
 
@@ -203,7 +207,9 @@ static bool take_record(struct ck_log_reader *r)
         int64_t sec = 0;
         long usec = 0;
         snprintf(ts, sizeof(ts), "%.*s", (int)(sp1 - rec), rec);
-        if (ck__time_parse(ts, &sec, &usec) == 0 && sec * CK_SEC + usec * 1000 < r->opts.since_ns)
+        int64_t since_sec = r->opts.since_ns / CK_SEC, since_ns = r->opts.since_ns % CK_SEC;
+        if (ck__time_parse(ts, &sec, &usec) == 0 &&
+            (sec < since_sec || (sec == since_sec && usec * 1000 < since_ns)))
             return true; /* older than since: skipped */
     }
     const char *text = sp3 + 1;

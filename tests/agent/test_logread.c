@@ -9,6 +9,7 @@
 #include "cktest.h"
 
 #include <ftw.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,9 @@ static void test_since_after_the_tail_and_the_later_of_the_two(void **state)
     assert_int_equal(ck_log_since("2", "2026-01-01T00:00:03Z", now), now - CK_SEC);
     assert_int_equal(ck_log_since("4", "2026-01-01T00:00:01Z", now), now - 3 * CK_SEC);
     assert_int_equal(ck_log_since(NULL, NULL, now), 0);
+    /* far ends do not overflow: a time past 2262 keeps nothing, a huge duration all */
+    assert_int_equal(ck_log_since(NULL, "9999-12-31T23:59:59Z", now), INT64_MAX);
+    assert_int_equal(ck_log_since("99999999999999", NULL, now), 0);
     o.tail_lines = -1;
     o.since_ns = ck_log_since("1", NULL, now); /* 00:00:03 */
     assert_string_equal(read_with(s, o), "four\nfive\n");
