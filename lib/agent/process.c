@@ -14,8 +14,8 @@
  * The shim also rotates the log as the kubelet's container log manager does: past
  * log_max_size bytes the log file LOG is renamed LOG.<YYYYmmdd-HHMMSS> (UTC) and a new LOG
  * is opened; rotated files beyond log_max_files - 1 are removed, oldest first. Rotated
- * files are kept uncompressed. A second rotation within the same second waits for the
- * next second (the name would be taken), so a file can pass the size a little.
+ * files are kept uncompressed. More rotations within the same second are named
+ * LOG.<time>.001, .002 ... (up to 999), which sort in their order.
  *
  * Resource limits: with a cgroup directory the shim creates it and writes memory.max,
  * cpu.max and pids.max, and the container joins it before exec; after the exit the
@@ -124,8 +124,15 @@ static void maybe_rotate(void)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-    if (snprintf(rotated, sizeof(rotated), "%s.%s", log_out.path, stamp) >= (int)sizeof(rotated) ||
-        access(rotated, F_OK) == 0 || rename(log_out.path, rotated) < 0)
+    if (snprintf(rotated, sizeof(rotated), "%s.%s", log_out.path, stamp) >= (int)sizeof(rotated))
+        return;
+    /* within the same second: .001, .002 ... (they sort after the first and before the
+     * next second's, '.' coming before the digits) */
+    for (int n = 1; access(rotated, F_OK) == 0; n++)
+        if (n > 999 || snprintf(rotated, sizeof(rotated), "%s.%s.%03d", log_out.path, stamp, n) >=
+                           (int)sizeof(rotated))
+            return;
+    if (rename(log_out.path, rotated) < 0)
         return;
     int fd = open(log_out.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (fd < 0) { /* keep writing to the rotated file rather than lose lines */

@@ -191,7 +191,7 @@ static int rotated(const struct scratch *s, char names[][64], int max)
 static void test_the_log_is_rotated_by_size_and_reads_back_whole(void **state)
 {
     struct scratch *s = *state;
-    /* four bursts of 30 lines of ~100 bytes, a second apart (one rotation a second) */
+    /* four bursts of 30 lines of ~100 bytes, a second apart: rotations within a second */
     char *argv[] = {
         "sh", "-c",
         "for b in 1 2 3 4; do i=0; while [ $i -lt 30 ]; do "
@@ -214,9 +214,17 @@ static void test_the_log_is_rotated_by_size_and_reads_back_whole(void **state)
     assert_true(n >= 1);
     assert_true(n <= 2); /* max_files 3: the current file and two rotated ones */
     regex_t re;
-    assert_int_equal(regcomp(&re, "^log\\.[0-9]{8}-[0-9]{6}$", REG_EXTENDED | REG_NOSUB), 0);
-    for (int i = 0; i < n; i++)
+    assert_int_equal(
+        regcomp(&re, "^log\\.[0-9]{8}-[0-9]{6}(\\.[0-9]{3})?$", REG_EXTENDED | REG_NOSUB), 0);
+    for (int i = 0; i < n; i++) {
         assert_int_equal(regexec(&re, names[i], 0, NULL, 0), 0);
+        char path[256];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", s->dir, names[i]);
+        assert_int_equal(stat(path, &st), 0);
+        assert_true(st.st_size >= 2000);      /* rotated past the size */
+        assert_true(st.st_size < 2000 + 200); /* ... at the record that passed it */
+    }
     regfree(&re);
     assert_non_null(strstr(slurp(s->log), "line 4-29"));
     /* the reader goes through the rotated files then the log: consecutive lines, last one

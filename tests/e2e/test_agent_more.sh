@@ -44,8 +44,10 @@ EOF2
 # Secrets and ConfigMaps its pods reference, and no others
 "$ckube" certs client --data-dir "$work/data" --cn system:node:n2 --org system:nodes \
     --kubeconfig "$work/n2.kubeconfig" --server "$url" >/dev/null 2>&1
+# its own log port: other tests' agents may run on this machine at the same time
+agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("0.0.0.0",0)); print(s.getsockname()[1])')
 "$ckube" agent --kubeconfig "$work/n2.kubeconfig" --node-name n2 --root-dir "$root" \
-    --config "$work/kubelet.yaml" >>"$work/agent.out" 2>>"$work/agent.err" &
+    --config "$work/kubelet.yaml" --port "$agent_port" >>"$work/agent.out" 2>>"$work/agent.err" &
 agent_pid=$!
 i=0
 until k get node n2 >/dev/null 2>&1 || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.2; done
