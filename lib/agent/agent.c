@@ -350,20 +350,23 @@ static void *renewer_main(void *arg)
 static void ctr_dir(const struct pod_run *p, const struct container *c, int attempt, char *buf,
                     size_t size)
 {
-    snprintf(buf, size, "%s/containers/%s/%d", p->dir, c->name, attempt);
+    if (snprintf(buf, size, "%s/containers/%s/%d", p->dir, c->name, attempt) >= (int)size)
+        buf[0] = 0; /* too long: no such file */
 }
 
 static void ctr_file(const struct pod_run *p, const struct container *c, int attempt,
                      const char *file, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s/containers/%s/%d/%s", p->dir, c->name, attempt, file);
+    if (snprintf(buf, size, "%s/containers/%s/%d/%s", p->dir, c->name, attempt, file) >= (int)size)
+        buf[0] = 0; /* too long: no such file */
 }
 
 /* The current log file of an attempt, named as the kubelet names it (<attempt>.log). */
 static void ctr_log(const struct pod_run *p, const struct container *c, int attempt, char *buf,
                     size_t size)
 {
-    snprintf(buf, size, "%s/containers/%s/%d.log", p->dir, c->name, attempt);
+    if (snprintf(buf, size, "%s/containers/%s/%d.log", p->dir, c->name, attempt) >= (int)size)
+        buf[0] = 0; /* too long: no such file */
 }
 
 /* A fieldRef's value (the downward API) or NULL. */

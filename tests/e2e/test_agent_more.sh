@@ -35,8 +35,8 @@ cat >"$work/kubelet.yaml" <<EOF2
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 nodeStatusUpdateFrequency: 1s
-containerLogMaxSize: 4Ki
-containerLogMaxFiles: 3
+containerLogMaxSize: 8Ki
+containerLogMaxFiles: 4
 evictionHard:
   memory.available: "100Ti"
 EOF2
@@ -112,16 +112,18 @@ items = [
 print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
 EOF2
 
-# rotation: four bursts of 100 lines of ~80 bytes over a 4 KiB limit, a second apart
+# rotation: four bursts of 100 lines of ~80 bytes over an 8 KiB limit, a second apart
 wait_for "chatty Running" pod/chatty '{.status.phase}=Running'
 uid=$(k get pod chatty -o jsonpath='{.metadata.uid}')
 i=0
 until k logs chatty --tail=1 2>/dev/null | grep -q "^line 399 " || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.2; done
 dir="$root/pods/$uid/containers/c"
 check "0.log is the current log" test -f "$dir/0.log"
-rotated=$(ls "$dir" | grep -c '^0\.log\.[0-9]\{8\}-[0-9]\{6\}$')
-check "rotated files named 0.log.<time>, at most containerLogMaxFiles - 1 (got $rotated)" \
-    test "$rotated" -ge 1 -a "$rotated" -le 2
+rotated=$(ls "$dir" | grep -c '^0\.log\.[0-9]\{8\}-[0-9]\{6\}\(\.[0-9]\{3\}\)\{0,1\}$')
+check "rotated files named 0.log.<time>[.NNN], containerLogMaxFiles - 1 kept (got $rotated)" \
+    test "$rotated" -eq 3 -a "$(ls "$dir" | grep -c '^0\.log\.')" -eq 3
+big=$(find "$dir" -name '0.log*' -size +9k | wc -l)
+check "no file far past containerLogMaxSize ($big)" test "$big" -eq 0
 all=$(k logs chatty | wc -l)
 current=$(grep -c . "$dir/0.log")
 check "kubectl logs reads across the rotated files ($all lines, $current in 0.log)" test "$all" -gt "$current"
