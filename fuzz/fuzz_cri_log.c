@@ -19,6 +19,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[64];
 
+static void remove_dir(void)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s/0.log", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
@@ -27,6 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snprintf(dir, sizeof(dir), "/tmp/ckube-fuzz-cri-XXXXXX");
         if (!mkdtemp(dir))
             abort();
+        atexit(remove_dir);
     }
     char path[128], exit_path[128];
     snprintf(path, sizeof(path), "%s/0.log", dir);
