@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "ckube/agent.h"
+#include "ckube/api.h"
 #include "ckube/featuregate.h"
 #include "ckube/internal/util.h"
 #include "controllers.h"
@@ -38,6 +39,10 @@ static const char usage[] =
     "      --feature-gates LIST   A=true,B=false, applied over the file's featureGates\n"
     "      --max-pods N           pods this node takes (default 110)\n"
     "      --port N               the node's port, as published in its status (default 10250)\n"
+    "      --container-log-max-size Q   rotate a container's log past this size (default 10Mi)\n"
+    "      --container-log-max-files N  log files kept per container, current one included\n"
+    "                             (default 5, at least 2)\n"
+    "      --no-cgroups           limits as rlimits even with a delegated cgroup v2\n"
     "  -v, --v N                  log verbosity (default 0)\n"
     "  -h, --help                 print this help\n";
 
@@ -68,8 +73,23 @@ struct file_config {
 };
 
 /* Reads --config: a KubeletConfiguration. 0, or 2 after printing why. */
-static int read_config(const char *path, struct ck_agent_config *config, bool max_pods_set,
-                       struct ck_fg_gate *gates, json_t **ret_root)
+/* A quantity of bytes (containerLogMaxSize: "10Mi"); false when it is not one. */
+static bool parse_bytes(const char *s, int64_t *ret)
+{
+    int64_t milli = 0;
+    if (ck_quantity_milli(s, &milli) < 0)
+        return false;
+    *ret = milli >= 0 ? (milli + 999) / 1000 : -1;
+    return true;
+}
+
+/* What the flags set, which the file does not override. */
+struct flags_set {
+    bool max_pods, log_max_size, log_max_files;
+};
+
+static int read_config(const char *path, struct ck_agent_config *config,
+                       const struct flags_set *set, struct ck_fg_gate *gates, json_t **ret_root)
 {
     size_t len = 0;
     char *text = NULL;
@@ -95,8 +115,24 @@ static int read_config(const char *path, struct ck_agent_config *config, bool ma
         return 2;
     }
     json_t *mp = json_object_get(root, "maxPods");
-    if (mp && !max_pods_set)
+    if (mp && !set->max_pods)
         config->max_pods = (int)json_integer_value(mp);
+    const char *lms = json_string_value(json_object_get(root, "containerLogMaxSize"));
+    if (lms && !set->log_max_size && !parse_bytes(lms, &config->container_log_max_size)) {
+        fprintf(stderr, "error: --config %s: invalid containerLogMaxSize %s\n", path, lms);
+        json_decref(root);
+        return 2;
+    }
+    json_t *lmf = json_object_get(root, "containerLogMaxFiles");
+    if (lmf && !set->log_max_files)
+        config->container_log_max_files = (int)json_integer_value(lmf);
+    json_t *eh = json_object_get(root, "evictionHard");
+    if (eh && !json_is_object(eh)) {
+        fprintf(stderr, "error: --config %s: evictionHard must be a map\n", path);
+        json_decref(root);
+        return 2;
+    }
+    config->eviction_hard = eh; /* borrowed from root, kept until exit */
     const char *freq = json_string_value(json_object_get(root, "nodeStatusUpdateFrequency"));
     if (freq && !ck_cmd_parse_duration(freq, &config->node_status_update_frequency)) {
         fprintf(stderr, "error: --config %s: invalid nodeStatusUpdateFrequency\n", path);
@@ -148,7 +184,18 @@ static void *start_main(void *arg)
 
 int ck_cmd_agent(int argc, char **argv)
 {
-    enum { O_KUBECONFIG = 300, O_NODE, O_ROOT, O_CONFIG, O_GATES, O_MAXPODS, O_PORT };
+    enum {
+        O_KUBECONFIG = 300,
+        O_NODE,
+        O_ROOT,
+        O_CONFIG,
+        O_GATES,
+        O_MAXPODS,
+        O_PORT,
+        O_LOG_MAX_SIZE,
+        O_LOG_MAX_FILES,
+        O_NO_CGROUPS
+    };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
         {"node-name", required_argument, NULL, O_NODE},
@@ -157,13 +204,16 @@ int ck_cmd_agent(int argc, char **argv)
         {"feature-gates", required_argument, NULL, O_GATES},
         {"max-pods", required_argument, NULL, O_MAXPODS},
         {"port", required_argument, NULL, O_PORT},
+        {"container-log-max-size", required_argument, NULL, O_LOG_MAX_SIZE},
+        {"container-log-max-files", required_argument, NULL, O_LOG_MAX_FILES},
+        {"no-cgroups", no_argument, NULL, O_NO_CGROUPS},
         {"v", required_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct ck_agent_config config = {0};
     const char *kubeconfig = NULL, *config_file = NULL, *gates_flag = NULL;
-    bool max_pods_set = false;
+    struct flags_set set = {0};
     opterr = 0;
     optind = 1;
     int opt;
@@ -192,12 +242,26 @@ int ck_cmd_agent(int argc, char **argv)
             config.max_pods = (int)strtol(optarg, &end, 10);
             if (!*optarg || *end || config.max_pods < 1 || config.max_pods > 10000)
                 return usage_error("invalid value for --max-pods", optarg);
-            max_pods_set = true;
+            set.max_pods = true;
             break;
         case O_PORT:
             config.port = (int)strtol(optarg, &end, 10);
             if (!*optarg || *end || config.port < 1 || config.port > 65535)
                 return usage_error("invalid value for --port", optarg);
+            break;
+        case O_LOG_MAX_SIZE:
+            if (!parse_bytes(optarg, &config.container_log_max_size))
+                return usage_error("invalid value for --container-log-max-size", optarg);
+            set.log_max_size = true;
+            break;
+        case O_LOG_MAX_FILES:
+            config.container_log_max_files = (int)strtol(optarg, &end, 10);
+            if (!*optarg || *end || config.container_log_max_files < 2)
+                return usage_error("invalid value for --container-log-max-files", optarg);
+            set.log_max_files = true;
+            break;
+        case O_NO_CGROUPS:
+            config.no_cgroups = true;
             break;
         case 'v':
             if (ck_cmd_log_flag(true, optarg))
@@ -222,14 +286,14 @@ int ck_cmd_agent(int argc, char **argv)
     if (!gates)
         return 1;
     json_t *file = NULL;
-    if (config_file && read_config(config_file, &config, max_pods_set, gates, &file) != 0) {
+    if (config_file && read_config(config_file, &config, &set, gates, &file) != 0) {
         ck_fg_gate_free(gates);
         return 2;
     }
-    json_decref(file);
     struct ck_fg_err fgerr = {0};
     if (gates_flag && ck_fg_set(gates, gates_flag, &fgerr) < 0) {
         ck_fg_gate_free(gates);
+        json_decref(file);
         return usage_error("invalid value for --feature-gates", fgerr.msg);
     }
     char *effective = ck_fg_startup_line(gates);
@@ -243,6 +307,7 @@ int ck_cmd_agent(int argc, char **argv)
     if (ck_kubeconfig_load(kubeconfig, NULL, &kc, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);
         ck_fg_gate_free(gates);
+        json_decref(file);
         return 1;
     }
     struct ck_rest *client = NULL;
@@ -260,6 +325,7 @@ int ck_cmd_agent(int argc, char **argv)
         ck_rest_free(client);
         ck_kubeconfig_free(kc);
         ck_fg_gate_free(gates);
+        json_decref(file);
         return r == CK_EINVAL ? 2 : 1;
     }
     int sig = 0;
@@ -271,5 +337,6 @@ int ck_cmd_agent(int argc, char **argv)
     ck_rest_free(client);
     ck_kubeconfig_free(kc);
     ck_fg_gate_free(gates);
+    json_decref(file);
     return 0;
 }

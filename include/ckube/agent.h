@@ -28,6 +28,46 @@
 /* The Ready, MemoryPressure, DiskPressure and PIDPressure conditions of a healthy node. */
 json_t *ck_agent_node_conditions(void);
 
+/* ---- node pressure (pressure.c), measured against evictionHard ---- */
+
+struct ck_threshold {
+    bool set;
+    int64_t quantity; /* bytes, inodes or pids */
+    double percent;   /* of the capacity; <0: the quantity counts */
+};
+
+struct ck_pressure_thresholds {
+    struct ck_threshold memory_available, nodefs_available, nodefs_inodes_free, pid_available;
+};
+
+/*
+ * Reads evictionHard ({"memory.available": "100Mi", "nodefs.available": "10%", ...});
+ * NULL: the kubelet's 1.32 Linux defaults. Signals with nothing to measure here
+ * (imagefs.*) are ignored. 0 or CK_EINVAL.
+ */
+int ck_pressure_thresholds_parse(const json_t *eviction_hard, struct ck_pressure_thresholds *ret,
+                                 struct ck_err *reterr);
+
+/* What the host has: MemAvailable, statvfs of root_dir, pids (bytes, inodes, pids). */
+struct ck_pressure_sample {
+    int64_t memory_available, memory_capacity;
+    int64_t nodefs_available, nodefs_capacity, inodes_free, inodes_capacity;
+    int64_t pid_available, pid_capacity;
+};
+int ck_pressure_measure(const char *root_dir, struct ck_pressure_sample *ret);
+
+struct ck_pressure {
+    bool memory, disk, pid;
+};
+void ck_pressure_evaluate(const struct ck_pressure_thresholds *t,
+                          const struct ck_pressure_sample *s, struct ck_pressure *ret);
+
+/* The node's four conditions with these pressures (NULL: none), as the kubelet words them. */
+json_t *ck_agent_node_conditions_with(const struct ck_pressure *p);
+
+/* The taints the node lifecycle controller puts on a node under these pressures. */
+json_t *ck_agent_pressure_taints(const json_t *taints, const struct ck_pressure *p);
+
 /*
  * Registers node (a full Node object, status included): creates it, or takes over the
  * one that exists and writes its status; then creates (or reads) its Lease in
@@ -43,6 +83,27 @@ int ck_agent_renew_lease(const struct ck_ctl_client *ctl, json_t **lease_io, str
 /* Whether the node's Ready condition is True. */
 bool ck_agent_node_ready(const json_t *node);
 
+/* ---- resource limits (limits.c): cgroup v2 when delegated, else rlimits ---- */
+
+/* A container's resources.limits; 0: no limit of that kind. */
+struct ck_limits {
+    int64_t memory_bytes; /* memory.max, or RLIMIT_DATA */
+    int64_t cpu_milli;    /* cpu.max (quota per 100 ms period); no rlimit equivalent */
+    int64_t pids;         /* pids.max; no per-container rlimit equivalent */
+};
+
+/* Reads limits.cpu, limits.memory and limits.pids of a container's resources. */
+void ck_limits_from_container(const json_t *container, struct ck_limits *ret);
+
+/*
+ * Finds a delegated cgroup v2 for the agent: the cgroup of /proc/self/cgroup ("0::PATH")
+ * under mount (NULL: /sys/fs/cgroup), writable, with cgroup.subtree_control. Moves the
+ * processes there into its child "ckube-agent" (a cgroup with controllers enabled for
+ * its children may hold no process) and enables memory, cpu and pids for the children.
+ * 0 and the directory in buf; else CK_ENOENT and why in reterr (use rlimits).
+ */
+int ck_cgroup_setup(const char *mount, char *buf, size_t size, struct ck_err *reterr);
+
 /* ---- the process runtime (process.c) ---- */
 
 /* A container to start: argv[0] is looked up in PATH; envp is its whole environment. */
@@ -51,7 +112,13 @@ struct ck_proc_spec {
     char *const *envp;
     const char *dir;       /* working directory; NULL: the agent's */
     const char *log_path;  /* CRI-format log, appended to */
-    const char *exit_path; /* written when the container ends: "code signal finished_ns" */
+    const char *exit_path; /* written when the container ends: "code signal finished_ns oom" */
+    /* log rotation as the kubelet's containerLogMaxSize/MaxFiles; 0: never rotated */
+    int64_t log_max_size; /* bytes; the log moves to LOG.<YYYYmmdd-HHMMSS> past it */
+    int log_max_files;    /* the current log and at most this minus one rotated ones */
+    /* resource limits (limits.c): applied in cgroup_dir when given, else as rlimits */
+    const struct ck_limits *limits; /* NULL: none */
+    const char *cgroup_dir;         /* the container's own cgroup v2 directory, or NULL */
 };
 
 /* A started container: its process (and group) and the shim that watches it. */
@@ -65,6 +132,7 @@ struct ck_proc_exit {
     int code;            /* exit code; 128 + signal when killed (137, 143) */
     int signal;          /* the signal that killed it, or 0 */
     int64_t finished_ns; /* Unix time in nanoseconds */
+    bool oom_killed;     /* its cgroup's memory.events counted an oom_kill */
 };
 
 /*
@@ -82,6 +150,32 @@ int ck_proc_signal(pid_t pid, int sig);
 int ck_proc_read_exit(const char *exit_path, struct ck_proc_exit *ret);
 /* Reaps every exited child of the agent (shims). */
 void ck_proc_reap(void);
+
+/* ---- reading a container's log (logread.c), as the kubelet's ReadLogs ---- */
+
+struct ck_log_options {
+    bool follow, timestamps;
+    int64_t tail_lines;  /* the last N records; <0: all */
+    int64_t limit_bytes; /* <=0: no limit */
+    int64_t since_ns;    /* Unix time in ns: older records are skipped; 0: none */
+};
+
+/* The time from sinceSeconds and sinceTime (either may be NULL): the later; 0: none. */
+int64_t ck_log_since(const char *since_seconds, const char *since_time, int64_t now_ns);
+
+struct ck_log_reader;
+
+/*
+ * Opens the log at path (the current file; its rotated files path.<time> come first)
+ * of a container whose shim writes exit_path when it ends. 0, CK_ENOENT or CK_ENOMEM.
+ */
+int ck_log_reader_open(const char *path, const char *exit_path, const struct ck_log_options *opts,
+                       struct ck_log_reader **ret);
+
+#define CK_LOG_END (-1)
+/* Up to max bytes of output: > 0, 0 (follow: nothing yet, come back) or CK_LOG_END. */
+ssize_t ck_log_reader_read(struct ck_log_reader *r, char *buf, size_t max);
+void ck_log_reader_free(struct ck_log_reader *r);
 
 /* ---- probes (probe.c): exec, httpGet, tcpSocket, and their thresholds ---- */
 
@@ -146,6 +240,11 @@ struct ck_agent_config {
     int max_pods;                         /* 0: 110 */
     int64_t node_status_update_frequency; /* lease renewals; 0: 10 s */
     int port;                             /* the log server's port; 0: 10250 */
+    int64_t container_log_max_size;       /* containerLogMaxSize; 0: 10Mi; <0: no rotation */
+    int container_log_max_files;          /* containerLogMaxFiles; 0: 5 (at least 2) */
+    const json_t *eviction_hard;          /* evictionHard {signal: "100Mi" | "10%"}; NULL:
+                                             the kubelet's defaults; borrowed */
+    bool no_cgroups;                      /* use rlimits even with a delegated cgroup */
 };
 
 struct ck_agent;

@@ -6,8 +6,10 @@
  * downward API's fieldRefs, restarts with the kubelet's back-off, graceful stop, and
  * the pod status as the kubelet writes it. docs/internals/agent.md describes it.
  *
- * On disk, under the root dir: pods/<uid>/volumes/<name>/ and
- * pods/<uid>/containers/<name>/<attempt>/{pid,exit,log}. A restarted agent finds its
+ * On disk, under the root dir: pods/<uid>/volumes/<name>/,
+ * pods/<uid>/containers/<name>/<attempt>/{pid,exit} and the log
+ * pods/<uid>/containers/<name>/<attempt>.log (rotated: <attempt>.log.<time>, as the
+ * kubelet names a CRI log). A restarted agent finds its
  * containers again from those files (pid and start time, or the exit status the shim
  * wrote), so that nothing runs twice and no exit status is lost.
  *
@@ -24,6 +26,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +61,7 @@ struct container {
     json_t *last_state; /* the previous attempt's terminated state, or NULL */
     struct ck_agent_backoff backoff;
     struct ck_probe_state startup, liveness, readiness;
+    char **envp;     /* the environment of the running attempt (probes, hooks), or NULL */
     bool started_ok; /* no startup probe, or it succeeded */
     bool ready_ok;   /* no readiness probe, or it succeeds */
 };
@@ -68,10 +72,12 @@ struct pod_run {
     json_t *pod;            /* the newest copy seen */
     struct container *ctrs; /* the init containers (ninit of them), then the others */
     size_t n, ninit;
-    bool seen;        /* in the cache at this tick */
-    bool terminating; /* SIGTERM sent */
-    int64_t kill_at;  /* when SIGKILL follows */
-    bool removed;     /* the final delete was accepted */
+    bool seen;          /* in the cache at this tick */
+    bool terminating;   /* SIGTERM sent */
+    int64_t kill_at;    /* when SIGKILL follows */
+    bool removed;       /* the final delete was accepted */
+    bool volumes_ready; /* configMap, secret, downwardAPI, projected volumes written */
+    int64_t volumes_at; /* when writing them is tried again */
     char start_time[40];
     json_t *posted; /* the last status written */
 };
@@ -87,6 +93,11 @@ struct ck_agent {
     struct ck_lister pod_lister;
     json_t *lease;
     struct MHD_Daemon *log_server;
+    char cgroup[PATH_MAX]; /* the delegated cgroup v2, or "": rlimits */
+    struct ck_ctl_event_sink event_sink;
+    struct ck_event_recorder *events; /* as the kubelet's recorder: component "kubelet" */
+    struct ck_pressure_thresholds thresholds;
+    struct ck_pressure pressure; /* as last written to the Node (renewer thread only) */
 
     pthread_mutex_t lock;
     struct ck_pod_run_table {
@@ -125,6 +136,23 @@ static int mkdirs(const char *path)
             *p = '/';
         }
     return mkdir(tmp, 0750) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* An event about the pod, as the kubelet records them. */
+__attribute__((format(printf, 5, 6))) static void pod_event(struct ck_agent *a,
+                                                            const struct pod_run *p,
+                                                            const char *type, const char *reason,
+                                                            const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    json_t *ref = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind", "Pod",
+                            "metadata", "name", p->name, "namespace", p->ns, "uid", p->uid);
+    ck_event_recordf(a->events, ref, type, reason, "%s", msg);
+    json_decref(ref);
 }
 
 /* ---- the node ---- */
@@ -169,12 +197,12 @@ static json_t *node_object(struct ck_agent *a)
         " s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}, s:{s:{s:i}}}",
         "capacity", "cpu", cpu, "memory", mem, "pods", pods, "ephemeral-storage", disk,
         "allocatable", "cpu", cpu, "memory", mem, "pods", pods, "ephemeral-storage", disk,
-        "conditions", ck_agent_node_conditions(), "addresses", "type", "InternalIP", "address",
-        a->host_ip, "type", "Hostname", "address", a->node_name, "nodeInfo", "kubeletVersion",
-        "v1.32.0-ckube", "kubeProxyVersion", "", "osImage", u.sysname, "kernelVersion", u.release,
-        "containerRuntimeVersion", "process://1.0", "operatingSystem", "linux", "architecture",
-        arch, "machineID", a->node_name, "systemUUID", a->node_name, "bootID", "",
-        "daemonEndpoints", "kubeletEndpoint", "Port", a->config.port);
+        "conditions", ck_agent_node_conditions_with(&a->pressure), "addresses", "type",
+        "InternalIP", "address", a->host_ip, "type", "Hostname", "address", a->node_name,
+        "nodeInfo", "kubeletVersion", "v1.32.0-ckube", "kubeProxyVersion", "", "osImage", u.sysname,
+        "kernelVersion", u.release, "containerRuntimeVersion", "process://1.0", "operatingSystem",
+        "linux", "architecture", arch, "machineID", a->node_name, "systemUUID", a->node_name,
+        "bootID", "", "daemonEndpoints", "kubeletEndpoint", "Port", a->config.port);
     json_t *node = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}, s:{}, s:o}",
                              "apiVersion", "v1", "kind", "Node", "metadata", "name", a->node_name,
                              "labels", "kubernetes.io/hostname", a->node_name, "kubernetes.io/os",
@@ -186,6 +214,10 @@ static json_t *node_object(struct ck_agent *a)
 static int register_node(struct ck_agent *a, struct ck_err *reterr)
 {
     json_t *node = node_object(a);
+    json_t *taints = ck_agent_pressure_taints(NULL, &a->pressure);
+    if (node && json_array_size(taints)) /* a new node carries them from the start */
+        json_object_set(json_object_get(node, "spec"), "taints", taints);
+    json_decref(taints);
     int r = node ? ck_agent_register_node(&a->ctl, node, &a->lease, reterr)
                  : ck_err_set(reterr, CK_ENOMEM, "out of memory");
     json_decref(node);
@@ -203,6 +235,95 @@ static bool wait_stop(struct ck_agent *a, int64_t d)
     return stop;
 }
 
+/*
+ * The kubelet's node events for the pressure conditions that changed from `was` (NULL:
+ * all of them, as at registration): NodeHasInsufficientMemory, NodeHasSufficientMemory...
+ */
+static void pressure_events(struct ck_agent *a, const char *uid, const struct ck_pressure *was,
+                            const struct ck_pressure *now)
+{
+    static const char *const names[][2] = {{"NodeHasSufficientMemory", "NodeHasInsufficientMemory"},
+                                           {"NodeHasNoDiskPressure", "NodeHasDiskPressure"},
+                                           {"NodeHasSufficientPID", "NodeHasInsufficientPID"}};
+    const bool is[] = {now->memory, now->disk, now->pid};
+    const bool before[] = {was && was->memory, was && was->disk, was && was->pid};
+    json_t *ref = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Node",
+                            "metadata", "name", a->node_name, "uid", uid ? uid : "");
+    for (size_t k = 0; k < 3; k++)
+        if (!was || before[k] != is[k])
+            ck_event_recordf(a->events, ref, CK_EVENT_NORMAL, names[k][is[k]],
+                             "Node %s status is now: %s", a->node_name, names[k][is[k]]);
+    json_decref(ref);
+}
+
+/*
+ * Measures the pressures; when one changed, writes the node's conditions (transition
+ * times kept for the others) and the NoSchedule taints that go with them.
+ */
+static void update_pressure(struct ck_agent *a, const json_t *node)
+{
+    struct ck_pressure_sample sample;
+    struct ck_pressure now;
+    if (!node || ck_pressure_measure(a->root_dir, &sample) < 0)
+        return;
+    ck_pressure_evaluate(&a->thresholds, &sample, &now);
+    const json_t *taints = json_object_get(json_object_get(node, "spec"), "taints");
+    json_t *want_taints = ck_agent_pressure_taints(taints, &now);
+    bool same = now.memory == a->pressure.memory && now.disk == a->pressure.disk &&
+                now.pid == a->pressure.pid;
+    bool taints_ok = taints ? json_equal(want_taints, taints) : !json_array_size(want_taints);
+    struct ck_err err = {0};
+    if (!same) {
+        json_t *copy = json_deep_copy(node);
+        json_t *conds = ck_agent_node_conditions_with(&now);
+        size_t i, j;
+        json_t *c, *o;
+        json_array_foreach(conds, i, c)
+        {
+            json_array_foreach(json_object_get(json_object_get(node, "status"), "conditions"), j, o)
+            {
+                if (json_equal(json_object_get(o, "type"), json_object_get(c, "type")) &&
+                    json_equal(json_object_get(o, "status"), json_object_get(c, "status")) &&
+                    json_object_get(o, "lastTransitionTime"))
+                    json_object_set(c, "lastTransitionTime",
+                                    json_object_get(o, "lastTransitionTime"));
+            }
+        }
+        json_object_set_new(json_object_get(copy, "status"), "conditions", conds);
+        json_t *written = NULL;
+        if (ck_ctl_update_status(&a->ctl, a->nodes_res, "", copy, &written, &err) == 0) {
+            char m[64];
+            snprintf(m, sizeof(m), "memory=%d disk=%d pid=%d", now.memory, now.disk, now.pid);
+            CK_LOGS(0, "Node pressure changed", "node", a->node_name, "pressure", m);
+            pressure_events(a, ck__meta_str(node, "uid"), &a->pressure, &now);
+            a->pressure = now;
+            /* the taints go on the node as written now */
+            json_decref(copy);
+            copy = written;
+            taints_ok = false;
+        } else {
+            CK_LOGS(0, "Unable to write node pressure", "node", a->node_name, "err", err.msg);
+            json_decref(copy);
+            copy = NULL;
+        }
+        if (copy && !taints_ok) {
+            json_object_set(json_object_get(copy, "spec"), "taints", want_taints);
+            if (ck_ctl_update(&a->ctl, a->nodes_res, "", copy, NULL, &err) < 0)
+                CK_LOGS(0, "Unable to write node taints", "node", a->node_name, "err", err.msg);
+        }
+        json_decref(copy);
+    } else if (!taints_ok) {
+        json_t *copy = json_deep_copy(node);
+        if (!json_object_get(copy, "spec"))
+            json_object_set_new(copy, "spec", json_object());
+        json_object_set(json_object_get(copy, "spec"), "taints", want_taints);
+        if (ck_ctl_update(&a->ctl, a->nodes_res, "", copy, NULL, &err) < 0)
+            CK_LOGS(0, "Unable to write node taints", "node", a->node_name, "err", err.msg);
+        json_decref(copy);
+    }
+    json_decref(want_taints);
+}
+
 static void *renewer_main(void *arg)
 {
     struct ck_agent *a = arg;
@@ -217,7 +338,8 @@ static void *renewer_main(void *arg)
                 CK_LOGS(0, "Unable to register node", "node", a->node_name, "err", err.msg);
             else
                 CK_LOGS(2, "Node registered again", "node", a->node_name);
-        }
+        } else
+            update_pressure(a, node);
         json_decref(node);
     }
     return NULL;
@@ -228,13 +350,23 @@ static void *renewer_main(void *arg)
 static void ctr_dir(const struct pod_run *p, const struct container *c, int attempt, char *buf,
                     size_t size)
 {
-    snprintf(buf, size, "%s/containers/%s/%d", p->dir, c->name, attempt);
+    if (snprintf(buf, size, "%s/containers/%s/%d", p->dir, c->name, attempt) >= (int)size)
+        buf[0] = 0; /* too long: no such file */
 }
 
 static void ctr_file(const struct pod_run *p, const struct container *c, int attempt,
                      const char *file, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s/containers/%s/%d/%s", p->dir, c->name, attempt, file);
+    if (snprintf(buf, size, "%s/containers/%s/%d/%s", p->dir, c->name, attempt, file) >= (int)size)
+        buf[0] = 0; /* too long: no such file */
+}
+
+/* The current log file of an attempt, named as the kubelet names it (<attempt>.log). */
+static void ctr_log(const struct pod_run *p, const struct container *c, int attempt, char *buf,
+                    size_t size)
+{
+    if (snprintf(buf, size, "%s/containers/%s/%d.log", p->dir, c->name, attempt) >= (int)size)
+        buf[0] = 0; /* too long: no such file */
 }
 
 /* A fieldRef's value (the downward API) or NULL. */
@@ -274,37 +406,80 @@ static void strv_free(char **v)
     free(v);
 }
 
-static char **container_env(struct ck_agent *a, const struct pod_run *p, const json_t *spec_c)
+struct ref_ctx {
+    struct ck_agent *a;
+    const struct pod_run *p;
+};
+
+static char *field_ref_cb(void *arg, const char *path)
 {
-    const json_t *env = json_object_get(spec_c, "env");
-    size_t n = json_array_size(env), k = 0;
-    char **v = calloc(n + 4, sizeof(*v));
-    if (!v)
+    struct ref_ctx *c = arg;
+    return field_ref(c->a, c->p->pod, path);
+}
+
+static void warn_cb(void *arg, const char *reason, const char *msg)
+{
+    struct ref_ctx *c = arg;
+    pod_event(c->a, c->p, CK_EVENT_WARNING, reason, "%s", msg);
+}
+
+/*
+ * The container's environment: envFrom and ConfigMap/Secret references (podconfig.c),
+ * then values and fieldRefs, PATH (unless given) and HOSTNAME. NULL when a reference
+ * fails and reterr is given (the error in it); without reterr such references are left
+ * out.
+ */
+static char **container_env(struct ck_agent *a, const struct pod_run *p, const json_t *spec_c,
+                            struct ck_err *reterr)
+{
+    struct ck__env env = {0};
+    struct ref_ctx ctx = {a, p};
+    struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, warn_cb, &ctx};
+    struct ck_err err = {0};
+    if (ck__env_from_refs(&refs, spec_c, &env, &err) < 0 && reterr) {
+        *reterr = err;
+        ck__env_free(&env);
         return NULL;
+    }
     bool has_path = false;
     size_t i;
     json_t *e;
-    json_array_foreach(env, i, e)
+    json_array_foreach(json_object_get(spec_c, "env"), i, e)
     {
         const char *name = json_string_value(json_object_get(e, "name"));
+        const json_t *from = json_object_get(e, "valueFrom");
+        if (!name || json_object_get(from, "configMapKeyRef") ||
+            json_object_get(from, "secretKeyRef"))
+            continue;
         const char *value = json_string_value(json_object_get(e, "value"));
         char *owned = NULL;
-        const char *fp = json_string_value(json_object_get(
-            json_object_get(json_object_get(e, "valueFrom"), "fieldRef"), "fieldPath"));
+        const char *fp =
+            json_string_value(json_object_get(json_object_get(from, "fieldRef"), "fieldPath"));
         if (fp)
             value = owned = field_ref(a, p->pod, fp);
-        if (!name)
-            continue;
-        has_path = has_path || strcmp(name, "PATH") == 0;
-        if (asprintf(&v[k], "%s=%s", name, value ? value : "") >= 0)
-            k++;
+        ck__env_add(&env, name, value ? value : "");
         free(owned);
     }
-    if (!has_path && asprintf(&v[k], "PATH=%s",
-                              "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") >= 0)
-        k++;
-    if (asprintf(&v[k], "HOSTNAME=%s", p->name) >= 0)
-        k++;
+    for (i = 0; i < env.n; i++)
+        has_path = has_path || strncmp(env.v[i], "PATH=", 5) == 0;
+    if (!has_path)
+        ck__env_add(&env, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    ck__env_add(&env, "HOSTNAME", p->name);
+    return env.v;
+}
+
+/* The environment probes and hooks run with: the running attempt's, else a fresh one. */
+static char **probe_env(struct ck_agent *a, const struct pod_run *p, const struct container *c,
+                        const json_t *sc)
+{
+    if (!c->envp)
+        return container_env(a, p, sc, NULL);
+    size_t n = 0;
+    while (c->envp[n])
+        n++;
+    char **v = calloc(n + 1, sizeof(*v));
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = strdup(c->envp[i]);
     return v;
 }
 
@@ -361,7 +536,7 @@ static int probe_if_due(struct ck_agent *a, const struct pod_run *p, const struc
     int64_t now = now_ns();
     if (!s->probe || now < s->next_at)
         return 0;
-    char **envp = container_env(a, p, sc);
+    char **envp = probe_env(a, p, c, sc);
     const char *wd = json_string_value(json_object_get(sc, "workingDir"));
     struct ck_probe_target target = {envp, wd && *wd ? wd : p->dir, a->host_ip,
                                      json_object_get(sc, "ports")};
@@ -406,14 +581,36 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
     char dir[PATH_MAX], logp[PATH_MAX], exitp[PATH_MAX], pidp[PATH_MAX];
     int attempt = c->ever_ran ? c->attempt + 1 : 0;
     ctr_dir(p, c, attempt, dir, sizeof(dir));
-    ctr_file(p, c, attempt, "log", logp, sizeof(logp));
+    ctr_log(p, c, attempt, logp, sizeof(logp));
     ctr_file(p, c, attempt, "exit", exitp, sizeof(exitp));
     ctr_file(p, c, attempt, "pid", pidp, sizeof(pidp));
     char **argv = container_argv(sc);
-    char **envp = container_env(a, p, sc);
-    const char *wd = json_string_value(json_object_get(sc, "workingDir"));
-    struct ck_proc_spec spec = {argv, envp, wd && *wd ? wd : p->dir, logp, exitp};
     struct ck_err err = {0};
+    char **envp = container_env(a, p, sc, &err);
+    if (!envp) { /* a ConfigMap or Secret it needs is missing: retried */
+        snprintf(c->waiting_reason, sizeof(c->waiting_reason), "CreateContainerConfigError");
+        snprintf(c->waiting_message, sizeof(c->waiting_message), "%s", err.msg);
+        c->restart_at = now_ns() + 2 * CK_SEC;
+        CK_LOGS(0, "Container config error", "pod", p->name, "container", c->name, "err", err.msg);
+        pod_event(a, p, CK_EVENT_WARNING, "Failed", "Error: %s", err.msg);
+        strv_free(argv);
+        return;
+    }
+    const char *wd = json_string_value(json_object_get(sc, "workingDir"));
+    struct ck_limits limits;
+    ck_limits_from_container(sc, &limits);
+    char cgroup[PATH_MAX + 600];
+    if (a->cgroup[0])
+        snprintf(cgroup, sizeof(cgroup), "%s/pod%s_%.254s_%d", a->cgroup, p->uid, c->name, attempt);
+    struct ck_proc_spec spec = {argv,
+                                envp,
+                                wd && *wd ? wd : p->dir,
+                                logp,
+                                exitp,
+                                a->config.container_log_max_size,
+                                a->config.container_log_max_files,
+                                &limits,
+                                a->cgroup[0] ? cgroup : NULL};
     int r;
     if (!argv)
         r = ck_err_set(&err, CK_EINVAL,
@@ -437,6 +634,9 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
         c->has_exit = false;
         c->started_ns = now_ns();
         c->waiting_reason[0] = 0;
+        strv_free(c->envp);
+        c->envp = envp;
+        envp = NULL;
         init_probes(p, c);
         char pid[24];
         snprintf(pid, sizeof(pid), "%d", (int)c->proc.pid);
@@ -492,7 +692,7 @@ static void adopt_container(struct pod_run *p, struct container *c)
     init_probes(p, c);
     if (!c->running) { /* gone without an exit status (a reboot) */
         c->has_exit = true;
-        c->exit = (struct ck_proc_exit){137, 9, now_ns()};
+        c->exit = (struct ck_proc_exit){137, 9, now_ns(), false};
     }
     char pidtext[24];
     snprintf(pidtext, sizeof(pidtext), "%d", pid);
@@ -505,7 +705,9 @@ static json_t *terminated_state(const struct container *c)
     char started[40], finished[40];
     fmt_time(c->started_ns, started, sizeof(started));
     fmt_time(c->exit.finished_ns, finished, sizeof(finished));
-    const char *reason = c->exit.code == 0 ? "Completed" : "Error";
+    const char *reason = c->exit.oom_killed  ? "OOMKilled"
+                         : c->exit.code == 0 ? "Completed"
+                                             : "Error";
     char id[64];
     snprintf(id, sizeof(id), "process://%d", (int)c->proc.pid);
     return json_pack("{s:{s:i, s:s, s:s, s:s, s:s}}", "terminated", "exitCode", c->exit.code,
@@ -535,7 +737,7 @@ static void supervise(struct ck_agent *a, struct pod_run *p, struct container *c
         if (ck_proc_read_exit(path, &c->exit) == 0 ||
             !ck_proc_alive(c->proc.pid, c->proc.started_ns)) {
             if (ck_proc_read_exit(path, &c->exit) != 0) /* vanished with no status */
-                c->exit = (struct ck_proc_exit){137, 9, now_ns()};
+                c->exit = (struct ck_proc_exit){137, 9, now_ns(), false};
             c->running = false;
             c->has_exit = true;
             char code[24];
@@ -553,7 +755,9 @@ static void supervise(struct ck_agent *a, struct pod_run *p, struct container *c
         run_probes(a, p, c);
     else if (!c->done && now_ns() >= c->restart_at)
         start_container(a, p, c);
-    if (!c->running && !c->done && c->has_exit && c->waiting_reason[0] != 'R') {
+    if (!c->running && !c->done && c->has_exit &&
+        strcmp(c->waiting_reason, "RunContainerError") != 0 &&
+        strcmp(c->waiting_reason, "CreateContainerConfigError") != 0) {
         snprintf(c->waiting_reason, sizeof(c->waiting_reason), "CrashLoopBackOff");
         if (snprintf(c->waiting_message, sizeof(c->waiting_message),
                      "back-off %llds restarting failed container=%s pod=%s_%s(%s)",
@@ -584,10 +788,10 @@ static json_t *container_status(const struct pod_run *p, const struct container 
     if (c->ever_ran)
         snprintf(id, sizeof(id), "process://%d", (int)c->proc.pid);
     json_t *s =
-        json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:O}", "name", c->name, "image", image,
+        json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:o}", "name", c->name, "image", image,
                   "imageID", image, "ready", c->running && c->started_ok && c->ready_ok, "started",
                   c->running && c->started_ok, "restartCount", c->attempt, "state", state,
-                  "lastState", c->last_state ? c->last_state : json_object());
+                  "lastState", c->last_state ? json_incref(c->last_state) : json_object());
     if (s && *id)
         json_object_set_new(s, "containerID", json_string(id));
     return s;
@@ -698,12 +902,41 @@ static struct pod_run *pod_find(struct ck_agent *a, const char *uid)
 
 static void pod_free(struct pod_run *p)
 {
-    for (size_t i = 0; i < p->n; i++)
+    for (size_t i = 0; i < p->n; i++) {
         json_decref(p->ctrs[i].last_state);
+        strv_free(p->ctrs[i].envp);
+    }
     free(p->ctrs);
     json_decref(p->pod);
     json_decref(p->posted);
     free(p);
+}
+
+/* Writes the pod's configMap, secret, downwardAPI and projected volumes; false: retry. */
+static bool setup_volumes(struct ck_agent *a, struct pod_run *p)
+{
+    size_t i;
+    json_t *vol;
+    struct ref_ctx ctx = {a, p};
+    struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, warn_cb, &ctx};
+    json_array_foreach(json_object_get(json_object_get(p->pod, "spec"), "volumes"), i, vol)
+    {
+        const char *name = json_string_value(json_object_get(vol, "name"));
+        char path[PATH_MAX];
+        struct ck_err err = {0};
+        if (!name || strchr(name, '/') ||
+            snprintf(path, sizeof(path), "%s/volumes/%s", p->dir, name) >= (int)sizeof(path))
+            continue;
+        if (ck__volume_write(&refs, vol, path, &err) < 0) {
+            char msg[700];
+            snprintf(msg, sizeof(msg), "MountVolume.SetUp failed for volume \"%s\" : %s", name,
+                     err.msg);
+            CK_LOGS(0, "FailedMount", "pod", p->name, "namespace", p->ns, "message", msg);
+            pod_event(a, p, CK_EVENT_WARNING, "FailedMount", "%s", msg);
+            return false;
+        }
+    }
+    return true;
 }
 
 static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
@@ -748,6 +981,11 @@ static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
                 mkdirs(path);
         }
     }
+    mkdirs(p->dir); /* volumes/ exists once an emptyDir made it; else now */
+    char vdir[PATH_MAX];
+    if (snprintf(vdir, sizeof(vdir), "%s/volumes", p->dir) < (int)sizeof(vdir))
+        mkdirs(vdir);
+    p->volumes_ready = setup_volumes(a, p);
     for (i = 0; i < p->n; i++) {
         const json_t *sc =
             i < p->ninit ? json_array_get(inits, i) : json_array_get(containers, i - p->ninit);
@@ -777,7 +1015,7 @@ static void run_pre_stop(struct ck_agent *a, const struct pod_run *p, const stru
     if (!probe)
         return;
     json_object_set_new(probe, "timeoutSeconds", json_integer(grace > 0 ? grace : 1));
-    char **envp = container_env(a, p, sc);
+    char **envp = probe_env(a, p, c, sc);
     const char *wd = json_string_value(json_object_get(sc, "workingDir"));
     struct ck_probe_target target = {envp, wd && *wd ? wd : p->dir, a->host_ip,
                                      json_object_get(sc, "ports")};
@@ -887,6 +1125,17 @@ static void tick(struct ck_agent *a)
             terminate(a, p);
         else {
             bool initialized = true;
+            bool adopted = false; /* containers that run already need no volumes set up */
+            for (size_t j = 0; j < p->n; j++)
+                adopted = adopted || p->ctrs[j].ever_ran;
+            if (!p->volumes_ready && !adopted && now_ns() >= p->volumes_at) {
+                p->volumes_ready = setup_volumes(a, p);
+                p->volumes_at = now_ns() + 2 * CK_SEC; /* the next try, if this one failed */
+            }
+            if (!p->volumes_ready && !adopted) {
+                post_status(a, p);
+                continue;
+            }
             for (size_t j = 0; j < p->ninit && initialized; j++) {
                 struct container *c = &p->ctrs[j];
                 if (!(c->done && c->exit.code == 0))
@@ -938,6 +1187,9 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         return ck_err_set(reterr, CK_EINVAL, "a client, a node name and a root dir are required");
     if (strlen(config->node_name) > 253)
         return ck_err_set(reterr, CK_EINVAL, "node name longer than 253 characters");
+    if (config->container_log_max_files == 1 || config->container_log_max_files < 0)
+        return ck_err_set(reterr, CK_EINVAL, "invalid containerLogMaxFiles %d, must be > 1",
+                          config->container_log_max_files);
     struct ck_agent *a = calloc(1, sizeof(*a));
     if (!a)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
@@ -951,10 +1203,17 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         a->config.node_status_update_frequency = 10 * CK_SEC;
     if (a->config.port <= 0)
         a->config.port = 10250;
+    if (a->config.container_log_max_size == 0)
+        a->config.container_log_max_size = 10 * 1024 * 1024; /* the kubelet's 10Mi */
+    if (a->config.container_log_max_files == 0)
+        a->config.container_log_max_files = 5;
+
     a->node_name = strdup(config->node_name);
     a->root_dir = realpath(config->root_dir, NULL);
     a->host_ip = host_address();
-    int r = 0;
+    int r = ck_pressure_thresholds_parse(config->eviction_hard, &a->thresholds, reterr);
+    if (r < 0)
+        goto fail;
     if (!a->root_dir) {
         r = ck_err_set(reterr, CK_EINVAL, "--root-dir %s: %s", config->root_dir, strerror(errno));
         goto fail;
@@ -965,6 +1224,18 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         goto fail;
     }
+    struct ck_err cgerr = {0};
+    if (a->config.no_cgroups)
+        CK_LOGS(0, "Resource limits as rlimits (memory: RLIMIT_DATA; cpu and pids not limited)",
+                "reason", "cgroups disabled by configuration");
+    else if (ck_cgroup_setup(NULL, a->cgroup, sizeof(a->cgroup), &cgerr) == 0)
+        CK_LOGS(0, "Resource limits through cgroup v2 (memory.max, cpu.max, pids.max)", "cgroup",
+                a->cgroup);
+    else {
+        a->cgroup[0] = 0;
+        CK_LOGS(0, "Resource limits as rlimits (memory: RLIMIT_DATA; cpu and pids not limited)",
+                "reason", cgerr.msg);
+    }
     a->pods_res = ck_controller_resource("", "v1", "pods");
     a->nodes_res = ck_controller_resource("", "v1", "nodes");
     if (!a->pods_res || !a->nodes_res) {
@@ -972,6 +1243,14 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         goto fail;
     }
     ck_ctl_client_init_rest(&a->ctl, config->client);
+    struct ck_event_sink sink;
+    struct ck_event_recorder_options eo = {.component = "kubelet", .host = a->node_name};
+    if (ck_ctl_event_sink_init(&a->event_sink, &a->ctl, &sink) < 0) {
+        r = ck_err_set(reterr, CK_ENOENT, "no kind serves v1 events");
+        goto fail;
+    }
+    if ((r = ck_event_recorder_new(&eo, &sink, &a->events, reterr)) < 0)
+        goto fail;
     ck_rest_list_watch_init(&a->rlw, config->client, a->pods_res, NULL);
     a->lw = (struct ck_list_watch){lw_list, lw_watch, a};
     struct ck_informer_options io = {.list_watch = &a->lw, .res = a->pods_res};
@@ -988,10 +1267,16 @@ fail:
 
 int ck_agent_run(struct ck_agent *a, struct ck_err *reterr)
 {
+    struct ck_pressure_sample sample;
+    if (ck_pressure_measure(a->root_dir, &sample) == 0) /* the conditions registered */
+        ck_pressure_evaluate(&a->thresholds, &sample, &a->pressure);
     int r = register_node(a, reterr);
     if (r < 0)
         return r;
     CK_LOGS(0, "Node registered", "node", a->node_name, "address", a->host_ip);
+    const json_t *owner = json_array_get(
+        json_object_get(json_object_get(a->lease, "metadata"), "ownerReferences"), 0);
+    pressure_events(a, json_string_value(json_object_get(owner, "uid")), NULL, &a->pressure);
     if (!a->log_server &&
         !(a->log_server = ck__agent_log_server_start(a, a->host_ip, a->config.port)))
         return ck_err_set(reterr, CK_EIO, "cannot serve logs on %s:%d", a->host_ip, a->config.port);
@@ -1029,6 +1314,7 @@ struct ck_agent *ck_agent_free(struct ck_agent *a)
     if (a->log_server)
         MHD_stop_daemon(a->log_server);
     ck_informer_free(a->pods_inf);
+    ck_event_recorder_free(a->events);
     /* the containers keep running, as with the kubelet: a new agent finds them again */
     for (size_t i = 0; i < a->pods.n; i++)
         pod_free(a->pods.v[i]);
@@ -1061,7 +1347,7 @@ int ck_agent_log_path(struct ck_agent *a, const char *ns, const char *pod, const
             int attempt = previous ? c->attempt - 1 : c->attempt;
             if (!c->ever_ran || attempt < 0)
                 break;
-            ctr_file(p, c, attempt, "log", buf, size);
+            ctr_log(p, c, attempt, buf, size);
             r = 0;
         }
     }

@@ -3,11 +3,12 @@
  * kube-apiserver does to the kubelet's /containerLogs:
  *
  *   GET /containerLogs/{namespace}/{pod}/{container}?follow=&tailLines=&previous=
- *       &timestamps=&limitBytes=
+ *       &timestamps=&limitBytes=&sinceSeconds=&sinceTime=
  *
- * It reads the CRI log file and answers the text of each record (with its RFC 3339 time
- * in front when timestamps=true). With follow=true the answer goes on while the
- * container runs. libmicrohttpd serves it on the node's address, plain HTTP.
+ * It reads the CRI log files (logread.c: rotated ones first) and answers the text of
+ * each record (with its RFC 3339 time in front when timestamps=true). With follow=true
+ * the answer goes on while the container runs. libmicrohttpd serves it on the node's address, plain
+ * HTTP.
  */
 #define _GNU_SOURCE
 #include <microhttpd.h>
@@ -24,67 +25,17 @@
 #include "ckube/internal/util.h"
 #include "internal.h"
 
-struct log_reader {
-    FILE *f;
-    char exit_path[4096];
-    bool follow, timestamps;
-    int64_t limit; /* bytes left to send; <0: no limit */
-    char line[20000];
-};
-
-/* The text of one CRI record (and its time when asked); false if not a record. */
-static size_t record_text(const struct log_reader *r, const char *rec, char *out, size_t size)
-{
-    const char *sp1 = strchr(rec, ' ');
-    const char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-    const char *sp3 = sp2 ? strchr(sp2 + 1, ' ') : NULL;
-    if (!sp3)
-        return 0;
-    bool partial = sp2[1] == 'P';
-    const char *text = sp3 + 1;
-    size_t len = strcspn(text, "\n");
-    size_t n = 0;
-    if (r->timestamps)
-        n = (size_t)snprintf(out, size, "%.*s ", (int)(sp1 - rec), rec);
-    if (n + len + 1 > size)
-        len = size - n - 1;
-    memcpy(out + n, text, len);
-    n += len;
-    if (!partial)
-        out[n++] = '\n';
-    return n;
-}
-
+/* The container's log through logread.c; waits in follow mode, a while at a time. */
 static ssize_t read_logs(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
-    struct log_reader *r = cls;
+    struct ck_log_reader *r = cls;
     for (int waited = 0;; waited++) {
-        if (r->limit == 0)
+        ssize_t n = ck_log_reader_read(r, buf, max);
+        if (n == CK_LOG_END)
             return MHD_CONTENT_READER_END_OF_STREAM;
-        long at = ftell(r->f);
-        if (fgets(r->line, sizeof(r->line), r->f) && strchr(r->line, '\n')) {
-            char out[sizeof(r->line) + 64];
-            size_t n = record_text(r, r->line, out, sizeof(out));
-            if (n > max) { /* come back with room */
-                fseek(r->f, at, SEEK_SET);
-                if (max >= sizeof(out))
-                    return MHD_CONTENT_READER_END_WITH_ERROR;
-                return 0;
-            }
-            if (r->limit > 0 && (int64_t)n > r->limit)
-                n = (size_t)r->limit;
-            if (r->limit > 0)
-                r->limit -= (int64_t)n;
-            memcpy(buf, out, n);
-            if (n)
-                return (ssize_t)n;
-            continue;
-        }
-        fseek(r->f, at, SEEK_SET); /* half a record, or none yet */
-        clearerr(r->f);
-        if (!r->follow || access(r->exit_path, F_OK) == 0)
-            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (n > 0)
+            return n;
         nanosleep(&(struct timespec){0, 100000000}, NULL);
         if (waited > 50) /* let the server notice a closed connection */
             return 0;
@@ -93,10 +44,7 @@ static ssize_t read_logs(void *cls, uint64_t pos, char *buf, size_t max)
 
 static void free_reader(void *cls)
 {
-    struct log_reader *r = cls;
-    if (r->f)
-        fclose(r->f);
-    free(r);
+    ck_log_reader_free(cls);
 }
 
 static enum MHD_Result fail(struct MHD_Connection *conn, unsigned status, const char *msg)
@@ -114,21 +62,38 @@ static bool query_true(struct MHD_Connection *conn, const char *name)
     return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
 }
 
-/* Moves f to the start of its last n records. */
-static void seek_tail(FILE *f, long n)
+static int64_t query_int(struct MHD_Connection *conn, const char *name, int64_t dflt)
 {
-    fseek(f, 0, SEEK_END);
-    long end = ftell(f), at = end;
-    long seen = 0;
-    char c;
-    while (at > 0) {
-        fseek(f, --at, SEEK_SET);
-        if (fread(&c, 1, 1, f) == 1 && c == '\n' && at != end - 1 && ++seen == n) {
-            fseek(f, at + 1, SEEK_SET);
-            return;
-        }
-    }
-    fseek(f, 0, SEEK_SET);
+    const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
+    char *end;
+    long long n = v && *v ? strtoll(v, &end, 10) : 0;
+    return v && *v && !*end ? (int64_t)n : dflt;
+}
+
+/* Opens the log of the request's container with its options (the kubelet's LogOptions). */
+static struct ck_log_reader *open_reader(struct ck_agent *a, struct MHD_Connection *conn,
+                                         const char *ns, const char *pod, const char *ctr)
+{
+    char path[4096], exit_path[4200];
+    bool previous = query_true(conn, "previous");
+    if (ck_agent_log_path(a, ns, pod, ctr, previous, path, sizeof(path)) < 0)
+        return NULL;
+    size_t len = strlen(path); /* DIR/<attempt>.log; its exit file is DIR/<attempt>/exit */
+    snprintf(exit_path, sizeof(exit_path), "%.*s/exit", (int)(len > 4 ? len - 4 : len), path);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct ck_log_options o = {
+        .follow = query_true(conn, "follow") && !previous,
+        .timestamps = query_true(conn, "timestamps"),
+        .tail_lines = query_int(conn, "tailLines", -1),
+        .limit_bytes = query_int(conn, "limitBytes", 0),
+        .since_ns =
+            ck_log_since(MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "sinceSeconds"),
+                         MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "sinceTime"),
+                         (int64_t)now.tv_sec * CK_SEC + now.tv_nsec),
+    };
+    struct ck_log_reader *r = NULL;
+    return ck_log_reader_open(path, exit_path, &o, &r) == 0 ? r : NULL;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
@@ -145,26 +110,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     char ns[254], pod[254], ctr[254] = "";
     if (sscanf(url, "/containerLogs/%253[^/]/%253[^/]/%253[^/]", ns, pod, ctr) < 2)
         return fail(conn, MHD_HTTP_NOT_FOUND, "not found\n");
-    struct log_reader *r = calloc(1, sizeof(*r));
-    char path[4096];
+    struct ck_log_reader *r = open_reader(a, conn, ns, pod, ctr);
     if (!r)
-        return fail(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-    if (ck_agent_log_path(a, ns, pod, ctr, query_true(conn, "previous"), path, sizeof(path)) < 0 ||
-        !(r->f = fopen(path, "re"))) {
-        free(r);
         return fail(conn, MHD_HTTP_NOT_FOUND, "no log for this container\n");
-    }
-    snprintf(r->exit_path, sizeof(r->exit_path), "%.*s/exit", (int)(strrchr(path, '/') - path),
-             path);
-    r->follow = query_true(conn, "follow") && !query_true(conn, "previous");
-    r->timestamps = query_true(conn, "timestamps");
-    const char *lb = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "limitBytes");
-    r->limit = lb ? atoll(lb) : -1;
-    if (r->limit == 0)
-        r->limit = -1;
-    const char *tail = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "tailLines");
-    if (tail && atol(tail) >= 0)
-        seek_tail(r->f, atol(tail));
     struct MHD_Response *resp =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, read_logs, r, free_reader);
     if (!resp) {

@@ -20,15 +20,26 @@ static void now_rfc3339(char *buf, size_t size, bool micro)
     ck__time_format((int64_t)ts.tv_sec, micro ? ts.tv_nsec / 1000 : -1, buf, size);
 }
 
-json_t *ck_agent_node_conditions(void)
+json_t *ck_agent_node_conditions_with(const struct ck_pressure *p)
 {
     char now[40];
     now_rfc3339(now, sizeof(now), false);
-    static const char *const c[][4] = {
-        {"MemoryPressure", "False", "KubeletHasSufficientMemory",
-         "kubelet has sufficient memory available"},
-        {"DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
-        {"PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+    struct ck_pressure none = {0};
+    if (!p)
+        p = &none;
+    /* the kubelet's setters (pkg/kubelet/nodestatus): reason and message per state */
+    const char *const c[][4] = {
+        {"MemoryPressure", p->memory ? "True" : "False",
+         p->memory ? "KubeletHasInsufficientMemory" : "KubeletHasSufficientMemory",
+         p->memory ? "kubelet has insufficient memory available"
+                   : "kubelet has sufficient memory available"},
+        {"DiskPressure", p->disk ? "True" : "False",
+         p->disk ? "KubeletHasDiskPressure" : "KubeletHasNoDiskPressure",
+         p->disk ? "kubelet has disk pressure" : "kubelet has no disk pressure"},
+        {"PIDPressure", p->pid ? "True" : "False",
+         p->pid ? "KubeletHasInsufficientPID" : "KubeletHasSufficientPID",
+         p->pid ? "kubelet has insufficient PID available"
+                : "kubelet has sufficient PID available"},
         {"Ready", "True", "KubeletReady", "kubelet is posting ready status"},
     };
     json_t *list = json_array();
@@ -38,6 +49,36 @@ json_t *ck_agent_node_conditions(void)
                                         c[i][1], "reason", c[i][2], "message", c[i][3],
                                         "lastHeartbeatTime", now, "lastTransitionTime", now));
     return list;
+}
+
+json_t *ck_agent_node_conditions(void)
+{
+    return ck_agent_node_conditions_with(NULL);
+}
+
+json_t *ck_agent_pressure_taints(const json_t *taints, const struct ck_pressure *p)
+{
+    static const char *const keys[] = {"node.kubernetes.io/memory-pressure",
+                                       "node.kubernetes.io/disk-pressure",
+                                       "node.kubernetes.io/pid-pressure"};
+    const bool on[] = {p->memory, p->disk, p->pid};
+    json_t *out = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach(taints, i, t)
+    {
+        const char *key = json_string_value(json_object_get(t, "key"));
+        bool ours = false;
+        for (size_t k = 0; k < 3 && key; k++)
+            ours = ours || strcmp(key, keys[k]) == 0;
+        if (!ours)
+            json_array_append(out, t);
+    }
+    for (size_t k = 0; k < 3; k++)
+        if (on[k])
+            json_array_append_new(out,
+                                  json_pack("{s:s, s:s}", "key", keys[k], "effect", "NoSchedule"));
+    return out;
 }
 
 int ck_agent_register_node(const struct ck_ctl_client *ctl, const json_t *node, json_t **lease_io,

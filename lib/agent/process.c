@@ -11,10 +11,22 @@
  * status, even when it was not running when the container ended, and a container
  * outlives the agent (logs included), as with a CRI runtime.
  *
+ * The shim also rotates the log as the kubelet's container log manager does: past
+ * log_max_size bytes the log file LOG is renamed LOG.<YYYYmmdd-HHMMSS> (UTC) and a new LOG
+ * is opened; rotated files beyond log_max_files - 1 are removed, oldest first. Rotated
+ * files are kept uncompressed. More rotations within the same second are named
+ * LOG.<time>.001, .002 ... (up to 999), which sort in their order.
+ *
+ * Resource limits: with a cgroup directory the shim creates it and writes memory.max,
+ * cpu.max and pids.max, and the container joins it before exec; after the exit the
+ * shim reads memory.events (oom_kill) and removes the directory. Without one, memory is
+ * an RLIMIT_DATA (no rlimit limits a CPU rate or a container's pids).
+ *
  * Also here: the kubelet's restart back-off (flowcontrol.Backoff as the kubelet uses it:
  * 10 s doubling to 5 min, forgotten after 10 min without a restart).
  */
 #define _GNU_SOURCE /* pipe2, execvpe */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -22,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -47,8 +60,93 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
+/* The shim's log file and its rotation (the shim is one process: plain statics). */
+static struct {
+    const char *path;
+    int fd;
+    int64_t size, max_size;
+    int max_files;
+} log_out = {NULL, -1, 0, 0, 0};
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Removes the oldest rotated files of log_out.path beyond max_files - 1. */
+static void remove_excess_logs(void)
+{
+    const char *slash = strrchr(log_out.path, '/');
+    char dir[4096];
+    if (!slash || (size_t)(slash - log_out.path) >= sizeof(dir))
+        return;
+    memcpy(dir, log_out.path, (size_t)(slash - log_out.path));
+    dir[slash - log_out.path] = 0;
+    const char *base = slash + 1;
+    size_t blen = strlen(base), n = 0, cap = 0;
+    char **names = NULL;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strncmp(e->d_name, base, blen) != 0 || e->d_name[blen] != '.')
+            continue;
+        if (n == cap) {
+            char **v = realloc(names, (cap = cap ? cap * 2 : 8) * sizeof(*v));
+            if (!v)
+                break;
+            names = v;
+        }
+        if ((names[n] = strdup(e->d_name)))
+            n++;
+    }
+    if (d)
+        closedir(d);
+    if (n)
+        qsort(names, n, sizeof(*names), cmp_names);
+    size_t keep = log_out.max_files > 1 ? (size_t)log_out.max_files - 1 : 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[8192];
+        if (i + keep < n &&
+            snprintf(path, sizeof(path), "%s/%s", dir, names[i]) < (int)sizeof(path))
+            unlink(path);
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* Rotates the log when it is past its size and the rotated name is free. */
+static void maybe_rotate(void)
+{
+    if (log_out.max_size <= 0 || log_out.size < log_out.max_size)
+        return;
+    char rotated[4096], stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+    if (snprintf(rotated, sizeof(rotated), "%s.%s", log_out.path, stamp) >= (int)sizeof(rotated))
+        return;
+    /* within the same second: .001, .002 ... (they sort after the first and before the
+     * next second's, '.' coming before the digits) */
+    for (int n = 1; access(rotated, F_OK) == 0; n++)
+        if (n > 999 || snprintf(rotated, sizeof(rotated), "%s.%s.%03d", log_out.path, stamp, n) >=
+                           (int)sizeof(rotated))
+            return;
+    if (rename(log_out.path, rotated) < 0)
+        return;
+    int fd = open(log_out.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0) { /* keep writing to the rotated file rather than lose lines */
+        rename(rotated, log_out.path);
+        return;
+    }
+    close(log_out.fd);
+    log_out.fd = fd;
+    log_out.size = 0;
+    remove_excess_logs();
+}
+
 /* One CRI log record: time, stream, tag, text, newline. */
-static void log_record(int fd, const char *stream, bool partial, const char *text, size_t n)
+static void log_record(const char *stream, bool partial, const char *text, size_t n)
 {
     char head[96];
     struct timespec ts;
@@ -64,8 +162,10 @@ static void log_record(int fd, const char *stream, bool partial, const char *tex
     memcpy(rec, head, h);
     memcpy(rec + h, text, n);
     rec[h + n] = '\n';
-    write_all(fd, rec, h + n + 1); /* one write: records of both streams never interleave */
+    write_all(log_out.fd, rec, h + n + 1); /* one write: streams never interleave */
     free(rec);
+    log_out.size += (int64_t)(h + n + 1);
+    maybe_rotate();
 }
 
 struct stream {
@@ -76,14 +176,14 @@ struct stream {
 };
 
 /* Reads what is there; writes the complete lines; false at end of stream. */
-static bool pump(struct stream *s, int log_fd)
+static bool pump(struct stream *s)
 {
     ssize_t r = read(s->fd, s->buf + s->len, sizeof(s->buf) - s->len);
     if (r < 0 && (errno == EINTR || errno == EAGAIN))
         return true;
     if (r <= 0) {
         if (s->len)
-            log_record(log_fd, s->name, false, s->buf, s->len);
+            log_record(s->name, false, s->buf, s->len);
         s->len = 0;
         return false;
     }
@@ -91,11 +191,11 @@ static bool pump(struct stream *s, int log_fd)
     size_t start = 0;
     for (size_t i = 0; i < s->len; i++)
         if (s->buf[i] == '\n') {
-            log_record(log_fd, s->name, false, s->buf + start, i - start);
+            log_record(s->name, false, s->buf + start, i - start);
             start = i + 1;
         }
     if (start == 0 && s->len == sizeof(s->buf)) { /* a line longer than the buffer */
-        log_record(log_fd, s->name, true, s->buf, s->len);
+        log_record(s->name, true, s->buf, s->len);
         start = s->len;
     }
     memmove(s->buf, s->buf + start, s->len - start);
@@ -103,7 +203,7 @@ static bool pump(struct stream *s, int log_fd)
     return true;
 }
 
-static void write_exit_file(const char *path, int status)
+static void write_exit_file(const char *path, int status, bool oom)
 {
     char tmp[4096], text[64];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -111,8 +211,8 @@ static void write_exit_file(const char *path, int status)
     clock_gettime(CLOCK_REALTIME, &ts);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    int n = snprintf(text, sizeof(text), "%d %d %lld\n", code, sig,
-                     (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+    int n = snprintf(text, sizeof(text), "%d %d %lld %d\n", code, sig,
+                     (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, oom ? 1 : 0);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
         return;
@@ -136,6 +236,77 @@ static void close_other_fds(const int *keep, int n)
     }
 }
 
+/* Writes text to dir/file; false when it cannot. */
+static bool write_cgroup_file(const char *dir, const char *file, const char *text)
+{
+    char path[4096];
+    if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
+        return false;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return false;
+    ssize_t w = write(fd, text, strlen(text));
+    close(fd);
+    return w == (ssize_t)strlen(text);
+}
+
+/* The shim's side: the container's cgroup with its limits (before the fork). */
+static void cgroup_prepare(const struct ck_proc_spec *spec)
+{
+    const struct ck_limits *l = spec->limits;
+    char v[64];
+    if (mkdir(spec->cgroup_dir, 0755) < 0 && errno != EEXIST)
+        return;
+    if (l && l->memory_bytes > 0) {
+        snprintf(v, sizeof(v), "%lld\n", (long long)l->memory_bytes);
+        write_cgroup_file(spec->cgroup_dir, "memory.max", v);
+        write_cgroup_file(spec->cgroup_dir, "memory.swap.max", "0\n");
+    }
+    if (l && l->cpu_milli > 0) { /* the kubelet's: quota = milli * period / 1000 */
+        long long quota = (long long)l->cpu_milli * 100000 / 1000;
+        snprintf(v, sizeof(v), "%lld 100000\n", quota < 1000 ? 1000 : quota);
+        write_cgroup_file(spec->cgroup_dir, "cpu.max", v);
+    }
+    if (l && l->pids > 0) {
+        snprintf(v, sizeof(v), "%lld\n", (long long)l->pids);
+        write_cgroup_file(spec->cgroup_dir, "pids.max", v);
+    }
+}
+
+/* The container's side, before exec: join the cgroup, or take the rlimits. */
+static void limits_apply(const struct ck_proc_spec *spec)
+{
+    if (spec->cgroup_dir) {
+        char pid[24];
+        snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+        write_cgroup_file(spec->cgroup_dir, "cgroup.procs", pid);
+        return;
+    }
+    if (spec->limits && spec->limits->memory_bytes > 0) {
+        struct rlimit rl = {(rlim_t)spec->limits->memory_bytes, (rlim_t)spec->limits->memory_bytes};
+        setrlimit(RLIMIT_DATA, &rl);
+    }
+}
+
+/* After the exit: whether the kernel's OOM killer ended a process of the cgroup. */
+static bool cgroup_finish(const struct ck_proc_spec *spec)
+{
+    char path[4096], line[128];
+    bool oom = false;
+    if (snprintf(path, sizeof(path), "%s/memory.events", spec->cgroup_dir) >= (int)sizeof(path))
+        return false;
+    FILE *f = fopen(path, "re");
+    while (f && fgets(line, sizeof(line), f)) {
+        long long n = 0;
+        if (sscanf(line, "oom_kill %lld", &n) == 1 && n > 0)
+            oom = true;
+    }
+    if (f)
+        fclose(f);
+    rmdir(spec->cgroup_dir);
+    return oom;
+}
+
 struct start_report {
     pid_t pid;
     int err; /* errno of the container's exec, or 0 */
@@ -152,6 +323,12 @@ static _Noreturn void shim_main(const struct ck_proc_spec *spec, int report_fd)
     signal(SIGPIPE, SIG_IGN);
     int out[2] = {-1, -1}, err[2] = {-1, -1}, exec_err[2] = {-1, -1};
     int log_fd = open(spec->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    struct stat log_st;
+    log_out.path = spec->log_path;
+    log_out.fd = log_fd;
+    log_out.size = log_fd >= 0 && fstat(log_fd, &log_st) == 0 ? (int64_t)log_st.st_size : 0;
+    log_out.max_size = spec->log_max_size;
+    log_out.max_files = spec->log_max_files;
     struct start_report rep = {0, 0};
     if (log_fd < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
         pipe2(exec_err, O_CLOEXEC) < 0) {
@@ -161,6 +338,8 @@ static _Noreturn void shim_main(const struct ck_proc_spec *spec, int report_fd)
     }
     int keep[] = {report_fd, log_fd, out[0], out[1], err[0], err[1], exec_err[0], exec_err[1]};
     close_other_fds(keep, 8);
+    if (spec->cgroup_dir)
+        cgroup_prepare(spec);
     pid_t pid = fork();
     if (pid == 0) { /* the container */
         setpgid(0, 0);
@@ -170,6 +349,7 @@ static _Noreturn void shim_main(const struct ck_proc_spec *spec, int report_fd)
             dup2(devnull, 0);
         dup2(out[1], 1);
         dup2(err[1], 2);
+        limits_apply(spec);
         int e = 0;
         if (spec->dir && chdir(spec->dir) < 0)
             e = errno;
@@ -200,6 +380,8 @@ static _Noreturn void shim_main(const struct ck_proc_spec *spec, int report_fd)
     close(report_fd);
     if (rep.err) { /* it never ran: no exit status to report */
         waitpid(pid, NULL, 0);
+        if (spec->cgroup_dir)
+            rmdir(spec->cgroup_dir);
         _exit(1);
     }
     static struct stream so, se; /* static: 32 KiB off the stack */
@@ -219,9 +401,9 @@ static _Noreturn void shim_main(const struct ck_proc_spec *spec, int report_fd)
         int n = poll(p, 2, 200);
         if (n > 0) {
             if (p[0].revents)
-                o_open = pump(&so, log_fd);
+                o_open = pump(&so);
             if (p[1].revents)
-                e_open = pump(&se, log_fd);
+                e_open = pump(&se);
         }
         /* the container may leave children holding the pipes: its exit is the end */
         if (!exited && waitpid(pid, &status, WNOHANG) == pid)
@@ -232,11 +414,12 @@ static _Noreturn void shim_main(const struct ck_proc_spec *spec, int report_fd)
     if (!exited)
         waitpid(pid, &status, 0);
     if (o_open)
-        pump(&so, log_fd);
+        pump(&so);
     if (e_open)
-        pump(&se, log_fd);
-    close(log_fd);
-    write_exit_file(spec->exit_path, status);
+        pump(&se);
+    close(log_out.fd);
+    bool oom = spec->cgroup_dir && cgroup_finish(spec);
+    write_exit_file(spec->exit_path, status, oom);
     _exit(0);
 }
 
@@ -324,10 +507,12 @@ int ck_proc_read_exit(const char *exit_path, struct ck_proc_exit *ret)
     if (!f)
         return CK_ENOENT;
     long long at = 0;
-    int n = fscanf(f, "%d %d %lld", &ret->code, &ret->signal, &at);
+    int oom = 0;
+    int n = fscanf(f, "%d %d %lld %d", &ret->code, &ret->signal, &at, &oom);
     fclose(f);
     ret->finished_ns = at;
-    return n == 3 ? 0 : CK_EINVAL;
+    ret->oom_killed = n == 4 && oom == 1;
+    return n >= 3 ? 0 : CK_EINVAL;
 }
 
 void ck_proc_reap(void)

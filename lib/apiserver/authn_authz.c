@@ -68,6 +68,8 @@ static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *re
 static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **user,
                        struct ck_err *err);
 static const char *node_name_of(const struct ck_auth_user *user);
+static bool node_may_read(struct ck_apiserver *server, const char *node,
+                          const struct ck_rbac_request *req);
 static int check_node_write(struct ck_apiserver *server, const char *node,
                             const struct ck__target *t, const char *method, const char *body,
                             size_t len, struct ck_err *err);
@@ -192,13 +194,14 @@ const struct ck_pki *ck__auth_pki(const struct ck__auth *a)
 }
 
 /* Every stored object of kind as a new array, or NULL (out of memory, store failure). */
-static json_t *list_kind(struct ck_apiserver *server, const struct ck_kind *kind)
+/* The stored objects of kind (in namespace ns, or all when NULL), or NULL. */
+static json_t *list_kind_in(struct ck_apiserver *server, const struct ck_kind *kind, const char *ns)
 {
     json_t *items = json_array();
     if (!kind || !items)
         return items;
     char prefix[256];
-    if (ck__collection_prefix(kind, NULL, prefix, sizeof(prefix)) < 0) {
+    if (ck__collection_prefix(kind, ns, prefix, sizeof(prefix)) < 0) {
         json_decref(items);
         return NULL;
     }
@@ -220,6 +223,11 @@ static json_t *list_kind(struct ck_apiserver *server, const struct ck_kind *kind
     }
     ck_store_range_result_release(&res);
     return items;
+}
+
+static json_t *list_kind(struct ck_apiserver *server, const struct ck_kind *kind)
+{
+    return list_kind_in(server, kind, NULL);
 }
 
 /* A new policy from the store's RBAC objects. */
@@ -477,6 +485,19 @@ enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connect
     enum ck_rbac_decision d =
         policy ? ck_rbac_authorize(policy, &req, reason, sizeof(reason)) : CK_RBAC_NO_OPINION;
     ck_rbac_policy_unref(policy);
+    /*
+     * A node's Secrets and ConfigMaps are the node authorizer's alone: the ones
+     * its pods reference, by name (Kubernetes leaves the system:node role,
+     * which grants them all, unbound; ckube binds it to system:nodes).
+     */
+    const char *node = node_name_of(user);
+    if (node && req.is_resource_request && !req.api_group[0] &&
+        (strcmp(req.resource, "secrets") == 0 || strcmp(req.resource, "configmaps") == 0)) {
+        d = node_may_read(server, node, &req) ? CK_RBAC_ALLOW : CK_RBAC_NO_OPINION;
+        if (d != CK_RBAC_ALLOW)
+            snprintf(reason, sizeof(reason),
+                     "no relationship found between node '%s' and this object", node);
+    }
     if (d == CK_RBAC_ALLOW) {
         *ret_user = user;
         return MHD_YES;
@@ -1548,6 +1569,83 @@ __attribute__((format(printf, 4, 5))) static int node_forbidden(struct ck_err *e
  * the node may do at all is RBAC's system:node role; this narrows it to its
  * own objects.
  */
+/* Whether name is one of the objects of `what` ("secrets", "configmaps") a pod uses. */
+static bool pod_references(const json_t *pod, const char *what, const char *name)
+{
+    bool secret = strcmp(what, "secrets") == 0;
+    const json_t *spec = json_object_get(pod, "spec");
+    size_t i, j, k;
+    json_t *v, *c, *e;
+#define SAME(obj, field)                                                                           \
+    (json_string_value(json_object_get((obj), (field))) &&                                         \
+     strcmp(json_string_value(json_object_get((obj), (field))), name) == 0)
+    json_array_foreach(json_object_get(spec, "volumes"), i, v)
+    {
+        if (secret ? SAME(json_object_get(v, "secret"), "secretName")
+                   : SAME(json_object_get(v, "configMap"), "name"))
+            return true;
+        json_array_foreach(json_object_get(json_object_get(v, "projected"), "sources"), j, e)
+        {
+            if (SAME(json_object_get(e, secret ? "secret" : "configMap"), "name"))
+                return true;
+        }
+    }
+    if (secret)
+        json_array_foreach(json_object_get(spec, "imagePullSecrets"), i, v)
+        {
+            if (SAME(v, "name"))
+                return true;
+        }
+    static const char *const lists[] = {"initContainers", "containers", "ephemeralContainers"};
+    for (k = 0; k < 3; k++)
+        json_array_foreach(json_object_get(spec, lists[k]), i, c)
+        {
+            json_array_foreach(json_object_get(c, "env"), j, e)
+            {
+                const json_t *from = json_object_get(e, "valueFrom");
+                if (SAME(json_object_get(from, secret ? "secretKeyRef" : "configMapKeyRef"),
+                         "name"))
+                    return true;
+            }
+            json_array_foreach(json_object_get(c, "envFrom"), j, e)
+            {
+                if (SAME(json_object_get(e, secret ? "secretRef" : "configMapRef"), "name"))
+                    return true;
+            }
+        }
+#undef SAME
+    return false;
+}
+
+/*
+ * Kubernetes' node authorizer, for what ckube's agent reads: a node may get a
+ * Secret or ConfigMap that a pod bound to it references (volumes, projected
+ * sources, env, envFrom, imagePullSecrets).
+ */
+static bool node_may_read(struct ck_apiserver *server, const char *node,
+                          const struct ck_rbac_request *req)
+{
+    if (!req->is_resource_request || strcmp(req->verb, "get") != 0 || req->api_group[0] ||
+        (req->subresource && req->subresource[0]) || !req->name || !req->name[0] ||
+        !req->namespace || !req->namespace[0] ||
+        (strcmp(req->resource, "secrets") != 0 && strcmp(req->resource, "configmaps") != 0))
+        return false;
+    json_t *pods = list_kind_in(server, ck_kind_lookup("", "v1", "pods"), req->namespace);
+    size_t i;
+    json_t *pod;
+    bool ok = false;
+    json_array_foreach(pods, i, pod)
+    {
+        const char *bound = claim(json_object_get(pod, "spec"), "nodeName", NULL);
+        if (bound && strcmp(bound, node) == 0 && pod_references(pod, req->resource, req->name)) {
+            ok = true;
+            break;
+        }
+    }
+    json_decref(pods);
+    return ok;
+}
+
 static int check_node_write(struct ck_apiserver *server, const char *node,
                             const struct ck__target *t, const char *method, const char *body,
                             size_t len, struct ck_err *err)

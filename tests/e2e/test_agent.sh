@@ -81,7 +81,7 @@ wait_for "hello Running" pod/hello '{.status.phase}=Running'
 wait_for "hello Ready" pod/hello '{.status.conditions[?(@.type=="Ready")].status}=True'
 check "hello runs on n1" test "$(k get pod hello -o jsonpath='{.spec.nodeName}')" = n1
 uid=$(k get pod hello -o jsonpath='{.metadata.uid}')
-log="$root/pods/$uid/containers/c/0/log"
+log="$root/pods/$uid/containers/c/0.log"
 i=0
 until grep -q "pod=hello app=hello" "$log" 2>/dev/null || [ $i -gt 50 ]; do i=$((i + 1)); sleep 0.2; done
 check "the log has fieldRef env" grep -q " stdout F pod=hello app=hello$" "$log"

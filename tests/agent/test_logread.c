@@ -1,0 +1,203 @@
+/*
+ * test_logread.c - tests for lib/agent/logread.c, the agent's reading of a container's
+ * CRI log as the kubelet's ReadLogs: rotated files first; tailLines across files (0: none);
+ * since (sinceSeconds and sinceTime, the later wins) after the tail; limitBytes cutting a
+ * record; timestamps once per line (partial records carry none on their continuation);
+ * follow going on past a rotation and ending at the exit file.
+ */
+#define _GNU_SOURCE /* nftw */
+#include "cktest.h"
+
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ckube/agent.h"
+#include "ckube/internal/util.h"
+
+struct scratch {
+    char dir[64], log[128], exit[128];
+};
+
+static int setup(void **state)
+{
+    struct scratch *s = calloc(1, sizeof(*s));
+    snprintf(s->dir, sizeof(s->dir), "/tmp/ckube-logread-XXXXXX");
+    if (!mkdtemp(s->dir))
+        return -1;
+    snprintf(s->log, sizeof(s->log), "%s/0.log", s->dir);
+    snprintf(s->exit, sizeof(s->exit), "%s/0/exit", s->dir);
+    *state = s;
+    return 0;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    struct scratch *s = *state;
+    nftw(s->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    free(s);
+    return 0;
+}
+
+static void append(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "a");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Reads everything the reader gives until its end (or `rounds` empty reads). */
+static char *read_all(struct ck_log_reader *r, int rounds)
+{
+    static char out[16384];
+    size_t len = 0;
+    ssize_t n;
+    while (rounds > 0 && (n = ck_log_reader_read(r, out + len, 7)) != CK_LOG_END) {
+        if (n == 0)
+            rounds--;
+        len += (size_t)n;
+    }
+    out[len] = 0;
+    return out;
+}
+
+static char *read_with(const struct scratch *s, struct ck_log_options o)
+{
+    struct ck_log_reader *r = NULL;
+    assert_int_equal(ck_log_reader_open(s->log, s->exit, &o, &r), 0);
+    char *out = read_all(r, 1);
+    ck_log_reader_free(r);
+    return out;
+}
+
+/* Three files: two rotated (their names sort by time) and the current one. */
+static void three_files(const struct scratch *s)
+{
+    char path[160];
+    snprintf(path, sizeof(path), "%s.20260101-000000", s->log);
+    append(path, "2026-01-01T00:00:00.000000001Z stdout F one\n"
+                 "2026-01-01T00:00:01.000000000Z stderr F two\n");
+    snprintf(path, sizeof(path), "%s.20260101-000002", s->log);
+    append(path, "2026-01-01T00:00:02.000000000Z stdout F three\n");
+    append(s->log, "2026-01-01T00:00:03.000000000Z stdout P fo\n"
+                   "2026-01-01T00:00:03.500000000Z stdout F ur\n"
+                   "2026-01-01T00:00:04.000000000Z stdout F five\n");
+}
+
+static void test_all_files_in_order_and_tail_across_them(void **state)
+{
+    struct scratch *s = *state;
+    three_files(s);
+    struct ck_log_options o = {.tail_lines = -1};
+    assert_string_equal(read_with(s, o), "one\ntwo\nthree\nfour\nfive\n");
+    o.tail_lines = 2; /* records, as the kubelet counts them: "ur" and "five" */
+    assert_string_equal(read_with(s, o), "ur\nfive\n");
+    o.tail_lines = 4; /* three, fo, ur, five */
+    assert_string_equal(read_with(s, o), "three\nfour\nfive\n");
+    o.tail_lines = 5;
+    assert_string_equal(read_with(s, o), "two\nthree\nfour\nfive\n");
+    o.tail_lines = 100;
+    assert_string_equal(read_with(s, o), "one\ntwo\nthree\nfour\nfive\n");
+    o.tail_lines = 0;
+    assert_string_equal(read_with(s, o), "");
+}
+
+static void test_since_after_the_tail_and_the_later_of_the_two(void **state)
+{
+    struct scratch *s = *state;
+    three_files(s);
+    struct ck_log_options o = {.tail_lines = -1};
+    int64_t t2 = 0;
+    o.since_ns = ck_log_since(NULL, "2026-01-01T00:00:02Z", 0);
+    assert_string_equal(read_with(s, o), "three\nfour\nfive\n");
+    o.tail_lines = 4; /* the last four records, then the ones since 00:00:03 */
+    o.since_ns = ck_log_since(NULL, "2026-01-01T00:00:03Z", 0);
+    assert_string_equal(read_with(s, o), "four\nfive\n");
+    /* sinceSeconds is now minus that; sinceTime wins when later */
+    assert_int_equal(ck__time_parse("2026-01-01T00:00:04Z", &t2, NULL), 0);
+    int64_t now = t2 * CK_SEC;
+    assert_int_equal(ck_log_since("2", NULL, now), now - 2 * CK_SEC);
+    assert_int_equal(ck_log_since("2", "2026-01-01T00:00:03Z", now), now - CK_SEC);
+    assert_int_equal(ck_log_since("4", "2026-01-01T00:00:01Z", now), now - 3 * CK_SEC);
+    assert_int_equal(ck_log_since(NULL, NULL, now), 0);
+    /* far ends do not overflow: a time past 2262 keeps nothing, a huge duration all */
+    assert_int_equal(ck_log_since(NULL, "9999-12-31T23:59:59Z", now), INT64_MAX);
+    assert_int_equal(ck_log_since("99999999999999", NULL, now), 0);
+    o.tail_lines = -1;
+    o.since_ns = ck_log_since("1", NULL, now); /* 00:00:03 */
+    assert_string_equal(read_with(s, o), "four\nfive\n");
+}
+
+static void test_limit_bytes_and_timestamps(void **state)
+{
+    struct scratch *s = *state;
+    three_files(s);
+    struct ck_log_options o = {.tail_lines = -1, .limit_bytes = 6};
+    assert_string_equal(read_with(s, o), "one\ntw");
+    o = (struct ck_log_options){.tail_lines = 3, .timestamps = true};
+    assert_string_equal(read_with(s, o), "2026-01-01T00:00:03.000000000Z four\n"
+                                         "2026-01-01T00:00:04.000000000Z five\n");
+}
+
+static void test_follow_goes_on_past_a_rotation_and_ends_at_exit(void **state)
+{
+    struct scratch *s = *state;
+    append(s->log, "2026-01-01T00:00:00.000000000Z stdout F a\n");
+    struct ck_log_options o = {.tail_lines = -1, .follow = true};
+    struct ck_log_reader *r = NULL;
+    assert_int_equal(ck_log_reader_open(s->log, s->exit, &o, &r), 0);
+    assert_string_equal(read_all(r, 2), "a\n");
+    /* the shim's rotation: a last record to the old file, rename, a new file */
+    append(s->log, "2026-01-01T00:00:01.000000000Z stdout F b\n");
+    char rotated[160];
+    snprintf(rotated, sizeof(rotated), "%s.20260101-000001", s->log);
+    assert_int_equal(rename(s->log, rotated), 0);
+    append(s->log, "2026-01-01T00:00:02.000000000Z stdout F c\n");
+    assert_string_equal(read_all(r, 3), "b\nc\n");
+    char dir[160];
+    snprintf(dir, sizeof(dir), "%s/0", s->dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    append(s->log, "2026-01-01T00:00:03.000000000Z stdout F d\n");
+    append(s->exit, "0 0 0 0\n");
+    assert_string_equal(read_all(r, 1000), "d\n"); /* then the end, not an empty read */
+    char buf[8];
+    assert_int_equal(ck_log_reader_read(r, buf, sizeof(buf)), CK_LOG_END);
+    ck_log_reader_free(r);
+}
+
+static void test_no_log_is_enoent(void **state)
+{
+    struct scratch *s = *state;
+    struct ck_log_options o = {.tail_lines = -1};
+    struct ck_log_reader *r = NULL;
+    assert_int_equal(ck_log_reader_open(s->log, s->exit, &o, &r), CK_ENOENT);
+    assert_null(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_all_files_in_order_and_tail_across_them, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_since_after_the_tail_and_the_later_of_the_two, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_limit_bytes_and_timestamps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_follow_goes_on_past_a_rotation_and_ends_at_exit, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_no_log_is_enoent, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

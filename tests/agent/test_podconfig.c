@@ -1,0 +1,227 @@
+/*
+ * test_podconfig.c - tests for lib/agent/podconfig.c over the fake client: env from
+ * configMapKeyRef and secretKeyRef (decoded), envFrom with a prefix (keys that are not
+ * variable names skipped with a warning, sorted), env winning over envFrom; a missing
+ * object or key with the kubelet's messages, and optional ones skipped; configMap,
+ * secret (items, modes), downwardAPI and projected volumes as files; a path that leaves
+ * the volume refused.
+ */
+#define _GNU_SOURCE /* nftw */
+#include "cktest.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../lib/agent/internal.h"
+#include "ckube/controllers.h"
+
+struct world {
+    struct ck_fake_client *fc;
+    struct ck_ctl_client client;
+    struct ck__pod_refs refs;
+    char dir[64];
+    char warned[1024];
+};
+
+static char *field(void *arg, const char *path)
+{
+    (void)arg;
+    return strcmp(path, "metadata.name") == 0 ? strdup("web-1") : NULL;
+}
+
+static void warn(void *arg, const char *reason, const char *msg)
+{
+    struct world *w = arg;
+    snprintf(w->warned, sizeof(w->warned), "%s: %s", reason, msg);
+}
+
+static int setup(void **state)
+{
+    struct world *w = calloc(1, sizeof(*w));
+    if (!w || ck_fake_client_new(&w->fc, NULL) < 0)
+        return -1;
+    ck_fake_client_iface(w->fc, &w->client);
+    w->refs = (struct ck__pod_refs){&w->client, "default", field, warn, w};
+    json_t *cm =
+        json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s}, s:{s:s}}", "apiVersion", "v1",
+                  "kind", "ConfigMap", "metadata", "name", "cfg", "namespace", "default", "data",
+                  "greeting", "hello", "1bad", "x", "0worse", "y", "binaryData", "blob", "AAEC");
+    json_t *sec = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
+                            "Secret", "metadata", "name", "sec", "namespace", "default", "data",
+                            "password", "czNjcmV0"); /* s3cret */
+    ck_fake_client_seed(w->fc, ck_controller_resource("", "v1", "configmaps"), cm);
+    ck_fake_client_seed(w->fc, ck_controller_resource("", "v1", "secrets"), sec);
+    json_decref(cm);
+    json_decref(sec);
+    snprintf(w->dir, sizeof(w->dir), "/tmp/ckube-podconfig-XXXXXX");
+    if (!mkdtemp(w->dir))
+        return -1;
+    *state = w;
+    return 0;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    struct world *w = *state;
+    nftw(w->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    ck_fake_client_free(w->fc);
+    free(w);
+    return 0;
+}
+
+static const char *env_get(const struct ck__env *env, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < env->n; i++)
+        if (strncmp(env->v[i], name, n) == 0 && env->v[i][n] == '=')
+            return env->v[i] + n + 1;
+    return NULL;
+}
+
+static void test_env_refs_and_env_from(void **state)
+{
+    struct world *w = *state;
+    json_t *c =
+        json_loads("{\"envFrom\": [{\"prefix\": \"CM_\", \"configMapRef\": {\"name\": \"cfg\"}},"
+                   "  {\"configMapRef\": {\"name\": \"cfg\"}},"
+                   "  {\"secretRef\": {\"name\": \"absent\", \"optional\": true}}],"
+                   " \"env\": [{\"name\": \"greeting\", \"valueFrom\": {\"secretKeyRef\":"
+                   "   {\"name\": \"sec\", \"key\": \"password\"}}},"
+                   "  {\"name\": \"G\", \"valueFrom\": {\"configMapKeyRef\":"
+                   "   {\"name\": \"cfg\", \"key\": \"greeting\"}}},"
+                   "  {\"name\": \"OPT\", \"valueFrom\": {\"configMapKeyRef\":"
+                   "   {\"name\": \"cfg\", \"key\": \"nope\", \"optional\": true}}}]}",
+                   0, NULL);
+    struct ck__env env = {0};
+    struct ck_err err = {0};
+    assert_int_equal(ck__env_from_refs(&w->refs, c, &env, &err), 0);
+    assert_string_equal(env_get(&env, "CM_greeting"), "hello");
+    assert_string_equal(env_get(&env, "CM_1bad"), "x"); /* the prefix makes it a name */
+    assert_string_equal(env_get(&env, "G"), "hello");
+    assert_string_equal(env_get(&env, "greeting"), "s3cret"); /* env wins over envFrom */
+    assert_null(env_get(&env, "1bad"));
+    assert_null(env_get(&env, "OPT"));
+    assert_string_equal(w->warned, "InvalidEnvironmentVariableNames: Keys [0worse, 1bad] from "
+                                   "the EnvFrom configMap default/cfg were skipped since they are "
+                                   "considered invalid environment variable names.");
+    assert_null(env.v[env.n]);
+    ck__env_free(&env);
+    json_decref(c);
+}
+
+static void test_missing_objects_and_keys(void **state)
+{
+    struct world *w = *state;
+    struct ck__env env = {0};
+    struct ck_err err = {0};
+    json_t *c = json_loads("{\"env\": [{\"name\": \"X\", \"valueFrom\": {\"configMapKeyRef\":"
+                           " {\"name\": \"gone\", \"key\": \"k\"}}}]}",
+                           0, NULL);
+    assert_int_equal(ck__env_from_refs(&w->refs, c, &env, &err), CK_ENOENT);
+    assert_string_equal(err.msg, "configmap \"gone\" not found");
+    json_decref(c);
+    c = json_loads("{\"env\": [{\"name\": \"X\", \"valueFrom\": {\"secretKeyRef\":"
+                   " {\"name\": \"sec\", \"key\": \"k\"}}}]}",
+                   0, NULL);
+    assert_int_equal(ck__env_from_refs(&w->refs, c, &env, &err), CK_ENOENT);
+    assert_string_equal(err.msg, "couldn't find key k in Secret default/sec");
+    json_decref(c);
+    c = json_loads("{\"envFrom\": [{\"secretRef\": {\"name\": \"absent\"}}]}", 0, NULL);
+    assert_int_equal(ck__env_from_refs(&w->refs, c, &env, &err), CK_ENOENT);
+    assert_string_equal(err.msg, "secret \"absent\" not found");
+    json_decref(c);
+    ck__env_free(&env);
+}
+
+static char *slurp(const char *dir, const char *file, int *ret_mode)
+{
+    static char buf[256];
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    struct stat st;
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    if (ret_mode)
+        *ret_mode = stat(path, &st) == 0 ? (int)(st.st_mode & 07777) : -1;
+    return f ? buf : NULL;
+}
+
+static void test_volumes_as_files(void **state)
+{
+    struct world *w = *state;
+    char dir[128];
+    struct ck_err err = {0};
+    int mode = 0;
+    snprintf(dir, sizeof(dir), "%s/cm", w->dir);
+    json_t *v = json_loads("{\"name\": \"cm\", \"configMap\": {\"name\": \"cfg\"}}", 0, NULL);
+    assert_int_equal(ck__volume_write(&w->refs, v, dir, &err), 0);
+    assert_string_equal(slurp(dir, "greeting", &mode), "hello");
+    assert_int_equal(mode, 0644);
+    assert_int_equal(memcmp(slurp(dir, "blob", NULL), "\0\1\2", 3), 0); /* binaryData */
+    json_decref(v);
+    snprintf(dir, sizeof(dir), "%s/sec", w->dir);
+    v = json_loads("{\"name\": \"sec\", \"secret\": {\"secretName\": \"sec\", \"defaultMode\": 256,"
+                   " \"items\": [{\"key\": \"password\", \"path\": \"a/pw\"},"
+                   "  {\"key\": \"password\", \"path\": \"pw2\", \"mode\": 384}]}}",
+                   0, NULL);
+    assert_int_equal(ck__volume_write(&w->refs, v, dir, &err), 0);
+    assert_string_equal(slurp(dir, "a/pw", &mode), "s3cret");
+    assert_int_equal(mode, 0400);
+    slurp(dir, "pw2", &mode);
+    assert_int_equal(mode, 0600);
+    json_decref(v);
+    snprintf(dir, sizeof(dir), "%s/proj", w->dir);
+    v = json_loads("{\"name\": \"p\", \"projected\": {\"sources\": ["
+                   " {\"configMap\": {\"name\": \"cfg\", \"items\": [{\"key\": \"greeting\","
+                   "   \"path\": \"g\"}]}},"
+                   " {\"downwardAPI\": {\"items\": [{\"path\": \"name\", \"fieldRef\":"
+                   "   {\"fieldPath\": \"metadata.name\"}}]}},"
+                   " {\"secret\": {\"name\": \"absent\", \"optional\": true}}]}}",
+                   0, NULL);
+    assert_int_equal(ck__volume_write(&w->refs, v, dir, &err), 0);
+    assert_string_equal(slurp(dir, "g", NULL), "hello");
+    assert_string_equal(slurp(dir, "name", NULL), "web-1");
+    json_decref(v);
+    /* a missing object or key; a path out of the volume */
+    v = json_loads("{\"name\": \"x\", \"configMap\": {\"name\": \"gone\"}}", 0, NULL);
+    assert_int_equal(ck__volume_write(&w->refs, v, dir, &err), CK_ENOENT);
+    assert_string_equal(err.msg, "configmap \"gone\" not found");
+    json_decref(v);
+    v = json_loads("{\"name\": \"x\", \"secret\": {\"secretName\": \"sec\", \"items\":"
+                   " [{\"key\": \"nope\", \"path\": \"n\"}]}}",
+                   0, NULL);
+    assert_int_equal(ck__volume_write(&w->refs, v, dir, &err), CK_ENOENT);
+    assert_string_equal(err.msg, "references non-existent secret key: nope");
+    json_decref(v);
+    v = json_loads("{\"name\": \"x\", \"configMap\": {\"name\": \"cfg\", \"items\":"
+                   " [{\"key\": \"greeting\", \"path\": \"../escape\"}]}}",
+                   0, NULL);
+    assert_int_equal(ck__volume_write(&w->refs, v, dir, &err), CK_EINVAL);
+    assert_null(slurp(w->dir, "escape", NULL));
+    json_decref(v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_env_refs_and_env_from, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_objects_and_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_volumes_as_files, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
