@@ -7,12 +7,16 @@ Starts two servers on the store (the second with the first's CA and ServiceAccou
 key), a ReplicaSet, 4 writer clients creating ServiceAccounts (each tries its server, then
 the other, and retries a failed create until it is answered), and a watcher of the
 ServiceAccounts that resumes from the last resourceVersion it saw on whichever server
-answers. Then, SECONDS apart: kill -9 the server leading the controllers, kill -9 the
-etcd leader, SIGSTOP one member for 10 s then SIGCONT, SIGTERM and restart the
+answers. Then, SECONDS apart: kill -9 the server leading the controllers, stop a
+follower member (SIGTERM) and restart it on its data directory SECONDS later, kill -9
+the etcd leader, SIGSTOP one member for 10 s then SIGCONT, SIGTERM and restart the
 controllers' leader. Reports acknowledged writes lost, pods beyond the ReplicaSet's
-replicas, the time from each leader's death until a scale-up made then is done, and
-the watch's duplicates, reorderings and missed objects (resourceVersions are etcd's).
-The etcd CKUBE_ETCD_PIDS come from etcd-test-env.sh, in endpoint order.
+replicas, the time from each leader's death until a scale-up made then is done, how
+long the restarted member took to serve again and to catch up, the longest pause in
+acknowledged writes after each fault, and the watch's duplicates, reorderings and
+missed objects (resourceVersions are etcd's).
+The etcd CKUBE_ETCD_PIDS come from etcd-test-env.sh, in endpoint order; a member the
+drill restarts is its own child, stopped when it ends.
 """
 import json
 import os
@@ -135,6 +139,8 @@ def owned_pods():
 
 # ---- writers and the watcher ----------------------------------------------------------
 acked, lock = set(), threading.Lock()
+ack_times = []  # monotonic time of every acknowledged create
+faults = []  # (what, monotonic time of the fault)
 write_errors = [0]
 
 
@@ -162,6 +168,7 @@ def writer(n):
             time.sleep(0.1)
         with lock:
             acked.add(name)
+            ack_times.append(time.monotonic())
         i += 1
 
 
@@ -235,22 +242,92 @@ def etcd_leader():
     return None
 
 
+def member_status(i):
+    """Member i's etcd status (leader, raft index), or None when it does not answer."""
+    try:
+        out = subprocess.run(["etcdctl", "--endpoints", endpoints[i], "--command-timeout=2s",
+                              "endpoint", "status", "-w", "json"],
+                             capture_output=True, timeout=5).stdout
+        return json.loads(out)[0]["Status"]
+    except Exception:
+        return None
+
+
+def gone(pid):
+    """The process has exited (a zombie of etcd-test-env.sh's shell counts)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+restarted = []  # members this drill started again (its children)
+
+
+def stop_and_restart_member(i):
+    """SIGTERM member i, restart it on its data directory `gap` seconds later with the
+    same command line; returns (seconds until it answers, until it caught up)."""
+    pid = etcd_pids[i]
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        argv = [a.decode() for a in f.read().split(b"\0") if a]
+    os.kill(pid, signal.SIGTERM)
+    while not gone(pid):
+        time.sleep(0.05)
+    faults.append(("SIGTERM etcd member %d" % i, time.monotonic()))
+    print("SIGTERM etcd member %d (a follower)" % i, flush=True)
+    time.sleep(gap)
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                            stderr=open(os.path.join(work, "member-%d.log" % i), "a"))
+    restarted.append(proc)
+    etcd_pids[i] = proc.pid
+    serving = caught_up = None
+    while caught_up is None and time.monotonic() - t0 < 60:
+        # another member's index first: under steady writes the restarted member has
+        # caught up once it holds what another held a moment before
+        others = [st for st in (member_status(j) for j in range(len(endpoints)) if j != i) if st]
+        st = member_status(i)
+        if st and serving is None:
+            serving = time.monotonic() - t0
+        if st and others and st["raftIndex"] >= max(o["raftIndex"] for o in others):
+            caught_up = time.monotonic() - t0
+        time.sleep(0.1)
+    print("restart etcd member %d on its data directory: it answers after %s s, "
+          "caught up after %s s" % (i, "%.1f" % serving if serving else "-",
+                                    "%.1f" % caught_up if caught_up else "-"), flush=True)
+    return serving, caught_up
+
+
+def fault(what):
+    faults.append((what, time.monotonic()))
+
+
 time.sleep(gap)
 ld = leader()
+fault("kill -9 the controllers' leader")
 takeover("kill -9 the controllers' leader (%s)" % ld.name, lambda: ld.kill(signal.SIGKILL))
 ld.start()
 time.sleep(gap)
+first_leader = etcd_leader()
+follower = next(i for i in range(len(endpoints)) if i != first_leader)
+member_restart = stop_and_restart_member(follower)
+fault("etcd member %d back" % follower)
+time.sleep(gap)
 e = etcd_leader()
+fault("kill -9 the etcd leader")
 os.kill(etcd_pids[e], signal.SIGKILL)
 print("kill -9 the etcd leader (member %d)" % e, flush=True)
 time.sleep(gap)
 m = next(i for i in range(len(endpoints)) if i != e)
+fault("SIGSTOP member %d" % m)
 os.kill(etcd_pids[m], signal.SIGSTOP)
 time.sleep(10)
 os.kill(etcd_pids[m], signal.SIGCONT)
 print("SIGSTOP member %d for 10 s, then SIGCONT" % m, flush=True)
 time.sleep(gap)
 ld = leader()
+fault("SIGTERM the controllers' leader")
 takeover("SIGTERM and restart the controllers' leader (%s)" % ld.name,
          lambda: ld.kill(signal.SIGTERM))
 ld.start()
@@ -280,13 +357,25 @@ print("ReplicaSet replicas %d, owned pods %d: %d beyond"
 print("watch: %d events over %d reconnects; duplicates %d, out of order %d, "
       "acknowledged creates never seen %d"
       % (len(events_rv), watch_restarts[0], dups, disorder, len(acks - seen)))
+end = time.monotonic()
+with lock:
+    times = sorted(ack_times)
+for k, (what, at) in enumerate(faults):
+    until = faults[k + 1][1] if k + 1 < len(faults) else end
+    window = [at] + [t for t in times if at < t <= until] + [until]
+    print("longest pause in acknowledged writes after %-34s %5.1f s"
+          % (what + ":", max(b - a for a, b in zip(window, window[1:]))))
 for name in sorted(acks - seen):
     print("  never seen: %s (resourceVersion %s); resumed from: %s"
           % (name, stored_rv.get(name), resumes))
 for s in servers:
     if s.proc.poll() is None:
         s.kill(signal.SIGTERM)
+for proc in restarted:
+    if proc.poll() is None:
+        proc.terminate()
+        proc.wait()
 shutil.rmtree(work, ignore_errors=True)
 ok = not (acks - stored) and len(pods) == replicas[0] and not dups and not disorder \
-    and not (acks - seen)
+    and not (acks - seen) and member_restart[1] is not None
 sys.exit(0 if ok else 1)

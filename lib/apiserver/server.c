@@ -48,11 +48,14 @@
  * clients).
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -667,6 +670,39 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
 }
 
 /*
+ * GnuTLS's read of a connection in its TLS handshake. libmicrohttpd 0.9.75's
+ * epoll mode keeps such a connection on its ready list until the handshake
+ * ends, because GnuTLS reads the socket itself and the "would block" answer
+ * never reaches libmicrohttpd: its thread spins, calling recv() and
+ * epoll_wait() with no timeout, while the client computes its part of the
+ * handshake. Giving the core away at each "would block" leaves that spin to
+ * idle cores only, so under a flood of handshakes the spinning threads do not
+ * crowd out the clients, or the handler threads that serve requests.
+ */
+static ssize_t handshake_pull(gnutls_transport_ptr_t transport, void *buf, size_t size)
+{
+    ssize_t n = recv((int)(intptr_t)transport, buf, size, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        sched_yield();
+        errno = EAGAIN; /* GnuTLS reads errno */
+    }
+    return n;
+}
+
+/* GnuTLS's read once the handshake is over: the default, a plain recv(). */
+static ssize_t record_pull(gnutls_transport_ptr_t transport, void *buf, size_t size)
+{
+    return recv((int)(intptr_t)transport, buf, size, 0);
+}
+
+static gnutls_session_t tls_session_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    return ci ? (gnutls_session_t)ci->tls_session : NULL;
+}
+
+/*
  * libmicrohttpd's URI callback: the request line has arrived, the header
  * not yet. The request starts here, so that it keeps the target as the
  * client sent it (libmicrohttpd decodes its copy in place, "%00" into a NUL
@@ -767,6 +803,9 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     if (req != &unrecorded_request && !req->started) {
         req->started = true;
         req->reserve = ck__conns_request_started(server->conns, conn);
+        gnutls_session_t session = server->auth ? tls_session_of(conn) : NULL;
+        if (session) /* the handshake is over: a plain recv() from now on */
+            gnutls_transport_set_pull_function(session, record_pull);
         enum MHD_Result ret;
         if (!header_acceptable(conn, req, url, method, &ret))
             return ret;
@@ -869,6 +908,9 @@ static void notify_connection(void *cls, struct MHD_Connection *conn, void **soc
                               enum MHD_ConnectionNotificationCode toe)
 {
     struct ck_apiserver *server = cls;
+    gnutls_session_t session = server->auth ? tls_session_of(conn) : NULL;
+    if (session && toe == MHD_CONNECTION_NOTIFY_STARTED)
+        gnutls_transport_set_pull_function(session, handshake_pull);
     ck__auth_notify_connection(cls, conn, socket_context, toe);
     ck__conns_notify(server->conns, conn, toe);
 }

@@ -4,8 +4,11 @@
  * updates, and failures on demand): config checks with client-go's words; a lone
  * candidate creates the Lease and renews it keeping acquireTime; a second candidate
  * waits while the holder's record is fresh and takes over (leaseTransitions + 1) once it
- * has not changed for the lease duration; a released lease is taken at once; a leader
- * that cannot renew stops leading before its lease could be taken. No sleeps:
+ * has not changed for the lease duration; a released lease is taken at once, and only a
+ * leader releases (a candidate that never led writes nothing when stopped); a leader
+ * that cannot renew stops leading before its lease could be taken, one that fails for
+ * less than the renew deadline stays the leader, and one whose Lease another holder
+ * took stops within the renew deadline without writing over it. No sleeps:
  * ck_fake_clock_wait_for_waiters() says when the electors sleep again.
  */
 #include "cktest.h"
@@ -340,6 +343,110 @@ static void test_leader_that_cannot_renew_stops_before_its_lease_expires(void **
     assert_true(stopped_after < CK_LE_LEASE_DURATION);
 }
 
+/* Another writer takes the Lease: holder `who`, its own fresh record, a new resourceVersion. */
+static void intrude(struct fake_lock *f, const char *who)
+{
+    pthread_mutex_lock(&f->mu);
+    json_t *lease = json_deep_copy(f->lease);
+    json_t *spec = json_object_get(lease, "spec");
+    json_object_set_new(spec, "holderIdentity", json_string(who));
+    json_object_set_new(spec, "renewTime", json_string("2030-01-01T00:00:00.000000Z"));
+    json_decref(stored_copy(f, lease));
+    json_decref(lease);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* Steps the clock a retry period at a time until c stops leading (20 steps at most). */
+static void step_until_stopped(struct world *w, struct candidate *c)
+{
+    for (int i = 0; i < 20 && count(c, &c->stopped) == 0; i++) {
+        ck_fake_clock_step(w->clock, CK_LE_RETRY_PERIOD);
+        while (ck_fake_clock_waiters(w->clock) < 1 && count(c, &c->stopped) == 0)
+            sched_yield();
+    }
+}
+
+static void test_leader_rides_out_an_outage_shorter_than_the_renew_deadline(void **state)
+{
+    struct world *w = *state;
+    start(w, &w->a, "a", false, 1);
+    pthread_mutex_lock(&w->lock.mu);
+    w->lock.fail_code = CK_EIO;
+    int updates = w->lock.updates;
+    pthread_mutex_unlock(&w->lock.mu);
+    /* two renewal tries fail (4 s into a 10 s renew deadline) ... */
+    step(w, CK_LE_RETRY_PERIOD, 1);
+    step(w, CK_LE_RETRY_PERIOD, 1);
+    assert_int_equal(count(&w->a, &w->a.stopped), 0);
+    pthread_mutex_lock(&w->lock.mu);
+    w->lock.fail_code = 0;
+    pthread_mutex_unlock(&w->lock.mu);
+    /* ... the next succeeds: still the leader, it never stopped, acquireTime kept */
+    step(w, CK_LE_RETRY_PERIOD, 1);
+    assert_true(ck_leader_elector_is_leader(w->a.le));
+    assert_int_equal(count(&w->a, &w->a.stopped), 0);
+    assert_int_equal(count(&w->a, &w->a.started), 1);
+    pthread_mutex_lock(&w->lock.mu);
+    assert_true(w->lock.updates > updates);
+    pthread_mutex_unlock(&w->lock.mu);
+    char buf[64];
+    assert_string_equal(holder(&w->lock, buf, sizeof(buf)), "a");
+    json_t *transitions = spec_field(&w->lock, "leaseTransitions");
+    assert_int_equal(json_integer_value(transitions), 0);
+    json_decref(transitions);
+}
+
+static void test_leader_whose_lease_was_taken_stops_and_leaves_it(void **state)
+{
+    struct world *w = *state;
+    start(w, &w->a, "a", false, 1);
+    int64_t taken_at = ck_clock_now(w->clock);
+    intrude(&w->lock, "intruder");
+    /* a's renewals conflict, then read a valid record of another holder: it stops
+     * leading within its renew deadline and never writes over the intruder's record */
+    step_until_stopped(w, &w->a);
+    assert_int_equal(count(&w->a, &w->a.stopped), 1);
+    assert_false(ck_leader_elector_is_leader(w->a.le));
+    char buf[64];
+    assert_string_equal(holder(&w->lock, buf, sizeof(buf)), "intruder");
+    assert_string_equal(w->a.new_leader, "intruder");
+    pthread_mutex_lock(&w->a.mu);
+    int64_t stopped_after = w->a.stopped_at - taken_at;
+    pthread_mutex_unlock(&w->a.mu);
+    assert_true(stopped_after <= CK_LE_RENEW_DEADLINE + CK_LE_RETRY_PERIOD);
+}
+
+static void test_release_on_shutdown_only_by_the_leader(void **state)
+{
+    struct world *w = *state;
+    start(w, &w->a, "a", true, 1);
+    start(w, &w->b, "b", true, 2);
+    pthread_mutex_lock(&w->lock.mu);
+    int updates = w->lock.updates;
+    pthread_mutex_unlock(&w->lock.mu);
+    /* b never led: stopping it writes nothing and the Lease still names a; like
+     * client-go's Run, OnStoppedLeading is called all the same */
+    w->b.le = ck_leader_elector_free(w->b.le);
+    char buf[64];
+    assert_string_equal(holder(&w->lock, buf, sizeof(buf)), "a");
+    pthread_mutex_lock(&w->lock.mu);
+    assert_int_equal(w->lock.updates, updates);
+    pthread_mutex_unlock(&w->lock.mu);
+    assert_int_equal(count(&w->b, &w->b.started), 0);
+    assert_int_equal(count(&w->b, &w->b.stopped), 1);
+    assert_true(ck_leader_elector_is_leader(w->a.le));
+    /* the leader releases: holder "" for one second, transitions kept, then stops */
+    w->a.le = ck_leader_elector_free(w->a.le);
+    assert_string_equal(holder(&w->lock, buf, sizeof(buf)), "");
+    json_t *duration = spec_field(&w->lock, "leaseDurationSeconds");
+    assert_int_equal(json_integer_value(duration), 1);
+    json_decref(duration);
+    json_t *transitions = spec_field(&w->lock, "leaseTransitions");
+    assert_int_equal(json_integer_value(transitions), 0);
+    json_decref(transitions);
+    assert_int_equal(count(&w->a, &w->a.stopped), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +457,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_released_lease_is_taken_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_leader_that_cannot_renew_stops_before_its_lease_expires, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_leader_rides_out_an_outage_shorter_than_the_renew_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leader_whose_lease_was_taken_stops_and_leaves_it,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_on_shutdown_only_by_the_leader, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,9 @@
 # identity per data directory); a server stopped cleanly hands its lease over at once;
 # a separate `ckube scheduler` campaigns on the same Lease and defers to the server; a
 # leader frozen past its lease (SIGSTOP) loses it, and thawed stops its controllers,
-# keeps serving and campaigns again.
+# keeps serving and campaigns again; an etcd member stopped (SIGTERM) and restarted on
+# its data directory catches up with the writes made without it, and the server
+# serves writes throughout.
 #
 # Usage: test_ha.sh PATH/TO/ckube etcd://HOST:PORT[,...] PATH/TO/sa_token
 # (run under etcd-test-env.sh; sa_token signs a token with a ServiceAccount key)
@@ -24,8 +26,10 @@ etcd://*) ;;
     ;;
 esac
 b_pid=""
+member_pid="" # an etcd member this script restarted (its child)
 stop_b() { [ -n "$b_pid" ] && kill "$b_pid" 2>/dev/null && wait "$b_pid" 2>/dev/null; b_pid=""; }
-trap 'stop_b; cleanup' EXIT
+stop_member() { [ -n "$member_pid" ] && kill "$member_pid" 2>/dev/null && wait "$member_pid" 2>/dev/null; member_pid=""; }
+trap 'stop_b; stop_member; cleanup' EXIT
 
 start_server
 a_url=$url
@@ -219,4 +223,42 @@ takes_back() {
     [ "$(holder kube-controller-manager "$a_url")" = "$a_id" ]
 }
 check "a restarted server takes its own unexpired lease back" takes_back
+
+# --- an etcd member stopped (SIGTERM) and restarted on its data directory ---
+# (etcd-test-env.sh gives the members' pids in endpoint order)
+# shellcheck disable=SC2086
+set -- ${CKUBE_ETCD_PIDS:-}
+old_member=${1:-}
+endpoint=$(echo "${store#etcd://}" | cut -d, -f1)
+gone() { # gone PID: exited (a zombie of etcd-test-env.sh's shell counts)
+    [ ! -r "/proc/$1/stat" ] || [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f1)" = Z ]
+}
+if [ -z "$old_member" ] || [ ! -r "/proc/$old_member/cmdline" ]; then
+    fail "the first etcd member's pid (CKUBE_ETCD_PIDS) is readable"
+else
+    tr '\0' '\n' <"/proc/$old_member/cmdline" >"$work/member.args"
+    kill -TERM "$old_member"
+    i=0
+    until gone "$old_member" || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.1; done
+    check "the etcd member stopped on SIGTERM" gone "$old_member"
+    printf 'apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: while-down}\n' >"$work/down.yaml"
+    check "the server writes with two members of three" sh -c "kubectl --request-timeout=20s create -f '$work/down.yaml' >/dev/null"
+    set --
+    while IFS= read -r arg; do set -- "$@" "$arg"; done <"$work/member.args"
+    "$@" >"$work/member.log" 2>&1 &
+    member_pid=$!
+    member_caught_up() { # the restarted member answers and holds the write made without it
+        i=0
+        until ETCDCTL_API=3 etcdctl --endpoints "$endpoint" --command-timeout=2s \
+            --consistency=s get "" --prefix --keys-only 2>/dev/null | grep -q 'while-down'; do
+            i=$((i + 1))
+            [ $i -gt 300 ] && return 1
+            sleep 0.1
+        done
+    }
+    check "the restarted member catches up with the write made without it" member_caught_up
+    printf 'apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: after-restart}\n' >"$work/after.yaml"
+    check "the server writes once the member is back" sh -c "kubectl --request-timeout=20s create -f '$work/after.yaml' >/dev/null"
+    check "the server reads both" sh -c "kubectl --request-timeout=20s get sa while-down after-restart >/dev/null"
+fi
 finish
