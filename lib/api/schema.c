@@ -18,6 +18,19 @@
  * Go emits fields without omitempty). Others (descriptions, patch keys,
  * list types) are carried for OpenAPI and the patch code, not read here.
  *
+ * Custom resources: the inline parts of a kind schema marked
+ * x-ckube-custom-resource (everything but what a $ref reaches, such as
+ * ObjectMeta) are handled as apiextensions handles a CRD's structural
+ * schema: decoding only prunes (a value of the wrong type is kept, and
+ * validation reports it as a 422 in kube-openapi's words), null is kept
+ * where the schema is nullable and otherwise replaced by the default or
+ * dropped, x-kubernetes-preserve-unknown-fields keeps unknown fields but
+ * still prunes and defaults the specified ones, x-kubernetes-embedded-resource
+ * keeps apiVersion, kind and metadata, and validation honours pattern,
+ * format, min/maxLength, min/maxItems, uniqueItems, min/maxProperties,
+ * exclusiveMinimum/Maximum, multipleOf, allOf/anyOf/oneOf/not and the list
+ * types set and map.
+ *
  * Threading: a set is immutable after ck_schemas_new(); all functions only
  * read it.
  */
@@ -62,6 +75,8 @@ static const char *ref_of(const json_t *schema)
 static const json_t *resolve(const struct ck_schemas *set, const json_t *schema,
                              const char **ret_name)
 {
+    if (!set)
+        return schema; /* a lone CRD schema (structural.c): no references to follow */
     for (int hops = 0; schema && hops < MAX_DEPTH; hops++) {
         const char *ref = ref_of(schema);
         if (!ref)
@@ -376,10 +391,27 @@ static bool is_time_schema(const char *ref_name, bool *micro)
 static json_t *zero_value(const struct ck_schemas *set, const json_t *schema);
 
 static void decode_value(struct decode *d, const json_t *schema_in, json_t *v, const char *parent,
-                         struct path *p, int depth);
+                         struct path *p, int depth, bool cr);
+
+static const json_t *default_of(const struct ck_schemas *set, const json_t *prop);
+
+/* The schema (or the one it references) says nullable: true. */
+static bool is_nullable(const struct ck_schemas *set, const json_t *schema)
+{
+    return json_is_true(json_object_get(schema, "nullable")) ||
+           json_is_true(json_object_get(resolve(set, schema, NULL), "nullable"));
+}
+
+/* An embedded resource's apiVersion, kind and metadata, kept without being listed. */
+static bool embedded_meta_field(const json_t *schema, const char *key)
+{
+    return json_is_true(json_object_get(schema, "x-kubernetes-embedded-resource")) &&
+           (strcmp(key, "apiVersion") == 0 || strcmp(key, "kind") == 0 ||
+            strcmp(key, "metadata") == 0);
+}
 
 static void decode_object(struct decode *d, const json_t *schema, const char *self_name,
-                          json_t *obj, struct path *p, int depth)
+                          json_t *obj, struct path *p, int depth, bool cr, bool preserve)
 {
     const json_t *props = json_object_get(schema, "properties");
     const json_t *extra = json_object_get(schema, "additionalProperties");
@@ -392,12 +424,19 @@ static void decode_object(struct decode *d, const json_t *schema, const char *se
         bool map_entry = !child && json_is_object(extra);
         size_t saved = map_entry ? path_push_key(p, key) : path_push_field(p, key);
         if (child || map_entry) {
-            if (json_is_null(value))
-                json_object_del(obj, key); /* Go decodes null as absent */
-            else
-                decode_value(d, child ? child : extra, value, self_name, p, depth + 1);
-        } else if (json_is_true(extra)) {
-            /* additionalProperties: true keeps anything */
+            const json_t *value_schema = child ? child : extra;
+            if (json_is_null(value)) {
+                /* Go decodes null as absent; apiextensions keeps it where the schema is
+                 * nullable, lets defaulting replace it, else drops it */
+                if (!cr ||
+                    (!is_nullable(d->set, value_schema) && !(child && default_of(d->set, child))))
+                    json_object_del(obj, key);
+            } else {
+                decode_value(d, value_schema, value, self_name, p, depth + 1, cr);
+            }
+        } else if (json_is_true(extra) || (cr && (preserve || embedded_meta_field(schema, key)))) {
+            /* additionalProperties: true, x-kubernetes-preserve-unknown-fields and an embedded
+             * resource's type and object meta keep the field as it is */
         } else {
             unknown_field(d, p);
             json_object_del(obj, key);
@@ -406,13 +445,51 @@ static void decode_object(struct decode *d, const json_t *schema, const char *se
     }
 }
 
+/*
+ * A custom resource's value: pruned as apiextensions prunes, never refused.
+ * A value of another type than the schema's is kept as it is (validation
+ * reports it); null array elements are kept too.
+ */
+static void decode_custom(struct decode *d, const json_t *schema, json_t *v, const char *parent,
+                          struct path *p, int depth)
+{
+    bool preserve = json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields"));
+    if (json_is_object(v)) {
+        const char *type = json_string_value(json_object_get(schema, "type"));
+        bool is_object = (type && strcmp(type, "object") == 0) ||
+                         (!type && (json_object_get(schema, "properties") ||
+                                    json_object_get(schema, "additionalProperties")));
+        if (is_object)
+            decode_object(d, schema, parent, v, p, depth, true, preserve);
+        return;
+    }
+    const json_t *items = json_object_get(schema, "items");
+    if (json_is_array(v) && json_is_object(items)) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(v, i, item)
+        {
+            size_t saved = path_push_index(p, i);
+            if (!json_is_null(item))
+                decode_value(d, items, item, parent, p, depth + 1, true);
+            path_pop(p, saved);
+        }
+    }
+}
+
 static void decode_value(struct decode *d, const json_t *schema_in, json_t *v, const char *parent,
-                         struct path *p, int depth)
+                         struct path *p, int depth, bool cr)
 {
     const char *ref_name = NULL;
     const json_t *schema = resolve(d->set, schema_in, &ref_name);
     if (!schema || depth > MAX_DEPTH)
         return;
+    if (cr && ref_name && depth > 0)
+        cr = false; /* a referenced built-in type (ObjectMeta) decodes as Go decodes it */
+    if (cr) {
+        decode_custom(d, schema, v, parent, p, depth);
+        return;
+    }
     if (json_is_true(json_object_get(schema, "x-kubernetes-int-or-string"))) {
         if (!json_is_integer(v) && !json_is_string(v) && !json_is_real(v))
             type_error(d, v, schema, "IntOrString", parent, p);
@@ -430,7 +507,8 @@ static void decode_value(struct decode *d, const json_t *schema_in, json_t *v, c
         if (!json_is_object(v))
             type_error(d, v, schema, ref_name, parent, p);
         else if (!preserve)
-            decode_object(d, schema, ref_name ? short_name(ref_name) : parent, v, p, depth);
+            decode_object(d, schema, ref_name ? short_name(ref_name) : parent, v, p, depth, false,
+                          false);
     } else if (strcmp(type, "array") == 0) {
         if (!json_is_array(v)) {
             type_error(d, v, schema, ref_name, parent, p);
@@ -446,7 +524,7 @@ static void decode_value(struct decode *d, const json_t *schema_in, json_t *v, c
                 if (json_array_set_new(v, i, zero_value(d->set, items)) < 0)
                     d->nomem = true;
             } else if (items && !preserve) {
-                decode_value(d, items, item, parent, p, depth + 1);
+                decode_value(d, items, item, parent, p, depth + 1, false);
             }
             path_pop(p, saved);
         }
@@ -525,8 +603,9 @@ int ck_schema_decode(const struct ck_schemas *set, const char *name, const char 
     char ref[512];
     snprintf(ref, sizeof(ref), REF_PREFIX "%s", name);
     json_t *root = json_pack("{s:s}", "$ref", ref);
+    bool cr = json_is_true(json_object_get(schema, "x-ckube-custom-resource"));
     if (root)
-        decode_value(&d, root, obj, short_name(name), &p, 0);
+        decode_value(&d, root, obj, short_name(name), &p, 0, cr);
     json_decref(root);
     int r = 0;
     if (!root || d.nomem)
@@ -583,11 +662,15 @@ static const json_t *default_of(const struct ck_schemas *set, const json_t *prop
 
 /* Returns 0, or CK_ENOMEM when a default could not be set (obj is then partly defaulted). */
 static int default_value(const struct ck_schemas *set, const json_t *schema_in, json_t *v,
-                         int depth)
+                         int depth, bool cr)
 {
-    const json_t *schema = resolve(set, schema_in, NULL);
+    const char *ref_name = NULL;
+    const json_t *schema = resolve(set, schema_in, &ref_name);
+    if (cr && ref_name && depth > 0)
+        cr = false;
+    /* apiextensions defaults the specified fields below preserve-unknown-fields too */
     if (!schema || depth > MAX_DEPTH ||
-        json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields")))
+        (!cr && json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields"))))
         return 0;
     if (json_is_array(v)) {
         const json_t *items = json_object_get(schema, "items");
@@ -595,7 +678,7 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
         json_t *item;
         json_array_foreach(v, i, item)
         {
-            if (items && default_value(set, items, item, depth + 1) < 0)
+            if (items && default_value(set, items, item, depth + 1, cr) < 0)
                 return CK_ENOMEM;
         }
         return 0;
@@ -608,11 +691,14 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
     json_object_foreach((json_t *)props, key, prop)
     {
         const json_t *def = default_of(set, prop);
+        json_t *present = json_object_get(v, key);
+        /* a custom resource's null takes the default unless the field is nullable */
+        bool replace = !present || (cr && json_is_null(present) && !is_nullable(set, prop));
         /* json_object_set_new frees the value it could not insert */
-        if (!json_object_get(v, key) && def && json_object_set_new(v, key, json_deep_copy(def)) < 0)
+        if (replace && def && json_object_set_new(v, key, json_deep_copy(def)) < 0)
             return CK_ENOMEM;
         json_t *child = json_object_get(v, key);
-        if (child && default_value(set, prop, child, depth + 1) < 0)
+        if (child && default_value(set, prop, child, depth + 1, cr) < 0)
             return CK_ENOMEM;
     }
     size_t i;
@@ -625,7 +711,7 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
             /* an emitted object gets its own defaults and always-emit fields, so
              * defaulting the result again changes nothing */
             if (json_object_set_new(v, field, zero_value(set, prop_schema)) < 0 ||
-                default_value(set, prop_schema, json_object_get(v, field), depth + 1) < 0)
+                default_value(set, prop_schema, json_object_get(v, field), depth + 1, cr) < 0)
                 return CK_ENOMEM;
         }
     }
@@ -634,7 +720,7 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
         json_t *value;
         json_object_foreach(v, key, value)
         {
-            if (default_value(set, extra, value, depth + 1) < 0)
+            if (default_value(set, extra, value, depth + 1, cr) < 0)
                 return CK_ENOMEM;
         }
     }
@@ -644,7 +730,8 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
 int ck_schema_default(const struct ck_schemas *set, const char *name, json_t *obj)
 {
     const json_t *schema = ck_schemas_get(set, name);
-    return schema ? default_value(set, schema, obj, 0) : 0;
+    bool cr = json_is_true(json_object_get(schema, "x-ckube-custom-resource"));
+    return schema ? default_value(set, schema, obj, 0, cr) : 0;
 }
 
 /* ---- validation --------------------------------------------------------- */
@@ -668,13 +755,534 @@ static char *render_enum(const json_t *values)
 }
 
 static void validate_value(const struct ck_schemas *set, const json_t *schema_in, const json_t *v,
-                           struct path *p, struct ck_field_errors *errs, int depth)
-{
-    const json_t *schema = resolve(set, schema_in, NULL);
-    if (!schema || depth > MAX_DEPTH ||
-        json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields")))
-        return;
+                           struct path *p, struct ck_field_errors *errs, int depth, bool cr);
 
+/* ---- validation of custom resources (kube-openapi's wording) ----------- */
+
+/* The JSON type of a value as kube-openapi names it. */
+static const char *openapi_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_STRING:
+        return "string";
+    case JSON_INTEGER:
+        return "integer";
+    case JSON_REAL:
+        return "number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "boolean";
+    default:
+        return "null";
+    }
+}
+
+/* A float64 as Go's %v prints it: the shortest digits that read back the same. */
+static void go_float(double x, char *buf, size_t size)
+{
+    if (x != x || x - x != 0) {
+        snprintf(buf, size, x != x ? "NaN" : (x > 0 ? "+Inf" : "-Inf"));
+        return;
+    }
+    int prec = 1;
+    char tmp[64];
+    for (; prec < 17; prec++) {
+        snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, x);
+        if (strtod(tmp, NULL) == x)
+            break;
+    }
+    snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, x);
+    int exp = atoi(strchr(tmp, 'e') + 1);
+    if (exp < -4 || exp >= 21) {
+        /* Go drops the mantissa's trailing zeros and keeps a two-digit exponent */
+        snprintf(buf, size, "%s", tmp);
+        return;
+    }
+    int decimals = prec - 1 - exp;
+    snprintf(buf, size, "%.*f", decimals > 0 ? decimals : 0, x);
+}
+
+/* A number value (integer or float) as Go prints it. */
+static void go_number(const json_t *v, char *buf, size_t size)
+{
+    if (json_is_integer(v))
+        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+    else
+        go_float(json_number_value(v), buf, size);
+}
+
+/* A bound of the schema as kube-openapi prints it against value v. */
+static void go_bound(const json_t *bound, const json_t *v, char *buf, size_t size)
+{
+    double b = json_number_value(bound);
+    if (json_is_integer(v) && b == (double)(long long)b)
+        snprintf(buf, size, "%lld", (long long)b);
+    else
+        go_float(b, buf, size);
+}
+
+static void type_invalid(struct ck_field_errors *errs, const struct path *p, const char *expected,
+                         const char *actual)
+{
+    ck_field_errors_add(errs, CK_FIELD_TYPE_INVALID, p->buf, actual, true,
+                        "%s in body must be of type %s: \"%s\"", p->buf, expected, actual);
+}
+
+/* The number of UTF-8 characters (runes) of s. */
+static size_t rune_count(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+static bool type_matches(const char *type, const json_t *v)
+{
+    bool integral = json_is_real(v) && json_real_value(v) == (double)(long long)json_real_value(v);
+    if (strcmp(type, "integer") == 0)
+        return json_is_integer(v) || integral;
+    if (strcmp(type, "number") == 0)
+        return json_is_number(v);
+    if (strcmp(type, "string") == 0)
+        return json_is_string(v);
+    if (strcmp(type, "boolean") == 0)
+        return json_is_boolean(v);
+    if (strcmp(type, "array") == 0)
+        return json_is_array(v);
+    if (strcmp(type, "object") == 0)
+        return json_is_object(v);
+    return true; /* an unknown type name: the CRD's validation refuses it */
+}
+
+static void validate_enum(const json_t *schema, const json_t *v, const struct path *p,
+                          struct ck_field_errors *errs);
+
+/* Validates v against the alternatives of anyOf or oneOf; the number that hold. */
+static size_t count_valid(const struct ck_schemas *set, const json_t *alternatives, const json_t *v,
+                          struct path *p, int depth, struct ck_field_errors *best)
+{
+    size_t valid = 0;
+    size_t i;
+    json_t *alternative;
+    json_array_foreach(alternatives, i, alternative)
+    {
+        struct ck_field_errors one = {0};
+        validate_value(set, alternative, v, p, &one, depth + 1, true);
+        if (one.nomem)
+            best->nomem = true;
+        if (one.len == 0) {
+            valid++;
+        } else if (valid == 0 && (best->len == 0 || one.len < best->len)) {
+            /* the failing alternative with the fewest errors explains it best */
+            ck_field_errors_release(best);
+            *best = one;
+            continue;
+        }
+        ck_field_errors_release(&one);
+    }
+    return valid;
+}
+
+static void merge_errors(struct ck_field_errors *into, struct ck_field_errors *from)
+{
+    for (size_t i = 0; i < from->len; i++) {
+        struct ck_field_error *e = &from->items[i];
+        ck_field_errors_add(into, e->type, e->field, e->value, false, e->detail ? "%s" : NULL,
+                            e->detail);
+    }
+    if (from->nomem)
+        into->nomem = true;
+    ck_field_errors_release(from);
+}
+
+/* allOf, anyOf, oneOf and not, with kube-openapi's composite messages. */
+static void validate_junctors(const struct ck_schemas *set, const json_t *schema, const json_t *v,
+                              struct path *p, struct ck_field_errors *errs, int depth)
+{
+    const json_t *any_of = json_object_get(schema, "anyOf");
+    if (json_array_size(any_of) > 0) {
+        struct ck_field_errors best = {0};
+        if (count_valid(set, any_of, v, p, depth, &best) == 0) {
+            ck_field_errors_add(errs, CK_FIELD_INVALID, "<nil>", "", true,
+                                "\"%s\" must validate at least one schema (anyOf)", p->buf);
+            merge_errors(errs, &best);
+        }
+        ck_field_errors_release(&best);
+    }
+    const json_t *one_of = json_object_get(schema, "oneOf");
+    if (json_array_size(one_of) > 0) {
+        struct ck_field_errors best = {0};
+        size_t valid = count_valid(set, one_of, v, p, depth, &best);
+        if (valid != 1) {
+            char more[64];
+            if (valid == 0)
+                snprintf(more, sizeof(more), "Found none valid");
+            else
+                snprintf(more, sizeof(more), "Found %zu valid alternatives", valid);
+            ck_field_errors_add(errs, CK_FIELD_INVALID, "<nil>", "", true,
+                                "\"%s\" must validate one and only one schema (oneOf). %s", p->buf,
+                                more);
+            if (valid == 0)
+                merge_errors(errs, &best);
+        }
+        ck_field_errors_release(&best);
+    }
+    const json_t *all_of = json_object_get(schema, "allOf");
+    if (json_array_size(all_of) > 0 && !ref_of(schema)) {
+        size_t valid = 0, i;
+        json_t *part;
+        json_array_foreach(all_of, i, part)
+        {
+            size_t before = errs->len;
+            validate_value(set, part, v, p, errs, depth + 1, true);
+            valid += errs->len == before;
+        }
+        if (valid != json_array_size(all_of))
+            ck_field_errors_add(errs, CK_FIELD_INVALID, "<nil>", "", true,
+                                "\"%s\" must validate all the schemas (allOf)%s", p->buf,
+                                valid == 0 ? ". None validated" : "");
+    }
+    const json_t *not = json_object_get(schema, "not");
+    if (json_is_object(not )) {
+        struct ck_field_errors one = {0};
+        validate_value(set, not, v, p, &one, depth + 1, true);
+        if (one.len == 0 && !one.nomem)
+            ck_field_errors_add(errs, CK_FIELD_INVALID, "<nil>", "", true,
+                                "\"%s\" must not validate the schema (not)", p->buf);
+        ck_field_errors_release(&one);
+    }
+}
+
+static void validate_string(const json_t *schema, const json_t *v, const struct path *p,
+                            struct ck_field_errors *errs)
+{
+    const char *s = json_string_value(v);
+    const json_t *min = json_object_get(schema, "minLength");
+    const json_t *max = json_object_get(schema, "maxLength");
+    size_t runes = rune_count(s);
+    if (json_is_integer(max) && (json_int_t)runes > json_integer_value(max))
+        ck_field_errors_add(errs, CK_FIELD_TOO_LONG, p->buf, NULL, false,
+                            "may not be more than %lld %s", (long long)json_integer_value(max),
+                            json_integer_value(max) == 1 ? "byte" : "bytes");
+    if (json_is_integer(min) && (json_int_t)runes < json_integer_value(min))
+        ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, s, true,
+                            "%s in body should be at least %lld chars long", p->buf,
+                            (long long)json_integer_value(min));
+    const char *pattern = json_string_value(json_object_get(schema, "pattern"));
+    if (pattern) {
+        int m = ck__pattern_match(pattern, s, &errs->nomem);
+        if (m == 0)
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, s, true,
+                                "%s in body should match '%s'", p->buf, pattern);
+        else if (m < 0)
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, s, true,
+                                "%s in body should match '%s, but pattern is invalid'", p->buf,
+                                pattern);
+    }
+    const char *format = json_string_value(json_object_get(schema, "format"));
+    if (format && !ck__format_valid(format, s))
+        ck_field_errors_add(errs, CK_FIELD_TYPE_INVALID, p->buf, s, true,
+                            "%s in body must be of type %s: \"%s\"", p->buf, format, s);
+}
+
+static void validate_number(const json_t *schema, const json_t *v, const struct path *p,
+                            struct ck_field_errors *errs)
+{
+    double x = json_number_value(v);
+    char value[64], bound[64];
+    go_number(v, value, sizeof(value));
+    const json_t *multiple = json_object_get(schema, "multipleOf");
+    if (json_is_number(multiple) && json_number_value(multiple) > 0) {
+        double factor = json_number_value(multiple);
+        double q = x / factor;
+        if (q != (double)(long long)q) {
+            go_bound(multiple, v, bound, sizeof(bound));
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, value, false,
+                                "%s in body should be a multiple of %s", p->buf, bound);
+        }
+    }
+    const json_t *max = json_object_get(schema, "maximum");
+    if (json_is_number(max)) {
+        bool exclusive = json_is_true(json_object_get(schema, "exclusiveMaximum"));
+        double m = json_number_value(max);
+        if (exclusive ? x >= m : x > m) {
+            go_bound(max, v, bound, sizeof(bound));
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, value, false,
+                                "%s in body should be less than %s%s", p->buf,
+                                exclusive ? "" : "or equal to ", bound);
+        }
+    }
+    const json_t *min = json_object_get(schema, "minimum");
+    if (json_is_number(min)) {
+        bool exclusive = json_is_true(json_object_get(schema, "exclusiveMinimum"));
+        double m = json_number_value(min);
+        if (exclusive ? x <= m : x < m) {
+            go_bound(min, v, bound, sizeof(bound));
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, value, false,
+                                "%s in body should be greater than %s%s", p->buf,
+                                exclusive ? "" : "or equal to ", bound);
+        }
+    }
+}
+
+/* A value as Go's %#v prints it inside a map[string]interface {} (list-map duplicates). */
+static void go_sharp_value(struct ck__buf *b, const json_t *v)
+{
+    char num[64];
+    if (json_is_string(v)) {
+        char *q = ck__quote_dup(json_string_value(v));
+        ck__buf_adds(b, q ? q : "\"\"");
+        free(q);
+    } else if (json_is_number(v)) {
+        go_number(v, num, sizeof(num));
+        ck__buf_adds(b, num);
+    } else if (json_is_boolean(v)) {
+        ck__buf_adds(b, json_is_true(v) ? "true" : "false");
+    } else if (json_is_null(v)) {
+        ck__buf_adds(b, "interface {}(nil)");
+    } else {
+        char *dump = ck__json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS, NULL);
+        ck__buf_adds(b, dump ? dump : "");
+        free(dump);
+    }
+}
+
+/* x-kubernetes-list-type set and map: the first repeat of each value or key is a Duplicate. */
+static void validate_list_type(const json_t *schema, const json_t *v, struct path *p,
+                               struct ck_field_errors *errs)
+{
+    const char *list_type = json_string_value(json_object_get(schema, "x-kubernetes-list-type"));
+    if (!list_type || (strcmp(list_type, "set") != 0 && strcmp(list_type, "map") != 0))
+        return;
+    bool is_map = strcmp(list_type, "map") == 0;
+    const json_t *keys = json_object_get(schema, "x-kubernetes-list-map-keys");
+    size_t n = json_array_size(v);
+    if (is_map) {
+        for (size_t i = 0; i < n; i++) {
+            const json_t *item = json_array_get(v, i);
+            if (!json_is_null(item) && !json_is_object(item)) {
+                size_t saved = path_push_index(p, i);
+                char *dump = ck__json_dumps(item, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+                ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf,
+                                    json_is_string(item) ? json_string_value(item) : dump,
+                                    json_is_string(item),
+                                    "must be an object for an array of list-type map");
+                free(dump);
+                path_pop(p, saved);
+                return;
+            }
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        const json_t *item = json_array_get(v, i);
+        size_t earlier = 0; /* how many of the items before are the same */
+        for (size_t j = 0; j < i; j++) {
+            const json_t *other = json_array_get(v, j);
+            bool same = true;
+            if (!is_map) {
+                same = json_equal(item, other);
+            } else {
+                size_t k;
+                json_t *key;
+                json_array_foreach(keys, k, key)
+                {
+                    const char *name = json_string_value(key);
+                    const json_t *a = name ? json_object_get(item, name) : NULL;
+                    const json_t *b = name ? json_object_get(other, name) : NULL;
+                    same = same && ((!a && !b) || (a && b && json_equal(a, b)));
+                }
+            }
+            earlier += same;
+        }
+        if (earlier != 1)
+            continue; /* unique, or a third and later repeat (reported once) */
+        size_t saved = path_push_index(p, i);
+        if (!is_map) {
+            char *dump = ck__json_dumps(item, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+            ck_field_errors_add(errs, CK_FIELD_DUPLICATE, p->buf,
+                                json_is_string(item) ? json_string_value(item) : dump,
+                                json_is_string(item), NULL);
+            free(dump);
+        } else {
+            struct ck__buf b = {0};
+            ck__buf_adds(&b, "map[string]interface {}{");
+            size_t k, shown = 0;
+            json_t *key;
+            json_array_foreach(keys, k, key)
+            {
+                const char *name = json_string_value(key);
+                const json_t *value = name ? json_object_get(item, name) : NULL;
+                if (!value)
+                    continue;
+                ck__buf_printf(&b, "%s\"%s\":", shown++ ? ", " : "", name);
+                go_sharp_value(&b, value);
+            }
+            ck__buf_adds(&b, "}");
+            char *text = ck__buf_take(&b);
+            if (!text)
+                errs->nomem = true;
+            ck_field_errors_add(errs, CK_FIELD_DUPLICATE, p->buf, text ? text : "", false, NULL);
+            free(text);
+        }
+        path_pop(p, saved);
+    }
+}
+
+/* An embedded resource must say its apiVersion and kind, as strings. */
+static void validate_embedded(const json_t *v, struct path *p, struct ck_field_errors *errs)
+{
+    static const char *const fields[] = {"apiVersion", "kind"};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *value = json_object_get(v, fields[i]);
+        size_t saved = path_push_field(p, fields[i]);
+        if (!value) {
+            ck_field_errors_add(errs, CK_FIELD_REQUIRED, p->buf, NULL, false, "must not be empty");
+        } else if (!json_is_string(value)) {
+            char *dump = ck__json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, dump ? dump : "", false,
+                                "must be a string");
+            free(dump);
+        } else if (json_string_length(value) == 0) {
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, "", true, "must not be empty");
+        }
+        path_pop(p, saved);
+    }
+}
+
+static void validate_custom(const struct ck_schemas *set, const json_t *schema, const json_t *v,
+                            struct path *p, struct ck_field_errors *errs, int depth)
+{
+    const char *type = json_string_value(json_object_get(schema, "type"));
+    bool int_or_string = json_is_true(json_object_get(schema, "x-kubernetes-int-or-string"));
+    bool nullable = json_is_true(json_object_get(schema, "nullable"));
+    const char *expected = int_or_string ? "integer,string" : type;
+    if (json_is_null(v)) {
+        if (expected && !nullable)
+            type_invalid(errs, p, expected, "null");
+        validate_enum(schema, v, p, errs);
+        return;
+    }
+    bool ok = !expected || (int_or_string ? (json_is_string(v) || type_matches("integer", v))
+                                          : type_matches(type, v));
+    if (!ok) {
+        type_invalid(errs, p, expected, openapi_kind(v));
+        validate_enum(schema, v, p, errs);
+        return;
+    }
+    validate_junctors(set, schema, v, p, errs, depth);
+    if (json_is_string(v))
+        validate_string(schema, v, p, errs);
+    if (json_is_number(v))
+        validate_number(schema, v, p, errs);
+    validate_enum(schema, v, p, errs);
+    if (json_is_array(v)) {
+        size_t n = json_array_size(v);
+        const json_t *min = json_object_get(schema, "minItems");
+        const json_t *max = json_object_get(schema, "maxItems");
+        char count[32];
+        snprintf(count, sizeof(count), "%zu", n);
+        if (json_is_integer(min) && (json_int_t)n < json_integer_value(min))
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, count, false,
+                                "%s in body should have at least %lld items", p->buf,
+                                (long long)json_integer_value(min));
+        if (json_is_integer(max) && (json_int_t)n > json_integer_value(max))
+            ck_field_errors_add(errs, CK_FIELD_TOO_MANY, p->buf, count, false,
+                                "must have at most %lld items", (long long)json_integer_value(max));
+        if (json_is_true(json_object_get(schema, "uniqueItems"))) {
+            bool dup = false;
+            for (size_t i = 0; i < n && !dup; i++)
+                for (size_t j = i + 1; j < n && !dup; j++)
+                    dup = json_equal(json_array_get(v, i), json_array_get(v, j));
+            if (dup)
+                ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, "", true,
+                                    "%s in body shouldn't contain duplicates", p->buf);
+        }
+        const json_t *items = json_object_get(schema, "items");
+        size_t i;
+        json_t *item;
+        json_array_foreach((json_t *)v, i, item)
+        {
+            size_t saved = path_push_index(p, i);
+            if (json_is_object(items))
+                validate_value(set, items, item, p, errs, depth + 1, true);
+            path_pop(p, saved);
+        }
+        validate_list_type(schema, v, p, errs);
+        return;
+    }
+    if (!json_is_object(v))
+        return;
+    size_t n = json_object_size(v);
+    const json_t *min = json_object_get(schema, "minProperties");
+    const json_t *max = json_object_get(schema, "maxProperties");
+    char count[32];
+    snprintf(count, sizeof(count), "%zu", n);
+    if (json_is_integer(max) && (json_int_t)n > json_integer_value(max))
+        ck_field_errors_add(errs, CK_FIELD_TOO_MANY, p->buf, count, false,
+                            "must have at most %lld items", (long long)json_integer_value(max));
+    if (json_is_integer(min) && (json_int_t)n < json_integer_value(min))
+        ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, count, false,
+                            "%s in body should have at least %lld properties", p->buf,
+                            (long long)json_integer_value(min));
+    size_t i;
+    json_t *required;
+    json_array_foreach(json_object_get(schema, "required"), i, required)
+    {
+        const char *field = json_string_value(required);
+        if (field && !json_object_get(v, field)) {
+            size_t saved = path_push_field(p, field);
+            ck_field_errors_add(errs, CK_FIELD_REQUIRED, p->buf, NULL, false, NULL);
+            path_pop(p, saved);
+        }
+    }
+    if (json_is_true(json_object_get(schema, "x-kubernetes-embedded-resource")))
+        validate_embedded(v, p, errs);
+    const json_t *props = json_object_get(schema, "properties");
+    const json_t *extra = json_object_get(schema, "additionalProperties");
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)v, key, value)
+    {
+        const json_t *child = json_object_get(props, key);
+        const json_t *value_schema = child ? child : (json_is_object(extra) ? extra : NULL);
+        if (!value_schema)
+            continue;
+        size_t saved = path_push_field(p, key);
+        validate_value(set, value_schema, value, p, errs, depth + 1, true);
+        path_pop(p, saved);
+    }
+}
+
+static void validate_go(const struct ck_schemas *set, const json_t *schema, const json_t *v,
+                        struct path *p, struct ck_field_errors *errs, int depth);
+
+static void validate_value(const struct ck_schemas *set, const json_t *schema_in, const json_t *v,
+                           struct path *p, struct ck_field_errors *errs, int depth, bool cr)
+{
+    const char *ref_name = NULL;
+    const json_t *schema = resolve(set, schema_in, &ref_name);
+    if (!schema || depth > MAX_DEPTH)
+        return;
+    if (cr && ref_name && depth > 0)
+        cr = false;
+    if (cr) {
+        validate_custom(set, schema, v, p, errs, depth);
+        return;
+    }
+    if (json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields")))
+        return;
+    validate_enum(schema, v, p, errs);
+    validate_go(set, schema, v, p, errs, depth);
+}
+
+static void validate_enum(const json_t *schema, const json_t *v, const struct path *p,
+                          struct ck_field_errors *errs)
+{
     const json_t *allowed = json_object_get(schema, "enum");
     if (json_is_array(allowed)) {
         bool found = false;
@@ -696,6 +1304,12 @@ static void validate_value(const struct ck_schemas *set, const json_t *schema_in
             free(supported);
         }
     }
+}
+
+/* Validation of a built-in kind's value: what its Go type's validation checks. */
+static void validate_go(const struct ck_schemas *set, const json_t *schema, const json_t *v,
+                        struct path *p, struct ck_field_errors *errs, int depth)
+{
     if (json_is_integer(v)) {
         json_int_t n = json_integer_value(v);
         const json_t *min = json_object_get(schema, "minimum");
@@ -718,7 +1332,7 @@ static void validate_value(const struct ck_schemas *set, const json_t *schema_in
         {
             size_t saved = path_push_index(p, i);
             if (items)
-                validate_value(set, items, item, p, errs, depth + 1);
+                validate_value(set, items, item, p, errs, depth + 1, false);
             path_pop(p, saved);
         }
         return;
@@ -745,11 +1359,11 @@ static void validate_value(const struct ck_schemas *set, const json_t *schema_in
         const json_t *child = json_object_get(props, key);
         if (child) {
             size_t saved = path_push_field(p, key);
-            validate_value(set, child, value, p, errs, depth + 1);
+            validate_value(set, child, value, p, errs, depth + 1, false);
             path_pop(p, saved);
         } else if (json_is_object(extra)) {
             size_t saved = path_push_key(p, key);
-            validate_value(set, extra, value, p, errs, depth + 1);
+            validate_value(set, extra, value, p, errs, depth + 1, false);
             path_pop(p, saved);
         }
     }
@@ -760,6 +1374,47 @@ void ck_schema_validate(const struct ck_schemas *set, const char *name, const js
 {
     const json_t *schema = ck_schemas_get(set, name);
     struct path p = {.len = 0};
+    bool cr = json_is_true(json_object_get(schema, "x-ckube-custom-resource"));
     if (schema)
-        validate_value(set, schema, obj, &p, errs, 0);
+        validate_value(set, schema, obj, &p, errs, 0, cr);
+}
+
+/* ---- lone custom resource schemas (structural.c) ------------------------ */
+
+void ck__custom_validate(const json_t *schema, const json_t *value, const char *field,
+                         struct ck_field_errors *errs)
+{
+    struct ck_field_errors found = {0};
+    struct path p = {.len = 0};
+    validate_value(NULL, schema, value, &p, &found, 1, true);
+    for (size_t i = 0; i < found.len; i++) {
+        struct ck_field_error *e = &found.items[i];
+        struct ck__buf b = {0};
+        ck__buf_printf(&b, "%s%s%s", field, e->field[0] && strcmp(e->field, "<nil>") ? "." : "",
+                       strcmp(e->field, "<nil>") ? e->field : "");
+        char *where = ck__buf_take(&b);
+        if (!where)
+            errs->nomem = true;
+        ck_field_errors_add(errs, e->type, where ? where : field, e->value, false,
+                            e->detail ? "%s" : NULL, e->detail);
+        free(where);
+    }
+    if (found.nomem)
+        errs->nomem = true;
+    ck_field_errors_release(&found);
+}
+
+int ck__custom_is_pruned(const json_t *schema, const json_t *value)
+{
+    json_t *copy = json_deep_copy(value);
+    if (!copy)
+        return CK_ENOMEM;
+    struct decode d = {.set = NULL, .validation = CK_FIELD_VALIDATION_IGNORE};
+    struct path p = {.len = 0};
+    decode_value(&d, schema, copy, "", &p, 1, true);
+    int same = !d.nomem && json_equal(copy, (json_t *)value);
+    json_decref(copy);
+    free(d.type_error);
+    free(d.unknown);
+    return d.nomem ? CK_ENOMEM : same;
 }

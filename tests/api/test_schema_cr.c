@@ -1,0 +1,345 @@
+/*
+ * test_schema_cr.c - tests for the custom-resource side of lib/api/schema.c:
+ * a CronTab kind built as a CRD's schema becomes one (inline schema marked
+ * x-ckube-custom-resource, metadata a $ref to ObjectMeta). Decoding prunes
+ * and never refuses a wrong type; validation reports what apiextensions
+ * reports, in its words; nulls, defaults, preserved and embedded fields,
+ * list types, formats and patterns.
+ */
+#include "cktest.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckube/api.h"
+
+/* Schemas are written with ' for " to stay readable; q() swaps them back. */
+static char *q(const char *text)
+{
+    char *out = strdup(text);
+    assert_non_null(out);
+    for (char *c = out; *c; c++)
+        if (*c == '\'')
+            *c = '"';
+    return out;
+}
+
+static const char crontab_schemas[] =
+    "{'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta':{'type':'object','properties':{"
+    "   'name':{'type':'string'},'generation':{'type':'integer','format':'int64'}}},"
+    " 'test.CronTab':{'type':'object','x-ckube-custom-resource':true,'properties':{"
+    "  'apiVersion':{'type':'string'},'kind':{'type':'string'},"
+    "  'metadata':{'$ref':'#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta'},"
+    "  'spec':{'type':'object','required':['cronSpec'],'properties':{"
+    "    'cronSpec':{'type':'string','pattern':'^(\\\\d+|\\\\*)(/\\\\d+)?(\\\\s+(\\\\d+|\\\\*)(/\\\\d+)?){4}$'},"
+    "    'image':{'type':'string','minLength':1,'maxLength':8},"
+    "    'replicas':{'type':'integer','minimum':1,'maximum':10,'default':1},"
+    "    'ratio':{'type':'number','exclusiveMinimum':true,'minimum':0,'multipleOf':0.5},"
+    "    'mode':{'type':'string','enum':['Fast','Slow'],'default':'Fast'},"
+    "    'note':{'type':'string','nullable':true},"
+    "    'owner':{'type':'string','format':'email'},"
+    "    'size':{'x-kubernetes-int-or-string':true},"
+    "    'tags':{'type':'array','items':{'type':'string'},'maxItems':3,'minItems':1,"
+    "            'x-kubernetes-list-type':'set'},"
+    "    'ports':{'type':'array','x-kubernetes-list-type':'map',"
+    "             'x-kubernetes-list-map-keys':['name'],'items':{'type':'object',"
+    "             'required':['name'],'properties':{'name':{'type':'string'},"
+    "             'port':{'type':'integer','default':80}}}},"
+    "    'labels':{'type':'object','additionalProperties':{'type':'string'},'maxProperties':2},"
+    "    'extra':{'type':'object','x-kubernetes-preserve-unknown-fields':true,"
+    "             'properties':{'known':{'type':'object','properties':{'a':{'type':'integer',"
+    "             'default':7}}}}},"
+    "    'template':{'type':'object','x-kubernetes-embedded-resource':true,"
+    "                'properties':{'spec':{'type':'object','properties':{'x':{'type':'string'}}}}},"
+    "    'choice':{'type':'string','anyOf':[{'pattern':'^a'},{'pattern':'^b'}]}"
+    "  }}}}}";
+
+static struct ck_schemas *set;
+
+static int load(void **state)
+{
+    (void)state;
+    char *doc = q(crontab_schemas);
+    const char *docs[] = {doc};
+    struct ck_err err = {0};
+    int r = ck_schemas_new(docs, 1, &set, &err);
+    free(doc);
+    if (r != 0) {
+        fprintf(stderr, "load: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int unload(void **state)
+{
+    (void)state;
+    set = ck_schemas_free(set);
+    return 0;
+}
+
+static json_t *decode(const char *body_q, enum ck_field_validation fv, struct ck_warnings *w,
+                      struct ck_err *err)
+{
+    char *body = q(body_q);
+    json_t *obj = NULL;
+    int r = ck_schema_decode(set, "test.CronTab", body, strlen(body), fv, &obj, w, err);
+    free(body);
+    return r == 0 ? obj : NULL;
+}
+
+static json_t *decode_ok(const char *body_q)
+{
+    struct ck_err err = {0};
+    json_t *obj = decode(body_q, CK_FIELD_VALIDATION_STRICT, NULL, &err);
+    if (!obj)
+        fail_msg("decode %s: %s", body_q, err.msg);
+    return obj;
+}
+
+/* Every error of a decoded, defaulted, validated body, one a line. */
+static char *errors_of(const char *body_q)
+{
+    json_t *obj = decode_ok(body_q);
+    assert_int_equal(ck_schema_default(set, "test.CronTab", obj), 0);
+    struct ck_field_errors errs = {0};
+    ck_schema_validate(set, "test.CronTab", obj, &errs);
+    assert_false(errs.nomem);
+    size_t cap = 1;
+    for (size_t i = 0; i < errs.len; i++) {
+        char *line = ck_field_error_string(&errs.items[i]);
+        cap += strlen(line) + 1;
+        free(line);
+    }
+    char *out = calloc(1, cap);
+    assert_non_null(out);
+    for (size_t i = 0; i < errs.len; i++) {
+        char *line = ck_field_error_string(&errs.items[i]);
+        strcat(out, line);
+        strcat(out, "\n");
+        free(line);
+    }
+    ck_field_errors_release(&errs);
+    json_decref(obj);
+    return out;
+}
+
+static void expect_error(const char *body_q, const char *want_q)
+{
+    char *got = errors_of(body_q);
+    char *want = q(want_q);
+    if (!strstr(got, want))
+        fail_msg("errors of %s:\n%s\nlack: %s", body_q, got, want);
+    free(want);
+    free(got);
+}
+
+static void expect_valid(const char *body_q)
+{
+    char *got = errors_of(body_q);
+    if (*got)
+        fail_msg("errors of %s:\n%s", body_q, got);
+    free(got);
+}
+
+#define SPEC(fields) "{'spec':{'cronSpec':'* * * * */5'" fields "}}"
+
+static void test_a_valid_crontab_has_no_errors(void **state)
+{
+    (void)state;
+    expect_valid(SPEC(",'image':'nginx','tags':['a','b'],'ports':[{'name':'a'},{'name':'b'}],"
+                      "'size':'10%','ratio':1.5,'owner':'a@example.com','choice':'bee'"));
+}
+
+static void test_wrong_type_is_a_422_in_kube_openapi_words(void **state)
+{
+    (void)state;
+    /* decoding keeps it (no 400) ... */
+    json_t *obj = decode_ok("{'spec':{'cronSpec':5}}");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(obj, "spec"), "cronSpec")),
+                     5);
+    json_decref(obj);
+    /* ... validation names it */
+    expect_error("{'spec':{'cronSpec':5}}",
+                 "spec.cronSpec: Invalid value: 'integer': spec.cronSpec in body must be of type "
+                 "string: 'integer'");
+    expect_error(SPEC(",'size':true"),
+                 "spec.size: Invalid value: 'boolean': spec.size in body must be of type "
+                 "integer,string: 'boolean'");
+    expect_error(SPEC(",'tags':[1]"), "spec.tags[0]: Invalid value: 'integer': spec.tags[0] in "
+                                      "body must be of type string: 'integer'");
+    char *errs = errors_of("{'spec':{'cronSpec':5}}");
+    struct ck_field_errors list = {0};
+    json_t *o = decode_ok("{'spec':{'cronSpec':5}}");
+    ck_schema_validate(set, "test.CronTab", o, &list);
+    assert_int_equal(list.len, 1);
+    assert_string_equal(ck_field_error_reason(list.items[0].type), "FieldValueTypeInvalid");
+    ck_field_errors_release(&list);
+    json_decref(o);
+    free(errs);
+}
+
+static void test_metadata_still_decodes_as_go(void **state)
+{
+    (void)state;
+    struct ck_err err = {0};
+    json_t *obj = decode("{'metadata':{'generation':'x'},'spec':{'cronSpec':'1 1 1 1 1'}}",
+                         CK_FIELD_VALIDATION_STRICT, NULL, &err);
+    assert_null(obj);
+    assert_non_null(strstr(err.msg, "cannot unmarshal string"));
+}
+
+static void test_required_pattern_lengths_bounds(void **state)
+{
+    (void)state;
+    expect_error("{'spec':{}}", "spec.cronSpec: Required value");
+    /* the pattern is quoted with ' in the message: compare without the quote swap */
+    char *got = errors_of("{'spec':{'cronSpec':'every minute'}}");
+    assert_string_equal(got,
+                        "spec.cronSpec: Invalid value: \"every minute\": spec.cronSpec in body "
+                        "should match '^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){4}$'\n");
+    free(got);
+    expect_error(SPEC(",'image':''"), "spec.image: Invalid value: '': spec.image in body should "
+                                      "be at least 1 chars long");
+    expect_error(SPEC(",'image':'123456789'"),
+                 "spec.image: Too long: may not be more than 8 bytes");
+    /* lengths count runes, not bytes: eight two-byte letters fit */
+    expect_valid(
+        SPEC(",'image':'\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9'"));
+    expect_error(SPEC(",'replicas':0"), "spec.replicas: Invalid value: 0: spec.replicas in body "
+                                        "should be greater than or equal to 1");
+    expect_error(SPEC(",'replicas':11"), "spec.replicas: Invalid value: 11: spec.replicas in body "
+                                         "should be less than or equal to 10");
+    expect_error(SPEC(",'ratio':0"),
+                 "spec.ratio: Invalid value: 0: spec.ratio in body should be greater than 0");
+    expect_error(SPEC(",'ratio':0.7"),
+                 "spec.ratio: Invalid value: 0.7: spec.ratio in body should be a multiple of 0.5");
+    expect_error(SPEC(",'mode':'Medium'"),
+                 "spec.mode: Unsupported value: 'Medium': supported values: 'Fast', 'Slow'");
+}
+
+static void test_items_and_properties_counts(void **state)
+{
+    (void)state;
+    expect_error(SPEC(",'tags':[]"),
+                 "spec.tags: Invalid value: 0: spec.tags in body should have at least 1 items");
+    expect_error(SPEC(",'tags':['a','b','c','d']"),
+                 "spec.tags: Too many: 4: must have at most 3 items");
+    expect_error(SPEC(",'labels':{'a':'1','b':'2','c':'3'}"),
+                 "spec.labels: Too many: 3: must have at most 2 items");
+    expect_error(SPEC(",'labels':{'a':1}"), "spec.labels.a: Invalid value: 'integer': "
+                                            "spec.labels.a in body must be of type string");
+}
+
+static void test_list_types_report_duplicates(void **state)
+{
+    (void)state;
+    expect_error(SPEC(",'tags':['a','b','a']"), "spec.tags[2]: Duplicate value: 'a'");
+    expect_error(SPEC(",'ports':[{'name':'a'},{'name':'a','port':81}]"),
+                 "spec.ports[1]: Duplicate value: map[string]interface {}{'name':'a'}");
+    expect_error(SPEC(",'ports':['x']"),
+                 "spec.ports[0]: Invalid value: 'x': must be an object for an array of list-type "
+                 "map");
+}
+
+static void test_formats(void **state)
+{
+    (void)state;
+    expect_error(SPEC(",'owner':'not-an-address'"),
+                 "spec.owner: Invalid value: 'not-an-address': spec.owner in body must be of type "
+                 "email: 'not-an-address'");
+}
+
+static void test_any_of_names_the_path(void **state)
+{
+    (void)state;
+    expect_error(SPEC(",'choice':'cat'"),
+                 "<nil>: Invalid value: '': 'spec.choice' must validate at least one schema "
+                 "(anyOf)");
+}
+
+static void test_nulls_defaults_and_nullable(void **state)
+{
+    (void)state;
+    json_t *obj = decode_ok(SPEC(",'note':null,'image':null,'mode':null"));
+    json_t *spec = json_object_get(obj, "spec");
+    assert_true(json_is_null(json_object_get(spec, "note"))); /* nullable: kept */
+    assert_null(json_object_get(spec, "image"));              /* no default: dropped */
+    assert_int_equal(ck_schema_default(set, "test.CronTab", obj), 0);
+    assert_string_equal(json_string_value(json_object_get(spec, "mode")), "Fast"); /* default */
+    assert_int_equal(json_integer_value(json_object_get(spec, "replicas")), 1);
+    json_decref(obj);
+    /* a null array element is kept and refused */
+    expect_error(SPEC(",'tags':[null]"), "spec.tags[0]: Invalid value: 'null': spec.tags[0] in "
+                                         "body must be of type string: 'null'");
+}
+
+static void test_list_map_items_get_defaults(void **state)
+{
+    (void)state;
+    json_t *obj = decode_ok(SPEC(",'ports':[{'name':'a'}]"));
+    assert_int_equal(ck_schema_default(set, "test.CronTab", obj), 0);
+    json_t *port = json_array_get(json_object_get(json_object_get(obj, "spec"), "ports"), 0);
+    assert_int_equal(json_integer_value(json_object_get(port, "port")), 80);
+    json_decref(obj);
+}
+
+static void test_pruning_preserve_and_embedded(void **state)
+{
+    (void)state;
+    struct ck_warnings w = {0};
+    struct ck_err err = {0};
+    json_t *obj = decode(SPEC(",'unknown':1,'extra':{'free':{'x':1},'known':{'b':2}},"
+                              "'template':{'apiVersion':'v1','kind':'Pod','metadata':{'name':'p'},"
+                              "'spec':{'x':'y','z':1},'other':2}"),
+                         CK_FIELD_VALIDATION_WARN, &w, &err);
+    assert_non_null(obj);
+    json_t *spec = json_object_get(obj, "spec");
+    assert_null(json_object_get(spec, "unknown"));
+    json_t *extra = json_object_get(spec, "extra");
+    assert_non_null(json_object_get(extra, "free")); /* preserved */
+    /* specified fields below preserve-unknown-fields are still pruned and defaulted */
+    assert_null(json_object_get(json_object_get(extra, "known"), "b"));
+    json_t *tmpl = json_object_get(spec, "template");
+    assert_string_equal(json_string_value(json_object_get(tmpl, "kind")), "Pod");
+    assert_non_null(json_object_get(tmpl, "metadata"));
+    assert_null(json_object_get(tmpl, "other"));
+    assert_null(json_object_get(json_object_get(tmpl, "spec"), "z"));
+    bool warned = false;
+    for (size_t i = 0; i < w.len; i++)
+        warned = warned || strcmp(w.items[i], "unknown field \"spec.unknown\"") == 0;
+    assert_true(warned);
+    assert_int_equal(ck_schema_default(set, "test.CronTab", obj), 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(extra, "known"), "a")), 7);
+    ck_warnings_release(&w);
+    json_decref(obj);
+    expect_error(SPEC(",'template':{'kind':'Pod'}"),
+                 "spec.template.apiVersion: Required value: must not be empty");
+}
+
+static void test_strict_unknown_fields_are_a_decoding_error(void **state)
+{
+    (void)state;
+    struct ck_err err = {0};
+    assert_null(decode(SPEC(",'foo':1"), CK_FIELD_VALIDATION_STRICT, NULL, &err));
+    assert_string_equal(err.msg, "strict decoding error: unknown field \"spec.foo\"");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_valid_crontab_has_no_errors),
+        cmocka_unit_test(test_wrong_type_is_a_422_in_kube_openapi_words),
+        cmocka_unit_test(test_metadata_still_decodes_as_go),
+        cmocka_unit_test(test_required_pattern_lengths_bounds),
+        cmocka_unit_test(test_items_and_properties_counts),
+        cmocka_unit_test(test_list_types_report_duplicates),
+        cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_any_of_names_the_path),
+        cmocka_unit_test(test_nulls_defaults_and_nullable),
+        cmocka_unit_test(test_list_map_items_get_defaults),
+        cmocka_unit_test(test_pruning_preserve_and_embedded),
+        cmocka_unit_test(test_strict_unknown_fields_are_a_decoding_error),
+    };
+    return cmocka_run_group_tests(tests, load, unload);
+}
