@@ -416,6 +416,14 @@ bool ck__format_valid(const char *format, const char *s)
 /* ---- patterns ----------------------------------------------------------- */
 
 /*
+ * Limits: a pattern of more than 4096 bytes, or whose {m,n} counts add up to
+ * more than 1000 (RE2's limit for one count), is invalid - glibc would build
+ * an automaton of that product's size.
+ */
+#define CK__PATTERN_MAX        4096
+#define CK__PATTERN_REPEAT_MAX 1000
+
+/*
  * Translates a Go regular expression into a POSIX extended one. Returns a
  * new string, or NULL when the pattern uses what POSIX cannot express (or
  * memory runs out: *nomem is then set).
@@ -424,7 +432,20 @@ static char *translate_pattern(const char *pattern, bool *nomem)
 {
     struct ck__buf b = {0};
     bool in_class = false;
+    long repeats = 0; /* the counts of every {m,n}: glibc expands them into its automaton */
+    if (strlen(pattern) > CK__PATTERN_MAX)
+        return NULL;
     for (const char *p = pattern; *p; p++) {
+        if (*p == '{' && !in_class && (p == pattern || p[-1] != '\\')) {
+            for (const char *d = p + 1; isdigit((unsigned char)*d) || *d == ','; d++)
+                if (isdigit((unsigned char)*d) && !isdigit((unsigned char)d[-1])) {
+                    repeats += strtol(d, NULL, 10) > CK__PATTERN_REPEAT_MAX
+                                   ? CK__PATTERN_REPEAT_MAX + 1
+                                   : strtol(d, NULL, 10);
+                }
+            if (repeats > CK__PATTERN_REPEAT_MAX)
+                goto invalid;
+        }
         if (*p == '\\') {
             char c = p[1];
             if (c == '\0')
@@ -510,6 +531,9 @@ static char *translate_pattern(const char *pattern, bool *nomem)
         }
         if ((*p == '*' || *p == '+' || *p == '?' || *p == '}') && p[1] == '?')
             goto invalid; /* lazy quantifiers */
+        if ((*p == '*' || *p == '+' || *p == '?' || *p == '}') &&
+            (p[1] == '*' || p[1] == '+' || p[1] == '{'))
+            goto invalid; /* Go: invalid nested repetition operator */
         ck__buf_printf(&b, "%c", *p);
     }
     if (in_class)
