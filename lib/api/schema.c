@@ -277,6 +277,10 @@ struct decode {
     char *unknown;    /* `unknown field "a", unknown field "b"` collected under Strict */
     char *type_error; /* the first type error, Go's wording */
     bool nomem;       /* an allocation failed: the answer is CK_ENOMEM, whatever else */
+    /* a custom resource's unknown fields, reported sorted at the end as apiextensions does */
+    bool collect_unknown;
+    char **unknown_paths;
+    size_t n_unknown_paths;
 };
 
 static const char *json_kind(const json_t *v)
@@ -349,6 +353,19 @@ static void type_error(struct decode *d, const json_t *v, const json_t *schema,
 
 static void unknown_field(struct decode *d, const struct path *p)
 {
+    if (d->collect_unknown) {
+        char **paths = realloc(d->unknown_paths, (d->n_unknown_paths + 1) * sizeof(*paths));
+        char *copy = strdup(p->buf);
+        if (paths)
+            d->unknown_paths = paths;
+        if (!paths || !copy) {
+            free(copy);
+            d->nomem = true;
+            return;
+        }
+        d->unknown_paths[d->n_unknown_paths++] = copy;
+        return;
+    }
     if (d->validation == CK_FIELD_VALIDATION_WARN)
         ck_warnings_add(d->warnings, "unknown field \"%s\"", p->buf);
     if (d->validation != CK_FIELD_VALIDATION_STRICT)
@@ -402,16 +419,14 @@ static bool is_nullable(const struct ck_schemas *set, const json_t *schema)
            json_is_true(json_object_get(resolve(set, schema, NULL), "nullable"));
 }
 
-/* An embedded resource's apiVersion, kind and metadata, kept without being listed. */
-static bool embedded_meta_field(const json_t *schema, const char *key)
+static bool meta_field(const char *key)
 {
-    return json_is_true(json_object_get(schema, "x-kubernetes-embedded-resource")) &&
-           (strcmp(key, "apiVersion") == 0 || strcmp(key, "kind") == 0 ||
-            strcmp(key, "metadata") == 0);
+    return strcmp(key, "apiVersion") == 0 || strcmp(key, "kind") == 0 ||
+           strcmp(key, "metadata") == 0;
 }
 
 static void decode_object(struct decode *d, const json_t *schema, const char *self_name,
-                          json_t *obj, struct path *p, int depth, bool cr, bool preserve)
+                          json_t *obj, struct path *p, int depth)
 {
     const json_t *props = json_object_get(schema, "properties");
     const json_t *extra = json_object_get(schema, "additionalProperties");
@@ -424,19 +439,12 @@ static void decode_object(struct decode *d, const json_t *schema, const char *se
         bool map_entry = !child && json_is_object(extra);
         size_t saved = map_entry ? path_push_key(p, key) : path_push_field(p, key);
         if (child || map_entry) {
-            const json_t *value_schema = child ? child : extra;
-            if (json_is_null(value)) {
-                /* Go decodes null as absent; apiextensions keeps it where the schema is
-                 * nullable, lets defaulting replace it, else drops it */
-                if (!cr ||
-                    (!is_nullable(d->set, value_schema) && !(child && default_of(d->set, child))))
-                    json_object_del(obj, key);
-            } else {
-                decode_value(d, value_schema, value, self_name, p, depth + 1, cr);
-            }
-        } else if (json_is_true(extra) || (cr && (preserve || embedded_meta_field(schema, key)))) {
-            /* additionalProperties: true, x-kubernetes-preserve-unknown-fields and an embedded
-             * resource's type and object meta keep the field as it is */
+            if (json_is_null(value))
+                json_object_del(obj, key); /* Go decodes null as absent */
+            else
+                decode_value(d, child ? child : extra, value, self_name, p, depth + 1, false);
+        } else if (json_is_true(extra)) {
+            /* additionalProperties: true keeps anything */
         } else {
             unknown_field(d, p);
             json_object_del(obj, key);
@@ -445,35 +453,82 @@ static void decode_object(struct decode *d, const json_t *schema, const char *se
     }
 }
 
+static void prune_custom(struct decode *d, const json_t *schema, json_t *v, const char *parent,
+                         struct path *p, int depth, bool skip);
+
 /*
- * A custom resource's value: pruned as apiextensions prunes, never refused.
- * A value of another type than the schema's is kept as it is (validation
- * reports it); null array elements are kept too.
+ * A custom resource's value, pruned as apiextensions prunes: by the
+ * structure alone, whatever the value's type (a value of the wrong type is
+ * kept for validation to report; an object where a string belongs loses
+ * every field). schema may be NULL (nothing is known below: every field is
+ * unknown). Under x-kubernetes-preserve-unknown-fields (skip) unknown fields
+ * stay and the specified ones are still pruned; array elements inherit it.
+ * Nulls are kept where nullable or defaulted, else dropped from objects.
+ * The root and embedded resources keep apiVersion, kind and metadata (the
+ * root's metadata, a $ref to ObjectMeta, is decoded as Go decodes it).
  */
-static void decode_custom(struct decode *d, const json_t *schema, json_t *v, const char *parent,
-                          struct path *p, int depth)
+static void prune_custom(struct decode *d, const json_t *schema, json_t *v, const char *parent,
+                         struct path *p, int depth, bool skip)
 {
-    bool preserve = json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields"));
-    if (json_is_object(v)) {
-        const char *type = json_string_value(json_object_get(schema, "type"));
-        bool is_object = (type && strcmp(type, "object") == 0) ||
-                         (!type && (json_object_get(schema, "properties") ||
-                                    json_object_get(schema, "additionalProperties")));
-        if (is_object)
-            decode_object(d, schema, parent, v, p, depth, true, preserve);
+    if (depth > MAX_DEPTH)
         return;
-    }
-    const json_t *items = json_object_get(schema, "items");
-    if (json_is_array(v) && json_is_object(items)) {
+    skip = skip || json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields"));
+    if (json_is_array(v)) {
+        const json_t *items = json_object_get(schema, "items");
+        if (!json_is_object(items))
+            items = NULL;
+        if (skip && !items)
+            return;
         size_t i;
         json_t *item;
         json_array_foreach(v, i, item)
         {
             size_t saved = path_push_index(p, i);
-            if (!json_is_null(item))
+            if (skip)
+                prune_custom(d, resolve(d->set, items, NULL), item, parent, p, depth + 1, true);
+            else if (items)
                 decode_value(d, items, item, parent, p, depth + 1, true);
+            else
+                prune_custom(d, NULL, item, parent, p, depth + 1, false);
             path_pop(p, saved);
         }
+        return;
+    }
+    if (!json_is_object(v))
+        return;
+    const json_t *props = json_object_get(schema, "properties");
+    const json_t *extra = json_object_get(schema, "additionalProperties");
+    bool embedded = json_is_true(json_object_get(schema, "x-kubernetes-embedded-resource"));
+    const char *key;
+    json_t *value;
+    void *tmp;
+    json_object_foreach_safe(v, tmp, key, value)
+    {
+        const json_t *child = json_object_get(props, key);
+        if (meta_field(key) && (embedded || (depth == 0 && !child)))
+            continue; /* the resource's own type and object meta */
+        if (!schema || (!child && !extra)) {
+            if (!skip) {
+                size_t saved = path_push_field(p, key);
+                unknown_field(d, p);
+                path_pop(p, saved);
+                json_object_del(v, key);
+            }
+            continue;
+        }
+        const json_t *value_schema = child ? child : (json_is_object(extra) ? extra : NULL);
+        size_t saved = path_push_field(p, key);
+        if (json_is_null(value)) {
+            /* kept where nullable or where defaulting replaces it, else dropped */
+            if (value_schema && !is_nullable(d->set, value_schema) &&
+                !default_of(d->set, value_schema))
+                json_object_del(v, key);
+        } else if (value_schema) {
+            decode_value(d, value_schema, value, parent, p, depth + 1, true);
+        } else {
+            prune_custom(d, NULL, value, parent, p, depth + 1, false);
+        }
+        path_pop(p, saved);
     }
 }
 
@@ -487,7 +542,7 @@ static void decode_value(struct decode *d, const json_t *schema_in, json_t *v, c
     if (cr && ref_name && depth > 0)
         cr = false; /* a referenced built-in type (ObjectMeta) decodes as Go decodes it */
     if (cr) {
-        decode_custom(d, schema, v, parent, p, depth);
+        prune_custom(d, schema, v, parent, p, depth, false);
         return;
     }
     if (json_is_true(json_object_get(schema, "x-kubernetes-int-or-string"))) {
@@ -507,8 +562,7 @@ static void decode_value(struct decode *d, const json_t *schema_in, json_t *v, c
         if (!json_is_object(v))
             type_error(d, v, schema, ref_name, parent, p);
         else if (!preserve)
-            decode_object(d, schema, ref_name ? short_name(ref_name) : parent, v, p, depth, false,
-                          false);
+            decode_object(d, schema, ref_name ? short_name(ref_name) : parent, v, p, depth);
     } else if (strcmp(type, "array") == 0) {
         if (!json_is_array(v)) {
             type_error(d, v, schema, ref_name, parent, p);
@@ -551,6 +605,35 @@ static void decode_value(struct decode *d, const json_t *schema_in, json_t *v, c
         if (!json_is_boolean(v))
             type_error(d, v, schema, ref_name, parent, p);
     }
+}
+
+/* ObjectMeta's unknown fields first, then the rest in byte order (apiextensions' order). */
+static int compare_unknown_paths(const void *a, const void *b)
+{
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    bool mx = strncmp(x, "metadata.", 9) == 0, my = strncmp(y, "metadata.", 9) == 0;
+    if (mx != my)
+        return mx ? -1 : 1;
+    return strcmp(x, y);
+}
+
+/* Reports a custom resource's unknown fields, sorted, as warnings or the Strict error. */
+static void report_unknown(struct decode *d)
+{
+    if (d->n_unknown_paths > 1)
+        qsort(d->unknown_paths, d->n_unknown_paths, sizeof(*d->unknown_paths),
+              compare_unknown_paths);
+    d->collect_unknown = false;
+    struct path p;
+    for (size_t i = 0; i < d->n_unknown_paths; i++) {
+        snprintf(p.buf, sizeof(p.buf), "%s", d->unknown_paths[i]);
+        p.len = strlen(p.buf);
+        unknown_field(d, &p);
+        free(d->unknown_paths[i]);
+    }
+    free(d->unknown_paths);
+    d->unknown_paths = NULL;
+    d->n_unknown_paths = 0;
 }
 
 /* Pulls the duplicated key's name out of jansson's "duplicate object key" message. */
@@ -604,8 +687,10 @@ int ck_schema_decode(const struct ck_schemas *set, const char *name, const char 
     snprintf(ref, sizeof(ref), REF_PREFIX "%s", name);
     json_t *root = json_pack("{s:s}", "$ref", ref);
     bool cr = json_is_true(json_object_get(schema, "x-ckube-custom-resource"));
+    d.collect_unknown = cr;
     if (root)
         decode_value(&d, root, obj, short_name(name), &p, 0, cr);
+    report_unknown(&d);
     json_decref(root);
     int r = 0;
     if (!root || d.nomem)
@@ -676,8 +761,15 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
         const json_t *items = json_object_get(schema, "items");
         size_t i;
         json_t *item;
+        const json_t *item_default = cr && items ? default_of(set, items) : NULL;
         json_array_foreach(v, i, item)
         {
+            /* a custom resource's null element takes the items' default */
+            if (item_default && json_is_null(item) && !is_nullable(set, items)) {
+                if (json_array_set_new(v, i, json_deep_copy(item_default)) < 0)
+                    return CK_ENOMEM;
+                item = json_array_get(v, i);
+            }
             if (items && default_value(set, items, item, depth + 1, cr) < 0)
                 return CK_ENOMEM;
         }
@@ -717,9 +809,17 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
     }
     const json_t *extra = json_object_get(schema, "additionalProperties");
     if (json_is_object(extra)) {
+        const json_t *value_default = cr ? default_of(set, extra) : NULL;
         json_t *value;
         json_object_foreach(v, key, value)
         {
+            if (cr && json_object_get(props, key))
+                continue; /* a property, not a map entry */
+            if (value_default && json_is_null(value) && !is_nullable(set, extra)) {
+                if (json_object_set_new(v, key, json_deep_copy(value_default)) < 0)
+                    return CK_ENOMEM;
+                value = json_object_get(v, key);
+            }
             if (default_value(set, extra, value, depth + 1, cr) < 0)
                 return CK_ENOMEM;
         }
@@ -754,8 +854,17 @@ static char *render_enum(const json_t *values)
     return ck__buf_take(&b);
 }
 
+/*
+ * Validation passes: a built-in kind's value is validated once, as Go; a
+ * custom resource's in three walks, in the order apiextensions reports
+ * their errors: the OpenAPI schema, then embedded resources, then list
+ * types.
+ */
+enum validate_pass { PASS_GO, PASS_OPENAPI, PASS_EMBEDDED, PASS_LIST_TYPES };
+
 static void validate_value(const struct ck_schemas *set, const json_t *schema_in, const json_t *v,
-                           struct path *p, struct ck_field_errors *errs, int depth, bool cr);
+                           struct path *p, struct ck_field_errors *errs, int depth,
+                           enum validate_pass pass);
 
 /* ---- validation of custom resources (kube-openapi's wording) ----------- */
 
@@ -872,7 +981,7 @@ static size_t count_valid(const struct ck_schemas *set, const json_t *alternativ
     json_array_foreach(alternatives, i, alternative)
     {
         struct ck_field_errors one = {0};
-        validate_value(set, alternative, v, p, &one, depth + 1, true);
+        validate_value(set, alternative, v, p, &one, depth + 1, PASS_OPENAPI);
         if (one.nomem)
             best->nomem = true;
         if (one.len == 0) {
@@ -939,7 +1048,7 @@ static void validate_junctors(const struct ck_schemas *set, const json_t *schema
         json_array_foreach(all_of, i, part)
         {
             size_t before = errs->len;
-            validate_value(set, part, v, p, errs, depth + 1, true);
+            validate_value(set, part, v, p, errs, depth + 1, PASS_OPENAPI);
             valid += errs->len == before;
         }
         if (valid != json_array_size(all_of))
@@ -950,7 +1059,7 @@ static void validate_junctors(const struct ck_schemas *set, const json_t *schema
     const json_t *not = json_object_get(schema, "not");
     if (json_is_object(not )) {
         struct ck_field_errors one = {0};
-        validate_value(set, not, v, p, &one, depth + 1, true);
+        validate_value(set, not, v, p, &one, depth + 1, PASS_OPENAPI);
         if (one.len == 0 && !one.nomem)
             ck_field_errors_add(errs, CK_FIELD_INVALID, "<nil>", "", true,
                                 "\"%s\" must not validate the schema (not)", p->buf);
@@ -967,8 +1076,7 @@ static void validate_string(const json_t *schema, const json_t *v, const struct 
     size_t runes = rune_count(s);
     if (json_is_integer(max) && (json_int_t)runes > json_integer_value(max))
         ck_field_errors_add(errs, CK_FIELD_TOO_LONG, p->buf, NULL, false,
-                            "may not be more than %lld %s", (long long)json_integer_value(max),
-                            json_integer_value(max) == 1 ? "byte" : "bytes");
+                            "may not be more than %lld bytes", (long long)json_integer_value(max));
     if (json_is_integer(min) && (json_int_t)runes < json_integer_value(min))
         ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, s, true,
                             "%s in body should be at least %lld chars long", p->buf,
@@ -1133,30 +1241,116 @@ static void validate_list_type(const json_t *schema, const json_t *v, struct pat
     }
 }
 
-/* An embedded resource must say its apiVersion and kind, as strings. */
+/* A DNS-1035 label (lower case letters, digits and '-', starting with a letter). */
+static bool dns1035_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || !(s[0] >= 'a' && s[0] <= 'z') || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
+/*
+ * An embedded resource must say its apiVersion (a group/version) and kind
+ * (mixed-case DNS-1035 label), as strings.
+ */
 static void validate_embedded(const json_t *v, struct path *p, struct ck_field_errors *errs)
 {
     static const char *const fields[] = {"apiVersion", "kind"};
     for (size_t i = 0; i < 2; i++) {
         const json_t *value = json_object_get(v, fields[i]);
         size_t saved = path_push_field(p, fields[i]);
+        const char *text = json_string_value(value);
         if (!value) {
             ck_field_errors_add(errs, CK_FIELD_REQUIRED, p->buf, NULL, false, "must not be empty");
-        } else if (!json_is_string(value)) {
+        } else if (!text) {
             char *dump = ck__json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
             ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, dump ? dump : "", false,
                                 "must be a string");
             free(dump);
-        } else if (json_string_length(value) == 0) {
+        } else if (!*text) {
             ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, "", true, "must not be empty");
+        } else if (i == 0) {
+            const char *slash = strchr(text, '/');
+            if (slash && strchr(slash + 1, '/') && strcmp(text, "/") != 0)
+                ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, text, true,
+                                    "unexpected GroupVersion string: %s", text);
+        } else {
+            char lower[128];
+            size_t n = strlen(text);
+            bool long_kind = n >= sizeof(lower);
+            for (size_t c = 0; c < n && !long_kind; c++)
+                lower[c] = (char)((text[c] >= 'A' && text[c] <= 'Z') ? text[c] + 32 : text[c]);
+            lower[long_kind ? 0 : n] = '\0';
+            if (long_kind || n > 63)
+                ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, text, true,
+                                    "may have mixed case, but should otherwise match: must be no "
+                                    "more than 63 characters");
+            else if (!dns1035_label(lower))
+                ck_field_errors_add(
+                    errs, CK_FIELD_INVALID, p->buf, text, true,
+                    "may have mixed case, but should otherwise match: a DNS-1035 label must "
+                    "consist of lower case alphanumeric characters or '-', start with an "
+                    "alphabetic character, and end with an alphanumeric character (e.g. "
+                    "'my-name',  or 'abc-123', regex used for validation is "
+                    "'[a-z]([-a-z0-9]*[a-z0-9])?')");
         }
         path_pop(p, saved);
     }
 }
 
-static void validate_custom(const struct ck_schemas *set, const json_t *schema, const json_t *v,
-                            struct path *p, struct ck_field_errors *errs, int depth)
+/* The walks of the embedded-resource and list-type passes, by the structure. */
+static void validate_structure(const struct ck_schemas *set, const json_t *schema, const json_t *v,
+                               struct path *p, struct ck_field_errors *errs, int depth,
+                               enum validate_pass pass)
 {
+    if (json_is_array(v)) {
+        const json_t *items = json_object_get(schema, "items");
+        size_t i;
+        json_t *item;
+        json_array_foreach((json_t *)v, i, item)
+        {
+            size_t saved = path_push_index(p, i);
+            if (json_is_object(items))
+                validate_value(set, items, item, p, errs, depth + 1, pass);
+            path_pop(p, saved);
+        }
+        if (pass == PASS_LIST_TYPES)
+            validate_list_type(schema, v, p, errs);
+        return;
+    }
+    if (!json_is_object(v))
+        return;
+    if (pass == PASS_EMBEDDED &&
+        json_is_true(json_object_get(schema, "x-kubernetes-embedded-resource")))
+        validate_embedded(v, p, errs);
+    const json_t *props = json_object_get(schema, "properties");
+    const json_t *extra = json_object_get(schema, "additionalProperties");
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)v, key, value)
+    {
+        const json_t *child = json_object_get(props, key);
+        const json_t *value_schema = child ? child : (json_is_object(extra) ? extra : NULL);
+        if (!value_schema)
+            continue;
+        size_t saved = path_push_field(p, key);
+        validate_value(set, value_schema, value, p, errs, depth + 1, pass);
+        path_pop(p, saved);
+    }
+}
+
+static void validate_custom(const struct ck_schemas *set, const json_t *schema, const json_t *v,
+                            struct path *p, struct ck_field_errors *errs, int depth,
+                            enum validate_pass pass)
+{
+    if (pass != PASS_OPENAPI) {
+        validate_structure(set, schema, v, p, errs, depth, pass);
+        return;
+    }
     const char *type = json_string_value(json_object_get(schema, "type"));
     bool int_or_string = json_is_true(json_object_get(schema, "x-kubernetes-int-or-string"));
     bool nullable = json_is_true(json_object_get(schema, "nullable"));
@@ -1209,10 +1403,9 @@ static void validate_custom(const struct ck_schemas *set, const json_t *schema, 
         {
             size_t saved = path_push_index(p, i);
             if (json_is_object(items))
-                validate_value(set, items, item, p, errs, depth + 1, true);
+                validate_value(set, items, item, p, errs, depth + 1, pass);
             path_pop(p, saved);
         }
-        validate_list_type(schema, v, p, errs);
         return;
     }
     if (!json_is_object(v))
@@ -1240,8 +1433,6 @@ static void validate_custom(const struct ck_schemas *set, const json_t *schema, 
             path_pop(p, saved);
         }
     }
-    if (json_is_true(json_object_get(schema, "x-kubernetes-embedded-resource")))
-        validate_embedded(v, p, errs);
     const json_t *props = json_object_get(schema, "properties");
     const json_t *extra = json_object_get(schema, "additionalProperties");
     const char *key;
@@ -1253,7 +1444,7 @@ static void validate_custom(const struct ck_schemas *set, const json_t *schema, 
         if (!value_schema)
             continue;
         size_t saved = path_push_field(p, key);
-        validate_value(set, value_schema, value, p, errs, depth + 1, true);
+        validate_value(set, value_schema, value, p, errs, depth + 1, pass);
         path_pop(p, saved);
     }
 }
@@ -1262,16 +1453,21 @@ static void validate_go(const struct ck_schemas *set, const json_t *schema, cons
                         struct path *p, struct ck_field_errors *errs, int depth);
 
 static void validate_value(const struct ck_schemas *set, const json_t *schema_in, const json_t *v,
-                           struct path *p, struct ck_field_errors *errs, int depth, bool cr)
+                           struct path *p, struct ck_field_errors *errs, int depth,
+                           enum validate_pass pass)
 {
     const char *ref_name = NULL;
     const json_t *schema = resolve(set, schema_in, &ref_name);
     if (!schema || depth > MAX_DEPTH)
         return;
-    if (cr && ref_name && depth > 0)
-        cr = false;
-    if (cr) {
-        validate_custom(set, schema, v, p, errs, depth);
+    if (pass != PASS_GO && ref_name && depth > 0) {
+        /* a referenced built-in type (ObjectMeta) is validated as Go validates it, once */
+        if (pass != PASS_OPENAPI)
+            return;
+        pass = PASS_GO;
+    }
+    if (pass != PASS_GO) {
+        validate_custom(set, schema, v, p, errs, depth, pass);
         return;
     }
     if (json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields")))
@@ -1332,7 +1528,7 @@ static void validate_go(const struct ck_schemas *set, const json_t *schema, cons
         {
             size_t saved = path_push_index(p, i);
             if (items)
-                validate_value(set, items, item, p, errs, depth + 1, false);
+                validate_value(set, items, item, p, errs, depth + 1, PASS_GO);
             path_pop(p, saved);
         }
         return;
@@ -1359,11 +1555,11 @@ static void validate_go(const struct ck_schemas *set, const json_t *schema, cons
         const json_t *child = json_object_get(props, key);
         if (child) {
             size_t saved = path_push_field(p, key);
-            validate_value(set, child, value, p, errs, depth + 1, false);
+            validate_value(set, child, value, p, errs, depth + 1, PASS_GO);
             path_pop(p, saved);
         } else if (json_is_object(extra)) {
             size_t saved = path_push_key(p, key);
-            validate_value(set, extra, value, p, errs, depth + 1, false);
+            validate_value(set, extra, value, p, errs, depth + 1, PASS_GO);
             path_pop(p, saved);
         }
     }
@@ -1374,9 +1570,14 @@ void ck_schema_validate(const struct ck_schemas *set, const char *name, const js
 {
     const json_t *schema = ck_schemas_get(set, name);
     struct path p = {.len = 0};
-    bool cr = json_is_true(json_object_get(schema, "x-ckube-custom-resource"));
-    if (schema)
-        validate_value(set, schema, obj, &p, errs, 0, cr);
+    if (!schema)
+        return;
+    if (!json_is_true(json_object_get(schema, "x-ckube-custom-resource"))) {
+        validate_value(set, schema, obj, &p, errs, 0, PASS_GO);
+        return;
+    }
+    for (enum validate_pass pass = PASS_OPENAPI; pass <= PASS_LIST_TYPES; pass++)
+        validate_value(set, schema, obj, &p, errs, 0, pass);
 }
 
 /* ---- lone custom resource schemas (structural.c) ------------------------ */
@@ -1386,7 +1587,11 @@ void ck__custom_validate(const json_t *schema, const json_t *value, const char *
 {
     struct ck_field_errors found = {0};
     struct path p = {.len = 0};
-    validate_value(NULL, schema, value, &p, &found, 1, true);
+    /* as apiextensions validates a default: embedded resources, then (only when they are
+     * right) the OpenAPI schema; list types are not checked */
+    validate_value(NULL, schema, value, &p, &found, 1, PASS_EMBEDDED);
+    if (found.len == 0)
+        validate_value(NULL, schema, value, &p, &found, 1, PASS_OPENAPI);
     for (size_t i = 0; i < found.len; i++) {
         struct ck_field_error *e = &found.items[i];
         struct ck__buf b = {0};

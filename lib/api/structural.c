@@ -385,19 +385,17 @@ static void defaults(const json_t *s, const char *path, bool root, struct ck_fie
     if (def) {
         char *at = child_path(errs, path, "%s", ".default");
         if (at) {
-            size_t before = errs->len;
-            ck__custom_validate(s, def, at, errs);
-            if (errs->len == before) {
-                int pruned = ck__custom_is_pruned(s, def);
-                if (pruned < 0) {
-                    errs->nomem = true;
-                } else if (!pruned) {
-                    char *value = ck__json_dumps(def, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
-                    ck_field_errors_add(errs, CK_FIELD_INVALID, at, value ? value : "", false,
-                                        "must not have unknown fields");
-                    free(value);
-                }
+            /* pruning first, then validation: both are reported */
+            int pruned = ck__custom_is_pruned(s, def);
+            if (pruned < 0) {
+                errs->nomem = true;
+            } else if (!pruned) {
+                char *value = ck__json_dumps(def, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+                ck_field_errors_add(errs, CK_FIELD_INVALID, at, value ? value : "", false,
+                                    "must not have unknown fields");
+                free(value);
             }
+            ck__custom_validate(s, def, at, errs);
         }
         free(at);
     }

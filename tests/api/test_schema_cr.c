@@ -46,6 +46,8 @@ static const char crontab_schemas[] =
     "             'required':['name'],'properties':{'name':{'type':'string'},"
     "             'port':{'type':'integer','default':80}}}},"
     "    'labels':{'type':'object','additionalProperties':{'type':'string'},'maxProperties':2},"
+    "    'levels':{'type':'object','additionalProperties':{'type':'integer','default':3}},"
+    "    'steps':{'type':'array','items':{'type':'integer','default':9}},"
     "    'extra':{'type':'object','x-kubernetes-preserve-unknown-fields':true,"
     "             'properties':{'known':{'type':'object','properties':{'a':{'type':'integer',"
     "             'default':7}}}}},"
@@ -100,7 +102,10 @@ static json_t *decode_ok(const char *body_q)
 /* Every error of a decoded, defaulted, validated body, one a line. */
 static char *errors_of(const char *body_q)
 {
-    json_t *obj = decode_ok(body_q);
+    struct ck_err err = {0};
+    json_t *obj = decode(body_q, CK_FIELD_VALIDATION_IGNORE, NULL, &err);
+    if (!obj)
+        fail_msg("decode %s: %s", body_q, err.msg);
     assert_int_equal(ck_schema_default(set, "test.CronTab", obj), 0);
     struct ck_field_errors errs = {0};
     ck_schema_validate(set, "test.CronTab", obj, &errs);
@@ -323,6 +328,64 @@ static void test_strict_unknown_fields_are_a_decoding_error(void **state)
     struct ck_err err = {0};
     assert_null(decode(SPEC(",'foo':1"), CK_FIELD_VALIDATION_STRICT, NULL, &err));
     assert_string_equal(err.msg, "strict decoding error: unknown field \"spec.foo\"");
+    /* sorted, as apiextensions sorts the pruned paths */
+    assert_null(decode(SPEC(",'zz':1,'labels':{'a':'b'},'ports':[{'name':'a','x':1}],'aa':{}"),
+                       CK_FIELD_VALIDATION_STRICT, NULL, &err));
+    assert_string_equal(err.msg, "strict decoding error: unknown field \"spec.aa\", unknown field "
+                                 "\"spec.ports[0].x\", unknown field \"spec.zz\"");
+}
+
+static void test_pruning_follows_the_structure_not_the_value(void **state)
+{
+    (void)state;
+    struct ck_warnings w = {0};
+    struct ck_err err = {0};
+    /* an object where a string belongs loses its fields, and validation names the type */
+    json_t *obj = decode("{'spec':{'cronSpec':{'a':1}}}", CK_FIELD_VALIDATION_WARN, &w, &err);
+    assert_non_null(obj);
+    assert_int_equal(json_object_size(json_object_get(json_object_get(obj, "spec"), "cronSpec")),
+                     0);
+    assert_int_equal(w.len, 1);
+    assert_string_equal(w.items[0], "unknown field \"spec.cronSpec.a\"");
+    ck_warnings_release(&w);
+    json_decref(obj);
+    expect_error("{'spec':{'cronSpec':{'a':1}}}", "spec.cronSpec: Invalid value: 'object': "
+                                                  "spec.cronSpec in body must be of type string");
+}
+
+static void test_null_map_values_and_elements_take_defaults(void **state)
+{
+    (void)state;
+    json_t *obj = decode_ok(SPEC(",'levels':{'a':null,'b':1},'steps':[null,2]"));
+    assert_int_equal(ck_schema_default(set, "test.CronTab", obj), 0);
+    json_t *spec = json_object_get(obj, "spec");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(spec, "levels"), "a")), 3);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(spec, "steps"), 0)), 9);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(spec, "steps"), 1)), 2);
+    json_decref(obj);
+}
+
+static void test_embedded_kind_and_api_version_are_checked(void **state)
+{
+    (void)state;
+    expect_error(SPEC(",'template':{'apiVersion':'a/b/c','kind':'Pod'}"),
+                 "spec.template.apiVersion: Invalid value: 'a/b/c': unexpected GroupVersion "
+                 "string: a/b/c");
+    expect_error(SPEC(",'template':{'apiVersion':'v1','kind':'Pod_1'}"),
+                 "spec.template.kind: Invalid value: 'Pod_1': may have mixed case, but should "
+                 "otherwise match: a DNS-1035 label must consist of lower case alphanumeric");
+}
+
+static void test_list_type_errors_come_after_schema_errors(void **state)
+{
+    (void)state;
+    char *got = errors_of(SPEC(",'tags':['a','a'],'image':''"));
+    char *dup = strstr(got, "spec.tags[1]: Duplicate value");
+    char *len = strstr(got, "spec.image: Invalid value");
+    assert_non_null(dup);
+    assert_non_null(len);
+    assert_true(len < dup);
+    free(got);
 }
 
 int main(void)
@@ -340,6 +403,10 @@ int main(void)
         cmocka_unit_test(test_list_map_items_get_defaults),
         cmocka_unit_test(test_pruning_preserve_and_embedded),
         cmocka_unit_test(test_strict_unknown_fields_are_a_decoding_error),
+        cmocka_unit_test(test_pruning_follows_the_structure_not_the_value),
+        cmocka_unit_test(test_null_map_values_and_elements_take_defaults),
+        cmocka_unit_test(test_embedded_kind_and_api_version_are_checked),
+        cmocka_unit_test(test_list_type_errors_come_after_schema_errors),
     };
     return cmocka_run_group_tests(tests, load, unload);
 }
