@@ -20,8 +20,10 @@
  *    not at the root.
  * Properties are visited in name order, so the output is stable.
  *
- * Not checked (docs/differences.md): completeness of value validations
- * (a field that only allOf/anyOf mentions), the CEL rules of
+ * Completeness (a field that the root's allOf/anyOf/oneOf/not mention must
+ * be in the structure) is part of 1, as in Kubernetes.
+ *
+ * Not checked (docs/differences.md): the CEL rules of
  * x-kubernetes-validations, and the status-subresource root restriction.
  */
 #define _GNU_SOURCE
@@ -362,6 +364,90 @@ static void invariants(const json_t *s, enum level lvl, const char *path,
         add(errs, CK_FIELD_REQUIRED, path, ".properties", NULL, false,
             "must not be empty if x-kubernetes-embedded-resource is true without "
             "x-kubernetes-preserve-unknown-fields");
+}
+
+/* ---- 1b. completeness: what a value validation names, the structure specifies */
+
+static void nested_completeness(const json_t *v, const json_t *s, const char *s_path,
+                                const char *v_path, struct ck_field_errors *errs, int depth);
+
+static void missing(const char *s_path, const char *v_path, struct ck_field_errors *errs)
+{
+    ck_field_errors_add(errs, CK_FIELD_REQUIRED, s_path, NULL, false, "because it is defined in %s",
+                        v_path);
+}
+
+static void value_completeness(const json_t *v, const json_t *s, const char *s_path,
+                               const char *v_path, struct ck_field_errors *errs, int depth)
+{
+    if (!json_is_object(v) || depth > MAX_DEPTH)
+        return;
+    if (!json_is_object(s)) {
+        missing(s_path, v_path, errs);
+        return;
+    }
+    const json_t *not = json_object_get(v, "not");
+    if (json_is_object(not )) {
+        char *at = child_path(errs, v_path, "%s", ".not");
+        if (at)
+            nested_completeness(not, s, s_path, at, errs, depth + 1);
+        free(at);
+    }
+    static const char *const junctors[] = {"allOf", "anyOf", "oneOf"};
+    for (size_t j = 0; j < 3; j++) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(json_object_get(v, junctors[j]), i, item)
+        {
+            char index[32];
+            snprintf(index, sizeof(index), "%zu", i);
+            char *sub = child_path(errs, v_path, ".%s", junctors[j]);
+            char *at = sub ? child_path(errs, sub, "[%s]", index) : NULL;
+            if (at)
+                nested_completeness(item, s, s_path, at, errs, depth + 1);
+            free(at);
+            free(sub);
+        }
+    }
+}
+
+static void nested_completeness(const json_t *v, const json_t *s, const char *s_path,
+                                const char *v_path, struct ck_field_errors *errs, int depth)
+{
+    if (!json_is_object(v) || depth > MAX_DEPTH)
+        return;
+    if (!json_is_object(s)) {
+        missing(s_path, v_path, errs);
+        return;
+    }
+    value_completeness(v, s, s_path, v_path, errs, depth);
+    const json_t *items = json_object_get(v, "items");
+    if (json_is_object(items)) {
+        char *sp = child_path(errs, s_path, "%s", ".items");
+        char *vp = child_path(errs, v_path, "%s", ".items");
+        if (sp && vp)
+            nested_completeness(items, json_object_get(s, "items"), sp, vp, errs, depth + 1);
+        free(sp);
+        free(vp);
+    }
+    size_t n;
+    const json_t *props = json_object_get(v, "properties");
+    const char **keys = sorted_keys(props, &n, errs);
+    for (size_t i = 0; i < n; i++) {
+        char *sp = child_path(errs, s_path, ".properties[%s]", keys[i]);
+        char *vp = child_path(errs, v_path, ".properties[%s]", keys[i]);
+        const json_t *s_field = json_object_get(json_object_get(s, "properties"), keys[i]);
+        if (sp && vp) {
+            if (!s_field)
+                missing(sp, vp, errs);
+            else
+                nested_completeness(json_object_get(props, keys[i]), s_field, sp, vp, errs,
+                                    depth + 1);
+        }
+        free(sp);
+        free(vp);
+    }
+    free(keys);
 }
 
 static int compare_rendered(const void *a, const void *b)
@@ -721,6 +807,7 @@ void ck_crd_schema_check(const json_t *schema, const char *path, struct ck_field
     /* 1: structural, sorted as Kubernetes sorts them */
     struct ck_field_errors structural = {0};
     invariants(schema, ROOT_LEVEL, path, &structural, 0);
+    value_completeness(schema, schema, path, path, &structural, 0);
     if (structural.len > 1)
         qsort(structural.items, structural.len, sizeof(structural.items[0]), compare_rendered);
     bool is_structural = structural.len == 0 && !structural.nomem;

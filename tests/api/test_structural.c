@@ -130,6 +130,19 @@ static void test_value_validations_stay_unstructured(void **state)
            ROOT ".properties[a].allOf[0].description: Forbidden: must be empty to be structural");
 }
 
+static void test_value_validations_name_only_specified_fields(void **state)
+{
+    (void)state;
+    expect("{'type':'object','properties':{'a':{'type':'string'}},'anyOf':[{'properties':{'b':"
+           "{}}},{'required':['a']}]}",
+           ROOT ".properties[b]: Required value: because it is defined in " ROOT
+                ".anyOf[0].properties[b]");
+    char *got = check("{'type':'object','properties':{'a':{'type':'string'}},'oneOf':[{'required':"
+                      "['a']},{'properties':{'a':{'pattern':'^x'}}}]}");
+    assert_string_equal(got, "");
+    free(got);
+}
+
 static void test_metadata_only_name_and_generate_name(void **state)
 {
     (void)state;
@@ -208,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_forbidden_keywords),
         cmocka_unit_test(test_additional_properties_rules),
         cmocka_unit_test(test_value_validations_stay_unstructured),
+        cmocka_unit_test(test_value_validations_name_only_specified_fields),
         cmocka_unit_test(test_metadata_only_name_and_generate_name),
         cmocka_unit_test(test_extensions_consistency),
         cmocka_unit_test(test_defaults_must_validate_and_be_pruned),
