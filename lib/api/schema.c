@@ -837,7 +837,12 @@ int ck_schema_default(const struct ck_schemas *set, const char *name, json_t *ob
 /* ---- validation --------------------------------------------------------- */
 
 /* "supported values: ..." for an enum; caller frees; NULL when out of memory. */
-static char *render_enum(const json_t *values)
+/*
+ * "supported values: ..." for an enum; caller frees; NULL when out of memory.
+ * quote_all: every value quoted as a Go string, as apiextensions prints a
+ * custom resource's enum (a number 1 is "1", an object its JSON, quoted).
+ */
+static char *render_enum(const json_t *values, bool quote_all)
 {
     struct ck__buf b = {0};
     ck__buf_adds(&b, "supported values: ");
@@ -845,7 +850,14 @@ static char *render_enum(const json_t *values)
     json_t *value;
     json_array_foreach(values, i, value)
     {
-        char *piece = ck__json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+        char *piece = json_is_string(value) && quote_all
+                          ? ck__quote_dup(json_string_value(value))
+                          : ck__json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+        if (piece && quote_all && !json_is_string(value)) {
+            char *quoted = ck__quote_dup(piece);
+            free(piece);
+            piece = quoted;
+        }
         if (!piece)
             return ck__buf_release(&b), NULL;
         ck__buf_printf(&b, "%s%s", i ? ", " : "", piece);
@@ -969,7 +981,7 @@ static bool type_matches(const char *type, const json_t *v)
 }
 
 static void validate_enum(const json_t *schema, const json_t *v, const struct path *p,
-                          struct ck_field_errors *errs);
+                          struct ck_field_errors *errs, bool quote_all);
 
 /* Validates v against the alternatives of anyOf or oneOf; the number that hold. */
 static size_t count_valid(const struct ck_schemas *set, const json_t *alternatives, const json_t *v,
@@ -1358,14 +1370,14 @@ static void validate_custom(const struct ck_schemas *set, const json_t *schema, 
     if (json_is_null(v)) {
         if (expected && !nullable)
             type_invalid(errs, p, expected, "null");
-        validate_enum(schema, v, p, errs);
+        validate_enum(schema, v, p, errs, true);
         return;
     }
     bool ok = !expected || (int_or_string ? (json_is_string(v) || type_matches("integer", v))
                                           : type_matches(type, v));
     if (!ok) {
         type_invalid(errs, p, expected, openapi_kind(v));
-        validate_enum(schema, v, p, errs);
+        validate_enum(schema, v, p, errs, true);
         return;
     }
     validate_junctors(set, schema, v, p, errs, depth);
@@ -1373,7 +1385,7 @@ static void validate_custom(const struct ck_schemas *set, const json_t *schema, 
         validate_string(schema, v, p, errs);
     if (json_is_number(v))
         validate_number(schema, v, p, errs);
-    validate_enum(schema, v, p, errs);
+    validate_enum(schema, v, p, errs, true);
     if (json_is_array(v)) {
         size_t n = json_array_size(v);
         const json_t *min = json_object_get(schema, "minItems");
@@ -1472,12 +1484,12 @@ static void validate_value(const struct ck_schemas *set, const json_t *schema_in
     }
     if (json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields")))
         return;
-    validate_enum(schema, v, p, errs);
+    validate_enum(schema, v, p, errs, false);
     validate_go(set, schema, v, p, errs, depth);
 }
 
 static void validate_enum(const json_t *schema, const json_t *v, const struct path *p,
-                          struct ck_field_errors *errs)
+                          struct ck_field_errors *errs, bool quote_all)
 {
     const json_t *allowed = json_object_get(schema, "enum");
     if (json_is_array(allowed)) {
@@ -1489,7 +1501,7 @@ static void validate_enum(const json_t *schema, const json_t *v, const struct pa
             found = found || json_equal(candidate, (json_t *)v);
         }
         if (!found) {
-            char *supported = render_enum(allowed);
+            char *supported = render_enum(allowed, quote_all);
             char *value = ck__json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
             if (!supported || !value)
                 errs->nomem = true;

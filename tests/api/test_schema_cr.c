@@ -48,6 +48,7 @@ static const char crontab_schemas[] =
     "    'labels':{'type':'object','additionalProperties':{'type':'string'},'maxProperties':2},"
     "    'levels':{'type':'object','additionalProperties':{'type':'integer','default':3}},"
     "    'steps':{'type':'array','items':{'type':'integer','default':9}},"
+    "    'level':{'type':'integer','enum':[1,2]},"
     "    'extra':{'type':'object','x-kubernetes-preserve-unknown-fields':true,"
     "             'properties':{'known':{'type':'object','properties':{'a':{'type':'integer',"
     "             'default':7}}}}},"
@@ -221,6 +222,9 @@ static void test_required_pattern_lengths_bounds(void **state)
                  "spec.ratio: Invalid value: 0.7: spec.ratio in body should be a multiple of 0.5");
     expect_error(SPEC(",'mode':'Medium'"),
                  "spec.mode: Unsupported value: 'Medium': supported values: 'Fast', 'Slow'");
+    /* every supported value quoted, numbers too */
+    expect_error(SPEC(",'level':3"),
+                 "spec.level: Unsupported value: 3: supported values: '1', '2'");
 }
 
 static void test_items_and_properties_counts(void **state)
