@@ -14,10 +14,17 @@
  * They are translated to POSIX extended expressions (regcomp): the escapes
  * \d \w \s and their negations become classes; what POSIX cannot say (lazy
  * quantifiers, (?i) flags, look-arounds) makes the pattern invalid.
+ *
+ * Compiled patterns are kept in a process-wide cache (the first 256
+ * distinct patterns; later ones are compiled for each use): compiling one
+ * costs more than the rest of a custom resource's validation. Entries are
+ * never removed, so a found entry stays valid without the lock; glibc's
+ * regexec() may run on one regex_t from several threads.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <pthread.h>
 #include <regex.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -557,8 +564,51 @@ static int pattern_compile(const char *pattern, regex_t *re, bool *nomem)
     return r == 0 ? 0 : -1;
 }
 
+#define PATTERN_CACHE_MAX 256
+
+struct cached_pattern {
+    char *pattern;
+    bool valid;
+    regex_t re;
+};
+
+static struct cached_pattern pattern_cache[PATTERN_CACHE_MAX];
+static size_t pattern_cache_len;
+static pthread_mutex_t pattern_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The cached compilation of pattern, compiling and adding it when there is room; or NULL. */
+static const struct cached_pattern *cached(const char *pattern, bool *nomem)
+{
+    const struct cached_pattern *found = NULL;
+    pthread_mutex_lock(&pattern_cache_lock);
+    for (size_t i = 0; i < pattern_cache_len && !found; i++)
+        if (strcmp(pattern_cache[i].pattern, pattern) == 0)
+            found = &pattern_cache[i];
+    if (!found && pattern_cache_len < PATTERN_CACHE_MAX) {
+        struct cached_pattern *entry = &pattern_cache[pattern_cache_len];
+        bool no_memory = false;
+        entry->pattern = strdup(pattern);
+        if (entry->pattern) {
+            entry->valid = pattern_compile(pattern, &entry->re, &no_memory) == 0;
+            if (no_memory) { /* not the pattern's fault: do not remember it */
+                free(entry->pattern);
+                entry->pattern = NULL;
+                *nomem = true;
+            } else {
+                found = entry;
+                pattern_cache_len++;
+            }
+        }
+    }
+    pthread_mutex_unlock(&pattern_cache_lock);
+    return found;
+}
+
 int ck__pattern_match(const char *pattern, const char *s, bool *nomem)
 {
+    const struct cached_pattern *entry = cached(pattern, nomem);
+    if (entry)
+        return !entry->valid ? -1 : regexec(&entry->re, s, 0, NULL, 0) == 0 ? 1 : 0;
     regex_t re;
     if (pattern_compile(pattern, &re, nomem) < 0)
         return -1;
