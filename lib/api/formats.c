@@ -3,12 +3,13 @@
  * resource schemas, as apiextensions validates them.
  *
  * Formats: the ones apiextensions keeps (it strips every other format from
- * a CRD's schema before validating): byte, date, date-time (and datetime),
- * duration, uuid, uuid3, uuid4, uuid5, email, hostname, ipv4, ipv6, cidr,
- * mac, uri, hexcolor, bsonobjectid and password; isbn, isbn10, isbn13,
- * creditcard, ssn and rgbcolor are accepted unchecked
- * (docs/differences.md). Any other format name is not checked at all, as
- * Kubernetes strips it.
+ * a CRD's schema before validating), checked as kube-openapi's strfmt and
+ * govalidator check them: byte, date, datetime (date-time), duration, uuid,
+ * uuid3, uuid4, uuid5, email (roughly: net/mail is not reproduced), hostname,
+ * ipv4, ipv6, cidr, mac, uri (roughly), hexcolor, rgbcolor, ssn, isbn,
+ * isbn10, isbn13, bsonobjectid; password is anything; creditcard is
+ * accepted unchecked (docs/differences.md). Any other format name is not
+ * checked at all, as Kubernetes strips it.
  *
  * Patterns are Go (RE2) regular expressions searched anywhere in the value.
  * They are translated to POSIX extended expressions (regcomp): the escapes
@@ -49,11 +50,25 @@ static bool digits(const char *s, size_t n)
     return all_chars(s, n, isdigit);
 }
 
-/* Standard base64 with padding, as Go's base64.StdEncoding decodes it. */
+/* The byte length of the UTF-8 sequence starting at s (1 for a stray byte). */
+static size_t rune_len(const char *s)
+{
+    unsigned char c = (unsigned char)*s;
+    size_t n = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    for (size_t i = 1; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80)
+            return 1;
+    return n;
+}
+
+/*
+ * govalidator's IsBase64: groups of four of [A-Za-z0-9+/], the last one
+ * possibly "xx==" or "xxx="; the empty string is not base64.
+ */
 static bool is_base64(const char *s)
 {
     size_t n = strlen(s);
-    if (n % 4 != 0)
+    if (n == 0 || n % 4 != 0)
         return false;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -74,7 +89,7 @@ static bool is_leap(int y)
     return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
 
-/* YYYY-MM-DD with a real day of the month. */
+/* Go's time.Parse("2006-01-02"): YYYY-MM-DD with a real day of the month. */
 static bool is_date(const char *s, size_t n)
 {
     if (n != 10 || s[4] != '-' || s[7] != '-' || !digits(s, 4) || !digits(s + 5, 2) ||
@@ -87,111 +102,154 @@ static bool is_date(const char *s, size_t n)
     return d <= days[m - 1] + (m == 2 && is_leap(y));
 }
 
-/* hh:mm:ss[.frac] */
-static bool is_time(const char *s, size_t *used)
+/* "z" or "+hh:mm" / "-hh:mm" exactly at time[i..n) */
+static bool zone_at(const char *time, size_t i, size_t n)
 {
-    if (strlen(s) < 8 || s[2] != ':' || s[5] != ':' || !digits(s, 2) || !digits(s + 3, 2) ||
-        !digits(s + 6, 2))
-        return false;
-    if (atoi(s) > 23 || atoi(s + 3) > 59 || atoi(s + 6) > 59)
-        return false;
-    size_t i = 8;
-    if (s[i] == '.') {
-        size_t start = ++i;
-        while (isdigit((unsigned char)s[i]))
-            i++;
-        if (i == start)
-            return false;
-    }
-    *used = i;
-    return true;
+    if (i + 1 == n && (time[i] == 'z' || time[i] == 'Z'))
+        return true;
+    return i + 6 == n && (time[i] == '+' || time[i] == '-') && digits(time + i + 1, 2) &&
+           time[i + 3] == ':' && digits(time + i + 4, 2);
 }
 
 /*
- * RFC 3339 date-time, as strfmt accepts it: a date, 'T' (or 't' or ' '), a
- * time, and a zone (Z or +hh:mm) - or no zone at all (ISO 8601 local time).
+ * strfmt's IsDateTime: the lower-cased text split at 't'; the first part a
+ * date, the second "hh:mm:ss", optionally any one character and digits,
+ * then 'z' or "+hh:mm"/"-hh:mm" (hh <= 23, mm and ss <= 59).
  */
 static bool is_date_time(const char *s)
 {
-    if (strlen(s) < 19 || !is_date(s, 10) || (s[10] != 'T' && s[10] != 't' && s[10] != ' '))
+    if (strlen(s) < 4)
         return false;
-    size_t used;
-    if (!is_time(s + 11, &used))
+    const char *t = s;
+    while (*t && *t != 't' && *t != 'T')
+        t++;
+    if (!*t || !is_date(s, (size_t)(t - s)))
         return false;
-    const char *zone = s + 11 + used;
-    if (*zone == '\0' || ((*zone == 'Z' || *zone == 'z') && zone[1] == '\0'))
+    const char *time = t + 1;
+    const char *end = time;
+    while (*end && *end != 't' && *end != 'T')
+        end++;
+    size_t n = (size_t)(end - time);
+    if (n < 9 || time[2] != ':' || time[5] != ':' || !digits(time, 2) || !digits(time + 3, 2) ||
+        !digits(time + 6, 2))
+        return false;
+    if (strncmp(time, "23", 2) > 0 || strncmp(time + 3, "59", 2) > 0 ||
+        strncmp(time + 6, "59", 2) > 0)
+        return false;
+    /* the zone right after the seconds, or after "." (any character) and digits */
+    if (zone_at(time, 8, n))
         return true;
-    return (zone[0] == '+' || zone[0] == '-') && strlen(zone) == 6 && digits(zone + 1, 2) &&
-           zone[3] == ':' && digits(zone + 4, 2);
+    if (n <= 8)
+        return false;
+    size_t i = 8 + rune_len(time + 8), start = i;
+    while (i < n && isdigit((unsigned char)time[i]))
+        i++;
+    return i > start && zone_at(time, i, n);
 }
 
-/*
- * strfmt's durations: Go's time.ParseDuration syntax ("1h30m", "-1.5s"), or
- * one or more "<number> <unit>" with the long unit names ("3 days").
- */
-static bool is_duration(const char *s)
+/* Go's time.ParseDuration: [-+]?([0-9]*(\.[0-9]*)?unit)+, or "0". */
+static bool is_go_duration(const char *s)
 {
-    static const char *const units[] = {"ns", "us", "µs", "ms", "s", "m", "h", NULL};
+    static const char *const units[] = {"ns", "us", "\xc2\xb5s", "\xce\xbcs", "ms",
+                                        "s",  "m",  "h",         NULL};
     const char *p = s;
     if (*p == '+' || *p == '-')
         p++;
     if (strcmp(p, "0") == 0)
         return true;
-    bool go_syntax = *p != '\0';
-    while (*p && go_syntax) {
-        const char *start = p;
-        while (isdigit((unsigned char)*p) || *p == '.')
-            p++;
-        if (p == start) {
-            go_syntax = false;
-            break;
-        }
-        size_t best = 0;
-        for (size_t i = 0; units[i]; i++) {
-            size_t len = strlen(units[i]);
-            if (strncmp(p, units[i], len) == 0 && len > best)
-                best = len;
-        }
-        if (!best)
-            go_syntax = false;
-        p += best;
-    }
-    if (go_syntax)
-        return true;
-    /* the long form: (\d+)\s*([A-Za-zµ]+), repeated */
-    static const char *const words[] = {"ns", "nano", "us", "µs",  "micro", "ms", "milli",
-                                        "s",  "sec",  "m",  "min", "h",     "hr", "hour",
-                                        "d",  "day",  "w",  "wk",  "week",  NULL};
-    p = s;
-    bool any = false;
+    if (!*p)
+        return false;
     while (*p) {
-        while (*p == ' ')
-            p++;
-        if (!*p)
-            break;
         const char *start = p;
         while (isdigit((unsigned char)*p))
             p++;
-        if (p == start)
+        bool pre = p != start, post = false;
+        if (*p == '.') {
+            start = ++p;
+            while (isdigit((unsigned char)*p))
+                p++;
+            post = p != start;
+        }
+        if (!pre && !post)
             return false;
-        while (*p == ' ' || *p == '\t')
-            p++;
         start = p;
-        while (isalpha((unsigned char)*p) || (unsigned char)*p >= 0x80)
+        while (*p && *p != '.' && !isdigit((unsigned char)*p))
             p++;
         size_t len = (size_t)(p - start);
         bool known = false;
-        for (size_t i = 0; words[i] && !known; i++) {
-            size_t wl = strlen(words[i]);
-            /* a plural "s" is allowed after the name */
-            known = (len == wl || (len == wl + 1 && start[wl] == 's')) &&
-                    strncmp(start, words[i], wl) == 0;
-        }
+        for (size_t i = 0; units[i] && !known; i++)
+            known = len == strlen(units[i]) && strncmp(start, units[i], len) == 0;
         if (!known)
             return false;
-        any = true;
     }
-    return any;
+    return true;
+}
+
+/* A unit of strfmt's long durations ("3 days"), lower-cased. */
+static bool long_duration_unit(const char *unit)
+{
+    static const char *const variants[][4] = {
+        {"ns", "nano", NULL},  {"us", "\xc2\xb5s", "micro", NULL},
+        {"ms", "milli", NULL}, {"s", "sec", NULL},
+        {"m", "min", NULL},    {"h", "hr", "hour", NULL},
+        {"d", "day", NULL},    {"w", "wk", "week", NULL},
+    };
+    for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+        size_t last = 0;
+        while (variants[v][last + 1])
+            last++;
+        for (size_t i = 0; i <= last; i++) {
+            if (strcmp(unit, variants[v][i]) == 0)
+                return true;
+            if (i == last && strncmp(unit, variants[v][i], strlen(variants[v][i])) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * strfmt's IsDuration: Go's syntax, or anywhere in the text a number and a
+ * known unit, (\d+)\s*([A-Za-zµ]+) ("3 days", "1 hour 30 minutes").
+ */
+static bool is_duration(const char *s)
+{
+    if (is_go_duration(s))
+        return true;
+    bool ok = false;
+    const char *p = s;
+    while (*p) {
+        if (!isdigit((unsigned char)*p)) {
+            p++;
+            continue;
+        }
+        const char *num = p;
+        while (isdigit((unsigned char)*p))
+            p++;
+        size_t num_len = (size_t)(p - num);
+        const char *q = p;
+        while (*q == ' ' || (*q >= '\t' && *q <= '\r' && *q != '\v'))
+            q++;
+        char unit[64];
+        size_t len = 0;
+        while (isalpha((unsigned char)*q) || (q[0] == '\xc2' && q[1] == '\xb5')) {
+            size_t step = isalpha((unsigned char)*q) ? 1 : 2;
+            for (size_t i = 0; i < step; i++) {
+                if (len + 1 < sizeof(unit))
+                    unit[len++] = (char)tolower((unsigned char)q[i]);
+            }
+            q += step;
+        }
+        unit[len] = '\0';
+        if (len == 0)
+            continue; /* a number without a unit: no match here */
+        /* strconv.Atoi of the number: more than int64 is an error, and the text invalid */
+        if (num_len > 19 || (num_len == 19 && strncmp(num, "9223372036854775807", 19) > 0))
+            return false;
+        ok = ok || long_duration_unit(unit);
+        p = q;
+    }
+    return ok;
 }
 
 static bool is_uuid(const char *s, char version)
@@ -220,43 +278,84 @@ static bool is_uuid(const char *s, char version)
     return true;
 }
 
-/* Letters, digits, and what Go's \p{S}\p{L} allow beyond ASCII (any UTF-8 byte). */
-static bool host_char(unsigned char c)
+/* [a-zA-Z0-9\p{S}\p{L}]: ASCII letters, digits and symbols, and (roughly) any non-ASCII rune. */
+static bool host_rune(const char *r, size_t len)
 {
-    return isalnum(c) || c >= 0x80;
+    unsigned char c = (unsigned char)*r;
+    return len > 1 || c >= 0x80 || isalnum(c) || strchr("$+<=>^`|~", c) != NULL;
 }
 
-/* strfmt's hostname: labels of up to 63 characters, at most 255 in all, a letter TLD. */
+/* [a-zA-Z\p{L}] */
+static bool letter_rune(const char *r, size_t len)
+{
+    return len > 1 || (unsigned char)*r >= 0x80 || isalpha((unsigned char)*r);
+}
+
+/*
+ * strfmt's hostname: either one label (a character, then optionally one
+ * '-' and up to 62 characters), or labels of 1 to 63 characters with
+ * inner '-' each followed by '.', and a TLD of 2 to 63 letters; at most 255
+ * bytes, no label over 63 bytes.
+ */
 static bool is_hostname(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n > 255)
         return false;
-    const char *label = s;
-    size_t labels = 0;
-    for (;;) {
+    for (const char *label = s;;) {
         const char *dot = strchr(label, '.');
-        size_t len = dot ? (size_t)(dot - label) : strlen(label);
-        if (len == 0 || len > 63)
+        if ((dot ? (size_t)(dot - label) : strlen(label)) > 63)
             return false;
-        if (!host_char((unsigned char)label[0]) || !host_char((unsigned char)label[len - 1]))
-            return false;
-        for (size_t i = 0; i < len; i++)
-            if (!host_char((unsigned char)label[i]) && label[i] != '-')
-                return false;
-        labels++;
-        if (!dot) {
-            if (labels > 1) { /* the last label of a dotted name: 2-63 letters */
-                if (len < 2)
-                    return false;
-                for (size_t i = 0; i < len; i++)
-                    if (!isalpha((unsigned char)label[i]) && (unsigned char)label[i] < 0x80)
-                        return false;
-            }
-            return true;
-        }
+        if (!dot)
+            break;
         label = dot + 1;
     }
+    const char *last_dot = strrchr(s, '.');
+    if (!last_dot) {
+        size_t len = rune_len(s);
+        if (!host_rune(s, len))
+            return false;
+        const char *p = s + len;
+        if (*p == '-')
+            p++;
+        size_t count = 0;
+        while (*p) {
+            len = rune_len(p);
+            if (!host_rune(p, len) || ++count > 62)
+                return false;
+            p += len;
+        }
+        return true;
+    }
+    /* the TLD */
+    size_t count = 0;
+    for (const char *p = last_dot + 1; *p;) {
+        size_t len = rune_len(p);
+        if (!letter_rune(p, len) || ++count > 63)
+            return false;
+        p += len;
+    }
+    if (count < 2)
+        return false;
+    /* the labels before it, each followed by a dot */
+    for (const char *label = s; label <= last_dot;) {
+        const char *dot = strchr(label, '.');
+        size_t runes = 0;
+        const char *last = NULL;
+        for (const char *p = label; p < dot;) {
+            size_t len = rune_len(p);
+            bool inner = *p == '-';
+            if ((!inner && !host_rune(p, len)) || (runes == 0 && inner))
+                return false;
+            last = p;
+            runes++;
+            p += len;
+        }
+        if (runes == 0 || runes > 63 || *last == '-')
+            return false;
+        label = dot + 1;
+    }
+    return true;
 }
 
 /* net/mail's addr-spec, roughly: local@domain, optionally "Name <local@domain>". */
@@ -290,10 +389,21 @@ static bool is_email(const char *s)
     return at[1] != '.' && s[strlen(s) - 1] != '.';
 }
 
-static bool is_ipv4(const char *s)
+/* Four decimal octets, leading zeros allowed (netutils.ParseIPSloppy). */
+static bool is_sloppy_ipv4(const char *s)
 {
-    struct in_addr a;
-    return inet_pton(AF_INET, s, &a) == 1;
+    const char *p = s;
+    for (int part = 0; part < 4; part++) {
+        if (part > 0 && *p++ != '.')
+            return false;
+        const char *start = p;
+        long v = 0;
+        while (isdigit((unsigned char)*p) && p - start < 4)
+            v = v * 10 + (*p++ - '0');
+        if (p == start || p - start > 3 || v > 255)
+            return false;
+    }
+    return *p == '\0';
 }
 
 static bool is_ipv6(const char *s)
@@ -302,11 +412,17 @@ static bool is_ipv6(const char *s)
     return strchr(s, ':') && inet_pton(AF_INET6, s, &a) == 1;
 }
 
+/* strfmt's isIPv4: any address ParseIPSloppy takes that has a dot (so ::ffff:1.2.3.4 too). */
+static bool is_ipv4(const char *s)
+{
+    return strchr(s, '.') && (is_sloppy_ipv4(s) || is_ipv6(s));
+}
+
+/* netutils.ParseCIDRSloppy: an address, '/', a prefix length within its size. */
 static bool is_cidr(const char *s)
 {
     const char *slash = strchr(s, '/');
-    if (!slash || slash == s || slash[1] == '\0' || strlen(slash + 1) > 3 ||
-        !digits(slash + 1, strlen(slash + 1)))
+    if (!slash || slash == s || slash[1] == '\0' || !digits(slash + 1, strlen(slash + 1)))
         return false;
     char ip[64];
     size_t len = (size_t)(slash - s);
@@ -314,10 +430,15 @@ static bool is_cidr(const char *s)
         return false;
     memcpy(ip, s, len);
     ip[len] = '\0';
-    int bits = atoi(slash + 1);
-    if (is_ipv4(ip))
-        return bits <= 32;
-    return is_ipv6(ip) && bits <= 128;
+    const char *bits = slash + 1;
+    while (bits[0] == '0' && bits[1])
+        bits++;
+    if (strlen(bits) > 3)
+        return false;
+    int n = atoi(bits);
+    if (is_sloppy_ipv4(ip))
+        return n <= 32;
+    return is_ipv6(ip) && n <= 128;
 }
 
 /* Go's net.ParseMAC: 6, 8 or 20 octets as aa:bb:.., aa-bb-.. or aabb.ccdd... */
@@ -360,34 +481,108 @@ static bool is_mac(const char *s)
 /* Go's url.ParseRequestURI, roughly: an absolute URI (scheme:...) or an absolute path. */
 static bool is_uri(const char *s)
 {
+    for (const char *q = s; *q; q++)
+        if ((unsigned char)*q < 0x20 || *q == 0x7f)
+            return false;
     if (s[0] == '/')
-        return strchr(s, ' ') == NULL;
+        return true;
     if (!isalpha((unsigned char)s[0]))
         return false;
     const char *p = s + 1;
     while (isalnum((unsigned char)*p) || *p == '+' || *p == '-' || *p == '.')
         p++;
-    if (*p != ':')
-        return false;
-    for (const char *q = s; *q; q++)
-        if ((unsigned char)*q < 0x20 || *q == 0x7f)
-            return false;
-    return true;
+    return *p == ':';
 }
 
+/* govalidator's IsHexcolor: ^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$ */
 static bool is_hexcolor(const char *s)
 {
+    if (*s == '#')
+        s++;
     size_t n = strlen(s);
-    return s[0] == '#' && (n == 4 || n == 7) && all_chars(s + 1, n - 1, isxdigit);
+    return (n == 3 || n == 6) && all_chars(s, n, isxdigit);
 }
 
-bool ck__format_valid(const char *format, const char *s)
+/* 0-255 without leading zeros, as govalidator's RGB color regex says. */
+static const char *rgb_component(const char *p)
 {
+    while (isspace((unsigned char)*p))
+        p++;
+    const char *start = p;
+    while (isdigit((unsigned char)*p))
+        p++;
+    size_t n = (size_t)(p - start);
+    if (n == 0 || n > 3 || (n > 1 && *start == '0') || atoi(start) > 255)
+        return NULL;
+    while (isspace((unsigned char)*p))
+        p++;
+    return p;
+}
+
+/* govalidator's IsRGBcolor: rgb(r, g, b) */
+static bool is_rgbcolor(const char *s)
+{
+    if (strncmp(s, "rgb(", 4) != 0)
+        return false;
+    const char *p = s + 4;
+    for (int i = 0; i < 3; i++) {
+        p = rgb_component(p);
+        if (!p || *p != (i < 2 ? ',' : ')'))
+            return false;
+        p++;
+    }
+    return *p == '\0';
+}
+
+/* govalidator's IsSSN: 11 characters, ^\d{3}[- ]?\d{2}[- ]?\d{4}$ */
+static bool is_ssn(const char *s)
+{
+    return strlen(s) == 11 && digits(s, 3) && (s[3] == '-' || s[3] == ' ') && digits(s + 4, 2) &&
+           (s[6] == '-' || s[6] == ' ') && digits(s + 7, 4);
+}
+
+/* govalidator's IsISBN10 and IsISBN13, spaces and '-' removed, with the check digit. */
+static bool is_isbn(const char *s, int version)
+{
+    char d[16];
+    size_t n = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == '-' || isspace((unsigned char)*p))
+            continue;
+        if (n >= sizeof(d) - 1)
+            return false;
+        d[n++] = *p;
+    }
+    if (version == 10 && n == 10 && digits(d, 9) && (isdigit((unsigned char)d[9]) || d[9] == 'X')) {
+        int sum = 0;
+        for (int i = 0; i < 9; i++)
+            sum += (i + 1) * (d[i] - '0');
+        sum += 10 * (d[9] == 'X' ? 10 : d[9] - '0');
+        return sum % 11 == 0;
+    }
+    if (version == 13 && n == 13 && digits(d, 13)) {
+        int sum = 0;
+        for (int i = 0; i < 12; i++)
+            sum += (i % 2 ? 3 : 1) * (d[i] - '0');
+        return (d[12] - '0') == (10 - sum % 10) % 10;
+    }
+    return false;
+}
+
+bool ck__format_valid(const char *format_in, const char *s)
+{
+    /* go-openapi's normalisation: "date-time" is "datetime" */
+    char format[32];
+    size_t n = 0;
+    for (const char *p = format_in; *p && n + 1 < sizeof(format); p++)
+        if (*p != '-')
+            format[n++] = *p;
+    format[n] = '\0';
     if (strcmp(format, "byte") == 0)
         return is_base64(s);
     if (strcmp(format, "date") == 0)
         return is_date(s, strlen(s));
-    if (strcmp(format, "date-time") == 0 || strcmp(format, "datetime") == 0)
+    if (strcmp(format, "datetime") == 0)
         return is_date_time(s);
     if (strcmp(format, "duration") == 0)
         return is_duration(s);
@@ -415,9 +610,19 @@ bool ck__format_valid(const char *format, const char *s)
         return is_uri(s);
     if (strcmp(format, "hexcolor") == 0)
         return is_hexcolor(s);
+    if (strcmp(format, "rgbcolor") == 0)
+        return is_rgbcolor(s);
+    if (strcmp(format, "ssn") == 0)
+        return is_ssn(s);
+    if (strcmp(format, "isbn") == 0)
+        return is_isbn(s, 10) || is_isbn(s, 13);
+    if (strcmp(format, "isbn10") == 0)
+        return is_isbn(s, 10);
+    if (strcmp(format, "isbn13") == 0)
+        return is_isbn(s, 13);
     if (strcmp(format, "bsonobjectid") == 0)
         return strlen(s) == 24 && all_chars(s, 24, isxdigit);
-    return true; /* password, the unchecked ones, and formats Kubernetes strips */
+    return true; /* password, creditcard, and the formats apiextensions strips */
 }
 
 /* ---- patterns ----------------------------------------------------------- */
