@@ -13,8 +13,10 @@
  *
  * Patterns are Go (RE2) regular expressions searched anywhere in the value.
  * They are translated to POSIX extended expressions (regcomp): the escapes
- * \d \w \s and their negations become classes; what POSIX cannot say (lazy
- * quantifiers, (?i) flags, look-arounds) makes the pattern invalid.
+ * \d \w \s and their negations become classes, a leading (?i) matches
+ * without case. What Go refuses is invalid; what Go takes but POSIX cannot
+ * say (lazy quantifiers, other flags, , \pL, A, ...) is unsupported:
+ * such a pattern is not checked at all (docs/differences.md).
  *
  * Compiled patterns are kept in a process-wide cache (the first 256
  * distinct patterns; later ones are compiled for each use): compiling one
@@ -629,39 +631,62 @@ bool ck__format_valid(const char *format_in, const char *s)
 
 /*
  * Limits: a pattern of more than 4096 bytes, or whose {m,n} counts add up to
- * more than 1000 (RE2's limit for one count), is invalid - glibc would build
- * an automaton of that product's size.
+ * more than 1000, is not compiled (glibc would build an automaton of that
+ * product's size); a single count over 1000 is invalid, as in Go.
  */
 #define CK__PATTERN_MAX        4096
 #define CK__PATTERN_REPEAT_MAX 1000
 
+/* What translating a Go expression found. */
+enum translation {
+    TRANSLATED,  /* *ret is the POSIX expression */
+    UNSUPPORTED, /* valid in Go, not expressible here: checked by nobody */
+    INVALID,     /* Go refuses it too */
+};
+
+/* Escapes Go knows that POSIX ERE cannot say. */
+static bool go_only_escape(char c)
+{
+    return strchr("bBAzpPxQEafvC", c) != NULL;
+}
+
 /*
- * Translates a Go regular expression into a POSIX extended one. Returns a
- * new string, or NULL when the pattern uses what POSIX cannot express (or
- * memory runs out: *nomem is then set).
+ * Translates a Go regular expression into a POSIX extended one (*ret, to
+ * free) and whether to match without case (a leading "(?i)"). Out of
+ * memory sets *nomem and answers UNSUPPORTED.
  */
-static char *translate_pattern(const char *pattern, bool *nomem)
+static enum translation translate_pattern(const char *pattern, char **ret, bool *icase, bool *nomem)
 {
     struct ck__buf b = {0};
     bool in_class = false;
     long repeats = 0; /* the counts of every {m,n}: glibc expands them into its automaton */
+    enum translation why = INVALID;
+    *ret = NULL;
+    *icase = false;
     if (strlen(pattern) > CK__PATTERN_MAX)
-        return NULL;
+        return UNSUPPORTED;
+    if (strncmp(pattern, "(?i)", 4) == 0) {
+        *icase = true;
+        pattern += 4;
+    }
     for (const char *p = pattern; *p; p++) {
         if (*p == '{' && !in_class && (p == pattern || p[-1] != '\\')) {
             for (const char *d = p + 1; isdigit((unsigned char)*d) || *d == ','; d++)
                 if (isdigit((unsigned char)*d) && !isdigit((unsigned char)d[-1])) {
-                    repeats += strtol(d, NULL, 10) > CK__PATTERN_REPEAT_MAX
-                                   ? CK__PATTERN_REPEAT_MAX + 1
-                                   : strtol(d, NULL, 10);
+                    long count = strtol(d, NULL, 10);
+                    if (count > CK__PATTERN_REPEAT_MAX)
+                        goto invalid; /* Go: invalid repeat count */
+                    repeats += count;
                 }
-            if (repeats > CK__PATTERN_REPEAT_MAX)
+            if (repeats > CK__PATTERN_REPEAT_MAX) {
+                why = UNSUPPORTED;
                 goto invalid;
+            }
         }
         if (*p == '\\') {
             char c = p[1];
             if (c == '\0')
-                goto invalid;
+                goto invalid; /* Go: trailing backslash */
             p++;
             const char *class = NULL;
             switch (c) {
@@ -689,20 +714,31 @@ static char *translate_pattern(const char *pattern, bool *nomem)
             case 't':
                 class = "\t";
                 break;
+            case 'r':
+                class = "\r";
+                break;
             default:
+                if (go_only_escape(c)) {
+                    why = UNSUPPORTED;
+                    goto invalid;
+                }
                 if (isalnum((unsigned char)c))
-                    goto invalid; /* \b, \pL, \x41, backreferences...: not in POSIX ERE */
+                    goto invalid; /* Go: invalid escape sequence (\1, \y, ...) */
                 if (in_class) {
+                    /* a POSIX class takes ] ^ - literally only as collating elements */
                     if (c == ']' || c == '^' || c == '-')
-                        goto invalid; /* cannot be escaped inside a POSIX class */
-                    ck__buf_printf(&b, "%c", c);
+                        ck__buf_printf(&b, "[.%c.]", c);
+                    else
+                        ck__buf_printf(&b, "%c", c);
                 } else {
                     ck__buf_printf(&b, "\\%c", c);
                 }
                 continue;
             }
-            if (!class)
+            if (!class) {
+                why = UNSUPPORTED; /* a negated class inside a class */
                 goto invalid;
+            }
             ck__buf_adds(&b, class);
             continue;
         }
@@ -739,41 +775,55 @@ static char *translate_pattern(const char *pattern, bool *nomem)
                 p += 2;
                 continue;
             }
-            goto invalid; /* flags, named groups */
+            if (strchr("imsU-P<", p[2])) /* flags and named groups */
+                why = UNSUPPORTED;
+            goto invalid;
         }
-        if ((*p == '*' || *p == '+' || *p == '?' || *p == '}') && p[1] == '?')
-            goto invalid; /* lazy quantifiers */
+        if ((*p == '*' || *p == '+' || *p == '?' || *p == '}') && p[1] == '?') {
+            why = UNSUPPORTED; /* lazy quantifiers */
+            goto invalid;
+        }
         if ((*p == '*' || *p == '+' || *p == '?' || *p == '}') &&
             (p[1] == '*' || p[1] == '+' || p[1] == '{'))
             goto invalid; /* Go: invalid nested repetition operator */
         ck__buf_printf(&b, "%c", *p);
     }
     if (in_class)
-        goto invalid;
-    char *out = ck__buf_take(&b);
-    if (!out)
+        goto invalid; /* Go: missing closing ] */
+    *ret = ck__buf_take(&b);
+    if (!*ret) {
         *nomem = true;
-    return out;
+        return UNSUPPORTED;
+    }
+    return TRANSLATED;
 invalid:
     ck__buf_release(&b);
-    return NULL;
+    return why;
 }
 
+/* 0, or the pattern's ck__pattern_match() answer when it cannot be compiled. */
 static int pattern_compile(const char *pattern, regex_t *re, bool *nomem)
 {
-    char *posix = translate_pattern(pattern, nomem);
-    if (!posix)
-        return -1;
-    int r = regcomp(re, posix, REG_EXTENDED | REG_NOSUB);
+    char *posix;
+    bool icase;
+    enum translation t = translate_pattern(pattern, &posix, &icase, nomem);
+    if (t != TRANSLATED)
+        return t == INVALID ? CK__PATTERN_INVALID : CK__PATTERN_UNSUPPORTED;
+    int r = regcomp(re, posix, REG_EXTENDED | REG_NOSUB | (icase ? REG_ICASE : 0));
     free(posix);
-    return r == 0 ? 0 : -1;
+    if (r == REG_ESPACE) {
+        *nomem = true;
+        return CK__PATTERN_UNSUPPORTED;
+    }
+    /* what glibc refuses after the translation (unbalanced parentheses, ...) Go refuses too */
+    return r == 0 ? 0 : CK__PATTERN_INVALID;
 }
 
 #define PATTERN_CACHE_MAX 256
 
 struct cached_pattern {
     char *pattern;
-    bool valid;
+    int compiled; /* 0, CK__PATTERN_INVALID or CK__PATTERN_UNSUPPORTED */
     regex_t re;
 };
 
@@ -794,8 +844,10 @@ static const struct cached_pattern *cached(const char *pattern, bool *nomem)
         bool no_memory = false;
         entry->pattern = strdup(pattern);
         if (entry->pattern) {
-            entry->valid = pattern_compile(pattern, &entry->re, &no_memory) == 0;
+            entry->compiled = pattern_compile(pattern, &entry->re, &no_memory);
             if (no_memory) { /* not the pattern's fault: do not remember it */
+                if (entry->compiled == 0)
+                    regfree(&entry->re);
                 free(entry->pattern);
                 entry->pattern = NULL;
                 *nomem = true;
@@ -813,10 +865,13 @@ int ck__pattern_match(const char *pattern, const char *s, bool *nomem)
 {
     const struct cached_pattern *entry = cached(pattern, nomem);
     if (entry)
-        return !entry->valid ? -1 : regexec(&entry->re, s, 0, NULL, 0) == 0 ? 1 : 0;
+        return entry->compiled < 0                       ? entry->compiled
+               : regexec(&entry->re, s, 0, NULL, 0) == 0 ? 1
+                                                         : 0;
     regex_t re;
-    if (pattern_compile(pattern, &re, nomem) < 0)
-        return -1;
+    int compiled = pattern_compile(pattern, &re, nomem);
+    if (compiled < 0)
+        return compiled;
     int r = regexec(&re, s, 0, NULL, 0);
     regfree(&re);
     return r == 0 ? 1 : 0;

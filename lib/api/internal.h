@@ -47,9 +47,12 @@ bool ck__format_valid(const char *format, const char *s);
 
 /*
  * Searches s for the Go regular expression pattern (formats.c): 1 when it
- * matches, 0 when not, -1 when the pattern is invalid (or could not be
- * translated; *nomem is set when memory ran out).
+ * matches, 0 when not, CK__PATTERN_INVALID when Go refuses the pattern,
+ * CK__PATTERN_UNSUPPORTED when Go takes it but it cannot be checked here
+ * (or memory ran out: *nomem is then set).
  */
+#define CK__PATTERN_INVALID     (-1)
+#define CK__PATTERN_UNSUPPORTED (-2)
 int ck__pattern_match(const char *pattern, const char *s, bool *nomem);
 
 /*

@@ -1099,7 +1099,7 @@ static void validate_string(const json_t *schema, const json_t *v, const struct 
         if (m == 0)
             ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, s, true,
                                 "%s in body should match '%s'", p->buf, pattern);
-        else if (m < 0)
+        else if (m == CK__PATTERN_INVALID)
             ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, s, true,
                                 "%s in body should match '%s, but pattern is invalid'", p->buf,
                                 pattern);

@@ -313,7 +313,8 @@ static void invariants(const json_t *s, enum level lvl, const char *path,
     value_validation(s, path, errs, depth, skip_any_of, skip_first);
     if (json_is_string(json_object_get(s, "pattern"))) {
         bool nomem = false;
-        if (ck__pattern_match(json_string_value(json_object_get(s, "pattern")), "", &nomem) < 0)
+        if (ck__pattern_match(json_string_value(json_object_get(s, "pattern")), "", &nomem) ==
+            CK__PATTERN_INVALID)
             add(errs, CK_FIELD_INVALID, path, ".pattern",
                 json_string_value(json_object_get(s, "pattern")), true,
                 "must be a valid regular expression, but isn't");

@@ -194,17 +194,30 @@ static void test_patterns_are_go_expressions_searched_anywhere(void **state)
     assert_true(matches("^[\\d.]+$", "1.2.3", &invalid));
     assert_true(matches("^(?:ab)+$", "abab", &invalid));
     assert_true(matches("^[^\\s]+$", "no-space", &invalid) || invalid);
-    /* what RE2 refuses or POSIX cannot say is an invalid pattern, never a crash */
+    /* escapes of ] ^ - inside a class */
+    assert_true(matches("^[a-z\\-]+$", "a-b", &invalid));
+    assert_false(matches("^[a-z\\-]+$", "a_b", &invalid));
+    assert_false(invalid);
+    /* a leading (?i) matches without case */
+    assert_true(matches("(?i)^abc$", "ABC", &invalid));
+    /* what Go refuses is an invalid pattern, never a crash */
     assert_false(matches("a**", "a", &invalid));
-    assert_true(invalid);
-    assert_false(matches("(?i)abc", "ABC", &invalid));
     assert_true(invalid);
     assert_false(matches("a{1001}", "a", &invalid));
     assert_true(invalid);
-    assert_false(matches("a{20}{20}{20}", "a", &invalid));
+    assert_false(matches("a{20}{20}", "a", &invalid));
     assert_true(invalid);
     assert_false(matches("(", "a", &invalid));
     assert_true(invalid);
+    assert_false(matches("[a-", "a", &invalid));
+    assert_true(invalid);
+    assert_false(matches("\\1", "a", &invalid));
+    assert_true(invalid);
+    /* what Go takes but POSIX cannot say is not checked: every value passes */
+    assert_true(matches("^a+?$", "b", &invalid));
+    assert_true(matches("\\bword\\b", "none", &invalid));
+    assert_true(matches("(?s)^a.b$", "x", &invalid));
+    assert_true(matches("a{600}b{600}", "ab", &invalid));
 }
 
 int main(void)

@@ -143,6 +143,19 @@ static void test_value_validations_name_only_specified_fields(void **state)
     free(got);
 }
 
+static void test_patterns_go_refuses_are_refused(void **state)
+{
+    (void)state;
+    expect("{'type':'object','properties':{'a':{'type':'string','pattern':'a(b'}}}",
+           ROOT ".properties[a].pattern: Invalid value: \"a(b\": must be a valid regular "
+                "expression, but isn't");
+    /* valid in Go, even where ckube cannot check it */
+    char *got = check("{'type':'object','properties':{'a':{'type':'string','pattern':"
+                      "'^\\\\bx+?$'}}}");
+    assert_string_equal(got, "");
+    free(got);
+}
+
 static void test_metadata_only_name_and_generate_name(void **state)
 {
     (void)state;
@@ -222,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_additional_properties_rules),
         cmocka_unit_test(test_value_validations_stay_unstructured),
         cmocka_unit_test(test_value_validations_name_only_specified_fields),
+        cmocka_unit_test(test_patterns_go_refuses_are_refused),
         cmocka_unit_test(test_metadata_only_name_and_generate_name),
         cmocka_unit_test(test_extensions_consistency),
         cmocka_unit_test(test_defaults_must_validate_and_be_pruned),
