@@ -23,10 +23,16 @@
  * Completeness (a field that the root's allOf/anyOf/oneOf/not mention must
  * be in the structure) is part of 1, as in Kubernetes.
  *
- * Not checked (docs/differences.md): the CEL rules of
- * x-kubernetes-validations, and the status-subresource root restriction.
+ * x-kubernetes-validations: the rules' fields are checked (a rule, a
+ * message without line breaks, a supported reason...), as apiextensions
+ * does before compiling them.
+ *
+ * Not checked (docs/differences.md): the CEL compilation and cost of
+ * x-kubernetes-validations and their fieldPath, and the status-subresource
+ * root restriction.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -532,6 +538,86 @@ static bool valid_type_name(const char *type)
     return false;
 }
 
+/* strings.TrimSpace(s) is empty */
+static bool blank(const char *s)
+{
+    for (; *s; s++)
+        if (!isspace((unsigned char)*s))
+            return false;
+    return true;
+}
+
+static bool has_newlines(const char *s)
+{
+    return strpbrk(s, "\r\n") != NULL;
+}
+
+/* The text of a rule between its surrounding white space has a line break. */
+static bool trimmed_has_newlines(const char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        n--;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '\n' || s[i] == '\r')
+            return true;
+    return false;
+}
+
+/*
+ * The x-kubernetes-validations rules' own fields, as apiextensions checks
+ * them before compiling them (the CEL compilation itself is not done).
+ */
+static void cel_rules(const json_t *s, const char *path, struct ck_field_errors *errs)
+{
+    size_t i;
+    json_t *rule;
+    json_array_foreach(json_object_get(s, "x-kubernetes-validations"), i, rule)
+    {
+        char index[32];
+        snprintf(index, sizeof(index), "%zu", i);
+        char *at = child_path(errs, path, ".x-kubernetes-validations[%s]", index);
+        if (!at)
+            continue;
+        const char *text = json_string_value(json_object_get(rule, "rule"));
+        const char *message = json_string_value(json_object_get(rule, "message"));
+        const char *expression = json_string_value(json_object_get(rule, "messageExpression"));
+        const char *reason = json_string_value(json_object_get(rule, "reason"));
+        const char *field_path = json_string_value(json_object_get(rule, "fieldPath"));
+        if (!text || blank(text))
+            add(errs, CK_FIELD_REQUIRED, at, ".rule", NULL, false, "rule is not specified");
+        else if (message && *message && blank(message))
+            add(errs, CK_FIELD_INVALID, at, ".message", message, true,
+                "message must be non-empty if specified");
+        else if (message && trimmed_has_newlines(message))
+            add(errs, CK_FIELD_INVALID, at, ".message", message, true,
+                "message must not contain line breaks");
+        else if (trimmed_has_newlines(text) && (!message || blank(message)))
+            add(errs, CK_FIELD_REQUIRED, at, ".message", NULL, false,
+                "message must be specified if rule contains line breaks");
+        if (expression && *expression && blank(expression))
+            add(errs, CK_FIELD_REQUIRED, at, ".messageExpression", NULL, false,
+                "messageExpression must be non-empty if specified");
+        if (json_object_get(rule, "reason") &&
+            (!reason || (strcmp(reason, "FieldValueDuplicate") != 0 &&
+                         strcmp(reason, "FieldValueForbidden") != 0 &&
+                         strcmp(reason, "FieldValueInvalid") != 0 &&
+                         strcmp(reason, "FieldValueRequired") != 0)))
+            add(errs, CK_FIELD_NOT_SUPPORTED, at, ".reason", reason ? reason : "", true,
+                "supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", "
+                "\"FieldValueInvalid\", \"FieldValueRequired\"");
+        if (field_path && *field_path && blank(field_path))
+            add(errs, CK_FIELD_INVALID, at, ".fieldPath", field_path, true,
+                "fieldPath must be non-empty if specified");
+        if (field_path && has_newlines(field_path))
+            add(errs, CK_FIELD_INVALID, at, ".fieldPath", field_path, true,
+                "fieldPath must not contain line breaks");
+        free(at);
+    }
+}
+
 static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, bool root,
                     struct ck_field_errors *errs, int depth)
 {
@@ -792,6 +878,7 @@ static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, b
         }
     }
     free(keys_text);
+    cel_rules(s, path, errs);
 }
 
 void ck_crd_schema_check(const json_t *schema, const char *path, struct ck_field_errors *errs)

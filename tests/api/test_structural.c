@@ -156,6 +156,24 @@ static void test_patterns_go_refuses_are_refused(void **state)
     free(got);
 }
 
+static void test_cel_rules_fields_are_checked(void **state)
+{
+    (void)state;
+    expect("{'type':'object','x-kubernetes-validations':[{'rule':' '}]}",
+           ROOT ".x-kubernetes-validations[0].rule: Required value: rule is not specified");
+    expect("{'type':'object','x-kubernetes-validations':[{'rule':'self.a\\n> 1'}]}",
+           ROOT ".x-kubernetes-validations[0].message: Required value: message must be specified "
+                "if rule contains line breaks");
+    expect("{'type':'object','x-kubernetes-validations':[{'rule':'true','reason':'Nope'}]}",
+           ROOT ".x-kubernetes-validations[0].reason: Unsupported value: \"Nope\": supported "
+                "values: \"FieldValueDuplicate\", \"FieldValueForbidden\", "
+                "\"FieldValueInvalid\", \"FieldValueRequired\"");
+    char *got = check("{'type':'object','x-kubernetes-validations':[{'rule':'self.a > 1',"
+                      "'message':'a must be more than 1','reason':'FieldValueInvalid'}]}");
+    assert_string_equal(got, "");
+    free(got);
+}
+
 static void test_metadata_only_name_and_generate_name(void **state)
 {
     (void)state;
@@ -236,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_value_validations_stay_unstructured),
         cmocka_unit_test(test_value_validations_name_only_specified_fields),
         cmocka_unit_test(test_patterns_go_refuses_are_refused),
+        cmocka_unit_test(test_cel_rules_fields_are_checked),
         cmocka_unit_test(test_metadata_only_name_and_generate_name),
         cmocka_unit_test(test_extensions_consistency),
         cmocka_unit_test(test_defaults_must_validate_and_be_pruned),
