@@ -1150,7 +1150,7 @@ static void validate_number(const json_t *schema, const json_t *v, const struct 
     }
 }
 
-/* A value as Go's %#v prints it inside a map[string]interface {} (list-map duplicates). */
+/* A value as Go's %#v prints an interface{} holding it (Duplicate values). */
 static void go_sharp_value(struct ck__buf *b, const json_t *v)
 {
     char num[64];
@@ -1163,16 +1163,104 @@ static void go_sharp_value(struct ck__buf *b, const json_t *v)
         ck__buf_adds(b, num);
     } else if (json_is_boolean(v)) {
         ck__buf_adds(b, json_is_true(v) ? "true" : "false");
-    } else if (json_is_null(v)) {
-        ck__buf_adds(b, "interface {}(nil)");
+    } else if (json_is_array(v)) {
+        ck__buf_adds(b, "[]interface {}{");
+        size_t i;
+        json_t *item;
+        json_array_foreach((json_t *)v, i, item)
+        {
+            if (i)
+                ck__buf_adds(b, ", ");
+            go_sharp_value(b, item);
+        }
+        ck__buf_adds(b, "}");
+    } else if (json_is_object(v)) {
+        /* Go prints a map's keys sorted */
+        size_t n = json_object_size(v), k = 0;
+        const char **keys = calloc(n ? n : 1, sizeof(*keys));
+        const char *key;
+        json_t *value;
+        if (keys) {
+            json_object_foreach((json_t *)v, key, value)
+            {
+                keys[k++] = key;
+            }
+            for (size_t i = 1; i < n; i++)
+                for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
+                    const char *t = keys[j];
+                    keys[j] = keys[j - 1];
+                    keys[j - 1] = t;
+                }
+        }
+        ck__buf_adds(b, "map[string]interface {}{");
+        for (size_t i = 0; keys && i < n; i++) {
+            char *q = ck__quote_dup(keys[i]);
+            ck__buf_printf(b, "%s%s:", i ? ", " : "", q ? q : "\"\"");
+            free(q);
+            go_sharp_value(b, json_object_get(v, keys[i]));
+        }
+        ck__buf_adds(b, "}");
+        free(keys);
     } else {
-        char *dump = ck__json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS, NULL);
-        ck__buf_adds(b, dump ? dump : "");
-        free(dump);
+        ck__buf_adds(b, "interface {}(nil)");
     }
 }
 
-/* x-kubernetes-list-type set and map: the first repeat of each value or key is a Duplicate. */
+/* One element of a set or list-map, as its identity (compact, sorted JSON) and index. */
+struct list_identity {
+    char *text;
+    size_t index;
+};
+
+static int compare_identities(const void *a, const void *b)
+{
+    const struct list_identity *x = a, *y = b;
+    int r = strcmp(x->text, y->text);
+    return r ? r : (x->index > y->index) - (x->index < y->index);
+}
+
+static int compare_sizes(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * The identity of element item: for a set the element itself; for a map
+ * the object of its key fields (of the one key field alone when there is
+ * one; "" when that one is absent). *ret_key receives that key object
+ * (owned), for the error's value.
+ */
+static char *list_identity(const json_t *item, const json_t *keys, bool is_map, json_t **ret_key)
+{
+    *ret_key = NULL;
+    if (!is_map)
+        return ck__json_dumps(item, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS, NULL);
+    json_t *key = json_object();
+    if (!key)
+        return NULL;
+    size_t k;
+    json_t *name;
+    json_array_foreach(keys, k, name)
+    {
+        const json_t *value = json_string_value(name) && json_is_object(item)
+                                  ? json_object_get(item, json_string_value(name))
+                                  : NULL;
+        if (value && json_object_set(key, json_string_value(name), (json_t *)value) < 0) {
+            json_decref(key);
+            return NULL;
+        }
+    }
+    char *text = ck__json_dumps(key, JSON_COMPACT | JSON_SORT_KEYS, NULL);
+    *ret_key = key;
+    return text;
+}
+
+/*
+ * x-kubernetes-list-type set and map: the second appearance of an element
+ * (of a map element's keys) is a Duplicate, once per value, in index order.
+ * Sorting the identities keeps this O(n log n) on long lists.
+ */
 static void validate_list_type(const json_t *schema, const json_t *v, struct path *p,
                                struct ck_field_errors *errs)
 {
@@ -1187,62 +1275,50 @@ static void validate_list_type(const json_t *schema, const json_t *v, struct pat
             const json_t *item = json_array_get(v, i);
             if (!json_is_null(item) && !json_is_object(item)) {
                 size_t saved = path_push_index(p, i);
-                char *dump = ck__json_dumps(item, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+                struct ck__buf b = {0};
+                go_sharp_value(&b, item);
+                char *text = ck__buf_take(&b);
                 ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf,
-                                    json_is_string(item) ? json_string_value(item) : dump,
+                                    json_is_string(item) ? json_string_value(item) : text,
                                     json_is_string(item),
                                     "must be an object for an array of list-type map");
-                free(dump);
+                free(text);
                 path_pop(p, saved);
                 return;
             }
         }
     }
-    for (size_t i = 1; i < n; i++) {
+    if (n <= 1)
+        return;
+    struct list_identity *ids = calloc(n, sizeof(*ids));
+    json_t **key_objects = calloc(n, sizeof(*key_objects));
+    size_t *repeats = calloc(n, sizeof(*repeats));
+    size_t n_repeats = 0;
+    if (!ids || !key_objects || !repeats)
+        goto nomem;
+    for (size_t i = 0; i < n; i++) {
+        ids[i].index = i;
+        ids[i].text = list_identity(json_array_get(v, i), keys, is_map, &key_objects[i]);
+        if (!ids[i].text)
+            goto nomem;
+    }
+    qsort(ids, n, sizeof(*ids), compare_identities);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(ids[i].text, ids[i - 1].text) == 0 &&
+            (i == 1 || strcmp(ids[i - 1].text, ids[i - 2].text) != 0))
+            repeats[n_repeats++] = ids[i].index; /* the second of its kind */
+    qsort(repeats, n_repeats, sizeof(*repeats), compare_sizes);
+    for (size_t r = 0; r < n_repeats; r++) {
+        size_t i = repeats[r];
         const json_t *item = json_array_get(v, i);
-        size_t earlier = 0; /* how many of the items before are the same */
-        for (size_t j = 0; j < i; j++) {
-            const json_t *other = json_array_get(v, j);
-            bool same = true;
-            if (!is_map) {
-                same = json_equal(item, other);
-            } else {
-                size_t k;
-                json_t *key;
-                json_array_foreach(keys, k, key)
-                {
-                    const char *name = json_string_value(key);
-                    const json_t *a = name ? json_object_get(item, name) : NULL;
-                    const json_t *b = name ? json_object_get(other, name) : NULL;
-                    same = same && ((!a && !b) || (a && b && json_equal(a, b)));
-                }
-            }
-            earlier += same;
-        }
-        if (earlier != 1)
-            continue; /* unique, or a third and later repeat (reported once) */
         size_t saved = path_push_index(p, i);
-        if (!is_map) {
-            char *dump = ck__json_dumps(item, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
-            ck_field_errors_add(errs, CK_FIELD_DUPLICATE, p->buf,
-                                json_is_string(item) ? json_string_value(item) : dump,
-                                json_is_string(item), NULL);
-            free(dump);
+        if (!is_map && json_is_string(item)) {
+            ck_field_errors_add(errs, CK_FIELD_DUPLICATE, p->buf, json_string_value(item), true,
+                                NULL);
         } else {
             struct ck__buf b = {0};
-            ck__buf_adds(&b, "map[string]interface {}{");
-            size_t k, shown = 0;
-            json_t *key;
-            json_array_foreach(keys, k, key)
-            {
-                const char *name = json_string_value(key);
-                const json_t *value = name ? json_object_get(item, name) : NULL;
-                if (!value)
-                    continue;
-                ck__buf_printf(&b, "%s\"%s\":", shown++ ? ", " : "", name);
-                go_sharp_value(&b, value);
-            }
-            ck__buf_adds(&b, "}");
+            /* a list-map's one key shows as {"name":"a"}, several keys as the object of them */
+            go_sharp_value(&b, is_map ? key_objects[i] : item);
             char *text = ck__buf_take(&b);
             if (!text)
                 errs->nomem = true;
@@ -1251,6 +1327,17 @@ static void validate_list_type(const json_t *schema, const json_t *v, struct pat
         }
         path_pop(p, saved);
     }
+    goto done;
+nomem:
+    errs->nomem = true;
+done:
+    for (size_t i = 0; ids && i < n; i++)
+        free(ids[i].text);
+    for (size_t i = 0; key_objects && i < n; i++)
+        json_decref(key_objects[i]);
+    free(ids);
+    free(key_objects);
+    free(repeats);
 }
 
 /* A DNS-1035 label (lower case letters, digits and '-', starting with a letter). */
@@ -1320,6 +1407,8 @@ static void validate_structure(const struct ck_schemas *set, const json_t *schem
                                enum validate_pass pass)
 {
     if (json_is_array(v)) {
+        if (pass == PASS_LIST_TYPES)
+            validate_list_type(schema, v, p, errs);
         const json_t *items = json_object_get(schema, "items");
         size_t i;
         json_t *item;
@@ -1330,8 +1419,6 @@ static void validate_structure(const struct ck_schemas *set, const json_t *schem
                 validate_value(set, items, item, p, errs, depth + 1, pass);
             path_pop(p, saved);
         }
-        if (pass == PASS_LIST_TYPES)
-            validate_list_type(schema, v, p, errs);
         return;
     }
     if (!json_is_object(v))
@@ -1349,7 +1436,8 @@ static void validate_structure(const struct ck_schemas *set, const json_t *schem
         const json_t *value_schema = child ? child : (json_is_object(extra) ? extra : NULL);
         if (!value_schema)
             continue;
-        size_t saved = path_push_field(p, key);
+        /* these walks name a map entry spec.labels[key], as field.Path's Key() does */
+        size_t saved = child ? path_push_field(p, key) : path_push_key(p, key);
         validate_value(set, value_schema, value, p, errs, depth + 1, pass);
         path_pop(p, saved);
     }

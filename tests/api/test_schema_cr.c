@@ -49,6 +49,14 @@ static const char crontab_schemas[] =
     "    'levels':{'type':'object','additionalProperties':{'type':'integer','default':3}},"
     "    'steps':{'type':'array','items':{'type':'integer','default':9}},"
     "    'level':{'type':'integer','enum':[1,2]},"
+    "    'bigset':{'type':'array','x-kubernetes-list-type':'set','items':{'type':'integer'}},"
+    "    'groups':{'type':'object','additionalProperties':{'type':'array',"
+    "              'x-kubernetes-list-type':'set','items':{'type':'string'}}},"
+    "    'pairs':{'type':'array','x-kubernetes-list-type':'set','items':{'type':'object',"
+    "             'x-kubernetes-map-type':'atomic','x-kubernetes-preserve-unknown-fields':true}},"
+    "    'routes':{'type':'array','x-kubernetes-list-type':'map',"
+    "              'x-kubernetes-list-map-keys':['port','host'],'items':{'type':'object',"
+    "              'properties':{'host':{'type':'string'},'port':{'type':'integer'}}}},"
     "    'extra':{'type':'object','x-kubernetes-preserve-unknown-fields':true,"
     "             'properties':{'known':{'type':'object','properties':{'a':{'type':'integer',"
     "             'default':7}}}}},"
@@ -251,6 +259,42 @@ static void test_list_types_report_duplicates(void **state)
                  "map");
 }
 
+static void test_list_type_duplicates_in_go_words(void **state)
+{
+    (void)state;
+    /* map entries are named [key] by these checks, as field.Path's Key() names them */
+    expect_error(SPEC(",'groups':{'g':['a','b','a']}"), "spec.groups[g][2]: Duplicate value: 'a'");
+    expect_error(SPEC(",'pairs':[{'b':1,'a':'x'},{'a':'x','b':1}]"),
+                 "spec.pairs[1]: Duplicate value: map[string]interface {}{'a':'x', 'b':1}");
+    /* several keys: the object of them, keys sorted; a missing key is no value */
+    expect_error(SPEC(",'routes':[{'host':'h','port':80},{'port':80,'host':'h'},{'port':81},"
+                      "{'port':81}]"),
+                 "spec.routes[1]: Duplicate value: map[string]interface {}{'host':'h', 'port':80}\n"
+                 "spec.routes[3]: Duplicate value: map[string]interface {}{'port':81}\n");
+    /* only the second appearance is reported */
+    char *got = errors_of(SPEC(",'tags':['a','a','a']"));
+    assert_non_null(strstr(got, "spec.tags[1]: Duplicate value: \"a\""));
+    assert_null(strstr(got, "spec.tags[2]"));
+    free(got);
+}
+
+static void test_long_sets_are_checked(void **state)
+{
+    (void)state;
+    /* 20,000 distinct elements and a repeat of 7 at the end (quadratic checks would time out) */
+    size_t n = 20000, cap = n * 8 + 128, len;
+    char *body = malloc(cap);
+    assert_non_null(body);
+    len = (size_t)snprintf(body, cap, "{'spec':{'cronSpec':'1 1 1 1 1','bigset':[");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(body + len, cap - len, "%zu,", i);
+    snprintf(body + len, cap - len, "7]}}");
+    char *got = errors_of(body);
+    free(body);
+    assert_string_equal(got, "spec.bigset[20000]: Duplicate value: 7\n");
+    free(got);
+}
+
 static void test_formats(void **state)
 {
     (void)state;
@@ -401,6 +445,8 @@ int main(void)
         cmocka_unit_test(test_required_pattern_lengths_bounds),
         cmocka_unit_test(test_items_and_properties_counts),
         cmocka_unit_test(test_list_types_report_duplicates),
+        cmocka_unit_test(test_list_type_duplicates_in_go_words),
+        cmocka_unit_test(test_long_sets_are_checked),
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_any_of_names_the_path),
         cmocka_unit_test(test_nulls_defaults_and_nullable),
