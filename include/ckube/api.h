@@ -253,6 +253,17 @@ void ck_schema_validate(const struct ck_schemas *set, const char *name, const js
                         struct ck_field_errors *errs);
 
 /*
+ * ck_schema_validate() of an update: for a kind marked
+ * x-ckube-custom-resource, a value equal to the one at the same place in
+ * old (object fields and map entries by name, list-type map elements by
+ * their keys) keeps the OpenAPI errors it already had, as Kubernetes'
+ * CRDValidationRatcheting (on by default in 1.32) lets an unchanged invalid
+ * value through. old may be NULL (a create); built-in kinds ignore it.
+ */
+void ck_schema_validate_update(const struct ck_schemas *set, const char *name, const json_t *obj,
+                               const json_t *old, struct ck_field_errors *errs);
+
+/*
  * Checks a CustomResourceDefinition's openAPIV3Schema (schema, any JSON) as
  * apiextensions validates it: a structural schema (a type for every specified
  * field, no additionalProperties beside properties, consistent

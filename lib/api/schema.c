@@ -875,8 +875,8 @@ static char *render_enum(const json_t *values, bool quote_all)
 enum validate_pass { PASS_GO, PASS_OPENAPI, PASS_EMBEDDED, PASS_LIST_TYPES };
 
 static void validate_value(const struct ck_schemas *set, const json_t *schema_in, const json_t *v,
-                           struct path *p, struct ck_field_errors *errs, int depth,
-                           enum validate_pass pass);
+                           const json_t *old, struct path *p, struct ck_field_errors *errs,
+                           int depth, enum validate_pass pass);
 
 /* ---- validation of custom resources (kube-openapi's wording) ----------- */
 
@@ -993,7 +993,7 @@ static size_t count_valid(const struct ck_schemas *set, const json_t *alternativ
     json_array_foreach(alternatives, i, alternative)
     {
         struct ck_field_errors one = {0};
-        validate_value(set, alternative, v, p, &one, depth + 1, PASS_OPENAPI);
+        validate_value(set, alternative, v, NULL, p, &one, depth + 1, PASS_OPENAPI);
         if (one.nomem)
             best->nomem = true;
         if (one.len == 0) {
@@ -1060,7 +1060,7 @@ static void validate_junctors(const struct ck_schemas *set, const json_t *schema
         json_array_foreach(all_of, i, part)
         {
             size_t before = errs->len;
-            validate_value(set, part, v, p, errs, depth + 1, PASS_OPENAPI);
+            validate_value(set, part, v, NULL, p, errs, depth + 1, PASS_OPENAPI);
             valid += errs->len == before;
         }
         if (valid != json_array_size(all_of))
@@ -1071,7 +1071,7 @@ static void validate_junctors(const struct ck_schemas *set, const json_t *schema
     const json_t *not = json_object_get(schema, "not");
     if (json_is_object(not )) {
         struct ck_field_errors one = {0};
-        validate_value(set, not, v, p, &one, depth + 1, PASS_OPENAPI);
+        validate_value(set, not, v, NULL, p, &one, depth + 1, PASS_OPENAPI);
         if (one.len == 0 && !one.nomem)
             ck_field_errors_add(errs, CK_FIELD_INVALID, "<nil>", "", true,
                                 "\"%s\" must not validate the schema (not)", p->buf);
@@ -1416,7 +1416,7 @@ static void validate_structure(const struct ck_schemas *set, const json_t *schem
         {
             size_t saved = path_push_index(p, i);
             if (json_is_object(items))
-                validate_value(set, items, item, p, errs, depth + 1, pass);
+                validate_value(set, items, item, NULL, p, errs, depth + 1, pass);
             path_pop(p, saved);
         }
         return;
@@ -1438,19 +1438,53 @@ static void validate_structure(const struct ck_schemas *set, const json_t *schem
             continue;
         /* these walks name a map entry spec.labels[key], as field.Path's Key() does */
         size_t saved = child ? path_push_field(p, key) : path_push_key(p, key);
-        validate_value(set, value_schema, value, p, errs, depth + 1, pass);
+        validate_value(set, value_schema, value, NULL, p, errs, depth + 1, pass);
         path_pop(p, saved);
     }
 }
 
+/*
+ * The element of old (a list-type map) with the same keys as item, or NULL:
+ * the only list elements validation ratcheting correlates.
+ */
+static const json_t *correlated_element(const json_t *schema, const json_t *old, const json_t *item)
+{
+    const char *list_type = json_string_value(json_object_get(schema, "x-kubernetes-list-type"));
+    const json_t *keys = json_object_get(schema, "x-kubernetes-list-map-keys");
+    if (!json_is_array(old) || !json_is_object(item) || !list_type ||
+        strcmp(list_type, "map") != 0 || json_array_size(keys) == 0)
+        return NULL;
+    size_t i;
+    json_t *candidate;
+    json_array_foreach((json_t *)old, i, candidate)
+    {
+        bool same = json_is_object(candidate);
+        size_t k;
+        json_t *key;
+        json_array_foreach(keys, k, key)
+        {
+            const char *name = json_string_value(key);
+            const json_t *a = name ? json_object_get(item, name) : NULL;
+            const json_t *b = name ? json_object_get(candidate, name) : NULL;
+            same = same && ((!a && !b) || (a && b && json_equal((json_t *)a, (json_t *)b)));
+        }
+        if (same)
+            return candidate;
+    }
+    return NULL;
+}
+
 static void validate_custom(const struct ck_schemas *set, const json_t *schema, const json_t *v,
-                            struct path *p, struct ck_field_errors *errs, int depth,
-                            enum validate_pass pass)
+                            const json_t *old, struct path *p, struct ck_field_errors *errs,
+                            int depth, enum validate_pass pass)
 {
     if (pass != PASS_OPENAPI) {
         validate_structure(set, schema, v, p, errs, depth, pass);
         return;
     }
+    /* ratcheting: a value equal to the one it replaces keeps whatever errors it had */
+    if (old && json_equal((json_t *)v, (json_t *)old))
+        return;
     const char *type = json_string_value(json_object_get(schema, "type"));
     bool int_or_string = json_is_true(json_object_get(schema, "x-kubernetes-int-or-string"));
     bool nullable = json_is_true(json_object_get(schema, "nullable"));
@@ -1503,7 +1537,8 @@ static void validate_custom(const struct ck_schemas *set, const json_t *schema, 
         {
             size_t saved = path_push_index(p, i);
             if (json_is_object(items))
-                validate_value(set, items, item, p, errs, depth + 1, pass);
+                validate_value(set, items, item, correlated_element(schema, old, item), p, errs,
+                               depth + 1, pass);
             path_pop(p, saved);
         }
         return;
@@ -1543,8 +1578,12 @@ static void validate_custom(const struct ck_schemas *set, const json_t *schema, 
         const json_t *value_schema = child ? child : (json_is_object(extra) ? extra : NULL);
         if (!value_schema)
             continue;
+        /* the root's apiVersion and kind are never ratcheted */
+        bool type_meta = depth == 0 && (strcmp(key, "apiVersion") == 0 || strcmp(key, "kind") == 0);
+        const json_t *old_value =
+            json_is_object(old) && !type_meta ? json_object_get(old, key) : NULL;
         size_t saved = path_push_field(p, key);
-        validate_value(set, value_schema, value, p, errs, depth + 1, pass);
+        validate_value(set, value_schema, value, old_value, p, errs, depth + 1, pass);
         path_pop(p, saved);
     }
 }
@@ -1553,8 +1592,8 @@ static void validate_go(const struct ck_schemas *set, const json_t *schema, cons
                         struct path *p, struct ck_field_errors *errs, int depth);
 
 static void validate_value(const struct ck_schemas *set, const json_t *schema_in, const json_t *v,
-                           struct path *p, struct ck_field_errors *errs, int depth,
-                           enum validate_pass pass)
+                           const json_t *old, struct path *p, struct ck_field_errors *errs,
+                           int depth, enum validate_pass pass)
 {
     const char *ref_name = NULL;
     const json_t *schema = resolve(set, schema_in, &ref_name);
@@ -1567,7 +1606,7 @@ static void validate_value(const struct ck_schemas *set, const json_t *schema_in
         pass = PASS_GO;
     }
     if (pass != PASS_GO) {
-        validate_custom(set, schema, v, p, errs, depth, pass);
+        validate_custom(set, schema, v, old, p, errs, depth, pass);
         return;
     }
     if (json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields")))
@@ -1628,7 +1667,7 @@ static void validate_go(const struct ck_schemas *set, const json_t *schema, cons
         {
             size_t saved = path_push_index(p, i);
             if (items)
-                validate_value(set, items, item, p, errs, depth + 1, PASS_GO);
+                validate_value(set, items, item, NULL, p, errs, depth + 1, PASS_GO);
             path_pop(p, saved);
         }
         return;
@@ -1655,11 +1694,11 @@ static void validate_go(const struct ck_schemas *set, const json_t *schema, cons
         const json_t *child = json_object_get(props, key);
         if (child) {
             size_t saved = path_push_field(p, key);
-            validate_value(set, child, value, p, errs, depth + 1, PASS_GO);
+            validate_value(set, child, value, NULL, p, errs, depth + 1, PASS_GO);
             path_pop(p, saved);
         } else if (json_is_object(extra)) {
             size_t saved = path_push_key(p, key);
-            validate_value(set, extra, value, p, errs, depth + 1, PASS_GO);
+            validate_value(set, extra, value, NULL, p, errs, depth + 1, PASS_GO);
             path_pop(p, saved);
         }
     }
@@ -1668,16 +1707,22 @@ static void validate_go(const struct ck_schemas *set, const json_t *schema, cons
 void ck_schema_validate(const struct ck_schemas *set, const char *name, const json_t *obj,
                         struct ck_field_errors *errs)
 {
+    ck_schema_validate_update(set, name, obj, NULL, errs);
+}
+
+void ck_schema_validate_update(const struct ck_schemas *set, const char *name, const json_t *obj,
+                               const json_t *old, struct ck_field_errors *errs)
+{
     const json_t *schema = ck_schemas_get(set, name);
     struct path p = {.len = 0};
     if (!schema)
         return;
     if (!json_is_true(json_object_get(schema, "x-ckube-custom-resource"))) {
-        validate_value(set, schema, obj, &p, errs, 0, PASS_GO);
+        validate_value(set, schema, obj, NULL, &p, errs, 0, PASS_GO);
         return;
     }
     for (enum validate_pass pass = PASS_OPENAPI; pass <= PASS_LIST_TYPES; pass++)
-        validate_value(set, schema, obj, &p, errs, 0, pass);
+        validate_value(set, schema, obj, pass == PASS_OPENAPI ? old : NULL, &p, errs, 0, pass);
 }
 
 /* ---- lone custom resource schemas (structural.c) ------------------------ */
@@ -1689,9 +1734,9 @@ void ck__custom_validate(const json_t *schema, const json_t *value, const char *
     struct path p = {.len = 0};
     /* as apiextensions validates a default: embedded resources, then (only when they are
      * right) the OpenAPI schema; list types are not checked */
-    validate_value(NULL, schema, value, &p, &found, 1, PASS_EMBEDDED);
+    validate_value(NULL, schema, value, NULL, &p, &found, 1, PASS_EMBEDDED);
     if (found.len == 0)
-        validate_value(NULL, schema, value, &p, &found, 1, PASS_OPENAPI);
+        validate_value(NULL, schema, value, NULL, &p, &found, 1, PASS_OPENAPI);
     for (size_t i = 0; i < found.len; i++) {
         struct ck_field_error *e = &found.items[i];
         struct ck__buf b = {0};

@@ -295,6 +295,57 @@ static void test_long_sets_are_checked(void **state)
     free(got);
 }
 
+/* The errors of an update from old_q to body_q, one a line. */
+static char *update_errors_of(const char *body_q, const char *old_q)
+{
+    struct ck_err err = {0};
+    json_t *obj = decode(body_q, CK_FIELD_VALIDATION_IGNORE, NULL, &err);
+    char *old_text = q(old_q);
+    json_t *old = json_loads(old_text, 0, NULL);
+    free(old_text);
+    assert_non_null(obj);
+    assert_non_null(old);
+    struct ck_field_errors errs = {0};
+    ck_schema_validate_update(set, "test.CronTab", obj, old, &errs);
+    char text[2048] = "";
+    for (size_t i = 0; i < errs.len; i++) {
+        char *line = ck_field_error_string(&errs.items[i]);
+        strncat(text, line, sizeof(text) - strlen(text) - 2);
+        strcat(text, "\n");
+        free(line);
+    }
+    ck_field_errors_release(&errs);
+    json_decref(obj);
+    json_decref(old);
+    return strdup(text);
+}
+
+static void test_unchanged_invalid_values_ratchet_on_update(void **state)
+{
+    (void)state;
+    /* the stored object breaks a rule (a schema made stricter since): an update that leaves the
+     * value alone passes; one that changes it to another bad value does not */
+    const char *old = SPEC(",'image':'far-too-long-image','ports':[{'name':'a','port':'x'}]");
+    char *got = update_errors_of(
+        SPEC(",'image':'far-too-long-image','replicas':2,'ports':[{'name':'a','port':'x'}]"), old);
+    assert_string_equal(got, "");
+    free(got);
+    got = update_errors_of(SPEC(",'image':'another-long-image','ports':[{'name':'a','port':'x'}]"),
+                           old);
+    assert_string_equal(got, "spec.image: Too long: may not be more than 8 bytes\n");
+    free(got);
+    /* list-map elements correlate by their keys, wherever they moved */
+    got = update_errors_of(
+        SPEC(",'image':'x','ports':[{'name':'b','port':1},{'name':'a','port':'x'}]"), old);
+    assert_string_equal(got, "");
+    free(got);
+    /* without an old object (a create) everything is checked */
+    got = errors_of(old);
+    assert_non_null(strstr(got, "spec.image: Too long"));
+    assert_non_null(strstr(got, "spec.ports[0].port: Invalid value: \"string\""));
+    free(got);
+}
+
 static void test_formats(void **state)
 {
     (void)state;
@@ -447,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_list_types_report_duplicates),
         cmocka_unit_test(test_list_type_duplicates_in_go_words),
         cmocka_unit_test(test_long_sets_are_checked),
+        cmocka_unit_test(test_unchanged_invalid_values_ratchet_on_update),
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_any_of_names_the_path),
         cmocka_unit_test(test_nulls_defaults_and_nullable),
