@@ -4,8 +4,9 @@
  * input is a JSON document {"schema": <openAPIV3Schema>, "object": <value>}.
  * The check must survive any schema; when it finds the schema structural,
  * the schema becomes a one-kind set (marked x-ckube-custom-resource) and the
- * object goes through decode, default and validate. Pruning must be
- * idempotent: decoding the decoded object again changes nothing.
+ * object goes through decode, default and validate (and validation of an
+ * update from the object as sent). Pruning must be idempotent: decoding the
+ * decoded object again changes nothing; ratcheting never adds an error.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -52,8 +53,14 @@ static void run_object(const json_t *schema, const json_t *object)
             if (ck_schema_default(set, "fuzz.Kind", obj) == 0) {
                 struct ck_field_errors errs = {0};
                 ck_schema_validate(set, "fuzz.Kind", obj, &errs);
+                size_t all = errs.len;
                 for (size_t i = 0; i < errs.len; i++)
                     free(ck_field_error_string(&errs.items[i]));
+                ck_field_errors_release(&errs);
+                /* an update from the object as sent: ratcheting only ever removes errors */
+                ck_schema_validate_update(set, "fuzz.Kind", obj, object, &errs);
+                if (errs.len > all && !errs.nomem)
+                    abort();
                 ck_field_errors_release(&errs);
             }
             json_decref(obj);
