@@ -836,7 +836,6 @@ int ck_schema_default(const struct ck_schemas *set, const char *name, json_t *ob
 
 /* ---- validation --------------------------------------------------------- */
 
-/* "supported values: ..." for an enum; caller frees; NULL when out of memory. */
 /*
  * "supported values: ..." for an enum; caller frees; NULL when out of memory.
  * quote_all: every value quoted as a Go string, as apiextensions prints a
