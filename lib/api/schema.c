@@ -1149,6 +1149,11 @@ static void validate_number(const json_t *schema, const json_t *v, const struct 
     }
 }
 
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* A value as Go's %#v prints an interface{} holding it (Duplicate values). */
 static void go_sharp_value(struct ck__buf *b, const json_t *v)
 {
@@ -1184,12 +1189,7 @@ static void go_sharp_value(struct ck__buf *b, const json_t *v)
             {
                 keys[k++] = key;
             }
-            for (size_t i = 1; i < n; i++)
-                for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
-                    const char *t = keys[j];
-                    keys[j] = keys[j - 1];
-                    keys[j - 1] = t;
-                }
+            qsort(keys, n, sizeof(*keys), compare_names);
         }
         ck__buf_adds(b, "map[string]interface {}{");
         for (size_t i = 0; keys && i < n; i++) {
@@ -1253,6 +1253,36 @@ static char *list_identity(const json_t *item, const json_t *keys, bool is_map, 
     char *text = ck__json_dumps(key, JSON_COMPACT | JSON_SORT_KEYS, NULL);
     *ret_key = key;
     return text;
+}
+
+/* Whether two elements of v are equal (uniqueItems), by sorting their identities. */
+static bool has_duplicates(const json_t *v, bool *nomem)
+{
+    size_t n = json_array_size(v);
+    if (n < 2)
+        return false;
+    struct list_identity *ids = calloc(n, sizeof(*ids));
+    bool dup = false;
+    if (!ids) {
+        *nomem = true;
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *unused;
+        ids[i].index = i;
+        ids[i].text = list_identity(json_array_get(v, i), NULL, false, &unused);
+        if (!ids[i].text)
+            *nomem = true;
+    }
+    if (!*nomem) {
+        qsort(ids, n, sizeof(*ids), compare_identities);
+        for (size_t i = 1; i < n && !dup; i++)
+            dup = strcmp(ids[i].text, ids[i - 1].text) == 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(ids[i].text);
+    free(ids);
+    return dup;
 }
 
 /*
@@ -1521,10 +1551,7 @@ static void validate_custom(const struct ck_schemas *set, const json_t *schema, 
             ck_field_errors_add(errs, CK_FIELD_TOO_MANY, p->buf, count, false,
                                 "must have at most %lld items", (long long)json_integer_value(max));
         if (json_is_true(json_object_get(schema, "uniqueItems"))) {
-            bool dup = false;
-            for (size_t i = 0; i < n && !dup; i++)
-                for (size_t j = i + 1; j < n && !dup; j++)
-                    dup = json_equal(json_array_get(v, i), json_array_get(v, j));
+            bool dup = has_duplicates(v, &errs->nomem);
             if (dup)
                 ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, "", true,
                                     "%s in body shouldn't contain duplicates", p->buf);

@@ -87,6 +87,11 @@ static bool flag(const json_t *s, const char *key)
     return json_is_true(json_object_get(s, key));
 }
 
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* The property names of s in order; caller frees the array (not the names). */
 static const char **sorted_keys(const json_t *obj, size_t *n, struct ck_field_errors *errs)
 {
@@ -104,12 +109,7 @@ static const char **sorted_keys(const json_t *obj, size_t *n, struct ck_field_er
     {
         keys[(*n)++] = key;
     }
-    for (size_t i = 1; i < *n; i++)
-        for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
-            const char *t = keys[j];
-            keys[j] = keys[j - 1];
-            keys[j - 1] = t;
-        }
+    qsort(keys, *n, sizeof(*keys), compare_names);
     return keys;
 }
 

@@ -50,6 +50,8 @@ static const char crontab_schemas[] =
     "    'steps':{'type':'array','items':{'type':'integer','default':9}},"
     "    'level':{'type':'integer','enum':[1,2]},"
     "    'bigset':{'type':'array','x-kubernetes-list-type':'set','items':{'type':'integer'}},"
+    "    'uniq':{'type':'array','uniqueItems':true,'items':{'type':'object',"
+    "            'x-kubernetes-preserve-unknown-fields':true}},"
     "    'groups':{'type':'object','additionalProperties':{'type':'array',"
     "              'x-kubernetes-list-type':'set','items':{'type':'string'}}},"
     "    'pairs':{'type':'array','x-kubernetes-list-type':'set','items':{'type':'object',"
@@ -244,6 +246,9 @@ static void test_items_and_properties_counts(void **state)
                  "spec.tags: Too many: 4: must have at most 3 items");
     expect_error(SPEC(",'labels':{'a':'1','b':'2','c':'3'}"),
                  "spec.labels: Too many: 3: must have at most 2 items");
+    expect_error(SPEC(",'uniq':[{'a':1,'b':2},{'b':2,'a':1}]"),
+                 "spec.uniq: Invalid value: '': spec.uniq in body shouldn");
+    expect_valid(SPEC(",'uniq':[{'a':1},{'a':1.5}]"));
     expect_error(SPEC(",'labels':{'a':1}"), "spec.labels.a: Invalid value: 'integer': "
                                             "spec.labels.a in body must be of type string");
 }
