@@ -32,7 +32,8 @@
  * types set and map.
  *
  * Threading: a set is immutable after ck_schemas_new(); all functions only
- * read it.
+ * read it. The compiled patterns of custom resources live in formats.c's
+ * process-wide cache, which takes its own lock.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
