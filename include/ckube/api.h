@@ -32,6 +32,8 @@ enum ck_field_error_type {
     CK_FIELD_DUPLICATE,     /* FieldValueDuplicate: Duplicate value */
     CK_FIELD_FORBIDDEN,     /* FieldValueForbidden: Forbidden */
     CK_FIELD_TOO_LONG,      /* FieldValueTooLong: Too long */
+    CK_FIELD_TYPE_INVALID,  /* FieldValueTypeInvalid: Invalid value (a value of the wrong type) */
+    CK_FIELD_TOO_MANY,      /* FieldValueTooMany: Too many */
 };
 
 struct ck_field_error {
@@ -249,6 +251,30 @@ int ck_schema_default(const struct ck_schemas *set, const char *name, json_t *ob
  */
 void ck_schema_validate(const struct ck_schemas *set, const char *name, const json_t *obj,
                         struct ck_field_errors *errs);
+
+/*
+ * ck_schema_validate() of an update: for a kind marked
+ * x-ckube-custom-resource, a value equal to the one at the same place in
+ * old (object fields and map entries by name, list-type map elements by
+ * their keys) keeps the OpenAPI errors it already had, as Kubernetes'
+ * CRDValidationRatcheting (on by default in 1.32) lets an unchanged invalid
+ * value through. old may be NULL (a create); built-in kinds ignore it.
+ */
+void ck_schema_validate_update(const struct ck_schemas *set, const char *name, const json_t *obj,
+                               const json_t *old, struct ck_field_errors *errs);
+
+/*
+ * Checks a CustomResourceDefinition's openAPIV3Schema (schema, any JSON) as
+ * apiextensions validates it: a structural schema (a type for every specified
+ * field, no additionalProperties beside properties, consistent
+ * x-kubernetes-* extensions, nothing but name and generateName under the
+ * root's metadata), no unsupported keywords ($ref, definitions,
+ * dependencies, additionalItems, patternProperties, ...), defaults that
+ * validate and are pruned. Errors are appended under path (for instance
+ * "spec.versions[0].schema.openAPIV3Schema") with Kubernetes' wording.
+ * Side-effect free; never fails on any JSON (out of memory sets errs->nomem).
+ */
+void ck_crd_schema_check(const json_t *schema, const char *path, struct ck_field_errors *errs);
 
 /* ---- feature-gated fields ----------------------------------------------- */
 

@@ -30,6 +30,8 @@ static const struct {
     [CK_FIELD_DUPLICATE] = {"FieldValueDuplicate", "Duplicate value", true},
     [CK_FIELD_FORBIDDEN] = {"FieldValueForbidden", "Forbidden", false},
     [CK_FIELD_TOO_LONG] = {"FieldValueTooLong", "Too long", false},
+    [CK_FIELD_TYPE_INVALID] = {"FieldValueTypeInvalid", "Invalid value", true},
+    [CK_FIELD_TOO_MANY] = {"FieldValueTooMany", "Too many", true},
 };
 
 const char *ck_field_error_reason(enum ck_field_error_type type)

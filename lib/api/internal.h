@@ -42,6 +42,30 @@ json_t *ck__object_at(json_t *parent, const char *key);
 /* Follows $ref / allOf [{$ref}] to the schema describing a value; NULL-safe. */
 const json_t *ck__schema_resolve(const struct ck_schemas *set, const json_t *schema);
 
+/* True when s is valid in the string format (formats.c; unknown formats are always valid). */
+bool ck__format_valid(const char *format, const char *s);
+
+/*
+ * Searches s for the Go regular expression pattern (formats.c): 1 when it
+ * matches, 0 when not, CK__PATTERN_INVALID when Go refuses the pattern,
+ * CK__PATTERN_UNSUPPORTED when Go takes it but it cannot be checked here
+ * (or memory ran out: *nomem is then set).
+ */
+#define CK__PATTERN_INVALID     (-1)
+#define CK__PATTERN_UNSUPPORTED (-2)
+int ck__pattern_match(const char *pattern, const char *s, bool *nomem);
+
+/*
+ * Validates value against a lone custom resource schema (no $ref), as a
+ * custom resource's field is validated; errors are placed under field
+ * (schema.c, for the defaults structural.c checks).
+ */
+void ck__custom_validate(const json_t *schema, const json_t *value, const char *field,
+                         struct ck_field_errors *errs);
+
+/* 1 when pruning value by a lone custom resource schema changes nothing, 0 when it does. */
+int ck__custom_is_pruned(const json_t *schema, const json_t *value);
+
 /* The columns most kinds print, as Kubernetes describes them. */
 #define CK__NAME_DOC "Name must be unique within a namespace."
 #define CK__AGE_DOC                                                                                \

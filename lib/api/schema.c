@@ -18,8 +18,22 @@
  * Go emits fields without omitempty). Others (descriptions, patch keys,
  * list types) are carried for OpenAPI and the patch code, not read here.
  *
+ * Custom resources: the inline parts of a kind schema marked
+ * x-ckube-custom-resource (everything but what a $ref reaches, such as
+ * ObjectMeta) are handled as apiextensions handles a CRD's structural
+ * schema: decoding only prunes (a value of the wrong type is kept, and
+ * validation reports it as a 422 in kube-openapi's words), null is kept
+ * where the schema is nullable and otherwise replaced by the default or
+ * dropped, x-kubernetes-preserve-unknown-fields keeps unknown fields but
+ * still prunes and defaults the specified ones, x-kubernetes-embedded-resource
+ * keeps apiVersion, kind and metadata, and validation honours pattern,
+ * format, min/maxLength, min/maxItems, uniqueItems, min/maxProperties,
+ * exclusiveMinimum/Maximum, multipleOf, allOf/anyOf/oneOf/not and the list
+ * types set and map.
+ *
  * Threading: a set is immutable after ck_schemas_new(); all functions only
- * read it.
+ * read it. The compiled patterns of custom resources live in formats.c's
+ * process-wide cache, which takes its own lock.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -62,6 +76,8 @@ static const char *ref_of(const json_t *schema)
 static const json_t *resolve(const struct ck_schemas *set, const json_t *schema,
                              const char **ret_name)
 {
+    if (!set)
+        return schema; /* a lone CRD schema (structural.c): no references to follow */
     for (int hops = 0; schema && hops < MAX_DEPTH; hops++) {
         const char *ref = ref_of(schema);
         if (!ref)
@@ -262,6 +278,10 @@ struct decode {
     char *unknown;    /* `unknown field "a", unknown field "b"` collected under Strict */
     char *type_error; /* the first type error, Go's wording */
     bool nomem;       /* an allocation failed: the answer is CK_ENOMEM, whatever else */
+    /* a custom resource's unknown fields, reported sorted at the end as apiextensions does */
+    bool collect_unknown;
+    char **unknown_paths;
+    size_t n_unknown_paths;
 };
 
 static const char *json_kind(const json_t *v)
@@ -334,6 +354,19 @@ static void type_error(struct decode *d, const json_t *v, const json_t *schema,
 
 static void unknown_field(struct decode *d, const struct path *p)
 {
+    if (d->collect_unknown) {
+        char **paths = realloc(d->unknown_paths, (d->n_unknown_paths + 1) * sizeof(*paths));
+        char *copy = strdup(p->buf);
+        if (paths)
+            d->unknown_paths = paths;
+        if (!paths || !copy) {
+            free(copy);
+            d->nomem = true;
+            return;
+        }
+        d->unknown_paths[d->n_unknown_paths++] = copy;
+        return;
+    }
     if (d->validation == CK_FIELD_VALIDATION_WARN)
         ck_warnings_add(d->warnings, "unknown field \"%s\"", p->buf);
     if (d->validation != CK_FIELD_VALIDATION_STRICT)
@@ -376,7 +409,22 @@ static bool is_time_schema(const char *ref_name, bool *micro)
 static json_t *zero_value(const struct ck_schemas *set, const json_t *schema);
 
 static void decode_value(struct decode *d, const json_t *schema_in, json_t *v, const char *parent,
-                         struct path *p, int depth);
+                         struct path *p, int depth, bool cr);
+
+static const json_t *default_of(const struct ck_schemas *set, const json_t *prop);
+
+/* The schema (or the one it references) says nullable: true. */
+static bool is_nullable(const struct ck_schemas *set, const json_t *schema)
+{
+    return json_is_true(json_object_get(schema, "nullable")) ||
+           json_is_true(json_object_get(resolve(set, schema, NULL), "nullable"));
+}
+
+static bool meta_field(const char *key)
+{
+    return strcmp(key, "apiVersion") == 0 || strcmp(key, "kind") == 0 ||
+           strcmp(key, "metadata") == 0;
+}
 
 static void decode_object(struct decode *d, const json_t *schema, const char *self_name,
                           json_t *obj, struct path *p, int depth)
@@ -395,7 +443,7 @@ static void decode_object(struct decode *d, const json_t *schema, const char *se
             if (json_is_null(value))
                 json_object_del(obj, key); /* Go decodes null as absent */
             else
-                decode_value(d, child ? child : extra, value, self_name, p, depth + 1);
+                decode_value(d, child ? child : extra, value, self_name, p, depth + 1, false);
         } else if (json_is_true(extra)) {
             /* additionalProperties: true keeps anything */
         } else {
@@ -406,13 +454,98 @@ static void decode_object(struct decode *d, const json_t *schema, const char *se
     }
 }
 
+static void prune_custom(struct decode *d, const json_t *schema, json_t *v, const char *parent,
+                         struct path *p, int depth, bool skip);
+
+/*
+ * A custom resource's value, pruned as apiextensions prunes: by the
+ * structure alone, whatever the value's type (a value of the wrong type is
+ * kept for validation to report; an object where a string belongs loses
+ * every field). schema may be NULL (nothing is known below: every field is
+ * unknown). Under x-kubernetes-preserve-unknown-fields (skip) unknown fields
+ * stay and the specified ones are still pruned; array elements inherit it.
+ * Nulls are kept where nullable or defaulted, else dropped from objects.
+ * The root and embedded resources keep apiVersion, kind and metadata (the
+ * root's metadata, a $ref to ObjectMeta, is decoded as Go decodes it).
+ */
+static void prune_custom(struct decode *d, const json_t *schema, json_t *v, const char *parent,
+                         struct path *p, int depth, bool skip)
+{
+    if (depth > MAX_DEPTH)
+        return;
+    skip = skip || json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields"));
+    if (json_is_array(v)) {
+        const json_t *items = json_object_get(schema, "items");
+        if (!json_is_object(items))
+            items = NULL;
+        if (skip && !items)
+            return;
+        size_t i;
+        json_t *item;
+        json_array_foreach(v, i, item)
+        {
+            size_t saved = path_push_index(p, i);
+            if (skip)
+                prune_custom(d, resolve(d->set, items, NULL), item, parent, p, depth + 1, true);
+            else if (items)
+                decode_value(d, items, item, parent, p, depth + 1, true);
+            else
+                prune_custom(d, NULL, item, parent, p, depth + 1, false);
+            path_pop(p, saved);
+        }
+        return;
+    }
+    if (!json_is_object(v))
+        return;
+    const json_t *props = json_object_get(schema, "properties");
+    const json_t *extra = json_object_get(schema, "additionalProperties");
+    bool embedded = json_is_true(json_object_get(schema, "x-kubernetes-embedded-resource"));
+    const char *key;
+    json_t *value;
+    void *tmp;
+    json_object_foreach_safe(v, tmp, key, value)
+    {
+        const json_t *child = json_object_get(props, key);
+        if (meta_field(key) && (embedded || (depth == 0 && !child)))
+            continue; /* the resource's own type and object meta */
+        if (!schema || (!child && !extra)) {
+            if (!skip) {
+                size_t saved = path_push_field(p, key);
+                unknown_field(d, p);
+                path_pop(p, saved);
+                json_object_del(v, key);
+            }
+            continue;
+        }
+        const json_t *value_schema = child ? child : (json_is_object(extra) ? extra : NULL);
+        size_t saved = path_push_field(p, key);
+        if (json_is_null(value)) {
+            /* kept where nullable or where defaulting replaces it, else dropped */
+            if (value_schema && !is_nullable(d->set, value_schema) &&
+                !default_of(d->set, value_schema))
+                json_object_del(v, key);
+        } else if (value_schema) {
+            decode_value(d, value_schema, value, parent, p, depth + 1, true);
+        } else {
+            prune_custom(d, NULL, value, parent, p, depth + 1, false);
+        }
+        path_pop(p, saved);
+    }
+}
+
 static void decode_value(struct decode *d, const json_t *schema_in, json_t *v, const char *parent,
-                         struct path *p, int depth)
+                         struct path *p, int depth, bool cr)
 {
     const char *ref_name = NULL;
     const json_t *schema = resolve(d->set, schema_in, &ref_name);
     if (!schema || depth > MAX_DEPTH)
         return;
+    if (cr && ref_name && depth > 0)
+        cr = false; /* a referenced built-in type (ObjectMeta) decodes as Go decodes it */
+    if (cr) {
+        prune_custom(d, schema, v, parent, p, depth, false);
+        return;
+    }
     if (json_is_true(json_object_get(schema, "x-kubernetes-int-or-string"))) {
         if (!json_is_integer(v) && !json_is_string(v) && !json_is_real(v))
             type_error(d, v, schema, "IntOrString", parent, p);
@@ -446,7 +579,7 @@ static void decode_value(struct decode *d, const json_t *schema_in, json_t *v, c
                 if (json_array_set_new(v, i, zero_value(d->set, items)) < 0)
                     d->nomem = true;
             } else if (items && !preserve) {
-                decode_value(d, items, item, parent, p, depth + 1);
+                decode_value(d, items, item, parent, p, depth + 1, false);
             }
             path_pop(p, saved);
         }
@@ -473,6 +606,35 @@ static void decode_value(struct decode *d, const json_t *schema_in, json_t *v, c
         if (!json_is_boolean(v))
             type_error(d, v, schema, ref_name, parent, p);
     }
+}
+
+/* ObjectMeta's unknown fields first, then the rest in byte order (apiextensions' order). */
+static int compare_unknown_paths(const void *a, const void *b)
+{
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    bool mx = strncmp(x, "metadata.", 9) == 0, my = strncmp(y, "metadata.", 9) == 0;
+    if (mx != my)
+        return mx ? -1 : 1;
+    return strcmp(x, y);
+}
+
+/* Reports a custom resource's unknown fields, sorted, as warnings or the Strict error. */
+static void report_unknown(struct decode *d)
+{
+    if (d->n_unknown_paths > 1)
+        qsort(d->unknown_paths, d->n_unknown_paths, sizeof(*d->unknown_paths),
+              compare_unknown_paths);
+    d->collect_unknown = false;
+    struct path p;
+    for (size_t i = 0; i < d->n_unknown_paths; i++) {
+        snprintf(p.buf, sizeof(p.buf), "%s", d->unknown_paths[i]);
+        p.len = strlen(p.buf);
+        unknown_field(d, &p);
+        free(d->unknown_paths[i]);
+    }
+    free(d->unknown_paths);
+    d->unknown_paths = NULL;
+    d->n_unknown_paths = 0;
 }
 
 /* Pulls the duplicated key's name out of jansson's "duplicate object key" message. */
@@ -525,8 +687,11 @@ int ck_schema_decode(const struct ck_schemas *set, const char *name, const char 
     char ref[512];
     snprintf(ref, sizeof(ref), REF_PREFIX "%s", name);
     json_t *root = json_pack("{s:s}", "$ref", ref);
+    bool cr = json_is_true(json_object_get(schema, "x-ckube-custom-resource"));
+    d.collect_unknown = cr;
     if (root)
-        decode_value(&d, root, obj, short_name(name), &p, 0);
+        decode_value(&d, root, obj, short_name(name), &p, 0, cr);
+    report_unknown(&d);
     json_decref(root);
     int r = 0;
     if (!root || d.nomem)
@@ -583,19 +748,30 @@ static const json_t *default_of(const struct ck_schemas *set, const json_t *prop
 
 /* Returns 0, or CK_ENOMEM when a default could not be set (obj is then partly defaulted). */
 static int default_value(const struct ck_schemas *set, const json_t *schema_in, json_t *v,
-                         int depth)
+                         int depth, bool cr)
 {
-    const json_t *schema = resolve(set, schema_in, NULL);
+    const char *ref_name = NULL;
+    const json_t *schema = resolve(set, schema_in, &ref_name);
+    if (cr && ref_name && depth > 0)
+        cr = false;
+    /* apiextensions defaults the specified fields below preserve-unknown-fields too */
     if (!schema || depth > MAX_DEPTH ||
-        json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields")))
+        (!cr && json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields"))))
         return 0;
     if (json_is_array(v)) {
         const json_t *items = json_object_get(schema, "items");
         size_t i;
         json_t *item;
+        const json_t *item_default = cr && items ? default_of(set, items) : NULL;
         json_array_foreach(v, i, item)
         {
-            if (items && default_value(set, items, item, depth + 1) < 0)
+            /* a custom resource's null element takes the items' default */
+            if (item_default && json_is_null(item) && !is_nullable(set, items)) {
+                if (json_array_set_new(v, i, json_deep_copy(item_default)) < 0)
+                    return CK_ENOMEM;
+                item = json_array_get(v, i);
+            }
+            if (items && default_value(set, items, item, depth + 1, cr) < 0)
                 return CK_ENOMEM;
         }
         return 0;
@@ -608,11 +784,14 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
     json_object_foreach((json_t *)props, key, prop)
     {
         const json_t *def = default_of(set, prop);
+        json_t *present = json_object_get(v, key);
+        /* a custom resource's null takes the default unless the field is nullable */
+        bool replace = !present || (cr && json_is_null(present) && !is_nullable(set, prop));
         /* json_object_set_new frees the value it could not insert */
-        if (!json_object_get(v, key) && def && json_object_set_new(v, key, json_deep_copy(def)) < 0)
+        if (replace && def && json_object_set_new(v, key, json_deep_copy(def)) < 0)
             return CK_ENOMEM;
         json_t *child = json_object_get(v, key);
-        if (child && default_value(set, prop, child, depth + 1) < 0)
+        if (child && default_value(set, prop, child, depth + 1, cr) < 0)
             return CK_ENOMEM;
     }
     size_t i;
@@ -625,16 +804,24 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
             /* an emitted object gets its own defaults and always-emit fields, so
              * defaulting the result again changes nothing */
             if (json_object_set_new(v, field, zero_value(set, prop_schema)) < 0 ||
-                default_value(set, prop_schema, json_object_get(v, field), depth + 1) < 0)
+                default_value(set, prop_schema, json_object_get(v, field), depth + 1, cr) < 0)
                 return CK_ENOMEM;
         }
     }
     const json_t *extra = json_object_get(schema, "additionalProperties");
     if (json_is_object(extra)) {
+        const json_t *value_default = cr ? default_of(set, extra) : NULL;
         json_t *value;
         json_object_foreach(v, key, value)
         {
-            if (default_value(set, extra, value, depth + 1) < 0)
+            if (cr && json_object_get(props, key))
+                continue; /* a property, not a map entry */
+            if (value_default && json_is_null(value) && !is_nullable(set, extra)) {
+                if (json_object_set_new(v, key, json_deep_copy(value_default)) < 0)
+                    return CK_ENOMEM;
+                value = json_object_get(v, key);
+            }
+            if (default_value(set, extra, value, depth + 1, cr) < 0)
                 return CK_ENOMEM;
         }
     }
@@ -644,13 +831,18 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
 int ck_schema_default(const struct ck_schemas *set, const char *name, json_t *obj)
 {
     const json_t *schema = ck_schemas_get(set, name);
-    return schema ? default_value(set, schema, obj, 0) : 0;
+    bool cr = json_is_true(json_object_get(schema, "x-ckube-custom-resource"));
+    return schema ? default_value(set, schema, obj, 0, cr) : 0;
 }
 
 /* ---- validation --------------------------------------------------------- */
 
-/* "supported values: ..." for an enum; caller frees; NULL when out of memory. */
-static char *render_enum(const json_t *values)
+/*
+ * "supported values: ..." for an enum; caller frees; NULL when out of memory.
+ * quote_all: every value quoted as a Go string, as apiextensions prints a
+ * custom resource's enum (a number 1 is "1", an object its JSON, quoted).
+ */
+static char *render_enum(const json_t *values, bool quote_all)
 {
     struct ck__buf b = {0};
     ck__buf_adds(&b, "supported values: ");
@@ -658,7 +850,14 @@ static char *render_enum(const json_t *values)
     json_t *value;
     json_array_foreach(values, i, value)
     {
-        char *piece = ck__json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+        char *piece = json_is_string(value) && quote_all
+                          ? ck__quote_dup(json_string_value(value))
+                          : ck__json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+        if (piece && quote_all && !json_is_string(value)) {
+            char *quoted = ck__quote_dup(piece);
+            free(piece);
+            piece = quoted;
+        }
         if (!piece)
             return ck__buf_release(&b), NULL;
         ck__buf_printf(&b, "%s%s", i ? ", " : "", piece);
@@ -667,14 +866,785 @@ static char *render_enum(const json_t *values)
     return ck__buf_take(&b);
 }
 
-static void validate_value(const struct ck_schemas *set, const json_t *schema_in, const json_t *v,
-                           struct path *p, struct ck_field_errors *errs, int depth)
-{
-    const json_t *schema = resolve(set, schema_in, NULL);
-    if (!schema || depth > MAX_DEPTH ||
-        json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields")))
-        return;
+/*
+ * Validation passes: a built-in kind's value is validated once, as Go; a
+ * custom resource's in three walks, in the order apiextensions reports
+ * their errors: the OpenAPI schema, then embedded resources, then list
+ * types.
+ */
+enum validate_pass { PASS_GO, PASS_OPENAPI, PASS_EMBEDDED, PASS_LIST_TYPES };
 
+static void validate_value(const struct ck_schemas *set, const json_t *schema_in, const json_t *v,
+                           const json_t *old, struct path *p, struct ck_field_errors *errs,
+                           int depth, enum validate_pass pass);
+
+/* ---- validation of custom resources (kube-openapi's wording) ----------- */
+
+/* The JSON type of a value as kube-openapi names it. */
+static const char *openapi_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_STRING:
+        return "string";
+    case JSON_INTEGER:
+        return "integer";
+    case JSON_REAL:
+        return "number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "boolean";
+    default:
+        return "null";
+    }
+}
+
+/* A float64 as Go's %v prints it: the shortest digits that read back the same. */
+static void go_float(double x, char *buf, size_t size)
+{
+    if (x != x || x - x != 0) {
+        snprintf(buf, size, x != x ? "NaN" : (x > 0 ? "+Inf" : "-Inf"));
+        return;
+    }
+    int prec = 1;
+    char tmp[64];
+    for (; prec < 17; prec++) {
+        snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, x);
+        if (strtod(tmp, NULL) == x)
+            break;
+    }
+    snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, x);
+    int exp = atoi(strchr(tmp, 'e') + 1);
+    if (exp < -4 || exp >= 21) {
+        /* Go drops the mantissa's trailing zeros and keeps a two-digit exponent */
+        snprintf(buf, size, "%s", tmp);
+        return;
+    }
+    int decimals = prec - 1 - exp;
+    snprintf(buf, size, "%.*f", decimals > 0 ? decimals : 0, x);
+}
+
+/* A number value (integer or float) as Go prints it. */
+static void go_number(const json_t *v, char *buf, size_t size)
+{
+    if (json_is_integer(v))
+        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+    else
+        go_float(json_number_value(v), buf, size);
+}
+
+/* A bound of the schema as kube-openapi prints it against value v. */
+static void go_bound(const json_t *bound, const json_t *v, char *buf, size_t size)
+{
+    double b = json_number_value(bound);
+    if (json_is_integer(v) && b == (double)(long long)b)
+        snprintf(buf, size, "%lld", (long long)b);
+    else
+        go_float(b, buf, size);
+}
+
+static void type_invalid(struct ck_field_errors *errs, const struct path *p, const char *expected,
+                         const char *actual)
+{
+    ck_field_errors_add(errs, CK_FIELD_TYPE_INVALID, p->buf, actual, true,
+                        "%s in body must be of type %s: \"%s\"", p->buf, expected, actual);
+}
+
+/* The number of UTF-8 characters (runes) of s. */
+static size_t rune_count(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+static bool type_matches(const char *type, const json_t *v)
+{
+    bool integral = json_is_real(v) && json_real_value(v) == (double)(long long)json_real_value(v);
+    if (strcmp(type, "integer") == 0)
+        return json_is_integer(v) || integral;
+    if (strcmp(type, "number") == 0)
+        return json_is_number(v);
+    if (strcmp(type, "string") == 0)
+        return json_is_string(v);
+    if (strcmp(type, "boolean") == 0)
+        return json_is_boolean(v);
+    if (strcmp(type, "array") == 0)
+        return json_is_array(v);
+    if (strcmp(type, "object") == 0)
+        return json_is_object(v);
+    return true; /* an unknown type name: the CRD's validation refuses it */
+}
+
+static void validate_enum(const json_t *schema, const json_t *v, const struct path *p,
+                          struct ck_field_errors *errs, bool quote_all);
+
+/* Validates v against the alternatives of anyOf or oneOf; the number that hold. */
+static size_t count_valid(const struct ck_schemas *set, const json_t *alternatives, const json_t *v,
+                          struct path *p, int depth, struct ck_field_errors *best)
+{
+    size_t valid = 0;
+    size_t i;
+    json_t *alternative;
+    json_array_foreach(alternatives, i, alternative)
+    {
+        struct ck_field_errors one = {0};
+        validate_value(set, alternative, v, NULL, p, &one, depth + 1, PASS_OPENAPI);
+        if (one.nomem)
+            best->nomem = true;
+        if (one.len == 0) {
+            valid++;
+        } else if (valid == 0 && (best->len == 0 || one.len < best->len)) {
+            /* the failing alternative with the fewest errors explains it best */
+            ck_field_errors_release(best);
+            *best = one;
+            continue;
+        }
+        ck_field_errors_release(&one);
+    }
+    return valid;
+}
+
+static void merge_errors(struct ck_field_errors *into, struct ck_field_errors *from)
+{
+    for (size_t i = 0; i < from->len; i++) {
+        struct ck_field_error *e = &from->items[i];
+        ck_field_errors_add(into, e->type, e->field, e->value, false, e->detail ? "%s" : NULL,
+                            e->detail);
+    }
+    if (from->nomem)
+        into->nomem = true;
+    ck_field_errors_release(from);
+}
+
+/* allOf, anyOf, oneOf and not, with kube-openapi's composite messages. */
+static void validate_junctors(const struct ck_schemas *set, const json_t *schema, const json_t *v,
+                              struct path *p, struct ck_field_errors *errs, int depth)
+{
+    const json_t *any_of = json_object_get(schema, "anyOf");
+    if (json_array_size(any_of) > 0) {
+        struct ck_field_errors best = {0};
+        if (count_valid(set, any_of, v, p, depth, &best) == 0) {
+            ck_field_errors_add(errs, CK_FIELD_INVALID, "<nil>", "", true,
+                                "\"%s\" must validate at least one schema (anyOf)", p->buf);
+            merge_errors(errs, &best);
+        }
+        ck_field_errors_release(&best);
+    }
+    const json_t *one_of = json_object_get(schema, "oneOf");
+    if (json_array_size(one_of) > 0) {
+        struct ck_field_errors best = {0};
+        size_t valid = count_valid(set, one_of, v, p, depth, &best);
+        if (valid != 1) {
+            char more[64];
+            if (valid == 0)
+                snprintf(more, sizeof(more), "Found none valid");
+            else
+                snprintf(more, sizeof(more), "Found %zu valid alternatives", valid);
+            ck_field_errors_add(errs, CK_FIELD_INVALID, "<nil>", "", true,
+                                "\"%s\" must validate one and only one schema (oneOf). %s", p->buf,
+                                more);
+            if (valid == 0)
+                merge_errors(errs, &best);
+        }
+        ck_field_errors_release(&best);
+    }
+    const json_t *all_of = json_object_get(schema, "allOf");
+    if (json_array_size(all_of) > 0 && !ref_of(schema)) {
+        size_t valid = 0, i;
+        json_t *part;
+        json_array_foreach(all_of, i, part)
+        {
+            size_t before = errs->len;
+            validate_value(set, part, v, NULL, p, errs, depth + 1, PASS_OPENAPI);
+            valid += errs->len == before;
+        }
+        if (valid != json_array_size(all_of))
+            ck_field_errors_add(errs, CK_FIELD_INVALID, "<nil>", "", true,
+                                "\"%s\" must validate all the schemas (allOf)%s", p->buf,
+                                valid == 0 ? ". None validated" : "");
+    }
+    const json_t *not = json_object_get(schema, "not");
+    if (json_is_object(not )) {
+        struct ck_field_errors one = {0};
+        validate_value(set, not, v, NULL, p, &one, depth + 1, PASS_OPENAPI);
+        if (one.len == 0 && !one.nomem)
+            ck_field_errors_add(errs, CK_FIELD_INVALID, "<nil>", "", true,
+                                "\"%s\" must not validate the schema (not)", p->buf);
+        ck_field_errors_release(&one);
+    }
+}
+
+static void validate_string(const json_t *schema, const json_t *v, const struct path *p,
+                            struct ck_field_errors *errs)
+{
+    const char *s = json_string_value(v);
+    const json_t *min = json_object_get(schema, "minLength");
+    const json_t *max = json_object_get(schema, "maxLength");
+    size_t runes = rune_count(s);
+    if (json_is_integer(max) && (json_int_t)runes > json_integer_value(max))
+        ck_field_errors_add(errs, CK_FIELD_TOO_LONG, p->buf, NULL, false,
+                            "may not be more than %lld bytes", (long long)json_integer_value(max));
+    if (json_is_integer(min) && (json_int_t)runes < json_integer_value(min))
+        ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, s, true,
+                            "%s in body should be at least %lld chars long", p->buf,
+                            (long long)json_integer_value(min));
+    const char *pattern = json_string_value(json_object_get(schema, "pattern"));
+    if (pattern) {
+        int m = ck__pattern_match(pattern, s, &errs->nomem);
+        if (m == 0)
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, s, true,
+                                "%s in body should match '%s'", p->buf, pattern);
+        else if (m == CK__PATTERN_INVALID)
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, s, true,
+                                "%s in body should match '%s, but pattern is invalid'", p->buf,
+                                pattern);
+    }
+    const char *format = json_string_value(json_object_get(schema, "format"));
+    if (format && !ck__format_valid(format, s))
+        ck_field_errors_add(errs, CK_FIELD_TYPE_INVALID, p->buf, s, true,
+                            "%s in body must be of type %s: \"%s\"", p->buf, format, s);
+}
+
+static void validate_number(const json_t *schema, const json_t *v, const struct path *p,
+                            struct ck_field_errors *errs)
+{
+    double x = json_number_value(v);
+    char value[64], bound[64];
+    go_number(v, value, sizeof(value));
+    const json_t *multiple = json_object_get(schema, "multipleOf");
+    if (json_is_number(multiple) && json_number_value(multiple) > 0) {
+        double factor = json_number_value(multiple);
+        double q = x / factor;
+        if (q != (double)(long long)q) {
+            go_bound(multiple, v, bound, sizeof(bound));
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, value, false,
+                                "%s in body should be a multiple of %s", p->buf, bound);
+        }
+    }
+    const json_t *max = json_object_get(schema, "maximum");
+    if (json_is_number(max)) {
+        bool exclusive = json_is_true(json_object_get(schema, "exclusiveMaximum"));
+        double m = json_number_value(max);
+        if (exclusive ? x >= m : x > m) {
+            go_bound(max, v, bound, sizeof(bound));
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, value, false,
+                                "%s in body should be less than %s%s", p->buf,
+                                exclusive ? "" : "or equal to ", bound);
+        }
+    }
+    const json_t *min = json_object_get(schema, "minimum");
+    if (json_is_number(min)) {
+        bool exclusive = json_is_true(json_object_get(schema, "exclusiveMinimum"));
+        double m = json_number_value(min);
+        if (exclusive ? x <= m : x < m) {
+            go_bound(min, v, bound, sizeof(bound));
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, value, false,
+                                "%s in body should be greater than %s%s", p->buf,
+                                exclusive ? "" : "or equal to ", bound);
+        }
+    }
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A value as Go's %#v prints an interface{} holding it (Duplicate values). */
+static void go_sharp_value(struct ck__buf *b, const json_t *v)
+{
+    char num[64];
+    if (json_is_string(v)) {
+        char *q = ck__quote_dup(json_string_value(v));
+        ck__buf_adds(b, q ? q : "\"\"");
+        free(q);
+    } else if (json_is_number(v)) {
+        go_number(v, num, sizeof(num));
+        ck__buf_adds(b, num);
+    } else if (json_is_boolean(v)) {
+        ck__buf_adds(b, json_is_true(v) ? "true" : "false");
+    } else if (json_is_array(v)) {
+        ck__buf_adds(b, "[]interface {}{");
+        size_t i;
+        json_t *item;
+        json_array_foreach((json_t *)v, i, item)
+        {
+            if (i)
+                ck__buf_adds(b, ", ");
+            go_sharp_value(b, item);
+        }
+        ck__buf_adds(b, "}");
+    } else if (json_is_object(v)) {
+        /* Go prints a map's keys sorted */
+        size_t n = json_object_size(v), k = 0;
+        const char **keys = calloc(n ? n : 1, sizeof(*keys));
+        const char *key;
+        json_t *value;
+        if (keys) {
+            json_object_foreach((json_t *)v, key, value)
+            {
+                keys[k++] = key;
+            }
+            qsort(keys, n, sizeof(*keys), compare_names);
+        }
+        ck__buf_adds(b, "map[string]interface {}{");
+        for (size_t i = 0; keys && i < n; i++) {
+            char *q = ck__quote_dup(keys[i]);
+            ck__buf_printf(b, "%s%s:", i ? ", " : "", q ? q : "\"\"");
+            free(q);
+            go_sharp_value(b, json_object_get(v, keys[i]));
+        }
+        ck__buf_adds(b, "}");
+        free(keys);
+    } else {
+        ck__buf_adds(b, "interface {}(nil)");
+    }
+}
+
+/* One element of a set or list-map, as its identity (compact, sorted JSON) and index. */
+struct list_identity {
+    char *text;
+    size_t index;
+};
+
+static int compare_identities(const void *a, const void *b)
+{
+    const struct list_identity *x = a, *y = b;
+    int r = strcmp(x->text, y->text);
+    return r ? r : (x->index > y->index) - (x->index < y->index);
+}
+
+static int compare_sizes(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * The identity of element item: for a set the element itself; for a map
+ * the object of its key fields (of the one key field alone when there is
+ * one; "" when that one is absent). *ret_key receives that key object
+ * (owned), for the error's value.
+ */
+static char *list_identity(const json_t *item, const json_t *keys, bool is_map, json_t **ret_key)
+{
+    *ret_key = NULL;
+    if (!is_map)
+        return ck__json_dumps(item, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS, NULL);
+    json_t *key = json_object();
+    if (!key)
+        return NULL;
+    size_t k;
+    json_t *name;
+    json_array_foreach(keys, k, name)
+    {
+        const json_t *value = json_string_value(name) && json_is_object(item)
+                                  ? json_object_get(item, json_string_value(name))
+                                  : NULL;
+        if (value && json_object_set(key, json_string_value(name), (json_t *)value) < 0) {
+            json_decref(key);
+            return NULL;
+        }
+    }
+    char *text = ck__json_dumps(key, JSON_COMPACT | JSON_SORT_KEYS, NULL);
+    *ret_key = key;
+    return text;
+}
+
+/* Whether two elements of v are equal (uniqueItems), by sorting their identities. */
+static bool has_duplicates(const json_t *v, bool *nomem)
+{
+    size_t n = json_array_size(v);
+    if (n < 2)
+        return false;
+    struct list_identity *ids = calloc(n, sizeof(*ids));
+    bool dup = false;
+    if (!ids) {
+        *nomem = true;
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *unused;
+        ids[i].index = i;
+        ids[i].text = list_identity(json_array_get(v, i), NULL, false, &unused);
+        if (!ids[i].text)
+            *nomem = true;
+    }
+    if (!*nomem) {
+        qsort(ids, n, sizeof(*ids), compare_identities);
+        for (size_t i = 1; i < n && !dup; i++)
+            dup = strcmp(ids[i].text, ids[i - 1].text) == 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(ids[i].text);
+    free(ids);
+    return dup;
+}
+
+/*
+ * x-kubernetes-list-type set and map: the second appearance of an element
+ * (of a map element's keys) is a Duplicate, once per value, in index order.
+ * Sorting the identities keeps this O(n log n) on long lists.
+ */
+static void validate_list_type(const json_t *schema, const json_t *v, struct path *p,
+                               struct ck_field_errors *errs)
+{
+    const char *list_type = json_string_value(json_object_get(schema, "x-kubernetes-list-type"));
+    if (!list_type || (strcmp(list_type, "set") != 0 && strcmp(list_type, "map") != 0))
+        return;
+    bool is_map = strcmp(list_type, "map") == 0;
+    const json_t *keys = json_object_get(schema, "x-kubernetes-list-map-keys");
+    size_t n = json_array_size(v);
+    if (is_map) {
+        for (size_t i = 0; i < n; i++) {
+            const json_t *item = json_array_get(v, i);
+            if (!json_is_null(item) && !json_is_object(item)) {
+                size_t saved = path_push_index(p, i);
+                struct ck__buf b = {0};
+                go_sharp_value(&b, item);
+                char *text = ck__buf_take(&b);
+                ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf,
+                                    json_is_string(item) ? json_string_value(item) : text,
+                                    json_is_string(item),
+                                    "must be an object for an array of list-type map");
+                free(text);
+                path_pop(p, saved);
+                return;
+            }
+        }
+    }
+    if (n <= 1)
+        return;
+    struct list_identity *ids = calloc(n, sizeof(*ids));
+    json_t **key_objects = calloc(n, sizeof(*key_objects));
+    size_t *repeats = calloc(n, sizeof(*repeats));
+    size_t n_repeats = 0;
+    if (!ids || !key_objects || !repeats)
+        goto nomem;
+    for (size_t i = 0; i < n; i++) {
+        ids[i].index = i;
+        ids[i].text = list_identity(json_array_get(v, i), keys, is_map, &key_objects[i]);
+        if (!ids[i].text)
+            goto nomem;
+    }
+    qsort(ids, n, sizeof(*ids), compare_identities);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(ids[i].text, ids[i - 1].text) == 0 &&
+            (i == 1 || strcmp(ids[i - 1].text, ids[i - 2].text) != 0))
+            repeats[n_repeats++] = ids[i].index; /* the second of its kind */
+    qsort(repeats, n_repeats, sizeof(*repeats), compare_sizes);
+    for (size_t r = 0; r < n_repeats; r++) {
+        size_t i = repeats[r];
+        const json_t *item = json_array_get(v, i);
+        size_t saved = path_push_index(p, i);
+        if (!is_map && json_is_string(item)) {
+            ck_field_errors_add(errs, CK_FIELD_DUPLICATE, p->buf, json_string_value(item), true,
+                                NULL);
+        } else {
+            struct ck__buf b = {0};
+            /* a list-map's one key shows as {"name":"a"}, several keys as the object of them */
+            go_sharp_value(&b, is_map ? key_objects[i] : item);
+            char *text = ck__buf_take(&b);
+            if (!text)
+                errs->nomem = true;
+            ck_field_errors_add(errs, CK_FIELD_DUPLICATE, p->buf, text ? text : "", false, NULL);
+            free(text);
+        }
+        path_pop(p, saved);
+    }
+    goto done;
+nomem:
+    errs->nomem = true;
+done:
+    for (size_t i = 0; ids && i < n; i++)
+        free(ids[i].text);
+    for (size_t i = 0; key_objects && i < n; i++)
+        json_decref(key_objects[i]);
+    free(ids);
+    free(key_objects);
+    free(repeats);
+}
+
+/* A DNS-1035 label (lower case letters, digits and '-', starting with a letter). */
+static bool dns1035_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || !(s[0] >= 'a' && s[0] <= 'z') || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
+/*
+ * An embedded resource must say its apiVersion (a group/version) and kind
+ * (mixed-case DNS-1035 label), as strings.
+ */
+static void validate_embedded(const json_t *v, struct path *p, struct ck_field_errors *errs)
+{
+    static const char *const fields[] = {"apiVersion", "kind"};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *value = json_object_get(v, fields[i]);
+        size_t saved = path_push_field(p, fields[i]);
+        const char *text = json_string_value(value);
+        if (!value) {
+            ck_field_errors_add(errs, CK_FIELD_REQUIRED, p->buf, NULL, false, "must not be empty");
+        } else if (!text) {
+            char *dump = ck__json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, dump ? dump : "", false,
+                                "must be a string");
+            free(dump);
+        } else if (!*text) {
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, "", true, "must not be empty");
+        } else if (i == 0) {
+            const char *slash = strchr(text, '/');
+            if (slash && strchr(slash + 1, '/') && strcmp(text, "/") != 0)
+                ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, text, true,
+                                    "unexpected GroupVersion string: %s", text);
+        } else {
+            char lower[128];
+            size_t n = strlen(text);
+            bool long_kind = n >= sizeof(lower);
+            for (size_t c = 0; c < n && !long_kind; c++)
+                lower[c] = (char)((text[c] >= 'A' && text[c] <= 'Z') ? text[c] + 32 : text[c]);
+            lower[long_kind ? 0 : n] = '\0';
+            if (long_kind || n > 63)
+                ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, text, true,
+                                    "may have mixed case, but should otherwise match: must be no "
+                                    "more than 63 characters");
+            else if (!dns1035_label(lower))
+                ck_field_errors_add(
+                    errs, CK_FIELD_INVALID, p->buf, text, true,
+                    "may have mixed case, but should otherwise match: a DNS-1035 label must "
+                    "consist of lower case alphanumeric characters or '-', start with an "
+                    "alphabetic character, and end with an alphanumeric character (e.g. "
+                    "'my-name',  or 'abc-123', regex used for validation is "
+                    "'[a-z]([-a-z0-9]*[a-z0-9])?')");
+        }
+        path_pop(p, saved);
+    }
+}
+
+/* The walks of the embedded-resource and list-type passes, by the structure. */
+static void validate_structure(const struct ck_schemas *set, const json_t *schema, const json_t *v,
+                               struct path *p, struct ck_field_errors *errs, int depth,
+                               enum validate_pass pass)
+{
+    if (json_is_array(v)) {
+        if (pass == PASS_LIST_TYPES)
+            validate_list_type(schema, v, p, errs);
+        const json_t *items = json_object_get(schema, "items");
+        size_t i;
+        json_t *item;
+        json_array_foreach((json_t *)v, i, item)
+        {
+            size_t saved = path_push_index(p, i);
+            if (json_is_object(items))
+                validate_value(set, items, item, NULL, p, errs, depth + 1, pass);
+            path_pop(p, saved);
+        }
+        return;
+    }
+    if (!json_is_object(v))
+        return;
+    if (pass == PASS_EMBEDDED &&
+        json_is_true(json_object_get(schema, "x-kubernetes-embedded-resource")))
+        validate_embedded(v, p, errs);
+    const json_t *props = json_object_get(schema, "properties");
+    const json_t *extra = json_object_get(schema, "additionalProperties");
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)v, key, value)
+    {
+        const json_t *child = json_object_get(props, key);
+        const json_t *value_schema = child ? child : (json_is_object(extra) ? extra : NULL);
+        if (!value_schema)
+            continue;
+        /* these walks name a map entry spec.labels[key], as field.Path's Key() does */
+        size_t saved = child ? path_push_field(p, key) : path_push_key(p, key);
+        validate_value(set, value_schema, value, NULL, p, errs, depth + 1, pass);
+        path_pop(p, saved);
+    }
+}
+
+/*
+ * The element of old (a list-type map) with the same keys as item, or NULL:
+ * the only list elements validation ratcheting correlates.
+ */
+static const json_t *correlated_element(const json_t *schema, const json_t *old, const json_t *item)
+{
+    const char *list_type = json_string_value(json_object_get(schema, "x-kubernetes-list-type"));
+    const json_t *keys = json_object_get(schema, "x-kubernetes-list-map-keys");
+    if (!json_is_array(old) || !json_is_object(item) || !list_type ||
+        strcmp(list_type, "map") != 0 || json_array_size(keys) == 0)
+        return NULL;
+    size_t i;
+    json_t *candidate;
+    json_array_foreach((json_t *)old, i, candidate)
+    {
+        bool same = json_is_object(candidate);
+        size_t k;
+        json_t *key;
+        json_array_foreach(keys, k, key)
+        {
+            const char *name = json_string_value(key);
+            const json_t *a = name ? json_object_get(item, name) : NULL;
+            const json_t *b = name ? json_object_get(candidate, name) : NULL;
+            same = same && ((!a && !b) || (a && b && json_equal((json_t *)a, (json_t *)b)));
+        }
+        if (same)
+            return candidate;
+    }
+    return NULL;
+}
+
+static void validate_custom(const struct ck_schemas *set, const json_t *schema, const json_t *v,
+                            const json_t *old, struct path *p, struct ck_field_errors *errs,
+                            int depth, enum validate_pass pass)
+{
+    if (pass != PASS_OPENAPI) {
+        validate_structure(set, schema, v, p, errs, depth, pass);
+        return;
+    }
+    /* ratcheting: a value equal to the one it replaces keeps whatever errors it had */
+    if (old && json_equal((json_t *)v, (json_t *)old))
+        return;
+    const char *type = json_string_value(json_object_get(schema, "type"));
+    bool int_or_string = json_is_true(json_object_get(schema, "x-kubernetes-int-or-string"));
+    bool nullable = json_is_true(json_object_get(schema, "nullable"));
+    const char *expected = int_or_string ? "integer,string" : type;
+    if (json_is_null(v)) {
+        if (expected && !nullable)
+            type_invalid(errs, p, expected, "null");
+        validate_enum(schema, v, p, errs, true);
+        return;
+    }
+    bool ok = !expected || (int_or_string ? (json_is_string(v) || type_matches("integer", v))
+                                          : type_matches(type, v));
+    if (!ok) {
+        type_invalid(errs, p, expected, openapi_kind(v));
+        validate_enum(schema, v, p, errs, true);
+        return;
+    }
+    validate_junctors(set, schema, v, p, errs, depth);
+    if (json_is_string(v))
+        validate_string(schema, v, p, errs);
+    if (json_is_number(v))
+        validate_number(schema, v, p, errs);
+    validate_enum(schema, v, p, errs, true);
+    if (json_is_array(v)) {
+        size_t n = json_array_size(v);
+        const json_t *min = json_object_get(schema, "minItems");
+        const json_t *max = json_object_get(schema, "maxItems");
+        char count[32];
+        snprintf(count, sizeof(count), "%zu", n);
+        if (json_is_integer(min) && (json_int_t)n < json_integer_value(min))
+            ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, count, false,
+                                "%s in body should have at least %lld items", p->buf,
+                                (long long)json_integer_value(min));
+        if (json_is_integer(max) && (json_int_t)n > json_integer_value(max))
+            ck_field_errors_add(errs, CK_FIELD_TOO_MANY, p->buf, count, false,
+                                "must have at most %lld items", (long long)json_integer_value(max));
+        if (json_is_true(json_object_get(schema, "uniqueItems"))) {
+            bool dup = has_duplicates(v, &errs->nomem);
+            if (dup)
+                ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, "", true,
+                                    "%s in body shouldn't contain duplicates", p->buf);
+        }
+        const json_t *items = json_object_get(schema, "items");
+        size_t i;
+        json_t *item;
+        json_array_foreach((json_t *)v, i, item)
+        {
+            size_t saved = path_push_index(p, i);
+            if (json_is_object(items))
+                validate_value(set, items, item, correlated_element(schema, old, item), p, errs,
+                               depth + 1, pass);
+            path_pop(p, saved);
+        }
+        return;
+    }
+    if (!json_is_object(v))
+        return;
+    size_t n = json_object_size(v);
+    const json_t *min = json_object_get(schema, "minProperties");
+    const json_t *max = json_object_get(schema, "maxProperties");
+    char count[32];
+    snprintf(count, sizeof(count), "%zu", n);
+    if (json_is_integer(max) && (json_int_t)n > json_integer_value(max))
+        ck_field_errors_add(errs, CK_FIELD_TOO_MANY, p->buf, count, false,
+                            "must have at most %lld items", (long long)json_integer_value(max));
+    if (json_is_integer(min) && (json_int_t)n < json_integer_value(min))
+        ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, count, false,
+                            "%s in body should have at least %lld properties", p->buf,
+                            (long long)json_integer_value(min));
+    size_t i;
+    json_t *required;
+    json_array_foreach(json_object_get(schema, "required"), i, required)
+    {
+        const char *field = json_string_value(required);
+        if (field && !json_object_get(v, field)) {
+            size_t saved = path_push_field(p, field);
+            ck_field_errors_add(errs, CK_FIELD_REQUIRED, p->buf, NULL, false, NULL);
+            path_pop(p, saved);
+        }
+    }
+    const json_t *props = json_object_get(schema, "properties");
+    const json_t *extra = json_object_get(schema, "additionalProperties");
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)v, key, value)
+    {
+        const json_t *child = json_object_get(props, key);
+        const json_t *value_schema = child ? child : (json_is_object(extra) ? extra : NULL);
+        if (!value_schema)
+            continue;
+        /* the root's apiVersion and kind are never ratcheted */
+        bool type_meta = depth == 0 && (strcmp(key, "apiVersion") == 0 || strcmp(key, "kind") == 0);
+        const json_t *old_value =
+            json_is_object(old) && !type_meta ? json_object_get(old, key) : NULL;
+        size_t saved = path_push_field(p, key);
+        validate_value(set, value_schema, value, old_value, p, errs, depth + 1, pass);
+        path_pop(p, saved);
+    }
+}
+
+static void validate_go(const struct ck_schemas *set, const json_t *schema, const json_t *v,
+                        struct path *p, struct ck_field_errors *errs, int depth);
+
+static void validate_value(const struct ck_schemas *set, const json_t *schema_in, const json_t *v,
+                           const json_t *old, struct path *p, struct ck_field_errors *errs,
+                           int depth, enum validate_pass pass)
+{
+    const char *ref_name = NULL;
+    const json_t *schema = resolve(set, schema_in, &ref_name);
+    if (!schema || depth > MAX_DEPTH)
+        return;
+    if (pass != PASS_GO && ref_name && depth > 0) {
+        /* a referenced built-in type (ObjectMeta) is validated as Go validates it, once */
+        if (pass != PASS_OPENAPI)
+            return;
+        pass = PASS_GO;
+    }
+    if (pass != PASS_GO) {
+        validate_custom(set, schema, v, old, p, errs, depth, pass);
+        return;
+    }
+    if (json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields")))
+        return;
+    validate_enum(schema, v, p, errs, false);
+    validate_go(set, schema, v, p, errs, depth);
+}
+
+static void validate_enum(const json_t *schema, const json_t *v, const struct path *p,
+                          struct ck_field_errors *errs, bool quote_all)
+{
     const json_t *allowed = json_object_get(schema, "enum");
     if (json_is_array(allowed)) {
         bool found = false;
@@ -685,7 +1655,7 @@ static void validate_value(const struct ck_schemas *set, const json_t *schema_in
             found = found || json_equal(candidate, (json_t *)v);
         }
         if (!found) {
-            char *supported = render_enum(allowed);
+            char *supported = render_enum(allowed, quote_all);
             char *value = ck__json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
             if (!supported || !value)
                 errs->nomem = true;
@@ -696,6 +1666,12 @@ static void validate_value(const struct ck_schemas *set, const json_t *schema_in
             free(supported);
         }
     }
+}
+
+/* Validation of a built-in kind's value: what its Go type's validation checks. */
+static void validate_go(const struct ck_schemas *set, const json_t *schema, const json_t *v,
+                        struct path *p, struct ck_field_errors *errs, int depth)
+{
     if (json_is_integer(v)) {
         json_int_t n = json_integer_value(v);
         const json_t *min = json_object_get(schema, "minimum");
@@ -718,7 +1694,7 @@ static void validate_value(const struct ck_schemas *set, const json_t *schema_in
         {
             size_t saved = path_push_index(p, i);
             if (items)
-                validate_value(set, items, item, p, errs, depth + 1);
+                validate_value(set, items, item, NULL, p, errs, depth + 1, PASS_GO);
             path_pop(p, saved);
         }
         return;
@@ -745,11 +1721,11 @@ static void validate_value(const struct ck_schemas *set, const json_t *schema_in
         const json_t *child = json_object_get(props, key);
         if (child) {
             size_t saved = path_push_field(p, key);
-            validate_value(set, child, value, p, errs, depth + 1);
+            validate_value(set, child, value, NULL, p, errs, depth + 1, PASS_GO);
             path_pop(p, saved);
         } else if (json_is_object(extra)) {
             size_t saved = path_push_key(p, key);
-            validate_value(set, extra, value, p, errs, depth + 1);
+            validate_value(set, extra, value, NULL, p, errs, depth + 1, PASS_GO);
             path_pop(p, saved);
         }
     }
@@ -758,8 +1734,64 @@ static void validate_value(const struct ck_schemas *set, const json_t *schema_in
 void ck_schema_validate(const struct ck_schemas *set, const char *name, const json_t *obj,
                         struct ck_field_errors *errs)
 {
+    ck_schema_validate_update(set, name, obj, NULL, errs);
+}
+
+void ck_schema_validate_update(const struct ck_schemas *set, const char *name, const json_t *obj,
+                               const json_t *old, struct ck_field_errors *errs)
+{
     const json_t *schema = ck_schemas_get(set, name);
     struct path p = {.len = 0};
-    if (schema)
-        validate_value(set, schema, obj, &p, errs, 0);
+    if (!schema)
+        return;
+    if (!json_is_true(json_object_get(schema, "x-ckube-custom-resource"))) {
+        validate_value(set, schema, obj, NULL, &p, errs, 0, PASS_GO);
+        return;
+    }
+    for (enum validate_pass pass = PASS_OPENAPI; pass <= PASS_LIST_TYPES; pass++)
+        validate_value(set, schema, obj, pass == PASS_OPENAPI ? old : NULL, &p, errs, 0, pass);
+}
+
+/* ---- lone custom resource schemas (structural.c) ------------------------ */
+
+void ck__custom_validate(const json_t *schema, const json_t *value, const char *field,
+                         struct ck_field_errors *errs)
+{
+    struct ck_field_errors found = {0};
+    struct path p = {.len = 0};
+    /* as apiextensions validates a default: embedded resources, then (only when they are
+     * right) the OpenAPI schema; list types are not checked */
+    validate_value(NULL, schema, value, NULL, &p, &found, 1, PASS_EMBEDDED);
+    if (found.len == 0)
+        validate_value(NULL, schema, value, NULL, &p, &found, 1, PASS_OPENAPI);
+    for (size_t i = 0; i < found.len; i++) {
+        struct ck_field_error *e = &found.items[i];
+        struct ck__buf b = {0};
+        ck__buf_printf(&b, "%s%s%s", field, e->field[0] && strcmp(e->field, "<nil>") ? "." : "",
+                       strcmp(e->field, "<nil>") ? e->field : "");
+        char *where = ck__buf_take(&b);
+        if (!where)
+            errs->nomem = true;
+        ck_field_errors_add(errs, e->type, where ? where : field, e->value, false,
+                            e->detail ? "%s" : NULL, e->detail);
+        free(where);
+    }
+    if (found.nomem)
+        errs->nomem = true;
+    ck_field_errors_release(&found);
+}
+
+int ck__custom_is_pruned(const json_t *schema, const json_t *value)
+{
+    json_t *copy = json_deep_copy(value);
+    if (!copy)
+        return CK_ENOMEM;
+    struct decode d = {.set = NULL, .validation = CK_FIELD_VALIDATION_IGNORE};
+    struct path p = {.len = 0};
+    decode_value(&d, schema, copy, "", &p, 1, true);
+    int same = !d.nomem && json_equal(copy, (json_t *)value);
+    json_decref(copy);
+    free(d.type_error);
+    free(d.unknown);
+    return d.nomem ? CK_ENOMEM : same;
 }

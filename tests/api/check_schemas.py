@@ -6,7 +6,11 @@ Usage: check_schemas.py SCHEMA_DIR [DATA_DIR]
 SCHEMA_DIR holds one JSON document per group-version, each mapping schema
 names to schemas (OpenAPI components.schemas).  The script checks that:
   - every document parses, no schema name is defined twice;
-  - only the keywords the C schema engine implements appear, with valid values;
+  - only the keywords the C schema engine implements appear, with valid values
+    (the value validations of custom resources - pattern, lengths, counts,
+    exclusive bounds, multipleOf, uniqueItems, string formats,
+    x-kubernetes-embedded-resource - only in the inline parts of a kind marked
+    x-ckube-custom-resource, the only place the engine reads them);
   - every $ref resolves (across documents);
   - every `required` and `x-ckube-always-emit` name is a property;
   - every `default` validates against its schema (type, enum, bounds, fields);
@@ -38,6 +42,18 @@ SCHEMA_KEYWORDS = {
     "x-kubernetes-list-map-keys", "x-kubernetes-map-type", "x-kubernetes-group-version-kind",
     "x-ckube-always-emit", "x-ckube-feature-gate", "x-ckube-feature-gated-values",
     "x-ckube-custom-resource",
+}
+# Read by the engine only for the inline parts of a kind marked x-ckube-custom-resource.
+CUSTOM_RESOURCE_KEYWORDS = {
+    "pattern", "minLength", "maxLength", "minItems", "maxItems", "minProperties",
+    "maxProperties", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "uniqueItems",
+    "x-kubernetes-embedded-resource",
+}
+# The string formats apiextensions keeps (lib/api/formats.c checks them).
+CUSTOM_RESOURCE_FORMATS = {
+    "bsonobjectid", "uri", "email", "hostname", "ipv4", "ipv6", "cidr", "mac", "uuid", "uuid3",
+    "uuid4", "uuid5", "isbn", "isbn10", "isbn13", "creditcard", "ssn", "hexcolor", "rgbcolor",
+    "byte", "password", "date", "duration", "datetime", "date-time",
 }
 TYPES = {"object", "array", "string", "integer", "number", "boolean"}
 FORMATS = {"integer": {"int32", "int64"}, "number": {"double"}, "string": {"date-time", "byte"}}
@@ -166,13 +182,39 @@ def resolve(schemas, schema):
     return None
 
 
-def check_schema(schemas, where, s, errors):
-    """Structural check of one schema node and, recursively, its children."""
+def check_custom_keywords(where, s, t, errors):
+    """The custom resource value validations of one node, when it has them."""
+    for key in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
+        if key in s and not (isinstance(s[key], int) and not isinstance(s[key], bool) and s[key] >= 0):
+            errors.append("%s: %s must be a non-negative integer" % (where, key))
+    for key, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if key in s and (not isinstance(s[key], bool) or bound not in s):
+            errors.append("%s: %s must be a boolean beside %s" % (where, key, bound))
+    if "multipleOf" in s and (not is_number(s["multipleOf"]) or s["multipleOf"] <= 0 or
+                              t not in ("integer", "number")):
+        errors.append("%s: multipleOf needs a numeric type and a positive value" % where)
+    for key in ("uniqueItems", "x-kubernetes-embedded-resource"):
+        if key in s and not isinstance(s[key], bool):
+            errors.append("%s: %s must be a boolean" % (where, key))
+    if "pattern" in s:
+        try:
+            if t != "string":
+                raise re.error("not on a string")
+            re.compile(s["pattern"])
+        except (re.error, TypeError) as e:
+            errors.append("%s: pattern %r is not a regular expression of a string (%s)" %
+                          (where, s["pattern"], e))
+
+
+def check_schema(schemas, where, s, errors, custom=False):
+    """Structural check of one schema node and, recursively, its children.
+    custom: the node is an inline part of a kind marked x-ckube-custom-resource."""
     if not isinstance(s, dict):
         errors.append("%s: schema is not an object" % where)
         return
+    custom = custom or s.get("x-ckube-custom-resource") is True
     for k in s:
-        if k not in SCHEMA_KEYWORDS:
+        if k not in SCHEMA_KEYWORDS and not (custom and k in CUSTOM_RESOURCE_KEYWORDS):
             errors.append("%s: keyword %r is not allowed" % (where, k))
     if "$ref" in s:
         ref = s["$ref"]
@@ -197,8 +239,11 @@ def check_schema(schemas, where, s, errors):
             errors.append("%s: x-kubernetes-int-or-string must be true and come without type" % where)
     elif t is None and "allOf" not in s and not s.get("x-kubernetes-preserve-unknown-fields"):
         errors.append("%s: schema without type" % where)
-    if "format" in s and s["format"] not in FORMATS.get(t, ()):
+    if "format" in s and s["format"] not in FORMATS.get(t, ()) and not (
+            custom and t == "string" and s["format"] in CUSTOM_RESOURCE_FORMATS):
         errors.append("%s: format %r not allowed for type %r" % (where, s["format"], t))
+    if custom:
+        check_custom_keywords(where, s, t, errors)
     for flag in ("nullable", "x-kubernetes-preserve-unknown-fields"):
         if flag in s and not isinstance(s[flag], bool):
             errors.append("%s: %s must be a boolean" % (where, flag))
@@ -220,7 +265,7 @@ def check_schema(schemas, where, s, errors):
             errors.append("%s: properties need type object and a map" % where)
             props = {}
         for name, sub in props.items():
-            check_schema(schemas, "%s.%s" % (where, name), sub, errors)
+            check_schema(schemas, "%s.%s" % (where, name), sub, errors, custom)
     if "x-ckube-feature-gate" in s and not (isinstance(s["x-ckube-feature-gate"], str)
                                              and re.match(r"^[A-Z][A-Za-z0-9]+$", s["x-ckube-feature-gate"])):
         errors.append("%s: x-ckube-feature-gate must name a gate (CamelCase)" % where)
@@ -241,12 +286,12 @@ def check_schema(schemas, where, s, errors):
     if "additionalProperties" in s:
         if t != "object" or props:
             errors.append("%s: additionalProperties needs type object and no properties" % where)
-        check_schema(schemas, where + "{}", s["additionalProperties"], errors)
+        check_schema(schemas, where + "{}", s["additionalProperties"], errors, custom)
     if t == "array":
         if "items" not in s:
             errors.append("%s: array without items" % where)
         else:
-            check_schema(schemas, where + "[]", s["items"], errors)
+            check_schema(schemas, where + "[]", s["items"], errors, custom)
     elif "items" in s:
         errors.append("%s: items on a non-array" % where)
     check_list_extensions(schemas, where, s, errors)
@@ -505,6 +550,11 @@ def _break_keyword(docs):
     s["oneOf"] = [{"type": "string"}]
 
 
+def _break_custom_keyword(docs):
+    _, _, s = _first(docs, lambda s: s.get("type") == "string" and "x-ckube-custom-resource" not in s)
+    s["pattern"] = "^a+$"
+
+
 def _break_required(docs):
     _, _, s = _first(docs, lambda s: "required" in s)
     s["required"].append("noSuchField")
@@ -538,6 +588,7 @@ def _break_gvk(docs):
 BREAKAGES = [
     ("dangling $ref", _break_ref, None),
     ("unknown keyword", _break_keyword, None),
+    ("custom resource keyword outside a custom resource", _break_custom_keyword, None),
     ("required name not a property", _break_required, None),
     ("default of the wrong type", _break_default, None),
     ("merge key not in the item schema", _break_merge_key, None),

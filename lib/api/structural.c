@@ -1,0 +1,916 @@
+/*
+ * structural.c - the checks a CustomResourceDefinition's openAPIV3Schema
+ * must pass, as apiextensions makes them, with its messages and paths.
+ *
+ * Three groups, in apiextensions' order:
+ * 1. structural invariants (pkg/apiserver/schema): a type for every
+ *    specified field and array item, none at all in the value validations
+ *    (allOf, anyOf, oneOf, not) which may not specify additionalProperties,
+ *    defaults, descriptions, nullable or x-kubernetes-* either; the root an
+ *    object without additionalProperties; consistent int-or-string,
+ *    embedded-resource and preserve-unknown-fields; nothing but name and
+ *    generateName under the root's metadata. Sorted by their text.
+ * 2. only when 1 found nothing: every default validates against its schema
+ *    and is already pruned ("must not have unknown fields").
+ * 3. the OpenAPI checks (ValidateCustomResourceDefinitionOpenAPISchema):
+ *    valid type names, no $ref, definitions, dependencies, additionalItems,
+ *    patternProperties, id or uniqueItems, additionalProperties and
+ *    properties exclusive, list and map types consistent with their keys,
+ *    no defaults inside the root's apiVersion, kind and metadata, nullable
+ *    not at the root.
+ * Properties are visited in name order, so the output is stable.
+ *
+ * Completeness (a field that the root's allOf/anyOf/oneOf/not mention must
+ * be in the structure) is part of 1, as in Kubernetes.
+ *
+ * x-kubernetes-validations: the rules' fields are checked (a rule, a
+ * message without line breaks, a supported reason...), as apiextensions
+ * does before compiling them.
+ *
+ * Not checked (docs/differences.md): the CEL compilation and cost of
+ * x-kubernetes-validations and their fieldPath, and the status-subresource
+ * root restriction.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckube/api.h"
+#include "ckube/internal/util.h"
+#include "internal.h"
+
+#define MAX_DEPTH 64
+
+enum level { ROOT_LEVEL, ITEM_LEVEL, FIELD_LEVEL };
+
+/* A path below the schema's; NULL when memory ran out (errs->nomem is then set). */
+static char *child_path(struct ck_field_errors *errs, const char *path, const char *fmt,
+                        const char *arg)
+{
+    /* fmt is "<before>%s<after>": path, before, arg, after */
+    const char *hole = strstr(fmt, "%s");
+    char *out = NULL;
+    struct ck__buf b = {0};
+    ck__buf_adds(&b, path);
+    if (hole) {
+        ck__buf_printf(&b, "%.*s", (int)(hole - fmt), fmt);
+        ck__buf_adds(&b, arg);
+        ck__buf_adds(&b, hole + 2);
+    } else {
+        ck__buf_adds(&b, fmt);
+    }
+    out = ck__buf_take(&b);
+    if (!out)
+        errs->nomem = true;
+    return out;
+}
+
+static void add(struct ck_field_errors *errs, enum ck_field_error_type type, const char *path,
+                const char *suffix, const char *value, bool value_is_string, const char *detail)
+{
+    char *where = child_path(errs, path, "%s", suffix);
+    if (where)
+        ck_field_errors_add(errs, type, where, value, value_is_string, "%s", detail);
+    free(where);
+}
+
+static const char *type_of(const json_t *s)
+{
+    const char *type = json_string_value(json_object_get(s, "type"));
+    return type ? type : "";
+}
+
+static bool flag(const json_t *s, const char *key)
+{
+    return json_is_true(json_object_get(s, key));
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The property names of s in order; caller frees the array (not the names). */
+static const char **sorted_keys(const json_t *obj, size_t *n, struct ck_field_errors *errs)
+{
+    *n = 0;
+    if (!json_is_object(obj) || json_object_size(obj) == 0)
+        return NULL;
+    const char **keys = calloc(json_object_size(obj), sizeof(*keys));
+    if (!keys) {
+        errs->nomem = true;
+        return NULL;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)obj, key, value)
+    {
+        keys[(*n)++] = key;
+    }
+    qsort(keys, *n, sizeof(*keys), compare_names);
+    return keys;
+}
+
+/* ---- 1. structural invariants ------------------------------------------- */
+
+static void nested_value_validation(const json_t *v, const char *path, struct ck_field_errors *errs,
+                                    int depth);
+
+static void value_validation(const json_t *s, const char *path, struct ck_field_errors *errs,
+                             int depth, bool skip_any_of, bool skip_first_all_of_any_of)
+{
+    static const char *const junctors[] = {"anyOf", "allOf", "oneOf"};
+    for (size_t j = 0; j < 3; j++) {
+        const json_t *list = json_object_get(s, junctors[j]);
+        if (!json_is_array(list) || (j == 0 && skip_any_of))
+            continue;
+        size_t i;
+        json_t *item;
+        json_array_foreach(list, i, item)
+        {
+            char index[32];
+            snprintf(index, sizeof(index), "%zu", i);
+            char *sub = child_path(errs, path, ".%s", junctors[j]);
+            char *at = sub ? child_path(errs, sub, "[%s]", index) : NULL;
+            if (at) {
+                if (j == 1 && i == 0 && skip_first_all_of_any_of) {
+                    /* the int-or-string pattern's anyOf is allowed; check the rest */
+                    json_t *rest = json_deep_copy(item);
+                    if (rest) {
+                        json_object_del(rest, "anyOf");
+                        nested_value_validation(rest, at, errs, depth + 1);
+                        json_decref(rest);
+                    } else {
+                        errs->nomem = true;
+                    }
+                } else {
+                    nested_value_validation(item, at, errs, depth + 1);
+                }
+            }
+            free(at);
+            free(sub);
+        }
+    }
+    const json_t *not = json_object_get(s, "not");
+    if (json_is_object(not )) {
+        char *at = child_path(errs, path, "%s", ".not");
+        if (at)
+            nested_value_validation(not, at, errs, depth + 1);
+        free(at);
+    }
+}
+
+static void nested_value_validation(const json_t *v, const char *path, struct ck_field_errors *errs,
+                                    int depth)
+{
+    if (!json_is_object(v) || depth > MAX_DEPTH)
+        return;
+    value_validation(v, path, errs, depth, false, false);
+    const json_t *items = json_object_get(v, "items");
+    if (json_is_object(items)) {
+        char *at = child_path(errs, path, "%s", ".items");
+        if (at)
+            nested_value_validation(items, at, errs, depth + 1);
+        free(at);
+    }
+    size_t n;
+    const json_t *props = json_object_get(v, "properties");
+    const char **keys = sorted_keys(props, &n, errs);
+    for (size_t i = 0; i < n; i++) {
+        char *at = child_path(errs, path, ".properties[%s]", keys[i]);
+        if (at)
+            nested_value_validation(json_object_get(props, keys[i]), at, errs, depth + 1);
+        free(at);
+    }
+    free(keys);
+    if (json_object_get(v, "type"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".type", NULL, false, "must be empty to be structural");
+    if (json_object_get(v, "additionalProperties"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".additionalProperties", NULL, false,
+            "must be undefined to be structural");
+    if (json_object_get(v, "default"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".default", NULL, false,
+            "must be undefined to be structural");
+    if (json_string_length(json_object_get(v, "title")) > 0)
+        add(errs, CK_FIELD_FORBIDDEN, path, ".title", NULL, false,
+            "must be empty to be structural");
+    if (json_string_length(json_object_get(v, "description")) > 0)
+        add(errs, CK_FIELD_FORBIDDEN, path, ".description", NULL, false,
+            "must be empty to be structural");
+    if (flag(v, "nullable"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".nullable", NULL, false,
+            "must be false to be structural");
+    if (json_object_get(v, "externalDocs"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".externalDocs", NULL, false,
+            "must be undefined to be structural");
+    if (flag(v, "x-kubernetes-preserve-unknown-fields"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-preserve-unknown-fields", NULL, false,
+            "must be false to be structural");
+    if (flag(v, "x-kubernetes-embedded-resource"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-embedded-resource", NULL, false,
+            "must be false to be structural");
+    if (flag(v, "x-kubernetes-int-or-string"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-int-or-string", NULL, false,
+            "must be false to be structural");
+    if (json_array_size(json_object_get(v, "x-kubernetes-list-map-keys")) > 0)
+        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-list-map-keys", NULL, false,
+            "must be empty to be structural");
+    if (json_object_get(v, "x-kubernetes-list-type"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-list-type", NULL, false,
+            "must be undefined to be structural");
+    if (json_object_get(v, "x-kubernetes-map-type"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-map-type", NULL, false,
+            "must be undefined to be structural");
+    if (json_array_size(json_object_get(v, "x-kubernetes-validations")) > 0)
+        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-validations", NULL, false,
+            "must be empty to be structural");
+    if (json_object_get(props, "metadata"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".properties[metadata]", NULL, false,
+            "must not be specified in a nested context");
+}
+
+/* anyOf: [{type: integer}, {type: string}] exactly */
+static bool int_or_string_any_of(const json_t *any_of)
+{
+    if (json_array_size(any_of) != 2)
+        return false;
+    json_t *a = json_pack("{s:s}", "type", "integer");
+    json_t *b = json_pack("{s:s}", "type", "string");
+    bool yes = a && b && json_equal(json_array_get(any_of, 0), a) &&
+               json_equal(json_array_get(any_of, 1), b);
+    json_decref(a);
+    json_decref(b);
+    return yes;
+}
+
+/* The root's metadata may say type: object and list name and generateName; nothing else. */
+static bool root_metadata_allowed(const json_t *m)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)m, key, value)
+    {
+        if (strcmp(key, "type") == 0 || strcmp(key, "default") == 0)
+            continue;
+        if (strcmp(key, "properties") == 0 && json_is_object(value)) {
+            size_t n = json_object_size(value);
+            bool name = json_object_get(value, "name") != NULL;
+            bool generate = json_object_get(value, "generateName") != NULL;
+            if (n == 0 || (n == 2 && name && generate) || (n == 1 && (name || generate)))
+                continue;
+        }
+        return false;
+    }
+    return true;
+}
+
+static void invariants(const json_t *s, enum level lvl, const char *path,
+                       struct ck_field_errors *errs, int depth)
+{
+    if (!json_is_object(s) || depth > MAX_DEPTH)
+        return;
+    const char *type = type_of(s);
+    const json_t *items = json_object_get(s, "items");
+    if (strcmp(type, "array") == 0 && !items)
+        add(errs, CK_FIELD_REQUIRED, path, ".items", NULL, false, "must be specified");
+    if (json_is_object(items)) {
+        char *at = child_path(errs, path, "%s", ".items");
+        if (at)
+            invariants(items, ITEM_LEVEL, at, errs, depth + 1);
+        free(at);
+    }
+    size_t n;
+    const json_t *props = json_object_get(s, "properties");
+    const char **keys = sorted_keys(props, &n, errs);
+    for (size_t i = 0; i < n; i++) {
+        char *at = child_path(errs, path, ".properties[%s]", keys[i]);
+        if (at)
+            invariants(json_object_get(props, keys[i]), FIELD_LEVEL, at, errs, depth + 1);
+        free(at);
+    }
+    free(keys);
+    const json_t *extra = json_object_get(s, "additionalProperties");
+    if (extra && !json_is_false(extra)) {
+        if (lvl == ROOT_LEVEL)
+            add(errs, CK_FIELD_FORBIDDEN, path, ".additionalProperties", NULL, false,
+                "must not be used at the root");
+        if (json_is_object(extra)) {
+            char *at = child_path(errs, path, "%s", ".additionalProperties");
+            if (at)
+                invariants(extra, FIELD_LEVEL, at, errs, depth + 1);
+            free(at);
+        }
+    }
+    bool ios = flag(s, "x-kubernetes-int-or-string");
+    bool preserve = flag(s, "x-kubernetes-preserve-unknown-fields");
+    bool embedded = flag(s, "x-kubernetes-embedded-resource");
+    if (ios && preserve)
+        add(errs, CK_FIELD_INVALID, path, ".x-kubernetes-preserve-unknown-fields", "true", false,
+            "must be false if x-kubernetes-int-or-string is true");
+    if (ios && embedded)
+        add(errs, CK_FIELD_INVALID, path, ".x-kubernetes-embedded-resource", "true", false,
+            "must be false if x-kubernetes-int-or-string is true");
+    const json_t *all_of = json_object_get(s, "allOf");
+    bool skip_any_of = int_or_string_any_of(json_object_get(s, "anyOf"));
+    bool skip_first = json_array_size(all_of) >= 1 &&
+                      int_or_string_any_of(json_object_get(json_array_get(all_of, 0), "anyOf"));
+    value_validation(s, path, errs, depth, skip_any_of, skip_first);
+    if (json_is_string(json_object_get(s, "pattern"))) {
+        bool nomem = false;
+        if (ck__pattern_match(json_string_value(json_object_get(s, "pattern")), "", &nomem) ==
+            CK__PATTERN_INVALID)
+            add(errs, CK_FIELD_INVALID, path, ".pattern",
+                json_string_value(json_object_get(s, "pattern")), true,
+                "must be a valid regular expression, but isn't");
+        if (nomem)
+            errs->nomem = true;
+    }
+    bool check_metadata = lvl == ROOT_LEVEL || embedded;
+    if (embedded && strcmp(type, "object") != 0) {
+        if (!*type)
+            add(errs, CK_FIELD_REQUIRED, path, ".type", NULL, false,
+                "must be object if x-kubernetes-embedded-resource is true");
+        else
+            add(errs, CK_FIELD_INVALID, path, ".type", type, true,
+                "must be object if x-kubernetes-embedded-resource is true");
+    } else if (!*type && !ios && !preserve) {
+        static const char *const why[] = {"must not be empty at the root",
+                                          "must not be empty for specified array items",
+                                          "must not be empty for specified object fields"};
+        add(errs, CK_FIELD_REQUIRED, path, ".type", NULL, false, why[lvl]);
+    }
+    if (embedded && extra)
+        add(errs, CK_FIELD_FORBIDDEN, path, ".additionalProperties", NULL, false,
+            "must not be used if x-kubernetes-embedded-resource is set");
+    if (lvl == ROOT_LEVEL && *type && strcmp(type, "object") != 0)
+        add(errs, CK_FIELD_INVALID, path, ".type", type, true, "must be object at the root");
+    static const char *const type_meta[] = {"kind", "apiVersion"};
+    for (size_t i = 0; i < 2 && check_metadata; i++) {
+        const json_t *field = json_object_get(props, type_meta[i]);
+        if (field && strcmp(type_of(field), "string") != 0) {
+            char *at = child_path(errs, path, ".properties[%s].type", type_meta[i]);
+            if (at)
+                ck_field_errors_add(errs, CK_FIELD_INVALID, at, type_of(field), true,
+                                    "must be string");
+            free(at);
+        }
+    }
+    const json_t *metadata = json_object_get(props, "metadata");
+    if (metadata) {
+        if (check_metadata && strcmp(type_of(metadata), "object") != 0)
+            add(errs, CK_FIELD_INVALID, path, ".properties[metadata].type", type_of(metadata), true,
+                "must be object");
+        if (lvl == ROOT_LEVEL && !root_metadata_allowed(metadata))
+            add(errs, CK_FIELD_FORBIDDEN, path, ".properties[metadata]", NULL, false,
+                "must not specify anything other than name and generateName, but metadata is "
+                "implicitly specified");
+    }
+    if (embedded && !preserve && json_object_size(props) == 0)
+        add(errs, CK_FIELD_REQUIRED, path, ".properties", NULL, false,
+            "must not be empty if x-kubernetes-embedded-resource is true without "
+            "x-kubernetes-preserve-unknown-fields");
+}
+
+/* ---- 1b. completeness: what a value validation names, the structure specifies */
+
+static void nested_completeness(const json_t *v, const json_t *s, const char *s_path,
+                                const char *v_path, struct ck_field_errors *errs, int depth);
+
+static void missing(const char *s_path, const char *v_path, struct ck_field_errors *errs)
+{
+    ck_field_errors_add(errs, CK_FIELD_REQUIRED, s_path, NULL, false, "because it is defined in %s",
+                        v_path);
+}
+
+static void value_completeness(const json_t *v, const json_t *s, const char *s_path,
+                               const char *v_path, struct ck_field_errors *errs, int depth)
+{
+    if (!json_is_object(v) || depth > MAX_DEPTH)
+        return;
+    if (!json_is_object(s)) {
+        missing(s_path, v_path, errs);
+        return;
+    }
+    const json_t *not = json_object_get(v, "not");
+    if (json_is_object(not )) {
+        char *at = child_path(errs, v_path, "%s", ".not");
+        if (at)
+            nested_completeness(not, s, s_path, at, errs, depth + 1);
+        free(at);
+    }
+    static const char *const junctors[] = {"allOf", "anyOf", "oneOf"};
+    for (size_t j = 0; j < 3; j++) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(json_object_get(v, junctors[j]), i, item)
+        {
+            char index[32];
+            snprintf(index, sizeof(index), "%zu", i);
+            char *sub = child_path(errs, v_path, ".%s", junctors[j]);
+            char *at = sub ? child_path(errs, sub, "[%s]", index) : NULL;
+            if (at)
+                nested_completeness(item, s, s_path, at, errs, depth + 1);
+            free(at);
+            free(sub);
+        }
+    }
+}
+
+static void nested_completeness(const json_t *v, const json_t *s, const char *s_path,
+                                const char *v_path, struct ck_field_errors *errs, int depth)
+{
+    if (!json_is_object(v) || depth > MAX_DEPTH)
+        return;
+    if (!json_is_object(s)) {
+        missing(s_path, v_path, errs);
+        return;
+    }
+    value_completeness(v, s, s_path, v_path, errs, depth);
+    const json_t *items = json_object_get(v, "items");
+    if (json_is_object(items)) {
+        char *sp = child_path(errs, s_path, "%s", ".items");
+        char *vp = child_path(errs, v_path, "%s", ".items");
+        if (sp && vp)
+            nested_completeness(items, json_object_get(s, "items"), sp, vp, errs, depth + 1);
+        free(sp);
+        free(vp);
+    }
+    size_t n;
+    const json_t *props = json_object_get(v, "properties");
+    const char **keys = sorted_keys(props, &n, errs);
+    for (size_t i = 0; i < n; i++) {
+        char *sp = child_path(errs, s_path, ".properties[%s]", keys[i]);
+        char *vp = child_path(errs, v_path, ".properties[%s]", keys[i]);
+        const json_t *s_field = json_object_get(json_object_get(s, "properties"), keys[i]);
+        if (sp && vp) {
+            if (!s_field)
+                missing(sp, vp, errs);
+            else
+                nested_completeness(json_object_get(props, keys[i]), s_field, sp, vp, errs,
+                                    depth + 1);
+        }
+        free(sp);
+        free(vp);
+    }
+    free(keys);
+}
+
+static int compare_rendered(const void *a, const void *b)
+{
+    const struct ck_field_error *x = a, *y = b;
+    char *sx = ck_field_error_string(x), *sy = ck_field_error_string(y);
+    int r = sx && sy ? strcmp(sx, sy) : 0;
+    free(sx);
+    free(sy);
+    return r;
+}
+
+/* ---- 2. defaults --------------------------------------------------------- */
+
+static void defaults(const json_t *s, const char *path, bool root, struct ck_field_errors *errs,
+                     int depth)
+{
+    if (!json_is_object(s) || depth > MAX_DEPTH)
+        return;
+    const json_t *def = json_object_get(s, "default");
+    if (def) {
+        char *at = child_path(errs, path, "%s", ".default");
+        if (at) {
+            /* pruning first, then validation: both are reported */
+            int pruned = ck__custom_is_pruned(s, def);
+            if (pruned < 0) {
+                errs->nomem = true;
+            } else if (!pruned) {
+                char *value = ck__json_dumps(def, JSON_ENCODE_ANY | JSON_COMPACT, NULL);
+                ck_field_errors_add(errs, CK_FIELD_INVALID, at, value ? value : "", false,
+                                    "must not have unknown fields");
+                free(value);
+            }
+            ck__custom_validate(s, def, at, errs);
+        }
+        free(at);
+    }
+    const json_t *items = json_object_get(s, "items");
+    if (json_is_object(items)) {
+        char *at = child_path(errs, path, "%s", ".items");
+        if (at)
+            defaults(items, at, false, errs, depth + 1);
+        free(at);
+    }
+    const json_t *extra = json_object_get(s, "additionalProperties");
+    if (json_is_object(extra)) {
+        char *at = child_path(errs, path, "%s", ".additionalProperties");
+        if (at)
+            defaults(extra, at, false, errs, depth + 1);
+        free(at);
+    }
+    size_t n;
+    const json_t *props = json_object_get(s, "properties");
+    const char **keys = sorted_keys(props, &n, errs);
+    for (size_t i = 0; i < n; i++) {
+        if (root && strcmp(keys[i], "metadata") == 0)
+            continue; /* refused by the OpenAPI checks */
+        char *at = child_path(errs, path, ".properties[%s]", keys[i]);
+        if (at)
+            defaults(json_object_get(props, keys[i]), at, false, errs, depth + 1);
+        free(at);
+    }
+    free(keys);
+}
+
+/* ---- 3. OpenAPI checks -------------------------------------------------- */
+
+struct openapi_ctx {
+    bool allow_defaults;
+    const char *no_defaults_reason; /* "in top-level metadata", ... */
+    bool inside_meta;
+};
+
+static bool valid_type_name(const char *type)
+{
+    static const char *const names[] = {"array",  "boolean", "integer", "number",
+                                        "object", "string",  NULL};
+    for (size_t i = 0; names[i]; i++)
+        if (strcmp(type, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* strings.TrimSpace(s) is empty */
+static bool blank(const char *s)
+{
+    for (; *s; s++)
+        if (!isspace((unsigned char)*s))
+            return false;
+    return true;
+}
+
+static bool has_newlines(const char *s)
+{
+    return strpbrk(s, "\r\n") != NULL;
+}
+
+/* The text of a rule between its surrounding white space has a line break. */
+static bool trimmed_has_newlines(const char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        n--;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '\n' || s[i] == '\r')
+            return true;
+    return false;
+}
+
+/*
+ * The x-kubernetes-validations rules' own fields, as apiextensions checks
+ * them before compiling them (the CEL compilation itself is not done).
+ */
+static void cel_rules(const json_t *s, const char *path, struct ck_field_errors *errs)
+{
+    size_t i;
+    json_t *rule;
+    json_array_foreach(json_object_get(s, "x-kubernetes-validations"), i, rule)
+    {
+        char index[32];
+        snprintf(index, sizeof(index), "%zu", i);
+        char *at = child_path(errs, path, ".x-kubernetes-validations[%s]", index);
+        if (!at)
+            continue;
+        const char *text = json_string_value(json_object_get(rule, "rule"));
+        const char *message = json_string_value(json_object_get(rule, "message"));
+        const char *expression = json_string_value(json_object_get(rule, "messageExpression"));
+        const char *reason = json_string_value(json_object_get(rule, "reason"));
+        const char *field_path = json_string_value(json_object_get(rule, "fieldPath"));
+        if (!text || blank(text))
+            add(errs, CK_FIELD_REQUIRED, at, ".rule", NULL, false, "rule is not specified");
+        else if (message && *message && blank(message))
+            add(errs, CK_FIELD_INVALID, at, ".message", message, true,
+                "message must be non-empty if specified");
+        else if (message && trimmed_has_newlines(message))
+            add(errs, CK_FIELD_INVALID, at, ".message", message, true,
+                "message must not contain line breaks");
+        else if (trimmed_has_newlines(text) && (!message || blank(message)))
+            add(errs, CK_FIELD_REQUIRED, at, ".message", NULL, false,
+                "message must be specified if rule contains line breaks");
+        if (expression && *expression && blank(expression))
+            add(errs, CK_FIELD_REQUIRED, at, ".messageExpression", NULL, false,
+                "messageExpression must be non-empty if specified");
+        if (json_object_get(rule, "reason") &&
+            (!reason || (strcmp(reason, "FieldValueDuplicate") != 0 &&
+                         strcmp(reason, "FieldValueForbidden") != 0 &&
+                         strcmp(reason, "FieldValueInvalid") != 0 &&
+                         strcmp(reason, "FieldValueRequired") != 0)))
+            add(errs, CK_FIELD_NOT_SUPPORTED, at, ".reason", reason ? reason : "", true,
+                "supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", "
+                "\"FieldValueInvalid\", \"FieldValueRequired\"");
+        if (field_path && *field_path && blank(field_path))
+            add(errs, CK_FIELD_INVALID, at, ".fieldPath", field_path, true,
+                "fieldPath must be non-empty if specified");
+        if (field_path && has_newlines(field_path))
+            add(errs, CK_FIELD_INVALID, at, ".fieldPath", field_path, true,
+                "fieldPath must not contain line breaks");
+        free(at);
+    }
+}
+
+static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, bool root,
+                    struct ck_field_errors *errs, int depth)
+{
+    if (!json_is_object(s) || depth > MAX_DEPTH)
+        return;
+    const char *type = type_of(s);
+    if (*type && !valid_type_name(type))
+        add(errs, CK_FIELD_NOT_SUPPORTED, path, ".type", type, true,
+            "supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", "
+            "\"string\"");
+    if (json_object_get(s, "default") && !ctx.allow_defaults) {
+        char detail[128];
+        snprintf(detail, sizeof(detail), "must not be set%s%s", ctx.no_defaults_reason ? " " : "",
+                 ctx.no_defaults_reason ? ctx.no_defaults_reason : "");
+        add(errs, CK_FIELD_FORBIDDEN, path, ".default", NULL, false, detail);
+    }
+    if (json_string_length(json_object_get(s, "id")) > 0)
+        add(errs, CK_FIELD_FORBIDDEN, path, ".id", NULL, false, "id is not supported");
+    if (json_object_get(s, "additionalItems"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".additionalItems", NULL, false,
+            "additionalItems is not supported");
+    if (json_object_size(json_object_get(s, "patternProperties")) > 0)
+        add(errs, CK_FIELD_FORBIDDEN, path, ".patternProperties", NULL, false,
+            "patternProperties is not supported");
+    if (json_object_size(json_object_get(s, "definitions")) > 0)
+        add(errs, CK_FIELD_FORBIDDEN, path, ".definitions", NULL, false,
+            "definitions is not supported");
+    if (json_object_get(s, "dependencies"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".dependencies", NULL, false,
+            "dependencies is not supported");
+    if (json_object_get(s, "$ref"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".$ref", NULL, false, "$ref is not supported");
+    if (strcmp(type, "null") == 0)
+        add(errs, CK_FIELD_FORBIDDEN, path, ".type", NULL, false,
+            "type cannot be set to null, use nullable as an alternative");
+    const json_t *items = json_object_get(s, "items");
+    if (json_is_array(items) && json_array_size(items) > 0)
+        add(errs, CK_FIELD_FORBIDDEN, path, ".items", NULL, false,
+            "items must be a schema object and not an array");
+    if (ctx.inside_meta && flag(s, "x-kubernetes-embedded-resource"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-embedded-resource", NULL, false,
+            "must not be used inside of resource meta");
+    if (flag(s, "uniqueItems"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".uniqueItems", NULL, false,
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic");
+
+    const json_t *props = json_object_get(s, "properties");
+    const json_t *extra = json_object_get(s, "additionalProperties");
+    if (extra) {
+        if (json_object_size(props) != 0 && !json_is_true(extra))
+            add(errs, CK_FIELD_FORBIDDEN, path, ".additionalProperties", NULL, false,
+                "additionalProperties and properties are mutual exclusive");
+        struct openapi_ctx sub = ctx;
+        if (ctx.inside_meta) {
+            sub.allow_defaults = false;
+            sub.no_defaults_reason = "inside additionalProperties applying to object metadata";
+        }
+        char *at = child_path(errs, path, "%s", ".additionalProperties");
+        if (at)
+            openapi(extra, at, sub, false, errs, depth + 1);
+        free(at);
+    }
+    size_t n;
+    const char **keys = sorted_keys(props, &n, errs);
+    for (size_t i = 0; i < n; i++) {
+        struct openapi_ctx sub = ctx;
+        bool meta = strcmp(keys[i], "metadata") == 0 || strcmp(keys[i], "kind") == 0 ||
+                    strcmp(keys[i], "apiVersion") == 0;
+        if ((root || flag(s, "x-kubernetes-embedded-resource")) && meta) {
+            sub.inside_meta = true;
+            if (root) {
+                sub.allow_defaults = false;
+                sub.no_defaults_reason = strcmp(keys[i], "metadata") == 0 ? "in top-level metadata"
+                                         : strcmp(keys[i], "kind") == 0   ? "in top-level kind"
+                                                                        : "in top-level apiVersion";
+            }
+        }
+        char *at = child_path(errs, path, ".properties[%s]", keys[i]);
+        if (at)
+            openapi(json_object_get(props, keys[i]), at, sub, false, errs, depth + 1);
+        free(at);
+    }
+    free(keys);
+    const json_t *not = json_object_get(s, "not");
+    if (json_is_object(not )) {
+        char *at = child_path(errs, path, "%s", ".not");
+        if (at)
+            openapi(not, at, ctx, false, errs, depth + 1);
+        free(at);
+    }
+    static const char *const junctors[] = {"allOf", "oneOf", "anyOf"};
+    for (size_t j = 0; j < 3; j++) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(json_object_get(s, junctors[j]), i, item)
+        {
+            char index[32];
+            snprintf(index, sizeof(index), "%zu", i);
+            char *sub = child_path(errs, path, ".%s", junctors[j]);
+            char *at = sub ? child_path(errs, sub, "[%s]", index) : NULL;
+            if (at)
+                openapi(item, at, ctx, false, errs, depth + 1);
+            free(at);
+            free(sub);
+        }
+    }
+    if (json_is_object(items)) {
+        char *at = child_path(errs, path, "%s", ".items");
+        if (at)
+            openapi(items, at, ctx, false, errs, depth + 1);
+        free(at);
+    }
+    if (json_is_false(json_object_get(s, "x-kubernetes-preserve-unknown-fields")))
+        add(errs, CK_FIELD_INVALID, path, ".x-kubernetes-preserve-unknown-fields", "false", false,
+            "must be true or undefined");
+
+    const json_t *map_type = json_object_get(s, "x-kubernetes-map-type");
+    if (map_type && strcmp(type, "object") != 0) {
+        if (!*type)
+            add(errs, CK_FIELD_REQUIRED, path, ".type", NULL, false,
+                "must be object if x-kubernetes-map-type is specified");
+        else
+            add(errs, CK_FIELD_INVALID, path, ".type", type, true,
+                "must be object if x-kubernetes-map-type is specified");
+    }
+    const char *map_type_s = json_string_value(map_type);
+    if (map_type &&
+        (!map_type_s || (strcmp(map_type_s, "atomic") != 0 && strcmp(map_type_s, "granular") != 0)))
+        add(errs, CK_FIELD_NOT_SUPPORTED, path, ".x-kubernetes-map-type",
+            map_type_s ? map_type_s : "", true, "supported values: \"atomic\", \"granular\"");
+
+    const json_t *list_type = json_object_get(s, "x-kubernetes-list-type");
+    const char *list_type_s = json_string_value(list_type);
+    if (list_type && strcmp(type, "array") != 0) {
+        if (!*type)
+            add(errs, CK_FIELD_REQUIRED, path, ".type", NULL, false,
+                "must be array if x-kubernetes-list-type is specified");
+        else
+            add(errs, CK_FIELD_INVALID, path, ".type", type, true,
+                "must be array if x-kubernetes-list-type is specified");
+    } else if (list_type_s && strcmp(list_type_s, "set") == 0 && json_is_object(items)) {
+        const char *item_type = type_of(items);
+        const char *item_list = json_string_value(json_object_get(items, "x-kubernetes-list-type"));
+        const char *item_map = json_string_value(json_object_get(items, "x-kubernetes-map-type"));
+        if (strcmp(item_type, "array") == 0 && item_list && strcmp(item_list, "atomic") != 0)
+            add(errs, CK_FIELD_INVALID, path, ".items.x-kubernetes-list-type", item_list, true,
+                "must be atomic as item of a list with x-kubernetes-list-type=set");
+        if (strcmp(item_type, "object") == 0 && (!item_map || strcmp(item_map, "atomic") != 0))
+            add(errs, CK_FIELD_INVALID, path, ".items.x-kubernetes-map-type", "set", true,
+                "must be atomic as item of a list with x-kubernetes-list-type=set");
+    }
+    if (list_type &&
+        (!list_type_s || (strcmp(list_type_s, "atomic") != 0 && strcmp(list_type_s, "set") != 0 &&
+                          strcmp(list_type_s, "map") != 0)))
+        add(errs, CK_FIELD_NOT_SUPPORTED, path, ".x-kubernetes-list-type",
+            list_type_s ? list_type_s : "", true, "supported values: \"atomic\", \"set\", \"map\"");
+
+    const json_t *map_keys = json_object_get(s, "x-kubernetes-list-map-keys");
+    char *keys_text = json_array_size(map_keys) > 0
+                          ? ck__json_dumps(map_keys, JSON_COMPACT | JSON_ENCODE_ANY, NULL)
+                          : NULL;
+    if (json_array_size(map_keys) > 0) {
+        if (!list_type)
+            add(errs, CK_FIELD_REQUIRED, path, ".x-kubernetes-list-type", NULL, false,
+                "must be map if x-kubernetes-list-map-keys is non-empty");
+        else if (!list_type_s || strcmp(list_type_s, "map") != 0)
+            add(errs, CK_FIELD_INVALID, path, ".x-kubernetes-list-type",
+                list_type_s ? list_type_s : "", true,
+                "must be map if x-kubernetes-list-map-keys is non-empty");
+    }
+    if (list_type_s && strcmp(list_type_s, "map") == 0) {
+        if (json_array_size(map_keys) == 0)
+            add(errs, CK_FIELD_REQUIRED, path, ".x-kubernetes-list-map-keys", NULL, false,
+                "must not be empty if x-kubernetes-list-type is map");
+        if (!items)
+            add(errs, CK_FIELD_REQUIRED, path, ".items", NULL, false,
+                "must have a schema if x-kubernetes-list-type is map");
+        if (json_is_object(items) && strcmp(type_of(items), "object") != 0)
+            add(errs, CK_FIELD_INVALID, path, ".items.type", type_of(items), true,
+                "must be object if parent array's x-kubernetes-list-type is map");
+        if (json_is_object(items) && strcmp(type_of(items), "object") == 0) {
+            const json_t *item_props = json_object_get(items, "properties");
+            size_t i;
+            json_t *key;
+            json_array_foreach(map_keys, i, key)
+            {
+                const char *name = json_string_value(key);
+                const json_t *prop = name ? json_object_get(item_props, name) : NULL;
+                if (prop) {
+                    const char *t = type_of(prop);
+                    if (strcmp(t, "array") == 0 || strcmp(t, "object") == 0) {
+                        char *at = child_path(errs, path, ".items.properties[%s].type", name);
+                        if (at)
+                            ck_field_errors_add(errs, CK_FIELD_INVALID, at, "object", true,
+                                                "must be a scalar type if parent array's "
+                                                "x-kubernetes-list-type is map");
+                        free(at);
+                    }
+                } else {
+                    add(errs, CK_FIELD_INVALID, path, ".x-kubernetes-list-map-keys",
+                        keys_text ? keys_text : "", false,
+                        "entries must all be names of item properties");
+                }
+                for (size_t j = 0; j < i; j++)
+                    if (json_equal(key, json_array_get(map_keys, j))) {
+                        add(errs, CK_FIELD_INVALID, path, ".x-kubernetes-list-map-keys",
+                            keys_text ? keys_text : "", false,
+                            "must not contain duplicate entries");
+                        break;
+                    }
+            }
+        }
+    }
+    /* set and map lists: items not nullable, map keys required or defaulted, not nullable */
+    if (json_is_object(items) && list_type_s &&
+        (strcmp(list_type_s, "set") == 0 || strcmp(list_type_s, "map") == 0)) {
+        if (flag(items, "nullable")) {
+            char detail[64];
+            snprintf(detail, sizeof(detail), "cannot be nullable when x-kubernetes-list-type is %s",
+                     list_type_s);
+            add(errs, CK_FIELD_FORBIDDEN, path, ".items.nullable", NULL, false, detail);
+        }
+        if (strcmp(list_type_s, "map") == 0) {
+            const json_t *item_props = json_object_get(items, "properties");
+            const json_t *required = json_object_get(items, "required");
+            size_t i;
+            json_t *key;
+            json_array_foreach(map_keys, i, key)
+            {
+                const char *name = json_string_value(key);
+                const json_t *prop = name ? json_object_get(item_props, name) : NULL;
+                if (!prop)
+                    continue;
+                bool is_required = false;
+                size_t r;
+                json_t *req;
+                json_array_foreach(required, r, req)
+                {
+                    is_required = is_required || json_equal(req, key);
+                }
+                if (!is_required && !json_object_get(prop, "default")) {
+                    char *at = child_path(errs, path, ".items.properties[%s].default", name);
+                    if (at)
+                        ck_field_errors_add(errs, CK_FIELD_REQUIRED, at, NULL, false,
+                                            "this property is in x-kubernetes-list-map-keys, so "
+                                            "it must have a default or be a required property");
+                    free(at);
+                }
+                if (flag(prop, "nullable")) {
+                    char *at = child_path(errs, path, ".items.properties[%s].nullable", name);
+                    if (at)
+                        ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, at, NULL, false,
+                                            "this property is in x-kubernetes-list-map-keys, so "
+                                            "it cannot be nullable");
+                    free(at);
+                }
+            }
+        }
+    }
+    free(keys_text);
+    cel_rules(s, path, errs);
+}
+
+void ck_crd_schema_check(const json_t *schema, const char *path, struct ck_field_errors *errs)
+{
+    if (!path)
+        path = "";
+    if (!json_is_object(schema)) {
+        ck_field_errors_add(errs, CK_FIELD_REQUIRED, path, NULL, false, "must be an object");
+        return;
+    }
+    if (flag(schema, "nullable"))
+        add(errs, CK_FIELD_FORBIDDEN, path, ".nullable", NULL, false,
+            "nullable cannot be true at the root");
+    /* 1: structural, sorted as Kubernetes sorts them */
+    struct ck_field_errors structural = {0};
+    invariants(schema, ROOT_LEVEL, path, &structural, 0);
+    value_completeness(schema, schema, path, path, &structural, 0);
+    if (structural.len > 1)
+        qsort(structural.items, structural.len, sizeof(structural.items[0]), compare_rendered);
+    bool is_structural = structural.len == 0 && !structural.nomem;
+    for (size_t i = 0; i < structural.len; i++) {
+        struct ck_field_error *e = &structural.items[i];
+        ck_field_errors_add(errs, e->type, e->field, e->value, false, e->detail ? "%s" : NULL,
+                            e->detail);
+    }
+    if (structural.nomem)
+        errs->nomem = true;
+    ck_field_errors_release(&structural);
+    /* 2: defaults, only on a structural schema */
+    if (is_structural)
+        defaults(schema, path, true, errs, 0);
+    /* 3: the OpenAPI checks */
+    struct openapi_ctx ctx = {.allow_defaults = true};
+    openapi(schema, path, ctx, true, errs, 0);
+}
