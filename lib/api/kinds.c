@@ -268,6 +268,12 @@ const char *const *ck_kind_field_label_names(const struct ck_kind *kind)
 
 const char *const ck__get_patch_update[] = {"get", "patch", "update", NULL};
 
+const struct ck_schemas *ck_kind_schemas(const struct ck_kind *kind,
+                                         const struct ck_schemas *fallback)
+{
+    return kind && kind->schemas ? kind->schemas : fallback;
+}
+
 const char *ck_kind_api_version(const struct ck_kind *kind, char *buf, size_t size)
 {
     if (kind->group[0])

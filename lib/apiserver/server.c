@@ -1088,6 +1088,7 @@ static void teardown(struct ck_apiserver *server)
         pthread_join(server->ticker, NULL);
     }
     server->ttl = ck__ttl_stop(server->ttl);
+    server->crds = ck__crd_stop(server->crds);
     server->conns = ck__conns_free(server->conns);
     if (server->registry)
         ck__allocator_free(server->registry->allocator);
@@ -1190,6 +1191,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         r = ck__allocator_bootstrap(server->registry, ck_apiserver_port(server), reterr);
     if (r == 0)
         r = ck__auth_bootstrap(server, reterr);
+    if (r == 0)
+        r = ck__crd_start(server->registry, server->schemas, &server->crds, reterr);
     if (r == 0 && pthread_create(&server->ticker, NULL, ticker_main, server) != 0) {
         server->ticker = 0;
         r = ck_err_set(reterr, CK_EIO, "cannot start the watch ticker thread");

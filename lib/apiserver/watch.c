@@ -320,7 +320,7 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
         return;
     }
     size_t len = 0;
-    char *served = ck__serve_stored(kv->value, kv->value_len, revision, &len);
+    char *served = ck__serve_stored(s->kind, kv->value, kv->value_len, revision, &len);
     if (served)
         push_event(s, type, served, len);
     else
