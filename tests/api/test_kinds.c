@@ -47,6 +47,8 @@ static void test_registry_matches_the_resource_table(void **state)
         {"rbac.authorization.k8s.io", "rolebindings", "RoleBinding", NULL, true},
         {"rbac.authorization.k8s.io", "roles", "Role", NULL, true},
         {"coordination.k8s.io", "leases", "Lease", NULL, true},
+        {"apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", "crd",
+         false},
         {"authentication.k8s.io", "tokenreviews", "TokenReview", NULL, false},
         {"authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview", NULL, false},
         {"authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", NULL, false},
