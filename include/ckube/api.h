@@ -559,6 +559,19 @@ int ck_kind_unregister(const struct ck_kind *kind, struct ck_err *reterr);
 const struct ck_schemas *ck_kind_schemas(const struct ck_kind *kind,
                                          const struct ck_schemas *fallback);
 
+/*
+ * Unregisters the kinds of remove (those not registered are skipped) and
+ * registers those of add, publishing one snapshot for the whole change: how
+ * the server applies a pass over many CustomResourceDefinitions (each
+ * registration otherwise keeps a snapshot of every kind). A kind of add that
+ * is invalid or whose group/version/resource is served already is skipped
+ * and counted in *ret_skipped (may be NULL). Descriptors as for
+ * ck_kind_register(). 0, or CK_ENOMEM with nothing changed.
+ */
+int ck_kinds_change(const struct ck_kind *const *remove, size_t n_remove,
+                    const struct ck_kind *const *add, size_t n_add, size_t *ret_skipped,
+                    struct ck_err *reterr);
+
 /* "apps/v1" or "v1". Writes into buf and returns it. */
 const char *ck_kind_api_version(const struct ck_kind *kind, char *buf, size_t size);
 

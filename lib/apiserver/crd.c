@@ -100,10 +100,51 @@ static size_t n_served;
 static struct ck_crd_kinds **retired; /* unregistered, kept for readers until exit */
 static size_t n_retired;
 
+/*
+ * The registry changes of one pass, applied at its end in one snapshot
+ * (ck_kinds_change()): 1,000 definitions served at start cost one copy of
+ * the registry's arrays, not 1,000. served_lock held.
+ */
+static const struct ck_kind **pending_remove, **pending_add;
+static size_t n_pending_remove, n_pending_add;
+
+static bool pend(const struct ck_kind ***list, size_t *n, const struct ck_kind *kind)
+{
+    const struct ck_kind **more = realloc(*list, (*n + 1) * sizeof(*more));
+    if (!more)
+        return false;
+    *list = more;
+    (*list)[(*n)++] = kind;
+    return true;
+}
+
+static void flush_pending(void)
+{
+    if (n_pending_remove + n_pending_add == 0)
+        return;
+    size_t skipped = 0;
+    struct ck_err err = {0};
+    if (ck_kinds_change(pending_remove, n_pending_remove, pending_add, n_pending_add, &skipped,
+                        &err) < 0) {
+        /* no memory for one snapshot: one change at a time */
+        for (size_t i = 0; i < n_pending_remove; i++)
+            ck_kind_unregister(pending_remove[i], NULL);
+        for (size_t i = 0; i < n_pending_add; i++)
+            skipped += ck_kind_register(pending_add[i], NULL) < 0;
+    }
+    if (skipped)
+        CK_LOGW("customresourcedefinitions: %zu versions not served: their group/version/resource "
+                "is served already",
+                skipped);
+    ck_err_release(&err);
+    n_pending_remove = n_pending_add = 0;
+}
+
 static void retire(struct ck_crd_kinds *kinds)
 {
     for (size_t i = 0; i < ck_crd_kinds_count(kinds); i++)
-        ck_kind_unregister(ck_crd_kinds_get(kinds, i), NULL);
+        if (!pend(&pending_remove, &n_pending_remove, ck_crd_kinds_get(kinds, i)))
+            ck_kind_unregister(ck_crd_kinds_get(kinds, i), NULL);
     struct ck_crd_kinds **more = realloc(retired, (n_retired + 1) * sizeof(*more));
     if (!more)
         return; /* leaked on purpose: never freed while readers may hold it */
@@ -111,10 +152,12 @@ static void retire(struct ck_crd_kinds *kinds)
     retired[n_retired++] = kinds;
 }
 
-/* Registers each version's kind; one already served by another resource is skipped. */
+/* Registers each version's kind at the end of the pass. */
 static void register_kinds(const char *name, struct ck_crd_kinds *kinds)
 {
     for (size_t i = 0; i < ck_crd_kinds_count(kinds); i++) {
+        if (pend(&pending_add, &n_pending_add, ck_crd_kinds_get(kinds, i)))
+            continue;
         struct ck_err err = {0};
         if (ck_kind_register(ck_crd_kinds_get(kinds, i), &err) < 0)
             CK_LOGW("customresourcedefinition %s: %s", name, ck_err_message(&err));
@@ -566,6 +609,7 @@ static void serve(struct ck__crd_controller *c, json_t *const *crds, size_t n)
         keep[i] = keep[c->n_held];
     }
     free(keep);
+    flush_pending();
     pthread_mutex_unlock(&served_lock);
 }
 
@@ -700,6 +744,7 @@ struct ck__crd_controller *ck__crd_stop(struct ck__crd_controller *c)
         release_hold(c->held[i]);
         free(c->held[i]);
     }
+    flush_pending();
     pthread_mutex_unlock(&served_lock);
     free(c->held);
     pthread_mutex_destroy(&c->lock);
