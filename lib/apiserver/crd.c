@@ -39,6 +39,7 @@
  * Threading: the watch callback only raises `dirty` under c->lock; the
  * thread does all the work. `served` is guarded by served_lock.
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,7 @@
 #define CRD_RESOURCE      "customresourcedefinitions"
 #define CLEANUP_FINALIZER "customresourcecleanup.apiextensions.k8s.io"
 #define CLEANUP_PAGE      500
+#define TRIM_AFTER        256 /* definitions in one pass */
 
 /* ---- JSON helpers --------------------------------------------------------- */
 
@@ -642,6 +644,12 @@ static bool sync_all(struct ck__crd_controller *c)
             again |= finalize(c, crd);
             continue;
         }
+        /* names once accepted stay accepted: a settled definition needs no comparing */
+        if (condition_is(crd, "NamesAccepted", "True") &&
+            condition_is(crd, "Established", "True") &&
+            json_equal((json_t *)json_at(crd, "spec.names"),
+                       (json_t *)json_at(crd, "status.acceptedNames")))
+            continue;
         struct naming nm;
         check_names(crd, crds, n, &nm);
         bool accepted_same =
@@ -661,6 +669,8 @@ static bool sync_all(struct ck__crd_controller *c)
     for (size_t i = 0; i < n; i++)
         json_decref(crds[i]);
     free(crds);
+    if (n >= TRIM_AFTER)
+        malloc_trim(0); /* a pass over many definitions leaves megabytes of freed JSON behind */
     return again;
 }
 
