@@ -319,65 +319,86 @@ static int set_condition(json_t *obj, const char *type, const char *status, cons
     return failed ? CK_ENOMEM : 0;
 }
 
-/* The names of crd that another accepted definition of its group already uses. */
+/*
+ * Whether crd's names are free in its group, as Kubernetes' naming controller
+ * decides (calculateNamesAndConditions): its plural, singular and short
+ * names may not be another definition's accepted plural, singular or short
+ * name, nor its kind and list kind another's accepted kind or list kind.
+ * Every rule is checked; the last conflict names the reason.
+ */
 struct naming {
     const json_t *accepted; /* the names to accept, NULL when some conflict */
     const char *reason;
     char message[300];
 };
 
-static bool same_string(const json_t *a, const json_t *b)
+/* True when name is one of the strings of members (and arrays of strings) of names. */
+static bool names_hold(const json_t *names, const char *const *members, const char *name)
 {
-    return json_string_value(a) && json_string_value(b) &&
-           strcmp(json_string_value(a), json_string_value(b)) == 0;
+    for (size_t m = 0; members[m]; m++) {
+        const json_t *v = json_object_get(names, members[m]);
+        if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
+            return true;
+        size_t i;
+        const json_t *item;
+        json_array_foreach(v, i, item)
+        {
+            if (json_is_string(item) && strcmp(json_string_value(item), name) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+static bool in_use(json_t *const *all, size_t n, const char *group, const char *self,
+                   const char *const *members, const char *name)
+{
+    for (size_t i = 0; name && *name && i < n; i++) {
+        const char *other_group = str_at(all[i], "spec.group");
+        const char *other_name = str_at(all[i], "metadata.name");
+        if (other_group && other_name && strcmp(other_group, group) == 0 &&
+            strcmp(other_name, self) != 0 &&
+            names_hold(json_at(all[i], "status.acceptedNames"), members, name))
+            return true;
+    }
+    return false;
 }
 
 static void check_names(const json_t *crd, json_t *const *all, size_t n, struct naming *ret)
 {
+    static const char *const resources[] = {"plural", "singular", "shortNames", NULL};
+    static const char *const kinds[] = {"kind", "listKind", NULL};
     const char *group = str_at(crd, "spec.group");
-    const char *name = str_at(crd, "metadata.name");
+    const char *self = str_at(crd, "metadata.name");
     const json_t *want = json_at(crd, "spec.names");
     ret->accepted = want;
     ret->reason = "NoConflicts";
     snprintf(ret->message, sizeof(ret->message), "no conflicts found");
-    for (size_t i = 0; i < n; i++) {
-        const char *other_group = str_at(all[i], "spec.group");
-        const char *other_name = str_at(all[i], "metadata.name");
-        if (!other_group || !group || strcmp(other_group, group) != 0 || !other_name ||
-            strcmp(other_name, name) == 0)
-            continue;
-        const json_t *theirs = json_at(all[i], "status.acceptedNames");
-        static const struct {
-            const char *member, *reason;
-        } rules[] = {{"plural", "PluralConflict"},
-                     {"singular", "SingularConflict"},
-                     {"kind", "KindConflict"},
-                     {"listKind", "ListKindConflict"}};
-        for (size_t r = 0; r < sizeof(rules) / sizeof(rules[0]) && ret->accepted; r++) {
-            const json_t *mine = json_object_get(want, rules[r].member);
-            if (same_string(mine, json_object_get(theirs, rules[r].member))) {
-                ret->accepted = NULL;
-                ret->reason = rules[r].reason;
-                snprintf(ret->message, sizeof(ret->message), "\"%s\" is already in use",
-                         json_string_value(mine));
-            }
+    if (!group || !self)
+        return;
+    static const struct {
+        const char *member, *reason;
+        const char *const *against;
+    } rules[] = {{"plural", "PluralConflict", resources},
+                 {"singular", "SingularConflict", resources},
+                 {"shortNames", "ShortNamesConflict", resources},
+                 {"kind", "KindConflict", kinds},
+                 {"listKind", "ListKindConflict", kinds}};
+    for (size_t r = 0; r < sizeof(rules) / sizeof(rules[0]); r++) {
+        const json_t *mine = json_object_get(want, rules[r].member);
+        size_t count = json_is_array(mine) ? json_array_size(mine) : 1;
+        for (size_t i = 0; i < count; i++) {
+            const char *name =
+                json_string_value(json_is_array(mine) ? json_array_get(mine, i) : mine);
+            if (!in_use(all, n, group, self, rules[r].against, name))
+                continue;
+            ret->accepted = NULL;
+            ret->reason = rules[r].reason;
+            snprintf(ret->message, sizeof(ret->message), "\"%s\" is already in use", name);
+            break;
         }
-        size_t a, b;
-        const json_t *sa, *sb;
-        json_array_foreach(json_object_get(want, "shortNames"), a, sa)
-        {
-            json_array_foreach(json_object_get(theirs, "shortNames"), b, sb)
-            {
-                if (ret->accepted && same_string(sa, sb)) {
-                    ret->accepted = NULL;
-                    ret->reason = "ShortNamesConflict";
-                    snprintf(ret->message, sizeof(ret->message), "\"%s\" is already in use",
-                             json_string_value(sa));
-                }
-            }
-        }
-        if (!ret->accepted)
-            return;
+        if (!ret->accepted && strcmp(rules[r].member, "kind") == 0)
+            break; /* the list kind is checked only when the kind is free */
     }
 }
 
