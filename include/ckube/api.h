@@ -521,6 +521,11 @@ struct ck_kind {
      * rewrites apiVersion). NULL: the kind's own.
      */
     const char *storage_api_version;
+    /*
+     * Creates are refused with 405 MethodNotAllowed and this message (the
+     * resources of a CustomResourceDefinition being deleted); NULL: allowed.
+     */
+    const char *refuse_create;
 };
 
 /*

@@ -308,6 +308,8 @@ int ck_crd_kinds_new(const json_t *crd, const struct ck_schemas *base,
     const char *kind_name = json_string_value(json_object_get(names, "kind"));
     const char *scope = json_string_value(json_object_get(spec, "scope"));
     const json_t *versions = json_object_get(spec, "versions");
+    bool terminating =
+        json_object_get(json_object_get(crd, "metadata"), "deletionTimestamp") != NULL;
     if (!group || !*group || !plural || !*plural || !kind_name || !*kind_name || !scope)
         return ck_err_set(reterr, CK_EINVAL, "the definition lacks a group, plural, kind or scope");
 
@@ -382,6 +384,9 @@ int ck_crd_kinds_new(const json_t *crd, const struct ck_schemas *base,
             .schema = schema_name,
             .storage_resource = k_storage_resource,
             .storage_api_version = k_storage_version,
+            .refuse_create = terminating ? "create not allowed while custom resource definition "
+                                           "is terminating"
+                                         : NULL,
         };
         json_t *doc =
             schema_document(schema_name, list_name,

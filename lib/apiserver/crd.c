@@ -565,12 +565,12 @@ static bool finalize(struct ck__crd_controller *c, const json_t *crd)
     return r < 0 && r != CK_ENOENT;
 }
 
-/* What the kinds of crd were built from: its spec, accepted names and uid. */
+/* What the kinds of crd were built from: its spec, accepted names, uid and whether it goes. */
 static char *digest_of(const json_t *crd)
 {
-    json_t *d =
-        json_pack("{s:O?, s:O?, s:O?}", "spec", json_object_get(crd, "spec"), "names",
-                  json_at(crd, "status.acceptedNames"), "uid", json_at(crd, "metadata.uid"));
+    json_t *d = json_pack("{s:O?, s:O?, s:O?, s:b}", "spec", json_object_get(crd, "spec"), "names",
+                          json_at(crd, "status.acceptedNames"), "uid", json_at(crd, "metadata.uid"),
+                          "terminating", json_at(crd, "metadata.deletionTimestamp") != NULL);
     char *text = d ? ck__json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS, NULL) : NULL;
     json_decref(d);
     return text;

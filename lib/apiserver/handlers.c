@@ -1174,6 +1174,8 @@ enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connecti
         return ck__serve_watch(ctx, conn, t);
     if (get)
         return handle_list(ctx, conn, t);
+    if (strcmp(method, "POST") == 0 && !t->name[0] && t->kind->refuse_create)
+        return ck__fail_with(conn, "MethodNotAllowed", t->kind->refuse_create);
     if (strcmp(method, "POST") == 0 && !t->name[0])
         return handle_create(ctx, conn, t, body, len);
     if (strcmp(method, "PUT") == 0 && t->name[0])

@@ -264,6 +264,12 @@ static void test_deleting_the_definition_deletes_its_objects(void **state)
     assert_non_null(at(held, "metadata.deletionTimestamp"));
     json_decref(held);
     assert_int_equal(status_of("GET", CRDS "/crontabs.stable.example.com", NULL), 200);
+    /* no creates while the definition is terminating (once the server has seen it go) */
+    static const char late[] = "{\"metadata\":{\"name\":\"late\"},\"spec\":{\"cronSpec\":\"x\"}}";
+    for (int i = 0; i < 1000 && status_of("POST", CTS, late) != 405; i++)
+        pause_briefly();
+    expect_status_h("POST", CTS, late, NULL, 405, "MethodNotAllowed",
+                    "create not allowed while custom resource definition is terminating");
     /* its finalizer done, the object goes, then the definition, then its resources */
     json_decref(call_h("PATCH", "/apis/stable.example.com/v1/namespaces/other/crontabs/held",
                        "{\"metadata\":{\"finalizers\":null}}", merge_type, 200));
