@@ -213,6 +213,16 @@ static void test_definition_validation_messages(void **state)
     assert_non_null(strstr(got, "spec.names.listKind: Invalid value: \"Widget\": kind and "
                                 "listKind may not be the same"));
     assert_non_null(strstr(got, "spec.names.shortNames[0]: Invalid value: \"W\""));
+
+    /* a version still stored may not leave spec.versions */
+    validation_of("{\"metadata\":{\"name\":\"widgets.example.com\"},\"spec\":{\"group\":"
+                  "\"example.com\",\"scope\":\"Cluster\",\"names\":{\"plural\":\"widgets\","
+                  "\"kind\":\"Widget\"},\"versions\":[{\"name\":\"v2\",\"served\":true,"
+                  "\"storage\":true," OPEN_SCHEMA "}]},\"status\":{\"storedVersions\":[\"v1\","
+                  "\"v2\"]}}",
+                  got, sizeof(got));
+    assert_string_equal(got, "status.storedVersions[0]: Invalid value: \"v1\": must appear in "
+                             "spec.versions");
 }
 
 static void test_definition_defaults(void **state)

@@ -235,6 +235,27 @@ static void validate(const json_t *obj, const json_t *old, struct ck_field_error
         ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "spec.conversion.strategy", NULL, false,
                             "conversion webhooks are not supported by this server");
 
+    /* ValidateCustomResourceDefinitionStoredVersions */
+    const json_t *stored = ck__json_path(obj, "status.storedVersions");
+    json_array_foreach(stored, i, v)
+    {
+        const char *sv = json_string_value(v);
+        bool found = false;
+        size_t j;
+        const json_t *w;
+        json_array_foreach(versions, j, w)
+        {
+            const char *vn = json_string_value(json_object_get(w, "name"));
+            found = found || (sv && vn && strcmp(sv, vn) == 0);
+        }
+        if (!found) {
+            char field[64];
+            snprintf(field, sizeof(field), "status.storedVersions[%zu]", i);
+            ck_field_errors_add(errs, CK_FIELD_INVALID, field, sv ? sv : "", true,
+                                "must appear in spec.versions");
+        }
+    }
+
     if (old) {
         const char *old_scope = ck__str_at(old, "spec.scope");
         if (scope && old_scope && strcmp(scope, old_scope) != 0)
