@@ -69,8 +69,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             json_t *obj = NULL;
             struct ck_err derr = {0};
-            if (ck_schema_decode(set, k->schema, body, strlen(body), CK_FIELD_VALIDATION_WARN, &obj,
-                                 NULL, &derr) == 0) {
+            struct ck_warnings warnings = {0};
+            int r = ck_schema_decode(set, k->schema, body, strlen(body), CK_FIELD_VALIDATION_WARN,
+                                     &obj, &warnings, &derr);
+            ck_warnings_release(&warnings);
+            if (r == 0) {
                 ck_schema_default(set, k->schema, obj);
                 struct ck_field_errors verrs = {0};
                 ck_schema_validate(set, k->schema, obj, &verrs);

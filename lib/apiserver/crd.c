@@ -233,6 +233,21 @@ static void release_hold(const char *name)
     *s = served[--n_served];
 }
 
+/* ---- the built-in schemas, process-wide ---------------------------------- */
+
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ck_schemas *shared; /* never freed: kinds of any server may point into it */
+
+int ck__shared_schemas(const struct ck_schemas **ret, struct ck_err *reterr)
+{
+    pthread_mutex_lock(&shared_lock);
+    int r = shared ? 0 : ck_api_builtin_schemas(&shared, reterr);
+    pthread_mutex_unlock(&shared_lock);
+    if (r == 0)
+        *ret = shared;
+    return r;
+}
+
 /* ---- the controller ----------------------------------------------------- */
 
 struct ck__crd_controller {

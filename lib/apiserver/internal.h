@@ -476,6 +476,14 @@ struct ck__crd_controller;
  */
 int ck__crd_start(struct ck__registry *registry, const struct ck_schemas *base,
                   struct ck__crd_controller **ret, struct ck_err *reterr);
+/*
+ * The built-in schemas every server of the process reads, built once and
+ * kept until exit: custom resources' schema sets lie over them, and a kind
+ * one server registered may outlive that server (the registry is
+ * process-wide). 0, or the error of building them (CK_ENOMEM).
+ */
+int ck__shared_schemas(const struct ck_schemas **ret, struct ck_err *reterr);
+
 /* Stops the thread and lets go of the kinds it served (NULL: no-op). Returns NULL. */
 struct ck__crd_controller *ck__crd_stop(struct ck__crd_controller *c);
 
@@ -490,7 +498,7 @@ struct ck_apiserver {
     char url[300];
     atomic_bool shutting_down;
     struct ck_store *store;
-    struct ck_schemas *schemas;
+    const struct ck_schemas *schemas; /* ck__shared_schemas(): never freed */
     struct ck__registry *registry;
     struct ck__crd_controller *crds;
     struct ck__metrics *metrics;

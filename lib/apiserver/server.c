@@ -1096,7 +1096,6 @@ static void teardown(struct ck_apiserver *server)
     ck__auth_free(server->auth);
     ck__metrics_free(server->metrics);
     ck_fg_gate_free(server->own_gates);
-    ck_schemas_free(server->schemas);
     ck_store_close(server->store);
     if (server->listen_fd >= 0)
         close(server->listen_fd);
@@ -1170,7 +1169,7 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     if (r == 0)
         r = ck__encryption_wrap(config->encryption_provider_config, &server->store, reterr);
     if (r == 0)
-        r = ck_api_builtin_schemas(&server->schemas, reterr);
+        r = ck__shared_schemas(&server->schemas, reterr);
     if (r == 0) {
         server->registry = ck__calloc(1, sizeof(*server->registry));
         if (!server->registry)
