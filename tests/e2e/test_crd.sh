@@ -7,7 +7,9 @@
 # fields, defaulted, printed with the additionalPrinterColumns, written
 # through the status subresource, scaled with `kubectl scale` through the
 # scale subresource, read through a second version (apiVersion rewritten),
-# refused a strategic merge patch (415); a conflicting kind is not accepted;
+# refused a strategic merge patch (415); a changed definition (a new column,
+# a version no longer served) is served at once; a conflicting kind is not
+# accepted;
 # the definitions survive a restart; on etcd a second server serves them
 # too; deleting the definition deletes its objects, then the definition.
 #
@@ -116,6 +118,22 @@ wait_for "a kind in use is a KindConflict" "crd/crontabs2.stable.example.com" \
     '{.status.conditions[?(@.type=="NamesAccepted")].reason}=KindConflict'
 check "and it is not established" test "$(jp crd/crontabs2.stable.example.com '{.status.conditions[?(@.type=="Established")].status}')" = False
 k delete crd crontabs2.stable.example.com >/dev/null 2>&1
+
+# --- a changed definition is served at once: a new column, a version no longer served ---
+k patch crd "$crd" --type=json -p '[{"op":"add","path":"/spec/versions/0/additionalPrinterColumns/-","value":{"name":"Image","type":"string","jsonPath":".spec.image"}},{"op":"replace","path":"/spec/versions/1/served","value":false}]' >/dev/null 2>&1
+i=0
+until kubectl get crontab my-new-cron-object 2>/dev/null | head -1 | grep -Eq "^NAME +SPEC +REPLICAS +AGE +IMAGE$" || [ $i -gt 100 ]; do
+    i=$((i + 1))
+    sleep 0.2
+done
+check "a printer column added to the definition" sh -c 'kubectl get crontab my-new-cron-object 2>/dev/null | grep -Eq "^my-new-cron-object +.* img2$"'
+i=0
+while [ "$(kurl -o /dev/null -w '%{http_code}' "$url/apis/stable.example.com/v1beta1")" != 404 ] && [ $i -lt 100 ]; do
+    i=$((i + 1))
+    sleep 0.2
+done
+check "a version no longer served is gone" test "$(kurl -o /dev/null -w '%{http_code}' "$url/apis/stable.example.com/v1beta1/crontabs")" = 404
+check "the served version still is" test "$(kurl -o /dev/null -w '%{http_code}' "$url/apis/stable.example.com/v1/crontabs")" = 200
 
 # --- restart ---
 stop_server
