@@ -125,6 +125,13 @@ struct ck__registry {
     struct ck__allocator *allocator; /* cluster IPs and node ports; NULL: none given */
 };
 
+/*
+ * Room for any object's key: /registry/, a custom resource's group and plural
+ * (a CRD's name, plural.group, is at most 253 characters), a namespace (63)
+ * and a name (253).
+ */
+#define CK__KEY_MAX 768
+
 int ck__object_key(const struct ck_kind *kind, const char *namespace, const char *name, char *buf,
                    size_t size);
 int ck__collection_prefix(const struct ck_kind *kind, const char *namespace, char *buf,

@@ -210,7 +210,7 @@ static void render_storage_objects(struct ck__buf *out, struct ck_store *store)
                       strcmp(kinds[j]->resource, kinds[i]->resource) == 0;
         if (counted)
             continue;
-        char prefix[128];
+        char prefix[CK__KEY_MAX];
         int len = ck__collection_prefix(kinds[i], NULL, prefix, sizeof(prefix));
         struct ck_store_range req = {
             .key = prefix, .key_len = (size_t)len, .prefix = true, .count_only = true};

@@ -257,39 +257,35 @@ static const char *dotted(const char *json_path)
 /* The value at a dotted path of obj, or NULL. Borrowed. */
 static json_t *value_at(const json_t *obj, const char *path)
 {
-    char part[128];
     const json_t *v = obj;
     while (v && path && *path) {
         size_t n = strcspn(path, ".");
-        if (n >= sizeof(part))
-            return NULL;
-        memcpy(part, path, n);
-        part[n] = '\0';
-        v = json_object_get(v, part);
+        v = json_object_getn(v, path, n);
         path += n + (path[n] == '.');
     }
     return (json_t *)v;
 }
 
-/* Sets the member at a dotted path of obj to value (taken), making the objects on the way. */
+/*
+ * Sets the member at a dotted path of obj to value (taken), making the objects
+ * on the way. 0; -1 out of memory; -2 when the path cannot name a member (an
+ * empty segment, or a value on the way that is not an object).
+ */
 static int set_at(json_t *obj, const char *path, json_t *value)
 {
-    char part[128];
     json_t *v = obj;
     for (;;) {
         size_t n = strcspn(path, ".");
-        if (n >= sizeof(part) || !json_is_object(v)) {
+        if (!json_is_object(v) || n == 0) {
             json_decref(value);
-            return -1;
+            return -2;
         }
-        memcpy(part, path, n);
-        part[n] = '\0';
         if (!path[n])
-            return json_object_set_new(v, part, value);
-        json_t *next = json_object_get(v, part);
+            return json_object_setn_new(v, path, n, value);
+        json_t *next = json_object_getn(v, path, n);
         if (!json_is_object(next)) {
             next = json_object();
-            if (json_object_set_new(v, part, next) < 0) {
+            if (json_object_setn_new(v, path, n, next) < 0) {
                 json_decref(value);
                 return -1;
             }
@@ -374,7 +370,12 @@ json_t *ck__scale_apply(const struct ck_kind *kind, const json_t *current, const
     const char *path =
         sub && sub->spec_replicas_path ? dotted(sub->spec_replicas_path) : "spec.replicas";
     json_t *replicas = json_object_get(json_object_get(scale, "spec"), "replicas");
-    failed |= set_at(next, path, json_integer(json_integer_value(replicas)));
+    if (!failed && set_at(next, path, json_integer(json_integer_value(replicas))) == -2) {
+        json_decref(next);
+        ck_err_internal(reterr, "the scale subresource's replicas path %s names no field", path);
+        return NULL;
+    }
+    failed |= !json_is_integer(value_at(next, path));
     if (failed) {
         json_decref(next);
         ck_err_no_memory(reterr);

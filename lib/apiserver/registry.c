@@ -208,7 +208,7 @@ static int check_namespace(struct ck__registry *reg, const struct ck_kind *kind,
     const struct ck_kind *ns_kind = ck_kind_with_role(CK_KIND_ROLE_NAMESPACE);
     if (!kind->namespaced || !ns_kind)
         return 0;
-    char key[512];
+    char key[CK__KEY_MAX];
     ck__object_key(ns_kind, "", namespace, key, sizeof(key));
     const struct ck_kv *kv = NULL;
     struct ck_err err = {0};
@@ -398,7 +398,7 @@ static int read_key(struct ck__registry *reg, const struct ck_kind *kind, const 
 int ck__registry_get(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                      const char *name, const struct ck_kv **ret_kv, struct ck_err *reterr)
 {
-    char key[512];
+    char key[CK__KEY_MAX];
     if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0)
         return ck__err_not_found(reterr, kind, name);
     return read_key(reg, kind, name, key, ret_kv, reterr);
@@ -531,7 +531,7 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
                            void *mutate_arg, bool dry_run, char **ret_body, size_t *ret_len,
                            struct ck_err *reterr)
 {
-    char key[512];
+    char key[CK__KEY_MAX];
     if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0)
         return ck__err_not_found(reterr, kind, name);
     const struct ck_subresource *sub = subresource ? ck_kind_subresource(kind, subresource) : NULL;
@@ -779,7 +779,7 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
     static const struct ck__delete_options none = {0};
     if (!opts)
         opts = &none;
-    char key[512];
+    char key[CK__KEY_MAX];
     if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0)
         return ck__err_not_found(reterr, kind, name);
     for (int attempt = 0; attempt < UPDATE_RETRIES; attempt++) {

@@ -667,7 +667,7 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     if (send_initial && s->bookmarks)
         push_bookmark(s, revision, true);
 
-    char prefix[512];
+    char prefix[CK__KEY_MAX];
     ck__collection_prefix(t->kind, t->namespace, prefix, sizeof(prefix));
     struct ck_err store_err = {0};
     int r = ck_store_watch(server->store, prefix, strlen(prefix), true, revision + 1,
