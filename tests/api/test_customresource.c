@@ -214,6 +214,18 @@ static void test_definition_validation_messages(void **state)
                                 "listKind may not be the same"));
     assert_non_null(strstr(got, "spec.names.shortNames[0]: Invalid value: \"W\""));
 
+    /* what ckube's routes cannot hold */
+    validation_of(
+        "{\"metadata\":{\"name\":\"widgets.a123456789a123456789a123456789a123456789a12345678"
+        "9.example.example.com\"},\"spec\":{\"group\":\"a123456789a123456789a123456789a1234567"
+        "89a123456789.example.example.com\",\"scope\":\"Cluster\",\"names\":{\"plural\":"
+        "\"widgets\",\"kind\":\"Widget\"},\"versions\":[{\"name\":"
+        "\"v1alpha1abcdefghijklmnopqrstuvwxyz\",\"served\":true,\"storage\":true," OPEN_SCHEMA
+        "}]}}",
+        got, sizeof(got));
+    assert_non_null(strstr(got, "spec.group: Too long: may not be more than 63 bytes"));
+    assert_non_null(strstr(got, "spec.versions[0].name: Too long: may not be more than 31 bytes"));
+
     /* a version still stored may not leave spec.versions */
     validation_of("{\"metadata\":{\"name\":\"widgets.example.com\"},\"spec\":{\"group\":"
                   "\"example.com\",\"scope\":\"Cluster\",\"names\":{\"plural\":\"widgets\","

@@ -32,6 +32,8 @@
 #include "../internal.h"
 
 #define CLEANUP_FINALIZER "customresourcecleanup.apiextensions.k8s.io"
+#define GROUP_MAX         63 /* bytes of an API group ckube routes */
+#define VERSION_MAX       31 /* bytes of an API version ckube routes */
 
 static const char dns1035_msg[] =
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
@@ -131,6 +133,9 @@ static void validate_version(const json_t *v, size_t i, struct ck_field_errors *
     check_dns1035(name ? name : "", false, field, "", errs);
     if (!name || !*name)
         ck_field_errors_add(errs, CK_FIELD_REQUIRED, field, NULL, false, NULL);
+    else if (strlen(name) > VERSION_MAX) /* ckube's routes hold 31 (docs/limits.md) */
+        ck_field_errors_add(errs, CK_FIELD_TOO_LONG, field, name, true,
+                            "may not be more than %d bytes", VERSION_MAX);
     const json_t *schema = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
     snprintf(field, sizeof(field), "%s.schema.openAPIV3Schema", base);
     if (!json_is_object(schema))
@@ -191,6 +196,9 @@ static void validate(const json_t *obj, const json_t *old, struct ck_field_error
     else if (ck_validate_dns1123_subdomain(group, "spec.group", errs) && !strchr(group, '.'))
         ck_field_errors_add(errs, CK_FIELD_INVALID, "spec.group", group, true,
                             "should be a domain with at least one dot");
+    else if (strlen(group) > GROUP_MAX) /* ckube's routes hold 63 (docs/limits.md) */
+        ck_field_errors_add(errs, CK_FIELD_TOO_LONG, "spec.group", group, true,
+                            "may not be more than %d bytes", GROUP_MAX);
 
     const char *scope = json_string_value(json_object_get(spec, "scope"));
     if (!scope || !*scope)
