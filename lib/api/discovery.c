@@ -9,6 +9,7 @@
  * to declare the fieldValidation parameter before `create -f` and `apply -f`
  * trust the server to validate fields (kube-api-contract sections 3 and 4).
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,7 +315,47 @@ static int document_hash(const json_t *doc, char *buf, size_t size)
     return 0;
 }
 
+/*
+ * The last index built, for the registry snapshot it was built from: every
+ * document hashed is a pure function of the kinds and schemas, which are
+ * immutable, and a snapshot's kinds array is never freed, so its address
+ * names it. With 1,000 CustomResourceDefinitions building the index takes
+ * most of a second; kubectl asks for it on every apply and explain.
+ */
+static pthread_mutex_t index_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct ck_kind *const *index_kinds;
+static uint64_t index_set; /* the set's serial */
+static json_t *index_doc;
+
+static json_t *build_index(const struct ck_schemas *set);
+
 json_t *ck_openapi_index(const struct ck_schemas *set)
+{
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    pthread_mutex_lock(&index_lock);
+    json_t *copy = index_kinds == kinds && index_set == ck__schemas_serial(set)
+                       ? json_deep_copy(index_doc)
+                       : NULL;
+    pthread_mutex_unlock(&index_lock);
+    if (copy)
+        return copy;
+    json_t *doc = build_index(set);
+    copy = doc ? json_deep_copy(doc) : NULL;
+    if (copy) {
+        pthread_mutex_lock(&index_lock);
+        json_decref(index_doc);
+        index_doc = doc;
+        index_kinds = kinds;
+        index_set = ck__schemas_serial(set);
+        pthread_mutex_unlock(&index_lock);
+    } else {
+        json_decref(doc);
+    }
+    return copy;
+}
+
+static json_t *build_index(const struct ck_schemas *set)
 {
     json_t *paths = json_object();
     size_t n;

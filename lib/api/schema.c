@@ -27,6 +27,7 @@
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,13 @@
 struct ck_schemas {
     json_t *all;                     /* name -> schema */
     const struct ck_schemas *parent; /* looked up after all; borrowed (a layered set) */
+    uint64_t serial;                 /* unique in the process, never reused */
 };
+
+uint64_t ck__schemas_serial(const struct ck_schemas *set)
+{
+    return set->serial;
+}
 
 /* The schema called name in the set or the sets below it, or NULL. */
 static json_t *lookup(const struct ck_schemas *set, const char *name)
@@ -145,6 +152,8 @@ int ck_schemas_new_layered(const struct ck_schemas *parent, const char *const *d
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     }
     set->parent = parent;
+    static _Atomic uint64_t next_serial = 1;
+    set->serial = atomic_fetch_add(&next_serial, 1);
     int r = 0;
     for (size_t i = 0; i < n_documents && r == 0; i++) {
         json_error_t jerr;
