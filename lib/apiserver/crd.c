@@ -32,9 +32,13 @@
  * The kind registry is process-wide, so the kinds served are too: `served`
  * records, per definition name, the kinds registered and how many
  * controllers hold them (tests run several servers in one process);
- * a definition's kinds are unregistered when its last holder lets go.
- * Registered descriptors are never freed (readers may still hold them):
- * unregistered ones wait on `retired` until exit.
+ * a definition's kinds are unregistered when its last holder lets go. The
+ * changes of one pass are applied in one registry snapshot
+ * (ck_kinds_change()). Registered descriptors are never freed (readers may
+ * still hold them): unregistered ones wait on `retired` until exit, and the
+ * built-in schemas their sets lie over are one process-wide set
+ * (ck__shared_schemas()), never freed either. A pass over many definitions
+ * ends with malloc_trim(): their decoded JSON is megabytes, freed at once.
  *
  * Threading: the watch callback only raises `dirty` under c->lock; the
  * thread does all the work. `served` is guarded by served_lock.
