@@ -177,6 +177,18 @@ struct ck_schemas;
 int ck_schemas_new(const char *const *documents, size_t n_documents, struct ck_schemas **ret_set,
                    struct ck_err *reterr);
 
+/*
+ * A set of documents layered over parent (borrowed: it must outlive the set):
+ * a name is looked up in the set, then in parent, so a custom resource's
+ * schemas can $ref ObjectMeta without copying the built-in set. Names
+ * defined in parent may not be defined again. As ck_schemas_new() otherwise.
+ */
+int ck_schemas_new_layered(const struct ck_schemas *parent, const char *const *documents,
+                           size_t n_documents, struct ck_schemas **ret_set, struct ck_err *reterr);
+
+/* The set a layered set lies over, or NULL. */
+const struct ck_schemas *ck_schemas_parent(const struct ck_schemas *set);
+
 struct ck_schemas *ck_schemas_free(struct ck_schemas *set);
 
 /*
@@ -188,7 +200,7 @@ int ck_api_builtin_schemas(struct ck_schemas **ret_set, struct ck_err *reterr);
 /* The schema called name, or NULL. Borrowed from the set. */
 const json_t *ck_schemas_get(const struct ck_schemas *set, const char *name);
 
-/* Every schema, as the object OpenAPI serves under components.schemas. Borrowed. */
+/* Every schema of the set itself (not its parent's), as OpenAPI serves them. Borrowed. */
 const json_t *ck_schemas_all(const struct ck_schemas *set);
 
 enum ck_field_validation {
@@ -413,6 +425,16 @@ struct ck_subresource {
     /* The result is validated as a create: it sets a field the main resource may not change. */
     bool validate_as_create;
     const char *message; /* CK_SUBRESOURCE_UNSERVED: why, in the 503 */
+    /*
+     * CK_SUBRESOURCE_SCALE of a custom resource: where the Scale's numbers
+     * live in the object, as a CRD's scale subresource says (".spec.replicas",
+     * ".status.replicas", ".status.selector", the selector a string). NULL
+     * spec path: the built-in workloads' spec.replicas, status.replicas and
+     * the LabelSelector object spec.selector.
+     */
+    const char *spec_replicas_path;
+    const char *status_replicas_path;
+    const char *label_selector_path; /* NULL: no selector in the Scale */
 };
 
 /*
@@ -503,6 +525,33 @@ struct ck_kind {
      * when unknown, which never expires) is older than that TTL. NULL: never expires.
      */
     long long (*last_activity)(const json_t *obj);
+
+    /*
+     * A kind described at run time (a custom resource's, from its
+     * CustomResourceDefinition) carries its own schemas, layered over the
+     * server's built-in set; NULL for the built-in kinds. ck_kind_schemas()
+     * picks the set a kind's schema is read from.
+     */
+    const struct ck_schemas *schemas;
+    /*
+     * The collection's name in storage keys (/registry/<storage_resource>/...);
+     * NULL: resource. A custom resource's carries its group
+     * ("stable.example.com/crontabs", as Kubernetes' keys do), so that two
+     * groups' plurals never share keys, and every version of one resource
+     * shares the same objects.
+     */
+    const char *storage_resource;
+    /*
+     * The apiVersion objects of the resource are stored in ("stable.example.com/v1"):
+     * written objects are converted to it, read ones from it (conversion None
+     * rewrites apiVersion). NULL: the kind's own.
+     */
+    const char *storage_api_version;
+    /*
+     * Creates are refused with 405 MethodNotAllowed and this message (the
+     * resources of a CustomResourceDefinition being deleted); NULL: allowed.
+     */
+    const char *refuse_create;
 };
 
 /*
@@ -536,6 +585,23 @@ int ck_kind_register(const struct ck_kind *kind, struct ck_err *reterr);
  * outlive them (keep it until exit).
  */
 int ck_kind_unregister(const struct ck_kind *kind, struct ck_err *reterr);
+
+/* The set kind's schema is read from: its own (a custom resource's), else fallback. */
+const struct ck_schemas *ck_kind_schemas(const struct ck_kind *kind,
+                                         const struct ck_schemas *fallback);
+
+/*
+ * Unregisters the kinds of remove (those not registered are skipped) and
+ * registers those of add, publishing one snapshot for the whole change: how
+ * the server applies a pass over many CustomResourceDefinitions (each
+ * registration otherwise keeps a snapshot of every kind). A kind of add that
+ * is invalid or whose group/version/resource is served already is skipped
+ * and counted in *ret_skipped (may be NULL). Descriptors as for
+ * ck_kind_register(). 0, or CK_ENOMEM with nothing changed.
+ */
+int ck_kinds_change(const struct ck_kind *const *remove, size_t n_remove,
+                    const struct ck_kind *const *add, size_t n_add, size_t *ret_skipped,
+                    struct ck_err *reterr);
 
 /* "apps/v1" or "v1". Writes into buf and returns it. */
 const char *ck_kind_api_version(const struct ck_kind *kind, char *buf, size_t size);
@@ -577,6 +643,29 @@ const char *ck_kind_field_getter(const char *label, const json_t *obj, const voi
 
 /* True when obj still has finalizers: metadata.finalizers or the kind's own. */
 bool ck_kind_has_finalizers(const struct ck_kind *kind, const json_t *obj);
+
+/* ---- custom resources (customresource.c) -------------------------------- */
+
+/*
+ * The kinds one CustomResourceDefinition serves: a descriptor per served
+ * version, first the preferred one (Kubernetes' version priority), each with
+ * its own schemas layered over base (borrowed: it must outlive the kinds).
+ * Names come from status.acceptedNames, else spec.names. CK_EINVAL when the
+ * definition lacks a group, plural, kind or scope; CK_ENOMEM.
+ */
+struct ck_crd_kinds;
+int ck_crd_kinds_new(const json_t *crd, const struct ck_schemas *base,
+                     struct ck_crd_kinds **ret_kinds, struct ck_err *reterr);
+size_t ck_crd_kinds_count(const struct ck_crd_kinds *kinds);
+const struct ck_kind *ck_crd_kinds_get(const struct ck_crd_kinds *kinds, size_t i);
+/* Only for kinds never registered: registered ones must outlive every reader (keep them). */
+struct ck_crd_kinds *ck_crd_kinds_free(struct ck_crd_kinds *kinds);
+
+/*
+ * Kubernetes' order of versions (CompareKubeAwareVersionStrings): negative
+ * when a comes first. v2 < v1 < v1beta2 < v1beta1 < v1alpha1 < "other".
+ */
+int ck_crd_version_compare(const char *a, const char *b);
 
 /* ---- object metadata (apiserver BeforeCreate / BeforeUpdate) ------------- */
 

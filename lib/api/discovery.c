@@ -9,6 +9,7 @@
  * to declare the fieldValidation parameter before `create -f` and `apply -f`
  * trust the server to validate fields (kube-api-contract sections 3 and 4).
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,21 +51,34 @@ json_t *ck_discovery_api_groups(void)
         const struct ck_kind *k = kinds[i];
         if (!k->group[0])
             continue;
-        bool seen = false;
+        json_t *group = NULL;
         size_t j;
         json_t *g;
         json_array_foreach(groups, j, g)
         {
-            seen = seen || strcmp(json_string_value(json_object_get(g, "name")), k->group) == 0;
+            if (strcmp(json_string_value(json_object_get(g, "name")), k->group) == 0)
+                group = g;
         }
-        if (seen)
-            continue;
         char gv[128];
         ck_kind_api_version(k, gv, sizeof(gv));
-        if (json_array_append_new(groups, json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "name",
-                                                    k->group, "versions", "groupVersion", gv,
-                                                    "version", k->version, "preferredVersion",
-                                                    "groupVersion", gv, "version", k->version)) < 0)
+        if (!group) {
+            /* the first version registered is the preferred one (a CRD's by version priority) */
+            if (json_array_append_new(groups,
+                                      json_pack("{s:s, s:[], s:{s:s, s:s}}", "name", k->group,
+                                                "versions", "preferredVersion", "groupVersion", gv,
+                                                "version", k->version)) < 0)
+                return json_decref(groups), NULL;
+            group = json_array_get(groups, json_array_size(groups) - 1);
+        }
+        json_t *versions = json_object_get(group, "versions");
+        bool seen = false;
+        json_array_foreach(versions, j, g)
+        {
+            seen =
+                seen || strcmp(json_string_value(json_object_get(g, "version")), k->version) == 0;
+        }
+        if (!seen && json_array_append_new(versions, json_pack("{s:s, s:s}", "groupVersion", gv,
+                                                               "version", k->version)) < 0)
             return json_decref(groups), NULL;
     }
     return json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups",
@@ -246,6 +260,7 @@ json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, con
         if (strcmp(k->group, group) != 0 || strcmp(k->version, version) != 0)
             continue;
         served = true;
+        const struct ck_schemas *kset = ck_kind_schemas(k, set);
         char root[256], collection[512], item[600], ref[256];
         if (k->group[0])
             snprintf(root, sizeof(root), "/apis/%s/%s", k->group, k->version);
@@ -262,16 +277,16 @@ json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, con
                                                 operation(k, "create", "post", ref, true)));
         json_t *patch = operation(k, "patch", "patch", ref, true);
         failed |= json_object_set_new(patch, "requestBody",
-                                      patch_request_body(ck_schema_is_strategic(set, k->schema)));
+                                      patch_request_body(ck_schema_is_strategic(kset, k->schema)));
         failed |= json_object_set_new(
             paths, item,
             json_pack("{s:o, s:o, s:o, s:o}", "get", operation(k, "read", "get", ref, false), "put",
                       operation(k, "replace", "put", ref, true), "patch", patch, "delete",
                       operation(k, "delete", "delete", ref, false)));
-        const json_t *schema = ck_schemas_get(set, k->schema);
+        const json_t *schema = ck_schemas_get(kset, k->schema);
         if (schema && !json_object_get(schemas, k->schema))
             failed |= json_object_set(schemas, k->schema, (json_t *)schema) < 0 ||
-                      collect_schemas(set, schema, schemas) < 0;
+                      collect_schemas(kset, schema, schemas) < 0;
     }
     if (!served || failed) {
         json_decref(paths);
@@ -300,7 +315,47 @@ static int document_hash(const json_t *doc, char *buf, size_t size)
     return 0;
 }
 
+/*
+ * The last index built, for the registry snapshot it was built from: every
+ * document hashed is a pure function of the kinds and schemas, which are
+ * immutable, and a snapshot's kinds array is never freed, so its address
+ * names it. With 1,000 CustomResourceDefinitions building the index takes
+ * most of a second; kubectl asks for it on every apply and explain.
+ */
+static pthread_mutex_t index_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct ck_kind *const *index_kinds;
+static uint64_t index_set; /* the set's serial */
+static json_t *index_doc;
+
+static json_t *build_index(const struct ck_schemas *set);
+
 json_t *ck_openapi_index(const struct ck_schemas *set)
+{
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    pthread_mutex_lock(&index_lock);
+    json_t *copy = index_kinds == kinds && index_set == ck__schemas_serial(set)
+                       ? json_deep_copy(index_doc)
+                       : NULL;
+    pthread_mutex_unlock(&index_lock);
+    if (copy)
+        return copy;
+    json_t *doc = build_index(set);
+    copy = doc ? json_deep_copy(doc) : NULL;
+    if (copy) {
+        pthread_mutex_lock(&index_lock);
+        json_decref(index_doc);
+        index_doc = doc;
+        index_kinds = kinds;
+        index_set = ck__schemas_serial(set);
+        pthread_mutex_unlock(&index_lock);
+    } else {
+        json_decref(doc);
+    }
+    return copy;
+}
+
+static json_t *build_index(const struct ck_schemas *set)
 {
     json_t *paths = json_object();
     size_t n;

@@ -39,6 +39,9 @@ const char *ck__or_none(const char *s);
  */
 json_t *ck__object_at(json_t *parent, const char *key);
 
+/* A number naming set for as long as the process runs (never reused, unlike its address). */
+uint64_t ck__schemas_serial(const struct ck_schemas *set);
+
 /* Follows $ref / allOf [{$ref}] to the schema describing a value; NULL-safe. */
 const json_t *ck__schema_resolve(const struct ck_schemas *set, const json_t *schema);
 

@@ -219,6 +219,58 @@ int ck_kind_unregister(const struct ck_kind *kind, struct ck_err *reterr)
     return r;
 }
 
+int ck_kinds_change(const struct ck_kind *const *remove, size_t n_remove,
+                    const struct ck_kind *const *add, size_t n_add, size_t *ret_skipped,
+                    struct ck_err *reterr)
+{
+    pthread_once(&builtin_once, register_builtin);
+    if (ret_skipped)
+        *ret_skipped = 0;
+    pthread_mutex_lock(&lock);
+    const struct snapshot *cur = atomic_load_explicit(&current, memory_order_relaxed);
+    if (!cur)
+        cur = &empty;
+    struct entry *entries = malloc((cur->n + n_add + 1) * sizeof(*entries));
+    size_t n = 0;
+    int r = entries ? 0 : CK_ENOMEM;
+    for (size_t i = 0; r == 0 && i < cur->n; i++) {
+        bool removed = false;
+        for (size_t j = 0; j < n_remove && !removed; j++)
+            removed = cur->entries[i].kind == remove[j];
+        if (!removed)
+            entries[n++] = cur->entries[i];
+    }
+    size_t kept = n;
+    for (size_t i = 0; r == 0 && i < n_add; i++) {
+        const struct ck_kind *kind = add[i];
+        bool taken = !kind || !kind->group || !kind->version || !kind->kind || !kind->resource ||
+                     !kind->schema;
+        for (size_t j = 0; j < n && !taken; j++)
+            taken = same_resource(entries[j].kind, kind);
+        if (taken) {
+            if (ret_skipped)
+                (*ret_skipped)++;
+            continue;
+        }
+        const char **names = build_label_names(kind);
+        if (!names)
+            r = CK_ENOMEM;
+        else
+            entries[n++] = (struct entry){.kind = kind, .label_names = names};
+    }
+    struct snapshot *s = r == 0 ? snapshot_new(entries, n) : NULL;
+    if (s) {
+        publish(s); /* the removed entries' label names stay reachable from the old snapshot */
+    } else {
+        for (size_t i = kept; entries && i < n; i++)
+            free(entries[i].label_names);
+        r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    }
+    free(entries);
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
 const struct ck_kind *const *ck_kinds(size_t *ret_count)
 {
     const struct snapshot *s = snapshot();
@@ -267,6 +319,12 @@ const char *const *ck_kind_field_label_names(const struct ck_kind *kind)
 /* ---- what every descriptor answers -------------------------------------- */
 
 const char *const ck__get_patch_update[] = {"get", "patch", "update", NULL};
+
+const struct ck_schemas *ck_kind_schemas(const struct ck_kind *kind,
+                                         const struct ck_schemas *fallback)
+{
+    return kind && kind->schemas ? kind->schemas : fallback;
+}
 
 const char *ck_kind_api_version(const struct ck_kind *kind, char *buf, size_t size)
 {

@@ -529,8 +529,8 @@ static json_t *patched_object(struct ck_apiserver *server, const struct ck__targ
     ck_kv_unref(kv);
     struct ck__patch patch;
     json_t *obj = NULL;
-    if (current &&
-        ck__patch_init(&patch, server->schemas, t->kind, content_type, body, len, &err) == 0) {
+    if (current && ck__patch_init(&patch, ck_kind_schemas(t->kind, server->schemas), t->kind,
+                                  content_type, body, len, &err) == 0) {
         obj = ck__patch_mutate(current, &patch, &err);
         ck__patch_release(&patch);
     }

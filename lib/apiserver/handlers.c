@@ -156,7 +156,7 @@ static enum MHD_Result handle_get(struct ck_apiserver *ctx, struct MHD_Connectio
     if (ck__registry_get(ctx->registry, t->kind, t->namespace, t->name, &kv, &err) < 0)
         return ck__fail(conn, &err);
     size_t len = 0;
-    char *body = ck__serve_stored(kv->value, kv->value_len, kv->mod_revision, &len);
+    char *body = ck__serve_stored(t->kind, kv->value, kv->value_len, kv->mod_revision, &len);
     ck_kv_unref(kv);
     if (body && is_scale(t)) {
         char *scale = ck__scale_serve(t->kind, body, len, &len);
@@ -192,7 +192,7 @@ static char *list_body(const struct ck_kind *kind, const char *rv, const char *c
         return NULL;
     size_t cap = (size_t)head_len + 3;
     for (size_t i = 0; i < n; i++)
-        cap += kvs[i]->value_len + 64; /* a comma and the spliced resourceVersion */
+        cap += kvs[i]->value_len + 192; /* a comma, the resourceVersion, a served apiVersion */
     char *body = ck__malloc(cap);
     size_t len = (size_t)head_len;
     if (body)
@@ -200,8 +200,8 @@ static char *list_body(const struct ck_kind *kind, const char *rv, const char *c
                  cont_close);
     for (size_t i = 0; body && i < n; i++) {
         size_t item_len = 0;
-        char *item =
-            ck__serve_stored(kvs[i]->value, kvs[i]->value_len, kvs[i]->mod_revision, &item_len);
+        char *item = ck__serve_stored(kind, kvs[i]->value, kvs[i]->value_len, kvs[i]->mod_revision,
+                                      &item_len);
         if (!item || len + 1 + item_len + 3 > cap) {
             free(item);
             free(body);
@@ -229,7 +229,7 @@ static enum MHD_Result send_proto_list(struct MHD_Connection *conn, const struct
     size_t *lens = ck__calloc(result->n_kvs + 1, sizeof(*lens));
     size_t n = 0;
     while (items && lens && n < result->n_kvs &&
-           (items[n] = ck__serve_stored(result->kvs[n]->value, result->kvs[n]->value_len,
+           (items[n] = ck__serve_stored(kind, result->kvs[n]->value, result->kvs[n]->value_len,
                                         result->kvs[n]->mod_revision, &lens[n])))
         n++;
     char *data = NULL;
@@ -375,7 +375,8 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
     }
     json_t *obj = NULL;
     struct ck_err err = {0};
-    int r = ck_schema_decode(ctx->schemas, schema, body ? body : "", len, fv, &obj, warnings, &err);
+    int r = ck_schema_decode(ck_kind_schemas(kind, ctx->schemas), schema, body ? body : "", len, fv,
+                             &obj, warnings, &err);
     free(json_body);
     if (r == CK_ENOMEM) {
         ck_err_no_memory(reterr);
@@ -561,11 +562,12 @@ static enum MHD_Result handle_update(struct ck_apiserver *ctx, struct MHD_Connec
     char manager[160];
     int r = field_manager(conn, "UpdateOptions", &who, manager, sizeof(manager), &err);
     who.subresource = t->subresource[0] ? t->subresource : NULL;
+    struct ck__scale_put put = {t->kind, obj};
     if (r == 0)
-        r = ck__registry_update_by(ctx->registry, t->kind, t->namespace, t->name,
-                                   write_subresource(t), &who,
-                                   is_scale(t) ? ck__scale_put_mutate : replace_with_body, obj,
-                                   dry_run(conn), &out, &out_len, &err);
+        r = ck__registry_update_by(
+            ctx->registry, t->kind, t->namespace, t->name, write_subresource(t), &who,
+            is_scale(t) ? ck__scale_put_mutate : replace_with_body,
+            is_scale(t) ? (void *)&put : (void *)obj, dry_run(conn), &out, &out_len, &err);
     json_decref(obj);
     enum MHD_Result ret =
         r < 0 ? ck__fail(conn, &err) : send_written(conn, t, out, out_len, &warnings);
@@ -625,7 +627,8 @@ static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connect
     struct ck_err err = {0};
     struct ck__patch patch;
     const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-    if (ck__patch_init(&patch, ctx->schemas, t->kind, type, body, len, &err) < 0)
+    if (ck__patch_init(&patch, ck_kind_schemas(t->kind, ctx->schemas), t->kind, type, body, len,
+                       &err) < 0)
         return ck__fail(conn, &err);
     if (ck_field_validation_parse(ck__query(conn, "fieldValidation"), &patch.validation) < 0) {
         ck__patch_release(&patch);
@@ -1171,6 +1174,8 @@ enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connecti
         return ck__serve_watch(ctx, conn, t);
     if (get)
         return handle_list(ctx, conn, t);
+    if (strcmp(method, "POST") == 0 && !t->name[0] && t->kind->refuse_create)
+        return ck__fail_with(conn, "MethodNotAllowed", t->kind->refuse_create);
     if (strcmp(method, "POST") == 0 && !t->name[0])
         return handle_create(ctx, conn, t, body, len);
     if (strcmp(method, "PUT") == 0 && t->name[0])

@@ -125,16 +125,26 @@ struct ck__registry {
     struct ck__allocator *allocator; /* cluster IPs and node ports; NULL: none given */
 };
 
+/*
+ * Room for any object's key: /registry/, a custom resource's group and plural
+ * (a CRD's name, plural.group, is at most 253 characters), a namespace (63)
+ * and a name (253).
+ */
+#define CK__KEY_MAX 768
+
 int ck__object_key(const struct ck_kind *kind, const char *namespace, const char *name, char *buf,
                    size_t size);
 int ck__collection_prefix(const struct ck_kind *kind, const char *namespace, char *buf,
                           size_t size);
 
 /*
- * The served form of a stored object: the stored bytes with
- * "resourceVersion":"<rv>" spliced in as metadata's first member. Caller frees.
+ * The served form of a stored object of kind (NULL: as stored): the stored
+ * bytes with "resourceVersion":"<rv>" spliced in as metadata's first member,
+ * and a custom resource's storage apiVersion replaced by the kind's.
+ * Caller frees.
  */
-char *ck__serve_stored(const char *stored, size_t len, int64_t resource_version, size_t *ret_len);
+char *ck__serve_stored(const struct ck_kind *kind, const char *stored, size_t len,
+                       int64_t resource_version, size_t *ret_len);
 
 /* Parses a stored kv into an object with its resourceVersion. New reference or NULL. */
 json_t *ck__decode_stored(const struct ck_kv *kv);
@@ -301,16 +311,27 @@ json_t *ck__apply_patch(struct ck__patch *p, const json_t *current, struct ck_er
 /* A ck__mutate_fn whose arg is a struct ck__patch. */
 json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr);
 
-/* The autoscaling/v1 Scale of a Deployment or ReplicaSet. New reference or NULL. */
+/*
+ * The autoscaling/v1 Scale of an object of a kind with a scale subresource
+ * (a workload's spec.replicas, or where a CRD's scale subresource says).
+ * New reference or NULL.
+ */
 json_t *ck__scale_of(const struct ck_kind *kind, const json_t *obj);
 
 /*
  * current with spec.replicas taken from scale; the Scale's resourceVersion
  * and uid become preconditions. New reference, or NULL with *st filled.
  */
-json_t *ck__scale_apply(const json_t *current, const json_t *scale, struct ck_err *reterr);
+json_t *ck__scale_apply(const struct ck_kind *kind, const json_t *current, const json_t *scale,
+                        struct ck_err *reterr);
 
-/* A ck__mutate_fn for PUT of a Scale (arg: the decoded Scale). */
+/* What ck__scale_put_mutate() writes: the decoded Scale (borrowed) into an object of kind. */
+struct ck__scale_put {
+    const struct ck_kind *kind;
+    const json_t *scale;
+};
+
+/* A ck__mutate_fn for PUT of a Scale (arg: a struct ck__scale_put). */
 json_t *ck__scale_put_mutate(const json_t *current, void *arg, struct ck_err *reterr);
 
 /* The Scale of a served object, as served JSON (caller frees), or NULL. */
@@ -449,6 +470,30 @@ struct ck__ttl *ck__ttl_stop(struct ck__ttl *t);
 int ck__ttl_sweep(struct ck_store *store, long long ttl, long long now, size_t *ret_removed,
                   struct ck_err *reterr);
 
+/* ---- CustomResourceDefinitions (crd.c) ----------------------------------- */
+
+struct ck__crd_controller;
+
+/*
+ * Serves the stored CustomResourceDefinitions (their kinds registered before
+ * this returns) and starts the thread that keeps their names, conditions,
+ * kinds and cleanup level with the store. base: the built-in schemas custom
+ * resources' lie over (borrowed). *ret is NULL when definitions are not a
+ * served kind. 0, CK_ENOMEM or CK_EIO.
+ */
+int ck__crd_start(struct ck__registry *registry, const struct ck_schemas *base,
+                  struct ck__crd_controller **ret, struct ck_err *reterr);
+/*
+ * The built-in schemas every server of the process reads, built once and
+ * kept until exit: custom resources' schema sets lie over them, and a kind
+ * one server registered may outlive that server (the registry is
+ * process-wide). 0, or the error of building them (CK_ENOMEM).
+ */
+int ck__shared_schemas(const struct ck_schemas **ret, struct ck_err *reterr);
+
+/* Stops the thread and lets go of the kinds it served (NULL: no-op). Returns NULL. */
+struct ck__crd_controller *ck__crd_stop(struct ck__crd_controller *c);
+
 /* ---- the server (server.c) ---------------------------------------------- */
 
 struct ck__watch_stream;
@@ -460,8 +505,9 @@ struct ck_apiserver {
     char url[300];
     atomic_bool shutting_down;
     struct ck_store *store;
-    struct ck_schemas *schemas;
+    const struct ck_schemas *schemas; /* ck__shared_schemas(): never freed */
     struct ck__registry *registry;
+    struct ck__crd_controller *crds;
     struct ck__metrics *metrics;
     struct ck_fg_gate *feature_gates; /* the config's, or own_gates */
     struct ck_fg_gate *own_gates;

@@ -223,7 +223,7 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
     if (r < 0)
         return r;
 
-    char prefix[512];
+    char prefix[CK__KEY_MAX];
     if (ck__collection_prefix(kind, opts->namespace, prefix, sizeof(prefix)) < 0)
         return ck_err_status(reterr, "BadRequest", "namespace too long");
     size_t prefix_len = strlen(prefix);
@@ -257,7 +257,7 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
 
     const char *name = single_name(kind, opts);
     if (name && !from) {
-        char key[512];
+        char key[CK__KEY_MAX];
         if (ck__object_key(kind, opts->namespace, name, key, sizeof(key)) >= 0) {
             const struct ck_kv *kv = NULL;
             int64_t at = 0;

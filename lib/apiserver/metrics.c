@@ -204,7 +204,13 @@ static void render_storage_objects(struct ck__buf *out, struct ck_store *store)
     size_t n_kinds;
     const struct ck_kind *const *kinds = ck_kinds(&n_kinds);
     for (size_t i = 0; i < n_kinds; i++) {
-        char prefix[128];
+        bool counted = false; /* a custom resource served in several versions: once */
+        for (size_t j = 0; j < i && !counted; j++)
+            counted = strcmp(kinds[j]->group, kinds[i]->group) == 0 &&
+                      strcmp(kinds[j]->resource, kinds[i]->resource) == 0;
+        if (counted)
+            continue;
+        char prefix[CK__KEY_MAX];
         int len = ck__collection_prefix(kinds[i], NULL, prefix, sizeof(prefix));
         struct ck_store_range req = {
             .key = prefix, .key_len = (size_t)len, .prefix = true, .count_only = true};

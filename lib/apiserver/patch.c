@@ -235,7 +235,7 @@ json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr
     json_t *out = NULL;
     if (patched) {
         drop_inherited_version(patched, view);
-        out = ck__scale_apply(current, patched, reterr);
+        out = ck__scale_apply(p->kind, current, patched, reterr);
     } else if (!sub) {
         ck_err_internal(reterr, "%s has no scale subresource", p->kind->resource);
     } else if (!view) {
@@ -248,9 +248,56 @@ json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr
 
 /* ---- scale -------------------------------------------------------------- */
 
+/* A CRD's JSONPath of a scale number (".spec.replicas") as a dotted path; NULL stays NULL. */
+static const char *dotted(const char *json_path)
+{
+    return json_path && json_path[0] == '.' ? json_path + 1 : json_path;
+}
+
+/* The value at a dotted path of obj, or NULL. Borrowed. */
+static json_t *value_at(const json_t *obj, const char *path)
+{
+    const json_t *v = obj;
+    while (v && path && *path) {
+        size_t n = strcspn(path, ".");
+        v = json_object_getn(v, path, n);
+        path += n + (path[n] == '.');
+    }
+    return (json_t *)v;
+}
+
+/*
+ * Sets the member at a dotted path of obj to value (taken), making the objects
+ * on the way. 0; -1 out of memory; -2 when the path cannot name a member (an
+ * empty segment, or a value on the way that is not an object).
+ */
+static int set_at(json_t *obj, const char *path, json_t *value)
+{
+    json_t *v = obj;
+    for (;;) {
+        size_t n = strcspn(path, ".");
+        if (!json_is_object(v) || n == 0) {
+            json_decref(value);
+            return -2;
+        }
+        if (!path[n])
+            return json_object_setn_new(v, path, n, value);
+        json_t *next = json_object_getn(v, path, n);
+        if (!json_is_object(next)) {
+            next = json_object();
+            if (json_object_setn_new(v, path, n, next) < 0) {
+                json_decref(value);
+                return -1;
+            }
+        }
+        v = next;
+        path += n + 1;
+    }
+}
+
 json_t *ck__scale_of(const struct ck_kind *kind, const json_t *obj)
 {
-    (void)kind;
+    const struct ck_subresource *sub = ck_kind_subresource_part(kind, CK_SUBRESOURCE_SCALE);
     const json_t *meta = json_object_get(obj, "metadata");
     json_t *scale_meta = json_object();
     int failed = 0; /* out of memory: NULL, never a Scale with members missing */
@@ -262,20 +309,34 @@ json_t *ck__scale_of(const struct ck_kind *kind, const json_t *obj)
             failed |= json_object_set(scale_meta, copied[i], v);
     }
     const json_t *spec = json_object_get(obj, "spec");
-    json_int_t replicas = json_integer_value(json_object_get(spec, "replicas"));
+    bool custom = sub && sub->spec_replicas_path; /* a custom resource's paths */
+    json_int_t replicas = json_integer_value(custom ? value_at(obj, dotted(sub->spec_replicas_path))
+                                                    : json_object_get(spec, "replicas"));
     json_int_t current =
-        json_integer_value(json_object_get(json_object_get(obj, "status"), "replicas"));
+        json_integer_value(custom ? value_at(obj, dotted(sub->status_replicas_path))
+                                  : json_object_get(json_object_get(obj, "status"), "replicas"));
     json_t *status = json_pack("{s:I}", "replicas", current);
     struct ck_label_selector *sel = NULL;
     struct ck_err err = {0};
-    int r = ck_label_selector_from_object(json_object_get(spec, "selector"), &sel, &err);
-    if (r == 0) {
+    int r = 0;
+    if (custom) {
+        /* the selector is already a string there, as an HPA reads it */
+        const char *text = sub->label_selector_path
+                               ? json_string_value(value_at(obj, dotted(sub->label_selector_path)))
+                               : NULL;
+        if (text && *text && json_object_set_new(status, "selector", json_string(text)) < 0)
+            failed = -1;
+    } else {
+        r = ck_label_selector_from_object(json_object_get(spec, "selector"), &sel, &err);
+    }
+    if (!custom && r == 0) {
         char *text = ck_label_selector_string(sel);
         if (!text || (*text && json_object_set_new(status, "selector", json_string(text)) < 0))
             failed = -1;
         free(text);
     }
     ck_label_selector_free(sel);
+    ck_err_release(&err);
     if (failed || r == CK_ENOMEM) {
         json_decref(scale_meta);
         json_decref(status);
@@ -286,7 +347,8 @@ json_t *ck__scale_of(const struct ck_kind *kind, const json_t *obj)
                      "status", status);
 }
 
-json_t *ck__scale_apply(const json_t *current, const json_t *scale, struct ck_err *reterr)
+json_t *ck__scale_apply(const struct ck_kind *kind, const json_t *current, const json_t *scale,
+                        struct ck_err *reterr)
 {
     json_t *next = json_deep_copy(current);
     if (!next) {
@@ -304,11 +366,16 @@ json_t *ck__scale_apply(const json_t *current, const json_t *scale, struct ck_er
         else if (i == 0)
             json_object_del(meta, preconditions[i]);
     }
-    if (!json_is_object(json_object_get(next, "spec")))
-        failed |= json_object_set_new(next, "spec", json_object());
+    const struct ck_subresource *sub = ck_kind_subresource_part(kind, CK_SUBRESOURCE_SCALE);
+    const char *path =
+        sub && sub->spec_replicas_path ? dotted(sub->spec_replicas_path) : "spec.replicas";
     json_t *replicas = json_object_get(json_object_get(scale, "spec"), "replicas");
-    failed |= json_object_set_new(json_object_get(next, "spec"), "replicas",
-                                  json_integer(json_integer_value(replicas)));
+    if (!failed && set_at(next, path, json_integer(json_integer_value(replicas))) == -2) {
+        json_decref(next);
+        ck_err_internal(reterr, "the scale subresource's replicas path %s names no field", path);
+        return NULL;
+    }
+    failed |= !json_is_integer(value_at(next, path));
     if (failed) {
         json_decref(next);
         ck_err_no_memory(reterr);
@@ -319,7 +386,8 @@ json_t *ck__scale_apply(const json_t *current, const json_t *scale, struct ck_er
 
 json_t *ck__scale_put_mutate(const json_t *current, void *arg, struct ck_err *reterr)
 {
-    return ck__scale_apply(current, arg, reterr);
+    const struct ck__scale_put *put = arg;
+    return ck__scale_apply(put->kind, current, put->scale, reterr);
 }
 
 char *ck__scale_serve(const struct ck_kind *kind, const char *served, size_t len, size_t *ret_len)

@@ -57,17 +57,18 @@
 int ck__object_key(const struct ck_kind *kind, const char *namespace, const char *name, char *buf,
                    size_t size)
 {
-    int n = kind->namespaced
-                ? snprintf(buf, size, "/registry/%s/%s/%s", kind->resource, namespace, name)
-                : snprintf(buf, size, "/registry/%s/%s", kind->resource, name);
+    const char *resource = kind->storage_resource ? kind->storage_resource : kind->resource;
+    int n = kind->namespaced ? snprintf(buf, size, "/registry/%s/%s/%s", resource, namespace, name)
+                             : snprintf(buf, size, "/registry/%s/%s", resource, name);
     return n < 0 || (size_t)n >= size ? CK_EINVAL : n;
 }
 
 int ck__collection_prefix(const struct ck_kind *kind, const char *namespace, char *buf, size_t size)
 {
+    const char *resource = kind->storage_resource ? kind->storage_resource : kind->resource;
     int n = kind->namespaced && namespace && *namespace
-                ? snprintf(buf, size, "/registry/%s/%s/", kind->resource, namespace)
-                : snprintf(buf, size, "/registry/%s/", kind->resource);
+                ? snprintf(buf, size, "/registry/%s/%s/", resource, namespace)
+                : snprintf(buf, size, "/registry/%s/", resource);
     return n < 0 || (size_t)n >= size ? CK_EINVAL : n;
 }
 
@@ -76,7 +77,7 @@ int ck__collection_prefix(const struct ck_kind *kind, const char *namespace, cha
  * resourceVersion), then every other member in its order. Caller frees;
  * NULL when out of memory (never an object with members missing).
  */
-static char *encode_for_store(const json_t *obj, size_t *ret_len)
+static char *encode_for_store(const struct ck_kind *kind, const json_t *obj, size_t *ret_len)
 {
     json_t *ordered = json_object();
     if (!ordered)
@@ -85,7 +86,10 @@ static char *encode_for_store(const json_t *obj, size_t *ret_len)
     static const char *const first[] = {"apiVersion", "kind", "metadata"};
     for (size_t i = 0; i < 3; i++) {
         json_t *v = json_object_get(obj, first[i]);
-        if (v)
+        if (v && i == 0 && kind->storage_api_version) /* a custom resource's storage version */
+            failed |=
+                json_object_set_new(ordered, first[i], json_string(kind->storage_api_version));
+        else if (v)
             failed |= json_object_set(ordered, first[i], v);
     }
     json_t *meta = json_object_get(ordered, "metadata");
@@ -109,8 +113,51 @@ static char *encode_for_store(const json_t *obj, size_t *ret_len)
     return text;
 }
 
-char *ck__serve_stored(const char *stored, size_t len, int64_t resource_version, size_t *ret_len)
+/*
+ * stored with the kind's apiVersion in place of the storage version's (a custom
+ * resource read through another version: conversion None). NULL when there is
+ * nothing to rewrite, or when out of memory (*failed).
+ */
+static char *convert_stored(const struct ck_kind *kind, const char *stored, size_t len,
+                            size_t *ret_len, bool *failed)
 {
+    char api_version[160], from[200], to[200];
+    if (!kind || !kind->storage_api_version ||
+        strcmp(ck_kind_api_version(kind, api_version, sizeof(api_version)),
+               kind->storage_api_version) == 0)
+        return NULL;
+    int from_len =
+        snprintf(from, sizeof(from), "{\"apiVersion\":\"%s\"", kind->storage_api_version);
+    int to_len = snprintf(to, sizeof(to), "{\"apiVersion\":\"%s\"", api_version);
+    if (from_len < 0 || (size_t)from_len >= sizeof(from) || to_len < 0 ||
+        (size_t)to_len >= sizeof(to) || len < (size_t)from_len ||
+        memcmp(stored, from, (size_t)from_len) != 0)
+        return NULL;
+    char *out = ck__malloc(len - (size_t)from_len + (size_t)to_len + 1);
+    if (!out) {
+        *failed = true;
+        return NULL;
+    }
+    memcpy(out, to, (size_t)to_len);
+    memcpy(out + to_len, stored + from_len, len - (size_t)from_len);
+    *ret_len = len - (size_t)from_len + (size_t)to_len;
+    out[*ret_len] = '\0';
+    return out;
+}
+
+char *ck__serve_stored(const struct ck_kind *kind, const char *stored, size_t len,
+                       int64_t resource_version, size_t *ret_len)
+{
+    bool failed = false;
+    size_t converted_len = 0;
+    char *converted = convert_stored(kind, stored, len, &converted_len, &failed);
+    if (failed)
+        return NULL;
+    if (converted) {
+        char *out = ck__serve_stored(NULL, converted, converted_len, resource_version, ret_len);
+        free(converted);
+        return out;
+    }
     static const char marker[] = "\"metadata\":{";
     const char *at = memmem(stored, len, marker, sizeof(marker) - 1);
     char rv[48];
@@ -161,7 +208,7 @@ static int check_namespace(struct ck__registry *reg, const struct ck_kind *kind,
     const struct ck_kind *ns_kind = ck_kind_with_role(CK_KIND_ROLE_NAMESPACE);
     if (!kind->namespaced || !ns_kind)
         return 0;
-    char key[512];
+    char key[CK__KEY_MAX];
     ck__object_key(ns_kind, "", namespace, key, sizeof(key));
     const struct ck_kv *kv = NULL;
     struct ck_err err = {0};
@@ -203,12 +250,17 @@ static const char *object_name(const json_t *obj)
 static int default_and_validate(struct ck__registry *reg, const struct ck_kind *kind, json_t *obj,
                                 const json_t *old, struct ck_err *reterr)
 {
-    if (ck_schema_default(reg->schemas, kind->schema, obj) < 0 || ck_kind_default(kind, obj) < 0)
+    if (ck_schema_default(ck_kind_schemas(kind, reg->schemas), kind->schema, obj) < 0 ||
+        ck_kind_default(kind, obj) < 0)
         return ck_err_no_memory(reterr);
     struct ck_field_errors errs = {0};
-    ck_schema_validate(reg->schemas, kind->schema, obj, &errs);
-    ck_schema_validate_gated_values(reg->schemas, kind->schema, obj, old, reg->feature_enabled,
-                                    reg->feature_ctx, &errs);
+    if (old) /* an unchanged invalid value of a custom resource passes (ratcheting) */
+        ck_schema_validate_update(ck_kind_schemas(kind, reg->schemas), kind->schema, obj, old,
+                                  &errs);
+    else
+        ck_schema_validate(ck_kind_schemas(kind, reg->schemas), kind->schema, obj, &errs);
+    ck_schema_validate_gated_values(ck_kind_schemas(kind, reg->schemas), kind->schema, obj, old,
+                                    reg->feature_enabled, reg->feature_ctx, &errs);
     ck_meta_validate(kind, obj, old, &errs);
     int r =
         errs.len || errs.nomem ? ck__err_invalid_object(reterr, kind, object_name(obj), &errs) : 0;
@@ -247,7 +299,8 @@ static int track_managed_fields(struct ck__registry *reg, const struct ck_kind *
         w.subresource = subresource;
     if (!w.now)
         w.now = (long long)time(NULL);
-    return ck_managed_fields_track_update(reg->schemas, kind, old, next, asked, &w);
+    return ck_managed_fields_track_update(ck_kind_schemas(kind, reg->schemas), kind, old, next,
+                                          asked, &w);
 }
 
 int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
@@ -280,8 +333,8 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
             return ck_err_status(reterr, "BadRequest", "%s", err.msg);
         }
         struct ck__allocation al; /* a Service's cluster IP and node ports */
-        r = ck_schema_drop_disabled(reg->schemas, kind->schema, candidate, NULL,
-                                    reg->feature_enabled, reg->feature_ctx) < 0
+        r = ck_schema_drop_disabled(ck_kind_schemas(kind, reg->schemas), kind->schema, candidate,
+                                    NULL, reg->feature_enabled, reg->feature_ctx) < 0
                 ? ck_err_no_memory(reterr)
                 : ck__allocation_take(reg->allocator, kind, candidate, NULL, dry_run, &al, reterr);
         if (r == 0 && (r = default_and_validate(reg, kind, candidate, NULL, reterr)) < 0)
@@ -298,7 +351,7 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
         char name[254], key[512];
         snprintf(name, sizeof(name), "%s", object_name(candidate));
         size_t len = 0;
-        char *stored = encode_for_store(candidate, &len);
+        char *stored = encode_for_store(kind, candidate, &len);
         json_decref(candidate);
         if (!stored || ck__object_key(kind, namespace, name, key, sizeof(key)) < 0) {
             free(stored);
@@ -314,7 +367,7 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
                 *ret_body = stored;
                 *ret_len = len;
             } else {
-                *ret_body = ck__serve_stored(stored, len, revision, ret_len);
+                *ret_body = ck__serve_stored(kind, stored, len, revision, ret_len);
                 free(stored);
             }
             /* a created object that cannot be served is still a failed request */
@@ -349,7 +402,7 @@ static int read_key(struct ck__registry *reg, const struct ck_kind *kind, const 
 int ck__registry_get(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                      const char *name, const struct ck_kv **ret_kv, struct ck_err *reterr)
 {
-    char key[512];
+    char key[CK__KEY_MAX];
     if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0)
         return ck__err_not_found(reterr, kind, name);
     return read_key(reg, kind, name, key, ret_kv, reterr);
@@ -435,7 +488,7 @@ static int commit(struct ck__registry *reg, const struct ck_kind *kind, const ch
                   char **ret_body, size_t *ret_len, struct ck_err *reterr)
 {
     size_t len = 0;
-    char *stored = encode_for_store(next, &len);
+    char *stored = encode_for_store(kind, next, &len);
     if (!stored)
         return ck_err_no_memory(reterr);
     struct ck_err err = {0};
@@ -451,7 +504,7 @@ static int commit(struct ck__registry *reg, const struct ck_kind *kind, const ch
         r = ck_store_update(reg->store, key, strlen(key), stored, len, kv->mod_revision, &revision,
                             NULL, &err);
     if (r == 0) {
-        *ret_body = ck__serve_stored(stored, len, revision, ret_len);
+        *ret_body = ck__serve_stored(kind, stored, len, revision, ret_len);
         free(stored);
         /* the write happened, but an answer we cannot build is a failure: never code 0 */
         return *ret_body ? 0 : ck_err_no_memory(reterr);
@@ -482,7 +535,7 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
                            void *mutate_arg, bool dry_run, char **ret_body, size_t *ret_len,
                            struct ck_err *reterr)
 {
-    char key[512];
+    char key[CK__KEY_MAX];
     if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0)
         return ck__err_not_found(reterr, kind, name);
     const struct ck_subresource *sub = subresource ? ck_kind_subresource(kind, subresource) : NULL;
@@ -543,11 +596,11 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
             goto out_fail;
         }
         /* fields behind a gate that is off survive only where old already used them */
-        r = ck_schema_drop_disabled(reg->schemas, kind->schema, next, old, reg->feature_enabled,
-                                    reg->feature_ctx);
+        r = ck_schema_drop_disabled(ck_kind_schemas(kind, reg->schemas), kind->schema, next, old,
+                                    reg->feature_enabled, reg->feature_ctx);
         /* defaults first, so that an omitted default is no spec change */
         if (r == 0 && !status_write && !custom_write &&
-            (ck_schema_default(reg->schemas, kind->schema, next) < 0 ||
+            (ck_schema_default(ck_kind_schemas(kind, reg->schemas), kind->schema, next) < 0 ||
              ck_kind_default(kind, next) < 0 || ck_meta_prepare_update(kind, next, old) < 0))
             r = CK_ENOMEM;
         if (r < 0) {
@@ -730,7 +783,7 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
     static const struct ck__delete_options none = {0};
     if (!opts)
         opts = &none;
-    char key[512];
+    char key[CK__KEY_MAX];
     if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0)
         return ck__err_not_found(reterr, kind, name);
     for (int attempt = 0; attempt < UPDATE_RETRIES; attempt++) {
@@ -764,7 +817,7 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
                 ck__allocation_removed(reg->allocator, kind, obj);
             /* pods, namespaces ...: the last state, at the revision of its deletion */
             if (r == 0 && !kind->has_generation)
-                *ret_body = ck__serve_stored(kv->value, kv->value_len, deleted_at, ret_len);
+                *ret_body = ck__serve_stored(kind, kv->value, kv->value_len, deleted_at, ret_len);
             else if (r == 0) /* apps kinds: a Success Status */
                 *ret_body = success_status(kind, name, ck__meta_str(obj, "uid"), ret_len);
             if (r == 0 && !*ret_body)

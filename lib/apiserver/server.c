@@ -1130,6 +1130,7 @@ static void teardown(struct ck_apiserver *server)
         pthread_join(server->ticker, NULL);
     }
     server->ttl = ck__ttl_stop(server->ttl);
+    server->crds = ck__crd_stop(server->crds);
     server->conns = ck__conns_free(server->conns);
     if (server->registry)
         ck__allocator_free(server->registry->allocator);
@@ -1137,7 +1138,6 @@ static void teardown(struct ck_apiserver *server)
     ck__auth_free(server->auth);
     ck__metrics_free(server->metrics);
     ck_fg_gate_free(server->own_gates);
-    ck_schemas_free(server->schemas);
     ck_store_close(server->store);
     if (server->listen_fd >= 0)
         close(server->listen_fd);
@@ -1211,7 +1211,7 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     if (r == 0)
         r = ck__encryption_wrap(config->encryption_provider_config, &server->store, reterr);
     if (r == 0)
-        r = ck_api_builtin_schemas(&server->schemas, reterr);
+        r = ck__shared_schemas(&server->schemas, reterr);
     if (r == 0) {
         server->registry = ck__calloc(1, sizeof(*server->registry));
         if (!server->registry)
@@ -1232,6 +1232,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         r = ck__allocator_bootstrap(server->registry, ck_apiserver_port(server), reterr);
     if (r == 0)
         r = ck__auth_bootstrap(server, reterr);
+    if (r == 0)
+        r = ck__crd_start(server->registry, server->schemas, &server->crds, reterr);
     if (r == 0 && pthread_create(&server->ticker, NULL, ticker_main, server) != 0) {
         server->ticker = 0;
         r = ck_err_set(reterr, CK_EIO, "cannot start the watch ticker thread");

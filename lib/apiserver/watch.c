@@ -320,7 +320,7 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
         return;
     }
     size_t len = 0;
-    char *served = ck__serve_stored(kv->value, kv->value_len, revision, &len);
+    char *served = ck__serve_stored(s->kind, kv->value, kv->value_len, revision, &len);
     if (served)
         push_event(s, type, served, len);
     else
@@ -667,7 +667,7 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     if (send_initial && s->bookmarks)
         push_bookmark(s, revision, true);
 
-    char prefix[512];
+    char prefix[CK__KEY_MAX];
     ck__collection_prefix(t->kind, t->namespace, prefix, sizeof(prefix));
     struct ck_err store_err = {0};
     int r = ck_store_watch(server->store, prefix, strlen(prefix), true, revision + 1,

@@ -99,6 +99,10 @@ EXPECTED_KINDS = {
     ("", "v1", "ReplicationControllerList"): "io.k8s.api.core.v1.ReplicationControllerList",
     ("autoscaling", "v1", "Scale"): "io.k8s.api.autoscaling.v1.Scale",
     ("coordination.k8s.io", "v1", "Lease"): "io.k8s.api.coordination.v1.Lease",
+    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"):
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+    ("apiextensions.k8s.io", "v1", "CustomResourceDefinitionList"):
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionList",
     ("coordination.k8s.io", "v1", "LeaseList"): "io.k8s.api.coordination.v1.LeaseList",
     ("policy", "v1", "Eviction"): "io.k8s.api.policy.v1.Eviction",
     ("", "v1", "ServiceAccount"): "io.k8s.api.core.v1.ServiceAccount",

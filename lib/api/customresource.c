@@ -1,0 +1,446 @@
+/*
+ * customresource.c - the kinds a CustomResourceDefinition describes: one
+ * struct ck_kind per served version, built at run time from the CRD object.
+ *
+ * Mirrors what apiextensions-apiserver derives from a CRD when it serves it
+ * (pkg/apiserver/customresource_handler.go, crdInfo): names from
+ * status.acceptedNames (spec.names until the naming controller accepted
+ * them), one schema per version built from its openAPIV3Schema with
+ * apiVersion, kind and metadata added (pkg/controller/openapi/builder), the
+ * status and scale subresources, the printer columns (a Name column, then
+ * additionalPrinterColumns, or Age when there are none:
+ * pkg/registry/customresource/tableconvertor), and the storage version every
+ * version's objects are stored in (conversion None: only apiVersion changes).
+ *
+ * Everything a CRD's kinds point to lives in one allocation per string plus
+ * the set of its schemas, layered over the built-in set so that ObjectMeta
+ * and its friends are not copied: a CRD costs a few kilobytes plus its schema.
+ * Once a kind is registered, readers may hold it until the process exits, so
+ * the caller keeps registered kinds forever (ck_crd_kinds_free() is for
+ * kinds never registered).
+ *
+ * Versions are ordered as Kubernetes orders them for discovery
+ * (version.CompareKubeAwareVersionStrings): GA before beta before alpha, the
+ * higher major and minor first, other names last in alphabetical order, so
+ * the first registered version is the group's preferred one.
+ *
+ * Threading: pure functions over their arguments; the result is immutable.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckube/api.h"
+#include "ckube/internal/util.h"
+#include "internal.h"
+
+#define OBJECT_META "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+#define LIST_META   "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
+#define REF_PREFIX  "#/components/schemas/"
+
+/* One served version's descriptor and what it points to. */
+struct crd_kind {
+    struct ck_kind kind;
+    struct ck_subresource subresources[2];
+    struct ck_table_column *columns;
+    struct ck_schemas *schemas;
+};
+
+struct ck_crd_kinds {
+    struct crd_kind *kinds;
+    size_t n;
+    char **strings; /* every string (and list of them) the descriptors point to */
+    size_t n_strings;
+};
+
+static const char *const status_keeps[] = {"labels", "annotations", "finalizers", "ownerReferences",
+                                           NULL};
+
+/* ---- version priority --------------------------------------------------- */
+
+/* A kube-like version: v<major>[(alpha|beta)<minor>]; 0 otherwise. */
+static bool parse_kube_version(const char *v, int *ret_major, int *ret_stage, int *ret_minor)
+{
+    if (v[0] != 'v' || !isdigit((unsigned char)v[1]))
+        return false;
+    char *end;
+    long major = strtol(v + 1, &end, 10);
+    int stage = 2; /* GA */
+    long minor = 0;
+    if (*end) {
+        if (strncmp(end, "beta", 4) == 0)
+            stage = 1, end += 4;
+        else if (strncmp(end, "alpha", 5) == 0)
+            stage = 0, end += 5;
+        else
+            return false;
+        if (!isdigit((unsigned char)*end))
+            return false;
+        minor = strtol(end, &end, 10);
+        if (*end)
+            return false;
+    }
+    *ret_major = (int)major;
+    *ret_stage = stage;
+    *ret_minor = (int)minor;
+    return true;
+}
+
+int ck_crd_version_compare(const char *a, const char *b)
+{
+    int am, as, an, bm, bs, bn;
+    bool ak = parse_kube_version(a, &am, &as, &an);
+    bool bk = parse_kube_version(b, &bm, &bs, &bn);
+    if (ak != bk)
+        return ak ? -1 : 1;
+    if (!ak)
+        return strcmp(a, b);
+    if (as != bs)
+        return bs - as;
+    if (am != bm)
+        return bm - am;
+    return bn - an;
+}
+
+/* ---- building ----------------------------------------------------------- */
+
+static const char *keep(struct ck_crd_kinds *k, const char *s)
+{
+    char **strings = realloc(k->strings, (k->n_strings + 1) * sizeof(*strings));
+    if (!strings)
+        return NULL;
+    k->strings = strings;
+    char *copy = strdup(s ? s : "");
+    if (copy)
+        k->strings[k->n_strings++] = copy;
+    return copy;
+}
+
+static const char *keepf(struct ck_crd_kinds *k, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static const char *keepf(struct ck_crd_kinds *k, const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    const char *kept = keep(k, s);
+    free(s);
+    return kept;
+}
+
+/* A NULL-terminated copy of an array of strings, or NULL when it is empty. */
+static const char *const *keep_list(struct ck_crd_kinds *k, const json_t *array, bool *failed)
+{
+    size_t n = json_array_size(array);
+    if (n == 0)
+        return NULL;
+    const char **list = calloc(n + 1, sizeof(*list));
+    if (!list) {
+        *failed = true;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        list[i] = keep(k, json_string_value(json_array_get(array, i)));
+        if (!list[i])
+            *failed = true;
+    }
+    /* kept with the strings so that ck_crd_kinds_free() finds it */
+    char **strings = realloc(k->strings, (k->n_strings + 1) * sizeof(*strings));
+    if (!strings) {
+        free(list);
+        *failed = true;
+        return NULL;
+    }
+    k->strings = strings;
+    k->strings[k->n_strings++] = (char *)list;
+    return list;
+}
+
+/* "stable.example.com" -> "com.example.stable", as Kubernetes names CRD schemas. */
+static void reversed_group(const char *group, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    size_t len = strlen(group);
+    size_t end = len;
+    for (size_t i = len + 1; i-- > 0;) {
+        if (i == 0 || group[i - 1] == '.') {
+            size_t used = strlen(buf);
+            snprintf(buf + used, size - used, "%s%.*s", used ? "." : "", (int)(end - i), group + i);
+            end = i ? i - 1 : 0;
+        }
+    }
+}
+
+/*
+ * The kind's schema document: the version's openAPIV3Schema (or an object
+ * keeping every field when it has none) with apiVersion, kind and metadata,
+ * marked as a custom resource; and the list's.
+ */
+static json_t *schema_document(const char *name, const char *list_name, const json_t *open_api,
+                               const char *group, const char *version, const char *kind,
+                               const char *list_kind)
+{
+    json_t *schema = json_is_object(open_api)
+                         ? json_deep_copy(open_api)
+                         : json_pack("{s:s, s:b}", "type", "object",
+                                     "x-kubernetes-preserve-unknown-fields", true);
+    if (!schema)
+        return NULL;
+    json_t *props = json_object_get(schema, "properties");
+    if (!json_is_object(props)) {
+        props = json_object();
+        json_object_set_new(schema, "properties", props);
+    }
+    int failed = !props;
+    failed |= json_object_set_new(props, "apiVersion", json_pack("{s:s}", "type", "string"));
+    failed |= json_object_set_new(props, "kind", json_pack("{s:s}", "type", "string"));
+    failed |=
+        json_object_set_new(props, "metadata", json_pack("{s:s}", "$ref", REF_PREFIX OBJECT_META));
+    if (!json_object_get(schema, "type"))
+        failed |= json_object_set_new(schema, "type", json_string("object"));
+    failed |= json_object_set_new(schema, "x-ckube-custom-resource", json_true());
+    failed |= json_object_set_new(
+        schema, "x-kubernetes-group-version-kind",
+        json_pack("[{s:s, s:s, s:s}]", "group", group, "version", version, "kind", kind));
+    char item_ref[512];
+    snprintf(item_ref, sizeof(item_ref), REF_PREFIX "%s", name);
+    json_t *list = json_pack(
+        "{s:s, s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s, s:{s:s}}}, s:[s], s:[{s:s, s:s, s:s}]}",
+        "description", "List of custom resources.", "type", "object", "properties", "apiVersion",
+        "type", "string", "kind", "type", "string", "metadata", "$ref", REF_PREFIX LIST_META,
+        "items", "type", "array", "items", "$ref", item_ref, "required", "items",
+        "x-kubernetes-group-version-kind", "group", group, "version", version, "kind", list_kind);
+    json_t *doc = json_object();
+    failed |= !list || !doc;
+    failed |= json_object_set_new(doc, name, schema);
+    failed |= json_object_set_new(doc, list_name, list);
+    if (failed)
+        return json_decref(doc), NULL;
+    return doc;
+}
+
+/* The Name column, then the version's additionalPrinterColumns, or Age when it has none. */
+static int build_columns(struct ck_crd_kinds *k, struct crd_kind *ck, const json_t *printer_columns)
+{
+    size_t n = json_array_size(printer_columns);
+    ck->columns = calloc(n + 2, sizeof(*ck->columns));
+    if (!ck->columns)
+        return CK_ENOMEM;
+    struct ck_table_column *c = ck->columns;
+    c[0] = (struct ck_table_column){
+        "Name", "string", "name", CK__NAME_DOC, 0, ".metadata.name", CK_CELL_ABSENT_NONE, false};
+    size_t at = 1;
+    if (n == 0) {
+        c[at++] = (struct ck_table_column){
+            "Age", "date", "", CK__AGE_DOC, 0, ".metadata.creationTimestamp", CK_CELL_ABSENT_NULL,
+            true};
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *col = json_array_get(printer_columns, i);
+        const char *type = json_string_value(json_object_get(col, "type"));
+        struct ck_table_column *d = &c[at++];
+        d->name = keep(k, json_string_value(json_object_get(col, "name")));
+        d->type = keep(k, type ? type : "string");
+        d->format = keep(k, json_string_value(json_object_get(col, "format")));
+        d->description = keep(k, json_string_value(json_object_get(col, "description")));
+        d->priority = (int)json_integer_value(json_object_get(col, "priority"));
+        d->json_path = keep(k, json_string_value(json_object_get(col, "jsonPath")));
+        d->absent = CK_CELL_ABSENT_NULL;
+        d->age = type && strcmp(type, "date") == 0;
+        if (!d->name || !d->type || !d->format || !d->description || !d->json_path)
+            return CK_ENOMEM;
+    }
+    ck->kind.columns = ck->columns;
+    ck->kind.n_columns = at;
+    return 0;
+}
+
+static int build_subresources(struct ck_crd_kinds *k, struct crd_kind *ck, const json_t *subs)
+{
+    size_t n = 0;
+    if (json_object_get(subs, "status"))
+        ck->subresources[n++] = (struct ck_subresource)CK__STATUS_SUBRESOURCE;
+    const json_t *scale = json_object_get(subs, "scale");
+    if (json_is_object(scale)) {
+        struct ck_subresource *s = &ck->subresources[n++];
+        *s = (struct ck_subresource)CK__SCALE_SUBRESOURCE;
+        s->spec_replicas_path =
+            keep(k, json_string_value(json_object_get(scale, "specReplicasPath")));
+        s->status_replicas_path =
+            keep(k, json_string_value(json_object_get(scale, "statusReplicasPath")));
+        const char *selector = json_string_value(json_object_get(scale, "labelSelectorPath"));
+        s->label_selector_path = selector && *selector ? keep(k, selector) : NULL;
+        if (!s->spec_replicas_path || !s->status_replicas_path ||
+            (selector && *selector && !s->label_selector_path))
+            return CK_ENOMEM;
+    }
+    ck->kind.subresources = n ? ck->subresources : NULL;
+    ck->kind.n_subresources = n;
+    ck->kind.status_keeps_metadata = n ? status_keeps : NULL;
+    return 0;
+}
+
+/* Served versions, in Kubernetes' priority order. */
+static int by_priority(const void *a, const void *b)
+{
+    const json_t *va = *(const json_t *const *)a, *vb = *(const json_t *const *)b;
+    return ck_crd_version_compare(json_string_value(json_object_get(va, "name")),
+                                  json_string_value(json_object_get(vb, "name")));
+}
+
+int ck_crd_kinds_new(const json_t *crd, const struct ck_schemas *base,
+                     struct ck_crd_kinds **ret_kinds, struct ck_err *reterr)
+{
+    const json_t *spec = json_object_get(crd, "spec");
+    const json_t *status = json_object_get(crd, "status");
+    const json_t *names = json_object_get(status, "acceptedNames");
+    if (!json_string_length(json_object_get(names, "plural")))
+        names = json_object_get(spec, "names");
+    const char *group = json_string_value(json_object_get(spec, "group"));
+    const char *plural = json_string_value(json_object_get(names, "plural"));
+    const char *kind_name = json_string_value(json_object_get(names, "kind"));
+    const char *scope = json_string_value(json_object_get(spec, "scope"));
+    const json_t *versions = json_object_get(spec, "versions");
+    bool terminating =
+        json_object_get(json_object_get(crd, "metadata"), "deletionTimestamp") != NULL;
+    if (!group || !*group || !plural || !*plural || !kind_name || !*kind_name || !scope)
+        return ck_err_set(reterr, CK_EINVAL, "the definition lacks a group, plural, kind or scope");
+
+    struct ck_crd_kinds *k = calloc(1, sizeof(*k));
+    size_t n_versions = json_array_size(versions);
+    const json_t **served = calloc(n_versions ? n_versions : 1, sizeof(*served));
+    if (k)
+        k->kinds = calloc(n_versions ? n_versions : 1, sizeof(*k->kinds));
+    if (!k || !served || !k->kinds) {
+        free(served);
+        ck_crd_kinds_free(k);
+        return ck_err_no_memory(reterr);
+    }
+    const char *storage = NULL;
+    size_t n_served = 0;
+    for (size_t i = 0; i < n_versions; i++) {
+        const json_t *v = json_array_get(versions, i);
+        if (json_is_true(json_object_get(v, "storage")))
+            storage = json_string_value(json_object_get(v, "name"));
+        if (json_is_true(json_object_get(v, "served")) &&
+            json_string_length(json_object_get(v, "name")))
+            served[n_served++] = v;
+    }
+    qsort(served, n_served, sizeof(*served), by_priority);
+
+    const char *singular = json_string_value(json_object_get(names, "singular"));
+    const char *list_kind = json_string_value(json_object_get(names, "listKind"));
+    char lower[256];
+    snprintf(lower, sizeof(lower), "%s", kind_name);
+    for (char *p = lower; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    char reversed[256];
+    reversed_group(group, reversed, sizeof(reversed));
+    bool failed = false;
+    const char *k_group = keep(k, group);
+    const char *k_plural = keep(k, plural);
+    const char *k_kind = keep(k, kind_name);
+    const char *k_singular = keep(k, singular && *singular ? singular : lower);
+    const char *k_list_kind =
+        list_kind && *list_kind ? keep(k, list_kind) : keepf(k, "%sList", kind_name);
+    const char *k_storage_resource = keepf(k, "%s/%s", group, plural);
+    const char *k_storage_version = storage ? keepf(k, "%s/%s", group, storage) : NULL;
+    const char *const *short_names = keep_list(k, json_object_get(names, "shortNames"), &failed);
+    const char *const *categories = keep_list(k, json_object_get(names, "categories"), &failed);
+    failed |= !k_group || !k_plural || !k_kind || !k_singular || !k_list_kind ||
+              !k_storage_resource || (storage && !k_storage_version);
+    int r = failed ? ck_err_no_memory(reterr) : 0;
+
+    for (size_t i = 0; i < n_served && r == 0; i++) {
+        const json_t *v = served[i];
+        struct crd_kind *ck = &k->kinds[k->n++];
+        const char *version = keep(k, json_string_value(json_object_get(v, "name")));
+        const char *schema_name = keepf(k, "%s.%s.%s", reversed, version ? version : "", kind_name);
+        const char *list_name =
+            keepf(k, "%s.%s.%s", reversed, version ? version : "", k_list_kind ? k_list_kind : "");
+        if (!version || !schema_name || !list_name) {
+            r = ck_err_no_memory(reterr);
+            break;
+        }
+        ck->kind = (struct ck_kind){
+            .group = k_group,
+            .version = version,
+            .kind = k_kind,
+            .list_kind = k_list_kind,
+            .resource = k_plural,
+            .singular = k_singular,
+            .short_names = short_names,
+            .categories = categories,
+            .namespaced = strcmp(scope, "Namespaced") == 0,
+            .has_generation = true,
+            .name_rule = CK_NAME_DNS_SUBDOMAIN,
+            .schema = schema_name,
+            .storage_resource = k_storage_resource,
+            .storage_api_version = k_storage_version,
+            .refuse_create = terminating ? "create not allowed while custom resource definition "
+                                           "is terminating"
+                                         : NULL,
+        };
+        json_t *doc =
+            schema_document(schema_name, list_name,
+                            json_object_get(json_object_get(v, "schema"), "openAPIV3Schema"), group,
+                            version, kind_name, k_list_kind);
+        char *text = doc ? ck__json_dumps(doc, JSON_COMPACT, NULL) : NULL;
+        json_decref(doc);
+        if (!text) {
+            r = ck_err_no_memory(reterr);
+            break;
+        }
+        const char *docs[] = {text};
+        r = ck_schemas_new_layered(base, docs, 1, &ck->schemas, reterr);
+        free(text);
+        if (r < 0)
+            break;
+        ck->kind.schemas = ck->schemas;
+        r = build_subresources(k, ck, json_object_get(v, "subresources"));
+        if (r == 0)
+            r = build_columns(k, ck, json_object_get(v, "additionalPrinterColumns"));
+        if (r < 0)
+            ck_err_no_memory(reterr);
+    }
+    free(served);
+    if (r < 0) {
+        ck_crd_kinds_free(k);
+        return r;
+    }
+    *ret_kinds = k;
+    return 0;
+}
+
+size_t ck_crd_kinds_count(const struct ck_crd_kinds *kinds)
+{
+    return kinds ? kinds->n : 0;
+}
+
+const struct ck_kind *ck_crd_kinds_get(const struct ck_crd_kinds *kinds, size_t i)
+{
+    return kinds && i < kinds->n ? &kinds->kinds[i].kind : NULL;
+}
+
+struct ck_crd_kinds *ck_crd_kinds_free(struct ck_crd_kinds *kinds)
+{
+    if (!kinds)
+        return NULL;
+    for (size_t i = 0; i < kinds->n; i++) {
+        free(kinds->kinds[i].columns);
+        ck_schemas_free(kinds->kinds[i].schemas);
+    }
+    free(kinds->kinds);
+    for (size_t i = 0; i < kinds->n_strings; i++)
+        free(kinds->strings[i]);
+    free(kinds->strings);
+    free(kinds);
+    return NULL;
+}

@@ -1,0 +1,182 @@
+#!/bin/sh
+# test_crd.sh - CustomResourceDefinitions with the real kubectl on a real
+# `ckube server`: the CronTab example of Kubernetes' documentation is
+# established (NamesAccepted, Established), served at once (plural, short
+# name, category "all", discovery, kubectl explain), its objects are
+# validated by the schema (422 with the schema's message), pruned of unknown
+# fields, defaulted, printed with the additionalPrinterColumns, written
+# through the status subresource, scaled with `kubectl scale` through the
+# scale subresource, read through a second version (apiVersion rewritten),
+# refused a strategic merge patch (415); a changed definition (a new column,
+# a version no longer served) is served at once; a conflicting kind is not
+# accepted;
+# the definitions survive a restart; on etcd a second server serves them
+# too; deleting the definition deletes its objects, then the definition.
+#
+# Usage: test_crd.sh PATH/TO/ckube [STORE_URL]
+# Waits are `kubectl wait` or polls with a deadline; nothing asserts on time.
+set -u
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+start_server --controllers=-*
+
+jp() { kubectl get "$1" -o "jsonpath=$2" 2>/dev/null; } # jp OBJECT JSONPATH
+crd=crontabs.stable.example.com
+
+# --- establishing ---
+k apply -f "$data/crontab-crd.yaml" >"$work/out" 2>&1
+check "the definition is created" grep -q "customresourcedefinition.apiextensions.k8s.io/$crd created" "$work/out"
+wait_for "the names are accepted" "crd/$crd" '{.status.conditions[?(@.type=="NamesAccepted")].status}=True'
+wait_for "the definition is established" "crd/$crd" '{.status.conditions[?(@.type=="Established")].status}=True'
+check "acceptedNames follow spec.names" test "$(jp crd/$crd '{.status.acceptedNames.shortNames[0]}')" = ct
+check "storedVersions holds the storage version" test "$(jp crd/$crd '{.status.storedVersions}')" = '["v1"]'
+k get crd >"$work/out" 2>&1
+check "definition columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +CREATED AT$" &&
+    grep -Eq "^crontabs.stable.example.com +[0-9]{4}-[0-9]{2}-[0-9]{2}T" "$1"' - "$work/out"
+
+# --- a bad definition is refused with Kubernetes' messages ---
+sed -e 's/name: crontabs.stable.example.com/name: wrong.stable.example.com/' \
+    -e 's/storage: false/storage: true/' "$data/crontab-crd.yaml" >"$work/bad-crd.yaml"
+k apply -f "$work/bad-crd.yaml" >"$work/out" 2>&1
+check "a definition whose name is not plural.group is refused" \
+    grep -q 'metadata.name: Invalid value: "wrong.stable.example.com": must be spec.names.plural+"."+spec.group' "$work/out"
+check "two storage versions are refused" \
+    grep -q "spec.versions: Invalid value.*must have exactly one version marked as storage version" "$work/out"
+
+# --- custom resources ---
+k apply --validate=false -f "$data/crontab.yaml" >"$work/out" 2>&1
+check "a custom resource is created" grep -q "crontab.stable.example.com/my-new-cron-object created" "$work/out"
+check "unknown fields are pruned" test -z "$(jp crontab/my-new-cron-object '{.spec.someUnknownField}')"
+check "defaults are applied" test "$(jp crontab/my-new-cron-object '{.spec.replicas}/{.spec.paused}')" = "1/false"
+k apply -f "$data/crontab.yaml" >"$work/out" 2>&1
+check "strict field validation refuses the unknown field" \
+    grep -q 'strict decoding error: unknown field "spec.someUnknownField"' "$work/out"
+k get crontabs >"$work/out" 2>&1
+check "printer columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +SPEC +REPLICAS +AGE$" &&
+    grep -Eq "^my-new-cron-object +\* \* \* \* \*/5 +1 +[0-9]+s$" "$1"' - "$work/out"
+check "the short name" sh -c 'kubectl get ct my-new-cron-object >/dev/null 2>&1'
+check "the category all" sh -c 'kubectl get all 2>/dev/null | grep -q "crontab.stable.example.com/my-new-cron-object"'
+check "kubectl explain reads the schema" sh -c 'kubectl explain crontab.spec 2>/dev/null | grep -q "The schedule, in cron format."'
+check "discovery lists the resource and its subresources" sh -c 'kubectl api-resources --api-group=stable.example.com 2>/dev/null | grep -Eq "^crontabs +ct +stable.example.com/v1 +true +CronTab$"'
+
+cat >"$work/bad.yaml" <<'EOF'
+apiVersion: stable.example.com/v1
+kind: CronTab
+metadata:
+  name: too-many
+spec:
+  cronSpec: "* * * * *"
+  replicas: 11
+EOF
+k apply -f "$work/bad.yaml" >"$work/out" 2>&1
+check "an invalid object is refused with the schema's rule" \
+    sh -c 'grep -q "The CronTab \"too-many\" is invalid: spec.replicas: Invalid value: 11" "$1" &&
+    grep -q "10" "$1"' - "$work/out"
+check "nothing was created" sh -c '! kubectl get crontab too-many >/dev/null 2>&1'
+
+# --- status and scale ---
+k patch crontab my-new-cron-object --type=merge -p '{"status":{"replicas":7}}' >/dev/null 2>&1
+check "the main resource ignores status" test -z "$(jp crontab/my-new-cron-object '{.status.replicas}')"
+k patch crontab my-new-cron-object --subresource=status --type=merge \
+    -p '{"status":{"replicas":2,"labelSelector":"app=cron"}}' >/dev/null 2>&1
+check "the status subresource writes status" test "$(jp crontab/my-new-cron-object '{.status.replicas}')" = 2
+check "kubectl scale" sh -c 'kubectl scale crontab my-new-cron-object --replicas=3 >/dev/null 2>&1'
+check "scale wrote specReplicasPath" test "$(jp crontab/my-new-cron-object '{.spec.replicas}')" = 3
+kurl "$url/apis/stable.example.com/v1/namespaces/default/crontabs/my-new-cron-object/scale" >"$work/out"
+check "the Scale reads statusReplicasPath and labelSelectorPath" python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["kind"] == "Scale" and s["spec"]["replicas"] == 3, s
+assert s["status"] == {"replicas": 2, "selector": "app=cron"}, s' "$work/out"
+
+# --- patches ---
+k patch crontab my-new-cron-object --type=strategic -p '{"spec":{"image":"x"}}' >"$work/out" 2>&1
+check "strategic merge patch is refused" grep -q "application/strategic-merge-patch+json is not supported" "$work/out"
+check "JSON patch" sh -c 'kubectl patch crontab my-new-cron-object --type=json -p "[{\"op\":\"replace\",\"path\":\"/spec/image\",\"value\":\"img2\"}]" >/dev/null 2>&1'
+check "the JSON patch is stored" test "$(jp crontab/my-new-cron-object '{.spec.image}')" = img2
+
+# --- a second version, conversion None ---
+kurl "$url/apis/stable.example.com/v1beta1/namespaces/default/crontabs/my-new-cron-object" >"$work/out"
+check "read through v1beta1, apiVersion rewritten" python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert o["apiVersion"] == "stable.example.com/v1beta1" and o["spec"]["image"] == "img2", o' "$work/out"
+
+# --- selectors and paging ---
+k label crontab my-new-cron-object tier=batch >/dev/null 2>&1
+for i in 1 2 3; do
+    printf 'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: c%s\nspec:\n  cronSpec: "* * * * *"\n' "$i" | k apply -f - >/dev/null 2>&1
+done
+check "label selector" test "$(kubectl get ct -l tier=batch -o name 2>/dev/null)" = crontab.stable.example.com/my-new-cron-object
+check "field selector" test "$(kubectl get ct --field-selector metadata.name=c2 -o name 2>/dev/null)" = crontab.stable.example.com/c2
+check "paging" test "$(kubectl get ct --chunk-size=1 -o name 2>/dev/null | wc -l)" = 4
+
+# --- a conflicting kind in the same group is not accepted ---
+sed -e 's/crontabs/crontabs2/g' -e 's/singular: crontab/singular: crontab2/' -e 's/- ct$/- ct2/' \
+    "$data/crontab-crd.yaml" >"$work/conflict.yaml"
+k apply -f "$work/conflict.yaml" >/dev/null 2>&1
+wait_for "a kind in use is a KindConflict" "crd/crontabs2.stable.example.com" \
+    '{.status.conditions[?(@.type=="NamesAccepted")].reason}=KindConflict'
+check "and it is not established" test "$(jp crd/crontabs2.stable.example.com '{.status.conditions[?(@.type=="Established")].status}')" = False
+k delete crd crontabs2.stable.example.com >/dev/null 2>&1
+
+# --- a changed definition is served at once: a new column, a version no longer served ---
+k patch crd "$crd" --type=json -p '[{"op":"add","path":"/spec/versions/0/additionalPrinterColumns/-","value":{"name":"Image","type":"string","jsonPath":".spec.image"}},{"op":"replace","path":"/spec/versions/1/served","value":false}]' >/dev/null 2>&1
+i=0
+until kubectl get crontab my-new-cron-object 2>/dev/null | head -1 | grep -Eq "^NAME +SPEC +REPLICAS +AGE +IMAGE$" || [ $i -gt 100 ]; do
+    i=$((i + 1))
+    sleep 0.2
+done
+check "a printer column added to the definition" sh -c 'kubectl get crontab my-new-cron-object 2>/dev/null | grep -Eq "^my-new-cron-object +.* img2$"'
+i=0
+while [ "$(kurl -o /dev/null -w '%{http_code}' "$url/apis/stable.example.com/v1beta1")" != 404 ] && [ $i -lt 100 ]; do
+    i=$((i + 1))
+    sleep 0.2
+done
+check "a version no longer served is gone" test "$(kurl -o /dev/null -w '%{http_code}' "$url/apis/stable.example.com/v1beta1/crontabs")" = 404
+check "the served version still is" test "$(kurl -o /dev/null -w '%{http_code}' "$url/apis/stable.example.com/v1/crontabs")" = 200
+
+# --- restart ---
+stop_server
+start_server --controllers=-*
+check "the definition survives a restart" sh -c 'kubectl get crontab my-new-cron-object >/dev/null 2>&1'
+
+# --- a second server on the same etcd ---
+case "$store" in
+etcd://*)
+    b_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    mkdir -p "$work/b/pki"
+    chmod 700 "$work/b" "$work/b/pki"
+    cp -p "$work/data/pki/ca.crt" "$work/data/pki/ca.key" "$work/data/pki/sa.key" "$work/b/pki/"
+    "$ckube" server --listen "127.0.0.1:$b_port" --data-dir "$work/b" --store "$store" \
+        --controllers=-* >>"$work/b.out" 2>>"$work/b.err" &
+    b_pid=$!
+    trap 'kill "$b_pid" 2>/dev/null; wait "$b_pid" 2>/dev/null; cleanup' EXIT
+    i=0
+    until [ "$(kurl "https://127.0.0.1:$b_port/readyz" 2>/dev/null)" = ok ] || [ $i -gt 100 ]; do
+        i=$((i + 1))
+        sleep 0.1
+    done
+    check "a second server serves the custom resources" sh -c \
+        "kubectl --server https://127.0.0.1:$b_port get crontab my-new-cron-object >/dev/null 2>&1"
+    ;;
+esac
+
+# --- deleting the definition deletes its objects ---
+k create ns other >/dev/null 2>&1
+k -n other apply -f "$data/crontab.yaml" --validate=false >/dev/null 2>&1
+check "a custom resource in another namespace" sh -c 'kubectl -n other get crontab my-new-cron-object >/dev/null 2>&1'
+k delete crd "$crd" --wait=true --timeout=60s >"$work/out" 2>&1
+check "the definition is deleted" grep -q "\"$crd\" deleted" "$work/out"
+i=0
+while kubectl get crd "$crd" >/dev/null 2>&1 && [ $i -lt 100 ]; do
+    i=$((i + 1))
+    sleep 0.2
+done
+check "the definition is gone" sh -c "! kubectl get crd $crd >/dev/null 2>&1"
+check "its resources are no longer served" sh -c '! kubectl get --raw /apis/stable.example.com/v1/crontabs >/dev/null 2>&1'
+k apply -f "$data/crontab-crd.yaml" >/dev/null 2>&1
+wait_for "re-created, it is established again" "crd/$crd" '{.status.conditions[?(@.type=="Established")].status}=True'
+check "and its old objects are gone" test "$(kurl "$url/apis/stable.example.com/v1/crontabs" |
+    python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')" = 0
+
+finish
