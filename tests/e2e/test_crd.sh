@@ -41,6 +41,30 @@ check "a definition whose name is not plural.group is refused" \
     grep -q 'metadata.name: Invalid value: "wrong.stable.example.com": must be spec.names.plural+"."+spec.group' "$work/out"
 check "two storage versions are refused" \
     grep -q "spec.versions: Invalid value.*must have exactly one version marked as storage version" "$work/out"
+cat >"$work/nonstructural.yaml" <<'EOF'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            properties:
+              size: {type: integer}
+EOF
+k apply -f "$work/nonstructural.yaml" >"$work/out" 2>&1
+check "a schema that is not structural is refused" \
+    grep -q 'spec.versions\[0\].schema.openAPIV3Schema.properties\[spec\].type: Required value: must not be empty for specified object fields' "$work/out"
 
 # --- custom resources ---
 k apply --validate=false -f "$data/crontab.yaml" >"$work/out" 2>&1
