@@ -145,7 +145,10 @@ struct ck_agent_config {
     const char *root_dir;                 /* required; must exist */
     int max_pods;                         /* 0: 110 */
     int64_t node_status_update_frequency; /* lease renewals; 0: 10 s */
-    int port;                             /* the log server's port; 0: 10250 */
+    int port;                             /* the HTTPS endpoint's port; 0: 10250 */
+    /* its serving pair (both or neither; neither: self-signed into <root_dir>/pki) */
+    const char *tls_cert_file, *tls_private_key_file;
+    const char *client_ca_file; /* client certificates must chain to it; NULL: no check */
 };
 
 struct ck_agent;
