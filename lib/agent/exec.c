@@ -40,11 +40,10 @@
 #include "internal.h"
 
 #define MAX_ARGS        256
-#define SESSION_ID_MAX  64
 #define STATUS_MSG_SIZE 1024
 
-struct exec_session {
-    char id[SESSION_ID_MAX + 1];
+struct ck__exec_session {
+    char id[CK_EXEC_SESSION_ID_MAX + 1];
     pid_t shim, pid; /* the shim (our child) and the command (leader of its group) */
     int status_fd;   /* from the shim: the command's pid, then its wait status */
     int in_fd;       /* the command's stdin (the pty's master with a tty), or -1 */
@@ -58,11 +57,11 @@ struct exec_session {
     bool status_sent; /* the output thread's */
     atomic_bool killed;
     int refs;
-    struct exec_session *next;
+    struct ck__exec_session *next;
 };
 
 static pthread_mutex_t sessions_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct exec_session *sessions;
+static struct ck__exec_session *sessions;
 
 static void close_fd(int *fd)
 {
@@ -71,12 +70,12 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
-static void session_release(struct exec_session *s)
+static void session_release(struct ck__exec_session *s)
 {
     pthread_mutex_lock(&sessions_lock);
     bool last = --s->refs == 0;
     if (last)
-        for (struct exec_session **p = &sessions; *p; p = &(*p)->next)
+        for (struct ck__exec_session **p = &sessions; *p; p = &(*p)->next)
             if (*p == s) {
                 *p = s->next;
                 break;
@@ -93,10 +92,10 @@ static void session_release(struct exec_session *s)
     free(s);
 }
 
-static struct exec_session *session_find(const char *id)
+static struct ck__exec_session *session_find(const char *id)
 {
     pthread_mutex_lock(&sessions_lock);
-    struct exec_session *s = sessions;
+    struct ck__exec_session *s = sessions;
     while (s && strcmp(s->id, id) != 0)
         s = s->next;
     if (s)
@@ -106,7 +105,7 @@ static struct exec_session *session_find(const char *id)
 }
 
 /* Reads the command's wait status from the shim, waiting at most timeout_ms. */
-static bool read_exit(struct exec_session *s, int timeout_ms)
+static bool read_exit(struct ck__exec_session *s, int timeout_ms)
 {
     pthread_mutex_lock(&s->exit_lock);
     struct pollfd p = {s->status_fd, POLLIN, 0};
@@ -124,7 +123,7 @@ static bool read_exit(struct exec_session *s, int timeout_ms)
 }
 
 /* Kills the command's process group (what is left of it) and waits for the status. */
-static void session_kill(struct exec_session *s)
+static void session_kill(struct ck__exec_session *s)
 {
     if (atomic_exchange(&s->killed, true) || s->pid <= 0)
         return;
@@ -192,7 +191,7 @@ static void shim_main(int status_w, int tty_slave, int in_r, int out_w, int err_
 }
 
 /* Starts the command: 0, or -1 with why in msg. */
-static int session_start(struct exec_session *s, char *const *argv, char *const *envp,
+static int session_start(struct ck__exec_session *s, char *const *argv, char *const *envp,
                          const char *dir, bool want_stdin, char *msg, size_t size)
 {
     int status[2] = {-1, -1}, in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
@@ -254,7 +253,7 @@ static int session_start(struct exec_session *s, char *const *argv, char *const 
 /* ---- the output: the GET's answer ---- */
 
 /* The Status of the error channel, as the kubelet writes it. */
-static size_t status_json(const struct exec_session *s, char *out, size_t size)
+static size_t status_json(const struct ck__exec_session *s, char *out, size_t size)
 {
     json_t *st;
     int code = WIFEXITED(s->wstatus)     ? WEXITSTATUS(s->wstatus)
@@ -280,7 +279,7 @@ static size_t status_json(const struct exec_session *s, char *out, size_t size)
 static ssize_t read_output(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
-    struct exec_session *s = cls;
+    struct ck__exec_session *s = cls;
     if (max <= CK_EXEC_FRAME_HEADER + STATUS_MSG_SIZE)
         return 0;
     if (s->status_sent)
@@ -319,7 +318,7 @@ static ssize_t read_output(void *cls, uint64_t pos, char *buf, size_t max)
 
 static void output_done(void *cls)
 {
-    struct exec_session *s = cls;
+    struct ck__exec_session *s = cls;
     session_kill(s);
     session_release(s);
 }
@@ -360,6 +359,59 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, cons
     return r;
 }
 
+int ck__exec_session_start(const struct ck__exec_spec *spec, struct ck__exec_session **ret,
+                           char *msg, size_t size)
+{
+    struct ck__exec_session *other = session_find(spec->id);
+    if (other) {
+        session_release(other);
+        snprintf(msg, size, "the session exists");
+        return CK_EEXIST;
+    }
+    struct ck__exec_session *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(msg, size, "out of memory");
+        return CK_ENOMEM;
+    }
+    snprintf(s->id, sizeof(s->id), "%s", spec->id);
+    s->status_fd = s->in_fd = s->out_fd = s->err_fd = s->tty_fd = -1;
+    s->tty = spec->tty;
+    pthread_mutex_init(&s->exit_lock, NULL);
+    size_t off = 0;
+    for (size_t i = 0; spec->argv[i] && off < sizeof(s->command_text); i++)
+        off += (size_t)snprintf(s->command_text + off, sizeof(s->command_text) - off, "%s%s",
+                                i ? " " : "", spec->argv[i]);
+    if (session_start(s, spec->argv, spec->envp, spec->dir, spec->want_stdin, msg, size) < 0) {
+        pthread_mutex_destroy(&s->exit_lock);
+        free(s);
+        return CK_EIO;
+    }
+    s->refs = 2; /* the table and the caller */
+    pthread_mutex_lock(&sessions_lock);
+    s->next = sessions;
+    sessions = s;
+    pthread_mutex_unlock(&sessions_lock);
+    *ret = s;
+    return 0;
+}
+
+pid_t ck__exec_session_pid(const struct ck__exec_session *s)
+{
+    return s->pid;
+}
+
+ssize_t ck__exec_session_read(struct ck__exec_session *s, char *buf, size_t max)
+{
+    return read_output(s, 0, buf, max);
+}
+
+void ck__exec_session_end(struct ck__exec_session *s)
+{
+    session_kill(s);
+    session_release(s); /* the caller's */
+    session_release(s); /* the table's */
+}
+
 enum MHD_Result ck__agent_exec_start(struct ck_agent *a, struct MHD_Connection *conn,
                                      const char *url)
 {
@@ -367,14 +419,14 @@ enum MHD_Result ck__agent_exec_start(struct ck_agent *a, struct MHD_Connection *
     if (sscanf(url, "/exec/%253[^/]/%253[^/]/%253[^/]", ns, pod, ctr) != 3)
         return answer(conn, MHD_HTTP_NOT_FOUND, "not found\n");
     const char *id = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "session");
-    if (!id || !*id || strlen(id) > SESSION_ID_MAX)
+    if (!id || !*id || strlen(id) > CK_EXEC_SESSION_ID_MAX)
         return answer(conn, MHD_HTTP_BAD_REQUEST, "a session id is required\n");
     struct command_args args = {.n = 0};
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_command, &args);
     enum MHD_Result ret;
     char **envp = NULL;
     char *dir = NULL;
-    struct exec_session *s = NULL;
+    struct ck__exec_session *s = NULL;
     if (args.too_many || args.n == 0) {
         snprintf(msg, sizeof(msg), "%s\n",
                  args.n ? "too many command arguments (at most 256)"
@@ -387,51 +439,27 @@ enum MHD_Result ck__agent_exec_start(struct ck_agent *a, struct MHD_Connection *
             ret = answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
             goto out;
         }
-    int r = ck__agent_container_env(a, ns, pod, ctr, &envp, &dir);
-    if (r < 0) {
+    if (ck__agent_container_env(a, ns, pod, ctr, &envp, &dir) < 0) {
         snprintf(msg, sizeof(msg), "container not found (\"%s\")\n", ctr);
         ret = answer(conn, MHD_HTTP_NOT_FOUND, msg);
         goto out;
     }
-    struct exec_session *other = session_find(id);
-    if (other) {
-        session_release(other);
-        ret = answer(conn, MHD_HTTP_CONFLICT, "the session exists\n");
+    struct ck__exec_spec spec = {
+        id, args.argv, envp, dir, query_true(conn, "stdin"), query_true(conn, "tty")};
+    int r = ck__exec_session_start(&spec, &s, msg, sizeof(msg) - 1);
+    if (r < 0) {
+        strcat(msg, "\n");
+        ret =
+            answer(conn, r == CK_EEXIST ? MHD_HTTP_CONFLICT : MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
         goto out;
     }
-    s = calloc(1, sizeof(*s));
-    if (!s) {
-        ret = answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-        goto out;
-    }
-    snprintf(s->id, sizeof(s->id), "%s", id);
-    s->status_fd = s->in_fd = s->out_fd = s->err_fd = s->tty_fd = -1;
-    s->tty = query_true(conn, "tty");
-    pthread_mutex_init(&s->exit_lock, NULL);
-    size_t off = 0;
-    for (size_t i = 0; i < args.n && off < sizeof(s->command_text); i++)
-        off += (size_t)snprintf(s->command_text + off, sizeof(s->command_text) - off, "%s%s",
-                                i ? " " : "", args.argv[i]);
-    if (session_start(s, args.argv, envp, dir, query_true(conn, "stdin"), msg, sizeof(msg)) < 0) {
-        pthread_mutex_destroy(&s->exit_lock);
-        free(s);
-        s = NULL;
-        ret = answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
-        goto out;
-    }
-    s->refs = 2; /* the table and the answer */
-    pthread_mutex_lock(&sessions_lock);
-    s->next = sessions;
-    sessions = s;
-    pthread_mutex_unlock(&sessions_lock);
     char pid[24];
     snprintf(pid, sizeof(pid), "%d", (int)s->pid);
     CK_LOGS(2, "Exec started", "pod", pod, "container", ctr, "pid", pid);
     struct MHD_Response *resp =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_output, s, output_done);
     if (!resp) {
-        output_done(s);
-        session_release(s); /* the table's */
+        ck__exec_session_end(s);
         ret = answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
         goto out;
     }
@@ -450,14 +478,14 @@ out:
 
 /* ---- the input: the POST's upload ---- */
 
-struct exec_input {
-    struct exec_session *s;
+struct ck__exec_input {
+    struct ck__exec_session *s;
     struct ck__exec_frames frames;
     bool done;
 };
 
 /* Writes all of data to fd, giving up when the session was killed. */
-static void write_input(struct exec_session *s, const unsigned char *data, size_t n)
+static void write_input(struct ck__exec_session *s, const unsigned char *data, size_t n)
 {
     while (n > 0 && s->in_fd >= 0 && !atomic_load(&s->killed)) {
         ssize_t w = write(s->in_fd, data, n);
@@ -473,7 +501,7 @@ static void write_input(struct exec_session *s, const unsigned char *data, size_
     }
 }
 
-static void resize(struct exec_session *s, const unsigned char *payload, size_t n)
+static void resize(struct ck__exec_session *s, const unsigned char *payload, size_t n)
 {
     json_t *size = json_loadb((const char *)payload, n, 0, NULL);
     json_int_t w = json_integer_value(json_object_get(size, "Width"));
@@ -486,7 +514,7 @@ static void resize(struct exec_session *s, const unsigned char *payload, size_t 
 }
 
 /* Acts on every whole record; false when the stream is broken. */
-static bool take_records(struct exec_input *in)
+static bool take_records(struct ck__exec_input *in)
 {
     unsigned ch;
     const unsigned char *p;
@@ -503,30 +531,42 @@ static bool take_records(struct exec_input *in)
     return r == 0;
 }
 
+struct ck__exec_input *ck__exec_input_new(const char *id)
+{
+    struct ck__exec_session *s = session_find(id);
+    if (!s)
+        return NULL;
+    struct ck__exec_input *in = calloc(1, sizeof(*in));
+    if (!in) {
+        session_release(s);
+        return NULL;
+    }
+    in->s = s;
+    return in;
+}
+
+size_t ck__exec_input_take(struct ck__exec_input *in, const void *data, size_t n)
+{
+    size_t took = ck__exec_frames_append(&in->frames, data, n);
+    if (!take_records(in)) {
+        session_kill(in->s); /* a broken stream */
+        return n;
+    }
+    return took;
+}
+
 enum MHD_Result ck__agent_exec_input(struct MHD_Connection *conn, const char *url,
                                      const char *upload, size_t *upload_size, void **req)
 {
-    struct exec_input *in = *req;
+    struct ck__exec_input *in = *req;
     if (!in) {
-        const char *id = url + strlen("/execInput/");
-        struct exec_session *s = session_find(id);
-        if (!s)
+        if (!(in = ck__exec_input_new(url + strlen("/execInput/"))))
             return answer(conn, MHD_HTTP_NOT_FOUND, "no such session\n");
-        if (!(in = calloc(1, sizeof(*in)))) {
-            session_release(s);
-            return answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-        }
-        in->s = s;
         *req = in;
         return MHD_YES;
     }
     if (*upload_size > 0) {
-        size_t took = ck__exec_frames_append(&in->frames, upload, *upload_size);
-        *upload_size -= took;
-        if (!take_records(in)) {
-            *upload_size = 0;
-            session_kill(in->s);
-        }
+        *upload_size -= ck__exec_input_take(in, upload, *upload_size);
         return MHD_YES;
     }
     session_kill(in->s); /* the client's end: the end of the session */
@@ -535,7 +575,7 @@ enum MHD_Result ck__agent_exec_input(struct MHD_Connection *conn, const char *ur
 
 void ck__agent_exec_input_done(void *req)
 {
-    struct exec_input *in = req;
+    struct ck__exec_input *in = req;
     if (!in)
         return;
     session_kill(in->s);
