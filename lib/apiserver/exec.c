@@ -408,6 +408,24 @@ static bool has_container(const json_t *spec, const char *name)
     return false;
 }
 
+/* Whether the pod's status says the container runs. */
+static bool container_running(const json_t *status, const char *name)
+{
+    static const char *const lists[] = {"containerStatuses", "initContainerStatuses",
+                                        "ephemeralContainerStatuses"};
+    for (size_t l = 0; l < 3; l++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(status, lists[l]), i, c)
+        {
+            const char *n = json_string_value(json_object_get(c, "name"));
+            if (n && strcmp(n, name) == 0)
+                return json_object_get(json_object_get(c, "state"), "running") != NULL;
+        }
+    }
+    return false;
+}
+
 /* The first subprotocol kubectl offers that we speak (v5, then v4), or NULL. */
 static const char *pick_protocol(const char *offered)
 {
@@ -501,6 +519,7 @@ enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connecti
     }
     snprintf(container, sizeof(container), "%s", c ? c : "");
     bool known = has_container(spec, container);
+    bool running = container_running(json_object_get(pod, "status"), container);
     json_decref(pod);
     int commands = 0;
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, count_command, &commands);
@@ -510,6 +529,9 @@ enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connecti
         snprintf(msg, sizeof(msg), "container %s is not valid for pod %s", container, t->name);
     else if (!*node_name)
         snprintf(msg, sizeof(msg), "pod %s does not have a host assigned", t->name);
+    else if (!running) /* the agent's answer, before kubectl's SPDY fallback could hide it */
+        snprintf(msg, sizeof(msg), "unable to upgrade connection: container not found (\"%s\")",
+                 container);
     else if (commands == 0)
         snprintf(msg, sizeof(msg), "you must specify at least 1 command");
     else if (!in && !out && !errs)
