@@ -32,6 +32,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <wslay/wslay.h>
 
@@ -177,6 +178,13 @@ static void *input_main(void *arg)
 
 /* ---- the WebSocket (wslay, on the upgraded socket) ---- */
 
+static int64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *arg)
 {
     (void)flags;
@@ -232,10 +240,8 @@ static void ws_message(wslay_event_context_ptr ctx, const struct wslay_event_on_
 {
     (void)ctx;
     struct exec_relay *r = arg;
-    if (m->opcode == WSLAY_CONNECTION_CLOSE) {
-        r->ws_closed = true;
-        return;
-    }
+    if (m->opcode == WSLAY_CONNECTION_CLOSE)
+        return; /* wslay answers it; want_read turns false */
     if ((m->opcode != WSLAY_BINARY_FRAME && m->opcode != WSLAY_TEXT_FRAME) || m->msg_length < 1)
         return;
     size_t len = m->msg_length - 1;
@@ -297,8 +303,9 @@ static void *relay_main(void *arg)
     fcntl(r->sock, F_SETFL, fcntl(r->sock, F_GETFL) | O_NONBLOCK);
     fcntl(r->out_r, F_SETFL, fcntl(r->out_r, F_GETFL) | O_NONBLOCK);
     bool output_open = true;
+    int64_t closing_deadline = 0;
     if (wslay_event_context_server_init(&r->ws, &cb, r) == 0) {
-        while (!r->ws_closed) {
+        while (!r->ws_closed && (wslay_event_want_read(r->ws) || wslay_event_want_write(r->ws))) {
             bool want_out = output_open && wslay_event_get_queued_msg_count(r->ws) < 64;
             struct pollfd p[3] = {
                 {r->sock,
@@ -309,8 +316,11 @@ static void *relay_main(void *arg)
                 /* libmicrohttpd does not pass a TLS peer's hang-up on to sock: watch it */
                 {r->peer_fd, POLLRDHUP, 0},
             };
-            if (!output_open && !wslay_event_want_write(r->ws))
-                break; /* everything sent, the close frame too */
+            /* after our close frame, kubectl's answer says it has read everything:
+             * closing sooner could drop what is still on its way */
+            if (!output_open && !wslay_event_want_write(r->ws) &&
+                (!wslay_event_want_read(r->ws) || monotonic_ns() > closing_deadline))
+                break;
             if (poll(p, 3, 1000) < 0 && errno != EINTR)
                 break;
             if (p[2].revents & (POLLRDHUP | POLLHUP | POLLERR))
@@ -320,6 +330,7 @@ static void *relay_main(void *arg)
             if (p[1].revents && output_open && !pump_output(r)) {
                 output_open = false; /* the session ended: say goodbye */
                 wslay_event_queue_close(r->ws, WSLAY_CODE_NORMAL_CLOSURE, NULL, 0);
+                closing_deadline = monotonic_ns() + 10000000000LL;
             }
             if (wslay_event_want_write(r->ws) && wslay_event_send(r->ws) != 0)
                 break;
