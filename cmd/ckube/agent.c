@@ -3,6 +3,7 @@
  *
  *   ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [--config FILE]
  *               [--feature-gates A=true,B=false] [--max-pods 110] [--port 10250]
+ *               [--tls-cert-file F --tls-private-key-file F] [--client-ca-file F]
  *
  * Reads a KubeletConfiguration-style file (--config), then the flags on top (flags win
  * per setting; feature gates merge as kubelet's: the file's map, then --feature-gates),
@@ -43,6 +44,10 @@ static const char usage[] =
     "      --container-log-max-files N  log files kept per container, current one included\n"
     "                             (default 5, at least 2)\n"
     "      --no-cgroups           limits as rlimits even with a delegated cgroup v2\n"
+    "      --tls-cert-file FILE   the HTTPS serving certificate of logs and exec (default:\n"
+    "                             one the agent signs itself into ROOT-DIR/pki)\n"
+    "      --tls-private-key-file FILE  its key\n"
+    "      --client-ca-file FILE  accept only client certificates this CA signed\n"
     "  -v, --v N                  log verbosity (default 0)\n"
     "  -h, --help                 print this help\n";
 
@@ -196,6 +201,7 @@ int ck_cmd_agent(int argc, char **argv)
         O_LOG_MAX_FILES,
         O_NO_CGROUPS
     };
+    enum { O_TLS_CERT = 400, O_TLS_KEY, O_CLIENT_CA };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
         {"node-name", required_argument, NULL, O_NODE},
@@ -207,6 +213,9 @@ int ck_cmd_agent(int argc, char **argv)
         {"container-log-max-size", required_argument, NULL, O_LOG_MAX_SIZE},
         {"container-log-max-files", required_argument, NULL, O_LOG_MAX_FILES},
         {"no-cgroups", no_argument, NULL, O_NO_CGROUPS},
+        {"tls-cert-file", required_argument, NULL, O_TLS_CERT},
+        {"tls-private-key-file", required_argument, NULL, O_TLS_KEY},
+        {"client-ca-file", required_argument, NULL, O_CLIENT_CA},
         {"v", required_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -263,6 +272,15 @@ int ck_cmd_agent(int argc, char **argv)
         case O_NO_CGROUPS:
             config.no_cgroups = true;
             break;
+        case O_TLS_CERT:
+            config.tls_cert_file = optarg;
+            break;
+        case O_TLS_KEY:
+            config.tls_private_key_file = optarg;
+            break;
+        case O_CLIENT_CA:
+            config.client_ca_file = optarg;
+            break;
         case 'v':
             if (ck_cmd_log_flag(true, optarg))
                 return usage_error("invalid value for -v", optarg);
@@ -281,6 +299,8 @@ int ck_cmd_agent(int argc, char **argv)
         return usage_error("--node-name is required", NULL);
     if (!config.root_dir)
         return usage_error("--root-dir is required", NULL);
+    if (!config.tls_cert_file != !config.tls_private_key_file)
+        return usage_error("--tls-cert-file and --tls-private-key-file go together", NULL);
 
     struct ck_fg_gate *gates = agent_gates();
     if (!gates)

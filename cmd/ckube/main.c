@@ -81,6 +81,11 @@ static const char usage_tail[] =
     "      --client-ca-file FILE     CA client certificates are verified against\n"
     "                                (default: DATA-DIR/pki/ca.crt)\n"
     "      --tls-san NAME            an extra DNS name or IP of the serving certificate (repeatable)\n"
+    "      --kubelet-client-certificate FILE  the client certificate shown to node agents\n"
+    "                                (default: DATA-DIR/pki/apiserver-kubelet-client.crt)\n"
+    "      --kubelet-client-key FILE its key\n"
+    "      --kubelet-certificate-authority FILE  verifies the agents' serving certificates\n"
+    "                                (default: not verified, as kube-apiserver)\n"
     "      --token-auth-file FILE    bearer tokens, kube-apiserver's CSV: token,user,uid[,\"groups\"]\n"
     "      --service-account-key-file FILE  key ServiceAccount tokens are verified with\n"
     "                                (default: DATA-DIR/pki/sa.key)\n"
@@ -162,6 +167,9 @@ enum {
     OPT_CONFIG,
     OPT_TLS_CERT_FILE,
     OPT_TLS_KEY_FILE,
+    OPT_KUBELET_CLIENT_CERT,
+    OPT_KUBELET_CLIENT_KEY,
+    OPT_KUBELET_CA,
     OPT_CLIENT_CA_FILE,
     OPT_TLS_SAN,
     OPT_TOKEN_AUTH_FILE,
@@ -199,6 +207,7 @@ struct options {
     const char *tls_cert_file;
     const char *tls_key_file;
     const char *client_ca_file;
+    const char *kubelet_client_cert, *kubelet_client_key, *kubelet_ca;
     const char *tls_sans[MAX_TLS_SANS];
     size_t n_tls_sans;
     const char *token_auth_file;
@@ -296,6 +305,15 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_CLIENT_CA_FILE:
             opts->client_ca_file = optarg;
+            break;
+        case OPT_KUBELET_CLIENT_CERT:
+            opts->kubelet_client_cert = optarg;
+            break;
+        case OPT_KUBELET_CLIENT_KEY:
+            opts->kubelet_client_key = optarg;
+            break;
+        case OPT_KUBELET_CA:
+            opts->kubelet_ca = optarg;
             break;
         case OPT_TLS_SAN:
             if (opts->n_tls_sans == MAX_TLS_SANS)
@@ -602,6 +620,9 @@ static int cmd_server(int argc, char **argv)
         {"tls-cert-file", required_argument, NULL, OPT_TLS_CERT_FILE},
         {"tls-private-key-file", required_argument, NULL, OPT_TLS_KEY_FILE},
         {"client-ca-file", required_argument, NULL, OPT_CLIENT_CA_FILE},
+        {"kubelet-client-certificate", required_argument, NULL, OPT_KUBELET_CLIENT_CERT},
+        {"kubelet-client-key", required_argument, NULL, OPT_KUBELET_CLIENT_KEY},
+        {"kubelet-certificate-authority", required_argument, NULL, OPT_KUBELET_CA},
         {"tls-san", required_argument, NULL, OPT_TLS_SAN},
         {"token-auth-file", required_argument, NULL, OPT_TOKEN_AUTH_FILE},
         {"service-account-key-file", required_argument, NULL, OPT_SA_KEY_FILE},
@@ -776,6 +797,9 @@ static int cmd_server(int argc, char **argv)
         .tls_cert_file = opts.tls_cert_file,
         .tls_private_key_file = opts.tls_key_file,
         .client_ca_file = opts.client_ca_file,
+        .kubelet_client_certificate = opts.kubelet_client_cert,
+        .kubelet_client_key = opts.kubelet_client_key,
+        .kubelet_certificate_authority = opts.kubelet_ca,
         .tls_sans = opts.tls_sans,
         .n_tls_sans = opts.n_tls_sans,
         .token_auth_file = opts.token_auth_file,

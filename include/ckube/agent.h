@@ -239,12 +239,15 @@ struct ck_agent_config {
     const char *root_dir;                 /* required; must exist */
     int max_pods;                         /* 0: 110 */
     int64_t node_status_update_frequency; /* lease renewals; 0: 10 s */
-    int port;                             /* the log server's port; 0: 10250 */
-    int64_t container_log_max_size;       /* containerLogMaxSize; 0: 10Mi; <0: no rotation */
-    int container_log_max_files;          /* containerLogMaxFiles; 0: 5 (at least 2) */
-    const json_t *eviction_hard;          /* evictionHard {signal: "100Mi" | "10%"}; NULL:
-                                             the kubelet's defaults; borrowed */
-    bool no_cgroups;                      /* use rlimits even with a delegated cgroup */
+    int port;                             /* the HTTPS endpoint's port; 0: 10250 */
+    /* its serving pair (both or neither; neither: self-signed into <root_dir>/pki) */
+    const char *tls_cert_file, *tls_private_key_file;
+    const char *client_ca_file;     /* client certificates must chain to it; NULL: no check */
+    int64_t container_log_max_size; /* containerLogMaxSize; 0: 10Mi; <0: no rotation */
+    int container_log_max_files;    /* containerLogMaxFiles; 0: 5 (at least 2) */
+    const json_t *eviction_hard;    /* evictionHard {signal: "100Mi" | "10%"}; NULL:
+                                       the kubelet's defaults; borrowed */
+    bool no_cgroups;                /* use rlimits even with a delegated cgroup */
 };
 
 struct ck_agent;

@@ -55,6 +55,16 @@ struct ck_apiserver_config {
     const char *service_account_key_file; /* NULL: the PKI's sa.key */
     bool anonymous_auth_disabled;         /* --anonymous-auth=false */
     /*
+     * The client certificate the server presents to node agents (pods/log, pods/exec):
+     * --kubelet-client-certificate/--kubelet-client-key. NULL: one the PKI signs
+     * (apiserver-kubelet-client.crt, CN kube-apiserver-kubelet-client, O system:masters),
+     * when it has a generated CA. kubelet_certificate_authority verifies the agents'
+     * serving certificates; NULL: they are not verified (kube-apiserver's default).
+     */
+    const char *kubelet_client_certificate;
+    const char *kubelet_client_key;
+    const char *kubelet_certificate_authority;
+    /*
      * How long events live after their last activity (kube-apiserver's --event-ttl), in
      * nanoseconds, rounded up to seconds: the server removes older ones. 0: one hour,
      * Kubernetes' default; < 0: they never expire. Applies to every kind whose

@@ -98,6 +98,8 @@ struct ck_agent {
     struct ck_event_recorder *events; /* as the kubelet's recorder: component "kubelet" */
     struct ck_pressure_thresholds thresholds;
     struct ck_pressure pressure; /* as last written to the Node (renewer thread only) */
+    void *log_server_context;
+    struct ck__agent_tls tls;
 
     pthread_mutex_t lock;
     struct ck_pod_run_table {
@@ -468,7 +470,7 @@ static char **container_env(struct ck_agent *a, const struct pod_run *p, const j
     return env.v;
 }
 
-/* The environment probes and hooks run with: the running attempt's, else a fresh one. */
+/* The environment probes, hooks and exec run with: the running attempt's, else a fresh one. */
 static char **probe_env(struct ck_agent *a, const struct pod_run *p, const struct container *c,
                         const json_t *sc)
 {
@@ -1277,9 +1279,15 @@ int ck_agent_run(struct ck_agent *a, struct ck_err *reterr)
     const json_t *owner = json_array_get(
         json_object_get(json_object_get(a->lease, "metadata"), "ownerReferences"), 0);
     pressure_events(a, json_string_value(json_object_get(owner, "uid")), NULL, &a->pressure);
-    if (!a->log_server &&
-        !(a->log_server = ck__agent_log_server_start(a, a->host_ip, a->config.port)))
-        return ck_err_set(reterr, CK_EIO, "cannot serve logs on %s:%d", a->host_ip, a->config.port);
+    if (!a->tls.cert &&
+        (r = ck__agent_tls_load(&a->config, a->root_dir, a->host_ip, &a->tls, reterr)) < 0)
+        return r;
+    if (!a->config.client_ca_file)
+        CK_LOGW("No --client-ca-file: any client that reaches the port may read logs and exec");
+    if (!a->log_server && !(a->log_server = ck__agent_log_server_start(
+                                a, a->host_ip, a->config.port, &a->tls, &a->log_server_context)))
+        return ck_err_set(reterr, CK_EIO, "cannot serve HTTPS on %s:%d", a->host_ip,
+                          a->config.port);
     r = ck_informer_start(a->pods_inf, reterr);
     if (r < 0)
         return r;
@@ -1313,6 +1321,8 @@ struct ck_agent *ck_agent_free(struct ck_agent *a)
     }
     if (a->log_server)
         MHD_stop_daemon(a->log_server);
+    free(a->log_server_context);
+    ck__agent_tls_release(&a->tls);
     ck_informer_free(a->pods_inf);
     ck_event_recorder_free(a->events);
     /* the containers keep running, as with the kubelet: a new agent finds them again */
@@ -1349,6 +1359,39 @@ int ck_agent_log_path(struct ck_agent *a, const char *ns, const char *pod, const
                 break;
             ctr_log(p, c, attempt, buf, size);
             r = 0;
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return r;
+}
+
+int ck__agent_container_env(struct ck_agent *a, const char *ns, const char *pod,
+                            const char *container, char ***ret_env, char **ret_dir)
+{
+    int r = CK_ENOENT;
+    pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < a->pods.n && r == CK_ENOENT; i++) {
+        struct pod_run *p = a->pods.v[i];
+        if (strcmp(p->ns, ns) != 0 || strcmp(p->name, pod) != 0)
+            continue;
+        for (size_t j = 0; j < p->n; j++) {
+            struct container *c = &p->ctrs[j];
+            if (strcmp(c->name, container) != 0 || !c->running)
+                continue;
+            const json_t *sc = spec_container(p, c->name);
+            const char *wd = json_string_value(json_object_get(sc, "workingDir"));
+            *ret_env = probe_env(a, p, c, sc); /* what the container got */
+            *ret_dir = strdup(wd && *wd ? wd : p->dir);
+            if (!*ret_env || !*ret_dir) {
+                strv_free(*ret_env);
+                free(*ret_dir);
+                *ret_env = NULL;
+                *ret_dir = NULL;
+                r = CK_ENOMEM;
+            } else {
+                r = 0;
+            }
+            break;
         }
     }
     pthread_mutex_unlock(&a->lock);

@@ -7,8 +7,11 @@
  *
  * It reads the CRI log files (logread.c: rotated ones first) and answers the text of
  * each record (with its RFC 3339 time in front when timestamps=true). With follow=true
- * the answer goes on while the container runs. libmicrohttpd serves it on the node's address, plain
- * HTTP.
+ * the answer goes on while the container runs.
+ *
+ * The same endpoint serves exec (exec.c). libmicrohttpd serves it over HTTPS (tls.c) on
+ * the node's address, one thread per connection; with a client CA, every request must
+ * come with a client certificate that CA signed (else 401).
  */
 #define _GNU_SOURCE
 #include <microhttpd.h>
@@ -96,15 +99,24 @@ static struct ck_log_reader *open_reader(struct ck_agent *a, struct MHD_Connecti
     return ck_log_reader_open(path, exit_path, &o, &r) == 0 ? r : NULL;
 }
 
+struct endpoint {
+    struct ck_agent *agent;
+    bool client_cert_required;
+};
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **req)
 {
     (void)version;
-    (void)upload;
-    (void)upload_size;
-    (void)req;
-    struct ck_agent *a = cls;
+    const struct endpoint *e = cls;
+    struct ck_agent *a = e->agent;
+    if (!*req && ck__agent_tls_check_client(conn, e->client_cert_required) < 0)
+        return fail(conn, MHD_HTTP_UNAUTHORIZED, "Unauthorized\n");
+    if (strcmp(method, "POST") == 0 && strncmp(url, "/execInput/", 11) == 0)
+        return ck__agent_exec_input(conn, url, upload, upload_size, req);
+    if (strcmp(method, "GET") == 0 && strncmp(url, "/exec/", 6) == 0)
+        return ck__agent_exec_start(a, conn, url);
     if (strcmp(method, "GET") != 0)
         return fail(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
     char ns[254], pod[254], ctr[254] = "";
@@ -125,12 +137,50 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     return ret;
 }
 
-struct MHD_Daemon *ck__agent_log_server_start(struct ck_agent *a, const char *address, int port)
+static void request_done(void *cls, struct MHD_Connection *conn, void **req,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    ck__agent_exec_input_done(*req); /* the only requests with a state */
+    *req = NULL;
+}
+
+/* The handler's context: one per daemon, freed by the daemon's owner after it stops. */
+static struct endpoint *endpoint_new(struct ck_agent *a, bool client_cert_required)
+{
+    struct endpoint *e = calloc(1, sizeof(*e));
+    if (e)
+        *e = (struct endpoint){a, client_cert_required};
+    return e;
+}
+
+struct MHD_Daemon *ck__agent_log_server_start(struct ck_agent *a, const char *address, int port,
+                                              const struct ck__agent_tls *tls, void **ret_context)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     if (inet_pton(AF_INET, address, &sa.sin_addr) != 1)
         return NULL;
-    return MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
-        (uint16_t)port, NULL, NULL, handle, a, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_END);
+    struct endpoint *e = endpoint_new(a, tls->client_ca != NULL);
+    if (!e)
+        return NULL;
+    struct MHD_OptionItem tls_options[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, tls->cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, tls->key},
+        {MHD_OPTION_HTTPS_MEM_TRUST, 0, tls->client_ca},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (!tls->client_ca)
+        tls_options[2].option = MHD_OPTION_END;
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG |
+            MHD_USE_TLS,
+        (uint16_t)port, NULL, NULL, handle, e, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_ARRAY,
+        tls_options, MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL, MHD_OPTION_END);
+    if (!d)
+        free(e);
+    else
+        *ret_context = e;
+    return d;
 }

@@ -1074,6 +1074,9 @@ static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *c
     if (sub && strcmp(sub->name, "log") == 0 && t->kind == ck_kind_lookup("", "v1", "pods") &&
         strcmp(verb, "get") == 0)
         *ret = ck__serve_pod_log(ctx, conn, t); /* podlog.c */
+    else if (sub && strcmp(sub->name, "exec") == 0 && t->kind == ck_kind_lookup("", "v1", "pods") &&
+             (strcmp(verb, "get") == 0 || strcmp(verb, "create") == 0))
+        *ret = ck__serve_pod_exec(ctx, conn, t); /* exec.c */
     else if (sub && sub->part == CK_SUBRESOURCE_UNSERVED)
         *ret = ck__fail_with(conn, "ServiceUnavailable", sub->message ? sub->message : "");
     else if (!sub || !ck_subresource_allows(sub, verb))

@@ -500,6 +500,8 @@ struct ck__watch_stream;
 
 struct ck_apiserver {
     struct MHD_Daemon *daemon;
+    /* the node agents' client: certificate, key and CA files, or NULL (podlog.c) */
+    char *kubelet_cert, *kubelet_key, *kubelet_ca;
     int listen_fd;
     uint16_t port;
     char url[300];
@@ -828,6 +830,26 @@ enum MHD_Result ck__send_error(struct MHD_Connection *conn, const struct ck_err 
 
 /* ck__send_error(), then ck_err_release(err). */
 enum MHD_Result ck__fail(struct MHD_Connection *conn, struct ck_err *err);
+
+/* The client certificate for node agents (podlog.c), from config or the PKI. */
+int ck__kubelet_client_init(struct ck_apiserver *ctx, const struct ck_apiserver_config *config,
+                            struct ck_err *reterr);
+void ck__kubelet_client_free(struct ck_apiserver *ctx);
+/*
+ * The https://address:port of the agent of node_name (podlog.c): 0, or -1 with the
+ * message of a 503 in msg.
+ */
+int ck__kubelet_base_url(struct ck_apiserver *ctx, const char *node_name, char *buf, size_t size,
+                         char *msg, size_t msg_size);
+/* Sets curl's TLS options for an agent: the client certificate, the CA or no check. */
+void ck__kubelet_curl_tls(struct ck_apiserver *ctx, void *curl);
+/* A stored object as JSON, or NULL with err set (podlog.c). */
+json_t *ck__read_object(struct ck_apiserver *ctx, const struct ck_kind *kind, const char *ns,
+                        const char *name, struct ck_err *err);
+
+/* GET/POST pods/{name}/exec: kubectl's WebSocket relayed to the pod's node agent (exec.c). */
+enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                   const struct ck__target *t);
 
 /* GET pods/{name}/log: proxied to the pod's node agent (podlog.c). */
 enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connection *conn,

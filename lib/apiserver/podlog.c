@@ -7,6 +7,11 @@
  * sinceTime). The agent's answer is streamed back through a pipe that a libcurl thread
  * fills, so `kubectl logs -f` follows.
  *
+ * The agent serves HTTPS: the server presents its kubelet client certificate
+ * (--kubelet-client-certificate/--kubelet-client-key, or apiserver-kubelet-client.crt
+ * that the PKI signs) and checks the agent's serving certificate only when
+ * --kubelet-certificate-authority is given, as kube-apiserver.
+ *
  * Errors: no pod 404; a pod with no node 400 ("pod X does not have a host assigned"),
  * as kube-apiserver; the agent's 404 (no such container, not started) 400 with its
  * text; an agent that cannot be reached 503.
@@ -21,6 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ckube/apiserver.h"
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 struct proxy {
@@ -118,8 +125,8 @@ static const char *node_address(const json_t *node)
     return NULL;
 }
 
-static json_t *read_object(struct ck_apiserver *ctx, const struct ck_kind *kind, const char *ns,
-                           const char *name, struct ck_err *err)
+json_t *ck__read_object(struct ck_apiserver *ctx, const struct ck_kind *kind, const char *ns,
+                        const char *name, struct ck_err *err)
 {
     const struct ck_kv *kv = NULL;
     if (ck__registry_get(ctx->registry, kind, ns, name, &kv, err) < 0)
@@ -129,11 +136,84 @@ static json_t *read_object(struct ck_apiserver *ctx, const struct ck_kind *kind,
     return obj;
 }
 
+int ck__kubelet_client_init(struct ck_apiserver *ctx, const struct ck_apiserver_config *config,
+                            struct ck_err *reterr)
+{
+    if (!config->kubelet_client_certificate != !config->kubelet_client_key)
+        return ck_err_set(reterr, CK_EINVAL,
+                          "--kubelet-client-certificate and --kubelet-client-key go together");
+    if (config->kubelet_certificate_authority &&
+        !(ctx->kubelet_ca = ck__strdup(config->kubelet_certificate_authority)))
+        return ck_err_no_memory(reterr);
+    if (config->kubelet_client_certificate) {
+        ctx->kubelet_cert = ck__strdup(config->kubelet_client_certificate);
+        ctx->kubelet_key = ck__strdup(config->kubelet_client_key);
+        return ctx->kubelet_cert && ctx->kubelet_key ? 0 : ck_err_no_memory(reterr);
+    }
+    char *ca = NULL;
+    struct ck_err err = {0};
+    int r = ck_apiserver_component_credentials(ctx, "apiserver-kubelet-client",
+                                               "kube-apiserver-kubelet-client", "system:masters",
+                                               &ca, &ctx->kubelet_cert, &ctx->kubelet_key, &err);
+    free(ca);
+    if (r == CK_ENOENT) /* no generated CA: agents get no client certificate */
+        r = 0;
+    else if (r < 0)
+        r = ck_err_set(reterr, r, "%s", err.msg);
+    ck_err_release(&err);
+    return r;
+}
+
+void ck__kubelet_client_free(struct ck_apiserver *ctx)
+{
+    free(ctx->kubelet_cert);
+    free(ctx->kubelet_key);
+    free(ctx->kubelet_ca);
+    ctx->kubelet_cert = ctx->kubelet_key = ctx->kubelet_ca = NULL;
+}
+
+void ck__kubelet_curl_tls(struct ck_apiserver *ctx, void *handle)
+{
+    CURL *curl = handle;
+    if (ctx->kubelet_cert) {
+        curl_easy_setopt(curl, CURLOPT_SSLCERT, ctx->kubelet_cert);
+        curl_easy_setopt(curl, CURLOPT_SSLKEY, ctx->kubelet_key);
+    }
+    if (ctx->kubelet_ca) {
+        curl_easy_setopt(curl, CURLOPT_CAINFO, ctx->kubelet_ca);
+        curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L); /* node addresses, as kube */
+    } else {
+        curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+}
+
+int ck__kubelet_base_url(struct ck_apiserver *ctx, const char *node_name, char *buf, size_t size,
+                         char *msg, size_t msg_size)
+{
+    json_t *node =
+        ck__read_object(ctx, ck_kind_lookup("", "v1", "nodes"), "", node_name, &(struct ck_err){0});
+    const char *address = node_address(node);
+    json_int_t port = json_integer_value(json_object_get(
+        json_object_get(json_object_get(json_object_get(node, "status"), "daemonEndpoints"),
+                        "kubeletEndpoint"),
+        "Port"));
+    int r = 0;
+    if (!address || port <= 0 || port > 65535) {
+        snprintf(msg, msg_size, "the node agent of %s cannot be reached: no address", node_name);
+        r = -1;
+    } else {
+        snprintf(buf, size, "https://%s:%d", address, (int)port);
+    }
+    json_decref(node);
+    return r;
+}
+
 enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                   const struct ck__target *t)
 {
     struct ck_err err = {0};
-    json_t *pod = read_object(ctx, t->kind, t->namespace, t->name, &err);
+    json_t *pod = ck__read_object(ctx, t->kind, t->namespace, t->name, &err);
     if (!pod)
         return err.code ? ck__fail(conn, &err) : ck__fail_no_memory(conn);
     const json_t *spec = json_object_get(pod, "spec");
@@ -161,17 +241,9 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
         json_decref(pod);
         return ck__fail_with(conn, "BadRequest", msg);
     }
-    json_t *node =
-        read_object(ctx, ck_kind_lookup("", "v1", "nodes"), "", node_name, &(struct ck_err){0});
-    const char *address = node_address(node);
-    json_int_t port = json_integer_value(json_object_get(
-        json_object_get(json_object_get(json_object_get(node, "status"), "daemonEndpoints"),
-                        "kubeletEndpoint"),
-        "Port"));
-    if (!address || port <= 0 || port > 65535) {
-        snprintf(msg, sizeof(msg), "the node agent of %s cannot be reached: no address", node_name);
+    char base[300];
+    if (ck__kubelet_base_url(ctx, node_name, base, sizeof(base), msg, sizeof(msg)) < 0) {
         json_decref(pod);
-        json_decref(node);
         return ck__fail_with(conn, "ServiceUnavailable", msg);
     }
     /* the URL: every value escaped */
@@ -182,8 +254,7 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
     char *epod = curl ? curl_easy_escape(curl, t->name, 0) : NULL;
     char *ectr = curl ? curl_easy_escape(curl, container_name, 0) : NULL;
     if (ens && epod && ectr)
-        n = snprintf(url, sizeof(url), "http://%s:%d/containerLogs/%s/%s/%s?", address, (int)port,
-                     ens, epod, ectr);
+        n = snprintf(url, sizeof(url), "%s/containerLogs/%s/%s/%s?", base, ens, epod, ectr);
     curl_free(ens);
     curl_free(epod);
     curl_free(ectr);
@@ -197,7 +268,6 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
         curl_free(ev);
     }
     json_decref(pod);
-    json_decref(node);
     int fds[2] = {-1, -1};
     struct proxy *p = calloc(1, sizeof(*p));
     if (!curl || n <= 0 || n >= (int)sizeof(url) || !p || pipe2(fds, O_CLOEXEC) < 0) {
@@ -219,6 +289,7 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, p);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, p->err);
+    ck__kubelet_curl_tls(ctx, curl);
     pthread_t thread;
     if (pthread_create(&thread, NULL, proxy_main, p) != 0) {
         close(fds[0]);

@@ -1136,6 +1136,7 @@ static void teardown(struct ck_apiserver *server)
         ck__allocator_free(server->registry->allocator);
     free(server->registry);
     ck__auth_free(server->auth);
+    ck__kubelet_client_free(server);
     ck__metrics_free(server->metrics);
     ck_fg_gate_free(server->own_gates);
     ck_store_close(server->store);
@@ -1193,6 +1194,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
                 : ck_err_set(reterr, CK_ENOMEM, "out of memory");
     if (r == 0)
         r = ck__auth_init(server, config, host, reterr);
+    if (r == 0)
+        r = ck__kubelet_client_init(server, config, reterr);
     bool tls = server->auth != NULL;
     if (r == 0)
         r = bind_listen_socket(server, listen_addr, tls, reterr);
@@ -1246,7 +1249,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     }
 
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                         MHD_ALLOW_UPGRADE; /* pods/exec's WebSocket */
     /* TLS options come first; without TLS the list ends there (MHD_OPTION_ARRAY's end). */
     struct MHD_OptionItem tls_options[] = {
         {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)ck__auth_cert_pem(server->auth)},

@@ -417,6 +417,7 @@ static const char *const categories[] = {"all", NULL};
 static const char *const status_keeps[] = {"ownerReferences", NULL};
 static const char *const get_only[] = {"get", NULL};
 static const char *const create_only[] = {"create", NULL};
+static const char *const create_get[] = {"create", "get", NULL};
 
 static const struct ck_subresource subresources[] = {
     CK__STATUS_SUBRESOURCE,
@@ -424,6 +425,10 @@ static const struct ck_subresource subresources[] = {
      .part = CK_SUBRESOURCE_UNSERVED,
      .verbs = get_only,
      .message = "pods/log is not served yet: it needs a node agent to read logs from"},
+    {.name = "exec",
+     .part = CK_SUBRESOURCE_UNSERVED,
+     .verbs = create_get,
+     .message = "pods/exec needs a WebSocket upgrade"},
     {.name = "binding",
      .part = CK_SUBRESOURCE_CUSTOM,
      .verbs = create_only,
