@@ -302,10 +302,17 @@ static void *relay_main(void *arg)
     struct wslay_event_callbacks cb = {ws_recv, ws_send, NULL, NULL, NULL, NULL, ws_message};
     fcntl(r->sock, F_SETFL, fcntl(r->sock, F_GETFL) | O_NONBLOCK);
     fcntl(r->out_r, F_SETFL, fcntl(r->out_r, F_GETFL) | O_NONBLOCK);
-    bool output_open = true;
+    bool output_open = true, close_due = false;
     int64_t closing_deadline = 0;
     if (wslay_event_context_server_init(&r->ws, &cb, r) == 0) {
         while (!r->ws_closed && (wslay_event_want_read(r->ws) || wslay_event_want_write(r->ws))) {
+            /* the close frame goes once every message before it is out: wslay sends
+             * control frames first and nothing after a close */
+            if (close_due && !wslay_event_want_write(r->ws)) {
+                close_due = false;
+                wslay_event_queue_close(r->ws, WSLAY_CODE_NORMAL_CLOSURE, NULL, 0);
+                closing_deadline = monotonic_ns() + 10000000000LL;
+            }
             bool want_out = output_open && wslay_event_get_queued_msg_count(r->ws) < 64;
             struct pollfd p[3] = {
                 {r->sock,
@@ -318,7 +325,7 @@ static void *relay_main(void *arg)
             };
             /* after our close frame, kubectl's answer says it has read everything:
              * closing sooner could drop what is still on its way */
-            if (!output_open && !wslay_event_want_write(r->ws) &&
+            if (!output_open && !close_due && !wslay_event_want_write(r->ws) &&
                 (!wslay_event_want_read(r->ws) || monotonic_ns() > closing_deadline))
                 break;
             if (poll(p, 3, 1000) < 0 && errno != EINTR)
@@ -327,11 +334,8 @@ static void *relay_main(void *arg)
                 break; /* kubectl went away */
             if (p[0].revents & (POLLIN | POLLHUP | POLLERR) && wslay_event_recv(r->ws) != 0)
                 break;
-            if (p[1].revents && output_open && !pump_output(r)) {
-                output_open = false; /* the session ended: say goodbye */
-                wslay_event_queue_close(r->ws, WSLAY_CODE_NORMAL_CLOSURE, NULL, 0);
-                closing_deadline = monotonic_ns() + 10000000000LL;
-            }
+            if (p[1].revents && output_open && !pump_output(r))
+                output_open = false, close_due = true; /* the session ended: say goodbye */
             if (wslay_event_want_write(r->ws) && wslay_event_send(r->ws) != 0)
                 break;
         }

@@ -53,6 +53,9 @@ check "exec stderr" grep -qx err "$work/exec.err"
 check "exec in the pod's environment" test "$(k exec box -- sh -c 'echo $GREETING')" = "hello from the pod"
 check "exec in the pod's directory" test "$(k exec box -- pwd)" = "$(cd "$root" && pwd -P)/pods/$(k get pod box -o jsonpath='{.metadata.uid}')"
 check "exec success exits 0" k exec box -- true
+# every byte of an output larger than the relay's buffers arrives, before the close
+check "exec output of 4 MiB arrives whole" \
+    test "$(k exec box -- head -c 4194304 /dev/zero | wc -c)" -eq 4194304
 
 # stdin through -i, to its end
 got=$(printf 'one\ntwo\n' | k exec -i box -- sh -c 'cat; echo done')
