@@ -129,9 +129,7 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
         pod_add(pod, false, arg);
         return;
     }
-    const char *a = json_string_value(json_object_get(ck__ds_meta(old), "resourceVersion"));
-    const char *b = json_string_value(json_object_get(ck__ds_meta(pod), "resourceVersion"));
-    if (a && b && strcmp(a, b) == 0)
+    if (ck__ctl_same_version(old, pod))
         return;
     if (being_deleted(pod)) {
         /* the deletion is observed once, when the pod first shows its deletionTimestamp */
@@ -139,12 +137,8 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
         return;
     }
     const json_t *old_ref = ck_controller_ref(old), *ref = ck_controller_ref(pod);
-    if (old_ref && !ck__ctl_same_ref(old_ref, ref)) {
-        char *key = owner_key(c, old, old_ref);
-        if (key)
-            ck_wq_add(c->queue, key);
-        free(key);
-    }
+    if (!ck__ctl_same_ref(old_ref, ref))
+        ck__ctl_enqueue_owner(c->queue, &c->sets, CK__DS_KIND, old, old_ref);
     if (ref) {
         const json_t *ds = ck__ctl_resolve_ref(&c->sets, CK__DS_KIND, ns_of(pod), ref);
         if (ds) {
@@ -192,25 +186,16 @@ static void revision_add(const json_t *rev, bool initial, void *arg)
 static void revision_update(const json_t *old, const json_t *rev, void *arg)
 {
     struct ck_ds_controller *c = arg;
-    const char *a = json_string_value(json_object_get(ck__ds_meta(old), "resourceVersion"));
-    const char *b = json_string_value(json_object_get(ck__ds_meta(rev), "resourceVersion"));
-    if (old == rev || (a && b && strcmp(a, b) == 0))
+    if (old == rev || ck__ctl_same_version(old, rev))
         return;
     const json_t *old_ref = ck_controller_ref(old), *ref = ck_controller_ref(rev);
     bool ref_changed = !ck__ctl_same_ref(old_ref, ref);
-    if (old_ref && ref_changed) {
-        char *key = owner_key(c, old, old_ref);
-        if (key)
-            ck_wq_add(c->queue, key);
-        free(key);
-    }
-    if (ref) {
-        char *key = owner_key(c, rev, ref);
-        if (key)
-            ck_wq_add(c->queue, key);
-        free(key);
-    } else if (ref_changed || !json_equal(json_object_get(ck__ds_meta(old), "labels"),
-                                          json_object_get(ck__ds_meta(rev), "labels"))) {
+    if (ref_changed)
+        ck__ctl_enqueue_owner(c->queue, &c->sets, CK__DS_KIND, old, old_ref);
+    if (ref)
+        ck__ctl_enqueue_owner(c->queue, &c->sets, CK__DS_KIND, rev, ref);
+    else if (ref_changed || !json_equal(json_object_get(ck__ds_meta(old), "labels"),
+                                        json_object_get(ck__ds_meta(rev), "labels"))) {
         ck__ctl_enqueue_selecting(c->queue, &c->sets, rev);
     }
 }
@@ -218,11 +203,10 @@ static void revision_update(const json_t *old, const json_t *rev, void *arg)
 static void revision_delete(const json_t *rev, const struct ck_deleted_final_state_unknown *t,
                             void *arg)
 {
+    struct ck_ds_controller *c = arg;
     const json_t *obj = rev ? rev : (t ? t->obj : NULL);
-    char *key = obj ? owner_key(arg, obj, ck_controller_ref(obj)) : NULL;
-    if (key)
-        ck_wq_add(((struct ck_ds_controller *)arg)->queue, key);
-    free(key);
+    if (obj)
+        ck__ctl_enqueue_owner(c->queue, &c->sets, CK__DS_KIND, obj, ck_controller_ref(obj));
 }
 
 /* Enqueues every DaemonSet for which `want` says the node change matters. */
