@@ -37,6 +37,20 @@ static bool find_updated(const json_t *ds, const struct ck__ds_node_pods *g, con
     return true;
 }
 
+/* Appends to dst all of must, then the first `remaining` (kept within 0..n) of candidates. */
+static void take_within_budget(struct ck__ds_names *dst, const struct ck__ds_names *must,
+                               const struct ck__ds_names *candidates, int remaining)
+{
+    if (remaining < 0)
+        remaining = 0;
+    if ((size_t)remaining > candidates->n)
+        remaining = (int)candidates->n;
+    for (size_t i = 0; i < must->n; i++)
+        ck__ds_names_push(dst, must->v[i]);
+    for (int i = 0; i < remaining; i++)
+        ck__ds_names_push(dst, candidates->v[i]);
+}
+
 int ck__ds_rolling_update(struct ck_ds_controller *c, const json_t *ds, const char *ds_key,
                           const struct ck_obj_list *nodes, const struct ck_obj_list *pods,
                           const char *hash, struct ck_err *reterr)
@@ -93,15 +107,7 @@ int ck__ds_rolling_update(struct ck_ds_controller *c, const json_t *ds, const ch
                 ck__ds_names_push(&candidates, ck__ds_name_of(old_pod));
             }
         }
-        int remaining = max_unavailable - unavailable;
-        if (remaining < 0)
-            remaining = 0;
-        if ((size_t)remaining > candidates.n)
-            remaining = (int)candidates.n;
-        for (size_t i = 0; i < replacements.n; i++)
-            ck__ds_names_push(&to_delete, replacements.v[i]);
-        for (int i = 0; i < remaining; i++)
-            ck__ds_names_push(&to_delete, candidates.v[i]);
+        take_within_budget(&to_delete, &replacements, &candidates, max_unavailable - unavailable);
         bool nomem = replacements.nomem || candidates.nomem;
         free(replacements.v);
         free(candidates.v);
@@ -154,15 +160,7 @@ int ck__ds_rolling_update(struct ck_ds_controller *c, const json_t *ds, const ch
             deletable = (int)should_not_run.n;
         for (int i = 0; i < deletable; i++)
             ck__ds_names_push(&to_delete, should_not_run.v[i]);
-        int remaining = max_surge - surge;
-        if (remaining < 0)
-            remaining = 0;
-        if ((size_t)remaining > candidate_new.n)
-            remaining = (int)candidate_new.n;
-        for (size_t i = 0; i < allowed_new.n; i++)
-            ck__ds_names_push(&to_create, allowed_new.v[i]);
-        for (int i = 0; i < remaining; i++)
-            ck__ds_names_push(&to_create, candidate_new.v[i]);
+        take_within_budget(&to_create, &allowed_new, &candidate_new, max_surge - surge);
         if (allowed_new.nomem || candidate_new.nomem || should_not_run.nomem)
             to_create.nomem = true;
         free(allowed_new.v);
