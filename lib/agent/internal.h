@@ -119,4 +119,12 @@ void ck__env_free(struct ck__env *env);
 int ck__volume_write(const struct ck__pod_refs *refs, const json_t *vol, const char *dir,
                      struct ck_err *reterr);
 
+/*
+ * The rotated files of the container log at path (path.<YYYYmmdd-HHMMSS>...), as paths,
+ * oldest first (their names sort by time); the ones being written (.tmp) only when
+ * with_tmp. Caller frees each and the array; NULL with *ret_n 0 when there are none.
+ * logread.c reads them; process.c removes the excess.
+ */
+char **ck__log_rotated_files(const char *path, bool with_tmp, size_t *ret_n);
+
 #endif /* CKUBE_AGENT_INTERNAL_H */

@@ -26,6 +26,7 @@
 
 #include "ckube/agent.h"
 #include "ckube/internal/util.h"
+#include "internal.h"
 
 #define RECORD_MAX 20000 /* a record: 16 KiB of text at most, plus its head */
 
@@ -48,8 +49,7 @@ static int cmp_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The rotated files of path, oldest first (their names sort by time). */
-static char **rotated_files(const char *path, size_t *ret_n)
+char **ck__log_rotated_files(const char *path, bool with_tmp, size_t *ret_n)
 {
     *ret_n = 0;
     const char *slash = strrchr(path, '/');
@@ -64,7 +64,7 @@ static char **rotated_files(const char *path, size_t *ret_n)
     struct dirent *e;
     while (d && (e = readdir(d))) {
         if (strncmp(e->d_name, base, blen) != 0 || e->d_name[blen] != '.' ||
-            strstr(e->d_name + blen, ".tmp"))
+            (!with_tmp && strstr(e->d_name + blen, ".tmp")))
             continue;
         if (n == cap) {
             char **nv = realloc(v, (cap = cap ? cap * 2 : 8) * sizeof(*nv));
@@ -143,7 +143,7 @@ int ck_log_reader_open(const char *path, const char *exit_path, const struct ck_
     snprintf(r->path, sizeof(r->path), "%s", path);
     snprintf(r->exit_path, sizeof(r->exit_path), "%s", exit_path ? exit_path : "");
     size_t nrot = 0;
-    char **rot = rotated_files(path, &nrot);
+    char **rot = ck__log_rotated_files(path, false, &nrot);
     r->files = calloc(nrot + 1, sizeof(*r->files));
     for (size_t i = 0; r->files && i < nrot; i++) {
         FILE *f = fopen(rot[i], "re"); /* removed meanwhile: skipped */

@@ -26,7 +26,6 @@
  * 10 s doubling to 5 min, forgotten after 10 min without a restart).
  */
 #define _GNU_SOURCE /* pipe2, execvpe */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -42,6 +41,7 @@
 
 #include "ckube/agent.h"
 #include "ckube/internal/util.h"
+#include "internal.h"
 
 #define LINE_MAX_BYTES 16384 /* longer lines are split into partial (P) records */
 
@@ -68,50 +68,18 @@ static struct {
     int max_files;
 } log_out = {NULL, -1, 0, 0, 0};
 
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Removes the oldest rotated files of log_out.path beyond max_files - 1. */
 static void remove_excess_logs(void)
 {
-    const char *slash = strrchr(log_out.path, '/');
-    char dir[4096];
-    if (!slash || (size_t)(slash - log_out.path) >= sizeof(dir))
-        return;
-    memcpy(dir, log_out.path, (size_t)(slash - log_out.path));
-    dir[slash - log_out.path] = 0;
-    const char *base = slash + 1;
-    size_t blen = strlen(base), n = 0, cap = 0;
-    char **names = NULL;
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (strncmp(e->d_name, base, blen) != 0 || e->d_name[blen] != '.')
-            continue;
-        if (n == cap) {
-            char **v = realloc(names, (cap = cap ? cap * 2 : 8) * sizeof(*v));
-            if (!v)
-                break;
-            names = v;
-        }
-        if ((names[n] = strdup(e->d_name)))
-            n++;
-    }
-    if (d)
-        closedir(d);
-    if (n)
-        qsort(names, n, sizeof(*names), cmp_names);
+    size_t n = 0;
+    char **files = ck__log_rotated_files(log_out.path, true, &n);
     size_t keep = log_out.max_files > 1 ? (size_t)log_out.max_files - 1 : 0;
     for (size_t i = 0; i < n; i++) {
-        char path[8192];
-        if (i + keep < n &&
-            snprintf(path, sizeof(path), "%s/%s", dir, names[i]) < (int)sizeof(path))
-            unlink(path);
-        free(names[i]);
+        if (i + keep < n)
+            unlink(files[i]);
+        free(files[i]);
     }
-    free(names);
+    free(files);
 }
 
 /* Rotates the log when it is past its size and the rotated name is free. */

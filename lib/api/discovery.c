@@ -322,37 +322,13 @@ static int document_hash(const json_t *doc, char *buf, size_t size)
  * names it. With 1,000 CustomResourceDefinitions building the index takes
  * most of a second; kubectl asks for it on every apply and explain.
  */
-static pthread_mutex_t index_lock = PTHREAD_MUTEX_INITIALIZER;
-static const struct ck_kind *const *index_kinds;
-static uint64_t index_set; /* the set's serial */
-static json_t *index_doc;
+static struct ck__doc_cache index_cache = CK__DOC_CACHE_INIT;
 
 static json_t *build_index(const struct ck_schemas *set);
 
 json_t *ck_openapi_index(const struct ck_schemas *set)
 {
-    size_t n;
-    const struct ck_kind *const *kinds = ck_kinds(&n);
-    pthread_mutex_lock(&index_lock);
-    json_t *copy = index_kinds == kinds && index_set == ck__schemas_serial(set)
-                       ? json_deep_copy(index_doc)
-                       : NULL;
-    pthread_mutex_unlock(&index_lock);
-    if (copy)
-        return copy;
-    json_t *doc = build_index(set);
-    copy = doc ? json_deep_copy(doc) : NULL;
-    if (copy) {
-        pthread_mutex_lock(&index_lock);
-        json_decref(index_doc);
-        index_doc = doc;
-        index_kinds = kinds;
-        index_set = ck__schemas_serial(set);
-        pthread_mutex_unlock(&index_lock);
-    } else {
-        json_decref(doc);
-    }
-    return copy;
+    return ck__doc_cache_copy(&index_cache, set, build_index);
 }
 
 static json_t *build_index(const struct ck_schemas *set)

@@ -10,6 +10,7 @@
 #define CKUBE_API_INTERNAL_H
 
 #include "ckube/api.h"
+#include <pthread.h>
 #include <stdint.h>
 
 struct ck__buf;
@@ -41,6 +42,28 @@ json_t *ck__object_at(json_t *parent, const char *key);
 
 /* A number naming set for as long as the process runs (never reused, unlike its address). */
 uint64_t ck__schemas_serial(const struct ck_schemas *set);
+
+/*
+ * A document built from the kinds table and a schema set (the discovery index, the
+ * OpenAPI v2 document), kept until either changes. Static, set up with CK__DOC_CACHE_INIT.
+ */
+struct ck__doc_cache {
+    pthread_mutex_t lock;
+    const struct ck_kind *const *kinds; /* the ck_kinds() table it was built from */
+    uint64_t set_serial;                /* and the set's serial */
+    json_t *doc;
+};
+#define CK__DOC_CACHE_INIT                                                                         \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL                                                   \
+    }
+
+/*
+ * A copy of c's document for the current kinds and set, built with build (outside the
+ * lock) when they changed since; NULL when out of memory. Thread-safe.
+ */
+json_t *ck__doc_cache_copy(struct ck__doc_cache *c, const struct ck_schemas *set,
+                           json_t *(*build)(const struct ck_schemas *set));
 
 /* Follows $ref / allOf [{$ref}] to the schema describing a value; NULL-safe. */
 const json_t *ck__schema_resolve(const struct ck_schemas *set, const json_t *schema);

@@ -278,6 +278,33 @@ const struct ck_kind *const *ck_kinds(size_t *ret_count)
     return s->kinds;
 }
 
+json_t *ck__doc_cache_copy(struct ck__doc_cache *c, const struct ck_schemas *set,
+                           json_t *(*build)(const struct ck_schemas *set))
+{
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    pthread_mutex_lock(&c->lock);
+    json_t *copy = c->kinds == kinds && c->set_serial == ck__schemas_serial(set)
+                       ? json_deep_copy(c->doc)
+                       : NULL;
+    pthread_mutex_unlock(&c->lock);
+    if (copy)
+        return copy;
+    json_t *doc = build(set);
+    copy = doc ? json_deep_copy(doc) : NULL;
+    if (copy) {
+        pthread_mutex_lock(&c->lock);
+        json_decref(c->doc);
+        c->doc = doc;
+        c->kinds = kinds;
+        c->set_serial = ck__schemas_serial(set);
+        pthread_mutex_unlock(&c->lock);
+    } else {
+        json_decref(doc);
+    }
+    return copy;
+}
+
 const struct ck_kind *ck_kind_lookup(const char *group, const char *version, const char *resource)
 {
     const struct snapshot *s = snapshot();

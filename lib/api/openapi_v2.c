@@ -241,37 +241,13 @@ static int merge_document(const json_t *v3, json_t *paths, json_t *definitions)
  * CustomResourceDefinitions the document is megabytes and takes most of a
  * second to build. Callers get a copy.
  */
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static const struct ck_kind *const *cache_kinds;
-static uint64_t cache_set;
-static json_t *cache_doc;
+static struct ck__doc_cache v2_cache = CK__DOC_CACHE_INIT;
 
 static json_t *build_v2(const struct ck_schemas *set);
 
 json_t *ck_openapi_v2(const struct ck_schemas *set)
 {
-    size_t n;
-    const struct ck_kind *const *kinds = ck_kinds(&n);
-    pthread_mutex_lock(&cache_lock);
-    json_t *copy = cache_kinds == kinds && cache_set == ck__schemas_serial(set)
-                       ? json_deep_copy(cache_doc)
-                       : NULL;
-    pthread_mutex_unlock(&cache_lock);
-    if (copy)
-        return copy;
-    json_t *doc = build_v2(set);
-    copy = doc ? json_deep_copy(doc) : NULL;
-    if (copy) {
-        pthread_mutex_lock(&cache_lock);
-        json_decref(cache_doc);
-        cache_doc = doc;
-        cache_kinds = kinds;
-        cache_set = ck__schemas_serial(set);
-        pthread_mutex_unlock(&cache_lock);
-    } else {
-        json_decref(doc);
-    }
-    return copy;
+    return ck__doc_cache_copy(&v2_cache, set, build_v2);
 }
 
 static json_t *build_v2(const struct ck_schemas *set)

@@ -1541,6 +1541,23 @@ static const json_t *correlated_element(const json_t *schema, const json_t *old,
     return NULL;
 }
 
+/* Each field that schema's required names is in the object v. */
+static void check_required(const json_t *schema, const json_t *v, struct path *p,
+                           struct ck_field_errors *errs)
+{
+    size_t i;
+    json_t *required;
+    json_array_foreach(json_object_get(schema, "required"), i, required)
+    {
+        const char *field = json_string_value(required);
+        if (field && !json_object_get(v, field)) {
+            size_t saved = path_push_field(p, field);
+            ck_field_errors_add(errs, CK_FIELD_REQUIRED, p->buf, NULL, false, NULL);
+            path_pop(p, saved);
+        }
+    }
+}
+
 static void validate_custom(const struct ck_schemas *set, const json_t *schema, const json_t *v,
                             const json_t *old, struct path *p, struct ck_field_errors *errs,
                             int depth, enum validate_pass pass)
@@ -1621,17 +1638,7 @@ static void validate_custom(const struct ck_schemas *set, const json_t *schema, 
         ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, count, false,
                             "%s in body should have at least %lld properties", p->buf,
                             (long long)json_integer_value(min));
-    size_t i;
-    json_t *required;
-    json_array_foreach(json_object_get(schema, "required"), i, required)
-    {
-        const char *field = json_string_value(required);
-        if (field && !json_object_get(v, field)) {
-            size_t saved = path_push_field(p, field);
-            ck_field_errors_add(errs, CK_FIELD_REQUIRED, p->buf, NULL, false, NULL);
-            path_pop(p, saved);
-        }
-    }
+    check_required(schema, v, p, errs);
     const json_t *props = json_object_get(schema, "properties");
     const json_t *extra = json_object_get(schema, "additionalProperties");
     const char *key;
@@ -1738,17 +1745,7 @@ static void validate_go(const struct ck_schemas *set, const json_t *schema, cons
     }
     if (!json_is_object(v))
         return;
-    size_t i;
-    json_t *required;
-    json_array_foreach(json_object_get(schema, "required"), i, required)
-    {
-        const char *field = json_string_value(required);
-        if (field && !json_object_get(v, field)) {
-            size_t saved = path_push_field(p, field);
-            ck_field_errors_add(errs, CK_FIELD_REQUIRED, p->buf, NULL, false, NULL);
-            path_pop(p, saved);
-        }
-    }
+    check_required(schema, v, p, errs);
     const json_t *props = json_object_get(schema, "properties");
     const json_t *extra = json_object_get(schema, "additionalProperties");
     const char *key;

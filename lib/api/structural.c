@@ -67,13 +67,21 @@ static char *child_path(struct ck_field_errors *errs, const char *path, const ch
     return out;
 }
 
-static void add(struct ck_field_errors *errs, enum ck_field_error_type type, const char *path,
-                const char *suffix, const char *value, bool value_is_string, const char *detail)
+/* An error at child_path(path, fmt, arg). */
+static void add_below(struct ck_field_errors *errs, enum ck_field_error_type type, const char *path,
+                      const char *fmt, const char *arg, const char *value, bool value_is_string,
+                      const char *detail)
 {
-    char *where = child_path(errs, path, "%s", suffix);
+    char *where = child_path(errs, path, fmt, arg);
     if (where)
         ck_field_errors_add(errs, type, where, value, value_is_string, "%s", detail);
     free(where);
+}
+
+static void add(struct ck_field_errors *errs, enum ck_field_error_type type, const char *path,
+                const char *suffix, const char *value, bool value_is_string, const char *detail)
+{
+    add_below(errs, type, path, "%s", suffix, value, value_is_string, detail);
 }
 
 static const char *type_of(const json_t *s)
@@ -113,53 +121,116 @@ static const char **sorted_keys(const json_t *obj, size_t *n, struct ck_field_er
     return keys;
 }
 
+/* The path of the index'th item of the list named list below path: "<path>.<list>[<index>]". */
+static char *item_path(struct ck_field_errors *errs, const char *path, const char *list,
+                       size_t index)
+{
+    char tail[64];
+    snprintf(tail, sizeof(tail), ".%s[%zu]", list, index);
+    return child_path(errs, path, "%s", tail);
+}
+
+/*
+ * A step of a walk over sub-schemas: sub stands at path, under the property
+ * or list named key (NULL for not, items and additionalProperties), as its
+ * index'th item for a list. arg is the walk's own state.
+ */
+typedef void (*visit_fn)(const json_t *sub, const char *path, const char *key, size_t index,
+                         void *arg);
+
+/* Visits sub at path's child named by suffix (".items", ".not"...). */
+static void visit_child(struct ck_field_errors *errs, const json_t *sub, const char *path,
+                        const char *suffix, visit_fn visit, void *arg)
+{
+    char *at = child_path(errs, path, "%s", suffix);
+    if (at)
+        visit(sub, at, NULL, 0, arg);
+    free(at);
+}
+
+/* Visits each property of props, in name order. */
+static void each_property(struct ck_field_errors *errs, const json_t *props, const char *path,
+                          visit_fn visit, void *arg)
+{
+    size_t n;
+    const char **keys = sorted_keys(props, &n, errs);
+    for (size_t i = 0; i < n; i++) {
+        char *at = child_path(errs, path, ".properties[%s]", keys[i]);
+        if (at)
+            visit(json_object_get(props, keys[i]), at, keys[i], i, arg);
+        free(at);
+    }
+    free(keys);
+}
+
+/* Visits s's value validations: not, then the items of allOf, oneOf and anyOf. */
+static void each_value_validation(struct ck_field_errors *errs, const json_t *s, const char *path,
+                                  visit_fn visit, void *arg)
+{
+    const json_t *not = json_object_get(s, "not");
+    if (json_is_object(not ))
+        visit_child(errs, not, path, ".not", visit, arg);
+    static const char *const junctors[] = {"allOf", "oneOf", "anyOf"};
+    for (size_t j = 0; j < 3; j++) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(json_object_get(s, junctors[j]), i, item)
+        {
+            char *at = item_path(errs, path, junctors[j], i);
+            if (at)
+                visit(item, at, junctors[j], i, arg);
+            free(at);
+        }
+    }
+}
+
+/* A type that a keyword needs: Required when there is none, Invalid otherwise. */
+static void type_must_be(struct ck_field_errors *errs, const char *path, const char *type,
+                         const char *detail)
+{
+    if (!*type)
+        add(errs, CK_FIELD_REQUIRED, path, ".type", NULL, false, detail);
+    else
+        add(errs, CK_FIELD_INVALID, path, ".type", type, true, detail);
+}
+
 /* ---- 1. structural invariants ------------------------------------------- */
 
 static void nested_value_validation(const json_t *v, const char *path, struct ck_field_errors *errs,
                                     int depth);
 
+struct value_walk {
+    struct ck_field_errors *errs;
+    int depth; /* the parent's */
+    bool skip_any_of, skip_first_all_of_any_of;
+};
+
+static void visit_value_validation(const json_t *item, const char *at, const char *junctor,
+                                   size_t index, void *arg)
+{
+    const struct value_walk *w = arg;
+    if (junctor && strcmp(junctor, "anyOf") == 0 && w->skip_any_of)
+        return;
+    if (junctor && strcmp(junctor, "allOf") == 0 && index == 0 && w->skip_first_all_of_any_of) {
+        /* the int-or-string pattern's anyOf is allowed; check the rest */
+        json_t *rest = json_deep_copy(item);
+        if (rest) {
+            json_object_del(rest, "anyOf");
+            nested_value_validation(rest, at, w->errs, w->depth + 1);
+            json_decref(rest);
+        } else {
+            w->errs->nomem = true;
+        }
+        return;
+    }
+    nested_value_validation(item, at, w->errs, w->depth + 1);
+}
+
 static void value_validation(const json_t *s, const char *path, struct ck_field_errors *errs,
                              int depth, bool skip_any_of, bool skip_first_all_of_any_of)
 {
-    static const char *const junctors[] = {"anyOf", "allOf", "oneOf"};
-    for (size_t j = 0; j < 3; j++) {
-        const json_t *list = json_object_get(s, junctors[j]);
-        if (!json_is_array(list) || (j == 0 && skip_any_of))
-            continue;
-        size_t i;
-        json_t *item;
-        json_array_foreach(list, i, item)
-        {
-            char index[32];
-            snprintf(index, sizeof(index), "%zu", i);
-            char *sub = child_path(errs, path, ".%s", junctors[j]);
-            char *at = sub ? child_path(errs, sub, "[%s]", index) : NULL;
-            if (at) {
-                if (j == 1 && i == 0 && skip_first_all_of_any_of) {
-                    /* the int-or-string pattern's anyOf is allowed; check the rest */
-                    json_t *rest = json_deep_copy(item);
-                    if (rest) {
-                        json_object_del(rest, "anyOf");
-                        nested_value_validation(rest, at, errs, depth + 1);
-                        json_decref(rest);
-                    } else {
-                        errs->nomem = true;
-                    }
-                } else {
-                    nested_value_validation(item, at, errs, depth + 1);
-                }
-            }
-            free(at);
-            free(sub);
-        }
-    }
-    const json_t *not = json_object_get(s, "not");
-    if (json_is_object(not )) {
-        char *at = child_path(errs, path, "%s", ".not");
-        if (at)
-            nested_value_validation(not, at, errs, depth + 1);
-        free(at);
-    }
+    struct value_walk w = {errs, depth, skip_any_of, skip_first_all_of_any_of};
+    each_value_validation(errs, s, path, visit_value_validation, &w);
 }
 
 static void nested_value_validation(const json_t *v, const char *path, struct ck_field_errors *errs,
@@ -168,64 +239,44 @@ static void nested_value_validation(const json_t *v, const char *path, struct ck
     if (!json_is_object(v) || depth > MAX_DEPTH)
         return;
     value_validation(v, path, errs, depth, false, false);
+    struct value_walk w = {errs, depth, false, false};
     const json_t *items = json_object_get(v, "items");
-    if (json_is_object(items)) {
-        char *at = child_path(errs, path, "%s", ".items");
-        if (at)
-            nested_value_validation(items, at, errs, depth + 1);
-        free(at);
-    }
-    size_t n;
+    if (json_is_object(items))
+        visit_child(errs, items, path, ".items", visit_value_validation, &w);
     const json_t *props = json_object_get(v, "properties");
-    const char **keys = sorted_keys(props, &n, errs);
-    for (size_t i = 0; i < n; i++) {
-        char *at = child_path(errs, path, ".properties[%s]", keys[i]);
-        if (at)
-            nested_value_validation(json_object_get(props, keys[i]), at, errs, depth + 1);
-        free(at);
+    each_property(errs, props, path, visit_value_validation, &w);
+    /* what a value validation may not set, and the message when it does */
+    enum set_when { PRESENT, NON_EMPTY_STRING, IS_TRUE, NON_EMPTY_ARRAY };
+    static const struct {
+        const char *key;
+        enum set_when set_when;
+        const char *detail;
+    } forbidden[] = {
+        {"type", PRESENT, "must be empty to be structural"},
+        {"additionalProperties", PRESENT, "must be undefined to be structural"},
+        {"default", PRESENT, "must be undefined to be structural"},
+        {"title", NON_EMPTY_STRING, "must be empty to be structural"},
+        {"description", NON_EMPTY_STRING, "must be empty to be structural"},
+        {"nullable", IS_TRUE, "must be false to be structural"},
+        {"externalDocs", PRESENT, "must be undefined to be structural"},
+        {"x-kubernetes-preserve-unknown-fields", IS_TRUE, "must be false to be structural"},
+        {"x-kubernetes-embedded-resource", IS_TRUE, "must be false to be structural"},
+        {"x-kubernetes-int-or-string", IS_TRUE, "must be false to be structural"},
+        {"x-kubernetes-list-map-keys", NON_EMPTY_ARRAY, "must be empty to be structural"},
+        {"x-kubernetes-list-type", PRESENT, "must be undefined to be structural"},
+        {"x-kubernetes-map-type", PRESENT, "must be undefined to be structural"},
+        {"x-kubernetes-validations", NON_EMPTY_ARRAY, "must be empty to be structural"},
+    };
+    for (size_t i = 0; i < sizeof(forbidden) / sizeof(forbidden[0]); i++) {
+        const json_t *value = json_object_get(v, forbidden[i].key);
+        bool set = forbidden[i].set_when == PRESENT            ? value != NULL
+                   : forbidden[i].set_when == NON_EMPTY_STRING ? json_string_length(value) > 0
+                   : forbidden[i].set_when == IS_TRUE          ? json_is_true(value)
+                                                               : json_array_size(value) > 0;
+        if (set)
+            add_below(errs, CK_FIELD_FORBIDDEN, path, ".%s", forbidden[i].key, NULL, false,
+                      forbidden[i].detail);
     }
-    free(keys);
-    if (json_object_get(v, "type"))
-        add(errs, CK_FIELD_FORBIDDEN, path, ".type", NULL, false, "must be empty to be structural");
-    if (json_object_get(v, "additionalProperties"))
-        add(errs, CK_FIELD_FORBIDDEN, path, ".additionalProperties", NULL, false,
-            "must be undefined to be structural");
-    if (json_object_get(v, "default"))
-        add(errs, CK_FIELD_FORBIDDEN, path, ".default", NULL, false,
-            "must be undefined to be structural");
-    if (json_string_length(json_object_get(v, "title")) > 0)
-        add(errs, CK_FIELD_FORBIDDEN, path, ".title", NULL, false,
-            "must be empty to be structural");
-    if (json_string_length(json_object_get(v, "description")) > 0)
-        add(errs, CK_FIELD_FORBIDDEN, path, ".description", NULL, false,
-            "must be empty to be structural");
-    if (flag(v, "nullable"))
-        add(errs, CK_FIELD_FORBIDDEN, path, ".nullable", NULL, false,
-            "must be false to be structural");
-    if (json_object_get(v, "externalDocs"))
-        add(errs, CK_FIELD_FORBIDDEN, path, ".externalDocs", NULL, false,
-            "must be undefined to be structural");
-    if (flag(v, "x-kubernetes-preserve-unknown-fields"))
-        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-preserve-unknown-fields", NULL, false,
-            "must be false to be structural");
-    if (flag(v, "x-kubernetes-embedded-resource"))
-        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-embedded-resource", NULL, false,
-            "must be false to be structural");
-    if (flag(v, "x-kubernetes-int-or-string"))
-        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-int-or-string", NULL, false,
-            "must be false to be structural");
-    if (json_array_size(json_object_get(v, "x-kubernetes-list-map-keys")) > 0)
-        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-list-map-keys", NULL, false,
-            "must be empty to be structural");
-    if (json_object_get(v, "x-kubernetes-list-type"))
-        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-list-type", NULL, false,
-            "must be undefined to be structural");
-    if (json_object_get(v, "x-kubernetes-map-type"))
-        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-map-type", NULL, false,
-            "must be undefined to be structural");
-    if (json_array_size(json_object_get(v, "x-kubernetes-validations")) > 0)
-        add(errs, CK_FIELD_FORBIDDEN, path, ".x-kubernetes-validations", NULL, false,
-            "must be empty to be structural");
     if (json_object_get(props, "metadata"))
         add(errs, CK_FIELD_FORBIDDEN, path, ".properties[metadata]", NULL, false,
             "must not be specified in a nested context");
@@ -267,6 +318,24 @@ static bool root_metadata_allowed(const json_t *m)
 }
 
 static void invariants(const json_t *s, enum level lvl, const char *path,
+                       struct ck_field_errors *errs, int depth);
+
+struct invariants_walk {
+    struct ck_field_errors *errs;
+    int depth; /* the parent's */
+    enum level lvl;
+};
+
+static void visit_invariants(const json_t *sub, const char *at, const char *key, size_t index,
+                             void *arg)
+{
+    (void)key;
+    (void)index;
+    const struct invariants_walk *w = arg;
+    invariants(sub, w->lvl, at, w->errs, w->depth + 1);
+}
+
+static void invariants(const json_t *s, enum level lvl, const char *path,
                        struct ck_field_errors *errs, int depth)
 {
     if (!json_is_object(s) || depth > MAX_DEPTH)
@@ -275,33 +344,19 @@ static void invariants(const json_t *s, enum level lvl, const char *path,
     const json_t *items = json_object_get(s, "items");
     if (strcmp(type, "array") == 0 && !items)
         add(errs, CK_FIELD_REQUIRED, path, ".items", NULL, false, "must be specified");
-    if (json_is_object(items)) {
-        char *at = child_path(errs, path, "%s", ".items");
-        if (at)
-            invariants(items, ITEM_LEVEL, at, errs, depth + 1);
-        free(at);
-    }
-    size_t n;
+    struct invariants_walk item_walk = {errs, depth, ITEM_LEVEL};
+    if (json_is_object(items))
+        visit_child(errs, items, path, ".items", visit_invariants, &item_walk);
+    struct invariants_walk field_walk = {errs, depth, FIELD_LEVEL};
     const json_t *props = json_object_get(s, "properties");
-    const char **keys = sorted_keys(props, &n, errs);
-    for (size_t i = 0; i < n; i++) {
-        char *at = child_path(errs, path, ".properties[%s]", keys[i]);
-        if (at)
-            invariants(json_object_get(props, keys[i]), FIELD_LEVEL, at, errs, depth + 1);
-        free(at);
-    }
-    free(keys);
+    each_property(errs, props, path, visit_invariants, &field_walk);
     const json_t *extra = json_object_get(s, "additionalProperties");
     if (extra && !json_is_false(extra)) {
         if (lvl == ROOT_LEVEL)
             add(errs, CK_FIELD_FORBIDDEN, path, ".additionalProperties", NULL, false,
                 "must not be used at the root");
-        if (json_is_object(extra)) {
-            char *at = child_path(errs, path, "%s", ".additionalProperties");
-            if (at)
-                invariants(extra, FIELD_LEVEL, at, errs, depth + 1);
-            free(at);
-        }
+        if (json_is_object(extra))
+            visit_child(errs, extra, path, ".additionalProperties", visit_invariants, &field_walk);
     }
     bool ios = flag(s, "x-kubernetes-int-or-string");
     bool preserve = flag(s, "x-kubernetes-preserve-unknown-fields");
@@ -329,12 +384,7 @@ static void invariants(const json_t *s, enum level lvl, const char *path,
     }
     bool check_metadata = lvl == ROOT_LEVEL || embedded;
     if (embedded && strcmp(type, "object") != 0) {
-        if (!*type)
-            add(errs, CK_FIELD_REQUIRED, path, ".type", NULL, false,
-                "must be object if x-kubernetes-embedded-resource is true");
-        else
-            add(errs, CK_FIELD_INVALID, path, ".type", type, true,
-                "must be object if x-kubernetes-embedded-resource is true");
+        type_must_be(errs, path, type, "must be object if x-kubernetes-embedded-resource is true");
     } else if (!*type && !ios && !preserve) {
         static const char *const why[] = {"must not be empty at the root",
                                           "must not be empty for specified array items",
@@ -349,13 +399,9 @@ static void invariants(const json_t *s, enum level lvl, const char *path,
     static const char *const type_meta[] = {"kind", "apiVersion"};
     for (size_t i = 0; i < 2 && check_metadata; i++) {
         const json_t *field = json_object_get(props, type_meta[i]);
-        if (field && strcmp(type_of(field), "string") != 0) {
-            char *at = child_path(errs, path, ".properties[%s].type", type_meta[i]);
-            if (at)
-                ck_field_errors_add(errs, CK_FIELD_INVALID, at, type_of(field), true,
-                                    "must be string");
-            free(at);
-        }
+        if (field && strcmp(type_of(field), "string") != 0)
+            add_below(errs, CK_FIELD_INVALID, path, ".properties[%s].type", type_meta[i],
+                      type_of(field), true, "must be string");
     }
     const json_t *metadata = json_object_get(props, "metadata");
     if (metadata) {
@@ -384,49 +430,49 @@ static void missing(const char *s_path, const char *v_path, struct ck_field_erro
                         v_path);
 }
 
+struct completeness_walk {
+    struct ck_field_errors *errs;
+    int depth; /* the parent's */
+    const json_t *s;
+    const char *s_path;
+};
+
+static void visit_completeness(const json_t *v, const char *v_path, const char *key, size_t index,
+                               void *arg)
+{
+    (void)key;
+    (void)index;
+    const struct completeness_walk *w = arg;
+    nested_completeness(v, w->s, w->s_path, v_path, w->errs, w->depth + 1);
+}
+
+/* v is a schema to compare with s; s not being one is reported as missing. */
+static bool comparable(const json_t *v, const json_t *s, const char *s_path, const char *v_path,
+                       struct ck_field_errors *errs, int depth)
+{
+    if (!json_is_object(v) || depth > MAX_DEPTH)
+        return false;
+    if (!json_is_object(s)) {
+        missing(s_path, v_path, errs);
+        return false;
+    }
+    return true;
+}
+
 static void value_completeness(const json_t *v, const json_t *s, const char *s_path,
                                const char *v_path, struct ck_field_errors *errs, int depth)
 {
-    if (!json_is_object(v) || depth > MAX_DEPTH)
+    if (!comparable(v, s, s_path, v_path, errs, depth))
         return;
-    if (!json_is_object(s)) {
-        missing(s_path, v_path, errs);
-        return;
-    }
-    const json_t *not = json_object_get(v, "not");
-    if (json_is_object(not )) {
-        char *at = child_path(errs, v_path, "%s", ".not");
-        if (at)
-            nested_completeness(not, s, s_path, at, errs, depth + 1);
-        free(at);
-    }
-    static const char *const junctors[] = {"allOf", "anyOf", "oneOf"};
-    for (size_t j = 0; j < 3; j++) {
-        size_t i;
-        json_t *item;
-        json_array_foreach(json_object_get(v, junctors[j]), i, item)
-        {
-            char index[32];
-            snprintf(index, sizeof(index), "%zu", i);
-            char *sub = child_path(errs, v_path, ".%s", junctors[j]);
-            char *at = sub ? child_path(errs, sub, "[%s]", index) : NULL;
-            if (at)
-                nested_completeness(item, s, s_path, at, errs, depth + 1);
-            free(at);
-            free(sub);
-        }
-    }
+    struct completeness_walk w = {errs, depth, s, s_path};
+    each_value_validation(errs, v, v_path, visit_completeness, &w);
 }
 
 static void nested_completeness(const json_t *v, const json_t *s, const char *s_path,
                                 const char *v_path, struct ck_field_errors *errs, int depth)
 {
-    if (!json_is_object(v) || depth > MAX_DEPTH)
+    if (!comparable(v, s, s_path, v_path, errs, depth))
         return;
-    if (!json_is_object(s)) {
-        missing(s_path, v_path, errs);
-        return;
-    }
     value_completeness(v, s, s_path, v_path, errs, depth);
     const json_t *items = json_object_get(v, "items");
     if (json_is_object(items)) {
@@ -470,6 +516,25 @@ static int compare_rendered(const void *a, const void *b)
 /* ---- 2. defaults --------------------------------------------------------- */
 
 static void defaults(const json_t *s, const char *path, bool root, struct ck_field_errors *errs,
+                     int depth);
+
+struct defaults_walk {
+    struct ck_field_errors *errs;
+    int depth; /* the parent's */
+    bool root; /* the parent is the root */
+};
+
+static void visit_defaults(const json_t *sub, const char *at, const char *key, size_t index,
+                           void *arg)
+{
+    (void)index;
+    const struct defaults_walk *w = arg;
+    if (w->root && key && strcmp(key, "metadata") == 0)
+        return; /* refused by the OpenAPI checks */
+    defaults(sub, at, false, w->errs, w->depth + 1);
+}
+
+static void defaults(const json_t *s, const char *path, bool root, struct ck_field_errors *errs,
                      int depth)
 {
     if (!json_is_object(s) || depth > MAX_DEPTH)
@@ -492,32 +557,14 @@ static void defaults(const json_t *s, const char *path, bool root, struct ck_fie
         }
         free(at);
     }
+    struct defaults_walk w = {errs, depth, root};
     const json_t *items = json_object_get(s, "items");
-    if (json_is_object(items)) {
-        char *at = child_path(errs, path, "%s", ".items");
-        if (at)
-            defaults(items, at, false, errs, depth + 1);
-        free(at);
-    }
+    if (json_is_object(items))
+        visit_child(errs, items, path, ".items", visit_defaults, &w);
     const json_t *extra = json_object_get(s, "additionalProperties");
-    if (json_is_object(extra)) {
-        char *at = child_path(errs, path, "%s", ".additionalProperties");
-        if (at)
-            defaults(extra, at, false, errs, depth + 1);
-        free(at);
-    }
-    size_t n;
-    const json_t *props = json_object_get(s, "properties");
-    const char **keys = sorted_keys(props, &n, errs);
-    for (size_t i = 0; i < n; i++) {
-        if (root && strcmp(keys[i], "metadata") == 0)
-            continue; /* refused by the OpenAPI checks */
-        char *at = child_path(errs, path, ".properties[%s]", keys[i]);
-        if (at)
-            defaults(json_object_get(props, keys[i]), at, false, errs, depth + 1);
-        free(at);
-    }
-    free(keys);
+    if (json_is_object(extra))
+        visit_child(errs, extra, path, ".additionalProperties", visit_defaults, &w);
+    each_property(errs, json_object_get(s, "properties"), path, visit_defaults, &w);
 }
 
 /* ---- 3. OpenAPI checks -------------------------------------------------- */
@@ -576,9 +623,7 @@ static void cel_rules(const json_t *s, const char *path, struct ck_field_errors 
     json_t *rule;
     json_array_foreach(json_object_get(s, "x-kubernetes-validations"), i, rule)
     {
-        char index[32];
-        snprintf(index, sizeof(index), "%zu", i);
-        char *at = child_path(errs, path, ".x-kubernetes-validations[%s]", index);
+        char *at = item_path(errs, path, "x-kubernetes-validations", i);
         if (!at)
             continue;
         const char *text = json_string_value(json_object_get(rule, "rule"));
@@ -616,6 +661,54 @@ static void cel_rules(const json_t *s, const char *path, struct ck_field_errors 
                 "fieldPath must not contain line breaks");
         free(at);
     }
+}
+
+static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, bool root,
+                    struct ck_field_errors *errs, int depth);
+
+struct openapi_walk {
+    struct ck_field_errors *errs;
+    int depth;              /* the parent's */
+    struct openapi_ctx ctx; /* the parent's */
+    bool root;              /* the parent is the root */
+    bool embedded;          /* the parent is an embedded resource */
+};
+
+/* A sub-schema that is not a property: items, additionalProperties, a value validation. */
+static void visit_openapi(const json_t *sub, const char *at, const char *key, size_t index,
+                          void *arg)
+{
+    (void)key;
+    (void)index;
+    const struct openapi_walk *w = arg;
+    openapi(sub, at, w->ctx, false, w->errs, w->depth + 1);
+}
+
+/* A property: the root's and an embedded resource's apiVersion, kind and metadata are meta. */
+static void visit_openapi_property(const json_t *sub, const char *at, const char *name,
+                                   size_t index, void *arg)
+{
+    (void)index;
+    const struct openapi_walk *w = arg;
+    struct openapi_ctx ctx = w->ctx;
+    bool meta = strcmp(name, "metadata") == 0 || strcmp(name, "kind") == 0 ||
+                strcmp(name, "apiVersion") == 0;
+    if ((w->root || w->embedded) && meta) {
+        ctx.inside_meta = true;
+        if (w->root) {
+            ctx.allow_defaults = false;
+            ctx.no_defaults_reason = strcmp(name, "metadata") == 0 ? "in top-level metadata"
+                                     : strcmp(name, "kind") == 0   ? "in top-level kind"
+                                                                   : "in top-level apiVersion";
+        }
+    }
+    openapi(sub, at, ctx, false, w->errs, w->depth + 1);
+}
+
+/* The item property that a list-map key names; NULL for none. */
+static const json_t *key_property(const json_t *items, const char *name)
+{
+    return name ? json_object_get(json_object_get(items, "properties"), name) : NULL;
 }
 
 static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, bool root,
@@ -666,83 +759,30 @@ static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, b
 
     const json_t *props = json_object_get(s, "properties");
     const json_t *extra = json_object_get(s, "additionalProperties");
+    struct openapi_walk w = {errs, depth, ctx, root, flag(s, "x-kubernetes-embedded-resource")};
     if (extra) {
         if (json_object_size(props) != 0 && !json_is_true(extra))
             add(errs, CK_FIELD_FORBIDDEN, path, ".additionalProperties", NULL, false,
                 "additionalProperties and properties are mutual exclusive");
-        struct openapi_ctx sub = ctx;
+        struct openapi_walk extra_walk = w;
         if (ctx.inside_meta) {
-            sub.allow_defaults = false;
-            sub.no_defaults_reason = "inside additionalProperties applying to object metadata";
+            extra_walk.ctx.allow_defaults = false;
+            extra_walk.ctx.no_defaults_reason =
+                "inside additionalProperties applying to object metadata";
         }
-        char *at = child_path(errs, path, "%s", ".additionalProperties");
-        if (at)
-            openapi(extra, at, sub, false, errs, depth + 1);
-        free(at);
+        visit_child(errs, extra, path, ".additionalProperties", visit_openapi, &extra_walk);
     }
-    size_t n;
-    const char **keys = sorted_keys(props, &n, errs);
-    for (size_t i = 0; i < n; i++) {
-        struct openapi_ctx sub = ctx;
-        bool meta = strcmp(keys[i], "metadata") == 0 || strcmp(keys[i], "kind") == 0 ||
-                    strcmp(keys[i], "apiVersion") == 0;
-        if ((root || flag(s, "x-kubernetes-embedded-resource")) && meta) {
-            sub.inside_meta = true;
-            if (root) {
-                sub.allow_defaults = false;
-                sub.no_defaults_reason = strcmp(keys[i], "metadata") == 0 ? "in top-level metadata"
-                                         : strcmp(keys[i], "kind") == 0   ? "in top-level kind"
-                                                                        : "in top-level apiVersion";
-            }
-        }
-        char *at = child_path(errs, path, ".properties[%s]", keys[i]);
-        if (at)
-            openapi(json_object_get(props, keys[i]), at, sub, false, errs, depth + 1);
-        free(at);
-    }
-    free(keys);
-    const json_t *not = json_object_get(s, "not");
-    if (json_is_object(not )) {
-        char *at = child_path(errs, path, "%s", ".not");
-        if (at)
-            openapi(not, at, ctx, false, errs, depth + 1);
-        free(at);
-    }
-    static const char *const junctors[] = {"allOf", "oneOf", "anyOf"};
-    for (size_t j = 0; j < 3; j++) {
-        size_t i;
-        json_t *item;
-        json_array_foreach(json_object_get(s, junctors[j]), i, item)
-        {
-            char index[32];
-            snprintf(index, sizeof(index), "%zu", i);
-            char *sub = child_path(errs, path, ".%s", junctors[j]);
-            char *at = sub ? child_path(errs, sub, "[%s]", index) : NULL;
-            if (at)
-                openapi(item, at, ctx, false, errs, depth + 1);
-            free(at);
-            free(sub);
-        }
-    }
-    if (json_is_object(items)) {
-        char *at = child_path(errs, path, "%s", ".items");
-        if (at)
-            openapi(items, at, ctx, false, errs, depth + 1);
-        free(at);
-    }
+    each_property(errs, props, path, visit_openapi_property, &w);
+    each_value_validation(errs, s, path, visit_openapi, &w);
+    if (json_is_object(items))
+        visit_child(errs, items, path, ".items", visit_openapi, &w);
     if (json_is_false(json_object_get(s, "x-kubernetes-preserve-unknown-fields")))
         add(errs, CK_FIELD_INVALID, path, ".x-kubernetes-preserve-unknown-fields", "false", false,
             "must be true or undefined");
 
     const json_t *map_type = json_object_get(s, "x-kubernetes-map-type");
-    if (map_type && strcmp(type, "object") != 0) {
-        if (!*type)
-            add(errs, CK_FIELD_REQUIRED, path, ".type", NULL, false,
-                "must be object if x-kubernetes-map-type is specified");
-        else
-            add(errs, CK_FIELD_INVALID, path, ".type", type, true,
-                "must be object if x-kubernetes-map-type is specified");
-    }
+    if (map_type && strcmp(type, "object") != 0)
+        type_must_be(errs, path, type, "must be object if x-kubernetes-map-type is specified");
     const char *map_type_s = json_string_value(map_type);
     if (map_type &&
         (!map_type_s || (strcmp(map_type_s, "atomic") != 0 && strcmp(map_type_s, "granular") != 0)))
@@ -752,12 +792,7 @@ static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, b
     const json_t *list_type = json_object_get(s, "x-kubernetes-list-type");
     const char *list_type_s = json_string_value(list_type);
     if (list_type && strcmp(type, "array") != 0) {
-        if (!*type)
-            add(errs, CK_FIELD_REQUIRED, path, ".type", NULL, false,
-                "must be array if x-kubernetes-list-type is specified");
-        else
-            add(errs, CK_FIELD_INVALID, path, ".type", type, true,
-                "must be array if x-kubernetes-list-type is specified");
+        type_must_be(errs, path, type, "must be array if x-kubernetes-list-type is specified");
     } else if (list_type_s && strcmp(list_type_s, "set") == 0 && json_is_object(items)) {
         const char *item_type = type_of(items);
         const char *item_list = json_string_value(json_object_get(items, "x-kubernetes-list-type"));
@@ -799,23 +834,19 @@ static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, b
             add(errs, CK_FIELD_INVALID, path, ".items.type", type_of(items), true,
                 "must be object if parent array's x-kubernetes-list-type is map");
         if (json_is_object(items) && strcmp(type_of(items), "object") == 0) {
-            const json_t *item_props = json_object_get(items, "properties");
             size_t i;
             json_t *key;
             json_array_foreach(map_keys, i, key)
             {
                 const char *name = json_string_value(key);
-                const json_t *prop = name ? json_object_get(item_props, name) : NULL;
+                const json_t *prop = key_property(items, name);
                 if (prop) {
                     const char *t = type_of(prop);
-                    if (strcmp(t, "array") == 0 || strcmp(t, "object") == 0) {
-                        char *at = child_path(errs, path, ".items.properties[%s].type", name);
-                        if (at)
-                            ck_field_errors_add(errs, CK_FIELD_INVALID, at, "object", true,
-                                                "must be a scalar type if parent array's "
-                                                "x-kubernetes-list-type is map");
-                        free(at);
-                    }
+                    if (strcmp(t, "array") == 0 || strcmp(t, "object") == 0)
+                        add_below(errs, CK_FIELD_INVALID, path, ".items.properties[%s].type", name,
+                                  "object", true,
+                                  "must be a scalar type if parent array's x-kubernetes-list-type "
+                                  "is map");
                 } else {
                     add(errs, CK_FIELD_INVALID, path, ".x-kubernetes-list-map-keys",
                         keys_text ? keys_text : "", false,
@@ -841,14 +872,13 @@ static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, b
             add(errs, CK_FIELD_FORBIDDEN, path, ".items.nullable", NULL, false, detail);
         }
         if (strcmp(list_type_s, "map") == 0) {
-            const json_t *item_props = json_object_get(items, "properties");
             const json_t *required = json_object_get(items, "required");
             size_t i;
             json_t *key;
             json_array_foreach(map_keys, i, key)
             {
                 const char *name = json_string_value(key);
-                const json_t *prop = name ? json_object_get(item_props, name) : NULL;
+                const json_t *prop = key_property(items, name);
                 if (!prop)
                     continue;
                 bool is_required = false;
@@ -858,22 +888,16 @@ static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, b
                 {
                     is_required = is_required || json_equal(req, key);
                 }
-                if (!is_required && !json_object_get(prop, "default")) {
-                    char *at = child_path(errs, path, ".items.properties[%s].default", name);
-                    if (at)
-                        ck_field_errors_add(errs, CK_FIELD_REQUIRED, at, NULL, false,
-                                            "this property is in x-kubernetes-list-map-keys, so "
-                                            "it must have a default or be a required property");
-                    free(at);
-                }
-                if (flag(prop, "nullable")) {
-                    char *at = child_path(errs, path, ".items.properties[%s].nullable", name);
-                    if (at)
-                        ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, at, NULL, false,
-                                            "this property is in x-kubernetes-list-map-keys, so "
-                                            "it cannot be nullable");
-                    free(at);
-                }
+                if (!is_required && !json_object_get(prop, "default"))
+                    add_below(errs, CK_FIELD_REQUIRED, path, ".items.properties[%s].default", name,
+                              NULL, false,
+                              "this property is in x-kubernetes-list-map-keys, so it must have a "
+                              "default or be a required property");
+                if (flag(prop, "nullable"))
+                    add_below(errs, CK_FIELD_FORBIDDEN, path, ".items.properties[%s].nullable",
+                              name, NULL, false,
+                              "this property is in x-kubernetes-list-map-keys, so it cannot be "
+                              "nullable");
             }
         }
     }

@@ -73,6 +73,16 @@ const json_t *ck__ctl_resolve_ref(const struct ck_lister *l, const char *kind, c
                                   const json_t *ref);
 
 /*
+ * Enqueues on q the owner of `kind` that ref (NULL: none) names in child's namespace,
+ * when lister owners has it with ref's uid.
+ */
+void ck__ctl_enqueue_owner(struct ck_wq *q, const struct ck_lister *owners, const char *kind,
+                           const json_t *child, const json_t *ref);
+
+/* An update event whose two objects have the same resourceVersion (a periodic resync). */
+bool ck__ctl_same_version(const json_t *old, const json_t *obj);
+
+/*
  * Enqueues on q every object of child's namespace in lister owners whose non-empty
  * spec.selector matches child's labels (GetPodReplicaSets, GetDeploymentsForReplicaSet).
  */

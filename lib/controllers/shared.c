@@ -111,6 +111,23 @@ const json_t *ck__ctl_resolve_ref(const struct ck_lister *l, const char *kind, c
     return obj;
 }
 
+void ck__ctl_enqueue_owner(struct ck_wq *q, const struct ck_lister *owners, const char *kind,
+                           const json_t *child, const json_t *ref)
+{
+    const json_t *owner =
+        ref ? ck__ctl_resolve_ref(owners, kind, ck__meta_str(child, "namespace"), ref) : NULL;
+    if (owner)
+        ck__ctl_enqueue(q, owner);
+    ck_cached_unref(owner);
+}
+
+bool ck__ctl_same_version(const json_t *old, const json_t *obj)
+{
+    const char *a = ck__meta_str(old, "resourceVersion");
+    const char *b = ck__meta_str(obj, "resourceVersion");
+    return a && b && strcmp(a, b) == 0;
+}
+
 void ck__ctl_enqueue_selecting(struct ck_wq *q, const struct ck_lister *owners, const json_t *child)
 {
     const char *ns = ck__meta_str(child, "namespace");

@@ -18,37 +18,16 @@
 
 #include "ckube/agent.h"
 #include "ckube/internal/util.h"
-
-struct scratch {
-    char dir[64], log[128], exit[128];
-};
+#include "scratch.h"
 
 static int setup(void **state)
 {
-    struct scratch *s = calloc(1, sizeof(*s));
-    snprintf(s->dir, sizeof(s->dir), "/tmp/ckube-logread-XXXXXX");
-    if (!mkdtemp(s->dir))
-        return -1;
-    snprintf(s->log, sizeof(s->log), "%s/0.log", s->dir);
-    snprintf(s->exit, sizeof(s->exit), "%s/0/exit", s->dir);
-    *state = s;
-    return 0;
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
+    return scratch_setup(state, "logread", "0.log", "0/exit");
 }
 
 static int teardown(void **state)
 {
-    struct scratch *s = *state;
-    nftw(s->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-    free(s);
-    return 0;
+    return scratch_teardown(state);
 }
 
 static void append(const char *path, const char *text)

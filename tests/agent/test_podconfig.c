@@ -18,6 +18,7 @@
 
 #include "../../lib/agent/internal.h"
 #include "ckube/controllers.h"
+#include "scratch.h"
 
 struct world {
     struct ck_fake_client *fc;
@@ -57,25 +58,16 @@ static int setup(void **state)
     ck_fake_client_seed(w->fc, ck_controller_resource("", "v1", "secrets"), sec);
     json_decref(cm);
     json_decref(sec);
-    snprintf(w->dir, sizeof(w->dir), "/tmp/ckube-podconfig-XXXXXX");
-    if (!mkdtemp(w->dir))
+    if (scratch_make_dir(w->dir, sizeof(w->dir), "podconfig") < 0)
         return -1;
     *state = w;
     return 0;
 }
 
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int teardown(void **state)
 {
     struct world *w = *state;
-    nftw(w->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    scratch_remove_dir(w->dir);
     ck_fake_client_free(w->fc);
     free(w);
     return 0;

@@ -12,16 +12,12 @@
 #include <string.h>
 
 #include "ckube/api.h"
+#include "jsontest.h"
 
 /* Schemas are written with ' for " to stay readable; q() swaps them back. */
 static char *q(const char *text)
 {
-    char *out = strdup(text);
-    assert_non_null(out);
-    for (char *c = out; *c; c++)
-        if (*c == '\'')
-            *c = '"';
-    return out;
+    return swap_quotes(text);
 }
 
 static const char crontab_schemas[] =
@@ -69,7 +65,7 @@ static const char crontab_schemas[] =
 
 static struct ck_schemas *set;
 
-static int load(void **state)
+static int load_schemas(void **state)
 {
     (void)state;
     char *doc = q(crontab_schemas);
@@ -78,7 +74,7 @@ static int load(void **state)
     int r = ck_schemas_new(docs, 1, &set, &err);
     free(doc);
     if (r != 0) {
-        fprintf(stderr, "load: %s\n", err.msg);
+        fprintf(stderr, "load_schemas: %s\n", err.msg);
         return -1;
     }
     return 0;
@@ -515,5 +511,5 @@ int main(void)
         cmocka_unit_test(test_embedded_kind_and_api_version_are_checked),
         cmocka_unit_test(test_list_type_errors_come_after_schema_errors),
     };
-    return cmocka_run_group_tests(tests, load, unload);
+    return cmocka_run_group_tests(tests, load_schemas, unload);
 }

@@ -10,17 +10,14 @@
 #include <string.h>
 
 #include "ckube/api.h"
+#include "jsontest.h"
 
 #define ROOT "spec.versions[0].schema.openAPIV3Schema"
 
 /* ' stands for " in the schemas below. */
 static char *check(const char *schema_q)
 {
-    char *text = strdup(schema_q);
-    assert_non_null(text);
-    for (char *c = text; *c; c++)
-        if (*c == '\'')
-            *c = '"';
+    char *text = swap_quotes(schema_q);
     json_error_t jerr;
     json_t *schema = json_loads(text, JSON_DECODE_ANY, &jerr);
     if (!schema)

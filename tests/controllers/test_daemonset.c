@@ -169,6 +169,13 @@ static size_t count(struct env *e, const char *verb, const char *resource)
     return n;
 }
 
+/* The sync deleted one pod, name. */
+static void assert_deleted_only(struct env *e, const char *name)
+{
+    assert_int_equal(count(e, "delete", "pods"), 1);
+    assert_string_equal(fx_action(e->fc, "delete", "pods", 0)->name, name);
+}
+
 /* The node a created pod's matchFields affinity names. */
 static const char *affinity_node(const json_t *pod)
 {
@@ -390,8 +397,7 @@ static void test_node_label_change_deletes_misscheduled_pod(void **state)
     add_pod(e, d, "agent-b", "n2", e->hash, "2026-01-01T00:00:00Z", NULL);
     assert_int_equal(sync_ds(e), 0);
     assert_int_equal(count(e, "create", "pods"), 0);
-    assert_int_equal(count(e, "delete", "pods"), 1);
-    assert_string_equal(fx_action(e->fc, "delete", "pods", 0)->name, "agent-b");
+    assert_deleted_only(e, "agent-b");
     const json_t *status = last_status(e);
     assert_int_equal(status_int(status, "numberMisscheduled"), 1);
     assert_int_equal(status_int(status, "desiredNumberScheduled"), 1);
@@ -409,8 +415,7 @@ static void test_taints_noschedule_keeps_noexecute_evicts(void **state)
     add_pod(e, d, "agent-b", "n2", e->hash, "2026-01-01T00:00:00Z", NULL);
     assert_int_equal(sync_ds(e), 0);
     assert_int_equal(count(e, "create", "pods"), 0); /* not on n3 */
-    assert_int_equal(count(e, "delete", "pods"), 1);
-    assert_string_equal(fx_action(e->fc, "delete", "pods", 0)->name, "agent-b");
+    assert_deleted_only(e, "agent-b");
 }
 
 static void test_unscheduled_pod_for_gone_node_deleted(void **state)
@@ -427,8 +432,7 @@ static void test_unscheduled_pod_for_gone_node_deleted(void **state)
                                   "nodeSelectorTerms", "matchFields", "key", "metadata.name",
                                   "operator", "In", "values", "n9"));
     assert_int_equal(sync_ds(e), 0);
-    assert_int_equal(count(e, "delete", "pods"), 1);
-    assert_string_equal(fx_action(e->fc, "delete", "pods", 0)->name, "agent-gone");
+    assert_deleted_only(e, "agent-gone");
 }
 
 static void test_extra_pods_on_node_keep_oldest(void **state)
@@ -440,8 +444,7 @@ static void test_extra_pods_on_node_keep_oldest(void **state)
     add_pod(e, d, "agent-new", "n1", e->hash, "2026-01-01T00:00:00Z", "2026-01-01T10:00:00Z");
     add_pod(e, d, "agent-old", "n1", e->hash, "2026-01-01T00:00:00Z", "2026-01-01T09:00:00Z");
     assert_int_equal(sync_ds(e), 0);
-    assert_int_equal(count(e, "delete", "pods"), 1);
-    assert_string_equal(fx_action(e->fc, "delete", "pods", 0)->name, "agent-new");
+    assert_deleted_only(e, "agent-new");
 }
 
 static void test_failed_pod_replaced_with_backoff(void **state)
@@ -558,8 +561,7 @@ static void test_surge_deletes_old_pod_once_new_is_available(void **state)
     add_pod(e, d, "agent-new0", "n0", e->hash, "2026-01-01T00:00:00Z", "2026-01-01T12:00:00Z");
     assert_int_equal(sync_ds(e), 0);
     /* the manage step deletes the old pod beside an available new one */
-    assert_int_equal(count(e, "delete", "pods"), 1);
-    assert_string_equal(fx_action(e->fc, "delete", "pods", 0)->name, "agent-old0");
+    assert_deleted_only(e, "agent-old0");
     assert_int_equal(count(e, "create", "pods"), 0); /* the update waits for that delete */
 }
 

@@ -124,6 +124,31 @@ static const char *update_revision(const json_t *set, char *buf, size_t size)
     return ck_sts_revision_name(set, 0, buf, size);
 }
 
+/* The sync deleted exactly the objects of resource named (NULL-terminated), in order. */
+static void assert_deleted(struct env *e, const char *resource, const char *const *names)
+{
+    size_t i = 0;
+    for (; names[i]; i++) {
+        const struct ck_fake_action *del = fx_action(e->fc, "delete", resource, i);
+        assert_non_null(del);
+        assert_string_equal(del->name, names[i]);
+    }
+    assert_null(fx_action(e->fc, "delete", resource, i));
+}
+
+/* A controller with MaxUnavailableStatefulSet at gate, and a set of 3 with maxUnavailable. */
+static json_t *max_unavailable_set(struct env *e, int gate, const char *policy, json_t *max)
+{
+    e->gate = gate;
+    make_controller(e);
+    json_t *set = add_set(e, 3, policy, 0);
+    json_object_set_new(
+        json_object_get(json_object_get(json_object_get(set, "spec"), "updateStrategy"),
+                        "rollingUpdate"),
+        "maxUnavailable", max);
+    return set;
+}
+
 static void test_ordered_ready_creates_one_pod_with_identity_and_claim(void **state)
 {
     struct env *e = *state;
@@ -196,10 +221,7 @@ static void test_scale_down_deletes_highest_first(void **state)
     for (int i = 0; i < 3; i++)
         add_pod(e, set, i, true, rev);
     sync(e);
-    const struct ck_fake_action *del = fx_action(e->fc, "delete", "pods", 0);
-    assert_non_null(del);
-    assert_string_equal(del->name, "db-2");
-    assert_null(fx_action(e->fc, "delete", "pods", 1));
+    assert_deleted(e, "pods", (const char *const[]){"db-2", NULL});
 }
 
 static void test_rolling_update_stops_at_partition(void **state)
@@ -222,10 +244,7 @@ static void test_rolling_update_deletes_highest_stale_pod(void **state)
     for (int i = 0; i < 3; i++)
         add_pod(e, set, i, true, "db-old");
     sync(e);
-    const struct ck_fake_action *del = fx_action(e->fc, "delete", "pods", 0);
-    assert_non_null(del);
-    assert_string_equal(del->name, "db-2");
-    assert_null(fx_action(e->fc, "delete", "pods", 1));
+    assert_deleted(e, "pods", (const char *const[]){"db-2", NULL});
 }
 
 static void test_revision_hash_is_kubernetes(void **state)
@@ -245,62 +264,33 @@ static void test_revision_hash_is_kubernetes(void **state)
 static void test_max_unavailable_gate_on_deletes_up_to_max(void **state)
 {
     struct env *e = *state;
-    e->gate = 1;
-    make_controller(e);
-    json_t *set = add_set(e, 3, "OrderedReady", 0);
-    json_object_set_new(
-        json_object_get(json_object_get(json_object_get(set, "spec"), "updateStrategy"),
-                        "rollingUpdate"),
-        "maxUnavailable", json_integer(2));
+    json_t *set = max_unavailable_set(e, 1, "OrderedReady", json_integer(2));
     for (int i = 0; i < 3; i++)
         add_pod(e, set, i, true, "db-old");
     sync(e);
-    const struct ck_fake_action *d0 = fx_action(e->fc, "delete", "pods", 0);
-    const struct ck_fake_action *d1 = fx_action(e->fc, "delete", "pods", 1);
-    assert_non_null(d0);
-    assert_non_null(d1);
-    assert_string_equal(d0->name, "db-2");
-    assert_string_equal(d1->name, "db-1");
-    assert_null(fx_action(e->fc, "delete", "pods", 2));
+    assert_deleted(e, "pods", (const char *const[]){"db-2", "db-1", NULL});
 }
 
 static void test_max_unavailable_counts_pods_down(void **state)
 {
     struct env *e = *state;
-    e->gate = 1;
-    make_controller(e);
-    json_t *set = add_set(e, 3, "Parallel", 0);
-    json_object_set_new(
-        json_object_get(json_object_get(json_object_get(set, "spec"), "updateStrategy"),
-                        "rollingUpdate"),
-        "maxUnavailable", json_string("67%")); /* 2 of 3, rounded down */
-    add_pod(e, set, 0, false, "db-old");       /* one is down already */
+    /* 2 of 3, rounded down */
+    json_t *set = max_unavailable_set(e, 1, "Parallel", json_string("67%"));
+    add_pod(e, set, 0, false, "db-old"); /* one is down already */
     add_pod(e, set, 1, true, "db-old");
     add_pod(e, set, 2, true, "db-old");
     sync(e);
-    const struct ck_fake_action *d0 = fx_action(e->fc, "delete", "pods", 0);
-    assert_non_null(d0);
-    assert_string_equal(d0->name, "db-2");
-    assert_null(fx_action(e->fc, "delete", "pods", 1));
+    assert_deleted(e, "pods", (const char *const[]){"db-2", NULL});
 }
 
 static void test_max_unavailable_gate_off_deletes_one(void **state)
 {
     struct env *e = *state;
-    e->gate = 0;
-    make_controller(e);
-    json_t *set = add_set(e, 3, "OrderedReady", 0);
-    json_object_set_new(
-        json_object_get(json_object_get(json_object_get(set, "spec"), "updateStrategy"),
-                        "rollingUpdate"),
-        "maxUnavailable", json_integer(2));
+    json_t *set = max_unavailable_set(e, 0, "OrderedReady", json_integer(2));
     for (int i = 0; i < 3; i++)
         add_pod(e, set, i, true, "db-old");
     sync(e);
-    const struct ck_fake_action *d0 = fx_action(e->fc, "delete", "pods", 0);
-    assert_non_null(d0);
-    assert_string_equal(d0->name, "db-2");
-    assert_null(fx_action(e->fc, "delete", "pods", 1));
+    assert_deleted(e, "pods", (const char *const[]){"db-2", NULL});
 }
 
 static void test_min_ready_seconds_holds_availability(void **state)
@@ -397,13 +387,7 @@ static void test_history_beyond_limit_is_pruned_oldest_first(void **state)
     add_pod(e, set, 0, true, "db-r3");
     sync(e);
     /* history (not live): r1, r2, r4 and the limit 1 keeps r4 */
-    const struct ck_fake_action *d0 = fx_action(e->fc, "delete", "controllerrevisions", 0);
-    const struct ck_fake_action *d1 = fx_action(e->fc, "delete", "controllerrevisions", 1);
-    assert_non_null(d0);
-    assert_non_null(d1);
-    assert_string_equal(d0->name, "db-r1");
-    assert_string_equal(d1->name, "db-r2");
-    assert_null(fx_action(e->fc, "delete", "controllerrevisions", 2));
+    assert_deleted(e, "controllerrevisions", (const char *const[]){"db-r1", "db-r2", NULL});
 }
 
 static void test_history_within_limit_is_kept(void **state)

@@ -1,7 +1,8 @@
 # lib.sh - what the kubectl end-to-end scripts share: a scratch folder, a
 # `ckube server` on a free loopback port that can be stopped and started
-# again on the same store, a kubeconfig for it, pass/fail bookkeeping, and
-# waiting for an object and making a pod Ready.
+# again on the same store, a kubeconfig for it, pass/fail bookkeeping, `ckube
+# fake-nodes` beside it, and waiting for an object (or a bounded poll) and
+# making a pod Ready.
 # The server speaks HTTPS with the PKI it creates in $work/data/pki: curl
 # verifies it with --cacert "$ca"; kurl also authenticates as the admin.
 #
@@ -16,9 +17,11 @@ work=$(mktemp -d)
 store=${2:-sqlite://$work/state.db}
 server_pid=""
 watch_pid=""
+fake_pid=""
 failures=0
 passes=0
 cleanup() {
+    [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null && wait "$fake_pid" 2>/dev/null
     [ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
     rm -rf "$work"
@@ -55,6 +58,25 @@ start_server() {
         fi
         sleep 0.1
     done
+}
+
+# poll DESCRIPTION COMMAND...: retries COMMAND (quietly) for 60 s at most; passes or fails.
+poll() {
+    desc=$1; shift
+    i=0
+    until "$@" >/dev/null 2>&1; do
+        i=$((i + 1))
+        if [ $i -gt 300 ]; then fail "$desc"; return; fi
+        sleep 0.2
+    done
+    pass
+}
+
+# start_fake_nodes ARGS...: `ckube fake-nodes` for the server with ARGS, in the
+# background (output in $work/fake.out and fake.err); cleanup stops it first.
+start_fake_nodes() {
+    "$ckube" fake-nodes --kubeconfig "$KUBECONFIG" "$@" >"$work/fake.out" 2>"$work/fake.err" &
+    fake_pid=$!
 }
 
 # stop_server: stops it cleanly (SIGTERM) and waits for it to exit.

@@ -11,24 +11,8 @@
 # Usage: test_daemonset.sh PATH/TO/ckube [STORE_URL]
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-fake=""
-stop_fake() { [ -n "$fake" ] && kill "$fake" 2>/dev/null && wait "$fake" 2>/dev/null; }
-trap 'stop_fake; cleanup' EXIT
 start_server
-"$ckube" fake-nodes --kubeconfig "$KUBECONFIG" --count 3 --prefix n- --cpu 4 --memory 8Gi \
-    --renew-interval 1s >"$work/fake.out" 2>"$work/fake.err" &
-fake=$!
-# poll DESCRIPTION COMMAND...: retries COMMAND for 60 s at most; passes or fails.
-poll() {
-    desc=$1; shift
-    i=0
-    until "$@" >/dev/null 2>&1; do
-        i=$((i + 1))
-        if [ $i -gt 300 ]; then fail "$desc"; return; fi
-        sleep 0.2
-    done
-    pass
-}
+start_fake_nodes --count 3 --prefix n- --cpu 4 --memory 8Gi --renew-interval 1s
 # nodes_of: the nodes of the DaemonSet's pods not being deleted, sorted, space-separated
 nodes_of() {
     k get pods -l app=agent -o json | python3 -c '

@@ -155,17 +155,6 @@ until [ -n "$slice" ] || [ $i -gt 100 ]; do
     slice=$(kubectl get endpointslices -l kubernetes.io/service-name=web -o jsonpath='{.items[0].metadata.name}' 2>/dev/null)
     sleep 0.2; i=$((i + 1))
 done
-# poll DESCRIPTION COMMAND...: passes once COMMAND succeeds (20 s at most)
-poll() {
-    desc=$1; shift
-    i=0
-    until "$@" >/dev/null 2>&1; do
-        i=$((i + 1))
-        if [ $i -gt 100 ]; then fail "$desc"; return; fi
-        sleep 0.2
-    done
-    pass
-}
 poll "the slice lists both ready pods" sh -c '[ "$(kubectl get endpointslice "$1" -o jsonpath="{.endpoints[*].conditions.ready}")" = "true true" ]' - "$slice"
 check "the slice is owned by the service" sh -c '[ "$(kubectl get endpointslice "$1" -o jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name})" = Service/web ]' - "$slice"
 check "the named target port resolved" sh -c '[ "$(kubectl get endpointslice "$1" -o jsonpath={.ports[0].port})" = 80 ]' - "$slice"

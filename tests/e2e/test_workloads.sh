@@ -18,13 +18,8 @@
 # Usage: test_workloads.sh PATH/TO/ckube [STORE_URL]
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-fake=""
-stop_fake() { [ -n "$fake" ] && kill "$fake" 2>/dev/null && wait "$fake" 2>/dev/null; }
-trap 'stop_fake; cleanup' EXIT
 start_server
-"$ckube" fake-nodes --kubeconfig "$KUBECONFIG" --count 3 --prefix n- --cpu 4 --memory 8Gi \
-    --renew-interval 1s >"$work/fake.out" 2>"$work/fake.err" &
-fake=$!
+start_fake_nodes --count 3 --prefix n- --cpu 4 --memory 8Gi --renew-interval 1s
 # exists OBJECT: waits (10 s at most) until the object exists, as kubectl wait needs it to
 exists() {
     i=0

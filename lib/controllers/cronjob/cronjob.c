@@ -135,13 +135,7 @@ static void cj_delete(const json_t *obj, const struct ck_deleted_final_state_unk
 static void job_event(const json_t *job, void *arg)
 {
     struct ck_cronjob_controller *c = arg;
-    const json_t *ref = ck_controller_ref(job);
-    const json_t *cj =
-        ref ? ck__ctl_resolve_ref(&c->cronjobs, CJ_KIND, ck__meta_str(job, "namespace"), ref)
-            : NULL;
-    if (cj)
-        ck__ctl_enqueue(c->queue, cj);
-    ck_cached_unref(cj);
+    ck__ctl_enqueue_owner(c->queue, &c->cronjobs, CJ_KIND, job, ck_controller_ref(job));
 }
 
 static void job_add(const json_t *obj, bool initial, void *arg)

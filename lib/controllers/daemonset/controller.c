@@ -37,11 +37,6 @@
 
 #include "internal.h"
 
-static const char *name_of(const json_t *obj)
-{
-    return json_string_value(json_object_get(ck__ds_meta(obj), "name"));
-}
-
 static const char *ns_of(const json_t *obj)
 {
     return json_string_value(json_object_get(ck__ds_meta(obj), "namespace"));
@@ -134,9 +129,7 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
         pod_add(pod, false, arg);
         return;
     }
-    const char *a = json_string_value(json_object_get(ck__ds_meta(old), "resourceVersion"));
-    const char *b = json_string_value(json_object_get(ck__ds_meta(pod), "resourceVersion"));
-    if (a && b && strcmp(a, b) == 0)
+    if (ck__ctl_same_version(old, pod))
         return;
     if (being_deleted(pod)) {
         /* the deletion is observed once, when the pod first shows its deletionTimestamp */
@@ -144,12 +137,8 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
         return;
     }
     const json_t *old_ref = ck_controller_ref(old), *ref = ck_controller_ref(pod);
-    if (old_ref && !ck__ctl_same_ref(old_ref, ref)) {
-        char *key = owner_key(c, old, old_ref);
-        if (key)
-            ck_wq_add(c->queue, key);
-        free(key);
-    }
+    if (!ck__ctl_same_ref(old_ref, ref))
+        ck__ctl_enqueue_owner(c->queue, &c->sets, CK__DS_KIND, old, old_ref);
     if (ref) {
         const json_t *ds = ck__ctl_resolve_ref(&c->sets, CK__DS_KIND, ns_of(pod), ref);
         if (ds) {
@@ -197,25 +186,16 @@ static void revision_add(const json_t *rev, bool initial, void *arg)
 static void revision_update(const json_t *old, const json_t *rev, void *arg)
 {
     struct ck_ds_controller *c = arg;
-    const char *a = json_string_value(json_object_get(ck__ds_meta(old), "resourceVersion"));
-    const char *b = json_string_value(json_object_get(ck__ds_meta(rev), "resourceVersion"));
-    if (old == rev || (a && b && strcmp(a, b) == 0))
+    if (old == rev || ck__ctl_same_version(old, rev))
         return;
     const json_t *old_ref = ck_controller_ref(old), *ref = ck_controller_ref(rev);
     bool ref_changed = !ck__ctl_same_ref(old_ref, ref);
-    if (old_ref && ref_changed) {
-        char *key = owner_key(c, old, old_ref);
-        if (key)
-            ck_wq_add(c->queue, key);
-        free(key);
-    }
-    if (ref) {
-        char *key = owner_key(c, rev, ref);
-        if (key)
-            ck_wq_add(c->queue, key);
-        free(key);
-    } else if (ref_changed || !json_equal(json_object_get(ck__ds_meta(old), "labels"),
-                                          json_object_get(ck__ds_meta(rev), "labels"))) {
+    if (ref_changed)
+        ck__ctl_enqueue_owner(c->queue, &c->sets, CK__DS_KIND, old, old_ref);
+    if (ref)
+        ck__ctl_enqueue_owner(c->queue, &c->sets, CK__DS_KIND, rev, ref);
+    else if (ref_changed || !json_equal(json_object_get(ck__ds_meta(old), "labels"),
+                                        json_object_get(ck__ds_meta(rev), "labels"))) {
         ck__ctl_enqueue_selecting(c->queue, &c->sets, rev);
     }
 }
@@ -223,11 +203,10 @@ static void revision_update(const json_t *old, const json_t *rev, void *arg)
 static void revision_delete(const json_t *rev, const struct ck_deleted_final_state_unknown *t,
                             void *arg)
 {
+    struct ck_ds_controller *c = arg;
     const json_t *obj = rev ? rev : (t ? t->obj : NULL);
-    char *key = obj ? owner_key(arg, obj, ck_controller_ref(obj)) : NULL;
-    if (key)
-        ck_wq_add(((struct ck_ds_controller *)arg)->queue, key);
-    free(key);
+    if (obj)
+        ck__ctl_enqueue_owner(c->queue, &c->sets, CK__DS_KIND, obj, ck_controller_ref(obj));
 }
 
 /* Enqueues every DaemonSet for which `want` says the node change matters. */
@@ -347,7 +326,7 @@ static int create_one(void *arg, struct ck_err *reterr)
                          "Error creating: %s", reterr ? ck_err_message(reterr) : "");
     else
         ck_event_recordf(x->c->recorder, x->ds, CK_EVENT_NORMAL, "SuccessfulCreate",
-                         "Created pod: %s", name_of(made) ? name_of(made) : "");
+                         "Created pod: %s", ck__ds_name_of(made) ? ck__ds_name_of(made) : "");
     json_decref(made);
     json_decref(pod);
     return r;
@@ -415,38 +394,16 @@ int ck__ds_list_nodes(struct ck_ds_controller *c, struct ck_obj_list *ret, struc
     return ck_lister_list(&c->nodes, NULL, NULL, ret, reterr);
 }
 
-/* A growable array of borrowed strings. */
-struct names {
-    const char **v;
-    size_t n, cap;
-    bool nomem;
-};
-
-static void push(struct names *a, const char *s)
-{
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        const char **v = realloc(a->v, cap * sizeof(*v));
-        if (!v) {
-            a->nomem = true;
-            return;
-        }
-        a->v = v;
-        a->cap = cap;
-    }
-    a->v[a->n++] = s;
-}
-
 /* podsShouldBeOnNode: what node needs, into the two arrays. */
 static void pods_should_be_on_node(struct ck_ds_controller *c, const json_t *ds, const json_t *node,
-                                   struct ck__ds_node_pods *g, const char *hash, struct names *need,
-                                   struct names *del)
+                                   struct ck__ds_node_pods *g, const char *hash,
+                                   struct ck__ds_names *need, struct ck__ds_names *del)
 {
     bool run, cont;
     ck_ds_node_should_run(node, ds, &run, &cont);
-    const char *node_name = name_of(node);
+    const char *node_name = ck__ds_name_of(node);
     if (run && !g) {
-        push(need, node_name);
+        ck__ds_names_push(need, node_name);
         return;
     }
     if (!g)
@@ -454,7 +411,7 @@ static void pods_should_be_on_node(struct ck_ds_controller *c, const json_t *ds,
     if (!cont) {
         for (size_t i = 0; i < g->n; i++)
             if (!being_deleted(g->pods[i]))
-                push(del, name_of(g->pods[i]));
+                ck__ds_names_push(del, ck__ds_name_of(g->pods[i]));
         return;
     }
     const json_t **running = ck__calloc(g->n, sizeof(*running));
@@ -487,15 +444,15 @@ static void pods_should_be_on_node(struct ck_ds_controller *c, const json_t *ds,
             ck__ds_backoff_next(&c->backoff, key, now);
             ck_event_recordf(c->recorder, ds, CK_EVENT_WARNING, "FailedDaemonPod",
                              "Found failed daemon pod %s/%s on node %s, will try to kill it",
-                             ns_of(pod), name_of(pod), node_name);
-            push(del, name_of(pod));
+                             ns_of(pod), ck__ds_name_of(pod), node_name);
+            ck__ds_names_push(del, ck__ds_name_of(pod));
             continue;
         }
         if (phase && strcmp(phase, "Succeeded") == 0) {
             ck_event_recordf(c->recorder, ds, CK_EVENT_NORMAL, "SucceededDaemonPod",
                              "Found succeeded daemon pod %s/%s on node %s, will try to delete it",
-                             ns_of(pod), name_of(pod), node_name);
-            push(del, name_of(pod));
+                             ns_of(pod), ck__ds_name_of(pod), node_name);
+            ck__ds_names_push(del, ck__ds_name_of(pod));
             continue;
         }
         running[n_running++] = pod;
@@ -506,9 +463,9 @@ static void pods_should_be_on_node(struct ck_ds_controller *c, const json_t *ds,
     if (!allows_surge) {
         /* all but the oldest go */
         for (size_t i = 1; i < n_running; i++)
-            push(del, name_of(running[i]));
+            ck__ds_names_push(del, ck__ds_name_of(running[i]));
     } else if (n_running == 0 && run) {
-        push(need, node_name); /* surging: the node needs one pod not being deleted */
+        ck__ds_names_push(need, node_name); /* surging: the node needs one pod not being deleted */
     } else if (n_running > 1) {
         /*
          * Two pods may stay, the oldest new one and the oldest old one, while the new one
@@ -524,12 +481,12 @@ static void pods_should_be_on_node(struct ck_ds_controller *c, const json_t *ds,
             else if (!current && !oldest_old)
                 oldest_old = running[i];
             else
-                push(del, name_of(running[i]));
+                ck__ds_names_push(del, ck__ds_name_of(running[i]));
         }
         if (oldest_new && oldest_old &&
             (!ck_pod_is_ready(oldest_old, NULL) ||
              ck__ds_pod_available(oldest_new, ck__ds_min_ready(ds), now)))
-            push(del, name_of(oldest_old));
+            ck__ds_names_push(del, ck__ds_name_of(oldest_old));
     }
     free(running);
 }
@@ -546,12 +503,12 @@ static int manage(struct ck_ds_controller *c, const json_t *ds, const char *ds_k
     struct ck__ds_pods_by_node by_node;
     if (ck__ds_group_pods(pods, &by_node) < 0)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    struct names need = {0}, del = {0};
+    struct ck__ds_names need = {0}, del = {0};
     const char **node_names = ck__calloc(nodes->n ? nodes->n : 1, sizeof(*node_names));
     if (!node_names)
         need.nomem = true;
     for (size_t i = 0; node_names && i < nodes->n; i++) {
-        node_names[i] = name_of(nodes->items[i]);
+        node_names[i] = ck__ds_name_of(nodes->items[i]);
         if (!node_names[i])
             node_names[i] = "";
         pods_should_be_on_node(c, ds, nodes->items[i],
@@ -570,7 +527,7 @@ static int manage(struct ck_ds_controller *c, const json_t *ds, const char *ds_k
                 const char *bound =
                     json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
                 if (!bound || !*bound)
-                    push(&del, name_of(pod));
+                    ck__ds_names_push(&del, ck__ds_name_of(pod));
             }
         }
     }
@@ -608,7 +565,7 @@ static int update_status(struct ck_ds_controller *c, const json_t *ds, const cha
         bool run, cont;
         ck_ds_node_should_run(nodes->items[i], ds, &run, &cont);
         struct ck__ds_node_pods *g =
-            (struct ck__ds_node_pods *)ck__ds_pods_on(&by_node, name_of(nodes->items[i]));
+            (struct ck__ds_node_pods *)ck__ds_pods_on(&by_node, ck__ds_name_of(nodes->items[i]));
         bool scheduled = g && g->n > 0;
         if (!run) {
             counts[2] += scheduled;
@@ -664,7 +621,7 @@ static int update_status(struct ck_ds_controller *c, const json_t *ds, const cha
         if (r != CK_ECONFLICT || attempt >= 1) /* StatusUpdateRetries */
             break;
         ck_err_release(reterr);
-        r = ck_ctl_get(&c->client, c->sets_res, ns_of(ds), name_of(ds), &obj, reterr);
+        r = ck_ctl_get(&c->client, c->sets_res, ns_of(ds), ck__ds_name_of(ds), &obj, reterr);
     }
     json_decref(obj);
     if (r == 0 && min_ready > 0 && counts[3] != counts[5])
@@ -712,27 +669,14 @@ static int sync_ds(struct ck_controller *ctl, const char *key, struct ck_err *re
         ck_cached_unref(ds);
         return 0;
     }
-    struct ck_obj_list nodes = {0}, all = {0}, claimed = {0}, old = {0};
+    struct ck_obj_list nodes = {0}, claimed = {0}, old = {0};
     char *hash = NULL;
     r = ck__ds_list_nodes(c, &nodes, reterr);
     if (r == 0)
         r = ck__ds_construct_history(c, ds, &hash, &old, reterr);
     /* getDaemonPods: the namespace's pods, claimed */
     if (r == 0)
-        r = ck_lister_list(&c->pods, ns, NULL, &all, reterr);
-    if (r == 0) {
-        struct ck_ref_owner owner = {
-            .owner = ds,
-            .api_version = CK__DS_API_VERSION,
-            .kind = CK__DS_KIND,
-            .selector = sel,
-            .client = &c->client,
-            .owner_res = c->sets_res,
-            .child_res = c->pods_res,
-        };
-        r = ck_claim_objects(&owner, all.items, all.n, &claimed, reterr);
-    }
-    ck_obj_list_release(&all);
+        r = ck__ds_claim(c, ds, sel, &c->pods, c->pods_res, &claimed, reterr);
     ck_label_selector_free(sel);
     free(ns);
     if (r == 0 && !ck_expectations_satisfied(c->exp, key)) {

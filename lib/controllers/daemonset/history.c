@@ -46,11 +46,6 @@ static long long revision_of(const json_t *rev)
     return (long long)json_integer_value(json_object_get(rev, "revision"));
 }
 
-static const char *name_of(const json_t *obj)
-{
-    return json_string_value(json_object_get(ck__ds_meta(obj), "name"));
-}
-
 /* Appends obj (taking the reference) to list; CK_ENOMEM (the reference dropped) on failure. */
 static int list_take(struct ck_obj_list *list, const json_t *obj)
 {
@@ -73,7 +68,7 @@ static int snapshot(struct ck_ds_controller *c, const json_t *ds, long long numb
     char hash[16], name[320];
     ck__deploy_template_hash(json_object_get(json_object_get(ds, "spec"), "template"), collision,
                              hash, sizeof(hash));
-    snprintf(name, sizeof(name), "%s-%s", name_of(ds), hash);
+    snprintf(name, sizeof(name), "%s-%s", ck__ds_name_of(ds), hash);
     json_t *labels = json_deep_copy(json_object_get(
         json_object_get(json_object_get(json_object_get(ds, "spec"), "template"), "metadata"),
         "labels"));
@@ -112,7 +107,7 @@ static int snapshot(struct ck_ds_controller *c, const json_t *ds, long long numb
     }
     json_decref(existing);
     json_t *fresh = NULL;
-    r = ck_ctl_get(&c->client, c->sets_res, ns, name_of(ds), &fresh, reterr);
+    r = ck_ctl_get(&c->client, c->sets_res, ns, ck__ds_name_of(ds), &fresh, reterr);
     if (r < 0)
         return r;
     json_t *status = json_object_get(fresh, "status");
@@ -123,7 +118,7 @@ static int snapshot(struct ck_ds_controller *c, const json_t *ds, long long numb
         return ck_err_set(reterr, CK_ECONFLICT,
                           "found a stale collision count of DaemonSet \"%s\" while processing; "
                           "will retry until it is updated",
-                          name_of(ds));
+                          ck__ds_name_of(ds));
     }
     if (!json_is_object(status)) {
         status = json_object();
@@ -135,7 +130,8 @@ static int snapshot(struct ck_ds_controller *c, const json_t *ds, long long numb
     json_decref(fresh);
     if (r < 0)
         return r;
-    CK_LOGV(2, "daemonset %s/%s: found a hash collision, bumping collisionCount", ns, name_of(ds));
+    CK_LOGV(2, "daemonset %s/%s: found a hash collision, bumping collisionCount", ns,
+            ck__ds_name_of(ds));
     return ck_err_set(reterr, CK_EEXIST, "controllerrevisions.apps \"%s\" already exists", name);
 }
 
@@ -167,8 +163,8 @@ static int dedup_current(struct ck_ds_controller *c, const json_t *ds, const jso
                 continue;
             json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "labels", CK__DS_HASH_LABEL,
                                       keep_hash ? keep_hash : "");
-            r = patch ? ck_ctl_patch(&c->client, c->pods_res, ns, name_of(pods.items[j]), NULL,
-                                     "application/merge-patch+json", patch, NULL, reterr)
+            r = patch ? ck_ctl_patch(&c->client, c->pods_res, ns, ck__ds_name_of(pods.items[j]),
+                                     NULL, "application/merge-patch+json", patch, NULL, reterr)
                       : ck_err_set(reterr, CK_ENOMEM, "out of memory");
             json_decref(patch);
             if (r == CK_ENOENT) {
@@ -177,7 +173,7 @@ static int dedup_current(struct ck_ds_controller *c, const json_t *ds, const jso
             }
         }
         if (r == 0) {
-            r = ck_ctl_delete(&c->client, c->revisions_res, ns, name_of(cur[i]), NULL, NULL,
+            r = ck_ctl_delete(&c->client, c->revisions_res, ns, ck__ds_name_of(cur[i]), NULL, NULL,
                               reterr);
             if (r == CK_ENOENT) {
                 ck_err_release(reterr);
@@ -201,21 +197,8 @@ int ck__ds_construct_history(struct ck_ds_controller *c, const json_t *ds, char 
     if (r < 0)
         return r;
     /* controlledHistories: the namespace's revisions, adopting matching orphans */
-    struct ck_obj_list all = {0}, claimed = {0};
-    r = ck_lister_list(&c->revisions, ns, NULL, &all, reterr);
-    if (r == 0) {
-        struct ck_ref_owner owner = {
-            .owner = ds,
-            .api_version = CK__DS_API_VERSION,
-            .kind = CK__DS_KIND,
-            .selector = sel,
-            .client = &c->client,
-            .owner_res = c->sets_res,
-            .child_res = c->revisions_res,
-        };
-        r = ck_claim_objects(&owner, all.items, all.n, &claimed, reterr);
-    }
-    ck_obj_list_release(&all);
+    struct ck_obj_list claimed = {0};
+    r = ck__ds_claim(c, ds, sel, &c->revisions, c->revisions_res, &claimed, reterr);
     ck_label_selector_free(sel);
     json_t *data = r == 0 ? revision_data(ds) : NULL;
     if (r == 0 && !data)
@@ -238,7 +221,8 @@ int ck__ds_construct_history(struct ck_ds_controller *c, const json_t *ds, char 
                 json_object_set_new(meta, "labels", labels);
             }
             json_t *updated = NULL;
-            r = labels ? json_object_set_new(labels, CK__DS_HASH_LABEL, json_string(name_of(rev)))
+            r = labels ? json_object_set_new(labels, CK__DS_HASH_LABEL,
+                                             json_string(ck__ds_name_of(rev)))
                        : CK_ENOMEM;
             r = r == 0 ? ck_ctl_update(&c->client, c->revisions_res, ns, copy, &updated, reterr)
                        : ck_err_set(reterr, CK_ENOMEM, "out of memory");
@@ -318,8 +302,8 @@ int ck__ds_cleanup_history(struct ck_ds_controller *c, const json_t *ds,
             }
         if (live)
             continue;
-        int r = ck_ctl_delete(&c->client, c->revisions_res, ns, name_of(old->items[i]), NULL, NULL,
-                              reterr);
+        int r = ck_ctl_delete(&c->client, c->revisions_res, ns, ck__ds_name_of(old->items[i]), NULL,
+                              NULL, reterr);
         if (r == CK_ENOENT)
             ck_err_release(reterr);
         else if (r < 0)

@@ -6,7 +6,7 @@
  * - util.c: the node predicate (NodeShouldRunDaemonPod), the tolerations added to daemon
  *   pods, the pod template with its generation and hash labels, the node a pod is meant
  *   for (GetTargetNodeName), IsPodUpdated, the surge and unavailable counts, pod order,
- *   and the failed-pod back-off;
+ *   the failed-pod back-off, and what the other files share (a string array, claiming);
  * - history.c: ControllerRevisions (constructHistory, snapshot, dedupCurHistories,
  *   cleanupHistory);
  * - update.c: the RollingUpdate step (rollingUpdate, findUpdatedPodsOnNode);
@@ -84,6 +84,30 @@ static inline const json_t *ck__ds_meta(const json_t *obj)
 {
     return json_object_get(obj, "metadata");
 }
+
+static inline const char *ck__ds_name_of(const json_t *obj)
+{
+    return json_string_value(json_object_get(ck__ds_meta(obj), "name"));
+}
+
+/* A growable array of borrowed strings; nomem is set when a push found no memory. */
+struct ck__ds_names {
+    const char **v;
+    size_t n, cap;
+    bool nomem;
+};
+
+/* Appends s (borrowed); on no memory sets a->nomem and leaves the array as it was. */
+void ck__ds_names_push(struct ck__ds_names *a, const char *s);
+
+/*
+ * The objects of ds's namespace in lister that ds controls after adopting matching
+ * orphans and releasing non-matching children (ClaimObjects); child_res is where the
+ * children are written. *ret_claimed gets new references.
+ */
+int ck__ds_claim(struct ck_ds_controller *c, const json_t *ds, const struct ck_label_selector *sel,
+                 struct ck_lister *lister, const struct ck_resource *child_res,
+                 struct ck_obj_list *ret_claimed, struct ck_err *reterr);
 
 /* GetTargetNodeName: spec.nodeName, or the one value of the metadata.name In affinity. */
 const char *ck__ds_target_node(const json_t *pod);

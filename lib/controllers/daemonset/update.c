@@ -37,31 +37,18 @@ static bool find_updated(const json_t *ds, const struct ck__ds_node_pods *g, con
     return true;
 }
 
-static const char *name_of(const json_t *obj)
+/* Appends to dst all of must, then the first `remaining` (kept within 0..n) of candidates. */
+static void take_within_budget(struct ck__ds_names *dst, const struct ck__ds_names *must,
+                               const struct ck__ds_names *candidates, int remaining)
 {
-    return json_string_value(json_object_get(ck__ds_meta(obj), "name"));
-}
-
-/* A growable array of borrowed strings. */
-struct names {
-    const char **v;
-    size_t n, cap;
-    bool nomem;
-};
-
-static void push(struct names *a, const char *s)
-{
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        const char **v = realloc(a->v, cap * sizeof(*v));
-        if (!v) {
-            a->nomem = true;
-            return;
-        }
-        a->v = v;
-        a->cap = cap;
-    }
-    a->v[a->n++] = s;
+    if (remaining < 0)
+        remaining = 0;
+    if ((size_t)remaining > candidates->n)
+        remaining = (int)candidates->n;
+    for (size_t i = 0; i < must->n; i++)
+        ck__ds_names_push(dst, must->v[i]);
+    for (int i = 0; i < remaining; i++)
+        ck__ds_names_push(dst, candidates->v[i]);
 }
 
 int ck__ds_rolling_update(struct ck_ds_controller *c, const json_t *ds, const char *ds_key,
@@ -72,7 +59,7 @@ int ck__ds_rolling_update(struct ck_ds_controller *c, const json_t *ds, const ch
     if (ck__ds_group_pods(pods, &by_node) < 0)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     /* updatedDesiredNodeCounts: the nodes to visit are those with pods and those wanting one */
-    struct names visit = {0};
+    struct ck__ds_names visit = {0};
     int desired = 0;
     for (size_t i = 0; i < nodes->n; i++) {
         bool run, cont;
@@ -80,11 +67,11 @@ int ck__ds_rolling_update(struct ck_ds_controller *c, const json_t *ds, const ch
         if (!run)
             continue;
         desired++;
-        if (!ck__ds_pods_on(&by_node, name_of(nodes->items[i])))
-            push(&visit, name_of(nodes->items[i]));
+        if (!ck__ds_pods_on(&by_node, ck__ds_name_of(nodes->items[i])))
+            ck__ds_names_push(&visit, ck__ds_name_of(nodes->items[i]));
     }
     for (size_t g = 0; g < by_node.n; g++)
-        push(&visit, by_node.groups[g].node);
+        ck__ds_names_push(&visit, by_node.groups[g].node);
     int max_surge, max_unavailable;
     int r = ck__ds_surge_unavailable(ds, desired, &max_surge, &max_unavailable);
     if (r < 0) {
@@ -97,10 +84,10 @@ int ck__ds_rolling_update(struct ck_ds_controller *c, const json_t *ds, const ch
         max_unavailable = 1;
     int64_t now = ck_clock_now(c->clock);
     long long min_ready = ck__ds_min_ready(ds);
-    struct names to_delete = {0}, to_create = {0};
+    struct ck__ds_names to_delete = {0}, to_create = {0};
 
     if (max_surge == 0) {
-        struct names replacements = {0}, candidates = {0};
+        struct ck__ds_names replacements = {0}, candidates = {0};
         int unavailable = 0;
         for (size_t i = 0; i < visit.n; i++) {
             const json_t *new_pod, *old_pod;
@@ -114,28 +101,20 @@ int ck__ds_rolling_update(struct ck_ds_controller *c, const json_t *ds, const ch
                 if (!ck__ds_pod_available(new_pod, min_ready, now))
                     unavailable++;
             } else if (!ck__ds_pod_available(old_pod, min_ready, now)) {
-                push(&replacements, name_of(old_pod));
+                ck__ds_names_push(&replacements, ck__ds_name_of(old_pod));
                 unavailable++;
             } else if (unavailable < max_unavailable) {
-                push(&candidates, name_of(old_pod));
+                ck__ds_names_push(&candidates, ck__ds_name_of(old_pod));
             }
         }
-        int remaining = max_unavailable - unavailable;
-        if (remaining < 0)
-            remaining = 0;
-        if ((size_t)remaining > candidates.n)
-            remaining = (int)candidates.n;
-        for (size_t i = 0; i < replacements.n; i++)
-            push(&to_delete, replacements.v[i]);
-        for (int i = 0; i < remaining; i++)
-            push(&to_delete, candidates.v[i]);
+        take_within_budget(&to_delete, &replacements, &candidates, max_unavailable - unavailable);
         bool nomem = replacements.nomem || candidates.nomem;
         free(replacements.v);
         free(candidates.v);
         if (nomem)
             to_delete.nomem = true;
     } else {
-        struct names allowed_new = {0}, candidate_new = {0}, should_not_run = {0};
+        struct ck__ds_names allowed_new = {0}, candidate_new = {0}, should_not_run = {0};
         int surge = 0, available = 0;
         for (size_t i = 0; r == 0 && i < visit.n; i++) {
             const json_t *new_pod, *old_pod;
@@ -152,7 +131,7 @@ int ck__ds_rolling_update(struct ck_ds_controller *c, const json_t *ds, const ch
                 if (!ck__ds_pod_available(new_pod, min_ready, now))
                     surge++; /* waiting for it to be available */
                 else
-                    push(&to_delete, name_of(old_pod));
+                    ck__ds_names_push(&to_delete, ck__ds_name_of(old_pod));
                 continue;
             }
             const json_t *node = NULL;
@@ -166,13 +145,13 @@ int ck__ds_rolling_update(struct ck_ds_controller *c, const json_t *ds, const ch
             ck_cached_unref(node);
             if (!ck__ds_pod_available(old_pod, min_ready, now)) {
                 if (!run)
-                    push(&to_delete, name_of(old_pod));
+                    ck__ds_names_push(&to_delete, ck__ds_name_of(old_pod));
                 else
-                    push(&allowed_new, visit.v[i]);
+                    ck__ds_names_push(&allowed_new, visit.v[i]);
             } else if (!run) {
-                push(&should_not_run, name_of(old_pod));
+                ck__ds_names_push(&should_not_run, ck__ds_name_of(old_pod));
             } else if (surge < max_surge) {
-                push(&candidate_new, visit.v[i]);
+                ck__ds_names_push(&candidate_new, visit.v[i]);
             }
         }
         /* with surge, a pod on a node left behind goes only when another is available */
@@ -180,16 +159,8 @@ int ck__ds_rolling_update(struct ck_ds_controller *c, const json_t *ds, const ch
         if (deletable > (int)should_not_run.n)
             deletable = (int)should_not_run.n;
         for (int i = 0; i < deletable; i++)
-            push(&to_delete, should_not_run.v[i]);
-        int remaining = max_surge - surge;
-        if (remaining < 0)
-            remaining = 0;
-        if ((size_t)remaining > candidate_new.n)
-            remaining = (int)candidate_new.n;
-        for (size_t i = 0; i < allowed_new.n; i++)
-            push(&to_create, allowed_new.v[i]);
-        for (int i = 0; i < remaining; i++)
-            push(&to_create, candidate_new.v[i]);
+            ck__ds_names_push(&to_delete, should_not_run.v[i]);
+        take_within_budget(&to_create, &allowed_new, &candidate_new, max_surge - surge);
         if (allowed_new.nomem || candidate_new.nomem || should_not_run.nomem)
             to_create.nomem = true;
         free(allowed_new.v);

@@ -488,3 +488,41 @@ void ck__ds_backoff_gc(struct ck__ds_backoff *b, int64_t now)
     }
     pthread_mutex_unlock(&b->lock);
 }
+
+void ck__ds_names_push(struct ck__ds_names *a, const char *s)
+{
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 16;
+        const char **v = realloc(a->v, cap * sizeof(*v));
+        if (!v) {
+            a->nomem = true;
+            return;
+        }
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n++] = s;
+}
+
+int ck__ds_claim(struct ck_ds_controller *c, const json_t *ds, const struct ck_label_selector *sel,
+                 struct ck_lister *lister, const struct ck_resource *child_res,
+                 struct ck_obj_list *ret_claimed, struct ck_err *reterr)
+{
+    const char *ns = json_string_value(json_object_get(ck__ds_meta(ds), "namespace"));
+    struct ck_obj_list all = {0};
+    int r = ck_lister_list(lister, ns, NULL, &all, reterr);
+    if (r == 0) {
+        struct ck_ref_owner owner = {
+            .owner = ds,
+            .api_version = CK__DS_API_VERSION,
+            .kind = CK__DS_KIND,
+            .selector = sel,
+            .client = &c->client,
+            .owner_res = c->sets_res,
+            .child_res = child_res,
+        };
+        r = ck_claim_objects(&owner, all.items, all.n, ret_claimed, reterr);
+    }
+    ck_obj_list_release(&all);
+    return r;
+}

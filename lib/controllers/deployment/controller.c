@@ -104,10 +104,7 @@ static bool is_recreate(const json_t *d)
 
 static void enqueue_owner(struct ck_deploy_controller *c, const json_t *child, const json_t *ref)
 {
-    const json_t *d = ck__ctl_resolve_ref(&c->ds, D_KIND, ck__meta_str(child, "namespace"), ref);
-    if (d)
-        ck__ctl_enqueue(c->ctl.queue, d);
-    ck_cached_unref(d);
+    ck__ctl_enqueue_owner(c->ctl.queue, &c->ds, D_KIND, child, ref);
 }
 
 /* ---- handlers ------------------------------------------------------------------ */
@@ -163,8 +160,7 @@ static void rs_update(const json_t *old, const json_t *rs, void *arg)
         rs_add(rs, false, arg);
         return;
     }
-    const char *a = ck__meta_str(old, "resourceVersion"), *b = ck__meta_str(rs, "resourceVersion");
-    if (a && b && strcmp(a, b) == 0)
+    if (ck__ctl_same_version(old, rs))
         return;
     const json_t *old_ref = ck_controller_ref(old), *ref = ck_controller_ref(rs);
     bool ref_changed = !ck__ctl_same_ref(old_ref, ref);

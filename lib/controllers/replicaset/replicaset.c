@@ -213,8 +213,7 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
         pod_add(pod, false, arg);
         return;
     }
-    const char *a = ck__meta_str(old, "resourceVersion"), *b = ck__meta_str(pod, "resourceVersion");
-    if (a && b && strcmp(a, b) == 0)
+    if (ck__ctl_same_version(old, pod))
         return;
     char *pod_key = NULL;
     if (ck_meta_namespace_key(pod, &pod_key, NULL) < 0)
@@ -229,22 +228,12 @@ static void pod_update(const json_t *old, const json_t *pod, void *arg)
         free(pod_key);
         return;
     }
-    if (!ck__ctl_same_ref(old_ref, ref) && old_ref) {
-        const json_t *rs =
-            ck__ctl_resolve_ref(&c->rss, c->kind->kind, ck__meta_str(old, "namespace"), old_ref);
-        if (rs)
-            ck__ctl_enqueue(c->queue, rs);
-        ck_cached_unref(rs);
-    }
-    if (ref) {
-        const json_t *rs =
-            ck__ctl_resolve_ref(&c->rss, c->kind->kind, ck__meta_str(pod, "namespace"), ref);
-        if (rs)
-            ck__ctl_enqueue(c->queue, rs);
-        ck_cached_unref(rs);
-    } else if (labels_changed || old_ref) {
+    if (!ck__ctl_same_ref(old_ref, ref))
+        ck__ctl_enqueue_owner(c->queue, &c->rss, c->kind->kind, old, old_ref);
+    if (ref)
+        ck__ctl_enqueue_owner(c->queue, &c->rss, c->kind->kind, pod, ref);
+    else if (labels_changed || old_ref)
         enqueue_selecting(c, pod);
-    }
     free(pod_key);
 }
 

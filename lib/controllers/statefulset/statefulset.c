@@ -118,10 +118,7 @@ static void pod_event(struct ck_sts_controller *c, const json_t *pod)
         ck__ctl_enqueue_selecting(c->queue, &c->sets, pod);
         return;
     }
-    const json_t *set = ck__ctl_resolve_ref(&c->sets, STS_KIND, meta_str(pod, "namespace"), ref);
-    if (set)
-        ck__ctl_enqueue(c->queue, set);
-    ck_cached_unref(set);
+    ck__ctl_enqueue_owner(c->queue, &c->sets, STS_KIND, pod, ref);
 }
 
 static void pod_add(const json_t *pod, bool initial, void *arg)
