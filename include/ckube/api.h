@@ -552,6 +552,13 @@ struct ck_kind {
      * resources of a CustomResourceDefinition being deleted); NULL: allowed.
      */
     const char *refuse_create;
+    /*
+     * The kind's schema has defaults to apply when an object is read from
+     * storage (a custom resource's: Kubernetes defaults on decode, so an
+     * object stored before a default was added shows it): see
+     * ck_crd_default_stored().
+     */
+    bool defaults_on_read;
 };
 
 /*
@@ -666,6 +673,23 @@ struct ck_crd_kinds *ck_crd_kinds_free(struct ck_crd_kinds *kinds);
  * when a comes first. v2 < v1 < v1beta2 < v1beta1 < v1alpha1 < "other".
  */
 int ck_crd_version_compare(const char *a, const char *b);
+
+/*
+ * Defaulting on read: applies the schema defaults of kind (one whose
+ * defaults_on_read is set; nothing otherwise) to obj, an object read from
+ * storage. 0, or CK_ENOMEM with obj partly defaulted.
+ */
+int ck_crd_default_read(const struct ck_kind *kind, json_t *obj);
+
+/*
+ * The stored bytes of an object of kind with its schema defaults applied,
+ * in the same compact encoding (members in their order, defaults after), and
+ * its length in *ret_len. NULL when there is nothing to apply (the kind has
+ * no defaults on read, or the bytes are not an object), or when out of
+ * memory (*failed set).
+ */
+char *ck_crd_default_stored(const struct ck_kind *kind, const char *stored, size_t len,
+                            size_t *ret_len, bool *failed);
 
 /* ---- object metadata (apiserver BeforeCreate / BeforeUpdate) ------------- */
 

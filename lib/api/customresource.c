@@ -11,6 +11,8 @@
  * additionalPrinterColumns, or Age when there are none:
  * pkg/registry/customresource/tableconvertor), and the storage version every
  * version's objects are stored in (conversion None: only apiVersion changes).
+ * Objects read from storage get their version's schema defaults, as
+ * Kubernetes' decoder applies them (ck_crd_default_stored()).
  *
  * Everything a CRD's kinds point to lives in one allocation per string plus
  * the set of its schemas, layered over the built-in set so that ObjectMeta
@@ -287,6 +289,34 @@ static int build_subresources(struct ck_crd_kinds *k, struct crd_kind *ck, const
     return 0;
 }
 
+/*
+ * True when a schema holds a `default` anywhere (a property named "default"
+ * counts too: it only costs a decode on read).
+ */
+static bool has_defaults(const json_t *schema)
+{
+    if (json_is_object(schema)) {
+        if (json_object_get(schema, "default"))
+            return true;
+        const char *key;
+        const json_t *value;
+        json_object_foreach((json_t *)schema, key, value)
+        {
+            if (has_defaults(value))
+                return true;
+        }
+    } else if (json_is_array(schema)) {
+        size_t i;
+        const json_t *value;
+        json_array_foreach(schema, i, value)
+        {
+            if (has_defaults(value))
+                return true;
+        }
+    }
+    return false;
+}
+
 /* Served versions, in Kubernetes' priority order. */
 static int by_priority(const void *a, const void *b)
 {
@@ -388,10 +418,10 @@ int ck_crd_kinds_new(const json_t *crd, const struct ck_schemas *base,
                                            "is terminating"
                                          : NULL,
         };
-        json_t *doc =
-            schema_document(schema_name, list_name,
-                            json_object_get(json_object_get(v, "schema"), "openAPIV3Schema"), group,
-                            version, kind_name, k_list_kind);
+        const json_t *open_api = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
+        ck->kind.defaults_on_read = has_defaults(open_api);
+        json_t *doc = schema_document(schema_name, list_name, open_api, group, version, kind_name,
+                                      k_list_kind);
         char *text = doc ? ck__json_dumps(doc, JSON_COMPACT, NULL) : NULL;
         json_decref(doc);
         if (!text) {
@@ -443,4 +473,37 @@ struct ck_crd_kinds *ck_crd_kinds_free(struct ck_crd_kinds *kinds)
     free(kinds->strings);
     free(kinds);
     return NULL;
+}
+
+/* ---- defaulting on read ------------------------------------------------- */
+
+int ck_crd_default_read(const struct ck_kind *kind, json_t *obj)
+{
+    if (!kind || !kind->defaults_on_read || !json_is_object(obj))
+        return 0;
+    return ck_schema_default(ck_kind_schemas(kind, NULL), kind->schema, obj);
+}
+
+char *ck_crd_default_stored(const struct ck_kind *kind, const char *stored, size_t len,
+                            size_t *ret_len, bool *failed)
+{
+    if (!kind || !kind->defaults_on_read)
+        return NULL;
+    json_t *obj = NULL;
+    int r = ck_json_loadb(stored, len, 0, &obj, NULL);
+    if (r == CK_ENOMEM) {
+        *failed = true;
+        return NULL;
+    }
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        return NULL;
+    }
+    char *out = NULL;
+    if (ck_crd_default_read(kind, obj) == 0)
+        out = ck__json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER, ret_len);
+    json_decref(obj);
+    if (!out)
+        *failed = true;
+    return out;
 }

@@ -285,7 +285,7 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
         json_t *items = json_array();
         bool ok = items != NULL;
         for (size_t i = 0; ok && i < result.n_kvs; i++)
-            ok = json_array_append_new(items, ck__decode_stored(result.kvs[i])) == 0;
+            ok = json_array_append_new(items, ck__decode_served(t->kind, result.kvs[i])) == 0;
         json_t *list = ok ? ck__partial_list(items, rv, result.continue_token) : NULL;
         json_decref(items);
         ck__list_result_release(&result);
@@ -299,7 +299,8 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
     if (accept == CK__ACCEPT_TABLE) {
         json_t **objects = ck__calloc(result.n_kvs + 1, sizeof(*objects));
         size_t n = 0;
-        while (objects && n < result.n_kvs && (objects[n] = ck__decode_stored(result.kvs[n])))
+        while (objects && n < result.n_kvs &&
+               (objects[n] = ck__decode_served(t->kind, result.kvs[n])))
             n++;
         ret = objects && n == result.n_kvs
                   ? send_table(conn, t->kind, objects, n, rv, result.continue_token)

@@ -297,7 +297,7 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
                               int64_t revision)
 {
     if (s->table || s->partial) {
-        json_t *obj = ck__decode_stored(kv);
+        json_t *obj = ck__decode_served(s->kind, kv);
         char rv[32];
         snprintf(rv, sizeof(rv), "%lld", (long long)revision);
         if (!obj || json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",

@@ -5,7 +5,7 @@
  * names, scope, storage keys and version, columns, subresources), their
  * schemas layered over the built-in set (ObjectMeta resolves, decoding
  * prunes and defaults, validation uses the schema), and the definition's
- * own defaults and validation messages.
+ * own defaults and validation messages, and defaulting on read.
  */
 #include "cktest.h"
 
@@ -255,11 +255,67 @@ static void test_definition_defaults(void **state)
     json_decref(crd);
 }
 
+/* Defaults on read: only the versions whose schema has defaults; the stored bytes get them. */
+static void test_defaults_applied_on_read(void **state)
+{
+    (void)state;
+    struct ck_schemas *base = NULL;
+    assert_int_equal(ck_api_builtin_schemas(&base, NULL), 0);
+    json_t *crd = load(crontab_crd);
+    struct ck_crd_kinds *kinds = NULL;
+    assert_int_equal(ck_crd_kinds_new(crd, base, &kinds, NULL), 0);
+    const struct ck_kind *v1 = ck_crd_kinds_get(kinds, 0);
+    const struct ck_kind *beta = ck_crd_kinds_get(kinds, 1);
+    assert_true(v1->defaults_on_read);
+    assert_false(beta->defaults_on_read);
+
+    /* stored before spec.replicas had a default */
+    static const char stored[] =
+        "{\"apiVersion\":\"stable.example.com/v1\",\"kind\":\"CronTab\","
+        "\"metadata\":{\"name\":\"a\"},\"spec\":{\"cronSpec\":\"* * * * */5\"}}";
+    size_t len = 0;
+    bool failed = false;
+    char *out = ck_crd_default_stored(v1, stored, strlen(stored), &len, &failed);
+    assert_false(failed);
+    assert_non_null(out);
+    assert_int_equal(len, strlen(out));
+    assert_string_equal(out, "{\"apiVersion\":\"stable.example.com/v1\",\"kind\":\"CronTab\","
+                             "\"metadata\":{\"name\":\"a\"},"
+                             "\"spec\":{\"cronSpec\":\"* * * * */5\",\"replicas\":1}}");
+    free(out);
+    /* a value set is kept */
+    static const char set[] = "{\"spec\":{\"cronSpec\":\"x\",\"replicas\":3}}";
+    out = ck_crd_default_stored(v1, set, strlen(set), &len, &failed);
+    assert_non_null(out);
+    assert_string_equal(out, set);
+    free(out);
+    /* nothing to do: no defaults in the version, not an object, not a custom resource */
+    assert_null(ck_crd_default_stored(beta, stored, strlen(stored), &len, &failed));
+    assert_null(ck_crd_default_stored(v1, "[1]", 3, &len, &failed));
+    assert_null(ck_crd_default_stored(NULL, stored, strlen(stored), &len, &failed));
+    assert_false(failed);
+
+    json_t *obj = load("{\"spec\":{\"cronSpec\":\"x\"}}");
+    assert_int_equal(ck_crd_default_read(v1, obj), 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(obj, "spec"), "replicas")),
+                     1);
+    json_decref(obj);
+    obj = load("{\"spec\":{}}");
+    assert_int_equal(ck_crd_default_read(beta, obj), 0);
+    assert_null(json_object_get(json_object_get(obj, "spec"), "replicas"));
+    json_decref(obj);
+
+    ck_crd_kinds_free(kinds);
+    json_decref(crd);
+    ck_schemas_free(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_priority_is_kubernetes_order),
         cmocka_unit_test(test_kinds_of_a_definition),
+        cmocka_unit_test(test_defaults_applied_on_read),
         cmocka_unit_test(test_definition_without_names_is_refused),
         cmocka_unit_test(test_definition_validation_messages),
         cmocka_unit_test(test_definition_defaults),

@@ -8,8 +8,9 @@
 # through the status subresource, scaled with `kubectl scale` through the
 # scale subresource, read through a second version (apiVersion rewritten),
 # refused a strategic merge patch (415); a changed definition (a new column,
-# a version no longer served) is served at once; a conflicting kind is not
-# accepted;
+# a version no longer served) is served at once; a default added to the
+# schema shows on objects stored before it (get, list, watch, Table); a
+# conflicting kind is not accepted;
 # the definitions survive a restart; on etcd a second server serves them
 # too; deleting the definition deletes its objects, then the definition.
 #
@@ -158,6 +159,27 @@ while [ "$(kurl -o /dev/null -w '%{http_code}' "$url/apis/stable.example.com/v1b
 done
 check "a version no longer served is gone" test "$(kurl -o /dev/null -w '%{http_code}' "$url/apis/stable.example.com/v1beta1/crontabs")" = 404
 check "the served version still is" test "$(kurl -o /dev/null -w '%{http_code}' "$url/apis/stable.example.com/v1/crontabs")" = 200
+
+# --- defaults on read: a default added later shows on objects stored before ---
+k patch crd "$crd" --type=json -p '[{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/timeZone","value":{"type":"string","default":"Etc/UTC"}}]' >/dev/null 2>&1
+i=0
+until [ "$(jp crontab/my-new-cron-object '{.spec.timeZone}')" = Etc/UTC ] || [ $i -gt 100 ]; do
+    i=$((i + 1))
+    sleep 0.2
+done
+check "get applies a default added after the object was stored" test "$(jp crontab/my-new-cron-object '{.spec.timeZone}')" = Etc/UTC
+check "list applies it" test "$(kubectl get ct -o 'jsonpath={range .items[*]}{.spec.timeZone},{end}' 2>/dev/null)" = "Etc/UTC,Etc/UTC,Etc/UTC,Etc/UTC,"
+kurl "$url/apis/stable.example.com/v1/namespaces/default/crontabs?watch=true&timeoutSeconds=1&fieldSelector=metadata.name%3Dc1" >"$work/out"
+check "watch applies it" python3 -c '
+import json, sys
+ev = json.loads(open(sys.argv[1]).readline())
+assert ev["type"] == "ADDED" and ev["object"]["spec"]["timeZone"] == "Etc/UTC", ev' "$work/out"
+kurl -H 'Accept: application/json;as=Table;v=v1;g=meta.k8s.io' \
+    "$url/apis/stable.example.com/v1/namespaces/default/crontabs?includeObject=Object" >"$work/out"
+check "a Table's objects have it" python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert all(r["object"]["spec"]["timeZone"] == "Etc/UTC" for r in t["rows"]), t' "$work/out"
 
 # --- restart ---
 stop_server
