@@ -8,7 +8,8 @@
  * them), one schema per version built from its openAPIV3Schema with
  * apiVersion, kind and metadata added (pkg/controller/openapi/builder), the
  * status and scale subresources, the printer columns (a Name column, then
- * additionalPrinterColumns, or Age when there are none:
+ * additionalPrinterColumns up to the first whose jsonPath does not parse,
+ * or Age when there are none:
  * pkg/registry/customresource/tableconvertor), and the storage version every
  * version's objects are stored in (conversion None: only apiVersion changes).
  * Objects read from storage get their version's schema defaults, as
@@ -247,13 +248,17 @@ static int build_columns(struct ck_crd_kinds *k, struct crd_kind *ck, const json
     for (size_t i = 0; i < n; i++) {
         const json_t *col = json_array_get(printer_columns, i);
         const char *type = json_string_value(json_object_get(col, "type"));
+        const char *path = json_string_value(json_object_get(col, "jsonPath"));
+        /* a path that does not parse ends the columns, as Kubernetes' table convertor does */
+        if (!path || ck_jsonpath_check(path, NULL) < 0)
+            break;
         struct ck_table_column *d = &c[at++];
         d->name = keep(k, json_string_value(json_object_get(col, "name")));
         d->type = keep(k, type ? type : "string");
         d->format = keep(k, json_string_value(json_object_get(col, "format")));
         d->description = keep(k, json_string_value(json_object_get(col, "description")));
         d->priority = (int)json_integer_value(json_object_get(col, "priority"));
-        d->json_path = keep(k, json_string_value(json_object_get(col, "jsonPath")));
+        d->json_path = keep(k, path);
         d->absent = CK_CELL_ABSENT_NULL;
         d->age = type && strcmp(type, "date") == 0;
         if (!d->name || !d->type || !d->format || !d->description || !d->json_path)
@@ -481,7 +486,22 @@ int ck_crd_default_read(const struct ck_kind *kind, json_t *obj)
 {
     if (!kind || !kind->defaults_on_read || !json_is_object(obj))
         return 0;
-    return ck_schema_default(ck_kind_schemas(kind, NULL), kind->schema, obj);
+    /*
+     * A CRD's schema may not default inside metadata (only name and
+     * generateName may be constrained there), so the walk skips ObjectMeta,
+     * most of a stored object and of the defaulting's time: metadata is held
+     * aside as null (which a custom resource's schema does not default: it
+     * has no default) and put back in its place.
+     */
+    json_t *meta = json_incref(json_object_get(obj, "metadata"));
+    if (meta && json_object_set_new(obj, "metadata", json_null()) < 0) {
+        json_decref(meta);
+        return CK_ENOMEM;
+    }
+    int r = ck_schema_default(ck_kind_schemas(kind, NULL), kind->schema, obj);
+    if (meta && json_object_set_new(obj, "metadata", meta) < 0)
+        r = CK_ENOMEM;
+    return r;
 }
 
 char *ck_crd_default_stored(const struct ck_kind *kind, const char *stored, size_t len,
