@@ -651,6 +651,27 @@ const char *ck_kind_field_getter(const char *label, const json_t *obj, const voi
 /* True when obj still has finalizers: metadata.finalizers or the kind's own. */
 bool ck_kind_has_finalizers(const struct ck_kind *kind, const json_t *obj);
 
+/* ---- JSONPath (jsonpath.c) ----------------------------------------------- */
+
+/* The longest JSONPath ck_jsonpath_check() and ck_jsonpath_first() take, in bytes. */
+#define CK_JSONPATH_MAX 1024
+
+/*
+ * Parses path as Kubernetes parses a printer column's jsonPath (client-go's
+ * JSONPath, the inside of one "{...}" action): 0, or CK_EINVAL with
+ * client-go's message ("unterminated array", "invalid array index x", ...),
+ * CK_ENOMEM.
+ */
+int ck_jsonpath_check(const char *path, struct ck_err *reterr);
+
+/*
+ * The first value path selects in obj, missing keys allowed, as the CRD
+ * table convertor prints it; NULL when it selects nothing, does not parse,
+ * fails to evaluate (an index out of bounds, a comparison of two types) or
+ * memory runs out. New reference (a literal of the path is a new value).
+ */
+json_t *ck_jsonpath_first(const char *path, const json_t *obj);
+
 /* ---- custom resources (customresource.c) -------------------------------- */
 
 /*

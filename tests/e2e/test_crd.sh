@@ -4,7 +4,9 @@
 # established (NamesAccepted, Established), served at once (plural, short
 # name, category "all", discovery, kubectl explain), its objects are
 # validated by the schema (422 with the schema's message), pruned of unknown
-# fields, defaulted, printed with the additionalPrinterColumns, written
+# fields, defaulted, printed with the additionalPrinterColumns (Kubernetes'
+# JSONPath: filters, indexes, quoted keys; a jsonPath not starting with "."
+# is refused), written
 # through the status subresource, scaled with `kubectl scale` through the
 # scale subresource, read through a second version (apiVersion rewritten),
 # refused a strategic merge patch (415); a changed definition (a new column,
@@ -134,6 +136,49 @@ done
 check "label selector" test "$(kubectl get ct -l tier=batch -o name 2>/dev/null)" = crontab.stable.example.com/my-new-cron-object
 check "field selector" test "$(kubectl get ct --field-selector metadata.name=c2 -o name 2>/dev/null)" = crontab.stable.example.com/c2
 check "paging" test "$(kubectl get ct --chunk-size=1 -o name 2>/dev/null | wc -l)" = 4
+
+# --- printer columns with Kubernetes' JSONPath ---
+cat >"$work/gadgets.yaml" <<'EOF'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+    additionalPrinterColumns:
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    - {name: First, type: string, jsonPath: '.spec.items[0].name'}
+    - {name: Last, type: integer, jsonPath: '.spec.items[-1].size'}
+    - {name: Tier, type: string, jsonPath: ".metadata.labels['tier']"}
+EOF
+k apply -f "$work/gadgets.yaml" >/dev/null 2>&1
+wait_for "a definition with JSONPath columns is established" "crd/gadgets.stable.example.com" '{.status.conditions[?(@.type=="Established")].status}=True'
+cat >"$work/gadget.yaml" <<'EOF'
+apiVersion: stable.example.com/v1
+kind: Gadget
+metadata: {name: g1, labels: {tier: front}}
+spec: {items: [{name: first, size: 1}, {name: second, size: 2}]}
+status: {conditions: [{type: Synced, status: "False"}, {type: Ready, status: "True"}]}
+EOF
+k apply -f "$work/gadget.yaml" >/dev/null 2>&1
+k get gadgets >"$work/out" 2>&1
+check "JSONPath printer columns (filter, index, negative index, quoted key)" sh -c 'head -1 "$1" | grep -Eq "^NAME +READY +FIRST +LAST +TIER$" &&
+    grep -Eq "^g1 +True +first +2 +front$" "$1"' - "$work/out"
+sed -e "s|jsonPath: '.spec.items\[0\].name'|jsonPath: 'spec.items[0].name'|" "$work/gadgets.yaml" >"$work/bad-gadgets.yaml"
+k apply -f "$work/bad-gadgets.yaml" >"$work/out" 2>&1
+check "a jsonPath not starting with . is refused" \
+    grep -q 'spec.versions\[0\].additionalPrinterColumns\[1\].jsonPath: Invalid value: "spec.items\[0\].name": must be a simple json path starting with .' "$work/out"
+k delete crd gadgets.stable.example.com >/dev/null 2>&1
 
 # --- a conflicting kind in the same group is not accepted ---
 sed -e 's/crontabs/crontabs2/g' -e 's/singular: crontab/singular: crontab2/' -e 's/- ct$/- ct2/' \

@@ -173,6 +173,9 @@ static void validate_version(const json_t *v, size_t i, struct ck_field_errors *
         const char *path = json_string_value(json_object_get(col, "jsonPath"));
         if (!path || !*path)
             ck_field_errors_add(errs, CK_FIELD_REQUIRED, tf, NULL, false, NULL);
+        else if (path[0] != '.')
+            ck_field_errors_add(errs, CK_FIELD_INVALID, tf, path, true,
+                                "must be a simple json path starting with .");
     }
 }
 
