@@ -695,6 +695,19 @@ struct ck_crd_kinds *ck_crd_kinds_free(struct ck_crd_kinds *kinds);
  */
 int ck_crd_version_compare(const char *a, const char *b);
 
+/* The most selectableFields a CRD version may have (Kubernetes' MaxSelectableFields). */
+#define CK_CRD_SELECTABLE_FIELDS_MAX 8
+
+/*
+ * Validates a CRD version's selectableFields as Kubernetes does (base is the
+ * version's field path, "spec.versions[0]"): each jsonPath required, a simple
+ * path to a property of the version's schema ("is an invalid path: ..."),
+ * not in metadata, of type string, boolean or integer, no duplicates, at
+ * most CK_CRD_SELECTABLE_FIELDS_MAX.
+ */
+void ck_crd_selectable_fields_check(const json_t *version, const char *base,
+                                    struct ck_field_errors *errs);
+
 /*
  * Defaulting on read: applies the schema defaults of kind (one whose
  * defaults_on_read is set; nothing otherwise) to obj, an object read from

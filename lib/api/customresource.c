@@ -12,6 +12,8 @@
  * or Age when there are none:
  * pkg/registry/customresource/tableconvertor), and the storage version every
  * version's objects are stored in (conversion None: only apiVersion changes).
+ * A version's selectableFields are its kind's field labels (field selectors
+ * on list and watch, CustomResourceFieldSelectors, GA in 1.32).
  * Objects read from storage get their version's schema defaults, as
  * Kubernetes' decoder applies them (ck_crd_default_stored()).
  *
@@ -49,6 +51,7 @@ struct crd_kind {
     struct ck_kind kind;
     struct ck_subresource subresources[2];
     struct ck_table_column *columns;
+    struct ck_field_label *field_labels; /* the version's selectableFields */
     struct ck_schemas *schemas;
 };
 
@@ -322,6 +325,128 @@ static bool has_defaults(const json_t *schema)
     return false;
 }
 
+/* ---- selectableFields --------------------------------------------------- */
+
+/*
+ * A selectable field's value as Kubernetes' custom resource strategy gives
+ * it: a string as it is, an integer in decimal, a boolean as true or false;
+ * "" when absent. The label is the jsonPath without its leading dot, which
+ * is also the dotted path to read.
+ */
+static const char *selectable_value(const char *label, const json_t *obj, char *buf, size_t size)
+{
+    const json_t *v = ck__json_path(obj, label);
+    if (json_is_string(v))
+        return json_string_value(v);
+    if (json_is_integer(v)) {
+        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+        return buf;
+    }
+    if (json_is_boolean(v))
+        return json_is_true(v) ? "true" : "false";
+    return "";
+}
+
+static int build_selectable(struct ck_crd_kinds *k, struct crd_kind *ck, const json_t *fields)
+{
+    size_t n = json_array_size(fields);
+    if (n == 0)
+        return 0;
+    ck->field_labels = calloc(n, sizeof(*ck->field_labels));
+    if (!ck->field_labels)
+        return CK_ENOMEM;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *path =
+            json_string_value(json_object_get(json_array_get(fields, i), "jsonPath"));
+        if (!path || path[0] != '.' || !path[1])
+            continue; /* refused by the definition's validation */
+        const char *label = keep(k, path + 1);
+        if (!label)
+            return CK_ENOMEM;
+        ck->field_labels[at++] = (struct ck_field_label){label, NULL, CK_FIELD_LABEL_STRING};
+    }
+    ck->kind.field_labels = ck->field_labels;
+    ck->kind.n_field_labels = at;
+    ck->kind.field_value = selectable_value;
+    return 0;
+}
+
+void ck_crd_selectable_fields_check(const json_t *version, const char *base,
+                                    struct ck_field_errors *errs)
+{
+    const json_t *fields = json_object_get(version, "selectableFields");
+    const json_t *root = json_object_get(json_object_get(version, "schema"), "openAPIV3Schema");
+    const char *seen[CK_CRD_SELECTABLE_FIELDS_MAX + 1];
+    size_t n_seen = 0, unique = 0;
+    size_t i;
+    const json_t *f;
+    json_array_foreach(fields, i, f)
+    {
+        char field[200];
+        snprintf(field, sizeof(field), "%s.selectableFields[%zu].jsonPath", base, i);
+        const char *path = json_string_value(json_object_get(f, "jsonPath"));
+        if (!path || !*path) {
+            ck_field_errors_add(errs, CK_FIELD_REQUIRED, field, NULL, false, NULL);
+            continue;
+        }
+        /* a simple path: .a.b, property names only (no array notation), each in the schema */
+        const json_t *schema = root;
+        const char *why = path[0] != '.' ? "must start with a '.'" : NULL;
+        bool metadata = strncmp(path, ".metadata.", 10) == 0 || strcmp(path, ".metadata") == 0;
+        for (const char *seg = path + 1; !why && !metadata;) {
+            const char *dot = strchr(seg, '.');
+            size_t len = dot ? (size_t)(dot - seg) : strlen(seg);
+            char name[128];
+            if (len == 0 || len >= sizeof(name) || memchr(seg, '[', len)) {
+                why = "does not refer to a valid field";
+                break;
+            }
+            memcpy(name, seg, len);
+            name[len] = '\0';
+            schema = json_object_get(json_object_get(schema, "properties"), name);
+            if (!schema)
+                why = "does not refer to a valid field";
+            if (!dot)
+                break;
+            seg = dot + 1;
+        }
+        if (why) {
+            ck_field_errors_add(errs, CK_FIELD_INVALID, field, path, true, "is an invalid path: %s",
+                                why);
+            continue;
+        }
+        if (metadata) {
+            ck_field_errors_add(errs, CK_FIELD_INVALID, field, path, true,
+                                "must not point to fields in metadata");
+            continue;
+        }
+        const char *type = json_string_value(json_object_get(schema, "type"));
+        if (!type || (strcmp(type, "string") != 0 && strcmp(type, "boolean") != 0 &&
+                      strcmp(type, "integer") != 0))
+            ck_field_errors_add(errs, CK_FIELD_INVALID, field, path, true,
+                                "must point to a field of type string, boolean or integer. Enum "
+                                "string fields and strings with formats are allowed.");
+        bool dup = false;
+        for (size_t j = 0; j < n_seen; j++)
+            dup = dup || strcmp(seen[j], path) == 0;
+        if (dup) {
+            ck_field_errors_add(errs, CK_FIELD_DUPLICATE, field, path, true, NULL);
+            continue;
+        }
+        unique++;
+        if (n_seen < CK_CRD_SELECTABLE_FIELDS_MAX + 1)
+            seen[n_seen++] = path;
+    }
+    if (unique > CK_CRD_SELECTABLE_FIELDS_MAX) {
+        char field[160], count[32];
+        snprintf(field, sizeof(field), "%s.selectableFields", base);
+        snprintf(count, sizeof(count), "%zu", unique);
+        ck_field_errors_add(errs, CK_FIELD_TOO_MANY, field, count, false,
+                            "must have at most %d items", CK_CRD_SELECTABLE_FIELDS_MAX);
+    }
+}
+
 /* Served versions, in Kubernetes' priority order. */
 static int by_priority(const void *a, const void *b)
 {
@@ -442,6 +567,8 @@ int ck_crd_kinds_new(const json_t *crd, const struct ck_schemas *base,
         r = build_subresources(k, ck, json_object_get(v, "subresources"));
         if (r == 0)
             r = build_columns(k, ck, json_object_get(v, "additionalPrinterColumns"));
+        if (r == 0)
+            r = build_selectable(k, ck, json_object_get(v, "selectableFields"));
         if (r < 0)
             ck_err_no_memory(reterr);
     }
@@ -470,6 +597,7 @@ struct ck_crd_kinds *ck_crd_kinds_free(struct ck_crd_kinds *kinds)
         return NULL;
     for (size_t i = 0; i < kinds->n; i++) {
         free(kinds->kinds[i].columns);
+        free(kinds->kinds[i].field_labels);
         ck_schemas_free(kinds->kinds[i].schemas);
     }
     free(kinds->kinds);

@@ -11,8 +11,9 @@
 # scale subresource, read through a second version (apiVersion rewritten),
 # refused a strategic merge patch (415); a changed definition (a new column,
 # a version no longer served) is served at once; a default added to the
-# schema shows on objects stored before it (get, list, watch, Table); a
-# conflicting kind is not accepted;
+# schema shows on objects stored before it (get, list, watch, Table);
+# selectableFields are field selectors (list and watch) and checked against
+# the schema; a conflicting kind is not accepted;
 # the definitions survive a restart; on etcd a second server serves them
 # too; deleting the definition deletes its objects, then the definition.
 #
@@ -136,6 +137,26 @@ done
 check "label selector" test "$(kubectl get ct -l tier=batch -o name 2>/dev/null)" = crontab.stable.example.com/my-new-cron-object
 check "field selector" test "$(kubectl get ct --field-selector metadata.name=c2 -o name 2>/dev/null)" = crontab.stable.example.com/c2
 check "paging" test "$(kubectl get ct --chunk-size=1 -o name 2>/dev/null | wc -l)" = 4
+
+# --- selectableFields: more field selectors ---
+kubectl get ct --field-selector spec.image=img2 >"$work/out" 2>&1
+check "a field that is not selectable is refused" grep -q 'field label not supported: spec.image' "$work/out"
+k patch crd "$crd" --type=json -p '[{"op":"add","path":"/spec/versions/0/selectableFields","value":[{"jsonPath":".spec.image"},{"jsonPath":".spec.replicas"}]}]' >/dev/null 2>&1
+i=0
+until [ "$(kubectl get ct --field-selector spec.image=img2 -o name 2>/dev/null)" = crontab.stable.example.com/my-new-cron-object ] || [ $i -gt 100 ]; do
+    i=$((i + 1))
+    sleep 0.2
+done
+check "selectableFields are field selectors" test "$(kubectl get ct --field-selector spec.image=img2 -o name 2>/dev/null)" = crontab.stable.example.com/my-new-cron-object
+check "an integer field, and an absent field is empty" test "$(kubectl get ct --field-selector 'spec.replicas=1,spec.image=' -o name 2>/dev/null | sort | tr '\n' ' ')" = "crontab.stable.example.com/c1 crontab.stable.example.com/c2 crontab.stable.example.com/c3 "
+kurl "$url/apis/stable.example.com/v1/namespaces/default/crontabs?watch=true&timeoutSeconds=1&fieldSelector=spec.image%3Dimg2" >"$work/out"
+check "a watch selects by them too" python3 -c '
+import json, sys
+evs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+assert [e["object"]["metadata"]["name"] for e in evs] == ["my-new-cron-object"], evs' "$work/out"
+k patch crd "$crd" --type=json -p '[{"op":"add","path":"/spec/versions/0/selectableFields/-","value":{"jsonPath":".spec.nope"}}]' >"$work/out" 2>&1
+check "a selectable field the schema does not have is refused" \
+    grep -q 'spec.versions\[0\].selectableFields\[2\].jsonPath: Invalid value: ".spec.nope": is an invalid path' "$work/out"
 
 # --- printer columns with Kubernetes' JSONPath ---
 cat >"$work/gadgets.yaml" <<'EOF'
