@@ -227,7 +227,7 @@ check "a version no longer served is gone" test "$(kurl -o /dev/null -w '%{http_
 check "the served version still is" test "$(kurl -o /dev/null -w '%{http_code}' "$url/apis/stable.example.com/v1/crontabs")" = 200
 
 # --- defaults on read: a default added later shows on objects stored before ---
-k patch crd "$crd" --type=json -p '[{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/timeZone","value":{"type":"string","default":"Etc/UTC"}}]' >/dev/null 2>&1
+k patch crd "$crd" --type=json -p '[{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/timeZone","value":{"type":"string","default":"Etc/UTC"}},{"op":"add","path":"/spec/versions/0/selectableFields/-","value":{"jsonPath":".spec.timeZone"}}]' >/dev/null 2>&1
 i=0
 until [ "$(jp crontab/my-new-cron-object '{.spec.timeZone}')" = Etc/UTC ] || [ $i -gt 100 ]; do
     i=$((i + 1))
@@ -235,6 +235,7 @@ until [ "$(jp crontab/my-new-cron-object '{.spec.timeZone}')" = Etc/UTC ] || [ $
 done
 check "get applies a default added after the object was stored" test "$(jp crontab/my-new-cron-object '{.spec.timeZone}')" = Etc/UTC
 check "list applies it" test "$(kubectl get ct -o 'jsonpath={range .items[*]}{.spec.timeZone},{end}' 2>/dev/null)" = "Etc/UTC,Etc/UTC,Etc/UTC,Etc/UTC,"
+check "a field selector sees it" test "$(kubectl get ct --field-selector spec.timeZone=Etc/UTC -o name 2>/dev/null | wc -l)" = 4
 kurl "$url/apis/stable.example.com/v1/namespaces/default/crontabs?watch=true&timeoutSeconds=1&fieldSelector=metadata.name%3Dc1" >"$work/out"
 check "watch applies it" python3 -c '
 import json, sys
