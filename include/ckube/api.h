@@ -719,8 +719,9 @@ int ck_crd_default_read(const struct ck_kind *kind, json_t *obj);
  * The stored bytes of an object of kind with its schema defaults applied,
  * in the same compact encoding (members in their order, defaults after), and
  * its length in *ret_len. NULL when there is nothing to apply (the kind has
- * no defaults on read, or the bytes are not an object), or when out of
- * memory (*failed set).
+ * no defaults on read, the bytes are not an object, or every default is
+ * there already: the stored bytes serve as they are), or when out of memory
+ * (*failed set).
  */
 char *ck_crd_default_stored(const struct ck_kind *kind, const char *stored, size_t len,
                             size_t *ret_len, bool *failed);

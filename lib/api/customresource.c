@@ -632,6 +632,35 @@ int ck_crd_default_read(const struct ck_kind *kind, json_t *obj)
     return r;
 }
 
+/*
+ * Counts the values below v (members, elements) and the nulls among them,
+ * leaving out top-level metadata. Defaulting only adds values or replaces a
+ * null, so equal counts before and after mean it changed nothing.
+ */
+static void count_values(const json_t *v, bool top, size_t *n, size_t *nulls)
+{
+    const char *key;
+    json_t *child;
+    size_t i;
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, key, child)
+        {
+            if (top && strcmp(key, "metadata") == 0)
+                continue;
+            (*n)++;
+            count_values(child, false, n, nulls);
+        }
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, child)
+        {
+            (*n)++;
+            count_values(child, false, n, nulls);
+        }
+    } else if (json_is_null(v)) {
+        (*nulls)++;
+    }
+}
+
 char *ck_crd_default_stored(const struct ck_kind *kind, const char *stored, size_t len,
                             size_t *ret_len, bool *failed)
 {
@@ -647,8 +676,17 @@ char *ck_crd_default_stored(const struct ck_kind *kind, const char *stored, size
         json_decref(obj);
         return NULL;
     }
+    size_t before = 0, before_nulls = 0, after = 0, after_nulls = 0;
+    count_values(obj, true, &before, &before_nulls);
     char *out = NULL;
-    if (ck_crd_default_read(kind, obj) == 0)
+    r = ck_crd_default_read(kind, obj);
+    if (r == 0)
+        count_values(obj, true, &after, &after_nulls);
+    if (r == 0 && after == before && after_nulls == before_nulls) {
+        json_decref(obj); /* every default was there already: the stored bytes serve */
+        return NULL;
+    }
+    if (r == 0)
         out = ck__json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER, ret_len);
     json_decref(obj);
     if (!out)

@@ -285,7 +285,7 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
         json_t *items = json_array();
         bool ok = items != NULL;
         for (size_t i = 0; ok && i < result.n_kvs; i++)
-            ok = json_array_append_new(items, ck__decode_served(t->kind, result.kvs[i])) == 0;
+            ok = json_array_append_new(items, ck__decode_stored(result.kvs[i])) == 0;
         json_t *list = ok ? ck__partial_list(items, rv, result.continue_token) : NULL;
         json_decref(items);
         ck__list_result_release(&result);

@@ -284,11 +284,15 @@ static void test_defaults_applied_on_read(void **state)
                              "\"metadata\":{\"name\":\"a\"},"
                              "\"spec\":{\"cronSpec\":\"* * * * */5\",\"replicas\":1}}");
     free(out);
-    /* a value set is kept */
+    /* a value set is kept: nothing added, so the stored bytes serve as they are */
     static const char set[] = "{\"spec\":{\"cronSpec\":\"x\",\"replicas\":3}}";
-    out = ck_crd_default_stored(v1, set, strlen(set), &len, &failed);
+    assert_null(ck_crd_default_stored(v1, set, strlen(set), &len, &failed));
+    assert_false(failed);
+    /* a null the schema does not allow takes the default */
+    static const char null_replicas[] = "{\"spec\":{\"cronSpec\":\"x\",\"replicas\":null}}";
+    out = ck_crd_default_stored(v1, null_replicas, strlen(null_replicas), &len, &failed);
     assert_non_null(out);
-    assert_string_equal(out, set);
+    assert_string_equal(out, "{\"spec\":{\"cronSpec\":\"x\",\"replicas\":1}}");
     free(out);
     /* nothing to do: no defaults in the version, not an object, not a custom resource */
     assert_null(ck_crd_default_stored(beta, stored, strlen(stored), &len, &failed));
