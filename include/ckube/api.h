@@ -552,6 +552,13 @@ struct ck_kind {
      * resources of a CustomResourceDefinition being deleted); NULL: allowed.
      */
     const char *refuse_create;
+    /*
+     * The kind's schema has defaults to apply when an object is read from
+     * storage (a custom resource's: Kubernetes defaults on decode, so an
+     * object stored before a default was added shows it): see
+     * ck_crd_default_stored().
+     */
+    bool defaults_on_read;
 };
 
 /*
@@ -644,6 +651,27 @@ const char *ck_kind_field_getter(const char *label, const json_t *obj, const voi
 /* True when obj still has finalizers: metadata.finalizers or the kind's own. */
 bool ck_kind_has_finalizers(const struct ck_kind *kind, const json_t *obj);
 
+/* ---- JSONPath (jsonpath.c) ----------------------------------------------- */
+
+/* The longest JSONPath ck_jsonpath_check() and ck_jsonpath_first() take, in bytes. */
+#define CK_JSONPATH_MAX 1024
+
+/*
+ * Parses path as Kubernetes parses a printer column's jsonPath (client-go's
+ * JSONPath, the inside of one "{...}" action): 0, or CK_EINVAL with
+ * client-go's message ("unterminated array", "invalid array index x", ...),
+ * CK_ENOMEM.
+ */
+int ck_jsonpath_check(const char *path, struct ck_err *reterr);
+
+/*
+ * The first value path selects in obj, missing keys allowed, as the CRD
+ * table convertor prints it; NULL when it selects nothing, does not parse,
+ * fails to evaluate (an index out of bounds, a comparison of two types) or
+ * memory runs out. New reference (a literal of the path is a new value).
+ */
+json_t *ck_jsonpath_first(const char *path, const json_t *obj);
+
 /* ---- custom resources (customresource.c) -------------------------------- */
 
 /*
@@ -666,6 +694,37 @@ struct ck_crd_kinds *ck_crd_kinds_free(struct ck_crd_kinds *kinds);
  * when a comes first. v2 < v1 < v1beta2 < v1beta1 < v1alpha1 < "other".
  */
 int ck_crd_version_compare(const char *a, const char *b);
+
+/* The most selectableFields a CRD version may have (Kubernetes' MaxSelectableFields). */
+#define CK_CRD_SELECTABLE_FIELDS_MAX 8
+
+/*
+ * Validates a CRD version's selectableFields as Kubernetes does (base is the
+ * version's field path, "spec.versions[0]"): each jsonPath required, a simple
+ * path to a property of the version's schema ("is an invalid path: ..."),
+ * not in metadata, of type string, boolean or integer, no duplicates, at
+ * most CK_CRD_SELECTABLE_FIELDS_MAX.
+ */
+void ck_crd_selectable_fields_check(const json_t *version, const char *base,
+                                    struct ck_field_errors *errs);
+
+/*
+ * Defaulting on read: applies the schema defaults of kind (one whose
+ * defaults_on_read is set; nothing otherwise) to obj, an object read from
+ * storage. 0, or CK_ENOMEM with obj partly defaulted.
+ */
+int ck_crd_default_read(const struct ck_kind *kind, json_t *obj);
+
+/*
+ * The stored bytes of an object of kind with its schema defaults applied,
+ * in the same compact encoding (members in their order, defaults after), and
+ * its length in *ret_len. NULL when there is nothing to apply (the kind has
+ * no defaults on read, the bytes are not an object, or every default is
+ * there already: the stored bytes serve as they are), or when out of memory
+ * (*failed set).
+ */
+char *ck_crd_default_stored(const struct ck_kind *kind, const char *stored, size_t len,
+                            size_t *ret_len, bool *failed);
 
 /* ---- object metadata (apiserver BeforeCreate / BeforeUpdate) ------------- */
 

@@ -8,9 +8,14 @@
  * them), one schema per version built from its openAPIV3Schema with
  * apiVersion, kind and metadata added (pkg/controller/openapi/builder), the
  * status and scale subresources, the printer columns (a Name column, then
- * additionalPrinterColumns, or Age when there are none:
+ * additionalPrinterColumns up to the first whose jsonPath does not parse,
+ * or Age when there are none:
  * pkg/registry/customresource/tableconvertor), and the storage version every
  * version's objects are stored in (conversion None: only apiVersion changes).
+ * A version's selectableFields are its kind's field labels (field selectors
+ * on list and watch, CustomResourceFieldSelectors, GA in 1.32).
+ * Objects read from storage get their version's schema defaults, as
+ * Kubernetes' decoder applies them (ck_crd_default_stored()).
  *
  * Everything a CRD's kinds point to lives in one allocation per string plus
  * the set of its schemas, layered over the built-in set so that ObjectMeta
@@ -46,6 +51,7 @@ struct crd_kind {
     struct ck_kind kind;
     struct ck_subresource subresources[2];
     struct ck_table_column *columns;
+    struct ck_field_label *field_labels; /* the version's selectableFields */
     struct ck_schemas *schemas;
 };
 
@@ -245,13 +251,17 @@ static int build_columns(struct ck_crd_kinds *k, struct crd_kind *ck, const json
     for (size_t i = 0; i < n; i++) {
         const json_t *col = json_array_get(printer_columns, i);
         const char *type = json_string_value(json_object_get(col, "type"));
+        const char *path = json_string_value(json_object_get(col, "jsonPath"));
+        /* a path that does not parse ends the columns, as Kubernetes' table convertor does */
+        if (!path || ck_jsonpath_check(path, NULL) < 0)
+            break;
         struct ck_table_column *d = &c[at++];
         d->name = keep(k, json_string_value(json_object_get(col, "name")));
         d->type = keep(k, type ? type : "string");
         d->format = keep(k, json_string_value(json_object_get(col, "format")));
         d->description = keep(k, json_string_value(json_object_get(col, "description")));
         d->priority = (int)json_integer_value(json_object_get(col, "priority"));
-        d->json_path = keep(k, json_string_value(json_object_get(col, "jsonPath")));
+        d->json_path = keep(k, path);
         d->absent = CK_CELL_ABSENT_NULL;
         d->age = type && strcmp(type, "date") == 0;
         if (!d->name || !d->type || !d->format || !d->description || !d->json_path)
@@ -285,6 +295,156 @@ static int build_subresources(struct ck_crd_kinds *k, struct crd_kind *ck, const
     ck->kind.n_subresources = n;
     ck->kind.status_keeps_metadata = n ? status_keeps : NULL;
     return 0;
+}
+
+/*
+ * True when a schema holds a `default` anywhere (a property named "default"
+ * counts too: it only costs a decode on read).
+ */
+static bool has_defaults(const json_t *schema)
+{
+    if (json_is_object(schema)) {
+        if (json_object_get(schema, "default"))
+            return true;
+        const char *key;
+        const json_t *value;
+        json_object_foreach((json_t *)schema, key, value)
+        {
+            if (has_defaults(value))
+                return true;
+        }
+    } else if (json_is_array(schema)) {
+        size_t i;
+        const json_t *value;
+        json_array_foreach(schema, i, value)
+        {
+            if (has_defaults(value))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* ---- selectableFields --------------------------------------------------- */
+
+/*
+ * A selectable field's value as Kubernetes' custom resource strategy gives
+ * it: a string as it is, an integer in decimal, a boolean as true or false;
+ * "" when absent. The label is the jsonPath without its leading dot, which
+ * is also the dotted path to read.
+ */
+static const char *selectable_value(const char *label, const json_t *obj, char *buf, size_t size)
+{
+    const json_t *v = ck__json_path(obj, label);
+    if (json_is_string(v))
+        return json_string_value(v);
+    if (json_is_integer(v)) {
+        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+        return buf;
+    }
+    if (json_is_boolean(v))
+        return json_is_true(v) ? "true" : "false";
+    return "";
+}
+
+static int build_selectable(struct ck_crd_kinds *k, struct crd_kind *ck, const json_t *fields)
+{
+    size_t n = json_array_size(fields);
+    if (n == 0)
+        return 0;
+    ck->field_labels = calloc(n, sizeof(*ck->field_labels));
+    if (!ck->field_labels)
+        return CK_ENOMEM;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *path =
+            json_string_value(json_object_get(json_array_get(fields, i), "jsonPath"));
+        if (!path || path[0] != '.' || !path[1])
+            continue; /* refused by the definition's validation */
+        const char *label = keep(k, path + 1);
+        if (!label)
+            return CK_ENOMEM;
+        ck->field_labels[at++] = (struct ck_field_label){label, NULL, CK_FIELD_LABEL_STRING};
+    }
+    ck->kind.field_labels = ck->field_labels;
+    ck->kind.n_field_labels = at;
+    ck->kind.field_value = selectable_value;
+    return 0;
+}
+
+void ck_crd_selectable_fields_check(const json_t *version, const char *base,
+                                    struct ck_field_errors *errs)
+{
+    const json_t *fields = json_object_get(version, "selectableFields");
+    const json_t *root = json_object_get(json_object_get(version, "schema"), "openAPIV3Schema");
+    const char *seen[CK_CRD_SELECTABLE_FIELDS_MAX + 1];
+    size_t n_seen = 0, unique = 0;
+    size_t i;
+    const json_t *f;
+    json_array_foreach(fields, i, f)
+    {
+        char field[200];
+        snprintf(field, sizeof(field), "%s.selectableFields[%zu].jsonPath", base, i);
+        const char *path = json_string_value(json_object_get(f, "jsonPath"));
+        if (!path || !*path) {
+            ck_field_errors_add(errs, CK_FIELD_REQUIRED, field, NULL, false, NULL);
+            continue;
+        }
+        /* a simple path: .a.b, property names only (no array notation), each in the schema */
+        const json_t *schema = root;
+        const char *why = path[0] != '.' ? "must start with a '.'" : NULL;
+        bool metadata = strncmp(path, ".metadata.", 10) == 0 || strcmp(path, ".metadata") == 0;
+        for (const char *seg = path + 1; !why && !metadata;) {
+            const char *dot = strchr(seg, '.');
+            size_t len = dot ? (size_t)(dot - seg) : strlen(seg);
+            char name[128];
+            if (len == 0 || len >= sizeof(name) || memchr(seg, '[', len)) {
+                why = "does not refer to a valid field";
+                break;
+            }
+            memcpy(name, seg, len);
+            name[len] = '\0';
+            schema = json_object_get(json_object_get(schema, "properties"), name);
+            if (!schema)
+                why = "does not refer to a valid field";
+            if (!dot)
+                break;
+            seg = dot + 1;
+        }
+        if (why) {
+            ck_field_errors_add(errs, CK_FIELD_INVALID, field, path, true, "is an invalid path: %s",
+                                why);
+            continue;
+        }
+        if (metadata) {
+            ck_field_errors_add(errs, CK_FIELD_INVALID, field, path, true,
+                                "must not point to fields in metadata");
+            continue;
+        }
+        const char *type = json_string_value(json_object_get(schema, "type"));
+        if (!type || (strcmp(type, "string") != 0 && strcmp(type, "boolean") != 0 &&
+                      strcmp(type, "integer") != 0))
+            ck_field_errors_add(errs, CK_FIELD_INVALID, field, path, true,
+                                "must point to a field of type string, boolean or integer. Enum "
+                                "string fields and strings with formats are allowed.");
+        bool dup = false;
+        for (size_t j = 0; j < n_seen; j++)
+            dup = dup || strcmp(seen[j], path) == 0;
+        if (dup) {
+            ck_field_errors_add(errs, CK_FIELD_DUPLICATE, field, path, true, NULL);
+            continue;
+        }
+        unique++;
+        if (n_seen < CK_CRD_SELECTABLE_FIELDS_MAX + 1)
+            seen[n_seen++] = path;
+    }
+    if (unique > CK_CRD_SELECTABLE_FIELDS_MAX) {
+        char field[160], count[32];
+        snprintf(field, sizeof(field), "%s.selectableFields", base);
+        snprintf(count, sizeof(count), "%zu", unique);
+        ck_field_errors_add(errs, CK_FIELD_TOO_MANY, field, count, false,
+                            "must have at most %d items", CK_CRD_SELECTABLE_FIELDS_MAX);
+    }
 }
 
 /* Served versions, in Kubernetes' priority order. */
@@ -388,10 +548,10 @@ int ck_crd_kinds_new(const json_t *crd, const struct ck_schemas *base,
                                            "is terminating"
                                          : NULL,
         };
-        json_t *doc =
-            schema_document(schema_name, list_name,
-                            json_object_get(json_object_get(v, "schema"), "openAPIV3Schema"), group,
-                            version, kind_name, k_list_kind);
+        const json_t *open_api = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
+        ck->kind.defaults_on_read = has_defaults(open_api);
+        json_t *doc = schema_document(schema_name, list_name, open_api, group, version, kind_name,
+                                      k_list_kind);
         char *text = doc ? ck__json_dumps(doc, JSON_COMPACT, NULL) : NULL;
         json_decref(doc);
         if (!text) {
@@ -407,6 +567,8 @@ int ck_crd_kinds_new(const json_t *crd, const struct ck_schemas *base,
         r = build_subresources(k, ck, json_object_get(v, "subresources"));
         if (r == 0)
             r = build_columns(k, ck, json_object_get(v, "additionalPrinterColumns"));
+        if (r == 0)
+            r = build_selectable(k, ck, json_object_get(v, "selectableFields"));
         if (r < 0)
             ck_err_no_memory(reterr);
     }
@@ -435,6 +597,7 @@ struct ck_crd_kinds *ck_crd_kinds_free(struct ck_crd_kinds *kinds)
         return NULL;
     for (size_t i = 0; i < kinds->n; i++) {
         free(kinds->kinds[i].columns);
+        free(kinds->kinds[i].field_labels);
         ck_schemas_free(kinds->kinds[i].schemas);
     }
     free(kinds->kinds);
@@ -443,4 +606,90 @@ struct ck_crd_kinds *ck_crd_kinds_free(struct ck_crd_kinds *kinds)
     free(kinds->strings);
     free(kinds);
     return NULL;
+}
+
+/* ---- defaulting on read ------------------------------------------------- */
+
+int ck_crd_default_read(const struct ck_kind *kind, json_t *obj)
+{
+    if (!kind || !kind->defaults_on_read || !json_is_object(obj))
+        return 0;
+    /*
+     * A CRD's schema may not default inside metadata (only name and
+     * generateName may be constrained there), so the walk skips ObjectMeta,
+     * most of a stored object and of the defaulting's time: metadata is held
+     * aside as null (which a custom resource's schema does not default: it
+     * has no default) and put back in its place.
+     */
+    json_t *meta = json_incref(json_object_get(obj, "metadata"));
+    if (meta && json_object_set_new(obj, "metadata", json_null()) < 0) {
+        json_decref(meta);
+        return CK_ENOMEM;
+    }
+    int r = ck_schema_default(ck_kind_schemas(kind, NULL), kind->schema, obj);
+    if (meta && json_object_set_new(obj, "metadata", meta) < 0)
+        r = CK_ENOMEM;
+    return r;
+}
+
+/*
+ * Counts the values below v (members, elements) and the nulls among them,
+ * leaving out top-level metadata. Defaulting only adds values or replaces a
+ * null, so equal counts before and after mean it changed nothing.
+ */
+static void count_values(const json_t *v, bool top, size_t *n, size_t *nulls)
+{
+    const char *key;
+    json_t *child;
+    size_t i;
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, key, child)
+        {
+            if (top && strcmp(key, "metadata") == 0)
+                continue;
+            (*n)++;
+            count_values(child, false, n, nulls);
+        }
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, child)
+        {
+            (*n)++;
+            count_values(child, false, n, nulls);
+        }
+    } else if (json_is_null(v)) {
+        (*nulls)++;
+    }
+}
+
+char *ck_crd_default_stored(const struct ck_kind *kind, const char *stored, size_t len,
+                            size_t *ret_len, bool *failed)
+{
+    if (!kind || !kind->defaults_on_read)
+        return NULL;
+    json_t *obj = NULL;
+    int r = ck_json_loadb(stored, len, 0, &obj, NULL);
+    if (r == CK_ENOMEM) {
+        *failed = true;
+        return NULL;
+    }
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        return NULL;
+    }
+    size_t before = 0, before_nulls = 0, after = 0, after_nulls = 0;
+    count_values(obj, true, &before, &before_nulls);
+    char *out = NULL;
+    r = ck_crd_default_read(kind, obj);
+    if (r == 0)
+        count_values(obj, true, &after, &after_nulls);
+    if (r == 0 && after == before && after_nulls == before_nulls) {
+        json_decref(obj); /* every default was there already: the stored bytes serve */
+        return NULL;
+    }
+    if (r == 0)
+        out = ck__json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER, ret_len);
+    json_decref(obj);
+    if (!out)
+        *failed = true;
+    return out;
 }

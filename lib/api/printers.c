@@ -3,9 +3,11 @@
  *
  * kubectl 1.32 has no column printers of its own for built-in kinds; it asks
  * the server for a meta.k8s.io/v1 Table. A kind describes its columns as
- * data (struct ck_table_column): a column with a JSONPath-like json_path is
- * filled here from the object, as Kubernetes fills a custom resource's
- * additionalPrinterColumns, so built-in kinds and CRDs take one path. Only
+ * data (struct ck_table_column): a column with a json_path is filled here
+ * from the object, as Kubernetes fills a custom resource's
+ * additionalPrinterColumns (plain dotted paths directly, the rest by
+ * Kubernetes' JSONPath in jsonpath.c), so built-in kinds and CRDs take one
+ * path. Only
  * the cells a kind truly computes (a pod's READY and STATUS, an event's
  * OBJECT) come from its cells hook, in lib/api/kinds/<kind>.c; the contents
  * mirror Kubernetes' pkg/printers/internalversion/printers.go. Like the
@@ -16,6 +18,7 @@
  * Threading: pure functions over the caller's values.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,11 +121,9 @@ static bool printable(const struct ck_table_column *c, const json_t *v)
     return json_is_string(v) || json_is_number(v) || json_is_boolean(v);
 }
 
-/* The cell of a column with a json_path. New reference. */
-static json_t *path_cell(const struct ck_table_column *c, const json_t *obj, long long now)
+/* The cell of column c for the value v its path selected (NULL: none). New reference. */
+static json_t *value_cell(const struct ck_table_column *c, const json_t *v, long long now)
 {
-    const char *path = c->json_path[0] == '.' ? c->json_path + 1 : c->json_path;
-    const json_t *v = ck__json_path(obj, path);
     if (c->age || strcmp(c->type, "date") == 0) {
         char buf[32];
         return json_string(ck_age(json_string_value(v), now, buf, sizeof(buf)));
@@ -146,6 +147,32 @@ static json_t *path_cell(const struct ck_table_column *c, const json_t *obj, lon
         break;
     }
     return json_null();
+}
+
+/* A plain dotted path (".spec.replicas"), read without the JSONPath evaluator. */
+static bool is_dotted(const char *path)
+{
+    if (path[0] != '.')
+        return false;
+    for (const char *p = path; *p; p++)
+        if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-' ||
+              (*p == '.' && p[1] != '.' && p[1] != '\0')))
+            return false;
+    return true;
+}
+
+/* The cell of a column with a json_path (Kubernetes' JSONPath). New reference. */
+static json_t *path_cell(const struct ck_table_column *c, const json_t *obj, long long now)
+{
+    json_t *found = NULL; /* what a JSONPath selected (a literal may be new) */
+    const json_t *v;
+    if (is_dotted(c->json_path) || c->json_path[0] != '.')
+        v = ck__json_path(obj, c->json_path[0] == '.' ? c->json_path + 1 : c->json_path);
+    else
+        v = found = ck_jsonpath_first(c->json_path, obj);
+    json_t *cell = value_cell(c, v, now);
+    json_decref(found);
+    return cell;
 }
 
 int ck_table_row_cells(const struct ck_kind *kind, const json_t *obj, long long now, json_t *cells)

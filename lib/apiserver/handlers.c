@@ -299,7 +299,8 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
     if (accept == CK__ACCEPT_TABLE) {
         json_t **objects = ck__calloc(result.n_kvs + 1, sizeof(*objects));
         size_t n = 0;
-        while (objects && n < result.n_kvs && (objects[n] = ck__decode_stored(result.kvs[n])))
+        while (objects && n < result.n_kvs &&
+               (objects[n] = ck__decode_served(t->kind, result.kvs[n])))
             n++;
         ret = objects && n == result.n_kvs
                   ? send_table(conn, t->kind, objects, n, rv, result.continue_token)

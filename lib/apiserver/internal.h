@@ -140,14 +140,17 @@ int ck__collection_prefix(const struct ck_kind *kind, const char *namespace, cha
 /*
  * The served form of a stored object of kind (NULL: as stored): the stored
  * bytes with "resourceVersion":"<rv>" spliced in as metadata's first member,
- * and a custom resource's storage apiVersion replaced by the kind's.
- * Caller frees.
+ * a custom resource's storage apiVersion replaced by the kind's, and its
+ * version's schema defaults applied (defaulting on read). Caller frees.
  */
 char *ck__serve_stored(const struct ck_kind *kind, const char *stored, size_t len,
                        int64_t resource_version, size_t *ret_len);
 
 /* Parses a stored kv into an object with its resourceVersion. New reference or NULL. */
 json_t *ck__decode_stored(const struct ck_kv *kv);
+
+/* ck__decode_stored() with the schema defaults of kind applied (defaulting on read). */
+json_t *ck__decode_served(const struct ck_kind *kind, const struct ck_kv *kv);
 
 /*
  * Creates obj (decoded from the request, consumed by copy) in namespace. On

@@ -184,7 +184,7 @@ static int kv_matches(const struct ck_kind *kind, const struct ck_kv *kv,
     bool field_filter = opts->fields && !ck_field_selector_is_empty(opts->fields);
     if (!label_filter && !field_filter)
         return 1;
-    json_t *obj = ck__decode_stored(kv);
+    json_t *obj = ck__decode_served(kind, kv); /* selectors see the defaults, as served */
     if (!obj)
         return CK_ENOMEM; /* the store holds what we wrote: only memory can fail here */
     bool ok = ck__matches(kind, obj, label_filter ? opts->labels : NULL,

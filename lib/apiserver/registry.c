@@ -145,8 +145,8 @@ static char *convert_stored(const struct ck_kind *kind, const char *stored, size
     return out;
 }
 
-char *ck__serve_stored(const struct ck_kind *kind, const char *stored, size_t len,
-                       int64_t resource_version, size_t *ret_len)
+static char *serve_bytes(const struct ck_kind *kind, const char *stored, size_t len,
+                         int64_t resource_version, size_t *ret_len)
 {
     bool failed = false;
     size_t converted_len = 0;
@@ -154,7 +154,7 @@ char *ck__serve_stored(const struct ck_kind *kind, const char *stored, size_t le
     if (failed)
         return NULL;
     if (converted) {
-        char *out = ck__serve_stored(NULL, converted, converted_len, resource_version, ret_len);
+        char *out = serve_bytes(NULL, converted, converted_len, resource_version, ret_len);
         free(converted);
         return out;
     }
@@ -186,6 +186,20 @@ char *ck__serve_stored(const struct ck_kind *kind, const char *stored, size_t le
     return out;
 }
 
+char *ck__serve_stored(const struct ck_kind *kind, const char *stored, size_t len,
+                       int64_t resource_version, size_t *ret_len)
+{
+    bool failed = false;
+    size_t defaulted_len = 0;
+    char *defaulted = ck_crd_default_stored(kind, stored, len, &defaulted_len, &failed);
+    if (failed)
+        return NULL;
+    char *out = defaulted ? serve_bytes(kind, defaulted, defaulted_len, resource_version, ret_len)
+                          : serve_bytes(kind, stored, len, resource_version, ret_len);
+    free(defaulted);
+    return out;
+}
+
 json_t *ck__decode_stored(const struct ck_kv *kv)
 {
     json_t *obj = NULL;
@@ -196,6 +210,14 @@ json_t *ck__decode_stored(const struct ck_kv *kv)
     json_t *meta = json_object_get(obj, "metadata");
     if (json_is_object(meta))
         json_object_set_new(meta, "resourceVersion", json_string(rv));
+    return obj;
+}
+
+json_t *ck__decode_served(const struct ck_kind *kind, const struct ck_kv *kv)
+{
+    json_t *obj = ck__decode_stored(kv);
+    if (obj && ck_crd_default_read(kind, obj) < 0)
+        obj = (json_decref(obj), NULL);
     return obj;
 }
 

@@ -297,7 +297,7 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
                               int64_t revision)
 {
     if (s->table || s->partial) {
-        json_t *obj = ck__decode_stored(kv);
+        json_t *obj = ck__decode_served(s->kind, kv);
         char rv[32];
         snprintf(rv, sizeof(rv), "%lld", (long long)revision);
         if (!obj || json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
@@ -362,7 +362,7 @@ static int kv_passes(const struct ck__watch_stream *s, const struct ck_kv *kv)
         return 0;
     if (!s->labels && !s->fields)
         return 1;
-    json_t *obj = ck__decode_stored(kv);
+    json_t *obj = ck__decode_served(s->kind, kv); /* selectors see the defaults, as served */
     if (!obj)
         return CK_ENOMEM;
     bool ok = ck__matches(s->kind, obj, s->labels, s->fields);

@@ -5,7 +5,8 @@
  * names, scope, storage keys and version, columns, subresources), their
  * schemas layered over the built-in set (ObjectMeta resolves, decoding
  * prunes and defaults, validation uses the schema), and the definition's
- * own defaults and validation messages.
+ * own defaults and validation messages, defaulting on read, and
+ * selectableFields (field labels and their checks).
  */
 #include "cktest.h"
 
@@ -255,11 +256,154 @@ static void test_definition_defaults(void **state)
     json_decref(crd);
 }
 
+/* Defaults on read: only the versions whose schema has defaults; the stored bytes get them. */
+static void test_defaults_applied_on_read(void **state)
+{
+    (void)state;
+    struct ck_schemas *base = NULL;
+    assert_int_equal(ck_api_builtin_schemas(&base, NULL), 0);
+    json_t *crd = load(crontab_crd);
+    struct ck_crd_kinds *kinds = NULL;
+    assert_int_equal(ck_crd_kinds_new(crd, base, &kinds, NULL), 0);
+    const struct ck_kind *v1 = ck_crd_kinds_get(kinds, 0);
+    const struct ck_kind *beta = ck_crd_kinds_get(kinds, 1);
+    assert_true(v1->defaults_on_read);
+    assert_false(beta->defaults_on_read);
+
+    /* stored before spec.replicas had a default */
+    static const char stored[] =
+        "{\"apiVersion\":\"stable.example.com/v1\",\"kind\":\"CronTab\","
+        "\"metadata\":{\"name\":\"a\"},\"spec\":{\"cronSpec\":\"* * * * */5\"}}";
+    size_t len = 0;
+    bool failed = false;
+    char *out = ck_crd_default_stored(v1, stored, strlen(stored), &len, &failed);
+    assert_false(failed);
+    assert_non_null(out);
+    assert_int_equal(len, strlen(out));
+    assert_string_equal(out, "{\"apiVersion\":\"stable.example.com/v1\",\"kind\":\"CronTab\","
+                             "\"metadata\":{\"name\":\"a\"},"
+                             "\"spec\":{\"cronSpec\":\"* * * * */5\",\"replicas\":1}}");
+    free(out);
+    /* a value set is kept: nothing added, so the stored bytes serve as they are */
+    static const char set[] = "{\"spec\":{\"cronSpec\":\"x\",\"replicas\":3}}";
+    assert_null(ck_crd_default_stored(v1, set, strlen(set), &len, &failed));
+    assert_false(failed);
+    /* a null the schema does not allow takes the default */
+    static const char null_replicas[] = "{\"spec\":{\"cronSpec\":\"x\",\"replicas\":null}}";
+    out = ck_crd_default_stored(v1, null_replicas, strlen(null_replicas), &len, &failed);
+    assert_non_null(out);
+    assert_string_equal(out, "{\"spec\":{\"cronSpec\":\"x\",\"replicas\":1}}");
+    free(out);
+    /* nothing to do: no defaults in the version, not an object, not a custom resource */
+    assert_null(ck_crd_default_stored(beta, stored, strlen(stored), &len, &failed));
+    assert_null(ck_crd_default_stored(v1, "[1]", 3, &len, &failed));
+    assert_null(ck_crd_default_stored(NULL, stored, strlen(stored), &len, &failed));
+    assert_false(failed);
+
+    json_t *obj = load("{\"spec\":{\"cronSpec\":\"x\"}}");
+    assert_int_equal(ck_crd_default_read(v1, obj), 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(obj, "spec"), "replicas")),
+                     1);
+    json_decref(obj);
+    obj = load("{\"spec\":{}}");
+    assert_int_equal(ck_crd_default_read(beta, obj), 0);
+    assert_null(json_object_get(json_object_get(obj, "spec"), "replicas"));
+    json_decref(obj);
+
+    ck_crd_kinds_free(kinds);
+    json_decref(crd);
+    ck_schemas_free(base);
+}
+
+/* selectableFields: field labels of the kind, values as Kubernetes gives them, and the checks. */
+static void test_selectable_fields(void **state)
+{
+    (void)state;
+    struct ck_schemas *base = NULL;
+    assert_int_equal(ck_api_builtin_schemas(&base, NULL), 0);
+    json_t *crd = load(crontab_crd);
+    json_t *v1 = json_array_get(json_object_get(json_object_get(crd, "spec"), "versions"), 2);
+    json_object_set_new(
+        v1, "selectableFields",
+        json_pack("[{s:s}, {s:s}]", "jsonPath", ".spec.cronSpec", "jsonPath", ".spec.replicas"));
+    struct ck_field_errors errs = {0};
+    ck_crd_selectable_fields_check(v1, "spec.versions[2]", &errs);
+    assert_int_equal(errs.len, 0);
+
+    struct ck_crd_kinds *kinds = NULL;
+    assert_int_equal(ck_crd_kinds_new(crd, base, &kinds, NULL), 0);
+    const struct ck_kind *kind = ck_crd_kinds_get(kinds, 0);
+    assert_int_equal(kind->n_field_labels, 2);
+    assert_string_equal(kind->field_labels[0].label, "spec.cronSpec");
+    json_t *obj = load("{\"metadata\":{\"name\":\"a\"},\"spec\":{\"replicas\":3}}");
+    char buf[32];
+    assert_string_equal(ck_kind_field_value(kind, "spec.replicas", obj, buf, sizeof(buf)), "3");
+    assert_string_equal(ck_kind_field_value(kind, "spec.cronSpec", obj, buf, sizeof(buf)), "");
+    json_object_set_new(json_object_get(obj, "spec"), "cronSpec", json_string("* * * * *"));
+    assert_string_equal(ck_kind_field_value(kind, "spec.cronSpec", obj, buf, sizeof(buf)),
+                        "* * * * *");
+    json_decref(obj);
+    /* another version without selectableFields offers none */
+    assert_int_equal(ck_crd_kinds_get(kinds, 1)->n_field_labels, 0);
+    ck_crd_kinds_free(kinds);
+
+    json_object_set_new(v1, "selectableFields",
+                        json_pack("[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}, {}]", "jsonPath",
+                                  ".spec.nope", "jsonPath", ".metadata.name", "jsonPath", ".spec",
+                                  "jsonPath", ".spec.replicas", "jsonPath", ".spec.replicas"));
+    ck_crd_selectable_fields_check(v1, "spec.versions[2]", &errs);
+    static const char *const want[] = {
+        "spec.versions[2].selectableFields[0].jsonPath: Invalid value: \".spec.nope\": is an "
+        "invalid path: does not refer to a valid field",
+        "spec.versions[2].selectableFields[1].jsonPath: Invalid value: \".metadata.name\": must "
+        "not point to fields in metadata",
+        "spec.versions[2].selectableFields[2].jsonPath: Invalid value: \".spec\": must point to a "
+        "field of type string, boolean or integer. Enum string fields and strings with formats "
+        "are allowed.",
+        "spec.versions[2].selectableFields[4].jsonPath: Duplicate value: \".spec.replicas\"",
+        "spec.versions[2].selectableFields[5].jsonPath: Required value",
+    };
+    assert_int_equal(errs.len, sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < errs.len; i++) {
+        char *text = ck_field_error_string(&errs.items[i]);
+        assert_string_equal(text, want[i]);
+        free(text);
+    }
+    ck_field_errors_release(&errs);
+
+    json_t *many = json_array();
+    static const char *const names[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
+    json_t *props = json_object_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(v1, "schema"), "openAPIV3Schema"),
+                            "properties"),
+            "spec"),
+        "properties");
+    for (size_t i = 0; i < 9; i++) {
+        json_object_set_new(props, names[i], json_pack("{s:s}", "type", "string"));
+        char path[16];
+        snprintf(path, sizeof(path), ".spec.%s", names[i]);
+        json_array_append_new(many, json_pack("{s:s}", "jsonPath", path));
+    }
+    json_object_set_new(v1, "selectableFields", many);
+    ck_crd_selectable_fields_check(v1, "spec.versions[2]", &errs);
+    assert_int_equal(errs.len, 1);
+    char *text = ck_field_error_string(&errs.items[0]);
+    assert_string_equal(text, "spec.versions[2].selectableFields: Too many: 9: must have at most 8 "
+                              "items");
+    free(text);
+    ck_field_errors_release(&errs);
+    json_decref(crd);
+    ck_schemas_free(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_priority_is_kubernetes_order),
         cmocka_unit_test(test_kinds_of_a_definition),
+        cmocka_unit_test(test_defaults_applied_on_read),
+        cmocka_unit_test(test_selectable_fields),
         cmocka_unit_test(test_definition_without_names_is_refused),
         cmocka_unit_test(test_definition_validation_messages),
         cmocka_unit_test(test_definition_defaults),

@@ -4,12 +4,16 @@
 # established (NamesAccepted, Established), served at once (plural, short
 # name, category "all", discovery, kubectl explain), its objects are
 # validated by the schema (422 with the schema's message), pruned of unknown
-# fields, defaulted, printed with the additionalPrinterColumns, written
+# fields, defaulted, printed with the additionalPrinterColumns (Kubernetes'
+# JSONPath: filters, indexes, quoted keys; a jsonPath not starting with "."
+# is refused), written
 # through the status subresource, scaled with `kubectl scale` through the
 # scale subresource, read through a second version (apiVersion rewritten),
 # refused a strategic merge patch (415); a changed definition (a new column,
-# a version no longer served) is served at once; a conflicting kind is not
-# accepted;
+# a version no longer served) is served at once; a default added to the
+# schema shows on objects stored before it (get, list, watch, Table);
+# selectableFields are field selectors (list and watch) and checked against
+# the schema; a conflicting kind is not accepted;
 # the definitions survive a restart; on etcd a second server serves them
 # too; deleting the definition deletes its objects, then the definition.
 #
@@ -134,6 +138,69 @@ check "label selector" test "$(kubectl get ct -l tier=batch -o name 2>/dev/null)
 check "field selector" test "$(kubectl get ct --field-selector metadata.name=c2 -o name 2>/dev/null)" = crontab.stable.example.com/c2
 check "paging" test "$(kubectl get ct --chunk-size=1 -o name 2>/dev/null | wc -l)" = 4
 
+# --- selectableFields: more field selectors ---
+kubectl get ct --field-selector spec.image=img2 >"$work/out" 2>&1
+check "a field that is not selectable is refused" grep -q 'field label not supported: spec.image' "$work/out"
+k patch crd "$crd" --type=json -p '[{"op":"add","path":"/spec/versions/0/selectableFields","value":[{"jsonPath":".spec.image"},{"jsonPath":".spec.replicas"}]}]' >/dev/null 2>&1
+i=0
+until [ "$(kubectl get ct --field-selector spec.image=img2 -o name 2>/dev/null)" = crontab.stable.example.com/my-new-cron-object ] || [ $i -gt 100 ]; do
+    i=$((i + 1))
+    sleep 0.2
+done
+check "selectableFields are field selectors" test "$(kubectl get ct --field-selector spec.image=img2 -o name 2>/dev/null)" = crontab.stable.example.com/my-new-cron-object
+check "an integer field, and an absent field is empty" test "$(kubectl get ct --field-selector 'spec.replicas=1,spec.image=' -o name 2>/dev/null | sort | tr '\n' ' ')" = "crontab.stable.example.com/c1 crontab.stable.example.com/c2 crontab.stable.example.com/c3 "
+kurl "$url/apis/stable.example.com/v1/namespaces/default/crontabs?watch=true&timeoutSeconds=1&fieldSelector=spec.image%3Dimg2" >"$work/out"
+check "a watch selects by them too" python3 -c '
+import json, sys
+evs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+assert [e["object"]["metadata"]["name"] for e in evs] == ["my-new-cron-object"], evs' "$work/out"
+k patch crd "$crd" --type=json -p '[{"op":"add","path":"/spec/versions/0/selectableFields/-","value":{"jsonPath":".spec.nope"}}]' >"$work/out" 2>&1
+check "a selectable field the schema does not have is refused" \
+    grep -q 'spec.versions\[0\].selectableFields\[2\].jsonPath: Invalid value: ".spec.nope": is an invalid path' "$work/out"
+
+# --- printer columns with Kubernetes' JSONPath ---
+cat >"$work/gadgets.yaml" <<'EOF'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+    additionalPrinterColumns:
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    - {name: First, type: string, jsonPath: '.spec.items[0].name'}
+    - {name: Last, type: integer, jsonPath: '.spec.items[-1].size'}
+    - {name: Tier, type: string, jsonPath: ".metadata.labels['tier']"}
+EOF
+k apply -f "$work/gadgets.yaml" >/dev/null 2>&1
+wait_for "a definition with JSONPath columns is established" "crd/gadgets.stable.example.com" '{.status.conditions[?(@.type=="Established")].status}=True'
+cat >"$work/gadget.yaml" <<'EOF'
+apiVersion: stable.example.com/v1
+kind: Gadget
+metadata: {name: g1, labels: {tier: front}}
+spec: {items: [{name: first, size: 1}, {name: second, size: 2}]}
+status: {conditions: [{type: Synced, status: "False"}, {type: Ready, status: "True"}]}
+EOF
+k apply -f "$work/gadget.yaml" >/dev/null 2>&1
+k get gadgets >"$work/out" 2>&1
+check "JSONPath printer columns (filter, index, negative index, quoted key)" sh -c 'head -1 "$1" | grep -Eq "^NAME +READY +FIRST +LAST +TIER$" &&
+    grep -Eq "^g1 +True +first +2 +front$" "$1"' - "$work/out"
+sed -e "s|jsonPath: '.spec.items\[0\].name'|jsonPath: 'spec.items[0].name'|" "$work/gadgets.yaml" >"$work/bad-gadgets.yaml"
+k apply -f "$work/bad-gadgets.yaml" >"$work/out" 2>&1
+check "a jsonPath not starting with . is refused" \
+    grep -q 'spec.versions\[0\].additionalPrinterColumns\[1\].jsonPath: Invalid value: "spec.items\[0\].name": must be a simple json path starting with .' "$work/out"
+k delete crd gadgets.stable.example.com >/dev/null 2>&1
+
 # --- a conflicting kind in the same group is not accepted ---
 sed -e 's/crontabs/crontabs2/g' -e 's/singular: crontab/singular: crontab2/' -e 's/- ct$/- ct2/' \
     "$data/crontab-crd.yaml" >"$work/conflict.yaml"
@@ -158,6 +225,28 @@ while [ "$(kurl -o /dev/null -w '%{http_code}' "$url/apis/stable.example.com/v1b
 done
 check "a version no longer served is gone" test "$(kurl -o /dev/null -w '%{http_code}' "$url/apis/stable.example.com/v1beta1/crontabs")" = 404
 check "the served version still is" test "$(kurl -o /dev/null -w '%{http_code}' "$url/apis/stable.example.com/v1/crontabs")" = 200
+
+# --- defaults on read: a default added later shows on objects stored before ---
+k patch crd "$crd" --type=json -p '[{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/timeZone","value":{"type":"string","default":"Etc/UTC"}},{"op":"add","path":"/spec/versions/0/selectableFields/-","value":{"jsonPath":".spec.timeZone"}}]' >/dev/null 2>&1
+i=0
+until [ "$(jp crontab/my-new-cron-object '{.spec.timeZone}')" = Etc/UTC ] || [ $i -gt 100 ]; do
+    i=$((i + 1))
+    sleep 0.2
+done
+check "get applies a default added after the object was stored" test "$(jp crontab/my-new-cron-object '{.spec.timeZone}')" = Etc/UTC
+check "list applies it" test "$(kubectl get ct -o 'jsonpath={range .items[*]}{.spec.timeZone},{end}' 2>/dev/null)" = "Etc/UTC,Etc/UTC,Etc/UTC,Etc/UTC,"
+check "a field selector sees it" test "$(kubectl get ct --field-selector spec.timeZone=Etc/UTC -o name 2>/dev/null | wc -l)" = 4
+kurl "$url/apis/stable.example.com/v1/namespaces/default/crontabs?watch=true&timeoutSeconds=1&fieldSelector=metadata.name%3Dc1" >"$work/out"
+check "watch applies it" python3 -c '
+import json, sys
+ev = json.loads(open(sys.argv[1]).readline())
+assert ev["type"] == "ADDED" and ev["object"]["spec"]["timeZone"] == "Etc/UTC", ev' "$work/out"
+kurl -H 'Accept: application/json;as=Table;v=v1;g=meta.k8s.io' \
+    "$url/apis/stable.example.com/v1/namespaces/default/crontabs?includeObject=Object" >"$work/out"
+check "a Table's objects have it" python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert all(r["object"]["spec"]["timeZone"] == "Etc/UTC" for r in t["rows"]), t' "$work/out"
 
 # --- restart ---
 stop_server

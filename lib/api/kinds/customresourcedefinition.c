@@ -150,6 +150,7 @@ static void validate_version(const json_t *v, size_t i, struct ck_field_errors *
         check_scale_path(scale, "statusReplicasPath", ".status.", field, true, errs);
         check_scale_path(scale, "labelSelectorPath", ".status.", field, false, errs);
     }
+    ck_crd_selectable_fields_check(v, base, errs);
     size_t j;
     const json_t *col;
     json_array_foreach(json_object_get(v, "additionalPrinterColumns"), j, col)
@@ -173,6 +174,9 @@ static void validate_version(const json_t *v, size_t i, struct ck_field_errors *
         const char *path = json_string_value(json_object_get(col, "jsonPath"));
         if (!path || !*path)
             ck_field_errors_add(errs, CK_FIELD_REQUIRED, tf, NULL, false, NULL);
+        else if (path[0] != '.')
+            ck_field_errors_add(errs, CK_FIELD_INVALID, tf, path, true,
+                                "must be a simple json path starting with .");
     }
 }
 
