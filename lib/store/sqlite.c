@@ -327,20 +327,24 @@ static int range_at(struct conn *c, const struct ck_store_range *req, int64_t re
     if (!hi)
         return ck_err_set(err, CK_ENOMEM, "store: out of memory");
     size_t hi_len = ck__prefix_end(req->key, req->key_len, hi);
-    /* count */
-    if (!(st = query(c, Q_COUNT, err))) {
-        r = CK_EIO;
-        goto out_hi;
+    /* count: without a limit the rows read are all there are; a second pass
+     * over the range would only repeat it */
+    bool counted = req->count_only || req->limit > 0;
+    if (counted) {
+        if (!(st = query(c, Q_COUNT, err))) {
+            r = CK_EIO;
+            goto out_hi;
+        }
+        bind_blob(st, 1, lo, lo_len);
+        if (hi_len)
+            bind_blob(st, 2, hi, hi_len);
+        sqlite3_bind_int64(st, 3, rev);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            *count = sqlite3_column_int64(st, 0);
+        else
+            r = sq_err(err, c->db, "count");
+        done(st);
     }
-    bind_blob(st, 1, lo, lo_len);
-    if (hi_len)
-        bind_blob(st, 2, hi, hi_len);
-    sqlite3_bind_int64(st, 3, rev);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        *count = sqlite3_column_int64(st, 0);
-    else
-        r = sq_err(err, c->db, "count");
-    done(st);
     if (r < 0 || req->count_only)
         goto out_hi;
     if (!(st = query(c, Q_RANGE, err))) {
@@ -365,6 +369,8 @@ static int range_at(struct conn *c, const struct ck_store_range *req, int64_t re
     if (r == 0 && rc != SQLITE_DONE)
         r = sq_err(err, c->db, "range");
     done(st);
+    if (!counted)
+        *count = (int64_t)*n;
     *more = r == 0 && (int64_t)*n < *count;
 out_hi:
     free(hi);
