@@ -16,6 +16,7 @@
  * immutable registry and the thread-safe store.
  */
 #define _GNU_SOURCE
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@
 
 #include "ckube/internal/util.h"
 #include "internal.h"
+
+#define TRIM_AFTER_OBJECTS 10000 /* a list this long gives its memory back (release_list) */
 
 static const char table_content_type[] = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
@@ -246,6 +249,22 @@ static enum MHD_Result send_proto_list(struct MHD_Connection *conn, const struct
     return ck__send_bytes(conn, 200, CK_PROTOBUF_MEDIA_TYPE, data, len, NULL);
 }
 
+/*
+ * Releases a list result; after one of many objects, also gives the free
+ * memory of every malloc arena back to the system. glibc keeps what a thread
+ * freed in that thread's arena, and the next large list usually runs on
+ * another of the pool's threads, so each thread's arena grew to the largest
+ * list it had served: a server that had deleted 100,000 pods twice with a
+ * deletecollection held 343 MiB, 150 MiB more after each cycle.
+ */
+static void release_list(struct ck__list_result *result)
+{
+    size_t n = result->n_kvs;
+    ck__list_result_release(result);
+    if (n >= TRIM_AFTER_OBJECTS)
+        malloc_trim(0);
+}
+
 static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                    const struct ck__target *t)
 {
@@ -277,7 +296,7 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
     enum MHD_Result ret;
     enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
     if (accept == CK__ACCEPT_PARTIAL) {
-        ck__list_result_release(&result);
+        release_list(&result);
         ck__err_partial_shape(&err, t->kind, accept);
         return ck__fail(conn, &err);
     }
@@ -288,7 +307,7 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
             ok = json_array_append_new(items, ck__decode_stored(result.kvs[i])) == 0;
         json_t *list = ok ? ck__partial_list(items, rv, result.continue_token) : NULL;
         json_decref(items);
-        ck__list_result_release(&result);
+        release_list(&result);
         size_t len = 0;
         char *text = ck__json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
         json_decref(list);
@@ -307,18 +326,18 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
         for (size_t i = 0; i < n; i++)
             json_decref(objects[i]);
         free(objects);
-        ck__list_result_release(&result);
+        release_list(&result);
         return ret;
     }
 
     if (accept == CK__ACCEPT_PROTOBUF) {
         ret = send_proto_list(conn, t->kind, rv, &result);
-        ck__list_result_release(&result);
+        release_list(&result);
         return ret;
     }
     size_t len = 0;
     char *body = list_body(t->kind, rv, result.continue_token, result.kvs, result.n_kvs, &len);
-    ck__list_result_release(&result);
+    release_list(&result);
     if (!body)
         return ck__fail_no_memory(conn);
     return ck__send_bytes(conn, 200, "application/json", body, len, NULL);
@@ -1025,7 +1044,7 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
         text = list_body(t->kind, rv, NULL, deleted, n_deleted, &text_len);
     }
     free(deleted);
-    ck__list_result_release(&result);
+    release_list(&result);
     if (err.code < 0)
         return ck__fail(conn, &err);
     if (!text)
