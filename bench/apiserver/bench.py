@@ -130,12 +130,15 @@ class Servers:
                 p.wait()
 
 
-def start_ckube(servers, ckube, tmp, name, store=None):
+def start_ckube(servers, ckube, tmp, name, store=None, connections=0):
     port = free_port()
     data = os.path.join(tmp, name)
     # plain HTTP: these runs compare the API path with nginx and etcd over plain HTTP
     argv = [ckube, "server", "--insecure-plain-http", "--listen", f"127.0.0.1:{port}",
             "--data-dir", data]
+    if connections:  # every watcher is a connection from 127.0.0.1
+        argv += ["--max-connections", str(connections),
+                 "--max-connections-per-address", str(connections)]
     if store:
         argv += ["--store", store]
     log = open(os.path.join(tmp, name + ".log"), "w")
@@ -254,7 +257,8 @@ def report(opts, tmp, servers):
     ckube, n, secs = opts.ckube, opts.runs, opts.seconds
     load_start = os.getloadavg()[0]
     etcd_url = "http://" + opts.etcd[len("etcd://") :].split(",")[0]
-    port, proc = start_ckube(servers, ckube, tmp, "sqlite")
+    port, proc = start_ckube(servers, ckube, tmp, "sqlite",
+                             connections=opts.watchers + 1000 if opts.watchers > 1000 else 0)
     time.sleep(1)
     rss_idle = rss_kib(proc.pid)
 
