@@ -11,7 +11,7 @@ In one run, on loopback, it measures (medians of --runs runs each):
     nginx serving the exact bytes of ckube's answer as a static file;
   - LIST of 1,000 pods: median latency, wrk, 1 thread, 1 connection, against
     ckube and nginx (again the same bytes);
-  - creates per second from 16 keep-alive clients (wrk, 2 threads) on a ckube
+  - creates per second from 16 keep-alive clients (--create-clients; wrk, 2 threads) on a ckube
     backed by SQLite and on one backed by etcd, and raw etcd puts of a stored
     pod through etcd's v3 JSON gateway at the same concurrency;
   - watch delivery: 1,000 watchers of one namespace while one client PUTs a
@@ -130,12 +130,15 @@ class Servers:
                 p.wait()
 
 
-def start_ckube(servers, ckube, tmp, name, store=None):
+def start_ckube(servers, ckube, tmp, name, store=None, connections=0):
     port = free_port()
     data = os.path.join(tmp, name)
     # plain HTTP: these runs compare the API path with nginx and etcd over plain HTTP
     argv = [ckube, "server", "--insecure-plain-http", "--listen", f"127.0.0.1:{port}",
             "--data-dir", data]
+    if connections:  # every watcher is a connection from 127.0.0.1
+        argv += ["--max-connections", str(connections),
+                 "--max-connections-per-address", str(connections)]
     if store:
         argv += ["--store", store]
     log = open(os.path.join(tmp, name + ".log"), "w")
@@ -235,6 +238,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=5, help="duration of each wrk run")
     ap.add_argument("--pods", type=int, default=1000, help="pods in the LIST")
     ap.add_argument("--watchers", type=int, default=1000)
+    ap.add_argument("--create-clients", type=int, default=16,
+                    help="keep-alive clients of the create and raw put runs")
     ap.add_argument("--updates", type=int, default=100)
     ap.add_argument("--interval-ms", type=int, default=20)
     opts = ap.parse_args()
@@ -254,7 +259,8 @@ def report(opts, tmp, servers):
     ckube, n, secs = opts.ckube, opts.runs, opts.seconds
     load_start = os.getloadavg()[0]
     etcd_url = "http://" + opts.etcd[len("etcd://") :].split(",")[0]
-    port, proc = start_ckube(servers, ckube, tmp, "sqlite")
+    port, proc = start_ckube(servers, ckube, tmp, "sqlite",
+                             connections=opts.watchers + 1000 if opts.watchers > 1000 else 0)
     time.sleep(1)
     rss_idle = rss_kib(proc.pid)
 
@@ -316,9 +322,10 @@ def report(opts, tmp, servers):
         f.write(pod_bytes)
     cr_sq, cr_et, raw = [], [], []
     for _ in range(n):
-        cr_sq.append(wrk(ck, 2, 16, secs, "create.lua", ["create"])["rps"])
-        cr_et.append(wrk(f"http://127.0.0.1:{eport}", 2, 16, secs, "create.lua", ["create"])["rps"])
-        raw.append(wrk(etcd_url, 2, 16, secs, "etcd_put.lua", [value_file])["rps"])
+        cc = opts.create_clients
+        cr_sq.append(wrk(ck, 2, cc, secs, "create.lua", ["create"])["rps"])
+        cr_et.append(wrk(f"http://127.0.0.1:{eport}", 2, cc, secs, "create.lua", ["create"])["rps"])
+        raw.append(wrk(etcd_url, 2, cc, secs, "etcd_put.lua", [value_file])["rps"])
     time.sleep(2)
     rss_end = rss_kib(proc.pid)
 

@@ -16,6 +16,7 @@
  * immutable registry and the thread-safe store.
  */
 #define _GNU_SOURCE
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@
 
 #include "ckube/internal/util.h"
 #include "internal.h"
+
+#define TRIM_AFTER_OBJECTS 10000 /* a list this long gives its memory back (release_list) */
 
 static const char table_content_type[] = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
@@ -246,6 +249,22 @@ static enum MHD_Result send_proto_list(struct MHD_Connection *conn, const struct
     return ck__send_bytes(conn, 200, CK_PROTOBUF_MEDIA_TYPE, data, len, NULL);
 }
 
+/*
+ * Releases a list result; after one of many objects, also gives the free
+ * memory of every malloc arena back to the system. glibc keeps what a thread
+ * freed in that thread's arena, and the next large list usually runs on
+ * another of the pool's threads, so each thread's arena grew to the largest
+ * list it had served: a server that had deleted 100,000 pods twice with a
+ * deletecollection held 343 MiB, 150 MiB more after each cycle.
+ */
+static void release_list(struct ck__list_result *result)
+{
+    size_t n = result->n_kvs;
+    ck__list_result_release(result);
+    if (n >= TRIM_AFTER_OBJECTS)
+        malloc_trim(0);
+}
+
 static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                    const struct ck__target *t)
 {
@@ -277,7 +296,7 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
     enum MHD_Result ret;
     enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
     if (accept == CK__ACCEPT_PARTIAL) {
-        ck__list_result_release(&result);
+        release_list(&result);
         ck__err_partial_shape(&err, t->kind, accept);
         return ck__fail(conn, &err);
     }
@@ -288,7 +307,7 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
             ok = json_array_append_new(items, ck__decode_stored(result.kvs[i])) == 0;
         json_t *list = ok ? ck__partial_list(items, rv, result.continue_token) : NULL;
         json_decref(items);
-        ck__list_result_release(&result);
+        release_list(&result);
         size_t len = 0;
         char *text = ck__json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
         json_decref(list);
@@ -308,18 +327,18 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
         for (size_t i = 0; i < n; i++)
             json_decref(objects[i]);
         free(objects);
-        ck__list_result_release(&result);
+        release_list(&result);
         return ret;
     }
 
     if (accept == CK__ACCEPT_PROTOBUF) {
         ret = send_proto_list(conn, t->kind, rv, &result);
-        ck__list_result_release(&result);
+        release_list(&result);
         return ret;
     }
     size_t len = 0;
     char *body = list_body(t->kind, rv, result.continue_token, result.kvs, result.n_kvs, &len);
-    ck__list_result_release(&result);
+    release_list(&result);
     if (!body)
         return ck__fail_no_memory(conn);
     return ck__send_bytes(conn, 200, "application/json", body, len, NULL);
@@ -976,10 +995,16 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
         json_decref(doc);
         return ck__fail(conn, &err);
     }
-    json_t *items = json_array();
-    if (!items)
+    /*
+     * The deleted objects as they were, pointers into result, rendered once
+     * at the end: holding every one as a decoded tree until then cost about
+     * ten times its text (a 2,000-pod delete peaked at 30 MB of heap).
+     */
+    const struct ck_kv **deleted = ck__calloc(result.n_kvs + 1, sizeof(*deleted));
+    size_t n_deleted = 0;
+    if (!deleted)
         ck_err_no_memory(&err);
-    for (size_t i = 0; items && i < result.n_kvs; i++) {
+    for (size_t i = 0; deleted && i < result.n_kvs; i++) {
         json_t *obj = ck__decode_stored(result.kvs[i]);
         const json_t *meta = json_object_get(obj, "metadata");
         const char *name = json_string_value(json_object_get(meta, "name"));
@@ -990,11 +1015,9 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
             ck_err_no_memory(&err);
         else if (name && refuse_immortal_namespace(t->kind, name, &err) < 0)
             ; /* ends the collection delete with 403, as a DELETE of it would */
-        else if (name &&
-                 ck__registry_delete(ctx->registry, t->kind, ns ? ns : "", name, &opts, &out,
-                                     &out_len, &err) == 0 &&
-                 json_array_append(items, obj) < 0)
-            ck_err_no_memory(&err);
+        else if (name && ck__registry_delete(ctx->registry, t->kind, ns ? ns : "", name, &opts,
+                                             &out, &out_len, &err) == 0)
+            deleted[n_deleted++] = result.kvs[i];
         else if (err.http_status == MHD_HTTP_NOT_FOUND)
             ck_err_release(&err); /* already gone: not this request's failure */
         free(out);
@@ -1002,40 +1025,39 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
         if (err.code < 0)
             break; /* any other failure ends the collection delete */
     }
-    if (err.code < 0) {
-        json_decref(items);
-        json_decref(doc);
-        ck__list_result_release(&result);
-        return ck__fail(conn, &err);
-    }
-    char rv[32], api_version[64];
-    snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
-    ck__list_result_release(&result);
     json_decref(doc);
     enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
-    if (accept == CK__ACCEPT_PARTIAL) {
-        json_decref(items);
+    if (err.code == 0 && accept == CK__ACCEPT_PARTIAL)
         ck__err_partial_shape(&err, t->kind, accept);
-        return ck__fail(conn, &err);
-    }
-    json_t *list;
-    if (accept == CK__ACCEPT_PARTIAL_LIST) {
-        list = ck__partial_list(items, rv, NULL);
+    char rv[32];
+    snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
+    char *text = NULL;
+    size_t text_len = 0;
+    if (err.code < 0) {
+        ;
+    } else if (accept == CK__ACCEPT_PARTIAL_LIST) {
+        json_t *items = json_array();
+        for (size_t i = 0; items && i < n_deleted; i++)
+            if (json_array_append_new(items, ck__decode_stored(deleted[i])) < 0)
+                items = (json_decref(items), NULL);
+        json_t *list = items ? ck__partial_list(items, rv, NULL) : NULL;
         json_decref(items);
+        text = list ? ck__json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER, &text_len) : NULL;
+        json_decref(list);
     } else {
-        list = json_pack("{s:s, s:s, s:{s:s}, s:o}", "kind", t->kind->list_kind, "apiVersion",
-                         ck_kind_api_version(t->kind, api_version, sizeof(api_version)), "metadata",
-                         "resourceVersion", rv, "items", items);
+        text = list_body(t->kind, rv, NULL, deleted, n_deleted, &text_len);
     }
-    char *text = ck__json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
-    json_decref(list);
+    free(deleted);
+    release_list(&result);
+    if (err.code < 0)
+        return ck__fail(conn, &err);
     if (!text)
         return ck__fail_no_memory(conn);
     if (accept == CK__ACCEPT_PROTOBUF)
-        return ck__send_proto(conn, 200, text, strlen(text), NULL);
+        return ck__send_proto(conn, 200, text, text_len, NULL);
     return ck__send_bytes(conn, 200,
                           is_partial(accept) ? ck__partial_list_content_type : "application/json",
-                          text, strlen(text), NULL);
+                          text, text_len, NULL);
 }
 
 /* ---- dispatch ----------------------------------------------------------- */

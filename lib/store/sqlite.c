@@ -41,10 +41,71 @@
 #define MAGIC          "ckube-store"
 #define HUB_CAPACITY   16384
 #define BATCH_MAX      1024
+/* each pooled reader's page cache, 8 MiB (negative: KiB); documented in store.md */
+#define READER_CACHE "PRAGMA cache_size=-8192"
 
-struct rconn {
+/* The statements a connection runs on every read or write: prepared once per
+ * connection, on first use, and kept until it closes. */
+enum query {
+    Q_BEGIN,
+    Q_BEGIN_IMMEDIATE,
+    Q_COMMIT,
+    Q_SAVEPOINT,
+    Q_ROLLBACK_TO,
+    Q_RELEASE,
+    Q_REVISIONS,
+    Q_SET_META,
+    Q_GET,
+    Q_RANGE,
+    Q_COUNT,
+    Q_HISTORY_KEY,
+    Q_HISTORY_PREFIX,
+    Q_BEFORE,
+    Q_LATEST,
+    Q_INSERT,
+    Q_N
+};
+
+static const char *const QUERIES[Q_N] = {
+    [Q_BEGIN] = "BEGIN",
+    [Q_BEGIN_IMMEDIATE] = "BEGIN IMMEDIATE",
+    [Q_COMMIT] = "COMMIT",
+    [Q_SAVEPOINT] = "SAVEPOINT t",
+    [Q_ROLLBACK_TO] = "ROLLBACK TO t",
+    [Q_RELEASE] = "RELEASE t",
+    [Q_REVISIONS] = "SELECT (SELECT value FROM meta WHERE name = 'current'),"
+                    " (SELECT value FROM meta WHERE name = 'compacted')",
+    [Q_SET_META] = "UPDATE meta SET value = ?2 WHERE name = ?1",
+    [Q_GET] = "SELECT key, mod_revision, create_revision, version, value FROM kv"
+              " WHERE key = ?1 AND mod_revision <= ?2 ORDER BY mod_revision DESC LIMIT 1",
+    /* Per key, the row with the greatest mod_revision <= ?3 (SQLite's bare
+     * columns come from the max() row), live ones only. */
+    [Q_RANGE] = "SELECT key, max(mod_revision), create_revision, version, value FROM kv"
+                " WHERE key >= ?1 AND (?2 IS NULL OR key < ?2) AND mod_revision <= ?3"
+                " GROUP BY key HAVING version > 0 ORDER BY key LIMIT ?4",
+    [Q_COUNT] = "SELECT count(*) FROM (SELECT max(mod_revision), version FROM kv"
+                " WHERE key >= ?1 AND (?2 IS NULL OR key < ?2) AND mod_revision <= ?3"
+                " GROUP BY key HAVING version > 0)",
+    [Q_HISTORY_KEY] = "SELECT key, mod_revision, create_revision, version, value FROM kv"
+                      " WHERE mod_revision >= ?1 AND mod_revision <= ?2 AND key = ?3"
+                      " ORDER BY mod_revision, sub",
+    [Q_HISTORY_PREFIX] = "SELECT key, mod_revision, create_revision, version, value FROM kv"
+                         " WHERE mod_revision >= ?1 AND mod_revision <= ?2"
+                         " AND key >= ?3 AND (?4 IS NULL OR key < ?4)"
+                         " ORDER BY mod_revision, sub",
+    [Q_BEFORE] = "SELECT key, mod_revision, create_revision, version, value FROM kv"
+                 " WHERE key = ?1 AND mod_revision < ?2 ORDER BY mod_revision DESC LIMIT 1",
+    [Q_LATEST] = "SELECT key, mod_revision, create_revision, version, value FROM kv"
+                 " WHERE key = ?1 ORDER BY mod_revision DESC LIMIT 1",
+    [Q_INSERT] = "INSERT INTO kv (key, mod_revision, sub, create_revision, version, value)"
+                 " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+};
+
+/* A connection and its statement cache; used by one thread at a time. */
+struct conn {
     sqlite3 *db;
-    struct rconn *next;
+    sqlite3_stmt *st[Q_N];
+    struct conn *next;
 };
 
 struct wreq {
@@ -60,14 +121,14 @@ struct wreq {
 struct sq_store {
     struct ck_store base;
     char *path;
-    sqlite3 *wdb; /* the writer thread's */
+    struct conn w; /* the writer thread's */
     pthread_mutex_t lock;
     pthread_cond_t queued, acked;
     struct wreq *queue_head, *queue_tail;
     bool stop;
     pthread_t writer;
-    struct rconn *pool; /* idle reader connections, under lock */
-    int64_t current;    /* writer thread only */
+    struct conn *pool; /* idle reader connections, under lock */
+    int64_t current;   /* writer thread only */
     struct ck__hub *hub;
 };
 
@@ -88,6 +149,46 @@ static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct ck_er
     if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
         return sq_err(err, db, "prepare");
     return 0;
+}
+
+/* The connection's statement `id`, prepared on its first use. The caller
+ * gives it back with done() before the connection's next use of it. */
+static sqlite3_stmt *query(struct conn *c, enum query id, struct ck_err *err)
+{
+    if (!c->st[id] && prepare(c->db, QUERIES[id], &c->st[id], err) < 0)
+        return NULL;
+    return c->st[id];
+}
+
+static void done(sqlite3_stmt *st)
+{
+    if (st) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+}
+
+/* Runs statement `id`, which returns no rows (BEGIN, COMMIT, SAVEPOINT ...). */
+static int run(struct conn *c, enum query id, struct ck_err *err)
+{
+    sqlite3_stmt *st = query(c, id, err);
+    if (!st)
+        return CK_EIO;
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return sq_err(err, c->db, QUERIES[id]);
+    return 0;
+}
+
+static void conn_close(struct conn *c)
+{
+    for (int i = 0; i < Q_N; i++) {
+        sqlite3_finalize(c->st[i]);
+        c->st[i] = NULL;
+    }
+    sqlite3_close(c->db);
+    c->db = NULL;
 }
 
 static void bind_blob(sqlite3_stmt *st, int i, const char *p, size_t n)
@@ -136,14 +237,18 @@ static int open_conn(struct sq_store *s, bool readonly, sqlite3 **ret, struct ck
         return r;
     }
     sqlite3_busy_timeout(db, 10000);
+    /* SQLite's default 2 MiB held less than a 1,000-pod list, which then
+     * read its pages from the OS again (pread) on every LIST */
+    if (readonly)
+        sqlite3_exec(db, READER_CACHE, NULL, NULL, NULL);
     *ret = db;
     return 0;
 }
 
-static int take_reader(struct sq_store *s, struct rconn **ret, struct ck_err *err)
+static int take_reader(struct sq_store *s, struct conn **ret, struct ck_err *err)
 {
     pthread_mutex_lock(&s->lock);
-    struct rconn *c = s->pool;
+    struct conn *c = s->pool;
     if (c)
         s->pool = c->next;
     pthread_mutex_unlock(&s->lock);
@@ -163,7 +268,7 @@ static int take_reader(struct sq_store *s, struct rconn **ret, struct ck_err *er
     return 0;
 }
 
-static void give_reader(struct sq_store *s, struct rconn *c)
+static void give_reader(struct sq_store *s, struct conn *c)
 {
     pthread_mutex_lock(&s->lock);
     c->next = s->pool;
@@ -172,35 +277,28 @@ static void give_reader(struct sq_store *s, struct rconn *c)
 }
 
 /* Reads current and compacted inside the caller's read transaction. */
-static int read_revisions(sqlite3 *db, int64_t *cur, int64_t *comp, struct ck_err *err)
+static int read_revisions(struct conn *c, int64_t *cur, int64_t *comp, struct ck_err *err)
 {
-    bool ok1, ok2;
-    *cur = meta_get(db, "current", &ok1);
-    *comp = meta_get(db, "compacted", &ok2);
-    if (!ok1 || !ok2)
-        return sq_err(err, db, "reading revisions");
-    return 0;
+    sqlite3_stmt *st = query(c, Q_REVISIONS, err);
+    if (!st)
+        return CK_EIO;
+    int r = 0;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
+        sqlite3_column_type(st, 1) != SQLITE_NULL) {
+        *cur = sqlite3_column_int64(st, 0);
+        *comp = sqlite3_column_int64(st, 1);
+    } else {
+        r = sq_err(err, c->db, "reading revisions");
+    }
+    done(st);
+    return r;
 }
-
-static const char SQL_GET[] =
-    "SELECT key, mod_revision, create_revision, version, value FROM kv"
-    " WHERE key = ?1 AND mod_revision <= ?2 ORDER BY mod_revision DESC LIMIT 1";
-/* Per key, the row with the greatest mod_revision <= ?3 (SQLite's bare
- * columns come from the max() row), live ones only. */
-static const char SQL_RANGE[] =
-    "SELECT key, max(mod_revision), create_revision, version, value FROM kv"
-    " WHERE key >= ?1 AND (?2 IS NULL OR key < ?2) AND mod_revision <= ?3"
-    " GROUP BY key HAVING version > 0 ORDER BY key LIMIT ?4";
-static const char SQL_COUNT[] =
-    "SELECT count(*) FROM (SELECT max(mod_revision), version FROM kv"
-    " WHERE key >= ?1 AND (?2 IS NULL OR key < ?2) AND mod_revision <= ?3"
-    " GROUP BY key HAVING version > 0)";
 
 /*
  * Range over db at revision rev. Used by readers (in a read txn) and by the
  * writer's GET ops (inside its write txn). Appends to *kvs, sets count/more.
  */
-static int range_at(sqlite3 *db, const struct ck_store_range *req, int64_t rev,
+static int range_at(struct conn *c, const struct ck_store_range *req, int64_t rev,
                     const struct ck_kv ***kvs, size_t *n, int64_t *count, bool *more,
                     struct ck_err *err)
 {
@@ -210,8 +308,8 @@ static int range_at(sqlite3 *db, const struct ck_store_range *req, int64_t rev,
     sqlite3_stmt *st;
     int r = 0;
     if (!req->prefix) {
-        if ((r = prepare(db, SQL_GET, &st, err)) < 0)
-            return r;
+        if (!(st = query(c, Q_GET, err)))
+            return CK_EIO;
         bind_blob(st, 1, req->key, req->key_len);
         sqlite3_bind_int64(st, 2, rev);
         int rc = sqlite3_step(st);
@@ -224,9 +322,9 @@ static int range_at(sqlite3 *db, const struct ck_store_range *req, int64_t rev,
                 ck_kv_unref(kv);
             }
         } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-            r = sq_err(err, db, "get");
+            r = sq_err(err, c->db, "get");
         }
-        sqlite3_finalize(st);
+        done(st);
         return r;
     }
     const char *lo = req->from_key ? req->from_key : req->key;
@@ -235,22 +333,30 @@ static int range_at(sqlite3 *db, const struct ck_store_range *req, int64_t rev,
     if (!hi)
         return ck_err_set(err, CK_ENOMEM, "store: out of memory");
     size_t hi_len = ck__prefix_end(req->key, req->key_len, hi);
-    /* count */
-    if ((r = prepare(db, SQL_COUNT, &st, err)) < 0)
-        goto out_hi;
-    bind_blob(st, 1, lo, lo_len);
-    if (hi_len)
-        bind_blob(st, 2, hi, hi_len);
-    sqlite3_bind_int64(st, 3, rev);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        *count = sqlite3_column_int64(st, 0);
-    else
-        r = sq_err(err, db, "count");
-    sqlite3_finalize(st);
+    /* count: without a limit the rows read are all there are; a second pass
+     * over the range would only repeat it */
+    bool counted = req->count_only || req->limit > 0;
+    if (counted) {
+        if (!(st = query(c, Q_COUNT, err))) {
+            r = CK_EIO;
+            goto out_hi;
+        }
+        bind_blob(st, 1, lo, lo_len);
+        if (hi_len)
+            bind_blob(st, 2, hi, hi_len);
+        sqlite3_bind_int64(st, 3, rev);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            *count = sqlite3_column_int64(st, 0);
+        else
+            r = sq_err(err, c->db, "count");
+        done(st);
+    }
     if (r < 0 || req->count_only)
         goto out_hi;
-    if ((r = prepare(db, SQL_RANGE, &st, err)) < 0)
+    if (!(st = query(c, Q_RANGE, err))) {
+        r = CK_EIO;
         goto out_hi;
+    }
     bind_blob(st, 1, lo, lo_len);
     if (hi_len)
         bind_blob(st, 2, hi, hi_len);
@@ -267,8 +373,10 @@ static int range_at(sqlite3 *db, const struct ck_store_range *req, int64_t rev,
         ck_kv_unref(kv);
     }
     if (r == 0 && rc != SQLITE_DONE)
-        r = sq_err(err, db, "range");
-    sqlite3_finalize(st);
+        r = sq_err(err, c->db, "range");
+    done(st);
+    if (!counted)
+        *count = (int64_t)*n;
     *more = r == 0 && (int64_t)*n < *count;
 out_hi:
     free(hi);
@@ -279,15 +387,15 @@ static int sq_range(struct ck_store *store, const struct ck_store_range *req,
                     struct ck_store_range_result *ret, struct ck_err *err)
 {
     struct sq_store *s = (struct sq_store *)store;
-    struct rconn *c = NULL;
+    struct conn *c = NULL;
     int r = take_reader(s, &c, err);
     if (r < 0)
         return r;
     struct ck_store_range_result res = {0};
-    if ((r = exec(c->db, "BEGIN", err)) < 0)
+    if ((r = run(c, Q_BEGIN, err)) < 0)
         goto out_give;
     int64_t cur = 0, comp = 0;
-    if ((r = read_revisions(c->db, &cur, &comp, err)) < 0)
+    if ((r = read_revisions(c, &cur, &comp, err)) < 0)
         goto out_end;
     int64_t rev = req->revision ? req->revision : cur;
     if (rev > cur) {
@@ -301,10 +409,10 @@ static int sq_range(struct ck_store *store, const struct ck_store_range *req,
                        (long long)rev, (long long)comp);
         goto out_end;
     }
-    r = range_at(c->db, req, rev, &res.kvs, &res.n_kvs, &res.count, &res.more, err);
+    r = range_at(c, req, rev, &res.kvs, &res.n_kvs, &res.count, &res.more, err);
     res.revision = cur;
 out_end:
-    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    run(c, Q_COMMIT, NULL);
 out_give:
     give_reader(s, c);
     if (r < 0) {
@@ -322,7 +430,7 @@ static int sq_history(void *backend, const char *key, size_t key_len, bool prefi
                       int64_t *ret_compacted, struct ck_err *err)
 {
     struct sq_store *s = backend;
-    struct rconn *c = NULL;
+    struct conn *c = NULL;
     int r = take_reader(s, &c, err);
     if (r < 0)
         return r;
@@ -333,10 +441,10 @@ static int sq_history(void *backend, const char *key, size_t key_len, bool prefi
         goto out_give;
     }
     size_t hi_len = prefix ? ck__prefix_end(key, key_len, hi) : 0;
-    if ((r = exec(c->db, "BEGIN", err)) < 0)
+    if ((r = run(c, Q_BEGIN, err)) < 0)
         goto out_give;
     int64_t cur = 0, comp = 0;
-    if ((r = read_revisions(c->db, &cur, &comp, err)) < 0)
+    if ((r = read_revisions(c, &cur, &comp, err)) < 0)
         goto out_end;
     *ret_compacted = comp;
     if (from < comp) {
@@ -344,20 +452,11 @@ static int sq_history(void *backend, const char *key, size_t key_len, bool prefi
                        (long long)from);
         goto out_end;
     }
-    if ((r = prepare(c->db,
-                     prefix ? "SELECT key, mod_revision, create_revision, version, value FROM kv"
-                              " WHERE mod_revision >= ?1 AND mod_revision <= ?2"
-                              " AND key >= ?3 AND (?4 IS NULL OR key < ?4)"
-                              " ORDER BY mod_revision, sub"
-                            : "SELECT key, mod_revision, create_revision, version, value FROM kv"
-                              " WHERE mod_revision >= ?1 AND mod_revision <= ?2 AND key = ?3"
-                              " ORDER BY mod_revision, sub",
-                     &st, err)) < 0 ||
-        (r = prepare(c->db,
-                     "SELECT key, mod_revision, create_revision, version, value FROM kv"
-                     " WHERE key = ?1 AND mod_revision < ?2 ORDER BY mod_revision DESC LIMIT 1",
-                     &pst, err)) < 0)
+    if (!(st = query(c, prefix ? Q_HISTORY_PREFIX : Q_HISTORY_KEY, err)) ||
+        !(pst = query(c, Q_BEFORE, err))) {
+        r = CK_EIO;
         goto out_end;
+    }
     sqlite3_bind_int64(st, 1, from);
     sqlite3_bind_int64(st, 2, to);
     bind_blob(st, 3, key, key_len);
@@ -374,7 +473,7 @@ static int sq_history(void *backend, const char *key, size_t key_len, bool prefi
         ev.kv = kv;
         ev.revision = kv->mod_revision;
         ev.type = kv->version > 0 ? CK_STORE_EVENT_PUT : CK_STORE_EVENT_DELETE;
-        sqlite3_reset(pst);
+        done(pst);
         bind_blob(pst, 1, kv->key, kv->key_len);
         sqlite3_bind_int64(pst, 2, kv->mod_revision);
         if (sqlite3_step(pst) == SQLITE_ROW && sqlite3_column_int64(pst, 3) > 0)
@@ -386,9 +485,9 @@ static int sq_history(void *backend, const char *key, size_t key_len, bool prefi
     if (r == 0 && rc != SQLITE_DONE)
         r = sq_err(err, c->db, "history");
 out_end:
-    sqlite3_finalize(st);
-    sqlite3_finalize(pst);
-    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    done(st);
+    done(pst);
+    run(c, Q_COMMIT, NULL);
 out_give:
     free(hi);
     give_reader(s, c);
@@ -426,16 +525,13 @@ static void events_truncate(struct events *e, size_t n)
 }
 
 /* The latest live row of key (writer connection, sees the batch so far). */
-static int latest(sqlite3 *db, const char *key, size_t key_len, struct ck_kv **ret,
+static int latest(struct conn *c, const char *key, size_t key_len, struct ck_kv **ret,
                   struct ck_err *err)
 {
-    sqlite3_stmt *st;
-    int r = prepare(db,
-                    "SELECT key, mod_revision, create_revision, version, value FROM kv"
-                    " WHERE key = ?1 ORDER BY mod_revision DESC LIMIT 1",
-                    &st, err);
-    if (r < 0)
-        return r;
+    sqlite3_stmt *st = query(c, Q_LATEST, err);
+    if (!st)
+        return CK_EIO;
+    int r = 0;
     bind_blob(st, 1, key, key_len);
     *ret = NULL;
     int rc = sqlite3_step(st);
@@ -444,9 +540,9 @@ static int latest(sqlite3 *db, const char *key, size_t key_len, struct ck_kv **r
         if (!*ret)
             r = ck_err_set(err, CK_ENOMEM, "store: out of memory");
     } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        r = sq_err(err, db, "read");
+        r = sq_err(err, c->db, "read");
     }
-    sqlite3_finalize(st);
+    done(st);
     return r;
 }
 
@@ -481,17 +577,14 @@ static bool cmp_holds(const struct ck_store_cmp *c, const struct ck_kv *kv)
     return false;
 }
 
-static int insert_row(sqlite3 *db, const char *key, size_t key_len, int64_t rev, int64_t sub,
+static int insert_row(struct conn *c, const char *key, size_t key_len, int64_t rev, int64_t sub,
                       int64_t create, int64_t version, const char *value, size_t value_len,
                       struct ck_err *err)
 {
-    sqlite3_stmt *st;
-    int r = prepare(db,
-                    "INSERT INTO kv (key, mod_revision, sub, create_revision, version, value)"
-                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    &st, err);
-    if (r < 0)
-        return r;
+    sqlite3_stmt *st = query(c, Q_INSERT, err);
+    if (!st)
+        return CK_EIO;
+    int r = 0;
     bind_blob(st, 1, key, key_len);
     sqlite3_bind_int64(st, 2, rev);
     sqlite3_bind_int64(st, 3, sub);
@@ -502,8 +595,8 @@ static int insert_row(sqlite3 *db, const char *key, size_t key_len, int64_t rev,
     if (rc == SQLITE_CONSTRAINT)
         r = ck_err_set(err, CK_EINVAL, "store: duplicate key given in txn request");
     else if (rc != SQLITE_DONE)
-        r = sq_err(err, db, "insert");
-    sqlite3_finalize(st);
+        r = sq_err(err, c->db, "insert");
+    done(st);
     return r;
 }
 
@@ -511,12 +604,12 @@ static int insert_row(sqlite3 *db, const char *key, size_t key_len, int64_t rev,
 static int apply_txn(struct sq_store *s, const struct ck_store_txn *txn, int64_t base,
                      struct events *events, struct ck_store_txn_result *ret, struct ck_err *err)
 {
-    sqlite3 *db = s->wdb;
+    struct conn *w = &s->w;
     int r = 0;
     bool ok = true;
     for (size_t i = 0; i < txn->n_cmps && ok; i++) {
         struct ck_kv *kv;
-        if ((r = latest(db, txn->cmps[i].key, txn->cmps[i].key_len, &kv, err)) < 0)
+        if ((r = latest(w, txn->cmps[i].key, txn->cmps[i].key_len, &kv, err)) < 0)
             return r;
         ok = cmp_holds(&txn->cmps[i], kv);
         ck_kv_unref(kv);
@@ -540,14 +633,14 @@ static int apply_txn(struct sq_store *s, const struct ck_store_txn *txn, int64_t
             int64_t count;
             bool more;
             /* Reads at the latest state, including this txn's earlier writes. */
-            r = range_at(db, &q, INT64_MAX, &out->kvs, &out->n_kvs, &count, &more, err);
+            r = range_at(w, &q, INT64_MAX, &out->kvs, &out->n_kvs, &count, &more, err);
         } else if (op->type == CK_STORE_OP_PUT) {
             struct ck_kv *prev;
-            if ((r = latest(db, op->key, op->key_len, &prev, err)) < 0)
+            if ((r = latest(w, op->key, op->key_len, &prev, err)) < 0)
                 break;
             int64_t create = prev ? prev->create_revision : rev;
             int64_t version = prev ? prev->version + 1 : 1;
-            r = insert_row(db, op->key, op->key_len, rev, sub++, create, version, op->value,
+            r = insert_row(w, op->key, op->key_len, rev, sub++, create, version, op->value,
                            op->value_len, err);
             struct ck_kv *kv = r == 0 ? ck__kv_new(op->key, op->key_len, op->value, op->value_len,
                                                    create, rev, version)
@@ -570,10 +663,10 @@ static int apply_txn(struct sq_store *s, const struct ck_store_txn *txn, int64_t
             size_t nv = 0;
             int64_t count;
             bool more;
-            r = range_at(db, &q, INT64_MAX, &victims, &nv, &count, &more, err);
+            r = range_at(w, &q, INT64_MAX, &victims, &nv, &count, &more, err);
             for (size_t j = 0; j < nv && r == 0; j++) {
                 const struct ck_kv *p = victims[j];
-                r = insert_row(db, p->key, p->key_len, rev, sub++, 0, 0, NULL, 0, err);
+                r = insert_row(w, p->key, p->key_len, rev, sub++, 0, 0, NULL, 0, err);
                 struct ck_kv *kv =
                     r == 0 ? ck__kv_new(p->key, p->key_len, NULL, 0, 0, rev, 0) : NULL;
                 if (r == 0 && !kv)
@@ -602,23 +695,23 @@ static int apply_txn(struct sq_store *s, const struct ck_store_txn *txn, int64_t
     return 0;
 }
 
-static int set_meta(sqlite3 *db, const char *name, int64_t v, struct ck_err *err)
+static int set_meta(struct conn *c, const char *name, int64_t v, struct ck_err *err)
 {
-    sqlite3_stmt *st;
-    int r = prepare(db, "UPDATE meta SET value = ?2 WHERE name = ?1", &st, err);
-    if (r < 0)
-        return r;
+    sqlite3_stmt *st = query(c, Q_SET_META, err);
+    if (!st)
+        return CK_EIO;
+    int r = 0;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, v);
     if (sqlite3_step(st) != SQLITE_DONE)
-        r = sq_err(err, db, "update meta");
-    sqlite3_finalize(st);
+        r = sq_err(err, c->db, "update meta");
+    done(st);
     return r;
 }
 
 static void run_compaction(struct sq_store *s, struct wreq *q)
 {
-    sqlite3 *db = s->wdb;
+    sqlite3 *db = s->w.db;
     struct ck_err *err = &q->err;
     int64_t c = q->compact_rev;
     bool ok;
@@ -652,7 +745,7 @@ static void run_compaction(struct sq_store *s, struct wreq *q)
             sqlite3_finalize(st);
         }
         if (r == 0)
-            r = set_meta(db, "compacted", c, err);
+            r = set_meta(&s->w, "compacted", c, err);
     }
     if (r == 0)
         r = exec(db, "COMMIT", err);
@@ -664,10 +757,10 @@ out:
 
 static void run_batch(struct sq_store *s, struct wreq *batch)
 {
-    sqlite3 *db = s->wdb;
+    sqlite3 *db = s->w.db;
     struct events events = {0};
     int64_t rev = s->current;
-    int r = exec(db, "BEGIN IMMEDIATE", NULL);
+    int r = run(&s->w, Q_BEGIN_IMMEDIATE, NULL);
     for (struct wreq *q = batch; q; q = q->next) {
         if (!q->txn)
             continue;
@@ -676,21 +769,21 @@ static void run_batch(struct sq_store *s, struct wreq *batch)
             continue;
         }
         size_t mark = events.n;
-        exec(db, "SAVEPOINT t", NULL);
+        run(&s->w, Q_SAVEPOINT, NULL);
         q->rc = apply_txn(s, q->txn, rev, &events, q->res, &q->err);
         if (q->rc < 0) {
             events_truncate(&events, mark);
-            exec(db, "ROLLBACK TO t", NULL);
+            run(&s->w, Q_ROLLBACK_TO, NULL);
         } else if (q->res->revision > rev) {
             rev = q->res->revision;
         }
-        exec(db, "RELEASE t", NULL);
+        run(&s->w, Q_RELEASE, NULL);
     }
     if (r == 0) {
         struct ck_err err = {0};
-        r = set_meta(db, "current", rev, &err);
+        r = set_meta(&s->w, "current", rev, &err);
         if (r == 0)
-            r = exec(db, "COMMIT", &err);
+            r = run(&s->w, Q_COMMIT, &err);
         if (r < 0) {
             sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
             events_truncate(&events, 0);
@@ -776,13 +869,13 @@ static int sq_compact(struct ck_store *store, int64_t revision, struct ck_err *e
 static int sq_revisions(struct ck_store *store, int64_t *cur, int64_t *comp, struct ck_err *err)
 {
     struct sq_store *s = (struct sq_store *)store;
-    struct rconn *c = NULL;
+    struct conn *c = NULL;
     int r = take_reader(s, &c, err);
     if (r < 0)
         return r;
-    if ((r = exec(c->db, "BEGIN", err)) == 0) {
-        r = read_revisions(c->db, cur, comp, err);
-        sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    if ((r = run(c, Q_BEGIN, err)) == 0) {
+        r = read_revisions(c, cur, comp, err);
+        run(c, Q_COMMIT, NULL);
     }
     give_reader(s, c);
     return r;
@@ -835,7 +928,7 @@ static int check_file(struct sq_store *s, bool *ret_fresh, struct ck_err *err)
 
 static int check_schema(struct sq_store *s, bool *ret_fresh, struct ck_err *err)
 {
-    sqlite3 *db = s->wdb;
+    sqlite3 *db = s->w.db;
     sqlite3_stmt *st;
     char qc[64] = "";
     if (sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK)
@@ -903,6 +996,14 @@ static const char SCHEMA[] =
 
 static void sq_close(struct ck_store *store);
 
+/* SQLite's memory statistics take one process-wide mutex on every allocation
+ * of every connection; nothing reads them, and with many readers the mutex
+ * was the most contended lock of a GET. Off before the first connection. */
+static void configure_sqlite(void)
+{
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 static int sq_open(const char *rest, const struct ck_store_options *opts, struct ck_store **ret,
                    struct ck_err *err)
 {
@@ -916,31 +1017,33 @@ static int sq_open(const char *rest, const struct ck_store_options *opts, struct
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->queued, NULL);
     pthread_cond_init(&s->acked, NULL);
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, configure_sqlite);
     bool fresh;
     int r = check_file(s, &fresh, err);
     if (r < 0)
         goto fail;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (fresh ? SQLITE_OPEN_CREATE : 0);
-    if (sqlite3_open_v2(s->path, &s->wdb, flags, NULL) != SQLITE_OK) {
-        r = sq_err(err, s->wdb, s->path);
+    if (sqlite3_open_v2(s->path, &s->w.db, flags, NULL) != SQLITE_OK) {
+        r = sq_err(err, s->w.db, s->path);
         goto fail;
     }
-    sqlite3_busy_timeout(s->wdb, 10000);
-    sqlite3_extended_result_codes(s->wdb, 0);
+    sqlite3_busy_timeout(s->w.db, 10000);
+    sqlite3_extended_result_codes(s->w.db, 0);
     if (!fresh && (r = check_schema(s, &fresh, err)) < 0)
         goto fail;
-    if ((r = exec(s->wdb, "PRAGMA journal_mode=WAL", err)) < 0 ||
-        (r = exec(s->wdb,
+    if ((r = exec(s->w.db, "PRAGMA journal_mode=WAL", err)) < 0 ||
+        (r = exec(s->w.db,
                   opts->sqlite_synchronous_normal ? "PRAGMA synchronous=NORMAL"
                                                   : "PRAGMA synchronous=FULL",
                   err)) < 0)
         goto fail;
-    if (fresh && (r = exec(s->wdb, SCHEMA, err)) < 0)
+    if (fresh && (r = exec(s->w.db, SCHEMA, err)) < 0)
         goto fail;
     bool ok;
-    s->current = meta_get(s->wdb, "current", &ok);
+    s->current = meta_get(s->w.db, "current", &ok);
     if (!ok) {
-        r = sq_err(err, s->wdb, "reading the current revision");
+        r = sq_err(err, s->w.db, "reading the current revision");
         goto fail;
     }
     if ((r = ck__hub_new_bounded(opts->watch_history_events ? opts->watch_history_events
@@ -972,12 +1075,12 @@ static void sq_close(struct ck_store *store)
         pthread_join(s->writer, NULL);
     ck__hub_free(s->hub);
     while (s->pool) {
-        struct rconn *c = s->pool;
+        struct conn *c = s->pool;
         s->pool = c->next;
-        sqlite3_close(c->db);
+        conn_close(c);
         free(c);
     }
-    sqlite3_close(s->wdb);
+    conn_close(&s->w);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->queued);
     pthread_cond_destroy(&s->acked);

@@ -423,6 +423,17 @@ static void test_delete_and_delete_collection(void **state)
     json_t *deleted =
         call("DELETE", "/api/v1/namespaces/default/pods?labelSelector=app%3Dcoll", NULL, 200);
     assert_int_equal(item_count(deleted), 2);
+    /* a PodList of the objects as they were, each with its resourceVersion */
+    assert_string_equal(str_at(deleted, "kind", NULL), "PodList");
+    assert_non_null(str_at(deleted, "metadata", "resourceVersion"));
+    for (size_t i = 0; i < 2; i++) {
+        json_t *meta =
+            json_object_get(json_array_get(json_object_get(deleted, "items"), i), "metadata");
+        char want[16];
+        snprintf(want, sizeof(want), "coll-%zu", i + 1);
+        assert_string_equal(json_string_value(json_object_get(meta, "name")), want);
+        assert_non_null(json_string_value(json_object_get(meta, "resourceVersion")));
+    }
     json_decref(deleted);
     json_t *left =
         call("GET", "/api/v1/namespaces/default/pods?labelSelector=app%3Dcoll", NULL, 200);

@@ -224,6 +224,14 @@ static void test_prefix_range_limit_count(void **state)
     assert_int_equal(res.count, 25);
     ck_store_range_result_release(&res);
 
+    /* without a limit: every key, counted, nothing more */
+    struct ck_store_range all = {.key = p, .key_len = pl, .prefix = true};
+    assert_int_equal(ck_store_range(store, &all, &res, &err), 0);
+    assert_int_equal(res.n_kvs, 25);
+    assert_int_equal(res.count, 25);
+    assert_false(res.more);
+    ck_store_range_result_release(&res);
+
     /* page through with from_key = last key + "\0" */
     int seen = 0;
     char from[200];
