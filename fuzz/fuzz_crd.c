@@ -12,7 +12,8 @@
  * or refused cleanly; beyond not crashing the target checks that every
  * built kind names its group, version, resource and schema, that the
  * schema resolves in the kind's set, and that every field error names a
- * field.
+ * field (the empty path for the object itself: a stored definition may
+ * predate the rule that its root schema is an object).
  *
  * Threading: libFuzzer calls the target on one thread; the schema set is
  * built once and only read afterwards.
@@ -31,10 +32,11 @@ static const char body[] =
     "\"namespace\":\"default\"},\"spec\":{\"cronSpec\":\"* * * * *\",\"replicas\":3,\"x\":[1]},"
     "\"status\":{\"replicas\":1}}";
 
+/* Every error names its field; "" is the object itself (a root schema that is no object). */
 static void check_errors(const struct ck_field_errors *errs)
 {
     for (size_t i = 0; i < errs->len; i++)
-        if (!errs->items[i].field || !*errs->items[i].field)
+        if (!errs->items[i].field)
             abort();
 }
 
