@@ -383,6 +383,13 @@ enum ck_kind_role {
     CK_KIND_ROLE_RBAC_CLUSTER_ROLE_BINDING,
     /* Objects that get cluster IPs and node ports, which the server allocates. */
     CK_KIND_ROLE_SERVICE,
+    /* What node restriction holds a node agent to: its own Node, its Lease, its pods. */
+    CK_KIND_ROLE_NODE,
+    CK_KIND_ROLE_LEASE,
+    CK_KIND_ROLE_POD,
+    /* Data pods name; the node authorizer lets a node read the ones its own pods name. */
+    CK_KIND_ROLE_SECRET,
+    CK_KIND_ROLE_CONFIG_MAP,
 };
 
 /* The rule metadata.name follows. */

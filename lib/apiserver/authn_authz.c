@@ -69,7 +69,7 @@ static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct c
                        struct ck_err *err);
 static const char *node_name_of(const struct ck_auth_user *user);
 static bool node_may_read(struct ck_apiserver *server, const char *node,
-                          const struct ck_rbac_request *req);
+                          const struct ck_rbac_request *req, bool secret);
 static int check_node_write(struct ck_apiserver *server, const char *node,
                             const struct ck__target *t, const char *method, const char *body,
                             size_t len, struct ck_err *err);
@@ -494,9 +494,10 @@ enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connect
      * which grants them all, unbound; ckube binds it to system:nodes).
      */
     const char *node = node_name_of(user);
-    if (node && req.is_resource_request && !req.api_group[0] &&
-        (strcmp(req.resource, "secrets") == 0 || strcmp(req.resource, "configmaps") == 0)) {
-        d = node_may_read(server, node, &req) ? CK_RBAC_ALLOW : CK_RBAC_NO_OPINION;
+    enum ck_kind_role role = req.is_resource_request ? target.kind->role : CK_KIND_ROLE_NONE;
+    if (node && (role == CK_KIND_ROLE_SECRET || role == CK_KIND_ROLE_CONFIG_MAP)) {
+        d = node_may_read(server, node, &req, role == CK_KIND_ROLE_SECRET) ? CK_RBAC_ALLOW
+                                                                           : CK_RBAC_NO_OPINION;
         if (d != CK_RBAC_ALLOW)
             snprintf(reason, sizeof(reason),
                      "no relationship found between node '%s' and this object", node);
@@ -694,9 +695,9 @@ static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *re
     if (r < 0 || !pod_ref)
         return r;
     const char *pod_name = claim(pod_ref, "name", NULL), *pod_uid = claim(pod_ref, "uid", NULL);
-    json_t *pod = pod_name
-                      ? stored_object(server, ck_kind_lookup("", "v1", "pods"), ns, pod_name, &code)
-                      : NULL;
+    json_t *pod =
+        pod_name ? stored_object(server, ck_kind_with_role(CK_KIND_ROLE_POD), ns, pod_name, &code)
+                 : NULL;
     if (!pod)
         return code == CK_ENOMEM ? ck_err_no_memory(reterr)
                                  : ck_err_set(reterr, CK_EPERM, "pod %s/%s has been deleted", ns,
@@ -1041,7 +1042,7 @@ static enum MHD_Result serve_token_request(struct ck_apiserver *server, struct M
         json_decref(req);
         return ck__fail(conn, &err);
     }
-    const struct ck_kind *pod_kind = ck_kind_lookup("", "v1", "pods");
+    const struct ck_kind *pod_kind = ck_kind_with_role(CK_KIND_ROLE_POD);
     json_t *sa = NULL, *pod = NULL;
     const struct ck_kv *kv = NULL;
     if (ck__registry_get(server->registry, t->kind, t->namespace, t->name, &kv, &err) < 0)
@@ -1573,9 +1574,8 @@ __attribute__((format(printf, 4, 5))) static int node_forbidden(struct ck_err *e
  * own objects.
  */
 /* Whether name is one of the objects of `what` ("secrets", "configmaps") a pod uses. */
-static bool pod_references(const json_t *pod, const char *what, const char *name)
+static bool pod_references(const json_t *pod, bool secret, const char *name)
 {
-    bool secret = strcmp(what, "secrets") == 0;
     const json_t *spec = json_object_get(pod, "spec");
     size_t i, j, k;
     json_t *v, *c, *e;
@@ -1626,21 +1626,19 @@ static bool pod_references(const json_t *pod, const char *what, const char *name
  * sources, env, envFrom, imagePullSecrets).
  */
 static bool node_may_read(struct ck_apiserver *server, const char *node,
-                          const struct ck_rbac_request *req)
+                          const struct ck_rbac_request *req, bool secret)
 {
-    if (!req->is_resource_request || strcmp(req->verb, "get") != 0 || req->api_group[0] ||
-        (req->subresource && req->subresource[0]) || !req->name || !req->name[0] ||
-        !req->namespace || !req->namespace[0] ||
-        (strcmp(req->resource, "secrets") != 0 && strcmp(req->resource, "configmaps") != 0))
+    if (strcmp(req->verb, "get") != 0 || (req->subresource && req->subresource[0]) || !req->name ||
+        !req->name[0] || !req->namespace || !req->namespace[0])
         return false;
-    json_t *pods = list_kind_in(server, ck_kind_lookup("", "v1", "pods"), req->namespace);
+    json_t *pods = list_kind_in(server, ck_kind_with_role(CK_KIND_ROLE_POD), req->namespace);
     size_t i;
     json_t *pod;
     bool ok = false;
     json_array_foreach(pods, i, pod)
     {
         const char *bound = claim(json_object_get(pod, "spec"), "nodeName", NULL);
-        if (bound && strcmp(bound, node) == 0 && pod_references(pod, req->resource, req->name)) {
+        if (bound && strcmp(bound, node) == 0 && pod_references(pod, secret, req->name)) {
             ok = true;
             break;
         }
@@ -1658,11 +1656,11 @@ static int check_node_write(struct ck_apiserver *server, const char *node,
     json_t *obj = create && body ? json_loadb(body, len, 0, NULL) : NULL;
     const char *name = create ? claim(json_object_get(obj, "metadata"), "name", NULL) : t->name;
     int r = 0;
-    if (k->group[0] == '\0' && strcmp(k->resource, "nodes") == 0) {
+    if (k->role == CK_KIND_ROLE_NODE) {
         if (name && strcmp(name, node) != 0)
             r = node_forbidden(err, t, name, "node \"%s\" is not allowed to modify node \"%s\"",
                                node, name);
-    } else if (strcmp(k->group, "coordination.k8s.io") == 0 && strcmp(k->resource, "leases") == 0) {
+    } else if (k->role == CK_KIND_ROLE_LEASE) {
         if (strcmp(t->namespace, NODE_LEASE_NS) != 0)
             r = node_forbidden(err, t, name,
                                "can only access leases in the \"%s\" system namespace",
@@ -1671,7 +1669,7 @@ static int check_node_write(struct ck_apiserver *server, const char *node,
             r = node_forbidden(
                 err, t, name, "%s",
                 "can only access node lease with the same name as the requesting node");
-    } else if (k->group[0] == '\0' && strcmp(k->resource, "pods") == 0) {
+    } else if (k->role == CK_KIND_ROLE_POD) {
         if (create) {
             const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
             const char *bound = claim(json_object_get(obj, "spec"), "nodeName", NULL);

@@ -219,7 +219,7 @@ int ck__eviction_check_budgets(struct ck__registry *reg, const char *namespace,
                                struct ck__eviction_decision *ret, struct ck_err *err)
 {
     memset(ret, 0, sizeof(*ret));
-    const struct ck_kind *pod_kind = ck_kind_lookup("", "v1", "pods");
+    const struct ck_kind *pod_kind = ck_kind_with_role(CK_KIND_ROLE_POD);
     const struct ck_kind *pdb_kind = ck_kind_lookup("policy", "v1", "poddisruptionbudgets");
     if (!pod_kind || !pdb_kind)
         return 0; /* budgets are not served: nothing to honour */

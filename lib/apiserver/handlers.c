@@ -1094,10 +1094,11 @@ static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *c
 {
     const struct ck_subresource *sub = target_subresource(t);
     const char *verb = object_verb(method);
-    if (sub && strcmp(sub->name, "log") == 0 && t->kind == ck_kind_lookup("", "v1", "pods") &&
+    if (sub && strcmp(sub->name, "log") == 0 && t->kind == ck_kind_with_role(CK_KIND_ROLE_POD) &&
         strcmp(verb, "get") == 0)
         *ret = ck__serve_pod_log(ctx, conn, t); /* podlog.c */
-    else if (sub && strcmp(sub->name, "exec") == 0 && t->kind == ck_kind_lookup("", "v1", "pods") &&
+    else if (sub && strcmp(sub->name, "exec") == 0 &&
+             t->kind == ck_kind_with_role(CK_KIND_ROLE_POD) &&
              (strcmp(verb, "get") == 0 || strcmp(verb, "create") == 0))
         *ret = ck__serve_pod_exec(ctx, conn, t); /* exec.c */
     else if (sub && sub->part == CK_SUBRESOURCE_UNSERVED)

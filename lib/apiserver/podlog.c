@@ -191,8 +191,8 @@ void ck__kubelet_curl_tls(struct ck_apiserver *ctx, void *handle)
 int ck__kubelet_base_url(struct ck_apiserver *ctx, const char *node_name, char *buf, size_t size,
                          char *msg, size_t msg_size)
 {
-    json_t *node =
-        ck__read_object(ctx, ck_kind_lookup("", "v1", "nodes"), "", node_name, &(struct ck_err){0});
+    json_t *node = ck__read_object(ctx, ck_kind_with_role(CK_KIND_ROLE_NODE), "", node_name,
+                                   &(struct ck_err){0});
     const char *address = node_address(node);
     json_int_t port = json_integer_value(json_object_get(
         json_object_get(json_object_get(json_object_get(node, "status"), "daemonEndpoints"),

@@ -166,6 +166,14 @@ static void test_roles_and_subresources(void **state)
     assert_non_null(ns);
     assert_ptr_equal(ns, ck_kind_lookup("", "v1", "namespaces"));
     assert_int_equal(ns->name_rule, CK_NAME_DNS_LABEL);
+    /* the kinds node restriction and the node authorizer find by role */
+    assert_ptr_equal(ck_kind_with_role(CK_KIND_ROLE_NODE), ck_kind_lookup("", "v1", "nodes"));
+    assert_ptr_equal(ck_kind_with_role(CK_KIND_ROLE_LEASE),
+                     ck_kind_lookup("coordination.k8s.io", "v1", "leases"));
+    assert_ptr_equal(ck_kind_with_role(CK_KIND_ROLE_POD), ck_kind_lookup("", "v1", "pods"));
+    assert_ptr_equal(ck_kind_with_role(CK_KIND_ROLE_SECRET), ck_kind_lookup("", "v1", "secrets"));
+    assert_ptr_equal(ck_kind_with_role(CK_KIND_ROLE_CONFIG_MAP),
+                     ck_kind_lookup("", "v1", "configmaps"));
 
     const struct ck_kind *pod = ck_kind_lookup("", "v1", "pods");
     const struct ck_subresource *binding = ck_kind_subresource(pod, "binding");

@@ -67,6 +67,7 @@ const struct ck_kind ck__kind_configmap = {
     .singular = "configmap",
     .short_names = short_names,
     .namespaced = true,
+    .role = CK_KIND_ROLE_CONFIG_MAP,
     .schema = "io.k8s.api.core.v1.ConfigMap",
     .columns = columns,
     .n_columns = CK__COUNT(columns),

@@ -57,6 +57,7 @@ const struct ck_kind ck__kind_lease = {
     .resource = "leases",
     .singular = "lease",
     .namespaced = true,
+    .role = CK_KIND_ROLE_LEASE,
     .schema = "io.k8s.api.coordination.v1.Lease",
     .columns = columns,
     .n_columns = CK__COUNT(columns),

@@ -142,6 +142,7 @@ const struct ck_kind ck__kind_node = {
     .singular = "node",
     .short_names = short_names,
     .namespaced = false,
+    .role = CK_KIND_ROLE_NODE,
     .schema = "io.k8s.api.core.v1.Node",
     .subresources = subresources,
     .n_subresources = CK__COUNT(subresources),

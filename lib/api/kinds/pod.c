@@ -496,6 +496,7 @@ const struct ck_kind ck__kind_pod = {
     .short_names = short_names,
     .categories = categories,
     .namespaced = true,
+    .role = CK_KIND_ROLE_POD,
     .schema = "io.k8s.api.core.v1.Pod",
     .subresources = subresources,
     .n_subresources = CK__COUNT(subresources),

@@ -158,6 +158,7 @@ const struct ck_kind ck__kind_secret = {
     .resource = "secrets",
     .singular = "secret",
     .namespaced = true,
+    .role = CK_KIND_ROLE_SECRET,
     .schema = "io.k8s.api.core.v1.Secret",
     .field_labels = field_labels,
     .n_field_labels = CK__COUNT(field_labels),
