@@ -527,9 +527,10 @@ struct ck_apiserver {
     pthread_mutex_t ticker_lock;
     pthread_cond_t ticker_wake;
     bool ticker_stop;
-    struct ck__auth *auth;   /* NULL: plain HTTP, no authentication (authn_authz.c) */
-    struct ck__ttl *ttl;     /* the expiry thread, or NULL */
-    struct ck__conns *conns; /* connection bounds and header deadline (connections.c) */
+    struct ck__auth *auth;       /* NULL: plain HTTP, no authentication (authn_authz.c) */
+    struct ck__ttl *ttl;         /* the expiry thread, or NULL */
+    struct ck__conns *conns;     /* connection bounds and header deadline (connections.c) */
+    struct ck__workers *workers; /* the threads that run writes (workers.c) */
 };
 
 /* ---- connection bounds and the header deadline (connections.c) ------------ */
@@ -863,6 +864,55 @@ enum MHD_Result ck__fail_with(struct MHD_Connection *conn, const char *reason, c
 
 /* Answers 500 InternalError "Internal error occurred: out of memory". */
 enum MHD_Result ck__fail_no_memory(struct MHD_Connection *conn);
+
+/*
+ * Queues resp (taken: destroyed here, also on failure) with status, the one
+ * place an answer is handed to libmicrohttpd. Inside an answer deferral on
+ * this thread (ck__answer_defer) it is kept in the deferral instead, to be
+ * queued by the connection's own thread once it is resumed.
+ */
+enum MHD_Result ck__queue_answer(struct MHD_Connection *conn, unsigned status,
+                                 struct MHD_Response *resp);
+
+/* The answer a request run off its libmicrohttpd thread left (request.c). */
+struct ck__deferred_answer {
+    struct MHD_Response *resp; /* NULL: none was queued */
+    unsigned status;
+};
+
+/*
+ * Starts (d non-NULL) or ends (d NULL) deferring this thread's answers into
+ * d: what ck__queue_answer() is given in between is kept there.
+ */
+void ck__answer_defer(struct ck__deferred_answer *d);
+
+/* ---- the request worker threads (workers.c) ------------------------------ */
+
+/* A job, embedded in what it works on; run() is called once, on a worker. */
+struct ck__work {
+    struct ck__work *next;
+    void (*run)(struct ck__work *job);
+};
+
+struct ck__workers;
+
+/* Starts threads workers; NULL with err set when they cannot be started. */
+struct ck__workers *ck__workers_start(unsigned threads, struct ck_err *err);
+
+/*
+ * Queues job for the next free worker. False once the pool is stopping: the
+ * caller runs the job itself.
+ */
+bool ck__workers_submit(struct ck__workers *w, struct ck__work *job);
+
+/*
+ * Runs every job still queued and joins the threads; jobs submitted from
+ * then on are refused (their callers run them). w NULL: nothing.
+ */
+void ck__workers_stop(struct ck__workers *w);
+
+/* Frees a stopped pool (NULL: nothing). */
+void ck__workers_free(struct ck__workers *w);
 
 /* ---- handlers (handlers.c) ---------------------------------------------- */
 

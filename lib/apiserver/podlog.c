@@ -312,9 +312,7 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
             return ck__fail_no_memory(conn);
         }
         MHD_add_response_header(resp, "Content-Type", "text/plain");
-        enum MHD_Result r = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-        MHD_destroy_response(resp);
-        return r;
+        return ck__queue_answer(conn, MHD_HTTP_OK, resp);
     }
     while (p->curl) /* the transfer ends; then p is ours */
         pthread_cond_wait(&p->cond, &p->lock);

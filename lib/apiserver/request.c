@@ -127,6 +127,31 @@ static void format_warning(const char *text, char *out, size_t size)
     out[n] = '\0';
 }
 
+/* The deferral of this thread's answers, when it runs a request for another thread. */
+static _Thread_local struct ck__deferred_answer *deferral;
+
+void ck__answer_defer(struct ck__deferred_answer *d)
+{
+    deferral = d;
+}
+
+enum MHD_Result ck__queue_answer(struct MHD_Connection *conn, unsigned status,
+                                 struct MHD_Response *resp)
+{
+    if (deferral) {
+        if (deferral->resp) { /* a second answer: libmicrohttpd would refuse it too */
+            MHD_destroy_response(resp);
+            return MHD_NO;
+        }
+        deferral->resp = resp;
+        deferral->status = status;
+        return MHD_YES;
+    }
+    enum MHD_Result ret = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 /* Queues resp with the headers every API answer has; consumes resp. */
 static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const char *content_type,
                              struct MHD_Response *resp, const struct ck_warnings *warnings)
@@ -138,9 +163,7 @@ static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const
         format_warning(warnings->items[i], header, sizeof(header));
         MHD_add_response_header(resp, "Warning", header);
     }
-    enum MHD_Result ret = MHD_queue_response(conn, status, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return ck__queue_answer(conn, status, resp);
 }
 
 enum MHD_Result ck__send_bytes(struct MHD_Connection *conn, unsigned status,

@@ -57,6 +57,7 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,8 @@
 
 #define MAX_BODY_BYTES  (3u * 1024 * 1024) /* Kubernetes' request body limit */
 #define HANDLER_THREADS 16u                /* requests in progress at once */
+/* Writes in progress at once (workers.c): each waits for its commit on a thread of its own. */
+#define WRITE_WORKERS 64u
 /* Connection bounds by default (connections.c; kube-apiserver has none). */
 #define MAX_CONNECTIONS             10000u
 #define MAX_CONNECTIONS_PER_ADDRESS 2000u
@@ -99,6 +102,14 @@ struct request {
     struct ck__request_labels labels; /* for the metrics, set when routed */
     char *raw_uri;                    /* the target as sent, still percent-encoded */
     struct ck_auth_user *user;        /* who sent it (NULL without TLS) */
+    /* a write run on a worker while its connection is suspended (workers.c) */
+    struct ck__work job;
+    struct ck_apiserver *server;
+    struct MHD_Connection *conn;
+    const char *method, *url; /* libmicrohttpd's, valid while the connection lives */
+    enum { RUN_HERE, RUN_ON_WORKER, RAN_ON_WORKER } where;
+    enum MHD_Result worker_result;
+    struct ck__deferred_answer answer;
 };
 
 /*
@@ -161,9 +172,7 @@ static enum MHD_Result queue_body(struct MHD_Connection *conn, unsigned int stat
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
-    enum MHD_Result ret = MHD_queue_response(conn, status, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return ck__queue_answer(conn, status, resp);
 }
 
 /* True when the comma-separated or repeated ?exclude= values name the check. */
@@ -513,10 +522,7 @@ static enum MHD_Result queue_openapi(struct MHD_Connection *conn, json_t *doc, b
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
     MHD_add_response_header(resp, "Vary", "Accept");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
-    enum MHD_Result ret =
-        MHD_queue_response(conn, not_modified ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return ck__queue_answer(conn, not_modified ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, resp);
 }
 
 /*
@@ -578,9 +584,7 @@ static enum MHD_Result refuse_in_reserve(struct MHD_Connection *conn)
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_TOO_MANY_REQUESTS, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return ck__queue_answer(conn, MHD_HTTP_TOO_MANY_REQUESTS, resp);
 }
 
 static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection *conn,
@@ -790,6 +794,59 @@ static bool header_acceptable(struct MHD_Connection *conn, struct request *req, 
     return false;
 }
 
+/*
+ * Whether a request waits on the store for long enough to take it off its
+ * libmicrohttpd thread: every write (its commit), not reads, watches or
+ * protocol upgrades (pods/exec keeps its connection on its thread).
+ */
+static bool waits_on_store(const char *method, struct MHD_Connection *conn)
+{
+    if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 || strcmp(method, "OPTIONS") == 0)
+        return false;
+    return !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
+}
+
+/* On a worker (or here, when the pool is stopping): route, keep the answer, resume. */
+static void run_request_job(struct ck__work *job)
+{
+    struct request *req = (struct request *)((char *)job - offsetof(struct request, job));
+    ck__answer_defer(&req->answer);
+    req->worker_result = route(req->server, req->conn, req, req->method, req->url);
+    ck__answer_defer(NULL);
+    req->where = RAN_ON_WORKER;
+    MHD_resume_connection(req->conn);
+}
+
+/* Suspends conn and hands req to a worker; false to answer it here. */
+static bool run_on_worker(struct ck_apiserver *server, struct MHD_Connection *conn,
+                          struct request *req, const char *method, const char *url)
+{
+    req->job.run = run_request_job;
+    req->server = server;
+    req->conn = conn;
+    req->method = method;
+    req->url = url;
+    req->where = RUN_ON_WORKER;
+    MHD_suspend_connection(conn);
+    if (!ck__workers_submit(server->workers, &req->job))
+        run_request_job(&req->job);
+    return true;
+}
+
+/* The answer a worker left for req, queued on the connection's own thread. */
+static enum MHD_Result answer_from_worker(struct MHD_Connection *conn, struct request *req)
+{
+    struct MHD_Response *resp = req->answer.resp;
+    req->answer.resp = NULL;
+    if (!resp)
+        return req->worker_result == MHD_YES ? ck__fail_no_memory(conn) : MHD_NO;
+    if (req->worker_result != MHD_YES) {
+        MHD_destroy_response(resp);
+        return MHD_NO;
+    }
+    return ck__queue_answer(conn, req->answer.status, resp);
+}
+
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
@@ -843,6 +900,8 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         req->body[req->len] = '\0';
         return MHD_YES;
     }
+    if (req->where == RAN_ON_WORKER) /* resumed: the worker's answer */
+        return answer_from_worker(conn, req);
     ck__conns_request_received(server->conns, conn); /* the last call: the body is in */
     if (req->no_memory) {
         ck__request_labels_set(&req->labels, method, NULL, false, false);
@@ -853,6 +912,8 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         return ck__fail_with(conn, "RequestEntityTooLarge",
                              "Request entity too large: limit is 3145728");
     }
+    if (waits_on_store(method, conn) && run_on_worker(server, conn, req, method, url))
+        return MHD_YES; /* answered when the worker resumes the connection */
     return route(cls, conn, req, method, url);
 }
 
@@ -896,6 +957,8 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **req
     }
     if (req->started)
         ck__conns_request_done(server->conns, conn);
+    if (req->answer.resp) /* the connection ended before it was resumed */
+        MHD_destroy_response(req->answer.resp);
     ck_auth_user_free(req->user);
     free(req->raw_uri);
     free(req->body);
@@ -1129,6 +1192,8 @@ static void teardown(struct ck_apiserver *server)
         pthread_mutex_unlock(&server->ticker_lock);
         pthread_join(server->ticker, NULL);
     }
+    ck__workers_stop(server->workers);
+    ck__workers_free(server->workers);
     server->ttl = ck__ttl_stop(server->ttl);
     server->crds = ck__crd_stop(server->crds);
     server->conns = ck__conns_free(server->conns);
@@ -1243,6 +1308,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     }
     if (r == 0)
         r = ck__ttl_start(server->store, config->event_ttl, &server->ttl, reterr);
+    if (r == 0 && !(server->workers = ck__workers_start(WRITE_WORKERS, reterr)))
+        r = reterr->code;
     if (r < 0) {
         teardown(server);
         return r;
@@ -1306,6 +1373,7 @@ struct ck_apiserver *ck_apiserver_free(struct ck_apiserver *server)
     /* Stop accepting, end every watch stream cleanly (no connection stays
      * suspended), then close the connections; we own the listen socket. */
     MHD_socket fd = MHD_quiesce_daemon(server->daemon);
+    ck__workers_stop(server->workers); /* every write in progress answered; later ones run here */
     ck__watch_tick(server, true);
     for (int i = 0; i < 200 && atomic_load(&server->active_watches) > 0; i++) {
         struct timespec pause = {0, 10 * 1000 * 1000};

@@ -695,9 +695,7 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
                             : s->protobuf ? CK_PROTOBUF_WATCH_MEDIA_TYPE
                                           : "application/json");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
-    enum MHD_Result ret = MHD_queue_response(conn, 200, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return ck__queue_answer(conn, 200, resp);
 
 out_fail:
     resize(s, 0);

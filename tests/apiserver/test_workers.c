@@ -1,0 +1,110 @@
+/*
+ * test_workers.c - tests for lib/apiserver/workers.c, the threads that run the
+ * API server's writes: jobs run at the same time on different threads (a
+ * pool of N runs N jobs that each wait for all the others), stopping runs
+ * every job still queued before it returns, and a job submitted once the pool
+ * is stopping is refused so that its caller runs it. That every write of the
+ * server goes through the pool and is answered is covered by every server
+ * test that writes (test_handlers.c, test_server.c, the end-to-end tests).
+ */
+#include "cktest.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "../../lib/apiserver/internal.h"
+
+#define CONCURRENT 8
+
+struct counting_job {
+    struct ck__work work;
+    atomic_int *ran;
+    /* for the concurrency test: every job waits until all have arrived */
+    pthread_mutex_t *lock;
+    pthread_cond_t *all_here;
+    int *arrived;
+    bool met_all; /* all CONCURRENT were running at once */
+};
+
+static void count(struct ck__work *work)
+{
+    struct counting_job *job = (struct counting_job *)work;
+    atomic_fetch_add(job->ran, 1);
+}
+
+static void wait_for_all(struct ck__work *work)
+{
+    struct counting_job *job = (struct counting_job *)work;
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10; /* a pool that ran jobs one at a time would never get there */
+    pthread_mutex_lock(job->lock);
+    (*job->arrived)++;
+    pthread_cond_broadcast(job->all_here);
+    int r = 0;
+    while (*job->arrived < CONCURRENT && r == 0)
+        r = pthread_cond_timedwait(job->all_here, job->lock, &deadline);
+    job->met_all = *job->arrived >= CONCURRENT;
+    pthread_mutex_unlock(job->lock);
+    atomic_fetch_add(job->ran, 1);
+}
+
+static void test_jobs_run_at_the_same_time(void **state)
+{
+    (void)state;
+    struct ck_err err = {0};
+    struct ck__workers *w = ck__workers_start(CONCURRENT, &err);
+    assert_non_null(w);
+    atomic_int ran = 0;
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t all_here = PTHREAD_COND_INITIALIZER;
+    int arrived = 0;
+    struct counting_job jobs[CONCURRENT];
+    for (int i = 0; i < CONCURRENT; i++) {
+        jobs[i] = (struct counting_job){.work.run = wait_for_all,
+                                        .ran = &ran,
+                                        .lock = &lock,
+                                        .all_here = &all_here,
+                                        .arrived = &arrived};
+        assert_true(ck__workers_submit(w, &jobs[i].work));
+    }
+    ck__workers_stop(w);
+    ck__workers_free(w);
+    assert_int_equal(atomic_load(&ran), CONCURRENT);
+    for (int i = 0; i < CONCURRENT; i++)
+        assert_true(jobs[i].met_all);
+}
+
+static void test_stop_runs_every_queued_job(void **state)
+{
+    (void)state;
+    struct ck_err err = {0};
+    struct ck__workers *w = ck__workers_start(1, &err);
+    assert_non_null(w);
+    atomic_int ran = 0;
+    struct counting_job jobs[200];
+    for (int i = 0; i < 200; i++) {
+        jobs[i] = (struct counting_job){.work.run = count, .ran = &ran};
+        assert_true(ck__workers_submit(w, &jobs[i].work));
+    }
+    ck__workers_stop(w);
+    assert_int_equal(atomic_load(&ran), 200);
+    /* stopped: refused, so that the caller runs it; stopping twice is harmless */
+    struct counting_job late = {.work.run = count, .ran = &ran};
+    assert_false(ck__workers_submit(w, &late.work));
+    ck__workers_stop(w);
+    ck__workers_free(w);
+    assert_int_equal(atomic_load(&ran), 200);
+    ck__workers_stop(NULL);
+    ck__workers_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_jobs_run_at_the_same_time),
+        cmocka_unit_test(test_stop_runs_every_queued_job),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
