@@ -336,13 +336,15 @@ int ck__auth_bootstrap(struct ck_apiserver *server, struct ck_err *reterr)
 }
 
 /*
- * What a connection remembers: whether its client certificate verified. A
- * TLS connection's peer certificate cannot change (libmicrohttpd allows no
- * renegotiation), so it is verified once, at the connection's first request,
- * not at every request. Only the connection's own thread touches it.
+ * What a connection remembers: whether its client certificate verified, and
+ * the user it names. A TLS connection's peer certificate cannot change
+ * (libmicrohttpd allows no renegotiation), so it is verified and read once,
+ * at the connection's first request, not at every request. Only the thread
+ * serving the connection's request touches it (one request at a time).
  */
 struct conn_state {
-    int peer_verified; /* 0: not yet checked, 1: verified, -1: refused */
+    int peer_verified;              /* 0: not yet checked, 1: verified, -1: refused */
+    struct ck_auth_user *cert_user; /* the certificate's user, once authenticated */
 };
 
 void ck__auth_notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -354,9 +356,19 @@ void ck__auth_notify_connection(void *cls, struct MHD_Connection *conn, void **s
         /* no memory: the certificate is verified at every request instead */
         *socket_context = server->auth ? ck__calloc(1, sizeof(struct conn_state)) : NULL;
     } else {
-        free(*socket_context);
+        struct conn_state *state = *socket_context;
+        if (state)
+            ck_auth_user_free(state->cert_user);
+        free(state);
         *socket_context = NULL;
     }
+}
+
+static struct conn_state *conn_state_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *sc =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return sc ? sc->socket_context : NULL;
 }
 
 /*
@@ -377,9 +389,7 @@ static int peer_certificate(struct MHD_Connection *conn, const void **ret_der, s
     const gnutls_datum_t *certs = gnutls_certificate_get_peers(session, &n);
     if (!certs || n == 0)
         return 0;
-    const union MHD_ConnectionInfo *sc =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    struct conn_state *state = sc ? sc->socket_context : NULL;
+    struct conn_state *state = conn_state_of(conn);
     if (!state || state->peer_verified == 0) {
         unsigned status = 0;
         int verified =
@@ -438,7 +448,16 @@ enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connect
     struct ck_auth_user *user = NULL;
     int r = peer_certificate(conn, &creds.peer_cert_der, &creds.peer_cert_len) < 0
                 ? ck_err_set(&err, CK_EPERM, "the client certificate does not verify")
-                : ck_auth_authenticate(&a->config, &creds, &user, &err);
+                : 0;
+    struct conn_state *state = creds.peer_cert_der ? conn_state_of(conn) : NULL;
+    if (r == 0 && state && state->cert_user) { /* this connection's certificate, read before */
+        user = ck_auth_user_copy(state->cert_user);
+        r = user ? 0 : ck_err_no_memory(&err);
+    } else if (r == 0) {
+        r = ck_auth_authenticate(&a->config, &creds, &user, &err);
+        if (r == 0 && state) /* without memory to keep it, it is read again next time */
+            state->cert_user = ck_auth_user_copy(user);
+    }
     if (r < 0) {
         *ret_answered = true;
         if (r == CK_ENOMEM) {

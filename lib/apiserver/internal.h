@@ -146,6 +146,23 @@ int ck__collection_prefix(const struct ck_kind *kind, const char *namespace, cha
 char *ck__serve_stored(const struct ck_kind *kind, const char *stored, size_t len,
                        int64_t resource_version, size_t *ret_len);
 
+/*
+ * A stored object as it is served, without copying it when nothing but its
+ * resourceVersion changes: then owned is NULL and the served bytes are
+ * stored[0, head), rv (rv_len bytes), stored[head, len). Otherwise (a
+ * defaulted or converted custom resource) owned holds the served bytes
+ * (owned_len), which the caller frees. 0, or CK_ENOMEM.
+ */
+struct ck__served_parts {
+    char *owned;
+    size_t owned_len;
+    size_t head;
+    char rv[48];
+    size_t rv_len;
+};
+int ck__serve_stored_parts(const struct ck_kind *kind, const char *stored, size_t len,
+                           int64_t resource_version, struct ck__served_parts *ret);
+
 /* Parses a stored kv into an object with its resourceVersion. New reference or NULL. */
 json_t *ck__decode_stored(const struct ck_kv *kv);
 
@@ -684,6 +701,12 @@ void ck__media_negotiate_accept(const char *accept, struct ck__media *ret);
 void ck__media_negotiate(struct MHD_Connection *conn, struct ck__media *ret);
 
 /*
+ * Whether an API object answered to this request goes out as compact JSON:
+ * its bytes as they are and a line break (not YAML, not indented).
+ */
+bool ck__media_compact_json(struct MHD_Connection *conn);
+
+/*
  * What the client accepts: a Table, PartialObjectMetadata (or its List), a
  * plain object, or nothing we produce (CK__ACCEPT_NONE).
  */
@@ -821,6 +844,14 @@ int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
 enum MHD_Result ck__send_bytes(struct MHD_Connection *conn, unsigned status,
                                const char *content_type, char *body, size_t len,
                                const struct ck_warnings *warnings);
+
+/*
+ * Queues resp (taken) with status, content_type and the headers every API
+ * answer has; its body goes as it is (no negotiated encoding).
+ */
+enum MHD_Result ck__send_response(struct MHD_Connection *conn, unsigned status,
+                                  const char *content_type, struct MHD_Response *resp,
+                                  const struct ck_warnings *warnings);
 
 /* Queues a JSON body (borrowed) with status. */
 enum MHD_Result ck__send_json(struct MHD_Connection *conn, unsigned status, const char *json);

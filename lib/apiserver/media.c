@@ -302,6 +302,13 @@ int ck__media_encode(struct MHD_Connection *conn, const char *content_type, char
     return codec->encode(body, len, media.pretty, ret_body, ret_len);
 }
 
+bool ck__media_compact_json(struct MHD_Connection *conn)
+{
+    struct ck__media media;
+    ck__media_negotiate(conn, &media);
+    return (!media.codec || media.codec == &codecs[0]) && !media.pretty;
+}
+
 static const char *quote_char(unsigned char c, char *buf, size_t size)
 {
     if (c == '\'')

@@ -145,6 +145,26 @@ static char *convert_stored(const struct ck_kind *kind, const char *stored, size
     return out;
 }
 
+/* Where the resourceVersion goes in stored bytes: after "metadata":{ (nowhere when absent). */
+static void splice_resource_version(const char *stored, size_t len, int64_t resource_version,
+                                    struct ck__served_parts *ret)
+{
+    static const char marker[] = "\"metadata\":{";
+    const char *at = memmem(stored, len, marker, sizeof(marker) - 1);
+    ret->owned = NULL;
+    if (!at) { /* not our encoding (should not happen): served as is */
+        ret->head = len;
+        ret->rv_len = 0;
+        ret->rv[0] = '\0';
+        return;
+    }
+    ret->head = (size_t)(at - stored) + sizeof(marker) - 1;
+    bool empty = ret->head < len && stored[ret->head] == '}';
+    int n = snprintf(ret->rv, sizeof(ret->rv), "\"resourceVersion\":\"%lld\"%s",
+                     (long long)resource_version, empty ? "" : ",");
+    ret->rv_len = n > 0 ? (size_t)n : 0;
+}
+
 static char *serve_bytes(const struct ck_kind *kind, const char *stored, size_t len,
                          int64_t resource_version, size_t *ret_len)
 {
@@ -158,32 +178,37 @@ static char *serve_bytes(const struct ck_kind *kind, const char *stored, size_t 
         free(converted);
         return out;
     }
-    static const char marker[] = "\"metadata\":{";
-    const char *at = memmem(stored, len, marker, sizeof(marker) - 1);
-    char rv[48];
-    if (!at) {
-        /* not our encoding (should not happen): serve as is */
-        char *copy = ck__malloc(len + 1);
-        if (copy) {
-            memcpy(copy, stored, len);
-            copy[len] = '\0';
-            *ret_len = len;
-        }
-        return copy;
-    }
-    size_t head = (size_t)(at - stored) + sizeof(marker) - 1;
-    bool empty = head < len && stored[head] == '}';
-    int rv_len = snprintf(rv, sizeof(rv), "\"resourceVersion\":\"%lld\"%s",
-                          (long long)resource_version, empty ? "" : ",");
-    char *out = ck__malloc(len + (size_t)rv_len + 1);
+    struct ck__served_parts parts;
+    splice_resource_version(stored, len, resource_version, &parts);
+    char *out = ck__malloc(len + parts.rv_len + 1);
     if (!out)
         return NULL;
-    memcpy(out, stored, head);
-    memcpy(out + head, rv, (size_t)rv_len);
-    memcpy(out + head + (size_t)rv_len, stored + head, len - head);
-    *ret_len = len + (size_t)rv_len;
+    memcpy(out, stored, parts.head);
+    memcpy(out + parts.head, parts.rv, parts.rv_len);
+    memcpy(out + parts.head + parts.rv_len, stored + parts.head, len - parts.head);
+    *ret_len = len + parts.rv_len;
     out[*ret_len] = '\0';
     return out;
+}
+
+int ck__serve_stored_parts(const struct ck_kind *kind, const char *stored, size_t len,
+                           int64_t resource_version, struct ck__served_parts *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    bool failed = false;
+    size_t n = 0;
+    char *rewritten = ck_crd_default_stored(kind, stored, len, &n, &failed);
+    if (!rewritten && !failed)
+        rewritten = convert_stored(kind, stored, len, &n, &failed);
+    if (failed)
+        return CK_ENOMEM;
+    if (rewritten) { /* defaulted or converted: bytes of their own */
+        ret->owned = ck__serve_stored(kind, stored, len, resource_version, &ret->owned_len);
+        free(rewritten);
+        return ret->owned ? 0 : CK_ENOMEM;
+    }
+    splice_resource_version(stored, len, resource_version, ret);
+    return 0;
 }
 
 char *ck__serve_stored(const struct ck_kind *kind, const char *stored, size_t len,

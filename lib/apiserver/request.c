@@ -152,9 +152,9 @@ enum MHD_Result ck__queue_answer(struct MHD_Connection *conn, unsigned status,
     return ret;
 }
 
-/* Queues resp with the headers every API answer has; consumes resp. */
-static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, const char *content_type,
-                             struct MHD_Response *resp, const struct ck_warnings *warnings)
+enum MHD_Result ck__send_response(struct MHD_Connection *conn, unsigned status,
+                                  const char *content_type, struct MHD_Response *resp,
+                                  const struct ck_warnings *warnings)
 {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
@@ -179,7 +179,7 @@ enum MHD_Result ck__send_bytes(struct MHD_Connection *conn, unsigned status,
         free(body);
         return MHD_NO;
     }
-    return queue(conn, status, content_type, resp, warnings);
+    return ck__send_response(conn, status, content_type, resp, warnings);
 }
 
 enum MHD_Result ck__send_json(struct MHD_Connection *conn, unsigned status, const char *json)
@@ -189,7 +189,7 @@ enum MHD_Result ck__send_json(struct MHD_Connection *conn, unsigned status, cons
     if (!resp)
         return MHD_NO;
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    return queue(conn, status, "application/json", resp, NULL);
+    return ck__send_response(conn, status, "application/json", resp, NULL);
 }
 
 /* A Status in protobuf when the client prefers it; false to answer JSON. */
@@ -248,7 +248,7 @@ enum MHD_Result ck__send_error(struct MHD_Connection *conn, const struct ck_err 
             return MHD_NO;
     }
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    return queue(conn, status, type, resp, NULL);
+    return ck__send_response(conn, status, type, resp, NULL);
 }
 
 enum MHD_Result ck__fail(struct MHD_Connection *conn, struct ck_err *err)
