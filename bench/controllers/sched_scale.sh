@@ -35,6 +35,9 @@ stop_all() {
 trap 'stop_all; rm -rf "$work"' EXIT
 now() { date +%s.%N; }
 rss() { ps -o rss= -p "$1" | awk '{printf "%.1f MiB", $1 / 1024}'; }
+cpu() { # user + system CPU seconds of a process so far
+    awk -v hz="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); printf "%.1f s", ($12 + $13) / hz}' "/proc/$1/stat"
+}
 
 start_server() { # start_server DIR: a fresh server on SQLite with no in-process controller
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -81,6 +84,7 @@ start_scheduler
 wait "$obs" || true
 sed 's/^/  /' "$work/obs.out"
 echo "  RSS: server $(rss "$server_pid"), scheduler $(rss "$sched_pid"), fake-nodes $(rss "$fake_pid")"
+echo "  CPU: server $(cpu "$server_pid"), scheduler $(cpu "$sched_pid"), fake-nodes $(cpu "$fake_pid")"
 stop_scheduler
 echo "  scheduler mean cycle (filter, score, assume; binding is asynchronous): $cycle"
 stop_all
@@ -109,6 +113,7 @@ YAML
 wait "$obs" || true
 sed 's/^/  /' "$work/obs.out"
 echo "  RSS: server $(rss "$server_pid"), controller-manager $(rss "$cm_pid"), scheduler $(rss "$sched_pid"), fake-nodes $(rss "$fake_pid")"
+echo "  CPU: server $(cpu "$server_pid"), controller-manager $(cpu "$cm_pid"), scheduler $(cpu "$sched_pid"), fake-nodes $(cpu "$fake_pid")"
 stop_scheduler
 echo "  scheduler mean cycle: $cycle"
 stop_all
