@@ -817,8 +817,8 @@ static void run_request_job(struct ck__work *job)
     MHD_resume_connection(req->conn);
 }
 
-/* Suspends conn and hands req to a worker; false to answer it here. */
-static bool run_on_worker(struct ck_apiserver *server, struct MHD_Connection *conn,
+/* Suspends conn and hands req to a worker (or, once the pool is stopping, runs it here). */
+static void run_on_worker(struct ck_apiserver *server, struct MHD_Connection *conn,
                           struct request *req, const char *method, const char *url)
 {
     req->job.run = run_request_job;
@@ -830,7 +830,6 @@ static bool run_on_worker(struct ck_apiserver *server, struct MHD_Connection *co
     MHD_suspend_connection(conn);
     if (!ck__workers_submit(server->workers, &req->job))
         run_request_job(&req->job);
-    return true;
 }
 
 /* The answer a worker left for req, queued on the connection's own thread. */
@@ -912,8 +911,10 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         return ck__fail_with(conn, "RequestEntityTooLarge",
                              "Request entity too large: limit is 3145728");
     }
-    if (waits_on_store(method, conn) && run_on_worker(server, conn, req, method, url))
+    if (waits_on_store(method, conn)) {
+        run_on_worker(server, conn, req, method, url);
         return MHD_YES; /* answered when the worker resumes the connection */
+    }
     return route(cls, conn, req, method, url);
 }
 
