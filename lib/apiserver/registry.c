@@ -197,14 +197,16 @@ int ck__serve_stored_parts(const struct ck_kind *kind, const char *stored, size_
     memset(ret, 0, sizeof(*ret));
     bool failed = false;
     size_t n = 0;
-    char *rewritten = ck_crd_default_stored(kind, stored, len, &n, &failed);
-    if (!rewritten && !failed)
-        rewritten = convert_stored(kind, stored, len, &n, &failed);
+    /* defaulted or converted: bytes of their own, as ck__serve_stored() makes them */
+    char *defaulted = ck_crd_default_stored(kind, stored, len, &n, &failed);
+    char *converted = defaulted || failed ? NULL : convert_stored(kind, stored, len, &n, &failed);
     if (failed)
         return CK_ENOMEM;
-    if (rewritten) { /* defaulted or converted: bytes of their own */
-        ret->owned = ck__serve_stored(kind, stored, len, resource_version, &ret->owned_len);
-        free(rewritten);
+    if (defaulted || converted) {
+        ret->owned = defaulted ? serve_bytes(kind, defaulted, n, resource_version, &ret->owned_len)
+                               : serve_bytes(NULL, converted, n, resource_version, &ret->owned_len);
+        free(defaulted);
+        free(converted);
         return ret->owned ? 0 : CK_ENOMEM;
     }
     splice_resource_version(stored, len, resource_version, ret);

@@ -107,7 +107,7 @@ struct request {
     struct ck_apiserver *server;
     struct MHD_Connection *conn;
     const char *method, *url; /* libmicrohttpd's, valid while the connection lives */
-    enum { RUN_HERE, RUN_ON_WORKER, RAN_ON_WORKER } where;
+    bool ran_on_worker;       /* the worker is done: its answer waits in `answer` */
     enum MHD_Result worker_result;
     struct ck__deferred_answer answer;
 };
@@ -813,7 +813,7 @@ static void run_request_job(struct ck__work *job)
     ck__answer_defer(&req->answer);
     req->worker_result = route(req->server, req->conn, req, req->method, req->url);
     ck__answer_defer(NULL);
-    req->where = RAN_ON_WORKER;
+    req->ran_on_worker = true;
     MHD_resume_connection(req->conn);
 }
 
@@ -826,7 +826,6 @@ static void run_on_worker(struct ck_apiserver *server, struct MHD_Connection *co
     req->conn = conn;
     req->method = method;
     req->url = url;
-    req->where = RUN_ON_WORKER;
     MHD_suspend_connection(conn);
     if (!ck__workers_submit(server->workers, &req->job))
         run_request_job(&req->job);
@@ -899,7 +898,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         req->body[req->len] = '\0';
         return MHD_YES;
     }
-    if (req->where == RAN_ON_WORKER) /* resumed: the worker's answer */
+    if (req->ran_on_worker) /* resumed: the worker's answer */
         return answer_from_worker(conn, req);
     ck__conns_request_received(server->conns, conn); /* the last call: the body is in */
     if (req->no_memory) {
