@@ -6,8 +6,9 @@
  * The first byte picks the message (a few kinds, and the watch event
  * decoder); the rest is the body. A body the decoder takes must encode
  * again, and that encoding must decode to the same JSON (the codec is its
- * own inverse on what it produces); a body it refuses must come back as a
- * 400 with no value. ASan and UBSan watch every length and shift.
+ * own inverse on what it produces, but for the one loss Go's codec has too:
+ * same_but_epoch); a body it refuses must come back as a 400 with no value. ASan and UBSan watch
+ * every length and shift.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -31,6 +32,43 @@ static const char *const messages[] = {
     "io.k8s.api.authentication.v1.TokenReview",
     "io.k8s.api.batch.v1.CronJob",
 };
+
+/*
+ * Whether again is value as the codec gives it back: equal, except that a
+ * Time at the Unix epoch may be gone. Go's codec loses it too: a Timestamp
+ * of 0 seconds and some nanoseconds decodes (nanoseconds dropped) to
+ * 1970-01-01T00:00:00Z, which marshals as an empty Timestamp, the zero Time.
+ */
+static bool same_but_epoch(const json_t *value, const json_t *again)
+{
+    if (json_is_object(value) && json_is_object(again)) {
+        const char *key;
+        const json_t *v;
+        json_object_foreach((json_t *)value, key, v)
+        {
+            const json_t *w = json_object_get(again, key);
+            if (w ? !same_but_epoch(v, w)
+                  : !(json_is_string(v) &&
+                      strcmp(json_string_value(v), "1970-01-01T00:00:00Z") == 0))
+                return false;
+        }
+        json_object_foreach((json_t *)again, key, v)
+        {
+            if (!json_object_get(value, key))
+                return false;
+        }
+        return true;
+    }
+    if (json_is_array(value) && json_is_array(again)) {
+        if (json_array_size(value) != json_array_size(again))
+            return false;
+        for (size_t i = 0; i < json_array_size(value); i++)
+            if (!same_but_epoch(json_array_get(value, i), json_array_get(again, i)))
+                return false;
+        return true;
+    }
+    return json_equal(value, again);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -56,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ck_proto_encode(message, value, &bytes, &len, &err) < 0)
         abort(); /* what the decoder made, the encoder takes */
     json_t *again = NULL;
-    if (ck_proto_decode(message, bytes, len, &again, &err) < 0 || !json_equal(again, value))
+    if (ck_proto_decode(message, bytes, len, &again, &err) < 0 || !same_but_epoch(value, again))
         abort();
     json_decref(again);
     free(bytes);
