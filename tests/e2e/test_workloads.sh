@@ -137,7 +137,9 @@ spec:
   template:
     metadata: {labels: {app: web}}
     spec:
-      terminationGracePeriodSeconds: 1 # fake nodes keep a deleted pod this long
+      # fake nodes keep a deleted pod this long: the checks between the first eviction and
+      # the pod's removal (the budget still counts it) need the time under a loaded machine
+      terminationGracePeriodSeconds: 5
       containers: [{name: nginx, image: nginx}]
 ---
 apiVersion: policy/v1
@@ -161,10 +163,17 @@ rest=${pods#* }
 second=${rest%% *}
 echo "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"$first\"}}" >"$work/ev1.json"
 echo "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"$second\"}}" >"$work/ev2.json"
+# the controller drops the entry once it sees the pod terminating: watch for it from before
+k get pdb web --watch -o jsonpath='{.status.disruptedPods}{"\n"}' >"$work/pdb.watch" 2>"$work/pdb.watch.err" &
+pdb_watch=$!
+sleep 1
 check "the first eviction is allowed" sh -c \
     "kubectl create --raw /api/v1/namespaces/default/pods/$first/eviction -f '$work/ev1.json' >/dev/null"
-check "the budget recorded the disrupted pod" sh -c \
-    "kubectl get pdb web -o jsonpath='{.status.disruptedPods}' | grep -q '$first'"
+i=0
+until grep -q "$first" "$work/pdb.watch" || [ $i -gt 50 ]; do i=$((i + 1)); sleep 0.2; done
+kill "$pdb_watch" 2>/dev/null || true
+wait "$pdb_watch" 2>/dev/null || true
+check "the budget recorded the disrupted pod" grep -q "$first" "$work/pdb.watch"
 k create --raw "/api/v1/namespaces/default/pods/$second/eviction" -f "$work/ev2.json" >"$work/ev2.out" 2>&1
 check "the second eviction is refused with 429" \
     grep -q "TooManyRequests.*Cannot evict pod as it would violate the pod's disruption budget." "$work/ev2.out"
