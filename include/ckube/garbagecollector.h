@@ -44,8 +44,14 @@ struct ck_gc_config {
     struct ck_ctl_client client;    /* live reads and writes (copied) */
     struct ck_discovery *discovery; /* borrowed; maps apiVersion/kind to resources */
     struct ck_rest *rest;           /* borrowed; for the monitors; NULL: none (tests) */
-    struct ck_clock *clock;         /* borrowed; NULL = real */
-    bool async_events;              /* false (tests): events written before the call returns */
+    /*
+     * Borrowed; NULL: none. A resource this factory already has an informer for is
+     * monitored through that informer, not a metadata informer of its own (one watch
+     * of pods per process, as Kubernetes' ObjectOrMetadataInformerFactory gives).
+     */
+    struct ck_informer_factory *shared;
+    struct ck_clock *clock; /* borrowed; NULL = real */
+    bool async_events;      /* false (tests): events written before the call returns */
 };
 
 struct ck_gc;

@@ -131,11 +131,20 @@ int ck_informer_new(const struct ck_informer_options *opts, struct ck_informer *
 struct ck_informer *ck_informer_free(struct ck_informer *inf);
 
 /*
- * Adds a handler (copied) with its own resync period (0: the informer's). Before start
- * only: handlers added later would miss the initial list. CK_EINVAL after start.
+ * Adds a handler (copied) with its own resync period (0: the informer's). On a started
+ * informer (client-go's AddEventHandler on a running one) the handler is first called,
+ * on the calling thread, with on_add(obj, true) for every cached object, then sees every
+ * change after; such a late handler cannot resync (CK_EINVAL when its period, or the
+ * informer's, is set).
  */
 int ck_informer_add_handler(struct ck_informer *inf, const struct ck_event_handler *h,
                             int64_t resync, struct ck_err *reterr);
+
+/*
+ * Removes the handler with h's functions and arg (RemoveEventHandler); once it returns,
+ * the handler is never called again. A handler not added is a no-op.
+ */
+void ck_informer_remove_handler(struct ck_informer *inf, const struct ck_event_handler *h);
 
 /* Adds an index to the cache (ck_indexer_add_index); before start only. */
 int ck_informer_add_index(struct ck_informer *inf, const char *name, ck_index_func fn, void *arg,
@@ -215,6 +224,10 @@ struct ck_informer_factory *ck_informer_factory_free(struct ck_informer_factory 
  */
 struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
                                             const struct ck_resource *res);
+
+/* The informer the factory already has for group/resource, or NULL: never creates one. */
+struct ck_informer *ck_informer_factory_lookup(struct ck_informer_factory *f, const char *group,
+                                               const char *resource);
 
 /* Starts every informer not started yet (Start). */
 int ck_informer_factory_start(struct ck_informer_factory *f, struct ck_err *reterr);

@@ -136,15 +136,44 @@ static bool is_started(struct ck_informer *inf)
 int ck_informer_add_handler(struct ck_informer *inf, const struct ck_event_handler *h,
                             int64_t resync, struct ck_err *reterr)
 {
-    if (is_started(inf))
-        return ck_err_set(reterr, CK_EINVAL, "informer %s: add handlers before start",
-                          inf->res->resource);
+    int64_t period = resync > 0 ? resync : inf->resync;
+    pthread_mutex_lock(&inf->dispatch);
+    bool started = is_started(inf);
+    int r = 0;
     if (inf->nhandlers == MAX_HANDLERS)
-        return ck_err_set(reterr, CK_EINVAL, "informer %s: too many handlers", inf->res->resource);
-    struct handler *slot = &inf->handlers[inf->nhandlers++];
-    slot->h = *h;
-    slot->resync = resync > 0 ? resync : inf->resync;
-    return 0;
+        r = ck_err_set(reterr, CK_EINVAL, "informer %s: too many handlers", inf->res->resource);
+    else if (started && period > 0) /* the resync thread's schedule is set at start */
+        r = ck_err_set(reterr, CK_EINVAL, "informer %s: add resyncing handlers before start",
+                       inf->res->resource);
+    struct ck_obj_list cached = {0};
+    if (r == 0 && started && ck_indexer_list(inf->indexer, &cached) < 0)
+        r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    if (r == 0) {
+        /* a late handler first sees what the cache holds, as client-go replays it */
+        for (size_t i = 0; i < cached.n && h->on_add; i++)
+            h->on_add(cached.items[i], true, h->arg);
+        struct handler *slot = &inf->handlers[inf->nhandlers++];
+        *slot = (struct handler){.h = *h, .resync = period, .next_resync = CK_TIME_NEVER};
+    }
+    pthread_mutex_unlock(&inf->dispatch);
+    ck_obj_list_release(&cached);
+    return r;
+}
+
+void ck_informer_remove_handler(struct ck_informer *inf, const struct ck_event_handler *h)
+{
+    pthread_mutex_lock(&inf->dispatch);
+    for (size_t i = 0; i < inf->nhandlers; i++) {
+        const struct ck_event_handler *have = &inf->handlers[i].h;
+        if (have->on_add == h->on_add && have->on_update == h->on_update &&
+            have->on_delete == h->on_delete && have->arg == h->arg) {
+            memmove(&inf->handlers[i], &inf->handlers[i + 1],
+                    (inf->nhandlers - i - 1) * sizeof(inf->handlers[0]));
+            inf->nhandlers--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&inf->dispatch);
 }
 
 int ck_informer_add_index(struct ck_informer *inf, const char *name, ck_index_func fn, void *arg,
@@ -325,14 +354,18 @@ static void *resync_main(void *arg)
 {
     struct ck_informer *inf = arg;
     int64_t now = ck_clock_now(inf->clock);
+    pthread_mutex_lock(&inf->dispatch);
     for (size_t i = 0; i < inf->nhandlers; i++)
         inf->handlers[i].next_resync =
             inf->handlers[i].resync ? now + inf->handlers[i].resync : CK_TIME_NEVER;
+    pthread_mutex_unlock(&inf->dispatch);
     for (;;) {
         int64_t next = CK_TIME_NEVER;
+        pthread_mutex_lock(&inf->dispatch); /* handlers may come and go meanwhile */
         for (size_t i = 0; i < inf->nhandlers; i++)
             if (inf->handlers[i].next_resync < next)
                 next = inf->handlers[i].next_resync;
+        pthread_mutex_unlock(&inf->dispatch);
         pthread_mutex_lock(&inf->lock);
         while (!inf->stopping && ck_clock_wait(inf->clock, &inf->changed, &inf->lock, next) == 0)
             ;
@@ -497,6 +530,19 @@ struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
             f->informers[f->n++] = inf;
     }
 out:
+    pthread_mutex_unlock(&f->lock);
+    return inf;
+}
+
+struct ck_informer *ck_informer_factory_lookup(struct ck_informer_factory *f, const char *group,
+                                               const char *resource)
+{
+    struct ck_informer *inf = NULL;
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < f->n && !inf; i++)
+        if (strcmp(f->informers[i]->res->group, group) == 0 &&
+            strcmp(f->informers[i]->res->resource, resource) == 0)
+            inf = f->informers[i];
     pthread_mutex_unlock(&f->lock);
     return inf;
 }

@@ -159,18 +159,32 @@ static void test_list_watch_events(void **state)
     assert_true(ck_informer_has_synced(inf));
     assert_int_equal(rec.initial_adds, 5);
     assert_int_equal(ck_indexer_len(ck_informer_indexer(inf)), 5);
-    /* handlers cannot be added once started */
-    assert_int_equal(ck_informer_add_handler(inf, &h, 0, &err), CK_EINVAL);
+    /*
+     * A handler added once started gets what the cache holds as initial adds, before
+     * the call returns, then live events (client-go's AddEventHandler on a running
+     * informer); one that would resync is refused, since the resync schedule is fixed.
+     */
+    struct recorder late = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+    struct ck_event_handler late_h = {rec_add, rec_update, rec_delete, &late};
+    assert_int_equal(ck_informer_add_handler(inf, &late_h, 30 * CK_SEC, &err), CK_EINVAL);
+    assert_int_equal(ck_informer_add_handler(inf, &late_h, 0, &err), 0);
+    assert_int_equal(late.initial_adds, 5);
 
     create_pod(c, "live");
     wait_count(&rec, &rec.adds, 6);
+    wait_count(&late, &late.adds, 6);
     assert_int_equal(rec.initial_adds, 5);
+    /* a removed handler is called no more: the update below reaches rec only */
+    ck_informer_remove_handler(inf, &late_h);
     json_t *pod = NULL;
     assert_int_equal(ck_rest_get(c, &pods, "default", "live", &pod, &err), 0);
     json_object_set_new(json_object_get(pod, "metadata"), "labels", json_pack("{s:s}", "a", "b"));
     assert_int_equal(ck_rest_update(c, &pods, "default", pod, NULL, &err), 0);
     json_decref(pod);
     wait_count(&rec, &rec.updates, 1);
+    pthread_mutex_lock(&late.lock);
+    assert_int_equal(late.updates, 0);
+    pthread_mutex_unlock(&late.lock);
     assert_int_equal(ck_rest_delete(c, &pods, "default", "pre-0", NULL, NULL, &err), 0);
     wait_count(&rec, &rec.deletes, 1);
     assert_int_equal(rec.tombstones, 0); /* the watch saw it: no tombstone */

@@ -41,8 +41,13 @@ static int setup(void **state)
     assert_non_null(e->server);
     struct ck_rest_config config = {.server = ck_apiserver_url(e->server), .qps = -1};
     assert_int_equal(ck_rest_new(&config, &e->client, NULL), 0);
-    struct ck_controller_manager_config cm = {.client = e->client,
-                                              .controllers = "garbagecollector,namespace"};
+    /*
+     * With the ReplicaSet controller on, the manager's factory has a pod informer, so
+     * the collector monitors pods through it and Frobbers through a metadata informer:
+     * both kinds of monitor are in every test below.
+     */
+    struct ck_controller_manager_config cm = {
+        .client = e->client, .controllers = "garbagecollector,namespace,replicaset"};
     struct ck_err err = {0};
     assert_int_equal(ck_controller_manager_start(&cm, &e->cm, &err), 0);
     *state = e;

@@ -23,9 +23,10 @@
  * attemptToOrphan(uid) (attemptToOrphanWorker): removes the owner's references from
  *   every dependent in the graph, then the owner's orphan finalizer.
  *
- * Monitors: one metadata informer per resource discovery reports with list, watch and
- * delete in its group's preferred version, except events (Kubernetes' ignored
- * resources). Discovery is re-read every CK_GC_RESYNC_PERIOD: new resources get
+ * Monitors: one per resource discovery reports with list, watch and delete in its
+ * group's preferred version, except events (Kubernetes' ignored resources): a handler on
+ * the shared informer the controller manager already has for it, else a metadata
+ * informer of its own. Discovery is re-read every CK_GC_RESYNC_PERIOD: new resources get
  * monitors, vanished ones lose theirs. Workers start once the first monitors synced, so
  * decisions never rest on a half-built graph.
  *
@@ -46,9 +47,25 @@ struct ck__gc_monitor {
     struct ck__gc_monitor *next;
     struct ck_gc *gc;
     char api_version[192], kind[128], group[128], resource[128];
-    struct ck_metadata_informer *mi;
+    struct ck_metadata_informer *mi; /* NULL when shared is used */
+    struct ck_informer *shared;      /* borrowed from the factory; NULL: mi */
+    struct ck_event_handler handler;
     bool seen;
 };
+
+static struct ck_informer *monitor_informer(struct ck__gc_monitor *m)
+{
+    return m->shared ? m->shared : ck_metadata_informer_informer(m->mi);
+}
+
+/* Detaches the monitor from a shared informer, or stops and frees its own; frees m. */
+static void monitor_free(struct ck__gc_monitor *m)
+{
+    if (m->shared)
+        ck_informer_remove_handler(m->shared, &m->handler);
+    ck_metadata_informer_free(m->mi);
+    free(m);
+}
 
 /* ---- the workers -------------------------------------------------------------------- */
 
@@ -341,6 +358,7 @@ int ck_gc_new(const struct ck_gc_config *config, struct ck_gc **ret_gc, struct c
     gc->client = config->client;
     gc->discovery = config->discovery;
     gc->rest = config->rest;
+    gc->shared = config->shared;
     gc->clock = config->clock;
     if (ck__ctl_recorder(&gc->sink, &gc->client, "garbage-collector-controller", config->clock,
                          !config->async_events, &gc->recorder, NULL) < 0)
@@ -426,13 +444,19 @@ static struct ck__gc_monitor *monitor_new(struct ck_gc *gc, const struct ck_disc
     snprintf(m->group, sizeof(m->group), "%s", d->group);
     snprintf(m->resource, sizeof(m->resource), "%s", d->resource);
     struct ck_err err = {0};
-    struct ck_event_handler h = {mon_add, mon_update, mon_delete, m};
+    m->handler = (struct ck_event_handler){mon_add, mon_update, mon_delete, m};
+    m->shared = gc->shared ? ck_informer_factory_lookup(gc->shared, d->group, d->resource) : NULL;
+    if (m->shared && ck_informer_add_handler(m->shared, &m->handler, 0, &err) == 0) {
+        CK_LOGV(2, "garbage collector: monitoring %s.%s through the shared informer", d->resource,
+                d->group);
+        return m;
+    }
+    m->shared = NULL; /* not shared, or that informer cannot take a late handler */
     if (ck_metadata_informer_new(gc->rest, &d->res, NULL, 0, gc->clock, &m->mi, &err) < 0 ||
-        ck_informer_add_handler(ck_metadata_informer_informer(m->mi), &h, 0, &err) < 0 ||
+        ck_informer_add_handler(ck_metadata_informer_informer(m->mi), &m->handler, 0, &err) < 0 ||
         ck_informer_start(ck_metadata_informer_informer(m->mi), &err) < 0) {
         CK_LOGW("garbage collector: cannot monitor %s: %s", d->resource, err.msg);
-        ck_metadata_informer_free(m->mi);
-        free(m);
+        monitor_free(m);
         return NULL;
     }
     CK_LOGV(2, "garbage collector: monitoring %s.%s", d->resource, d->group);
@@ -471,8 +495,7 @@ static int sync_monitors(struct ck_gc *gc, struct ck_err *reterr)
             continue;
         }
         *p = m->next;
-        ck_metadata_informer_free(m->mi);
-        free(m);
+        monitor_free(m);
     }
     pthread_mutex_unlock(&gc->monitors_lock);
     ck_discovery_snapshot_unref(snap);
@@ -495,7 +518,7 @@ static bool monitors_synced(struct ck_gc *gc)
     pthread_mutex_lock(&gc->monitors_lock);
     bool synced = true;
     for (struct ck__gc_monitor *m = gc->monitors; m && synced; m = m->next)
-        synced = ck_informer_has_synced(ck_metadata_informer_informer(m->mi));
+        synced = ck_informer_has_synced(monitor_informer(m));
     pthread_mutex_unlock(&gc->monitors_lock);
     return synced;
 }
@@ -547,12 +570,12 @@ struct ck_gc *ck_gc_free(struct ck_gc *gc)
         pthread_join(gc->main_thread, NULL);
     /* every monitor's watch winds down at once, then each is freed */
     for (struct ck__gc_monitor *m = gc->monitors; m; m = m->next)
-        ck_informer_request_stop(ck_metadata_informer_informer(m->mi));
+        if (m->mi)
+            ck_informer_request_stop(ck_metadata_informer_informer(m->mi));
     while (gc->monitors) {
         struct ck__gc_monitor *m = gc->monitors;
         gc->monitors = m->next;
-        ck_metadata_informer_free(m->mi);
-        free(m);
+        monitor_free(m);
     }
     pthread_mutex_lock(&gc->changes_lock);
     gc->stopping = true;
@@ -699,6 +722,7 @@ int ck_gc_manager_start(const struct ck_controller_context *ctx, void **ret_stat
         .client = {&metadata_ops, ctx->client},
         .discovery = s->discovery,
         .rest = ctx->client,
+        .shared = ctx->factory,
         .async_events = true,
     };
     if (r == 0)

@@ -107,6 +107,7 @@ struct ck_gc {
     struct ck_ctl_client client;
     struct ck_discovery *discovery;
     struct ck_rest *rest;
+    struct ck_informer_factory *shared; /* informers to monitor through; NULL: none */
     struct ck_clock *clock;
     struct ck_ctl_event_sink sink;      /* the recorder writes through client */
     struct ck_event_recorder *recorder; /* NULL when it could not be made: no events */
