@@ -104,6 +104,20 @@ void ck_rest_list_watch_init(struct ck_rest_list_watch *rlw, struct ck_rest *cli
 
 struct ck_informer;
 
+/*
+ * client-go's TransformFunc: changes an object in place after it is decoded and before
+ * it enters the cache or reaches a handler. It runs on the informer's thread and must
+ * keep the namespace, name and resourceVersion.
+ */
+typedef void (*ck_transform_func)(json_t *obj, void *arg);
+
+/*
+ * Drops metadata.managedFields, the transform kube-controller-manager and kube-scheduler
+ * set on their informers: no controller reads them, they are often half of an object,
+ * and an update that leaves them out keeps the stored ones (arg unused).
+ */
+void ck_transform_strip_managed_fields(json_t *obj, void *arg);
+
 struct ck_informer_options {
     /*
      * Where the objects come from: list_watch when set (borrowed; must outlive the
@@ -118,6 +132,8 @@ struct ck_informer_options {
     int64_t page_size;             /* list page size; 0: 500, as client-go */
     int64_t resync;                /* default resync period of handlers; 0: none */
     struct ck_clock *clock;        /* borrowed; NULL = real */
+    ck_transform_func transform;   /* NULL: objects are cached as decoded */
+    void *transform_arg;
 };
 
 /*
@@ -214,6 +230,13 @@ struct ck_informer_factory;
 int ck_informer_factory_new(struct ck_rest *client, const char *namespace, int64_t resync,
                             struct ck_clock *clock, struct ck_informer_factory **ret_f,
                             struct ck_err *reterr);
+
+/*
+ * Sets the transform of every informer the factory makes after this call (client-go's
+ * WithTransform option); set it right after ck_informer_factory_new.
+ */
+void ck_informer_factory_set_transform(struct ck_informer_factory *f, ck_transform_func fn,
+                                       void *arg);
 
 /* Stops and frees every informer of the factory. */
 struct ck_informer_factory *ck_informer_factory_free(struct ck_informer_factory *f);

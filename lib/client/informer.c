@@ -48,6 +48,8 @@ struct ck_informer {
     int64_t page_size;
     int64_t resync;
     struct ck_clock *clock;
+    ck_transform_func transform;
+    void *transform_arg;
     struct ck_indexer *indexer;
 
     struct handler handlers[MAX_HANDLERS];
@@ -92,6 +94,8 @@ int ck_informer_new(const struct ck_informer_options *opts, struct ck_informer *
     inf->page_size = opts->page_size > 0 ? opts->page_size : 500;
     inf->resync = opts->resync > 0 ? opts->resync : 0;
     inf->clock = opts->clock;
+    inf->transform = opts->transform;
+    inf->transform_arg = opts->transform_arg;
     pthread_mutex_init(&inf->dispatch, NULL);
     pthread_mutex_init(&inf->lock, NULL);
     pthread_cond_init(&inf->changed, NULL);
@@ -258,8 +262,16 @@ static void notify_delete(struct ck_informer *inf, const json_t *obj,
             inf->handlers[i].h.on_delete(obj, tombstone, inf->handlers[i].h.arg);
 }
 
+void ck_transform_strip_managed_fields(json_t *obj, void *arg)
+{
+    (void)arg;
+    json_object_del(json_object_get(obj, "metadata"), "managedFields");
+}
+
 int ck__informer_apply(struct ck_informer *inf, const char *type, json_t *obj)
 {
+    if (inf->transform)
+        inf->transform(obj, inf->transform_arg);
     char *key = NULL;
     int r = ck_meta_namespace_key(obj, &key, NULL);
     if (r < 0) {
@@ -299,6 +311,8 @@ int ck__informer_replace(struct ck_informer *inf, json_t **objs, size_t n)
     struct ck__strmap old = {0};
     struct ck_obj_list before = {0};
     bool initial = !ck_informer_has_synced(inf);
+    for (size_t i = 0; inf->transform && i < n; i++)
+        inf->transform(objs[i], inf->transform_arg);
     pthread_mutex_lock(&inf->dispatch);
     int r = ck_indexer_list(inf->indexer, &before);
     for (size_t i = 0; r == 0 && i < before.n; i++) {
@@ -460,6 +474,8 @@ struct ck_informer_factory {
     char *namespace;
     int64_t resync;
     struct ck_clock *clock;
+    ck_transform_func transform;
+    void *transform_arg;
     pthread_mutex_t lock;
     struct ck_informer **informers; /* grows by doubling; never shrinks */
     size_t n, cap;
@@ -483,6 +499,15 @@ int ck_informer_factory_new(struct ck_rest *client, const char *namespace, int64
     pthread_mutex_init(&f->lock, NULL);
     *ret_f = f;
     return 0;
+}
+
+void ck_informer_factory_set_transform(struct ck_informer_factory *f, ck_transform_func fn,
+                                       void *arg)
+{
+    pthread_mutex_lock(&f->lock);
+    f->transform = fn;
+    f->transform_arg = arg;
+    pthread_mutex_unlock(&f->lock);
 }
 
 struct ck_informer_factory *ck_informer_factory_free(struct ck_informer_factory *f)
@@ -525,6 +550,8 @@ struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
             .namespace = f->namespace,
             .resync = f->resync,
             .clock = f->clock,
+            .transform = f->transform,
+            .transform_arg = f->transform_arg,
         };
         if (ck_informer_new(&opts, &inf, NULL) == 0)
             f->informers[f->n++] = inf;

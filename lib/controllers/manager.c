@@ -368,6 +368,8 @@ int ck_controller_manager_start(const struct ck_controller_manager_config *confi
     if (!cm)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     r = ck_informer_factory_new(config->client, NULL, 0, NULL, &cm->factory, reterr);
+    if (r == 0) /* as kube-controller-manager's informers: no controller reads them */
+        ck_informer_factory_set_transform(cm->factory, ck_transform_strip_managed_fields, NULL);
     for (size_t i = 0; i < N_CONTROLLERS && r == 0; i++) {
         bool on = ck_controller_manager_enabled(config->controllers, table[i].name);
         cm->workers[i] = ck_controller_manager_workers(config, &table[i]);

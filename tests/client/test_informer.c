@@ -200,6 +200,66 @@ static void test_list_watch_events(void **state)
     test_server_stop(server, dir);
 }
 
+static bool cached_has_managed_fields(struct ck_informer *inf, const char *key)
+{
+    const json_t *obj = NULL;
+    assert_int_equal(ck_indexer_get_by_key(ck_informer_indexer(inf), key, &obj), 0);
+    bool has = json_object_get(json_object_get(obj, "metadata"), "managedFields") != NULL;
+    ck_cached_unref(obj);
+    return has;
+}
+
+/*
+ * The factory's transform (kube-controller-manager's managedFields trim) runs on the
+ * listed objects and on watch events: the server's objects keep their managedFields,
+ * the cache holds none; without it the cache keeps them.
+ */
+static void test_transform_strips_managed_fields(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ck-inf-XXXXXX";
+    struct ck_apiserver *server = NULL;
+    struct ck_rest *c = start_with_pods(dir, &server, "t", 2);
+    struct ck_err err = {0};
+    struct ck_informer_factory *plain = NULL, *trimmed = NULL;
+    assert_int_equal(ck_informer_factory_new(c, NULL, 0, NULL, &plain, &err), 0);
+    assert_int_equal(ck_informer_factory_new(c, NULL, 0, NULL, &trimmed, &err), 0);
+    ck_informer_factory_set_transform(trimmed, ck_transform_strip_managed_fields, NULL);
+    struct ck_informer *kept = ck_informer_factory_for(plain, &pods);
+    struct ck_informer *inf = ck_informer_factory_for(trimmed, &pods);
+    struct recorder rec = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+    struct ck_event_handler h = {rec_add, rec_update, rec_delete, &rec};
+    assert_int_equal(ck_informer_add_handler(inf, &h, 0, &err), 0);
+    assert_int_equal(ck_informer_factory_start(plain, &err), 0);
+    assert_int_equal(ck_informer_factory_start(trimmed, &err), 0);
+    assert_true(ck_informer_factory_wait_for_sync(plain, CK_TIME_NEVER));
+    assert_true(ck_informer_factory_wait_for_sync(trimmed, CK_TIME_NEVER));
+
+    json_t *pod = NULL;
+    assert_int_equal(ck_rest_get(c, &pods, "default", "t-0", &pod, &err), 0);
+    assert_non_null(json_object_get(json_object_get(pod, "metadata"), "managedFields"));
+    assert_true(cached_has_managed_fields(kept, "default/t-0"));
+    assert_false(cached_has_managed_fields(inf, "default/t-0"));
+    assert_false(cached_has_managed_fields(inf, "default/t-1"));
+
+    json_object_set_new(json_object_get(pod, "metadata"), "labels", json_pack("{s:s}", "a", "b"));
+    assert_int_equal(ck_rest_update(c, &pods, "default", pod, NULL, &err), 0);
+    json_decref(pod);
+    wait_count(&rec, &rec.updates, 1); /* a watch event, trimmed too */
+    const json_t *obj = NULL;
+    assert_int_equal(ck_indexer_get_by_key(ck_informer_indexer(inf), "default/t-0", &obj), 0);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(obj, "metadata"), "labels"), "a")),
+                        "b");
+    ck_cached_unref(obj);
+    assert_false(cached_has_managed_fields(inf, "default/t-0"));
+
+    ck_informer_factory_free(trimmed);
+    ck_informer_factory_free(plain);
+    ck_rest_free(c);
+    test_server_stop(server, dir);
+}
+
 /* A small page size makes the initial list take several pages. */
 static void test_paged_list(void **state)
 {
@@ -356,6 +416,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_list_watch_events),
+        cmocka_unit_test(test_transform_strips_managed_fields),
         cmocka_unit_test(test_paged_list),
         cmocka_unit_test(test_resync),
         cmocka_unit_test(test_restart_and_expired),

@@ -451,6 +451,8 @@ int ck_fake_nodes_new(const struct ck_fake_nodes_config *config, struct ck_fake_
     f->ctl_pods.data = f;
     if (r == 0)
         r = ck_informer_factory_new(config->client, NULL, 0, NULL, &f->factory, reterr);
+    if (r == 0) /* what a kubelet plays with never needs them: the cache holds less */
+        ck_informer_factory_set_transform(f->factory, ck_transform_strip_managed_fields, NULL);
     const struct ck_event_handler handler = {on_add, on_update, on_delete, f};
     if (r == 0) {
         f->pods_inf = ck_informer_factory_for(f->factory, f->pods_res);

@@ -501,6 +501,8 @@ int ck_scheduler_new(const struct ck_scheduler_config *config, struct ck_schedul
         r = ck_informer_factory_new(s->client, NULL, 0, NULL, &s->factory, reterr);
         if (r < 0)
             goto out_fail;
+        /* kube-scheduler drops them from its pods; nothing here reads a node's either */
+        ck_informer_factory_set_transform(s->factory, ck_transform_strip_managed_fields, NULL);
         s->own_factory = true;
     }
     const struct ck_event_handler pod_handler = {on_pod_add, on_pod_update, on_pod_delete, s};
