@@ -429,8 +429,12 @@ struct ck_subresource {
      */
     json_t *(*update)(const char *name, const json_t *body, const json_t *old,
                       struct ck_field_errors *errs, struct ck_err *reterr);
-    /* The result is validated as a create: it sets a field the main resource may not change. */
-    bool validate_as_create;
+    /*
+     * The result goes straight to storage, as kube-apiserver's BindingREST writes a
+     * binding (GuaranteedUpdate on the store): no defaults, no validation, no
+     * managedFields entry; update() alone decides what is valid.
+     */
+    bool straight_to_storage;
     const char *message; /* CK_SUBRESOURCE_UNSERVED: why, in the 503 */
     /*
      * CK_SUBRESOURCE_SCALE of a custom resource: where the Scale's numbers

@@ -644,9 +644,12 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
             r = custom_write ? reterr->code : ck_err_no_memory(reterr);
             goto out_fail;
         }
+        /* a binding is written as it is, as kube-apiserver writes it */
+        const bool as_is = custom_write && sub->straight_to_storage;
         /* fields behind a gate that is off survive only where old already used them */
-        r = ck_schema_drop_disabled(ck_kind_schemas(kind, reg->schemas), kind->schema, next, old,
-                                    reg->feature_enabled, reg->feature_ctx);
+        r = as_is ? 0
+                  : ck_schema_drop_disabled(ck_kind_schemas(kind, reg->schemas), kind->schema, next,
+                                            old, reg->feature_enabled, reg->feature_ctx);
         /* defaults first, so that an omitted default is no spec change */
         if (r == 0 && !status_write && !custom_write &&
             (ck_schema_default(ck_kind_schemas(kind, reg->schemas), kind->schema, next) < 0 ||
@@ -656,15 +659,13 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
             r = ck_err_no_memory(reterr);
             goto out_fail;
         }
-        /* a binding changes the pod's otherwise immutable spec: validated as new */
-        bool as_create = custom_write && sub->validate_as_create;
         struct ck__allocation al = {0}; /* a Service's new cluster IP and node ports */
         if (!status_write && !custom_write)
             r = ck__allocation_take(reg->allocator, kind, next, old, dry_run, &al, reterr);
-        if (r == 0 &&
-            (r = default_and_validate(reg, kind, next, as_create ? NULL : old, reterr)) < 0)
+        if (r == 0 && !as_is && (r = default_and_validate(reg, kind, next, old, reterr)) < 0)
             ck__allocation_release(reg->allocator, &al, false);
-        if (r == 0 && track_managed_fields(reg, kind, old, next, asked, who, subresource) < 0) {
+        if (r == 0 && !as_is &&
+            track_managed_fields(reg, kind, old, next, asked, who, subresource) < 0) {
             ck__allocation_release(reg->allocator, &al, false);
             r = ck_err_no_memory(reterr);
         }

@@ -253,11 +253,17 @@ static void test_binding(void **state)
     expect_status("POST", PODS "/tobind/binding",
                   "{\"kind\":\"Binding\",\"metadata\":{\"name\":\"tobind\"},\"target\":{}}", 422,
                   "Invalid", "target.name: Required value");
+    json_t *unbound = call("GET", PODS "/tobind", NULL, 200);
     json_t *ok = call("POST", PODS "/tobind/binding", binding, 201);
     assert_string_equal(str(ok, "status"), "Success");
     json_decref(ok);
     json_t *pod = call("GET", PODS "/tobind", NULL, 200);
     assert_string_equal(str(pod, "spec.nodeName"), "node-1");
+    /* written straight to storage, as kube-apiserver does: no managedFields entry */
+    assert_non_null(at(unbound, "metadata.managedFields"));
+    assert_true(
+        json_equal(at(unbound, "metadata.managedFields"), at(pod, "metadata.managedFields")));
+    json_decref(unbound);
     json_t *cond = json_array_get(at(pod, "status.conditions"), 0);
     assert_string_equal(str(cond, "type"), "PodScheduled");
     assert_string_equal(str(cond, "status"), "True");
