@@ -92,14 +92,17 @@ static char *encode_for_store(const struct ck_kind *kind, const json_t *obj, siz
         else if (v)
             failed |= json_object_set(ordered, first[i], v);
     }
-    json_t *meta = json_object_get(ordered, "metadata");
-    if (meta) {
-        meta = json_deep_copy(meta); /* json_copy() drops members it cannot insert */
-        json_object_del(meta, "resourceVersion");
-        failed |= json_object_set_new(ordered, "metadata", meta);
-    } else {
-        failed |= json_object_set_new(ordered, "metadata", json_object());
+    /* metadata without resourceVersion: a new object sharing the other members */
+    const json_t *had = json_object_get(obj, "metadata");
+    json_t *meta = json_object();
+    const char *mkey;
+    json_t *mvalue;
+    json_object_foreach((json_t *)had, mkey, mvalue)
+    {
+        if (meta && strcmp(mkey, "resourceVersion") != 0)
+            failed |= json_object_set(meta, mkey, mvalue);
     }
+    failed |= json_object_set_new(ordered, "metadata", meta); /* NULL meta: fails */
     const char *key;
     json_t *value;
     json_object_foreach((json_t *)obj, key, value)
@@ -462,12 +465,22 @@ int ck__registry_get(struct ck__registry *reg, const struct ck_kind *kind, const
 /* The new state for a write through the status subresource. */
 static json_t *status_update(const struct ck_kind *kind, const json_t *obj, const json_t *old)
 {
-    json_t *next = json_deep_copy(old);
+    /* old's members in their order, but the status and metadata about to be replaced */
+    const bool new_meta = json_is_object(json_object_get(obj, "metadata"));
+    json_t *next = json_object();
     if (!next)
         return NULL;
+    int failed = 0;
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)old, key, value)
+    {
+        bool replaced = strcmp(key, "status") == 0 || (new_meta && strcmp(key, "metadata") == 0);
+        failed |= json_object_set_new(next, key, replaced ? json_null() : json_deep_copy(value));
+    }
     json_t *status = json_object_get(obj, "status");
-    int failed = status ? json_object_set_new(next, "status", json_deep_copy(status))
-                        : (json_object_del(next, "status"), 0);
+    failed |= status ? json_object_set_new(next, "status", json_deep_copy(status))
+                     : (json_object_del(next, "status"), 0);
     /* other metadata changes pass through, except what the server owns */
     json_t *meta = json_deep_copy(json_object_get(obj, "metadata"));
     if (!meta && json_object_get(obj, "metadata"))

@@ -211,10 +211,25 @@ static json_t *binding_update(const char *name, const json_t *binding, const jso
                    name);
         return NULL;
     }
-    json_t *next = json_deep_copy(old);
+    /*
+     * spec and status are copied to be changed; the rest (metadata and its managedFields
+     * above all) is shared with old: a binding goes to storage as it is, never changed again
+     */
+    json_t *next = json_object();
+    int failed = next ? 0 : -1;
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)old, key, value)
+    {
+        bool changed = strcmp(key, "spec") == 0 || strcmp(key, "status") == 0;
+        failed |= next ? json_object_set_new(next, key,
+                                             changed ? json_deep_copy(value) : json_incref(value))
+                       : -1;
+    }
     json_t *spec = next ? json_object_get(next, "spec") : NULL;
     json_t *status = next ? json_object_get(next, "status") : NULL;
-    if (!next) {
+    if (failed) {
+        json_decref(next);
         ck_err_set(reterr, CK_ENOMEM, "out of memory");
         return NULL;
     }
@@ -224,7 +239,7 @@ static json_t *binding_update(const char *name, const json_t *binding, const jso
         return NULL;
     }
     /* json_object_set_new frees what it cannot insert: look values up again, never reuse them */
-    int failed = json_object_set_new(spec, "nodeName", json_string(node));
+    failed = json_object_set_new(spec, "nodeName", json_string(node));
     if (!json_is_array(json_object_get(status, "conditions")))
         failed |= json_object_set_new(status, "conditions", json_array());
     json_t *conditions = json_object_get(status, "conditions");
