@@ -16,7 +16,10 @@
 #
 #   bench/controllers/sched_scale.sh [N] [SCHEDULER_QPS]     (defaults: 10000, 5000)
 #
-# Builds a RelWithDebInfo tree (-O2, no sanitizers) in build-bench-sched/.
+# Builds a RelWithDebInfo tree (-O2, no sanitizers) in build-bench-sched/. Two settings
+# for comparing builds in alternation: CKUBE=path/to/ckube runs that binary instead of
+# the tree's (the observer still comes from the tree), PHASES="deployment" (any of
+# pods, deployment, nodes) runs only those phases.
 set -eu
 n=${1:-10000}
 qps=${2:-5000}
@@ -24,7 +27,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build-bench-sched
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" --target ckube bench_pods bench_sched >/dev/null
-ckube=$build/cmd/ckube/ckube
+ckube=${CKUBE:-$build/cmd/ckube/ckube}
+phases=${PHASES:-pods deployment nodes}
+wanted() { case " $phases " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 work=$(mktemp -d)
 pids=""
 stop_all() {
@@ -71,35 +76,38 @@ stop_scheduler() { # stops it; its log line at exit says its mean scheduling cyc
 }
 
 echo "machine: $(nproc) CPUs, $(uname -sm), $(date -u +%F), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "--- phase pods: $n pods created first, then the scheduler started (--kube-api-qps $qps)"
-start_server "$work/a"
-start_nodes
-t0=$(now)
-"$build/bench/bench_pods" "$KUBECONFIG" default create "$n" 16 >"$work/ref.out"
-t1=$(now)
-echo "reference: $n pods created by 16 client threads: $(echo "$t1 - $t0" | bc) s ($(cat "$work/ref.out"))"
-"$build/bench/bench_sched" "$KUBECONFIG" default "$n" 300 >"$work/obs.out" &
-obs=$!
-start_scheduler
-wait "$obs" || true
-sed 's/^/  /' "$work/obs.out"
-echo "  RSS: server $(rss "$server_pid"), scheduler $(rss "$sched_pid"), fake-nodes $(rss "$fake_pid")"
-echo "  CPU: server $(cpu "$server_pid"), scheduler $(cpu "$sched_pid"), fake-nodes $(cpu "$fake_pid")"
-stop_scheduler
-echo "  scheduler mean cycle (filter, score, assume; binding is asynchronous): $cycle"
-stop_all
+if wanted pods; then
+    echo "--- phase pods: $n pods created first, then the scheduler started (--kube-api-qps $qps)"
+    start_server "$work/a"
+    start_nodes
+    t0=$(now)
+    "$build/bench/bench_pods" "$KUBECONFIG" default create "$n" 16 >"$work/ref.out"
+    t1=$(now)
+    echo "reference: $n pods created by 16 client threads: $(echo "$t1 - $t0" | bc) s ($(cat "$work/ref.out"))"
+    "$build/bench/bench_sched" "$KUBECONFIG" default "$n" 300 >"$work/obs.out" &
+    obs=$!
+    start_scheduler
+    wait "$obs" || true
+    sed 's/^/  /' "$work/obs.out"
+    echo "  RSS: server $(rss "$server_pid"), scheduler $(rss "$sched_pid"), fake-nodes $(rss "$fake_pid")"
+    echo "  CPU: server $(cpu "$server_pid"), scheduler $(cpu "$sched_pid"), fake-nodes $(cpu "$fake_pid")"
+    stop_scheduler
+    echo "  scheduler mean cycle (filter, score, assume; binding is asynchronous): $cycle"
+    stop_all
+fi
 
-echo "--- phase deployment: a Deployment of $n replicas, controller-manager --kube-api-qps 2000"
-start_server "$work/b"
-start_nodes
-"$ckube" controller-manager --kubeconfig "$KUBECONFIG" --controllers='*,-scheduler' \
-    --kube-api-qps 2000 --kube-api-burst 2000 >"$work/cm.out" 2>"$work/cm.err" &
-cm_pid=$!
-pids="$pids $cm_pid"
-start_scheduler
-"$build/bench/bench_sched" "$KUBECONFIG" default "$n" 600 >"$work/obs.out" &
-obs=$!
-cat <<YAML | kubectl create -f - >/dev/null
+if wanted deployment; then
+    echo "--- phase deployment: a Deployment of $n replicas, controller-manager --kube-api-qps 2000"
+    start_server "$work/b"
+    start_nodes
+    "$ckube" controller-manager --kubeconfig "$KUBECONFIG" --controllers='*,-scheduler' \
+        --kube-api-qps 2000 --kube-api-burst 2000 >"$work/cm.out" 2>"$work/cm.err" &
+    cm_pid=$!
+    pids="$pids $cm_pid"
+    start_scheduler
+    "$build/bench/bench_sched" "$KUBECONFIG" default "$n" 600 >"$work/obs.out" &
+    obs=$!
+    cat <<YAML | kubectl create -f - >/dev/null
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: big}
@@ -110,28 +118,31 @@ spec:
     metadata: {labels: {app: big}}
     spec: {containers: [{name: c, image: nginx, resources: {requests: {cpu: 100m, memory: 64Mi}}}]}
 YAML
-wait "$obs" || true
-sed 's/^/  /' "$work/obs.out"
-echo "  RSS: server $(rss "$server_pid"), controller-manager $(rss "$cm_pid"), scheduler $(rss "$sched_pid"), fake-nodes $(rss "$fake_pid")"
-echo "  CPU: server $(cpu "$server_pid"), controller-manager $(cpu "$cm_pid"), scheduler $(cpu "$sched_pid"), fake-nodes $(cpu "$fake_pid")"
-stop_scheduler
-echo "  scheduler mean cycle: $cycle"
-stop_all
+    wait "$obs" || true
+    sed 's/^/  /' "$work/obs.out"
+    echo "  RSS: server $(rss "$server_pid"), controller-manager $(rss "$cm_pid"), scheduler $(rss "$sched_pid"), fake-nodes $(rss "$fake_pid")"
+    echo "  CPU: server $(cpu "$server_pid"), controller-manager $(cpu "$cm_pid"), scheduler $(cpu "$sched_pid"), fake-nodes $(cpu "$fake_pid")"
+    stop_scheduler
+    echo "  scheduler mean cycle: $cycle"
+    stop_all
+fi
 
-echo "--- phase nodes: one fake-nodes process with 1000 nodes"
-start_server "$work/c"
-t0=$(now)
-"$ckube" fake-nodes --kubeconfig "$KUBECONFIG" --count 1000 >"$work/fake1k.out" 2>"$work/fake1k.err" &
-fake_pid=$!
-pids="$pids $fake_pid"
-until [ "$(kubectl get leases -n kube-node-lease -o name | wc -l)" -eq 1000 ]; do sleep 0.5; done
-t1=$(now)
-echo "  1000 nodes and leases registered in $(echo "$t1 - $t0" | bc) s"
-sleep 25
-fresh=$(kubectl get leases -n kube-node-lease -o json | python3 -c '
+if wanted nodes; then
+    echo "--- phase nodes: one fake-nodes process with 1000 nodes"
+    start_server "$work/c"
+    t0=$(now)
+    "$ckube" fake-nodes --kubeconfig "$KUBECONFIG" --count 1000 >"$work/fake1k.out" 2>"$work/fake1k.err" &
+    fake_pid=$!
+    pids="$pids $fake_pid"
+    until [ "$(kubectl get leases -n kube-node-lease -o name | wc -l)" -eq 1000 ]; do sleep 0.5; done
+    t1=$(now)
+    echo "  1000 nodes and leases registered in $(echo "$t1 - $t0" | bc) s"
+    sleep 25
+    fresh=$(kubectl get leases -n kube-node-lease -o json | python3 -c '
 import json, sys, datetime
 now = datetime.datetime.now(datetime.timezone.utc)
 items = json.load(sys.stdin)["items"]
 print(sum(1 for l in items if (now - datetime.datetime.strptime(l["spec"]["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)).total_seconds() < 15))')
-echo "  leases renewed within the last 15 s, 25 s later: $fresh of 1000"
-echo "  RSS: server $(rss "$server_pid"), fake-nodes $(rss "$fake_pid")"
+    echo "  leases renewed within the last 15 s, 25 s later: $fresh of 1000"
+    echo "  RSS: server $(rss "$server_pid"), fake-nodes $(rss "$fake_pid")"
+fi
