@@ -162,6 +162,10 @@ int ck_informer_add_handler(struct ck_informer *inf, const struct ck_event_handl
  */
 void ck_informer_remove_handler(struct ck_informer *inf, const struct ck_event_handler *h);
 
+/* Sets the informer's transform (NULL: none); before start only, else CK_EINVAL. */
+int ck_informer_set_transform(struct ck_informer *inf, ck_transform_func fn, void *arg,
+                              struct ck_err *reterr);
+
 /* Adds an index to the cache (ck_indexer_add_index); before start only. */
 int ck_informer_add_index(struct ck_informer *inf, const char *name, ck_index_func fn, void *arg,
                           struct ck_err *reterr);

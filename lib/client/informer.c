@@ -180,6 +180,17 @@ void ck_informer_remove_handler(struct ck_informer *inf, const struct ck_event_h
     pthread_mutex_unlock(&inf->dispatch);
 }
 
+int ck_informer_set_transform(struct ck_informer *inf, ck_transform_func fn, void *arg,
+                              struct ck_err *reterr)
+{
+    if (is_started(inf))
+        return ck_err_set(reterr, CK_EINVAL, "informer %s: set the transform before start",
+                          inf->res->resource);
+    inf->transform = fn;
+    inf->transform_arg = arg;
+    return 0;
+}
+
 int ck_informer_add_index(struct ck_informer *inf, const char *name, ck_index_func fn, void *arg,
                           struct ck_err *reterr)
 {

@@ -234,6 +234,9 @@ static void test_transform_strips_managed_fields(void **state)
     assert_int_equal(ck_informer_factory_start(trimmed, &err), 0);
     assert_true(ck_informer_factory_wait_for_sync(plain, CK_TIME_NEVER));
     assert_true(ck_informer_factory_wait_for_sync(trimmed, CK_TIME_NEVER));
+    /* a running informer's transform stays as it is */
+    assert_int_equal(ck_informer_set_transform(kept, ck_transform_strip_managed_fields, NULL, &err),
+                     CK_EINVAL);
 
     json_t *pod = NULL;
     assert_int_equal(ck_rest_get(c, &pods, "default", "t-0", &pod, &err), 0);
@@ -253,6 +256,17 @@ static void test_transform_strips_managed_fields(void **state)
                         "b");
     ck_cached_unref(obj);
     assert_false(cached_has_managed_fields(inf, "default/t-0"));
+
+    /* an informer of its own takes a transform before it starts */
+    struct ck_informer_options opts = {.client = c, .res = &pods};
+    struct ck_informer *own = NULL;
+    assert_int_equal(ck_informer_new(&opts, &own, &err), 0);
+    assert_int_equal(ck_informer_set_transform(own, ck_transform_strip_managed_fields, NULL, &err),
+                     0);
+    assert_int_equal(ck_informer_start(own, &err), 0);
+    assert_true(ck_informer_wait_for_sync(own, CK_TIME_NEVER));
+    assert_false(cached_has_managed_fields(own, "default/t-1"));
+    ck_informer_free(own);
 
     ck_informer_factory_free(trimmed);
     ck_informer_factory_free(plain);

@@ -452,7 +452,10 @@ static struct ck__gc_monitor *monitor_new(struct ck_gc *gc, const struct ck_disc
         return m;
     }
     m->shared = NULL; /* not shared, or that informer cannot take a late handler */
+    /* as kube-controller-manager's metadata informers: the graph never reads managedFields */
     if (ck_metadata_informer_new(gc->rest, &d->res, NULL, 0, gc->clock, &m->mi, &err) < 0 ||
+        ck_informer_set_transform(ck_metadata_informer_informer(m->mi),
+                                  ck_transform_strip_managed_fields, NULL, &err) < 0 ||
         ck_informer_add_handler(ck_metadata_informer_informer(m->mi), &m->handler, 0, &err) < 0 ||
         ck_informer_start(ck_metadata_informer_informer(m->mi), &err) < 0) {
         CK_LOGW("garbage collector: cannot monitor %s: %s", d->resource, err.msg);
