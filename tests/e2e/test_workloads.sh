@@ -163,6 +163,11 @@ rest=${pods#* }
 second=${rest%% *}
 echo "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"$first\"}}" >"$work/ev1.json"
 echo "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"$second\"}}" >"$work/ev2.json"
+# The first pod's replacement must not become Ready before the second eviction (a Ready
+# replacement gives the budget its disruption back): with every node cordoned it stays
+# Pending until the checks below are done.
+nodes=$(k get nodes -o name)
+k cordon $nodes >/dev/null
 # the controller drops the entry once it sees the pod terminating: watch for it from before
 k get pdb web --watch -o jsonpath='{.status.disruptedPods}{"\n"}' >"$work/pdb.watch" 2>"$work/pdb.watch.err" &
 pdb_watch=$!
@@ -178,6 +183,7 @@ k create --raw "/api/v1/namespaces/default/pods/$second/eviction" -f "$work/ev2.
 check "the second eviction is refused with 429" \
     grep -q "TooManyRequests.*Cannot evict pod as it would violate the pod's disruption budget." "$work/ev2.out"
 check "the refused pod is still there" sh -c "kubectl get pod '$second' >/dev/null"
+k uncordon $nodes >/dev/null
 wait_for "the Deployment is whole again" deploy/web '{.status.availableReplicas}=3'
 wait_for "the budget allows one disruption again" pdb/web '{.status.disruptionsAllowed}=1'
 
