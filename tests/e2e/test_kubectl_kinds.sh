@@ -134,8 +134,14 @@ check "a deleted service's node port is free again" sh -c 'kubectl apply -f "$1"
 # --- EndpointSlices follow the pods (controllers on) ---
 stop_server
 start_server
-# set_pod POD IP READY: the pod Running with an IP, Ready or not, as a node agent reports it
+# set_pod POD IP READY: the pod Running with an IP, Ready or not, as a node agent reports it;
+# read and replaced again when another writer (the scheduler, on a pod it cannot place)
+# changed it in between (409), as a kubelet retries its status update
 set_pod() {
+    for _ in 1 2 3 4 5; do set_pod_once "$@" && return 0; sleep 0.2; done
+    return 1
+}
+set_pod_once() {
     k get pod "$1" -o json | python3 -c '
 import json, sys
 p = json.load(sys.stdin)
