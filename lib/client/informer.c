@@ -535,17 +535,22 @@ struct ck_informer_factory *ck_informer_factory_free(struct ck_informer_factory 
     return NULL;
 }
 
+/* The factory's informer for group/resource, or NULL; f->lock held. */
+static struct ck_informer *find_locked(struct ck_informer_factory *f, const char *group,
+                                       const char *resource)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (strcmp(f->informers[i]->res->group, group) == 0 &&
+            strcmp(f->informers[i]->res->resource, resource) == 0)
+            return f->informers[i];
+    return NULL;
+}
+
 struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
                                             const struct ck_resource *res)
 {
-    struct ck_informer *inf = NULL;
     pthread_mutex_lock(&f->lock);
-    for (size_t i = 0; i < f->n && !inf; i++) {
-        const struct ck_resource *have = f->informers[i]->res;
-        if (have == res ||
-            (strcmp(have->group, res->group) == 0 && strcmp(have->resource, res->resource) == 0))
-            inf = f->informers[i];
-    }
+    struct ck_informer *inf = find_locked(f, res->group, res->resource);
     if (!inf && f->n == f->cap) {
         size_t cap = f->cap ? f->cap * 2 : 8;
         struct ck_informer **grown = ck__realloc(f->informers, cap * sizeof(*grown));
@@ -575,12 +580,8 @@ out:
 struct ck_informer *ck_informer_factory_lookup(struct ck_informer_factory *f, const char *group,
                                                const char *resource)
 {
-    struct ck_informer *inf = NULL;
     pthread_mutex_lock(&f->lock);
-    for (size_t i = 0; i < f->n && !inf; i++)
-        if (strcmp(f->informers[i]->res->group, group) == 0 &&
-            strcmp(f->informers[i]->res->resource, resource) == 0)
-            inf = f->informers[i];
+    struct ck_informer *inf = find_locked(f, group, resource);
     pthread_mutex_unlock(&f->lock);
     return inf;
 }
