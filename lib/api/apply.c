@@ -668,40 +668,83 @@ static const json_t *root_prop(const struct ck_schemas *set, const struct ck_kin
     return ck_schemas_get(set, kind->schema);
 }
 
+/* The metadata fields no manager owns. */
+static const char *const stripped_metadata[] = {"name",
+                                                "namespace",
+                                                "creationTimestamp",
+                                                "selfLink",
+                                                "uid",
+                                                "clusterName",
+                                                "generation",
+                                                "managedFields",
+                                                "resourceVersion",
+                                                "deletionTimestamp",
+                                                "deletionGracePeriodSeconds"};
+
+/* Whether who's subresource write owns anything under the object's member key. */
+static bool owned_member(const struct ck_kind *kind, const char *subresource, const char *key)
+{
+    if (strcmp(key, "apiVersion") == 0 || strcmp(key, "kind") == 0)
+        return false;
+    if (subresource && strcmp(subresource, "status") == 0) /* the rest is reset for it */
+        return strcmp(key, "status") == 0 || strcmp(key, "metadata") == 0;
+    return strcmp(key, "status") != 0 || !ck_kind_subresource_part(kind, CK_SUBRESOURCE_STATUS);
+}
+
 /* Removes what no manager owns: stripped metadata and the fields reset for who's subresource. */
 static void strip(json_t *s, const struct ck_kind *kind, const char *subresource)
 {
-    json_object_del(s, "f:apiVersion");
-    json_object_del(s, "f:kind");
     json_t *meta = json_object_get(s, "f:metadata");
-    static const char *const stripped[] = {".",
-                                           "f:name",
-                                           "f:namespace",
-                                           "f:creationTimestamp",
-                                           "f:selfLink",
-                                           "f:uid",
-                                           "f:clusterName",
-                                           "f:generation",
-                                           "f:managedFields",
-                                           "f:resourceVersion",
-                                           "f:deletionTimestamp",
-                                           "f:deletionGracePeriodSeconds"};
-    for (size_t i = 0; meta && i < CK__COUNT(stripped); i++)
-        json_object_del(meta, stripped[i]);
-    prune_empty(s, "f:metadata");
-    bool status_write = subresource && strcmp(subresource, "status") == 0;
-    if (status_write) {
-        const char *key;
-        void *tmp;
-        json_t *val;
-        json_object_foreach_safe(s, tmp, key, val)
-        {
-            if (strcmp(key, "f:status") != 0 && strcmp(key, "f:metadata") != 0)
-                json_object_del(s, key);
-        }
-    } else if (ck_kind_subresource_part(kind, CK_SUBRESOURCE_STATUS)) {
-        json_object_del(s, "f:status");
+    json_object_del(meta, ".");
+    for (size_t i = 0; meta && i < CK__COUNT(stripped_metadata); i++) {
+        char pe[64];
+        snprintf(pe, sizeof(pe), "f:%s", stripped_metadata[i]);
+        json_object_del(meta, pe);
     }
+    prune_empty(s, "f:metadata");
+    const char *key;
+    void *tmp;
+    json_t *val;
+    json_object_foreach_safe(s, tmp, key, val)
+    {
+        if (strncmp(key, "f:", 2) == 0 && !owned_member(kind, subresource, key + 2))
+            json_object_del(s, key);
+    }
+}
+
+/*
+ * A shallow copy of an object (or of its metadata, when meta) with only the members
+ * strip() keeps: what it drops is never compared. Borrowed values; NULL for NULL.
+ */
+static json_t *owned_view(const json_t *obj, const struct ck_kind *kind, const char *subresource,
+                          bool meta, struct walk *w)
+{
+    if (!json_is_object(obj))
+        return json_incref((json_t *)obj);
+    json_t *view = json_object();
+    if (!view) {
+        nomem(w);
+        return NULL;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)obj, key, val)
+    {
+        bool kept = !meta ? owned_member(kind, subresource, key) : true;
+        for (size_t i = 0; meta && kept && i < CK__COUNT(stripped_metadata); i++)
+            kept = strcmp(key, stripped_metadata[i]) != 0;
+        if (!kept)
+            continue;
+        json_t *v = !meta && strcmp(key, "metadata") == 0
+                        ? owned_view(val, kind, subresource, true, w)
+                        : json_incref(val);
+        if (json_object_set_new(view, key, v) < 0) {
+            json_decref(view);
+            nomem(w);
+            return NULL;
+        }
+    }
+    return view;
 }
 
 /* changed (added or modified) and removed between old and obj, stripped. */
@@ -710,10 +753,14 @@ static int compare_objects(struct walk *w, const struct ck_kind *kind, const jso
                            json_t **ret_removed)
 {
     json_t *changed = json_object(), *removed = json_object();
+    json_t *lhs = owned_view(old, kind, subresource, false, w);
+    json_t *rhs = owned_view(obj, kind, subresource, false, w);
     if (!changed || !removed)
         nomem(w);
-    else
-        compare_children(w, root_prop(w->set, kind), old, obj, changed, removed, 1);
+    else if (!w->failed)
+        compare_children(w, root_prop(w->set, kind), lhs, rhs, changed, removed, 1);
+    json_decref(lhs);
+    json_decref(rhs);
     if (!w->failed) {
         strip(changed, kind, subresource);
         strip(removed, kind, subresource);
