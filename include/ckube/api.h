@@ -249,6 +249,15 @@ int ck_schema_decode(const struct ck_schemas *set, const char *name, const char 
                      struct ck_warnings *warnings, struct ck_err *reterr);
 
 /*
+ * ck_schema_decode() of a document already parsed (obj, taken: on success it is
+ * *ret_obj, decoded in place; on failure it is released). A tree has no duplicate
+ * fields, so only types and unknown fields can fail.
+ */
+int ck_schema_decode_tree(const struct ck_schemas *set, const char *name, json_t *obj,
+                          enum ck_field_validation validation, json_t **ret_obj,
+                          struct ck_warnings *warnings, struct ck_err *reterr);
+
+/*
  * Applies the schemas' `default` values to obj in place: an absent property
  * with a default gets a copy of it, then defaults apply inside it. Fields in
  * `x-ckube-always-emit` that are absent get their type's zero value.

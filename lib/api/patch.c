@@ -94,7 +94,11 @@ static size_t json_size_upto(const json_t *v, size_t limit)
 
 /* ---- RFC 7386 ----------------------------------------------------------- */
 
-/* Merges patch into target (consumed). Returns the result, or NULL when out of memory. */
+/*
+ * Merges patch into target (consumed, and changed in place: it must share nothing with
+ * anyone). Returns the result, or NULL when out of memory. What it takes from patch is
+ * copied, so the result shares nothing with patch either.
+ */
 static json_t *merge_into(json_t *target, const json_t *patch, int depth)
 {
     if (!json_is_object(patch) || depth > MAX_DEPTH) {
@@ -115,10 +119,8 @@ static json_t *merge_into(json_t *target, const json_t *patch, int depth)
             json_object_del(target, key);
             continue;
         }
-        json_t *current = json_incref(json_object_get(target, key));
-        json_t *copy = current ? json_deep_copy(current) : NULL;
-        json_decref(current);
-        json_t *merged = !current || copy ? merge_into(copy, value, depth + 1) : NULL;
+        /* target is ck_merge_patch()'s copy: its members are merged in place */
+        json_t *merged = merge_into(json_incref(json_object_get(target, key)), value, depth + 1);
         /* json_object_set_new frees merged when it fails */
         if (!merged || json_object_set_new(target, key, merged) < 0) {
             json_decref(target);

@@ -718,6 +718,18 @@ int ck_schema_decode(const struct ck_schemas *set, const char *name, const char 
         return ck_err_set(reterr, CK_EINVAL, "json parse error: %s (line %d, column %d)", jerr.text,
                           jerr.line, jerr.column);
 
+    return ck_schema_decode_tree(set, name, obj, validation, ret_obj, warnings, reterr);
+}
+
+int ck_schema_decode_tree(const struct ck_schemas *set, const char *name, json_t *obj,
+                          enum ck_field_validation validation, json_t **ret_obj,
+                          struct ck_warnings *warnings, struct ck_err *reterr)
+{
+    const json_t *schema = ck_schemas_get(set, name);
+    if (!schema) {
+        json_decref(obj);
+        return ck_err_set(reterr, CK_EINVAL, "no schema named %s", name);
+    }
     struct decode d = {.set = set, .validation = validation, .warnings = warnings};
     struct path p = {.len = 0};
     /* Enter through a $ref so the root's type name appears in messages. */

@@ -140,23 +140,31 @@ static json_t *apply(struct ck__patch *p, const json_t *view, const char *schema
         json_decref(out);
         return NULL;
     }
-    char *text = ck__json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
-    json_decref(out);
-    json_t *decoded = NULL;
     ck_warnings_release(&p->warnings); /* only the last attempt's warnings are answered */
-    if (!text) {
-        ck_err_no_memory(reterr);
-        return NULL;
-    }
-    if (strlen(text) > MAX_PATCHED_BYTES) {
-        free(text);
+    /* jansson counts the bytes it would write, without writing them */
+    if (json_dumpb(out, NULL, 0, JSON_COMPACT) > MAX_PATCHED_BYTES) {
+        json_decref(out);
         ck_err_status(reterr, "RequestEntityTooLarge", "Request entity too large: limit is %u",
                       MAX_PATCHED_BYTES);
         return NULL;
     }
-    int r = ck_schema_decode(p->schemas, schema, text, strlen(text), p->validation, &decoded,
-                             &p->warnings, &err);
-    free(text);
+    /*
+     * Decoded as the tree it is (its text, parsed again, would be the same tree). The
+     * decoder works in place, and only a merge patch's result is sure to share no
+     * value with the patch, which the next attempt applies again: the others are
+     * copied first.
+     */
+    if (p->type != CK__PATCH_MERGE) {
+        json_t *copy = json_deep_copy(out);
+        json_decref(out);
+        if (!(out = copy)) {
+            ck_err_no_memory(reterr);
+            return NULL;
+        }
+    }
+    json_t *decoded = NULL;
+    int r =
+        ck_schema_decode_tree(p->schemas, schema, out, p->validation, &decoded, &p->warnings, &err);
     if (r == CK_ENOMEM) {
         ck_err_no_memory(reterr);
         return NULL;
