@@ -59,6 +59,7 @@ struct ck_schemas {
     json_t *all;                     /* name -> schema */
     const struct ck_schemas *parent; /* looked up after all; borrowed (a layered set) */
     uint64_t serial;                 /* unique in the process, never reused */
+    json_t *ungated; /* name -> true when no feature-gate keyword is anywhere below it */
 };
 
 uint64_t ck__schemas_serial(const struct ck_schemas *set)
@@ -115,6 +116,110 @@ static const json_t *resolve(const struct ck_schemas *set, const json_t *schema,
 const json_t *ck__schema_resolve(const struct ck_schemas *set, const json_t *schema)
 {
     return schema ? resolve(set, schema, NULL) : NULL;
+}
+
+/* ---- what no feature gate reaches ------------------------------------------- */
+
+static bool gate_keyword(const char *key)
+{
+    return strcmp(key, "x-ckube-feature-gate") == 0 ||
+           strcmp(key, "x-ckube-feature-gated-values") == 0;
+}
+
+static bool named_gated(struct ck_schemas *set, const char *name, json_t *visiting);
+
+/* Whether a gate keyword sits anywhere in v, or in a schema v references. */
+static bool tree_gated(struct ck_schemas *set, const json_t *v, json_t *visiting)
+{
+    if (json_is_array(v)) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(v, i, item)
+        {
+            if (tree_gated(set, item, visiting))
+                return true;
+        }
+        return false;
+    }
+    if (!json_is_object(v))
+        return false;
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)v, key, value)
+    {
+        if (gate_keyword(key))
+            return true;
+        if (strcmp(key, "$ref") == 0 && json_is_string(value)) {
+            const char *ref = json_string_value(value);
+            if (strncmp(ref, REF_PREFIX, strlen(REF_PREFIX)) == 0)
+                ref += strlen(REF_PREFIX);
+            if (named_gated(set, ref, visiting))
+                return true;
+        } else if (tree_gated(set, value, visiting)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Whether schema `name` may have a gate below it. A schema this set does not hold
+ * was settled by the set below; one that refers back to itself counts as gated
+ * (so nothing is ever skipped wrongly), and so does everything when memory runs out.
+ */
+static bool named_gated(struct ck_schemas *set, const char *name, json_t *visiting)
+{
+    const json_t *own = json_object_get(set->all, name);
+    if (!own) {
+        for (const struct ck_schemas *below = set->parent; below; below = below->parent)
+            if (json_object_get(below->all, name))
+                return !json_is_true(json_object_get(below->ungated, name));
+        return false; /* no such schema (check_refs refuses it) */
+    }
+    const json_t *known = json_object_get(set->ungated, name);
+    if (known)
+        return !json_is_true(known);
+    if (json_object_get(visiting, name) || json_object_set_new(visiting, name, json_true()) < 0)
+        return true;
+    bool gated = tree_gated(set, own, visiting);
+    json_object_del(visiting, name);
+    /* false: gated, or counted so through a cycle (either way, walked) */
+    if (json_object_set_new(set->ungated, name, json_boolean(!gated)) < 0)
+        return true;
+    return gated;
+}
+
+/* Records, once for the set's life, every schema of it that no gate reaches. */
+static void find_ungated(struct ck_schemas *set)
+{
+    json_t *visiting = json_object();
+    const char *name;
+    json_t *schema;
+    json_object_foreach(set->all, name, schema)
+    {
+        if (visiting)
+            named_gated(set, name, visiting);
+    }
+    json_decref(visiting);
+}
+
+bool ck__schema_ungated(const struct ck_schemas *set, const json_t *schema)
+{
+    const char *ref = NULL, *key;
+    json_t *value;
+    json_object_foreach((json_t *)schema, key, value)
+    {
+        /* a property that is a reference, described and defaulted, and nothing more */
+        if (strcmp(key, "description") != 0 && strcmp(key, "default") != 0 &&
+            strcmp(key, "$ref") != 0 && strcmp(key, "allOf") != 0)
+            return false;
+    }
+    if (!(ref = ref_of(schema)))
+        return false;
+    for (; set; set = set->parent)
+        if (json_object_get(set->all, ref))
+            return json_is_true(json_object_get(set->ungated, ref));
+    return false;
 }
 
 /* Checks that every $ref below schema names a schema of the set. */
@@ -199,10 +304,13 @@ int ck_schemas_new_layered(const struct ck_schemas *parent, const char *const *d
         if (r == 0)
             r = check_refs(set, schema, name, reterr);
     }
+    if (r == 0 && !(set->ungated = json_object()))
+        r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
     if (r < 0) {
         ck_schemas_free(set);
         return r;
     }
+    find_ungated(set);
     *ret_set = set;
     return 0;
 }
@@ -211,6 +319,7 @@ struct ck_schemas *ck_schemas_free(struct ck_schemas *set)
 {
     if (set) {
         json_decref(set->all);
+        json_decref(set->ungated);
         free(set);
     }
     return NULL;

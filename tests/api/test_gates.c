@@ -179,6 +179,53 @@ static void test_defaults_and_the_builtin_example(void **state)
     ck_schemas_free(builtin);
 }
 
+/*
+ * The walks skip what a reference leads to only when no gate is below it: a gate two
+ * references down, one inside a schema that refers to itself, and one reached from a
+ * layered set through its parent's schemas are all still found.
+ */
+static void test_gates_behind_references_and_cycles(void **state)
+{
+    (void)state;
+    const char *nested[] = {
+        "{\"Outer\":{\"type\":\"object\",\"properties\":{"
+        "\"mid\":{\"description\":\"d\",\"$ref\":\"#/components/schemas/Mid\"},"
+        "\"plain\":{\"$ref\":\"#/components/schemas/Plain\"}}},"
+        "\"Mid\":{\"type\":\"object\",\"properties\":{"
+        "\"self\":{\"$ref\":\"#/components/schemas/Mid\"},"
+        "\"item\":{\"$ref\":\"#/components/schemas/Item\"}}},"
+        "\"Plain\":{\"type\":\"object\",\"properties\":{\"size\":{\"type\":\"integer\"}}},"
+        "\"Item\":{\"type\":\"object\",\"properties\":{"
+        "\"size\":{\"type\":\"integer\",\"x-ckube-feature-gate\":\"Sized\"}}}}"};
+    const char *layer[] = {"{\"L\":{\"type\":\"object\",\"properties\":{"
+                           "\"outer\":{\"$ref\":\"#/components/schemas/Outer\"}}}}"};
+    struct ck_schemas *base = NULL, *layered = NULL;
+    struct ck_err err = {0};
+    assert_int_equal(ck_schemas_new(nested, 1, &base, &err), 0);
+    assert_int_equal(ck_schemas_new_layered(base, layer, 1, &layered, &err), 0);
+    static const char obj[] = "{\"mid\":{\"item\":{\"size\":1},\"self\":{\"item\":{\"size\":2}}},"
+                              "\"plain\":{\"size\":3}}";
+    for (int on = 0; on <= 1; on++) {
+        sized_on = on;
+        json_t *o = load(obj);
+        ck_schema_drop_disabled(base, "Outer", o, NULL, enabled, NULL);
+        json_t *mid = json_object_get(o, "mid");
+        assert_int_equal(json_object_get(json_object_get(mid, "item"), "size") != NULL, on);
+        json_t *self_item = json_object_get(json_object_get(mid, "self"), "item");
+        assert_int_equal(json_object_get(self_item, "size") != NULL, on);
+        assert_non_null(json_object_get(json_object_get(o, "plain"), "size")); /* not gated */
+        json_decref(o);
+
+        json_t *l = json_pack("{s:o}", "outer", load(obj));
+        ck_schema_drop_disabled(layered, "L", l, NULL, enabled, NULL);
+        mid = json_object_get(json_object_get(l, "outer"), "mid");
+        assert_int_equal(json_object_get(json_object_get(mid, "item"), "size") != NULL, on);
+        json_decref(l);
+    }
+    ck_schemas_free(layered);
+    ck_schemas_free(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -186,6 +233,7 @@ int main(void)
         cmocka_unit_test(test_update_keeps_what_old_used),
         cmocka_unit_test(test_gated_enum_values_ratchet),
         cmocka_unit_test(test_defaults_and_the_builtin_example),
+        cmocka_unit_test(test_gates_behind_references_and_cycles),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
