@@ -6,6 +6,7 @@
 #include "cktest.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,43 @@ static void test_same_text_as_json_dumps(void **state)
     assert_null(ck__json_dumps(NULL, JSON_COMPACT, NULL));
 }
 
+/* A text longer than the first allocation is written whole, as a short one is. */
+static void test_long_text(void **state)
+{
+    (void)state;
+    json_t *v = json_object();
+    char key[16], value[512];
+    memset(value, 'x', sizeof(value) - 1);
+    value[sizeof(value) - 1] = '\0';
+    for (int i = 0; i < 100; i++) { /* about 52 KiB */
+        snprintf(key, sizeof(key), "k%d", i);
+        json_object_set_new(v, key, json_string(value));
+    }
+    char *want = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    size_t len = 0;
+    char *got = ck__json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
+    assert_true(strlen(want) > 50000);
+    assert_string_equal(got, want);
+    assert_int_equal(len, strlen(want));
+    free(got);
+    unsigned long failures = 0; /* every allocation failing in turn: whole or nothing */
+    for (unsigned long n = 1;; n++) {
+        ck__alloc_fail_at(n, false);
+        got = ck__json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
+        unsigned long made = ck__alloc_fail_at(0, false);
+        if (got)
+            assert_string_equal(got, want);
+        else
+            failures++;
+        free(got);
+        if (made < n)
+            break;
+    }
+    assert_true(failures > 0);
+    free(want);
+    json_decref(v);
+}
+
 static void test_whole_or_nothing_under_allocation_failure(void **state)
 {
     (void)state;
@@ -69,6 +107,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_text_as_json_dumps),
         cmocka_unit_test(test_whole_or_nothing_under_allocation_failure),
+        cmocka_unit_test(test_long_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
