@@ -131,7 +131,7 @@ static void walk_value(struct walk *w, const json_t *schema_in, json_t *v, const
                        char *path, size_t size, int depth)
 {
     const json_t *schema = ck__schema_resolve(w->set, schema_in);
-    if (!schema || depth > MAX_DEPTH || ck__schema_ungated(w->set, schema_in))
+    if (!schema || depth > MAX_DEPTH || !ck__schema_reaches(w->set, schema_in, CK__REACHES_GATES))
         return; /* (most of an object is out of every gate's reach) */
     size_t at = strlen(path);
     if (json_is_string(v) && w->errs) {

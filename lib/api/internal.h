@@ -68,12 +68,15 @@ json_t *ck__doc_cache_copy(struct ck__doc_cache *c, const struct ck_schemas *set
 /* Follows $ref / allOf [{$ref}] to the schema describing a value; NULL-safe. */
 const json_t *ck__schema_resolve(const struct ck_schemas *set, const json_t *schema);
 
+/* Keywords a walk looks for: feature gates (gates.c), defaults (ck_schema_default). */
+enum { CK__REACHES_GATES = 1u, CK__REACHES_DEFAULTS = 2u };
+
 /*
- * True when schema is (described, defaulted) a reference to a schema below which no
- * x-ckube-feature-gate or x-ckube-feature-gated-values appears, through any further
- * reference: the gate walks (gates.c) need not enter a value it describes.
+ * False only when schema is (described, defaulted) a reference to a schema below
+ * which, through any further reference, none of the keywords `what` names appears:
+ * a walk looking for them need not enter a value it describes.
  */
-bool ck__schema_ungated(const struct ck_schemas *set, const json_t *schema);
+bool ck__schema_reaches(const struct ck_schemas *set, const json_t *schema, unsigned what);
 
 /* True when s is valid in the string format (formats.c; unknown formats are always valid). */
 bool ck__format_valid(const char *format, const char *s);

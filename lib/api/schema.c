@@ -59,7 +59,8 @@ struct ck_schemas {
     json_t *all;                     /* name -> schema */
     const struct ck_schemas *parent; /* looked up after all; borrowed (a layered set) */
     uint64_t serial;                 /* unique in the process, never reused */
-    json_t *ungated; /* name -> true when no feature-gate keyword is anywhere below it */
+    json_t *reaches;   /* name -> CK__REACHES_* bits of the keywords anywhere below it */
+    json_t *defaulted; /* name -> [the properties with a default, in schema order] */
 };
 
 uint64_t ck__schemas_serial(const struct ck_schemas *set)
@@ -118,79 +119,104 @@ const json_t *ck__schema_resolve(const struct ck_schemas *set, const json_t *sch
     return schema ? resolve(set, schema, NULL) : NULL;
 }
 
-/* ---- what no feature gate reaches ------------------------------------------- */
+/* ---- what the walks need not enter --------------------------------------- */
 
-static bool gate_keyword(const char *key)
+/*
+ * For each schema of a set, which keywords appear anywhere below it, through any
+ * further reference: the gate walks (gates.c) need not enter a value no gate keyword
+ * reaches, nor defaulting one no default reaches. Found once, when the set is made.
+ */
+static unsigned keyword_bit(const char *key)
 {
-    return strcmp(key, "x-ckube-feature-gate") == 0 ||
-           strcmp(key, "x-ckube-feature-gated-values") == 0;
+    if (strcmp(key, "x-ckube-feature-gate") == 0 ||
+        strcmp(key, "x-ckube-feature-gated-values") == 0)
+        return CK__REACHES_GATES;
+    if (strcmp(key, "default") == 0 || strcmp(key, "x-ckube-always-emit") == 0)
+        return CK__REACHES_DEFAULTS;
+    return 0;
 }
 
-static bool named_gated(struct ck_schemas *set, const char *name, json_t *visiting);
+#define REACHES_ALL (CK__REACHES_GATES | CK__REACHES_DEFAULTS)
 
-/* Whether a gate keyword sits anywhere in v, or in a schema v references. */
-static bool tree_gated(struct ck_schemas *set, const json_t *v, json_t *visiting)
+static unsigned named_reach(struct ck_schemas *set, const char *name, json_t *visiting);
+
+/* The keywords in v, or in a schema v references. */
+static unsigned tree_reach(struct ck_schemas *set, const json_t *v, json_t *visiting)
 {
+    unsigned found = 0;
     if (json_is_array(v)) {
         size_t i;
         json_t *item;
-        json_array_foreach(v, i, item)
-        {
-            if (tree_gated(set, item, visiting))
-                return true;
-        }
-        return false;
+        json_array_foreach(v, i, item) found |= tree_reach(set, item, visiting);
+        return found;
     }
     if (!json_is_object(v))
-        return false;
+        return 0;
     const char *key;
     json_t *value;
     json_object_foreach((json_t *)v, key, value)
     {
-        if (gate_keyword(key))
-            return true;
+        found |= keyword_bit(key);
         if (strcmp(key, "$ref") == 0 && json_is_string(value)) {
             const char *ref = json_string_value(value);
             if (strncmp(ref, REF_PREFIX, strlen(REF_PREFIX)) == 0)
                 ref += strlen(REF_PREFIX);
-            if (named_gated(set, ref, visiting))
-                return true;
-        } else if (tree_gated(set, value, visiting)) {
-            return true;
+            found |= named_reach(set, ref, visiting);
+        } else {
+            found |= tree_reach(set, value, visiting);
         }
+        if (found == REACHES_ALL)
+            break;
     }
-    return false;
+    return found;
 }
 
 /*
- * Whether schema `name` may have a gate below it. A schema this set does not hold
- * was settled by the set below; one that refers back to itself counts as gated
- * (so nothing is ever skipped wrongly), and so does everything when memory runs out.
+ * What schema `name` reaches. A schema this set does not hold was settled by the
+ * set below; one that refers back to itself reaches everything (so nothing is ever
+ * skipped wrongly), and so does every schema when memory runs out.
  */
-static bool named_gated(struct ck_schemas *set, const char *name, json_t *visiting)
+static unsigned named_reach(struct ck_schemas *set, const char *name, json_t *visiting)
 {
     const json_t *own = json_object_get(set->all, name);
     if (!own) {
         for (const struct ck_schemas *below = set->parent; below; below = below->parent)
-            if (json_object_get(below->all, name))
-                return !json_is_true(json_object_get(below->ungated, name));
-        return false; /* no such schema (check_refs refuses it) */
+            if (json_object_get(below->all, name)) {
+                const json_t *known = json_object_get(below->reaches, name);
+                return known ? (unsigned)json_integer_value(known) : REACHES_ALL;
+            }
+        return 0; /* no such schema (check_refs refuses it) */
     }
-    const json_t *known = json_object_get(set->ungated, name);
+    const json_t *known = json_object_get(set->reaches, name);
     if (known)
-        return !json_is_true(known);
+        return (unsigned)json_integer_value(known);
     if (json_object_get(visiting, name) || json_object_set_new(visiting, name, json_true()) < 0)
-        return true;
-    bool gated = tree_gated(set, own, visiting);
+        return REACHES_ALL;
+    unsigned found = tree_reach(set, own, visiting);
     json_object_del(visiting, name);
-    /* false: gated, or counted so through a cycle (either way, walked) */
-    if (json_object_set_new(set->ungated, name, json_boolean(!gated)) < 0)
-        return true;
-    return gated;
+    if (json_object_set_new(set->reaches, name, json_integer(found)) < 0)
+        return REACHES_ALL;
+    return found;
 }
 
-/* Records, once for the set's life, every schema of it that no gate reaches. */
-static void find_ungated(struct ck_schemas *set)
+static const json_t *default_of(const struct ck_schemas *set, const json_t *prop);
+
+/* The properties of schema that have a default; NULL when out of memory. */
+static json_t *defaulted_properties(const struct ck_schemas *set, const json_t *schema)
+{
+    json_t *keys = json_array();
+    const char *key;
+    json_t *prop;
+    json_object_foreach(json_object_get(schema, "properties"), key, prop)
+    {
+        if (keys && default_of(set, prop) && json_array_append_new(keys, json_string(key)) < 0)
+            keys = (json_decref(keys), NULL);
+    }
+    return keys;
+}
+
+/* What the walks may skip, found for every schema of the set (none when out of memory). */
+static void find_reaches(struct ck_schemas *set)
 {
     json_t *visiting = json_object();
     const char *name;
@@ -198,28 +224,42 @@ static void find_ungated(struct ck_schemas *set)
     json_object_foreach(set->all, name, schema)
     {
         if (visiting)
-            named_gated(set, name, visiting);
+            named_reach(set, name, visiting);
+        json_t *keys = defaulted_properties(set, schema);
+        if (keys && json_object_set_new(set->defaulted, name, keys) < 0)
+            break;
     }
     json_decref(visiting);
 }
 
-bool ck__schema_ungated(const struct ck_schemas *set, const json_t *schema)
+/* The properties with a default of the schema named name, or NULL when not known. */
+static const json_t *defaulted_of(const struct ck_schemas *set, const char *name)
+{
+    for (; set; set = set->parent)
+        if (json_object_get(set->all, name))
+            return json_object_get(set->defaulted, name);
+    return NULL;
+}
+
+bool ck__schema_reaches(const struct ck_schemas *set, const json_t *schema, unsigned what)
 {
     const char *ref = NULL, *key;
     json_t *value;
     json_object_foreach((json_t *)schema, key, value)
     {
-        /* a property that is a reference, described and defaulted, and nothing more */
+        /* only a property that is a reference, described and defaulted, is settled */
         if (strcmp(key, "description") != 0 && strcmp(key, "default") != 0 &&
             strcmp(key, "$ref") != 0 && strcmp(key, "allOf") != 0)
-            return false;
+            return true;
     }
     if (!(ref = ref_of(schema)))
-        return false;
+        return true;
     for (; set; set = set->parent)
-        if (json_object_get(set->all, ref))
-            return json_is_true(json_object_get(set->ungated, ref));
-    return false;
+        if (json_object_get(set->all, ref)) {
+            const json_t *known = json_object_get(set->reaches, ref);
+            return !known || ((unsigned)json_integer_value(known) & what) != 0;
+        }
+    return true;
 }
 
 /* Checks that every $ref below schema names a schema of the set. */
@@ -304,13 +344,13 @@ int ck_schemas_new_layered(const struct ck_schemas *parent, const char *const *d
         if (r == 0)
             r = check_refs(set, schema, name, reterr);
     }
-    if (r == 0 && !(set->ungated = json_object()))
+    if (r == 0 && (!(set->reaches = json_object()) || !(set->defaulted = json_object())))
         r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
     if (r < 0) {
         ck_schemas_free(set);
         return r;
     }
-    find_ungated(set);
+    find_reaches(set);
     *ret_set = set;
     return 0;
 }
@@ -319,7 +359,8 @@ struct ck_schemas *ck_schemas_free(struct ck_schemas *set)
 {
     if (set) {
         json_decref(set->all);
-        json_decref(set->ungated);
+        json_decref(set->reaches);
+        json_decref(set->defaulted);
         free(set);
     }
     return NULL;
@@ -908,6 +949,8 @@ static const json_t *default_of(const struct ck_schemas *set, const json_t *prop
 static int default_value(const struct ck_schemas *set, const json_t *schema_in, json_t *v,
                          int depth, bool cr)
 {
+    if (set && !ck__schema_reaches(set, schema_in, CK__REACHES_DEFAULTS))
+        return 0; /* (most of an object has no default below it) */
     const char *ref_name = NULL;
     const json_t *schema = resolve(set, schema_in, &ref_name);
     if (cr && ref_name && depth > 0)
@@ -939,16 +982,38 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
     const json_t *props = json_object_get(schema, "properties");
     const char *key;
     const json_t *prop;
-    json_object_foreach((json_t *)props, key, prop)
+    /* A named schema knows its defaulted properties: the rest are entered only if present. */
+    const json_t *defaulted = !cr && ref_name ? defaulted_of(set, ref_name) : NULL;
+    if (defaulted) {
+        size_t i;
+        json_t *name;
+        json_array_foreach(defaulted, i, name)
+        {
+            key = json_string_value(name);
+            if (!json_object_get(v, key) &&
+                json_object_set_new(
+                    v, key, json_deep_copy(default_of(set, json_object_get(props, key)))) < 0)
+                return CK_ENOMEM;
+        }
+        json_t *child;
+        json_object_foreach(v, key, child)
+        {
+            prop = json_object_get(props, key);
+            if (prop && default_value(set, prop, child, depth + 1, cr) < 0)
+                return CK_ENOMEM;
+        }
+    }
+    json_object_foreach((json_t *)(defaulted ? NULL : props), key, prop)
     {
-        const json_t *def = default_of(set, prop);
-        json_t *present = json_object_get(v, key);
-        /* a custom resource's null takes the default unless the field is nullable */
-        bool replace = !present || (cr && json_is_null(present) && !is_nullable(set, prop));
-        /* json_object_set_new frees the value it could not insert */
-        if (replace && def && json_object_set_new(v, key, json_deep_copy(def)) < 0)
-            return CK_ENOMEM;
         json_t *child = json_object_get(v, key);
+        /* a custom resource's null takes the default unless the field is nullable */
+        if (!child || (cr && json_is_null(child) && !is_nullable(set, prop))) {
+            const json_t *def = default_of(set, prop);
+            /* json_object_set_new frees the value it could not insert */
+            if (def && json_object_set_new(v, key, json_deep_copy(def)) < 0)
+                return CK_ENOMEM;
+            child = json_object_get(v, key);
+        }
         if (child && default_value(set, prop, child, depth + 1, cr) < 0)
             return CK_ENOMEM;
     }

@@ -258,6 +258,48 @@ static void test_defaults_fill_absent_fields_recursively(void **state)
 }
 
 /*
+ * Defaulting skips what a reference leads to only when no default is below it: one
+ * two references down, one inside a schema that refers to itself, and one reached
+ * from a layered set through its parent's schemas are all applied.
+ */
+static void test_defaults_behind_references_and_cycles(void **state)
+{
+    (void)state;
+    const char *nested[] = {
+        "{\"Outer\":{\"type\":\"object\",\"properties\":{"
+        "\"mid\":{\"description\":\"d\",\"$ref\":\"#/components/schemas/Mid\"},"
+        "\"plain\":{\"$ref\":\"#/components/schemas/Plain\"}}},"
+        "\"Mid\":{\"type\":\"object\",\"properties\":{"
+        "\"self\":{\"$ref\":\"#/components/schemas/Mid\"},"
+        "\"item\":{\"allOf\":[{\"$ref\":\"#/components/schemas/Item\"}]}}},"
+        "\"Plain\":{\"type\":\"object\",\"properties\":{\"size\":{\"type\":\"integer\"}}},"
+        "\"Item\":{\"type\":\"object\",\"properties\":{"
+        "\"size\":{\"type\":\"integer\",\"default\":7}}}}"};
+    const char *layer[] = {"{\"L\":{\"type\":\"object\",\"properties\":{"
+                           "\"outer\":{\"$ref\":\"#/components/schemas/Outer\"}}}}"};
+    struct ck_schemas *base = NULL, *layered = NULL;
+    struct ck_err err = {0};
+    assert_int_equal(ck_schemas_new(nested, 1, &base, &err), 0);
+    assert_int_equal(ck_schemas_new_layered(base, layer, 1, &layered, &err), 0);
+    json_t *o = json_loads("{\"mid\":{\"item\":{},\"self\":{\"item\":{}}},\"plain\":{}}", 0, NULL);
+    json_t *l = json_pack("{s:o}", "outer", json_deep_copy(o)); /* defaulted apart */
+    assert_int_equal(ck_schema_default(base, "Outer", o), 0);
+    json_t *mid = json_object_get(o, "mid");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(mid, "item"), "size")), 7);
+    json_t *self_item = json_object_get(json_object_get(mid, "self"), "item");
+    assert_int_equal(json_integer_value(json_object_get(self_item, "size")), 7);
+    assert_null(json_object_get(json_object_get(o, "plain"), "size")); /* no default there */
+    json_decref(o);
+
+    assert_int_equal(ck_schema_default(layered, "L", l), 0);
+    mid = json_object_get(json_object_get(l, "outer"), "mid");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(mid, "item"), "size")), 7);
+    json_decref(l);
+    ck_schemas_free(layered);
+    ck_schemas_free(base);
+}
+
+/*
  * A field emitted with its zero value gets the defaults and always-emit fields
  * of its own schema at once, so defaulting is idempotent; a nullable one (a
  * metav1.Time) is emitted as null, as Go marshals a zero Time, so what the
@@ -388,6 +430,7 @@ int main(void)
         cmocka_unit_test_setup(test_preserved_subtree_keeps_anything, use_set),
         cmocka_unit_test_setup(test_defaults_fill_absent_fields_recursively, use_set),
         cmocka_unit_test_setup(test_always_emitted_fields_decode_again_and_are_defaulted, use_set),
+        cmocka_unit_test(test_defaults_behind_references_and_cycles),
         cmocka_unit_test_setup(test_validation_reports_every_field_error, use_set),
         cmocka_unit_test_setup(test_bad_schema_sets_are_refused, use_set),
         cmocka_unit_test_setup(test_field_validation_values, use_set),
