@@ -276,7 +276,7 @@ static void update_pressure(struct ck_agent *a, const json_t *node)
     bool taints_ok = taints ? json_equal(want_taints, taints) : !json_array_size(want_taints);
     struct ck_err err = {0};
     if (!same) {
-        json_t *copy = json_deep_copy(node);
+        json_t *copy = ck__json_copy(node);
         json_t *conds = ck_agent_node_conditions_with(&now);
         size_t i, j;
         json_t *c, *o;
@@ -315,7 +315,7 @@ static void update_pressure(struct ck_agent *a, const json_t *node)
         }
         json_decref(copy);
     } else if (!taints_ok) {
-        json_t *copy = json_deep_copy(node);
+        json_t *copy = ck__json_copy(node);
         if (!json_object_get(copy, "spec"))
             json_object_set_new(copy, "spec", json_object());
         json_object_set(json_object_get(copy, "spec"), "taints", want_taints);
@@ -859,7 +859,7 @@ static void post_status(struct ck_agent *a, struct pod_run *p)
         json_decref(status);
         return;
     }
-    json_t *written = json_deep_copy(status);
+    json_t *written = ck__json_copy(status);
     char now[40];
     fmt_time(now_ns(), now, sizeof(now));
     size_t i;
@@ -960,7 +960,7 @@ static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
     snprintf(p->name, sizeof(p->name), "%s",
              json_string_value(json_object_get(meta, "name")) ?: "");
     snprintf(p->dir, sizeof(p->dir), "%s/pods/%s", a->root_dir, p->uid);
-    p->pod = json_deep_copy(pod);
+    p->pod = ck__json_copy(pod);
     const json_t *inits = json_object_get(json_object_get(pod, "spec"), "initContainers");
     p->ninit = json_array_size(inits);
     p->n = p->ninit + json_array_size(containers);
@@ -1013,7 +1013,7 @@ static void run_pre_stop(struct ck_agent *a, const struct pod_run *p, const stru
     const json_t *hook = json_object_get(json_object_get(sc, "lifecycle"), "preStop");
     if (!hook)
         return;
-    json_t *probe = json_deep_copy(hook);
+    json_t *probe = ck__json_copy(hook);
     if (!probe)
         return;
     json_object_set_new(probe, "timeoutSeconds", json_integer(grace > 0 ? grace : 1));
@@ -1105,7 +1105,7 @@ static void tick(struct ck_agent *a)
             p = pod_add(a, pod);
         } else {
             json_decref(p->pod);
-            p->pod = json_deep_copy(pod);
+            p->pod = ck__json_copy(pod);
         }
         if (p)
             p->seen = true;

@@ -136,7 +136,7 @@ int ck_agent_renew_lease(const struct ck_ctl_client *ctl, json_t **lease_io, str
 {
     const struct ck_resource *leases_res =
         ck_controller_resource("coordination.k8s.io", "v1", "leases");
-    json_t *lease = *lease_io ? json_deep_copy(*lease_io) : NULL;
+    json_t *lease = *lease_io ? ck__json_copy(*lease_io) : NULL;
     if (!lease || !leases_res) {
         json_decref(lease);
         return ck_err_set(reterr, CK_ENOENT, "no lease yet");

@@ -262,7 +262,7 @@ static char *item_element(struct walk *w, const struct type *list, const json_t 
             json_decref(hold);
             return NULL;
         }
-        if (!fields || json_object_set_new(fields, k, json_deep_copy(v)) < 0) {
+        if (!fields || json_object_set_new(fields, k, ck__json_copy(v)) < 0) {
             json_decref(fields);
             json_decref(hold);
             nomem(w); /* never a k: missing a key */
@@ -566,12 +566,12 @@ static json_t *merge(struct walk *w, const json_t *prop, const json_t *lhs, cons
                      int depth)
 {
     if (!rhs)
-        return json_deep_copy(lhs);
+        return ck__json_copy(lhs);
     struct type t = classify(w, prop);
     enum how hl = lhs ? how_of(&t, lhs) : HOW_LEAF, hr = how_of(&t, rhs);
     if (!lhs || hl != hr || hr == HOW_LEAF || depth > MAX_DEPTH)
-        return json_deep_copy(rhs);
-    json_t *out = json_deep_copy(lhs);
+        return ck__json_copy(rhs);
+    json_t *out = ck__json_copy(lhs);
     if (!out)
         return NULL;
     if (hr == HOW_FIELDS) {
@@ -602,7 +602,7 @@ static json_t *merge(struct walk *w, const json_t *prop, const json_t *lhs, cons
         const json_t *existing = at >= 0 ? json_array_get(out, (size_t)at) : NULL;
         if (hr == HOW_SET && existing)
             continue;
-        json_t *m = hr == HOW_SET ? json_deep_copy(item)
+        json_t *m = hr == HOW_SET ? ck__json_copy(item)
                                   : merge(w, items_prop(&t), existing, item, depth + 1);
         if (!m || (existing ? json_array_set_new(out, (size_t)at, m)
                             : json_array_append_new(out, m)) < 0) {
@@ -908,7 +908,7 @@ static int record_update(struct walk *w, const struct ck_kind *kind, const json_
     if (r == 0 && !ck_fieldset_is_empty(changed)) {
         ssize_t i = ck_managed_fields_find(mf, who->manager, "Update", version, sub_or_empty(who));
         if (i < 0) {
-            json_t *copy = json_deep_copy(changed);
+            json_t *copy = ck__json_copy(changed);
             r = copy ? ck_managed_fields_add(mf, who->manager, "Update", version, NULL,
                                              sub_or_empty(who), copy)
                      : CK_ENOMEM;
@@ -1132,7 +1132,7 @@ static int last_applied_fields(struct walk *w, const struct ck_kind *kind, const
 /* The last-applied annotation kubectl's server-side apply keeps in step: config, compact. */
 static int update_last_applied(json_t *obj, const json_t *config)
 {
-    json_t *copy = json_deep_copy(config);
+    json_t *copy = ck__json_copy(config);
     json_t *ann = copy ? json_object_get(json_object_get(copy, "metadata"), "annotations") : NULL;
     if (ann)
         json_object_del(ann, last_applied_annotation);
@@ -1180,7 +1180,7 @@ static bool has_last_applied(const json_t *live)
 /* A copy of obj without metadata.managedFields. */
 static json_t *without_managed_fields(const json_t *obj)
 {
-    json_t *copy = json_deep_copy(obj);
+    json_t *copy = ck__json_copy(obj);
     json_t *meta = copy ? json_object_get(copy, "metadata") : NULL;
     if (meta)
         json_object_del(meta, "managedFields");
@@ -1229,7 +1229,7 @@ int ck_apply(const struct ck_schemas *set, const struct ck_kind *kind, const jso
     }
     /* prune: what who applied last time and no longer does, unless another manager owns it */
     if (last) {
-        json_t *owned = json_deep_copy(applied);
+        json_t *owned = ck__json_copy(applied);
         for (size_t i = 0; owned && i < mf.n; i++) {
             if ((ssize_t)i == self)
                 continue;

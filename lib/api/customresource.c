@@ -194,7 +194,7 @@ static json_t *schema_document(const char *name, const char *list_name, const js
                                const char *list_kind)
 {
     json_t *schema = json_is_object(open_api)
-                         ? json_deep_copy(open_api)
+                         ? ck__json_copy(open_api)
                          : json_pack("{s:s, s:b}", "type", "object",
                                      "x-kubernetes-preserve-unknown-fields", true);
     if (!schema)

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "ckube/api.h"
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 /* One registered kind: the descriptor (borrowed) and its field label names (owned). */
@@ -285,13 +286,13 @@ json_t *ck__doc_cache_copy(struct ck__doc_cache *c, const struct ck_schemas *set
     const struct ck_kind *const *kinds = ck_kinds(&n);
     pthread_mutex_lock(&c->lock);
     json_t *copy = c->kinds == kinds && c->set_serial == ck__schemas_serial(set)
-                       ? json_deep_copy(c->doc)
+                       ? ck__json_copy(c->doc)
                        : NULL;
     pthread_mutex_unlock(&c->lock);
     if (copy)
         return copy;
     json_t *doc = build(set);
-    copy = doc ? json_deep_copy(doc) : NULL;
+    copy = doc ? ck__json_copy(doc) : NULL;
     if (copy) {
         pthread_mutex_lock(&c->lock);
         json_decref(c->doc);

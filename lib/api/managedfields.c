@@ -292,7 +292,7 @@ static json_t *combine(const json_t *a, const json_t *b, enum set_op op, int dep
         {
             if (strcmp(key, member_key) == 0 || (a && json_object_get(a, key)))
                 continue;
-            json_t *sub = json_deep_copy(child);
+            json_t *sub = ck__json_copy(child);
             if (!sub || json_object_set_new(out, key, sub) < 0)
                 goto out_nomem;
         }

@@ -149,7 +149,7 @@ static int carry_over(json_t *obj, const json_t *from, const char *key)
 {
     json_t *value = json_object_get(from, key);
     if (value)
-        return json_object_set_new(obj, key, json_deep_copy(value)) < 0 ? CK_ENOMEM : 0;
+        return json_object_set_new(obj, key, ck__json_copy(value)) < 0 ? CK_ENOMEM : 0;
     json_object_del(obj, key);
     return 0;
 }

@@ -77,7 +77,7 @@ static json_t *convert_schema(const json_t *node, int depth)
         return out;
     }
     if (!json_is_object(node))
-        return json_deep_copy(node);
+        return ck__json_copy(node);
     json_t *out = json_object();
     const char *key;
     json_t *value;
@@ -100,7 +100,7 @@ static json_t *convert_schema(const json_t *node, int depth)
             converted = convert_map(value, depth);
         } else if (strcmp(key, "default") == 0 || strcmp(key, "enum") == 0 ||
                    strcmp(key, "example") == 0 || strncmp(key, "x-", 2) == 0) {
-            converted = json_deep_copy(value);
+            converted = ck__json_copy(value);
         } else {
             converted = convert_schema(value, depth + 1);
         }
@@ -158,13 +158,13 @@ static json_t *convert_operation(const char *method, const json_t *op)
     {
         if (ok && strcmp(key, "parameters") != 0 && strcmp(key, "requestBody") != 0 &&
             strcmp(key, "responses") != 0)
-            ok = json_object_set_new(out, key, json_deep_copy(value)) == 0;
+            ok = json_object_set_new(out, key, ck__json_copy(value)) == 0;
     }
     size_t i;
     json_t *p;
     json_array_foreach(json_object_get(op, "parameters"), i, p)
     {
-        json_t *flat = ok ? json_deep_copy(p) : NULL;
+        json_t *flat = ok ? ck__json_copy(p) : NULL;
         json_t *type = json_object_get(json_object_get(p, "schema"), "type");
         ok = flat && json_object_del(flat, "schema") == 0 &&
              (!type || json_object_set(flat, "type", type) == 0) &&
@@ -194,8 +194,8 @@ static json_t *convert_operation(const char *method, const json_t *op)
              add_body_parameter(params, content_schema(body)) == 0;
     else if (ok && first_response && (!strcmp(method, "post") || !strcmp(method, "put")))
         ok = json_object_set_new(out, "consumes", json_pack("[s]", "*/*")) == 0 &&
-             add_body_parameter(params,
-                                json_deep_copy(json_object_get(first_response, "schema"))) == 0;
+             add_body_parameter(params, ck__json_copy(json_object_get(first_response, "schema"))) ==
+                 0;
     /* json_object_set_new() takes the value also when it fails */
     ok = ok && json_object_set_new(out, "parameters", json_incref(params)) == 0;
     ok = ok && json_object_set_new(out, "responses", json_incref(responses)) == 0;
@@ -268,7 +268,7 @@ static json_t *build_v2(const struct ck_schemas *set)
         json_t *v3 = ck_openapi_document(set, kinds[i]->group, kinds[i]->version);
         failed = !v3 || merge_document(v3, paths, definitions) < 0;
         if (!failed && !info)
-            failed = !(info = json_deep_copy(json_object_get(v3, "info")));
+            failed = !(info = ck__json_copy(json_object_get(v3, "info")));
         json_decref(v3);
     }
     if (failed) {

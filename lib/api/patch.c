@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "ckube/api.h"
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 #define MAX_DEPTH 64
@@ -103,7 +104,7 @@ static json_t *merge_into(json_t *target, const json_t *patch, int depth)
 {
     if (!json_is_object(patch) || depth > MAX_DEPTH) {
         json_decref(target);
-        return json_deep_copy(patch);
+        return ck__json_copy(patch);
     }
     if (!json_is_object(target)) {
         json_decref(target);
@@ -132,7 +133,7 @@ static json_t *merge_into(json_t *target, const json_t *patch, int depth)
 
 json_t *ck_merge_patch(const json_t *target, const json_t *patch)
 {
-    json_t *copy = target ? json_deep_copy(target) : NULL;
+    json_t *copy = target ? ck__json_copy(target) : NULL;
     if (target && !copy)
         return NULL;
     return merge_into(copy, patch, 0);
@@ -307,7 +308,7 @@ int ck_json_patch_bounded(const json_t *doc, const json_t *operations,
             "got %zu",
             limits->max_operations, n_ops);
     size_t copied = 0; /* summed size of the values copy operations duplicated */
-    json_t *result = json_deep_copy(doc);
+    json_t *result = ck__json_copy(doc);
     if (!result)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     size_t i;
@@ -325,13 +326,13 @@ int ck_json_patch_bounded(const json_t *doc, const json_t *operations,
             return ck_err_set(reterr, CK_EINVAL, "operation %zu: needs \"op\" and \"path\"", i);
         }
         if (strcmp(name, "add") == 0) {
-            ok = value && (added = pointer_add(&result, path, json_deep_copy(value))) == 0;
+            ok = value && (added = pointer_add(&result, path, ck__json_copy(value))) == 0;
         } else if (strcmp(name, "remove") == 0) {
             ok = pointer_remove(result, path);
         } else if (strcmp(name, "replace") == 0) {
             ok = value && pointer_get(result, path) &&
                  (*path == '\0' || pointer_remove(result, path)) &&
-                 (added = pointer_add(&result, path, json_deep_copy(value))) == 0;
+                 (added = pointer_add(&result, path, ck__json_copy(value))) == 0;
         } else if (strcmp(name, "move") == 0 || strcmp(name, "copy") == 0) {
             bool move = name[0] == 'm';
             size_t from_len = from ? strlen(from) : 0;
@@ -350,7 +351,7 @@ int ck_json_patch_bounded(const json_t *doc, const json_t *operations,
             /* a value cannot move into one of its own children */
             bool into_child =
                 move && from && strncmp(path, from, from_len) == 0 && path[from_len] == '/';
-            json_t *copy = source && !into_child ? json_deep_copy(source) : NULL;
+            json_t *copy = source && !into_child ? ck__json_copy(source) : NULL;
             if (source && !into_child && !copy)
                 added = CK_ENOMEM;
             else if (copy && move && !pointer_remove(result, from))
@@ -485,7 +486,7 @@ static json_t *strip_directives(const json_t *v)
         return out;
     }
     if (!json_is_object(v))
-        return json_deep_copy(v);
+        return ck__json_copy(v);
     json_t *out = json_object();
     const char *key;
     json_t *value;
@@ -630,7 +631,7 @@ static void apply_element_order(struct smp *s, json_t *list, const json_t *order
     if (!json_is_array(list) || !json_is_array(order))
         return;
     json_t *sorted = json_array();
-    json_t *rest = json_deep_copy(list);
+    json_t *rest = ck__json_copy(list);
     if (!sorted || !rest) {
         smp_nomem(s);
         goto out;
@@ -698,7 +699,7 @@ static json_t *smp_merge_map(struct smp *s, json_t *original, const json_t *patc
         smp_fail(s, "unknown $patch directive \"%s\"", directive);
         return original;
     }
-    json_t *out = json_is_object(original) ? json_deep_copy(original) : json_object();
+    json_t *out = json_is_object(original) ? ck__json_copy(original) : json_object();
     json_decref(original);
     if (!out) {
         smp_nomem(s);
@@ -745,7 +746,7 @@ static json_t *smp_merge_map(struct smp *s, json_t *original, const json_t *patc
             list_strategy(s, prop, &merge, &merge_key);
             const json_t *items = json_object_get(ck__schema_resolve(s->set, prop), "items");
             /* a merged list starts from a copy of the old one; any other list replaces it */
-            json_t *copy = merge && ov ? json_deep_copy(ov) : NULL;
+            json_t *copy = merge && ov ? ck__json_copy(ov) : NULL;
             if (merge && ov && !copy)
                 merged = NULL;
             else if (merge && merge_key)
@@ -760,7 +761,7 @@ static json_t *smp_merge_map(struct smp *s, json_t *original, const json_t *patc
             json_decref(ov);
         } else {
             json_decref(ov);
-            merged = json_deep_copy(pv);
+            merged = ck__json_copy(pv);
             if (!merged)
                 smp_nomem(s);
         }
@@ -828,7 +829,7 @@ int ck_strategic_merge_patch_bounded(const struct ck_schemas *set, const char *n
         return ck_err_set(reterr, CK_EINVAL, "a strategic merge patch must be a JSON object");
     struct smp s = {.set = set, .err = reterr, .max_comparisons = limits->max_comparisons};
     const json_t *schema = ck_schemas_get(set, name);
-    json_t *copy = doc ? json_deep_copy(doc) : NULL;
+    json_t *copy = doc ? ck__json_copy(doc) : NULL;
     if (doc && !copy)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     json_t *out = smp_merge_map(&s, copy, patch, schema, 0);

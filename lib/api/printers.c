@@ -135,7 +135,7 @@ static json_t *value_cell(const struct ck_table_column *c, const json_t *v, long
         return out;
     }
     if (printable(c, v))
-        return json_deep_copy(v);
+        return ck__json_copy(v);
     switch (c->absent) {
     case CK_CELL_ABSENT_NONE:
         return json_string("<none>");

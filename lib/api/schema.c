@@ -968,7 +968,7 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
         {
             /* a custom resource's null element takes the items' default */
             if (item_default && json_is_null(item) && !is_nullable(set, items)) {
-                if (json_array_set_new(v, i, json_deep_copy(item_default)) < 0)
+                if (json_array_set_new(v, i, ck__json_copy(item_default)) < 0)
                     return CK_ENOMEM;
                 item = json_array_get(v, i);
             }
@@ -992,7 +992,7 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
             key = json_string_value(name);
             if (!json_object_get(v, key) &&
                 json_object_set_new(
-                    v, key, json_deep_copy(default_of(set, json_object_get(props, key)))) < 0)
+                    v, key, ck__json_copy(default_of(set, json_object_get(props, key)))) < 0)
                 return CK_ENOMEM;
         }
         json_t *child;
@@ -1010,7 +1010,7 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
         if (!child || (cr && json_is_null(child) && !is_nullable(set, prop))) {
             const json_t *def = default_of(set, prop);
             /* json_object_set_new frees the value it could not insert */
-            if (def && json_object_set_new(v, key, json_deep_copy(def)) < 0)
+            if (def && json_object_set_new(v, key, ck__json_copy(def)) < 0)
                 return CK_ENOMEM;
             child = json_object_get(v, key);
         }
@@ -1040,7 +1040,7 @@ static int default_value(const struct ck_schemas *set, const json_t *schema_in, 
             if (cr && json_object_get(props, key))
                 continue; /* a property, not a map entry */
             if (value_default && json_is_null(value) && !is_nullable(set, extra)) {
-                if (json_object_set_new(v, key, json_deep_copy(value_default)) < 0)
+                if (json_object_set_new(v, key, ck__json_copy(value_default)) < 0)
                     return CK_ENOMEM;
                 value = json_object_get(v, key);
             }
@@ -2003,7 +2003,7 @@ void ck__custom_validate(const json_t *schema, const json_t *value, const char *
 
 int ck__custom_is_pruned(const json_t *schema, const json_t *value)
 {
-    json_t *copy = json_deep_copy(value);
+    json_t *copy = ck__json_copy(value);
     if (!copy)
         return CK_ENOMEM;
     struct decode d = {.set = NULL, .validation = CK_FIELD_VALIDATION_IGNORE};

@@ -213,7 +213,7 @@ static void visit_value_validation(const json_t *item, const char *at, const cha
         return;
     if (junctor && strcmp(junctor, "allOf") == 0 && index == 0 && w->skip_first_all_of_any_of) {
         /* the int-or-string pattern's anyOf is allowed; check the rest */
-        json_t *rest = json_deep_copy(item);
+        json_t *rest = ck__json_copy(item);
         if (rest) {
             json_object_del(rest, "anyOf");
             nested_value_validation(rest, at, w->errs, w->depth + 1);

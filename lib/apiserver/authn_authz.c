@@ -1028,7 +1028,7 @@ static json_t *user_info(const struct ck_auth_user *user)
     if (info && user->uid && *user->uid && json_object_set_new(info, "uid", json_string(user->uid)))
         info = (json_decref(info), NULL);
     if (info && json_object_size(user->extra) &&
-        json_object_set_new(info, "extra", json_deep_copy(user->extra)) < 0)
+        json_object_set_new(info, "extra", ck__json_copy(user->extra)) < 0)
         info = (json_decref(info), NULL);
     return info;
 }
@@ -1878,7 +1878,7 @@ static int union_into(json_t *list, const json_t *more)
 static json_t *reconcile_mutate(const json_t *current, void *arg, struct ck_err *reterr)
 {
     const struct reconcile *rc = arg;
-    json_t *obj = json_deep_copy(current);
+    json_t *obj = ck__json_copy(current);
     if (!obj) {
         ck_err_no_memory(reterr);
         return NULL;

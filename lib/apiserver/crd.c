@@ -432,7 +432,7 @@ struct status_change {
 static json_t *status_mutate(const json_t *current, void *arg, struct ck_err *reterr)
 {
     const struct status_change *ch = arg;
-    json_t *next = json_deep_copy(current);
+    json_t *next = ck__json_copy(current);
     if (!next) {
         ck_err_no_memory(reterr);
         return NULL;
@@ -443,7 +443,7 @@ static json_t *status_mutate(const json_t *current, void *arg, struct ck_err *re
         const struct naming *nm = ch->naming;
         if (nm->accepted) {
             failed |= json_object_set_new(object_at(next, "status"), "acceptedNames",
-                                          json_deep_copy(nm->accepted));
+                                          ck__json_copy(nm->accepted));
             failed |= set_condition(next, "NamesAccepted", "True", nm->reason, nm->message);
             if (!condition_is(current, "Established", "True"))
                 failed |= set_condition(next, "Established", "True", "InitialNamesAccepted",
@@ -484,7 +484,7 @@ static int write_status(struct ck__crd_controller *c, const char *name,
 static json_t *drop_finalizer(const json_t *current, void *arg, struct ck_err *reterr)
 {
     (void)arg;
-    json_t *next = json_deep_copy(current);
+    json_t *next = ck__json_copy(current);
     if (!next) {
         ck_err_no_memory(reterr);
         return NULL;

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 #define EVICTION_REFUSED   "Cannot evict pod as it would violate the pod's disruption budget."
@@ -153,7 +154,7 @@ static json_t *check_and_decrement(const json_t *current, void *arg, struct ck_e
         refuse(err, cause);
         return NULL;
     }
-    json_t *copy = json_deep_copy(current);
+    json_t *copy = ck__json_copy(current);
     json_t *new_status = copy ? json_object_get(copy, "status") : NULL;
     char now[40];
     ck_rfc3339((long long)time(NULL), now, sizeof(now));

@@ -652,7 +652,7 @@ static enum MHD_Result handle_create(struct ck_apiserver *ctx, struct MHD_Connec
 static json_t *replace_with_body(const json_t *current, void *arg, struct ck_err *reterr)
 {
     (void)current;
-    json_t *copy = json_deep_copy(arg);
+    json_t *copy = ck__json_copy(arg);
     if (!copy)
         ck_err_no_memory(reterr);
     return copy;

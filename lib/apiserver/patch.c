@@ -155,7 +155,7 @@ static json_t *apply(struct ck__patch *p, const json_t *view, const char *schema
      * copied first.
      */
     if (p->type != CK__PATCH_MERGE) {
-        json_t *copy = json_deep_copy(out);
+        json_t *copy = ck__json_copy(out);
         json_decref(out);
         if (!(out = copy)) {
             ck_err_no_memory(reterr);
@@ -358,7 +358,7 @@ json_t *ck__scale_of(const struct ck_kind *kind, const json_t *obj)
 json_t *ck__scale_apply(const struct ck_kind *kind, const json_t *current, const json_t *scale,
                         struct ck_err *reterr)
 {
-    json_t *next = json_deep_copy(current);
+    json_t *next = ck__json_copy(current);
     if (!next) {
         ck_err_no_memory(reterr);
         return NULL;

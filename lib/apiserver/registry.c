@@ -343,8 +343,7 @@ static int track_managed_fields(struct ck__registry *reg, const struct ck_kind *
         json_t *meta = json_object_get(next, "metadata");
         if (!asked || !meta)
             return 0;
-        return json_object_set_new(meta, "managedFields", json_deep_copy(asked)) < 0 ? CK_ENOMEM
-                                                                                     : 0;
+        return json_object_set_new(meta, "managedFields", ck__json_copy(asked)) < 0 ? CK_ENOMEM : 0;
     }
     struct ck_field_manager w = *who;
     if (!w.subresource || !w.subresource[0]) /* a scale names itself; the registry knows status */
@@ -373,7 +372,7 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
         return r;
     bool generated = !body_name || !*body_name;
     for (int attempt = 0; attempt < GENERATE_RETRIES; attempt++) {
-        json_t *candidate = json_deep_copy(obj);
+        json_t *candidate = ck__json_copy(obj);
         struct ck_err err = {0};
         if (!candidate)
             return ck_err_no_memory(reterr);
@@ -476,13 +475,13 @@ static json_t *status_update(const struct ck_kind *kind, const json_t *obj, cons
     json_object_foreach((json_t *)old, key, value)
     {
         bool replaced = strcmp(key, "status") == 0 || (new_meta && strcmp(key, "metadata") == 0);
-        failed |= json_object_set_new(next, key, replaced ? json_null() : json_deep_copy(value));
+        failed |= json_object_set_new(next, key, replaced ? json_null() : ck__json_copy(value));
     }
     json_t *status = json_object_get(obj, "status");
-    failed |= status ? json_object_set_new(next, "status", json_deep_copy(status))
+    failed |= status ? json_object_set_new(next, "status", ck__json_copy(status))
                      : (json_object_del(next, "status"), 0);
     /* other metadata changes pass through, except what the server owns */
-    json_t *meta = json_deep_copy(json_object_get(obj, "metadata"));
+    json_t *meta = ck__json_copy(json_object_get(obj, "metadata"));
     if (!meta && json_object_get(obj, "metadata"))
         failed = -1;
     if (json_is_object(meta)) {
@@ -493,7 +492,7 @@ static json_t *status_update(const struct ck_kind *kind, const json_t *obj, cons
             const char *kept = kind->status_keeps_metadata[i];
             json_t *v = json_object_get(old_meta, kept);
             if (v)
-                failed |= json_object_set_new(meta, kept, json_deep_copy(v));
+                failed |= json_object_set_new(meta, kept, ck__json_copy(v));
             else
                 json_object_del(meta, kept);
         }
@@ -810,7 +809,7 @@ static long long grace_period(const struct ck_kind *kind, const json_t *obj,
 static json_t *deleting_state(const struct ck_kind *kind, const json_t *obj, long long grace,
                               const struct ck__delete_options *opts)
 {
-    json_t *next = json_deep_copy(obj);
+    json_t *next = ck__json_copy(obj);
     if (!next)
         return NULL;
     json_t *meta = json_object_get(next, "metadata");

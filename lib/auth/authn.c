@@ -90,7 +90,7 @@ struct ck_auth_user *ck_auth_user_copy(const struct ck_auth_user *user)
     for (size_t i = 0; i < user->n_groups; i++)
         if (ck_auth_user_add_group(c, user->groups[i]))
             return ck_auth_user_free(c);
-    if (user->extra && !(c->extra = json_deep_copy(user->extra)))
+    if (user->extra && !(c->extra = ck__json_copy(user->extra)))
         return ck_auth_user_free(c);
     return c;
 }

@@ -124,7 +124,7 @@ static void crole_release(struct crole *c)
 
 static int crole_compile(struct crole *c, const json_t *rules)
 {
-    c->rules = json_is_array(rules) ? json_deep_copy(rules) : json_array();
+    c->rules = json_is_array(rules) ? ck__json_copy(rules) : json_array();
     if (!c->rules)
         return CK_ENOMEM;
     size_t n = json_array_size(c->rules);
@@ -362,7 +362,7 @@ fail:
  */
 static json_t *aggregated_copy(const json_t *cluster_roles)
 {
-    json_t *work = json_is_array(cluster_roles) ? json_deep_copy(cluster_roles) : json_array();
+    json_t *work = json_is_array(cluster_roles) ? ck__json_copy(cluster_roles) : json_array();
     if (!work)
         return NULL;
     size_t n = json_array_size(work);
@@ -752,7 +752,7 @@ static int append_role_rules(json_t *out, const struct grants *gs, const char *n
          * count is not safe to take from several at once (see ck_cached_unref) */
         json_array_foreach(g->role->rules, k, rule)
         {
-            if (json_array_append_new(out, json_deep_copy(rule)))
+            if (json_array_append_new(out, ck__json_copy(rule)))
                 return CK_ENOMEM;
         }
     }
@@ -866,7 +866,7 @@ static void add_missing(json_t *missing, const struct atom *a)
             json_object_set_new(rule, "resourceNames", str_array1(a->name));
     }
     if (last) {
-        json_t *cmp = json_deep_copy(last);
+        json_t *cmp = ck__json_copy(last);
         json_object_del(cmp, "verbs");
         bool same = json_equal(cmp, rule);
         json_decref(cmp);

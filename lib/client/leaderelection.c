@@ -163,7 +163,7 @@ static int update_lease(struct ck_leader_elector *le, json_t *record, struct ck_
 {
     if (!le->lease)
         return ck_err_set(reterr, CK_EINVAL, "lease not initialized, call get or create first");
-    json_t *lease = json_deep_copy(le->lease);
+    json_t *lease = ck__json_copy(le->lease);
     if (!lease || json_object_set(lease, "spec", record) < 0) {
         json_decref(lease);
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
@@ -245,7 +245,7 @@ static bool try_acquire_or_renew(struct ck_leader_elector *le)
     bool changed = !le->observed || !json_equal(le->observed, old);
     pthread_mutex_unlock(&le->mu);
     if (changed) {
-        json_t *copy = json_deep_copy(old);
+        json_t *copy = ck__json_copy(old);
         if (!copy)
             return false;
         observe(le, copy);

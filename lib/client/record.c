@@ -52,6 +52,7 @@
 #include <time.h>
 
 #include "ckube/client.h"
+#include "ckube/internal/util.h"
 #include "ckube/rest.h"
 #include "internal.h"
 
@@ -352,7 +353,7 @@ static json_t *aggregate(struct ck_event_correlator *c, const json_t *event, int
     if (rec->n < c->aggregate_max) {
         free(akey);
         *ret_key = ekey;
-        return json_deep_copy(event);
+        return ck__json_copy(event);
     }
     free(rec->keys[--rec->n]); /* never grow beyond max (PopAny) */
 
@@ -596,7 +597,7 @@ static enum write_result write_once(struct ck_event_recorder *r,
             atomic_fetch_add(&r->patched, 1);
     }
     if (rc == CK_ENOENT) { /* a first occurrence, or the earlier event is gone */
-        json_t *ev = json_deep_copy(c->event);
+        json_t *ev = ck__json_copy(c->event);
         if (!ev)
             return UNREACHABLE;
         json_object_del(json_object_get(ev, "metadata"), "resourceVersion");

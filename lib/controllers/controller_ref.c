@@ -60,7 +60,7 @@ static int recheck_owner(const struct ck_ref_owner *o, struct ck_err *reterr)
 static int write_refs(const struct ck_ref_owner *o, const json_t *child, bool adopt,
                       struct ck_err *reterr)
 {
-    json_t *copy = json_deep_copy(child);
+    json_t *copy = ck__json_copy(child);
     if (!copy)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     json_t *meta = json_object_get(copy, "metadata");

@@ -112,7 +112,7 @@ json_t *ck_controller_ref_new(const json_t *owner, const char *api_version, cons
 static bool copy_field(json_t *dst, const json_t *src, const char *field)
 {
     const json_t *v = json_object_get(src, field);
-    return !v || json_object_set_new(dst, field, json_deep_copy(v)) == 0;
+    return !v || json_object_set_new(dst, field, ck__json_copy(v)) == 0;
 }
 
 json_t *ck_pod_from_template(const json_t *template, const json_t *parent,
@@ -124,7 +124,7 @@ json_t *ck_pod_from_template(const json_t *template, const json_t *parent,
              ck__meta_str(parent, "name") ? ck__meta_str(parent, "name") : "");
     json_t *pod_meta = json_pack("{s:s, s:s?}", "generateName", prefix, "namespace",
                                  ck__meta_str(parent, "namespace"));
-    json_t *spec = json_deep_copy(json_object_get(template, "spec"));
+    json_t *spec = ck__json_copy(json_object_get(template, "spec"));
     bool ok = pod_meta && spec && copy_field(pod_meta, tmeta, "labels") &&
               copy_field(pod_meta, tmeta, "annotations") &&
               copy_field(pod_meta, tmeta, "finalizers");

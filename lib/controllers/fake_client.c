@@ -106,7 +106,7 @@ static void record(struct ck_fake_client *fc, const char *verb, const struct ck_
         .resource = ck__strdup(res->resource),
         .namespace = ck__strdup(res->namespaced && ns ? ns : ""),
         .name = ck__strdup(name ? name : ""),
-        .body = body ? json_deep_copy(body) : NULL,
+        .body = body ? ck__json_copy(body) : NULL,
         .result = result,
     };
 }
@@ -173,7 +173,7 @@ static json_t *lookup(struct ck_fake_client *fc, const struct ck_resource *res, 
 
 int ck_fake_client_seed(struct ck_fake_client *fc, const struct ck_resource *res, const json_t *obj)
 {
-    json_t *copy = json_deep_copy(obj);
+    json_t *copy = ck__json_copy(obj);
     if (!copy)
         return CK_ENOMEM;
     pthread_mutex_lock(&fc->lock);
@@ -201,7 +201,7 @@ static void bump_version(json_t *obj)
 
 static int answer(const json_t *obj, json_t **ret_obj, struct ck_err *reterr)
 {
-    if (ret_obj && !(*ret_obj = json_deep_copy(obj)))
+    if (ret_obj && !(*ret_obj = ck__json_copy(obj)))
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     return 0;
 }
@@ -231,7 +231,7 @@ static int fake_create(void *data, const struct ck_resource *res, const char *ns
     char name[300];
     snprintf(name, sizeof(name), "%s", ck__meta_str(obj, "name") ?: ck__meta_str(obj, "generateName") ?: "");
     int r = scripted(fc, "create", res, reterr);
-    if (r == 0 && !(copy = json_deep_copy(obj)))
+    if (r == 0 && !(copy = ck__json_copy(obj)))
         r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
     if (r == 0) {
         unsigned long n = ++fc->serial;
@@ -282,10 +282,10 @@ static int fake_put(struct ck_fake_client *fc, const char *verb, bool whole,
                        "modified; please apply your changes to the latest version and try again",
                        res->resource, name);
     if (r == 0) {
-        next = json_deep_copy(whole ? obj : have);
+        next = ck__json_copy(whole ? obj : have);
         const json_t *status = json_object_get(obj, "status");
         if (next && !whole && status)
-            json_object_set_new(next, "status", json_deep_copy(status));
+            json_object_set_new(next, "status", ck__json_copy(status));
         if (next) {
             set_meta(next, "resourceVersion", ck__meta_str(have, "resourceVersion") ?: "0");
             bump_version(next);

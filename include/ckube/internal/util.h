@@ -19,6 +19,7 @@
  * - ck__parse_bool/ck__quote: Go's strconv.ParseBool and %q, which Kubernetes' inputs
  *   and messages follow.
  * - ck__json_dumps: jansson's json_dumps(), whole or NULL when memory runs out.
+ * - ck__json_copy: json_deep_copy() without its cycle check, for our own trees.
  * - ck__yaml_to_json/ck__json_to_yaml: YAML read into jansson and written from it,
  *   both through libyaml, the writer making the choices kube-apiserver's YAML makes.
  *
@@ -253,6 +254,13 @@ char *ck__quote_dup(const char *s);
  * or NULL when out of memory or json cannot be encoded.
  */
 char *ck__json_dumps(const json_t *json, size_t flags, size_t *ret_len);
+
+/*
+ * A deep copy of json, as json_deep_copy() makes it but without checking for a
+ * reference cycle (no tree of ours has one): about twice as fast. NULL for NULL,
+ * when out of memory, or deeper than jansson's parser goes.
+ */
+json_t *ck__json_copy(const json_t *json);
 
 /* ---- YAML both ways (yaml.c) ------------------------------------------------ */
 

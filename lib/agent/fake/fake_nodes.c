@@ -156,7 +156,7 @@ static void restore_ready(struct ck_fake_nodes *f, struct fake_node *n)
         return;
     bool ready = ck_agent_node_ready(cached);
     if (!ready) {
-        json_t *copy = json_deep_copy(cached);
+        json_t *copy = ck__json_copy(cached);
         struct ck_err err = {0};
         if (copy)
             json_object_set_new(json_object_get(copy, "status"), "conditions",

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "ckube/internal/util.h"
 
 static int prepare_for_create(json_t *obj)
 {
@@ -48,8 +49,8 @@ static int copy_finalizers(json_t *obj, const json_t *from)
     json_t *spec = ck__object_at(obj, "spec");
     json_t *finalizers = json_object_get(json_object_get(from, "spec"), "finalizers");
     if (finalizers)
-        return json_object_set_new(spec, "finalizers", json_deep_copy(finalizers)) < 0 ? CK_ENOMEM
-                                                                                       : 0;
+        return json_object_set_new(spec, "finalizers", ck__json_copy(finalizers)) < 0 ? CK_ENOMEM
+                                                                                      : 0;
     json_object_del(spec, "finalizers");
     return spec ? 0 : CK_ENOMEM;
 }
@@ -90,7 +91,7 @@ static json_t *finalize_update(const char *name, const json_t *body, const json_
 {
     (void)name;
     (void)errs;
-    json_t *next = json_deep_copy(old);
+    json_t *next = ck__json_copy(old);
     if (!next) {
         ck_err_set(reterr, CK_ENOMEM, "out of memory");
         return NULL;

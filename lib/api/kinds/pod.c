@@ -130,7 +130,7 @@ static int defaults(json_t *obj)
 /* A copy of a pod spec without what an update may change. */
 static json_t *mutable_masked(const json_t *spec)
 {
-    json_t *copy = json_deep_copy(spec);
+    json_t *copy = ck__json_copy(spec);
     if (!copy)
         return NULL;
     static const char *const lists[] = {"containers", "initContainers"};
@@ -223,7 +223,7 @@ static json_t *binding_update(const char *name, const json_t *binding, const jso
     {
         bool changed = strcmp(key, "spec") == 0 || strcmp(key, "status") == 0;
         failed |= next ? json_object_set_new(next, key,
-                                             changed ? json_deep_copy(value) : json_incref(value))
+                                             changed ? ck__json_copy(value) : json_incref(value))
                        : -1;
     }
     json_t *spec = next ? json_object_get(next, "spec") : NULL;

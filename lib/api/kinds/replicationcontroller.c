@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "ckube/internal/util.h"
 
 enum {
     COL_NAME,
@@ -52,13 +53,13 @@ static int defaults(json_t *obj)
     if (json_object_size(labels) == 0)
         return 0;
     if (json_object_size(json_object_get(spec, "selector")) == 0 &&
-        json_object_set_new(spec, "selector", json_deep_copy(labels)) < 0)
+        json_object_set_new(spec, "selector", ck__json_copy(labels)) < 0)
         return CK_ENOMEM;
     json_t *meta = ck__object_at(obj, "metadata");
     if (!meta)
         return CK_ENOMEM;
     if (json_object_size(json_object_get(meta, "labels")) == 0 &&
-        json_object_set_new(meta, "labels", json_deep_copy(labels)) < 0)
+        json_object_set_new(meta, "labels", ck__json_copy(labels)) < 0)
         return CK_ENOMEM;
     return 0;
 }

@@ -137,7 +137,7 @@ static int prepare_for_update(json_t *obj, const json_t *old)
         if (set_string(spec, "clusterIP", old_ip) < 0)
             return CK_ENOMEM;
         const json_t *old_ips = ck__json_path(old, "spec.clusterIPs");
-        json_t *ips = json_deep_copy(old_ips);
+        json_t *ips = ck__json_copy(old_ips);
         if (old_ips && (!ips || json_object_set_new(spec, "clusterIPs", ips) < 0))
             return CK_ENOMEM;
     }

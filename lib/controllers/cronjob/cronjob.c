@@ -275,15 +275,15 @@ static json_t *job_for(const json_t *cj, const struct ck_cron_schedule *sched, i
     json_t *ref = ck_controller_ref_new(cj, "batch/v1", CJ_KIND);
     char ts[64];
     zone_text(sched, scheduled, ts, sizeof(ts));
-    json_t *labels = json_deep_copy(json_object_get(tmeta, "labels"));
-    json_t *ann = json_deep_copy(json_object_get(tmeta, "annotations"));
+    json_t *labels = ck__json_copy(json_object_get(tmeta, "labels"));
+    json_t *ann = ck__json_copy(json_object_get(tmeta, "annotations"));
     if (!json_is_object(ann)) {
         json_decref(ann);
         ann = json_object();
     }
     if (ann)
         json_object_set_new(ann, SCHEDULED_TIMESTAMP, json_string(ts));
-    json_t *spec = json_deep_copy(json_object_get(tmpl, "spec"));
+    json_t *spec = ck__json_copy(json_object_get(tmpl, "spec"));
     if (!ref || !ann || !spec) {
         json_decref(ref);
         json_decref(labels);
@@ -319,7 +319,7 @@ static int sync_key(struct ck_cronjob_controller *c, const char *key, int64_t *r
     }
     struct ck_obj_list jobs = {0};
     struct ck_cron_schedule *sched = NULL;
-    json_t *next = json_deep_copy(cj);
+    json_t *next = ck__json_copy(cj);
     const json_t **children = NULL;
     size_t n_children = 0;
     int result = 0;

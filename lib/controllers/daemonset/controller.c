@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 static const char *ns_of(const json_t *obj)
@@ -311,7 +312,7 @@ static int create_one(void *arg, struct ck_err *reterr)
 {
     struct create_ctx *x = arg;
     size_t ix = atomic_fetch_add(&x->next, 1);
-    json_t *tmpl = json_deep_copy(x->template);
+    json_t *tmpl = ck__json_copy(x->template);
     json_t *spec = tmpl ? json_object_get(tmpl, "spec") : NULL;
     json_t *pod = NULL;
     if (spec && ck__ds_set_node_affinity(spec, x->nodes[ix]) == 0)
@@ -597,7 +598,7 @@ static int update_status(struct ck_ds_controller *c, const json_t *ds, const cha
         same = json_integer_value(json_object_get(status, status_fields[i])) == counts[i] &&
                (i >= 4 || json_object_get(status, status_fields[i]));
     int r = 0;
-    json_t *obj = same ? NULL : json_deep_copy(ds);
+    json_t *obj = same ? NULL : ck__json_copy(ds);
     for (int attempt = 0; !same && r == 0; attempt++) {
         json_t *st = obj ? json_object_get(obj, "status") : NULL;
         if (obj && !json_is_object(st)) {

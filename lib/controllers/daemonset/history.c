@@ -22,13 +22,14 @@
 #include <string.h>
 
 #include "../deployment/deployment.h"
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 /* getPatch: the data a revision of ds holds. New reference, NULL on no memory. */
 static json_t *revision_data(const json_t *ds)
 {
     const json_t *tmpl = json_object_get(json_object_get(ds, "spec"), "template");
-    json_t *copy = tmpl ? json_deep_copy(tmpl) : json_object();
+    json_t *copy = tmpl ? ck__json_copy(tmpl) : json_object();
     if (!copy || json_object_set_new(copy, "$patch", json_string("replace")) < 0) {
         json_decref(copy);
         return NULL;
@@ -69,7 +70,7 @@ static int snapshot(struct ck_ds_controller *c, const json_t *ds, long long numb
     ck__deploy_template_hash(json_object_get(json_object_get(ds, "spec"), "template"), collision,
                              hash, sizeof(hash));
     snprintf(name, sizeof(name), "%s-%s", ck__ds_name_of(ds), hash);
-    json_t *labels = json_deep_copy(json_object_get(
+    json_t *labels = ck__json_copy(json_object_get(
         json_object_get(json_object_get(json_object_get(ds, "spec"), "template"), "metadata"),
         "labels"));
     if (!json_is_object(labels)) {
@@ -213,7 +214,7 @@ int ck__ds_construct_history(struct ck_ds_controller *c, const json_t *ds, char 
         const json_t *labeled = NULL;
         if (!label_of(rev, CK__DS_HASH_LABEL)) {
             /* older revisions: their name stands for the hash */
-            json_t *copy = json_deep_copy(rev);
+            json_t *copy = ck__json_copy(rev);
             json_t *meta = copy ? json_object_get(copy, "metadata") : NULL;
             json_t *labels = meta ? json_object_get(meta, "labels") : NULL;
             if (meta && !json_is_object(labels)) {
@@ -250,7 +251,7 @@ int ck__ds_construct_history(struct ck_ds_controller *c, const json_t *ds, char 
     } else if (r == 0) {
         r = dedup_current(c, ds, cur, n_cur, &keep, reterr);
         if (r == 0 && revision_of(keep) < max_old + 1) {
-            json_t *copy = json_deep_copy(keep);
+            json_t *copy = ck__json_copy(keep);
             if (copy)
                 json_object_set_new(copy, "revision", json_integer(max_old + 1));
             r = copy ? ck_ctl_update(&c->client, c->revisions_res, ns, copy, NULL, reterr)

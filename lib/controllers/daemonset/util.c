@@ -20,6 +20,7 @@
 
 #include "../deployment/deployment.h"
 #include "../scheduler/internal.h"
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 /* ---- tolerations ------------------------------------------------------------------- */
@@ -104,7 +105,7 @@ void ck_ds_node_should_run(const json_t *node, const json_t *ds, bool *ret_shoul
     if (!node_name || (want && *want && strcmp(want, node_name) != 0))
         return;
     /* NewPod: the template's spec with the daemon tolerations */
-    json_t *spec = tmpl_spec ? json_deep_copy(tmpl_spec) : json_object();
+    json_t *spec = tmpl_spec ? ck__json_copy(tmpl_spec) : json_object();
     json_t *pod = spec ? json_pack("{s:o}", "spec", spec) : NULL;
     if (!pod || ck_ds_add_daemon_tolerations(spec) < 0) {
         json_decref(pod);
@@ -201,7 +202,7 @@ bool ck__ds_pod_updated(const json_t *pod, const char *hash, const json_t *ds)
 json_t *ck__ds_pod_template(const json_t *ds, const char *hash)
 {
     const json_t *tmpl = json_object_get(json_object_get(ds, "spec"), "template");
-    json_t *copy = tmpl ? json_deep_copy(tmpl) : json_object();
+    json_t *copy = tmpl ? ck__json_copy(tmpl) : json_object();
     if (!copy)
         return NULL;
     json_t *spec = json_object_get(copy, "spec");

@@ -798,7 +798,7 @@ static int sync_deployment(struct ck_controller *ctl, const char *key, struct ck
         CK_LOGV(4, "deployment %s has been deleted", key);
         return 0;
     }
-    struct world w = {.key = key, .d = json_deep_copy(cached)};
+    struct world w = {.key = key, .d = ck__json_copy(cached)};
     if (!w.d) {
         ck_cached_unref(cached);
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");

@@ -155,7 +155,7 @@ json_t *ck__deploy_scaled_rs(const json_t *rs, const json_t *d, int32_t size)
     if (ck__deploy_spec_replicas(rs) == size &&
         !ck__deploy_replicas_annotations_need_update(rs, replicas, max))
         return NULL;
-    json_t *copy = json_deep_copy(rs);
+    json_t *copy = ck__json_copy(rs);
     if (!copy)
         return NULL;
     json_object_set_new(ck__deploy_child(copy, "spec"), "replicas", json_integer(size));
@@ -192,7 +192,7 @@ json_t *ck__deploy_calculate_status(const json_t *const *all, size_t n_all, cons
         json_object_set(st, "collisionCount", cc);
     json_t *conds = json_object_get(old_status, "conditions");
     if (json_array_size(conds) > 0)
-        json_object_set_new(st, "conditions", json_deep_copy(conds));
+        json_object_set_new(st, "conditions", ck__json_copy(conds));
 
     if (available >= ck__deploy_spec_replicas(d) - ck__deploy_max_unavailable(d))
         ck__deploy_condition_set(
@@ -244,7 +244,7 @@ size_t ck__deploy_cleanup_choice(const json_t *d, const json_t *const *old, size
 /* CloneSelectorAndAddLabel: a copy of the selector with key=value in matchLabels. */
 static json_t *selector_with(const json_t *selector, const char *key, const char *value)
 {
-    json_t *s = selector ? json_deep_copy(selector) : json_object();
+    json_t *s = selector ? ck__json_copy(selector) : json_object();
     json_object_set_new(ck__deploy_child(s, "matchLabels"), key, json_string(value));
     return s;
 }
@@ -264,7 +264,7 @@ json_t *ck__deploy_new_rs_object(const json_t *d, const json_t *const *old, size
                              json_object_get(json_object_get(d, "status"), "collisionCount"), hash,
                              sizeof(hash));
 
-    json_t *tmpl = json_deep_copy(json_object_get(dspec, "template"));
+    json_t *tmpl = ck__json_copy(json_object_get(dspec, "template"));
     if (!tmpl)
         tmpl = json_object();
     json_t *labels = ck__deploy_child(ck__deploy_child(tmpl, "metadata"), "labels");
@@ -328,7 +328,7 @@ json_t *ck__deploy_sync_new_rs(const json_t *d, const json_t *new_rs, const json
                                size_t n_old)
 {
     char revision[24];
-    json_t *copy = json_deep_copy(new_rs);
+    json_t *copy = ck__json_copy(new_rs);
     if (!copy)
         return NULL;
     next_revision(old, n_old, revision, sizeof(revision));

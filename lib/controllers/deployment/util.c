@@ -523,7 +523,7 @@ static const json_t *template_of(const json_t *obj)
 /* A copy of a template without the hash label (and without labels left empty). */
 static json_t *strip_hash(const json_t *tmpl)
 {
-    json_t *copy = tmpl ? json_deep_copy(tmpl) : json_object();
+    json_t *copy = tmpl ? ck__json_copy(tmpl) : json_object();
     json_t *m = json_object_get(copy, "metadata");
     json_t *labels = json_object_get(m, "labels");
     json_object_del(labels, CK_DEPLOY_HASH_LABEL);
@@ -611,7 +611,7 @@ const json_t *ck__deploy_find_active_or_latest(const json_t *new_rs, const json_
 void ck__deploy_set_from_rs_template(json_t *d, const json_t *tmpl)
 {
     json_t *spec = ck__deploy_child(d, "spec");
-    json_t *copy = tmpl ? json_deep_copy(tmpl) : json_object();
+    json_t *copy = tmpl ? ck__json_copy(tmpl) : json_object();
     json_object_del(json_object_get(json_object_get(copy, "metadata"), "labels"),
                     CK_DEPLOY_HASH_LABEL);
     json_object_set_new(spec, "template", copy);

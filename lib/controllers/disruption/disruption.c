@@ -149,7 +149,7 @@ static int controller_scale(struct ck_disruption_controller *c, const char *ns, 
     const json_t *up = ck_controller_ref(owner);
     const char *up_kind = json_string_value(json_object_get(up, "kind"));
     if (strcmp(kind, "ReplicaSet") == 0 && up_kind && strcmp(up_kind, "Deployment") == 0) {
-        json_t *up_ref = json_deep_copy(up);
+        json_t *up_ref = ck__json_copy(up);
         json_decref(owner);
         r = up_ref ? controller_scale(c, ns, up_ref, seen, total, reterr) : CK_ENOMEM;
         json_decref(up_ref);
@@ -251,7 +251,7 @@ static int write_status(struct ck_disruption_controller *c, const json_t *pdb, j
 {
     if (json_equal(json_object_get(pdb, "status"), status))
         return 0;
-    json_t *copy = json_deep_copy(pdb);
+    json_t *copy = ck__json_copy(pdb);
     if (!copy || json_object_set(copy, "status", status) < 0) {
         json_decref(copy);
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
@@ -307,7 +307,7 @@ static int sync_budget(struct ck_controller *ctl, const char *key, struct ck_err
         /* failSafe: no disruption while the budget cannot be computed */
         ck_event_recordf(c->recorder, pdb, CK_EVENT_WARNING, "CalculateExpectedPodCountFailed",
                          "Failed to calculate the number of expected pods: %s", why);
-        json_t *kept = json_deep_copy(old_status ? old_status : json_object());
+        json_t *kept = ck__json_copy(old_status ? old_status : json_object());
         json_decref(status);
         status = kept;
         if (!status ||

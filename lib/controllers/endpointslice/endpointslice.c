@@ -162,8 +162,7 @@ static json_t *slice_for(const json_t *service, const json_t *ports, json_t *end
     const char *name = meta_str(service, "name");
     char generate[300];
     snprintf(generate, sizeof(generate), "%s-", name);
-    json_t *labels =
-        json_deep_copy(json_object_get(json_object_get(service, "metadata"), "labels"));
+    json_t *labels = ck__json_copy(json_object_get(json_object_get(service, "metadata"), "labels"));
     if (!labels)
         labels = json_object();
     json_object_set_new(labels, SERVICE_NAME_LABEL, json_string(name));
@@ -342,8 +341,7 @@ static int sync_endpoints(struct ck_eps_controller *c, const char *ns, const jso
 {
     const char *name = meta_str(service, "name");
     json_t *subsets = endpoints_subsets(service, desired);
-    json_t *labels =
-        json_deep_copy(json_object_get(json_object_get(service, "metadata"), "labels"));
+    json_t *labels = ck__json_copy(json_object_get(json_object_get(service, "metadata"), "labels"));
     if (!labels)
         labels = json_object();
     const char *ip =
@@ -368,7 +366,7 @@ static int sync_endpoints(struct ck_eps_controller *c, const char *ns, const jso
         bool same_labels = (json_object_size(have_labels) == 0 && json_object_size(labels) == 0) ||
                            json_equal(have_labels, labels);
         if (!same_subsets || !same_labels) {
-            next = json_deep_copy(current);
+            next = ck__json_copy(current);
             json_object_set(json_object_get(next, "metadata"), "labels", labels);
             if (json_array_size(subsets))
                 json_object_set(next, "subsets", subsets);
@@ -407,7 +405,7 @@ static int reconcile(struct ck_eps_controller *c, const char *ns, const json_t *
         if (i < existing.n) {
             if (same_content(existing.items[i], want))
                 continue;
-            json_t *next = json_deep_copy(existing.items[i]);
+            json_t *next = ck__json_copy(existing.items[i]);
             json_t *meta = json_object_get(next, "metadata");
             json_object_set(meta, "labels",
                             json_object_get(json_object_get(want, "metadata"), "labels"));

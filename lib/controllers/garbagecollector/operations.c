@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 int ck__gc_resource(struct ck_gc *gc, const char *api_version, const char *kind,
@@ -157,7 +158,7 @@ static int edit_owner_refs(struct ck_gc *gc, const struct ck__gc_identity *id,
             changed = true;
             continue;
         }
-        json_t *copy = json_deep_copy(ref);
+        json_t *copy = ck__json_copy(ref);
         if (hit && json_is_true(json_object_get(copy, "blockOwnerDeletion"))) {
             json_object_set_new(copy, "blockOwnerDeletion", json_false());
             changed = true;

@@ -1370,7 +1370,7 @@ static int sync_job(struct ck_controller *ctl, const char *key, struct ck_err *r
     }
     x.pods = claimed.items;
     x.n_pods = claimed.n;
-    x.next = json_deep_copy(job);
+    x.next = ck__json_copy(job);
     x.active = ck__calloc(claimed.n ? claimed.n : 1, sizeof(*x.active));
     const json_t *completions = at(job, "spec", "completions");
     if (json_is_integer(completions))

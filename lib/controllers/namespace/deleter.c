@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 /* Kubernetes' five condition types, in its order, with their "ok" reason and message. */
@@ -270,7 +271,7 @@ static bool has_kubernetes_finalizer(const json_t *ns)
 
 static int finalize(struct ck_ns_controller *c, const json_t *ns, struct ck_err *reterr)
 {
-    json_t *body = json_deep_copy(ns);
+    json_t *body = ck__json_copy(ns);
     json_t *kept = json_array();
     if (!body || !kept) {
         json_decref(body);

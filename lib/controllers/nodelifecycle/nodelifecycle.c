@@ -37,6 +37,7 @@
 
 #include "../internal.h"
 #include "../scheduler/internal.h"
+#include "ckube/internal/util.h"
 #include "ckube/nodelifecycle.h"
 
 struct probe {
@@ -231,7 +232,7 @@ static json_t *conditions_unknown(const json_t *node, const char *now)
 {
     static const char *const types[] = {"Ready", "MemoryPressure", "DiskPressure", "PIDPressure"};
     const json_t *have = json_object_get(json_object_get(node, "status"), "conditions");
-    json_t *list = json_deep_copy(have ? have : json_array());
+    json_t *list = ck__json_copy(have ? have : json_array());
     bool changed = false;
     for (size_t t = 0; list && t < 4; t++) {
         json_t *found = NULL;
@@ -354,7 +355,7 @@ static int monitor_node(struct ck_nodelifecycle *c, const json_t *cached, int64_
         p->at = now;
     bool expired = p && now - p->at > c->config.grace_period;
     pthread_mutex_unlock(&c->lock);
-    json_t *node = json_deep_copy(cached);
+    json_t *node = ck__json_copy(cached);
     if (!node || !name) {
         json_decref(node);
         return name ? ck_err_set(reterr, CK_ENOMEM, "out of memory") : 0;

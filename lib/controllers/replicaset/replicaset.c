@@ -389,7 +389,7 @@ static int write_status(struct ck_rs_controller *c, const json_t *rs, json_t *st
 {
     if (json_equal(json_object_get(rs, "status"), status))
         return 0;
-    json_t *copy = json_deep_copy(rs);
+    json_t *copy = ck__json_copy(rs);
     if (!copy)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     json_object_set(copy, "status", status);

@@ -248,7 +248,7 @@ const char *ck_sts_revision_name(const json_t *set, long long collision_count, c
 /* The set's template as a revision stores it: a patch replacing spec.template. */
 static json_t *revision_data(const json_t *set)
 {
-    json_t *template = json_deep_copy(json_object_get(json_object_get(set, "spec"), "template"));
+    json_t *template = ck__json_copy(json_object_get(json_object_get(set, "spec"), "template"));
     if (!template || json_object_set_new(template, "$patch", json_string("replace")) < 0) {
         json_decref(template);
         return NULL;
@@ -268,7 +268,7 @@ static int create_revision(struct ck_sts_controller *c, const json_t *set, const
 {
     const char *ns = meta_str(set, "namespace");
     json_t *ref = ck_controller_ref_new(set, STS_API_VERSION, STS_KIND);
-    json_t *labels = json_deep_copy(json_object_get(
+    json_t *labels = ck__json_copy(json_object_get(
         json_object_get(json_object_get(json_object_get(set, "spec"), "template"), "metadata"),
         "labels"));
     const char *hash = strrchr(name, '-') + 1;
@@ -329,7 +329,7 @@ static int ensure_revision(struct ck_sts_controller *c, const json_t *set, char 
             equal = rev;
         const char *name = meta_str(rev, "name");
         if (name && current && strcmp(name, current) == 0) {
-            json_t *t = json_deep_copy(
+            json_t *t = ck__json_copy(
                 json_object_get(json_object_get(json_object_get(rev, "data"), "spec"), "template"));
             if (t)
                 json_object_del(t, "$patch");
@@ -341,7 +341,7 @@ static int ensure_revision(struct ck_sts_controller *c, const json_t *set, char 
     if (r == 0 && equal) {
         snprintf(update_name, size, "%s", meta_str(equal, "name"));
         if (json_integer_value(json_object_get(equal, "revision")) < max) {
-            json_t *copy = json_deep_copy(equal); /* a rollback: the old template is newest */
+            json_t *copy = ck__json_copy(equal); /* a rollback: the old template is newest */
             if (copy)
                 json_object_set_new(copy, "revision", json_integer(max + 1));
             r = copy ? ck_ctl_update(&c->client, c->revisions_res, ns, copy, NULL, reterr)
@@ -494,7 +494,7 @@ static int ensure_claims(struct ck_sts_controller *c, const json_t *set, const c
         ck_err_release(&err);
         if (r != CK_ENOENT)
             return ck_err_set(reterr, r, "get claim %s: failed", name);
-        json_t *labels = json_deep_copy(json_object_get(meta(tmpl), "labels"));
+        json_t *labels = ck__json_copy(json_object_get(meta(tmpl), "labels"));
         if (!labels)
             labels = json_object();
         json_object_update(labels,
@@ -954,7 +954,7 @@ static int sync_set(struct ck_controller *ctl, const char *key, struct ck_err *r
         if (!status) {
             r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         } else if (!json_equal(status, json_object_get(set, "status"))) {
-            json_t *copy = json_deep_copy(set);
+            json_t *copy = ck__json_copy(set);
             if (copy)
                 json_object_set(copy, "status", status);
             r = copy ? ck_ctl_update_status(&c->client, c->sets_res, meta_str(set, "namespace"),

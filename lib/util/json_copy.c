@@ -1,0 +1,71 @@
+/*
+ * json_copy.c - a deep copy of a jansson tree without json_deep_copy()'s cycle check.
+ *
+ * jansson 2.14's json_deep_copy() guards every object and array it enters
+ * against a reference cycle: it prints the value's address into a key and
+ * adds that key to a hash table, then removes it. Profiles of the API server
+ * put that at about half of every copy of an object. The trees copied here
+ * are parsed or built by us and cannot hold a cycle (jansson refuses to add
+ * a container to itself, and no code here links a tree back into itself), so
+ * the copy only bounds its depth, as the parser does.
+ *
+ * Threading: none of its own; the tree must not change meanwhile.
+ *
+ * Tested in tests/util/test_json_copy.c.
+ */
+#include "ckube/internal/util.h"
+
+/* jansson's parser refuses deeper documents (JSON_PARSER_MAX_DEPTH) */
+#define MAX_DEPTH 2048
+
+static json_t *copy(const json_t *v, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return NULL;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        json_t *out = json_object();
+        const char *key;
+        size_t key_len;
+        json_t *member;
+        json_object_keylen_foreach((json_t *)v, key, key_len, member)
+        {
+            if (!out)
+                break;
+            /* json_object_setn_new_nocheck releases what it could not insert */
+            if (json_object_setn_new_nocheck(out, key, key_len, copy(member, depth + 1)) < 0)
+                out = (json_decref(out), NULL);
+        }
+        return out;
+    }
+    case JSON_ARRAY: {
+        json_t *out = json_array();
+        size_t i;
+        json_t *item;
+        json_array_foreach(v, i, item)
+        {
+            if (!out)
+                break;
+            if (json_array_append_new(out, copy(item, depth + 1)) < 0)
+                out = (json_decref(out), NULL);
+        }
+        return out;
+    }
+    case JSON_STRING:
+        return json_stringn_nocheck(json_string_value(v), json_string_length(v));
+    case JSON_INTEGER:
+        return json_integer(json_integer_value(v));
+    case JSON_REAL:
+        return json_real(json_real_value(v));
+    case JSON_TRUE:
+    case JSON_FALSE:
+    case JSON_NULL:
+        return json_incref((json_t *)v); /* jansson's singletons */
+    }
+    return NULL;
+}
+
+json_t *ck__json_copy(const json_t *json)
+{
+    return json ? copy(json, 0) : NULL;
+}

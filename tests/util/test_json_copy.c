@@ -1,0 +1,87 @@
+/*
+ * test_json_copy.c - tests for lib/util/json_copy.c: the copy equals
+ * json_deep_copy()'s and shares nothing with its original; a tree deeper than
+ * the parser's limit is refused; under allocation failure the copy is whole or
+ * NULL, with nothing leaked.
+ */
+#include "cktest.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckube/internal/util.h"
+
+static const char doc[] =
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"b\"}},"
+    "\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[{\"containerPort\":80}]}],"
+    "\"ratio\":0.25,\"big\":9007199254740993,\"on\":true,\"off\":false,\"none\":null,"
+    "\"nulvalue\":\"nul\\u0000value\",\"empty\":{},\"list\":[]}}";
+
+static void test_same_tree_shares_nothing(void **state)
+{
+    (void)state;
+    json_t *v = json_loads(doc, JSON_ALLOW_NUL, NULL);
+    assert_non_null(v);
+    json_t *want = json_deep_copy(v), *got = ck__json_copy(v);
+    assert_true(json_equal(got, want));
+    assert_ptr_not_equal(json_object_get(got, "spec"), json_object_get(v, "spec"));
+    char *a = json_dumps(got, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *b = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_string_equal(a, b); /* members in the same order */
+    free(a);
+    free(b);
+    json_object_set_new(json_object_get(got, "metadata"), "name", json_string("changed"));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(v, "metadata"), "name")),
+                        "p");
+    json_decref(got);
+    json_decref(want);
+    json_decref(v);
+    assert_null(ck__json_copy(NULL));
+}
+
+static void test_too_deep_is_refused(void **state)
+{
+    (void)state;
+    json_t *root = json_array(), *at = root;
+    for (int i = 0; i < 2100; i++) {
+        json_t *inner = json_array();
+        json_array_append_new(at, inner);
+        at = inner;
+    }
+    assert_null(ck__json_copy(root));
+    json_decref(root);
+}
+
+static void test_whole_or_nothing_under_allocation_failure(void **state)
+{
+    (void)state;
+    json_t *v = json_loads(doc, JSON_ALLOW_NUL, NULL);
+    assert_non_null(v);
+    unsigned long failures = 0;
+    for (unsigned long n = 1;; n++) {
+        ck__alloc_fail_at(n, false);
+        json_t *got = ck__json_copy(v);
+        unsigned long made = ck__alloc_fail_at(0, false);
+        if (got)
+            assert_true(json_equal(got, v));
+        else
+            failures++;
+        json_decref(got);
+        if (made < n)
+            break;
+    }
+    assert_true(failures > 0);
+    json_decref(v);
+}
+
+int main(void)
+{
+    json_set_alloc_funcs(ck__malloc, free);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_tree_shares_nothing),
+        cmocka_unit_test(test_too_deep_is_refused),
+        cmocka_unit_test(test_whole_or_nothing_under_allocation_failure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
