@@ -122,7 +122,8 @@ struct ck__registry {
     const struct ck_schemas *schemas;
     ck_feature_enabled_fn feature_enabled; /* NULL: gates at their defaults */
     void *feature_ctx;
-    struct ck__allocator *allocator; /* cluster IPs and node ports; NULL: none given */
+    struct ck__allocator *allocator;        /* cluster IPs and node ports; NULL: none given */
+    struct ck__namespace_cache *namespaces; /* NULL: every create reads its namespace */
 };
 
 /*
@@ -489,6 +490,40 @@ struct ck__ttl *ck__ttl_stop(struct ck__ttl *t);
 /* One sweep at time now (seconds since the epoch), ttl in seconds. */
 int ck__ttl_sweep(struct ck_store *store, long long ttl, long long now, size_t *ret_removed,
                   struct ck_err *reterr);
+
+/* ---- what creates know of their namespace (namespace_cache.c) ----------- */
+
+struct ck__namespace_cache;
+
+/* Namespaces remembered at most; beyond them a create reads its namespace. */
+#define CK__NAMESPACE_CACHE_MAX 16384
+
+/*
+ * Starts remembering namespaces, watching those stored under namespace_kind's
+ * prefix for changes. 0, or the watch's error (CK_ENOMEM, CK_EIO).
+ */
+int ck__namespace_cache_start(struct ck_store *store, const struct ck_kind *namespace_kind,
+                              struct ck__namespace_cache **ret, struct ck_err *reterr);
+/* The same without the watch: only forgets tell it of changes (the tests of them). */
+int ck__namespace_cache_new(const struct ck_kind *namespace_kind, struct ck__namespace_cache **ret,
+                            struct ck_err *reterr);
+/* Cancels the watch and frees (NULL: no-op). */
+void ck__namespace_cache_free(struct ck__namespace_cache *c);
+
+/*
+ * True when namespace name is remembered, with *ret_terminating; false when it
+ * must be read (c NULL included). *ret_generation is for the fill after that
+ * read.
+ */
+bool ck__namespace_cache_lookup(struct ck__namespace_cache *c, const char *name,
+                                bool *ret_terminating, uint64_t *ret_generation);
+/* Remembers what a read found, unless anything was forgotten since the lookup's generation. */
+void ck__namespace_cache_fill(struct ck__namespace_cache *c, const char *name, bool terminating,
+                              uint64_t generation);
+/* Forgets name: this server wrote it. */
+void ck__namespace_cache_forget(struct ck__namespace_cache *c, const char *name);
+/* What the watch's callback does with an event (a test feeds it errors). */
+void ck__namespace_cache_event(struct ck__namespace_cache *c, const struct ck_store_event *ev);
 
 /* ---- CustomResourceDefinitions (crd.c) ----------------------------------- */
 

@@ -260,25 +260,30 @@ static int check_namespace(struct ck__registry *reg, const struct ck_kind *kind,
     const struct ck_kind *ns_kind = ck_kind_with_role(CK_KIND_ROLE_NAMESPACE);
     if (!kind->namespaced || !ns_kind)
         return 0;
-    char key[CK__KEY_MAX];
-    ck__object_key(ns_kind, "", namespace, key, sizeof(key));
-    const struct ck_kv *kv = NULL;
-    struct ck_err err = {0};
-    int r = ck_store_get(reg->store, key, strlen(key), 0, &kv, NULL, &err);
-    if (r == CK_ENOENT)
-        return ck__err_not_found(reterr, ns_kind, namespace);
-    if (r < 0)
-        return ck__err_store(reterr, &err);
-    json_t *ns = ck__decode_stored(kv);
-    bool terminating =
-        ns && json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp") != NULL;
-    json_decref(ns);
-    ck_kv_unref(kv);
-    if (!ns)
-        return ck_err_no_memory(reterr);
+    bool terminating = false;
+    uint64_t generation = 0;
+    if (!ck__namespace_cache_lookup(reg->namespaces, namespace, &terminating, &generation)) {
+        char key[CK__KEY_MAX];
+        ck__object_key(ns_kind, "", namespace, key, sizeof(key));
+        const struct ck_kv *kv = NULL;
+        struct ck_err err = {0};
+        int r = ck_store_get(reg->store, key, strlen(key), 0, &kv, NULL, &err);
+        if (r == CK_ENOENT)
+            return ck__err_not_found(reterr, ns_kind, namespace);
+        if (r < 0)
+            return ck__err_store(reterr, &err);
+        json_t *ns = ck__decode_stored(kv);
+        terminating =
+            ns && json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp") != NULL;
+        json_decref(ns);
+        ck_kv_unref(kv);
+        if (!ns)
+            return ck_err_no_memory(reterr);
+        ck__namespace_cache_fill(reg->namespaces, namespace, terminating, generation);
+    }
     if (terminating) {
         char qr[128];
-        r = ck_err_status(
+        int r = ck_err_status(
             reterr, "Forbidden",
             "%s \"%s\" is forbidden: unable to create new content in namespace %s because it is being terminated",
             ck_kind_qualified_resource(kind, qr, sizeof(qr)), name ? name : "", namespace);
@@ -288,6 +293,13 @@ static int check_namespace(struct ck__registry *reg, const struct ck_kind *kind,
         return r;
     }
     return 0;
+}
+
+/* After a stored write of kind's name: a namespace's entry in the cache is out of date. */
+static void written(struct ck__registry *reg, const struct ck_kind *kind, const char *name)
+{
+    if (kind->role == CK_KIND_ROLE_NAMESPACE)
+        ck__namespace_cache_forget(reg->namespaces, name);
 }
 
 /* ---- create ------------------------------------------------------------- */
@@ -413,6 +425,8 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
         r = dry_run ? 0
                     : ck_store_create(reg->store, key, strlen(key), stored, len, &revision, &err);
         ck__allocation_release(reg->allocator, &al, r == 0);
+        if (r == 0 && !dry_run)
+            written(reg, kind, name);
         if (r == 0) {
             if (dry_run) {
                 *ret_body = stored;
@@ -564,6 +578,8 @@ static int commit(struct ck__registry *reg, const struct ck_kind *kind, const ch
     } else
         r = ck_store_update(reg->store, key, strlen(key), stored, len, kv->mod_revision, &revision,
                             NULL, &err);
+    if (r == 0 && revision != kv->mod_revision)
+        written(reg, kind, name);
     if (r == 0) {
         *ret_body = ck__serve_stored(kind, stored, len, revision, ret_len);
         free(stored);
@@ -875,8 +891,10 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
             r = opts->dry_run ? 0
                               : ck_store_delete(reg->store, key, strlen(key), kv->mod_revision,
                                                 &deleted_at, NULL, &err);
-            if (r == 0 && !opts->dry_run)
+            if (r == 0 && !opts->dry_run) {
                 ck__allocation_removed(reg->allocator, kind, obj);
+                written(reg, kind, name);
+            }
             /* pods, namespaces ...: the last state, at the revision of its deletion */
             if (r == 0 && !kind->has_generation)
                 *ret_body = ck__serve_stored(kind, kv->value, kv->value_len, deleted_at, ret_len);

@@ -1197,8 +1197,10 @@ static void teardown(struct ck_apiserver *server)
     server->ttl = ck__ttl_stop(server->ttl);
     server->crds = ck__crd_stop(server->crds);
     server->conns = ck__conns_free(server->conns);
-    if (server->registry)
+    if (server->registry) {
         ck__allocator_free(server->registry->allocator);
+        ck__namespace_cache_free(server->registry->namespaces);
+    }
     free(server->registry);
     ck__auth_free(server->auth);
     ck__kubelet_client_free(server);
@@ -1285,8 +1287,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         if (!server->registry)
             r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         else
-            *server->registry = (struct ck__registry){server->store, server->schemas,
-                                                      ck__feature_enabled, server, NULL};
+            *server->registry = (struct ck__registry){
+                server->store, server->schemas, ck__feature_enabled, server, NULL, NULL};
     }
     if (r == 0)
         r = ck__allocator_new(
@@ -1294,6 +1296,9 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
             config->service_cluster_ip_range ? config->service_cluster_ip_range : "10.96.0.0/12",
             config->service_node_port_range ? config->service_node_port_range : "30000-32767",
             &server->registry->allocator, reterr);
+    if (r == 0 && ck_kind_with_role(CK_KIND_ROLE_NAMESPACE))
+        r = ck__namespace_cache_start(server->store, ck_kind_with_role(CK_KIND_ROLE_NAMESPACE),
+                                      &server->registry->namespaces, reterr);
     if (r == 0)
         r = bootstrap_namespaces(server, reterr);
     if (r == 0)
