@@ -28,7 +28,9 @@
  * a connection from a pool (WAL lets them read while the writer writes); each
  * read runs in one read transaction, so it sees one consistent revision.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <semaphore.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,20 +116,21 @@ struct wreq {
     int64_t compact_rev;
     struct ck_err err;
     int rc;
-    bool done;
+    sem_t acked; /* posted once the writer is done with it */
     struct wreq *next;
 };
 
 struct sq_store {
     struct ck_store base;
     char *path;
-    struct conn w; /* the writer thread's */
-    pthread_mutex_t lock;
-    pthread_cond_t queued, acked;
+    struct conn w;        /* the writer thread's */
+    pthread_mutex_t lock; /* the writer's queue and stop */
+    pthread_cond_t queued;
     struct wreq *queue_head, *queue_tail;
     bool stop;
     pthread_t writer;
-    struct conn *pool; /* idle reader connections, under lock */
+    pthread_mutex_t pool_lock;
+    struct conn *pool; /* idle reader connections, under pool_lock */
     int64_t current;   /* writer thread only */
     struct ck__hub *hub;
 };
@@ -247,11 +250,11 @@ static int open_conn(struct sq_store *s, bool readonly, sqlite3 **ret, struct ck
 
 static int take_reader(struct sq_store *s, struct conn **ret, struct ck_err *err)
 {
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->pool_lock);
     struct conn *c = s->pool;
     if (c)
         s->pool = c->next;
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->pool_lock);
     if (c) {
         *ret = c;
         return 0;
@@ -270,10 +273,10 @@ static int take_reader(struct sq_store *s, struct conn **ret, struct ck_err *err
 
 static void give_reader(struct sq_store *s, struct conn *c)
 {
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->pool_lock);
     c->next = s->pool;
     s->pool = c;
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->pool_lock);
 }
 
 /* Reads current and compacted inside the caller's read transaction. */
@@ -823,10 +826,12 @@ static void *writer_main(void *arg)
         last->next = NULL;
         pthread_mutex_unlock(&s->lock);
         run_batch(s, batch);
+        /* each waiter wakes alone: a broadcast woke those of the next batch too */
+        for (struct wreq *q = batch, *next; q; q = next) {
+            next = q->next; /* q is gone once posted */
+            sem_post(&q->acked);
+        }
         pthread_mutex_lock(&s->lock);
-        for (struct wreq *q = batch; q; q = q->next)
-            q->done = true;
-        pthread_cond_broadcast(&s->acked);
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;
@@ -839,15 +844,17 @@ static int submit(struct sq_store *s, struct wreq *q, struct ck_err *err)
         pthread_mutex_unlock(&s->lock);
         return ck_err_set(err, CK_EIO, "store: closed");
     }
+    sem_init(&q->acked, 0, 0);
     if (s->queue_tail)
         s->queue_tail->next = q;
     else
         s->queue_head = q;
     s->queue_tail = q;
     pthread_cond_signal(&s->queued);
-    while (!q->done)
-        pthread_cond_wait(&s->acked, &s->lock);
     pthread_mutex_unlock(&s->lock);
+    while (sem_wait(&q->acked) < 0 && errno == EINTR)
+        ;
+    sem_destroy(&q->acked);
     if (q->rc < 0 && err)
         *err = q->err;
     return q->rc;
@@ -1015,8 +1022,8 @@ static int sq_open(const char *rest, const struct ck_store_options *opts, struct
         return ck_err_set(err, CK_ENOMEM, "store: out of memory");
     }
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->pool_lock, NULL);
     pthread_cond_init(&s->queued, NULL);
-    pthread_cond_init(&s->acked, NULL);
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, configure_sqlite);
     bool fresh;
@@ -1082,8 +1089,8 @@ static void sq_close(struct ck_store *store)
     }
     conn_close(&s->w);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->pool_lock);
     pthread_cond_destroy(&s->queued);
-    pthread_cond_destroy(&s->acked);
     free(s->path);
     free(s);
 }
