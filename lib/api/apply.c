@@ -908,10 +908,9 @@ static int record_update(struct walk *w, const struct ck_kind *kind, const json_
     if (r == 0 && !ck_fieldset_is_empty(changed)) {
         ssize_t i = ck_managed_fields_find(mf, who->manager, "Update", version, sub_or_empty(who));
         if (i < 0) {
-            json_t *copy = ck__json_copy(changed);
-            r = copy ? ck_managed_fields_add(mf, who->manager, "Update", version, NULL,
-                                             sub_or_empty(who), copy)
-                     : CK_ENOMEM;
+            /* fieldsets are never changed in place: the entry shares changed */
+            r = ck_managed_fields_add(mf, who->manager, "Update", version, NULL, sub_or_empty(who),
+                                      json_incref(changed));
             i = (ssize_t)mf->n - 1;
         } else {
             r = replace_set(&mf->entries[i], ck_fieldset_union(mf->entries[i].set, changed));
