@@ -44,6 +44,43 @@ json_t *ck__object_at(json_t *parent, const char *key);
 uint64_t ck__schemas_serial(const struct ck_schemas *set);
 
 /*
+ * True when node is one of set's schema nodes (or of a set below it): such a
+ * node lives, unchanged, as long as the set. A node built for a request (a
+ * document's copy, a custom resource's generated schema) is not.
+ */
+bool ck__schema_owns(const struct ck_schemas *set, const json_t *node);
+
+/*
+ * A memo of what a walk finds from one schema node of one set (how a value of
+ * a property is walked), for the walks that ask it again for every value they
+ * meet: a small direct-mapped table per thread and per question (memo.c
+ * allocates a thread's tables when it first asks, and frees them when it
+ * exits), keyed by the set's serial and the node's address. Only nodes the set
+ * owns (ck__schema_owns) may be asked: they do not change while their set
+ * lives, and serials are never reused, so an answer is right for as long as
+ * its key can be asked. A newer answer simply takes the slot of an older one.
+ */
+enum ck__memo_question {
+    CK__MEMO_SHAPE, /* apply.c: how a value of a property is walked */
+    CK__MEMO_QUESTIONS
+};
+#define CK__MEMO_SLOTS 512 /* a power of two */
+struct ck__memo_slot {
+    uint64_t serial; /* 0: empty (serials start at 1) */
+    const void *node;
+    const void *value[2];
+    int tag;
+};
+
+/*
+ * The slot for (serial, node) in this thread's table for question; *hit tells
+ * whether it holds their answer. NULL when the table cannot be allocated:
+ * then find the answer without keeping it.
+ */
+struct ck__memo_slot *ck__memo_find(enum ck__memo_question question, uint64_t serial,
+                                    const void *node, bool *hit);
+
+/*
  * A document built from the kinds table and a schema set (the discovery index, the
  * OpenAPI v2 document), kept until either changes. Static, set up with CK__DOC_CACHE_INIT.
  */

@@ -59,8 +59,17 @@ struct ck_schemas {
     json_t *all;                     /* name -> schema */
     const struct ck_schemas *parent; /* looked up after all; borrowed (a layered set) */
     uint64_t serial;                 /* unique in the process, never reused */
-    json_t *reaches;   /* name -> CK__REACHES_* bits of the keywords anywhere below it */
-    json_t *defaulted; /* name -> [the properties with a default, in schema order] */
+    json_t *reaches;             /* name -> CK__REACHES_* bits of the keywords anywhere below it */
+    json_t *defaulted;           /* name -> [the properties with a default, in schema order] */
+    struct node_answer *answers; /* every node of the set's own schemas, by address */
+    size_t answers_mask;         /* slots - 1 (a power of two, at least twice the nodes) */
+};
+
+/* Where a node of the set leads through $ref / allOf, found once when the set is made. */
+struct node_answer {
+    const json_t *node; /* NULL: an empty slot */
+    const json_t *resolved;
+    const char *name; /* the last name referenced; NULL when the node refers to none */
 };
 
 uint64_t ck__schemas_serial(const struct ck_schemas *set)
@@ -98,11 +107,10 @@ static const char *ref_of(const json_t *schema)
  * Follows $ref (and single-element allOf) to the schema that describes the
  * value. *ret_name, when given, is set to the last referenced name.
  */
-static const json_t *resolve(const struct ck_schemas *set, const json_t *schema,
-                             const char **ret_name)
+/* Follows $ref (and single-element allOf) from schema, looking each name up. */
+static const json_t *follow_refs(const struct ck_schemas *set, const json_t *schema,
+                                 const char **ret_name)
 {
-    if (!set)
-        return schema; /* a lone CRD schema (structural.c): no references to follow */
     for (int hops = 0; schema && hops < MAX_DEPTH; hops++) {
         const char *ref = ref_of(schema);
         if (!ref)
@@ -112,6 +120,109 @@ static const json_t *resolve(const struct ck_schemas *set, const json_t *schema,
         schema = lookup(set, ref);
     }
     return schema;
+}
+
+static size_t node_slot(const void *node, size_t mask)
+{
+    uint64_t h = (uint64_t)(uintptr_t)node;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdu;
+    h ^= h >> 33;
+    return (size_t)h & mask;
+}
+
+/* The answer for node when it belongs to set itself (not a parent), else NULL. */
+static const struct node_answer *answer_of(const struct ck_schemas *set, const json_t *node)
+{
+    if (!set->answers)
+        return NULL;
+    for (size_t i = node_slot(node, set->answers_mask);; i = (i + 1) & set->answers_mask) {
+        const struct node_answer *a = &set->answers[i];
+        if (a->node == node || !a->node)
+            return a->node ? a : NULL;
+    }
+}
+
+/*
+ * Follows $ref (and single-element allOf) to the schema that describes the
+ * value. *ret_name, when given, is set to the last referenced name. A node of
+ * the set's schemas (or of a set below it) is answered from what was found
+ * when the set was made; any other node (one built for a request) is followed.
+ */
+static const json_t *resolve(const struct ck_schemas *set, const json_t *schema,
+                             const char **ret_name)
+{
+    if (!set)
+        return schema; /* a lone CRD schema (structural.c): no references to follow */
+    for (const struct ck_schemas *s = set; s; s = s->parent) {
+        const struct node_answer *a = answer_of(s, schema);
+        if (a) {
+            if (ret_name && a->name)
+                *ret_name = a->name;
+            return a->resolved;
+        }
+    }
+    return follow_refs(set, schema, ret_name);
+}
+
+bool ck__schema_owns(const struct ck_schemas *set, const json_t *node)
+{
+    for (; set; set = set->parent)
+        if (answer_of(set, node))
+            return true;
+    return false;
+}
+
+static size_t count_nodes(const json_t *v, int depth)
+{
+    size_t n = json_is_object(v) ? 1 : 0;
+    if (depth > MAX_DEPTH)
+        return n;
+    const char *key;
+    size_t i;
+    json_t *child;
+    if (json_is_object(v))
+        json_object_foreach((json_t *)v, key, child) n += count_nodes(child, depth + 1);
+    else if (json_is_array(v))
+        json_array_foreach(v, i, child) n += count_nodes(child, depth + 1);
+    return n;
+}
+
+static void add_answers(struct ck_schemas *set, const json_t *v, int depth)
+{
+    if (json_is_object(v)) {
+        size_t i = node_slot(v, set->answers_mask);
+        while (set->answers[i].node && set->answers[i].node != v)
+            i = (i + 1) & set->answers_mask;
+        if (set->answers[i].node)
+            return; /* a node shared by two places: answered once */
+        const char *name = NULL;
+        const json_t *resolved = follow_refs(set, v, &name);
+        set->answers[i] = (struct node_answer){v, resolved, name};
+    }
+    if (depth > MAX_DEPTH)
+        return;
+    const char *key;
+    size_t i;
+    json_t *child;
+    if (json_is_object(v))
+        json_object_foreach((json_t *)v, key, child) add_answers(set, child, depth + 1);
+    else if (json_is_array(v))
+        json_array_foreach(v, i, child) add_answers(set, child, depth + 1);
+}
+
+/* Fills set->answers for every node of the set's own schemas. 0 or CK_ENOMEM. */
+static int find_answers(struct ck_schemas *set)
+{
+    size_t n = count_nodes(set->all, 0), slots = 16;
+    while (slots < 2 * n)
+        slots *= 2;
+    set->answers = calloc(slots, sizeof(*set->answers));
+    if (!set->answers)
+        return CK_ENOMEM;
+    set->answers_mask = slots - 1;
+    add_answers(set, set->all, 0);
+    return 0;
 }
 
 const json_t *ck__schema_resolve(const struct ck_schemas *set, const json_t *schema)
@@ -350,6 +461,12 @@ int ck_schemas_new_layered(const struct ck_schemas *parent, const char *const *d
         ck_schemas_free(set);
         return r;
     }
+    if (r == 0 && find_answers(set) < 0)
+        r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    if (r < 0) {
+        ck_schemas_free(set);
+        return r;
+    }
     find_reaches(set);
     *ret_set = set;
     return 0;
@@ -361,6 +478,7 @@ struct ck_schemas *ck_schemas_free(struct ck_schemas *set)
         json_decref(set->all);
         json_decref(set->reaches);
         json_decref(set->defaulted);
+        free(set->answers);
         free(set);
     }
     return NULL;

@@ -6,9 +6,11 @@
  */
 #include "cktest.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../lib/api/internal.h"
 #include "ckube/api.h"
 
 #define REF(name) "{\"$ref\":\"#/components/schemas/" name "\"}"
@@ -300,6 +302,64 @@ static void test_defaults_behind_references_and_cycles(void **state)
 }
 
 /*
+ * What a reference leads to is remembered per set (the walks' memo, keyed by the
+ * set's serial): a set made after another was freed, likely at the same addresses,
+ * with the same names but other defaults, gets its own answers, never the freed
+ * set's nodes.
+ */
+static void test_a_new_set_at_a_freed_ones_addresses_resolves_anew(void **state)
+{
+    (void)state;
+    for (long long round = 0; round < 6; round++) {
+        char doc[512];
+        snprintf(doc, sizeof(doc),
+                 "{\"Holder\":{\"type\":\"object\",\"properties\":{"
+                 "\"x\":{\"$ref\":\"#/components/schemas/Item\"}}},"
+                 "\"Item\":{\"type\":\"object\",\"properties\":{"
+                 "\"size\":{\"type\":\"integer\",\"default\":%lld}}}}",
+                 round % 2 ? 2LL : 1LL);
+        const char *docs[] = {doc};
+        struct ck_schemas *set = NULL;
+        assert_int_equal(ck_schemas_new(docs, 1, &set, NULL), 0);
+        json_t *o = json_loads("{\"x\":{}}", 0, NULL);
+        assert_int_equal(ck_schema_default(set, "Holder", o), 0);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "x"), "size")),
+                         round % 2 ? 2LL : 1LL);
+        json_decref(o);
+        ck_schemas_free(set);
+    }
+}
+
+/*
+ * A node of the set resolves from what was found when the set was made; a node built
+ * for one request (not the set's) is followed each time, so one built later at the
+ * same address with another reference resolves to that one.
+ */
+static void test_nodes_of_the_set_and_built_ones_resolve(void **state)
+{
+    (void)state;
+    const char *docs[] = {"{\"A\":{\"type\":\"object\"},\"B\":{\"type\":\"string\"},"
+                          "\"Holder\":{\"type\":\"object\",\"properties\":{"
+                          "\"a\":{\"allOf\":[{\"$ref\":\"#/components/schemas/A\"}]}}}}"};
+    struct ck_schemas *set = NULL;
+    assert_int_equal(ck_schemas_new(docs, 1, &set, NULL), 0);
+    const json_t *holder = ck_schemas_get(set, "Holder");
+    const json_t *a_prop = json_object_get(json_object_get(holder, "properties"), "a");
+    assert_true(ck__schema_owns(set, holder));
+    assert_true(ck__schema_owns(set, a_prop));
+    assert_ptr_equal(ck__schema_resolve(set, a_prop), ck_schemas_get(set, "A"));
+    assert_ptr_equal(ck__schema_resolve(set, holder), holder);
+    for (int round = 0; round < 6; round++) {
+        const char *name = round % 2 ? "B" : "A";
+        json_t *built = json_pack("{s:s+}", "$ref", "#/components/schemas/", name);
+        assert_false(ck__schema_owns(set, built));
+        assert_ptr_equal(ck__schema_resolve(set, built), ck_schemas_get(set, name));
+        json_decref(built);
+    }
+    ck_schemas_free(set);
+}
+
+/*
  * A field emitted with its zero value gets the defaults and always-emit fields
  * of its own schema at once, so defaulting is idempotent; a nullable one (a
  * metav1.Time) is emitted as null, as Go marshals a zero Time, so what the
@@ -434,6 +494,8 @@ int main(void)
         cmocka_unit_test_setup(test_validation_reports_every_field_error, use_set),
         cmocka_unit_test_setup(test_bad_schema_sets_are_refused, use_set),
         cmocka_unit_test_setup(test_field_validation_values, use_set),
+        cmocka_unit_test(test_a_new_set_at_a_freed_ones_addresses_resolves_anew),
+        cmocka_unit_test(test_nodes_of_the_set_and_built_ones_resolve),
     };
     return cmocka_run_group_tests(tests, load, unload);
 }
