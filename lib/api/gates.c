@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "ckube/api.h"
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 #define MAX_DEPTH 64
@@ -143,7 +144,7 @@ static void walk_value(struct walk *w, const json_t *schema_in, json_t *v, const
         json_t *item;
         json_array_foreach(v, i, item)
         {
-            snprintf(path + at, size - at, "[%zu]", i);
+            ck__path_push_index(path, size, at, i);
             if (items)
                 walk_value(w, items, item, old_items, path, size, depth + 1);
         }
@@ -162,7 +163,7 @@ static void walk_value(struct walk *w, const json_t *schema_in, json_t *v, const
             if (!w->errs && gate && !gate_on(w, gate) && json_array_size(old_children) == 0) {
                 json_object_del(v, key); /* the gate is off and nothing old uses it */
             } else {
-                snprintf(path + at, size - at, "%s%s", at ? "." : "", key);
+                ck__path_push(path, size, at, at ? "." : "", key, NULL);
                 walk_value(w, prop, child, old_children, path, size, depth + 1);
             }
             json_decref(old_children);
@@ -173,7 +174,7 @@ static void walk_value(struct walk *w, const json_t *schema_in, json_t *v, const
             json_object_foreach(v, key, child)
             {
                 json_t *old_children = olds_at(w, olds, key);
-                snprintf(path + at, size - at, "%s%s", at ? "." : "", key);
+                ck__path_push(path, size, at, at ? "." : "", key, NULL);
                 walk_value(w, extra, child, old_children, path, size, depth + 1);
                 json_decref(old_children);
             }

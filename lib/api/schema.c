@@ -544,27 +544,21 @@ struct path {
 static size_t path_push_field(struct path *p, const char *name)
 {
     size_t saved = p->len;
-    int n = snprintf(p->buf + p->len, sizeof(p->buf) - p->len, "%s%s", p->len ? "." : "", name);
-    if (n > 0)
-        p->len = p->len + (size_t)n < sizeof(p->buf) ? p->len + (size_t)n : sizeof(p->buf) - 1;
+    p->len = ck__path_push(p->buf, sizeof(p->buf), p->len, p->len ? "." : "", name, NULL);
     return saved;
 }
 
 static size_t path_push_index(struct path *p, size_t i)
 {
     size_t saved = p->len;
-    int n = snprintf(p->buf + p->len, sizeof(p->buf) - p->len, "[%zu]", i);
-    if (n > 0)
-        p->len = p->len + (size_t)n < sizeof(p->buf) ? p->len + (size_t)n : sizeof(p->buf) - 1;
+    p->len = ck__path_push_index(p->buf, sizeof(p->buf), p->len, i);
     return saved;
 }
 
 static size_t path_push_key(struct path *p, const char *key)
 {
     size_t saved = p->len;
-    int n = snprintf(p->buf + p->len, sizeof(p->buf) - p->len, "[%s]", key);
-    if (n > 0)
-        p->len = p->len + (size_t)n < sizeof(p->buf) ? p->len + (size_t)n : sizeof(p->buf) - 1;
+    p->len = ck__path_push(p->buf, sizeof(p->buf), p->len, "[", key, "]");
     return saved;
 }
 

@@ -18,6 +18,7 @@
  * - ck__time_parse/ck__time_format: RFC 3339 times as Kubernetes writes them.
  * - ck__parse_bool/ck__quote: Go's strconv.ParseBool and %q, which Kubernetes' inputs
  *   and messages follow.
+ * - ck__path_push/ck__path_push_index: a step appended to a field path, cut to fit.
  * - ck__json_dumps: jansson's json_dumps(), whole or NULL when memory runs out.
  * - ck__json_copy: json_deep_copy() without its cycle check, for our own trees.
  * - ck__yaml_to_json/ck__json_to_yaml: YAML read into jansson and written from it,
@@ -224,6 +225,16 @@ int ck__time_parse(const char *s, int64_t *ret_sec, long *ret_usec);
 const char *ck__time_format(int64_t sec, long usec, char *buf, size_t size);
 
 /* ---- Go's strconv (strconv.c) ------------------------------------------- */
+
+/*
+ * Appends before, text and after (each may be NULL) to the field path of len bytes
+ * in buf (size bytes), as much as fits, always NUL-terminated; returns the new
+ * length (at most size - 1). ck__path_push(buf, size, len, len ? "." : "", "image",
+ * NULL) for a field, ck__path_push_index() for "[3]".
+ */
+size_t ck__path_push(char *buf, size_t size, size_t len, const char *before, const char *text,
+                     const char *after);
+size_t ck__path_push_index(char *buf, size_t size, size_t len, size_t i);
 
 /*
  * strconv.ParseBool: 1 t T TRUE true True are true, 0 f F FALSE false False false.
