@@ -257,6 +257,34 @@ static void push_event(struct ck__watch_stream *s, const char *type, const char 
     s->len += len;
 }
 
+/*
+ * push_event() for a stored object served as it is but for its resourceVersion: its
+ * parts (ck__serve_stored_parts) are copied straight into the stream, where a copy
+ * of the served object for each watcher was made and freed again.
+ */
+static void push_parts_event(struct ck__watch_stream *s, const char *type, const char *stored,
+                             size_t stored_len, const struct ck__served_parts *parts)
+{
+    if (s->ended)
+        return;
+    char head[48];
+    size_t head_len = (size_t)snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
+    size_t len = head_len + stored_len + parts->rv_len + 2;
+    if (!reserve(s, len))
+        return;
+    char *at = s->buf + s->len;
+    memcpy(at, head, head_len);
+    at += head_len;
+    memcpy(at, stored, parts->head);
+    at += parts->head;
+    memcpy(at, parts->rv, parts->rv_len);
+    at += parts->rv_len;
+    memcpy(at, stored + parts->head, stored_len - parts->head);
+    at += stored_len - parts->head;
+    memcpy(at, "}\n", 2);
+    s->len += len;
+}
+
 /* An ERROR event with err's Status; the stream ends after it. */
 static void push_error(struct ck__watch_stream *s, const struct ck_err *err)
 {
@@ -319,13 +347,23 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
         json_decref(table);
         return;
     }
-    size_t len = 0;
-    char *served = ck__serve_stored(s->kind, kv->value, kv->value_len, revision, &len);
-    if (served)
-        push_event(s, type, served, len);
-    else
+    struct ck__served_parts parts;
+    if (ck__serve_stored_parts(s->kind, kv->value, kv->value_len, revision, &parts) < 0) {
         push_no_memory(s);
-    free(served);
+    } else if (parts.owned) {
+        push_event(s, type, parts.owned, parts.owned_len);
+        free(parts.owned);
+    } else if (s->protobuf) { /* the encoder takes the object whole */
+        size_t len = 0;
+        char *served = ck__serve_stored(s->kind, kv->value, kv->value_len, revision, &len);
+        if (served)
+            push_event(s, type, served, len);
+        else
+            push_no_memory(s);
+        free(served);
+    } else {
+        push_parts_event(s, type, kv->value, kv->value_len, &parts);
+    }
 }
 
 /* A BOOKMARK: an object of the kind holding only metadata.resourceVersion. */
