@@ -84,16 +84,14 @@ static struct type find_type(const struct walk *w, const json_t *prop);
 /* How a value of prop is walked: for a node of the set, found once per thread (ck__memo). */
 static struct type classify(const struct walk *w, const json_t *prop)
 {
-    if (!prop || !w->set || !ck__schema_owns(w->set, prop))
-        return find_type(w, prop);
-    uint64_t serial = ck__schemas_serial(w->set);
     bool hit = false;
-    struct ck__memo_slot *slot = ck__memo_find(CK__MEMO_SHAPE, serial, prop, &hit);
+    struct ck__memo_slot *slot = ck__memo_find(CK__MEMO_SHAPE, w->set, prop, &hit);
+    if (!slot)
+        return find_type(w, prop);
     if (!hit) {
         struct type t = find_type(w, prop);
-        if (!slot)
-            return t;
-        *slot = (struct ck__memo_slot){serial, prop, {t.schema, t.keys}, (int)t.shape};
+        *slot = (struct ck__memo_slot){
+            ck__schemas_serial(w->set), prop, {t.schema, t.keys}, (int)t.shape};
     }
     return (struct type){(enum shape)slot->tag, slot->value[0], slot->value[1]};
 }

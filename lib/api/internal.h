@@ -56,9 +56,9 @@ bool ck__schema_owns(const struct ck_schemas *set, const json_t *node);
  * meet: a small direct-mapped table per thread and per question (memo.c
  * allocates a thread's tables when it first asks, and frees them when it
  * exits), keyed by the set's serial and the node's address. Only nodes the set
- * owns (ck__schema_owns) may be asked: they do not change while their set
- * lives, and serials are never reused, so an answer is right for as long as
- * its key can be asked. A newer answer simply takes the slot of an older one.
+ * owns (ck__schema_owns) get a slot: they do not change while their set lives,
+ * and serials are never reused, so an answer is right for as long as its key
+ * can be asked. A newer answer simply takes the slot of an older one.
  */
 enum ck__memo_question {
     CK__MEMO_SHAPE, /* apply.c: how a value of a property is walked */
@@ -73,12 +73,14 @@ struct ck__memo_slot {
 };
 
 /*
- * The slot for (serial, node) in this thread's table for question; *hit tells
- * whether it holds their answer. NULL when the table cannot be allocated:
- * then find the answer without keeping it.
+ * The slot for (set, node) in this thread's table for question; *hit tells
+ * whether it holds their answer. NULL for a node the set does not own (one
+ * built for a request, whose address a later one may take), for a NULL set,
+ * or when the table cannot be allocated: then find the answer without keeping
+ * it. A filled slot must say set's serial and node.
  */
-struct ck__memo_slot *ck__memo_find(enum ck__memo_question question, uint64_t serial,
-                                    const void *node, bool *hit);
+struct ck__memo_slot *ck__memo_find(enum ck__memo_question question, const struct ck_schemas *set,
+                                    const json_t *node, bool *hit);
 
 /*
  * A document built from the kinds table and a schema set (the discovery index, the

@@ -2,6 +2,7 @@
  * memo.c - the per-thread tables of ck__memo_find() (internal.h): allocated
  * on a thread's first question, so that threads which never walk a schema
  * (the HTTP threads, the store's) carry none, and freed when the thread exits.
+ * Only the nodes a set owns are kept.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -21,11 +22,13 @@ static void make_owner(void)
     pthread_key_create(&owner, free); /* the destructor frees a thread's tables */
 }
 
-struct ck__memo_slot *ck__memo_find(enum ck__memo_question question, uint64_t serial,
-                                    const void *node, bool *hit)
+struct ck__memo_slot *ck__memo_find(enum ck__memo_question question, const struct ck_schemas *set,
+                                    const json_t *node, bool *hit)
 {
     static _Thread_local struct memo *tables; /* CK__MEMO_QUESTIONS of them */
     *hit = false;
+    if (!set || !node || !ck__schema_owns(set, node))
+        return NULL;
     if (!tables) {
         pthread_once(&owner_once, make_owner);
         tables = ck__calloc(CK__MEMO_QUESTIONS, sizeof(*tables));
@@ -35,6 +38,7 @@ struct ck__memo_slot *ck__memo_find(enum ck__memo_question question, uint64_t se
             return NULL;
         }
     }
+    uint64_t serial = ck__schemas_serial(set);
     uintptr_t h = (uintptr_t)node;
     h = (h >> 4) ^ (h >> 14) ^ (uintptr_t)(serial * 0x9E3779B97F4A7C15u);
     struct ck__memo_slot *s = &tables[question].slot[h & (CK__MEMO_SLOTS - 1)];

@@ -302,8 +302,8 @@ static void test_defaults_behind_references_and_cycles(void **state)
 }
 
 /*
- * What a reference leads to is remembered per set (the walks' memo, keyed by the
- * set's serial): a set made after another was freed, likely at the same addresses,
+ * Where a reference leads is found once per set, when the set is made (its map by
+ * node address): a set made after another was freed, likely at the same addresses,
  * with the same names but other defaults, gets its own answers, never the freed
  * set's nodes.
  */

@@ -5,7 +5,8 @@
  * that raced a forget is dropped, a watch that ends leaves the cache empty for good, and
  * the cache holds at most CK__NAMESPACE_CACHE_MAX names, and the registry forgets a
  * namespace it writes before it answers (on a cache without a watch, so that nothing else
- * can make it forget): a create, the namespace deleted, the next create refused.
+ * can make it forget): a create, the namespace deleted, the next create refused, the
+ * namespace finalized, the next create not found.
  */
 #include "cktest.h"
 
@@ -171,6 +172,18 @@ static char *create(struct ck__registry *reg, const char *resource, const char *
     return body;
 }
 
+/* The finalize subresource's body: the namespace without its finalizers. */
+static json_t *no_finalizers(const json_t *current, void *arg, struct ck_err *reterr)
+{
+    (void)arg;
+    (void)reterr;
+    json_t *next = json_deep_copy(current);
+    json_t *spec = json_object_get(next, "spec");
+    assert_non_null(spec); /* the namespace's "kubernetes" finalizer is there */
+    json_object_set_new(spec, "finalizers", json_array());
+    return next;
+}
+
 static void test_the_registry_forgets_what_it_writes(void **state)
 {
     (void)state;
@@ -205,6 +218,16 @@ static void test_the_registry_forgets_what_it_writes(void **state)
     /* and its answer is remembered in turn */
     assert_true(ck__namespace_cache_lookup(own, "own", &t, &g));
     assert_true(t);
+    /* finalized, it goes: the next create finds no namespace */
+    assert_int_equal(ck__registry_update(&reg, ck_kind_with_role(CK_KIND_ROLE_NAMESPACE), NULL,
+                                         "own", "finalize", no_finalizers, NULL, false, &body, &len,
+                                         &err),
+                     0);
+    free(body);
+    assert_false(ck__namespace_cache_lookup(own, "own", &t, &g));
+    assert_null(create(&reg, "pods", "own", pod, &err));
+    assert_int_equal(err.http_status, 404);
+    ck_err_release(&err);
     ck__namespace_cache_free(own);
 }
 
