@@ -788,6 +788,8 @@ static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connect
                              "fieldValidation must be one of Strict, Warn or Ignore");
     }
     patch.scale = is_scale(t);
+    const struct ck_subresource *sub = target_subresource(t);
+    patch.status_only = sub && sub->part == CK_SUBRESOURCE_STATUS;
     char *out = NULL;
     size_t out_len = 0;
     char manager[160];

@@ -305,6 +305,11 @@ struct ck__patch {
     const struct ck_schemas *schemas;
     const struct ck_kind *kind;
     bool scale; /* the patch is of the object's Scale */
+    /*
+     * A status write, which keeps only the result's metadata and status: a merge
+     * patch is applied to those (and apiVersion, kind) alone, not to a copy of all.
+     */
+    bool status_only;
     enum ck_field_validation validation;
     struct ck_warnings warnings; /* of the last attempt, for the response */
     struct ck_field_manager who; /* the writer (apply: the applier) */

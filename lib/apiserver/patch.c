@@ -219,6 +219,25 @@ static int check_name(const json_t *patched, const json_t *current, struct ck_er
     return 0;
 }
 
+/*
+ * What of current a status write can change, for a merge patch to apply to: its
+ * apiVersion, kind, metadata and status (borrowed), without the spec and the rest,
+ * which the write takes from the stored object whatever the patch says of them. A
+ * merge patch gives the same metadata and status on either, and its other members
+ * are decoded (and refused) alike. NULL when out of memory.
+ */
+static json_t *status_view(const json_t *current)
+{
+    static const char *const kept[] = {"apiVersion", "kind", "metadata", "status"};
+    json_t *view = json_object();
+    for (size_t i = 0; view && i < sizeof(kept) / sizeof(kept[0]); i++) {
+        json_t *v = json_object_get(current, kept[i]);
+        if (v && json_object_set(view, kept[i], v) < 0)
+            view = (json_decref(view), NULL);
+    }
+    return view;
+}
+
 json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr)
 {
     struct ck__patch *p = arg;
@@ -226,6 +245,18 @@ json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr
         json_t *out = ck__apply_patch(p, current, reterr);
         if (out && current)
             drop_inherited_version(out, current);
+        return out;
+    }
+    if (!p->scale && p->status_only && p->type == CK__PATCH_MERGE) {
+        json_t *view = status_view(current);
+        json_t *out = view ? apply(p, view, p->kind->schema, reterr) : NULL;
+        if (!view)
+            ck_err_no_memory(reterr);
+        else if (out && check_name(out, current, reterr) < 0)
+            out = (json_decref(out), NULL);
+        if (out)
+            drop_inherited_version(out, current);
+        json_decref(view);
         return out;
     }
     if (!p->scale) {

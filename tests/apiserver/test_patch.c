@@ -183,6 +183,43 @@ static void test_status_writes_keep_what_kubernetes_keeps(void **state)
                     "MethodNotAllowed", NULL);
 }
 
+/*
+ * A status merge patch is applied to the object's apiVersion, kind, metadata and
+ * status alone (the write keeps the stored rest): what it says of the rest is still
+ * decoded as before, refused under Strict when unknown and when of the wrong type,
+ * and otherwise dropped.
+ */
+static void test_status_merge_patch_decodes_what_it_drops(void **state)
+{
+    (void)state;
+    json_decref(call("POST", "/api/v1/namespaces/default/pods",
+                     "{\"metadata\":{\"name\":\"view\"},\"spec\":{\"containers\":[{\"name\":"
+                     "\"c\",\"image\":\"x\"}]}}",
+                     201));
+    const char *path = "/api/v1/namespaces/default/pods/view/status?fieldValidation=Strict";
+    expect_status_h("PATCH", path, "{\"spec\":{\"bogus\":1},\"status\":{\"phase\":\"Running\"}}",
+                    merge_type, 422, "Invalid", "unknown field \"spec.bogus\"");
+    expect_status_h("PATCH", path, "{\"spec\":{\"containers\":\"x\"}}", merge_type, 422, "Invalid",
+                    "cannot unmarshal string into Go struct field PodSpec.spec.containers");
+    expect_status_h("PATCH", path, "{\"data\":{\"x\":1}}", merge_type, 422, "Invalid",
+                    "unknown field \"data\"");
+    json_t *p = call_h("PATCH", path,
+                       "{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"changed\"}]},"
+                       "\"status\":{\"podIP\":\"10.1.1.1\"},\"metadata\":{\"labels\":{\"a\":"
+                       "\"b\"}},\"kind\":\"Other\"}",
+                       merge_type, 200);
+    assert_string_equal(str(p, "kind"), "Pod");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(at(p, "spec.containers"), 0), "image")),
+        "x");
+    assert_string_equal(str(p, "status.podIP"), "10.1.1.1");
+    assert_string_equal(str(p, "metadata.labels.a"), "b");
+    json_t *got = call("GET", "/api/v1/namespaces/default/pods/view", NULL, 200);
+    assert_true(json_equal(got, p));
+    json_decref(got);
+    json_decref(p);
+}
+
 /* ---- patch -------------------------------------------------------------- */
 
 static void test_merge_and_json_patch(void **state)
@@ -456,6 +493,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_subresource_writes_only_status),
         cmocka_unit_test(test_status_writes_keep_what_kubernetes_keeps),
+        cmocka_unit_test(test_status_merge_patch_decodes_what_it_drops),
         cmocka_unit_test(test_merge_and_json_patch),
         cmocka_unit_test(test_strategic_merge_patch),
         cmocka_unit_test(test_strategic_merge_patch_of_a_kind_without_merge_keys),
