@@ -27,7 +27,8 @@
 
 struct ck__namespace_cache {
     struct ck_store_watch *watch;
-    size_t prefix_len; /* of the namespaces' keys, ahead of the name */
+    char prefix[CK__KEY_MAX]; /* of the namespaces' keys, ahead of the name */
+    size_t prefix_len;
     pthread_mutex_t lock;
     json_t *known;       /* name -> true (being terminated) or false */
     uint64_t generation; /* bumped by every forget */
@@ -58,14 +59,16 @@ int ck__namespace_cache_new(const struct ck_kind *namespace_kind, struct ck__nam
                             struct ck_err *reterr)
 {
     *ret = NULL;
-    char prefix[CK__KEY_MAX];
-    int plen = ck__collection_prefix(namespace_kind, NULL, prefix, sizeof(prefix));
-    if (plen < 0)
-        return ck_err_set(reterr, CK_EINVAL, "no key prefix for namespaces");
     struct ck__namespace_cache *c = ck__calloc(1, sizeof(*c));
     if (!c || !(c->known = json_object())) {
         free(c);
         return ck_err_no_memory(reterr);
+    }
+    int plen = ck__collection_prefix(namespace_kind, NULL, c->prefix, sizeof(c->prefix));
+    if (plen < 0) {
+        json_decref(c->known);
+        free(c);
+        return ck_err_set(reterr, CK_EINVAL, "no key prefix for namespaces");
     }
     c->prefix_len = (size_t)plen;
     pthread_mutex_init(&c->lock, NULL);
@@ -80,9 +83,7 @@ int ck__namespace_cache_start(struct ck_store *store, const struct ck_kind *name
     int r = ck__namespace_cache_new(namespace_kind, &c, reterr);
     if (r < 0)
         return r;
-    char prefix[CK__KEY_MAX];
-    ck__collection_prefix(namespace_kind, NULL, prefix, sizeof(prefix));
-    r = ck_store_watch(store, prefix, c->prefix_len, true, 0, on_event, c, &c->watch, reterr);
+    r = ck_store_watch(store, c->prefix, c->prefix_len, true, 0, on_event, c, &c->watch, reterr);
     if (r < 0) {
         ck__namespace_cache_free(c);
         return r;

@@ -237,52 +237,45 @@ static void push_proto_event(struct ck__watch_stream *s, const char *type, const
     free(frame);
 }
 
+/*
+ * Appends the JSON event {"type":T,"object":O}\n, O being object[0, head),
+ * rv (rv_len bytes), object[head, len): a stored object with its spliced
+ * resourceVersion (ck__serve_stored_parts) goes into the stream straight from
+ * the stored bytes, without a served copy per watcher.
+ */
+static void push_json_parts(struct ck__watch_stream *s, const char *type, const char *object,
+                            size_t object_len, size_t head, const char *rv, size_t rv_len)
+{
+    if (s->ended)
+        return;
+    char start[48];
+    size_t start_len = (size_t)snprintf(start, sizeof(start), "{\"type\":\"%s\",\"object\":", type);
+    size_t len = start_len + object_len + rv_len + 2;
+    if (!reserve(s, len))
+        return;
+    char *at = s->buf + s->len;
+    memcpy(at, start, start_len);
+    at += start_len;
+    memcpy(at, object, head);
+    at += head;
+    if (rv_len)
+        memcpy(at, rv, rv_len);
+    at += rv_len;
+    memcpy(at, object + head, object_len - head);
+    at += object_len - head;
+    memcpy(at, "}\n", 2);
+    s->len += len;
+}
+
 static void push_event(struct ck__watch_stream *s, const char *type, const char *object,
                        size_t object_len)
 {
     if (s->ended)
         return;
-    if (s->protobuf) {
+    if (s->protobuf)
         push_proto_event(s, type, object, object_len);
-        return;
-    }
-    char head[48];
-    size_t head_len = (size_t)snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
-    size_t len = head_len + object_len + 2;
-    if (!reserve(s, len))
-        return;
-    memcpy(s->buf + s->len, head, head_len);
-    memcpy(s->buf + s->len + head_len, object, object_len);
-    memcpy(s->buf + s->len + head_len + object_len, "}\n", 2);
-    s->len += len;
-}
-
-/*
- * push_event() for a stored object served as it is but for its resourceVersion: its
- * parts (ck__serve_stored_parts) are copied straight into the stream, where a copy
- * of the served object for each watcher was made and freed again.
- */
-static void push_parts_event(struct ck__watch_stream *s, const char *type, const char *stored,
-                             size_t stored_len, const struct ck__served_parts *parts)
-{
-    if (s->ended)
-        return;
-    char head[48];
-    size_t head_len = (size_t)snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
-    size_t len = head_len + stored_len + parts->rv_len + 2;
-    if (!reserve(s, len))
-        return;
-    char *at = s->buf + s->len;
-    memcpy(at, head, head_len);
-    at += head_len;
-    memcpy(at, stored, parts->head);
-    at += parts->head;
-    memcpy(at, parts->rv, parts->rv_len);
-    at += parts->rv_len;
-    memcpy(at, stored + parts->head, stored_len - parts->head);
-    at += stored_len - parts->head;
-    memcpy(at, "}\n", 2);
-    s->len += len;
+    else
+        push_json_parts(s, type, object, object_len, object_len, NULL, 0);
 }
 
 /* An ERROR event with err's Status; the stream ends after it. */
@@ -348,12 +341,7 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
         return;
     }
     struct ck__served_parts parts;
-    if (ck__serve_stored_parts(s->kind, kv->value, kv->value_len, revision, &parts) < 0) {
-        push_no_memory(s);
-    } else if (parts.owned) {
-        push_event(s, type, parts.owned, parts.owned_len);
-        free(parts.owned);
-    } else if (s->protobuf) { /* the encoder takes the object whole */
+    if (s->protobuf) { /* the encoder takes the served object whole */
         size_t len = 0;
         char *served = ck__serve_stored(s->kind, kv->value, kv->value_len, revision, &len);
         if (served)
@@ -361,8 +349,13 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
         else
             push_no_memory(s);
         free(served);
+    } else if (ck__serve_stored_parts(s->kind, kv->value, kv->value_len, revision, &parts) < 0) {
+        push_no_memory(s);
+    } else if (parts.owned) {
+        push_event(s, type, parts.owned, parts.owned_len);
+        free(parts.owned);
     } else {
-        push_parts_event(s, type, kv->value, kv->value_len, &parts);
+        push_json_parts(s, type, kv->value, kv->value_len, parts.head, parts.rv, parts.rv_len);
     }
 }
 
