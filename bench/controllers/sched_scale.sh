@@ -75,6 +75,20 @@ stop_scheduler() { # stops it; its log line at exit says its mean scheduling cyc
     cycle=$(sed -n 's/.*meanCycleMicroseconds="\([0-9.]*\)".*/\1 us/p' "$work/sched.err")
 }
 
+requests() { # the server's requests so far, by verb, resource and subresource (its /metrics)
+    kubectl get --raw /metrics | python3 -c '
+import re, sys, collections
+counts = collections.Counter()
+for line in sys.stdin:
+    if line.startswith("apiserver_request_total{"):
+        labels = dict(re.findall(r"(\w+)=\"([^\"]*)\"", line))
+        key = labels.get("verb", "") + " " + labels.get("resource", "")
+        if labels.get("subresource"):
+            key += "/" + labels["subresource"]
+        counts[key] += int(float(line.rsplit(" ", 1)[1]))
+print("  requests: " + ", ".join("%s %d" % kv for kv in counts.most_common() if kv[1] >= 10))'
+}
+
 echo "machine: $(nproc) CPUs, $(uname -sm), $(date -u +%F), load $(cut -d' ' -f1-3 /proc/loadavg)"
 if wanted pods; then
     echo "--- phase pods: $n pods created first, then the scheduler started (--kube-api-qps $qps)"
@@ -122,6 +136,7 @@ YAML
     sed 's/^/  /' "$work/obs.out"
     echo "  RSS: server $(rss "$server_pid"), controller-manager $(rss "$cm_pid"), scheduler $(rss "$sched_pid"), fake-nodes $(rss "$fake_pid")"
     echo "  CPU: server $(cpu "$server_pid"), controller-manager $(cpu "$cm_pid"), scheduler $(cpu "$sched_pid"), fake-nodes $(cpu "$fake_pid")"
+    requests
     stop_scheduler
     echo "  scheduler mean cycle: $cycle"
     stop_all
