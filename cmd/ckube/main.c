@@ -23,7 +23,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -736,14 +735,7 @@ static int cmd_server(int argc, char **argv)
     sigset_t stop_signals;
     ck_cmd_block_stop_signals(&stop_signals);
     raise_open_file_limit();
-    /*
-     * Blocks of 128 KiB and more (objects, list bodies, watch buffers) come
-     * from mmap and go back to the system when freed. glibc otherwise raises
-     * this threshold after each such free, and large buffers then fragment the
-     * heap: 1,000 watchers that never read peaked at 348 MiB instead of
-     * 252 MiB (docs/benchmarks.md, "Hostile clients").
-     */
-    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    ck__memory_setup();
 
     char default_store[PATH_MAX + 16];
     if (!opts.store) {
@@ -831,7 +823,7 @@ static int cmd_server(int argc, char **argv)
     }
 
     CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "store", opts.store, "version",
-            ck_version()->git_version);
+            ck_version()->git_version, "allocator", ck__memory_allocator());
     struct ck_cmd_controllers controllers = {0};
     if (!no_controllers && ck_cmd_controllers_start(server, opts.controllers, &syncs, node_grace,
                                                     &election, &controllers) < 0) {

@@ -38,12 +38,11 @@
  * still hold them): unregistered ones wait on `retired` until exit, and the
  * built-in schemas their sets lie over are one process-wide set
  * (ck__shared_schemas()), never freed either. A pass over many definitions
- * ends with malloc_trim(): their decoded JSON is megabytes, freed at once.
+ * ends with ck__memory_release(): their decoded JSON is megabytes, freed at once.
  *
  * Threading: the watch callback only raises `dirty` under c->lock; the
  * thread does all the work. `served` is guarded by served_lock.
  */
-#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -710,7 +709,7 @@ static bool sync_all(struct ck__crd_controller *c)
         json_decref(crds[i]);
     free(crds);
     if (n >= TRIM_AFTER)
-        malloc_trim(0); /* a pass over many definitions leaves megabytes of freed JSON behind */
+        ck__memory_release(); /* a pass over many definitions leaves megabytes freed */
     return again;
 }
 

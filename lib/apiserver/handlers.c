@@ -16,7 +16,6 @@
  * immutable registry and the thread-safe store.
  */
 #define _GNU_SOURCE
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,7 +387,7 @@ static enum MHD_Result send_proto_list(struct MHD_Connection *conn, const struct
 
 /*
  * Releases a list result; after one of many objects, also gives the free
- * memory of every malloc arena back to the system. glibc keeps what a thread
+ * memory of every allocator arena back to the system. glibc keeps what a thread
  * freed in that thread's arena, and the next large list usually runs on
  * another of the pool's threads, so each thread's arena grew to the largest
  * list it had served: a server that had deleted 100,000 pods twice with a
@@ -399,7 +398,7 @@ static void release_list(struct ck__list_result *result)
     size_t n = result->n_kvs;
     ck__list_result_release(result);
     if (n >= TRIM_AFTER_OBJECTS)
-        malloc_trim(0);
+        ck__memory_release();
 }
 
 static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connection *conn,

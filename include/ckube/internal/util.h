@@ -8,6 +8,8 @@
  * - ck__malloc/ck__calloc/ck__realloc/ck__strdup: the allocation calls, with a test
  *   hook that makes the Nth call fail, so allocation failure is an ordinary test
  *   (SQLite's faultsim). The hook is process-wide; its counters are atomic.
+ * - ck__memory_release: free pages given back to the system now, whichever allocator
+ *   the program links (jemalloc, or glibc's in sanitizer builds).
  * - struct ck__strmap: a string-keyed hash map (chaining, FNV-1a, doubling). It copies
  *   keys and stores void * values it does not own. Not thread-safe: its owner locks.
  * - struct ck__buf: a growable NUL-terminated byte buffer with an optional cap and a
@@ -66,6 +68,20 @@ unsigned long ck__alloc_failures(void);
  * parser). Returns whether it was paused before, to restore.
  */
 bool ck__alloc_hook_pause(bool pause);
+
+/* ---- the allocator (memory.c) -------------------------------------------- */
+
+/* Sets up the allocator for a long-running server (glibc: a fixed mmap threshold). */
+void ck__memory_setup(void);
+
+/*
+ * Gives the free memory of every allocator arena back to the system now: after
+ * one request freed megabytes at once (a long list, many definitions).
+ */
+void ck__memory_release(void);
+
+/* "jemalloc", or "libc" in a sanitizer build (whose allocator is then the sanitizer's). */
+const char *ck__memory_allocator(void);
 
 /* ---- string map (strmap.c) --------------------------------------------- */
 
