@@ -58,12 +58,22 @@ static const json_t *keyword(const struct walk *w, const json_t *prop, const cha
     return v ? v : json_object_get(ck__schema_resolve(w->set, prop), name);
 }
 
-/* Appends to out every old value under key (olds: the old values at this place). */
+/* Appends v to *out, made on the first value. */
+static void old_found(struct walk *w, json_t **out, json_t *v)
+{
+    if (!*out && !(*out = json_array()))
+        w->nomem = true;
+    else if (json_array_append(*out, v) < 0)
+        w->nomem = true;
+}
+
+/*
+ * Every old value under key (olds: the old values at this place), or NULL for
+ * none: a create, or an old object without this field, allocates nothing here.
+ */
 static json_t *olds_at(struct walk *w, const json_t *olds, const char *key)
 {
-    json_t *out = json_array();
-    if (!out)
-        w->nomem = true;
+    json_t *out = NULL;
     size_t i;
     json_t *old;
     json_array_foreach(olds, i, old)
@@ -76,11 +86,10 @@ static json_t *olds_at(struct walk *w, const json_t *olds, const char *key)
             json_t *item;
             json_array_foreach(v, j, item)
             {
-                if (json_array_append(out, item) < 0)
-                    w->nomem = true;
+                old_found(w, &out, item);
             }
-        } else if (key && json_array_append(out, v) < 0) {
-            w->nomem = true;
+        } else if (key) {
+            old_found(w, &out, v);
         }
     }
     return out;
@@ -188,10 +197,11 @@ static void walk_object(struct walk *w, const char *name, json_t *obj, const jso
     const json_t *schema = ck_schemas_get(w->set, name);
     if (!schema || !obj)
         return;
-    json_t *olds = json_array();
-    if (!olds || (old && json_array_append(olds, (json_t *)old) < 0)) {
+    json_t *olds = NULL; /* none for a create */
+    if (old)
+        old_found(w, &olds, (json_t *)old);
+    if (w->nomem) {
         json_decref(olds);
-        w->nomem = true;
         return;
     }
     char path[1024] = "";
