@@ -12,14 +12,15 @@
  * 10000 10` in a Release build, is the figure of docs/benchmarks.md ("Create and delete
  * cycles").
  *
- * What is compared: VmRSS after malloc_trim(0) (glibc keeps freed memory in its
- * arenas otherwise, so RSS would say nothing about leaks). The warm-up cycle
- * fills what is bounded and kept on purpose: the watch history (set here to
- * 256 events, so one cycle fills it at any N from 128 on), SQLite's page cache,
- * libmicrohttpd's connection pools, glibc's arenas of the handler threads. After
- * it every cycle does the same work on the same amounts, so RSS must not grow
+ * What is compared: VmRSS after ck__memory_release() (jemalloc's purge of every
+ * arena, or glibc's malloc_trim(0): the allocator keeps freed memory otherwise,
+ * so RSS would say nothing about leaks). The warm-up cycle fills what is bounded
+ * and kept on purpose: the watch history (set here to 256 events, so one cycle
+ * fills it at any N from 128 on), SQLite's page cache, libmicrohttpd's
+ * connection pools, the allocator's arenas of the handler threads. After it
+ * every cycle does the same work on the same amounts, so RSS must not grow
  * with the cycles: the limit is 4 MiB plus 1 % of the warm-up RSS over the
- * warm-up figure, room for arena fragmentation (a freed chunk that malloc_trim
+ * warm-up figure, room for arena fragmentation (a freed chunk that the release
  * cannot give back because a live one sits above it) and for SQLite's file
  * growing and its cache following it. A leak of a single 1 KiB object per
  * create would add N KiB per cycle: 10 MiB per cycle at N = 10,000, caught in
@@ -30,9 +31,8 @@
  */
 #include "cktest.h"
 
-#include <malloc.h>
-
 #include "apiserver/httptest.h"
+#include "ckube/internal/util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1
@@ -48,10 +48,10 @@
 static unsigned objects = 300;
 static unsigned cycles = 3;
 
-/* The process's resident memory in KiB, after giving glibc's free memory back. */
+/* The process's resident memory in KiB, after giving the allocator's free memory back. */
 static long rss_kib(void)
 {
-    malloc_trim(0);
+    ck__memory_release();
     FILE *f = fopen("/proc/self/status", "r");
     if (!f)
         return -1;
