@@ -138,6 +138,26 @@ static void check_value(struct walk *w, const json_t *schema, const json_t *v, c
 }
 
 static void walk_value(struct walk *w, const json_t *schema_in, json_t *v, const json_t *olds,
+                       char *path, size_t size, int depth);
+
+/* v[key] (child), declared by prop: dropped while its gate is off and nothing old uses it. */
+static void walk_member(struct walk *w, json_t *v, const char *key, const json_t *prop,
+                        json_t *child, const json_t *olds, char *path, size_t size, int depth)
+{
+    size_t at = strlen(path);
+    json_t *old_children = olds_at(w, olds, key);
+    const char *gate = json_string_value(keyword(w, prop, "x-ckube-feature-gate"));
+    if (!w->errs && gate && !gate_on(w, gate) && json_array_size(old_children) == 0) {
+        json_object_del(v, key); /* the gate is off and nothing old uses it */
+    } else {
+        ck__path_push(path, size, at, at ? "." : "", key, NULL);
+        walk_value(w, prop, child, old_children, path, size, depth + 1);
+        path[at] = '\0';
+    }
+    json_decref(old_children);
+}
+
+static void walk_value(struct walk *w, const json_t *schema_in, json_t *v, const json_t *olds,
                        char *path, size_t size, int depth)
 {
     const json_t *schema = ck__schema_resolve(w->set, schema_in);
@@ -161,25 +181,24 @@ static void walk_value(struct walk *w, const json_t *schema_in, json_t *v, const
     } else if (json_is_object(v)) {
         const json_t *props = json_object_get(schema, "properties");
         const char *key;
-        json_t *prop;
-        json_object_foreach((json_t *)props, key, prop)
-        {
-            json_t *child = json_object_get(v, key);
-            if (!child)
-                continue;
-            json_t *old_children = olds_at(w, olds, key);
-            const char *gate = json_string_value(keyword(w, prop, "x-ckube-feature-gate"));
-            if (!w->errs && gate && !gate_on(w, gate) && json_array_size(old_children) == 0) {
-                json_object_del(v, key); /* the gate is off and nothing old uses it */
-            } else {
-                ck__path_push(path, size, at, at ? "." : "", key, NULL);
-                walk_value(w, prop, child, old_children, path, size, depth + 1);
+        json_t *prop, *child;
+        void *next;
+        /* by whichever is smaller: a value usually holds few of its schema's properties */
+        if (json_object_size(v) < json_object_size(props)) {
+            json_object_foreach_safe(v, next, key, child)
+            {
+                if ((prop = json_object_get(props, key)))
+                    walk_member(w, v, key, prop, child, olds, path, size, depth);
             }
-            json_decref(old_children);
+        } else {
+            json_object_foreach((json_t *)props, key, prop)
+            {
+                if ((child = json_object_get(v, key)))
+                    walk_member(w, v, key, prop, child, olds, path, size, depth);
+            }
         }
         const json_t *extra = json_object_get(schema, "additionalProperties");
         if (json_is_object(extra)) {
-            json_t *child;
             json_object_foreach(v, key, child)
             {
                 json_t *old_children = olds_at(w, olds, key);

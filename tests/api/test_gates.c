@@ -84,6 +84,12 @@ static void test_create_drops_only_while_off(void **state)
         assert_int_equal(json_object_get(item, "size") != NULL, on); /* through allOf too */
         assert_string_equal(json_string_value(json_object_get(o, "name")), "a");
         json_decref(o);
+        /* fewer members than properties: walked by its members, one dropped midway */
+        o = dropped("{\"size\":3,\"name\":\"b\"}", NULL);
+        assert_int_equal(json_object_get(o, "size") != NULL, on);
+        assert_string_equal(json_string_value(json_object_get(o, "name")), "b");
+        assert_int_equal(json_object_size(o), on ? 2 : 1);
+        json_decref(o);
     }
 }
 

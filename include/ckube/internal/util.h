@@ -80,7 +80,10 @@ void ck__memory_setup(void);
  */
 void ck__memory_release(void);
 
-/* "jemalloc", or "libc" in a sanitizer build (whose allocator is then the sanitizer's). */
+/*
+ * "jemalloc", or "libc" when built with CKUBE_ALLOCATOR=libc or with a sanitizer
+ * (whose allocator then stands behind libc's interface).
+ */
 const char *ck__memory_allocator(void);
 
 /* ---- string map (strmap.c) --------------------------------------------- */
