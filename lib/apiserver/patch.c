@@ -247,20 +247,17 @@ json_t *ck__patch_mutate(const json_t *current, void *arg, struct ck_err *reterr
             drop_inherited_version(out, current);
         return out;
     }
-    if (!p->scale && p->status_only && p->type == CK__PATCH_MERGE) {
-        json_t *view = status_view(current);
-        json_t *out = view ? apply(p, view, p->kind->schema, reterr) : NULL;
-        if (!view)
-            ck_err_no_memory(reterr);
-        else if (out && check_name(out, current, reterr) < 0)
-            out = (json_decref(out), NULL);
-        if (out)
-            drop_inherited_version(out, current);
-        json_decref(view);
-        return out;
-    }
     if (!p->scale) {
-        json_t *out = apply(p, current, p->kind->schema, reterr);
+        /* a status write's merge patch needs only what the write keeps of its result */
+        json_t *target = p->status_only && p->type == CK__PATCH_MERGE
+                             ? status_view(current)
+                             : json_incref((json_t *)current);
+        if (!target) {
+            ck_err_no_memory(reterr);
+            return NULL;
+        }
+        json_t *out = apply(p, target, p->kind->schema, reterr);
+        json_decref(target);
         if (out && check_name(out, current, reterr) < 0)
             out = (json_decref(out), NULL);
         if (out)
