@@ -246,19 +246,4 @@ size_t ck__config_map_validate_keys(const json_t *map, const char *field, bool b
 void ck__config_immutable_validate(const json_t *obj, const json_t *old, const char *const *frozen,
                                    struct ck_field_errors *errs);
 
-/* ---- the protobuf wire layer (protobuf.c), for openapi_v2_proto.c ------- */
-
-/* Wire types of a tag. */
-enum { CK__PB_VARINT = 0, CK__PB_FIXED64 = 1, CK__PB_LEN = 2 };
-
-void ck__pb_put_varint(struct ck__buf *b, uint64_t v);
-void ck__pb_put_tag(struct ck__buf *b, uint32_t number, unsigned wire_type);
-/* A double's 8 bytes, little-endian (after its tag). */
-void ck__pb_put_fixed64(struct ck__buf *b, uint64_t v);
-/* A length-delimited field: tag, length, data. */
-void ck__pb_put_bytes(struct ck__buf *b, uint32_t number, const void *data, size_t len);
-/* Starts a length-delimited field whose content is appended next; ck__pb_end_len() closes it. */
-size_t ck__pb_begin_len(struct ck__buf *b, uint32_t number);
-void ck__pb_end_len(struct ck__buf *b, size_t start);
-
 #endif /* CKUBE_API_INTERNAL_H */

@@ -122,7 +122,7 @@ static int encode_value(struct encoder *e, const char *message, const json_t *fi
             uint64_t bits;
             memcpy(&bits, &d, sizeof(bits));
             ck__pb_put_tag(&e->buf, number, CK__PB_FIXED64);
-            ck__pb_put_fixed64(&e->buf, bits);
+            ck__pb_put_fixed(&e->buf, bits, 8);
         }
     } else {
         size_t start = ck__pb_begin_len(&e->buf, number);

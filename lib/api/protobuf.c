@@ -38,7 +38,7 @@
  * sorted by key, as Go's generated marshallers do.
  *
  * The wire layer (varints, tags, length-delimited fields, fixed 32/64) is
- * the few functions below (docs/dependencies.md says why not protobuf-c).
+ * libckube-util's protowire.c (docs/dependencies.md says why not protobuf-c).
  * The decoder reads untrusted bytes: every length is checked against what is
  * left, nesting is capped at CK__PROTO_MAX_DEPTH, and fuzz/fuzz_protobuf.c
  * runs it under libFuzzer.
@@ -358,170 +358,6 @@ bool ck_proto_has_message(const char *name)
     return ensure_table() == 0 && find_message(name) != NULL;
 }
 
-/* ---- the wire layer ----------------------------------------------------- */
-
-enum wire_type { WIRE_VARINT = 0, WIRE_FIXED64 = 1, WIRE_LEN = 2, WIRE_FIXED32 = 5 };
-
-static void put_varint(struct ck__buf *b, uint64_t v)
-{
-    unsigned char bytes[10];
-    size_t n = 0;
-    while (v >= 0x80) {
-        bytes[n++] = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    bytes[n++] = (unsigned char)v;
-    ck__buf_add(b, bytes, n);
-}
-
-static void put_tag(struct ck__buf *b, uint32_t number, enum wire_type wt)
-{
-    put_varint(b, ((uint64_t)number << 3) | (uint64_t)wt);
-}
-
-static void put_fixed(struct ck__buf *b, uint64_t v, size_t n)
-{
-    unsigned char bytes[8];
-    for (size_t i = 0; i < n; i++)
-        bytes[i] = (unsigned char)(v >> (8 * i));
-    ck__buf_add(b, bytes, n);
-}
-
-static void put_bytes_field(struct ck__buf *b, uint32_t number, const void *data, size_t len)
-{
-    put_tag(b, number, WIRE_LEN);
-    put_varint(b, len);
-    ck__buf_add(b, data, len);
-}
-
-static size_t varint_size(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-/*
- * Starts a length-delimited field whose content is appended next; returns the
- * offset end_len() needs. The content is written first and moved up by the
- * size of its length once that is known: one buffer, no size pass.
- */
-static size_t begin_len(struct ck__buf *b, uint32_t number)
-{
-    put_tag(b, number, WIRE_LEN);
-    return b->len;
-}
-
-static void end_len(struct ck__buf *b, size_t start)
-{
-    if (b->err)
-        return;
-    size_t content = b->len - start;
-    size_t n = varint_size(content);
-    unsigned char pad[10] = {0};
-    if (ck__buf_add(b, pad, n) < 0)
-        return;
-    memmove(b->p + start + n, b->p + start, content);
-    uint64_t v = content;
-    for (size_t i = 0; i < n; i++, v >>= 7)
-        b->p[start + i] = (char)((v & 0x7f) | (i + 1 < n ? 0x80 : 0));
-}
-
-/* The writing half of the wire layer, for the other encoders of this library (internal.h). */
-void ck__pb_put_varint(struct ck__buf *b, uint64_t v)
-{
-    put_varint(b, v);
-}
-
-void ck__pb_put_tag(struct ck__buf *b, uint32_t number, unsigned wire_type)
-{
-    put_tag(b, number, (enum wire_type)wire_type);
-}
-
-void ck__pb_put_fixed64(struct ck__buf *b, uint64_t v)
-{
-    put_fixed(b, v, 8);
-}
-
-void ck__pb_put_bytes(struct ck__buf *b, uint32_t number, const void *data, size_t len)
-{
-    put_bytes_field(b, number, data, len);
-}
-
-size_t ck__pb_begin_len(struct ck__buf *b, uint32_t number)
-{
-    return begin_len(b, number);
-}
-
-void ck__pb_end_len(struct ck__buf *b, size_t start)
-{
-    end_len(b, start);
-}
-
-/* A cursor over untrusted bytes. */
-struct reader {
-    const unsigned char *p, *end;
-};
-
-static bool get_varint(struct reader *r, uint64_t *ret)
-{
-    uint64_t v = 0;
-    for (unsigned shift = 0; shift < 64 && r->p < r->end; shift += 7) {
-        unsigned char byte = *r->p++;
-        v |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80)) {
-            *ret = v;
-            return true;
-        }
-    }
-    return false; /* truncated, or longer than ten bytes */
-}
-
-static bool get_fixed(struct reader *r, size_t n, uint64_t *ret)
-{
-    if ((size_t)(r->end - r->p) < n)
-        return false;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v |= (uint64_t)r->p[i] << (8 * i);
-    r->p += n;
-    *ret = v;
-    return true;
-}
-
-static bool get_len(struct reader *r, struct reader *ret)
-{
-    uint64_t n = 0;
-    if (!get_varint(r, &n) || n > (uint64_t)(r->end - r->p))
-        return false;
-    ret->p = r->p;
-    ret->end = r->p + n;
-    r->p += n;
-    return true;
-}
-
-/* Skips a field of wire type wt; false when it cannot (truncated, groups, bad type). */
-static bool skip_field(struct reader *r, unsigned wt)
-{
-    uint64_t v;
-    struct reader sub;
-    switch (wt) {
-    case WIRE_VARINT:
-        return get_varint(r, &v);
-    case WIRE_FIXED64:
-        return get_fixed(r, 8, &v);
-    case WIRE_LEN:
-        return get_len(r, &sub);
-    case WIRE_FIXED32:
-        return get_fixed(r, 4, &v);
-    default:
-        return false;
-    }
-}
-
 /* ---- JSON -> protobuf --------------------------------------------------- */
 
 struct encoder {
@@ -537,24 +373,24 @@ static int type_error(struct encoder *e, const char *field, const char *want)
     return ck_err_status(e->err, "BadRequest", "protobuf: field %s: want %s", field, want);
 }
 
-static enum wire_type wire_of(enum pb_type t)
+static enum ck__pb_wire wire_of(enum pb_type t)
 {
     switch (t) {
     case PB_STRING:
     case PB_BYTES:
     case PB_MESSAGE:
     case PB_MAP:
-        return WIRE_LEN;
+        return CK__PB_LEN;
     case PB_FIXED64:
     case PB_SFIXED64:
     case PB_DOUBLE:
-        return WIRE_FIXED64;
+        return CK__PB_FIXED64;
     case PB_FIXED32:
     case PB_SFIXED32:
     case PB_FLOAT:
-        return WIRE_FIXED32;
+        return CK__PB_FIXED32;
     default:
-        return WIRE_VARINT;
+        return CK__PB_VARINT;
     }
 }
 
@@ -577,7 +413,7 @@ static int encode_value(struct encoder *e, const char *name, uint32_t number, en
     case PB_STRING:
         if (!json_is_string(v))
             return type_error(e, name, "a string");
-        put_bytes_field(&e->buf, number, json_string_value(v), json_string_length(v));
+        ck__pb_put_bytes(&e->buf, number, json_string_value(v), json_string_length(v));
         return 0;
     case PB_BYTES: {
         if (!json_is_string(v))
@@ -588,37 +424,37 @@ static int encode_value(struct encoder *e, const char *name, uint32_t number, en
             return ck_err_no_memory(e->err);
         if (!data)
             return type_error(e, name, "a base64 string");
-        put_bytes_field(&e->buf, number, data, len);
+        ck__pb_put_bytes(&e->buf, number, data, len);
         free(data);
         return 0;
     }
     case PB_BOOL:
         if (!json_is_boolean(v))
             return type_error(e, name, "a boolean");
-        put_tag(&e->buf, number, WIRE_VARINT);
-        put_varint(&e->buf, json_is_true(v));
+        ck__pb_put_tag(&e->buf, number, CK__PB_VARINT);
+        ck__pb_put_varint(&e->buf, json_is_true(v));
         return 0;
     case PB_DOUBLE:
     case PB_FLOAT:
         if (!json_is_number(v))
             return type_error(e, name, "a number");
-        put_tag(&e->buf, number, wire_of(t));
+        ck__pb_put_tag(&e->buf, number, wire_of(t));
         if (t == PB_DOUBLE) {
             double d = json_number_value(v);
             uint64_t bits;
             memcpy(&bits, &d, sizeof(bits));
-            put_fixed(&e->buf, bits, 8);
+            ck__pb_put_fixed(&e->buf, bits, 8);
         } else {
             float f = (float)json_number_value(v);
             uint32_t bits;
             memcpy(&bits, &f, sizeof(bits));
-            put_fixed(&e->buf, bits, 4);
+            ck__pb_put_fixed(&e->buf, bits, 4);
         }
         return 0;
     case PB_MESSAGE: {
-        size_t start = begin_len(&e->buf, number);
+        size_t start = ck__pb_begin_len(&e->buf, number);
         int r = encode_message(e, m, v);
-        end_len(&e->buf, start);
+        ck__pb_end_len(&e->buf, start);
         return r;
     }
     case PB_MAP:
@@ -629,22 +465,22 @@ static int encode_value(struct encoder *e, const char *name, uint32_t number, en
     if (!json_is_integer(v))
         return type_error(e, name, "an integer");
     int64_t i = json_integer_value(v);
-    put_tag(&e->buf, number, wire_of(t));
+    ck__pb_put_tag(&e->buf, number, wire_of(t));
     switch (t) {
     case PB_SINT32:
     case PB_SINT64:
-        put_varint(&e->buf, ((uint64_t)i << 1) ^ (uint64_t)(i >> 63));
+        ck__pb_put_varint(&e->buf, ((uint64_t)i << 1) ^ (uint64_t)(i >> 63));
         break;
     case PB_FIXED32:
     case PB_SFIXED32:
-        put_fixed(&e->buf, (uint64_t)i, 4);
+        ck__pb_put_fixed(&e->buf, (uint64_t)i, 4);
         break;
     case PB_FIXED64:
     case PB_SFIXED64:
-        put_fixed(&e->buf, (uint64_t)i, 8);
+        ck__pb_put_fixed(&e->buf, (uint64_t)i, 8);
         break;
     default: /* int32 negatives are ten bytes, sign-extended, as proto2 writes them */
-        put_varint(&e->buf, (uint64_t)i);
+        ck__pb_put_varint(&e->buf, (uint64_t)i);
         break;
     }
     return 0;
@@ -669,7 +505,7 @@ static int encode_map(struct encoder *e, const struct pb_field *f, const json_t 
     qsort(keys, n, sizeof(*keys), cmp_key); /* Go's marshallers sort map keys */
     int r = 0;
     for (i = 0; r == 0 && i < n; i++) {
-        size_t start = begin_len(&e->buf, f->number);
+        size_t start = ck__pb_begin_len(&e->buf, f->number);
         json_t *k = json_string(keys[i]);
         if (!k) {
             r = ck_err_no_memory(e->err);
@@ -680,7 +516,7 @@ static int encode_map(struct encoder *e, const struct pb_field *f, const json_t 
         value = json_object_get(v, keys[i]);
         if (r == 0 && !json_is_null(value))
             r = encode_value(e, f->name, 2, f->value_type, f->message, value);
-        end_len(&e->buf, start);
+        ck__pb_end_len(&e->buf, start);
     }
     free(keys);
     return r;
@@ -689,9 +525,9 @@ static int encode_map(struct encoder *e, const struct pb_field *f, const json_t 
 static int encode_field(struct encoder *e, const struct pb_field *f, const json_t *obj)
 {
     if (f->inline_) {
-        size_t start = begin_len(&e->buf, f->number);
+        size_t start = ck__pb_begin_len(&e->buf, f->number);
         int r = encode_message(e, f->message, obj);
-        end_len(&e->buf, start);
+        ck__pb_end_len(&e->buf, start);
         return r;
     }
     const json_t *v = json_object_get(obj, f->name);
@@ -722,10 +558,10 @@ static int encode_special(struct encoder *e, const struct pb_message *m, const j
             return type_error(e, m->name, "an RFC 3339 time");
         if (m->special == SPECIAL_TIME)
             usec = 0; /* metav1.Time is whole seconds on every wire */
-        put_tag(&e->buf, 1, WIRE_VARINT);
-        put_varint(&e->buf, (uint64_t)sec);
-        put_tag(&e->buf, 2, WIRE_VARINT);
-        put_varint(&e->buf, (uint64_t)(int64_t)(usec * 1000));
+        ck__pb_put_tag(&e->buf, 1, CK__PB_VARINT);
+        ck__pb_put_varint(&e->buf, (uint64_t)sec);
+        ck__pb_put_tag(&e->buf, 2, CK__PB_VARINT);
+        ck__pb_put_varint(&e->buf, (uint64_t)(int64_t)(usec * 1000));
         return 0;
     }
     case SPECIAL_QUANTITY: {
@@ -740,7 +576,7 @@ static int encode_special(struct encoder *e, const struct pb_message *m, const j
         }
         if (!s)
             return type_error(e, m->name, "a quantity");
-        put_bytes_field(&e->buf, 1, s, strlen(s));
+        ck__pb_put_bytes(&e->buf, 1, s, strlen(s));
         return 0;
     }
     case SPECIAL_INT_OR_STRING:
@@ -749,17 +585,17 @@ static int encode_special(struct encoder *e, const struct pb_message *m, const j
             json_int_t i = json_integer_value(v);
             if (i < INT32_MIN || i > INT32_MAX)
                 return type_error(e, m->name, "an int32 or a string");
-            put_tag(&e->buf, 1, WIRE_VARINT);
-            put_varint(&e->buf, 0);
-            put_tag(&e->buf, 2, WIRE_VARINT);
-            put_varint(&e->buf, (uint64_t)i);
-            put_bytes_field(&e->buf, 3, "", 0);
+            ck__pb_put_tag(&e->buf, 1, CK__PB_VARINT);
+            ck__pb_put_varint(&e->buf, 0);
+            ck__pb_put_tag(&e->buf, 2, CK__PB_VARINT);
+            ck__pb_put_varint(&e->buf, (uint64_t)i);
+            ck__pb_put_bytes(&e->buf, 3, "", 0);
         } else if (json_is_string(v)) {
-            put_tag(&e->buf, 1, WIRE_VARINT);
-            put_varint(&e->buf, 1);
-            put_tag(&e->buf, 2, WIRE_VARINT);
-            put_varint(&e->buf, 0);
-            put_bytes_field(&e->buf, 3, json_string_value(v), json_string_length(v));
+            ck__pb_put_tag(&e->buf, 1, CK__PB_VARINT);
+            ck__pb_put_varint(&e->buf, 1);
+            ck__pb_put_tag(&e->buf, 2, CK__PB_VARINT);
+            ck__pb_put_varint(&e->buf, 0);
+            ck__pb_put_bytes(&e->buf, 3, json_string_value(v), json_string_length(v));
         } else {
             return type_error(e, m->name, "an integer or a string");
         }
@@ -769,7 +605,7 @@ static int encode_special(struct encoder *e, const struct pb_message *m, const j
         char *text = ck__json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY, &len);
         if (!text)
             return ck_err_no_memory(e->err);
-        put_bytes_field(&e->buf, 1, text, len);
+        ck__pb_put_bytes(&e->buf, 1, text, len);
         free(text);
         return 0;
     }
@@ -821,18 +657,18 @@ static const char *str_or_empty(const json_t *obj, const char *key)
 static int encode_enveloped(struct encoder *e, const struct pb_message *m, const json_t *obj)
 {
     ck__buf_add(&e->buf, magic, sizeof(magic));
-    size_t start = begin_len(&e->buf, 1);
+    size_t start = ck__pb_begin_len(&e->buf, 1);
     const char *api_version = str_or_empty(obj, "apiVersion");
     const char *kind = str_or_empty(obj, "kind");
-    put_bytes_field(&e->buf, 1, api_version, strlen(api_version));
-    put_bytes_field(&e->buf, 2, kind, strlen(kind));
-    end_len(&e->buf, start);
-    start = begin_len(&e->buf, 2);
+    ck__pb_put_bytes(&e->buf, 1, api_version, strlen(api_version));
+    ck__pb_put_bytes(&e->buf, 2, kind, strlen(kind));
+    ck__pb_end_len(&e->buf, start);
+    start = ck__pb_begin_len(&e->buf, 2);
     int r = encode_message(e, m, obj);
-    end_len(&e->buf, start);
+    ck__pb_end_len(&e->buf, start);
     /* contentEncoding and contentType: Go writes them empty */
-    put_bytes_field(&e->buf, 3, "", 0);
-    put_bytes_field(&e->buf, 4, "", 0);
+    ck__pb_put_bytes(&e->buf, 3, "", 0);
+    ck__pb_put_bytes(&e->buf, 4, "", 0);
     return r;
 }
 
@@ -887,12 +723,12 @@ int ck_proto_encode_watch_event(const char *message, const char *type, const jso
         return reterr && reterr->code ? reterr->code : CK_EINVAL;
     struct encoder e = {.err = reterr};
     ck__buf_add(&e.buf, "\0\0\0\0", 4); /* the frame's length, filled in below */
-    put_bytes_field(&e.buf, 1, type, strlen(type));
-    size_t object = begin_len(&e.buf, 2); /* RawExtension */
-    size_t raw = begin_len(&e.buf, 1);
+    ck__pb_put_bytes(&e.buf, 1, type, strlen(type));
+    size_t object = ck__pb_begin_len(&e.buf, 2); /* RawExtension */
+    size_t raw = ck__pb_begin_len(&e.buf, 1);
     int r = encode_enveloped(&e, m, obj);
-    end_len(&e.buf, raw);
-    end_len(&e.buf, object);
+    ck__pb_end_len(&e.buf, raw);
+    ck__pb_end_len(&e.buf, object);
     if (r == 0)
         r = frame_length(&e);
     return finish(&e, r, ret_frame, ret_len);
@@ -903,10 +739,10 @@ int ck_proto_watch_frame(const char *type, const void *object, size_t object_len
 {
     struct encoder e = {.err = reterr};
     ck__buf_add(&e.buf, "\0\0\0\0", 4);
-    put_bytes_field(&e.buf, 1, type, strlen(type));
-    size_t start = begin_len(&e.buf, 2);
-    put_bytes_field(&e.buf, 1, object, object_len);
-    end_len(&e.buf, start);
+    ck__pb_put_bytes(&e.buf, 1, type, strlen(type));
+    size_t start = ck__pb_begin_len(&e.buf, 2);
+    ck__pb_put_bytes(&e.buf, 1, object, object_len);
+    ck__pb_end_len(&e.buf, start);
     return finish(&e, frame_length(&e), ret_frame, ret_len);
 }
 
@@ -917,7 +753,7 @@ struct decoder {
     int depth;
 };
 
-static int decode_message(struct decoder *d, const struct pb_message *m, struct reader r,
+static int decode_message(struct decoder *d, const struct pb_message *m, struct ck__pb_reader r,
                           json_t *into, json_t **ret_value);
 
 static int malformed(struct decoder *d, const char *where)
@@ -953,12 +789,12 @@ static bool is_utf8(const unsigned char *p, size_t n)
 
 /* A field's value of type t read from the wire as a JSON value (new reference in *ret). */
 static int decode_scalar(struct decoder *d, const char *name, enum pb_type t, unsigned wt,
-                         struct reader *r, json_t **ret)
+                         struct ck__pb_reader *r, json_t **ret)
 {
     uint64_t v = 0;
-    struct reader s;
+    struct ck__pb_reader s;
     if (t == PB_STRING || t == PB_BYTES) {
-        if (wt != WIRE_LEN || !get_len(r, &s))
+        if (wt != CK__PB_LEN || !ck__pb_get_len(r, &s))
             return malformed(d, name);
         size_t n = (size_t)(s.end - s.p);
         if (t == PB_BYTES) {
@@ -977,8 +813,9 @@ static int decode_scalar(struct decoder *d, const char *name, enum pb_type t, un
     size_t width = t == PB_DOUBLE || t == PB_FIXED64 || t == PB_SFIXED64  ? 8
                    : t == PB_FLOAT || t == PB_FIXED32 || t == PB_SFIXED32 ? 4
                                                                           : 0;
-    if (width ? wt != (width == 8 ? WIRE_FIXED64 : WIRE_FIXED32) || !get_fixed(r, width, &v)
-              : wt != WIRE_VARINT || !get_varint(r, &v))
+    if (width ? wt != (width == 8 ? CK__PB_FIXED64 : CK__PB_FIXED32) ||
+                    !ck__pb_get_fixed(r, width, &v)
+              : wt != CK__PB_VARINT || !ck__pb_get_varint(r, &v))
         return malformed(d, name);
     switch (t) {
     case PB_BOOL:
@@ -1057,14 +894,14 @@ static int store(struct decoder *d, json_t *obj, const struct pb_field *f, json_
     return json_object_set_new(obj, f->name, v) < 0 ? ck_err_no_memory(d->err) : 0;
 }
 
-static int decode_map_entry(struct decoder *d, const struct pb_field *f, struct reader s,
+static int decode_map_entry(struct decoder *d, const struct pb_field *f, struct ck__pb_reader s,
                             json_t *obj)
 {
     json_t *key = NULL, *value = NULL;
     int r = 0;
     while (r == 0 && s.p < s.end) {
         uint64_t tag;
-        if (!get_varint(&s, &tag)) {
+        if (!ck__pb_get_varint(&s, &tag)) {
             r = malformed(d, f->name);
             break;
         }
@@ -1076,8 +913,8 @@ static int decode_map_entry(struct decoder *d, const struct pb_field *f, struct 
             json_decref(key);
             key = v;
         } else if (number == 2 && f->value_type == PB_MESSAGE) {
-            struct reader sub;
-            if (wt != WIRE_LEN || !get_len(&s, &sub)) {
+            struct ck__pb_reader sub;
+            if (wt != CK__PB_LEN || !ck__pb_get_len(&s, &sub)) {
                 r = malformed(d, f->name);
                 break;
             }
@@ -1088,7 +925,7 @@ static int decode_map_entry(struct decoder *d, const struct pb_field *f, struct 
             r = decode_scalar(d, f->name, f->value_type, wt, &s, &v);
             json_decref(value);
             value = v;
-        } else if (!skip_field(&s, wt)) {
+        } else if (!ck__pb_skip(&s, wt)) {
             r = malformed(d, f->name);
         }
     }
@@ -1104,7 +941,7 @@ static int decode_map_entry(struct decoder *d, const struct pb_field *f, struct 
         else if (f->value_type == PB_BOOL)
             value = json_false();
         else if (f->value_type == PB_MESSAGE)
-            r = decode_message(d, f->message, (struct reader){NULL, NULL}, NULL, &value);
+            r = decode_message(d, f->message, (struct ck__pb_reader){NULL, NULL}, NULL, &value);
         else
             value = json_integer(0);
         if (r == 0 && !value && f->value_type != PB_MESSAGE)
@@ -1127,25 +964,25 @@ static int decode_map_entry(struct decoder *d, const struct pb_field *f, struct 
 }
 
 /* The JSON of a special message from its fields, read into the C values below. */
-static int decode_special(struct decoder *d, const struct pb_message *m, struct reader s,
+static int decode_special(struct decoder *d, const struct pb_message *m, struct ck__pb_reader s,
                           json_t **ret_value)
 {
     int64_t ints[4] = {0};
-    struct reader bytes[4] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+    struct ck__pb_reader bytes[4] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
     while (s.p < s.end) {
         uint64_t tag, v;
-        if (!get_varint(&s, &tag))
+        if (!ck__pb_get_varint(&s, &tag))
             return malformed(d, m->name);
         unsigned wt = (unsigned)(tag & 7);
         uint64_t number = tag >> 3;
-        if (number >= 1 && number <= 3 && wt == WIRE_VARINT) {
-            if (!get_varint(&s, &v))
+        if (number >= 1 && number <= 3 && wt == CK__PB_VARINT) {
+            if (!ck__pb_get_varint(&s, &v))
                 return malformed(d, m->name);
             ints[number] = (int64_t)v;
-        } else if (number >= 1 && number <= 3 && wt == WIRE_LEN) {
-            if (!get_len(&s, &bytes[number]))
+        } else if (number >= 1 && number <= 3 && wt == CK__PB_LEN) {
+            if (!ck__pb_get_len(&s, &bytes[number]))
                 return malformed(d, m->name);
-        } else if (!skip_field(&s, wt)) {
+        } else if (!ck__pb_skip(&s, wt)) {
             return malformed(d, m->name);
         }
     }
@@ -1207,25 +1044,25 @@ static int decode_special(struct decoder *d, const struct pb_message *m, struct 
 }
 
 /* Decodes the fields of message m from r into obj (a plain message's JSON object). */
-static int decode_fields(struct decoder *d, const struct pb_message *m, struct reader r,
+static int decode_fields(struct decoder *d, const struct pb_message *m, struct ck__pb_reader r,
                          json_t *obj)
 {
     int ret = 0;
     while (ret == 0 && r.p < r.end) {
         uint64_t tag;
-        if (!get_varint(&r, &tag) || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX)
+        if (!ck__pb_get_varint(&r, &tag) || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX)
             return malformed(d, m->name);
         unsigned wt = (unsigned)(tag & 7);
         struct pb_field key = {.number = (uint32_t)(tag >> 3)};
         const struct pb_field *f = bsearch(&key, m->fields, m->n_fields, sizeof(key), cmp_field);
         if (!f) {
-            if (!skip_field(&r, wt)) /* an unknown field, as Go's unmarshallers skip it */
+            if (!ck__pb_skip(&r, wt)) /* an unknown field, as Go's unmarshallers skip it */
                 ret = malformed(d, m->name);
             continue;
         }
-        struct reader sub;
+        struct ck__pb_reader sub;
         if (f->type == PB_MESSAGE || f->type == PB_MAP) {
-            if (wt != WIRE_LEN || !get_len(&r, &sub))
+            if (wt != CK__PB_LEN || !ck__pb_get_len(&r, &sub))
                 return malformed(d, f->name);
             if (f->type == PB_MAP) {
                 ret = decode_map_entry(d, f, sub, obj);
@@ -1245,9 +1082,9 @@ static int decode_fields(struct decoder *d, const struct pb_message *m, struct r
             }
             continue;
         }
-        if (f->repeated && wt == WIRE_LEN && f->type != PB_STRING && f->type != PB_BYTES) {
+        if (f->repeated && wt == CK__PB_LEN && f->type != PB_STRING && f->type != PB_BYTES) {
             /* packed numbers: accepted as every proto2 parser does */
-            if (!get_len(&r, &sub))
+            if (!ck__pb_get_len(&r, &sub))
                 return malformed(d, f->name);
             unsigned elem_wt = wire_of(f->type);
             while (ret == 0 && sub.p < sub.end) {
@@ -1271,7 +1108,7 @@ static int decode_fields(struct decoder *d, const struct pb_message *m, struct r
  * new value in *ret_value (an object; a special message's own JSON, NULL for a
  * null one; an array for a named slice).
  */
-static int decode_message(struct decoder *d, const struct pb_message *m, struct reader r,
+static int decode_message(struct decoder *d, const struct pb_message *m, struct ck__pb_reader r,
                           json_t *into, json_t **ret_value)
 {
     if (++d->depth > CK__PROTO_MAX_DEPTH) {
@@ -1308,33 +1145,33 @@ static int decode_message(struct decoder *d, const struct pb_message *m, struct 
  * Reads magic + Unknown: sets *ret_raw to the object's bytes and fills
  * api_version and kind (cut to size). CK_EINVAL with *reterr on bad data.
  */
-static int read_envelope(struct decoder *d, const void *data, size_t len, struct reader *ret_raw,
-                         char *api_version, char *kind, size_t size)
+static int read_envelope(struct decoder *d, const void *data, size_t len,
+                         struct ck__pb_reader *ret_raw, char *api_version, char *kind, size_t size)
 {
     if (len < sizeof(magic) || memcmp(data, magic, sizeof(magic)) != 0)
         return ck_err_status(
             d->err, "BadRequest",
             "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]");
-    struct reader r = {(const unsigned char *)data + sizeof(magic),
-                       (const unsigned char *)data + len};
-    *ret_raw = (struct reader){r.end, r.end};
+    struct ck__pb_reader r = {(const unsigned char *)data + sizeof(magic),
+                              (const unsigned char *)data + len};
+    *ret_raw = (struct ck__pb_reader){r.end, r.end};
     api_version[0] = kind[0] = '\0';
     while (r.p < r.end) {
         uint64_t tag;
-        struct reader s;
-        if (!get_varint(&r, &tag))
+        struct ck__pb_reader s;
+        if (!ck__pb_get_varint(&r, &tag))
             return malformed(d, "runtime.Unknown");
         unsigned wt = (unsigned)(tag & 7);
-        if ((tag >> 3) == 1 && wt == WIRE_LEN) {
-            if (!get_len(&r, &s))
+        if ((tag >> 3) == 1 && wt == CK__PB_LEN) {
+            if (!ck__pb_get_len(&r, &s))
                 return malformed(d, "runtime.Unknown");
             while (s.p < s.end) {
-                struct reader str;
+                struct ck__pb_reader str;
                 uint64_t t2;
-                if (!get_varint(&s, &t2))
+                if (!ck__pb_get_varint(&s, &t2))
                     return malformed(d, "runtime.TypeMeta");
-                if (((t2 >> 3) == 1 || (t2 >> 3) == 2) && (t2 & 7) == WIRE_LEN) {
-                    if (!get_len(&s, &str))
+                if (((t2 >> 3) == 1 || (t2 >> 3) == 2) && (t2 & 7) == CK__PB_LEN) {
+                    if (!ck__pb_get_len(&s, &str))
                         return malformed(d, "runtime.TypeMeta");
                     char *out = (t2 >> 3) == 1 ? api_version : kind;
                     size_t n = (size_t)(str.end - str.p);
@@ -1342,21 +1179,21 @@ static int read_envelope(struct decoder *d, const void *data, size_t len, struct
                         return malformed(d, "runtime.TypeMeta");
                     memcpy(out, str.p, n);
                     out[n] = '\0';
-                } else if (!skip_field(&s, (unsigned)(t2 & 7))) {
+                } else if (!ck__pb_skip(&s, (unsigned)(t2 & 7))) {
                     return malformed(d, "runtime.TypeMeta");
                 }
             }
-        } else if ((tag >> 3) == 2 && wt == WIRE_LEN) {
-            if (!get_len(&r, ret_raw))
+        } else if ((tag >> 3) == 2 && wt == CK__PB_LEN) {
+            if (!ck__pb_get_len(&r, ret_raw))
                 return malformed(d, "runtime.Unknown");
-        } else if ((tag >> 3) == 3 && wt == WIRE_LEN) {
-            if (!get_len(&r, &s))
+        } else if ((tag >> 3) == 3 && wt == CK__PB_LEN) {
+            if (!ck__pb_get_len(&r, &s))
                 return malformed(d, "runtime.Unknown");
             if (s.p != s.end) /* Kubernetes writes none and decodes none */
                 return ck_err_status(d->err, "BadRequest",
                                      "protobuf: contentEncoding %.*s is not supported",
                                      (int)(s.end - s.p > 32 ? 32 : s.end - s.p), s.p);
-        } else if (!skip_field(&r, wt)) {
+        } else if (!ck__pb_skip(&r, wt)) {
             return malformed(d, "runtime.Unknown");
         }
     }
@@ -1387,7 +1224,7 @@ int ck_proto_decode(const char *message, const void *data, size_t len, json_t **
     if (!m)
         return reterr && reterr->code ? reterr->code : CK_EINVAL;
     struct decoder d = {.err = reterr};
-    struct reader raw;
+    struct ck__pb_reader raw;
     char api_version[256], kind[256];
     int r = read_envelope(&d, data, len, &raw, api_version, kind, sizeof(kind));
     json_t *obj = NULL;
@@ -1412,32 +1249,32 @@ int ck_proto_decode_watch_event(const char *message, const void *data, size_t le
     if (!m)
         return reterr && reterr->code ? reterr->code : CK_EINVAL;
     struct decoder d = {.err = reterr};
-    struct reader r = {data, (const unsigned char *)data + len}, type = {NULL, NULL},
-                  object = {NULL, NULL};
+    struct ck__pb_reader r = {data, (const unsigned char *)data + len}, type = {NULL, NULL},
+                         object = {NULL, NULL};
     while (r.p < r.end) {
         uint64_t tag;
-        struct reader s;
-        if (!get_varint(&r, &tag))
+        struct ck__pb_reader s;
+        if (!ck__pb_get_varint(&r, &tag))
             return malformed(&d, "WatchEvent");
         unsigned wt = (unsigned)(tag & 7);
-        if ((tag >> 3) == 1 && wt == WIRE_LEN) {
-            if (!get_len(&r, &type))
+        if ((tag >> 3) == 1 && wt == CK__PB_LEN) {
+            if (!ck__pb_get_len(&r, &type))
                 return malformed(&d, "WatchEvent");
-        } else if ((tag >> 3) == 2 && wt == WIRE_LEN) {
-            if (!get_len(&r, &s))
+        } else if ((tag >> 3) == 2 && wt == CK__PB_LEN) {
+            if (!ck__pb_get_len(&r, &s))
                 return malformed(&d, "WatchEvent");
             while (s.p < s.end) { /* RawExtension {1: raw} */
                 uint64_t t2;
-                if (!get_varint(&s, &t2))
+                if (!ck__pb_get_varint(&s, &t2))
                     return malformed(&d, "RawExtension");
-                if ((t2 >> 3) == 1 && (t2 & 7) == WIRE_LEN) {
-                    if (!get_len(&s, &object))
+                if ((t2 >> 3) == 1 && (t2 & 7) == CK__PB_LEN) {
+                    if (!ck__pb_get_len(&s, &object))
                         return malformed(&d, "RawExtension");
-                } else if (!skip_field(&s, (unsigned)(t2 & 7))) {
+                } else if (!ck__pb_skip(&s, (unsigned)(t2 & 7))) {
                     return malformed(&d, "RawExtension");
                 }
             }
-        } else if (!skip_field(&r, wt)) {
+        } else if (!ck__pb_skip(&r, wt)) {
             return malformed(&d, "WatchEvent");
         }
     }
@@ -1502,7 +1339,7 @@ int ck_proto_unwrap(const void *data, size_t len, const void **ret_raw, size_t *
                     struct ck_err *reterr)
 {
     struct decoder d = {.err = reterr};
-    struct reader raw;
+    struct ck__pb_reader raw;
     char api_version[256], kind[256];
     int r = read_envelope(&d, data, len, &raw, api_version, kind, sizeof(kind));
     if (r < 0)
@@ -1535,11 +1372,11 @@ int ck_proto_encode_list(const char *list_message, const char *api_version, cons
         return ck_err_status(reterr, "NotAcceptable", "%s is not a list", list_message);
     struct encoder e = {.err = reterr};
     ck__buf_add(&e.buf, magic, sizeof(magic));
-    size_t start = begin_len(&e.buf, 1);
-    put_bytes_field(&e.buf, 1, api_version, strlen(api_version));
-    put_bytes_field(&e.buf, 2, kind, strlen(kind));
-    end_len(&e.buf, start);
-    start = begin_len(&e.buf, 2);
+    size_t start = ck__pb_begin_len(&e.buf, 1);
+    ck__pb_put_bytes(&e.buf, 1, api_version, strlen(api_version));
+    ck__pb_put_bytes(&e.buf, 2, kind, strlen(kind));
+    ck__pb_end_len(&e.buf, start);
+    start = ck__pb_begin_len(&e.buf, 2);
     int r = meta ? encode_value(&e, meta_field->name, meta_field->number, PB_MESSAGE,
                                 meta_field->message, meta)
                  : 0;
@@ -1548,10 +1385,10 @@ int ck_proto_encode_list(const char *list_message, const char *api_version, cons
         size_t raw_len = 0;
         r = ck_proto_unwrap(items[i], item_lens[i], &raw, &raw_len, reterr);
         if (r == 0)
-            put_bytes_field(&e.buf, items_field->number, raw, raw_len);
+            ck__pb_put_bytes(&e.buf, items_field->number, raw, raw_len);
     }
-    end_len(&e.buf, start);
-    put_bytes_field(&e.buf, 3, "", 0);
-    put_bytes_field(&e.buf, 4, "", 0);
+    ck__pb_end_len(&e.buf, start);
+    ck__pb_put_bytes(&e.buf, 3, "", 0);
+    ck__pb_put_bytes(&e.buf, 4, "", 0);
     return finish(&e, r, ret_data, ret_len);
 }

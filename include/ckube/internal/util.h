@@ -14,6 +14,8 @@
  *   keys and stores void * values it does not own. Not thread-safe: its owner locks.
  * - struct ck__buf: a growable NUL-terminated byte buffer with an optional cap and a
  *   sticky error, a libcurl write callback and a newline splitter over it.
+ * - ck__pb_*: the protobuf wire format (varints, tags, length-delimited and fixed
+ *   fields) written into a struct ck__buf and read from untrusted bytes.
  * - ck__read_file: a whole small file, capped; ck__write_file_atomic: a file written
  *   safely into the data directory; ck__check_private_dir.
  * - ck__meta_str: a string field of an object's metadata.
@@ -189,6 +191,39 @@ typedef bool (*ck__line_fn)(void *arg, const char *line, size_t len);
  * fn asked to stop.
  */
 bool ck__buf_lines(struct ck__buf *b, const char *data, size_t n, ck__line_fn fn, void *arg);
+
+/* ---- the protobuf wire format (protowire.c) ------------------------------ */
+
+/* Wire types of a tag. */
+enum ck__pb_wire { CK__PB_VARINT = 0, CK__PB_FIXED64 = 1, CK__PB_LEN = 2, CK__PB_FIXED32 = 5 };
+
+void ck__pb_put_varint(struct ck__buf *b, uint64_t v);
+void ck__pb_put_tag(struct ck__buf *b, uint32_t number, enum ck__pb_wire wire);
+/* n (4 or 8) bytes of v, little-endian (after its tag). */
+void ck__pb_put_fixed(struct ck__buf *b, uint64_t v, size_t n);
+/* A length-delimited field: tag, length, data. */
+void ck__pb_put_bytes(struct ck__buf *b, uint32_t number, const void *data, size_t len);
+/* A varint field (int64 as two's complement, bool as 1), left out when 0 as proto3 does. */
+void ck__pb_put_uint(struct ck__buf *b, uint32_t number, uint64_t v);
+size_t ck__pb_varint_size(uint64_t v);
+/* Starts a length-delimited field whose content is appended next; ck__pb_end_len() closes it. */
+size_t ck__pb_begin_len(struct ck__buf *b, uint32_t number);
+void ck__pb_end_len(struct ck__buf *b, size_t start);
+
+/* A cursor over untrusted bytes [p, end). */
+struct ck__pb_reader {
+    const unsigned char *p, *end;
+};
+
+/* Each false when the bytes are truncated or malformed; the cursor is then unusable. */
+bool ck__pb_get_varint(struct ck__pb_reader *r, uint64_t *ret);
+bool ck__pb_get_fixed(struct ck__pb_reader *r, size_t n, uint64_t *ret);
+/* A length-delimited field's content as a reader of its own. */
+bool ck__pb_get_len(struct ck__pb_reader *r, struct ck__pb_reader *ret);
+/* Skips a field of the given wire type (not groups). */
+bool ck__pb_skip(struct ck__pb_reader *r, unsigned wire);
+/* The next field's number and wire type: 1, 0 at the end, -1 for a malformed tag. */
+int ck__pb_next(struct ck__pb_reader *r, uint32_t *number, unsigned *wire);
 
 /* ---- files (file.c) ------------------------------------------------------ */
 
