@@ -231,7 +231,9 @@ set -- ${CKUBE_ETCD_PIDS:-}
 old_member=${1:-}
 endpoint=$(echo "${store#etcd://}" | cut -d, -f1)
 gone() { # gone PID: exited (a zombie of etcd-test-env.sh's shell counts)
-    [ ! -r "/proc/$1/stat" ] || [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f1)" = Z ]
+    # one read: the process may be reaped between a test for the file and a read of it
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+    [ -z "$stat" ] || [ "$(echo "$stat" | sed 's/.*) //' | cut -d' ' -f1)" = Z ]
 }
 if [ -z "$old_member" ] || [ ! -r "/proc/$old_member/cmdline" ]; then
     fail "the first etcd member's pid (CKUBE_ETCD_PIDS) is readable"
