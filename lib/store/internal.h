@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "ckube/internal/util.h"
 #include "ckube/store.h"
 
 struct ck_store_ops {
@@ -76,6 +77,42 @@ int ck__kvs_append(const struct ck_kv ***kvs, size_t *n, size_t *cap, const stru
 
 /* Drops every reference in kvs[0..n) and frees the array. */
 void ck__kvs_free(const struct ck_kv **kvs, size_t n);
+
+/* ---- unary gRPC calls over h2c (grpc.c), for the etcd backend ------------------ */
+
+struct ck__grpc_conn;
+
+/* What a call answered: its bytes (length-prefixed messages) and gRPC status. */
+struct ck__grpc_answer {
+    struct ck__buf body; /* set .max before the call */
+    bool status_seen;
+    int status;
+    char message[400];
+};
+
+/* A connection to host:port; CK_EIO (nothing was sent) or CK_ENOMEM with why set. */
+int ck__grpc_connect(const char *endpoint, int timeout_ms, struct ck__grpc_conn **ret, char *why,
+                     size_t why_len);
+
+/*
+ * Calls path (/package.Service/Method) with one message. 0 when the call
+ * completed (answer->status says how); CK_EIO when the transport failed, with
+ * why set: the request may have reached the server, and the connection is dead.
+ */
+int ck__grpc_call(struct ck__grpc_conn *c, const char *path, const void *msg, size_t msg_len,
+                  int timeout_ms, struct ck__grpc_answer *answer, char *why, size_t why_len);
+
+/* False once the connection cannot carry another call (closed, GOAWAY, an error). */
+bool ck__grpc_usable(struct ck__grpc_conn *c);
+
+void ck__grpc_close(struct ck__grpc_conn *c);
+
+/*
+ * Decodes bytes as an answer of etcd's (etcd.c): p[0] picks a RangeResponse, a
+ * TxnResponse (for p[1] % 4 and p[2] % 4 operations in its branches) or a
+ * watch stream's bytes; the rest is the answer. For fuzz/fuzz_etcd_answer.c.
+ */
+void ck__etcd_decode_answer(const unsigned char *p, size_t n);
 
 /* ---- watch hub (watch.c) ---------------------------------------------------- */
 

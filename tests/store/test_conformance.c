@@ -486,7 +486,7 @@ static void test_watch_progress(void **state)
     assert_int_equal(ck_store_watch(store, p, pl, true, 0, collect, &c, &w, &err), 0);
     int ret = ck_store_watch_progress(w, &err);
     if (is_etcd) {
-        /* documented: the gateway cannot carry progress requests */
+        /* documented: no progress requests on etcd's watch stream */
         assert_int_equal(ret, CK_EINVAL);
     } else {
         assert_int_equal(ret, 0);
