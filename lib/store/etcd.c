@@ -1,7 +1,7 @@
 /*
  * etcd.c - the distributed backend: a real etcd (3.4+) through its gRPC API
- * (etcdserverpb), spoken by libcurl over HTTP/2 without TLS (h2c, prior
- * knowledge) on etcd's client port.
+ * (etcdserverpb), over HTTP/2 without TLS (h2c, prior knowledge) on etcd's
+ * client port (grpc.c).
  *
  * Each interface call is one unary call: KV/Range, KV/Txn, KV/Compact (puts
  * and deletes are txns, so the helpers' compares travel with them). The
@@ -20,23 +20,25 @@
  * After each full round over the endpoints we back off (50 ms doubling, at
  * most opts->etcd_attempts rounds) and then fail with a clear error.
  *
- * Watch: one thread per watch holding a streaming Watch/Watch call (its
- * request side one create request; etcd keeps a watch whose client stops
- * sending) in a curl multi handle, so cancel can wake it with
- * curl_multi_wakeup(). When the stream breaks it reconnects (next endpoint,
+ * Watch: one thread per watch holding a streaming Watch/Watch call on a
+ * connection of its own: the create request, then a progress request
+ * whenever ck_store_watch_progress() asks (its answer is a WatchResponse
+ * without events: a PROGRESS event). Cancel and progress wake the thread
+ * through an eventfd. When the stream breaks it reconnects (next endpoint,
  * backoff) with start_revision = last delivered revision + 1, so the caller
  * sees no gap and no duplicate; a resume below etcd's compacted revision
  * ends the watch with CK_ECOMPACTED.
  *
- * Threading: requests use a pool of curl easy handles under `lock`; each
- * watch's thread owns its handles. `compacted` is atomic.
+ * Threading: calls take connections from a pool under `lock`; each watch's
+ * thread owns its connection. `compacted` is atomic.
  */
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ckube/internal/util.h"
 #include "internal.h"
@@ -79,7 +81,7 @@ enum { CMP_RESULT = 1, CMP_TARGET = 2, CMP_KEY = 3, CMP_VERSION = 4, CMP_VALUE =
 enum { TXN_COMPARE = 1, TXN_SUCCESS = 2, TXN_FAILURE = 3 };
 enum { TXN_RESP_HEADER = 1, TXN_RESP_SUCCEEDED = 2, TXN_RESP_RESPONSES = 3 };
 enum { COMPACT_REVISION = 1, COMPACT_PHYSICAL = 2 };
-enum { WATCH_CREATE = 1 }; /* WatchRequest */
+enum { WATCH_CREATE = 1, WATCH_PROGRESS = 3 }; /* WatchRequest */
 enum {
     WCREATE_KEY = 1,
     WCREATE_END = 2,
@@ -598,9 +600,9 @@ struct et_watch {
     ck_store_watch_fn fn;
     void *userdata;
     atomic_bool cancel;
+    atomic_bool progress; /* a progress request is wanted */
     bool finished;
-    pthread_mutex_t lock; /* guards multi (wakeup from other threads) */
-    CURLM *multi;
+    int wake;              /* eventfd: cancel and progress requests wake the thread */
     struct ck__buf frames; /* the stream's bytes not yet a whole frame */
     pthread_t thread;
 };
@@ -719,36 +721,43 @@ static bool watch_message(struct et_watch *w, struct ck__pb_reader r)
 }
 
 /* Takes the stream's bytes: every complete gRPC frame is one WatchResponse. */
-static size_t watch_write(char *data, size_t size, size_t nmemb, void *arg)
+static bool watch_bytes(void *arg, const void *data, size_t n)
 {
     struct et_watch *w = arg;
-    size_t n = size * nmemb;
     if (atomic_load(&w->cancel) || w->finished || ck__buf_add(&w->frames, data, n) < 0)
-        return 0;
+        return false;
     size_t used = 0;
     while (w->frames.len - used >= 5) {
         const unsigned char *p = (const unsigned char *)w->frames.p + used;
         size_t len = (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
         if (p[0] != 0 || len > MAX_BODY) {
             watch_error(w, CK_EIO, 0, "store: etcd: malformed watch stream");
-            return 0;
+            return false;
         }
         if (w->frames.len - used - 5 < len)
             break;
         struct ck__pb_reader r = {p + 5, p + 5 + len};
         used += 5 + len;
         if (!watch_message(w, r))
-            return 0;
+            return false;
     }
     memmove(w->frames.p, w->frames.p + used, w->frames.len - used);
     w->frames.len -= used;
-    return n;
+    return true;
+}
+
+/* Empties the wake-up descriptor. */
+static void drain(int fd)
+{
+    uint64_t v;
+    while (read(fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+        ;
 }
 
 /* One streaming call; returns when it ends, breaks or is cancelled. */
 static void watch_stream(struct et_watch *w, const char *endpoint)
 {
-    struct ck__buf req = {0}, body = {0};
+    struct ck__buf req = {0};
     size_t start = ck__pb_begin_len(&req, WATCH_CREATE);
     put_range(&req, WCREATE_KEY, WCREATE_END, w->key, w->key_len, w->prefix, NULL, 0);
     if (w->next > 0)
@@ -756,52 +765,29 @@ static void watch_stream(struct et_watch *w, const char *endpoint)
     ck__pb_put_uint(&req, WCREATE_PROGRESS, 1);
     ck__pb_put_uint(&req, WCREATE_PREV, 1);
     ck__pb_end_len(&req, start);
-    unsigned char prefix[5] = {0, (unsigned char)(req.len >> 24), (unsigned char)(req.len >> 16),
-                               (unsigned char)(req.len >> 8), (unsigned char)req.len};
-    ck__buf_add(&body, prefix, 5);
-    ck__buf_add(&body, req.p, req.len);
-    char url[512];
-    snprintf(url, sizeof(url), "http://%s/etcdserverpb.Watch/Watch", endpoint);
-    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/grpc");
-    struct curl_slist *all = hdrs ? curl_slist_append(hdrs, "TE: trailers") : NULL;
-    CURL *c = body.err || req.err || !all ? NULL : curl_easy_init();
-    ck__buf_release(&req);
-    if (!c) {
-        curl_slist_free_all(hdrs);
-        ck__buf_release(&body);
+    static const unsigned char progress_request[] = {WATCH_PROGRESS << 3 | CK__PB_LEN, 0};
+    struct ck__grpc_conn *c = NULL;
+    struct ck__grpc_answer status = {0};
+    char why[256];
+    w->frames.len = 0; /* what a broken stream left */
+    if (req.err || ck__grpc_connect(endpoint, 1000, &c, why, sizeof(why)) < 0 ||
+        ck__grpc_stream_open(c, "/etcdserverpb.Watch/Watch", req.p, req.len, watch_bytes, w,
+                             &status, why, sizeof(why)) < 0) {
+        ck__grpc_close(c);
+        ck__buf_release(&req);
         return;
     }
-    w->frames.len = 0; /* what a broken stream left */
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    /* One stream a connection: libcurl 7.88 cannot reuse a prior-knowledge one (grpc.c). */
-    curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
-    /* The request side ends after the create request; etcd keeps the watch. */
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.p);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)body.len);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, watch_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, w);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
-    /* a dead peer: no byte for 30 s (progress notifications keep it alive) */
-    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-    pthread_mutex_lock(&w->lock);
-    curl_multi_add_handle(w->multi, c);
-    pthread_mutex_unlock(&w->lock);
-    int running = 1;
-    while (running && !atomic_load(&w->cancel) && !w->finished) {
-        if (curl_multi_perform(w->multi, &running) != CURLM_OK)
+    ck__buf_release(&req);
+    while (!atomic_load(&w->cancel) && !w->finished) {
+        if (atomic_exchange(&w->progress, false) &&
+            ck__grpc_stream_send(c, progress_request, sizeof(progress_request)) < 0)
             break;
-        if (running)
-            curl_multi_poll(w->multi, NULL, 0, 1000, NULL);
+        int r = ck__grpc_stream_run(c, w->wake, 1000, why, sizeof(why));
+        drain(w->wake);
+        if (r <= 0)
+            break; /* ended or broke: the caller reconnects */
     }
-    pthread_mutex_lock(&w->lock);
-    curl_multi_remove_handle(w->multi, c);
-    pthread_mutex_unlock(&w->lock);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(hdrs);
-    ck__buf_release(&body);
+    ck__grpc_close(c);
 }
 
 static void *watch_main(void *arg)
@@ -829,7 +815,8 @@ static int et_watch(struct ck_store *store, const char *key, size_t key_len, boo
 {
     struct etcd_store *s = (struct etcd_store *)store;
     struct et_watch *w = calloc(1, sizeof(*w));
-    if (!w || !(w->key = malloc(key_len + 1)) || !(w->multi = curl_multi_init())) {
+    if (!w || !(w->key = malloc(key_len + 1)) ||
+        (w->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
         if (w)
             free(w->key);
         free(w);
@@ -850,17 +837,15 @@ static int et_watch(struct ck_store *store, const char *key, size_t key_len, boo
         int64_t cur = 0, comp = 0;
         int r = et_revisions(store, &cur, &comp, err);
         if (r < 0) {
-            curl_multi_cleanup(w->multi);
+            close(w->wake);
             free(w->key);
             free(w);
             return r;
         }
         w->next = cur + 1;
     }
-    pthread_mutex_init(&w->lock, NULL);
     if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
-        pthread_mutex_destroy(&w->lock);
-        curl_multi_cleanup(w->multi);
+        close(w->wake);
         free(w->key);
         free(w);
         return ck_err_set(err, CK_ENOMEM, "store: cannot start a watch thread");
@@ -869,24 +854,31 @@ static int et_watch(struct ck_store *store, const char *key, size_t key_len, boo
     return 0;
 }
 
+/* A WatchRequest's progress_request, sent by the watch's thread on its stream. */
+static void wake(struct et_watch *w)
+{
+    uint64_t one = 1;
+    if (write(w->wake, &one, sizeof(one)) < 0) {
+        /* the counter is full: the thread is awake already */
+    }
+}
+
 static int et_watch_progress(struct ck_store_watch *watch, struct ck_err *err)
 {
-    (void)watch;
-    return ck_err_set(err, CK_EINVAL,
-                      "store: etcd: progress requests are not sent on the watch stream; "
-                      "progress arrives at etcd's --experimental-watch-progress-notify-interval");
+    (void)err;
+    struct et_watch *w = (struct et_watch *)watch;
+    atomic_store(&w->progress, true);
+    wake(w);
+    return 0;
 }
 
 static void et_watch_cancel(struct ck_store_watch *watch)
 {
     struct et_watch *w = (struct et_watch *)watch;
     atomic_store(&w->cancel, true);
-    pthread_mutex_lock(&w->lock);
-    curl_multi_wakeup(w->multi);
-    pthread_mutex_unlock(&w->lock);
+    wake(w);
     pthread_join(w->thread, NULL);
-    pthread_mutex_destroy(&w->lock);
-    curl_multi_cleanup(w->multi);
+    close(w->wake);
     ck__buf_release(&w->frames);
     free(w->key);
     free(w);
@@ -917,11 +909,12 @@ void ck__etcd_decode_answer(const unsigned char *p, size_t n)
         ck_store_txn_result_release(&res);
     } else { /* the watch stream, in pieces of 1 to 4 bytes at first, as a socket may cut it */
         struct etcd_store s = {0};
-        struct et_watch w = {.s = &s, .fn = ignore_event, .frames = {.max = MAX_BODY + 5}};
+        struct et_watch w = {
+            .s = &s, .fn = ignore_event, .wake = -1, .frames = {.max = MAX_BODY + 5}};
         size_t at = 3, piece = 1;
         while (at < n && !w.finished) {
             size_t len = piece < n - at ? piece : n - at;
-            if (watch_write((char *)(uintptr_t)(p + at), 1, len, &w) != len)
+            if (!watch_bytes(&w, p + at, len))
                 break;
             at += len;
             piece = piece < 4 ? piece + 1 : n;
@@ -948,16 +941,9 @@ static void et_close(struct ck_store *store)
     free(s);
 }
 
-static void curl_init_once(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static int et_open(const char *rest, const struct ck_store_options *opts, struct ck_store **ret,
                    struct ck_err *err)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, curl_init_once);
     struct etcd_store *s = calloc(1, sizeof(*s));
     if (!s)
         return ck_err_set(err, CK_ENOMEM, "store: out of memory");

@@ -1,7 +1,9 @@
 /*
- * grpc.c - unary gRPC calls over HTTP/2 without TLS (h2c, prior knowledge),
- * for the etcd backend: one nghttp2 client session on one socket per
- * connection, one call at a time on it.
+ * grpc.c - gRPC calls over HTTP/2 without TLS (h2c, prior knowledge), for
+ * the etcd backend: one nghttp2 client session on one socket per connection,
+ * one call at a time on it. A unary call sends its message and waits for the
+ * answer; a streaming call (etcd's Watch) keeps its request side open for more
+ * messages and hands the answer's bytes to a callback as they arrive.
  *
  * A call is a POST of one length-prefixed message (flag byte 0, 4-byte
  * big-endian length) with `content-type: application/grpc` and `te:
@@ -11,9 +13,11 @@
  * with "Error in the HTTP2 framing layer"; fixed in curl 8.0), and a new
  * connection per call costs a handshake and leaves a socket in TIME_WAIT.
  *
- * The socket is non-blocking; a call polls it until its stream closes or its
- * deadline passes. Any transport failure marks the connection dead, and the
- * caller drops it. Not thread-safe: one thread uses a connection at a time.
+ * The socket is non-blocking; a unary call polls it until its stream closes
+ * or its deadline passes, a streaming call one turn at a time, also woken by
+ * a descriptor of the caller's. Any transport failure marks the connection
+ * dead, and the caller drops it. Not thread-safe: one thread uses a
+ * connection at a time.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,9 +45,12 @@ struct ck__grpc_conn {
     bool closed;
     uint32_t close_code;
     long http_status;
-    struct ck__grpc_answer *answer;
-    const unsigned char *body;
-    size_t body_len, body_sent;
+    struct ck__grpc_answer *answer; /* status; and the bytes, unless on_data takes them */
+    ck__grpc_data_fn on_data;
+    void *on_data_arg;
+    struct ck__buf out; /* the request's framed messages not yet sent */
+    size_t out_sent;
+    bool streaming; /* the request side stays open */
 };
 
 static int64_t now_ms(void)
@@ -108,6 +115,8 @@ static int data_cb(nghttp2_session *session, uint8_t flags, int32_t stream_id, c
     struct ck__grpc_conn *c = arg;
     if (stream_id != c->stream || !c->answer)
         return 0;
+    if (c->on_data)
+        return c->on_data(c->on_data_arg, data, len) ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
     return ck__buf_add(&c->answer->body, data, len) < 0 ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
 }
 
@@ -138,13 +147,19 @@ static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *b
     (void)stream_id;
     (void)source;
     struct ck__grpc_conn *c = arg;
-    size_t n = c->body_len - c->body_sent;
+    size_t n = c->out.len - c->out_sent;
+    if (n == 0 && c->streaming)
+        return NGHTTP2_ERR_DEFERRED; /* resumed by ck__grpc_stream_send() */
     if (n > length)
         n = length;
-    memcpy(buf, c->body + c->body_sent, n);
-    c->body_sent += n;
-    if (c->body_sent == c->body_len)
-        *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (n)
+        memcpy(buf, c->out.p + c->out_sent, n);
+    c->out_sent += n;
+    if (c->out_sent == c->out.len) {
+        c->out.len = c->out_sent = 0;
+        if (!c->streaming)
+            *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    }
     return (ssize_t)n;
 }
 
@@ -189,8 +204,13 @@ static int dial(const char *endpoint, int timeout_ms, char *why, size_t why_len)
     }
     freeaddrinfo(res);
     if (fd >= 0) {
-        int one = 1;
+        /* a dead peer under a quiet watch: found within about a minute */
+        int one = 1, idle = 30, interval = 10, count = 3;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
     }
     return fd;
 }
@@ -239,6 +259,7 @@ void ck__grpc_close(struct ck__grpc_conn *c)
         nghttp2_session_del(c->session);
     if (c->fd >= 0)
         close(c->fd);
+    ck__buf_release(&c->out);
     free(c);
 }
 
@@ -257,68 +278,82 @@ bool ck__grpc_usable(struct ck__grpc_conn *c)
     return !c->dead;
 }
 
-/* Sends and receives until the call's stream closes; false on a transport failure. */
-static bool pump(struct ck__grpc_conn *c, int64_t deadline, char *why, size_t why_len)
+/*
+ * One turn: sends what the session has, waits up to timeout_ms for the socket
+ * (or for wake_fd, when >= 0) and takes what arrived. 1 after a turn, 0 when
+ * nothing came in time, -1 on a transport failure (why set).
+ */
+static int turn(struct ck__grpc_conn *c, int wake_fd, int timeout_ms, char *why, size_t why_len)
 {
     unsigned char in[16384];
+    if (nghttp2_session_send(c->session) != 0) {
+        snprintf(why, why_len, "send failed");
+        return -1;
+    }
+    if (c->closed)
+        return 1;
+    if (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session)) {
+        snprintf(why, why_len, "connection closed by etcd");
+        return -1;
+    }
+    struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = wake_fd, .events = POLLIN}};
+    if (nghttp2_session_want_write(c->session))
+        p[0].events |= POLLOUT;
+    int pr = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
+    if (pr < 0) {
+        if (errno == EINTR)
+            return 1;
+        snprintf(why, why_len, "poll failed");
+        return -1;
+    }
+    if (pr == 0)
+        return 0;
+    if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+        ssize_t n = recv(c->fd, in, sizeof(in), 0);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return 1;
+        if (n <= 0) {
+            snprintf(why, why_len, "%s", n == 0 ? "connection closed by etcd" : strerror(errno));
+            return -1;
+        }
+        if (nghttp2_session_mem_recv(c->session, in, (size_t)n) < 0) {
+            snprintf(why, why_len, "%s",
+                     c->answer && c->answer->body.err ? "answer too large" : "bad HTTP/2");
+            return -1;
+        }
+    }
+    return 1;
+}
+
+/* Turns until the call's stream closes; false on a transport failure or at the deadline. */
+static bool pump(struct ck__grpc_conn *c, int64_t deadline, char *why, size_t why_len)
+{
     while (!c->closed) {
-        if (nghttp2_session_send(c->session) != 0) {
-            snprintf(why, why_len, "send failed");
-            return false;
-        }
-        if (c->closed)
-            break;
-        if (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session)) {
-            snprintf(why, why_len, "connection closed by etcd");
-            return false;
-        }
         int64_t left = deadline - now_ms();
-        if (left <= 0) {
+        int t = left > 0 ? turn(c, -1, (int)left, why, why_len) : 0;
+        if (t < 0)
+            return false;
+        if (t == 0 && !c->closed) {
             snprintf(why, why_len, "timed out");
             return false;
-        }
-        struct pollfd p = {.fd = c->fd, .events = POLLIN};
-        if (nghttp2_session_want_write(c->session))
-            p.events |= POLLOUT;
-        int pr = poll(&p, 1, (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0) {
-            snprintf(why, why_len, pr == 0 ? "timed out" : "poll failed");
-            return false;
-        }
-        if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t n = recv(c->fd, in, sizeof(in), 0);
-            if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                continue;
-            if (n <= 0) {
-                snprintf(why, why_len, "%s",
-                         n == 0 ? "connection closed by etcd" : strerror(errno));
-                return false;
-            }
-            if (nghttp2_session_mem_recv(c->session, in, (size_t)n) < 0) {
-                snprintf(why, why_len, "%s",
-                         c->answer && c->answer->body.err ? "answer too large" : "bad HTTP/2");
-                return false;
-            }
         }
     }
     return true;
 }
 
-int ck__grpc_call(struct ck__grpc_conn *c, const char *path, const void *msg, size_t msg_len,
-                  int timeout_ms, struct ck__grpc_answer *answer, char *why, size_t why_len)
+/* Appends one length-prefixed message to what the request side sends. */
+static int queue_message(struct ck__grpc_conn *c, const void *msg, size_t len)
 {
-    unsigned char *body = malloc(msg_len + 5);
-    if (!body) {
-        snprintf(why, why_len, "out of memory");
-        return CK_ENOMEM;
-    }
-    body[0] = 0;
-    for (int i = 0; i < 4; i++)
-        body[1 + i] = (unsigned char)((uint64_t)msg_len >> (8 * (3 - i)));
-    if (msg_len)
-        memcpy(body + 5, msg, msg_len);
+    unsigned char prefix[5] = {0, (unsigned char)((uint64_t)len >> 24), (unsigned char)(len >> 16),
+                               (unsigned char)(len >> 8), (unsigned char)len};
+    ck__buf_add(&c->out, prefix, 5);
+    return len ? ck__buf_add(&c->out, msg, len) : c->out.err;
+}
+
+/* Submits the request of a call whose first message is queued; false with why set. */
+static bool start_call(struct ck__grpc_conn *c, const char *path, struct ck__grpc_answer *answer,
+                       char *why, size_t why_len)
+{
 #define NV(n, v)                                                                                   \
     {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NO_COPY_NAME}
     nghttp2_nv hdrs[] = {NV(":method", "POST"),
@@ -329,33 +364,93 @@ int ck__grpc_call(struct ck__grpc_conn *c, const char *path, const void *msg, si
                          NV("te", "trailers")};
 #undef NV
     nghttp2_data_provider provider = {.read_callback = read_body};
-    c->body = body;
-    c->body_len = msg_len + 5;
-    c->body_sent = 0;
     c->closed = false;
     c->close_code = 0;
     c->http_status = 0;
     c->answer = answer;
     c->stream = nghttp2_submit_request(c->session, NULL, hdrs, sizeof(hdrs) / sizeof(hdrs[0]),
                                        &provider, NULL);
-    int r = 0;
     if (c->stream < 0) {
         snprintf(why, why_len, "%s", nghttp2_strerror(c->stream));
-        r = CK_EIO;
-    } else if (!pump(c, now_ms() + timeout_ms, why, why_len)) {
-        r = CK_EIO;
-    } else if (c->close_code != NGHTTP2_NO_ERROR) {
+        c->dead = true;
+        return false;
+    }
+    return true;
+}
+
+/* How a call's stream ended: 0, or CK_EIO with why set. */
+static int ended(struct ck__grpc_conn *c, char *why, size_t why_len)
+{
+    if (c->close_code != NGHTTP2_NO_ERROR) {
         snprintf(why, why_len, "stream reset (HTTP/2 error %u)", c->close_code);
-        r = CK_EIO;
-    } else if (c->http_status != 200) {
+        return CK_EIO;
+    }
+    if (c->http_status != 200) {
         snprintf(why, why_len, "HTTP status %ld", c->http_status);
+        return CK_EIO;
+    }
+    return 0;
+}
+
+int ck__grpc_call(struct ck__grpc_conn *c, const char *path, const void *msg, size_t msg_len,
+                  int timeout_ms, struct ck__grpc_answer *answer, char *why, size_t why_len)
+{
+    c->streaming = false;
+    c->on_data = NULL;
+    c->out.len = c->out_sent = 0;
+    int r = 0;
+    if (queue_message(c, msg, msg_len) < 0) {
+        snprintf(why, why_len, "out of memory");
+        r = CK_ENOMEM;
+    } else if (!start_call(c, path, answer, why, why_len) ||
+               !pump(c, now_ms() + timeout_ms, why, why_len)) {
         r = CK_EIO;
+    } else {
+        r = ended(c, why, why_len);
     }
     if (r < 0)
         c->dead = true;
     c->answer = NULL;
-    c->body = NULL;
     c->stream = 0;
-    free(body);
+    c->out.len = c->out_sent = 0;
     return r;
+}
+
+int ck__grpc_stream_open(struct ck__grpc_conn *c, const char *path, const void *msg, size_t msg_len,
+                         ck__grpc_data_fn fn, void *arg, struct ck__grpc_answer *answer, char *why,
+                         size_t why_len)
+{
+    c->streaming = true;
+    c->on_data = fn;
+    c->on_data_arg = arg;
+    c->out.len = c->out_sent = 0;
+    if (queue_message(c, msg, msg_len) < 0) {
+        snprintf(why, why_len, "out of memory");
+        c->dead = true;
+        return CK_ENOMEM;
+    }
+    return start_call(c, path, answer, why, why_len) ? 0 : CK_EIO;
+}
+
+int ck__grpc_stream_send(struct ck__grpc_conn *c, const void *msg, size_t msg_len)
+{
+    if (c->dead || c->closed || !c->streaming)
+        return CK_EIO;
+    if (queue_message(c, msg, msg_len) < 0)
+        return CK_ENOMEM;
+    nghttp2_session_resume_data(c->session, c->stream);
+    return 0;
+}
+
+int ck__grpc_stream_run(struct ck__grpc_conn *c, int wake_fd, int timeout_ms, char *why,
+                        size_t why_len)
+{
+    if (!c->closed && turn(c, wake_fd, timeout_ms, why, why_len) < 0) {
+        c->dead = true;
+        return CK_EIO;
+    }
+    if (!c->closed)
+        return 1;
+    c->dead = true; /* one stream a connection for streaming calls */
+    return ended(c, why, why_len);
 }

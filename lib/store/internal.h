@@ -102,6 +102,30 @@ int ck__grpc_connect(const char *endpoint, int timeout_ms, struct ck__grpc_conn 
 int ck__grpc_call(struct ck__grpc_conn *c, const char *path, const void *msg, size_t msg_len,
                   int timeout_ms, struct ck__grpc_answer *answer, char *why, size_t why_len);
 
+/* Takes bytes of a streaming call's answer as they arrive; false ends the connection. */
+typedef bool (*ck__grpc_data_fn)(void *arg, const void *data, size_t len);
+
+/*
+ * Starts a streaming call on c with msg as its first message. The request
+ * side stays open for ck__grpc_stream_send(); the answer's bytes go to fn,
+ * its status to answer (whose body stays unused). 0, or CK_EIO / CK_ENOMEM.
+ */
+int ck__grpc_stream_open(struct ck__grpc_conn *c, const char *path, const void *msg, size_t msg_len,
+                         ck__grpc_data_fn fn, void *arg, struct ck__grpc_answer *answer, char *why,
+                         size_t why_len);
+
+/* Queues one more message on an open streaming call (sent by the next run). */
+int ck__grpc_stream_send(struct ck__grpc_conn *c, const void *msg, size_t msg_len);
+
+/*
+ * One turn of a streaming call: sends what is queued, waits up to timeout_ms
+ * for etcd or for wake_fd (>= 0) to become readable (the caller drains it),
+ * and hands on what arrived. 1 while the call goes on; 0 when it ended
+ * normally (its status in the answer), CK_EIO when it or the connection broke.
+ */
+int ck__grpc_stream_run(struct ck__grpc_conn *c, int wake_fd, int timeout_ms, char *why,
+                        size_t why_len);
+
 /* False once the connection cannot carry another call (closed, GOAWAY, an error). */
 bool ck__grpc_usable(struct ck__grpc_conn *c);
 
