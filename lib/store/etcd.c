@@ -16,7 +16,8 @@
  * answered. A connection that cannot be made is always retried on the next
  * endpoint (nothing was sent); a read is also retried after any transport
  * error or an "unavailable" answer; a write whose request may have reached
- * etcd is not retried (its outcome is unknown) but reported as CK_EIO.
+ * etcd is not retried (its outcome is unknown) but reported as CK_EIO,
+ * unless etcd refused it unprocessed (HTTP/2 REFUSED_STREAM, after a GOAWAY).
  * After each full round over the endpoints we back off (50 ms doubling, at
  * most opts->etcd_attempts rounds) and then fail with a clear error.
  *
@@ -311,7 +312,7 @@ static int call(struct etcd_store *s, const char *method, struct ck__buf *req, b
             if (cr < 0) {
                 snprintf(last, sizeof(last), "%s: %s", s->endpoints[ep], why);
                 ck__buf_release(&a.body);
-                if (idempotent)
+                if (idempotent || a.refused)
                     continue;
                 r = ck_err_set(err, CK_EIO,
                                "store: etcd: %s; the write may or may not have been applied", last);

@@ -42,7 +42,8 @@ struct ck__grpc_conn {
     bool dead;
     /* the call in flight */
     int32_t stream;
-    bool closed;
+    bool closed;   /* the answer ended */
+    bool finished; /* and the stream is closed both ways */
     uint32_t close_code;
     long http_status;
     struct ck__grpc_answer *answer; /* status; and the bytes, unless on_data takes them */
@@ -125,7 +126,7 @@ static int close_cb(nghttp2_session *session, int32_t stream_id, uint32_t error_
     (void)session;
     struct ck__grpc_conn *c = arg;
     if (stream_id == c->stream) {
-        c->closed = true;
+        c->closed = c->finished = true;
         c->close_code = error_code;
     }
     return 0;
@@ -137,6 +138,12 @@ static int frame_cb(nghttp2_session *session, const nghttp2_frame *frame, void *
     struct ck__grpc_conn *c = arg;
     if (frame->hd.type == NGHTTP2_GOAWAY)
         c->dead = true; /* the call in flight may still finish; no call after it */
+    /* The answer's end ends the call, though a streaming call's request side
+     * is still open (a gRPC server resets that half; not every one does). */
+    if (frame->hd.stream_id == c->stream && frame->hd.stream_id != 0 &&
+        (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        c->closed = true;
     return 0;
 }
 
@@ -364,7 +371,7 @@ static bool start_call(struct ck__grpc_conn *c, const char *path, struct ck__grp
                          NV("te", "trailers")};
 #undef NV
     nghttp2_data_provider provider = {.read_callback = read_body};
-    c->closed = false;
+    c->closed = c->finished = false;
     c->close_code = 0;
     c->http_status = 0;
     c->answer = answer;
@@ -382,6 +389,9 @@ static bool start_call(struct ck__grpc_conn *c, const char *path, struct ck__grp
 static int ended(struct ck__grpc_conn *c, char *why, size_t why_len)
 {
     if (c->close_code != NGHTTP2_NO_ERROR) {
+        /* REFUSED_STREAM (also a stream past a GOAWAY's last one): not processed */
+        if (c->answer)
+            c->answer->refused = c->close_code == NGHTTP2_REFUSED_STREAM;
         snprintf(why, why_len, "stream reset (HTTP/2 error %u)", c->close_code);
         return CK_EIO;
     }
@@ -408,7 +418,8 @@ int ck__grpc_call(struct ck__grpc_conn *c, const char *path, const void *msg, si
     } else {
         r = ended(c, why, why_len);
     }
-    if (r < 0)
+    /* an answer that came before the request was all sent leaves the stream half open */
+    if (r < 0 || !c->finished)
         c->dead = true;
     c->answer = NULL;
     c->stream = 0;

@@ -88,6 +88,7 @@ struct ck__grpc_answer {
     bool status_seen;
     int status;
     char message[400];
+    bool refused; /* a failed call that the server refused unprocessed (HTTP/2 REFUSED_STREAM) */
 };
 
 /* A connection to host:port; CK_EIO (nothing was sent) or CK_ENOMEM with why set. */
