@@ -106,7 +106,7 @@ static const uint64_t CMP_RESULT_NUMBER[] = {[CK_STORE_CMP_EQUAL] = 0,
                                              [CK_STORE_CMP_LESS] = 2,
                                              [CK_STORE_CMP_NOT_EQUAL] = 3};
 
-/* The field numbers of key range fields: key, range_end. */
+/* A key (or from, when given) as field key_no and, for a prefix, its range_end as end_no. */
 static void put_range(struct ck__buf *b, uint32_t key_no, uint32_t end_no, const char *key,
                       size_t key_len, bool prefix, const char *from, size_t from_len)
 {
@@ -165,8 +165,8 @@ static struct ck_kv *parse_kv(struct ck__pb_reader r)
         bool ok;
         num = no == KV_CREATE ? &create : no == KV_MOD ? &mod : no == KV_VERSION ? &version : NULL;
         if (no == KV_KEY || no == KV_VALUE) {
-            ok = sub(&r, wire, &s);
-            *(no == KV_KEY ? &key : &value) = s;
+            if ((ok = sub(&r, wire, &s)))
+                *(no == KV_KEY ? &key : &value) = s;
         } else {
             ok = num ? varint(&r, wire, num) : ck__pb_skip(&r, wire);
         }
