@@ -15,8 +15,8 @@
  *
  * Two backends sit behind one interface, chosen by a connection string:
  *   sqlite://PATH                   embedded, one file (WAL), the default
- *   etcd://host:port[,host:port...] a real etcd (3.4+) cluster via its v3
- *                                   HTTP/JSON gateway, with failover
+ *   etcd://host:port[,host:port...] a real etcd (3.4+) cluster via its
+ *                                   gRPC API, with failover
  *
  * Keys and values are byte strings (pointer + length), binary safe. Values
  * are stored and handed back as the exact bytes written, so the API server

@@ -1,6 +1,6 @@
 /*
- * base64.c - RFC 4648 base64, as etcd's JSON gateway (protobuf's bytes) and
- * kubeconfig's *-data fields use it.
+ * base64.c - RFC 4648 base64, as JSON carries protobuf's bytes (a Secret's
+ * data) and kubeconfig's *-data fields use it.
  *
  * Threading: pure functions.
  */
