@@ -45,6 +45,8 @@
 #include "internal.h"
 
 #define MAX_BODY (256u << 20)
+/* an answer's bytes: one message and its 5-byte gRPC prefix */
+#define MAX_FRAME (MAX_BODY + 5)
 
 /* An idle gRPC connection to endpoints[ep]. */
 struct pooled {
@@ -60,7 +62,6 @@ struct etcd_store {
     atomic_size_t cur; /* endpoint that answered last */
     int timeout_ms;
     int attempts;
-    int64_t progress_ms;
     pthread_mutex_t lock;
     struct pooled *pool;
     atomic_llong compacted;
@@ -224,9 +225,10 @@ static struct ck__grpc_conn *take_conn(struct etcd_store *s, size_t ep, char *wh
     return ck__grpc_connect(s->endpoints[ep], t, &c, why, why_len) == 0 ? c : NULL;
 }
 
+/* Pools a connection a call succeeded on (take_conn checks it before its next call). */
 static void give_conn(struct etcd_store *s, size_t ep, struct ck__grpc_conn *c)
 {
-    struct pooled *p = ck__grpc_usable(c) ? malloc(sizeof(*p)) : NULL;
+    struct pooled *p = malloc(sizeof(*p));
     if (!p) {
         ck__grpc_close(c);
         return;
@@ -262,14 +264,19 @@ static int etcd_error(const struct ck__grpc_answer *st, bool idempotent, bool *r
     return ck_err_set(err, CK_EIO, "store: etcd: %s (gRPC code %d)", msg, st->status);
 }
 
+/* The message length in a gRPC frame's 5-byte prefix (after its compressed flag). */
+static size_t frame_length(const unsigned char *p)
+{
+    return (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
+}
+
 /* The one message of a unary answer; false when it is not exactly one uncompressed frame. */
 static bool unary_message(const struct ck__buf *b, struct ck__pb_reader *ret)
 {
     if (b->len < 5 || b->p[0] != 0)
         return false;
     const unsigned char *p = (const unsigned char *)b->p;
-    size_t len = (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
-    if (len != b->len - 5)
+    if (frame_length(p) != b->len - 5)
         return false;
     ret->p = p + 5;
     ret->end = p + b->len;
@@ -306,10 +313,10 @@ static int call(struct etcd_store *s, const char *method, struct ck__buf *req, b
                 snprintf(last, sizeof(last), "%s: %s", s->endpoints[ep], why);
                 continue;
             }
-            struct ck__grpc_answer a = {.body = {.max = MAX_BODY + 5}};
+            struct ck__grpc_answer a = {.body = {.max = MAX_FRAME}};
             int cr = ck__grpc_call(c, path, req->p, req->len, s->timeout_ms, &a, why, sizeof(why));
-            give_conn(s, ep, c);
             if (cr < 0) {
+                ck__grpc_close(c); /* a failed call leaves its connection dead */
                 snprintf(last, sizeof(last), "%s: %s", s->endpoints[ep], why);
                 ck__buf_release(&a.body);
                 if (idempotent || a.refused)
@@ -318,6 +325,7 @@ static int call(struct etcd_store *s, const char *method, struct ck__buf *req, b
                                "store: etcd: %s; the write may or may not have been applied", last);
                 goto out;
             }
+            give_conn(s, ep, c);
             if (a.status_seen && a.status != 0) {
                 bool retry;
                 ck__buf_release(&a.body);
@@ -730,7 +738,7 @@ static bool watch_bytes(void *arg, const void *data, size_t n)
     size_t used = 0;
     while (w->frames.len - used >= 5) {
         const unsigned char *p = (const unsigned char *)w->frames.p + used;
-        size_t len = (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
+        size_t len = frame_length(p);
         if (p[0] != 0 || len > MAX_BODY) {
             watch_error(w, CK_EIO, 0, "store: etcd: malformed watch stream");
             return false;
@@ -823,7 +831,7 @@ static int et_watch(struct ck_store *store, const char *key, size_t key_len, boo
         free(w);
         return ck_err_set(err, CK_ENOMEM, "store: out of memory");
     }
-    w->frames.max = MAX_BODY + 5;
+    w->frames.max = MAX_FRAME;
     if (key_len)
         memcpy(w->key, key, key_len);
     w->base.ops = &ck__etcd_ops;
@@ -910,8 +918,7 @@ void ck__etcd_decode_answer(const unsigned char *p, size_t n)
         ck_store_txn_result_release(&res);
     } else { /* the watch stream, in pieces of 1 to 4 bytes at first, as a socket may cut it */
         struct etcd_store s = {0};
-        struct et_watch w = {
-            .s = &s, .fn = ignore_event, .wake = -1, .frames = {.max = MAX_BODY + 5}};
+        struct et_watch w = {.s = &s, .fn = ignore_event, .wake = -1, .frames = {.max = MAX_FRAME}};
         size_t at = 3, piece = 1;
         while (at < n && !w.finished) {
             size_t len = piece < n - at ? piece : n - at;
@@ -951,7 +958,6 @@ static int et_open(const char *rest, const struct ck_store_options *opts, struct
     pthread_mutex_init(&s->lock, NULL);
     s->timeout_ms = opts->etcd_timeout_ms;
     s->attempts = opts->etcd_attempts;
-    s->progress_ms = opts->progress_interval_ms;
     int r = 0;
     const char *p = rest;
     while (*p && r == 0) {
