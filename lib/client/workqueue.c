@@ -48,7 +48,7 @@ int ck_wq_new(const struct ck_wq_options *opts, struct ck_wq **ret_q, struct ck_
     q->clock = opts && opts->clock ? opts->clock : ck_clock_real();
     q->limiter = limiter;
     /* Adaptive: the critical sections are short, so a contended lock spins briefly before
-     * sleeping in the kernel (see docs/benchmarks.md). */
+     * sleeping in the kernel (see docs/benchmarks/history.md). */
     pthread_mutexattr_t attr;
     pthread_mutexattr_init(&attr);
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);

@@ -4,7 +4,7 @@
  * Built without sanitizers, every program links jemalloc (CKUBE_WITH_JEMALLOC,
  * set by lib/util/CMakeLists.txt): ckube's work is JSON trees, millions of small
  * blocks made and freed by many threads, and glibc's malloc spent a fifth of the
- * CPU of every process on them (docs/benchmarks.md, "The allocator"). Built with
+ * CPU of every process on them (docs/benchmarks/history.md, "The allocator"). Built with
  * ASan or TSan, the sanitizer's allocator is the one used, and glibc's
  * interface is kept so these functions still do something.
  *
@@ -49,7 +49,7 @@ void ck__memory_setup(void)
      * from mmap and go back to the system when freed. glibc otherwise raises
      * this threshold after each such free, and large buffers then fragment the
      * heap: 1,000 watchers that never read peaked at 348 MiB instead of
-     * 252 MiB (docs/benchmarks.md, "Hostile clients").
+     * 252 MiB (docs/benchmarks/history.md, "Hostile clients").
      */
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 }

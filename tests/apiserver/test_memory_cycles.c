@@ -9,8 +9,8 @@
  *
  * make test runs the short form (under AddressSanitizer in the ASan build, whose
  * leak checker then looks for leaks at exit); the long form, `test_apiserver_memory_cycles
- * 10000 10` in a Release build, is the figure of docs/benchmarks.md ("Create and delete
- * cycles").
+ * 10000 10` in a Release build, is the figure of docs/benchmarks.md; its record is in
+ * docs/benchmarks/history.md ("Create and delete cycles").
  *
  * What is compared: VmRSS after ck__memory_release() (jemalloc's purge of every
  * arena, or glibc's malloc_trim(0): the allocator keeps freed memory otherwise,
