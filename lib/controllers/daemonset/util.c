@@ -6,8 +6,9 @@
  * node matches the template's nodeSelector and required node affinity, and the pod,
  * with the tolerations every daemon pod gets, tolerates each NoSchedule and NoExecute
  * taint. A pod already there may continue when only NoSchedule taints are untolerated.
- * The selector, affinity and toleration rules are the scheduler's own
- * (scheduler/plugins.c), so the controller and the scheduler never disagree on a node.
+ * The selector, affinity and toleration rules are the ones the scheduler's filters use
+ * (../scheduling_helpers.c, component-helpers' scheduling/corev1), so the controller and
+ * the scheduler never disagree on a node.
  *
  * The failed-pod back-off is client-go's flowcontrol.Backoff without jitter: per key,
  * 1 s doubling to 15 min, forgotten after twice the maximum without a failure.
@@ -19,7 +20,7 @@
 #include <string.h>
 
 #include "../deployment/deployment.h"
-#include "../scheduler/internal.h"
+#include "../scheduling_helpers.h"
 #include "ckube/internal/util.h"
 #include "internal.h"
 
@@ -111,29 +112,18 @@ void ck_ds_node_should_run(const json_t *node, const json_t *ds, bool *ret_shoul
         json_decref(pod);
         return;
     }
-    struct ck__sched_pod p = {.pod = pod};
-    struct ck__sched_node n = {.name = (char *)node_name, .node = node};
-    struct ck__sched_status st = {0};
-    bool fits_affinity = ck__sched_filter_affinity(&p, &n, &st) == CK__SCHED_SUCCESS;
-    bool untolerated = false, untolerated_no_execute = false;
-    size_t i;
-    json_t *taint;
-    json_array_foreach(json_object_get(json_object_get(node, "spec"), "taints"), i, taint)
-    {
-        const char *effect = json_string_value(json_object_get(taint, "effect"));
-        bool no_execute = effect && strcmp(effect, "NoExecute") == 0;
-        if (!effect || (!no_execute && strcmp(effect, "NoSchedule") != 0))
-            continue;
-        if (ck__sched_tolerates(json_object_get(spec, "tolerations"), taint))
-            continue;
-        untolerated = true;
-        untolerated_no_execute = untolerated_no_execute || no_execute;
-    }
+    bool fits_affinity = ck__required_node_affinity_matches(pod, node);
+    const json_t *taints = json_object_get(json_object_get(node, "spec"), "taints");
+    const json_t *tolerations = json_object_get(spec, "tolerations");
+    bool fits_taints = !ck__find_untolerated_taint(taints, tolerations,
+                                                   CK__TAINT_NO_SCHEDULE | CK__TAINT_NO_EXECUTE);
+    bool tolerates_no_execute =
+        !ck__find_untolerated_taint(taints, tolerations, CK__TAINT_NO_EXECUTE);
     json_decref(pod);
     if (!fits_affinity)
         return;
-    *ret_should_run = !untolerated;
-    *ret_should_continue = !untolerated_no_execute;
+    *ret_should_run = fits_taints;
+    *ret_should_continue = tolerates_no_execute;
 }
 
 /* ---- pods -------------------------------------------------------------------------- */

@@ -19,7 +19,8 @@
  *   NodeNotReady event.
  * - Eviction (the taint eviction controller): a pod on a node with NoExecute taints is
  *   deleted at once when it does not tolerate one, else when the smallest matching
- *   tolerationSeconds has passed since the taint's timeAdded; a TaintManagerEviction
+ *   tolerationSeconds has passed since the taint's timeAdded (a toleration matches a
+ *   taint as ../scheduling_helpers.c says, for every controller); a TaintManagerEviction
  *   event says so ("Marking for deletion Pod ns/name"). Replacement is the owners' job.
  *
  * Unlike Kubernetes there are no zones: every node is its own, so there is no
@@ -36,7 +37,7 @@
 #include <time.h>
 
 #include "../internal.h"
-#include "../scheduler/internal.h"
+#include "../scheduling_helpers.h"
 #include "ckube/internal/util.h"
 #include "ckube/nodelifecycle.h"
 
@@ -155,7 +156,7 @@ int64_t ck_nodelifecycle_eviction_time(const json_t *pod, const json_t *taints, 
         json_t *tol;
         json_array_foreach(tolerations, j, tol)
         {
-            if (!ck__sched_toleration_matches(tol, taint))
+            if (!ck__toleration_tolerates_taint(tol, taint))
                 continue;
             tolerated = true;
             const json_t *s = json_object_get(tol, "tolerationSeconds");

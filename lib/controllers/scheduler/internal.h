@@ -7,7 +7,9 @@
  *   pod's and a node's summaries: the filters NodeUnschedulable, NodeName, TaintToleration,
  *   NodeAffinity (node selector and required node affinity), NodePorts and
  *   NodeResourcesFit, each with Kubernetes' reasons; the scores least-allocated,
- *   balanced allocation and owner spreading; and FitError's message.
+ *   balanced allocation and owner spreading; and FitError's message. The taint,
+ *   toleration and node affinity predicates under TaintToleration, NodeUnschedulable
+ *   and NodeAffinity are shared with other controllers (../scheduling_helpers.h).
  * - queue.c: the scheduling queue (active, backoff and unschedulable pods) on an
  *   injectable clock.
  * - cache.c: the node summaries, counting the pods bound to each node and those the
@@ -132,12 +134,6 @@ enum ck__sched_code ck__sched_filter_fit(const struct ck__sched_pod *p,
 /* Every filter in the default profile's order, stopping at the first that fails. */
 enum ck__sched_code ck__sched_filter(const struct ck__sched_pod *p, const struct ck__sched_node *n,
                                      struct ck__sched_status *st);
-
-/* True when one toleration tolerates the taint (v1.Toleration.ToleratesTaint). */
-bool ck__sched_toleration_matches(const json_t *toleration, const json_t *taint);
-
-/* True when one of tolerations (a JSON array) tolerates the taint. */
-bool ck__sched_tolerates(const json_t *tolerations, const json_t *taint);
 
 /* ---- scores (0..100 each) ---------------------------------------------------------------- */
 

@@ -20,6 +20,11 @@
  *   normalisation by the fullest node);
  * - FitError.Error() and the default preemption's "no victims" message.
  *
+ * Whether a toleration tolerates a taint and whether a node matches a pod's node
+ * selector and required affinity are component-helpers' predicates, which the DaemonSet
+ * and node lifecycle controllers use too (../scheduling_helpers.c); the filters here add
+ * the scheduler's reasons and codes.
+ *
  * Threading: pure; a node summary is changed only under its cache's lock.
  *
  * Tested by tests/controllers/test_scheduler_plugins.c, one table per plugin.
@@ -28,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../scheduling_helpers.h"
 #include "ckube/api.h"
 #include "ckube/controllers.h"
 #include "internal.h"
@@ -223,41 +229,6 @@ static enum ck__sched_code fail(struct ck__sched_status *st, enum ck__sched_code
     return code;
 }
 
-static bool str_eq(const char *a, const char *b)
-{
-    return strcmp(a ? a : "", b ? b : "") == 0;
-}
-
-bool ck__sched_toleration_matches(const json_t *t, const json_t *taint)
-{
-    const char *key = json_string_value(json_object_get(taint, "key"));
-    const char *value = json_string_value(json_object_get(taint, "value"));
-    const char *effect = json_string_value(json_object_get(taint, "effect"));
-    const char *t_effect = json_string_value(json_object_get(t, "effect"));
-    const char *t_key = json_string_value(json_object_get(t, "key"));
-    const char *op = json_string_value(json_object_get(t, "operator"));
-    if (t_effect && *t_effect && !str_eq(t_effect, effect))
-        return false;
-    if (t_key && *t_key && !str_eq(t_key, key))
-        return false;
-    if (op && strcmp(op, "Exists") == 0)
-        return true;
-    return (!op || !*op || strcmp(op, "Equal") == 0) &&
-           str_eq(json_string_value(json_object_get(t, "value")), value);
-}
-
-bool ck__sched_tolerates(const json_t *tolerations, const json_t *taint)
-{
-    size_t i;
-    json_t *t;
-    json_array_foreach(tolerations, i, t)
-    {
-        if (ck__sched_toleration_matches(t, taint))
-            return true;
-    }
-    return false;
-}
-
 static const json_t *pod_tolerations(const struct ck__sched_pod *p)
 {
     return json_object_get(json_object_get(p->pod, "spec"), "tolerations");
@@ -271,7 +242,7 @@ enum ck__sched_code ck__sched_filter_unschedulable(const struct ck__sched_pod *p
         return CK__SCHED_SUCCESS;
     json_t *taint =
         json_pack("{s:s, s:s}", "key", "node.kubernetes.io/unschedulable", "effect", "NoSchedule");
-    bool tolerated = taint && ck__sched_tolerates(pod_tolerations(p), taint);
+    bool tolerated = taint && ck__tolerations_tolerate_taint(pod_tolerations(p), taint);
     json_decref(taint);
     return tolerated ? CK__SCHED_SUCCESS
                      : fail(st, CK__SCHED_UNRESOLVABLE, CK__SCHED_REASON_UNSCHEDULABLE);
@@ -292,114 +263,24 @@ enum ck__sched_code ck__sched_filter_taints(const struct ck__sched_pod *p,
                                             const struct ck__sched_node *n,
                                             struct ck__sched_status *st)
 {
-    size_t i;
-    json_t *taint;
-    json_array_foreach(json_object_get(json_object_get(n->node, "spec"), "taints"), i, taint)
-    {
-        const char *effect = json_string_value(json_object_get(taint, "effect"));
-        if (!effect || (strcmp(effect, "NoSchedule") != 0 && strcmp(effect, "NoExecute") != 0))
-            continue;
-        if (ck__sched_tolerates(pod_tolerations(p), taint))
-            continue;
-        const char *key = json_string_value(json_object_get(taint, "key"));
-        const char *value = json_string_value(json_object_get(taint, "value"));
-        snprintf(st->buf, sizeof(st->buf), "node(s) had untolerated taint {%s: %s}", key ? key : "",
-                 value ? value : "");
-        return fail(st, CK__SCHED_UNRESOLVABLE, st->buf);
-    }
-    return CK__SCHED_SUCCESS;
-}
-
-static bool parse_int(const char *s, long long *ret)
-{
-    char *end = NULL;
-    if (!s || !*s)
-        return false;
-    *ret = strtoll(s, &end, 10);
-    return *end == '\0';
-}
-
-/* One NodeSelectorRequirement against a value (NULL: absent). */
-static bool requirement_matches(const json_t *req, const char *value)
-{
-    const char *op = json_string_value(json_object_get(req, "operator"));
-    const json_t *values = json_object_get(req, "values");
-    if (!op)
-        return false;
-    if (strcmp(op, "Exists") == 0)
-        return value != NULL;
-    if (strcmp(op, "DoesNotExist") == 0)
-        return value == NULL;
-    bool in = false;
-    size_t i;
-    json_t *v;
-    json_array_foreach(values, i, v)
-    {
-        in = in || (value && str_eq(json_string_value(v), value));
-    }
-    if (strcmp(op, "In") == 0)
-        return in;
-    if (strcmp(op, "NotIn") == 0)
-        return !in;
-    long long have, want;
-    if ((strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) && json_array_size(values) == 1 &&
-        parse_int(value, &have) && parse_int(json_string_value(json_array_get(values, 0)), &want))
-        return op[0] == 'G' ? have > want : have < want;
-    return false;
-}
-
-/* A NodeSelectorTerm: every expression on labels and every field must match. */
-static bool term_matches(const json_t *term, const struct ck__sched_node *n)
-{
-    const json_t *labels = json_object_get(json_object_get(n->node, "metadata"), "labels");
-    const json_t *exprs = json_object_get(term, "matchExpressions");
-    const json_t *fields = json_object_get(term, "matchFields");
-    if (json_array_size(exprs) == 0 && json_array_size(fields) == 0)
-        return false;
-    size_t i;
-    json_t *req;
-    json_array_foreach(exprs, i, req)
-    {
-        const char *key = json_string_value(json_object_get(req, "key"));
-        if (!requirement_matches(req, json_string_value(json_object_get(labels, key ? key : ""))))
-            return false;
-    }
-    json_array_foreach(fields, i, req)
-    {
-        const char *key = json_string_value(json_object_get(req, "key"));
-        if (!key || strcmp(key, "metadata.name") != 0 || !requirement_matches(req, n->name))
-            return false;
-    }
-    return true;
+    const json_t *taint = ck__find_untolerated_taint(
+        json_object_get(json_object_get(n->node, "spec"), "taints"), pod_tolerations(p),
+        CK__TAINT_NO_SCHEDULE | CK__TAINT_NO_EXECUTE);
+    if (!taint)
+        return CK__SCHED_SUCCESS;
+    const char *key = json_string_value(json_object_get(taint, "key"));
+    const char *value = json_string_value(json_object_get(taint, "value"));
+    snprintf(st->buf, sizeof(st->buf), "node(s) had untolerated taint {%s: %s}", key ? key : "",
+             value ? value : "");
+    return fail(st, CK__SCHED_UNRESOLVABLE, st->buf);
 }
 
 enum ck__sched_code ck__sched_filter_affinity(const struct ck__sched_pod *p,
                                               const struct ck__sched_node *n,
                                               struct ck__sched_status *st)
 {
-    const json_t *spec = json_object_get(p->pod, "spec");
-    const json_t *labels = json_object_get(json_object_get(n->node, "metadata"), "labels");
-    const char *key;
-    json_t *value;
-    json_object_foreach((json_t *)json_object_get(spec, "nodeSelector"), key, value)
-    {
-        if (!str_eq(json_string_value(json_object_get(labels, key)), json_string_value(value)) ||
-            !json_object_get(labels, key))
-            return fail(st, CK__SCHED_UNRESOLVABLE, CK__SCHED_REASON_AFFINITY);
-    }
-    const json_t *required =
-        json_object_get(json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
-                        "requiredDuringSchedulingIgnoredDuringExecution");
-    const json_t *terms = json_object_get(required, "nodeSelectorTerms");
-    if (!required)
+    if (ck__required_node_affinity_matches(p->pod, n->node))
         return CK__SCHED_SUCCESS;
-    size_t i;
-    json_t *term;
-    json_array_foreach(terms, i, term)
-    {
-        if (term_matches(term, n))
-            return CK__SCHED_SUCCESS;
-    }
     return fail(st, CK__SCHED_UNRESOLVABLE, CK__SCHED_REASON_AFFINITY);
 }
 
