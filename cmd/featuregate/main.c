@@ -368,12 +368,16 @@ static int uc_version(const char *flag, const char *s, struct ck_fg_version *ret
 
 /*
  * The shipped lists: beside the binary (<bin>/../share/ckube/...), in the
- * install data dir, then in the source tree for a build-tree binary.
+ * install data dir, then in the source tree for a build-tree binary. A
+ * version without a list gets the library's message and the reason: a
+ * release's list is shipped only once it is shown to be, byte for byte, the
+ * file that Kubernetes release carries, and the README.md beside the lists
+ * (the first one found) says which releases could not be shown so, and why.
  */
 static int uc_shipped(struct ck_fg_version v, char **ret)
 {
     static char rel[PATH_MAX + 64];
-    char exe[PATH_MAX];
+    char exe[PATH_MAX], readme[PATH_MAX + 80], m[sizeof(readme) + 700];
     const char *dirs[3] = {NULL, CKUBE_FG_LISTS_INSTALL_DIR, CKUBE_FG_LISTS_SOURCE_DIR};
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (n > 0) {
@@ -382,7 +386,23 @@ static int uc_shipped(struct ck_fg_version v, char **ret)
         dirs[0] = rel;
     }
     struct ck_fg_err err = {0};
-    return ck_fg_upgrade_find_list(dirs, 3, v, ret, &err) < 0 ? fail_input(err.msg) : 0;
+    int rc = ck_fg_upgrade_find_list(dirs, 3, v, ret, &err);
+    if (rc == 0)
+        return 0;
+    if (rc != CK_FG_ENOENT)
+        return fail_input(err.msg);
+    readme[0] = '\0';
+    for (size_t i = 0; i < 3 && !readme[0]; i++) {
+        snprintf(readme, sizeof(readme), "%s/README.md", dirs[i] ? dirs[i] : "");
+        if (!dirs[i] || access(readme, R_OK) != 0)
+            readme[0] = '\0';
+    }
+    snprintf(m, sizeof(m),
+             "%s; ckube ships a release's list only when it is, byte for byte, the file that "
+             "Kubernetes release carries%s%s%s",
+             err.msg, readme[0] ? " (" : "", readme[0] ? readme : "",
+             readme[0] ? " says which releases could not be verified, and why)" : "");
+    return fail_input(m);
 }
 
 /* upgrade-check: 0 nothing blocks, 1 something blocks, 2 bad usage or input. */

@@ -9,6 +9,8 @@
  * several config files under a flag, pre-1.33 lists, errors and the JSON.
  * Each case names the findings it expects, exactly; anything else fails.
  */
+#include <unistd.h>
+
 #include "cktest.h"
 
 #include "fgtest.h"
@@ -353,19 +355,70 @@ static void test_upgrade_errors(void **state)
     assert_ptr_equal(r, (void *)&r);
 }
 
-/* The shipped lists are found per version; a missing one names those shipped. */
+/* Writes an empty file dir/name. */
+static void touch(const char *dir, const char *name)
+{
+    char p[256];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fclose(f);
+}
+
+static void unlink_in(const char *dir, const char *name)
+{
+    char p[256];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    unlink(p);
+}
+
+/*
+ * The shipped lists are found per version in the first directory that has
+ * one; a missing one names the versions of the first directory that ships
+ * any, or "none". A scratch directory stands for the install: the lists
+ * ckube ships are not assumed here.
+ */
 static void test_upgrade_find_list(void **state)
 {
     (void)state;
-    const char *dirs[] = {NULL, FG_DATA "/nowhere", FG_LISTS};
-    char *p = NULL;
+    char a[] = "/tmp/fg-lists-XXXXXX", b[] = "/tmp/fg-lists-XXXXXX";
+    assert_non_null(mkdtemp(a));
+    assert_non_null(mkdtemp(b));
+    touch(a, "1.34.yaml");
+    touch(a, "1.33.yaml");
+    touch(a, "notes.yaml");
+    touch(b, "1.32.yaml");
+    touch(b, "1.34.yaml");
+    const char *dirs[] = {NULL, FG_DATA "/nowhere", a, b};
+    char *p = NULL, want[64];
     struct ck_fg_err err = {0};
-    assert_int_equal(ck_fg_upgrade_find_list(dirs, 3, V(1, 34), &p, &err), 0);
-    assert_string_equal(p, FG_LISTS "/1.34.yaml");
+
+    assert_int_equal(ck_fg_upgrade_find_list(dirs, 4, V(1, 34), &p, &err), 0);
+    snprintf(want, sizeof(want), "%s/1.34.yaml", a);
+    assert_string_equal(p, want);
     free(p);
-    assert_int_equal(ck_fg_upgrade_find_list(dirs, 3, V(1, 20), &p, &err), CK_FG_ENOENT);
-    assert_non_null(strstr(err.msg, "no shipped Kubernetes feature list for 1.20 (shipped: 1.32, "
-                                    "1.34)"));
+    assert_int_equal(ck_fg_upgrade_find_list(dirs, 4, V(1, 32), &p, &err), 0);
+    snprintf(want, sizeof(want), "%s/1.32.yaml", b);
+    assert_string_equal(p, want);
+    free(p);
+    p = NULL;
+    assert_int_equal(ck_fg_upgrade_find_list(dirs, 4, V(1, 20), &p, &err), CK_FG_ENOENT);
+    assert_null(p);
+    assert_non_null(strstr(err.msg, "no shipped Kubernetes feature list for 1.20 (shipped: 1.33, "
+                                    "1.34); pass the list of that version with --previous or "
+                                    "--features"));
+    /* Directories that ship nothing: "none". */
+    const char *empty[] = {FG_DATA "/nowhere", FG_DATA};
+    assert_int_equal(ck_fg_upgrade_find_list(empty, 2, V(1, 32), &p, &err), CK_FG_ENOENT);
+    assert_non_null(strstr(err.msg, "no shipped Kubernetes feature list for 1.32 (shipped: none)"));
+
+    unlink_in(a, "1.34.yaml");
+    unlink_in(a, "1.33.yaml");
+    unlink_in(a, "notes.yaml");
+    unlink_in(b, "1.32.yaml");
+    unlink_in(b, "1.34.yaml");
+    rmdir(a);
+    rmdir(b);
 }
 
 int main(void)

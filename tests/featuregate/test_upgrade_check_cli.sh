@@ -1,14 +1,17 @@
 #!/bin/sh
 # test_upgrade_check_cli.sh - `featuregate upgrade-check` as an operator
 # meets it: exit codes (0 nothing blocks, 1 something blocks, 2 bad usage or
-# unreadable input with stdout empty), the JSON shape, the text table, and
-# end-to-end runs on the Kubernetes lists ckube ships (1.32 and 1.34), found
-# without --previous/--features.
-# Usage: test_upgrade_check_cli.sh PATH/TO/featuregate DATA_DIR LISTS_DIR
+# unreadable input with stdout empty), the JSON shape, the text table, a
+# version without a shipped list (exit 2 and why), NodeLogQuery's default as
+# Kubernetes has it, and end-to-end runs on the lists ckube ships when it
+# ships 1.32 and 1.34, found without --previous/--features.
+# Usage: test_upgrade_check_cli.sh PATH/TO/featuregate DATA_DIR LISTS_DIR K8S_LIST
+# (K8S_LIST: Kubernetes' own list, tests/data/kubernetes-versioned-feature-list.yaml)
 set -u
 fg=$1
 data=$2
 lists=$3
+k8s=$4
 up=$data/upgrade
 . "$(dirname "$0")/cli_lib.sh"
 
@@ -80,10 +83,56 @@ usage "unexpected argument: extra" $S extra
 usage "nope.yaml" --previous "$up/nope.yaml" --features "$up/new.yaml" --from 1.33 --to 1.34
 usage "missing.yaml" $S --config "$up/missing.yaml"
 usage "config-malformed.yaml" $S --config "$data/config-malformed.yaml"
-usage "no shipped Kubernetes feature list for 1.33 (shipped: 1.32, 1.34)" --from 1.33 --to 1.34
-usage "no shipped Kubernetes feature list for 1.35" --from 1.34 --to 1.35
+# ---- Versions without a shipped list: exit 2, and why ----------------------
+# What the lists folder ships ("1.32, 1.34", or "none"), as the tool lists it.
+shipped=$(cd "$lists" && ls | sed -n 's/^\([0-9][0-9]*\.[0-9][0-9]*\)\.yaml$/\1/p' |
+          sort -t. -k1,1n -k2,2n | paste -sd, - | sed 's/,/, /g')
+[ -n "$shipped" ] || shipped=none
+why="ckube ships a release's list only when it is, byte for byte, the file that Kubernetes release carries"
+usage "no shipped Kubernetes feature list for 1.20 (shipped: $shipped)" --from 1.20 --to 1.21
+has "$work/err" "$why"
+has "$work/err" "README.md says which releases could not be verified, and why)"
+for v in 1.31 1.32 1.33 1.34; do
+    if [ -f "$lists/$v.yaml" ]; then continue; fi
+    usage "no shipped Kubernetes feature list for $v (shipped: $shipped)" --from "$v" --to "$v"
+    has "$work/err" "$why"
+done
+
+# ---- NodeLogQuery's default, as Kubernetes has it -------------------------
+# Kubernetes registers NodeLogQuery off (Alpha 1.27, Beta 1.30); OpenShift's
+# copies of the lists turn it on. On Kubernetes' own list the check sees no
+# change from 1.32 to 1.34 and eval gives false at both.
+nlq() { # nlq LIST X.Y : NodeLogQuery's value at X.Y, from eval
+    "$fg" eval --features "$1" --binary-version "$2" | grep -o '"NodeLogQuery":[a-z]*'
+}
+[ "$(nlq "$k8s" 1.32)" = '"NodeLogQuery":false' ] && pass || fail "NodeLogQuery at 1.32: $(nlq "$k8s" 1.32)"
+[ "$(nlq "$k8s" 1.34)" = '"NodeLogQuery":false' ] && pass || fail "NodeLogQuery at 1.34: $(nlq "$k8s" 1.34)"
+run 0 --previous "$k8s" --features "$k8s" --from 1.32 --to 1.34 -o json &&
+    if grep -q NodeLogQuery "$work/out"; then fail "NodeLogQuery reported: $(cat "$work/out")"; else pass; fi
+# A 1.32 list with OpenShift's change: the check would report the default
+# flipping off at 1.34, the wrong answer the shipped lists must not give.
+awk '/^- name: /{g = ($3 == "NodeLogQuery")} g && /default: false/{sub(/false/, "true")} {print}' \
+    "$k8s" >"$work/fork.yaml"
+run 0 --previous "$work/fork.yaml" --features "$k8s" --from 1.32 --to 1.34 -o json &&
+    has "$work/out" '{"gate":"NodeLogQuery","reason":"DefaultChanged","message":"on at 1.32 (Beta, default true), off at 1.34 (Beta, default false)","source":"default","from":true,"to":false}'
+# Without a shipped pair the tool answers nothing rather than a guess.
+for v in 1.32 1.34; do
+    if [ ! -f "$lists/$v.yaml" ]; then
+        usage "no shipped Kubernetes feature list for $v" --from 1.32 --to 1.34
+        break
+    fi
+done
 
 # ---- The shipped Kubernetes lists, found without --previous/--features ----
+if [ ! -f "$lists/1.32.yaml" ] || [ ! -f "$lists/1.34.yaml" ]; then
+    echo "skip: the end-to-end runs on the shipped 1.32 and 1.34 lists: not both are shipped (shipped: $shipped)"
+    summary "upgrade-check"
+    exit $?
+fi
+[ "$(nlq "$lists/1.32.yaml" 1.32)" = '"NodeLogQuery":false' ] && pass || fail "shipped 1.32: $(nlq "$lists/1.32.yaml" 1.32)"
+[ "$(nlq "$lists/1.34.yaml" 1.34)" = '"NodeLogQuery":false' ] && pass || fail "shipped 1.34: $(nlq "$lists/1.34.yaml" 1.34)"
+run 0 --from 1.32 --to 1.34 -o json &&
+    if grep -q NodeLogQuery "$work/out"; then fail "NodeLogQuery reported: $(cat "$work/out")"; else pass; fi
 cat >"$work/kubelet.yaml" <<'EOF'
 kind: KubeletConfiguration
 apiVersion: kubelet.config.k8s.io/v1beta1
