@@ -1,7 +1,11 @@
 /*
  * discovery.c - what the API server tells clients about itself: legacy
  * discovery (/api, /apis, /api/v1, /apis/G/V) and OpenAPI v3 documents
- * (which openapi_v2.c translates for /openapi/v2).
+ * (which openapi_v2.c translates for /openapi/v2). Every stored resource
+ * carries kube-apiserver's storageVersionHash (apiserver's
+ * endpoints/discovery/storageversionhash.go; which resources get one:
+ * endpoints/installer.go and apiextensions-apiserver's
+ * customresource_discovery_controller.go).
  *
  * Both are derived from the kind registry and the schemas, so they can never
  * disagree with what the server actually serves. kubectl needs discovery to
@@ -9,6 +13,7 @@
  * to declare the fieldValidation parameter before `create -f` and `apply -f`
  * trust the server to validate fields (kube-api-contract sections 3 and 4).
  */
+#include <nettle/sha2.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -104,6 +109,63 @@ static json_t *subresource_entry(const struct ck_kind *k, const struct ck_subres
     return e;
 }
 
+/*
+ * The group/version objects of k are stored in ("stable.example.com/v1"): a
+ * custom resource's storage version, a built-in kind's own. False when k is
+ * not stored (the reviews) or its storage version is not served: then
+ * kube-apiserver gives it no storageVersionHash (a CRD's is computed only
+ * from a served version).
+ */
+static bool storage_group_version(const struct ck_kind *k, char *buf, size_t size)
+{
+    if (k->verbs)
+        return false;
+    if (!k->storage_api_version) {
+        snprintf(buf, size, "%s/%s", k->group, k->version);
+        return true;
+    }
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    char gv[256];
+    for (size_t i = 0; i < n; i++) {
+        const struct ck_kind *other = kinds[i];
+        if (!other->storage_resource || !k->storage_resource ||
+            strcmp(other->storage_resource, k->storage_resource) != 0)
+            continue;
+        snprintf(gv, sizeof(gv), "%s/%s", other->group, other->version);
+        if (strcmp(gv, k->storage_api_version) == 0) {
+            snprintf(buf, size, "%s", gv);
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * kube-apiserver's storageVersionHash of a stored resource: the first 8
+ * bytes of the SHA-256 of "<group>/<version>/<kind>" in its storage version
+ * ("/v1/Pod" for the core group), in standard base64. Clients compare it
+ * between discoveries to learn that a resource's storage version changed
+ * (storage version migration). Sets *ret to NULL when k gets none; -1 when
+ * out of memory. The caller frees *ret.
+ */
+static int storage_version_hash(const struct ck_kind *k, char **ret)
+{
+    char gvk[512];
+    *ret = NULL;
+    if (!storage_group_version(k, gvk, sizeof(gvk)))
+        return 0;
+    size_t len = strlen(gvk);
+    snprintf(gvk + len, sizeof(gvk) - len, "/%s", k->kind);
+    struct sha256_ctx ctx;
+    uint8_t digest[SHA256_DIGEST_SIZE];
+    sha256_init(&ctx);
+    sha256_update(&ctx, strlen(gvk), (const uint8_t *)gvk);
+    sha256_digest(&ctx, sizeof(digest), digest);
+    *ret = ck_base64_encode(digest, 8);
+    return *ret ? 0 : -1;
+}
+
 json_t *ck_discovery_resources(const char *group, const char *version)
 {
     json_t *resources = json_array();
@@ -123,6 +185,11 @@ json_t *ck_discovery_resources(const char *group, const char *version)
             failed |= json_object_set_new(e, "shortNames", strings(k->short_names));
         if (k->categories)
             failed |= json_object_set_new(e, "categories", strings(k->categories));
+        char *hash = NULL;
+        failed |= storage_version_hash(k, &hash);
+        if (hash)
+            failed |= json_object_set_new(e, "storageVersionHash", json_string(hash));
+        free(hash);
         failed |= json_array_append_new(resources, e);
         for (size_t s = 0; s < k->n_subresources; s++)
             failed |= json_array_append_new(resources, subresource_entry(k, &k->subresources[s]));
