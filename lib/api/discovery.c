@@ -204,7 +204,12 @@ json_t *ck_discovery_resources(const char *group, const char *version)
 
 /* ---- OpenAPI v3 --------------------------------------------------------- */
 
-/* Adds name and every schema it references (transitively) to out. 0, or -1 out of memory. */
+/*
+ * Adds name and every schema it references (transitively) to out, as copies: the
+ * set's schema objects are shared by every thread building a document, and
+ * jansson reads a value's reference count with a plain load before changing it
+ * atomically, which races with another thread's change. 0, or -1 out of memory.
+ */
 static int collect_schemas(const struct ck_schemas *set, const json_t *node, json_t *out)
 {
     if (json_is_array(node)) {
@@ -228,7 +233,7 @@ static int collect_schemas(const struct ck_schemas *set, const json_t *node, jso
             const char *name = ref + strlen(REF_PREFIX);
             const json_t *schema = ck_schemas_get(set, name);
             if (schema && !json_object_get(out, name) &&
-                (json_object_set(out, name, (json_t *)schema) < 0 ||
+                (json_object_set_new(out, name, ck__json_copy(schema)) < 0 ||
                  collect_schemas(set, schema, out) < 0))
                 return -1;
         } else if (strcmp(key, "default") != 0 && strcmp(key, "enum") != 0 &&
@@ -352,7 +357,8 @@ json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, con
                       operation(k, "delete", "delete", ref, false)));
         const json_t *schema = ck_schemas_get(kset, k->schema);
         if (schema && !json_object_get(schemas, k->schema))
-            failed |= json_object_set(schemas, k->schema, (json_t *)schema) < 0 ||
+            /* a copy, as in collect_schemas */
+            failed |= json_object_set_new(schemas, k->schema, ck__json_copy(schema)) < 0 ||
                       collect_schemas(kset, schema, schemas) < 0;
     }
     if (!served || failed) {
