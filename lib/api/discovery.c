@@ -204,20 +204,55 @@ json_t *ck_discovery_resources(const char *group, const char *version)
 
 /* ---- OpenAPI v3 --------------------------------------------------------- */
 
+/* FNV-1a 64, folded over a document's canonical JSON: a cheap, stable ETag. */
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+
+static void fold_bytes(uint64_t *h, const char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        *h ^= (unsigned char)p[i];
+        *h *= 0x100000001b3ULL;
+    }
+}
+
+/* Folds v's canonical JSON (compact, keys sorted) into *h. 0, or -1 out of memory. */
+static int fold_json(uint64_t *h, const json_t *v)
+{
+    size_t len = 0;
+    char *text = ck__json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY, &len);
+    if (!text)
+        return -1;
+    fold_bytes(h, text, len);
+    free(text);
+    return 0;
+}
+
 /*
- * Adds name and every schema it references (transitively) to out, as copies: the
- * set's schema objects are shared by every thread building a document, and
- * jansson reads a value's reference count with a plain load before changing it
- * atomically, which races with another thread's change. 0, or -1 out of memory.
+ * A schema a document names, by name into out: a copy of it for a document
+ * (hash NULL), or for a document that is only hashed, json_true() with the
+ * name and the schema folded into *hash. Never the set's own object: the set's
+ * schemas are shared by every thread building a document, and jansson reads a
+ * value's reference count with a plain load before changing it atomically,
+ * which races with another thread's change. 0, or -1 out of memory.
  */
-static int collect_schemas(const struct ck_schemas *set, const json_t *node, json_t *out)
+static int add_schema(json_t *out, const char *name, const json_t *schema, uint64_t *hash)
+{
+    if (!hash)
+        return json_object_set_new(out, name, ck__json_copy(schema));
+    fold_bytes(hash, name, strlen(name) + 1);
+    return fold_json(hash, schema) < 0 ? -1 : json_object_set_new(out, name, json_true());
+}
+
+/* Adds every schema node references (transitively) to out, as add_schema(). 0, or -1. */
+static int collect_schemas(const struct ck_schemas *set, const json_t *node, json_t *out,
+                           uint64_t *hash)
 {
     if (json_is_array(node)) {
         size_t i;
         json_t *item;
         json_array_foreach(node, i, item)
         {
-            if (collect_schemas(set, item, out) < 0)
+            if (collect_schemas(set, item, out, hash) < 0)
                 return -1;
         }
         return 0;
@@ -233,11 +268,11 @@ static int collect_schemas(const struct ck_schemas *set, const json_t *node, jso
             const char *name = ref + strlen(REF_PREFIX);
             const json_t *schema = ck_schemas_get(set, name);
             if (schema && !json_object_get(out, name) &&
-                (json_object_set_new(out, name, ck__json_copy(schema)) < 0 ||
-                 collect_schemas(set, schema, out) < 0))
+                (add_schema(out, name, schema, hash) < 0 ||
+                 collect_schemas(set, schema, out, hash) < 0))
                 return -1;
         } else if (strcmp(key, "default") != 0 && strcmp(key, "enum") != 0 &&
-                   collect_schemas(set, value, out) < 0) {
+                   collect_schemas(set, value, out, hash) < 0) {
             return -1;
         }
     }
@@ -319,7 +354,14 @@ static json_t *operation(const struct ck_kind *k, const char *verb, const char *
     return op;
 }
 
-json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, const char *version)
+/*
+ * The document of group/version, its schemas copied in; or with hash set, the
+ * document without them (each name maps to true) and the schemas folded into
+ * *hash in the order they are reached, which is all the index needs. NULL when
+ * nothing is served there or out of memory.
+ */
+static json_t *build_document(const struct ck_schemas *set, const char *group, const char *version,
+                              uint64_t *hash)
 {
     json_t *paths = json_object();
     json_t *schemas = json_object();
@@ -357,9 +399,8 @@ json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, con
                       operation(k, "delete", "delete", ref, false)));
         const json_t *schema = ck_schemas_get(kset, k->schema);
         if (schema && !json_object_get(schemas, k->schema))
-            /* a copy, as in collect_schemas */
-            failed |= json_object_set_new(schemas, k->schema, ck__json_copy(schema)) < 0 ||
-                      collect_schemas(kset, schema, schemas) < 0;
+            failed |= add_schema(schemas, k->schema, schema, hash) < 0 ||
+                      collect_schemas(kset, schema, schemas, hash) < 0;
     }
     if (!served || failed) {
         json_decref(paths);
@@ -372,20 +413,9 @@ json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, con
                      "ckube", "version", title, "paths", paths, "components", "schemas", schemas);
 }
 
-/* FNV-1a 64 over the document's canonical JSON: a cheap, stable ETag. -1: out of memory. */
-static int document_hash(const json_t *doc, char *buf, size_t size)
+json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, const char *version)
 {
-    char *text = ck__json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS, NULL);
-    if (!text)
-        return -1;
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-        h ^= *p;
-        h *= 0x100000001b3ULL;
-    }
-    free(text);
-    snprintf(buf, size, "%016llX", (unsigned long long)h);
-    return 0;
+    return build_document(set, group, version, NULL);
 }
 
 /*
@@ -418,9 +448,12 @@ static json_t *build_index(const struct ck_schemas *set)
             snprintf(key, sizeof(key), "api/%s", k->version);
         if (json_object_get(paths, key))
             continue;
-        json_t *doc = ck_openapi_document(set, k->group, k->version);
-        int r = document_hash(doc, hash, sizeof(hash));
+        /* the document's hash: its schemas as they are reached, then the rest */
+        uint64_t h = FNV_OFFSET;
+        json_t *doc = build_document(set, k->group, k->version, &h);
+        int r = doc ? fold_json(&h, doc) : -1;
         json_decref(doc);
+        snprintf(hash, sizeof(hash), "%016llX", (unsigned long long)h);
         snprintf(url, sizeof(url), "/openapi/v3/%s?hash=%s", key, hash);
         if (r < 0 ||
             json_object_set_new(paths, key, json_pack("{s:s}", "serverRelativeURL", url)) < 0)

@@ -114,19 +114,23 @@ static void test_resource_lists(void **state)
 }
 
 /* Minimal schemas under the real names, enough to check closure and hashing. */
-static struct ck_schemas *load_schemas(const char *deployment_description)
+static struct ck_schemas *load_schemas_labels(const char *deployment_description,
+                                              const char *labels_type)
 {
-    char apps[1024];
+    char apps[1024], meta[512];
     snprintf(apps, sizeof(apps),
              "{\"io.k8s.api.apps.v1.Deployment\":{\"type\":\"object\",\"description\":\"%s\","
              "\"properties\":{\"metadata\":{\"$ref\":\"#/components/schemas/meta.ObjectMeta\"}}},"
              "\"io.k8s.api.apps.v1.ReplicaSet\":{\"type\":\"object\"}}",
              deployment_description);
+    snprintf(meta, sizeof(meta),
+             "{\"meta.ObjectMeta\":{\"type\":\"object\",\"properties\":{\"labels\":{\"$ref\":"
+             "\"#/components/schemas/meta.Labels\"}}},\"meta.Labels\":{\"type\":\"%s\"},"
+             "\"unrelated.Thing\":{\"type\":\"string\"}}",
+             labels_type);
     const char *docs[] = {
         apps,
-        "{\"meta.ObjectMeta\":{\"type\":\"object\",\"properties\":{\"labels\":{\"$ref\":"
-        "\"#/components/schemas/meta.Labels\"}}},\"meta.Labels\":{\"type\":\"object\"},"
-        "\"unrelated.Thing\":{\"type\":\"string\"}}",
+        meta,
         "{\"io.k8s.api.core.v1.Pod\":{\"type\":\"object\"},\"io.k8s.api.core.v1.Namespace\":{},"
         "\"io.k8s.api.core.v1.Node\":{},\"io.k8s.api.core.v1.Event\":{}}",
     };
@@ -135,6 +139,11 @@ static struct ck_schemas *load_schemas(const char *deployment_description)
     if (ck_schemas_new(docs, 3, &set, &err) != 0)
         fail_msg("%s", err.msg);
     return set;
+}
+
+static struct ck_schemas *load_schemas(const char *deployment_description)
+{
+    return load_schemas_labels(deployment_description, "object");
 }
 
 /* The patch types the OpenAPI patch operation of kind (at item path) accepts. */
@@ -261,6 +270,19 @@ static void test_openapi_index_hash_follows_content(void **state)
     assert_string_equal(index_url(ia, "apis/apps/v1"), index_url(ia2, "apis/apps/v1"));
     assert_string_not_equal(index_url(ia, "apis/apps/v1"), index_url(ib, "apis/apps/v1"));
     assert_string_equal(index_url(ia, "api/v1"), index_url(ib, "api/v1")); /* unchanged */
+    /* rebuilt (a new set, the cache holds b's) from the same content: the same hashes */
+    struct ck_schemas *a2 = load_schemas("first");
+    json_t *ia3 = ck_openapi_index(a2);
+    assert_string_equal(index_url(ia, "apis/apps/v1"), index_url(ia3, "apis/apps/v1"));
+    assert_string_equal(index_url(ia, "api/v1"), index_url(ia3, "api/v1"));
+    json_decref(ia3);
+    ck_schemas_free(a2);
+    /* a schema reached only through two $refs changes the hash of the documents naming it */
+    a2 = load_schemas_labels("first", "string");
+    ia3 = ck_openapi_index(a2);
+    assert_string_not_equal(index_url(ia, "apis/apps/v1"), index_url(ia3, "apis/apps/v1"));
+    json_decref(ia3);
+    ck_schemas_free(a2);
     json_decref(ia);
     json_decref(ia2);
     json_decref(ib);
