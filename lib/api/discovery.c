@@ -1,7 +1,11 @@
 /*
  * discovery.c - what the API server tells clients about itself: legacy
  * discovery (/api, /apis, /api/v1, /apis/G/V) and OpenAPI v3 documents
- * (which openapi_v2.c translates for /openapi/v2).
+ * (which openapi_v2.c translates for /openapi/v2). Every stored resource
+ * carries kube-apiserver's storageVersionHash (apiserver's
+ * endpoints/discovery/storageversionhash.go; which resources get one:
+ * endpoints/installer.go and apiextensions-apiserver's
+ * customresource_discovery_controller.go).
  *
  * Both are derived from the kind registry and the schemas, so they can never
  * disagree with what the server actually serves. kubectl needs discovery to
@@ -9,6 +13,7 @@
  * to declare the fieldValidation parameter before `create -f` and `apply -f`
  * trust the server to validate fields (kube-api-contract sections 3 and 4).
  */
+#include <nettle/sha2.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -104,6 +109,63 @@ static json_t *subresource_entry(const struct ck_kind *k, const struct ck_subres
     return e;
 }
 
+/*
+ * The group/version objects of k are stored in ("stable.example.com/v1"): a
+ * custom resource's storage version, a built-in kind's own. False when k is
+ * not stored (the reviews) or its storage version is not served: then
+ * kube-apiserver gives it no storageVersionHash (a CRD's is computed only
+ * from a served version).
+ */
+static bool storage_group_version(const struct ck_kind *k, char *buf, size_t size)
+{
+    if (k->verbs)
+        return false;
+    if (!k->storage_api_version) {
+        snprintf(buf, size, "%s/%s", k->group, k->version);
+        return true;
+    }
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    char gv[256];
+    for (size_t i = 0; i < n; i++) {
+        const struct ck_kind *other = kinds[i];
+        if (!other->storage_resource || !k->storage_resource ||
+            strcmp(other->storage_resource, k->storage_resource) != 0)
+            continue;
+        snprintf(gv, sizeof(gv), "%s/%s", other->group, other->version);
+        if (strcmp(gv, k->storage_api_version) == 0) {
+            snprintf(buf, size, "%s", gv);
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * kube-apiserver's storageVersionHash of a stored resource: the first 8
+ * bytes of the SHA-256 of "<group>/<version>/<kind>" in its storage version
+ * ("/v1/Pod" for the core group), in standard base64. Clients compare it
+ * between discoveries to learn that a resource's storage version changed
+ * (storage version migration). Sets *ret to NULL when k gets none; -1 when
+ * out of memory. The caller frees *ret.
+ */
+static int storage_version_hash(const struct ck_kind *k, char **ret)
+{
+    char gvk[512];
+    *ret = NULL;
+    if (!storage_group_version(k, gvk, sizeof(gvk)))
+        return 0;
+    size_t len = strlen(gvk);
+    snprintf(gvk + len, sizeof(gvk) - len, "/%s", k->kind);
+    struct sha256_ctx ctx;
+    uint8_t digest[SHA256_DIGEST_SIZE];
+    sha256_init(&ctx);
+    sha256_update(&ctx, strlen(gvk), (const uint8_t *)gvk);
+    sha256_digest(&ctx, sizeof(digest), digest);
+    *ret = ck_base64_encode(digest, 8);
+    return *ret ? 0 : -1;
+}
+
 json_t *ck_discovery_resources(const char *group, const char *version)
 {
     json_t *resources = json_array();
@@ -123,6 +185,11 @@ json_t *ck_discovery_resources(const char *group, const char *version)
             failed |= json_object_set_new(e, "shortNames", strings(k->short_names));
         if (k->categories)
             failed |= json_object_set_new(e, "categories", strings(k->categories));
+        char *hash = NULL;
+        failed |= storage_version_hash(k, &hash);
+        if (hash)
+            failed |= json_object_set_new(e, "storageVersionHash", json_string(hash));
+        free(hash);
         failed |= json_array_append_new(resources, e);
         for (size_t s = 0; s < k->n_subresources; s++)
             failed |= json_array_append_new(resources, subresource_entry(k, &k->subresources[s]));
@@ -137,15 +204,55 @@ json_t *ck_discovery_resources(const char *group, const char *version)
 
 /* ---- OpenAPI v3 --------------------------------------------------------- */
 
-/* Adds name and every schema it references (transitively) to out. 0, or -1 out of memory. */
-static int collect_schemas(const struct ck_schemas *set, const json_t *node, json_t *out)
+/* FNV-1a 64, folded over a document's canonical JSON: a cheap, stable ETag. */
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+
+static void fold_bytes(uint64_t *h, const char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        *h ^= (unsigned char)p[i];
+        *h *= 0x100000001b3ULL;
+    }
+}
+
+/* Folds v's canonical JSON (compact, keys sorted) into *h. 0, or -1 out of memory. */
+static int fold_json(uint64_t *h, const json_t *v)
+{
+    size_t len = 0;
+    char *text = ck__json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY, &len);
+    if (!text)
+        return -1;
+    fold_bytes(h, text, len);
+    free(text);
+    return 0;
+}
+
+/*
+ * A schema a document names, by name into out: a copy of it for a document
+ * (hash NULL), or for a document that is only hashed, json_true() with the
+ * name and the schema folded into *hash. Never the set's own object: the set's
+ * schemas are shared by every thread building a document, and jansson reads a
+ * value's reference count with a plain load before changing it atomically,
+ * which races with another thread's change. 0, or -1 out of memory.
+ */
+static int add_schema(json_t *out, const char *name, const json_t *schema, uint64_t *hash)
+{
+    if (!hash)
+        return json_object_set_new(out, name, ck__json_copy(schema));
+    fold_bytes(hash, name, strlen(name) + 1);
+    return fold_json(hash, schema) < 0 ? -1 : json_object_set_new(out, name, json_true());
+}
+
+/* Adds every schema node references (transitively) to out, as add_schema(). 0, or -1. */
+static int collect_schemas(const struct ck_schemas *set, const json_t *node, json_t *out,
+                           uint64_t *hash)
 {
     if (json_is_array(node)) {
         size_t i;
         json_t *item;
         json_array_foreach(node, i, item)
         {
-            if (collect_schemas(set, item, out) < 0)
+            if (collect_schemas(set, item, out, hash) < 0)
                 return -1;
         }
         return 0;
@@ -161,11 +268,11 @@ static int collect_schemas(const struct ck_schemas *set, const json_t *node, jso
             const char *name = ref + strlen(REF_PREFIX);
             const json_t *schema = ck_schemas_get(set, name);
             if (schema && !json_object_get(out, name) &&
-                (json_object_set(out, name, (json_t *)schema) < 0 ||
-                 collect_schemas(set, schema, out) < 0))
+                (add_schema(out, name, schema, hash) < 0 ||
+                 collect_schemas(set, schema, out, hash) < 0))
                 return -1;
         } else if (strcmp(key, "default") != 0 && strcmp(key, "enum") != 0 &&
-                   collect_schemas(set, value, out) < 0) {
+                   collect_schemas(set, value, out, hash) < 0) {
             return -1;
         }
     }
@@ -247,7 +354,14 @@ static json_t *operation(const struct ck_kind *k, const char *verb, const char *
     return op;
 }
 
-json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, const char *version)
+/*
+ * The document of group/version, its schemas copied in; or with hash set, the
+ * document without them (each name maps to true) and the schemas folded into
+ * *hash in the order they are reached, which is all the index needs. NULL when
+ * nothing is served there or out of memory.
+ */
+static json_t *build_document(const struct ck_schemas *set, const char *group, const char *version,
+                              uint64_t *hash)
 {
     json_t *paths = json_object();
     json_t *schemas = json_object();
@@ -285,8 +399,8 @@ json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, con
                       operation(k, "delete", "delete", ref, false)));
         const json_t *schema = ck_schemas_get(kset, k->schema);
         if (schema && !json_object_get(schemas, k->schema))
-            failed |= json_object_set(schemas, k->schema, (json_t *)schema) < 0 ||
-                      collect_schemas(kset, schema, schemas) < 0;
+            failed |= add_schema(schemas, k->schema, schema, hash) < 0 ||
+                      collect_schemas(kset, schema, schemas, hash) < 0;
     }
     if (!served || failed) {
         json_decref(paths);
@@ -299,20 +413,9 @@ json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, con
                      "ckube", "version", title, "paths", paths, "components", "schemas", schemas);
 }
 
-/* FNV-1a 64 over the document's canonical JSON: a cheap, stable ETag. -1: out of memory. */
-static int document_hash(const json_t *doc, char *buf, size_t size)
+json_t *ck_openapi_document(const struct ck_schemas *set, const char *group, const char *version)
 {
-    char *text = ck__json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS, NULL);
-    if (!text)
-        return -1;
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-        h ^= *p;
-        h *= 0x100000001b3ULL;
-    }
-    free(text);
-    snprintf(buf, size, "%016llX", (unsigned long long)h);
-    return 0;
+    return build_document(set, group, version, NULL);
 }
 
 /*
@@ -345,9 +448,12 @@ static json_t *build_index(const struct ck_schemas *set)
             snprintf(key, sizeof(key), "api/%s", k->version);
         if (json_object_get(paths, key))
             continue;
-        json_t *doc = ck_openapi_document(set, k->group, k->version);
-        int r = document_hash(doc, hash, sizeof(hash));
+        /* the document's hash: its schemas as they are reached, then the rest */
+        uint64_t h = FNV_OFFSET;
+        json_t *doc = build_document(set, k->group, k->version, &h);
+        int r = doc ? fold_json(&h, doc) : -1;
         json_decref(doc);
+        snprintf(hash, sizeof(hash), "%016llX", (unsigned long long)h);
         snprintf(url, sizeof(url), "/openapi/v3/%s?hash=%s", key, hash);
         if (r < 0 ||
             json_object_set_new(paths, key, json_pack("{s:s}", "serverRelativeURL", url)) < 0)

@@ -29,7 +29,14 @@
 #define TRIM_AFTER_OBJECTS 10000        /* a list this long gives its memory back (release_list) */
 #define LIST_READ_BLOCK    (32u * 1024) /* bytes of a list answer copied per send (send_list) */
 
-static const char table_content_type[] = "application/json;as=Table;v=v1;g=meta.k8s.io";
+/*
+ * A Table, like a PartialObjectMetadata, is answered with the bare media type of
+ * its codec ("application/json", "application/yaml", protobuf's), no as=/g=/v=
+ * parameters: kube-apiserver's transformResponseObject writes a converted object
+ * through WriteObjectNegotiated without listing its kind in the Content-Type (only
+ * aggregated discovery does); the kind is in the body.
+ */
+static const char transformed_content_type[] = "application/json";
 
 static enum MHD_Result send_table(struct MHD_Connection *conn, const struct ck_kind *kind,
                                   json_t *const *objects, size_t n, const char *rv,
@@ -44,7 +51,7 @@ static enum MHD_Result send_table(struct MHD_Connection *conn, const struct ck_k
     json_decref(table);
     if (!body)
         return ck__fail_no_memory(conn);
-    return ck__send_bytes(conn, 200, table_content_type, body, strlen(body), NULL);
+    return ck__send_bytes(conn, 200, transformed_content_type, body, strlen(body), NULL);
 }
 
 /*
@@ -86,7 +93,7 @@ static enum MHD_Result send_partial(struct MHD_Connection *conn, const struct ck
     json_decref(partial);
     if (!out)
         return ck__fail_no_memory(conn);
-    return ck__send_bytes(conn, status, ck__partial_content_type, out, out_len, warnings);
+    return ck__send_bytes(conn, status, transformed_content_type, out, out_len, warnings);
 }
 
 static bool is_partial(enum ck__accept accept)
@@ -449,7 +456,7 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
         json_decref(list);
         if (!text)
             return ck__fail_no_memory(conn);
-        return ck__send_bytes(conn, 200, ck__partial_list_content_type, text, len, NULL);
+        return ck__send_bytes(conn, 200, transformed_content_type, text, len, NULL);
     }
     if (accept == CK__ACCEPT_TABLE) {
         json_t **objects = ck__calloc(result.n_kvs + 1, sizeof(*objects));
@@ -1191,9 +1198,7 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
         return ck__fail_no_memory(conn);
     if (accept == CK__ACCEPT_PROTOBUF)
         return ck__send_proto(conn, 200, text, text_len, NULL);
-    return ck__send_bytes(conn, 200,
-                          is_partial(accept) ? ck__partial_list_content_type : "application/json",
-                          text, text_len, NULL);
+    return ck__send_bytes(conn, 200, "application/json", text, text_len, NULL);
 }
 
 /* ---- dispatch ----------------------------------------------------------- */

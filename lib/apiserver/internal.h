@@ -844,13 +844,6 @@ enum MHD_Result ck__send_proto(struct MHD_Connection *conn, unsigned status, cha
                                const struct ck_warnings *warnings);
 
 /*
- * The Content-Types Kubernetes answers PartialObjectMetadata and its List
- * with (the media type, then the group, version and kind it was converted to).
- */
-extern const char ck__partial_content_type[];
-extern const char ck__partial_list_content_type[];
-
-/*
  * The PartialObjectMetadata of obj: {"kind":"PartialObjectMetadata",
  * "apiVersion":"meta.k8s.io/v1","metadata":...}, sharing obj's metadata.
  * New reference, or NULL when out of memory.

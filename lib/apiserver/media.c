@@ -297,7 +297,7 @@ int ck__media_encode(struct MHD_Connection *conn, const char *content_type, char
     ck__media_negotiate(conn, &media);
     /* a request we cannot answer in its format hears why in JSON */
     const struct ck__codec *codec = media.codec ? media.codec : &codecs[0];
-    /* the parameters (as=Table;g=meta.k8s.io;v=v1) stay, after the codec's type */
+    /* parameters of content_type, if any, stay after the codec's type */
     snprintf(ret_type, type_size, "%s%s", codec->media_type, content_type + json_len);
     return codec->encode(body, len, media.pretty, ret_body, ret_len);
 }

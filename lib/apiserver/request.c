@@ -39,11 +39,6 @@ bool ck__query_bool(struct MHD_Connection *conn, const char *name)
     return ck__parse_bool(ck__query(conn, name), &v) && v;
 }
 
-const char ck__partial_content_type[] =
-    "application/json;g=meta.k8s.io;v=v1;as=PartialObjectMetadata";
-const char ck__partial_list_content_type[] =
-    "application/json;g=meta.k8s.io;v=v1;as=PartialObjectMetadataList";
-
 json_t *ck__partial_object(const json_t *obj)
 {
     json_t *meta = json_object_get(obj, "metadata");

@@ -722,9 +722,9 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     server->watches = s;
     pthread_mutex_unlock(&server->watches_lock);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            s->table      ? "application/json;as=Table;v=v1;g=meta.k8s.io"
-                            : s->protobuf ? CK_PROTOBUF_WATCH_MEDIA_TYPE
-                                          : "application/json");
+                            /* a Table stream in JSON too, as kube-apiserver's (no as=) */
+                            s->protobuf && !s->table ? CK_PROTOBUF_WATCH_MEDIA_TYPE
+                                                     : "application/json");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
     return ck__queue_answer(conn, 200, resp);
 

@@ -2,10 +2,13 @@
  * test_discovery.c - tests for lib/api/discovery.c: legacy discovery
  * documents as kubectl reads them, and OpenAPI v3 documents whose PATCH
  * operations declare fieldValidation, with schemas closed over $ref and an
- * index hash that follows the documents' content.
+ * index hash that follows the documents' content; the storageVersionHash of
+ * every stored resource, checked against Python's SHA-256 and base64 and
+ * against the value kube-apiserver serves for pods.
  */
 #include "cktest.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,19 +114,23 @@ static void test_resource_lists(void **state)
 }
 
 /* Minimal schemas under the real names, enough to check closure and hashing. */
-static struct ck_schemas *load_schemas(const char *deployment_description)
+static struct ck_schemas *load_schemas_labels(const char *deployment_description,
+                                              const char *labels_type)
 {
-    char apps[1024];
+    char apps[1024], meta[512];
     snprintf(apps, sizeof(apps),
              "{\"io.k8s.api.apps.v1.Deployment\":{\"type\":\"object\",\"description\":\"%s\","
              "\"properties\":{\"metadata\":{\"$ref\":\"#/components/schemas/meta.ObjectMeta\"}}},"
              "\"io.k8s.api.apps.v1.ReplicaSet\":{\"type\":\"object\"}}",
              deployment_description);
+    snprintf(meta, sizeof(meta),
+             "{\"meta.ObjectMeta\":{\"type\":\"object\",\"properties\":{\"labels\":{\"$ref\":"
+             "\"#/components/schemas/meta.Labels\"}}},\"meta.Labels\":{\"type\":\"%s\"},"
+             "\"unrelated.Thing\":{\"type\":\"string\"}}",
+             labels_type);
     const char *docs[] = {
         apps,
-        "{\"meta.ObjectMeta\":{\"type\":\"object\",\"properties\":{\"labels\":{\"$ref\":"
-        "\"#/components/schemas/meta.Labels\"}}},\"meta.Labels\":{\"type\":\"object\"},"
-        "\"unrelated.Thing\":{\"type\":\"string\"}}",
+        meta,
         "{\"io.k8s.api.core.v1.Pod\":{\"type\":\"object\"},\"io.k8s.api.core.v1.Namespace\":{},"
         "\"io.k8s.api.core.v1.Node\":{},\"io.k8s.api.core.v1.Event\":{}}",
     };
@@ -132,6 +139,11 @@ static struct ck_schemas *load_schemas(const char *deployment_description)
     if (ck_schemas_new(docs, 3, &set, &err) != 0)
         fail_msg("%s", err.msg);
     return set;
+}
+
+static struct ck_schemas *load_schemas(const char *deployment_description)
+{
+    return load_schemas_labels(deployment_description, "object");
 }
 
 /* The patch types the OpenAPI patch operation of kind (at item path) accepts. */
@@ -258,11 +270,216 @@ static void test_openapi_index_hash_follows_content(void **state)
     assert_string_equal(index_url(ia, "apis/apps/v1"), index_url(ia2, "apis/apps/v1"));
     assert_string_not_equal(index_url(ia, "apis/apps/v1"), index_url(ib, "apis/apps/v1"));
     assert_string_equal(index_url(ia, "api/v1"), index_url(ib, "api/v1")); /* unchanged */
+    /* rebuilt (a new set, the cache holds b's) from the same content: the same hashes */
+    struct ck_schemas *a2 = load_schemas("first");
+    json_t *ia3 = ck_openapi_index(a2);
+    assert_string_equal(index_url(ia, "apis/apps/v1"), index_url(ia3, "apis/apps/v1"));
+    assert_string_equal(index_url(ia, "api/v1"), index_url(ia3, "api/v1"));
+    json_decref(ia3);
+    ck_schemas_free(a2);
+    /* a schema reached only through two $refs changes the hash of the documents naming it */
+    a2 = load_schemas_labels("first", "string");
+    ia3 = ck_openapi_index(a2);
+    assert_string_not_equal(index_url(ia, "apis/apps/v1"), index_url(ia3, "apis/apps/v1"));
+    json_decref(ia3);
+    ck_schemas_free(a2);
     json_decref(ia);
     json_decref(ia2);
     json_decref(ib);
     ck_schemas_free(a);
     ck_schemas_free(b);
+}
+
+/*
+ * For each of the n strings of gvks, base64 of the first 8 bytes of its SHA-256,
+ * as Python computes it (not ckube's code), into want[i] (32 bytes each); false
+ * when python3 cannot be run. The strings hold no shell characters.
+ */
+static bool python_hashes(const char *const *gvks, size_t n, char (*want)[32])
+{
+    char cmd[8192] = "python3 -c 'import sys, hashlib, base64\n"
+                     "for a in sys.argv[1:]: "
+                     "print(base64.b64encode(hashlib.sha256(a.encode()).digest()[:8]).decode())'";
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(cmd);
+        snprintf(cmd + len, sizeof(cmd) - len, " '%s'", gvks[i]);
+    }
+    size_t len = strlen(cmd);
+    snprintf(cmd + len, sizeof(cmd) - len, " 2>/dev/null");
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return false;
+    size_t got = 0;
+    char line[32];
+    while (got < n && fgets(line, sizeof(line), p)) {
+        line[strcspn(line, "\n")] = '\0';
+        snprintf(want[got++], sizeof(want[0]), "%s", line);
+    }
+    return pclose(p) == 0 && got == n;
+}
+
+static bool python_hash(const char *gvk, char want[32])
+{
+    char one[1][32];
+    const char *const gvks[] = {gvk};
+    if (!python_hashes(gvks, 1, one))
+        return false;
+    memcpy(want, one[0], sizeof(one[0]));
+    return true;
+}
+
+static const char *hash_of(const json_t *list, const char *resource)
+{
+    return json_string_value(json_object_get(
+        find_by(json_object_get(list, "resources"), "name", resource), "storageVersionHash"));
+}
+
+static void test_storage_version_hash_of_built_in_resources(void **state)
+{
+    (void)state;
+    json_t *core = ck_discovery_resources("", "v1");
+    /* what kube-apiserver 1.32 serves for pods in /api/v1 */
+    assert_string_equal(hash_of(core, "pods"), "xPOwRZ+Yhw8=");
+    json_decref(core);
+
+    /* every stored resource, its own GVK being its storage version; Python agrees on pods */
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    char(*gvk)[256] = calloc(n + 1, sizeof(*gvk));
+    const char **gvks = calloc(n + 1, sizeof(*gvks));
+    char(*want)[32] = calloc(n + 1, sizeof(*want));
+    assert_true(gvk && gvks && want);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(gvk[i], sizeof(gvk[i]), "%s/%s/%s", kinds[i]->group, kinds[i]->version,
+                 kinds[i]->kind);
+        gvks[i] = gvk[i];
+    }
+    gvks[n] = "/v1/Pod";
+    if (!python_hashes(gvks, n + 1, want)) {
+        free(gvk), free(gvks), free(want);
+        print_message("skipped: python3 could not be run to compute the hashes\n");
+        skip();
+    }
+    assert_string_equal(want[n], "xPOwRZ+Yhw8=");
+    size_t hashed = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct ck_kind *k = kinds[i];
+        json_t *list = ck_discovery_resources(k->group, k->version);
+        const char *got = hash_of(list, k->resource);
+        if (k->verbs) { /* the reviews and TokenRequest are never stored: no hash */
+            assert_null(got);
+        } else {
+            if (!got || strcmp(got, want[i]) != 0)
+                fail_msg("%s: storageVersionHash %s, want %s", gvk[i], got ? got : "none", want[i]);
+            hashed++;
+        }
+        /* subresources never carry one */
+        size_t j;
+        json_t *e;
+        json_array_foreach(json_object_get(list, "resources"), j, e)
+        {
+            if (strchr(json_string_value(json_object_get(e, "name")), '/'))
+                assert_null(json_object_get(e, "storageVersionHash"));
+        }
+        json_decref(list);
+    }
+    assert_true(hashed > 20);
+    json_t *authn = ck_discovery_resources("authentication.k8s.io", "v1");
+    assert_non_null(find_by(json_object_get(authn, "resources"), "name", "tokenreviews"));
+    assert_null(hash_of(authn, "tokenreviews"));
+    json_decref(authn);
+    free(gvk), free(gvks), free(want);
+}
+
+#define OPEN_SCHEMA                                                                                \
+    "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\","                                        \
+    "\"x-kubernetes-preserve-unknown-fields\":true}}"
+
+static struct ck_schemas *base_schemas;
+
+/* A CronTab definition served at v1 and v1beta1, stored in storage, which is served or not. */
+static struct ck_crd_kinds *crontab_kinds(const char *group, const char *storage,
+                                          bool storage_served)
+{
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+             "\"metadata\":{\"name\":\"crontabs.%s\"},"
+             "\"spec\":{\"group\":\"%s\",\"scope\":\"Namespaced\","
+             "\"names\":{\"plural\":\"crontabs\",\"singular\":\"crontab\",\"kind\":\"CronTab\"},"
+             "\"versions\":["
+             "{\"name\":\"v1beta1\",\"served\":true,\"storage\":%s," OPEN_SCHEMA "},"
+             "{\"name\":\"v1\",\"served\":%s,\"storage\":%s," OPEN_SCHEMA ","
+             "\"subresources\":{\"status\":{}}}]}}",
+             group, group, strcmp(storage, "v1beta1") == 0 ? "true" : "false",
+             storage_served || strcmp(storage, "v1") != 0 ? "true" : "false",
+             strcmp(storage, "v1") == 0 ? "true" : "false");
+    json_t *crd = json_loads(text, 0, NULL);
+    assert_non_null(crd);
+    struct ck_crd_kinds *kinds = NULL;
+    struct ck_err err = {0};
+    if (ck_crd_kinds_new(crd, base_schemas, &kinds, &err) != 0)
+        fail_msg("%s", err.msg);
+    json_decref(crd);
+    const struct ck_kind *add[2];
+    size_t n = ck_crd_kinds_count(kinds);
+    for (size_t i = 0; i < n; i++)
+        add[i] = ck_crd_kinds_get(kinds, i);
+    size_t skipped = 0;
+    if (ck_kinds_change(NULL, 0, add, n, &skipped, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(skipped, 0);
+    return kinds;
+}
+
+static void forget_kinds(struct ck_crd_kinds *kinds)
+{
+    const struct ck_kind *remove[2];
+    size_t n = ck_crd_kinds_count(kinds);
+    for (size_t i = 0; i < n; i++)
+        remove[i] = ck_crd_kinds_get(kinds, i);
+    assert_int_equal(ck_kinds_change(remove, n, NULL, 0, NULL, NULL), 0);
+    ck_crd_kinds_free(kinds);
+}
+
+static void test_storage_version_hash_of_custom_resources(void **state)
+{
+    (void)state;
+    char want[32];
+    if (!python_hash("stable.example.com/v1/CronTab", want)) {
+        print_message("skipped: python3 could not be run to compute the hashes\n");
+        skip();
+    }
+    assert_int_equal(ck_api_builtin_schemas(&base_schemas, NULL), 0);
+    /* every served version shows the hash of the storage version's GVK */
+    struct ck_crd_kinds *kinds = crontab_kinds("stable.example.com", "v1", true);
+    json_t *v1 = ck_discovery_resources("stable.example.com", "v1");
+    json_t *beta = ck_discovery_resources("stable.example.com", "v1beta1");
+    assert_string_equal(hash_of(v1, "crontabs"), want);
+    assert_string_equal(hash_of(beta, "crontabs"), want);
+    assert_non_null(find_by(json_object_get(v1, "resources"), "name", "crontabs/status"));
+    assert_null(hash_of(v1, "crontabs/status"));
+    json_decref(v1);
+    json_decref(beta);
+    forget_kinds(kinds);
+
+    /* stored in v1beta1: the hash names v1beta1 */
+    assert_true(python_hash("other.example.com/v1beta1/CronTab", want));
+    kinds = crontab_kinds("other.example.com", "v1beta1", true);
+    v1 = ck_discovery_resources("other.example.com", "v1");
+    assert_string_equal(hash_of(v1, "crontabs"), want);
+    json_decref(v1);
+    forget_kinds(kinds);
+
+    /* a storage version that is not served: kube-apiserver computes no hash */
+    kinds = crontab_kinds("third.example.com", "v1", false);
+    assert_null(ck_discovery_resources("third.example.com", "v1"));
+    beta = ck_discovery_resources("third.example.com", "v1beta1");
+    assert_non_null(find_by(json_object_get(beta, "resources"), "name", "crontabs"));
+    assert_null(hash_of(beta, "crontabs"));
+    json_decref(beta);
+    forget_kinds(kinds);
+    base_schemas = ck_schemas_free(base_schemas);
 }
 
 int main(void)
@@ -274,6 +491,8 @@ int main(void)
         cmocka_unit_test(test_strategic_merge_patch_for_built_in_kinds_only),
         cmocka_unit_test(test_openapi_index_hash_follows_content),
         cmocka_unit_test(test_openapi_advertises_protobuf_for_built_in_kinds_only),
+        cmocka_unit_test(test_storage_version_hash_of_built_in_resources),
+        cmocka_unit_test(test_storage_version_hash_of_custom_resources),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,11 +4,11 @@
  * ck__doc_cache_copy) asked for from several threads at once: every thread gets its own
  * copy, equal to the document built before. The set changes between the rounds (from
  * the main thread), so each round starts with the caches rebuilt for the other set.
+ * Several threads also rebuild the documents from one set at once (each finds the
+ * cache holding the other set's), which reads the same schema objects from every
+ * thread: the documents must copy them rather than share them, since jansson changes a
+ * shared value's reference count after a plain load that races with the others'.
  * Run under TSan (label concurrency).
- *
- * Rebuilding from one set in several threads at once is left out: the builders share
- * the set's schema objects, whose jansson reference counts are read with a plain load
- * (ThreadSanitizer reports it; see docs/internals/client.md).
  */
 #include "cktest.h"
 
@@ -23,7 +23,8 @@
 #define ROUNDS  6
 
 static struct ck_schemas *sets[2];
-static json_t *want_index[2], *want_v2[2];
+static json_t *want_index[2], *want_v2[2], *want_apps[2];
+static pthread_barrier_t start;
 
 /* Minimal schemas under the real names; description tells the two sets apart. */
 static struct ck_schemas *load_schemas(const char *description)
@@ -49,7 +50,8 @@ static int setup(void **state)
     for (int i = 0; i < 2; i++) {
         want_index[i] = ck_openapi_index(sets[i]);
         want_v2[i] = ck_openapi_v2(sets[i]);
-        if (!want_index[i] || !want_v2[i])
+        want_apps[i] = ck_openapi_document(sets[i], "apps", "v1");
+        if (!want_index[i] || !want_v2[i] || !want_apps[i])
             return -1;
     }
     return 0;
@@ -61,6 +63,7 @@ static int teardown(void **state)
     for (int i = 0; i < 2; i++) {
         json_decref(want_index[i]);
         json_decref(want_v2[i]);
+        json_decref(want_apps[i]);
         sets[i] = ck_schemas_free(sets[i]);
     }
     return 0;
@@ -109,10 +112,54 @@ static void test_every_thread_gets_the_document_of_its_set(void **state)
     assert_int_equal(wrong, 0);
 }
 
+/* Waits for the others, then builds set 0's documents (the caches hold set 1's). */
+static void *rebuilder(void *arg)
+{
+    (void)arg;
+    long wrong = 0;
+    pthread_barrier_wait(&start);
+    json_t *apps = ck_openapi_document(sets[0], "apps", "v1");
+    json_t *index = ck_openapi_index(sets[0]);
+    json_t *v2 = ck_openapi_v2(sets[0]);
+    wrong += !apps || !json_equal(apps, want_apps[0]);
+    wrong += !index || !json_equal(index, want_index[0]);
+    wrong += !v2 || !json_equal(v2, want_v2[0]);
+    json_decref(apps);
+    json_decref(index);
+    json_decref(v2);
+    return (void *)(intptr_t)wrong;
+}
+
+static void test_threads_rebuild_from_one_set_at_once(void **state)
+{
+    (void)state;
+    long wrong = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        /* the caches hold set 1's documents: every thread below builds set 0's */
+        json_t *index = ck_openapi_index(sets[1]), *v2 = ck_openapi_v2(sets[1]);
+        assert_true(json_equal(index, want_index[1]));
+        assert_true(json_equal(v2, want_v2[1]));
+        json_decref(index);
+        json_decref(v2);
+        assert_int_equal(pthread_barrier_init(&start, NULL, THREADS), 0);
+        pthread_t threads[THREADS];
+        for (int i = 0; i < THREADS; i++)
+            assert_int_equal(pthread_create(&threads[i], NULL, rebuilder, NULL), 0);
+        for (int i = 0; i < THREADS; i++) {
+            void *ret = NULL;
+            assert_int_equal(pthread_join(threads[i], &ret), 0);
+            wrong += (long)(intptr_t)ret;
+        }
+        pthread_barrier_destroy(&start);
+    }
+    assert_int_equal(wrong, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_thread_gets_the_document_of_its_set),
+        cmocka_unit_test(test_threads_rebuild_from_one_set_at_once),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -361,8 +361,8 @@ static void test_tables(void **state)
     http_call(server, "GET", "/api/v1/namespaces/default/pods?labelSelector=app%3Dt", NULL, accept,
               &r);
     assert_int_equal(r.status, 200);
-    assert_non_null(
-        strstr(r.headers, "Content-Type: application/json;as=Table;v=v1;g=meta.k8s.io"));
+    /* kube-apiserver writes a Table with the bare media type: the kind is in the body */
+    assert_non_null(strstr(r.headers, "Content-Type: application/json\r\n"));
     json_t *t = parse(&r);
     response_release(&r);
     assert_string_equal(str_at(t, "kind", NULL), "Table");

@@ -171,11 +171,11 @@ static void test_yaml_answers(void **state)
                                 "status: Failure\n");
     response_release(&r);
 
-    /* a list of Table rows in YAML keeps the Table's parameters */
+    /* a Table in YAML: the bare media type, as kube-apiserver writes it (no as=Table) */
     static const char *const yaml_table[] = {"Accept: application/yaml;as=Table;v=v1;g=meta.k8s.io",
                                              NULL};
     get("GET", "/api/v1/namespaces", NULL, yaml_table, 200, &r);
-    assert_true(has_header(&r, "Content-Type: application/yaml;as=Table;v=v1;g=meta.k8s.io"));
+    assert_true(has_header(&r, "Content-Type: application/yaml\r\n"));
     assert_non_null(strstr(r.body, "\nkind: Table\n"));
     response_release(&r);
 }

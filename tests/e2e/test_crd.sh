@@ -85,6 +85,17 @@ check "the short name" sh -c 'kubectl get ct my-new-cron-object >/dev/null 2>&1'
 check "the category all" sh -c 'kubectl get all 2>/dev/null | grep -q "crontab.stable.example.com/my-new-cron-object"'
 check "kubectl explain reads the schema" sh -c 'kubectl explain crontab.spec 2>/dev/null | grep -q "The schedule, in cron format."'
 check "discovery lists the resource and its subresources" sh -c 'kubectl api-resources --api-group=stable.example.com 2>/dev/null | grep -Eq "^crontabs +ct +stable.example.com/v1 +true +CronTab$"'
+# every served version carries the storageVersionHash of the storage version, v1
+kubectl get --raw /apis/stable.example.com/v1 >"$work/out" 2>&1
+kubectl get --raw /apis/stable.example.com/v1beta1 >"$work/out2" 2>&1
+check "discovery gives crontabs the storageVersionHash of v1" python3 -c '
+import base64, hashlib, json, sys
+want = base64.b64encode(hashlib.sha256(b"stable.example.com/v1/CronTab").digest()[:8]).decode()
+for f in sys.argv[1:]:
+    r = {x["name"]: x for x in json.load(open(f))["resources"]}
+    assert r["crontabs"]["storageVersionHash"] == want, (f, r["crontabs"])
+    assert all("storageVersionHash" not in x for n, x in r.items() if "/" in n), r' \
+    "$work/out" "$work/out2"
 
 cat >"$work/bad.yaml" <<'EOF'
 apiVersion: stable.example.com/v1

@@ -17,6 +17,13 @@ check "kubectl version shows the server" sh -c 'kubectl version 2>&1 | grep -q "
 k api-resources >"$work/out" 2>&1
 check "api-resources lists pods" grep -Eq "^pods +po +v1 +true +Pod" "$work/out"
 check "api-resources lists deployments" grep -Eq "^deployments +deploy +apps/v1 +true +Deployment" "$work/out"
+# storageVersionHash, as kube-apiserver 1.32 serves it for pods; none on a subresource
+kubectl get --raw /api/v1 >"$work/out" 2>&1
+check "discovery gives pods kube-apiserver's storageVersionHash" python3 -c '
+import json, sys
+r = {x["name"]: x for x in json.load(open(sys.argv[1]))["resources"]}
+assert r["pods"]["storageVersionHash"] == "xPOwRZ+Yhw8=", r["pods"]
+assert "storageVersionHash" not in r["pods/status"], r["pods/status"]' "$work/out"
 check "default namespace exists" sh -c 'kubectl get ns default -o name | grep -qx namespace/default'
 
 # --- create -f with server-side strict validation ---

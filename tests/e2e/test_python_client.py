@@ -16,6 +16,11 @@ and kubernetes/base dynamic/test_client.py test_replication_controller_apis),
 with the same manifests, client calls and assertions, run here in one process;
 and patch, scale and status reads of the three kinds through the same APIs.
 
+And the dynamic client's discovery cache (kubernetes/base dynamic/
+test_discovery.py): a second client reads the cache file without rewriting it,
+and every Resource and Subresource decoded from that file equals the one built
+from the live discovery answer, storageVersionHash included.
+
 Usage: test_python_client.py PATH/TO/ckube [STORE_URL]
 """
 import os
@@ -136,6 +141,64 @@ spec:
         - containerPort: 9949
           protocol: TCP
 """
+
+
+def discovery_cache_tests(work, check):
+    """The dynamic client's discovery cache file, as its test_discovery.py uses it."""
+    import base64
+    import hashlib
+    from kubernetes.dynamic import DynamicClient
+
+    cache = f"{work}/discovery-cache.json"
+
+    def dynamic():
+        return DynamicClient(client.api_client.ApiClient(), cache_file=cache)
+
+    # test_init_cache_from_file: the second client reads the file, never writes it
+    dynamic().resources.get(api_version='v1', kind='Node')
+    mtime1 = os.path.getmtime(cache)
+    time.sleep(0.05)
+    dynamic().resources.get(api_version='v1', kind='Node')
+    check("discovery cache: a second client does not rewrite the file",
+          mtime1 == os.path.getmtime(cache))
+
+    # test_cache_decoder_resource_and_subresource. Its `deploy1 == deploy2` is
+    # identity in this client (Resource and Subresource define no __eq__), false
+    # against any server; what it means is that the decoded Resource is the live
+    # one, attribute for attribute, which is what is compared here.
+    def state(r):
+        d = {k: v for k, v in vars(r).items() if k not in ('client', 'parent', 'subresources')}
+        if vars(r).get('subresources') is not None:
+            d['subresources'] = {k: state(sub) for k, sub in r.subresources.items()}
+        return d
+
+    dynamic().resources.invalidate_cache()
+    deploy1 = dynamic().resources.get(kind='Deployment')  # from the live answer
+    deploy2 = dynamic().resources.get(kind='Deployment')  # decoded from the file
+    check("discovery cache: the decoded Deployment resource is the live one",
+          deploy1 is not deploy2 and state(deploy1) == state(deploy2) and
+          deploy1.to_dict() == deploy2.to_dict())
+    check("discovery cache: its status subresource too",
+          state(deploy1.status) == state(deploy2.status) and
+          deploy1.status.to_dict() == deploy2.status.to_dict())
+
+    # every resource of every group, live against decoded
+    live_client = dynamic()
+    live_client.resources.invalidate_cache()
+    live = {(r.group, r.api_version, r.kind, vars(r).get('name')): r
+            for rs in live_client.resources for r in rs}
+    decoded = {(r.group, r.api_version, r.kind, vars(r).get('name')): r
+               for rs in dynamic().resources for r in rs}
+    differ = [k for k in live if k not in decoded or state(live[k]) != state(decoded[k])]
+    check(f"discovery cache: every resource decodes as it was discovered ({differ})",
+          len(live) > 40 and set(live) == set(decoded) and not differ)
+
+    # kube-apiserver's storageVersionHash: sha256("apps/v1/Deployment")[:8] in base64
+    want = base64.b64encode(hashlib.sha256(b"apps/v1/Deployment").digest()[:8]).decode()
+    check("discovery: deployments carry the storageVersionHash of apps/v1 Deployment",
+          deploy1.extra_args.get('storageVersionHash') == want and
+          deploy2.extra_args.get('storageVersionHash') == want and
+          'storageVersionHash' not in deploy1.status.extra_args)
 
 
 def workload_tests(work, check):
@@ -450,6 +513,7 @@ def main():
 
         # after the watch above, whose 10 s these would outlast
         workload_tests(work, check)
+        discovery_cache_tests(work, check)
     finally:
         server.terminate()
         server.wait(timeout=10)
