@@ -49,6 +49,7 @@ static const char usage[] =
     "      --tls-private-key-file FILE  its key\n"
     "      --client-ca-file FILE  accept only client certificates this CA signed\n"
     "  -v, --v N                  log verbosity (default 0)\n"
+    "      --logging-format FORMAT  text (klog) or json (default text)\n"
     "  -h, --help                 print this help\n";
 
 static int usage_error(const char *what, const char *value)
@@ -201,7 +202,7 @@ int ck_cmd_agent(int argc, char **argv)
         O_LOG_MAX_FILES,
         O_NO_CGROUPS
     };
-    enum { O_TLS_CERT = 400, O_TLS_KEY, O_CLIENT_CA };
+    enum { O_TLS_CERT = 400, O_TLS_KEY, O_CLIENT_CA, O_FORMAT };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
         {"node-name", required_argument, NULL, O_NODE},
@@ -217,6 +218,7 @@ int ck_cmd_agent(int argc, char **argv)
         {"tls-private-key-file", required_argument, NULL, O_TLS_KEY},
         {"client-ca-file", required_argument, NULL, O_CLIENT_CA},
         {"v", required_argument, NULL, 'v'},
+        {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -282,8 +284,11 @@ int ck_cmd_agent(int argc, char **argv)
             config.client_ca_file = optarg;
             break;
         case 'v':
-            if (ck_cmd_log_flag(true, optarg))
-                return usage_error("invalid value for -v", optarg);
+        case O_FORMAT:
+            if (ck_cmd_log_flag(opt == 'v', optarg))
+                return usage_error(opt == 'v' ? "invalid value for -v"
+                                              : "invalid value for --logging-format",
+                                   optarg);
             break;
         case ':':
             return usage_error("flag needs an argument", argv[optind - 1]);

@@ -38,6 +38,7 @@ static const char usage[] =
     "      --kube-api-qps N       client requests per second; 0: no limit (default 0)\n"
     "      --renew-interval D     how often the leases are renewed (default 10s)\n"
     "  -v, --v N                  log verbosity (default 0)\n"
+    "      --logging-format FORMAT  text (klog) or json (default text)\n"
     "  -h, --help                 print this help\n";
 
 static int usage_error(const char *what, const char *value)
@@ -71,7 +72,17 @@ static void *start_main(void *arg)
 
 int ck_cmd_fake_nodes(int argc, char **argv)
 {
-    enum { O_KUBECONFIG = 300, O_COUNT, O_CPU, O_MEMORY, O_PODS, O_PREFIX, O_QPS, O_RENEW };
+    enum {
+        O_KUBECONFIG = 300,
+        O_COUNT,
+        O_CPU,
+        O_MEMORY,
+        O_PODS,
+        O_PREFIX,
+        O_QPS,
+        O_RENEW,
+        O_FORMAT
+    };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
         {"count", required_argument, NULL, O_COUNT},
@@ -82,6 +93,7 @@ int ck_cmd_fake_nodes(int argc, char **argv)
         {"kube-api-qps", required_argument, NULL, O_QPS},
         {"renew-interval", required_argument, NULL, O_RENEW},
         {"v", required_argument, NULL, 'v'},
+        {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -128,8 +140,11 @@ int ck_cmd_fake_nodes(int argc, char **argv)
                 return usage_error("invalid value for --renew-interval", optarg);
             break;
         case 'v':
-            if (ck_cmd_log_flag(true, optarg))
-                return usage_error("invalid value for -v", optarg);
+        case O_FORMAT:
+            if (ck_cmd_log_flag(opt == 'v', optarg))
+                return usage_error(opt == 'v' ? "invalid value for -v"
+                                              : "invalid value for --logging-format",
+                                   optarg);
             break;
         case ':':
             return usage_error("flag needs an argument", argv[optind - 1]);

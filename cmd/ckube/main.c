@@ -12,11 +12,12 @@
  *   ckube scheduler --kubeconfig FILE [...]            (scheduler.c)
  *   ckube fake-nodes --kubeconfig FILE --count N [...] (fake_nodes.c)
  *   ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [...] (agent.c)
+ *   ckube certs client --cn NAME [--org GROUP]... [...]  (certs.c)
  *   ckube version [-o text|json]
  *   ckube help
  *
- * Every subcommand takes the logging flags -v/--v N and --logging-format
- * text|json. Exit codes: 0 success, 1 runtime failure (port in use, cannot
+ * Every subcommand but `certs client` takes the logging flags -v/--v N and
+ * --logging-format text|json. Exit codes: 0 success, 1 runtime failure (port in use, cannot
  * write the data directory), 2 usage error (unknown flag, bad value), each
  * with one line on stderr; usage errors also print the usage.
  */
@@ -50,8 +51,9 @@ static const char usage_text[] =
     "  ckube scheduler --kubeconfig FILE [flags]\n"
     "                          run the scheduler against a server\n"
     "  ckube fake-nodes --kubeconfig FILE --count N [flags]\n"
+    "                          simulate N nodes that report their pods Running\n"
     "  ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [flags]\n"
-    "                          simulate N nodes that run the pods bound to them\n"
+    "                          run the pods bound to a node as local processes\n"
     "  ckube certs client --cn NAME [--org GROUP]... [flags]\n"
     "                          make a client certificate signed by the cluster CA\n"
     "  ckube version [flags]   print version information\n"
@@ -126,7 +128,7 @@ static const char usage_end[] =
     "Version flags:\n"
     "  -o, --output text|json        output format (default text)\n"
     "\n"
-    "Flags of every command:\n"
+    "Flags of every command (certs client takes only -h):\n"
     "  -v, --v N                     log verbosity (default 0)\n"
     "      --logging-format FORMAT   text (klog) or json (default text)\n"
     "  -h, --help                    print this help\n";

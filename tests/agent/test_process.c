@@ -199,7 +199,8 @@ static void test_the_log_is_rotated_by_size_and_reads_back_whole(void **state)
         assert_int_equal(regexec(&re, names[i], 0, NULL, 0), 0);
         char path[256];
         struct stat st;
-        snprintf(path, sizeof(path), "%s/%s", s->dir, names[i]);
+        int len = snprintf(path, sizeof(path), "%s/%s", s->dir, names[i]);
+        assert_true(len > 0 && (size_t)len < sizeof(path));
         assert_int_equal(stat(path, &st), 0);
         assert_true(st.st_size >= 2000);      /* rotated past the size */
         assert_true(st.st_size < 2000 + 200); /* ... at the record that passed it */
