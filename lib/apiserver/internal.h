@@ -558,6 +558,35 @@ struct ck__crd_controller *ck__crd_stop(struct ck__crd_controller *c);
 
 struct ck__watch_stream;
 
+/* The checks behind /readyz, /livez and /healthz, each with one streak. */
+enum ck__health_check { CK__HEALTH_PING, CK__HEALTH_STORE, CK__HEALTH_SHUTDOWN, CK__HEALTH_N };
+
+/* A check failing this long gets a log line, and another at every such interval after. */
+#define CK__HEALTH_LOG_AFTER_MS 10000LL
+#define CK__HEALTH_LOG_EVERY_MS 60000LL
+
+/* How long a check has been failing, from the probes that ran it. */
+struct ck__health_streak {
+    atomic_llong failing_since_ms; /* monotonic ms of the first failure in a row; 0: passing */
+    atomic_llong logged_at_ms;     /* when this streak was last logged; 0: not yet */
+};
+
+enum ck__health_note {
+    CK__HEALTH_QUIET,     /* nothing to log */
+    CK__HEALTH_FAILING,   /* log that the check has been failing for *ret_failing_ms */
+    CK__HEALTH_RECOVERED, /* log that it passes again after *ret_failing_ms of failing */
+};
+
+/*
+ * Notes one run of a check (ok or not) at now_ms (monotonic) in its streak
+ * and says what to log: FAILING once the streak is CK__HEALTH_LOG_AFTER_MS
+ * old and then at most once per CK__HEALTH_LOG_EVERY_MS, RECOVERED on the
+ * first pass after a streak that was logged, else QUIET. Safe from several
+ * threads at once: of concurrent runs, one gets FAILING.
+ */
+enum ck__health_note ck__health_streak_note(struct ck__health_streak *s, bool ok, long long now_ms,
+                                            long long *ret_failing_ms);
+
 struct ck_apiserver {
     struct MHD_Daemon *daemon;
     /* the node agents' client: certificate, key and CA files, or NULL (podlog.c) */
@@ -566,6 +595,7 @@ struct ck_apiserver {
     uint16_t port;
     char url[300];
     atomic_bool shutting_down;
+    struct ck__health_streak health[CK__HEALTH_N]; /* by enum ck__health_check */
     struct ck_store *store;
     const struct ck_schemas *schemas; /* ck__shared_schemas(): never freed */
     struct ck__registry *registry;

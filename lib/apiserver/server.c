@@ -36,7 +36,10 @@
  * list of named checks; success is "ok" (or, with ?verbose, one "[+]name ok"
  * line per check and "<endpoint> check passed"); any failure answers 500 with
  * the per-check lines, and ?exclude=name skips a check. /readyz also has the
- * "shutdown" check, which fails once shutdown has begun.
+ * "shutdown" check, which fails once shutdown has begun. Those endpoints are
+ * public and withhold a failing check's reason; /readyz/NAME (and
+ * /livez/NAME, /healthz/NAME) answers one check with its reason, and the log
+ * says why a check has been failing for a while (run_check).
  *
  * Resource paths go to handlers.c (and watch.c); request bodies are
  * collected here, capped at 3 MiB as in Kubernetes (413 beyond).
@@ -126,41 +129,115 @@ static double monotonic_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* A health check: returns true when healthy, else false with a reason. */
+/*
+ * A health check: returns true when healthy, else false with one sentence in
+ * reason (at most len bytes, NUL included) saying why.
+ */
 struct health_check {
     const char *name;
-    bool (*run)(struct ck_apiserver *server, const char **ret_reason);
+    enum ck__health_check id; /* its streak in server->health */
+    bool (*run)(struct ck_apiserver *server, char *reason, size_t len);
 };
 
-static bool check_ping(struct ck_apiserver *server, const char **ret_reason)
+static bool check_ping(struct ck_apiserver *server, char *reason, size_t len)
 {
     (void)server;
-    (void)ret_reason;
+    (void)reason;
+    (void)len;
     return true;
 }
 
-static bool check_shutdown(struct ck_apiserver *server, const char **ret_reason)
+static bool check_shutdown(struct ck_apiserver *server, char *reason, size_t len)
 {
     if (atomic_load(&server->shutting_down)) {
-        *ret_reason = "process is shutting down";
+        snprintf(reason, len, "process is shutting down");
         return false;
     }
     return true;
 }
 
-static bool check_store(struct ck_apiserver *server, const char **ret_reason)
+/* The store answers a read of its revisions; the reason is the store's own error. */
+static bool check_store(struct ck_apiserver *server, char *reason, size_t len)
 {
     struct ck_err err = {0};
     if (ck_store_revisions(server->store, NULL, NULL, &err) < 0) {
-        *ret_reason = "the store does not answer";
+        snprintf(reason, len, "the store does not answer: %s", ck_err_message(&err));
+        ck_err_release(&err);
         return false;
     }
     return true;
 }
 
-static const struct health_check livez_checks[] = {{"ping", check_ping}, {"store", check_store}};
+static const struct health_check livez_checks[] = {{"ping", CK__HEALTH_PING, check_ping},
+                                                   {"store", CK__HEALTH_STORE, check_store}};
 static const struct health_check readyz_checks[] = {
-    {"ping", check_ping}, {"store", check_store}, {"shutdown", check_shutdown}};
+    {"ping", CK__HEALTH_PING, check_ping},
+    {"store", CK__HEALTH_STORE, check_store},
+    {"shutdown", CK__HEALTH_SHUTDOWN, check_shutdown}};
+
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+enum ck__health_note ck__health_streak_note(struct ck__health_streak *s, bool ok, long long now_ms,
+                                            long long *ret_failing_ms)
+{
+    if (now_ms <= 0)
+        now_ms = 1; /* 0 means "passing" */
+    if (ok) {
+        long long since = atomic_exchange(&s->failing_since_ms, 0);
+        long long logged = atomic_exchange(&s->logged_at_ms, 0);
+        if (!since || !logged)
+            return CK__HEALTH_QUIET;
+        *ret_failing_ms = now_ms - since;
+        return CK__HEALTH_RECOVERED;
+    }
+    long long since = 0;
+    if (atomic_compare_exchange_strong(&s->failing_since_ms, &since, now_ms))
+        since = now_ms; /* this failure starts the streak */
+    if (now_ms - since < CK__HEALTH_LOG_AFTER_MS)
+        return CK__HEALTH_QUIET;
+    long long logged = atomic_load(&s->logged_at_ms);
+    if (logged && now_ms - logged < CK__HEALTH_LOG_EVERY_MS)
+        return CK__HEALTH_QUIET;
+    /* of the probes that get here at once, one logs */
+    if (!atomic_compare_exchange_strong(&s->logged_at_ms, &logged, now_ms))
+        return CK__HEALTH_QUIET;
+    *ret_failing_ms = now_ms - since;
+    return CK__HEALTH_FAILING;
+}
+
+/*
+ * Runs one check and keeps its streak: the log says once when a check has
+ * been failing for a while (and again every CK__HEALTH_LOG_EVERY_MS while it
+ * goes on), and once when it passes again, so a check that cannot pass says
+ * why at the default verbosity without a line per probe.
+ */
+static bool run_check(struct ck_apiserver *server, const struct health_check *check, char *reason,
+                      size_t len)
+{
+    reason[0] = '\0';
+    bool ok = check->run(server, reason, len);
+    if (!ok && !reason[0])
+        snprintf(reason, len, "no reason given");
+    long long failing_ms = 0;
+    switch (ck__health_streak_note(&server->health[check->id], ok, monotonic_ms(), &failing_ms)) {
+    case CK__HEALTH_FAILING:
+        CK_LOGW("health check %s has been failing for %llds: %s", check->name, failing_ms / 1000,
+                reason);
+        break;
+    case CK__HEALTH_RECOVERED:
+        CK_LOGI("health check %s passes again after failing for %llds", check->name,
+                failing_ms / 1000);
+        break;
+    case CK__HEALTH_QUIET:
+        break;
+    }
+    return ok;
+}
 
 static enum MHD_Result queue_body(struct MHD_Connection *conn, unsigned int status,
                                   const char *content_type, const char *body, size_t len)
@@ -216,31 +293,47 @@ static bool has_query_arg(struct MHD_Connection *conn, const char *name)
     return search.found;
 }
 
+/*
+ * /readyz, /livez, /healthz as kube-apiserver's healthz.handleRootHealth
+ * answers them. The endpoint is public (system:public-info-viewer), so a
+ * failing check's line withholds its reason there; the reason goes to the log
+ * (V(2), per request, and the streak lines of run_check) and to whoever may
+ * read the check's own path (serve_one_check).
+ */
 static enum MHD_Result serve_health(struct ck_apiserver *server, struct MHD_Connection *conn,
                                     const char *endpoint, const struct health_check *checks,
                                     size_t n_checks)
 {
     bool verbose = has_query_arg(conn, "verbose");
-    char body[2048];
-    size_t len = 0;
+    char body[2048], failed_names[256] = "", failed_log[1024] = "";
+    size_t len = 0, names_len = 0, log_len = 0;
     bool healthy = true;
 
     for (size_t i = 0; i < n_checks; i++) {
-        const char *reason = "";
+        char reason[512];
         const char *name = checks[i].name;
         int n;
         if (excluded(conn, name))
             n = snprintf(body + len, sizeof(body) - len, "[+]%s excluded: ok\n", name);
-        else if (checks[i].run(server, &reason))
+        else if (run_check(server, &checks[i], reason, sizeof(reason)))
             n = snprintf(body + len, sizeof(body) - len, "[+]%s ok\n", name);
         else {
             healthy = false;
             n = snprintf(body + len, sizeof(body) - len, "[-]%s failed: reason withheld\n", name);
-            CK_LOGV(2, "%s check %s failed: %s", endpoint, name, reason);
+            int m = snprintf(failed_names + names_len, sizeof(failed_names) - names_len, "%s%s",
+                             names_len ? "," : "", name);
+            if (m > 0 && (size_t)m < sizeof(failed_names) - names_len)
+                names_len += (size_t)m;
+            m = snprintf(failed_log + log_len, sizeof(failed_log) - log_len, "[-]%s failed: %s\n",
+                         name, reason);
+            if (m > 0 && (size_t)m < sizeof(failed_log) - log_len)
+                log_len += (size_t)m;
         }
         if (n > 0 && (size_t)n < sizeof(body) - len)
             len += (size_t)n;
     }
+    if (!healthy)
+        CK_LOGV(2, "%s check failed: %s\n%s", failed_names, endpoint, failed_log);
     int n = snprintf(body + len, sizeof(body) - len, "%s check %s\n", endpoint,
                      healthy ? "passed" : "failed");
     if (n > 0 && (size_t)n < sizeof(body) - len)
@@ -251,6 +344,52 @@ static enum MHD_Result serve_health(struct ck_apiserver *server, struct MHD_Conn
         return queue_body(conn, MHD_HTTP_OK, text_plain, "ok", 2);
     return queue_body(conn, healthy ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, text_plain,
                       body, len);
+}
+
+/*
+ * /readyz/NAME, /livez/NAME, /healthz/NAME: one check, as healthz's
+ * adaptCheckToHandler answers it: "ok", or 500 with its reason. RBAC grants
+ * these paths to system:monitoring, not to everyone as the endpoints above.
+ */
+static enum MHD_Result serve_one_check(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                       const char *name, const struct health_check *checks,
+                                       size_t n_checks)
+{
+    for (size_t i = 0; i < n_checks; i++) {
+        if (strcmp(checks[i].name, name) != 0)
+            continue;
+        char reason[512], body[600];
+        const char *text_plain = "text/plain; charset=utf-8";
+        if (run_check(server, &checks[i], reason, sizeof(reason)))
+            return queue_body(conn, MHD_HTTP_OK, text_plain, "ok", 2);
+        int n = snprintf(body, sizeof(body), "internal server error: %s\n", reason);
+        size_t len = n > 0 && (size_t)n < sizeof(body) ? (size_t)n : strlen(body);
+        return queue_body(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, text_plain, body, len);
+    }
+    return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
+}
+
+/*
+ * The health endpoint url names (/readyz, /livez, /healthz) and, through
+ * ret_check, the check it names after a '/' (NULL for the endpoint itself);
+ * false for any other url.
+ */
+static bool health_path(const char *url, const struct health_check **ret_checks, size_t *ret_n,
+                        const char **ret_check)
+{
+    static const char *const endpoints[] = {"/readyz", "/livez", "/healthz"};
+    for (size_t i = 0; i < sizeof(endpoints) / sizeof(endpoints[0]); i++) {
+        size_t n = strlen(endpoints[i]);
+        if (strncmp(url, endpoints[i], n) != 0 || (url[n] && (url[n] != '/' || !url[n + 1])))
+            continue;
+        bool ready = i == 0;
+        *ret_checks = ready ? readyz_checks : livez_checks;
+        *ret_n = ready ? sizeof(readyz_checks) / sizeof(readyz_checks[0])
+                       : sizeof(livez_checks) / sizeof(livez_checks[0]);
+        *ret_check = url[n] ? url + n + 1 : NULL;
+        return true;
+    }
+    return false;
 }
 
 static enum MHD_Result serve_version(struct MHD_Connection *conn)
@@ -615,8 +754,11 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
 
     /* kube-apiserver serves /version and /version/ alike */
     bool version = strcmp(url, "/version") == 0 || strcmp(url, "/version/") == 0;
-    if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0 ||
-        version || strcmp(url, "/metrics") == 0) {
+    const struct health_check *checks = NULL;
+    size_t n_checks = 0;
+    const char *check = NULL;
+    bool health = health_path(url, &checks, &n_checks, &check);
+    if (health || version || strcmp(url, "/metrics") == 0) {
         if (!readonly)
             return ck__fail_with(conn, "MethodNotAllowed",
                                  "the server does not allow this method on the requested resource");
@@ -624,11 +766,11 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
             return serve_version(conn);
         if (strcmp(url, "/metrics") == 0)
             return serve_metrics(server, conn);
-        if (strcmp(url, "/readyz") == 0)
-            return serve_health(server, conn, "readyz", readyz_checks,
-                                sizeof(readyz_checks) / sizeof(readyz_checks[0]));
-        return serve_health(server, conn, url + 1, livez_checks,
-                            sizeof(livez_checks) / sizeof(livez_checks[0]));
+        if (check)
+            return serve_one_check(server, conn, check, checks, n_checks);
+        char endpoint[16];
+        snprintf(endpoint, sizeof(endpoint), "%s", url + 1);
+        return serve_health(server, conn, endpoint, checks, n_checks);
     }
     struct ck__target target;
     if (ck__route(url, &target) == 0) {

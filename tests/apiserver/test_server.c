@@ -2,6 +2,8 @@
  * test_server.c - tests for lib/apiserver/server.c over real HTTP (libcurl):
  * health endpoints plain and verbose, /version, Status 404 for unknown paths,
  * 405 for writes to read-only endpoints, readyz failing once shutdown begins,
+ * a single check's path giving the reason the endpoint withholds, a failing
+ * check's log lines (once it has failed for a while, not once per probe),
  * the kubeconfig, the listen-address errors (in use, not loopback,
  * malformed), and more than 1,000 connections (watches) served at once.
  */
@@ -18,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../../lib/apiserver/internal.h"
 #include "ckube/apiserver.h"
 #include "httptest.h"
 
@@ -79,6 +82,127 @@ static void test_readyz_fails_after_shutdown_begins(void **state)
     http_call(*state, "GET", "/livez", NULL, NULL, &r); /* liveness is unaffected */
     assert_int_equal(r.status, 200);
     response_release(&r);
+}
+
+static void expect_body(struct ck_apiserver *server, const char *path, long status,
+                        const char *body)
+{
+    struct response r;
+    http_call(server, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, status);
+    assert_string_equal(r.body, body);
+    response_release(&r);
+}
+
+static void test_a_check_of_its_own_says_why(void **state)
+{
+    expect_body(*state, "/readyz/shutdown", 200, "ok");
+    expect_body(*state, "/livez/store", 200, "ok");
+    expect_body(*state, "/healthz/ping", 200, "ok");
+    ck_apiserver_begin_shutdown(*state);
+    /* the public endpoint withholds the reason, as kube-apiserver's does */
+    expect_body(*state, "/readyz?verbose", 500,
+                "[+]ping ok\n[+]store ok\n[-]shutdown failed: reason withheld\nreadyz check "
+                "failed\n");
+    expect_body(*state, "/readyz/shutdown", 500,
+                "internal server error: process is shutting down\n");
+    expect_body(*state, "/readyz/ping", 200, "ok");
+    /* a check the endpoint does not run, or no check at all, is not found */
+    static const char *const missing[] = {"/livez/shutdown", "/readyz/nosuch", "/readyz/",
+                                          "/readyz/shutdown/x", "/readyzz"};
+    for (size_t i = 0; i < sizeof(missing) / sizeof(missing[0]); i++) {
+        struct response r;
+        http_call(*state, "GET", missing[i], NULL, NULL, &r);
+        assert_int_equal(r.status, 404);
+        response_release(&r);
+    }
+}
+
+/* The lines written to the log since it was set to f. */
+static char *log_text(FILE *f)
+{
+    fflush(f);
+    long n = ftell(f);
+    assert_true(n >= 0);
+    char *text = calloc(1, (size_t)n + 1);
+    assert_non_null(text);
+    rewind(f);
+    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+    return text;
+}
+
+static size_t count(const char *text, const char *what)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+static void test_a_failing_check_is_logged_once_not_per_probe(void **state)
+{
+    struct ck_apiserver *server = *state;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    ck_log_set_output(f);
+    ck_apiserver_begin_shutdown(server);
+    for (int i = 0; i < 3; i++) /* a new streak: too young to log */
+        expect_body(server, "/readyz/shutdown", 500,
+                    "internal server error: process is shutting down\n");
+    char *text = log_text(f);
+    assert_int_equal(count(text, "health check shutdown"), 0);
+    free(text);
+    /* the streak began long enough ago (the clock injected through its start) */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    atomic_store(&server->health[CK__HEALTH_SHUTDOWN].failing_since_ms,
+                 now_ms - CK__HEALTH_LOG_AFTER_MS - 5000);
+    for (int i = 0; i < 3; i++) {
+        struct response r;
+        http_call(server, "GET", "/readyz", NULL, NULL, &r);
+        assert_int_equal(r.status, 500);
+        response_release(&r);
+    }
+    text = log_text(f);
+    /* one line for three probes: 15 s and however long the probes took */
+    assert_int_equal(count(text, "health check shutdown has been failing for 1"), 1);
+    assert_non_null(strstr(text, "s: process is shutting down"));
+    free(text);
+    ck_log_set_output(NULL);
+    fclose(f);
+}
+
+static void test_streak_logs_after_a_while_then_rarely_then_recovery(void **state)
+{
+    (void)state;
+    struct ck__health_streak s = {0};
+    long long failing = -1, t = 1000000;
+    assert_int_equal(ck__health_streak_note(&s, true, t, &failing), CK__HEALTH_QUIET);
+    assert_int_equal(ck__health_streak_note(&s, false, t, &failing), CK__HEALTH_QUIET);
+    assert_int_equal(ck__health_streak_note(&s, false, t + CK__HEALTH_LOG_AFTER_MS - 1, &failing),
+                     CK__HEALTH_QUIET);
+    assert_int_equal(ck__health_streak_note(&s, false, t + CK__HEALTH_LOG_AFTER_MS, &failing),
+                     CK__HEALTH_FAILING);
+    assert_int_equal(failing, CK__HEALTH_LOG_AFTER_MS);
+    long long logged = t + CK__HEALTH_LOG_AFTER_MS;
+    assert_int_equal(ck__health_streak_note(&s, false, logged + 1, &failing), CK__HEALTH_QUIET);
+    assert_int_equal(
+        ck__health_streak_note(&s, false, logged + CK__HEALTH_LOG_EVERY_MS - 1, &failing),
+        CK__HEALTH_QUIET);
+    assert_int_equal(ck__health_streak_note(&s, false, logged + CK__HEALTH_LOG_EVERY_MS, &failing),
+                     CK__HEALTH_FAILING);
+    assert_int_equal(failing, CK__HEALTH_LOG_AFTER_MS + CK__HEALTH_LOG_EVERY_MS);
+    assert_int_equal(ck__health_streak_note(&s, true, t + 100000, &failing), CK__HEALTH_RECOVERED);
+    assert_int_equal(failing, 100000);
+    /* a pass ends the streak: the next failure starts a new one, and a short one is quiet */
+    assert_int_equal(ck__health_streak_note(&s, true, t + 100001, &failing), CK__HEALTH_QUIET);
+    assert_int_equal(ck__health_streak_note(&s, false, t + 200000, &failing), CK__HEALTH_QUIET);
+    assert_int_equal(ck__health_streak_note(&s, true, t + 200001, &failing), CK__HEALTH_QUIET);
+    assert_int_equal(ck__health_streak_note(&s, false, t + 300000, &failing), CK__HEALTH_QUIET);
+    assert_int_equal(
+        ck__health_streak_note(&s, false, t + 300000 + CK__HEALTH_LOG_AFTER_MS - 1, &failing),
+        CK__HEALTH_QUIET);
 }
 
 static void test_version_reports_kubernetes_1_32(void **state)
@@ -299,6 +423,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_verbose_lists_each_check, start_server, stop_server),
         cmocka_unit_test_setup_teardown(test_readyz_fails_after_shutdown_begins, start_server,
                                         stop_server),
+        cmocka_unit_test_setup_teardown(test_a_check_of_its_own_says_why, start_server,
+                                        stop_server),
+        cmocka_unit_test_setup_teardown(test_a_failing_check_is_logged_once_not_per_probe,
+                                        start_server, stop_server),
+        cmocka_unit_test(test_streak_logs_after_a_while_then_rarely_then_recovery),
         cmocka_unit_test_setup_teardown(test_version_reports_kubernetes_1_32, start_server,
                                         stop_server),
         cmocka_unit_test_setup_teardown(test_discovery_documents, start_server, stop_server),

@@ -49,14 +49,24 @@ start_server() {
         >>"$work/server.out" 2>>"$work/server.err" &
     server_pid=$!
     i=0
-    # ready, and the kubeconfig written (the server writes it once it serves)
-    until [ "$(kurl "$url/readyz" 2>/dev/null)" = ok ] &&
+    # ready, and the kubeconfig written (the server writes it once it serves); a probe
+    # has 10 s (curl's own connect timeout is 300 s)
+    until [ "$(kurl -m 10 "$url/readyz" 2>/dev/null)" = ok ] &&
         [ -f "$work/data/kubeconfig" ]; do
         i=$((i + 1))
         if [ $i -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then
-            echo "server did not become ready:"; cat "$work/server.err"; exit 1
+            echo "server did not become ready:"; readyz_why; cat "$work/server.err"; exit 1
         fi
         sleep 0.1
+    done
+}
+
+# readyz_why: prints /readyz?verbose and, for each failing check, its reason (its own path)
+readyz_why() {
+    kurl -m 10 "$url/readyz?verbose" >"$work/readyz.out" 2>&1
+    sed 's/^/  /' "$work/readyz.out"; echo
+    sed -n 's/^\[-\]\([^ ]*\) failed.*/\1/p' "$work/readyz.out" | while read -r check; do
+        echo "  /readyz/$check: $(kurl -m 10 "$url/readyz/$check" 2>&1)"
     done
 }
 

@@ -106,7 +106,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
     >>"$work/server.out" 2>>"$work/server.err" &
 server_pid=$!
 i=0
-until [ "$(curl -s --cacert "$work/own.crt" "$url/readyz" 2>/dev/null)" = ok ] || [ $i -gt 100 ]; do
+until [ "$(curl -s -m 10 --cacert "$work/own.crt" "$url/readyz" 2>/dev/null)" = ok ] || [ $i -gt 100 ]; do
     sleep 0.1; i=$((i + 1))
 done
 check "the server presents the certificate given by flag" [ "$(curl -s --cacert "$work/own.crt" "$url/readyz")" = ok ]

@@ -62,7 +62,7 @@ url2="https://127.0.0.1:$port2"
     --token-auth-file "$work/tokens.csv" --controllers=-* >>"$work/server2.out" 2>>"$work/server2.err" &
 server2_pid=$!
 i=0
-until [ "$(kurl "$url2/readyz" 2>/dev/null)" = ok ] || [ $i -gt 100 ]; do sleep 0.1; i=$((i + 1)); done
+until [ "$(kurl -m 10 "$url2/readyz" 2>/dev/null)" = ok ] || [ $i -gt 100 ]; do sleep 0.1; i=$((i + 1)); done
 jane2() { curl -s -o /dev/null -w '%{http_code}' --cacert "$ca" -H "Authorization: Bearer jane-token" "$url2/api/v1/namespaces/default/pods"; }
 # wait_code WANT: polls server 2 for up to 5 s (the watch delivers within milliseconds)
 wait_code() { i=0; while [ "$(jane2)" != "$1" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done; [ "$(jane2)" = "$1" ]; }

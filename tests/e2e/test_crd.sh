@@ -276,7 +276,7 @@ etcd://*)
     b_pid=$!
     trap 'kill "$b_pid" 2>/dev/null; wait "$b_pid" 2>/dev/null; cleanup' EXIT
     i=0
-    until [ "$(kurl "https://127.0.0.1:$b_port/readyz" 2>/dev/null)" = ok ] || [ $i -gt 100 ]; do
+    until [ "$(kurl -m 10 "https://127.0.0.1:$b_port/readyz" 2>/dev/null)" = ok ] || [ $i -gt 100 ]; do
         i=$((i + 1))
         sleep 0.1
     done

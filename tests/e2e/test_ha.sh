@@ -46,7 +46,7 @@ start_b() {
         >>"$work/b.out" 2>>"$work/b.err" &
     b_pid=$!
     i=0
-    until [ "$(kurl "$b_url/readyz" 2>/dev/null)" = ok ]; do
+    until [ "$(kurl -m 10 "$b_url/readyz" 2>/dev/null)" = ok ]; do
         i=$((i + 1))
         if [ $i -gt 100 ] || ! kill -0 "$b_pid" 2>/dev/null; then
             echo "second server did not become ready:"; cat "$work/b.err"; exit 1

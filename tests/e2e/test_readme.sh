@@ -39,7 +39,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 server_pid=$!
 i=0
 # ready, and the export line printed (after the kubeconfig is written)
-until [ "$(curl -s --cacert ckube-data/pki/ca.crt "https://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ] &&
+until [ "$(curl -s -m 10 --cacert ckube-data/pki/ca.crt "https://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ] &&
     grep -q "^export KUBECONFIG=" server.out 2>/dev/null; do
     i=$((i + 1))
     if [ $i -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then

@@ -171,7 +171,9 @@ k cordon $nodes >/dev/null
 # the controller drops the entry once it sees the pod terminating: watch for it from before
 k get pdb web --watch -o jsonpath='{.status.disruptedPods}{"\n"}' >"$work/pdb.watch" 2>"$work/pdb.watch.err" &
 pdb_watch=$!
-sleep 1
+# it is watching once it printed the budget as it is (a list, then a watch from its revision)
+i=0
+until [ -s "$work/pdb.watch" ] || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.2; done
 check "the first eviction is allowed" sh -c \
     "kubectl create --raw /api/v1/namespaces/default/pods/$first/eviction -f '$work/ev1.json' >/dev/null"
 i=0
@@ -284,12 +286,14 @@ check "claims are retained (whenScaled Retain)" \
     test "$(k get pvc -l app=store -o name | wc -l)" -eq 3
 
 # --- minReadySeconds: Ready is not yet available ---
+# Made with no replica, watched, then scaled to one: the watch sees every status the
+# controller writes, so "ready, not yet available" is seen however late a kubectl runs.
 cat >"$work/slow.yaml" <<YAML
 apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: slow}
 spec:
-  replicas: 1
+  replicas: 0
   minReadySeconds: 8
   serviceName: slow
   selector: {matchLabels: {app: slow}}
@@ -300,10 +304,22 @@ spec:
       containers: [{name: s, image: "slow:1"}]
 YAML
 k apply -f "$work/slow.yaml" >/dev/null
+k get sts slow --watch -o jsonpath='{.status.readyReplicas}/{.status.availableReplicas}{"\n"}' \
+    >"$work/slow.watch" 2>"$work/slow.watch.err" &
+slow_watch=$!
+i=0
+until [ -s "$work/slow.watch" ] || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.2; done
+k scale sts slow --replicas=1 >/dev/null
 wait_for "minReadySeconds: the pod is ready" sts/slow '{.status.readyReplicas}=1'
-check "minReadySeconds: not available yet" \
-    test "$(k get sts slow -o jsonpath='{.status.availableReplicas}')" = 0
 wait_for "minReadySeconds: available after it" sts/slow '{.status.availableReplicas}=1'
+i=0
+until grep -qx '1/1' "$work/slow.watch" || [ $i -gt 50 ]; do i=$((i + 1)); sleep 0.2; done
+kill "$slow_watch" 2>/dev/null || true
+wait "$slow_watch" 2>/dev/null || true
+# ready and not available (1/ or 1/0) first, available (1/1) after
+check "minReadySeconds: ready, not yet available, then available" awk \
+    '/^1\/0?$/ && !r { r = NR } /^1\/1$/ && !a { a = NR } END { exit !(r && a && r < a) }' \
+    "$work/slow.watch"
 
 # --- whenScaled: Delete deletes the claims of the pods scaled away ---
 cat >"$work/tmp.yaml" <<YAML
