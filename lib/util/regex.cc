@@ -11,11 +11,16 @@
  * - `\C` (any byte) is RE2's alone: Go refuses it as an invalid escape;
  * - `(?<name>re)` is Go's (since Go 1.22) and not this RE2's: it is rewritten to the
  *   `(?P<name>re)` both know;
+ * - a repeat count past 10^8 ({1,9876543210}) is literal text to RE2: Go refuses
+ *   every count past 1,000, so does this file;
+ * - Go refuses nesting 1,000 deep; RE2 takes it, and takes thousands of Unicode
+ *   classes (\pL) at a millisecond and 50 KiB of parsing each before its memory
+ *   budget refuses the program: both are refused first here;
  * - RE2's error codes are printed with Go's words, as Go's regexp.Compile error reads:
  *   error parsing regexp: missing closing ]: `[a`
  *
- * What remains different is written in docs/differences.md (the Unicode tables'
- * versions, the size at which a huge expression is refused).
+ * What remains different is written in docs/differences.md (chiefly the size at
+ * which a huge expression is refused: RE2's memory budget against Go's count).
  *
  * Allocation: RE2 allocates with operator new; std::bad_alloc is caught at this C
  * boundary and answered CK_ENOMEM. The wrapper struct and message use ck__malloc, so
