@@ -158,7 +158,7 @@ static size_t oversized_repeat(const char *p, const char *end)
                 return 0;
         }
     }
-    if (*q != '}')
+    if (q == end || *q != '}')
         return 0;
     bool over = min < 0 || min > REGEX_MAX_REPEAT || max == -1 || max > REGEX_MAX_REPEAT;
     return over ? (size_t)(q + 1 - p) : 0;

@@ -231,6 +231,9 @@ static void test_go_and_re2_differences(void **state)
     assert_int_equal(search("^[(?<]+$", "(?<"), 1);
     assert_int_equal(search("^[]a(?<]+$", "]a(?<"), 1);
     assert_int_equal(search("^[[:alpha:](?<]+$", "ab(?<"), 1);
+    /* an unfinished repeat is literal text, at the very end too */
+    assert_int_equal(search("^x{105,$", "x{105,"), 1);
+    assert_int_equal(search("^x{2000$", "x{2000"), 1);
     /* Go, like RE2, takes a name twice (SubexpIndex answers the leftmost) */
     assert_int_equal(search("^(?P<n>a)(?P<n>b)$", "ab"), 1);
     /* back references, lookarounds, possessive and atomic groups: Go refuses them all */
