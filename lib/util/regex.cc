@@ -11,6 +11,7 @@
  * - `\C` (any byte) is RE2's alone: Go refuses it as an invalid escape;
  * - `(?<name>re)` is Go's (since Go 1.22) and not this RE2's: it is rewritten to the
  *   `(?P<name>re)` both know;
+ * - a capture name must be ASCII letters, digits and _ in Go; RE2 takes more;
  * - a repeat count past 10^8 ({1,9876543210}) is literal text to RE2: Go refuses
  *   every count past 1,000, so does this file;
  * - Go refuses nesting 1,000 deep; RE2 takes it, and takes thousands of Unicode
@@ -31,6 +32,7 @@
  *
  * Mirrors go/src/regexp/syntax (parse.go: the error texts, the escapes it accepts).
  */
+#include <ctype.h>
 #include <new>
 #include <re2/re2.h>
 #include <stdio.h>
@@ -200,8 +202,14 @@ static void go_only(const char *p, size_t len, std::string *out, struct go_refus
                 i = stop;
                 continue;
             }
-            out->append(p + i, 2);
-            i += 2;
+            size_t stop = i + 2;
+            if ((e == 'x' || e == 'p' || e == 'P') && stop < len && p[stop] == '{') {
+                /* \x{10FFFF}, \p{Greek}: the braces are not a repeat */
+                const char *close = (const char *)memchr(p + stop, '}', len - stop);
+                stop = close ? (size_t)(close - p) + 1 : len;
+            }
+            out->append(p + i, stop - i);
+            i = stop;
             continue;
         }
         if (in_class) {
@@ -243,6 +251,18 @@ static void go_only(const char *p, size_t len, std::string *out, struct go_refus
         }
         if (c == ')' && depth > 0)
             depth--;
+        size_t name_at = 0;
+        if (c == '(' && i + 3 < len && p[i + 1] == '?')
+            name_at = p[i + 2] == '<' ? i + 3 : p[i + 2] == 'P' && p[i + 3] == '<' ? i + 4 : 0;
+        if (name_at) { /* Go's capture names are ASCII word characters (RE2 takes more) */
+            const char *gt = (const char *)memchr(p + name_at, '>', len - name_at);
+            for (const char *n = p + name_at; gt && n < gt; n++)
+                if (!isalnum((unsigned char)*n) && *n != '_') {
+                    *no = (struct go_refusal){"invalid named capture", i,
+                                              (size_t)(gt + 1 - (p + i)), false};
+                    return;
+                }
+        }
         if (c == '(' && i + 3 < len && p[i + 1] == '?' && p[i + 2] == '<') {
             /* Go reads even (?<=x) as a (badly) named group: so does (?P<=x) */
             out->append("(?P<");

@@ -231,6 +231,22 @@ static void test_go_and_re2_differences(void **state)
     assert_int_equal(search("^[(?<]+$", "(?<"), 1);
     assert_int_equal(search("^[]a(?<]+$", "]a(?<"), 1);
     assert_int_equal(search("^[[:alpha:](?<]+$", "ab(?<"), 1);
+    /* braces of \x{...} and \p{...} are no repeat */
+    assert_int_equal(search("^\\x{1F600}{2}$", "\xf0\x9f\x98\x80\xf0\x9f\x98\x80"), 1);
+    why = NULL;
+    assert_int_equal(compile("\\x{110000}", 10, &re, &why), CK_EINVAL);
+    assert_string_equal(
+        why, "error parsing regexp: invalid escape sequence: `\\x{110000`"); /* as Go cuts it */
+    free(why);
+    /* Go's capture names are ASCII; a character outside is refused, as Go does */
+    why = NULL;
+    assert_int_equal(compile("(?P<\xc3\xa9>a)", 9, &re, &why), CK_EINVAL);
+    assert_string_equal(why, "error parsing regexp: invalid named capture: `(?P<\xc3\xa9>`");
+    free(why);
+    why = NULL;
+    assert_int_equal(compile("(?<a-b>x)", 9, &re, &why), CK_EINVAL);
+    assert_string_equal(why, "error parsing regexp: invalid named capture: `(?<a-b>`");
+    free(why);
     /* an unfinished repeat is literal text, at the very end too */
     assert_int_equal(search("^x{105,$", "x{105,"), 1);
     assert_int_equal(search("^x{2000$", "x{2000"), 1);
