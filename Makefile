@@ -17,7 +17,7 @@ LISTEN    ?= 127.0.0.1:6443
 JOBS      ?= $(shell nproc)
 # the ASan+UBSan run's tests mostly wait (servers, kubectl, timers): twice the cores keeps them busy
 TEST_JOBS ?= $(shell echo $$(( $$(nproc) * 2 )))
-SOURCES    = $(shell find include lib cmd tests bench fuzz -name '*.[ch]' 2>/dev/null)
+SOURCES    = $(shell find include lib cmd tests bench fuzz -name '*.[ch]' -o -name '*.cc' 2>/dev/null)
 
 .PHONY: run test deps build format format-check release-build tsan-test fuzz-test asan-test clean
 
@@ -54,7 +54,7 @@ tsan-test:
 	scripts/ctest-skipped --test-dir $(TSAN_DIR) -L concurrency --output-on-failure -j $(JOBS)
 
 fuzz-test:
-	@CC=clang cmake -S . -B $(FUZZ_DIR) -DCKUBE_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCKUBE_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(FUZZ_DIR) -j $(JOBS)
 	scripts/ctest-skipped --test-dir $(FUZZ_DIR) -L fuzz --output-on-failure --no-tests=ignore -j $(JOBS)
 

@@ -11,24 +11,22 @@
  * accepted unchecked (docs/differences.md). Any other format name is not
  * checked at all, as Kubernetes strips it.
  *
- * Patterns are Go (RE2) regular expressions searched anywhere in the value.
- * They are translated to POSIX extended expressions (regcomp): the escapes
- * \d \w \s and their negations become classes, a leading (?i) matches
- * without case. What Go refuses is invalid; what Go takes but POSIX cannot
- * say (lazy quantifiers, other flags, , \pL, A, ...) is unsupported:
- * such a pattern is not checked at all (docs/differences.md).
+ * Patterns are Go regular expressions searched anywhere in the value, as
+ * kube-openapi's validate.Pattern does with Go's regexp: compiled and
+ * searched by RE2 through ck__regex (libckube-util), which takes Go's syntax
+ * and searches in linear time. A pattern Go refuses is invalid, with Go's
+ * parser message.
  *
  * Compiled patterns are kept in a process-wide cache (the first 256
  * distinct patterns; later ones are compiled for each use): compiling one
  * costs more than the rest of a custom resource's validation. Entries are
- * never removed, so a found entry stays valid without the lock; glibc's
- * regexec() may run on one regex_t from several threads.
+ * never removed, so a found entry stays valid without the lock; RE2 allows
+ * concurrent searches of one compiled expression.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <pthread.h>
-#include <regex.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -629,202 +627,12 @@ bool ck__format_valid(const char *format_in, const char *s)
 
 /* ---- patterns ----------------------------------------------------------- */
 
-/*
- * Limits: a pattern of more than 4096 bytes, or whose {m,n} counts add up to
- * more than 1000, is not compiled (glibc would build an automaton of that
- * product's size); a single count over 1000 is invalid, as in Go.
- */
-#define CK__PATTERN_MAX        4096
-#define CK__PATTERN_REPEAT_MAX 1000
-
-/* What translating a Go expression found. */
-enum translation {
-    TRANSLATED,  /* *ret is the POSIX expression */
-    UNSUPPORTED, /* valid in Go, not expressible here: checked by nobody */
-    INVALID,     /* Go refuses it too */
-};
-
-/* Escapes Go knows that POSIX ERE cannot say. */
-static bool go_only_escape(char c)
-{
-    return strchr("bBAzpPxQEafvC", c) != NULL;
-}
-
-/*
- * Translates a Go regular expression into a POSIX extended one (*ret, to
- * free) and whether to match without case (a leading "(?i)"). Out of
- * memory sets *nomem and answers UNSUPPORTED.
- */
-static enum translation translate_pattern(const char *pattern, char **ret, bool *icase, bool *nomem)
-{
-    struct ck__buf b = {0};
-    bool in_class = false;
-    long repeats = 0; /* the counts of every {m,n}: glibc expands them into its automaton */
-    enum translation why = INVALID;
-    *ret = NULL;
-    *icase = false;
-    if (strlen(pattern) > CK__PATTERN_MAX)
-        return UNSUPPORTED;
-    if (strncmp(pattern, "(?i)", 4) == 0) {
-        *icase = true;
-        pattern += 4;
-    }
-    for (const char *p = pattern; *p; p++) {
-        if (*p == '{' && !in_class && (p == pattern || p[-1] != '\\')) {
-            for (const char *d = p + 1; isdigit((unsigned char)*d) || *d == ','; d++)
-                if (isdigit((unsigned char)*d) && !isdigit((unsigned char)d[-1])) {
-                    long count = strtol(d, NULL, 10);
-                    if (count > CK__PATTERN_REPEAT_MAX)
-                        goto invalid; /* Go: invalid repeat count */
-                    repeats += count;
-                }
-            if (repeats > CK__PATTERN_REPEAT_MAX) {
-                why = UNSUPPORTED;
-                goto invalid;
-            }
-        }
-        if (*p == '\\') {
-            char c = p[1];
-            if (c == '\0')
-                goto invalid; /* Go: trailing backslash */
-            p++;
-            const char *class = NULL;
-            switch (c) {
-            case 'd':
-                class = in_class ? "[:digit:]" : "[[:digit:]]";
-                break;
-            case 'D':
-                class = in_class ? NULL : "[^[:digit:]]";
-                break;
-            case 'w':
-                class = in_class ? "[:alnum:]_" : "[[:alnum:]_]";
-                break;
-            case 'W':
-                class = in_class ? NULL : "[^[:alnum:]_]";
-                break;
-            case 's':
-                class = in_class ? "[:space:]" : "[[:space:]]";
-                break;
-            case 'S':
-                class = in_class ? NULL : "[^[:space:]]";
-                break;
-            case 'n':
-                class = "\n";
-                break;
-            case 't':
-                class = "\t";
-                break;
-            case 'r':
-                class = "\r";
-                break;
-            default:
-                if (go_only_escape(c)) {
-                    why = UNSUPPORTED;
-                    goto invalid;
-                }
-                if (isalnum((unsigned char)c))
-                    goto invalid; /* Go: invalid escape sequence (\1, \y, ...) */
-                if (in_class) {
-                    /* a POSIX class takes ] ^ - literally only as collating elements */
-                    if (c == ']' || c == '^' || c == '-')
-                        ck__buf_printf(&b, "[.%c.]", c);
-                    else
-                        ck__buf_printf(&b, "%c", c);
-                } else {
-                    ck__buf_printf(&b, "\\%c", c);
-                }
-                continue;
-            }
-            if (!class) {
-                why = UNSUPPORTED; /* a negated class inside a class */
-                goto invalid;
-            }
-            ck__buf_adds(&b, class);
-            continue;
-        }
-        if (in_class) {
-            if (*p == '[' && p[1] == ':') { /* a POSIX class inside: copy through ":]" */
-                const char *end = strstr(p + 2, ":]");
-                if (!end)
-                    goto invalid;
-                ck__buf_printf(&b, "%.*s", (int)(end + 2 - p), p);
-                p = end + 1;
-                continue;
-            }
-            if (*p == ']')
-                in_class = false;
-            ck__buf_printf(&b, "%c", *p);
-            continue;
-        }
-        if (*p == '[') {
-            in_class = true;
-            ck__buf_adds(&b, "[");
-            if (p[1] == '^') {
-                ck__buf_adds(&b, "^");
-                p++;
-            }
-            if (p[1] == ']') { /* a leading ] is literal in both syntaxes */
-                ck__buf_adds(&b, "]");
-                p++;
-            }
-            continue;
-        }
-        if (*p == '(' && p[1] == '?') {
-            if (p[2] == ':') { /* non-capturing group: a plain group does the same */
-                ck__buf_adds(&b, "(");
-                p += 2;
-                continue;
-            }
-            if (strchr("imsU-P<", p[2])) /* flags and named groups */
-                why = UNSUPPORTED;
-            goto invalid;
-        }
-        if ((*p == '*' || *p == '+' || *p == '?' || *p == '}') && p[1] == '?') {
-            why = UNSUPPORTED; /* lazy quantifiers */
-            goto invalid;
-        }
-        if ((*p == '*' || *p == '+' || *p == '?' || *p == '}') &&
-            (p[1] == '*' || p[1] == '+' || p[1] == '{'))
-            goto invalid; /* Go: invalid nested repetition operator */
-        ck__buf_printf(&b, "%c", *p);
-    }
-    if (in_class)
-        goto invalid; /* Go: missing closing ] */
-    *ret = ck__buf_take(&b);
-    if (!*ret) {
-        *nomem = true;
-        return UNSUPPORTED;
-    }
-    return TRANSLATED;
-invalid:
-    ck__buf_release(&b);
-    return why;
-}
-
-/* 0, or the pattern's ck__pattern_match() answer when it cannot be compiled. */
-static int pattern_compile(const char *pattern, regex_t *re, bool *nomem)
-{
-    char *posix;
-    bool icase;
-    enum translation t = translate_pattern(pattern, &posix, &icase, nomem);
-    if (t != TRANSLATED)
-        return t == INVALID ? CK__PATTERN_INVALID : CK__PATTERN_UNSUPPORTED;
-    int r = regcomp(re, posix, REG_EXTENDED | REG_NOSUB | (icase ? REG_ICASE : 0));
-    free(posix);
-    if (r == REG_ESPACE) {
-        *nomem = true;
-        return CK__PATTERN_UNSUPPORTED;
-    }
-    /* what glibc refuses after the translation (unbalanced parentheses, ...) Go refuses too */
-    return r == 0 ? 0 : CK__PATTERN_INVALID;
-}
-
 #define PATTERN_CACHE_MAX 256
 
 struct cached_pattern {
     char *pattern;
-    int compiled; /* 0, CK__PATTERN_INVALID or CK__PATTERN_UNSUPPORTED */
-    regex_t re;
+    struct ck__regex *re; /* NULL: Go refuses the pattern, for the reason in error */
+    char *error;
 };
 
 static struct cached_pattern pattern_cache[PATTERN_CACHE_MAX];
@@ -841,38 +649,62 @@ static const struct cached_pattern *cached(const char *pattern, bool *nomem)
             found = &pattern_cache[i];
     if (!found && pattern_cache_len < PATTERN_CACHE_MAX) {
         struct cached_pattern *entry = &pattern_cache[pattern_cache_len];
-        bool no_memory = false;
-        entry->pattern = strdup(pattern);
-        if (entry->pattern) {
-            entry->compiled = pattern_compile(pattern, &entry->re, &no_memory);
-            if (no_memory) { /* not the pattern's fault: do not remember it */
-                if (entry->compiled == 0)
-                    regfree(&entry->re);
-                free(entry->pattern);
-                entry->pattern = NULL;
-                *nomem = true;
-            } else {
-                found = entry;
-                pattern_cache_len++;
-            }
+        entry->pattern = ck__strdup(pattern);
+        entry->re = NULL;
+        entry->error = NULL;
+        int r = entry->pattern
+                    ? ck__regex_compile(pattern, strlen(pattern), &entry->re, &entry->error)
+                    : CK_ENOMEM;
+        if (r == CK_ENOMEM || (r < 0 && !entry->error)) {
+            /* not the pattern's fault: do not remember it */
+            free(entry->pattern);
+            entry->pattern = NULL;
+            *nomem = true;
+        } else {
+            found = entry;
+            pattern_cache_len++;
         }
     }
     pthread_mutex_unlock(&pattern_cache_lock);
     return found;
 }
 
-int ck__pattern_match(const char *pattern, const char *s, bool *nomem)
+/* What searching s for re answers ck__pattern_match(). */
+static int search(const struct ck__regex *re, const char *s, bool *nomem)
+{
+    int r = ck__regex_search(re, s, strlen(s));
+    if (r == CK_ENOMEM)
+        *nomem = true;
+    return r;
+}
+
+int ck__pattern_match(const char *pattern, const char *s, char **ret_error, bool *nomem)
 {
     const struct cached_pattern *entry = cached(pattern, nomem);
-    if (entry)
-        return entry->compiled < 0                       ? entry->compiled
-               : regexec(&entry->re, s, 0, NULL, 0) == 0 ? 1
-                                                         : 0;
-    regex_t re;
-    int compiled = pattern_compile(pattern, &re, nomem);
-    if (compiled < 0)
-        return compiled;
-    int r = regexec(&re, s, 0, NULL, 0);
-    regfree(&re);
-    return r == 0 ? 1 : 0;
+    if (entry) {
+        if (entry->re)
+            return search(entry->re, s, nomem);
+        if (ret_error)
+            *ret_error = ck__strdup(entry->error);
+        return CK__PATTERN_INVALID;
+    }
+    if (*nomem)
+        return CK_ENOMEM;
+    struct ck__regex *re = NULL;
+    char *error = NULL;
+    int r = ck__regex_compile(pattern, strlen(pattern), &re, &error);
+    if (r == CK_ENOMEM || (r < 0 && !error)) {
+        *nomem = true;
+        return CK_ENOMEM;
+    }
+    if (r < 0) {
+        if (ret_error)
+            *ret_error = error;
+        else
+            free(error);
+        return CK__PATTERN_INVALID;
+    }
+    r = search(re, s, nomem);
+    ck__regex_free(re);
+    return r;
 }

@@ -122,13 +122,13 @@ bool ck__format_valid(const char *format, const char *s);
 
 /*
  * Searches s for the Go regular expression pattern (formats.c): 1 when it
- * matches, 0 when not, CK__PATTERN_INVALID when Go refuses the pattern,
- * CK__PATTERN_UNSUPPORTED when Go takes it but it cannot be checked here
- * (or memory ran out: *nomem is then set).
+ * matches, 0 when not, CK__PATTERN_INVALID when Go refuses the pattern (with
+ * Go's message, "error parsing regexp: ...", in *ret_error when ret_error is
+ * not NULL: the caller frees it; NULL if it could not be allocated), or
+ * CK_ENOMEM when memory ran out (*nomem is then set).
  */
-#define CK__PATTERN_INVALID     (-1)
-#define CK__PATTERN_UNSUPPORTED (-2)
-int ck__pattern_match(const char *pattern, const char *s, bool *nomem);
+#define CK__PATTERN_INVALID (-1)
+int ck__pattern_match(const char *pattern, const char *s, char **ret_error, bool *nomem);
 
 /*
  * Validates value against a lone custom resource schema (no $ref), as a

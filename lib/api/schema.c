@@ -1430,14 +1430,16 @@ static void validate_string(const json_t *schema, const json_t *v, const struct 
                             (long long)json_integer_value(min));
     const char *pattern = json_string_value(json_object_get(schema, "pattern"));
     if (pattern) {
-        int m = ck__pattern_match(pattern, s, &errs->nomem);
+        char *why = NULL;
+        int m = ck__pattern_match(pattern, s, &why, &errs->nomem);
         if (m == 0)
             ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, s, true,
                                 "%s in body should match '%s'", p->buf, pattern);
         else if (m == CK__PATTERN_INVALID)
             ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, s, true,
-                                "%s in body should match '%s, but pattern is invalid'", p->buf,
-                                pattern);
+                                "%s in body should match '%s, but pattern is invalid: %s'", p->buf,
+                                pattern, why ? why : "");
+        free(why);
     }
     const char *format = json_string_value(json_object_get(schema, "format"));
     if (format && !ck__format_valid(format, s))

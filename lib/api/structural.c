@@ -374,11 +374,19 @@ static void invariants(const json_t *s, enum level lvl, const char *path,
     value_validation(s, path, errs, depth, skip_any_of, skip_first);
     if (json_is_string(json_object_get(s, "pattern"))) {
         bool nomem = false;
-        if (ck__pattern_match(json_string_value(json_object_get(s, "pattern")), "", &nomem) ==
-            CK__PATTERN_INVALID)
-            add(errs, CK_FIELD_INVALID, path, ".pattern",
-                json_string_value(json_object_get(s, "pattern")), true,
-                "must be a valid regular expression, but isn't");
+        char *why = NULL;
+        const char *pattern = json_string_value(json_object_get(s, "pattern"));
+        if (ck__pattern_match(pattern, "", &why, &nomem) == CK__PATTERN_INVALID) {
+            struct ck__buf detail = {0};
+            ck__buf_printf(&detail, "must be a valid regular expression, but isn't: %s",
+                           why ? why : "");
+            if (detail.err || !detail.p)
+                nomem = true;
+            else
+                add(errs, CK_FIELD_INVALID, path, ".pattern", pattern, true, detail.p);
+            ck__buf_release(&detail);
+        }
+        free(why);
         if (nomem)
             errs->nomem = true;
     }

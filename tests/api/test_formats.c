@@ -176,6 +176,9 @@ static bool matches(const char *pattern, const char *value, bool *invalid)
     ck_schema_validate(one, "t.P", obj, &errs);
     bool ok = errs.len == 0;
     *invalid = !ok && errs.items[0].detail && strstr(errs.items[0].detail, "pattern is invalid");
+    if (*invalid) /* kube-openapi's words, then Go's */
+        assert_non_null(
+            strstr(errs.items[0].detail, ", but pattern is invalid: error parsing regexp: "));
     ck_field_errors_release(&errs);
     json_decref(obj);
     ck_schemas_free(one);
@@ -213,11 +216,38 @@ static void test_patterns_are_go_expressions_searched_anywhere(void **state)
     assert_true(invalid);
     assert_false(matches("\\1", "a", &invalid));
     assert_true(invalid);
-    /* what Go takes but POSIX cannot say is not checked: every value passes */
-    assert_true(matches("^a+?$", "b", &invalid));
-    assert_true(matches("\\bword\\b", "none", &invalid));
-    assert_true(matches("(?s)^a.b$", "x", &invalid));
-    assert_true(matches("a{600}b{600}", "ab", &invalid));
+    /* the rest of Go's syntax is checked too: lazy, flags, \b, Unicode classes, hex */
+    assert_false(matches("^a+?$", "b", &invalid));
+    assert_false(invalid);
+    assert_true(matches("^a+?$", "aa", &invalid));
+    assert_true(matches("\\bword\\b", "a word", &invalid));
+    assert_false(matches("\\bword\\b", "swordfish", &invalid));
+    assert_true(matches("(?s)^a.b$", "a\nb", &invalid));
+    assert_false(matches("^a.b$", "a\nb", &invalid));
+    assert_true(matches("^\\pL+$", "Ünïcödé", &invalid));
+    assert_false(matches("^\\pL+$", "a1", &invalid));
+    assert_true(matches("^\\x41$", "A", &invalid));
+    assert_false(matches("a{600}b{600}", "ab", &invalid));
+    assert_false(invalid);
+    /* the message carries Go's parser error, as kube-openapi's does */
+    assert_false(matches("a(b", "a", &invalid));
+    assert_true(invalid);
+}
+
+/*
+ * prometheus-operator's CRDs (prometheuses, prometheusagents, thanosrulers) carry
+ * ^[0-9a-zA-Z-.]+$, where a dash after a range is literal in Go.
+ */
+static void test_prometheus_operator_pattern_validates(void **state)
+{
+    (void)state;
+    bool invalid;
+    assert_true(matches("^[0-9a-zA-Z-.]+$", "prometheus-k8s.v2", &invalid));
+    assert_false(invalid);
+    assert_false(matches("^[0-9a-zA-Z-.]+$", "under_score", &invalid));
+    assert_false(invalid);
+    assert_false(matches("^[0-9a-zA-Z-.]+$", "", &invalid));
+    assert_false(invalid);
 }
 
 int main(void)
@@ -225,6 +255,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats_accept_and_refuse_as_strfmt),
         cmocka_unit_test(test_patterns_are_go_expressions_searched_anywhere),
+        cmocka_unit_test(test_prometheus_operator_pattern_validates),
     };
     return cmocka_run_group_tests(tests, load, unload);
 }

@@ -145,8 +145,17 @@ static void test_patterns_go_refuses_are_refused(void **state)
     (void)state;
     expect("{'type':'object','properties':{'a':{'type':'string','pattern':'a(b'}}}",
            ROOT ".properties[a].pattern: Invalid value: \"a(b\": must be a valid regular "
-                "expression, but isn't");
-    /* valid in Go, even where ckube cannot check it */
+                "expression, but isn't: error parsing regexp: missing closing ): `a(b`");
+    expect("{'type':'object','properties':{'a':{'type':'string','pattern':'+'}}}",
+           ROOT ".properties[a].pattern: Invalid value: \"+\": must be a valid regular "
+                "expression, but isn't: error parsing regexp: missing argument to repetition "
+                "operator: `+`");
+    /* prometheus-operator's: a dash after a range is a literal dash in Go */
+    char *prom = check("{'type':'object','properties':{'a':{'type':'string','pattern':"
+                       "'^[0-9a-zA-Z-.]+$'}}}");
+    assert_string_equal(prom, "");
+    free(prom);
+    /* valid in Go: lazy quantifiers, \b */
     char *got = check("{'type':'object','properties':{'a':{'type':'string','pattern':"
                       "'^\\\\bx+?$'}}}");
     assert_string_equal(got, "");

@@ -5,7 +5,8 @@
  * scale subresources, a second version, 415 for strategic merge, 406 for
  * protobuf); a kind another definition of the group accepted is a
  * KindConflict; deleting a definition deletes its objects, waits for their
- * own finalizers, then removes the definition and stops serving it. A
+ * own finalizers, then removes the definition and stops serving it; a Go
+ * pattern (prometheus-operator's) is accepted and checked. A
  * reader thread lists discovery and the resources throughout (labelled
  * `concurrency`, so it also runs under ThreadSanitizer).
  *
@@ -281,12 +282,60 @@ static void test_deleting_the_definition_deletes_its_objects(void **state)
     assert_int_equal(status_of("GET", CTS, NULL), 404);
 }
 
+/*
+ * prometheus-operator's definitions (prometheuses, prometheusagents, thanosrulers)
+ * carry the Go pattern ^[0-9a-zA-Z-.]+$: the definition is accepted and its
+ * resources are validated against it; a pattern Go refuses is refused with Go's
+ * parser message.
+ */
+#define PROMS "/apis/monitoring.example.com/v1/namespaces/default/prometheuses"
+
+static void test_a_go_pattern_is_accepted_and_checked(void **state)
+{
+    (void)state;
+    json_decref(
+        call("POST", CRDS,
+             "{\"metadata\":{\"name\":\"prometheuses.monitoring.example.com\"},"
+             "\"spec\":{\"group\":\"monitoring.example.com\",\"scope\":\"Namespaced\","
+             "\"names\":{\"plural\":\"prometheuses\",\"kind\":\"Prometheus\"},"
+             "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,"
+             "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{"
+             "\"spec\":{\"type\":\"object\",\"properties\":{\"serviceName\":{\"type\":\"string\","
+             "\"pattern\":\"^[0-9a-zA-Z-.]+$\"}}}}}}}]}}",
+             201));
+    await_condition("prometheuses.monitoring.example.com", "Established", "status", "True");
+    await_status(PROMS, 200);
+    json_decref(call("POST", PROMS,
+                     "{\"metadata\":{\"name\":\"k8s\"},\"spec\":{\"serviceName\":"
+                     "\"prometheus-operated.monitoring\"}}",
+                     201));
+    expect_status_h("POST", PROMS,
+                    "{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"serviceName\":\"a_b\"}}", NULL,
+                    422, "Invalid",
+                    "spec.serviceName: Invalid value: \"a_b\": spec.serviceName in body should "
+                    "match '^[0-9a-zA-Z-.]+$'");
+    expect_status_h(
+        "POST", CRDS,
+        "{\"metadata\":{\"name\":\"badpatterns.monitoring.example.com\"},"
+        "\"spec\":{\"group\":\"monitoring.example.com\",\"scope\":\"Namespaced\","
+        "\"names\":{\"plural\":\"badpatterns\",\"kind\":\"BadPattern\"},"
+        "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,"
+        "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{"
+        "\"spec\":{\"type\":\"string\",\"pattern\":\"a(b\"}}}}}]}}",
+        NULL, 422, "Invalid",
+        "pattern: Invalid value: \"a(b\": must be a valid regular expression, but isn't: "
+        "error parsing regexp: missing closing ): `a(b`");
+    json_decref(call("DELETE", CRDS "/prometheuses.monitoring.example.com", NULL, 200));
+    await_status(CRDS "/prometheuses.monitoring.example.com", 404);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_definition_is_established_and_served),
         cmocka_unit_test(test_a_kind_in_use_is_a_conflict),
         cmocka_unit_test(test_deleting_the_definition_deletes_its_objects),
+        cmocka_unit_test(test_a_go_pattern_is_accepted_and_checked),
     };
     return cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
 }

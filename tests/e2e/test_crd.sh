@@ -14,6 +14,7 @@
 # schema shows on objects stored before it (get, list, watch, Table);
 # selectableFields are field selectors (list and watch) and checked against
 # the schema; a conflicting kind is not accepted;
+# patterns are Go regular expressions (prometheus-operator's is taken);
 # the definitions survive a restart; on etcd a second server serves them
 # too; deleting the definition deletes its objects, then the definition.
 #
@@ -284,6 +285,49 @@ etcd://*)
         "kubectl --server https://127.0.0.1:$b_port get crontab my-new-cron-object >/dev/null 2>&1"
     ;;
 esac
+
+# --- patterns are Go regular expressions (prometheus-operator's) ---
+cat >"$work/prom-crd.yaml" <<'EOF'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: prometheuses.monitoring.example.com
+spec:
+  group: monitoring.example.com
+  scope: Namespaced
+  names: {plural: prometheuses, singular: prometheus, kind: Prometheus}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              serviceName: {type: string, pattern: '^[0-9a-zA-Z-.]+$'}
+              weekday: {type: string, pattern: '^((?i)sun|mon|tues|wednes|thurs|fri|satur)day$'}
+EOF
+k apply -f "$work/prom-crd.yaml" >"$work/out" 2>&1
+check "a definition with prometheus-operator's pattern is created" \
+    grep -q "prometheuses.monitoring.example.com created" "$work/out"
+wait_for "and established" crd/prometheuses.monitoring.example.com '{.status.conditions[?(@.type=="Established")].status}=True'
+printf 'apiVersion: monitoring.example.com/v1\nkind: Prometheus\nmetadata: {name: k8s}\nspec: {serviceName: prometheus-operated.monitoring, weekday: Monday}\n' >"$work/prom.yaml"
+k apply -f "$work/prom.yaml" >"$work/out" 2>&1
+check "a value matching the patterns is stored" grep -q "prometheus.monitoring.example.com/k8s created" "$work/out"
+sed -e 's/name: k8s/name: bad/' -e 's/prometheus-operated.monitoring/a_b/' "$work/prom.yaml" >"$work/prom-bad.yaml"
+k apply -f "$work/prom-bad.yaml" >"$work/out" 2>&1
+check "a value not matching is refused with kube-openapi's message" \
+    grep -qF "spec.serviceName in body should match '^[0-9a-zA-Z-.]+\$'" "$work/out"
+sed -e "s/pattern: '^\[0-9a-zA-Z-.\]+\$'/pattern: 'a(b'/" -e 's/prometheuses/badpatterns/g' \
+    -e 's/kind: Prometheus/kind: BadPattern/' -e 's/singular: prometheus/singular: badpattern/' \
+    "$work/prom-crd.yaml" >"$work/bad-pattern.yaml"
+k apply -f "$work/bad-pattern.yaml" >"$work/out" 2>&1
+check "a pattern Go refuses is refused with Go's message" \
+    grep -qF "must be a valid regular expression, but isn't: error parsing regexp: missing closing ): \`a(b\`" "$work/out"
+k delete crd prometheuses.monitoring.example.com >/dev/null 2>&1
 
 # --- deleting the definition deletes its objects ---
 k create ns other >/dev/null 2>&1

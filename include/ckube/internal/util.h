@@ -27,6 +27,8 @@
  * - ck__json_copy: json_deep_copy() without its cycle check, for our own trees.
  * - ck__yaml_to_json/ck__json_to_yaml: YAML read into jansson and written from it,
  *   both through libyaml, the writer making the choices kube-apiserver's YAML makes.
+ * - struct ck__regex: Go's regular expressions (RE2 syntax, linear-time search), for
+ *   schema patterns and CEL's matches(); regex.cc wraps RE2's C++ library.
  *
  * Everything here is a pure function or works on a caller-owned struct: callable from
  * any thread, one thread per struct at a time.
@@ -349,5 +351,33 @@ int ck__yaml_to_json(const char *text, size_t len, json_t **ret_json, struct ck_
  * nested deeper than 64 levels.
  */
 char *ck__json_to_yaml(const json_t *json, size_t *ret_len);
+
+/* ---- Go regular expressions (regex.cc) ---------------------------------------- */
+
+/* A compiled expression: immutable, searched from any number of threads at once. */
+struct ck__regex;
+
+/* Valid in Go but bigger than this engine's memory budget (docs/differences.md). */
+#define CK__REGEX_TOO_LARGE (-E2BIG)
+
+/*
+ * Compiles the len bytes of pattern as Go's regexp.Compile does (RE2 syntax, UTF-8,
+ * leftmost-first). Returns 0 and *ret_re (free it with ck__regex_free()); CK_EINVAL
+ * when Go refuses the pattern, or CK__REGEX_TOO_LARGE, each with *ret_error (when
+ * ret_error is not NULL) set to Go's message, "error parsing regexp: missing closing ]:
+ * `[a`", which the caller frees (NULL if even that could not be allocated); CK_ENOMEM.
+ * On failure *ret_re is left alone.
+ */
+int ck__regex_compile(const char *pattern, size_t len, struct ck__regex **ret_re, char **ret_error);
+
+/*
+ * Searches the len bytes of text for re anywhere (Go's MatchString): 1 when found,
+ * 0 when not, CK_ENOMEM. Time is linear in len. text should be UTF-8, as every JSON
+ * string is (an invalid byte matches nothing here, where Go reads it as U+FFFD).
+ */
+int ck__regex_search(const struct ck__regex *re, const char *text, size_t len);
+
+/* Frees re; NULL is a no-op. Returns NULL. */
+struct ck__regex *ck__regex_free(struct ck__regex *re);
 
 #endif /* CKUBE_INTERNAL_UTIL_H */
