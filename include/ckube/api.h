@@ -630,7 +630,14 @@ int ck_kinds_change(const struct ck_kind *const *remove, size_t n_remove,
                     const struct ck_kind *const *add, size_t n_add, size_t *ret_skipped,
                     struct ck_err *reterr);
 
-/* "apps/v1" or "v1". Writes into buf and returns it. */
+/*
+ * The longest apiVersion with its NUL: a group is a DNS subdomain (253
+ * bytes; ckube routes groups of up to 63, docs/limits.md), a version a DNS
+ * label (63), and the '/' between them.
+ */
+#define CK_API_VERSION_MAX 318
+
+/* "apps/v1" or "v1". Writes into buf (CK_API_VERSION_MAX bytes hold any) and returns it. */
 const char *ck_kind_api_version(const struct ck_kind *kind, char *buf, size_t size);
 
 /* The qualified resource as Kubernetes names it in messages: "deployments.apps", "pods". */

@@ -64,7 +64,7 @@ json_t *ck_discovery_api_groups(void)
             if (strcmp(json_string_value(json_object_get(g, "name")), k->group) == 0)
                 group = g;
         }
-        char gv[128];
+        char gv[CK_API_VERSION_MAX];
         ck_kind_api_version(k, gv, sizeof(gv));
         if (!group) {
             /* the first version registered is the preferred one (a CRD's by version priority) */
@@ -126,15 +126,16 @@ static bool storage_group_version(const struct ck_kind *k, char *buf, size_t siz
     }
     size_t n;
     const struct ck_kind *const *kinds = ck_kinds(&n);
-    char gv[256];
     for (size_t i = 0; i < n; i++) {
         const struct ck_kind *other = kinds[i];
         if (!other->storage_resource || !k->storage_resource ||
             strcmp(other->storage_resource, k->storage_resource) != 0)
             continue;
-        snprintf(gv, sizeof(gv), "%s/%s", other->group, other->version);
-        if (strcmp(gv, k->storage_api_version) == 0) {
-            snprintf(buf, size, "%s", gv);
+        size_t group_len = strlen(other->group);
+        const char *sv = k->storage_api_version;
+        if (strncmp(sv, other->group, group_len) == 0 && sv[group_len] == '/' &&
+            strcmp(sv + group_len + 1, other->version) == 0) {
+            snprintf(buf, size, "%s", sv);
             return true;
         }
     }
@@ -151,7 +152,7 @@ static bool storage_group_version(const struct ck_kind *k, char *buf, size_t siz
  */
 static int storage_version_hash(const struct ck_kind *k, char **ret)
 {
-    char gvk[512];
+    char gvk[512]; /* a group of 253 bytes, a version and a kind of 63 each fit */
     *ret = NULL;
     if (!storage_group_version(k, gvk, sizeof(gvk)))
         return 0;
@@ -171,7 +172,7 @@ json_t *ck_discovery_resources(const char *group, const char *version)
     json_t *resources = json_array();
     size_t n;
     const struct ck_kind *const *kinds = ck_kinds(&n);
-    char gv[128] = "";
+    char gv[CK_API_VERSION_MAX] = "";
     int failed = 0;
     for (size_t i = 0; i < n; i++) {
         const struct ck_kind *k = kinds[i];

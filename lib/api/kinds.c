@@ -136,7 +136,7 @@ static int register_locked(const struct ck_kind *kind, struct ck_err *reterr)
         cur = &empty;
     for (size_t i = 0; i < cur->n; i++) {
         if (same_resource(cur->entries[i].kind, kind)) {
-            char qr[256], gv[128];
+            char qr[256], gv[CK_API_VERSION_MAX];
             return ck_err_set(reterr, CK_EEXIST, "%s of %s is served already",
                               ck_kind_qualified_resource(kind, qr, sizeof(qr)),
                               ck_kind_api_version(kind, gv, sizeof(gv)));

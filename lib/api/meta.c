@@ -76,9 +76,9 @@ static char *generate_name(const char *prefix)
  */
 static json_t *stamp_type(const struct ck_kind *kind, json_t *obj)
 {
-    char buf[64];
-    if (json_object_set_new(obj, "apiVersion", json_string(ck_kind_api_version(kind, buf, 64))) <
-            0 ||
+    char buf[CK_API_VERSION_MAX];
+    if (json_object_set_new(obj, "apiVersion",
+                            json_string(ck_kind_api_version(kind, buf, sizeof(buf)))) < 0 ||
         json_object_set_new(obj, "kind", json_string(kind->kind)) < 0)
         return NULL;
     return ck__object_at(obj, "metadata");

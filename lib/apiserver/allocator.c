@@ -552,7 +552,7 @@ int ck__allocator_bootstrap(struct ck__registry *reg, int port, struct ck_err *r
         return 0; /* there already, as a restart or another server left it */
     }
     ck_err_release(&err);
-    char ip[INET_ADDRSTRLEN], api_version[64];
+    char ip[INET_ADDRSTRLEN], api_version[CK_API_VERSION_MAX];
     ck__allocator_first_ip(reg->allocator, ip, sizeof(ip));
     ck_kind_api_version(kind, api_version, sizeof(api_version));
     json_t *svc = json_pack(

@@ -1464,7 +1464,7 @@ static enum MHD_Result serve_review(struct ck_apiserver *server, struct MHD_Conn
                                     const struct ck_auth_user *user, const char *body, size_t len)
 {
     struct ck_err err = {0};
-    char api_version[64];
+    char api_version[CK_API_VERSION_MAX];
     ck_kind_api_version(t->kind, api_version, sizeof(api_version));
     json_t *obj = decode_review(server, conn, t->kind->schema, t->kind->kind, body, len, &err);
     if (!obj)

@@ -250,7 +250,7 @@ static struct list_answer *list_answer_new(const struct ck_kind *kind, const cha
         return NULL;
     a->kvs = kvs;
     a->n = n;
-    char api_version[64];
+    char api_version[CK_API_VERSION_MAX];
     ck_kind_api_version(kind, api_version, sizeof(api_version));
     const char *cont = continue_token ? continue_token : "";
     const char *cont_open = continue_token ? ",\"continue\":\"" : "";
@@ -547,7 +547,7 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
     }
     const char *body_kind = json_string_value(json_object_get(obj, "kind"));
     const char *body_version = json_string_value(json_object_get(obj, "apiVersion"));
-    char want_version[64];
+    char want_version[CK_API_VERSION_MAX];
     if (own_kind && body_version && *body_version &&
         strcmp(body_version, ck_kind_api_version(kind, want_version, sizeof(want_version))) != 0) {
         ck_err_status(reterr, "BadRequest",

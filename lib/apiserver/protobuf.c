@@ -152,7 +152,7 @@ int ck__proto_list(const struct ck_kind *kind, const char *rv, const char *conti
                    char *const *items, const size_t *item_lens, size_t n, char **ret_data,
                    size_t *ret_len, struct ck_err *reterr)
 {
-    char message[256], api_version[64];
+    char message[256], api_version[CK_API_VERSION_MAX];
     size_t prefix = strlen(kind->schema) - strlen(kind->kind);
     if (prefix >= sizeof(message) - strlen(kind->list_kind) ||
         strcmp(kind->schema + prefix, kind->kind) != 0)

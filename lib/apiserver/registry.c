@@ -124,7 +124,8 @@ static char *encode_for_store(const struct ck_kind *kind, const json_t *obj, siz
 static char *convert_stored(const struct ck_kind *kind, const char *stored, size_t len,
                             size_t *ret_len, bool *failed)
 {
-    char api_version[160], from[200], to[200];
+    char api_version[CK_API_VERSION_MAX], from[CK_API_VERSION_MAX + 64],
+        to[CK_API_VERSION_MAX + 64];
     if (!kind || !kind->storage_api_version ||
         strcmp(ck_kind_api_version(kind, api_version, sizeof(api_version)),
                kind->storage_api_version) == 0)

@@ -1298,7 +1298,7 @@ static int bootstrap_namespaces(struct ck_apiserver *server, struct ck_err *rete
 {
     static const char *const names[] = {"default", "kube-system", "kube-public", "kube-node-lease"};
     const struct ck_kind *ns_kind = ck_kind_with_role(CK_KIND_ROLE_NAMESPACE);
-    char api_version[64];
+    char api_version[CK_API_VERSION_MAX];
     if (!ns_kind)
         return 0; /* no kind serves namespaces: nothing to create */
     ck_kind_api_version(ns_kind, api_version, sizeof(api_version));

@@ -362,7 +362,7 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
 /* A BOOKMARK: an object of the kind holding only metadata.resourceVersion. */
 static void push_bookmark(struct ck__watch_stream *s, int64_t revision, bool initial_end)
 {
-    char rv[32], api_version[64];
+    char rv[32], api_version[CK_API_VERSION_MAX];
     snprintf(rv, sizeof(rv), "%lld", (long long)revision);
     json_t *meta = json_pack("{s:s}", "resourceVersion", rv);
     /* without its annotation the client would wait for the end of the initial events */

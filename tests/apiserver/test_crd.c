@@ -6,7 +6,8 @@
  * protobuf); a kind another definition of the group accepted is a
  * KindConflict; deleting a definition deletes its objects, waits for their
  * own finalizers, then removes the definition and stops serving it; a Go
- * pattern (prometheus-operator's) is accepted and checked. A
+ * pattern (prometheus-operator's) is accepted and checked; a group of 63
+ * bytes is served with its apiVersion whole. A
  * reader thread lists discovery and the resources throughout (labelled
  * `concurrency`, so it also runs under ThreadSanitizer).
  *
@@ -329,6 +330,44 @@ static void test_a_go_pattern_is_accepted_and_checked(void **state)
     await_status(CRDS "/prometheuses.monitoring.example.com", 404);
 }
 
+/*
+ * The longest group ckube routes (63 bytes, docs/limits.md) with a version
+ * of 8: an apiVersion past 64 bytes is written whole on objects, compared
+ * whole on a create and hashed whole in discovery.
+ */
+#define LONG_GROUP "abcdefghijklmnopqrstuvwxyz.abcdefghijklmnopqrstuvwxyz.example.c"
+#define LONGS      "/apis/" LONG_GROUP "/v1alpha1/namespaces/default/things"
+
+static void test_a_long_group_is_served_whole(void **state)
+{
+    (void)state;
+    json_decref(call(
+        "POST", CRDS,
+        "{\"metadata\":{\"name\":\"things." LONG_GROUP "\"},"
+        "\"spec\":{\"group\":\"" LONG_GROUP "\",\"scope\":\"Namespaced\","
+        "\"names\":{\"plural\":\"things\",\"kind\":\"Thing\"},"
+        "\"versions\":[{\"name\":\"v1alpha1\",\"served\":true,\"storage\":true," OPEN_SCHEMA "}]}}",
+        201));
+    await_condition("things." LONG_GROUP, "Established", "status", "True");
+    await_status(LONGS, 200);
+    json_t *thing = call("POST", LONGS,
+                         "{\"apiVersion\":\"" LONG_GROUP "/v1alpha1\",\"kind\":\"Thing\","
+                         "\"metadata\":{\"name\":\"t1\"}}",
+                         201);
+    assert_string_equal(str(thing, "apiVersion"), LONG_GROUP "/v1alpha1");
+    json_decref(thing);
+    thing = call("GET", LONGS "/t1", NULL, 200);
+    assert_string_equal(str(thing, "apiVersion"), LONG_GROUP "/v1alpha1");
+    json_decref(thing);
+    json_t *resources = call("GET", "/apis/" LONG_GROUP "/v1alpha1", NULL, 200);
+    json_t *things = json_array_get(json_object_get(resources, "resources"), 0);
+    assert_string_equal(json_string_value(json_object_get(things, "name")), "things");
+    assert_non_null(json_string_value(json_object_get(things, "storageVersionHash")));
+    json_decref(resources);
+    json_decref(call("DELETE", CRDS "/things." LONG_GROUP, NULL, 200));
+    await_status(CRDS "/things." LONG_GROUP, 404);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_a_kind_in_use_is_a_conflict),
         cmocka_unit_test(test_deleting_the_definition_deletes_its_objects),
         cmocka_unit_test(test_a_go_pattern_is_accepted_and_checked),
+        cmocka_unit_test(test_a_long_group_is_served_whole),
     };
     return cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);
 }
