@@ -36,7 +36,8 @@ static const char certs_usage[] =
     "      --file NAME          file name in DATA-DIR/pki without .crt/.key\n"
     "                           (default: the CN with ':' replaced by '-')\n"
     "      --kubeconfig FILE    also write a kubeconfig using the certificate\n"
-    "      --server URL         the server the kubeconfig names (default https://127.0.0.1:6443)\n";
+    "      --server URL         the server the kubeconfig names (default https://127.0.0.1:6443)\n"
+    "  -h, --help               print this help\n";
 
 static int certs_usage_error(const char *what, const char *value)
 {

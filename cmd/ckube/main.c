@@ -230,7 +230,10 @@ struct options {
     const char *watch_history_bytes;
 };
 
-/* Handles the flags every subcommand shares. Returns 0, or an exit code. */
+/*
+ * Checks the value of -v (verbosity) or --logging-format and applies it.
+ * NULL, or what a valid value looks like, for the usage error.
+ */
 const char *ck_cmd_log_flag(bool verbosity, const char *arg)
 {
     if (verbosity) {

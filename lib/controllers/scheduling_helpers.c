@@ -9,13 +9,16 @@
  * requirement is evaluated as labels.Requirement evaluates it: In and NotIn compare
  * strings (NotIn matches a missing label), Gt and Lt need one integer value and an
  * integer label. matchFields knows metadata.name, the one node field Kubernetes
- * extracts. API validation refuses a malformed requirement (an unknown operator or
- * field, In without values, Gt without exactly one integer) before a pod is stored, so
- * here it is only guarded: an unknown operator or field, or a Gt or Lt that is not one
- * integer, fails its term, as Kubernetes' lazily reported parse errors do.
+ * extracts. Kubernetes' API validation refuses a malformed requirement (a field other
+ * than metadata.name, In without values, Gt without exactly one integer) before a pod
+ * is stored; ckube's checks only the operator (docs/differences.md), so here a
+ * malformed requirement fails its term, as Kubernetes' lazily reported parse errors
+ * do: an unknown operator or field, a Gt or Lt that is not one 64-bit integer, or a
+ * label value that is not one.
  *
  * Threading: pure. Tested by tests/controllers/test_scheduling_helpers.c.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,8 +96,9 @@ static bool parse_int(const char *s, long long *ret)
     char *end = NULL;
     if (!s || !*s)
         return false;
+    errno = 0;
     *ret = strtoll(s, &end, 10);
-    return *end == '\0';
+    return *end == '\0' && errno != ERANGE; /* as Go's strconv.ParseInt(s, 10, 64) */
 }
 
 /* One NodeSelectorRequirement against a value (NULL: absent). */

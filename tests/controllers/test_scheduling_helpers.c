@@ -124,7 +124,8 @@ static void test_find_untolerated_taint_by_effect(void **state)
 }
 
 static const char plain_node[] =
-    "{\"metadata\":{\"name\":\"n1\",\"labels\":{\"zone\":\"a\",\"gen\":\"5\"}}}";
+    "{\"metadata\":{\"name\":\"n1\",\"labels\":{\"zone\":\"a\",\"gen\":\"5\","
+    "\"big\":\"99999999999999999999\"}}}";
 
 static void test_required_node_affinity(void **state)
 {
@@ -156,6 +157,9 @@ static void test_required_node_affinity(void **state)
         {"Lt", EXPR("gen", "Lt", "[\"6\"]"), true},
         {"Gt on a non-number fails", EXPR("zone", "Gt", "[\"1\"]"), false},
         {"Gt with two values fails", EXPR("gen", "Gt", "[\"1\",\"2\"]"), false},
+        {"Gt on a label past 64 bits fails", EXPR("big", "Gt", "[\"1\"]"), false},
+        {"Lt on a value past 64 bits fails", EXPR("gen", "Lt", "[\"99999999999999999999\"]"),
+         false},
         {"an unknown operator fails", EXPR("zone", "Like", "[\"a\"]"), false},
         {"matchFields on the node's name",
          REQUIRED("[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\","
