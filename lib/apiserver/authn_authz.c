@@ -82,6 +82,7 @@ struct ck__auth {
     struct ck_auth_sa_key *sa_key;
     struct ck_auth_config config;
     struct ck_rbac_authorizer *authorizer;
+    bool missed; /* a change came before the first policy was in place; under rebuild_lock */
     pthread_mutex_t rebuild_lock;
     /* the follower: store watches of the four RBAC kinds and the thread that rebuilds */
     struct ck_apiserver *server;
@@ -255,7 +256,10 @@ void ck__auth_rbac_changed(struct ck_apiserver *server)
     if (!a)
         return;
     pthread_mutex_lock(&a->rebuild_lock);
-    if (!a->authorizer) { /* the follower woke before the first policy: that one reads it all */
+    if (!a->authorizer) {
+        /* before the first policy, which may have been read before this change: the
+         * bootstrap builds it again once it is in place */
+        a->missed = true;
         pthread_mutex_unlock(&a->rebuild_lock);
         return;
     }
@@ -290,16 +294,23 @@ int ck__auth_bootstrap(struct ck_apiserver *server, struct ck_err *reterr)
     if (r == 0) {
         pthread_mutex_lock(&a->rebuild_lock); /* the follower thread reads it */
         a->authorizer = ck_rbac_authorizer_new(policy);
+        bool missed = a->missed;
         pthread_mutex_unlock(&a->rebuild_lock);
         if (!a->authorizer) {
             ck_rbac_policy_unref(policy);
             r = ck_err_no_memory(reterr);
         }
-        /* a write seen between the read and now found no authorizer to rebuild: once more */
-        pthread_mutex_lock(&a->follow_lock);
-        a->dirty = true;
-        pthread_cond_signal(&a->follow_wake);
-        pthread_mutex_unlock(&a->follow_lock);
+        /*
+         * A write the follower saw before now found no authorizer to rebuild: once more.
+         * Only then: a rebuild reads every role and binding again (a tenth of a restart's
+         * instructions), and a write the follower has not yet handled rebuilds anyway.
+         */
+        if (missed) {
+            pthread_mutex_lock(&a->follow_lock);
+            a->dirty = true;
+            pthread_cond_signal(&a->follow_wake);
+            pthread_mutex_unlock(&a->follow_lock);
+        }
     }
     return r;
 }
