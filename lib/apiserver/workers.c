@@ -21,7 +21,7 @@
  * job waits only when every one of the pool's threads is busy, as with
  * threads started up front, and an idle server has only the threads its
  * busiest moment needed (a thread's stack and its allocator cache are
- * memory, and 64 thread starts were a fifth of a restart's CPU before the
+ * memory, and 64 thread starts were 6% of the CPU samples of a restart until the
  * server answered). Started threads stay until the pool stops.
  *
  * Threading: one mutex and condition over the queue and the counts; jobs
