@@ -61,8 +61,10 @@ struct ck_controller {
 struct ck_runner;
 
 /*
- * Starts `workers` threads running c's worker loop. Returns 0 and sets *ret_runner, or
- * CK_EINVAL (no sync, no queue, workers < 1) or CK_ENOMEM (nothing left running).
+ * Runs c's worker loop on up to `workers` threads: one now, the others as keys need
+ * them (a worker is always waiting for the next key while fewer than `workers` are
+ * busy). Returns 0 and sets *ret_runner, or CK_EINVAL (no sync, no queue, workers < 1)
+ * or CK_ENOMEM (nothing left running).
  */
 int ck_runner_start(struct ck_controller *c, int workers, struct ck_runner **ret_runner,
                     struct ck_err *reterr);
@@ -78,6 +80,7 @@ struct ck_runner *ck_runner_stop(struct ck_runner *r);
 struct ck_runner_stats {
     uint64_t syncs;    /* sync calls */
     uint64_t failures; /* sync calls that returned an error (each requeued) */
+    int workers;       /* worker threads started so far */
 };
 
 void ck_runner_stats(struct ck_runner *r, struct ck_runner_stats *ret_stats);

@@ -82,6 +82,7 @@ struct ck__auth {
     struct ck_auth_sa_key *sa_key;
     struct ck_auth_config config;
     struct ck_rbac_authorizer *authorizer;
+    bool missed; /* a change came before the first policy was in place; under rebuild_lock */
     pthread_mutex_t rebuild_lock;
     /* the follower: store watches of the four RBAC kinds and the thread that rebuilds */
     struct ck_apiserver *server;
@@ -255,7 +256,10 @@ void ck__auth_rbac_changed(struct ck_apiserver *server)
     if (!a)
         return;
     pthread_mutex_lock(&a->rebuild_lock);
-    if (!a->authorizer) { /* the follower woke before the first policy: that one reads it all */
+    if (!a->authorizer) {
+        /* before the first policy, which may have been read before this change: the
+         * bootstrap builds it again once it is in place */
+        a->missed = true;
         pthread_mutex_unlock(&a->rebuild_lock);
         return;
     }
@@ -270,44 +274,13 @@ void ck__auth_rbac_changed(struct ck_apiserver *server)
     pthread_mutex_unlock(&a->rebuild_lock);
 }
 
-/* Creates each object of items (of kind) unless it exists. */
-static int create_missing(struct ck_apiserver *server, const struct ck_kind *kind,
-                          const json_t *items, struct ck_err *reterr)
-{
-    size_t i;
-    json_t *obj;
-    json_array_foreach(items, i, obj)
-    {
-        char *out = NULL;
-        size_t len = 0;
-        struct ck_err err = {0};
-        int r = ck__registry_create(server->registry, kind, NULL, obj, false, &out, &len, &err);
-        free(out);
-        if (r < 0 && r != CK_EEXIST) {
-            ck_err_set(reterr, CK_EIO, "cannot create %s %s: %s", kind->kind,
-                       json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")),
-                       ck_err_message(&err));
-            ck_err_release(&err);
-            return CK_EIO;
-        }
-        ck_err_release(&err);
-    }
-    return 0;
-}
-
 int ck__auth_bootstrap(struct ck_apiserver *server, struct ck_err *reterr)
 {
     struct ck__auth *a = server->auth;
     if (!a)
         return 0;
-    const struct ck_kind *cr_kind = ck_kind_with_role(CK_KIND_ROLE_RBAC_CLUSTER_ROLE);
-    const struct ck_kind *crb_kind = ck_kind_with_role(CK_KIND_ROLE_RBAC_CLUSTER_ROLE_BINDING);
     json_t *roles = NULL, *bindings = NULL;
     int r = ck_rbac_bootstrap(&roles, &bindings, reterr);
-    if (r == 0 && cr_kind)
-        r = create_missing(server, cr_kind, roles, reterr);
-    if (r == 0 && crb_kind)
-        r = create_missing(server, crb_kind, bindings, reterr);
     if (r == 0)
         r = reconcile_bootstrap(server, roles, bindings, reterr);
     json_decref(roles);
@@ -321,16 +294,23 @@ int ck__auth_bootstrap(struct ck_apiserver *server, struct ck_err *reterr)
     if (r == 0) {
         pthread_mutex_lock(&a->rebuild_lock); /* the follower thread reads it */
         a->authorizer = ck_rbac_authorizer_new(policy);
+        bool missed = a->missed;
         pthread_mutex_unlock(&a->rebuild_lock);
         if (!a->authorizer) {
             ck_rbac_policy_unref(policy);
             r = ck_err_no_memory(reterr);
         }
-        /* a write seen between the read and now found no authorizer to rebuild: once more */
-        pthread_mutex_lock(&a->follow_lock);
-        a->dirty = true;
-        pthread_cond_signal(&a->follow_wake);
-        pthread_mutex_unlock(&a->follow_lock);
+        /*
+         * A write the follower saw before now found no authorizer to rebuild: once more.
+         * Only then: a rebuild reads every role and binding again (a tenth of a restart's
+         * instructions), and a write the follower has not yet handled rebuilds anyway.
+         */
+        if (missed) {
+            pthread_mutex_lock(&a->follow_lock);
+            a->dirty = true;
+            pthread_cond_signal(&a->follow_wake);
+            pthread_mutex_unlock(&a->follow_lock);
+        }
     }
     return r;
 }
@@ -1932,6 +1912,13 @@ static json_t *reconcile_mutate(const json_t *current, void *arg, struct ck_err 
     return obj;
 }
 
+/*
+ * Each bootstrap object of items, as Kubernetes' EnsureRole/EnsureRoleBinding:
+ * reconciled when it exists, created when it does not. The update comes
+ * first: on a restart every object exists, and a create would decode,
+ * default and validate it only to be refused (a tenth of a restart's
+ * instructions before the server listened).
+ */
 static int reconcile_kind(struct ck_apiserver *server, const struct ck_kind *kind,
                           const json_t *items, bool is_binding, struct ck_err *reterr)
 {
@@ -1949,6 +1936,27 @@ static int reconcile_kind(struct ck_apiserver *server, const struct ck_kind *kin
         int r = ck__registry_update(server->registry, kind, NULL, name, NULL, reconcile_mutate, &rc,
                                     false, &out, &len, &err);
         free(out);
+        out = NULL;
+        if (r == CK_ENOENT) { /* missing (the first start, or deleted by hand): created */
+            ck_err_release(&err);
+            err = (struct ck_err){0};
+            r = ck__registry_create(server->registry, kind, NULL, expected, false, &out, &len,
+                                    &err);
+            free(out);
+            out = NULL;
+            if (r < 0 && r != CK_EEXIST) { /* EEXIST: another server made it meanwhile */
+                ck_err_set(reterr, CK_EIO, "cannot create %s %s: %s", kind->kind, name,
+                           ck_err_message(&err));
+                ck_err_release(&err);
+                return CK_EIO;
+            }
+            ck_err_release(&err);
+            err = (struct ck_err){0};
+            /* then reconciled as one found is (it gets an empty rules array, say) */
+            r = ck__registry_update(server->registry, kind, NULL, name, NULL, reconcile_mutate, &rc,
+                                    false, &out, &len, &err);
+            free(out);
+        }
         if (r == CK_ENOMEM) {
             ck_err_release(&err);
             return ck_err_no_memory(reterr);

@@ -990,14 +990,21 @@ struct ck__work {
 
 struct ck__workers;
 
-/* Starts threads workers; NULL with err set when they cannot be started. */
+/*
+ * A pool of at most `threads` workers, started as jobs need them (none yet);
+ * NULL with err set when out of memory.
+ */
 struct ck__workers *ck__workers_start(unsigned threads, struct ck_err *err);
 
 /*
- * Queues job for the next free worker. False once the pool is stopping: the
- * caller runs the job itself.
+ * Queues job for the next free worker, starting one when none is idle and the
+ * pool has room. False once the pool is stopping, or when it has no thread
+ * and none could start: the caller runs the job itself.
  */
 bool ck__workers_submit(struct ck__workers *w, struct ck__work *job);
+
+/* How many worker threads have started (for tests). */
+unsigned ck__workers_threads(struct ck__workers *w);
 
 /*
  * Runs every job still queued and joins the threads; jobs submitted from

@@ -18,8 +18,16 @@
  * running on the crashing thread, from a thread-local set around each sync, then lets the
  * signal kill the process as it would have. See controllers.h.
  *
- * Threading: workers share the queue (thread-safe) and the stats (atomics); start and
- * stop are called by the owner, once each.
+ * Workers start as keys need them, up to the controller's count (--concurrent-*-syncs):
+ * start runs one, and a worker that takes a key when no other worker is waiting starts
+ * the next one, so a waiting worker is there for the next key while fewer than `workers`
+ * are busy, as with all of them started up front. A controller that has little to do
+ * keeps a thread or two instead of its 5, 10 or 20 (an idle kube-controller-manager's
+ * goroutines cost nothing; an idle thread's stack and allocator cache do). Started
+ * workers stay until stop.
+ *
+ * Threading: workers share the queue (thread-safe) and the stats (atomics); the thread
+ * counts are under `lock`; start and stop are called by the owner, once each.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -34,8 +42,11 @@
 
 struct ck_runner {
     struct ck_controller *c;
+    pthread_mutex_t lock; /* over the four below */
     pthread_t *threads;
-    int nthreads;
+    int nthreads, max_threads;
+    int idle;     /* workers waiting for a key */
+    bool stopped; /* no worker starts any more: nthreads is final */
     atomic_uint_fast64_t syncs, failures;
 };
 
@@ -71,13 +82,38 @@ static void process(struct ck_runner *r, const char *key)
         ck_wq_add(c->queue, key);           /* the key is processing: this only marks it dirty */
 }
 
+static void *worker_main(void *arg);
+
+/* One more worker, unless the runner is stopping or full; r->lock held. */
+static int start_worker_locked(struct ck_runner *r)
+{
+    if (r->stopped || r->nthreads == r->max_threads)
+        return 0;
+    if (pthread_create(&r->threads[r->nthreads], NULL, worker_main, r) != 0)
+        return CK_ENOMEM;
+    r->nthreads++;
+    return 0;
+}
+
 static void *worker_main(void *arg)
 {
     struct ck_runner *r = arg;
     const char *key;
+    pthread_mutex_lock(&r->lock);
+    r->idle++;
+    pthread_mutex_unlock(&r->lock);
     while (ck_wq_get(r->c->queue, &key) == 0) {
+        /* none left waiting: start one for the next key (should none start, the busy
+         * ones take it as they finish) */
+        pthread_mutex_lock(&r->lock);
+        if (--r->idle == 0)
+            start_worker_locked(r);
+        pthread_mutex_unlock(&r->lock);
         process(r, key);
         ck_wq_done(r->c->queue, key);
+        pthread_mutex_lock(&r->lock);
+        r->idle++;
+        pthread_mutex_unlock(&r->lock);
     }
     return NULL;
 }
@@ -93,11 +129,14 @@ int ck_runner_start(struct ck_controller *c, int workers, struct ck_runner **ret
         return ck_err_set(reterr, CK_ENOMEM, "out of memory starting controller %s", c->name);
     }
     r->c = c;
-    for (; r->nthreads < workers; r->nthreads++) {
-        if (pthread_create(&r->threads[r->nthreads], NULL, worker_main, r) != 0) {
-            ck_runner_stop(r);
-            return ck_err_set(reterr, CK_ENOMEM, "cannot start worker threads for %s", c->name);
-        }
+    r->max_threads = workers;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_mutex_lock(&r->lock);
+    int started = start_worker_locked(r); /* the others as keys need them */
+    pthread_mutex_unlock(&r->lock);
+    if (started < 0) {
+        ck_runner_stop(r);
+        return ck_err_set(reterr, CK_ENOMEM, "cannot start worker threads for %s", c->name);
     }
     *ret_runner = r;
     return 0;
@@ -108,8 +147,12 @@ struct ck_runner *ck_runner_stop(struct ck_runner *r)
     if (!r)
         return NULL;
     ck_wq_shutdown_drain(r->c->queue);
+    pthread_mutex_lock(&r->lock);
+    r->stopped = true;
+    pthread_mutex_unlock(&r->lock);
     for (int i = 0; i < r->nthreads; i++)
         pthread_join(r->threads[i], NULL);
+    pthread_mutex_destroy(&r->lock);
     free(r->threads);
     free(r);
     return NULL;
@@ -119,6 +162,9 @@ void ck_runner_stats(struct ck_runner *r, struct ck_runner_stats *ret_stats)
 {
     ret_stats->syncs = atomic_load(&r->syncs);
     ret_stats->failures = atomic_load(&r->failures);
+    pthread_mutex_lock(&r->lock);
+    ret_stats->workers = r->nthreads;
+    pthread_mutex_unlock(&r->lock);
 }
 
 /* Appends s to buf at *len, within cap. Async-signal-safe. */

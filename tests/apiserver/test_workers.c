@@ -3,13 +3,16 @@
  * API server's writes: jobs run at the same time on different threads (a
  * pool of N runs N jobs that each wait for all the others), stopping runs
  * every job still queued before it returns, and a job submitted once the pool
- * is stopping is refused so that its caller runs it. That every write of the
+ * is stopping is refused so that its caller runs it; threads start only as
+ * jobs need them (none before the first job, one reused by jobs that come one
+ * after the other, as many as the jobs running at once). That every write of the
  * server goes through the pool and is answered is covered by every server
  * test that writes (test_handlers.c, test_server.c, the end-to-end tests).
  */
 #include "cktest.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -76,6 +79,50 @@ static void test_jobs_run_at_the_same_time(void **state)
         assert_true(jobs[i].met_all);
 }
 
+static void test_threads_start_as_jobs_need_them(void **state)
+{
+    (void)state;
+    struct ck_err err = {0};
+    struct ck__workers *w = ck__workers_start(64, &err);
+    assert_non_null(w);
+    assert_int_equal(ck__workers_threads(w), 0);
+    atomic_int ran = 0;
+    /* one job: one thread; the next job, submitted once that thread is idle again, reuses it */
+    struct counting_job one[2];
+    for (int i = 0; i < 2; i++) {
+        one[i] = (struct counting_job){.work.run = count, .ran = &ran};
+        assert_true(ck__workers_submit(w, &one[i].work));
+        while (atomic_load(&ran) < i + 1)
+            sched_yield();
+        /* time for the thread to wait again (if it has not, the next job starts a second) */
+        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    }
+    unsigned after_one_at_a_time = ck__workers_threads(w);
+    assert_in_range(after_one_at_a_time, 1, 2);
+    /* CONCURRENT jobs that each wait for all the others: each needs a thread of its own */
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t all_here = PTHREAD_COND_INITIALIZER;
+    int arrived = 0;
+    struct counting_job jobs[CONCURRENT];
+    for (int i = 0; i < CONCURRENT; i++) {
+        jobs[i] = (struct counting_job){.work.run = wait_for_all,
+                                        .ran = &ran,
+                                        .lock = &lock,
+                                        .all_here = &all_here,
+                                        .arrived = &arrived};
+        assert_true(ck__workers_submit(w, &jobs[i].work));
+    }
+    while (atomic_load(&ran) < 2 + CONCURRENT)
+        sched_yield();
+    for (int i = 0; i < CONCURRENT; i++)
+        assert_true(jobs[i].met_all);
+    /* as many threads as jobs ran at once (one more if the first thread was late to wait
+     * again), not the pool's 64 */
+    assert_in_range(ck__workers_threads(w), CONCURRENT, CONCURRENT + after_one_at_a_time);
+    ck__workers_stop(w);
+    ck__workers_free(w);
+}
+
 static void test_stop_runs_every_queued_job(void **state)
 {
     (void)state;
@@ -104,6 +151,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jobs_run_at_the_same_time),
+        cmocka_unit_test(test_threads_start_as_jobs_need_them),
         cmocka_unit_test(test_stop_runs_every_queued_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,8 @@
  * test_runner.c - tests for lib/controllers/runner.c: forget on success, rate-limited
  * requeue on error (on a fake clock), no key lost even when the requeue cannot allocate,
  * conflicts logged at verbosity 2 and other failures as errors,
- * one worker per key at a time, graceful stop with drain, and the swappable sync.
+ * one worker per key at a time, workers started as keys need them (up to the count),
+ * graceful stop with drain, and the swappable sync.
  * Waiting for the workers is done on conditions, never with sleeps.
  */
 #include "cktest.h"
@@ -27,6 +28,7 @@ struct fake {
     char last_key[64];
     atomic_int busy[64]; /* per key index: 1 while synced */
     atomic_int overlaps;
+    bool released; /* blocking_sync returns once set, under mu */
 };
 
 static int fake_sync(struct ck_controller *c, const char *key, struct ck_err *reterr)
@@ -58,6 +60,20 @@ static int counting_sync(struct ck_controller *c, const char *key, struct ck_err
     atomic_store(&f->busy[i], 0);
     pthread_mutex_lock(&f->mu);
     f->calls++;
+    pthread_mutex_unlock(&f->mu);
+    return 0;
+}
+
+/* Counts the call, then waits until the test sets f->released. */
+static int blocking_sync(struct ck_controller *c, const char *key, struct ck_err *reterr)
+{
+    (void)key, (void)reterr;
+    struct fake *f = c->data;
+    pthread_mutex_lock(&f->mu);
+    f->calls++;
+    pthread_cond_broadcast(&f->cond);
+    while (!f->released)
+        pthread_cond_wait(&f->cond, &f->mu);
     pthread_mutex_unlock(&f->mu);
     return 0;
 }
@@ -219,6 +235,49 @@ static void test_a_conflict_is_logged_at_verbosity_2_other_failures_as_errors(vo
     free(text);
 }
 
+static int workers_started(struct ck_runner *r)
+{
+    struct ck_runner_stats stats;
+    ck_runner_stats(r, &stats);
+    return stats.workers;
+}
+
+/* Four keys whose syncs all block, on a runner of max workers: how many run at once. */
+static void four_blocking_keys(int max, int want_running, int want_workers)
+{
+    struct fake *f = fake_new();
+    struct ck_controller c = {
+        .name = "test", .sync = blocking_sync, .data = f, .queue = limited_queue(NULL)};
+    struct ck_runner *r;
+    assert_int_equal(ck_runner_start(&c, max, &r, NULL), 0);
+    assert_int_equal(workers_started(r), 1); /* the others as keys need them */
+    char key[16];
+    for (int i = 0; i < 4; i++) {
+        snprintf(key, sizeof(key), "ns/%d", i);
+        ck_wq_add(c.queue, key);
+    }
+    wait_calls(f, want_running); /* never returns unless that many run at once */
+    assert_int_equal(workers_started(r), want_workers);
+    pthread_mutex_lock(&f->mu);
+    assert_int_equal(f->calls, want_running);
+    f->released = true;
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->mu);
+    r = ck_runner_stop(r);
+    assert_int_equal(f->calls, 4);
+    ck_wq_free(c.queue);
+    fake_free(f);
+}
+
+static void test_workers_start_as_keys_need_them(void **state)
+{
+    (void)state;
+    /* the four run at once, and a fifth worker waits for the next key */
+    four_blocking_keys(8, 4, 5);
+    /* never more than the count: three run, the fourth key waits for one of them */
+    four_blocking_keys(3, 3, 3);
+}
+
 static void test_a_key_is_never_synced_by_two_workers(void **state)
 {
     (void)state;
@@ -356,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_failed_sync_on_a_queue_without_limiter_is_retried_at_once),
         cmocka_unit_test(test_a_conflict_is_logged_at_verbosity_2_other_failures_as_errors),
         cmocka_unit_test(test_a_key_is_never_synced_by_two_workers),
+        cmocka_unit_test(test_workers_start_as_keys_need_them),
         cmocka_unit_test(test_stop_syncs_every_queued_key_first),
         cmocka_unit_test(test_stats_count_syncs_and_failures),
         cmocka_unit_test(test_sync_can_be_swapped_before_start),

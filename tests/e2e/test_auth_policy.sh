@@ -2,7 +2,9 @@
 # test_auth_policy.sh - the RBAC policy's freshness and the bootstrap
 # reconciliation: a bootstrap ClusterRole that lost rules, or a binding that
 # lost subjects, gets them back at the next start (one annotated
-# autoupdate=false is left alone); and, on etcd, a second server sharing the
+# autoupdate=false is left alone), one deleted is made again, and those left
+# as they were are not written (admin, edit and view, stored without rules,
+# keep their resourceVersion); and, on etcd, a second server sharing the
 # store follows RoleBinding writes made through the first at once (its watch
 # of the four kinds), without a write or restart of its own.
 #
@@ -41,8 +43,13 @@ r["rules"] = [{"nonResourceURLs": ["/api"], "verbs": ["get"]}]
 json.dump(r, open(sys.argv[1], "w"))
 EOF
 k replace -f "$work/disc.json" >/dev/null
+k delete clusterrolebinding system:basic-user >/dev/null
+rvs() { kubectl get clusterroles admin edit view cluster-admin -o jsonpath='{.items[*].metadata.resourceVersion}'; }
+before=$(rvs)
 stop_server
 start_server --token-auth-file "$work/tokens.csv"
+check "a deleted bootstrap binding is made again at start" sh -c "kubectl get clusterrolebinding system:basic-user >/dev/null"
+check "roles left as they were are not written at start ($before)" [ "$(rvs)" = "$before" ]
 check "the missing rule is added back at start" sh -c "kubectl get clusterrole system:basic-user -o json | grep -q selfsubjectreviews"
 check "the missing subject is added back at start" sh -c "kubectl get clusterrolebinding system:public-info-viewer -o json | grep -q system:unauthenticated"
 check "anonymous reads /version again" [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$ca" "$url/version")" = 200 ]
