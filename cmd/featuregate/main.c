@@ -372,7 +372,7 @@ static int uc_version(const char *flag, const char *s, struct ck_fg_version *ret
  * version without a list gets the library's message and the reason: a
  * release's list is shipped only once it is shown to be, byte for byte, the
  * file that Kubernetes release carries, and the README.md beside the lists
- * (the first one found) says which releases could not be shown so, and why.
+ * (the first one found) says which releases are not yet verified, and why.
  */
 static int uc_shipped(struct ck_fg_version v, char **ret)
 {
@@ -401,7 +401,7 @@ static int uc_shipped(struct ck_fg_version v, char **ret)
              "%s; ckube ships a release's list only when it is, byte for byte, the file that "
              "Kubernetes release carries%s%s%s",
              err.msg, readme[0] ? " (" : "", readme[0] ? readme : "",
-             readme[0] ? " says which releases could not be verified, and why)" : "");
+             readme[0] ? " says which releases are not yet verified, and why)" : "");
     return fail_input(m);
 }
 

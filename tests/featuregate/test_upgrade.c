@@ -372,6 +372,14 @@ static void unlink_in(const char *dir, const char *name)
     unlink(p);
 }
 
+/* A new scratch directory under $TMPDIR (/tmp without it), as the other tests make theirs. */
+static char *lists_dir(char *dir, size_t size)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(dir, size, "%s/ckube-fg-lists-XXXXXX", t && *t ? t : "/tmp");
+    return mkdtemp(dir);
+}
+
 /*
  * The shipped lists are found per version in the first directory that has
  * one; a missing one names the versions of the first directory that ships
@@ -381,16 +389,16 @@ static void unlink_in(const char *dir, const char *name)
 static void test_upgrade_find_list(void **state)
 {
     (void)state;
-    char a[] = "/tmp/fg-lists-XXXXXX", b[] = "/tmp/fg-lists-XXXXXX";
-    assert_non_null(mkdtemp(a));
-    assert_non_null(mkdtemp(b));
+    char a[200], b[200];
+    assert_non_null(lists_dir(a, sizeof(a)));
+    assert_non_null(lists_dir(b, sizeof(b)));
     touch(a, "1.34.yaml");
     touch(a, "1.33.yaml");
     touch(a, "notes.yaml");
     touch(b, "1.32.yaml");
     touch(b, "1.34.yaml");
     const char *dirs[] = {NULL, FG_DATA "/nowhere", a, b};
-    char *p = NULL, want[64];
+    char *p = NULL, want[256];
     struct ck_fg_err err = {0};
 
     assert_int_equal(ck_fg_upgrade_find_list(dirs, 4, V(1, 34), &p, &err), 0);
