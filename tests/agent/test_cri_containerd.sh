@@ -2,16 +2,17 @@
 # test_cri_containerd.sh - the CRI client against a containerd of the test's own.
 #
 # Starts containerd (Debian's `containerd`, with `runc`) with a generated
-# config: root, state, the gRPC and ttrpc sockets and the `opt` plugin's
-# directory all under a temporary directory, no plugin disabled, debug and
-# metrics listeners off. It never touches the machine's own containerd or
-# /run/containerd, and it stops its containerd by PID. It builds a tiny OCI
-# image from busybox-static's /bin/busybox (an OCI image layout tar: a
-# gzipped layer, its config, a manifest and an index, written with tar, gzip
-# and python3's json and hashlib) and imports it with `ctr -n k8s.io images
-# import`; then test_cri_containerd (C, through lib/agent/cri.c) calls the
-# CRI. Exits 77 (skipped), saying why, when a tool is missing or containerd
-# cannot start here.
+# config: root, state, the gRPC and ttrpc sockets, the `opt` plugin's
+# directory and the CRI plugin's CNI directories all under a temporary
+# directory, no plugin disabled, debug and metrics listeners off. It never
+# touches the machine's own containerd or /run/containerd, and it stops its
+# containerd by PID. It builds a tiny OCI image from busybox-static's
+# /bin/busybox (an OCI image layout tar: a gzipped layer, its config, a
+# manifest and an index, written with tar, gzip and python3's json and
+# hashlib) and imports it with `ctr -n k8s.io images import`; then
+# test_cri_containerd (C, through lib/agent/cri.c) calls the CRI. Exits 77
+# (skipped), saying why, when a tool is missing or containerd or its CRI
+# plugin cannot start here.
 #
 # Usage: test_cri_containerd.sh PATH/TO/test_cri_containerd
 set -u
@@ -72,6 +73,11 @@ disabled_plugins = []
 
 [plugins."io.containerd.internal.v1.opt"]
   path = "$dir/opt"
+
+# the CRI plugin watches its CNI configuration directory, creating it if need be
+[plugins."io.containerd.grpc.v1.cri".cni]
+  conf_dir = "$dir/cni/net.d"
+  bin_dir = "$dir/cni/bin"
 EOF
 
 containerd --config "$dir/config.toml" >"$dir/containerd.log" 2>&1 &
