@@ -634,6 +634,22 @@ static const char *const GRPC_CODES[] = {
     "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
     "DataLoss", "Unauthenticated"};
 
+int ck__cri_status_error(const char *service, const char *method, int status, const char *message,
+                         struct ck_err *reterr)
+{
+    char unknown[24];
+    const char *name = GRPC_CODES[2];
+    if (status >= 0 && (size_t)status < sizeof(GRPC_CODES) / sizeof(*GRPC_CODES)) {
+        name = GRPC_CODES[status];
+    } else { /* as Go's codes.Code.String() */
+        snprintf(unknown, sizeof(unknown), "Code(%d)", status);
+        name = unknown;
+    }
+    int code = status == 5 ? CK_ENOENT : status == 3 ? CK_EINVAL : CK_EIO;
+    return ck_err_set(reterr, code, "cri: %s %s: rpc error: code = %s desc = %s", service, method,
+                      name, message);
+}
+
 int ck__cri_open(const char *runtime_endpoint, const char *image_endpoint, int timeout_ms,
                  struct ck__cri **ret, struct ck_err *reterr)
 {
@@ -709,13 +725,7 @@ static int call(struct ck__cri *c, int which, const char *method, struct ck__buf
     if (!a.status_seen) {
         r = ck_err_set(err, CK_EIO, "cri: %s %s: the answer has no gRPC status", service, method);
     } else if (a.status != 0) {
-        const char *name =
-            a.status > 0 && (size_t)a.status < sizeof(GRPC_CODES) / sizeof(*GRPC_CODES)
-                ? GRPC_CODES[a.status]
-                : "Unknown";
-        int code = a.status == 5 ? CK_ENOENT : a.status == 3 ? CK_EINVAL : CK_EIO;
-        r = ck_err_set(err, code, "cri: %s %s: rpc error: code = %s desc = %s", service, method,
-                       name, a.message);
+        r = ck__cri_status_error(service, method, a.status, a.message, err);
     } else if (!ck__grpc_unary_message(&a.body, msg)) {
         r = ck_err_set(err, CK_EIO, "cri: %s %s: the answer is not one gRPC message", service,
                        method);

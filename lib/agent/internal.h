@@ -251,6 +251,14 @@ int ck__cri_decode_pull_image(struct ck__pb_reader r, char **ret_ref);
 int ck__cri_decode_fs_info(struct ck__pb_reader r, struct ck__cri_fs_info *ret);
 
 /*
+ * A failed call's error (service and method as "ImageService", "PullImage"): the gRPC
+ * status as Go's gRPC prints it, "rpc error: code = NotFound desc = <message>";
+ * returns CK_ENOENT for NotFound (5), CK_EINVAL for InvalidArgument (3), else CK_EIO.
+ */
+int ck__cri_status_error(const char *service, const char *method, int status, const char *message,
+                         struct ck_err *reterr);
+
+/*
  * Decodes bytes as a CRI answer: p[0] % 6 picks Version, Status, ListImages,
  * ImageStatus, PullImage or ImageFsInfo; the rest is the message. For
  * fuzz/fuzz_cri_answer.c.

@@ -7,8 +7,9 @@
  * handlers, features, an image's spec) skipped. Then what a hostile runtime
  * could send: every truncation of every answer, a string with a NUL, a field
  * of the wrong wire type, a length past the end; allocation failures while
- * decoding; and a call to a socket nobody serves. Calls against a real
- * containerd are tests/agent/test_cri_containerd.sh's.
+ * decoding; the errors of failed calls (gRPC status as Go prints it); and a
+ * call to a socket nobody serves. Calls against a real containerd are
+ * tests/agent/test_cri_containerd.sh's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -341,6 +342,29 @@ static void test_decode_allocation_failures(void **state)
     ck__buf_release(&b);
 }
 
+static void test_status_errors(void **state)
+{
+    (void)state;
+    struct ck_err err = {0};
+    assert_int_equal(
+        ck__cri_status_error("ImageService", "ImageStatus", 5, "image \"x\" not found", &err),
+        CK_ENOENT);
+    assert_string_equal(err.msg, "cri: ImageService ImageStatus: rpc error: code = NotFound desc "
+                                 "= image \"x\" not found");
+    assert_int_equal(ck__cri_status_error("RuntimeService", "Version", 3, "bad", &err), CK_EINVAL);
+    assert_non_null(strstr(err.msg, "code = InvalidArgument desc = bad"));
+    assert_int_equal(ck__cri_status_error("RuntimeService", "Status", 12, "", &err), CK_EIO);
+    assert_non_null(strstr(err.msg, "code = Unimplemented desc = "));
+    assert_int_equal(ck__cri_status_error("ImageService", "PullImage", 16, "who", &err), CK_EIO);
+    assert_non_null(strstr(err.msg, "code = Unauthenticated desc = who"));
+    /* a code gRPC does not define: Go prints its number */
+    assert_int_equal(ck__cri_status_error("ImageService", "PullImage", 17, "?", &err), CK_EIO);
+    assert_non_null(strstr(err.msg, "code = Code(17) desc = ?"));
+    /* nor does any gRPC send a negative one; still a number, not a table read */
+    assert_int_equal(ck__cri_status_error("ImageService", "PullImage", -1, "?", &err), CK_EIO);
+    assert_non_null(strstr(err.msg, "code = Code(-1) desc = ?"));
+}
+
 static void test_unreachable_runtime(void **state)
 {
     (void)state;
@@ -373,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_truncated_answers),
         cmocka_unit_test(test_malformed_answers),
         cmocka_unit_test(test_decode_allocation_failures),
+        cmocka_unit_test(test_status_errors),
         cmocka_unit_test(test_unreachable_runtime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
