@@ -32,8 +32,11 @@ if [ -r /usr/bin/ldd ] && ldd "$busybox" 2>&1 | grep -q '=>'; then
     skip "$busybox is dynamically linked (Debian's busybox-static provides a static one)"
 fi
 
-# short: a unix socket's path is at most 107 bytes
-dir=$(mktemp -d /tmp/ckube-cri-XXXXXX)
+# a unix socket's path is at most 107 bytes: a long TMPDIR is passed over for /tmp
+tmp=${TMPDIR:-/tmp}
+tmp=${tmp%/} # containerd reports clean paths, compared with ours below
+[ ${#tmp} -le 60 ] || tmp=/tmp
+dir=$(mktemp -d "$tmp/ckube-cri-XXXXXX") || exit 1
 pid=""
 cleanup() {
     if [ -n "$pid" ]; then

@@ -265,8 +265,11 @@ static int setup(void **state)
         getsockname(srv.listener, (struct sockaddr *)&a, &al) < 0)
         return -1;
     snprintf(endpoint, sizeof(endpoint), "127.0.0.1:%u", ntohs(a.sin_port));
-    snprintf(unix_dir, sizeof(unix_dir), "%s/ckube-grpc-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    /* a unix socket's path is at most 107 bytes: a long TMPDIR is passed over for /tmp */
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || strlen(tmp) > 40)
+        tmp = "/tmp";
+    snprintf(unix_dir, sizeof(unix_dir), "%s/ckube-grpc-XXXXXX", tmp);
     if (!mkdtemp(unix_dir))
         return -1;
     struct sockaddr_un u = {.sun_family = AF_UNIX};
