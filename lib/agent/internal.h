@@ -8,6 +8,7 @@
 
 #include "ckube/agent.h"
 #include "ckube/controllers.h"
+#include "ckube/internal/util.h"
 
 /* The agent endpoint's TLS (tls.c): PEM text of the serving pair and of the client CA. */
 struct ck__agent_tls {
@@ -126,5 +127,142 @@ int ck__volume_write(const struct ck__pod_refs *refs, const json_t *vol, const c
  * logread.c reads them; process.c removes the excess.
  */
 char **ck__log_rotated_files(const char *path, bool with_tmp, size_t *ret_n);
+
+/* ---- the CRI client (cri.c): runtime.v1 of k8s.io/cri-api over gRPC ----------- */
+
+/* A client of one runtime (and its image service); its calls may come from any thread. */
+struct ck__cri;
+
+/* VersionResponse. */
+struct ck__cri_version {
+    char *version, *runtime_name, *runtime_version, *runtime_api_version; /* NULL: unset */
+};
+
+/* RuntimeCondition: RuntimeReady, NetworkReady. */
+struct ck__cri_condition {
+    char *type;
+    bool status;
+    char *reason, *message;
+};
+
+/* StatusResponse: the conditions of its RuntimeStatus (info, handlers and features unread). */
+struct ck__cri_status {
+    struct ck__cri_condition *conditions;
+    size_t n_conditions;
+};
+
+/* Image (its spec unread). */
+struct ck__cri_image {
+    char *id;
+    char **repo_tags, **repo_digests;
+    size_t n_repo_tags, n_repo_digests;
+    uint64_t size;
+    bool has_uid; /* uid is set: the image runs as a numeric user */
+    int64_t uid;
+    char *username;
+    bool pinned;
+};
+
+/* ListImagesResponse. */
+struct ck__cri_images {
+    struct ck__cri_image *items;
+    size_t n;
+};
+
+/* AuthConfig, for PullImage: NULL or empty members are left out. */
+struct ck__cri_auth {
+    const char *username, *password, *auth, *server_address, *identity_token, *registry_token;
+};
+
+/* FilesystemUsage. */
+struct ck__cri_fs_usage {
+    int64_t timestamp; /* ns since the epoch */
+    char *mountpoint;  /* fs_id.mountpoint */
+    bool has_used_bytes, has_inodes_used;
+    uint64_t used_bytes, inodes_used;
+};
+
+/* ImageFsInfoResponse. */
+struct ck__cri_fs_info {
+    struct ck__cri_fs_usage *image_fs, *container_fs;
+    size_t n_image_fs, n_container_fs;
+};
+
+/*
+ * A client of the runtime at runtime_endpoint and the image service at image_endpoint
+ * (NULL: the runtime's), each "unix:///path" (or host:port); calls wait up to timeout_ms.
+ * Nothing is dialled until the first call. 0 and *ret (ck__cri_close() it), or CK_ENOMEM.
+ */
+int ck__cri_open(const char *runtime_endpoint, const char *image_endpoint, int timeout_ms,
+                 struct ck__cri **ret, struct ck_err *reterr);
+/* Closes the connections and frees c; NULL is a no-op. Returns NULL. */
+struct ck__cri *ck__cri_close(struct ck__cri *c);
+
+/*
+ * The calls. Each returns 0 and fills its result (the caller releases it), or fails
+ * leaving it alone: CK_EIO when the runtime cannot be reached, its answer is malformed
+ * or the call failed (the message names the method and the gRPC status: "cri:
+ * ImageService PullImage: rpc error: code = Unknown desc = ..."), CK_ENOENT for gRPC's
+ * NotFound, CK_EINVAL for InvalidArgument, CK_ENOMEM.
+ */
+/* RuntimeService/Version: version is the CRI version the caller speaks (may be NULL). */
+int ck__cri_version(struct ck__cri *c, const char *version, struct ck__cri_version *ret,
+                    struct ck_err *reterr);
+int ck__cri_status(struct ck__cri *c, struct ck__cri_status *ret, struct ck_err *reterr);
+/* ImageService/ListImages, of every image or (image not NULL) those the filter matches. */
+int ck__cri_list_images(struct ck__cri *c, const char *image, struct ck__cri_images *ret,
+                        struct ck_err *reterr);
+/* ImageService/ImageStatus: *ret_found false (and *ret empty) when the runtime has none. */
+int ck__cri_image_status(struct ck__cri *c, const char *image, struct ck__cri_image *ret,
+                         bool *ret_found, struct ck_err *reterr);
+/* ImageService/PullImage within timeout_ms: *ret_ref, the image's reference (freed by the caller).
+ */
+int ck__cri_pull_image(struct ck__cri *c, const char *image, const struct ck__cri_auth *auth,
+                       int timeout_ms, char **ret_ref, struct ck_err *reterr);
+int ck__cri_remove_image(struct ck__cri *c, const char *image, struct ck_err *reterr);
+int ck__cri_image_fs_info(struct ck__cri *c, struct ck__cri_fs_info *ret, struct ck_err *reterr);
+
+void ck__cri_version_release(struct ck__cri_version *v);
+void ck__cri_status_release(struct ck__cri_status *s);
+void ck__cri_image_release(struct ck__cri_image *img);
+void ck__cri_images_release(struct ck__cri_images *l);
+void ck__cri_fs_info_release(struct ck__cri_fs_info *f);
+/* The condition of that type in s, or NULL. */
+const struct ck__cri_condition *ck__cri_status_condition(const struct ck__cri_status *s,
+                                                         const char *type);
+
+/*
+ * The messages on their own, for tests: requests appended to b (its err says whether
+ * memory ran out), answers decoded from a message's bytes into a result the caller
+ * releases: 0, CK_EIO when malformed (nothing is kept), CK_ENOMEM.
+ */
+void ck__cri_encode_version(struct ck__buf *b, const char *version);
+void ck__cri_encode_status(struct ck__buf *b, bool verbose);
+void ck__cri_encode_list_images(struct ck__buf *b, const char *image);
+void ck__cri_encode_image_status(struct ck__buf *b, const char *image, bool verbose);
+void ck__cri_encode_pull_image(struct ck__buf *b, const char *image,
+                               const struct ck__cri_auth *auth);
+void ck__cri_encode_remove_image(struct ck__buf *b, const char *image);
+int ck__cri_decode_version(struct ck__pb_reader r, struct ck__cri_version *ret);
+int ck__cri_decode_status(struct ck__pb_reader r, struct ck__cri_status *ret);
+int ck__cri_decode_list_images(struct ck__pb_reader r, struct ck__cri_images *ret);
+int ck__cri_decode_image_status(struct ck__pb_reader r, struct ck__cri_image *ret, bool *ret_found);
+int ck__cri_decode_pull_image(struct ck__pb_reader r, char **ret_ref);
+int ck__cri_decode_fs_info(struct ck__pb_reader r, struct ck__cri_fs_info *ret);
+
+/*
+ * A failed call's error (service and method as "ImageService", "PullImage"): the gRPC
+ * status as Go's gRPC prints it, "rpc error: code = NotFound desc = <message>";
+ * returns CK_ENOENT for NotFound (5), CK_EINVAL for InvalidArgument (3), else CK_EIO.
+ */
+int ck__cri_status_error(const char *service, const char *method, int status, const char *message,
+                         struct ck_err *reterr);
+
+/*
+ * Decodes bytes as a CRI answer: p[0] % 6 picks Version, Status, ListImages,
+ * ImageStatus, PullImage or ImageFsInfo; the rest is the message. For
+ * fuzz/fuzz_cri_answer.c.
+ */
+void ck__cri_decode_answer(const unsigned char *p, size_t n);
 
 #endif /* CKUBE_AGENT_INTERNAL_H */

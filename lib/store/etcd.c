@@ -270,19 +270,6 @@ static size_t frame_length(const unsigned char *p)
     return (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
 }
 
-/* The one message of a unary answer; false when it is not exactly one uncompressed frame. */
-static bool unary_message(const struct ck__buf *b, struct ck__pb_reader *ret)
-{
-    if (b->len < 5 || b->p[0] != 0)
-        return false;
-    const unsigned char *p = (const unsigned char *)b->p;
-    if (frame_length(p) != b->len - 5)
-        return false;
-    ret->p = p + 5;
-    ret->end = p + b->len;
-    return true;
-}
-
 /*
  * Calls /etcdserverpb.<method> with the message in req (released) and the
  * failover above. On success *ret holds the answer's frame and *msg reads its
@@ -336,7 +323,7 @@ static int call(struct etcd_store *s, const char *method, struct ck__buf *req, b
                 }
                 goto out;
             }
-            if (!a.status_seen || !unary_message(&a.body, msg)) {
+            if (!a.status_seen || !ck__grpc_unary_message(&a.body, msg)) {
                 ck__buf_release(&a.body);
                 snprintf(last, sizeof(last), "%s: not a gRPC answer", s->endpoints[ep]);
                 r = ck_err_set(err, CK_EIO, "store: etcd: %s", last);

@@ -78,60 +78,6 @@ int ck__kvs_append(const struct ck_kv ***kvs, size_t *n, size_t *cap, const stru
 /* Drops every reference in kvs[0..n) and frees the array. */
 void ck__kvs_free(const struct ck_kv **kvs, size_t n);
 
-/* ---- unary gRPC calls over h2c (grpc.c), for the etcd backend ------------------ */
-
-struct ck__grpc_conn;
-
-/* What a call answered: its bytes (length-prefixed messages) and gRPC status. */
-struct ck__grpc_answer {
-    struct ck__buf body; /* set .max before the call */
-    bool status_seen;
-    int status;
-    char message[400];
-    bool refused; /* a failed call that the server refused unprocessed (HTTP/2 REFUSED_STREAM) */
-};
-
-/* A connection to host:port; CK_EIO (nothing was sent) or CK_ENOMEM with why set. */
-int ck__grpc_connect(const char *endpoint, int timeout_ms, struct ck__grpc_conn **ret, char *why,
-                     size_t why_len);
-
-/*
- * Calls path (/package.Service/Method) with one message. 0 when the call
- * completed (answer->status says how); CK_EIO when the transport failed, with
- * why set: the request may have reached the server, and the connection is dead.
- */
-int ck__grpc_call(struct ck__grpc_conn *c, const char *path, const void *msg, size_t msg_len,
-                  int timeout_ms, struct ck__grpc_answer *answer, char *why, size_t why_len);
-
-/* Takes bytes of a streaming call's answer as they arrive; false ends the connection. */
-typedef bool (*ck__grpc_data_fn)(void *arg, const void *data, size_t len);
-
-/*
- * Starts a streaming call on c with msg as its first message. The request
- * side stays open for ck__grpc_stream_send(); the answer's bytes go to fn,
- * its status to answer (whose body stays unused). 0, or CK_EIO / CK_ENOMEM.
- */
-int ck__grpc_stream_open(struct ck__grpc_conn *c, const char *path, const void *msg, size_t msg_len,
-                         ck__grpc_data_fn fn, void *arg, struct ck__grpc_answer *answer, char *why,
-                         size_t why_len);
-
-/* Queues one more message on an open streaming call (sent by the next run). */
-int ck__grpc_stream_send(struct ck__grpc_conn *c, const void *msg, size_t msg_len);
-
-/*
- * One turn of a streaming call: sends what is queued, waits up to timeout_ms
- * for etcd or for wake_fd (>= 0) to become readable (the caller drains it),
- * and hands on what arrived. 1 while the call goes on; 0 when it ended
- * normally (its status in the answer), CK_EIO when it or the connection broke.
- */
-int ck__grpc_stream_run(struct ck__grpc_conn *c, int wake_fd, int timeout_ms, char *why,
-                        size_t why_len);
-
-/* False once the connection cannot carry another call (closed, GOAWAY, an error). */
-bool ck__grpc_usable(struct ck__grpc_conn *c);
-
-void ck__grpc_close(struct ck__grpc_conn *c);
-
 /*
  * Decodes bytes as an answer of etcd's (etcd.c): p[0] picks a RangeResponse, a
  * TxnResponse (for p[1] % 4 and p[2] % 4 operations in its branches) or a

@@ -16,6 +16,8 @@
  *   sticky error, a libcurl write callback and a newline splitter over it.
  * - ck__pb_*: the protobuf wire format (varints, tags, length-delimited and fixed
  *   fields) written into a struct ck__buf and read from untrusted bytes.
+ * - ck__grpc_*: gRPC calls over HTTP/2 without TLS (nghttp2), to host:port or a unix
+ *   socket: etcd's API for the store, a container runtime's CRI for the agent.
  * - ck__read_file: a whole small file, capped; ck__write_file_atomic: a file written
  *   safely into the data directory; ck__check_private_dir.
  * - ck__meta_str: a string field of an object's metadata.
@@ -226,6 +228,71 @@ bool ck__pb_get_len(struct ck__pb_reader *r, struct ck__pb_reader *ret);
 bool ck__pb_skip(struct ck__pb_reader *r, unsigned wire);
 /* The next field's number and wire type: 1, 0 at the end, -1 for a malformed tag. */
 int ck__pb_next(struct ck__pb_reader *r, uint32_t *number, unsigned *wire);
+
+/* ---- gRPC over h2c (grpc.c) --------------------------------------------------- */
+
+struct ck__grpc_conn;
+
+/* What a call answered: its bytes (length-prefixed messages) and gRPC status. */
+struct ck__grpc_answer {
+    struct ck__buf body; /* set .max before the call */
+    bool status_seen;
+    int status;
+    char message[400];
+    bool refused; /* a failed call that the server refused unprocessed (HTTP/2 REFUSED_STREAM) */
+};
+
+/*
+ * A connection to endpoint: "host:port" (TCP), or "unix:///path/to/socket" (a unix
+ * socket, as kubelet's --container-runtime-endpoint names one). 0 and *ret (close it
+ * with ck__grpc_close()); CK_EIO (nothing was sent) or CK_ENOMEM with why set.
+ */
+int ck__grpc_connect(const char *endpoint, int timeout_ms, struct ck__grpc_conn **ret, char *why,
+                     size_t why_len);
+
+/*
+ * Calls path (/package.Service/Method) with one message. 0 when the call
+ * completed (answer->status says how); CK_EIO when the transport failed, with
+ * why set: the request may have reached the server, and the connection is dead.
+ */
+int ck__grpc_call(struct ck__grpc_conn *c, const char *path, const void *msg, size_t msg_len,
+                  int timeout_ms, struct ck__grpc_answer *answer, char *why, size_t why_len);
+
+/* Takes bytes of a streaming call's answer as they arrive; false ends the connection. */
+typedef bool (*ck__grpc_data_fn)(void *arg, const void *data, size_t len);
+
+/*
+ * Starts a streaming call on c with msg as its first message. The request
+ * side stays open for ck__grpc_stream_send(); the answer's bytes go to fn,
+ * its status to answer (whose body stays unused). 0, or CK_EIO / CK_ENOMEM.
+ */
+int ck__grpc_stream_open(struct ck__grpc_conn *c, const char *path, const void *msg, size_t msg_len,
+                         ck__grpc_data_fn fn, void *arg, struct ck__grpc_answer *answer, char *why,
+                         size_t why_len);
+
+/* Queues one more message on an open streaming call (sent by the next run). */
+int ck__grpc_stream_send(struct ck__grpc_conn *c, const void *msg, size_t msg_len);
+
+/*
+ * One turn of a streaming call: sends what is queued, waits up to timeout_ms
+ * for the server or for wake_fd (>= 0) to become readable (the caller drains it),
+ * and hands on what arrived. 1 while the call goes on; 0 when it ended
+ * normally (its status in the answer), CK_EIO when it or the connection broke.
+ */
+int ck__grpc_stream_run(struct ck__grpc_conn *c, int wake_fd, int timeout_ms, char *why,
+                        size_t why_len);
+
+/* False once the connection cannot carry another call (closed, GOAWAY, an error). */
+bool ck__grpc_usable(struct ck__grpc_conn *c);
+
+/* Closes the connection; NULL is a no-op. */
+void ck__grpc_close(struct ck__grpc_conn *c);
+
+/*
+ * The one message of a unary answer's bytes: false unless they are exactly one
+ * uncompressed length-prefixed message.
+ */
+bool ck__grpc_unary_message(const struct ck__buf *body, struct ck__pb_reader *ret);
 
 /* ---- files (file.c) ------------------------------------------------------ */
 

@@ -1,10 +1,11 @@
 /*
- * test_grpc.c - the etcd backend's gRPC calls (lib/store/grpc.c) against a
- * small HTTP/2 server of the test's own (nghttp2's server side, on a thread):
- * unary calls and their reuse of one connection, a status with a
- * percent-encoded message, a refused stream, an answer over many DATA frames
- * and one past the cap, a deadline, a server that closes, and a streaming
- * call whose request side stays open.
+ * test_grpc.c - gRPC calls over h2c (lib/util/grpc.c) against a small HTTP/2
+ * server of the test's own (nghttp2's server side, on a thread) listening on
+ * TCP and on a unix socket: unary calls and their reuse of one connection, a
+ * status with a percent-encoded message, a refused stream, an answer over many
+ * DATA frames and one past the cap, a deadline, a server that closes, a
+ * streaming call whose request side stays open, calls over unix:///path, and
+ * the one-message check of a unary answer.
  *
  * The server's methods, by path: /t.S/Echo answers the request's bytes with
  * grpc-status 0; /t.S/Fail answers only trailers (grpc-status 5); /t.S/Refuse
@@ -26,12 +27,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
-#include "../../lib/store/internal.h"
+#include "ckube/internal/util.h"
+#include "ckube/util.h"
 
 #define BIG (3u << 20)
 
@@ -47,7 +50,7 @@ struct stream {
 };
 
 struct server {
-    int listener;
+    int listener, listener_unix;
     atomic_bool stop;
     pthread_t thread;
     nghttp2_session *session;
@@ -58,6 +61,7 @@ struct server {
 
 static struct server srv;
 static char endpoint[64];
+static char unix_dir[64], unix_endpoint[128];
 
 static struct stream *stream_of(int32_t id)
 {
@@ -240,10 +244,11 @@ static void *server_main(void *arg)
 {
     (void)arg;
     while (!atomic_load(&srv.stop)) {
-        struct pollfd p = {.fd = srv.listener, .events = POLLIN};
-        if (poll(&p, 1, 50) <= 0)
+        struct pollfd p[2] = {{.fd = srv.listener, .events = POLLIN},
+                              {.fd = srv.listener_unix, .events = POLLIN}};
+        if (poll(p, 2, 50) <= 0)
             continue;
-        srv.fd = accept(srv.listener, NULL, NULL);
+        srv.fd = accept(p[0].revents ? srv.listener : srv.listener_unix, NULL, NULL);
         if (srv.fd >= 0)
             serve_connection();
     }
@@ -260,6 +265,20 @@ static int setup(void **state)
         getsockname(srv.listener, (struct sockaddr *)&a, &al) < 0)
         return -1;
     snprintf(endpoint, sizeof(endpoint), "127.0.0.1:%u", ntohs(a.sin_port));
+    /* a unix socket's path is at most 107 bytes: a long TMPDIR is passed over for /tmp */
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || strlen(tmp) > 40)
+        tmp = "/tmp";
+    snprintf(unix_dir, sizeof(unix_dir), "%s/ckube-grpc-XXXXXX", tmp);
+    if (!mkdtemp(unix_dir))
+        return -1;
+    struct sockaddr_un u = {.sun_family = AF_UNIX};
+    snprintf(u.sun_path, sizeof(u.sun_path), "%s/s.sock", unix_dir);
+    snprintf(unix_endpoint, sizeof(unix_endpoint), "unix://%s", u.sun_path);
+    srv.listener_unix = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (bind(srv.listener_unix, (struct sockaddr *)&u, sizeof(u)) < 0 ||
+        listen(srv.listener_unix, 8) < 0)
+        return -1;
     return pthread_create(&srv.thread, NULL, server_main, NULL);
 }
 
@@ -269,6 +288,11 @@ static int teardown(void **state)
     atomic_store(&srv.stop, true);
     pthread_join(srv.thread, NULL);
     close(srv.listener);
+    close(srv.listener_unix);
+    char path[128];
+    snprintf(path, sizeof(path), "%s/s.sock", unix_dir);
+    unlink(path);
+    rmdir(unix_dir);
     return 0;
 }
 
@@ -460,6 +484,58 @@ static void test_streaming_call(void **state)
     ck__grpc_close(c);
 }
 
+static void test_unix_socket(void **state)
+{
+    (void)state;
+    struct ck__grpc_conn *c = NULL;
+    assert_int_equal(ck__grpc_connect(unix_endpoint, 1000, &c, why, sizeof(why)), 0);
+    for (int i = 0; i < 2; i++) {
+        struct ck__grpc_answer a;
+        assert_int_equal(call(c, "/t.S/Echo", "over unix", 9, 2000, 1 << 20, &a), 0);
+        assert_int_equal(a.status, 0);
+        assert_message(&a.body, "over unix");
+        struct ck__pb_reader r;
+        assert_true(ck__grpc_unary_message(&a.body, &r));
+        assert_int_equal(r.end - r.p, 9);
+        assert_memory_equal(r.p, "over unix", 9);
+        ck__buf_release(&a.body);
+    }
+    struct ck__grpc_answer f;
+    assert_int_equal(call(c, "/t.S/Fail", "x", 1, 2000, 1 << 20, &f), 0);
+    assert_int_equal(f.status, 5);
+    assert_string_equal(f.message, "not found: x");
+    ck__grpc_close(c);
+    /* a socket nobody serves: the error names it */
+    char absent[160];
+    snprintf(absent, sizeof(absent), "unix://%s/absent.sock", unix_dir);
+    c = NULL;
+    assert_int_equal(ck__grpc_connect(absent, 1000, &c, why, sizeof(why)), CK_EIO);
+    assert_null(c);
+    assert_non_null(strstr(why, "absent.sock"));
+    assert_non_null(strstr(why, strerror(ENOENT)));
+    assert_int_equal(ck__grpc_connect("unix://relative.sock", 1000, &c, why, sizeof(why)), CK_EIO);
+    assert_null(c);
+}
+
+static void test_unary_message_framing(void **state)
+{
+    (void)state;
+    struct ck__pb_reader r;
+    struct ck__buf b = {0};
+    assert_false(ck__grpc_unary_message(&b, &r)); /* no bytes */
+    ck__buf_add(&b, "\0\0\0\0\2ab", 7);
+    assert_true(ck__grpc_unary_message(&b, &r));
+    assert_int_equal(r.end - r.p, 2);
+    ck__buf_add(&b, "c", 1); /* a byte past the message */
+    assert_false(ck__grpc_unary_message(&b, &r));
+    b.len = 6; /* the message cut short */
+    assert_false(ck__grpc_unary_message(&b, &r));
+    b.len = 7;
+    b.p[0] = 1; /* compressed: never asked for */
+    assert_false(ck__grpc_unary_message(&b, &r));
+    ck__buf_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -470,6 +546,8 @@ int main(void)
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_closed_connections),
         cmocka_unit_test(test_streaming_call),
+        cmocka_unit_test(test_unix_socket),
+        cmocka_unit_test(test_unary_message_framing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,14 +1,19 @@
 /*
- * grpc.c - gRPC calls over HTTP/2 without TLS (h2c, prior knowledge), for
- * the etcd backend: one nghttp2 client session on one socket per connection,
- * one call at a time on it. A unary call sends its message and waits for the
- * answer; a streaming call (etcd's Watch) keeps its request side open for more
- * messages and hands the answer's bytes to a callback as they arrive.
+ * grpc.c - gRPC calls over HTTP/2 without TLS (h2c, prior knowledge): one
+ * nghttp2 client session on one socket per connection, one call at a time on
+ * it. The store's etcd backend calls etcd's API over TCP with it; the agent
+ * calls a container runtime's CRI over a unix socket (unix:///path, as
+ * kubelet's --container-runtime-endpoint names it). A unary call sends its
+ * message and waits for the answer; a streaming call (etcd's Watch) keeps its
+ * request side open for more messages and hands the answer's bytes to a
+ * callback as they arrive. The messages themselves are the caller's, written
+ * and read on the protobuf wire layer (protowire.c).
  *
  * A call is a POST of one length-prefixed message (flag byte 0, 4-byte
  * big-endian length) with `content-type: application/grpc` and `te:
  * trailers`; its outcome is the grpc-status trailer, or header when the
- * answer has no body. libcurl would do as well, but Debian 12's 7.88 cannot
+ * answer has no body. A unix socket's :authority is "localhost", as gRPC's
+ * own clients send. libcurl would do as well, but Debian 12's 7.88 cannot
  * reuse a prior-knowledge HTTP/2 connection (its second request on one fails
  * with "Error in the HTTP2 framing layer"; fixed in curl 8.0), and a new
  * connection per call costs a handshake and leaves a socket in TIME_WAIT.
@@ -30,10 +35,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "ckube/internal/util.h"
+#include "ckube/util.h"
 
 struct ck__grpc_conn {
     int fd;
@@ -170,9 +177,36 @@ static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *b
     return (ssize_t)n;
 }
 
-/* A TCP connection to host:port within timeout_ms; -1 with why set. */
+#define UNIX_SCHEME "unix://"
+
+/* A connection to the unix socket at path; -1 with why set. */
+static int dial_unix(const char *path, char *why, size_t why_len)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (path[0] != '/' || strlen(path) >= sizeof(sa.sun_path)) {
+        snprintf(why, why_len, "bad unix socket path %s", path);
+        return -1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(why, why_len, "%s", strerror(errno));
+        return -1;
+    }
+    /* a unix socket connects at once or not at all (EAGAIN: its backlog is full) */
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        snprintf(why, why_len, "%s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A TCP connection to host:port, or unix:///path, within timeout_ms; -1 with why set. */
 static int dial(const char *endpoint, int timeout_ms, char *why, size_t why_len)
 {
+    if (strncmp(endpoint, UNIX_SCHEME, strlen(UNIX_SCHEME)) == 0)
+        return dial_unix(endpoint + strlen(UNIX_SCHEME), why, why_len);
     char host[256];
     const char *colon = strrchr(endpoint, ':');
     if (!colon || (size_t)(colon - endpoint) >= sizeof(host)) {
@@ -232,7 +266,8 @@ int ck__grpc_connect(const char *endpoint, int timeout_ms, struct ck__grpc_conn 
         snprintf(why, why_len, "out of memory");
         return CK_ENOMEM;
     }
-    snprintf(c->authority, sizeof(c->authority), "%s", endpoint);
+    bool unix_socket = strncmp(endpoint, UNIX_SCHEME, strlen(UNIX_SCHEME)) == 0;
+    snprintf(c->authority, sizeof(c->authority), "%s", unix_socket ? "localhost" : endpoint);
     c->fd = dial(endpoint, timeout_ms, why, why_len);
     if (c->fd < 0) {
         nghttp2_session_callbacks_del(cbs);
@@ -300,7 +335,7 @@ static int turn(struct ck__grpc_conn *c, int wake_fd, int timeout_ms, char *why,
     if (c->closed)
         return 1;
     if (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session)) {
-        snprintf(why, why_len, "connection closed by etcd");
+        snprintf(why, why_len, "connection closed by the server");
         return -1;
     }
     struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = wake_fd, .events = POLLIN}};
@@ -320,7 +355,8 @@ static int turn(struct ck__grpc_conn *c, int wake_fd, int timeout_ms, char *why,
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return 1;
         if (n <= 0) {
-            snprintf(why, why_len, "%s", n == 0 ? "connection closed by etcd" : strerror(errno));
+            snprintf(why, why_len, "%s",
+                     n == 0 ? "connection closed by the server" : strerror(errno));
             return -1;
         }
         if (nghttp2_session_mem_recv(c->session, in, (size_t)n) < 0) {
@@ -464,4 +500,17 @@ int ck__grpc_stream_run(struct ck__grpc_conn *c, int wake_fd, int timeout_ms, ch
         return 1;
     c->dead = true; /* one stream a connection for streaming calls */
     return ended(c, why, why_len);
+}
+
+bool ck__grpc_unary_message(const struct ck__buf *body, struct ck__pb_reader *ret)
+{
+    if (body->len < 5 || body->p[0] != 0)
+        return false;
+    const unsigned char *p = (const unsigned char *)body->p;
+    size_t len = (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
+    if (len != body->len - 5)
+        return false;
+    ret->p = p + 5;
+    ret->end = p + body->len;
+    return true;
 }
