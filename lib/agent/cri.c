@@ -205,60 +205,95 @@ static int repeated_string(struct ck__pb_reader *r, unsigned wire, char ***items
     return e;
 }
 
-/* The value of an Int64Value or UInt64Value. */
-static int wrapper(struct ck__pb_reader *r, unsigned wire, uint64_t *ret)
-{
-    struct ck__pb_reader m;
-    uint32_t no;
-    unsigned w;
-    int more;
-    if (!sub(r, wire, &m))
-        return CK_EIO;
-    *ret = 0;
-    while ((more = ck__pb_next(&m, &no, &w)) == 1)
-        if (no == WRAPPER_VALUE ? !varint(&m, w, ret) : !ck__pb_skip(&m, w))
-            return CK_EIO;
-    return more < 0 ? CK_EIO : 0;
-}
-
 /* Skips a field this client does not read. */
 static int skip(struct ck__pb_reader *r, unsigned wire)
 {
     return ck__pb_skip(r, wire) ? 0 : CK_EIO;
 }
 
-int ck__cri_decode_version(struct ck__pb_reader r, struct ck__cri_version *ret)
+/*
+ * Reads one field (number no, wire type wire) of a message into ctx, or skips
+ * it: 0, CK_EIO when malformed, CK_ENOMEM.
+ */
+typedef int field_fn(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire);
+
+/* Every field of the message in r, through field(); CK_EIO when r is cut. */
+static int each_field(struct ck__pb_reader r, field_fn *field, void *ctx)
 {
-    struct ck__cri_version v = {0};
     uint32_t no;
     unsigned wire;
     int more, e = 0;
-    while (e == 0 && (more = ck__pb_next(&r, &no, &wire)) == 1) {
-        switch (no) {
-        case VERSION_VERSION:
-            e = string(&r, wire, &v.version);
-            break;
-        case VERSION_NAME:
-            e = string(&r, wire, &v.runtime_name);
-            break;
-        case VERSION_RT_VERSION:
-            e = string(&r, wire, &v.runtime_version);
-            break;
-        case VERSION_API_VERSION:
-            e = string(&r, wire, &v.runtime_api_version);
-            break;
-        default:
-            e = skip(&r, wire);
-        }
-    }
-    if (e == 0 && more < 0)
-        e = CK_EIO;
-    if (e < 0) {
-        ck__cri_version_release(&v);
-        return e;
-    }
-    *ret = v;
+    while (e == 0 && (more = ck__pb_next(&r, &no, &wire)) == 1)
+        e = field(ctx, &r, no, wire);
+    return e < 0 ? e : more < 0 ? CK_EIO : 0;
+}
+
+/* A message field read into ctx by field(). */
+static int message(struct ck__pb_reader *r, unsigned wire, field_fn *field, void *ctx)
+{
+    struct ck__pb_reader m;
+    return sub(r, wire, &m) ? each_field(m, field, ctx) : CK_EIO;
+}
+
+/* A repeated message field: one more element of size bytes, read by field(). */
+static int repeated_message(struct ck__pb_reader *r, unsigned wire, void **items, size_t *n,
+                            size_t size, field_fn *field)
+{
+    struct ck__pb_reader m;
+    if (!sub(r, wire, &m))
+        return CK_EIO;
+    void *item = grow(items, n, size);
+    return item ? each_field(m, field, item) : CK_ENOMEM;
+}
+
+static int wrapper_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
+{
+    return no != WRAPPER_VALUE ? skip(r, wire) : varint(r, wire, ctx) ? 0 : CK_EIO;
+}
+
+/* The value of an Int64Value or UInt64Value field (0 when it has none). */
+static int wrapper(struct ck__pb_reader *r, unsigned wire, uint64_t *ret)
+{
+    *ret = 0;
+    return message(r, wire, wrapper_field, ret);
+}
+
+/* A bool field. */
+static int boolean(struct ck__pb_reader *r, unsigned wire, bool *ret)
+{
+    uint64_t v;
+    if (!varint(r, wire, &v))
+        return CK_EIO;
+    *ret = v != 0;
     return 0;
+}
+
+static int version_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
+{
+    struct ck__cri_version *v = ctx;
+    switch (no) {
+    case VERSION_VERSION:
+        return string(r, wire, &v->version);
+    case VERSION_NAME:
+        return string(r, wire, &v->runtime_name);
+    case VERSION_RT_VERSION:
+        return string(r, wire, &v->runtime_version);
+    case VERSION_API_VERSION:
+        return string(r, wire, &v->runtime_api_version);
+    default:
+        return skip(r, wire);
+    }
+}
+
+int ck__cri_decode_version(struct ck__pb_reader r, struct ck__cri_version *ret)
+{
+    struct ck__cri_version v = {0};
+    int e = each_field(r, version_field, &v);
+    if (e < 0)
+        ck__cri_version_release(&v);
+    else
+        *ret = v;
+    return e;
 }
 
 void ck__cri_version_release(struct ck__cri_version *v)
@@ -270,77 +305,49 @@ void ck__cri_version_release(struct ck__cri_version *v)
     *v = (struct ck__cri_version){0};
 }
 
-static int decode_condition(struct ck__pb_reader r, struct ck__cri_condition *c)
+static int condition_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
 {
-    uint32_t no;
-    unsigned wire;
-    int more, e = 0;
-    uint64_t v;
-    while (e == 0 && (more = ck__pb_next(&r, &no, &wire)) == 1) {
-        switch (no) {
-        case COND_TYPE:
-            e = string(&r, wire, &c->type);
-            break;
-        case COND_STATUS:
-            e = varint(&r, wire, &v) ? 0 : CK_EIO;
-            c->status = v != 0;
-            break;
-        case COND_REASON:
-            e = string(&r, wire, &c->reason);
-            break;
-        case COND_MESSAGE:
-            e = string(&r, wire, &c->message);
-            break;
-        default:
-            e = skip(&r, wire);
-        }
+    struct ck__cri_condition *c = ctx;
+    switch (no) {
+    case COND_TYPE:
+        return string(r, wire, &c->type);
+    case COND_STATUS:
+        return boolean(r, wire, &c->status);
+    case COND_REASON:
+        return string(r, wire, &c->reason);
+    case COND_MESSAGE:
+        return string(r, wire, &c->message);
+    default:
+        return skip(r, wire);
     }
-    return e < 0 ? e : more < 0 ? CK_EIO : 0;
 }
 
-/* A RuntimeStatus's conditions, appended to s. */
-static int decode_runtime_status(struct ck__pb_reader r, struct ck__cri_status *s)
+/* A RuntimeStatus's field: its conditions are appended to the status. */
+static int runtime_status_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
 {
-    uint32_t no;
-    unsigned wire;
-    int more, e = 0;
-    struct ck__pb_reader m;
-    while (e == 0 && (more = ck__pb_next(&r, &no, &wire)) == 1) {
-        if (no != RUNTIME_STATUS_CONDITIONS) {
-            e = skip(&r, wire);
-            continue;
-        }
-        if (!sub(&r, wire, &m)) {
-            e = CK_EIO;
-            continue;
-        }
-        struct ck__cri_condition *c = grow((void **)&s->conditions, &s->n_conditions, sizeof(*c));
-        e = c ? decode_condition(m, c) : CK_ENOMEM;
-    }
-    return e < 0 ? e : more < 0 ? CK_EIO : 0;
+    struct ck__cri_status *s = ctx;
+    if (no != RUNTIME_STATUS_CONDITIONS)
+        return skip(r, wire);
+    return repeated_message(r, wire, (void **)&s->conditions, &s->n_conditions,
+                            sizeof(*s->conditions), condition_field);
+}
+
+static int status_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
+{
+    if (no == STATUS_STATUS)
+        return message(r, wire, runtime_status_field, ctx);
+    return skip(r, wire); /* info (verbose), runtime handlers, features */
 }
 
 int ck__cri_decode_status(struct ck__pb_reader r, struct ck__cri_status *ret)
 {
     struct ck__cri_status s = {0};
-    uint32_t no;
-    unsigned wire;
-    int more, e = 0;
-    struct ck__pb_reader m;
-    while (e == 0 && (more = ck__pb_next(&r, &no, &wire)) == 1) {
-        if (no == STATUS_STATUS)
-            e = sub(&r, wire, &m) ? decode_runtime_status(m, &s) : CK_EIO;
-        else
-            e = skip(&r, wire); /* info (verbose), runtime handlers, features */
-    }
-    if (e == 0 && more < 0)
-        e = CK_EIO;
-    if (e < 0) {
+    int e = each_field(r, status_field, &s);
+    if (e < 0)
         ck__cri_status_release(&s);
-        return e;
-    }
-    *ret = s;
-    return 0;
+    else
+        *ret = s;
+    return e;
 }
 
 void ck__cri_status_release(struct ck__cri_status *s)
@@ -363,44 +370,33 @@ const struct ck__cri_condition *ck__cri_status_condition(const struct ck__cri_st
     return NULL;
 }
 
-/* An Image into *img (zeroed by the caller; released by it on failure too). */
-static int decode_image(struct ck__pb_reader r, struct ck__cri_image *img)
+/* An Image's field (the image zeroed by the caller, released by it on failure too). */
+static int image_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
 {
-    uint32_t no;
-    unsigned wire;
-    int more, e = 0;
+    struct ck__cri_image *img = ctx;
     uint64_t v;
-    while (e == 0 && (more = ck__pb_next(&r, &no, &wire)) == 1) {
-        switch (no) {
-        case IMAGE_ID:
-            e = string(&r, wire, &img->id);
-            break;
-        case IMAGE_REPO_TAGS:
-            e = repeated_string(&r, wire, &img->repo_tags, &img->n_repo_tags);
-            break;
-        case IMAGE_REPO_DIGESTS:
-            e = repeated_string(&r, wire, &img->repo_digests, &img->n_repo_digests);
-            break;
-        case IMAGE_SIZE:
-            e = varint(&r, wire, &img->size) ? 0 : CK_EIO;
-            break;
-        case IMAGE_UID:
-            e = wrapper(&r, wire, &v);
-            img->has_uid = e == 0;
-            img->uid = (int64_t)v;
-            break;
-        case IMAGE_USERNAME:
-            e = string(&r, wire, &img->username);
-            break;
-        case IMAGE_PINNED:
-            e = varint(&r, wire, &v) ? 0 : CK_EIO;
-            img->pinned = v != 0;
-            break;
-        default:
-            e = skip(&r, wire); /* spec */
-        }
+    int e;
+    switch (no) {
+    case IMAGE_ID:
+        return string(r, wire, &img->id);
+    case IMAGE_REPO_TAGS:
+        return repeated_string(r, wire, &img->repo_tags, &img->n_repo_tags);
+    case IMAGE_REPO_DIGESTS:
+        return repeated_string(r, wire, &img->repo_digests, &img->n_repo_digests);
+    case IMAGE_SIZE:
+        return varint(r, wire, &img->size) ? 0 : CK_EIO;
+    case IMAGE_UID:
+        e = wrapper(r, wire, &v);
+        img->has_uid = e == 0;
+        img->uid = (int64_t)v;
+        return e;
+    case IMAGE_USERNAME:
+        return string(r, wire, &img->username);
+    case IMAGE_PINNED:
+        return boolean(r, wire, &img->pinned);
+    default:
+        return skip(r, wire); /* spec */
     }
-    return e < 0 ? e : more < 0 ? CK_EIO : 0;
 }
 
 void ck__cri_image_release(struct ck__cri_image *img)
@@ -416,33 +412,23 @@ void ck__cri_image_release(struct ck__cri_image *img)
     *img = (struct ck__cri_image){0};
 }
 
+static int list_images_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
+{
+    struct ck__cri_images *l = ctx;
+    if (no != LIST_IMAGES_IMAGES)
+        return skip(r, wire);
+    return repeated_message(r, wire, (void **)&l->items, &l->n, sizeof(*l->items), image_field);
+}
+
 int ck__cri_decode_list_images(struct ck__pb_reader r, struct ck__cri_images *ret)
 {
     struct ck__cri_images l = {0};
-    uint32_t no;
-    unsigned wire;
-    int more, e = 0;
-    struct ck__pb_reader m;
-    while (e == 0 && (more = ck__pb_next(&r, &no, &wire)) == 1) {
-        if (no != LIST_IMAGES_IMAGES) {
-            e = skip(&r, wire);
-            continue;
-        }
-        if (!sub(&r, wire, &m)) {
-            e = CK_EIO;
-            continue;
-        }
-        struct ck__cri_image *img = grow((void **)&l.items, &l.n, sizeof(*img));
-        e = img ? decode_image(m, img) : CK_ENOMEM;
-    }
-    if (e == 0 && more < 0)
-        e = CK_EIO;
-    if (e < 0) {
+    int e = each_field(r, list_images_field, &l);
+    if (e < 0)
         ck__cri_images_release(&l);
-        return e;
-    }
-    *ret = l;
-    return 0;
+    else
+        *ret = l;
+    return e;
 }
 
 void ck__cri_images_release(struct ck__cri_images *l)
@@ -453,124 +439,100 @@ void ck__cri_images_release(struct ck__cri_images *l)
     *l = (struct ck__cri_images){0};
 }
 
+struct image_status {
+    struct ck__cri_image image;
+    bool found;
+};
+
+static int image_status_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
+{
+    struct image_status *st = ctx;
+    if (no != IMAGE_STATUS_IMAGE)
+        return skip(r, wire); /* info (verbose) */
+    st->found = true;         /* a repeated message field merges; the runtime sends one */
+    return message(r, wire, image_field, &st->image);
+}
+
 int ck__cri_decode_image_status(struct ck__pb_reader r, struct ck__cri_image *ret, bool *ret_found)
 {
-    struct ck__cri_image img = {0};
-    bool found = false;
-    uint32_t no;
-    unsigned wire;
-    int more, e = 0;
-    struct ck__pb_reader m;
-    while (e == 0 && (more = ck__pb_next(&r, &no, &wire)) == 1) {
-        if (no == IMAGE_STATUS_IMAGE) {
-            /* a repeated message field merges; the runtime sends one */
-            e = sub(&r, wire, &m) ? decode_image(m, &img) : CK_EIO;
-            found = true;
-        } else {
-            e = skip(&r, wire); /* info (verbose) */
-        }
-    }
-    if (e == 0 && more < 0)
-        e = CK_EIO;
+    struct image_status st = {0};
+    int e = each_field(r, image_status_field, &st);
     if (e < 0) {
-        ck__cri_image_release(&img);
+        ck__cri_image_release(&st.image);
         return e;
     }
-    *ret = img;
-    *ret_found = found;
+    *ret = st.image;
+    *ret_found = st.found;
     return 0;
+}
+
+static int pull_image_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
+{
+    return no == PULL_IMAGE_REF ? string(r, wire, ctx) : skip(r, wire);
 }
 
 int ck__cri_decode_pull_image(struct ck__pb_reader r, char **ret_ref)
 {
     char *ref = NULL;
-    uint32_t no;
-    unsigned wire;
-    int more, e = 0;
-    while (e == 0 && (more = ck__pb_next(&r, &no, &wire)) == 1)
-        e = no == PULL_IMAGE_REF ? string(&r, wire, &ref) : skip(&r, wire);
-    if (e == 0 && more < 0)
-        e = CK_EIO;
-    if (e < 0) {
+    int e = each_field(r, pull_image_field, &ref);
+    if (e < 0)
         free(ref);
-        return e;
-    }
-    *ret_ref = ref;
-    return 0;
+    else
+        *ret_ref = ref;
+    return e;
 }
 
-static int decode_fs_id(struct ck__pb_reader r, char **mountpoint)
+static int fs_id_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
 {
-    uint32_t no;
-    unsigned wire;
-    int more, e = 0;
-    while (e == 0 && (more = ck__pb_next(&r, &no, &wire)) == 1)
-        e = no == FS_ID_MOUNTPOINT ? string(&r, wire, mountpoint) : skip(&r, wire);
-    return e < 0 ? e : more < 0 ? CK_EIO : 0;
+    return no == FS_ID_MOUNTPOINT ? string(r, wire, ctx) : skip(r, wire);
 }
 
-static int decode_fs_usage(struct ck__pb_reader r, struct ck__cri_fs_usage *u)
+static int fs_usage_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
 {
-    uint32_t no;
-    unsigned wire;
-    int more, e = 0;
+    struct ck__cri_fs_usage *u = ctx;
     uint64_t v;
-    struct ck__pb_reader m;
-    while (e == 0 && (more = ck__pb_next(&r, &no, &wire)) == 1) {
-        switch (no) {
-        case FS_TIMESTAMP:
-            e = varint(&r, wire, &v) ? 0 : CK_EIO;
-            u->timestamp = (int64_t)v;
-            break;
-        case FS_ID:
-            e = sub(&r, wire, &m) ? decode_fs_id(m, &u->mountpoint) : CK_EIO;
-            break;
-        case FS_USED_BYTES:
-            e = wrapper(&r, wire, &u->used_bytes);
-            u->has_used_bytes = e == 0;
-            break;
-        case FS_INODES_USED:
-            e = wrapper(&r, wire, &u->inodes_used);
-            u->has_inodes_used = e == 0;
-            break;
-        default:
-            e = skip(&r, wire);
-        }
+    int e;
+    switch (no) {
+    case FS_TIMESTAMP:
+        e = varint(r, wire, &v) ? 0 : CK_EIO;
+        u->timestamp = (int64_t)v;
+        return e;
+    case FS_ID:
+        return message(r, wire, fs_id_field, &u->mountpoint);
+    case FS_USED_BYTES:
+        e = wrapper(r, wire, &u->used_bytes);
+        u->has_used_bytes = e == 0;
+        return e;
+    case FS_INODES_USED:
+        e = wrapper(r, wire, &u->inodes_used);
+        u->has_inodes_used = e == 0;
+        return e;
+    default:
+        return skip(r, wire);
     }
-    return e < 0 ? e : more < 0 ? CK_EIO : 0;
+}
+
+static int fs_info_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
+{
+    struct ck__cri_fs_info *f = ctx;
+    if (no == FSINFO_IMAGE_FS)
+        return repeated_message(r, wire, (void **)&f->image_fs, &f->n_image_fs,
+                                sizeof(*f->image_fs), fs_usage_field);
+    if (no == FSINFO_CONTAINER_FS)
+        return repeated_message(r, wire, (void **)&f->container_fs, &f->n_container_fs,
+                                sizeof(*f->container_fs), fs_usage_field);
+    return skip(r, wire);
 }
 
 int ck__cri_decode_fs_info(struct ck__pb_reader r, struct ck__cri_fs_info *ret)
 {
     struct ck__cri_fs_info f = {0};
-    uint32_t no;
-    unsigned wire;
-    int more, e = 0;
-    struct ck__pb_reader m;
-    while (e == 0 && (more = ck__pb_next(&r, &no, &wire)) == 1) {
-        struct ck__cri_fs_usage **items = no == FSINFO_IMAGE_FS       ? &f.image_fs
-                                          : no == FSINFO_CONTAINER_FS ? &f.container_fs
-                                                                      : NULL;
-        size_t *n = no == FSINFO_IMAGE_FS ? &f.n_image_fs : &f.n_container_fs;
-        if (!items) {
-            e = skip(&r, wire);
-            continue;
-        }
-        if (!sub(&r, wire, &m)) {
-            e = CK_EIO;
-            continue;
-        }
-        struct ck__cri_fs_usage *u = grow((void **)items, n, sizeof(*u));
-        e = u ? decode_fs_usage(m, u) : CK_ENOMEM;
-    }
-    if (e == 0 && more < 0)
-        e = CK_EIO;
-    if (e < 0) {
+    int e = each_field(r, fs_info_field, &f);
+    if (e < 0)
         ck__cri_fs_info_release(&f);
-        return e;
-    }
-    *ret = f;
-    return 0;
+    else
+        *ret = f;
+    return e;
 }
 
 void ck__cri_fs_info_release(struct ck__cri_fs_info *f)
