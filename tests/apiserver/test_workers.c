@@ -53,6 +53,27 @@ static void wait_for_all(struct ck__work *work)
     atomic_fetch_add(job->ran, 1);
 }
 
+/* Where CONCURRENT jobs wait for each other. */
+struct rendezvous {
+    pthread_mutex_t lock;
+    pthread_cond_t all_here;
+    int arrived;
+};
+
+/* Submits CONCURRENT jobs that each wait until all of them run: each needs a thread. */
+static void submit_waiting_jobs(struct ck__workers *w, struct counting_job *jobs, atomic_int *ran,
+                                struct rendezvous *meet)
+{
+    for (int i = 0; i < CONCURRENT; i++) {
+        jobs[i] = (struct counting_job){.work.run = wait_for_all,
+                                        .ran = ran,
+                                        .lock = &meet->lock,
+                                        .all_here = &meet->all_here,
+                                        .arrived = &meet->arrived};
+        assert_true(ck__workers_submit(w, &jobs[i].work));
+    }
+}
+
 static void test_jobs_run_at_the_same_time(void **state)
 {
     (void)state;
@@ -60,18 +81,9 @@ static void test_jobs_run_at_the_same_time(void **state)
     struct ck__workers *w = ck__workers_start(CONCURRENT, &err);
     assert_non_null(w);
     atomic_int ran = 0;
-    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t all_here = PTHREAD_COND_INITIALIZER;
-    int arrived = 0;
+    struct rendezvous meet = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     struct counting_job jobs[CONCURRENT];
-    for (int i = 0; i < CONCURRENT; i++) {
-        jobs[i] = (struct counting_job){.work.run = wait_for_all,
-                                        .ran = &ran,
-                                        .lock = &lock,
-                                        .all_here = &all_here,
-                                        .arrived = &arrived};
-        assert_true(ck__workers_submit(w, &jobs[i].work));
-    }
+    submit_waiting_jobs(w, jobs, &ran, &meet);
     ck__workers_stop(w);
     ck__workers_free(w);
     assert_int_equal(atomic_load(&ran), CONCURRENT);
@@ -100,18 +112,9 @@ static void test_threads_start_as_jobs_need_them(void **state)
     unsigned after_one_at_a_time = ck__workers_threads(w);
     assert_in_range(after_one_at_a_time, 1, 2);
     /* CONCURRENT jobs that each wait for all the others: each needs a thread of its own */
-    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t all_here = PTHREAD_COND_INITIALIZER;
-    int arrived = 0;
+    struct rendezvous meet = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     struct counting_job jobs[CONCURRENT];
-    for (int i = 0; i < CONCURRENT; i++) {
-        jobs[i] = (struct counting_job){.work.run = wait_for_all,
-                                        .ran = &ran,
-                                        .lock = &lock,
-                                        .all_here = &all_here,
-                                        .arrived = &arrived};
-        assert_true(ck__workers_submit(w, &jobs[i].work));
-    }
+    submit_waiting_jobs(w, jobs, &ran, &meet);
     while (atomic_load(&ran) < 2 + CONCURRENT)
         sched_yield();
     for (int i = 0; i < CONCURRENT; i++)

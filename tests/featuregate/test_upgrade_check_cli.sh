@@ -16,22 +16,6 @@ k8s=$4
 up=$data/upgrade
 . "$(dirname "$0")/cli_lib.sh"
 
-# run WANT_RC ARGS... : runs upgrade-check, checks the exit status.
-run() {
-    want=$1; shift
-    "$fg" upgrade-check "$@" >"$work/out" 2>"$work/err"
-    rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        fail "upgrade-check $* exited $rc, want $want: $(cat "$work/err")"; return 1
-    fi
-    return 0
-}
-
-# has FILE TEXT : FILE contains TEXT (fixed string).
-has() {
-    if grep -qF -- "$2" "$1"; then pass; else fail "'$2' not in $(basename "$1"): $(head -c 600 "$1")"; fi
-}
-
 # usage WORD ARGS... : exit 2, nothing on stdout, one line on stderr with WORD.
 usage() {
     word=$1; shift

@@ -20,22 +20,6 @@ if [ ! -f "$lists/1.32.yaml" ] || [ ! -f "$lists/1.34.yaml" ]; then
     exit 77
 fi
 
-# run WANT_RC ARGS... : runs upgrade-check, checks the exit status.
-run() {
-    want=$1; shift
-    "$fg" upgrade-check "$@" >"$work/out" 2>"$work/err"
-    rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        fail "upgrade-check $* exited $rc, want $want: $(cat "$work/err")"; return 1
-    fi
-    return 0
-}
-
-# has FILE TEXT : FILE contains TEXT (fixed string).
-has() {
-    if grep -qF -- "$2" "$1"; then pass; else fail "'$2' not in $(basename "$1"): $(head -c 600 "$1")"; fi
-}
-
 nlq() { # nlq LIST X.Y : NodeLogQuery's value at X.Y, from eval
     "$fg" eval --features "$1" --binary-version "$2" | grep -o '"NodeLogQuery":[a-z]*'
 }
