@@ -248,7 +248,21 @@ struct ck_agent_config {
     const json_t *eviction_hard;    /* evictionHard {signal: "100Mi" | "10%"}; NULL:
                                        the kubelet's defaults; borrowed */
     bool no_cgroups;                /* use rlimits even with a delegated cgroup */
+    /* the container runtime (--container-runtime): containers through a CRI runtime */
+    enum ck_agent_runtime { CK_AGENT_RUNTIME_CRI = 0, CK_AGENT_RUNTIME_PROCESS = 1 } runtime;
+    /* CRI: the runtime's and the image service's endpoints ("unix:///path"); NULL: the
+       kubelet's default, CK_AGENT_RUNTIME_ENDPOINT, and the runtime's */
+    const char *runtime_endpoint, *image_endpoint;
+    /* CRI: the CNI configuration written for the node when cni_conf_dir holds none */
+    const char *cni_conf_dir; /* NULL: CK_AGENT_CNI_CONF_DIR */
+    const char *cni_bin_dir;  /* NULL: CK_AGENT_CNI_BIN_DIR */
+    const char *pod_cidr;     /* the node's pod range until spec.podCIDR: NULL: CK_AGENT_POD_CIDR */
 };
+
+#define CK_AGENT_RUNTIME_ENDPOINT "unix:///run/containerd/containerd.sock"
+#define CK_AGENT_CNI_CONF_DIR     "/etc/cni/net.d"
+#define CK_AGENT_CNI_BIN_DIR      "/usr/lib/cni"
+#define CK_AGENT_POD_CIDR         "10.88.0.0/16"
 
 struct ck_agent;
 

@@ -222,6 +222,262 @@ int ck__cri_pull_image(struct ck__cri *c, const char *image, const struct ck__cr
 int ck__cri_remove_image(struct ck__cri *c, const char *image, struct ck_err *reterr);
 int ck__cri_image_fs_info(struct ck__cri *c, struct ck__cri_fs_info *ret, struct ck_err *reterr);
 
+/* ---- RuntimeService: pod sandboxes and containers ---------------------------------- */
+
+/* A label or annotation, an env entry, a sysctl: a request's (borrowed) or an answer's (owned). */
+struct ck__cri_kv {
+    char *key, *value;
+};
+
+/* NamespaceMode. */
+enum ck__cri_ns_mode { CK__CRI_NS_POD = 0, CK__CRI_NS_CONTAINER = 1, CK__CRI_NS_NODE = 2 };
+/* SecurityProfile.ProfileType, plus "unset" (nothing is sent). */
+enum ck__cri_seccomp {
+    CK__CRI_SECCOMP_UNSET = -1,
+    CK__CRI_SECCOMP_RUNTIME_DEFAULT = 0,
+    CK__CRI_SECCOMP_UNCONFINED = 1,
+    CK__CRI_SECCOMP_LOCALHOST = 2
+};
+/* ContainerState. */
+enum ck__cri_container_state {
+    CK__CRI_CREATED = 0,
+    CK__CRI_RUNNING = 1,
+    CK__CRI_EXITED = 2,
+    CK__CRI_UNKNOWN = 3
+};
+/* PodSandboxState. */
+enum ck__cri_sandbox_state { CK__CRI_SANDBOX_READY = 0, CK__CRI_SANDBOX_NOTREADY = 1 };
+
+/* PortMapping; protocol 0 TCP, 1 UDP, 2 SCTP. */
+struct ck__cri_port_mapping {
+    int protocol;
+    int32_t container_port, host_port;
+    const char *host_ip; /* NULL: unset */
+};
+
+/* Mount; propagation 0 private, 1 host-to-container, 2 bidirectional. */
+struct ck__cri_mount {
+    const char *container_path, *host_path;
+    bool readonly;
+    int propagation;
+};
+
+/*
+ * LinuxSandboxSecurityContext (for a sandbox) or LinuxContainerSecurityContext (for a
+ * container): what both share, and the container's own (capabilities, no_new_privs,
+ * masked and readonly paths), which a sandbox's encoding leaves out.
+ */
+struct ck__cri_security {
+    enum ck__cri_ns_mode network, pid, ipc; /* NamespaceOption */
+    bool has_run_as_user, has_run_as_group;
+    int64_t run_as_user, run_as_group;
+    const char *run_as_username; /* NULL: unset (containers only) */
+    bool readonly_rootfs, privileged;
+    const int64_t *supplemental_groups;
+    size_t n_supplemental_groups;
+    enum ck__cri_seccomp seccomp;
+    const char *seccomp_localhost_ref; /* with CK__CRI_SECCOMP_LOCALHOST */
+    /* containers only */
+    const char *const *add_capabilities, *const *drop_capabilities;
+    size_t n_add_capabilities, n_drop_capabilities;
+    bool no_new_privs;
+    const char *const *masked_paths, *const *readonly_paths;
+    size_t n_masked_paths, n_readonly_paths;
+};
+
+/* LinuxContainerResources (hugepages and unified left out). 0: unset. */
+struct ck__cri_resources {
+    int64_t cpu_period, cpu_quota, cpu_shares, memory_limit_in_bytes, oom_score_adj;
+    int64_t memory_swap_limit_in_bytes;
+};
+
+/* PodSandboxConfig (Windows left out). Every pointer is borrowed; NULL: unset. */
+struct ck__cri_sandbox_config {
+    const char *name, *uid, *ns; /* PodSandboxMetadata */
+    uint32_t attempt;
+    const char *hostname, *log_directory;
+    const char *const *dns_servers, *const *dns_searches, *const *dns_options;
+    size_t n_dns_servers, n_dns_searches, n_dns_options;
+    const struct ck__cri_port_mapping *port_mappings;
+    size_t n_port_mappings;
+    const struct ck__cri_kv *labels, *annotations;
+    size_t n_labels, n_annotations;
+    const char *cgroup_parent; /* LinuxPodSandboxConfig */
+    struct ck__cri_security security;
+    const struct ck__cri_kv *sysctls;
+    size_t n_sysctls;
+};
+
+/* ContainerConfig (devices, CDI devices and Windows left out). Borrowed; NULL: unset. */
+struct ck__cri_container_config {
+    const char *name; /* ContainerMetadata */
+    uint32_t attempt;
+    const char *image; /* ImageSpec.image: the image's reference or id */
+    const char *const *command, *const *args;
+    size_t n_command, n_args;
+    const char *working_dir;
+    const struct ck__cri_kv *envs;
+    size_t n_envs;
+    const struct ck__cri_mount *mounts;
+    size_t n_mounts;
+    const struct ck__cri_kv *labels, *annotations;
+    size_t n_labels, n_annotations;
+    const char *log_path;             /* relative to the sandbox's log_directory */
+    bool open_stdin, stdin_once, tty; /* stdin, stdin_once, tty */
+    bool has_resources;
+    struct ck__cri_resources resources;
+    struct ck__cri_security security;
+};
+
+/* PodSandbox (ListPodSandbox) and PodSandboxStatus share these. */
+struct ck__cri_sandbox {
+    char *id;
+    char *name, *uid, *ns; /* metadata */
+    uint32_t attempt;
+    enum ck__cri_sandbox_state state;
+    int64_t created_at; /* ns since the epoch */
+    struct ck__cri_kv *labels, *annotations;
+    size_t n_labels, n_annotations;
+    char *runtime_handler;
+};
+
+struct ck__cri_sandboxes {
+    struct ck__cri_sandbox *items;
+    size_t n;
+};
+
+/* PodSandboxStatusResponse's status (info and container statuses unread). */
+struct ck__cri_sandbox_status {
+    struct ck__cri_sandbox sandbox;
+    char *ip; /* network.ip, NULL when it has none (host network) */
+    char **additional_ips;
+    size_t n_additional_ips;
+    enum ck__cri_ns_mode network, pid, ipc; /* linux.namespaces.options */
+};
+
+/* Container (ListContainers). */
+struct ck__cri_container {
+    char *id, *sandbox_id;
+    char *name; /* metadata */
+    uint32_t attempt;
+    char *image, *image_ref, *image_id;
+    enum ck__cri_container_state state;
+    int64_t created_at;
+    struct ck__cri_kv *labels, *annotations;
+    size_t n_labels, n_annotations;
+};
+
+struct ck__cri_containers {
+    struct ck__cri_container *items;
+    size_t n;
+};
+
+/* ContainerStatus (mounts, resources and user unread). Times in ns since the epoch; 0: none. */
+struct ck__cri_container_status {
+    char *id;
+    char *name;
+    uint32_t attempt;
+    enum ck__cri_container_state state;
+    int64_t created_at, started_at, finished_at;
+    int32_t exit_code;
+    char *image, *image_ref, *image_id;
+    char *reason, *message; /* e.g. "OOMKilled", "Completed", "Error" */
+    struct ck__cri_kv *labels, *annotations;
+    size_t n_labels, n_annotations;
+    char *log_path;
+};
+
+/* A filter of ListPodSandbox or ListContainers: every member set must match. */
+struct ck__cri_filter {
+    const char *id;         /* NULL: any */
+    const char *sandbox_id; /* containers only; NULL: any */
+    int state;              /* a ck__cri_*_state; -1: any */
+    const struct ck__cri_kv *labels;
+    size_t n_labels;
+};
+
+/* ExecSyncResponse. */
+struct ck__cri_exec_result {
+    char *out, *err; /* NUL-terminated; the lengths count without the NUL */
+    size_t out_len, err_len;
+    int32_t exit_code;
+};
+
+/* ContainerStats (CPU and memory; filesystem and swap unread). */
+struct ck__cri_container_stats {
+    char *id, *name, *sandbox_id; /* attributes */
+    int64_t timestamp;            /* of the cpu sample, ns */
+    bool has_cpu, has_memory;
+    uint64_t usage_core_nano_seconds, usage_nano_cores; /* cpu */
+    uint64_t working_set_bytes, rss_bytes;              /* memory */
+};
+
+struct ck__cri_stats_list {
+    struct ck__cri_container_stats *items;
+    size_t n;
+};
+
+/*
+ * RunPodSandbox with config (runtime_handler NULL: the runtime's default) within
+ * timeout_ms (it may pull the pause image: kubelet waits 4 min); *ret_id freed by caller.
+ */
+int ck__cri_run_sandbox(struct ck__cri *c, const struct ck__cri_sandbox_config *config,
+                        const char *runtime_handler, int timeout_ms, char **ret_id,
+                        struct ck_err *reterr);
+int ck__cri_stop_sandbox(struct ck__cri *c, const char *id, struct ck_err *reterr);
+int ck__cri_remove_sandbox(struct ck__cri *c, const char *id, struct ck_err *reterr);
+/* CK_ENOENT when the runtime has no such sandbox. */
+int ck__cri_sandbox_status(struct ck__cri *c, const char *id, struct ck__cri_sandbox_status *ret,
+                           struct ck_err *reterr);
+int ck__cri_list_sandboxes(struct ck__cri *c, const struct ck__cri_filter *filter,
+                           struct ck__cri_sandboxes *ret, struct ck_err *reterr);
+/* CreateContainer in the sandbox, whose config is given again as CRI asks. */
+int ck__cri_create_container(struct ck__cri *c, const char *sandbox_id,
+                             const struct ck__cri_container_config *config,
+                             const struct ck__cri_sandbox_config *sandbox_config, char **ret_id,
+                             struct ck_err *reterr);
+int ck__cri_start_container(struct ck__cri *c, const char *id, struct ck_err *reterr);
+/* StopContainer: the stop signal, SIGKILL after timeout_s; the call waits up to that more. */
+int ck__cri_stop_container(struct ck__cri *c, const char *id, int64_t timeout_s,
+                           struct ck_err *reterr);
+int ck__cri_remove_container(struct ck__cri *c, const char *id, struct ck_err *reterr);
+int ck__cri_list_containers(struct ck__cri *c, const struct ck__cri_filter *filter,
+                            struct ck__cri_containers *ret, struct ck_err *reterr);
+/* CK_ENOENT when the runtime has no such container. */
+int ck__cri_container_status(struct ck__cri *c, const char *id,
+                             struct ck__cri_container_status *ret, struct ck_err *reterr);
+/* ExecSync of argv in the container, at most timeout_s (0: no limit; the call waits that more). */
+int ck__cri_exec_sync(struct ck__cri *c, const char *id, const char *const *argv, size_t argc,
+                      int64_t timeout_s, struct ck__cri_exec_result *ret, struct ck_err *reterr);
+/* Exec, Attach, PortForward: the URL of the runtime's streaming server (freed by caller). */
+struct ck__cri_streams {
+    bool tty, want_stdin, want_stdout, want_stderr;
+};
+int ck__cri_exec(struct ck__cri *c, const char *id, const char *const *argv, size_t argc,
+                 struct ck__cri_streams streams, char **ret_url, struct ck_err *reterr);
+int ck__cri_attach(struct ck__cri *c, const char *id, struct ck__cri_streams streams,
+                   char **ret_url, struct ck_err *reterr);
+int ck__cri_port_forward(struct ck__cri *c, const char *sandbox_id, const int32_t *ports,
+                         size_t n_ports, char **ret_url, struct ck_err *reterr);
+int ck__cri_reopen_container_log(struct ck__cri *c, const char *id, struct ck_err *reterr);
+/* ContainerStats of one container; ListContainerStats of all (filter: id, sandbox, labels). */
+int ck__cri_container_stats(struct ck__cri *c, const char *id, struct ck__cri_container_stats *ret,
+                            struct ck_err *reterr);
+int ck__cri_list_container_stats(struct ck__cri *c, const struct ck__cri_filter *filter,
+                                 struct ck__cri_stats_list *ret, struct ck_err *reterr);
+
+void ck__cri_sandbox_release(struct ck__cri_sandbox *s);
+void ck__cri_sandboxes_release(struct ck__cri_sandboxes *l);
+void ck__cri_sandbox_status_release(struct ck__cri_sandbox_status *s);
+void ck__cri_container_release(struct ck__cri_container *ct);
+void ck__cri_containers_release(struct ck__cri_containers *l);
+void ck__cri_container_status_release(struct ck__cri_container_status *s);
+void ck__cri_exec_result_release(struct ck__cri_exec_result *r);
+void ck__cri_container_stats_release(struct ck__cri_container_stats *s);
+void ck__cri_stats_list_release(struct ck__cri_stats_list *l);
+/* The value of key among n labels or annotations, or NULL. */
+const char *ck__cri_kv_get(const struct ck__cri_kv *kv, size_t n, const char *key);
+
 void ck__cri_version_release(struct ck__cri_version *v);
 void ck__cri_status_release(struct ck__cri_status *s);
 void ck__cri_image_release(struct ck__cri_image *img);
