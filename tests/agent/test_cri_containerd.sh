@@ -6,10 +6,9 @@
 # directory and the CRI plugin's CNI directories all under a temporary
 # directory, no plugin disabled, debug and metrics listeners off. It never
 # touches the machine's own containerd or /run/containerd, and it stops its
-# containerd by PID. It builds a tiny OCI image from busybox-static's
-# /bin/busybox (an OCI image layout tar: a gzipped layer, its config, a
-# manifest and an index, written with tar, gzip and python3's json and
-# hashlib) and imports it with `ctr -n k8s.io images import`; then
+# containerd by PID. It builds the busybox image with scripts/build-images
+# (busybox-static's tree as an OCI image layout tar) and imports it with
+# `ctr -n k8s.io images import`; then
 # test_cri_containerd (C, through lib/agent/cri.c) calls the CRI. Exits 77
 # (skipped), saying why, when a tool is missing or containerd or its CRI
 # plugin cannot start here.
@@ -22,7 +21,7 @@ skip() {
     echo "test_cri_containerd: skipped: $*" >&2
     exit 77
 }
-for tool in containerd ctr runc tar gzip python3; do
+for tool in containerd ctr runc python3; do
     command -v "$tool" >/dev/null 2>&1 || skip "no $tool (Debian packages containerd, runc)"
 done
 busybox=/bin/busybox
@@ -112,60 +111,17 @@ if ! grep -q 'io.containerd.grpc.v1.cri' "$dir/containerd.log" ||
     skip "containerd's CRI plugin did not load here (its log above)"
 fi
 
-# The image: /bin/busybox as its one file, busybox as its entrypoint.
-image=ckube.test/busybox:1
-mkdir -p "$dir/rootfs/bin"
-cp "$busybox" "$dir/rootfs/bin/busybox"
-tar --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$dir/rootfs" -cf "$dir/layer.tar" bin
-gzip -n <"$dir/layer.tar" >"$dir/layer.tar.gz"
-python3 - "$dir" "$image" <<'EOF' || exit 1
-import hashlib, json, os, platform, sys
-
-d, image = sys.argv[1], sys.argv[2]
-layout = os.path.join(d, "layout")
-blobs = os.path.join(layout, "blobs", "sha256")
-os.makedirs(blobs)
-
-def blob(data):
-    digest = hashlib.sha256(data).hexdigest()
-    with open(os.path.join(blobs, digest), "wb") as f:
-        f.write(data)
-    return "sha256:" + digest, len(data)
-
-arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
-with open(os.path.join(d, "layer.tar"), "rb") as f:
-    diff_id = "sha256:" + hashlib.sha256(f.read()).hexdigest()
-with open(os.path.join(d, "layer.tar.gz"), "rb") as f:
-    layer, layer_size = blob(f.read())
-config, config_size = blob(json.dumps({
-    "architecture": arch, "os": "linux",
-    "config": {"Entrypoint": ["/bin/busybox"], "Cmd": ["sleep", "3600"]},
-    "rootfs": {"type": "layers", "diff_ids": [diff_id]},
-}).encode())
-manifest, manifest_size = blob(json.dumps({
-    "schemaVersion": 2,
-    "mediaType": "application/vnd.oci.image.manifest.v1+json",
-    "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
-               "digest": config, "size": config_size},
-    "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
-                "digest": layer, "size": layer_size}],
-}).encode())
-with open(os.path.join(layout, "index.json"), "w") as f:
-    json.dump({"schemaVersion": 2, "manifests": [{
-        "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "digest": manifest, "size": manifest_size,
-        "platform": {"architecture": arch, "os": "linux"},
-        "annotations": {"io.containerd.image.name": image,
-                        "org.opencontainers.image.ref.name": image.rsplit(":", 1)[1]},
-    }]}, f)
-with open(os.path.join(layout, "oci-layout"), "w") as f:
-    json.dump({"imageLayoutVersion": "1.0.0"}, f)
-with open(os.path.join(d, "image.env"), "w") as f:
-    f.write("image_id=%s\nimage_bytes=%d\n" % (config, layer_size + config_size))
-EOF
-. "$dir/image.env"
-tar -C "$dir/layout" -cf "$dir/image.tar" oci-layout index.json blobs
-if ! ctr -a "$sock" -n k8s.io images import "$dir/image.tar" >"$dir/import.log" 2>&1; then
+# The image: busybox-static's tree, built by the project's own script.
+if ! python3 "$(dirname "$0")/../../scripts/build-images" "$dir/images" >"$dir/build.log" 2>&1; then
+    cat "$dir/build.log" >&2
+    echo "test_cri_containerd: scripts/build-images failed" >&2
+    exit 1
+fi
+. "$dir/images/images.env"
+image=$busybox_image
+image_id=$busybox_id
+image_bytes=$busybox_bytes
+if ! ctr -a "$sock" -n k8s.io images import "$dir/images/busybox.tar" >"$dir/import.log" 2>&1; then
     cat "$dir/import.log" >&2
     echo "test_cri_containerd: ctr could not import the image" >&2
     exit 1
