@@ -521,4 +521,35 @@ int ck__cri_status_error(const char *service, const char *method, int status, co
  */
 void ck__cri_decode_answer(const unsigned char *p, size_t n);
 
+/* ---- the node's CNI configuration (cni.c) ---------------------------------------- */
+
+/*
+ * Whether cidr is a pod range the agent's CNI configuration can use: an IPv4 network
+ * "a.b.c.d/N" with N from 8 to 30 and no host bits set. 0, or CK_EINVAL and why.
+ */
+int ck__cni_parse_cidr(const char *cidr, struct ck_err *reterr);
+
+/*
+ * The network configuration containerd's CRI loads from conf_dir (NULL:
+ * CK_AGENT_CNI_CONF_DIR): the first entry in byte order, directories left out, named
+ * *.conf, *.conflist or *.json. 0 and its path in buf (when buf is not NULL);
+ * CK_ENOENT when there is none (or no such directory); CK_EINVAL when the path does
+ * not fit size; another negated errno when the directory cannot be read.
+ */
+int ck__cni_find_config(const char *conf_dir, char *buf, size_t size, struct ck_err *reterr);
+
+/*
+ * Makes sure conf_dir (NULL: CK_AGENT_CNI_CONF_DIR) holds a CNI configuration, so that
+ * containerd's CRI can give sandboxes a network. When it holds one (ck__cni_find_config)
+ * nothing is written: 0, its path in ret_path, *ret_written false. Otherwise checks that
+ * pod_cidr (NULL: CK_AGENT_POD_CIDR) is a usable range (CK_EINVAL) and that bin_dir
+ * (NULL: CK_AGENT_CNI_BIN_DIR) holds the executables bridge, host-local, portmap and
+ * loopback (CK_ENOENT naming the first missing one), creates conf_dir (0755, parents
+ * too) and writes <conf_dir>/10-ckube.conflist atomically: 0, its path in ret_path,
+ * *ret_written true. ret_path (size bytes) and ret_written may be NULL. Any other
+ * failure: the negated errno and what failed in reterr; nothing is left behind.
+ */
+int ck__cni_ensure_config(const char *conf_dir, const char *bin_dir, const char *pod_cidr,
+                          char *ret_path, size_t size, bool *ret_written, struct ck_err *reterr);
+
 #endif /* CKUBE_AGENT_INTERNAL_H */
