@@ -4,13 +4,18 @@
  *   ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [--config FILE]
  *               [--feature-gates A=true,B=false] [--max-pods 110] [--port 10250]
  *               [--tls-cert-file F --tls-private-key-file F] [--client-ca-file F]
+ *               [--container-runtime cri|process]
+ *               [--container-runtime-endpoint unix:///run/containerd/containerd.sock]
+ *               [--image-service-endpoint URL] [--cni-conf-dir /etc/cni/net.d]
+ *               [--cni-bin-dir /usr/lib/cni] [--pod-cidr 10.88.0.0/16]
  *
  * Reads a KubeletConfiguration-style file (--config), then the flags on top (flags win
  * per setting; feature gates merge as kubelet's: the file's map, then --feature-gates),
- * logs the effective feature gates, registers the node and runs the pods bound to it as
- * local processes until SIGINT or SIGTERM (which leave the containers running, as the
- * kubelet does); lib/agent/agent.c does the work. Exit codes as main.c's: 0 after a
- * signal, 1 runtime failure, 2 usage error.
+ * logs the effective feature gates, registers the node and runs the pods bound to it
+ * with the runtime --container-runtime selects (cri: a CRI runtime such as containerd;
+ * process: the containers' commands as local processes) until SIGINT or SIGTERM (which
+ * leave the containers running, as the kubelet does); lib/agent/agent.c does the work.
+ * Exit codes as main.c's: 0 after a signal, 1 runtime failure, 2 usage error.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -29,8 +34,10 @@
 static const char usage[] =
     "Usage: ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [flags]\n"
     "\n"
-    "Registers a node and runs the pods bound to it as local processes: the containers'\n"
-    "command and args run on this host (images are recorded, never pulled).\n"
+    "Registers a node and runs the pods bound to it with the container runtime that\n"
+    "--container-runtime selects: cri, a CRI runtime such as containerd (at\n"
+    "--container-runtime-endpoint), or process, where the containers' command and args\n"
+    "run on this host as the agent's user, unisolated, and images are ignored.\n"
     "\n"
     "Flags:\n"
     "      --kubeconfig FILE      kubeconfig of the server (required)\n"
@@ -48,6 +55,20 @@ static const char usage[] =
     "                             one the agent signs itself into ROOT-DIR/pki)\n"
     "      --tls-private-key-file FILE  its key\n"
     "      --client-ca-file FILE  accept only client certificates this CA signed\n"
+    "      --container-runtime NAME  cri or process (default cri). process runs the\n"
+    "                             containers' commands as processes of this host, as the\n"
+    "                             agent's user, without isolation; images are ignored\n"
+    "      --container-runtime-endpoint URL  the CRI runtime's socket\n"
+    "                             (default unix:///run/containerd/containerd.sock)\n"
+    "      --image-service-endpoint URL  the CRI image service's socket (default: the\n"
+    "                             runtime's)\n"
+    "      --cni-conf-dir DIR     the CNI configuration directory of the CRI runtime; the\n"
+    "                             agent writes one for its node there when it holds none\n"
+    "                             (default /etc/cni/net.d)\n"
+    "      --cni-bin-dir DIR      where the CNI plugins are, as the CRI runtime is\n"
+    "                             configured (default /usr/lib/cni)\n"
+    "      --pod-cidr CIDR        the node's pod range in the configuration it writes\n"
+    "                             (default 10.88.0.0/16)\n"
     "  -v, --v N                  log verbosity (default 0)\n"
     "      --logging-format FORMAT  text (klog) or json (default text)\n"
     "  -h, --help                 print this help\n";
@@ -92,7 +113,27 @@ static bool parse_bytes(const char *s, int64_t *ret)
 /* What the flags set, which the file does not override. */
 struct flags_set {
     bool max_pods, log_max_size, log_max_files;
+    bool runtime_endpoint, image_endpoint, pod_cidr;
 };
+
+/*
+ * A string setting of the file (NULL when absent) into *field unless its flag was
+ * given. 0, or 2 after printing why (not a string).
+ */
+static int file_string(const char *path, const json_t *root, const char *key, bool flag_set,
+                       const char **field)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v)
+        return 0;
+    if (!json_is_string(v)) {
+        fprintf(stderr, "error: --config %s: %s must be a string\n", path, key);
+        return 2;
+    }
+    if (!flag_set)
+        *field = json_string_value(v); /* borrowed from root, kept until exit */
+    return 0;
+}
 
 static int read_config(const char *path, struct ck_agent_config *config,
                        const struct flags_set *set, struct ck_fg_gate *gates, json_t **ret_root)
@@ -139,6 +180,14 @@ static int read_config(const char *path, struct ck_agent_config *config,
         return 2;
     }
     config->eviction_hard = eh; /* borrowed from root, kept until exit */
+    if (file_string(path, root, "containerRuntimeEndpoint", set->runtime_endpoint,
+                    &config->runtime_endpoint) ||
+        file_string(path, root, "imageServiceEndpoint", set->image_endpoint,
+                    &config->image_endpoint) ||
+        file_string(path, root, "podCIDR", set->pod_cidr, &config->pod_cidr)) {
+        json_decref(root);
+        return 2;
+    }
     const char *freq = json_string_value(json_object_get(root, "nodeStatusUpdateFrequency"));
     if (freq && !ck_cmd_parse_duration(freq, &config->node_status_update_frequency)) {
         fprintf(stderr, "error: --config %s: invalid nodeStatusUpdateFrequency\n", path);
@@ -203,6 +252,14 @@ int ck_cmd_agent(int argc, char **argv)
         O_NO_CGROUPS
     };
     enum { O_TLS_CERT = 400, O_TLS_KEY, O_CLIENT_CA, O_FORMAT };
+    enum {
+        O_RUNTIME = 500,
+        O_RUNTIME_ENDPOINT,
+        O_IMAGE_ENDPOINT,
+        O_CNI_CONF,
+        O_CNI_BIN,
+        O_POD_CIDR
+    };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
         {"node-name", required_argument, NULL, O_NODE},
@@ -217,6 +274,12 @@ int ck_cmd_agent(int argc, char **argv)
         {"tls-cert-file", required_argument, NULL, O_TLS_CERT},
         {"tls-private-key-file", required_argument, NULL, O_TLS_KEY},
         {"client-ca-file", required_argument, NULL, O_CLIENT_CA},
+        {"container-runtime", required_argument, NULL, O_RUNTIME},
+        {"container-runtime-endpoint", required_argument, NULL, O_RUNTIME_ENDPOINT},
+        {"image-service-endpoint", required_argument, NULL, O_IMAGE_ENDPOINT},
+        {"cni-conf-dir", required_argument, NULL, O_CNI_CONF},
+        {"cni-bin-dir", required_argument, NULL, O_CNI_BIN},
+        {"pod-cidr", required_argument, NULL, O_POD_CIDR},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -283,6 +346,33 @@ int ck_cmd_agent(int argc, char **argv)
         case O_CLIENT_CA:
             config.client_ca_file = optarg;
             break;
+        case O_RUNTIME:
+            if (strcmp(optarg, "cri") == 0)
+                config.runtime = CK_AGENT_RUNTIME_CRI;
+            else if (strcmp(optarg, "process") == 0)
+                config.runtime = CK_AGENT_RUNTIME_PROCESS;
+            else
+                return usage_error("invalid value for --container-runtime (want cri or process)",
+                                   optarg);
+            break;
+        case O_RUNTIME_ENDPOINT:
+            config.runtime_endpoint = optarg;
+            set.runtime_endpoint = true;
+            break;
+        case O_IMAGE_ENDPOINT:
+            config.image_endpoint = optarg;
+            set.image_endpoint = true;
+            break;
+        case O_CNI_CONF:
+            config.cni_conf_dir = optarg;
+            break;
+        case O_CNI_BIN:
+            config.cni_bin_dir = optarg;
+            break;
+        case O_POD_CIDR:
+            config.pod_cidr = optarg;
+            set.pod_cidr = true;
+            break;
         case 'v':
         case O_FORMAT:
             if (ck_cmd_log_flag(opt == 'v', optarg))
@@ -324,6 +414,15 @@ int ck_cmd_agent(int argc, char **argv)
     char *effective = ck_fg_startup_line(gates);
     CK_LOGS(0, "Effective feature gates", "featureGates", effective ? effective : "");
     free(effective);
+    if (config.runtime == CK_AGENT_RUNTIME_PROCESS)
+        CK_LOGS(0, "Container runtime", "runtime", "process");
+    else
+        CK_LOGS(0, "Container runtime", "runtime", "cri", "endpoint",
+                config.runtime_endpoint ? config.runtime_endpoint : CK_AGENT_RUNTIME_ENDPOINT,
+                "imageEndpoint", config.image_endpoint ? config.image_endpoint : "", "cniConfDir",
+                config.cni_conf_dir ? config.cni_conf_dir : CK_AGENT_CNI_CONF_DIR, "cniBinDir",
+                config.cni_bin_dir ? config.cni_bin_dir : CK_AGENT_CNI_BIN_DIR, "podCIDR",
+                config.pod_cidr ? config.pod_cidr : CK_AGENT_POD_CIDR);
 
     sigset_t stop_signals;
     ck_cmd_block_stop_signals(&stop_signals);

@@ -3,7 +3,8 @@
 # (text and JSON), exit code 2 with a one-line error for bad flags, and a
 # server that starts, answers /readyz, refuses a taken port with exit 1, and
 # stops cleanly on SIGTERM and SIGINT; feature gates from --feature-gates,
-# --config and --emulated-version, with flags overriding the file.
+# --config and --emulated-version, with flags overriding the file; the agent's
+# container runtime settings from its flags and its KubeletConfiguration.
 # Usage: test_ckube_cli.sh PATH/TO/ckube
 set -u
 ckube=$1
@@ -61,6 +62,30 @@ expect_usage_error "unrecognized feature gate: Bogus" server --feature-gates Bog
 expect_usage_error "invalid value of WatchList=maybe" server --feature-gates WatchList=maybe
 expect_usage_error "invalid value \"1.30\" for --emulated-version: .*\[1.31, 1.32" server --emulated-version 1.30
 expect_usage_error "invalid value \"banana\" for --emulated-version" server --emulated-version banana
+# the agent's runtime settings: an unknown runtime is a usage error; a known one, the
+# KubeletConfiguration's keys and the flags over them reach the start-up log (the
+# kubeconfig that cannot be read stops the agent right after it, with exit 1)
+expect_usage_error "invalid value for --container-runtime (want cri or process): bogus" \
+    agent --container-runtime bogus
+agent_start() { # agent_start ARGS...: ckube agent without a server; its stderr in agent.err
+    "$ckube" agent --kubeconfig "$work/no-kubeconfig" --node-name n1 --root-dir "$work" "$@" \
+        >/dev/null 2>"$work/agent.err"
+    echo $?
+}
+check "--container-runtime process is accepted" [ "$(agent_start --container-runtime process)" = 1 ]
+check "the process runtime is logged" grep -q '"Container runtime" runtime="process"$' "$work/agent.err"
+check "cri is the default runtime, with kubelet's endpoint" [ "$(agent_start)" = 1 ]
+check "the default runtime is logged" grep -q '"Container runtime" runtime="cri" endpoint="unix:///run/containerd/containerd.sock" imageEndpoint="" cniConfDir="/etc/cni/net.d" cniBinDir="/usr/lib/cni" podCIDR="10.88.0.0/16"' "$work/agent.err"
+printf 'kind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix:///file/containerd.sock\nimageServiceEndpoint: unix:///file/images.sock\npodCIDR: 10.1.0.0/16\n' >"$work/kubelet.yaml"
+check "the agent reads the runtime settings of --config" \
+    [ "$(agent_start --config "$work/kubelet.yaml" --pod-cidr 10.2.0.0/24 --cni-conf-dir "$work/net.d" --cni-bin-dir "$work/bin" --container-runtime cri)" = 1 ]
+check "the file's endpoints, the flags' pod range and CNI directories" grep -q "\"Container runtime\" runtime=\"cri\" endpoint=\"unix:///file/containerd.sock\" imageEndpoint=\"unix:///file/images.sock\" cniConfDir=\"$work/net.d\" cniBinDir=\"$work/bin\" podCIDR=\"10.2.0.0/24\"" "$work/agent.err"
+check "the flag wins over the file's containerRuntimeEndpoint" \
+    [ "$(agent_start --config "$work/kubelet.yaml" --container-runtime-endpoint unix:///flag.sock)" = 1 ]
+check "the flag's endpoint is the one logged" grep -q 'endpoint="unix:///flag.sock" imageEndpoint="unix:///file/images.sock" .* podCIDR="10.1.0.0/16"' "$work/agent.err"
+printf 'kind: KubeletConfiguration\npodCIDR: [10.1.0.0/16]\n' >"$work/kubelet-bad.yaml"
+check "a podCIDR that is not a string is a usage error" [ "$(agent_start --config "$work/kubelet-bad.yaml")" = 2 ]
+check "which names the key" grep -q "podCIDR must be a string" "$work/agent.err"
 printf 'featureGates: [\n' >"$work/bad.yaml"
 "$ckube" server --config "$work/bad.yaml" --data-dir "$work/data" >/dev/null 2>"$work/err"
 rc=$?
