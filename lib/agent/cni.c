@@ -261,11 +261,6 @@ int ck__cni_ensure_config(const char *conf_dir, const char *bin_dir, const char 
     int n = snprintf(path, sizeof(path), "%s/%s", conf_dir, CNI_FILE);
     if (n < 0 || (size_t)n >= sizeof(path) || (ret_path && (size_t)n >= size))
         return ck_err_set(reterr, CK_EINVAL, "the path of %s/%s is too long", conf_dir, CNI_FILE);
-    r = make_dirs(conf_dir, 0755);
-    if (r < 0)
-        return ck_err_set(reterr, r, "cannot create the CNI configuration directory %s: %s",
-                          conf_dir, strerror(-r));
-
     json_t *conf = config_json(pod_cidr);
     size_t len = 0;
     char *text = conf ? ck__json_dumps(conf, JSON_INDENT(2), &len) : NULL;
@@ -277,6 +272,12 @@ int ck__cni_ensure_config(const char *conf_dir, const char *bin_dir, const char 
     }
     with_nl[len++] = '\n';
     with_nl[len] = '\0';
+    r = make_dirs(conf_dir, 0755);
+    if (r < 0) {
+        free(with_nl);
+        return ck_err_set(reterr, r, "cannot create the CNI configuration directory %s: %s",
+                          conf_dir, strerror(-r));
+    }
     r = ck__write_file_atomic(path, with_nl, len, 0644);
     free(with_nl);
     if (r < 0)

@@ -547,7 +547,8 @@ int ck__cni_find_config(const char *conf_dir, char *buf, size_t size, struct ck_
  * loopback (CK_ENOENT naming the first missing one), creates conf_dir (0755, parents
  * too) and writes <conf_dir>/10-ckube.conflist atomically: 0, its path in ret_path,
  * *ret_written true. ret_path (size bytes) and ret_written may be NULL. Any other
- * failure: the negated errno and what failed in reterr; nothing is left behind.
+ * failure: the negated errno and what failed in reterr; no file is left behind (the
+ * directory may have been made).
  */
 int ck__cni_ensure_config(const char *conf_dir, const char *bin_dir, const char *pod_cidr,
                           char *ret_path, size_t size, bool *ret_written, struct ck_err *reterr);
