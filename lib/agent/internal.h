@@ -403,10 +403,15 @@ struct ck__cri_exec_result {
     int32_t exit_code;
 };
 
-/* ContainerStats (CPU and memory; filesystem and swap unread). */
+/*
+ * ContainerStats (CPU and memory; filesystem and swap unread). Its attributes name no
+ * sandbox: the pod is in the labels kubelet gave the container (io.kubernetes.pod.uid).
+ */
 struct ck__cri_container_stats {
-    char *id, *name, *sandbox_id; /* attributes */
-    int64_t timestamp;            /* of the cpu sample, ns */
+    char *id, *name; /* attributes */
+    struct ck__cri_kv *labels;
+    size_t n_labels;
+    int64_t timestamp; /* of the cpu sample, ns */
     bool has_cpu, has_memory;
     uint64_t usage_core_nano_seconds, usage_nano_cores; /* cpu */
     uint64_t working_set_bytes, rss_bytes;              /* memory */
@@ -506,6 +511,44 @@ int ck__cri_decode_image_status(struct ck__pb_reader r, struct ck__cri_image *re
 int ck__cri_decode_pull_image(struct ck__pb_reader r, char **ret_ref);
 int ck__cri_decode_fs_info(struct ck__pb_reader r, struct ck__cri_fs_info *ret);
 
+/* RuntimeService requests; a filter NULL sends none, one with nothing set an empty one. */
+void ck__cri_encode_run_sandbox(struct ck__buf *b, const struct ck__cri_sandbox_config *config,
+                                const char *runtime_handler);
+void ck__cri_encode_create_container(struct ck__buf *b, const char *sandbox_id,
+                                     const struct ck__cri_container_config *config,
+                                     const struct ck__cri_sandbox_config *sandbox_config);
+void ck__cri_encode_list_sandboxes(struct ck__buf *b, const struct ck__cri_filter *filter);
+void ck__cri_encode_list_containers(struct ck__buf *b, const struct ck__cri_filter *filter);
+void ck__cri_encode_list_container_stats(struct ck__buf *b, const struct ck__cri_filter *filter);
+void ck__cri_encode_stop_container(struct ck__buf *b, const char *id, int64_t timeout_s);
+void ck__cri_encode_exec_sync(struct ck__buf *b, const char *id, const char *const *argv,
+                              size_t argc, int64_t timeout_s);
+void ck__cri_encode_exec(struct ck__buf *b, const char *id, const char *const *argv, size_t argc,
+                         struct ck__cri_streams streams);
+void ck__cri_encode_attach(struct ck__buf *b, const char *id, struct ck__cri_streams streams);
+void ck__cri_encode_port_forward(struct ck__buf *b, const char *sandbox_id, const int32_t *ports,
+                                 size_t n_ports);
+/*
+ * The string field 1 that is the whole of RunPodSandboxResponse (the sandbox's id),
+ * CreateContainerResponse (the container's), ExecResponse, AttachResponse and
+ * PortForwardResponse (the URL): an answer without it, or with it empty, is malformed.
+ */
+int ck__cri_decode_id(struct ck__pb_reader r, char **ret);
+/*
+ * PodSandboxStatusResponse and ContainerStatusResponse: malformed too when the fields
+ * kubelet requires are missing (cri-client's verifySandboxStatus, verifyContainerStatus):
+ * a sandbox's id, name, namespace, uid and creation time; a container's id, name,
+ * creation time, image and image_ref.
+ */
+int ck__cri_decode_sandbox_status(struct ck__pb_reader r, struct ck__cri_sandbox_status *ret);
+int ck__cri_decode_list_sandboxes(struct ck__pb_reader r, struct ck__cri_sandboxes *ret);
+int ck__cri_decode_list_containers(struct ck__pb_reader r, struct ck__cri_containers *ret);
+int ck__cri_decode_container_status(struct ck__pb_reader r, struct ck__cri_container_status *ret);
+int ck__cri_decode_exec_sync(struct ck__pb_reader r, struct ck__cri_exec_result *ret);
+/* ContainerStatsResponse: malformed without its stats. */
+int ck__cri_decode_container_stats(struct ck__pb_reader r, struct ck__cri_container_stats *ret);
+int ck__cri_decode_list_container_stats(struct ck__pb_reader r, struct ck__cri_stats_list *ret);
+
 /*
  * A failed call's error (service and method as "ImageService", "PullImage"): the gRPC
  * status as Go's gRPC prints it, "rpc error: code = NotFound desc = <message>";
@@ -515,9 +558,10 @@ int ck__cri_status_error(const char *service, const char *method, int status, co
                          struct ck_err *reterr);
 
 /*
- * Decodes bytes as a CRI answer: p[0] % 6 picks Version, Status, ListImages,
- * ImageStatus, PullImage or ImageFsInfo; the rest is the message. For
- * fuzz/fuzz_cri_answer.c.
+ * Decodes bytes as a CRI answer: p[0] % 14 picks Version, Status, ListImages,
+ * ImageStatus, PullImage, ImageFsInfo, an id or URL answer, PodSandboxStatus,
+ * ListPodSandbox, ListContainers, ContainerStatus, ExecSync, ContainerStats or
+ * ListContainerStats; the rest is the message. For fuzz/fuzz_cri_answer.c.
  */
 void ck__cri_decode_answer(const unsigned char *p, size_t n);
 
