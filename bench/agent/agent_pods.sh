@@ -45,7 +45,7 @@ run() { # run agent|fake: prints "seconds rss_kib cpu_percent"
     export KUBECONFIG="$dir/data/kubeconfig"
     until kubectl get --raw /readyz >/dev/null 2>&1; do sleep 0.1; done
     if [ "$1" = agent ]; then
-        "$ckube" agent --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$dir/root" \
+        "$ckube" agent --container-runtime process --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$dir/root" \
             --max-pods "$n" >"$dir/node.log" 2>&1 &
     else
         "$ckube" fake-nodes --kubeconfig "$KUBECONFIG" --count 1 --prefix n --pods "$n" \

@@ -36,7 +36,7 @@ until [ -f "$KUBECONFIG" ] && kubectl get ns default >/dev/null 2>&1; do
     i=$((i + 1)); [ $i -lt 100 ] || { echo "server did not start" >&2; exit 1; }; sleep 0.2
 done
 mkdir -p "$work/root"
-"$ckube" agent --kubeconfig "$KUBECONFIG" --node-name bench --root-dir "$work/root" \
+"$ckube" agent --container-runtime process --kubeconfig "$KUBECONFIG" --node-name bench --root-dir "$work/root" \
     --port "$agent_port" --client-ca-file "$work/data/pki/ca.crt" >"$work/agent.log" 2>&1 &
 pids="$pids $!"
 until kubectl get node bench >/dev/null 2>&1; do sleep 0.2; done

@@ -53,7 +53,7 @@ measure() { # measure NAME AGENT-FLAGS...: one agent, one writer pod, the three 
     shift
     mkdir -p "$work/$name"
     aport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("0.0.0.0",0)); print(s.getsockname()[1])')
-    "$ckube" agent --kubeconfig "$KUBECONFIG" --node-name "$name" --root-dir "$work/$name" \
+    "$ckube" agent --container-runtime process --kubeconfig "$KUBECONFIG" --node-name "$name" --root-dir "$work/$name" \
         --port "$aport" "$@" >"$work/$name.log" 2>&1 &
     agent=$!
     echo "$agent" >>"$work/pids"

@@ -148,6 +148,8 @@ bool ck_proc_alive(pid_t pid, int64_t start_ticks);
 int ck_proc_signal(pid_t pid, int sig);
 /* Reads the exit file: 0, CK_ENOENT (still running, or never ran) or CK_EINVAL. */
 int ck_proc_read_exit(const char *exit_path, struct ck_proc_exit *ret);
+/* Writes an exit file (to a temporary name, then renamed). 0, CK_EINVAL or CK_EIO. */
+int ck_proc_write_exit(const char *exit_path, const struct ck_proc_exit *e);
 /* Reaps every exited child of the agent (shims). */
 void ck_proc_reap(void);
 
@@ -185,6 +187,9 @@ struct ck_probe_target {
     const char *dir;     /* exec: its working directory; NULL: the agent's */
     const char *host;    /* httpGet and tcpSocket without a host: the pod's IP */
     const json_t *ports; /* the container's ports, for named probe ports */
+    /* exec: runs argv in the container instead (a CRI runtime's ExecSync); NULL: on the host */
+    bool (*exec)(void *arg, char *const *argv, int64_t timeout_ns, char *msg, size_t size);
+    void *exec_arg;
 };
 
 /*

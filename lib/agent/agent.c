@@ -46,13 +46,14 @@
 
 struct container {
     char name[254];
-    bool init;   /* an init container: runs to completion before the others */
-    int attempt; /* 0 first; restartCount */
-    struct ck_proc proc;
-    bool running;  /* a process was started and has not been seen to end */
-    bool has_exit; /* the last attempt ended: exit holds how */
-    bool ever_ran; /* some attempt started */
-    bool done;     /* ended and will not be restarted */
+    bool init;           /* an init container: runs to completion before the others */
+    int attempt;         /* 0 first; restartCount */
+    char id[192];        /* the runtime's containerID of the current attempt */
+    char image_ref[256]; /* its imageID as the runtime reports it */
+    bool running;        /* a process was started and has not been seen to end */
+    bool has_exit;       /* the last attempt ended: exit holds how */
+    bool ever_ran;       /* some attempt started */
+    bool done;           /* ended and will not be restarted */
     struct ck_proc_exit exit;
     int64_t started_ns; /* realtime of the current attempt's start */
     int64_t restart_at; /* when the back-off allows the next start; 0: now */
@@ -60,6 +61,7 @@ struct container {
     char waiting_message[512];
     json_t *last_state; /* the previous attempt's terminated state, or NULL */
     struct ck_agent_backoff backoff;
+    struct ck_agent_backoff pull_backoff; /* the image's, after ErrImagePull */
     struct ck_probe_state startup, liveness, readiness;
     char **envp;     /* the environment of the running attempt (probes, hooks), or NULL */
     bool started_ok; /* no startup probe, or it succeeded */
@@ -72,14 +74,19 @@ struct pod_run {
     json_t *pod;            /* the newest copy seen */
     struct container *ctrs; /* the init containers (ninit of them), then the others */
     size_t n, ninit;
-    bool seen;          /* in the cache at this tick */
-    bool terminating;   /* SIGTERM sent */
-    int64_t kill_at;    /* when SIGKILL follows */
-    bool removed;       /* the final delete was accepted */
-    bool volumes_ready; /* configMap, secret, downwardAPI, projected volumes written */
-    int64_t volumes_at; /* when writing them is tried again */
+    bool seen;            /* in the cache at this tick */
+    bool terminating;     /* stopping (SIGTERM sent) */
+    int64_t kill_at;      /* when the kill follows */
+    bool killed;          /* the kill was sent */
+    bool sandbox_removed; /* the runtime removed what was left of the pod */
+    bool removed;         /* the final delete was accepted */
+    bool volumes_ready;   /* configMap, secret, downwardAPI, projected volumes written */
+    int64_t volumes_at;   /* when writing them is tried again */
     char start_time[40];
-    json_t *posted; /* the last status written */
+    json_t *posted;       /* the last status written */
+    struct ck__rt_pod rp; /* the pod as the runtime sees it: sandbox id, IP */
+    bool sandbox_ready;   /* rp.sandbox_id is set */
+    int64_t sandbox_at;   /* when making the sandbox is tried again */
 };
 
 struct ck_agent {
@@ -100,6 +107,7 @@ struct ck_agent {
     struct ck_pressure pressure; /* as last written to the Node (renewer thread only) */
     void *log_server_context;
     struct ck__agent_tls tls;
+    struct ck__runtime *rt; /* the container runtime: process or CRI */
 
     pthread_mutex_t lock;
     struct ck_pod_run_table {
@@ -126,20 +134,6 @@ static void fmt_time(int64_t ns, char *buf, size_t size)
     ck__time_format(ns / CK_SEC, -1, buf, size);
 }
 
-static int mkdirs(const char *path)
-{
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof(tmp), "%s", path);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0750) < 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return mkdir(tmp, 0750) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* An event about the pod, as the kubelet records them. */
 __attribute__((format(printf, 5, 6))) static void pod_event(struct ck_agent *a,
                                                             const struct pod_run *p,
@@ -154,6 +148,17 @@ __attribute__((format(printf, 5, 6))) static void pod_event(struct ck_agent *a,
     json_t *ref = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind", "Pod",
                             "metadata", "name", p->name, "namespace", p->ns, "uid", p->uid);
     ck_event_recordf(a->events, ref, type, reason, "%s", msg);
+    json_decref(ref);
+}
+
+/* An event of the runtime about a pod (image pulls). */
+static void runtime_event(void *arg, const struct ck__rt_pod *rp, const char *type,
+                          const char *reason, const char *message)
+{
+    struct ck_agent *a = arg;
+    json_t *ref = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind", "Pod",
+                            "metadata", "name", rp->name, "namespace", rp->ns, "uid", rp->uid);
+    ck_event_recordf(a->events, ref, type, reason, "%s", message);
     json_decref(ref);
 }
 
@@ -349,20 +354,6 @@ static void *renewer_main(void *arg)
 
 /* ---- containers ---- */
 
-static void ctr_dir(const struct pod_run *p, const struct container *c, int attempt, char *buf,
-                    size_t size)
-{
-    if (snprintf(buf, size, "%s/containers/%s/%d", p->dir, c->name, attempt) >= (int)size)
-        buf[0] = 0; /* too long: no such file */
-}
-
-static void ctr_file(const struct pod_run *p, const struct container *c, int attempt,
-                     const char *file, char *buf, size_t size)
-{
-    if (snprintf(buf, size, "%s/containers/%s/%d/%s", p->dir, c->name, attempt, file) >= (int)size)
-        buf[0] = 0; /* too long: no such file */
-}
-
 /* The current log file of an attempt, named as the kubelet names it (<attempt>.log). */
 static void ctr_log(const struct pod_run *p, const struct container *c, int attempt, char *buf,
                     size_t size)
@@ -427,9 +418,9 @@ static void warn_cb(void *arg, const char *reason, const char *msg)
 
 /*
  * The container's environment: envFrom and ConfigMap/Secret references (podconfig.c),
- * then values and fieldRefs, PATH (unless given) and HOSTNAME. NULL when a reference
- * fails and reterr is given (the error in it); without reterr such references are left
- * out.
+ * then values and fieldRefs. NULL when a reference fails and reterr is given (the error
+ * in it); without reterr such references are left out. The process runtime adds PATH
+ * and HOSTNAME (ck__process_env); a CRI runtime takes PATH from the image.
  */
 static char **container_env(struct ck_agent *a, const struct pod_run *p, const json_t *spec_c,
                             struct ck_err *reterr)
@@ -443,7 +434,6 @@ static char **container_env(struct ck_agent *a, const struct pod_run *p, const j
         ck__env_free(&env);
         return NULL;
     }
-    bool has_path = false;
     size_t i;
     json_t *e;
     json_array_foreach(json_object_get(spec_c, "env"), i, e)
@@ -462,40 +452,40 @@ static char **container_env(struct ck_agent *a, const struct pod_run *p, const j
         ck__env_add(&env, name, value ? value : "");
         free(owned);
     }
-    for (i = 0; i < env.n; i++)
-        has_path = has_path || strncmp(env.v[i], "PATH=", 5) == 0;
-    if (!has_path)
-        ck__env_add(&env, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-    ck__env_add(&env, "HOSTNAME", p->name);
+    if (!env.v) /* no variables: an empty list */
+        env.v = calloc(1, sizeof(*env.v));
     return env.v;
 }
 
-/* The environment probes, hooks and exec run with: the running attempt's, else a fresh one. */
+/*
+ * The environment host commands (the process runtime's probes, hooks and exec) run with:
+ * the running attempt's, else a fresh one, with the host's PATH and HOSTNAME.
+ */
 static char **probe_env(struct ck_agent *a, const struct pod_run *p, const struct container *c,
                         const json_t *sc)
 {
-    if (!c->envp)
-        return container_env(a, p, sc, NULL);
-    size_t n = 0;
-    while (c->envp[n])
-        n++;
-    char **v = calloc(n + 1, sizeof(*v));
-    for (size_t i = 0; v && i < n; i++)
-        v[i] = strdup(c->envp[i]);
-    return v;
+    char **own = c->envp ? NULL : container_env(a, p, sc, NULL);
+    struct ck__env env = {0};
+    ck__process_env(p->name, c->envp ? c->envp : own, &env);
+    strv_free(own);
+    return env.v;
 }
 
-static char **container_argv(const json_t *spec_c)
+/* A string list of the spec ($(VAR)-expanded with envp), NULL when it has none. */
+static char **expanded_list(const json_t *list, char *const *envp)
 {
-    const json_t *cmd = json_object_get(spec_c, "command"), *args = json_object_get(spec_c, "args");
-    size_t n = json_array_size(cmd) + json_array_size(args), k = 0;
-    if (json_array_size(cmd) == 0)
+    size_t n = json_array_size(list), i;
+    if (n == 0)
         return NULL;
     char **v = calloc(n + 1, sizeof(*v));
-    size_t i;
     json_t *s;
-    json_array_foreach(cmd, i, s) v[k++] = strdup(json_string_value(s) ?: "");
-    json_array_foreach(args, i, s) v[k++] = strdup(json_string_value(s) ?: "");
+    json_array_foreach(list, i, s)
+    {
+        if (v && !(v[i] = ck__expand_vars(json_string_value(s) ?: "", envp))) {
+            strv_free(v);
+            v = NULL;
+        }
+    }
     return v;
 }
 
@@ -529,6 +519,49 @@ static void init_probes(const struct pod_run *p, struct container *c)
     c->ready_ok = !json_object_get(sc, "readinessProbe");
 }
 
+/* An exec probe or hook inside the container, through the runtime (CRI's ExecSync). */
+struct runtime_exec {
+    struct ck_agent *a;
+    const struct pod_run *p;
+    const struct container *c;
+};
+
+static bool exec_in_runtime(void *arg, char *const *argv, int64_t timeout_ns, char *msg,
+                            size_t size)
+{
+    struct runtime_exec *x = arg;
+    int code = -1;
+    int r = x->a->rt->ops->exec(x->a->rt, &x->p->rp, x->c->id, argv, NULL, NULL, timeout_ns, &code,
+                                msg, size);
+    if (r == CK_ETIMEDOUT)
+        snprintf(msg, size, "command timed out after %llds", (long long)(timeout_ns / CK_SEC));
+    else if (r == 0 && code != 0 && (!msg[0] || size == 0))
+        snprintf(msg, size, "command exited with %d", code);
+    return r == 0 && code == 0;
+}
+
+/*
+ * Runs a probe or hook of c: exec in the container (the runtime's exec, or on the host
+ * in its environment with the process runtime), httpGet and tcpSocket at the pod's IP.
+ */
+static bool run_action(struct ck_agent *a, const struct pod_run *p, const struct container *c,
+                       const json_t *probe, char *msg, size_t size)
+{
+    const json_t *sc = spec_container(p, c->name);
+    char **envp = a->rt->ops->exec ? NULL : probe_env(a, p, c, sc);
+    const char *wd = json_string_value(json_object_get(sc, "workingDir"));
+    struct runtime_exec x = {a, p, c};
+    struct ck_probe_target target = {envp,
+                                     wd && *wd ? wd : p->dir,
+                                     p->rp.ip[0] ? p->rp.ip : a->host_ip,
+                                     json_object_get(sc, "ports"),
+                                     a->rt->ops->exec ? exec_in_runtime : NULL,
+                                     &x};
+    bool ok = ck_probe_run(probe, &target, msg, size);
+    strv_free(envp);
+    return ok;
+}
+
 /* Runs s's probe (name in the spec) when it is due: 1, -1 or 0 as ck_probe_state_due. */
 static int probe_if_due(struct ck_agent *a, const struct pod_run *p, const struct container *c,
                         struct ck_probe_state *s, const char *name)
@@ -538,13 +571,8 @@ static int probe_if_due(struct ck_agent *a, const struct pod_run *p, const struc
     int64_t now = now_ns();
     if (!s->probe || now < s->next_at)
         return 0;
-    char **envp = probe_env(a, p, c, sc);
-    const char *wd = json_string_value(json_object_get(sc, "workingDir"));
-    struct ck_probe_target target = {envp, wd && *wd ? wd : p->dir, a->host_ip,
-                                     json_object_get(sc, "ports")};
     char msg[512];
-    bool ok = ck_probe_run(s->probe, &target, msg, sizeof(msg));
-    strv_free(envp);
+    bool ok = run_action(a, p, c, s->probe, msg, sizeof(msg));
     if (!ok)
         CK_LOGS(2, "Probe failed", "probeType", name, "pod", p->name, "container", c->name,
                 "output", msg);
@@ -561,14 +589,14 @@ static void run_probes(struct ck_agent *a, struct pod_run *p, struct container *
         else if (r < 0) {
             CK_LOGS(0, "Container failed startup probe, will be restarted", "pod", p->name,
                     "container", c->name);
-            ck_proc_signal(c->proc.pid, SIGKILL);
+            a->rt->ops->stop(a->rt, &p->rp, c->id, 0);
         }
         return;
     }
     if (probe_if_due(a, p, c, &c->liveness, "livenessProbe") < 0) {
         CK_LOGS(0, "Container failed liveness probe, will be restarted", "pod", p->name,
                 "container", c->name);
-        ck_proc_signal(c->proc.pid, SIGKILL);
+        a->rt->ops->stop(a->rt, &p->rp, c->id, 0);
         c->liveness.failures = 0;
         return;
     }
@@ -577,16 +605,25 @@ static void run_probes(struct ck_agent *a, struct pod_run *p, struct container *
         !json_object_get(spec_container(p, c->name), "readinessProbe") || c->readiness.result;
 }
 
+/* Whether a waiting reason is one the runtime gave for a start that failed (not a crash). */
+static bool start_failure(const char *reason)
+{
+    static const char *const reasons[] = {
+        "RunContainerError", "CreateContainerConfigError", "CreateContainerError", "ErrImagePull",
+        "ImagePullBackOff",  "ErrImageNeverPull",          "InvalidImageName",
+    };
+    for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+        if (strcmp(reason, reasons[i]) == 0)
+            return true;
+    return false;
+}
+
 static void start_container(struct ck_agent *a, struct pod_run *p, struct container *c)
 {
     const json_t *sc = spec_container(p, c->name);
-    char dir[PATH_MAX], logp[PATH_MAX], exitp[PATH_MAX], pidp[PATH_MAX];
+    char logp[PATH_MAX];
     int attempt = c->ever_ran ? c->attempt + 1 : 0;
-    ctr_dir(p, c, attempt, dir, sizeof(dir));
     ctr_log(p, c, attempt, logp, sizeof(logp));
-    ctr_file(p, c, attempt, "exit", exitp, sizeof(exitp));
-    ctr_file(p, c, attempt, "pid", pidp, sizeof(pidp));
-    char **argv = container_argv(sc);
     struct ck_err err = {0};
     char **envp = container_env(a, p, sc, &err);
     if (!envp) { /* a ConfigMap or Secret it needs is missing: retried */
@@ -595,111 +632,67 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
         c->restart_at = now_ns() + 2 * CK_SEC;
         CK_LOGS(0, "Container config error", "pod", p->name, "container", c->name, "err", err.msg);
         pod_event(a, p, CK_EVENT_WARNING, "Failed", "Error: %s", err.msg);
-        strv_free(argv);
         return;
     }
-    const char *wd = json_string_value(json_object_get(sc, "workingDir"));
-    struct ck_limits limits;
-    ck_limits_from_container(sc, &limits);
-    char cgroup[PATH_MAX + 600];
-    if (a->cgroup[0])
-        snprintf(cgroup, sizeof(cgroup), "%s/pod%s_%.254s_%d", a->cgroup, p->uid, c->name, attempt);
-    struct ck_proc_spec spec = {argv,
-                                envp,
-                                wd && *wd ? wd : p->dir,
-                                logp,
-                                exitp,
-                                a->config.container_log_max_size,
-                                a->config.container_log_max_files,
-                                &limits,
-                                a->cgroup[0] ? cgroup : NULL};
-    int r;
-    if (!argv)
-        r = ck_err_set(&err, CK_EINVAL,
-                       "no command: ckube runs the container's command from the host and "
-                       "knows no image entrypoint");
-    else if (mkdirs(dir) < 0)
-        r = ck_err_set(&err, CK_EIO, "cannot create %s: %s", dir, strerror(errno));
-    else
-        r = ck_proc_start(&spec, &c->proc, &err);
+    char **command = expanded_list(json_object_get(sc, "command"), envp);
+    char **args = expanded_list(json_object_get(sc, "args"), envp);
+    struct ck__rt_start start = {c->name, attempt, sc, command, args, envp, logp};
+    char id[sizeof(c->id)], reason[64] = "";
+    int r = a->rt->ops->start(a->rt, &p->rp, &start, id, sizeof(id), reason, sizeof(reason), &err);
     if (r == 0) {
-        FILE *f = fopen(pidp, "we");
-        if (f) {
-            fprintf(f, "%d %lld\n", (int)c->proc.pid, (long long)c->proc.started_ns);
-            fclose(f);
-        }
         if (c->ever_ran)
             ck_agent_backoff_next(&c->backoff, now_ns());
+        snprintf(c->id, sizeof(c->id), "%s", id);
         c->attempt = attempt;
         c->ever_ran = true;
         c->running = true;
         c->has_exit = false;
         c->started_ns = now_ns();
         c->waiting_reason[0] = 0;
+        c->image_ref[0] = 0;
         strv_free(c->envp);
         c->envp = envp;
         envp = NULL;
         init_probes(p, c);
-        char pid[24];
-        snprintf(pid, sizeof(pid), "%d", (int)c->proc.pid);
-        CK_LOGS(2, "Container started", "pod", p->name, "container", c->name, "pid", pid);
+        CK_LOGS(2, "Container started", "pod", p->name, "container", c->name, "containerID", c->id);
     } else {
-        snprintf(c->waiting_reason, sizeof(c->waiting_reason), "RunContainerError");
+        bool image = strncmp(reason, "ErrImage", 8) == 0 || strcmp(reason, "InvalidImageName") == 0;
+        snprintf(c->waiting_reason, sizeof(c->waiting_reason), "%s",
+                 reason[0] ? reason : "RunContainerError");
         snprintf(c->waiting_message, sizeof(c->waiting_message), "%s", err.msg);
-        c->restart_at = now_ns() + CK_AGENT_BACKOFF_INITIAL;
-        CK_LOGS(0, "Container failed to start", "pod", p->name, "container", c->name, "err",
-                err.msg);
+        if (image) { /* the kubelet's image back-off: 10 s doubling to 5 min */
+            ck_agent_backoff_next(&c->pull_backoff, now_ns());
+            c->restart_at = now_ns() + c->pull_backoff.delay;
+        } else
+            c->restart_at = now_ns() + CK_AGENT_BACKOFF_INITIAL;
+        CK_LOGS(0, "Container failed to start", "pod", p->name, "container", c->name, "reason",
+                c->waiting_reason, "err", err.msg);
+        pod_event(a, p, CK_EVENT_WARNING, "Failed", "Error: %s", err.msg);
     }
-    strv_free(argv);
+    strv_free(command);
+    strv_free(args);
     strv_free(envp);
 }
 
-/* After a restart of the agent: the newest attempt of c, running or ended. */
-static void adopt_container(struct pod_run *p, struct container *c)
+/* After a restart of the agent: the newest attempt of c the runtime has, running or ended. */
+static void adopt_container(struct ck_agent *a, struct pod_run *p, struct container *c)
 {
-    char dir[PATH_MAX], path[PATH_MAX];
-    if (snprintf(dir, sizeof(dir), "%s/containers/%s", p->dir, c->name) >= (int)sizeof(dir))
+    int attempt;
+    char id[sizeof(c->id)];
+    if (a->rt->ops->find(a->rt, &p->rp, c->name, &attempt, id, sizeof(id)) < 0)
         return;
-    DIR *d = opendir(dir);
-    int newest = -1;
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && atoi(e->d_name) > newest)
-            newest = atoi(e->d_name);
-    if (d)
-        closedir(d);
-    if (newest < 0)
+    struct ck__rt_state st;
+    if (a->rt->ops->state(a->rt, &p->rp, c->name, attempt, id, &st) < 0)
         return;
-    ctr_file(p, c, newest, "pid", path, sizeof(path));
-    FILE *f = fopen(path, "re");
-    int pid = 0;
-    long long ticks = 0;
-    if (!f || fscanf(f, "%d %lld", &pid, &ticks) != 2) {
-        if (f)
-            fclose(f);
-        return;
-    }
-    fclose(f);
-    struct stat st;
-    c->attempt = newest;
+    c->attempt = attempt;
     c->ever_ran = true;
-    c->proc.pid = pid;
-    c->proc.started_ns = ticks;
-    c->started_ns = stat(path, &st) == 0 ? (int64_t)st.st_mtime * CK_SEC : now_ns();
-    ctr_file(p, c, newest, "exit", path, sizeof(path));
-    if (ck_proc_read_exit(path, &c->exit) == 0)
-        c->running = true; /* seen to end at the next tick */
-    else
-        c->running = ck_proc_alive(pid, ticks);
+    snprintf(c->id, sizeof(c->id), "%s", id);
+    snprintf(c->image_ref, sizeof(c->image_ref), "%s", st.image_ref);
+    c->started_ns = st.started_ns ? st.started_ns : now_ns();
+    c->running = true; /* an ended one is seen to end at the next tick */
     init_probes(p, c);
-    if (!c->running) { /* gone without an exit status (a reboot) */
-        c->has_exit = true;
-        c->exit = (struct ck_proc_exit){137, 9, now_ns(), false};
-    }
-    char pidtext[24];
-    snprintf(pidtext, sizeof(pidtext), "%d", pid);
-    CK_LOGS(0, "Container found again", "pod", p->name, "container", c->name, "pid", pidtext,
-            "running", c->running ? "true" : "false");
+    CK_LOGS(0, "Container found again", "pod", p->name, "container", c->name, "containerID", c->id,
+            "running", st.running ? "true" : "false");
 }
 
 static json_t *terminated_state(const struct container *c)
@@ -710,11 +703,9 @@ static json_t *terminated_state(const struct container *c)
     const char *reason = c->exit.oom_killed  ? "OOMKilled"
                          : c->exit.code == 0 ? "Completed"
                                              : "Error";
-    char id[64];
-    snprintf(id, sizeof(id), "process://%d", (int)c->proc.pid);
     return json_pack("{s:{s:i, s:s, s:s, s:s, s:s}}", "terminated", "exitCode", c->exit.code,
                      "reason", reason, "startedAt", started, "finishedAt", finished, "containerID",
-                     id);
+                     c->id);
 }
 
 static bool should_restart(const struct pod_run *p, const struct container *c)
@@ -733,13 +724,13 @@ static bool should_restart(const struct pod_run *p, const struct container *c)
 /* One look at a container of a pod that is not being deleted. */
 static void supervise(struct ck_agent *a, struct pod_run *p, struct container *c)
 {
-    char path[PATH_MAX];
     if (c->running) {
-        ctr_file(p, c, c->attempt, "exit", path, sizeof(path));
-        if (ck_proc_read_exit(path, &c->exit) == 0 ||
-            !ck_proc_alive(c->proc.pid, c->proc.started_ns)) {
-            if (ck_proc_read_exit(path, &c->exit) != 0) /* vanished with no status */
-                c->exit = (struct ck_proc_exit){137, 9, now_ns(), false};
+        struct ck__rt_state st;
+        int r = a->rt->ops->state(a->rt, &p->rp, c->name, c->attempt, c->id, &st);
+        if (r == 0 && st.image_ref[0])
+            snprintf(c->image_ref, sizeof(c->image_ref), "%s", st.image_ref);
+        if (r == CK_ENOENT || (r == 0 && !st.running)) {
+            c->exit = r == 0 ? st.exit : (struct ck_proc_exit){137, 9, now_ns(), false};
             c->running = false;
             c->has_exit = true;
             char code[24];
@@ -757,9 +748,17 @@ static void supervise(struct ck_agent *a, struct pod_run *p, struct container *c
         run_probes(a, p, c);
     else if (!c->done && now_ns() >= c->restart_at)
         start_container(a, p, c);
-    if (!c->running && !c->done && c->has_exit &&
-        strcmp(c->waiting_reason, "RunContainerError") != 0 &&
-        strcmp(c->waiting_reason, "CreateContainerConfigError") != 0) {
+    if (!c->running && !c->done && strcmp(c->waiting_reason, "ErrImagePull") == 0 &&
+        now_ns() >= c->restart_at - c->pull_backoff.delay + 5 * CK_SEC &&
+        now_ns() < c->restart_at) { /* waiting for the next pull: kubelet's words */
+        snprintf(c->waiting_reason, sizeof(c->waiting_reason), "ImagePullBackOff");
+        const char *image = json_string_value(json_object_get(spec_container(p, c->name), "image"));
+        snprintf(c->waiting_message, sizeof(c->waiting_message), "Back-off pulling image \"%s\"",
+                 image ? image : "");
+        pod_event(a, p, CK_EVENT_NORMAL, "BackOff", "Back-off pulling image \"%s\"",
+                  image ? image : "");
+    }
+    if (!c->running && !c->done && c->has_exit && !start_failure(c->waiting_reason)) {
         snprintf(c->waiting_reason, sizeof(c->waiting_reason), "CrashLoopBackOff");
         if (snprintf(c->waiting_message, sizeof(c->waiting_message),
                      "back-off %llds restarting failed container=%s pod=%s_%s(%s)",
@@ -776,7 +775,7 @@ static json_t *container_status(const struct pod_run *p, const struct container 
     const json_t *sc = spec_container(p, c->name);
     const char *image = json_string_value(json_object_get(sc, "image")) ?: "";
     json_t *state;
-    char t[40], id[64] = "";
+    char t[40];
     if (c->running) {
         fmt_time(c->started_ns, t, sizeof(t));
         state = json_pack("{s:{s:s}}", "running", "startedAt", t);
@@ -787,15 +786,13 @@ static json_t *container_status(const struct pod_run *p, const struct container 
                           c->waiting_message);
     else
         state = json_pack("{s:{s:s}}", "waiting", "reason", "ContainerCreating");
-    if (c->ever_ran)
-        snprintf(id, sizeof(id), "process://%d", (int)c->proc.pid);
-    json_t *s =
-        json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:o}", "name", c->name, "image", image,
-                  "imageID", image, "ready", c->running && c->started_ok && c->ready_ok, "started",
-                  c->running && c->started_ok, "restartCount", c->attempt, "state", state,
-                  "lastState", c->last_state ? json_incref(c->last_state) : json_object());
-    if (s && *id)
-        json_object_set_new(s, "containerID", json_string(id));
+    json_t *s = json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:o}", "name", c->name, "image",
+                          image, "imageID", c->image_ref[0] ? c->image_ref : image, "ready",
+                          c->running && c->started_ok && c->ready_ok, "started",
+                          c->running && c->started_ok, "restartCount", c->attempt, "state", state,
+                          "lastState", c->last_state ? json_incref(c->last_state) : json_object());
+    if (s && c->ever_ran && c->id[0])
+        json_object_set_new(s, "containerID", json_string(c->id));
     return s;
 }
 
@@ -835,15 +832,18 @@ static json_t *pod_status(struct ck_agent *a, const struct pod_run *p)
                         : initialized && (any_running || ran) ? "Running"
                                                               : "Pending";
     json_t *conds = json_array();
-    json_array_append_new(conds, condition("PodReadyToStartContainers", true, NULL));
+    json_array_append_new(conds, condition("PodReadyToStartContainers", p->sandbox_ready, NULL));
     json_array_append_new(conds, condition("Initialized", initialized, "ContainersNotInitialized"));
     json_array_append_new(conds, condition("Ready", all_running, "ContainersNotReady"));
     json_array_append_new(conds, condition("ContainersReady", all_running, "ContainersNotReady"));
     json_array_append_new(conds, condition("PodScheduled", true, NULL));
-    json_t *st = json_pack("{s:s, s:o, s:s, s:[{s:s}], s:s, s:[{s:s}], s:s, s:o}", "phase", phase,
-                           "conditions", conds, "hostIP", a->host_ip, "hostIPs", "ip", a->host_ip,
-                           "podIP", a->host_ip, "podIPs", "ip", a->host_ip, "startTime",
+    json_t *st = json_pack("{s:s, s:o, s:s, s:[{s:s}], s:s, s:o}", "phase", phase, "conditions",
+                           conds, "hostIP", a->host_ip, "hostIPs", "ip", a->host_ip, "startTime",
                            p->start_time, "containerStatuses", statuses);
+    if (st && p->rp.ip[0]) {
+        json_object_set_new(st, "podIP", json_string(p->rp.ip));
+        json_object_set_new(st, "podIPs", json_pack("[{s:s}]", "ip", p->rp.ip));
+    }
     if (st && p->ninit)
         json_object_set_new(st, "initContainerStatuses", init_statuses);
     else
@@ -961,6 +961,8 @@ static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
              json_string_value(json_object_get(meta, "name")) ?: "");
     snprintf(p->dir, sizeof(p->dir), "%s/pods/%s", a->root_dir, p->uid);
     p->pod = ck__json_copy(pod);
+    p->rp = (struct ck__rt_pod){
+        .uid = p->uid, .ns = p->ns, .name = p->name, .dir = p->dir, .pod = p->pod};
     const json_t *inits = json_object_get(json_object_get(pod, "spec"), "initContainers");
     p->ninit = json_array_size(inits);
     p->n = p->ninit + json_array_size(containers);
@@ -971,7 +973,7 @@ static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
         snprintf(p->start_time, sizeof(p->start_time), "%s", st);
     else
         fmt_time(now_ns(), p->start_time, sizeof(p->start_time));
-    mkdirs(p->dir);
+    ck__mkdirs(p->dir);
     size_t i;
     json_t *vol;
     json_array_foreach(json_object_get(json_object_get(pod, "spec"), "volumes"), i, vol)
@@ -980,13 +982,13 @@ static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
         char path[PATH_MAX];
         if (name && json_object_get(vol, "emptyDir") && !strchr(name, '/')) {
             if (snprintf(path, sizeof(path), "%s/volumes/%s", p->dir, name) < (int)sizeof(path))
-                mkdirs(path);
+                ck__mkdirs(path);
         }
     }
-    mkdirs(p->dir); /* volumes/ exists once an emptyDir made it; else now */
+    ck__mkdirs(p->dir); /* volumes/ exists once an emptyDir made it; else now */
     char vdir[PATH_MAX];
     if (snprintf(vdir, sizeof(vdir), "%s/volumes", p->dir) < (int)sizeof(vdir))
-        mkdirs(vdir);
+        ck__mkdirs(vdir);
     p->volumes_ready = setup_volumes(a, p);
     for (i = 0; i < p->n; i++) {
         const json_t *sc =
@@ -994,7 +996,7 @@ static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
         p->ctrs[i].init = i < p->ninit;
         snprintf(p->ctrs[i].name, sizeof(p->ctrs[i].name), "%s",
                  json_string_value(json_object_get(sc, "name")) ?: "");
-        adopt_container(p, &p->ctrs[i]);
+        adopt_container(a, p, &p->ctrs[i]);
     }
     a->pods.v[a->pods.n++] = p;
     CK_LOGS(1, "Pod added", "pod", p->name, "namespace", p->ns, "uid", p->uid);
@@ -1017,14 +1019,9 @@ static void run_pre_stop(struct ck_agent *a, const struct pod_run *p, const stru
     if (!probe)
         return;
     json_object_set_new(probe, "timeoutSeconds", json_integer(grace > 0 ? grace : 1));
-    char **envp = probe_env(a, p, c, sc);
-    const char *wd = json_string_value(json_object_get(sc, "workingDir"));
-    struct ck_probe_target target = {envp, wd && *wd ? wd : p->dir, a->host_ip,
-                                     json_object_get(sc, "ports")};
     char msg[512];
-    if (!ck_probe_run(probe, &target, msg, sizeof(msg)))
+    if (!run_action(a, p, c, probe, msg, sizeof(msg)))
         CK_LOGS(0, "PreStop hook failed", "pod", p->name, "container", c->name, "err", msg);
-    strv_free(envp);
     json_decref(probe);
 }
 
@@ -1039,7 +1036,7 @@ static void terminate(struct ck_agent *a, struct pod_run *p)
         for (size_t i = 0; i < p->n; i++)
             if (p->ctrs[i].running) {
                 run_pre_stop(a, p, &p->ctrs[i], grace);
-                ck_proc_signal(p->ctrs[i].proc.pid, SIGTERM);
+                a->rt->ops->stop(a->rt, &p->rp, p->ctrs[i].id, grace);
             }
         char g[24];
         snprintf(g, sizeof(g), "%lld", (long long)grace);
@@ -1048,23 +1045,28 @@ static void terminate(struct ck_agent *a, struct pod_run *p)
     bool any = false;
     for (size_t i = 0; i < p->n; i++) {
         struct container *c = &p->ctrs[i];
-        char path[PATH_MAX];
+        struct ck__rt_state st;
         if (!c->running)
             continue;
-        ctr_file(p, c, c->attempt, "exit", path, sizeof(path));
-        if (ck_proc_read_exit(path, &c->exit) == 0 ||
-            !ck_proc_alive(c->proc.pid, c->proc.started_ns)) {
+        int r = a->rt->ops->state(a->rt, &p->rp, c->name, c->attempt, c->id, &st);
+        if (r == CK_ENOENT || (r == 0 && !st.running)) {
+            c->exit = r == 0 ? st.exit : (struct ck_proc_exit){137, 9, now_ns(), false};
             c->running = false;
             c->has_exit = true;
             c->done = true;
             continue;
         }
         any = true;
-        if (now >= p->kill_at)
-            ck_proc_signal(c->proc.pid, SIGKILL);
+        if (now >= p->kill_at && !p->killed)
+            a->rt->ops->stop(a->rt, &p->rp, c->id, 0);
     }
+    p->killed = p->killed || now >= p->kill_at;
     if (any || p->removed)
         return;
+    if (!p->sandbox_removed) {
+        a->rt->ops->pod_remove(a->rt, &p->rp);
+        p->sandbox_removed = true;
+    }
     post_status(a, p);
     json_t *options =
         json_pack("{s:i, s:{s:s}}", "gracePeriodSeconds", 0, "preconditions", "uid", p->uid);
@@ -1075,6 +1077,22 @@ static void terminate(struct ck_agent *a, struct pod_run *p)
         p->removed = true;
     else
         CK_LOGV(2, "agent: delete %s/%s: %s", p->ns, p->name, err.msg);
+}
+
+/* The pod's sandbox (its network, namespaces): made, or found after a restart. */
+static void start_sandbox(struct ck_agent *a, struct pod_run *p)
+{
+    char reason[64] = "";
+    struct ck_err err = {0};
+    if (a->rt->ops->pod_start(a->rt, &p->rp, reason, sizeof(reason), &err) == 0) {
+        p->sandbox_ready = true;
+        CK_LOGS(2, "Pod sandbox ready", "pod", p->name, "namespace", p->ns, "podIP", p->rp.ip);
+        return;
+    }
+    p->sandbox_at = now_ns() + 5 * CK_SEC;
+    CK_LOGS(0, "Failed to create pod sandbox", "pod", p->name, "namespace", p->ns, "err", err.msg);
+    pod_event(a, p, CK_EVENT_WARNING, "FailedCreatePodSandBox", "Failed to create pod sandbox: %s",
+              err.msg);
 }
 
 static void tick(struct ck_agent *a)
@@ -1106,6 +1124,7 @@ static void tick(struct ck_agent *a)
         } else {
             json_decref(p->pod);
             p->pod = ck__json_copy(pod);
+            p->rp.pod = p->pod;
         }
         if (p)
             p->seen = true;
@@ -1116,7 +1135,9 @@ static void tick(struct ck_agent *a)
         if (!p->seen) { /* deleted by someone else (force): stop it at once */
             for (size_t j = 0; j < p->n; j++)
                 if (p->ctrs[j].running)
-                    ck_proc_signal(p->ctrs[j].proc.pid, SIGKILL);
+                    a->rt->ops->stop(a->rt, &p->rp, p->ctrs[j].id, 0);
+            if (!p->sandbox_removed)
+                a->rt->ops->pod_remove(a->rt, &p->rp);
             CK_LOGS(1, "Pod removed", "pod", p->name, "namespace", p->ns);
             pod_free(p);
             a->pods.v[i] = a->pods.v[--a->pods.n];
@@ -1135,6 +1156,12 @@ static void tick(struct ck_agent *a)
                 p->volumes_at = now_ns() + 2 * CK_SEC; /* the next try, if this one failed */
             }
             if (!p->volumes_ready && !adopted) {
+                post_status(a, p);
+                continue;
+            }
+            if (!p->sandbox_ready && now_ns() >= p->sandbox_at)
+                start_sandbox(a, p);
+            if (!p->sandbox_ready) {
                 post_status(a, p);
                 continue;
             }
@@ -1227,7 +1254,13 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         goto fail;
     }
     struct ck_err cgerr = {0};
-    if (a->config.no_cgroups)
+    if (a->config.runtime == CK_AGENT_RUNTIME_CRI) {
+        if ((r = ck__runtime_cri_new(&a->config, runtime_event, a, &a->rt, reterr)) < 0)
+            goto fail;
+        CK_LOGS(0, "Container runtime: CRI", "endpoint",
+                a->config.runtime_endpoint ? a->config.runtime_endpoint
+                                           : CK_AGENT_RUNTIME_ENDPOINT);
+    } else if (a->config.no_cgroups)
         CK_LOGS(0, "Resource limits as rlimits (memory: RLIMIT_DATA; cpu and pids not limited)",
                 "reason", "cgroups disabled by configuration");
     else if (ck_cgroup_setup(NULL, a->cgroup, sizeof(a->cgroup), &cgerr) == 0)
@@ -1237,6 +1270,14 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         a->cgroup[0] = 0;
         CK_LOGS(0, "Resource limits as rlimits (memory: RLIMIT_DATA; cpu and pids not limited)",
                 "reason", cgerr.msg);
+    }
+    if (a->config.runtime != CK_AGENT_RUNTIME_CRI) {
+        CK_LOGW("Container runtime: process: pods run as this agent's user on the host, "
+                "unisolated, and their images are ignored");
+        if (!(a->rt = ck__runtime_process_new(&a->config, a->cgroup, a->host_ip))) {
+            r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+            goto fail;
+        }
     }
     a->pods_res = ck_controller_resource("", "v1", "pods");
     a->nodes_res = ck_controller_resource("", "v1", "nodes");
@@ -1330,6 +1371,8 @@ struct ck_agent *ck_agent_free(struct ck_agent *a)
         pod_free(a->pods.v[i]);
     free(a->pods.v);
     json_decref(a->lease);
+    if (a->rt)
+        a->rt->ops->free(a->rt);
     free(a->node_name);
     free(a->root_dir);
     free(a->host_ip);
@@ -1378,6 +1421,10 @@ int ck__agent_container_env(struct ck_agent *a, const char *ns, const char *pod,
             struct container *c = &p->ctrs[j];
             if (strcmp(c->name, container) != 0 || !c->running)
                 continue;
+            if (a->rt->ops->exec) { /* a CRI runtime: exec goes through its streaming server */
+                r = CK_EINVAL;
+                break;
+            }
             const json_t *sc = spec_container(p, c->name);
             const char *wd = json_string_value(json_object_get(sc, "workingDir"));
             *ret_env = probe_env(a, p, c, sc); /* what the container got */

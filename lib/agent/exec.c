@@ -439,7 +439,13 @@ enum MHD_Result ck__agent_exec_start(struct ck_agent *a, struct MHD_Connection *
             ret = answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
             goto out;
         }
-    if (ck__agent_container_env(a, ns, pod, ctr, &envp, &dir) < 0) {
+    int found = ck__agent_container_env(a, ns, pod, ctr, &envp, &dir);
+    if (found == CK_EINVAL) {
+        ret = answer(conn, MHD_HTTP_NOT_IMPLEMENTED,
+                     "exec into a container of a CRI runtime is not served by this agent yet\n");
+        goto out;
+    }
+    if (found < 0) {
         snprintf(msg, sizeof(msg), "container not found (\"%s\")\n", ctr);
         ret = answer(conn, MHD_HTTP_NOT_FOUND, msg);
         goto out;

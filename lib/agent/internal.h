@@ -37,7 +37,8 @@ struct MHD_Daemon *ck__agent_log_server_start(struct ck_agent *a, const char *ad
 /*
  * The environment (NULL-terminated "NAME=value" strings) and working directory a running
  * container of a pod got, both malloc'd, for exec. 0, CK_ENOENT (no such pod, or the
- * container does not run) or CK_ENOMEM.
+ * container does not run), CK_EINVAL (a CRI runtime's container: not a host process) or
+ * CK_ENOMEM.
  */
 int ck__agent_container_env(struct ck_agent *a, const char *ns, const char *pod,
                             const char *container, char ***ret_env, char **ret_dir);
@@ -127,6 +128,111 @@ int ck__volume_write(const struct ck__pod_refs *refs, const json_t *vol, const c
  * logread.c reads them; process.c removes the excess.
  */
 char **ck__log_rotated_files(const char *path, bool with_tmp, size_t *ret_n);
+
+/* ---- the runtime interface (runtime_process.c, runtime_cri.c) --------------------- */
+
+/*
+ * What agent.c's pod logic asks of a container runtime, written once for both: the
+ * process runtime (host processes under a shim) and the CRI runtime (a pod sandbox and
+ * containers through k8s.io/cri-api). Calls come from the supervisor thread only.
+ */
+
+/* A pod as a runtime sees it. */
+struct ck__rt_pod {
+    const char *uid, *ns, *name;
+    const char *dir; /* <root-dir>/pods/<uid>: volumes/, containers/<name>/<attempt>.log */
+    const json_t *pod;
+    char sandbox_id[128]; /* the pod's sandbox ("" none yet) */
+    char ip[64];          /* the pod's IP once its sandbox runs */
+};
+
+/* One attempt of a container. */
+struct ck__rt_start {
+    const char *name;
+    int attempt;
+    const json_t *spec;                 /* the container of the pod's spec */
+    char *const *command, *const *args; /* $(VAR)-expanded; NULL: the image's */
+    char *const *envp;                  /* the container's env ("NAME=value") */
+    const char *log_path;               /* <dir>/containers/<name>/<attempt>.log */
+};
+
+/* What the runtime knows of an attempt. */
+struct ck__rt_state {
+    bool running;             /* false: it ended, exit says how */
+    struct ck_proc_exit exit; /* code, signal, finish time, OOM kill */
+    int64_t started_ns;       /* Unix time in ns */
+    char image_ref[256];      /* the status's imageID ("" unknown) */
+};
+
+struct ck__runtime;
+struct ck__runtime_ops {
+    const char *name; /* "process", "cri" */
+    /*
+     * Makes the pod's sandbox, or finds it (after a restart): sets p->sandbox_id and
+     * p->ip. 0; else the pod waits, with reason and reterr as its containers' state.
+     */
+    int (*pod_start)(struct ck__runtime *rt, struct ck__rt_pod *p, char *reason, size_t size,
+                     struct ck_err *reterr);
+    /* Removes the pod's containers and sandbox once none runs (idempotent). */
+    void (*pod_remove)(struct ck__runtime *rt, struct ck__rt_pod *p);
+    /*
+     * Starts an attempt (pulling its image as its policy says): its id (a containerID,
+     * "process://123", "containerd://...") into id. Else a waiting reason
+     * (RunContainerError, ErrImagePull, ErrImageNeverPull, ...) and reterr.
+     */
+    int (*start)(struct ck__runtime *rt, struct ck__rt_pod *p, const struct ck__rt_start *s,
+                 char *id, size_t id_size, char *reason, size_t reason_size, struct ck_err *reterr);
+    /* The state of attempt `attempt` of container name (id as start gave). CK_ENOENT: gone. */
+    int (*state)(struct ck__runtime *rt, const struct ck__rt_pod *p, const char *name, int attempt,
+                 const char *id, struct ck__rt_state *ret);
+    /* The newest attempt of container name the runtime has (after a restart): CK_ENOENT none. */
+    int (*find)(struct ck__runtime *rt, const struct ck__rt_pod *p, const char *name,
+                int *ret_attempt, char *id, size_t id_size);
+    /* Stops it: the stop signal, the kill after grace_s; 0: killed at once. Returns at once. */
+    void (*stop)(struct ck__runtime *rt, const struct ck__rt_pod *p, const char *id,
+                 int64_t grace_s);
+    /*
+     * Runs argv in the container (probes, hooks) within timeout_ns: 0 and its exit code,
+     * else CK_ETIMEDOUT or CK_EIO with why in msg. envp and dir: the container's (process).
+     */
+    int (*exec)(struct ck__runtime *rt, const struct ck__rt_pod *p, const char *id,
+                char *const *argv, char *const *envp, const char *dir, int64_t timeout_ns,
+                int *ret_code, char *msg, size_t size);
+    void (*free)(struct ck__runtime *rt);
+};
+struct ck__runtime {
+    const struct ck__runtime_ops *ops;
+};
+
+/*
+ * The process runtime: limits in cgroup (NULL: rlimits), logs rotated as config says,
+ * pods on the host's address. NULL: out of memory.
+ */
+struct ck__runtime *ck__runtime_process_new(const struct ck_agent_config *config,
+                                            const char *cgroup, const char *host_ip);
+/*
+ * The environment a host process of the process runtime gets: envp ("NAME=value"), PATH
+ * (the usual one) unless given, HOSTNAME (the pod's name), into env.
+ */
+void ck__process_env(const char *hostname, char *const *envp, struct ck__env *env);
+/* mkdir -p (mode 0750). 0 or -1 with errno. */
+int ck__mkdirs(const char *path);
+/* An event about pod p (Pulling, Pulled, Failed, BackOff), as the kubelet records it. */
+typedef void (*ck__rt_event_fn)(void *arg, const struct ck__rt_pod *p, const char *type,
+                                const char *reason, const char *message);
+/*
+ * The CRI runtime on config's endpoints (events through event). Checks that the
+ * endpoint's socket exists: else CK_ENOENT with a message naming the ways out.
+ */
+int ck__runtime_cri_new(const struct ck_agent_config *config, ck__rt_event_fn event,
+                        void *event_arg, struct ck__runtime **ret, struct ck_err *reterr);
+
+/*
+ * Kubernetes' $(VAR) expansion of command and args (third_party/forked/golang/expansion):
+ * $(NAME) becomes NAME's value in envp when defined, else stays as written; $$ is $.
+ * malloc'd, or NULL.
+ */
+char *ck__expand_vars(const char *in, char *const *envp);
 
 /* ---- the CRI client (cri.c): runtime.v1 of k8s.io/cri-api over gRPC ----------- */
 

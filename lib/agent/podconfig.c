@@ -15,6 +15,9 @@
  *
  * Objects are read from the API server when a container starts or a pod's volumes are
  * set up; the files are written once (not refreshed when the object changes).
+ *
+ * Also the $(VAR) expansion of command and args (Kubernetes'
+ * third_party/forked/golang/expansion/expand.go).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -370,4 +373,50 @@ int ck__volume_write(const struct ck__pod_refs *refs, const json_t *vol, const c
         }
     }
     return r;
+}
+
+/* The value of name (n bytes) in envp ("NAME=value"), the last one set; NULL when unset. */
+static const char *env_lookup(char *const *envp, const char *name, size_t n)
+{
+    const char *found = NULL;
+    for (size_t i = 0; envp && envp[i]; i++)
+        if (strncmp(envp[i], name, n) == 0 && envp[i][n] == '=')
+            found = envp[i] + n + 1;
+    return found;
+}
+
+char *ck__expand_vars(const char *in, char *const *envp)
+{
+    struct ck__buf out = {0};
+    for (const char *p = in; *p;) {
+        if (p[0] != '$' || !p[1]) { /* a plain byte, or a '$' that ends the input */
+            ck__buf_add(&out, p, 1);
+            p++;
+            continue;
+        }
+        if (p[1] == '$') { /* "$$": an escaped '$' */
+            ck__buf_add(&out, "$", 1);
+            p += 2;
+            continue;
+        }
+        const char *close = p[1] == '(' ? strchr(p + 2, ')') : NULL;
+        if (!close) { /* not a reference: '$' and the next byte as written */
+            ck__buf_add(&out, p, 2);
+            p += 2;
+            continue;
+        }
+        const char *value = env_lookup(envp, p + 2, (size_t)(close - p - 2));
+        if (value)
+            ck__buf_adds(&out, value);
+        else /* undefined: the reference stays as written */
+            ck__buf_add(&out, p, (size_t)(close - p + 1));
+        p = close + 1;
+    }
+    if (out.err) {
+        ck__buf_release(&out);
+        return NULL;
+    }
+    if (!out.p)
+        return strdup("");
+    return ck__buf_take(&out);
 }

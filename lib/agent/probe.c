@@ -48,6 +48,8 @@ static bool run_exec(const json_t *exec, const struct ck_probe_target *target, i
     for (size_t i = 0; i < n; i++)
         argv[i] = (char *)(json_string_value(json_array_get(cmd, i)) ?: "");
     argv[n] = NULL;
+    if (target->exec)
+        return target->exec(target->exec_arg, argv, timeout, msg, size);
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);

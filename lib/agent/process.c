@@ -171,23 +171,30 @@ static bool pump(struct stream *s)
     return true;
 }
 
-static void write_exit_file(const char *path, int status, bool oom)
+int ck_proc_write_exit(const char *path, const struct ck_proc_exit *e)
 {
-    char tmp[4096], text[64];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    int n = snprintf(text, sizeof(text), "%d %d %lld %d\n", code, sig,
-                     (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, oom ? 1 : 0);
+    char tmp[4096], text[80];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+        return CK_EINVAL;
+    int n = snprintf(text, sizeof(text), "%d %d %lld %d\n", e->code, e->signal,
+                     (long long)e->finished_ns, e->oom_killed ? 1 : 0);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
-        return;
+        return CK_EIO;
     write_all(fd, text, (size_t)n);
     fsync(fd);
     close(fd);
-    rename(tmp, path);
+    return rename(tmp, path) == 0 ? 0 : CK_EIO;
+}
+
+static void write_exit_file(const char *path, int status, bool oom)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct ck_proc_exit e = {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+                             WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+                             (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, oom};
+    ck_proc_write_exit(path, &e);
 }
 
 static void close_other_fds(const int *keep, int n)

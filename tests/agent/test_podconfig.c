@@ -4,7 +4,8 @@
  * variable names skipped with a warning, sorted), env winning over envFrom; a missing
  * object or key with the kubelet's messages, and optional ones skipped; configMap,
  * secret (items, modes), downwardAPI and projected volumes as files; a path that leaves
- * the volume refused.
+ * the volume refused; the $(VAR) expansion of command and args, case by case as
+ * Kubernetes' expansion package reads them.
  */
 #define _GNU_SOURCE /* nftw */
 #include "cktest.h"
@@ -208,12 +209,45 @@ static void test_volumes_as_files(void **state)
     json_decref(v);
 }
 
+static void test_expand_vars(void **state)
+{
+    (void)state;
+    char *envp[] = {"VAR_A=A", "VAR_B=B", "EMPTY=", "VAR_A=A2", NULL};
+    static const char *const cases[][2] = {
+        {"$(VAR_A)", "A2"}, /* the last definition wins, as in the kubelet's map */
+        {"___$(VAR_B)___", "___B___"},
+        {"$(VAR_A)-$(VAR_B)", "A2-B"},
+        {"$(EMPTY)x", "x"},
+        {"$$(VAR_B)", "$(VAR_B)"}, /* escaped */
+        {"$$$(VAR_B)", "$B"},
+        {"$$$$", "$$"},
+        {"$(VAR_DNE)", "$(VAR_DNE)"}, /* undefined: as written */
+        {"$()", "$()"},
+        {"$(VAR_B", "$(VAR_B"}, /* no closing parenthesis */
+        {"$VAR_B", "$VAR_B"},
+        {"x$", "x$"},
+        {"$(VAR_B))", "B)"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = ck__expand_vars(cases[i][0], envp);
+        assert_non_null(got);
+        if (strcmp(got, cases[i][1]) != 0)
+            fail_msg("expand \"%s\": got \"%s\", want \"%s\"", cases[i][0], got, cases[i][1]);
+        free(got);
+    }
+    char *none = ck__expand_vars("$(VAR_A)", NULL);
+    assert_string_equal(none, "$(VAR_A)");
+    free(none);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_env_refs_and_env_from, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_objects_and_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_volumes_as_files, setup, teardown),
+        cmocka_unit_test(test_expand_vars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,7 +35,7 @@ static void test_exec(void **state)
 {
     (void)state;
     char *envp[] = {"PATH=/usr/bin:/bin", "WANT=yes", NULL};
-    struct ck_probe_target t = {envp, "/tmp", "127.0.0.1", NULL};
+    struct ck_probe_target t = {envp, "/tmp", "127.0.0.1", NULL, NULL, NULL};
     char msg[256];
     assert_true(run("{\"exec\": {\"command\": [\"true\"]}}", &t, msg));
     assert_false(run("{\"exec\": {\"command\": [\"sh\", \"-c\", \"exit 4\"]}}", &t, msg));
@@ -66,7 +66,7 @@ static void test_tcp(void **state)
     (void)state;
     int port;
     int fd = listening_socket(&port);
-    struct ck_probe_target t = {NULL, NULL, "127.0.0.1", NULL};
+    struct ck_probe_target t = {NULL, NULL, "127.0.0.1", NULL, NULL, NULL};
     char text[128], msg[256];
     snprintf(text, sizeof(text), "{\"tcpSocket\": {\"port\": %d}}", port);
     assert_true(run(text, &t, msg));
@@ -99,7 +99,7 @@ static void test_http(void **state)
                                             NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_END);
     assert_non_null(d);
     json_t *ports = json_pack("[{s:s, s:i}]", "name", "http", "containerPort", port);
-    struct ck_probe_target t = {NULL, NULL, "127.0.0.1", ports};
+    struct ck_probe_target t = {NULL, NULL, "127.0.0.1", ports, NULL, NULL};
     char text[160], msg[256];
     snprintf(text, sizeof(text), "{\"httpGet\": {\"path\": \"/healthz\", \"port\": %d}}", port);
     assert_true(run(text, &t, msg));

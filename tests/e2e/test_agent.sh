@@ -32,7 +32,7 @@ start_server
 # a port of its own: agents of other runs on this host may hold the default 10250
 agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
 start_agent() {
-    "$ckube" agent --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$root" \
+    "$ckube" agent --container-runtime process --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$root" \
         --port "$agent_port" "$@" \
         >>"$work/agent.out" 2>>"$work/agent.err" &
     agent_pid=$!

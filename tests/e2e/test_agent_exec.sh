@@ -27,7 +27,7 @@ leftovers() {
 kill_leftovers() { for p in $(leftovers); do kill -9 "$p" 2>/dev/null; done; }
 trap 'stop_agent; kill_leftovers; cleanup' EXIT
 start_server
-"$ckube" agent --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$root" --port "$agent_port" \
+"$ckube" agent --container-runtime process --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$root" --port "$agent_port" \
     --client-ca-file "$work/data/pki/ca.crt" >>"$work/agent.out" 2>>"$work/agent.err" &
 agent_pid=$!
 i=0

@@ -46,7 +46,7 @@ EOF2
     --kubeconfig "$work/n2.kubeconfig" --server "$url" >/dev/null 2>&1
 # its own log port: other tests' agents may run on this machine at the same time
 agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("0.0.0.0",0)); print(s.getsockname()[1])')
-"$ckube" agent --kubeconfig "$work/n2.kubeconfig" --node-name n2 --root-dir "$root" \
+"$ckube" agent --container-runtime process --kubeconfig "$work/n2.kubeconfig" --node-name n2 --root-dir "$root" \
     --config "$work/kubelet.yaml" --port "$agent_port" >>"$work/agent.out" 2>>"$work/agent.err" &
 agent_pid=$!
 i=0

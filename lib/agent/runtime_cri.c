@@ -1,0 +1,911 @@
+/*
+ * runtime_cri.c - the CRI runtime behind the agent's runtime interface (internal.h): a
+ * pod is a sandbox and its containers are the runtime's, driven through cri.c as
+ * kubelet's kuberuntime manager drives them (pkg/kubelet/kuberuntime:
+ * kuberuntime_sandbox.go, kuberuntime_container.go, kuberuntime_image.go,
+ * helpers_linux.go; pkg/kubelet/images/image_manager.go).
+ *
+ * - Sandbox: RunPodSandbox with the pod's metadata, hostname, log directory (the pod's
+ *   containers/ directory, so logs are <pod dir>/containers/<name>/<attempt>.log as
+ *   with the process runtime), host ports, the kubelet's labels (io.kubernetes.pod.*)
+ *   and the pod's labels and annotations, a cgroup parent per QoS class (cgroupfs
+ *   names: /kubepods/pod<uid>, /kubepods/burstable/pod<uid>,
+ *   /kubepods/besteffort/pod<uid>), namespace modes (hostNetwork, hostPID, hostIPC,
+ *   shareProcessNamespace), the pod's runAsUser/Group, supplementalGroups, sysctls.
+ *   No DNS config is given: the runtime copies the host's resolv.conf (cluster DNS
+ *   comes with the network issue). After a restart, the pod's READY sandbox is found
+ *   by its io.kubernetes.pod.uid label.
+ * - Images: imagePullPolicy (unset: Always for ":latest" or no tag, else
+ *   IfNotPresent), ErrImageNeverPull, ErrImagePull with the runtime's words, events
+ *   Pulling / Pulled / Failed as the kubelet words them. The container is created from
+ *   the image's id.
+ * - Containers: command and args as given (NULL: the image's ENTRYPOINT and CMD),
+ *   env, workingDir, volume mounts (the pod's volume directories, hostPath),
+ *   stdin/tty, resources (cpu shares from requests, quota from limits, memory limit),
+ *   the security context merged from pod and container (run as, privileged, read-only
+ *   root, capabilities, allowPrivilegeEscalation, seccomp, the kubelet's masked and
+ *   read-only /proc paths). containerID is <runtime name>://<id>.
+ * - State: ContainerStatus; an ended container's exit is also written to
+ *   <attempt>/exit, which the log reader waits for to end `follow`.
+ * - Stop: StopContainer runs on a thread of its own with a connection of its own, so
+ *   a long grace period holds no other call.
+ *
+ * Not yet: image pull secrets, pull back-off per image (the agent backs off per
+ * container), image and container garbage collection, exec/attach/port-forward
+ * streaming, stats, log rotation through ReopenContainerLog.
+ */
+#define _GNU_SOURCE /* vasprintf, strndup */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckube/agent.h"
+#include "ckube/api.h"
+#include "ckube/internal/util.h"
+#include "internal.h"
+
+#define CALL_TIMEOUT_MS    (2 * 60 * 1000) /* kubelet's runtimeRequestTimeout */
+#define SANDBOX_TIMEOUT_MS (4 * 60 * 1000) /* RunPodSandbox may pull the pause image */
+#define PULL_TIMEOUT_MS    (10 * 60 * 1000)
+
+struct cri_runtime {
+    struct ck__runtime base;
+    struct ck__cri *cri;
+    char *runtime_endpoint, *image_endpoint;
+    char runtime_name[64]; /* Version's runtime_name: containerID's scheme */
+    char *cni_conf_dir, *cni_bin_dir, *pod_cidr;
+    bool network_ready; /* a CNI configuration is there */
+    ck__rt_event_fn event;
+    void *event_arg;
+};
+
+/* The kubelet's defaults of a non-privileged container's masked and read-only paths. */
+static const char *const masked_paths[] = {
+    "/proc/asound",
+    "/proc/acpi",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+};
+static const char *const readonly_paths[] = {
+    "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+};
+
+static int64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * CK_SEC + ts.tv_nsec;
+}
+
+/* A formatted string (malloc'd), or NULL. */
+__attribute__((format(printf, 1, 2))) static char *fmt(const char *f, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, f);
+    if (vasprintf(&s, f, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+/* The runtime's own id in a containerID ("containerd://ID" -> "ID"). */
+static const char *bare_id(const char *id)
+{
+    const char *sep = strstr(id, "://");
+    return sep ? sep + 3 : id;
+}
+
+static void emit(struct cri_runtime *cr, const struct ck__rt_pod *p, const char *type,
+                 const char *reason, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void emit(struct cri_runtime *cr, const struct ck__rt_pod *p, const char *type,
+                 const char *reason, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (cr->event)
+        cr->event(cr->event_arg, p, type, reason, msg);
+}
+
+/* ---- building the configurations -------------------------------------------------- */
+
+/* Strings and arrays a configuration borrows, freed together. */
+struct arena {
+    void **v;
+    size_t n;
+};
+
+static void *keep(struct arena *ar, void *ptr)
+{
+    void **v = ptr ? realloc(ar->v, (ar->n + 1) * sizeof(*v)) : NULL;
+    if (!v) {
+        free(ptr);
+        return NULL;
+    }
+    ar->v = v;
+    ar->v[ar->n++] = ptr;
+    return ptr;
+}
+
+static void arena_free(struct arena *ar)
+{
+    for (size_t i = 0; i < ar->n; i++)
+        free(ar->v[i]);
+    free(ar->v);
+    *ar = (struct arena){0};
+}
+
+/* A JSON object's string members as key/values, after `extra` first ones. */
+static struct ck__cri_kv *object_kv(struct arena *ar, const json_t *obj,
+                                    const struct ck__cri_kv *extra, size_t n_extra, size_t *ret_n)
+{
+    struct ck__cri_kv *kv = keep(ar, calloc(n_extra + json_object_size(obj) + 1, sizeof(*kv)));
+    size_t n = 0;
+    if (!kv) {
+        *ret_n = 0;
+        return NULL;
+    }
+    for (size_t i = 0; i < n_extra; i++)
+        kv[n++] = extra[i];
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)obj, key, value)
+    {
+        if (json_is_string(value))
+            kv[n++] = (struct ck__cri_kv){(char *)key, (char *)json_string_value(value)};
+    }
+    *ret_n = n;
+    return kv;
+}
+
+static const json_t *spec_of(const struct ck__rt_pod *p)
+{
+    return json_object_get(p->pod, "spec");
+}
+
+static bool spec_bool(const struct ck__rt_pod *p, const char *field)
+{
+    return json_is_true(json_object_get(spec_of(p), field));
+}
+
+/* A quantity in milli-units (cpu) or units, 0 when absent or malformed. */
+static int64_t quantity(const json_t *q, bool milli)
+{
+    int64_t m = 0;
+    const char *s = json_string_value(q);
+    if (!s || ck_quantity_milli(s, &m) < 0)
+        return 0;
+    return milli ? m : (m + 999) / 1000;
+}
+
+/* The pod's QoS class as Kubernetes computes it (pkg/apis/core/v1/helper/qos). */
+static const char *qos_class(const struct ck__rt_pod *p)
+{
+    bool any = false, guaranteed = true;
+    const char *lists[] = {"containers", "initContainers"};
+    for (size_t l = 0; l < 2; l++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(spec_of(p), lists[l]), i, c)
+        {
+            const json_t *res = json_object_get(c, "resources");
+            const json_t *req = json_object_get(res, "requests"),
+                         *lim = json_object_get(res, "limits");
+            const char *names[] = {"cpu", "memory"};
+            for (size_t k = 0; k < 2; k++) {
+                const json_t *r = json_object_get(req, names[k]),
+                             *li = json_object_get(lim, names[k]);
+                any = any || quantity(r, true) > 0 || quantity(li, true) > 0;
+                if (!li || (r && quantity(r, true) != quantity(li, true)))
+                    guaranteed = false;
+            }
+        }
+    }
+    return !any ? "BestEffort" : guaranteed ? "Guaranteed" : "Burstable";
+}
+
+static enum ck__cri_seccomp seccomp_of(const json_t *profile, const char **ret_ref)
+{
+    const char *type = json_string_value(json_object_get(profile, "type"));
+    *ret_ref = NULL;
+    if (!type)
+        return CK__CRI_SECCOMP_UNSET;
+    if (strcmp(type, "RuntimeDefault") == 0)
+        return CK__CRI_SECCOMP_RUNTIME_DEFAULT;
+    if (strcmp(type, "Localhost") == 0) {
+        *ret_ref = json_string_value(json_object_get(profile, "localhostProfile"));
+        return CK__CRI_SECCOMP_LOCALHOST;
+    }
+    return CK__CRI_SECCOMP_UNCONFINED;
+}
+
+/* The namespace modes of the pod (kubelet's namespacesForPod). */
+static void namespaces_of(const struct ck__rt_pod *p, struct ck__cri_security *sec)
+{
+    sec->network = spec_bool(p, "hostNetwork") ? CK__CRI_NS_NODE : CK__CRI_NS_POD;
+    sec->ipc = spec_bool(p, "hostIPC") ? CK__CRI_NS_NODE : CK__CRI_NS_POD;
+    sec->pid = spec_bool(p, "hostPID")                 ? CK__CRI_NS_NODE
+               : spec_bool(p, "shareProcessNamespace") ? CK__CRI_NS_POD
+                                                       : CK__CRI_NS_CONTAINER;
+}
+
+/* The pod's cgroup (cgroupfs names, as kubelet's for the pod's QoS class), malloc'd. */
+static char *pod_cgroup(const struct ck__rt_pod *p)
+{
+    const char *qos = qos_class(p);
+    return fmt("/kubepods%s/pod%s",
+               strcmp(qos, "Guaranteed") == 0  ? ""
+               : strcmp(qos, "Burstable") == 0 ? "/burstable"
+                                               : "/besteffort",
+               p->uid);
+}
+
+/*
+ * Removes the pod's cgroup directories, which the runtime makes (runc creates a
+ * container's parents) and never removes, as kubelet's pod container manager does: in
+ * each cgroup v1 hierarchy and in cgroup v2. Only empty directories go (rmdir).
+ */
+static void remove_pod_cgroup(const struct ck__rt_pod *p)
+{
+    char *cg = pod_cgroup(p);
+    char path[PATH_MAX];
+    DIR *d = cg ? opendir("/sys/fs/cgroup") : NULL; /* v1: a directory per hierarchy */
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.' &&
+            snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s", e->d_name, cg) < (int)sizeof(path))
+            rmdir(path);
+    if (d)
+        closedir(d);
+    if (cg && snprintf(path, sizeof(path), "/sys/fs/cgroup%s", cg) < (int)sizeof(path))
+        rmdir(path); /* v2 */
+    free(cg);
+}
+
+static void sandbox_config(struct arena *ar, const struct ck__rt_pod *p, uint32_t attempt,
+                           struct ck__cri_sandbox_config *cfg)
+{
+    const json_t *spec = spec_of(p), *meta = json_object_get(p->pod, "metadata");
+    const json_t *psc = json_object_get(spec, "securityContext");
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->name = p->name;
+    cfg->uid = p->uid;
+    cfg->ns = p->ns;
+    cfg->attempt = attempt;
+    const char *hostname = json_string_value(json_object_get(spec, "hostname"));
+    if (!spec_bool(p, "hostNetwork")) /* host network: the host's name */
+        cfg->hostname = keep(ar, strndup(hostname && *hostname ? hostname : p->name, 63));
+    cfg->log_directory = keep(ar, fmt("%s/containers", p->dir));
+    struct ck__cri_kv own[] = {{"io.kubernetes.pod.name", (char *)p->name},
+                               {"io.kubernetes.pod.namespace", (char *)p->ns},
+                               {"io.kubernetes.pod.uid", (char *)p->uid}};
+    cfg->labels = object_kv(ar, json_object_get(meta, "labels"), own, 3, &cfg->n_labels);
+    cfg->annotations =
+        object_kv(ar, json_object_get(meta, "annotations"), NULL, 0, &cfg->n_annotations);
+    /* host ports of every container */
+    size_t nports = 0, i, j;
+    json_t *c, *port;
+    json_array_foreach(json_object_get(spec, "containers"), i, c) nports +=
+        json_array_size(json_object_get(c, "ports"));
+    struct ck__cri_port_mapping *pm = keep(ar, calloc(nports + 1, sizeof(*pm)));
+    json_array_foreach(json_object_get(spec, "containers"), i, c)
+    {
+        json_array_foreach(json_object_get(c, "ports"), j, port)
+        {
+            json_int_t host = json_integer_value(json_object_get(port, "hostPort"));
+            const char *proto = json_string_value(json_object_get(port, "protocol"));
+            if (!pm || host <= 0)
+                continue;
+            pm[cfg->n_port_mappings++] = (struct ck__cri_port_mapping){
+                proto && strcmp(proto, "UDP") == 0    ? 1
+                : proto && strcmp(proto, "SCTP") == 0 ? 2
+                                                      : 0,
+                (int32_t)json_integer_value(json_object_get(port, "containerPort")), (int32_t)host,
+                json_string_value(json_object_get(port, "hostIP"))};
+        }
+    }
+    cfg->port_mappings = pm;
+    cfg->cgroup_parent = keep(ar, pod_cgroup(p));
+    namespaces_of(p, &cfg->security);
+    const json_t *uid = json_object_get(psc, "runAsUser"),
+                 *gid = json_object_get(psc, "runAsGroup");
+    cfg->security.has_run_as_user = json_is_integer(uid);
+    cfg->security.run_as_user = json_integer_value(uid);
+    cfg->security.has_run_as_group = json_is_integer(gid);
+    cfg->security.run_as_group = json_integer_value(gid);
+    const json_t *groups = json_object_get(psc, "supplementalGroups");
+    int64_t *g = keep(ar, calloc(json_array_size(groups) + 1, sizeof(*g)));
+    json_t *v;
+    json_array_foreach(groups, i, v) if (g) g[cfg->security.n_supplemental_groups++] =
+        json_integer_value(v);
+    cfg->security.supplemental_groups = g;
+    cfg->security.seccomp =
+        seccomp_of(json_object_get(psc, "seccompProfile"), &cfg->security.seccomp_localhost_ref);
+    const json_t *sysctls = json_object_get(psc, "sysctls");
+    struct ck__cri_kv *sc = keep(ar, calloc(json_array_size(sysctls) + 1, sizeof(*sc)));
+    json_array_foreach(sysctls, i, v) if (sc) sc[cfg->n_sysctls++] =
+        (struct ck__cri_kv){(char *)(json_string_value(json_object_get(v, "name")) ?: ""),
+                            (char *)(json_string_value(json_object_get(v, "value")) ?: "")};
+    cfg->sysctls = sc;
+}
+
+/* The volume of the pod named name, or NULL. */
+static const json_t *volume_named(const struct ck__rt_pod *p, const char *name)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(spec_of(p), "volumes"), i, v)
+    {
+        const char *n = json_string_value(json_object_get(v, "name"));
+        if (n && strcmp(n, name) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+/* The container's volumeMounts as CRI mounts: hostPath as given, others the pod's dirs. */
+static struct ck__cri_mount *mounts_of(struct arena *ar, const struct ck__rt_pod *p,
+                                       const json_t *spec, size_t *ret_n)
+{
+    const json_t *vm = json_object_get(spec, "volumeMounts");
+    struct ck__cri_mount *m = keep(ar, calloc(json_array_size(vm) + 1, sizeof(*m)));
+    size_t n = 0, i;
+    json_t *e;
+    json_array_foreach(vm, i, e)
+    {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *path = json_string_value(json_object_get(e, "mountPath"));
+        const char *sub = json_string_value(json_object_get(e, "subPath"));
+        const json_t *vol = name ? volume_named(p, name) : NULL;
+        if (!m || !vol || !path || strchr(name, '/') || (sub && strstr(sub, "..")))
+            continue;
+        const char *host =
+            json_string_value(json_object_get(json_object_get(vol, "hostPath"), "path"));
+        char *src = host ? fmt("%s%s%s", host, sub && *sub ? "/" : "", sub && *sub ? sub : "")
+                         : fmt("%s/volumes/%s%s%s", p->dir, name, sub && *sub ? "/" : "",
+                               sub && *sub ? sub : "");
+        const char *prop = json_string_value(json_object_get(e, "mountPropagation"));
+        m[n++] = (struct ck__cri_mount){path, keep(ar, src),
+                                        json_is_true(json_object_get(e, "readOnly")),
+                                        prop && strcmp(prop, "HostToContainer") == 0 ? 1
+                                        : prop && strcmp(prop, "Bidirectional") == 0 ? 2
+                                                                                     : 0};
+    }
+    *ret_n = n;
+    return m;
+}
+
+/* A string array of JSON strings (borrowed from the JSON). */
+static const char *const *strings_of(struct arena *ar, const json_t *list, size_t *ret_n)
+{
+    const char **v = keep(ar, calloc(json_array_size(list) + 1, sizeof(*v)));
+    size_t n = 0, i;
+    json_t *s;
+    json_array_foreach(list, i, s) if (v && json_is_string(s)) v[n++] = json_string_value(s);
+    *ret_n = n;
+    return v;
+}
+
+static void container_config(struct arena *ar, const struct ck__rt_pod *p,
+                             const struct ck__rt_start *s, const char *image,
+                             struct ck__cri_container_config *cfg)
+{
+    const json_t *spec = s->spec;
+    const json_t *psc = json_object_get(spec_of(p), "securityContext");
+    const json_t *csc = json_object_get(spec, "securityContext");
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->name = s->name;
+    cfg->attempt = (uint32_t)s->attempt;
+    cfg->image = image;
+    for (size_t i = 0; s->command && s->command[i]; i++)
+        cfg->n_command++;
+    for (size_t i = 0; s->args && s->args[i]; i++)
+        cfg->n_args++;
+    cfg->command = (const char *const *)s->command;
+    cfg->args = (const char *const *)s->args;
+    cfg->working_dir = json_string_value(json_object_get(spec, "workingDir"));
+    size_t n_env = 0;
+    while (s->envp && s->envp[n_env])
+        n_env++;
+    struct ck__cri_kv *env = keep(ar, calloc(n_env + 1, sizeof(*env)));
+    for (size_t i = 0; env && i < n_env; i++) {
+        char *copy = keep(ar, strdup(s->envp[i]));
+        char *eq = copy ? strchr(copy, '=') : NULL;
+        if (!eq)
+            continue;
+        *eq = 0;
+        env[cfg->n_envs++] = (struct ck__cri_kv){copy, eq + 1};
+    }
+    cfg->envs = env;
+    cfg->mounts = mounts_of(ar, p, spec, &cfg->n_mounts);
+    static char restart_key[] = "io.kubernetes.container.restartCount";
+    char *restarts = keep(ar, fmt("%d", s->attempt));
+    struct ck__cri_kv labels[] = {{"io.kubernetes.container.name", (char *)s->name},
+                                  {"io.kubernetes.pod.name", (char *)p->name},
+                                  {"io.kubernetes.pod.namespace", (char *)p->ns},
+                                  {"io.kubernetes.pod.uid", (char *)p->uid}};
+    cfg->labels = object_kv(ar, NULL, labels, 4, &cfg->n_labels);
+    cfg->annotations =
+        object_kv(ar, NULL, &(struct ck__cri_kv){restart_key, restarts}, 1, &cfg->n_annotations);
+    cfg->log_path = keep(ar, fmt("%s/%d.log", s->name, s->attempt));
+    cfg->open_stdin = json_is_true(json_object_get(spec, "stdin"));
+    cfg->stdin_once = json_is_true(json_object_get(spec, "stdinOnce"));
+    cfg->tty = json_is_true(json_object_get(spec, "tty"));
+    /* resources as kubelet computes them (helpers_linux.go) */
+    const json_t *res = json_object_get(spec, "resources");
+    const json_t *req = json_object_get(res, "requests"), *lim = json_object_get(res, "limits");
+    int64_t cpu_req = quantity(json_object_get(req, "cpu"), true);
+    int64_t cpu_lim = quantity(json_object_get(lim, "cpu"), true);
+    if (!json_object_get(req, "cpu"))
+        cpu_req = cpu_lim; /* requests default to limits */
+    cfg->has_resources = true;
+    int64_t shares = cpu_req * 1024 / 1000;
+    cfg->resources.cpu_shares = shares < 2 ? 2 : shares > 262144 ? 262144 : shares;
+    if (cpu_lim > 0) {
+        cfg->resources.cpu_period = 100000;
+        cfg->resources.cpu_quota = cpu_lim * 100000 / 1000 < 1000 ? 1000 : cpu_lim * 100;
+    }
+    cfg->resources.memory_limit_in_bytes = quantity(json_object_get(lim, "memory"), false);
+    const char *qos = qos_class(p);
+    cfg->resources.oom_score_adj = strcmp(qos, "Guaranteed") == 0   ? -997
+                                   : strcmp(qos, "BestEffort") == 0 ? 1000
+                                                                    : 999;
+    /* the security context: the container's settings win over the pod's */
+    struct ck__cri_security *sec = &cfg->security;
+    namespaces_of(p, sec);
+    const json_t *uid = json_object_get(csc, "runAsUser") ?: json_object_get(psc, "runAsUser");
+    const json_t *gid = json_object_get(csc, "runAsGroup") ?: json_object_get(psc, "runAsGroup");
+    sec->has_run_as_user = json_is_integer(uid);
+    sec->run_as_user = json_integer_value(uid);
+    sec->has_run_as_group = json_is_integer(gid);
+    sec->run_as_group = json_integer_value(gid);
+    sec->privileged = json_is_true(json_object_get(csc, "privileged"));
+    sec->readonly_rootfs = json_is_true(json_object_get(csc, "readOnlyRootFilesystem"));
+    const json_t *ape = json_object_get(csc, "allowPrivilegeEscalation");
+    sec->no_new_privs = json_is_false(ape);
+    const json_t *caps = json_object_get(csc, "capabilities");
+    sec->add_capabilities = strings_of(ar, json_object_get(caps, "add"), &sec->n_add_capabilities);
+    sec->drop_capabilities =
+        strings_of(ar, json_object_get(caps, "drop"), &sec->n_drop_capabilities);
+    const json_t *profile =
+        json_object_get(csc, "seccompProfile") ?: json_object_get(psc, "seccompProfile");
+    sec->seccomp = seccomp_of(profile, &sec->seccomp_localhost_ref);
+    if (sec->seccomp == CK__CRI_SECCOMP_UNSET) /* kubelet: Unconfined unless asked */
+        sec->seccomp = CK__CRI_SECCOMP_UNCONFINED;
+    if (!sec->privileged) {
+        sec->masked_paths = masked_paths;
+        sec->n_masked_paths = sizeof(masked_paths) / sizeof(masked_paths[0]);
+        sec->readonly_paths = readonly_paths;
+        sec->n_readonly_paths = sizeof(readonly_paths) / sizeof(readonly_paths[0]);
+    }
+    const json_t *groups = json_object_get(psc, "supplementalGroups");
+    int64_t *g = keep(ar, calloc(json_array_size(groups) + 1, sizeof(*g)));
+    size_t i;
+    json_t *v;
+    json_array_foreach(groups, i, v) if (g) g[sec->n_supplemental_groups++] = json_integer_value(v);
+    sec->supplemental_groups = g;
+}
+
+/* ---- the interface ----------------------------------------------------------------- */
+
+static int find_sandbox(struct cri_runtime *cr, struct ck__rt_pod *p, uint32_t *ret_next_attempt)
+{
+    struct ck__cri_kv label = {"io.kubernetes.pod.uid", (char *)p->uid};
+    struct ck__cri_filter filter = {.state = -1, .labels = &label, .n_labels = 1};
+    struct ck__cri_sandboxes l;
+    struct ck_err err = {0};
+    *ret_next_attempt = 0;
+    if (ck__cri_list_sandboxes(cr->cri, &filter, &l, &err) < 0)
+        return CK_EIO;
+    const struct ck__cri_sandbox *best = NULL;
+    for (size_t i = 0; i < l.n; i++) {
+        if (l.items[i].attempt + 1 > *ret_next_attempt)
+            *ret_next_attempt = l.items[i].attempt + 1;
+        if (l.items[i].state == CK__CRI_SANDBOX_READY &&
+            (!best || l.items[i].created_at > best->created_at))
+            best = &l.items[i];
+    }
+    int r = best ? 0 : CK_ENOENT;
+    if (best)
+        snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", best->id);
+    ck__cri_sandboxes_release(&l);
+    return r;
+}
+
+/*
+ * Makes sure a CNI configuration is there for the runtime (written for the node when the
+ * directory holds none), as sandboxes outside the host network need one.
+ */
+static int ensure_network(struct cri_runtime *cr, struct ck_err *reterr)
+{
+    char path[PATH_MAX];
+    bool written = false;
+    if (cr->network_ready)
+        return 0;
+    int r = ck__cni_ensure_config(cr->cni_conf_dir, cr->cni_bin_dir, cr->pod_cidr, path,
+                                  sizeof(path), &written, reterr);
+    if (r < 0) {
+        CK_LOGS(0, "Container runtime network not ready", "err", reterr->msg);
+        return r;
+    }
+    cr->network_ready = true;
+    CK_LOGS(0, written ? "CNI configuration written" : "CNI configuration found", "path", path);
+    return 0;
+}
+
+static int pod_start(struct ck__runtime *rt, struct ck__rt_pod *p, char *reason, size_t size,
+                     struct ck_err *reterr)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    uint32_t attempt = 0;
+    snprintf(reason, size, "%s", "");
+    if (!spec_bool(p, "hostNetwork") && ensure_network(cr, reterr) < 0)
+        return CK_EIO;
+    if (find_sandbox(cr, p, &attempt) < 0) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/containers", p->dir);
+        if (ck__mkdirs(dir) < 0)
+            return ck_err_set(reterr, CK_EIO, "cannot create %s: %s", dir, strerror(errno));
+        struct arena ar = {0};
+        struct ck__cri_sandbox_config cfg;
+        sandbox_config(&ar, p, attempt, &cfg);
+        char *id = NULL;
+        int r = ck__cri_run_sandbox(cr->cri, &cfg, NULL, SANDBOX_TIMEOUT_MS, &id, reterr);
+        arena_free(&ar);
+        if (r < 0)
+            return r;
+        snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", id);
+        free(id);
+    }
+    struct ck__cri_sandbox_status st;
+    int r = ck__cri_sandbox_status(cr->cri, p->sandbox_id, &st, reterr);
+    if (r < 0) {
+        p->sandbox_id[0] = 0;
+        return r;
+    }
+    snprintf(p->ip, sizeof(p->ip), "%s", st.ip ? st.ip : "");
+    ck__cri_sandbox_status_release(&st);
+    return 0;
+}
+
+static void pod_remove(struct ck__runtime *rt, struct ck__rt_pod *p)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    struct ck__cri_kv label = {"io.kubernetes.pod.uid", (char *)p->uid};
+    struct ck__cri_filter filter = {.state = -1, .labels = &label, .n_labels = 1};
+    struct ck__cri_containers cl;
+    struct ck__cri_sandboxes sl;
+    struct ck_err err = {0};
+    if (ck__cri_list_containers(cr->cri, &filter, &cl, &err) == 0) {
+        for (size_t i = 0; i < cl.n; i++)
+            ck__cri_remove_container(cr->cri, cl.items[i].id, &err);
+        ck__cri_containers_release(&cl);
+    }
+    if (ck__cri_list_sandboxes(cr->cri, &filter, &sl, &err) == 0) {
+        for (size_t i = 0; i < sl.n; i++) {
+            if (ck__cri_stop_sandbox(cr->cri, sl.items[i].id, &err) < 0 ||
+                ck__cri_remove_sandbox(cr->cri, sl.items[i].id, &err) < 0)
+                CK_LOGS(0, "Failed to remove pod sandbox", "pod", p->name, "err", err.msg);
+        }
+        ck__cri_sandboxes_release(&sl);
+    }
+    remove_pod_cgroup(p);
+    p->sandbox_id[0] = 0;
+}
+
+/* The image's pull policy: the spec's, else Kubernetes' default for its tag. */
+static const char *pull_policy(const json_t *spec, const char *image)
+{
+    const char *policy = json_string_value(json_object_get(spec, "imagePullPolicy"));
+    if (policy && *policy)
+        return policy;
+    const char *slash = strrchr(image, '/'), *colon = strrchr(image, ':');
+    bool tagged = colon && (!slash || colon > slash) && !strchr(image, '@');
+    return !tagged || strcmp(colon, ":latest") == 0 ? "Always" : "IfNotPresent";
+}
+
+/* Makes sure the image is there as its policy says; its id (malloc'd) into *ret_ref. */
+static int ensure_image(struct cri_runtime *cr, const struct ck__rt_pod *p, const json_t *spec,
+                        char **ret_ref, char *reason, size_t size, struct ck_err *reterr)
+{
+    const char *image = json_string_value(json_object_get(spec, "image"));
+    if (!image || !*image) {
+        snprintf(reason, size, "InvalidImageName");
+        return ck_err_set(reterr, CK_EINVAL, "the container has no image");
+    }
+    const char *policy = pull_policy(spec, image);
+    struct ck__cri_image st;
+    bool found = false;
+    if (ck__cri_image_status(cr->cri, image, &st, &found, reterr) < 0) {
+        snprintf(reason, size, "ErrImageInspect");
+        return CK_EIO;
+    }
+    if (found && strcmp(policy, "Always") != 0) {
+        *ret_ref = st.id;
+        st.id = NULL;
+        ck__cri_image_release(&st);
+        emit(cr, p, CK_EVENT_NORMAL, "Pulled", "Container image \"%s\" already present on machine",
+             image);
+        return 0;
+    }
+    if (found)
+        ck__cri_image_release(&st);
+    if (strcmp(policy, "Never") == 0) {
+        snprintf(reason, size, "ErrImageNeverPull");
+        emit(cr, p, CK_EVENT_WARNING, "ErrImageNeverPull",
+             "Container image \"%s\" is not present with pull policy of Never", image);
+        return ck_err_set(reterr, CK_ENOENT,
+                          "Container image \"%s\" is not present with pull policy of Never", image);
+    }
+    emit(cr, p, CK_EVENT_NORMAL, "Pulling", "Pulling image \"%s\"", image);
+    int64_t t0 = realtime_ns();
+    char *ref = NULL;
+    struct ck_err err = {0};
+    if (ck__cri_pull_image(cr->cri, image, NULL, PULL_TIMEOUT_MS, &ref, &err) < 0) {
+        snprintf(reason, size, "ErrImagePull");
+        emit(cr, p, CK_EVENT_WARNING, "Failed", "Failed to pull image \"%s\": %s", image, err.msg);
+        *reterr = err;
+        return CK_EIO;
+    }
+    emit(cr, p, CK_EVENT_NORMAL, "Pulled", "Successfully pulled image \"%s\" in %.3fs", image,
+         (double)(realtime_ns() - t0) / 1e9);
+    *ret_ref = ref;
+    return 0;
+}
+
+static int start(struct ck__runtime *rt, struct ck__rt_pod *p, const struct ck__rt_start *s,
+                 char *id, size_t id_size, char *reason, size_t reason_size, struct ck_err *reterr)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    char *image = NULL;
+    if (ensure_image(cr, p, s->spec, &image, reason, reason_size, reterr) < 0)
+        return CK_EIO;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/containers/%s", p->dir, s->name);
+    ck__mkdirs(dir);
+    struct arena ar = {0};
+    struct ck__cri_sandbox_config scfg;
+    struct ck__cri_container_config cfg;
+    sandbox_config(&ar, p, 0, &scfg);
+    container_config(&ar, p, s, image, &cfg);
+    char *cid = NULL;
+    int r = ck__cri_create_container(cr->cri, p->sandbox_id, &cfg, &scfg, &cid, reterr);
+    arena_free(&ar);
+    free(image);
+    if (r < 0) {
+        snprintf(reason, reason_size, "CreateContainerError");
+        return r;
+    }
+    if ((r = ck__cri_start_container(cr->cri, cid, reterr)) < 0) {
+        snprintf(reason, reason_size, "RunContainerError");
+        struct ck_err ignored = {0};
+        ck__cri_remove_container(cr->cri, cid, &ignored);
+        free(cid);
+        return r;
+    }
+    snprintf(id, id_size, "%s://%s", cr->runtime_name, cid);
+    free(cid);
+    return 0;
+}
+
+static int state(struct ck__runtime *rt, const struct ck__rt_pod *p, const char *name, int attempt,
+                 const char *id, struct ck__rt_state *ret)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    struct ck__cri_container_status st;
+    struct ck_err err = {0};
+    memset(ret, 0, sizeof(*ret));
+    int r = ck__cri_container_status(cr->cri, bare_id(id), &st, &err);
+    if (r == CK_ENOENT)
+        return CK_ENOENT;
+    if (r < 0) { /* the runtime is unreachable: nothing is known to have changed */
+        ret->running = true;
+        return 0;
+    }
+    ret->running = st.state == CK__CRI_CREATED || st.state == CK__CRI_RUNNING;
+    ret->started_ns = st.started_at;
+    snprintf(ret->image_ref, sizeof(ret->image_ref), "%s", st.image_ref ? st.image_ref : "");
+    if (!ret->running) {
+        bool oom = st.reason && strcmp(st.reason, "OOMKilled") == 0;
+        ret->exit = (struct ck_proc_exit){st.exit_code, st.exit_code > 128 ? st.exit_code - 128 : 0,
+                                          st.finished_at ? st.finished_at : realtime_ns(), oom};
+        char dir[PATH_MAX], path[PATH_MAX + 8];
+        struct stat sb;
+        if (snprintf(dir, sizeof(dir), "%s/containers/%s/%d", p->dir, name, attempt) <
+                (int)sizeof(dir) &&
+            ck__mkdirs(dir) == 0) {
+            snprintf(path, sizeof(path), "%s/exit", dir);
+            if (stat(path, &sb) < 0) /* the log reader's end of `follow` */
+                ck_proc_write_exit(path, &ret->exit);
+        }
+    }
+    ck__cri_container_status_release(&st);
+    return 0;
+}
+
+static int find(struct ck__runtime *rt, const struct ck__rt_pod *p, const char *name,
+                int *ret_attempt, char *id, size_t id_size)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    struct ck__cri_kv labels[] = {{"io.kubernetes.pod.uid", (char *)p->uid},
+                                  {"io.kubernetes.container.name", (char *)name}};
+    struct ck__cri_filter filter = {.state = -1, .labels = labels, .n_labels = 2};
+    struct ck__cri_containers l;
+    struct ck_err err = {0};
+    if (ck__cri_list_containers(cr->cri, &filter, &l, &err) < 0)
+        return CK_EIO;
+    const struct ck__cri_container *newest = NULL;
+    for (size_t i = 0; i < l.n; i++)
+        if (!newest || l.items[i].attempt > newest->attempt)
+            newest = &l.items[i];
+    int r = newest ? 0 : CK_ENOENT;
+    if (newest) {
+        *ret_attempt = (int)newest->attempt;
+        snprintf(id, id_size, "%s://%s", cr->runtime_name, newest->id);
+    }
+    ck__cri_containers_release(&l);
+    return r;
+}
+
+struct stop_job {
+    char *endpoint, *id;
+    int64_t grace_s;
+};
+
+/* StopContainer on a connection of its own: a grace period holds no other call. */
+static void *stop_main(void *arg)
+{
+    struct stop_job *job = arg;
+    struct ck__cri *c = NULL;
+    struct ck_err err = {0};
+    if (ck__cri_open(job->endpoint, NULL, CALL_TIMEOUT_MS, &c, &err) == 0 &&
+        ck__cri_stop_container(c, job->id, job->grace_s, &err) < 0 && err.code != CK_ENOENT)
+        CK_LOGS(0, "Failed to stop container", "containerID", job->id, "err", err.msg);
+    ck__cri_close(c);
+    free(job->endpoint);
+    free(job->id);
+    free(job);
+    return NULL;
+}
+
+static void stop(struct ck__runtime *rt, const struct ck__rt_pod *p, const char *id,
+                 int64_t grace_s)
+{
+    (void)p;
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    struct stop_job *job = calloc(1, sizeof(*job));
+    pthread_t t;
+    pthread_attr_t attr;
+    if (!job || !(job->endpoint = strdup(cr->runtime_endpoint)) ||
+        !(job->id = strdup(bare_id(id)))) {
+        if (job)
+            free(job->endpoint);
+        free(job);
+        return;
+    }
+    job->grace_s = grace_s;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, stop_main, job) != 0)
+        stop_main(job); /* no thread: stop here */
+    pthread_attr_destroy(&attr);
+}
+
+static int exec_sync(struct ck__runtime *rt, const struct ck__rt_pod *p, const char *id,
+                     char *const *argv, char *const *envp, const char *dir, int64_t timeout_ns,
+                     int *ret_code, char *msg, size_t size)
+{
+    (void)p, (void)envp, (void)dir;
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    size_t argc = 0;
+    while (argv[argc])
+        argc++;
+    struct ck__cri_exec_result res;
+    struct ck_err err = {0};
+    int64_t timeout_s = (timeout_ns + CK_SEC - 1) / CK_SEC;
+    int r = ck__cri_exec_sync(cr->cri, bare_id(id), (const char *const *)argv, argc, timeout_s,
+                              &res, &err);
+    if (r < 0) {
+        snprintf(msg, size, "%s", err.msg);
+        return strstr(err.msg, "DeadlineExceeded") || strstr(err.msg, "timeout") ? CK_ETIMEDOUT
+                                                                                 : CK_EIO;
+    }
+    *ret_code = res.exit_code;
+    snprintf(msg, size, "%s%s", res.out ? res.out : "", res.err ? res.err : "");
+    ck__cri_exec_result_release(&res);
+    return 0;
+}
+
+static void runtime_free(struct ck__runtime *rt)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    ck__cri_close(cr->cri);
+    free(cr->runtime_endpoint);
+    free(cr->image_endpoint);
+    free(cr->cni_conf_dir);
+    free(cr->cni_bin_dir);
+    free(cr->pod_cidr);
+    free(cr);
+}
+
+static const struct ck__runtime_ops cri_ops = {
+    .name = "cri",
+    .pod_start = pod_start,
+    .pod_remove = pod_remove,
+    .start = start,
+    .state = state,
+    .find = find,
+    .stop = stop,
+    .exec = exec_sync,
+    .free = runtime_free,
+};
+
+int ck__runtime_cri_new(const struct ck_agent_config *config, ck__rt_event_fn event,
+                        void *event_arg, struct ck__runtime **ret, struct ck_err *reterr)
+{
+    const char *endpoint = config->runtime_endpoint && *config->runtime_endpoint
+                               ? config->runtime_endpoint
+                               : CK_AGENT_RUNTIME_ENDPOINT;
+    struct stat st;
+    int r = ck__cni_parse_cidr(config->pod_cidr ? config->pod_cidr : CK_AGENT_POD_CIDR, reterr);
+    if (r < 0)
+        return r;
+    if (strncmp(endpoint, "unix://", 7) == 0 && stat(endpoint + 7, &st) < 0)
+        return ck_err_set(reterr, CK_ENOENT,
+                          "container runtime endpoint %s: %s: install containerd (apt-get "
+                          "install containerd runc), or set --container-runtime-endpoint, or "
+                          "--container-runtime process (pods as unisolated host processes)",
+                          endpoint, strerror(errno));
+    struct cri_runtime *cr = calloc(1, sizeof(*cr));
+    if (!cr)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    cr->base.ops = &cri_ops;
+    cr->runtime_endpoint = strdup(endpoint);
+    cr->cni_conf_dir = strdup(config->cni_conf_dir ? config->cni_conf_dir : CK_AGENT_CNI_CONF_DIR);
+    cr->cni_bin_dir = strdup(config->cni_bin_dir ? config->cni_bin_dir : CK_AGENT_CNI_BIN_DIR);
+    cr->pod_cidr = strdup(config->pod_cidr ? config->pod_cidr : CK_AGENT_POD_CIDR);
+    if (!cr->runtime_endpoint || !cr->cni_conf_dir || !cr->cni_bin_dir || !cr->pod_cidr) {
+        runtime_free(&cr->base);
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    }
+    cr->event = event;
+    cr->event_arg = event_arg;
+    r = ck__cri_open(endpoint, config->image_endpoint, CALL_TIMEOUT_MS, &cr->cri, reterr);
+    if (r < 0) {
+        runtime_free(&cr->base);
+        return r;
+    }
+    struct ck__cri_version v;
+    if ((r = ck__cri_version(cr->cri, "v1", &v, reterr)) < 0) {
+        runtime_free(&cr->base);
+        return r;
+    }
+    snprintf(cr->runtime_name, sizeof(cr->runtime_name), "%s",
+             v.runtime_name && *v.runtime_name ? v.runtime_name : "cri");
+    CK_LOGS(0, "Container runtime", "name", v.runtime_name ? v.runtime_name : "", "version",
+            v.runtime_version ? v.runtime_version : "", "apiVersion",
+            v.runtime_api_version ? v.runtime_api_version : "");
+    ck__cri_version_release(&v);
+    struct ck_err nerr = {0};
+    ensure_network(cr, &nerr); /* not there yet: tried again for each sandbox */
+    *ret = &cr->base;
+    return 0;
+}
