@@ -18,7 +18,8 @@
  * an env var, a hostPath mount and a log path runs, its log file holds its
  * stdout and stderr as CRI log lines, ExecSync sees the env var, the mount
  * and the exit code, an ExecSync past its timeout comes back in seconds,
- * ListContainers filters by sandbox and state, Exec, Attach and PortForward
+ * ListContainers filters by sandbox and state, other threads' calls are
+ * answered while an ExecSync waits, Exec, Attach and PortForward
  * answer the streaming server's URLs, stats give a working set, the log is
  * reopened, StopContainer kills it after its grace period (exit 137 or 143);
  * a container of the web image with no command runs its ENTRYPOINT, which
@@ -30,6 +31,7 @@
  * a second removal is no error, as CRI asks); a pull from a registry nothing
  * serves fails with the runtime's words and gRPC status.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -325,6 +327,58 @@ static void test_container(void **state)
     ck__cri_containers_release(&l);
 }
 
+struct slow_exec {
+    int r;
+    int32_t exit_code;
+    char msg[256];
+};
+
+/* An ExecSync that takes 2 s, from another thread. */
+static void *slow_exec(void *arg)
+{
+    struct slow_exec *x = arg;
+    static const char *const argv[] = {"sleep", "2"};
+    struct ck__cri_exec_result res;
+    struct ck_err err = {0};
+    x->r = ck__cri_exec_sync(cri, ct_id, argv, 2, 10, &res, &err);
+    if (x->r == 0) {
+        x->exit_code = res.exit_code;
+        ck__cri_exec_result_release(&res);
+    }
+    snprintf(x->msg, sizeof(x->msg), "%s", err.msg);
+    return NULL;
+}
+
+/* While one thread's ExecSync waits, another thread's calls are answered. */
+static void test_calls_side_by_side(void **state)
+{
+    (void)state;
+    assert_non_null(ct_id);
+    struct slow_exec x = {0};
+    pthread_t t;
+    int64_t t0 = now_ms();
+    assert_int_equal(pthread_create(&t, NULL, slow_exec, &x), 0);
+    usleep(300000); /* the ExecSync is under way */
+    struct ck_err err = {0};
+    for (int i = 0; i < 3; i++) {
+        struct ck__cri_container_status st;
+        if (ck__cri_container_status(cri, ct_id, &st, &err) < 0)
+            fail_msg("ContainerStatus: %s", err.msg);
+        assert_int_equal(st.state, CK__CRI_RUNNING);
+        ck__cri_container_status_release(&st);
+    }
+    int64_t answered = now_ms() - t0;
+    assert_int_equal(pthread_join(t, NULL), 0);
+    int64_t took = now_ms() - t0;
+    print_message("three ContainerStatus answered after %lld ms, the ExecSync after %lld ms\n",
+                  (long long)answered, (long long)took);
+    if (x.r < 0)
+        fail_msg("ExecSync: %s", x.msg);
+    assert_int_equal(x.exit_code, 0);
+    assert_true(took >= 2000);
+    assert_true(answered < 1500); /* not after the ExecSync's 2 s */
+}
+
 static void assert_stream_url(const char *what, int r, char *url, const struct ck_err *err)
 {
     if (r < 0)
@@ -580,6 +634,7 @@ int main(void)
         cmocka_unit_test(test_version_and_status),
         cmocka_unit_test(test_run_sandbox),
         cmocka_unit_test(test_container),
+        cmocka_unit_test(test_calls_side_by_side),
         cmocka_unit_test(test_streams_stats_and_log),
         cmocka_unit_test(test_stop_container),
         cmocka_unit_test(test_web_entrypoint),
