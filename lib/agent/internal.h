@@ -276,7 +276,7 @@ struct ck__cri_security {
     bool readonly_rootfs, privileged;
     const int64_t *supplemental_groups;
     size_t n_supplemental_groups;
-    enum ck__cri_seccomp seccomp;
+    enum ck__cri_seccomp seccomp;      /* 0 is RuntimeDefault: CK__CRI_SECCOMP_UNSET sends none */
     const char *seccomp_localhost_ref; /* with CK__CRI_SECCOMP_LOCALHOST */
     /* containers only */
     const char *const *add_capabilities, *const *drop_capabilities;
@@ -391,8 +391,8 @@ struct ck__cri_container_status {
 /* A filter of ListPodSandbox or ListContainers: every member set must match. */
 struct ck__cri_filter {
     const char *id;         /* NULL: any */
-    const char *sandbox_id; /* containers only; NULL: any */
-    int state;              /* a ck__cri_*_state; -1: any */
+    const char *sandbox_id; /* containers and stats only; NULL: any */
+    int state;              /* a ck__cri_*_state; -1: any (0 is READY or CREATED) */
     const struct ck__cri_kv *labels;
     size_t n_labels;
 };
