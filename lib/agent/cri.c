@@ -1787,7 +1787,10 @@ int ck__cri_status_error(const char *service, const char *method, int status, co
         snprintf(unknown, sizeof(unknown), "Code(%d)", status);
         name = unknown;
     }
-    int code = status == 5 ? CK_ENOENT : status == 3 ? CK_EINVAL : CK_EIO;
+    int code = status == 5   ? CK_ENOENT
+               : status == 3 ? CK_EINVAL
+               : status == 4 ? CK_ETIMEDOUT /* DeadlineExceeded: an ExecSync's timeout */
+                             : CK_EIO;
     return ck_err_set(reterr, code, "cri: %s %s: rpc error: code = %s desc = %s", service, method,
                       name, message);
 }

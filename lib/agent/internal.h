@@ -309,7 +309,8 @@ struct ck__cri *ck__cri_close(struct ck__cri *c);
  * leaving it alone: CK_EIO when the runtime cannot be reached, its answer is malformed
  * or the call failed (the message names the method and the gRPC status: "cri:
  * ImageService PullImage: rpc error: code = Unknown desc = ..."), CK_ENOENT for gRPC's
- * NotFound, CK_EINVAL for InvalidArgument, CK_ENOMEM.
+ * NotFound, CK_EINVAL for InvalidArgument, CK_ETIMEDOUT for DeadlineExceeded (the
+ * runtime's: an ExecSync past its timeout), CK_ENOMEM.
  */
 /* RuntimeService/Version: version is the CRI version the caller speaks (may be NULL). */
 int ck__cri_version(struct ck__cri *c, const char *version, struct ck__cri_version *ret,
@@ -381,7 +382,7 @@ struct ck__cri_security {
     bool readonly_rootfs, privileged;
     const int64_t *supplemental_groups;
     size_t n_supplemental_groups;
-    enum ck__cri_seccomp seccomp;
+    enum ck__cri_seccomp seccomp;      /* 0 is RuntimeDefault: CK__CRI_SECCOMP_UNSET sends none */
     const char *seccomp_localhost_ref; /* with CK__CRI_SECCOMP_LOCALHOST */
     /* containers only */
     const char *const *add_capabilities, *const *drop_capabilities;
@@ -496,8 +497,8 @@ struct ck__cri_container_status {
 /* A filter of ListPodSandbox or ListContainers: every member set must match. */
 struct ck__cri_filter {
     const char *id;         /* NULL: any */
-    const char *sandbox_id; /* containers only; NULL: any */
-    int state;              /* a ck__cri_*_state; -1: any */
+    const char *sandbox_id; /* containers and stats only; NULL: any */
+    int state;              /* a ck__cri_*_state; -1: any (0 is READY or CREATED) */
     const struct ck__cri_kv *labels;
     size_t n_labels;
 };
@@ -658,7 +659,8 @@ int ck__cri_decode_list_container_stats(struct ck__pb_reader r, struct ck__cri_s
 /*
  * A failed call's error (service and method as "ImageService", "PullImage"): the gRPC
  * status as Go's gRPC prints it, "rpc error: code = NotFound desc = <message>";
- * returns CK_ENOENT for NotFound (5), CK_EINVAL for InvalidArgument (3), else CK_EIO.
+ * returns CK_ENOENT for NotFound (5), CK_EINVAL for InvalidArgument (3), CK_ETIMEDOUT
+ * for DeadlineExceeded (4), else CK_EIO.
  */
 int ck__cri_status_error(const char *service, const char *method, int status, const char *message,
                          struct ck_err *reterr);

@@ -814,6 +814,10 @@ static void test_status_errors(void **state)
                                  "= image \"x\" not found");
     assert_int_equal(ck__cri_status_error("RuntimeService", "Version", 3, "bad", &err), CK_EINVAL);
     assert_non_null(strstr(err.msg, "code = InvalidArgument desc = bad"));
+    assert_int_equal(
+        ck__cri_status_error("RuntimeService", "ExecSync", 4, "timeout 1s exceeded", &err),
+        CK_ETIMEDOUT);
+    assert_non_null(strstr(err.msg, "code = DeadlineExceeded desc = timeout 1s exceeded"));
     assert_int_equal(ck__cri_status_error("RuntimeService", "Status", 12, "", &err), CK_EIO);
     assert_non_null(strstr(err.msg, "code = Unimplemented desc = "));
     assert_int_equal(ck__cri_status_error("ImageService", "PullImage", 16, "who", &err), CK_EIO);
