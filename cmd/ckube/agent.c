@@ -7,7 +7,7 @@
  *               [--container-runtime cri|process]
  *               [--container-runtime-endpoint unix:///run/containerd/containerd.sock]
  *               [--image-service-endpoint URL] [--cni-conf-dir /etc/cni/net.d]
- *               [--cni-bin-dir /usr/lib/cni] [--pod-cidr 10.88.0.0/16]
+ *               [--cni-bin-dir /usr/lib/cni] [--pod-cidr 10.88.0.0/16] [--cgroup-root /]
  *
  * Reads a KubeletConfiguration-style file (--config), then the flags on top (flags win
  * per setting; feature gates merge as kubelet's: the file's map, then --feature-gates),
@@ -69,6 +69,8 @@ static const char usage[] =
     "                             configured (default /usr/lib/cni)\n"
     "      --pod-cidr CIDR        the node's pod range in the configuration it writes\n"
     "                             (default 10.88.0.0/16)\n"
+    "      --cgroup-root CGROUP   the cgroup pods' cgroups go under, as CGROUP/kubepods/...\n"
+    "                             (default /)\n"
     "  -v, --v N                  log verbosity (default 0)\n"
     "      --logging-format FORMAT  text (klog) or json (default text)\n"
     "  -h, --help                 print this help\n";
@@ -113,7 +115,7 @@ static bool parse_bytes(const char *s, int64_t *ret)
 /* What the flags set, which the file does not override. */
 struct flags_set {
     bool max_pods, log_max_size, log_max_files;
-    bool runtime_endpoint, image_endpoint, pod_cidr;
+    bool runtime_endpoint, image_endpoint, pod_cidr, cgroup_root;
 };
 
 /*
@@ -184,7 +186,8 @@ static int read_config(const char *path, struct ck_agent_config *config,
                     &config->runtime_endpoint) ||
         file_string(path, root, "imageServiceEndpoint", set->image_endpoint,
                     &config->image_endpoint) ||
-        file_string(path, root, "podCIDR", set->pod_cidr, &config->pod_cidr)) {
+        file_string(path, root, "podCIDR", set->pod_cidr, &config->pod_cidr) ||
+        file_string(path, root, "cgroupRoot", set->cgroup_root, &config->cgroup_root)) {
         json_decref(root);
         return 2;
     }
@@ -258,7 +261,8 @@ int ck_cmd_agent(int argc, char **argv)
         O_IMAGE_ENDPOINT,
         O_CNI_CONF,
         O_CNI_BIN,
-        O_POD_CIDR
+        O_POD_CIDR,
+        O_CGROUP_ROOT
     };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
@@ -280,6 +284,7 @@ int ck_cmd_agent(int argc, char **argv)
         {"cni-conf-dir", required_argument, NULL, O_CNI_CONF},
         {"cni-bin-dir", required_argument, NULL, O_CNI_BIN},
         {"pod-cidr", required_argument, NULL, O_POD_CIDR},
+        {"cgroup-root", required_argument, NULL, O_CGROUP_ROOT},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -372,6 +377,12 @@ int ck_cmd_agent(int argc, char **argv)
         case O_POD_CIDR:
             config.pod_cidr = optarg;
             set.pod_cidr = true;
+            break;
+        case O_CGROUP_ROOT:
+            if (optarg[0] != '/')
+                return usage_error("--cgroup-root must be an absolute cgroup path", optarg);
+            config.cgroup_root = optarg;
+            set.cgroup_root = true;
             break;
         case 'v':
         case O_FORMAT:

@@ -262,6 +262,8 @@ struct ck_agent_config {
     const char *cni_conf_dir; /* NULL: CK_AGENT_CNI_CONF_DIR */
     const char *cni_bin_dir;  /* NULL: CK_AGENT_CNI_BIN_DIR */
     const char *pod_cidr;     /* the node's pod range until spec.podCIDR: NULL: CK_AGENT_POD_CIDR */
+    /* CRI: the cgroup pods go under (kubelet's --cgroup-root): <root>/kubepods/...; NULL: "/" */
+    const char *cgroup_root;
 };
 
 #define CK_AGENT_RUNTIME_ENDPOINT "unix:///run/containerd/containerd.sock"

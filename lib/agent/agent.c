@@ -1086,6 +1086,9 @@ static void start_sandbox(struct ck_agent *a, struct pod_run *p)
     struct ck_err err = {0};
     if (a->rt->ops->pod_start(a->rt, &p->rp, reason, sizeof(reason), &err) == 0) {
         p->sandbox_ready = true;
+        if (!p->rp.ip[0] &&
+            json_is_true(json_object_get(json_object_get(p->pod, "spec"), "hostNetwork")))
+            snprintf(p->rp.ip, sizeof(p->rp.ip), "%s", a->host_ip); /* the node's, as kubelet */
         CK_LOGS(2, "Pod sandbox ready", "pod", p->name, "namespace", p->ns, "podIP", p->rp.ip);
         return;
     }

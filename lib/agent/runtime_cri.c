@@ -62,6 +62,7 @@ struct cri_runtime {
     char *runtime_endpoint, *image_endpoint;
     char runtime_name[64]; /* Version's runtime_name: containerID's scheme */
     char *cni_conf_dir, *cni_bin_dir, *pod_cidr;
+    char *cgroup_root;  /* "" for "/": pods under <root>/kubepods */
     bool network_ready; /* a CNI configuration is there */
     ck__rt_event_fn event;
     void *event_arg;
@@ -248,10 +249,10 @@ static void namespaces_of(const struct ck__rt_pod *p, struct ck__cri_security *s
 }
 
 /* The pod's cgroup (cgroupfs names, as kubelet's for the pod's QoS class), malloc'd. */
-static char *pod_cgroup(const struct ck__rt_pod *p)
+static char *pod_cgroup(const struct cri_runtime *cr, const struct ck__rt_pod *p)
 {
     const char *qos = qos_class(p);
-    return fmt("/kubepods%s/pod%s",
+    return fmt("%s/kubepods%s/pod%s", cr->cgroup_root,
                strcmp(qos, "Guaranteed") == 0  ? ""
                : strcmp(qos, "Burstable") == 0 ? "/burstable"
                                                : "/besteffort",
@@ -263,9 +264,9 @@ static char *pod_cgroup(const struct ck__rt_pod *p)
  * container's parents) and never removes, as kubelet's pod container manager does: in
  * each cgroup v1 hierarchy and in cgroup v2. Only empty directories go (rmdir).
  */
-static void remove_pod_cgroup(const struct ck__rt_pod *p)
+static void remove_pod_cgroup(const struct cri_runtime *cr, const struct ck__rt_pod *p)
 {
-    char *cg = pod_cgroup(p);
+    char *cg = pod_cgroup(cr, p);
     char path[PATH_MAX];
     DIR *d = cg ? opendir("/sys/fs/cgroup") : NULL; /* v1: a directory per hierarchy */
     struct dirent *e;
@@ -280,7 +281,8 @@ static void remove_pod_cgroup(const struct ck__rt_pod *p)
     free(cg);
 }
 
-static void sandbox_config(struct arena *ar, const struct ck__rt_pod *p, uint32_t attempt,
+static void sandbox_config(struct arena *ar, const struct cri_runtime *cr,
+                           const struct ck__rt_pod *p, uint32_t attempt,
                            struct ck__cri_sandbox_config *cfg)
 {
     const json_t *spec = spec_of(p), *meta = json_object_get(p->pod, "metadata");
@@ -323,7 +325,7 @@ static void sandbox_config(struct arena *ar, const struct ck__rt_pod *p, uint32_
         }
     }
     cfg->port_mappings = pm;
-    cfg->cgroup_parent = keep(ar, pod_cgroup(p));
+    cfg->cgroup_parent = keep(ar, pod_cgroup(cr, p));
     namespaces_of(p, &cfg->security);
     const json_t *uid = json_object_get(psc, "runAsUser"),
                  *gid = json_object_get(psc, "runAsGroup");
@@ -566,7 +568,7 @@ static int pod_start(struct ck__runtime *rt, struct ck__rt_pod *p, char *reason,
             return ck_err_set(reterr, CK_EIO, "cannot create %s: %s", dir, strerror(errno));
         struct arena ar = {0};
         struct ck__cri_sandbox_config cfg;
-        sandbox_config(&ar, p, attempt, &cfg);
+        sandbox_config(&ar, cr, p, attempt, &cfg);
         char *id = NULL;
         int r = ck__cri_run_sandbox(cr->cri, &cfg, NULL, SANDBOX_TIMEOUT_MS, &id, reterr);
         arena_free(&ar);
@@ -607,7 +609,7 @@ static void pod_remove(struct ck__runtime *rt, struct ck__rt_pod *p)
         }
         ck__cri_sandboxes_release(&sl);
     }
-    remove_pod_cgroup(p);
+    remove_pod_cgroup(cr, p);
     p->sandbox_id[0] = 0;
 }
 
@@ -684,7 +686,7 @@ static int start(struct ck__runtime *rt, struct ck__rt_pod *p, const struct ck__
     struct arena ar = {0};
     struct ck__cri_sandbox_config scfg;
     struct ck__cri_container_config cfg;
-    sandbox_config(&ar, p, 0, &scfg);
+    sandbox_config(&ar, cr, p, 0, &scfg);
     container_config(&ar, p, s, image, &cfg);
     char *cid = NULL;
     int r = ck__cri_create_container(cr->cri, p->sandbox_id, &cfg, &scfg, &cid, reterr);
@@ -843,6 +845,7 @@ static void runtime_free(struct ck__runtime *rt)
     free(cr->cni_conf_dir);
     free(cr->cni_bin_dir);
     free(cr->pod_cidr);
+    free(cr->cgroup_root);
     free(cr);
 }
 
@@ -882,7 +885,13 @@ int ck__runtime_cri_new(const struct ck_agent_config *config, ck__rt_event_fn ev
     cr->cni_conf_dir = strdup(config->cni_conf_dir ? config->cni_conf_dir : CK_AGENT_CNI_CONF_DIR);
     cr->cni_bin_dir = strdup(config->cni_bin_dir ? config->cni_bin_dir : CK_AGENT_CNI_BIN_DIR);
     cr->pod_cidr = strdup(config->pod_cidr ? config->pod_cidr : CK_AGENT_POD_CIDR);
-    if (!cr->runtime_endpoint || !cr->cni_conf_dir || !cr->cni_bin_dir || !cr->pod_cidr) {
+    const char *cgroup_root = config->cgroup_root ? config->cgroup_root : "/";
+    size_t root_len = strlen(cgroup_root);
+    while (root_len > 0 && cgroup_root[root_len - 1] == '/')
+        root_len--;
+    cr->cgroup_root = strndup(cgroup_root, root_len);
+    if (!cr->runtime_endpoint || !cr->cni_conf_dir || !cr->cni_bin_dir || !cr->pod_cidr ||
+        !cr->cgroup_root) {
         runtime_free(&cr->base);
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     }

@@ -3,7 +3,7 @@
 # running real pods.
 #
 # Everything runs inside a network namespace and a mount namespace the test
-# creates (`unshare --net --mount --propagation private`), so it only touches
+# creates (tests/lib/containerd.sh, shared with the agent's end-to-end test on CRI) (`unshare --net --mount --propagation private`), so it only touches
 # what it made:
 #
 # - the network: containerd, its shims, the CNI bridge "ckt0" (10.244.7.0/24,
@@ -45,54 +45,15 @@ fail() {
     exit 1
 }
 
-# The PIDs of the processes whose network namespace is $1 (a /proc/PID/ns/net link).
-in_netns() {
-    for p in /proc/[0-9]*; do
-        [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$1" ] && echo "${p#/proc/}"
-    done
-}
-
-# The PIDs of the processes in the cgroup $1 (its directories in every hierarchy).
-in_cgroup() {
-    for h in /sys/fs/cgroup/*/; do
-        [ -d "$h${1#/}" ] && find "$h${1#/}" -name cgroup.procs -exec cat {} + 2>/dev/null
-    done | sort -u
-}
+. "$(dirname "$0")/../lib/containerd.sh"
 
 if [ "${1:-}" = "--inside" ]; then
     # ---- inside the namespaces: $2 the driver, $3 the directory, $4 the cgroup parent ----
     driver=$2
     dir=$3
     cgroup_parent=$4
-    readlink /proc/self/ns/net >"$dir/netns"
-    mount -t tmpfs -o mode=0755 ckube-test-run /run || exit 3
-    mkdir -p "$dir/varlib/upper" "$dir/varlib/work"
-    mount -t overlay ckube-test-varlib \
-        -o "lowerdir=/var/lib,upperdir=$dir/varlib/upper,workdir=$dir/varlib/work" /var/lib ||
-        exit 3
-    ip link set lo up || exit 3
-
-    sock="$dir/containerd.sock"
-    pid=""
-    cleanup() {
-        if [ -n "$pid" ]; then
-            # what a failed run left: containers (sandboxes too) killed and deleted
-            for id in $(ctr -a "$sock" -n k8s.io containers ls -q 2>/dev/null); do
-                ctr -a "$sock" -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1
-                ctr -a "$sock" -n k8s.io tasks delete -f "$id" >/dev/null 2>&1
-                ctr -a "$sock" -n k8s.io containers delete "$id" >/dev/null 2>&1
-            done
-            kill "$pid" 2>/dev/null
-            i=0
-            while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
-                sleep 0.1
-                i=$((i + 1))
-            done
-            kill -9 "$pid" 2>/dev/null
-            wait "$pid" 2>/dev/null
-        fi
-    }
-    trap cleanup EXIT
+    cri_inside_setup "$dir"
+    trap cri_stop_containerd EXIT
     trap 'exit 1' INT TERM
 
     mkdir -p "$dir/cni/net.d" "$dir/logs" "$dir/host"
@@ -123,83 +84,9 @@ conf = {
 with open(d + "/cni/net.d/10-ckube-test.conflist", "w") as f:
     json.dump(conf, f, indent=2)
 EOF
-    cat >"$dir/config.toml" <<EOF
-version = 2
-root = "$dir/root"
-state = "$dir/state"
-disabled_plugins = []
-
-[grpc]
-  address = "$sock"
-
-[ttrpc]
-  address = "$sock.ttrpc"
-
-[debug]
-  address = ""
-
-[metrics]
-  address = ""
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$dir/opt"
-
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "ckube.local/pause:1"
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  netns_mounts_under_state_dir = true
-  # the pause container's oom_score_adj is -998, which a root without
-  # CAP_SYS_RESOURCE (as in some sandboxed machines) cannot set: never below
-  # containerd's own
-  restrict_oom_score_adj = true
-
-[plugins."io.containerd.grpc.v1.cri".cni]
-  conf_dir = "$dir/cni/net.d"
-  bin_dir = "/usr/lib/cni"
-  max_conf_num = 1
-EOF
-
-    containerd --config "$dir/config.toml" >"$dir/containerd.log" 2>&1 &
-    pid=$!
-    ready=0
-    i=0
-    while [ $i -lt 200 ]; do
-        if ! kill -0 "$pid" 2>/dev/null; then
-            wait "$pid" 2>/dev/null
-            pid=""
-            tail -n 5 "$dir/containerd.log" >&2
-            skip "containerd could not start here (its log above)"
-        fi
-        if [ -S "$sock" ] && ctr -a "$sock" version >/dev/null 2>&1; then
-            ready=1
-            break
-        fi
-        sleep 0.1
-        i=$((i + 1))
-    done
-    [ $ready -eq 1 ] || {
-        tail -n 5 "$dir/containerd.log" >&2
-        fail "containerd did not answer within 20 s"
-    }
-    if ! grep -q 'io.containerd.grpc.v1.cri' "$dir/containerd.log" ||
-        ctr -a "$sock" plugins ls 2>/dev/null | grep 'io.containerd.grpc.v1 *cri' | grep -qv ' ok'; then
-        grep -i 'cri' "$dir/containerd.log" | tail -n 5 >&2
-        skip "containerd's CRI plugin did not load here (its log above)"
-    fi
-
-    # The images: busybox-static's tree, built by the project's own script.
-    if ! python3 "$(dirname "$0")/../../scripts/build-images" "$dir/images" >"$dir/build.log" 2>&1; then
-        cat "$dir/build.log" >&2
-        fail "scripts/build-images failed"
-    fi
-    . "$dir/images/images.env"
-    for name in busybox pause web; do
-        ctr -a "$sock" -n k8s.io images import "$dir/images/$name.tar" >"$dir/import.log" 2>&1 || {
-            cat "$dir/import.log" >&2
-            fail "ctr could not import the $name image"
-        }
-    done
+    cri_start_containerd "$dir" "$dir/cni/net.d"
+    sock=$cri_sock
+    cri_import_images "$dir"
     echo "what the containers' hostPath mount shows" >"$dir/host/file"
 
     CKUBE_CRI_ENDPOINT="unix://$sock" CKUBE_CRI_IMAGE="$busybox_image" \
@@ -217,66 +104,16 @@ fi
 
 # ---- outside: checks, the namespaces, and what must be gone afterwards ----
 driver=$1
-[ "$(id -u)" = 0 ] || skip "not root: containers, namespaces and cgroups need root"
-for tool in containerd ctr runc python3 unshare ip mount; do
-    command -v "$tool" >/dev/null 2>&1 || skip "no $tool (Debian packages containerd, runc, util-linux, iproute2)"
-done
-for plugin in bridge host-local portmap loopback; do
-    [ -x "/usr/lib/cni/$plugin" ] ||
-        skip "no /usr/lib/cni/$plugin (Debian package containernetworking-plugins)"
-done
-busybox=/bin/busybox
-[ -x "$busybox" ] || skip "no $busybox (Debian package busybox-static)"
-# a static busybox: the image holds nothing else for it to load
-if [ -r /usr/bin/ldd ] && ldd "$busybox" 2>&1 | grep -q '=>'; then
-    skip "$busybox is dynamically linked (Debian's busybox-static provides a static one)"
-fi
-unshare --net --mount --propagation private true 2>/dev/null ||
-    skip "cannot create network and mount namespaces here (unshare --net --mount)"
-
-# a unix socket's path is at most 107 bytes: a long TMPDIR is passed over for /tmp;
-# the overlay over /var/lib must not hide the directory itself
-tmp=${TMPDIR:-/tmp}
-tmp=${tmp%/} # containerd reports clean paths, compared with ours
-case "$tmp" in /var/lib | /var/lib/*) tmp=/tmp ;; esac
-[ ${#tmp} -le 60 ] || tmp=/tmp
-dir=$(mktemp -d "$tmp/ckube-cri-XXXXXX") || exit 1
+cri_require
+cri_tmpdir
+dir=$cri_dir
 cgroup_parent=/ckube-test-$$
-cleanup_outside() {
-    rm -rf "$dir"
-}
-trap cleanup_outside EXIT
+trap 'rm -rf "$dir"' EXIT
 trap 'exit 1' INT TERM
 
-unshare --net --mount --propagation private sh "$0" --inside "$driver" "$dir" "$cgroup_parent"
+cri_enter "$0" "$driver" "$dir" "$cgroup_parent"
 status=$?
-[ $status -eq 3 ] && skip "could not set up the namespaces' mounts and loopback"
-
 # nothing of the test may be left running: not in its network namespace (containerd,
 # shims), not in its cgroups (containers)
-left=""
-if [ -s "$dir/netns" ]; then
-    left=$(in_netns "$(cat "$dir/netns")")
-fi
-left="$left $(in_cgroup "$cgroup_parent")"
-left=$(echo $left)
-if [ -n "$left" ]; then
-    echo "test_cri_containerd: processes left behind, killed:" >&2
-    for p in $left; do
-        ps -o pid=,args= -p "$p" >&2
-        kill -9 "$p" 2>/dev/null
-    done
-    status=1
-    sleep 1
-fi
-# the cgroups runc made under the parent, in every hierarchy
-for h in /sys/fs/cgroup/*/; do
-    if [ -d "$h${cgroup_parent#/}" ]; then
-        find "$h${cgroup_parent#/}" -depth -type d -exec rmdir {} + 2>/dev/null
-        if [ -d "$h${cgroup_parent#/}" ]; then
-            echo "test_cri_containerd: cannot remove $h${cgroup_parent#/}" >&2
-            status=1
-        fi
-    fi
-done
+cri_leftovers "$cgroup_parent" || status=1
 exit $status
