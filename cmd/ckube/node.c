@@ -246,9 +246,12 @@ int ck_cmd_node_start(const struct ck_apiserver *server, const struct ck_cmd_nod
         config.client_ca_file = n->client_ca;
     struct ck_err err = {0};
     if (node_client(server, n->name, &n->client, &err) < 0) {
-        CK_LOGE("node: no client for system:node:%s: %s", n->name, err.msg);
+        /* a client CA of the user's own: no CA key here to sign the node's certificate */
+        CK_LOGE("No node: no credentials for system:node:%s (%s); run `ckube agent` with a "
+                "certificate your CA signed, or pass --disable-agent",
+                n->name, err.msg);
         ck_cmd_node_stop(n);
-        return -1;
+        return 0;
     }
     config.client = n->client;
     if (ck_agent_new(&config, &n->agent, &err) < 0) {
