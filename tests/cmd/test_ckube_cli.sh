@@ -162,7 +162,9 @@ check "non-loopback plain-HTTP listen exits 1" [ "$rc" -eq 1 ]
 check "non-loopback plain-HTTP listen explains" grep -q "loopback" "$work/err3"
 expect_usage_error "--anonymous-auth: want true or false" server --anonymous-auth maybe
 expect_usage_error "cannot be combined" server --insecure-plain-http --token-auth-file x
-# the node's flags are checked before anything starts
+# the node's flags are checked before anything starts; --help warns about the process runtime
+"$ckube" server --help >"$work/help" 2>&1
+check "server --help warns that process pods are not isolated" grep -q "NOT ISOLATED" "$work/help"
 expect_usage_error "--container-runtime: want cri or process" server --container-runtime docker
 expect_usage_error "apply to the cri runtime only" server --container-runtime process \
     --container-runtime-endpoint unix:///nowhere.sock

@@ -6,8 +6,11 @@
 #    the log warns that pods are not isolated; a pod (`kubectl run` of `sleep 300`, a
 #    host command) runs as a process of this host; deleted, it stops; the server's
 #    stop leaves no process behind (none of its children, none of the pod's).
-# 2. `--disable-agent`: no Node registers, no agent or containerd directory is made.
-# 3. With containerd (and ctr, runc, unshare, ip) installed, the default runtime in a
+# 2. `--disable-agent`: no Node registers, no agent or containerd directory is made;
+#    nor with the default runtime when containerd is not on PATH and no endpoint is
+#    given, and the log names the ways out.
+# 3. With containerd (and ctr, runc, unshare, ip) installed, the default runtime (and
+#    node name: the host's, lowercased) in a
 #    network and mount namespace the test makes (`unshare --net --mount`, loopback up,
 #    a tmpfs over /var/run/netns when it exists): the server starts containerd as its
 #    child with config and socket under its data directory, the pause image is
@@ -46,8 +49,9 @@ trap 'kill_leftovers; cleanup' EXIT
 start_node_server() {
     dir=$1 st=$2
     shift 2
-    "$ckube" server --listen "127.0.0.1:$port" --data-dir "$dir" --store "$st" "$@" \
-        >>"$work/server.out" 2>>"$work/server.err" &
+    # shellcheck disable=SC2086 # server_env is a list of NAME=VALUE words
+    env ${server_env:-} "$ckube" server --listen "127.0.0.1:$port" --data-dir "$dir" \
+        --store "$st" "$@" >>"$work/server.out" 2>>"$work/server.err" &
     server_pid=$!
     i=0
     until [ "$(curl -s -m 10 --cacert "$dir/pki/ca.crt" "$url/readyz" 2>/dev/null)" = ok ] &&
@@ -101,6 +105,18 @@ check "--disable-agent makes no agent directory" test ! -e "$work/data2/agent"
 check "--disable-agent starts no containerd" test ! -e "$work/data2/containerd"
 check "--disable-agent: no node agent in the log" sh -c "! grep -q 'Node agent' '$work/server.err'"
 stop_server
+
+# --- 2b. cri without containerd on PATH and without an endpoint: no node, and why -----------
+mv "$work/server.err" "$work/server-disabled.err"
+server_env="PATH=/nonexistent" start_node_server "$work/data2b" "sqlite://$work/state2b.db"
+KUBECONFIG="$work/data2b/kubeconfig"
+poll "without containerd: an error naming the ways out" grep -q \
+    "containerd is not installed.*--container-runtime-endpoint.*--container-runtime process.*--disable-agent" \
+    "$work/server.err"
+sleep 2
+check "without containerd: no node" test -z "$(k get nodes -o name 2>&1)"
+check "without containerd: no containerd directory" test ! -e "$work/data2b/containerd"
+stop_server
 KUBECONFIG="$work/data/kubeconfig"
 
 # --- 3. the supervised containerd, in namespaces of the test's own ---------------------
@@ -123,14 +139,16 @@ if [ -d /var/run/netns ]; then mount -t tmpfs tmpfs /var/run/netns || exit 1; fi
 exec "$@"
 EOF
 d3="$work/data3"
-mv "$work/server.err" "$work/server-disabled.err"
+mv "$work/server.err" "$work/server-nocontainerd.err"
 unshare --net --mount --propagation private sh "$work/netns.sh" \
     "$ckube" server --listen "127.0.0.1:$port" --data-dir "$d3" --store "sqlite://$work/state3.db" \
-    --node-name "$node" >>"$work/server.out" 2>>"$work/server.err" &
+    >>"$work/server.out" 2>>"$work/server.err" &
 ns_pid=$!
 logged() { grep -q "$1" "$work/server.err"; }
 poll "containerd answers" logged '"containerd: ready"'
 sock=$(sed -n 's/.*"containerd: started" pid="[0-9]*" socket="\([^"]*\)".*/\1/p' "$work/server.err" | head -1)
+host=$(tr 'A-Z' 'a-z' </proc/sys/kernel/hostname)
+check "the node is named after the host ($host)" logged "\"Node agent starting\" node=\"$host\""
 check "containerd's socket is under the data directory" test "$sock" = "$d3/containerd/containerd.sock"
 check "its config under the data directory" \
     grep -q '^  sandbox_image = "ckube.local/pause:1"' "$d3/containerd/config.toml"
