@@ -17,6 +17,9 @@
 #    imported (`ctr images ls`), containerd killed with SIGKILL is started again, and
 #    the server's stop stops it (no containerd of this data directory left). Whether
 #    pods run through the CRI is not tested here.
+# 4. A data directory whose path is too long for a unix socket: containerd's socket
+#    goes under /run/ckube/<hash>/ (a tmpfs of the namespace's own), the same at every
+#    start.
 # Part 3 needs root (or the right to make namespaces): without containerd or the tools
 # the test runs parts 1 and 2 and then exits 77 naming what is missing.
 #
@@ -135,6 +138,7 @@ if [ -n "$missing" ]; then
 fi
 cat >"$work/netns.sh" <<'EOF'
 ip link set lo up || exit 1
+if [ -n "${RUN_TMPFS:-}" ]; then mount -t tmpfs tmpfs /run || exit 1; fi
 if [ -d /var/run/netns ]; then mount -t tmpfs tmpfs /var/run/netns || exit 1; fi
 exec "$@"
 EOF
@@ -179,4 +183,31 @@ check "the server's stop stops containerd ($(alive $containerd_pids))" test -z "
 ours() { ps -e -o args= | grep -F "$d3/containerd/config.toml" | grep -v grep; }
 check "no containerd of this data directory is left" test -z "$(ours)"
 check "the stop is logged" logged '"containerd: stopped"'
+
+# --- 4. a data directory too long for a unix socket's path -----------------------------
+# the socket goes under /run/ckube/<hash>/, the same at every start; /run is a tmpfs of
+# the namespace's own here
+long="$work/$(printf '%0100d' 0)/data"
+mkdir -p "$(dirname "$long")"
+sockets=""
+for run in 1 2; do
+    mv "$work/server.err" "$work/server-$run.err"
+    RUN_TMPFS=1 unshare --net --mount --propagation private sh "$work/netns.sh" \
+        "$ckube" server --listen "127.0.0.1:$port" --data-dir "$long" \
+        --store "sqlite://$work/state4.db" --node-name "$node" \
+        >>"$work/server.out" 2>>"$work/server.err" &
+    ns_pid=$!
+    poll "containerd answers on a short socket (start $run)" logged '"containerd: ready"'
+    sockets="$sockets $(sed -n 's/.*"containerd: started" pid="[0-9]*" socket="\([^"]*\)".*/\1/p' \
+        "$work/server.err" | head -1)"
+    kill "$ns_pid" 2>/dev/null && wait "$ns_pid" 2>/dev/null
+    ns_pid=""
+done
+set -- $sockets
+case ${1:-} in
+/run/ckube/????????????????/containerd.sock) pass ;;
+*) fail "the socket of a long data directory: ${1:-none}" ;;
+esac
+check "the same socket at every start ($*)" test "${1:-}" = "${2:-}"
+check "the choice is logged" logged "too long for a unix socket"
 finish
