@@ -11,9 +11,9 @@
  *
  * The runtime: cri (the default) runs containers through a CRI runtime: the endpoint
  * given, else a containerd of the server's own (containerd.c) when containerd is
- * installed; with neither, the server logs why and the ways out and runs without a
- * node, where k3s would fail to start (docs/differences.md says why). process runs pods'
- * commands as host processes of the server's user, without isolation: only when asked
+ * installed and the server runs as root; otherwise the server logs why and the ways out
+ * and runs without a node, where k3s would fail to start (docs/differences.md says why). process
+ * runs pods' commands as host processes of the server's user, without isolation: only when asked
  * for, with a warning.
  */
 #include <ctype.h>
@@ -179,6 +179,15 @@ int ck_cmd_node_start(const struct ck_apiserver *server, const struct ck_cmd_nod
                 "running one with --container-runtime-endpoint unix:///PATH, or run pods as "
                 "host processes with --container-runtime process (not isolated), or pass "
                 "--disable-agent to run without a node");
+        return 0;
+    }
+    if (!process && !o->runtime_endpoint && geteuid() != 0) {
+        CK_LOGE("No node: the server's own containerd needs root, and this server runs as uid "
+                "%u. Run the server as root, or point it at a running runtime with "
+                "--container-runtime-endpoint unix:///PATH, or run pods as host processes with "
+                "--container-runtime process (not isolated), or pass --disable-agent to run "
+                "without a node",
+                (unsigned)geteuid());
         return 0;
     }
     struct ck_cmd_node *n = calloc(1, sizeof(*n));
