@@ -272,8 +272,15 @@ static pid_t spawn(char *const argv[], int out_fd, bool daemon, int *ret_pidfd)
     if (pid < 0)
         return -1;
     *ret_pidfd = pidfd_open(pid, 0);
-    if (*ret_pidfd < 0) { /* gone already, and reaped by another thread */
-        waitpid(pid, NULL, WNOHANG);
+    if (*ret_pidfd < 0) {
+        /* gone already and reaped by another thread (ESRCH), or no descriptor left: a
+           child we cannot watch is not left running */
+        int saved = errno;
+        if (saved != ESRCH) { /* it was there when pidfd_open looked */
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+        }
+        errno = saved;
         return -1;
     }
     return pid;
