@@ -30,7 +30,8 @@ import bench as b  # noqa: E402
 def start(servers, binary, tmp, name, watchers):
     port = b.free_port()
     limit = str(max(10000, watchers + 1000))
-    argv = [binary, "server", "--insecure-plain-http", "--listen", f"127.0.0.1:{port}",
+    argv = [binary, "server", "--disable-agent",
+            "--insecure-plain-http", "--listen", f"127.0.0.1:{port}",
             "--data-dir", os.path.join(tmp, name), "--max-connections", limit,
             "--max-connections-per-address", limit]
     proc = servers.start(argv, open(os.path.join(tmp, name + ".log"), "w"))

@@ -55,7 +55,8 @@ class Server:
 
     def start(self):
         self.proc = subprocess.Popen(
-            [ckube, "server", "--listen", "127.0.0.1:%d" % self.port, "--data-dir", self.dir,
+            [ckube, "server", "--disable-agent",
+             "--listen", "127.0.0.1:%d" % self.port, "--data-dir", self.dir,
              "--store", store],
             stdout=subprocess.DEVNULL, stderr=open(self.dir + ".log", "a"))
         for _ in range(300):

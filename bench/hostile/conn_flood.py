@@ -220,7 +220,8 @@ def cmd_bench(args):
     port = free_port()
     data = tempfile.mkdtemp(prefix="ckube-flood-")
     server = subprocess.Popen(
-        [args.ckube, "server", "--listen", f"127.0.0.1:{port}", "--data-dir", data,
+        [args.ckube, "server", "--disable-agent",
+         "--listen", f"127.0.0.1:{port}", "--data-dir", data,
          "--controllers", "-*"] + ([] if args.tls else ["--insecure-plain-http"]) + args.server_arg,
         stdout=subprocess.DEVNULL, stderr=open(os.path.join(data, "server.err"), "w"))
     try:

@@ -53,7 +53,8 @@ class Server:
         self.url = "http://127.0.0.1:%d" % self.port
         self.log = open(os.path.join(self.dir, "server.log"), "w")
         self.proc = subprocess.Popen(
-            [ckube, "server", "--insecure-plain-http", "--listen", "127.0.0.1:%d" % self.port,
+            [ckube, "server", "--disable-agent",
+             "--insecure-plain-http", "--listen", "127.0.0.1:%d" % self.port,
              "--data-dir", self.dir, "--controllers", "-*"] + extra,
             stdout=self.log, stderr=subprocess.STDOUT,
             preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_AS, (cap_mib << 20,) * 2))

@@ -8,6 +8,8 @@
  *                [--service-cluster-ip-range 10.96.0.0/12] [--service-node-port-range 30000-32767]
  *                [--encryption-provider-config FILE]
  *                [--pki-dir DATA-DIR/pki] [TLS and authentication flags]
+ *                [--disable-agent] [--node-name HOST] [--container-runtime cri|process]
+ *                [--container-runtime-endpoint URL] [--root-dir DATA-DIR/agent]  (node.c)
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube scheduler --kubeconfig FILE [...]            (scheduler.c)
  *   ckube fake-nodes --kubeconfig FILE --count N [...] (fake_nodes.c)
@@ -38,6 +40,7 @@
 #include "ckube/internal/util.h"
 #include "ckube/util.h"
 #include "controllers.h"
+#include "node.h"
 
 #define EXIT_USAGE 2
 
@@ -45,7 +48,7 @@ static const char usage_text[] =
     "ckube is a small Kubernetes-compatible control plane.\n"
     "\n"
     "Usage:\n"
-    "  ckube server [flags]    run the API server (and the controllers)\n"
+    "  ckube server [flags]    run the API server, the controllers and a node for this host\n"
     "  ckube controller-manager --kubeconfig FILE [flags]\n"
     "                          run the controllers against a server\n"
     "  ckube scheduler --kubeconfig FILE [flags]\n"
@@ -121,7 +124,20 @@ static const char usage_tail[] =
     "      --leader-elect[=BOOL]     run the in-process controllers (Lease\n"
     "                                kube-system/kube-controller-manager) and scheduler\n"
     "                                (kube-scheduler) only while holding their Lease, so that\n"
-    "                                servers sharing a store run one set (default true)\n";
+    "                                servers sharing a store run one set (default true)\n"
+    "      --disable-agent           run no node: no agent, no containerd (default: a node\n"
+    "                                for this host, run in-process as k3s server does)\n"
+    "      --node-name NAME          the node's name (default: the host name, lowercased)\n"
+    "      --container-runtime cri|process  how the node runs containers (default cri):\n"
+    "                                cri through containerd; process runs pods' commands on\n"
+    "                                this host as the server's user, NOT ISOLATED\n"
+    "      --container-runtime-endpoint URL  a running CRI runtime, unix:///PATH (default:\n"
+    "                                a containerd of the server's own, started from PATH,\n"
+    "                                with everything under DATA-DIR/containerd)\n"
+    "      --image-service-endpoint URL  the CRI image service (default: the runtime's)\n"
+    "      --root-dir DIR            the node's pods, logs and CNI configuration\n"
+    "                                (default DATA-DIR/agent)\n"
+    "      --agent-port N            the node's HTTPS port for logs and exec (default 10250)\n";
 /* ...the in-process controllers' --concurrent-NAME-syncs flags, then: */
 static const char usage_end[] =
     "\n"
@@ -189,6 +205,13 @@ enum {
     OPT_ENCRYPTION_PROVIDER_CONFIG,
     OPT_PKI_DIR,
     OPT_LEADER_ELECT,
+    OPT_DISABLE_AGENT,
+    OPT_NODE_NAME,
+    OPT_CONTAINER_RUNTIME,
+    OPT_RUNTIME_ENDPOINT,
+    OPT_IMAGE_ENDPOINT,
+    OPT_ROOT_DIR,
+    OPT_AGENT_PORT,
     OPT_SYNCS = 1000, /* the --concurrent-NAME-syncs flags: 1000, 1001, ... */
 };
 
@@ -228,6 +251,8 @@ struct options {
     struct ck_cmd_syncs *syncs; /* the --concurrent-NAME-syncs flags, NULL: not taken */
     const char *watch_history_events;
     const char *watch_history_bytes;
+    struct ck_cmd_node_options node;
+    const char *agent_port;
 };
 
 /*
@@ -380,6 +405,27 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
                 return usage_error("invalid value \"%s\" for --leader-elect: want true or false",
                                    optarg);
             opts->leader_elect_disabled = optarg && strcmp(optarg, "false") == 0;
+            break;
+        case OPT_DISABLE_AGENT:
+            opts->node.disabled = true;
+            break;
+        case OPT_NODE_NAME:
+            opts->node.node_name = optarg;
+            break;
+        case OPT_CONTAINER_RUNTIME:
+            opts->node.runtime = optarg;
+            break;
+        case OPT_RUNTIME_ENDPOINT:
+            opts->node.runtime_endpoint = optarg;
+            break;
+        case OPT_IMAGE_ENDPOINT:
+            opts->node.image_endpoint = optarg;
+            break;
+        case OPT_ROOT_DIR:
+            opts->node.root_dir = optarg;
+            break;
+        case OPT_AGENT_PORT:
+            opts->agent_port = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -644,6 +690,13 @@ static int cmd_server(int argc, char **argv)
         {"encryption-provider-config", required_argument, NULL, OPT_ENCRYPTION_PROVIDER_CONFIG},
         {"pki-dir", required_argument, NULL, OPT_PKI_DIR},
         {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
+        {"disable-agent", no_argument, NULL, OPT_DISABLE_AGENT},
+        {"node-name", required_argument, NULL, OPT_NODE_NAME},
+        {"container-runtime", required_argument, NULL, OPT_CONTAINER_RUNTIME},
+        {"container-runtime-endpoint", required_argument, NULL, OPT_RUNTIME_ENDPOINT},
+        {"image-service-endpoint", required_argument, NULL, OPT_IMAGE_ENDPOINT},
+        {"root-dir", required_argument, NULL, OPT_ROOT_DIR},
+        {"agent-port", required_argument, NULL, OPT_AGENT_PORT},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, OPT_LOGGING_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -705,6 +758,17 @@ static int cmd_server(int argc, char **argv)
         return usage_error("--insecure-plain-http cannot be combined with TLS or token flags");
     if (!opts.tls_cert_file != !opts.tls_key_file)
         return usage_error("--tls-cert-file and --tls-private-key-file go together");
+    const char *node_why = ck_cmd_node_check(&opts.node);
+    if (node_why)
+        return usage_error("%s", node_why);
+    if (opts.agent_port) {
+        char *end;
+        long port = strtol(opts.agent_port, &end, 10);
+        if (!*opts.agent_port || *end || port < 1 || port > 65535)
+            return usage_error("invalid value \"%s\" for --agent-port: want 1 to 65535",
+                               opts.agent_port);
+        opts.node.port = (int)port;
+    }
 
     if (ensure_dir(opts.data_dir) < 0) {
         fprintf(stderr, "error: cannot use data directory %s: %s\n", opts.data_dir,
@@ -836,12 +900,23 @@ static int cmd_server(int argc, char **argv)
         ck_fg_gate_free(gates);
         return 1;
     }
+    opts.node.data_dir = opts.data_dir;
+    opts.node.pki_dir = opts.insecure_plain_http ? NULL : pki_dir;
+    opts.node.own_kubelet_client = opts.kubelet_client_cert != NULL;
+    struct ck_cmd_node *node = NULL;
+    if (ck_cmd_node_start(server, &opts.node, &node) < 0) {
+        ck_cmd_controllers_stop(&controllers);
+        ck_apiserver_free(server);
+        ck_fg_gate_free(gates);
+        return 1;
+    }
     printf("export KUBECONFIG=%s\n", kubeconfig);
     fflush(stdout);
 
     int sig = 0;
     sigwait(&stop_signals, &sig);
     CK_LOGS(0, "Shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    ck_cmd_node_stop(node); /* before the server: the agent's last writes reach it */
     ck_apiserver_begin_shutdown(server);
     ck_cmd_controllers_stop(&controllers);
     ck_apiserver_free(server);

@@ -87,7 +87,7 @@ printf 'kind: KubeletConfiguration\npodCIDR: [10.1.0.0/16]\n' >"$work/kubelet-ba
 check "a podCIDR that is not a string is a usage error" [ "$(agent_start --config "$work/kubelet-bad.yaml")" = 2 ]
 check "which names the key" grep -q "podCIDR must be a string" "$work/agent.err"
 printf 'featureGates: [\n' >"$work/bad.yaml"
-"$ckube" server --config "$work/bad.yaml" --data-dir "$work/data" >/dev/null 2>"$work/err"
+"$ckube" server --disable-agent --config "$work/bad.yaml" --data-dir "$work/data" >/dev/null 2>"$work/err"
 rc=$?
 check "malformed --config file exits 1" [ "$rc" -eq 1 ]
 check "malformed --config file names the file" grep -q "bad.yaml" "$work/err"
@@ -112,7 +112,7 @@ wait_ready() { # wait_ready: up to 10 s for /readyz to say ok and the KUBECONFIG
 }
 
 start_server() { # start_server EXTRA_FLAGS...
-    "$ckube" server --listen "$addr" --data-dir "$work/data" "$@" >"$work/server.out" 2>"$work/server.err" &
+    "$ckube" server --disable-agent --listen "$addr" --data-dir "$work/data" "$@" >"$work/server.out" 2>"$work/server.err" &
     server_pid=$!
 }
 
@@ -140,7 +140,7 @@ lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 assert lines and all("ts" in l and "msg" in l for l in lines), lines
 ' "$work/server.err"
 
-"$ckube" server --listen "$addr" --data-dir "$work/data2" >/dev/null 2>"$work/err2"
+"$ckube" server --disable-agent --listen "$addr" --data-dir "$work/data2" >/dev/null 2>"$work/err2"
 rc=$?
 check "taken port exits 1" [ "$rc" -eq 1 ]
 check "taken port says so in one line" sh -c "grep -q 'address already in use' '$work/err2' && [ \$(wc -l <'$work/err2') -eq 1 ]"
@@ -181,12 +181,20 @@ check "emulating 1.31 logs the version" grep -q "Feature gates: emulationVersion
 check "WatchList is alpha at 1.31" sh -c "curl -s --cacert '$work/data/pki/ca.crt' --cert '$work/data/pki/admin.crt' --key '$work/data/pki/admin.key' 'https://$addr/metrics' | grep -q '^kubernetes_feature_enabled{name=\"WatchList\",stage=\"ALPHA\"} 1'"
 stop_server TERM
 
-"$ckube" server --insecure-plain-http --listen "0.0.0.0:$port" --data-dir "$work/data" >/dev/null 2>"$work/err3"
+"$ckube" server --disable-agent --insecure-plain-http --listen "0.0.0.0:$port" --data-dir "$work/data" >/dev/null 2>"$work/err3"
 rc=$?
 check "non-loopback plain-HTTP listen exits 1" [ "$rc" -eq 1 ]
 check "non-loopback plain-HTTP listen explains" grep -q "loopback" "$work/err3"
 expect_usage_error "--anonymous-auth: want true or false" server --anonymous-auth maybe
 expect_usage_error "cannot be combined" server --insecure-plain-http --token-auth-file x
+# the node's flags are checked before anything starts; --help warns about the process runtime
+"$ckube" server --help >"$work/help" 2>&1
+check "server --help warns that process pods are not isolated" grep -q "NOT ISOLATED" "$work/help"
+expect_usage_error "--container-runtime: want cri or process" server --container-runtime docker
+expect_usage_error "apply to the cri runtime only" server --container-runtime process \
+    --container-runtime-endpoint unix:///nowhere.sock
+expect_usage_error "--node-name: want a lowercase DNS subdomain" server --node-name Bad_Name
+expect_usage_error "invalid value \"0\" for --agent-port" server --agent-port 0
 
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]

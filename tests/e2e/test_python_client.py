@@ -410,7 +410,8 @@ def main():
     store = sys.argv[2] if len(sys.argv) > 2 else f"sqlite://{work}/state.db"
     port = free_port()
     server = subprocess.Popen(
-        [ckube, "server", "--listen", f"127.0.0.1:{port}", "--data-dir", f"{work}/data",
+        [ckube, "server", "--disable-agent",
+         "--listen", f"127.0.0.1:{port}", "--data-dir", f"{work}/data",
          "--store", store],
         stdout=subprocess.DEVNULL, stderr=open(f"{work}/server.err", "w"))
     failures = []

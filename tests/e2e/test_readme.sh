@@ -2,8 +2,9 @@
 # test_readme.sh - runs the kubectl session of README.md exactly as written
 # (the lines between the readme-session markers) against a fresh
 # `ckube server` whose data directory is ./ckube-data of a scratch directory,
-# as `make run` makes it, with the repository's examples/ beside it, on a
-# port of its own. Every line must succeed and print something, run as
+# as `make run` makes it (but with --disable-agent: no node, no containerd,
+# as in every test that does not test the node), with the repository's
+# examples/ beside it, on a port of its own. Every line must succeed and print something, run as
 # written: each runs in its own shell after the session's `export` lines
 # so far, as in the terminal the README speaks of (the curl lines find the
 # server through $APISERVER, read from the kubeconfig).
@@ -35,7 +36,7 @@ fi
 cp -r "$(dirname "$readme")/examples" "$work/" || exit 1
 cd "$work" || exit 1
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$ckube" server --listen "127.0.0.1:$port" --data-dir ./ckube-data >server.out 2>server.err &
+"$ckube" server --disable-agent --listen "127.0.0.1:$port" --data-dir ./ckube-data >server.out 2>server.err &
 server_pid=$!
 i=0
 # ready, and the export line printed (after the kubeconfig is written)

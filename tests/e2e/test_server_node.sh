@@ -1,0 +1,213 @@
+#!/bin/sh
+# test_server_node.sh - `ckube server`'s own node, with the real kubectl.
+#
+# 1. `--container-runtime process --node-name NAME`: a Node of that name registers
+#    and becomes Ready, with a Lease, as system:node:NAME (its certificate in pki/);
+#    the log warns that pods are not isolated; a pod (`kubectl run` of `sleep 300`, a
+#    host command) runs as a process of this host; deleted, it stops; the server's
+#    stop leaves no process behind (none of its children, none of the pod's).
+# 2. `--disable-agent`: no Node registers, no agent or containerd directory is made;
+#    nor with the default runtime when containerd is not on PATH and no endpoint is
+#    given, and the log names the ways out.
+# 3. With containerd (and ctr, runc, unshare, ip) installed, the default runtime (and
+#    node name: the host's, lowercased) in a
+#    network and mount namespace the test makes (`unshare --net --mount`, loopback up,
+#    a tmpfs over /var/run/netns when it exists): the server starts containerd as its
+#    child with config and socket under its data directory, the pause image is
+#    imported (`ctr images ls`), containerd killed with SIGKILL is started again, and
+#    the server's stop stops it (no containerd of this data directory left). Whether
+#    pods run through the CRI is not tested here.
+# 4. A data directory whose path is too long for a unix socket: containerd's socket
+#    goes under /run/ckube/<hash>/ (a tmpfs of the namespace's own), the same at every
+#    start.
+# Part 3 needs root (or the right to make namespaces): without containerd or the tools
+# the test runs parts 1 and 2 and then exits 77 naming what is missing.
+#
+# Usage: test_server_node.sh PATH/TO/ckube [STORE_URL]
+set -u
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+node=srv-node-test
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'
+}
+# every process whose environment names this run's marker: the pods we started
+leftovers() {
+    for p in /proc/[0-9]*; do
+        { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "CKUBE_E2E_MARK=$work" &&
+            echo "${p#/proc/}"
+    done
+}
+# children PID: the processes whose parent is PID
+children() { ps -e -o pid=,ppid= | awk -v p="$1" '$2 == p { print $1 }'; }
+alive() { for p in "$@"; do kill -0 "$p" 2>/dev/null && echo "$p"; done; }
+ns_pid=""
+containerd_pids=""
+kill_leftovers() {
+    for p in $(leftovers) $containerd_pids; do kill -9 "$p" 2>/dev/null; done
+    [ -n "$ns_pid" ] && kill -9 "$ns_pid" 2>/dev/null
+}
+trap 'kill_leftovers; cleanup' EXIT
+
+# start_node_server DATA-DIR STORE ARGS...: the server with its node, until it serves
+start_node_server() {
+    dir=$1 st=$2
+    shift 2
+    # shellcheck disable=SC2086 # server_env is a list of NAME=VALUE words
+    env ${server_env:-} "$ckube" server --listen "127.0.0.1:$port" --data-dir "$dir" \
+        --store "$st" "$@" >>"$work/server.out" 2>>"$work/server.err" &
+    server_pid=$!
+    i=0
+    until [ "$(curl -s -m 10 --cacert "$dir/pki/ca.crt" "$url/readyz" 2>/dev/null)" = ok ] &&
+        [ -f "$dir/kubeconfig" ]; do
+        i=$((i + 1))
+        if [ $i -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then
+            echo "server did not become ready:"; cat "$work/server.err"; exit 1
+        fi
+        sleep 0.1
+    done
+}
+
+# --- 1. the process runtime ------------------------------------------------------------
+start_node_server "$work/data" "$store" --container-runtime process --node-name "$node" \
+    --agent-port "$(free_port)"
+poll "node $node registers" k get node "$node"
+wait_for "node $node Ready" "node/$node" '{.status.conditions[?(@.type=="Ready")].status}=True'
+check "a lease for $node" test \
+    "$(k get lease -n kube-node-lease "$node" -o jsonpath='{.spec.holderIdentity}')" = "$node"
+check "its certificate in pki/" test -s "$work/data/pki/system-node-$node.crt"
+if command -v openssl >/dev/null 2>&1; then
+    subject=$(openssl x509 -noout -subject -nameopt RFC2253 -in "$work/data/pki/system-node-$node.crt")
+    case $subject in
+    *"CN=system:node:$node"*"O=system:nodes"* | *"O=system:nodes"*"CN=system:node:$node"*) pass ;;
+    *) fail "the node's certificate: $subject" ;;
+    esac
+fi
+check "the log warns that pods are not isolated" grep -q "not isolated" "$work/server.err"
+check "no containerd for the process runtime" test ! -e "$work/data/containerd"
+k run sleeper --image=none --env="CKUBE_E2E_MARK=$work" --command -- sleep 300 >/dev/null
+wait_for "the pod runs on $node" pod/sleeper '{.status.phase}=Running'
+check "the pod is bound to $node" test "$(k get pod sleeper -o jsonpath='{.spec.nodeName}')" = "$node"
+check "its command runs as a host process" test -n "$(leftovers)"
+pod_pids=$(leftovers)
+k delete pod sleeper --wait=true --timeout=60s >/dev/null 2>&1
+no_leftovers() { [ -z "$(alive $pod_pids)" ] && [ -z "$(leftovers)" ]; }
+poll "the deleted pod's process is gone" no_leftovers
+kids=$(children "$server_pid")
+stop_server
+sleep 0.5
+check "the server's stop leaves none of its children ($(alive $kids))" test -z "$(alive $kids)"
+check "nor any pod process" no_leftovers
+
+# --- 2. --disable-agent ----------------------------------------------------------------
+mv "$work/server.err" "$work/server-process.err"
+start_node_server "$work/data2" "sqlite://$work/state2.db" --disable-agent
+KUBECONFIG="$work/data2/kubeconfig"
+sleep 2 # the agent would have registered well within this
+check "--disable-agent registers no node" test -z "$(k get nodes -o name 2>&1)"
+check "--disable-agent makes no agent directory" test ! -e "$work/data2/agent"
+check "--disable-agent starts no containerd" test ! -e "$work/data2/containerd"
+check "--disable-agent: no node agent in the log" sh -c "! grep -q 'Node agent' '$work/server.err'"
+stop_server
+
+# --- 2b. cri without containerd on PATH and without an endpoint: no node, and why -----------
+mv "$work/server.err" "$work/server-disabled.err"
+server_env="PATH=/nonexistent" start_node_server "$work/data2b" "sqlite://$work/state2b.db"
+KUBECONFIG="$work/data2b/kubeconfig"
+poll "without containerd: an error naming the ways out" grep -q \
+    "containerd is not installed.*--container-runtime-endpoint.*--container-runtime process.*--disable-agent" \
+    "$work/server.err"
+sleep 2
+check "without containerd: no node" test -z "$(k get nodes -o name 2>&1)"
+check "without containerd: no containerd directory" test ! -e "$work/data2b/containerd"
+stop_server
+KUBECONFIG="$work/data/kubeconfig"
+
+# --- 3. the supervised containerd, in namespaces of the test's own ---------------------
+missing=""
+for tool in containerd ctr runc unshare ip; do
+    command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+done
+if [ -z "$missing" ] && ! unshare --net --mount --propagation private true 2>/dev/null; then
+    missing=" the right to make network and mount namespaces (root)"
+fi
+if [ -n "$missing" ]; then
+    echo "$passes passed, $failures failed"
+    [ "$failures" -eq 0 ] || finish
+    echo "test_server_node: the supervised containerd part skipped: missing$missing" >&2
+    exit 77
+fi
+cat >"$work/netns.sh" <<'EOF'
+ip link set lo up || exit 1
+if [ -n "${RUN_TMPFS:-}" ]; then mount -t tmpfs tmpfs /run || exit 1; fi
+if [ -d /var/run/netns ]; then mount -t tmpfs tmpfs /var/run/netns || exit 1; fi
+exec "$@"
+EOF
+d3="$work/data3"
+mv "$work/server.err" "$work/server-nocontainerd.err"
+unshare --net --mount --propagation private sh "$work/netns.sh" \
+    "$ckube" server --listen "127.0.0.1:$port" --data-dir "$d3" --store "sqlite://$work/state3.db" \
+    >>"$work/server.out" 2>>"$work/server.err" &
+ns_pid=$!
+logged() { grep -q "$1" "$work/server.err"; }
+poll "containerd answers" logged '"containerd: ready"'
+sock=$(sed -n 's/.*"containerd: started" pid="[0-9]*" socket="\([^"]*\)".*/\1/p' "$work/server.err" | head -1)
+host=$(tr 'A-Z' 'a-z' </proc/sys/kernel/hostname)
+check "the node is named after the host ($host)" logged "\"Node agent starting\" node=\"$host\""
+check "containerd's socket is under the data directory" test "$sock" = "$d3/containerd/containerd.sock"
+check "its config under the data directory" \
+    grep -q '^  sandbox_image = "ckube.local/pause:1"' "$d3/containerd/config.toml"
+check "its log under the data directory" test -s "$d3/containerd/containerd.log"
+first=$(children "$ns_pid" | while read -r p; do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = containerd ] && echo "$p"; done)
+containerd_pids=$first
+check "containerd is the server's child" test -n "$first"
+pause_imported() { ctr -a "$sock" -n k8s.io images ls -q | grep -qx 'ckube.local/pause:1'; }
+poll "the pause image is imported" pause_imported
+# killed, it is started again
+[ -n "$first" ] && kill -9 $first
+restarted() {
+    second=$(children "$ns_pid" | while read -r p; do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = containerd ] && echo "$p"; done)
+    [ -n "$second" ] && [ "$second" != "$first" ] && ctr -a "$sock" version >/dev/null 2>&1
+}
+poll "containerd killed with SIGKILL is started again" restarted
+restarted
+containerd_pids="$first $second"
+# its exit status may have gone to the agent, which reaps every child of the process
+check "the restart is logged" logged "containerd exited ("
+
+check "the image is still there after the restart" pause_imported
+kill "$ns_pid" 2>/dev/null && wait "$ns_pid" 2>/dev/null
+ns_pid=""
+check "the server's stop stops containerd ($(alive $containerd_pids))" test -z "$(alive $containerd_pids)"
+ours() { ps -e -o args= | grep -F "$d3/containerd/config.toml" | grep -v grep; }
+check "no containerd of this data directory is left" test -z "$(ours)"
+check "the stop is logged" logged '"containerd: stopped"'
+
+# --- 4. a data directory too long for a unix socket's path -----------------------------
+# the socket goes under /run/ckube/<hash>/, the same at every start; /run is a tmpfs of
+# the namespace's own here
+long="$work/$(printf '%0100d' 0)/data"
+mkdir -p "$(dirname "$long")"
+sockets=""
+for run in 1 2; do
+    mv "$work/server.err" "$work/server-$run.err"
+    RUN_TMPFS=1 unshare --net --mount --propagation private sh "$work/netns.sh" \
+        "$ckube" server --listen "127.0.0.1:$port" --data-dir "$long" \
+        --store "sqlite://$work/state4.db" --node-name "$node" \
+        >>"$work/server.out" 2>>"$work/server.err" &
+    ns_pid=$!
+    poll "containerd answers on a short socket (start $run)" logged '"containerd: ready"'
+    sockets="$sockets $(sed -n 's/.*"containerd: started" pid="[0-9]*" socket="\([^"]*\)".*/\1/p' \
+        "$work/server.err" | head -1)"
+    kill "$ns_pid" 2>/dev/null && wait "$ns_pid" 2>/dev/null
+    ns_pid=""
+done
+set -- $sockets
+case ${1:-} in
+/run/ckube/????????????????/containerd.sock) pass ;;
+*) fail "the socket of a long data directory: ${1:-none}" ;;
+esac
+check "the same socket at every start ($*)" test "${1:-}" = "${2:-}"
+check "the choice is logged" logged "too long for a unix socket"
+finish
