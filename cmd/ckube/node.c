@@ -37,7 +37,8 @@
 struct ck_cmd_node {
     struct ck_cmd_containerd *containerd;
     struct ck_rest *client;
-    struct ck_agent *agent;
+    struct ck_agent *agent;        /* made by the starter once the runtime answers */
+    struct ck_agent_config config; /* its strings are n's, the options' or containerd's */
     pthread_t starter;
     bool starter_running;
     pthread_mutex_t mu;
@@ -120,16 +121,23 @@ static void *starter_main(void *arg)
 {
     struct ck_cmd_node *n = arg;
     pthread_mutex_lock(&n->mu);
-    while (!n->stop) {
+    for (unsigned tries = 0; !n->stop; tries++) {
         pthread_mutex_unlock(&n->mu);
         struct ck_err err = {0};
-        int r = ck_agent_run(n->agent, &err);
+        /* the agent is made once its runtime answers (a supervised containerd starts
+           beside the server), then runs once the server serves */
+        int r = n->agent ? 0 : ck_agent_new(&n->config, &n->agent, &err);
+        if (r == 0)
+            r = ck_agent_run(n->agent, &err);
         pthread_mutex_lock(&n->mu);
         if (r == 0) {
             CK_LOGS(0, "Node agent running", "node", n->name);
             break;
         }
-        CK_LOGV(0, "node agent: not started yet: %s", err.msg);
+        if (tries % 30 == 5) /* the first seconds are the runtime's and the server's start */
+            CK_LOGE("node agent: not started yet (retrying each second): %s", err.msg);
+        else
+            CK_LOGV(1, "node agent: not started yet: %s", err.msg);
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += 1;
@@ -263,11 +271,7 @@ int ck_cmd_node_start(const struct ck_apiserver *server, const struct ck_cmd_nod
         return 0;
     }
     config.client = n->client;
-    if (ck_agent_new(&config, &n->agent, &err) < 0) {
-        CK_LOGE("node: %s", err.msg);
-        ck_cmd_node_stop(n);
-        return -1;
-    }
+    n->config = config;
     if (pthread_create(&n->starter, NULL, starter_main, n) != 0) {
         CK_LOGE("node: cannot start the agent");
         ck_cmd_node_stop(n);

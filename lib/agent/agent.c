@@ -115,6 +115,7 @@ struct ck_agent {
         size_t n;
     } pods;
 
+    int64_t orphans_at; /* when the runtime's orphaned pods are looked for next */
     pthread_t supervisor, renewer;
     bool threads_running;
     pthread_mutex_t stop_lock;
@@ -196,6 +197,8 @@ static json_t *node_object(struct ck_agent *a)
     snprintf(pods, sizeof(pods), "%d", a->config.max_pods);
     struct utsname u;
     uname(&u);
+    char runtime[256];
+    a->rt->ops->version(a->rt, runtime, sizeof(runtime));
     const char *arch = strcmp(u.machine, "x86_64") == 0    ? "amd64"
                        : strcmp(u.machine, "aarch64") == 0 ? "arm64"
                                                            : u.machine;
@@ -207,9 +210,9 @@ static json_t *node_object(struct ck_agent *a)
         "conditions", ck_agent_node_conditions_with(&a->pressure), "addresses", "type",
         "InternalIP", "address", a->host_ip, "type", "Hostname", "address", a->node_name,
         "nodeInfo", "kubeletVersion", "v1.32.0-ckube", "kubeProxyVersion", "", "osImage", u.sysname,
-        "kernelVersion", u.release, "containerRuntimeVersion", "process://1.0", "operatingSystem",
-        "linux", "architecture", arch, "machineID", a->node_name, "systemUUID", a->node_name,
-        "bootID", "", "daemonEndpoints", "kubeletEndpoint", "Port", a->config.port);
+        "kernelVersion", u.release, "containerRuntimeVersion", runtime, "operatingSystem", "linux",
+        "architecture", arch, "machineID", a->node_name, "systemUUID", a->node_name, "bootID", "",
+        "daemonEndpoints", "kubeletEndpoint", "Port", a->config.port);
     json_t *node = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}, s:{}, s:o}",
                              "apiVersion", "v1", "kind", "Node", "metadata", "name", a->node_name,
                              "labels", "kubernetes.io/hostname", a->node_name, "kubernetes.io/os",
@@ -655,6 +658,8 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
         envp = NULL;
         init_probes(p, c);
         CK_LOGS(2, "Container started", "pod", p->name, "container", c->name, "containerID", c->id);
+        pod_event(a, p, CK_EVENT_NORMAL, "Created", "Created container %s", c->name);
+        pod_event(a, p, CK_EVENT_NORMAL, "Started", "Started container %s", c->name);
     } else {
         bool image = strncmp(reason, "ErrImage", 8) == 0 || strcmp(reason, "InvalidImageName") == 0;
         snprintf(c->waiting_reason, sizeof(c->waiting_reason), "%s",
@@ -1035,6 +1040,8 @@ static void terminate(struct ck_agent *a, struct pod_run *p)
         p->kill_at = now + (int64_t)grace * CK_SEC;
         for (size_t i = 0; i < p->n; i++)
             if (p->ctrs[i].running) {
+                pod_event(a, p, CK_EVENT_NORMAL, "Killing", "Stopping container %s",
+                          p->ctrs[i].name);
                 run_pre_stop(a, p, &p->ctrs[i], grace);
                 a->rt->ops->stop(a->rt, &p->rp, p->ctrs[i].id, grace);
             }
@@ -1131,6 +1138,21 @@ static void tick(struct ck_agent *a)
         }
         if (p)
             p->seen = true;
+    }
+    if (a->rt->ops->remove_orphans && now_ns() >= a->orphans_at) {
+        /* kubelet's removal of orphaned sandboxes: at the first tick, then every minute */
+        const char **uids = calloc(list.n + 1, sizeof(*uids));
+        size_t n = 0;
+        for (size_t i = 0; uids && i < list.n; i++) {
+            const char *uid = json_string_value(
+                json_object_get(json_object_get(list.items[i], "metadata"), "uid"));
+            if (uid)
+                uids[n++] = uid;
+        }
+        if (uids)
+            a->rt->ops->remove_orphans(a->rt, uids, n);
+        free(uids);
+        a->orphans_at = now_ns() + 60 * CK_SEC;
     }
     ck_obj_list_release(&list);
     for (size_t i = 0; i < a->pods.n; i++) {

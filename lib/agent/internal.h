@@ -167,6 +167,8 @@ struct ck__rt_state {
 struct ck__runtime;
 struct ck__runtime_ops {
     const char *name; /* "process", "cri" */
+    /* The node's containerRuntimeVersion: "<runtime name>://<version>". */
+    void (*version)(struct ck__runtime *rt, char *buf, size_t size);
     /*
      * Makes the pod's sandbox, or finds it (after a restart): sets p->sandbox_id and
      * p->ip. 0; else the pod waits, with reason and reterr as its containers' state.
@@ -175,6 +177,12 @@ struct ck__runtime_ops {
                      struct ck_err *reterr);
     /* Removes the pod's containers and sandbox once none runs (idempotent). */
     void (*pod_remove)(struct ck__runtime *rt, struct ck__rt_pod *p);
+    /*
+     * Removes what the runtime has of pods that are not among the n uids (pods deleted
+     * while the agent was away, or never taken up again): kubelet's removal of orphaned
+     * sandboxes. NULL: the runtime keeps nothing of its own.
+     */
+    void (*remove_orphans)(struct ck__runtime *rt, const char *const *uids, size_t n);
     /*
      * Starts an attempt (pulling its image as its policy says): its id (a containerID,
      * "process://123", "containerd://...") into id. Else a waiting reason

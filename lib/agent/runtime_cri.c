@@ -60,7 +60,8 @@ struct cri_runtime {
     struct ck__runtime base;
     struct ck__cri *cri;
     char *runtime_endpoint, *image_endpoint;
-    char runtime_name[64]; /* Version's runtime_name: containerID's scheme */
+    char runtime_name[64];     /* Version's runtime_name: containerID's scheme */
+    char runtime_version[128]; /* Version's runtime_version */
     char *cni_conf_dir, *cni_bin_dir, *pod_cidr;
     char *cgroup_root;  /* "" for "/": pods under <root>/kubepods */
     bool network_ready; /* a CNI configuration is there */
@@ -262,23 +263,27 @@ static char *pod_cgroup(const struct cri_runtime *cr, const struct ck__rt_pod *p
 /*
  * Removes the pod's cgroup directories, which the runtime makes (runc creates a
  * container's parents) and never removes, as kubelet's pod container manager does: in
- * each cgroup v1 hierarchy and in cgroup v2. Only empty directories go (rmdir).
+ * each cgroup v1 hierarchy and in cgroup v2, under each QoS class (an orphan's is not
+ * known). Only empty directories go (rmdir).
  */
 static void remove_pod_cgroup(const struct cri_runtime *cr, const struct ck__rt_pod *p)
 {
-    char *cg = pod_cgroup(cr, p);
+    static const char *const classes[] = {"", "/burstable", "/besteffort"};
     char path[PATH_MAX];
-    DIR *d = cg ? opendir("/sys/fs/cgroup") : NULL; /* v1: a directory per hierarchy */
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        if (e->d_name[0] != '.' &&
-            snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s", e->d_name, cg) < (int)sizeof(path))
-            rmdir(path);
-    if (d)
-        closedir(d);
-    if (cg && snprintf(path, sizeof(path), "/sys/fs/cgroup%s", cg) < (int)sizeof(path))
-        rmdir(path); /* v2 */
-    free(cg);
+    for (size_t k = 0; k < sizeof(classes) / sizeof(classes[0]); k++) {
+        char *cg = fmt("%s/kubepods%s/pod%s", cr->cgroup_root, classes[k], p->uid);
+        DIR *d = cg ? opendir("/sys/fs/cgroup") : NULL; /* v1: a directory per hierarchy */
+        struct dirent *e;
+        while (d && (e = readdir(d)))
+            if (e->d_name[0] != '.' && snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s",
+                                                e->d_name, cg) < (int)sizeof(path))
+                rmdir(path);
+        if (d)
+            closedir(d);
+        if (cg && snprintf(path, sizeof(path), "/sys/fs/cgroup%s", cg) < (int)sizeof(path))
+            rmdir(path); /* v2 */
+        free(cg);
+    }
 }
 
 static void sandbox_config(struct arena *ar, const struct cri_runtime *cr,
@@ -613,6 +618,37 @@ static void pod_remove(struct ck__runtime *rt, struct ck__rt_pod *p)
     p->sandbox_id[0] = 0;
 }
 
+static void remove_orphans(struct ck__runtime *rt, const char *const *uids, size_t n)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    struct ck__cri_filter filter = {.state = -1};
+    struct ck__cri_sandboxes sl;
+    struct ck_err err = {0};
+    if (ck__cri_list_sandboxes(cr->cri, &filter, &sl, &err) < 0)
+        return;
+    for (size_t i = 0; i < sl.n; i++) {
+        const struct ck__cri_sandbox *sb = &sl.items[i];
+        const char *uid = ck__cri_kv_get(sb->labels, sb->n_labels, "io.kubernetes.pod.uid");
+        bool live = false;
+        for (size_t j = 0; uid && j < n && !live; j++)
+            live = strcmp(uids[j], uid) == 0;
+        if (!uid || live) /* not the kubelet's, or a pod of this node */
+            continue;
+        /* the pod as far as its removal needs it: uid, name, QoS class (cgroup) */
+        json_t *pod = json_pack("{s:{s:[]}}", "spec", "containers");
+        struct ck__rt_pod p = {.uid = uid,
+                               .ns = sb->ns ? sb->ns : "",
+                               .name = sb->name ? sb->name : "",
+                               .dir = "",
+                               .pod = pod};
+        CK_LOGS(0, "Removing an orphaned pod sandbox", "pod", p.name, "namespace", p.ns, "uid", uid,
+                "sandbox", sb->id);
+        pod_remove(rt, &p);
+        json_decref(pod);
+    }
+    ck__cri_sandboxes_release(&sl);
+}
+
 /* The image's pull policy: the spec's, else Kubernetes' default for its tag. */
 static const char *pull_policy(const json_t *spec, const char *image)
 {
@@ -849,8 +885,15 @@ static void runtime_free(struct ck__runtime *rt)
     free(cr);
 }
 
+static void version(struct ck__runtime *rt, char *buf, size_t size)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    snprintf(buf, size, "%s://%s", cr->runtime_name, cr->runtime_version);
+}
+
 static const struct ck__runtime_ops cri_ops = {
     .name = "cri",
+    .version = version,
     .pod_start = pod_start,
     .pod_remove = pod_remove,
     .start = start,
@@ -858,6 +901,7 @@ static const struct ck__runtime_ops cri_ops = {
     .find = find,
     .stop = stop,
     .exec = exec_sync,
+    .remove_orphans = remove_orphans,
     .free = runtime_free,
 };
 
@@ -909,6 +953,8 @@ int ck__runtime_cri_new(const struct ck_agent_config *config, ck__rt_event_fn ev
     }
     snprintf(cr->runtime_name, sizeof(cr->runtime_name), "%s",
              v.runtime_name && *v.runtime_name ? v.runtime_name : "cri");
+    snprintf(cr->runtime_version, sizeof(cr->runtime_version), "%s",
+             v.runtime_version ? v.runtime_version : "");
     CK_LOGS(0, "Container runtime", "name", v.runtime_name ? v.runtime_name : "", "version",
             v.runtime_version ? v.runtime_version : "", "apiVersion",
             v.runtime_api_version ? v.runtime_api_version : "");

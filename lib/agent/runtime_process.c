@@ -236,15 +236,23 @@ static void runtime_free(struct ck__runtime *rt)
     free(rt);
 }
 
+static void version(struct ck__runtime *rt, char *buf, size_t size)
+{
+    (void)rt;
+    snprintf(buf, size, "process://1.0");
+}
+
 static const struct ck__runtime_ops process_ops = {
     .name = "process",
+    .version = version,
     .pod_start = pod_start,
     .pod_remove = pod_remove,
     .start = start,
     .state = state,
     .find = find,
     .stop = stop,
-    .exec = NULL, /* probes and hooks run on the host, in the container's env (probe.c) */
+    .exec = NULL,           /* probes and hooks run on the host, in the container's env (probe.c) */
+    .remove_orphans = NULL, /* pod directories stay, as they always have */
     .free = runtime_free,
 };
 

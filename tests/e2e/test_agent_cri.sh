@@ -1,0 +1,238 @@
+#!/bin/sh
+# test_agent_cri.sh - `ckube agent` running real containers through containerd's CRI,
+# driven with the real kubectl against a real `ckube server` (SQLite).
+#
+# Everything runs inside a network namespace and a mount namespace the test creates
+# (tests/lib/containerd.sh): the server, a containerd of the test's own (stopped by
+# PID), the agent and its pods, whose bridge and addresses never touch the machine's
+# network. The images are the project's own (scripts/build-images); nothing is pulled
+# from outside. Checked:
+#
+# - an endpoint whose socket is absent: the agent exits 1 naming the ways out;
+# - the node is Ready with containerRuntimeVersion containerd://..., and the agent
+#   wrote its CNI configuration into the runtime's empty directory;
+# - a Deployment of an image whose ENTRYPOINT serves HTTP becomes available through
+#   a readiness probe (httpGet at the pod IP), its pod has an address from the
+#   node's range, containerID containerd://..., the image's id as imageID, and
+#   answers from the namespace's network; the kubelet's image event;
+# - command and args with $(VAR) expansion, env from values and fieldRefs, a
+#   ConfigMap volume, exec liveness and readiness probes (ExecSync) and the log;
+# - an exec liveness probe that fails restarts the container;
+# - a crashing container restarts with back-off (restartCount, lastState exit code,
+#   CrashLoopBackOff) and `kubectl logs --previous` shows the previous attempt;
+# - imagePullPolicy Never without the image: ErrImageNeverPull; a pull that fails:
+#   ErrImagePull, then ImagePullBackOff, and the Failed event;
+# - a memory limit: OOMKilled, exit 137;
+# - a hostNetwork pod has the node's address;
+# - the agent killed with SIGKILL and started again keeps the containers (same
+#   containerID, no restart);
+# - deleted pods leave no container, sandbox, task or pod cgroup behind (checked
+#   with ctr and in /sys/fs/cgroup); no process of the test is left afterwards.
+#
+# Usage: test_agent_cri.sh PATH/TO/ckube
+set -u
+skip() {
+    echo "test_agent_cri: skipped: $*" >&2
+    exit 77
+}
+fail() {
+    echo "test_agent_cri: $*" >&2
+    exit 1
+}
+. "$(dirname "$0")/../lib/containerd.sh"
+
+if [ "${1:-}" = "--inside" ]; then
+    # ---- inside the namespaces: $2 ckube, $3 containerd's directory, $4 the cgroup root ----
+    ckube=$2
+    cri_dir=$3
+    cgroup_root=$4
+    cri_inside_setup "$cri_dir"
+    trap cri_stop_containerd EXIT
+    cri_start_containerd "$cri_dir" "$cri_dir/cni/net.d"
+    cri_import_images "$cri_dir"
+    set -- "$ckube"
+    . "$(dirname "$0")/lib.sh"
+    agent_pid=""
+    stop_agent() {
+        [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+        agent_pid=""
+    }
+    trap 'stop_agent; cri_stop_containerd; cleanup' EXIT
+    root="$work/agent-root"
+    mkdir -p "$root"
+    start_server
+    agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
+    agent_flags() {
+        echo --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$root" --port "$agent_port" \
+            --cni-conf-dir "$cri_dir/cni/net.d" --pod-cidr 10.244.9.0/24 --cgroup-root "$cgroup_root"
+    }
+    start_agent() {
+        # shellcheck disable=SC2046 # the flags are words without spaces
+        "$ckube" agent $(agent_flags) --container-runtime-endpoint "unix://$cri_sock" \
+            >>"$work/agent.out" 2>>"$work/agent.err" &
+        agent_pid=$!
+    }
+    jp() { k get "$1" -o jsonpath="$2" 2>/dev/null; }
+
+    # an absent socket: exit 1, and the message names the ways out
+    # shellcheck disable=SC2046
+    "$ckube" agent $(agent_flags) --container-runtime-endpoint "unix://$cri_dir/none.sock" \
+        >/dev/null 2>"$work/absent.err"
+    rc=$?
+    check "absent runtime socket: exit 1" [ $rc -eq 1 ]
+    check "absent runtime socket: the ways out named" \
+        grep -q "install containerd.*--container-runtime process" "$work/absent.err"
+
+    start_agent
+    poll "node n1 registered" k get node n1
+    wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
+    case $(jp node/n1 '{.status.nodeInfo.containerRuntimeVersion}') in
+    containerd://1.*) pass ;;
+    *) fail "containerRuntimeVersion: $(jp node/n1 '{.status.nodeInfo.containerRuntimeVersion}')" ;;
+    esac
+    check "the agent wrote the node's CNI configuration" \
+        grep -q '"10.244.9.0/24"' "$cri_dir/cni/net.d/10-ckube.conflist"
+
+    # create NAME JSON-SPEC: a pod on n1 from a Python literal of its spec
+    create() {
+        python3 - "$1" "$2" <<'EOF' | k create -f - >/dev/null
+import json, sys
+spec = eval(sys.argv[2])
+spec.setdefault("nodeName", "n1")
+spec.setdefault("terminationGracePeriodSeconds", 2)
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": sys.argv[1]},
+                  "spec": spec}))
+EOF
+    }
+
+    # a Deployment of the web image: its ENTRYPOINT serves HTTP; Ready by httpGet
+    python3 - "$web_image" <<'EOF' | k create -f - >/dev/null
+import json, sys
+print(json.dumps({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+    "template": {"metadata": {"labels": {"app": "web"}},
+      "spec": {"terminationGracePeriodSeconds": 2, "containers": [{"name": "web", "image": sys.argv[1],
+        "ports": [{"name": "http", "containerPort": 8080}],
+        "readinessProbe": {"httpGet": {"path": "/index.html", "port": "http"},
+                           "periodSeconds": 1}}]}}}}))
+EOF
+    if k rollout status deployment/web --timeout=90s >/dev/null 2>"$work/rollout.err"; then
+        pass
+    else
+        fail "web available ($(cat "$work/rollout.err"))"
+    fi
+    web=$(k get pods -l app=web -o jsonpath='{.items[0].metadata.name}')
+    web_ip=$(jp "pod/$web" '{.status.podIP}')
+    case $web_ip in 10.244.9.*) pass ;; *) fail "web's pod IP from the node's range: '$web_ip'" ;; esac
+    web_cid=$(jp "pod/$web" '{.status.containerStatuses[0].containerID}')
+    case $web_cid in containerd://?*) pass ;; *) fail "web's containerID: '$web_cid'" ;; esac
+    check "web's imageID is the image's id" \
+        [ "$(jp "pod/$web" '{.status.containerStatuses[0].imageID}')" = "$web_id" ]
+    fetch() { python3 -c 'import sys, urllib.request
+print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "$1"; }
+    check "web serves its page at the pod IP" \
+        [ "$(fetch "http://$web_ip:8080/index.html" 2>/dev/null)" = "ckube web" ]
+    poll "the kubelet's image event" sh -c \
+        "kubectl get events --field-selector involvedObject.name=$web -o jsonpath='{.items[*].message}' | grep -q 'already present on machine'"
+
+    # command and args expanded, env, a ConfigMap volume, exec probes
+    k create configmap greeting --from-literal=word=hello >/dev/null
+    create env "{'containers': [{'name': 'c', 'image': '$busybox_image',
+        'command': ['sh', '-c'], 'args': ['echo \$(WORD) from \$(POD) in \$NS; cat /cfg/word; echo; touch /tmp/ok; sleep 3600'],
+        'env': [{'name': 'POD', 'valueFrom': {'fieldRef': {'fieldPath': 'metadata.name'}}},
+                {'name': 'NS', 'valueFrom': {'fieldRef': {'fieldPath': 'metadata.namespace'}}},
+                {'name': 'WORD', 'valueFrom': {'configMapKeyRef': {'name': 'greeting', 'key': 'word'}}}],
+        'volumeMounts': [{'name': 'cfg', 'mountPath': '/cfg', 'readOnly': True}],
+        'livenessProbe': {'exec': {'command': ['cat', '/tmp/ok']}, 'periodSeconds': 1},
+        'readinessProbe': {'exec': {'command': ['test', '-f', '/tmp/ok']}, 'periodSeconds': 1}}],
+      'volumes': [{'name': 'cfg', 'configMap': {'name': 'greeting'}}]}"
+    wait_for "env Ready (exec readiness probe)" pod/env '{.status.conditions[?(@.type=="Ready")].status}=True'
+    poll "env's log: expanded args, env, the ConfigMap's file" sh -c \
+        "kubectl logs env | tr '\n' '|' | grep -qx 'hello from env in default|hello|'"
+    k logs env | tr '\n' '|' | grep -qx 'hello from env in default|hello|' ||
+        echo "env's log: $(k logs env 2>&1)"
+
+    # an exec liveness probe that fails: the container is restarted
+    create sick "{'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sleep', '3600'],
+        'livenessProbe': {'exec': {'command': ['false']}, 'periodSeconds': 1, 'failureThreshold': 1}}]}"
+    poll "sick restarted by its liveness probe" sh -c \
+        "[ \"\$(kubectl get pod sick -o jsonpath='{.status.containerStatuses[0].restartCount}')\" -ge 1 ]"
+
+    # a crash loop, and the previous attempt's log
+    create crash "{'containers': [{'name': 'c', 'image': '$busybox_image',
+        'command': ['sh', '-c', 'echo attempt \$(date +%s%N); exit 3']}]}"
+    poll "crash restarted" sh -c \
+        "[ \"\$(kubectl get pod crash -o jsonpath='{.status.containerStatuses[0].restartCount}')\" -ge 1 ]"
+    check "crash: the last state's exit code" \
+        [ "$(jp pod/crash '{.status.containerStatuses[0].lastState.terminated.exitCode}')" = 3 ]
+    wait_for "crash in CrashLoopBackOff" pod/crash \
+        '{.status.containerStatuses[0].state.waiting.reason}=CrashLoopBackOff'
+    check "crash: logs --previous" sh -c "kubectl logs --previous crash | grep -q '^attempt [0-9]'"
+
+    # images that are not there
+    create never "{'containers': [{'name': 'c', 'image': 'ckube.local/missing:1', 'imagePullPolicy': 'Never'}]}"
+    wait_for "ErrImageNeverPull" pod/never '{.status.containerStatuses[0].state.waiting.reason}=ErrImageNeverPull'
+    create nopull "{'containers': [{'name': 'c', 'image': '127.0.0.1:1/none:1'}]}"
+    wait_for "ErrImagePull" pod/nopull '{.status.containerStatuses[0].state.waiting.reason}=ErrImagePull'
+    check "ErrImagePull carries the runtime's words" sh -c \
+        "kubectl get pod nopull -o jsonpath='{.status.containerStatuses[0].state.waiting.message}' | grep -q '127.0.0.1:1'"
+    wait_for "ImagePullBackOff" pod/nopull '{.status.containerStatuses[0].state.waiting.reason}=ImagePullBackOff'
+    poll "the Failed pull event" sh -c \
+        "kubectl get events --field-selector involvedObject.name=nopull,reason=Failed -o jsonpath='{.items[*].message}' | grep -q 'Failed to pull image'"
+
+    # a memory limit
+    create oom "{'restartPolicy': 'Never', 'containers': [{'name': 'c', 'image': '$busybox_image',
+        'command': ['sh', '-c', 'head -c 300m /dev/zero | tail'],
+        'resources': {'limits': {'memory': '32Mi'}}}]}"
+    wait_for "oom: OOMKilled" pod/oom '{.status.containerStatuses[0].state.terminated.reason}=OOMKilled'
+    check "oom: exit 137" [ "$(jp pod/oom '{.status.containerStatuses[0].state.terminated.exitCode}')" = 137 ]
+
+    # the host's network
+    create hostnet "{'hostNetwork': True, 'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sleep', '3600']}]}"
+    wait_for "hostnet Running" pod/hostnet '{.status.phase}=Running'
+    check "hostnet has the node's address" \
+        [ "$(jp pod/hostnet '{.status.podIP}')" = "$(jp node/n1 '{.status.addresses[?(@.type=="InternalIP")].address}')" ]
+
+    # the agent killed and started again keeps its containers
+    env_cid=$(jp pod/env '{.status.containerStatuses[0].containerID}')
+    kill -9 "$agent_pid"
+    wait "$agent_pid" 2>/dev/null
+    agent_pid=""
+    start_agent
+    poll "agent back: its log says the containers were found" grep -q "Container found again" "$work/agent.err"
+    sleep 3
+    check "web: same containerID after the agent's restart" \
+        [ "$(jp "pod/$web" '{.status.containerStatuses[0].containerID}')" = "$web_cid" ]
+    check "env: same containerID after the agent's restart" \
+        [ "$(jp pod/env '{.status.containerStatuses[0].containerID}')" = "$env_cid" ]
+    check "env: not restarted" [ "$(jp pod/env '{.status.containerStatuses[0].restartCount}')" = 0 ]
+
+    # deletion leaves nothing behind
+    k delete deployment web >/dev/null
+    k delete pod env sick crash never nopull oom hostnet --wait=false >/dev/null
+    poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
+    poll "no container left in containerd" sh -c \
+        "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
+    check "no task left in containerd" sh -c "[ -z \"\$(ctr -a $cri_sock -n k8s.io tasks ls -q)\" ]"
+    left=$(find /sys/fs/cgroup/*/"${cgroup_root#/}"/kubepods -name 'pod*' -type d 2>/dev/null | head -3)
+    check "no pod cgroup left ($left)" [ -z "$left" ]
+    if [ "$failures" -ne 0 ]; then
+        echo "--- agent log ---"
+        tail -n 40 "$work/agent.err"
+        echo "--- containerd log ---"
+        tail -n 20 "$cri_dir/containerd.log"
+    fi
+    finish
+fi
+
+# ---- outside: the namespaces, and what must be gone afterwards ----
+command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH (a prerequisite, see README.md)"
+cri_require
+cri_tmpdir
+cgroup_root=/ckube-test-$$
+trap 'rm -rf "$cri_dir"' EXIT
+trap 'exit 1' INT TERM
+cri_enter "$0" "$1" "$cri_dir" "$cgroup_root"
+status=$?
+cri_leftovers "$cgroup_root" || status=1
+exit $status
