@@ -377,8 +377,8 @@ static bool run_ctr(const struct ck_cmd_containerd *c, const char *const args[],
     return r == 1 && (status == -1 || (WIFEXITED(status) && WEXITSTATUS(status) == 0));
 }
 
-/* Whether containerd's k8s.io namespace holds the pause image. */
-static bool has_pause(const struct ck_cmd_containerd *c)
+/* Whether containerd's k8s.io namespace holds the image named name. */
+static bool has_image(const struct ck_cmd_containerd *c, const char *name)
 {
     char out[PATH_MAX + 32];
     snprintf(out, sizeof(out), "%s/images.out", c->dir);
@@ -391,7 +391,7 @@ static bool has_pause(const struct ck_cmd_containerd *c)
             char *nl = strchr(line, '\n');
             if (nl)
                 *nl = '\0';
-            found = strcmp(line, PAUSE_IMAGE) == 0;
+            found = strcmp(line, name) == 0;
             line = nl ? nl + 1 : NULL;
         }
     }
@@ -400,26 +400,48 @@ static bool has_pause(const struct ck_cmd_containerd *c)
     return found;
 }
 
-/* Imports the pause image when containerd lacks it; logs what it did or why it could not. */
-static void ensure_pause(struct ck_cmd_containerd *c)
+/* Imports the image name from archive when containerd lacks it; logs what happened. */
+static void ensure_image(struct ck_cmd_containerd *c, const char *name, const char *archive)
 {
-    if (!c->ctr[0] || has_pause(c))
+    if (has_image(c, name))
         return;
-    if (!c->pause[0]) {
-        CK_LOGW("containerd: no %s and no pause.tar to import it from (build or install "
-                "ckube's images); containerd will try to pull it",
-                PAUSE_IMAGE);
-        return;
-    }
     char out[PATH_MAX + 32];
     snprintf(out, sizeof(out), "%s/import.log", c->dir);
-    const char *args[] = {"images", "import", c->pause};
+    const char *args[] = {"images", "import", archive};
     run_ctr(c, args, 3, out);
-    if (has_pause(c))
-        CK_LOGS(0, "containerd: imported the pause image", "image", PAUSE_IMAGE, "archive",
-                c->pause);
+    if (has_image(c, name))
+        CK_LOGS(0, "containerd: imported an image", "image", name, "archive", archive);
     else
-        CK_LOGE("containerd: could not import %s from %s (see %s)", PAUSE_IMAGE, c->pause, out);
+        CK_LOGE("containerd: could not import %s from %s (see %s)", name, archive, out);
+}
+
+/*
+ * Imports the pause image when containerd lacks it, and the build's other local images
+ * (ckube.local/busybox:1, ckube.local/web:1) found beside its archive, so that a fresh
+ * node runs pods of them with no registry.
+ */
+static void ensure_images(struct ck_cmd_containerd *c)
+{
+    if (!c->ctr[0])
+        return;
+    if (!c->pause[0]) {
+        if (!has_image(c, PAUSE_IMAGE))
+            CK_LOGW("containerd: no %s and no pause.tar to import it from (build or install "
+                    "ckube's images); containerd will try to pull it",
+                    PAUSE_IMAGE);
+        return;
+    }
+    ensure_image(c, PAUSE_IMAGE, c->pause);
+    static const char *const others[][2] = {{"busybox.tar", "ckube.local/busybox:1"},
+                                            {"web.tar", "ckube.local/web:1"}};
+    size_t dir_len = strlen(c->pause) - strlen("pause.tar");
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+        char archive[PATH_MAX + 32];
+        if (snprintf(archive, sizeof(archive), "%.*s%s", (int)dir_len, c->pause, others[i][0]) <
+                (int)sizeof(archive) &&
+            access(archive, R_OK) == 0)
+            ensure_image(c, others[i][1], archive);
+    }
 }
 
 /* Whether the socket accepts a connection. */
@@ -477,7 +499,7 @@ static void *supervise(void *arg)
             }
             if (r == 0 && socket_answers(c->sock)) {
                 CK_LOGS(0, "containerd: ready", "endpoint", c->endpoint);
-                ensure_pause(c);
+                ensure_images(c);
             } else if (r == 0) {
                 CK_LOGE("containerd: its socket %s does not answer after %d s (see %s)", c->sock,
                         READY_TIMEOUT / 1000, c->log);

@@ -14,9 +14,14 @@
 #    network and mount namespace the test makes (`unshare --net --mount`, loopback up,
 #    a tmpfs over /var/run/netns when it exists): the server starts containerd as its
 #    child with config and socket under its data directory, the pause image is
-#    imported (`ctr images ls`), containerd killed with SIGKILL is started again, and
-#    the server's stop stops it (no containerd of this data directory left). Whether
-#    pods run through the CRI is not tested here.
+#    imported (`ctr images ls`), and so are the build's web and busybox images; as
+#    after `make run`, `kubectl create deployment web --image=ckube.local/web:1` runs a
+#    real container that becomes available and serves its page at its pod IP (here a
+#    tmpfs covers /run and an overlay /var/lib, as containerd and the CNI plugins
+#    write there); containerd killed with SIGKILL is started again and the pod keeps
+#    running; deleted, the pod leaves no container; the server's stop stops
+#    containerd (no containerd of this data directory left) and the pod cgroup
+#    directories the test's pod caused are gone.
 # 4. A data directory whose path is too long for a unix socket: containerd's socket
 #    goes under /run/ckube/<hash>/ (a tmpfs of the namespace's own), the same at every
 #    start.
@@ -124,7 +129,7 @@ KUBECONFIG="$work/data/kubeconfig"
 
 # --- 3. the supervised containerd, in namespaces of the test's own ---------------------
 missing=""
-for tool in containerd ctr runc unshare ip; do
+for tool in containerd ctr runc unshare ip nsenter; do
     command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
 if [ -z "$missing" ] && ! unshare --net --mount --propagation private true 2>/dev/null; then
@@ -139,12 +144,20 @@ fi
 cat >"$work/netns.sh" <<'EOF'
 ip link set lo up || exit 1
 if [ -n "${RUN_TMPFS:-}" ]; then mount -t tmpfs tmpfs /run || exit 1; fi
+if [ -n "${VARLIB:-}" ]; then
+    mkdir -p "$VARLIB/upper" "$VARLIB/work"
+    mount -t overlay ckube-test-varlib \
+        -o "lowerdir=/var/lib,upperdir=$VARLIB/upper,workdir=$VARLIB/work" /var/lib || exit 1
+fi
 if [ -d /var/run/netns ]; then mount -t tmpfs tmpfs /var/run/netns || exit 1; fi
 exec "$@"
 EOF
 d3="$work/data3"
 mv "$work/server.err" "$work/server-nocontainerd.err"
-unshare --net --mount --propagation private sh "$work/netns.sh" \
+# the pod cgroups the server's node makes go under /kubepods, as kubelet's: which of
+# its directories are this test's to remove afterwards
+kubepods_before=$(ls -d /sys/fs/cgroup/*/kubepods 2>/dev/null)
+RUN_TMPFS=1 VARLIB="$work/varlib" unshare --net --mount --propagation private sh "$work/netns.sh" \
     "$ckube" server --listen "127.0.0.1:$port" --data-dir "$d3" --store "sqlite://$work/state3.db" \
     >>"$work/server.out" 2>>"$work/server.err" &
 ns_pid=$!
@@ -163,6 +176,30 @@ containerd_pids=$first
 check "containerd is the server's child" test -n "$first"
 pause_imported() { ctr -a "$sock" -n k8s.io images ls -q | grep -qx 'ckube.local/pause:1'; }
 poll "the pause image is imported" pause_imported
+web_imported() { ctr -a "$sock" -n k8s.io images ls -q | grep -qx 'ckube.local/web:1'; }
+poll "the web image is imported" web_imported
+
+# as after `make run`: a Deployment of a local image runs a real container; the server
+# listens on the namespace's loopback, so kubectl runs in its network namespace
+KUBECONFIG="$d3/kubeconfig"
+inns() { nsenter --net="/proc/$ns_pid/ns/net" "$@"; }
+kn() { inns kubectl --request-timeout=20s "$@"; }
+poll "the node registers" kn get node "$host"
+kn create deployment web --image=ckube.local/web:1 >/dev/null
+if kn rollout status deployment/web --timeout=120s >/dev/null 2>"$work/rollout.err"; then
+    pass
+else
+    fail "web available on the server's node ($(cat "$work/rollout.err"))"
+fi
+web_ip=$(kn get pods -l app=web -o jsonpath='{.items[0].status.podIP}')
+web_cid=$(kn get pods -l app=web -o jsonpath='{.items[0].status.containerStatuses[0].containerID}')
+case $web_cid in containerd://?*) pass ;; *) fail "web's containerID: '$web_cid'" ;; esac
+page() {
+    inns python3 -c 'import sys, urllib.request
+print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "$1"
+}
+check "web serves its page at its pod IP ($web_ip)" \
+    test "$(page "http://$web_ip:8080/index.html" 2>/dev/null)" = "ckube web"
 # killed, it is started again
 [ -n "$first" ] && kill -9 $first
 restarted() {
@@ -177,12 +214,27 @@ containerd_pids="$first $second"
 check "the restart is logged" logged "containerd exited ("
 
 check "the image is still there after the restart" pause_imported
+check "web still serves after containerd's restart" \
+    test "$(page "http://$web_ip:8080/index.html" 2>/dev/null)" = "ckube web"
+kn delete deployment web --wait=false >/dev/null
+poll "web's pod deleted" inns sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
+poll "no container left in containerd" sh -c "[ -z \"\$(ctr -a '$sock' -n k8s.io containers ls -q)\" ]"
+KUBECONFIG="$work/data/kubeconfig"
 kill "$ns_pid" 2>/dev/null && wait "$ns_pid" 2>/dev/null
 ns_pid=""
 check "the server's stop stops containerd ($(alive $containerd_pids))" test -z "$(alive $containerd_pids)"
 ours() { ps -e -o args= | grep -F "$d3/containerd/config.toml" | grep -v grep; }
 check "no containerd of this data directory is left" test -z "$(ours)"
 check "the stop is logged" logged '"containerd: stopped"'
+# the pod's cgroups went with it; the QoS directories above them are this test's when
+# /kubepods was not there before
+left=$(find /sys/fs/cgroup/*/kubepods -name 'pod*' -type d 2>/dev/null | head -3)
+check "no pod cgroup left ($left)" test -z "$left"
+if [ -z "$kubepods_before" ]; then
+    for h in /sys/fs/cgroup/*/kubepods; do
+        [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} + 2>/dev/null
+    done
+fi
 
 # --- 4. a data directory too long for a unix socket's path -----------------------------
 # the socket goes under /run/ckube/<hash>/, the same at every start; /run is a tmpfs of
