@@ -91,19 +91,15 @@ void ck_cmd_syncs_usage(FILE *f)
 
 /* ---- in-process controllers ----------------------------------------------------------- */
 
-/*
- * A client of server in this process acting as cn (with TLS: a client certificate of
- * its own under file_base), limited to qps (< 0: no limit). 0, or -1 with *reterr.
- */
-static int component_client(const struct ck_apiserver *server, const char *file_base,
-                            const char *cn, double qps, int burst, struct ck_rest **ret,
-                            struct ck_err *reterr)
+int ck_cmd_component_client(const struct ck_apiserver *server, const char *file_base,
+                            const char *cn, const char *org, double qps, int burst,
+                            struct ck_rest **ret, struct ck_err *reterr)
 {
     const char *url = ck_apiserver_url(server);
     struct ck_rest_config rc = {.server = url, .qps = qps, .burst = burst};
     char *ca = NULL, *cert = NULL, *key = NULL;
     if (strncmp(url, "https://", 8) == 0 &&
-        ck_apiserver_component_credentials(server, file_base, cn, NULL, &ca, &cert, &key, reterr) <
+        ck_apiserver_component_credentials(server, file_base, cn, org, &ca, &cert, &key, reterr) <
             0)
         return -1;
     rc.ca_file = ca;
@@ -135,7 +131,7 @@ static struct ck_rest *component_client_of(struct ck_cmd_controllers *c, const c
         /* made before */
     } else if (c->n_component_clients == max || strlen(user) >= sizeof(c->component_users[0])) {
         fprintf(stderr, "warning: no client of its own for %s: too many\n", user);
-    } else if (component_client(c->server, base, user, -1, 0, &client, &err) < 0) {
+    } else if (ck_cmd_component_client(c->server, base, user, NULL, -1, 0, &client, &err) < 0) {
         fprintf(stderr, "warning: no client of its own for %s (%s)\n", user, err.msg);
         client = NULL;
     } else {
@@ -298,9 +294,9 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
     pthread_mutex_init(&ret->mu, NULL);
     struct ck_err err = {0};
     /* over TLS, as kube-controller-manager: its own certificate, its own RBAC roles */
-    if (component_client(server, "controller-manager", "system:kube-controller-manager",
-                         CK_CONTROLLER_MANAGER_QPS, CK_CONTROLLER_MANAGER_BURST, &ret->client,
-                         &err) < 0) {
+    if (ck_cmd_component_client(server, "controller-manager", "system:kube-controller-manager",
+                                NULL, CK_CONTROLLER_MANAGER_QPS, CK_CONTROLLER_MANAGER_BURST,
+                                &ret->client, &err) < 0) {
         fprintf(stderr,
                 "error: in-process controllers: %s (run `ckube server --controllers=-*` and "
                 "`ckube controller-manager --kubeconfig FILE` with credentials of your CA)\n",

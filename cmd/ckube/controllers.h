@@ -80,6 +80,15 @@ void ck_cmd_syncs_usage(FILE *f);
  * server holds their Lease, and campaign again when they lose it. 0, or -1
  * after printing why.
  */
+/*
+ * A client of server in this process acting as cn in group org (NULL: none); with TLS
+ * a client certificate of its own under file_base in the server's pki. Limited to qps
+ * and burst (qps < 0: no limit). 0, or -1 with *reterr.
+ */
+int ck_cmd_component_client(const struct ck_apiserver *server, const char *file_base,
+                            const char *cn, const char *org, double qps, int burst,
+                            struct ck_rest **ret, struct ck_err *reterr);
+
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
                              const struct ck_cmd_server_election *election,

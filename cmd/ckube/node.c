@@ -32,6 +32,7 @@
 #include "ckube/internal/util.h"
 #include "ckube/rest.h"
 #include "ckube/util.h"
+#include "controllers.h"
 #include "node.h"
 
 struct ck_cmd_node {
@@ -152,23 +153,11 @@ static void *starter_main(void *arg)
 static int node_client(const struct ck_apiserver *server, const char *name, struct ck_rest **ret,
                        struct ck_err *reterr)
 {
-    const char *url = ck_apiserver_url(server);
-    struct ck_rest_config rc = {.server = url, .qps = 50, .burst = 100}; /* kubelet's */
-    char *ca = NULL, *cert = NULL, *key = NULL, cn[300], base[300];
+    char cn[300], base[300];
     snprintf(cn, sizeof(cn), "system:node:%s", name);
     snprintf(base, sizeof(base), "system-node-%s", name);
-    if (strncmp(url, "https://", 8) == 0 &&
-        ck_apiserver_component_credentials(server, base, cn, "system:nodes", &ca, &cert, &key,
-                                           reterr) < 0)
-        return -1;
-    rc.ca_file = ca;
-    rc.cert_file = cert;
-    rc.key_file = key;
-    int r = ck_rest_new(&rc, ret, reterr);
-    free(ca);
-    free(cert);
-    free(key);
-    return r < 0 ? -1 : 0;
+    return ck_cmd_component_client(server, base, cn, "system:nodes", 50, 100, /* kubelet's */
+                                   ret, reterr);
 }
 
 int ck_cmd_node_start(const struct ck_apiserver *server, const struct ck_cmd_node_options *o,
