@@ -1117,7 +1117,8 @@ static int sandbox_state(struct ck__pb_reader *r, unsigned wire, enum ck__cri_sa
 {
     int64_t v;
     int e = int64_field(r, wire, &v);
-    *ret = v == CK__CRI_SANDBOX_READY ? CK__CRI_SANDBOX_READY : CK__CRI_SANDBOX_NOTREADY;
+    if (e == 0)
+        *ret = v == CK__CRI_SANDBOX_READY ? CK__CRI_SANDBOX_READY : CK__CRI_SANDBOX_NOTREADY;
     return e;
 }
 
@@ -1204,7 +1205,8 @@ static int ns_mode(struct ck__pb_reader *r, unsigned wire, enum ck__cri_ns_mode 
 {
     int64_t v;
     int e = int64_field(r, wire, &v);
-    *ret = (enum ck__cri_ns_mode)(int)v; /* TARGET (3) and later ones as they come */
+    if (e == 0)
+        *ret = (enum ck__cri_ns_mode)(int)v; /* TARGET (3) and later ones as they come */
     return e;
 }
 
@@ -1319,8 +1321,9 @@ static int container_state(struct ck__pb_reader *r, unsigned wire,
 {
     int64_t v;
     int e = int64_field(r, wire, &v);
-    *ret = v >= CK__CRI_CREATED && v <= CK__CRI_UNKNOWN ? (enum ck__cri_container_state)v
-                                                        : CK__CRI_UNKNOWN;
+    if (e == 0)
+        *ret = v >= CK__CRI_CREATED && v <= CK__CRI_UNKNOWN ? (enum ck__cri_container_state)v
+                                                            : CK__CRI_UNKNOWN;
     return e;
 }
 
