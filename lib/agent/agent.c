@@ -365,17 +365,23 @@ static void update_pressure(struct ck_agent *a, const json_t *node)
     json_decref(want_taints);
 }
 
-/* The node's Ready condition, or NULL. */
-static const json_t *ready_condition(const json_t *node)
+/* The Ready condition of a list of conditions, or NULL. */
+static json_t *find_ready(const json_t *conds)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(json_object_get(node, "status"), "conditions"), i, c)
+    json_array_foreach(conds, i, c)
     {
         if (strcmp(json_string_value(json_object_get(c, "type")) ?: "", "Ready") == 0)
             return c;
     }
     return NULL;
+}
+
+/* The node's Ready condition, or NULL. */
+static const json_t *ready_condition(const json_t *node)
+{
+    return find_ready(json_object_get(json_object_get(node, "status"), "conditions"));
 }
 
 /*
@@ -388,7 +394,7 @@ static json_t *update_runtime_status(struct ck_agent *a, json_t *node)
 {
     const json_t *was = ready_condition(node);
     json_t *conds = node_conditions(a, &a->pressure);
-    json_t *want = json_incref((json_t *)ready_condition(conds));
+    json_t *want = json_incref(find_ready(conds));
     json_decref(conds);
     const json_t *images = json_object_get(json_object_get(node, "status"), "images");
     bool same_status = json_equal(json_object_get(was, "status"), json_object_get(want, "status"));
