@@ -247,8 +247,8 @@ static json_t *node_object(struct ck_agent *a)
                              "labels", "kubernetes.io/hostname", a->node_name, "kubernetes.io/os",
                              "linux", "kubernetes.io/arch", arch, "beta.kubernetes.io/os", "linux",
                              "beta.kubernetes.io/arch", arch, "spec", "status", status);
-    if (status && a->rt_status.images)
-        json_object_set(status, "images", a->rt_status.images);
+    if (node && a->rt_status.images)
+        json_object_set(json_object_get(node, "status"), "images", a->rt_status.images);
     return node;
 }
 
