@@ -14,7 +14,7 @@
 # - a pod whose imagePullSecrets hold the registry's password pulls its image and
 #   runs, with the kubelet's Pulling and Pulled events; a secret that does not exist
 #   next to it gives the FailedToRetrieveImagePullSecret warning and the pull goes on
-#   with the others;
+#   with the others; a wrong password before the right one: the right one pulls;
 # - without a secret, and with a wrong password: ErrImagePull with the registry's
 #   401 words, then ImagePullBackOff;
 # - the pulled image shows in the node's status.images;
@@ -89,12 +89,12 @@ sys.exit(1)' "$reg" 2>/dev/null; do
         sleep 0.1
     done
     image="$reg/busybox:1"
-    ctr -a "$cri_sock" -n k8s.io images tag "$busybox_image" "$image" >/dev/null &&
-        ctr -a "$cri_sock" -n k8s.io images push --plain-http --user puller:right-password \
-            "$image" >"$cri_dir/push.log" 2>&1 || {
+    if ! ctr -a "$cri_sock" -n k8s.io images tag "$busybox_image" "$image" >"$cri_dir/push.log" 2>&1 ||
+        ! ctr -a "$cri_sock" -n k8s.io images push --plain-http --user puller:right-password \
+            "$image" >>"$cri_dir/push.log" 2>&1; then
         tail -n 5 "$cri_dir/push.log" >&2
         fail "ctr could not push $image"
-    }
+    fi
     # gone from containerd again: the pods' pulls must fetch it
     ctr -a "$cri_sock" -n k8s.io images rm "$image" >/dev/null
 
@@ -170,6 +170,10 @@ EOF
     poll "absentfirst: FailedToRetrieveImagePullSecret" sh -c \
         "kubectl get events --field-selector involvedObject.name=absentfirst,reason=FailedToRetrieveImagePullSecret -o jsonpath='{.items[*].message}' | grep -q 'Unable to retrieve some image pull secrets (absent); attempting to pull the image may not succeed.'"
 
+    # a wrong password first, then the right one for the same registry: each is tried
+    create wrongfirst "$image" regwrong,regcred
+    wait_for "wrongfirst Running (the second credentials pulled)" pod/wrongfirst '{.status.phase}=Running'
+
     # no secret, and a wrong password: the registry's 401, then back-off
     create nosecret "$image" ""
     create wrongpw "$image" regwrong
@@ -197,6 +201,7 @@ EOF
     t0=$(date +%s)
     poll "node NotReady once containerd is down" sh -c "[ \"\$(kubectl get node n1 -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = False ]"
     t1=$(date +%s)
+    echo "the node was NotReady $((t1 - t0)) s after containerd's end"
     check "NotReady within 6 s of containerd's end (took $((t1 - t0)) s, status every 1 s)" [ $((t1 - t0)) -le 6 ]
     check "Ready's reason is KubeletNotReady" \
         [ "$(jp node/n1 '{.status.conditions[?(@.type=="Ready")].reason}')" = KubeletNotReady ]
@@ -225,7 +230,7 @@ EOF
     check "withsecret kept running across containerd's restart" \
         [ "$(jp pod/withsecret '{.status.containerStatuses[0].restartCount}')" = 0 ]
 
-    k delete pod withsecret absentfirst nosecret wrongpw --wait=false >/dev/null
+    k delete pod withsecret absentfirst wrongfirst nosecret wrongpw --wait=false >/dev/null
     poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
     poll "no container left in containerd" sh -c \
         "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
