@@ -104,7 +104,8 @@ struct ck_agent {
     struct ck_ctl_event_sink event_sink;
     struct ck_event_recorder *events; /* as the kubelet's recorder: component "kubelet" */
     struct ck_pressure_thresholds thresholds;
-    struct ck_pressure pressure; /* as last written to the Node (renewer thread only) */
+    struct ck_pressure pressure;         /* as last written to the Node (renewer thread only) */
+    struct ck__rt_node_status rt_status; /* the runtime's, as last asked (renewer thread only) */
     void *log_server_context;
     struct ck__agent_tls tls;
     struct ck__runtime *rt; /* the container runtime: process or CRI */
@@ -183,6 +184,34 @@ static char *host_address(void)
     return strdup(buf);
 }
 
+/*
+ * The node's conditions for the pressures p and the runtime's last status: Ready is
+ * False with kubelet's reason and message while the runtime is not ready.
+ */
+static json_t *node_conditions(struct ck_agent *a, const struct ck_pressure *p)
+{
+    json_t *conds = ck_agent_node_conditions_with(p);
+    size_t i;
+    json_t *c;
+    json_array_foreach(conds, i, c)
+    {
+        if (!a->rt_status.ready &&
+            strcmp(json_string_value(json_object_get(c, "type")) ?: "", "Ready") == 0) {
+            json_object_set_new(c, "status", json_string("False"));
+            json_object_set_new(c, "reason", json_string("KubeletNotReady"));
+            json_object_set_new(c, "message", json_string(a->rt_status.message));
+        }
+    }
+    return conds;
+}
+
+/* Asks the runtime for its part of the node's status (its readiness, its images). */
+static void refresh_runtime_status(struct ck_agent *a)
+{
+    json_decref(a->rt_status.images);
+    a->rt->ops->node_status(a->rt, &a->rt_status);
+}
+
 static json_t *node_object(struct ck_agent *a)
 {
     char cpu[32], mem[48], disk[48], pods[16];
@@ -207,9 +236,9 @@ static json_t *node_object(struct ck_agent *a)
         " s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}, s:{s:{s:i}}}",
         "capacity", "cpu", cpu, "memory", mem, "pods", pods, "ephemeral-storage", disk,
         "allocatable", "cpu", cpu, "memory", mem, "pods", pods, "ephemeral-storage", disk,
-        "conditions", ck_agent_node_conditions_with(&a->pressure), "addresses", "type",
-        "InternalIP", "address", a->host_ip, "type", "Hostname", "address", a->node_name,
-        "nodeInfo", "kubeletVersion", "v1.32.0-ckube", "kubeProxyVersion", "", "osImage", u.sysname,
+        "conditions", node_conditions(a, &a->pressure), "addresses", "type", "InternalIP",
+        "address", a->host_ip, "type", "Hostname", "address", a->node_name, "nodeInfo",
+        "kubeletVersion", "v1.32.0-ckube", "kubeProxyVersion", "", "osImage", u.sysname,
         "kernelVersion", u.release, "containerRuntimeVersion", runtime, "operatingSystem", "linux",
         "architecture", arch, "machineID", a->node_name, "systemUUID", a->node_name, "bootID", "",
         "daemonEndpoints", "kubeletEndpoint", "Port", a->config.port);
@@ -218,6 +247,8 @@ static json_t *node_object(struct ck_agent *a)
                              "labels", "kubernetes.io/hostname", a->node_name, "kubernetes.io/os",
                              "linux", "kubernetes.io/arch", arch, "beta.kubernetes.io/os", "linux",
                              "beta.kubernetes.io/arch", arch, "spec", "status", status);
+    if (node && a->rt_status.images)
+        json_object_set(json_object_get(node, "status"), "images", a->rt_status.images);
     return node;
 }
 
@@ -285,7 +316,7 @@ static void update_pressure(struct ck_agent *a, const json_t *node)
     struct ck_err err = {0};
     if (!same) {
         json_t *copy = ck__json_copy(node);
-        json_t *conds = ck_agent_node_conditions_with(&now);
+        json_t *conds = node_conditions(a, &now);
         size_t i, j;
         json_t *c, *o;
         json_array_foreach(conds, i, c)
@@ -334,22 +365,120 @@ static void update_pressure(struct ck_agent *a, const json_t *node)
     json_decref(want_taints);
 }
 
+/* The Ready condition of a list of conditions, or NULL. */
+static json_t *find_ready(const json_t *conds)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(conds, i, c)
+    {
+        if (strcmp(json_string_value(json_object_get(c, "type")) ?: "", "Ready") == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* The node's Ready condition, or NULL. */
+static const json_t *ready_condition(const json_t *node)
+{
+    return find_ready(json_object_get(json_object_get(node, "status"), "conditions"));
+}
+
+/*
+ * Writes the runtime's part of the node's status when it changed: the Ready condition
+ * (its transition time kept while its status stays) and the images, with kubelet's
+ * NodeReady / NodeNotReady event. Returns the node as it now is (node, or the written
+ * one, node's reference taken).
+ */
+static json_t *update_runtime_status(struct ck_agent *a, json_t *node)
+{
+    const json_t *was = ready_condition(node);
+    json_t *conds = node_conditions(a, &a->pressure);
+    json_t *want = json_incref(find_ready(conds));
+    json_decref(conds);
+    const json_t *images = json_object_get(json_object_get(node, "status"), "images");
+    bool same_status = json_equal(json_object_get(was, "status"), json_object_get(want, "status"));
+    if (!want || (was && same_status &&
+                  json_equal(json_object_get(was, "reason"), json_object_get(want, "reason")) &&
+                  json_equal(json_object_get(was, "message"), json_object_get(want, "message")) &&
+                  (a->rt_status.images ? images && json_equal(images, a->rt_status.images)
+                                       : !json_array_size(images)))) {
+        json_decref(want);
+        return node;
+    }
+    if (same_status && json_object_get(was, "lastTransitionTime"))
+        json_object_set(want, "lastTransitionTime", json_object_get(was, "lastTransitionTime"));
+    json_t *copy = ck__json_copy(node);
+    json_t *status = json_object_get(copy, "status");
+    json_t *list = json_object_get(status, "conditions");
+    size_t i;
+    json_t *c;
+    bool replaced = false;
+    json_array_foreach(list, i, c)
+    {
+        if (!replaced &&
+            strcmp(json_string_value(json_object_get(c, "type")) ?: "", "Ready") == 0) {
+            json_array_set(list, i, want);
+            replaced = true;
+        }
+    }
+    if (!replaced && json_is_array(list))
+        json_array_append(list, want);
+    if (a->rt_status.images)
+        json_object_set(status, "images", a->rt_status.images);
+    else
+        json_object_del(status, "images");
+    json_t *written = NULL;
+    struct ck_err err = {0};
+    if (ck_ctl_update_status(&a->ctl, a->nodes_res, "", copy, &written, &err) < 0) {
+        CK_LOGS(0, "Error updating node status", "node", a->node_name, "err", err.msg);
+        json_decref(copy);
+        json_decref(want);
+        return node;
+    }
+    if (!same_status) {
+        const char *reason = a->rt_status.ready ? "NodeReady" : "NodeNotReady";
+        CK_LOGS(0, "Node's Ready condition changed", "node", a->node_name, "ready",
+                a->rt_status.ready ? "True" : "False", "message",
+                json_string_value(json_object_get(want, "message")) ?: "");
+        json_t *ref =
+            json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Node", "metadata",
+                      "name", a->node_name, "uid", ck__meta_str(node, "uid") ?: "");
+        ck_event_recordf(a->events, ref, CK_EVENT_NORMAL, reason, "Node %s status is now: %s",
+                         a->node_name, reason);
+        json_decref(ref);
+    }
+    json_decref(copy);
+    json_decref(want);
+    json_decref(node);
+    return written;
+}
+
 static void *renewer_main(void *arg)
 {
     struct ck_agent *a = arg;
     while (!wait_stop(a, a->config.node_status_update_frequency)) {
         struct ck_err err = {0};
         json_t *node = NULL;
+        refresh_runtime_status(a);
         if (ck_agent_renew_lease(&a->ctl, &a->lease, &err) < 0 ||
             ck_ctl_get(&a->ctl, a->nodes_res, "", a->node_name, &node, &err) < 0 ||
-            !ck_agent_node_ready(node)) {
-            /* the lease or the node went away, or the node is not Ready: register again */
+            (!ck_agent_node_ready(node) &&
+             strcmp(json_string_value(json_object_get(ready_condition(node), "reason")) ?: "",
+                    "KubeletNotReady") != 0)) {
+            /*
+             * the lease or the node went away, or the node is not Ready for another
+             * reason than the runtime's (the node lifecycle controller's Unknown): register
+             * again
+             */
             if (register_node(a, &err) < 0)
                 CK_LOGS(0, "Unable to register node", "node", a->node_name, "err", err.msg);
             else
                 CK_LOGS(2, "Node registered again", "node", a->node_name);
-        } else
+        } else {
+            node = update_runtime_status(a, node);
             update_pressure(a, node);
+        }
         json_decref(node);
     }
     return NULL;
@@ -1280,7 +1409,7 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
     }
     struct ck_err cgerr = {0};
     if (a->config.runtime == CK_AGENT_RUNTIME_CRI) {
-        if ((r = ck__runtime_cri_new(&a->config, runtime_event, a, &a->rt, reterr)) < 0)
+        if ((r = ck__runtime_cri_new(&a->config, &a->ctl, runtime_event, a, &a->rt, reterr)) < 0)
             goto fail;
         CK_LOGS(0, "Container runtime: CRI", "endpoint",
                 a->config.runtime_endpoint ? a->config.runtime_endpoint
@@ -1338,6 +1467,7 @@ int ck_agent_run(struct ck_agent *a, struct ck_err *reterr)
     struct ck_pressure_sample sample;
     if (ck_pressure_measure(a->root_dir, &sample) == 0) /* the conditions registered */
         ck_pressure_evaluate(&a->thresholds, &sample, &a->pressure);
+    refresh_runtime_status(a);
     int r = register_node(a, reterr);
     if (r < 0)
         return r;
@@ -1396,6 +1526,7 @@ struct ck_agent *ck_agent_free(struct ck_agent *a)
         pod_free(a->pods.v[i]);
     free(a->pods.v);
     json_decref(a->lease);
+    json_decref(a->rt_status.images);
     if (a->rt)
         a->rt->ops->free(a->rt);
     free(a->node_name);

@@ -25,7 +25,9 @@
  * answer malformed (CK_EIO), never a partial result. Fields this client does
  * not know are skipped, as protobuf says. A failed call's error carries its
  * gRPC status as Go's gRPC prints it ("rpc error: code = NotFound desc =
- * ..."), the words kubelet's events show.
+ * ..."), the words kubelet's events show, after the service and method when
+ * the whole fits in a ck_err's message (else without them, so that the
+ * runtime's words, a registry's "401 Unauthorized" at their end, are not cut).
  *
  * Threading: calls from several threads run at once, each on a connection
  * of its own taken from the client's idle ones (up to IDLE_MAX per endpoint,
@@ -1794,6 +1796,10 @@ int ck__cri_status_error(const char *service, const char *method, int status, co
                : status == 3 ? CK_EINVAL
                : status == 4 ? CK_ETIMEDOUT /* DeadlineExceeded: an ExecSync's timeout */
                              : CK_EIO;
+    int full = snprintf(NULL, 0, "cri: %s %s: rpc error: code = %s desc = %s", service, method,
+                        name, message);
+    if (full >= (int)sizeof(reterr->msg)) /* the runtime's words first: they are what matters */
+        return ck_err_set(reterr, code, "rpc error: code = %s desc = %s", name, message);
     return ck_err_set(reterr, code, "cri: %s %s: rpc error: code = %s desc = %s", service, method,
                       name, message);
 }

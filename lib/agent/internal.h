@@ -129,6 +129,41 @@ int ck__volume_write(const struct ck__pod_refs *refs, const json_t *vol, const c
  */
 char **ck__log_rotated_files(const char *path, bool with_tmp, size_t *ret_n);
 
+/* ---- image pull credentials (keyring.c) -------------------------------------------- */
+
+/* A registry's credentials as a pull secret gives them. */
+struct ck__cred {
+    char *username, *password;
+};
+struct ck__keyring_entry {
+    char *key; /* host, or host and path ("quay.io/coreos"); a host part may be a glob */
+    struct ck__cred cred;
+};
+/* The credentials of a pod's pull secrets, in the secrets' order. Zero it to start. */
+struct ck__keyring {
+    struct ck__keyring_entry *v;
+    size_t n;
+};
+/*
+ * Adds the registries of a Secret of type kubernetes.io/dockerconfigjson or
+ * kubernetes.io/dockercfg (other types: nothing). 0; CK_EINVAL when its config is
+ * malformed (kubelet then fails the pull with that error), CK_ENOMEM.
+ */
+int ck__keyring_add_secret(struct ck__keyring *k, const json_t *secret, struct ck_err *reterr);
+/*
+ * The credentials a pull of the repository (ck__image_repository) tries, in kubelet's
+ * order: up to max pointers into k into ret; their count (0: pull without).
+ */
+size_t ck__keyring_lookup(const struct ck__keyring *k, const char *repo,
+                          const struct ck__cred **ret, size_t max);
+void ck__keyring_release(struct ck__keyring *k);
+/*
+ * An image's repository as kubelet looks credentials up for it: without tag or digest,
+ * docker.io's short names in full ("busybox": "docker.io/library/busybox"). malloc'd,
+ * or NULL.
+ */
+char *ck__image_repository(const char *image);
+
 /* ---- the runtime interface (runtime_process.c, runtime_cri.c) --------------------- */
 
 /*
@@ -162,6 +197,13 @@ struct ck__rt_state {
     struct ck_proc_exit exit; /* code, signal, finish time, OOM kill */
     int64_t started_ns;       /* Unix time in ns */
     char image_ref[256];      /* the status's imageID ("" unknown) */
+};
+
+/* The runtime's part of the node's status (node_status). */
+struct ck__rt_node_status {
+    bool ready;        /* false: the node's Ready is False, reason KubeletNotReady */
+    char message[768]; /* then kubelet's message: "container runtime is down", ... */
+    json_t *images;    /* status.images (owned; NULL: none to report) */
 };
 
 struct ck__runtime;
@@ -206,6 +248,12 @@ struct ck__runtime_ops {
     int (*exec)(struct ck__runtime *rt, const struct ck__rt_pod *p, const char *id,
                 char *const *argv, char *const *envp, const char *dir, int64_t timeout_ns,
                 int *ret_code, char *msg, size_t size);
+    /*
+     * The runtime's readiness and images for the node's status, as kubelet's Ready
+     * condition and Images setters see them; the caller frees ret->images. Called from
+     * the node status thread (only), while pods go on: it touches nothing pods use.
+     */
+    void (*node_status)(struct ck__runtime *rt, struct ck__rt_node_status *ret);
     void (*free)(struct ck__runtime *rt);
 };
 struct ck__runtime {
@@ -229,11 +277,13 @@ int ck__mkdirs(const char *path);
 typedef void (*ck__rt_event_fn)(void *arg, const struct ck__rt_pod *p, const char *type,
                                 const char *reason, const char *message);
 /*
- * The CRI runtime on config's endpoints (events through event). Checks that the
- * endpoint's socket exists: else CK_ENOENT with a message naming the ways out.
+ * The CRI runtime on config's endpoints (events through event; pods' image pull
+ * secrets read through ctl, which must outlive it). Checks that the endpoint's socket
+ * exists: else CK_ENOENT with a message naming the ways out.
  */
-int ck__runtime_cri_new(const struct ck_agent_config *config, ck__rt_event_fn event,
-                        void *event_arg, struct ck__runtime **ret, struct ck_err *reterr);
+int ck__runtime_cri_new(const struct ck_agent_config *config, const struct ck_ctl_client *ctl,
+                        ck__rt_event_fn event, void *event_arg, struct ck__runtime **ret,
+                        struct ck_err *reterr);
 
 /*
  * Kubernetes' $(VAR) expansion of command and args (third_party/forked/golang/expansion):

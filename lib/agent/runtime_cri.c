@@ -30,9 +30,16 @@
  * - Stop: StopContainer runs on a thread of its own with a connection of its own, so
  *   a long grace period holds no other call.
  *
- * Not yet: image pull secrets, pull back-off per image (the agent backs off per
- * container), image and container garbage collection, exec/attach/port-forward
- * streaming, stats, log rotation through ReopenContainerLog.
+ * - Pull secrets: the pod's imagePullSecrets (read through the agent's client), the
+ *   credentials for the image's registry as kubelet's keyring picks them (keyring.c)
+ *   given to PullImage one after the other until one works.
+ * - Node status: Status's RuntimeReady and NetworkReady as the node's Ready
+ *   condition (kubelet's KubeletNotReady messages), ListImages as status.images;
+ *   called from the agent's node status thread, on state of its own.
+ *
+ * Not yet: pull back-off per image (the agent backs off per container), image and
+ * container garbage collection, exec/attach/port-forward streaming, stats, log
+ * rotation through ReopenContainerLog.
  */
 #define _GNU_SOURCE /* vasprintf, strndup */
 #include <dirent.h>
@@ -67,6 +74,12 @@ struct cri_runtime {
     bool network_ready; /* a CNI configuration is there */
     ck__rt_event_fn event;
     void *event_arg;
+    const struct ck_ctl_client *ctl; /* pods' image pull secrets are read through it */
+    /* the node status thread's own: what Status last said (kubelet's runtimeState) */
+    int64_t status_ok_at;    /* monotonic ns of the last Status with RuntimeReady; 0 never */
+    int64_t down_after;      /* "container runtime is down" this long after it */
+    char runtime_error[384]; /* "container runtime not ready: ..." or "" */
+    char network_error[384]; /* "container runtime network not ready: ..." or "" */
 };
 
 /* The kubelet's defaults of a non-privileged container's masked and read-only paths. */
@@ -660,6 +673,89 @@ static const char *pull_policy(const json_t *spec, const char *image)
     return !tagged || strcmp(colon, ":latest") == 0 ? "Always" : "IfNotPresent";
 }
 
+/*
+ * The credentials of the pod's image pull secrets into k (kubelet's
+ * getPullSecretsForPod and MakeDockerKeyring): a secret that cannot be read is left
+ * out with a warning event; a malformed one fails the pull.
+ */
+static int pull_keyring(struct cri_runtime *cr, const struct ck__rt_pod *p, struct ck__keyring *k,
+                        struct ck_err *reterr)
+{
+    const struct ck_resource *res = ck_controller_resource("", "v1", "secrets");
+    char failed[512] = "";
+    size_t i;
+    json_t *ref;
+    int r = 0;
+    json_array_foreach(json_object_get(spec_of(p), "imagePullSecrets"), i, ref)
+    {
+        const char *name = json_string_value(json_object_get(ref, "name"));
+        if (!name || !*name)
+            continue;
+        json_t *secret = NULL;
+        struct ck_err err = {0};
+        if (!res || !cr->ctl || ck_ctl_get(cr->ctl, res, p->ns, name, &secret, &err) < 0) {
+            CK_LOGS(0, "Unable to retrieve pull secret, the image pull may not succeed.", "pod",
+                    p->name, "namespace", p->ns, "secret", name, "err", err.msg);
+            size_t len = strlen(failed);
+            snprintf(failed + len, sizeof(failed) - len, "%s%s", len ? ", " : "", name);
+            continue;
+        }
+        if (r == 0)
+            r = ck__keyring_add_secret(k, secret, reterr);
+        json_decref(secret);
+    }
+    if (failed[0])
+        emit(cr, p, CK_EVENT_WARNING, "FailedToRetrieveImagePullSecret",
+             "Unable to retrieve some image pull secrets (%s); attempting to pull the image may "
+             "not succeed.",
+             failed);
+    return r;
+}
+
+/*
+ * PullImage as kubelet's kuberuntime image manager does it: without credentials when
+ * the pull secrets have none for the image's registry, else with each in turn until
+ * one works; the errors of all of them ("[a, b]", as Go's aggregate prints them) when
+ * none does.
+ */
+static int pull(struct cri_runtime *cr, const struct ck__rt_pod *p, const char *image,
+                char **ret_ref, struct ck_err *reterr)
+{
+    struct ck__keyring k = {0};
+    int r = pull_keyring(cr, p, &k, reterr);
+    if (r < 0) {
+        ck__keyring_release(&k);
+        return r;
+    }
+    char *repo = ck__image_repository(image);
+    const struct ck__cred *creds[16];
+    size_t n = repo ? ck__keyring_lookup(&k, repo, creds, sizeof(creds) / sizeof(creds[0])) : 0;
+    free(repo);
+    if (n == 0) {
+        r = ck__cri_pull_image(cr->cri, image, NULL, PULL_TIMEOUT_MS, ret_ref, reterr);
+        ck__keyring_release(&k);
+        return r;
+    }
+    char msg[sizeof(reterr->msg)] = "";
+    size_t distinct = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct ck__cri_auth auth = {.username = creds[i]->username, .password = creds[i]->password};
+        struct ck_err err = {0};
+        if ((r = ck__cri_pull_image(cr->cri, image, &auth, PULL_TIMEOUT_MS, ret_ref, &err)) == 0)
+            break;
+        if (!strstr(msg, err.msg)) { /* the aggregate prints each distinct message once */
+            size_t len = strlen(msg);
+            snprintf(msg + len, sizeof(msg) - len, "%s%s", len ? ", " : "", err.msg);
+            distinct++;
+        }
+        reterr->code = err.code;
+    }
+    if (r < 0)
+        ck_err_set(reterr, r, distinct > 1 ? "[%s]" : "%s", msg);
+    ck__keyring_release(&k);
+    return r;
+}
+
 /* Makes sure the image is there as its policy says; its id (malloc'd) into *ret_ref. */
 static int ensure_image(struct cri_runtime *cr, const struct ck__rt_pod *p, const json_t *spec,
                         char **ret_ref, char *reason, size_t size, struct ck_err *reterr)
@@ -697,7 +793,7 @@ static int ensure_image(struct cri_runtime *cr, const struct ck__rt_pod *p, cons
     int64_t t0 = realtime_ns();
     char *ref = NULL;
     struct ck_err err = {0};
-    if (ck__cri_pull_image(cr->cri, image, NULL, PULL_TIMEOUT_MS, &ref, &err) < 0) {
+    if (pull(cr, p, image, &ref, &err) < 0) {
         snprintf(reason, size, "ErrImagePull");
         emit(cr, p, CK_EVENT_WARNING, "Failed", "Failed to pull image \"%s\": %s", image, err.msg);
         *reterr = err;
@@ -891,6 +987,128 @@ static void version(struct ck__runtime *rt, char *buf, size_t size)
     snprintf(buf, size, "%s://%s", cr->runtime_name, cr->runtime_version);
 }
 
+/* ---- the node's status ------------------------------------------------------------ */
+
+#define NODE_STATUS_MAX_IMAGES 50 /* kubelet's nodeStatusMaxImages default */
+#define MAX_NAMES_PER_IMAGE    5  /* kubelet's MaxNamesPerImageInNodeStatus */
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * CK_SEC + ts.tv_nsec;
+}
+
+/* A condition as kubelet's RuntimeCondition prints it: "Type=false reason:R message:M". */
+static void condition_text(const struct ck__cri_condition *c, char *buf, size_t size)
+{
+    if (!c)
+        snprintf(buf, size, "<nil>");
+    else
+        snprintf(buf, size, "%s=%s reason:%s message:%s", c->type ? c->type : "",
+                 c->status ? "true" : "false", c->reason ? c->reason : "",
+                 c->message ? c->message : "");
+}
+
+/* Larger first, then the greater id (kubelet's sliceutils.ByImageSize). */
+static int image_cmp(const void *a, const void *b)
+{
+    const struct ck__cri_image *x = a, *y = b;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    return -strcmp(x->id ? x->id : "", y->id ? y->id : "");
+}
+
+/* kubelet's Images setter: the largest images, each with its digests, then its tags. */
+static json_t *node_images(struct cri_runtime *cr)
+{
+    struct ck__cri_images l;
+    struct ck_err err = {0};
+    if (ck__cri_list_images(cr->cri, NULL, &l, &err) < 0) {
+        CK_LOGS(2, "Error getting image list", "err", err.msg);
+        return NULL;
+    }
+    if (l.n > 1)
+        qsort(l.items, l.n, sizeof(l.items[0]), image_cmp);
+    json_t *list = l.n ? json_array() : NULL;
+    for (size_t i = 0; list && i < l.n && i < NODE_STATUS_MAX_IMAGES; i++) {
+        const struct ck__cri_image *img = &l.items[i];
+        json_t *names = json_array();
+        for (size_t j = 0; j < img->n_repo_digests && json_array_size(names) < MAX_NAMES_PER_IMAGE;
+             j++)
+            json_array_append_new(names, json_string(img->repo_digests[j]));
+        for (size_t j = 0; j < img->n_repo_tags && json_array_size(names) < MAX_NAMES_PER_IMAGE;
+             j++)
+            json_array_append_new(names, json_string(img->repo_tags[j]));
+        json_array_append_new(
+            list, json_pack("{s:o, s:I}", "names", names, "sizeBytes", (json_int_t)img->size));
+    }
+    ck__cri_images_release(&l);
+    return list;
+}
+
+/* Appends msg to the aggregate in buf unless it is there already (Go's aggregate). */
+static void aggregate_add(char *buf, size_t size, size_t *n, const char *msg)
+{
+    if (!msg[0] || (*n && strstr(buf, msg)))
+        return;
+    size_t len = strlen(buf);
+    snprintf(buf + len, size - len, "%s%s", len ? ", " : "", msg);
+    (*n)++;
+}
+
+/*
+ * kubelet's updateRuntimeUp and runtimeState: Status's RuntimeReady and NetworkReady
+ * (kept as they were when Status fails), and the runtime "down" once no Status has
+ * said RuntimeReady for down_after; the Ready condition's message aggregates them.
+ */
+static void node_status(struct ck__runtime *rt, struct ck__rt_node_status *ret)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    struct ck__cri_status st;
+    struct ck_err err = {0};
+    int64_t now = mono_ns();
+    char text[256];
+    *ret = (struct ck__rt_node_status){0};
+    if (ck__cri_status(cr->cri, &st, &err) < 0)
+        CK_LOGS(0, "Container runtime sanity check failed", "err", err.msg);
+    else {
+        const struct ck__cri_condition *net = ck__cri_status_condition(&st, "NetworkReady");
+        const struct ck__cri_condition *run = ck__cri_status_condition(&st, "RuntimeReady");
+        cr->network_error[0] = 0;
+        if (!net || !net->status) {
+            condition_text(net, text, sizeof(text));
+            snprintf(cr->network_error, sizeof(cr->network_error),
+                     "container runtime network not ready: %s", text);
+            CK_LOGS(2, "Container runtime network not ready", "networkReady", text);
+        }
+        cr->runtime_error[0] = 0;
+        if (!run || !run->status) {
+            condition_text(run, text, sizeof(text));
+            snprintf(cr->runtime_error, sizeof(cr->runtime_error),
+                     "container runtime not ready: %s", text);
+            CK_LOGS(0, "Container runtime not ready", "runtimeReady", text);
+        } else
+            cr->status_ok_at = now;
+        ck__cri_status_release(&st);
+    }
+    size_t n = 0;
+    if (cr->status_ok_at == 0)
+        aggregate_add(ret->message, sizeof(ret->message), &n,
+                      "container runtime status check may not have completed yet");
+    else if (now - cr->status_ok_at >= cr->down_after)
+        aggregate_add(ret->message, sizeof(ret->message), &n, "container runtime is down");
+    aggregate_add(ret->message, sizeof(ret->message), &n, cr->runtime_error);
+    aggregate_add(ret->message, sizeof(ret->message), &n, cr->network_error);
+    if (n > 1) {
+        char all[sizeof(ret->message)];
+        memcpy(all, ret->message, sizeof(all));
+        snprintf(ret->message, sizeof(ret->message), "[%.*s]", (int)sizeof(all) - 3, all);
+    }
+    ret->ready = n == 0;
+    ret->images = node_images(cr);
+}
+
 static const struct ck__runtime_ops cri_ops = {
     .name = "cri",
     .version = version,
@@ -902,11 +1120,13 @@ static const struct ck__runtime_ops cri_ops = {
     .stop = stop,
     .exec = exec_sync,
     .remove_orphans = remove_orphans,
+    .node_status = node_status,
     .free = runtime_free,
 };
 
-int ck__runtime_cri_new(const struct ck_agent_config *config, ck__rt_event_fn event,
-                        void *event_arg, struct ck__runtime **ret, struct ck_err *reterr)
+int ck__runtime_cri_new(const struct ck_agent_config *config, const struct ck_ctl_client *ctl,
+                        ck__rt_event_fn event, void *event_arg, struct ck__runtime **ret,
+                        struct ck_err *reterr)
 {
     const char *endpoint = config->runtime_endpoint && *config->runtime_endpoint
                                ? config->runtime_endpoint
@@ -941,6 +1161,11 @@ int ck__runtime_cri_new(const struct ck_agent_config *config, ck__rt_event_fn ev
     }
     cr->event = event;
     cr->event_arg = event_arg;
+    cr->ctl = ctl;
+    /* kubelet's 2 minutes, or two node status updates when they come sooner */
+    int64_t freq = config->node_status_update_frequency > 0 ? config->node_status_update_frequency
+                                                            : 10 * CK_SEC;
+    cr->down_after = 2 * freq < 120 * CK_SEC ? 2 * freq : 120 * CK_SEC;
     r = ck__cri_open(endpoint, config->image_endpoint, CALL_TIMEOUT_MS, &cr->cri, reterr);
     if (r < 0) {
         runtime_free(&cr->base);

@@ -242,6 +242,13 @@ static void version(struct ck__runtime *rt, char *buf, size_t size)
     snprintf(buf, size, "process://1.0");
 }
 
+/* Host processes need nothing to be ready, and have no images. */
+static void node_status(struct ck__runtime *rt, struct ck__rt_node_status *ret)
+{
+    (void)rt;
+    *ret = (struct ck__rt_node_status){.ready = true};
+}
+
 static const struct ck__runtime_ops process_ops = {
     .name = "process",
     .version = version,
@@ -253,6 +260,7 @@ static const struct ck__runtime_ops process_ops = {
     .stop = stop,
     .exec = NULL,           /* probes and hooks run on the host, in the container's env (probe.c) */
     .remove_orphans = NULL, /* pod directories stay, as they always have */
+    .node_status = node_status,
     .free = runtime_free,
 };
 

@@ -623,8 +623,12 @@ static void test_pull_from_nowhere(void **state)
     print_message("PullImage: %s\n", err.msg);
     assert_int_equal(r, CK_EIO);
     assert_null(ref);
-    assert_non_null(strstr(err.msg, "cri: ImageService PullImage: rpc error: code = "));
+    /* containerd's words are long: the service and method make way for their end */
+    assert_true(strncmp(err.msg, "cri: ImageService PullImage: rpc error: code = ", 47) == 0 ||
+                strncmp(err.msg, "rpc error: code = Unknown desc = ", 33) == 0);
     assert_non_null(strstr(err.msg, "127.0.0.1:1"));
+    if (strlen(err.msg) < sizeof(err.msg) - 1) /* not cut: the dial's error at the end */
+        assert_non_null(strstr(err.msg, "connection refused"));
     assert_false(listed("127.0.0.1:1/none:latest"));
 }
 
