@@ -57,6 +57,7 @@ struct container {
     struct ck_proc_exit exit;
     int64_t started_ns; /* realtime of the current attempt's start */
     int64_t restart_at; /* when the back-off allows the next start; 0: now */
+    int64_t state_at;   /* when the runtime's state of the running attempt is read next */
     char waiting_reason[64];
     char waiting_message[512];
     json_t *last_state; /* the previous attempt's terminated state, or NULL */
@@ -122,6 +123,7 @@ struct ck_agent {
     pthread_mutex_t stop_lock;
     pthread_cond_t stop_cond;
     bool stopping;
+    bool kicked; /* a pod changed: the supervisor looks at once (guarded by stop_lock) */
 };
 
 static int64_t now_ns(void)
@@ -263,6 +265,50 @@ static int register_node(struct ck_agent *a, struct ck_err *reterr)
                  : ck_err_set(reterr, CK_ENOMEM, "out of memory");
     json_decref(node);
     return r;
+}
+
+/*
+ * The supervisor's wait between ticks: d at most, less when a pod changed (an informer
+ * event), so a new pod starts at once as kubelet's pod workers react to events. True
+ * when stopping.
+ */
+static bool wait_tick(struct ck_agent *a, int64_t d)
+{
+    pthread_mutex_lock(&a->stop_lock);
+    int64_t deadline = ck_clock_now(NULL) + d;
+    while (!a->stopping && !a->kicked && ck_clock_now(NULL) < deadline)
+        ck_clock_wait(NULL, &a->stop_cond, &a->stop_lock, deadline);
+    a->kicked = false;
+    bool stop = a->stopping;
+    pthread_mutex_unlock(&a->stop_lock);
+    return stop;
+}
+
+static void kick(struct ck_agent *a)
+{
+    pthread_mutex_lock(&a->stop_lock);
+    a->kicked = true;
+    pthread_cond_broadcast(&a->stop_cond);
+    pthread_mutex_unlock(&a->stop_lock);
+}
+
+static void on_pod_add(const json_t *obj, bool initial, void *arg)
+{
+    (void)obj, (void)initial;
+    kick(arg);
+}
+
+static void on_pod_update(const json_t *old_obj, const json_t *new_obj, void *arg)
+{
+    (void)old_obj, (void)new_obj;
+    kick(arg);
+}
+
+static void on_pod_delete(const json_t *obj, const struct ck_deleted_final_state_unknown *t,
+                          void *arg)
+{
+    (void)obj, (void)t;
+    kick(arg);
 }
 
 static bool wait_stop(struct ck_agent *a, int64_t d)
@@ -858,8 +904,9 @@ static bool should_restart(const struct pod_run *p, const struct container *c)
 /* One look at a container of a pod that is not being deleted. */
 static void supervise(struct ck_agent *a, struct pod_run *p, struct container *c)
 {
-    if (c->running) {
+    if (c->running && now_ns() >= c->state_at) {
         struct ck__rt_state st;
+        c->state_at = now_ns() + a->rt->ops->relist_period;
         int r = a->rt->ops->state(a->rt, &p->rp, c->name, c->attempt, c->id, &st);
         if (r == 0 && st.image_ref[0])
             snprintf(c->image_ref, sizeof(c->image_ref), "%s", st.image_ref);
@@ -1338,7 +1385,7 @@ static void *supervisor_main(void *arg)
     struct ck_agent *a = arg;
     do
         tick(a);
-    while (!wait_stop(a, TICK));
+    while (!wait_tick(a, TICK));
     return NULL;
 }
 
@@ -1455,6 +1502,9 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
     if (r < 0)
         goto fail;
     ck_lister_init(&a->pod_lister, ck_informer_indexer(a->pods_inf));
+    struct ck_event_handler kicker = {on_pod_add, on_pod_update, on_pod_delete, a};
+    if ((r = ck_informer_add_handler(a->pods_inf, &kicker, 0, reterr)) < 0)
+        goto fail;
     *ret = a;
     return 0;
 fail:

@@ -209,6 +209,8 @@ struct ck__rt_node_status {
 struct ck__runtime;
 struct ck__runtime_ops {
     const char *name; /* "process", "cri" */
+    /* How often a running container's state is read (kubelet's PLEG relist: 1 s); 0: each tick. */
+    int64_t relist_period;
     /* The node's containerRuntimeVersion: "<runtime name>://<version>". */
     void (*version)(struct ck__runtime *rt, char *buf, size_t size);
     /*

@@ -1111,6 +1111,7 @@ static void node_status(struct ck__runtime *rt, struct ck__rt_node_status *ret)
 
 static const struct ck__runtime_ops cri_ops = {
     .name = "cri",
+    .relist_period = CK_SEC, /* kubelet's PLEG relist period */
     .version = version,
     .pod_start = pod_start,
     .pod_remove = pod_remove,

@@ -251,6 +251,7 @@ static void node_status(struct ck__runtime *rt, struct ck__rt_node_status *ret)
 
 static const struct ck__runtime_ops process_ops = {
     .name = "process",
+    .relist_period = 0, /* two files read: each tick */
     .version = version,
     .pod_start = pod_start,
     .pod_remove = pod_remove,
