@@ -264,12 +264,10 @@ static bool send_all(int fd, const char *buf, size_t n)
 }
 
 /* The upgrade: the request, then the answer's status line. 0, or CK_EIO with why. */
-static int handshake(struct ck__cri_stream *s, const char *url, char *msg, size_t size)
+static int handshake(struct ck__cri_stream *s, const char *host, const char *path, char *msg,
+                     size_t size)
 {
-    char *host = NULL, *path = NULL;
-    int r = split_url(url, &host, &path, msg, size);
-    if (r < 0)
-        return r;
+    int r;
     unsigned char nonce[16];
     gnutls_datum_t raw = {nonce, sizeof(nonce)}, key = {NULL, 0};
     char *req = NULL;
@@ -320,8 +318,6 @@ static int handshake(struct ck__cri_stream *s, const char *url, char *msg, size_
 out:
     gnutls_free(key.data);
     free(req);
-    free(host);
-    free(path);
     return r;
 }
 
@@ -339,6 +335,10 @@ int ck__cri_stream_open(const char *url, bool tty, struct ck__cri_stream **ret, 
     s->last_io_ns = now_ns();
     int r = CK_EIO;
     curl_socket_t sock = CURL_SOCKET_BAD;
+    char *host = NULL, *path = NULL;
+    if ((r = split_url(url, &host, &path, msg, size)) < 0)
+        goto fail;
+    r = CK_EIO;
     if (!(s->curl = curl_easy_init())) {
         snprintf(msg, size, "out of memory");
         r = CK_ENOMEM;
@@ -357,7 +357,7 @@ int ck__cri_stream_open(const char *url, bool tty, struct ck__cri_stream **ret, 
     }
     s->fd = sock;
     fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
-    if ((r = handshake(s, url, msg, size)) < 0)
+    if ((r = handshake(s, host, path, msg, size)) < 0)
         goto fail;
     struct wslay_event_callbacks cb = {ws_recv, ws_send, ws_genmask, NULL, NULL, NULL, ws_message};
     if (wslay_event_context_client_init(&s->ws, &cb, s) != 0) {
@@ -366,9 +366,13 @@ int ck__cri_stream_open(const char *url, bool tty, struct ck__cri_stream **ret, 
         goto fail;
     }
     wslay_event_config_set_max_recv_msg_length(s->ws, MAX_MESSAGE_SIZE);
+    free(host);
+    free(path);
     *ret = s;
     return 0;
 fail:
+    free(host);
+    free(path);
     ck__cri_stream_free(s);
     return r;
 }
