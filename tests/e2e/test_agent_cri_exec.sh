@@ -68,7 +68,7 @@ EOF
     }
     create box "{'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sleep', '3600'],
         'env': [{'name': 'GREETING', 'value': 'hello from the pod'}]}]}"
-    create done "{'restartPolicy': 'Never', 'containers': [{'name': 'c', 'image': '$busybox_image',
+    create ended "{'restartPolicy': 'Never', 'containers': [{'name': 'c', 'image': '$busybox_image',
         'command': ['true']}]}"
     wait_for "box Running" pod/box '{.status.phase}=Running'
 
@@ -92,6 +92,7 @@ EOF
     code=$?
     check "exec -i carries stdin ($got)" test "$got" = "two one"
     check "exec -i: exit code 4 (got $code)" test "$code" -eq 4
+    check "exec -i: kubectl names the exit code" grep -q 'exit code 4' "$work/four.err"
     start=$(date +%s)
     echo hi | k exec -i box -- cat >"$work/cat.out" 2>"$work/cat.err"
     code=$?
@@ -145,18 +146,18 @@ EOF
     check "exec of a missing command fails (exit $code)" test "$code" -ne 0
     check "exec of a missing command: the runtime's words ($(head -c 300 "$work/nocmd.err"))" \
         grep -q 'nosuchcommand' "$work/nocmd.err"
-    wait_for "done Succeeded" pod/done '{.status.phase}=Succeeded'
-    k exec done -- true 2>"$work/done.err"
+    wait_for "ended Succeeded" pod/ended '{.status.phase}=Succeeded'
+    k exec ended -- true 2>"$work/ended.err"
     code=$?
     check "exec into a completed container fails (exit $code)" test "$code" -ne 0
-    check "exec into a completed container: its words ($(cat "$work/done.err"))" \
-        grep -q 'container not found\|not running\|cannot exec' "$work/done.err"
+    check "exec into a completed container: its words ($(cat "$work/ended.err"))" \
+        grep -q 'container not found\|not running\|cannot exec' "$work/ended.err"
     k exec box -c nope -- true 2>"$work/bad.err"
     check "exec into a bad container fails" grep -q 'container nope is not valid for pod box' "$work/bad.err"
     k exec nosuchpod -- true 2>"$work/nopod.err"
     check "exec into a missing pod: NotFound" grep -q 'pods "nosuchpod" not found' "$work/nopod.err"
 
-    k delete pod box done --wait=false >/dev/null
+    k delete pod box ended --wait=false >/dev/null
     poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
     poll "no container left in containerd" sh -c \
         "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
