@@ -224,12 +224,14 @@ static int split_url(const char *url, char **ret_host, char **ret_path, char *ms
     curl_url_get(u, CURLUPART_QUERY, &query, 0);
     if (asprintf(ret_host, "%s%s%s", host, port ? ":" : "", port ? port : "") < 0) {
         *ret_host = NULL;
+        snprintf(msg, size, "out of memory");
         r = CK_ENOMEM;
         goto out;
     }
     if (asprintf(ret_path, "%s%s%s", path, query ? "?" : "", query ? query : "") < 0) {
         free(*ret_host);
         *ret_host = NULL;
+        snprintf(msg, size, "out of memory");
         r = CK_ENOMEM;
         goto out;
     }

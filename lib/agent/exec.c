@@ -488,6 +488,8 @@ enum MHD_Result ck__agent_exec_start(struct ck_agent *a, struct MHD_Connection *
     int found = ck__agent_container_env(a, ns, pod, ctr, &envp, &dir);
     if (found == CK_EINVAL) /* a CRI container: through the runtime's streaming server */
         found = cri_open(a, ns, pod, ctr, args.argv, want_stdin, tty, &cri, msg, sizeof(msg) - 1);
+    else if (found < 0 && found != CK_ENOENT)
+        snprintf(msg, sizeof(msg) - 1, "out of memory");
     if (found == CK_ENOENT) {
         snprintf(msg, sizeof(msg), "container not found (\"%s\")\n", ctr);
         ret = answer(conn, MHD_HTTP_NOT_FOUND, msg);
