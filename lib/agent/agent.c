@@ -1614,6 +1614,31 @@ int ck_agent_log_path(struct ck_agent *a, const char *ns, const char *pod, const
     return r;
 }
 
+int ck__agent_container_exec_url(struct ck_agent *a, const char *ns, const char *pod,
+                                 const char *container, char *const *argv, bool want_stdin,
+                                 bool tty, char **ret_url, struct ck_err *reterr)
+{
+    char id[sizeof(((struct container *)0)->id)] = "";
+    pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < a->pods.n && !*id; i++) {
+        struct pod_run *p = a->pods.v[i];
+        if (strcmp(p->ns, ns) != 0 || strcmp(p->name, pod) != 0)
+            continue;
+        for (size_t j = 0; j < p->n; j++)
+            if (strcmp(p->ctrs[j].name, container) == 0 && p->ctrs[j].running) {
+                snprintf(id, sizeof(id), "%s", p->ctrs[j].id);
+                break;
+            }
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (!*id)
+        return CK_ENOENT;
+    if (!a->rt->ops->exec_url)
+        return CK_EINVAL;
+    /* outside the lock: the runtime's call may take a while */
+    return a->rt->ops->exec_url(a->rt, id, argv, want_stdin, tty, ret_url, reterr);
+}
+
 int ck__agent_container_env(struct ck_agent *a, const char *ns, const char *pod,
                             const char *container, char ***ret_env, char **ret_dir)
 {

@@ -19,6 +19,9 @@
  * status through a pipe, so the agent's reaper of exited children never takes the
  * status. When the session ends (the command ended, the API server or kubectl went away)
  * the command's process group is killed with SIGKILL: nothing is left behind.
+ *
+ * In a container of a CRI runtime the runtime runs the command: the session relays its
+ * records to and from the runtime's streaming server (cri_stream.c).
  */
 #define _GNU_SOURCE /* pipe2, execvpe */
 #include <errno.h>
@@ -54,7 +57,8 @@ struct ck__exec_session {
     pthread_mutex_t exit_lock;                /* reading the status */
     bool exited;                              /* the wait status was read */
     int wstatus;
-    bool status_sent; /* the output thread's */
+    bool status_sent;           /* the output thread's */
+    struct ck__cri_stream *cri; /* a CRI container's: the runtime runs the command */
     atomic_bool killed;
     int refs;
     struct ck__exec_session *next;
@@ -88,6 +92,7 @@ static void session_release(struct ck__exec_session *s)
     close_fd(&s->out_fd);
     close_fd(&s->err_fd);
     close_fd(&s->tty_fd);
+    ck__cri_stream_free(s->cri);
     pthread_mutex_destroy(&s->exit_lock);
     free(s);
 }
@@ -125,7 +130,13 @@ static bool read_exit(struct ck__exec_session *s, int timeout_ms)
 /* Kills the command's process group (what is left of it) and waits for the status. */
 static void session_kill(struct ck__exec_session *s)
 {
-    if (atomic_exchange(&s->killed, true) || s->pid <= 0)
+    if (atomic_exchange(&s->killed, true))
+        return;
+    if (s->cri) { /* the runtime ends the command's streams when its stream ends */
+        ck__cri_stream_shutdown(s->cri);
+        return;
+    }
+    if (s->pid <= 0)
         return;
     kill(-s->pid, SIGKILL);
     read_exit(s, 5000);
@@ -284,6 +295,13 @@ static ssize_t read_output(void *cls, uint64_t pos, char *buf, size_t max)
         return 0;
     if (s->status_sent)
         return MHD_CONTENT_READER_END_OF_STREAM;
+    if (s->cri) { /* the runtime's records, its Status last */
+        ssize_t n = ck__cri_stream_read(s->cri, buf, max);
+        if (n >= 0)
+            return n;
+        s->status_sent = true;
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
     if (s->out_fd < 0 && s->err_fd < 0) { /* the output ended: the status comes last */
         if (!read_exit(s, 1000))
             return 0;
@@ -359,17 +377,41 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, cons
     return r;
 }
 
+/*
+ * Asks the runtime for its streaming URL and connects: 0 and *ret, CK_ENOENT (the container
+ * does not run), else an error with why in msg.
+ */
+static int cri_open(struct ck_agent *a, const char *ns, const char *pod, const char *ctr,
+                    char *const *argv, bool want_stdin, bool tty, struct ck__cri_stream **ret,
+                    char *msg, size_t size)
+{
+    char *url = NULL;
+    struct ck_err err = {0};
+    int r = ck__agent_container_exec_url(a, ns, pod, ctr, argv, want_stdin, tty, &url, &err);
+    if (r == CK_ENOENT && !err.msg[0])
+        return r;
+    if (r < 0) {
+        snprintf(msg, size, "%s", err.msg[0] ? err.msg : "the runtime gave no streaming URL");
+        return r == CK_ENOENT ? CK_EIO : r;
+    }
+    r = ck__cri_stream_open(url, tty, ret, msg, size);
+    free(url);
+    return r;
+}
+
 int ck__exec_session_start(const struct ck__exec_spec *spec, struct ck__exec_session **ret,
                            char *msg, size_t size)
 {
     struct ck__exec_session *other = session_find(spec->id);
     if (other) {
         session_release(other);
+        ck__cri_stream_free(spec->cri);
         snprintf(msg, size, "the session exists");
         return CK_EEXIST;
     }
     struct ck__exec_session *s = calloc(1, sizeof(*s));
     if (!s) {
+        ck__cri_stream_free(spec->cri);
         snprintf(msg, size, "out of memory");
         return CK_ENOMEM;
     }
@@ -381,7 +423,9 @@ int ck__exec_session_start(const struct ck__exec_spec *spec, struct ck__exec_ses
     for (size_t i = 0; spec->argv[i] && off < sizeof(s->command_text); i++)
         off += (size_t)snprintf(s->command_text + off, sizeof(s->command_text) - off, "%s%s",
                                 i ? " " : "", spec->argv[i]);
-    if (session_start(s, spec->argv, spec->envp, spec->dir, spec->want_stdin, msg, size) < 0) {
+    s->cri = spec->cri;
+    if (!s->cri &&
+        session_start(s, spec->argv, spec->envp, spec->dir, spec->want_stdin, msg, size) < 0) {
         pthread_mutex_destroy(&s->exit_lock);
         free(s);
         return CK_EIO;
@@ -439,19 +483,24 @@ enum MHD_Result ck__agent_exec_start(struct ck_agent *a, struct MHD_Connection *
             ret = answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
             goto out;
         }
+    bool want_stdin = query_true(conn, "stdin"), tty = query_true(conn, "tty");
+    struct ck__cri_stream *cri = NULL;
     int found = ck__agent_container_env(a, ns, pod, ctr, &envp, &dir);
-    if (found == CK_EINVAL) {
-        ret = answer(conn, MHD_HTTP_NOT_IMPLEMENTED,
-                     "exec into a container of a CRI runtime is not served by this agent yet\n");
-        goto out;
-    }
-    if (found < 0) {
+    if (found == CK_EINVAL) /* a CRI container: through the runtime's streaming server */
+        found = cri_open(a, ns, pod, ctr, args.argv, want_stdin, tty, &cri, msg, sizeof(msg) - 1);
+    else if (found < 0 && found != CK_ENOENT)
+        snprintf(msg, sizeof(msg) - 1, "out of memory");
+    if (found == CK_ENOENT) {
         snprintf(msg, sizeof(msg), "container not found (\"%s\")\n", ctr);
         ret = answer(conn, MHD_HTTP_NOT_FOUND, msg);
         goto out;
     }
-    struct ck__exec_spec spec = {
-        id, args.argv, envp, dir, query_true(conn, "stdin"), query_true(conn, "tty")};
+    if (found < 0) {
+        strcat(msg, "\n");
+        ret = answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
+        goto out;
+    }
+    struct ck__exec_spec spec = {id, args.argv, envp, dir, want_stdin, tty, cri};
     int r = ck__exec_session_start(&spec, &s, msg, sizeof(msg) - 1);
     if (r < 0) {
         strcat(msg, "\n");
@@ -461,7 +510,10 @@ enum MHD_Result ck__agent_exec_start(struct ck_agent *a, struct MHD_Connection *
     }
     char pid[24];
     snprintf(pid, sizeof(pid), "%d", (int)s->pid);
-    CK_LOGS(2, "Exec started", "pod", pod, "container", ctr, "pid", pid);
+    if (s->cri)
+        CK_LOGS(2, "Exec started", "pod", pod, "container", ctr, "runtime", "cri");
+    else
+        CK_LOGS(2, "Exec started", "pod", pod, "container", ctr, "pid", pid);
     struct MHD_Response *resp =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_output, s, output_done);
     if (!resp) {
@@ -527,7 +579,9 @@ static bool take_records(struct ck__exec_input *in)
     size_t n;
     int r;
     while ((r = ck__exec_frames_next(&in->frames, &ch, &p, &n)) > 0) {
-        if (ch == CK_EXEC_STDIN)
+        if (in->s->cri)
+            ck__cri_stream_input(in->s->cri, ch, p, n);
+        else if (ch == CK_EXEC_STDIN)
             write_input(in->s, p, n);
         else if (ch == CK_EXEC_RESIZE)
             resize(in->s, p, n);

@@ -43,6 +43,50 @@ struct MHD_Daemon *ck__agent_log_server_start(struct ck_agent *a, const char *ad
 int ck__agent_container_env(struct ck_agent *a, const char *ns, const char *pod,
                             const char *container, char ***ret_env, char **ret_dir);
 
+/*
+ * The URL of the runtime's streaming server for exec of argv in a running container of a
+ * pod (the runtime's exec_url). 0 and *ret_url (caller frees); CK_ENOENT (no such pod, or
+ * the container does not run), CK_EINVAL (a runtime without one: the process runtime's
+ * exec runs on the host, ck__agent_container_env) or the runtime's error with reterr.
+ */
+int ck__agent_container_exec_url(struct ck_agent *a, const char *ns, const char *pod,
+                                 const char *container, char *const *argv, bool want_stdin,
+                                 bool tty, char **ret_url, struct ck_err *reterr);
+
+/* ---- exec into a CRI container (cri_stream.c) ---- */
+
+/*
+ * A WebSocket (v4.channel.k8s.io) client of the runtime's streaming server, relaying a
+ * session's records: its output and Status out, stdin and resize in.
+ */
+struct ck__cri_stream;
+/*
+ * Connects to url (the Exec call's answer) and upgrades. 0 and *ret (free it with
+ * ck__cri_stream_free()), or CK_EIO / CK_EINVAL / CK_ENOMEM with why in msg.
+ */
+int ck__cri_stream_open(const char *url, bool tty, struct ck__cri_stream **ret, char *msg,
+                        size_t size);
+/*
+ * The output as session records (any number of bytes of them, records may be cut) into
+ * buf: channels 1, 2 and last 3 (the runtime's Status, or ours when the stream ended
+ * without one); -1 at the end; 0 when nothing came within a second. One reader thread.
+ */
+ssize_t ck__cri_stream_read(struct ck__cri_stream *s, char *buf, size_t max);
+/* One input record: stdin, resize or close (the end of stdin). Waits until it was sent. */
+void ck__cri_stream_input(struct ck__cri_stream *s, unsigned ch, const unsigned char *data,
+                          size_t n);
+/* Ends the stream (the session ended): the runtime then ends the command's streams. */
+void ck__cri_stream_shutdown(struct ck__cri_stream *s);
+/* Closes the connection and frees s; NULL is a no-op. Returns NULL. */
+struct ck__cri_stream *ck__cri_stream_free(struct ck__cri_stream *s);
+/*
+ * Checks the first n bytes of the streaming server's answer to the upgrade: 0 when the
+ * headers have not all come yet, 1 for a 101 answer (*ret_len: the length of its headers,
+ * after which the WebSocket begins), or CK_EIO with why in msg (not a 101, or headers
+ * over 8 KiB).
+ */
+int ck__ws_upgrade_answer(const char *buf, size_t n, size_t *ret_len, char *msg, size_t size);
+
 /* ---- exec sessions (exec.c) ---- */
 
 #define CK_EXEC_SESSION_ID_MAX 64
@@ -54,6 +98,7 @@ struct ck__exec_spec {
     char *const *envp;
     const char *dir;
     bool want_stdin, tty;
+    struct ck__cri_stream *cri; /* not NULL: the command runs in a CRI container (taken) */
 };
 /*
  * Starts the command of spec (a shim's child in its own session; a pty with tty) and
@@ -256,6 +301,14 @@ struct ck__runtime_ops {
      * the node status thread (only), while pods go on: it touches nothing pods use.
      */
     void (*node_status)(struct ck__runtime *rt, struct ck__rt_node_status *ret);
+    /*
+     * The URL of the runtime's streaming server for `kubectl exec` of argv in container
+     * id (stdout always, stderr without a tty): 0 and *ret_url (caller frees), else the
+     * error with reterr. Called from the agent's server threads, not the supervisor's.
+     * NULL: exec runs on the host (the process runtime).
+     */
+    int (*exec_url)(struct ck__runtime *rt, const char *id, char *const *argv, bool want_stdin,
+                    bool tty, char **ret_url, struct ck_err *reterr);
     void (*free)(struct ck__runtime *rt);
 };
 struct ck__runtime {

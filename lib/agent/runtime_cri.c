@@ -968,6 +968,19 @@ static int exec_sync(struct ck__runtime *rt, const struct ck__rt_pod *p, const c
     return 0;
 }
 
+static int exec_url(struct ck__runtime *rt, const char *id, char *const *argv, bool want_stdin,
+                    bool tty, char **ret_url, struct ck_err *reterr)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    size_t argc = 0;
+    while (argv[argc])
+        argc++;
+    /* as kubelet's: stdout always; stderr only without a tty (a terminal is one stream) */
+    struct ck__cri_streams streams = {tty, want_stdin, true, !tty};
+    return ck__cri_exec(cr->cri, bare_id(id), (const char *const *)argv, argc, streams, ret_url,
+                        reterr);
+}
+
 static void runtime_free(struct ck__runtime *rt)
 {
     struct cri_runtime *cr = (struct cri_runtime *)rt;
@@ -1120,6 +1133,7 @@ static const struct ck__runtime_ops cri_ops = {
     .find = find,
     .stop = stop,
     .exec = exec_sync,
+    .exec_url = exec_url,
     .remove_orphans = remove_orphans,
     .node_status = node_status,
     .free = runtime_free,

@@ -68,7 +68,7 @@ static char *const env[] = {"PATH=/usr/bin:/bin", "GREETING=hi there", NULL};
 static struct ck__exec_session *start(const char *id, const char *script, bool in, bool tty)
 {
     char *const argv[] = {"sh", "-c", (char *)script, NULL};
-    struct ck__exec_spec spec = {id, argv, env, "/tmp", in, tty};
+    struct ck__exec_spec spec = {id, argv, env, "/tmp", in, tty, NULL};
     struct ck__exec_session *s = NULL;
     char msg[256];
     assert_int_equal(ck__exec_session_start(&spec, &s, msg, sizeof(msg)), 0);
@@ -118,7 +118,7 @@ static void test_a_session_id_is_unique(void **state)
     (void)state;
     struct ck__exec_session *s = start("dup", "sleep 5", false, false);
     char *const argv[] = {"true", NULL};
-    struct ck__exec_spec spec = {"dup", argv, env, NULL, false, false};
+    struct ck__exec_spec spec = {"dup", argv, env, NULL, false, false, NULL};
     struct ck__exec_session *other = NULL;
     char msg[256];
     assert_int_equal(ck__exec_session_start(&spec, &other, msg, sizeof(msg)), CK_EEXIST);
@@ -213,7 +213,7 @@ static void test_a_missing_command_exits_127(void **state)
 {
     (void)state;
     char *const argv[] = {"no-such-command-here", NULL};
-    struct ck__exec_spec spec = {"a6", argv, env, NULL, false, false};
+    struct ck__exec_spec spec = {"a6", argv, env, NULL, false, false, NULL};
     struct ck__exec_session *s = NULL;
     char msg[256];
     assert_int_equal(ck__exec_session_start(&spec, &s, msg, sizeof(msg)), 0);
