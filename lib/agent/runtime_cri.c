@@ -745,7 +745,9 @@ static int pull(struct cri_runtime *cr, const struct ck__rt_pod *p, const char *
             break;
         if (!strstr(msg, err.msg)) { /* the aggregate prints each distinct message once */
             size_t len = strlen(msg);
-            snprintf(msg + len, sizeof(msg) - len, "%s%s", len ? ", " : "", err.msg);
+            if (snprintf(msg + len, sizeof(msg) - len, "%s%s", len ? ", " : "", err.msg) >=
+                (int)(sizeof(msg) - len))
+                msg[sizeof(msg) - 1] = '\0'; /* cut: the message keeps what fits */
             distinct++;
         }
         reterr->code = err.code;
