@@ -31,48 +31,11 @@
 #
 # Usage: test_agent_cri.sh PATH/TO/ckube
 set -u
-skip() {
-    echo "test_agent_cri: skipped: $*" >&2
-    exit 77
-}
-fail() {
-    echo "test_agent_cri: $*" >&2
-    exit 1
-}
-. "$(dirname "$0")/../lib/containerd.sh"
+. "$(dirname "$0")/cri_lib.sh"
 
 if [ "${1:-}" = "--inside" ]; then
-    # ---- inside the namespaces: $2 ckube, $3 containerd's directory, $4 the cgroup root ----
-    ckube=$2
-    cri_dir=$3
-    cgroup_root=$4
-    cri_inside_setup "$cri_dir"
-    trap cri_stop_containerd EXIT
-    cri_start_containerd "$cri_dir" "$cri_dir/cni/net.d"
-    cri_import_images "$cri_dir"
-    set -- "$ckube"
-    . "$(dirname "$0")/lib.sh"
-    agent_pid=""
-    stop_agent() {
-        [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-        agent_pid=""
-    }
-    trap 'stop_agent; cri_stop_containerd; cleanup' EXIT
-    root="$work/agent-root"
-    mkdir -p "$root"
-    start_server
-    agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
-    agent_flags() {
-        echo --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$root" --port "$agent_port" \
-            --cni-conf-dir "$cri_dir/cni/net.d" --pod-cidr 10.244.9.0/24 --cgroup-root "$cgroup_root"
-    }
-    start_agent() {
-        # shellcheck disable=SC2046 # the flags are words without spaces
-        "$ckube" agent $(agent_flags) --container-runtime-endpoint "unix://$cri_sock" \
-            >>"$work/agent.out" 2>>"$work/agent.err" &
-        agent_pid=$!
-    }
-    jp() { k get "$1" -o jsonpath="$2" 2>/dev/null; }
+    cri_e2e_inside "$@"
+    cri_e2e_server
 
     # an absent socket: exit 1, and the message names the ways out
     # shellcheck disable=SC2046
@@ -92,18 +55,6 @@ if [ "${1:-}" = "--inside" ]; then
     esac
     check "the agent wrote the node's CNI configuration" \
         grep -q '"10.244.9.0/24"' "$cri_dir/cni/net.d/10-ckube.conflist"
-
-    # create NAME JSON-SPEC: a pod on n1 from a Python literal of its spec
-    create() {
-        python3 - "$1" "$2" <<'EOF' | k create -f - >/dev/null
-import json, sys
-spec = eval(sys.argv[2])
-spec.setdefault("nodeName", "n1")
-spec.setdefault("terminationGracePeriodSeconds", 2)
-print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": sys.argv[1]},
-                  "spec": spec}))
-EOF
-    }
 
     # a Deployment of the web image: its ENTRYPOINT serves HTTP; Ready by httpGet
     python3 - "$web_image" <<'EOF' | k create -f - >/dev/null
@@ -225,14 +176,4 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
     finish
 fi
 
-# ---- outside: the namespaces, and what must be gone afterwards ----
-command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH (a prerequisite, see README.md)"
-cri_require
-cri_tmpdir
-cgroup_root=/ckube-test-$$
-trap 'rm -rf "$cri_dir"' EXIT
-trap 'exit 1' INT TERM
-cri_enter "$0" "$1" "$cri_dir" "$cgroup_root"
-status=$?
-cri_leftovers "$cgroup_root" || status=1
-exit $status
+cri_e2e_outside "$@"

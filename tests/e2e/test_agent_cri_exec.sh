@@ -17,55 +17,15 @@
 #
 # Usage: test_agent_cri_exec.sh PATH/TO/ckube
 set -u
-skip() {
-    echo "test_agent_cri_exec: skipped: $*" >&2
-    exit 77
-}
-fail() {
-    echo "test_agent_cri_exec: $*" >&2
-    exit 1
-}
-. "$(dirname "$0")/../lib/containerd.sh"
+. "$(dirname "$0")/cri_lib.sh"
 
 if [ "${1:-}" = "--inside" ]; then
-    # ---- inside the namespaces: $2 ckube, $3 containerd's directory, $4 the cgroup root ----
-    ckube=$2
-    cri_dir=$3
-    cgroup_root=$4
-    cri_inside_setup "$cri_dir"
-    trap cri_stop_containerd EXIT
-    cri_start_containerd "$cri_dir" "$cri_dir/cni/net.d"
-    cri_import_images "$cri_dir"
-    set -- "$ckube"
-    . "$(dirname "$0")/lib.sh"
-    agent_pid=""
-    stop_agent() {
-        [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-        agent_pid=""
-    }
-    trap 'stop_agent; cri_stop_containerd; cleanup' EXIT
-    root="$work/agent-root"
-    mkdir -p "$root"
-    start_server
-    agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
-    "$ckube" agent --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$root" --port "$agent_port" \
-        --cni-conf-dir "$cri_dir/cni/net.d" --pod-cidr 10.244.9.0/24 --cgroup-root "$cgroup_root" \
-        --container-runtime-endpoint "unix://$cri_sock" >>"$work/agent.out" 2>>"$work/agent.err" &
-    agent_pid=$!
+    cri_e2e_inside "$@"
+    cri_e2e_server
+    start_agent
     poll "node n1 registered" k get node n1
     wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
 
-    # create NAME JSON-SPEC: a pod on n1 from a Python literal of its spec
-    create() {
-        python3 - "$1" "$2" <<'EOF' | k create -f - >/dev/null
-import json, sys
-spec = eval(sys.argv[2])
-spec.setdefault("nodeName", "n1")
-spec.setdefault("terminationGracePeriodSeconds", 2)
-print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": sys.argv[1]},
-                  "spec": spec}))
-EOF
-    }
     create box "{'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sleep', '3600'],
         'env': [{'name': 'GREETING', 'value': 'hello from the pod'}]}]}"
     create ended "{'restartPolicy': 'Never', 'containers': [{'name': 'c', 'image': '$busybox_image',
@@ -103,38 +63,7 @@ EOF
         sh -c "[ $code -ne 0 ] && grep -q 'cannot end stdin' '$work/cat.err'"
 
     # a shell on a pseudo-terminal
-    python3 - <<'EOF' >"$work/tty.out" 2>&1
-import fcntl, os, pty, select, struct, sys, termios, time
-pid, fd = pty.fork()
-if pid == 0:
-    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
-    os.execvp("kubectl", ["kubectl", "exec", "-it", "box", "--", "sh"])
-out = b""
-def read_for(seconds, until=None):
-    global out
-    end = time.time() + seconds
-    while time.time() < end:
-        r, _, _ = select.select([fd], [], [], 0.2)
-        if r:
-            try:
-                data = os.read(fd, 4096)
-            except OSError:
-                return
-            if not data:
-                return
-            out += data
-            if until and until in out:
-                return
-time.sleep(1.5)
-os.write(fd, b"echo $((6*7)); tty; stty size\r")
-read_for(15, b"33 101")
-read_for(1)
-os.write(fd, b"exit 0\r")
-read_for(15)
-_, status = os.waitpid(pid, 0)
-sys.stdout.write(out.decode(errors="replace"))
-print("\nEXIT", os.waitstatus_to_exitcode(status))
-EOF
+    python3 "$here/pty_shell.py" box >"$work/tty.out" 2>&1
     check "exec -it: the shell computes 42" grep -q '^42' "$work/tty.out"
     check "exec -it: on a pseudo-terminal" grep -q '/dev/pts/' "$work/tty.out"
     check "exec -it: the terminal's size" grep -q '^33 101' "$work/tty.out"
@@ -170,14 +99,4 @@ EOF
     finish
 fi
 
-# ---- outside: the namespaces, and what must be gone afterwards ----
-command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH (a prerequisite, see README.md)"
-cri_require
-cri_tmpdir
-cgroup_root=/ckube-test-$$
-trap 'rm -rf "$cri_dir"' EXIT
-trap 'exit 1' INT TERM
-cri_enter "$0" "$1" "$cri_dir" "$cgroup_root"
-status=$?
-cri_leftovers "$cgroup_root" || status=1
-exit $status
+cri_e2e_outside "$@"

@@ -24,30 +24,16 @@
 #
 # Usage: test_agent_cri_pull.sh PATH/TO/ckube
 set -u
-skip() {
-    echo "test_agent_cri_pull: skipped: $*" >&2
-    exit 77
-}
-fail() {
-    echo "test_agent_cri_pull: $*" >&2
-    exit 1
-}
-. "$(dirname "$0")/../lib/containerd.sh"
+. "$(dirname "$0")/cri_lib.sh"
 
 if [ "${1:-}" = "--inside" ]; then
-    # ---- inside the namespaces: $2 ckube, $3 containerd's directory, $4 the cgroup root ----
-    ckube=$2
-    cri_dir=$3
-    cgroup_root=$4
-    cri_inside_setup "$cri_dir"
+    cri_e2e_inside "$@"
     registry_pid=""
     stop_registry() {
         [ -n "$registry_pid" ] && kill "$registry_pid" 2>/dev/null && wait "$registry_pid" 2>/dev/null
         registry_pid=""
     }
-    trap 'cri_stop_containerd; stop_registry' EXIT
-    cri_start_containerd "$cri_dir" "$cri_dir/cni/net.d"
-    cri_import_images "$cri_dir"
+    cri_e2e_cleanup=stop_registry
 
     # the registry: htpasswd (bcrypt through the C library's crypt) on a free port
     reg_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -98,29 +84,13 @@ sys.exit(1)' "$reg" 2>/dev/null; do
     # gone from containerd again: the pods' pulls must fetch it
     ctr -a "$cri_sock" -n k8s.io images rm "$image" >/dev/null
 
-    set -- "$ckube"
-    . "$(dirname "$0")/lib.sh"
-    agent_pid=""
-    stop_agent() {
-        [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-        agent_pid=""
-    }
-    trap 'stop_agent; cri_stop_containerd; stop_registry; cleanup' EXIT
-    root="$work/agent-root"
-    mkdir -p "$root"
-    start_server
-    agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
+    cri_e2e_server
     cat >"$work/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 nodeStatusUpdateFrequency: 1s
 EOF
-    "$ckube" agent --config "$work/kubelet.yaml" --kubeconfig "$KUBECONFIG" --node-name n1 \
-        --root-dir "$root" --port "$agent_port" --cni-conf-dir "$cri_dir/cni/net.d" \
-        --pod-cidr 10.244.9.0/24 --cgroup-root "$cgroup_root" \
-        --container-runtime-endpoint "unix://$cri_sock" >"$work/agent.out" 2>"$work/agent.err" &
-    agent_pid=$!
-    jp() { k get "$1" -o jsonpath="$2" 2>/dev/null; }
+    start_agent --config "$work/kubelet.yaml"
     ready() { jp node/n1 '{.status.conditions[?(@.type=="Ready")].status}'; }
     poll "node n1 registered" k get node n1
     wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
@@ -245,16 +215,6 @@ EOF
     finish
 fi
 
-# ---- outside: the namespaces, and what must be gone afterwards ----
-command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH (a prerequisite, see README.md)"
 command -v docker-registry >/dev/null 2>&1 ||
     skip "no docker-registry (Debian package docker-registry)"
-cri_require
-cri_tmpdir
-cgroup_root=/ckube-test-$$
-trap 'rm -rf "$cri_dir"' EXIT
-trap 'exit 1' INT TERM
-cri_enter "$0" "$1" "$cri_dir" "$cgroup_root"
-status=$?
-cri_leftovers "$cgroup_root" || status=1
-exit $status
+cri_e2e_outside "$@"

@@ -64,39 +64,10 @@ two
 done"
 
 # a shell on a pseudo-terminal
-python3 - <<'EOF2' >"$work/tty.out" 2>&1
-import os, pty, select, sys, time
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvp("kubectl", ["kubectl", "exec", "-it", "box", "--", "sh"])
-out = b""
-def read_for(seconds, until=None):
-    global out
-    end = time.time() + seconds
-    while time.time() < end:
-        r, _, _ = select.select([fd], [], [], 0.2)
-        if r:
-            try:
-                data = os.read(fd, 4096)
-            except OSError:
-                return
-            if not data:
-                return
-            out += data
-            if until and until in out:
-                return
-time.sleep(1.5)
-os.write(fd, b"echo $((6*7)); tty; stty size\r")
-read_for(15, b"42")
-read_for(2)
-os.write(fd, b"exit 0\r")
-read_for(15)
-_, status = os.waitpid(pid, 0)
-sys.stdout.write(out.decode(errors="replace"))
-print("\nEXIT", os.waitstatus_to_exitcode(status))
-EOF2
+python3 "$here/pty_shell.py" box >"$work/tty.out" 2>&1
 check "exec -it: the shell computes 42" grep -q '^42' "$work/tty.out"
 check "exec -it: on a pseudo-terminal" grep -q '/dev/pts/' "$work/tty.out"
+check "exec -it: the terminal's size" grep -q '^33 101' "$work/tty.out"
 check "exec -it: exits 0" grep -q '^EXIT 0' "$work/tty.out"
 
 # errors before the upgrade, with Kubernetes' messages

@@ -1,0 +1,105 @@
+# cri_lib.sh - what the end-to-end tests of `ckube agent` on a CRI runtime share
+# (test_agent_cri.sh, test_agent_cri_exec.sh, test_agent_cri_pull.sh). Each script
+# runs itself again inside network and mount namespaces of its own, where a
+# containerd of the test's own (tests/lib/containerd.sh), a `ckube server`
+# (lib.sh) and the agent run; outside, it checks that nothing of it is left.
+#
+# A script sources this with its own arguments, then:
+#   if [ "${1:-}" = "--inside" ]; then
+#       cri_e2e_inside "$@"      # containerd with the project's images; $ckube set
+#       ...                      # (a registry, say) before the server
+#       cri_e2e_server           # lib.sh's server; stop_agent, start_agent, create
+#       start_agent [FLAGS...]
+#       ... checks ...
+#       finish
+#   fi
+#   cri_e2e_outside "$@"         # never returns
+#
+# `skip` exits 77 and `fail` exits 1, each saying why, until lib.sh is sourced (by
+# cri_e2e_server), whose `fail` counts a failed check instead. A script may set
+# $cri_e2e_cleanup to a command run when it exits inside the namespaces.
+cri_e2e_name=$(basename "$0" .sh)
+skip() {
+    echo "$cri_e2e_name: skipped: $*" >&2
+    exit 77
+}
+fail() {
+    echo "$cri_e2e_name: $*" >&2
+    exit 1
+}
+. "$(dirname "$0")/../lib/containerd.sh"
+cri_e2e_cleanup=""
+
+# cri_e2e_outside CKUBE: the namespaces, and what must be gone afterwards. Exits.
+cri_e2e_outside() {
+    command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH (a prerequisite, see README.md)"
+    cri_require
+    cri_tmpdir
+    cgroup_root=/ckube-test-$$
+    trap 'rm -rf "$cri_dir"' EXIT
+    trap 'exit 1' INT TERM
+    cri_enter "$0" "$1" "$cri_dir" "$cgroup_root"
+    status=$?
+    cri_leftovers "$cgroup_root" || status=1
+    exit $status
+}
+
+# cri_e2e_inside --inside CKUBE DIR CGROUP_ROOT: the namespaces' mounts, and containerd
+# with the project's images (their names and ids as $busybox_image, $web_id, ...).
+cri_e2e_inside() {
+    ckube=$2
+    cri_dir=$3
+    cgroup_root=$4
+    cri_inside_setup "$cri_dir"
+    trap 'cri_stop_containerd; eval "$cri_e2e_cleanup"' EXIT
+    cri_start_containerd "$cri_dir" "$cri_dir/cni/net.d"
+    cri_import_images "$cri_dir"
+}
+
+# cri_e2e_server: lib.sh's server (SQLite, --disable-agent), and the agent's functions:
+#   start_agent [FLAGS...]  ckube agent n1 on the test's containerd, its own port, the
+#                           pod range 10.244.9.0/24, cgroups under the test's root
+#   stop_agent              stops it (SIGTERM) if it runs
+#   create NAME SPEC        a pod on n1 from a Python literal of its spec (grace 2 s
+#                           unless the spec says otherwise)
+#   jp OBJECT JSONPATH      kubectl get's jsonpath output, errors dropped
+cri_e2e_server() {
+    set -- "$ckube"
+    . "$(dirname "$0")/lib.sh"
+    agent_pid=""
+    trap 'stop_agent; cri_stop_containerd; eval "$cri_e2e_cleanup"; cleanup' EXIT
+    root="$work/agent-root"
+    mkdir -p "$root"
+    start_server
+    agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
+}
+
+stop_agent() {
+    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+    agent_pid=""
+}
+
+agent_flags() {
+    echo --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$root" --port "$agent_port" \
+        --cni-conf-dir "$cri_dir/cni/net.d" --pod-cidr 10.244.9.0/24 --cgroup-root "$cgroup_root"
+}
+
+start_agent() {
+    # shellcheck disable=SC2046 # the flags are words without spaces
+    "$ckube" agent $(agent_flags) --container-runtime-endpoint "unix://$cri_sock" "$@" \
+        >>"$work/agent.out" 2>>"$work/agent.err" &
+    agent_pid=$!
+}
+
+create() {
+    python3 - "$1" "$2" <<'EOF' | k create -f - >/dev/null
+import json, sys
+spec = eval(sys.argv[2])
+spec.setdefault("nodeName", "n1")
+spec.setdefault("terminationGracePeriodSeconds", 2)
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": sys.argv[1]},
+                  "spec": spec}))
+EOF
+}
+
+jp() { k get "$1" -o jsonpath="$2" 2>/dev/null; }
