@@ -45,10 +45,14 @@
 
 #define ANSWER_MAX       8192              /* the upgrade's answer headers */
 #define PENDING_MAX      (4 * 1024 * 1024) /* output records not yet taken */
+#define PENDING_HIGH     (1024 * 1024)     /* no more is read from the runtime past this */
 #define QUIET_NS         (1000LL * 1000 * 1000)
 #define HANDSHAKE_MS     10000
 #define SUBPROTOCOL      "v4.channel.k8s.io"
 #define MAX_MESSAGE_SIZE (1024 * 1024)
+/* what is pending when reading stops, plus one whole message and its records' headers */
+_Static_assert(PENDING_HIGH + MAX_MESSAGE_SIZE + 64 * 1024 <= PENDING_MAX,
+               "a message read past the high mark must fit");
 
 struct ck__cri_stream {
     CURL *curl; /* owns the connection */
@@ -109,6 +113,13 @@ static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
 {
     (void)flags;
     struct ck__cri_stream *s = user;
+    if (s->pending_len - s->pending_off >= PENDING_HIGH) {
+        /* the API server takes the output more slowly than the runtime writes it: leave
+           the rest in the socket (TCP pushes back on the runtime) until it is taken; one
+           message more (MAX_MESSAGE_SIZE) still fits under PENDING_MAX */
+        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+        return -1;
+    }
     if (s->pre_off < s->pre_len) {
         size_t n = s->pre_len - s->pre_off < len ? s->pre_len - s->pre_off : len;
         memcpy(buf, s->pre + s->pre_off, n);

@@ -3,7 +3,8 @@
  * streaming server of the test's own (a thread with wslay's server side): the upgrade
  * request (path, Host, Upgrade, the v4.channel.k8s.io subprotocol); a refused upgrade;
  * bytes of the WebSocket that came with the 101 answer; stdin and resize reaching the
- * server; output, a message over 64 KiB split into records, and the server's Status; the
+ * server; output, a message over 64 KiB split into records, 6 MiB sent faster than it is
+ * read arriving whole (the relay pushes back), and the server's Status; the
  * end of stdin closing the stream once the command is quiet, with a Status saying the exit
  * code is unknown; a server that ends without a Status; an https URL refused; and the
  * checks of the upgrade's answer.
@@ -28,7 +29,8 @@
 #include "../../lib/agent/internal.h"
 #include "ckube/internal/exec_stream.h"
 
-#define BIG 100000
+#define BIG   100000
+#define FLOOD (6 * 1024 * 1024) /* more than the relay keeps pending: it must push back */
 /* the server thread's checks (cmocka's asserts belong to the test's thread) */
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
@@ -111,6 +113,12 @@ static void srv_message(wslay_event_context_ptr ctx, const struct wslay_event_on
         memset(big, 'b', BIG);
         srv_send_msg(ctx, CK_EXEC_STDOUT, big, BIG);
         free(big);
+    } else if (n == 6 && memcmp(data, "flood\n", 6) == 0) {
+        char *chunk = malloc(64 * 1024);
+        memset(chunk, 'f', 64 * 1024);
+        for (size_t sent = 0; sent < FLOOD; sent += 64 * 1024)
+            srv_send_msg(ctx, CK_EXEC_STDOUT, chunk, 64 * 1024);
+        free(chunk);
     } else if (n == 5 && memcmp(data, "exit\n", 5) == 0) {
         if (strcmp(s->mode, "serve") == 0) {
             static const char st[] =
@@ -300,6 +308,10 @@ static void test_serve(void **state)
     for (size_t i = 6; i < o.out_len; i++)
         if (o.out[i] != 'b')
             fail_msg("byte %zu of the big message is %d", i, o.out[i]);
+    /* output faster than it is taken: every byte arrives (the relay stops reading) */
+    input(cs, CK_EXEC_STDIN, "flood\n");
+    read_until(cs, &o, 6 + BIG + FLOOD);
+    assert_int_equal(o.out_len, 6 + BIG + FLOOD);
     input(cs, CK_EXEC_STDIN, "exit\n");
     read_until(cs, &o, 0);
     assert_true(o.ended);
