@@ -7,7 +7,9 @@
  *               [--container-runtime cri|process]
  *               [--container-runtime-endpoint unix:///run/containerd/containerd.sock]
  *               [--image-service-endpoint URL] [--cni-conf-dir /etc/cni/net.d]
- *               [--cni-bin-dir /usr/lib/cni] [--pod-cidr 10.88.0.0/16] [--cgroup-root /]
+ *               [--cni-bin-dir /usr/lib/cni] [--pod-cidr CIDR] [--cgroup-root /]
+ *               [--cluster-dns 10.96.0.10] [--cluster-domain cluster.local]
+ *               [--resolv-conf /etc/resolv.conf]
  *
  * Reads a KubeletConfiguration-style file (--config), then the flags on top (flags win
  * per setting; feature gates merge as kubelet's: the file's map, then --feature-gates),
@@ -17,6 +19,7 @@
  * leave the containers running, as the kubelet does); lib/agent/agent.c does the work.
  * Exit codes as main.c's: 0 after a signal, 1 runtime failure, 2 usage error.
  */
+#include <arpa/inet.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -67,8 +70,15 @@ static const char usage[] =
     "                             (default /etc/cni/net.d)\n"
     "      --cni-bin-dir DIR      where the CNI plugins are, as the CRI runtime is\n"
     "                             configured (default /usr/lib/cni)\n"
-    "      --pod-cidr CIDR        the node's pod range in the configuration it writes\n"
-    "                             (default 10.88.0.0/16)\n"
+    "      --pod-cidr CIDR        the node's pod range while its Node has no spec.podCIDR\n"
+    "                             (which the controller manager gives; default: none, pods\n"
+    "                             outside the host network wait for it)\n"
+    "      --cluster-dns IPS      comma-separated cluster DNS servers pods with dnsPolicy\n"
+    "                             ClusterFirst use (default: none, such pods get Default)\n"
+    "      --cluster-domain NAME  the cluster's DNS domain; pods search <ns>.svc.NAME,\n"
+    "                             svc.NAME and NAME first (default: none)\n"
+    "      --resolv-conf FILE     the resolver configuration pods' DNS starts from\n"
+    "                             (default /etc/resolv.conf; \"\": none)\n"
     "      --cgroup-root CGROUP   the cgroup pods' cgroups go under, as CGROUP/kubepods/...\n"
     "                             (default /)\n"
     "  -v, --v N                  log verbosity (default 0)\n"
@@ -116,7 +126,43 @@ static bool parse_bytes(const char *s, int64_t *ret)
 struct flags_set {
     bool max_pods, log_max_size, log_max_files;
     bool runtime_endpoint, image_endpoint, pod_cidr, cgroup_root;
+    bool cluster_dns, cluster_domain, resolv_conf;
 };
+
+/* The cluster DNS servers (--cluster-dns, clusterDNS): IP addresses, at most 8. */
+struct dns_servers {
+    const char *v[8];
+    char text[8][INET6_ADDRSTRLEN];
+    size_t n;
+};
+
+/* Adds an address; false when it is not an IP address or there are too many. */
+static bool dns_servers_add(struct dns_servers *d, const char *ip, size_t len)
+{
+    unsigned char bin[16];
+    if (d->n >= sizeof(d->v) / sizeof(d->v[0]) || len == 0 || len >= INET6_ADDRSTRLEN)
+        return false;
+    memcpy(d->text[d->n], ip, len);
+    d->text[d->n][len] = '\0';
+    if (inet_pton(AF_INET, d->text[d->n], bin) != 1 && inet_pton(AF_INET6, d->text[d->n], bin) != 1)
+        return false;
+    d->v[d->n] = d->text[d->n];
+    d->n++;
+    return true;
+}
+
+/* A comma-separated list of addresses; false when one is not an address. */
+static bool dns_servers_parse(struct dns_servers *d, const char *list)
+{
+    d->n = 0;
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (!dns_servers_add(d, p, len))
+            return false;
+        p += len + (p[len] == ',');
+    }
+    return true;
+}
 
 /*
  * A string setting of the file (NULL when absent) into *field unless its flag was
@@ -138,7 +184,8 @@ static int file_string(const char *path, const json_t *root, const char *key, bo
 }
 
 static int read_config(const char *path, struct ck_agent_config *config,
-                       const struct flags_set *set, struct ck_fg_gate *gates, json_t **ret_root)
+                       const struct flags_set *set, struct dns_servers *dns,
+                       struct ck_fg_gate *gates, json_t **ret_root)
 {
     size_t len = 0;
     char *text = NULL;
@@ -187,9 +234,27 @@ static int read_config(const char *path, struct ck_agent_config *config,
         file_string(path, root, "imageServiceEndpoint", set->image_endpoint,
                     &config->image_endpoint) ||
         file_string(path, root, "podCIDR", set->pod_cidr, &config->pod_cidr) ||
-        file_string(path, root, "cgroupRoot", set->cgroup_root, &config->cgroup_root)) {
+        file_string(path, root, "cgroupRoot", set->cgroup_root, &config->cgroup_root) ||
+        file_string(path, root, "clusterDomain", set->cluster_domain, &config->cluster_domain) ||
+        file_string(path, root, "resolvConf", set->resolv_conf, &config->resolv_conf)) {
         json_decref(root);
         return 2;
+    }
+    const json_t *cdns = json_object_get(root, "clusterDNS");
+    if (cdns && !set->cluster_dns) {
+        size_t i;
+        const json_t *ip;
+        dns->n = 0;
+        bool ok = json_is_array(cdns);
+        json_array_foreach(cdns, i, ip) ok =
+            ok && json_is_string(ip) &&
+            dns_servers_add(dns, json_string_value(ip), json_string_length(ip));
+        if (!ok) {
+            fprintf(stderr, "error: --config %s: clusterDNS must be a list of IP addresses\n",
+                    path);
+            json_decref(root);
+            return 2;
+        }
     }
     const char *freq = json_string_value(json_object_get(root, "nodeStatusUpdateFrequency"));
     if (freq && !ck_cmd_parse_duration(freq, &config->node_status_update_frequency)) {
@@ -262,7 +327,10 @@ int ck_cmd_agent(int argc, char **argv)
         O_CNI_CONF,
         O_CNI_BIN,
         O_POD_CIDR,
-        O_CGROUP_ROOT
+        O_CGROUP_ROOT,
+        O_CLUSTER_DNS,
+        O_CLUSTER_DOMAIN,
+        O_RESOLV_CONF
     };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
@@ -285,6 +353,9 @@ int ck_cmd_agent(int argc, char **argv)
         {"cni-bin-dir", required_argument, NULL, O_CNI_BIN},
         {"pod-cidr", required_argument, NULL, O_POD_CIDR},
         {"cgroup-root", required_argument, NULL, O_CGROUP_ROOT},
+        {"cluster-dns", required_argument, NULL, O_CLUSTER_DNS},
+        {"cluster-domain", required_argument, NULL, O_CLUSTER_DOMAIN},
+        {"resolv-conf", required_argument, NULL, O_RESOLV_CONF},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -293,6 +364,7 @@ int ck_cmd_agent(int argc, char **argv)
     struct ck_agent_config config = {0};
     const char *kubeconfig = NULL, *config_file = NULL, *gates_flag = NULL;
     struct flags_set set = {0};
+    static struct dns_servers dns; /* config borrows its addresses until exit */
     opterr = 0;
     optind = 1;
     int opt;
@@ -384,6 +456,21 @@ int ck_cmd_agent(int argc, char **argv)
             config.cgroup_root = optarg;
             set.cgroup_root = true;
             break;
+        case O_CLUSTER_DNS:
+            if (!dns_servers_parse(&dns, optarg))
+                return usage_error("invalid value for --cluster-dns (want IP addresses, "
+                                   "comma-separated, at most 8)",
+                                   optarg);
+            set.cluster_dns = true;
+            break;
+        case O_CLUSTER_DOMAIN:
+            config.cluster_domain = optarg;
+            set.cluster_domain = true;
+            break;
+        case O_RESOLV_CONF:
+            config.resolv_conf = optarg;
+            set.resolv_conf = true;
+            break;
         case 'v':
         case O_FORMAT:
             if (ck_cmd_log_flag(opt == 'v', optarg))
@@ -412,7 +499,7 @@ int ck_cmd_agent(int argc, char **argv)
     if (!gates)
         return 1;
     json_t *file = NULL;
-    if (config_file && read_config(config_file, &config, &set, gates, &file) != 0) {
+    if (config_file && read_config(config_file, &config, &set, &dns, gates, &file) != 0) {
         ck_fg_gate_free(gates);
         return 2;
     }
@@ -433,7 +520,18 @@ int ck_cmd_agent(int argc, char **argv)
                 "imageEndpoint", config.image_endpoint ? config.image_endpoint : "", "cniConfDir",
                 config.cni_conf_dir ? config.cni_conf_dir : CK_AGENT_CNI_CONF_DIR, "cniBinDir",
                 config.cni_bin_dir ? config.cni_bin_dir : CK_AGENT_CNI_BIN_DIR, "podCIDR",
-                config.pod_cidr ? config.pod_cidr : CK_AGENT_POD_CIDR);
+                config.pod_cidr ? config.pod_cidr : "");
+    config.cluster_dns = dns.v;
+    config.n_cluster_dns = dns.n;
+    if (config.runtime == CK_AGENT_RUNTIME_CRI) {
+        char servers[8 * (INET6_ADDRSTRLEN + 1)] = "";
+        for (size_t i = 0; i < dns.n; i++)
+            snprintf(servers + strlen(servers), sizeof(servers) - strlen(servers), "%s%s",
+                     i ? "," : "", dns.v[i]);
+        CK_LOGS(0, "Pod DNS", "clusterDNS", servers, "clusterDomain",
+                config.cluster_domain ? config.cluster_domain : "", "resolvConf",
+                config.resolv_conf ? config.resolv_conf : CK_AGENT_RESOLV_CONF);
+    }
 
     sigset_t stop_signals;
     ck_cmd_block_stop_signals(&stop_signals);

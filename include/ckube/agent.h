@@ -261,15 +261,21 @@ struct ck_agent_config {
     /* CRI: the CNI configuration written for the node when cni_conf_dir holds none */
     const char *cni_conf_dir; /* NULL: CK_AGENT_CNI_CONF_DIR */
     const char *cni_bin_dir;  /* NULL: CK_AGENT_CNI_BIN_DIR */
-    const char *pod_cidr;     /* the node's pod range until spec.podCIDR: NULL: CK_AGENT_POD_CIDR */
+    const char *pod_cidr;     /* the node's pod range while its spec.podCIDR is empty (NULL:
+                                 none; pods outside the host network wait for it) */
     /* CRI: the cgroup pods go under (kubelet's --cgroup-root): <root>/kubepods/...; NULL: "/" */
     const char *cgroup_root;
+    /* CRI: pods' DNS (kubelet's clusterDNS, clusterDomain, resolvConf) */
+    const char *const *cluster_dns; /* the cluster DNS servers' addresses (n_cluster_dns) */
+    size_t n_cluster_dns;
+    const char *cluster_domain; /* NULL or "": none */
+    const char *resolv_conf;    /* the host's resolver file; NULL: CK_AGENT_RESOLV_CONF; "": none */
 };
 
 #define CK_AGENT_RUNTIME_ENDPOINT "unix:///run/containerd/containerd.sock"
 #define CK_AGENT_CNI_CONF_DIR     "/etc/cni/net.d"
 #define CK_AGENT_CNI_BIN_DIR      "/usr/lib/cni"
-#define CK_AGENT_POD_CIDR         "10.88.0.0/16"
+#define CK_AGENT_RESOLV_CONF      "/etc/resolv.conf"
 
 struct ck_agent;
 

@@ -500,10 +500,52 @@ static json_t *update_runtime_status(struct ck_agent *a, json_t *node)
     return written;
 }
 
+/*
+ * Gives the runtime the Node's pod range (spec.podCIDR) when the node has one, as the
+ * kubelet's node status update does. True when it had one.
+ */
+static bool update_pod_cidr(struct ck_agent *a, const json_t *node)
+{
+    const char *cidr = json_string_value(json_object_get(json_object_get(node, "spec"), "podCIDR"));
+    if (!cidr || !*cidr || !a->rt->ops->set_pod_cidr)
+        return false;
+    a->rt->ops->set_pod_cidr(a->rt, cidr);
+    return true;
+}
+
+/* How long the renewer looks for the node's pod range at its quick pace after starting. */
+#define POD_CIDR_QUICK_FOR    (2 * 60 * CK_SEC)
+#define POD_CIDR_QUICK_PERIOD (200 * CK_MSEC)
+
 static void *renewer_main(void *arg)
 {
     struct ck_agent *a = arg;
-    while (!wait_stop(a, a->config.node_status_update_frequency)) {
+    int64_t freq = a->config.node_status_update_frequency;
+    int64_t started = ck_clock_now(NULL), next_status = started + freq;
+    /*
+     * Until the node has a pod range, its Node is read at a quick pace for a while
+     * (kubelet's fastStatusUpdateOnce), so pods outside the host network need not wait a
+     * whole status period after the controller manager gives the range.
+     */
+    bool have_cidr = !a->rt->ops->set_pod_cidr;
+    for (;;) {
+        int64_t now = ck_clock_now(NULL);
+        bool quick = !have_cidr && now - started < POD_CIDR_QUICK_FOR &&
+                     next_status - now > POD_CIDR_QUICK_PERIOD;
+        if (wait_stop(a, quick ? POD_CIDR_QUICK_PERIOD : next_status - now))
+            break;
+        if (quick) {
+            struct ck_err err = {0};
+            json_t *node = NULL;
+            if (ck_ctl_get(&a->ctl, a->nodes_res, "", a->node_name, &node, &err) == 0 &&
+                update_pod_cidr(a, node)) {
+                have_cidr = true;
+                kick(a); /* pods waiting for the network look again */
+            }
+            json_decref(node);
+            continue;
+        }
+        next_status = ck_clock_now(NULL) + freq;
         struct ck_err err = {0};
         json_t *node = NULL;
         refresh_runtime_status(a);
@@ -522,6 +564,7 @@ static void *renewer_main(void *arg)
             else
                 CK_LOGS(2, "Node registered again", "node", a->node_name);
         } else {
+            have_cidr = update_pod_cidr(a, node) || have_cidr;
             node = update_runtime_status(a, node);
             update_pressure(a, node);
         }

@@ -224,6 +224,30 @@ static json_t *config_json(const char *pod_cidr)
                      "type", "portmap", "capabilities", "portMappings", 1);
 }
 
+/*
+ * Whether the configuration at path is this agent's own file for another range than
+ * pod_cidr (its bridge's first range's subnet differs): then it is written again.
+ */
+static bool own_config_for_other_range(const char *path, const char *pod_cidr)
+{
+    const char *base = strrchr(path, '/');
+    if (!pod_cidr || strcmp(base ? base + 1 : path, CNI_FILE) != 0)
+        return false;
+    char *text = NULL;
+    size_t len = 0;
+    if (ck__read_file(path, 1 << 20, &text, &len) < 0)
+        return false; /* unreadable: containerd reports it; leave it */
+    json_t *conf = json_loadb(text, len, 0, NULL);
+    free(text);
+    json_t *bridge = json_array_get(json_object_get(conf, "plugins"), 0);
+    json_t *ranges = json_object_get(json_object_get(bridge, "ipam"), "ranges");
+    const char *subnet =
+        json_string_value(json_object_get(json_array_get(json_array_get(ranges, 0), 0), "subnet"));
+    bool other = subnet && strcmp(subnet, pod_cidr) != 0;
+    json_decref(conf);
+    return other;
+}
+
 int ck__cni_ensure_config(const char *conf_dir, const char *bin_dir, const char *pod_cidr,
                           char *ret_path, size_t size, bool *ret_written, struct ck_err *reterr)
 {
@@ -231,17 +255,24 @@ int ck__cni_ensure_config(const char *conf_dir, const char *bin_dir, const char 
         conf_dir = CK_AGENT_CNI_CONF_DIR;
     if (!bin_dir)
         bin_dir = CK_AGENT_CNI_BIN_DIR;
-    if (!pod_cidr)
-        pod_cidr = CK_AGENT_POD_CIDR;
     struct ck_err found = {0};
-    int r = ck__cni_find_config(conf_dir, ret_path, size, &found);
-    if (r == 0) {
+    char found_path[4096];
+    int r = ck__cni_find_config(conf_dir, found_path, sizeof(found_path), &found);
+    if (r == 0 && !own_config_for_other_range(found_path, pod_cidr)) {
+        if (ret_path && (size_t)snprintf(ret_path, size, "%s", found_path) >= size)
+            return ck_err_set(reterr, CK_EINVAL, "the path of %s is too long", found_path);
         if (ret_written)
             *ret_written = false;
         return 0;
     }
-    if (r != CK_ENOENT)
+    if (r < 0 && r != CK_ENOENT)
         return ck_err_set(reterr, r, "%s", found.msg);
+    if (!pod_cidr)
+        return ck_err_set(reterr, CK_ENOENT,
+                          "no CNI configuration in %s and no pod CIDR for the node yet (the "
+                          "Node's spec.podCIDR, which the controller manager's "
+                          "node-ipam-controller gives; or --pod-cidr)",
+                          conf_dir);
 
     r = ck__cni_parse_cidr(pod_cidr, reterr);
     if (r < 0)

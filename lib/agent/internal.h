@@ -302,6 +302,12 @@ struct ck__runtime_ops {
      */
     void (*node_status)(struct ck__runtime *rt, struct ck__rt_node_status *ret);
     /*
+     * The node's pod range from its spec.podCIDR (kubelet's UpdateRuntimeConfig): pods
+     * started from now on take their addresses from it. Called from the node status
+     * thread. NULL: the runtime gives pods the host's network.
+     */
+    void (*set_pod_cidr)(struct ck__runtime *rt, const char *cidr);
+    /*
      * The URL of the runtime's streaming server for `kubectl exec` of argv in container
      * id (stdout always, stderr without a tty): 0 and *ret_url (caller frees), else the
      * error with reterr. Called from the agent's server threads, not the supervisor's.
@@ -806,8 +812,10 @@ int ck__cni_find_config(const char *conf_dir, char *buf, size_t size, struct ck_
 /*
  * Makes sure conf_dir (NULL: CK_AGENT_CNI_CONF_DIR) holds a CNI configuration, so that
  * containerd's CRI can give sandboxes a network. When it holds one (ck__cni_find_config)
- * nothing is written: 0, its path in ret_path, *ret_written false. Otherwise checks that
- * pod_cidr (NULL: CK_AGENT_POD_CIDR) is a usable range (CK_EINVAL) and that bin_dir
+ * nothing is written: 0, its path in ret_path, *ret_written false -- unless it is this
+ * agent's own 10-ckube.conflist for another range than pod_cidr, which is written again.
+ * Otherwise CK_ENOENT when pod_cidr is NULL (the node has no range yet), else checks that
+ * pod_cidr is a usable range (CK_EINVAL) and that bin_dir
  * (NULL: CK_AGENT_CNI_BIN_DIR) holds the executables bridge, host-local, portmap and
  * loopback (CK_ENOENT naming the first missing one), creates conf_dir (0755, parents
  * too) and writes <conf_dir>/10-ckube.conflist atomically: 0, its path in ret_path,
@@ -817,5 +825,38 @@ int ck__cni_find_config(const char *conf_dir, char *buf, size_t size, struct ck_
  */
 int ck__cni_ensure_config(const char *conf_dir, const char *bin_dir, const char *pod_cidr,
                           char *ret_path, size_t size, bool *ret_written, struct ck_err *reterr);
+
+/* ---- a pod's DNS configuration (dns.c) ---- */
+
+/* The node's DNS settings: the kubelet's clusterDNS, clusterDomain and resolvConf. */
+struct ck__dns_node {
+    const char *const *cluster_dns; /* the cluster DNS servers' addresses */
+    size_t n_cluster_dns;
+    const char *cluster_domain; /* NULL or "": none */
+    const char *resolv_conf;    /* the host's resolver file; NULL or "": none */
+};
+
+/* What forming it warns of, as events on the pod (kubelet's reasons and words). */
+struct ck__pod_dns_warning {
+    char reason[32]; /* MissingClusterDNS, DNSConfigForming */
+    char message[512];
+};
+
+/* A pod's resolv.conf: the CRI's DNSConfig. */
+struct ck__pod_dns {
+    char **servers, **searches, **options;
+    size_t n_servers, n_searches, n_options;
+    struct ck__pod_dns_warning warnings[3];
+    size_t n_warnings;
+};
+
+/*
+ * The DNS configuration of pod on the node, as the kubelet's GetPodDNS forms it (dns.c
+ * says how). 0; else the resolver file could not be read or parsed, or memory ran out
+ * (the negated errno, why in reterr). Release *ret with ck__pod_dns_release.
+ */
+int ck__pod_dns_config(const struct ck__dns_node *node, const json_t *pod,
+                       struct ck__pod_dns *ret, struct ck_err *reterr);
+void ck__pod_dns_release(struct ck__pod_dns *d);
 
 #endif /* CKUBE_AGENT_INTERNAL_H */

@@ -11,10 +11,14 @@
  *   and the pod's labels and annotations, a cgroup parent per QoS class (cgroupfs
  *   names: /kubepods/pod<uid>, /kubepods/burstable/pod<uid>,
  *   /kubepods/besteffort/pod<uid>), namespace modes (hostNetwork, hostPID, hostIPC,
- *   shareProcessNamespace), the pod's runAsUser/Group, supplementalGroups, sysctls.
- *   No DNS config is given: the runtime copies the host's resolv.conf (cluster DNS
- *   comes with the network issue). After a restart, the pod's READY sandbox is found
- *   by its io.kubernetes.pod.uid label.
+ *   shareProcessNamespace), the pod's runAsUser/Group, supplementalGroups, sysctls,
+ *   and its DNS configuration as the kubelet forms it (dns.c; the runtime writes it as
+ *   the pod's resolv.conf). After a restart, the pod's READY sandbox is found by its
+ *   io.kubernetes.pod.uid label.
+ * - Network: a CNI configuration for the node's pod range (cni.c) before the first
+ *   sandbox outside the host network; the range is the Node's spec.podCIDR as the node
+ *   status thread learns it (set_pod_cidr, kubelet's UpdateRuntimeConfig), --pod-cidr
+ *   until then; with neither, such pods wait.
  * - Images: imagePullPolicy (unset: Always for ":latest" or no tag, else
  *   IfNotPresent), ErrImageNeverPull, ErrImagePull with the runtime's words, events
  *   Pulling / Pulled / Failed as the kubelet words them. The container is created from
@@ -69,9 +73,15 @@ struct cri_runtime {
     char *runtime_endpoint, *image_endpoint;
     char runtime_name[64];     /* Version's runtime_name: containerID's scheme */
     char runtime_version[128]; /* Version's runtime_version */
-    char *cni_conf_dir, *cni_bin_dir, *pod_cidr;
-    char *cgroup_root;  /* "" for "/": pods under <root>/kubepods */
-    bool network_ready; /* a CNI configuration is there */
+    char *cni_conf_dir, *cni_bin_dir;
+    char *cgroup_root; /* "" for "/": pods under <root>/kubepods */
+    /* the pod range (the Node's spec.podCIDR, else --pod-cidr; NULL: none yet), set from
+       the node status thread, read by the supervisor's */
+    pthread_mutex_t cidr_lock;
+    char *pod_cidr;          /* guarded by cidr_lock */
+    bool network_ready;      /* guarded by cidr_lock: the CNI configuration is there for it */
+    struct ck__dns_node dns; /* pods' DNS: the strings below */
+    char **cluster_dns, *cluster_domain, *resolv_conf;
     ck__rt_event_fn event;
     void *event_arg;
     const struct ck_ctl_client *ctl; /* pods' image pull secrets are read through it */
@@ -556,18 +566,64 @@ static int find_sandbox(struct cri_runtime *cr, struct ck__rt_pod *p, uint32_t *
  */
 static int ensure_network(struct cri_runtime *cr, struct ck_err *reterr)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX] = "";
     bool written = false;
-    if (cr->network_ready)
-        return 0;
-    int r = ck__cni_ensure_config(cr->cni_conf_dir, cr->cni_bin_dir, cr->pod_cidr, path,
+    pthread_mutex_lock(&cr->cidr_lock);
+    int r = 0;
+    if (!cr->network_ready) {
+        r = ck__cni_ensure_config(cr->cni_conf_dir, cr->cni_bin_dir, cr->pod_cidr, path,
                                   sizeof(path), &written, reterr);
-    if (r < 0) {
-        CK_LOGS(0, "Container runtime network not ready", "err", reterr->msg);
-        return r;
+        cr->network_ready = r == 0;
     }
-    cr->network_ready = true;
-    CK_LOGS(0, written ? "CNI configuration written" : "CNI configuration found", "path", path);
+    pthread_mutex_unlock(&cr->cidr_lock);
+    if (r < 0)
+        CK_LOGS(0, "Container runtime network not ready", "err", reterr->msg);
+    else if (*path)
+        CK_LOGS(0, written ? "CNI configuration written" : "CNI configuration found", "path", path);
+    return r;
+}
+
+static void set_pod_cidr(struct ck__runtime *rt, const char *cidr)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    struct ck_err err = {0};
+    if (ck__cni_parse_cidr(cidr, &err) < 0) {
+        CK_LOGS(0, "Ignoring the node's pod CIDR", "podCIDR", cidr, "err", err.msg);
+        return;
+    }
+    pthread_mutex_lock(&cr->cidr_lock);
+    bool changed = !cr->pod_cidr || strcmp(cr->pod_cidr, cidr) != 0;
+    char *copy = changed ? strdup(cidr) : NULL;
+    if (copy) {
+        free(cr->pod_cidr);
+        cr->pod_cidr = copy;
+        cr->network_ready = false; /* the configuration is checked again for it */
+    }
+    pthread_mutex_unlock(&cr->cidr_lock);
+    if (copy) {
+        CK_LOGS(0, "Updating runtime config through cri with podcidr", "CIDR", cidr);
+        ensure_network(cr, &err);
+    }
+}
+
+/*
+ * The pod's DNS configuration (warnings as events on it) into *d and cfg, which borrows
+ * d's strings until ck__pod_dns_release(d).
+ */
+static int pod_dns(struct cri_runtime *cr, const struct ck__rt_pod *p, struct ck__pod_dns *d,
+                   struct ck__cri_sandbox_config *cfg, struct ck_err *reterr)
+{
+    int r = ck__pod_dns_config(&cr->dns, p->pod, d, reterr);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < d->n_warnings; i++)
+        emit(cr, p, "Warning", d->warnings[i].reason, "%s", d->warnings[i].message);
+    cfg->dns_servers = (const char *const *)d->servers;
+    cfg->n_dns_servers = d->n_servers;
+    cfg->dns_searches = (const char *const *)d->searches;
+    cfg->n_dns_searches = d->n_searches;
+    cfg->dns_options = (const char *const *)d->options;
+    cfg->n_dns_options = d->n_options;
     return 0;
 }
 
@@ -587,8 +643,15 @@ static int pod_start(struct ck__runtime *rt, struct ck__rt_pod *p, char *reason,
         struct arena ar = {0};
         struct ck__cri_sandbox_config cfg;
         sandbox_config(&ar, cr, p, attempt, &cfg);
+        struct ck__pod_dns dns;
+        int r = pod_dns(cr, p, &dns, &cfg, reterr);
+        if (r < 0) {
+            arena_free(&ar);
+            return r;
+        }
         char *id = NULL;
-        int r = ck__cri_run_sandbox(cr->cri, &cfg, NULL, SANDBOX_TIMEOUT_MS, &id, reterr);
+        r = ck__cri_run_sandbox(cr->cri, &cfg, NULL, SANDBOX_TIMEOUT_MS, &id, reterr);
+        ck__pod_dns_release(&dns);
         arena_free(&ar);
         if (r < 0)
             return r;
@@ -993,6 +1056,12 @@ static void runtime_free(struct ck__runtime *rt)
     free(cr->cni_bin_dir);
     free(cr->pod_cidr);
     free(cr->cgroup_root);
+    for (size_t i = 0; cr->cluster_dns && cr->cluster_dns[i]; i++)
+        free(cr->cluster_dns[i]);
+    free(cr->cluster_dns);
+    free(cr->cluster_domain);
+    free(cr->resolv_conf);
+    pthread_mutex_destroy(&cr->cidr_lock);
     free(cr);
 }
 
@@ -1138,6 +1207,7 @@ static const struct ck__runtime_ops cri_ops = {
     .exec_url = exec_url,
     .remove_orphans = remove_orphans,
     .node_status = node_status,
+    .set_pod_cidr = set_pod_cidr,
     .free = runtime_free,
 };
 
@@ -1149,7 +1219,7 @@ int ck__runtime_cri_new(const struct ck_agent_config *config, const struct ck_ct
                                ? config->runtime_endpoint
                                : CK_AGENT_RUNTIME_ENDPOINT;
     struct stat st;
-    int r = ck__cni_parse_cidr(config->pod_cidr ? config->pod_cidr : CK_AGENT_POD_CIDR, reterr);
+    int r = config->pod_cidr ? ck__cni_parse_cidr(config->pod_cidr, reterr) : 0;
     if (r < 0)
         return r;
     if (strncmp(endpoint, "unix://", 7) == 0 && stat(endpoint + 7, &st) < 0)
@@ -1165,14 +1235,25 @@ int ck__runtime_cri_new(const struct ck_agent_config *config, const struct ck_ct
     cr->runtime_endpoint = strdup(endpoint);
     cr->cni_conf_dir = strdup(config->cni_conf_dir ? config->cni_conf_dir : CK_AGENT_CNI_CONF_DIR);
     cr->cni_bin_dir = strdup(config->cni_bin_dir ? config->cni_bin_dir : CK_AGENT_CNI_BIN_DIR);
-    cr->pod_cidr = strdup(config->pod_cidr ? config->pod_cidr : CK_AGENT_POD_CIDR);
+    pthread_mutex_init(&cr->cidr_lock, NULL);
+    cr->pod_cidr = config->pod_cidr ? strdup(config->pod_cidr) : NULL;
+    cr->cluster_dns = calloc(config->n_cluster_dns + 1, sizeof(*cr->cluster_dns));
+    for (size_t i = 0; cr->cluster_dns && i < config->n_cluster_dns; i++)
+        if (!(cr->cluster_dns[i] = strdup(config->cluster_dns[i])))
+            break;
+    cr->cluster_domain = strdup(config->cluster_domain ? config->cluster_domain : "");
+    cr->resolv_conf = strdup(config->resolv_conf ? config->resolv_conf : CK_AGENT_RESOLV_CONF);
+    bool dns_ok = cr->cluster_dns && cr->cluster_domain && cr->resolv_conf &&
+                  (config->n_cluster_dns == 0 || cr->cluster_dns[config->n_cluster_dns - 1]);
+    cr->dns = (struct ck__dns_node){(const char *const *)cr->cluster_dns, config->n_cluster_dns,
+                                    cr->cluster_domain, cr->resolv_conf};
     const char *cgroup_root = config->cgroup_root ? config->cgroup_root : "/";
     size_t root_len = strlen(cgroup_root);
     while (root_len > 0 && cgroup_root[root_len - 1] == '/')
         root_len--;
     cr->cgroup_root = strndup(cgroup_root, root_len);
-    if (!cr->runtime_endpoint || !cr->cni_conf_dir || !cr->cni_bin_dir || !cr->pod_cidr ||
-        !cr->cgroup_root) {
+    if (!cr->runtime_endpoint || !cr->cni_conf_dir || !cr->cni_bin_dir ||
+        (config->pod_cidr && !cr->pod_cidr) || !dns_ok || !cr->cgroup_root) {
         runtime_free(&cr->base);
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     }

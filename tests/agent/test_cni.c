@@ -3,9 +3,10 @@
  * that holds one (as containerd's CRI picks it: the first *.conf, *.conflist or *.json
  * in byte order, directories left out) is left alone; otherwise 10-ckube.conflist is
  * written, parses, and holds the bridge with the given range and portmap (loopback is
- * containerd's own network); bad ranges and a missing or non-executable plugin are
- * refused with the reason and nothing written; no temporary file is ever left, also
- * when allocations fail.
+ * containerd's own network), and is written again when the node's range changes; no
+ * range yet writes nothing and says where the range comes from; bad ranges and a missing or
+ * non-executable plugin are refused with the reason and nothing written; no temporary file is ever
+ * left, also when allocations fail.
  */
 #define _GNU_SOURCE /* nftw */
 #include "cktest.h"
@@ -194,20 +195,46 @@ static void test_written_config_holds_the_range(void **state)
     list_dir(d->conf, listing, sizeof(listing));
     assert_string_equal(listing, "10-ckube.conflist");
 
-    /* a second start finds it and writes nothing, also with another range */
+    /* a second start finds it and writes nothing, with the same range or none */
     char *before = NULL, *after = NULL;
     size_t len = 0;
     assert_int_equal(ck__read_file(want, 1 << 16, &before, &len), 0);
-    written = true;
+    const char *same[] = {"10.244.3.0/24", NULL};
+    for (size_t i = 0; i < 2; i++) {
+        written = true;
+        assert_int_equal(
+            ck__cni_ensure_config(d->conf, d->bin, same[i], d->out, sizeof(d->out), &written, &err),
+            0);
+        assert_false(written);
+        assert_string_equal(d->out, want);
+        assert_int_equal(ck__read_file(want, 1 << 16, &after, &len), 0);
+        assert_string_equal(before, after);
+        free(after);
+    }
+    free(before);
+
+    /* the node's range changed: its own file is written again for the new one */
     assert_int_equal(ck__cni_ensure_config(d->conf, d->bin, "10.99.0.0/16", d->out, sizeof(d->out),
                                            &written, &err),
                      0);
-    assert_false(written);
+    assert_true(written);
     assert_string_equal(d->out, want);
-    assert_int_equal(ck__read_file(want, 1 << 16, &after, &len), 0);
-    assert_string_equal(before, after);
-    free(before);
-    free(after);
+    conf = json_load_file(want, 0, &jerr);
+    const char *subnet = NULL;
+    assert_int_equal(json_unpack(conf, "{s:[{s:{s:[[{s:s}]]}}]}", "plugins", "ipam", "ranges",
+                                 "subnet", &subnet),
+                     0);
+    assert_string_equal(subnet, "10.99.0.0/16");
+    json_decref(conf);
+    list_dir(d->conf, listing, sizeof(listing));
+    assert_string_equal(listing, "10-ckube.conflist");
+
+    /* a file of the same name another wrote in another shape is not ours to judge: kept */
+    put_file(d->conf, "10-ckube.conflist", "{\"name\": \"other\"}", 0644);
+    assert_int_equal(ck__cni_ensure_config(d->conf, d->bin, "10.98.0.0/16", d->out, sizeof(d->out),
+                                           &written, &err),
+                     0);
+    assert_false(written);
 }
 
 static void test_bad_ranges_refused(void **state)
@@ -268,9 +295,9 @@ static void test_missing_plugin_named(void **state)
     put_file(d->bin, "loopback", "", 0755);
     struct ck_err err = {0};
     bool written = false;
-    assert_int_equal(
-        ck__cni_ensure_config(d->conf, d->bin, NULL, d->out, sizeof(d->out), &written, &err),
-        CK_ENOENT);
+    assert_int_equal(ck__cni_ensure_config(d->conf, d->bin, "10.244.0.0/24", d->out, sizeof(d->out),
+                                           &written, &err),
+                     CK_ENOENT);
     assert_non_null(strstr(err.msg, "\"portmap\""));
     assert_non_null(strstr(err.msg, d->bin));
     assert_non_null(strstr(err.msg, "containernetworking-plugins"));
@@ -278,9 +305,9 @@ static void test_missing_plugin_named(void **state)
 
     /* there but not executable: refused the same way */
     put_file(d->bin, "portmap", "", 0644);
-    assert_int_equal(
-        ck__cni_ensure_config(d->conf, d->bin, NULL, d->out, sizeof(d->out), &written, &err),
-        CK_ENOENT);
+    assert_int_equal(ck__cni_ensure_config(d->conf, d->bin, "10.244.0.0/24", d->out, sizeof(d->out),
+                                           &written, &err),
+                     CK_ENOENT);
     assert_non_null(strstr(err.msg, "\"portmap\""));
 
     /* a directory by the plugin's name neither */
@@ -289,28 +316,25 @@ static void test_missing_plugin_named(void **state)
     assert_int_equal(unlink(path), 0);
     assert_int_equal(mkdir(path, 0755), 0);
     put_file(d->bin, "portmap", "", 0755);
-    assert_int_equal(
-        ck__cni_ensure_config(d->conf, d->bin, NULL, d->out, sizeof(d->out), &written, &err),
-        CK_ENOENT);
+    assert_int_equal(ck__cni_ensure_config(d->conf, d->bin, "10.244.0.0/24", d->out, sizeof(d->out),
+                                           &written, &err),
+                     CK_ENOENT);
     assert_non_null(strstr(err.msg, "\"loopback\""));
     char listing[64];
     list_dir(d->conf, listing, sizeof(listing));
     assert_string_equal(listing, "-");
 
-    /* the default range when none is given */
+    /* every plugin there but no range for the node yet: nothing to write, and why */
     assert_int_equal(rmdir(path), 0);
     put_file(d->bin, "loopback", "", 0755);
     assert_int_equal(
-        ck__cni_ensure_config(d->conf, d->bin, NULL, d->out, sizeof(d->out), &written, &err), 0);
-    json_error_t jerr;
-    json_t *conf = json_load_file(d->out, 0, &jerr);
-    assert_non_null(conf);
-    const char *subnet = NULL;
-    assert_int_equal(json_unpack(conf, "{s:[{s:{s:[[{s:s}]]}}]}", "plugins", "ipam", "ranges",
-                                 "subnet", &subnet),
-                     0);
-    assert_string_equal(subnet, CK_AGENT_POD_CIDR);
-    json_decref(conf);
+        ck__cni_ensure_config(d->conf, d->bin, NULL, d->out, sizeof(d->out), &written, &err),
+        CK_ENOENT);
+    assert_non_null(strstr(err.msg, "spec.podCIDR"));
+    assert_non_null(strstr(err.msg, "--pod-cidr"));
+    assert_false(written);
+    list_dir(d->conf, listing, sizeof(listing));
+    assert_string_equal(listing, "-");
 }
 
 static void test_conf_dir_not_a_directory(void **state)
@@ -321,14 +345,15 @@ static void test_conf_dir_not_a_directory(void **state)
     snprintf(file, sizeof(file), "%s/plain", d->root);
     put_file(d->root, "plain", "", 0644);
     struct ck_err err = {0};
-    int r = ck__cni_ensure_config(file, d->bin, NULL, d->out, sizeof(d->out), NULL, &err);
+    int r =
+        ck__cni_ensure_config(file, d->bin, "10.244.0.0/24", d->out, sizeof(d->out), NULL, &err);
     assert_true(r < 0 && r != CK_ENOENT);
     assert_non_null(strstr(err.msg, file));
     /* a dangling symlink in its place: not there to read, and it cannot be made */
     char link[300];
     snprintf(link, sizeof(link), "%s/net.d", d->root);
     assert_int_equal(symlink("nowhere", link), 0);
-    r = ck__cni_ensure_config(link, d->bin, NULL, d->out, sizeof(d->out), NULL, &err);
+    r = ck__cni_ensure_config(link, d->bin, "10.244.0.0/24", d->out, sizeof(d->out), NULL, &err);
     assert_true(r < 0);
     assert_non_null(strstr(err.msg, "cannot create"));
 }

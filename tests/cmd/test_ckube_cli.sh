@@ -75,7 +75,8 @@ agent_start() { # agent_start ARGS...: ckube agent without a server; its stderr 
 check "--container-runtime process is accepted" [ "$(agent_start --container-runtime process)" = 1 ]
 check "the process runtime is logged" grep -q '"Container runtime" runtime="process"$' "$work/agent.err"
 check "cri is the default runtime, with kubelet's endpoint" [ "$(agent_start)" = 1 ]
-check "the default runtime is logged" grep -q '"Container runtime" runtime="cri" endpoint="unix:///run/containerd/containerd.sock" imageEndpoint="" cniConfDir="/etc/cni/net.d" cniBinDir="/usr/lib/cni" podCIDR="10.88.0.0/16"' "$work/agent.err"
+check "the default runtime is logged" grep -q '"Container runtime" runtime="cri" endpoint="unix:///run/containerd/containerd.sock" imageEndpoint="" cniConfDir="/etc/cni/net.d" cniBinDir="/usr/lib/cni" podCIDR=""' "$work/agent.err"
+check "no pod DNS settings by default" grep -q '"Pod DNS" clusterDNS="" clusterDomain="" resolvConf="/etc/resolv.conf"' "$work/agent.err"
 printf 'kind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix:///file/containerd.sock\nimageServiceEndpoint: unix:///file/images.sock\npodCIDR: 10.1.0.0/16\n' >"$work/kubelet.yaml"
 check "the agent reads the runtime settings of --config" \
     [ "$(agent_start --config "$work/kubelet.yaml" --pod-cidr 10.2.0.0/24 --cni-conf-dir "$work/net.d" --cni-bin-dir "$work/bin" --container-runtime cri)" = 1 ]
@@ -86,6 +87,16 @@ check "the flag's endpoint is the one logged" grep -q 'endpoint="unix:///flag.so
 printf 'kind: KubeletConfiguration\npodCIDR: [10.1.0.0/16]\n' >"$work/kubelet-bad.yaml"
 check "a podCIDR that is not a string is a usage error" [ "$(agent_start --config "$work/kubelet-bad.yaml")" = 2 ]
 check "which names the key" grep -q "podCIDR must be a string" "$work/agent.err"
+printf 'kind: KubeletConfiguration\nclusterDNS: [10.96.0.10, "fd00::a"]\nclusterDomain: cluster.local\nresolvConf: ""\n' >"$work/kubelet-dns.yaml"
+check "the agent reads clusterDNS, clusterDomain and resolvConf of --config" [ "$(agent_start --config "$work/kubelet-dns.yaml")" = 1 ]
+check "as logged" grep -q '"Pod DNS" clusterDNS="10.96.0.10,fd00::a" clusterDomain="cluster.local" resolvConf=""' "$work/agent.err"
+check "the flags win over the file's" [ "$(agent_start --config "$work/kubelet-dns.yaml" --cluster-dns 10.0.0.10,10.0.0.11 --cluster-domain k.test --resolv-conf /r.conf)" = 1 ]
+check "as logged" grep -q '"Pod DNS" clusterDNS="10.0.0.10,10.0.0.11" clusterDomain="k.test" resolvConf="/r.conf"' "$work/agent.err"
+check "a --cluster-dns that is not an address is a usage error" [ "$(agent_start --cluster-dns 10.0.0.10,dns.example)" = 2 ]
+check "which says what it wants" grep -q 'invalid value for --cluster-dns' "$work/agent.err"
+printf 'kind: KubeletConfiguration\nclusterDNS: 10.96.0.10\n' >"$work/kubelet-dns-bad.yaml"
+check "a clusterDNS that is not a list is a usage error" [ "$(agent_start --config "$work/kubelet-dns-bad.yaml")" = 2 ]
+check "which names the key" grep -q "clusterDNS must be a list of IP addresses" "$work/agent.err"
 printf 'featureGates: [\n' >"$work/bad.yaml"
 "$ckube" server --disable-agent --config "$work/bad.yaml" --data-dir "$work/data" >/dev/null 2>"$work/err"
 rc=$?

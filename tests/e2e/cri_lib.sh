@@ -80,8 +80,11 @@ stop_agent() {
 }
 
 agent_flags() {
+    [ -f "$work/resolv.conf" ] ||
+        printf '# the node resolver file of the test\nnameserver 192.0.2.53\nsearch example.test\noptions timeout:1\n' >"$work/resolv.conf"
     echo --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$root" --port "$agent_port" \
-        --cni-conf-dir "$cri_dir/cni/net.d" --pod-cidr 10.244.9.0/24 --cgroup-root "$cgroup_root"
+        --cni-conf-dir "$cri_dir/cni/net.d" --pod-cidr 10.244.9.0/24 --cgroup-root "$cgroup_root" \
+        --cluster-dns 10.96.0.10 --cluster-domain cluster.local --resolv-conf "$work/resolv.conf"
 }
 
 start_agent() {

@@ -98,6 +98,21 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
         'readinessProbe': {'exec': {'command': ['test', '-f', '/tmp/ok']}, 'periodSeconds': 1}}],
       'volumes': [{'name': 'cfg', 'configMap': {'name': 'greeting'}}]}"
     wait_for "env Ready (exec readiness probe)" pod/env '{.status.conditions[?(@.type=="Ready")].status}=True'
+    # its resolv.conf as the kubelet forms it: the cluster DNS, the cluster's search
+    # domains then the node's, ndots:5 (the node's options dropped)
+    k exec env -- cat /etc/resolv.conf >"$work/env-resolv.conf" 2>&1
+    check "env's nameserver is the cluster DNS only" \
+        [ "$(grep '^nameserver' "$work/env-resolv.conf")" = "nameserver 10.96.0.10" ]
+    check "env's search domains" [ "$(grep '^search' "$work/env-resolv.conf")" = \
+        "search default.svc.cluster.local svc.cluster.local cluster.local example.test" ]
+    check "env's options" [ "$(grep '^options' "$work/env-resolv.conf")" = "options ndots:5" ]
+    # dnsPolicy None: the pod's dnsConfig alone
+    create dnsnone "{'dnsPolicy': 'None', 'dnsConfig': {'nameservers': ['203.0.113.5'],
+        'searches': ['a.example'], 'options': [{'name': 'edns0'}]},
+        'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sleep', '3600']}]}"
+    wait_for "dnsnone Running" pod/dnsnone '{.status.phase}=Running'
+    check "dnsPolicy None: the pod's dnsConfig alone" sh -c \
+        "kubectl exec dnsnone -- cat /etc/resolv.conf | grep -v '^#' | tr '\n' ' ' | grep -qx 'search a.example nameserver 203.0.113.5 options edns0 '"
     poll "env's log: expanded args, env, the ConfigMap's file" sh -c \
         "kubectl logs env | tr '\n' '|' | grep -qx 'hello from env in default|hello|'"
     k logs env | tr '\n' '|' | grep -qx 'hello from env in default|hello|' ||
@@ -160,7 +175,7 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
 
     # deletion leaves nothing behind
     k delete deployment web >/dev/null
-    k delete pod env sick crash never nopull oom hostnet --wait=false >/dev/null
+    k delete pod env dnsnone sick crash never nopull oom hostnet --wait=false >/dev/null
     poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
     poll "no container left in containerd" sh -c \
         "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
