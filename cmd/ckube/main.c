@@ -114,6 +114,10 @@ static const char usage_tail[] =
     "                                (default 16384); older ones are read from the database\n"
     "      --watch-history-bytes N   SQLite store: bytes of objects that history may hold\n"
     "                                (default 67108864, 64 MiB)\n"
+    "      --advertise-address IP    the IPv4 address the kubernetes Service's endpoints\n"
+    "                                list for this server (default: the --listen host if\n"
+    "                                it is a non-loopback address, else the host's first\n"
+    "                                non-loopback IPv4 address)\n"
     "      --service-cluster-ip-range CIDR  the IPv4 range Services' cluster IPs come from\n"
     "                                (default 10.96.0.0/12)\n"
     "      --service-node-port-range FIRST-LAST  the node ports of NodePort and LoadBalancer\n"
@@ -202,6 +206,7 @@ enum {
     OPT_REQUEST_HEADER_TIMEOUT,
     OPT_NODE_GRACE,
     OPT_CLUSTER_CIDR,
+    OPT_ADVERTISE_ADDRESS,
     OPT_NODE_CIDR_MASK_SIZE,
     OPT_ALLOCATE_NODE_CIDRS,
     OPT_WATCH_HISTORY_EVENTS,
@@ -251,6 +256,7 @@ struct options {
     const char *node_grace;
     struct ck_cmd_node_ipam ipam;
     const char *service_cluster_ip_range;
+    const char *advertise_address;
     const char *service_node_port_range;
     const char *encryption_provider_config;
     const char *pki_dir;
@@ -391,6 +397,9 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_CLUSTER_CIDR:
             opts->ipam.cluster_cidr = optarg;
+            break;
+        case OPT_ADVERTISE_ADDRESS:
+            opts->advertise_address = optarg;
             break;
         case OPT_NODE_CIDR_MASK_SIZE:
             opts->ipam.mask_size = optarg;
@@ -700,6 +709,7 @@ static int cmd_server(int argc, char **argv)
         {"request-header-timeout", required_argument, NULL, OPT_REQUEST_HEADER_TIMEOUT},
         {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
         {"cluster-cidr", required_argument, NULL, OPT_CLUSTER_CIDR},
+        {"advertise-address", required_argument, NULL, OPT_ADVERTISE_ADDRESS},
         {"node-cidr-mask-size", required_argument, NULL, OPT_NODE_CIDR_MASK_SIZE},
         {"allocate-node-cidrs", optional_argument, NULL, OPT_ALLOCATE_NODE_CIDRS},
         {"watch-history-events", required_argument, NULL, OPT_WATCH_HISTORY_EVENTS},
@@ -894,6 +904,8 @@ static int cmd_server(int argc, char **argv)
         .max_connections_per_address = max_per_address,
         .request_header_timeout = header_timeout,
         .service_cluster_ip_range = opts.service_cluster_ip_range,
+        .advertise_address = opts.advertise_address,
+        .endpoint_reconciler = true,
         .service_node_port_range = opts.service_node_port_range,
         .encryption_provider_config = opts.encryption_provider_config,
     };
