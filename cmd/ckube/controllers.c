@@ -33,6 +33,7 @@
 #include "ckube/api.h"
 #include "ckube/client.h"
 #include "ckube/manager.h"
+#include "ckube/nodeipam.h"
 #include "controllers.h"
 
 /* ---- --concurrent-NAME-syncs ------------------------------------------------------------ */
@@ -87,6 +88,59 @@ void ck_cmd_syncs_usage(FILE *f)
         fprintf(f, "      %-34s %s workers (default %d)\n", flag, table[i].name,
                 ck_controller_manager_workers(NULL, &table[i]));
     }
+}
+
+/* ---- node IPAM flags ------------------------------------------------------------------- */
+
+int ck_cmd_node_ipam_check(struct ck_cmd_node_ipam *n, const char *selection, char *why,
+                           size_t size)
+{
+    bool off = false;
+    if (n->allocate) {
+        if (strcmp(n->allocate, "true") == 0 || strcmp(n->allocate, "1") == 0)
+            off = false;
+        else if (strcmp(n->allocate, "false") == 0 || strcmp(n->allocate, "0") == 0)
+            off = true;
+        else
+            return snprintf(why, size,
+                            "invalid value \"%s\" for --allocate-node-cidrs: want true or false",
+                            n->allocate),
+                   -1;
+    }
+    n->node_cidr_mask_size = CK_NODEIPAM_NODE_MASK_SIZE;
+    if (n->mask_size) {
+        char *end;
+        long v = strtol(n->mask_size, &end, 10);
+        if (!*n->mask_size || *end || v < 1 || v > 32)
+            return snprintf(why, size,
+                            "invalid value \"%s\" for --node-cidr-mask-size: want 1 to 32",
+                            n->mask_size),
+                   -1;
+        n->node_cidr_mask_size = (int)v;
+    }
+    int len =
+        snprintf(n->selection, sizeof(n->selection), "%s%s", selection, off ? ",-nodeipam" : "");
+    if (len < 0 || (size_t)len >= sizeof(n->selection))
+        return snprintf(why, size, "--controllers is too long"), -1;
+    if (off || !ck_controller_manager_enabled(n->selection, "nodeipam"))
+        return 0;
+    struct ck_err err = {0};
+    struct ck_cidr_set *set = NULL;
+    if (ck_cidr_set_new(n->cluster_cidr ? n->cluster_cidr : CK_NODEIPAM_CLUSTER_CIDR,
+                        n->node_cidr_mask_size, &set, &err) < 0)
+        return snprintf(why, size, "%s", err.msg), -1;
+    ck_cidr_set_free(set);
+    return 0;
+}
+
+void ck_cmd_node_ipam_usage(FILE *f)
+{
+    fprintf(f,
+            "      --allocate-node-cidrs[=BOOL]       give every Node a pod range (default true)\n"
+            "      --cluster-cidr CIDR                the IPv4 range of pod ranges (default %s)\n"
+            "      --node-cidr-mask-size N            each Node's pod range's prefix length\n"
+            "                                         (default %d)\n",
+            CK_NODEIPAM_CLUSTER_CIDR, CK_NODEIPAM_NODE_MASK_SIZE);
 }
 
 /* ---- in-process controllers ----------------------------------------------------------- */
@@ -287,7 +341,7 @@ static int election_start(struct ck_cmd_controllers *c, const struct ck_cmd_serv
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
                              const struct ck_cmd_server_election *election,
-                             struct ck_cmd_controllers *ret)
+                             const struct ck_cmd_node_ipam *ipam, struct ck_cmd_controllers *ret)
 {
     memset(ret, 0, sizeof(*ret));
     ret->server = server;
@@ -310,6 +364,8 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
         .client_for = client_for,
         .client_for_arg = ret,
         .node_monitor_grace_period = node_monitor_grace_period,
+        .cluster_cidr = ipam ? ipam->cluster_cidr : NULL,
+        .node_cidr_mask_size = ipam ? ipam->node_cidr_mask_size : 0,
         .workers = syncs ? syncs->values : NULL,
         .n_workers = syncs ? syncs->n_values : 0,
     };
@@ -408,6 +464,7 @@ static void cm_print_usage(FILE *f)
     fprintf(f, "%s%s%s", cm_usage, ck_controller_manager_known(known, sizeof(known)),
             cm_usage_tail);
     ck_cmd_syncs_usage(f);
+    ck_cmd_node_ipam_usage(f);
     fputs(cm_usage_flags, f);
 }
 
@@ -485,6 +542,9 @@ int ck_cmd_controller_manager(int argc, char **argv)
         O_LE_NAME,
         O_LE_NAMESPACE,
         O_GRACE,
+        O_CLUSTER_CIDR,
+        O_MASK_SIZE,
+        O_ALLOCATE,
         O_SYNCS,
     };
     static const struct option fixed[] = {
@@ -499,6 +559,9 @@ int ck_cmd_controller_manager(int argc, char **argv)
         {"leader-elect-resource-name", required_argument, NULL, O_LE_NAME},
         {"leader-elect-resource-namespace", required_argument, NULL, O_LE_NAMESPACE},
         {"node-monitor-grace-period", required_argument, NULL, O_GRACE},
+        {"cluster-cidr", required_argument, NULL, O_CLUSTER_CIDR},
+        {"node-cidr-mask-size", required_argument, NULL, O_MASK_SIZE},
+        {"allocate-node-cidrs", optional_argument, NULL, O_ALLOCATE},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -514,6 +577,7 @@ int ck_cmd_controller_manager(int argc, char **argv)
     int64_t le_durations[3] = {CK_LE_LEASE_DURATION, CK_LE_RENEW_DEADLINE, CK_LE_RETRY_PERIOD};
     const char *le_name = "kube-controller-manager", *le_namespace = "kube-system";
     int64_t grace = 0;
+    static struct ck_cmd_node_ipam ipam; /* the manager's config points at its selection */
     opterr = 0;
     optind = 1;
     int opt;
@@ -562,6 +626,15 @@ int ck_cmd_controller_manager(int argc, char **argv)
             if (!ck_cmd_parse_duration(optarg, &grace) || grace == 0)
                 return cm_usage_error("invalid value for --node-monitor-grace-period", optarg);
             break;
+        case O_CLUSTER_CIDR:
+            ipam.cluster_cidr = optarg;
+            break;
+        case O_MASK_SIZE:
+            ipam.mask_size = optarg;
+            break;
+        case O_ALLOCATE:
+            ipam.allocate = optarg ? optarg : "true";
+            break;
         case O_LE_NAME:
             le_name = optarg;
             break;
@@ -596,6 +669,9 @@ int ck_cmd_controller_manager(int argc, char **argv)
     struct ck_err err = {0};
     if (ck_controller_manager_check(controllers, &err) < 0)
         return cm_usage_error("invalid value for --controllers", err.msg);
+    char why[320];
+    if (ck_cmd_node_ipam_check(&ipam, controllers, why, sizeof(why)) < 0)
+        return cm_usage_error(why, NULL);
 
     sigset_t stop_signals;
     ck_cmd_block_stop_signals(&stop_signals);
@@ -610,7 +686,9 @@ int ck_cmd_controller_manager(int argc, char **argv)
     struct ck_leader_elector *le = NULL;
     int r = ck_rest_new_from_kubeconfig(kc, qps, (int)burst, &client, &err);
     e = (struct election){.config = {.client = client,
-                                     .controllers = controllers,
+                                     .controllers = ipam.selection,
+                                     .cluster_cidr = ipam.cluster_cidr,
+                                     .node_cidr_mask_size = ipam.node_cidr_mask_size,
                                      .workers = syncs.values,
                                      .n_workers = syncs.n_values,
                                      .node_monitor_grace_period = grace},

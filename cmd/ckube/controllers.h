@@ -73,6 +73,29 @@ int ck_cmd_syncs_flag(struct ck_cmd_syncs *s, int opt, const char *arg, char *wh
 void ck_cmd_syncs_usage(FILE *f);
 
 /*
+ * The node IPAM flags of `ckube server` and `ckube controller-manager`: --cluster-cidr
+ * (default 10.244.0.0/16), --node-cidr-mask-size (default 24) and
+ * --allocate-node-cidrs (default true in ckube; false leaves the nodeipam controller
+ * off). The texts are the flags' values as given (NULL: not given).
+ */
+struct ck_cmd_node_ipam {
+    const char *cluster_cidr, *mask_size, *allocate;
+    int node_cidr_mask_size; /* parsed by ck_cmd_node_ipam_check */
+    char selection[512];     /* --controllers, with nodeipam off when not allocating */
+};
+
+/*
+ * Parses and validates the flags as kube-controller-manager does (the mask against the
+ * cluster CIDR) when selection runs nodeipam, and fills n->selection. 0, or -1 with
+ * why[size].
+ */
+int ck_cmd_node_ipam_check(struct ck_cmd_node_ipam *n, const char *selection, char *why,
+                           size_t size);
+
+/* Help lines for the three flags, into f. */
+void ck_cmd_node_ipam_usage(FILE *f);
+
+/*
  * Starts the selected controllers against server, in this process, over
  * HTTP(S) as any client: with TLS as system:kube-controller-manager with a
  * client certificate of its own (the scheduler as system:kube-scheduler, with
@@ -92,7 +115,7 @@ int ck_cmd_component_client(const struct ck_apiserver *server, const char *file_
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
                              const struct ck_cmd_server_election *election,
-                             struct ck_cmd_controllers *ret);
+                             const struct ck_cmd_node_ipam *ipam, struct ck_cmd_controllers *ret);
 void ck_cmd_controllers_stop(struct ck_cmd_controllers *c);
 
 /* "host_<uuid>", a new leader-election identity as kube-controller-manager's, in buf. */

@@ -5,6 +5,8 @@
  *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
  *                [--config FILE] [--controllers *] [--event-ttl 1h]
  *                [--node-monitor-grace-period 40s] [--leader-elect[=false]]
+ *                [--cluster-cidr 10.244.0.0/16] [--node-cidr-mask-size 24]
+ *                [--allocate-node-cidrs[=false]]
  *                [--service-cluster-ip-range 10.96.0.0/12] [--service-node-port-range 30000-32767]
  *                [--encryption-provider-config FILE]
  *                [--pki-dir DATA-DIR/pki] [TLS and authentication flags]
@@ -112,6 +114,10 @@ static const char usage_tail[] =
     "                                (default 16384); older ones are read from the database\n"
     "      --watch-history-bytes N   SQLite store: bytes of objects that history may hold\n"
     "                                (default 67108864, 64 MiB)\n"
+    "      --advertise-address IP    the IPv4 address the kubernetes Service's endpoints\n"
+    "                                list for this server (default: the --listen host if\n"
+    "                                it is a non-loopback address, else the host's first\n"
+    "                                non-loopback IPv4 address)\n"
     "      --service-cluster-ip-range CIDR  the IPv4 range Services' cluster IPs come from\n"
     "                                (default 10.96.0.0/12)\n"
     "      --service-node-port-range FIRST-LAST  the node ports of NodePort and LoadBalancer\n"
@@ -156,6 +162,7 @@ static void usage(FILE *f)
     fputs(ck_controller_manager_known(known, sizeof(known)), f);
     fputs(usage_tail, f);
     ck_cmd_syncs_usage(f);
+    ck_cmd_node_ipam_usage(f);
     fputs(usage_end, f);
 }
 
@@ -198,6 +205,10 @@ enum {
     OPT_MAX_CONNECTIONS_PER_ADDRESS,
     OPT_REQUEST_HEADER_TIMEOUT,
     OPT_NODE_GRACE,
+    OPT_CLUSTER_CIDR,
+    OPT_ADVERTISE_ADDRESS,
+    OPT_NODE_CIDR_MASK_SIZE,
+    OPT_ALLOCATE_NODE_CIDRS,
     OPT_WATCH_HISTORY_EVENTS,
     OPT_WATCH_HISTORY_BYTES,
     OPT_SERVICE_CLUSTER_IP_RANGE,
@@ -243,7 +254,9 @@ struct options {
     const char *max_connections_per_address;
     const char *request_header_timeout;
     const char *node_grace;
+    struct ck_cmd_node_ipam ipam;
     const char *service_cluster_ip_range;
+    const char *advertise_address;
     const char *service_node_port_range;
     const char *encryption_provider_config;
     const char *pki_dir;
@@ -381,6 +394,18 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_NODE_GRACE:
             opts->node_grace = optarg;
+            break;
+        case OPT_CLUSTER_CIDR:
+            opts->ipam.cluster_cidr = optarg;
+            break;
+        case OPT_ADVERTISE_ADDRESS:
+            opts->advertise_address = optarg;
+            break;
+        case OPT_NODE_CIDR_MASK_SIZE:
+            opts->ipam.mask_size = optarg;
+            break;
+        case OPT_ALLOCATE_NODE_CIDRS:
+            opts->ipam.allocate = optarg ? optarg : "true";
             break;
         case OPT_WATCH_HISTORY_EVENTS:
             opts->watch_history_events = optarg;
@@ -683,6 +708,10 @@ static int cmd_server(int argc, char **argv)
         {"max-connections-per-address", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_ADDRESS},
         {"request-header-timeout", required_argument, NULL, OPT_REQUEST_HEADER_TIMEOUT},
         {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
+        {"cluster-cidr", required_argument, NULL, OPT_CLUSTER_CIDR},
+        {"advertise-address", required_argument, NULL, OPT_ADVERTISE_ADDRESS},
+        {"node-cidr-mask-size", required_argument, NULL, OPT_NODE_CIDR_MASK_SIZE},
+        {"allocate-node-cidrs", optional_argument, NULL, OPT_ALLOCATE_NODE_CIDRS},
         {"watch-history-events", required_argument, NULL, OPT_WATCH_HISTORY_EVENTS},
         {"watch-history-bytes", required_argument, NULL, OPT_WATCH_HISTORY_BYTES},
         {"service-cluster-ip-range", required_argument, NULL, OPT_SERVICE_CLUSTER_IP_RANGE},
@@ -718,6 +747,10 @@ static int cmd_server(int argc, char **argv)
     if (!no_controllers && ck_controller_manager_check(opts.controllers, &cerr) < 0)
         return usage_error("invalid value \"%s\" for --controllers: %s", opts.controllers,
                            cerr.msg);
+    char ipam_why[320];
+    if (!no_controllers &&
+        ck_cmd_node_ipam_check(&opts.ipam, opts.controllers, ipam_why, sizeof(ipam_why)) < 0)
+        return usage_error("%s", ipam_why);
     int64_t node_grace = 0; /* the node lifecycle controller's default, 40 s */
     if (opts.node_grace && (!ck_cmd_parse_duration(opts.node_grace, &node_grace) || !node_grace))
         return usage_error("invalid value \"%s\" for --node-monitor-grace-period: want a "
@@ -871,6 +904,8 @@ static int cmd_server(int argc, char **argv)
         .max_connections_per_address = max_per_address,
         .request_header_timeout = header_timeout,
         .service_cluster_ip_range = opts.service_cluster_ip_range,
+        .advertise_address = opts.advertise_address,
+        .endpoint_reconciler = true,
         .service_node_port_range = opts.service_node_port_range,
         .encryption_provider_config = opts.encryption_provider_config,
     };
@@ -894,8 +929,8 @@ static int cmd_server(int argc, char **argv)
     CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "store", opts.store, "version",
             ck_version()->git_version, "allocator", ck__memory_allocator());
     struct ck_cmd_controllers controllers = {0};
-    if (!no_controllers && ck_cmd_controllers_start(server, opts.controllers, &syncs, node_grace,
-                                                    &election, &controllers) < 0) {
+    if (!no_controllers && ck_cmd_controllers_start(server, opts.ipam.selection, &syncs, node_grace,
+                                                    &election, &opts.ipam, &controllers) < 0) {
         ck_apiserver_free(server);
         ck_fg_gate_free(gates);
         return 1;

@@ -84,6 +84,18 @@ struct ck_apiserver_config {
     unsigned max_connections;
     unsigned max_connections_per_address;
     unsigned request_header_timeout;
+    /*
+     * The IPv4 address other members of the cluster reach this server at
+     * (--advertise-address), listed in the kubernetes Service's endpoints; NULL: the
+     * listen host when it is a specific non-loopback address, else the first
+     * non-loopback IPv4 address of the host, as kube-apiserver picks one.
+     */
+    const char *advertise_address;
+    /*
+     * Keep the kubernetes Service's Endpoints and EndpointSlice listing every live server
+     * (`ckube server` does; embedders and unit tests choose).
+     */
+    bool endpoint_reconciler;
     /* The IPv4 range of Services' cluster IPs (--service-cluster-ip-range); NULL: 10.96.0.0/12. */
     const char *service_cluster_ip_range;
     /* Services' node ports, "FIRST-LAST" (--service-node-port-range); NULL: 30000-32767. */

@@ -43,6 +43,8 @@ struct ck_controller_manager_config {
     struct ck_rest *(*client_for)(void *arg, const char *user);
     void *client_for_arg;
     int64_t node_monitor_grace_period; /* --node-monitor-grace-period; 0: 40 s */
+    const char *cluster_cidr;          /* --cluster-cidr (nodeipam); NULL: its default */
+    int node_cidr_mask_size;           /* --node-cidr-mask-size (nodeipam); 0: its default */
 };
 
 struct ck_controller_manager;
@@ -53,6 +55,8 @@ struct ck_controller_context {
     struct ck_informer_factory *factory; /* the one shared factory, not started yet */
     int workers;                         /* workers the controller should run */
     int64_t node_monitor_grace_period;   /* nodelifecycle's; 0: its default */
+    const char *cluster_cidr;            /* nodeipam's; NULL: its default */
+    int node_cidr_mask_size;             /* nodeipam's; 0: its default */
 };
 
 /* One row of the table. */

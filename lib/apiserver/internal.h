@@ -480,6 +480,35 @@ void ck__metrics_observe(struct ck__metrics *m, const struct ck__request_labels 
 char *ck__metrics_render(struct ck__metrics *m, struct ck_store *store,
                          const char *extra_exposition, size_t *ret_len);
 
+/* ---- the kubernetes Service's endpoints (endpoint_reconciler.c) ------------ */
+
+#define CK__EPR_INTERVAL 10 /* seconds between passes (kube-apiserver's lease reconciler) */
+#define CK__EPR_TTL      15 /* seconds a server's record lives unrenewed (--endpoint-reconciler) */
+
+struct ck__epr;
+
+/*
+ * The address this server advertises (kube-apiserver's --advertise-address default): the
+ * listen host when it is a specific non-loopback IPv4 address, else the first
+ * non-loopback IPv4 address of an interface that is up. 0, or CK_ENOENT (none).
+ */
+int ck__epr_advertise_address(const char *listen_host, char *buf, size_t size);
+
+/*
+ * One pass at time now (seconds): renews ip's record (remove: deletes it), reads the live
+ * records (renewed less than ttl seconds ago; the others are deleted) and writes the
+ * Endpoints and EndpointSlice default/kubernetes listing them, sorted, port "https" =
+ * port, where they differ. 0, or the first error.
+ */
+int ck__epr_reconcile(struct ck__registry *reg, const char *ip, int port, long long now,
+                      long long ttl, bool remove, struct ck_err *reterr);
+
+/* Starts the thread that runs a pass every CK__EPR_INTERVAL. 0, CK_ENOMEM or CK_EIO. */
+int ck__epr_start(struct ck__registry *reg, const char *ip, int port, struct ck__epr **ret,
+                  struct ck_err *reterr);
+/* Stops the thread, then removes this server (a last pass with remove). NULL: no-op. */
+struct ck__epr *ck__epr_stop(struct ck__epr *e);
+
 /* ---- objects that expire (ttl.c) ----------------------------------------- */
 
 struct ck__ttl;
@@ -616,6 +645,8 @@ struct ck_apiserver {
     bool ticker_stop;
     struct ck__auth *auth;       /* NULL: plain HTTP, no authentication (authn_authz.c) */
     struct ck__ttl *ttl;         /* the expiry thread, or NULL */
+    struct ck__epr *epr;         /* the kubernetes Service's endpoints, or NULL */
+    char listen_host[256];       /* the host part of the listen address */
     struct ck__conns *conns;     /* connection bounds and header deadline (connections.c) */
     struct ck__workers *workers; /* the threads that run writes (workers.c) */
 };

@@ -1244,6 +1244,7 @@ static int bind_listen_socket(struct ck_apiserver *server, const char *addr, boo
              bound.ss_family == AF_INET6 ? "%s://[%s]:%u" : "%s://%s:%u", tls ? "https" : "http",
              host, (unsigned)server->port);
     server->listen_fd = fd;
+    snprintf(server->listen_host, sizeof(server->listen_host), "%s", host);
     return 0;
 }
 
@@ -1327,6 +1328,7 @@ static int bootstrap_namespaces(struct ck_apiserver *server, struct ck_err *rete
 /* Frees what start built, in reverse order; safe on a partly built server. */
 static void teardown(struct ck_apiserver *server)
 {
+    server->epr = ck__epr_stop(server->epr); /* writes: before anything else goes */
     if (server->ticker) {
         pthread_mutex_lock(&server->ticker_lock);
         server->ticker_stop = true;
@@ -1455,6 +1457,18 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     }
     if (r == 0)
         r = ck__ttl_start(server->store, config->event_ttl, &server->ttl, reterr);
+    if (r == 0 && config->endpoint_reconciler) {
+        char ip[INET6_ADDRSTRLEN];
+        if (config->advertise_address)
+            snprintf(ip, sizeof(ip), "%s", config->advertise_address);
+        if (!config->advertise_address &&
+            ck__epr_advertise_address(server->listen_host, ip, sizeof(ip)) < 0)
+            CK_LOGW("no address to advertise (no --advertise-address, no non-loopback IPv4 "
+                    "interface): the kubernetes service lists no endpoints of this server");
+        else
+            r = ck__epr_start(server->registry, ip, ck_apiserver_port(server), &server->epr,
+                              reterr);
+    }
     if (r == 0 && !(server->workers = ck__workers_start(WRITE_WORKERS, reterr)))
         r = reterr->code;
     if (r < 0) {

@@ -31,6 +31,7 @@
 #include "ckube/internal/util.h"
 #include "ckube/job.h"
 #include "ckube/manager.h"
+#include "ckube/nodeipam.h"
 #include "ckube/nodelifecycle.h"
 #include "ckube/nscontroller.h"
 #include "ckube/replicaset.h"
@@ -214,6 +215,12 @@ static const struct ck_controller_descriptor table[] = {
      .start = ck_nodelifecycle_manager_start,
      .run = ck_nodelifecycle_manager_run,
      .stop = ck_nodelifecycle_manager_stop},
+    {.name = "nodeipam",
+     .enabled_by_default = true,
+     .start = ck_nodeipam_manager_start,
+     .run = ck_nodeipam_manager_run,
+     .stop = ck_nodeipam_manager_stop,
+     .default_workers = 1},
     {.name = "statefulset",
      .enabled_by_default = true,
      .start = ck_sts_manager_start,
@@ -373,8 +380,9 @@ int ck_controller_manager_start(const struct ck_controller_manager_config *confi
     for (size_t i = 0; i < N_CONTROLLERS && r == 0; i++) {
         bool on = ck_controller_manager_enabled(config->controllers, table[i].name);
         cm->workers[i] = ck_controller_manager_workers(config, &table[i]);
-        struct ck_controller_context own = {config->client, cm->factory, cm->workers[i],
-                                            config->node_monitor_grace_period};
+        struct ck_controller_context own = {config->client,       cm->factory,
+                                            cm->workers[i],       config->node_monitor_grace_period,
+                                            config->cluster_cidr, config->node_cidr_mask_size};
         if (on && table[i].user && config->client_for) {
             struct ck_rest *client = config->client_for(config->client_for_arg, table[i].user);
             own.client = client ? client : config->client;

@@ -4,9 +4,15 @@
  * (Ready condition, SchedulingDisabled), ROLES (node-role.kubernetes.io/
  * labels) and the addresses as Kubernetes' printNode does.
  *
+ * spec.podCIDR and spec.podCIDRs say the same (v1 conversion: either fills the other,
+ * podCIDR being podCIDRs[0]); each is a CIDR, at most two of them; once set they never
+ * change (ValidateNodeUpdate: "node updates may not change podCIDR except from \"\" to
+ * valid"), so the node IPAM controller may set them once on a Node without one.
+ *
  * Threading: the descriptor is static and immutable; the hooks are pure.
  *
- * Tested by tests/api/test_printers.c (the computed columns) and test_kinds.c.
+ * Tested by tests/api/test_printers.c (the computed columns), test_kinds.c and
+ * test_node.c (podCIDR).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +104,52 @@ static void cells(const json_t *obj, long long now, json_t **cells)
     cells[COL_EXTERNAL_IP] = json_string(ck__or_none(node_address(obj, "ExternalIP")));
 }
 
+/* podCIDR and podCIDRs fill each other, as the v1 conversion of a Node does. */
+static int defaults(json_t *obj)
+{
+    json_t *spec = json_object_get(obj, "spec");
+    const json_t *one = json_object_get(spec, "podCIDR");
+    const json_t *list = json_object_get(spec, "podCIDRs");
+    const char *text = json_string_value(one);
+    if (text && *text && json_array_size(list) == 0)
+        return json_object_set_new(spec, "podCIDRs", json_pack("[s]", text)) < 0 ? CK_ENOMEM : 0;
+    if ((!text || !*text) && json_array_size(list) > 0 && json_is_string(json_array_get(list, 0)))
+        return json_object_set(spec, "podCIDR", json_array_get(list, 0)) < 0 ? CK_ENOMEM : 0;
+    return 0;
+}
+
+static void validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs)
+{
+    const json_t *spec = json_object_get(obj, "spec");
+    const json_t *list = json_object_get(spec, "podCIDRs");
+    const char *one = json_string_value(json_object_get(spec, "podCIDR"));
+    size_t i;
+    const json_t *v;
+    if (one && *one && !ck__format_valid("cidr", one))
+        ck_field_errors_add(errs, CK_FIELD_INVALID, "spec.podCIDR", one, true,
+                            "must be a valid CIDR");
+    json_array_foreach(list, i, v)
+    {
+        char field[40];
+        snprintf(field, sizeof(field), "spec.podCIDRs[%zu]", i);
+        const char *text = json_string_value(v);
+        if (!text || !ck__format_valid("cidr", text))
+            ck_field_errors_add(errs, CK_FIELD_INVALID, field, text ? text : "", true,
+                                "must be a valid CIDR");
+    }
+    if (json_array_size(list) > 2)
+        ck_field_errors_add(errs, CK_FIELD_INVALID, "spec.podCIDRs", NULL, false,
+                            "may specify no more than one CIDR for each IP family");
+    else if (one && *one && json_array_size(list) > 0 &&
+             !json_equal(json_object_get(spec, "podCIDR"), json_array_get(list, 0)))
+        ck_field_errors_add(errs, CK_FIELD_INVALID, "spec.podCIDRs", NULL, false,
+                            "the first entry must match spec.podCIDR");
+    const json_t *old_list = json_object_get(json_object_get(old, "spec"), "podCIDRs");
+    if (old && json_array_size(old_list) > 0 && !json_equal(old_list, list))
+        ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "spec.podCIDRs", NULL, false,
+                            "node updates may not change podCIDR except from \"\" to valid");
+}
+
 static const char *const short_names[] = {"no", NULL};
 
 static const struct ck_subresource subresources[] = {
@@ -151,4 +203,6 @@ const struct ck_kind ck__kind_node = {
     .columns = columns,
     .n_columns = CK__COUNT(columns),
     .cells = cells,
+    .defaults = defaults,
+    .validate = validate,
 };
