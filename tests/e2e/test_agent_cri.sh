@@ -53,8 +53,13 @@ if [ "${1:-}" = "--inside" ]; then
     containerd://1.*) pass ;;
     *) fail "containerRuntimeVersion: $(jp node/n1 '{.status.nodeInfo.containerRuntimeVersion}')" ;;
     esac
-    check "the agent wrote the node's CNI configuration" \
-        grep -q '"10.244.9.0/24"' "$cri_dir/cni/net.d/10-ckube.conflist"
+    # the controller manager's node-ipam-controller gives the node its range, which wins
+    # over --pod-cidr
+    poll "the node has a pod range" sh -c "[ -n \"\$(kubectl get node n1 -o jsonpath='{.spec.podCIDR}')\" ]"
+    pod_cidr=$(jp node/n1 '{.spec.podCIDR}')
+    case $pod_cidr in 10.244.*.0/24) pass ;; *) fail "n1's spec.podCIDR from --cluster-cidr: '$pod_cidr'" ;; esac
+    poll "the agent wrote the node's CNI configuration for it" \
+        grep -q "\"$pod_cidr\"" "$cri_dir/cni/net.d/10-ckube.conflist"
 
     # a Deployment of the web image: its ENTRYPOINT serves HTTP; Ready by httpGet
     python3 - "$web_image" <<'EOF' | k create -f - >/dev/null
@@ -74,7 +79,7 @@ EOF
     fi
     web=$(k get pods -l app=web -o jsonpath='{.items[0].metadata.name}')
     web_ip=$(jp "pod/$web" '{.status.podIP}')
-    case $web_ip in 10.244.9.*) pass ;; *) fail "web's pod IP from the node's range: '$web_ip'" ;; esac
+    case $web_ip in "${pod_cidr%0/24}"*) pass ;; *) fail "web's pod IP from the node's range $pod_cidr: '$web_ip'" ;; esac
     web_cid=$(jp "pod/$web" '{.status.containerStatuses[0].containerID}')
     case $web_cid in containerd://?*) pass ;; *) fail "web's containerID: '$web_cid'" ;; esac
     check "web's imageID is the image's id" \
