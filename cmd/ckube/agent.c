@@ -2,6 +2,7 @@
  * agent.c - `ckube agent`: the node agent (ckube's kubelet).
  *
  *   ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [--config FILE]
+ *               [--node-ip IP]
  *               [--feature-gates A=true,B=false] [--max-pods 110] [--port 10250]
  *               [--tls-cert-file F --tls-private-key-file F] [--client-ca-file F]
  *               [--container-runtime cri|process]
@@ -46,6 +47,8 @@ static const char usage[] =
     "      --kubeconfig FILE      kubeconfig of the server (required)\n"
     "      --node-name NAME       the node's name (required)\n"
     "      --root-dir DIR         where pods' directories and logs go (required; must exist)\n"
+    "      --node-ip IP           the node's InternalIP address (default: the host's first\n"
+    "                             non-loopback IPv4 address)\n"
     "      --config FILE          a KubeletConfiguration YAML file; flags win over it\n"
     "      --feature-gates LIST   A=true,B=false, applied over the file's featureGates\n"
     "      --max-pods N           pods this node takes (default 110)\n"
@@ -330,7 +333,8 @@ int ck_cmd_agent(int argc, char **argv)
         O_CGROUP_ROOT,
         O_CLUSTER_DNS,
         O_CLUSTER_DOMAIN,
-        O_RESOLV_CONF
+        O_RESOLV_CONF,
+        O_NODE_IP
     };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
@@ -356,6 +360,7 @@ int ck_cmd_agent(int argc, char **argv)
         {"cluster-dns", required_argument, NULL, O_CLUSTER_DNS},
         {"cluster-domain", required_argument, NULL, O_CLUSTER_DOMAIN},
         {"resolv-conf", required_argument, NULL, O_RESOLV_CONF},
+        {"node-ip", required_argument, NULL, O_NODE_IP},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -471,6 +476,13 @@ int ck_cmd_agent(int argc, char **argv)
             config.resolv_conf = optarg;
             set.resolv_conf = true;
             break;
+        case O_NODE_IP: {
+            unsigned char bin[4];
+            if (inet_pton(AF_INET, optarg, bin) != 1)
+                return usage_error("invalid value for --node-ip (want an IPv4 address)", optarg);
+            config.node_ip = optarg;
+            break;
+        }
         case 'v':
         case O_FORMAT:
             if (ck_cmd_log_flag(opt == 'v', optarg))

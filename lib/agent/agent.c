@@ -1483,7 +1483,8 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
 
     a->node_name = strdup(config->node_name);
     a->root_dir = realpath(config->root_dir, NULL);
-    a->host_ip = host_address();
+    a->host_ip =
+        a->config.node_ip && *a->config.node_ip ? strdup(a->config.node_ip) : host_address();
     int r = ck_pressure_thresholds_parse(config->eviction_hard, &a->thresholds, reterr);
     if (r < 0)
         goto fail;

@@ -94,6 +94,8 @@ check "the flags win over the file's" [ "$(agent_start --config "$work/kubelet-d
 check "as logged" grep -q '"Pod DNS" clusterDNS="10.0.0.10,10.0.0.11" clusterDomain="k.test" resolvConf="/r.conf"' "$work/agent.err"
 check "a --cluster-dns that is not an address is a usage error" [ "$(agent_start --cluster-dns 10.0.0.10,dns.example)" = 2 ]
 check "which says what it wants" grep -q 'invalid value for --cluster-dns' "$work/agent.err"
+check "a --node-ip that is not an IPv4 address is a usage error" [ "$(agent_start --node-ip fd00::1)" = 2 ]
+check "which says what it wants" grep -q 'invalid value for --node-ip (want an IPv4 address)' "$work/agent.err"
 printf 'kind: KubeletConfiguration\nclusterDNS: 10.96.0.10\n' >"$work/kubelet-dns-bad.yaml"
 check "a clusterDNS that is not a list is a usage error" [ "$(agent_start --config "$work/kubelet-dns-bad.yaml")" = 2 ]
 check "which names the key" grep -q "clusterDNS must be a list of IP addresses" "$work/agent.err"
