@@ -369,16 +369,29 @@ static int index_endpoint_ips(const json_t *obj, struct ck_index_values *out, vo
     return 0;
 }
 
+/* Adds one index; one already there (a server before this one on the same caches) is fine. */
+static int add_index(struct ck_indexer *ix, const char *name, ck_index_func fn,
+                     struct ck_err *reterr)
+{
+    struct ck_err err = {0};
+    int r = ck_indexer_add_index(ix, name, fn, NULL, &err);
+    if (r == CK_EEXIST)
+        return 0;
+    if (r < 0 && reterr)
+        *reterr = err;
+    return r;
+}
+
 int ck__dns_add_indices(struct ck_indexer *services, struct ck_indexer *slices,
                         struct ck_err *reterr)
 {
     int r = 0;
     if (services)
-        r = ck_indexer_add_index(services, CK__DNS_INDEX_SVC_IP, index_service_ips, NULL, reterr);
+        r = add_index(services, CK__DNS_INDEX_SVC_IP, index_service_ips, reterr);
     if (r == 0 && slices)
-        r = ck_indexer_add_index(slices, CK__DNS_INDEX_SLICE_OF, index_slice_service, NULL, reterr);
+        r = add_index(slices, CK__DNS_INDEX_SLICE_OF, index_slice_service, reterr);
     if (r == 0 && slices)
-        r = ck_indexer_add_index(slices, CK__DNS_INDEX_EP_IP, index_endpoint_ips, NULL, reterr);
+        r = add_index(slices, CK__DNS_INDEX_EP_IP, index_endpoint_ips, reterr);
     return r;
 }
 

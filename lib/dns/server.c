@@ -701,6 +701,20 @@ static void *loop_main(void *arg)
 
 /* ---- lifecycle ------------------------------------------------------------ */
 
+static uint16_t get_port(const struct sockaddr_storage *ss)
+{
+    return ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
+                                          : ((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
+static void set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+    if (ss->ss_family == AF_INET)
+        ((struct sockaddr_in *)ss)->sin_port = htons(port);
+    else
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
 static int bind_socket(struct ck_dns *d, int type, struct ck_err *reterr)
 {
     int fd = socket(d->listen.ss_family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -725,28 +739,33 @@ int ck_dns_start(struct ck_dns *d, struct ck_err *reterr)
     if (d->started)
         return ck_err_set(reterr, CK_EINVAL, "the DNS server was started already");
     d->started = true;
-    d->port =
-        ntohs(d->listen.ss_family == AF_INET ? ((struct sockaddr_in *)&d->listen)->sin_port
-                                             : ((struct sockaddr_in6 *)&d->listen)->sin6_port);
-    int r = bind_socket(d, SOCK_DGRAM, reterr);
+    d->port = get_port(&d->listen);
+    /*
+     * Port 0: the kernel picks a port for the TCP listener, and the UDP socket takes the
+     * same number; when that one is taken for UDP, try again with another.
+     */
+    int r = 0;
+    for (int tries = 0; tries < 16; tries++) {
+        if (tries > 0)
+            set_port(&d->listen, 0);
+        r = bind_socket(d, SOCK_STREAM, reterr);
+        if (r < 0)
+            goto fail;
+        d->tcp_fd = r;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        getsockname(d->tcp_fd, (struct sockaddr *)&ss, &sl);
+        set_port(&d->listen, get_port(&ss));
+        r = bind_socket(d, SOCK_DGRAM, reterr);
+        if (r >= 0 || d->port != 0 || r != CK_EADDRINUSE)
+            break;
+        close(d->tcp_fd);
+        d->tcp_fd = -1;
+    }
     if (r < 0)
         goto fail;
     d->udp_fd = r;
-    if (d->port == 0) { /* the TCP listener takes the port the kernel gave the UDP socket */
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
-        getsockname(d->udp_fd, (struct sockaddr *)&ss, &sl);
-        d->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
-        if (d->listen.ss_family == AF_INET)
-            ((struct sockaddr_in *)&d->listen)->sin_port = htons(d->port);
-        else
-            ((struct sockaddr_in6 *)&d->listen)->sin6_port = htons(d->port);
-    }
-    r = bind_socket(d, SOCK_STREAM, reterr);
-    if (r < 0)
-        goto fail;
-    d->tcp_fd = r;
+    d->port = get_port(&d->listen);
     d->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     d->slots = calloc((size_t)d->max_tcp, sizeof(*d->slots));
     d->forwarders = calloc((size_t)d->n_forwarders, sizeof(*d->forwarders));
