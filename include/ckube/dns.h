@@ -39,7 +39,11 @@ struct ck_dns_config {
     /* "ADDR:PORT" or "[V6ADDR]:PORT"; port 0 picks a free one (ck_dns_port). NULL: the default */
     const char *listen;
     const char *cluster_domain; /* NULL: cluster.local */
-    /* where the upstream servers come from ("nameserver ADDR" lines); NULL: the default */
+    /*
+     * Where the upstream servers come from: its "nameserver ADDR" lines (at most 3, as
+     * glibc), an address may carry ":PORT" / "[V6]:PORT" (ckube's extension; glibc reads
+     * none). NULL: the default.
+     */
     const char *resolv_conf;
     /*
      * Upstream servers as "ADDR", "ADDR:PORT" or "[V6ADDR]:PORT" (forward's own syntax),
