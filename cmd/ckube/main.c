@@ -14,6 +14,7 @@
  *                [--container-runtime-endpoint URL] [--root-dir DATA-DIR/agent]  (node.c)
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube scheduler --kubeconfig FILE [...]            (scheduler.c)
+ *   ckube dns --kubeconfig FILE [...]                  (dns.c)
  *   ckube fake-nodes --kubeconfig FILE --count N [...] (fake_nodes.c)
  *   ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [...] (agent.c)
  *   ckube certs client --cn NAME [--org GROUP]... [...]  (certs.c)
@@ -42,6 +43,7 @@
 #include "ckube/internal/util.h"
 #include "ckube/util.h"
 #include "controllers.h"
+#include "dnscmd.h"
 #include "node.h"
 
 #define EXIT_USAGE 2
@@ -55,6 +57,8 @@ static const char usage_text[] =
     "                          run the controllers against a server\n"
     "  ckube scheduler --kubeconfig FILE [flags]\n"
     "                          run the scheduler against a server\n"
+    "  ckube dns --kubeconfig FILE [flags]\n"
+    "                          serve the cluster's DNS names, forwarding the others\n"
     "  ckube fake-nodes --kubeconfig FILE --count N [flags]\n"
     "                          simulate N nodes that report their pods Running\n"
     "  ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [flags]\n"
@@ -986,6 +990,8 @@ int main(int argc, char **argv)
         return ck_cmd_controller_manager(argc - 1, argv + 1);
     if (strcmp(command, "scheduler") == 0)
         return ck_cmd_scheduler(argc - 1, argv + 1);
+    if (strcmp(command, "dns") == 0)
+        return ck_cmd_dns(argc - 1, argv + 1);
     if (strcmp(command, "agent") == 0)
         return ck_cmd_agent(argc - 1, argv + 1);
     if (strcmp(command, "fake-nodes") == 0)
