@@ -41,6 +41,7 @@
 #include "ckube/util.h"
 #include "controllers.h"
 #include "node.h"
+#include "proxy.h"
 
 #define EXIT_USAGE 2
 
@@ -53,6 +54,8 @@ static const char usage_text[] =
     "                          run the controllers against a server\n"
     "  ckube scheduler --kubeconfig FILE [flags]\n"
     "                          run the scheduler against a server\n"
+    "  ckube proxy --kubeconfig FILE [flags]\n"
+    "                          route Service traffic on this node through nftables\n"
     "  ckube fake-nodes --kubeconfig FILE --count N [flags]\n"
     "                          simulate N nodes that report their pods Running\n"
     "  ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [flags]\n"
@@ -951,6 +954,8 @@ int main(int argc, char **argv)
         return ck_cmd_controller_manager(argc - 1, argv + 1);
     if (strcmp(command, "scheduler") == 0)
         return ck_cmd_scheduler(argc - 1, argv + 1);
+    if (strcmp(command, "proxy") == 0)
+        return ck_cmd_proxy(argc - 1, argv + 1);
     if (strcmp(command, "agent") == 0)
         return ck_cmd_agent(argc - 1, argv + 1);
     if (strcmp(command, "fake-nodes") == 0)
