@@ -382,7 +382,11 @@ static bool sync_once(struct ck_proxy *p)
     struct ck_proxy_build_stats st = {0};
     struct ck_err err = {0};
     int r = ck_proxy_build(&in, p->state, mode, &text, &next, &st, &err);
-    if (r == 0)
+    /* a partial sync that changes nothing is only its "add table" line: not sent, since
+     * libnftables would first read the whole table into its cache */
+    const char *nl = r == 0 ? strchr(text, '\n') : NULL;
+    bool empty = mode == CK_PROXY_SYNC_PARTIAL && nl && nl[1] == '\0';
+    if (r == 0 && !empty)
         r = ck_proxy_nft_run(text, false, &err);
     int64_t took = mono_now() - start;
     ck_obj_list_release(&svcs);
