@@ -45,6 +45,7 @@
 #include "controllers.h"
 #include "dnscmd.h"
 #include "node.h"
+#include "proxy.h"
 
 #define EXIT_USAGE 2
 
@@ -59,6 +60,8 @@ static const char usage_text[] =
     "                          run the scheduler against a server\n"
     "  ckube dns --kubeconfig FILE [flags]\n"
     "                          serve the cluster's DNS names, forwarding the others\n"
+    "  ckube proxy --kubeconfig FILE [flags]\n"
+    "                          route Service traffic on this node through nftables\n"
     "  ckube fake-nodes --kubeconfig FILE --count N [flags]\n"
     "                          simulate N nodes that report their pods Running\n"
     "  ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [flags]\n"
@@ -992,6 +995,8 @@ int main(int argc, char **argv)
         return ck_cmd_scheduler(argc - 1, argv + 1);
     if (strcmp(command, "dns") == 0)
         return ck_cmd_dns(argc - 1, argv + 1);
+    if (strcmp(command, "proxy") == 0)
+        return ck_cmd_proxy(argc - 1, argv + 1);
     if (strcmp(command, "agent") == 0)
         return ck_cmd_agent(argc - 1, argv + 1);
     if (strcmp(command, "fake-nodes") == 0)

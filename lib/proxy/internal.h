@@ -1,0 +1,50 @@
+/*
+ * lib/proxy/internal.h - private to libckube-proxy; not installed.
+ *
+ * The state a transaction leaves in the kernel (struct ck_proxy_state), shared by the
+ * builder (rules.c) and the runtime (proxy.c).
+ */
+#ifndef CKUBE_PROXY_INTERNAL_H
+#define CKUBE_PROXY_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ckube/internal/util.h"
+#include "ckube/proxy.h"
+
+/* The sets and maps whose elements the builder tracks (kube-proxy's nftElementStorage). */
+enum ck__proxy_container {
+    CK__PX_CLUSTER_IPS,
+    CK__PX_NODEPORT_IPS,
+    CK__PX_SERVICE_IPS,
+    CK__PX_SERVICE_NODEPORTS,
+    CK__PX_NO_EP_SERVICES,
+    CK__PX_NO_EP_NODEPORTS,
+    CK__PX_N_CONTAINERS,
+};
+
+/* One Service served on a health check node port. */
+struct ck__proxy_health {
+    char *ns, *name;
+    int port;
+    int local_endpoints;
+};
+
+struct ck_proxy_state {
+    struct ck__strmap chains;                     /* service chain name -> uint64_t hash */
+    struct ck__strmap stale;                      /* flushed chains to delete next time */
+    struct ck__strmap sets;                       /* affinity set name -> NULL */
+    struct ck__strmap elems[CK__PX_N_CONTAINERS]; /* element key -> value (strdup) or NULL */
+    struct ck__proxy_health *health;
+    size_t n_health;
+    size_t rules; /* rules in the table */
+};
+
+/* True when ip (host order) is in one of the comma-separated IPv4 CIDRs of list. */
+bool ck__proxy_cidrs_contain(const char *list, uint32_t ip);
+
+/* True when list is one or more comma-separated IPv4 CIDRs (a.b.c.d/n). */
+bool ck__proxy_cidrs_valid(const char *list);
+
+#endif /* CKUBE_PROXY_INTERNAL_H */
