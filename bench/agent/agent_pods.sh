@@ -38,7 +38,7 @@ run() { # run agent|fake: prints "seconds rss_kib cpu_percent"
     dir="$work/$1-$i"
     mkdir -p "$dir/root"
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    "$ckube" server --disable-agent --listen "127.0.0.1:$port" --data-dir "$dir/data" \
+    "$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$port" --data-dir "$dir/data" \
         --store "sqlite://$dir/state.db" >"$dir/server.log" 2>&1 &
     echo $! >>"$work/pids"
     until [ -f "$dir/data/kubeconfig" ]; do sleep 0.1; done

@@ -70,7 +70,7 @@ if [ "${1:-}" = "--inside" ]; then
     # the server
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     data="$cri_dir/server"
-    "$ckube" server --disable-agent --listen "127.0.0.1:$port" --data-dir "$data" \
+    "$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$port" --data-dir "$data" \
         --store "sqlite://$cri_dir/state.db" >"$cri_dir/server.log" 2>&1 &
     server_pid=$!
     i=0

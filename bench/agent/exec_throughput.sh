@@ -28,7 +28,7 @@ export KUBECACHEDIR="$work/kube-cache"
 export KUBECONFIG="$work/data/kubeconfig"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
-"$ckube" server --disable-agent --listen "127.0.0.1:$port" --data-dir "$work/data" --store "sqlite://$work/db" \
+"$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$port" --data-dir "$work/data" --store "sqlite://$work/db" \
     >"$work/server.log" 2>&1 &
 pids="$!"
 i=0

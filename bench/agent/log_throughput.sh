@@ -41,7 +41,7 @@ seconds() { # seconds COMMAND...: wall time of the command, output discarded
 }
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$ckube" server --disable-agent --listen "127.0.0.1:$port" --data-dir "$work/data" \
+"$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$port" --data-dir "$work/data" \
     --store "sqlite://$work/state.db" >"$work/server.log" 2>&1 &
 echo $! >>"$work/pids"
 until [ -f "$work/data/kubeconfig" ]; do sleep 0.1; done

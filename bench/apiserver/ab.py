@@ -35,7 +35,7 @@ import bench as b  # noqa: E402
 
 def start(servers, binary, plain_flag, tmp, name, controllers):
     port = b.free_port()
-    argv = [binary, "server", "--disable-agent", "--listen", f"127.0.0.1:{port}", "--data-dir",
+    argv = [binary, "server", "--disable-agent", "--disable-dns", "--listen", f"127.0.0.1:{port}", "--data-dir",
             os.path.join(tmp, name)]
     if plain_flag:
         argv.insert(2, plain_flag)

@@ -151,7 +151,7 @@ def start_ckube(servers, ckube, tmp, name, store=None, connections=0, controller
     port = free_port()
     data = os.path.join(tmp, name)
     # plain HTTP: these runs compare the API path with nginx and etcd over plain HTTP
-    argv = [ckube, "server", "--disable-agent",
+    argv = [ckube, "server", "--disable-agent", "--disable-dns",
             "--insecure-plain-http", "--listen", f"127.0.0.1:{port}",
             "--data-dir", data]
     if not controllers:

@@ -93,7 +93,7 @@ def wait_established(port, count, deadline_s=600):
 def start_server(servers, ckube, tmp, name):
     """ckube server on SQLite, plain HTTP, without controllers (no scheduler acts on the pods)."""
     port = bench.free_port()
-    argv = [ckube, "server", "--disable-agent",
+    argv = [ckube, "server", "--disable-agent", "--disable-dns",
             "--insecure-plain-http", "--listen", f"127.0.0.1:{port}",
             "--data-dir", os.path.join(tmp, name), "--controllers=-*"]
     proc = servers.start(argv, open(os.path.join(tmp, name + ".log"), "w"))

@@ -55,7 +55,7 @@ PATH = "/apis/apps/v1/namespaces/default/deployments/web"
 
 def start(servers, binary, tmp, name):
     port = b.free_port()
-    argv = [binary, "server", "--disable-agent",
+    argv = [binary, "server", "--disable-agent", "--disable-dns",
             "--insecure-plain-http", "--controllers=-*", "--listen",
             f"127.0.0.1:{port}", "--data-dir", os.path.join(tmp, name)]
     proc = servers.start(argv, open(os.path.join(tmp, name + ".log"), "w"))

@@ -30,7 +30,7 @@ import bench as b  # noqa: E402
 def start(servers, binary, tmp, name, watchers):
     port = b.free_port()
     limit = str(max(10000, watchers + 1000))
-    argv = [binary, "server", "--disable-agent",
+    argv = [binary, "server", "--disable-agent", "--disable-dns",
             "--insecure-plain-http", "--listen", f"127.0.0.1:{port}",
             "--data-dir", os.path.join(tmp, name), "--max-connections", limit,
             "--max-connections-per-address", limit]

@@ -110,7 +110,7 @@ def main():
             f.write(f"{TOKEN},bench,1\n")
         port = free_port()
         url = f"https://127.0.0.1:{port}"
-        ckube = subprocess.Popen([args.ckube, "server", "--disable-agent",
+        ckube = subprocess.Popen([args.ckube, "server", "--disable-agent", "--disable-dns",
                                   "--listen", f"127.0.0.1:{port}",
                                   "--data-dir", data, "--token-auth-file", tokens,
                                   "--controllers=-*"],

@@ -18,7 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$ckube" server --disable-agent --listen "127.0.0.1:$port" --data-dir "$work/data" \
+"$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$port" --data-dir "$work/data" \
     --controllers="$server_controllers" >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
 # kurl ARGS...: curl over HTTPS as the admin (the server's generated PKI)

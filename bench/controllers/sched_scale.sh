@@ -46,7 +46,7 @@ cpu() { # user + system CPU seconds of a process so far
 
 start_server() { # start_server DIR: a fresh server on SQLite with no in-process controller
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    "$ckube" server --disable-agent --listen "127.0.0.1:$port" --data-dir "$1" --controllers=-* \
+    "$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$port" --data-dir "$1" --controllers=-* \
         >"$1.out" 2>"$1.err" &
     server_pid=$!
     pids="$server_pid"

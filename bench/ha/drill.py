@@ -55,7 +55,7 @@ class Server:
 
     def start(self):
         self.proc = subprocess.Popen(
-            [ckube, "server", "--disable-agent",
+            [ckube, "server", "--disable-agent", "--disable-dns",
              "--listen", "127.0.0.1:%d" % self.port, "--data-dir", self.dir,
              "--store", store],
             stdout=subprocess.DEVNULL, stderr=open(self.dir + ".log", "a"))

@@ -220,7 +220,7 @@ def cmd_bench(args):
     port = free_port()
     data = tempfile.mkdtemp(prefix="ckube-flood-")
     server = subprocess.Popen(
-        [args.ckube, "server", "--disable-agent",
+        [args.ckube, "server", "--disable-agent", "--disable-dns",
          "--listen", f"127.0.0.1:{port}", "--data-dir", data,
          "--controllers", "-*"] + ([] if args.tls else ["--insecure-plain-http"]) + args.server_arg,
         stdout=subprocess.DEVNULL, stderr=open(os.path.join(data, "server.err"), "w"))

@@ -53,7 +53,7 @@ class Server:
         self.url = "http://127.0.0.1:%d" % self.port
         self.log = open(os.path.join(self.dir, "server.log"), "w")
         self.proc = subprocess.Popen(
-            [ckube, "server", "--disable-agent",
+            [ckube, "server", "--disable-agent", "--disable-dns",
              "--insecure-plain-http", "--listen", "127.0.0.1:%d" % self.port,
              "--data-dir", self.dir, "--controllers", "-*"] + extra,
             stdout=self.log, stderr=subprocess.STDOUT,

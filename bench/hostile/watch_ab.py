@@ -50,7 +50,7 @@ def post(port, path, body):
 
 def one_run(ckube, opts):
     port, tmp = free_port(), tempfile.mkdtemp(prefix="ckube-watch-ab-")
-    proc = subprocess.Popen([ckube, "server", "--disable-agent",
+    proc = subprocess.Popen([ckube, "server", "--disable-agent", "--disable-dns",
                              "--insecure-plain-http", "--listen",
                              f"127.0.0.1:{port}", "--data-dir", os.path.join(tmp, "data"),
                              "--controllers", "-*"],

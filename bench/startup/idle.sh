@@ -40,7 +40,7 @@ one_start() {
     local dir=$1 controllers=$2 port start end
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     start=$(date +%s%N)
-    "$ckube" server --disable-agent --data-dir "$dir" --listen "127.0.0.1:$port" --controllers="$controllers" \
+    "$ckube" server --disable-agent --disable-dns --data-dir "$dir" --listen "127.0.0.1:$port" --controllers="$controllers" \
         >>"$work/server.out" 2>>"$work/server.err" &
     server_pid=$!
     local tries=0

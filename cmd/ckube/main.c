@@ -10,7 +10,9 @@
  *                [--service-cluster-ip-range 10.96.0.0/12] [--service-node-port-range 30000-32767]
  *                [--encryption-provider-config FILE]
  *                [--pki-dir DATA-DIR/pki] [TLS and authentication flags]
- *                [--disable-agent] [--node-name HOST] [--container-runtime cri|process]
+ *                [--disable-agent] [--disable-proxy] [--disable-dns] [--cluster-dns IP]
+ *                [--cluster-domain cluster.local] [--node-name HOST] [--container-runtime
+ * cri|process]
  *                [--container-runtime-endpoint URL] [--root-dir DATA-DIR/agent]  (node.c)
  *   ckube controller-manager --kubeconfig FILE [...]   (controllers.c)
  *   ckube scheduler --kubeconfig FILE [...]            (scheduler.c)
@@ -26,6 +28,7 @@
  * write the data directory), 2 usage error (unknown flag, bad value), each
  * with one line on stderr; usage errors also print the usage.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -140,6 +143,12 @@ static const char usage_tail[] =
     "                                servers sharing a store run one set (default true)\n"
     "      --disable-agent           run no node: no agent, no containerd (default: a node\n"
     "                                for this host, run in-process as k3s server does)\n"
+    "      --disable-proxy           no Service routing (the proxy, nftables) for the node\n"
+    "      --disable-dns             run no cluster DNS (default: one on the advertise\n"
+    "                                address, port 53, behind the kube-dns Service)\n"
+    "      --cluster-dns IP          the kube-dns Service's address, which pods use\n"
+    "                                (default: the 10th of --service-cluster-ip-range)\n"
+    "      --cluster-domain NAME     the cluster's DNS domain (default cluster.local)\n"
     "      --node-name NAME          the node's name (default: the host name, lowercased)\n"
     "      --container-runtime cri|process  how the node runs containers (default cri):\n"
     "                                cri through containerd; process runs pods' commands on\n"
@@ -230,6 +239,10 @@ enum {
     OPT_IMAGE_ENDPOINT,
     OPT_ROOT_DIR,
     OPT_AGENT_PORT,
+    OPT_DISABLE_PROXY,
+    OPT_DISABLE_DNS,
+    OPT_CLUSTER_DNS,
+    OPT_CLUSTER_DOMAIN,
     OPT_SYNCS = 1000, /* the --concurrent-NAME-syncs flags: 1000, 1001, ... */
 };
 
@@ -273,6 +286,7 @@ struct options {
     const char *watch_history_bytes;
     struct ck_cmd_node_options node;
     const char *agent_port;
+    struct ck_cmd_cluster_dns_options dns;
 };
 
 /*
@@ -458,6 +472,18 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_AGENT_PORT:
             opts->agent_port = optarg;
+            break;
+        case OPT_DISABLE_PROXY:
+            opts->node.disable_proxy = true;
+            break;
+        case OPT_DISABLE_DNS:
+            opts->dns.disabled = true;
+            break;
+        case OPT_CLUSTER_DNS:
+            opts->dns.service_ip = optarg;
+            break;
+        case OPT_CLUSTER_DOMAIN:
+            opts->dns.cluster_domain = optarg;
             break;
         case ':':
             return usage_error("flag needs an argument: %s", argv[optind - 1]);
@@ -727,6 +753,10 @@ static int cmd_server(int argc, char **argv)
         {"pki-dir", required_argument, NULL, OPT_PKI_DIR},
         {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
         {"disable-agent", no_argument, NULL, OPT_DISABLE_AGENT},
+        {"disable-proxy", no_argument, NULL, OPT_DISABLE_PROXY},
+        {"disable-dns", no_argument, NULL, OPT_DISABLE_DNS},
+        {"cluster-dns", required_argument, NULL, OPT_CLUSTER_DNS},
+        {"cluster-domain", required_argument, NULL, OPT_CLUSTER_DOMAIN},
         {"node-name", required_argument, NULL, OPT_NODE_NAME},
         {"container-runtime", required_argument, NULL, OPT_CONTAINER_RUNTIME},
         {"container-runtime-endpoint", required_argument, NULL, OPT_RUNTIME_ENDPOINT},
@@ -798,6 +828,22 @@ static int cmd_server(int argc, char **argv)
         return usage_error("--insecure-plain-http cannot be combined with TLS or token flags");
     if (!opts.tls_cert_file != !opts.tls_key_file)
         return usage_error("--tls-cert-file and --tls-private-key-file go together");
+    static char dns_ip[64];
+    if (!opts.dns.service_ip) {
+        if (ck_cmd_cluster_dns_ip(opts.service_cluster_ip_range ? opts.service_cluster_ip_range
+                                                                : "10.96.0.0/12",
+                                  dns_ip, sizeof(dns_ip)) == 0)
+            opts.dns.service_ip = dns_ip;
+        else if (!opts.dns.disabled)
+            return usage_error("--service-cluster-ip-range %s leaves no tenth address for the "
+                               "cluster DNS: pass --cluster-dns or --disable-dns",
+                               opts.service_cluster_ip_range);
+    } else {
+        struct in_addr a;
+        if (inet_pton(AF_INET, opts.dns.service_ip, &a) != 1)
+            return usage_error("invalid value \"%s\" for --cluster-dns: want an IPv4 address",
+                               opts.dns.service_ip);
+    }
     const char *node_why = ck_cmd_node_check(&opts.node);
     if (node_why)
         return usage_error("%s", node_why);
@@ -945,8 +991,20 @@ static int cmd_server(int argc, char **argv)
     opts.node.data_dir = opts.data_dir;
     opts.node.pki_dir = opts.insecure_plain_http ? NULL : pki_dir;
     opts.node.own_kubelet_client = opts.kubelet_client_cert != NULL;
+    struct ck_cmd_cluster_dns *dns = NULL;
+    if (ck_cmd_cluster_dns_start(server, &opts.dns, &dns) < 0) {
+        ck_cmd_controllers_stop(&controllers);
+        ck_apiserver_free(server);
+        ck_fg_gate_free(gates);
+        return 1;
+    }
+    opts.node.node_ip = ck_apiserver_advertise_address(server);
+    opts.node.cluster_cidr = opts.ipam.cluster_cidr ? opts.ipam.cluster_cidr : "10.244.0.0/16";
+    opts.node.cluster_dns = dns ? opts.dns.service_ip : NULL;
+    opts.node.cluster_domain = opts.dns.cluster_domain ? opts.dns.cluster_domain : "cluster.local";
     struct ck_cmd_node *node = NULL;
     if (ck_cmd_node_start(server, &opts.node, &node) < 0) {
+        ck_cmd_cluster_dns_stop(dns);
         ck_cmd_controllers_stop(&controllers);
         ck_apiserver_free(server);
         ck_fg_gate_free(gates);
@@ -959,6 +1017,7 @@ static int cmd_server(int argc, char **argv)
     sigwait(&stop_signals, &sig);
     CK_LOGS(0, "Shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
     ck_cmd_node_stop(node); /* before the server: the agent's last writes reach it */
+    ck_cmd_cluster_dns_stop(dns);
     ck_apiserver_begin_shutdown(server);
     ck_cmd_controllers_stop(&controllers);
     ck_apiserver_free(server);

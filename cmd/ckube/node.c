@@ -9,6 +9,11 @@
  * starts on a thread of its own that calls ck_agent_run() every second until the node is
  * registered, as `ckube agent` does while its server is not up.
  *
+ * With the node come its Service routing, the proxy of lib/proxy (kube-proxy's nftables
+ * mode, reading as system:kube-proxy; --disable-proxy leaves it out), and the agent's
+ * pod DNS settings: the cluster DNS Service's address and the cluster domain when the
+ * server runs the cluster DNS (cluster_dns.c), and the advertise address as node IP.
+ *
  * The runtime: cri (the default) runs containers through a CRI runtime: the endpoint
  * given, else a containerd of the server's own (containerd.c) when containerd is
  * installed and the server runs as root; otherwise the server logs why and the ways out
@@ -30,6 +35,7 @@
 
 #include "ckube/auth.h"
 #include "ckube/internal/util.h"
+#include "ckube/proxy.h"
 #include "ckube/rest.h"
 #include "ckube/util.h"
 #include "controllers.h"
@@ -38,6 +44,9 @@
 struct ck_cmd_node {
     struct ck_cmd_containerd *containerd;
     struct ck_rest *client;
+    struct ck_rest *proxy_client;  /* as system:kube-proxy */
+    struct ck_proxy *proxy;        /* the node's Service routing; NULL: --disable-proxy */
+    const char *cluster_dns[1];    /* the agent's cluster DNS server (o's string) */
     struct ck_agent *agent;        /* made by the starter once the runtime answers */
     struct ck_agent_config config; /* its strings are n's, the options' or containerd's */
     pthread_t starter;
@@ -149,6 +158,40 @@ static void *starter_main(void *arg)
     return NULL;
 }
 
+/*
+ * The node's Service routing (lib/proxy): kube-proxy's part, in-process as k3s runs it,
+ * reading as system:kube-proxy (bootstrap RBAC's system:node-proxier). Without nftables
+ * in the kernel it logs why and the node runs without it. 0, or -1 (out of memory).
+ */
+static int start_proxy(const struct ck_apiserver *server, struct ck_cmd_node *n,
+                       const struct ck_cmd_node_options *o)
+{
+    struct ck_err err = {0};
+    if (ck_cmd_component_client(server, "kube-proxy", "system:kube-proxy", NULL, -1, 0,
+                                &n->proxy_client, &err) < 0) {
+        CK_LOGE("No proxy for the node: no client for it: %s", err.msg);
+        return 0;
+    }
+    struct ck_proxy_config config = {
+        .hostname = n->name,
+        .cluster_cidr = o->cluster_cidr,
+        .healthz_bind_address = "0.0.0.0:10256", /* kube-proxy's */
+        .metrics_bind_address = "127.0.0.1:10249",
+    };
+    int r = ck_proxy_new(&config, n->proxy_client, &n->proxy, &err);
+    if (r == 0)
+        r = ck_proxy_start(n->proxy, &err);
+    if (r < 0) {
+        CK_LOGE("No proxy for the node: %s (Services route nowhere from this node; pass "
+                "--disable-proxy to say so)",
+                err.msg);
+        n->proxy = ck_proxy_free(n->proxy);
+        return r == CK_ENOMEM ? -1 : 0;
+    }
+    CK_LOGS(0, "Proxy running", "node", n->name, "table", "ip " CK_PROXY_TABLE);
+    return 0;
+}
+
 /* The agent's client: the server's URL, as system:node:NAME when it speaks TLS. */
 static int node_client(const struct ck_apiserver *server, const char *name, struct ck_rest **ret,
                        struct ck_err *reterr)
@@ -223,6 +266,8 @@ int ck_cmd_node_start(const struct ck_apiserver *server, const struct ck_cmd_nod
     }
     struct ck_agent_config config = {
         .node_name = n->name,
+        .node_ip = o->node_ip && *o->node_ip ? o->node_ip : NULL,
+        .cluster_domain = o->cluster_domain,
         .root_dir = n->root,
         .port = o->port,
         .runtime = process ? CK_AGENT_RUNTIME_PROCESS : CK_AGENT_RUNTIME_CRI,
@@ -260,7 +305,16 @@ int ck_cmd_node_start(const struct ck_apiserver *server, const struct ck_cmd_nod
         return 0;
     }
     config.client = n->client;
+    if (o->cluster_dns) {
+        n->cluster_dns[0] = o->cluster_dns;
+        config.cluster_dns = n->cluster_dns;
+        config.n_cluster_dns = 1;
+    }
     n->config = config;
+    if (!o->disable_proxy && start_proxy(server, n, o) < 0) {
+        ck_cmd_node_stop(n);
+        return -1;
+    }
     if (pthread_create(&n->starter, NULL, starter_main, n) != 0) {
         CK_LOGE("node: cannot start the agent");
         ck_cmd_node_stop(n);
@@ -284,6 +338,8 @@ void ck_cmd_node_stop(struct ck_cmd_node *n)
         pthread_mutex_unlock(&n->mu);
         pthread_join(n->starter, NULL);
     }
+    ck_proxy_free(n->proxy);
+    ck_rest_free(n->proxy_client);
     ck_agent_free(n->agent);
     ck_rest_free(n->client);
     ck_cmd_containerd_stop(n->containerd);

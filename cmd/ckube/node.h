@@ -39,6 +39,7 @@ void ck_cmd_containerd_stop(struct ck_cmd_containerd *c);
 
 struct ck_cmd_node_options {
     bool disabled;                                 /* --disable-agent */
+    bool disable_proxy;                            /* --disable-proxy */
     const char *node_name;                         /* NULL: the host name, lowercased */
     const char *runtime;                           /* "cri" or "process"; NULL: cri */
     const char *runtime_endpoint, *image_endpoint; /* NULL: the supervised containerd */
@@ -47,6 +48,10 @@ struct ck_cmd_node_options {
     const char *data_dir;                          /* the server's */
     const char *pki_dir;     /* the server's; its ca.crt verifies the kubelet client */
     bool own_kubelet_client; /* --kubelet-client-certificate given: no generated CA */
+    const char *node_ip;      /* the node's address: the server's advertise address */
+    const char *cluster_cidr; /* the pods' range, for the proxy's masquerading */
+    /* pods' DNS: the cluster DNS Service's address (NULL: none) and the cluster domain */
+    const char *cluster_dns, *cluster_domain;
 };
 
 struct ck_cmd_node;
@@ -65,7 +70,41 @@ const char *ck_cmd_node_check(const struct ck_cmd_node_options *o);
 int ck_cmd_node_start(const struct ck_apiserver *server, const struct ck_cmd_node_options *o,
                       struct ck_cmd_node **ret);
 
-/* Stops the agent (its containers keep running) then containerd. NULL: no-op. */
+/*
+ * Stops the proxy (its rules stay), the agent (its containers keep running) then
+ * containerd. NULL: no-op.
+ */
 void ck_cmd_node_stop(struct ck_cmd_node *n);
+
+/* ---- the server's cluster DNS (cluster_dns.c) ---- */
+
+struct ck_cmd_cluster_dns_options {
+    bool disabled;              /* --disable-dns */
+    const char *service_ip;     /* the kube-dns Service's cluster IP (--cluster-dns) */
+    const char *cluster_domain; /* --cluster-domain; NULL: cluster.local */
+    const char *resolv_conf;    /* where forwarded names go; NULL: /etc/resolv.conf */
+};
+
+struct ck_cmd_cluster_dns;
+
+/*
+ * The tenth address of an IPv4 Service range (kubeadm's cluster DNS address:
+ * 10.96.0.0/12 gives 10.96.0.10) into buf. 0, or -1 when range is not an IPv4 CIDR
+ * with room for it.
+ */
+int ck_cmd_cluster_dns_ip(const char *service_range, char *buf, size_t size);
+
+/*
+ * Starts the DNS server on the server's advertise address, port 53, and (on a thread,
+ * until they exist) the kube-dns Service, this server's EndpointSlice of it and the
+ * DNS server's role. Disabled, or when it cannot listen there, it logs why and *ret is
+ * NULL. 0, or -1 (out of memory, no thread).
+ */
+int ck_cmd_cluster_dns_start(const struct ck_apiserver *server,
+                             const struct ck_cmd_cluster_dns_options *o,
+                             struct ck_cmd_cluster_dns **ret);
+
+/* Removes this server's EndpointSlice of kube-dns and stops the DNS server. NULL: no-op. */
+void ck_cmd_cluster_dns_stop(struct ck_cmd_cluster_dns *d);
 
 #endif /* CKUBE_CMD_NODE_H */

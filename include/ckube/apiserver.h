@@ -136,6 +136,12 @@ uint16_t ck_apiserver_port(const struct ck_apiserver *server);
 const char *ck_apiserver_url(const struct ck_apiserver *server);
 
 /*
+ * The IPv4 address the server advertises (config's advertise_address, else the one it
+ * picked as that field says); "" when it found none.
+ */
+const char *ck_apiserver_advertise_address(const struct ck_apiserver *server);
+
+/*
  * Writes a kubeconfig at path whose only cluster is ck_apiserver_url(), with
  * context and user "ckube" and namespace "default"; with TLS, the CA and the
  * admin client certificate and key embedded (mode 0600). Replaces the file

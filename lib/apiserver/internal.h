@@ -647,6 +647,7 @@ struct ck_apiserver {
     struct ck__ttl *ttl;         /* the expiry thread, or NULL */
     struct ck__epr *epr;         /* the kubernetes Service's endpoints, or NULL */
     char listen_host[256];       /* the host part of the listen address */
+    char advertise[64];          /* the address it advertises ("" none; set at start) */
     struct ck__conns *conns;     /* connection bounds and header deadline (connections.c) */
     struct ck__workers *workers; /* the threads that run writes (workers.c) */
 };

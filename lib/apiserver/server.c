@@ -1457,12 +1457,13 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     }
     if (r == 0)
         r = ck__ttl_start(server->store, config->event_ttl, &server->ttl, reterr);
+    char *ip = server->advertise;
+    if (config->advertise_address)
+        snprintf(ip, sizeof(server->advertise), "%s", config->advertise_address);
+    else if (ck__epr_advertise_address(server->listen_host, ip, sizeof(server->advertise)) < 0)
+        ip[0] = '\0';
     if (r == 0 && config->endpoint_reconciler) {
-        char ip[INET6_ADDRSTRLEN];
-        if (config->advertise_address)
-            snprintf(ip, sizeof(ip), "%s", config->advertise_address);
-        if (!config->advertise_address &&
-            ck__epr_advertise_address(server->listen_host, ip, sizeof(ip)) < 0)
+        if (!*ip)
             CK_LOGW("no address to advertise (no --advertise-address, no non-loopback IPv4 "
                     "interface): the kubernetes service lists no endpoints of this server");
         else
@@ -1519,6 +1520,11 @@ uint16_t ck_apiserver_port(const struct ck_apiserver *server)
 const char *ck_apiserver_url(const struct ck_apiserver *server)
 {
     return server->url;
+}
+
+const char *ck_apiserver_advertise_address(const struct ck_apiserver *server)
+{
+    return server->advertise;
 }
 
 void ck_apiserver_begin_shutdown(struct ck_apiserver *server)

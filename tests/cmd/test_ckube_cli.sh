@@ -100,7 +100,7 @@ printf 'kind: KubeletConfiguration\nclusterDNS: 10.96.0.10\n' >"$work/kubelet-dn
 check "a clusterDNS that is not a list is a usage error" [ "$(agent_start --config "$work/kubelet-dns-bad.yaml")" = 2 ]
 check "which names the key" grep -q "clusterDNS must be a list of IP addresses" "$work/agent.err"
 printf 'featureGates: [\n' >"$work/bad.yaml"
-"$ckube" server --disable-agent --config "$work/bad.yaml" --data-dir "$work/data" >/dev/null 2>"$work/err"
+"$ckube" server --disable-agent --disable-dns --config "$work/bad.yaml" --data-dir "$work/data" >/dev/null 2>"$work/err"
 rc=$?
 check "malformed --config file exits 1" [ "$rc" -eq 1 ]
 check "malformed --config file names the file" grep -q "bad.yaml" "$work/err"
@@ -125,7 +125,7 @@ wait_ready() { # wait_ready: up to 10 s for /readyz to say ok and the KUBECONFIG
 }
 
 start_server() { # start_server EXTRA_FLAGS...
-    "$ckube" server --disable-agent --listen "$addr" --data-dir "$work/data" "$@" >"$work/server.out" 2>"$work/server.err" &
+    "$ckube" server --disable-agent --disable-dns --listen "$addr" --data-dir "$work/data" "$@" >"$work/server.out" 2>"$work/server.err" &
     server_pid=$!
 }
 
@@ -153,7 +153,7 @@ lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 assert lines and all("ts" in l and "msg" in l for l in lines), lines
 ' "$work/server.err"
 
-"$ckube" server --disable-agent --listen "$addr" --data-dir "$work/data2" >/dev/null 2>"$work/err2"
+"$ckube" server --disable-agent --disable-dns --listen "$addr" --data-dir "$work/data2" >/dev/null 2>"$work/err2"
 rc=$?
 check "taken port exits 1" [ "$rc" -eq 1 ]
 check "taken port says so in one line" sh -c "grep -q 'address already in use' '$work/err2' && [ \$(wc -l <'$work/err2') -eq 1 ]"
@@ -194,7 +194,7 @@ check "emulating 1.31 logs the version" grep -q "Feature gates: emulationVersion
 check "WatchList is alpha at 1.31" sh -c "curl -s --cacert '$work/data/pki/ca.crt' --cert '$work/data/pki/admin.crt' --key '$work/data/pki/admin.key' 'https://$addr/metrics' | grep -q '^kubernetes_feature_enabled{name=\"WatchList\",stage=\"ALPHA\"} 1'"
 stop_server TERM
 
-"$ckube" server --disable-agent --insecure-plain-http --listen "0.0.0.0:$port" --data-dir "$work/data" >/dev/null 2>"$work/err3"
+"$ckube" server --disable-agent --disable-dns --insecure-plain-http --listen "0.0.0.0:$port" --data-dir "$work/data" >/dev/null 2>"$work/err3"
 rc=$?
 check "non-loopback plain-HTTP listen exits 1" [ "$rc" -eq 1 ]
 check "non-loopback plain-HTTP listen explains" grep -q "loopback" "$work/err3"

@@ -3,9 +3,10 @@
 # again on the same store, a kubeconfig for it, pass/fail bookkeeping, `ckube
 # fake-nodes` beside it, and waiting for an object (or a bounded poll) and
 # making a pod Ready.
-# The server runs with --disable-agent: a test that does not test the node never
-# starts a node, a containerd, containers or bridges (tests/e2e/test_server_node.sh
-# tests the server's own node, inside a network namespace of its own).
+# The server runs with --disable-agent --disable-dns: a test that does not test the
+# node never starts a node, a containerd, containers, bridges, nftables rules or a DNS
+# server on the host's address (tests/e2e/test_server_node.sh tests the server's own
+# node, proxy and DNS, inside a network namespace of its own).
 # The server speaks HTTPS with the PKI it creates in $work/data/pki: curl
 # verifies it with --cacert "$ca"; kurl also authenticates as the admin.
 #
@@ -48,7 +49,7 @@ kurl() { curl -s --cacert "$ca" --cert "$work/data/pki/admin.crt" --key "$work/d
 
 # start_server [EXTRA ARGS...]: starts the server on $port and $store, waits until ready.
 start_server() {
-    "$ckube" server --disable-agent --listen "127.0.0.1:$port" --data-dir "$work/data" --store "$store" "$@" \
+    "$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$port" --data-dir "$work/data" --store "$store" "$@" \
         >>"$work/server.out" 2>>"$work/server.err" &
     server_pid=$!
     i=0

@@ -101,7 +101,7 @@ stop_server
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
     -subj "/CN=own-serving" -addext "subjectAltName=IP:127.0.0.1" \
     -keyout "$work/own.key" -out "$work/own.crt" 2>/dev/null
-"$ckube" server --disable-agent --listen "127.0.0.1:$port" --data-dir "$work/data" --store "$store" \
+"$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$port" --data-dir "$work/data" --store "$store" \
     --tls-cert-file "$work/own.crt" --tls-private-key-file "$work/own.key" \
     >>"$work/server.out" 2>>"$work/server.err" &
 server_pid=$!

@@ -25,7 +25,7 @@ trap 'stop_others; cleanup' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # start_other NAME PORT STORE: a server with data directory $work/NAME (its pki/ as prepared)
 start_other() {
-    "$ckube" server --disable-agent --listen "127.0.0.1:$2" --data-dir "$work/$1" --store "$3" \
+    "$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$2" --data-dir "$work/$1" --store "$3" \
         --controllers -* >>"$work/$1.out" 2>>"$work/$1.err" &
     pids="$pids $!"
     i=0

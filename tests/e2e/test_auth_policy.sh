@@ -65,7 +65,7 @@ etcd://*) ;;
 esac
 port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 url2="https://127.0.0.1:$port2"
-"$ckube" server --disable-agent --listen "127.0.0.1:$port2" --data-dir "$work/data" --store "$store" \
+"$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$port2" --data-dir "$work/data" --store "$store" \
     --token-auth-file "$work/tokens.csv" --controllers=-* >>"$work/server2.out" 2>>"$work/server2.err" &
 server2_pid=$!
 i=0

@@ -272,7 +272,7 @@ etcd://*)
     mkdir -p "$work/b/pki"
     chmod 700 "$work/b" "$work/b/pki"
     cp -p "$work/data/pki/ca.crt" "$work/data/pki/ca.key" "$work/data/pki/sa.key" "$work/b/pki/"
-    "$ckube" server --disable-agent --listen "127.0.0.1:$b_port" --data-dir "$work/b" --store "$store" \
+    "$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$b_port" --data-dir "$work/b" --store "$store" \
         --controllers=-* >>"$work/b.out" 2>>"$work/b.err" &
     b_pid=$!
     trap 'kill "$b_pid" 2>/dev/null; wait "$b_pid" 2>/dev/null; cleanup' EXIT

@@ -42,7 +42,7 @@ mkdir -p "$work/b/pki"
 chmod 700 "$work/b" "$work/b/pki"
 cp -p "$work/data/pki/ca.crt" "$work/data/pki/ca.key" "$work/data/pki/sa.key" "$work/b/pki/"
 start_b() {
-    "$ckube" server --disable-agent --listen "127.0.0.1:$b_port" --data-dir "$work/b" --store "$store" \
+    "$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$b_port" --data-dir "$work/b" --store "$store" \
         >>"$work/b.out" 2>>"$work/b.err" &
     b_pid=$!
     i=0

@@ -50,7 +50,7 @@ k explain frobber.spec.width >"$work/out" 2>&1
 check "explain names the gate" grep -q "Frobber2D" "$work/out"
 stop_server
 
-"$ckube" server --disable-agent --feature-gates=Nope=true --data-dir "$work/bad" >"$work/out" 2>&1
+"$ckube" server --disable-agent --disable-dns --feature-gates=Nope=true --data-dir "$work/bad" >"$work/out" 2>&1
 check "an unknown gate is a usage error" grep -q 'unrecognized feature gate: Nope' "$work/out"
 
 finish

@@ -410,7 +410,7 @@ def main():
     store = sys.argv[2] if len(sys.argv) > 2 else f"sqlite://{work}/state.db"
     port = free_port()
     server = subprocess.Popen(
-        [ckube, "server", "--disable-agent",
+        [ckube, "server", "--disable-agent", "--disable-dns",
          "--listen", f"127.0.0.1:{port}", "--data-dir", f"{work}/data",
          "--store", store],
         stdout=subprocess.DEVNULL, stderr=open(f"{work}/server.err", "w"))

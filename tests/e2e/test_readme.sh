@@ -36,7 +36,7 @@ fi
 cp -r "$(dirname "$readme")/examples" "$work/" || exit 1
 cd "$work" || exit 1
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$ckube" server --disable-agent --listen "127.0.0.1:$port" --data-dir ./ckube-data >server.out 2>server.err &
+"$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$port" --data-dir ./ckube-data >server.out 2>server.err &
 server_pid=$!
 i=0
 # ready, and the export line printed (after the kubeconfig is written)

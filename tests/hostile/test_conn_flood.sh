@@ -44,7 +44,7 @@ stop_server
 # a data directory others may write into is refused
 shared="$work/shared-data"
 mkdir "$shared" && chmod 0777 "$shared"
-if "$ckube" server --disable-agent --listen "127.0.0.1:$port" --data-dir "$shared" >"$work/shared.out" 2>&1; then
+if "$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$port" --data-dir "$shared" >"$work/shared.out" 2>&1; then
     fail "a world-writable data directory was accepted"
 else
     check "the refusal says why" grep -q "writable by nobody else" "$work/shared.out"
