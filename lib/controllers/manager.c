@@ -27,6 +27,7 @@
 #include "ckube/deployment.h"
 #include "ckube/disruption.h"
 #include "ckube/endpointslice.h"
+#include "ckube/endpointslicemirroring.h"
 #include "ckube/garbagecollector.h"
 #include "ckube/internal/util.h"
 #include "ckube/job.h"
@@ -257,6 +258,12 @@ static const struct ck_controller_descriptor table[] = {
      .run = ck_eps_manager_run,
      .stop = ck_eps_manager_stop,
      .syncs_flag = "service-endpoint",
+     .default_workers = 5},
+    {.name = "endpointslicemirroring",
+     .enabled_by_default = true,
+     .start = ck_mirroring_manager_start,
+     .run = ck_mirroring_manager_run,
+     .stop = ck_mirroring_manager_stop,
      .default_workers = 5},
 };
 
