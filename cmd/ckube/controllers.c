@@ -6,6 +6,8 @@
  *                            [--kube-api-qps N] [--kube-api-burst N]
  *                            [--concurrent-NAME-syncs N ...]
  *                            [--node-monitor-grace-period 40s]
+ *                            [--cluster-cidr 10.244.0.0/16] [--node-cidr-mask-size 24]
+ *                            [--allocate-node-cidrs[=false]]
  *                            [--leader-elect[=false]] [--leader-elect-lease-duration 15s]
  *                            [--leader-elect-renew-deadline 10s]
  *                            [--leader-elect-retry-period 2s]
