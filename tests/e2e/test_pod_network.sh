@@ -6,7 +6,9 @@
 # the API server lists itself (--advertise-address) in the kubernetes Service's Endpoints
 # and EndpointSlice, port https to its secure port; stopped cleanly it removes itself, so
 # restarted with another address it is the only one listed at once (well within the 15 s
-# a record of a server that died would live).
+# a record of a server that died would live); the Endpoints written by hand for a Service
+# without a selector are mirrored into an EndpointSlice (and the slice goes with the
+# Service), the kubernetes Service's are not.
 #
 # Usage: test_pod_network.sh PATH/TO/ckube [STORE_URL]
 set -u
