@@ -6,6 +6,8 @@
  *                            [--kube-api-qps N] [--kube-api-burst N]
  *                            [--concurrent-NAME-syncs N ...]
  *                            [--node-monitor-grace-period 40s]
+ *                            [--cluster-cidr 10.244.0.0/16] [--node-cidr-mask-size 24]
+ *                            [--allocate-node-cidrs[=false]]
  *                            [--leader-elect[=false]] [--leader-elect-lease-duration 15s]
  *                            [--leader-elect-renew-deadline 10s]
  *                            [--leader-elect-retry-period 2s]
@@ -118,8 +120,9 @@ int ck_cmd_node_ipam_check(struct ck_cmd_node_ipam *n, const char *selection, ch
                    -1;
         n->node_cidr_mask_size = (int)v;
     }
+    /* first: the first item naming a controller wins, and nothing turns it on again */
     int len =
-        snprintf(n->selection, sizeof(n->selection), "%s%s", selection, off ? ",-nodeipam" : "");
+        snprintf(n->selection, sizeof(n->selection), "%s%s", off ? "-nodeipam," : "", selection);
     if (len < 0 || (size_t)len >= sizeof(n->selection))
         return snprintf(why, size, "--controllers is too long"), -1;
     if (off || !ck_controller_manager_enabled(n->selection, "nodeipam"))

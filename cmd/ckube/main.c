@@ -6,7 +6,7 @@
  *                [--config FILE] [--controllers *] [--event-ttl 1h]
  *                [--node-monitor-grace-period 40s] [--leader-elect[=false]]
  *                [--cluster-cidr 10.244.0.0/16] [--node-cidr-mask-size 24]
- *                [--allocate-node-cidrs[=false]]
+ *                [--allocate-node-cidrs[=false]] [--advertise-address IP]
  *                [--service-cluster-ip-range 10.96.0.0/12] [--service-node-port-range 30000-32767]
  *                [--encryption-provider-config FILE]
  *                [--pki-dir DATA-DIR/pki] [TLS and authentication flags]
@@ -784,6 +784,10 @@ static int cmd_server(int argc, char **argv)
     if (!no_controllers && ck_controller_manager_check(opts.controllers, &cerr) < 0)
         return usage_error("invalid value \"%s\" for --controllers: %s", opts.controllers,
                            cerr.msg);
+    struct in_addr advertise;
+    if (opts.advertise_address && inet_pton(AF_INET, opts.advertise_address, &advertise) != 1)
+        return usage_error("invalid value \"%s\" for --advertise-address: want an IPv4 address",
+                           opts.advertise_address);
     char ipam_why[320];
     if (!no_controllers &&
         ck_cmd_node_ipam_check(&opts.ipam, opts.controllers, ipam_why, sizeof(ipam_why)) < 0)

@@ -61,7 +61,12 @@ struct ck_controller_context {
 
 /* One row of the table. */
 struct ck_controller_descriptor {
-    const char *name;        /* as --controllers spells it: "replicaset" */
+    const char *name; /* as --controllers spells it: "replicaset" */
+    /*
+     * Kubernetes' canonical name when it differs ("node-ipam-controller"), which
+     * --controllers accepts as well; NULL: none.
+     */
+    const char *kube_name;
     bool enabled_by_default; /* turned on by "*" */
     /* the identity it acts as when not the controller manager's, or NULL */
     const char *user;

@@ -27,6 +27,7 @@
 #include "ckube/deployment.h"
 #include "ckube/disruption.h"
 #include "ckube/endpointslice.h"
+#include "ckube/endpointslicemirroring.h"
 #include "ckube/garbagecollector.h"
 #include "ckube/internal/util.h"
 #include "ckube/job.h"
@@ -216,6 +217,7 @@ static const struct ck_controller_descriptor table[] = {
      .run = ck_nodelifecycle_manager_run,
      .stop = ck_nodelifecycle_manager_stop},
     {.name = "nodeipam",
+     .kube_name = "node-ipam-controller",
      .enabled_by_default = true,
      .start = ck_nodeipam_manager_start,
      .run = ck_nodeipam_manager_run,
@@ -258,6 +260,13 @@ static const struct ck_controller_descriptor table[] = {
      .stop = ck_eps_manager_stop,
      .syncs_flag = "service-endpoint",
      .default_workers = 5},
+    {.name = "endpointslicemirroring",
+     .kube_name = "endpointslice-mirroring-controller",
+     .enabled_by_default = true,
+     .start = ck_mirroring_manager_start,
+     .run = ck_mirroring_manager_run,
+     .stop = ck_mirroring_manager_stop,
+     .default_workers = 5},
 };
 
 #define N_CONTROLLERS (sizeof(table) / sizeof(table[0]))
@@ -281,10 +290,16 @@ const char *ck_controller_manager_known(char *buf, size_t size)
     return buf;
 }
 
+static bool named(const char *candidate, const char *name, size_t len)
+{
+    return candidate && strlen(candidate) == len && strncmp(candidate, name, len) == 0;
+}
+
+/* The row name[0..len) names, by its name or its Kubernetes name, or NULL. */
 static const struct ck_controller_descriptor *lookup(const char *name, size_t len)
 {
     for (size_t i = 0; i < N_CONTROLLERS; i++)
-        if (strlen(table[i].name) == len && strncmp(table[i].name, name, len) == 0)
+        if (named(table[i].name, name, len) || named(table[i].kube_name, name, len))
             return &table[i];
     return NULL;
 }
@@ -325,13 +340,12 @@ bool ck_controller_manager_enabled(const char *selection, const char *name)
     if (!d)
         return false;
     bool star = false;
-    size_t n = strlen(name);
     for (const char *p = selection ? selection : "*"; *p;) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0)
+        if (len && lookup(p, len) == d) /* either of its names */
             return true;
-        if (len == n + 1 && p[0] == '-' && strncmp(p + 1, name, n) == 0)
+        if (len > 1 && p[0] == '-' && lookup(p + 1, len - 1) == d)
             return false;
         star = star || (len == 1 && p[0] == '*');
         p += len + (end ? 1 : 0);

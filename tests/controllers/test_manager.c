@@ -23,6 +23,13 @@ static void test_enabled(void **state)
     assert_false(ck_controller_manager_enabled("", "replicaset"));
     assert_false(ck_controller_manager_enabled("replicasets", "replicaset"));
     assert_false(ck_controller_manager_enabled("-replicaset", "replicaset"));
+    /* a row's Kubernetes name says the same as its own */
+    assert_false(ck_controller_manager_enabled("*,-node-ipam-controller", "nodeipam"));
+    assert_true(ck_controller_manager_enabled("node-ipam-controller", "nodeipam"));
+    assert_true(ck_controller_manager_enabled("endpointslice-mirroring-controller,-*",
+                                              "endpointslicemirroring"));
+    assert_false(ck_controller_manager_enabled("node-ipam-controller", "endpointslicemirroring"));
+    assert_int_equal(ck_controller_manager_check("*,-endpointslice-mirroring-controller", NULL), 0);
 }
 
 static void test_check(void **state)

@@ -2,9 +2,12 @@
  * test_nodeipam.c - the node IPAM controller (lib/controllers/nodeipam) on fakes: the
  * CIDR set's search, occupy and release as Kubernetes' cidr_set_test.go checks them, and
  * the controller's sync over a node cache the test fills and the fake client, as
- * range_allocator_test.go does with fake informers and the fake clientset.
+ * range_allocator_test.go does with fake informers and the fake clientset; workers on
+ * several threads at once never hand out a block twice.
  */
 #include "cktest.h"
+
+#include <pthread.h>
 
 #include "ckube/internal/util.h"
 #include "ckube/nodeipam.h"
@@ -249,6 +252,61 @@ static void test_a_node_gone_before_its_patch_frees_its_block(void **state)
     env_free(e);
 }
 
+/* ---- concurrency: workers sync different nodes at once ------------------------------------ */
+
+#define THREADS        8
+#define NODES_A_THREAD 16
+
+struct worker {
+    struct env *e;
+    int first;
+    int failures;
+};
+
+static void *sync_some(void *arg)
+{
+    struct worker *w = arg;
+    for (int i = 0; i < NODES_A_THREAD; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "n%d", w->first + i);
+        w->failures += ck_nodeipam_sync(w->e->c, name, NULL) < 0;
+    }
+    return NULL;
+}
+
+static void test_workers_at_once_never_share_a_block(void **state)
+{
+    (void)state;
+    struct env *e = env_new("10.244.0.0/16", 24);
+    for (int i = 0; i < THREADS * NODES_A_THREAD; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "n%d", i);
+        fx_cache_add(&e->nodes, node(name, NULL));
+    }
+    pthread_t t[THREADS];
+    struct worker w[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (struct worker){e, i * NODES_A_THREAD, 0};
+        assert_int_equal(pthread_create(&t[i], NULL, sync_some, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(w[i].failures, 0);
+    }
+    size_t n = THREADS * NODES_A_THREAD, used, size;
+    ck_nodeipam_usage(e->c, &used, &size);
+    assert_int_equal(used, n);
+    json_t *seen = json_object();
+    for (size_t i = 0; i < n; i++) {
+        const char *cidr = patched(e, i);
+        assert_non_null(cidr);
+        assert_null(json_object_get(seen, cidr)); /* no block twice */
+        json_object_set_new(seen, cidr, json_true());
+    }
+    json_decref(seen);
+    env_free(e);
+}
+
 static void test_flags_are_validated(void **state)
 {
     (void)state;
@@ -283,6 +341,7 @@ int main(void)
         cmocka_unit_test(test_a_failed_patch_is_retried_with_the_same_block),
         cmocka_unit_test(test_deleted_nodes_release_their_blocks),
         cmocka_unit_test(test_a_node_gone_before_its_patch_frees_its_block),
+        cmocka_unit_test(test_workers_at_once_never_share_a_block),
         cmocka_unit_test(test_flags_are_validated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

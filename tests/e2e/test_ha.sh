@@ -10,7 +10,9 @@
 # leader frozen past its lease (SIGSTOP) loses it, and thawed stops its controllers,
 # keeps serving and campaigns again; an etcd member stopped (SIGTERM) and restarted on
 # its data directory catches up with the writes made without it, and the server
-# serves writes throughout.
+# serves writes throughout. Both servers list themselves in the kubernetes Service's
+# Endpoints (--advertise-address 10.0.0.1 and 10.0.0.2); the one killed drops out once
+# its record expires, the one stopped cleanly at once.
 #
 # Usage: test_ha.sh PATH/TO/ckube etcd://HOST:PORT[,...] PATH/TO/sa_token
 # (run under etcd-test-env.sh; sa_token signs a token with a ServiceAccount key)
@@ -31,7 +33,7 @@ stop_b() { [ -n "$b_pid" ] && kill "$b_pid" 2>/dev/null && wait "$b_pid" 2>/dev/
 stop_member() { [ -n "$member_pid" ] && kill "$member_pid" 2>/dev/null && wait "$member_pid" 2>/dev/null; member_pid=""; }
 trap 'stop_b; stop_member; cleanup' EXIT
 
-start_server
+start_server --advertise-address 10.0.0.1
 a_url=$url
 a_id=$(cat "$work/data/leader-identity")
 
@@ -43,6 +45,7 @@ chmod 700 "$work/b" "$work/b/pki"
 cp -p "$work/data/pki/ca.crt" "$work/data/pki/ca.key" "$work/data/pki/sa.key" "$work/b/pki/"
 start_b() {
     "$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$b_port" --data-dir "$work/b" --store "$store" \
+        --advertise-address 10.0.0.2 \
         >>"$work/b.out" 2>>"$work/b.err" &
     b_pid=$!
     i=0
@@ -77,6 +80,13 @@ token_works() {
 }
 check "the first server authenticates a ServiceAccount token" token_works "$a_url"
 check "the second server authenticates the same token" token_works "$b_url"
+# masters_are URL LIST: the kubernetes Service's Endpoints, read from the server at URL,
+# list exactly these addresses
+masters_are() {
+    [ "$(kubectl --request-timeout=20s --server "$1" get endpoints kubernetes \
+        -o jsonpath='{.subsets[*].addresses[*].ip}')" = "$2" ]
+}
+poll "the kubernetes Endpoints list both servers" masters_are "$b_url" "10.0.0.1 10.0.0.2"
 
 # holder LEASE URL: the Lease's holderIdentity as the server at URL has it
 holder() {
@@ -151,22 +161,25 @@ server_pid=""
 check "the second server takes the controllers' lease" \
     await_holder "$b_url" kube-controller-manager "$b_id" 40
 check "the second server takes the scheduler's lease" await_holder "$b_url" kube-scheduler "$b_id" 40
+poll "the killed server drops out of the kubernetes Endpoints" masters_are "$b_url" "10.0.0.2"
 kb scale rs ha --replicas=6 >/dev/null
 i=0
 until [ "$(pods)" -eq 6 ] || [ $i -gt 300 ]; do i=$((i + 1)); sleep 0.1; done
 check "the new leader's ReplicaSet controller acts (6 pods)" test "$(pods)" -eq 6
 
 # --- the killed server restarts with its identity and serves; it does not lead ---
-start_server
+start_server --advertise-address 10.0.0.1
 check "the restarted server keeps its identity" test "$(cat "$work/data/leader-identity")" = "$a_id"
 check "the restarted server serves" sh -c "kubectl --request-timeout=20s get rs ha >/dev/null"
 check "the leader stays" stays_holder "$a_url" kube-controller-manager "$b_id"
+poll "the restarted server is listed again" masters_are "$b_url" "10.0.0.1 10.0.0.2"
 
 # --- a clean stop releases the lease: the other takes it within a few retry periods,
 # not the 15 s of an unreleased lease ---
 stop_b
 check "a cleanly stopped leader's lease goes to the other" \
     await_holder "$a_url" kube-controller-manager "$a_id" 10
+check "a cleanly stopped server left the kubernetes Endpoints" masters_are "$a_url" "10.0.0.1"
 k scale rs ha --replicas=3 >/dev/null
 i=0
 until [ "$(k get pods -l app=ha -o name 2>/dev/null | wc -l)" -eq 3 ] || [ $i -gt 300 ]; do
@@ -211,7 +224,7 @@ await_holder "$a_url" kube-controller-manager "$a_id" 10
 kill -9 "$server_pid"
 wait "$server_pid" 2>/dev/null
 server_pid=""
-start_server
+start_server --advertise-address 10.0.0.1
 before=$(renewed kube-controller-manager "$a_url")
 takes_back() {
     i=0

@@ -6,7 +6,9 @@
 # the API server lists itself (--advertise-address) in the kubernetes Service's Endpoints
 # and EndpointSlice, port https to its secure port; stopped cleanly it removes itself, so
 # restarted with another address it is the only one listed at once (well within the 15 s
-# a record of a server that died would live).
+# a record of a server that died would live); the Endpoints written by hand for a Service
+# without a selector are mirrored into an EndpointSlice (and the slice goes with the
+# Service), the kubernetes Service's are not.
 #
 # Usage: test_pod_network.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -43,6 +45,29 @@ poll "the Endpoints list the server" endpoints_are "10.0.0.10 https=$port"
 poll "the EndpointSlice lists the server" slice_is "10.0.0.10 https=$port kubernetes IPv4"
 check "the Endpoints are not mirrored" \
     test "$(k get endpoints kubernetes -o jsonpath='{.metadata.labels.endpointslice\.kubernetes\.io/skip-mirror}')" = true
+# --- EndpointSlice mirroring ---
+k create -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Service
+metadata: {name: ext}
+spec: {ports: [{name: pg, port: 5432}]}
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: ext, labels: {tier: data}}
+subsets:
+- addresses: [{ip: 192.0.2.7}]
+  notReadyAddresses: [{ip: 192.0.2.8}]
+  ports: [{name: pg, port: 5432}]
+YAML
+mirror_is() { [ "$(k get endpointslices -l kubernetes.io/service-name=ext,endpointslice.kubernetes.io/managed-by=endpointslicemirroring-controller.k8s.io -o jsonpath='{.items[*].endpoints[*].addresses[0]} {.items[*].endpoints[*].conditions.ready} {.items[0].ports[0].port} {.items[0].metadata.labels.tier} {.items[0].metadata.ownerReferences[0].kind}')" = "$1" ]; }
+poll "hand-written Endpoints are mirrored" mirror_is "192.0.2.7 192.0.2.8 true false 5432 data Endpoints"
+check "the kubernetes Service's Endpoints are not mirrored" \
+    test -z "$(k get endpointslices -l kubernetes.io/service-name=kubernetes,endpointslice.kubernetes.io/managed-by=endpointslicemirroring-controller.k8s.io -o name)"
+k delete service ext >/dev/null
+no_slices_of() { [ -z "$(k get endpointslices -l "kubernetes.io/service-name=$1" -o name)" ]; }
+poll "a mirror goes with its Service" no_slices_of ext
+
 stop_server
 start_server --advertise-address 10.0.0.11
 poll "the restarted server lists itself" sh -c "kubectl get endpoints kubernetes -o jsonpath='{.subsets[*].addresses[*].ip}' | grep -q 10.0.0.11"
