@@ -149,9 +149,7 @@ static bool copy_label(char *dst, size_t size, const char *src)
 /* CoreDNS's parseRequest for a single-cluster, non-zonal zone; false: errInvalidRequest. */
 static bool parse_request(const char *name, const char *zone, struct request *r)
 {
-    char(*segs)[64] = malloc(sizeof(char[MAX_LABELS][64]));
-    if (!segs)
-        return false;
+    char segs[MAX_LABELS][64];
     memset(r, 0, sizeof(*r));
     bool too_long, ok = true;
     size_t n = split_base(name, zone, segs, MAX_LABELS, &too_long);
@@ -186,7 +184,6 @@ static bool parse_request(const char *name, const char *zone, struct request *r)
         ok = false; /* zonal names are off, as in kubeadm's Corefile */
     }
 out:
-    free(segs);
     return ok;
 }
 
