@@ -1223,8 +1223,8 @@ int ck__dns_handle(const struct ck__dns_view *view, const uint8_t *query, size_t
         return reject(query, LDNS_RCODE_FORMERR, false, ret_wire, ret_len);
     int r = CK_ENOMEM;
     ldns_rr *question = ldns_rr_list_rr(ldns_pkt_question(q), 0);
-    char name[MAX_NAME];
-    if (!question || !rdf_text(ldns_rr_owner(question), name, sizeof(name))) {
+    char name[MAX_NAME], orig[MAX_NAME];
+    if (!question || !rdf_text(ldns_rr_owner(question), orig, sizeof(orig))) {
         ldns_pkt_free(q);
         return reject(query, LDNS_RCODE_FORMERR, false, ret_wire, ret_len);
     }
@@ -1237,6 +1237,7 @@ int ck__dns_handle(const struct ck__dns_view *view, const uint8_t *query, size_t
         ldns_pkt_free(q);
         return r;
     }
+    memcpy(name, orig, strlen(orig) + 1);
     lower(name);
     const char *zone = match_zone(view, name);
     if (!zone) {
@@ -1249,8 +1250,6 @@ int ck__dns_handle(const struct ck__dns_view *view, const uint8_t *query, size_t
         .qname = ldns_rr_owner(question),
         .qtype = ldns_rr_get_type(question),
     };
-    char orig[MAX_NAME];
-    rdf_text(c.qname, orig, sizeof(orig));
     fmt(c.zone_orig, sizeof(c.zone_orig), "%s", orig + strlen(orig) - strlen(zone));
     r = serve_zone(&c, q, name, tcp, ret_wire, ret_len);
     ldns_pkt_free(q);
