@@ -500,6 +500,7 @@ static void make_view(struct ck_dns *d, bool may_block, struct ck__dns_view *v)
         .ttl = d->ttl,
         .serial = (uint32_t)atomic_load(&d->modified),
         .synced = ck_dns_has_synced(d),
+        .shuffle = true,
         .lookup = may_block ? lookup : NULL,
         .lookup_arg = d,
     };
