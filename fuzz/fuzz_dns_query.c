@@ -81,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .ttl = 30,
         .serial = 1,
         .synced = true,
+        .shuffle = true,
         .local_ips = {"10.96.0.10"},
         .n_local_ips = 1,
         .lookup = no_upstream,

@@ -149,9 +149,7 @@ static bool copy_label(char *dst, size_t size, const char *src)
 /* CoreDNS's parseRequest for a single-cluster, non-zonal zone; false: errInvalidRequest. */
 static bool parse_request(const char *name, const char *zone, struct request *r)
 {
-    char(*segs)[64] = malloc(sizeof(char[MAX_LABELS][64]));
-    if (!segs)
-        return false;
+    char segs[MAX_LABELS][64];
     memset(r, 0, sizeof(*r));
     bool too_long, ok = true;
     size_t n = split_base(name, zone, segs, MAX_LABELS, &too_long);
@@ -186,7 +184,6 @@ static bool parse_request(const char *name, const char *zone, struct request *r)
         ok = false; /* zonal names are off, as in kubeadm's Corefile */
     }
 out:
-    free(segs);
     return ok;
 }
 
@@ -1081,6 +1078,82 @@ int ck__dns_error_reply(const uint8_t *query, size_t len, int rcode, bool tcp, u
     return r;
 }
 
+/* A cheap per-thread random number (xorshift32), seeded from ldns's random source. */
+static uint32_t next_random(void)
+{
+    static _Thread_local uint32_t state;
+    while (state == 0)
+        state = (uint32_t)ldns_get_random() << 16 | ldns_get_random();
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    return state;
+}
+
+static void shuffle_rrs(ldns_rr **v, size_t n)
+{
+    if (n == 2 && next_random() % 2 == 0) {
+        ldns_rr *t = v[0];
+        v[0] = v[1];
+        v[1] = t;
+    } else if (n > 2) {
+        for (size_t j = 0; j < n; j++) {
+            size_t p = j + next_random() % (n - j);
+            ldns_rr *t = v[j];
+            v[j] = v[p];
+            v[p] = t;
+        }
+    }
+}
+
+/*
+ * The loadbalance plugin's round_robin (kubeadm's Corefile has it): a section of address
+ * records of one type is shuffled; a mixed one becomes its CNAMEs, the other records, the
+ * shuffled addresses, then the shuffled MX records. Out of memory: left as it is.
+ */
+static void load_balance(ldns_rr_list *list)
+{
+    size_t n = ldns_rr_list_rr_count(list);
+    if (n <= 1)
+        return;
+    ldns_rr **v = malloc(n * sizeof(*v));
+    if (!v)
+        return;
+    ldns_rr_type first = ldns_rr_get_type(ldns_rr_list_rr(list, 0));
+    bool all_same = first == LDNS_RR_TYPE_A || first == LDNS_RR_TYPE_AAAA;
+    for (size_t i = 1; i < n && all_same; i++)
+        all_same = ldns_rr_get_type(ldns_rr_list_rr(list, i)) == first;
+    size_t k = 0, addr_start = 0, mx_start = 0;
+    if (all_same) {
+        for (size_t i = 0; i < n; i++)
+            v[k++] = ldns_rr_list_rr(list, i);
+        shuffle_rrs(v, n);
+    } else {
+        /* CNAMEs, then the rest, then addresses, then MX: four passes keep the order */
+        for (int pass = 0; pass < 4; pass++) {
+            if (pass == 2)
+                addr_start = k;
+            if (pass == 3)
+                mx_start = k;
+            for (size_t i = 0; i < n; i++) {
+                ldns_rr *rr = ldns_rr_list_rr(list, i);
+                ldns_rr_type t = ldns_rr_get_type(rr);
+                int kind = t == LDNS_RR_TYPE_CNAME                         ? 0
+                           : t == LDNS_RR_TYPE_A || t == LDNS_RR_TYPE_AAAA ? 2
+                           : t == LDNS_RR_TYPE_MX                          ? 3
+                                                                           : 1;
+                if (kind == pass)
+                    v[k++] = rr;
+            }
+        }
+        shuffle_rrs(v + addr_start, mx_start - addr_start);
+        shuffle_rrs(v + mx_start, n - mx_start);
+    }
+    for (size_t i = 0; i < n; i++)
+        ldns_rr_list_set_rr(list, v[i], i);
+    free(v);
+}
+
 /* The zone of the kubernetes plugin name is in (lower case), or NULL: forward it. */
 static const char *match_zone(const struct ck__dns_view *v, const char *name)
 {
@@ -1199,6 +1272,10 @@ static int serve_zone(struct ctx *c, const ldns_pkt *q, const char *name, bool t
             ldns_rr_list_push_rr(add, ldns_rr_list_rr(extra, i));
         ldns_rr_list_free(extra);
         extra = NULL;
+        if (c->v->shuffle) {
+            load_balance(ldns_pkt_answer(reply));
+            load_balance(ldns_pkt_additional(reply));
+        }
     }
     r = finish(reply, q, tcp, ret_wire, ret_len);
 out:
@@ -1226,8 +1303,8 @@ int ck__dns_handle(const struct ck__dns_view *view, const uint8_t *query, size_t
         return reject(query, LDNS_RCODE_FORMERR, false, ret_wire, ret_len);
     int r = CK_ENOMEM;
     ldns_rr *question = ldns_rr_list_rr(ldns_pkt_question(q), 0);
-    char name[MAX_NAME];
-    if (!question || !rdf_text(ldns_rr_owner(question), name, sizeof(name))) {
+    char name[MAX_NAME], orig[MAX_NAME];
+    if (!question || !rdf_text(ldns_rr_owner(question), orig, sizeof(orig))) {
         ldns_pkt_free(q);
         return reject(query, LDNS_RCODE_FORMERR, false, ret_wire, ret_len);
     }
@@ -1240,6 +1317,7 @@ int ck__dns_handle(const struct ck__dns_view *view, const uint8_t *query, size_t
         ldns_pkt_free(q);
         return r;
     }
+    memcpy(name, orig, strlen(orig) + 1);
     lower(name);
     const char *zone = match_zone(view, name);
     if (!zone) {
@@ -1252,8 +1330,6 @@ int ck__dns_handle(const struct ck__dns_view *view, const uint8_t *query, size_t
         .qname = ldns_rr_owner(question),
         .qtype = ldns_rr_get_type(question),
     };
-    char orig[MAX_NAME];
-    rdf_text(c.qname, orig, sizeof(orig));
     fmt(c.zone_orig, sizeof(c.zone_orig), "%s", orig + strlen(orig) - strlen(zone));
     r = serve_zone(&c, q, name, tcp, ret_wire, ret_len);
     ldns_pkt_free(q);

@@ -38,6 +38,7 @@ struct ck__dns_view {
     uint32_t ttl;     /* of answered records */
     uint32_t serial;  /* of the SOA: when the objects last changed (unix seconds) */
     bool synced;      /* false: name errors are SERVFAIL, as CoreDNS before its sync */
+    bool shuffle;     /* shuffle address records as the loadbalance plugin does */
     /* the addresses the server is reached at, for NS and ns.dns.<zone> (textual IPs) */
     const char *local_ips[CK__DNS_MAX_LOCAL_IPS];
     size_t n_local_ips;

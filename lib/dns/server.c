@@ -83,6 +83,7 @@ struct ck_dns {
     struct ck_informer *infs[3];
     struct ck_indexer *services, *slices, *namespaces;
     atomic_llong modified; /* unix seconds of the last change: the SOA serial */
+    atomic_bool synced;    /* every informer listed once (stays true) */
 
     int udp_fd, tcp_fd, wake_fd;
     uint16_t port;
@@ -197,6 +198,7 @@ int ck_dns_new(const struct ck_dns_config *config, struct ck_dns **ret_dns, stru
     d->namespaces = config->namespaces;
     atomic_init(&d->modified, (long long)time(NULL));
     atomic_init(&d->stopping, false);
+    atomic_init(&d->synced, false);
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->nonempty, NULL);
     int r;
@@ -305,9 +307,14 @@ static int start_informers(struct ck_dns *d, struct ck_err *reterr)
 
 bool ck_dns_has_synced(struct ck_dns *d)
 {
+    if (atomic_load_explicit(&d->synced, memory_order_acquire))
+        return true;
+    if (d->client && !d->factory) /* not started */
+        return false;
     for (int i = 0; i < 3; i++)
         if (d->infs[i] && !ck_informer_has_synced(d->infs[i]))
             return false;
+    atomic_store_explicit(&d->synced, true, memory_order_release);
     return true;
 }
 
@@ -493,6 +500,7 @@ static void make_view(struct ck_dns *d, bool may_block, struct ck__dns_view *v)
         .ttl = d->ttl,
         .serial = (uint32_t)atomic_load(&d->modified),
         .synced = ck_dns_has_synced(d),
+        .shuffle = true,
         .lookup = may_block ? lookup : NULL,
         .lookup_arg = d,
     };
@@ -628,12 +636,15 @@ static void accept_tcp(struct ck_dns *d)
     close(fd); /* at the limit: the client retries later */
 }
 
-static void read_udp(struct ck_dns *d, uint8_t *buf)
+/* Reads and handles one UDP query; false when none was waiting. */
+static bool read_udp(struct ck_dns *d, uint8_t *buf)
 {
     struct job job = {.fromlen = sizeof(job.from)};
     ssize_t n = recvfrom(d->udp_fd, buf, MAX_MSG, 0, (struct sockaddr *)&job.from, &job.fromlen);
-    if (n <= 0)
-        return;
+    if (n < 0)
+        return errno == EINTR;
+    if (n == 0)
+        return true;
     struct ck__dns_view v;
     make_view(d, false, &v);
     uint8_t *out = NULL;
@@ -642,13 +653,13 @@ static void read_udp(struct ck_dns *d, uint8_t *buf)
     if (verdict == CK__DNS_ANSWER) {
         sendto(d->udp_fd, out, out_len, 0, (struct sockaddr *)&job.from, job.fromlen);
         free(out);
-        return;
+        return true;
     }
     if (verdict != CK__DNS_FORWARD && verdict != CK__DNS_DEFER)
-        return;
+        return true;
     job.query = malloc((size_t)n);
     if (!job.query)
-        return;
+        return true;
     memcpy(job.query, buf, (size_t)n);
     job.len = (size_t)n;
     pthread_mutex_lock(&d->lock);
@@ -660,7 +671,7 @@ static void read_udp(struct ck_dns *d, uint8_t *buf)
     }
     pthread_mutex_unlock(&d->lock);
     if (queued)
-        return;
+        return true;
     /* every forwarder is busy and the queue is full: SERVFAIL rather than silence */
     if (ck__dns_error_reply(job.query, job.len, LDNS_RCODE_SERVFAIL, false, &out, &out_len) ==
         CK__DNS_ANSWER) {
@@ -668,6 +679,7 @@ static void read_udp(struct ck_dns *d, uint8_t *buf)
         free(out);
     }
     free(job.query);
+    return true;
 }
 
 static void *loop_main(void *arg)
@@ -685,13 +697,9 @@ static void *loop_main(void *arg)
             reap_tcp(d);
             continue;
         }
-        if (p[0].revents & POLLIN)
-            for (int i = 0; i < 64; i++) { /* drain a burst, then look at TCP again */
-                struct pollfd one = {.fd = d->udp_fd, .events = POLLIN};
-                if (i > 0 && poll(&one, 1, 0) <= 0)
-                    break;
-                read_udp(d, buf);
-            }
+        /* drain a burst (the socket does not block), then look at TCP again */
+        for (int i = 0; (p[0].revents & POLLIN) && i < 64 && read_udp(d, buf); i++)
+            ;
         if (p[1].revents & POLLIN)
             accept_tcp(d);
     }

@@ -54,6 +54,10 @@ expect_usage_error "flag needs an argument" server --listen
 expect_usage_error "unexpected argument: extra" version extra
 expect_usage_error "invalid value \"90\" for --event-ttl" server --event-ttl 90
 expect_usage_error "invalid value \"-1s\" for --event-ttl" server --event-ttl -1s
+expect_usage_error "--kubeconfig is required" dns --listen 127.0.0.1:0
+expect_usage_error "invalid value for --ttl" dns --kubeconfig x --ttl 0
+expect_usage_error "invalid value for --max-tcp-clients" dns --kubeconfig x --max-tcp-clients 0
+expect_usage_error "unknown flag" dns --bogus
 expect_usage_error "invalid value \"0\" for --concurrent-gc-syncs" server --concurrent-gc-syncs 0
 expect_usage_error "invalid value \"x\" for --concurrent-namespace-syncs" controller-manager --concurrent-namespace-syncs x
 check "help lists --concurrent-gc-syncs with its default" sh -c "'$ckube' --help | grep -q -- '--concurrent-gc-syncs N.*(default 20)'"

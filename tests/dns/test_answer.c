@@ -415,6 +415,29 @@ static void test_external_name_inside_the_zone_is_followed_here(void **state)
     ldns_pkt_free(a);
 }
 
+static void test_address_records_are_shuffled_as_loadbalance_does(void **state)
+{
+    struct fixture *f = *state;
+    f->view.shuffle = true;
+    int first5 = 0, first6 = 0;
+    for (int i = 0; i < 64; i++) {
+        ldns_pkt *a = ask(f, "db.default.svc.cluster.local.", LDNS_RR_TYPE_A);
+        assert_int_equal(ldns_pkt_ancount(a), 2);
+        const char *x = rdata(rr_at(a, LDNS_SECTION_ANSWER, 0), 0);
+        const char *y = rdata(rr_at(a, LDNS_SECTION_ANSWER, 1), 0);
+        bool five_first = strcmp(x, "10.244.0.5") == 0;
+        assert_string_equal(five_first ? y : x, "10.244.0.6"); /* the same two, any order */
+        first5 += five_first;
+        first6 += !five_first;
+        ldns_pkt_free(a);
+    }
+    assert_true(first5 > 0 && first6 > 0);
+    /* a mixed section keeps its CNAME first */
+    ldns_pkt *a = ask(f, "inner.default.svc.cluster.local.", LDNS_RR_TYPE_A);
+    assert_int_equal(ldns_rr_get_type(rr_at(a, LDNS_SECTION_ANSWER, 0)), LDNS_RR_TYPE_CNAME);
+    ldns_pkt_free(a);
+}
+
 /* ---- pods, reverse, apex -------------------------------------------------- */
 
 static void test_pod_names_in_insecure_mode(void **state)
@@ -677,6 +700,7 @@ int main(void)
         T(test_srv_of_a_headless_service_names_each_endpoint),
         T(test_external_name_is_a_cname_resolved_upstream),
         T(test_external_name_inside_the_zone_is_followed_here),
+        T(test_address_records_are_shuffled_as_loadbalance_does),
         T(test_pod_names_in_insecure_mode),
         T(test_ptr_of_cluster_ips_and_endpoints),
         T(test_nxdomain_and_nodata_where_coredns_gives_them),
