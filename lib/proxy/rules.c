@@ -340,7 +340,9 @@ out:
 bool ck__proxy_cidrs_contain(const char *list, uint32_t ip)
 {
     char buf[64];
-    for (const char *p = list; p && *p;) {
+    if (!list)
+        return false;
+    for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
         if (n < sizeof(buf)) {
             memcpy(buf, p, n);
@@ -366,7 +368,9 @@ bool ck__proxy_cidrs_contain(const char *list, uint32_t ip)
 bool ck__proxy_cidrs_valid(const char *list)
 {
     char buf[64];
-    for (const char *p = list; p && *p;) {
+    if (!list)
+        return true;
+    for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
         if (n == 0 || n >= sizeof(buf))
             return false;
@@ -547,13 +551,12 @@ static void build_service(struct build *b, const struct svcport *sp)
     bool uses_cluster = !sp->itp_local || ext;
     bool uses_local = sp->itp_local || sp->etp_local;
     size_t n_cluster = 0, n_local = 0;
-    bool any_ready = false, any_st = false, local_ready = false, local_st = false;
+    bool any_ready = false, any_st = false, local_ready = false;
     for (size_t i = 0; i < n; i++) {
         const struct ep *e = &sp->eps[i];
         any_ready |= e->ready;
         any_st |= e->serving && e->terminating;
         local_ready |= e->local && e->ready;
-        local_st |= e->local && e->serving && e->terminating;
     }
     if (uses_cluster)
         for (size_t i = 0; i < n; i++)
