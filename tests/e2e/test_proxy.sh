@@ -11,7 +11,8 @@
 # --disable-agent in the node namespace; kubectl creates a selector-less Service and its
 # EndpointSlice by hand, and the proxy programs them. A client namespace (192.168.77.2,
 # outside the cluster CIDR) sits behind the node's interface. Checked, through curl:
-#   - a ClusterIP reaches all three endpoints over repeated requests;
+#   - a ClusterIP reaches all three endpoints over repeated requests; UDP too (a
+#     Python responder on each endpoint);
 #   - an endpoint made not ready drops out;
 #   - sessionAffinity ClientIP sticks to one endpoint;
 #   - traffic from outside the cluster CIDR is masqueraded; hairpin traffic works;
@@ -103,6 +104,15 @@ for n in 1 2 3; do
         ip link set eth0 up; ip route add default via 10.244.$n.1"
     nsenter -t "$holder" -n busybox httpd -f -p 8080 -h "$work/www$n" &
     daemons="$daemons $!"
+    # a UDP endpoint on port 5353 answering every datagram with its name
+    nsenter -t "$holder" -n python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 5353))
+while True:
+    data, peer = s.recvfrom(512)
+    s.sendto(sys.argv[1].encode(), peer)' "endpoint-$n" &
+    daemons="$daemons $!"
 done
 
 start_server
@@ -158,7 +168,27 @@ metadata: {name: empty, namespace: default}
 spec:
   ports: [{port: 80, protocol: TCP}]
 EOF
+k apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Service
+metadata: {name: dns, namespace: default}
+spec:
+  ports: [{name: dns, port: 53, targetPort: 5353, protocol: UDP}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: dns-1
+  namespace: default
+  labels: {kubernetes.io/service-name: dns}
+addressType: IPv4
+ports: [{name: dns, port: 5353, protocol: UDP}]
+endpoints:
+- {addresses: [10.244.2.2], conditions: {ready: true}, nodeName: node-b}
+- {addresses: [10.244.3.2], conditions: {ready: true}, nodeName: node-b}
+EOF
 cip=$(k get service web -o jsonpath='{.spec.clusterIP}')
+dns_ip=$(k get service dns -o jsonpath='{.spec.clusterIP}')
 empty_ip=$(k get service empty -o jsonpath='{.spec.clusterIP}')
 
 # seen N: N requests to the ClusterIP; prints the sorted set of endpoints that answered
@@ -181,6 +211,25 @@ hairpin() {
     [ "$(echo "$out" | grep -c '^endpoint-')" -eq 20 ] && echo "$out" | grep -q '^endpoint-1$'
 }
 poll_few "an endpoint reaches itself through its Service (hairpin)" hairpin
+
+# UDP: datagrams to the ClusterIP reach both endpoints (a new source port each time,
+# so each is a new conntrack entry and a new choice)
+udp_both() {
+    [ "$(python3 -c '
+import socket, sys
+seen = set()
+for _ in range(30):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(1)
+    try:
+        s.sendto(b"?", (sys.argv[1], 53))
+        seen.add(s.recv(512).decode())
+    except OSError:
+        pass
+    s.close()
+print(" ".join(sorted(seen)))' "$dns_ip")" = "endpoint-2 endpoint-3" ]
+}
+poll_few "UDP to the ClusterIP $dns_ip reaches both endpoints" udp_both
 
 k patch endpointslice web-1 --type=json \
     -p '[{"op":"replace","path":"/endpoints/2/conditions/ready","value":false}]' >/dev/null
