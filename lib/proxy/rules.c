@@ -178,7 +178,7 @@ static int collect_endpoints(struct svcport *sp, const struct slice_list *sl, co
             snprintf(ep.ip_s, sizeof(ep.ip_s), "%s", ip);
             const json_t *c = json_object_get(e, "conditions");
             ep.ready = cond(c, "ready", true);
-            ep.serving = cond(c, "serving", ep.ready);
+            ep.serving = cond(c, "serving", true); /* endpointslicecache: unset is serving */
             ep.terminating = cond(c, "terminating", false);
             const char *node = json_string_value(json_object_get(e, "nodeName"));
             ep.local = node && host && strcmp(node, host) == 0;
@@ -622,7 +622,11 @@ static void build_service(struct build *b, const struct svcport *sp)
         if (!has_external)
             element(b, CK__PX_NO_EP_NODEPORTS, key, ext_verdict);
     }
-    if (sp->health_port > 0) {
+    /* one health check node port a Service: its ports are adjacent (sorted), the first wins */
+    const struct ck__proxy_health *last =
+        b->next->n_health ? &b->next->health[b->next->n_health - 1] : NULL;
+    if (sp->health_port > 0 && !(last && last->ns && last->name && strcmp(last->ns, sp->ns) == 0 &&
+                                 strcmp(last->name, sp->name) == 0)) {
         struct ck_proxy_state *s = b->next;
         struct ck__proxy_health *h = ck__realloc(s->health, (s->n_health + 1) * sizeof(*h));
         if (!h) {
