@@ -422,6 +422,14 @@ static bool sync_once(struct ck_proxy *p)
     if (ck_log_v(9))
         CK_LOGV(9, "proxy: transaction:\n%s", text);
     free(text);
+    /* UDP flows the new rules no longer route (only when the UDP routing changed) */
+    if (!p->state || p->state->udp_hash != next->udp_hash) {
+        size_t deleted = 0;
+        if (ck__proxy_conntrack_clean(next, &deleted, &err) < 0)
+            CK_LOGE("proxy: %s", err.msg);
+        else if (deleted)
+            CK_LOGV(2, "proxy: deleted %zu stale UDP conntrack entries", deleted);
+    }
     ck_proxy_state_free(p->state);
     p->state = next;
     if (mode != CK_PROXY_SYNC_PARTIAL)

@@ -459,6 +459,15 @@ static uint64_t fnv1a(const char *s, size_t n)
     return h;
 }
 
+/* Folds a string and its end into a running FNV-1a hash. */
+static uint64_t fnv1a_more(uint64_t h, const char *s)
+{
+    do
+        h = (h ^ (unsigned char)*s) * 0x100000001b3u;
+    while (*s++);
+    return h;
+}
+
 /* Records an element of container c (value NULL for a set) and writes what changed. */
 static void element(struct build *b, enum ck__proxy_container c, const char *key, const char *value)
 {
@@ -487,6 +496,32 @@ static void element(struct build *b, enum ck__proxy_container c, const char *key
     else
         ck__buf_printf(&b->elems, "add element " TBL " %s { %s }\n", container_names[c], key);
     b->st.elements_change++;
+}
+
+/* Records a UDP frontend, and the pairs it uses (use[i] for endpoint i). */
+static void udp_frontend(struct build *b, const struct svcport *sp, const char *frontend,
+                         const bool *use_a, const bool *use_b)
+{
+    struct ck_proxy_state *s = b->next;
+    bool created;
+    if (strcmp(sp->proto, "udp") != 0)
+        return;
+    if (!ck__strmap_put(&s->udp_frontends, frontend, NULL, &created)) {
+        b->err = CK_ENOMEM;
+        return;
+    }
+    s->udp_hash = fnv1a_more(s->udp_hash, frontend);
+    for (size_t i = 0; i < sp->n_eps; i++) {
+        if (!use_a[i] && !use_b[i])
+            continue;
+        char pair[128];
+        snprintf(pair, sizeof(pair), "%s>%s:%d", frontend, sp->eps[i].ip_s, sp->eps[i].port);
+        if (!ck__strmap_put(&s->udp_pairs, pair, NULL, &created)) {
+            b->err = CK_ENOMEM;
+            return;
+        }
+        s->udp_hash = fnv1a_more(s->udp_hash, pair);
+    }
 }
 
 static void add_affinity_set(struct build *b, const struct svcport *sp, const struct ep *ep)
@@ -541,7 +576,8 @@ static void build_service(struct build *b, const struct svcport *sp)
     const struct ck_proxy_config *cfg = b->in->config;
     size_t n = sp->n_eps;
     bool *cluster = ck__calloc(n + 1, sizeof(bool)), *local = ck__calloc(n + 1, sizeof(bool));
-    if (!cluster || !local) {
+    bool *none = ck__calloc(n + 1, sizeof(bool));
+    if (!cluster || !local || !none) {
         b->err = CK_ENOMEM;
         goto out;
     }
@@ -588,6 +624,10 @@ static void build_service(struct build *b, const struct svcport *sp)
     char key[128], val[NAME_BASE_MAX + 32];
     element(b, CK__PX_CLUSTER_IPS, sp->cluster_ip, NULL);
     snprintf(key, sizeof(key), "%s . %s . %d", sp->cluster_ip, sp->proto, sp->port);
+    char fe[64];
+    snprintf(fe, sizeof(fe), "%s:%d", sp->cluster_ip, sp->port);
+    udp_frontend(b, sp, fe, has_internal && !sp->itp_local ? cluster : none,
+                 has_internal && sp->itp_local ? local : none);
     if (has_internal) {
         snprintf(val, sizeof(val), "goto %s", internal_chain);
         element(b, CK__PX_SERVICE_IPS, key, val);
@@ -605,6 +645,9 @@ static void build_service(struct build *b, const struct svcport *sp)
             if (!valid_ipv4(ip, NULL))
                 continue;
             snprintf(key, sizeof(key), "%s . %s . %d", ip, sp->proto, sp->port);
+            snprintf(fe, sizeof(fe), "%s:%d", ip, sp->port);
+            /* external traffic may reach either policy's endpoints (short-circuits) */
+            udp_frontend(b, sp, fe, has_eps ? cluster : none, has_eps ? local : none);
             if (has_eps) {
                 snprintf(val, sizeof(val), "goto %s", ext_chain);
                 element(b, CK__PX_SERVICE_IPS, key, val);
@@ -615,6 +658,8 @@ static void build_service(struct build *b, const struct svcport *sp)
     }
     if (sp->node_port > 0 && sp->node_port <= 65535) {
         snprintf(key, sizeof(key), "%s . %d", sp->proto, sp->node_port);
+        snprintf(fe, sizeof(fe), "*:%d", sp->node_port);
+        udp_frontend(b, sp, fe, has_eps ? cluster : none, has_eps ? local : none);
         if (has_eps) {
             snprintf(val, sizeof(val), "goto %s", ext_chain);
             element(b, CK__PX_SERVICE_NODEPORTS, key, val);
@@ -697,6 +742,7 @@ static void build_service(struct build *b, const struct svcport *sp)
 out:
     free(cluster);
     free(local);
+    free(none);
 }
 
 /* setupNFTables: the chains, sets and maps every table has. */
@@ -1000,6 +1046,8 @@ struct ck_proxy_state *ck_proxy_state_free(struct ck_proxy_state *s)
     ck__strmap_release(&s->chains);
     ck__strmap_release(&s->stale);
     ck__strmap_release(&s->sets);
+    ck__strmap_release(&s->udp_frontends);
+    ck__strmap_release(&s->udp_pairs);
     for (size_t i = 0; i < s->n_health; i++) {
         free(s->health[i].ns);
         free(s->health[i].name);

@@ -12,7 +12,8 @@
 # EndpointSlice by hand, and the proxy programs them. A client namespace (192.168.77.2,
 # outside the cluster CIDR) sits behind the node's interface. Checked, through curl:
 #   - a ClusterIP reaches all three endpoints over repeated requests; UDP too (a
-#     Python responder on each endpoint);
+#     Python responder on each endpoint), and a UDP flow whose endpoint goes away has
+#     its conntrack entry deleted, so it moves to the other endpoint;
 #   - an endpoint made not ready drops out;
 #   - sessionAffinity ClientIP sticks to one endpoint;
 #   - traffic from outside the cluster CIDR is masqueraded; hairpin traffic works;
@@ -230,6 +231,27 @@ for _ in range(30):
 print(" ".join(sorted(seen)))' "$dns_ip")" = "endpoint-2 endpoint-3" ]
 }
 poll_few "UDP to the ClusterIP $dns_ip reaches both endpoints" udp_both
+# a UDP flow keeps its endpoint (one conntrack entry) until that endpoint goes: then
+# the proxy deletes the entry and the same flow reaches the other endpoint
+udp_from_40000() {
+    python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 40000))
+s.settimeout(1)
+s.sendto(b"?", (sys.argv[1], 53))
+print(s.recv(512).decode())' "$dns_ip" 2>/dev/null
+}
+first=$(udp_from_40000)
+same=$(udp_from_40000)
+stays() { [ -n "$first" ] && [ "$first" = "$same" ]; }
+check "a UDP flow stays with its endpoint ($first, then $same)" stays
+if [ "$first" = endpoint-2 ]; then gone=0 other=endpoint-3; else gone=1 other=endpoint-2; fi
+k patch endpointslice dns-1 --type=json \
+    -p "[{\"op\":\"replace\",\"path\":\"/endpoints/$gone/conditions/ready\",\"value\":false}]" >/dev/null
+udp_moved() { [ "$(udp_from_40000)" = "$other" ]; }
+poll_few "the UDP flow moves to $other once its endpoint is gone (conntrack entry deleted)" udp_moved
 
 k patch endpointslice web-1 --type=json \
     -p '[{"op":"replace","path":"/endpoints/2/conditions/ready","value":false}]' >/dev/null
