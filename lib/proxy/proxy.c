@@ -597,6 +597,10 @@ int ck_proxy_start(struct ck_proxy *p, struct ck_err *reterr)
     if (r == 0)
         r = ck_informer_start(p->eps_inf, reterr);
     if (r == 0) {
+        /* as kube-proxy's SyncLoop: healthy from the start, until an update waits too long */
+        pthread_mutex_lock(&p->mu);
+        p->last_updated = real_now();
+        pthread_mutex_unlock(&p->mu);
         p->stopping = false;
         if (pthread_create(&p->thread, NULL, sync_main, p) != 0)
             r = ck_err_set(reterr, CK_ENOMEM, "proxy: cannot start the sync thread");
