@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckube/informer.h"
 #include "ckube/rest.h"
 #include "ckube/util.h"
 
@@ -64,6 +65,13 @@ struct ck_proxy_config {
     const char *healthz_bind_address; /* HOST:PORT of /healthz; NULL/"": none */
     const char *metrics_bind_address; /* HOST:PORT of /metrics; NULL/"": none */
     bool no_health_check_node_ports;  /* do not serve Services' healthCheckNodePorts */
+    /*
+     * Informers to share (a process that already watches Services and EndpointSlices,
+     * such as the server's controllers): borrowed, must outlive the proxy, which adds
+     * its handlers to the factory's informers and removes them when freed. NULL: the
+     * proxy makes and owns its own two informers over the client.
+     */
+    struct ck_informer_factory *factory;
 };
 
 /* ---- the rule builder ----------------------------------------------------------------- */

@@ -39,7 +39,24 @@ struct ck_proxy_state {
     struct ck__proxy_health *health;
     size_t n_health;
     size_t rules; /* rules in the table */
+    /*
+     * UDP, for conntrack clean-up: frontends ("IP:PORT" of a ClusterIP, external or LB
+     * IP; "*:PORT" of a NodePort) -> NULL, and the frontend/endpoint pairs in use
+     * ("FRONTEND>IP:PORT") -> NULL; udp_hash sums them up in a fixed order, so a caller
+     * can tell whether anything changed.
+     */
+    struct ck__strmap udp_frontends, udp_pairs;
+    uint64_t udp_hash;
 };
+
+/*
+ * Deletes the conntrack entries of UDP flows that the state no longer routes: flows
+ * DNATed from a frontend to an endpoint it no longer uses, and flows to a frontend that
+ * were not DNATed (rejected while it had no endpoint) now that it has one (kube-proxy's
+ * conntrack clean-up). Sets *ret_deleted. 0, or CK_EIO with the reason.
+ */
+int ck__proxy_conntrack_clean(const struct ck_proxy_state *s, size_t *ret_deleted,
+                              struct ck_err *reterr);
 
 /* True when ip (host order) is in one of the comma-separated IPv4 CIDRs of list. */
 bool ck__proxy_cidrs_contain(const char *list, uint32_t ip);

@@ -17,6 +17,10 @@
  * Prometheus text format. Health check node ports answer 200 with the Service's local
  * endpoint count, 503 when there is none, as kube-proxy's service health server does.
  *
+ * The informers are the proxy's own, or those of a factory the embedder shares (then
+ * the embedder starts and stops them; the proxy starts them too, which is idempotent,
+ * and only adds and removes its handler).
+ *
  * Threading: the sync thread; the informers' threads (handlers: a flag and a signal);
  * libmicrohttpd's threads read counters and the health table under p->mu.
  */
@@ -53,6 +57,8 @@ struct ck_proxy {
     char *hostname, *cluster_cidr, *nodeport_addresses, *healthz_addr, *metrics_addr;
     struct ck_rest *client;
     struct ck_informer *svc_inf, *eps_inf;
+    bool shared_informers; /* from config->factory: not ours to free */
+    struct ck_event_handler handler;
     pthread_t thread;
     bool running;
     pthread_mutex_t mu;
@@ -416,6 +422,14 @@ static bool sync_once(struct ck_proxy *p)
     if (ck_log_v(9))
         CK_LOGV(9, "proxy: transaction:\n%s", text);
     free(text);
+    /* UDP flows the new rules no longer route (only when the UDP routing changed) */
+    if (!p->state || p->state->udp_hash != next->udp_hash) {
+        size_t deleted = 0;
+        if (ck__proxy_conntrack_clean(next, &deleted, &err) < 0)
+            CK_LOGE("proxy: %s", err.msg);
+        else if (deleted)
+            CK_LOGV(2, "proxy: deleted %zu stale UDP conntrack entries", deleted);
+    }
     ck_proxy_state_free(p->state);
     p->state = next;
     if (mode != CK_PROXY_SYNC_PARTIAL)
@@ -536,18 +550,25 @@ int ck_proxy_new(const struct ck_proxy_config *config, struct ck_rest *client,
         .client = client, .res = &services_res, .transform = ck_transform_strip_managed_fields};
     struct ck_informer_options eo = so;
     eo.res = &slices_res;
-    struct ck_event_handler h = {on_add, on_update, on_delete, p};
+    p->handler = (struct ck_event_handler){on_add, on_update, on_delete, p};
     int r = 0;
     if (!p->hostname)
         r = ck_err_no_memory(reterr);
-    if (r == 0)
+    if (r == 0 && config->factory) {
+        p->shared_informers = true;
+        p->svc_inf = ck_informer_factory_for(config->factory, &services_res);
+        p->eps_inf = ck_informer_factory_for(config->factory, &slices_res);
+        if (!p->svc_inf || !p->eps_inf)
+            r = ck_err_no_memory(reterr);
+    } else if (r == 0) {
         r = ck_informer_new(&so, &p->svc_inf, reterr);
+        if (r == 0)
+            r = ck_informer_new(&eo, &p->eps_inf, reterr);
+    }
     if (r == 0)
-        r = ck_informer_new(&eo, &p->eps_inf, reterr);
+        r = ck_informer_add_handler(p->svc_inf, &p->handler, 0, reterr);
     if (r == 0)
-        r = ck_informer_add_handler(p->svc_inf, &h, 0, reterr);
-    if (r == 0)
-        r = ck_informer_add_handler(p->eps_inf, &h, 0, reterr);
+        r = ck_informer_add_handler(p->eps_inf, &p->handler, 0, reterr);
     if (r < 0) {
         ck_proxy_free(p);
         return r;
@@ -576,6 +597,10 @@ int ck_proxy_start(struct ck_proxy *p, struct ck_err *reterr)
     if (r == 0)
         r = ck_informer_start(p->eps_inf, reterr);
     if (r == 0) {
+        /* as kube-proxy's SyncLoop: healthy from the start, until an update waits too long */
+        pthread_mutex_lock(&p->mu);
+        p->last_updated = real_now();
+        pthread_mutex_unlock(&p->mu);
         p->stopping = false;
         if (pthread_create(&p->thread, NULL, sync_main, p) != 0)
             r = ck_err_set(reterr, CK_ENOMEM, "proxy: cannot start the sync thread");
@@ -595,17 +620,21 @@ void ck_proxy_stop(struct ck_proxy *p)
     p->stopping = true;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    if (p->svc_inf)
-        ck_informer_request_stop(p->svc_inf);
-    if (p->eps_inf)
-        ck_informer_request_stop(p->eps_inf);
+    if (!p->shared_informers) { /* shared ones are the factory owner's to stop */
+        if (p->svc_inf)
+            ck_informer_request_stop(p->svc_inf);
+        if (p->eps_inf)
+            ck_informer_request_stop(p->eps_inf);
+    }
     if (p->running)
         pthread_join(p->thread, NULL);
     p->running = false;
-    if (p->svc_inf)
-        ck_informer_stop(p->svc_inf);
-    if (p->eps_inf)
-        ck_informer_stop(p->eps_inf);
+    if (!p->shared_informers) {
+        if (p->svc_inf)
+            ck_informer_stop(p->svc_inf);
+        if (p->eps_inf)
+            ck_informer_stop(p->eps_inf);
+    }
     if (p->healthz)
         MHD_stop_daemon(p->healthz);
     if (p->metrics)
@@ -623,8 +652,15 @@ struct ck_proxy *ck_proxy_free(struct ck_proxy *p)
     if (!p)
         return NULL;
     ck_proxy_stop(p);
-    ck_informer_free(p->svc_inf);
-    ck_informer_free(p->eps_inf);
+    if (p->shared_informers) {
+        if (p->svc_inf)
+            ck_informer_remove_handler(p->svc_inf, &p->handler);
+        if (p->eps_inf)
+            ck_informer_remove_handler(p->eps_inf, &p->handler);
+    } else {
+        ck_informer_free(p->svc_inf);
+        ck_informer_free(p->eps_inf);
+    }
     for (size_t k = 0; k < p->n_hc; k++) {
         free(p->hc[k].ns);
         free(p->hc[k].name);

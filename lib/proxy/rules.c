@@ -178,7 +178,7 @@ static int collect_endpoints(struct svcport *sp, const struct slice_list *sl, co
             snprintf(ep.ip_s, sizeof(ep.ip_s), "%s", ip);
             const json_t *c = json_object_get(e, "conditions");
             ep.ready = cond(c, "ready", true);
-            ep.serving = cond(c, "serving", ep.ready);
+            ep.serving = cond(c, "serving", true); /* endpointslicecache: unset is serving */
             ep.terminating = cond(c, "terminating", false);
             const char *node = json_string_value(json_object_get(e, "nodeName"));
             ep.local = node && host && strcmp(node, host) == 0;
@@ -340,7 +340,9 @@ out:
 bool ck__proxy_cidrs_contain(const char *list, uint32_t ip)
 {
     char buf[64];
-    for (const char *p = list; p && *p;) {
+    if (!list)
+        return false;
+    for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
         if (n < sizeof(buf)) {
             memcpy(buf, p, n);
@@ -366,7 +368,9 @@ bool ck__proxy_cidrs_contain(const char *list, uint32_t ip)
 bool ck__proxy_cidrs_valid(const char *list)
 {
     char buf[64];
-    for (const char *p = list; p && *p;) {
+    if (!list)
+        return true;
+    for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
         if (n == 0 || n >= sizeof(buf))
             return false;
@@ -455,6 +459,15 @@ static uint64_t fnv1a(const char *s, size_t n)
     return h;
 }
 
+/* Folds a string and its end into a running FNV-1a hash. */
+static uint64_t fnv1a_more(uint64_t h, const char *s)
+{
+    do
+        h = (h ^ (unsigned char)*s) * 0x100000001b3u;
+    while (*s++);
+    return h;
+}
+
 /* Records an element of container c (value NULL for a set) and writes what changed. */
 static void element(struct build *b, enum ck__proxy_container c, const char *key, const char *value)
 {
@@ -483,6 +496,32 @@ static void element(struct build *b, enum ck__proxy_container c, const char *key
     else
         ck__buf_printf(&b->elems, "add element " TBL " %s { %s }\n", container_names[c], key);
     b->st.elements_change++;
+}
+
+/* Records a UDP frontend, and the pairs it uses (use[i] for endpoint i). */
+static void udp_frontend(struct build *b, const struct svcport *sp, const char *frontend,
+                         const bool *use_a, const bool *use_b)
+{
+    struct ck_proxy_state *s = b->next;
+    bool created;
+    if (strcmp(sp->proto, "udp") != 0)
+        return;
+    if (!ck__strmap_put(&s->udp_frontends, frontend, NULL, &created)) {
+        b->err = CK_ENOMEM;
+        return;
+    }
+    s->udp_hash = fnv1a_more(s->udp_hash, frontend);
+    for (size_t i = 0; i < sp->n_eps; i++) {
+        if (!use_a[i] && !use_b[i])
+            continue;
+        char pair[128];
+        snprintf(pair, sizeof(pair), "%s>%s:%d", frontend, sp->eps[i].ip_s, sp->eps[i].port);
+        if (!ck__strmap_put(&s->udp_pairs, pair, NULL, &created)) {
+            b->err = CK_ENOMEM;
+            return;
+        }
+        s->udp_hash = fnv1a_more(s->udp_hash, pair);
+    }
 }
 
 static void add_affinity_set(struct build *b, const struct svcport *sp, const struct ep *ep)
@@ -537,7 +576,8 @@ static void build_service(struct build *b, const struct svcport *sp)
     const struct ck_proxy_config *cfg = b->in->config;
     size_t n = sp->n_eps;
     bool *cluster = ck__calloc(n + 1, sizeof(bool)), *local = ck__calloc(n + 1, sizeof(bool));
-    if (!cluster || !local) {
+    bool *none = ck__calloc(n + 1, sizeof(bool));
+    if (!cluster || !local || !none) {
         b->err = CK_ENOMEM;
         goto out;
     }
@@ -547,13 +587,12 @@ static void build_service(struct build *b, const struct svcport *sp)
     bool uses_cluster = !sp->itp_local || ext;
     bool uses_local = sp->itp_local || sp->etp_local;
     size_t n_cluster = 0, n_local = 0;
-    bool any_ready = false, any_st = false, local_ready = false, local_st = false;
+    bool any_ready = false, any_st = false, local_ready = false;
     for (size_t i = 0; i < n; i++) {
         const struct ep *e = &sp->eps[i];
         any_ready |= e->ready;
         any_st |= e->serving && e->terminating;
         local_ready |= e->local && e->ready;
-        local_st |= e->local && e->serving && e->terminating;
     }
     if (uses_cluster)
         for (size_t i = 0; i < n; i++)
@@ -585,6 +624,10 @@ static void build_service(struct build *b, const struct svcport *sp)
     char key[128], val[NAME_BASE_MAX + 32];
     element(b, CK__PX_CLUSTER_IPS, sp->cluster_ip, NULL);
     snprintf(key, sizeof(key), "%s . %s . %d", sp->cluster_ip, sp->proto, sp->port);
+    char fe[64];
+    snprintf(fe, sizeof(fe), "%s:%d", sp->cluster_ip, sp->port);
+    udp_frontend(b, sp, fe, has_internal && !sp->itp_local ? cluster : none,
+                 has_internal && sp->itp_local ? local : none);
     if (has_internal) {
         snprintf(val, sizeof(val), "goto %s", internal_chain);
         element(b, CK__PX_SERVICE_IPS, key, val);
@@ -602,6 +645,9 @@ static void build_service(struct build *b, const struct svcport *sp)
             if (!valid_ipv4(ip, NULL))
                 continue;
             snprintf(key, sizeof(key), "%s . %s . %d", ip, sp->proto, sp->port);
+            snprintf(fe, sizeof(fe), "%s:%d", ip, sp->port);
+            /* external traffic may reach either policy's endpoints (short-circuits) */
+            udp_frontend(b, sp, fe, has_eps ? cluster : none, has_eps ? local : none);
             if (has_eps) {
                 snprintf(val, sizeof(val), "goto %s", ext_chain);
                 element(b, CK__PX_SERVICE_IPS, key, val);
@@ -612,6 +658,8 @@ static void build_service(struct build *b, const struct svcport *sp)
     }
     if (sp->node_port > 0 && sp->node_port <= 65535) {
         snprintf(key, sizeof(key), "%s . %d", sp->proto, sp->node_port);
+        snprintf(fe, sizeof(fe), "*:%d", sp->node_port);
+        udp_frontend(b, sp, fe, has_eps ? cluster : none, has_eps ? local : none);
         if (has_eps) {
             snprintf(val, sizeof(val), "goto %s", ext_chain);
             element(b, CK__PX_SERVICE_NODEPORTS, key, val);
@@ -619,7 +667,11 @@ static void build_service(struct build *b, const struct svcport *sp)
         if (!has_external)
             element(b, CK__PX_NO_EP_NODEPORTS, key, ext_verdict);
     }
-    if (sp->health_port > 0) {
+    /* one health check node port a Service: its ports are adjacent (sorted), the first wins */
+    const struct ck__proxy_health *last =
+        b->next->n_health ? &b->next->health[b->next->n_health - 1] : NULL;
+    if (sp->health_port > 0 && !(last && last->ns && last->name && strcmp(last->ns, sp->ns) == 0 &&
+                                 strcmp(last->name, sp->name) == 0)) {
         struct ck_proxy_state *s = b->next;
         struct ck__proxy_health *h = ck__realloc(s->health, (s->n_health + 1) * sizeof(*h));
         if (!h) {
@@ -690,6 +742,7 @@ static void build_service(struct build *b, const struct svcport *sp)
 out:
     free(cluster);
     free(local);
+    free(none);
 }
 
 /* setupNFTables: the chains, sets and maps every table has. */
@@ -993,6 +1046,8 @@ struct ck_proxy_state *ck_proxy_state_free(struct ck_proxy_state *s)
     ck__strmap_release(&s->chains);
     ck__strmap_release(&s->stale);
     ck__strmap_release(&s->sets);
+    ck__strmap_release(&s->udp_frontends);
+    ck__strmap_release(&s->udp_pairs);
     for (size_t i = 0; i < s->n_health; i++) {
         free(s->health[i].ns);
         free(s->health[i].name);

@@ -170,6 +170,108 @@ static void test_golden_partial(void **s)
     run_case("partial");
 }
 
+/* Builds step 0 of a case; returns the document (the caller frees it). */
+static json_t *load_step(const char *name, struct ck_proxy_config *cfg, struct objs *svcs,
+                         struct objs *slices)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s.json", CKUBE_PROXY_DATA, name);
+    json_t *doc = json_load_file(path, 0, NULL);
+    assert_non_null(doc);
+    const json_t *cfgj = json_object_get(doc, "config");
+    *cfg = (struct ck_proxy_config){.hostname = str(cfgj, "hostname"),
+                                    .cluster_cidr = str(cfgj, "clusterCIDR")};
+    const json_t *step = json_array_get(json_object_get(doc, "steps"), 0);
+    *svcs = items(json_object_get(step, "services"));
+    *slices = items(json_object_get(step, "slices"));
+    return doc;
+}
+
+static void test_partial_without_state_is_refused(void **s)
+{
+    (void)s;
+    struct ck_proxy_config cfg = {.hostname = "node-a"};
+    struct ck_proxy_input in = {.config = &cfg};
+    char *text = NULL;
+    struct ck_proxy_state *next = NULL;
+    struct ck_err err = {0};
+    assert_int_equal(ck_proxy_build(&in, NULL, CK_PROXY_SYNC_PARTIAL, &text, &next, NULL, &err),
+                     CK_EINVAL);
+    assert_null(text);
+    assert_null(next);
+}
+
+static void test_unchanged_partial_sync_writes_nothing(void **s)
+{
+    (void)s;
+    struct ck_proxy_config cfg;
+    struct objs svcs, slices;
+    json_t *doc = load_step("clusterip", &cfg, &svcs, &slices);
+    struct ck_proxy_input in = {svcs.v, svcs.n, slices.v, slices.n, NULL, 0, &cfg};
+    char *text = NULL;
+    struct ck_proxy_state *first = NULL, *second = NULL;
+    struct ck_proxy_build_stats st;
+    struct ck_err err = {0};
+    assert_int_equal(ck_proxy_build(&in, NULL, CK_PROXY_SYNC_ADOPT, &text, &first, &st, &err), 0);
+    assert_true(st.chains_written > 0);
+    free(text);
+    assert_int_equal(ck_proxy_build(&in, first, CK_PROXY_SYNC_PARTIAL, &text, &second, &st, &err),
+                     0);
+    assert_int_equal(st.chains_written, 0);
+    assert_int_equal(st.elements_change, 0);
+    assert_int_equal(st.stale_chains, 0);
+    /* only the (idempotent) table line */
+    assert_non_null(strchr(text, '\n'));
+    assert_string_equal(strchr(text, '\n') + 1, "");
+    free(text);
+    ck_proxy_state_free(first);
+    ck_proxy_state_free(second);
+    free(svcs.v);
+    free(slices.v);
+    json_decref(doc);
+}
+
+struct seen_health {
+    int port, local;
+    char name[64];
+    int calls;
+};
+
+static void health_cb(const char *ns, const char *name, int port, int local, void *arg)
+{
+    struct seen_health *h = arg;
+    (void)ns;
+    h->calls++;
+    h->port = port;
+    h->local = local;
+    snprintf(h->name, sizeof(h->name), "%s", name);
+}
+
+static void test_health_check_node_ports_count_local_ready_endpoints(void **s)
+{
+    (void)s;
+    struct ck_proxy_config cfg;
+    struct objs svcs, slices;
+    json_t *doc = load_step("nodeport_local", &cfg, &svcs, &slices);
+    struct ck_proxy_input in = {svcs.v, svcs.n, slices.v, slices.n, NULL, 0, &cfg};
+    char *text = NULL;
+    struct ck_proxy_state *st = NULL;
+    struct ck_err err = {0};
+    assert_int_equal(ck_proxy_build(&in, NULL, CK_PROXY_SYNC_ADOPT, &text, &st, NULL, &err), 0);
+    struct seen_health h = {0};
+    ck_proxy_state_health_ports(st, health_cb, &h);
+    /* only "lb" has externalTrafficPolicy Local and a healthCheckNodePort */
+    assert_int_equal(h.calls, 1);
+    assert_string_equal(h.name, "lb");
+    assert_int_equal(h.port, 32000);
+    assert_int_equal(h.local, 1);
+    free(text);
+    ck_proxy_state_free(st);
+    free(svcs.v);
+    free(slices.v);
+    json_decref(doc);
+}
+
 int main(void)
 {
     if (geteuid() != 0)
@@ -184,6 +286,9 @@ int main(void)
         cmocka_unit_test(test_golden_clusterip),
         cmocka_unit_test(test_golden_nodeport_local),
         cmocka_unit_test(test_golden_partial),
+        cmocka_unit_test(test_partial_without_state_is_refused),
+        cmocka_unit_test(test_unchanged_partial_sync_writes_nothing),
+        cmocka_unit_test(test_health_check_node_ports_count_local_ready_endpoints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
