@@ -21,7 +21,11 @@
 #    write there); containerd killed with SIGKILL is started again and the pod keeps
 #    running; deleted, the pod leaves no container; the server's stop stops
 #    containerd (no containerd of this data directory left) and the pod cgroup
-#    directories the test's pod caused are gone.
+#    directories the test's pod caused are gone. With the namespace's node address
+#    (192.168.78.10 on a veth pair) the server runs its node's proxy and the cluster
+#    DNS: the kube-dns Service (10.96.0.10) and its EndpointSlice name the server, the
+#    Deployment exposed as a Service answers at its ClusterIP by the server's DNS name,
+#    and a pod resolves the kubernetes Service through kube-dns.
 # 4. A data directory whose path is too long for a unix socket: containerd's socket
 #    goes under /run/ckube/<hash>/ (a tmpfs of the namespace's own), the same at every
 #    start.
@@ -74,7 +78,7 @@ start_node_server() {
 
 # --- 1. the process runtime ------------------------------------------------------------
 start_node_server "$work/data" "$store" --container-runtime process --node-name "$node" \
-    --agent-port "$(free_port)"
+    --agent-port "$(free_port)" --disable-proxy --disable-dns
 poll "node $node registers" k get node "$node"
 wait_for "node $node Ready" "node/$node" '{.status.conditions[?(@.type=="Ready")].status}=True'
 check "a lease for $node" test \
@@ -105,7 +109,7 @@ check "nor any pod process" no_leftovers
 
 # --- 2. --disable-agent ----------------------------------------------------------------
 mv "$work/server.err" "$work/server-process.err"
-start_node_server "$work/data2" "sqlite://$work/state2.db" --disable-agent
+start_node_server "$work/data2" "sqlite://$work/state2.db" --disable-agent --disable-dns
 KUBECONFIG="$work/data2/kubeconfig"
 sleep 2 # the agent would have registered well within this
 check "--disable-agent registers no node" test -z "$(k get nodes -o name 2>&1)"
@@ -116,7 +120,8 @@ stop_server
 
 # --- 2b. cri without containerd on PATH and without an endpoint: no node, and why -----------
 mv "$work/server.err" "$work/server-disabled.err"
-server_env="PATH=/nonexistent" start_node_server "$work/data2b" "sqlite://$work/state2b.db"
+server_env="PATH=/nonexistent" start_node_server "$work/data2b" "sqlite://$work/state2b.db" \
+    --disable-dns
 KUBECONFIG="$work/data2b/kubeconfig"
 poll "without containerd: an error naming the ways out" grep -q \
     "containerd is not installed.*--container-runtime-endpoint.*--container-runtime process.*--disable-agent" \
@@ -129,7 +134,7 @@ KUBECONFIG="$work/data/kubeconfig"
 
 # --- 3. the supervised containerd, in namespaces of the test's own ---------------------
 missing=""
-for tool in containerd ctr runc unshare ip nsenter; do
+for tool in containerd ctr runc unshare ip nsenter nft dig; do
     command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
 if [ -z "$missing" ] && ! unshare --net --mount --propagation private true 2>/dev/null; then
@@ -143,6 +148,12 @@ if [ -n "$missing" ]; then
 fi
 cat >"$work/netns.sh" <<'EOF'
 ip link set lo up || exit 1
+if [ -n "${NODE_IP:-}" ]; then # the node's address, on a veth pair of the namespace's own,
+    # and a default route over it (a ClusterIP is routed before the proxy's DNAT)
+    ip link add node0 type veth peer name node0-peer && ip addr add "$NODE_IP/24" dev node0 &&
+        ip link set node0-peer up && ip link set node0 up && ip route add default dev node0 ||
+        exit 1
+fi
 if [ -n "${RUN_TMPFS:-}" ]; then mount -t tmpfs tmpfs /run || exit 1; fi
 if [ -n "${VARLIB:-}" ]; then
     mkdir -p "$VARLIB/upper" "$VARLIB/work"
@@ -157,7 +168,8 @@ mv "$work/server.err" "$work/server-nocontainerd.err"
 # the pod cgroups the server's node makes go under /kubepods, as kubelet's: which of
 # its directories are this test's to remove afterwards
 kubepods_before=$(ls -d /sys/fs/cgroup/*/kubepods 2>/dev/null)
-RUN_TMPFS=1 VARLIB="$work/varlib" unshare --net --mount --propagation private sh "$work/netns.sh" \
+node_ip=192.168.78.10
+NODE_IP=$node_ip RUN_TMPFS=1 VARLIB="$work/varlib" unshare --net --mount --propagation private sh "$work/netns.sh" \
     "$ckube" server --listen "127.0.0.1:$port" --data-dir "$d3" --store "sqlite://$work/state3.db" \
     >>"$work/server.out" 2>>"$work/server.err" &
 ns_pid=$!
@@ -200,6 +212,25 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
 }
 check "web serves its page at its pod IP ($web_ip)" \
     test "$(page "http://$web_ip:8080/index.html" 2>/dev/null)" = "ckube web"
+# the node's Service routing and the cluster DNS, in the server's process: the kube-dns
+# Service on the server's address, the web Deployment behind a Service reached by name
+check "the proxy runs in the server" logged '"Proxy running"'
+check "the cluster DNS serves on the advertise address" logged "\"Cluster DNS serving\" address=\"$node_ip:53\""
+poll "the kube-dns Service at the tenth Service address" \
+    sh -c "[ \"\$(nsenter --net=/proc/$ns_pid/ns/net kubectl -n kube-system get svc kube-dns -o jsonpath='{.spec.clusterIP}')\" = 10.96.0.10 ]"
+dns_slice=kube-dns-$(echo "$node_ip" | tr . -)
+poll "its EndpointSlice lists the server" sh -c \
+    "nsenter --net=/proc/$ns_pid/ns/net kubectl -n kube-system get endpointslice $dns_slice -o jsonpath='{.endpoints[0].addresses[0]}' | grep -qx $node_ip"
+kn expose deployment web --port 80 --target-port 8080 >/dev/null
+svc_ip=$(kn get svc web -o jsonpath='{.spec.clusterIP}')
+poll "the server's DNS answers the Service's name" \
+    sh -c "[ \"\$(nsenter --net=/proc/$ns_pid/ns/net dig +short @$node_ip web.default.svc.cluster.local)\" = $svc_ip ]"
+poll "the Service answers at its ClusterIP through the proxy" \
+    sh -c "[ \"\$(nsenter --net=/proc/$ns_pid/ns/net curl -s -m 3 http://$svc_ip/index.html)\" = 'ckube web' ]"
+web_pod=$(kn get pods -l app=web -o jsonpath='{.items[0].metadata.name}')
+check "a pod resolves the kubernetes Service through kube-dns" sh -c \
+    "nsenter --net=/proc/$ns_pid/ns/net kubectl exec $web_pod -- nslookup kubernetes.default.svc.cluster.local | grep -q 10.96.0.1\$"
+
 # killed, it is started again
 [ -n "$first" ] && kill -9 $first
 restarted() {
