@@ -46,8 +46,8 @@ struct ck_cmd_node_options {
     const char *root_dir;                          /* NULL: DATA-DIR/agent */
     int port;                                      /* the agent's HTTPS port; 0: 10250 */
     const char *data_dir;                          /* the server's */
-    const char *pki_dir;     /* the server's; its ca.crt verifies the kubelet client */
-    bool own_kubelet_client; /* --kubelet-client-certificate given: no generated CA */
+    const char *pki_dir;      /* the server's; its ca.crt verifies the kubelet client */
+    bool own_kubelet_client;  /* --kubelet-client-certificate given: no generated CA */
     const char *node_ip;      /* the node's address: the server's advertise address */
     const char *cluster_cidr; /* the pods' range, for the proxy's masquerading */
     /* pods' DNS: the cluster DNS Service's address (NULL: none) and the cluster domain */

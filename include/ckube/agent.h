@@ -239,12 +239,12 @@ void ck_agent_backoff_next(struct ck_agent_backoff *b, int64_t now);
 /* ---- the node agent (agent.c), `ckube agent` ---- */
 
 struct ck_agent_config {
-    struct ck_rest *client;               /* borrowed; must outlive the agent */
-    const char *node_name;                /* required */
-    const char *node_ip; /* the node's InternalIP (kubelet's --node-ip); NULL: the host's first
-                            non-loopback IPv4 address, else 127.0.0.1 */
-    const char *root_dir;                 /* required; must exist */
-    int max_pods;                         /* 0: 110 */
+    struct ck_rest *client; /* borrowed; must outlive the agent */
+    const char *node_name;  /* required */
+    const char *node_ip;    /* the node's InternalIP (kubelet's --node-ip); NULL: the host's first
+                               non-loopback IPv4 address, else 127.0.0.1 */
+    const char *root_dir;   /* required; must exist */
+    int max_pods;           /* 0: 110 */
     int64_t node_status_update_frequency; /* lease renewals; 0: 10 s */
     int port;                             /* the HTTPS endpoint's port; 0: 10250 */
     /* its serving pair (both or neither; neither: self-signed into <root_dir>/pki) */

@@ -855,8 +855,8 @@ struct ck__pod_dns {
  * says how). 0; else the resolver file could not be read or parsed, or memory ran out
  * (the negated errno, why in reterr). Release *ret with ck__pod_dns_release.
  */
-int ck__pod_dns_config(const struct ck__dns_node *node, const json_t *pod,
-                       struct ck__pod_dns *ret, struct ck_err *reterr);
+int ck__pod_dns_config(const struct ck__dns_node *node, const json_t *pod, struct ck__pod_dns *ret,
+                       struct ck_err *reterr);
 void ck__pod_dns_release(struct ck__pod_dns *d);
 
 #endif /* CKUBE_AGENT_INTERNAL_H */
