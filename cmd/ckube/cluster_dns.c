@@ -15,12 +15,13 @@
  *     system:ckube-dns, whose client certificate the DNS server reads the cluster with.
  *
  * The objects are made once missing (an administrator's changes to the Service or the role
- * stay); the server's EndpointSlice is written again when it differs and deleted on a
- * clean stop. They are made through a client of the group system:masters (the add-on
- * manager's part), on a thread that tries each second until the server serves.
- *
- * A server that died uncleanly leaves its EndpointSlice behind until it starts again
- * (docs/differences.md): unlike the kubernetes Service's endpoints, nothing expires it.
+ * stay), through a client of the group system:masters (the add-on manager's part), on a
+ * thread that tries each second until the server serves, then looks again every 10 s:
+ * the server's EndpointSlice is written again when it differs or is gone, and the
+ * kube-dns EndpointSlices of servers no longer live are deleted. A server is live while
+ * the kubernetes Service's Endpoints list its address (the API servers' lease
+ * reconciler drops a server 15 s after its last renewal), so a server that died stops
+ * getting DNS queries within about 25 s. A clean stop deletes the server's own slice.
  */
 #define _GNU_SOURCE /* asprintf */
 #include <arpa/inet.h>
@@ -178,25 +179,83 @@ static int ensure_objects(struct ck_cmd_cluster_dns *d, struct ck_err *reterr)
     return ensure_slice(d, reterr);
 }
 
+/* Whether ip is among the addresses of the kubernetes Service's Endpoints (the live servers). */
+static bool live_server(const json_t *endpoints, const char *ip)
+{
+    size_t i, j;
+    const json_t *subset, *address;
+    json_array_foreach(json_object_get(endpoints, "subsets"), i, subset)
+    {
+        json_array_foreach(json_object_get(subset, "addresses"), j, address)
+        {
+            const char *a = json_string_value(json_object_get(address, "ip"));
+            if (a && strcmp(a, ip) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Deletes the kube-dns EndpointSlices that servers made (managed by ckube-server) whose
+ * address is no longer a live server's. Nothing when the live set cannot be read.
+ */
+static void prune_dead_servers(struct ck_cmd_cluster_dns *d)
+{
+    struct ck_err err = {0};
+    const struct ck_resource *eps_res = ck_controller_resource("", "v1", "endpoints");
+    const struct ck_resource *slices_res =
+        ck_controller_resource("discovery.k8s.io", "v1", "endpointslices");
+    json_t *live = NULL, *list = NULL;
+    struct ck_list_options opts = {.label_selector = "kubernetes.io/service-name=kube-dns,"
+                                                     "endpointslice.kubernetes.io/"
+                                                     "managed-by=ckube-server"};
+    if (ck_rest_get(d->addons_client, eps_res, "default", "kubernetes", &live, &err) == 0 &&
+        ck_rest_list(d->addons_client, slices_res, "kube-system", &opts, &list, &err) == 0) {
+        size_t i;
+        const json_t *slice;
+        json_array_foreach(json_object_get(list, "items"), i, slice)
+        {
+            const char *name =
+                json_string_value(json_object_get(json_object_get(slice, "metadata"), "name"));
+            const char *ip = json_string_value(json_array_get(
+                json_object_get(json_array_get(json_object_get(slice, "endpoints"), 0),
+                                "addresses"),
+                0));
+            if (!name || !ip || strcmp(name, d->slice_name) == 0 || live_server(live, ip))
+                continue;
+            if (ck_rest_delete(d->addons_client, slices_res, "kube-system", name, NULL, NULL,
+                               &err) == 0)
+                CK_LOGS(0, "Cluster DNS endpoint of a server gone removed", "name", name, "address",
+                        ip);
+        }
+    }
+    json_decref(live);
+    json_decref(list);
+}
+
 static void *ensurer_main(void *arg)
 {
     struct ck_cmd_cluster_dns *d = arg;
+    bool published = false;
     pthread_mutex_lock(&d->mu);
     for (unsigned tries = 0; !d->stop; tries++) {
         pthread_mutex_unlock(&d->mu);
         struct ck_err err = {0};
-        int r = ensure_objects(d, &err);
+        int r = published ? ensure_slice(d, &err) : ensure_objects(d, &err);
+        if (r == 0 && published)
+            prune_dead_servers(d);
         pthread_mutex_lock(&d->mu);
-        if (r == 0) {
+        if (r == 0 && !published) {
             CK_LOGS(0, "Cluster DNS published", "service", "kube-system/kube-dns", "clusterIP",
                     d->service_ip, "endpoint", d->address);
-            break;
+            published = true;
         }
-        if (tries % 30 == 5)
-            CK_LOGE("cluster DNS: its objects not made yet (retrying each second): %s", err.msg);
+        if (r < 0 && tries % 30 == 5)
+            CK_LOGE("cluster DNS: its objects not made yet (retrying): %s", err.msg);
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 1;
+        until.tv_sec += published ? 10 : 1;
         while (!d->stop && pthread_cond_timedwait(&d->cond, &d->mu, &until) != ETIMEDOUT)
             ;
     }

@@ -221,6 +221,23 @@ poll "the kube-dns Service at the tenth Service address" \
 dns_slice=kube-dns-$(echo "$node_ip" | tr . -)
 poll "its EndpointSlice lists the server" sh -c \
     "nsenter --net=/proc/$ns_pid/ns/net kubectl -n kube-system get endpointslice $dns_slice -o jsonpath='{.endpoints[0].addresses[0]}' | grep -qx $node_ip"
+# a kube-dns endpoint of a server that is not live goes; this server's own comes back
+kn apply -f - >/dev/null <<'EOF'
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: kube-dns-192-168-78-99
+  namespace: kube-system
+  labels: {kubernetes.io/service-name: kube-dns, endpointslice.kubernetes.io/managed-by: ckube-server}
+addressType: IPv4
+endpoints: [{addresses: [192.168.78.99], conditions: {ready: true}}]
+ports: [{name: dns, port: 53, protocol: UDP}]
+EOF
+kn -n kube-system delete endpointslice "$dns_slice" >/dev/null
+poll "a dead server's kube-dns endpoint is removed" sh -c \
+    "! nsenter --net=/proc/$ns_pid/ns/net kubectl -n kube-system get endpointslice kube-dns-192-168-78-99 >/dev/null 2>&1"
+poll "the server's own kube-dns endpoint is made again" \
+    nsenter --net="/proc/$ns_pid/ns/net" kubectl -n kube-system get endpointslice "$dns_slice"
 kn expose deployment web --port 80 --target-port 8080 >/dev/null
 svc_ip=$(kn get svc web -o jsonpath='{.spec.clusterIP}')
 poll "the server's DNS answers the Service's name" \
