@@ -252,6 +252,41 @@ struct ck__rt_node_status {
 };
 
 struct ck__runtime;
+/*
+ * The container garbage collection's policy (kubelet's GCPolicy, its flags
+ * --minimum-container-ttl-duration, --maximum-dead-containers-per-container and
+ * --maximum-dead-containers).
+ */
+struct ck__rt_gc_policy {
+    int64_t min_age;           /* ns: younger dead containers stay (kubelet's 0) */
+    int max_per_pod_container; /* dead ones kept per (pod, container name); <0: no limit (1) */
+    int max_containers;        /* dead ones kept on the node; <0: no limit (-1) */
+};
+
+/* A container the agent runs: attempts >= attempt_from are never removed. */
+struct ck__rt_gc_keep {
+    const char *uid, *name;
+    int attempt_from;
+};
+
+/* One container as gc.c sees it. */
+struct ck__gc_container {
+    const char *pod_uid, *name;
+    int attempt;
+    bool running;       /* kubelet never evicts a running one */
+    bool kept;          /* the agent still serves it (its current attempt, the previous one) */
+    int64_t created_at; /* ns since the epoch */
+    bool evict;         /* set by ck__gc_select() */
+};
+
+/*
+ * Marks (evict) the containers of c[0..n) that the container GC removes under policy at
+ * time now (ns since the epoch), as kubelet's evictContainers chooses them; their number
+ * into *ret_n. gc.c says how. 0, or CK_ENOMEM (nothing marked).
+ */
+int ck__gc_select(struct ck__gc_container *c, size_t n, const struct ck__rt_gc_policy *policy,
+                  int64_t now, size_t *ret_n);
+
 struct ck__runtime_ops {
     const char *name; /* "process", "cri" */
     /* How often a running container's state is read (kubelet's PLEG relist: 1 s); 0: each tick. */
@@ -307,6 +342,16 @@ struct ck__runtime_ops {
      * thread. NULL: the runtime gives pods the host's network.
      */
     void (*set_pod_cidr)(struct ck__runtime *rt, const char *cidr);
+    /*
+     * One pass of the container garbage collection (kubelet's GarbageCollect): the dead
+     * containers of the agent's pods (the keep[0..n_keep) list names them and what
+     * stays) that policy evicts, with their logs, oldest first; then their pods'
+     * NOTREADY sandboxes without containers but the newest. Pods not in keep are left to
+     * pod_remove and remove_orphans. Blocks on the runtime: called from the agent's GC
+     * thread. NULL: the runtime keeps nothing dead.
+     */
+    void (*gc)(struct ck__runtime *rt, const struct ck__rt_gc_policy *policy,
+               const struct ck__rt_gc_keep *keep, size_t n_keep);
     /*
      * The URL of the runtime's streaming server for `kubectl exec` of argv in container
      * id (stdout always, stderr without a tty): 0 and *ret_url (caller frees), else the
@@ -855,8 +900,8 @@ struct ck__pod_dns {
  * says how). 0; else the resolver file could not be read or parsed, or memory ran out
  * (the negated errno, why in reterr). Release *ret with ck__pod_dns_release.
  */
-int ck__pod_dns_config(const struct ck__dns_node *node, const json_t *pod,
-                       struct ck__pod_dns *ret, struct ck_err *reterr);
+int ck__pod_dns_config(const struct ck__dns_node *node, const json_t *pod, struct ck__pod_dns *ret,
+                       struct ck_err *reterr);
 void ck__pod_dns_release(struct ck__pod_dns *d);
 
 #endif /* CKUBE_AGENT_INTERNAL_H */
