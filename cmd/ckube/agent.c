@@ -84,6 +84,14 @@ static const char usage[] =
     "                             (default /etc/resolv.conf; \"\": none)\n"
     "      --cgroup-root CGROUP   the cgroup pods' cgroups go under, as CGROUP/kubepods/...\n"
     "                             (default /)\n"
+    "      --container-gc-period D  how often the CRI runtime's dead containers and\n"
+    "                             sandboxes are collected (default 1m; 0s: never)\n"
+    "      --minimum-container-ttl-duration D  dead containers younger than this stay\n"
+    "                             (default 0s)\n"
+    "      --maximum-dead-containers-per-container N  dead containers kept per pod and\n"
+    "                             container name (default 1; -1: no limit)\n"
+    "      --maximum-dead-containers N  dead containers kept on the node (default -1: no\n"
+    "                             limit)\n"
     "  -v, --v N                  log verbosity (default 0)\n"
     "      --logging-format FORMAT  text (klog) or json (default text)\n"
     "  -h, --help                 print this help\n";
@@ -336,6 +344,7 @@ int ck_cmd_agent(int argc, char **argv)
         O_RESOLV_CONF,
         O_NODE_IP
     };
+    enum { O_GC_PERIOD = 600, O_GC_MIN_AGE, O_GC_MAX_PER_CONTAINER, O_GC_MAX };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
         {"node-name", required_argument, NULL, O_NODE},
@@ -361,12 +370,20 @@ int ck_cmd_agent(int argc, char **argv)
         {"cluster-domain", required_argument, NULL, O_CLUSTER_DOMAIN},
         {"resolv-conf", required_argument, NULL, O_RESOLV_CONF},
         {"node-ip", required_argument, NULL, O_NODE_IP},
+        {"container-gc-period", required_argument, NULL, O_GC_PERIOD},
+        {"minimum-container-ttl-duration", required_argument, NULL, O_GC_MIN_AGE},
+        {"maximum-dead-containers-per-container", required_argument, NULL, O_GC_MAX_PER_CONTAINER},
+        {"maximum-dead-containers", required_argument, NULL, O_GC_MAX},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct ck_agent_config config = {0};
+    /* kubelet's GC policy defaults */
+    config.gc_policy_set = true;
+    config.max_dead_per_container = 1;
+    config.max_dead_containers = -1;
     const char *kubeconfig = NULL, *config_file = NULL, *gates_flag = NULL;
     struct flags_set set = {0};
     static struct dns_servers dns; /* config borrows its addresses until exit */
@@ -481,6 +498,32 @@ int ck_cmd_agent(int argc, char **argv)
             if (inet_pton(AF_INET, optarg, bin) != 1)
                 return usage_error("invalid value for --node-ip (want an IPv4 address)", optarg);
             config.node_ip = optarg;
+            break;
+        }
+        case O_GC_PERIOD:
+            if (!ck_cmd_parse_duration(optarg, &config.container_gc_period) ||
+                config.container_gc_period < 0)
+                return usage_error("invalid value for --container-gc-period", optarg);
+            if (config.container_gc_period == 0)
+                config.container_gc_period = -1; /* 0s: none */
+            break;
+        case O_GC_MIN_AGE:
+            if (!ck_cmd_parse_duration(optarg, &config.minimum_container_ttl) ||
+                config.minimum_container_ttl < 0)
+                return usage_error("invalid value for --minimum-container-ttl-duration", optarg);
+            break;
+        case O_GC_MAX_PER_CONTAINER:
+        case O_GC_MAX: {
+            long v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < -1 || v > 1000000)
+                return usage_error(
+                    opt == O_GC_MAX ? "invalid value for --maximum-dead-containers"
+                                    : "invalid value for --maximum-dead-containers-per-container",
+                    optarg);
+            if (opt == O_GC_MAX)
+                config.max_dead_containers = (int)v;
+            else
+                config.max_dead_per_container = (int)v;
             break;
         }
         case 'v':

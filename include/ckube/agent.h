@@ -239,12 +239,12 @@ void ck_agent_backoff_next(struct ck_agent_backoff *b, int64_t now);
 /* ---- the node agent (agent.c), `ckube agent` ---- */
 
 struct ck_agent_config {
-    struct ck_rest *client;               /* borrowed; must outlive the agent */
-    const char *node_name;                /* required */
-    const char *node_ip; /* the node's InternalIP (kubelet's --node-ip); NULL: the host's first
-                            non-loopback IPv4 address, else 127.0.0.1 */
-    const char *root_dir;                 /* required; must exist */
-    int max_pods;                         /* 0: 110 */
+    struct ck_rest *client; /* borrowed; must outlive the agent */
+    const char *node_name;  /* required */
+    const char *node_ip;    /* the node's InternalIP (kubelet's --node-ip); NULL: the host's first
+                               non-loopback IPv4 address, else 127.0.0.1 */
+    const char *root_dir;   /* required; must exist */
+    int max_pods;           /* 0: 110 */
     int64_t node_status_update_frequency; /* lease renewals; 0: 10 s */
     int port;                             /* the HTTPS endpoint's port; 0: 10250 */
     /* its serving pair (both or neither; neither: self-signed into <root_dir>/pki) */
@@ -272,6 +272,14 @@ struct ck_agent_config {
     size_t n_cluster_dns;
     const char *cluster_domain; /* NULL or "": none */
     const char *resolv_conf;    /* the host's resolver file; NULL: CK_AGENT_RESOLV_CONF; "": none */
+    /* CRI: the garbage collection of dead containers and sandboxes every period (0: the
+       kubelet's ContainerGCPeriod, 1 min; <0: none), under kubelet's GCPolicy: when
+       gc_policy_set, the three below, else the kubelet's defaults 0, 1 and -1 */
+    int64_t container_gc_period;
+    bool gc_policy_set;
+    int64_t minimum_container_ttl; /* --minimum-container-ttl-duration: MinAge */
+    int max_dead_per_container;    /* --maximum-dead-containers-per-container; <0: no limit */
+    int max_dead_containers;       /* --maximum-dead-containers; <0: no limit */
 };
 
 #define CK_AGENT_RUNTIME_ENDPOINT "unix:///run/containerd/containerd.sock"

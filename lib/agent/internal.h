@@ -271,6 +271,7 @@ struct ck__rt_gc_keep {
 
 /* One container as gc.c sees it. */
 struct ck__gc_container {
+    const char *id; /* the caller's: ck__gc_select() leaves it alone */
     const char *pod_uid, *name;
     int attempt;
     bool running;       /* kubelet never evicts a running one */

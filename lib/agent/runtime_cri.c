@@ -48,6 +48,7 @@
 #define _GNU_SOURCE /* vasprintf, strndup */
 #include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -1193,6 +1194,173 @@ static void node_status(struct ck__runtime *rt, struct ck__rt_node_status *ret)
     ret->images = node_images(cr);
 }
 
+/* ---- garbage collection ------------------------------------------------------------ */
+
+/*
+ * Removes a container's log as kubelet's log manager cleans it (the file and its rotated
+ * ones, <path>.*), and the agent's own <attempt>/ directory next to it (its exit file).
+ */
+static void remove_log(const char *log_path)
+{
+    if (!log_path || !*log_path)
+        return;
+    char pattern[PATH_MAX];
+    glob_t g;
+    unlink(log_path);
+    if (snprintf(pattern, sizeof(pattern), "%s.*", log_path) < (int)sizeof(pattern) &&
+        glob(pattern, GLOB_NOSORT, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            unlink(g.gl_pathv[i]);
+        globfree(&g);
+    }
+    size_t len = strlen(log_path);
+    if (len > 4 && strcmp(log_path + len - 4, ".log") == 0 && len + 1 < sizeof(pattern)) {
+        snprintf(pattern, sizeof(pattern), "%.*s/exit", (int)(len - 4), log_path);
+        unlink(pattern);
+        pattern[len - 4] = 0;
+        rmdir(pattern);
+    }
+}
+
+static const struct ck__rt_gc_keep *keep_of(const struct ck__rt_gc_keep *keep, size_t n,
+                                            const char *uid, const char *name)
+{
+    for (size_t i = 0; uid && i < n; i++)
+        if (strcmp(keep[i].uid, uid) == 0 && (!name || strcmp(keep[i].name, name) == 0))
+            return &keep[i];
+    return NULL;
+}
+
+/* Oldest first: the order the kubelet removes them in. */
+static int oldest_cmp(const void *a, const void *b)
+{
+    const struct ck__gc_container *x = a, *y = b;
+    if (x->evict != y->evict)
+        return x->evict ? -1 : 1;
+    return x->created_at < y->created_at ? -1 : x->created_at > y->created_at;
+}
+
+/* kubelet's evictContainers over the agent's pods. */
+static void gc_containers(struct cri_runtime *cr, const struct ck__rt_gc_policy *policy,
+                          const struct ck__rt_gc_keep *keep, size_t n_keep)
+{
+    struct ck__cri_filter filter = {.state = -1};
+    struct ck__cri_containers l;
+    struct ck_err err = {0};
+    if (ck__cri_list_containers(cr->cri, &filter, &l, &err) < 0) {
+        CK_LOGS(0, "Failed to list containers for garbage collection", "err", err.msg);
+        return;
+    }
+    struct ck__gc_container *c = calloc(l.n + 1, sizeof(*c));
+    size_t n = 0, n_evict = 0;
+    for (size_t i = 0; c && i < l.n; i++) {
+        const struct ck__cri_container *ct = &l.items[i];
+        const char *uid = ck__cri_kv_get(ct->labels, ct->n_labels, "io.kubernetes.pod.uid");
+        const char *name = ck__cri_kv_get(ct->labels, ct->n_labels, "io.kubernetes.container.name");
+        if (!name)
+            name = ct->name;
+        if (!uid || !name || !keep_of(keep, n_keep, uid, NULL))
+            continue; /* not the kubelet's, or not a pod the agent runs */
+        const struct ck__rt_gc_keep *k = keep_of(keep, n_keep, uid, name);
+        c[n++] = (struct ck__gc_container){
+            .id = ct->id,
+            .pod_uid = uid,
+            .name = name,
+            .attempt = (int)ct->attempt,
+            .running = ct->state == CK__CRI_RUNNING,
+            .kept = k && (int)ct->attempt >= k->attempt_from,
+            .created_at = ct->created_at,
+        };
+    }
+    if (c && ck__gc_select(c, n, policy, realtime_ns(), &n_evict) == 0 && n_evict) {
+        qsort(c, n, sizeof(*c), oldest_cmp);
+        for (size_t i = 0; i < n_evict; i++) {
+            const char *id = c[i].id;
+            struct ck__cri_container_status st;
+            CK_LOGS(4, "Removing container", "containerID", id, "podUID", c[i].pod_uid, "attempt",
+                    c[i].attempt);
+            if (ck__cri_container_status(cr->cri, id, &st, &err) == 0) {
+                remove_log(st.log_path);
+                ck__cri_container_status_release(&st);
+            }
+            if (ck__cri_remove_container(cr->cri, id, &err) < 0 && err.code != CK_ENOENT)
+                CK_LOGS(0, "Failed to remove container", "containerID", id, "err", err.msg);
+        }
+    }
+    free(c);
+    ck__cri_containers_release(&l);
+}
+
+/* Newest first. */
+static int sandbox_newest_cmp(const void *a, const void *b)
+{
+    const struct ck__cri_sandbox *x = *(const struct ck__cri_sandbox *const *)a;
+    const struct ck__cri_sandbox *y = *(const struct ck__cri_sandbox *const *)b;
+    return x->created_at > y->created_at ? -1 : x->created_at < y->created_at;
+}
+
+/*
+ * kubelet's evictSandboxes for pods that still exist: each keeps its newest sandbox;
+ * the older ones go unless READY or still holding a container.
+ */
+static void gc_sandboxes(struct cri_runtime *cr, const struct ck__rt_gc_keep *keep, size_t n_keep)
+{
+    struct ck__cri_filter filter = {.state = -1};
+    struct ck__cri_sandboxes sl;
+    struct ck__cri_containers cl;
+    struct ck_err err = {0};
+    if (ck__cri_list_sandboxes(cr->cri, &filter, &sl, &err) < 0)
+        return;
+    if (ck__cri_list_containers(cr->cri, &filter, &cl, &err) < 0) {
+        ck__cri_sandboxes_release(&sl);
+        return;
+    }
+    const struct ck__cri_sandbox **v = calloc(sl.n + 1, sizeof(*v));
+    for (size_t i = 0; v && i < sl.n; i++) {
+        const char *uid =
+            ck__cri_kv_get(sl.items[i].labels, sl.items[i].n_labels, "io.kubernetes.pod.uid");
+        bool seen = false; /* this pod's sandboxes were handled with an earlier one */
+        for (size_t j = 0; uid && j < i && !seen; j++)
+            seen =
+                ck__cri_kv_get(sl.items[j].labels, sl.items[j].n_labels, "io.kubernetes.pod.uid") &&
+                strcmp(ck__cri_kv_get(sl.items[j].labels, sl.items[j].n_labels,
+                                      "io.kubernetes.pod.uid"),
+                       uid) == 0;
+        if (!uid || seen || !keep_of(keep, n_keep, uid, NULL))
+            continue;
+        size_t n = 0;
+        for (size_t j = i; j < sl.n; j++) {
+            const char *u =
+                ck__cri_kv_get(sl.items[j].labels, sl.items[j].n_labels, "io.kubernetes.pod.uid");
+            if (u && strcmp(u, uid) == 0)
+                v[n++] = &sl.items[j];
+        }
+        qsort(v, n, sizeof(*v), sandbox_newest_cmp);
+        for (size_t j = 1; j < n; j++) {
+            bool active = v[j]->state == CK__CRI_SANDBOX_READY;
+            for (size_t k = 0; k < cl.n && !active; k++)
+                active = cl.items[k].sandbox_id && strcmp(cl.items[k].sandbox_id, v[j]->id) == 0;
+            if (active)
+                continue;
+            CK_LOGS(4, "Removing sandbox", "sandboxID", v[j]->id, "podUID", uid);
+            if (ck__cri_stop_sandbox(cr->cri, v[j]->id, &err) < 0 ||
+                ck__cri_remove_sandbox(cr->cri, v[j]->id, &err) < 0)
+                CK_LOGS(0, "Failed to remove sandbox", "sandboxID", v[j]->id, "err", err.msg);
+        }
+    }
+    free(v);
+    ck__cri_containers_release(&cl);
+    ck__cri_sandboxes_release(&sl);
+}
+
+static void gc(struct ck__runtime *rt, const struct ck__rt_gc_policy *policy,
+               const struct ck__rt_gc_keep *keep, size_t n_keep)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    gc_containers(cr, policy, keep, n_keep);
+    gc_sandboxes(cr, keep, n_keep);
+}
+
 static const struct ck__runtime_ops cri_ops = {
     .name = "cri",
     .relist_period = CK_SEC, /* kubelet's PLEG relist period */
@@ -1208,6 +1376,7 @@ static const struct ck__runtime_ops cri_ops = {
     .remove_orphans = remove_orphans,
     .node_status = node_status,
     .set_pod_cidr = set_pod_cidr,
+    .gc = gc,
     .free = runtime_free,
 };
 
