@@ -92,6 +92,12 @@ static const char usage[] =
     "                             container name (default 1; -1: no limit)\n"
     "      --maximum-dead-containers N  dead containers kept on the node (default -1: no\n"
     "                             limit)\n"
+    "      --image-gc-high-threshold PCT  image filesystem use from which unused images\n"
+    "                             are removed, every fifth container GC period (default\n"
+    "                             85; 100: never)\n"
+    "      --image-gc-low-threshold PCT  removed down to this use (default 80)\n"
+    "      --minimum-image-ttl-duration D  images first seen more recently stay (default\n"
+    "                             2m)\n"
     "  -v, --v N                  log verbosity (default 0)\n"
     "      --logging-format FORMAT  text (klog) or json (default text)\n"
     "  -h, --help                 print this help\n";
@@ -344,7 +350,15 @@ int ck_cmd_agent(int argc, char **argv)
         O_RESOLV_CONF,
         O_NODE_IP
     };
-    enum { O_GC_PERIOD = 600, O_GC_MIN_AGE, O_GC_MAX_PER_CONTAINER, O_GC_MAX };
+    enum {
+        O_GC_PERIOD = 600,
+        O_GC_MIN_AGE,
+        O_GC_MAX_PER_CONTAINER,
+        O_GC_MAX,
+        O_IMAGE_GC_HIGH,
+        O_IMAGE_GC_LOW,
+        O_IMAGE_MIN_AGE
+    };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
         {"node-name", required_argument, NULL, O_NODE},
@@ -374,6 +388,9 @@ int ck_cmd_agent(int argc, char **argv)
         {"minimum-container-ttl-duration", required_argument, NULL, O_GC_MIN_AGE},
         {"maximum-dead-containers-per-container", required_argument, NULL, O_GC_MAX_PER_CONTAINER},
         {"maximum-dead-containers", required_argument, NULL, O_GC_MAX},
+        {"image-gc-high-threshold", required_argument, NULL, O_IMAGE_GC_HIGH},
+        {"image-gc-low-threshold", required_argument, NULL, O_IMAGE_GC_LOW},
+        {"minimum-image-ttl-duration", required_argument, NULL, O_IMAGE_MIN_AGE},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -384,6 +401,9 @@ int ck_cmd_agent(int argc, char **argv)
     config.gc_policy_set = true;
     config.max_dead_per_container = 1;
     config.max_dead_containers = -1;
+    config.image_gc_high_threshold = 85;
+    config.image_gc_low_threshold = 80;
+    config.minimum_image_ttl = 120 * CK_SEC;
     const char *kubeconfig = NULL, *config_file = NULL, *gates_flag = NULL;
     struct flags_set set = {0};
     static struct dns_servers dns; /* config borrows its addresses until exit */
@@ -526,6 +546,25 @@ int ck_cmd_agent(int argc, char **argv)
                 config.max_dead_per_container = (int)v;
             break;
         }
+        case O_IMAGE_GC_HIGH:
+        case O_IMAGE_GC_LOW: {
+            long v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 0 || v > 100)
+                return usage_error(opt == O_IMAGE_GC_HIGH
+                                       ? "invalid value for --image-gc-high-threshold (0-100)"
+                                       : "invalid value for --image-gc-low-threshold (0-100)",
+                                   optarg);
+            if (opt == O_IMAGE_GC_HIGH)
+                config.image_gc_high_threshold = (int)v;
+            else
+                config.image_gc_low_threshold = (int)v;
+            break;
+        }
+        case O_IMAGE_MIN_AGE:
+            if (!ck_cmd_parse_duration(optarg, &config.minimum_image_ttl) ||
+                config.minimum_image_ttl < 0)
+                return usage_error("invalid value for --minimum-image-ttl-duration", optarg);
+            break;
         case 'v':
         case O_FORMAT:
             if (ck_cmd_log_flag(opt == 'v', optarg))
@@ -547,6 +586,9 @@ int ck_cmd_agent(int argc, char **argv)
         return usage_error("--node-name is required", NULL);
     if (!config.root_dir)
         return usage_error("--root-dir is required", NULL);
+    if (config.image_gc_low_threshold >= config.image_gc_high_threshold)
+        return usage_error("--image-gc-low-threshold must be less than --image-gc-high-threshold",
+                           NULL);
     if (!config.tls_cert_file != !config.tls_private_key_file)
         return usage_error("--tls-cert-file and --tls-private-key-file go together", NULL);
 

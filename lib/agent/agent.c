@@ -1480,24 +1480,63 @@ static void gc_keep_free(struct ck__rt_gc_keep *keep, size_t n)
     free(keep);
 }
 
+/* Image GC passes come every this many container GC passes (kubelet: 5 min and 1 min). */
+#define IMAGE_GC_EVERY 5
+
+/*
+ * One image GC pass, with kubelet's node events: FreeDiskSpaceFailed when it could not
+ * free enough, ImageGCFailed when it failed twice in a row. *failed: the last pass failed.
+ */
+static void image_gc(struct ck_agent *a, const struct ck__rt_image_gc_policy *policy, bool *failed)
+{
+    struct ck_err err = {0};
+    bool short_of_space = false;
+    int r = a->rt->ops->image_gc(a->rt, policy, &short_of_space, &err);
+    /* kubelet's nodeRef names the node in its uid too */
+    json_t *ref = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Node",
+                            "metadata", "name", a->node_name, "uid", a->node_name);
+    if (short_of_space)
+        ck_event_recordf(a->events, ref, CK_EVENT_WARNING, "FreeDiskSpaceFailed", "%s", err.msg);
+    if (r < 0 && *failed) {
+        CK_LOGS_ERR("Image garbage collection failed multiple times in a row", "err", err.msg);
+        ck_event_recordf(a->events, ref, CK_EVENT_WARNING, "ImageGCFailed", "%s", err.msg);
+    } else if (r < 0)
+        CK_LOGS_ERR("Image garbage collection failed once. Stats initialization may not have "
+                    "completed yet",
+                    "err", err.msg);
+    json_decref(ref);
+    *failed = r < 0;
+}
+
 static void *gc_main(void *arg)
 {
     struct ck_agent *a = arg;
-    struct ck__rt_gc_policy policy = {0, 1, -1}; /* kubelet's defaults */
-    if (a->config.gc_policy_set)
+    struct ck__rt_gc_policy policy = {0, 1, -1};                    /* kubelet's defaults */
+    struct ck__rt_image_gc_policy ipolicy = {85, 80, 120 * CK_SEC}; /* likewise */
+    if (a->config.gc_policy_set) {
         policy = (struct ck__rt_gc_policy){a->config.minimum_container_ttl,
                                            a->config.max_dead_per_container,
                                            a->config.max_dead_containers};
-    while (!wait_stop(a, a->config.container_gc_period)) {
+        ipolicy = (struct ck__rt_image_gc_policy){a->config.image_gc_high_threshold,
+                                                  a->config.image_gc_low_threshold,
+                                                  a->config.minimum_image_ttl};
+    }
+    bool images = a->rt->ops->image_gc && ipolicy.high_threshold < 100, image_failed = false;
+    if (a->rt->ops->image_gc && !images)
+        CK_LOGS(2, "ImageGCHighThresholdPercent is set 100, Disable image GC", "node",
+                a->node_name);
+    for (unsigned pass = 1; !wait_stop(a, a->config.container_gc_period); pass++) {
         size_t n = 0;
         struct ck__rt_gc_keep *keep = gc_keep_list(a, &n);
-        if (!keep)
-            continue;
-        int64_t t0 = now_ns();
-        a->rt->ops->gc(a->rt, &policy, keep, n);
-        CK_LOGV(4, "Container garbage collection done in %.3fs (%zu containers of its pods)",
-                (double)(now_ns() - t0) / 1e9, n);
-        gc_keep_free(keep, n);
+        if (keep) {
+            int64_t t0 = now_ns();
+            a->rt->ops->gc(a->rt, &policy, keep, n);
+            CK_LOGV(4, "Container garbage collection done in %.3fs (%zu containers of its pods)",
+                    (double)(now_ns() - t0) / 1e9, n);
+            gc_keep_free(keep, n);
+        }
+        if (images && pass % IMAGE_GC_EVERY == 0)
+            image_gc(a, &ipolicy, &image_failed);
     }
     return NULL;
 }

@@ -18,7 +18,12 @@
  * would have been is skipped, not passed on to a younger one (as the kubelet skips a
  * container it cannot remove).
  *
- * Threading: none; the caller owns the list.
+ * Images (ck__image_gc_select), as kubelet's image GC manager frees space
+ * (pkg/kubelet/images/image_gc_manager.go, freeSpace): the images no container uses,
+ * least recently used first (then first detected first), skipping pinned ones and
+ * ones first detected less than MinAge ago, until the bytes to free are reached.
+ *
+ * Threading: none; the caller owns the lists.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -119,5 +124,41 @@ int ck__gc_select(struct ck__gc_container *c, size_t n, const struct ck__rt_gc_p
     for (size_t i = 0; i < n; i++)
         marked += c[i].evict;
     *ret_n = marked;
+    return 0;
+}
+
+/* Least recently used first, then first detected first (kubelet's byLastUsedAndDetected). */
+static int lru_cmp(const void *a, const void *b)
+{
+    const struct ck__gc_image *x = *(const struct ck__gc_image *const *)a;
+    const struct ck__gc_image *y = *(const struct ck__gc_image *const *)b;
+    if (x->last_used != y->last_used)
+        return x->last_used < y->last_used ? -1 : 1;
+    return x->first_detected < y->first_detected ? -1 : x->first_detected > y->first_detected;
+}
+
+int ck__image_gc_select(struct ck__gc_image *img, size_t n, uint64_t bytes_to_free, int64_t min_age,
+                        int64_t now, uint64_t *ret_freed)
+{
+    struct ck__gc_image **v = calloc(n + 1, sizeof(*v));
+    size_t m = 0;
+    uint64_t freed = 0;
+    if (!v)
+        return CK_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        img[i].remove = false;
+        if (!img[i].in_use)
+            v[m++] = &img[i];
+    }
+    if (m > 1)
+        qsort(v, m, sizeof(*v), lru_cmp);
+    for (size_t i = 0; i < m && freed < bytes_to_free; i++) {
+        if (v[i]->pinned || now - v[i]->first_detected < min_age)
+            continue;
+        v[i]->remove = true;
+        freed += v[i]->size;
+    }
+    free(v);
+    *ret_freed = freed;
     return 0;
 }

@@ -3,7 +3,8 @@
  * dead containers as kubelet's evictContainers makes it: per (pod, container name) the
  * newest MaxPerPodContainer stay, MinAge spares young ones, MaxContainers caps the node
  * (evenly per unit first, then the oldest), running containers and the ones the agent
- * keeps are never chosen.
+ * keeps are never chosen; and the image GC's choice as kubelet's freeSpace makes it:
+ * unused images, least recently used first, pinned and young ones spared, until enough.
  */
 #include "cktest.h"
 
@@ -129,6 +130,70 @@ static void test_kept_attempts_count_but_are_never_marked(void **state)
     assert_string_equal(marked(c, N(c)), "p/c:0 p/c:1");
 }
 
+/* An image of size MiB, first seen `seen` s and last used `used` s before NOW. */
+static struct ck__gc_image image(const char *id, uint64_t mib, int64_t seen, int64_t used)
+{
+    return (struct ck__gc_image){.id = id,
+                                 .size = mib << 20,
+                                 .first_detected = NOW - seen * CK_SEC,
+                                 .last_used = NOW - used * CK_SEC};
+}
+
+static const char *removed(const struct ck__gc_image *img, size_t n)
+{
+    static char buf[256];
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (img[i].remove)
+            len +=
+                (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", len ? " " : "", img[i].id);
+    return buf;
+}
+
+static void test_images_least_recently_used_first_until_enough(void **state)
+{
+    (void)state;
+    struct ck__gc_image img[] = {image("new", 10, 600, 100), image("old", 10, 600, 500),
+                                 image("mid", 10, 600, 300), image("used", 50, 600, 900)};
+    img[3].in_use = true;
+    uint64_t freed = 0;
+    /* 15 MiB to free: the least recently used two (10 MiB is not enough) */
+    assert_int_equal(ck__image_gc_select(img, 4, 15u << 20, 0, NOW, &freed), 0);
+    assert_string_equal(removed(img, 4), "old mid");
+    assert_int_equal(freed, 20u << 20);
+    /* more than all of them: every unused image, and less freed than asked */
+    assert_int_equal(ck__image_gc_select(img, 4, 100u << 20, 0, NOW, &freed), 0);
+    assert_string_equal(removed(img, 4), "new old mid");
+    assert_int_equal(freed, 30u << 20);
+}
+
+static void test_images_same_last_use_first_detected_first(void **state)
+{
+    (void)state;
+    struct ck__gc_image img[] = {image("b", 1, 100, 50), image("a", 1, 200, 50)};
+    uint64_t freed = 0;
+    assert_int_equal(ck__image_gc_select(img, 2, 1, 0, NOW, &freed), 0);
+    assert_string_equal(removed(img, 2), "a");
+}
+
+static void test_images_pinned_and_young_ones_stay(void **state)
+{
+    (void)state;
+    /* "young" was first seen a minute ago: under the kubelet's 2 minutes */
+    struct ck__gc_image img[] = {image("pause", 1, 900, 900), image("young", 1, 60, 60),
+                                 image("old", 1, 900, 800)};
+    img[0].pinned = true;
+    uint64_t freed = 0;
+    assert_int_equal(ck__image_gc_select(img, 3, 100u << 20, 120 * CK_SEC, NOW, &freed), 0);
+    assert_string_equal(removed(img, 3), "old");
+    assert_int_equal(freed, 1u << 20);
+    /* nothing to free: nothing removed */
+    assert_int_equal(ck__image_gc_select(img, 3, 0, 0, NOW, &freed), 0);
+    assert_string_equal(removed(img, 3), "");
+    assert_int_equal(freed, 0);
+}
+
 static void test_empty_list(void **state)
 {
     (void)state;
@@ -146,6 +211,9 @@ int main(void)
         cmocka_unit_test(test_max_containers_evenly_per_unit_first),
         cmocka_unit_test(test_max_containers_then_the_oldest_of_all),
         cmocka_unit_test(test_kept_attempts_count_but_are_never_marked),
+        cmocka_unit_test(test_images_least_recently_used_first_until_enough),
+        cmocka_unit_test(test_images_same_last_use_first_detected_first),
+        cmocka_unit_test(test_images_pinned_and_young_ones_stay),
         cmocka_unit_test(test_empty_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
