@@ -7,7 +7,8 @@
  *
  * A container is evictable when it is not running and was created more than MinAge
  * ago. Evictable containers are grouped by (pod uid, container name), kubelet's evict
- * unit, newest first. Then, as the kubelet:
+ * unit, newest first (kubelet's byAttempt: the higher attempt, then the later
+ * creation; across units too). Then, as the kubelet:
  * - MaxPerPodContainer >= 0: each unit keeps its newest MaxPerPodContainer;
  * - MaxContainers >= 0 and more evictable containers left than that: each unit keeps
  *   its newest max(1, MaxContainers / units); if still too many, the oldest of all go
@@ -30,6 +31,16 @@
 
 #include "internal.h"
 
+/* Newest first as kubelet's byAttempt orders them: the higher attempt, then the later creation. */
+static int newest_cmp(const void *a, const void *b)
+{
+    const struct ck__gc_container *x = *(const struct ck__gc_container *const *)a;
+    const struct ck__gc_container *y = *(const struct ck__gc_container *const *)b;
+    if (x->attempt != y->attempt)
+        return x->attempt > y->attempt ? -1 : 1;
+    return x->created_at > y->created_at ? -1 : x->created_at < y->created_at;
+}
+
 /* Unit (uid, name) order, then newest first: each unit is one run, its newest first. */
 static int unit_cmp(const void *a, const void *b)
 {
@@ -38,21 +49,7 @@ static int unit_cmp(const void *a, const void *b)
     int c = strcmp(x->pod_uid, y->pod_uid);
     if (c == 0)
         c = strcmp(x->name, y->name);
-    if (c == 0 && x->created_at != y->created_at)
-        c = x->created_at > y->created_at ? -1 : 1;
-    if (c == 0 && x->attempt != y->attempt)
-        c = x->attempt > y->attempt ? -1 : 1;
-    return c;
-}
-
-/* Newest first (kubelet's byCreated). */
-static int newest_cmp(const void *a, const void *b)
-{
-    const struct ck__gc_container *x = *(const struct ck__gc_container *const *)a;
-    const struct ck__gc_container *y = *(const struct ck__gc_container *const *)b;
-    if (x->created_at != y->created_at)
-        return x->created_at > y->created_at ? -1 : 1;
-    return x->attempt > y->attempt ? -1 : x->attempt < y->attempt;
+    return c ? c : newest_cmp(a, b);
 }
 
 /* Marks the oldest `remove` of v[0..n) (newest first), kept ones skipped. */

@@ -282,6 +282,7 @@ struct ck__gc_container {
     const char *pod_uid, *name;
     int attempt;
     bool running;       /* kubelet never evicts a running one */
+    bool unknown;       /* the runtime does not know its state: stopped before its removal */
     bool kept;          /* the agent still serves it (its current attempt, the previous one) */
     int64_t created_at; /* ns since the epoch */
     bool evict;         /* set by ck__gc_select() */

@@ -1250,12 +1250,14 @@ static const struct ck__rt_gc_keep *keep_of(const struct ck__rt_gc_keep *keep, s
     return NULL;
 }
 
-/* Oldest first: the order the kubelet removes them in. */
+/* The marked ones first, oldest first (the lower attempt, then the earlier creation). */
 static int oldest_cmp(const void *a, const void *b)
 {
     const struct ck__gc_container *x = a, *y = b;
     if (x->evict != y->evict)
         return x->evict ? -1 : 1;
+    if (x->attempt != y->attempt)
+        return x->attempt < y->attempt ? -1 : 1;
     return x->created_at < y->created_at ? -1 : x->created_at > y->created_at;
 }
 
@@ -1287,6 +1289,7 @@ static void gc_containers(struct cri_runtime *cr, const struct ck__rt_gc_policy 
             .name = name,
             .attempt = (int)ct->attempt,
             .running = ct->state == CK__CRI_RUNNING,
+            .unknown = ct->state == CK__CRI_UNKNOWN,
             .kept = k && (int)ct->attempt >= k->attempt_from,
             .created_at = ct->created_at,
         };
@@ -1298,6 +1301,12 @@ static void gc_containers(struct cri_runtime *cr, const struct ck__rt_gc_policy 
             struct ck__cri_container_status st;
             CK_LOGS(4, "Removing container", "containerID", id, "podUID", c[i].pod_uid, "attempt",
                     c[i].attempt);
+            /* one whose state is unknown may run: kubelet kills it first */
+            if (c[i].unknown && ck__cri_stop_container(cr->cri, id, 0, &err) < 0 &&
+                err.code != CK_ENOENT) {
+                CK_LOGS(0, "Failed to stop container", "containerID", id, "err", err.msg);
+                continue;
+            }
             if (ck__cri_container_status(cr->cri, id, &st, &err) == 0) {
                 remove_log(st.log_path);
                 ck__cri_container_status_release(&st);
@@ -1310,11 +1319,13 @@ static void gc_containers(struct cri_runtime *cr, const struct ck__rt_gc_policy 
     ck__cri_containers_release(&l);
 }
 
-/* Newest first. */
+/* Newest first (kubelet's sandboxByAttempt: the higher attempt, then the later creation). */
 static int sandbox_newest_cmp(const void *a, const void *b)
 {
     const struct ck__cri_sandbox *x = *(const struct ck__cri_sandbox *const *)a;
     const struct ck__cri_sandbox *y = *(const struct ck__cri_sandbox *const *)b;
+    if (x->attempt != y->attempt)
+        return x->attempt > y->attempt ? -1 : 1;
     return x->created_at > y->created_at ? -1 : x->created_at < y->created_at;
 }
 

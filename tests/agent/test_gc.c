@@ -114,6 +114,15 @@ static void test_max_containers_then_the_oldest_of_all(void **state)
     assert_int_equal(run(c, N(c), 0, -1, 0), 5);
 }
 
+static void test_max_containers_oldest_by_attempt_across_units(void **state)
+{
+    (void)state;
+    /* as kubelet's byAttempt: b's attempt 0 is "older" than a's attempt 5, though newer */
+    struct ck__gc_container c[] = {dead("a", "c", 5, 100), dead("b", "c", 0, 10)};
+    assert_int_equal(run(c, N(c), 0, -1, 1), 1);
+    assert_string_equal(marked(c, N(c)), "b/c:0");
+}
+
 static void test_kept_attempts_count_but_are_never_marked(void **state)
 {
     (void)state;
@@ -210,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_min_age_spares_young_ones_and_they_do_not_count),
         cmocka_unit_test(test_max_containers_evenly_per_unit_first),
         cmocka_unit_test(test_max_containers_then_the_oldest_of_all),
+        cmocka_unit_test(test_max_containers_oldest_by_attempt_across_units),
         cmocka_unit_test(test_kept_attempts_count_but_are_never_marked),
         cmocka_unit_test(test_images_least_recently_used_first_until_enough),
         cmocka_unit_test(test_images_same_last_use_first_detected_first),
