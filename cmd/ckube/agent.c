@@ -144,6 +144,7 @@ struct flags_set {
     bool max_pods, log_max_size, log_max_files;
     bool runtime_endpoint, image_endpoint, pod_cidr, cgroup_root;
     bool cluster_dns, cluster_domain, resolv_conf;
+    bool image_gc_high, image_gc_low, image_min_age;
 };
 
 /* The cluster DNS servers (--cluster-dns, clusterDNS): IP addresses, at most 8. */
@@ -239,6 +240,29 @@ static int read_config(const char *path, struct ck_agent_config *config,
     json_t *lmf = json_object_get(root, "containerLogMaxFiles");
     if (lmf && !set->log_max_files)
         config->container_log_max_files = (int)json_integer_value(lmf);
+    json_t *igh = json_object_get(root, "imageGCHighThresholdPercent");
+    json_t *igl = json_object_get(root, "imageGCLowThresholdPercent");
+    const char *ima = json_string_value(json_object_get(root, "imageMinimumGCAge"));
+    if ((igh &&
+         (!json_is_integer(igh) || json_integer_value(igh) < 0 || json_integer_value(igh) > 100)) ||
+        (igl &&
+         (!json_is_integer(igl) || json_integer_value(igl) < 0 || json_integer_value(igl) > 100))) {
+        fprintf(stderr,
+                "error: --config %s: imageGCHighThresholdPercent and "
+                "imageGCLowThresholdPercent must be integers from 0 to 100\n",
+                path);
+        json_decref(root);
+        return 2;
+    }
+    if (igh && !set->image_gc_high)
+        config->image_gc_high_threshold = (int)json_integer_value(igh);
+    if (igl && !set->image_gc_low)
+        config->image_gc_low_threshold = (int)json_integer_value(igl);
+    if (ima && !set->image_min_age && !ck_cmd_parse_duration(ima, &config->minimum_image_ttl)) {
+        fprintf(stderr, "error: --config %s: invalid imageMinimumGCAge %s\n", path, ima);
+        json_decref(root);
+        return 2;
+    }
     json_t *eh = json_object_get(root, "evictionHard");
     if (eh && !json_is_object(eh)) {
         fprintf(stderr, "error: --config %s: evictionHard must be a map\n", path);
@@ -554,16 +578,20 @@ int ck_cmd_agent(int argc, char **argv)
                                        ? "invalid value for --image-gc-high-threshold (0-100)"
                                        : "invalid value for --image-gc-low-threshold (0-100)",
                                    optarg);
-            if (opt == O_IMAGE_GC_HIGH)
+            if (opt == O_IMAGE_GC_HIGH) {
                 config.image_gc_high_threshold = (int)v;
-            else
+                set.image_gc_high = true;
+            } else {
                 config.image_gc_low_threshold = (int)v;
+                set.image_gc_low = true;
+            }
             break;
         }
         case O_IMAGE_MIN_AGE:
             if (!ck_cmd_parse_duration(optarg, &config.minimum_image_ttl) ||
                 config.minimum_image_ttl < 0)
                 return usage_error("invalid value for --minimum-image-ttl-duration", optarg);
+            set.image_min_age = true;
             break;
         case 'v':
         case O_FORMAT:
@@ -586,9 +614,6 @@ int ck_cmd_agent(int argc, char **argv)
         return usage_error("--node-name is required", NULL);
     if (!config.root_dir)
         return usage_error("--root-dir is required", NULL);
-    if (config.image_gc_low_threshold >= config.image_gc_high_threshold)
-        return usage_error("--image-gc-low-threshold must be less than --image-gc-high-threshold",
-                           NULL);
     if (!config.tls_cert_file != !config.tls_private_key_file)
         return usage_error("--tls-cert-file and --tls-private-key-file go together", NULL);
 
@@ -598,6 +623,16 @@ int ck_cmd_agent(int argc, char **argv)
     json_t *file = NULL;
     if (config_file && read_config(config_file, &config, &set, &dns, gates, &file) != 0) {
         ck_fg_gate_free(gates);
+        return 2;
+    }
+    if (config.image_gc_low_threshold >= config.image_gc_high_threshold) {
+        /* kubelet's validation, over the file and the flags */
+        fprintf(stderr,
+                "error: imageGCLowThresholdPercent (--image-gc-low-threshold) %d must be less "
+                "than imageGCHighThresholdPercent (--image-gc-high-threshold) %d\n",
+                config.image_gc_low_threshold, config.image_gc_high_threshold);
+        ck_fg_gate_free(gates);
+        json_decref(file);
         return 2;
     }
     struct ck_fg_err fgerr = {0};
@@ -628,6 +663,20 @@ int ck_cmd_agent(int argc, char **argv)
         CK_LOGS(0, "Pod DNS", "clusterDNS", servers, "clusterDomain",
                 config.cluster_domain ? config.cluster_domain : "", "resolvConf",
                 config.resolv_conf ? config.resolv_conf : CK_AGENT_RESOLV_CONF);
+        char period[32], ttl[32], per[16], max[16], high[16], low[16], age[32];
+        snprintf(period, sizeof(period), "%gs",
+                 (double)(config.container_gc_period ? config.container_gc_period : 60 * CK_SEC) /
+                     1e9);
+        snprintf(ttl, sizeof(ttl), "%gs", (double)config.minimum_container_ttl / 1e9);
+        snprintf(per, sizeof(per), "%d", config.max_dead_per_container);
+        snprintf(max, sizeof(max), "%d", config.max_dead_containers);
+        snprintf(high, sizeof(high), "%d", config.image_gc_high_threshold);
+        snprintf(low, sizeof(low), "%d", config.image_gc_low_threshold);
+        snprintf(age, sizeof(age), "%gs", (double)config.minimum_image_ttl / 1e9);
+        CK_LOGS(0, "Garbage collection", "containerGCPeriod",
+                config.container_gc_period < 0 ? "never" : period, "minimumContainerTTLDuration",
+                ttl, "maxPerPodContainer", per, "maxContainers", max, "imageGCHighThresholdPercent",
+                high, "imageGCLowThresholdPercent", low, "imageMinimumGCAge", age);
     }
 
     sigset_t stop_signals;
