@@ -1440,10 +1440,11 @@ static void *supervisor_main(void *arg)
 /* ---- garbage collection ---- */
 
 /*
- * What the container GC must keep (gc[0..n), strings malloc'd): for each container of
- * each pod the agent runs, its current attempt and the one before, whose logs `kubectl
- * logs` and `kubectl logs --previous` read (ck_agent_log_path); every attempt of a
- * container not taken up yet (after a restart of the agent). NULL: out of memory.
+ * What the container GC must keep, *ret_n entries (free with gc_keep_free()): for each
+ * container of each pod the agent runs, its current attempt and the one before, whose
+ * logs `kubectl logs` and `kubectl logs --previous` read (ck_agent_log_path); every
+ * attempt of a container not taken up yet (after a restart of the agent). Attempts
+ * started after this copy are newer, so kept too. NULL: out of memory.
  */
 static struct ck__rt_gc_keep *gc_keep_list(struct ck_agent *a, size_t *ret_n)
 {

@@ -153,12 +153,17 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
     crash_ctrs() {
         ctr -a "$cri_sock" -n k8s.io containers ls -q "$crash_filter" | wc -l
     }
-    poll "GC: attempt 0's log removed" sh -c "[ ! -e '$root/pods/$crash_uid/containers/c/0.log' ]"
+    crash_dir="$root/pods/$crash_uid/containers/c"
+    poll "GC: attempt 0's log removed" sh -c "[ ! -e '$crash_dir/0.log' ]"
+    poll "GC: with its exit record" sh -c "[ ! -e '$crash_dir/0' ]"
     # (a restart may come between two passes: the next one removes the older attempt)
     poll "GC: containerd holds at most the current and one dead attempt of crash" \
         sh -c "[ \$(ctr -a '$cri_sock' -n k8s.io containers ls -q '$crash_filter' | wc -l) -le 2 ]"
     check "GC: the current and the previous attempt stay ($(crash_ctrs))" [ "$(crash_ctrs)" -ge 2 ]
     check "GC: logs --previous after GC" sh -c "kubectl logs --previous crash | grep -q '^attempt [0-9]'"
+    # (the restart count read again each time: a restart moves what "previous" is)
+    poll "GC: the previous attempt's log stays" sh -c \
+        "r=\$(kubectl get pod crash -o jsonpath='{.status.containerStatuses[0].restartCount}'); [ -e '$crash_dir'/\$((r - 1)).log ]"
 
     # images that are not there
     create never "{'containers': [{'name': 'c', 'image': 'ckube.local/missing:1', 'imagePullPolicy': 'Never'}]}"
