@@ -84,6 +84,20 @@ static const char usage[] =
     "                             (default /etc/resolv.conf; \"\": none)\n"
     "      --cgroup-root CGROUP   the cgroup pods' cgroups go under, as CGROUP/kubepods/...\n"
     "                             (default /)\n"
+    "      --container-gc-period D  how often the CRI runtime's dead containers and\n"
+    "                             sandboxes are collected (default 1m; 0s: never)\n"
+    "      --minimum-container-ttl-duration D  dead containers younger than this stay\n"
+    "                             (default 0s)\n"
+    "      --maximum-dead-containers-per-container N  dead containers kept per pod and\n"
+    "                             container name (default 1; -1: no limit)\n"
+    "      --maximum-dead-containers N  dead containers kept on the node (default -1: no\n"
+    "                             limit)\n"
+    "      --image-gc-high-threshold PCT  image filesystem use from which unused images\n"
+    "                             are removed, every fifth container GC period (default\n"
+    "                             85; 100: never)\n"
+    "      --image-gc-low-threshold PCT  removed down to this use (default 80)\n"
+    "      --minimum-image-ttl-duration D  images first seen more recently stay (default\n"
+    "                             2m)\n"
     "  -v, --v N                  log verbosity (default 0)\n"
     "      --logging-format FORMAT  text (klog) or json (default text)\n"
     "  -h, --help                 print this help\n";
@@ -130,6 +144,7 @@ struct flags_set {
     bool max_pods, log_max_size, log_max_files;
     bool runtime_endpoint, image_endpoint, pod_cidr, cgroup_root;
     bool cluster_dns, cluster_domain, resolv_conf;
+    bool image_gc_high, image_gc_low, image_min_age;
 };
 
 /* The cluster DNS servers (--cluster-dns, clusterDNS): IP addresses, at most 8. */
@@ -225,6 +240,29 @@ static int read_config(const char *path, struct ck_agent_config *config,
     json_t *lmf = json_object_get(root, "containerLogMaxFiles");
     if (lmf && !set->log_max_files)
         config->container_log_max_files = (int)json_integer_value(lmf);
+    json_t *igh = json_object_get(root, "imageGCHighThresholdPercent");
+    json_t *igl = json_object_get(root, "imageGCLowThresholdPercent");
+    const char *ima = json_string_value(json_object_get(root, "imageMinimumGCAge"));
+    if ((igh &&
+         (!json_is_integer(igh) || json_integer_value(igh) < 0 || json_integer_value(igh) > 100)) ||
+        (igl &&
+         (!json_is_integer(igl) || json_integer_value(igl) < 0 || json_integer_value(igl) > 100))) {
+        fprintf(stderr,
+                "error: --config %s: imageGCHighThresholdPercent and "
+                "imageGCLowThresholdPercent must be integers from 0 to 100\n",
+                path);
+        json_decref(root);
+        return 2;
+    }
+    if (igh && !set->image_gc_high)
+        config->image_gc_high_threshold = (int)json_integer_value(igh);
+    if (igl && !set->image_gc_low)
+        config->image_gc_low_threshold = (int)json_integer_value(igl);
+    if (ima && !set->image_min_age && !ck_cmd_parse_duration(ima, &config->minimum_image_ttl)) {
+        fprintf(stderr, "error: --config %s: invalid imageMinimumGCAge %s\n", path, ima);
+        json_decref(root);
+        return 2;
+    }
     json_t *eh = json_object_get(root, "evictionHard");
     if (eh && !json_is_object(eh)) {
         fprintf(stderr, "error: --config %s: evictionHard must be a map\n", path);
@@ -336,6 +374,15 @@ int ck_cmd_agent(int argc, char **argv)
         O_RESOLV_CONF,
         O_NODE_IP
     };
+    enum {
+        O_GC_PERIOD = 600,
+        O_GC_MIN_AGE,
+        O_GC_MAX_PER_CONTAINER,
+        O_GC_MAX,
+        O_IMAGE_GC_HIGH,
+        O_IMAGE_GC_LOW,
+        O_IMAGE_MIN_AGE
+    };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
         {"node-name", required_argument, NULL, O_NODE},
@@ -361,12 +408,26 @@ int ck_cmd_agent(int argc, char **argv)
         {"cluster-domain", required_argument, NULL, O_CLUSTER_DOMAIN},
         {"resolv-conf", required_argument, NULL, O_RESOLV_CONF},
         {"node-ip", required_argument, NULL, O_NODE_IP},
+        {"container-gc-period", required_argument, NULL, O_GC_PERIOD},
+        {"minimum-container-ttl-duration", required_argument, NULL, O_GC_MIN_AGE},
+        {"maximum-dead-containers-per-container", required_argument, NULL, O_GC_MAX_PER_CONTAINER},
+        {"maximum-dead-containers", required_argument, NULL, O_GC_MAX},
+        {"image-gc-high-threshold", required_argument, NULL, O_IMAGE_GC_HIGH},
+        {"image-gc-low-threshold", required_argument, NULL, O_IMAGE_GC_LOW},
+        {"minimum-image-ttl-duration", required_argument, NULL, O_IMAGE_MIN_AGE},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct ck_agent_config config = {0};
+    /* kubelet's GC policy defaults */
+    config.gc_policy_set = true;
+    config.max_dead_per_container = 1;
+    config.max_dead_containers = -1;
+    config.image_gc_high_threshold = 85;
+    config.image_gc_low_threshold = 80;
+    config.minimum_image_ttl = 120 * CK_SEC;
     const char *kubeconfig = NULL, *config_file = NULL, *gates_flag = NULL;
     struct flags_set set = {0};
     static struct dns_servers dns; /* config borrows its addresses until exit */
@@ -483,6 +544,55 @@ int ck_cmd_agent(int argc, char **argv)
             config.node_ip = optarg;
             break;
         }
+        case O_GC_PERIOD:
+            if (!ck_cmd_parse_duration(optarg, &config.container_gc_period) ||
+                config.container_gc_period < 0)
+                return usage_error("invalid value for --container-gc-period", optarg);
+            if (config.container_gc_period == 0)
+                config.container_gc_period = -1; /* 0s: none */
+            break;
+        case O_GC_MIN_AGE:
+            if (!ck_cmd_parse_duration(optarg, &config.minimum_container_ttl) ||
+                config.minimum_container_ttl < 0)
+                return usage_error("invalid value for --minimum-container-ttl-duration", optarg);
+            break;
+        case O_GC_MAX_PER_CONTAINER:
+        case O_GC_MAX: {
+            long v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < -1 || v > 1000000)
+                return usage_error(
+                    opt == O_GC_MAX ? "invalid value for --maximum-dead-containers"
+                                    : "invalid value for --maximum-dead-containers-per-container",
+                    optarg);
+            if (opt == O_GC_MAX)
+                config.max_dead_containers = (int)v;
+            else
+                config.max_dead_per_container = (int)v;
+            break;
+        }
+        case O_IMAGE_GC_HIGH:
+        case O_IMAGE_GC_LOW: {
+            long v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 0 || v > 100)
+                return usage_error(opt == O_IMAGE_GC_HIGH
+                                       ? "invalid value for --image-gc-high-threshold (0-100)"
+                                       : "invalid value for --image-gc-low-threshold (0-100)",
+                                   optarg);
+            if (opt == O_IMAGE_GC_HIGH) {
+                config.image_gc_high_threshold = (int)v;
+                set.image_gc_high = true;
+            } else {
+                config.image_gc_low_threshold = (int)v;
+                set.image_gc_low = true;
+            }
+            break;
+        }
+        case O_IMAGE_MIN_AGE:
+            if (!ck_cmd_parse_duration(optarg, &config.minimum_image_ttl) ||
+                config.minimum_image_ttl < 0)
+                return usage_error("invalid value for --minimum-image-ttl-duration", optarg);
+            set.image_min_age = true;
+            break;
         case 'v':
         case O_FORMAT:
             if (ck_cmd_log_flag(opt == 'v', optarg))
@@ -515,6 +625,16 @@ int ck_cmd_agent(int argc, char **argv)
         ck_fg_gate_free(gates);
         return 2;
     }
+    if (config.image_gc_low_threshold >= config.image_gc_high_threshold) {
+        /* kubelet's validation, over the file and the flags */
+        fprintf(stderr,
+                "error: imageGCLowThresholdPercent (--image-gc-low-threshold) %d must be less "
+                "than imageGCHighThresholdPercent (--image-gc-high-threshold) %d\n",
+                config.image_gc_low_threshold, config.image_gc_high_threshold);
+        ck_fg_gate_free(gates);
+        json_decref(file);
+        return 2;
+    }
     struct ck_fg_err fgerr = {0};
     if (gates_flag && ck_fg_set(gates, gates_flag, &fgerr) < 0) {
         ck_fg_gate_free(gates);
@@ -543,6 +663,20 @@ int ck_cmd_agent(int argc, char **argv)
         CK_LOGS(0, "Pod DNS", "clusterDNS", servers, "clusterDomain",
                 config.cluster_domain ? config.cluster_domain : "", "resolvConf",
                 config.resolv_conf ? config.resolv_conf : CK_AGENT_RESOLV_CONF);
+        char period[32], ttl[32], per[16], max[16], high[16], low[16], age[32];
+        snprintf(period, sizeof(period), "%gs",
+                 (double)(config.container_gc_period ? config.container_gc_period : 60 * CK_SEC) /
+                     1e9);
+        snprintf(ttl, sizeof(ttl), "%gs", (double)config.minimum_container_ttl / 1e9);
+        snprintf(per, sizeof(per), "%d", config.max_dead_per_container);
+        snprintf(max, sizeof(max), "%d", config.max_dead_containers);
+        snprintf(high, sizeof(high), "%d", config.image_gc_high_threshold);
+        snprintf(low, sizeof(low), "%d", config.image_gc_low_threshold);
+        snprintf(age, sizeof(age), "%gs", (double)config.minimum_image_ttl / 1e9);
+        CK_LOGS(0, "Garbage collection", "containerGCPeriod",
+                config.container_gc_period < 0 ? "never" : period, "minimumContainerTTLDuration",
+                ttl, "maxPerPodContainer", per, "maxContainers", max, "imageGCHighThresholdPercent",
+                high, "imageGCLowThresholdPercent", low, "imageMinimumGCAge", age);
     }
 
     sigset_t stop_signals;

@@ -272,6 +272,19 @@ struct ck_agent_config {
     size_t n_cluster_dns;
     const char *cluster_domain; /* NULL or "": none */
     const char *resolv_conf;    /* the host's resolver file; NULL: CK_AGENT_RESOLV_CONF; "": none */
+    /* CRI: the garbage collection of dead containers and sandboxes every period (0: the
+       kubelet's ContainerGCPeriod, 1 min; <0: none), under kubelet's GCPolicy: when
+       gc_policy_set, the three below, else the kubelet's defaults 0, 1 and -1 */
+    int64_t container_gc_period;
+    bool gc_policy_set;
+    int64_t minimum_container_ttl; /* --minimum-container-ttl-duration: MinAge */
+    int max_dead_per_container;    /* --maximum-dead-containers-per-container; <0: no limit */
+    int max_dead_containers;       /* --maximum-dead-containers; <0: no limit */
+    /* the image garbage collection every fifth container GC pass (kubelet's ImageGCPeriod,
+       5 min); when gc_policy_set these three, else the kubelet's 85, 80 and 2 min */
+    int image_gc_high_threshold; /* percent of the image filesystem; 100: never */
+    int image_gc_low_threshold;  /* percent, below high */
+    int64_t minimum_image_ttl;   /* --minimum-image-ttl-duration */
 };
 
 #define CK_AGENT_RUNTIME_ENDPOINT "unix:///run/containerd/containerd.sock"

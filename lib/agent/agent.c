@@ -15,7 +15,12 @@
  *
  * Threading: the informer's thread fills the cache; one supervisor thread does
  * everything else every 200 ms (pods, processes, status writes); one renewer thread
- * renews the lease. `lock` guards the pod table, which the log server reads.
+ * renews the lease. `lock` guards the pod table, which the log server reads. With a
+ * runtime that keeps dead containers (CRI), a GC thread runs its garbage collection
+ * every container GC period: it copies what it must keep from the pod table under
+ * `lock` and calls the runtime without it, as CRI calls may take long and the
+ * supervisor's tick must not wait for them (kubelet's GC runs on a goroutine of its
+ * own, too).
  */
 #define _GNU_SOURCE /* asprintf */
 #include <arpa/inet.h>
@@ -118,8 +123,8 @@ struct ck_agent {
     } pods;
 
     int64_t orphans_at; /* when the runtime's orphaned pods are looked for next */
-    pthread_t supervisor, renewer;
-    bool threads_running;
+    pthread_t supervisor, renewer, gc;
+    bool threads_running, gc_running;
     pthread_mutex_t stop_lock;
     pthread_cond_t stop_cond;
     bool stopping;
@@ -1432,6 +1437,111 @@ static void *supervisor_main(void *arg)
     return NULL;
 }
 
+/* ---- garbage collection ---- */
+
+/*
+ * What the container GC must keep, *ret_n entries (free with gc_keep_free()): for each
+ * container of each pod the agent runs, its current attempt and the one before, whose
+ * logs `kubectl logs` and `kubectl logs --previous` read (ck_agent_log_path); every
+ * attempt of a container not taken up yet (after a restart of the agent). Attempts
+ * started after this copy are newer, so kept too. NULL: out of memory.
+ */
+static struct ck__rt_gc_keep *gc_keep_list(struct ck_agent *a, size_t *ret_n)
+{
+    pthread_mutex_lock(&a->lock);
+    size_t total = 0, n = 0;
+    for (size_t i = 0; i < a->pods.n; i++)
+        total += a->pods.v[i]->n;
+    struct ck__rt_gc_keep *keep = calloc(total + 1, sizeof(*keep));
+    for (size_t i = 0; keep && i < a->pods.n; i++) {
+        const struct pod_run *p = a->pods.v[i];
+        for (size_t j = 0; j < p->n; j++) {
+            const struct container *c = &p->ctrs[j];
+            char *uid = strdup(p->uid), *name = strdup(c->name);
+            if (!uid || !name) {
+                free(uid);
+                free(name);
+                continue;
+            }
+            int from = c->ever_ran && c->attempt > 0 ? c->attempt - 1 : 0;
+            keep[n++] = (struct ck__rt_gc_keep){uid, name, from};
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    *ret_n = n;
+    return keep;
+}
+
+static void gc_keep_free(struct ck__rt_gc_keep *keep, size_t n)
+{
+    for (size_t i = 0; keep && i < n; i++) {
+        free((char *)keep[i].uid);
+        free((char *)keep[i].name);
+    }
+    free(keep);
+}
+
+/* Image GC passes come every this many container GC passes (kubelet: 5 min and 1 min). */
+#define IMAGE_GC_EVERY 5
+
+/*
+ * One image GC pass, with kubelet's node events: FreeDiskSpaceFailed when it could not
+ * free enough, ImageGCFailed when it failed twice in a row. *failed: the last pass failed.
+ */
+static void image_gc(struct ck_agent *a, const struct ck__rt_image_gc_policy *policy, bool *failed)
+{
+    struct ck_err err = {0};
+    bool short_of_space = false;
+    int r = a->rt->ops->image_gc(a->rt, policy, &short_of_space, &err);
+    /* kubelet's nodeRef names the node in its uid too */
+    json_t *ref = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Node",
+                            "metadata", "name", a->node_name, "uid", a->node_name);
+    if (short_of_space)
+        ck_event_recordf(a->events, ref, CK_EVENT_WARNING, "FreeDiskSpaceFailed", "%s", err.msg);
+    if (r < 0 && *failed) {
+        CK_LOGS_ERR("Image garbage collection failed multiple times in a row", "err", err.msg);
+        ck_event_recordf(a->events, ref, CK_EVENT_WARNING, "ImageGCFailed", "%s", err.msg);
+    } else if (r < 0)
+        CK_LOGS_ERR("Image garbage collection failed once. Stats initialization may not have "
+                    "completed yet",
+                    "err", err.msg);
+    json_decref(ref);
+    *failed = r < 0;
+}
+
+static void *gc_main(void *arg)
+{
+    struct ck_agent *a = arg;
+    struct ck__rt_gc_policy policy = {0, 1, -1};                    /* kubelet's defaults */
+    struct ck__rt_image_gc_policy ipolicy = {85, 80, 120 * CK_SEC}; /* likewise */
+    if (a->config.gc_policy_set) {
+        policy = (struct ck__rt_gc_policy){a->config.minimum_container_ttl,
+                                           a->config.max_dead_per_container,
+                                           a->config.max_dead_containers};
+        ipolicy = (struct ck__rt_image_gc_policy){a->config.image_gc_high_threshold,
+                                                  a->config.image_gc_low_threshold,
+                                                  a->config.minimum_image_ttl};
+    }
+    bool images = a->rt->ops->image_gc && ipolicy.high_threshold < 100, image_failed = false;
+    if (a->rt->ops->image_gc && !images)
+        CK_LOGS(2, "ImageGCHighThresholdPercent is set 100, Disable image GC", "node",
+                a->node_name);
+    for (unsigned pass = 1; !wait_stop(a, a->config.container_gc_period); pass++) {
+        size_t n = 0;
+        struct ck__rt_gc_keep *keep = gc_keep_list(a, &n);
+        if (keep) {
+            int64_t t0 = now_ns();
+            a->rt->ops->gc(a->rt, &policy, keep, n);
+            CK_LOGV(4, "Container garbage collection done in %.3fs (%zu containers of its pods)",
+                    (double)(now_ns() - t0) / 1e9, n);
+            gc_keep_free(keep, n);
+        }
+        if (images && pass % IMAGE_GC_EVERY == 0)
+            image_gc(a, &ipolicy, &image_failed);
+    }
+    return NULL;
+}
+
 /* ---- the pods' list/watch, limited to this node ---- */
 
 static int lw_list(void *ctx, const struct ck_list_options *opts, json_t **ret_list,
@@ -1474,6 +1584,8 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         a->config.max_pods = 110;
     if (a->config.node_status_update_frequency <= 0)
         a->config.node_status_update_frequency = 10 * CK_SEC;
+    if (a->config.container_gc_period == 0)
+        a->config.container_gc_period = 60 * CK_SEC; /* kubelet's ContainerGCPeriod */
     if (a->config.port <= 0)
         a->config.port = 10250;
     if (a->config.container_log_max_size == 0)
@@ -1594,6 +1706,9 @@ int ck_agent_run(struct ck_agent *a, struct ck_err *reterr)
         return ck_err_set(reterr, CK_ENOMEM, "cannot start the lease renewer");
     }
     a->threads_running = true;
+    if (a->rt->ops->gc && a->config.container_gc_period > 0 &&
+        !(a->gc_running = pthread_create(&a->gc, NULL, gc_main, a) == 0))
+        CK_LOGW("Cannot start the container garbage collection: dead containers stay");
     return 0;
 }
 
@@ -1609,6 +1724,8 @@ struct ck_agent *ck_agent_free(struct ck_agent *a)
         pthread_join(a->supervisor, NULL);
         pthread_join(a->renewer, NULL);
     }
+    if (a->gc_running)
+        pthread_join(a->gc, NULL);
     if (a->log_server)
         MHD_stop_daemon(a->log_server);
     free(a->log_server_context);

@@ -67,8 +67,8 @@ enum { RUNTIME = 0, IMAGE = 1 };
 enum { VERSION_REQ_VERSION = 1 };
 enum { VERSION_VERSION = 1, VERSION_NAME = 2, VERSION_RT_VERSION = 3, VERSION_API_VERSION = 4 };
 enum { STATUS_REQ_VERBOSE = 1 };
-enum { STATUS_STATUS = 1 };             /* StatusResponse */
-enum { RUNTIME_STATUS_CONDITIONS = 1 }; /* RuntimeStatus */
+enum { STATUS_STATUS = 1, STATUS_INFO = 2 }; /* StatusResponse */
+enum { RUNTIME_STATUS_CONDITIONS = 1 };      /* RuntimeStatus */
 enum { COND_TYPE = 1, COND_STATUS = 2, COND_REASON = 3, COND_MESSAGE = 4 };
 enum { SPEC_IMAGE = 1 };             /* ImageSpec */
 enum { FILTER_IMAGE = 1 };           /* ImageFilter */
@@ -791,11 +791,17 @@ static int runtime_status_field(void *ctx, struct ck__pb_reader *r, uint32_t no,
                             sizeof(*s->conditions), condition_field);
 }
 
+static int map_entry(struct ck__pb_reader *r, unsigned wire, struct ck__cri_kv **kv, size_t *n);
+static void kvs_release(struct ck__cri_kv *kv, size_t n);
+
 static int status_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
 {
+    struct ck__cri_status *s = ctx;
     if (no == STATUS_STATUS)
         return message(r, wire, runtime_status_field, ctx);
-    return skip(r, wire); /* info (verbose), runtime handlers, features */
+    if (no == STATUS_INFO)
+        return map_entry(r, wire, &s->info, &s->n_info);
+    return skip(r, wire); /* runtime handlers, features */
 }
 
 int ck__cri_decode_status(struct ck__pb_reader r, struct ck__cri_status *ret)
@@ -817,6 +823,7 @@ void ck__cri_status_release(struct ck__cri_status *s)
         free(s->conditions[i].message);
     }
     free(s->conditions);
+    kvs_release(s->info, s->n_info);
     *s = (struct ck__cri_status){0};
 }
 
@@ -1949,11 +1956,12 @@ int ck__cri_version(struct ck__cri *c, const char *version, struct ck__cri_versi
     return r;
 }
 
-int ck__cri_status(struct ck__cri *c, struct ck__cri_status *ret, struct ck_err *reterr)
+int ck__cri_status(struct ck__cri *c, bool verbose, struct ck__cri_status *ret,
+                   struct ck_err *reterr)
 {
     struct ck__buf req = {0}, body;
     struct ck__pb_reader msg;
-    ck__cri_encode_status(&req, false);
+    ck__cri_encode_status(&req, verbose);
     int r = call(c, RUNTIME, "Status", &req, c->timeout_ms, &body, &msg, reterr);
     if (r < 0)
         return r;

@@ -252,6 +252,69 @@ struct ck__rt_node_status {
 };
 
 struct ck__runtime;
+/*
+ * The container garbage collection's policy (kubelet's GCPolicy, its flags
+ * --minimum-container-ttl-duration, --maximum-dead-containers-per-container and
+ * --maximum-dead-containers).
+ */
+struct ck__rt_gc_policy {
+    int64_t min_age;           /* ns: younger dead containers stay (kubelet's 0) */
+    int max_per_pod_container; /* dead ones kept per (pod, container name); <0: no limit (1) */
+    int max_containers;        /* dead ones kept on the node; <0: no limit (-1) */
+};
+
+/* The image garbage collection's policy (kubelet's ImageGCPolicy). */
+struct ck__rt_image_gc_policy {
+    int high_threshold; /* percent of the image filesystem: collect from here (85; 100: never) */
+    int low_threshold;  /* percent: collect down to here (80) */
+    int64_t min_age;    /* ns: images first seen less long ago stay (2 min) */
+};
+
+/* A container the agent runs: attempts >= attempt_from are never removed. */
+struct ck__rt_gc_keep {
+    const char *uid, *name;
+    int attempt_from;
+};
+
+/* One container as gc.c sees it. */
+struct ck__gc_container {
+    const char *id; /* the caller's: ck__gc_select() leaves it alone */
+    const char *pod_uid, *name;
+    int attempt;
+    bool running;       /* kubelet never evicts a running one */
+    bool unknown;       /* the runtime does not know its state: stopped before its removal */
+    bool kept;          /* the agent still serves it (its current attempt, the previous one) */
+    int64_t created_at; /* ns since the epoch */
+    bool evict;         /* set by ck__gc_select() */
+};
+
+/*
+ * Marks (evict) the containers of c[0..n) that the container GC removes under policy at
+ * time now (ns since the epoch), as kubelet's evictContainers chooses them; their number
+ * into *ret_n. gc.c says how. 0, or CK_ENOMEM (nothing marked).
+ */
+int ck__gc_select(struct ck__gc_container *c, size_t n, const struct ck__rt_gc_policy *policy,
+                  int64_t now, size_t *ret_n);
+
+/* One image as the image GC sees it. */
+struct ck__gc_image {
+    const char *id;
+    uint64_t size;
+    bool in_use;            /* by a container the runtime has, or the runtime's sandboxes */
+    bool pinned;            /* the runtime says so (Image.pinned) */
+    int64_t first_detected; /* ns since the epoch: when the agent first listed it */
+    int64_t last_used;      /* ns since the epoch: when the agent last saw it in use */
+    bool remove;            /* set by ck__image_gc_select() */
+};
+
+/*
+ * Marks (remove) the images of img[0..n) that kubelet's image GC removes to free
+ * bytes_to_free, MinAge min_age, at now; the sum of their sizes into *ret_freed (less
+ * than bytes_to_free when not enough may go). 0, or CK_ENOMEM (nothing marked).
+ */
+int ck__image_gc_select(struct ck__gc_image *img, size_t n, uint64_t bytes_to_free, int64_t min_age,
+                        int64_t now, uint64_t *ret_freed);
+
 struct ck__runtime_ops {
     const char *name; /* "process", "cri" */
     /* How often a running container's state is read (kubelet's PLEG relist: 1 s); 0: each tick. */
@@ -307,6 +370,26 @@ struct ck__runtime_ops {
      * thread. NULL: the runtime gives pods the host's network.
      */
     void (*set_pod_cidr)(struct ck__runtime *rt, const char *cidr);
+    /*
+     * One pass of the container garbage collection (kubelet's GarbageCollect): the dead
+     * containers of the agent's pods (the keep[0..n_keep) list names them and what
+     * stays) that policy evicts, with their logs, oldest first; then their pods'
+     * NOTREADY sandboxes without containers but the newest. Pods not in keep are left to
+     * pod_remove and remove_orphans. Blocks on the runtime: called from the agent's GC
+     * thread. NULL: the runtime keeps nothing dead.
+     */
+    void (*gc)(struct ck__runtime *rt, const struct ck__rt_gc_policy *policy,
+               const struct ck__rt_gc_keep *keep, size_t n_keep);
+    /*
+     * One pass of the image garbage collection (kubelet's image GC manager): when the
+     * image filesystem is used to policy->high_threshold percent or more, removes unused
+     * images, least recently used first, until it is below low_threshold. 0; else the
+     * error (kubelet's words) with *ret_short true when the pass ran but could not free
+     * enough (FreeDiskSpaceFailed). Called from the GC thread only (it keeps the
+     * images' first and last use between passes). NULL: the runtime has no images.
+     */
+    int (*image_gc)(struct ck__runtime *rt, const struct ck__rt_image_gc_policy *policy,
+                    bool *ret_short, struct ck_err *reterr);
     /*
      * The URL of the runtime's streaming server for `kubectl exec` of argv in container
      * id (stdout always, stderr without a tty): 0 and *ret_url (caller frees), else the
@@ -370,10 +453,18 @@ struct ck__cri_condition {
     char *reason, *message;
 };
 
-/* StatusResponse: the conditions of its RuntimeStatus (info, handlers and features unread). */
+struct ck__cri_kv;
+
+/*
+ * StatusResponse: the conditions of its RuntimeStatus, and its info (verbose only: for
+ * containerd, "config" is its CRI plugin's configuration as JSON); handlers and
+ * features unread.
+ */
 struct ck__cri_status {
     struct ck__cri_condition *conditions;
     size_t n_conditions;
+    struct ck__cri_kv *info;
+    size_t n_info;
 };
 
 /* Image (its spec unread). */
@@ -434,7 +525,9 @@ struct ck__cri *ck__cri_close(struct ck__cri *c);
 /* RuntimeService/Version: version is the CRI version the caller speaks (may be NULL). */
 int ck__cri_version(struct ck__cri *c, const char *version, struct ck__cri_version *ret,
                     struct ck_err *reterr);
-int ck__cri_status(struct ck__cri *c, struct ck__cri_status *ret, struct ck_err *reterr);
+/* RuntimeService/Status; verbose: with the runtime's info. */
+int ck__cri_status(struct ck__cri *c, bool verbose, struct ck__cri_status *ret,
+                   struct ck_err *reterr);
 /* ImageService/ListImages, of every image or (image not NULL) those the filter matches. */
 int ck__cri_list_images(struct ck__cri *c, const char *image, struct ck__cri_images *ret,
                         struct ck_err *reterr);

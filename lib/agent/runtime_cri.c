@@ -41,13 +41,23 @@
  *   condition (kubelet's KubeletNotReady messages), ListImages as status.images;
  *   called from the agent's node status thread, on state of its own.
  *
- * Not yet: pull back-off per image (the agent backs off per container), image and
- * container garbage collection, exec/attach/port-forward streaming, stats, log
- * rotation through ReopenContainerLog.
+ * - Garbage collection: every container GC period the agent's GC thread asks for a
+ *   pass (gc): the dead containers of its pods that gc.c's policy chooses, oldest
+ *   first, each after its log (ContainerStatus's log_path, its rotated files and the
+ *   <attempt>/ directory), then the pods' older sandboxes neither READY nor holding a
+ *   container (kubelet's evictContainers and evictSandboxes). On the CRI client's
+ *   own connections: nothing the supervisor calls waits for it. Every fifth pass
+ *   (image_gc), as kubelet's image GC manager: over the high threshold of the image
+ *   filesystem (ImageFsInfo's mountpoint), unused images least recently used first
+ *   down to the low one; the records of first sight and last use are the GC thread's.
+ *
+ * Not yet: pull back-off per image (the agent backs off per container),
+ * attach/port-forward streaming, stats, log rotation through ReopenContainerLog.
  */
 #define _GNU_SOURCE /* vasprintf, strndup */
 #include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -55,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,6 +101,12 @@ struct cri_runtime {
     int64_t down_after;      /* "container runtime is down" this long after it */
     char runtime_error[384]; /* "container runtime not ready: ..." or "" */
     char network_error[384]; /* "container runtime network not ready: ..." or "" */
+    /* the GC thread's own: the images seen, kubelet's imageRecords */
+    struct image_record {
+        char *id;
+        int64_t first_detected, last_used; /* ns since the epoch */
+    } * images;
+    size_t n_images;
 };
 
 /* The kubelet's defaults of a non-privileged container's masked and read-only paths. */
@@ -1062,6 +1079,9 @@ static void runtime_free(struct ck__runtime *rt)
     free(cr->cluster_domain);
     free(cr->resolv_conf);
     pthread_mutex_destroy(&cr->cidr_lock);
+    for (size_t i = 0; i < cr->n_images; i++)
+        free(cr->images[i].id);
+    free(cr->images);
     free(cr);
 }
 
@@ -1154,7 +1174,7 @@ static void node_status(struct ck__runtime *rt, struct ck__rt_node_status *ret)
     int64_t now = mono_ns();
     char text[256];
     *ret = (struct ck__rt_node_status){0};
-    if (ck__cri_status(cr->cri, &st, &err) < 0)
+    if (ck__cri_status(cr->cri, false, &st, &err) < 0)
         CK_LOGS(0, "Container runtime sanity check failed", "err", err.msg);
     else {
         const struct ck__cri_condition *net = ck__cri_status_condition(&st, "NetworkReady");
@@ -1193,6 +1213,361 @@ static void node_status(struct ck__runtime *rt, struct ck__rt_node_status *ret)
     ret->images = node_images(cr);
 }
 
+/* ---- garbage collection ------------------------------------------------------------ */
+
+/*
+ * Removes a container's log as kubelet's log manager cleans it (the file and its rotated
+ * ones, <path>.*), and the agent's own <attempt>/ directory next to it (its exit file).
+ */
+static void remove_log(const char *log_path)
+{
+    if (!log_path || !*log_path)
+        return;
+    char pattern[PATH_MAX];
+    glob_t g;
+    unlink(log_path);
+    if (snprintf(pattern, sizeof(pattern), "%s.*", log_path) < (int)sizeof(pattern) &&
+        glob(pattern, GLOB_NOSORT, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            unlink(g.gl_pathv[i]);
+        globfree(&g);
+    }
+    size_t len = strlen(log_path);
+    if (len > 4 && strcmp(log_path + len - 4, ".log") == 0 && len + 1 < sizeof(pattern)) {
+        snprintf(pattern, sizeof(pattern), "%.*s/exit", (int)(len - 4), log_path);
+        unlink(pattern);
+        pattern[len - 4] = 0;
+        rmdir(pattern);
+    }
+}
+
+static const struct ck__rt_gc_keep *keep_of(const struct ck__rt_gc_keep *keep, size_t n,
+                                            const char *uid, const char *name)
+{
+    for (size_t i = 0; uid && i < n; i++)
+        if (strcmp(keep[i].uid, uid) == 0 && (!name || strcmp(keep[i].name, name) == 0))
+            return &keep[i];
+    return NULL;
+}
+
+/* The marked ones first, oldest first (the lower attempt, then the earlier creation). */
+static int oldest_cmp(const void *a, const void *b)
+{
+    const struct ck__gc_container *x = a, *y = b;
+    if (x->evict != y->evict)
+        return x->evict ? -1 : 1;
+    if (x->attempt != y->attempt)
+        return x->attempt < y->attempt ? -1 : 1;
+    return x->created_at < y->created_at ? -1 : x->created_at > y->created_at;
+}
+
+/* kubelet's evictContainers over the agent's pods. */
+static void gc_containers(struct cri_runtime *cr, const struct ck__rt_gc_policy *policy,
+                          const struct ck__rt_gc_keep *keep, size_t n_keep)
+{
+    struct ck__cri_filter filter = {.state = -1};
+    struct ck__cri_containers l;
+    struct ck_err err = {0};
+    if (ck__cri_list_containers(cr->cri, &filter, &l, &err) < 0) {
+        CK_LOGS(0, "Failed to list containers for garbage collection", "err", err.msg);
+        return;
+    }
+    struct ck__gc_container *c = calloc(l.n + 1, sizeof(*c));
+    size_t n = 0, n_evict = 0;
+    for (size_t i = 0; c && i < l.n; i++) {
+        const struct ck__cri_container *ct = &l.items[i];
+        const char *uid = ck__cri_kv_get(ct->labels, ct->n_labels, "io.kubernetes.pod.uid");
+        const char *name = ck__cri_kv_get(ct->labels, ct->n_labels, "io.kubernetes.container.name");
+        if (!name)
+            name = ct->name;
+        if (!uid || !name || !keep_of(keep, n_keep, uid, NULL))
+            continue; /* not the kubelet's, or not a pod the agent runs */
+        const struct ck__rt_gc_keep *k = keep_of(keep, n_keep, uid, name);
+        c[n++] = (struct ck__gc_container){
+            .id = ct->id,
+            .pod_uid = uid,
+            .name = name,
+            .attempt = (int)ct->attempt,
+            .running = ct->state == CK__CRI_RUNNING,
+            .unknown = ct->state == CK__CRI_UNKNOWN,
+            .kept = k && (int)ct->attempt >= k->attempt_from,
+            .created_at = ct->created_at,
+        };
+    }
+    if (c && ck__gc_select(c, n, policy, realtime_ns(), &n_evict) == 0 && n_evict) {
+        qsort(c, n, sizeof(*c), oldest_cmp);
+        for (size_t i = 0; i < n_evict; i++) {
+            const char *id = c[i].id;
+            struct ck__cri_container_status st;
+            CK_LOGS(4, "Removing container", "containerID", id, "podUID", c[i].pod_uid, "attempt",
+                    c[i].attempt);
+            /* one whose state is unknown may run: kubelet kills it first */
+            if (c[i].unknown && ck__cri_stop_container(cr->cri, id, 0, &err) < 0 &&
+                err.code != CK_ENOENT) {
+                CK_LOGS(0, "Failed to stop container", "containerID", id, "err", err.msg);
+                continue;
+            }
+            if (ck__cri_container_status(cr->cri, id, &st, &err) == 0) {
+                remove_log(st.log_path);
+                ck__cri_container_status_release(&st);
+            }
+            if (ck__cri_remove_container(cr->cri, id, &err) < 0 && err.code != CK_ENOENT)
+                CK_LOGS(0, "Failed to remove container", "containerID", id, "err", err.msg);
+        }
+    }
+    free(c);
+    ck__cri_containers_release(&l);
+}
+
+/* Newest first (kubelet's sandboxByAttempt: the higher attempt, then the later creation). */
+static int sandbox_newest_cmp(const void *a, const void *b)
+{
+    const struct ck__cri_sandbox *x = *(const struct ck__cri_sandbox *const *)a;
+    const struct ck__cri_sandbox *y = *(const struct ck__cri_sandbox *const *)b;
+    if (x->attempt != y->attempt)
+        return x->attempt > y->attempt ? -1 : 1;
+    return x->created_at > y->created_at ? -1 : x->created_at < y->created_at;
+}
+
+/*
+ * kubelet's evictSandboxes for pods that still exist: each keeps its newest sandbox;
+ * the older ones go unless READY or still holding a container.
+ */
+static void gc_sandboxes(struct cri_runtime *cr, const struct ck__rt_gc_keep *keep, size_t n_keep)
+{
+    struct ck__cri_filter filter = {.state = -1};
+    struct ck__cri_sandboxes sl;
+    struct ck__cri_containers cl;
+    struct ck_err err = {0};
+    if (ck__cri_list_sandboxes(cr->cri, &filter, &sl, &err) < 0)
+        return;
+    if (ck__cri_list_containers(cr->cri, &filter, &cl, &err) < 0) {
+        ck__cri_sandboxes_release(&sl);
+        return;
+    }
+    const struct ck__cri_sandbox **v = calloc(sl.n + 1, sizeof(*v));
+    for (size_t i = 0; v && i < sl.n; i++) {
+        const char *uid =
+            ck__cri_kv_get(sl.items[i].labels, sl.items[i].n_labels, "io.kubernetes.pod.uid");
+        bool seen = false; /* this pod's sandboxes were handled with an earlier one */
+        for (size_t j = 0; uid && j < i && !seen; j++)
+            seen =
+                ck__cri_kv_get(sl.items[j].labels, sl.items[j].n_labels, "io.kubernetes.pod.uid") &&
+                strcmp(ck__cri_kv_get(sl.items[j].labels, sl.items[j].n_labels,
+                                      "io.kubernetes.pod.uid"),
+                       uid) == 0;
+        if (!uid || seen || !keep_of(keep, n_keep, uid, NULL))
+            continue;
+        size_t n = 0;
+        for (size_t j = i; j < sl.n; j++) {
+            const char *u =
+                ck__cri_kv_get(sl.items[j].labels, sl.items[j].n_labels, "io.kubernetes.pod.uid");
+            if (u && strcmp(u, uid) == 0)
+                v[n++] = &sl.items[j];
+        }
+        qsort(v, n, sizeof(*v), sandbox_newest_cmp);
+        for (size_t j = 1; j < n; j++) {
+            bool active = v[j]->state == CK__CRI_SANDBOX_READY;
+            for (size_t k = 0; k < cl.n && !active; k++)
+                active = cl.items[k].sandbox_id && strcmp(cl.items[k].sandbox_id, v[j]->id) == 0;
+            if (active)
+                continue;
+            CK_LOGS(4, "Removing sandbox", "sandboxID", v[j]->id, "podUID", uid);
+            if (ck__cri_stop_sandbox(cr->cri, v[j]->id, &err) < 0 ||
+                ck__cri_remove_sandbox(cr->cri, v[j]->id, &err) < 0)
+                CK_LOGS(0, "Failed to remove sandbox", "sandboxID", v[j]->id, "err", err.msg);
+        }
+    }
+    free(v);
+    ck__cri_containers_release(&cl);
+    ck__cri_sandboxes_release(&sl);
+}
+
+static void gc(struct ck__runtime *rt, const struct ck__rt_gc_policy *policy,
+               const struct ck__rt_gc_keep *keep, size_t n_keep)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    gc_containers(cr, policy, keep, n_keep);
+    gc_sandboxes(cr, keep, n_keep);
+}
+
+/* The runtime's sandbox image (Status's info "config", containerd's sandboxImage), or NULL. */
+static char *sandbox_image(struct cri_runtime *cr)
+{
+    struct ck__cri_status st;
+    struct ck_err err = {0};
+    char *image = NULL;
+    if (ck__cri_status(cr->cri, true, &st, &err) < 0)
+        return NULL;
+    const char *config = ck__cri_kv_get(st.info, st.n_info, "config");
+    json_t *root = config ? json_loads(config, 0, NULL) : NULL;
+    const char *name = json_string_value(json_object_get(root, "sandboxImage"));
+    if (name && *name)
+        image = strdup(name);
+    json_decref(root);
+    ck__cri_status_release(&st);
+    return image;
+}
+
+static struct image_record *image_record(struct cri_runtime *cr, const char *id, int64_t now)
+{
+    for (size_t i = 0; i < cr->n_images; i++)
+        if (strcmp(cr->images[i].id, id) == 0)
+            return &cr->images[i];
+    struct image_record *v = realloc(cr->images, (cr->n_images + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    cr->images = v;
+    char *copy = strdup(id);
+    if (!copy)
+        return NULL;
+    v[cr->n_images] = (struct image_record){copy, now, 0};
+    return &v[cr->n_images++];
+}
+
+/*
+ * kubelet's detectImages: every image's first sight, and its last use (now, for the
+ * images of any container the runtime has, dead ones included, and the sandbox
+ * image); records of images gone are dropped. Fills img (the list's order) and
+ * returns 0, or the error.
+ */
+static int detect_images(struct cri_runtime *cr, const struct ck__cri_images *l,
+                         struct ck__gc_image *img, int64_t now, struct ck_err *reterr)
+{
+    struct ck__cri_filter filter = {.state = -1};
+    struct ck__cri_containers cl;
+    int r = ck__cri_list_containers(cr->cri, &filter, &cl, reterr);
+    if (r < 0)
+        return r;
+    char *sandbox = sandbox_image(cr);
+    char *sandbox_id = NULL;
+    if (sandbox) {
+        struct ck__cri_image st;
+        bool found = false;
+        struct ck_err err = {0};
+        if (ck__cri_image_status(cr->cri, sandbox, &st, &found, &err) == 0 && found) {
+            sandbox_id = st.id ? strdup(st.id) : NULL;
+            ck__cri_image_release(&st);
+        }
+    }
+    if (!sandbox) { /* nothing would tell the sandboxes' image from an unused one */
+        ck__cri_containers_release(&cl);
+        return ck_err_set(reterr, CK_EIO, "cannot tell the runtime's sandbox image (Status)");
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        const struct ck__cri_image *im = &l->items[i];
+        struct image_record *rec = im->id ? image_record(cr, im->id, now) : NULL;
+        bool used = !rec || (sandbox_id && strcmp(sandbox_id, im->id) == 0);
+        for (size_t j = 0; j < im->n_repo_tags && !used; j++)
+            used = strcmp(im->repo_tags[j], sandbox) == 0;
+        for (size_t j = 0; j < cl.n && !used; j++) {
+            const struct ck__cri_container *ct = &cl.items[j];
+            used = (ct->image_ref && strcmp(ct->image_ref, im->id) == 0) ||
+                   (ct->image_id && strcmp(ct->image_id, im->id) == 0) ||
+                   (ct->image && strcmp(ct->image, im->id) == 0);
+        }
+        if (rec && used)
+            rec->last_used = now;
+        img[i] = (struct ck__gc_image){.id = im->id,
+                                       .size = im->size,
+                                       .in_use = used,
+                                       .pinned = im->pinned,
+                                       .first_detected = rec ? rec->first_detected : now,
+                                       .last_used = rec ? rec->last_used : now};
+    }
+    /* forget the images that are gone */
+    for (size_t k = 0; k < cr->n_images;) {
+        bool there = false;
+        for (size_t i = 0; i < l->n && !there; i++)
+            there = l->items[i].id && strcmp(l->items[i].id, cr->images[k].id) == 0;
+        if (there) {
+            k++;
+            continue;
+        }
+        free(cr->images[k].id);
+        cr->images[k] = cr->images[--cr->n_images];
+    }
+    free(sandbox_id);
+    free(sandbox);
+    ck__cri_containers_release(&cl);
+    return 0;
+}
+
+static int image_gc(struct ck__runtime *rt, const struct ck__rt_image_gc_policy *policy,
+                    bool *ret_short, struct ck_err *reterr)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    struct ck__cri_fs_info fs;
+    struct ck__cri_images l;
+    struct statvfs vfs;
+    int64_t now = realtime_ns();
+    *ret_short = false;
+    int r = ck__cri_image_fs_info(cr->cri, &fs, reterr);
+    if (r < 0)
+        return r;
+    if (fs.n_image_fs == 0 || !fs.image_fs[0].mountpoint || !*fs.image_fs[0].mountpoint ||
+        statvfs(fs.image_fs[0].mountpoint, &vfs) < 0) {
+        r = ck_err_set(reterr, CK_EIO, "cannot read the image filesystem's stats (%s)",
+                       fs.n_image_fs && fs.image_fs[0].mountpoint ? fs.image_fs[0].mountpoint
+                                                                  : "none");
+        ck__cri_fs_info_release(&fs);
+        return r;
+    }
+    ck__cri_fs_info_release(&fs);
+    int64_t capacity = (int64_t)(vfs.f_blocks * vfs.f_frsize);
+    int64_t available = (int64_t)(vfs.f_bavail * vfs.f_frsize);
+    if (available > capacity)
+        available = capacity;
+    if (capacity <= 0)
+        return ck_err_set(reterr, CK_EIO, "invalid capacity 0 on image filesystem");
+    if ((r = ck__cri_list_images(cr->cri, NULL, &l, reterr)) < 0)
+        return r;
+    struct ck__gc_image *img = calloc(l.n + 1, sizeof(*img));
+    if (!img) {
+        ck__cri_images_release(&l);
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    }
+    if ((r = detect_images(cr, &l, img, now, reterr)) < 0)
+        goto out;
+    int usage = 100 - (int)(available * 100 / capacity);
+    if (usage < policy->high_threshold)
+        goto out;
+    int64_t amount = capacity * (100 - policy->low_threshold) / 100 - available;
+    char used[16];
+    snprintf(used, sizeof(used), "%d", usage);
+    CK_LOGS(0,
+            "Disk usage on image filesystem is over the high threshold, trying to free bytes "
+            "down to the low threshold",
+            "usage", used);
+    uint64_t planned = 0, freed = 0;
+    if ((r = ck__image_gc_select(img, l.n, amount > 0 ? (uint64_t)amount : 0, policy->min_age, now,
+                                 &planned)) < 0) {
+        ck_err_set(reterr, r, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        if (!img[i].remove)
+            continue;
+        struct ck_err err = {0};
+        CK_LOGS(0, "Removing image to free bytes", "imageID", img[i].id);
+        if (ck__cri_remove_image(cr->cri, img[i].id, &err) < 0 && err.code != CK_ENOENT)
+            CK_LOGS(0, "Failed to remove image", "imageID", img[i].id, "err", err.msg);
+        else
+            freed += img[i].size;
+    }
+    if (amount > 0 && freed < (uint64_t)amount) {
+        *ret_short = true;
+        r = ck_err_set(reterr, CK_EIO,
+                       "Failed to garbage collect required amount of images. Attempted to free "
+                       "%lld bytes, but only found %llu bytes eligible to free.",
+                       (long long)amount, (unsigned long long)freed);
+    }
+out:
+    free(img);
+    ck__cri_images_release(&l);
+    return r;
+}
+
 static const struct ck__runtime_ops cri_ops = {
     .name = "cri",
     .relist_period = CK_SEC, /* kubelet's PLEG relist period */
@@ -1208,6 +1583,8 @@ static const struct ck__runtime_ops cri_ops = {
     .remove_orphans = remove_orphans,
     .node_status = node_status,
     .set_pod_cidr = set_pod_cidr,
+    .gc = gc,
+    .image_gc = image_gc,
     .free = runtime_free,
 };
 

@@ -301,6 +301,8 @@ static void test_status_response(void **state)
     assert_string_equal(net->reason, "NetworkPluginNotReady");
     assert_string_equal(net->message, "Network plugin returns error: cni plugin not initialized");
     assert_null(ck__cri_status_condition(&s, "Other"));
+    assert_int_equal(s.n_info, 1);
+    assert_string_equal(ck__cri_kv_get(s.info, s.n_info, "config"), "{}");
     ck__cri_status_release(&s);
     ck__buf_release(&b);
 }

@@ -102,7 +102,7 @@ static void test_version_and_status(void **state)
     ck__cri_version_release(&v);
 
     struct ck__cri_status s;
-    if (ck__cri_status(cri, &s, &err) < 0)
+    if (ck__cri_status(cri, false, &s, &err) < 0)
         fail_msg("Status: %s", err.msg);
     const struct ck__cri_condition *rt = ck__cri_status_condition(&s, "RuntimeReady");
     const struct ck__cri_condition *net = ck__cri_status_condition(&s, "NetworkReady");

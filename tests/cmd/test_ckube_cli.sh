@@ -98,6 +98,16 @@ check "the flags win over the file's" [ "$(agent_start --config "$work/kubelet-d
 check "as logged" grep -q '"Pod DNS" clusterDNS="10.0.0.10,10.0.0.11" clusterDomain="k.test" resolvConf="/r.conf"' "$work/agent.err"
 check "a --cluster-dns that is not an address is a usage error" [ "$(agent_start --cluster-dns 10.0.0.10,dns.example)" = 2 ]
 check "which says what it wants" grep -q 'invalid value for --cluster-dns' "$work/agent.err"
+# the garbage collection's settings: kubelet's defaults, the file's image keys, the flags
+# over them, and kubelet's check that the low threshold is below the high one
+check "kubelet's GC defaults" [ "$(agent_start)" = 1 ]
+check "as logged" grep -q '"Garbage collection" containerGCPeriod="60s" minimumContainerTTLDuration="0s" maxPerPodContainer="1" maxContainers="-1" imageGCHighThresholdPercent="85" imageGCLowThresholdPercent="80" imageMinimumGCAge="120s"' "$work/agent.err"
+printf 'kind: KubeletConfiguration\nimageGCHighThresholdPercent: 70\nimageGCLowThresholdPercent: 50\nimageMinimumGCAge: 5m\n' >"$work/kubelet-gc.yaml"
+check "the image GC keys of --config and the GC flags" [ "$(agent_start --config "$work/kubelet-gc.yaml" --image-gc-low-threshold 60 --container-gc-period 10s --maximum-dead-containers-per-container 2 --maximum-dead-containers 100 --minimum-container-ttl-duration 1m)" = 1 ]
+check "as logged" grep -q '"Garbage collection" containerGCPeriod="10s" minimumContainerTTLDuration="60s" maxPerPodContainer="2" maxContainers="100" imageGCHighThresholdPercent="70" imageGCLowThresholdPercent="60" imageMinimumGCAge="300s"' "$work/agent.err"
+check "a low threshold not below the high one is a usage error" [ "$(agent_start --config "$work/kubelet-gc.yaml" --image-gc-high-threshold 50)" = 2 ]
+check "which names both" grep -q 'imageGCLowThresholdPercent (--image-gc-low-threshold) 50 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 50' "$work/agent.err"
+check "a threshold over 100 is a usage error" [ "$(agent_start --image-gc-high-threshold 101)" = 2 ]
 check "a --node-ip that is not an IPv4 address is a usage error" [ "$(agent_start --node-ip fd00::1)" = 2 ]
 check "which says what it wants" grep -q 'invalid value for --node-ip (want an IPv4 address)' "$work/agent.err"
 printf 'kind: KubeletConfiguration\nclusterDNS: 10.96.0.10\n' >"$work/kubelet-dns-bad.yaml"

@@ -19,13 +19,17 @@
 #   ConfigMap volume, exec liveness and readiness probes (ExecSync) and the log;
 # - an exec liveness probe that fails restarts the container;
 # - a crashing container restarts with back-off (restartCount, lastState exit code,
-#   CrashLoopBackOff) and `kubectl logs --previous` shows the previous attempt;
+#   CrashLoopBackOff) and `kubectl logs --previous` shows the previous attempt; the
+#   container GC (--container-gc-period 2s) removes its older dead attempts and their
+#   logs, keeping the current and the previous one (logs --previous still works);
 # - imagePullPolicy Never without the image: ErrImageNeverPull; a pull that fails:
 #   ErrImagePull, then ImagePullBackOff, and the Failed event;
 # - a memory limit: OOMKilled, exit 137;
 # - a hostNetwork pod has the node's address;
 # - the agent killed with SIGKILL and started again keeps the containers (same
 #   containerID, no restart);
+# - the image GC over thresholds of 1% and 0%: the unused image goes, the sandbox image
+#   and a running pod's stay, FreeDiskSpaceFailed on the node;
 # - deleted pods leave no container, sandbox, task or pod cgroup behind (checked
 #   with ctr and in /sys/fs/cgroup); no process of the test is left afterwards.
 #
@@ -46,7 +50,7 @@ if [ "${1:-}" = "--inside" ]; then
     check "absent runtime socket: the ways out named" \
         grep -q "install containerd.*--container-runtime process" "$work/absent.err"
 
-    start_agent
+    start_agent --container-gc-period 2s
     poll "node n1 registered" k get node n1
     wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
     case $(jp node/n1 '{.status.nodeInfo.containerRuntimeVersion}') in
@@ -139,6 +143,27 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
     wait_for "crash in CrashLoopBackOff" pod/crash \
         '{.status.containerStatuses[0].state.waiting.reason}=CrashLoopBackOff'
     check "crash: logs --previous" sh -c "kubectl logs --previous crash | grep -q '^attempt [0-9]'"
+    # the container GC (every 2 s here): once attempt 2 exists, attempt 0 goes with its
+    # log; the current attempt and the previous one, whose log --previous reads, stay
+    poll "crash restarted twice" sh -c \
+        "[ \"\$(kubectl get pod crash -o jsonpath='{.status.containerStatuses[0].restartCount}')\" -ge 2 ]"
+    crash_uid=$(jp pod/crash '{.metadata.uid}')
+    # crash's containers (not its sandbox, which containerd keeps as a container too)
+    crash_filter='labels."io.kubernetes.pod.name"==crash,labels."io.cri-containerd.kind"==container'
+    crash_ctrs() {
+        ctr -a "$cri_sock" -n k8s.io containers ls -q "$crash_filter" | wc -l
+    }
+    crash_dir="$root/pods/$crash_uid/containers/c"
+    poll "GC: attempt 0's log removed" sh -c "[ ! -e '$crash_dir/0.log' ]"
+    poll "GC: with its exit record" sh -c "[ ! -e '$crash_dir/0' ]"
+    # (a restart may come between two passes: the next one removes the older attempt)
+    poll "GC: containerd holds at most the current and one dead attempt of crash" \
+        sh -c "[ \$(ctr -a '$cri_sock' -n k8s.io containers ls -q '$crash_filter' | wc -l) -le 2 ]"
+    check "GC: the current and the previous attempt stay ($(crash_ctrs))" [ "$(crash_ctrs)" -ge 2 ]
+    check "GC: logs --previous after GC" sh -c "kubectl logs --previous crash | grep -q '^attempt [0-9]'"
+    # (the restart count read again each time: a restart moves what "previous" is)
+    poll "GC: the previous attempt's log stays" sh -c \
+        "r=\$(kubectl get pod crash -o jsonpath='{.status.containerStatuses[0].restartCount}'); [ -e '$crash_dir'/\$((r - 1)).log ]"
 
     # images that are not there
     create never "{'containers': [{'name': 'c', 'image': 'ckube.local/missing:1', 'imagePullPolicy': 'Never'}]}"
@@ -169,7 +194,7 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
     kill -9 "$agent_pid"
     wait "$agent_pid" 2>/dev/null
     agent_pid=""
-    start_agent
+    start_agent --container-gc-period 2s
     poll "agent back: its log says the containers were found" grep -q "Container found again" "$work/agent.err"
     sleep 3
     check "web: same containerID after the agent's restart" \
@@ -187,6 +212,27 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
     check "no task left in containerd" sh -c "[ -z \"\$(ctr -a $cri_sock -n k8s.io tasks ls -q)\" ]"
     left=$(find /sys/fs/cgroup/*/"${cgroup_root#/}"/kubepods -name 'pod*' -type d 2>/dev/null | head -3)
     check "no pod cgroup left ($left)" [ -z "$left" ]
+
+    # the image GC (every fifth container GC pass): from 1% of the disk down to 0% and
+    # with no minimum age, a pass removes every image no container uses (web), keeps
+    # the sandbox image and a running pod's, and warns FreeDiskSpaceFailed on the node,
+    # as the disk holds more than images
+    create keeper "{'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sleep', '3600']}]}"
+    wait_for "keeper Running" pod/keeper '{.status.phase}=Running'
+    stop_agent
+    start_agent --container-gc-period 1s --image-gc-high-threshold 1 --image-gc-low-threshold 0 \
+        --minimum-image-ttl-duration 0s
+    poll "image GC: the unused web image removed" sh -c \
+        "! ctr -a '$cri_sock' -n k8s.io images ls -q | grep -qxF '$web_image'"
+    check "image GC: busybox (in use) stays" sh -c \
+        "ctr -a '$cri_sock' -n k8s.io images ls -q | grep -qxF '$busybox_image'"
+    check "image GC: the sandbox image stays" sh -c \
+        "ctr -a '$cri_sock' -n k8s.io images ls -q | grep -qxF '$pause_image'"
+    poll "image GC: FreeDiskSpaceFailed on the node" sh -c \
+        "kubectl get events --field-selector involvedObject.kind=Node,reason=FreeDiskSpaceFailed -o jsonpath='{.items[*].message}' | grep -q 'Failed to garbage collect required amount of images'"
+    k delete pod keeper --wait=false >/dev/null
+    poll "keeper deleted, no container left in containerd" sh -c \
+        "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
     if [ "$failures" -ne 0 ]; then
         echo "--- agent log ---"
         tail -n 40 "$work/agent.err"
