@@ -6,7 +6,8 @@
 # 3607 s, kube-root-ca.crt's ca.crt, the namespace) mounted read-only at
 # /var/run/secrets/kubernetes.io/serviceaccount; a pod naming a missing account is
 # refused 403 Forbidden; automountServiceAccountToken false on the pod or on its
-# account leaves the pod without the volume.
+# account leaves the pod without the volume. The root CA publisher keeps
+# kube-root-ca.crt, with the server's CA, in every namespace.
 #
 #   sh test_serviceaccount.sh PATH/TO/ckube [STORE_URL]
 . "$(dirname "$0")/lib.sh"
@@ -61,4 +62,18 @@ check "automountServiceAccountToken false on the account: no volume" \
     [ -z "$(k get pod shy -n sa-e2e -o jsonpath='{.spec.volumes}')" ]
 check "the pod runs as the account it names" \
     [ "$(k get pod shy -n sa-e2e -o jsonpath='{.spec.serviceAccountName}')" = shy ]
+
+# the root CA publisher: kube-root-ca.crt in every namespace holds the server's CA,
+# and is put back when deleted or changed
+ca_of() { k get configmap kube-root-ca.crt -n "$1" -o jsonpath='{.data.ca\.crt}' 2>/dev/null; }
+same_ca() { [ "$(ca_of "$1")" = "$(cat "$ca")" ]; }
+poll "kube-root-ca.crt in sa-e2e holds the server's CA" same_ca sa-e2e
+poll "kube-root-ca.crt in kube-system holds the server's CA" same_ca kube-system
+check "it has the description annotation" \
+    [ -n "$(k get configmap kube-root-ca.crt -n sa-e2e -o jsonpath='{.metadata.annotations.kubernetes\.io/description}')" ]
+k delete configmap kube-root-ca.crt -n sa-e2e >/dev/null
+poll "a deleted kube-root-ca.crt is made again" same_ca sa-e2e
+k patch configmap kube-root-ca.crt -n sa-e2e -p '{"data":{"ca.crt":"changed","extra":"x"}}' >/dev/null
+restored() { same_ca sa-e2e && [ -z "$(k get configmap kube-root-ca.crt -n sa-e2e -o jsonpath='{.data.extra}')" ]; }
+poll "a changed kube-root-ca.crt is put back" restored
 finish
