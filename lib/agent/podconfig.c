@@ -334,6 +334,60 @@ static int write_downward(const struct ck__pod_refs *refs, const json_t *src, co
     return 0;
 }
 
+/* A field of the pod through the downward API, or NULL. */
+static char *pod_field(const struct ck__pod_refs *refs, const char *path)
+{
+    return refs->field_ref ? refs->field_ref(refs->arg, path) : NULL;
+}
+
+json_t *ck__token_request_body(const json_t *src, const char *pod_name, const char *pod_uid)
+{
+    const json_t *exp = json_object_get(src, "expirationSeconds");
+    const char *audience = json_string_value(json_object_get(src, "audience"));
+    json_t *spec = json_pack(
+        "{s:I, s:{s:s, s:s, s:s, s:s}}", "expirationSeconds",
+        (json_int_t)(json_is_integer(exp) ? json_integer_value(exp) : CK__TOKEN_DEFAULT_EXPIRATION),
+        "boundObjectRef", "apiVersion", "v1", "kind", "Pod", "name", pod_name, "uid", pod_uid);
+    /* no audience: the API server's own (the token authenticates to it) */
+    if (spec && audience && *audience &&
+        json_object_set_new(spec, "audiences", json_pack("[s]", audience)) < 0)
+        spec = (json_decref(spec), NULL);
+    return spec ? json_pack("{s:s, s:s, s:o}", "apiVersion", "authentication.k8s.io/v1", "kind",
+                            "TokenRequest", "spec", spec)
+                : NULL;
+}
+
+/*
+ * A serviceAccountToken projection: a token for the pod's account, bound to the pod
+ * (Kubernetes' token manager asks the same), written at its path.
+ */
+static int write_token(const struct ck__pod_refs *refs, const json_t *src, const char *dir,
+                       int mode, struct ck_err *reterr)
+{
+    if (!refs->request_token)
+        return ck_err_set(reterr, CK_EINVAL, "serviceAccountToken projections are not supported");
+    char *sa = pod_field(refs, "spec.serviceAccountName");
+    char *name = pod_field(refs, "metadata.name");
+    char *uid = pod_field(refs, "metadata.uid");
+    json_t *request = sa && name && uid ? ck__token_request_body(src, name, uid) : NULL;
+    json_t *answer = NULL;
+    int r = !request ? ck_err_set(reterr, CK_ENOMEM, "out of memory")
+                     : refs->request_token(refs->arg, sa, request, &answer, reterr);
+    if (r == 0) {
+        const char *token =
+            json_string_value(json_object_get(json_object_get(answer, "status"), "token"));
+        r = token ? write_file(dir, json_string_value(json_object_get(src, "path")), token,
+                               strlen(token), mode, reterr)
+                  : ck_err_set(reterr, CK_EIO, "the TokenRequest's answer holds no token");
+    }
+    json_decref(answer);
+    json_decref(request);
+    free(sa);
+    free(name);
+    free(uid);
+    return r;
+}
+
 int ck__volume_write(const struct ck__pod_refs *refs, const json_t *vol, const char *dir,
                      struct ck_err *reterr)
 {
@@ -368,6 +422,8 @@ int ck__volume_write(const struct ck__pod_refs *refs, const json_t *vol, const c
                 r = write_ref(refs, true, p, dir, dflt, reterr);
             else if ((p = json_object_get(s, "downwardAPI")))
                 r = write_downward(refs, p, dir, dflt, reterr);
+            else if ((p = json_object_get(s, "serviceAccountToken")))
+                r = write_token(refs, p, dir, dflt, reterr);
             if (r < 0)
                 break;
         }
