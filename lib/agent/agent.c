@@ -662,6 +662,14 @@ static char **container_env(struct ck_agent *a, const struct pod_run *p, const j
     struct ref_ctx ctx = {a, p};
     struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, warn_cb, &ctx, NULL};
     struct ck_err err = {0};
+    /* the kubernetes Service's variables first, as the kubelet's master service's */
+    const struct ck_resource *svc_res = ck_controller_resource("", "v1", "services");
+    json_t *master = NULL;
+    if (svc_res && ck_ctl_get(&a->ctl, svc_res, "default", "kubernetes", &master, &err) == 0)
+        ck__service_env(master, &env);
+    json_decref(master);
+    ck_err_release(&err);
+    memset(&err, 0, sizeof(err));
     if (ck__env_from_refs(&refs, spec_c, &env, &err) < 0 && reterr) {
         *reterr = err;
         ck__env_free(&env);

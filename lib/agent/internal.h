@@ -167,6 +167,14 @@ int ck__env_from_refs(const struct ck__pod_refs *refs, const json_t *container, 
 void ck__env_free(struct ck__env *env);
 
 /*
+ * Adds the environment variables of Service svc (kubelet's envvars.FromServices):
+ * NAME_SERVICE_HOST, NAME_SERVICE_PORT (its first port), NAME_SERVICE_PORT_<PORTNAME>
+ * for named ports, NAME_PORT and NAME_PORT_<N>_<PROTO>[_PROTO|_PORT|_ADDR]; names upper
+ * case with '-' as '_'. Nothing for a headless Service. 0 or CK_ENOMEM.
+ */
+int ck__service_env(const json_t *svc, struct ck__env *env);
+
+/*
  * Writes a configMap, secret, downwardAPI or projected volume's files into dir (other
  * kinds: nothing); a projected serviceAccountToken source through refs->request_token.
  * 0, or the error that keeps the pod from starting.

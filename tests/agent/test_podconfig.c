@@ -5,7 +5,8 @@
  * object or key with the kubelet's messages, and optional ones skipped; configMap,
  * secret (items, modes), downwardAPI and projected volumes as files; a path that leaves
  * the volume refused; a serviceAccountToken projection asking a TokenRequest bound to the
- * pod for its account (its audience, its expiration or the default hour); the $(VAR) expansion of
+ * pod for its account (its audience, its expiration or the default hour); a Service's
+ * environment variables as the kubelet names them; the $(VAR) expansion of
  * command and args, case by case as Kubernetes' expansion package reads them.
  */
 #define _GNU_SOURCE /* nftw */
@@ -275,6 +276,46 @@ static void test_service_account_token(void **state)
     token_asked = (json_decref(token_asked), NULL);
 }
 
+/* The kubelet's service variables, after Kubernetes' envvars_test.go. */
+static void test_service_env(void **state)
+{
+    (void)state;
+    json_t *svc = json_loads(
+        "{\"metadata\": {\"name\": \"super-ldap\"}, \"spec\": {\"clusterIP\": \"10.96.0.1\","
+        " \"ports\": [{\"name\": \"https\", \"port\": 443, \"protocol\": \"TCP\"},"
+        " {\"name\": \"dns-udp\", \"port\": 53, \"protocol\": \"UDP\"}]}}",
+        0, NULL);
+    struct ck__env env = {0};
+    assert_int_equal(ck__service_env(svc, &env), 0);
+    static const char *const want[] = {
+        "SUPER_LDAP_SERVICE_HOST=10.96.0.1",
+        "SUPER_LDAP_SERVICE_PORT=443",
+        "SUPER_LDAP_PORT=tcp://10.96.0.1:443",
+        "SUPER_LDAP_SERVICE_PORT_HTTPS=443",
+        "SUPER_LDAP_PORT_443_TCP=tcp://10.96.0.1:443",
+        "SUPER_LDAP_PORT_443_TCP_PROTO=tcp",
+        "SUPER_LDAP_PORT_443_TCP_PORT=443",
+        "SUPER_LDAP_PORT_443_TCP_ADDR=10.96.0.1",
+        "SUPER_LDAP_SERVICE_PORT_DNS_UDP=53",
+        "SUPER_LDAP_PORT_53_UDP=udp://10.96.0.1:53",
+        "SUPER_LDAP_PORT_53_UDP_PROTO=udp",
+        "SUPER_LDAP_PORT_53_UDP_PORT=53",
+        "SUPER_LDAP_PORT_53_UDP_ADDR=10.96.0.1",
+    };
+    assert_int_equal(env.n, sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < env.n; i++)
+        assert_string_equal(env.v[i], want[i]);
+    ck__env_free(&env);
+    json_decref(svc);
+    /* a headless Service has none */
+    svc = json_loads("{\"metadata\": {\"name\": \"h\"}, \"spec\": {\"clusterIP\": \"None\","
+                     " \"ports\": [{\"port\": 80}]}}",
+                     0, NULL);
+    assert_int_equal(ck__service_env(svc, &env), 0);
+    assert_int_equal(env.n, 0);
+    json_decref(svc);
+}
+
 static void test_expand_vars(void **state)
 {
     (void)state;
@@ -314,6 +355,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_objects_and_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_volumes_as_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_account_token, setup, teardown),
+        cmocka_unit_test(test_service_env),
         cmocka_unit_test(test_expand_vars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

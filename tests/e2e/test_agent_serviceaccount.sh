@@ -4,7 +4,8 @@
 # pod's kube-api-access-* volume is written in its directory with `token` (a JWT whose
 # claims bind it to the pod: kubernetes.io.pod.name and .uid, the account default),
 # `ca.crt` (the server's CA, from kube-root-ca.crt) and `namespace`; the token
-# authenticates: a SelfSubjectReview with it answers system:serviceaccount:NS:default.
+# authenticates: a SelfSubjectReview with it answers system:serviceaccount:NS:default;
+# the container's environment has KUBERNETES_SERVICE_HOST/PORT(_HTTPS).
 # No process is left behind.
 #
 # Usage: test_agent_serviceaccount.sh PATH/TO/ckube [STORE_URL]
@@ -67,6 +68,14 @@ curl -s --cacert "$ca" -H "Authorization: Bearer $(cat "$dir/token" 2>/dev/null)
     "$url/apis/authentication.k8s.io/v1/selfsubjectreviews" >"$work/review.json"
 check "the token is answered as system:serviceaccount:team:default ($(cat "$work/review.json"))" \
     grep -q '"username": *"system:serviceaccount:team:default"' "$work/review.json"
+# the kubernetes Service's variables, as the kubelet gives its master service's
+svc_ip=$(k get service kubernetes -n default -o jsonpath='{.spec.clusterIP}')
+pid=$(leftovers | head -n 1)
+envs=$( { tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null)
+check "KUBERNETES_SERVICE_HOST is the kubernetes Service's IP" \
+    sh -c "echo '$envs' | grep -qx 'KUBERNETES_SERVICE_HOST=$svc_ip'"
+check "KUBERNETES_SERVICE_PORT and _PORT_HTTPS are 443" \
+    sh -c "echo '$envs' | grep -qx 'KUBERNETES_SERVICE_PORT=443' && echo '$envs' | grep -qx 'KUBERNETES_SERVICE_PORT_HTTPS=443'"
 k delete pod client -n team --wait=false >/dev/null
 stop_agent
 kill_leftovers
