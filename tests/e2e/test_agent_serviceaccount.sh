@@ -5,7 +5,8 @@
 # claims bind it to the pod: kubernetes.io.pod.name and .uid, the account default),
 # `ca.crt` (the server's CA, from kube-root-ca.crt) and `namespace`; the token
 # authenticates: a SelfSubjectReview with it answers system:serviceaccount:NS:default;
-# the container's environment has KUBERNETES_SERVICE_HOST/PORT(_HTTPS).
+# the container's environment has KUBERNETES_SERVICE_HOST/PORT(_HTTPS). The node gets
+# tokens only bound to its own pods (a pod on another node, another uid, no pod: 403).
 # No process is left behind.
 #
 # Usage: test_agent_serviceaccount.sh PATH/TO/ckube [STORE_URL]
@@ -68,6 +69,26 @@ curl -s --cacert "$ca" -H "Authorization: Bearer $(cat "$dir/token" 2>/dev/null)
     "$url/apis/authentication.k8s.io/v1/selfsubjectreviews" >"$work/review.json"
 check "the token is answered as system:serviceaccount:team:default ($(cat "$work/review.json"))" \
     grep -q '"username": *"system:serviceaccount:team:default"' "$work/review.json"
+# the node may ask tokens only bound to its own pods (NodeRestriction)
+node_token() { # node_token BOUND_OBJECT_REF_JSON: the answer to n1's TokenRequest for team/default
+    curl -s --cacert "$ca" --cert "$work/data/pki/system-node-n1.crt" --key "$work/data/pki/system-node-n1.key" \
+        -H 'Content-Type: application/json' -X POST \
+        -d "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\",\"spec\":{\"boundObjectRef\":$1}}" \
+        "$url/api/v1/namespaces/team/serviceaccounts/default/token"
+}
+node_token "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"client\",\"uid\":\"$uid\"}" >"$work/tr.json"
+check "the node gets a token bound to its pod ($(head -c 200 "$work/tr.json"))" grep -q '"token"' "$work/tr.json"
+node_token 'null' >"$work/tr.json"
+check "a token not bound to a pod is refused the node ($(head -c 300 "$work/tr.json"))" \
+    grep -q 'node requested token not bound to a pod' "$work/tr.json"
+k run elsewhere -n team --image=busybox --restart=Never --overrides='{"spec":{"nodeName":"n2"}}' >/dev/null
+node_token '{"apiVersion":"v1","kind":"Pod","name":"elsewhere"}' >"$work/tr.json"
+check "a token bound to another node's pod is refused ($(head -c 300 "$work/tr.json"))" \
+    grep -q 'bound to a pod scheduled on a different node' "$work/tr.json"
+node_token "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"client\",\"uid\":\"not-$uid\"}" >"$work/tr.json"
+check "a token bound to another uid is refused ($(head -c 300 "$work/tr.json"))" \
+    grep -q 'does not match the UID in record' "$work/tr.json"
+
 # the kubernetes Service's variables, as the kubelet gives its master service's
 svc_ip=$(k get service kubernetes -n default -o jsonpath='{.spec.clusterIP}')
 pid=$(leftovers | head -n 1)
