@@ -164,7 +164,10 @@ const char *ck__sa_admission_account(json_t *pod)
             return NULL;
         name = json_string_value(json_object_get(spec, "serviceAccountName"));
     }
-    return name;
+    /* v1 mirrors it in the deprecated field, as Kubernetes' conversion writes it */
+    if (json_object_set_new(spec, "serviceAccount", json_string(name)) < 0)
+        return NULL;
+    return json_string_value(json_object_get(spec, "serviceAccountName"));
 }
 
 int ck__sa_admission_mutate(json_t *pod, const json_t *sa)

@@ -79,6 +79,8 @@ static void test_default_account_and_volume(void **state)
     assert_string_equal(ck__sa_admission_account(pod), "default");
     assert_string_equal(json_string_value(json_object_get(spec_of(pod), "serviceAccountName")),
                         "default");
+    assert_string_equal(json_string_value(json_object_get(spec_of(pod), "serviceAccount")),
+                        "default");
     json_t *sa = load("{\"metadata\":{\"name\":\"default\"}}");
     assert_int_equal(ck__sa_admission_mutate(pod, sa), 0);
 
