@@ -963,6 +963,7 @@ static int cmd_server(int argc, char **argv)
         .service_cluster_ip_range = opts.service_cluster_ip_range,
         .advertise_address = opts.advertise_address,
         .endpoint_reconciler = true,
+        .service_account_admission = true,
         .service_node_port_range = opts.service_node_port_range,
         .encryption_provider_config = opts.encryption_provider_config,
     };

@@ -96,6 +96,12 @@ struct ck_apiserver_config {
      * (`ckube server` does; embedders and unit tests choose).
      */
     bool endpoint_reconciler;
+    /*
+     * Run the ServiceAccount admission plugin on pod creates: the pod's account
+     * (default "default") must exist, and the pod gets the kube-api-access-*
+     * projected volume (`ckube server` does; embedders and unit tests choose).
+     */
+    bool service_account_admission;
     /* The IPv4 range of Services' cluster IPs (--service-cluster-ip-range); NULL: 10.96.0.0/12. */
     const char *service_cluster_ip_range;
     /* Services' node ports, "FIRST-LAST" (--service-node-port-range); NULL: 30000-32767. */

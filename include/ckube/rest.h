@@ -116,6 +116,14 @@ struct ck_rest *ck_rest_free(struct ck_rest *client);
 /* The base URL the client talks to (owned by the client). */
 const char *ck_rest_server(const struct ck_rest *client);
 
+/*
+ * The certificate authority the client verifies the server with, as PEM: its CA data, else
+ * its CA file's contents (kube-controller-manager's root CA when --root-ca-file is not
+ * given). 0 with *ret_pem (caller frees); CK_ENOENT when it has none; CK_EIO when the file
+ * cannot be read; CK_ENOMEM.
+ */
+int ck_rest_ca_pem(const struct ck_rest *client, char **ret_pem, struct ck_err *reterr);
+
 struct ck_rest_stats {
     uint64_t requests;    /* HTTP requests sent, watches included */
     uint64_t connections; /* TCP connections opened: requests - connections were reuses */

@@ -642,6 +642,18 @@ static void warn_cb(void *arg, const char *reason, const char *msg)
     pod_event(c->a, c->p, CK_EVENT_WARNING, reason, "%s", msg);
 }
 
+/* POST serviceaccounts/SA/token in the pod's namespace, as the node (podconfig.c). */
+static int token_cb(void *arg, const char *sa, const json_t *request, json_t **ret,
+                    struct ck_err *reterr)
+{
+    struct ref_ctx *c = arg;
+    const struct ck_resource *res = ck_controller_resource("", "v1", "serviceaccounts");
+    char path[1024];
+    if (!res || ck_rest_path(res, c->p->ns, sa, "token", NULL, path, sizeof(path)) < 0)
+        return ck_err_set(reterr, CK_EINVAL, "no path for serviceaccount %s/%s", c->p->ns, sa);
+    return ck_rest_do(c->a->config.client, "POST", path, request, NULL, ret, reterr);
+}
+
 /*
  * The container's environment: envFrom and ConfigMap/Secret references (podconfig.c),
  * then values and fieldRefs. NULL when a reference fails and reterr is given (the error
@@ -653,8 +665,16 @@ static char **container_env(struct ck_agent *a, const struct pod_run *p, const j
 {
     struct ck__env env = {0};
     struct ref_ctx ctx = {a, p};
-    struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, warn_cb, &ctx};
+    struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, warn_cb, &ctx, NULL};
     struct ck_err err = {0};
+    /* the kubernetes Service's variables first, as the kubelet's master service's */
+    const struct ck_resource *svc_res = ck_controller_resource("", "v1", "services");
+    json_t *master = NULL;
+    if (svc_res && ck_ctl_get(&a->ctl, svc_res, "default", "kubernetes", &master, &err) == 0)
+        ck__service_env(master, &env);
+    json_decref(master);
+    ck_err_release(&err);
+    memset(&err, 0, sizeof(err));
     if (ck__env_from_refs(&refs, spec_c, &env, &err) < 0 && reterr) {
         *reterr = err;
         ck__env_free(&env);
@@ -1149,7 +1169,7 @@ static bool setup_volumes(struct ck_agent *a, struct pod_run *p)
     size_t i;
     json_t *vol;
     struct ref_ctx ctx = {a, p};
-    struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, warn_cb, &ctx};
+    struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, warn_cb, &ctx, token_cb};
     json_array_foreach(json_object_get(json_object_get(p->pod, "spec"), "volumes"), i, vol)
     {
         const char *name = json_string_value(json_object_get(vol, "name"));

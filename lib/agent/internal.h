@@ -140,6 +140,13 @@ struct ck__pod_refs {
     char *(*field_ref)(void *arg, const char *field_path);            /* malloc'd, or NULL */
     void (*warn)(void *arg, const char *reason, const char *message); /* a Warning event */
     void *arg;
+    /*
+     * POSTs the TokenRequest request for the pod's ServiceAccount sa
+     * (serviceaccounts/SA/token in ns) and sets *ret to the answer (caller frees).
+     * 0, or a negative code with *reterr. NULL: serviceAccountToken projections fail.
+     */
+    int (*request_token)(void *arg, const char *sa, const json_t *request, json_t **ret,
+                         struct ck_err *reterr);
 };
 
 /* An environment being built: v[n] is NULL. */
@@ -160,9 +167,28 @@ int ck__env_from_refs(const struct ck__pod_refs *refs, const json_t *container, 
 void ck__env_free(struct ck__env *env);
 
 /*
- * Writes a configMap, secret, downwardAPI or projected volume's files into dir (other
- * kinds: nothing). 0, or the error that keeps the pod from starting.
+ * Adds the environment variables of Service svc (kubelet's envvars.FromServices):
+ * NAME_SERVICE_HOST, NAME_SERVICE_PORT (its first port), NAME_SERVICE_PORT_<PORTNAME>
+ * for named ports, NAME_PORT and NAME_PORT_<N>_<PROTO>[_PROTO|_PORT|_ADDR]; names upper
+ * case with '-' as '_'. Nothing for a headless Service. 0 or CK_ENOMEM.
  */
+int ck__service_env(const json_t *svc, struct ck__env *env);
+
+/*
+ * Writes a configMap, secret, downwardAPI or projected volume's files into dir (other
+ * kinds: nothing); a projected serviceAccountToken source through refs->request_token.
+ * 0, or the error that keeps the pod from starting.
+ */
+/* A serviceAccountToken projection's expirationSeconds when it names none (Kubernetes' default). */
+#define CK__TOKEN_DEFAULT_EXPIRATION 3600
+
+/*
+ * The TokenRequest a serviceAccountToken projection src asks for the pod pod_name/pod_uid:
+ * its expirationSeconds, its audience (none: the API server's), bound to the pod. New
+ * reference, NULL out of memory.
+ */
+json_t *ck__token_request_body(const json_t *src, const char *pod_name, const char *pod_uid);
+
 int ck__volume_write(const struct ck__pod_refs *refs, const json_t *vol, const char *dir,
                      struct ck_err *reterr);
 

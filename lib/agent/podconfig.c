@@ -16,10 +16,16 @@
  * Objects are read from the API server when a container starts or a pod's volumes are
  * set up; the files are written once (not refreshed when the object changes).
  *
+ * The variables of a Service (kubelet's envvars.FromServices): NAME_SERVICE_HOST,
+ * NAME_SERVICE_PORT, NAME_SERVICE_PORT_<PORT NAME> and the Docker link variables
+ * NAME_PORT, NAME_PORT_<N>_<PROTO>[_PROTO|_PORT|_ADDR]; the agent gives every container
+ * those of the `kubernetes` Service, as the kubelet gives its master service's.
+ *
  * Also the $(VAR) expansion of command and args (Kubernetes'
  * third_party/forked/golang/expansion/expand.go).
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -120,6 +126,75 @@ static int push(struct ck__env *env, const char *name, const char *value, size_t
 int ck__env_add(struct ck__env *env, const char *name, const char *value)
 {
     return push(env, name, value, strlen(value));
+}
+
+/* name and suffix as an environment variable's name: upper case, '-' as '_'. */
+static void env_name(char *buf, size_t size, const char *name, const char *suffix)
+{
+    snprintf(buf, size, "%s%s", name, suffix);
+    for (char *c = buf; *c; c++)
+        *c = *c == '-' ? '_' : (char)toupper((unsigned char)*c);
+}
+
+int ck__service_env(const json_t *svc, struct ck__env *env)
+{
+    const json_t *spec = json_object_get(svc, "spec");
+    const char *ip = json_string_value(json_object_get(spec, "clusterIP"));
+    const char *svc_name =
+        json_string_value(json_object_get(json_object_get(svc, "metadata"), "name"));
+    const json_t *ports = json_object_get(spec, "ports");
+    if (!ip || !*ip || strcmp(ip, "None") == 0 || !svc_name || json_array_size(ports) == 0)
+        return 0; /* headless or without ports: no variables */
+    char name[320], value[320], up[64];
+    int r = 0;
+    size_t i;
+    json_t *port;
+    json_array_foreach(ports, i, port)
+    {
+        json_int_t number = json_integer_value(json_object_get(port, "port"));
+        const char *proto = json_string_value(json_object_get(port, "protocol")) ?: "TCP";
+        const char *port_name = json_string_value(json_object_get(port, "name"));
+        char lower[16];
+        snprintf(lower, sizeof(lower), "%s", proto);
+        for (char *c = lower; *c; c++)
+            *c = (char)tolower((unsigned char)*c);
+        if (i == 0) {
+            env_name(name, sizeof(name), svc_name, "_SERVICE_HOST");
+            r |= ck__env_add(env, name, ip);
+            snprintf(value, sizeof(value), "%lld", (long long)number);
+            env_name(name, sizeof(name), svc_name, "_SERVICE_PORT");
+            r |= ck__env_add(env, name, value);
+            snprintf(value, sizeof(value), "%s://%s:%lld", lower, ip, (long long)number);
+            env_name(name, sizeof(name), svc_name, "_PORT");
+            r |= ck__env_add(env, name, value);
+        }
+        if (port_name && *port_name) {
+            snprintf(value, sizeof(value), "%lld", (long long)number);
+            char suffix[96];
+            snprintf(suffix, sizeof(suffix), "_SERVICE_PORT_%s", port_name);
+            env_name(name, sizeof(name), svc_name, suffix);
+            r |= ck__env_add(env, name, value);
+        }
+        /* the Docker link variables */
+        snprintf(up, sizeof(up), "_PORT_%lld_%s", (long long)number, proto);
+        snprintf(value, sizeof(value), "%s://%s:%lld", lower, ip, (long long)number);
+        env_name(name, sizeof(name), svc_name, up);
+        r |= ck__env_add(env, name, value);
+        static const char *const parts[] = {"_PROTO", "_PORT", "_ADDR"};
+        for (size_t k = 0; k < 3; k++) {
+            char with[96];
+            snprintf(with, sizeof(with), "%s%s", up, parts[k]);
+            env_name(name, sizeof(name), svc_name, with);
+            if (k == 0)
+                snprintf(value, sizeof(value), "%s", lower);
+            else if (k == 1)
+                snprintf(value, sizeof(value), "%lld", (long long)number);
+            else
+                snprintf(value, sizeof(value), "%s", ip);
+            r |= ck__env_add(env, name, value);
+        }
+    }
+    return r ? CK_ENOMEM : 0;
 }
 
 int ck__env_from_refs(const struct ck__pod_refs *refs, const json_t *container, struct ck__env *env,
@@ -334,6 +409,60 @@ static int write_downward(const struct ck__pod_refs *refs, const json_t *src, co
     return 0;
 }
 
+/* A field of the pod through the downward API, or NULL. */
+static char *pod_field(const struct ck__pod_refs *refs, const char *path)
+{
+    return refs->field_ref ? refs->field_ref(refs->arg, path) : NULL;
+}
+
+json_t *ck__token_request_body(const json_t *src, const char *pod_name, const char *pod_uid)
+{
+    const json_t *exp = json_object_get(src, "expirationSeconds");
+    const char *audience = json_string_value(json_object_get(src, "audience"));
+    json_t *spec = json_pack(
+        "{s:I, s:{s:s, s:s, s:s, s:s}}", "expirationSeconds",
+        (json_int_t)(json_is_integer(exp) ? json_integer_value(exp) : CK__TOKEN_DEFAULT_EXPIRATION),
+        "boundObjectRef", "apiVersion", "v1", "kind", "Pod", "name", pod_name, "uid", pod_uid);
+    /* no audience: the API server's own (the token authenticates to it) */
+    if (spec && audience && *audience &&
+        json_object_set_new(spec, "audiences", json_pack("[s]", audience)) < 0)
+        spec = (json_decref(spec), NULL);
+    return spec ? json_pack("{s:s, s:s, s:o}", "apiVersion", "authentication.k8s.io/v1", "kind",
+                            "TokenRequest", "spec", spec)
+                : NULL;
+}
+
+/*
+ * A serviceAccountToken projection: a token for the pod's account, bound to the pod
+ * (Kubernetes' token manager asks the same), written at its path.
+ */
+static int write_token(const struct ck__pod_refs *refs, const json_t *src, const char *dir,
+                       int mode, struct ck_err *reterr)
+{
+    if (!refs->request_token)
+        return ck_err_set(reterr, CK_EINVAL, "serviceAccountToken projections are not supported");
+    char *sa = pod_field(refs, "spec.serviceAccountName");
+    char *name = pod_field(refs, "metadata.name");
+    char *uid = pod_field(refs, "metadata.uid");
+    json_t *request = sa && name && uid ? ck__token_request_body(src, name, uid) : NULL;
+    json_t *answer = NULL;
+    int r = !request ? ck_err_set(reterr, CK_ENOMEM, "out of memory")
+                     : refs->request_token(refs->arg, sa, request, &answer, reterr);
+    if (r == 0) {
+        const char *token =
+            json_string_value(json_object_get(json_object_get(answer, "status"), "token"));
+        r = token ? write_file(dir, json_string_value(json_object_get(src, "path")), token,
+                               strlen(token), mode, reterr)
+                  : ck_err_set(reterr, CK_EIO, "the TokenRequest's answer holds no token");
+    }
+    json_decref(answer);
+    json_decref(request);
+    free(sa);
+    free(name);
+    free(uid);
+    return r;
+}
+
 int ck__volume_write(const struct ck__pod_refs *refs, const json_t *vol, const char *dir,
                      struct ck_err *reterr)
 {
@@ -368,6 +497,8 @@ int ck__volume_write(const struct ck__pod_refs *refs, const json_t *vol, const c
                 r = write_ref(refs, true, p, dir, dflt, reterr);
             else if ((p = json_object_get(s, "downwardAPI")))
                 r = write_downward(refs, p, dir, dflt, reterr);
+            else if ((p = json_object_get(s, "serviceAccountToken")))
+                r = write_token(refs, p, dir, dflt, reterr);
             if (r < 0)
                 break;
         }

@@ -70,6 +70,9 @@ static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct c
 static const char *node_name_of(const struct ck_auth_user *user);
 static bool node_may_read(struct ck_apiserver *server, const char *node,
                           const struct ck_rbac_request *req, bool secret);
+static int check_node_token(struct ck_apiserver *server, const char *node,
+                            const struct ck__target *t, const char *body, size_t len,
+                            struct ck_err *err);
 static int check_node_write(struct ck_apiserver *server, const char *node,
                             const struct ck__target *t, const char *method, const char *body,
                             size_t len, struct ck_err *err);
@@ -1511,6 +1514,7 @@ bool ck__auth_serve(struct ck_apiserver *server, struct MHD_Connection *conn, co
                     size_t len, enum MHD_Result *ret)
 {
     enum review review = review_of(t->kind);
+    struct ck_err err = {0};
     bool token_request = t->kind == ck_kind_lookup("", "v1", "serviceaccounts") &&
                          strcmp(t->subresource, "token") == 0;
     if (review == NOT_A_REVIEW && !token_request)
@@ -1521,7 +1525,10 @@ bool ck__auth_serve(struct ck_apiserver *server, struct MHD_Connection *conn, co
     else if (!server->auth || !user)
         *ret = ck__fail_with(conn, "ServiceUnavailable",
                              "the server runs without authentication (--insecure-plain-http)");
-    else if (token_request)
+    else if (token_request && node_name_of(user) &&
+             check_node_token(server, node_name_of(user), t, body, len, &err) < 0) {
+        *ret = ck__fail(conn, &err);
+    } else if (token_request)
         *ret = serve_token_request(server, conn, t, body, len);
     else
         *ret = serve_review(server, conn, t, review, user, body, len);
@@ -1708,6 +1715,55 @@ static int check_node_write(struct ck_apiserver *server, const char *node,
         }
     }
     json_decref(obj);
+    return r;
+}
+
+/*
+ * A node's TokenRequest, as Kubernetes' node authorizer and NodeRestriction allow it:
+ * only for the account of a pod bound to the node, and bound to that pod (its uid as
+ * stored). 0, or the 403 in *err.
+ */
+static int check_node_token(struct ck_apiserver *server, const char *node,
+                            const struct ck__target *t, const char *body, size_t len,
+                            struct ck_err *err)
+{
+    json_t *req = body ? json_loadb(body, len, 0, NULL) : NULL;
+    const json_t *ref = json_object_get(json_object_get(req, "spec"), "boundObjectRef");
+    const char *kind = claim(ref, "kind", NULL);
+    const char *pod_name = claim(ref, "name", NULL);
+    const char *uid = claim(ref, "uid", NULL);
+    int r = 0, code = 0;
+    json_t *pod = NULL;
+    if (!kind || strcmp(kind, "Pod") != 0 || !pod_name)
+        r = node_forbidden(err, t, t->name, "node requested token not bound to a pod");
+    else if (!(pod = stored_object(server, ck_kind_with_role(CK_KIND_ROLE_POD), t->namespace,
+                                   pod_name, &code)))
+        r = code == CK_ENOMEM ? ck_err_no_memory(err)
+                              : node_forbidden(err, t, t->name,
+                                               "node requested token bound to a pod that was "
+                                               "not found: %s/%s",
+                                               t->namespace, pod_name);
+    if (r == 0) {
+        const json_t *spec = json_object_get(pod, "spec");
+        const char *bound = claim(spec, "nodeName", NULL);
+        const char *pod_uid = claim(json_object_get(pod, "metadata"), "uid", NULL);
+        const char *sa = claim(spec, "serviceAccountName", NULL);
+        if (!bound || strcmp(bound, node) != 0)
+            r = node_forbidden(err, t, t->name,
+                               "node requested token bound to a pod scheduled on a different "
+                               "node");
+        else if (uid && *uid && (!pod_uid || strcmp(uid, pod_uid) != 0))
+            r = node_forbidden(err, t, t->name,
+                               "the UID in the bound object reference (%s) does not match the "
+                               "UID in record. The object might have been deleted and then "
+                               "recreated",
+                               uid);
+        else if (!sa || strcmp(sa, t->name) != 0)
+            r = node_forbidden(err, t, t->name,
+                               "no relationship found between node '%s' and this object", node);
+    }
+    json_decref(pod);
+    json_decref(req);
     return r;
 }
 

@@ -124,6 +124,7 @@ struct ck__registry {
     void *feature_ctx;
     struct ck__allocator *allocator;        /* cluster IPs and node ports; NULL: none given */
     struct ck__namespace_cache *namespaces; /* NULL: every create reads its namespace */
+    bool service_account_admission;         /* pod creates go through serviceaccount_admission.c */
 };
 
 /*
@@ -187,6 +188,21 @@ int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, co
 int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
                            const char *namespace, json_t *obj, const struct ck_field_manager *who,
                            bool dry_run, char **ret_body, size_t *ret_len, struct ck_err *reterr);
+
+/*
+ * The ServiceAccount admission plugin (serviceaccount_admission.c), run on a pod
+ * create in namespace before the strategy: defaults spec.serviceAccountName, 403
+ * Forbidden when the account does not exist, adds the kube-api-access-* volume and
+ * its mounts. 0, or a negative code with *reterr.
+ */
+int ck__sa_admission_admit(struct ck__registry *reg, const char *namespace, json_t *pod,
+                           struct ck_err *reterr);
+/* Its pure parts. Whether the plugin looks at pod at all (not a mirror pod). */
+bool ck__sa_admission_applies(const json_t *pod);
+/* Defaults spec.serviceAccountName; the account's name (borrowed from pod), NULL out of memory. */
+const char *ck__sa_admission_account(json_t *pod);
+/* Mounts the token volume unless pod or account sa opts out; copies imagePullSecrets. */
+int ck__sa_admission_mutate(json_t *pod, const json_t *sa);
 
 /* Reads one object: *ret_kv gets a reference. A negative code with *reterr (404, 500) on failure.
  */

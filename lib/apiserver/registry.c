@@ -389,6 +389,11 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
         struct ck_err err = {0};
         if (!candidate)
             return ck_err_no_memory(reterr);
+        if (reg->service_account_admission && kind->role == CK_KIND_ROLE_POD &&
+            (r = ck__sa_admission_admit(reg, namespace, candidate, reterr)) < 0) {
+            json_decref(candidate);
+            return r;
+        }
         r = ck_meta_prepare_create(kind, candidate, namespace, time(NULL), &err);
         if (r < 0) {
             json_decref(candidate);

@@ -1431,8 +1431,13 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         if (!server->registry)
             r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         else
-            *server->registry = (struct ck__registry){
-                server->store, server->schemas, ck__feature_enabled, server, NULL, NULL};
+            *server->registry = (struct ck__registry){server->store,
+                                                      server->schemas,
+                                                      ck__feature_enabled,
+                                                      server,
+                                                      NULL,
+                                                      NULL,
+                                                      config->service_account_admission};
     }
     if (r == 0)
         r = ck__allocator_new(

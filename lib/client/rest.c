@@ -258,6 +258,28 @@ const char *ck_rest_server(const struct ck_rest *c)
     return c->server;
 }
 
+int ck_rest_ca_pem(const struct ck_rest *c, char **ret_pem, struct ck_err *reterr)
+{
+    if (c->ca_data) {
+        char *pem = strdup(c->ca_data);
+        if (!pem)
+            return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        *ret_pem = pem;
+        return 0;
+    }
+    if (!c->ca_file)
+        return ck_err_set(reterr, CK_ENOENT, "the client has no certificate authority");
+    char *pem = NULL;
+    size_t len = 0;
+    int r = ck__read_file(c->ca_file, 1024 * 1024, &pem, &len);
+    if (r == CK_ENOMEM)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    if (r < 0)
+        return ck_err_set(reterr, CK_EIO, "cannot read %s", c->ca_file);
+    *ret_pem = pem;
+    return 0;
+}
+
 void ck_rest_stats(struct ck_rest *c, struct ck_rest_stats *ret)
 {
     pthread_mutex_lock(&c->lock);

@@ -36,6 +36,7 @@
 #include "ckube/nodelifecycle.h"
 #include "ckube/nscontroller.h"
 #include "ckube/replicaset.h"
+#include "ckube/rootcacertpublisher.h"
 #include "ckube/sacontroller.h"
 #include "ckube/scheduler.h"
 #include "ckube/statefulset.h"
@@ -253,6 +254,12 @@ static const struct ck_controller_descriptor table[] = {
      .start = ck_sa_manager_start,
      .run = ck_sa_manager_run,
      .stop = ck_sa_manager_stop},
+    {.name = "root-ca-cert-publisher",
+     .kube_name = "root-ca-certificate-publisher-controller",
+     .enabled_by_default = true,
+     .start = ck_root_ca_manager_start,
+     .run = ck_root_ca_manager_run,
+     .stop = ck_root_ca_manager_stop},
     {.name = "endpointslice",
      .enabled_by_default = true,
      .start = ck_eps_manager_start,

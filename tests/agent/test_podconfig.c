@@ -4,8 +4,10 @@
  * variable names skipped with a warning, sorted), env winning over envFrom; a missing
  * object or key with the kubelet's messages, and optional ones skipped; configMap,
  * secret (items, modes), downwardAPI and projected volumes as files; a path that leaves
- * the volume refused; the $(VAR) expansion of command and args, case by case as
- * Kubernetes' expansion package reads them.
+ * the volume refused; a serviceAccountToken projection asking a TokenRequest bound to the
+ * pod for its account (its audience, its expiration or the default hour); a Service's
+ * environment variables as the kubelet names them; the $(VAR) expansion of
+ * command and args, case by case as Kubernetes' expansion package reads them.
  */
 #define _GNU_SOURCE /* nftw */
 #include "cktest.h"
@@ -32,7 +34,29 @@ struct world {
 static char *field(void *arg, const char *path)
 {
     (void)arg;
+    if (strcmp(path, "metadata.uid") == 0)
+        return strdup("uid-1");
+    if (strcmp(path, "spec.serviceAccountName") == 0)
+        return strdup("builder");
     return strcmp(path, "metadata.name") == 0 ? strdup("web-1") : NULL;
+}
+
+/* The TokenRequest last asked for, and for which account; answered "token-for-SA". */
+static json_t *token_asked;
+static char token_sa[64];
+
+static int token(void *arg, const char *sa, const json_t *request, json_t **ret,
+                 struct ck_err *reterr)
+{
+    (void)arg;
+    (void)reterr;
+    json_decref(token_asked);
+    token_asked = json_deep_copy(request);
+    snprintf(token_sa, sizeof(token_sa), "%s", sa);
+    char t[96];
+    snprintf(t, sizeof(t), "token-for-%s", sa);
+    *ret = json_pack("{s:{s:s}}", "status", "token", t);
+    return 0;
 }
 
 static void warn(void *arg, const char *reason, const char *msg)
@@ -47,7 +71,7 @@ static int setup(void **state)
     if (!w || ck_fake_client_new(&w->fc, NULL) < 0)
         return -1;
     ck_fake_client_iface(w->fc, &w->client);
-    w->refs = (struct ck__pod_refs){&w->client, "default", field, warn, w};
+    w->refs = (struct ck__pod_refs){&w->client, "default", field, warn, w, token};
     json_t *cm =
         json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s}, s:{s:s}}", "apiVersion", "v1",
                   "kind", "ConfigMap", "metadata", "name", "cfg", "namespace", "default", "data",
@@ -209,6 +233,89 @@ static void test_volumes_as_files(void **state)
     json_decref(v);
 }
 
+/* serviceAccountToken: a TokenRequest for the pod's account bound to the pod, written. */
+static void test_service_account_token(void **state)
+{
+    struct world *w = *state;
+    struct ck_err err = {0};
+    char dir[160];
+    snprintf(dir, sizeof(dir), "%s/sa", w->dir);
+    json_t *v =
+        json_loads("{\"name\": \"kube-api-access-x\", \"projected\": {\"defaultMode\":"
+                   " 420, \"sources\": [{\"serviceAccountToken\": {\"expirationSeconds\":"
+                   " 3607, \"path\": \"token\"}}, {\"downwardAPI\": {\"items\": [{\"path\":"
+                   " \"namespace\", \"fieldRef\": {\"fieldPath\": \"metadata.name\"}}]}}]}}",
+                   0, NULL);
+    assert_int_equal(ck__volume_write(&w->refs, v, dir, &err), 0);
+    int mode = 0;
+    assert_string_equal(slurp(dir, "token", &mode), "token-for-builder");
+    assert_int_equal(mode, 0644);
+    assert_string_equal(token_sa, "builder");
+    json_t *want = json_loads(
+        "{\"apiVersion\": \"authentication.k8s.io/v1\", \"kind\": \"TokenRequest\", \"spec\":"
+        " {\"expirationSeconds\": 3607, \"boundObjectRef\": {\"apiVersion\": \"v1\", \"kind\":"
+        " \"Pod\", \"name\": \"web-1\", \"uid\": \"uid-1\"}}}",
+        0, NULL);
+    assert_true(json_equal(token_asked, want));
+    json_decref(want);
+    json_decref(v);
+    /* an audience is asked for; no expirationSeconds is Kubernetes' default hour */
+    v = json_loads("{\"name\": \"t\", \"projected\": {\"sources\": [{\"serviceAccountToken\":"
+                   " {\"audience\": \"vault\", \"path\": \"sub/t\"}}]}}",
+                   0, NULL);
+    assert_int_equal(ck__volume_write(&w->refs, v, dir, &err), 0);
+    assert_string_equal(slurp(dir, "sub/t", NULL), "token-for-builder");
+    const json_t *spec = json_object_get(token_asked, "spec");
+    assert_int_equal(json_integer_value(json_object_get(spec, "expirationSeconds")), 3600);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(spec, "audiences"), 0)),
+                        "vault");
+    /* without a way to ask, the volume cannot be set up */
+    w->refs.request_token = NULL;
+    assert_int_equal(ck__volume_write(&w->refs, v, dir, &err), CK_EINVAL);
+    json_decref(v);
+    token_asked = (json_decref(token_asked), NULL);
+}
+
+/* The kubelet's service variables, after Kubernetes' envvars_test.go. */
+static void test_service_env(void **state)
+{
+    (void)state;
+    json_t *svc = json_loads(
+        "{\"metadata\": {\"name\": \"super-ldap\"}, \"spec\": {\"clusterIP\": \"10.96.0.1\","
+        " \"ports\": [{\"name\": \"https\", \"port\": 443, \"protocol\": \"TCP\"},"
+        " {\"name\": \"dns-udp\", \"port\": 53, \"protocol\": \"UDP\"}]}}",
+        0, NULL);
+    struct ck__env env = {0};
+    assert_int_equal(ck__service_env(svc, &env), 0);
+    static const char *const want[] = {
+        "SUPER_LDAP_SERVICE_HOST=10.96.0.1",
+        "SUPER_LDAP_SERVICE_PORT=443",
+        "SUPER_LDAP_PORT=tcp://10.96.0.1:443",
+        "SUPER_LDAP_SERVICE_PORT_HTTPS=443",
+        "SUPER_LDAP_PORT_443_TCP=tcp://10.96.0.1:443",
+        "SUPER_LDAP_PORT_443_TCP_PROTO=tcp",
+        "SUPER_LDAP_PORT_443_TCP_PORT=443",
+        "SUPER_LDAP_PORT_443_TCP_ADDR=10.96.0.1",
+        "SUPER_LDAP_SERVICE_PORT_DNS_UDP=53",
+        "SUPER_LDAP_PORT_53_UDP=udp://10.96.0.1:53",
+        "SUPER_LDAP_PORT_53_UDP_PROTO=udp",
+        "SUPER_LDAP_PORT_53_UDP_PORT=53",
+        "SUPER_LDAP_PORT_53_UDP_ADDR=10.96.0.1",
+    };
+    assert_int_equal(env.n, sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < env.n; i++)
+        assert_string_equal(env.v[i], want[i]);
+    ck__env_free(&env);
+    json_decref(svc);
+    /* a headless Service has none */
+    svc = json_loads("{\"metadata\": {\"name\": \"h\"}, \"spec\": {\"clusterIP\": \"None\","
+                     " \"ports\": [{\"port\": 80}]}}",
+                     0, NULL);
+    assert_int_equal(ck__service_env(svc, &env), 0);
+    assert_int_equal(env.n, 0);
+    json_decref(svc);
+}
+
 static void test_expand_vars(void **state)
 {
     (void)state;
@@ -247,6 +354,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_env_refs_and_env_from, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_objects_and_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_volumes_as_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_service_account_token, setup, teardown),
+        cmocka_unit_test(test_service_env),
         cmocka_unit_test(test_expand_vars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
