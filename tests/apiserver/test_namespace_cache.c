@@ -193,7 +193,7 @@ static void test_the_registry_forgets_what_it_writes(void **state)
     assert_int_equal(ck__namespace_cache_new(ck_kind_with_role(CK_KIND_ROLE_NAMESPACE), &own, NULL),
                      0);
     assert_int_equal(ck__shared_schemas(&schemas, NULL), 0);
-    struct ck__registry reg = {store, schemas, NULL, NULL, NULL, own};
+    struct ck__registry reg = {.store = store, .schemas = schemas, .namespaces = own};
     static const char pod[] = "{\"metadata\":{\"generateName\":\"p-\"},\"spec\":{"
                               "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}";
     struct ck_err err = {0};
