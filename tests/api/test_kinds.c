@@ -34,6 +34,8 @@ static void test_registry_matches_the_resource_table(void **state)
         {"apps", "deployments", "Deployment", "deploy", true},
         {"apps", "replicasets", "ReplicaSet", "rs", true},
         {"discovery.k8s.io", "endpointslices", "EndpointSlice", NULL, true},
+        {"networking.k8s.io", "ingressclasses", "IngressClass", NULL, false},
+        {"networking.k8s.io", "ingresses", "Ingress", "ing", true},
         {"batch", "jobs", "Job", NULL, true},
         {"batch", "cronjobs", "CronJob", "cj", true},
         {"", "replicationcontrollers", "ReplicationController", "rc", true},
