@@ -36,6 +36,7 @@ static void test_registry_matches_the_resource_table(void **state)
         {"discovery.k8s.io", "endpointslices", "EndpointSlice", NULL, true},
         {"networking.k8s.io", "ingressclasses", "IngressClass", NULL, false},
         {"networking.k8s.io", "ingresses", "Ingress", "ing", true},
+        {"networking.k8s.io", "networkpolicies", "NetworkPolicy", "netpol", true},
         {"batch", "jobs", "Job", NULL, true},
         {"batch", "cronjobs", "CronJob", "cj", true},
         {"", "replicationcontrollers", "ReplicationController", "rc", true},

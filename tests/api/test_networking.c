@@ -140,12 +140,97 @@ static void test_ingress_cells(void **state)
     json_decref(o);
 }
 
+static json_t *policy(const char *spec)
+{
+    return json_pack("{s:{s:s,s:s}, s:o}", "metadata", "name", "p", "namespace", "default", "spec",
+                     load(spec));
+}
+
+static void test_networkpolicy_defaults(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kt_kind("networking.k8s.io", "networkpolicies");
+    assert_string_equal(k->short_names[0], "netpol");
+    json_t *o = policy("{\"podSelector\":{},\"egress\":[{\"ports\":[{\"port\":53}]}]}");
+    kt_default(k, o);
+    json_t *spec = json_object_get(o, "spec");
+    json_t *types = json_object_get(spec, "policyTypes");
+    assert_int_equal(json_array_size(types), 2);
+    assert_string_equal(json_string_value(json_array_get(types, 0)), "Ingress");
+    assert_string_equal(json_string_value(json_array_get(types, 1)), "Egress");
+    json_t *port = json_array_get(
+        json_object_get(json_array_get(json_object_get(spec, "egress"), 0), "ports"), 0);
+    assert_string_equal(json_string_value(json_object_get(port, "protocol")), "TCP");
+    kt_expect(k, o, NULL, NULL);
+    kt_expect_cell(k, o, "Pod-Selector", "<none>");
+    json_decref(o);
+    o = policy("{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}}}");
+    kt_default(k, o);
+    types = json_object_get(json_object_get(o, "spec"), "policyTypes");
+    assert_int_equal(json_array_size(types), 1);
+    kt_expect_cell(k, o, "Pod-Selector", "app=web");
+    json_decref(o);
+}
+
+static void test_networkpolicy_validation(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kt_kind("networking.k8s.io", "networkpolicies");
+    static const struct {
+        const char *spec, *want;
+    } cases[] = {
+        {"{\"podSelector\":{},\"ingress\":[{\"from\":[{\"ipBlock\":{\"cidr\":\"10.0.0.0/8\","
+         "\"except\":[\"10.1.0.0/16\"]}}],\"ports\":[{\"port\":8000,\"endPort\":9000}]}]}",
+         NULL},
+        {"{\"podSelector\":{},\"ingress\":[{\"ports\":[{\"port\":9000,\"endPort\":8000}]}]}",
+         "spec.ingress[0].ports[0].endPort: Invalid value: 8000: must be greater than or equal to "
+         "`port`"},
+        {"{\"podSelector\":{},\"ingress\":[{\"ports\":[{\"port\":\"http\",\"endPort\":80}]}]}",
+         "spec.ingress[0].ports[0].endPort: Invalid value: 80: may not be specified when `port` "
+         "is non-numeric"},
+        {"{\"podSelector\":{},\"egress\":[{\"ports\":[{\"endPort\":80}]}]}",
+         "may not be specified when `port` is not specified"},
+        {"{\"podSelector\":{},\"egress\":[{\"ports\":[{\"port\":0}]}]}",
+         "spec.egress[0].ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive"},
+        {"{\"podSelector\":{},\"egress\":[{\"ports\":[{\"protocol\":\"ICMP\"}]}]}",
+         "spec.egress[0].ports[0].protocol: Unsupported value: \"ICMP\""},
+        {"{\"podSelector\":{},\"egress\":[{\"to\":[{}]}]}",
+         "spec.egress[0].to[0]: Required value: must specify a peer"},
+        {"{\"podSelector\":{},\"egress\":[{\"to\":[{\"podSelector\":{},\"ipBlock\":{\"cidr\":"
+         "\"10.0.0.0/8\"}}]}]}",
+         "spec.egress[0].to[0]: Forbidden: may not specify both ipBlock and another peer"},
+        {"{\"podSelector\":{},\"egress\":[{\"to\":[{\"ipBlock\":{\"cidr\":\"10.0.0/8\"}}]}]}",
+         "spec.egress[0].to[0].ipBlock.cidr: Invalid value: \"10.0.0/8\": must be a valid CIDR"},
+        {"{\"podSelector\":{},\"egress\":[{\"to\":[{\"ipBlock\":{\"cidr\":\"10.0.0.0/16\","
+         "\"except\":[\"10.1.0.0/24\"]}}]}]}",
+         "spec.egress[0].to[0].ipBlock.except[0]: Invalid value: \"10.1.0.0/24\": must be a strict "
+         "subset of `cidr`"},
+        {"{\"podSelector\":{},\"egress\":[{\"to\":[{\"ipBlock\":{\"cidr\":\"10.0.0.0/16\","
+         "\"except\":[\"10.0.0.0/16\"]}}]}]}",
+         "must be a strict subset of `cidr`"},
+        {"{\"podSelector\":{},\"policyTypes\":[\"Ingress\",\"Sideways\"]}",
+         "spec.policyTypes[1]: Unsupported value: \"Sideways\": supported values: \"Ingress\", "
+         "\"Egress\""},
+        {"{\"podSelector\":{},\"policyTypes\":[\"Ingress\",\"Egress\",\"Ingress\"]}",
+         "may not specify more than two policyTypes"},
+        {"{\"podSelector\":{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Near\"}]}}",
+         "spec.podSelector: Invalid value"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *o = policy(cases[i].spec);
+        kt_expect(k, o, NULL, cases[i].want);
+        json_decref(o);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ingressclass),
         cmocka_unit_test(test_ingress_validation),
         cmocka_unit_test(test_ingress_cells),
+        cmocka_unit_test(test_networkpolicy_defaults),
+        cmocka_unit_test(test_networkpolicy_validation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
