@@ -109,7 +109,7 @@ static void validate(const json_t *obj, const json_t *old, struct ck_field_error
     } else {
         if (strlen(controller) > 250)
             ck_field_errors_add(errs, CK_FIELD_TOO_LONG, "spec.controller", NULL, false,
-                                "may not be more than 250 bytes");
+                                "must have at most 250 bytes");
         validate_controller(controller, errs);
     }
     validate_parameters(ck__json_path(obj, "spec.parameters"), errs);
