@@ -1343,7 +1343,7 @@ static void bootstrap_priority_classes(struct ck_apiserver *server)
          "another node if necessary.",
          2000000000LL},
     };
-    const struct ck_kind *kind = ck_kind_lookup("scheduling.k8s.io", "v1", "priorityclasses");
+    const struct ck_kind *kind = ck_kind_with_role(CK_KIND_ROLE_PRIORITY_CLASS);
     char api_version[CK_API_VERSION_MAX];
     if (!kind)
         return;

@@ -124,6 +124,7 @@ const struct ck_kind ck__kind_priorityclass = {
     .singular = "priorityclass",
     .short_names = short_names,
     .namespaced = false,
+    .role = CK_KIND_ROLE_PRIORITY_CLASS,
     .schema = "io.k8s.api.scheduling.v1.PriorityClass",
     .columns = columns,
     .n_columns = CK__COUNT(columns),
