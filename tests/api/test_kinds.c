@@ -40,6 +40,7 @@ static void test_registry_matches_the_resource_table(void **state)
         {"networking.k8s.io", "networkpolicies", "NetworkPolicy", "netpol", true},
         {"storage.k8s.io", "storageclasses", "StorageClass", "sc", false},
         {"scheduling.k8s.io", "priorityclasses", "PriorityClass", "pc", false},
+        {"node.k8s.io", "runtimeclasses", "RuntimeClass", NULL, false},
         {"batch", "jobs", "Job", NULL, true},
         {"batch", "cronjobs", "CronJob", "cj", true},
         {"", "replicationcontrollers", "ReplicationController", "rc", true},

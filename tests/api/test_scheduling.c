@@ -1,7 +1,8 @@
 /*
  * test_scheduling.c - tests for lib/api/kinds/priorityclass.c: the default
  * preemption policy, the bound on user values, the reserved system- names,
- * immutability with Kubernetes' messages, and the table cells.
+ * immutability with Kubernetes' messages, and the table cells; and
+ * runtimeclass.c, the other kind pods name to be placed and run.
  */
 #include "cktest.h"
 
@@ -75,11 +76,33 @@ static void test_priorityclass_validation(void **state)
     json_decref(same);
 }
 
+static void test_runtimeclass(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kt_kind("node.k8s.io", "runtimeclasses");
+    assert_false(k->namespaced);
+    json_t *o = load("{\"metadata\":{\"name\":\"gvisor\"},\"handler\":\"runsc\",\"overhead\":{"
+                     "\"podFixed\":{\"memory\":\"64Mi\"}},\"scheduling\":{\"nodeSelector\":{"
+                     "\"sandbox\":\"gvisor\"}}}");
+    kt_expect(k, o, NULL, NULL);
+    kt_expect_cell(k, o, "Handler", "runsc");
+    json_t *changed = json_deep_copy(o);
+    json_object_set_new(changed, "handler", json_string("kata"));
+    kt_expect(k, changed, o, "handler: Invalid value: \"kata\": field is immutable");
+    json_object_set_new(changed, "handler", json_string("Run_SC"));
+    kt_expect(k, changed, NULL, "handler: Invalid value: \"Run_SC\"");
+    json_object_del(changed, "handler");
+    kt_expect(k, changed, NULL, "handler: Required value");
+    json_decref(changed);
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_priorityclass_defaults_and_cells),
         cmocka_unit_test(test_priorityclass_validation),
+        cmocka_unit_test(test_runtimeclass),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_kinds.sh - the real kubectl with the cluster kinds published manifests
 # use (IngressClass, Ingress, NetworkPolicy, StorageClass, PersistentVolume,
-# PriorityClass) on a real `ckube server`: apply of a manifest with all of
+# PriorityClass, RuntimeClass) on a real `ckube server`: apply of a manifest with all of
 # them, kubectl's columns, the defaults the server fills in, the system
 # PriorityClasses the server creates at start, Kubernetes' validation and
 # immutability messages, short names and discovery.
@@ -20,11 +20,12 @@ check "apply creates every object" sh -c 'grep -q "ingressclass.networking.k8s.i
     grep -q "networkpolicy.networking.k8s.io/web-allow created" "$1" &&
     grep -q "storageclass.storage.k8s.io/standard created" "$1" &&
     grep -q "persistentvolume/data-1 created" "$1" &&
-    grep -q "priorityclass.scheduling.k8s.io/high created" "$1"' - "$work/out"
+    grep -q "priorityclass.scheduling.k8s.io/high created" "$1" &&
+    grep -q "runtimeclass.node.k8s.io/gvisor created" "$1"' - "$work/out"
 k apply -f "$data/cluster-kinds.yaml" >"$work/out" 2>&1
 # (the NetworkPolicy's egress list is atomic and the server fills in its ports' protocol,
 # so kubectl's three-way patch replaces the whole list and reports it configured)
-check "a second apply leaves the others unchanged" sh -c '[ "$(grep -c unchanged "$1")" = 5 ] &&
+check "a second apply leaves the others unchanged" sh -c '[ "$(grep -c unchanged "$1")" = 6 ] &&
     grep -q "networkpolicy.networking.k8s.io/web-allow" "$1"' - "$work/out"
 
 # --- columns ---
@@ -48,6 +49,8 @@ check "persistentvolume columns" sh -c 'head -1 "$1" |
 k get pc >"$work/out" 2>&1
 check "priorityclass columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +VALUE +GLOBAL-DEFAULT +AGE +PREEMPTIONPOLICY$" &&
     grep -Eq "^high +1000000 +false +.* +PreemptLowerPriority$" "$1"' - "$work/out"
+k get runtimeclass >"$work/out" 2>&1
+check "runtimeclass columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +HANDLER +AGE$" && grep -Eq "^gvisor +runsc " "$1"' - "$work/out"
 
 # --- defaults and what the server creates ---
 check "storageclass defaults" sh -c '[ "$(kubectl get sc standard -o jsonpath={.reclaimPolicy}/{.volumeBindingMode})" = Delete/Immediate ]'
@@ -117,7 +120,8 @@ check "api-resources lists the kinds" sh -c '
     grep -Eq "^networkpolicies +netpol +networking.k8s.io/v1 +true +NetworkPolicy" "$1" &&
     grep -Eq "^storageclasses +sc +storage.k8s.io/v1 +false +StorageClass" "$1" &&
     grep -Eq "^persistentvolumes +pv +v1 +false +PersistentVolume" "$1" &&
-    grep -Eq "^priorityclasses +pc +scheduling.k8s.io/v1 +false +PriorityClass" "$1"' - "$work/out"
+    grep -Eq "^priorityclasses +pc +scheduling.k8s.io/v1 +false +PriorityClass" "$1" &&
+    grep -Eq "^runtimeclasses +node.k8s.io/v1 +false +RuntimeClass" "$1"' - "$work/out"
 check "kubectl explain ingress.spec.rules" sh -c 'kubectl explain ingress.spec.rules.http.paths >/dev/null 2>&1'
 
 finish
