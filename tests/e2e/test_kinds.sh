@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_kinds.sh - the real kubectl with the cluster kinds published manifests
 # use (IngressClass, Ingress, NetworkPolicy, StorageClass, PersistentVolume,
-# PriorityClass, RuntimeClass) on a real `ckube server`: apply of a manifest with all of
+# PriorityClass, RuntimeClass, PodTemplate) on a real `ckube server`: apply of a manifest with all of
 # them, kubectl's columns, the defaults the server fills in, the system
 # PriorityClasses the server creates at start, Kubernetes' validation and
 # immutability messages, short names and discovery.
@@ -21,11 +21,12 @@ check "apply creates every object" sh -c 'grep -q "ingressclass.networking.k8s.i
     grep -q "storageclass.storage.k8s.io/standard created" "$1" &&
     grep -q "persistentvolume/data-1 created" "$1" &&
     grep -q "priorityclass.scheduling.k8s.io/high created" "$1" &&
-    grep -q "runtimeclass.node.k8s.io/gvisor created" "$1"' - "$work/out"
+    grep -q "runtimeclass.node.k8s.io/gvisor created" "$1" &&
+    grep -q "podtemplate/worker created" "$1"' - "$work/out"
 k apply -f "$data/cluster-kinds.yaml" >"$work/out" 2>&1
 # (the NetworkPolicy's egress list is atomic and the server fills in its ports' protocol,
 # so kubectl's three-way patch replaces the whole list and reports it configured)
-check "a second apply leaves the others unchanged" sh -c '[ "$(grep -c unchanged "$1")" = 6 ] &&
+check "a second apply leaves the others unchanged" sh -c '[ "$(grep -c unchanged "$1")" = 7 ] &&
     grep -q "networkpolicy.networking.k8s.io/web-allow" "$1"' - "$work/out"
 
 # --- columns ---
@@ -51,6 +52,9 @@ check "priorityclass columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +VALUE +GLOB
     grep -Eq "^high +1000000 +false +.* +PreemptLowerPriority$" "$1"' - "$work/out"
 k get runtimeclass >"$work/out" 2>&1
 check "runtimeclass columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +HANDLER +AGE$" && grep -Eq "^gvisor +runsc " "$1"' - "$work/out"
+k get podtemplate >"$work/out" 2>&1
+check "podtemplate columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +CONTAINERS +IMAGES +POD LABELS$" &&
+    grep -Eq "^worker +main +busybox:1.36 +app=worker$" "$1"' - "$work/out"
 
 # --- defaults and what the server creates ---
 check "storageclass defaults" sh -c '[ "$(kubectl get sc standard -o jsonpath={.reclaimPolicy}/{.volumeBindingMode})" = Delete/Immediate ]'
@@ -121,7 +125,8 @@ check "api-resources lists the kinds" sh -c '
     grep -Eq "^storageclasses +sc +storage.k8s.io/v1 +false +StorageClass" "$1" &&
     grep -Eq "^persistentvolumes +pv +v1 +false +PersistentVolume" "$1" &&
     grep -Eq "^priorityclasses +pc +scheduling.k8s.io/v1 +false +PriorityClass" "$1" &&
-    grep -Eq "^runtimeclasses +node.k8s.io/v1 +false +RuntimeClass" "$1"' - "$work/out"
+    grep -Eq "^runtimeclasses +node.k8s.io/v1 +false +RuntimeClass" "$1" &&
+    grep -Eq "^podtemplates +v1 +true +PodTemplate" "$1"' - "$work/out"
 check "kubectl explain ingress.spec.rules" sh -c 'kubectl explain ingress.spec.rules.http.paths >/dev/null 2>&1'
 
 finish
