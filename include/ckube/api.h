@@ -399,6 +399,8 @@ enum ck_kind_role {
     /* Data pods name; the node authorizer lets a node read the ones its own pods name. */
     CK_KIND_ROLE_SECRET,
     CK_KIND_ROLE_CONFIG_MAP,
+    /* Pod priorities by name; the server creates the system- classes at start. */
+    CK_KIND_ROLE_PRIORITY_CLASS,
 };
 
 /* The rule metadata.name follows. */

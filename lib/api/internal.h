@@ -232,6 +232,16 @@ extern const struct ck_table_column ck__rbac_binding_columns[6];
 /* The most data a ConfigMap or Secret holds, in bytes (Kubernetes' MaxSecretSize). */
 #define CK__CONFIG_DATA_MAX (1024 * 1024)
 
+/* A volume's access modes as kubectl abbreviates them, "RWO,ROX,RWX,RWOP"
+ * (persistentvolumeclaim.c). */
+json_t *ck__access_modes_cell(const json_t *modes);
+
+/* apimachinery's IsPathSegmentName (no ".", "..", "/" or "%"), under path (ingressclass.c). */
+void ck__validate_path_segment(const char *value, const char *path, struct ck_field_errors *errs);
+
+/* apimachinery's IsValidPortName, an IANA service name, under path (ingress.c). */
+void ck__validate_port_name(const char *name, const char *path, struct ck_field_errors *errs);
+
 /* IsConfigMapKey: adds an Invalid error under path for each rule key breaks. */
 void ck__config_key_validate(const char *key, const char *path, struct ck_field_errors *errs);
 

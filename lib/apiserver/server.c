@@ -1325,6 +1325,46 @@ static int bootstrap_namespaces(struct ck_apiserver *server, struct ck_err *rete
     return 0;
 }
 
+/*
+ * Creates the system PriorityClasses kube-apiserver creates at start
+ * (pkg/registry/scheduling/rest), when absent; not fatal, as there.
+ */
+static void bootstrap_priority_classes(struct ck_apiserver *server)
+{
+    static const struct {
+        const char *name, *description;
+        long long value;
+    } classes[] = {
+        {"system-node-critical",
+         "Used for system critical pods that must not be moved from their current node.",
+         2000001000LL},
+        {"system-cluster-critical",
+         "Used for system critical pods that must run in the cluster, but can be moved to "
+         "another node if necessary.",
+         2000000000LL},
+    };
+    const struct ck_kind *kind = ck_kind_with_role(CK_KIND_ROLE_PRIORITY_CLASS);
+    char api_version[CK_API_VERSION_MAX];
+    if (!kind)
+        return;
+    ck_kind_api_version(kind, api_version, sizeof(api_version));
+    for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++) {
+        json_t *pc = json_pack("{s:s, s:s, s:{s:s}, s:I, s:s}", "apiVersion", api_version, "kind",
+                               kind->kind, "metadata", "name", classes[i].name, "value",
+                               (json_int_t)classes[i].value, "description", classes[i].description);
+        char *out = NULL;
+        size_t len = 0;
+        struct ck_err err = {0};
+        int r = pc ? ck__registry_create(server->registry, kind, NULL, pc, false, &out, &len, &err)
+                   : ck_err_no_memory(&err);
+        json_decref(pc);
+        free(out);
+        if (r < 0 && r != CK_EEXIST)
+            CK_LOGW("cannot create priority class %s: %s", classes[i].name, ck_err_message(&err));
+        ck_err_release(&err);
+    }
+}
+
 /* Frees what start built, in reverse order; safe on a partly built server. */
 static void teardown(struct ck_apiserver *server)
 {
@@ -1450,6 +1490,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
                                       &server->registry->namespaces, reterr);
     if (r == 0)
         r = bootstrap_namespaces(server, reterr);
+    if (r == 0)
+        bootstrap_priority_classes(server);
     if (r == 0)
         r = ck__allocator_bootstrap(server->registry, ck_apiserver_port(server), reterr);
     if (r == 0)

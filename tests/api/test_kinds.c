@@ -31,9 +31,17 @@ static void test_registry_matches_the_resource_table(void **state)
         {"", "secrets", "Secret", NULL, true},
         {"", "services", "Service", "svc", true},
         {"", "endpoints", "Endpoints", "ep", true},
+        {"", "persistentvolumes", "PersistentVolume", "pv", false},
+        {"", "podtemplates", "PodTemplate", NULL, true},
         {"apps", "deployments", "Deployment", "deploy", true},
         {"apps", "replicasets", "ReplicaSet", "rs", true},
         {"discovery.k8s.io", "endpointslices", "EndpointSlice", NULL, true},
+        {"networking.k8s.io", "ingressclasses", "IngressClass", NULL, false},
+        {"networking.k8s.io", "ingresses", "Ingress", "ing", true},
+        {"networking.k8s.io", "networkpolicies", "NetworkPolicy", "netpol", true},
+        {"storage.k8s.io", "storageclasses", "StorageClass", "sc", false},
+        {"scheduling.k8s.io", "priorityclasses", "PriorityClass", "pc", false},
+        {"node.k8s.io", "runtimeclasses", "RuntimeClass", NULL, false},
         {"batch", "jobs", "Job", NULL, true},
         {"batch", "cronjobs", "CronJob", "cj", true},
         {"", "replicationcontrollers", "ReplicationController", "rc", true},
@@ -75,7 +83,7 @@ static void test_registry_matches_the_resource_table(void **state)
     }
     assert_null(ck_kind_lookup("apps", "v1", "pods"));
     assert_null(ck_kind_lookup("", "v2", "pods"));
-    assert_null(ck_kind_lookup("", "v1", "persistentvolumes"));
+    assert_null(ck_kind_lookup("", "v1", "volumeattachments"));
 }
 
 static void test_names_in_messages(void **state)

@@ -310,6 +310,32 @@ static void test_deployment_strategy_defaults(void **state)
     json_decref(d);
 }
 
+/* A PodTemplate's template is defaulted and checked as a workload's; its cells as kubectl's. */
+static void test_podtemplate(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kind("", "podtemplates");
+    json_t *o = load("{\"metadata\":{\"name\":\"t\",\"namespace\":\"default\"},\"template\":{"
+                     "\"metadata\":{\"labels\":{\"tier\":\"b\",\"app\":\"w\"}},\"spec\":{"
+                     "\"containers\":[{\"name\":\"a\",\"image\":\"x:latest\"},{\"name\":\"b\","
+                     "\"image\":\"y:1\"}]}}}");
+    assert_int_equal(k->defaults(o), 0);
+    json_t *c0 = json_array_get(
+        json_object_get(json_object_get(json_object_get(o, "template"), "spec"), "containers"), 0);
+    assert_string_equal(json_string_value(json_object_get(c0, "imagePullPolicy")), "Always");
+    expect_validation(k, o, NULL, NULL);
+    json_t *t = ck_table_build(k, &o, 1, true, CK_INCLUDE_NONE, "1", NULL, NOW);
+    json_t *row = json_object_get(json_array_get(json_object_get(t, "rows"), 0), "cells");
+    assert_string_equal(json_string_value(json_array_get(row, 1)), "a,b");
+    assert_string_equal(json_string_value(json_array_get(row, 2)), "x:latest,y:1");
+    assert_string_equal(json_string_value(json_array_get(row, 3)), "app=w,tier=b");
+    json_decref(t);
+    json_object_set_new(json_object_get(json_object_get(o, "template"), "spec"), "containers",
+                        json_array());
+    expect_validation(k, o, NULL, "template.spec.containers: Required value");
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_namespace_create_and_update),
         cmocka_unit_test(test_workload_validation),
         cmocka_unit_test(test_deployment_strategy_defaults),
+        cmocka_unit_test(test_podtemplate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

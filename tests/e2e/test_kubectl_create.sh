@@ -102,6 +102,10 @@ fi
 generator services "service/svc created" service clusterip svc --tcp=80:8080
 generator jobs.batch "job.batch/j created" job j --image=busybox
 generator cronjobs.batch "cronjob.batch/c created" cronjob c --image=busybox --schedule="*/5 * * * *"
+generator ingresses.networking.k8s.io "ingress.networking.k8s.io/ing created" ingress ing \
+    --class=nginx --rule="web.example.com/=web:80,tls=web-tls"
+generator priorityclasses.scheduling.k8s.io "priorityclass.scheduling.k8s.io/pc created" \
+    priorityclass pc --value=1000 --description=test
 if serves secrets; then
     check "secret data is the base64 of the literal (protobuf bytes)" sh -c '[ "$(kubectl get secret s -n foo -o jsonpath={.data.password})" = aHVudGVyMg== ]'
 fi

@@ -46,8 +46,7 @@ static void validate(const json_t *obj, const json_t *old, struct ck_field_error
         ck_field_errors_add(errs, CK_FIELD_REQUIRED, "spec.resources[storage]", NULL, false, NULL);
 }
 
-/* The access modes as kubectl abbreviates them: RWO,ROX,RWX,RWOP. */
-static json_t *access_modes_cell(const json_t *modes)
+json_t *ck__access_modes_cell(const json_t *modes)
 {
     char buf[64] = "";
     size_t i;
@@ -78,7 +77,7 @@ static void cells(const json_t *obj, long long now, json_t **cells)
     const char *attributes_class =
         json_string_value(ck__json_path(obj, "spec.volumeAttributesClassName"));
     cells[COL_CAPACITY] = json_string(capacity ? capacity : "");
-    cells[COL_ACCESS_MODES] = access_modes_cell(ck__json_path(obj, "status.accessModes"));
+    cells[COL_ACCESS_MODES] = ck__access_modes_cell(ck__json_path(obj, "status.accessModes"));
     cells[COL_STORAGE_CLASS] = json_string(storage_class ? storage_class : "<unset>");
     cells[COL_VOLUME_ATTRIBUTES_CLASS] =
         json_string(attributes_class ? attributes_class : "<unset>");

@@ -1,0 +1,166 @@
+/*
+ * test_storage.c - tests for the storage kinds of lib/api/kinds/
+ * (storageclass.c, persistentvolume.c): schema defaults, validation and
+ * immutability with Kubernetes' messages, the phase a create starts in, and
+ * the table cells kubectl prints.
+ */
+#include "cktest.h"
+
+#include "kindtest.h"
+
+#define NOW 1800000000LL
+
+static void test_storageclass_defaults_and_cells(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kt_kind("storage.k8s.io", "storageclasses");
+    assert_false(k->namespaced);
+    assert_string_equal(k->short_names[0], "sc");
+    json_t *sc = load("{\"metadata\":{\"name\":\"standard\",\"annotations\":{\"storageclass."
+                      "kubernetes.io/is-default-class\":\"true\"}},\"provisioner\":\"rancher.io/"
+                      "local-path\"}");
+    kt_default(k, sc);
+    assert_string_equal(json_string_value(json_object_get(sc, "reclaimPolicy")), "Delete");
+    assert_string_equal(json_string_value(json_object_get(sc, "volumeBindingMode")), "Immediate");
+    kt_expect(k, sc, NULL, NULL);
+    kt_expect_cell(k, sc, "Name", "standard (default)");
+    kt_expect_cell(k, sc, "Provisioner", "rancher.io/local-path");
+    kt_expect_cell(k, sc, "ReclaimPolicy", "Delete");
+    kt_expect_cell(k, sc, "VolumeBindingMode", "Immediate");
+    kt_expect_cell(k, sc, "AllowVolumeExpansion", "false");
+    json_object_set_new(json_object_get(json_object_get(sc, "metadata"), "annotations"),
+                        "storageclass.kubernetes.io/is-default-class", json_string("false"));
+    kt_expect_cell(k, sc, "Name", "standard");
+    json_decref(sc);
+}
+
+static void test_storageclass_validation(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kt_kind("storage.k8s.io", "storageclasses");
+    json_t *sc = load("{\"metadata\":{\"name\":\"x\"},\"reclaimPolicy\":\"Recycle\","
+                      "\"volumeBindingMode\":\"Later\",\"parameters\":{\"\":\"v\"}}");
+    kt_expect(k, sc, NULL, "provisioner: Required value");
+    kt_expect(k, sc, NULL,
+              "reclaimPolicy: Unsupported value: \"Recycle\": supported values: \"Delete\", "
+              "\"Retain\"");
+    kt_expect(k, sc, NULL, "volumeBindingMode: Unsupported value: \"Later\"");
+    kt_expect(k, sc, NULL, "parameters: Invalid value: \"\": field can not be empty.");
+    json_decref(sc);
+    sc = load("{\"metadata\":{\"name\":\"x\"},\"provisioner\":\"bad provisioner!\","
+              "\"volumeBindingMode\":\"Immediate\"}");
+    kt_expect(k, sc, NULL, "provisioner: Invalid value: \"bad provisioner!\"");
+    json_decref(sc);
+
+    json_t *old = load("{\"metadata\":{\"name\":\"x\"},\"provisioner\":\"a.io/p\",\"parameters\":"
+                       "{\"type\":\"ssd\"},\"reclaimPolicy\":\"Delete\",\"volumeBindingMode\":"
+                       "\"Immediate\"}");
+    json_t *same = json_deep_copy(old);
+    json_object_set_new(same, "allowVolumeExpansion", json_true());
+    kt_expect(k, same, old, NULL);
+    json_t *changed = load("{\"metadata\":{\"name\":\"x\"},\"provisioner\":\"b.io/p\","
+                           "\"parameters\":{\"type\":\"hdd\"},\"reclaimPolicy\":\"Retain\","
+                           "\"volumeBindingMode\":\"WaitForFirstConsumer\"}");
+    kt_expect(k, changed, old, "parameters: Forbidden: updates to parameters are forbidden.");
+    kt_expect(k, changed, old, "provisioner: Forbidden: updates to provisioner are forbidden.");
+    kt_expect(k, changed, old, "reclaimPolicy: Forbidden: updates to reclaimPolicy are forbidden.");
+    kt_expect(k, changed, old,
+              "volumeBindingMode: Invalid value: \"WaitForFirstConsumer\": field is immutable");
+    json_decref(old);
+    json_decref(same);
+    json_decref(changed);
+}
+
+static json_t *pv(const char *spec)
+{
+    return json_pack("{s:{s:s}, s:o}", "metadata", "name", "pv1", "spec", load(spec));
+}
+
+static void test_persistentvolume_create(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kt_kind("", "persistentvolumes");
+    assert_false(k->namespaced);
+    assert_string_equal(k->short_names[0], "pv");
+    assert_non_null(ck_kind_subresource(k, "status"));
+    json_t *o = pv("{\"capacity\":{\"storage\":\"10Gi\"},\"accessModes\":[\"ReadWriteOnce\","
+                   "\"ReadOnlyMany\"],\"hostPath\":{\"path\":\"/data\"},\"storageClassName\":"
+                   "\"manual\",\"claimRef\":{\"namespace\":\"default\",\"name\":\"data\"}}");
+    json_object_set_new(o, "status", json_pack("{s:s}", "phase", "Bound"));
+    kt_default(k, o);
+    const json_t *spec = json_object_get(o, "spec");
+    assert_string_equal(json_string_value(json_object_get(spec, "persistentVolumeReclaimPolicy")),
+                        "Retain");
+    assert_string_equal(json_string_value(json_object_get(spec, "volumeMode")), "Filesystem");
+    struct ck_err err = {0};
+    assert_int_equal(ck_meta_prepare_create(k, o, NULL, NOW, &err), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "status"), "phase")),
+                        "Available");
+    kt_expect(k, o, NULL, NULL);
+    kt_expect_cell(k, o, "Capacity", "10Gi");
+    kt_expect_cell(k, o, "Access Modes", "RWO,ROX");
+    kt_expect_cell(k, o, "Reclaim Policy", "Retain");
+    kt_expect_cell(k, o, "Status", "Available");
+    kt_expect_cell(k, o, "Claim", "default/data");
+    kt_expect_cell(k, o, "StorageClass", "manual");
+    kt_expect_cell(k, o, "VolumeAttributesClass", "<unset>");
+    kt_expect_cell(k, o, "Reason", "");
+    kt_expect_cell(k, o, "VolumeMode", "Filesystem");
+    json_decref(o);
+}
+
+static void test_persistentvolume_validation(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kt_kind("", "persistentvolumes");
+    static const struct {
+        const char *spec, *want;
+    } cases[] = {
+        {"{\"accessModes\":[\"ReadWriteOnce\"],\"hostPath\":{\"path\":\"/d\"}}",
+         "spec.capacity: Required value"},
+        {"{\"capacity\":{\"storage\":\"0\"},\"accessModes\":[\"ReadWriteOnce\"],\"hostPath\":{"
+         "\"path\":\"/d\"}}",
+         "spec.capacity[storage]: Invalid value: \"0\": must be greater than zero"},
+        {"{\"capacity\":{\"storage\":\"1Gi\",\"cpu\":\"1\"},\"accessModes\":[\"ReadWriteOnce\"],"
+         "\"hostPath\":{\"path\":\"/d\"}}",
+         "spec.capacity: Unsupported value"},
+        {"{\"capacity\":{\"storage\":\"1Gi\"},\"hostPath\":{\"path\":\"/d\"}}",
+         "spec.accessModes: Required value"},
+        {"{\"capacity\":{\"storage\":\"1Gi\"},\"accessModes\":[\"WriteSometimes\"],\"hostPath\":{"
+         "\"path\":\"/d\"}}",
+         "spec.accessModes: Unsupported value: \"WriteSometimes\""},
+        {"{\"capacity\":{\"storage\":\"1Gi\"},\"accessModes\":[\"ReadWriteOncePod\","
+         "\"ReadOnlyMany\"],\"hostPath\":{\"path\":\"/d\"}}",
+         "may not use ReadWriteOncePod with other access modes"},
+        {"{\"capacity\":{\"storage\":\"1Gi\"},\"accessModes\":[\"ReadWriteOnce\"]}",
+         "spec: Required value: must specify a volume type"},
+        {"{\"capacity\":{\"storage\":\"1Gi\"},\"accessModes\":[\"ReadWriteOnce\"],\"hostPath\":{"
+         "\"path\":\"/d\"},\"nfs\":{\"server\":\"s\",\"path\":\"/e\"}}",
+         "spec.nfs: Forbidden: may not specify more than 1 volume type"},
+        {"{\"capacity\":{\"storage\":\"1Gi\"},\"accessModes\":[\"ReadWriteOnce\"],\"local\":{"
+         "\"path\":\"/d\"}}",
+         "spec.nodeAffinity: Required value"},
+        {"{\"capacity\":{\"storage\":\"1Gi\"},\"accessModes\":[\"ReadWriteOnce\"],\"csi\":{"
+         "\"driver\":\"d\"}}",
+         "spec.csi.volumeHandle: Required value"},
+        {"{\"capacity\":{\"storage\":\"1Gi\"},\"accessModes\":[\"ReadWriteOnce\"],\"hostPath\":{"
+         "\"path\":\"/d\"},\"persistentVolumeReclaimPolicy\":\"Keep\"}",
+         "spec.persistentVolumeReclaimPolicy: Unsupported value: \"Keep\""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *o = pv(cases[i].spec);
+        kt_expect(k, o, NULL, cases[i].want);
+        json_decref(o);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_storageclass_defaults_and_cells),
+        cmocka_unit_test(test_storageclass_validation),
+        cmocka_unit_test(test_persistentvolume_create),
+        cmocka_unit_test(test_persistentvolume_validation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
