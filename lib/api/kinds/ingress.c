@@ -108,7 +108,7 @@ static void validate_backend(const json_t *backend, const char *path, struct ck_
 {
     const json_t *resource = json_object_get(backend, "resource");
     const json_t *service = json_object_get(backend, "service");
-    char f[256];
+    char f[192]; /* path is at most a path entry's (< 128) */
     if (resource && service) {
         ck_field_errors_add(errs, CK_FIELD_INVALID, path, "", true,
                             "cannot set both resource and service backends");
@@ -170,7 +170,7 @@ static void validate_backend(const json_t *backend, const char *path, struct ck_
 
 static void validate_path(const json_t *p, const char *at, struct ck_field_errors *errs)
 {
-    char f[256];
+    char f[128]; /* at is "spec.rules[i].http.paths[j]" (< 96) */
     const char *type = ck__str_at(p, "pathType");
     const char *path = ck__str_at(p, "path");
     if (!path)
@@ -213,7 +213,7 @@ static void validate_rules(const json_t *rules, struct ck_field_errors *errs)
 {
     size_t i, j;
     const json_t *rule, *p;
-    char f[256];
+    char f[96];
     json_array_foreach(rules, i, rule)
     {
         const char *host = ck__str_at(rule, "host");

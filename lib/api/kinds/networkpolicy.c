@@ -53,7 +53,7 @@ static void validate_selector(const json_t *selector, const char *path,
 
 static void validate_port(const json_t *p, const char *at, struct ck_field_errors *errs)
 {
-    char f[256], v[32];
+    char f[160], v[32]; /* at is a rule's path (< 96) */
     const char *protocol = ck__str_at(p, "protocol");
     const json_t *port = json_object_get(p, "port");
     const json_t *end = json_object_get(p, "endPort");
@@ -133,7 +133,7 @@ static bool same_prefix(const unsigned char *a, const unsigned char *b, int bits
 
 static void validate_ip_block(const json_t *block, const char *at, struct ck_field_errors *errs)
 {
-    char f[256];
+    char f[224]; /* at is a peer's path (< 160) */
     const char *cidr = ck__str_at(block, "cidr");
     snprintf(f, sizeof(f), "%s.cidr", at);
     if (!cidr || !*cidr) {
@@ -166,7 +166,7 @@ static void validate_ip_block(const json_t *block, const char *at, struct ck_fie
 
 static void validate_peer(const json_t *peer, const char *at, struct ck_field_errors *errs)
 {
-    char f[256];
+    char f[160]; /* at is a rule's path (< 96) */
     int n = 0;
     const json_t *pods = json_object_get(peer, "podSelector");
     const json_t *namespaces = json_object_get(peer, "namespaceSelector");
@@ -198,7 +198,7 @@ static void validate_rules(const json_t *rules, const char *name, const char *pe
 {
     size_t i, j;
     const json_t *rule, *x;
-    char f[256];
+    char f[96]; /* "spec.<ingress|egress>[i].<from|to|ports>[j]" */
     json_array_foreach(rules, i, rule)
     {
         json_array_foreach(json_object_get(rule, "ports"), j, x)
