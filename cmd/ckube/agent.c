@@ -84,6 +84,8 @@ static const char usage[] =
     "                             (default /etc/resolv.conf; \"\": none)\n"
     "      --cgroup-root CGROUP   the cgroup pods' cgroups go under, as CGROUP/kubepods/...\n"
     "                             (default /)\n"
+    "      --sync-frequency D     how often running pods' ConfigMap, Secret, downward API\n"
+    "                             and token volumes are written again (default 1m)\n"
     "      --container-gc-period D  how often the CRI runtime's dead containers and\n"
     "                             sandboxes are collected (default 1m; 0s: never)\n"
     "      --minimum-container-ttl-duration D  dead containers younger than this stay\n"
@@ -143,7 +145,7 @@ static bool parse_bytes(const char *s, int64_t *ret)
 struct flags_set {
     bool max_pods, log_max_size, log_max_files;
     bool runtime_endpoint, image_endpoint, pod_cidr, cgroup_root;
-    bool cluster_dns, cluster_domain, resolv_conf;
+    bool cluster_dns, cluster_domain, resolv_conf, sync_frequency;
     bool image_gc_high, image_gc_low, image_min_age;
 };
 
@@ -297,6 +299,13 @@ static int read_config(const char *path, struct ck_agent_config *config,
             return 2;
         }
     }
+    const char *sync = json_string_value(json_object_get(root, "syncFrequency"));
+    if (sync && !set->sync_frequency &&
+        (!ck_cmd_parse_duration(sync, &config->sync_frequency) || config->sync_frequency <= 0)) {
+        fprintf(stderr, "error: --config %s: invalid syncFrequency\n", path);
+        json_decref(root);
+        return 2;
+    }
     const char *freq = json_string_value(json_object_get(root, "nodeStatusUpdateFrequency"));
     if (freq && !ck_cmd_parse_duration(freq, &config->node_status_update_frequency)) {
         fprintf(stderr, "error: --config %s: invalid nodeStatusUpdateFrequency\n", path);
@@ -376,6 +385,7 @@ int ck_cmd_agent(int argc, char **argv)
     };
     enum {
         O_GC_PERIOD = 600,
+        O_SYNC_FREQUENCY,
         O_GC_MIN_AGE,
         O_GC_MAX_PER_CONTAINER,
         O_GC_MAX,
@@ -409,6 +419,7 @@ int ck_cmd_agent(int argc, char **argv)
         {"resolv-conf", required_argument, NULL, O_RESOLV_CONF},
         {"node-ip", required_argument, NULL, O_NODE_IP},
         {"container-gc-period", required_argument, NULL, O_GC_PERIOD},
+        {"sync-frequency", required_argument, NULL, O_SYNC_FREQUENCY},
         {"minimum-container-ttl-duration", required_argument, NULL, O_GC_MIN_AGE},
         {"maximum-dead-containers-per-container", required_argument, NULL, O_GC_MAX_PER_CONTAINER},
         {"maximum-dead-containers", required_argument, NULL, O_GC_MAX},
@@ -544,6 +555,12 @@ int ck_cmd_agent(int argc, char **argv)
             config.node_ip = optarg;
             break;
         }
+        case O_SYNC_FREQUENCY:
+            if (!ck_cmd_parse_duration(optarg, &config.sync_frequency) ||
+                config.sync_frequency <= 0)
+                return usage_error("invalid value for --sync-frequency", optarg);
+            set.sync_frequency = true;
+            break;
         case O_GC_PERIOD:
             if (!ck_cmd_parse_duration(optarg, &config.container_gc_period) ||
                 config.container_gc_period < 0)

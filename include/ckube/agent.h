@@ -276,6 +276,9 @@ struct ck_agent_config {
        kubelet's ContainerGCPeriod, 1 min; <0: none), under kubelet's GCPolicy: when
        gc_policy_set, the three below, else the kubelet's defaults 0, 1 and -1 */
     int64_t container_gc_period;
+    /* how often running pods' volumes are written again from their objects (kubelet's
+       syncFrequency); 0: 1 min */
+    int64_t sync_frequency;
     bool gc_policy_set;
     int64_t minimum_container_ttl; /* --minimum-container-ttl-duration: MinAge */
     int max_dead_per_container;    /* --maximum-dead-containers-per-container; <0: no limit */

@@ -88,6 +88,9 @@ struct pod_run {
     bool removed;         /* the final delete was accepted */
     bool volumes_ready;   /* configMap, secret, downwardAPI, projected volumes written */
     int64_t volumes_at;   /* when writing them is tried again */
+    int64_t resync_at;    /* when they are written again from the objects (0: not yet due) */
+    json_t *tokens;       /* serviceAccountToken projections' tokens: request text ->
+                             {token, refresh_at} (the kubelet's token manager's cache) */
     char start_time[40];
     json_t *posted;       /* the last status written */
     struct ck__rt_pod rp; /* the pod as the runtime sees it: sandbox id, IP */
@@ -628,6 +631,7 @@ static void strv_free(char **v)
 struct ref_ctx {
     struct ck_agent *a;
     const struct pod_run *p;
+    json_t **tokens; /* the pod's token cache (setting up volumes only; else NULL) */
 };
 
 static char *field_ref_cb(void *arg, const char *path)
@@ -643,6 +647,11 @@ static void warn_cb(void *arg, const char *reason, const char *msg)
 }
 
 /* POST serviceaccounts/SA/token in the pod's namespace, as the node (podconfig.c). */
+/*
+ * A TokenRequest for the pod's account sa, answered from the pod's cache while the cached
+ * token is young: the kubelet's token manager asks again once a token is past 80% of its
+ * lifetime or older than 24 h.
+ */
 static int token_cb(void *arg, const char *sa, const json_t *request, json_t **ret,
                     struct ck_err *reterr)
 {
@@ -651,7 +660,37 @@ static int token_cb(void *arg, const char *sa, const json_t *request, json_t **r
     char path[1024];
     if (!res || ck_rest_path(res, c->p->ns, sa, "token", NULL, path, sizeof(path)) < 0)
         return ck_err_set(reterr, CK_EINVAL, "no path for serviceaccount %s/%s", c->p->ns, sa);
-    return ck_rest_do(c->a->config.client, "POST", path, request, NULL, ret, reterr);
+    char *key = json_dumps(request, JSON_SORT_KEYS | JSON_COMPACT);
+    char *full = NULL;
+    if (!key || asprintf(&full, "%s %s", sa, key) < 0)
+        full = NULL;
+    free(key);
+    const json_t *cached = full && c->tokens ? json_object_get(*c->tokens, full) : NULL;
+    int64_t now = ck_clock_now(NULL);
+    if (cached && now < json_integer_value(json_object_get(cached, "refreshAt"))) {
+        *ret = json_pack("{s:{s:O}}", "status", "token", json_object_get(cached, "token"));
+        free(full);
+        return *ret ? 0 : ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    }
+    int r = ck_rest_do(c->a->config.client, "POST", path, request, NULL, ret, reterr);
+    const json_t *token = json_object_get(json_object_get(*ret, "status"), "token");
+    const char *expires =
+        json_string_value(json_object_get(json_object_get(*ret, "status"), "expirationTimestamp"));
+    int64_t expiry_s = 0;
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    if (r == 0 && full && c->tokens && json_is_string(token) && expires &&
+        ck__time_parse(expires, &expiry_s, NULL) == 0 && expiry_s > wall.tv_sec) {
+        int64_t ttl = (expiry_s - wall.tv_sec) * CK_SEC;
+        int64_t refresh = ttl / 10 * 8 < 24 * 3600 * CK_SEC ? ttl / 10 * 8 : 24 * 3600 * CK_SEC;
+        if (!*c->tokens)
+            *c->tokens = json_object();
+        json_object_set_new(
+            *c->tokens, full,
+            json_pack("{s:O, s:I}", "token", token, "refreshAt", (json_int_t)(now + refresh)));
+    }
+    free(full);
+    return r;
 }
 
 /*
@@ -664,7 +703,7 @@ static char **container_env(struct ck_agent *a, const struct pod_run *p, const j
                             struct ck_err *reterr)
 {
     struct ck__env env = {0};
-    struct ref_ctx ctx = {a, p};
+    struct ref_ctx ctx = {a, p, NULL};
     struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, warn_cb, &ctx, NULL};
     struct ck_err err = {0};
     /* the kubernetes Service's variables first, as the kubelet's master service's */
@@ -1160,6 +1199,7 @@ static void pod_free(struct pod_run *p)
     free(p->ctrs);
     json_decref(p->pod);
     json_decref(p->posted);
+    json_decref(p->tokens);
     free(p);
 }
 
@@ -1168,7 +1208,7 @@ static bool setup_volumes(struct ck_agent *a, struct pod_run *p)
 {
     size_t i;
     json_t *vol;
-    struct ref_ctx ctx = {a, p};
+    struct ref_ctx ctx = {a, p, &p->tokens};
     struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, warn_cb, &ctx, token_cb};
     json_array_foreach(json_object_get(json_object_get(p->pod, "spec"), "volumes"), i, vol)
     {
@@ -1428,6 +1468,17 @@ static void tick(struct ck_agent *a)
                 post_status(a, p);
                 continue;
             }
+            /*
+             * the volumes written again every minute, as the kubelet's periodic pod sync
+             * remounts them: ConfigMaps', Secrets' and the downward API's changes reach
+             * running containers, and a token past 80% of its life is replaced (a failed
+             * read keeps what was written, as the kubelet keeps the last good content)
+             */
+            if (p->volumes_ready && now_ns() >= p->resync_at) {
+                if (p->resync_at)
+                    setup_volumes(a, p);
+                p->resync_at = now_ns() + a->config.sync_frequency;
+            }
             if (!p->sandbox_ready && now_ns() >= p->sandbox_at)
                 start_sandbox(a, p);
             if (!p->sandbox_ready) {
@@ -1604,6 +1655,8 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         a->config.max_pods = 110;
     if (a->config.node_status_update_frequency <= 0)
         a->config.node_status_update_frequency = 10 * CK_SEC;
+    if (a->config.sync_frequency <= 0)
+        a->config.sync_frequency = 60 * CK_SEC; /* kubelet's syncFrequency */
     if (a->config.container_gc_period == 0)
         a->config.container_gc_period = 60 * CK_SEC; /* kubelet's ContainerGCPeriod */
     if (a->config.port <= 0)

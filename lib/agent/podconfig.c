@@ -14,7 +14,7 @@
  *   from starting (retried), as the kubelet's failed mount does.
  *
  * Objects are read from the API server when a container starts or a pod's volumes are
- * set up; the files are written once (not refreshed when the object changes).
+ * set up, and again every sync period (agent.c) so that they follow the objects' changes.
  *
  * The variables of a Service (kubelet's envvars.FromServices): NAME_SERVICE_HOST,
  * NAME_SERVICE_PORT, NAME_SERVICE_PORT_<PORT NAME> and the Docker link variables

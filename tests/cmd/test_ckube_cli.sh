@@ -103,6 +103,11 @@ check "which says what it wants" grep -q 'invalid value for --cluster-dns' "$wor
 check "kubelet's GC defaults" [ "$(agent_start)" = 1 ]
 check "as logged" grep -q '"Garbage collection" containerGCPeriod="60s" minimumContainerTTLDuration="0s" maxPerPodContainer="1" maxContainers="-1" imageGCHighThresholdPercent="85" imageGCLowThresholdPercent="80" imageMinimumGCAge="120s"' "$work/agent.err"
 printf 'kind: KubeletConfiguration\nimageGCHighThresholdPercent: 70\nimageGCLowThresholdPercent: 50\nimageMinimumGCAge: 5m\n' >"$work/kubelet-gc.yaml"
+check "a --sync-frequency of 0s is a usage error" [ "$(agent_start --sync-frequency 0s)" = 2 ]
+check "which names the flag" grep -q 'invalid value for --sync-frequency' "$work/agent.err"
+printf 'kind: KubeletConfiguration\nsyncFrequency: soon\n' >"$work/kubelet-sync.yaml"
+check "an invalid syncFrequency in --config is a usage error" [ "$(agent_start --config "$work/kubelet-sync.yaml")" = 2 ]
+check "which names the key" grep -q 'invalid syncFrequency' "$work/agent.err"
 check "the image GC keys of --config and the GC flags" [ "$(agent_start --config "$work/kubelet-gc.yaml" --image-gc-low-threshold 60 --container-gc-period 10s --maximum-dead-containers-per-container 2 --maximum-dead-containers 100 --minimum-container-ttl-duration 1m)" = 1 ]
 check "as logged" grep -q '"Garbage collection" containerGCPeriod="10s" minimumContainerTTLDuration="60s" maxPerPodContainer="2" maxContainers="100" imageGCHighThresholdPercent="70" imageGCLowThresholdPercent="60" imageMinimumGCAge="300s"' "$work/agent.err"
 check "a low threshold not below the high one is a usage error" [ "$(agent_start --config "$work/kubelet-gc.yaml" --image-gc-high-threshold 50)" = 2 ]

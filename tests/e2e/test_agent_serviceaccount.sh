@@ -5,7 +5,9 @@
 # claims bind it to the pod: kubernetes.io.pod.name and .uid, the account default),
 # `ca.crt` (the server's CA, from kube-root-ca.crt) and `namespace`; the token
 # authenticates: a SelfSubjectReview with it answers system:serviceaccount:NS:default;
-# the container's environment has KUBERNETES_SERVICE_HOST/PORT(_HTTPS). The node gets
+# the container's environment has KUBERNETES_SERVICE_HOST/PORT(_HTTPS). With
+# --sync-frequency 1s a ConfigMap volume follows its ConfigMap's change (and keeps its
+# last content when the ConfigMap goes) while the token is not asked again. The node gets
 # tokens only bound to its own pods (a pod on another node, another uid, no pod: 403).
 # No process is left behind.
 #
@@ -31,19 +33,23 @@ start_server
     --kubeconfig "$work/n1.kubeconfig" --server "$url" >/dev/null 2>&1
 agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
 "$ckube" agent --container-runtime process --kubeconfig "$work/n1.kubeconfig" --node-name n1 \
-    --root-dir "$root" --port "$agent_port" >>"$work/agent.out" 2>>"$work/agent.err" &
+    --root-dir "$root" --port "$agent_port" --sync-frequency 1s \
+    >>"$work/agent.out" 2>>"$work/agent.err" &
 agent_pid=$!
 
 k create namespace team >/dev/null
+k create configmap greeting -n team --from-literal=word=hello >/dev/null
 python3 - "$work" <<'PY' | k create -n team -f - >/dev/null
 import json, sys
 print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "client"},
   "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["sh", "-c", "sleep 1000"],
-    "env": [{"name": "CKUBE_E2E_MARK", "value": sys.argv[1]}]}]}}))
+    "env": [{"name": "CKUBE_E2E_MARK", "value": sys.argv[1]}],
+    "volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}]}],
+   "volumes": [{"name": "cfg", "configMap": {"name": "greeting"}}]}}))
 PY
 check "the pod runs" sh -c "kubectl wait pod/client -n team --for=jsonpath='{.status.phase}=Running' --timeout=60s >/dev/null"
 uid=$(k get pod client -n team -o jsonpath='{.metadata.uid}')
-vol=$(k get pod client -n team -o jsonpath='{.spec.volumes[0].name}')
+vol=$(k get pod client -n team -o jsonpath='{.spec.volumes[?(@.projected)].name}')
 dir="$root/pods/$uid/volumes/$vol"
 check "the volume is $vol, a kube-api-access one" sh -c "echo '$vol' | grep -Eq '^kube-api-access-[a-z0-9]{5}$'"
 check "the token file exists ($(tail -n 3 "$work/agent.err"))" test -s "$dir/token"
@@ -88,6 +94,21 @@ check "a token bound to another node's pod is refused ($(head -c 300 "$work/tr.j
 node_token "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"client\",\"uid\":\"not-$uid\"}" >"$work/tr.json"
 check "a token bound to another uid is refused ($(head -c 300 "$work/tr.json"))" \
     grep -q 'does not match the UID in record' "$work/tr.json"
+
+# the volumes are written again every --sync-frequency (1 s here): a ConfigMap's change
+# reaches the running pod, while the token stays the one asked for until it is past 80%
+# of its life (an hour here), not one new token a resync
+token_before=$(cat "$dir/token" 2>/dev/null)
+k patch configmap greeting -n team -p '{"data":{"word":"bonjour"}}' >/dev/null
+poll "a ConfigMap's change reaches the running pod's volume" \
+    sh -c "[ \"\$(cat '$root/pods/$uid/volumes/cfg/word' 2>/dev/null)\" = bonjour ]"
+sleep 2
+check "the token is kept across resyncs (the token manager's cache)" \
+    test "$(cat "$dir/token" 2>/dev/null)" = "$token_before"
+k delete configmap greeting -n team >/dev/null
+sleep 2
+check "a ConfigMap gone keeps what was last written" \
+    test "$(cat "$root/pods/$uid/volumes/cfg/word" 2>/dev/null)" = bonjour
 
 # the kubernetes Service's variables, as the kubelet gives its master service's
 svc_ip=$(k get service kubernetes -n default -o jsonpath='{.spec.clusterIP}')
