@@ -1203,8 +1203,12 @@ static void pod_free(struct pod_run *p)
     free(p);
 }
 
-/* Writes the pod's configMap, secret, downwardAPI and projected volumes; false: retry. */
-static bool setup_volumes(struct ck_agent *a, struct pod_run *p)
+/*
+ * Writes the pod's configMap, secret, downwardAPI and projected volumes and checks its
+ * hostPath volumes' types; false: retry. A resync writes the first four only (what the
+ * kubelet remounts).
+ */
+static bool setup_volumes(struct ck_agent *a, struct pod_run *p, bool resync)
 {
     size_t i;
     json_t *vol;
@@ -1216,7 +1220,8 @@ static bool setup_volumes(struct ck_agent *a, struct pod_run *p)
         char path[PATH_MAX];
         struct ck_err err = {0};
         if (!name || strchr(name, '/') ||
-            snprintf(path, sizeof(path), "%s/volumes/%s", p->dir, name) >= (int)sizeof(path))
+            snprintf(path, sizeof(path), "%s/volumes/%s", p->dir, name) >= (int)sizeof(path) ||
+            (resync && json_object_get(vol, "hostPath")))
             continue;
         if (ck__volume_write(&refs, vol, path, &err) < 0) {
             char msg[700];
@@ -1278,7 +1283,7 @@ static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
     char vdir[PATH_MAX];
     if (snprintf(vdir, sizeof(vdir), "%s/volumes", p->dir) < (int)sizeof(vdir))
         ck__mkdirs(vdir);
-    p->volumes_ready = setup_volumes(a, p);
+    p->volumes_ready = setup_volumes(a, p, false);
     for (i = 0; i < p->n; i++) {
         const json_t *sc =
             i < p->ninit ? json_array_get(inits, i) : json_array_get(containers, i - p->ninit);
@@ -1461,7 +1466,7 @@ static void tick(struct ck_agent *a)
             for (size_t j = 0; j < p->n; j++)
                 adopted = adopted || p->ctrs[j].ever_ran;
             if (!p->volumes_ready && !adopted && now_ns() >= p->volumes_at) {
-                p->volumes_ready = setup_volumes(a, p);
+                p->volumes_ready = setup_volumes(a, p, false);
                 p->volumes_at = now_ns() + 2 * CK_SEC; /* the next try, if this one failed */
             }
             if (!p->volumes_ready && !adopted) {
@@ -1476,7 +1481,7 @@ static void tick(struct ck_agent *a)
              */
             if (p->volumes_ready && now_ns() >= p->resync_at) {
                 if (p->resync_at)
-                    setup_volumes(a, p);
+                    setup_volumes(a, p, true);
                 p->resync_at = now_ns() + a->config.sync_frequency;
             }
             if (!p->sandbox_ready && now_ns() >= p->sandbox_at)

@@ -13,6 +13,10 @@
  *   `defaultMode`, 0644 by default). A missing object that is not optional keeps the pod
  *   from starting (retried), as the kubelet's failed mount does.
  *
+ * - hostPath volumes: the type check (DirectoryOrCreate, Directory, FileOrCreate, File,
+ *   Socket, CharDevice, BlockDevice) with the kubelet's words; a failed check keeps the
+ *   pod from starting, as the kubelet's failed SetUp does.
+ *
  * Objects are read from the API server when a container starts or a pod's volumes are
  * set up, and again every sync period (agent.c) so that they follow the objects' changes.
  *
@@ -463,11 +467,59 @@ static int write_token(const struct ck__pod_refs *refs, const json_t *src, const
     return r;
 }
 
+/*
+ * A hostPath volume's type check, as the kubelet's hostPath plugin makes it at SetUp:
+ * DirectoryOrCreate makes the directory (0755, parents too) and FileOrCreate an empty
+ * file (0644, its directory must exist) when nothing is there; then the path must be
+ * what the type says (stat follows links). An unset type checks nothing.
+ */
+static int check_host_path(const json_t *hp, struct ck_err *reterr)
+{
+    const char *path = json_string_value(json_object_get(hp, "path"));
+    const char *type = json_string_value(json_object_get(hp, "type"));
+    struct stat st;
+    if (!path || !type || !*type)
+        return 0;
+    bool exists = stat(path, &st) == 0;
+    if (!exists && strcmp(type, "DirectoryOrCreate") == 0) {
+        if (ck__mkdirs(path) < 0)
+            return ck_err_set(reterr, CK_EIO, "mkdir %s: %s", path, strerror(errno));
+        exists = stat(path, &st) == 0;
+    } else if (!exists && strcmp(type, "FileOrCreate") == 0) {
+        int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return ck_err_set(reterr, CK_EIO, "open %s: %s", path, strerror(errno));
+        close(fd);
+        exists = stat(path, &st) == 0;
+    }
+    static const struct {
+        const char *type, *what;
+        mode_t fmt;
+    } checks[] = {
+        {"DirectoryOrCreate", "a directory", S_IFDIR},
+        {"Directory", "a directory", S_IFDIR},
+        {"FileOrCreate", "a file", S_IFREG},
+        {"File", "a file", S_IFREG},
+        {"Socket", "a socket file", S_IFSOCK},
+        {"CharDevice", "a character device", S_IFCHR},
+        {"BlockDevice", "a block device", S_IFBLK},
+    };
+    for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++)
+        if (strcmp(type, checks[i].type) == 0)
+            return exists && (st.st_mode & S_IFMT) == checks[i].fmt
+                       ? 0
+                       : ck_err_set(reterr, CK_EINVAL, "hostPath type check failed: %s is not %s",
+                                    path, checks[i].what);
+    return ck_err_set(reterr, CK_EINVAL, "%s is an invalid volume type", type);
+}
+
 int ck__volume_write(const struct ck__pod_refs *refs, const json_t *vol, const char *dir,
                      struct ck_err *reterr)
 {
     const json_t *src;
     int dflt = 0644;
+    if ((src = json_object_get(vol, "hostPath")))
+        return check_host_path(src, reterr);
     if ((src = json_object_get(vol, "configMap")) || (src = json_object_get(vol, "secret")) ||
         (src = json_object_get(vol, "downwardAPI")) || (src = json_object_get(vol, "projected"))) {
         const json_t *dm = json_object_get(src, "defaultMode");

@@ -277,6 +277,65 @@ static void test_service_account_token(void **state)
 }
 
 /* The kubelet's service variables, after Kubernetes' envvars_test.go. */
+/* ck__volume_write of a hostPath volume of type type at path: its result and message. */
+static int host_path(struct world *w, const char *path, const char *type, struct ck_err *err)
+{
+    json_t *v = json_pack("{s:s, s:{s:s, s:s}}", "name", "hp", "hostPath", "path", path, "type",
+                          type ? type : "");
+    char dir[160];
+    snprintf(dir, sizeof(dir), "%s/volumes-hp", w->dir);
+    int r = ck__volume_write(&w->refs, v, dir, err);
+    json_decref(v);
+    return r;
+}
+
+static void test_host_path_types(void **state)
+{
+    struct world *w = *state;
+    struct ck_err err = {0};
+    char dir[200], file[200], missing[200];
+    struct stat st;
+    snprintf(dir, sizeof(dir), "%s/made/deeper", w->dir);
+    snprintf(file, sizeof(file), "%s/made/a-file", w->dir);
+    snprintf(missing, sizeof(missing), "%s/nothing-here", w->dir);
+    /* an unset type checks nothing, even for a path that is not there */
+    assert_int_equal(host_path(w, missing, NULL, &err), 0);
+    /* DirectoryOrCreate makes it, parents too; Directory then finds it */
+    assert_int_equal(host_path(w, dir, "DirectoryOrCreate", &err), 0);
+    assert_int_equal(stat(dir, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(host_path(w, dir, "Directory", &err), 0);
+    /* FileOrCreate makes an empty file; File then finds it; a file is no directory */
+    assert_int_equal(host_path(w, file, "FileOrCreate", &err), 0);
+    assert_int_equal(stat(file, &st), 0);
+    assert_true(S_ISREG(st.st_mode) && st.st_size == 0);
+    assert_int_equal(host_path(w, file, "File", &err), 0);
+    assert_int_equal(host_path(w, file, "Directory", &err), CK_EINVAL);
+    char want[300];
+    snprintf(want, sizeof(want), "hostPath type check failed: %s is not a directory", file);
+    assert_string_equal(err.msg, want);
+    assert_int_equal(host_path(w, file, "DirectoryOrCreate", &err), CK_EINVAL);
+    assert_string_equal(err.msg, want);
+    /* nothing there: Directory and File fail, as the kubelet's checks do */
+    assert_int_equal(host_path(w, missing, "File", &err), CK_EINVAL);
+    snprintf(want, sizeof(want), "hostPath type check failed: %s is not a file", missing);
+    assert_string_equal(err.msg, want);
+    assert_int_equal(host_path(w, dir, "FileOrCreate", &err), CK_EINVAL);
+    assert_non_null(strstr(err.msg, "is not a file"));
+    /* the special files */
+    assert_int_equal(host_path(w, file, "Socket", &err), CK_EINVAL);
+    assert_non_null(strstr(err.msg, "is not a socket file"));
+    assert_int_equal(host_path(w, "/dev/null", "CharDevice", &err), 0);
+    assert_int_equal(host_path(w, "/dev/null", "BlockDevice", &err), CK_EINVAL);
+    assert_string_equal(err.msg, "hostPath type check failed: /dev/null is not a block device");
+    assert_int_equal(host_path(w, file, "Fifo", &err), CK_EINVAL);
+    assert_string_equal(err.msg, "Fifo is an invalid volume type");
+    /* FileOrCreate does not make the file's directory (the kubelet's open(O_CREAT)) */
+    snprintf(missing, sizeof(missing), "%s/no-dir/f", w->dir);
+    assert_int_equal(host_path(w, missing, "FileOrCreate", &err), CK_EIO);
+    assert_non_null(strstr(err.msg, "No such file or directory"));
+}
+
 static void test_service_env(void **state)
 {
     (void)state;
@@ -355,6 +414,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_objects_and_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_volumes_as_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_account_token, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_path_types, setup, teardown),
         cmocka_unit_test(test_service_env),
         cmocka_unit_test(test_expand_vars),
     };
