@@ -66,6 +66,7 @@ struct container {
     char waiting_reason[64];
     char waiting_message[512];
     json_t *last_state; /* the previous attempt's terminated state, or NULL */
+    char *message;      /* the ended attempt's termination message, or NULL */
     struct ck_agent_backoff backoff;
     struct ck_agent_backoff pull_backoff; /* the image's, after ErrImagePull */
     struct ck_probe_state startup, liveness, readiness;
@@ -990,9 +991,49 @@ static json_t *terminated_state(const struct container *c)
     const char *reason = c->exit.oom_killed  ? "OOMKilled"
                          : c->exit.code == 0 ? "Completed"
                                              : "Error";
-    return json_pack("{s:{s:i, s:s, s:s, s:s, s:s}}", "terminated", "exitCode", c->exit.code,
-                     "reason", reason, "startedAt", started, "finishedAt", finished, "containerID",
-                     c->id);
+    json_t *st =
+        json_pack("{s:{s:i, s:s, s:s, s:s, s:s}}", "terminated", "exitCode", c->exit.code, "reason",
+                  reason, "startedAt", started, "finishedAt", finished, "containerID", c->id);
+    if (st && c->message)
+        json_object_set_new(json_object_get(st, "terminated"), "message",
+                            json_string_nocheck(c->message));
+    return st;
+}
+
+/*
+ * The ended attempt's termination message (the kubelet's getTerminationMessage): its
+ * termination file (the CRI runtime mounts it at terminationMessagePath), else under
+ * FallbackToLogsOnError the tail of its log when it failed.
+ */
+static void read_termination_message(const struct pod_run *p, struct container *c,
+                                     const json_t *spec_c)
+{
+    char file[PATH_MAX], log[PATH_MAX];
+    free(c->message);
+    c->message = NULL;
+    if (snprintf(file, sizeof(file), "%s/containers/%s/%d/" CK__TERMINATION_LOG, p->dir, c->name,
+                 c->attempt) >= (int)sizeof(file))
+        return;
+    ctr_log(p, c, c->attempt, log, sizeof(log));
+    c->message = ck__termination_message(
+        file, log[0] ? log : NULL,
+        json_string_value(json_object_get(spec_c, "terminationMessagePolicy")), c->exit.code);
+    /* a message that is not UTF-8 is not JSON: its bytes past the longest valid prefix go */
+    size_t n = c->message ? strlen(c->message) : 0;
+    while (n > 0) {
+        json_t *j = json_stringn(c->message, n);
+        if (j) {
+            json_decref(j);
+            break;
+        }
+        n--;
+    }
+    if (c->message)
+        c->message[n] = '\0';
+    if (c->message && !*c->message) {
+        free(c->message);
+        c->message = NULL;
+    }
 }
 
 static bool should_restart(const struct pod_run *p, const struct container *c)
@@ -1021,6 +1062,7 @@ static void supervise(struct ck_agent *a, struct pod_run *p, struct container *c
             c->exit = r == 0 ? st.exit : (struct ck_proc_exit){137, 9, now_ns(), false};
             c->running = false;
             c->has_exit = true;
+            read_termination_message(p, c, spec_container(p, c->name));
             char code[24];
             snprintf(code, sizeof(code), "%d", c->exit.code);
             CK_LOGS(2, "Container exited", "pod", p->name, "container", c->name, "exitCode", code);
@@ -1195,6 +1237,7 @@ static void pod_free(struct pod_run *p)
     for (size_t i = 0; i < p->n; i++) {
         json_decref(p->ctrs[i].last_state);
         strv_free(p->ctrs[i].envp);
+        free(p->ctrs[i].message);
     }
     free(p->ctrs);
     json_decref(p->pod);
@@ -1350,6 +1393,7 @@ static void terminate(struct ck_agent *a, struct pod_run *p)
             c->running = false;
             c->has_exit = true;
             c->done = true;
+            read_termination_message(p, c, spec_container(p, c->name));
             continue;
         }
         any = true;

@@ -945,6 +945,33 @@ int ck__cni_find_config(const char *conf_dir, char *buf, size_t size, struct ck_
 int ck__cni_ensure_config(const char *conf_dir, const char *bin_dir, const char *pod_cidr,
                           char *ret_path, size_t size, bool *ret_written, struct ck_err *reterr);
 
+/* ---- termination messages (logread.c) ---- */
+
+/*
+ * An attempt's termination message file, <pod dir>/containers/<name>/<attempt>/ this:
+ * the CRI runtime mounts it at the container's terminationMessagePath.
+ */
+#define CK__TERMINATION_LOG "termination-log"
+/* The kubelet's bounds: the file's first 4 KiB; the log's last 80 lines, 2 KiB at most. */
+#define CK__TERMINATION_MAX       4096
+#define CK__TERMINATION_LOG_LINES 80
+#define CK__TERMINATION_LOG_MAX   2048
+
+/*
+ * Makes path an empty file any container user may write (0666; its directory too), as
+ * the kubelet prepares the termination message file. 0 or a negated errno.
+ */
+int ck__termination_file(const char *path);
+
+/*
+ * The message of an ended attempt as the kubelet reads it: the termination file's first
+ * CK__TERMINATION_MAX bytes; when that is empty, the policy is FallbackToLogsOnError and
+ * the attempt failed (code != 0), the log's last CK__TERMINATION_LOG_LINES lines, cut to
+ * their last CK__TERMINATION_LOG_MAX bytes. Either path may be NULL. NULL: no message
+ * (or out of memory); else malloc'd.
+ */
+char *ck__termination_message(const char *file, const char *log_path, const char *policy, int code);
+
 /* ---- a pod's DNS configuration (dns.c) ---- */
 
 /* The node's DNS settings: the kubelet's clusterDNS, clusterDomain and resolvConf. */

@@ -12,10 +12,14 @@
  * - limitBytes: the output ends after that many bytes, even mid-record;
  * - follow: at the end, wait for more while the container runs (no exit file yet); when
  *   LOG was rotated meanwhile, finish the old file, then go on with the new LOG.
+ *
+ * Also a container's termination message (its termination file, else the tail of its log
+ * under FallbackToLogsOnError), as the kubelet's getTerminationMessage reads it.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,4 +299,61 @@ ssize_t ck_log_reader_read(struct ck_log_reader *r, char *buf, size_t max)
         }
         return 0; /* nothing yet: the caller waits and comes back */
     }
+}
+
+int ck__termination_file(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash || (size_t)(slash - path) >= sizeof(dir))
+        return -EINVAL;
+    memcpy(dir, path, (size_t)(slash - path));
+    dir[slash - path] = '\0';
+    if (ck__mkdirs(dir) < 0)
+        return -errno;
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return -errno;
+    int r = fchmod(fd, 0666) < 0 ? -errno : 0; /* whatever the umask: any user writes it */
+    close(fd);
+    return r;
+}
+
+char *ck__termination_message(const char *file, const char *log_path, const char *policy, int code)
+{
+    int fd = file ? open(file, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) { /* its first CK__TERMINATION_MAX bytes, as the kubelet's LimitReader */
+        char *msg = malloc(CK__TERMINATION_MAX + 1);
+        size_t len = 0;
+        ssize_t n;
+        while (msg && len < CK__TERMINATION_MAX &&
+               (n = read(fd, msg + len, CK__TERMINATION_MAX - len)) > 0)
+            len += (size_t)n;
+        close(fd);
+        if (msg && len > 0) {
+            msg[len] = '\0';
+            return msg;
+        }
+        free(msg);
+    }
+    if (!log_path || !policy || strcmp(policy, "FallbackToLogsOnError") != 0 || code == 0)
+        return NULL;
+    struct ck_log_options opts = {.tail_lines = CK__TERMINATION_LOG_LINES};
+    struct ck_log_reader *r = NULL;
+    if (ck_log_reader_open(log_path, "", &opts, &r) < 0)
+        return NULL;
+    struct ck__buf out = {0};
+    char buf[4096];
+    ssize_t n;
+    while ((n = ck_log_reader_read(r, buf, sizeof(buf))) > 0)
+        ck__buf_add(&out, buf, (size_t)n);
+    ck_log_reader_free(r);
+    if (out.err || !out.p || out.len == 0) {
+        ck__buf_release(&out);
+        return NULL;
+    }
+    size_t from = out.len > CK__TERMINATION_LOG_MAX ? out.len - CK__TERMINATION_LOG_MAX : 0;
+    char *tail = strndup(out.p + from, out.len - from);
+    ck__buf_release(&out);
+    return tail;
 }

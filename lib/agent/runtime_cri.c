@@ -29,6 +29,8 @@
  *   the security context merged from pod and container (run as, privileged, read-only
  *   root, capabilities, allowPrivilegeEscalation, seccomp, the kubelet's masked and
  *   read-only /proc paths). containerID is <runtime name>://<id>.
+ * - Termination messages: an empty file per attempt (<attempt>/termination-log, 0666)
+ *   mounted at terminationMessagePath; the agent reads it when the attempt ends.
  * - State: ContainerStatus; an ended container's exit is also written to
  *   <attempt>/exit, which the log reader waits for to end `follow`.
  * - Stop: StopContainer runs on a thread of its own with a connection of its own, so
@@ -408,12 +410,17 @@ static const json_t *volume_named(const struct ck__rt_pod *p, const char *name)
     return NULL;
 }
 
-/* The container's volumeMounts as CRI mounts: hostPath as given, others the pod's dirs. */
+/*
+ * The container's volumeMounts as CRI mounts: hostPath as given, others the pod's dirs;
+ * then the attempt's termination message file (made empty here) at its
+ * terminationMessagePath.
+ */
 static struct ck__cri_mount *mounts_of(struct arena *ar, const struct ck__rt_pod *p,
-                                       const json_t *spec, size_t *ret_n)
+                                       const json_t *spec, const char *attempt_name, int attempt,
+                                       size_t *ret_n)
 {
     const json_t *vm = json_object_get(spec, "volumeMounts");
-    struct ck__cri_mount *m = keep(ar, calloc(json_array_size(vm) + 1, sizeof(*m)));
+    struct ck__cri_mount *m = keep(ar, calloc(json_array_size(vm) + 2, sizeof(*m)));
     size_t n = 0, i;
     json_t *e;
     json_array_foreach(vm, i, e)
@@ -436,6 +443,14 @@ static struct ck__cri_mount *mounts_of(struct arena *ar, const struct ck__rt_pod
                                         : prop && strcmp(prop, "Bidirectional") == 0 ? 2
                                                                                      : 0};
     }
+    /* the termination message file at terminationMessagePath, as the kubelet mounts it */
+    const char *tpath = json_string_value(json_object_get(spec, "terminationMessagePath"));
+    char *host = fmt("%s/containers/%s/%d/" CK__TERMINATION_LOG, p->dir, attempt_name, attempt);
+    if (m && host && ck__termination_file(host) == 0)
+        m[n++] = (struct ck__cri_mount){tpath && *tpath ? tpath : "/dev/termination-log",
+                                        keep(ar, host), false, 0};
+    else
+        free(host);
     *ret_n = n;
     return m;
 }
@@ -482,7 +497,7 @@ static void container_config(struct arena *ar, const struct ck__rt_pod *p,
         env[cfg->n_envs++] = (struct ck__cri_kv){copy, eq + 1};
     }
     cfg->envs = env;
-    cfg->mounts = mounts_of(ar, p, spec, &cfg->n_mounts);
+    cfg->mounts = mounts_of(ar, p, spec, s->name, s->attempt, &cfg->n_mounts);
     static char restart_key[] = "io.kubernetes.container.restartCount";
     char *restarts = keep(ar, fmt("%d", s->attempt));
     struct ck__cri_kv labels[] = {{"io.kubernetes.container.name", (char *)s->name},
@@ -1235,6 +1250,8 @@ static void remove_log(const char *log_path)
     size_t len = strlen(log_path);
     if (len > 4 && strcmp(log_path + len - 4, ".log") == 0 && len + 1 < sizeof(pattern)) {
         snprintf(pattern, sizeof(pattern), "%.*s/exit", (int)(len - 4), log_path);
+        unlink(pattern);
+        snprintf(pattern, sizeof(pattern), "%.*s/" CK__TERMINATION_LOG, (int)(len - 4), log_path);
         unlink(pattern);
         pattern[len - 4] = 0;
         rmdir(pattern);

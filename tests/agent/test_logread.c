@@ -3,7 +3,8 @@
  * CRI log as the kubelet's ReadLogs: rotated files first; tailLines across files (0: none);
  * since (sinceSeconds and sinceTime, the later wins) after the tail; limitBytes cutting a
  * record; timestamps once per line (partial records carry none on their continuation);
- * follow going on past a rotation and ending at the exit file.
+ * follow going on past a rotation and ending at the exit file; the termination message
+ * (the file's first 4 KiB, else the last 80 lines and 2 KiB of a failed attempt's log).
  */
 #define _GNU_SOURCE /* nftw */
 #include "cktest.h"
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../lib/agent/internal.h"
 #include "ckube/agent.h"
 #include "ckube/internal/util.h"
 #include "scratch.h"
@@ -166,6 +168,59 @@ static void test_no_log_is_enoent(void **state)
     assert_null(r);
 }
 
+static void test_termination_message(void **state)
+{
+    struct scratch *s = *state;
+    char file[200];
+    snprintf(file, sizeof(file), "%s.termination", s->log);
+    /* the termination file wins, its first 4 KiB */
+    assert_int_equal(ck__termination_file(file), 0);
+    struct stat st;
+    assert_int_equal(stat(file, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0666); /* any container user writes it */
+    append(s->log, "2026-01-01T00:00:00.000000001Z stderr F it broke\n");
+    assert_null(ck__termination_message(file, s->log, "FallbackToLogsOnError", 0));
+    append(file, "done: 3 rows");
+    char *m = ck__termination_message(file, s->log, "File", 1);
+    assert_string_equal(m, "done: 3 rows");
+    free(m);
+    FILE *f = fopen(file, "w");
+    for (int i = 0; i < 5000; i++)
+        fputc('a' + i % 26, f);
+    fclose(f);
+    m = ck__termination_message(file, s->log, NULL, 0);
+    assert_int_equal(strlen(m), 4096);
+    free(m);
+    /* empty: the log's tail under FallbackToLogsOnError when the attempt failed */
+    assert_int_equal(ck__termination_file(file), 0);
+    assert_null(ck__termination_message(file, s->log, "File", 1));
+    assert_null(ck__termination_message(file, s->log, "FallbackToLogsOnError", 0));
+    m = ck__termination_message(file, s->log, "FallbackToLogsOnError", 1);
+    assert_string_equal(m, "it broke\n");
+    free(m);
+    /* the last 80 lines, then their last 2 KiB */
+    for (int i = 0; i < 100; i++) {
+        char line[128];
+        snprintf(line, sizeof(line), "2026-01-01T00:00:01.000000001Z stdout F line %03d\n", i);
+        append(s->log, line);
+    }
+    m = ck__termination_message(NULL, s->log, "FallbackToLogsOnError", 2);
+    assert_non_null(m);
+    assert_true(strncmp(m, "line 020\n", 9) == 0); /* 80 of 101 records: from the 21st */
+    assert_non_null(strstr(m, "line 099\n"));
+    free(m);
+    for (int i = 0; i < 80; i++) {
+        char line[256];
+        snprintf(line, sizeof(line), "2026-01-01T00:00:02.000000001Z stdout F %0100d\n", i);
+        append(s->log, line);
+    }
+    m = ck__termination_message(NULL, s->log, "FallbackToLogsOnError", 2);
+    assert_int_equal(strlen(m), 2048);
+    free(m);
+    /* no log, no file: none */
+    assert_null(ck__termination_message(NULL, NULL, "FallbackToLogsOnError", 1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +232,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_follow_goes_on_past_a_rotation_and_ends_at_exit, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_no_log_is_enoent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_termination_message, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -183,6 +183,21 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
     wait_for "oom: OOMKilled" pod/oom '{.status.containerStatuses[0].state.terminated.reason}=OOMKilled'
     check "oom: exit 137" [ "$(jp pod/oom '{.status.containerStatuses[0].state.terminated.exitCode}')" = 137 ]
 
+    # termination messages: the file at terminationMessagePath (default and custom), and
+    # a failed container's log tail under FallbackToLogsOnError
+    create msg "{'restartPolicy': 'Never', 'containers': [
+        {'name': 'a', 'image': '$busybox_image', 'command': ['sh', '-c', 'echo -n all done >/dev/termination-log']},
+        {'name': 'b', 'image': '$busybox_image', 'terminationMessagePath': '/tmp/why',
+         'command': ['sh', '-c', 'echo -n custom path >/tmp/why; exit 3']},
+        {'name': 'c', 'image': '$busybox_image', 'terminationMessagePolicy': 'FallbackToLogsOnError',
+         'command': ['sh', '-c', 'echo first; echo it broke; exit 1']}]}"
+    wait_for "msg: ended" pod/msg '{.status.phase}=Failed'
+    msg_of() { jp pod/msg "{.status.containerStatuses[?(@.name==\"$1\")].state.terminated.message}"; }
+    check "the termination file's message ($(msg_of a))" [ "$(msg_of a)" = "all done" ]
+    check "at a custom terminationMessagePath ($(msg_of b))" [ "$(msg_of b)" = "custom path" ]
+    check "FallbackToLogsOnError: the failed container's log tail ($(msg_of c))" \
+        [ "$(msg_of c)" = "$(printf 'first\nit broke')" ]
+
     # the host's network
     create hostnet "{'hostNetwork': True, 'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sleep', '3600']}]}"
     wait_for "hostnet Running" pod/hostnet '{.status.phase}=Running'
@@ -205,7 +220,7 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
 
     # deletion leaves nothing behind
     k delete deployment web >/dev/null
-    k delete pod env dnsnone sick crash never nopull oom hostnet --wait=false >/dev/null
+    k delete pod env dnsnone sick crash never nopull oom msg hostnet --wait=false >/dev/null
     poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
     poll "no container left in containerd" sh -c \
         "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
