@@ -904,6 +904,38 @@ static bool start_failure(const char *reason)
     return false;
 }
 
+/* How long a postStart hook may run (the kubelet's bound: its runtime call timeout). */
+#define POST_START_TIMEOUT_S 120
+
+/*
+ * The container's postStart hook (exec or httpGet), right after it started, as the
+ * kubelet runs it: when it fails, a FailedPostStartHook event ("PostStartHook failed": the
+ * hook's output stays in the log, where secrets do not leak into events) and the
+ * container is stopped with the pod's grace period ("Killing", "FailedPostStartHook");
+ * it then restarts as its pod's policy says. Runs on the supervisor thread, which waits
+ * for it (at most POST_START_TIMEOUT_S).
+ */
+static void run_post_start(struct ck_agent *a, struct pod_run *p, struct container *c)
+{
+    const json_t *sc = spec_container(p, c->name);
+    const json_t *hook = json_object_get(json_object_get(sc, "lifecycle"), "postStart");
+    json_t *probe = hook ? ck__json_copy(hook) : NULL;
+    if (!probe)
+        return;
+    json_object_set_new(probe, "timeoutSeconds", json_integer(POST_START_TIMEOUT_S));
+    char msg[512];
+    if (!run_action(a, p, c, probe, msg, sizeof(msg))) {
+        CK_LOGS(0, "Failed to execute PostStartHook", "pod", p->name, "container", c->name, "err",
+                msg);
+        pod_event(a, p, CK_EVENT_WARNING, "FailedPostStartHook", "PostStartHook failed");
+        pod_event(a, p, CK_EVENT_NORMAL, "Killing", "FailedPostStartHook");
+        const json_t *g =
+            json_object_get(json_object_get(p->pod, "spec"), "terminationGracePeriodSeconds");
+        a->rt->ops->stop(a->rt, &p->rp, c->id, json_is_integer(g) ? json_integer_value(g) : 30);
+    }
+    json_decref(probe);
+}
+
 static void start_container(struct ck_agent *a, struct pod_run *p, struct container *c)
 {
     const json_t *sc = spec_container(p, c->name);
@@ -943,6 +975,7 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
         CK_LOGS(2, "Container started", "pod", p->name, "container", c->name, "containerID", c->id);
         pod_event(a, p, CK_EVENT_NORMAL, "Created", "Created container %s", c->name);
         pod_event(a, p, CK_EVENT_NORMAL, "Started", "Started container %s", c->name);
+        run_post_start(a, p, c);
     } else {
         bool image = strncmp(reason, "ErrImage", 8) == 0 || strcmp(reason, "InvalidImageName") == 0;
         snprintf(c->waiting_reason, sizeof(c->waiting_reason), "%s",

@@ -198,6 +198,18 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
     check "FallbackToLogsOnError: the failed container's log tail ($(msg_of c))" \
         [ "$(msg_of c)" = "$(printf 'first\nit broke')" ]
 
+    # postStart hooks: run right after the start; a failing one stops the container
+    create hooked "{'containers': [{'name': 'c', 'image': '$busybox_image',
+        'lifecycle': {'postStart': {'exec': {'command': ['sh', '-c', 'echo hooked >/tmp/started']}}},
+        'command': ['sh', '-c', 'while [ ! -f /tmp/started ]; do sleep 0.1; done; echo saw the hook; sleep 3600']}]}"
+    create badhook "{'containers': [{'name': 'c', 'image': '$busybox_image',
+        'lifecycle': {'postStart': {'exec': {'command': ['false']}}}, 'command': ['sleep', '3600']}]}"
+    poll "a postStart hook runs in the started container" sh -c "kubectl logs hooked | grep -q 'saw the hook'"
+    poll "a failing postStart hook: FailedPostStartHook" sh -c \
+        "kubectl get events --field-selector involvedObject.name=badhook,reason=FailedPostStartHook -o name | grep -q ."
+    poll "and the container is stopped, then restarted" sh -c \
+        "[ \"\$(kubectl get pod badhook -o jsonpath='{.status.containerStatuses[0].restartCount}')\" -ge 1 ]"
+
     # the host's network
     create hostnet "{'hostNetwork': True, 'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sleep', '3600']}]}"
     wait_for "hostnet Running" pod/hostnet '{.status.phase}=Running'
@@ -220,7 +232,7 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
 
     # deletion leaves nothing behind
     k delete deployment web >/dev/null
-    k delete pod env dnsnone sick crash never nopull oom msg hostnet --wait=false >/dev/null
+    k delete pod env dnsnone sick crash never nopull oom msg hooked badhook hostnet --wait=false >/dev/null
     poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
     poll "no container left in containerd" sh -c \
         "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
