@@ -26,6 +26,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <ifaddrs.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -127,6 +128,8 @@ struct ck_agent {
     } pods;
 
     int64_t orphans_at; /* when the runtime's orphaned pods are looked for next */
+
+    int64_t dirs_at; /* when pods' directories are looked over next */
     pthread_t supervisor, renewer, gc;
     bool threads_running, gc_running;
     pthread_mutex_t stop_lock;
@@ -1471,6 +1474,57 @@ static void start_sandbox(struct ck_agent *a, struct pod_run *p)
               err.msg);
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    if (remove(path) < 0 && errno != ENOENT)
+        CK_LOGS(2, "Cannot remove a pod's file", "path", path, "err", strerror(errno));
+    return 0; /* on with the rest */
+}
+
+/*
+ * Removes a pod's directory <root>/pods/<uid> (its volumes, logs, exit records), as the
+ * kubelet's cleanup of orphaned pod directories does. Mount points are not crossed
+ * (FTW_MOUNT): whatever is mounted under it stays, and so does the directory above it.
+ */
+static void remove_uid_dir(const struct ck_agent *a, const char *uid)
+{
+    char dir[PATH_MAX];
+    if (!uid[0] || strchr(uid, '/') || strcmp(uid, ".") == 0 || strcmp(uid, "..") == 0 ||
+        snprintf(dir, sizeof(dir), "%s/pods/%s", a->root_dir, uid) >= (int)sizeof(dir))
+        return;
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/*
+ * The directories of pods that are gone: neither in the cache (list) nor run by the
+ * agent. Pods deleted at once (finished ones, or while the agent was away) never pass
+ * through the agent's removal, so their directories are found this way.
+ */
+static void sweep_pod_dirs(struct ck_agent *a, const struct ck_obj_list *list)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/pods", a->root_dir);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' || pod_find(a, e->d_name))
+            continue;
+        bool listed = false;
+        for (size_t i = 0; i < list->n && !listed; i++) {
+            const char *uid = json_string_value(
+                json_object_get(json_object_get(list->items[i], "metadata"), "uid"));
+            listed = uid && strcmp(uid, e->d_name) == 0;
+        }
+        if (!listed) {
+            CK_LOGS(2, "Removing the directory of a pod that is gone", "podUID", e->d_name);
+            remove_uid_dir(a, e->d_name);
+        }
+    }
+    closedir(d);
+}
+
 static void tick(struct ck_agent *a)
 {
     struct ck_obj_list list = {0};
@@ -1520,6 +1574,10 @@ static void tick(struct ck_agent *a)
         free(uids);
         a->orphans_at = now_ns() + 60 * CK_SEC;
     }
+    if (now_ns() >= a->dirs_at) {
+        sweep_pod_dirs(a, &list);
+        a->dirs_at = now_ns() + 2 * CK_SEC;
+    }
     ck_obj_list_release(&list);
     for (size_t i = 0; i < a->pods.n; i++) {
         struct pod_run *p = a->pods.v[i];
@@ -1529,6 +1587,7 @@ static void tick(struct ck_agent *a)
                     a->rt->ops->stop(a->rt, &p->rp, p->ctrs[j].id, 0);
             if (!p->sandbox_removed)
                 a->rt->ops->pod_remove(a->rt, &p->rp);
+            remove_uid_dir(a, p->uid);
             CK_LOGS(1, "Pod removed", "pod", p->name, "namespace", p->ns);
             pod_free(p);
             a->pods.v[i] = a->pods.v[--a->pods.n];

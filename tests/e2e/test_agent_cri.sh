@@ -234,6 +234,7 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
     k delete deployment web >/dev/null
     k delete pod env dnsnone sick crash never nopull oom msg hooked badhook hostnet --wait=false >/dev/null
     poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
+    poll "every pod's directory removed" sh -c "[ -z \"\$(ls -A '$root/pods' 2>/dev/null)\" ]"
     poll "no container left in containerd" sh -c \
         "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
     check "no task left in containerd" sh -c "[ -z \"\$(ctr -a $cri_sock -n k8s.io tasks ls -q)\" ]"
