@@ -9,6 +9,7 @@
  *                [--allocate-node-cidrs[=false]] [--advertise-address IP]
  *                [--service-cluster-ip-range 10.96.0.0/12] [--service-node-port-range 30000-32767]
  *                [--encryption-provider-config FILE]
+ *                [--enable-admission-plugins A,B] [--disable-admission-plugins C,D]
  *                [--pki-dir DATA-DIR/pki] [TLS and authentication flags]
  *                [--disable-agent] [--disable-proxy] [--disable-dns] [--cluster-dns IP]
  *                [--cluster-domain cluster.local] [--node-name HOST] [--container-runtime
@@ -134,6 +135,9 @@ static const char usage_tail[] =
     "                                Services (default 30000-32767)\n"
     "      --encryption-provider-config FILE  encrypts the resources it names in the store\n"
     "                                (an EncryptionConfiguration: aesgcm, secretbox, identity)\n"
+    "      --enable-admission-plugins A,B  admission plugins to run besides the default ones\n"
+    "                                (repeatable; docs/admission.md lists them)\n"
+    "      --disable-admission-plugins A,B  default admission plugins not to run (repeatable)\n"
     "      --pki-dir DIR             the CA, ServiceAccount key and certificates; servers of\n"
     "                                one cluster share its ca.crt, ca.key and sa.key\n"
     "                                (default DATA-DIR/pki)\n"
@@ -230,6 +234,8 @@ enum {
     OPT_SERVICE_CLUSTER_IP_RANGE,
     OPT_SERVICE_NODE_PORT_RANGE,
     OPT_ENCRYPTION_PROVIDER_CONFIG,
+    OPT_ENABLE_ADMISSION_PLUGINS,
+    OPT_DISABLE_ADMISSION_PLUGINS,
     OPT_PKI_DIR,
     OPT_LEADER_ELECT,
     OPT_DISABLE_AGENT,
@@ -279,6 +285,7 @@ struct options {
     const char *advertise_address;
     const char *service_node_port_range;
     const char *encryption_provider_config;
+    char enable_admission[1024], disable_admission[1024]; /* the flags' lists, joined */
     const char *pki_dir;
     bool leader_elect_disabled;
     struct ck_cmd_syncs *syncs; /* the --concurrent-NAME-syncs flags, NULL: not taken */
@@ -443,6 +450,18 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
         case OPT_ENCRYPTION_PROVIDER_CONFIG:
             opts->encryption_provider_config = optarg;
             break;
+        case OPT_ENABLE_ADMISSION_PLUGINS:
+        case OPT_DISABLE_ADMISSION_PLUGINS: {
+            /* a string slice, as kube-apiserver's: each use adds to the list */
+            char *list = opt == OPT_ENABLE_ADMISSION_PLUGINS ? opts->enable_admission
+                                                             : opts->disable_admission;
+            size_t used = strlen(list);
+            if (used + strlen(optarg) + 2 > sizeof(opts->enable_admission))
+                return usage_error("too many admission plugins named");
+            snprintf(list + used, sizeof(opts->enable_admission) - used, "%s%s", used ? "," : "",
+                     optarg);
+            break;
+        }
         case OPT_PKI_DIR:
             opts->pki_dir = optarg;
             break;
@@ -750,6 +769,8 @@ static int cmd_server(int argc, char **argv)
         {"service-cluster-ip-range", required_argument, NULL, OPT_SERVICE_CLUSTER_IP_RANGE},
         {"service-node-port-range", required_argument, NULL, OPT_SERVICE_NODE_PORT_RANGE},
         {"encryption-provider-config", required_argument, NULL, OPT_ENCRYPTION_PROVIDER_CONFIG},
+        {"enable-admission-plugins", required_argument, NULL, OPT_ENABLE_ADMISSION_PLUGINS},
+        {"disable-admission-plugins", required_argument, NULL, OPT_DISABLE_ADMISSION_PLUGINS},
         {"pki-dir", required_argument, NULL, OPT_PKI_DIR},
         {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
         {"disable-agent", no_argument, NULL, OPT_DISABLE_AGENT},
@@ -963,7 +984,8 @@ static int cmd_server(int argc, char **argv)
         .service_cluster_ip_range = opts.service_cluster_ip_range,
         .advertise_address = opts.advertise_address,
         .endpoint_reconciler = true,
-        .service_account_admission = true,
+        .enable_admission_plugins = opts.enable_admission,
+        .disable_admission_plugins = opts.disable_admission,
         .service_node_port_range = opts.service_node_port_range,
         .encryption_provider_config = opts.encryption_provider_config,
     };

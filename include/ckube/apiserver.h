@@ -97,11 +97,16 @@ struct ck_apiserver_config {
      */
     bool endpoint_reconciler;
     /*
-     * Run the ServiceAccount admission plugin on pod creates: the pod's account
-     * (default "default") must exist, and the pod gets the kube-api-access-*
-     * projected volume (`ckube server` does; embedders and unit tests choose).
+     * The admission chain, as kube-apiserver's --enable-admission-plugins and
+     * --disable-admission-plugins: comma-separated plugin names added to and taken from
+     * Kubernetes' default set (NULL: none). Every write passes the enabled plugins in
+     * kube-apiserver's order; docs/admission.md lists them and which ckube implements.
+     * An unknown name, a name in both lists or enabling a plugin ckube does not
+     * implement fails the start (CK_EINVAL). Embedders whose pods run as accounts
+     * nobody creates disable "ServiceAccount".
      */
-    bool service_account_admission;
+    const char *enable_admission_plugins;
+    const char *disable_admission_plugins;
     /* The IPv4 range of Services' cluster IPs (--service-cluster-ip-range); NULL: 10.96.0.0/12. */
     const char *service_cluster_ip_range;
     /* Services' node ports, "FIRST-LAST" (--service-node-port-range); NULL: 30000-32767. */

@@ -939,36 +939,12 @@ static int delete_options(struct MHD_Connection *conn, const char *body, size_t 
     return r;
 }
 
-/*
- * The namespaces Kubernetes' NamespaceLifecycle admission plugin keeps from
- * deletion (its immortal namespaces): 403 Forbidden.
- */
-static int refuse_immortal_namespace(const struct ck_kind *kind, const char *name,
-                                     struct ck_err *reterr)
-{
-    static const char *const immortal[] = {"default", "kube-system", "kube-public"};
-    if (kind->role != CK_KIND_ROLE_NAMESPACE)
-        return 0;
-    for (size_t i = 0; i < sizeof(immortal) / sizeof(immortal[0]); i++) {
-        if (strcmp(name, immortal[i]) == 0) {
-            int code = ck_err_status(reterr, "Forbidden",
-                                     "%s \"%s\" is forbidden: this namespace may not be deleted",
-                                     kind->resource, name);
-            ck_err_set_details(reterr, kind->group, kind->resource, name);
-            return code;
-        }
-    }
-    return 0;
-}
-
 static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                      const struct ck__target *t, const char *body, size_t len)
 {
     struct ck_err err = {0};
     struct ck__delete_options opts;
     json_t *doc = NULL;
-    if (refuse_immortal_namespace(t->kind, t->name, &err) < 0)
-        return ck__fail(conn, &err);
     if (delete_options(conn, body, len, &doc, &opts, &err) < 0)
         return ck__fail(conn, &err);
     char *out = NULL;
@@ -1153,8 +1129,6 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
         size_t out_len = 0;
         if (!obj)
             ck_err_no_memory(&err);
-        else if (name && refuse_immortal_namespace(t->kind, name, &err) < 0)
-            ; /* ends the collection delete with 403, as a DELETE of it would */
         else if (name && ck__registry_delete(ctx->registry, t->kind, ns ? ns : "", name, &opts,
                                              &out, &out_len, &err) == 0)
             deleted[n_deleted++] = result.kvs[i];

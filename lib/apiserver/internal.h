@@ -117,15 +117,95 @@ int ck__check_name_segment(const char *name, struct ck_err *reterr);
 
 /* The stored objects of the API (registry.c, list.c). Immutable once built. */
 struct ck__allocator;
+struct ck__admission_chain;
 struct ck__registry {
     struct ck_store *store;
     const struct ck_schemas *schemas;
     ck_feature_enabled_fn feature_enabled; /* NULL: gates at their defaults */
     void *feature_ctx;
-    struct ck__allocator *allocator;        /* cluster IPs and node ports; NULL: none given */
-    struct ck__namespace_cache *namespaces; /* NULL: every create reads its namespace */
-    bool service_account_admission;         /* pod creates go through serviceaccount_admission.c */
+    struct ck__allocator *allocator;             /* cluster IPs and node ports; NULL: none given */
+    struct ck__namespace_cache *namespaces;      /* NULL: every create reads its namespace */
+    const struct ck__admission_chain *admission; /* every write passes it; NULL: no plugin */
 };
+
+/* ---- admission (admission/) ------------------------------------------------ */
+
+enum ck__admission_op { CK__ADMISSION_CREATE, CK__ADMISSION_UPDATE, CK__ADMISSION_DELETE };
+
+/*
+ * What a plugin is asked about (Kubernetes' admission.Attributes). obj is the object
+ * about to be stored (create, update), which the mutating step may change and the
+ * validating step only reads; old is the stored one (update, delete). Borrowed.
+ */
+struct ck__admission_attrs {
+    enum ck__admission_op op;
+    const struct ck_kind *kind;
+    const char *subresource; /* NULL or "": the object itself */
+    const char *namespace;   /* "" for cluster-scoped kinds */
+    const char *name;        /* may be empty on a create with generateName */
+    json_t *obj;             /* NULL on delete */
+    const json_t *old;       /* NULL on create */
+    bool dry_run;
+};
+
+/*
+ * A plugin: a name and its steps, either NULL. A step returns 0 to let the request
+ * through, or a negative code with the refusal in *reterr.
+ */
+typedef int (*ck__admission_step_fn)(struct ck__registry *reg, const struct ck__admission_attrs *a,
+                                     struct ck_err *reterr);
+struct ck__admission_plugin {
+    const char *name;
+    ck__admission_step_fn admit;    /* mutating */
+    ck__admission_step_fn validate; /* validating */
+};
+
+/* The enabled plugins in kube-apiserver's order. */
+#define CK__ADMISSION_MAX 40
+struct ck__admission_chain {
+    const struct ck__admission_plugin *plugins[CK__ADMISSION_MAX];
+    size_t n;
+};
+
+/*
+ * The chain for --enable-admission-plugins / --disable-admission-plugins (comma-separated,
+ * NULL: none): Kubernetes' default set, as far as ckube implements it, plus enable minus
+ * disable. CK_EINVAL with kube-apiserver's message for an unknown name or a name in both;
+ * also for enabling a plugin ckube does not implement. *ret is freed with
+ * ck__admission_chain_free().
+ */
+int ck__admission_chain_new(const char *enable, const char *disable,
+                            struct ck__admission_chain **ret, struct ck_err *reterr);
+void ck__admission_chain_free(struct ck__admission_chain *chain);
+/* Logs the mutating and the validating steps in order, as kube-apiserver does at start. */
+void ck__admission_chain_log(const struct ck__admission_chain *chain);
+/* Whether the chain runs the plugin called name. */
+bool ck__admission_chain_has(const struct ck__admission_chain *chain, const char *name);
+
+/* Runs every mutating step of reg's chain in order, then (the other call) every validating one. */
+int ck__admission_admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
+                        struct ck_err *reterr);
+int ck__admission_validate(struct ck__registry *reg, const struct ck__admission_attrs *a,
+                           struct ck_err *reterr);
+
+/* For plugins: whether a is about an object itself (no subresource) of group's resource. */
+bool ck__admission_is(const struct ck__admission_attrs *a, const char *group, const char *resource);
+/* The object's name as admission errors give it: its name, else its generateName, else "Unknown".
+ */
+const char *ck__admission_name(const struct ck__admission_attrs *a);
+/* 403 `<resource> "<name>" is forbidden: <why>` (admission.NewForbidden). Returns the code. */
+int ck__admission_forbidden(const struct ck__admission_attrs *a, struct ck_err *reterr,
+                            const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Calls each for every stored object of kind (cluster-wide) until it returns non-zero. */
+int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind,
+                       int (*each)(const json_t *obj, void *arg), void *arg, struct ck_err *reterr);
+
+/* The plugins (admission/<name>.c). */
+extern const struct ck__admission_plugin ck__admission_namespace_lifecycle;
+extern const struct ck__admission_plugin ck__admission_service_account;
+extern const struct ck__admission_plugin ck__admission_priority;
+extern const struct ck__admission_plugin ck__admission_default_toleration_seconds;
+extern const struct ck__admission_plugin ck__admission_default_ingress_class;
 
 /*
  * Room for any object's key: /registry/, a custom resource's group and plural
@@ -190,14 +270,9 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
                            bool dry_run, char **ret_body, size_t *ret_len, struct ck_err *reterr);
 
 /*
- * The ServiceAccount admission plugin (serviceaccount_admission.c), run on a pod
- * create in namespace before the strategy: defaults spec.serviceAccountName, 403
- * Forbidden when the account does not exist, adds the kube-api-access-* volume and
- * its mounts. 0, or a negative code with *reterr.
+ * The pure parts of the ServiceAccount admission plugin (admission/service_account.c).
+ * Whether the plugin looks at pod at all (not a mirror pod).
  */
-int ck__sa_admission_admit(struct ck__registry *reg, const char *namespace, json_t *pod,
-                           struct ck_err *reterr);
-/* Its pure parts. Whether the plugin looks at pod at all (not a mirror pod). */
 bool ck__sa_admission_applies(const json_t *pod);
 /* Defaults spec.serviceAccountName; the account's name (borrowed from pod), NULL out of memory. */
 const char *ck__sa_admission_account(json_t *pod);
@@ -644,6 +719,7 @@ struct ck_apiserver {
     struct ck_store *store;
     const struct ck_schemas *schemas; /* ck__shared_schemas(): never freed */
     struct ck__registry *registry;
+    struct ck__admission_chain *admission; /* the registry's, owned here */
     struct ck__crd_controller *crds;
     struct ck__metrics *metrics;
     struct ck_fg_gate *feature_gates; /* the config's, or own_gates */

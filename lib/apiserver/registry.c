@@ -252,50 +252,6 @@ json_t *ck__decode_served(const struct ck_kind *kind, const struct ck_kv *kv)
     return obj;
 }
 
-/* ---- namespaces --------------------------------------------------------- */
-
-/* 404 when the namespace is missing, 403 when it is terminating. */
-static int check_namespace(struct ck__registry *reg, const struct ck_kind *kind,
-                           const char *namespace, const char *name, struct ck_err *reterr)
-{
-    const struct ck_kind *ns_kind = ck_kind_with_role(CK_KIND_ROLE_NAMESPACE);
-    if (!kind->namespaced || !ns_kind)
-        return 0;
-    bool terminating = false;
-    uint64_t generation = 0;
-    if (!ck__namespace_cache_lookup(reg->namespaces, namespace, &terminating, &generation)) {
-        char key[CK__KEY_MAX];
-        ck__object_key(ns_kind, "", namespace, key, sizeof(key));
-        const struct ck_kv *kv = NULL;
-        struct ck_err err = {0};
-        int r = ck_store_get(reg->store, key, strlen(key), 0, &kv, NULL, &err);
-        if (r == CK_ENOENT)
-            return ck__err_not_found(reterr, ns_kind, namespace);
-        if (r < 0)
-            return ck__err_store(reterr, &err);
-        json_t *ns = ck__decode_stored(kv);
-        terminating =
-            ns && json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp") != NULL;
-        json_decref(ns);
-        ck_kv_unref(kv);
-        if (!ns)
-            return ck_err_no_memory(reterr);
-        ck__namespace_cache_fill(reg->namespaces, namespace, terminating, generation);
-    }
-    if (terminating) {
-        char qr[128];
-        int r = ck_err_status(
-            reterr, "Forbidden",
-            "%s \"%s\" is forbidden: unable to create new content in namespace %s because it is being terminated",
-            ck_kind_qualified_resource(kind, qr, sizeof(qr)), name ? name : "", namespace);
-        ck_err_set_details(reterr, kind->group, kind->resource, name);
-        ck_err_add_cause(reterr, "NamespaceTerminating", "namespace is being terminated",
-                         "metadata.namespace");
-        return r;
-    }
-    return 0;
-}
-
 /* After a stored write of kind's name: a namespace's entry in the cache is out of date. */
 static void written(struct ck__registry *reg, const struct ck_kind *kind, const char *name)
 {
@@ -380,17 +336,20 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
                            bool dry_run, char **ret_body, size_t *ret_len, struct ck_err *reterr)
 {
     const char *body_name = object_name(obj);
-    int r = check_namespace(reg, kind, namespace, body_name, reterr);
-    if (r < 0)
-        return r;
     bool generated = !body_name || !*body_name;
+    int r;
     for (int attempt = 0; attempt < GENERATE_RETRIES; attempt++) {
         json_t *candidate = ck__json_copy(obj);
         struct ck_err err = {0};
         if (!candidate)
             return ck_err_no_memory(reterr);
-        if (reg->service_account_admission && kind->role == CK_KIND_ROLE_POD &&
-            (r = ck__sa_admission_admit(reg, namespace, candidate, reterr)) < 0) {
+        struct ck__admission_attrs attrs = {.op = CK__ADMISSION_CREATE,
+                                            .kind = kind,
+                                            .namespace = namespace ? namespace : "",
+                                            .name = body_name ? body_name : "",
+                                            .obj = candidate,
+                                            .dry_run = dry_run};
+        if ((r = ck__admission_admit(reg, &attrs, reterr)) < 0) {
             json_decref(candidate);
             return r;
         }
@@ -407,6 +366,9 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
                 ? ck_err_no_memory(reterr)
                 : ck__allocation_take(reg->allocator, kind, candidate, NULL, dry_run, &al, reterr);
         if (r == 0 && (r = default_and_validate(reg, kind, candidate, NULL, reterr)) < 0)
+            ck__allocation_release(reg->allocator, &al, false);
+        attrs.name = object_name(candidate) ? object_name(candidate) : "";
+        if (r == 0 && (r = ck__admission_validate(reg, &attrs, reterr)) < 0)
             ck__allocation_release(reg->allocator, &al, false);
         if (r == 0 && track_managed_fields(reg, kind, NULL, candidate, managed_fields_of(obj), who,
                                            NULL) < 0) {
@@ -678,6 +640,16 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
             r = custom_write ? reterr->code : ck_err_no_memory(reterr);
             goto out_fail;
         }
+        struct ck__admission_attrs attrs = {.op = CK__ADMISSION_UPDATE,
+                                            .kind = kind,
+                                            .subresource = subresource,
+                                            .namespace = namespace ? namespace : "",
+                                            .name = name,
+                                            .obj = next,
+                                            .old = old,
+                                            .dry_run = dry_run};
+        if ((r = ck__admission_admit(reg, &attrs, reterr)) < 0)
+            goto out_fail;
         /* a binding is written as it is, as kube-apiserver writes it */
         const bool as_is = custom_write && sub->straight_to_storage;
         /* fields behind a gate that is off survive only where old already used them */
@@ -697,6 +669,8 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
         if (!status_write && !custom_write)
             r = ck__allocation_take(reg->allocator, kind, next, old, dry_run, &al, reterr);
         if (r == 0 && !as_is && (r = default_and_validate(reg, kind, next, old, reterr)) < 0)
+            ck__allocation_release(reg->allocator, &al, false);
+        if (r == 0 && (r = ck__admission_validate(reg, &attrs, reterr)) < 0)
             ck__allocation_release(reg->allocator, &al, false);
         if (r == 0 && !as_is &&
             track_managed_fields(reg, kind, old, next, asked, who, subresource) < 0) {
@@ -876,8 +850,18 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
         if (r < 0)
             return r;
         json_t *obj = ck__decode_stored(kv);
+        struct ck__admission_attrs attrs = {.op = CK__ADMISSION_DELETE,
+                                            .kind = kind,
+                                            .namespace = namespace ? namespace : "",
+                                            .name = name,
+                                            .old = obj,
+                                            .dry_run = opts->dry_run};
         r = obj ? check_preconditions(kind, name, obj, kv->mod_revision, opts, reterr)
                 : ck_err_internal(reterr, "stored %s is corrupt", key);
+        if (r == 0)
+            r = ck__admission_admit(reg, &attrs, reterr);
+        if (r == 0)
+            r = ck__admission_validate(reg, &attrs, reterr);
         if (r < 0) {
             json_decref(obj);
             ck_kv_unref(kv);

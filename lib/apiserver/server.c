@@ -1386,6 +1386,7 @@ static void teardown(struct ck_apiserver *server)
         ck__namespace_cache_free(server->registry->namespaces);
     }
     free(server->registry);
+    ck__admission_chain_free(server->admission);
     ck__auth_free(server->auth);
     ck__kubelet_client_free(server);
     ck__metrics_free(server->metrics);
@@ -1471,14 +1472,15 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         if (!server->registry)
             r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         else
-            *server->registry = (struct ck__registry){server->store,
-                                                      server->schemas,
-                                                      ck__feature_enabled,
-                                                      server,
-                                                      NULL,
-                                                      NULL,
-                                                      config->service_account_admission};
+            *server->registry = (struct ck__registry){.store = server->store,
+                                                      .schemas = server->schemas,
+                                                      .feature_enabled = ck__feature_enabled,
+                                                      .feature_ctx = server};
     }
+    if (r == 0)
+        r = ck__admission_chain_new(config->enable_admission_plugins,
+                                    config->disable_admission_plugins, &server->admission, reterr);
+
     if (r == 0)
         r = ck__allocator_new(
             server->store,
@@ -1496,6 +1498,14 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         r = ck__allocator_bootstrap(server->registry, ck_apiserver_port(server), reterr);
     if (r == 0)
         r = ck__auth_bootstrap(server, reterr);
+    /*
+     * The objects every cluster starts with are written before admission is in place,
+     * so that no flag (AlwaysDeny) can keep the server from starting.
+     */
+    if (r == 0) {
+        server->registry->admission = server->admission;
+        ck__admission_chain_log(server->admission);
+    }
     if (r == 0)
         r = ck__crd_start(server->registry, server->schemas, &server->crds, reterr);
     if (r == 0 && pthread_create(&server->ticker, NULL, ticker_main, server) != 0) {

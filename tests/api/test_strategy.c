@@ -75,42 +75,6 @@ static void test_pod_create_resets_status_with_qos(void **state)
     }
 }
 
-/* DefaultTolerationSeconds: not-ready and unreachable NoExecute for 300 s, unless tolerated. */
-static void test_pod_create_adds_default_tolerations(void **state)
-{
-    (void)state;
-    static const struct {
-        const char *tolerations;
-        size_t want;          /* tolerations after create */
-        const char *last_key; /* the last one's key */
-    } cases[] = {
-        {"[]", 2, "node.kubernetes.io/unreachable"},
-        {"[{\"operator\":\"Exists\"}]", 1, NULL},
-        {"[{\"key\":\"node.kubernetes.io/unreachable\",\"operator\":\"Exists\","
-         "\"effect\":\"NoExecute\",\"tolerationSeconds\":10}]",
-         2, "node.kubernetes.io/not-ready"},
-        {"[{\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\","
-         "\"effect\":\"NoSchedule\"}]",
-         3, "node.kubernetes.io/unreachable"},
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        json_t *pod = json_pack("{s:{s:s}, s:{s:[{s:s, s:s}], s:o}}", "metadata", "name", "p",
-                                "spec", "containers", "name", "a", "image", "x", "tolerations",
-                                load(cases[i].tolerations));
-        struct ck_err err = {0};
-        assert_int_equal(ck_meta_prepare_create(kind("", "pods"), pod, "default", NOW, &err), 0);
-        const json_t *list = json_object_get(json_object_get(pod, "spec"), "tolerations");
-        assert_int_equal(json_array_size(list), cases[i].want);
-        if (cases[i].last_key) {
-            const json_t *last = json_array_get(list, json_array_size(list) - 1);
-            assert_string_equal(json_string_value(json_object_get(last, "key")), cases[i].last_key);
-            assert_string_equal(json_string_value(json_object_get(last, "effect")), "NoExecute");
-            assert_int_equal(json_integer_value(json_object_get(last, "tolerationSeconds")), 300);
-        }
-        json_decref(pod);
-    }
-}
-
 static void test_lease_validation(void **state)
 {
     (void)state;
@@ -340,7 +304,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pod_create_resets_status_with_qos),
-        cmocka_unit_test(test_pod_create_adds_default_tolerations),
         cmocka_unit_test(test_lease_validation),
         cmocka_unit_test(test_image_pull_policy_defaults),
         cmocka_unit_test(test_pod_validation),

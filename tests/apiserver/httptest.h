@@ -126,13 +126,20 @@ static inline void test_store_remove(const char *dir)
     rmdir(dir);
 }
 
-/* A server on 127.0.0.1:0 over a fresh SQLite store under dir (a mkdtemp template). */
-static inline struct ck_apiserver *test_server_start(char *dir)
+/*
+ * A server on 127.0.0.1:0 over a fresh SQLite store under dir (a mkdtemp template),
+ * with the admission plugins enable and disable say (kube-apiserver's flags).
+ */
+static inline struct ck_apiserver *test_server_start_admission(char *dir, const char *enable,
+                                                               const char *disable)
 {
     char store[256];
     if (test_store_dir(dir, store, sizeof(store)) < 0)
         return NULL;
-    struct ck_apiserver_config config = {.listen = "127.0.0.1:0", .store_url = store};
+    struct ck_apiserver_config config = {.enable_admission_plugins = enable,
+                                         .disable_admission_plugins = disable,
+                                         .listen = "127.0.0.1:0",
+                                         .store_url = store};
     struct ck_apiserver *server = NULL;
     struct ck_err err = {0};
     if (ck_apiserver_start(&config, &server, &err) < 0) {
@@ -140,6 +147,12 @@ static inline struct ck_apiserver *test_server_start(char *dir)
         return NULL;
     }
     return server;
+}
+
+/* The same with the default plugins but ServiceAccount: pods need no account. */
+static inline struct ck_apiserver *test_server_start(char *dir)
+{
+    return test_server_start_admission(dir, NULL, "ServiceAccount");
 }
 
 static inline void test_server_stop(struct ck_apiserver *server, const char *dir)

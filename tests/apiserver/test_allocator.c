@@ -31,7 +31,8 @@ static int run_id;        /* each test's services get their own namespace-free n
 
 static struct ck_apiserver *start(void)
 {
-    struct ck_apiserver_config config = {.listen = "127.0.0.1:0",
+    struct ck_apiserver_config config = {.disable_admission_plugins = "ServiceAccount",
+                                         .listen = "127.0.0.1:0",
                                          .store_url = store_url,
                                          .service_cluster_ip_range = RANGE,
                                          .service_node_port_range = PORT_RANGE};

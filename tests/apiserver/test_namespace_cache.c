@@ -193,7 +193,10 @@ static void test_the_registry_forgets_what_it_writes(void **state)
     assert_int_equal(ck__namespace_cache_new(ck_kind_with_role(CK_KIND_ROLE_NAMESPACE), &own, NULL),
                      0);
     assert_int_equal(ck__shared_schemas(&schemas, NULL), 0);
-    struct ck__registry reg = {.store = store, .schemas = schemas, .namespaces = own};
+    struct ck__admission_chain *chain = NULL; /* NamespaceLifecycle reads the cache */
+    assert_int_equal(ck__admission_chain_new(NULL, "ServiceAccount", &chain, NULL), 0);
+    struct ck__registry reg = {
+        .store = store, .schemas = schemas, .namespaces = own, .admission = chain};
     static const char pod[] = "{\"metadata\":{\"generateName\":\"p-\"},\"spec\":{"
                               "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}";
     struct ck_err err = {0};
@@ -229,6 +232,7 @@ static void test_the_registry_forgets_what_it_writes(void **state)
     assert_int_equal(err.http_status, 404);
     ck_err_release(&err);
     ck__namespace_cache_free(own);
+    ck__admission_chain_free(chain);
 }
 
 static void test_no_cache(void **state)

@@ -29,7 +29,9 @@ static char store_url[sizeof(store_dir) + 32];
 
 static int start_server(void **state)
 {
-    struct ck_apiserver_config config = {.listen = "127.0.0.1:0", .store_url = store_url};
+    struct ck_apiserver_config config = {.disable_admission_plugins = "ServiceAccount",
+                                         .listen = "127.0.0.1:0",
+                                         .store_url = store_url};
     struct ck_apiserver *server = NULL;
     struct ck_err err = {0};
     if (ck_apiserver_start(&config, &server, &err) < 0) {
@@ -315,7 +317,8 @@ static void test_address_in_use_is_a_clear_error(void **state)
 {
     char addr[64];
     snprintf(addr, sizeof(addr), "127.0.0.1:%u", (unsigned)ck_apiserver_port(*state));
-    struct ck_apiserver_config config = {.listen = addr, .store_url = store_url};
+    struct ck_apiserver_config config = {
+        .disable_admission_plugins = "ServiceAccount", .listen = addr, .store_url = store_url};
     struct ck_apiserver *second = NULL;
     struct ck_err err = {0};
     assert_int_equal(ck_apiserver_start(&config, &second, &err), CK_EADDRINUSE);
@@ -339,7 +342,9 @@ static void test_bad_listen_addresses_are_refused(void **state)
         {"[::1:6443", "want [HOST]:PORT"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct ck_apiserver_config config = {.listen = cases[i].addr, .store_url = store_url};
+        struct ck_apiserver_config config = {.disable_admission_plugins = "ServiceAccount",
+                                             .listen = cases[i].addr,
+                                             .store_url = store_url};
         struct ck_apiserver *server = NULL;
         struct ck_err err = {0};
         assert_int_equal(ck_apiserver_start(&config, &server, &err), CK_EINVAL);

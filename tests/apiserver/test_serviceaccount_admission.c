@@ -1,5 +1,5 @@
 /*
- * test_serviceaccount_admission.c - tests for lib/apiserver/serviceaccount_admission.c,
+ * test_serviceaccount_admission.c - tests for lib/apiserver/admission/service_account.c,
  * the ServiceAccount admission plugin: a pod without an account runs as "default"
  * (or as its deprecated spec.serviceAccount); it gets one kube-api-access-<5> volume
  * with the token (3607 s), kube-root-ca.crt's ca.crt and the namespace, mounted
@@ -251,7 +251,12 @@ static void test_registry_requires_the_account(void **state)
     const struct ck_schemas *schemas = NULL;
     assert_int_equal(ck_store_open(url, NULL, &store, NULL), 0);
     assert_int_equal(ck__shared_schemas(&schemas, NULL), 0);
-    struct ck__registry reg = {store, schemas, NULL, NULL, NULL, NULL, true};
+    struct ck__admission_chain *with = NULL, *without = NULL;
+    assert_int_equal(ck__admission_chain_new(NULL, NULL, &with, NULL), 0);
+    assert_int_equal(ck__admission_chain_new(NULL, "ServiceAccount", &without, NULL), 0);
+    assert_true(ck__admission_chain_has(with, "ServiceAccount"));
+    assert_false(ck__admission_chain_has(without, "ServiceAccount"));
+    struct ck__registry reg = {.store = store, .schemas = schemas, .admission = with};
     struct ck_err err = {0};
     json_decref(create(&reg, "namespaces", NULL, "{\"metadata\":{\"name\":\"ns\"}}", &err));
     assert_int_equal(err.code, 0);
@@ -275,7 +280,7 @@ static void test_registry_requires_the_account(void **state)
     json_decref(stored);
 
     /* without the plugin, a pod is stored as it came */
-    reg.service_account_admission = false;
+    reg.admission = without;
     stored = create(&reg, "pods", "ns",
                     "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"serviceAccountName\":\"nobody\","
                     "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}",
@@ -285,6 +290,8 @@ static void test_registry_requires_the_account(void **state)
     json_decref(stored);
 
     ck_store_close(store);
+    ck__admission_chain_free(with);
+    ck__admission_chain_free(without);
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);

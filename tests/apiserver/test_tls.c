@@ -47,7 +47,8 @@ static int setup(void **state)
     assert_non_null(t);
     fputs("jane-token,jane,1001\n", t);
     fclose(t);
-    struct ck_apiserver_config config = {.listen = "127.0.0.1:0",
+    struct ck_apiserver_config config = {.disable_admission_plugins = "ServiceAccount",
+                                         .listen = "127.0.0.1:0",
                                          .store_url = store,
                                          .pki_dir = f->pki,
                                          .token_auth_file = f->tokens};

@@ -25,8 +25,10 @@ static struct ck_apiserver *start_with_watch_list(bool value, char *dir,
     assert_int_equal(ck_fg_set(*ret_gates, value ? "WatchList=true" : "WatchList=false", &fgerr),
                      0);
     ck_fg_close(*ret_gates);
-    struct ck_apiserver_config config = {
-        .listen = "127.0.0.1:0", .store_url = store, .feature_gates = *ret_gates};
+    struct ck_apiserver_config config = {.disable_admission_plugins = "ServiceAccount",
+                                         .listen = "127.0.0.1:0",
+                                         .store_url = store,
+                                         .feature_gates = *ret_gates};
     struct ck_apiserver *server = NULL;
     assert_int_equal(ck_apiserver_start(&config, &server, &err), 0);
     return server;

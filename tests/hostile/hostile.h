@@ -34,6 +34,7 @@ static inline struct ck_apiserver *hostile_server_start(char *dir, unsigned max_
     if (test_store_dir(dir, store, sizeof(store)) < 0)
         return NULL;
     struct ck_apiserver_config config = {
+        .disable_admission_plugins = "ServiceAccount",
         .listen = "127.0.0.1:0",
         .store_url = store,
         .max_connections = max_total,

@@ -8,9 +8,9 @@
  * imagePullPolicy from the image tag; a status write never changes the
  * owner references; a delete of a pod a node runs waits for its grace
  * period; the binding subresource sets spec.nodeName once; the eviction
- * subresource deletes the pod with the Eviction's delete options; a create
- * adds the not-ready and unreachable NoExecute tolerations of 300 s unless
- * the pod tolerates them (DefaultTolerationSeconds admission); the READY,
+ * subresource deletes the pod with the Eviction's delete options (the
+ * admission plugins, DefaultTolerationSeconds among them, are the API
+ * server's: lib/apiserver/admission/); the READY,
  * STATUS, RESTARTS, IP and READINESS GATES cells are computed as
  * Kubernetes' printPod does.
  *
@@ -28,9 +28,6 @@
 #include "ckube/internal/util.h"
 
 /* ---- strategy ----------------------------------------------------------- */
-
-/* DefaultTolerationSeconds' --default-not-ready-toleration-seconds and -unreachable- */
-#define CK_POD_DEFAULT_TOLERATION_SECONDS 300
 
 /* qos.GetPodQOS, for cpu and memory. */
 static const char *pod_qos(const json_t *spec)
@@ -57,64 +54,8 @@ static const char *pod_qos(const json_t *spec)
     return guaranteed ? "Guaranteed" : "Burstable";
 }
 
-/* v1helper.Toleration.ToleratesTaint, for a taint with key and effect and no value. */
-static bool tolerates(const json_t *toleration, const char *key, const char *effect)
-{
-    const char *t_effect = json_string_value(json_object_get(toleration, "effect"));
-    const char *t_key = json_string_value(json_object_get(toleration, "key"));
-    const char *op = json_string_value(json_object_get(toleration, "operator"));
-    const char *value = json_string_value(json_object_get(toleration, "value"));
-    bool exists = op && strcmp(op, "Exists") == 0;
-    if (t_effect && *t_effect && strcmp(t_effect, effect) != 0)
-        return false;
-    if (t_key && *t_key && strcmp(t_key, key) != 0)
-        return false;
-    if ((!t_key || !*t_key) && !exists)
-        return false;
-    return exists || !value || !*value;
-}
-
-/*
- * The DefaultTolerationSeconds admission plugin: a pod that does not
- * tolerate node.kubernetes.io/not-ready and /unreachable with NoExecute
- * gets tolerations of both for CK_POD_DEFAULT_TOLERATION_SECONDS, so that
- * the node lifecycle controller evicts it that long after its node is lost.
- */
-static int add_default_tolerations(json_t *spec)
-{
-    static const char *const keys[] = {"node.kubernetes.io/not-ready",
-                                       "node.kubernetes.io/unreachable"};
-    if (!json_is_object(spec))
-        return 0;
-    json_t *list = json_object_get(spec, "tolerations");
-    for (size_t k = 0; k < 2; k++) {
-        bool tolerated = false;
-        size_t i;
-        json_t *t;
-        json_array_foreach(list, i, t)
-        {
-            tolerated = tolerated || tolerates(t, keys[k], "NoExecute");
-        }
-        if (tolerated)
-            continue;
-        if (!json_is_array(list)) {
-            if (json_object_set_new(spec, "tolerations", json_array()) < 0)
-                return CK_ENOMEM;
-            list = json_object_get(spec, "tolerations");
-        }
-        if (json_array_append_new(list,
-                                  json_pack("{s:s, s:s, s:s, s:I}", "key", keys[k], "operator",
-                                            "Exists", "effect", "NoExecute", "tolerationSeconds",
-                                            (json_int_t)CK_POD_DEFAULT_TOLERATION_SECONDS)) < 0)
-            return CK_ENOMEM;
-    }
-    return 0;
-}
-
 static int prepare_for_create(json_t *obj)
 {
-    if (add_default_tolerations(json_object_get(obj, "spec")) < 0)
-        return CK_ENOMEM;
     return json_object_set_new(obj, "status",
                                json_pack("{s:s, s:s}", "phase", "Pending", "qosClass",
                                          pod_qos(json_object_get(obj, "spec")))) < 0

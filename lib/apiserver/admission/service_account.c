@@ -1,5 +1,5 @@
 /*
- * serviceaccount_admission.c - the ServiceAccount admission plugin: a created pod
+ * service_account.c - the ServiceAccount admission plugin: a created pod
  * runs as a ServiceAccount that exists, and gets its credentials as a projected
  * volume.
  *
@@ -19,8 +19,8 @@
  * mirror pod (kubernetes.io/config.mirror annotation) is left as it is. The
  * account's imagePullSecrets become the pod's when it has none.
  *
- * The API server runs it on pod creates when its config enables it
- * (ck_apiserver_config.service_account_admission; `ckube server` does).
+ * It runs on pod creates, in the admission chain (chain.c) when enabled (it is by
+ * default, as in kube-apiserver).
  *
  * Threading: the pure part touches only its arguments; the lookup reads the store.
  *
@@ -32,8 +32,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../internal.h"
 #include "ckube/internal/util.h"
-#include "internal.h"
 
 #define SA_MOUNT_PATH       "/var/run/secrets/kubernetes.io/serviceaccount"
 #define SA_VOLUME_PREFIX    "kube-api-access-"
@@ -185,11 +185,13 @@ int ck__sa_admission_mutate(json_t *pod, const json_t *sa)
     return 0;
 }
 
-int ck__sa_admission_admit(struct ck__registry *reg, const char *namespace, json_t *pod,
-                           struct ck_err *reterr)
+static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
+                 struct ck_err *reterr)
 {
     const struct ck_kind *sa_kind = ck_kind_lookup("", "v1", "serviceaccounts");
-    if (!sa_kind || !ck__sa_admission_applies(pod))
+    json_t *pod = a->obj;
+    if (a->op != CK__ADMISSION_CREATE || !ck__admission_is(a, "", "pods") || !sa_kind ||
+        !ck__sa_admission_applies(pod))
         return 0;
     const char *name = ck__sa_admission_account(pod);
     if (!name)
@@ -207,26 +209,20 @@ int ck__sa_admission_admit(struct ck__registry *reg, const char *namespace, json
             usleep(interval_ms * 1000);
         ck_err_release(&err);
         memset(&err, 0, sizeof(err));
-        r = ck__registry_get(reg, sa_kind, namespace, account, &kv, &err);
+        r = ck__registry_get(reg, sa_kind, a->namespace, account, &kv, &err);
         if (r != CK_ENOENT)
             break;
     }
     if (r < 0) {
-        const char *pod_name =
-            json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
         /* Kubernetes' NotFound names the resource in the singular */
         char why[320];
         if (r == CK_ENOENT)
             snprintf(why, sizeof(why), "serviceaccount \"%s\" not found", account);
         else
             snprintf(why, sizeof(why), "%s", err.msg);
-        int code =
-            ck_err_status(reterr, "Forbidden",
-                          "pods \"%s\" is forbidden: error looking up service account %s/%s: %s",
-                          pod_name ? pod_name : "", namespace, account, why);
-        ck_err_set_details(reterr, "", "pods", pod_name ? pod_name : "");
         ck_err_release(&err);
-        return code;
+        return ck__admission_forbidden(a, reterr, "error looking up service account %s/%s: %s",
+                                       a->namespace, account, why);
     }
     ck_err_release(&err);
     json_t *sa = ck__decode_stored(kv);
@@ -237,3 +233,5 @@ int ck__sa_admission_admit(struct ck__registry *reg, const char *namespace, json
     json_decref(sa);
     return r < 0 ? ck_err_no_memory(reterr) : 0;
 }
+
+const struct ck__admission_plugin ck__admission_service_account = {"ServiceAccount", admit, NULL};

@@ -1,0 +1,291 @@
+/*
+ * chain.c - admission: the ordered chain of plugins every write passes between
+ * decoding and storage.
+ *
+ * Mirrors kube-apiserver 1.32's admission (k8s.io/apiserver pkg/admission,
+ * pkg/kubeapiserver/options/plugins.go, pkg/server/options/admission.go): the plugins
+ * run in kube-apiserver's order (AllOrderedPlugins), every mutating step (admit) of
+ * every enabled plugin first, then every validating step (validate), and the first
+ * refusal ends the request with that plugin's Status. The enabled set is Kubernetes'
+ * default set plus --enable-admission-plugins minus --disable-admission-plugins, with
+ * the flags checked as kube-apiserver checks them ("plugin %q is unknown", "overlapped").
+ *
+ * Every plugin kube-apiserver 1.32 knows is listed, so a name is never "unknown" here
+ * when it is known there; those ckube does not implement yet have no steps. Enabling one
+ * of them by flag is refused at start (a cluster would believe it protected); a default
+ * one that is missing is simply not run, and docs/admission.md lists which.
+ *
+ * The registry (registry.c) calls ck__admission_admit() and ck__admission_validate() on
+ * every create, update and delete of every kind, its subresources included; plugins look
+ * at the attributes and skip what is not theirs.
+ *
+ * Threading: a chain is immutable once built; plugins read the store and their
+ * arguments only, so the chain runs on any request thread at once.
+ *
+ * Tested by tests/apiserver/test_admission.c and tests/e2e/test_admission.sh.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "ckube/internal/util.h"
+
+/* AlwaysAdmit: admits everything (deprecated in Kubernetes: it means nothing). */
+static int always_admit_step(struct ck__registry *reg, const struct ck__admission_attrs *a,
+                             struct ck_err *reterr)
+{
+    (void)reg, (void)a, (void)reterr;
+    return 0;
+}
+static const struct ck__admission_plugin always_admit = {"AlwaysAdmit", always_admit_step,
+                                                         always_admit_step};
+
+/* AlwaysDeny: refuses every write, in kube-apiserver's words (plugin/pkg/admission/deny). */
+static int always_deny(struct ck__registry *reg, const struct ck__admission_attrs *a,
+                       struct ck_err *reterr)
+{
+    (void)reg;
+    return ck__admission_forbidden(a, reterr, "admission control is denying all modifications");
+}
+static const struct ck__admission_plugin always_deny_plugin = {"AlwaysDeny", always_deny,
+                                                               always_deny};
+
+/* kube-apiserver 1.32's plugins in its order, whether each is on by default, and ours. */
+static const struct known_plugin {
+    const char *name;
+    bool default_on;
+    const struct ck__admission_plugin *impl; /* NULL: not implemented by ckube */
+} known[] = {
+    {"AlwaysAdmit", false, &always_admit},
+    {"NamespaceAutoProvision", false, NULL},
+    {"NamespaceLifecycle", true, &ck__admission_namespace_lifecycle},
+    {"NamespaceExists", false, NULL},
+    {"LimitPodHardAntiAffinityTopology", false, NULL},
+    {"LimitRanger", true, NULL},
+    {"ServiceAccount", true, &ck__admission_service_account},
+    {"NodeRestriction", false, NULL},
+    {"TaintNodesByCondition", true, NULL},
+    {"AlwaysPullImages", false, NULL},
+    {"ImagePolicyWebhook", false, NULL},
+    {"PodSecurity", true, NULL},
+    {"PodNodeSelector", false, NULL},
+    {"Priority", true, &ck__admission_priority},
+    {"DefaultTolerationSeconds", true, &ck__admission_default_toleration_seconds},
+    {"PodTolerationRestriction", false, NULL},
+    {"EventRateLimit", false, NULL},
+    {"ExtendedResourceToleration", false, NULL},
+    {"DefaultStorageClass", true, NULL},
+    {"StorageObjectInUseProtection", true, NULL},
+    {"OwnerReferencesPermissionEnforcement", false, NULL},
+    {"PersistentVolumeClaimResize", true, NULL},
+    {"RuntimeClass", true, NULL},
+    {"CertificateApproval", true, NULL},
+    {"CertificateSigning", true, NULL},
+    {"ClusterTrustBundleAttest", true, NULL},
+    {"CertificateSubjectRestriction", true, NULL},
+    {"DefaultIngressClass", true, &ck__admission_default_ingress_class},
+    {"DenyServiceExternalIPs", false, NULL},
+    {"MutatingAdmissionPolicy", true, NULL},
+    {"MutatingAdmissionWebhook", true, NULL},
+    {"ValidatingAdmissionPolicy", true, NULL},
+    {"ValidatingAdmissionWebhook", true, NULL},
+    {"ResourceQuota", true, NULL},
+    {"AlwaysDeny", false, &always_deny_plugin},
+};
+#define N_KNOWN (sizeof(known) / sizeof(known[0]))
+
+/* The index of name in known[], or -1. */
+static int known_index(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_KNOWN; i++)
+        if (strlen(known[i].name) == len && strncmp(known[i].name, name, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+/*
+ * Marks the plugins a comma-separated list names in set (one flag per known plugin).
+ * 0, or CK_EINVAL with kube-apiserver's message naming flag.
+ */
+static int parse_list(const char *list, const char *flag, bool set[N_KNOWN], struct ck_err *reterr)
+{
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, ",");
+        const char *name = p;
+        size_t name_len = len;
+        while (name_len && *name == ' ')
+            name++, name_len--;
+        while (name_len && name[name_len - 1] == ' ')
+            name_len--;
+        if (name_len) {
+            int i = known_index(name, name_len);
+            if (i < 0)
+                return ck_err_set(reterr, CK_EINVAL, "%s plugin \"%.*s\" is unknown", flag,
+                                  (int)name_len, name);
+            set[i] = true;
+        }
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+int ck__admission_chain_new(const char *enable, const char *disable,
+                            struct ck__admission_chain **ret, struct ck_err *reterr)
+{
+    bool on[N_KNOWN] = {0}, off[N_KNOWN] = {0};
+    int r = parse_list(enable, "enable-admission-plugins", on, reterr);
+    if (r == 0)
+        r = parse_list(disable, "disable-admission-plugins", off, reterr);
+    if (r < 0)
+        return r;
+    char overlap[512] = "";
+    for (size_t i = 0; i < N_KNOWN; i++)
+        if (on[i] && off[i])
+            snprintf(overlap + strlen(overlap), sizeof(overlap) - strlen(overlap), "%s%s",
+                     *overlap ? " " : "", known[i].name);
+    if (*overlap)
+        return ck_err_set(reterr, CK_EINVAL,
+                          "[%s] in enable-admission-plugins and disable-admission-plugins "
+                          "overlapped",
+                          overlap);
+    for (size_t i = 0; i < N_KNOWN; i++)
+        if (on[i] && !known[i].impl)
+            return ck_err_set(reterr, CK_EINVAL,
+                              "enable-admission-plugins plugin \"%s\" is not implemented by ckube "
+                              "(docs/admission.md lists those that are)",
+                              known[i].name);
+    struct ck__admission_chain *c = ck__calloc(1, sizeof(*c));
+    if (!c)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    for (size_t i = 0; i < N_KNOWN; i++)
+        if (known[i].impl && !off[i] && (on[i] || known[i].default_on))
+            c->plugins[c->n++] = known[i].impl;
+    *ret = c;
+    return 0;
+}
+
+void ck__admission_chain_free(struct ck__admission_chain *chain)
+{
+    free(chain);
+}
+
+/* "A,B,C": the names of the chain's plugins with a step of the kind asked. */
+static void step_names(const struct ck__admission_chain *c, bool validating, char *buf, size_t size,
+                       size_t *ret_n)
+{
+    size_t n = 0, used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < c->n; i++) {
+        const struct ck__admission_plugin *p = c->plugins[i];
+        if (!(validating ? p->validate : p->admit))
+            continue;
+        int w = snprintf(buf + used, size - used, "%s%s", n ? "," : "", p->name);
+        if (w > 0 && (size_t)w < size - used)
+            used += (size_t)w;
+        n++;
+    }
+    *ret_n = n;
+}
+
+void ck__admission_chain_log(const struct ck__admission_chain *chain)
+{
+    char names[1024], count[16];
+    size_t n;
+    step_names(chain, false, names, sizeof(names), &n);
+    snprintf(count, sizeof(count), "%zu", n);
+    CK_LOGS(0, "Loaded mutating admission controllers", "count", count, "order", names);
+    step_names(chain, true, names, sizeof(names), &n);
+    snprintf(count, sizeof(count), "%zu", n);
+    CK_LOGS(0, "Loaded validating admission controllers", "count", count, "order", names);
+}
+
+bool ck__admission_chain_has(const struct ck__admission_chain *chain, const char *name)
+{
+    for (size_t i = 0; chain && i < chain->n; i++)
+        if (strcmp(chain->plugins[i]->name, name) == 0)
+            return true;
+    return false;
+}
+
+int ck__admission_admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
+                        struct ck_err *reterr)
+{
+    const struct ck__admission_chain *c = reg->admission;
+    for (size_t i = 0; c && i < c->n; i++) {
+        int r = c->plugins[i]->admit ? c->plugins[i]->admit(reg, a, reterr) : 0;
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+int ck__admission_validate(struct ck__registry *reg, const struct ck__admission_attrs *a,
+                           struct ck_err *reterr)
+{
+    const struct ck__admission_chain *c = reg->admission;
+    for (size_t i = 0; c && i < c->n; i++) {
+        int r = c->plugins[i]->validate ? c->plugins[i]->validate(reg, a, reterr) : 0;
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* ---- what plugins share ----------------------------------------------------------- */
+
+bool ck__admission_is(const struct ck__admission_attrs *a, const char *group, const char *resource)
+{
+    return a->kind && strcmp(a->kind->group, group) == 0 &&
+           strcmp(a->kind->resource, resource) == 0 && (!a->subresource || !*a->subresource);
+}
+
+const char *ck__admission_name(const struct ck__admission_attrs *a)
+{
+    /* before a create, a generated name is only its prefix (admission.NewForbidden) */
+    const json_t *meta = json_object_get(a->obj ? a->obj : a->old, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    if (name && *name)
+        return name;
+    const char *generate = json_string_value(json_object_get(meta, "generateName"));
+    if (generate && *generate)
+        return generate;
+    return a->name && *a->name ? a->name : "Unknown";
+}
+
+int ck__admission_forbidden(const struct ck__admission_attrs *a, struct ck_err *reterr,
+                            const char *fmt, ...)
+{
+    char why[768], qr[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    const char *name = ck__admission_name(a);
+    int code = ck_err_status(reterr, "Forbidden", "%s \"%s\" is forbidden: %s",
+                             ck_kind_qualified_resource(a->kind, qr, sizeof(qr)), name, why);
+    ck_err_set_details(reterr, a->kind->group, a->kind->resource, name);
+    return code;
+}
+
+int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind,
+                       int (*each)(const json_t *obj, void *arg), void *arg, struct ck_err *reterr)
+{
+    char prefix[CK__KEY_MAX];
+    if (ck__collection_prefix(kind, NULL, prefix, sizeof(prefix)) < 0)
+        return ck_err_internal(reterr, "no storage prefix for %s", kind->resource);
+    struct ck_store_range req = {.key = prefix, .key_len = strlen(prefix), .prefix = true};
+    struct ck_store_range_result res = {0};
+    struct ck_err err = {0};
+    if (ck_store_range(reg->store, &req, &res, &err) < 0)
+        return ck__err_store(reterr, &err);
+    int r = 0;
+    for (size_t i = 0; r == 0 && i < res.n_kvs; i++) {
+        json_t *obj = ck__decode_stored(res.kvs[i]);
+        r = obj ? each(obj, arg) : ck_err_no_memory(reterr);
+        json_decref(obj);
+    }
+    ck_store_range_result_release(&res);
+    return r < 0 ? (reterr->code < 0 ? r : ck_err_no_memory(reterr)) : 0;
+}

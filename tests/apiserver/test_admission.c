@@ -1,0 +1,391 @@
+/*
+ * test_admission.c - tests for lib/apiserver/admission/: the chain (kube-apiserver's
+ * order and default set, its flags' errors, AlwaysDeny enabled by flag) and the
+ * plugins DefaultTolerationSeconds, Priority, DefaultIngressClass and
+ * NamespaceLifecycle's immortal namespaces, through a real server where they read
+ * other objects. The ServiceAccount plugin has test_serviceaccount_admission.c.
+ */
+#include "cktest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../lib/apiserver/internal.h"
+#include "httptest.h"
+
+static json_t *load(const char *text)
+{
+    json_t *obj = json_loads(text, 0, NULL);
+    assert_non_null(obj);
+    return obj;
+}
+
+/* ---- the chain -------------------------------------------------------------------- */
+
+static void test_default_chain_in_kubernetes_order(void **state)
+{
+    (void)state;
+    struct ck__admission_chain *c = NULL;
+    assert_int_equal(ck__admission_chain_new(NULL, NULL, &c, NULL), 0);
+    static const char *const want[] = {"NamespaceLifecycle", "ServiceAccount", "Priority",
+                                       "DefaultTolerationSeconds", "DefaultIngressClass"};
+    assert_int_equal(c->n, sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < c->n; i++)
+        assert_string_equal(c->plugins[i]->name, want[i]);
+    assert_false(ck__admission_chain_has(c, "AlwaysDeny"));
+    ck__admission_chain_free(c);
+
+    /* off by default, on by flag, at its place (the very end) */
+    assert_int_equal(ck__admission_chain_new("AlwaysDeny, AlwaysAdmit", "Priority", &c, NULL), 0);
+    assert_string_equal(c->plugins[0]->name, "AlwaysAdmit");
+    assert_string_equal(c->plugins[c->n - 1]->name, "AlwaysDeny");
+    assert_false(ck__admission_chain_has(c, "Priority"));
+    ck__admission_chain_free(c);
+
+    /* a default plugin ckube lacks may be disabled: it does not run anyway */
+    assert_int_equal(ck__admission_chain_new(NULL, "ResourceQuota,PodSecurity", &c, NULL), 0);
+    ck__admission_chain_free(c);
+}
+
+static void test_flag_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *enable, *disable, *msg;
+    } cases[] = {
+        {"Foo", NULL, "enable-admission-plugins plugin \"Foo\" is unknown"},
+        {NULL, "Priority,Bar", "disable-admission-plugins plugin \"Bar\" is unknown"},
+        {"AlwaysDeny,Priority", "Priority,AlwaysDeny",
+         "[Priority AlwaysDeny] in enable-admission-plugins and disable-admission-plugins "
+         "overlapped"},
+        {"PodNodeSelector", NULL,
+         "enable-admission-plugins plugin \"PodNodeSelector\" is not implemented by ckube "
+         "(docs/admission.md lists those that are)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct ck__admission_chain *c = NULL;
+        struct ck_err err = {0};
+        assert_int_equal(ck__admission_chain_new(cases[i].enable, cases[i].disable, &c, &err),
+                         CK_EINVAL);
+        assert_null(c);
+        assert_string_equal(err.msg, cases[i].msg);
+        ck_err_release(&err);
+    }
+}
+
+static void test_always_deny_refuses_writes(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-admission-XXXXXX";
+    struct ck_apiserver *server = test_server_start_admission(dir, "AlwaysDeny", "ServiceAccount");
+    assert_non_null(server);
+    struct response r;
+    http_call(server, "POST", "/api/v1/namespaces/default/configmaps",
+              "{\"metadata\":{\"name\":\"c\"}}", NULL, &r);
+    assert_int_equal(r.status, 403);
+    assert_non_null(strstr(r.body, "configmaps \\\"c\\\" is forbidden: admission control is "
+                                   "denying all modifications"));
+    response_release(&r);
+    http_call(server, "GET", "/api/v1/namespaces/default/configmaps/c", NULL, NULL, &r);
+    assert_int_equal(r.status, 404); /* nothing was stored */
+    response_release(&r);
+    test_server_stop(server, dir);
+}
+
+/* ---- DefaultTolerationSeconds ------------------------------------------------------ */
+
+/* Not-ready and unreachable NoExecute for 300 s, unless tolerated; only pods themselves. */
+static void test_default_toleration_seconds(void **state)
+{
+    (void)state;
+    const struct ck_kind *pods = ck_kind_lookup("", "v1", "pods");
+    static const struct {
+        const char *tolerations;
+        size_t want;          /* tolerations after admission */
+        const char *last_key; /* the last one's key */
+    } cases[] = {
+        {"[]", 2, "node.kubernetes.io/unreachable"},
+        {"[{\"operator\":\"Exists\"}]", 1, NULL},
+        {"[{\"key\":\"node.kubernetes.io/unreachable\",\"operator\":\"Exists\","
+         "\"effect\":\"NoExecute\",\"tolerationSeconds\":10}]",
+         2, "node.kubernetes.io/not-ready"},
+        {"[{\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\","
+         "\"effect\":\"NoSchedule\"}]",
+         3, "node.kubernetes.io/unreachable"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (int sub = 0; sub < 2; sub++) {
+            json_t *pod = json_pack("{s:{s:s}, s:{s:[{s:s, s:s}], s:o}}", "metadata", "name", "p",
+                                    "spec", "containers", "name", "a", "image", "x", "tolerations",
+                                    load(cases[i].tolerations));
+            struct ck__admission_attrs a = {.op = CK__ADMISSION_CREATE,
+                                            .kind = pods,
+                                            .subresource = sub ? "status" : NULL,
+                                            .namespace = "default",
+                                            .name = "p",
+                                            .obj = pod};
+            struct ck_err err = {0};
+            assert_int_equal(ck__admission_default_toleration_seconds.admit(NULL, &a, &err), 0);
+            const json_t *list = json_object_get(json_object_get(pod, "spec"), "tolerations");
+            if (sub) { /* a subresource is left alone */
+                json_t *given = load(cases[i].tolerations);
+                assert_true(json_equal(list, given));
+                json_decref(given);
+                json_decref(pod);
+                continue;
+            }
+            assert_int_equal(json_array_size(list), cases[i].want);
+            if (cases[i].last_key) {
+                const json_t *last = json_array_get(list, json_array_size(list) - 1);
+                assert_string_equal(json_string_value(json_object_get(last, "key")),
+                                    cases[i].last_key);
+                assert_string_equal(json_string_value(json_object_get(last, "effect")),
+                                    "NoExecute");
+                assert_int_equal(json_integer_value(json_object_get(last, "tolerationSeconds")),
+                                 300);
+            }
+            json_decref(pod);
+        }
+    }
+}
+
+/* ---- through a server --------------------------------------------------------------- */
+
+/* POSTs body to path; the answer's status, and its body parsed into *ret (may be NULL). */
+static long post(struct ck_apiserver *server, const char *path, const char *body, json_t **ret)
+{
+    struct response r;
+    http_call(server, "POST", path, body, NULL, &r);
+    long status = r.status;
+    if (ret)
+        *ret = json_loads(r.body, 0, NULL);
+    response_release(&r);
+    return status;
+}
+
+static const char *message(const json_t *status)
+{
+    return json_string_value(json_object_get(status, "message"));
+}
+
+#define PODS "/api/v1/namespaces/default/pods"
+#define PCS  "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+static json_t *pod_spec_of(const json_t *pod)
+{
+    return json_object_get((json_t *)pod, "spec");
+}
+
+static void test_priority(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-admission-XXXXXX";
+    struct ck_apiserver *server = test_server_start(dir);
+    assert_non_null(server);
+    json_t *out = NULL;
+
+    /* no class, no default: priority 0, PreemptLowerPriority */
+    assert_int_equal(post(server, PODS,
+                          "{\"metadata\":{\"name\":\"p0\"},\"spec\":{\"containers\":"
+                          "[{\"name\":\"c\",\"image\":\"x\"}]}}",
+                          &out),
+                     201);
+    assert_int_equal(json_integer_value(json_object_get(pod_spec_of(out), "priority")), 0);
+    assert_string_equal(json_string_value(json_object_get(pod_spec_of(out), "preemptionPolicy")),
+                        "PreemptLowerPriority");
+    assert_null(json_object_get(pod_spec_of(out), "priorityClassName"));
+    json_decref(out);
+
+    /* a system class by name */
+    assert_int_equal(post(server, PODS,
+                          "{\"metadata\":{\"name\":\"crit\"},\"spec\":{\"priorityClassName\":"
+                          "\"system-node-critical\",\"containers\":[{\"name\":\"c\",\"image\":"
+                          "\"x\"}]}}",
+                          &out),
+                     201);
+    assert_int_equal(json_integer_value(json_object_get(pod_spec_of(out), "priority")), 2000001000);
+    json_decref(out);
+
+    /* a missing class */
+    assert_int_equal(post(server, PODS,
+                          "{\"metadata\":{\"generateName\":\"gen-\"},\"spec\":{"
+                          "\"priorityClassName\":\"nope\",\"containers\":[{\"name\":\"c\","
+                          "\"image\":\"x\"}]}}",
+                          &out),
+                     403);
+    assert_string_equal(message(out),
+                        "pods \"gen-\" is forbidden: no PriorityClass with name nope was found");
+    json_decref(out);
+
+    /* a global default, then a second one */
+    assert_int_equal(post(server, PCS,
+                          "{\"metadata\":{\"name\":\"high\"},\"value\":1000,\"globalDefault\":true,"
+                          "\"preemptionPolicy\":\"Never\"}",
+                          NULL),
+                     201);
+    assert_int_equal(post(server, PCS,
+                          "{\"metadata\":{\"name\":\"higher\"},\"value\":2000,"
+                          "\"globalDefault\":true}",
+                          &out),
+                     403);
+    assert_string_equal(message(out),
+                        "priorityclasses.scheduling.k8s.io \"higher\" is forbidden: PriorityClass "
+                        "high is already marked as default. Only one default can exist");
+    json_decref(out);
+    /* the default itself may be written again */
+    struct response r;
+    http_call(server, "PATCH", PCS "/high", "{\"description\":\"d\"}",
+              (const char *const[]){"Content-Type: application/merge-patch+json", NULL}, &r);
+    assert_int_equal(r.status, 200);
+    response_release(&r);
+
+    /* a pod without a class now gets the default's name, value and policy */
+    assert_int_equal(post(server, PODS,
+                          "{\"metadata\":{\"name\":\"p1\"},\"spec\":{\"containers\":"
+                          "[{\"name\":\"c\",\"image\":\"x\"}]}}",
+                          &out),
+                     201);
+    assert_string_equal(json_string_value(json_object_get(pod_spec_of(out), "priorityClassName")),
+                        "high");
+    assert_int_equal(json_integer_value(json_object_get(pod_spec_of(out), "priority")), 1000);
+    assert_string_equal(json_string_value(json_object_get(pod_spec_of(out), "preemptionPolicy")),
+                        "Never");
+    json_decref(out);
+
+    /* a priority that differs from the class's */
+    assert_int_equal(post(server, PODS,
+                          "{\"metadata\":{\"name\":\"p2\"},\"spec\":{\"priority\":7,"
+                          "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}",
+                          &out),
+                     403);
+    assert_string_equal(message(out),
+                        "pods \"p2\" is forbidden: the integer value of priority (7) must not be "
+                        "provided in pod spec; priority admission controller computed 1000 from "
+                        "the given PriorityClass name");
+    json_decref(out);
+
+    /* an update that leaves priority out keeps it */
+    http_call(server, "GET", PODS "/p1", NULL, NULL, &r);
+    json_t *p1 = json_loads(r.body, 0, NULL);
+    response_release(&r);
+    json_object_del(pod_spec_of(p1), "priority");
+    json_object_del(pod_spec_of(p1), "preemptionPolicy");
+    char *body = json_dumps(p1, JSON_COMPACT);
+    http_call(server, "PUT", PODS "/p1", body, NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_t *updated = json_loads(r.body, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(pod_spec_of(updated), "priority")), 1000);
+    json_decref(updated);
+    response_release(&r);
+    free(body);
+    json_decref(p1);
+    test_server_stop(server, dir);
+}
+
+#define ICS       "/apis/networking.k8s.io/v1/ingressclasses"
+#define INGRESSES "/apis/networking.k8s.io/v1/namespaces/default/ingresses"
+
+static const char *ingress_class_of(const json_t *ing)
+{
+    return json_string_value(json_object_get(json_object_get(ing, "spec"), "ingressClassName"));
+}
+
+/* POSTs the Ingress body: created, with class want (NULL: none). */
+static void expect_ingress_class(struct ck_apiserver *server, const char *body, const char *want)
+{
+    json_t *out = NULL;
+    assert_int_equal(post(server, INGRESSES, body, &out), 201);
+    if (want)
+        assert_string_equal(ingress_class_of(out), want);
+    else
+        assert_null(ingress_class_of(out));
+    json_decref(out);
+}
+
+static void test_default_ingress_class(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-admission-XXXXXX";
+    struct ck_apiserver *server = test_server_start(dir);
+    assert_non_null(server);
+    static const char ingress[] = "{\"metadata\":{\"generateName\":\"i-\"},\"spec\":{"
+                                  "\"defaultBackend\":{\"service\":{\"name\":\"s\",\"port\":{"
+                                  "\"number\":80}}}}}";
+    /* no default class: none set */
+    expect_ingress_class(server, ingress, NULL);
+
+    assert_int_equal(post(server, ICS,
+                          "{\"metadata\":{\"name\":\"b\",\"annotations\":{\"ingressclass."
+                          "kubernetes.io/is-default-class\":\"true\"}},\"spec\":{\"controller\":"
+                          "\"x.io/c\"}}",
+                          NULL),
+                     201);
+    assert_int_equal(
+        post(server, ICS,
+             "{\"metadata\":{\"name\":\"plain\"},\"spec\":{\"controller\":\"x.io/c\"}}", NULL),
+        201);
+    expect_ingress_class(server, ingress, "b");
+
+    /* a newer default wins */
+    sleep(1); /* creationTimestamp has seconds */
+    assert_int_equal(post(server, ICS,
+                          "{\"metadata\":{\"name\":\"c\",\"annotations\":{\"ingressclass."
+                          "kubernetes.io/is-default-class\":\"true\"}},\"spec\":{\"controller\":"
+                          "\"x.io/c\"}}",
+                          NULL),
+                     201);
+    expect_ingress_class(server, ingress, "c");
+
+    /* a class given by field or by the old annotation is kept */
+    expect_ingress_class(server,
+                         "{\"metadata\":{\"name\":\"given\"},\"spec\":{\"ingressClassName\":"
+                         "\"plain\",\"defaultBackend\":{\"service\":{\"name\":\"s\",\"port\":{"
+                         "\"number\":80}}}}}",
+                         "plain");
+    expect_ingress_class(server,
+                         "{\"metadata\":{\"name\":\"annotated\",\"annotations\":{\"kubernetes.io/"
+                         "ingress.class\":\"nginx\"}},\"spec\":{\"defaultBackend\":{\"service\":{"
+                         "\"name\":\"s\",\"port\":{\"number\":80}}}}}",
+                         NULL);
+    test_server_stop(server, dir);
+}
+
+static void test_immortal_namespaces(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-admission-XXXXXX";
+    struct ck_apiserver *server = test_server_start(dir);
+    assert_non_null(server);
+    struct response r;
+    http_call(server, "DELETE", "/api/v1/namespaces/kube-system", NULL, NULL, &r);
+    assert_int_equal(r.status, 403);
+    assert_non_null(strstr(r.body,
+                           "namespaces \\\"kube-system\\\" is forbidden: this namespace may not be "
+                           "deleted"));
+    response_release(&r);
+    /* the chain without NamespaceLifecycle: nothing keeps it (kube-apiserver alike) */
+    test_server_stop(server, dir);
+    char dir2[] = "/tmp/ckube-admission-XXXXXX";
+    server = test_server_start_admission(dir2, NULL, "ServiceAccount,NamespaceLifecycle");
+    assert_non_null(server);
+    http_call(server, "DELETE", "/api/v1/namespaces/kube-public", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    response_release(&r);
+    test_server_stop(server, dir2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default_chain_in_kubernetes_order),
+        cmocka_unit_test(test_flag_errors),
+        cmocka_unit_test(test_always_deny_refuses_writes),
+        cmocka_unit_test(test_default_toleration_seconds),
+        cmocka_unit_test(test_priority),
+        cmocka_unit_test(test_default_ingress_class),
+        cmocka_unit_test(test_immortal_namespaces),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
