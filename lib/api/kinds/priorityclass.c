@@ -12,8 +12,9 @@
  * change. The printer shows NAME, VALUE, GLOBAL-DEFAULT, AGE and
  * PREEMPTIONPOLICY as kube-apiserver's table does.
  *
- * Kubernetes' Priority admission plugin, which refuses a second globalDefault
- * class, reads other objects; a kind's hooks cannot (docs/differences.md).
+ * The Priority admission plugin, which refuses a second globalDefault class and
+ * gives pods their class's value, is the API server's
+ * (lib/apiserver/admission/priority.c).
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
  *
