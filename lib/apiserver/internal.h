@@ -206,6 +206,7 @@ extern const struct ck__admission_plugin ck__admission_service_account;
 extern const struct ck__admission_plugin ck__admission_priority;
 extern const struct ck__admission_plugin ck__admission_default_toleration_seconds;
 extern const struct ck__admission_plugin ck__admission_default_ingress_class;
+extern const struct ck__admission_plugin ck__admission_runtime_class;
 
 /*
  * Room for any object's key: /registry/, a custom resource's group and plural

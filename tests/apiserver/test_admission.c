@@ -29,8 +29,9 @@ static void test_default_chain_in_kubernetes_order(void **state)
     (void)state;
     struct ck__admission_chain *c = NULL;
     assert_int_equal(ck__admission_chain_new(NULL, NULL, &c, NULL), 0);
-    static const char *const want[] = {"NamespaceLifecycle", "ServiceAccount", "Priority",
-                                       "DefaultTolerationSeconds", "DefaultIngressClass"};
+    static const char *const want[] = {"NamespaceLifecycle", "ServiceAccount",
+                                       "Priority",           "DefaultTolerationSeconds",
+                                       "RuntimeClass",       "DefaultIngressClass"};
     assert_int_equal(c->n, sizeof(want) / sizeof(want[0]));
     for (size_t i = 0; i < c->n; i++)
         assert_string_equal(c->plugins[i]->name, want[i]);
@@ -352,6 +353,97 @@ static void test_default_ingress_class(void **state)
     test_server_stop(server, dir);
 }
 
+#define RCS "/apis/node.k8s.io/v1/runtimeclasses"
+
+/* POSTs a pod named name with the given spec members (JSON text); status, answer in *ret. */
+static long post_pod(struct ck_apiserver *server, const char *name, const char *spec_members,
+                     json_t **ret)
+{
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "{\"metadata\":{\"name\":\"%s\"},\"spec\":{%s%s\"containers\":[{\"name\":\"c\","
+             "\"image\":\"x\"}]}}",
+             name, spec_members, *spec_members ? "," : "");
+    return post(server, PODS, body, ret);
+}
+
+static void test_runtime_class(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-admission-XXXXXX";
+    struct ck_apiserver *server = test_server_start(dir);
+    assert_non_null(server);
+    assert_int_equal(
+        post(server, RCS,
+             "{\"metadata\":{\"name\":\"kata\"},\"handler\":\"kata\",\"overhead\":{\"podFixed\":{"
+             "\"cpu\":\"250m\",\"memory\":\"120Mi\"}},\"scheduling\":{\"nodeSelector\":{"
+             "\"sandbox\":\"kata\"},\"tolerations\":[{\"key\":\"sandbox\",\"operator\":"
+             "\"Exists\",\"effect\":\"NoSchedule\"}]}}",
+             NULL),
+        201);
+    json_t *out = NULL;
+    assert_int_equal(post_pod(server, "a",
+                              "\"runtimeClassName\":\"kata\",\"nodeSelector\":{"
+                              "\"disk\":\"ssd\"}",
+                              &out),
+                     201);
+    const json_t *spec = pod_spec_of(out);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(spec, "overhead"), "cpu")), "250m");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(spec, "nodeSelector"), "sandbox")),
+        "kata");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(spec, "nodeSelector"), "disk")), "ssd");
+    bool tolerated = false;
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(spec, "tolerations"), i, t)
+    {
+        tolerated |= strcmp(json_string_value(json_object_get(t, "key")) ?: "", "sandbox") == 0;
+    }
+    assert_true(tolerated);
+    json_decref(out);
+
+    /* a toleration of everything covers the class's: merged away */
+    assert_int_equal(post_pod(server, "b",
+                              "\"runtimeClassName\":\"kata\",\"tolerations\":[{\"operator\":"
+                              "\"Exists\"}]",
+                              &out),
+                     201);
+    assert_int_equal(json_array_size(json_object_get(pod_spec_of(out), "tolerations")), 1);
+    json_decref(out);
+
+    /* the same overhead written otherwise is the same */
+    assert_int_equal(post_pod(server, "c",
+                              "\"runtimeClassName\":\"kata\",\"overhead\":{\"cpu\":\"0.25\","
+                              "\"memory\":\"120Mi\"}",
+                              NULL),
+                     201);
+
+    static const struct {
+        const char *spec, *msg;
+    } refused[] = {
+        {"\"runtimeClassName\":\"kata\",\"nodeSelector\":{\"sandbox\":\"gvisor\"}",
+         "pods \"r\" is forbidden: conflict: runtimeClass.scheduling.nodeSelector[sandbox] = "
+         "kata; pod.spec.nodeSelector[sandbox] = gvisor"},
+        {"\"runtimeClassName\":\"kata\",\"overhead\":{\"cpu\":\"1\"}",
+         "pods \"r\" is forbidden: pod rejected: Pod's Overhead doesn't match RuntimeClass's "
+         "defined Overhead"},
+        {"\"overhead\":{\"cpu\":\"1\"}",
+         "pods \"r\" is forbidden: pod rejected: Pod Overhead set without corresponding "
+         "RuntimeClass defined Overhead"},
+        {"\"runtimeClassName\":\"runsc\"",
+         "pods \"r\" is forbidden: pod rejected: RuntimeClass \"runsc\" not found"},
+    };
+    for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
+        assert_int_equal(post_pod(server, "r", refused[k].spec, &out), 403);
+        assert_string_equal(message(out), refused[k].msg);
+        json_decref(out);
+    }
+    test_server_stop(server, dir);
+}
+
 static void test_immortal_namespaces(void **state)
 {
     (void)state;
@@ -385,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_default_toleration_seconds),
         cmocka_unit_test(test_priority),
         cmocka_unit_test(test_default_ingress_class),
+        cmocka_unit_test(test_runtime_class),
         cmocka_unit_test(test_immortal_namespaces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -80,7 +80,7 @@ static const struct known_plugin {
     {"StorageObjectInUseProtection", true, NULL},
     {"OwnerReferencesPermissionEnforcement", false, NULL},
     {"PersistentVolumeClaimResize", true, NULL},
-    {"RuntimeClass", true, NULL},
+    {"RuntimeClass", true, &ck__admission_runtime_class},
     {"CertificateApproval", true, NULL},
     {"CertificateSigning", true, NULL},
     {"ClusterTrustBundleAttest", true, NULL},
