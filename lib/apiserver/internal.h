@@ -207,6 +207,8 @@ extern const struct ck__admission_plugin ck__admission_priority;
 extern const struct ck__admission_plugin ck__admission_default_toleration_seconds;
 extern const struct ck__admission_plugin ck__admission_default_ingress_class;
 extern const struct ck__admission_plugin ck__admission_runtime_class;
+extern const struct ck__admission_plugin ck__admission_always_pull_images;
+extern const struct ck__admission_plugin ck__admission_deny_service_external_ips;
 
 /*
  * Room for any object's key: /registry/, a custom resource's group and plural

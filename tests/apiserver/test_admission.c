@@ -1,9 +1,10 @@
 /*
  * test_admission.c - tests for lib/apiserver/admission/: the chain (kube-apiserver's
  * order and default set, its flags' errors, AlwaysDeny enabled by flag) and the
- * plugins DefaultTolerationSeconds, Priority, DefaultIngressClass and
- * NamespaceLifecycle's immortal namespaces, through a real server where they read
- * other objects. The ServiceAccount plugin has test_serviceaccount_admission.c.
+ * plugins DefaultTolerationSeconds, Priority, DefaultIngressClass, RuntimeClass,
+ * AlwaysPullImages, DenyServiceExternalIPs and NamespaceLifecycle's immortal
+ * namespaces, through a real server where they read other objects. The ServiceAccount plugin has
+ * test_serviceaccount_admission.c.
  */
 #include "cktest.h"
 
@@ -444,6 +445,70 @@ static void test_runtime_class(void **state)
     test_server_stop(server, dir);
 }
 
+static void test_always_pull_images_and_external_ips(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-admission-XXXXXX";
+    struct ck_apiserver *server = test_server_start_admission(
+        dir, "AlwaysPullImages,DenyServiceExternalIPs", "ServiceAccount");
+    assert_non_null(server);
+    json_t *out = NULL;
+    assert_int_equal(post(server, PODS,
+                          "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"initContainers\":[{"
+                          "\"name\":\"i\",\"image\":\"x:1\",\"imagePullPolicy\":\"Never\"}],"
+                          "\"containers\":[{\"name\":\"c\",\"image\":\"x:1\","
+                          "\"imagePullPolicy\":\"IfNotPresent\"}]}}",
+                          &out),
+                     201);
+    const json_t *spec = pod_spec_of(out);
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(spec, "containers"), 0),
+                                          "imagePullPolicy")),
+        "Always");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(spec, "initContainers"), 0), "imagePullPolicy")),
+        "Always");
+    json_decref(out);
+
+    /* the validating step, on a pod some later step left otherwise */
+    json_t *pod = load("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"containers\":["
+                       "{\"name\":\"a\",\"image\":\"x\",\"imagePullPolicy\":\"Never\"},"
+                       "{\"name\":\"b\",\"image\":\"y\",\"imagePullPolicy\":\"IfNotPresent\"}]}}");
+    struct ck__admission_attrs a = {.op = CK__ADMISSION_CREATE,
+                                    .kind = ck_kind_lookup("", "v1", "pods"),
+                                    .namespace = "default",
+                                    .name = "q",
+                                    .obj = pod};
+    struct ck_err err = {0};
+    assert_int_equal(ck__admission_always_pull_images.validate(NULL, &a, &err), CK_EPERM);
+    assert_string_equal(err.msg, "pods \"q\" is forbidden: [spec.containers[0].imagePullPolicy: "
+                                 "Unsupported value: \"Never\": supported values: \"Always\", "
+                                 "spec.containers[1].imagePullPolicy: Unsupported value: "
+                                 "\"IfNotPresent\": supported values: \"Always\"]");
+    ck_err_release(&err);
+    json_decref(pod);
+
+    static const char svc[] = "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"ports\":[{"
+                              "\"port\":80}]%s}}";
+    char body[512];
+    snprintf(body, sizeof(body), svc, "ext", ",\"externalIPs\":[\"192.0.2.1\"]");
+    assert_int_equal(post(server, "/api/v1/namespaces/default/services", body, &out), 403);
+    assert_string_equal(message(out),
+                        "services \"ext\" is forbidden: Use of external IPs is denied "
+                        "by admission control");
+    json_decref(out);
+    snprintf(body, sizeof(body), svc, "plain", "");
+    assert_int_equal(post(server, "/api/v1/namespaces/default/services", body, NULL), 201);
+    struct response r;
+    http_call(server, "PATCH", "/api/v1/namespaces/default/services/plain",
+              "{\"spec\":{\"externalIPs\":[\"192.0.2.1\"]}}",
+              (const char *const[]){"Content-Type: application/merge-patch+json", NULL}, &r);
+    assert_int_equal(r.status, 403);
+    response_release(&r);
+    test_server_stop(server, dir);
+}
+
 static void test_immortal_namespaces(void **state)
 {
     (void)state;
@@ -478,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_priority),
         cmocka_unit_test(test_default_ingress_class),
         cmocka_unit_test(test_runtime_class),
+        cmocka_unit_test(test_always_pull_images_and_external_ips),
         cmocka_unit_test(test_immortal_namespaces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
