@@ -156,6 +156,12 @@ int ck__custom_is_pruned(const json_t *schema, const json_t *value);
         .name = col_name, .type = col_type, .format = "", .description = col_description,          \
         .priority = col_priority                                                                   \
     }
+/*
+ * kube-apiserver's CREATED AT column, second after the name (CRDs, LimitRanges): the
+ * creation timestamp as it is, not an age; ck__cells_created_at() is the kind's cells hook.
+ */
+#define CK__CREATED_AT_COLUMN CK__COMPUTED_COLUMN("Created At", "date", CK__AGE_DOC, 0)
+void ck__cells_created_at(const json_t *obj, long long now, json_t **row);
 #define CK__AGE_COLUMN                                                                             \
     {                                                                                              \
         "Age", "string", "", CK__AGE_DOC, 0, ".metadata.creationTimestamp", CK_CELL_ABSENT_NULL,   \

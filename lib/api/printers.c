@@ -263,3 +263,10 @@ json_t *ck_table_build(const struct ck_kind *kind, json_t *const *objects, size_
         table = (json_decref(table), NULL);
     return table;
 }
+
+void ck__cells_created_at(const json_t *obj, long long now, json_t **row)
+{
+    (void)now;
+    const char *ts = ck__str_at(obj, "metadata.creationTimestamp");
+    row[1] = ts ? json_string(ts) : json_null();
+}

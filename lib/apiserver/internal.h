@@ -196,8 +196,11 @@ const char *ck__admission_name(const struct ck__admission_attrs *a);
 /* 403 `<resource> "<name>" is forbidden: <why>` (admission.NewForbidden). Returns the code. */
 int ck__admission_forbidden(const struct ck__admission_attrs *a, struct ck_err *reterr,
                             const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Calls each for every stored object of kind (cluster-wide) until it returns non-zero. */
-int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind,
+/*
+ * Calls each for every stored object of kind in namespace (NULL: everywhere) until it
+ * returns non-zero.
+ */
+int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                        int (*each)(const json_t *obj, void *arg), void *arg, struct ck_err *reterr);
 
 /* The plugins (admission/<name>.c). */
@@ -209,6 +212,7 @@ extern const struct ck__admission_plugin ck__admission_default_ingress_class;
 extern const struct ck__admission_plugin ck__admission_runtime_class;
 extern const struct ck__admission_plugin ck__admission_always_pull_images;
 extern const struct ck__admission_plugin ck__admission_deny_service_external_ips;
+extern const struct ck__admission_plugin ck__admission_limit_ranger;
 
 /*
  * Room for any object's key: /registry/, a custom resource's group and plural

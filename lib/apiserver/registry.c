@@ -266,13 +266,21 @@ static const char *object_name(const json_t *obj)
     return json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 }
 
+/* The schema's and the kind's defaults. 0, or CK_ENOMEM. */
+static int apply_defaults(struct ck__registry *reg, const struct ck_kind *kind, json_t *obj)
+{
+    return ck_schema_default(ck_kind_schemas(kind, reg->schemas), kind->schema, obj) < 0 ||
+                   ck_kind_default(kind, obj) < 0
+               ? CK_ENOMEM
+               : 0;
+}
+
 /* Defaults then validates obj, then canonicalizes it; fills a 422 and returns CK_EINVAL when
  * invalid. */
 static int default_and_validate(struct ck__registry *reg, const struct ck_kind *kind, json_t *obj,
                                 const json_t *old, struct ck_err *reterr)
 {
-    if (ck_schema_default(ck_kind_schemas(kind, reg->schemas), kind->schema, obj) < 0 ||
-        ck_kind_default(kind, obj) < 0)
+    if (apply_defaults(reg, kind, obj) < 0)
         return ck_err_no_memory(reterr);
     struct ck_field_errors errs = {0};
     if (old) /* an unchanged invalid value of a custom resource passes (ratcheting) */
@@ -349,6 +357,11 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
                                             .name = body_name ? body_name : "",
                                             .obj = candidate,
                                             .dry_run = dry_run};
+        /* admission sees the object defaulted, as decoding defaults it in Kubernetes */
+        if (apply_defaults(reg, kind, candidate) < 0) {
+            json_decref(candidate);
+            return ck_err_no_memory(reterr);
+        }
         if ((r = ck__admission_admit(reg, &attrs, reterr)) < 0) {
             json_decref(candidate);
             return r;
@@ -648,6 +661,10 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
                                             .obj = next,
                                             .old = old,
                                             .dry_run = dry_run};
+        if (!status_write && !custom_write && apply_defaults(reg, kind, next) < 0) {
+            r = ck_err_no_memory(reterr);
+            goto out_fail;
+        }
         if ((r = ck__admission_admit(reg, &attrs, reterr)) < 0)
             goto out_fail;
         /* a binding is written as it is, as kube-apiserver writes it */

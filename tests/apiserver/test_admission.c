@@ -30,9 +30,9 @@ static void test_default_chain_in_kubernetes_order(void **state)
     (void)state;
     struct ck__admission_chain *c = NULL;
     assert_int_equal(ck__admission_chain_new(NULL, NULL, &c, NULL), 0);
-    static const char *const want[] = {"NamespaceLifecycle", "ServiceAccount",
-                                       "Priority",           "DefaultTolerationSeconds",
-                                       "RuntimeClass",       "DefaultIngressClass"};
+    static const char *const want[] = {
+        "NamespaceLifecycle",       "LimitRanger",  "ServiceAccount",     "Priority",
+        "DefaultTolerationSeconds", "RuntimeClass", "DefaultIngressClass"};
     assert_int_equal(c->n, sizeof(want) / sizeof(want[0]));
     for (size_t i = 0; i < c->n; i++)
         assert_string_equal(c->plugins[i]->name, want[i]);
@@ -509,6 +509,91 @@ static void test_always_pull_images_and_external_ips(void **state)
     test_server_stop(server, dir);
 }
 
+static void test_limit_ranger(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-admission-XXXXXX";
+    struct ck_apiserver *server = test_server_start(dir);
+    assert_non_null(server);
+    json_t *out = NULL;
+    /* the kind's own validation */
+    assert_int_equal(post(server, "/api/v1/namespaces/default/limitranges",
+                          "{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"limits\":[{\"type\":"
+                          "\"Container\",\"min\":{\"cpu\":\"1\"},\"max\":{\"cpu\":\"500m\"}},{"
+                          "\"type\":\"Pod\",\"default\":{\"cpu\":\"1\"}}]}}",
+                          &out),
+                     422);
+    assert_string_equal(
+        message(out), "LimitRange \"bad\" is invalid: [spec.limits[0].min[cpu]: Invalid value: "
+                      "\"1\": min value 1 is greater than max value 500m, spec.limits[1].default: "
+                      "Forbidden: may not be specified when `type` is 'Pod']");
+    json_decref(out);
+    assert_int_equal(
+        post(server, "/api/v1/namespaces/default/limitranges",
+             "{\"metadata\":{\"name\":\"lr\"},\"spec\":{\"limits\":[{\"type\":\"Container\","
+             "\"default\":{\"cpu\":\"500m\",\"memory\":\"256Mi\"},\"defaultRequest\":{\"cpu\":"
+             "\"100m\"},\"min\":{\"cpu\":\"50m\"},\"max\":{\"cpu\":\"1\"},\"maxLimitRequestRatio\":"
+             "{\"cpu\":\"10\"}},{\"type\":\"Pod\",\"max\":{\"memory\":\"1Gi\"}},{\"type\":"
+             "\"PersistentVolumeClaim\",\"min\":{\"storage\":\"1Gi\"},\"max\":{\"storage\":"
+             "\"10Gi\"}}]}}",
+             NULL),
+        201);
+
+    /* defaults, and the annotation that says so */
+    assert_int_equal(post_pod(server, "plain", "", &out), 201);
+    const json_t *res = json_object_get(
+        json_array_get(json_object_get(pod_spec_of(out), "containers"), 0), "resources");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(res, "requests"), "cpu")),
+                        "100m");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(res, "limits"), "memory")), "256Mi");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(out, "metadata"), "annotations"),
+                            "kubernetes.io/limit-ranger")),
+                        "LimitRanger plugin set: cpu request for container c; cpu, memory limit "
+                        "for container c");
+    json_decref(out);
+
+    static const struct {
+        const char *name, *spec, *msg;
+    } refused[] = {
+        {"small",
+         "\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":"
+         "\"10m\"}}}]",
+         "pods \"small\" is forbidden: [minimum cpu usage per Container is 50m, but request is 10m, "
+         "cpu max limit to request ratio per Container is 10, but provided ratio is 50.000000]"},
+        {"big",
+         "\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"limits\":{\"cpu\":"
+         "\"2\"}}}]",
+         "pods \"big\" is forbidden: maximum cpu usage per Container is 1, but limit is 2"},
+        {"wide",
+         "\"containers\":[{\"name\":\"a\",\"image\":\"x\",\"resources\":{\"limits\":{\"memory\":"
+         "\"600Mi\"}}},{\"name\":\"b\",\"image\":\"x\",\"resources\":{\"limits\":{\"memory\":"
+         "\"600Mi\"}}}]",
+         "pods \"wide\" is forbidden: maximum memory usage per Pod is 1Gi, but limit is 1200Mi"},
+    };
+    for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
+        char body[1024];
+        snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\"},\"spec\":{%s}}",
+                 refused[k].name, refused[k].spec);
+        assert_int_equal(post(server, PODS, body, &out), 403);
+        assert_string_equal(message(out), refused[k].msg);
+        json_decref(out);
+    }
+
+    assert_int_equal(post(server, "/api/v1/namespaces/default/persistentvolumeclaims",
+                          "{\"metadata\":{\"name\":\"huge\"},\"spec\":{\"accessModes\":["
+                          "\"ReadWriteOnce\"],\"resources\":{\"requests\":{\"storage\":"
+                          "\"100Gi\"}}}}",
+                          &out),
+                     403);
+    assert_string_equal(message(out),
+                        "persistentvolumeclaims \"huge\" is forbidden: maximum storage usage per "
+                        "PersistentVolumeClaim is 10Gi, but request is 100Gi");
+    json_decref(out);
+    test_server_stop(server, dir);
+}
+
 static void test_immortal_namespaces(void **state)
 {
     (void)state;
@@ -543,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_priority),
         cmocka_unit_test(test_default_ingress_class),
         cmocka_unit_test(test_runtime_class),
+        cmocka_unit_test(test_limit_ranger),
         cmocka_unit_test(test_always_pull_images_and_external_ips),
         cmocka_unit_test(test_immortal_namespaces),
     };

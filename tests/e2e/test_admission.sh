@@ -30,7 +30,7 @@ refuse_start "a plugin ckube lacks is refused, not pretended" \
 # --- AlwaysDeny, named over two uses of the flag ---
 start_server --controllers=-* --enable-admission-plugins AlwaysAdmit --enable-admission-plugins=AlwaysDeny
 check "the server logs its chain in kube-apiserver's order" grep -q \
-    'order="AlwaysAdmit,NamespaceLifecycle,ServiceAccount,Priority,DefaultTolerationSeconds,RuntimeClass,DefaultIngressClass,AlwaysDeny"' \
+    'order="AlwaysAdmit,NamespaceLifecycle,LimitRanger,ServiceAccount,Priority,DefaultTolerationSeconds,RuntimeClass,DefaultIngressClass,AlwaysDeny"' \
     "$work/server.err"
 k create configmap c --from-literal=a=b >"$work/out" 2>&1
 check "AlwaysDeny refuses a create" grep -q \
@@ -77,6 +77,29 @@ check "an Ingress without a class gets the default one" sh -c \
 k create ingress other --class=special --rule='o.example.com/=o:80' >/dev/null 2>&1
 check "a class given is kept" sh -c \
     '[ "$(kubectl get ingress other -o jsonpath={.spec.ingressClassName})" = special ]'
+cat >"$work/lr.yaml" <<'YAML'
+apiVersion: v1
+kind: LimitRange
+metadata: {name: limits}
+spec:
+  limits:
+  - type: Container
+    default: {cpu: 500m, memory: 256Mi}
+    defaultRequest: {cpu: 100m}
+    max: {cpu: "1"}
+YAML
+k apply -f "$work/lr.yaml" >/dev/null 2>&1
+k get limits >"$work/out" 2>&1
+check "limitrange columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +CREATED AT$" && grep -Eq "^limits +20[0-9-]+T" "$1"' - "$work/out"
+k run limited --image=x --restart=Never >/dev/null 2>&1
+check "a container without resources gets the LimitRange's defaults" sh -c \
+    '[ "$(kubectl get pod limited -o jsonpath={.spec.containers[0].resources.requests.cpu}/{.spec.containers[0].resources.limits.memory})" = 100m/256Mi ]'
+check "and the annotation that says so" sh -c \
+    '[ "$(kubectl get pod limited -o "jsonpath={.metadata.annotations.kubernetes\\.io/limit-ranger}")" = "LimitRanger plugin set: cpu request for container limited; cpu, memory limit for container limited" ]'
+k run greedy --image=x --restart=Never \
+    --overrides='{"spec":{"containers":[{"name":"greedy","image":"x","resources":{"limits":{"cpu":"2"}}}]}}' >"$work/out" 2>&1
+check "a container over the maximum is refused" grep -q \
+    'pods "greedy" is forbidden: maximum cpu usage per Container is 1, but limit is 2' "$work/out"
 k delete namespace kube-public >"$work/out" 2>&1
 check "kube-public may not be deleted" grep -q \
     'namespaces "kube-public" is forbidden: this namespace may not be deleted' "$work/out"

@@ -394,16 +394,9 @@ static int prepare_for_delete(json_t *obj)
     return json_array_append_new(conditions, c) < 0 ? CK_ENOMEM : 0;
 }
 
-static void cells(const json_t *obj, long long now, json_t **row)
-{
-    (void)now;
-    const char *ts = ck__str_at(obj, "metadata.creationTimestamp");
-    row[1] = ts ? json_string(ts) : json_null();
-}
-
 static const struct ck_table_column columns[] = {
     CK__NAME_COLUMN(0),
-    CK__COMPUTED_COLUMN("Created At", "date", CK__AGE_DOC, 0),
+    CK__CREATED_AT_COLUMN,
 };
 
 static const struct ck_subresource subresources[] = {
@@ -431,7 +424,7 @@ const struct ck_kind ck__kind_customresourcedefinition = {
     .status_keeps_metadata = status_keeps,
     .columns = columns,
     .n_columns = CK__COUNT(columns),
-    .cells = cells,
+    .cells = ck__cells_created_at,
     .prepare_for_create = prepare_for_create,
     .prepare_for_update = prepare_for_update,
     .defaults = defaults,

@@ -63,9 +63,45 @@ static int prepare_for_create(json_t *obj)
                : 0;
 }
 
+/*
+ * SetDefaults_Pod: a container's (and init container's) limits are its requests for
+ * every resource it requests nothing of. Pods only: templates keep what they say.
+ */
+static int default_requests_from_limits(json_t *spec)
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    for (size_t l = 0; l < 2; l++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(spec, lists[l]), i, c)
+        {
+            json_t *resources = json_object_get(c, "resources");
+            json_t *limits = json_object_get(resources, "limits");
+            if (!json_is_object(limits) || json_object_size(limits) == 0)
+                continue;
+            json_t *requests = json_object_get(resources, "requests");
+            if (!json_is_object(requests)) {
+                if (json_object_set_new(resources, "requests", json_object()) < 0)
+                    return CK_ENOMEM;
+                requests = json_object_get(resources, "requests");
+            }
+            const char *key;
+            json_t *value;
+            json_object_foreach(limits, key, value)
+            {
+                if (!json_object_get(requests, key) && json_object_set(requests, key, value) < 0)
+                    return CK_ENOMEM;
+            }
+        }
+    }
+    return 0;
+}
+
 static int defaults(json_t *obj)
 {
-    return ck__pod_spec_default(json_object_get(obj, "spec"));
+    json_t *spec = json_object_get(obj, "spec");
+    int r = ck__pod_spec_default(spec);
+    return r < 0 ? r : default_requests_from_limits(spec);
 }
 
 /* A copy of a pod spec without what an update may change. */

@@ -63,7 +63,7 @@ static const struct known_plugin {
     {"NamespaceLifecycle", true, &ck__admission_namespace_lifecycle},
     {"NamespaceExists", false, NULL},
     {"LimitPodHardAntiAffinityTopology", false, NULL},
-    {"LimitRanger", true, NULL},
+    {"LimitRanger", true, &ck__admission_limit_ranger},
     {"ServiceAccount", true, &ck__admission_service_account},
     {"NodeRestriction", false, NULL},
     {"TaintNodesByCondition", true, NULL},
@@ -269,11 +269,11 @@ int ck__admission_forbidden(const struct ck__admission_attrs *a, struct ck_err *
     return code;
 }
 
-int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind,
+int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                        int (*each)(const json_t *obj, void *arg), void *arg, struct ck_err *reterr)
 {
     char prefix[CK__KEY_MAX];
-    if (ck__collection_prefix(kind, NULL, prefix, sizeof(prefix)) < 0)
+    if (ck__collection_prefix(kind, namespace, prefix, sizeof(prefix)) < 0)
         return ck_err_internal(reterr, "no storage prefix for %s", kind->resource);
     struct ck_store_range req = {.key = prefix, .key_len = strlen(prefix), .prefix = true};
     struct ck_store_range_result res = {0};

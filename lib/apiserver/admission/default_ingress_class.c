@@ -57,7 +57,7 @@ static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
         json_object_get(annotations, CLASS_ANNOTATION))
         return 0;
     struct newest d = {"", ""};
-    int r = ck__admission_list(reg, class_kind, newest_default, &d, reterr);
+    int r = ck__admission_list(reg, class_kind, NULL, newest_default, &d, reterr);
     if (r < 0 || !*d.name)
         return r;
     if (!json_is_object(spec)) {

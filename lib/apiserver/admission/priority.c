@@ -47,7 +47,7 @@ static int default_class(struct ck__registry *reg, const struct ck_kind *pc_kind
                          struct ck_err *reterr)
 {
     struct default_class d = {NULL};
-    int r = ck__admission_list(reg, pc_kind, find_default, &d, reterr);
+    int r = ck__admission_list(reg, pc_kind, NULL, find_default, &d, reterr);
     if (r < 0) {
         json_decref(d.class);
         return r;
