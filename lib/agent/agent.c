@@ -132,6 +132,8 @@ struct ck_agent {
     int64_t dirs_at; /* when pods' directories are looked over next */
     pthread_t supervisor, renewer, gc;
     bool threads_running, gc_running;
+    pthread_t logrotate; /* the CRI runtime's container log rotation */
+    bool logrotate_running;
     pthread_mutex_t stop_lock;
     pthread_cond_t stop_cond;
     bool stopping;
@@ -1754,6 +1756,19 @@ static void *gc_main(void *arg)
     return NULL;
 }
 
+/*
+ * kubelet's container log manager: a rotation pass over the runtime's running containers
+ * every containerLogMonitorInterval (logrotate.c).
+ */
+static void *logrotate_main(void *arg)
+{
+    struct ck_agent *a = arg;
+    while (!wait_stop(a, a->config.container_log_monitor_interval))
+        a->rt->ops->rotate_logs(a->rt, a->config.container_log_max_size,
+                                a->config.container_log_max_files);
+    return NULL;
+}
+
 /* ---- the pods' list/watch, limited to this node ---- */
 
 static int lw_list(void *ctx, const struct ck_list_options *opts, json_t **ret_list,
@@ -1785,6 +1800,12 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
     if (config->container_log_max_files == 1 || config->container_log_max_files < 0)
         return ck_err_set(reterr, CK_EINVAL, "invalid containerLogMaxFiles %d, must be > 1",
                           config->container_log_max_files);
+    if (config->container_log_monitor_interval < 0 ||
+        (config->container_log_monitor_interval > 0 &&
+         config->container_log_monitor_interval < 3 * CK_SEC))
+        return ck_err_set(reterr, CK_EINVAL,
+                          "invalid configuration: containerLogMonitorInterval must be a positive "
+                          "time duration greater than or equal to 3s");
     struct ck_agent *a = calloc(1, sizeof(*a));
     if (!a)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
@@ -1806,6 +1827,8 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         a->config.container_log_max_size = 10 * 1024 * 1024; /* the kubelet's 10Mi */
     if (a->config.container_log_max_files == 0)
         a->config.container_log_max_files = 5;
+    if (a->config.container_log_monitor_interval == 0)
+        a->config.container_log_monitor_interval = 10 * CK_SEC; /* the kubelet's 10s */
 
     a->node_name = strdup(config->node_name);
     a->root_dir = realpath(config->root_dir, NULL);
@@ -1923,6 +1946,17 @@ int ck_agent_run(struct ck_agent *a, struct ck_err *reterr)
     if (a->rt->ops->gc && a->config.container_gc_period > 0 &&
         !(a->gc_running = pthread_create(&a->gc, NULL, gc_main, a) == 0))
         CK_LOGW("Cannot start the container garbage collection: dead containers stay");
+    if (a->rt->ops->rotate_logs && a->config.container_log_max_size > 0) {
+        char size[32], files[16], period[32];
+        snprintf(size, sizeof(size), "%lld", (long long)a->config.container_log_max_size);
+        snprintf(files, sizeof(files), "%d", a->config.container_log_max_files);
+        snprintf(period, sizeof(period), "%gs",
+                 (double)a->config.container_log_monitor_interval / 1e9);
+        CK_LOGS(0, "Container log rotation", "maxSize", size, "maxFiles", files, "monitorPeriod",
+                period);
+        if (!(a->logrotate_running = pthread_create(&a->logrotate, NULL, logrotate_main, a) == 0))
+            CK_LOGW("Cannot start the container log rotation: logs grow without bound");
+    }
     return 0;
 }
 
@@ -1940,6 +1974,8 @@ struct ck_agent *ck_agent_free(struct ck_agent *a)
     }
     if (a->gc_running)
         pthread_join(a->gc, NULL);
+    if (a->logrotate_running)
+        pthread_join(a->logrotate, NULL);
     if (a->log_server)
         MHD_stop_daemon(a->log_server);
     free(a->log_server_context);

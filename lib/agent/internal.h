@@ -200,6 +200,28 @@ int ck__volume_write(const struct ck__pod_refs *refs, const json_t *vol, const c
  */
 char **ck__log_rotated_files(const char *path, bool with_tmp, size_t *ret_n);
 
+/* ---- container log rotation (logrotate.c) ---- */
+
+/* Reopens a container's log (CRI ReopenContainerLog): 0, or the error with reterr. */
+typedef int (*ck__log_reopen_fn)(void *arg, struct ck_err *reterr);
+/*
+ * One pass of the kubelet's log rotation over a running container's log at path: when it
+ * is missing, reopen is called; when it is at least max_size bytes (<0: never), the
+ * files path.* are tidied (a failed rotation's leftovers removed, the oldest removed down
+ * to max_files - 2, the others gzipped), path becomes path.<YYYYmmdd-HHMMSS> of now_s
+ * (UTC) and reopen is called, the rename undone when it fails. 1 rotated, 0 nothing to
+ * do, or a negative code with reterr.
+ */
+int ck__log_rotate(const char *path, int64_t max_size, int max_files, int64_t now_s,
+                   ck__log_reopen_fn reopen, void *arg, struct ck_err *reterr);
+/*
+ * Whether the rotated file name (among names[0..n), the files path.*) holds log lines
+ * still: not a .tmp, and not a file whose name.gz exists (the kubelet's isInUse).
+ */
+bool ck__log_file_in_use(const char *name, char *const *names, size_t n);
+/* A rotated log for reading: a .gz one decompressed into a temporary file. NULL: errno. */
+FILE *ck__log_open_rotated(const char *path);
+
 /* ---- image pull credentials (keyring.c) -------------------------------------------- */
 
 /* A registry's credentials as a pull secret gives them. */
@@ -424,6 +446,13 @@ struct ck__runtime_ops {
      */
     int (*exec_url)(struct ck__runtime *rt, const char *id, char *const *argv, bool want_stdin,
                     bool tty, char **ret_url, struct ck_err *reterr);
+    /*
+     * One pass of the container log rotation (kubelet's container log manager): the log
+     * of each running container of the runtime is handed to ck__log_rotate, the runtime
+     * reopening it (ReopenContainerLog). Called from the agent's log rotation thread.
+     * NULL: the runtime rotates its logs itself (the process runtime's shim).
+     */
+    void (*rotate_logs)(struct ck__runtime *rt, int64_t max_size, int max_files);
     void (*free)(struct ck__runtime *rt);
 };
 struct ck__runtime {

@@ -53,8 +53,12 @@
  *   filesystem (ImageFsInfo's mountpoint), unused images least recently used first
  *   down to the low one; the records of first sight and last use are the GC thread's.
  *
+ * - Log rotation: every containerLogMonitorInterval the agent's log rotation thread asks
+ *   for a pass (rotate_logs): each running container's log past containerLogMaxSize is
+ *   rotated (logrotate.c) and ReopenContainerLog makes the runtime open a new one.
+ *
  * Not yet: pull back-off per image (the agent backs off per container),
- * attach/port-forward streaming, stats, log rotation through ReopenContainerLog.
+ * attach/port-forward streaming, stats.
  */
 #define _GNU_SOURCE /* vasprintf, strndup */
 #include <dirent.h>
@@ -1408,6 +1412,54 @@ static void gc(struct ck__runtime *rt, const struct ck__rt_gc_policy *policy,
     gc_sandboxes(cr, keep, n_keep);
 }
 
+/* ---- container log rotation ------------------------------------------------------- */
+
+struct reopen_arg {
+    struct cri_runtime *cr;
+    const char *id;
+};
+
+static int reopen_log(void *arg, struct ck_err *reterr)
+{
+    struct reopen_arg *ra = arg;
+    return ck__cri_reopen_container_log(ra->cr->cri, ra->id, reterr);
+}
+
+/* kubelet's rotateLogs and processContainer: each running container's log, one by one. */
+static void rotate_logs(struct ck__runtime *rt, int64_t max_size, int max_files)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    struct ck__cri_filter filter = {.state = CK__CRI_RUNNING};
+    struct ck__cri_containers l;
+    struct ck_err err = {0};
+    if (ck__cri_list_containers(cr->cri, &filter, &l, &err) < 0) {
+        CK_LOGS_ERR("Failed to rotate container logs", "err", err.msg);
+        return;
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        const char *id = l.items[i].id;
+        struct ck__cri_container_status st;
+        if (l.items[i].state != CK__CRI_RUNNING)
+            continue; /* no new output: no point in a new empty log */
+        if (ck__cri_container_status(cr->cri, id, &st, &err) < 0) {
+            CK_LOGS_ERR("Failed to get container status", "containerID", id, "err", err.msg);
+            continue;
+        }
+        struct reopen_arg ra = {cr, id};
+        int r = st.log_path && *st.log_path
+                    ? ck__log_rotate(st.log_path, max_size, max_files, realtime_ns() / CK_SEC,
+                                     reopen_log, &ra, &err)
+                    : 0;
+        if (r < 0)
+            CK_LOGS_ERR("Failed to rotate log for container", "containerID", id, "path",
+                        st.log_path, "err", err.msg);
+        else if (r > 0)
+            CK_LOGS(4, "Rotated container log", "containerID", id, "path", st.log_path);
+        ck__cri_container_status_release(&st);
+    }
+    ck__cri_containers_release(&l);
+}
+
 /* The runtime's sandbox image (Status's info "config", containerd's sandboxImage), or NULL. */
 static char *sandbox_image(struct cri_runtime *cr)
 {
@@ -1598,6 +1650,7 @@ static const struct ck__runtime_ops cri_ops = {
     .exec = exec_sync,
     .exec_url = exec_url,
     .remove_orphans = remove_orphans,
+    .rotate_logs = rotate_logs,
     .node_status = node_status,
     .set_pod_cidr = set_pod_cidr,
     .gc = gc,

@@ -1,0 +1,95 @@
+#!/bin/sh
+# test_agent_cri_node.sh - the node agent's kubelet housekeeping on containerd's CRI: the
+# real kubectl against a real `ckube server` (SQLite) and `ckube agent` driving a
+# containerd of the test's own, in namespaces of its own (tests/lib/containerd.sh).
+# Checked:
+#
+# - container log rotation (--container-log-max-size 4Ki, --container-log-max-files 3,
+#   --container-log-monitor-interval 3s) of a container printing numbered lines fast:
+#   rotated files appear, all gzipped but the newest, at most 3 files kept; `kubectl
+#   logs` reads every kept line in order (the gzipped ones too) up to the latest, and a
+#   `kubectl logs -f` started before goes on across the rotations without a gap;
+# - no process of the test is left afterwards.
+#
+# Usage: test_agent_cri_node.sh PATH/TO/ckube
+set -u
+. "$(dirname "$0")/cri_lib.sh"
+
+# consecutive FILE: the numbers of its "line N" lines follow each other, and there are
+# at least $2 of them
+consecutive() {
+    python3 - "$1" "$2" <<'EOF'
+import re, sys
+nums = [int(m.group(1)) for m in re.finditer(r"^line (\d+) ", open(sys.argv[1]).read(), re.M)]
+ok = len(nums) >= int(sys.argv[2]) and all(b == a + 1 for a, b in zip(nums, nums[1:]))
+if not ok:
+    print("lines:", len(nums), "first:", nums[:3], "gaps:",
+          [(a, b) for a, b in zip(nums, nums[1:]) if b != a + 1][:5], file=sys.stderr)
+sys.exit(0 if ok else 1)
+EOF
+}
+
+# rotated_ok DIR: DIR's 0.log.* are at most 2 (with 0.log, at most 3 files), at least one
+# gzipped, the newest not, every other gzipped and holding CRI records
+rotated_ok() {
+    python3 - "$1" <<'EOF'
+import gzip, os, sys
+d = sys.argv[1]
+rot = sorted(f for f in os.listdir(d) if f.startswith("0.log.") and not f.endswith(".tmp"))
+gz = [f for f in rot if f.endswith(".gz")]
+ok = 0 < len(gz) and len(rot) <= 2 and not rot[-1].endswith(".gz") and gz == rot[:-1]
+for f in gz:
+    text = gzip.open(os.path.join(d, f)).read().decode()
+    ok = ok and " stdout F line " in text
+if not ok:
+    print("rotated files:", rot, file=sys.stderr)
+sys.exit(0 if ok else 1)
+EOF
+}
+
+if [ "${1:-}" = "--inside" ]; then
+    cri_e2e_inside "$@"
+    cri_e2e_server
+    start_agent --container-log-max-size 4Ki --container-log-max-files 3 \
+        --container-log-monitor-interval 3s
+    poll "node n1 registered" k get node n1
+    wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
+
+    # ---- container log rotation through ReopenContainerLog
+    create chatty "{'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sh', '-c',
+        'i=0; while :; do echo \"line \$i of a container that prints fast\"; i=\$((i+1)); usleep 5000; done']}]}"
+    wait_for "chatty Running" pod/chatty '{.status.phase}=Running'
+    logs="$root/pods/$(jp pod/chatty '{.metadata.uid}')/containers/c"
+    k logs -f chatty >"$work/follow.out" 2>"$work/follow.err" &
+    follow_pid=$!
+    first_inode=$(stat -c %i "$logs/0.log")
+    poll "a rotated log is gzipped" sh -c "ls '$logs' | grep -q '^0\.log\..*\.gz$'"
+    poll "the rotation keeps 3 files, all gzipped but the newest" rotated_ok "$logs"
+    sleep 4 # one more rotation at least under the follower
+    check "the log was rotated (a new 0.log)" test "$(stat -c %i "$logs/0.log")" != "$first_inode"
+    k logs chatty >"$work/all.out" 2>"$work/all.err"
+    check "kubectl logs: every kept line in order, the gzipped ones too" consecutive "$work/all.out" 100
+    before=$(sed -n 's/^line \([0-9]*\) .*/\1/p' "$work/all.out" | tail -n 1)
+    sleep 1
+    last=$(k logs --tail=1 chatty | sed -n 's/^line \([0-9]*\) .*/\1/p')
+    check "kubectl logs --tail=1: the latest line (line $last, after line $before)" \
+        test "${last:-0}" -gt "${before:-0}"
+    kill "$follow_pid" 2>/dev/null
+    wait "$follow_pid" 2>/dev/null
+    check "kubectl logs -f goes on across rotations without a gap" consecutive "$work/follow.out" 300
+    check "the agent logged no rotation failure" sh -c "! grep -q 'Failed to rotate' '$work/agent.err'"
+
+    k delete pod chatty --wait=false >/dev/null
+    poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
+    poll "no container left in containerd" sh -c \
+        "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
+    if [ "$failures" -ne 0 ]; then
+        echo "--- agent log ---"
+        tail -n 40 "$work/agent.err"
+        echo "--- containerd log ---"
+        tail -n 20 "$cri_dir/containerd.log"
+    fi
+    finish
+fi
+
+cri_e2e_outside "$@"
