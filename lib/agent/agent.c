@@ -1304,7 +1304,8 @@ static bool setup_volumes(struct ck_agent *a, struct pod_run *p, bool resync)
             snprintf(path, sizeof(path), "%s/volumes/%s", p->dir, name) >= (int)sizeof(path) ||
             (resync && json_object_get(vol, "hostPath")))
             continue;
-        if (ck__volume_write(&refs, vol, path, &err) < 0) {
+        if (ck__emptydir_setup(p->pod, vol, path, 0, &err) < 0 ||
+            ck__volume_write(&refs, vol, path, &err) < 0) {
             char msg[700];
             snprintf(msg, sizeof(msg), "MountVolume.SetUp failed for volume \"%s\" : %s", name,
                      err.msg);
@@ -1495,6 +1496,7 @@ static void remove_uid_dir(const struct ck_agent *a, const char *uid)
     if (!uid[0] || strchr(uid, '/') || strcmp(uid, ".") == 0 || strcmp(uid, "..") == 0 ||
         snprintf(dir, sizeof(dir), "%s/pods/%s", a->root_dir, uid) >= (int)sizeof(dir))
         return;
+    ck__emptydir_unmount_all(dir); /* memory-backed emptyDirs: theirs go with them */
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 

@@ -1001,6 +1001,43 @@ int ck__termination_file(const char *path);
  */
 char *ck__termination_message(const char *file, const char *log_path, const char *policy, int code);
 
+/* ---- a pod's resources (podresources.c) and memory-backed emptyDirs (emptydir.c) ---- */
+
+/* The pod's QoS class: status.qosClass, else computed (kubelet's GetPodQOS). Static. */
+const char *ck__pod_qos(const json_t *pod);
+
+/* A pod cgroup's resources (kubelet's ResourceConfig): what is not "has_" is left alone. */
+struct ck__pod_resources {
+    uint64_t cpu_shares; /* cgroup v1 cpu.shares (2 to 262144) */
+    bool has_cpu_quota;
+    int64_t cpu_quota;   /* us per cpu_period; 0 with has_cpu_quota: none (no cpu limit) */
+    uint64_t cpu_period; /* us */
+    bool has_memory;
+    int64_t memory; /* bytes; 0 with has_memory: none */
+};
+/*
+ * The resources of the pod's cgroup as the kubelet's ResourceConfigForPod computes them
+ * (cpu limits enforced, the 100 ms period, no memory QoS). podresources.c says how.
+ */
+void ck__pod_resource_config(const json_t *pod, struct ck__pod_resources *ret);
+
+/*
+ * Mounts a tmpfs at dir (made when missing) for the emptyDir volume vol of pod when its
+ * medium is Memory (else nothing: 0), unless one is mounted there already. Its size is
+ * the kubelet's (SizeMemoryBackedVolumes): node_memory, or the pod's memory limit when
+ * it has one below that, or the volume's sizeLimit when below that. 0, or the error
+ * (mount(2)'s: an agent that is not root cannot) with reterr.
+ */
+int ck__emptydir_setup(const json_t *pod, const json_t *vol, const char *dir, int64_t node_memory,
+                       struct ck_err *reterr);
+/* The tmpfs size in bytes ck__emptydir_setup gives vol of pod on a node of node_memory. */
+int64_t ck__emptydir_memory_size(const json_t *pod, const json_t *vol, int64_t node_memory);
+/*
+ * Unmounts the tmpfs volumes of the pod directory pod_dir (pod_dir/volumes/<name> that
+ * are mount points of a tmpfs), before the directory is removed. How many were unmounted.
+ */
+int ck__emptydir_unmount_all(const char *pod_dir);
+
 /* ---- a pod's DNS configuration (dns.c) ---- */
 
 /* The node's DNS settings: the kubelet's clusterDNS, clusterDomain and resolvConf. */

@@ -9,6 +9,10 @@
 #   rotated files appear, all gzipped but the newest, at most 3 files kept; `kubectl
 #   logs` reads every kept line in order (the gzipped ones too) up to the latest, and a
 #   `kubectl logs -f` started before goes on across the rotations without a gap;
+# - emptyDir volumes of medium Memory: the container sees a tmpfs of the pod's memory
+#   limit (64Mi), or of the volume's sizeLimit when smaller (8Mi); the agent restarted
+#   mounts nothing twice; the tmpfs is unmounted and the pod's directory removed when the
+#   pod is deleted, and when it was deleted while the agent was away;
 # - no process of the test is left afterwards.
 #
 # Usage: test_agent_cri_node.sh PATH/TO/ckube
@@ -78,6 +82,38 @@ if [ "${1:-}" = "--inside" ]; then
     wait "$follow_pid" 2>/dev/null
     check "kubectl logs -f goes on across rotations without a gap" consecutive "$work/follow.out" 300
     check "the agent logged no rotation failure" sh -c "! grep -q 'Failed to rotate' '$work/agent.err'"
+
+    # ---- emptyDir medium Memory
+    for name in memvol memorphan; do
+        create $name "{'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sleep', '3600'],
+            'resources': {'limits': {'cpu': '100m', 'memory': '64Mi'}},
+            'volumeMounts': [{'name': 'm', 'mountPath': '/mem'}, {'name': 's', 'mountPath': '/small'}]}],
+            'volumes': [{'name': 'm', 'emptyDir': {'medium': 'Memory'}},
+                        {'name': 's', 'emptyDir': {'medium': 'Memory', 'sizeLimit': '8Mi'}}]}"
+    done
+    wait_for "memvol Running" pod/memvol '{.status.phase}=Running'
+    wait_for "memorphan Running" pod/memorphan '{.status.phase}=Running'
+    k exec memvol -- cat /proc/mounts >"$work/memvol.mounts" 2>&1
+    check "memory emptyDir: a tmpfs of the pod's limit at /mem ($(grep ' /mem ' "$work/memvol.mounts"))" \
+        grep -q '^[^ ]* /mem tmpfs [^ ]*size=65536k' "$work/memvol.mounts"
+    check "memory emptyDir: a tmpfs of its sizeLimit at /small ($(grep ' /small ' "$work/memvol.mounts"))" \
+        grep -q '^[^ ]* /small tmpfs [^ ]*size=8192k' "$work/memvol.mounts"
+    check "memory emptyDir: the container writes to it" k exec memvol -- sh -c 'echo hi >/mem/f && cat /mem/f'
+    mem_dir="$root/pods/$(jp pod/memvol '{.metadata.uid}')"
+    orphan_dir="$root/pods/$(jp pod/memorphan '{.metadata.uid}')"
+    check "memory emptyDir: mounted on the node" grep -q " $mem_dir/volumes/m tmpfs " /proc/mounts
+    stop_agent
+    k delete pod memorphan --grace-period=0 --force >/dev/null 2>&1
+    start_agent --container-log-max-size 4Ki --container-log-max-files 3 \
+        --container-log-monitor-interval 3s
+    poll "the orphaned pod's tmpfs is unmounted" sh -c "! grep -q ' $orphan_dir/' /proc/mounts"
+    poll "the orphaned pod's directory is removed" sh -c "[ ! -e '$orphan_dir' ]"
+    sleep 2 # the restarted agent has set memvol's volumes up again
+    check "memory emptyDir: the restarted agent mounted nothing twice" \
+        test "$(grep -c " $mem_dir/volumes/m tmpfs " /proc/mounts)" -eq 1
+    k delete pod memvol --wait=false >/dev/null
+    poll "memory emptyDir: unmounted once the pod is deleted" sh -c "! grep -q ' $mem_dir/' /proc/mounts"
+    poll "memory emptyDir: the pod's directory removed" sh -c "[ ! -e '$mem_dir' ]"
 
     k delete pod chatty --wait=false >/dev/null
     poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
