@@ -109,6 +109,9 @@ struct ck_agent {
     struct ck_list_watch lw;
     struct ck_informer *pods_inf;
     struct ck_lister pod_lister;
+    /* every Service, for pods' service link variables (kubelet's serviceLister) */
+    struct ck_informer *svc_inf;
+    struct ck_lister svc_lister;
     json_t *lease;
     struct MHD_Daemon *log_server;
     char cgroup[PATH_MAX]; /* the delegated cgroup v2, or "": rlimits */
@@ -700,10 +703,37 @@ static int token_cb(void *arg, const char *sa, const json_t *request, json_t **r
 }
 
 /*
- * The container's environment: envFrom and ConfigMap/Secret references (podconfig.c),
- * then values and fieldRefs. NULL when a reference fails and reterr is given (the error
- * in it); without reterr such references are left out. The process runtime adds PATH
- * and HOSTNAME (ck__process_env); a CRI runtime takes PATH from the image.
+ * The service link variables first (kubelet's getServiceEnvVarMap): the master Service's
+ * always, the pod's namespace's unless enableServiceLinks is false; from the Services'
+ * informer, so nothing is asked of the API server per container.
+ */
+static void service_links(struct ck_agent *a, const struct pod_run *p, struct ck__env *env)
+{
+    const json_t *links = json_object_get(json_object_get(p->pod, "spec"), "enableServiceLinks");
+    bool enable = !json_is_false(links); /* the API's default: true */
+    struct ck_obj_list master = {0}, own = {0};
+    struct ck_err err = {0};
+    ck_lister_list(&a->svc_lister, "default", NULL, &master, &err);
+    if (enable && strcmp(p->ns, "default") != 0)
+        ck_lister_list(&a->svc_lister, p->ns, NULL, &own, &err);
+    const json_t **all = calloc(master.n + own.n + 1, sizeof(*all));
+    for (size_t i = 0; all && i < master.n; i++)
+        all[i] = master.items[i];
+    for (size_t i = 0; all && i < own.n; i++)
+        all[master.n + i] = own.items[i];
+    if (all)
+        ck__service_links_env(all, master.n + own.n, p->ns, enable, env);
+    free(all);
+    ck_obj_list_release(&master);
+    ck_obj_list_release(&own);
+}
+
+/*
+ * The container's environment: the service links, envFrom and ConfigMap/Secret
+ * references (podconfig.c), then values ($(VAR)-expanded) and fieldRefs. NULL when a reference
+ * fails and reterr is given (the error in it); without reterr such references are left out. The
+ * process runtime adds PATH and HOSTNAME (ck__process_env); a CRI runtime takes PATH from the
+ * image.
  */
 static char **container_env(struct ck_agent *a, const struct pod_run *p, const json_t *spec_c,
                             struct ck_err *reterr)
@@ -712,14 +742,7 @@ static char **container_env(struct ck_agent *a, const struct pod_run *p, const j
     struct ref_ctx ctx = {a, p, NULL};
     struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, warn_cb, &ctx, NULL};
     struct ck_err err = {0};
-    /* the kubernetes Service's variables first, as the kubelet's master service's */
-    const struct ck_resource *svc_res = ck_controller_resource("", "v1", "services");
-    json_t *master = NULL;
-    if (svc_res && ck_ctl_get(&a->ctl, svc_res, "default", "kubernetes", &master, &err) == 0)
-        ck__service_env(master, &env);
-    json_decref(master);
-    ck_err_release(&err);
-    memset(&err, 0, sizeof(err));
+    service_links(a, p, &env);
     if (ck__env_from_refs(&refs, spec_c, &env, &err) < 0 && reterr) {
         *reterr = err;
         ck__env_free(&env);
@@ -740,6 +763,8 @@ static char **container_env(struct ck_agent *a, const struct pod_run *p, const j
             json_string_value(json_object_get(json_object_get(from, "fieldRef"), "fieldPath"));
         if (fp)
             value = owned = field_ref(a, p->pod, fp);
+        else if (value && *value) /* $(VAR): the variables so far, then the services' */
+            value = owned = ck__expand_vars(value, env.v);
         ck__env_add(&env, name, value ? value : "");
         free(owned);
     }
@@ -1897,6 +1922,15 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
     if (r < 0)
         goto fail;
     ck_lister_init(&a->pod_lister, ck_informer_indexer(a->pods_inf));
+    struct ck_informer_options so = {.client = config->client,
+                                     .res = ck_controller_resource("", "v1", "services")};
+    if (!so.res) {
+        r = ck_err_set(reterr, CK_ENOENT, "no kind serves services");
+        goto fail;
+    }
+    if ((r = ck_informer_new(&so, &a->svc_inf, reterr)) < 0)
+        goto fail;
+    ck_lister_init(&a->svc_lister, ck_informer_indexer(a->svc_inf));
     struct ck_event_handler kicker = {on_pod_add, on_pod_update, on_pod_delete, a};
     if ((r = ck_informer_add_handler(a->pods_inf, &kicker, 0, reterr)) < 0)
         goto fail;
@@ -1932,7 +1966,11 @@ int ck_agent_run(struct ck_agent *a, struct ck_err *reterr)
     r = ck_informer_start(a->pods_inf, reterr);
     if (r < 0)
         return r;
-    if (!ck_informer_wait_for_sync(a->pods_inf, CK_TIME_NEVER))
+    /* the kubelet waits for the Services before it makes containers' env */
+    if ((r = ck_informer_start(a->svc_inf, reterr)) < 0)
+        return r;
+    if (!ck_informer_wait_for_sync(a->pods_inf, CK_TIME_NEVER) ||
+        !ck_informer_wait_for_sync(a->svc_inf, CK_TIME_NEVER))
         return ck_err_set(reterr, CK_ESHUTDOWN, "agent: stopped before syncing");
     if (pthread_create(&a->supervisor, NULL, supervisor_main, a) != 0)
         return ck_err_set(reterr, CK_ENOMEM, "cannot start the supervisor");
@@ -1983,6 +2021,7 @@ struct ck_agent *ck_agent_free(struct ck_agent *a)
     free(a->log_server_context);
     ck__agent_tls_release(&a->tls);
     ck_informer_free(a->pods_inf);
+    ck_informer_free(a->svc_inf);
     ck_event_recorder_free(a->events);
     /* the containers keep running, as with the kubelet: a new agent finds them again */
     for (size_t i = 0; i < a->pods.n; i++)

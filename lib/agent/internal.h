@@ -173,6 +173,15 @@ void ck__env_free(struct ck__env *env);
  * case with '-' as '_'. Nothing for a headless Service. 0 or CK_ENOMEM.
  */
 int ck__service_env(const json_t *svc, struct ck__env *env);
+/*
+ * Adds the service link variables of a pod in namespace ns (kubelet's
+ * getServiceEnvVarMap): those of the master Service default/kubernetes always, and with
+ * enable_links (the pod's enableServiceLinks) those of every Service of ns; Services
+ * without a cluster IP give none; a name ns shares with the master Service is ns's.
+ * svcs[0..n) may hold Services of any namespace. 0 or CK_ENOMEM.
+ */
+int ck__service_links_env(const json_t *const *svcs, size_t n, const char *ns, bool enable_links,
+                          struct ck__env *env);
 
 /*
  * Writes a configMap, secret, downwardAPI or projected volume's files into dir (other

@@ -13,6 +13,11 @@
 #   limit (64Mi), or of the volume's sizeLimit when smaller (8Mi); the agent restarted
 #   mounts nothing twice; the tmpfs is unmounted and the pod's directory removed when the
 #   pod is deleted, and when it was deleted while the agent was away;
+# - service links: a Service made before the pod gives its container
+#   BACKEND_SERVICE_HOST, _SERVICE_PORT, _SERVICE_PORT_<NAME>, _PORT, _PORT_80_TCP...,
+#   an env value's $(BACKEND_SERVICE_HOST) is expanded with it and the container's own
+#   variable of the same name wins; with enableServiceLinks false only the kubernetes
+#   Service's variables come;
 # - no process of the test is left afterwards.
 #
 # Usage: test_agent_cri_node.sh PATH/TO/ckube
@@ -114,6 +119,34 @@ if [ "${1:-}" = "--inside" ]; then
     k delete pod memvol --wait=false >/dev/null
     poll "memory emptyDir: unmounted once the pod is deleted" sh -c "! grep -q ' $mem_dir/' /proc/mounts"
     poll "memory emptyDir: the pod's directory removed" sh -c "[ ! -e '$mem_dir' ]"
+
+    # ---- service links
+    k create service clusterip backend --tcp=80:8080 >/dev/null
+    backend_ip=$(jp service/backend '{.spec.clusterIP}')
+    kube_ip=$(jp service/kubernetes '{.spec.clusterIP}')
+    create linked "{'containers': [{'name': 'c', 'image': '$busybox_image',
+        'command': ['sh', '-c', 'env | sort; sleep 3600'],
+        'env': [{'name': 'BACKEND_URL', 'value': 'http://\$(BACKEND_SERVICE_HOST):\$(BACKEND_SERVICE_PORT)/'},
+                {'name': 'BACKEND_SERVICE_PORT', 'value': 'mine'}]}]}"
+    create unlinked "{'enableServiceLinks': False, 'containers': [{'name': 'c', 'image': '$busybox_image',
+        'command': ['sh', '-c', 'env | sort; sleep 3600']}]}"
+    wait_for "linked Running" pod/linked '{.status.phase}=Running'
+    wait_for "unlinked Running" pod/unlinked '{.status.phase}=Running'
+    poll "linked printed its env" sh -c "kubectl logs linked | grep -q '^HOSTNAME='"
+    poll "unlinked printed its env" sh -c "kubectl logs unlinked | grep -q '^HOSTNAME='"
+    k logs linked >"$work/linked.env"
+    k logs unlinked >"$work/unlinked.env"
+    for want in "BACKEND_SERVICE_HOST=$backend_ip" "BACKEND_SERVICE_PORT_80_8080=80" \
+        "BACKEND_PORT=tcp://$backend_ip:80" "BACKEND_PORT_80_TCP=tcp://$backend_ip:80" \
+        "BACKEND_PORT_80_TCP_PROTO=tcp" "BACKEND_PORT_80_TCP_PORT=80" \
+        "BACKEND_PORT_80_TCP_ADDR=$backend_ip" "KUBERNETES_SERVICE_HOST=$kube_ip" \
+        "BACKEND_URL=http://$backend_ip:80/" "BACKEND_SERVICE_PORT=mine"; do
+        check "service links: $want" grep -qx "$want" "$work/linked.env"
+    done
+    check "enableServiceLinks false: the kubernetes Service's variables" \
+        grep -qx "KUBERNETES_SERVICE_HOST=$kube_ip" "$work/unlinked.env"
+    check "enableServiceLinks false: no other Service's" sh -c "! grep -q '^BACKEND_' '$work/unlinked.env'"
+    k delete pod linked unlinked --wait=false >/dev/null
 
     k delete pod chatty --wait=false >/dev/null
     poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
