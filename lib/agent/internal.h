@@ -4,6 +4,7 @@
 #ifndef CKUBE_AGENT_INTERNAL_H
 #define CKUBE_AGENT_INTERNAL_H
 
+#include <limits.h>
 #include <microhttpd.h>
 
 #include "ckube/agent.h"
@@ -1046,6 +1047,28 @@ int64_t ck__emptydir_memory_size(const json_t *pod, const json_t *vol, int64_t n
  * are mount points of a tmpfs), before the directory is removed. How many were unmounted.
  */
 int ck__emptydir_unmount_all(const char *pod_dir);
+
+/* ---- the pod cgroup (podcgroup.c) ---- */
+
+/* Where the cgroup controllers the pod cgroup needs are mounted. */
+struct ck__cgroup_mounts {
+    bool v2;                /* the unified hierarchy alone */
+    char unified[PATH_MAX]; /* v2: its mount point */
+    char cpu[PATH_MAX];     /* v1: the cpu controller's (shortest) mount point */
+    char memory[PATH_MAX];  /* v1: the memory controller's */
+};
+/*
+ * Reads them from the mount table mounts (NULL: /proc/self/mounts; a test's table is v2
+ * when it mounts no v1 cpu or memory controller). 0 or a negated errno.
+ */
+int ck__cgroup_mounts_read(const char *mounts, struct ck__cgroup_mounts *ret);
+/*
+ * The kubelet's EnsureExists of a pod cgroup: cgroup (a cgroupfs path such as
+ * /kubepods/burstable/pod<uid>) made in m's hierarchies with res's settings when it does
+ * not exist yet (an existing one is left alone). 0, or the failure with reterr.
+ */
+int ck__pod_cgroup_ensure(const struct ck__cgroup_mounts *m, const char *cgroup,
+                          const struct ck__pod_resources *res, struct ck_err *reterr);
 
 /* ---- a pod's DNS configuration (dns.c) ---- */
 

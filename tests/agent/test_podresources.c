@@ -3,15 +3,21 @@
  * cgroup's resources as the kubelet's ResourceConfigForPod computes them: init
  * containers' max against the containers' sum, sidecars, overhead, requests defaulted to
  * limits, limits declared by every container or not) and for the size of a memory-backed
- * emptyDir (lib/agent/emptydir.c: the node's memory, the pod's limit, the sizeLimit).
+ * emptyDir (lib/agent/emptydir.c: the node's memory, the pod's limit, the sizeLimit) and the
+ * pod cgroup written from them (lib/agent/podcgroup.c) into cgroup v1 and v2 hierarchies
+ * that are directories of a scratch directory, named by a mount table of the test's.
  */
+#define _GNU_SOURCE /* nftw */
 #include "cktest.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../../lib/agent/internal.h"
+#include "scratch.h"
 
 #define MI (1024LL * 1024)
 
@@ -208,6 +214,120 @@ static void test_memory_emptydir_size(void **state)
     json_decref(big);
 }
 
+/* The content of dir/file, or "" when it does not exist (static buffer). */
+static const char *read_value(const char *dir, const char *file)
+{
+    static char text[128];
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    text[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(text, 1, sizeof(text) - 1, f);
+        text[n] = 0;
+        fclose(f);
+    }
+    return text;
+}
+
+static void write_mounts(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_pod_cgroup_v1(void **state)
+{
+    (void)state;
+    char dir[64], mounts[128], table[1024], path[PATH_MAX + 64];
+    assert_int_equal(scratch_make_dir(dir, sizeof(dir), "podcgroup"), 0);
+    snprintf(mounts, sizeof(mounts), "%s/mounts", dir);
+    /* the shortest mount point of each controller wins; other types are ignored */
+    snprintf(table, sizeof(table),
+             "proc /proc proc rw 0 0\n"
+             "cgroup %s/cpu,cpuacct cgroup rw,nosuid,cpu,cpuacct 0 0\n"
+             "cgroup %s/a/longer/cpu cgroup rw,cpu 0 0\n"
+             "cgroup %s/cpuset cgroup rw,cpuset 0 0\n"
+             "cgroup %s/memory cgroup rw,memory 0 0\n"
+             "cgroup2 %s/unified cgroup2 rw 0 0\n",
+             dir, dir, dir, dir, dir);
+    write_mounts(mounts, table);
+    struct ck__cgroup_mounts m;
+    assert_int_equal(ck__cgroup_mounts_read(mounts, &m), 0);
+    assert_false(m.v2);
+    snprintf(path, sizeof(path), "%s/cpu,cpuacct", dir);
+    assert_string_equal(m.cpu, path);
+    snprintf(path, sizeof(path), "%s/memory", dir);
+    assert_string_equal(m.memory, path);
+    mkdir(m.cpu, 0755);
+    mkdir(m.memory, 0755);
+
+    struct ck__pod_resources res = {512, true, 50000, 100000, true, 80 * MI};
+    struct ck_err err = {0};
+    assert_int_equal(ck__pod_cgroup_ensure(&m, "/test/kubepods/podA", &res, &err), 0);
+    snprintf(path, sizeof(path), "%s/test/kubepods/podA", m.cpu);
+    assert_string_equal(read_value(path, "cpu.shares"), "512");
+    assert_string_equal(read_value(path, "cpu.cfs_period_us"), "100000");
+    assert_string_equal(read_value(path, "cpu.cfs_quota_us"), "50000");
+    assert_string_equal(read_value(path, "memory.limit_in_bytes"), "");
+    snprintf(path, sizeof(path), "%s/test/kubepods/podA", m.memory);
+    assert_string_equal(read_value(path, "memory.limit_in_bytes"), "83886080");
+    /* it exists: left as it is */
+    struct ck__pod_resources other = {2, false, 0, 0, false, 0};
+    assert_int_equal(ck__pod_cgroup_ensure(&m, "/test/kubepods/podA", &other, &err), 0);
+    assert_string_equal(read_value(path, "memory.limit_in_bytes"), "83886080");
+    /* Burstable without limits: the shares alone */
+    assert_int_equal(ck__pod_cgroup_ensure(&m, "/test/kubepods/burstable/podB", &other, &err), 0);
+    snprintf(path, sizeof(path), "%s/test/kubepods/burstable/podB", m.cpu);
+    assert_string_equal(read_value(path, "cpu.shares"), "2");
+    assert_string_equal(read_value(path, "cpu.cfs_quota_us"), "");
+    snprintf(path, sizeof(path), "%s/test/kubepods/burstable/podB", m.memory);
+    assert_string_equal(read_value(path, "memory.limit_in_bytes"), "");
+    /* no memory hierarchy: an error naming it */
+    m.memory[0] = 0;
+    assert_int_equal(ck__pod_cgroup_ensure(&m, "/test/kubepods/podC", &res, &err), CK_ENOENT);
+    assert_non_null(strstr(err.msg, "memory"));
+    scratch_remove_dir(dir);
+}
+
+static void test_pod_cgroup_v2(void **state)
+{
+    (void)state;
+    char dir[64], mounts[128], table[512], path[PATH_MAX + 64];
+    assert_int_equal(scratch_make_dir(dir, sizeof(dir), "podcgroup"), 0);
+    snprintf(mounts, sizeof(mounts), "%s/mounts", dir);
+    snprintf(table, sizeof(table), "cgroup2 %s/cg cgroup2 rw,nsdelegate 0 0\n", dir);
+    write_mounts(mounts, table);
+    struct ck__cgroup_mounts m;
+    assert_int_equal(ck__cgroup_mounts_read(mounts, &m), 0);
+    assert_true(m.v2);
+    mkdir(m.unified, 0755);
+    struct ck__pod_resources res = {512, true, 50000, 100000, true, 80 * MI};
+    struct ck_err err = {0};
+    assert_int_equal(ck__pod_cgroup_ensure(&m, "/kubepods/burstable/podA", &res, &err), 0);
+    /* the controllers enabled from the root down to the pod's parent */
+    assert_string_equal(read_value(m.unified, "cgroup.subtree_control"), "+cpu +memory");
+    snprintf(path, sizeof(path), "%s/kubepods", m.unified);
+    assert_string_equal(read_value(path, "cgroup.subtree_control"), "+cpu +memory");
+    snprintf(path, sizeof(path), "%s/kubepods/burstable", m.unified);
+    assert_string_equal(read_value(path, "cgroup.subtree_control"), "+cpu +memory");
+    snprintf(path, sizeof(path), "%s/kubepods/burstable/podA", m.unified);
+    assert_string_equal(read_value(path, "cgroup.subtree_control"), "");
+    assert_string_equal(read_value(path, "cpu.weight"), "20"); /* 1 + 510 * 9999 / 262142 */
+    assert_string_equal(read_value(path, "cpu.max"), "50000 100000");
+    assert_string_equal(read_value(path, "memory.max"), "83886080");
+    /* BestEffort: the lowest weight, nothing else */
+    struct ck__pod_resources be = {2, false, 0, 0, false, 0};
+    assert_int_equal(ck__pod_cgroup_ensure(&m, "/kubepods/besteffort/podB", &be, &err), 0);
+    snprintf(path, sizeof(path), "%s/kubepods/besteffort/podB", m.unified);
+    assert_string_equal(read_value(path, "cpu.weight"), "1");
+    assert_string_equal(read_value(path, "cpu.max"), "");
+    assert_string_equal(read_value(path, "memory.max"), "");
+    scratch_remove_dir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +339,8 @@ int main(void)
         cmocka_unit_test(test_overhead_and_minimums),
         cmocka_unit_test(test_the_status_qos_class_wins),
         cmocka_unit_test(test_memory_emptydir_size),
+        cmocka_unit_test(test_pod_cgroup_v1),
+        cmocka_unit_test(test_pod_cgroup_v2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,11 @@
 #   an env value's $(BACKEND_SERVICE_HOST) is expanded with it and the container's own
 #   variable of the same name wins; with enableServiceLinks false only the kubernetes
 #   Service's variables come;
+# - pod cgroup limits: a Guaranteed pod's cgroup (kubepods/pod<uid>) carries the larger of
+#   its containers' summed limits and its init container's (cpu shares 512, quota 50 ms
+#   per 100 ms, memory 80Mi), a Burstable pod's (kubepods/burstable/pod<uid>) its
+#   requests' shares and no quota or memory limit (cgroup v1 files, or v2's cpu.weight,
+#   cpu.max, memory.max);
 # - no process of the test is left afterwards.
 #
 # Usage: test_agent_cri_node.sh PATH/TO/ckube
@@ -147,6 +152,51 @@ if [ "${1:-}" = "--inside" ]; then
         grep -qx "KUBERNETES_SERVICE_HOST=$kube_ip" "$work/unlinked.env"
     check "enableServiceLinks false: no other Service's" sh -c "! grep -q '^BACKEND_' '$work/unlinked.env'"
     k delete pod linked unlinked --wait=false >/dev/null
+
+    # ---- pod cgroup limits
+    create limited "{'initContainers': [{'name': 'i', 'image': '$busybox_image', 'command': ['true'],
+            'resources': {'limits': {'cpu': '500m', 'memory': '16Mi'}}}],
+        'containers': [{'name': 'a', 'image': '$busybox_image', 'command': ['sleep', '3600'],
+            'resources': {'limits': {'cpu': '100m', 'memory': '32Mi'}}},
+          {'name': 'b', 'image': '$busybox_image', 'command': ['sleep', '3600'],
+            'resources': {'limits': {'cpu': '150m', 'memory': '48Mi'}}}]}"
+    create burst "{'containers': [{'name': 'a', 'image': '$busybox_image', 'command': ['sleep', '3600'],
+        'resources': {'requests': {'cpu': '100m'}}}]}"
+    wait_for "limited Running" pod/limited '{.status.phase}=Running'
+    wait_for "burst Running" pod/burst '{.status.phase}=Running'
+    limited_cg="${cgroup_root}/kubepods/pod$(jp pod/limited '{.metadata.uid}')"
+    burst_cg="${cgroup_root}/kubepods/burstable/pod$(jp pod/burst '{.metadata.uid}')"
+    value() { cat "$1/$2" 2>/dev/null; }
+    if [ -f /sys/fs/cgroup/cgroup.controllers ]; then # cgroup v2
+        g=/sys/fs/cgroup
+        check "pod cgroup v2: cpu.weight of 500m ($(value "$g$limited_cg" cpu.weight))" \
+            test "$(value "$g$limited_cg" cpu.weight)" = 20
+        check "pod cgroup v2: cpu.max ($(value "$g$limited_cg" cpu.max))" \
+            test "$(value "$g$limited_cg" cpu.max)" = "50000 100000"
+        check "pod cgroup v2: memory.max ($(value "$g$limited_cg" memory.max))" \
+            test "$(value "$g$limited_cg" memory.max)" = 83886080
+        check "Burstable pod cgroup v2: cpu.weight of 100m" test "$(value "$g$burst_cg" cpu.weight)" = 4
+        check "Burstable pod cgroup v2: no cpu.max" test "$(value "$g$burst_cg" cpu.max)" = "max 100000"
+        check "Burstable pod cgroup v2: no memory.max" test "$(value "$g$burst_cg" memory.max)" = max
+    else # cgroup v1: the cpu and memory hierarchies' shortest mount points
+        cpu=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print length($2), $2 }' /proc/self/mounts | sort -n | sed -n '1s/^[0-9]* //p')
+        mem=$(awk '$3 == "cgroup" && $4 ~ /(^|,)memory(,|$)/ { print length($2), $2 }' /proc/self/mounts | sort -n | sed -n '1s/^[0-9]* //p')
+        check "pod cgroup: cpu.shares of 500m ($(value "$cpu$limited_cg" cpu.shares))" \
+            test "$(value "$cpu$limited_cg" cpu.shares)" = 512
+        check "pod cgroup: cpu.cfs_quota_us ($(value "$cpu$limited_cg" cpu.cfs_quota_us))" \
+            test "$(value "$cpu$limited_cg" cpu.cfs_quota_us)" = 50000
+        check "pod cgroup: cpu.cfs_period_us" test "$(value "$cpu$limited_cg" cpu.cfs_period_us)" = 100000
+        check "pod cgroup: memory.limit_in_bytes ($(value "$mem$limited_cg" memory.limit_in_bytes))" \
+            test "$(value "$mem$limited_cg" memory.limit_in_bytes)" = 83886080
+        check "Burstable pod cgroup: cpu.shares of 100m ($(value "$cpu$burst_cg" cpu.shares))" \
+            test "$(value "$cpu$burst_cg" cpu.shares)" = 102
+        check "Burstable pod cgroup: no cfs quota" test "$(value "$cpu$burst_cg" cpu.cfs_quota_us)" = -1
+        check "Burstable pod cgroup: no memory limit ($(value "$mem$burst_cg" memory.limit_in_bytes))" \
+            test "$(value "$mem$burst_cg" memory.limit_in_bytes)" -gt 1000000000000
+        check "the containers' cgroups are below the pod's" \
+            sh -c "ls -d '$cpu$limited_cg'/*/ | grep -q ."
+    fi
+    k delete pod limited burst --wait=false >/dev/null
 
     k delete pod chatty --wait=false >/dev/null
     poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
