@@ -34,14 +34,6 @@ static int teardown(void **state)
     return scratch_teardown(state);
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* The fake runtime: counts reopens, makes a new empty log unless told to fail. */
 struct fake {
     const char *log;
@@ -55,8 +47,24 @@ static int fake_reopen(void *arg, struct ck_err *reterr)
     f->calls++;
     if (f->fail)
         return ck_err_set(reterr, CK_EIO, "rpc error: code = Unknown desc = no such task");
-    write_file(f->log, "");
+    scratch_put(f->log, "", "w");
     return 0;
+}
+
+/* What the log reader gives of the scratch log with tail (-1: all); static buffer. */
+static const char *read_log(const struct scratch *s, int64_t tail)
+{
+    static char out[512];
+    struct ck_log_options o = {.tail_lines = tail};
+    struct ck_log_reader *r = NULL;
+    assert_int_equal(ck_log_reader_open(s->log, s->exit, &o, &r), 0);
+    size_t len = 0;
+    ssize_t n;
+    while ((n = ck_log_reader_read(r, out + len, sizeof(out) - 1 - len)) > 0)
+        len += (size_t)n;
+    out[len] = 0;
+    ck_log_reader_free(r);
+    return out;
 }
 
 static bool exists(const struct scratch *s, const char *name)
@@ -96,7 +104,7 @@ static void named(const struct scratch *s, const char *name, const char *text)
 {
     char path[256];
     snprintf(path, sizeof(path), "%s/%s", s->dir, name);
-    write_file(path, text);
+    scratch_put(path, text, "w");
 }
 
 static void test_below_the_size_nothing_happens(void **state)
@@ -104,7 +112,7 @@ static void test_below_the_size_nothing_happens(void **state)
     struct scratch *s = *state;
     struct fake f = {s->log, 0, false};
     struct ck_err err = {0};
-    write_file(s->log, "2026-01-01T00:00:00.000000001Z stdout F short\n");
+    scratch_put(s->log, "2026-01-01T00:00:00.000000001Z stdout F short\n", "w");
     assert_int_equal(ck__log_rotate(s->log, 1000, 5, NOW, fake_reopen, &f, &err), 0);
     assert_int_equal(f.calls, 0);
     assert_int_equal(count_files(s), 0);
@@ -126,7 +134,7 @@ static void test_rotation_tidies_compresses_and_reopens(void **state)
     named(s, "0.log.20260101-000030", "2026-01-01T00:00:30.000000000Z stdout F thirty\n");
     named(s, "0.log.20260101-000030.gz.tmp", "half");
     named(s, "0.log.20260101-000040", "2026-01-01T00:00:40.000000000Z stdout F forty\n");
-    write_file(s->log, "2026-01-01T00:00:50.000000000Z stdout F the current one\n");
+    scratch_put(s->log, "2026-01-01T00:00:50.000000000Z stdout F the current one\n", "w");
     /* MaxFiles 4: 2 rotated kept, the one being rotated, the new log */
     assert_int_equal(ck__log_rotate(s->log, 10, 4, NOW, fake_reopen, &f, &err), 1);
     assert_int_equal(f.calls, 1);
@@ -147,27 +155,9 @@ static void test_rotation_tidies_compresses_and_reopens(void **state)
     assert_int_equal(count_files(s), 3); /* with the log: MaxFiles */
 
     /* the reader: the gzipped files' lines, then the newest rotated one, then the log */
-    write_file(s->log, "2026-01-02T03:04:06.000000000Z stdout F after\n");
-    struct ck_log_options o = {.tail_lines = -1};
-    struct ck_log_reader *r = NULL;
-    assert_int_equal(ck_log_reader_open(s->log, s->exit, &o, &r), 0);
-    char out[512];
-    size_t len = 0;
-    ssize_t n;
-    while ((n = ck_log_reader_read(r, out + len, sizeof(out) - 1 - len)) > 0)
-        len += (size_t)n;
-    out[len] = 0;
-    ck_log_reader_free(r);
-    assert_string_equal(out, "thirty\nforty\nthe current one\nafter\n");
-    /* tail across them */
-    o.tail_lines = 3;
-    assert_int_equal(ck_log_reader_open(s->log, s->exit, &o, &r), 0);
-    len = 0;
-    while ((n = ck_log_reader_read(r, out + len, sizeof(out) - 1 - len)) > 0)
-        len += (size_t)n;
-    out[len] = 0;
-    ck_log_reader_free(r);
-    assert_string_equal(out, "forty\nthe current one\nafter\n");
+    scratch_put(s->log, "2026-01-02T03:04:06.000000000Z stdout F after\n", "w");
+    assert_string_equal(read_log(s, -1), "thirty\nforty\nthe current one\nafter\n");
+    assert_string_equal(read_log(s, 3), "forty\nthe current one\nafter\n"); /* across them */
 }
 
 static void test_a_compression_half_done_is_read_once(void **state)
@@ -181,18 +171,8 @@ static void test_a_compression_half_done_is_read_once(void **state)
     assert_non_null(g);
     gzputs(g, "2026-01-01T00:00:10.000000000Z stdout F ten\n");
     gzclose(g);
-    write_file(s->log, "2026-01-01T00:00:11.000000000Z stdout F eleven\n");
-    struct ck_log_options o = {.tail_lines = -1};
-    struct ck_log_reader *r = NULL;
-    assert_int_equal(ck_log_reader_open(s->log, s->exit, &o, &r), 0);
-    char out[256];
-    size_t len = 0;
-    ssize_t n;
-    while ((n = ck_log_reader_read(r, out + len, sizeof(out) - 1 - len)) > 0)
-        len += (size_t)n;
-    out[len] = 0;
-    ck_log_reader_free(r);
-    assert_string_equal(out, "ten\neleven\n");
+    scratch_put(s->log, "2026-01-01T00:00:11.000000000Z stdout F eleven\n", "w");
+    assert_string_equal(read_log(s, -1), "ten\neleven\n");
 }
 
 static void test_max_files_two_keeps_only_the_newest_rotated(void **state)
@@ -201,14 +181,14 @@ static void test_max_files_two_keeps_only_the_newest_rotated(void **state)
     struct fake f = {s->log, 0, false};
     struct ck_err err = {0};
     named(s, "0.log.20260101-000010", "old\n");
-    write_file(s->log, "0123456789");
+    scratch_put(s->log, "0123456789", "w");
     assert_int_equal(ck__log_rotate(s->log, 10, 2, NOW, fake_reopen, &f, &err), 1);
     assert_false(exists(s, "0.log.20260101-000010"));
     assert_false(exists(s, "0.log.20260101-000010.gz"));
     assert_true(exists(s, "0.log.20260102-030405"));
     assert_int_equal(count_files(s), 1);
     /* within the same second: the name is taken (also once compressed), nothing moves */
-    write_file(s->log, "0123456789");
+    scratch_put(s->log, "0123456789", "w");
     assert_int_equal(ck__log_rotate(s->log, 10, 3, NOW, fake_reopen, &f, &err), 0);
     assert_int_equal(f.calls, 1);
     assert_true(exists(s, "0.log"));
@@ -216,7 +196,7 @@ static void test_max_files_two_keeps_only_the_newest_rotated(void **state)
     assert_int_equal(ck__log_rotate(s->log, 10, 3, NOW + 1, fake_reopen, &f, &err), 1);
     assert_true(exists(s, "0.log.20260102-030405.gz"));
     assert_true(exists(s, "0.log.20260102-030406"));
-    write_file(s->log, "0123456789");
+    scratch_put(s->log, "0123456789", "w");
     assert_int_equal(ck__log_rotate(s->log, 10, 3, NOW, fake_reopen, &f, &err), 0);
     assert_int_equal(f.calls, 2);
     assert_true(exists(s, "0.log.20260102-030405.gz"));
@@ -227,7 +207,7 @@ static void test_a_failed_reopen_puts_the_log_back(void **state)
     struct scratch *s = *state;
     struct fake f = {s->log, 0, true};
     struct ck_err err = {0};
-    write_file(s->log, "2026-01-01T00:00:00.000000001Z stdout F keep me\n");
+    scratch_put(s->log, "2026-01-01T00:00:00.000000001Z stdout F keep me\n", "w");
     int r = ck__log_rotate(s->log, 10, 5, NOW, fake_reopen, &f, &err);
     assert_int_equal(r, CK_EIO);
     assert_non_null(strstr(err.msg, "failed to reopen container log"));
@@ -267,17 +247,17 @@ static void test_in_use(void **state)
     assert_false(ck__log_file_in_use(names[4], names, 5));
 }
 
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_below_the_size_nothing_happens, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_rotation_tidies_compresses_and_reopens, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_a_compression_half_done_is_read_once, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_max_files_two_keeps_only_the_newest_rotated, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_a_failed_reopen_puts_the_log_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_a_missing_log_is_reopened_first, setup, teardown),
+        T(test_below_the_size_nothing_happens),
+        T(test_rotation_tidies_compresses_and_reopens),
+        T(test_a_compression_half_done_is_read_once),
+        T(test_max_files_two_keeps_only_the_newest_rotated),
+        T(test_a_failed_reopen_puts_the_log_back),
+        T(test_a_missing_log_is_reopened_first),
         cmocka_unit_test(test_in_use),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

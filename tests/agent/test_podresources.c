@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "../../lib/agent/internal.h"
+#include "ckube/internal/util.h"
 #include "scratch.h"
 
 #define MI (1024LL * 1024)
@@ -29,142 +30,74 @@ static json_t *pod_of(const char *spec_json)
     return json_pack("{s:o}", "spec", spec);
 }
 
-static struct ck__pod_resources config_of(const char *spec_json, const char **ret_qos)
-{
-    json_t *pod = pod_of(spec_json);
-    struct ck__pod_resources r;
-    ck__pod_resource_config(pod, &r);
-    static char qos[32];
-    snprintf(qos, sizeof(qos), "%s", ck__pod_qos(pod));
-    *ret_qos = qos;
-    json_decref(pod);
-    return r;
-}
+/* One pod's spec and the QoS class and pod cgroup resources the kubelet gives it. */
+struct config_case {
+    const char *what, *spec, *qos;
+    uint64_t shares;
+    bool has_quota;
+    int64_t quota;
+    bool has_memory;
+    int64_t memory;
+};
 
-static void test_best_effort_gets_two_shares_and_nothing_else(void **state)
+#define LIMITS(name, cpu, mem)                                                                     \
+    "{\"name\": \"" name "\", \"resources\": {\"limits\": {\"cpu\": \"" cpu                        \
+    "\", \"memory\": \"" mem "\"}}}"
+
+static const struct config_case config_cases[] = {
+    {"BestEffort: two shares and nothing else", "{\"containers\": [{\"name\": \"a\"}]}",
+     "BestEffort", 2, false, 0, false, 0},
+    {"Guaranteed: the containers' limits summed (requests defaulted to them)",
+     "{\"containers\": [" LIMITS("a", "250m", "64Mi") "," LIMITS("b", "500m", "128Mi") "]}",
+     "Guaranteed", 768, true, 75000, true, 192 * MI},
+    {"Burstable, one container without limits: the shares alone",
+     "{\"containers\": [" LIMITS("a", "1", "64Mi") ", {\"name\": \"b\", \"resources\": "
+                                                   "{\"requests\": {\"cpu\": \"100m\"}}}]}",
+     "Burstable", 1126, false, 0, false, 0},
+    {"Burstable, every container limits cpu, one memory: the quota, no memory limit",
+     "{\"containers\": [{\"name\": \"a\", \"resources\": {\"requests\": {\"cpu\": \"100m\"}, "
+     "\"limits\": {\"cpu\": \"1\", \"memory\": \"64Mi\"}}}, {\"name\": \"b\", \"resources\": "
+     "{\"limits\": {\"cpu\": \"5m\"}}}]}",
+     "Burstable", 107, true, 100500, false, 0},
+    {"a larger init container: its limits",
+     "{\"initContainers\": [" LIMITS("i", "2", "1Gi") "], \"containers\": [" LIMITS("a", "500m",
+                                                                                    "256Mi") "]}",
+     "Guaranteed", 2048, true, 200000, true, 1024 * MI},
+    {"smaller init containers: the containers' sum",
+     "{\"initContainers\": [" LIMITS("i", "100m", "8Mi") "], \"containers\": [" LIMITS(
+         "a", "300m", "16Mi") "," LIMITS("b", "300m", "16Mi") "]}",
+     "Guaranteed", 614, true, 60000, true, 32 * MI},
+    {"a sidecar counts with the containers and the init containers after it",
+     "{\"initContainers\": [{\"name\": \"s\", \"restartPolicy\": \"Always\", \"resources\": "
+     "{\"limits\": {\"cpu\": \"100m\", \"memory\": \"64Mi\"}}}," LIMITS(
+         "i", "1", "128Mi") "], \"containers\": [" LIMITS("a", "200m", "64Mi") "]}",
+     "Guaranteed", 1126, true, 110000, true, 192 * MI},
+    {"the overhead added",
+     "{\"overhead\": {\"cpu\": \"100m\", \"memory\": \"10Mi\"}, \"containers\": [" LIMITS(
+         "a", "1", "100Mi") "]}",
+     "Guaranteed", 1126, true, 110000, true, 110 * MI},
+    {"the minimums: 2 shares, a 1 ms quota", "{\"containers\": [" LIMITS("a", "1m", "1Mi") "]}",
+     "Guaranteed", 2, true, 1000, true, MI},
+};
+
+static void test_pod_resource_config(void **state)
 {
     (void)state;
-    const char *qos;
-    struct ck__pod_resources r = config_of("{\"containers\": [{\"name\": \"a\"}]}", &qos);
-    assert_string_equal(qos, "BestEffort");
-    assert_int_equal(r.cpu_shares, 2);
-    assert_false(r.has_cpu_quota);
-    assert_false(r.has_memory);
-}
-
-static void test_guaranteed_sums_the_containers_limits(void **state)
-{
-    (void)state;
-    const char *qos;
-    /* limits only: the requests default to them */
-    struct ck__pod_resources r = config_of(
-        "{\"containers\": ["
-        "{\"name\": \"a\", \"resources\": {\"limits\": {\"cpu\": \"250m\", \"memory\": \"64Mi\"}}},"
-        "{\"name\": \"b\", \"resources\": {\"limits\": {\"cpu\": \"500m\", \"memory\": \"128Mi\"}}}"
-        "]}",
-        &qos);
-    assert_string_equal(qos, "Guaranteed");
-    assert_int_equal(r.cpu_shares, 768); /* 750m * 1024 / 1000 */
-    assert_true(r.has_cpu_quota);
-    assert_int_equal(r.cpu_quota, 75000);
-    assert_int_equal(r.cpu_period, 100000);
-    assert_true(r.has_memory);
-    assert_int_equal(r.memory, 192 * MI);
-}
-
-static void test_burstable_limits_only_when_every_container_declares_them(void **state)
-{
-    (void)state;
-    const char *qos;
-    struct ck__pod_resources r = config_of(
-        "{\"containers\": ["
-        "{\"name\": \"a\", \"resources\": {\"limits\": {\"cpu\": \"1\", \"memory\": \"64Mi\"}}},"
-        "{\"name\": \"b\", \"resources\": {\"requests\": {\"cpu\": \"100m\"}}}"
-        "]}",
-        &qos);
-    assert_string_equal(qos, "Burstable");
-    assert_int_equal(r.cpu_shares, 1126); /* (1000 + 100) * 1024 / 1000 */
-    assert_false(r.has_cpu_quota);
-    assert_false(r.has_memory);
-    /* every container limits cpu, one memory: the quota, no memory limit */
-    r = config_of("{\"containers\": ["
-                  "{\"name\": \"a\", \"resources\": {\"requests\": {\"cpu\": \"100m\"}, "
-                  "\"limits\": {\"cpu\": \"1\", \"memory\": \"64Mi\"}}},"
-                  "{\"name\": \"b\", \"resources\": {\"limits\": {\"cpu\": \"5m\"}}}"
-                  "]}",
-                  &qos);
-    assert_string_equal(qos, "Burstable");
-    assert_int_equal(r.cpu_shares, 107); /* 105m */
-    assert_true(r.has_cpu_quota);
-    assert_int_equal(r.cpu_quota, 100500);
-    assert_false(r.has_memory);
-}
-
-static void test_init_containers_max_against_the_sum(void **state)
-{
-    (void)state;
-    const char *qos;
-    struct ck__pod_resources r = config_of(
-        "{\"initContainers\": ["
-        "{\"name\": \"i\", \"resources\": {\"limits\": {\"cpu\": \"2\", \"memory\": \"1Gi\"}}}],"
-        "\"containers\": ["
-        "{\"name\": \"a\", \"resources\": {\"limits\": {\"cpu\": \"500m\", \"memory\": \"256Mi\"}}}"
-        "]}",
-        &qos);
-    assert_string_equal(qos, "Guaranteed");
-    assert_int_equal(r.cpu_shares, 2048);
-    assert_int_equal(r.cpu_quota, 200000);
-    assert_int_equal(r.memory, 1024 * MI);
-    /* smaller init containers: the containers' sum */
-    r = config_of(
-        "{\"initContainers\": ["
-        "{\"name\": \"i\", \"resources\": {\"limits\": {\"cpu\": \"100m\", \"memory\": \"8Mi\"}}}],"
-        "\"containers\": ["
-        "{\"name\": \"a\", \"resources\": {\"limits\": {\"cpu\": \"300m\", \"memory\": \"16Mi\"}}},"
-        "{\"name\": \"b\", \"resources\": {\"limits\": {\"cpu\": \"300m\", \"memory\": \"16Mi\"}}}"
-        "]}",
-        &qos);
-    assert_int_equal(r.cpu_quota, 60000);
-    assert_int_equal(r.memory, 32 * MI);
-}
-
-static void test_sidecars_count_with_the_containers_and_later_inits(void **state)
-{
-    (void)state;
-    const char *qos;
-    struct ck__pod_resources r = config_of(
-        "{\"initContainers\": ["
-        "{\"name\": \"s\", \"restartPolicy\": \"Always\", "
-        "\"resources\": {\"limits\": {\"cpu\": \"100m\", \"memory\": \"64Mi\"}}},"
-        "{\"name\": \"i\", \"resources\": {\"limits\": {\"cpu\": \"1\", \"memory\": \"128Mi\"}}}],"
-        "\"containers\": ["
-        "{\"name\": \"a\", \"resources\": {\"limits\": {\"cpu\": \"200m\", \"memory\": \"64Mi\"}}}"
-        "]}",
-        &qos);
-    /* cpu: max(200 + 100, 1000 + 100); memory: max(64 + 64, 128 + 64) */
-    assert_int_equal(r.cpu_shares, 1126);
-    assert_int_equal(r.cpu_quota, 110000);
-    assert_int_equal(r.memory, 192 * MI);
-}
-
-static void test_overhead_and_minimums(void **state)
-{
-    (void)state;
-    const char *qos;
-    struct ck__pod_resources r = config_of(
-        "{\"overhead\": {\"cpu\": \"100m\", \"memory\": \"10Mi\"}, \"containers\": ["
-        "{\"name\": \"a\", \"resources\": {\"limits\": {\"cpu\": \"1\", \"memory\": \"100Mi\"}}}"
-        "]}",
-        &qos);
-    assert_int_equal(r.cpu_shares, 1126);
-    assert_int_equal(r.cpu_quota, 110000);
-    assert_int_equal(r.memory, 110 * MI);
-    r = config_of("{\"containers\": [{\"name\": \"a\", \"resources\": "
-                  "{\"limits\": {\"cpu\": \"1m\", \"memory\": \"1Mi\"}}}]}",
-                  &qos);
-    assert_int_equal(r.cpu_shares, 2);   /* 1m: below the kernel's minimum */
-    assert_int_equal(r.cpu_quota, 1000); /* at least 1 ms */
-    assert_int_equal(r.memory, 1048576);
+    for (size_t i = 0; i < sizeof(config_cases) / sizeof(config_cases[0]); i++) {
+        const struct config_case *c = &config_cases[i];
+        json_t *pod = pod_of(c->spec);
+        struct ck__pod_resources r;
+        ck__pod_resource_config(pod, &r);
+        const char *qos = ck__pod_qos(pod);
+        if (strcmp(qos, c->qos) != 0 || r.cpu_shares != c->shares ||
+            r.has_cpu_quota != c->has_quota || r.cpu_quota != c->quota ||
+            (c->has_quota && r.cpu_period != 100000) || r.has_memory != c->has_memory ||
+            r.memory != c->memory)
+            fail_msg("%s: got %s, shares %llu, quota %d %lld/%llu, memory %d %lld", c->what, qos,
+                     (unsigned long long)r.cpu_shares, r.has_cpu_quota, (long long)r.cpu_quota,
+                     (unsigned long long)r.cpu_period, r.has_memory, (long long)r.memory);
+        json_decref(pod);
+    }
 }
 
 static void test_the_status_qos_class_wins(void **state)
@@ -218,44 +151,49 @@ static void test_memory_emptydir_size(void **state)
 static const char *read_value(const char *dir, const char *file)
 {
     static char text[128];
-    char path[PATH_MAX];
+    char path[PATH_MAX], *got = NULL;
+    size_t len = 0;
     snprintf(path, sizeof(path), "%s/%s", dir, file);
-    text[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (f) {
-        size_t n = fread(text, 1, sizeof(text) - 1, f);
-        text[n] = 0;
-        fclose(f);
-    }
+    snprintf(text, sizeof(text), "%s", ck__read_file(path, 100, &got, &len) == 0 ? got : "");
+    free(got);
     return text;
 }
 
-static void write_mounts(const char *path, const char *text)
+/* A scratch directory (into dir) and the cgroup mounts of table, each @ in it that directory. */
+static void scratch_mounts(char *dir, size_t size, const char *table, struct ck__cgroup_mounts *ret)
 {
+    char path[128], text[1024];
+    assert_int_equal(scratch_make_dir(dir, size, "podcgroup"), 0);
+    snprintf(path, sizeof(path), "%s/mounts", dir);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
+    size_t n = 0;
+    for (const char *t = table; *t && n + strlen(dir) + 2 < sizeof(text); t++) {
+        if (*t == '@')
+            n += (size_t)snprintf(text + n, sizeof(text) - n, "%s", dir);
+        else
+            text[n++] = *t;
+    }
+    text[n] = 0;
     fputs(text, f);
     fclose(f);
+    assert_int_equal(ck__cgroup_mounts_read(path, ret), 0);
 }
 
 static void test_pod_cgroup_v1(void **state)
 {
     (void)state;
-    char dir[64], mounts[128], table[1024], path[PATH_MAX + 64];
-    assert_int_equal(scratch_make_dir(dir, sizeof(dir), "podcgroup"), 0);
-    snprintf(mounts, sizeof(mounts), "%s/mounts", dir);
-    /* the shortest mount point of each controller wins; other types are ignored */
-    snprintf(table, sizeof(table),
-             "proc /proc proc rw 0 0\n"
-             "cgroup %s/cpu,cpuacct cgroup rw,nosuid,cpu,cpuacct 0 0\n"
-             "cgroup %s/a/longer/cpu cgroup rw,cpu 0 0\n"
-             "cgroup %s/cpuset cgroup rw,cpuset 0 0\n"
-             "cgroup %s/memory cgroup rw,memory 0 0\n"
-             "cgroup2 %s/unified cgroup2 rw 0 0\n",
-             dir, dir, dir, dir, dir);
-    write_mounts(mounts, table);
+    char dir[64], path[PATH_MAX + 64];
     struct ck__cgroup_mounts m;
-    assert_int_equal(ck__cgroup_mounts_read(mounts, &m), 0);
+    /* the shortest mount point of each controller wins; other types are ignored */
+    scratch_mounts(dir, sizeof(dir),
+                   "proc /proc proc rw 0 0\n"
+                   "cgroup @/cpu,cpuacct cgroup rw,nosuid,cpu,cpuacct 0 0\n"
+                   "cgroup @/a/longer/cpu cgroup rw,cpu 0 0\n"
+                   "cgroup @/cpuset cgroup rw,cpuset 0 0\n"
+                   "cgroup @/memory cgroup rw,memory 0 0\n"
+                   "cgroup2 @/unified cgroup2 rw 0 0\n",
+                   &m);
     assert_false(m.v2);
     snprintf(path, sizeof(path), "%s/cpu,cpuacct", dir);
     assert_string_equal(m.cpu, path);
@@ -295,13 +233,9 @@ static void test_pod_cgroup_v1(void **state)
 static void test_pod_cgroup_v2(void **state)
 {
     (void)state;
-    char dir[64], mounts[128], table[512], path[PATH_MAX + 64];
-    assert_int_equal(scratch_make_dir(dir, sizeof(dir), "podcgroup"), 0);
-    snprintf(mounts, sizeof(mounts), "%s/mounts", dir);
-    snprintf(table, sizeof(table), "cgroup2 %s/cg cgroup2 rw,nsdelegate 0 0\n", dir);
-    write_mounts(mounts, table);
+    char dir[64], path[PATH_MAX + 64];
     struct ck__cgroup_mounts m;
-    assert_int_equal(ck__cgroup_mounts_read(mounts, &m), 0);
+    scratch_mounts(dir, sizeof(dir), "cgroup2 @/cg cgroup2 rw,nsdelegate 0 0\n", &m);
     assert_true(m.v2);
     mkdir(m.unified, 0755);
     struct ck__pod_resources res = {512, true, 50000, 100000, true, 80 * MI};
@@ -331,12 +265,7 @@ static void test_pod_cgroup_v2(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_best_effort_gets_two_shares_and_nothing_else),
-        cmocka_unit_test(test_guaranteed_sums_the_containers_limits),
-        cmocka_unit_test(test_burstable_limits_only_when_every_container_declares_them),
-        cmocka_unit_test(test_init_containers_max_against_the_sum),
-        cmocka_unit_test(test_sidecars_count_with_the_containers_and_later_inits),
-        cmocka_unit_test(test_overhead_and_minimums),
+        cmocka_unit_test(test_pod_resource_config),
         cmocka_unit_test(test_the_status_qos_class_wins),
         cmocka_unit_test(test_memory_emptydir_size),
         cmocka_unit_test(test_pod_cgroup_v1),

@@ -199,16 +199,7 @@ if [ "${1:-}" = "--inside" ]; then
     k delete pod limited burst --wait=false >/dev/null
 
     k delete pod chatty --wait=false >/dev/null
-    poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
-    poll "no container left in containerd" sh -c \
-        "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
-    if [ "$failures" -ne 0 ]; then
-        echo "--- agent log ---"
-        tail -n 40 "$work/agent.err"
-        echo "--- containerd log ---"
-        tail -n 20 "$cri_dir/containerd.log"
-    fi
-    finish
+    cri_e2e_finish
 fi
 
 cri_e2e_outside "$@"
