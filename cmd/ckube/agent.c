@@ -10,7 +10,8 @@
  *               [--image-service-endpoint URL] [--cni-conf-dir /etc/cni/net.d]
  *               [--cni-bin-dir /usr/lib/cni] [--pod-cidr CIDR] [--cgroup-root /]
  *               [--cluster-dns 10.96.0.10] [--cluster-domain cluster.local]
- *               [--resolv-conf /etc/resolv.conf]
+ *               [--resolv-conf /etc/resolv.conf] [--container-log-max-size 10Mi]
+ *               [--container-log-max-files 5] [--container-log-monitor-interval 10s]
  *
  * Reads a KubeletConfiguration-style file (--config), then the flags on top (flags win
  * per setting; feature gates merge as kubelet's: the file's map, then --feature-gates),
@@ -56,6 +57,8 @@ static const char usage[] =
     "      --container-log-max-size Q   rotate a container's log past this size (default 10Mi)\n"
     "      --container-log-max-files N  log files kept per container, current one included\n"
     "                             (default 5, at least 2)\n"
+    "      --container-log-monitor-interval D  how often the CRI runtime's container logs\n"
+    "                             are looked at for rotation (default 10s, at least 3s)\n"
     "      --no-cgroups           limits as rlimits even with a delegated cgroup v2\n"
     "      --tls-cert-file FILE   the HTTPS serving certificate of logs and exec (default:\n"
     "                             one the agent signs itself into ROOT-DIR/pki)\n"
@@ -143,7 +146,7 @@ static bool parse_bytes(const char *s, int64_t *ret)
 
 /* What the flags set, which the file does not override. */
 struct flags_set {
-    bool max_pods, log_max_size, log_max_files;
+    bool max_pods, log_max_size, log_max_files, log_monitor_interval;
     bool runtime_endpoint, image_endpoint, pod_cidr, cgroup_root;
     bool cluster_dns, cluster_domain, resolv_conf, sync_frequency;
     bool image_gc_high, image_gc_low, image_min_age;
@@ -242,6 +245,17 @@ static int read_config(const char *path, struct ck_agent_config *config,
     json_t *lmf = json_object_get(root, "containerLogMaxFiles");
     if (lmf && !set->log_max_files)
         config->container_log_max_files = (int)json_integer_value(lmf);
+    const char *lmi = json_string_value(json_object_get(root, "containerLogMonitorInterval"));
+    if (lmi && !set->log_monitor_interval &&
+        (!ck_cmd_parse_duration(lmi, &config->container_log_monitor_interval) ||
+         config->container_log_monitor_interval < 3 * CK_SEC)) {
+        fprintf(stderr,
+                "error: --config %s: invalid configuration: containerLogMonitorInterval must be "
+                "a positive time duration greater than or equal to 3s\n",
+                path);
+        json_decref(root);
+        return 2;
+    }
     json_t *igh = json_object_get(root, "imageGCHighThresholdPercent");
     json_t *igl = json_object_get(root, "imageGCLowThresholdPercent");
     const char *ima = json_string_value(json_object_get(root, "imageMinimumGCAge"));
@@ -391,7 +405,8 @@ int ck_cmd_agent(int argc, char **argv)
         O_GC_MAX,
         O_IMAGE_GC_HIGH,
         O_IMAGE_GC_LOW,
-        O_IMAGE_MIN_AGE
+        O_IMAGE_MIN_AGE,
+        O_LOG_MONITOR_INTERVAL
     };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
@@ -403,6 +418,7 @@ int ck_cmd_agent(int argc, char **argv)
         {"port", required_argument, NULL, O_PORT},
         {"container-log-max-size", required_argument, NULL, O_LOG_MAX_SIZE},
         {"container-log-max-files", required_argument, NULL, O_LOG_MAX_FILES},
+        {"container-log-monitor-interval", required_argument, NULL, O_LOG_MONITOR_INTERVAL},
         {"no-cgroups", no_argument, NULL, O_NO_CGROUPS},
         {"tls-cert-file", required_argument, NULL, O_TLS_CERT},
         {"tls-private-key-file", required_argument, NULL, O_TLS_KEY},
@@ -487,6 +503,14 @@ int ck_cmd_agent(int argc, char **argv)
             if (!*optarg || *end || config.container_log_max_files < 2)
                 return usage_error("invalid value for --container-log-max-files", optarg);
             set.log_max_files = true;
+            break;
+        case O_LOG_MONITOR_INTERVAL:
+            if (!ck_cmd_parse_duration(optarg, &config.container_log_monitor_interval) ||
+                config.container_log_monitor_interval < 3 * CK_SEC)
+                return usage_error("invalid value for --container-log-monitor-interval "
+                                   "(a duration of at least 3s)",
+                                   optarg);
+            set.log_monitor_interval = true;
             break;
         case O_NO_CGROUPS:
             config.no_cgroups = true;

@@ -252,9 +252,12 @@ struct ck_agent_config {
     const char *client_ca_file;     /* client certificates must chain to it; NULL: no check */
     int64_t container_log_max_size; /* containerLogMaxSize; 0: 10Mi; <0: no rotation */
     int container_log_max_files;    /* containerLogMaxFiles; 0: 5 (at least 2) */
-    const json_t *eviction_hard;    /* evictionHard {signal: "100Mi" | "10%"}; NULL:
-                                       the kubelet's defaults; borrowed */
-    bool no_cgroups;                /* use rlimits even with a delegated cgroup */
+    /* CRI: how often running containers' logs are looked at for rotation
+       (containerLogMonitorInterval); 0: 10 s; at least 3 s */
+    int64_t container_log_monitor_interval;
+    const json_t *eviction_hard; /* evictionHard {signal: "100Mi" | "10%"}; NULL:
+                                    the kubelet's defaults; borrowed */
+    bool no_cgroups;             /* use rlimits even with a delegated cgroup */
     /* the container runtime (--container-runtime): containers through a CRI runtime */
     enum ck_agent_runtime { CK_AGENT_RUNTIME_CRI = 0, CK_AGENT_RUNTIME_PROCESS = 1 } runtime;
     /* CRI: the runtime's and the image service's endpoints ("unix:///path"); NULL: the

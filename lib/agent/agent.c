@@ -109,6 +109,9 @@ struct ck_agent {
     struct ck_list_watch lw;
     struct ck_informer *pods_inf;
     struct ck_lister pod_lister;
+    /* every Service, for pods' service link variables (kubelet's serviceLister) */
+    struct ck_informer *svc_inf;
+    struct ck_lister svc_lister;
     json_t *lease;
     struct MHD_Daemon *log_server;
     char cgroup[PATH_MAX]; /* the delegated cgroup v2, or "": rlimits */
@@ -132,6 +135,8 @@ struct ck_agent {
     int64_t dirs_at; /* when pods' directories are looked over next */
     pthread_t supervisor, renewer, gc;
     bool threads_running, gc_running;
+    pthread_t logrotate; /* the CRI runtime's container log rotation */
+    bool logrotate_running;
     pthread_mutex_t stop_lock;
     pthread_cond_t stop_cond;
     bool stopping;
@@ -698,10 +703,37 @@ static int token_cb(void *arg, const char *sa, const json_t *request, json_t **r
 }
 
 /*
- * The container's environment: envFrom and ConfigMap/Secret references (podconfig.c),
- * then values and fieldRefs. NULL when a reference fails and reterr is given (the error
- * in it); without reterr such references are left out. The process runtime adds PATH
- * and HOSTNAME (ck__process_env); a CRI runtime takes PATH from the image.
+ * The service link variables first (kubelet's getServiceEnvVarMap): the master Service's
+ * always, the pod's namespace's unless enableServiceLinks is false; from the Services'
+ * informer, so nothing is asked of the API server per container.
+ */
+static void service_links(struct ck_agent *a, const struct pod_run *p, struct ck__env *env)
+{
+    const json_t *links = json_object_get(json_object_get(p->pod, "spec"), "enableServiceLinks");
+    bool enable = !json_is_false(links); /* the API's default: true */
+    struct ck_obj_list master = {0}, own = {0};
+    struct ck_err err = {0};
+    ck_lister_list(&a->svc_lister, "default", NULL, &master, &err);
+    if (enable && strcmp(p->ns, "default") != 0)
+        ck_lister_list(&a->svc_lister, p->ns, NULL, &own, &err);
+    const json_t **all = calloc(master.n + own.n + 1, sizeof(*all));
+    for (size_t i = 0; all && i < master.n; i++)
+        all[i] = master.items[i];
+    for (size_t i = 0; all && i < own.n; i++)
+        all[master.n + i] = own.items[i];
+    if (all)
+        ck__service_links_env(all, master.n + own.n, p->ns, enable, env);
+    free(all);
+    ck_obj_list_release(&master);
+    ck_obj_list_release(&own);
+}
+
+/*
+ * The container's environment: the service links, envFrom and ConfigMap/Secret
+ * references (podconfig.c), then values ($(VAR)-expanded) and fieldRefs. NULL when a reference
+ * fails and reterr is given (the error in it); without reterr such references are left out. The
+ * process runtime adds PATH and HOSTNAME (ck__process_env); a CRI runtime takes PATH from the
+ * image.
  */
 static char **container_env(struct ck_agent *a, const struct pod_run *p, const json_t *spec_c,
                             struct ck_err *reterr)
@@ -710,14 +742,7 @@ static char **container_env(struct ck_agent *a, const struct pod_run *p, const j
     struct ref_ctx ctx = {a, p, NULL};
     struct ck__pod_refs refs = {&a->ctl, p->ns, field_ref_cb, warn_cb, &ctx, NULL};
     struct ck_err err = {0};
-    /* the kubernetes Service's variables first, as the kubelet's master service's */
-    const struct ck_resource *svc_res = ck_controller_resource("", "v1", "services");
-    json_t *master = NULL;
-    if (svc_res && ck_ctl_get(&a->ctl, svc_res, "default", "kubernetes", &master, &err) == 0)
-        ck__service_env(master, &env);
-    json_decref(master);
-    ck_err_release(&err);
-    memset(&err, 0, sizeof(err));
+    service_links(a, p, &env);
     if (ck__env_from_refs(&refs, spec_c, &env, &err) < 0 && reterr) {
         *reterr = err;
         ck__env_free(&env);
@@ -738,6 +763,8 @@ static char **container_env(struct ck_agent *a, const struct pod_run *p, const j
             json_string_value(json_object_get(json_object_get(from, "fieldRef"), "fieldPath"));
         if (fp)
             value = owned = field_ref(a, p->pod, fp);
+        else if (value && *value) /* $(VAR): the variables so far, then the services' */
+            value = owned = ck__expand_vars(value, env.v);
         ck__env_add(&env, name, value ? value : "");
         free(owned);
     }
@@ -1302,7 +1329,8 @@ static bool setup_volumes(struct ck_agent *a, struct pod_run *p, bool resync)
             snprintf(path, sizeof(path), "%s/volumes/%s", p->dir, name) >= (int)sizeof(path) ||
             (resync && json_object_get(vol, "hostPath")))
             continue;
-        if (ck__volume_write(&refs, vol, path, &err) < 0) {
+        if (ck__emptydir_setup(p->pod, vol, path, 0, &err) < 0 ||
+            ck__volume_write(&refs, vol, path, &err) < 0) {
             char msg[700];
             snprintf(msg, sizeof(msg), "MountVolume.SetUp failed for volume \"%s\" : %s", name,
                      err.msg);
@@ -1493,6 +1521,7 @@ static void remove_uid_dir(const struct ck_agent *a, const char *uid)
     if (!uid[0] || strchr(uid, '/') || strcmp(uid, ".") == 0 || strcmp(uid, "..") == 0 ||
         snprintf(dir, sizeof(dir), "%s/pods/%s", a->root_dir, uid) >= (int)sizeof(dir))
         return;
+    ck__emptydir_unmount_all(dir); /* memory-backed emptyDirs: theirs go with them */
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
@@ -1754,6 +1783,19 @@ static void *gc_main(void *arg)
     return NULL;
 }
 
+/*
+ * kubelet's container log manager: a rotation pass over the runtime's running containers
+ * every containerLogMonitorInterval (logrotate.c).
+ */
+static void *logrotate_main(void *arg)
+{
+    struct ck_agent *a = arg;
+    while (!wait_stop(a, a->config.container_log_monitor_interval))
+        a->rt->ops->rotate_logs(a->rt, a->config.container_log_max_size,
+                                a->config.container_log_max_files);
+    return NULL;
+}
+
 /* ---- the pods' list/watch, limited to this node ---- */
 
 static int lw_list(void *ctx, const struct ck_list_options *opts, json_t **ret_list,
@@ -1785,6 +1827,12 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
     if (config->container_log_max_files == 1 || config->container_log_max_files < 0)
         return ck_err_set(reterr, CK_EINVAL, "invalid containerLogMaxFiles %d, must be > 1",
                           config->container_log_max_files);
+    if (config->container_log_monitor_interval < 0 ||
+        (config->container_log_monitor_interval > 0 &&
+         config->container_log_monitor_interval < 3 * CK_SEC))
+        return ck_err_set(reterr, CK_EINVAL,
+                          "invalid configuration: containerLogMonitorInterval must be a positive "
+                          "time duration greater than or equal to 3s");
     struct ck_agent *a = calloc(1, sizeof(*a));
     if (!a)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
@@ -1806,6 +1854,8 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         a->config.container_log_max_size = 10 * 1024 * 1024; /* the kubelet's 10Mi */
     if (a->config.container_log_max_files == 0)
         a->config.container_log_max_files = 5;
+    if (a->config.container_log_monitor_interval == 0)
+        a->config.container_log_monitor_interval = 10 * CK_SEC; /* the kubelet's 10s */
 
     a->node_name = strdup(config->node_name);
     a->root_dir = realpath(config->root_dir, NULL);
@@ -1872,6 +1922,15 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
     if (r < 0)
         goto fail;
     ck_lister_init(&a->pod_lister, ck_informer_indexer(a->pods_inf));
+    struct ck_informer_options so = {.client = config->client,
+                                     .res = ck_controller_resource("", "v1", "services")};
+    if (!so.res) {
+        r = ck_err_set(reterr, CK_ENOENT, "no kind serves services");
+        goto fail;
+    }
+    if ((r = ck_informer_new(&so, &a->svc_inf, reterr)) < 0)
+        goto fail;
+    ck_lister_init(&a->svc_lister, ck_informer_indexer(a->svc_inf));
     struct ck_event_handler kicker = {on_pod_add, on_pod_update, on_pod_delete, a};
     if ((r = ck_informer_add_handler(a->pods_inf, &kicker, 0, reterr)) < 0)
         goto fail;
@@ -1907,7 +1966,11 @@ int ck_agent_run(struct ck_agent *a, struct ck_err *reterr)
     r = ck_informer_start(a->pods_inf, reterr);
     if (r < 0)
         return r;
-    if (!ck_informer_wait_for_sync(a->pods_inf, CK_TIME_NEVER))
+    /* the kubelet waits for the Services before it makes containers' env */
+    if ((r = ck_informer_start(a->svc_inf, reterr)) < 0)
+        return r;
+    if (!ck_informer_wait_for_sync(a->pods_inf, CK_TIME_NEVER) ||
+        !ck_informer_wait_for_sync(a->svc_inf, CK_TIME_NEVER))
         return ck_err_set(reterr, CK_ESHUTDOWN, "agent: stopped before syncing");
     if (pthread_create(&a->supervisor, NULL, supervisor_main, a) != 0)
         return ck_err_set(reterr, CK_ENOMEM, "cannot start the supervisor");
@@ -1923,6 +1986,17 @@ int ck_agent_run(struct ck_agent *a, struct ck_err *reterr)
     if (a->rt->ops->gc && a->config.container_gc_period > 0 &&
         !(a->gc_running = pthread_create(&a->gc, NULL, gc_main, a) == 0))
         CK_LOGW("Cannot start the container garbage collection: dead containers stay");
+    if (a->rt->ops->rotate_logs && a->config.container_log_max_size > 0) {
+        char size[32], files[16], period[32];
+        snprintf(size, sizeof(size), "%lld", (long long)a->config.container_log_max_size);
+        snprintf(files, sizeof(files), "%d", a->config.container_log_max_files);
+        snprintf(period, sizeof(period), "%gs",
+                 (double)a->config.container_log_monitor_interval / 1e9);
+        CK_LOGS(0, "Container log rotation", "maxSize", size, "maxFiles", files, "monitorPeriod",
+                period);
+        if (!(a->logrotate_running = pthread_create(&a->logrotate, NULL, logrotate_main, a) == 0))
+            CK_LOGW("Cannot start the container log rotation: logs grow without bound");
+    }
     return 0;
 }
 
@@ -1940,11 +2014,14 @@ struct ck_agent *ck_agent_free(struct ck_agent *a)
     }
     if (a->gc_running)
         pthread_join(a->gc, NULL);
+    if (a->logrotate_running)
+        pthread_join(a->logrotate, NULL);
     if (a->log_server)
         MHD_stop_daemon(a->log_server);
     free(a->log_server_context);
     ck__agent_tls_release(&a->tls);
     ck_informer_free(a->pods_inf);
+    ck_informer_free(a->svc_inf);
     ck_event_recorder_free(a->events);
     /* the containers keep running, as with the kubelet: a new agent finds them again */
     for (size_t i = 0; i < a->pods.n; i++)

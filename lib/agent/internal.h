@@ -4,6 +4,7 @@
 #ifndef CKUBE_AGENT_INTERNAL_H
 #define CKUBE_AGENT_INTERNAL_H
 
+#include <limits.h>
 #include <microhttpd.h>
 
 #include "ckube/agent.h"
@@ -173,6 +174,15 @@ void ck__env_free(struct ck__env *env);
  * case with '-' as '_'. Nothing for a headless Service. 0 or CK_ENOMEM.
  */
 int ck__service_env(const json_t *svc, struct ck__env *env);
+/*
+ * Adds the service link variables of a pod in namespace ns (kubelet's
+ * getServiceEnvVarMap): those of the master Service default/kubernetes always, and with
+ * enable_links (the pod's enableServiceLinks) those of every Service of ns; Services
+ * without a cluster IP give none; a name ns shares with the master Service is ns's.
+ * svcs[0..n) may hold Services of any namespace. 0 or CK_ENOMEM.
+ */
+int ck__service_links_env(const json_t *const *svcs, size_t n, const char *ns, bool enable_links,
+                          struct ck__env *env);
 
 /*
  * Writes a configMap, secret, downwardAPI or projected volume's files into dir (other
@@ -199,6 +209,28 @@ int ck__volume_write(const struct ck__pod_refs *refs, const json_t *vol, const c
  * logread.c reads them; process.c removes the excess.
  */
 char **ck__log_rotated_files(const char *path, bool with_tmp, size_t *ret_n);
+
+/* ---- container log rotation (logrotate.c) ---- */
+
+/* Reopens a container's log (CRI ReopenContainerLog): 0, or the error with reterr. */
+typedef int (*ck__log_reopen_fn)(void *arg, struct ck_err *reterr);
+/*
+ * One pass of the kubelet's log rotation over a running container's log at path: when it
+ * is missing, reopen is called; when it is at least max_size bytes (<0: never), the
+ * files path.* are tidied (a failed rotation's leftovers removed, the oldest removed down
+ * to max_files - 2, the others gzipped), path becomes path.<YYYYmmdd-HHMMSS> of now_s
+ * (UTC) and reopen is called, the rename undone when it fails. 1 rotated, 0 nothing to
+ * do, or a negative code with reterr.
+ */
+int ck__log_rotate(const char *path, int64_t max_size, int max_files, int64_t now_s,
+                   ck__log_reopen_fn reopen, void *arg, struct ck_err *reterr);
+/*
+ * Whether the rotated file name (among names[0..n), the files path.*) holds log lines
+ * still: not a .tmp, and not a file whose name.gz exists (the kubelet's isInUse).
+ */
+bool ck__log_file_in_use(const char *name, char *const *names, size_t n);
+/* A rotated log for reading: a .gz one decompressed into a temporary file. NULL: errno. */
+FILE *ck__log_open_rotated(const char *path);
 
 /* ---- image pull credentials (keyring.c) -------------------------------------------- */
 
@@ -424,6 +456,13 @@ struct ck__runtime_ops {
      */
     int (*exec_url)(struct ck__runtime *rt, const char *id, char *const *argv, bool want_stdin,
                     bool tty, char **ret_url, struct ck_err *reterr);
+    /*
+     * One pass of the container log rotation (kubelet's container log manager): the log
+     * of each running container of the runtime is handed to ck__log_rotate, the runtime
+     * reopening it (ReopenContainerLog). Called from the agent's log rotation thread.
+     * NULL: the runtime rotates its logs itself (the process runtime's shim).
+     */
+    void (*rotate_logs)(struct ck__runtime *rt, int64_t max_size, int max_files);
     void (*free)(struct ck__runtime *rt);
 };
 struct ck__runtime {
@@ -971,6 +1010,65 @@ int ck__termination_file(const char *path);
  * (or out of memory); else malloc'd.
  */
 char *ck__termination_message(const char *file, const char *log_path, const char *policy, int code);
+
+/* ---- a pod's resources (podresources.c) and memory-backed emptyDirs (emptydir.c) ---- */
+
+/* The pod's QoS class: status.qosClass, else computed (kubelet's GetPodQOS). Static. */
+const char *ck__pod_qos(const json_t *pod);
+
+/* A pod cgroup's resources (kubelet's ResourceConfig): what is not "has_" is left alone. */
+struct ck__pod_resources {
+    uint64_t cpu_shares; /* cgroup v1 cpu.shares (2 to 262144) */
+    bool has_cpu_quota;
+    int64_t cpu_quota;   /* us per cpu_period; 0 with has_cpu_quota: none (no cpu limit) */
+    uint64_t cpu_period; /* us */
+    bool has_memory;
+    int64_t memory; /* bytes; 0 with has_memory: none */
+};
+/*
+ * The resources of the pod's cgroup as the kubelet's ResourceConfigForPod computes them
+ * (cpu limits enforced, the 100 ms period, no memory QoS). podresources.c says how.
+ */
+void ck__pod_resource_config(const json_t *pod, struct ck__pod_resources *ret);
+
+/*
+ * Mounts a tmpfs at dir (made when missing) for the emptyDir volume vol of pod when its
+ * medium is Memory (else nothing: 0), unless one is mounted there already. Its size is
+ * the kubelet's (SizeMemoryBackedVolumes): node_memory, or the pod's memory limit when
+ * it has one below that, or the volume's sizeLimit when below that. 0, or the error
+ * (mount(2)'s: an agent that is not root cannot) with reterr.
+ */
+int ck__emptydir_setup(const json_t *pod, const json_t *vol, const char *dir, int64_t node_memory,
+                       struct ck_err *reterr);
+/* The tmpfs size in bytes ck__emptydir_setup gives vol of pod on a node of node_memory. */
+int64_t ck__emptydir_memory_size(const json_t *pod, const json_t *vol, int64_t node_memory);
+/*
+ * Unmounts the tmpfs volumes of the pod directory pod_dir (pod_dir/volumes/<name> that
+ * are mount points of a tmpfs), before the directory is removed. How many were unmounted.
+ */
+int ck__emptydir_unmount_all(const char *pod_dir);
+
+/* ---- the pod cgroup (podcgroup.c) ---- */
+
+/* Where the cgroup controllers the pod cgroup needs are mounted. */
+struct ck__cgroup_mounts {
+    bool v2;                /* the unified hierarchy alone */
+    char unified[PATH_MAX]; /* v2: its mount point */
+    char cpu[PATH_MAX];     /* v1: the cpu controller's (shortest) mount point */
+    char memory[PATH_MAX];  /* v1: the memory controller's */
+};
+/*
+ * Reads them from the mount table mounts (NULL: /proc/self/mounts; a test's table is v2
+ * when it mounts no v1 cpu or memory controller). 0 or a negated errno.
+ */
+int ck__cgroup_mounts_read(const char *mounts, struct ck__cgroup_mounts *ret);
+/*
+ * The kubelet's EnsureExists of a pod cgroup: cgroup (a cgroupfs path such as
+ * /kubepods/burstable/pod<uid>) made in m's hierarchies with res's settings when it does
+ * not exist yet (an existing one is left alone). 0, or the failure with reterr.
+ */
+int ck__pod_cgroup_ensure(const struct ck__cgroup_mounts *m, const char *cgroup,
+                          const struct ck__pod_resources *res, struct ck_err *reterr);
 
 /* ---- a pod's DNS configuration (dns.c) ---- */
 

@@ -1,6 +1,7 @@
 /*
  * logread.c - reading a container's CRI log as the kubelet's ReadLogs does, for the log
- * server (logserver.c): the rotated files (LOG.<YYYYmmdd-HHMMSS>, oldest first) then LOG,
+ * server (logserver.c): the rotated files (LOG.<YYYYmmdd-HHMMSS>, oldest first; those the
+ * CRI runtime's rotation gzipped, LOG.<time>.gz, decompressed) then LOG,
  * each record's text (with its RFC 3339 time in front when timestamps are asked, once per
  * line: the parts of a partial line carry none), and the options combined as the kubelet
  * combines them:
@@ -150,7 +151,9 @@ int ck_log_reader_open(const char *path, const char *exit_path, const struct ck_
     char **rot = ck__log_rotated_files(path, false, &nrot);
     r->files = calloc(nrot + 1, sizeof(*r->files));
     for (size_t i = 0; r->files && i < nrot; i++) {
-        FILE *f = fopen(rot[i], "re"); /* removed meanwhile: skipped */
+        if (!ck__log_file_in_use(rot[i], rot, nrot)) /* its .gz has the same lines */
+            continue;
+        FILE *f = ck__log_open_rotated(rot[i]); /* removed meanwhile: skipped */
         if (f)
             r->files[r->n++] = f;
     }

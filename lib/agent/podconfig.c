@@ -149,7 +149,7 @@ int ck__service_env(const json_t *svc, struct ck__env *env)
     const json_t *ports = json_object_get(spec, "ports");
     if (!ip || !*ip || strcmp(ip, "None") == 0 || !svc_name || json_array_size(ports) == 0)
         return 0; /* headless or without ports: no variables */
-    char name[320], value[320], up[64];
+    char name[320], value[320], up[64], hostport[128];
     int r = 0;
     size_t i;
     json_t *port;
@@ -162,13 +162,16 @@ int ck__service_env(const json_t *svc, struct ck__env *env)
         snprintf(lower, sizeof(lower), "%s", proto);
         for (char *c = lower; *c; c++)
             *c = (char)tolower((unsigned char)*c);
+        /* Go's net.JoinHostPort: an IPv6 address in brackets */
+        snprintf(hostport, sizeof(hostport), strchr(ip, ':') ? "[%s]:%lld" : "%s:%lld", ip,
+                 (long long)number);
         if (i == 0) {
             env_name(name, sizeof(name), svc_name, "_SERVICE_HOST");
             r |= ck__env_add(env, name, ip);
             snprintf(value, sizeof(value), "%lld", (long long)number);
             env_name(name, sizeof(name), svc_name, "_SERVICE_PORT");
             r |= ck__env_add(env, name, value);
-            snprintf(value, sizeof(value), "%s://%s:%lld", lower, ip, (long long)number);
+            snprintf(value, sizeof(value), "%s://%s", lower, hostport);
             env_name(name, sizeof(name), svc_name, "_PORT");
             r |= ck__env_add(env, name, value);
         }
@@ -181,7 +184,7 @@ int ck__service_env(const json_t *svc, struct ck__env *env)
         }
         /* the Docker link variables */
         snprintf(up, sizeof(up), "_PORT_%lld_%s", (long long)number, proto);
-        snprintf(value, sizeof(value), "%s://%s:%lld", lower, ip, (long long)number);
+        snprintf(value, sizeof(value), "%s://%s", lower, hostport);
         env_name(name, sizeof(name), svc_name, up);
         r |= ck__env_add(env, name, value);
         static const char *const parts[] = {"_PROTO", "_PORT", "_ADDR"};
@@ -199,6 +202,53 @@ int ck__service_env(const json_t *svc, struct ck__env *env)
         }
     }
     return r ? CK_ENOMEM : 0;
+}
+
+static const char *meta_string(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(meta_string(*(const json_t *const *)a, "name"),
+                  meta_string(*(const json_t *const *)b, "name"));
+}
+
+int ck__service_links_env(const json_t *const *svcs, size_t n, const char *ns, bool enable_links,
+                          struct ck__env *env)
+{
+    const json_t **chosen = calloc(n + 1, sizeof(*chosen));
+    size_t n_chosen = 0;
+    if (!chosen)
+        return CK_ENOMEM;
+    /* the master service first, then the pod's namespace's, which win a shared name */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            const char *name = meta_string(svcs[i], "name");
+            const char *sns = meta_string(svcs[i], "namespace");
+            const char *ip =
+                json_string_value(json_object_get(json_object_get(svcs[i], "spec"), "clusterIP"));
+            if (!name || !sns || !ip || !*ip || strcmp(ip, "None") == 0)
+                continue; /* kubelet's IsServiceIPSet: headless and ExternalName ones give none */
+            bool master = strcmp(sns, "default") == 0 && strcmp(name, "kubernetes") == 0;
+            if (pass == 0 ? !master : (!enable_links || strcmp(sns, ns) != 0 || master))
+                continue;
+            size_t j = 0;
+            while (j < n_chosen && strcmp(meta_string(chosen[j], "name"), name) != 0)
+                j++;
+            chosen[j] = svcs[i];
+            if (j == n_chosen)
+                n_chosen++;
+        }
+    }
+    /* by name: the kubelet's map has no order; a variable two services share goes to the later */
+    qsort(chosen, n_chosen, sizeof(*chosen), by_name);
+    int r = 0;
+    for (size_t i = 0; i < n_chosen && r == 0; i++)
+        r = ck__service_env(chosen[i], env);
+    free(chosen);
+    return r;
 }
 
 int ck__env_from_refs(const struct ck__pod_refs *refs, const json_t *container, struct ck__env *env,

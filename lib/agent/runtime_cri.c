@@ -10,11 +10,12 @@
  *   with the process runtime), host ports, the kubelet's labels (io.kubernetes.pod.*)
  *   and the pod's labels and annotations, a cgroup parent per QoS class (cgroupfs
  *   names: /kubepods/pod<uid>, /kubepods/burstable/pod<uid>,
- *   /kubepods/besteffort/pod<uid>), namespace modes (hostNetwork, hostPID, hostIPC,
- *   shareProcessNamespace), the pod's runAsUser/Group, supplementalGroups, sysctls,
- *   and its DNS configuration as the kubelet forms it (dns.c; the runtime writes it as
- *   the pod's resolv.conf). After a restart, the pod's READY sandbox is found by its
- *   io.kubernetes.pod.uid label.
+ *   /kubepods/besteffort/pod<uid>), which the agent makes first with the pod's summed
+ *   cpu shares, quota and memory limit (podcgroup.c), namespace modes (hostNetwork, hostPID,
+ * hostIPC, shareProcessNamespace), the pod's runAsUser/Group, supplementalGroups, sysctls, and its
+ * DNS configuration as the kubelet forms it (dns.c; the runtime writes it as the pod's
+ * resolv.conf). After a restart, the pod's READY sandbox is found by its io.kubernetes.pod.uid
+ * label.
  * - Network: a CNI configuration for the node's pod range (cni.c) before the first
  *   sandbox outside the host network; the range is the Node's spec.podCIDR as the node
  *   status thread learns it (set_pod_cidr, kubelet's UpdateRuntimeConfig), --pod-cidr
@@ -53,8 +54,12 @@
  *   filesystem (ImageFsInfo's mountpoint), unused images least recently used first
  *   down to the low one; the records of first sight and last use are the GC thread's.
  *
+ * - Log rotation: every containerLogMonitorInterval the agent's log rotation thread asks
+ *   for a pass (rotate_logs): each running container's log past containerLogMaxSize is
+ *   rotated (logrotate.c) and ReopenContainerLog makes the runtime open a new one.
+ *
  * Not yet: pull back-off per image (the agent backs off per container),
- * attach/port-forward streaming, stats, log rotation through ReopenContainerLog.
+ * attach/port-forward streaming, stats.
  */
 #define _GNU_SOURCE /* vasprintf, strndup */
 #include <dirent.h>
@@ -240,30 +245,10 @@ static int64_t quantity(const json_t *q, bool milli)
     return milli ? m : (m + 999) / 1000;
 }
 
-/* The pod's QoS class as Kubernetes computes it (pkg/apis/core/v1/helper/qos). */
+/* The pod's QoS class as the kubelet reads it (GetPodQOS: the status's, else computed). */
 static const char *qos_class(const struct ck__rt_pod *p)
 {
-    bool any = false, guaranteed = true;
-    const char *lists[] = {"containers", "initContainers"};
-    for (size_t l = 0; l < 2; l++) {
-        size_t i;
-        json_t *c;
-        json_array_foreach(json_object_get(spec_of(p), lists[l]), i, c)
-        {
-            const json_t *res = json_object_get(c, "resources");
-            const json_t *req = json_object_get(res, "requests"),
-                         *lim = json_object_get(res, "limits");
-            const char *names[] = {"cpu", "memory"};
-            for (size_t k = 0; k < 2; k++) {
-                const json_t *r = json_object_get(req, names[k]),
-                             *li = json_object_get(lim, names[k]);
-                any = any || quantity(r, true) > 0 || quantity(li, true) > 0;
-                if (!li || (r && quantity(r, true) != quantity(li, true)))
-                    guaranteed = false;
-            }
-        }
-    }
-    return !any ? "BestEffort" : guaranteed ? "Guaranteed" : "Burstable";
+    return ck__pod_qos(p->pod);
 }
 
 static enum ck__cri_seccomp seccomp_of(const json_t *profile, const char **ret_ref)
@@ -659,6 +644,34 @@ static int pod_dns(struct cri_runtime *cr, const struct ck__rt_pod *p, struct ck
     return 0;
 }
 
+/*
+ * The pod's cgroup with its resources (podcgroup.c), made before its sandbox as the
+ * kubelet's pod container manager makes it; an existing one is left alone.
+ */
+static int ensure_pod_cgroup(const struct cri_runtime *cr, const struct ck__rt_pod *p,
+                             struct ck_err *reterr)
+{
+    struct ck__cgroup_mounts m;
+    struct ck__pod_resources res;
+    struct ck_err err = {0};
+    char *cg = pod_cgroup(cr, p);
+    if (!cg)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    ck__pod_resource_config(p->pod, &res);
+    int r = ck__cgroup_mounts_read(NULL, &m);
+    if (r < 0)
+        ck_err_set(&err, r, "cannot read the mount table: %s", strerror(-r));
+    else
+        r = ck__pod_cgroup_ensure(&m, cg, &res, &err);
+    free(cg);
+    if (r < 0)
+        return ck_err_set(reterr, r,
+                          "failed to ensure that the pod: %s cgroups exist and are correctly "
+                          "applied: %s",
+                          p->uid, err.msg);
+    return 0;
+}
+
 static int pod_start(struct ck__runtime *rt, struct ck__rt_pod *p, char *reason, size_t size,
                      struct ck_err *reterr)
 {
@@ -666,6 +679,8 @@ static int pod_start(struct ck__runtime *rt, struct ck__rt_pod *p, char *reason,
     uint32_t attempt = 0;
     snprintf(reason, size, "%s", "");
     if (!spec_bool(p, "hostNetwork") && ensure_network(cr, reterr) < 0)
+        return CK_EIO;
+    if (ensure_pod_cgroup(cr, p, reterr) < 0)
         return CK_EIO;
     if (find_sandbox(cr, p, &attempt) < 0) {
         char dir[PATH_MAX];
@@ -1408,6 +1423,54 @@ static void gc(struct ck__runtime *rt, const struct ck__rt_gc_policy *policy,
     gc_sandboxes(cr, keep, n_keep);
 }
 
+/* ---- container log rotation ------------------------------------------------------- */
+
+struct reopen_arg {
+    struct cri_runtime *cr;
+    const char *id;
+};
+
+static int reopen_log(void *arg, struct ck_err *reterr)
+{
+    struct reopen_arg *ra = arg;
+    return ck__cri_reopen_container_log(ra->cr->cri, ra->id, reterr);
+}
+
+/* kubelet's rotateLogs and processContainer: each running container's log, one by one. */
+static void rotate_logs(struct ck__runtime *rt, int64_t max_size, int max_files)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    struct ck__cri_filter filter = {.state = CK__CRI_RUNNING};
+    struct ck__cri_containers l;
+    struct ck_err err = {0};
+    if (ck__cri_list_containers(cr->cri, &filter, &l, &err) < 0) {
+        CK_LOGS_ERR("Failed to rotate container logs", "err", err.msg);
+        return;
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        const char *id = l.items[i].id;
+        struct ck__cri_container_status st;
+        if (l.items[i].state != CK__CRI_RUNNING)
+            continue; /* no new output: no point in a new empty log */
+        if (ck__cri_container_status(cr->cri, id, &st, &err) < 0) {
+            CK_LOGS_ERR("Failed to get container status", "containerID", id, "err", err.msg);
+            continue;
+        }
+        struct reopen_arg ra = {cr, id};
+        int r = st.log_path && *st.log_path
+                    ? ck__log_rotate(st.log_path, max_size, max_files, realtime_ns() / CK_SEC,
+                                     reopen_log, &ra, &err)
+                    : 0;
+        if (r < 0)
+            CK_LOGS_ERR("Failed to rotate log for container", "containerID", id, "path",
+                        st.log_path, "err", err.msg);
+        else if (r > 0)
+            CK_LOGS(4, "Rotated container log", "containerID", id, "path", st.log_path);
+        ck__cri_container_status_release(&st);
+    }
+    ck__cri_containers_release(&l);
+}
+
 /* The runtime's sandbox image (Status's info "config", containerd's sandboxImage), or NULL. */
 static char *sandbox_image(struct cri_runtime *cr)
 {
@@ -1598,6 +1661,7 @@ static const struct ck__runtime_ops cri_ops = {
     .exec = exec_sync,
     .exec_url = exec_url,
     .remove_orphans = remove_orphans,
+    .rotate_logs = rotate_logs,
     .node_status = node_status,
     .set_pod_cidr = set_pod_cidr,
     .gc = gc,

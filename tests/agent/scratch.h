@@ -53,6 +53,16 @@ static inline int scratch_setup(void **state, const char *what, const char *log,
     return 0;
 }
 
+/* Writes text to path, replacing it ("w") or after what it holds ("a"); fails the test when
+ * it cannot. */
+static inline void scratch_put(const char *path, const char *text, const char *mode)
+{
+    FILE *f = fopen(path, mode);
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
 /* The teardown that goes with scratch_setup. */
 static inline int scratch_teardown(void **state)
 {

@@ -32,14 +32,6 @@ static int teardown(void **state)
     return scratch_teardown(state);
 }
 
-static void append(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "a");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* Reads everything the reader gives until its end (or `rounds` empty reads). */
 static char *read_all(struct ck_log_reader *r, int rounds)
 {
@@ -69,13 +61,17 @@ static void three_files(const struct scratch *s)
 {
     char path[160];
     snprintf(path, sizeof(path), "%s.20260101-000000", s->log);
-    append(path, "2026-01-01T00:00:00.000000001Z stdout F one\n"
-                 "2026-01-01T00:00:01.000000000Z stderr F two\n");
+    scratch_put(path,
+                "2026-01-01T00:00:00.000000001Z stdout F one\n"
+                "2026-01-01T00:00:01.000000000Z stderr F two\n",
+                "a");
     snprintf(path, sizeof(path), "%s.20260101-000002", s->log);
-    append(path, "2026-01-01T00:00:02.000000000Z stdout F three\n");
-    append(s->log, "2026-01-01T00:00:03.000000000Z stdout P fo\n"
-                   "2026-01-01T00:00:03.500000000Z stdout F ur\n"
-                   "2026-01-01T00:00:04.000000000Z stdout F five\n");
+    scratch_put(path, "2026-01-01T00:00:02.000000000Z stdout F three\n", "a");
+    scratch_put(s->log,
+                "2026-01-01T00:00:03.000000000Z stdout P fo\n"
+                "2026-01-01T00:00:03.500000000Z stdout F ur\n"
+                "2026-01-01T00:00:04.000000000Z stdout F five\n",
+                "a");
 }
 
 static void test_all_files_in_order_and_tail_across_them(void **state)
@@ -136,23 +132,23 @@ static void test_limit_bytes_and_timestamps(void **state)
 static void test_follow_goes_on_past_a_rotation_and_ends_at_exit(void **state)
 {
     struct scratch *s = *state;
-    append(s->log, "2026-01-01T00:00:00.000000000Z stdout F a\n");
+    scratch_put(s->log, "2026-01-01T00:00:00.000000000Z stdout F a\n", "a");
     struct ck_log_options o = {.tail_lines = -1, .follow = true};
     struct ck_log_reader *r = NULL;
     assert_int_equal(ck_log_reader_open(s->log, s->exit, &o, &r), 0);
     assert_string_equal(read_all(r, 2), "a\n");
     /* the shim's rotation: a last record to the old file, rename, a new file */
-    append(s->log, "2026-01-01T00:00:01.000000000Z stdout F b\n");
+    scratch_put(s->log, "2026-01-01T00:00:01.000000000Z stdout F b\n", "a");
     char rotated[160];
     snprintf(rotated, sizeof(rotated), "%s.20260101-000001", s->log);
     assert_int_equal(rename(s->log, rotated), 0);
-    append(s->log, "2026-01-01T00:00:02.000000000Z stdout F c\n");
+    scratch_put(s->log, "2026-01-01T00:00:02.000000000Z stdout F c\n", "a");
     assert_string_equal(read_all(r, 3), "b\nc\n");
     char dir[160];
     snprintf(dir, sizeof(dir), "%s/0", s->dir);
     assert_int_equal(mkdir(dir, 0755), 0);
-    append(s->log, "2026-01-01T00:00:03.000000000Z stdout F d\n");
-    append(s->exit, "0 0 0 0\n");
+    scratch_put(s->log, "2026-01-01T00:00:03.000000000Z stdout F d\n", "a");
+    scratch_put(s->exit, "0 0 0 0\n", "a");
     assert_string_equal(read_all(r, 1000), "d\n"); /* then the end, not an empty read */
     char buf[8];
     assert_int_equal(ck_log_reader_read(r, buf, sizeof(buf)), CK_LOG_END);
@@ -178,9 +174,9 @@ static void test_termination_message(void **state)
     struct stat st;
     assert_int_equal(stat(file, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0666); /* any container user writes it */
-    append(s->log, "2026-01-01T00:00:00.000000001Z stderr F it broke\n");
+    scratch_put(s->log, "2026-01-01T00:00:00.000000001Z stderr F it broke\n", "a");
     assert_null(ck__termination_message(file, s->log, "FallbackToLogsOnError", 0));
-    append(file, "done: 3 rows");
+    scratch_put(file, "done: 3 rows", "a");
     char *m = ck__termination_message(file, s->log, "File", 1);
     assert_string_equal(m, "done: 3 rows");
     free(m);
@@ -202,7 +198,7 @@ static void test_termination_message(void **state)
     for (int i = 0; i < 100; i++) {
         char line[128];
         snprintf(line, sizeof(line), "2026-01-01T00:00:01.000000001Z stdout F line %03d\n", i);
-        append(s->log, line);
+        scratch_put(s->log, line, "a");
     }
     m = ck__termination_message(NULL, s->log, "FallbackToLogsOnError", 2);
     assert_non_null(m);
@@ -212,7 +208,7 @@ static void test_termination_message(void **state)
     for (int i = 0; i < 80; i++) {
         char line[256];
         snprintf(line, sizeof(line), "2026-01-01T00:00:02.000000001Z stdout F %0100d\n", i);
-        append(s->log, line);
+        scratch_put(s->log, line, "a");
     }
     m = ck__termination_message(NULL, s->log, "FallbackToLogsOnError", 2);
     assert_int_equal(strlen(m), 2048);

@@ -375,6 +375,85 @@ static void test_service_env(void **state)
     json_decref(svc);
 }
 
+static void test_service_links_env(void **state)
+{
+    (void)state;
+    json_t *svcs = json_loads(
+        "["
+        "{\"metadata\": {\"namespace\": \"default\", \"name\": \"kubernetes\"}, \"spec\": "
+        "{\"clusterIP\": \"10.96.0.1\", \"ports\": [{\"name\": \"https\", \"port\": 443}]}},"
+        "{\"metadata\": {\"namespace\": \"default\", \"name\": \"elsewhere\"}, \"spec\": "
+        "{\"clusterIP\": \"10.96.0.2\", \"ports\": [{\"port\": 80}]}},"
+        "{\"metadata\": {\"namespace\": \"team\", \"name\": \"web-front\"}, \"spec\": "
+        "{\"clusterIP\": \"10.96.0.20\", \"ports\": [{\"name\": \"http\", \"port\": 80, "
+        "\"protocol\": \"TCP\"}, {\"name\": \"metrics-udp\", \"port\": 9100, "
+        "\"protocol\": \"UDP\"}]}},"
+        "{\"metadata\": {\"namespace\": \"team\", \"name\": \"headless\"}, \"spec\": "
+        "{\"clusterIP\": \"None\", \"ports\": [{\"port\": 80}]}},"
+        "{\"metadata\": {\"namespace\": \"team\", \"name\": \"outside\"}, \"spec\": "
+        "{\"type\": \"ExternalName\", \"externalName\": \"example.com\"}},"
+        "{\"metadata\": {\"namespace\": \"team\", \"name\": \"six\"}, \"spec\": "
+        "{\"clusterIP\": \"fd00::10\", \"ports\": [{\"port\": 8080}]}},"
+        "{\"metadata\": {\"namespace\": \"other\", \"name\": \"db\"}, \"spec\": "
+        "{\"clusterIP\": \"10.96.0.30\", \"ports\": [{\"port\": 5432}]}}"
+        "]",
+        0, NULL);
+    assert_non_null(svcs);
+    size_t n = json_array_size(svcs);
+    const json_t *v[8];
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_array_get(svcs, i);
+    struct ck__env env = {0};
+    assert_int_equal(ck__service_links_env(v, n, "team", true, &env), 0);
+    assert_string_equal(env_get(&env, "KUBERNETES_SERVICE_HOST"), "10.96.0.1");
+    assert_string_equal(env_get(&env, "KUBERNETES_SERVICE_PORT_HTTPS"), "443");
+    assert_string_equal(env_get(&env, "WEB_FRONT_SERVICE_HOST"), "10.96.0.20");
+    assert_string_equal(env_get(&env, "WEB_FRONT_SERVICE_PORT"), "80");
+    assert_string_equal(env_get(&env, "WEB_FRONT_SERVICE_PORT_HTTP"), "80");
+    assert_string_equal(env_get(&env, "WEB_FRONT_SERVICE_PORT_METRICS_UDP"), "9100");
+    assert_string_equal(env_get(&env, "WEB_FRONT_PORT"), "tcp://10.96.0.20:80");
+    assert_string_equal(env_get(&env, "WEB_FRONT_PORT_9100_UDP"), "udp://10.96.0.20:9100");
+    assert_string_equal(env_get(&env, "WEB_FRONT_PORT_9100_UDP_PROTO"), "udp");
+    assert_string_equal(env_get(&env, "WEB_FRONT_PORT_9100_UDP_PORT"), "9100");
+    assert_string_equal(env_get(&env, "WEB_FRONT_PORT_9100_UDP_ADDR"), "10.96.0.20");
+    /* IPv6: the address in brackets where a port follows (Go's JoinHostPort) */
+    assert_string_equal(env_get(&env, "SIX_PORT"), "tcp://[fd00::10]:8080");
+    assert_string_equal(env_get(&env, "SIX_PORT_8080_TCP"), "tcp://[fd00::10]:8080");
+    assert_string_equal(env_get(&env, "SIX_PORT_8080_TCP_ADDR"), "fd00::10");
+    /* headless, ExternalName, other namespaces, default's others: none */
+    for (size_t i = 0; i < env.n; i++)
+        assert_true(strncmp(env.v[i], "HEADLESS_", 9) != 0 &&
+                    strncmp(env.v[i], "OUTSIDE_", 8) != 0 && strncmp(env.v[i], "DB_", 3) != 0 &&
+                    strncmp(env.v[i], "ELSEWHERE_", 10) != 0);
+    /* host, port and _PORT, then per port its name's and 4 link variables */
+    assert_int_equal(env.n, 8 + 13 + 7);
+    ck__env_free(&env);
+
+    /* enableServiceLinks false: the master Service's alone */
+    assert_int_equal(ck__service_links_env(v, n, "team", false, &env), 0);
+    assert_string_equal(env_get(&env, "KUBERNETES_SERVICE_HOST"), "10.96.0.1");
+    assert_null(env_get(&env, "WEB_FRONT_SERVICE_HOST"));
+    assert_int_equal(env.n, 8);
+    ck__env_free(&env);
+    /* in default, its Services are the pod's own */
+    assert_int_equal(ck__service_links_env(v, n, "default", true, &env), 0);
+    assert_string_equal(env_get(&env, "ELSEWHERE_SERVICE_HOST"), "10.96.0.2");
+    assert_string_equal(env_get(&env, "KUBERNETES_PORT"), "tcp://10.96.0.1:443");
+    ck__env_free(&env);
+    /* a Service named kubernetes in the pod's namespace wins over the master one */
+    json_t *own =
+        json_loads("{\"metadata\": {\"namespace\": \"team\", \"name\": \"kubernetes\"},"
+                   " \"spec\": {\"clusterIP\": \"10.96.0.99\", \"ports\": [{\"port\": 80}]}}",
+                   0, NULL);
+    const json_t *both[] = {own, v[0]};
+    assert_int_equal(ck__service_links_env(both, 2, "team", true, &env), 0);
+    assert_string_equal(env_get(&env, "KUBERNETES_SERVICE_HOST"), "10.96.0.99");
+    assert_null(env_get(&env, "KUBERNETES_SERVICE_PORT_HTTPS"));
+    ck__env_free(&env);
+    json_decref(own);
+    json_decref(svcs);
+}
+
 static void test_expand_vars(void **state)
 {
     (void)state;
@@ -416,6 +495,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_service_account_token, setup, teardown),
         cmocka_unit_test_setup_teardown(test_host_path_types, setup, teardown),
         cmocka_unit_test(test_service_env),
+        cmocka_unit_test(test_service_links_env),
         cmocka_unit_test(test_expand_vars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

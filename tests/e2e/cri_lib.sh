@@ -63,6 +63,8 @@ cri_e2e_inside() {
 #   create NAME SPEC        a pod on n1 from a Python literal of its spec (grace 2 s
 #                           unless the spec says otherwise)
 #   jp OBJECT JSONPATH      kubectl get's jsonpath output, errors dropped
+#   cri_e2e_finish          no pod or container left, then cri_e2e_report
+#   cri_e2e_report [LOG]    the logs' tails after a failure, then finish
 cri_e2e_server() {
     set -- "$ckube"
     . "$(dirname "$0")/lib.sh"
@@ -106,3 +108,28 @@ EOF
 }
 
 jp() { k get "$1" -o jsonpath="$2" 2>/dev/null; }
+
+# cri_e2e_report [LOG]: after a failure, the tails of the agent's and containerd's logs
+# (and of LOG); then lib.sh's finish.
+cri_e2e_report() {
+    if [ "$failures" -ne 0 ]; then
+        echo "--- agent log ---"
+        tail -n 40 "$work/agent.err"
+        echo "--- containerd log ---"
+        tail -n 20 "$cri_dir/containerd.log"
+        if [ -n "${1:-}" ]; then
+            echo "--- $(basename "$1") ---"
+            tail -n 10 "$1"
+        fi
+    fi
+    finish
+}
+
+# cri_e2e_finish: once the script deleted its pods, checks that none and no container is
+# left, then cri_e2e_report.
+cri_e2e_finish() {
+    poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
+    poll "no container left in containerd" sh -c \
+        "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
+    cri_e2e_report
+}

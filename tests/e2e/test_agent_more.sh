@@ -7,8 +7,9 @@
 # conditions measured against evictionHard with their NoSchedule taints; ConfigMap and
 # Secret references in env (a missing one: CreateContainerConfigError) and configMap,
 # secret and downwardAPI volumes written as files, read by the agent with its node's
-# credentials (the node authorizer allows what its pods reference, and no more). No
-# process is left behind (checked).
+# credentials (the node authorizer allows what its pods reference, and no more); an
+# emptyDir of medium Memory is a tmpfs of its sizeLimit the process sees (as root; else a
+# FailedMount event saying why), gone with the pod. No process is left behind (checked).
 #
 # Usage: test_agent_more.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -185,7 +186,26 @@ case $mode in
     "$(k get pod hungry -o jsonpath='{.status.containerStatuses[0].state.terminated.reason}/{.status.containerStatuses[0].state.terminated.exitCode}')" = OOMKilled/137 ;;
 esac
 
+# a memory-backed emptyDir: a tmpfs at the volume's directory (mounting needs root)
+python3 - "$work" <<'EOF2' | k create -f - >/dev/null
+import json, sys
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "memvol"},
+  "spec": {"nodeName": "n2", "terminationGracePeriodSeconds": 1,
+    "volumes": [{"name": "m", "emptyDir": {"medium": "Memory", "sizeLimit": "4Mi"}}],
+    "containers": [{"name": "c", "image": "none", "env": [{"name": "CKUBE_E2E_MARK", "value": sys.argv[1]}],
+      "command": ["sh", "-c", "grep \" $PWD/volumes/m tmpfs \" /proc/mounts; sleep 300"]}]}}))
+EOF2
+if [ "$(id -u)" = 0 ]; then
+    wait_for "memvol Running" pod/memvol '{.status.phase}=Running'
+    poll "memory emptyDir: the process sees a tmpfs of its sizeLimit" sh -c \
+        "kubectl logs memvol | grep -q 'tmpfs .*size=4096k'"
+else
+    poll "memory emptyDir without root: FailedMount saying why" sh -c \
+        "kubectl get events --field-selector involvedObject.name=memvol,reason=FailedMount -o jsonpath='{.items[*].message}' | grep -q 'needs the agent to run as root'"
+fi
+
 k delete pods --all --wait=true --timeout=60s >/dev/null 2>&1
+poll "memory emptyDir: unmounted with its pod" sh -c "! grep -q ' $root/' /proc/mounts"
 stop_agent
 i=0
 until [ -z "$(leftovers)" ] || [ $i -gt 50 ]; do i=$((i + 1)); sleep 0.2; done
