@@ -60,9 +60,11 @@ cri_e2e_inside() {
 #   start_agent [FLAGS...]  ckube agent n1 on the test's containerd, its own port, the
 #                           pod range 10.244.9.0/24, cgroups under the test's root
 #   stop_agent              stops it (SIGTERM) if it runs
+#   start_node [FLAGS...]   start_agent, then node n1 registered and Ready (checked)
 #   create NAME SPEC        a pod on n1 from a Python literal of its spec (grace 2 s
 #                           unless the spec says otherwise)
 #   jp OBJECT JSONPATH      kubectl get's jsonpath output, errors dropped
+#   cri_e2e_finish [LOG...] the logs when a check failed, then finish
 cri_e2e_server() {
     set -- "$ckube"
     . "$(dirname "$0")/lib.sh"
@@ -94,6 +96,13 @@ start_agent() {
     agent_pid=$!
 }
 
+# start_node [FLAGS...]: start_agent, then waits until node n1 is registered and Ready.
+start_node() {
+    start_agent "$@"
+    poll "node n1 registered" k get node n1
+    wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
+}
+
 create() {
     python3 - "$1" "$2" <<'EOF' | k create -f - >/dev/null
 import json, sys
@@ -106,3 +115,19 @@ EOF
 }
 
 jp() { k get "$1" -o jsonpath="$2" 2>/dev/null; }
+
+# cri_e2e_finish [LOG...]: when a check failed, the tails of the agent's and
+# containerd's logs (and of each LOG), then lib.sh's finish.
+cri_e2e_finish() {
+    if [ "$failures" -ne 0 ]; then
+        echo "--- agent log ---"
+        tail -n 40 "$work/agent.err"
+        echo "--- containerd log ---"
+        tail -n 20 "$cri_dir/containerd.log"
+        for log in "$@"; do
+            echo "--- $(basename "$log") ---"
+            tail -n 10 "$log"
+        done
+    fi
+    finish
+}

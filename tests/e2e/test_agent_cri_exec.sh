@@ -22,9 +22,7 @@ set -u
 if [ "${1:-}" = "--inside" ]; then
     cri_e2e_inside "$@"
     cri_e2e_server
-    start_agent
-    poll "node n1 registered" k get node n1
-    wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
+    start_node
 
     create box "{'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sleep', '3600'],
         'env': [{'name': 'GREETING', 'value': 'hello from the pod'}]}]}"
@@ -90,13 +88,7 @@ if [ "${1:-}" = "--inside" ]; then
     poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
     poll "no container left in containerd" sh -c \
         "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
-    if [ "$failures" -ne 0 ]; then
-        echo "--- agent log ---"
-        tail -n 40 "$work/agent.err"
-        echo "--- containerd log ---"
-        tail -n 20 "$cri_dir/containerd.log"
-    fi
-    finish
+    cri_e2e_finish
 fi
 
 cri_e2e_outside "$@"
