@@ -1078,6 +1078,14 @@ static int exec_url(struct ck__runtime *rt, const char *id, char *const *argv, b
                         reterr);
 }
 
+static int attach_url(struct ck__runtime *rt, const char *id, bool want_stdin, bool tty,
+                      char **ret_url, struct ck_err *reterr)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    struct ck__cri_streams streams = {tty, want_stdin, true, !tty};
+    return ck__cri_attach(cr->cri, bare_id(id), streams, ret_url, reterr);
+}
+
 static void runtime_free(struct ck__runtime *rt)
 {
     struct cri_runtime *cr = (struct cri_runtime *)rt;
@@ -1597,6 +1605,7 @@ static const struct ck__runtime_ops cri_ops = {
     .stop = stop,
     .exec = exec_sync,
     .exec_url = exec_url,
+    .attach_url = attach_url,
     .remove_orphans = remove_orphans,
     .node_status = node_status,
     .set_pod_cidr = set_pod_cidr,
