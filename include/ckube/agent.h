@@ -119,6 +119,7 @@ struct ck_proc_spec {
     /* resource limits (limits.c): applied in cgroup_dir when given, else as rlimits */
     const struct ck_limits *limits; /* NULL: none */
     const char *cgroup_dir;         /* the container's own cgroup v2 directory, or NULL */
+    const char *stdin_path;         /* a FIFO the container's stdin comes from; NULL: /dev/null */
 };
 
 /* A started container: its process (and group) and the shim that watches it. */

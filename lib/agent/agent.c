@@ -2066,22 +2066,33 @@ int ck_agent_log_path(struct ck_agent *a, const char *ns, const char *pod, const
     return r;
 }
 
+/* The running container named name of pod ns/pod, or NULL; *ret_pod its pod. a->lock held. */
+static struct container *running_container(struct ck_agent *a, const char *ns, const char *pod,
+                                           const char *name, struct pod_run **ret_pod)
+{
+    for (size_t i = 0; i < a->pods.n; i++) {
+        struct pod_run *p = a->pods.v[i];
+        if (strcmp(p->ns, ns) != 0 || strcmp(p->name, pod) != 0)
+            continue;
+        for (size_t j = 0; j < p->n; j++)
+            if (strcmp(p->ctrs[j].name, name) == 0 && p->ctrs[j].running) {
+                *ret_pod = p;
+                return &p->ctrs[j];
+            }
+    }
+    return NULL;
+}
+
 int ck__agent_container_exec_url(struct ck_agent *a, const char *ns, const char *pod,
                                  const char *container, char *const *argv, bool want_stdin,
                                  bool tty, char **ret_url, struct ck_err *reterr)
 {
     char id[sizeof(((struct container *)0)->id)] = "";
+    struct pod_run *p;
     pthread_mutex_lock(&a->lock);
-    for (size_t i = 0; i < a->pods.n && !*id; i++) {
-        struct pod_run *p = a->pods.v[i];
-        if (strcmp(p->ns, ns) != 0 || strcmp(p->name, pod) != 0)
-            continue;
-        for (size_t j = 0; j < p->n; j++)
-            if (strcmp(p->ctrs[j].name, container) == 0 && p->ctrs[j].running) {
-                snprintf(id, sizeof(id), "%s", p->ctrs[j].id);
-                break;
-            }
-    }
+    const struct container *c = running_container(a, ns, pod, container, &p);
+    if (c)
+        snprintf(id, sizeof(id), "%s", c->id);
     pthread_mutex_unlock(&a->lock);
     if (!*id)
         return CK_ENOENT;
@@ -2091,37 +2102,58 @@ int ck__agent_container_exec_url(struct ck_agent *a, const char *ns, const char 
     return a->rt->ops->exec_url(a->rt, id, argv, want_stdin, tty, ret_url, reterr);
 }
 
+int ck__agent_container_attach(struct ck_agent *a, const char *ns, const char *pod,
+                               const char *container, bool want_stdin,
+                               struct ck__attach_target *ret, struct ck_err *reterr)
+{
+    char id[sizeof(((struct container *)0)->id)] = "";
+    struct pod_run *p;
+    memset(ret, 0, sizeof(*ret));
+    pthread_mutex_lock(&a->lock);
+    const struct container *c = running_container(a, ns, pod, container, &p);
+    if (c) {
+        const json_t *sc = spec_container(p, c->name);
+        snprintf(id, sizeof(id), "%s", c->id);
+        ret->tty = json_is_true(json_object_get(sc, "tty"));
+        /* the process runtime's files: DIR/<attempt>.log, DIR/<attempt>/{exit,stdin} */
+        ctr_log(p, c, c->attempt, ret->log_path, sizeof(ret->log_path));
+        size_t len = strlen(ret->log_path);
+        int stem = (int)(len > 4 ? len - 4 : len);
+        snprintf(ret->exit_path, sizeof(ret->exit_path), "%.*s/exit", stem, ret->log_path);
+        if (json_is_true(json_object_get(sc, "stdin")))
+            snprintf(ret->stdin_path, sizeof(ret->stdin_path), "%.*s/stdin", stem, ret->log_path);
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (!*id)
+        return CK_ENOENT;
+    if (!a->rt->ops->attach_url)
+        return 0;
+    /* outside the lock: the runtime's call may take a while */
+    return a->rt->ops->attach_url(a->rt, id, want_stdin, ret->tty, &ret->url, reterr);
+}
+
 int ck__agent_container_env(struct ck_agent *a, const char *ns, const char *pod,
                             const char *container, char ***ret_env, char **ret_dir)
 {
     int r = CK_ENOENT;
+    struct pod_run *p;
     pthread_mutex_lock(&a->lock);
-    for (size_t i = 0; i < a->pods.n && r == CK_ENOENT; i++) {
-        struct pod_run *p = a->pods.v[i];
-        if (strcmp(p->ns, ns) != 0 || strcmp(p->name, pod) != 0)
-            continue;
-        for (size_t j = 0; j < p->n; j++) {
-            struct container *c = &p->ctrs[j];
-            if (strcmp(c->name, container) != 0 || !c->running)
-                continue;
-            if (a->rt->ops->exec) { /* a CRI runtime: exec goes through its streaming server */
-                r = CK_EINVAL;
-                break;
-            }
-            const json_t *sc = spec_container(p, c->name);
-            const char *wd = json_string_value(json_object_get(sc, "workingDir"));
-            *ret_env = probe_env(a, p, c, sc); /* what the container got */
-            *ret_dir = strdup(wd && *wd ? wd : p->dir);
-            if (!*ret_env || !*ret_dir) {
-                strv_free(*ret_env);
-                free(*ret_dir);
-                *ret_env = NULL;
-                *ret_dir = NULL;
-                r = CK_ENOMEM;
-            } else {
-                r = 0;
-            }
-            break;
+    struct container *c = running_container(a, ns, pod, container, &p);
+    if (c && a->rt->ops->exec) { /* a CRI runtime: exec goes through its streaming server */
+        r = CK_EINVAL;
+    } else if (c) {
+        const json_t *sc = spec_container(p, c->name);
+        const char *wd = json_string_value(json_object_get(sc, "workingDir"));
+        *ret_env = probe_env(a, p, c, sc); /* what the container got */
+        *ret_dir = strdup(wd && *wd ? wd : p->dir);
+        if (!*ret_env || !*ret_dir) {
+            strv_free(*ret_env);
+            free(*ret_dir);
+            *ret_env = NULL;
+            *ret_dir = NULL;
+            r = CK_ENOMEM;
+        } else {
+            r = 0;
         }
     }
     pthread_mutex_unlock(&a->lock);

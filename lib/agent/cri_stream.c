@@ -21,6 +21,11 @@
  * server): after the end of stdin, once the command wrote nothing for a second, the
  * stream is closed with a WebSocket close, which ends the command's stdin, and the
  * session ends with a Status saying the exit code is unknown (docs/internals/agent.md).
+ *
+ * An attach (the URL of the runtime's Attach) is the same stream without a command: the
+ * runtime ends it with a Success Status when the container's output ends, and ends an
+ * attach whose stdin ended as well (containerd 1.6's ContainerIO.Attach), so closing
+ * the stream after the end of stdin is reported as that Success.
  */
 #define _GNU_SOURCE /* memmem */
 #include <curl/curl.h>
@@ -64,6 +69,7 @@ struct ck__cri_stream {
     unsigned char *pending;  /* output records not yet taken */
     size_t pending_off, pending_len, pending_cap;
     bool tty;
+    bool attach;          /* an attach: closing after stdin's end is its normal end */
     bool status_seen;     /* the runtime's Status came */
     bool status_made;     /* ours, when it did not */
     bool ended;           /* the connection ended */
@@ -400,8 +406,10 @@ static void make_status(struct ck__cri_stream *s)
             ? "the command's exit code is unknown: the container runtime's exec stream "
               "(" SUBPROTOCOL " over WebSocket) cannot end stdin, so it was closed to end it"
             : "the container runtime's exec stream ended without the command's exit status";
-    json_t *st = json_pack("{s:{},s:s,s:s,s:s}", "metadata", "status", "Failure", "message", why,
-                           "reason", "InternalError");
+    json_t *st = s->attach && s->close_queued /* as the runtime ends an attach whose stdin ended */
+                     ? json_pack("{s:{},s:s}", "metadata", "status", "Success")
+                     : json_pack("{s:{},s:s,s:s,s:s}", "metadata", "status", "Failure", "message",
+                                 why, "reason", "InternalError");
     char buf[512];
     size_t n = st ? json_dumpb(st, buf, sizeof(buf), JSON_COMPACT) : 0;
     json_decref(st);
@@ -504,6 +512,13 @@ void ck__cri_stream_input(struct ck__cri_stream *s, unsigned ch, const unsigned 
         pthread_mutex_lock(&s->lock);
         flush(s);
     }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void ck__cri_stream_set_attach(struct ck__cri_stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->attach = true;
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -22,6 +22,20 @@
  *
  * In a container of a CRI runtime the runtime runs the command: the session relays its
  * records to and from the runtime's streaming server (cri_stream.c).
+ *
+ * `kubectl attach` is a session without a command, on the same input route:
+ *
+ *   GET  /attach/{namespace}/{pod}/{container}?stdin=&session=ID
+ *   POST /attachInput/ID
+ *
+ * In a CRI container it relays the runtime's Attach stream (the container's own stdio;
+ * the tty is the container spec's, as the kubelet's GetAttach takes it). For a host
+ * process of the process runtime, whose output the shim writes to its log, the session
+ * follows the log from its end (the text of new records, stdout and stderr both, on
+ * stdout) and writes stdin into the FIFO the runtime made the stdin of a container with
+ * `stdin: true`. It ends with a Success Status when the container ends, when kubectl
+ * goes away, or, once stdin ended, when the output was quiet for a second (the runtime's
+ * attach ends with its stdin; the second lets the answer to the last input through).
  */
 #define _GNU_SOURCE /* pipe2, execvpe */
 #include <errno.h>
@@ -36,6 +50,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ckube/internal/exec_stream.h"
@@ -57,8 +72,11 @@ struct ck__exec_session {
     pthread_mutex_t exit_lock;                /* reading the status */
     bool exited;                              /* the wait status was read */
     int wstatus;
-    bool status_sent;           /* the output thread's */
-    struct ck__cri_stream *cri; /* a CRI container's: the runtime runs the command */
+    bool status_sent;             /* the output thread's */
+    struct ck__cri_stream *cri;   /* a CRI container's: the runtime runs the command */
+    struct ck_log_reader *log;    /* an attach to a host process: its log */
+    _Atomic int64_t stdin_end_ns; /* an attach's: when stdin ended; 0: not yet */
+    int64_t last_out_ns;          /* an attach's: the last output (the output thread's) */
     atomic_bool killed;
     int refs;
     struct ck__exec_session *next;
@@ -93,6 +111,8 @@ static void session_release(struct ck__exec_session *s)
     close_fd(&s->err_fd);
     close_fd(&s->tty_fd);
     ck__cri_stream_free(s->cri);
+    if (s->log)
+        ck_log_reader_free(s->log);
     pthread_mutex_destroy(&s->exit_lock);
     free(s);
 }
@@ -136,7 +156,7 @@ static void session_kill(struct ck__exec_session *s)
         ck__cri_stream_shutdown(s->cri);
         return;
     }
-    if (s->pid <= 0)
+    if (s->pid <= 0) /* an attach's host process is the container: it goes on */
         return;
     kill(-s->pid, SIGKILL);
     read_exit(s, 5000);
@@ -287,6 +307,43 @@ static size_t status_json(const struct ck__exec_session *s, char *out, size_t si
     return n <= size ? n : 0;
 }
 
+static int64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * CK_SEC + ts.tv_nsec;
+}
+
+/* An attach to a host process: the log's new text on stdout, a Success Status at its end. */
+static ssize_t read_attached(struct ck__exec_session *s, char *buf, size_t max)
+{
+    size_t room = max - CK_EXEC_FRAME_HEADER;
+    if (room > CK_EXEC_FRAME_MAX)
+        room = CK_EXEC_FRAME_MAX;
+    for (int waited = 0; waited < 10; waited++) {
+        int64_t now = monotonic_ns(), end = atomic_load(&s->stdin_end_ns);
+        bool quiet = end && now - end >= CK_SEC && now - s->last_out_ns >= CK_SEC;
+        ssize_t n = quiet || atomic_load(&s->killed)
+                        ? CK_LOG_END
+                        : ck_log_reader_read(s->log, buf + CK_EXEC_FRAME_HEADER, room);
+        if (n == CK_LOG_END) { /* the container ended, or the attach did */
+            s->exited = true;
+            s->wstatus = 0;
+            size_t k = status_json(s, buf + CK_EXEC_FRAME_HEADER, max - CK_EXEC_FRAME_HEADER);
+            ck__exec_frame_header((unsigned char *)buf, CK_EXEC_ERROR, k);
+            s->status_sent = true;
+            return (ssize_t)(CK_EXEC_FRAME_HEADER + k);
+        }
+        if (n > 0) {
+            s->last_out_ns = now;
+            ck__exec_frame_header((unsigned char *)buf, CK_EXEC_STDOUT, (size_t)n);
+            return CK_EXEC_FRAME_HEADER + n;
+        }
+        nanosleep(&(struct timespec){0, 100000000}, NULL);
+    }
+    return 0; /* let the server notice a closed connection */
+}
+
 static ssize_t read_output(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
@@ -302,6 +359,8 @@ static ssize_t read_output(void *cls, uint64_t pos, char *buf, size_t max)
         s->status_sent = true;
         return MHD_CONTENT_READER_END_OF_STREAM;
     }
+    if (s->log)
+        return read_attached(s, buf, max);
     if (s->out_fd < 0 && s->err_fd < 0) { /* the output ended: the status comes last */
         if (!read_exit(s, 1000))
             return 0;
@@ -377,6 +436,21 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, cons
     return r;
 }
 
+/* The answer that streams the session's output records; it takes the caller's reference. */
+static enum MHD_Result answer_stream(struct MHD_Connection *conn, struct ck__exec_session *s)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_output, s, output_done);
+    if (!resp) {
+        ck__exec_session_end(s);
+        return answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 /*
  * Asks the runtime for its streaming URL and connects: 0 and *ret, CK_ENOENT (the container
  * does not run), else an error with why in msg.
@@ -399,19 +473,29 @@ static int cri_open(struct ck_agent *a, const char *ns, const char *pod, const c
     return r;
 }
 
+/* Frees what a spec hands over, for a session that does not start. */
+static void spec_drop(const struct ck__exec_spec *spec)
+{
+    ck__cri_stream_free(spec->cri);
+    if (spec->log)
+        ck_log_reader_free(spec->log);
+    if (spec->log && spec->in_fd >= 0)
+        close(spec->in_fd);
+}
+
 int ck__exec_session_start(const struct ck__exec_spec *spec, struct ck__exec_session **ret,
                            char *msg, size_t size)
 {
     struct ck__exec_session *other = session_find(spec->id);
     if (other) {
         session_release(other);
-        ck__cri_stream_free(spec->cri);
+        spec_drop(spec);
         snprintf(msg, size, "the session exists");
         return CK_EEXIST;
     }
     struct ck__exec_session *s = calloc(1, sizeof(*s));
     if (!s) {
-        ck__cri_stream_free(spec->cri);
+        spec_drop(spec);
         snprintf(msg, size, "out of memory");
         return CK_ENOMEM;
     }
@@ -420,11 +504,14 @@ int ck__exec_session_start(const struct ck__exec_spec *spec, struct ck__exec_ses
     s->tty = spec->tty;
     pthread_mutex_init(&s->exit_lock, NULL);
     size_t off = 0;
-    for (size_t i = 0; spec->argv[i] && off < sizeof(s->command_text); i++)
+    for (size_t i = 0; spec->argv && spec->argv[i] && off < sizeof(s->command_text); i++)
         off += (size_t)snprintf(s->command_text + off, sizeof(s->command_text) - off, "%s%s",
                                 i ? " " : "", spec->argv[i]);
     s->cri = spec->cri;
-    if (!s->cri &&
+    s->log = spec->log;
+    s->in_fd = spec->log ? spec->in_fd : -1;
+    s->last_out_ns = monotonic_ns();
+    if (!s->cri && !s->log &&
         session_start(s, spec->argv, spec->envp, spec->dir, spec->want_stdin, msg, size) < 0) {
         pthread_mutex_destroy(&s->exit_lock);
         free(s);
@@ -456,18 +543,37 @@ void ck__exec_session_end(struct ck__exec_session *s)
     session_release(s); /* the table's */
 }
 
+/* What a session's GET names: /{kind}/{namespace}/{pod}/{container}?session=ID. */
+struct session_target {
+    char ns[254], pod[254], ctr[254];
+    const char *id;
+};
+
+/* Reads t from the request: true, or false with the refusal answered in *ret. */
+static bool session_target(struct MHD_Connection *conn, const char *url, struct session_target *t,
+                           enum MHD_Result *ret)
+{
+    t->id = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "session");
+    if (sscanf(url, "/%*[^/]/%253[^/]/%253[^/]/%253[^/]", t->ns, t->pod, t->ctr) != 3)
+        *ret = answer(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+    else if (!t->id || !*t->id || strlen(t->id) > CK_EXEC_SESSION_ID_MAX)
+        *ret = answer(conn, MHD_HTTP_BAD_REQUEST, "a session id is required\n");
+    else
+        return true;
+    return false;
+}
+
 enum MHD_Result ck__agent_exec_start(struct ck_agent *a, struct MHD_Connection *conn,
                                      const char *url)
 {
-    char ns[254], pod[254], ctr[254], msg[600];
-    if (sscanf(url, "/exec/%253[^/]/%253[^/]/%253[^/]", ns, pod, ctr) != 3)
-        return answer(conn, MHD_HTTP_NOT_FOUND, "not found\n");
-    const char *id = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "session");
-    if (!id || !*id || strlen(id) > CK_EXEC_SESSION_ID_MAX)
-        return answer(conn, MHD_HTTP_BAD_REQUEST, "a session id is required\n");
+    struct session_target st;
+    enum MHD_Result ret;
+    if (!session_target(conn, url, &st, &ret))
+        return ret;
+    const char *ns = st.ns, *pod = st.pod, *ctr = st.ctr, *id = st.id;
+    char msg[600];
     struct command_args args = {.n = 0};
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_command, &args);
-    enum MHD_Result ret;
     char **envp = NULL;
     char *dir = NULL;
     struct ck__exec_session *s = NULL;
@@ -500,7 +606,13 @@ enum MHD_Result ck__agent_exec_start(struct ck_agent *a, struct MHD_Connection *
         ret = answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
         goto out;
     }
-    struct ck__exec_spec spec = {id, args.argv, envp, dir, want_stdin, tty, cri};
+    struct ck__exec_spec spec = {.id = id,
+                                 .argv = args.argv,
+                                 .envp = envp,
+                                 .dir = dir,
+                                 .want_stdin = want_stdin,
+                                 .tty = tty,
+                                 .cri = cri};
     int r = ck__exec_session_start(&spec, &s, msg, sizeof(msg) - 1);
     if (r < 0) {
         strcat(msg, "\n");
@@ -514,16 +626,7 @@ enum MHD_Result ck__agent_exec_start(struct ck_agent *a, struct MHD_Connection *
         CK_LOGS(2, "Exec started", "pod", pod, "container", ctr, "runtime", "cri");
     else
         CK_LOGS(2, "Exec started", "pod", pod, "container", ctr, "pid", pid);
-    struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_output, s, output_done);
-    if (!resp) {
-        ck__exec_session_end(s);
-        ret = answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-        goto out;
-    }
-    MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
-    ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
+    ret = answer_stream(conn, s);
 out:
     for (size_t i = 0; i < args.n; i++)
         free(args.argv[i]);
@@ -532,6 +635,73 @@ out:
     free(envp);
     free(dir);
     return ret;
+}
+
+/* ---- attach: a session on the container's own stdio ---- */
+
+/* The process runtime's: the log followed from its end, and the stdin FIFO. */
+static int attach_host(const struct ck__attach_target *t, bool want_stdin,
+                       struct ck_log_reader **ret_log, int *ret_in, char *msg, size_t size)
+{
+    struct ck_log_options o = {.follow = true, .tail_lines = 0};
+    if (ck_log_reader_open(t->log_path, t->exit_path, &o, ret_log) < 0) {
+        snprintf(msg, size, "cannot read the container's log");
+        return CK_EIO;
+    }
+    *ret_in = -1;
+    if (want_stdin && t->stdin_path[0]) {
+        /* the container holds the FIFO open for reading: this cannot block */
+        *ret_in = open(t->stdin_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (*ret_in < 0) {
+            snprintf(msg, size, "cannot open the container's stdin: %s", strerror(errno));
+            ck_log_reader_free(*ret_log);
+            *ret_log = NULL;
+            return CK_EIO;
+        }
+    }
+    return 0;
+}
+
+enum MHD_Result ck__agent_attach_start(struct ck_agent *a, struct MHD_Connection *conn,
+                                       const char *url)
+{
+    struct session_target st;
+    enum MHD_Result ret;
+    if (!session_target(conn, url, &st, &ret))
+        return ret;
+    const char *ns = st.ns, *pod = st.pod, *ctr = st.ctr;
+    char msg[1024];
+    bool want_stdin = query_true(conn, "stdin");
+    struct ck__attach_target t;
+    struct ck_err err = {0};
+    struct ck__cri_stream *cri = NULL;
+    struct ck_log_reader *log = NULL;
+    int in_fd = -1;
+    int r = ck__agent_container_attach(a, ns, pod, ctr, want_stdin, &t, &err);
+    if (r == CK_ENOENT && !err.msg[0]) { /* the kubelet's words (GetAttach) */
+        snprintf(msg, sizeof(msg), "container %s not found in pod %s_%s\n", ctr, pod, ns);
+        return answer(conn, MHD_HTTP_NOT_FOUND, msg);
+    }
+    if (r < 0)
+        snprintf(msg, sizeof(msg) - 1, "%s", err.msg[0] ? err.msg : "the runtime cannot attach");
+    else if (t.url && (r = ck__cri_stream_open(t.url, t.tty, &cri, msg, sizeof(msg) - 1)) == 0)
+        ck__cri_stream_set_attach(cri);
+    else if (!t.url)
+        r = attach_host(&t, want_stdin, &log, &in_fd, msg, sizeof(msg) - 1);
+    free(t.url);
+    struct ck__exec_session *s = NULL;
+    if (r == 0) {
+        struct ck__exec_spec spec = {
+            .id = st.id, .tty = cri && t.tty, .cri = cri, .log = log, .in_fd = in_fd};
+        r = ck__exec_session_start(&spec, &s, msg, sizeof(msg) - 1);
+    }
+    if (r < 0) {
+        strcat(msg, "\n");
+        return answer(conn, r == CK_EEXIST ? MHD_HTTP_CONFLICT : MHD_HTTP_INTERNAL_SERVER_ERROR,
+                      msg);
+    }
+    CK_LOGS(2, "Attach started", "pod", pod, "container", ctr, "runtime", cri ? "cri" : "process");
+    return answer_stream(conn, s);
 }
 
 /* ---- the input: the POST's upload ---- */
@@ -585,8 +755,11 @@ static bool take_records(struct ck__exec_input *in)
             write_input(in->s, p, n);
         else if (ch == CK_EXEC_RESIZE)
             resize(in->s, p, n);
-        else if (ch == CK_EXEC_CLOSE && n >= 1 && p[0] == CK_EXEC_STDIN && !in->s->tty)
+        else if (ch == CK_EXEC_CLOSE && n >= 1 && p[0] == CK_EXEC_STDIN && !in->s->tty) {
             close_fd(&in->s->in_fd); /* end of stdin (with a tty, ^D says it) */
+            if (in->s->log)          /* an attach ends with its stdin, once the output is quiet */
+                atomic_store(&in->s->stdin_end_ns, monotonic_ns());
+        }
     }
     return r == 0;
 }
@@ -620,7 +793,8 @@ enum MHD_Result ck__agent_exec_input(struct MHD_Connection *conn, const char *ur
 {
     struct ck__exec_input *in = *req;
     if (!in) {
-        if (!(in = ck__exec_input_new(url + strlen("/execInput/"))))
+        const char *slash = strchr(url + 1, '/'); /* /execInput/ID or /attachInput/ID */
+        if (!slash || !(in = ck__exec_input_new(slash + 1)))
             return answer(conn, MHD_HTTP_NOT_FOUND, "no such session\n");
         *req = in;
         return MHD_YES;

@@ -54,6 +54,22 @@ int ck__agent_container_exec_url(struct ck_agent *a, const char *ns, const char 
                                  const char *container, char *const *argv, bool want_stdin,
                                  bool tty, char **ret_url, struct ck_err *reterr);
 
+/* What `kubectl attach` reaches of a running container (ck__agent_container_attach). */
+struct ck__attach_target {
+    bool tty;  /* the container's spec.tty: attach's tty, as the kubelet takes it */
+    char *url; /* a CRI runtime's streaming URL for the container's stdio (caller frees) */
+    /* without a url (the process runtime): its current log, the exit file that ends it,
+       and the FIFO of its stdin ("" for a container without spec.stdin) */
+    char log_path[4096], exit_path[4200], stdin_path[4200];
+};
+/*
+ * Where an attach to a running container of a pod goes. 0 and *ret; CK_ENOENT (no such
+ * pod, or the container does not run) or the runtime's error with reterr.
+ */
+int ck__agent_container_attach(struct ck_agent *a, const char *ns, const char *pod,
+                               const char *container, bool want_stdin,
+                               struct ck__attach_target *ret, struct ck_err *reterr);
+
 /* ---- exec into a CRI container (cri_stream.c) ---- */
 
 /*
@@ -76,6 +92,11 @@ ssize_t ck__cri_stream_read(struct ck__cri_stream *s, char *buf, size_t max);
 /* One input record: stdin, resize or close (the end of stdin). Waits until it was sent. */
 void ck__cri_stream_input(struct ck__cri_stream *s, unsigned ch, const unsigned char *data,
                           size_t n);
+/*
+ * Marks s as an attach: when it is closed after the end of stdin, the attach ended as the
+ * runtime ends one whose stdin ended, which the streaming server reports as Success.
+ */
+void ck__cri_stream_set_attach(struct ck__cri_stream *s);
 /* Ends the stream (the session ended): the runtime then ends the command's streams. */
 void ck__cri_stream_shutdown(struct ck__cri_stream *s);
 /* Closes the connection and frees s; NULL is a no-op. Returns NULL. */
@@ -100,10 +121,15 @@ struct ck__exec_spec {
     const char *dir;
     bool want_stdin, tty;
     struct ck__cri_stream *cri; /* not NULL: the command runs in a CRI container (taken) */
+    /* not NULL: an attach to a host process, no command: the text of its log's new
+       records comes out on stdout (taken), and stdin goes to in_fd (taken; -1: none) */
+    struct ck_log_reader *log;
+    int in_fd;
 };
 /*
- * Starts the command of spec (a shim's child in its own session; a pty with tty) and
- * registers the session under its id. 0; CK_EEXIST, CK_ENOMEM or CK_EIO with why in msg.
+ * Starts the command of spec (a shim's child in its own session; a pty with tty), or
+ * attaches to spec's log and stdin, and registers the session under its id. 0; CK_EEXIST, CK_ENOMEM
+ * or CK_EIO with why in msg.
  */
 int ck__exec_session_start(const struct ck__exec_spec *spec, struct ck__exec_session **ret,
                            char *msg, size_t size);
@@ -126,7 +152,13 @@ size_t ck__exec_input_take(struct ck__exec_input *in, const void *data, size_t n
 /* exec.c: GET /exec/{namespace}/{pod}/{container} starts a session and streams it. */
 enum MHD_Result ck__agent_exec_start(struct ck_agent *a, struct MHD_Connection *conn,
                                      const char *url);
-/* exec.c: POST /execInput/{session}, the session's stdin; *req is the request's state. */
+/* exec.c: GET /attach/{namespace}/{pod}/{container} attaches a session to its stdio. */
+enum MHD_Result ck__agent_attach_start(struct ck_agent *a, struct MHD_Connection *conn,
+                                       const char *url);
+/*
+ * exec.c: POST /execInput/{session} or /attachInput/{session}, the session's stdin; *req
+ * is the request's state.
+ */
 enum MHD_Result ck__agent_exec_input(struct MHD_Connection *conn, const char *url,
                                      const char *upload, size_t *upload_size, void **req);
 /* Ends the input side (the end of the session) and frees it. NULL: no-op. */
@@ -463,6 +495,14 @@ struct ck__runtime_ops {
      * NULL: the runtime rotates its logs itself (the process runtime's shim).
      */
     void (*rotate_logs)(struct ck__runtime *rt, int64_t max_size, int max_files);
+    /*
+     * The URL of the runtime's streaming server for `kubectl attach` to container id's
+     * stdio (stdout always, stderr without a tty; tty: the container's): 0 and *ret_url
+     * (caller frees), else the error with reterr. Called as exec_url. NULL: the agent
+     * attaches to the host process's log and stdin FIFO (the process runtime).
+     */
+    int (*attach_url)(struct ck__runtime *rt, const char *id, bool want_stdin, bool tty,
+                      char **ret_url, struct ck_err *reterr);
     void (*free)(struct ck__runtime *rt);
 };
 struct ck__runtime {

@@ -9,7 +9,7 @@
  * each record (with its RFC 3339 time in front when timestamps=true). With follow=true
  * the answer goes on while the container runs.
  *
- * The same endpoint serves exec (exec.c). libmicrohttpd serves it over HTTPS (tls.c) on
+ * The same endpoint serves exec and attach (exec.c). libmicrohttpd serves it over HTTPS (tls.c) on
  * the node's address, one thread per connection; with a client CA, every request must
  * come with a client certificate that CA signed (else 401).
  */
@@ -117,6 +117,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return ck__agent_exec_input(conn, url, upload, upload_size, req);
     if (strcmp(method, "GET") == 0 && strncmp(url, "/exec/", 6) == 0)
         return ck__agent_exec_start(a, conn, url);
+    if (strcmp(method, "POST") == 0 && strncmp(url, "/attachInput/", 13) == 0)
+        return ck__agent_exec_input(conn, url, upload, upload_size, req);
+    if (strcmp(method, "GET") == 0 && strncmp(url, "/attach/", 8) == 0)
+        return ck__agent_attach_start(a, conn, url);
     if (strcmp(method, "GET") != 0)
         return fail(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
     char ns[254], pod[254], ctr[254] = "";

@@ -22,6 +22,10 @@
  * shim reads memory.events (oom_kill) and removes the directory. Without one, memory is
  * an RLIMIT_DATA (no rlimit limits a CPU rate or a container's pids).
  *
+ * A container with a stdin_path reads its stdin from that FIFO, which it holds open for
+ * writing as well: `kubectl attach -i` writes into it (exec.c) and the container never
+ * sees the end of its stdin, even between attaches.
+ *
  * Also here: the kubelet's restart back-off (flowcontrol.Backoff as the kubelet uses it:
  * 10 s doubling to 5 min, forgotten after 10 min without a restart).
  */
@@ -319,9 +323,10 @@ static _Noreturn void shim_main(const struct ck_proc_spec *spec, int report_fd)
     if (pid == 0) { /* the container */
         setpgid(0, 0);
         signal(SIGPIPE, SIG_DFL);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0)
-            dup2(devnull, 0);
+        /* a FIFO opened for writing too, so that it never reaches its end (no writer) */
+        int in = spec->stdin_path ? open(spec->stdin_path, O_RDWR) : open("/dev/null", O_RDONLY);
+        if (in >= 0)
+            dup2(in, 0);
         dup2(out[1], 1);
         dup2(err[1], 2);
         limits_apply(spec);

@@ -1093,6 +1093,14 @@ static int exec_url(struct ck__runtime *rt, const char *id, char *const *argv, b
                         reterr);
 }
 
+static int attach_url(struct ck__runtime *rt, const char *id, bool want_stdin, bool tty,
+                      char **ret_url, struct ck_err *reterr)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    struct ck__cri_streams streams = {tty, want_stdin, true, !tty};
+    return ck__cri_attach(cr->cri, bare_id(id), streams, ret_url, reterr);
+}
+
 static void runtime_free(struct ck__runtime *rt)
 {
     struct cri_runtime *cr = (struct cri_runtime *)rt;
@@ -1660,6 +1668,7 @@ static const struct ck__runtime_ops cri_ops = {
     .stop = stop,
     .exec = exec_sync,
     .exec_url = exec_url,
+    .attach_url = attach_url,
     .remove_orphans = remove_orphans,
     .rotate_logs = rotate_logs,
     .node_status = node_status,

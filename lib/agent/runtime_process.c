@@ -7,8 +7,10 @@
  * of container C of a pod has the directory <pod dir>/containers/C/N with `pid` ("<pid>
  * <start ticks>", written once the process runs) and `exit` (written by the shim when
  * it ends), and its log is <pod dir>/containers/C/N.log. A container's id is
- * process://<pid>. The command is the container's command and args as given: the
- * image's entrypoint is unknown here, so a container without a command cannot run.
+ * process://<pid>. A container with `stdin: true` reads its stdin from the FIFO `stdin`
+ * in that directory, which `kubectl attach -i` writes into. The command is the container's command
+ * and args as given: the image's entrypoint is unknown here, so a container without a command
+ * cannot run.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -99,10 +101,12 @@ static int start(struct ck__runtime *rt, struct ck__rt_pod *p, const struct ck__
                  char *id, size_t id_size, char *reason, size_t reason_size, struct ck_err *reterr)
 {
     struct process_runtime *pr = (struct process_runtime *)rt;
-    char dir[PATH_MAX], exitp[PATH_MAX], pidp[PATH_MAX];
+    char dir[PATH_MAX], exitp[PATH_MAX], pidp[PATH_MAX], stdinp[PATH_MAX];
     attempt_path(p, s->name, s->attempt, NULL, dir, sizeof(dir));
     attempt_path(p, s->name, s->attempt, "exit", exitp, sizeof(exitp));
     attempt_path(p, s->name, s->attempt, "pid", pidp, sizeof(pidp));
+    attempt_path(p, s->name, s->attempt, "stdin", stdinp, sizeof(stdinp));
+    bool open_stdin = json_is_true(json_object_get(s->spec, "stdin"));
     snprintf(reason, reason_size, "RunContainerError");
     if (!s->command || !s->command[0])
         return ck_err_set(reterr, CK_EINVAL,
@@ -141,11 +145,15 @@ static int start(struct ck__runtime *rt, struct ck__rt_pod *p, const struct ck__
                                 pr->log_max_size,
                                 pr->log_max_files,
                                 &limits,
-                                pr->cgroup[0] ? cgroup : NULL};
+                                pr->cgroup[0] ? cgroup : NULL,
+                                open_stdin ? stdinp : NULL};
     struct ck_proc proc;
     int r;
     if (!dir[0] || ck__mkdirs(dir) < 0)
         r = ck_err_set(reterr, CK_EIO, "cannot create %s: %s", dir, strerror(errno));
+    else if (open_stdin && (!stdinp[0] || (mkfifo(stdinp, 0600) < 0 && errno != EEXIST)))
+        r = ck_err_set(reterr, CK_EIO, "cannot create the stdin FIFO %s: %s", stdinp,
+                       strerror(errno));
     else
         r = ck_proc_start(&spec, &proc, reterr);
     if (r == 0) {
@@ -262,7 +270,8 @@ static const struct ck__runtime_ops process_ops = {
     .exec = NULL,           /* probes and hooks run on the host, in the container's env (probe.c) */
     .remove_orphans = NULL, /* pod directories stay, as they always have */
     .node_status = node_status,
-    .exec_url = NULL, /* kubectl exec runs on the host too (exec.c) */
+    .exec_url = NULL,   /* kubectl exec runs on the host too (exec.c) */
+    .attach_url = NULL, /* kubectl attach reads the log and writes the stdin FIFO (exec.c) */
     .free = runtime_free,
 };
 

@@ -1,5 +1,6 @@
 /*
- * exec.c - pods/{name}/exec: `kubectl exec` relayed to the pod's node agent.
+ * exec.c - pods/{name}/exec and pods/{name}/attach: `kubectl exec` and `kubectl attach`
+ * (and `kubectl run -i`) relayed to the pod's node agent.
  *
  * kubectl 1.32 asks for a WebSocket (RFC 6455) with the subprotocol v5.channel.k8s.io
  * (then v4): each message is one channel byte and data (0 stdin, 1 stdout, 2 stderr,
@@ -17,7 +18,13 @@
  * session runs the WebSocket with wslay (framing only: the upgraded socket is ours) and
  * moves messages between it and the two requests' pipes.
  *
- * Authorization: `create` on pods/exec (authn_authz.c), as kubectl's RBAC expects.
+ * Attach is the same relay with no command: the agent's session connects to the
+ * container's own stdio instead of starting a process (GET /attach/..., POST
+ * /attachInput/ID), and a container that does not run is refused in the kubelet's words
+ * for attach (pkg/kubelet: GetAttach, "container C not found in pod NAME_NAMESPACE").
+ *
+ * Authorization: `create` on pods/exec or pods/attach (authn_authz.c), as kubectl's RBAC
+ * expects.
  */
 #define _GNU_SOURCE /* pipe2 */
 #include <curl/curl.h>
@@ -510,8 +517,9 @@ static struct exec_relay *relay_new(void)
     return r;
 }
 
-enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                   const struct ck__target *t)
+/* Serves pods/exec, or with attach pods/attach (no command: the container's own stdio). */
+static enum MHD_Result serve_stream(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                    const struct ck__target *t, bool attach)
 {
     struct ck_err err = {0};
     char msg[700];
@@ -544,10 +552,14 @@ enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connecti
         snprintf(msg, sizeof(msg), "container %s is not valid for pod %s", container, t->name);
     else if (!*node_name)
         snprintf(msg, sizeof(msg), "pod %s does not have a host assigned", t->name);
-    else if (!running) /* the agent's answer, before kubectl's SPDY fallback could hide it */
+    else if (!running && attach) /* the agent's answer, before kubectl's SPDY fallback */
+        snprintf(msg, sizeof(msg),
+                 "unable to upgrade connection: container %s not found in pod %s_%s", container,
+                 t->name, t->namespace);
+    else if (!running)
         snprintf(msg, sizeof(msg), "unable to upgrade connection: container not found (\"%s\")",
                  container);
-    else if (commands == 0)
+    else if (commands == 0 && !attach)
         snprintf(msg, sizeof(msg), "you must specify at least 1 command");
     else if (!in && !out && !errs)
         snprintf(msg, sizeof(msg), "you must specify at least 1 of stdin, stdout, stderr");
@@ -561,10 +573,13 @@ enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connecti
     const char *protocol =
         pick_protocol(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Protocol"));
     char accept[64];
-    if (!header_has(conn, "Upgrade", "websocket") || !key)
-        return ck__fail_with(conn, "BadRequest",
-                             "Upgrade request required: pods/exec is served over WebSocket "
-                             "(v5.channel.k8s.io or v4.channel.k8s.io)");
+    if (!header_has(conn, "Upgrade", "websocket") || !key) {
+        snprintf(msg, sizeof(msg),
+                 "Upgrade request required: pods/%s is served over WebSocket "
+                 "(v5.channel.k8s.io or v4.channel.k8s.io)",
+                 attach ? "attach" : "exec");
+        return ck__fail_with(conn, "BadRequest", msg);
+    }
     if (!protocol)
         return ck__fail_with(conn, "BadRequest",
                              "none of the offered WebSocket subprotocols is supported "
@@ -591,15 +606,17 @@ enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connecti
         char *ens = curl_easy_escape(oc, t->namespace, 0), *epod = curl_easy_escape(oc, t->name, 0),
              *ectr = curl_easy_escape(oc, container, 0);
         if (ens && epod && ectr)
-            b.n = snprintf(url, sizeof(url), "%s/exec/%s/%s/%s?stdin=%d&tty=%d&session=%s&", base,
-                           ens, epod, ectr, in, tty, id);
+            b.n = snprintf(url, sizeof(url), "%s/%s/%s/%s/%s?stdin=%d&tty=%d&session=%s&", base,
+                           attach ? "attach" : "exec", ens, epod, ectr, in, tty, id);
         else
             b.n = -1;
         curl_free(ens);
         curl_free(epod);
         curl_free(ectr);
-        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_command, &b);
-        snprintf(r->in_url, sizeof(r->in_url), "%s/execInput/%s", base, id);
+        if (!attach)
+            MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_command, &b);
+        snprintf(r->in_url, sizeof(r->in_url), "%s/%s/%s", base,
+                 attach ? "attachInput" : "execInput", id);
     }
     if (!ic || b.n <= 0 || (size_t)b.n >= sizeof(url)) {
         if (oc)
@@ -697,4 +714,16 @@ enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connecti
         relay_release(r);
     }
     return ret;
+}
+
+enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                   const struct ck__target *t)
+{
+    return serve_stream(ctx, conn, t, false);
+}
+
+enum MHD_Result ck__serve_pod_attach(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                     const struct ck__target *t)
+{
+    return serve_stream(ctx, conn, t, true);
 }

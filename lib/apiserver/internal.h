@@ -1079,6 +1079,9 @@ json_t *ck__read_object(struct ck_apiserver *ctx, const struct ck_kind *kind, co
 /* GET/POST pods/{name}/exec: kubectl's WebSocket relayed to the pod's node agent (exec.c). */
 enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                    const struct ck__target *t);
+/* GET/POST pods/{name}/attach: the same relay to the container's own stdio (exec.c). */
+enum MHD_Result ck__serve_pod_attach(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                     const struct ck__target *t);
 
 /* GET pods/{name}/log: proxied to the pod's node agent (podlog.c). */
 enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connection *conn,

@@ -6,8 +6,8 @@
  * server; output, a message over 64 KiB split into records, 6 MiB sent faster than it is
  * read arriving whole (the relay pushes back), and the server's Status; the
  * end of stdin closing the stream once the command is quiet, with a Status saying the exit
- * code is unknown; a server that ends without a Status; an https URL refused; and the
- * checks of the upgrade's answer.
+ * code is unknown (for an attach, the Success of an attach whose stdin ended); a server that ends
+ * without a Status; an https URL refused; and the checks of the upgrade's answer.
  */
 #define _GNU_SOURCE /* asprintf */
 #include "cktest.h"
@@ -333,14 +333,16 @@ static int64_t now_ms(void)
     return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-static void test_stdin_end(void **state)
+/* The end of stdin closes the stream after a quiet second; exec's or attach's Status. */
+static void stdin_end(bool attach)
 {
-    (void)state;
     struct server s;
     char *url = server_start(&s, "serve");
     struct ck__cri_stream *cs = NULL;
     char msg[256];
     assert_int_equal(ck__cri_stream_open(url, false, &cs, msg, sizeof(msg)), 0);
+    if (attach)
+        ck__cri_stream_set_attach(cs);
     struct output o = {0};
     input(cs, CK_EXEC_STDIN, "hi\n");
     unsigned char close_stdin = CK_EXEC_STDIN;
@@ -352,14 +354,30 @@ static void test_stdin_end(void **state)
     assert_string_equal(o.out, "hi\n"); /* what came before the close */
     assert_true(took >= 900);           /* a quiet second first */
     assert_non_null(o.status);
-    assert_string_equal(json_string_value(json_object_get(o.status, "status")), "Failure");
-    assert_non_null(
-        strstr(json_string_value(json_object_get(o.status, "message")), "cannot end stdin"));
+    if (attach) { /* as the runtime ends an attach whose stdin ended */
+        assert_string_equal(json_string_value(json_object_get(o.status, "status")), "Success");
+    } else {
+        assert_string_equal(json_string_value(json_object_get(o.status, "status")), "Failure");
+        assert_non_null(
+            strstr(json_string_value(json_object_get(o.status, "message")), "cannot end stdin"));
+    }
     server_stop(&s);
     assert_true(s.got_close);
     ck__cri_stream_free(cs);
     output_release(&o);
     free(url);
+}
+
+static void test_stdin_end(void **state)
+{
+    (void)state;
+    stdin_end(false);
+}
+
+static void test_stdin_end_of_an_attach(void **state)
+{
+    (void)state;
+    stdin_end(true);
 }
 
 static void test_no_status(void **state)
@@ -425,9 +443,13 @@ static void test_upgrade_answer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_refused),   cmocka_unit_test(test_serve),
-        cmocka_unit_test(test_stdin_end), cmocka_unit_test(test_no_status),
-        cmocka_unit_test(test_bad_urls),  cmocka_unit_test(test_upgrade_answer),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_serve),
+        cmocka_unit_test(test_stdin_end),
+        cmocka_unit_test(test_no_status),
+        cmocka_unit_test(test_bad_urls),
+        cmocka_unit_test(test_upgrade_answer),
+        cmocka_unit_test(test_stdin_end_of_an_attach),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,19 +5,26 @@
  * in the given directory and environment; stdin records reach it and a close record ends
  * its stdin; with a tty it has a pseudo-terminal that a resize record resizes; ending the
  * session kills its process group (a background child too); a missing command exits 127.
+ * An attach to a host process (no command) gives only its log's new records, on stdout,
+ * writes stdin into its FIFO, and ends with Success when the container ends, or a second
+ * after the end of stdin once the output is quiet.
  */
+#define _GNU_SOURCE /* nftw (scratch.h) */
 #include "cktest.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../../lib/agent/internal.h"
 #include "ckube/internal/exec_stream.h"
+#include "scratch.h"
 
 struct output {
     char out[8192], err[8192];
@@ -68,7 +75,8 @@ static char *const env[] = {"PATH=/usr/bin:/bin", "GREETING=hi there", NULL};
 static struct ck__exec_session *start(const char *id, const char *script, bool in, bool tty)
 {
     char *const argv[] = {"sh", "-c", (char *)script, NULL};
-    struct ck__exec_spec spec = {id, argv, env, "/tmp", in, tty, NULL};
+    struct ck__exec_spec spec = {
+        .id = id, .argv = argv, .envp = env, .dir = "/tmp", .want_stdin = in, .tty = tty};
     struct ck__exec_session *s = NULL;
     char msg[256];
     assert_int_equal(ck__exec_session_start(&spec, &s, msg, sizeof(msg)), 0);
@@ -118,7 +126,7 @@ static void test_a_session_id_is_unique(void **state)
     (void)state;
     struct ck__exec_session *s = start("dup", "sleep 5", false, false);
     char *const argv[] = {"true", NULL};
-    struct ck__exec_spec spec = {"dup", argv, env, NULL, false, false, NULL};
+    struct ck__exec_spec spec = {.id = "dup", .argv = argv, .envp = env};
     struct ck__exec_session *other = NULL;
     char msg[256];
     assert_int_equal(ck__exec_session_start(&spec, &other, msg, sizeof(msg)), CK_EEXIST);
@@ -213,7 +221,7 @@ static void test_a_missing_command_exits_127(void **state)
 {
     (void)state;
     char *const argv[] = {"no-such-command-here", NULL};
-    struct ck__exec_spec spec = {"a6", argv, env, NULL, false, false, NULL};
+    struct ck__exec_spec spec = {.id = "a6", .argv = argv, .envp = env};
     struct ck__exec_session *s = NULL;
     char msg[256];
     assert_int_equal(ck__exec_session_start(&spec, &s, msg, sizeof(msg)), 0);
@@ -224,6 +232,100 @@ static void test_a_missing_command_exits_127(void **state)
     assert_non_null(strstr(o.err, "executable file not found"));
     assert_string_equal(cause(o.status), "127");
     json_decref(o.status);
+}
+
+/* ---- attach to a host process: its log and its stdin FIFO ---- */
+
+struct attached {
+    char dir[64], log[128], exit[128], fifo[128];
+    int container_in; /* the container's end of the FIFO */
+    struct ck__exec_session *s;
+    struct ck__exec_input *in;
+};
+
+static void append_log(const char *path, const char *stream, const char *text)
+{
+    FILE *f = fopen(path, "a");
+    assert_non_null(f);
+    fprintf(f, "2026-01-02T03:04:05.000000006Z %s F %s\n", stream, text);
+    fclose(f);
+}
+
+/* A container's log with a record written before the attach, and the attach. */
+static void attach(struct attached *a, const char *id)
+{
+    assert_int_equal(scratch_make_dir(a->dir, sizeof(a->dir), "attach"), 0);
+    snprintf(a->log, sizeof(a->log), "%s/0.log", a->dir);
+    snprintf(a->exit, sizeof(a->exit), "%s/exit", a->dir);
+    snprintf(a->fifo, sizeof(a->fifo), "%s/stdin", a->dir);
+    append_log(a->log, "stdout", "before the attach");
+    assert_int_equal(mkfifo(a->fifo, 0600), 0);
+    a->container_in = open(a->fifo, O_RDWR | O_NONBLOCK); /* as the process runtime's */
+    assert_true(a->container_in >= 0);
+    struct ck_log_options o = {.follow = true, .tail_lines = 0};
+    struct ck_log_reader *r = NULL;
+    assert_int_equal(ck_log_reader_open(a->log, a->exit, &o, &r), 0);
+    struct ck__exec_spec spec = {.id = id, .log = r, .in_fd = open(a->fifo, O_WRONLY | O_NONBLOCK)};
+    char msg[256];
+    assert_int_equal(ck__exec_session_start(&spec, &a->s, msg, sizeof(msg)), 0);
+    a->in = ck__exec_input_new(id);
+    assert_non_null(a->in);
+}
+
+static void attached_release(struct attached *a)
+{
+    ck__agent_exec_input_done(a->in);
+    ck__exec_session_end(a->s);
+    close(a->container_in);
+    scratch_remove_dir(a->dir);
+}
+
+static void test_attach_follows_the_log_to_the_containers_end(void **state)
+{
+    (void)state;
+    struct attached a;
+    attach(&a, "t1");
+    send_record(a.in, CK_EXEC_STDIN, "typed\n", 6);
+    char got[16] = "";
+    for (int i = 0; i < 100 && read(a.container_in, got, sizeof(got) - 1) <= 0; i++)
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    assert_string_equal(got, "typed\n");
+    append_log(a.log, "stdout", "out");
+    append_log(a.log, "stderr", "err");
+    struct ck_proc_exit e = {3, 0, 1, false};
+    assert_int_equal(ck_proc_write_exit(a.exit, &e), 0);
+    struct output o;
+    read_all(a.s, &o);
+    o.out[o.out_len] = 0;
+    assert_string_equal(o.out, "out\nerr\n"); /* not what came before; stderr too */
+    assert_int_equal(o.err_len, 0);
+    /* the attach ended well, whatever the container's exit code */
+    assert_string_equal(json_string_value(json_object_get(o.status, "status")), "Success");
+    json_decref(o.status);
+    attached_release(&a);
+}
+
+static void test_attach_ends_a_quiet_second_after_stdin(void **state)
+{
+    (void)state;
+    struct attached a;
+    attach(&a, "t2");
+    append_log(a.log, "stdout", "answer");
+    send_record(a.in, CK_EXEC_CLOSE, "\0", 1);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct output o;
+    read_all(a.s, &o);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    o.out[o.out_len] = 0;
+    assert_string_equal(o.out, "answer\n");
+    assert_string_equal(json_string_value(json_object_get(o.status, "status")), "Success");
+    assert_true(t1.tv_sec - t0.tv_sec < 10); /* the container runs on: no exit file */
+    json_decref(o.status);
+    char buf[8];
+    assert_true(read(a.container_in, buf, sizeof(buf)) < 0); /* nothing, and no end either */
+    assert_int_equal(errno, EAGAIN);
+    attached_release(&a);
 }
 
 int main(void)
@@ -237,6 +339,8 @@ int main(void)
         cmocka_unit_test(test_a_tty_and_its_resize),
         cmocka_unit_test(test_ending_the_session_kills_its_group),
         cmocka_unit_test(test_a_missing_command_exits_127),
+        cmocka_unit_test(test_attach_follows_the_log_to_the_containers_end),
+        cmocka_unit_test(test_attach_ends_a_quiet_second_after_stdin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

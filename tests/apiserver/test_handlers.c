@@ -475,6 +475,7 @@ static void test_methods_and_sizes(void **state)
     expect_status("POST", "/api/v1/namespaces/default/pods/x", "{}", 405, "MethodNotAllowed",
                   "POST is not supported");
     expect_status("GET", "/api/v1/namespaces/default/pods/x/exec", NULL, 404, "NotFound", NULL);
+    expect_status("GET", "/api/v1/namespaces/default/pods/x/attach", NULL, 404, "NotFound", NULL);
     struct response r;
     static const char *const protobuf[] = {"Content-Type: application/vnd.kubernetes.protobuf",
                                            NULL};

@@ -22,6 +22,7 @@ static void test_resource_paths(void **state)
         {"/api/v1/namespaces/default/pods/web-1/status", "Pod", "default", "web-1", "status"},
         {"/api/v1/namespaces/default/pods/web-1/log", "Pod", "default", "web-1", "log"},
         {"/api/v1/namespaces/default/pods/web-1/exec", "Pod", "default", "web-1", "exec"},
+        {"/api/v1/namespaces/default/pods/web-1/attach", "Pod", "default", "web-1", "attach"},
         {"/api/v1/namespaces/default/pods/web-1/binding", "Pod", "default", "web-1", "binding"},
         {"/api/v1/nodes", "Node", "", "", ""},
         {"/api/v1/nodes/n1/status", "Node", "", "n1", "status"},
@@ -61,7 +62,7 @@ static void test_paths_that_do_not_resolve(void **state)
         "/api/v1/widgets",
         "/apis/apps/v1/pods",
         "/api/v1/namespaces/default/nodes",           /* nodes are cluster-scoped */
-        "/api/v1/namespaces/default/pods/web/attach", /* not served */
+        "/api/v1/namespaces/default/pods/web/nosuch", /* no such subresource */
         "/api/v1/namespaces/default/pods/web/status/x",
         "/apis/apps/v1/namespaces/ns/deployments/web/log",
         "/healthz",

@@ -60,6 +60,7 @@ cri_e2e_inside() {
 #   start_agent [FLAGS...]  ckube agent n1 on the test's containerd, its own port, the
 #                           pod range 10.244.9.0/24, cgroups under the test's root
 #   stop_agent              stops it (SIGTERM) if it runs
+#   start_node [FLAGS...]   start_agent, then node n1 registered and Ready (checked)
 #   create NAME SPEC        a pod on n1 from a Python literal of its spec (grace 2 s
 #                           unless the spec says otherwise)
 #   jp OBJECT JSONPATH      kubectl get's jsonpath output, errors dropped
@@ -94,6 +95,13 @@ start_agent() {
     "$ckube" agent $(agent_flags) --container-runtime-endpoint "unix://$cri_sock" "$@" \
         >>"$work/agent.out" 2>>"$work/agent.err" &
     agent_pid=$!
+}
+
+# start_node [FLAGS...]: start_agent, then waits until node n1 is registered and Ready.
+start_node() {
+    start_agent "$@"
+    poll "node n1 registered" k get node n1
+    wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
 }
 
 create() {

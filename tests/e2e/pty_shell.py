@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-# pty_shell.py - `kubectl exec -it POD -- sh` driven from a pseudo-terminal of 33 rows
-# and 101 columns, as a person at a terminal would: types `echo $((6*7)); tty; stty
+# pty_shell.py - `kubectl exec -it POD -- sh` (or another kubectl command that gives a
+# shell: `kubectl attach -it`, `kubectl run -it`) driven from a pseudo-terminal of 33
+# rows and 101 columns, as a person at a terminal would: types `echo $((6*7)); tty; stty
 # size`, waits for the answer, then `exit 0`. Prints what the terminal showed, then
-# "EXIT <kubectl's exit code>". For the end-to-end tests of exec on either runtime.
+# "EXIT <kubectl's exit code>". For the end-to-end tests of exec and attach on either
+# runtime.
 #
 # Usage: pty_shell.py POD
+#        pty_shell.py -- kubectl ARGS...
 import fcntl
 import os
 import pty
@@ -17,6 +20,8 @@ import time
 pid, fd = pty.fork()
 if pid == 0:
     fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
+    if sys.argv[1] == "--":
+        os.execvp(sys.argv[2], sys.argv[2:])
     os.execvp("kubectl", ["kubectl", "exec", "-it", sys.argv[1], "--", "sh"])
 out = b""
 

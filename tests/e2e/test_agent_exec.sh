@@ -4,8 +4,11 @@
 # code; `exec -i` carries stdin to its end; `exec -it` runs a shell on a pseudo-terminal
 # (driven from a pty by Python); a bad container name and a missing pod are refused with
 # Kubernetes' messages; an exec'd process is killed when kubectl goes away; `kubectl
-# logs` still works over TLS; a client without a certificate is refused by the agent. No
-# process is left behind (checked).
+# logs` still works over TLS; a client without a certificate is refused by the agent.
+# `kubectl attach` to host processes: -i writes into the stdin FIFO of a container with
+# `stdin: true` and its answer comes back from the log, twice to the same process; without
+# -i only new output arrives; `kubectl run -i --rm` gets its answer and deletes its pod.
+# No process is left behind (checked).
 #
 # Usage: test_agent_exec.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -89,6 +92,45 @@ wait "$kpid" 2>/dev/null
 i=0
 while kill -0 "${epid:-0}" 2>/dev/null && [ $i -lt 50 ]; do i=$((i + 1)); sleep 0.2; done
 check "the exec'd process is killed when kubectl goes away" sh -c "! kill -0 ${epid:-0} 2>/dev/null"
+
+# attach: stdin through the container's FIFO, output from its log
+python3 - "$work" <<'EOF2' | k create --validate=false -f - >/dev/null
+import json, sys
+env = [{"name": "CKUBE_E2E_MARK", "value": sys.argv[1]}]
+for name, stdin, command in (
+        ("reader", True, 'n=0; while read l; do n=$((n+1)); echo "got $l $n"; done'),
+        ("ticker", False, 'i=0; while true; do i=$((i+1)); echo tick-$i; sleep 0.3; done')):
+    print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+      "spec": {"containers": [{"name": "c", "image": "busybox", "stdin": stdin, "env": env,
+        "command": ["sh", "-c", command]}]}}))
+EOF2
+for p in reader ticker; do wait_for "$p Running" pod/$p '{.status.phase}=Running'; done
+check "a container with stdin reads a FIFO" test -p "$root/pods/$(k get pod reader -o jsonpath='{.metadata.uid}')/containers/c/0/stdin"
+start=$(date +%s)
+printf 'one\n' | timeout 60 kubectl attach -i reader >"$work/attach.out" 2>"$work/attach.err"
+code=$?
+took=$(($(date +%s) - start))
+check "attach -i: the answer comes back ($(cat "$work/attach.out"))" grep -qx 'got one 1' "$work/attach.out"
+check "attach -i: the end of stdin ends it with exit 0 (exit $code in ${took}s: $(cat "$work/attach.err"))" \
+    test "$code" -eq 0
+printf 'two\n' | k attach -i reader >"$work/attach2.out" 2>&1
+check "attach -i again: the same process answers ($(cat "$work/attach2.out"))" grep -qx 'got two 2' "$work/attach2.out"
+check "attach -i: the container's log has both" test "$(k logs reader | tr '\n' ' ')" = "got one 1 got two 2 "
+sleep 2
+timeout 6 kubectl attach ticker >"$work/ticker.out" 2>"$work/ticker.err"
+n=$(grep -c '^tick-' "$work/ticker.out")
+check "attach: the looping container's output arrives ($n lines)" test "$n" -ge 3
+check "attach: only new output, not the first lines" sh -c "! grep -qx tick-1 '$work/ticker.out'"
+k attach reader -c nope 2>"$work/attach-nope.err"
+check "attach to an unknown container is refused" grep -q 'container nope not found in pod reader' "$work/attach-nope.err"
+echo world | k run hello -i --rm --restart=Never --image=busybox --env="CKUBE_E2E_MARK=$work" \
+    --overrides='{"spec": {"nodeName": "n1"}}' --command -- sh -c 'read x; echo got $x' \
+    >"$work/run.out" 2>"$work/run.err"
+code=$?
+check "run -i: the answer comes back ($(cat "$work/run.out"); $(cat "$work/run.err"))" grep -qx 'got world' "$work/run.out"
+check "run -i: exit 0 (got $code)" test "$code" -eq 0
+poll "run -i --rm: the pod is gone" sh -c '! kubectl get pod hello >/dev/null 2>&1'
+k delete pod reader ticker --wait=true --timeout=60s >/dev/null 2>&1
 
 # logs over TLS; the agent refuses a client without a certificate
 check "kubectl logs over TLS" test "$(k logs box)" = started
