@@ -502,6 +502,21 @@ int ck__grpc_stream_run(struct ck__grpc_conn *c, int wake_fd, int timeout_ms, ch
     return ended(c, why, why_len);
 }
 
+/* gRPC's status codes by number, as Go's codes.Code prints them. */
+static const char *const GRPC_CODES[] = {
+    "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+    "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+    "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
+    "DataLoss", "Unauthenticated"};
+
+const char *ck__grpc_code_name(int code, char *buf, size_t size)
+{
+    if (code >= 0 && (size_t)code < sizeof(GRPC_CODES) / sizeof(*GRPC_CODES))
+        return GRPC_CODES[code];
+    snprintf(buf, size, "Code(%d)", code); /* as Go's codes.Code.String() */
+    return buf;
+}
+
 bool ck__grpc_unary_message(const struct ck__buf *body, struct ck__pb_reader *ret)
 {
     if (body->len < 5 || body->p[0] != 0)

@@ -294,6 +294,12 @@ void ck__grpc_close(struct ck__grpc_conn *c);
  */
 bool ck__grpc_unary_message(const struct ck__buf *body, struct ck__pb_reader *ret);
 
+/*
+ * A gRPC status code's name as Go's codes.Code prints it: "NotFound"; out of range
+ * "Code(99)", written into buf (24 bytes are enough), which is then returned.
+ */
+const char *ck__grpc_code_name(int code, char *buf, size_t size);
+
 /* ---- files (file.c) ------------------------------------------------------ */
 
 /*
