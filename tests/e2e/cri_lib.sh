@@ -11,7 +11,7 @@
 #       cri_e2e_server           # lib.sh's server; stop_agent, start_agent, create
 #       start_agent [FLAGS...]
 #       ... checks ...
-#       finish
+#       cri_e2e_finish           # or lib.sh's finish
 #   fi
 #   cri_e2e_outside "$@"         # never returns
 #
@@ -106,3 +106,20 @@ EOF
 }
 
 jp() { k get "$1" -o jsonpath="$2" 2>/dev/null; }
+
+# cri_e2e_finish [COMMAND...]: polls until every pod is gone and containerd has no
+# container left, shows the agent's and containerd's logs (and runs COMMAND, to show
+# more) when a check failed, then lib.sh's finish.
+cri_e2e_finish() {
+    poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
+    poll "no container left in containerd" sh -c \
+        "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
+    if [ "$failures" -ne 0 ]; then
+        echo "--- agent log ---"
+        tail -n 40 "$work/agent.err"
+        echo "--- containerd log ---"
+        tail -n 20 "$cri_dir/containerd.log"
+        "$@"
+    fi
+    finish
+}

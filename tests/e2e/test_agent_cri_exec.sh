@@ -87,16 +87,7 @@ if [ "${1:-}" = "--inside" ]; then
     check "exec into a missing pod: NotFound" grep -q 'pods "nosuchpod" not found' "$work/nopod.err"
 
     k delete pod box ended --wait=false >/dev/null
-    poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
-    poll "no container left in containerd" sh -c \
-        "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
-    if [ "$failures" -ne 0 ]; then
-        echo "--- agent log ---"
-        tail -n 40 "$work/agent.err"
-        echo "--- containerd log ---"
-        tail -n 20 "$cri_dir/containerd.log"
-    fi
-    finish
+    cri_e2e_finish
 fi
 
 cri_e2e_outside "$@"

@@ -11,7 +11,9 @@
 #   regular one Completed; the pod Initialized and Ready;
 # - the sidecar killed (SIGTERM from inside, exit 0) is restarted though the pod's
 #   restartPolicy is Never, and the app goes on;
-# - the app container exits 0: the sidecar is stopped after it and the pod Succeeded.
+# - the app container exits 0: the sidecar is stopped after it and the pod Succeeded;
+# - a running pod deleted: its app container is stopped first, its two sidecars after it
+#   in reverse order (each writes its name to a hostPath file when SIGTERM reaches it).
 #
 # Usage: test_agent_cri_sidecar.sh PATH/TO/ckube
 set -u
@@ -80,17 +82,28 @@ if [ "${1:-}" = "--inside" ]; then
     check "the sidecar was not restarted after the app ended" test \
         "$(jp pod/side '{.status.initContainerStatuses[0].restartCount}')" = 1
 
+    # deletion: the app first, then the sidecars, the last one first
+    mkdir -p "$work/order"
+    log="[{'name': 'log', 'mountPath': '/log'}]"
+    # loop NAME DELAY: on SIGTERM, waits DELAY s and writes NAME: signalled at once, the
+    # three would write in the reverse order
+    loop() { echo "trap 'sleep $2; echo $1 >>/log/order; exit 0' TERM; while true; do sleep 1; done"; }
+    create ordered "{'terminationGracePeriodSeconds': 20,
+        'volumes': [{'name': 'log', 'hostPath': {'path': '$work/order', 'type': 'Directory'}}],
+        'initContainers': [
+          {'name': 'first', 'image': '$busybox_image', 'restartPolicy': 'Always',
+           'volumeMounts': $log, 'command': ['sh', '-c', \"$(loop first 0)\"]},
+          {'name': 'second', 'image': '$busybox_image', 'restartPolicy': 'Always',
+           'volumeMounts': $log, 'command': ['sh', '-c', \"$(loop second 1)\"]}],
+        'containers': [{'name': 'app', 'image': '$busybox_image', 'volumeMounts': $log,
+           'command': ['sh', '-c', \"$(loop app 2)\"]}]}"
+    wait_for "ordered Ready" pod/ordered '{.status.conditions[?(@.type=="Ready")].status}=True'
+    k delete pod ordered --wait=true --timeout=60s >/dev/null 2>&1
+    check "stopped in order: app, then second, then first ($(cat "$work/order/order" | tr '\n' ' '))" \
+        test "$(cat "$work/order/order" | tr '\n' ' ')" = "app second first "
+
     k delete pod side --wait=false >/dev/null
-    poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
-    poll "no container left in containerd" sh -c \
-        "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
-    if [ "$failures" -ne 0 ]; then
-        echo "--- agent log ---"
-        tail -n 40 "$work/agent.err"
-        echo "--- containerd log ---"
-        tail -n 20 "$cri_dir/containerd.log"
-    fi
-    finish
+    cri_e2e_finish
 fi
 
 cri_e2e_outside "$@"
