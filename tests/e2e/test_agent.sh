@@ -159,10 +159,41 @@ print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "inits
       "command": ["sh", "-c", "cat order; sleep 1000"]}]}}))
 EOF2
 wait_for "inits Running" pod/inits '{.status.phase}=Running'
+poll "inits' main wrote its log" sh -c "kubectl logs inits -c main | grep -q two"
 check "the init containers ran in order before main" test "$(k logs inits -c main | tr '\n' ' ')" = "one two "
 check "the init containers are Completed" test \
     "$(k get pod inits -o jsonpath='{.status.initContainerStatuses[*].state.terminated.reason}')" = "Completed Completed"
 wait_for "inits Initialized" pod/inits '{.status.conditions[?(@.type=="Initialized")].status}=True'
+
+# a sidecar (an init container with restartPolicy Always): the next init container once it
+# started, restarted after it ended though the pod's policy is Never, stopped once the
+# app container completed, the pod then Succeeded
+python3 - "$work" <<'EOF2' | k create --validate=false -f - >/dev/null
+import json, sys
+env = [{"name": "CKUBE_E2E_MARK", "value": sys.argv[1]}]
+ready = {"exec": {"command": ["test", "-f", "ready"]}, "periodSeconds": 1}
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sidecars"},
+  "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 5, "initContainers": [
+      {"name": "side", "image": "x", "env": env, "restartPolicy": "Always", "startupProbe": ready,
+       "command": ["sh", "-c", "trap 'exit 0' TERM; echo side >>order; sleep 1; touch ready; while true; do sleep 1; done"]},
+      {"name": "check", "image": "x", "env": env, "command": ["sh", "-c", "test -f ready && echo check >>order"]}],
+    "containers": [{"name": "main", "image": "x", "env": env,
+      "command": ["sh", "-c", "echo main >>order; cat order; while [ ! -f done ]; do sleep 1; done"]}]}}))
+EOF2
+wait_for "sidecars Running" pod/sidecars '{.status.phase}=Running'
+poll "sidecars' main wrote its log" sh -c "kubectl logs sidecars -c main | grep -q main"
+check "the sidecar started, then the init container, then main" \
+    test "$(k logs sidecars -c main | tr '\n' ' ')" = "side check main "
+check "the sidecar is started and running" test \
+    "$(k get pod sidecars -o jsonpath='{.status.initContainerStatuses[0].started} {.status.conditions[?(@.type=="Initialized")].status}')" = "true True"
+side_pid=$(k get pod sidecars -o jsonpath='{.status.initContainerStatuses[0].containerID}')
+kill "${side_pid#process://}" 2>/dev/null
+wait_for "the sidecar restarted (policy Never)" pod/sidecars '{.status.initContainerStatuses[0].restartCount}=1'
+wait_for "the sidecar started again" pod/sidecars '{.status.initContainerStatuses[0].started}=true'
+touch "$root/pods/$(k get pod sidecars -o jsonpath='{.metadata.uid}')/done"
+wait_for "sidecars Succeeded once main completed" pod/sidecars '{.status.phase}=Succeeded'
+check "the sidecar was stopped (its trap: exit 0)" test \
+    "$(k get pod sidecars -o jsonpath='{.status.initContainerStatuses[0].state.terminated.exitCode}')" = 0
 
 # a command that does not exist
 cat <<EOF2 | k create --validate=false -f - >/dev/null
