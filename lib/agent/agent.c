@@ -1192,7 +1192,9 @@ static json_t *pod_status(struct ck_agent *a, const struct pod_run *p)
      * Initialized (GeneratePodInitializedCondition): the regular init containers
      * succeeded and the sidecars started, or an app container started before. A
      * sidecar's readiness counts toward Ready; the phase follows the other containers,
-     * and becomes terminal once the sidecars stopped too.
+     * and running sidecars count as running (getPhase): a pod whose app containers
+     * completed becomes Succeeded or Failed once its sidecars stopped too, while a
+     * regular init container failed under Never makes it Failed at once.
      */
     bool initialized = true, init_failed = false, sidecars_ready = true, sidecar_running = false;
     bool app_started = false;
@@ -1224,8 +1226,7 @@ static json_t *pod_status(struct ck_agent *a, const struct pod_run *p)
         json_array_append_new(statuses, container_status(p, c));
     }
     bool ran = p->n > p->ninit && p->ctrs[p->ninit].ever_ran;
-    const char *phase = init_failed && !sidecar_running ? "Failed"
-                        : init_failed                   ? "Pending"
+    const char *phase = init_failed ? "Failed" /* getPhase: before the sidecars count */
                         : all_done && ran && !sidecar_running
                             ? (any_failed ? "Failed" : "Succeeded")
                         : initialized && (any_running || ran) ? "Running"
