@@ -202,7 +202,10 @@ static int dial_unix(const char *path, char *why, size_t why_len)
     return fd;
 }
 
-/* A TCP connection to host:port, or unix:///path, within timeout_ms; -1 with why set. */
+/*
+ * A TCP connection to host:port ([host]:port for an IPv6 address), or unix:///path,
+ * within timeout_ms; -1 with why set.
+ */
 static int dial(const char *endpoint, int timeout_ms, char *why, size_t why_len)
 {
     if (strncmp(endpoint, UNIX_SCHEME, strlen(UNIX_SCHEME)) == 0)
@@ -213,7 +216,10 @@ static int dial(const char *endpoint, int timeout_ms, char *why, size_t why_len)
         snprintf(why, why_len, "bad endpoint");
         return -1;
     }
-    snprintf(host, sizeof(host), "%.*s", (int)(colon - endpoint), endpoint);
+    if (endpoint[0] == '[' && colon > endpoint && colon[-1] == ']') /* "[IPv6]:port" */
+        snprintf(host, sizeof(host), "%.*s", (int)(colon - endpoint - 2), endpoint + 1);
+    else
+        snprintf(host, sizeof(host), "%.*s", (int)(colon - endpoint), endpoint);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
     int g = getaddrinfo(host, colon + 1, &hints, &res);
     if (g != 0) {

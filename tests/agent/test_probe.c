@@ -10,6 +10,7 @@
 #include "cktest.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <nghttp2/nghttp2.h>
@@ -323,6 +324,15 @@ static void test_grpc(void **state)
     assert_false(grpc_run(port, "slow", msg));
     assert_string_equal(msg, "timeout: health rpc did not complete within 1s");
     assert_int_equal(h.calls, 6);
+    /* an IPv6 pod address goes in brackets, and is dialled (nothing listens at port 1) */
+    assert_false(run("{\"grpc\": {\"port\": 1}}",
+                     &(struct ck_probe_target){NULL, NULL, "::1", NULL, NULL, NULL}, msg));
+    const char *v6 = "error: failed to connect service at \"[::1]:1\": ";
+    assert_memory_equal(msg, v6, strlen(v6));
+    const char *why = msg + strlen(v6);
+    assert_true(
+        strcmp(why, strerror(ECONNREFUSED)) == 0 || strcmp(why, strerror(EADDRNOTAVAIL)) == 0 ||
+        strcmp(why, strerror(ENETUNREACH)) == 0 || strcmp(why, strerror(EAFNOSUPPORT)) == 0);
 
     atomic_store(&h.stop, true);
     pthread_join(h.thread, NULL);

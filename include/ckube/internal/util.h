@@ -243,7 +243,7 @@ struct ck__grpc_answer {
 };
 
 /*
- * A connection to endpoint: "host:port" (TCP), or "unix:///path/to/socket" (a unix
+ * A connection to endpoint: "host:port" or "[IPv6]:port" (TCP), or "unix:///path/to/socket" (a unix
  * socket, as kubelet's --container-runtime-endpoint names one). 0 and *ret (close it
  * with ck__grpc_close()); CK_EIO (nothing was sent) or CK_ENOMEM with why set.
  */
