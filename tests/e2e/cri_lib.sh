@@ -9,9 +9,10 @@
 #       cri_e2e_inside "$@"      # containerd with the project's images; $ckube set
 #       ...                      # (a registry, say) before the server
 #       cri_e2e_server           # lib.sh's server; stop_agent, start_agent, create
-#       start_agent [FLAGS...]
+#       start_agent [FLAGS...]   # or cri_e2e_node [FLAGS...]: started, node Ready
 #       ... checks ...
-#       cri_e2e_finish           # or lib.sh's finish
+#       cri_e2e_all_gone         # every pod and container gone
+#       cri_e2e_finish           # the logs if a check failed, and lib.sh's finish
 #   fi
 #   cri_e2e_outside "$@"         # never returns
 #
@@ -107,13 +108,23 @@ EOF
 
 jp() { k get "$1" -o jsonpath="$2" 2>/dev/null; }
 
-# cri_e2e_finish [COMMAND...]: polls until every pod is gone and containerd has no
-# container left, shows the agent's and containerd's logs (and runs COMMAND, to show
-# more) when a check failed, then lib.sh's finish.
-cri_e2e_finish() {
+# cri_e2e_node [FLAGS...]: start_agent with FLAGS, then node n1 registered and Ready.
+cri_e2e_node() {
+    start_agent "$@"
+    poll "node n1 registered" k get node n1
+    wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
+}
+
+# cri_e2e_all_gone: polls until every pod is gone and containerd has no container left.
+cri_e2e_all_gone() {
     poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
     poll "no container left in containerd" sh -c \
         "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
+}
+
+# cri_e2e_finish [COMMAND...]: when a check failed, shows the agent's and containerd's
+# logs (and runs COMMAND, to show more); then lib.sh's finish.
+cri_e2e_finish() {
     if [ "$failures" -ne 0 ]; then
         echo "--- agent log ---"
         tail -n 40 "$work/agent.err"

@@ -168,17 +168,17 @@ wait_for "inits Initialized" pod/inits '{.status.conditions[?(@.type=="Initializ
 # a sidecar (an init container with restartPolicy Always): the next init container once it
 # started, restarted after it ended though the pod's policy is Never, stopped once the
 # app container completed, the pod then Succeeded
-python3 - "$work" <<'EOF2' | k create --validate=false -f - >/dev/null
-import json, sys
-env = [{"name": "CKUBE_E2E_MARK", "value": sys.argv[1]}]
-ready = {"exec": {"command": ["test", "-f", "ready"]}, "periodSeconds": 1}
-print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sidecars"},
-  "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 5, "initContainers": [
-      {"name": "side", "image": "x", "env": env, "restartPolicy": "Always", "startupProbe": ready,
-       "command": ["sh", "-c", "trap 'exit 0' TERM; echo side >>order; sleep 1; touch ready; while true; do sleep 1; done"]},
-      {"name": "check", "image": "x", "env": env, "command": ["sh", "-c", "test -f ready && echo check >>order"]}],
-    "containers": [{"name": "main", "image": "x", "env": env,
-      "command": ["sh", "-c", "echo main >>order; cat order; while [ ! -f done ]; do sleep 1; done"]}]}}))
+env='[{"name": "CKUBE_E2E_MARK", "value": "'"$work"'"}]'
+ready='{"exec": {"command": ["test", "-f", "ready"]}, "periodSeconds": 1}'
+cat <<EOF2 | k create --validate=false -f - >/dev/null
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sidecars"},
+ "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 5,
+  "initContainers": [
+   {"name": "side", "image": "x", "env": $env, "restartPolicy": "Always", "startupProbe": $ready,
+    "command": ["sh", "-c", "trap 'exit 0' TERM; echo side >>order; sleep 1; touch ready; while true; do sleep 1; done"]},
+   {"name": "check", "image": "x", "env": $env, "command": ["sh", "-c", "test -f ready && echo check >>order"]}],
+  "containers": [{"name": "main", "image": "x", "env": $env,
+   "command": ["sh", "-c", "echo main >>order; cat order; while [ ! -f done ]; do sleep 1; done"]}]}}
 EOF2
 wait_for "sidecars Running" pod/sidecars '{.status.phase}=Running'
 poll "sidecars' main wrote its log" sh -c "kubectl logs sidecars -c main | grep -q main"

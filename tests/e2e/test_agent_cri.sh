@@ -261,13 +261,7 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
     k delete pod keeper --wait=false >/dev/null
     poll "keeper deleted, no container left in containerd" sh -c \
         "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
-    if [ "$failures" -ne 0 ]; then
-        echo "--- agent log ---"
-        tail -n 40 "$work/agent.err"
-        echo "--- containerd log ---"
-        tail -n 20 "$cri_dir/containerd.log"
-    fi
-    finish
+    cri_e2e_finish
 fi
 
 cri_e2e_outside "$@"

@@ -22,9 +22,7 @@ set -u
 if [ "${1:-}" = "--inside" ]; then
     cri_e2e_inside "$@"
     cri_e2e_server
-    start_agent
-    poll "node n1 registered" k get node n1
-    wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
+    cri_e2e_node
 
     create box "{'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sleep', '3600'],
         'env': [{'name': 'GREETING', 'value': 'hello from the pod'}]}]}"
@@ -87,6 +85,7 @@ if [ "${1:-}" = "--inside" ]; then
     check "exec into a missing pod: NotFound" grep -q 'pods "nosuchpod" not found' "$work/nopod.err"
 
     k delete pod box ended --wait=false >/dev/null
+    cri_e2e_all_gone
     cri_e2e_finish
 fi
 

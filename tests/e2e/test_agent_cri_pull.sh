@@ -201,18 +201,8 @@ EOF
         [ "$(jp pod/withsecret '{.status.containerStatuses[0].restartCount}')" = 0 ]
 
     k delete pod withsecret absentfirst wrongfirst nosecret wrongpw --wait=false >/dev/null
-    poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
-    poll "no container left in containerd" sh -c \
-        "[ -z \"\$(ctr -a $cri_sock -n k8s.io containers ls -q)\" ]"
-    if [ "$failures" -ne 0 ]; then
-        echo "--- agent log ---"
-        tail -n 40 "$work/agent.err"
-        echo "--- containerd log ---"
-        tail -n 20 "$cri_dir/containerd.log"
-        echo "--- registry log ---"
-        tail -n 10 "$cri_dir/registry.log"
-    fi
-    finish
+    cri_e2e_all_gone
+    cri_e2e_finish eval 'echo "--- registry log ---"; tail -n 10 "$cri_dir/registry.log"'
 fi
 
 command -v docker-registry >/dev/null 2>&1 ||

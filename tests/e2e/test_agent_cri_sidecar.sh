@@ -2,7 +2,8 @@
 # test_agent_cri_sidecar.sh - sidecar containers (init containers with restartPolicy
 # Always, KEP-753) on the CRI runtime: the real kubectl against a real `ckube server`
 # (SQLite) and `ckube agent` driving a containerd of the test's own, in namespaces of
-# its own (tests/lib/containerd.sh). Checked, with a restartPolicy Never pod:
+# its own (tests/lib/containerd.sh). Usage: test_agent_cri_sidecar.sh PATH/TO/ckube.
+# Checked, with a restartPolicy Never pod:
 #
 # - the order: the sidecar (a loop that writes a file into a shared emptyDir) starts
 #   first; the regular init container after it, once its startupProbe passed, finds
@@ -14,17 +15,13 @@
 # - the app container exits 0: the sidecar is stopped after it and the pod Succeeded;
 # - a running pod deleted: its app container is stopped first, its two sidecars after it
 #   in reverse order (each writes its name to a hostPath file when SIGTERM reaches it).
-#
-# Usage: test_agent_cri_sidecar.sh PATH/TO/ckube
 set -u
 . "$(dirname "$0")/cri_lib.sh"
 
 if [ "${1:-}" = "--inside" ]; then
     cri_e2e_inside "$@"
     cri_e2e_server
-    start_agent
-    poll "node n1 registered" k get node n1
-    wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
+    cri_e2e_node
 
     mounts="[{'name': 'shared', 'mountPath': '/shared'}]"
     alive="{'exec': {'command': ['test', '-f', '/shared/alive']}, 'periodSeconds': 1}"
@@ -103,6 +100,7 @@ if [ "${1:-}" = "--inside" ]; then
         test "$(cat "$work/order/order" | tr '\n' ' ')" = "app second first "
 
     k delete pod side --wait=false >/dev/null
+    cri_e2e_all_gone
     cri_e2e_finish
 fi
 
