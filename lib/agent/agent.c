@@ -1526,6 +1526,9 @@ static void finish_sidecars(struct ck_agent *a, struct pod_run *p)
         CK_LOGS(1, "Pod finished: stopping its sidecar containers", "pod", p->name, "namespace",
                 p->ns);
     p->finishing = true;
+    for (size_t j = 0; j < p->ninit; j++) /* one waiting out its back-off starts no more */
+        if (p->ctrs[j].sidecar && !p->ctrs[j].running)
+            p->ctrs[j].done = true;
     stop_sidecars_in_order(a, p, spec_grace(p), true);
 }
 
