@@ -55,6 +55,7 @@ struct container {
     bool init;           /* an init container: runs to completion before the others */
     bool sidecar;        /* an init container with restartPolicy Always: runs for the pod's life */
     bool stop_sent;      /* a sidecar's stop in the pod's end was sent (they stop in order) */
+    int64_t kill_at;     /* a finished pod's sidecar: when the kill follows its stop */
     int attempt;         /* 0 first; restartCount */
     char id[192];        /* the runtime's containerID of the current attempt */
     char image_ref[256]; /* its imageID as the runtime reports it */
@@ -872,9 +873,13 @@ static int probe_if_due(struct ck_agent *a, const struct pod_run *p, const struc
         return 0;
     char msg[512];
     bool ok = run_action(a, p, c, s->probe, msg, sizeof(msg));
-    if (!ok)
+    if (!ok) {
         CK_LOGS(2, "Probe failed", "probeType", name, "pod", p->name, "container", c->name,
                 "output", msg);
+        /* the kubelet's prober: Unhealthy, "Readiness probe failed: <output>" */
+        const char *type = name[0] == 's' ? "Startup" : name[0] == 'l' ? "Liveness" : "Readiness";
+        pod_event(a, p, CK_EVENT_WARNING, "Unhealthy", "%s probe failed: %s", type, msg);
+    }
     return ck_probe_state_due(s, now, ok);
 }
 
@@ -1492,6 +1497,7 @@ static void stop_sidecars_in_order(struct ck_agent *a, struct pod_run *p, json_i
             continue;
         if (!c->stop_sent) {
             c->stop_sent = true;
+            c->kill_at = now_ns() + (int64_t)grace * CK_SEC;
             pod_event(a, p, CK_EVENT_NORMAL, "Killing", "Stopping container %s", c->name);
             if (pre_stop)
                 run_pre_stop(a, p, c, grace);
@@ -1530,6 +1536,13 @@ static void finish_sidecars(struct ck_agent *a, struct pod_run *p)
         if (p->ctrs[j].sidecar && !p->ctrs[j].running)
             p->ctrs[j].done = true;
     stop_sidecars_in_order(a, p, spec_grace(p), true);
+    for (size_t j = 0; j < p->ninit; j++) { /* past its grace period (a runtime may not kill) */
+        struct container *c = &p->ctrs[j];
+        if (c->sidecar && c->running && c->kill_at && now_ns() >= c->kill_at) {
+            a->rt->ops->stop(a->rt, &p->rp, c->id, 0);
+            c->kill_at = 0;
+        }
+    }
 }
 
 static void terminate(struct ck_agent *a, struct pod_run *p)
