@@ -19,9 +19,7 @@ set -u
 . "$(dirname "$0")/cri_lib.sh"
 
 if [ "${1:-}" = "--inside" ]; then
-    cri_e2e_inside "$@"
-    cri_e2e_server
-    cri_e2e_node
+    cri_e2e_start "$@"
 
     mounts="[{'name': 'shared', 'mountPath': '/shared'}]"
     alive="{'exec': {'command': ['test', '-f', '/shared/alive']}, 'periodSeconds': 1}"
