@@ -194,7 +194,7 @@ struct ck_probe_target {
 };
 
 /*
- * Runs a probe (a Probe object: exec, httpGet or tcpSocket, timeoutSeconds) once, on the
+ * Runs a probe (a Probe object: exec, httpGet, tcpSocket or grpc, timeoutSeconds) once, on the
  * calling thread, at most timeoutSeconds. True on success; else false and why in msg.
  */
 bool ck_probe_run(const json_t *probe, const struct ck_probe_target *target, char *msg,

@@ -53,6 +53,9 @@
 struct container {
     char name[254];
     bool init;           /* an init container: runs to completion before the others */
+    bool sidecar;        /* an init container with restartPolicy Always: runs for the pod's life */
+    bool stop_sent;      /* a sidecar's stop in the pod's end was sent (they stop in order) */
+    int64_t kill_at;     /* a finished pod's sidecar: when the kill follows its stop */
     int attempt;         /* 0 first; restartCount */
     char id[192];        /* the runtime's containerID of the current attempt */
     char image_ref[256]; /* its imageID as the runtime reports it */
@@ -97,6 +100,7 @@ struct pod_run {
     json_t *posted;       /* the last status written */
     struct ck__rt_pod rp; /* the pod as the runtime sees it: sandbox id, IP */
     bool sandbox_ready;   /* rp.sandbox_id is set */
+    bool finishing;       /* the app containers are done: the sidecars stop, for good */
     int64_t sandbox_at;   /* when making the sandbox is tried again */
 };
 
@@ -825,6 +829,13 @@ static const json_t *spec_container(const struct pod_run *p, const char *name)
     return NULL;
 }
 
+/* An init container that runs for the pod's life (restartPolicy Always). */
+static bool is_sidecar(const json_t *spec_c)
+{
+    const char *policy = json_string_value(json_object_get(spec_c, "restartPolicy"));
+    return policy && strcmp(policy, "Always") == 0;
+}
+
 static void init_probes(const struct pod_run *p, struct container *c)
 {
     const json_t *sc = spec_container(p, c->name);
@@ -889,9 +900,13 @@ static int probe_if_due(struct ck_agent *a, const struct pod_run *p, const struc
         return 0;
     char msg[512];
     bool ok = run_action(a, p, c, s->probe, msg, sizeof(msg));
-    if (!ok)
+    if (!ok) {
         CK_LOGS(2, "Probe failed", "probeType", name, "pod", p->name, "container", c->name,
                 "output", msg);
+        /* the kubelet's prober: Unhealthy, "Readiness probe failed: <output>" */
+        const char *type = name[0] == 's' ? "Startup" : name[0] == 'l' ? "Liveness" : "Readiness";
+        pod_event(a, p, CK_EVENT_WARNING, "Unhealthy", "%s probe failed: %s", type, msg);
+    }
     return ck_probe_state_due(s, now, ok);
 }
 
@@ -1101,6 +1116,8 @@ static void read_termination_message(const struct pod_run *p, struct container *
 
 static bool should_restart(const struct pod_run *p, const struct container *c)
 {
+    if (c->sidecar) /* whatever the pod's policy, until the pod finishes */
+        return !p->finishing;
     const char *policy =
         json_string_value(json_object_get(json_object_get(p->pod, "spec"), "restartPolicy"));
     if (c->init) /* until it succeeds, unless Never */
@@ -1179,11 +1196,14 @@ static json_t *container_status(const struct pod_run *p, const struct container 
                           c->waiting_message);
     else
         state = json_pack("{s:{s:s}}", "waiting", "reason", "ContainerCreating");
-    json_t *s = json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:o}", "name", c->name, "image",
-                          image, "imageID", c->image_ref[0] ? c->image_ref : image, "ready",
-                          c->running && c->started_ok && c->ready_ok, "started",
-                          c->running && c->started_ok, "restartCount", c->attempt, "state", state,
-                          "lastState", c->last_state ? json_incref(c->last_state) : json_object());
+    /* a regular init container is ready once it succeeded (the kubelet's prober manager) */
+    bool ready = c->init && !c->sidecar ? c->done && c->has_exit && c->exit.code == 0
+                                        : c->running && c->started_ok && c->ready_ok;
+    json_t *s =
+        json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:o}", "name", c->name, "image", image,
+                  "imageID", c->image_ref[0] ? c->image_ref : image, "ready", ready, "started",
+                  c->running && c->started_ok, "restartCount", c->attempt, "state", state,
+                  "lastState", c->last_state ? json_incref(c->last_state) : json_object());
     if (s && c->ever_ran && c->id[0])
         json_object_set_new(s, "containerID", json_string(c->id));
     return s;
@@ -1200,16 +1220,34 @@ static json_t *condition(const char *type, bool ok, const char *reason)
 
 static json_t *pod_status(struct ck_agent *a, const struct pod_run *p)
 {
-    bool initialized = true, init_failed = false;
+    /*
+     * Initialized (GeneratePodInitializedCondition): the regular init containers
+     * succeeded and the sidecars started, or an app container started before. A
+     * sidecar's readiness counts toward Ready; the phase follows the other containers,
+     * and running sidecars count as running (getPhase): a pod whose app containers
+     * completed becomes Succeeded or Failed once its sidecars stopped too, while a
+     * regular init container failed under Never makes it Failed at once.
+     */
+    bool initialized = true, init_failed = false, sidecars_ready = true, sidecar_running = false;
+    bool app_started = false;
+    for (size_t i = p->ninit; i < p->n; i++)
+        app_started = app_started || p->ctrs[i].ever_ran;
     json_t *init_statuses = json_array();
     for (size_t i = 0; i < p->ninit; i++) {
         const struct container *c = &p->ctrs[i];
-        initialized = initialized && c->done && c->exit.code == 0;
-        init_failed = init_failed || (c->done && c->exit.code != 0);
+        if (c->sidecar) {
+            initialized = initialized && c->running && c->started_ok;
+            sidecars_ready = sidecars_ready && c->running && c->started_ok && c->ready_ok;
+            sidecar_running = sidecar_running || c->running;
+        } else {
+            initialized = initialized && c->done && c->exit.code == 0;
+            init_failed = init_failed || (c->done && c->exit.code != 0);
+        }
         json_array_append_new(init_statuses, container_status(p, c));
     }
-    bool all_running = p->n > p->ninit && initialized, any_running = false, all_done = true,
-         any_failed = init_failed;
+    initialized = initialized || app_started;
+    bool all_running = p->n > p->ninit && initialized && sidecars_ready, any_running = false,
+         all_done = true, any_failed = init_failed;
     json_t *statuses = json_array();
     for (size_t i = p->ninit; i < p->n; i++) {
         const struct container *c = &p->ctrs[i];
@@ -1220,8 +1258,9 @@ static json_t *pod_status(struct ck_agent *a, const struct pod_run *p)
         json_array_append_new(statuses, container_status(p, c));
     }
     bool ran = p->n > p->ninit && p->ctrs[p->ninit].ever_ran;
-    const char *phase = init_failed       ? "Failed"
-                        : all_done && ran ? (any_failed ? "Failed" : "Succeeded")
+    const char *phase = init_failed ? "Failed" /* getPhase: before the sidecars count */
+                        : all_done && ran && !sidecar_running
+                            ? (any_failed ? "Failed" : "Succeeded")
                         : initialized && (any_running || ran) ? "Running"
                                                               : "Pending";
     json_t *conds = json_array();
@@ -1395,6 +1434,7 @@ static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
         const json_t *sc =
             i < p->ninit ? json_array_get(inits, i) : json_array_get(containers, i - p->ninit);
         p->ctrs[i].init = i < p->ninit;
+        p->ctrs[i].sidecar = i < p->ninit && is_sidecar(sc);
         snprintf(p->ctrs[i].name, sizeof(p->ctrs[i].name), "%s",
                  json_string_value(json_object_get(sc, "name")) ?: "");
         adopt_container(a, p, &p->ctrs[i]);
@@ -1426,6 +1466,113 @@ static void run_pre_stop(struct ck_agent *a, const struct pod_run *p, const stru
     json_decref(probe);
 }
 
+/* ---- sidecar containers (KEP-753: init containers with restartPolicy Always) ---- */
+
+/*
+ * The init containers, in order, as the kubelet's computeInitContainerActions runs them:
+ * a regular one runs to completion before the next starts; a sidecar lets the next one
+ * start once it started (its startupProbe passed; its postStart hook ran, as
+ * start_container runs it before returning) and stays supervised for the pod's life,
+ * restarted with back-off whenever it ends (should_restart). True when the app
+ * containers may run: the regular ones succeeded and every sidecar started, or an app
+ * container started already (a sidecar restarting later holds nothing back).
+ */
+static bool run_init_containers(struct ck_agent *a, struct pod_run *p)
+{
+    bool app_started = false;
+    for (size_t j = p->ninit; j < p->n; j++)
+        app_started = app_started || p->ctrs[j].ever_ran;
+    for (size_t j = 0; j < p->ninit; j++) {
+        struct container *c = &p->ctrs[j];
+        if (c->sidecar) {
+            supervise(a, p, c);
+            if (!app_started && !(c->running && c->started_ok))
+                return false;
+            continue;
+        }
+        if (app_started)
+            continue;
+        if (!(c->done && c->exit.code == 0))
+            supervise(a, p, c);
+        if (!(c->done && c->exit.code == 0))
+            return false;
+    }
+    return true;
+}
+
+/* The pod's grace period for stopping its containers while it is not being deleted. */
+static json_int_t spec_grace(const struct pod_run *p)
+{
+    const json_t *g =
+        json_object_get(json_object_get(p->pod, "spec"), "terminationGracePeriodSeconds");
+    return json_is_integer(g) ? json_integer_value(g) : 30;
+}
+
+/*
+ * Stops the running sidecars in reverse order once no other container runs (the
+ * kubelet's terminationOrdering): the last one still running gets its stop (its preStop
+ * hook first when pre_stop) with grace seconds, the ones before it wait until it ended.
+ */
+static void stop_sidecars_in_order(struct ck_agent *a, struct pod_run *p, json_int_t grace,
+                                   bool pre_stop)
+{
+    for (size_t j = 0; j < p->n; j++)
+        if (!p->ctrs[j].sidecar && p->ctrs[j].running)
+            return;
+    for (size_t j = p->ninit; j-- > 0;) {
+        struct container *c = &p->ctrs[j];
+        if (!c->sidecar || !c->running)
+            continue;
+        if (!c->stop_sent) {
+            c->stop_sent = true;
+            c->kill_at = now_ns() + (int64_t)grace * CK_SEC;
+            pod_event(a, p, CK_EVENT_NORMAL, "Killing", "Stopping container %s", c->name);
+            if (pre_stop)
+                run_pre_stop(a, p, c, grace);
+            a->rt->ops->stop(a->rt, &p->rp, c->id, grace);
+        }
+        return;
+    }
+}
+
+/*
+ * A pod whose app containers will not run again: all of them ended for good (a
+ * restartPolicy Never or OnFailure pod), or a regular init container failed under
+ * Never. The kubelet then kills the pod: its sidecars are stopped, not restarted, and
+ * the phase follows the app containers (pod_status) once they all ended.
+ */
+static void finish_sidecars(struct ck_agent *a, struct pod_run *p)
+{
+    bool init_failed = false, app_done = p->n > p->ninit, app_ran = false, any = false;
+    for (size_t j = 0; j < p->n; j++) {
+        const struct container *c = &p->ctrs[j];
+        any = any || c->sidecar;
+        if (j < p->ninit)
+            init_failed = init_failed || (!c->sidecar && c->done && c->exit.code != 0);
+        else {
+            app_done = app_done && c->done;
+            app_ran = app_ran || c->ever_ran;
+        }
+    }
+    if (!any || !(init_failed || (app_done && app_ran)))
+        return;
+    if (!p->finishing)
+        CK_LOGS(1, "Pod finished: stopping its sidecar containers", "pod", p->name, "namespace",
+                p->ns);
+    p->finishing = true;
+    for (size_t j = 0; j < p->ninit; j++) /* one waiting out its back-off starts no more */
+        if (p->ctrs[j].sidecar && !p->ctrs[j].running)
+            p->ctrs[j].done = true;
+    stop_sidecars_in_order(a, p, spec_grace(p), true);
+    for (size_t j = 0; j < p->ninit; j++) { /* past its grace period (a runtime may not kill) */
+        struct container *c = &p->ctrs[j];
+        if (c->sidecar && c->running && c->kill_at && now_ns() >= c->kill_at) {
+            a->rt->ops->stop(a->rt, &p->rp, c->id, 0);
+            c->kill_at = 0;
+        }
+    }
+}
+
 static void terminate(struct ck_agent *a, struct pod_run *p)
 {
     int64_t now = now_ns();
@@ -1435,7 +1582,9 @@ static void terminate(struct ck_agent *a, struct pod_run *p)
         p->terminating = true;
         p->kill_at = now + (int64_t)grace * CK_SEC;
         for (size_t i = 0; i < p->n; i++)
-            if (p->ctrs[i].running) {
+            if (p->ctrs[i].running && p->ctrs[i].sidecar) /* their hooks now, their stop later */
+                run_pre_stop(a, p, &p->ctrs[i], grace);
+            else if (p->ctrs[i].running) {
                 pod_event(a, p, CK_EVENT_NORMAL, "Killing", "Stopping container %s",
                           p->ctrs[i].name);
                 run_pre_stop(a, p, &p->ctrs[i], grace);
@@ -1465,6 +1614,9 @@ static void terminate(struct ck_agent *a, struct pod_run *p)
             a->rt->ops->stop(a->rt, &p->rp, c->id, 0);
     }
     p->killed = p->killed || now >= p->kill_at;
+    if (any && !p->killed) /* the sidecars after the others, with what is left of the grace */
+        stop_sidecars_in_order(
+            a, p, (p->kill_at - now) / CK_SEC > 2 ? (p->kill_at - now) / CK_SEC : 2, false);
     if (any || p->removed)
         return;
     if (!p->sandbox_removed) {
@@ -1655,14 +1807,10 @@ static void tick(struct ck_agent *a)
                 post_status(a, p);
                 continue;
             }
-            for (size_t j = 0; j < p->ninit && initialized; j++) {
-                struct container *c = &p->ctrs[j];
-                if (!(c->done && c->exit.code == 0))
-                    supervise(a, p, c);
-                initialized = c->done && c->exit.code == 0;
-            }
+            initialized = run_init_containers(a, p);
             for (size_t j = p->ninit; initialized && j < p->n; j++)
                 supervise(a, p, &p->ctrs[j]);
+            finish_sidecars(a, p);
             post_status(a, p);
         }
     }

@@ -1781,24 +1781,11 @@ void ck__cri_decode_answer(const unsigned char *p, size_t n)
 
 /* ---- calls ------------------------------------------------------------------------ */
 
-/* gRPC's status codes by number, as Go's codes.Code prints them. */
-static const char *const GRPC_CODES[] = {
-    "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
-    "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
-    "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
-    "DataLoss", "Unauthenticated"};
-
 int ck__cri_status_error(const char *service, const char *method, int status, const char *message,
                          struct ck_err *reterr)
 {
     char unknown[24];
-    const char *name = GRPC_CODES[2];
-    if (status >= 0 && (size_t)status < sizeof(GRPC_CODES) / sizeof(*GRPC_CODES)) {
-        name = GRPC_CODES[status];
-    } else { /* as Go's codes.Code.String() */
-        snprintf(unknown, sizeof(unknown), "Code(%d)", status);
-        name = unknown;
-    }
+    const char *name = ck__grpc_code_name(status, unknown, sizeof(unknown));
     int code = status == 5   ? CK_ENOENT
                : status == 3 ? CK_EINVAL
                : status == 4 ? CK_ETIMEDOUT /* DeadlineExceeded: an ExecSync's timeout */

@@ -1,9 +1,11 @@
 /*
  * probe.c - the kubelet's container probes (pkg/kubelet/prober): exec (a command in the
  * container's environment and directory; exit 0 succeeds), httpGet (a GET through
- * libcurl; a status from 200 to 399 succeeds) and tcpSocket (a connection opens), each
- * bounded by timeoutSeconds (default 1), and the thresholds that turn results into a
- * state (successThreshold, failureThreshold, periodSeconds, initialDelaySeconds).
+ * libcurl; a status from 200 to 399 succeeds), tcpSocket (a connection opens) and grpc
+ * (grpc.health.v1.Health/Check over plaintext HTTP/2 with libckube-util's gRPC client;
+ * SERVING succeeds, with the words of the kubelet's pkg/probe/grpc), each bounded by
+ * timeoutSeconds (default 1), and the thresholds that turn results into a state
+ * (successThreshold, failureThreshold, periodSeconds, initialDelaySeconds).
  */
 #define _GNU_SOURCE /* execvpe */
 #include <curl/curl.h>
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "ckube/agent.h"
+#include "ckube/internal/util.h"
 
 static int64_t monotonic_ns(void)
 {
@@ -202,6 +205,124 @@ static bool run_tcp(const json_t *tcp, const struct ck_probe_target *target, int
     return ok;
 }
 
+/* A whole number of seconds as Go prints a time.Duration: "1s", "1m30s", "2h0m0s". */
+static void go_duration(int64_t ns, char *buf, size_t size)
+{
+    long long s = (long long)(ns / CK_SEC);
+    if (s >= 3600)
+        snprintf(buf, size, "%lldh%lldm%llds", s / 3600, s / 60 % 60, s % 60);
+    else if (s >= 60)
+        snprintf(buf, size, "%lldm%llds", s / 60, s % 60);
+    else
+        snprintf(buf, size, "%llds", s);
+}
+
+/* grpc.health.v1.HealthCheckResponse.ServingStatus by number. */
+static const char *const SERVING_STATUS[] = {"UNKNOWN", "SERVING", "NOT_SERVING",
+                                             "SERVICE_UNKNOWN"};
+
+/*
+ * A grpc probe: Check {service} on host:port, as the kubelet's grpcProber: success when
+ * the answer is SERVING; else its words for a connection that failed, a server without
+ * the health service (Unimplemented), a call past the timeout, another status, or an
+ * unhealthy answer.
+ */
+static bool run_grpc(const json_t *grpc, const struct ck_probe_target *target, int64_t timeout,
+                     char *msg, size_t size)
+{
+    const json_t *port_j = json_object_get(grpc, "port");
+    json_int_t port = json_integer_value(port_j);
+    const char *service = json_string_value(json_object_get(grpc, "service"));
+    char addr[300], why[256] = "", d[32];
+    go_duration(timeout, d, sizeof(d));
+    if (!json_is_integer(port_j) || port <= 0 || port > 65535) {
+        snprintf(msg, size, "invalid port");
+        return false;
+    }
+    snprintf(addr, sizeof(addr), strchr(target->host, ':') ? "[%s]:%lld" : "%s:%lld", target->host,
+             (long long)port);
+    int64_t deadline = monotonic_ns() + timeout;
+    struct ck__grpc_conn *conn = NULL;
+    int r = ck__grpc_connect(addr, (int)(timeout / CK_MSEC), &conn, why, sizeof(why));
+    if (r < 0) {
+        if (strcmp(why, strerror(ETIMEDOUT)) == 0)
+            snprintf(msg, size,
+                     "timeout: failed to connect service \"%s\" within %s: context deadline "
+                     "exceeded",
+                     addr, d);
+        else
+            snprintf(msg, size, "error: failed to connect service at \"%s\": %s", addr, why);
+        return false;
+    }
+    struct ck__buf req = {0};
+    if (service && *service)
+        ck__pb_put_bytes(&req, 1, service, strlen(service));
+    struct ck__grpc_answer answer = {.body = {.max = 64 * 1024}};
+    int64_t left = deadline - monotonic_ns();
+    r = req.err
+            ? CK_ENOMEM
+            : ck__grpc_call(conn, "/grpc.health.v1.Health/Check", req.p, req.len,
+                            left > CK_MSEC ? (int)(left / CK_MSEC) : 1, &answer, why, sizeof(why));
+    ck__grpc_close(conn);
+    ck__buf_release(&req);
+    bool ok = false;
+    char code[24];
+    struct ck__pb_reader rd;
+    if (r < 0 && strcmp(why, "timed out") == 0)
+        snprintf(msg, size, "timeout: health rpc did not complete within %s", d);
+    else if (r < 0)
+        snprintf(msg, size,
+                 "error: health rpc probe failed: rpc error: code = Unavailable desc = %s", why);
+    else if (!answer.status_seen || answer.status == 4)
+        snprintf(msg, size,
+                 answer.status_seen ? "timeout: health rpc did not complete within %s"
+                                    : "error: health rpc probe failed: rpc error: code "
+                                      "= Internal desc = %s",
+                 answer.status_seen ? d : "server closed the stream without sending trailers");
+    else if (answer.status == 12)
+        snprintf(msg, size,
+                 "error: this server does not implement the grpc health protocol "
+                 "(grpc.health.v1.Health): %s",
+                 answer.message);
+    else if (answer.status != 0)
+        snprintf(msg, size, "error: health rpc probe failed: rpc error: code = %s desc = %s",
+                 ck__grpc_code_name(answer.status, code, sizeof(code)), answer.message);
+    else if (!ck__grpc_unary_message(&answer.body, &rd))
+        snprintf(msg, size,
+                 "error: health rpc probe failed: rpc error: code = Internal desc = "
+                 "grpc: failed to unmarshal the received message");
+    else {
+        uint64_t status = 0, v;
+        uint32_t number;
+        unsigned wire;
+        int n;
+        while ((n = ck__pb_next(&rd, &number, &wire)) > 0) {
+            if (number == 1 && wire == CK__PB_VARINT && ck__pb_get_varint(&rd, &v))
+                status = v;
+            else if (!ck__pb_skip(&rd, wire))
+                n = -1;
+            if (n < 0)
+                break;
+        }
+        char other[32];
+        if (n < 0)
+            snprintf(msg, size,
+                     "error: health rpc probe failed: rpc error: code = Internal desc = "
+                     "grpc: failed to unmarshal the received message");
+        else if (status == 1)
+            ok = true;
+        else {
+            if (status < sizeof(SERVING_STATUS) / sizeof(*SERVING_STATUS))
+                snprintf(other, sizeof(other), "%s", SERVING_STATUS[status]);
+            else
+                snprintf(other, sizeof(other), "%llu", (unsigned long long)status);
+            snprintf(msg, size, "service unhealthy (responded with \"%s\")", other);
+        }
+    }
+    ck__buf_release(&answer.body);
+    return ok;
+}
+
 bool ck_probe_run(const json_t *probe, const struct ck_probe_target *target, char *msg, size_t size)
 {
     int64_t timeout = timeout_of(probe);
@@ -214,6 +335,8 @@ bool ck_probe_run(const json_t *probe, const struct ck_probe_target *target, cha
         return run_http(action, target, timeout, msg, size);
     if ((action = json_object_get(probe, "tcpSocket")))
         return run_tcp(action, target, timeout, msg, size);
+    if ((action = json_object_get(probe, "grpc")))
+        return run_grpc(action, target, timeout, msg, size);
     snprintf(msg, size, "the probe has no handler");
     return false;
 }

@@ -202,7 +202,10 @@ static int dial_unix(const char *path, char *why, size_t why_len)
     return fd;
 }
 
-/* A TCP connection to host:port, or unix:///path, within timeout_ms; -1 with why set. */
+/*
+ * A TCP connection to host:port ([host]:port for an IPv6 address), or unix:///path,
+ * within timeout_ms; -1 with why set.
+ */
 static int dial(const char *endpoint, int timeout_ms, char *why, size_t why_len)
 {
     if (strncmp(endpoint, UNIX_SCHEME, strlen(UNIX_SCHEME)) == 0)
@@ -213,7 +216,10 @@ static int dial(const char *endpoint, int timeout_ms, char *why, size_t why_len)
         snprintf(why, why_len, "bad endpoint");
         return -1;
     }
-    snprintf(host, sizeof(host), "%.*s", (int)(colon - endpoint), endpoint);
+    if (endpoint[0] == '[' && colon > endpoint && colon[-1] == ']') /* "[IPv6]:port" */
+        snprintf(host, sizeof(host), "%.*s", (int)(colon - endpoint - 2), endpoint + 1);
+    else
+        snprintf(host, sizeof(host), "%.*s", (int)(colon - endpoint), endpoint);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
     int g = getaddrinfo(host, colon + 1, &hints, &res);
     if (g != 0) {
@@ -500,6 +506,21 @@ int ck__grpc_stream_run(struct ck__grpc_conn *c, int wake_fd, int timeout_ms, ch
         return 1;
     c->dead = true; /* one stream a connection for streaming calls */
     return ended(c, why, why_len);
+}
+
+/* gRPC's status codes by number, as Go's codes.Code prints them. */
+static const char *const GRPC_CODES[] = {
+    "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+    "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+    "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
+    "DataLoss", "Unauthenticated"};
+
+const char *ck__grpc_code_name(int code, char *buf, size_t size)
+{
+    if (code >= 0 && (size_t)code < sizeof(GRPC_CODES) / sizeof(*GRPC_CODES))
+        return GRPC_CODES[code];
+    snprintf(buf, size, "Code(%d)", code); /* as Go's codes.Code.String() */
+    return buf;
 }
 
 bool ck__grpc_unary_message(const struct ck__buf *body, struct ck__pb_reader *ret)

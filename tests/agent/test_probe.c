@@ -2,18 +2,22 @@
  * test_probe.c - tests for lib/agent/probe.c: exec probes (exit 0, non-zero, the
  * environment and directory, a timeout), tcpSocket against a listening and a closed
  * port, httpGet against a local libmicrohttpd server (200 succeeds, 500 fails, a named
- * port), and the thresholds on a fake clock (initialDelaySeconds, periodSeconds,
- * successThreshold, failureThreshold).
+ * port), grpc against a gRPC health server of the test's own (libnghttp2's server API,
+ * on loopback: SERVING, NOT_SERVING, an unknown service, a server without the health
+ * service, an answer later than the timeout, a closed port), and the thresholds on a
+ * fake clock (initialDelaySeconds, periodSeconds, successThreshold, failureThreshold).
  */
 #include "cktest.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agent/grpc_health.h"
 #include "ckube/agent.h"
 
 static json_t *probe(const char *text)
@@ -112,6 +116,58 @@ static void test_http(void **state)
     json_decref(ports);
 }
 
+static bool grpc_run(int port, const char *service, char *msg)
+{
+    char text[160];
+    snprintf(text, sizeof(text), "{\"grpc\": {\"port\": %d, \"service\": \"%s\"}}", port, service);
+    struct ck_probe_target t = {NULL, NULL, "127.0.0.1", NULL, NULL, NULL};
+    return run(text, &t, msg);
+}
+
+static void test_grpc(void **state)
+{
+    (void)state;
+    struct health_server h = {0};
+    int port;
+    assert_int_equal(health_server_start(&h, listening_socket(&port)), 0);
+    char msg[256];
+
+    assert_true(grpc_run(port, "", msg));
+    assert_string_equal(h.path, "/grpc.health.v1.Health/Check");
+    assert_string_equal(h.service, "");
+    assert_true(grpc_run(port, "ok", msg));
+    assert_string_equal(h.service, "ok");
+    assert_false(grpc_run(port, "down", msg));
+    assert_string_equal(msg, "service unhealthy (responded with \"NOT_SERVING\")");
+    assert_false(grpc_run(port, "nope", msg));
+    assert_string_equal(msg,
+                        "error: health rpc probe failed: rpc error: code = NotFound desc = unknown "
+                        "service");
+    assert_false(grpc_run(port, "unimpl", msg));
+    assert_string_equal(msg, "error: this server does not implement the grpc health protocol "
+                             "(grpc.health.v1.Health): unknown service grpc.health.v1.Health");
+    assert_false(grpc_run(port, "slow", msg));
+    assert_string_equal(msg, "timeout: health rpc did not complete within 1s");
+    assert_int_equal(h.calls, 6);
+    /* an IPv6 pod address goes in brackets, and is dialled (nothing listens at port 1) */
+    assert_false(run("{\"grpc\": {\"port\": 1}}",
+                     &(struct ck_probe_target){NULL, NULL, "::1", NULL, NULL, NULL}, msg));
+    const char *v6 = "error: failed to connect service at \"[::1]:1\": ";
+    assert_memory_equal(msg, v6, strlen(v6));
+    const char *why = msg + strlen(v6);
+    assert_true(
+        strcmp(why, strerror(ECONNREFUSED)) == 0 || strcmp(why, strerror(EADDRNOTAVAIL)) == 0 ||
+        strcmp(why, strerror(ENETUNREACH)) == 0 || strcmp(why, strerror(EAFNOSUPPORT)) == 0);
+
+    health_server_stop(&h); /* nothing listens there now */
+    assert_false(grpc_run(port, "", msg));
+    char want[128];
+    snprintf(want, sizeof(want), "error: failed to connect service at \"127.0.0.1:%d\": ", port);
+    assert_memory_equal(msg, want, strlen(want));
+    assert_false(run("{\"grpc\": {\"port\": \"grpc\"}}",
+                     &(struct ck_probe_target){NULL, NULL, "127.0.0.1", NULL, NULL, NULL}, msg));
+}
+
 static void test_thresholds_on_a_fake_clock(void **state)
 {
     (void)state;
@@ -147,6 +203,7 @@ int main(void)
         cmocka_unit_test(test_exec),
         cmocka_unit_test(test_tcp),
         cmocka_unit_test(test_http),
+        cmocka_unit_test(test_grpc),
         cmocka_unit_test(test_thresholds_on_a_fake_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -157,6 +157,33 @@ static void test_pod_validation(void **state)
     expect_validation(k, obj, NULL, "spec.containers[0].name: Invalid value: \"A_b\"");
     json_decref(obj);
 
+    /* a container's restartPolicy: Always on an init container (a sidecar) only */
+    snprintf(body, sizeof(body),
+             "{%s,\"spec\":{\"initContainers\":[{\"name\":\"s\",\"image\":\"x\","
+             "\"restartPolicy\":\"Always\",\"readinessProbe\":{\"tcpSocket\":{\"port\":1}}}],"
+             "\"containers\":[{\"name\":\"a\",\"image\":\"x\"}]}}",
+             meta);
+    obj = load(body);
+    expect_validation(k, obj, NULL, NULL);
+    json_decref(obj);
+    snprintf(body, sizeof(body),
+             "{%s,\"spec\":{\"initContainers\":[{\"name\":\"s\",\"image\":\"x\","
+             "\"restartPolicy\":\"Never\",\"livenessProbe\":{\"tcpSocket\":{\"port\":1}}}],"
+             "\"containers\":[{\"name\":\"a\",\"image\":\"x\","
+             "\"restartPolicy\":\"Always\"}]}}",
+             meta);
+    obj = load(body);
+    expect_validation(k, obj, NULL,
+                      "spec.initContainers[0].restartPolicy: Unsupported value: \"Never\": "
+                      "supported values: \"Always\"");
+    expect_validation(k, obj, NULL,
+                      "spec.initContainers[0].livenessProbe: Forbidden: may not be set for init "
+                      "containers without restartPolicy=Always");
+    expect_validation(k, obj, NULL,
+                      "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init "
+                      "containers");
+    json_decref(obj);
+
     /* updates: the image may change, other spec fields may not */
     snprintf(body, sizeof(body),
              "{%s,\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"y\"}]}}", meta);

@@ -1,5 +1,6 @@
 # cri_lib.sh - what the end-to-end tests of `ckube agent` on a CRI runtime share
-# (test_agent_cri.sh, test_agent_cri_exec.sh, test_agent_cri_pull.sh). Each script
+# (test_agent_cri.sh, test_agent_cri_exec.sh, test_agent_cri_pull.sh,
+# test_agent_cri_sidecar.sh). Each script
 # runs itself again inside network and mount namespaces of its own, where a
 # containerd of the test's own (tests/lib/containerd.sh), a `ckube server`
 # (lib.sh) and the agent run; outside, it checks that nothing of it is left.
@@ -9,9 +10,11 @@
 #       cri_e2e_inside "$@"      # containerd with the project's images; $ckube set
 #       ...                      # (a registry, say) before the server
 #       cri_e2e_server           # lib.sh's server; stop_agent, start_agent, create
-#       start_agent [FLAGS...]
+#       start_agent [FLAGS...]   # or cri_e2e_node [FLAGS...]: started, node Ready
+#       (or the three above at once: cri_e2e_start "$@")
 #       ... checks ...
-#       finish
+#       cri_e2e_all_gone         # every pod and container gone
+#       cri_e2e_finish           # the logs if a check failed, and lib.sh's finish
 #   fi
 #   cri_e2e_outside "$@"         # never returns
 #
@@ -116,6 +119,14 @@ EOF
 }
 
 jp() { k get "$1" -o jsonpath="$2" 2>/dev/null; }
+
+# cri_e2e_start --inside CKUBE DIR CGROUP_ROOT: cri_e2e_inside, cri_e2e_server and
+# start_node, for a script that needs nothing else before the server or the agent.
+cri_e2e_start() {
+    cri_e2e_inside "$@"
+    cri_e2e_server
+    start_node
+}
 
 # cri_e2e_report [LOG]: after a failure, the tails of the agent's and containerd's logs
 # (and of LOG); then lib.sh's finish.

@@ -6,7 +6,8 @@
 # CrashLoopBackOff); a command that does not exist is RunContainerError; `kubectl delete
 # pod` stops it within its grace period (SIGTERM, exit 143); a Deployment's pods run on
 # the agent; the agent killed with SIGKILL and started again finds its containers (no
-# second process); feature-gate precedence between the config file and the flag. No
+# second process); grpc probes against the tests' gRPC health server (its path in
+# CKUBE_GRPC_HEALTH_SERVER); feature-gate precedence between the config file and the flag. No
 # process is left behind (checked). Waits are `kubectl wait` or bounded polls.
 #
 # Usage: test_agent.sh PATH/TO/ckube [STORE_URL]
@@ -146,6 +147,28 @@ wait_for "unlively restarted by its liveness probe" pod/unlively \
 check "unlively's lastState was killed (137)" test \
     "$(k get pod unlively -o jsonpath='{.status.containerStatuses[0].lastState.terminated.exitCode}')" = 137
 
+# grpc probes: a gRPC health server of the tests as the container, probed at the pod's
+# address (the host's, with this runtime); its "ok" service is SERVING, "down" is not
+if [ -x "${CKUBE_GRPC_HEALTH_SERVER:-}" ]; then
+    grpc_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
+    cat <<EOF2 | k create --validate=false -f - >/dev/null
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "grpcprobed"},
+ "spec": {"terminationGracePeriodSeconds": 5, "containers": [{"name": "c", "image": "x",
+   "env": [{"name": "CKUBE_E2E_MARK", "value": "$work"}],
+   "command": ["$CKUBE_GRPC_HEALTH_SERVER", "$grpc_port"],
+   "readinessProbe": {"grpc": {"port": $grpc_port, "service": "ok"}, "periodSeconds": 1},
+   "livenessProbe": {"grpc": {"port": $grpc_port, "service": "down"}, "periodSeconds": 1,
+                     "failureThreshold": 100}}]}}
+EOF2
+    wait_for "grpcprobed Ready through its grpc readiness probe" pod/grpcprobed \
+        '{.status.conditions[?(@.type=="Ready")].status}=True'
+    poll "an Unhealthy event with the kubelet's words for NOT_SERVING" sh -c \
+        "kubectl get events --field-selector involvedObject.name=grpcprobed,reason=Unhealthy -o jsonpath='{.items[*].message}' | grep -qF 'Liveness probe failed: service unhealthy (responded with \"NOT_SERVING\")'"
+    k delete pod grpcprobed --wait=false >/dev/null
+else
+    echo "grpc probes: skipped: CKUBE_GRPC_HEALTH_SERVER names no test_grpc_health_server" >&2
+fi
+
 # init containers run in order, to completion, before the containers
 python3 - "$work" <<'EOF2' | k create --validate=false -f - >/dev/null
 import json, sys
@@ -159,10 +182,47 @@ print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "inits
       "command": ["sh", "-c", "cat order; sleep 1000"]}]}}))
 EOF2
 wait_for "inits Running" pod/inits '{.status.phase}=Running'
+poll "inits' main wrote its log" sh -c "kubectl logs inits -c main | grep -q two"
 check "the init containers ran in order before main" test "$(k logs inits -c main | tr '\n' ' ')" = "one two "
 check "the init containers are Completed" test \
     "$(k get pod inits -o jsonpath='{.status.initContainerStatuses[*].state.terminated.reason}')" = "Completed Completed"
 wait_for "inits Initialized" pod/inits '{.status.conditions[?(@.type=="Initialized")].status}=True'
+
+# a sidecar (an init container with restartPolicy Always): the next init container once it
+# started, restarted after it ended though the pod's policy is Never, stopped once the
+# app container completed (killed after the grace period when it ignores SIGTERM), the
+# pod then Succeeded
+env='[{"name": "CKUBE_E2E_MARK", "value": "'"$work"'"}]'
+ready='{"exec": {"command": ["test", "-f", "ready"]}, "periodSeconds": 1}'
+cat <<EOF2 | k create --validate=false -f - >/dev/null
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sidecars"},
+ "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 5,
+  "initContainers": [
+   {"name": "side", "image": "x", "env": $env, "restartPolicy": "Always", "startupProbe": $ready,
+    "command": ["sh", "-c", "trap 'exit 0' TERM; echo side >>order; sleep 1; touch ready; while true; do sleep 1; done"]},
+   {"name": "check", "image": "x", "env": $env, "command": ["sh", "-c", "test -f ready && echo check >>order"]},
+   {"name": "stubborn", "image": "x", "env": $env, "restartPolicy": "Always",
+    "command": ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]}],
+  "containers": [{"name": "main", "image": "x", "env": $env,
+   "command": ["sh", "-c", "echo main >>order; cat order; while [ ! -f done ]; do sleep 1; done"]}]}}
+EOF2
+wait_for "sidecars Running" pod/sidecars '{.status.phase}=Running'
+poll "sidecars' main wrote its log" sh -c "kubectl logs sidecars -c main | grep -q main"
+check "the sidecar started, then the init container, then main" \
+    test "$(k logs sidecars -c main | tr '\n' ' ')" = "side check main "
+check "the sidecar is started and running" test \
+    "$(k get pod sidecars -o jsonpath='{.status.initContainerStatuses[0].started} {.status.conditions[?(@.type=="Initialized")].status}')" = "true True"
+side_pid=$(k get pod sidecars -o jsonpath='{.status.initContainerStatuses[0].containerID}')
+kill "${side_pid#process://}" 2>/dev/null
+wait_for "the sidecar restarted (policy Never)" pod/sidecars '{.status.initContainerStatuses[0].restartCount}=1'
+wait_for "the sidecar started again" pod/sidecars '{.status.initContainerStatuses[0].started}=true'
+touch "$root/pods/$(k get pod sidecars -o jsonpath='{.metadata.uid}')/done"
+wait_for "sidecars Succeeded once main completed" pod/sidecars '{.status.phase}=Succeeded'
+check "the sidecar that ignores SIGTERM was killed after the grace period (137)" test \
+    "$(k get pod sidecars -o jsonpath='{.status.initContainerStatuses[2].state.terminated.exitCode}')" = 137
+side_state=$(k get pod sidecars -o jsonpath='{.status.initContainerStatuses[0].state}')
+check "the sidecar was stopped (its trap: exit 0): $side_state" test \
+    "$(k get pod sidecars -o jsonpath='{.status.initContainerStatuses[0].state.terminated.exitCode}')" = 0
 
 # a command that does not exist
 cat <<EOF2 | k create --validate=false -f - >/dev/null

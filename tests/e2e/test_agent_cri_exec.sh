@@ -20,9 +20,7 @@ set -u
 . "$(dirname "$0")/cri_lib.sh"
 
 if [ "${1:-}" = "--inside" ]; then
-    cri_e2e_inside "$@"
-    cri_e2e_server
-    start_node
+    cri_e2e_start "$@"
 
     create box "{'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sleep', '3600'],
         'env': [{'name': 'GREETING', 'value': 'hello from the pod'}]}]}"

@@ -243,7 +243,7 @@ struct ck__grpc_answer {
 };
 
 /*
- * A connection to endpoint: "host:port" (TCP), or "unix:///path/to/socket" (a unix
+ * A connection to endpoint: "host:port" or "[IPv6]:port" (TCP), or "unix:///path/to/socket" (a unix
  * socket, as kubelet's --container-runtime-endpoint names one). 0 and *ret (close it
  * with ck__grpc_close()); CK_EIO (nothing was sent) or CK_ENOMEM with why set.
  */
@@ -293,6 +293,12 @@ void ck__grpc_close(struct ck__grpc_conn *c);
  * uncompressed length-prefixed message.
  */
 bool ck__grpc_unary_message(const struct ck__buf *body, struct ck__pb_reader *ret);
+
+/*
+ * A gRPC status code's name as Go's codes.Code prints it: "NotFound"; out of range
+ * "Code(99)", written into buf (24 bytes are enough), which is then returned.
+ */
+const char *ck__grpc_code_name(int code, char *buf, size_t size);
 
 /* ---- files (file.c) ------------------------------------------------------ */
 

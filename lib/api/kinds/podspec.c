@@ -3,7 +3,10 @@
  * ReplicaSets share it: computed defaults and validation.
  *
  * Mirrors the parts ckube has of Kubernetes' pkg/apis/core/v1/defaults.go
- * (SetDefaults_Container) and pkg/apis/core/validation (ValidatePodSpec).
+ * (SetDefaults_Container) and pkg/apis/core/validation (ValidatePodSpec): names,
+ * images, and a container's restartPolicy (the SidecarContainers feature, on in
+ * 1.32: only Always, only on init containers; the init containers without it may
+ * not have probes or lifecycle hooks).
  * Templates get the same defaults as pods, so templates compare equal after
  * defaulting.
  *
@@ -55,6 +58,42 @@ int ck__pod_spec_default(json_t *spec)
     return default_containers(json_object_get(spec, "initContainers"));
 }
 
+/*
+ * A container's restartPolicy, as validateInitContainers and validateContainers check
+ * it: an init container's may be Always only, and one without it has no probes nor
+ * lifecycle hooks; a regular container has none.
+ */
+static void validate_restart_policy(const json_t *c, const char *path, const char *list, size_t i,
+                                    struct ck_field_errors *errs)
+{
+    char field[256];
+    const json_t *rp = json_object_get(c, "restartPolicy");
+    const char *policy = json_string_value(rp);
+    bool init = strcmp(list, "initContainers") == 0;
+    snprintf(field, sizeof(field), "%s.%s[%zu].restartPolicy", path, list, i);
+    if (!init) {
+        if (rp && !json_is_null(rp))
+            ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, field, NULL, false,
+                                "may not be set for non-init containers");
+        return;
+    }
+    if (policy && strcmp(policy, "Always") == 0)
+        return;
+    if (policy)
+        ck_field_errors_add(errs, CK_FIELD_NOT_SUPPORTED, field, policy, true,
+                            "supported values: \"Always\"");
+    static const char *const forbidden[] = {"lifecycle", "livenessProbe", "readinessProbe",
+                                            "startupProbe"};
+    for (size_t k = 0; k < sizeof(forbidden) / sizeof(forbidden[0]); k++) {
+        const json_t *v = json_object_get(c, forbidden[k]);
+        if (!v || json_is_null(v))
+            continue;
+        snprintf(field, sizeof(field), "%s.%s[%zu].%s", path, list, i, forbidden[k]);
+        ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, field, NULL, false,
+                            "may not be set for init containers without restartPolicy=Always");
+    }
+}
+
 void ck__pod_spec_validate(const json_t *spec, const char *path, bool is_template,
                            struct ck_field_errors *errs)
 {
@@ -89,6 +128,7 @@ void ck__pod_spec_validate(const json_t *spec, const char *path, bool is_templat
                     }
                 }
             }
+            validate_restart_policy(c, path, lists[l], i, errs);
             const char *image = json_string_value(json_object_get(c, "image"));
             if (!is_template && (!image || !*image)) {
                 snprintf(field, sizeof(field), "%s.%s[%zu].image", path, lists[l], i);
