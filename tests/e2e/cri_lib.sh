@@ -1,6 +1,5 @@
 # cri_lib.sh - what the end-to-end tests of `ckube agent` on a CRI runtime share
-# (test_agent_cri.sh, test_agent_cri_exec.sh, test_agent_cri_pull.sh,
-# test_agent_cri_sidecar.sh). Each script
+# (test_agent_cri*.sh). Each script
 # runs itself again inside network and mount namespaces of its own, where a
 # containerd of the test's own (tests/lib/containerd.sh), a `ckube server`
 # (lib.sh) and the agent run; outside, it checks that nothing of it is left.
@@ -10,11 +9,11 @@
 #       cri_e2e_inside "$@"      # containerd with the project's images; $ckube set
 #       ...                      # (a registry, say) before the server
 #       cri_e2e_server           # lib.sh's server; stop_agent, start_agent, create
-#       start_agent [FLAGS...]   # or cri_e2e_node [FLAGS...]: started, node Ready
+#       start_agent [FLAGS...]   # or start_node [FLAGS...]: started, node Ready
 #       (or the three above at once: cri_e2e_start "$@")
-#       ... checks ...
-#       cri_e2e_all_gone         # every pod and container gone
-#       cri_e2e_finish           # the logs if a check failed, and lib.sh's finish
+#       ... checks, then the pods deleted ...
+#       cri_e2e_finish           # every pod and container gone, the logs if a check
+#                                # failed (cri_e2e_report), and lib.sh's finish
 #   fi
 #   cri_e2e_outside "$@"         # never returns
 #
