@@ -9,28 +9,23 @@
  * (libmicrohttpd's MHD_create_response_for_upgrade, with or without TLS), so that an
  * agent that refuses (a container that does not run) is a Status too.
  *
- * Design of the leg to the agent: both ends are HTTP libraries and nothing here speaks
- * HTTP itself. libcurl has no WebSocket in Debian 12, so the leg is two streaming
- * libcurl requests over HTTPS with the kubelet client certificate: a GET whose answer is
- * the output records (ckube/internal/exec_stream.h) and a POST whose chunked upload is
- * the input records; the upload's end ends the session on the agent. A relay thread per
- * session runs the WebSocket with wslay (framing only: the upgraded socket is ours) and
- * moves messages between it and the two requests' pipes.
+ * The leg to the agent is agentleg.c's: a GET whose answer is the output records
+ * (ckube/internal/exec_stream.h) and a POST whose chunked upload is the input records;
+ * the upload's end ends the session on the agent. A relay thread per session runs the
+ * WebSocket with wslay (framing only: the upgraded socket is ours) and moves messages
+ * between it and the leg's pipes.
  *
  * Authorization: `create` on pods/exec (authn_authz.c), as kubectl's RBAC expects.
  */
-#define _GNU_SOURCE /* pipe2 */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gnutls/crypto.h>
-#include <gnutls/gnutls.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,25 +34,9 @@
 #include "ckube/internal/exec_stream.h"
 #include "internal.h"
 
-#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-
 struct exec_relay {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int refs; /* the handler/relay, the output transfer, the input transfer */
-    /* the output: GET, its body into out_pipe */
-    CURL *out_curl;
-    long out_status; /* the agent's HTTP status; -1: no answer */
-    char err[CURL_ERROR_SIZE];
-    char first[512]; /* the start of an error's body */
-    size_t first_len;
-    bool out_done;
-    int out_w, out_r;
-    /* the input: POST, its body from in_pipe */
-    CURL *in_curl;
-    struct curl_slist *in_headers;
-    int in_r, in_w;
-    char in_url[2048];
+    struct ck__leg *leg; /* the agent's session: its output in, our input out */
+    int out_r, in_w;     /* the leg's */
     /* the WebSocket */
     MHD_socket sock;
     int peer_fd; /* the client's own socket (under TLS, sock is a socketpair's end) */
@@ -67,113 +46,10 @@ struct exec_relay {
     bool ws_closed;
 };
 
-static void close_fd(int *fd)
+static void relay_free(struct exec_relay *r)
 {
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
-}
-
-static void relay_release(struct exec_relay *r)
-{
-    pthread_mutex_lock(&r->lock);
-    bool last = --r->refs == 0;
-    pthread_mutex_unlock(&r->lock);
-    if (!last)
-        return;
-    close_fd(&r->out_w);
-    close_fd(&r->out_r);
-    close_fd(&r->in_r);
-    close_fd(&r->in_w);
-    pthread_mutex_destroy(&r->lock);
-    pthread_cond_destroy(&r->cond);
+    ck__leg_close(r->leg); /* the end of the input ends the session on the agent */
     free(r);
-}
-
-/* ---- the agent's answer (the output) ---- */
-
-static size_t out_header(char *buf, size_t size, size_t n, void *arg)
-{
-    struct exec_relay *r = arg;
-    long code = 0;
-    if (size * n > 9 && strncmp(buf, "HTTP/", 5) == 0 && sscanf(buf, "%*s %ld", &code) == 1 &&
-        code != 100) {
-        pthread_mutex_lock(&r->lock);
-        if (r->out_status == 0)
-            r->out_status = code;
-        pthread_cond_broadcast(&r->cond);
-        pthread_mutex_unlock(&r->lock);
-    }
-    return size * n;
-}
-
-static size_t out_body(char *buf, size_t size, size_t n, void *arg)
-{
-    struct exec_relay *r = arg;
-    size_t len = size * n, done = 0;
-    if (r->out_status != 200) {
-        size_t room = sizeof(r->first) - 1 - r->first_len;
-        size_t k = len < room ? len : room;
-        memcpy(r->first + r->first_len, buf, k);
-        r->first_len += k;
-        return len;
-    }
-    while (done < len) {
-        ssize_t w = write(r->out_w, buf + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return 0; /* the relay went away: end the transfer */
-        done += (size_t)w;
-    }
-    return len;
-}
-
-static void *output_main(void *arg)
-{
-    struct exec_relay *r = arg;
-    CURLcode rc = curl_easy_perform(r->out_curl);
-    curl_easy_cleanup(r->out_curl);
-    pthread_mutex_lock(&r->lock);
-    if (r->out_status == 0 || rc != CURLE_OK)
-        r->out_status = r->out_status ? r->out_status : -1;
-    r->out_curl = NULL;
-    r->out_done = true;
-    close_fd(&r->out_w); /* the relay sees the end */
-    pthread_cond_broadcast(&r->cond);
-    pthread_mutex_unlock(&r->lock);
-    relay_release(r);
-    return NULL;
-}
-
-/* ---- the upload (the input) ---- */
-
-static size_t in_read(char *buf, size_t size, size_t n, void *arg)
-{
-    struct exec_relay *r = arg;
-    for (;;) {
-        ssize_t got = read(r->in_r, buf, size * n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        return got > 0 ? (size_t)got : 0; /* 0: the relay closed it, the end */
-    }
-}
-
-static size_t discard(char *buf, size_t size, size_t n, void *arg)
-{
-    (void)buf;
-    (void)arg;
-    return size * n;
-}
-
-static void *input_main(void *arg)
-{
-    struct exec_relay *r = arg;
-    curl_easy_perform(r->in_curl);
-    curl_easy_cleanup(r->in_curl);
-    curl_slist_free_all(r->in_headers);
-    relay_release(r);
-    return NULL;
 }
 
 /* ---- the WebSocket (wslay, on the upgraded socket) ---- */
@@ -341,11 +217,8 @@ static void *relay_main(void *arg)
         }
         wslay_event_context_free(r->ws);
     }
-    /* the end of the input ends the session on the agent; the output stops */
-    close_fd(&r->in_w);
-    close_fd(&r->out_r);
     MHD_upgrade_action(r->urh, MHD_UPGRADE_ACTION_CLOSE);
-    relay_release(r);
+    relay_free(r);
     return NULL;
 }
 
@@ -363,9 +236,8 @@ static void upgraded(void *cls, struct MHD_Connection *conn, void *req_cls, cons
     r->peer_fd = info ? info->connect_fd : -1;
     pthread_t t;
     if (pthread_create(&t, NULL, relay_main, r) != 0) {
-        close_fd(&r->in_w);
         MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
-        relay_release(r);
+        relay_free(r);
         return;
     }
     pthread_detach(t);
@@ -459,57 +331,6 @@ static const char *pick_protocol(const char *offered)
     return NULL;
 }
 
-/* Sec-WebSocket-Accept of key (RFC 6455 4.2.2); false when it cannot be made. */
-static bool accept_key(const char *key, char *out, size_t size)
-{
-    char text[256];
-    unsigned char digest[20];
-    if (strlen(key) > 128)
-        return false;
-    snprintf(text, sizeof(text), "%s%s", key, WS_GUID);
-    if (gnutls_hash_fast(GNUTLS_DIG_SHA1, text, strlen(text), digest) < 0)
-        return false;
-    char *b64 = ck_base64_encode(digest, sizeof(digest));
-    if (!b64 || strlen(b64) >= size) {
-        free(b64);
-        return false;
-    }
-    snprintf(out, size, "%s", b64);
-    free(b64);
-    return true;
-}
-
-static bool header_has(struct MHD_Connection *conn, const char *name, const char *token)
-{
-    const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
-    return v && strcasestr(v, token);
-}
-
-static struct exec_relay *relay_new(void)
-{
-    struct exec_relay *r = calloc(1, sizeof(*r));
-    if (!r)
-        return NULL;
-    r->out_w = r->out_r = r->in_r = r->in_w = -1;
-    r->sock = MHD_INVALID_SOCKET;
-    pthread_mutex_init(&r->lock, NULL);
-    pthread_cond_init(&r->cond, NULL);
-    int o[2], i[2];
-    if (pipe2(o, O_CLOEXEC) < 0) {
-        relay_release((r->refs = 1, r));
-        return NULL;
-    }
-    r->out_r = o[0];
-    r->out_w = o[1];
-    if (pipe2(i, O_CLOEXEC) < 0) {
-        relay_release((r->refs = 1, r));
-        return NULL;
-    }
-    r->in_r = i[0];
-    r->in_w = i[1];
-    return r;
-}
-
 enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                    const struct ck__target *t)
 {
@@ -561,7 +382,7 @@ enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connecti
     const char *protocol =
         pick_protocol(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Protocol"));
     char accept[64];
-    if (!header_has(conn, "Upgrade", "websocket") || !key)
+    if (!ck__header_has(conn, "Upgrade", "websocket") || !key)
         return ck__fail_with(conn, "BadRequest",
                              "Upgrade request required: pods/exec is served over WebSocket "
                              "(v5.channel.k8s.io or v4.channel.k8s.io)");
@@ -569,121 +390,64 @@ enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connecti
         return ck__fail_with(conn, "BadRequest",
                              "none of the offered WebSocket subprotocols is supported "
                              "(v5.channel.k8s.io, v4.channel.k8s.io)");
-    if (!accept_key(key, accept, sizeof(accept)))
+    if (!ck__ws_accept_key(key, accept, sizeof(accept)))
         return ck__fail_with(conn, "BadRequest", "invalid Sec-WebSocket-Key");
     char base[300];
     if (ck__kubelet_base_url(ctx, node_name, base, sizeof(base), msg, sizeof(msg)) < 0)
         return ck__fail_with(conn, "ServiceUnavailable", msg);
 
     /* the session's id and the agent's two URLs */
-    unsigned char id_bytes[16];
-    char id[33];
-    if (gnutls_rnd(GNUTLS_RND_NONCE, id_bytes, sizeof(id_bytes)) < 0)
+    char id[33], url[8192], in_url[400];
+    if (ck__leg_session_id(id) < 0)
         return ck__fail_no_memory(conn);
-    for (size_t i = 0; i < sizeof(id_bytes); i++)
-        snprintf(id + 2 * i, 3, "%02x", id_bytes[i]);
-    struct exec_relay *r = relay_new();
-    CURL *oc = r ? curl_easy_init() : NULL;
-    CURL *ic = oc ? curl_easy_init() : NULL;
-    char url[8192];
-    struct url_builder b = {oc, url, sizeof(url), 0};
-    if (ic) {
-        char *ens = curl_easy_escape(oc, t->namespace, 0), *epod = curl_easy_escape(oc, t->name, 0),
-             *ectr = curl_easy_escape(oc, container, 0);
+    CURL *curl = curl_easy_init();
+    struct url_builder b = {curl, url, sizeof(url), -1};
+    if (curl) {
+        char *ens = curl_easy_escape(curl, t->namespace, 0),
+             *epod = curl_easy_escape(curl, t->name, 0),
+             *ectr = curl_easy_escape(curl, container, 0);
         if (ens && epod && ectr)
             b.n = snprintf(url, sizeof(url), "%s/exec/%s/%s/%s?stdin=%d&tty=%d&session=%s&", base,
                            ens, epod, ectr, in, tty, id);
-        else
-            b.n = -1;
         curl_free(ens);
         curl_free(epod);
         curl_free(ectr);
         MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_command, &b);
-        snprintf(r->in_url, sizeof(r->in_url), "%s/execInput/%s", base, id);
+        curl_easy_cleanup(curl);
     }
-    if (!ic || b.n <= 0 || (size_t)b.n >= sizeof(url)) {
-        if (oc)
-            curl_easy_cleanup(oc);
-        if (ic)
-            curl_easy_cleanup(ic);
-        if (r)
-            relay_release((r->refs = 1, r));
-        return b.n < 0 || !ic ? ck__fail_no_memory(conn)
-                              : ck__fail_with(conn, "BadRequest", "the command is too long");
+    snprintf(in_url, sizeof(in_url), "%s/execInput/%s", base, id);
+    if (b.n <= 0 || (size_t)b.n >= sizeof(url))
+        return b.n < 0 ? ck__fail_no_memory(conn)
+                       : ck__fail_with(conn, "BadRequest", "the command is too long");
+    struct exec_relay *r = calloc(1, sizeof(*r));
+    if (!r)
+        return ck__fail_no_memory(conn);
+    r->sock = MHD_INVALID_SOCKET;
+    long status;
+    int lr = ck__leg_open(ctx, url, &r->leg, &status, msg, sizeof(msg) - 64);
+    if (lr < 0) {
+        free(r);
+        char text[sizeof(msg)];
+        snprintf(text, sizeof(text), "%s", msg);
+        if (lr == CK_EINVAL) /* the agent's answer, as kube-apiserver passes the kubelet's */
+            snprintf(msg, sizeof(msg), "unable to upgrade connection: %.400s", text);
+        else if (lr == CK_EIO)
+            snprintf(msg, sizeof(msg), "the node agent of %.200s cannot be reached: %.400s",
+                     node_name, text);
+        return lr == CK_ENOMEM
+                   ? ck__fail_no_memory(conn)
+                   : ck__fail_with(conn, lr == CK_EIO ? "ServiceUnavailable" : "BadRequest", msg);
     }
-    r->out_curl = oc;
-    r->in_curl = ic;
-    curl_easy_setopt(oc, CURLOPT_URL, url);
-    curl_easy_setopt(oc, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(oc, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(oc, CURLOPT_HEADERFUNCTION, out_header);
-    curl_easy_setopt(oc, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(oc, CURLOPT_WRITEFUNCTION, out_body);
-    curl_easy_setopt(oc, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(oc, CURLOPT_ERRORBUFFER, r->err);
-    ck__kubelet_curl_tls(ctx, oc);
-    r->refs = 2; /* this handler, then the relay; the output transfer */
-    pthread_t thread;
-    if (pthread_create(&thread, NULL, output_main, r) != 0) {
-        curl_easy_cleanup(ic);
-        curl_easy_cleanup(oc);
-        r->refs = 1;
-        relay_release(r);
+    r->out_r = ck__leg_out_fd(r->leg);
+    r->in_w = ck__leg_in_fd(r->leg);
+    if (ck__leg_start_input(ctx, r->leg, in_url) < 0) {
+        relay_free(r); /* ends the output transfer, and the session on the agent */
         return ck__fail_no_memory(conn);
     }
-    pthread_detach(thread);
-    pthread_mutex_lock(&r->lock);
-    while (r->out_status == 0)
-        pthread_cond_wait(&r->cond, &r->lock);
-    long status = r->out_status;
-    if (status != 200) {
-        while (!r->out_done)
-            pthread_cond_wait(&r->cond, &r->lock);
-        pthread_mutex_unlock(&r->lock);
-        if (status < 0)
-            snprintf(msg, sizeof(msg), "the node agent of %s cannot be reached: %s", node_name,
-                     r->err[0] ? r->err : "no answer");
-        else
-            snprintf(msg, sizeof(msg), "unable to upgrade connection: %.*s",
-                     (int)strcspn(r->first, "\n"), r->first);
-        curl_easy_cleanup(ic);
-        relay_release(r);
-        return ck__fail_with(conn, status < 0 ? "ServiceUnavailable" : "BadRequest", msg);
-    }
-    pthread_mutex_unlock(&r->lock);
-
-    /* the input: its upload ends when the relay closes in_w */
-    struct curl_slist *headers = curl_slist_append(NULL, "Transfer-Encoding: chunked");
-    headers = headers ? curl_slist_append(headers, "Expect:") : NULL;
-    headers = headers ? curl_slist_append(headers, "Content-Type: application/octet-stream") : NULL;
-    curl_easy_setopt(ic, CURLOPT_URL, r->in_url);
-    curl_easy_setopt(ic, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(ic, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(ic, CURLOPT_POST, 1L);
-    curl_easy_setopt(ic, CURLOPT_HTTPHEADER, headers);
-    r->in_headers = headers; /* the input thread frees it */
-    curl_easy_setopt(ic, CURLOPT_READFUNCTION, in_read);
-    curl_easy_setopt(ic, CURLOPT_READDATA, r);
-    curl_easy_setopt(ic, CURLOPT_WRITEFUNCTION, discard);
-    ck__kubelet_curl_tls(ctx, ic);
-    pthread_mutex_lock(&r->lock);
-    r->refs++;
-    pthread_mutex_unlock(&r->lock);
-    if (!headers || pthread_create(&thread, NULL, input_main, r) != 0) {
-        curl_slist_free_all(headers);
-        curl_easy_cleanup(ic);
-        relay_release(r);
-        close_fd(&r->out_r); /* ends the output transfer, and the session on the agent */
-        relay_release(r);
-        return ck__fail_no_memory(conn);
-    }
-    pthread_detach(thread);
 
     struct MHD_Response *resp = MHD_create_response_for_upgrade(upgraded, r);
     if (!resp) {
-        close_fd(&r->in_w);
-        close_fd(&r->out_r);
-        relay_release(r);
+        relay_free(r);
         return ck__fail_no_memory(conn);
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
@@ -691,10 +455,7 @@ enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connecti
     MHD_add_response_header(resp, "Sec-WebSocket-Protocol", protocol);
     enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
     MHD_destroy_response(resp);
-    if (ret != MHD_YES) { /* never upgraded: the handler's reference goes */
-        close_fd(&r->in_w);
-        close_fd(&r->out_r);
-        relay_release(r);
-    }
+    if (ret != MHD_YES) /* never upgraded: the handler's */
+        relay_free(r);
     return ret;
 }

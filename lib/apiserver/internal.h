@@ -997,6 +997,40 @@ json_t *ck__read_object(struct ck_apiserver *ctx, const struct ck_kind *kind, co
 enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                    const struct ck__target *t);
 
+/* ---- the streaming leg to a node agent (agentleg.c) ---- */
+
+/*
+ * One streaming exchange with a node agent, as exec and port-forward use it: a GET whose
+ * answer is read from ck__leg_out_fd() and a POST whose chunked upload is what is written
+ * to ck__leg_in_fd(); closing the input ends the upload (and the session on the agent).
+ * Both run on threads of their own with the kubelet client certificate.
+ */
+struct ck__leg;
+
+/*
+ * Starts the GET of out_url and waits for its status. 200: 0 and *ret (the caller's
+ * reference, ck__leg_close). Else the leg is gone and the code says why: CK_EIO (no
+ * answer; msg says curl's words) or CK_EINVAL (another status in *ret_status, the first
+ * line of its body in msg).
+ */
+int ck__leg_open(struct ck_apiserver *ctx, const char *out_url, struct ck__leg **ret,
+                 long *ret_status, char *msg, size_t size);
+/* Starts the POST of in_url. 0, or CK_ENOMEM (the leg stays the caller's to close). */
+int ck__leg_start_input(struct ck_apiserver *ctx, struct ck__leg *l, const char *in_url);
+/* The answer's bytes (a pipe's read end; EOF at the answer's end) and the upload's. */
+int ck__leg_out_fd(const struct ck__leg *l);
+int ck__leg_in_fd(const struct ck__leg *l);
+/* Ends the upload: closes the input's write end (idempotent). */
+void ck__leg_end_input(struct ck__leg *l);
+/* Closes both ends and drops the caller's reference; NULL is a no-op. */
+void ck__leg_close(struct ck__leg *l);
+/* A random session id: 32 hex digits and NUL into id[33]. 0, or CK_EIO. */
+int ck__leg_session_id(char id[33]);
+/* Sec-WebSocket-Accept of key (RFC 6455 4.2.2); false when it cannot be made. */
+bool ck__ws_accept_key(const char *key, char *out, size_t size);
+/* Whether header name of the request contains token (case-insensitive). */
+bool ck__header_has(struct MHD_Connection *conn, const char *name, const char *token);
+
 /* GET pods/{name}/log: proxied to the pod's node agent (podlog.c). */
 enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                   const struct ck__target *t);
