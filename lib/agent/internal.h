@@ -53,6 +53,17 @@ int ck__agent_container_exec_url(struct ck_agent *a, const char *ns, const char 
                                  const char *container, char *const *argv, bool want_stdin,
                                  bool tty, char **ret_url, struct ck_err *reterr);
 
+/*
+ * Where port-forward to port of a running pod goes (kubelet's GetPortForward): the pod's
+ * uid into uid, and for a runtime with a streaming server (CRI) its URL for the pod's
+ * sandbox (0 and *ret_url, the caller frees it). CK_ENOENT: no such pod runs here;
+ * CK_EINVAL: the runtime has none, the pod is on the host's network (process); else the
+ * runtime's error with reterr.
+ */
+int ck__agent_pod_port_forward_url(struct ck_agent *a, const char *ns, const char *pod, int port,
+                                   char *uid, size_t uid_size, char **ret_url,
+                                   struct ck_err *reterr);
+
 /* ---- exec into a CRI container (cri_stream.c) ---- */
 
 /*
@@ -66,6 +77,15 @@ struct ck__cri_stream;
  */
 int ck__cri_stream_open(const char *url, bool tty, struct ck__cri_stream **ret, char *msg,
                         size_t size);
+/*
+ * Connects to url (the PortForward call's answer with ?port=N) for port-forward: the
+ * output's records are 1 (the port's bytes) and 3 (the runtime's error text), with no
+ * Status at the end; the input is stdin records (the port's bytes) and the close of
+ * stdin, which, v4 having no half-close, closes the stream once the port was quiet a
+ * second. Else as ck__cri_stream_open().
+ */
+int ck__cri_stream_open_port_forward(const char *url, struct ck__cri_stream **ret, char *msg,
+                                     size_t size);
 /*
  * The output as session records (any number of bytes of them, records may be cut) into
  * buf: channels 1, 2 and last 3 (the runtime's Status, or ours when the stream ended
@@ -121,6 +141,22 @@ struct ck__exec_input;
 struct ck__exec_input *ck__exec_input_new(const char *id);
 /* Acts on the whole records among data; returns how many bytes it took. */
 size_t ck__exec_input_take(struct ck__exec_input *in, const void *data, size_t n);
+
+/*
+ * The state of a request of the agent's endpoint that lives across libmicrohttpd's calls
+ * (an upload): its first member, so that the request's end (logserver.c) can free it
+ * whatever it is.
+ */
+struct ck__agent_req {
+    void (*done)(struct ck__agent_req *req);
+};
+
+/* portforward.c: GET /portForward/{namespace}/{pod}?port=N&session=ID connects and streams. */
+enum MHD_Result ck__agent_port_forward_start(struct ck_agent *a, struct MHD_Connection *conn,
+                                             const char *url);
+/* portforward.c: POST /portForwardInput/{session}, the bytes for the port; *req its state. */
+enum MHD_Result ck__agent_port_forward_input(struct MHD_Connection *conn, const char *url,
+                                             const char *upload, size_t *upload_size, void **req);
 
 /* exec.c: GET /exec/{namespace}/{pod}/{container} starts a session and streams it. */
 enum MHD_Result ck__agent_exec_start(struct ck_agent *a, struct MHD_Connection *conn,
@@ -424,6 +460,14 @@ struct ck__runtime_ops {
      */
     int (*exec_url)(struct ck__runtime *rt, const char *id, char *const *argv, bool want_stdin,
                     bool tty, char **ret_url, struct ck_err *reterr);
+    /*
+     * The URL of the runtime's streaming server for `kubectl port-forward` to port of the
+     * pod's sandbox (CRI PortForward): 0 and *ret_url (caller frees), else the error with
+     * reterr. Called from the agent's server threads. NULL: pods share the host's network
+     * and port-forward connects to 127.0.0.1 (the process runtime).
+     */
+    int (*port_forward_url)(struct ck__runtime *rt, const char *sandbox_id, int port,
+                            char **ret_url, struct ck_err *reterr);
     void (*free)(struct ck__runtime *rt);
 };
 struct ck__runtime {

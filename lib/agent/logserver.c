@@ -9,9 +9,9 @@
  * each record (with its RFC 3339 time in front when timestamps=true). With follow=true
  * the answer goes on while the container runs.
  *
- * The same endpoint serves exec (exec.c). libmicrohttpd serves it over HTTPS (tls.c) on
- * the node's address, one thread per connection; with a client CA, every request must
- * come with a client certificate that CA signed (else 401).
+ * The same endpoint serves exec (exec.c) and port-forward (portforward.c). libmicrohttpd serves it
+ * over HTTPS (tls.c) on the node's address, one thread per connection; with a client CA, every
+ * request must come with a client certificate that CA signed (else 401).
  */
 #define _GNU_SOURCE
 #include <microhttpd.h>
@@ -117,6 +117,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return ck__agent_exec_input(conn, url, upload, upload_size, req);
     if (strcmp(method, "GET") == 0 && strncmp(url, "/exec/", 6) == 0)
         return ck__agent_exec_start(a, conn, url);
+    if (strcmp(method, "POST") == 0 && strncmp(url, "/portForwardInput/", 18) == 0)
+        return ck__agent_port_forward_input(conn, url, upload, upload_size, req);
+    if (strcmp(method, "GET") == 0 && strncmp(url, "/portForward/", 13) == 0)
+        return ck__agent_port_forward_start(a, conn, url);
     if (strcmp(method, "GET") != 0)
         return fail(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
     char ns[254], pod[254], ctr[254] = "";
@@ -143,7 +147,9 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **req,
     (void)cls;
     (void)conn;
     (void)toe;
-    ck__agent_exec_input_done(*req); /* the only requests with a state */
+    struct ck__agent_req *r = *req; /* the uploads' (exec, port-forward) */
+    if (r)
+        r->done(r);
     *req = NULL;
 }
 

@@ -1078,6 +1078,14 @@ static int exec_url(struct ck__runtime *rt, const char *id, char *const *argv, b
                         reterr);
 }
 
+static int port_forward_url(struct ck__runtime *rt, const char *sandbox_id, int port,
+                            char **ret_url, struct ck_err *reterr)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    int32_t ports[1] = {port};
+    return ck__cri_port_forward(cr->cri, sandbox_id, ports, 1, ret_url, reterr);
+}
+
 static void runtime_free(struct ck__runtime *rt)
 {
     struct cri_runtime *cr = (struct cri_runtime *)rt;
@@ -1597,6 +1605,7 @@ static const struct ck__runtime_ops cri_ops = {
     .stop = stop,
     .exec = exec_sync,
     .exec_url = exec_url,
+    .port_forward_url = port_forward_url,
     .remove_orphans = remove_orphans,
     .node_status = node_status,
     .set_pod_cidr = set_pod_cidr,

@@ -262,7 +262,8 @@ static const struct ck__runtime_ops process_ops = {
     .exec = NULL,           /* probes and hooks run on the host, in the container's env (probe.c) */
     .remove_orphans = NULL, /* pod directories stay, as they always have */
     .node_status = node_status,
-    .exec_url = NULL, /* kubectl exec runs on the host too (exec.c) */
+    .exec_url = NULL,         /* kubectl exec runs on the host too (exec.c) */
+    .port_forward_url = NULL, /* pods share the host's network (portforward.c) */
     .free = runtime_free,
 };
 

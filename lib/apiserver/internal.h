@@ -999,6 +999,10 @@ json_t *ck__read_object(struct ck_apiserver *ctx, const struct ck_kind *kind, co
 enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                    const struct ck__target *t);
 
+/* GET/POST pods/{name}/portforward: kubectl's SPDY streams relayed to the agent (portforward.c). */
+enum MHD_Result ck__serve_pod_portforward(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                          const struct ck__target *t);
+
 /* ---- the streaming leg to a node agent (agentleg.c) ---- */
 
 /*
