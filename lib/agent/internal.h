@@ -151,6 +151,16 @@ struct ck__agent_req {
     void (*done)(struct ck__agent_req *req);
 };
 
+/* An answer of the agent's endpoint: status and msg as the body (copied). */
+enum MHD_Result ck__agent_answer(struct MHD_Connection *conn, unsigned status, const char *msg);
+/*
+ * A 200 answer of content_type streamed by read(cls) in blocks of block bytes; done(cls)
+ * when it ends, also when it cannot be made (then a 500).
+ */
+enum MHD_Result ck__agent_answer_stream(struct MHD_Connection *conn, const char *content_type,
+                                        size_t block, MHD_ContentReaderCallback read, void *cls,
+                                        MHD_ContentReaderFreeCallback done);
+
 /* portforward.c: GET /portForward/{namespace}/{pod}?port=N&session=ID connects and streams. */
 enum MHD_Result ck__agent_port_forward_start(struct ck_agent *a, struct MHD_Connection *conn,
                                              const char *url);

@@ -47,8 +47,7 @@ struct pf_session {
     int fd;                     /* the process runtime's connection to the port, or -1 */
     struct ck__cri_stream *cri; /* a CRI runtime's stream, or NULL */
     atomic_bool ended;
-    int refs; /* the table, the output, the input; under sessions_lock */
-    struct pf_session *next;
+    int refs; /* the table (until session_end), the output, the input; sessions_lock */
 };
 
 struct pf_input {
@@ -58,18 +57,12 @@ struct pf_input {
 };
 
 static pthread_mutex_t sessions_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pf_session *sessions;
+static struct ck__strmap sessions; /* id -> struct pf_session */
 
 static void session_release(struct pf_session *s)
 {
     pthread_mutex_lock(&sessions_lock);
     bool last = --s->refs == 0;
-    if (last)
-        for (struct pf_session **p = &sessions; *p; p = &(*p)->next)
-            if (*p == s) {
-                *p = s->next;
-                break;
-            }
     pthread_mutex_unlock(&sessions_lock);
     if (!last)
         return;
@@ -79,11 +72,14 @@ static void session_release(struct pf_session *s)
     free(s);
 }
 
-/* Drops the session from the table (its id is no longer found) and ends the connection. */
+/* Takes the session out of the table (its id is found no more) and ends the connection. */
 static void session_end(struct pf_session *s)
 {
     if (atomic_exchange(&s->ended, true))
         return;
+    pthread_mutex_lock(&sessions_lock);
+    ck__strmap_remove(&sessions, s->id);
+    pthread_mutex_unlock(&sessions_lock);
     if (s->cri)
         ck__cri_stream_shutdown(s->cri);
     else
@@ -94,22 +90,12 @@ static void session_end(struct pf_session *s)
 static struct pf_session *session_find(const char *id)
 {
     pthread_mutex_lock(&sessions_lock);
-    struct pf_session *s = sessions;
-    while (s && (strcmp(s->id, id) != 0 || atomic_load(&s->ended)))
-        s = s->next;
+    struct ck__strmap_entry *e = ck__strmap_find(&sessions, id);
+    struct pf_session *s = e ? e->value : NULL;
     if (s)
         s->refs++;
     pthread_mutex_unlock(&sessions_lock);
     return s;
-}
-
-static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, const char *msg)
-{
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(msg), (void *)msg, MHD_RESPMEM_MUST_COPY);
-    enum MHD_Result r = MHD_queue_response(conn, status, resp);
-    MHD_destroy_response(resp);
-    return r;
 }
 
 /* ---- the output: the GET's answer ---- */
@@ -177,23 +163,18 @@ enum MHD_Result ck__agent_port_forward_start(struct ck_agent *a, struct MHD_Conn
 {
     char ns[254], pod[254], uid[64] = "", msg[1400], why[700];
     if (sscanf(url, "/portForward/%253[^/]/%253[^/]", ns, pod) != 2)
-        return answer(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+        return ck__agent_answer(conn, MHD_HTTP_NOT_FOUND, "not found\n");
     const char *id = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "session");
     const char *port_text = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "port");
     char *end = NULL;
     long port = port_text ? strtol(port_text, &end, 10) : 0;
     if (!id || !*id || strlen(id) > CK_EXEC_SESSION_ID_MAX)
-        return answer(conn, MHD_HTTP_BAD_REQUEST, "a session id is required\n");
+        return ck__agent_answer(conn, MHD_HTTP_BAD_REQUEST, "a session id is required\n");
     if (!port_text || !*port_text || *end || port < 1 || port > 65535)
-        return answer(conn, MHD_HTTP_BAD_REQUEST, "a port from 1 to 65535 is required\n");
-    struct pf_session *other = session_find(id);
-    if (other) {
-        session_release(other);
-        return answer(conn, MHD_HTTP_CONFLICT, "the session exists\n");
-    }
+        return ck__agent_answer(conn, MHD_HTTP_BAD_REQUEST, "a port from 1 to 65535 is required\n");
     struct pf_session *s = calloc(1, sizeof(*s));
     if (!s)
-        return answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+        return ck__agent_answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
     snprintf(s->id, sizeof(s->id), "%s", id);
     s->fd = -1;
     char *stream_url = NULL;
@@ -202,7 +183,7 @@ enum MHD_Result ck__agent_port_forward_start(struct ck_agent *a, struct MHD_Conn
         ck__agent_pod_port_forward_url(a, ns, pod, (int)port, uid, sizeof(uid), &stream_url, &err);
     if (r == CK_ENOENT) { /* the kubelet's words (server.go getPortForward) */
         free(s);
-        return answer(conn, MHD_HTTP_NOT_FOUND, "pod does not exist");
+        return ck__agent_answer(conn, MHD_HTTP_NOT_FOUND, "pod does not exist");
     }
     why[0] = '\0';
     if (r == CK_EINVAL) { /* the host's network */
@@ -224,25 +205,23 @@ enum MHD_Result ck__agent_port_forward_start(struct ck_agent *a, struct MHD_Conn
         free(s);
         snprintf(msg, sizeof(msg), "error forwarding port %ld to pod %s, uid %s: %s", port, pod,
                  uid, why);
-        return answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
+        return ck__agent_answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
     }
     s->refs = 2; /* the table, the output */
+    bool created = false;
     pthread_mutex_lock(&sessions_lock);
-    s->next = sessions;
-    sessions = s;
+    struct ck__strmap_entry *e = ck__strmap_put(&sessions, s->id, s, &created);
     pthread_mutex_unlock(&sessions_lock);
+    if (!e || !created) {
+        s->refs = 1;
+        session_release(s);
+        return ck__agent_answer(conn, e ? MHD_HTTP_CONFLICT : MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                e ? "the session exists\n" : "out of memory\n");
+    }
     CK_LOGS(2, "Port forward started", "pod", pod, "port", port_text, "runtime",
             s->cri ? "cri" : "process");
-    struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_output, s, output_done);
-    if (!resp) {
-        output_done(s);
-        return answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-    }
-    MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return ck__agent_answer_stream(conn, "application/octet-stream", 64 * 1024, read_output, s,
+                                   output_done);
 }
 
 /* ---- the input: the POST's upload ---- */
@@ -287,10 +266,10 @@ enum MHD_Result ck__agent_port_forward_input(struct MHD_Connection *conn, const 
     if (!in) {
         struct pf_session *s = session_find(url + strlen("/portForwardInput/"));
         if (!s)
-            return answer(conn, MHD_HTTP_NOT_FOUND, "no such session\n");
+            return ck__agent_answer(conn, MHD_HTTP_NOT_FOUND, "no such session\n");
         if (!(in = calloc(1, sizeof(*in)))) {
             session_release(s);
-            return answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+            return ck__agent_answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
         }
         in->req.done = input_done;
         in->s = s;
@@ -308,5 +287,5 @@ enum MHD_Result ck__agent_port_forward_input(struct MHD_Connection *conn, const 
         ck__cri_stream_input(in->s->cri, CK_EXEC_CLOSE, (const unsigned char *)"\0", 1);
     else
         shutdown(in->s->fd, SHUT_WR);
-    return answer(conn, MHD_HTTP_OK, "");
+    return ck__agent_answer(conn, MHD_HTTP_OK, "");
 }

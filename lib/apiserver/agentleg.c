@@ -11,6 +11,9 @@
  * connection, so that a refusal (a container or port that is not there) can still be a
  * Status or an error text.
  *
+ * The upgraded connection (struct ck__upgraded) and wslay's callbacks on it are shared
+ * the same way: exec and port-forward's relays start with one.
+ *
  * Threading: each request runs on a detached thread of its own. The leg is refcounted
  * (the caller, the output thread, the input thread); the pipes' ends are closed by
  * whoever is done with them.
@@ -25,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -160,6 +164,30 @@ static void *input_main(void *arg)
 
 /* ---- the caller's ---- */
 
+json_t *ck__read_pod(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                     const struct ck__target *t, char *node_name, size_t size,
+                     enum MHD_Result *ret_failed)
+{
+    struct ck_err err = {0};
+    json_t *pod = ck__read_object(ctx, t->kind, t->namespace, t->name, &err);
+    if (!pod) {
+        *ret_failed = err.code ? ck__fail(conn, &err) : ck__fail_no_memory(conn);
+        return NULL;
+    }
+    const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+    snprintf(node_name, size, "%s", node ? node : "");
+    return pod;
+}
+
+/* What both requests set: the URL, no signals, 10 s to connect, the agent's TLS. */
+static void set_common(struct ck_apiserver *ctx, CURL *c, const char *url)
+{
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    ck__kubelet_curl_tls(ctx, c);
+}
+
 static struct ck__leg *leg_new(void)
 {
     struct ck__leg *l = calloc(1, sizeof(*l));
@@ -198,15 +226,12 @@ int ck__leg_open(struct ck_apiserver *ctx, const char *out_url, struct ck__leg *
         return CK_ENOMEM;
     }
     l->out_curl = c;
-    curl_easy_setopt(c, CURLOPT_URL, out_url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    set_common(ctx, c, out_url);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, out_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, l);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, out_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, l);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, l->err);
-    ck__kubelet_curl_tls(ctx, c);
     l->refs = 2; /* the caller; the output transfer */
     pthread_t thread;
     if (pthread_create(&thread, NULL, output_main, l) != 0) {
@@ -251,15 +276,12 @@ int ck__leg_start_input(struct ck_apiserver *ctx, struct ck__leg *l, const char 
         curl_slist_free_all(headers);
         return CK_ENOMEM;
     }
-    curl_easy_setopt(c, CURLOPT_URL, in_url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    set_common(ctx, c, in_url);
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c, CURLOPT_READFUNCTION, in_read);
     curl_easy_setopt(c, CURLOPT_READDATA, l);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-    ck__kubelet_curl_tls(ctx, c);
     l->in_curl = c;
     l->in_headers = headers; /* the input thread frees them */
     pthread_mutex_lock(&l->lock);
@@ -335,4 +357,54 @@ bool ck__header_has(struct MHD_Connection *conn, const char *name, const char *t
 {
     const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
     return v && strcasestr(v, token);
+}
+
+void ck__upgraded_cb(void *cls, struct MHD_Connection *conn, void *req_cls, const char *extra_in,
+                     size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+    (void)req_cls;
+    (void)extra_in;
+    (void)extra_in_size; /* kubectl waits for the 101 before it writes */
+    struct ck__upgraded *u = cls;
+    u->sock = sock;
+    u->urh = urh;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    u->peer_fd = info ? info->connect_fd : -1;
+    pthread_t t;
+    if (pthread_create(&t, NULL, u->relay, cls) != 0) {
+        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+        u->drop(cls);
+        return;
+    }
+    pthread_detach(t);
+}
+
+/* The wslay error for a failed recv/send: try later, or the end. */
+static ssize_t ws_io_result(wslay_event_context_ptr ctx, ssize_t n, bool zero_is_end)
+{
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+        return -1;
+    }
+    if (n < 0 || (n == 0 && zero_is_end)) {
+        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+        return -1;
+    }
+    return n;
+}
+
+ssize_t ck__ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *arg)
+{
+    (void)flags;
+    const struct ck__upgraded *u = arg;
+    return ws_io_result(ctx, recv(u->sock, buf, len, 0), true);
+}
+
+ssize_t ck__ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
+                    void *arg)
+{
+    (void)flags;
+    const struct ck__upgraded *u = arg;
+    return ws_io_result(ctx, send(u->sock, data, len, MSG_NOSIGNAL), false);
 }

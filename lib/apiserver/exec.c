@@ -35,12 +35,10 @@
 #include "internal.h"
 
 struct exec_relay {
-    struct ck__leg *leg; /* the agent's session: its output in, our input out */
-    int out_r, in_w;     /* the leg's */
+    struct ck__upgraded up; /* first: the wslay callbacks' user data */
+    struct ck__leg *leg;    /* the agent's session: its output in, our input out */
+    int out_r, in_w;        /* the leg's */
     /* the WebSocket */
-    MHD_socket sock;
-    int peer_fd; /* the client's own socket (under TLS, sock is a socketpair's end) */
-    struct MHD_UpgradeResponseHandle *urh;
     wslay_event_context_ptr ws;
     struct ck__exec_frames frames;
     bool ws_closed;
@@ -52,6 +50,11 @@ static void relay_free(struct exec_relay *r)
     free(r);
 }
 
+static void relay_drop(void *arg)
+{
+    relay_free(arg);
+}
+
 /* ---- the WebSocket (wslay, on the upgraded socket) ---- */
 
 static int64_t monotonic_ns(void)
@@ -59,39 +62,6 @@ static int64_t monotonic_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *arg)
-{
-    (void)flags;
-    struct exec_relay *r = arg;
-    ssize_t n = recv(r->sock, buf, len, 0);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-        return -1;
-    }
-    if (n <= 0) {
-        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-        return -1;
-    }
-    return n;
-}
-
-static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
-                       void *arg)
-{
-    (void)flags;
-    struct exec_relay *r = arg;
-    ssize_t n = send(r->sock, data, len, MSG_NOSIGNAL);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-        return -1;
-    }
-    if (n < 0) {
-        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-        return -1;
-    }
-    return n;
 }
 
 /* Writes all of data into the input pipe; false when the upload is gone. */
@@ -175,8 +145,9 @@ static bool pump_output(struct exec_relay *r)
 static void *relay_main(void *arg)
 {
     struct exec_relay *r = arg;
-    struct wslay_event_callbacks cb = {ws_recv, ws_send, NULL, NULL, NULL, NULL, ws_message};
-    fcntl(r->sock, F_SETFL, fcntl(r->sock, F_GETFL) | O_NONBLOCK);
+    struct wslay_event_callbacks cb = {ck__ws_recv, ck__ws_send, NULL,      NULL,
+                                       NULL,        NULL,        ws_message};
+    fcntl(r->up.sock, F_SETFL, fcntl(r->up.sock, F_GETFL) | O_NONBLOCK);
     fcntl(r->out_r, F_SETFL, fcntl(r->out_r, F_GETFL) | O_NONBLOCK);
     bool output_open = true, close_due = false;
     int64_t closing_deadline = 0;
@@ -191,13 +162,13 @@ static void *relay_main(void *arg)
             }
             bool want_out = output_open && wslay_event_get_queued_msg_count(r->ws) < 64;
             struct pollfd p[3] = {
-                {r->sock,
+                {r->up.sock,
                  (short)((wslay_event_want_read(r->ws) ? POLLIN : 0) |
                          (wslay_event_want_write(r->ws) ? POLLOUT : 0)),
                  0},
                 {want_out ? r->out_r : -1, POLLIN, 0},
                 /* libmicrohttpd does not pass a TLS peer's hang-up on to sock: watch it */
-                {r->peer_fd, POLLRDHUP, 0},
+                {r->up.peer_fd, POLLRDHUP, 0},
             };
             /* after our close frame, kubectl's answer says it has read everything:
              * closing sooner could drop what is still on its way */
@@ -217,30 +188,9 @@ static void *relay_main(void *arg)
         }
         wslay_event_context_free(r->ws);
     }
-    MHD_upgrade_action(r->urh, MHD_UPGRADE_ACTION_CLOSE);
+    MHD_upgrade_action(r->up.urh, MHD_UPGRADE_ACTION_CLOSE);
     relay_free(r);
     return NULL;
-}
-
-static void upgraded(void *cls, struct MHD_Connection *conn, void *req_cls, const char *extra_in,
-                     size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
-{
-    (void)req_cls;
-    (void)extra_in;
-    (void)extra_in_size; /* kubectl waits for the 101 before it writes */
-    struct exec_relay *r = cls;
-    r->sock = sock;
-    r->urh = urh;
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    r->peer_fd = info ? info->connect_fd : -1;
-    pthread_t t;
-    if (pthread_create(&t, NULL, relay_main, r) != 0) {
-        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
-        relay_free(r);
-        return;
-    }
-    pthread_detach(t);
 }
 
 /* ---- the request ---- */
@@ -334,15 +284,12 @@ static const char *pick_protocol(const char *offered)
 enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                    const struct ck__target *t)
 {
-    struct ck_err err = {0};
-    char msg[700];
-    json_t *pod = ck__read_object(ctx, t->kind, t->namespace, t->name, &err);
+    char msg[700], node_name[254], container[254];
+    enum MHD_Result failed;
+    json_t *pod = ck__read_pod(ctx, conn, t, node_name, sizeof(node_name), &failed);
     if (!pod)
-        return err.code ? ck__fail(conn, &err) : ck__fail_no_memory(conn);
+        return failed;
     const json_t *spec = json_object_get(pod, "spec");
-    char node_name[254], container[254];
-    snprintf(node_name, sizeof(node_name), "%s",
-             json_string_value(json_object_get(spec, "nodeName")) ?: "");
     const char *c = ck__query(conn, "container");
     if (!c || !*c) {
         const json_t *cs = json_object_get(spec, "containers");
@@ -422,7 +369,7 @@ enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connecti
     struct exec_relay *r = calloc(1, sizeof(*r));
     if (!r)
         return ck__fail_no_memory(conn);
-    r->sock = MHD_INVALID_SOCKET;
+    r->up = (struct ck__upgraded){MHD_INVALID_SOCKET, -1, NULL, relay_main, relay_drop};
     long status;
     int lr = ck__leg_open(ctx, url, &r->leg, &status, msg, sizeof(msg) - 64);
     if (lr < 0) {
@@ -445,7 +392,7 @@ enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connecti
         return ck__fail_no_memory(conn);
     }
 
-    struct MHD_Response *resp = MHD_create_response_for_upgrade(upgraded, r);
+    struct MHD_Response *resp = MHD_create_response_for_upgrade(ck__upgraded_cb, r);
     if (!resp) {
         relay_free(r);
         return ck__fail_no_memory(conn);

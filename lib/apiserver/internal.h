@@ -19,6 +19,7 @@
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <wslay/wslay.h>
 #include <zlib.h>
 
 #include "ckube/api.h"
@@ -1030,10 +1031,40 @@ int ck__leg_in_fd(const struct ck__leg *l);
 void ck__leg_end_input(struct ck__leg *l);
 /* Closes both ends and drops the caller's reference; NULL is a no-op. */
 void ck__leg_close(struct ck__leg *l);
+/*
+ * The pod of t (the caller decrefs it) with its spec.nodeName ("" none) into node_name,
+ * for a streaming subresource; NULL when it cannot be read, *ret_failed then being the
+ * Status answered (404 for no pod).
+ */
+json_t *ck__read_pod(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                     const struct ck__target *t, char *node_name, size_t size,
+                     enum MHD_Result *ret_failed);
 /* A random session id: 32 hex digits and NUL into id[33]. 0, or CK_EIO. */
 int ck__leg_session_id(char id[33]);
 /* Sec-WebSocket-Accept of key (RFC 6455 4.2.2); false when it cannot be made. */
 bool ck__ws_accept_key(const char *key, char *out, size_t size);
+/*
+ * kubectl's upgraded connection as libmicrohttpd hands it over: the socket we read and
+ * write (under TLS a socketpair's end), the client's own socket (whose hang-up
+ * libmicrohttpd does not pass on: poll it for POLLRDHUP) and the handle to close it with;
+ * and what to run on it. The first member of a relay's struct, which is the cls of
+ * MHD_create_response_for_upgrade(ck__upgraded_cb, cls).
+ */
+struct ck__upgraded {
+    MHD_socket sock;
+    int peer_fd;
+    struct MHD_UpgradeResponseHandle *urh;
+    void *(*relay)(void *cls); /* runs on a thread of its own, owns cls */
+    void (*drop)(void *cls);   /* frees cls when that thread cannot be had */
+};
+/* libmicrohttpd's upgrade callback: fills in cls's struct ck__upgraded, starts its relay. */
+void ck__upgraded_cb(void *cls, struct MHD_Connection *conn, void *req_cls, const char *extra_in,
+                     size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh);
+/* wslay's recv and send callbacks on the upgraded socket; user data: a struct whose first
+ * member is its struct ck__upgraded. */
+ssize_t ck__ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *arg);
+ssize_t ck__ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
+                    void *arg);
 /* Whether header name of the request contains token (case-insensitive). */
 bool ck__header_has(struct MHD_Connection *conn, const char *name, const char *token);
 

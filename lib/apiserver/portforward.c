@@ -74,15 +74,13 @@ struct pf_conn {
 };
 
 struct pf_session {
-    pthread_mutex_t lock; /* refs, conns' state/leg/error, closed */
+    struct ck__upgraded up; /* first: the wslay callbacks' user data */
+    pthread_mutex_t lock;   /* refs, conns' state/leg/error, closed */
     int refs;
     bool closed;
     struct ck_apiserver *ctx;
     char base[300], ns_escaped[800], pod_escaped[800];
     bool websocket;
-    MHD_socket sock;
-    int peer_fd;
-    struct MHD_UpgradeResponseHandle *urh;
     wslay_event_context_ptr ws;
     struct ck__spdy spdy;
     struct ck__buf tx; /* SPDY bytes for kubectl */
@@ -132,6 +130,11 @@ static void session_unref(struct pf_session *s)
     close_fd(&s->wake[1]);
     pthread_mutex_destroy(&s->lock);
     free(s);
+}
+
+static void session_drop(void *arg)
+{
+    session_unref(arg);
 }
 
 /* ---- the agent's leg, per connection ---- */
@@ -355,39 +358,6 @@ static bool bytes_in(struct pf_session *s, const unsigned char *p, size_t n)
 
 /* ---- the WebSocket tunnel (wslay) ---- */
 
-static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *arg)
-{
-    (void)flags;
-    struct pf_session *s = arg;
-    ssize_t n = recv(s->sock, buf, len, 0);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-        return -1;
-    }
-    if (n <= 0) {
-        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-        return -1;
-    }
-    return n;
-}
-
-static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
-                       void *arg)
-{
-    (void)flags;
-    struct pf_session *s = arg;
-    ssize_t n = send(s->sock, data, len, MSG_NOSIGNAL);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-        return -1;
-    }
-    if (n < 0) {
-        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-        return -1;
-    }
-    return n;
-}
-
 static void ws_message(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *m,
                        void *arg)
 {
@@ -467,7 +437,7 @@ static bool flush_tx(struct pf_session *s)
         return !wslay_event_want_write(s->ws) || wslay_event_send(s->ws) == 0;
     }
     while (s->tx.len > 0) {
-        ssize_t n = send(s->sock, s->tx.p, s->tx.len, MSG_NOSIGNAL);
+        ssize_t n = send(s->up.sock, s->tx.p, s->tx.len, MSG_NOSIGNAL);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return true;
         if (n <= 0)
@@ -530,10 +500,10 @@ static void relay(struct pf_session *s)
         if (s->websocket && !wslay_event_want_read(s->ws) && !wslay_event_want_write(s->ws))
             break; /* the WebSocket's close handshake is over */
         p[n++] = (struct pollfd){
-            s->sock, (short)((want_read ? POLLIN : 0) | (tx_pending(s) ? POLLOUT : 0)), 0};
+            s->up.sock, (short)((want_read ? POLLIN : 0) | (tx_pending(s) ? POLLOUT : 0)), 0};
         p[n++] = (struct pollfd){s->wake[0], POLLIN, 0};
         /* libmicrohttpd does not pass a TLS peer's hang-up on to sock: watch it */
-        p[n++] = (struct pollfd){s->peer_fd, POLLRDHUP, 0};
+        p[n++] = (struct pollfd){s->up.peer_fd, POLLRDHUP, 0};
         if (poll(p, (nfds_t)n, 1000) < 0 && errno != EINTR)
             break;
         if (p[base + 2].revents & (POLLRDHUP | POLLHUP | POLLERR))
@@ -548,7 +518,7 @@ static void relay(struct pf_session *s)
                     break;
             } else {
                 unsigned char buf[CHUNK];
-                ssize_t got = recv(s->sock, buf, sizeof(buf), 0);
+                ssize_t got = recv(s->up.sock, buf, sizeof(buf), 0);
                 if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
                     break;
                 if (got > 0 && !bytes_in(s, buf, (size_t)got))
@@ -582,8 +552,9 @@ static void relay(struct pf_session *s)
 static void *relay_main(void *arg)
 {
     struct pf_session *s = arg;
-    fcntl(s->sock, F_SETFL, fcntl(s->sock, F_GETFL) | O_NONBLOCK);
-    struct wslay_event_callbacks cb = {ws_recv, ws_send, NULL, NULL, NULL, NULL, ws_message};
+    fcntl(s->up.sock, F_SETFL, fcntl(s->up.sock, F_GETFL) | O_NONBLOCK);
+    struct wslay_event_callbacks cb = {ck__ws_recv, ck__ws_send, NULL,      NULL,
+                                       NULL,        NULL,        ws_message};
     if (!s->websocket || wslay_event_context_server_init(&s->ws, &cb, s) == 0) {
         if (s->ws)
             wslay_event_config_set_max_recv_msg_length(s->ws, WS_MESSAGE_MAX);
@@ -594,30 +565,9 @@ static void *relay_main(void *arg)
     pthread_mutex_lock(&s->lock);
     s->closed = true; /* openers still running close their legs themselves */
     pthread_mutex_unlock(&s->lock);
-    MHD_upgrade_action(s->urh, MHD_UPGRADE_ACTION_CLOSE);
+    MHD_upgrade_action(s->up.urh, MHD_UPGRADE_ACTION_CLOSE);
     session_unref(s);
     return NULL;
-}
-
-static void upgraded(void *cls, struct MHD_Connection *conn, void *req_cls, const char *extra_in,
-                     size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
-{
-    (void)req_cls;
-    (void)extra_in;
-    (void)extra_in_size; /* kubectl waits for the 101 before it writes */
-    struct pf_session *s = cls;
-    s->sock = sock;
-    s->urh = urh;
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    s->peer_fd = info ? info->connect_fd : -1;
-    pthread_t t;
-    if (pthread_create(&t, NULL, relay_main, s) != 0) {
-        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
-        session_unref(s);
-        return;
-    }
-    pthread_detach(t);
 }
 
 /* ---- the request ---- */
@@ -645,7 +595,7 @@ static struct pf_session *session_new(struct ck_apiserver *ctx, const char *base
     s->refs = 1;
     s->ctx = ctx;
     s->websocket = websocket;
-    s->sock = MHD_INVALID_SOCKET;
+    s->up = (struct ck__upgraded){MHD_INVALID_SOCKET, -1, NULL, relay_main, session_drop};
     s->wake[0] = s->wake[1] = -1;
     s->tx.max = 64 * 1024 * 1024; /* a bound the pumps stay far below */
     snprintf(s->base, sizeof(s->base), "%s", base);
@@ -668,14 +618,11 @@ static struct pf_session *session_new(struct ck_apiserver *ctx, const char *base
 enum MHD_Result ck__serve_pod_portforward(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                           const struct ck__target *t)
 {
-    struct ck_err err = {0};
-    char msg[700];
-    json_t *pod = ck__read_object(ctx, t->kind, t->namespace, t->name, &err);
+    char msg[700], node_name[254];
+    enum MHD_Result failed;
+    json_t *pod = ck__read_pod(ctx, conn, t, node_name, sizeof(node_name), &failed);
     if (!pod)
-        return err.code ? ck__fail(conn, &err) : ck__fail_no_memory(conn);
-    char node_name[254];
-    snprintf(node_name, sizeof(node_name), "%s",
-             json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName")) ?: "");
+        return failed;
     json_decref(pod);
     if (!*node_name) { /* PortForwardLocation's words */
         snprintf(msg, sizeof(msg), "pod %s does not have a host assigned", t->name);
@@ -711,7 +658,7 @@ enum MHD_Result ck__serve_pod_portforward(struct ck_apiserver *ctx, struct MHD_C
     struct pf_session *s = session_new(ctx, base, t->namespace, t->name, websocket);
     if (!s)
         return ck__fail_no_memory(conn);
-    struct MHD_Response *resp = MHD_create_response_for_upgrade(upgraded, s);
+    struct MHD_Response *resp = MHD_create_response_for_upgrade(ck__upgraded_cb, s);
     if (!resp) {
         session_unref(s);
         return ck__fail_no_memory(conn);

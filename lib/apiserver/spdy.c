@@ -412,13 +412,19 @@ int ck__spdy_put_headers(struct ck__spdy *s, struct ck__buf *b, unsigned type, u
     return r;
 }
 
-int ck__spdy_put_rst_stream(struct ck__buf *b, uint32_t stream, uint32_t status)
+/* A control frame of two 32-bit words, the first a stream id. */
+static int put_two(struct ck__buf *b, unsigned type, uint32_t stream, uint32_t value)
 {
     unsigned char d[8];
     put32(d, stream & 0x7fffffff);
-    put32(d + 4, status);
-    put_control(b, CK_SPDY_RST_STREAM, 0, 8);
+    put32(d + 4, value);
+    put_control(b, type, 0, 8);
     return ck__buf_add(b, d, 8);
+}
+
+int ck__spdy_put_rst_stream(struct ck__buf *b, uint32_t stream, uint32_t status)
+{
+    return put_two(b, CK_SPDY_RST_STREAM, stream, status);
 }
 
 int ck__spdy_put_ping(struct ck__buf *b, uint32_t id)
@@ -431,9 +437,5 @@ int ck__spdy_put_ping(struct ck__buf *b, uint32_t id)
 
 int ck__spdy_put_goaway(struct ck__buf *b, uint32_t last_good, uint32_t status)
 {
-    unsigned char d[8];
-    put32(d, last_good & 0x7fffffff);
-    put32(d + 4, status);
-    put_control(b, CK_SPDY_GOAWAY, 0, 8);
-    return ck__buf_add(b, d, 8);
+    return put_two(b, CK_SPDY_GOAWAY, last_good, status);
 }

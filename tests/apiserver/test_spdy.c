@@ -280,24 +280,22 @@ static void test_bounds_end_the_session(void **state)
     }
     n = syn_with_block(frame, sizeof(frame), plain, len);
     assert_int_equal(parse_one(frame, n), CK_EINVAL);
-    /* an uppercase name; a length past the block's end; bytes left over */
-    n = syn_with_block(frame, sizeof(frame),
-                       (const unsigned char *)"\x00\x00\x00\x01\x00\x00\x00\x01P\x00\x00\x00\x00",
-                       13);
-    assert_int_equal(parse_one(frame, n), CK_EINVAL);
-    n = syn_with_block(frame, sizeof(frame),
-                       (const unsigned char *)"\x00\x00\x00\x01\x00\x00\x00\x09p\x00\x00\x00\x00",
-                       13);
-    assert_int_equal(parse_one(frame, n), CK_EINVAL);
-    n = syn_with_block(frame, sizeof(frame),
-                       (const unsigned char *)"\x00\x00\x00\x01\x00\x00\x00\x01p\x00\x00\x00\x00z",
-                       14);
-    assert_int_equal(parse_one(frame, n), CK_EINVAL);
-    /* and the same well formed is taken */
-    n = syn_with_block(frame, sizeof(frame),
-                       (const unsigned char *)"\x00\x00\x00\x01\x00\x00\x00\x01p\x00\x00\x00\x00",
-                       13);
-    assert_int_equal(parse_one(frame, n), 1);
+    /* an uppercase name; a length past the block's end; bytes left over; then well formed */
+    static const struct {
+        const char *plain;
+        size_t len;
+        int want;
+    } blocks[] = {
+        {"\x00\x00\x00\x01\x00\x00\x00\x01P\x00\x00\x00\x00", 13, CK_EINVAL},
+        {"\x00\x00\x00\x01\x00\x00\x00\x09p\x00\x00\x00\x00", 13, CK_EINVAL},
+        {"\x00\x00\x00\x01\x00\x00\x00\x01p\x00\x00\x00\x00z", 14, CK_EINVAL},
+        {"\x00\x00\x00\x01\x00\x00\x00\x01p\x00\x00\x00\x00", 13, 1},
+    };
+    for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+        n = syn_with_block(frame, sizeof(frame), (const unsigned char *)blocks[i].plain,
+                           blocks[i].len);
+        assert_int_equal(parse_one(frame, n), blocks[i].want);
+    }
     /* a block that is not zlib at all */
     memcpy(frame + 18, "garbage!", 8);
     frame[7] = 18;
