@@ -61,9 +61,10 @@ enum conn_state { WAITING, OPENING, OPEN, FAILED };
 struct pf_conn {
     char request_id[64];
     uint32_t error_stream, data_stream;
-    int port; /* 0: none or invalid */
-    enum conn_state state;
-    struct ck__leg *leg; /* OPEN: set by the opener */
+    int port;              /* 0: none or invalid */
+    enum conn_state state; /* under s->lock: the opener writes it */
+    enum conn_state seen;  /* the relay's copy, the only one it reads unlocked */
+    struct ck__leg *leg;   /* OPEN: set by the opener */
     int out_r, in_w;
     char error[600];                /* FAILED: the error stream's text */
     struct ck__buf in;              /* bytes for the port not yet in the leg's pipe */
@@ -193,7 +194,7 @@ static void start_opener(struct pf_session *s, struct pf_conn *c)
 {
     struct opener *o = malloc(sizeof(*o));
     pthread_t t;
-    c->state = OPENING;
+    c->state = c->seen = OPENING; /* no opener yet: no lock needed */
     if (o) {
         *o = (struct opener){s, c, c->port};
         pthread_mutex_lock(&s->lock);
@@ -209,7 +210,7 @@ static void start_opener(struct pf_session *s, struct pf_conn *c)
         free(o);
     }
     snprintf(c->error, sizeof(c->error), "error forwarding port %d: out of memory", c->port);
-    c->state = FAILED;
+    c->state = c->seen = FAILED;
 }
 
 /* ---- SPDY frames from kubectl ---- */
@@ -237,7 +238,8 @@ static void conn_remove(struct pf_session *s, struct pf_conn *c)
         conn_free(c);
         return;
     }
-    /* leave it to the opener: it sees no conn once closed... keep it listed as orphan */
+    /* its opener still fills it in: it stays listed without streams, and the relay frees
+       it once the opener is done */
     c->next = s->conns;
     s->conns = c;
     s->n_conns++;
@@ -265,7 +267,7 @@ static void syn_stream(struct pf_session *s, const struct ck__spdy_frame *f)
     snprintf(key, sizeof(key), "%s", rid ? rid : "");
     struct pf_conn *c = NULL;
     for (c = s->conns; c; c = c->next)
-        if (c->state == WAITING && strcmp(c->request_id, key) == 0 &&
+        if (c->seen == WAITING && strcmp(c->request_id, key) == 0 &&
             !(is_data ? c->data_stream : c->error_stream))
             break;
     if (!c) {
@@ -294,7 +296,7 @@ static void syn_stream(struct pf_session *s, const struct ck__spdy_frame *f)
         return;
     if (!c->port) { /* the kubelet's words (httpstream.go) */
         snprintf(c->error, sizeof(c->error), "invalid port header: \"%.100s\"", port ? port : "");
-        c->state = FAILED;
+        c->state = c->seen = FAILED; /* no opener: no lock needed */
         (void)!write(s->wake[1], "", 1);
         return;
     }
@@ -308,7 +310,7 @@ static bool frame_in(struct pf_session *s, const struct ck__spdy_frame *f)
         struct pf_conn *c = conn_by_stream(s, f->stream);
         if (!c || f->stream != c->data_stream)
             return true; /* the error stream carries nothing from kubectl */
-        if (f->len && c->state != FAILED && ck__buf_add(&c->in, f->data, f->len) < 0)
+        if (f->len && c->seen != FAILED && ck__buf_add(&c->in, f->data, f->len) < 0)
             return false;
         if (f->flags & CK_SPDY_FLAG_FIN)
             c->client_fin = true;
@@ -466,7 +468,7 @@ static void relay(struct pf_session *s)
         for (struct pf_conn *c = s->conns, *next; c; c = next) {
             next = c->next;
             pthread_mutex_lock(&s->lock);
-            enum conn_state st = c->state;
+            enum conn_state st = c->seen = c->state;
             pthread_mutex_unlock(&s->lock);
             if (st != OPENING && !c->data_stream && !c->error_stream) {
                 conn_remove(s, c); /* dropped by kubectl while its leg was opening */
@@ -484,7 +486,7 @@ static void relay(struct pf_session *s)
         size_t n = 0;
         for (struct pf_conn *c = s->conns; c; c = c->next) {
             in_full = in_full || c->in.len > IN_HIGH;
-            if (c->state != OPEN || !c->data_stream || !c->nonblocking)
+            if (c->seen != OPEN || !c->data_stream || !c->nonblocking)
                 continue;
             if (c->out_r >= 0 && !tx_full(s)) {
                 owner[n] = c;
@@ -532,7 +534,7 @@ static void relay(struct pf_session *s)
             struct pf_conn *c = s->conns;
             while (c && c != owner[i])
                 c = c->next;
-            if (!c || c->state != OPEN || !c->data_stream || !c->nonblocking)
+            if (!c || c->seen != OPEN || !c->data_stream || !c->nonblocking)
                 continue;
             if (p[i].events == POLLIN && p[i].fd == c->out_r)
                 pump_output(s, c);
@@ -540,7 +542,7 @@ static void relay(struct pf_session *s)
                 pump_input(c);
         }
         for (struct pf_conn *c = s->conns; c; c = c->next)
-            if (c->state == OPEN && c->nonblocking && c->in_w >= 0 && c->client_fin &&
+            if (c->seen == OPEN && c->nonblocking && c->in_w >= 0 && c->client_fin &&
                 c->in.len == 0)
                 pump_input(c);
     }
