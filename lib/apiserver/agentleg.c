@@ -398,6 +398,10 @@ ssize_t ck__ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int f
 {
     (void)flags;
     const struct ck__upgraded *u = arg;
+    if (u->hold_reads) {
+        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+        return -1;
+    }
     return ws_io_result(ctx, recv(u->sock, buf, len, 0), true);
 }
 

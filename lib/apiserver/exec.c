@@ -369,7 +369,7 @@ enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connecti
     struct exec_relay *r = calloc(1, sizeof(*r));
     if (!r)
         return ck__fail_no_memory(conn);
-    r->up = (struct ck__upgraded){MHD_INVALID_SOCKET, -1, NULL, relay_main, relay_drop};
+    r->up = (struct ck__upgraded){MHD_INVALID_SOCKET, -1, NULL, false, relay_main, relay_drop};
     long status;
     int lr = ck__leg_open(ctx, url, &r->leg, &status, msg, sizeof(msg) - 64);
     if (lr < 0) {

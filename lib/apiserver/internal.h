@@ -1054,6 +1054,7 @@ struct ck__upgraded {
     MHD_socket sock;
     int peer_fd;
     struct MHD_UpgradeResponseHandle *urh;
+    bool hold_reads;           /* ck__ws_recv reads nothing while set (back-pressure) */
     void *(*relay)(void *cls); /* runs on a thread of its own, owns cls */
     void (*drop)(void *cls);   /* frees cls when that thread cannot be had */
 };

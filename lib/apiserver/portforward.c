@@ -312,6 +312,8 @@ static bool frame_in(struct pf_session *s, const struct ck__spdy_frame *f)
             return true; /* the error stream carries nothing from kubectl */
         if (f->len && c->seen != FAILED && ck__buf_add(&c->in, f->data, f->len) < 0)
             return false;
+        if (c->in.len > IN_HIGH)
+            s->up.hold_reads = true; /* wslay reads on until told to wait */
         if (f->flags & CK_SPDY_FLAG_FIN)
             c->client_fin = true;
         return true;
@@ -498,6 +500,7 @@ static void relay(struct pf_session *s)
             }
         }
         size_t base = n;
+        s->up.hold_reads = in_full;
         bool want_read = !in_full && (!s->websocket || wslay_event_want_read(s->ws));
         if (s->websocket && !wslay_event_want_read(s->ws) && !wslay_event_want_write(s->ws))
             break; /* the WebSocket's close handshake is over */
@@ -597,7 +600,7 @@ static struct pf_session *session_new(struct ck_apiserver *ctx, const char *base
     s->refs = 1;
     s->ctx = ctx;
     s->websocket = websocket;
-    s->up = (struct ck__upgraded){MHD_INVALID_SOCKET, -1, NULL, relay_main, session_drop};
+    s->up = (struct ck__upgraded){MHD_INVALID_SOCKET, -1, NULL, false, relay_main, session_drop};
     s->wake[0] = s->wake[1] = -1;
     s->tx.max = 64 * 1024 * 1024; /* a bound the pumps stay far below */
     snprintf(s->base, sizeof(s->base), "%s", base);

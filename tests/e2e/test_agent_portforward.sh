@@ -2,7 +2,8 @@
 # test_agent_portforward.sh - `kubectl port-forward` with the real kubectl 1.32 against a
 # real `ckube server` and `ckube agent --container-runtime process` (whose pods share the
 # host's network): the bytes of a small and a 2 MiB file arrive whole through the local
-# port, a second connection works as well, both over kubectl's default (SPDY tunnelled in
+# port, a second connection works as well, 8 MiB sent to the pod arrive whole and the
+# end of kubectl's side reaches the port, both over kubectl's default (SPDY tunnelled in
 # a WebSocket) and over direct SPDY (KUBECTL_PORT_FORWARD_WEBSOCKETS=false), which the
 # server's log tells apart; a port where nothing listens gives kubectl the kubelet's
 # error, after which kubectl drops the session as it does with a kubelet; a pod that does
@@ -65,7 +66,7 @@ fetch_checks() {
     name=$1 local=$2
     got=$(curl -s -m 10 "http://127.0.0.1:$local/index.html")
     check "$name: the pod's page through the forwarded port ($got)" test "$got" = "hello from web"
-    curl -s -m 20 -o "$work/big.$name" "http://127.0.0.1:$local/big"
+    curl -s -m 60 -o "$work/big.$name" "http://127.0.0.1:$local/big"
     check "$name: 2 MiB arrive whole on a second connection" cmp -s "$work/big.$name" "$poddir/big"
     got=$(curl -s -m 10 "http://127.0.0.1:$local/index.html")
     check "$name: a third connection ($got)" test "$got" = "hello from web"
@@ -86,6 +87,50 @@ port_forward spdy "$local2:$web_port" KUBECTL_PORT_FORWARD_WEBSOCKETS=false
 fetch_checks spdy "$local2"
 stop_pf
 check "the API server saw a direct SPDY port-forward" grep -q '"Port forward".*transport="spdy"' "$work/server.err"
+
+# kubectl's half-close reaches the port: a server that answers once its input ended gets
+# all of 8 MiB sent at once (more than the relay buffers: back-pressure, not a drop)
+sink_port=$(free_port)
+python3 - "$sink_port" <<'EOF2' | k create --validate=false -f - >/dev/null
+import json, sys
+server = ("import hashlib, socket, sys\n"
+          "l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+          "l.bind(('127.0.0.1', int(sys.argv[1]))); l.listen(8)\n"
+          "while True:\n"
+          "    c, _ = l.accept(); h = hashlib.md5(); n = 0\n"
+          "    while True:\n"
+          "        b = c.recv(65536)\n"
+          "        if not b: break\n"
+          "        h.update(b); n += len(b)\n"
+          "    c.sendall(('%d %s' % (n, h.hexdigest())).encode()); c.close()\n")
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sink"},
+  "spec": {"containers": [{"name": "c", "image": "busybox",
+    "command": ["python3", "-c", server, sys.argv[1]]}]}}))
+EOF2
+wait_for "sink Running" pod/sink '{.status.phase}=Running'
+for mode in true false; do
+    local4=$(free_port)
+    : >"$work/sink.$mode.out"
+    env KUBECTL_PORT_FORWARD_WEBSOCKETS=$mode kubectl port-forward pod/sink "$local4:$sink_port" >"$work/sink.$mode.out" 2>"$work/sink.$mode.err" &
+    pf_pid=$!
+    i=0
+    until grep -q '^Forwarding from' "$work/sink.$mode.out" || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.1; done
+    got=$(timeout 60 python3 - "$local4" <<'EOF2'
+import hashlib, os, socket, sys
+data = os.urandom(8 << 20)
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(data); s.shutdown(socket.SHUT_WR)
+answer = b""
+while True:
+    b = s.recv(65536)
+    if not b: break
+    answer += b
+print(answer.decode() == "%d %s" % (len(data), hashlib.md5(data).hexdigest()))
+EOF2
+)
+    check "websockets=$mode: 8 MiB to the port arrive whole, and its end ($got)" test "$got" = True
+    stop_pf
+done
 
 # nothing listens: the kubelet's error on the error stream; kubectl reports it and, since
 # client-go 1.29, drops the session ("lost connection to pod") as with a kubelet
@@ -123,7 +168,7 @@ code=$(kurl -o "$work/noupgrade.json" -w '%{http_code}' "$url/api/v1/namespaces/
 check "no upgrade: 400 (got $code)" test "$code" = 400
 check "no upgrade: the Status says why" grep -q 'Upgrade request required' "$work/noupgrade.json"
 
-k delete pod web nowhere --wait=true --timeout=60s >/dev/null 2>&1
+k delete pod web sink nowhere --wait=true --timeout=60s >/dev/null 2>&1
 stop_agent
 [ "$failures" -ne 0 ] && { for f in "$work"/*.err; do case $f in */server.err|*/agent.err) ;; *) echo "--- $f ---"; cat "$f";; esac; done; echo "--- agent log ---"; tail -n 40 "$work/agent.err"; echo "--- server log ---"; grep -E 'Port forward|portforward' "$work/server.err" | tail -n 20; }
 finish
