@@ -32,9 +32,9 @@ if [ "${1:-}" = "--inside" ]; then
     poll "httpd answers in the pod" sh -c "kubectl exec web -- wget -qO- http://127.0.0.1:8080/index.html | grep -q web"
     want=$(k exec web -- md5sum /www/big | cut -d' ' -f1)
 
-    free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
     pf_pid=""
-    # port_forward NAME LOCAL:REMOTE [ENV...]: kubectl port-forward in the background, ready
+    # port_forward NAME :REMOTE [ENV...]: kubectl port-forward in the background, ready, on the
+# local port kubectl chose ($local)
     port_forward() {
         name=$1 ports=$2
         shift 2
@@ -42,10 +42,10 @@ if [ "${1:-}" = "--inside" ]; then
         pf_pid=$!
         i=0
         until grep -q '^Forwarding from' "$work/$name.out" || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.1; done
+    local=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/$name.out" | head -n 1)
     }
     for mode in true false; do
-        local=$(free_port)
-        port_forward pf.$mode "$local:8080" KUBECTL_PORT_FORWARD_WEBSOCKETS=$mode
+        port_forward pf.$mode :8080 KUBECTL_PORT_FORWARD_WEBSOCKETS=$mode
         got=$(curl -s -m 10 "http://127.0.0.1:$local/index.html")
         check "websockets=$mode: the pod's page through the forwarded port ($got)" test "$got" = "hello from web"
         got=$(curl -s -m 30 "http://127.0.0.1:$local/big" | md5sum | cut -d' ' -f1)
@@ -56,8 +56,7 @@ if [ "${1:-}" = "--inside" ]; then
     done
 
     # nothing listens on 8081 in the pod: the runtime's error, then kubectl ends
-    local=$(free_port)
-    port_forward closed "$local:8081"
+    port_forward closed :8081
     curl -s -m 10 -o /dev/null "http://127.0.0.1:$local/" 2>/dev/null
     i=0
     while kill -0 "$pf_pid" 2>/dev/null && [ $i -lt 150 ]; do i=$((i + 1)); sleep 0.1; done
@@ -68,7 +67,7 @@ if [ "${1:-}" = "--inside" ]; then
     wait "$pf_pid" 2>/dev/null
 
     wait_for "ended Succeeded" pod/ended '{.status.phase}=Succeeded'
-    kubectl port-forward pod/ended "$(free_port):80" >/dev/null 2>"$work/ended.err"
+    kubectl port-forward pod/ended :80 >/dev/null 2>"$work/ended.err"
     check "a completed pod: kubectl refuses ($(cat "$work/ended.err"))" \
         grep -q 'unable to forward port because pod is not running' "$work/ended.err"
 

@@ -24,6 +24,7 @@ stop_agent() {
     [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
     agent_pid=""
 }
+pod=web # the pod port_forward forwards to
 stop_pf() {
     [ -n "$pf_pid" ] && kill "$pf_pid" 2>/dev/null && wait "$pf_pid" 2>/dev/null
     pf_pid=""
@@ -50,15 +51,17 @@ poddir="$root/pods/$(k get pod web -o jsonpath='{.metadata.uid}')"
 i=0
 until curl -s -o /dev/null "http://127.0.0.1:$web_port/index.html" || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.2; done
 
-# port_forward NAME LOCAL:REMOTE [ENV...]: kubectl port-forward in the background, ready
+# port_forward NAME :REMOTE [ENV...]: kubectl port-forward in the background, ready, on the
+# local port kubectl chose ($local)
 port_forward() {
     name=$1 ports=$2
     shift 2
     : >"$work/$name.out"
-    env "$@" kubectl port-forward pod/web "$ports" >"$work/$name.out" 2>"$work/$name.err" &
+    env "$@" kubectl port-forward "pod/$pod" "$ports" >"$work/$name.out" 2>"$work/$name.err" &
     pf_pid=$!
     i=0
     until grep -q '^Forwarding from' "$work/$name.out" || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.1; done
+    local=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/$name.out" | head -n 1)
 }
 
 # fetch_checks NAME LOCAL: two connections, a small and a big answer, byte for byte
@@ -75,16 +78,14 @@ fetch_checks() {
 }
 
 # kubectl's default: SPDY tunnelled in a WebSocket
-local1=$(free_port)
-port_forward ws "$local1:$web_port"
-fetch_checks ws "$local1"
+port_forward ws ":$web_port"
+fetch_checks ws "$local"
 stop_pf
 check "the API server saw a WebSocket port-forward" grep -q '"Port forward".*transport="websocket"' "$work/server.err"
 
 # the fallback kubectl takes without WebSockets: a direct SPDY/3.1 upgrade
-local2=$(free_port)
-port_forward spdy "$local2:$web_port" KUBECTL_PORT_FORWARD_WEBSOCKETS=false
-fetch_checks spdy "$local2"
+port_forward spdy ":$web_port" KUBECTL_PORT_FORWARD_WEBSOCKETS=false
+fetch_checks spdy "$local"
 stop_pf
 check "the API server saw a direct SPDY port-forward" grep -q '"Port forward".*transport="spdy"' "$work/server.err"
 
@@ -109,13 +110,10 @@ print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sink"
 EOF2
 wait_for "sink Running" pod/sink '{.status.phase}=Running'
 for mode in true false; do
-    local4=$(free_port)
-    : >"$work/sink.$mode.out"
-    env KUBECTL_PORT_FORWARD_WEBSOCKETS=$mode kubectl port-forward pod/sink "$local4:$sink_port" >"$work/sink.$mode.out" 2>"$work/sink.$mode.err" &
-    pf_pid=$!
-    i=0
-    until grep -q '^Forwarding from' "$work/sink.$mode.out" || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.1; done
-    got=$(timeout 60 python3 - "$local4" <<'EOF2'
+    pod=sink
+    port_forward sink.$mode ":$sink_port" KUBECTL_PORT_FORWARD_WEBSOCKETS=$mode
+    pod=web
+    got=$(timeout 60 python3 - "$local" <<'EOF2'
 import hashlib, os, socket, sys
 data = os.urandom(8 << 20)
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
@@ -135,9 +133,8 @@ done
 # nothing listens: the kubelet's error on the error stream; kubectl reports it and, since
 # client-go 1.29, drops the session ("lost connection to pod") as with a kubelet
 for mode in true false; do
-    local3=$(free_port)
-    port_forward closed.$mode "$local3:$closed_port" KUBECTL_PORT_FORWARD_WEBSOCKETS=$mode
-    curl -s -m 10 -o /dev/null "http://127.0.0.1:$local3/" 2>/dev/null
+    port_forward closed.$mode ":$closed_port" KUBECTL_PORT_FORWARD_WEBSOCKETS=$mode
+    curl -s -m 10 -o /dev/null "http://127.0.0.1:$local/" 2>/dev/null
     i=0
     while kill -0 "$pf_pid" 2>/dev/null && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
     check "closed port ($mode): kubectl reports the kubelet's error" \
@@ -154,13 +151,13 @@ print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nowhe
   "spec": {"nodeSelector": {"no": "such-node"},
            "containers": [{"name": "c", "image": "busybox", "command": ["true"]}]}}))
 EOF2
-kubectl port-forward pod/nowhere "$(free_port):80" >/dev/null 2>"$work/pending.err"
+kubectl port-forward pod/nowhere :80 >/dev/null 2>"$work/pending.err"
 check "a pending pod: kubectl refuses" grep -q 'unable to forward port because pod is not running. Current status=Pending' "$work/pending.err"
 code=$(kurl -o "$work/nohost.json" -w '%{http_code}' -H 'Connection: Upgrade' -H 'Upgrade: SPDY/3.1' \
     -H 'X-Stream-Protocol-Version: portforward.k8s.io' -X POST "$url/api/v1/namespaces/default/pods/nowhere/portforward")
 check "a pod without a node: 400 (got $code)" test "$code" = 400
 check "a pod without a node: the Status says why" grep -q '"message": *"pod nowhere does not have a host assigned"' "$work/nohost.json"
-kubectl port-forward pod/nosuchpod "$(free_port):80" >/dev/null 2>"$work/nopod.err"
+kubectl port-forward pod/nosuchpod :80 >/dev/null 2>"$work/nopod.err"
 check "a missing pod: NotFound" grep -q 'pods "nosuchpod" not found' "$work/nopod.err"
 got=$(kurl -o /dev/null -w '%{http_code}' -H 'Connection: Upgrade' -H 'Upgrade: SPDY/3.1' -X POST "$url/api/v1/namespaces/default/pods/nosuchpod/portforward")
 check "a missing pod: 404 from the API ($got)" test "$got" = 404
