@@ -2280,6 +2280,34 @@ int ck__agent_container_attach(struct ck_agent *a, const char *ns, const char *p
     return a->rt->ops->attach_url(a->rt, id, want_stdin, ret->tty, &ret->url, reterr);
 }
 
+int ck__agent_pod_port_forward_url(struct ck_agent *a, const char *ns, const char *pod, int port,
+                                   char *uid, size_t uid_size, char **ret_url,
+                                   struct ck_err *reterr)
+{
+    char sandbox[sizeof(((struct ck__rt_pod *)0)->sandbox_id)] = "";
+    bool found = false;
+    pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < a->pods.n && !found; i++) {
+        struct pod_run *p = a->pods.v[i];
+        if (strcmp(p->ns, ns) != 0 || strcmp(p->name, pod) != 0 || p->terminating)
+            continue;
+        for (size_t j = 0; j < p->n && !found; j++)
+            found = p->ctrs[j].running;
+        if (found) {
+            snprintf(uid, uid_size, "%s", p->uid);
+            if (p->sandbox_ready)
+                snprintf(sandbox, sizeof(sandbox), "%s", p->rp.sandbox_id);
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (!found || (a->rt->ops->port_forward_url && !*sandbox))
+        return CK_ENOENT;
+    if (!a->rt->ops->port_forward_url)
+        return CK_EINVAL;
+    /* outside the lock: the runtime's call may take a while */
+    return a->rt->ops->port_forward_url(a->rt, sandbox, port, ret_url, reterr);
+}
+
 int ck__agent_container_env(struct ck_agent *a, const char *ns, const char *pod,
                             const char *container, char ***ret_env, char **ret_dir)
 {

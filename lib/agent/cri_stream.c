@@ -78,6 +78,9 @@ struct ck__cri_stream {
     bool close_queued;    /* we closed to end stdin */
     int64_t last_io_ns;   /* the last output or stdin */
     int64_t stdin_end_ns; /* when the end of stdin came */
+    /* port-forward (ck__cri_stream_open_port_forward): channels 0 data, 1 error */
+    bool port_forward;
+    unsigned char port_prefix[2]; /* bytes of the port still to drop on each channel */
 };
 
 static int64_t now_ns(void)
@@ -196,11 +199,37 @@ static bool pending_add(struct ck__cri_stream *s, unsigned ch, const unsigned ch
     return true;
 }
 
+/*
+ * A message of port-forward's streaming server (pkg/cri/streaming/portforward/websocket.go):
+ * channel 0 the port's bytes, channel 1 an error text, each led by the port (2 bytes,
+ * little-endian), which is dropped. They become records 1 (data) and 3 (error).
+ */
+static void port_forward_message(struct ck__cri_stream *s,
+                                 const struct wslay_event_on_msg_recv_arg *m)
+{
+    if (m->opcode != WSLAY_BINARY_FRAME || m->msg_length < 1 || m->msg[0] > 1)
+        return;
+    unsigned ch = m->msg[0];
+    const unsigned char *p = m->msg + 1;
+    size_t n = m->msg_length - 1;
+    size_t skip = n < s->port_prefix[ch] ? n : s->port_prefix[ch];
+    s->port_prefix[ch] = (unsigned char)(s->port_prefix[ch] - skip);
+    if (n == skip)
+        return;
+    s->last_io_ns = now_ns();
+    if (!pending_add(s, ch == 0 ? CK_EXEC_STDOUT : CK_EXEC_ERROR, p + skip, n - skip))
+        s->ended = true; /* the API server stopped taking the output: give up */
+}
+
 static void ws_message(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *m,
                        void *user)
 {
     (void)ctx;
     struct ck__cri_stream *s = user;
+    if (s->port_forward) {
+        port_forward_message(s, m);
+        return;
+    }
     if (m->opcode != WSLAY_BINARY_FRAME || m->msg_length < 1)
         return; /* close and pings are wslay's; v4 binary sends no text */
     unsigned ch = m->msg[0];
@@ -396,6 +425,17 @@ fail:
     return r;
 }
 
+int ck__cri_stream_open_port_forward(const char *url, struct ck__cri_stream **ret, char *msg,
+                                     size_t size)
+{
+    int r = ck__cri_stream_open(url, false, ret, msg, size);
+    if (r == 0) { /* nothing was read yet: the first message comes in ck__cri_stream_read */
+        (*ret)->port_forward = true;
+        (*ret)->port_prefix[0] = (*ret)->port_prefix[1] = 2;
+    }
+    return r;
+}
+
 /* ---- the output ---- */
 
 /* Our Status, when the runtime's did not come. */
@@ -441,7 +481,7 @@ ssize_t ck__cri_stream_read(struct ck__cri_stream *s, char *buf, size_t max)
             return (ssize_t)n;
         }
         if (s->ended || s->shut) {
-            bool again = !s->status_seen && !s->status_made && !s->shut;
+            bool again = !s->status_seen && !s->status_made && !s->shut && !s->port_forward;
             if (again)
                 make_status(s);
             pthread_mutex_unlock(&s->lock);

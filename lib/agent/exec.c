@@ -707,6 +707,7 @@ enum MHD_Result ck__agent_attach_start(struct ck_agent *a, struct MHD_Connection
 /* ---- the input: the POST's upload ---- */
 
 struct ck__exec_input {
+    struct ck__agent_req req; /* first: logserver.c's request_done calls req.done */
     struct ck__exec_session *s;
     struct ck__exec_frames frames;
     bool done;
@@ -764,6 +765,11 @@ static bool take_records(struct ck__exec_input *in)
     return r == 0;
 }
 
+static void input_done(struct ck__agent_req *req)
+{
+    ck__agent_exec_input_done(req);
+}
+
 struct ck__exec_input *ck__exec_input_new(const char *id)
 {
     struct ck__exec_session *s = session_find(id);
@@ -774,6 +780,7 @@ struct ck__exec_input *ck__exec_input_new(const char *id)
         session_release(s);
         return NULL;
     }
+    in->req.done = input_done;
     in->s = s;
     return in;
 }

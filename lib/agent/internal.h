@@ -69,6 +69,16 @@ struct ck__attach_target {
 int ck__agent_container_attach(struct ck_agent *a, const char *ns, const char *pod,
                                const char *container, bool want_stdin,
                                struct ck__attach_target *ret, struct ck_err *reterr);
+/*
+ * Where port-forward to port of a running pod goes (kubelet's GetPortForward): the pod's
+ * uid into uid, and for a runtime with a streaming server (CRI) its URL for the pod's
+ * sandbox (0 and *ret_url, the caller frees it). CK_ENOENT: no such pod runs here;
+ * CK_EINVAL: the runtime has none, the pod is on the host's network (process); else the
+ * runtime's error with reterr.
+ */
+int ck__agent_pod_port_forward_url(struct ck_agent *a, const char *ns, const char *pod, int port,
+                                   char *uid, size_t uid_size, char **ret_url,
+                                   struct ck_err *reterr);
 
 /* ---- exec into a CRI container (cri_stream.c) ---- */
 
@@ -83,6 +93,15 @@ struct ck__cri_stream;
  */
 int ck__cri_stream_open(const char *url, bool tty, struct ck__cri_stream **ret, char *msg,
                         size_t size);
+/*
+ * Connects to url (the PortForward call's answer with ?port=N) for port-forward: the
+ * output's records are 1 (the port's bytes) and 3 (the runtime's error text), with no
+ * Status at the end; the input is stdin records (the port's bytes) and the close of
+ * stdin, which, v4 having no half-close, closes the stream once the port was quiet a
+ * second. Else as ck__cri_stream_open().
+ */
+int ck__cri_stream_open_port_forward(const char *url, struct ck__cri_stream **ret, char *msg,
+                                     size_t size);
 /*
  * The output as session records (any number of bytes of them, records may be cut) into
  * buf: channels 1, 2 and last 3 (the runtime's Status, or ours when the stream ended
@@ -148,6 +167,32 @@ struct ck__exec_input;
 struct ck__exec_input *ck__exec_input_new(const char *id);
 /* Acts on the whole records among data; returns how many bytes it took. */
 size_t ck__exec_input_take(struct ck__exec_input *in, const void *data, size_t n);
+
+/*
+ * The state of a request of the agent's endpoint that lives across libmicrohttpd's calls
+ * (an upload): its first member, so that the request's end (logserver.c) can free it
+ * whatever it is.
+ */
+struct ck__agent_req {
+    void (*done)(struct ck__agent_req *req);
+};
+
+/* An answer of the agent's endpoint: status and msg as the body (copied). */
+enum MHD_Result ck__agent_answer(struct MHD_Connection *conn, unsigned status, const char *msg);
+/*
+ * A 200 answer of content_type streamed by read(cls) in blocks of block bytes; done(cls)
+ * when it ends, also when it cannot be made (then a 500).
+ */
+enum MHD_Result ck__agent_answer_stream(struct MHD_Connection *conn, const char *content_type,
+                                        size_t block, MHD_ContentReaderCallback read, void *cls,
+                                        MHD_ContentReaderFreeCallback done);
+
+/* portforward.c: GET /portForward/{namespace}/{pod}?port=N&session=ID connects and streams. */
+enum MHD_Result ck__agent_port_forward_start(struct ck_agent *a, struct MHD_Connection *conn,
+                                             const char *url);
+/* portforward.c: POST /portForwardInput/{session}, the bytes for the port; *req its state. */
+enum MHD_Result ck__agent_port_forward_input(struct MHD_Connection *conn, const char *url,
+                                             const char *upload, size_t *upload_size, void **req);
 
 /* exec.c: GET /exec/{namespace}/{pod}/{container} starts a session and streams it. */
 enum MHD_Result ck__agent_exec_start(struct ck_agent *a, struct MHD_Connection *conn,
@@ -503,6 +548,14 @@ struct ck__runtime_ops {
      */
     int (*attach_url)(struct ck__runtime *rt, const char *id, bool want_stdin, bool tty,
                       char **ret_url, struct ck_err *reterr);
+    /*
+     * The URL of the runtime's streaming server for `kubectl port-forward` to port of the
+     * pod's sandbox (CRI PortForward): 0 and *ret_url (caller frees), else the error with
+     * reterr. Called from the agent's server threads. NULL: pods share the host's network
+     * and port-forward connects to 127.0.0.1 (the process runtime).
+     */
+    int (*port_forward_url)(struct ck__runtime *rt, const char *sandbox_id, int port,
+                            char **ret_url, struct ck_err *reterr);
     void (*free)(struct ck__runtime *rt);
 };
 struct ck__runtime {

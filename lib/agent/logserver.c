@@ -9,9 +9,10 @@
  * each record (with its RFC 3339 time in front when timestamps=true). With follow=true
  * the answer goes on while the container runs.
  *
- * The same endpoint serves exec and attach (exec.c). libmicrohttpd serves it over HTTPS (tls.c) on
- * the node's address, one thread per connection; with a client CA, every request must
- * come with a client certificate that CA signed (else 401).
+ * The same endpoint serves exec and attach (exec.c) and port-forward (portforward.c).
+ * libmicrohttpd serves it over HTTPS (tls.c) on the node's address, one thread per
+ * connection; with a client CA, every request must come with a client certificate that CA
+ * signed (else 401).
  */
 #define _GNU_SOURCE
 #include <microhttpd.h>
@@ -27,6 +28,22 @@
 #include "ckube/agent.h"
 #include "ckube/internal/util.h"
 #include "internal.h"
+
+enum MHD_Result ck__agent_answer_stream(struct MHD_Connection *conn, const char *content_type,
+                                        size_t block, MHD_ContentReaderCallback read, void *cls,
+                                        MHD_ContentReaderFreeCallback done)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block, read, cls, done);
+    if (!resp) {
+        done(cls);
+        return ck__agent_answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    }
+    MHD_add_response_header(resp, "Content-Type", content_type);
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
 
 /* The container's log through logread.c; waits in follow mode, a while at a time. */
 static ssize_t read_logs(void *cls, uint64_t pos, char *buf, size_t max)
@@ -50,7 +67,7 @@ static void free_reader(void *cls)
     ck_log_reader_free(cls);
 }
 
-static enum MHD_Result fail(struct MHD_Connection *conn, unsigned status, const char *msg)
+enum MHD_Result ck__agent_answer(struct MHD_Connection *conn, unsigned status, const char *msg)
 {
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(strlen(msg), (void *)msg, MHD_RESPMEM_MUST_COPY);
@@ -112,7 +129,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     const struct endpoint *e = cls;
     struct ck_agent *a = e->agent;
     if (!*req && ck__agent_tls_check_client(conn, e->client_cert_required) < 0)
-        return fail(conn, MHD_HTTP_UNAUTHORIZED, "Unauthorized\n");
+        return ck__agent_answer(conn, MHD_HTTP_UNAUTHORIZED, "Unauthorized\n");
     if (strcmp(method, "POST") == 0 && strncmp(url, "/execInput/", 11) == 0)
         return ck__agent_exec_input(conn, url, upload, upload_size, req);
     if (strcmp(method, "GET") == 0 && strncmp(url, "/exec/", 6) == 0)
@@ -121,24 +138,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return ck__agent_exec_input(conn, url, upload, upload_size, req);
     if (strcmp(method, "GET") == 0 && strncmp(url, "/attach/", 8) == 0)
         return ck__agent_attach_start(a, conn, url);
+    if (strcmp(method, "POST") == 0 && strncmp(url, "/portForwardInput/", 18) == 0)
+        return ck__agent_port_forward_input(conn, url, upload, upload_size, req);
+    if (strcmp(method, "GET") == 0 && strncmp(url, "/portForward/", 13) == 0)
+        return ck__agent_port_forward_start(a, conn, url);
     if (strcmp(method, "GET") != 0)
-        return fail(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+        return ck__agent_answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
     char ns[254], pod[254], ctr[254] = "";
     if (sscanf(url, "/containerLogs/%253[^/]/%253[^/]/%253[^/]", ns, pod, ctr) < 2)
-        return fail(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+        return ck__agent_answer(conn, MHD_HTTP_NOT_FOUND, "not found\n");
     struct ck_log_reader *r = open_reader(a, conn, ns, pod, ctr);
     if (!r)
-        return fail(conn, MHD_HTTP_NOT_FOUND, "no log for this container\n");
-    struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, read_logs, r, free_reader);
-    if (!resp) {
-        free_reader(r);
-        return fail(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-    }
-    MHD_add_response_header(resp, "Content-Type", "text/plain");
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
-    return ret;
+        return ck__agent_answer(conn, MHD_HTTP_NOT_FOUND, "no log for this container\n");
+    return ck__agent_answer_stream(conn, "text/plain", 32 * 1024, read_logs, r, free_reader);
 }
 
 static void request_done(void *cls, struct MHD_Connection *conn, void **req,
@@ -147,7 +159,9 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **req,
     (void)cls;
     (void)conn;
     (void)toe;
-    ck__agent_exec_input_done(*req); /* the only requests with a state */
+    struct ck__agent_req *r = *req; /* the uploads' (exec, port-forward) */
+    if (r)
+        r->done(r);
     *req = NULL;
 }
 

@@ -1101,6 +1101,14 @@ static int attach_url(struct ck__runtime *rt, const char *id, bool want_stdin, b
     return ck__cri_attach(cr->cri, bare_id(id), streams, ret_url, reterr);
 }
 
+static int port_forward_url(struct ck__runtime *rt, const char *sandbox_id, int port,
+                            char **ret_url, struct ck_err *reterr)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    int32_t ports[1] = {port};
+    return ck__cri_port_forward(cr->cri, sandbox_id, ports, 1, ret_url, reterr);
+}
+
 static void runtime_free(struct ck__runtime *rt)
 {
     struct cri_runtime *cr = (struct cri_runtime *)rt;
@@ -1669,6 +1677,7 @@ static const struct ck__runtime_ops cri_ops = {
     .exec = exec_sync,
     .exec_url = exec_url,
     .attach_url = attach_url,
+    .port_forward_url = port_forward_url,
     .remove_orphans = remove_orphans,
     .rotate_logs = rotate_logs,
     .node_status = node_status,

@@ -270,8 +270,9 @@ static const struct ck__runtime_ops process_ops = {
     .exec = NULL,           /* probes and hooks run on the host, in the container's env (probe.c) */
     .remove_orphans = NULL, /* pod directories stay, as they always have */
     .node_status = node_status,
-    .exec_url = NULL,   /* kubectl exec runs on the host too (exec.c) */
-    .attach_url = NULL, /* kubectl attach reads the log and writes the stdin FIFO (exec.c) */
+    .exec_url = NULL,         /* kubectl exec runs on the host too (exec.c) */
+    .attach_url = NULL,       /* kubectl attach reads the log and writes the stdin FIFO (exec.c) */
+    .port_forward_url = NULL, /* pods share the host's network (portforward.c) */
     .free = runtime_free,
 };
 

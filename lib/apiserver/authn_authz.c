@@ -394,8 +394,10 @@ static const char *resource_verb(struct MHD_Connection *conn, const char *method
                                  const struct ck__target *t)
 {
     bool named = t->name[0] != '\0';
-    /* a WebSocket exec or attach is a GET: authorized as the create kubectl's roles grant */
-    if ((strcmp(t->subresource, "exec") == 0 || strcmp(t->subresource, "attach") == 0) &&
+    /* a WebSocket exec, attach or port-forward is a GET: authorized as the create kubectl's
+       roles grant */
+    if ((strcmp(t->subresource, "exec") == 0 || strcmp(t->subresource, "attach") == 0 ||
+         strcmp(t->subresource, "portforward") == 0) &&
         strcmp(method, "GET") == 0)
         return "create";
     if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) {

@@ -1220,6 +1220,10 @@ static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *c
              t->kind == ck_kind_with_role(CK_KIND_ROLE_POD) &&
              (strcmp(verb, "get") == 0 || strcmp(verb, "create") == 0))
         *ret = ck__serve_pod_attach(ctx, conn, t); /* exec.c */
+    else if (sub && strcmp(sub->name, "portforward") == 0 &&
+             t->kind == ck_kind_with_role(CK_KIND_ROLE_POD) &&
+             (strcmp(verb, "get") == 0 || strcmp(verb, "create") == 0))
+        *ret = ck__serve_pod_portforward(ctx, conn, t); /* portforward.c */
     else if (sub && sub->part == CK_SUBRESOURCE_UNSERVED)
         *ret = ck__fail_with(conn, "ServiceUnavailable", sub->message ? sub->message : "");
     else if (!sub || !ck_subresource_allows(sub, verb))

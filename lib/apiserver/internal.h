@@ -19,9 +19,12 @@
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <wslay/wslay.h>
+#include <zlib.h>
 
 #include "ckube/api.h"
 #include "ckube/auth.h"
+#include "ckube/internal/util.h"
 #include "ckube/store.h"
 
 /* ---- Status objects (status.c) ---------------------------------------- */
@@ -1082,6 +1085,154 @@ enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connecti
 /* GET/POST pods/{name}/attach: the same relay to the container's own stdio (exec.c). */
 enum MHD_Result ck__serve_pod_attach(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                      const struct ck__target *t);
+
+/* GET/POST pods/{name}/portforward: kubectl's SPDY streams relayed to the agent (portforward.c). */
+enum MHD_Result ck__serve_pod_portforward(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                          const struct ck__target *t);
+
+/* ---- the streaming leg to a node agent (agentleg.c) ---- */
+
+/*
+ * One streaming exchange with a node agent, as exec and port-forward use it: a GET whose
+ * answer is read from ck__leg_out_fd() and a POST whose chunked upload is what is written
+ * to ck__leg_in_fd(); closing the input ends the upload (and the session on the agent).
+ * Both run on threads of their own with the kubelet client certificate.
+ */
+struct ck__leg;
+
+/*
+ * Starts the GET of out_url and waits for its status. 200: 0 and *ret (the caller's
+ * reference, ck__leg_close). Else the leg is gone and the code says why: CK_EIO (no
+ * answer; msg says curl's words) or CK_EINVAL (another status in *ret_status, the first
+ * line of its body in msg).
+ */
+int ck__leg_open(struct ck_apiserver *ctx, const char *out_url, struct ck__leg **ret,
+                 long *ret_status, char *msg, size_t size);
+/* Starts the POST of in_url. 0, or CK_ENOMEM (the leg stays the caller's to close). */
+int ck__leg_start_input(struct ck_apiserver *ctx, struct ck__leg *l, const char *in_url);
+/* The answer's bytes (a pipe's read end; EOF at the answer's end) and the upload's. */
+int ck__leg_out_fd(const struct ck__leg *l);
+int ck__leg_in_fd(const struct ck__leg *l);
+/* Ends the upload: closes the input's write end (idempotent). */
+void ck__leg_end_input(struct ck__leg *l);
+/* Closes both ends and drops the caller's reference; NULL is a no-op. */
+void ck__leg_close(struct ck__leg *l);
+/*
+ * The pod of t (the caller decrefs it) with its spec.nodeName ("" none) into node_name,
+ * for a streaming subresource; NULL when it cannot be read, *ret_failed then being the
+ * Status answered (404 for no pod).
+ */
+json_t *ck__read_pod(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                     const struct ck__target *t, char *node_name, size_t size,
+                     enum MHD_Result *ret_failed);
+/* A random session id: 32 hex digits and NUL into id[33]. 0, or CK_EIO. */
+int ck__leg_session_id(char id[33]);
+/* Sec-WebSocket-Accept of key (RFC 6455 4.2.2); false when it cannot be made. */
+bool ck__ws_accept_key(const char *key, char *out, size_t size);
+/*
+ * kubectl's upgraded connection as libmicrohttpd hands it over: the socket we read and
+ * write (under TLS a socketpair's end), the client's own socket (whose hang-up
+ * libmicrohttpd does not pass on: poll it for POLLRDHUP) and the handle to close it with;
+ * and what to run on it. The first member of a relay's struct, which is the cls of
+ * MHD_create_response_for_upgrade(ck__upgraded_cb, cls).
+ */
+struct ck__upgraded {
+    MHD_socket sock;
+    int peer_fd;
+    struct MHD_UpgradeResponseHandle *urh;
+    bool hold_reads;           /* ck__ws_recv reads nothing while set (back-pressure) */
+    void *(*relay)(void *cls); /* runs on a thread of its own, owns cls */
+    void (*drop)(void *cls);   /* frees cls when that thread cannot be had */
+};
+/* libmicrohttpd's upgrade callback: fills in cls's struct ck__upgraded, starts its relay. */
+void ck__upgraded_cb(void *cls, struct MHD_Connection *conn, void *req_cls, const char *extra_in,
+                     size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh);
+/* wslay's recv and send callbacks on the upgraded socket; user data: a struct whose first
+ * member is its struct ck__upgraded. */
+ssize_t ck__ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *arg);
+ssize_t ck__ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
+                    void *arg);
+/* Whether header name of the request contains token (case-insensitive). */
+bool ck__header_has(struct MHD_Connection *conn, const char *name, const char *token);
+
+/* ---- SPDY/3.1 framing (spdy.c) ---- */
+
+#define CK_SPDY_FRAME_MAX    (1024 * 1024) /* a frame's payload we take or write */
+#define CK_SPDY_HEADERS_MAX  (64 * 1024)   /* a header block, inflated */
+#define CK_SPDY_HEADER_PAIRS 64            /* name/value pairs in a block */
+#define CK_SPDY_RX_SLACK     (64 * 1024)   /* buffered beyond one whole frame */
+#define CK_SPDY_DICT_LEN     1423
+enum {
+    CK_SPDY_SYN_STREAM = 1,
+    CK_SPDY_SYN_REPLY = 2,
+    CK_SPDY_RST_STREAM = 3,
+    CK_SPDY_SETTINGS = 4,
+    CK_SPDY_PING = 6,
+    CK_SPDY_GOAWAY = 7,
+    CK_SPDY_HEADERS = 8,
+    CK_SPDY_WINDOW_UPDATE = 9,
+};
+#define CK_SPDY_FLAG_FIN            0x01
+#define CK_SPDY_FLAG_UNIDIRECTIONAL 0x02
+#define CK_SPDY_PROTOCOL_ERROR      1 /* RST_STREAM and GOAWAY statuses */
+#define CK_SPDY_INVALID_STREAM      2
+#define CK_SPDY_REFUSED_STREAM      3
+#define CK_SPDY_CANCEL              5
+#define CK_SPDY_INTERNAL_ERROR      6
+
+/*
+ * A frame as ck__spdy_next() read it; its pointers stay valid until the session's next
+ * call. stream: of DATA, SYN_STREAM, SYN_REPLY, RST_STREAM, HEADERS, WINDOW_UPDATE, and
+ * GOAWAY's last good stream. value: RST_STREAM's and GOAWAY's status, PING's id,
+ * WINDOW_UPDATE's delta, SETTINGS' entry count (its entries in data). data/len: DATA's
+ * payload (len is also every frame's payload length). headers: SYN_STREAM, SYN_REPLY
+ * and HEADERS, NUL-terminated.
+ */
+struct ck__spdy_frame {
+    bool control;
+    unsigned type, flags, priority;
+    uint32_t stream, assoc, value;
+    const unsigned char *data;
+    size_t len;
+    size_t n_headers;
+    struct {
+        const char *name, *value;
+        size_t value_len;
+    } headers[CK_SPDY_HEADER_PAIRS];
+};
+
+/* One session's framing state: a zlib stream each way, the bytes not yet a frame. */
+struct ck__spdy {
+    z_stream in, out;
+    unsigned char dict[CK_SPDY_DICT_LEN];
+    size_t dict_len;
+    struct ck__buf rx;
+    size_t consume; /* the last frame's bytes, dropped at the next call */
+    unsigned char *block;
+    char *text;
+};
+
+/* The SPDY/3 header dictionary into out (when it fits): its length. */
+size_t ck__spdy_dictionary(unsigned char *out, size_t size);
+/* 0, or CK_ENOMEM; release it with ck__spdy_release() either way after 0. */
+int ck__spdy_init(struct ck__spdy *s);
+void ck__spdy_release(struct ck__spdy *s);
+/* Takes up to n received bytes: how many it took (fewer when a frame must be read first). */
+size_t ck__spdy_feed(struct ck__spdy *s, const void *data, size_t n);
+/* The next whole frame: 1 and *f, 0 (more bytes needed), or CK_EINVAL/CK_ENOMEM: the end. */
+int ck__spdy_next(struct ck__spdy *s, struct ck__spdy_frame *f);
+/* The value of header name in f, or NULL. */
+const char *ck__spdy_header(const struct ck__spdy_frame *f, const char *name);
+/* Frames appended to b: 0, or b's error (CK_EINVAL: a payload past CK_SPDY_FRAME_MAX). */
+int ck__spdy_put_data(struct ck__buf *b, uint32_t stream, unsigned flags, const void *data,
+                      size_t n);
+/* SYN_STREAM (priority 0, no associated stream), SYN_REPLY or HEADERS with n_pairs pairs
+ * (pairs[2i] the lowercase name, pairs[2i+1] the value). */
+int ck__spdy_put_headers(struct ck__spdy *s, struct ck__buf *b, unsigned type, unsigned flags,
+                         uint32_t stream, const char *const *pairs, size_t n_pairs);
+int ck__spdy_put_rst_stream(struct ck__buf *b, uint32_t stream, uint32_t status);
+int ck__spdy_put_ping(struct ck__buf *b, uint32_t id);
+int ck__spdy_put_goaway(struct ck__buf *b, uint32_t last_good, uint32_t status);
 
 /* GET pods/{name}/log: proxied to the pod's node agent (podlog.c). */
 enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connection *conn,
