@@ -93,6 +93,19 @@ start_fake_nodes() {
     fake_pid=$!
 }
 
+# start_process_node ROOT PORT: `ckube agent` for node n1 on the process runtime (its
+# files under ROOT, its server on PORT, trusting the server's CA), as $agent_pid; then
+# waits until n1 is registered and Ready.
+start_process_node() {
+    "$ckube" agent --container-runtime process --kubeconfig "$KUBECONFIG" --node-name n1 \
+        --root-dir "$1" --port "$2" --client-ca-file "$work/data/pki/ca.crt" \
+        >>"$work/agent.out" 2>>"$work/agent.err" &
+    agent_pid=$!
+    i=0
+    until k get node n1 >/dev/null 2>&1 || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.2; done
+    wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
+}
+
 # stop_server: stops it cleanly (SIGTERM) and waits for it to exit.
 stop_server() {
     kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null

@@ -30,12 +30,7 @@ leftovers() {
 kill_leftovers() { for p in $(leftovers); do kill -9 "$p" 2>/dev/null; done; }
 trap 'stop_agent; kill_leftovers; cleanup' EXIT
 start_server
-"$ckube" agent --container-runtime process --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$root" --port "$agent_port" \
-    --client-ca-file "$work/data/pki/ca.crt" >>"$work/agent.out" 2>>"$work/agent.err" &
-agent_pid=$!
-i=0
-until k get node n1 >/dev/null 2>&1 || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.2; done
-wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
+start_process_node "$root" "$agent_port"
 
 python3 - "$work" <<'EOF2' | k create --validate=false -f - >/dev/null
 import json, sys

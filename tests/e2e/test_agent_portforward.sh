@@ -31,12 +31,7 @@ stop_pf() {
 }
 trap 'stop_pf; stop_agent; cleanup' EXIT
 start_server -v 2
-"$ckube" agent --container-runtime process --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$root" --port "$agent_port" \
-    --client-ca-file "$work/data/pki/ca.crt" >>"$work/agent.out" 2>>"$work/agent.err" &
-agent_pid=$!
-i=0
-until k get node n1 >/dev/null 2>&1 || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.2; done
-wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
+start_process_node "$root" "$agent_port"
 
 # a web server in the pod's directory, on the host's network
 python3 - "$web_port" <<'EOF2' | k create --validate=false -f - >/dev/null
