@@ -193,6 +193,8 @@ int ck__admission_validate(struct ck__registry *reg, const struct ck__admission_
 
 /* For plugins: whether a is about an object itself (no subresource) of group's resource. */
 bool ck__admission_is(const struct ck__admission_attrs *a, const char *group, const char *resource);
+/* The same for the kind that plays role (pods, namespaces, ...): no names compared. */
+bool ck__admission_is_role(const struct ck__admission_attrs *a, enum ck_kind_role role);
 /* The object's name as admission errors give it: its name, else its generateName, else "Unknown".
  */
 const char *ck__admission_name(const struct ck__admission_attrs *a);

@@ -46,7 +46,7 @@ static bool has_new_image(const json_t *pod, const json_t *old)
 
 static bool applies(const struct ck__admission_attrs *a)
 {
-    bool pods = strcmp(a->kind->group, "") == 0 && strcmp(a->kind->resource, "pods") == 0;
+    bool pods = a->kind && a->kind->role == CK_KIND_ROLE_POD;
     bool sub_ok =
         !a->subresource || !*a->subresource || strcmp(a->subresource, "ephemeralcontainers") == 0;
     if (!pods || !sub_ok || a->op == CK__ADMISSION_DELETE)

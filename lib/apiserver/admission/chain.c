@@ -235,6 +235,11 @@ int ck__admission_validate(struct ck__registry *reg, const struct ck__admission_
 
 /* ---- what plugins share ----------------------------------------------------------- */
 
+bool ck__admission_is_role(const struct ck__admission_attrs *a, enum ck_kind_role role)
+{
+    return a->kind && a->kind->role == role && (!a->subresource || !*a->subresource);
+}
+
 bool ck__admission_is(const struct ck__admission_attrs *a, const char *group, const char *resource)
 {
     return a->kind && strcmp(a->kind->group, group) == 0 &&

@@ -70,7 +70,7 @@ static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
                  struct ck_err *reterr)
 {
     (void)reg;
-    if (a->op == CK__ADMISSION_DELETE || !ck__admission_is(a, "", "pods"))
+    if (a->op == CK__ADMISSION_DELETE || !ck__admission_is_role(a, CK_KIND_ROLE_POD))
         return 0;
     return add_default_tolerations(json_object_get(a->obj, "spec")) < 0 ? ck_err_no_memory(reterr)
                                                                         : 0;

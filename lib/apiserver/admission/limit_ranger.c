@@ -379,11 +379,12 @@ static int default_container(json_t *c, const json_t *requests, const json_t *li
         json_t *v;
         json_object_foreach((json_t *)defaults[b], k, v)
         {
-            if (json_object_get(list, k) || n == 32)
+            if (json_object_get(list, k))
                 continue;
             if (json_object_set(list, k, v) < 0)
                 return CK_ENOMEM;
-            set[n++] = k;
+            if (n < sizeof(set) / sizeof(set[0])) /* the annotation names the first 32 */
+                set[n++] = k;
         }
         if (!n)
             continue;
@@ -519,7 +520,7 @@ static void validate_claim(struct problems *p, const json_t *claim, const json_t
 /* SupportsAttributes, and objects being deleted left alone. */
 static bool applies(const struct ck__admission_attrs *a, bool *ret_pod)
 {
-    *ret_pod = ck__admission_is(a, "", "pods");
+    *ret_pod = ck__admission_is_role(a, CK_KIND_ROLE_POD);
     bool claim = ck__admission_is(a, "", "persistentvolumeclaims");
     if (a->op == CK__ADMISSION_DELETE || (!*ret_pod && !claim))
         return false;

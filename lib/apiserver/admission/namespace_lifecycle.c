@@ -60,7 +60,7 @@ static int check_namespace(struct ck__registry *reg, const struct ck__admission_
 static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
                  struct ck_err *reterr)
 {
-    if (a->op == CK__ADMISSION_DELETE && ck__admission_is(a, "", "namespaces")) {
+    if (a->op == CK__ADMISSION_DELETE && ck__admission_is_role(a, CK_KIND_ROLE_NAMESPACE)) {
         for (size_t i = 0; i < sizeof(immortal) / sizeof(immortal[0]); i++)
             if (strcmp(a->name, immortal[i]) == 0)
                 return ck__admission_forbidden(a, reterr, "this namespace may not be deleted");

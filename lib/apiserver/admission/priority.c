@@ -152,7 +152,7 @@ static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
                  struct ck_err *reterr)
 {
     const struct ck_kind *pc_kind = ck_kind_with_role(CK_KIND_ROLE_PRIORITY_CLASS);
-    if (!pc_kind || !ck__admission_is(a, "", "pods"))
+    if (!pc_kind || !ck__admission_is_role(a, CK_KIND_ROLE_POD))
         return 0;
     if (a->op == CK__ADMISSION_CREATE)
         return admit_pod_create(reg, a, pc_kind, reterr);
@@ -166,7 +166,7 @@ static int validate(struct ck__registry *reg, const struct ck__admission_attrs *
 {
     const struct ck_kind *pc_kind = ck_kind_with_role(CK_KIND_ROLE_PRIORITY_CLASS);
     if (!pc_kind || a->op == CK__ADMISSION_DELETE ||
-        !ck__admission_is(a, pc_kind->group, pc_kind->resource) ||
+        !ck__admission_is_role(a, CK_KIND_ROLE_PRIORITY_CLASS) ||
         !json_is_true(json_object_get(a->obj, "globalDefault")))
         return 0;
     json_t *dpc = NULL;

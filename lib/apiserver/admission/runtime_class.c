@@ -187,7 +187,7 @@ static const char overhead_mismatch[] =
 static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
                  struct ck_err *reterr)
 {
-    if (a->op != CK__ADMISSION_CREATE || !ck__admission_is(a, "", "pods"))
+    if (a->op != CK__ADMISSION_CREATE || !ck__admission_is_role(a, CK_KIND_ROLE_POD))
         return 0;
     json_t *rc = NULL;
     int r = runtime_class_of(reg, a, &rc, reterr);
@@ -213,7 +213,7 @@ static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
 static int validate(struct ck__registry *reg, const struct ck__admission_attrs *a,
                     struct ck_err *reterr)
 {
-    if (a->op != CK__ADMISSION_CREATE || !ck__admission_is(a, "", "pods"))
+    if (a->op != CK__ADMISSION_CREATE || !ck__admission_is_role(a, CK_KIND_ROLE_POD))
         return 0;
     json_t *rc = NULL;
     int r = runtime_class_of(reg, a, &rc, reterr);

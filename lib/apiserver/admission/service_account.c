@@ -190,7 +190,7 @@ static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
 {
     const struct ck_kind *sa_kind = ck_kind_lookup("", "v1", "serviceaccounts");
     json_t *pod = a->obj;
-    if (a->op != CK__ADMISSION_CREATE || !ck__admission_is(a, "", "pods") || !sa_kind ||
+    if (a->op != CK__ADMISSION_CREATE || !ck__admission_is_role(a, CK_KIND_ROLE_POD) || !sa_kind ||
         !ck__sa_admission_applies(pod))
         return 0;
     const char *name = ck__sa_admission_account(pod);
