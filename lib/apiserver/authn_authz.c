@@ -22,9 +22,9 @@
  * RBAC with attributes derived from the path and method (Kubernetes'
  * RequestInfo), 403 with Kubernetes' message.
  *
- * Writes (POST, PUT, PATCH, DELETE) by a node (system:node:NAME in
- * system:nodes) go through a NodeRestriction-like check; writes of roles and
- * bindings go through the escalation check (ck__auth_check_write; a PATCH is
+ * What a node (system:node:NAME in system:nodes) may write is the
+ * NodeRestriction admission plugin's (admission/node_restriction.c). Writes of
+ * roles and bindings go through the escalation check (ck__auth_check_write; a PATCH is
  * checked on the patch applied to the stored object) and rebuild the policy
  * after (ck__auth_rbac_changed), so the writer's next request sees it. The
  * follower thread rebuilds it too whenever the watches see a write of the
@@ -67,15 +67,8 @@ static int reconcile_bootstrap(struct ck_apiserver *server, const json_t *roles,
 static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *reterr);
 static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **user,
                        struct ck_err *err);
-static const char *node_name_of(const struct ck_auth_user *user);
 static bool node_may_read(struct ck_apiserver *server, const char *node,
                           const struct ck_rbac_request *req, bool secret);
-static int check_node_token(struct ck_apiserver *server, const char *node,
-                            const struct ck__target *t, const char *body, size_t len,
-                            struct ck_err *err);
-static int check_node_write(struct ck_apiserver *server, const char *node,
-                            const struct ck__target *t, const char *method, const char *body,
-                            size_t len, struct ck_err *err);
 
 struct ck__auth {
     struct ck_pki pki;
@@ -498,7 +491,7 @@ enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connect
      * its pods reference, by name (Kubernetes leaves the system:node role,
      * which grants them all, unbound; ckube binds it to system:nodes).
      */
-    const char *node = node_name_of(user);
+    const char *node = ck__auth_node_name(user);
     enum ck_kind_role role = req.is_resource_request ? target.kind->role : CK_KIND_ROLE_NONE;
     if (node && (role == CK_KIND_ROLE_SECRET || role == CK_KIND_ROLE_CONFIG_MAP)) {
         d = node_may_read(server, node, &req, role == CK_KIND_ROLE_SECRET) ? CK_RBAC_ALLOW
@@ -554,12 +547,6 @@ int ck__auth_check_write(struct ck_apiserver *server, const struct ck_auth_user 
 {
     struct ck__auth *a = server->auth;
     enum ck_kind_role role = t->kind->role;
-    const char *node = node_name_of(user);
-    if (a && node) {
-        int r = check_node_write(server, node, t, method, body, len, reterr);
-        if (r < 0)
-            return r;
-    }
     if (!a || !user || t->subresource[0] ||
         (role != CK_KIND_ROLE_RBAC_ROLE && role != CK_KIND_ROLE_RBAC_CLUSTER_ROLE &&
          role != CK_KIND_ROLE_RBAC_ROLE_BINDING && role != CK_KIND_ROLE_RBAC_CLUSTER_ROLE_BINDING))
@@ -1029,6 +1016,20 @@ static enum MHD_Result serve_token_request(struct ck_apiserver *server, struct M
                                 "TokenRequest", body, len, &err);
     if (!req)
         return ck__fail(conn, &err);
+    /* a create on serviceaccounts/token: admission sees it (NodeRestriction narrows nodes) */
+    struct ck__admission_attrs attrs = {.op = CK__ADMISSION_CREATE,
+                                        .kind = t->kind,
+                                        .subresource = t->subresource,
+                                        .namespace = t->namespace,
+                                        .name = t->name,
+                                        .obj = req,
+                                        .dry_run = ck__query(conn, "dryRun") != NULL,
+                                        .user = t->user};
+    if (ck__admission_admit(server->registry, &attrs, &err) < 0 ||
+        ck__admission_validate(server->registry, &attrs, &err) < 0) {
+        json_decref(req);
+        return ck__fail(conn, &err);
+    }
     json_t *spec = json_object_get(req, "spec");
     json_t *exp_json = json_object_get(spec, "expirationSeconds");
     long long expiration = json_is_integer(exp_json) ? json_integer_value(exp_json) : 3600;
@@ -1517,7 +1518,6 @@ bool ck__auth_serve(struct ck_apiserver *server, struct MHD_Connection *conn, co
                     size_t len, enum MHD_Result *ret)
 {
     enum review review = review_of(t->kind);
-    struct ck_err err = {0};
     bool token_request = t->kind == ck_kind_lookup("", "v1", "serviceaccounts") &&
                          strcmp(t->subresource, "token") == 0;
     if (review == NOT_A_REVIEW && !token_request)
@@ -1528,25 +1528,19 @@ bool ck__auth_serve(struct ck_apiserver *server, struct MHD_Connection *conn, co
     else if (!server->auth || !user)
         *ret = ck__fail_with(conn, "ServiceUnavailable",
                              "the server runs without authentication (--insecure-plain-http)");
-    else if (token_request && node_name_of(user) &&
-             check_node_token(server, node_name_of(user), t, body, len, &err) < 0) {
-        *ret = ck__fail(conn, &err);
-    } else if (token_request)
+    else if (token_request)
         *ret = serve_token_request(server, conn, t, body, len);
     else
         *ret = serve_review(server, conn, t, review, user, body, len);
     return true;
 }
 
-/* ---- the Node restriction: a node changes only what is its own ------------------ */
+/* ---- the node authorizer: a node reads what its pods use ------------------------ */
 
-#define NODE_USER_PREFIX      "system:node:"
-#define NODES_GROUP           "system:nodes"
-#define NODE_LEASE_NS         "kube-node-lease"
-#define MIRROR_POD_ANNOTATION "kubernetes.io/config.mirror"
+#define NODE_USER_PREFIX "system:node:"
+#define NODES_GROUP      "system:nodes"
 
-/* The node name of a node's identity (system:node:NAME in system:nodes), or NULL. */
-static const char *node_name_of(const struct ck_auth_user *user)
+const char *ck__auth_node_name(const struct ck_auth_user *user)
 {
     if (!user || strncmp(user->name, NODE_USER_PREFIX, strlen(NODE_USER_PREFIX)) != 0 ||
         !ck_auth_user_in_group(user, NODES_GROUP))
@@ -1555,33 +1549,6 @@ static const char *node_name_of(const struct ck_auth_user *user)
     return *name ? name : NULL;
 }
 
-/* The 403 the NodeRestriction admission plugin answers: `pods "x" is forbidden: ...`. */
-__attribute__((format(printf, 4, 5))) static int node_forbidden(struct ck_err *err,
-                                                                const struct ck__target *t,
-                                                                const char *name, const char *fmt,
-                                                                ...)
-{
-    char why[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
-    const char *group = t->kind->group;
-    int r = name && *name ? ck_err_status(err, "Forbidden", "%s%s%s \"%s\" is forbidden: %s",
-                                          t->kind->resource, *group ? "." : "", group, name, why)
-                          : ck_err_status(err, "Forbidden", "%s%s%s is forbidden: %s",
-                                          t->kind->resource, *group ? "." : "", group, why);
-    ck_err_set_details(err, group, t->kind->resource, name);
-    return r;
-}
-
-/*
- * Kubernetes' NodeRestriction for a node's writes: its own Node object only
- * (never another's), pods only when bound to it (status updates and deletes;
- * creates only of mirror pods), leases only its own in kube-node-lease. What
- * the node may do at all is RBAC's system:node role; this narrows it to its
- * own objects.
- */
 /* Whether name is one of the objects of `what` ("secrets", "configmaps") a pod uses. */
 static bool pod_references(const json_t *pod, bool secret, const char *name)
 {
@@ -1654,120 +1621,6 @@ static bool node_may_read(struct ck_apiserver *server, const char *node,
     }
     json_decref(pods);
     return ok;
-}
-
-static int check_node_write(struct ck_apiserver *server, const char *node,
-                            const struct ck__target *t, const char *method, const char *body,
-                            size_t len, struct ck_err *err)
-{
-    const struct ck_kind *k = t->kind;
-    bool create = strcmp(method, "POST") == 0 && !t->name[0];
-    json_t *obj = create && body ? json_loadb(body, len, 0, NULL) : NULL;
-    const char *name = create ? claim(json_object_get(obj, "metadata"), "name", NULL) : t->name;
-    int r = 0;
-    if (k->role == CK_KIND_ROLE_NODE) {
-        if (name && strcmp(name, node) != 0)
-            r = node_forbidden(err, t, name, "node \"%s\" is not allowed to modify node \"%s\"",
-                               node, name);
-    } else if (k->role == CK_KIND_ROLE_LEASE) {
-        if (strcmp(t->namespace, NODE_LEASE_NS) != 0)
-            r = node_forbidden(err, t, name,
-                               "can only access leases in the \"%s\" system namespace",
-                               NODE_LEASE_NS);
-        else if (name && strcmp(name, node) != 0)
-            r = node_forbidden(
-                err, t, name, "%s",
-                "can only access node lease with the same name as the requesting node");
-    } else if (k->role == CK_KIND_ROLE_POD) {
-        if (create) {
-            const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
-            const char *bound = claim(json_object_get(obj, "spec"), "nodeName", NULL);
-            if (!json_object_get(ann, MIRROR_POD_ANNOTATION))
-                r = node_forbidden(
-                    err, t, name,
-                    "pod does not have \"%s\" annotation, node \"%s\" can only create mirror pods",
-                    MIRROR_POD_ANNOTATION, node);
-            else if (!bound || strcmp(bound, node) != 0)
-                r = node_forbidden(
-                    err, t, name,
-                    "node \"%s\" can only create pods with spec.nodeName set to itself", node);
-        } else {
-            int code = 0;
-            json_t *pod = stored_object(server, k, t->namespace, t->name, &code);
-            const char *bound = claim(json_object_get(pod, "spec"), "nodeName", NULL);
-            bool own = bound && strcmp(bound, node) == 0;
-            if (!pod && code == CK_ENOMEM)
-                r = ck_err_no_memory(err);
-            else if (!pod)
-                r = 0; /* the handler answers the 404 */
-            else if (strcmp(method, "DELETE") == 0 && !own)
-                r = node_forbidden(
-                    err, t, name,
-                    "node \"%s\" can only delete pods with spec.nodeName set to itself", node);
-            else if (strcmp(method, "DELETE") != 0 && strcmp(t->subresource, "status") != 0)
-                r = node_forbidden(
-                    err, t, name,
-                    "unexpected operation %s, node \"%s\" can only create and delete mirror pods",
-                    strcmp(method, "POST") == 0 ? "CREATE" : "UPDATE", node);
-            else if (strcmp(method, "DELETE") != 0 && !own)
-                r = node_forbidden(
-                    err, t, name,
-                    "node \"%s\" can only update pod status for pods with spec.nodeName set to itself",
-                    node);
-            json_decref(pod);
-        }
-    }
-    json_decref(obj);
-    return r;
-}
-
-/*
- * A node's TokenRequest, as Kubernetes' node authorizer and NodeRestriction allow it:
- * only for the account of a pod bound to the node, and bound to that pod (its uid as
- * stored). 0, or the 403 in *err.
- */
-static int check_node_token(struct ck_apiserver *server, const char *node,
-                            const struct ck__target *t, const char *body, size_t len,
-                            struct ck_err *err)
-{
-    json_t *req = body ? json_loadb(body, len, 0, NULL) : NULL;
-    const json_t *ref = json_object_get(json_object_get(req, "spec"), "boundObjectRef");
-    const char *kind = claim(ref, "kind", NULL);
-    const char *pod_name = claim(ref, "name", NULL);
-    const char *uid = claim(ref, "uid", NULL);
-    int r = 0, code = 0;
-    json_t *pod = NULL;
-    if (!kind || strcmp(kind, "Pod") != 0 || !pod_name)
-        r = node_forbidden(err, t, t->name, "node requested token not bound to a pod");
-    else if (!(pod = stored_object(server, ck_kind_with_role(CK_KIND_ROLE_POD), t->namespace,
-                                   pod_name, &code)))
-        r = code == CK_ENOMEM ? ck_err_no_memory(err)
-                              : node_forbidden(err, t, t->name,
-                                               "node requested token bound to a pod that was "
-                                               "not found: %s/%s",
-                                               t->namespace, pod_name);
-    if (r == 0) {
-        const json_t *spec = json_object_get(pod, "spec");
-        const char *bound = claim(spec, "nodeName", NULL);
-        const char *pod_uid = claim(json_object_get(pod, "metadata"), "uid", NULL);
-        const char *sa = claim(spec, "serviceAccountName", NULL);
-        if (!bound || strcmp(bound, node) != 0)
-            r = node_forbidden(err, t, t->name,
-                               "node requested token bound to a pod scheduled on a different "
-                               "node");
-        else if (uid && *uid && (!pod_uid || strcmp(uid, pod_uid) != 0))
-            r = node_forbidden(err, t, t->name,
-                               "the UID in the bound object reference (%s) does not match the "
-                               "UID in record. The object might have been deleted and then "
-                               "recreated",
-                               uid);
-        else if (!sa || strcmp(sa, t->name) != 0)
-            r = node_forbidden(err, t, t->name,
-                               "no relationship found between node '%s' and this object", node);
-    }
-    json_decref(pod);
-    json_decref(req);
-    return r;
 }
 
 /* ---- following the store: RBAC writes of any server sharing it ------------------ */

@@ -645,8 +645,8 @@ static enum MHD_Result handle_create(struct ck_apiserver *ctx, struct MHD_Connec
     char manager[160];
     int r = field_manager(conn, "CreateOptions", &who, manager, sizeof(manager), &err);
     if (r == 0)
-        r = ck__registry_create_by(ctx->registry, t->kind, t->namespace, obj, &who, dry_run(conn),
-                                   &out, &out_len, &err);
+        r = ck__registry_create_by(ctx->registry, t->kind, t->namespace, obj, &who, t->user,
+                                   dry_run(conn), &out, &out_len, &err);
     json_decref(obj);
     enum MHD_Result ret =
         r < 0 ? ck__fail(conn, &err) : send_object(conn, t->kind, 201, out, out_len, &warnings);
@@ -723,7 +723,7 @@ static enum MHD_Result handle_update(struct ck_apiserver *ctx, struct MHD_Connec
     struct ck__scale_put put = {t->kind, obj};
     if (r == 0)
         r = ck__registry_update_by(
-            ctx->registry, t->kind, t->namespace, t->name, write_subresource(t), &who,
+            ctx->registry, t->kind, t->namespace, t->name, write_subresource(t), &who, t->user,
             is_scale(t) ? ck__scale_put_mutate : replace_with_body,
             is_scale(t) ? (void *)&put : (void *)obj, dry_run(conn), &out, &out_len, &err);
     json_decref(obj);
@@ -773,8 +773,8 @@ static int apply_create(struct ck_apiserver *ctx, const struct ck__target *t,
     else if (!json_is_object(meta) || json_object_set_new(meta, "name", json_string(t->name)) < 0)
         r = ck_err_no_memory(reterr);
     if (r == 0)
-        r = ck__registry_create_by(ctx->registry, t->kind, t->namespace, obj, NULL, dry_run,
-                                   ret_body, ret_len, reterr);
+        r = ck__registry_create_by(ctx->registry, t->kind, t->namespace, obj, NULL, t->user,
+                                   dry_run, ret_body, ret_len, reterr);
     json_decref(obj);
     return r;
 }
@@ -804,7 +804,7 @@ static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connect
     if (r == 0)
         r = ck__registry_update_by(ctx->registry, t->kind, t->namespace, t->name,
                                    write_subresource(t),
-                                   patch.type == CK__PATCH_APPLY ? NULL : &patch.who,
+                                   patch.type == CK__PATCH_APPLY ? NULL : &patch.who, t->user,
                                    ck__patch_mutate, &patch, dry_run(conn), &out, &out_len, &err);
     bool created = false;
     if (r == CK_ENOENT && patch.type == CK__PATCH_APPLY && !t->subresource[0]) {
@@ -947,6 +947,7 @@ static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connec
     json_t *doc = NULL;
     if (delete_options(conn, body, len, &doc, &opts, &err) < 0)
         return ck__fail(conn, &err);
+    opts.user = t->user;
     char *out = NULL;
     size_t out_len = 0;
     int r = ck__registry_delete(ctx->registry, t->kind, t->namespace, t->name, &opts, &out,
@@ -994,8 +995,8 @@ static enum MHD_Result handle_binding(struct ck_apiserver *ctx, struct MHD_Conne
     who.subresource = t->subresource;
     if (r == 0)
         r = ck__registry_update_by(ctx->registry, t->kind, t->namespace, t->name, t->subresource,
-                                   &who, replace_with_body, binding, dry_run(conn), &out, &out_len,
-                                   &err);
+                                   &who, t->user, replace_with_body, binding, dry_run(conn), &out,
+                                   &out_len, &err);
     json_decref(binding);
     free(out);
     if (r < 0)
@@ -1047,6 +1048,7 @@ static enum MHD_Result handle_eviction(struct ck_apiserver *ctx, struct MHD_Conn
     struct ck__delete_options opts;
     json_t *doc = NULL;
     int r = delete_options(conn, options, options ? strlen(options) : 0, &doc, &opts, &err);
+    opts.user = t->user;
     char *out = NULL;
     size_t out_len = 0;
     struct ck__eviction_decision budget;
@@ -1095,6 +1097,7 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
     json_t *doc = NULL;
     if (delete_options(conn, body, len, &doc, &opts, &err) < 0)
         return ck__fail(conn, &err);
+    opts.user = t->user;
     opts.precondition_uid = opts.precondition_rv = NULL;
     struct ck_label_selector *labels = NULL;
     struct ck_field_selector *fields = NULL;

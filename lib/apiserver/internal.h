@@ -86,9 +86,10 @@ struct ck__target {
     const struct ck_kind *kind;
     char group[64];
     char version[32];
-    char namespace[64];   /* "" for cluster-scoped objects and all-namespace lists */
-    char name[254];       /* "" for a collection */
-    char subresource[32]; /* "" for the object itself */
+    char namespace[64];              /* "" for cluster-scoped objects and all-namespace lists */
+    char name[254];                  /* "" for a collection */
+    char subresource[32];            /* "" for the object itself */
+    const struct ck_auth_user *user; /* who asks (set once authenticated); NULL: the server */
 };
 
 /*
@@ -149,6 +150,7 @@ struct ck__admission_attrs {
     json_t *obj;             /* NULL on delete */
     const json_t *old;       /* NULL on create */
     bool dry_run;
+    const struct ck_auth_user *user; /* who asks; NULL: the server's own write */
 };
 
 /*
@@ -202,6 +204,12 @@ const char *ck__admission_name(const struct ck__admission_attrs *a);
 int ck__admission_forbidden(const struct ck__admission_attrs *a, struct ck_err *reterr,
                             const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /*
+ * The stored object of kind called name: 0 with *ret a new reference; CK_ENOENT with
+ * nothing set in *reterr when there is none (the plugin words that); else the error.
+ */
+int ck__admission_get(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
+                      const char *name, json_t **ret, struct ck_err *reterr);
+/*
  * Calls each for every stored object of kind in namespace (NULL: everywhere) until it
  * returns non-zero.
  */
@@ -218,6 +226,7 @@ extern const struct ck__admission_plugin ck__admission_runtime_class;
 extern const struct ck__admission_plugin ck__admission_always_pull_images;
 extern const struct ck__admission_plugin ck__admission_deny_service_external_ips;
 extern const struct ck__admission_plugin ck__admission_limit_ranger;
+extern const struct ck__admission_plugin ck__admission_node_restriction;
 
 /*
  * Room for any object's key: /registry/, a custom resource's group and plural
@@ -279,7 +288,8 @@ int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, co
  */
 int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
                            const char *namespace, json_t *obj, const struct ck_field_manager *who,
-                           bool dry_run, char **ret_body, size_t *ret_len, struct ck_err *reterr);
+                           const struct ck_auth_user *user, bool dry_run, char **ret_body,
+                           size_t *ret_len, struct ck_err *reterr);
 
 /*
  * The pure parts of the ServiceAccount admission plugin (admission/service_account.c).
@@ -323,9 +333,9 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
  */
 int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
                            const char *namespace, const char *name, const char *subresource,
-                           const struct ck_field_manager *who, ck__mutate_fn mutate,
-                           void *mutate_arg, bool dry_run, char **ret_body, size_t *ret_len,
-                           struct ck_err *reterr);
+                           const struct ck_field_manager *who, const struct ck_auth_user *user,
+                           ck__mutate_fn mutate, void *mutate_arg, bool dry_run, char **ret_body,
+                           size_t *ret_len, struct ck_err *reterr);
 
 /* ---- patches and the scale subresource (patch.c) ------------------------ */
 
@@ -481,6 +491,7 @@ struct ck__delete_options {
     const char *precondition_uid;
     const char *precondition_rv;
     bool dry_run;
+    const struct ck_auth_user *user; /* who asks, for admission; NULL: the server */
 };
 
 /* True when obj still has finalizers (metadata's, or a namespace's spec.finalizers). */
@@ -823,6 +834,9 @@ const struct ck_pki *ck__auth_pki(const struct ck__auth *auth);
 enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connection *conn,
                                  const char *method, const char *url,
                                  struct ck_auth_user **ret_user, bool *ret_answered);
+
+/* The node name of a node's identity (system:node:NAME in system:nodes), or NULL. */
+const char *ck__auth_node_name(const struct ck_auth_user *user);
 
 /*
  * The escalation check of a write (POST, PUT or PATCH; other methods pass) of

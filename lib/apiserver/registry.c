@@ -335,13 +335,14 @@ int ck__registry_create(struct ck__registry *reg, const struct ck_kind *kind, co
                         json_t *obj, bool dry_run, char **ret_body, size_t *ret_len,
                         struct ck_err *reterr)
 {
-    return ck__registry_create_by(reg, kind, namespace, obj, &server_manager, dry_run, ret_body,
-                                  ret_len, reterr);
+    return ck__registry_create_by(reg, kind, namespace, obj, &server_manager, NULL, dry_run,
+                                  ret_body, ret_len, reterr);
 }
 
 int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
                            const char *namespace, json_t *obj, const struct ck_field_manager *who,
-                           bool dry_run, char **ret_body, size_t *ret_len, struct ck_err *reterr)
+                           const struct ck_auth_user *user, bool dry_run, char **ret_body,
+                           size_t *ret_len, struct ck_err *reterr)
 {
     const char *body_name = object_name(obj);
     bool generated = !body_name || !*body_name;
@@ -356,7 +357,8 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
                                             .namespace = namespace ? namespace : "",
                                             .name = body_name ? body_name : "",
                                             .obj = candidate,
-                                            .dry_run = dry_run};
+                                            .dry_run = dry_run,
+                                            .user = user};
         /* admission sees the object defaulted, as decoding defaults it in Kubernetes */
         if (apply_defaults(reg, kind, candidate) < 0) {
             json_decref(candidate);
@@ -583,15 +585,15 @@ int ck__registry_update(struct ck__registry *reg, const struct ck_kind *kind, co
                         void *mutate_arg, bool dry_run, char **ret_body, size_t *ret_len,
                         struct ck_err *reterr)
 {
-    return ck__registry_update_by(reg, kind, namespace, name, subresource, &server_manager, mutate,
-                                  mutate_arg, dry_run, ret_body, ret_len, reterr);
+    return ck__registry_update_by(reg, kind, namespace, name, subresource, &server_manager, NULL,
+                                  mutate, mutate_arg, dry_run, ret_body, ret_len, reterr);
 }
 
 int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
                            const char *namespace, const char *name, const char *subresource,
-                           const struct ck_field_manager *who, ck__mutate_fn mutate,
-                           void *mutate_arg, bool dry_run, char **ret_body, size_t *ret_len,
-                           struct ck_err *reterr)
+                           const struct ck_field_manager *who, const struct ck_auth_user *user,
+                           ck__mutate_fn mutate, void *mutate_arg, bool dry_run, char **ret_body,
+                           size_t *ret_len, struct ck_err *reterr)
 {
     char key[CK__KEY_MAX];
     if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0)
@@ -660,7 +662,8 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
                                             .name = name,
                                             .obj = next,
                                             .old = old,
-                                            .dry_run = dry_run};
+                                            .dry_run = dry_run,
+                                            .user = user};
         if (!status_write && !custom_write && apply_defaults(reg, kind, next) < 0) {
             r = ck_err_no_memory(reterr);
             goto out_fail;
@@ -872,7 +875,8 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
                                             .namespace = namespace ? namespace : "",
                                             .name = name,
                                             .old = obj,
-                                            .dry_run = opts->dry_run};
+                                            .dry_run = opts->dry_run,
+                                            .user = opts->user};
         r = obj ? check_preconditions(kind, name, obj, kv->mod_revision, opts, reterr)
                 : ck_err_internal(reterr, "stored %s is corrupt", key);
         if (r == 0)

@@ -774,6 +774,7 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
     }
     struct ck__target target;
     if (ck__route(url, &target) == 0) {
+        target.user = req->user;
         ck__request_labels_set(&req->labels, method, &target,
                                readonly && ck__query_bool(conn, "watch"),
                                ck__query(conn, "dryRun") != NULL);

@@ -30,9 +30,10 @@ static void test_default_chain_in_kubernetes_order(void **state)
     (void)state;
     struct ck__admission_chain *c = NULL;
     assert_int_equal(ck__admission_chain_new(NULL, NULL, &c, NULL), 0);
-    static const char *const want[] = {
-        "NamespaceLifecycle",       "LimitRanger",  "ServiceAccount",     "Priority",
-        "DefaultTolerationSeconds", "RuntimeClass", "DefaultIngressClass"};
+    static const char *const want[] = {"NamespaceLifecycle", "LimitRanger",
+                                       "ServiceAccount",     "NodeRestriction",
+                                       "Priority",           "DefaultTolerationSeconds",
+                                       "RuntimeClass",       "DefaultIngressClass"};
     assert_int_equal(c->n, sizeof(want) / sizeof(want[0]));
     for (size_t i = 0; i < c->n; i++)
         assert_string_equal(c->plugins[i]->name, want[i]);
@@ -618,6 +619,84 @@ static void test_immortal_namespaces(void **state)
     test_server_stop(server, dir2);
 }
 
+/* ---- NodeRestriction ---------------------------------------------------------------- */
+
+/* A node's writes narrowed to its own objects; other users and the server untouched. */
+static void test_node_restriction(void **state)
+{
+    (void)state;
+    struct ck_auth_user *node = ck_auth_user_new("system:node:n1", "");
+    assert_non_null(node);
+    assert_int_equal(ck_auth_user_add_group(node, "system:nodes"), 0);
+    struct ck_auth_user *admin = ck_auth_user_new("system:node:n1", ""); /* not in the group */
+    assert_non_null(admin);
+    const struct ck_kind *pods = ck_kind_with_role(CK_KIND_ROLE_POD);
+    const struct ck_kind *nodes = ck_kind_with_role(CK_KIND_ROLE_NODE);
+    const struct ck_kind *leases = ck_kind_with_role(CK_KIND_ROLE_LEASE);
+    json_t *on_n2 = load("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"nodeName\":\"n2\"}}");
+    json_t *on_n1 = load("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"nodeName\":\"n1\"}}");
+    static const struct {
+        enum ck__admission_op op;
+        int kind; /* 0 pods, 1 nodes, 2 leases */
+        const char *namespace, *name, *sub;
+        bool old_on_n1;
+        const char *msg; /* NULL: admitted */
+    } cases[] = {
+        {CK__ADMISSION_UPDATE, 0, "default", "p", "status", true, NULL},
+        {CK__ADMISSION_UPDATE, 0, "default", "p", "status", false,
+         "pods \"p\" is forbidden: node \"n1\" can only update pod status for pods with "
+         "spec.nodeName set to itself"},
+        {CK__ADMISSION_UPDATE, 0, "default", "p", NULL, true,
+         "pods \"p\" is forbidden: unexpected operation UPDATE, node \"n1\" can only create and "
+         "delete mirror pods"},
+        {CK__ADMISSION_DELETE, 0, "default", "p", NULL, true, NULL},
+        {CK__ADMISSION_DELETE, 0, "default", "p", NULL, false,
+         "pods \"p\" is forbidden: node \"n1\" can only delete pods with spec.nodeName set to "
+         "itself"},
+        {CK__ADMISSION_UPDATE, 1, "", "n1", "status", true, NULL},
+        {CK__ADMISSION_UPDATE, 1, "", "n2", "status", true,
+         "nodes \"n2\" is forbidden: node \"n1\" is not allowed to modify node \"n2\""},
+        {CK__ADMISSION_UPDATE, 2, "kube-node-lease", "n1", NULL, true, NULL},
+        {CK__ADMISSION_UPDATE, 2, "default", "n1", NULL, true,
+         "leases.coordination.k8s.io \"n1\" is forbidden: can only access leases in the "
+         "\"kube-node-lease\" system namespace"},
+        {CK__ADMISSION_UPDATE, 2, "kube-node-lease", "n2", NULL, true,
+         "leases.coordination.k8s.io \"n2\" is forbidden: can only access node lease with the "
+         "same name as the requesting node"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const struct ck_kind *kinds[] = {pods, nodes, leases};
+        json_t *obj = json_deep_copy(cases[i].old_on_n1 ? on_n1 : on_n2);
+        json_object_set_new(json_object_get(obj, "metadata"), "name", json_string(cases[i].name));
+        struct ck__admission_attrs a = {.op = cases[i].op,
+                                        .kind = kinds[cases[i].kind],
+                                        .subresource = cases[i].sub,
+                                        .namespace = cases[i].namespace,
+                                        .name = cases[i].name,
+                                        .obj = cases[i].op == CK__ADMISSION_DELETE ? NULL : obj,
+                                        .old = obj,
+                                        .user = node};
+        struct ck_err err = {0};
+        int r = ck__admission_node_restriction.admit(NULL, &a, &err);
+        if (cases[i].msg) {
+            assert_int_equal(r, CK_EPERM);
+            assert_string_equal(err.msg, cases[i].msg);
+        } else
+            assert_int_equal(r, 0);
+        ck_err_release(&err);
+        /* anyone else, and the server itself, pass */
+        a.user = admin;
+        assert_int_equal(ck__admission_node_restriction.admit(NULL, &a, &err), 0);
+        a.user = NULL;
+        assert_int_equal(ck__admission_node_restriction.admit(NULL, &a, &err), 0);
+        json_decref(obj);
+    }
+    json_decref(on_n1);
+    json_decref(on_n2);
+    ck_auth_user_free(node);
+    ck_auth_user_free(admin);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -631,6 +710,7 @@ int main(void)
         cmocka_unit_test(test_limit_ranger),
         cmocka_unit_test(test_always_pull_images_and_external_ips),
         cmocka_unit_test(test_immortal_namespaces),
+        cmocka_unit_test(test_node_restriction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

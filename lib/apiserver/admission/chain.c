@@ -65,7 +65,8 @@ static const struct known_plugin {
     {"LimitPodHardAntiAffinityTopology", false, NULL},
     {"LimitRanger", true, &ck__admission_limit_ranger},
     {"ServiceAccount", true, &ck__admission_service_account},
-    {"NodeRestriction", false, NULL},
+    /* on in ckube, as k3s turns it on: a node writes only its own objects */
+    {"NodeRestriction", true, &ck__admission_node_restriction},
     {"TaintNodesByCondition", true, NULL},
     {"AlwaysPullImages", false, &ck__admission_always_pull_images},
     {"ImagePolicyWebhook", false, NULL},
@@ -272,6 +273,24 @@ int ck__admission_forbidden(const struct ck__admission_attrs *a, struct ck_err *
                              ck_kind_qualified_resource(a->kind, qr, sizeof(qr)), name, why);
     ck_err_set_details(reterr, a->kind->group, a->kind->resource, name);
     return code;
+}
+
+int ck__admission_get(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
+                      const char *name, json_t **ret, struct ck_err *reterr)
+{
+    *ret = NULL;
+    const struct ck_kv *kv = NULL;
+    struct ck_err err = {0};
+    int r = ck__registry_get(reg, kind, namespace, name, &kv, &err);
+    if (r < 0) {
+        if (r != CK_ENOENT)
+            r = ck_err_internal(reterr, "%s", err.msg);
+        ck_err_release(&err);
+        return r;
+    }
+    *ret = ck__decode_stored(kv);
+    ck_kv_unref(kv);
+    return *ret ? 0 : ck_err_no_memory(reterr);
 }
 
 int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,

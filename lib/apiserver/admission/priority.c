@@ -76,24 +76,20 @@ static int admit_pod_create(struct ck__registry *reg, const struct ck__admission
         if (r < 0)
             return r;
     } else {
-        const struct ck_kv *kv = NULL;
         struct ck_err err = {0};
-        r = ck__registry_get(reg, pc_kind, "", class_name, &kv, &err);
-        if (r == CK_ENOENT) {
-            ck_err_release(&err);
+        r = ck__admission_get(reg, pc_kind, "", class_name, &pc, &err);
+        if (r == CK_ENOENT)
             return ck__admission_forbidden(a, reterr, "no PriorityClass with name %s was found",
                                            class_name);
-        }
         if (r < 0) {
-            int code = ck_err_internal(reterr, "failed to get PriorityClass with name %s: %s",
-                                       class_name, err.msg);
+            int code = r == CK_ENOMEM ? ck_err_no_memory(reterr)
+                                      : ck_err_internal(reterr,
+                                                        "failed to get PriorityClass with name "
+                                                        "%s: %s",
+                                                        class_name, err.msg);
             ck_err_release(&err);
             return code;
         }
-        pc = ck__decode_stored(kv);
-        ck_kv_unref(kv);
-        if (!pc)
-            return ck_err_no_memory(reterr);
     }
     json_int_t priority = pc ? json_integer_value(json_object_get(pc, "value")) : 0;
     const char *policy =

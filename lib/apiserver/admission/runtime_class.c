@@ -37,22 +37,11 @@ static int runtime_class_of(struct ck__registry *reg, const struct ck__admission
     const struct ck_kind *kind = ck_kind_lookup("node.k8s.io", "v1", "runtimeclasses");
     if (!name || !kind)
         return 0;
-    const struct ck_kv *kv = NULL;
-    struct ck_err err = {0};
-    int r = ck__registry_get(reg, kind, "", name, &kv, &err);
-    if (r == CK_ENOENT) {
-        ck_err_release(&err);
+    int r = ck__admission_get(reg, kind, "", name, ret, reterr);
+    if (r == CK_ENOENT)
         return ck__admission_forbidden(a, reterr, "pod rejected: RuntimeClass \"%s\" not found",
                                        name);
-    }
-    if (r < 0) {
-        int code = ck_err_internal(reterr, "%s", err.msg);
-        ck_err_release(&err);
-        return code;
-    }
-    *ret = ck__decode_stored(kv);
-    ck_kv_unref(kv);
-    return *ret ? 0 : ck_err_no_memory(reterr);
+    return r;
 }
 
 static bool quantity_equal(const json_t *x, const json_t *y)
