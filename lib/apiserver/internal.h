@@ -216,6 +216,15 @@ int ck__admission_get(struct ck__registry *reg, const struct ck_kind *kind, cons
 int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                        int (*each)(const json_t *obj, void *arg), void *arg, struct ck_err *reterr);
 
+/*
+ * The default class of a cluster-scoped kind (IngressClass, StorageClass) into ret_name
+ * ("": none): of the objects with one of annotations (NULL-terminated) set to "true",
+ * the newest by creationTimestamp, then the smallest name, as Kubernetes picks it.
+ */
+int ck__admission_newest_default(struct ck__registry *reg, const struct ck_kind *kind,
+                                 const char *const *annotations, char *ret_name, size_t size,
+                                 struct ck_err *reterr);
+
 /* The plugins (admission/<name>.c). */
 extern const struct ck__admission_plugin ck__admission_namespace_lifecycle;
 extern const struct ck__admission_plugin ck__admission_service_account;
@@ -227,6 +236,7 @@ extern const struct ck__admission_plugin ck__admission_always_pull_images;
 extern const struct ck__admission_plugin ck__admission_deny_service_external_ips;
 extern const struct ck__admission_plugin ck__admission_limit_ranger;
 extern const struct ck__admission_plugin ck__admission_node_restriction;
+extern const struct ck__admission_plugin ck__admission_default_storage_class;
 
 /*
  * Room for any object's key: /registry/, a custom resource's group and plural

@@ -30,10 +30,10 @@ static void test_default_chain_in_kubernetes_order(void **state)
     (void)state;
     struct ck__admission_chain *c = NULL;
     assert_int_equal(ck__admission_chain_new(NULL, NULL, &c, NULL), 0);
-    static const char *const want[] = {"NamespaceLifecycle", "LimitRanger",
-                                       "ServiceAccount",     "NodeRestriction",
-                                       "Priority",           "DefaultTolerationSeconds",
-                                       "RuntimeClass",       "DefaultIngressClass"};
+    static const char *const want[] = {
+        "NamespaceLifecycle",  "LimitRanger",  "ServiceAccount",
+        "NodeRestriction",     "Priority",     "DefaultTolerationSeconds",
+        "DefaultStorageClass", "RuntimeClass", "DefaultIngressClass"};
     assert_int_equal(c->n, sizeof(want) / sizeof(want[0]));
     for (size_t i = 0; i < c->n; i++)
         assert_string_equal(c->plugins[i]->name, want[i]);
@@ -352,6 +352,62 @@ static void test_default_ingress_class(void **state)
                          "ingress.class\":\"nginx\"}},\"spec\":{\"defaultBackend\":{\"service\":{"
                          "\"name\":\"s\",\"port\":{\"number\":80}}}}}",
                          NULL);
+    test_server_stop(server, dir);
+}
+
+#define SCS  "/apis/storage.k8s.io/v1/storageclasses"
+#define PVCS "/api/v1/namespaces/default/persistentvolumeclaims"
+
+/* POSTs a claim with the given metadata and spec members; expects want as its class. */
+static void expect_claim_class(struct ck_apiserver *server, const char *meta, const char *spec,
+                               const char *want)
+{
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "{\"metadata\":{\"generateName\":\"c-\"%s},\"spec\":{%s\"accessModes\":["
+             "\"ReadWriteOnce\"],\"resources\":{\"requests\":{\"storage\":\"1Gi\"}}}}",
+             meta, spec);
+    json_t *out = NULL;
+    assert_int_equal(post(server, PVCS, body, &out), 201);
+    const char *got =
+        json_string_value(json_object_get(json_object_get(out, "spec"), "storageClassName"));
+    if (want)
+        assert_string_equal(got, want);
+    else
+        assert_null(got);
+    json_decref(out);
+}
+
+static void test_default_storage_class(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-admission-XXXXXX";
+    struct ck_apiserver *server = test_server_start(dir);
+    assert_non_null(server);
+    expect_claim_class(server, "", "", NULL); /* no default class: none set */
+    assert_int_equal(post(server, SCS,
+                          "{\"metadata\":{\"name\":\"z\",\"annotations\":{\"storageclass.beta."
+                          "kubernetes.io/is-default-class\":\"true\"}},\"provisioner\":\"x.io/p\"}",
+                          NULL),
+                     201);
+    assert_int_equal(
+        post(server, SCS, "{\"metadata\":{\"name\":\"plain\"},\"provisioner\":\"x.io/p\"}", NULL),
+        201);
+    expect_claim_class(server, "", "", "z"); /* the beta annotation marks a default too */
+    /* created in the same second the smaller name wins, later the newer: "c" either way */
+    assert_int_equal(post(server, SCS,
+                          "{\"metadata\":{\"name\":\"c\",\"annotations\":{\"storageclass."
+                          "kubernetes.io/is-default-class\":\"true\"}},\"provisioner\":\"x.io/p\"}",
+                          NULL),
+                     201);
+    expect_claim_class(server, "", "", "c");
+    expect_claim_class(server, "", "\"storageClassName\":null,", "c");
+    /* a class asked for is kept: by name, "" (no class), or the beta annotation */
+    expect_claim_class(server, "", "\"storageClassName\":\"plain\",", "plain");
+    expect_claim_class(server, "", "\"storageClassName\":\"\",", "");
+    expect_claim_class(server,
+                       ",\"annotations\":{\"volume.beta.kubernetes.io/storage-class\":\"plain\"}",
+                       "", NULL);
     test_server_stop(server, dir);
 }
 
@@ -706,6 +762,7 @@ int main(void)
         cmocka_unit_test(test_default_toleration_seconds),
         cmocka_unit_test(test_priority),
         cmocka_unit_test(test_default_ingress_class),
+        cmocka_unit_test(test_default_storage_class),
         cmocka_unit_test(test_runtime_class),
         cmocka_unit_test(test_limit_ranger),
         cmocka_unit_test(test_always_pull_images_and_external_ips),

@@ -77,7 +77,7 @@ static const struct known_plugin {
     {"PodTolerationRestriction", false, NULL},
     {"EventRateLimit", false, NULL},
     {"ExtendedResourceToleration", false, NULL},
-    {"DefaultStorageClass", true, NULL},
+    {"DefaultStorageClass", true, &ck__admission_default_storage_class},
     {"StorageObjectInUseProtection", true, NULL},
     {"OwnerReferencesPermissionEnforcement", false, NULL},
     {"PersistentVolumeClaimResize", true, NULL},
@@ -291,6 +291,47 @@ int ck__admission_get(struct ck__registry *reg, const struct ck_kind *kind, cons
     *ret = ck__decode_stored(kv);
     ck_kv_unref(kv);
     return *ret ? 0 : ck_err_no_memory(reterr);
+}
+
+/* The newest default class seen so far. */
+struct newest {
+    const char *const *marks;
+    char name[254];   /* "": none yet */
+    char created[32]; /* its creationTimestamp, RFC 3339 in UTC: ordered as text */
+};
+
+static int newest_default(const json_t *class, void *arg)
+{
+    struct newest *d = arg;
+    const json_t *meta = json_object_get(class, "metadata");
+    const json_t *annotations = json_object_get(meta, "annotations");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *created = json_string_value(json_object_get(meta, "creationTimestamp"));
+    bool marked = false;
+    for (size_t i = 0; d->marks[i] && !marked; i++) {
+        const char *v = json_string_value(json_object_get(annotations, d->marks[i]));
+        marked = v && strcmp(v, "true") == 0;
+    }
+    if (!marked || !name)
+        return 0;
+    if (!created)
+        created = "";
+    int newer = strcmp(created, d->created);
+    if (!*d->name || newer > 0 || (newer == 0 && strcmp(name, d->name) < 0)) {
+        snprintf(d->name, sizeof(d->name), "%s", name);
+        snprintf(d->created, sizeof(d->created), "%s", created);
+    }
+    return 0;
+}
+
+int ck__admission_newest_default(struct ck__registry *reg, const struct ck_kind *kind,
+                                 const char *const *annotations, char *ret_name, size_t size,
+                                 struct ck_err *reterr)
+{
+    struct newest d = {annotations, "", ""};
+    int r = ck__admission_list(reg, kind, NULL, newest_default, &d, reterr);
+    snprintf(ret_name, size, "%s", r < 0 ? "" : d.name);
+    return r;
 }
 
 int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,

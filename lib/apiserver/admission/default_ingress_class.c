@@ -18,32 +18,6 @@
 #define DEFAULT_ANNOTATION "ingressclass.kubernetes.io/is-default-class"
 #define CLASS_ANNOTATION   "kubernetes.io/ingress.class"
 
-/* The newest default class seen so far. */
-struct newest {
-    char name[254];   /* "": none yet */
-    char created[32]; /* its creationTimestamp, RFC 3339 in UTC: ordered as text */
-};
-
-static int newest_default(const json_t *class, void *arg)
-{
-    struct newest *d = arg;
-    const json_t *meta = json_object_get(class, "metadata");
-    const char *v = json_string_value(
-        json_object_get(json_object_get(meta, "annotations"), DEFAULT_ANNOTATION));
-    const char *name = json_string_value(json_object_get(meta, "name"));
-    const char *created = json_string_value(json_object_get(meta, "creationTimestamp"));
-    if (!v || strcmp(v, "true") != 0 || !name)
-        return 0;
-    if (!created)
-        created = "";
-    int newer = strcmp(created, d->created);
-    if (!*d->name || newer > 0 || (newer == 0 && strcmp(name, d->name) < 0)) {
-        snprintf(d->name, sizeof(d->name), "%s", name);
-        snprintf(d->created, sizeof(d->created), "%s", created);
-    }
-    return 0;
-}
-
 static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
                  struct ck_err *reterr)
 {
@@ -56,16 +30,17 @@ static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
     if (!class_kind || (given && !json_is_null(given)) ||
         json_object_get(annotations, CLASS_ANNOTATION))
         return 0;
-    struct newest d = {"", ""};
-    int r = ck__admission_list(reg, class_kind, NULL, newest_default, &d, reterr);
-    if (r < 0 || !*d.name)
+    static const char *const marks[] = {DEFAULT_ANNOTATION, NULL};
+    char name[254];
+    int r = ck__admission_newest_default(reg, class_kind, marks, name, sizeof(name), reterr);
+    if (r < 0 || !*name)
         return r;
     if (!json_is_object(spec)) {
         if (json_object_set_new(a->obj, "spec", json_object()) < 0)
             return ck_err_no_memory(reterr);
         spec = json_object_get(a->obj, "spec");
     }
-    return json_object_set_new(spec, "ingressClassName", json_string(d.name)) < 0
+    return json_object_set_new(spec, "ingressClassName", json_string(name)) < 0
                ? ck_err_no_memory(reterr)
                : 0;
 }
