@@ -1206,6 +1206,39 @@ static const char *object_verb(const char *method)
  * eviction: create; log: not served). No subresource watches. Returns false to let the
  * object's handlers serve the request.
  */
+static bool is_pod_connect(const struct ck__target *t, const struct ck_subresource *sub,
+                           const char *verb)
+{
+    return sub && t->kind == ck_kind_with_role(CK_KIND_ROLE_POD) &&
+           (strcmp(sub->name, "exec") == 0 || strcmp(sub->name, "attach") == 0 ||
+            strcmp(sub->name, "portforward") == 0) &&
+           (strcmp(verb, "get") == 0 || strcmp(verb, "create") == 0);
+}
+
+/*
+ * pods/exec, attach and portforward: the admission chain is asked first (a CONNECT, as
+ * Kubernetes' connect handler asks it before the pod is looked up), then the stream.
+ */
+static enum MHD_Result serve_pod_connect(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                         const struct ck__target *t)
+{
+    struct ck__admission_attrs attrs = {.op = CK__ADMISSION_CONNECT,
+                                        .kind = t->kind,
+                                        .subresource = t->subresource,
+                                        .namespace = t->namespace,
+                                        .name = t->name,
+                                        .user = t->user};
+    struct ck_err err = {0};
+    if (ck__admission_admit(ctx->registry, &attrs, &err) < 0 ||
+        ck__admission_validate(ctx->registry, &attrs, &err) < 0)
+        return ck__fail(conn, &err);
+    if (strcmp(t->subresource, "exec") == 0)
+        return ck__serve_pod_exec(ctx, conn, t); /* exec.c */
+    if (strcmp(t->subresource, "attach") == 0)
+        return ck__serve_pod_attach(ctx, conn, t);  /* exec.c */
+    return ck__serve_pod_portforward(ctx, conn, t); /* portforward.c */
+}
+
 static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                               const char *method, const struct ck__target *t, const char *body,
                               size_t len, enum MHD_Result *ret)
@@ -1215,18 +1248,8 @@ static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *c
     if (sub && strcmp(sub->name, "log") == 0 && t->kind == ck_kind_with_role(CK_KIND_ROLE_POD) &&
         strcmp(verb, "get") == 0)
         *ret = ck__serve_pod_log(ctx, conn, t); /* podlog.c */
-    else if (sub && strcmp(sub->name, "exec") == 0 &&
-             t->kind == ck_kind_with_role(CK_KIND_ROLE_POD) &&
-             (strcmp(verb, "get") == 0 || strcmp(verb, "create") == 0))
-        *ret = ck__serve_pod_exec(ctx, conn, t); /* exec.c */
-    else if (sub && strcmp(sub->name, "attach") == 0 &&
-             t->kind == ck_kind_with_role(CK_KIND_ROLE_POD) &&
-             (strcmp(verb, "get") == 0 || strcmp(verb, "create") == 0))
-        *ret = ck__serve_pod_attach(ctx, conn, t); /* exec.c */
-    else if (sub && strcmp(sub->name, "portforward") == 0 &&
-             t->kind == ck_kind_with_role(CK_KIND_ROLE_POD) &&
-             (strcmp(verb, "get") == 0 || strcmp(verb, "create") == 0))
-        *ret = ck__serve_pod_portforward(ctx, conn, t); /* portforward.c */
+    else if (is_pod_connect(t, sub, verb))
+        *ret = serve_pod_connect(ctx, conn, t);
     else if (sub && sub->part == CK_SUBRESOURCE_UNSERVED)
         *ret = ck__fail_with(conn, "ServiceUnavailable", sub->message ? sub->message : "");
     else if (!sub || !ck_subresource_allows(sub, verb))

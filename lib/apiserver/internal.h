@@ -134,7 +134,12 @@ struct ck__registry {
 
 /* ---- admission (admission/) ------------------------------------------------ */
 
-enum ck__admission_op { CK__ADMISSION_CREATE, CK__ADMISSION_UPDATE, CK__ADMISSION_DELETE };
+enum ck__admission_op {
+    CK__ADMISSION_CREATE,
+    CK__ADMISSION_UPDATE,
+    CK__ADMISSION_DELETE,
+    CK__ADMISSION_CONNECT, /* pods/exec, attach, portforward: no object; asked of connect plugins */
+};
 
 /*
  * What a plugin is asked about (Kubernetes' admission.Attributes). obj is the object
@@ -147,7 +152,7 @@ struct ck__admission_attrs {
     const char *subresource; /* NULL or "": the object itself */
     const char *namespace;   /* "" for cluster-scoped kinds */
     const char *name;        /* may be empty on a create with generateName */
-    json_t *obj;             /* NULL on delete */
+    json_t *obj;             /* NULL on delete and connect */
     const json_t *old;       /* NULL on create */
     bool dry_run;
     const struct ck_auth_user *user; /* who asks; NULL: the server's own write */
@@ -163,6 +168,7 @@ struct ck__admission_plugin {
     const char *name;
     ck__admission_step_fn admit;    /* mutating */
     ck__admission_step_fn validate; /* validating */
+    bool connect;                   /* also asked about connects (Kubernetes' Handles(Connect)) */
 };
 
 /* The enabled plugins in kube-apiserver's order. */

@@ -94,6 +94,18 @@ static void test_always_deny_refuses_writes(void **state)
     http_call(server, "GET", "/api/v1/namespaces/default/configmaps/c", NULL, NULL, &r);
     assert_int_equal(r.status, 404); /* nothing was stored */
     response_release(&r);
+    /* connects too: asked before the pod is looked up, as Kubernetes asks */
+    static const char *const connects[] = {
+        "/api/v1/namespaces/default/pods/p/exec?command=true&stdout=1",
+        "/api/v1/namespaces/default/pods/p/attach?stdout=1",
+        "/api/v1/namespaces/default/pods/p/portforward?ports=80"};
+    for (size_t i = 0; i < sizeof(connects) / sizeof(connects[0]); i++) {
+        http_call(server, "GET", connects[i], NULL, NULL, &r);
+        assert_int_equal(r.status, 403);
+        assert_non_null(strstr(r.body, "pods \\\"p\\\" is forbidden: admission control is "
+                                       "denying all modifications"));
+        response_release(&r);
+    }
     test_server_stop(server, dir);
 }
 

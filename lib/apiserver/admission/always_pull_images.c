@@ -105,5 +105,5 @@ static int validate(struct ck__registry *reg, const struct ck__admission_attrs *
                   : ck__admission_forbidden(a, reterr, "[%s]", why);
 }
 
-const struct ck__admission_plugin ck__admission_always_pull_images = {"AlwaysPullImages", admit,
-                                                                      validate};
+const struct ck__admission_plugin ck__admission_always_pull_images = {
+    .name = "AlwaysPullImages", .admit = admit, .validate = validate};

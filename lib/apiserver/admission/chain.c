@@ -17,7 +17,9 @@
  *
  * The registry (registry.c) calls ck__admission_admit() and ck__admission_validate() on
  * every create, update and delete of every kind, its subresources included; plugins look
- * at the attributes and skip what is not theirs.
+ * at the attributes and skip what is not theirs. A TokenRequest (authn_authz.c) passes
+ * as a create of serviceaccounts/token; pods/exec, attach and portforward (handlers.c)
+ * as a connect, which only the plugins that say so are asked about.
  *
  * Threading: a chain is immutable once built; plugins read the store and their
  * arguments only, so the chain runs on any request thread at once.
@@ -39,8 +41,10 @@ static int always_admit_step(struct ck__registry *reg, const struct ck__admissio
     (void)reg, (void)a, (void)reterr;
     return 0;
 }
-static const struct ck__admission_plugin always_admit = {"AlwaysAdmit", always_admit_step,
-                                                         always_admit_step};
+static const struct ck__admission_plugin always_admit = {.name = "AlwaysAdmit",
+                                                         .admit = always_admit_step,
+                                                         .validate = always_admit_step,
+                                                         .connect = true};
 
 /* AlwaysDeny: refuses every write, in kube-apiserver's words (plugin/pkg/admission/deny). */
 static int always_deny(struct ck__registry *reg, const struct ck__admission_attrs *a,
@@ -49,8 +53,8 @@ static int always_deny(struct ck__registry *reg, const struct ck__admission_attr
     (void)reg;
     return ck__admission_forbidden(a, reterr, "admission control is denying all modifications");
 }
-static const struct ck__admission_plugin always_deny_plugin = {"AlwaysDeny", always_deny,
-                                                               always_deny};
+static const struct ck__admission_plugin always_deny_plugin = {
+    .name = "AlwaysDeny", .admit = always_deny, .validate = always_deny, .connect = true};
 
 /* kube-apiserver 1.32's plugins in its order, whether each is on by default, and ours. */
 static const struct known_plugin {
@@ -215,6 +219,8 @@ int ck__admission_admit(struct ck__registry *reg, const struct ck__admission_att
 {
     const struct ck__admission_chain *c = reg->admission;
     for (size_t i = 0; c && i < c->n; i++) {
+        if (a->op == CK__ADMISSION_CONNECT && !c->plugins[i]->connect)
+            continue;
         int r = c->plugins[i]->admit ? c->plugins[i]->admit(reg, a, reterr) : 0;
         if (r < 0)
             return r;
@@ -227,6 +233,8 @@ int ck__admission_validate(struct ck__registry *reg, const struct ck__admission_
 {
     const struct ck__admission_chain *c = reg->admission;
     for (size_t i = 0; c && i < c->n; i++) {
+        if (a->op == CK__ADMISSION_CONNECT && !c->plugins[i]->connect)
+            continue;
         int r = c->plugins[i]->validate ? c->plugins[i]->validate(reg, a, reterr) : 0;
         if (r < 0)
             return r;

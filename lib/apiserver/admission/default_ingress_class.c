@@ -45,5 +45,5 @@ static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
                : 0;
 }
 
-const struct ck__admission_plugin ck__admission_default_ingress_class = {"DefaultIngressClass",
-                                                                         admit, NULL};
+const struct ck__admission_plugin ck__admission_default_ingress_class = {
+    .name = "DefaultIngressClass", .admit = admit};

@@ -42,5 +42,5 @@ static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
                : 0;
 }
 
-const struct ck__admission_plugin ck__admission_default_storage_class = {"DefaultStorageClass",
-                                                                         admit, NULL};
+const struct ck__admission_plugin ck__admission_default_storage_class = {
+    .name = "DefaultStorageClass", .admit = admit};

@@ -77,4 +77,4 @@ static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
 }
 
 const struct ck__admission_plugin ck__admission_default_toleration_seconds = {
-    "DefaultTolerationSeconds", admit, NULL};
+    .name = "DefaultTolerationSeconds", .admit = admit};

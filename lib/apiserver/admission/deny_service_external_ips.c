@@ -45,4 +45,4 @@ static int validate(struct ck__registry *reg, const struct ck__admission_attrs *
 }
 
 const struct ck__admission_plugin ck__admission_deny_service_external_ips = {
-    "DenyServiceExternalIPs", NULL, validate};
+    .name = "DenyServiceExternalIPs", .validate = validate};

@@ -577,4 +577,5 @@ static int validate(struct ck__registry *reg, const struct ck__admission_attrs *
     return run(reg, a, false, reterr);
 }
 
-const struct ck__admission_plugin ck__admission_limit_ranger = {"LimitRanger", admit, validate};
+const struct ck__admission_plugin ck__admission_limit_ranger = {
+    .name = "LimitRanger", .admit = admit, .validate = validate};

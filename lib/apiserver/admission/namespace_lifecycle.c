@@ -73,5 +73,5 @@ static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
 }
 
 /* Kubernetes runs it as a mutating plugin, first of all, so that its 404 comes first. */
-const struct ck__admission_plugin ck__admission_namespace_lifecycle = {"NamespaceLifecycle", admit,
-                                                                       NULL};
+const struct ck__admission_plugin ck__admission_namespace_lifecycle = {.name = "NamespaceLifecycle",
+                                                                       .admit = admit};

@@ -140,5 +140,5 @@ static int node_restriction_admit(struct ck__registry *reg, const struct ck__adm
     }
 }
 
-const struct ck__admission_plugin ck__admission_node_restriction = {"NodeRestriction",
-                                                                    node_restriction_admit, NULL};
+const struct ck__admission_plugin ck__admission_node_restriction = {
+    .name = "NodeRestriction", .admit = node_restriction_admit};

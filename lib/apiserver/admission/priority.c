@@ -180,4 +180,5 @@ static int validate(struct ck__registry *reg, const struct ck__admission_attrs *
     return 0;
 }
 
-const struct ck__admission_plugin ck__admission_priority = {"Priority", admit, validate};
+const struct ck__admission_plugin ck__admission_priority = {
+    .name = "Priority", .admit = admit, .validate = validate};

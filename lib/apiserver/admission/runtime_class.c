@@ -222,4 +222,5 @@ static int validate(struct ck__registry *reg, const struct ck__admission_attrs *
     return r;
 }
 
-const struct ck__admission_plugin ck__admission_runtime_class = {"RuntimeClass", admit, validate};
+const struct ck__admission_plugin ck__admission_runtime_class = {
+    .name = "RuntimeClass", .admit = admit, .validate = validate};

@@ -234,4 +234,5 @@ static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
     return r < 0 ? ck_err_no_memory(reterr) : 0;
 }
 
-const struct ck__admission_plugin ck__admission_service_account = {"ServiceAccount", admit, NULL};
+const struct ck__admission_plugin ck__admission_service_account = {.name = "ServiceAccount",
+                                                                   .admit = admit};
