@@ -14,12 +14,12 @@
  *   instead of one ServiceAccount per controller in kube-system;
  * - system:node is bound to the group system:nodes (Kubernetes 1.32 leaves
  *   the binding without subjects and lets the Node authorizer decide); the
- *   API server narrows a node's writes to its own objects as Kubernetes'
- *   NodeRestriction admission plugin does (lib/apiserver/authn_authz.c);
+ *   API server narrows a node's writes to its own objects with Kubernetes'
+ *   NodeRestriction admission plugin (lib/apiserver/admission/);
  * - system:node-proxier is bound to the user system:kube-proxy, as in
  *   Kubernetes;
- * - roles of API groups ckube will not serve (certificates, storage, the
- *   cloud and volume controllers) are left out.
+ * - roles and rules of what ckube does not serve (certificates, CSI and
+ *   volume attachments, the cloud and volume controllers) are left out.
  *
  * The JSON holds only names, labels, aggregation rules, rules and subjects;
  * ck_rbac_bootstrap() dresses them as API objects with the label

@@ -473,6 +473,11 @@ static void test_bootstrap_policy(void **state)
          "status", "rs", "default", NULL},
         {"system:node:n1", "system:nodes,system:authenticated", "patch", "", "nodes", "status",
          "n1", NULL, NULL},
+        /* the pod's RuntimeClass, for its handler; its claims and volumes */
+        {"system:node:n1", "system:nodes,system:authenticated", "watch", "node.k8s.io",
+         "runtimeclasses", NULL, NULL, NULL, NULL},
+        {"system:node:n1", "system:nodes,system:authenticated", "get", "", "persistentvolumeclaims",
+         NULL, "c", "default", NULL},
     };
     static const struct req_case fail[] = {
         {"system:anonymous", "system:unauthenticated", "get", NULL, NULL, NULL, NULL, NULL,
@@ -487,6 +492,8 @@ static void test_bootstrap_policy(void **state)
          NULL},
         {"system:kube-controller-manager", "system:authenticated", "create", "", "nodes", NULL,
          NULL, NULL, NULL},
+        {"system:node:n1", "system:nodes,system:authenticated", "create", "node.k8s.io",
+         "runtimeclasses", NULL, NULL, NULL, NULL},
     };
     check(p, pass, N(pass), fail, N(fail));
     /* every object is dressed as Kubernetes dresses its bootstrap objects */
