@@ -208,6 +208,16 @@ int ck__admission_forbidden(const struct ck__admission_attrs *a, struct ck_err *
 int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
                        int (*each)(const json_t *obj, void *arg), void *arg, struct ck_err *reterr);
 
+/*
+ * Admission warnings (Kubernetes' warning.AddWarning on the request's context): a
+ * request handler points this thread's warnings at its list for the time it runs the
+ * registry (returns the previous list, to restore); ck__admission_warn() adds one there,
+ * once however often it is given, and does nothing when no list is set. The handler
+ * answers them as `Warning: 299 - "..."` headers.
+ */
+struct ck_warnings *ck__admission_warnings_to(struct ck_warnings *warnings);
+void ck__admission_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The plugins (admission/<name>.c). */
 extern const struct ck__admission_plugin ck__admission_namespace_lifecycle;
 extern const struct ck__admission_plugin ck__admission_service_account;

@@ -154,7 +154,7 @@ enum MHD_Result ck__send_response(struct MHD_Connection *conn, unsigned status,
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
     for (size_t i = 0; warnings && i < warnings->len; i++) {
-        char header[1024];
+        char header[8192]; /* PodSecurity's warnings name every offending container */
         format_warning(warnings->items[i], header, sizeof(header));
         MHD_add_response_header(resp, "Warning", header);
     }

@@ -24,6 +24,7 @@
  *
  * Tested by tests/apiserver/test_admission.c and tests/e2e/test_admission.sh.
  */
+#define _GNU_SOURCE /* vasprintf */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,16 +263,49 @@ const char *ck__admission_name(const struct ck__admission_attrs *a)
 int ck__admission_forbidden(const struct ck__admission_attrs *a, struct ck_err *reterr,
                             const char *fmt, ...)
 {
-    char why[768], qr[160];
+    char *why = NULL, qr[160];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
+    int n = vasprintf(&why, fmt, ap); /* whole: PodSecurity's reasons can be long */
     va_end(ap);
+    if (n < 0)
+        return ck_err_no_memory(reterr);
     const char *name = ck__admission_name(a);
     int code = ck_err_status(reterr, "Forbidden", "%s \"%s\" is forbidden: %s",
                              ck_kind_qualified_resource(a->kind, qr, sizeof(qr)), name, why);
+    free(why);
     ck_err_set_details(reterr, a->kind->group, a->kind->resource, name);
     return code;
+}
+
+/* Where this thread's request collects its warnings; NULL: nobody listens. */
+static _Thread_local struct ck_warnings *warning_sink;
+
+struct ck_warnings *ck__admission_warnings_to(struct ck_warnings *warnings)
+{
+    struct ck_warnings *prev = warning_sink;
+    warning_sink = warnings;
+    return prev;
+}
+
+void ck__admission_warn(const char *fmt, ...)
+{
+    if (!warning_sink)
+        return;
+    char *text = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&text, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    /* a warning is answered once, however often it is recorded (as Kubernetes' recorder) */
+    bool seen = false;
+    for (size_t i = 0; i < warning_sink->len && !seen; i++)
+        seen = strcmp(warning_sink->items[i], text) == 0;
+    if (!seen)
+        ck_warnings_add(warning_sink, "%s", text);
+    free(text);
 }
 
 int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
