@@ -228,6 +228,7 @@ extern const struct ck__admission_plugin ck__admission_runtime_class;
 extern const struct ck__admission_plugin ck__admission_always_pull_images;
 extern const struct ck__admission_plugin ck__admission_deny_service_external_ips;
 extern const struct ck__admission_plugin ck__admission_limit_ranger;
+extern const struct ck__admission_plugin ck__admission_pod_security;
 
 /*
  * Room for any object's key: /registry/, a custom resource's group and plural

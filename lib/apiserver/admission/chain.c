@@ -70,7 +70,7 @@ static const struct known_plugin {
     {"TaintNodesByCondition", true, NULL},
     {"AlwaysPullImages", false, &ck__admission_always_pull_images},
     {"ImagePolicyWebhook", false, NULL},
-    {"PodSecurity", true, NULL},
+    {"PodSecurity", true, &ck__admission_pod_security},
     {"PodNodeSelector", false, NULL},
     {"Priority", true, &ck__admission_priority},
     {"DefaultTolerationSeconds", true, &ck__admission_default_toleration_seconds},
