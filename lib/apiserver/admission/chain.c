@@ -24,7 +24,6 @@
  *
  * Tested by tests/apiserver/test_admission.c and tests/e2e/test_admission.sh.
  */
-#define _GNU_SOURCE /* vasprintf */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,12 +262,14 @@ const char *ck__admission_name(const struct ck__admission_attrs *a)
 int ck__admission_forbidden(const struct ck__admission_attrs *a, struct ck_err *reterr,
                             const char *fmt, ...)
 {
-    char *why = NULL, qr[160];
+    char qr[160];
+    struct ck__buf b = {0}; /* whole: PodSecurity's reasons can be long */
     va_list ap;
     va_start(ap, fmt);
-    int n = vasprintf(&why, fmt, ap); /* whole: PodSecurity's reasons can be long */
+    ck__buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    char *why = ck__buf_take(&b);
+    if (!why)
         return ck_err_no_memory(reterr);
     const char *name = ck__admission_name(a);
     int code = ck_err_status(reterr, "Forbidden", "%s \"%s\" is forbidden: %s",
@@ -292,12 +293,13 @@ void ck__admission_warn(const char *fmt, ...)
 {
     if (!warning_sink)
         return;
-    char *text = NULL;
+    struct ck__buf b = {0};
     va_list ap;
     va_start(ap, fmt);
-    int n = vasprintf(&text, fmt, ap);
+    ck__buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    char *text = ck__buf_take(&b);
+    if (!text)
         return;
     /* a warning is answered once, however often it is recorded (as Kubernetes' recorder) */
     bool seen = false;

@@ -32,7 +32,6 @@
  *
  * Threading: reads the store only.
  */
-#define _GNU_SOURCE /* asprintf */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +153,7 @@ static int warn_existing_pods(struct ck__registry *reg, const char *namespace,
     }
     size_t total = json_array_size(l.first);
     size_t checked = total < MAX_PODS_TO_CHECK ? total : MAX_PODS_TO_CHECK;
-    w = calloc(checked ? checked : 1, sizeof(*w));
+    w = ck__calloc(checked ? checked : 1, sizeof(*w));
     if (!w) {
         r = ck_err_no_memory(reterr);
         goto out;
@@ -195,19 +194,17 @@ static int warn_existing_pods(struct ck__registry *reg, const char *namespace,
                        "level \"%s\"",
                        namespace, lv);
     /* "<pod> (and N other pods): <reasons>", sorted */
-    char **texts = calloc(n_w, sizeof(*texts));
+    char **texts = ck__calloc(n_w, sizeof(*texts));
     for (size_t k = 0; texts && k < n_w; k++) {
-        if (w[k].count == 1)
-            r = asprintf(&texts[k], "%s: %s", w[k].pod, w[k].reasons);
-        else if (w[k].count == 2)
-            r = asprintf(&texts[k], "%s (and 1 other pod): %s", w[k].pod, w[k].reasons);
-        else
-            r = asprintf(&texts[k], "%s (and %zu other pods): %s", w[k].pod, w[k].count - 1,
-                         w[k].reasons);
-        if (r < 0)
-            texts[k] = NULL;
+        struct ck__buf b = {0};
+        ck__buf_adds(&b, w[k].pod);
+        if (w[k].count == 2)
+            ck__buf_adds(&b, " (and 1 other pod)");
+        else if (w[k].count > 2)
+            ck__buf_printf(&b, " (and %zu other pods)", w[k].count - 1);
+        ck__buf_printf(&b, ": %s", w[k].reasons);
+        texts[k] = ck__buf_take(&b); /* NULL out of memory: that warning is lost */
     }
-    r = 0;
     if (texts) {
         size_t n_texts = 0;
         for (size_t k = 0; k < n_w; k++)

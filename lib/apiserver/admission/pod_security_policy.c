@@ -48,14 +48,14 @@ static void strs_add(struct strs *s, const char *str)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 8;
-        char **v = realloc(s->v, cap * sizeof(*v));
+        char **v = ck__realloc(s->v, cap * sizeof(*v));
         if (!v) {
             s->nomem = true;
             return;
         }
         s->v = v, s->cap = cap;
     }
-    char *copy = strdup(str ? str : "");
+    char *copy = ck__strdup(str ? str : "");
     if (!copy) {
         s->nomem = true;
         return;
