@@ -343,6 +343,47 @@ static void test_reasons(void **state)
     json_decref(pod);
 }
 
+/* Running out of memory anywhere in an evaluation is CK_ENOMEM, never a shorter message. */
+static void test_evaluate_alloc_fail(void **state)
+{
+    (void)state;
+    struct ck__psa_level_version lv;
+    parse_lv("restricted:latest", &lv);
+    json_t *pod = load("{\"metadata\":{\"annotations\":{\"container.apparmor.security.beta."
+                       "kubernetes.io/c\":\"unconfined\"}},\"spec\":{\"hostPID\":true,"
+                       "\"containers\":[{\"name\":\"c\",\"ports\":[{\"hostPort\":1}],"
+                       "\"securityContext\":{\"capabilities\":{\"add\":[\"SYS_ADMIN\"]}}}],"
+                       "\"volumes\":[{\"name\":\"h\",\"hostPath\":{\"path\":\"/\"}}]}}");
+    char *want = NULL, *want_reasons = NULL;
+    assert_int_equal(ck__psa_evaluate(&lv, json_object_get(pod, "metadata"),
+                                      json_object_get(pod, "spec"), &want_reasons, &want),
+                     0);
+    assert_non_null(want);
+    int r = CK_ENOMEM;
+    unsigned long n;
+    for (n = 1; r == CK_ENOMEM; n++) {
+        char *detail = NULL, *reasons = NULL;
+        ck__alloc_fail_at(n, false);
+        r = ck__psa_evaluate(&lv, json_object_get(pod, "metadata"), json_object_get(pod, "spec"),
+                             &reasons, &detail);
+        ck__alloc_fail_at(0, false);
+        if (r == CK_ENOMEM) {
+            assert_null(detail);
+            assert_null(reasons);
+            continue;
+        }
+        assert_int_equal(r, 0);
+        assert_string_equal(detail, want);
+        assert_string_equal(reasons, want_reasons);
+        free(detail);
+        free(reasons);
+    }
+    assert_true(n > 10); /* the evaluation did allocate, and each failure was seen */
+    free(want);
+    free(want_reasons);
+    json_decref(pod);
+}
+
 /* The registry's order: baseline, then restricted, each sorted as Go sorts strings. */
 static void test_check_order(void **state)
 {
@@ -684,6 +725,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checks_table),
         cmocka_unit_test(test_reasons),
+        cmocka_unit_test(test_evaluate_alloc_fail),
         cmocka_unit_test(test_check_order),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_server_enforce_and_warn),
