@@ -136,6 +136,25 @@ static const struct check_case {
      "forbidden AppArmor profiles (pod and container \"c\" and annotation must not set AppArmor "
      "profile type to \"Unconfined\", "
      "\"container.apparmor.security.beta.kubernetes.io/c=\"unconfined\"\")"},
+    {"baseline:latest",
+     "{\"metadata\":{\"annotations\":{"
+     "\"container.apparmor.security.beta.kubernetes.io/\":\"bogus\","
+     "\"container.apparmor.security.beta.kubernetes.io/a\":\"\","
+     "\"container.apparmor.security.beta.kubernetes.io/b\":\"runtime/default\","
+     "\"container.apparmor.security.beta.kubernetes.io/c\":\"localhost/\","
+     "\"container.apparmor.security.beta.kubernetes.io/f\":\"unknown\","
+     "\"container.apparmor.security.beta.kubernetes.io/e\":\"unconfined\"}},"
+     "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+     "forbidden AppArmor profiles (annotations must not set AppArmor profile type to "
+     "\"container.apparmor.security.beta.kubernetes.io/=\"bogus\"\", "
+     "\"container.apparmor.security.beta.kubernetes.io/e=\"unconfined\"\", "
+     "\"container.apparmor.security.beta.kubernetes.io/f=\"unknown\"\")"},
+    /* a volume of no type Kubernetes names (or an image volume) is "unknown" */
+    {"restricted:latest",
+     "{\"spec\":{" POD_OK ",\"containers\":[{\"name\":\"c\"," C_OK "}],\"volumes\":[{\"name\":"
+     "\"c1\"},{\"name\":\"img\",\"image\":{\"reference\":\"x\"}},{\"name\":\"p\","
+     "\"projected\":{\"sources\":[]}}]}}",
+     "restricted volume types (volumes \"c1\", \"img\" use restricted volume type \"unknown\")"},
     /* seLinuxOptions, and container_engine_t from v1.31 */
     {"baseline:latest",
      "{\"spec\":{\"securityContext\":{\"seLinuxOptions\":{\"type\":\"spc_t\"}},\"containers\":[{"
