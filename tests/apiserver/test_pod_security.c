@@ -634,6 +634,36 @@ static void test_server_enforce_and_warn(void **state)
     response_release(&r);
     free(quoted);
 
+    /* a warning past 4096 characters is cut to 256, as Kubernetes' recorder cuts it */
+    struct ck__buf dep = {0}, text = {0};
+    ck__buf_adds(&dep, "{\"metadata\":{\"name\":\"many\"},\"spec\":{\"selector\":{"
+                       "\"matchLabels\":{\"a\":\"b\"}},\"template\":{\"metadata\":{"
+                       "\"labels\":{\"a\":\"b\"}},\"spec\":{\"containers\":[");
+    ck__buf_adds(&text, "would violate PodSecurity \"restricted:latest\": allowPrivilegeEscalation "
+                        "!= false (containers ");
+    for (int i = 0; i < 100; i++) {
+        ck__buf_printf(&dep, "%s{\"name\":\"container-number-%02d\",\"image\":\"busybox\"}",
+                       i ? "," : "", i);
+        ck__buf_printf(&text, "%s\"container-number-%02d\"", i ? ", " : "", i);
+    }
+    ck__buf_adds(&dep, "]}}}}");
+    char *many = ck__buf_take(&dep), *full = ck__buf_take(&text);
+    assert_true(strlen(full) > 256);
+    full[256] = '\0'; /* ASCII: 256 characters */
+    for (const char *c = full; *c; c++)
+        ck__buf_printf(&b, "%s%c", *c == '"' ? "\\" : "", *c);
+    char *cut = ck__buf_take(&b);
+    char want_cut[1024];
+    snprintf(want_cut, sizeof(want_cut), "299 - \"%s\"", cut);
+    http_call(server, "POST", "/apis/apps/v1/namespaces/r/deployments", many, NULL, &r);
+    assert_int_equal(r.status, 201);
+    assert_int_equal(warnings(&r, NULL), 1);
+    assert_true(has_warning(&r, want_cut));
+    response_release(&r);
+    free(many);
+    free(full);
+    free(cut);
+
     /* warn only: let through with the warning */
     create_namespace(server, "w", "{\"pod-security.kubernetes.io/warn\":\"baseline\"}");
     http_call(server, "POST", "/api/v1/namespaces/w/pods",
