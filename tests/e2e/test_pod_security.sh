@@ -3,8 +3,9 @@
 # against a real `ckube server`: a namespace labelled enforce=restricted refuses a
 # plain pod in Kubernetes' words, takes a compliant one silently, and lets a
 # Deployment through with kubectl's "Warning: would violate PodSecurity" line; a
-# warn-only namespace warns; raising a namespace's enforce level lists the
-# existing pods that violate it; an invalid label value is refused.
+# warn-only namespace warns; the Job controller's pods are refused (its FailedCreate
+# event says so); raising a namespace's enforce level lists the existing pods that
+# violate it; an invalid label value is refused.
 #
 # Usage: test_pod_security.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -76,6 +77,22 @@ check "the existing pods are named" grep -qF \
 check "grouped by their reasons" grep -qF \
     'Warning: a (and 1 other pod): allowPrivilegeEscalation != false, unrestricted capabilities, runAsNonRoot != true, seccompProfile' \
     "$work/out"
+
+# --- a controller's pods are refused like any other ---
+stop_server
+start_server --controllers=job --disable-admission-plugins ServiceAccount
+k -n secure create job j --image=x >"$work/out" 2>&1
+check "a Job is created, with the warning" grep -qF \
+    'Warning: would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "j" must' \
+    "$work/out"
+# job_refused: the Job's FailedCreate event names its generated pod and PodSecurity's words
+job_refused() {
+    kubectl -n secure get events --field-selector reason=FailedCreate \
+        -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' >"$work/events" 2>&1 &&
+        grep -qE '^Error creating: pods "j-[a-z0-9]{5}" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false \(container "j" must set' \
+            "$work/events"
+}
+poll "the Job controller's pod is refused by PodSecurity" job_refused
 
 # --- invalid labels ---
 k label namespace old pod-security.kubernetes.io/warn=loud >"$work/out" 2>&1
