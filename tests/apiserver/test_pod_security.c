@@ -12,7 +12,8 @@
  * Through a real server: a pod refused in Kubernetes' words, a Deployment let through
  * with the warning header, a warn-level namespace, invalid namespace labels (422), an
  * update that only changes labels passing, and the warnings listing existing pods when
- * a namespace's enforce level is raised.
+ * a namespace's enforce level is raised (and how many, when 1 s was not enough: the
+ * clock is injected).
  */
 #include "cktest.h"
 
@@ -769,6 +770,64 @@ static void test_server_namespace_labels(void **state)
     test_server_stop(server, dir);
 }
 
+/* A clock that moves 300 ms at each reading. */
+static long long fake_ns;
+static long long slow_clock(void)
+{
+    fake_ns += 300000000LL;
+    return fake_ns;
+}
+
+/* The existing pods are checked for 1 s at most: then a warning says how many were. */
+static void test_server_namespace_check_time_limit(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-podsecurity-XXXXXX";
+    struct ck_apiserver *server = test_server_start(dir);
+    assert_non_null(server);
+    struct response r;
+    create_namespace(server, "slow", "{}");
+    static const char *const pods[] = {BARE_POD("p1"), BARE_POD("p2"), BARE_POD("p3"),
+                                       BARE_POD("p4"), BARE_POD("p5"), BARE_POD("p6")};
+    for (size_t i = 0; i < 6; i++) {
+        http_call(server, "POST", "/api/v1/namespaces/slow/pods", pods[i], NULL, &r);
+        assert_int_equal(r.status, 201);
+        response_release(&r);
+    }
+    /* readings: the deadline (0.3 s + 1 s), then after each pod 0.6, 0.9, 1.2, 1.5 s */
+    fake_ns = 0;
+    ck__psa_set_clock(slow_clock);
+    static const char *const merge[] = {"Content-Type: application/merge-patch+json", NULL};
+    http_call(server, "PATCH", "/api/v1/namespaces/slow",
+              "{\"metadata\":{\"labels\":{\"pod-security.kubernetes.io/enforce\":\"baseline\","
+              "\"pod-security.kubernetes.io/enforce-version\":\"v1.0\"}}}",
+              merge, &r);
+    ck__psa_set_clock(NULL);
+    assert_int_equal(r.status, 200);
+    /* baseline: nothing to say of the pods but how many were looked at */
+    assert_int_equal(warnings(&r, NULL), 1);
+    assert_true(has_warning(&r, "299 - \"new PodSecurity enforce level only checked against the "
+                                "first 4 of 6 existing pods\""));
+    response_release(&r);
+    fake_ns = 0;
+    ck__psa_set_clock(slow_clock);
+    http_call(server, "PATCH", "/api/v1/namespaces/slow",
+              "{\"metadata\":{\"labels\":{\"pod-security.kubernetes.io/enforce\":"
+              "\"restricted\"}}}",
+              merge, &r);
+    ck__psa_set_clock(NULL);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(warnings(&r, NULL), 3);
+    assert_true(has_warning(&r, "299 - \"new PodSecurity enforce level only checked against the "
+                                "first 4 of 6 existing pods\""));
+    /* the version label stayed: restricted at v1.0 asks only for runAsNonRoot */
+    assert_true(has_warning(&r, "299 - \"existing pods in namespace \\\"slow\\\" violate the new "
+                                "PodSecurity enforce level \\\"restricted:v1.0\\\"\""));
+    assert_true(has_warning(&r, "299 - \"p1 (and 3 other pods): runAsNonRoot != true\""));
+    response_release(&r);
+    test_server_stop(server, dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -779,6 +838,7 @@ int main(void)
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_server_enforce_and_warn),
         cmocka_unit_test(test_server_namespace_labels),
+        cmocka_unit_test(test_server_namespace_check_time_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,7 +22,8 @@
  *   its version) checks the namespace's existing pods against it and warns `existing pods
  *   in namespace "x" violate the new PodSecurity enforce level "restricted:latest"`
  *   followed by one `<pod> (and N other pods): <reasons>` per distinct set of reasons,
- *   sorted; at most 3000 pods are checked, one per controller first.
+ *   sorted; at most 3000 pods are checked, one per controller first, for at most 1 s
+ *   (the listing included), else a warning says how many were.
  *
  * Warnings leave through ck__admission_warn() as HTTP Warning headers. Kubernetes also
  * writes audit annotations (pod-security.kubernetes.io/enforce-policy, audit-violations,
@@ -35,12 +36,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../internal.h"
 #include "ckube/internal/util.h"
 #include "pod_security.h"
 
 #define MAX_PODS_TO_CHECK 3000
+#define POD_CHECK_NS      1000000000LL /* the existing pods are checked for 1 s at most */
+
+static long long monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long (*now_ns)(void) = monotonic_ns;
+
+void ck__psa_set_clock(long long (*clock_ns)(void))
+{
+    now_ns = clock_ns ? clock_ns : monotonic_ns;
+}
 
 /* The pod subresources that never change what PodSecurity looks at. */
 static const char *const ignored_pod_subresources[] = {
@@ -141,6 +158,7 @@ static int warn_existing_pods(struct ck__registry *reg, const char *namespace,
         r = ck_err_no_memory(reterr);
         goto out;
     }
+    long long deadline = now_ns() + POD_CHECK_NS; /* the listing counts too */
     struct ck_err err = {0};
     if (ck__admission_list(reg, pod_kind, namespace, collect_pod, &l, &err) < 0) {
         ck_err_release(&err);
@@ -167,20 +185,24 @@ static int warn_existing_pods(struct ck__registry *reg, const char *namespace,
             goto out;
         }
         free(detail);
-        if (!reasons)
-            continue;
-        const char *name = ck__meta_str(pod, "name") ? ck__meta_str(pod, "name") : "";
-        size_t k = 0;
-        while (k < n_w && strcmp(w[k].reasons, reasons) != 0)
-            k++;
-        if (k == n_w) {
-            w[n_w++] = (struct pod_warning){reasons, name, 0};
-        } else {
-            free(reasons);
-            if (strcmp(name, w[k].pod) < 0)
-                w[k].pod = name;
+        if (reasons) {
+            const char *name = ck__meta_str(pod, "name") ? ck__meta_str(pod, "name") : "";
+            size_t k = 0;
+            while (k < n_w && strcmp(w[k].reasons, reasons) != 0)
+                k++;
+            if (k == n_w) {
+                w[n_w++] = (struct pod_warning){reasons, name, 0};
+            } else {
+                free(reasons);
+                if (strcmp(name, w[k].pod) < 0)
+                    w[k].pod = name;
+            }
+            w[k].count++;
         }
-        w[k].count++;
+        if (now_ns() > deadline) {
+            checked = i + 1;
+            break;
+        }
     }
     char lv[64];
     ck__psa_level_version_string(enforce, lv, sizeof(lv));

@@ -73,4 +73,10 @@ long long ck__psa_max_minor(void);
 /* The check IDs in evaluation order (baseline, then restricted, each sorted), NULL-ended. */
 const char *ck__psa_check_id(size_t i);
 
+/*
+ * For tests: the clock (monotonic nanoseconds) that bounds the check of a namespace's
+ * existing pods to 1 s; NULL restores CLOCK_MONOTONIC. Not for concurrent use.
+ */
+void ck__psa_set_clock(long long (*clock_ns)(void));
+
 #endif
