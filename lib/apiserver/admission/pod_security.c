@@ -63,7 +63,7 @@ void ck__psa_set_clock(long long (*clock_ns)(void))
 static const char *const ignored_pod_subresources[] = {
     "exec", "attach", "binding", "eviction", "log", "portforward", "proxy", "status", NULL};
 
-/* The namespace's labels: 0 with *ret a reference to the namespace (caller decrefs). */
+/* Reads a namespace: 0 with *ret a reference to it (caller decrefs), else a 500. */
 static int read_namespace(struct ck__registry *reg, const char *name, json_t **ret,
                           struct ck_err *reterr)
 {
