@@ -644,9 +644,11 @@ static enum MHD_Result handle_create(struct ck_apiserver *ctx, struct MHD_Connec
     struct ck_field_manager who;
     char manager[160];
     int r = field_manager(conn, "CreateOptions", &who, manager, sizeof(manager), &err);
+    struct ck_warnings *prev = ck__admission_warnings_to(&warnings);
     if (r == 0)
         r = ck__registry_create_by(ctx->registry, t->kind, t->namespace, obj, &who, t->user,
                                    dry_run(conn), &out, &out_len, &err);
+    ck__admission_warnings_to(prev);
     json_decref(obj);
     enum MHD_Result ret =
         r < 0 ? ck__fail(conn, &err) : send_object(conn, t->kind, 201, out, out_len, &warnings);
@@ -721,11 +723,13 @@ static enum MHD_Result handle_update(struct ck_apiserver *ctx, struct MHD_Connec
     int r = field_manager(conn, "UpdateOptions", &who, manager, sizeof(manager), &err);
     who.subresource = t->subresource[0] ? t->subresource : NULL;
     struct ck__scale_put put = {t->kind, obj};
+    struct ck_warnings *prev = ck__admission_warnings_to(&warnings);
     if (r == 0)
         r = ck__registry_update_by(
             ctx->registry, t->kind, t->namespace, t->name, write_subresource(t), &who, t->user,
             is_scale(t) ? ck__scale_put_mutate : replace_with_body,
             is_scale(t) ? (void *)&put : (void *)obj, dry_run(conn), &out, &out_len, &err);
+    ck__admission_warnings_to(prev);
     json_decref(obj);
     enum MHD_Result ret =
         r < 0 ? ck__fail(conn, &err) : send_written(conn, t, out, out_len, &warnings);
@@ -801,6 +805,8 @@ static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connect
     char manager[160];
     int r = patch_options(conn, &patch, manager, sizeof(manager), &err);
     patch.who.subresource = t->subresource[0] ? t->subresource : NULL;
+    /* admission warns into the attempt's list: a retried attempt starts it afresh */
+    struct ck_warnings *prev = ck__admission_warnings_to(&patch.warnings);
     if (r == 0)
         r = ck__registry_update_by(ctx->registry, t->kind, t->namespace, t->name,
                                    write_subresource(t),
@@ -812,6 +818,7 @@ static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connect
         r = apply_create(ctx, t, &patch, dry_run(conn), &out, &out_len, &err);
         created = r == 0;
     }
+    ck__admission_warnings_to(prev);
     enum MHD_Result ret = r < 0     ? ck__fail(conn, &err)
                           : created ? send_object(conn, t->kind, 201, out, out_len, &patch.warnings)
                                     : send_written(conn, t, out, out_len, &patch.warnings);

@@ -231,6 +231,16 @@ int ck__admission_newest_default(struct ck__registry *reg, const struct ck_kind 
                                  const char *const *annotations, char *ret_name, size_t size,
                                  struct ck_err *reterr);
 
+/*
+ * Admission warnings (Kubernetes' warning.AddWarning on the request's context): a
+ * request handler points this thread's warnings at its list for the time it runs the
+ * registry (returns the previous list, to restore); ck__admission_warn() adds one there,
+ * once however often it is given, and does nothing when no list is set. The handler
+ * answers them as `Warning: 299 - "..."` headers.
+ */
+struct ck_warnings *ck__admission_warnings_to(struct ck_warnings *warnings);
+void ck__admission_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The plugins (admission/<name>.c). */
 extern const struct ck__admission_plugin ck__admission_namespace_lifecycle;
 extern const struct ck__admission_plugin ck__admission_service_account;
@@ -243,6 +253,7 @@ extern const struct ck__admission_plugin ck__admission_deny_service_external_ips
 extern const struct ck__admission_plugin ck__admission_limit_ranger;
 extern const struct ck__admission_plugin ck__admission_node_restriction;
 extern const struct ck__admission_plugin ck__admission_default_storage_class;
+extern const struct ck__admission_plugin ck__admission_pod_security;
 
 /*
  * Room for any object's key: /registry/, a custom resource's group and plural

@@ -20,6 +20,7 @@
  * parsing, negotiation, selectors, Warning headers), test_wire.c and
  * tests/apiserver/test_alloc_fail.c (the fallback Status).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,12 +107,19 @@ int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
 /*
  * A Warning header value as Kubernetes writes it (RFC 7234 code 299, agent
  * "-", the text as a quoted string: quotes and backslashes escaped, control
- * characters dropped), truncated to fit out.
+ * characters dropped), of at most max_runes UTF-8 characters of text.
+ * Caller frees; NULL out of memory.
  */
-static void format_warning(const char *text, char *out, size_t size)
+static char *format_warning(const char *text, size_t max_runes)
 {
-    size_t n = (size_t)snprintf(out, size, "299 - \"");
-    for (const char *c = text; *c && n + 4 < size; c++) {
+    char *out = ck__malloc(2 * strlen(text) + 16);
+    if (!out)
+        return NULL;
+    size_t n = (size_t)sprintf(out, "299 - \"");
+    size_t runes = 0;
+    for (const char *c = text; *c; c++) {
+        if (((unsigned char)*c & 0xc0) != 0x80 && runes++ == max_runes)
+            break;
         if ((unsigned char)*c < 0x20 || *c == 0x7f)
             continue;
         if (*c == '"' || *c == '\\')
@@ -120,6 +128,63 @@ static void format_warning(const char *text, char *out, size_t size)
     }
     out[n++] = '"';
     out[n] = '\0';
+    return out;
+}
+
+/* UTF-8 characters in s (Go's utf8.RuneCountInString, for valid text). */
+static size_t rune_count(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
+/* Whether w's warning i is empty or repeats an earlier one (the recorder keeps one). */
+static bool warning_skipped(const struct ck_warnings *w, size_t i)
+{
+    if (!w->items[i][0])
+        return true;
+    for (size_t k = 0; k < i; k++)
+        if (strcmp(w->items[k], w->items[i]) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * Kubernetes' limits on a response's warnings (apiserver's endpoints/filters/warning.go):
+ * while their texts total at most 4096 characters they go whole; the warning that would
+ * pass that cuts every warning, those before it included, to 256 characters, and the
+ * ones after it stop once 4096 characters have been written. Adds the headers to resp.
+ */
+#define WARNINGS_MAX_RUNES 4096
+#define WARNING_CUT_RUNES  256
+static void add_warning_headers(struct MHD_Response *resp, const struct ck_warnings *w)
+{
+    size_t written = 0, overflow = w->len; /* the warning that starts the cutting */
+    for (size_t i = 0; i < w->len && overflow == w->len; i++) {
+        if (warning_skipped(w, i))
+            continue;
+        written += rune_count(w->items[i]);
+        if (written > WARNINGS_MAX_RUNES)
+            overflow = i;
+    }
+    bool truncating = overflow < w->len;
+    written = 0;
+    for (size_t i = 0; i < w->len; i++) {
+        if (warning_skipped(w, i))
+            continue;
+        if (i > overflow && written >= WARNINGS_MAX_RUNES)
+            break;
+        size_t runes = rune_count(w->items[i]);
+        if (truncating && runes > WARNING_CUT_RUNES)
+            runes = WARNING_CUT_RUNES;
+        char *header = format_warning(w->items[i], truncating ? WARNING_CUT_RUNES : SIZE_MAX);
+        if (header)
+            MHD_add_response_header(resp, "Warning", header);
+        free(header);
+        written += runes;
+    }
 }
 
 /* The deferral of this thread's answers, when it runs a request for another thread. */
@@ -153,11 +218,8 @@ enum MHD_Result ck__send_response(struct MHD_Connection *conn, unsigned status,
 {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
-    for (size_t i = 0; warnings && i < warnings->len; i++) {
-        char header[1024];
-        format_warning(warnings->items[i], header, sizeof(header));
-        MHD_add_response_header(resp, "Warning", header);
-    }
+    if (warnings)
+        add_warning_headers(resp, warnings);
     return ck__queue_answer(conn, status, resp);
 }
 

@@ -74,7 +74,7 @@ static const struct known_plugin {
     {"TaintNodesByCondition", true, NULL},
     {"AlwaysPullImages", false, &ck__admission_always_pull_images},
     {"ImagePolicyWebhook", false, NULL},
-    {"PodSecurity", true, NULL},
+    {"PodSecurity", true, &ck__admission_pod_security},
     {"PodNodeSelector", false, NULL},
     {"Priority", true, &ck__admission_priority},
     {"DefaultTolerationSeconds", true, &ck__admission_default_toleration_seconds},
@@ -271,14 +271,19 @@ const char *ck__admission_name(const struct ck__admission_attrs *a)
 int ck__admission_forbidden(const struct ck__admission_attrs *a, struct ck_err *reterr,
                             const char *fmt, ...)
 {
-    char why[768], qr[160];
+    char qr[160];
+    struct ck__buf b = {0}; /* whole: PodSecurity's reasons can be long */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
+    ck__buf_vprintf(&b, fmt, ap);
     va_end(ap);
+    char *why = ck__buf_take(&b);
+    if (!why)
+        return ck_err_no_memory(reterr);
     const char *name = ck__admission_name(a);
     int code = ck_err_status(reterr, "Forbidden", "%s \"%s\" is forbidden: %s",
                              ck_kind_qualified_resource(a->kind, qr, sizeof(qr)), name, why);
+    free(why);
     ck_err_set_details(reterr, a->kind->group, a->kind->resource, name);
     return code;
 }
@@ -340,6 +345,37 @@ int ck__admission_newest_default(struct ck__registry *reg, const struct ck_kind 
     int r = ck__admission_list(reg, kind, NULL, newest_default, &d, reterr);
     snprintf(ret_name, size, "%s", r < 0 ? "" : d.name);
     return r;
+}
+
+/* Where this thread's request collects its warnings; NULL: nobody listens. */
+static _Thread_local struct ck_warnings *warning_sink;
+
+struct ck_warnings *ck__admission_warnings_to(struct ck_warnings *warnings)
+{
+    struct ck_warnings *prev = warning_sink;
+    warning_sink = warnings;
+    return prev;
+}
+
+void ck__admission_warn(const char *fmt, ...)
+{
+    if (!warning_sink)
+        return;
+    struct ck__buf b = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    ck__buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    char *text = ck__buf_take(&b);
+    if (!text)
+        return;
+    /* a warning is answered once, however often it is recorded (as Kubernetes' recorder) */
+    bool seen = false;
+    for (size_t i = 0; i < warning_sink->len && !seen; i++)
+        seen = strcmp(warning_sink->items[i], text) == 0;
+    if (!seen)
+        ck_warnings_add(warning_sink, "%s", text);
+    free(text);
 }
 
 int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind, const char *namespace,
