@@ -14,8 +14,10 @@
  *   cpu shares, quota and memory limit (podcgroup.c), namespace modes (hostNetwork, hostPID,
  * hostIPC, shareProcessNamespace), the pod's runAsUser/Group, supplementalGroups, sysctls, and its
  * DNS configuration as the kubelet forms it (dns.c; the runtime writes it as the pod's
- * resolv.conf). After a restart, the pod's READY sandbox is found by its io.kubernetes.pod.uid
- * label.
+ * resolv.conf), and the handler of the pod's RuntimeClass as the runtime handler (read
+ * through the agent's client at each sandbox start; a class that cannot be read fails the
+ * start, retried, as the kubelet's LookupRuntimeHandler). After a restart, the pod's READY
+ * sandbox is found by its io.kubernetes.pod.uid label.
  * - Network: a CNI configuration for the node's pod range (cni.c) before the first
  *   sandbox outside the host network; the range is the Node's spec.podCIDR as the node
  *   status thread learns it (set_pod_cidr, kubelet's UpdateRuntimeConfig), --pod-cidr
@@ -672,6 +674,35 @@ static int ensure_pod_cgroup(const struct cri_runtime *cr, const struct ck__rt_p
     return 0;
 }
 
+/*
+ * The runtime handler of the pod's RuntimeClass into handler ("" without a class), as the
+ * kubelet's runtime class manager looks it up: a class that cannot be read is the error.
+ */
+static int runtime_handler(struct cri_runtime *cr, const struct ck__rt_pod *p, char *handler,
+                           size_t size, struct ck_err *reterr)
+{
+    const char *name = json_string_value(json_object_get(spec_of(p), "runtimeClassName"));
+    const struct ck_resource *res = ck_controller_resource("node.k8s.io", "v1", "runtimeclasses");
+    handler[0] = 0;
+    if (!name || !*name)
+        return 0;
+    json_t *class = NULL;
+    struct ck_err err = {0};
+    if (!res || !cr->ctl || ck_ctl_get(cr->ctl, res, "", name, &class, &err) < 0) {
+        /* Kubernetes' words: a NotFound as it came, anything else wrapped */
+        int r = err.http_status == 404
+                    ? ck_err_set(reterr, CK_EIO, "%s", err.msg)
+                    : ck_err_set(reterr, CK_EIO, "failed to lookup RuntimeClass %s: %s", name,
+                                 err.msg[0] ? err.msg : "no client");
+        ck_err_release(&err);
+        return r;
+    }
+    const char *h = json_string_value(json_object_get(class, "handler"));
+    snprintf(handler, size, "%s", h ? h : "");
+    json_decref(class);
+    return 0;
+}
+
 static int pod_start(struct ck__runtime *rt, struct ck__rt_pod *p, char *reason, size_t size,
                      struct ck_err *reterr)
 {
@@ -687,6 +718,9 @@ static int pod_start(struct ck__runtime *rt, struct ck__rt_pod *p, char *reason,
         snprintf(dir, sizeof(dir), "%s/containers", p->dir);
         if (ck__mkdirs(dir) < 0)
             return ck_err_set(reterr, CK_EIO, "cannot create %s: %s", dir, strerror(errno));
+        char handler[128];
+        if (runtime_handler(cr, p, handler, sizeof(handler), reterr) < 0)
+            return CK_EIO;
         struct arena ar = {0};
         struct ck__cri_sandbox_config cfg;
         sandbox_config(&ar, cr, p, attempt, &cfg);
@@ -697,7 +731,8 @@ static int pod_start(struct ck__runtime *rt, struct ck__rt_pod *p, char *reason,
             return r;
         }
         char *id = NULL;
-        r = ck__cri_run_sandbox(cr->cri, &cfg, NULL, SANDBOX_TIMEOUT_MS, &id, reterr);
+        r = ck__cri_run_sandbox(cr->cri, &cfg, *handler ? handler : NULL, SANDBOX_TIMEOUT_MS, &id,
+                                reterr);
         ck__pod_dns_release(&dns);
         arena_free(&ar);
         if (r < 0)

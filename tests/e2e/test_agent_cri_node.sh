@@ -23,6 +23,9 @@
 #   per 100 ms, memory 80Mi), a Burstable pod's (kubepods/burstable/pod<uid>) its
 #   requests' shares and no quota or memory limit (cgroup v1 files, or v2's cpu.weight,
 #   cpu.max, memory.max);
+# - RuntimeClass: a pod of a class whose handler is runc runs; one of a class whose handler
+#   containerd does not know gets FailedCreatePodSandBox with containerd's answer naming
+#   the handler, so the handler reached RunPodSandbox;
 # - no process of the test is left afterwards.
 #
 # Usage: test_agent_cri_node.sh PATH/TO/ckube
@@ -197,6 +200,23 @@ if [ "${1:-}" = "--inside" ]; then
             sh -c "ls -d '$cpu$limited_cg'/*/ | grep -q ."
     fi
     k delete pod limited burst --wait=false >/dev/null
+
+    # ---- the RuntimeClass's handler reaches RunPodSandbox
+    for class in "runc runc" "nope nope"; do
+        set -- $class
+        printf '{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"%s"},"handler":"%s"}' \
+            "$1" "$2" | k create -f - >/dev/null
+    done
+    create classed "{'runtimeClassName': 'runc', 'containers': [{'name': 'c', 'image': '$busybox_image',
+        'command': ['sleep', '3600']}]}"
+    create unhandled "{'runtimeClassName': 'nope', 'containers': [{'name': 'c', 'image': '$busybox_image',
+        'command': ['sleep', '3600']}]}"
+    wait_for "a pod of RuntimeClass runc Running" pod/classed '{.status.phase}=Running'
+    poll "a pod of a RuntimeClass whose handler containerd lacks: FailedCreatePodSandBox naming it" \
+        sh -c "kubectl get events --field-selector involvedObject.name=unhandled,reason=FailedCreatePodSandBox \
+            -o jsonpath='{.items[*].message}' | grep -q 'no runtime for \"nope\" is configured'"
+    check "... and it does not run" test "$(jp pod/unhandled '{.status.phase}')" = Pending
+    k delete pod classed unhandled --wait=false >/dev/null
 
     k delete pod chatty --wait=false >/dev/null
     cri_e2e_finish
