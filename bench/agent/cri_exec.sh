@@ -113,15 +113,4 @@ EOF
 fi
 
 # ---- outside: the namespaces, and what must be gone afterwards ----
-command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH"
-[ -x "${1:-}" ] || fail "usage: $0 PATH/TO/ckube [ROUNDS]"
-ckube=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-cri_require
-cri_tmpdir
-cgroup_root=/ckube-bench-$$
-trap 'rm -rf "$cri_dir"' EXIT
-trap 'exit 1' INT TERM
-cri_enter "$0" "$ckube" "$cri_dir" "$cgroup_root" "${2:-20}"
-status=$?
-cri_leftovers "$cgroup_root" || status=1
-exit $status
+cri_bench_main "$0" "${1:-}" "${2:-20}"

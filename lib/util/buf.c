@@ -127,6 +127,13 @@ char *ck__buf_take(struct ck__buf *b)
     return p;
 }
 
+char *ck__vformat(const char *fmt, va_list ap)
+{
+    struct ck__buf b = {0};
+    ck__buf_vprintf(&b, fmt, ap);
+    return ck__buf_take(&b);
+}
+
 void ck__buf_release(struct ck__buf *b)
 {
     free(b->p);

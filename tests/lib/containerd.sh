@@ -15,6 +15,12 @@
 #   cri_enter SCRIPT ARGS  runs `sh SCRIPT --inside ARGS` in new network and
 #                          mount namespaces; skips when their mounts cannot be
 #                          made (the inside exits 3)
+#   cri_bench_main SCRIPT CKUBE ARGS
+#                          a benchmark's whole outside part: checks kubectl and
+#                          CKUBE, cri_require, cri_tmpdir, runs `sh SCRIPT
+#                          --inside CKUBE_ABSOLUTE DIR CGROUP ARGS` through
+#                          cri_enter with a cgroup root of its own, then
+#                          cri_leftovers; exits with the inside's status
 #   cri_leftovers CGROUP   after cri_enter: kills (by PID) and lists on stderr
 #                          every process left in the test's network namespace or
 #                          under CGROUP (in any hierarchy), removes CGROUP's
@@ -80,6 +86,23 @@ cri_enter() {
     cri_status=$?
     [ $cri_status -eq 3 ] && skip "could not set up the namespaces' mounts and loopback"
     return $cri_status
+}
+
+cri_bench_main() {
+    script=$1
+    command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH"
+    [ -x "${2:-}" ] || fail "usage: $script PATH/TO/ckube [ARG]"
+    ckube=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+    shift 2
+    cri_require
+    cri_tmpdir
+    cgroup_root=/ckube-bench-$$
+    trap 'rm -rf "$cri_dir"' EXIT
+    trap 'exit 1' INT TERM
+    cri_enter "$script" "$ckube" "$cri_dir" "$cgroup_root" "$@"
+    status=$?
+    cri_leftovers "$cgroup_root" || status=1
+    exit $status
 }
 
 # The PIDs of the processes whose network namespace is $1 (a /proc/PID/ns/net link).

@@ -179,6 +179,9 @@ char *ck__buf_take(struct ck__buf *b);
 /* Frees the bytes; b is empty again, its cap kept. */
 void ck__buf_release(struct ck__buf *b);
 
+/* printf output as a new string (the caller frees it), or NULL when out of memory. */
+char *ck__vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
 /*
  * A libcurl CURLOPT_WRITEFUNCTION appending to the struct ck__buf given as
  * CURLOPT_WRITEDATA: a failed append (cap, memory) makes libcurl fail the transfer with

@@ -272,12 +272,10 @@ int ck__admission_forbidden(const struct ck__admission_attrs *a, struct ck_err *
                             const char *fmt, ...)
 {
     char qr[160];
-    struct ck__buf b = {0}; /* whole: PodSecurity's reasons can be long */
     va_list ap;
     va_start(ap, fmt);
-    ck__buf_vprintf(&b, fmt, ap);
+    char *why = ck__vformat(fmt, ap); /* whole: PodSecurity's reasons can be long */
     va_end(ap);
-    char *why = ck__buf_take(&b);
     if (!why)
         return ck_err_no_memory(reterr);
     const char *name = ck__admission_name(a);
@@ -361,12 +359,10 @@ void ck__admission_warn(const char *fmt, ...)
 {
     if (!warning_sink)
         return;
-    struct ck__buf b = {0};
     va_list ap;
     va_start(ap, fmt);
-    ck__buf_vprintf(&b, fmt, ap);
+    char *text = ck__vformat(fmt, ap);
     va_end(ap);
-    char *text = ck__buf_take(&b);
     if (!text)
         return;
     /* a warning is answered once, however often it is recorded (as Kubernetes' recorder) */
