@@ -100,7 +100,9 @@ int ck_quota_add(json_t *into, const json_t *delta)
         if (milli_of(v, &d) < 0)
             return -1;
         const json_t *old = json_object_get(into, name);
-        const char *like = old ? json_string_value(old) : json_string_value(v);
+        /* Quantity.Add: a zero takes the format of what is added to it */
+        const char *like =
+            old && milli_or_zero(old) != 0 ? json_string_value(old) : json_string_value(v);
         if (set_milli(into, name, milli_or_zero(old) + d, like) < 0)
             return -1;
     }

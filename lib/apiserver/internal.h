@@ -218,6 +218,14 @@ extern const struct ck__admission_plugin ck__admission_runtime_class;
 extern const struct ck__admission_plugin ck__admission_always_pull_images;
 extern const struct ck__admission_plugin ck__admission_deny_service_external_ips;
 extern const struct ck__admission_plugin ck__admission_limit_ranger;
+extern const struct ck__admission_plugin ck__admission_resource_quota;
+/*
+ * Whether ResourceQuota admission serializes a namespace's requests (true); tests set
+ * false to race them on the quota's resourceVersion alone, as two servers would.
+ */
+extern bool ck__resource_quota_serialize;
+/* Tests: called by ResourceQuota admission between a check that passed and its charge. */
+extern void (*ck__resource_quota_checked)(void);
 
 /*
  * Room for any object's key: /registry/, a custom resource's group and plural

@@ -64,12 +64,13 @@ static void test_quantity_format_matches_quantity_string(void **state)
 static void test_add_keeps_the_first_format_and_sums(void **state)
 {
     (void)state;
-    json_t *into = parse("{\"memory\":\"1Gi\",\"cpu\":\"500m\"}");
-    json_t *delta = parse("{\"memory\":\"512Mi\",\"cpu\":\"500m\",\"pods\":1}");
+    json_t *into = parse("{\"memory\":\"1Gi\",\"cpu\":\"500m\",\"storage\":\"0\"}");
+    json_t *delta = parse("{\"memory\":\"512Mi\",\"cpu\":\"500m\",\"pods\":1,\"storage\":\"2Gi\"}");
     assert_int_equal(ck_quota_add(into, delta), 0);
     assert_entry(into, "memory", "1536Mi");
     assert_entry(into, "cpu", "1");
     assert_entry(into, "pods", "1");
+    assert_entry(into, "storage", "2Gi"); /* a zero takes the format added */
     json_t *bad = parse("{\"cpu\":\"lots\"}");
     assert_int_equal(ck_quota_add(into, bad), -1);
     json_decref(bad);
