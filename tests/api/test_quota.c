@@ -114,8 +114,8 @@ static void test_terminal_and_expired_pods_use_only_their_count(void **state)
     static const char *const pods[] = {
         "{\"spec\":{\"containers\":[{\"name\":\"a\"}]},\"status\":{\"phase\":\"Succeeded\"}}",
         "{\"spec\":{\"containers\":[{\"name\":\"a\"}]},\"status\":{\"phase\":\"Failed\"}}",
-        "{\"metadata\":{\"deletionTimestamp\":\"2024-01-01T00:00:00Z\","
-        "\"deletionGracePeriodSeconds\":30},\"spec\":{\"containers\":[{\"name\":\"a\"}]}}",
+        ("{\"metadata\":{\"deletionTimestamp\":\"2024-01-01T00:00:00Z\","
+         "\"deletionGracePeriodSeconds\":30},\"spec\":{\"containers\":[{\"name\":\"a\"}]}}"),
     };
     for (size_t i = 0; i < 3; i++) {
         json_t *pod = parse(pods[i]);
