@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "ckube/internal/util.h"
 #include "ckube/quota.h"
 
 enum { COL_NAME, COL_AGE, COL_REQUEST, COL_LIMIT };
@@ -328,7 +329,7 @@ static void cells(const json_t *obj, long long now, json_t **row)
     (void)now;
     const json_t *hard = ck__json_path(obj, "spec.hard");
     size_t n = json_object_size(hard), k = 0;
-    const char **names = n ? calloc(n, sizeof(*names)) : NULL;
+    const char **names = n ? ck__calloc(n, sizeof(*names)) : NULL;
     const char *name;
     json_t *v;
     json_object_foreach((json_t *)hard, name, v)

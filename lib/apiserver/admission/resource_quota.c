@@ -145,7 +145,7 @@ struct charge {
 static const char **restricted(const json_t *quota, const struct request *rq, size_t *ret_n)
 {
     const json_t *hard = status_of(quota, "hard");
-    const char **names = calloc(json_object_size(hard) + 1, sizeof(*names));
+    const char **names = ck__calloc(json_object_size(hard) + 1, sizeof(*names));
     size_t n = 0;
     const char *name;
     json_t *v;
@@ -369,7 +369,7 @@ static int check_and_charge(struct ck__registry *reg, const struct request *rq,
             json_decref(quotas);
             break;
         }
-        struct charge *charges = calloc(n, sizeof(*charges));
+        struct charge *charges = ck__calloc(n, sizeof(*charges));
         if (!charges) {
             json_decref(quotas);
             r = ck_err_no_memory(reterr);
