@@ -278,6 +278,62 @@ static void test_service_updates_are_charged_their_growth(void **state)
     test_server_stop(server, dir);
 }
 
+/* A claim is charged its storage at create, and its growth when it is resized. */
+static void test_claims_are_charged_their_storage(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-quota-XXXXXX";
+    struct ck_apiserver *server = test_server_start(dir);
+    assert_non_null(server);
+    json_t *out = NULL;
+    assert_int_equal(call(server, "POST", QUOTAS,
+                          "{\"metadata\":{\"name\":\"storage\"},\"spec\":{\"hard\":{"
+                          "\"requests.storage\":\"10Gi\",\"gold.storageclass.storage.k8s.io/"
+                          "persistentvolumeclaims\":\"1\"}}}",
+                          NULL),
+                     201);
+    set_status(server, "storage",
+               "{\"requests.storage\":\"10Gi\",\"gold.storageclass.storage.k8s.io/"
+               "persistentvolumeclaims\":\"1\"}",
+               "{\"requests.storage\":\"0\",\"gold.storageclass.storage.k8s.io/"
+               "persistentvolumeclaims\":\"0\"}");
+    static const char claim[] = "{\"metadata\":{\"name\":\"%s\"},\"spec\":{"
+                                "\"storageClassName\":\"gold\",\"accessModes\":["
+                                "\"ReadWriteOnce\"],\"resources\":{\"requests\":{\"storage\":"
+                                "\"%s\"}}}}";
+    char body[512];
+    snprintf(body, sizeof(body), claim, "data", "4Gi");
+    assert_int_equal(call(server, "POST", NS "/persistentvolumeclaims", body, NULL), 201);
+    assert_used(server, "storage", "requests.storage", "4Gi");
+    assert_used(server, "storage", "gold.storageclass.storage.k8s.io/persistentvolumeclaims", "1");
+    snprintf(body, sizeof(body), claim, "more", "1Gi");
+    assert_int_equal(call(server, "POST", NS "/persistentvolumeclaims", body, &out), 403);
+    assert_string_equal(message(out),
+                        "persistentvolumeclaims \"more\" is forbidden: exceeded quota: storage, "
+                        "requested: gold.storageclass.storage.k8s.io/persistentvolumeclaims=1, "
+                        "used: gold.storageclass.storage.k8s.io/persistentvolumeclaims=1, limited: "
+                        "gold.storageclass.storage.k8s.io/persistentvolumeclaims=1");
+    json_decref(out);
+    struct response r;
+    http_call(server, "PATCH", NS "/persistentvolumeclaims/data",
+              "{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"12Gi\"}}}}",
+              (const char *const[]){"Content-Type: application/merge-patch+json", NULL}, &r);
+    assert_int_equal(r.status, 403);
+    out = json_loads(r.body, 0, NULL);
+    assert_string_equal(message(out), "persistentvolumeclaims \"data\" is forbidden: exceeded "
+                                      "quota: storage, requested: requests.storage=8Gi, used: "
+                                      "requests.storage=4Gi, limited: requests.storage=10Gi");
+    json_decref(out);
+    response_release(&r);
+    http_call(server, "PATCH", NS "/persistentvolumeclaims/data",
+              "{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"6Gi\"}}}}",
+              (const char *const[]){"Content-Type: application/merge-patch+json", NULL}, &r);
+    assert_int_equal(r.status, 200);
+    response_release(&r);
+    assert_used(server, "storage", "requests.storage", "6Gi");
+    test_server_stop(server, dir);
+}
+
 /*
  * Every allocation of a charged create failed in turn: the answer is the create or a
  * 500, never a crash or a leak (under ASan), and the server serves on.
@@ -431,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_exceeded_charged_and_counted),
         cmocka_unit_test(test_compute_constraints_and_scopes),
         cmocka_unit_test(test_service_updates_are_charged_their_growth),
+        cmocka_unit_test(test_claims_are_charged_their_storage),
         cmocka_unit_test(test_allocation_failures_while_charging),
         cmocka_unit_test(test_one_server_race_has_one_winner),
         cmocka_unit_test(test_precondition_race_has_one_winner),
