@@ -2,9 +2,11 @@
  * test_quota_admission.c - tests for lib/apiserver/admission/resource_quota.c (the
  * ResourceQuota admission plugin) through a real server: the kind's validation and
  * status subresource, quotas not yet counted, missing usage, constraints, object
- * counts, exceeded quotas in Kubernetes' words, charged usage, dry runs, service
- * updates, and creates racing for a quota's last unit, serialized by the namespace's
- * lock and without it (the resourceVersion precondition and its retries).
+ * counts, exceeded quotas in Kubernetes' words, charged usage, dry runs, service and
+ * claim updates charged their growth, a PriorityClass scope selector, allocation
+ * failures while charging, and creates racing for a quota's last unit, serialized by
+ * the namespace's lock and without it (the resourceVersion precondition and its
+ * retries).
  */
 #include "cktest.h"
 
@@ -278,6 +280,37 @@ static void test_service_updates_are_charged_their_growth(void **state)
     test_server_stop(server, dir);
 }
 
+/* A scope selector on PriorityClass: only pods of the classes named are covered. */
+static void test_priority_class_scope(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-quota-XXXXXX";
+    struct ck_apiserver *server = test_server_start(dir);
+    assert_non_null(server);
+    json_t *out = NULL;
+    assert_int_equal(call(server, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+                          "{\"metadata\":{\"name\":\"high\"},\"value\":1000}", NULL),
+                     201);
+    assert_int_equal(call(server, "POST", QUOTAS,
+                          "{\"metadata\":{\"name\":\"no-high\"},\"spec\":{\"hard\":{"
+                          "\"pods\":\"0\"},\"scopeSelector\":{\"matchExpressions\":[{"
+                          "\"scopeName\":\"PriorityClass\",\"operator\":\"In\",\"values\":["
+                          "\"high\"]}]}}}",
+                          NULL),
+                     201);
+    set_status(server, "no-high", "{\"pods\":\"0\"}", "{\"pods\":\"0\"}");
+    assert_int_equal(post_pod(server, "plain", "", NULL), 201);
+    assert_int_equal(call(server, "POST", PODS,
+                          "{\"metadata\":{\"name\":\"vip\"},\"spec\":{\"priorityClassName\":"
+                          "\"high\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}",
+                          &out),
+                     403);
+    assert_string_equal(message(out), "pods \"vip\" is forbidden: exceeded quota: no-high, "
+                                      "requested: pods=1, used: pods=0, limited: pods=0");
+    json_decref(out);
+    test_server_stop(server, dir);
+}
+
 /* A claim is charged its storage at create, and its growth when it is resized. */
 static void test_claims_are_charged_their_storage(void **state)
 {
@@ -487,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_exceeded_charged_and_counted),
         cmocka_unit_test(test_compute_constraints_and_scopes),
         cmocka_unit_test(test_service_updates_are_charged_their_growth),
+        cmocka_unit_test(test_priority_class_scope),
         cmocka_unit_test(test_claims_are_charged_their_storage),
         cmocka_unit_test(test_allocation_failures_while_charging),
         cmocka_unit_test(test_one_server_race_has_one_winner),
