@@ -6,6 +6,7 @@
  *                            [--kube-api-qps N] [--kube-api-burst N]
  *                            [--concurrent-NAME-syncs N ...]
  *                            [--node-monitor-grace-period 40s]
+ *                            [--resource-quota-sync-period 5m]
  *                            [--cluster-cidr 10.244.0.0/16] [--node-cidr-mask-size 24]
  *                            [--allocate-node-cidrs[=false]]
  *                            [--leader-elect[=false]] [--leader-elect-lease-duration 15s]
@@ -343,6 +344,7 @@ static int election_start(struct ck_cmd_controllers *c, const struct ck_cmd_serv
 
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
+                             int64_t resource_quota_sync_period,
                              const struct ck_cmd_server_election *election,
                              const struct ck_cmd_node_ipam *ipam, struct ck_cmd_controllers *ret)
 {
@@ -367,6 +369,7 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
         .client_for = client_for,
         .client_for_arg = ret,
         .node_monitor_grace_period = node_monitor_grace_period,
+        .resource_quota_sync_period = resource_quota_sync_period,
         .cluster_cidr = ipam ? ipam->cluster_cidr : NULL,
         .node_cidr_mask_size = ipam ? ipam->node_cidr_mask_size : 0,
         .workers = syncs ? syncs->values : NULL,
@@ -447,6 +450,8 @@ static const char cm_usage_tail[] =
     "      --kube-api-burst N                 client burst (default 30)\n"
     "      --node-monitor-grace-period D      unrenewed lease time before a node is Unknown\n"
     "                                         (default 40s)\n"
+    "      --resource-quota-sync-period D     between full recounts of each ResourceQuota\n"
+    "                                         (default 5m)\n"
     "      --leader-elect[=BOOL]              run the controllers only while holding the\n"
     "                                         leader Lease (default true)\n"
     "      --leader-elect-lease-duration D    how long a lease lasts unrenewed (default 15s)\n"
@@ -545,6 +550,7 @@ int ck_cmd_controller_manager(int argc, char **argv)
         O_LE_NAME,
         O_LE_NAMESPACE,
         O_GRACE,
+        O_QUOTA_SYNC,
         O_CLUSTER_CIDR,
         O_MASK_SIZE,
         O_ALLOCATE,
@@ -562,6 +568,7 @@ int ck_cmd_controller_manager(int argc, char **argv)
         {"leader-elect-resource-name", required_argument, NULL, O_LE_NAME},
         {"leader-elect-resource-namespace", required_argument, NULL, O_LE_NAMESPACE},
         {"node-monitor-grace-period", required_argument, NULL, O_GRACE},
+        {"resource-quota-sync-period", required_argument, NULL, O_QUOTA_SYNC},
         {"cluster-cidr", required_argument, NULL, O_CLUSTER_CIDR},
         {"node-cidr-mask-size", required_argument, NULL, O_MASK_SIZE},
         {"allocate-node-cidrs", optional_argument, NULL, O_ALLOCATE},
@@ -579,7 +586,7 @@ int ck_cmd_controller_manager(int argc, char **argv)
     bool leader_elect = true;
     int64_t le_durations[3] = {CK_LE_LEASE_DURATION, CK_LE_RENEW_DEADLINE, CK_LE_RETRY_PERIOD};
     const char *le_name = "kube-controller-manager", *le_namespace = "kube-system";
-    int64_t grace = 0;
+    int64_t grace = 0, quota_sync = 0;
     static struct ck_cmd_node_ipam ipam; /* the manager's config points at its selection */
     opterr = 0;
     optind = 1;
@@ -628,6 +635,10 @@ int ck_cmd_controller_manager(int argc, char **argv)
         case O_GRACE:
             if (!ck_cmd_parse_duration(optarg, &grace) || grace == 0)
                 return cm_usage_error("invalid value for --node-monitor-grace-period", optarg);
+            break;
+        case O_QUOTA_SYNC:
+            if (!ck_cmd_parse_duration(optarg, &quota_sync) || quota_sync <= 0)
+                return cm_usage_error("invalid value for --resource-quota-sync-period", optarg);
             break;
         case O_CLUSTER_CIDR:
             ipam.cluster_cidr = optarg;
@@ -694,7 +705,8 @@ int ck_cmd_controller_manager(int argc, char **argv)
                                      .node_cidr_mask_size = ipam.node_cidr_mask_size,
                                      .workers = syncs.values,
                                      .n_workers = syncs.n_values,
-                                     .node_monitor_grace_period = grace},
+                                     .node_monitor_grace_period = grace,
+                                     .resource_quota_sync_period = quota_sync},
                           .main_thread = pthread_self()};
     char identity[320];
     ck_cmd_election_identity(identity, sizeof(identity));

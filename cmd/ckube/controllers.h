@@ -114,6 +114,7 @@ int ck_cmd_component_client(const struct ck_apiserver *server, const char *file_
 
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
+                             int64_t resource_quota_sync_period,
                              const struct ck_cmd_server_election *election,
                              const struct ck_cmd_node_ipam *ipam, struct ck_cmd_controllers *ret);
 void ck_cmd_controllers_stop(struct ck_cmd_controllers *c);

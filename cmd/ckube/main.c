@@ -5,6 +5,7 @@
  *                [--feature-gates A=true,B=false ...] [--emulated-version 1.31]
  *                [--config FILE] [--controllers *] [--event-ttl 1h]
  *                [--node-monitor-grace-period 40s] [--leader-elect[=false]]
+ *                [--resource-quota-sync-period 5m]
  *                [--cluster-cidr 10.244.0.0/16] [--node-cidr-mask-size 24]
  *                [--allocate-node-cidrs[=false]] [--advertise-address IP]
  *                [--service-cluster-ip-range 10.96.0.0/12] [--service-node-port-range 30000-32767]
@@ -121,6 +122,9 @@ static const char usage_tail[] =
     "      --node-monitor-grace-period DURATION\n"
     "                                how long a node's lease may go unrenewed before the\n"
     "                                node is Unknown and tainted (default 40s)\n"
+    "      --resource-quota-sync-period DURATION\n"
+    "                                between full recounts of each ResourceQuota's usage\n"
+    "                                (default 5m)\n"
     "      --watch-history-events N  SQLite store: events of watch history kept in memory\n"
     "                                (default 16384); older ones are read from the database\n"
     "      --watch-history-bytes N   SQLite store: bytes of objects that history may hold\n"
@@ -225,6 +229,7 @@ enum {
     OPT_MAX_CONNECTIONS_PER_ADDRESS,
     OPT_REQUEST_HEADER_TIMEOUT,
     OPT_NODE_GRACE,
+    OPT_QUOTA_SYNC,
     OPT_CLUSTER_CIDR,
     OPT_ADVERTISE_ADDRESS,
     OPT_NODE_CIDR_MASK_SIZE,
@@ -280,6 +285,7 @@ struct options {
     const char *max_connections_per_address;
     const char *request_header_timeout;
     const char *node_grace;
+    const char *quota_sync;
     struct ck_cmd_node_ipam ipam;
     const char *service_cluster_ip_range;
     const char *advertise_address;
@@ -422,6 +428,9 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_NODE_GRACE:
             opts->node_grace = optarg;
+            break;
+        case OPT_QUOTA_SYNC:
+            opts->quota_sync = optarg;
             break;
         case OPT_CLUSTER_CIDR:
             opts->ipam.cluster_cidr = optarg;
@@ -760,6 +769,7 @@ static int cmd_server(int argc, char **argv)
         {"max-connections-per-address", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_ADDRESS},
         {"request-header-timeout", required_argument, NULL, OPT_REQUEST_HEADER_TIMEOUT},
         {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
+        {"resource-quota-sync-period", required_argument, NULL, OPT_QUOTA_SYNC},
         {"cluster-cidr", required_argument, NULL, OPT_CLUSTER_CIDR},
         {"advertise-address", required_argument, NULL, OPT_ADVERTISE_ADDRESS},
         {"node-cidr-mask-size", required_argument, NULL, OPT_NODE_CIDR_MASK_SIZE},
@@ -818,6 +828,12 @@ static int cmd_server(int argc, char **argv)
         return usage_error("invalid value \"%s\" for --node-monitor-grace-period: want a "
                            "duration such as 40s",
                            opts.node_grace);
+    int64_t quota_sync = 0; /* the resourcequota controller's default, 5 minutes */
+    if (opts.quota_sync &&
+        (!ck_cmd_parse_duration(opts.quota_sync, &quota_sync) || quota_sync <= 0))
+        return usage_error("invalid value \"%s\" for --resource-quota-sync-period: want a "
+                           "duration such as 5m",
+                           opts.quota_sync);
     int64_t event_ttl = 0; /* the server's default, one hour */
     if (opts.event_ttl) {
         if (!ck_cmd_parse_duration(opts.event_ttl, &event_ttl))
@@ -1009,8 +1025,9 @@ static int cmd_server(int argc, char **argv)
     CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "store", opts.store, "version",
             ck_version()->git_version, "allocator", ck__memory_allocator());
     struct ck_cmd_controllers controllers = {0};
-    if (!no_controllers && ck_cmd_controllers_start(server, opts.ipam.selection, &syncs, node_grace,
-                                                    &election, &opts.ipam, &controllers) < 0) {
+    if (!no_controllers &&
+        ck_cmd_controllers_start(server, opts.ipam.selection, &syncs, node_grace, quota_sync,
+                                 &election, &opts.ipam, &controllers) < 0) {
         ck_apiserver_free(server);
         ck_fg_gate_free(gates);
         return 1;

@@ -42,9 +42,10 @@ struct ck_controller_manager_config {
      */
     struct ck_rest *(*client_for)(void *arg, const char *user);
     void *client_for_arg;
-    int64_t node_monitor_grace_period; /* --node-monitor-grace-period; 0: 40 s */
-    const char *cluster_cidr;          /* --cluster-cidr (nodeipam); NULL: its default */
-    int node_cidr_mask_size;           /* --node-cidr-mask-size (nodeipam); 0: its default */
+    int64_t node_monitor_grace_period;  /* --node-monitor-grace-period; 0: 40 s */
+    const char *cluster_cidr;           /* --cluster-cidr (nodeipam); NULL: its default */
+    int node_cidr_mask_size;            /* --node-cidr-mask-size (nodeipam); 0: its default */
+    int64_t resource_quota_sync_period; /* --resource-quota-sync-period, ns; 0: 5 minutes */
 };
 
 struct ck_controller_manager;
@@ -57,6 +58,7 @@ struct ck_controller_context {
     int64_t node_monitor_grace_period;   /* nodelifecycle's; 0: its default */
     const char *cluster_cidr;            /* nodeipam's; NULL: its default */
     int node_cidr_mask_size;             /* nodeipam's; 0: its default */
+    int64_t resource_quota_sync_period;  /* resourcequota's, ns; 0: its default */
 };
 
 /* One row of the table. */

@@ -254,6 +254,14 @@ extern const struct ck__admission_plugin ck__admission_limit_ranger;
 extern const struct ck__admission_plugin ck__admission_node_restriction;
 extern const struct ck__admission_plugin ck__admission_default_storage_class;
 extern const struct ck__admission_plugin ck__admission_pod_security;
+extern const struct ck__admission_plugin ck__admission_resource_quota;
+/*
+ * Whether ResourceQuota admission serializes a namespace's requests (true); tests set
+ * false to race them on the quota's resourceVersion alone, as two servers would.
+ */
+extern bool ck__resource_quota_serialize;
+/* Tests: called by ResourceQuota admission between a check that passed and its charge. */
+extern void (*ck__resource_quota_checked)(void);
 
 /*
  * Room for any object's key: /registry/, a custom resource's group and plural

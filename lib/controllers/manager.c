@@ -36,6 +36,7 @@
 #include "ckube/nodelifecycle.h"
 #include "ckube/nscontroller.h"
 #include "ckube/replicaset.h"
+#include "ckube/resourcequota.h"
 #include "ckube/rootcacertpublisher.h"
 #include "ckube/sacontroller.h"
 #include "ckube/scheduler.h"
@@ -112,6 +113,27 @@ static int ttl_run(void *state, int workers, struct ck_err *reterr)
 static void ttl_stop(void *state)
 {
     ck_ttl_controller_free(state);
+}
+
+static int quota_start(const struct ck_controller_context *ctx, void **ret_state,
+                       struct ck_err *reterr)
+{
+    struct ck_resourcequota_controller *c = NULL;
+    int r = ck_resourcequota_controller_new(ctx->client, ctx->factory,
+                                            ctx->resource_quota_sync_period, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int quota_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_resourcequota_controller_run(state, workers, reterr);
+}
+
+static void quota_stop(void *state)
+{
+    ck_resourcequota_controller_free(state);
 }
 
 static int cronjob_start(const struct ck_controller_context *ctx, void **ret_state,
@@ -274,6 +296,14 @@ static const struct ck_controller_descriptor table[] = {
      .run = ck_mirroring_manager_run,
      .stop = ck_mirroring_manager_stop,
      .default_workers = 5},
+    {.name = "resourcequota",
+     .kube_name = "resourcequota-controller",
+     .enabled_by_default = true,
+     .start = quota_start,
+     .run = quota_run,
+     .stop = quota_stop,
+     .syncs_flag = "resource-quota",
+     .default_workers = 5},
 };
 
 #define N_CONTROLLERS (sizeof(table) / sizeof(table[0]))
@@ -401,9 +431,13 @@ int ck_controller_manager_start(const struct ck_controller_manager_config *confi
     for (size_t i = 0; i < N_CONTROLLERS && r == 0; i++) {
         bool on = ck_controller_manager_enabled(config->controllers, table[i].name);
         cm->workers[i] = ck_controller_manager_workers(config, &table[i]);
-        struct ck_controller_context own = {config->client,       cm->factory,
-                                            cm->workers[i],       config->node_monitor_grace_period,
-                                            config->cluster_cidr, config->node_cidr_mask_size};
+        struct ck_controller_context own = {config->client,
+                                            cm->factory,
+                                            cm->workers[i],
+                                            config->node_monitor_grace_period,
+                                            config->cluster_cidr,
+                                            config->node_cidr_mask_size,
+                                            config->resource_quota_sync_period};
         if (on && table[i].user && config->client_for) {
             struct ck_rest *client = config->client_for(config->client_for_arg, table[i].user);
             own.client = client ? client : config->client;

@@ -34,6 +34,7 @@ static void test_registry_matches_the_resource_table(void **state)
         {"", "persistentvolumes", "PersistentVolume", "pv", false},
         {"", "podtemplates", "PodTemplate", NULL, true},
         {"", "limitranges", "LimitRange", "limits", true},
+        {"", "resourcequotas", "ResourceQuota", "quota", true},
         {"apps", "deployments", "Deployment", "deploy", true},
         {"apps", "replicasets", "ReplicaSet", "rs", true},
         {"discovery.k8s.io", "endpointslices", "EndpointSlice", NULL, true},

@@ -13,7 +13,7 @@ set -u
 
 start_server --controllers=-* --disable-admission-plugins ServiceAccount
 check "the server runs PodSecurity by default" grep -q \
-    'order="LimitRanger,PodSecurity,Priority,RuntimeClass"' "$work/server.err"
+    'validating admission controllers" count="[0-9]*" order="LimitRanger,PodSecurity,Priority,' "$work/server.err"
 
 restricted='allowPrivilegeEscalation != false (container "bare" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "bare" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "bare" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "bare" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")'
 

@@ -96,7 +96,7 @@ static const struct known_plugin {
     {"MutatingAdmissionWebhook", true, NULL},
     {"ValidatingAdmissionPolicy", true, NULL},
     {"ValidatingAdmissionWebhook", true, NULL},
-    {"ResourceQuota", true, NULL},
+    {"ResourceQuota", true, &ck__admission_resource_quota},
     {"AlwaysDeny", false, &always_deny_plugin},
 };
 #define N_KNOWN (sizeof(known) / sizeof(known[0]))
