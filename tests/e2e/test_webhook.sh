@@ -4,7 +4,8 @@
 # here with openssl): a ValidatingWebhookConfiguration that refuses labelled objects
 # (Kubernetes' words checked), one that refuses without a message, a
 # MutatingWebhookConfiguration whose JSONPatch adds a label (seen on the stored object),
-# reinvocation, a webhook reached through a Service and its EndpointSlice, failurePolicy
+# namespace and object selectors, reinvocation, a webhook reached through a Service and
+# its EndpointSlice, discovery, failurePolicy
 # Ignore and Fail when the webhook is down, and dry runs (sideEffects None is called
 # with dryRun: true).
 #
@@ -60,6 +61,10 @@ check "an invalid configuration: the webhook name" grep -q 'webhooks\[0\].name: 
 check "an invalid configuration: the URL scheme" grep -q "webhooks\[0\].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme" "$work/out"
 check "an invalid configuration: the timeout" grep -q 'webhooks\[0\].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds' "$work/out"
 
+k api-resources --api-group=admissionregistration.k8s.io >"$work/out" 2>&1
+check "discovery lists both kinds" sh -c "grep -Eq '^mutatingwebhookconfigurations +admissionregistration.k8s.io/v1 +false +MutatingWebhookConfiguration' '$work/out' &&
+    grep -Eq '^validatingwebhookconfigurations +admissionregistration.k8s.io/v1 +false +ValidatingWebhookConfiguration' '$work/out'"
+
 # --- a validating webhook ---
 k create configmap plain --from-literal=a=b >"$work/out" 2>&1
 check "an object the webhook allows is created" grep -q 'configmap/plain created' "$work/out"
@@ -89,6 +94,24 @@ webhook_config ValidatingWebhookConfiguration silent silent.example.com /silent 
 k create configmap quiet --from-literal=a=b >"$work/out" 2>&1
 check "a refusal without a message" grep -q 'admission webhook "silent.example.com" denied the request without explanation' "$work/out"
 k delete validatingwebhookconfiguration silent >/dev/null 2>&1
+
+# --- selectors: a webhook that refuses everything, asked only where its selectors match ---
+k create namespace watched >/dev/null 2>&1
+k label namespace watched hook=on >/dev/null 2>&1
+webhook_config ValidatingWebhookConfiguration by-ns ns.example.com /silent \
+    ', "namespaceSelector": {"matchLabels": {"hook": "on"}}' | k apply -f - >/dev/null 2>&1
+k create configmap outside --from-literal=a=b >"$work/out" 2>&1
+check "namespaceSelector: a namespace without the label is not asked" grep -q 'configmap/outside created' "$work/out"
+k create configmap inside -n watched --from-literal=a=b >"$work/out" 2>&1
+check "namespaceSelector: a namespace with the label is asked" grep -q 'admission webhook "ns.example.com" denied the request without explanation' "$work/out"
+k delete validatingwebhookconfiguration by-ns >/dev/null 2>&1
+webhook_config ValidatingWebhookConfiguration by-obj obj.example.com /silent \
+    ', "objectSelector": {"matchLabels": {"check": "yes"}}' | k apply -f - >/dev/null 2>&1
+k create configmap unchecked --from-literal=a=b >"$work/out" 2>&1
+check "objectSelector: an object without the label is not asked" grep -q 'configmap/unchecked created' "$work/out"
+k label configmap unchecked check=yes >"$work/out" 2>&1
+check "objectSelector: an update that adds the label is asked" grep -q 'admission webhook "obj.example.com" denied the request without explanation' "$work/out"
+k delete validatingwebhookconfiguration by-obj >/dev/null 2>&1
 
 # --- a mutating webhook ---
 webhook_config MutatingWebhookConfiguration label label.example.com /label | k apply -f - >/dev/null 2>&1
