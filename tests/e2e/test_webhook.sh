@@ -161,12 +161,19 @@ stop_hook
 webhook_config ValidatingWebhookConfiguration down-ignore ignore.example.com /deny ', "failurePolicy": "Ignore"' | k apply -f - >/dev/null 2>&1
 k create configmap while-down --from-literal=a=b >"$work/out" 2>&1
 check "failurePolicy Ignore: the request passes while the webhook is down" grep -q 'configmap/while-down created' "$work/out"
-webhook_config ValidatingWebhookConfiguration down-fail fail.example.com /deny | k apply -f - >/dev/null 2>&1
+# (this one asks about every request of every resource)
+webhook_config ValidatingWebhookConfiguration down-fail fail.example.com /deny |
+    python3 -c 'import json,sys; c=json.load(sys.stdin); c["webhooks"][0]["rules"]=[{"operations":["*"],"apiGroups":["*"],"apiVersions":["*"],"resources":["*/*"]}]; print(json.dumps(c))' |
+    k apply -f - >/dev/null 2>&1
 k create configmap refused-down --from-literal=a=b >"$work/out" 2>&1
 check "failurePolicy Fail: a 500 in Kubernetes' words" grep -q \
     "Internal error occurred: failed calling webhook \"fail.example.com\": failed to call webhook: Post \"https://127.0.0.1:$hook_port/deny?timeout=10s\"" "$work/out"
 check "nothing stored when the call failed" sh -c '! kubectl get configmap refused-down >/dev/null 2>&1'
+k label namespace watched more=yes >"$work/out" 2>&1
+check "failurePolicy Fail on every resource: a namespace update is refused too" grep -q 'failed calling webhook "fail.example.com"' "$work/out"
 k delete validatingwebhookconfiguration down-fail >"$work/out" 2>&1
-check "the configurations themselves never pass webhooks (a broken one can be removed)" grep -q 'deleted' "$work/out"
+check "the configurations themselves never pass webhooks (a broken one can be removed)" grep -q 'validatingwebhookconfiguration.admissionregistration.k8s.io "down-fail" deleted' "$work/out"
+k label namespace watched more=yes >"$work/out" 2>&1
+check "once it is removed, writes pass again" grep -q 'namespace/watched labeled' "$work/out"
 
 finish
