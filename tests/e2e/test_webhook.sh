@@ -95,6 +95,12 @@ k create configmap quiet --from-literal=a=b >"$work/out" 2>&1
 check "a refusal without a message" grep -q 'admission webhook "silent.example.com" denied the request without explanation' "$work/out"
 k delete validatingwebhookconfiguration silent >/dev/null 2>&1
 
+webhook_config ValidatingWebhookConfiguration coded coded.example.com /coded | k apply -f - >/dev/null 2>&1
+k create configmap coded --from-literal=a=b --dry-run=client -o yaml | k create -f - >"$work/out" 2>&1
+check "a refusal with the webhook's own code (403)" sh -c "grep -q 'Error from server (Forbidden)' '$work/out' &&
+    grep -q 'admission webhook \"coded.example.com\" denied the request: not today' '$work/out'"
+k delete validatingwebhookconfiguration coded >/dev/null 2>&1
+
 # --- selectors: a webhook that refuses everything, asked only where its selectors match ---
 k create namespace watched >/dev/null 2>&1
 k label namespace watched hook=on >/dev/null 2>&1

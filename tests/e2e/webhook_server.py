@@ -6,6 +6,7 @@ AdmissionReviews as a real webhook does.
   /deny    refuses objects labelled deny=yes, with a message naming the object;
            allows the rest
   /silent  refuses everything without a message
+  /coded   refuses everything with its own code (403) and a reason apimachinery lacks
   /label   allows, adding the label mutated=yes with a JSONPatch (a second call
            on an object already labelled adds nothing)
   /count   allows, adding count-<n>=yes for its n-th call (shows reinvocation)
@@ -48,6 +49,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             resp = {"uid": req["uid"], "allowed": False,
                     "status": {"message": "objects labelled deny=yes are refused (%s)" %
                                obj["metadata"]["name"]}}
+        elif path == "/coded":
+            resp = {"uid": req["uid"], "allowed": False,
+                    "status": {"code": 403, "reason": "NotOnTuesdays", "message": "not today"}}
         elif path == "/silent":
             resp = {"uid": req["uid"], "allowed": False}
         elif path == "/label" and labels.get("mutated") != "yes":

@@ -126,23 +126,20 @@ static const json_t *labels_of(const json_t *obj)
 }
 
 /*
- * 1 when selector (a LabelSelector object; NULL or empty: everything) matches labels or
- * alt_labels (when given), 0 when not, CK_EINVAL when it does not parse.
+ * 1 when selector (a LabelSelector object; NULL or empty: everything) matches one of the
+ * n label sets (each a labels object, NULL: no labels), 0 when none does, CK_EINVAL when
+ * it does not parse.
  */
-static int selector_matches(const json_t *selector, const json_t *const *label_sets, size_t n,
-                            bool need_one)
+static int selector_matches(const json_t *selector, const json_t *const *label_sets, size_t n)
 {
     if (!selector || json_object_size(selector) == 0)
         return 1;
     struct ck_label_selector *ls = NULL;
     if (ck_label_selector_from_object(selector, &ls, NULL) < 0)
         return CK_EINVAL;
-    int m = 0;
-    if (ck_label_selector_is_empty(ls))
-        m = 1;
+    int m = ck_label_selector_is_empty(ls);
     for (size_t i = 0; !m && i < n; i++)
-        if (!need_one || label_sets[i])
-            m = ck_label_selector_matches(ls, label_sets[i]);
+        m = ck_label_selector_matches(ls, label_sets[i]);
     ck_label_selector_free(ls);
     return m;
 }
@@ -178,23 +175,19 @@ static int should_call(struct ck__registry *reg, const json_t *hook,
             }
             labels = labels_of(ns_obj);
         }
-        ns_match = ns_missing ? 0 : selector_matches(ns_sel, &labels, 1, false);
+        ns_match = ns_missing ? 0 : selector_matches(ns_sel, &labels, 1);
     }
     json_decref(ns_obj);
     if (ns_match == 0 && !ns_missing)
         return 0;
     /* the object selector: the new or the old object's labels */
-    const json_t *sets[2] = {a->obj ? labels_of(a->obj) : NULL, a->old ? labels_of(a->old) : NULL};
-    int obj_match = 1;
-    if (json_object_size(json_object_get(hook, "objectSelector"))) {
-        const json_t *present[2];
-        size_t n = 0;
-        if (a->obj)
-            present[n++] = sets[0];
-        if (a->old)
-            present[n++] = sets[1];
-        obj_match = selector_matches(json_object_get(hook, "objectSelector"), present, n, false);
-    }
+    const json_t *present[2];
+    size_t n = 0;
+    if (a->obj)
+        present[n++] = labels_of(a->obj);
+    if (a->old)
+        present[n++] = labels_of(a->old);
+    int obj_match = selector_matches(json_object_get(hook, "objectSelector"), present, n);
     if (obj_match == 0)
         return 0;
     bool rule_match = false;
@@ -629,12 +622,20 @@ static const json_t *verify(const json_t *answer, const char *version, const cha
     return resp;
 }
 
-/* The StatusReason for a code a webhook gave without one. */
-static const char *reason_for(long long code)
+/*
+ * The StatusReason of a refusal with code: the webhook's own reason when it is one of
+ * apimachinery's that answers that code, else the one the code stands for. Static.
+ */
+static const char *reason_for(const char *given, long long code)
 {
+    static const char *const known[] = {"BadRequest",    "Unauthorized",    "Forbidden",
+                                        "NotFound",      "AlreadyExists",   "Conflict",
+                                        "Invalid",       "TooManyRequests", "ServiceUnavailable",
+                                        "InternalError", "Timeout",         NULL};
+    for (size_t i = 0; given && known[i]; i++)
+        if (strcmp(given, known[i]) == 0 && ck_err_reason_http(known[i]) == code)
+            return known[i];
     switch (code) {
-    case 400:
-        return "BadRequest";
     case 401:
         return "Unauthorized";
     case 403:
@@ -663,7 +664,7 @@ static int denied(const char *name, const json_t *result, struct ck_err *reterr)
     if (code < 400)
         code = 400;
     const char *why = message && *message ? message : reason && *reason ? reason : NULL;
-    const char *use = reason && ck_err_reason_http(reason) == code ? reason : reason_for(code);
+    const char *use = reason_for(reason, code);
     int r;
     if (why)
         r = ck_err_status(reterr, use, "admission webhook \"%s\" denied the request: %s", name,
