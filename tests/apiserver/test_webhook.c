@@ -137,6 +137,23 @@ static void test_review(void **state)
     json_decref(r);
     json_decref(obj);
     json_decref(old);
+
+    /* a namespace's own request names it as its namespace; v1beta1 when asked */
+    json_t *ns = json_pack("{s:{s:s}}", "metadata", "name", "team-a");
+    struct ck__admission_attrs b = attrs(CK__ADMISSION_CREATE, "", "namespaces", NULL, "");
+    b.name = "team-a";
+    b.obj = ns;
+    r = ck__webhook_review(&b, "v1beta1", "u-2");
+    assert_non_null(r);
+    assert_string_equal(json_string_value(json_object_get(r, "apiVersion")),
+                        "admission.k8s.io/v1beta1");
+    req = json_object_get(r, "request");
+    assert_string_equal(json_string_value(json_object_get(req, "namespace")), "team-a");
+    assert_null(json_object_get(req, "subResource"));
+    assert_true(json_is_null(json_object_get(req, "oldObject")));
+    assert_true(json_is_false(json_object_get(req, "dryRun")));
+    json_decref(r);
+    json_decref(ns);
 }
 
 int main(void)

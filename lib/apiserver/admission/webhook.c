@@ -36,6 +36,7 @@
  * Tested by tests/apiserver/test_webhook.c and tests/e2e/test_webhook.sh.
  */
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,8 +240,12 @@ static int load_configurations(struct ck__registry *reg, const char *resource, j
         return r;
     }
     size_t n = json_array_size(all);
-    json_t **items = n ? ck__calloc(n, sizeof(*items)) : NULL;
-    if (n && !items) {
+    if (n == 0) {
+        *ret = all;
+        return 0;
+    }
+    json_t **items = ck__calloc(n, sizeof(*items));
+    if (!items) {
         json_decref(all);
         return ck_err_no_memory(reterr);
     }
@@ -461,6 +466,13 @@ static int resolve_target(struct ck__registry *reg, const json_t *cc, char *url,
     return 0;
 }
 
+/* libcurl's global state, made once before the first call from any thread. */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
 /*
  * Posts review to the webhook hook; on success *ret_review is the parsed answer. 0, or
  * CK_EINVAL with why filled (every failure is a failed call).
@@ -482,6 +494,7 @@ static int post(struct ck__registry *reg, const json_t *hook, const json_t *revi
     const char *ca64 = json_string_value(json_object_get(cc, "caBundle"));
     size_t ca_len = 0;
     char *ca = ca64 && *ca64 ? ck_base64_decode(ca64, &ca_len) : NULL;
+    pthread_once(&curl_once, curl_init_once);
     CURL *curl = curl_easy_init();
     struct curl_slist *headers = NULL, *resolves = NULL;
     struct body answer = {0};
