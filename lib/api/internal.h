@@ -162,6 +162,15 @@ int ck__custom_is_pruned(const json_t *schema, const json_t *value);
  */
 #define CK__CREATED_AT_COLUMN CK__COMPUTED_COLUMN("Created At", "date", CK__AGE_DOC, 0)
 void ck__cells_created_at(const json_t *obj, long long now, json_t **row);
+
+/*
+ * The two admission webhook configuration kinds (kinds/webhookconfiguration.c): their
+ * validation (mutating: the MutatingWebhookConfiguration's rules) and their cells hook
+ * (NAME, WEBHOOKS, AGE).
+ */
+void ck__validate_webhook_configuration(const json_t *obj, bool mutating,
+                                        struct ck_field_errors *errs);
+void ck__cells_webhooks(const json_t *obj, long long now, json_t **cells);
 #define CK__AGE_COLUMN                                                                             \
     {                                                                                              \
         "Age", "string", "", CK__AGE_DOC, 0, ".metadata.creationTimestamp", CK_CELL_ABSENT_NULL,   \

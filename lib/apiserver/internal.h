@@ -262,6 +262,16 @@ extern const struct ck__admission_plugin ck__admission_resource_quota;
 extern bool ck__resource_quota_serialize;
 /* Tests: called by ResourceQuota admission between a check that passed and its charge. */
 extern void (*ck__resource_quota_checked)(void);
+extern const struct ck__admission_plugin ck__admission_mutating_webhook;
+extern const struct ck__admission_plugin ck__admission_validating_webhook;
+/*
+ * The admission webhooks' pure parts (admission/webhook.c): whether a webhook rule
+ * (RuleWithOperations) matches a request, and the AdmissionReview of version ("v1",
+ * "v1beta1") sent about it, with uid (a new reference; NULL when out of memory).
+ */
+bool ck__webhook_rule_matches(const json_t *rule, const struct ck__admission_attrs *a);
+json_t *ck__webhook_review(const struct ck__admission_attrs *a, const char *version,
+                           const char *uid);
 
 /*
  * Room for any object's key: /registry/, a custom resource's group and plural

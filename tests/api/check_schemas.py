@@ -67,6 +67,10 @@ QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 
 # The kinds ckube serves: (group, version, kind) -> schema name.
 EXPECTED_KINDS = {
+    ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"): "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
+    ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfigurationList"): "io.k8s.api.admissionregistration.v1.MutatingWebhookConfigurationList",
+    ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration"): "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
+    ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfigurationList"): "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfigurationList",
     ("apps", "v1", "DaemonSet"): "io.k8s.api.apps.v1.DaemonSet",
     ("apps", "v1", "DaemonSetList"): "io.k8s.api.apps.v1.DaemonSetList",
     ("apps", "v1", "StatefulSet"): "io.k8s.api.apps.v1.StatefulSet",

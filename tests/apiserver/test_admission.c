@@ -30,11 +30,19 @@ static void test_default_chain_in_kubernetes_order(void **state)
     (void)state;
     struct ck__admission_chain *c = NULL;
     assert_int_equal(ck__admission_chain_new(NULL, NULL, &c, NULL), 0);
-    static const char *const want[] = {
-        "NamespaceLifecycle",       "LimitRanger",         "ServiceAccount",
-        "NodeRestriction",          "PodSecurity",         "Priority",
-        "DefaultTolerationSeconds", "DefaultStorageClass", "RuntimeClass",
-        "DefaultIngressClass",      "ResourceQuota"};
+    static const char *const want[] = {"NamespaceLifecycle",
+                                       "LimitRanger",
+                                       "ServiceAccount",
+                                       "NodeRestriction",
+                                       "PodSecurity",
+                                       "Priority",
+                                       "DefaultTolerationSeconds",
+                                       "DefaultStorageClass",
+                                       "RuntimeClass",
+                                       "DefaultIngressClass",
+                                       "MutatingAdmissionWebhook",
+                                       "ValidatingAdmissionWebhook",
+                                       "ResourceQuota"};
     assert_int_equal(c->n, sizeof(want) / sizeof(want[0]));
     for (size_t i = 0; i < c->n; i++)
         assert_string_equal(c->plugins[i]->name, want[i]);

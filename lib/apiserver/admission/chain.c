@@ -93,9 +93,9 @@ static const struct known_plugin {
     {"DefaultIngressClass", true, &ck__admission_default_ingress_class},
     {"DenyServiceExternalIPs", false, &ck__admission_deny_service_external_ips},
     {"MutatingAdmissionPolicy", true, NULL},
-    {"MutatingAdmissionWebhook", true, NULL},
+    {"MutatingAdmissionWebhook", true, &ck__admission_mutating_webhook},
     {"ValidatingAdmissionPolicy", true, NULL},
-    {"ValidatingAdmissionWebhook", true, NULL},
+    {"ValidatingAdmissionWebhook", true, &ck__admission_validating_webhook},
     {"ResourceQuota", true, &ck__admission_resource_quota},
     {"AlwaysDeny", false, &always_deny_plugin},
 };

@@ -1,0 +1,897 @@
+/*
+ * webhook.c - the MutatingAdmissionWebhook and ValidatingAdmissionWebhook admission
+ * plugins: the API server asks HTTPS services, named by the cluster's
+ * MutatingWebhookConfigurations and ValidatingWebhookConfigurations, about a write.
+ *
+ * Mirrors k8s.io/apiserver 1.32 pkg/admission/plugin/webhook: generic/webhook.go
+ * (ShouldCallHook: namespace selector, object selector, then rules), predicates/rules
+ * (operations, groups, versions, resources with their `*`, `x/y`, `x/ *`, `* /y`, `* / *`
+ * forms, scope), predicates/namespace and predicates/object, request/admissionreview.go
+ * (the AdmissionReview sent and the checks of the one received), mutating/dispatcher.go
+ * and validating/dispatcher.go (dry runs, failure policies, patches, reinvocation) and
+ * errors/statuserror.go, with their words.
+ *
+ * A request passes every webhook of every configuration (configurations sorted by
+ * name, webhooks in their order) whose selectors and rules match it. The configurations
+ * of the webhook kinds themselves are never sent to webhooks (Kubernetes exempts them,
+ * so that a broken webhook cannot lock its own repair out). The call is a POST of an
+ * AdmissionReview (admission.k8s.io/v1, or v1beta1 when only that is offered) over
+ * HTTPS with libcurl, trusting the webhook's caBundle (else the system's CAs), to its
+ * url, or for a service to the ready addresses of the service's EndpointSlices at the
+ * target port with the TLS name <service>.<namespace>.svc. A webhook that refuses ends
+ * the request with its Status (`admission webhook "x" denied the request: why`, 400 when
+ * it gives no code); a failed call is a 500 under failurePolicy Fail and ignored under
+ * Ignore. A mutating webhook's JSONPatch is applied to the object; a webhook with
+ * reinvocationPolicy IfNeeded is called once more when a later webhook changed it.
+ *
+ * Differences (docs/differences.md): matchConditions (CEL) are not evaluated, every
+ * condition counts as met; matchPolicy Equivalent matches as Exact (every ckube resource
+ * has one version); the webhooks' warnings are returned (ck__admission_warn) but their audit
+ * annotations dropped;
+ * validating webhooks are called one after the other, not at once; the configurations
+ * are read from the store on every request that passes the chain.
+ *
+ * Threading: reads the store and calls out; no state of its own, so it runs on any
+ * request thread at once (libcurl's easy handles are per call).
+ *
+ * Tested by tests/apiserver/test_webhook.c and tests/e2e/test_webhook.sh.
+ */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "ckube/internal/util.h"
+
+#define RESPONSE_MAX (3 << 20) /* a review answer beyond this is a failed call */
+
+/* ---- matching ------------------------------------------------------------------ */
+
+static const char *op_name(enum ck__admission_op op)
+{
+    switch (op) {
+    case CK__ADMISSION_CREATE:
+        return "CREATE";
+    case CK__ADMISSION_UPDATE:
+        return "UPDATE";
+    case CK__ADMISSION_DELETE:
+        return "DELETE";
+    case CK__ADMISSION_CONNECT:
+        return "CONNECT";
+    }
+    return "";
+}
+
+/* A list of strings holds "*" or s. */
+static bool list_matches(const json_t *list, const char *s)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(list, i, v)
+    {
+        const char *e = json_string_value(v);
+        if (e && (strcmp(e, "*") == 0 || strcmp(e, s) == 0))
+            return true;
+    }
+    return false;
+}
+
+static bool is_namespace_request(const struct ck__admission_attrs *a)
+{
+    return a->kind && a->kind->role == CK_KIND_ROLE_NAMESPACE;
+}
+
+bool ck__webhook_rule_matches(const json_t *rule, const struct ck__admission_attrs *a)
+{
+    const char *sub = a->subresource ? a->subresource : "";
+    if (!list_matches(json_object_get(rule, "operations"), op_name(a->op)) ||
+        !list_matches(json_object_get(rule, "apiGroups"), a->kind->group) ||
+        !list_matches(json_object_get(rule, "apiVersions"), a->kind->version))
+        return false;
+    bool resource = false;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(json_object_get(rule, "resources"), i, v)
+    {
+        const char *r = json_string_value(v) ? json_string_value(v) : "";
+        const char *slash = strchr(r, '/');
+        if (strcmp(r, "*/*") == 0) {
+            resource = true;
+        } else if (!slash) {
+            resource = (strcmp(r, "*") == 0 || strcmp(r, a->kind->resource) == 0) && !*sub;
+        } else {
+            size_t len = (size_t)(slash - r);
+            bool res = (len == 1 && r[0] == '*') || (strlen(a->kind->resource) == len &&
+                                                     strncmp(r, a->kind->resource, len) == 0);
+            resource = res && (strcmp(slash + 1, "*") == 0 || strcmp(slash + 1, sub) == 0);
+        }
+        if (resource)
+            break;
+    }
+    if (!resource)
+        return false;
+    const char *scope = json_string_value(json_object_get(rule, "scope"));
+    bool cluster = !a->namespace || !*a->namespace;
+    if (scope && strcmp(scope, "Namespaced") == 0)
+        return !is_namespace_request(a) && !cluster;
+    if (scope && strcmp(scope, "Cluster") == 0)
+        return is_namespace_request(a) || cluster;
+    return true;
+}
+
+/* The labels of obj (NULL: none). */
+static const json_t *labels_of(const json_t *obj)
+{
+    return json_object_get(json_object_get(obj, "metadata"), "labels");
+}
+
+/*
+ * 1 when selector (a LabelSelector object; NULL or empty: everything) matches one of the
+ * n label sets (each a labels object, NULL: no labels), 0 when none does, CK_EINVAL when
+ * it does not parse.
+ */
+static int selector_matches(const json_t *selector, const json_t *const *label_sets, size_t n)
+{
+    if (!selector || json_object_size(selector) == 0)
+        return 1;
+    struct ck_label_selector *ls = NULL;
+    if (ck_label_selector_from_object(selector, &ls, NULL) < 0)
+        return CK_EINVAL;
+    int m = ck_label_selector_is_empty(ls);
+    for (size_t i = 0; !m && i < n; i++)
+        m = ck_label_selector_matches(ls, label_sets[i]);
+    ck_label_selector_free(ls);
+    return m;
+}
+
+/*
+ * 1 when the webhook hook is to be called about a, 0 when not, or a negative code with
+ * reterr filled (the namespace of the request does not exist).
+ */
+static int should_call(struct ck__registry *reg, const json_t *hook,
+                       const struct ck__admission_attrs *a, struct ck_err *reterr)
+{
+    /* the namespace selector: cluster-scoped requests other than namespaces' always pass */
+    const json_t *ns_sel = json_object_get(hook, "namespaceSelector");
+    int ns_match = 1;
+    json_t *ns_obj = NULL;
+    bool ns_missing = false;
+    if (json_object_size(ns_sel) && (is_namespace_request(a) || (a->namespace && *a->namespace))) {
+        const json_t *labels = NULL;
+        if (is_namespace_request(a) && (!a->subresource || !*a->subresource) &&
+            (a->op == CK__ADMISSION_CREATE || a->op == CK__ADMISSION_UPDATE)) {
+            labels = labels_of(a->obj);
+        } else {
+            const char *ns = is_namespace_request(a) ? a->name : a->namespace;
+            const struct ck_kind *nk = ck_kind_with_role(CK_KIND_ROLE_NAMESPACE);
+            struct ck_err err = {0};
+            int r = nk ? ck__admission_get(reg, nk, "", ns, &ns_obj, &err) : CK_ENOENT;
+            if (r == CK_ENOENT)
+                ns_missing = true;
+            else if (r < 0) {
+                ck_err_release(reterr);
+                *reterr = err;
+                return r;
+            }
+            labels = labels_of(ns_obj);
+        }
+        ns_match = ns_missing ? 0 : selector_matches(ns_sel, &labels, 1);
+    }
+    json_decref(ns_obj);
+    if (ns_match == 0 && !ns_missing)
+        return 0;
+    /* the object selector: the new or the old object's labels */
+    const json_t *present[2];
+    size_t n = 0;
+    if (a->obj)
+        present[n++] = labels_of(a->obj);
+    if (a->old)
+        present[n++] = labels_of(a->old);
+    int obj_match = selector_matches(json_object_get(hook, "objectSelector"), present, n);
+    if (obj_match == 0)
+        return 0;
+    bool rule_match = false;
+    size_t i;
+    const json_t *rule;
+    json_array_foreach(json_object_get(hook, "rules"), i, rule)
+    {
+        if ((rule_match = ck__webhook_rule_matches(rule, a)))
+            break;
+    }
+    if (!rule_match)
+        return 0;
+    if (ns_missing)
+        return ck_err_status(reterr, "NotFound", "namespaces \"%s\" not found",
+                             is_namespace_request(a) ? a->name : a->namespace);
+    if (ns_match < 0 || obj_match < 0)
+        return ck_err_internal(reterr, "webhook \"%s\" has an invalid selector",
+                               json_string_value(json_object_get(hook, "name")));
+    return 1;
+}
+
+/* ---- the configurations ------------------------------------------------------- */
+
+static int collect(const json_t *obj, void *arg)
+{
+    return json_array_append((json_t *)arg, (json_t *)obj) < 0 ? CK_ENOMEM : 0;
+}
+
+static int by_name(const void *x, const void *y)
+{
+    const json_t *const *a = x, *const *b = y;
+    const char *na = json_string_value(json_object_get(json_object_get(*a, "metadata"), "name"));
+    const char *nb = json_string_value(json_object_get(json_object_get(*b, "metadata"), "name"));
+    return strcmp(na ? na : "", nb ? nb : "");
+}
+
+/* The configurations of resource, sorted by name, in a new array. */
+static int load_configurations(struct ck__registry *reg, const char *resource, json_t **ret,
+                               struct ck_err *reterr)
+{
+    *ret = NULL;
+    const struct ck_kind *k = ck_kind_lookup("admissionregistration.k8s.io", "v1", resource);
+    json_t *all = json_array();
+    if (!all)
+        return ck_err_no_memory(reterr);
+    int r = k ? ck__admission_list(reg, k, NULL, collect, all, reterr) : 0;
+    if (r < 0) {
+        json_decref(all);
+        return r;
+    }
+    size_t n = json_array_size(all);
+    if (n == 0) {
+        *ret = all;
+        return 0;
+    }
+    json_t **items = ck__calloc(n, sizeof(*items));
+    if (!items) {
+        json_decref(all);
+        return ck_err_no_memory(reterr);
+    }
+    for (size_t i = 0; i < n; i++)
+        items[i] = json_incref(json_array_get(all, i));
+    qsort(items, n, sizeof(*items), by_name);
+    json_array_clear(all);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(all, items[i]);
+    free(items);
+    *ret = all;
+    return 0;
+}
+
+/* ---- the call ------------------------------------------------------------------- */
+
+struct body {
+    char *data;
+    size_t len;
+    bool too_big;
+};
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+    struct body *b = arg;
+    size_t n = size * nmemb;
+    if (b->len + n > RESPONSE_MAX) {
+        b->too_big = true;
+        return 0;
+    }
+    char *grown = realloc(b->data, b->len + n + 1);
+    if (!grown)
+        return 0;
+    memcpy(grown + b->len, ptr, n);
+    b->len += n;
+    grown[b->len] = '\0';
+    b->data = grown;
+    return n;
+}
+
+/* userInfo of the request (the server's own writes: system:apiserver, as its loopback user). */
+static json_t *user_info(const struct ck_auth_user *u)
+{
+    json_t *info = json_object();
+    json_t *groups = json_array();
+    if (!u) {
+        json_object_set_new(info, "username", json_string("system:apiserver"));
+        json_array_append_new(groups, json_string("system:authenticated"));
+        json_array_append_new(groups, json_string("system:masters"));
+        json_object_set_new(info, "groups", groups);
+        return info;
+    }
+    json_object_set_new(info, "username", json_string(u->name ? u->name : ""));
+    if (u->uid && *u->uid)
+        json_object_set_new(info, "uid", json_string(u->uid));
+    for (size_t i = 0; i < u->n_groups; i++)
+        json_array_append_new(groups, json_string(u->groups[i]));
+    json_object_set_new(info, "groups", groups);
+    if (json_object_size(u->extra))
+        json_object_set(info, "extra", u->extra);
+    return info;
+}
+
+json_t *ck__webhook_review(const struct ck__admission_attrs *a, const char *version,
+                           const char *uid)
+{
+    const struct ck_kind *k = a->kind;
+    const char *sub = a->subresource ? a->subresource : "";
+    const struct ck_subresource *sr = *sub ? ck_kind_subresource(k, sub) : NULL;
+    const char *kgroup = sr && sr->kind ? sr->group : k->group;
+    const char *kversion = sr && sr->kind ? sr->version : k->version;
+    const char *kkind = sr && sr->kind ? sr->kind : k->kind;
+    json_t *kind =
+        json_pack("{s:s, s:s, s:s}", "group", kgroup, "version", kversion, "kind", kkind);
+    json_t *resource = json_pack("{s:s, s:s, s:s}", "group", k->group, "version", k->version,
+                                 "resource", k->resource);
+    json_t *req = json_object();
+    json_object_set_new(req, "uid", json_string(uid));
+    json_object_set(req, "kind", kind);
+    json_object_set(req, "resource", resource);
+    if (*sub)
+        json_object_set_new(req, "subResource", json_string(sub));
+    json_object_set_new(req, "requestKind", kind);
+    json_object_set_new(req, "requestResource", resource);
+    if (*sub)
+        json_object_set_new(req, "requestSubResource", json_string(sub));
+    const char *name = a->name && *a->name ? a->name : NULL;
+    if (!name && a->obj)
+        name = json_string_value(json_object_get(json_object_get(a->obj, "metadata"), "name"));
+    if (name && *name)
+        json_object_set_new(req, "name", json_string(name));
+    if (a->namespace && *a->namespace)
+        json_object_set_new(req, "namespace", json_string(a->namespace));
+    else if (is_namespace_request(a) && name)
+        json_object_set_new(req, "namespace", json_string(name));
+    json_object_set_new(req, "operation", json_string(op_name(a->op)));
+    json_object_set_new(req, "userInfo", user_info(a->user));
+    json_object_set_new(req, "object", a->obj ? json_incref(a->obj) : json_null());
+    json_object_set_new(req, "oldObject", a->old ? json_deep_copy(a->old) : json_null());
+    json_object_set_new(req, "dryRun", json_boolean(a->dry_run));
+    char api_version[64];
+    snprintf(api_version, sizeof(api_version), "admission.k8s.io/%s", version);
+    return json_pack("{s:s, s:s, s:o}", "apiVersion", api_version, "kind", "AdmissionReview",
+                     "request", req);
+}
+
+/* Why a call failed, for `failed calling webhook "x": <why>`. */
+struct why {
+    char text[1700];
+};
+
+/*
+ * The base URL to post to (no query), and for a service the name and address to
+ * connect to instead (curl's --resolve entry). 0, or CK_EINVAL with why filled.
+ */
+static int resolve_target(struct ck__registry *reg, const json_t *cc, char *url, size_t url_size,
+                          char *resolve, size_t resolve_size, struct why *why)
+{
+    resolve[0] = '\0';
+    const char *u = json_string_value(json_object_get(cc, "url"));
+    if (u) {
+        snprintf(url, url_size, "%s", u);
+        return 0;
+    }
+    const json_t *svc = json_object_get(cc, "service");
+    const char *ns = json_string_value(json_object_get(svc, "namespace"));
+    const char *name = json_string_value(json_object_get(svc, "name"));
+    const char *path = json_string_value(json_object_get(svc, "path"));
+    json_int_t port = json_is_integer(json_object_get(svc, "port"))
+                          ? json_integer_value(json_object_get(svc, "port"))
+                          : 443;
+    if (!ns || !name) {
+        snprintf(why->text, sizeof(why->text), "webhook has no service name");
+        return CK_EINVAL;
+    }
+    const struct ck_kind *sk = ck_kind_lookup("", "v1", "services");
+    const struct ck_kind *ek = ck_kind_lookup("discovery.k8s.io", "v1", "endpointslices");
+    json_t *service = NULL;
+    struct ck_err err = {0};
+    if (!sk || !ek || ck__admission_get(reg, sk, ns, name, &service, &err) < 0) {
+        snprintf(why->text, sizeof(why->text), "service \"%s/%s\" not found", ns, name);
+        ck_err_release(&err);
+        return CK_EINVAL;
+    }
+    /* the service port the webhook names, and its name for the slices' ports */
+    const char *port_name = NULL;
+    bool found = false;
+    size_t i;
+    const json_t *p;
+    json_array_foreach(json_object_get(json_object_get(service, "spec"), "ports"), i, p)
+    {
+        if (json_integer_value(json_object_get(p, "port")) == port) {
+            port_name = json_string_value(json_object_get(p, "name"));
+            found = true;
+            break;
+        }
+    }
+    char name_copy[64];
+    snprintf(name_copy, sizeof(name_copy), "%s", port_name ? port_name : "");
+    json_decref(service);
+    if (!found) {
+        snprintf(why->text, sizeof(why->text), "service \"%s/%s\" has no port %lld", ns, name,
+                 (long long)port);
+        return CK_EINVAL;
+    }
+    json_t *slices = json_array();
+    if (!slices || ck__admission_list(reg, ek, ns, collect, slices, &err) < 0) {
+        ck_err_release(&err);
+        json_decref(slices);
+        snprintf(why->text, sizeof(why->text), "cannot list the endpoints of \"%s/%s\"", ns, name);
+        return CK_EINVAL;
+    }
+    const char *addr = NULL;
+    long long target = 0;
+    const json_t *slice;
+    json_array_foreach(slices, i, slice)
+    {
+        const json_t *labels = labels_of(slice);
+        const char *owner =
+            json_string_value(json_object_get(labels, "kubernetes.io/service-name"));
+        if (!owner || strcmp(owner, name) != 0)
+            continue;
+        size_t j;
+        const json_t *sp;
+        target = 0;
+        json_array_foreach(json_object_get(slice, "ports"), j, sp)
+        {
+            const char *pn = json_string_value(json_object_get(sp, "name"));
+            if (strcmp(pn ? pn : "", name_copy) == 0)
+                target = json_integer_value(json_object_get(sp, "port"));
+        }
+        if (!target)
+            continue;
+        const json_t *ep;
+        json_array_foreach(json_object_get(slice, "endpoints"), j, ep)
+        {
+            const json_t *ready = json_object_get(json_object_get(ep, "conditions"), "ready");
+            const char *first =
+                json_string_value(json_array_get(json_object_get(ep, "addresses"), 0));
+            if (first && !json_is_false(ready)) {
+                addr = first;
+                break;
+            }
+        }
+        if (addr)
+            break;
+    }
+    if (!addr) {
+        json_decref(slices);
+        snprintf(why->text, sizeof(why->text), "service \"%s/%s\" has no ready endpoint", ns, name);
+        return CK_EINVAL;
+    }
+    snprintf(url, url_size, "https://%s.%s.svc:%lld%s", name, ns, target, path ? path : "");
+    bool v6 = strchr(addr, ':') != NULL;
+    snprintf(resolve, resolve_size, "%s.%s.svc:%lld:%s%s%s", name, ns, target, v6 ? "[" : "", addr,
+             v6 ? "]" : "");
+    json_decref(slices);
+    return 0;
+}
+
+/* libcurl's global state, made once before the first call from any thread. */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/*
+ * Posts review to the webhook hook; on success *ret_review is the parsed answer. 0, or
+ * CK_EINVAL with why filled (every failure is a failed call).
+ */
+static int post(struct ck__registry *reg, const json_t *hook, const json_t *review,
+                json_t **ret_review, struct why *why)
+{
+    *ret_review = NULL;
+    const json_t *cc = json_object_get(hook, "clientConfig");
+    char base[1024], resolve[512], url[1100], errbuf[CURL_ERROR_SIZE] = "";
+    if (resolve_target(reg, cc, base, sizeof(base), resolve, sizeof(resolve), why) < 0)
+        return CK_EINVAL;
+    long timeout = json_is_integer(json_object_get(hook, "timeoutSeconds"))
+                       ? (long)json_integer_value(json_object_get(hook, "timeoutSeconds"))
+                       : 10;
+    /* the client tells the server its deadline, as client-go's request.Timeout does */
+    snprintf(url, sizeof(url), "%s%stimeout=%lds", base, strchr(base, '?') ? "&" : "?", timeout);
+    char *body = json_dumps(review, JSON_COMPACT);
+    const char *ca64 = json_string_value(json_object_get(cc, "caBundle"));
+    size_t ca_len = 0;
+    char *ca = ca64 && *ca64 ? ck_base64_decode(ca64, &ca_len) : NULL;
+    pthread_once(&curl_once, curl_init_once);
+    CURL *curl = curl_easy_init();
+    struct curl_slist *headers = NULL, *resolves = NULL;
+    struct body answer = {0};
+    int r = CK_EINVAL;
+    if (!body || !curl || (ca64 && *ca64 && !ca)) {
+        snprintf(why->text, sizeof(why->text), "%s",
+                 ca64 && *ca64 && !ca ? "caBundle is not base64" : "out of memory");
+        goto out;
+    }
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    headers = curl_slist_append(headers, "Accept: application/json, */*");
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "https");
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout * 1000L);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+    if (ca) {
+        struct curl_blob blob = {.data = ca, .len = ca_len, .flags = CURL_BLOB_COPY};
+        curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
+    }
+    if (*resolve) {
+        resolves = curl_slist_append(NULL, resolve);
+        curl_easy_setopt(curl, CURLOPT_RESOLVE, resolves);
+    }
+    CURLcode cr = curl_easy_perform(curl);
+    if (cr != CURLE_OK) {
+        snprintf(why->text, sizeof(why->text), "failed to call webhook: Post \"%s\": %s", url,
+                 answer.too_big ? "response body too large"
+                 : *errbuf      ? errbuf
+                                : curl_easy_strerror(cr));
+        goto out;
+    }
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    if (status < 200 || status > 299) {
+        snprintf(why->text, sizeof(why->text),
+                 "failed to call webhook: an error on the server (\"%.200s\") has prevented the "
+                 "request from succeeding",
+                 answer.data ? answer.data : "");
+        goto out;
+    }
+    json_error_t jerr;
+    *ret_review = answer.data ? json_loadb(answer.data, answer.len, 0, &jerr) : NULL;
+    if (!json_is_object(*ret_review)) {
+        json_decref(*ret_review);
+        *ret_review = NULL;
+        snprintf(why->text, sizeof(why->text),
+                 "received invalid webhook response: the response is not an AdmissionReview");
+        goto out;
+    }
+    r = 0;
+out:
+    curl_slist_free_all(resolves);
+    curl_slist_free_all(headers);
+    if (curl)
+        curl_easy_cleanup(curl);
+    free(answer.data);
+    free(ca);
+    free(body);
+    return r;
+}
+
+/* The review version to send: v1 when offered, else v1beta1 (validation requires one). */
+static const char *review_version(const json_t *hook)
+{
+    const json_t *versions = json_object_get(hook, "admissionReviewVersions");
+    size_t i;
+    const json_t *v;
+    json_array_foreach(versions, i, v)
+    {
+        const char *s = json_string_value(v);
+        if (s && (strcmp(s, "v1") == 0 || strcmp(s, "v1beta1") == 0))
+            return s;
+    }
+    return "v1";
+}
+
+/*
+ * VerifyAdmissionResponse: the answer's response, checked. NULL with why filled when
+ * the answer is not a proper one.
+ */
+static const json_t *verify(const json_t *answer, const char *version, const char *uid,
+                            bool mutating, struct why *why)
+{
+    static const char prefix[] = "received invalid webhook response: ";
+    const json_t *resp = json_object_get(answer, "response");
+    if (!json_is_object(resp)) {
+        snprintf(why->text, sizeof(why->text), "%swebhook response was absent", prefix);
+        return NULL;
+    }
+    if (strcmp(version, "v1beta1") == 0)
+        return resp; /* v1beta1 answers were never checked further */
+    const char *got_uid = json_string_value(json_object_get(resp, "uid"));
+    if (!got_uid || strcmp(got_uid, uid) != 0) {
+        snprintf(why->text, sizeof(why->text), "%sexpected response.uid=\"%s\", got \"%s\"", prefix,
+                 uid, got_uid ? got_uid : "");
+        return NULL;
+    }
+    const char *av = json_string_value(json_object_get(answer, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(answer, "kind"));
+    if (!av || !kind || strcmp(av, "admission.k8s.io/v1") != 0 ||
+        strcmp(kind, "AdmissionReview") != 0) {
+        const char *slash = av ? strchr(av, '/') : NULL;
+        snprintf(why->text, sizeof(why->text),
+                 "%sexpected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got "
+                 "%.*s%s%s, Kind=%s",
+                 prefix, slash ? (int)(slash - av) : 0, av ? av : "", slash ? "/" : "",
+                 slash ? slash + 1 : (av ? av : ""), kind ? kind : "");
+        return NULL;
+    }
+    const json_t *patch = json_object_get(resp, "patch");
+    const json_t *type = json_object_get(resp, "patchType");
+    bool has_patch = json_string_length(patch) > 0;
+    if (mutating && has_patch && !type) {
+        snprintf(why->text, sizeof(why->text),
+                 "%swebhook returned response.patch but not response.patchType", prefix);
+        return NULL;
+    }
+    if (mutating && !has_patch && type) {
+        snprintf(why->text, sizeof(why->text),
+                 "%swebhook returned response.patchType but not response.patch", prefix);
+        return NULL;
+    }
+    if (!mutating && has_patch) {
+        snprintf(why->text, sizeof(why->text), "%svalidating webhook may not return response.patch",
+                 prefix);
+        return NULL;
+    }
+    if (!mutating && type) {
+        snprintf(why->text, sizeof(why->text),
+                 "%svalidating webhook may not return response.patchType", prefix);
+        return NULL;
+    }
+    return resp;
+}
+
+/*
+ * The StatusReason of a refusal with code: the webhook's own reason when it is one of
+ * apimachinery's that answers that code, else the one the code stands for. Static.
+ */
+static const char *reason_for(const char *given, long long code)
+{
+    static const char *const known[] = {"BadRequest",    "Unauthorized",    "Forbidden",
+                                        "NotFound",      "AlreadyExists",   "Conflict",
+                                        "Invalid",       "TooManyRequests", "ServiceUnavailable",
+                                        "InternalError", "Timeout",         NULL};
+    for (size_t i = 0; given && known[i]; i++)
+        if (strcmp(given, known[i]) == 0 && ck_err_reason_http(known[i]) == code)
+            return known[i];
+    switch (code) {
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "NotFound";
+    case 409:
+        return "Conflict";
+    case 422:
+        return "Invalid";
+    case 429:
+        return "TooManyRequests";
+    case 503:
+        return "ServiceUnavailable";
+    default:
+        return code >= 500 ? "InternalError" : "BadRequest";
+    }
+}
+
+/* ToStatusErr: the refusal of webhook name with the Status it gave (NULL: none). */
+static int denied(const char *name, const json_t *result, struct ck_err *reterr)
+{
+    const char *message = json_string_value(json_object_get(result, "message"));
+    const char *reason = json_string_value(json_object_get(result, "reason"));
+    long long code = json_integer_value(json_object_get(result, "code"));
+    if (code < 400)
+        code = 400;
+    const char *why = message && *message ? message : reason && *reason ? reason : NULL;
+    const char *use = reason_for(reason, code);
+    int r;
+    if (why)
+        r = ck_err_status(reterr, use, "admission webhook \"%s\" denied the request: %s", name,
+                          why);
+    else
+        r = ck_err_status(reterr, use,
+                          "admission webhook \"%s\" denied the request without "
+                          "explanation",
+                          name);
+    reterr->http_status = (int)code;
+    return r;
+}
+
+/* Replaces obj's members by those of with (obj keeps its identity: the caller holds it). */
+static int replace_object(json_t *obj, const json_t *with)
+{
+    json_object_clear(obj);
+    return json_object_update(obj, (json_t *)with) < 0 ? CK_ENOMEM : 0;
+}
+
+/*
+ * Calls one webhook. 0: allowed (*ret_changed: the object was patched); < 0: refused,
+ * reterr filled, after the failure policy was applied.
+ */
+static int call_hook(struct ck__registry *reg, const json_t *hook,
+                     const struct ck__admission_attrs *a, bool mutating, bool *ret_changed,
+                     struct ck_err *reterr)
+{
+    *ret_changed = false;
+    const char *name = json_string_value(json_object_get(hook, "name"));
+    const char *policy = json_string_value(json_object_get(hook, "failurePolicy"));
+    bool ignore = policy && strcmp(policy, "Ignore") == 0;
+    const char *side = json_string_value(json_object_get(hook, "sideEffects"));
+    if (!name)
+        name = "";
+    if (a->dry_run && !(side && (strcmp(side, "None") == 0 || strcmp(side, "NoneOnDryRun") == 0))) {
+        if (!side) {
+            if (ignore)
+                return 0;
+            return ck_err_internal(
+                reterr, "failed calling webhook \"%s\": Webhook SideEffects is nil", name);
+        }
+        return ck_err_status(reterr, "BadRequest",
+                             "admission webhook \"%s\" does not support dry run", name);
+    }
+    char uid[40];
+    ck_uuid(uid);
+    const char *version = review_version(hook);
+    json_t *review = ck__webhook_review(a, version, uid);
+    json_t *answer = NULL;
+    struct why why = {""};
+    int r = review ? post(reg, hook, review, &answer, &why) : CK_ENOMEM;
+    json_decref(review);
+    if (r == CK_ENOMEM)
+        return ck_err_no_memory(reterr);
+    const json_t *resp = r == 0 ? verify(answer, version, uid, mutating, &why) : NULL;
+    if (!resp) {
+        json_decref(answer);
+        if (ignore) {
+            CK_LOGS(0, "Failed calling webhook, failing open", "webhook", name, "err", why.text);
+            return 0;
+        }
+        CK_LOGS(0, "Failed calling webhook, failing closed", "webhook", name, "err", why.text);
+        return ck_err_internal(reterr, "failed calling webhook \"%s\": %s", name, why.text);
+    }
+    size_t i;
+    const json_t *w;
+    json_array_foreach(json_object_get(resp, "warnings"), i, w)
+    {
+        if (json_string_value(w))
+            ck__admission_warn("%s", json_string_value(w));
+    }
+    if (!json_is_true(json_object_get(resp, "allowed"))) {
+        r = denied(name, json_object_get(resp, "status"), reterr); /* Result, in JSON "status" */
+        json_decref(answer);
+        return r;
+    }
+    const char *patch64 = mutating ? json_string_value(json_object_get(resp, "patch")) : NULL;
+    const char *type = json_string_value(json_object_get(resp, "patchType"));
+    if (!patch64 || !*patch64) {
+        json_decref(answer);
+        return 0;
+    }
+    if (strcmp(version, "v1") == 0 && (!type || strcmp(type, "JSONPatch") != 0)) {
+        r = ignore ? 0
+                   : ck_err_internal(reterr,
+                                     "failed calling webhook \"%s\": unsupported patch type "
+                                     "\"%s\"",
+                                     name, type ? type : "");
+        json_decref(answer);
+        return r;
+    }
+    size_t len = 0;
+    char *text = ck_base64_decode(patch64, &len);
+    json_error_t jerr;
+    json_t *ops = text ? json_loadb(text, len, 0, &jerr) : NULL;
+    free(text);
+    json_decref(answer);
+    if (!json_is_array(ops)) {
+        json_decref(ops);
+        return ck_err_internal(reterr,
+                               "admission webhook \"%s\" returned a patch that is not a "
+                               "JSON patch",
+                               name);
+    }
+    if (json_array_size(ops) == 0) {
+        json_decref(ops);
+        return 0;
+    }
+    if (!a->obj) {
+        json_decref(ops);
+        return ck_err_internal(reterr,
+                               "admission webhook \"%s\" attempted to modify the object, which "
+                               "is not supported for this operation",
+                               name);
+    }
+    json_t *patched = NULL;
+    struct ck_err perr = {0};
+    r = ck_json_patch_bounded(a->obj, ops, &ck_patch_default_limits, &patched, &perr);
+    json_decref(ops);
+    if (r < 0) {
+        r = ck_err_internal(reterr, "%s", ck_err_message(&perr));
+        ck_err_release(&perr);
+        return r;
+    }
+    *ret_changed = !json_equal(patched, a->obj);
+    r = *ret_changed ? replace_object(a->obj, patched) : 0;
+    json_decref(patched);
+    return r < 0 ? ck_err_no_memory(reterr) : 0;
+}
+
+/* The configuration kinds, which are never sent to webhooks
+ * (IsExemptAdmissionConfigurationResource). */
+static bool exempt(const struct ck__admission_attrs *a)
+{
+    return a->kind && strcmp(a->kind->group, "admissionregistration.k8s.io") == 0;
+}
+
+/* One webhook to call, and whether it was (for reinvocation). */
+struct invoked {
+    const json_t *hook;
+    size_t changes_seen; /* the object's change count when it was last called */
+};
+
+static int dispatch(struct ck__registry *reg, const struct ck__admission_attrs *a, bool mutating,
+                    struct ck_err *reterr)
+{
+    if (exempt(a))
+        return 0;
+    json_t *configs = NULL;
+    int r = load_configurations(
+        reg, mutating ? "mutatingwebhookconfigurations" : "validatingwebhookconfigurations",
+        &configs, reterr);
+    if (r < 0 || json_array_size(configs) == 0) {
+        json_decref(configs);
+        return r;
+    }
+    struct invoked again[64];
+    size_t n_again = 0, changes = 0;
+    size_t i;
+    const json_t *config;
+    json_array_foreach(configs, i, config)
+    {
+        size_t j;
+        const json_t *hook;
+        json_array_foreach(json_object_get(config, "webhooks"), j, hook)
+        {
+            r = should_call(reg, hook, a, reterr);
+            if (r == 0)
+                continue;
+            if (r < 0)
+                goto out;
+            bool changed = false;
+            if ((r = call_hook(reg, hook, a, mutating, &changed, reterr)) < 0)
+                goto out;
+            changes += changed;
+            const char *policy = json_string_value(json_object_get(hook, "reinvocationPolicy"));
+            if (mutating && policy && strcmp(policy, "IfNeeded") == 0 &&
+                n_again < sizeof(again) / sizeof(again[0]))
+                again[n_again++] = (struct invoked){hook, changes};
+        }
+    }
+    /* reinvocation: once, for the IfNeeded webhooks whose output a later one changed */
+    for (size_t k = 0; k < n_again; k++) {
+        if (again[k].changes_seen == changes)
+            continue;
+        bool changed = false;
+        if ((r = should_call(reg, again[k].hook, a, reterr)) < 0)
+            goto out;
+        if (r == 0)
+            continue;
+        if ((r = call_hook(reg, again[k].hook, a, mutating, &changed, reterr)) < 0)
+            goto out;
+    }
+    r = 0;
+out:
+    json_decref(configs);
+    return r < 0 ? r : 0;
+}
+
+static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
+                 struct ck_err *reterr)
+{
+    return dispatch(reg, a, true, reterr);
+}
+
+static int validate(struct ck__registry *reg, const struct ck__admission_attrs *a,
+                    struct ck_err *reterr)
+{
+    return dispatch(reg, a, false, reterr);
+}
+
+const struct ck__admission_plugin ck__admission_mutating_webhook = {
+    .name = "MutatingAdmissionWebhook", .admit = admit, .connect = true};
+const struct ck__admission_plugin ck__admission_validating_webhook = {
+    .name = "ValidatingAdmissionWebhook", .validate = validate, .connect = true};
