@@ -54,6 +54,79 @@ int ck__agent_container_exec_url(struct ck_agent *a, const char *ns, const char 
                                  const char *container, char *const *argv, bool want_stdin,
                                  bool tty, char **ret_url, struct ck_err *reterr);
 
+/* ---- resource metrics (resource_metrics.c) ---- */
+
+/* A running container as the resource metrics name and ask the runtime for it. */
+struct ck__rt_stats_ref {
+    char ns[254], pod[254], uid[64], name[254]; /* its pod and its own name */
+    int attempt;
+    char id[192];       /* its containerID as the runtime's start gave it */
+    int64_t started_ns; /* Unix time in ns; 0 unknown */
+};
+
+/*
+ * CPU and memory of one container, or of the node, as kubelet's summary holds them
+ * (CPUStats.usageCoreNanoSeconds, MemoryStats.workingSetBytes) with the time of each
+ * sample (Unix ns). has_cpu and has_memory false: not known.
+ */
+struct ck__rt_stats {
+    bool has_cpu, has_memory;
+    int64_t cpu_time, memory_time;
+    uint64_t cpu_core_ns;       /* cumulative, in core-nanoseconds */
+    uint64_t working_set_bytes; /* usage less inactive file pages */
+};
+
+/*
+ * The running containers of the agent's pods (not of terminating pods), as a malloc'd
+ * array (caller frees) of *ret_n; NULL with *ret_n 0 when none or out of memory. Takes
+ * the pod table's lock for the copy only.
+ */
+struct ck__rt_stats_ref *ck__agent_running_containers(struct ck_agent *a, size_t *ret_n);
+
+/* The container runtime the agent drives (its container_stats op is called outside locks). */
+struct ck__runtime *ck__agent_runtime(struct ck_agent *a);
+
+/*
+ * The node's CPU (the "cpu" line of proc_stat: all but idle and iowait, in USER_HZ) and
+ * working set (meminfo's MemTotal - MemFree - Inactive(file)) at now (Unix ns). NULL
+ * paths: /proc/stat, /proc/meminfo. Fields it cannot read stay unknown.
+ */
+void ck__node_stats_read(const char *proc_stat, const char *meminfo, int64_t now,
+                         struct ck__rt_stats *ret);
+
+/*
+ * The CPU and working set of a cgroup v2 directory (cpu.stat's usage_usec; memory.current
+ * less memory.stat's inactive_file, as cAdvisor's working set), sampled at now. Fields it
+ * cannot read stay unknown.
+ */
+void ck__cgroup_stats_read(const char *dir, int64_t now, struct ck__rt_stats *ret);
+
+/*
+ * The CPU (utime + stime of each, with cutime + cstime of the leader: its ended
+ * children) and resident memory of process group pgid, summed over proc's <pid>/stat
+ * files (proc NULL: /proc), sampled at now. Unknown when no process of the group is
+ * found.
+ */
+void ck__pgroup_stats_read(const char *proc, int pgid, int64_t now, struct ck__rt_stats *ret);
+
+/*
+ * kubelet's /metrics/resource in the Prometheus text format (version 0.0.4), as its
+ * resource metrics collector writes it: node_cpu_usage_seconds_total,
+ * node_memory_working_set_bytes, container_start_time_seconds,
+ * container_cpu_usage_seconds_total, container_memory_working_set_bytes (labels
+ * container, namespace, pod), pod_cpu_usage_seconds_total and pod_memory_working_set_bytes
+ * (namespace, pod; the sums of its containers'), resource_scrape_error (scrape_error,
+ * deprecated since 1.29, is hidden in 1.32 and not written). Samples carry their time in
+ * milliseconds. stats[i] belongs to refs[i]; scrape_error: the runtime failed (then n is
+ * 0). 0, or CK_ENOMEM.
+ */
+int ck__resource_metrics_render(struct ck__buf *out, const struct ck__rt_stats *node,
+                                const struct ck__rt_stats_ref *refs,
+                                const struct ck__rt_stats *stats, size_t n, bool scrape_error);
+
+/* GET /metrics/resource on the agent's endpoint. */
+enum MHD_Result ck__agent_serve_resource_metrics(struct ck_agent *a, struct MHD_Connection *conn);
+
 /* What `kubectl attach` reaches of a running container (ck__agent_container_attach). */
 struct ck__attach_target {
     bool tty;  /* the container's spec.tty: attach's tty, as the kubelet takes it */
@@ -556,6 +629,13 @@ struct ck__runtime_ops {
      */
     int (*port_forward_url)(struct ck__runtime *rt, const char *sandbox_id, int port,
                             char **ret_url, struct ck_err *reterr);
+    /*
+     * CPU and memory of the running containers refs[0..n) into ret[0..n) (kubelet's
+     * ContainerStats' cpu and memory): what the runtime does not know stays unknown. 0,
+     * or the runtime's error with reterr. Called from the agent's server threads.
+     */
+    int (*container_stats)(struct ck__runtime *rt, const struct ck__rt_stats_ref *refs, size_t n,
+                           struct ck__rt_stats *ret, struct ck_err *reterr);
     void (*free)(struct ck__runtime *rt);
 };
 struct ck__runtime {
