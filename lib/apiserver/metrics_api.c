@@ -50,6 +50,9 @@
 #define RETRY_MS 5000
 /* the gap between the first two scrapes of a node */
 #define FIRST_GAP_MS 1000
+/* sample times past this (ms, the year 33658) and values past this are refused */
+#define MAX_MS    1000000000000000LL
+#define MAX_VALUE 1e15
 /* the most of an agent's answer read */
 #define MAX_ANSWER (16u << 20)
 
@@ -172,9 +175,11 @@ static int parse_line(struct ck__node_scrape *s, const char *p, const char *end)
             num[n++] = *p++;
         num[n] = 0;
         ms = strtoll(num, &stop, 10);
-        if (*stop)
+        if (*stop || ms < 0 || ms > MAX_MS)
             return CK_EINVAL;
     }
+    if (v < 0 || v > MAX_VALUE) /* no figure here is negative; a bound keeps casts defined */
+        return CK_EINVAL;
     if (m == NODE_CPU) {
         s->has_cpu = true;
         s->cpu_s = v;
@@ -310,6 +315,8 @@ static bool cpu_rate(double cpu, int64_t ms, double prev_cpu, int64_t prev_ms,
     if (ms <= prev_ms || cpu < prev_cpu)
         return false;
     double rate = (cpu - prev_cpu) * 1e9 / ((double)(ms - prev_ms) / 1000.0);
+    if (!(rate < 1e19)) /* beyond uint64_t: no node has that many cores */
+        return false;
     *ret_nanocores = (uint64_t)rate;
     return true;
 }
