@@ -74,6 +74,14 @@ static void test_kubelet_text_read(void **state)
     const struct ck__ctr_sample *x = ctr(&s, "we\"b", "b", "x"); /* an escaped quote */
     assert_false(x->has_cpu);
     ck__node_scrape_release(&s);
+    /* samples outside their bounds are passed over: a negative figure, a time past 1e15 ms */
+    s = parse("node_cpu_usage_seconds_total -1 1000\n"
+              "node_memory_working_set_bytes 5 99999999999999999\n"
+              "container_cpu_usage_seconds_total{container=\"c\",namespace=\"n\",pod=\"p\"} "
+              "1e300 1000\n");
+    assert_false(s.has_cpu || s.has_memory);
+    assert_true(s.n == 0 || !s.c[0].has_cpu);
+    ck__node_scrape_release(&s);
     /* nothing of use: an empty scrape, not an error */
     s = parse("# only a comment\nsomething_else 1\n");
     assert_false(s.has_cpu || s.has_memory);
