@@ -4,8 +4,9 @@
 # agent's /metrics/resource (kubelet's resource metrics, client certificate required)
 # reports a pod that burns a CPU, metrics.k8s.io/v1beta1 is in discovery, and `kubectl
 # top node` and `kubectl top pod` (all namespaces, by label, by name, --containers) show
-# the node and the pod with CPU and memory above zero; NodeMetrics and PodMetrics read
-# whole have their window and timestamp; a missing pod is NotFound, a write refused.
+# the node and the pod with CPU and memory above zero; a user with the view role runs
+# `kubectl top pod` in its namespace only; NodeMetrics and PodMetrics read whole have
+# their window and timestamp; a missing pod is NotFound, a write refused.
 #
 # Usage: test_agent_top.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -80,6 +81,16 @@ kubectl top pod -A -l app=burn --no-headers >"$work/top-all.txt" 2>&1
 check "kubectl top pod -A -l app=burn: default/burn" grep -q '^default *burn ' "$work/top-all.txt"
 kubectl top pod -l app=nothing >"$work/top-none.txt" 2>&1
 check "kubectl top pod -l app=nothing: no resources ($(cat "$work/top-none.txt"))" grep -q 'No resources found' "$work/top-none.txt"
+
+# a user who may view the namespace may run kubectl top there (the view role aggregates
+# metrics-server's reader), and nowhere else
+"$ckube" certs client --data-dir "$work/data" --cn jane --kubeconfig "$work/jane.kubeconfig" \
+    --server "$url" >/dev/null 2>&1
+k create rolebinding jane-view --clusterrole=view --user=jane >/dev/null
+poll "jane (view in default) runs kubectl top pod" sh -c "kubectl --kubeconfig '$work/jane.kubeconfig' top pod --no-headers 2>&1 | grep -q '^burn '"
+kubectl --kubeconfig "$work/jane.kubeconfig" top pod -n kube-system >"$work/jane-other.txt" 2>&1
+check "jane: kubectl top pod in another namespace is forbidden ($(cat "$work/jane-other.txt"))" \
+    grep -q 'forbidden' "$work/jane-other.txt"
 
 # the objects themselves
 k get --raw /apis/metrics.k8s.io/v1beta1/nodes/n1 >"$work/node.json"
