@@ -980,6 +980,25 @@ struct ck__cri_stats_list {
 };
 
 /*
+ * PodSandboxStats: the sandbox's attributes, the pod's own CPU and memory (usage: only its
+ * has_cpu, has_memory, timestamp and figures are set) and its containers' stats (Linux;
+ * network, process and Windows stats unread).
+ */
+struct ck__cri_sandbox_stats {
+    char *id, *name, *uid, *ns; /* attributes and their metadata */
+    struct ck__cri_kv *labels;
+    size_t n_labels;
+    struct ck__cri_container_stats usage;
+    struct ck__cri_container_stats *containers;
+    size_t n_containers;
+};
+
+struct ck__cri_sandbox_stats_list {
+    struct ck__cri_sandbox_stats *items;
+    size_t n;
+};
+
+/*
  * RunPodSandbox with config (runtime_handler NULL: the runtime's default) within
  * timeout_ms (it may pull the pause image: kubelet waits 4 min); *ret_id freed by caller.
  */
@@ -1027,6 +1046,11 @@ int ck__cri_container_stats(struct ck__cri *c, const char *id, struct ck__cri_co
                             struct ck_err *reterr);
 int ck__cri_list_container_stats(struct ck__cri *c, const struct ck__cri_filter *filter,
                                  struct ck__cri_stats_list *ret, struct ck_err *reterr);
+/* RuntimeService/PodSandboxStats of sandbox id; ListPodSandboxStats (filter: id, labels). */
+int ck__cri_sandbox_stats(struct ck__cri *c, const char *id, struct ck__cri_sandbox_stats *ret,
+                          struct ck_err *reterr);
+int ck__cri_list_sandbox_stats(struct ck__cri *c, const struct ck__cri_filter *filter,
+                               struct ck__cri_sandbox_stats_list *ret, struct ck_err *reterr);
 
 void ck__cri_sandbox_release(struct ck__cri_sandbox *s);
 void ck__cri_sandboxes_release(struct ck__cri_sandboxes *l);
@@ -1037,6 +1061,8 @@ void ck__cri_container_status_release(struct ck__cri_container_status *s);
 void ck__cri_exec_result_release(struct ck__cri_exec_result *r);
 void ck__cri_container_stats_release(struct ck__cri_container_stats *s);
 void ck__cri_stats_list_release(struct ck__cri_stats_list *l);
+void ck__cri_sandbox_stats_release(struct ck__cri_sandbox_stats *s);
+void ck__cri_sandbox_stats_list_release(struct ck__cri_sandbox_stats_list *l);
 /* The value of key among n labels or annotations, or NULL. */
 const char *ck__cri_kv_get(const struct ck__cri_kv *kv, size_t n, const char *key);
 
@@ -1077,6 +1103,7 @@ void ck__cri_encode_create_container(struct ck__buf *b, const char *sandbox_id,
 void ck__cri_encode_list_sandboxes(struct ck__buf *b, const struct ck__cri_filter *filter);
 void ck__cri_encode_list_containers(struct ck__buf *b, const struct ck__cri_filter *filter);
 void ck__cri_encode_list_container_stats(struct ck__buf *b, const struct ck__cri_filter *filter);
+void ck__cri_encode_list_sandbox_stats(struct ck__buf *b, const struct ck__cri_filter *filter);
 void ck__cri_encode_stop_container(struct ck__buf *b, const char *id, int64_t timeout_s);
 void ck__cri_encode_exec_sync(struct ck__buf *b, const char *id, const char *const *argv,
                               size_t argc, int64_t timeout_s);
@@ -1105,6 +1132,9 @@ int ck__cri_decode_exec_sync(struct ck__pb_reader r, struct ck__cri_exec_result 
 /* ContainerStatsResponse: malformed without its stats. */
 int ck__cri_decode_container_stats(struct ck__pb_reader r, struct ck__cri_container_stats *ret);
 int ck__cri_decode_list_container_stats(struct ck__pb_reader r, struct ck__cri_stats_list *ret);
+int ck__cri_decode_sandbox_stats(struct ck__pb_reader r, struct ck__cri_sandbox_stats *ret);
+int ck__cri_decode_list_sandbox_stats(struct ck__pb_reader r,
+                                      struct ck__cri_sandbox_stats_list *ret);
 
 /*
  * A failed call's error (service and method as "ImageService", "PullImage"): the gRPC
@@ -1116,10 +1146,11 @@ int ck__cri_status_error(const char *service, const char *method, int status, co
                          struct ck_err *reterr);
 
 /*
- * Decodes bytes as a CRI answer: p[0] % 14 picks Version, Status, ListImages,
+ * Decodes bytes as a CRI answer: p[0] % 16 picks Version, Status, ListImages,
  * ImageStatus, PullImage, ImageFsInfo, an id or URL answer, PodSandboxStatus,
- * ListPodSandbox, ListContainers, ContainerStatus, ExecSync, ContainerStats or
- * ListContainerStats; the rest is the message. For fuzz/fuzz_cri_answer.c.
+ * ListPodSandbox, ListContainers, ContainerStatus, ExecSync, ContainerStats,
+ * ListContainerStats, PodSandboxStats or ListPodSandboxStats; the rest is the message.
+ * For fuzz/fuzz_cri_answer.c.
  */
 void ck__cri_decode_answer(const unsigned char *p, size_t n);
 
