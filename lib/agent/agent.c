@@ -2358,6 +2358,8 @@ struct ck__rt_stats_ref *ck__agent_running_containers(struct ck_agent *a, size_t
             snprintf(r->id, sizeof(r->id), "%s", c->id);
             r->attempt = c->attempt;
             r->started_ns = c->started_ns;
+            if (p->sandbox_ready)
+                snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", p->rp.sandbox_id);
         }
     }
     pthread_mutex_unlock(&a->lock);

@@ -60,8 +60,9 @@ int ck__agent_container_exec_url(struct ck_agent *a, const char *ns, const char 
 struct ck__rt_stats_ref {
     char ns[254], pod[254], uid[64], name[254]; /* its pod and its own name */
     int attempt;
-    char id[192];       /* its containerID as the runtime's start gave it */
-    int64_t started_ns; /* Unix time in ns; 0 unknown */
+    char id[192];         /* its containerID as the runtime's start gave it */
+    int64_t started_ns;   /* Unix time in ns; 0 unknown */
+    char sandbox_id[128]; /* its pod's sandbox ("" none) */
 };
 
 /*
@@ -115,14 +116,16 @@ void ck__pgroup_stats_read(const char *proc, int pgid, int64_t now, struct ck__r
  * node_memory_working_set_bytes, container_start_time_seconds,
  * container_cpu_usage_seconds_total, container_memory_working_set_bytes (labels
  * container, namespace, pod), pod_cpu_usage_seconds_total and pod_memory_working_set_bytes
- * (namespace, pod; the sums of its containers'), resource_scrape_error (scrape_error,
- * deprecated since 1.29, is hidden in 1.32 and not written). Samples carry their time in
- * milliseconds. stats[i] belongs to refs[i]; scrape_error: the runtime failed (then n is
- * 0). 0, or CK_ENOMEM.
+ * (namespace, pod; the pod's own figures where pods gives them, else the sums of its
+ * containers'), resource_scrape_error (scrape_error, deprecated since 1.29, is hidden in
+ * 1.32 and not written). Samples carry their time in milliseconds. stats[i] and pods[i]
+ * (NULL: none) belong to refs[i]; scrape_error: the runtime failed (then n is 0). 0, or
+ * CK_ENOMEM.
  */
 int ck__resource_metrics_render(struct ck__buf *out, const struct ck__rt_stats *node,
                                 const struct ck__rt_stats_ref *refs,
-                                const struct ck__rt_stats *stats, size_t n, bool scrape_error);
+                                const struct ck__rt_stats *stats, const struct ck__rt_stats *pods,
+                                size_t n, bool scrape_error);
 
 /* GET /metrics/resource on the agent's endpoint. */
 enum MHD_Result ck__agent_serve_resource_metrics(struct ck_agent *a, struct MHD_Connection *conn);
@@ -636,6 +639,14 @@ struct ck__runtime_ops {
      */
     int (*container_stats)(struct ck__runtime *rt, const struct ck__rt_stats_ref *refs, size_t n,
                            struct ck__rt_stats *ret, struct ck_err *reterr);
+    /*
+     * The CPU and memory of the pods of refs[0..n) as a whole, their sandboxes included
+     * (kubelet's pod stats), into ret[i] for refs[i]'s pod: what the runtime does not
+     * know stays unknown. 0, or the runtime's error with reterr. Called as
+     * container_stats. NULL: a pod's figures are its containers' sums.
+     */
+    int (*pod_stats)(struct ck__runtime *rt, const struct ck__rt_stats_ref *refs, size_t n,
+                     struct ck__rt_stats *ret, struct ck_err *reterr);
     void (*free)(struct ck__runtime *rt);
 };
 struct ck__runtime {

@@ -13,8 +13,10 @@
  *   container_memory_working_set_bytes (the runtime's container_stats: CRI's
  *   ListContainerStats, the process runtime's cgroup or /proc) and
  *   container_start_time_seconds;
- * - each pod: pod_cpu_usage_seconds_total and pod_memory_working_set_bytes, the sums of
- *   its containers' (kubelet reads the pod's cgroup, which also holds the sandbox);
+ * - each pod: pod_cpu_usage_seconds_total and pod_memory_working_set_bytes, the pod's
+ *   own figures where the runtime has them (CRI's ListPodSandboxStats: the pod's cgroup,
+ *   its sandbox included, as kubelet reads it), else the sums of its containers' (the
+ *   process runtime, which has no pod cgroup);
  * - resource_scrape_error: 1 when the runtime could not be asked.
  *
  * The text is what Prometheus' Go client writes for kubelet's registry: families sorted by
@@ -232,7 +234,8 @@ static int put_value(struct ck__buf *b, double v, int64_t time_ns)
 
 struct pod_sum {
     const char *ns, *pod;
-    struct ck__rt_stats s;
+    struct ck__rt_stats s;   /* its containers' sums */
+    struct ck__rt_stats own; /* the runtime's figures of the pod as a whole */
 };
 
 struct entry {
@@ -293,7 +296,10 @@ static int put_pods(struct ck__buf *b, const struct pod_sum *p, size_t n, bool c
 {
     int r = 0;
     for (size_t i = 0; r == 0 && i < n; i++) {
-        if (cpu ? !p[i].s.has_cpu : !p[i].s.has_memory)
+        /* the pod's own figure where the runtime gave one, else its containers' sum */
+        const struct ck__rt_stats *s =
+            (cpu ? p[i].own.has_cpu : p[i].own.has_memory) ? &p[i].own : &p[i].s;
+        if (cpu ? !s->has_cpu : !s->has_memory)
             continue;
         r = ck__buf_adds(b, cpu ? "pod_cpu_usage_seconds_total{" : "pod_memory_working_set_bytes{");
         if (r == 0)
@@ -301,8 +307,8 @@ static int put_pods(struct ck__buf *b, const struct pod_sum *p, size_t n, bool c
         if (r == 0)
             r = put_label(b, "pod", p[i].pod, true);
         if (r == 0)
-            r = cpu ? put_value(b, (double)p[i].s.cpu_core_ns / 1e9, p[i].s.cpu_time)
-                    : put_value(b, (double)p[i].s.working_set_bytes, p[i].s.memory_time);
+            r = cpu ? put_value(b, (double)s->cpu_core_ns / 1e9, s->cpu_time)
+                    : put_value(b, (double)s->working_set_bytes, s->memory_time);
     }
     return r;
 }
@@ -326,7 +332,8 @@ static void add_into(struct ck__rt_stats *sum, const struct ck__rt_stats *st)
 
 int ck__resource_metrics_render(struct ck__buf *out, const struct ck__rt_stats *node,
                                 const struct ck__rt_stats_ref *refs,
-                                const struct ck__rt_stats *stats, size_t n, bool scrape_error)
+                                const struct ck__rt_stats *stats, const struct ck__rt_stats *own,
+                                size_t n, bool scrape_error)
 {
     struct entry *e = calloc(n + 1, sizeof(*e));
     struct pod_sum *pods = calloc(n + 1, sizeof(*pods));
@@ -338,8 +345,10 @@ int ck__resource_metrics_render(struct ck__buf *out, const struct ck__rt_stats *
         while (j < n_pods && (strcmp(pods[j].ns, refs[i].ns) || strcmp(pods[j].pod, refs[i].pod)))
             j++;
         if (j == n_pods)
-            pods[n_pods++] = (struct pod_sum){refs[i].ns, refs[i].pod, {0}};
+            pods[n_pods++] = (struct pod_sum){refs[i].ns, refs[i].pod, {0}, {0}};
         add_into(&pods[j].s, &stats[i]);
+        if (own && (own[i].has_cpu || own[i].has_memory)) /* one per pod: any of its refs' */
+            pods[j].own = own[i];
     }
     if (r == 0) {
         qsort(e, n, sizeof(*e), entry_cmp);
@@ -406,19 +415,27 @@ enum MHD_Result ck__agent_serve_resource_metrics(struct ck_agent *a, struct MHD_
     size_t n = 0;
     struct ck__rt_stats_ref *refs = ck__agent_running_containers(a, &n);
     struct ck__rt_stats *stats = calloc(n + 1, sizeof(*stats));
+    struct ck__rt_stats *own = calloc(n + 1, sizeof(*own));
     struct ck__runtime *rt = ck__agent_runtime(a);
-    bool failed = !stats;
+    bool failed = !stats || !own;
     struct ck_err err = {0};
-    if (stats && n && rt->ops->container_stats &&
+    if (!failed && n && rt->ops->container_stats &&
         rt->ops->container_stats(rt, refs, n, stats, &err) < 0) {
-        CK_LOGS(2, "Resource metrics: the runtime's stats failed", "err", err.msg);
+        CK_LOGS(2, "Resource metrics: the runtime's container stats failed", "err", err.msg);
         failed = true;
     }
     ck_err_release(&err);
+    if (!failed && n && rt->ops->pod_stats && rt->ops->pod_stats(rt, refs, n, own, &err) < 0) {
+        /* the pods' figures are then their containers' sums */
+        CK_LOGS(2, "Resource metrics: the runtime's pod stats failed", "err", err.msg);
+        memset(own, 0, n * sizeof(*own));
+    }
+    ck_err_release(&err);
     struct ck__buf body = {0};
-    int r = ck__resource_metrics_render(&body, &node, refs, stats, failed ? 0 : n, failed);
+    int r = ck__resource_metrics_render(&body, &node, refs, stats, own, failed ? 0 : n, failed);
     free(refs);
     free(stats);
+    free(own);
     if (r < 0) {
         ck__buf_release(&body);
         return ck__agent_answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");

@@ -59,7 +59,8 @@
  *   rotated (logrotate.c) and ReopenContainerLog makes the runtime open a new one.
  *
  * - Stats: the resource metrics' CPU and working set of the running containers, from one
- *   ListContainerStats (container_stats).
+ *   ListContainerStats (container_stats), and of their pods as a whole, from one
+ *   ListPodSandboxStats (pod_stats).
  *
  * Not yet: pull back-off per image (the agent backs off per container).
  */
@@ -1138,6 +1139,38 @@ static int container_stats(struct ck__runtime *rt, const struct ck__rt_stats_ref
     return 0;
 }
 
+/*
+ * One ListPodSandboxStats for all: each ref's pod gets its sandbox's figures (the pod's
+ * cgroup, the sandbox's own container included), as kubelet's CRI stats provider reads
+ * a pod's.
+ */
+static int pod_stats(struct ck__runtime *rt, const struct ck__rt_stats_ref *refs, size_t n,
+                     struct ck__rt_stats *ret, struct ck_err *reterr)
+{
+    struct cri_runtime *cr = (struct cri_runtime *)rt;
+    struct ck__cri_sandbox_stats_list l;
+    for (size_t i = 0; i < n; i++)
+        ret[i] = (struct ck__rt_stats){0};
+    int r = ck__cri_list_sandbox_stats(cr->cri, NULL, &l, reterr);
+    if (r < 0)
+        return r;
+    for (size_t j = 0; j < l.n; j++) {
+        const struct ck__cri_sandbox_stats *st = &l.items[j];
+        for (size_t i = 0; st->id && i < n; i++) {
+            if (strcmp(refs[i].sandbox_id, st->id) != 0)
+                continue;
+            ret[i] = (struct ck__rt_stats){.has_cpu = st->usage.has_cpu,
+                                           .has_memory = st->usage.has_memory,
+                                           .cpu_time = st->usage.timestamp,
+                                           .memory_time = st->usage.timestamp,
+                                           .cpu_core_ns = st->usage.usage_core_nano_seconds,
+                                           .working_set_bytes = st->usage.working_set_bytes};
+        }
+    }
+    ck__cri_sandbox_stats_list_release(&l);
+    return 0;
+}
+
 static int port_forward_url(struct ck__runtime *rt, const char *sandbox_id, int port,
                             char **ret_url, struct ck_err *reterr)
 {
@@ -1714,6 +1747,7 @@ static const struct ck__runtime_ops cri_ops = {
     .exec = exec_sync,
     .exec_url = exec_url,
     .container_stats = container_stats,
+    .pod_stats = pod_stats,
     .attach_url = attach_url,
     .port_forward_url = port_forward_url,
     .remove_orphans = remove_orphans,

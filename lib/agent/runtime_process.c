@@ -307,6 +307,7 @@ static const struct ck__runtime_ops process_ops = {
     .attach_url = NULL,       /* kubectl attach reads the log and writes the stdin FIFO (exec.c) */
     .port_forward_url = NULL, /* pods share the host's network (portforward.c) */
     .container_stats = container_stats,
+    .pod_stats = NULL, /* no pod cgroup: a pod's figures are its containers' sums */
     .free = runtime_free,
 };
 

@@ -5,7 +5,7 @@
 # agent's /metrics/resource takes the containers' CPU and working set from containerd's
 # ListContainerStats; the server's metrics.k8s.io turns two scrapes into rates. Checked:
 # the burning container's CPU seconds and the idle one's working set above 0 in
-# /metrics/resource, `kubectl top pod` (and --containers) with CPU above 0, the
+# /metrics/resource, the pod's own figures (ListPodSandboxStats) at least its containers', `kubectl top pod` (and --containers) with CPU above 0, the
 # PodMetrics' memory above 0, `kubectl top node` showing n1.
 #
 # Usage: test_agent_cri_top.sh PATH/TO/ckube
@@ -32,6 +32,15 @@ if [ "${1:-}" = "--inside" ]; then
     check "/metrics/resource: the idle container's working set above 0 ($mem)" \
         awk -v v="${mem:-0}" 'BEGIN { exit !(v + 0 > 0) }'
     check "/metrics/resource: no scrape error" grep -q '^resource_scrape_error 0$' "$work/resource.txt"
+    # the pod's own figures (ListPodSandboxStats: its cgroup, the sandbox's included) hold
+    # at least its containers'
+    pod_mem=$(value_of 'pod_memory_working_set_bytes{namespace="default",pod="burn"} ')
+    loop_mem=$(value_of 'container_memory_working_set_bytes{container="loop",namespace="default",pod="burn"} ')
+    check "/metrics/resource: the pod's working set ($pod_mem) at least its containers' ($mem + $loop_mem)" \
+        awk -v p="${pod_mem:-0}" -v a="${mem:-0}" -v b="${loop_mem:-0}" 'BEGIN { exit !(p + 0 > 0 && p + 0 >= a + b) }'
+    pod_cpu=$(value_of 'pod_cpu_usage_seconds_total{namespace="default",pod="burn"} ')
+    check "/metrics/resource: the pod's CPU seconds at least the loop's ($pod_cpu >= $cpu)" \
+        awk -v p="${pod_cpu:-0}" -v c="${cpu:-0}" 'BEGIN { exit !(p + 0 > 0 && p + 0 >= c + 0) }'
 
     above_zero() { awk -v n="$2" '{ v = $n; sub(/m$/, "", v); sub(/Mi$|Ki$|Gi$/, "", v); exit !(v + 0 > 0) }' "$1"; }
     poll "kubectl top node shows n1" sh -c "kubectl top node --no-headers >'$work/top-node.txt' 2>&1 && grep -q '^n1 ' '$work/top-node.txt'"
