@@ -30,6 +30,8 @@ const struct ck_kind ck__kind_nodemetrics = {
     .kind = "NodeMetrics",
     .list_kind = "NodeMetricsList",
     .resource = "nodes",
+    /* never stored; a key of its own all the same, never the core nodes' */
+    .storage_resource = "metrics.k8s.io/nodes",
     .singular = "",
     .namespaced = false,
     .name_rule = CK_NAME_PATH_SEGMENT,

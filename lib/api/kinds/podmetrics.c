@@ -26,6 +26,8 @@ const struct ck_kind ck__kind_podmetrics = {
     .kind = "PodMetrics",
     .list_kind = "PodMetricsList",
     .resource = "pods",
+    /* never stored; a key of its own all the same, never the core pods' */
+    .storage_resource = "metrics.k8s.io/pods",
     .singular = "",
     .namespaced = true,
     .name_rule = CK_NAME_PATH_SEGMENT,
