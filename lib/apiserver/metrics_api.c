@@ -19,8 +19,10 @@
  * - Freshness: metrics-server scrapes every --metric-resolution (15 s) on its own; here a
  *   node is scraped when a request comes and its newest scrape is older than that, and a
  *   node scraped for the first time is scraped again a second later so that there is a
- *   rate to give at once. Nodes whose agent cannot be reached are left out, as
- *   metrics-server leaves them.
+ *   rate to give at once. The nodes due are scraped at once (curl's multi interface, 3 s
+ *   to connect, 10 s in all). Nodes whose agent cannot be reached are left out, as
+ *   metrics-server leaves them, and tried again after 5 s, twice as late after each
+ *   failure (5 minutes at most), so that unreachable nodes do not hold up every request.
  *
  * The objects carry the node's or pod's labels and a creationTimestamp of now; CPU is a
  * decimal quantity of nanocores ("250m", "123456n"), memory a binary one ("1234Ki").
@@ -46,8 +48,12 @@
 #define RESOLUTION_MS 15000
 /* a node's samples no request asked for in this long are dropped (a node gone) */
 #define FORGET_MS (20 * RESOLUTION_MS)
-/* a node whose agent could not be scraped is tried again after this long */
-#define RETRY_MS 5000
+/* a node whose agent could not be scraped is tried again after this long, doubling */
+#define RETRY_MS     5000
+#define RETRY_MAX_MS (5 * 60 * 1000)
+/* an agent's connection and whole answer (metrics-server's kubelet request timeout: 10 s) */
+#define CONNECT_TIMEOUT_S 3
+#define SCRAPE_TIMEOUT_S  10
 /* the gap between the first two scrapes of a node */
 #define FIRST_GAP_MS 1000
 /* sample times past this (ms, the year 33658) and values past this are refused */
@@ -414,6 +420,7 @@ struct node_entry {
     struct ck__node_scrape prev, cur;
     bool has_prev, has_cur;
     int64_t scraped_at; /* monotonic ms of the newest scrape, or of a failed one */
+    int64_t retry_ms;   /* after a failure: how long until the next try (0: none failed) */
     bool seen;          /* among the nodes this refresh asked about */
 };
 
@@ -459,39 +466,6 @@ static int64_t real_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* GET <agent>/metrics/resource of node name, parsed. 0, or -1 (logged). */
-static int scrape(struct ck_apiserver *ctx, const char *name, struct ck__node_scrape *ret)
-{
-    char base[512], msg[256], url[600];
-    if (ck__kubelet_base_url(ctx, name, base, sizeof(base), msg, sizeof(msg)) < 0)
-        return -1;
-    snprintf(url, sizeof(url), "%s/metrics/resource", base);
-    CURL *curl = curl_easy_init();
-    if (!curl)
-        return -1;
-    struct ck__buf body = {.max = MAX_ANSWER};
-    char err[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 5L);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L); /* metrics-server's kubelet request timeout */
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, ck__buf_curl_write);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, err);
-    ck__kubelet_curl_tls(ctx, curl);
-    CURLcode rc = curl_easy_perform(curl);
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(curl);
-    int r = -1;
-    if (rc != CURLE_OK || status != 200 || body.err)
-        CK_LOGS(2, "Failed to scrape node", "node", name, "err", rc != CURLE_OK ? err : "status");
-    else
-        r = ck__metrics_scrape_parse(body.p ? body.p : "", body.len, ret) < 0 ? -1 : 0;
-    ck__buf_release(&body);
-    return r;
-}
-
 static struct node_entry *entry(struct ck__metrics_api *m, const char *name)
 {
     for (size_t i = 0; i < m->n; i++)
@@ -511,23 +485,123 @@ static struct node_entry *entry(struct ck__metrics_api *m, const char *name)
     return e;
 }
 
-/* Takes a new scrape of e's node: the newest becomes the previous one. */
-static void rescrape(struct ck_apiserver *ctx, struct node_entry *e)
+/* e's scrape failed: its samples go, and it is tried again later, twice as late each time. */
+static void scrape_failed(struct node_entry *e)
 {
-    struct ck__node_scrape s;
-    if (scrape(ctx, e->name, &s) < 0) {
-        ck__node_scrape_release(&e->prev);
-        ck__node_scrape_release(&e->cur);
-        e->has_prev = e->has_cur = false;
-        e->scraped_at = mono_ms(); /* tried again after RETRY_MS */
-        return;
-    }
+    ck__node_scrape_release(&e->prev);
+    ck__node_scrape_release(&e->cur);
+    e->has_prev = e->has_cur = false;
+    e->scraped_at = mono_ms();
+    e->retry_ms = e->retry_ms ? e->retry_ms * 2 : RETRY_MS;
+    if (e->retry_ms > RETRY_MAX_MS)
+        e->retry_ms = RETRY_MAX_MS;
+}
+
+/* e's new scrape s (taken): the newest becomes the previous one. */
+static void scrape_done(struct node_entry *e, struct ck__node_scrape *s)
+{
     ck__node_scrape_release(&e->prev);
     e->prev = e->cur;
     e->has_prev = e->has_cur;
-    e->cur = s;
+    e->cur = *s;
     e->has_cur = true;
     e->scraped_at = mono_ms();
+    e->retry_ms = 0;
+}
+
+/* One agent's GET /metrics/resource in flight. */
+struct job {
+    size_t idx; /* its node's entry */
+    CURL *curl;
+    struct ck__buf body;
+    char err[CURL_ERROR_SIZE];
+    CURLcode rc;
+    bool done;
+};
+
+/*
+ * Scrapes the agents of the entries idx[0..n) at once, as metrics-server scrapes its
+ * nodes in parallel: curl's multi interface, each within SCRAPE_TIMEOUT_S, so that
+ * agents that cannot be reached cost one timeout, not one each. m->lock held.
+ */
+static void scrape_all(struct ck_apiserver *ctx, struct ck__metrics_api *m, const size_t *idx,
+                       size_t n)
+{
+    struct job *jobs = calloc(n + 1, sizeof(*jobs));
+    CURLM *multi = curl_multi_init();
+    for (size_t i = 0; jobs && multi && i < n; i++) {
+        struct job *j = &jobs[i];
+        char base[512], msg[256], url[600];
+        j->idx = idx[i];
+        j->body = (struct ck__buf){.max = MAX_ANSWER};
+        j->rc = CURLE_FAILED_INIT;
+        if (ck__kubelet_base_url(ctx, m->v[j->idx].name, base, sizeof(base), msg, sizeof(msg)) <
+                0 ||
+            !(j->curl = curl_easy_init()))
+            continue;
+        snprintf(url, sizeof(url), "%s/metrics/resource", base);
+        curl_easy_setopt(j->curl, CURLOPT_URL, url);
+        curl_easy_setopt(j->curl, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(j->curl, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_TIMEOUT_S);
+        curl_easy_setopt(j->curl, CURLOPT_TIMEOUT, (long)SCRAPE_TIMEOUT_S);
+        curl_easy_setopt(j->curl, CURLOPT_WRITEFUNCTION, ck__buf_curl_write);
+        curl_easy_setopt(j->curl, CURLOPT_WRITEDATA, &j->body);
+        curl_easy_setopt(j->curl, CURLOPT_ERRORBUFFER, j->err);
+        curl_easy_setopt(j->curl, CURLOPT_PRIVATE, j);
+        ck__kubelet_curl_tls(ctx, j->curl);
+        if (curl_multi_add_handle(multi, j->curl) != CURLM_OK) {
+            curl_easy_cleanup(j->curl);
+            j->curl = NULL;
+        }
+    }
+    int running = 0;
+    do {
+        if (!multi || curl_multi_perform(multi, &running) != CURLM_OK)
+            break;
+        if (running)
+            curl_multi_poll(multi, NULL, 0, 1000, NULL);
+    } while (running);
+    CURLMsg *msg;
+    int left;
+    while (multi && (msg = curl_multi_info_read(multi, &left))) {
+        struct job *j = NULL;
+        if (msg->msg == CURLMSG_DONE &&
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&j) == CURLE_OK && j) {
+            j->rc = msg->data.result;
+            j->done = true;
+        }
+    }
+    for (size_t i = 0; jobs && i < n; i++) {
+        struct job *j = &jobs[i];
+        struct node_entry *e = &m->v[j->idx];
+        long status = 0;
+        if (j->curl)
+            curl_easy_getinfo(j->curl, CURLINFO_RESPONSE_CODE, &status);
+        struct ck__node_scrape s;
+        if (j->done && j->rc == CURLE_OK && status == 200 && !j->body.err &&
+            ck__metrics_scrape_parse(j->body.p ? j->body.p : "", j->body.len, &s) == 0) {
+            scrape_done(e, &s);
+        } else {
+            char code[24];
+            snprintf(code, sizeof(code), "%ld", status);
+            CK_LOGS(2, "Failed to scrape node", "node", e->name, "err",
+                    j->rc != CURLE_OK ? (j->err[0] ? j->err : curl_easy_strerror(j->rc))
+                                      : "bad answer",
+                    "status", code);
+            scrape_failed(e);
+        }
+        if (j->curl) {
+            curl_multi_remove_handle(multi, j->curl);
+            curl_easy_cleanup(j->curl);
+        }
+        ck__buf_release(&j->body);
+    }
+    if (!jobs) /* out of memory: nothing was asked */
+        for (size_t i = 0; i < n; i++)
+            scrape_failed(&m->v[idx[i]]);
+    if (multi)
+        curl_multi_cleanup(multi);
+    free(jobs);
 }
 
 /* The names of every node (the store's), with their objects. New reference or NULL. */
@@ -558,26 +632,31 @@ static void refresh(struct ck_apiserver *ctx, struct ck__metrics_api *m, const j
         m->v[i].seen = false;
     size_t i;
     json_t *node;
-    bool again = false;
     json_array_foreach(nodes, i, node)
     {
         const char *name =
             json_string_value(json_object_get(json_object_get(node, "metadata"), "name"));
         struct node_entry *e = name ? entry(m, name) : NULL;
-        if (!e)
-            continue;
-        e->seen = true;
+        if (e)
+            e->seen = true;
+    }
+    size_t *due = calloc(m->n + 1, sizeof(*due)), n_due = 0;
+    for (size_t k = 0; due && k < m->n; k++) {
+        const struct node_entry *e = &m->v[k];
         int64_t age = mono_ms() - e->scraped_at;
-        if (e->has_cur ? age >= RESOLUTION_MS : (!e->scraped_at || age >= RETRY_MS))
-            rescrape(ctx, e);
-        again = again || (e->has_cur && !e->has_prev);
+        if (e->seen && (e->has_cur ? age >= RESOLUTION_MS : (!e->scraped_at || age >= e->retry_ms)))
+            due[n_due++] = k;
     }
-    if (again) { /* a first scrape: a second one a moment later gives a rate */
+    scrape_all(ctx, m, due, n_due);
+    n_due = 0;
+    for (size_t k = 0; due && k < m->n; k++)
+        if (m->v[k].seen && m->v[k].has_cur && !m->v[k].has_prev)
+            due[n_due++] = k;
+    if (n_due) { /* first scrapes: second ones a moment later give rates */
         nanosleep(&(struct timespec){FIRST_GAP_MS / 1000, (FIRST_GAP_MS % 1000) * 1000000L}, NULL);
-        for (size_t k = 0; k < m->n; k++)
-            if (m->v[k].seen && m->v[k].has_cur && !m->v[k].has_prev)
-                rescrape(ctx, &m->v[k]);
+        scrape_all(ctx, m, due, n_due);
     }
+    free(due);
     for (size_t k = 0; k < m->n;) { /* nodes no request asked about for long: forgotten */
         if (m->v[k].seen || (m->v[k].has_cur && mono_ms() - m->v[k].scraped_at < FORGET_MS)) {
             k++;

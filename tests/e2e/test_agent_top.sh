@@ -5,7 +5,8 @@
 # reports a pod that burns a CPU, metrics.k8s.io/v1beta1 is in discovery, and `kubectl
 # top node` and `kubectl top pod` (all namespaces, by label, by name, --containers) show
 # the node and the pod with CPU and memory above zero; a user with the view role runs
-# `kubectl top pod` in its namespace only; NodeMetrics and PodMetrics read whole have
+# `kubectl top pod` in its namespace only; nodes whose agents cannot be reached are left
+# out without holding kubectl top up; NodeMetrics and PodMetrics read whole have
 # their window and timestamp; a missing pod is NotFound, a write refused.
 #
 # Usage: test_agent_top.sh PATH/TO/ckube [STORE_URL]
@@ -91,6 +92,22 @@ poll "jane (view in default) runs kubectl top pod" sh -c "kubectl --kubeconfig '
 kubectl --kubeconfig "$work/jane.kubeconfig" top pod -n kube-system >"$work/jane-other.txt" 2>&1
 check "jane: kubectl top pod in another namespace is forbidden ($(cat "$work/jane-other.txt"))" \
     grep -q 'forbidden' "$work/jane-other.txt"
+
+# nodes whose agents cannot be scraped (simulated ones: their addresses time out, or, on a
+# network whose gateway answers everything, give no metrics) are left out, scraped at once
+# rather than one after the other, and not asked again at once
+start_fake_nodes --count 4 --prefix ghost- --renew-interval 1s
+poll "the simulated nodes registered" sh -c "[ \$(kubectl get nodes -o name | grep -c ghost-) -eq 4 ]"
+start=$(date +%s)
+kubectl top node --no-headers >"$work/top-ghosts.txt" 2>&1
+took=$(($(date +%s) - start))
+check "kubectl top node with unreachable nodes: n1's figures, <unknown> for the others ($(tr '\n' ' ' <"$work/top-ghosts.txt"))" \
+    sh -c "grep -q '^n1 *[0-9]*m ' '$work/top-ghosts.txt' && [ \$(grep -c '^ghost-[0-9] *<unknown>' '$work/top-ghosts.txt') -eq 4 ]"
+check "kubectl top node with 4 nodes that cannot be scraped took ${took}s (under 9 s: at most one connect timeout)" test "$took" -lt 9
+start=$(date +%s)
+kubectl top node --no-headers >/dev/null 2>&1
+took=$(($(date +%s) - start))
+check "kubectl top node again at once: the failed ones wait their retry (${took}s)" test "$took" -lt 3
 
 # the objects themselves
 k get --raw /apis/metrics.k8s.io/v1beta1/nodes/n1 >"$work/node.json"
