@@ -2335,3 +2335,39 @@ int ck__agent_container_env(struct ck_agent *a, const char *ns, const char *pod,
     pthread_mutex_unlock(&a->lock);
     return r;
 }
+
+struct ck__rt_stats_ref *ck__agent_running_containers(struct ck_agent *a, size_t *ret_n)
+{
+    *ret_n = 0;
+    pthread_mutex_lock(&a->lock);
+    size_t total = 0, n = 0;
+    for (size_t i = 0; i < a->pods.n; i++)
+        total += a->pods.v[i]->n;
+    struct ck__rt_stats_ref *refs = total ? calloc(total, sizeof(*refs)) : NULL;
+    for (size_t i = 0; refs && i < a->pods.n; i++) {
+        const struct pod_run *p = a->pods.v[i];
+        for (size_t j = 0; j < p->n && !p->terminating; j++) {
+            const struct container *c = &p->ctrs[j];
+            if (!c->running || !c->id[0])
+                continue;
+            struct ck__rt_stats_ref *r = &refs[n++];
+            snprintf(r->ns, sizeof(r->ns), "%s", p->ns);
+            snprintf(r->pod, sizeof(r->pod), "%s", p->name);
+            snprintf(r->uid, sizeof(r->uid), "%s", p->uid);
+            snprintf(r->name, sizeof(r->name), "%s", c->name);
+            snprintf(r->id, sizeof(r->id), "%s", c->id);
+            r->attempt = c->attempt;
+            r->started_ns = c->started_ns;
+            if (p->sandbox_ready)
+                snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", p->rp.sandbox_id);
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    *ret_n = n;
+    return refs;
+}
+
+struct ck__runtime *ck__agent_runtime(struct ck_agent *a)
+{
+    return a->rt;
+}

@@ -10,7 +10,8 @@
  * StopPodSandbox, RemovePodSandbox, PodSandboxStatus, ListPodSandbox,
  * CreateContainer, StartContainer, StopContainer, RemoveContainer,
  * ListContainers, ContainerStatus, ExecSync, Exec, Attach, PortForward,
- * ReopenContainerLog, ContainerStats and ListContainerStats; ImageService
+ * ReopenContainerLog, ContainerStats, ListContainerStats, PodSandboxStats and
+ * ListPodSandboxStats; ImageService
  * ListImages, ImageStatus, PullImage, RemoveImage and ImageFsInfo. Deadlines
  * are kubelet's: the client's timeout, RunPodSandbox's own, StopContainer and
  * ExecSync the client's plus their own (ExecSync without one: none).
@@ -247,6 +248,11 @@ enum { ATTR_ID = 1, ATTR_METADATA = 2, ATTR_LABELS = 3 };       /* ContainerAttr
 enum { CPU_TIMESTAMP = 1, CPU_USAGE_CORE_NS = 2, CPU_USAGE_NANO_CORES = 3 };
 enum { MEM_WORKING_SET = 2, MEM_RSS = 5 }; /* MemoryUsage */
 enum { STATS_STATS = 1 };                  /* ContainerStatsResponse, ListContainerStatsResponse */
+enum { SB_STATS_FILTER_ID = 1, SB_STATS_FILTER_LABELS = 2 };             /* PodSandboxStatsFilter */
+enum { SB_STATS_ATTRIBUTES = 1, SB_STATS_LINUX = 2 };                    /* PodSandboxStats */
+enum { SB_ATTR_ID = 1, SB_ATTR_METADATA = 2, SB_ATTR_LABELS = 3 };       /* PodSandboxAttributes */
+enum { SB_LINUX_CPU = 1, SB_LINUX_MEMORY = 2, SB_LINUX_CONTAINERS = 5 }; /* LinuxPodSandboxStats */
+/* PodSandboxStatsResponse and ListPodSandboxStatsResponse: STATS_STATS */
 
 /* ---- writing ---------------------------------------------------------------------- */
 
@@ -557,6 +563,16 @@ void ck__cri_encode_list_container_stats(struct ck__buf *b, const struct ck__cri
     put_string(b, STATS_FILTER_ID, f->id);
     put_string(b, STATS_FILTER_SANDBOX, f->sandbox_id);
     put_map(b, STATS_FILTER_LABELS, f->labels, f->n_labels);
+    ck__pb_end_len(b, at);
+}
+
+void ck__cri_encode_list_sandbox_stats(struct ck__buf *b, const struct ck__cri_filter *f)
+{
+    if (!f)
+        return;
+    size_t at = ck__pb_begin_len(b, LIST_REQ_FILTER); /* PodSandboxStatsFilter: no state */
+    put_string(b, SB_STATS_FILTER_ID, f->id);
+    put_map(b, SB_STATS_FILTER_LABELS, f->labels, f->n_labels);
     ck__pb_end_len(b, at);
 }
 
@@ -1694,6 +1710,138 @@ void ck__cri_stats_list_release(struct ck__cri_stats_list *l)
     *l = (struct ck__cri_stats_list){0};
 }
 
+/* PodSandboxMetadata, into a sandbox's stats. */
+static int sandbox_stats_meta_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
+{
+    struct ck__cri_sandbox_stats *st = ctx;
+    switch (no) {
+    case SB_META_NAME:
+        return string(r, wire, &st->name);
+    case SB_META_UID:
+        return string(r, wire, &st->uid);
+    case SB_META_NAMESPACE:
+        return string(r, wire, &st->ns);
+    default:
+        return skip(r, wire);
+    }
+}
+
+static int sandbox_attributes_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
+{
+    struct ck__cri_sandbox_stats *st = ctx;
+    switch (no) {
+    case SB_ATTR_ID:
+        return string(r, wire, &st->id);
+    case SB_ATTR_METADATA:
+        return message(r, wire, sandbox_stats_meta_field, st);
+    case SB_ATTR_LABELS:
+        return map_entry(r, wire, &st->labels, &st->n_labels);
+    default:
+        return skip(r, wire); /* annotations */
+    }
+}
+
+/* LinuxPodSandboxStats: the pod's CPU and memory (read as a container's are), its containers. */
+static int sandbox_linux_stats_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
+{
+    struct ck__cri_sandbox_stats *st = ctx;
+    switch (no) {
+    case SB_LINUX_CPU:
+        st->usage.has_cpu = true;
+        return message(r, wire, cpu_field, &st->usage);
+    case SB_LINUX_MEMORY:
+        st->usage.has_memory = true;
+        return message(r, wire, memory_field, &st->usage);
+    case SB_LINUX_CONTAINERS:
+        return repeated_message(r, wire, (void **)&st->containers, &st->n_containers,
+                                sizeof(*st->containers), stats_field);
+    default:
+        return skip(r, wire); /* network, process */
+    }
+}
+
+/* A PodSandboxStats. */
+static int sandbox_stats_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
+{
+    struct ck__cri_sandbox_stats *st = ctx;
+    if (no == SB_STATS_ATTRIBUTES)
+        return message(r, wire, sandbox_attributes_field, st);
+    if (no == SB_STATS_LINUX)
+        return message(r, wire, sandbox_linux_stats_field, st);
+    return skip(r, wire); /* windows */
+}
+
+void ck__cri_sandbox_stats_release(struct ck__cri_sandbox_stats *st)
+{
+    free(st->id);
+    free(st->name);
+    free(st->uid);
+    free(st->ns);
+    kvs_release(st->labels, st->n_labels);
+    ck__cri_container_stats_release(&st->usage);
+    for (size_t i = 0; i < st->n_containers; i++)
+        ck__cri_container_stats_release(&st->containers[i]);
+    free(st->containers);
+    *st = (struct ck__cri_sandbox_stats){0};
+}
+
+struct sandbox_stats_answer {
+    struct ck__cri_sandbox_stats stats;
+    bool found;
+};
+
+static int sandbox_stats_answer_field(void *ctx, struct ck__pb_reader *r, uint32_t no,
+                                      unsigned wire)
+{
+    struct sandbox_stats_answer *a = ctx;
+    if (no != STATS_STATS)
+        return skip(r, wire);
+    a->found = true;
+    return message(r, wire, sandbox_stats_field, &a->stats);
+}
+
+int ck__cri_decode_sandbox_stats(struct ck__pb_reader r, struct ck__cri_sandbox_stats *ret)
+{
+    struct sandbox_stats_answer a = {0};
+    int e = each_field(r, sandbox_stats_answer_field, &a);
+    if (e == 0 && !a.found)
+        e = CK_EIO;
+    if (e < 0)
+        ck__cri_sandbox_stats_release(&a.stats);
+    else
+        *ret = a.stats;
+    return e;
+}
+
+static int list_sandbox_stats_field(void *ctx, struct ck__pb_reader *r, uint32_t no, unsigned wire)
+{
+    struct ck__cri_sandbox_stats_list *l = ctx;
+    if (no != STATS_STATS)
+        return skip(r, wire);
+    return repeated_message(r, wire, (void **)&l->items, &l->n, sizeof(*l->items),
+                            sandbox_stats_field);
+}
+
+int ck__cri_decode_list_sandbox_stats(struct ck__pb_reader r,
+                                      struct ck__cri_sandbox_stats_list *ret)
+{
+    struct ck__cri_sandbox_stats_list l = {0};
+    int e = each_field(r, list_sandbox_stats_field, &l);
+    if (e < 0)
+        ck__cri_sandbox_stats_list_release(&l);
+    else
+        *ret = l;
+    return e;
+}
+
+void ck__cri_sandbox_stats_list_release(struct ck__cri_sandbox_stats_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        ck__cri_sandbox_stats_release(&l->items[i]);
+    free(l->items);
+    *l = (struct ck__cri_sandbox_stats_list){0};
+}
+
 void ck__cri_decode_answer(const unsigned char *p, size_t n)
 {
     if (n == 0)
@@ -1714,8 +1862,10 @@ void ck__cri_decode_answer(const unsigned char *p, size_t n)
         struct ck__cri_exec_result x;
         struct ck__cri_container_stats st;
         struct ck__cri_stats_list stl;
+        struct ck__cri_sandbox_stats sbst;
+        struct ck__cri_sandbox_stats_list sbstl;
     } u;
-    switch (p[0] % 14) {
+    switch (p[0] % 16) {
     case 0:
         if (ck__cri_decode_version(r, &v) == 0)
             ck__cri_version_release(&v);
@@ -1773,9 +1923,17 @@ void ck__cri_decode_answer(const unsigned char *p, size_t n)
         if (ck__cri_decode_container_stats(r, &u.st) == 0)
             ck__cri_container_stats_release(&u.st);
         break;
-    default:
+    case 13:
         if (ck__cri_decode_list_container_stats(r, &u.stl) == 0)
             ck__cri_stats_list_release(&u.stl);
+        break;
+    case 14:
+        if (ck__cri_decode_sandbox_stats(r, &u.sbst) == 0)
+            ck__cri_sandbox_stats_release(&u.sbst);
+        break;
+    default:
+        if (ck__cri_decode_list_sandbox_stats(r, &u.sbstl) == 0)
+            ck__cri_sandbox_stats_list_release(&u.sbstl);
     }
 }
 
@@ -2239,6 +2397,35 @@ int ck__cri_list_container_stats(struct ck__cri *c, const struct ck__cri_filter 
     if (r < 0)
         return r;
     r = decoded(ck__cri_decode_list_container_stats(msg, ret), "RuntimeService ListContainerStats",
+                reterr);
+    ck__buf_release(&body);
+    return r;
+}
+
+int ck__cri_sandbox_stats(struct ck__cri *c, const char *id, struct ck__cri_sandbox_stats *ret,
+                          struct ck_err *reterr)
+{
+    struct ck__buf req = {0}, body;
+    struct ck__pb_reader msg;
+    put_string(&req, ID_REQ_ID, id);
+    int r = call(c, RUNTIME, "PodSandboxStats", &req, c->timeout_ms, &body, &msg, reterr);
+    if (r < 0)
+        return r;
+    r = decoded(ck__cri_decode_sandbox_stats(msg, ret), "RuntimeService PodSandboxStats", reterr);
+    ck__buf_release(&body);
+    return r;
+}
+
+int ck__cri_list_sandbox_stats(struct ck__cri *c, const struct ck__cri_filter *filter,
+                               struct ck__cri_sandbox_stats_list *ret, struct ck_err *reterr)
+{
+    struct ck__buf req = {0}, body;
+    struct ck__pb_reader msg;
+    ck__cri_encode_list_sandbox_stats(&req, filter);
+    int r = call(c, RUNTIME, "ListPodSandboxStats", &req, c->timeout_ms, &body, &msg, reterr);
+    if (r < 0)
+        return r;
+    r = decoded(ck__cri_decode_list_sandbox_stats(msg, ret), "RuntimeService ListPodSandboxStats",
                 reterr);
     ck__buf_release(&body);
     return r;

@@ -54,6 +54,82 @@ int ck__agent_container_exec_url(struct ck_agent *a, const char *ns, const char 
                                  const char *container, char *const *argv, bool want_stdin,
                                  bool tty, char **ret_url, struct ck_err *reterr);
 
+/* ---- resource metrics (resource_metrics.c) ---- */
+
+/* A running container as the resource metrics name and ask the runtime for it. */
+struct ck__rt_stats_ref {
+    char ns[254], pod[254], uid[64], name[254]; /* its pod and its own name */
+    int attempt;
+    char id[192];         /* its containerID as the runtime's start gave it */
+    int64_t started_ns;   /* Unix time in ns; 0 unknown */
+    char sandbox_id[128]; /* its pod's sandbox ("" none) */
+};
+
+/*
+ * CPU and memory of one container, or of the node, as kubelet's summary holds them
+ * (CPUStats.usageCoreNanoSeconds, MemoryStats.workingSetBytes) with the time of each
+ * sample (Unix ns). has_cpu and has_memory false: not known.
+ */
+struct ck__rt_stats {
+    bool has_cpu, has_memory;
+    int64_t cpu_time, memory_time;
+    uint64_t cpu_core_ns;       /* cumulative, in core-nanoseconds */
+    uint64_t working_set_bytes; /* usage less inactive file pages */
+};
+
+/*
+ * The running containers of the agent's pods (not of terminating pods), as a malloc'd
+ * array (caller frees) of *ret_n; NULL with *ret_n 0 when none or out of memory. Takes
+ * the pod table's lock for the copy only.
+ */
+struct ck__rt_stats_ref *ck__agent_running_containers(struct ck_agent *a, size_t *ret_n);
+
+/* The container runtime the agent drives (its container_stats op is called outside locks). */
+struct ck__runtime *ck__agent_runtime(struct ck_agent *a);
+
+/*
+ * The node's CPU (the "cpu" line of proc_stat: all but idle and iowait, in USER_HZ) and
+ * working set (meminfo's MemTotal - MemFree - Inactive(file)) at now (Unix ns). NULL
+ * paths: /proc/stat, /proc/meminfo. Fields it cannot read stay unknown.
+ */
+void ck__node_stats_read(const char *proc_stat, const char *meminfo, int64_t now,
+                         struct ck__rt_stats *ret);
+
+/*
+ * The CPU and working set of a cgroup v2 directory (cpu.stat's usage_usec; memory.current
+ * less memory.stat's inactive_file, as cAdvisor's working set), sampled at now. Fields it
+ * cannot read stay unknown.
+ */
+void ck__cgroup_stats_read(const char *dir, int64_t now, struct ck__rt_stats *ret);
+
+/*
+ * The CPU (utime + stime of each, with cutime + cstime of the leader: its ended
+ * children) and resident memory of process group pgid, summed over proc's <pid>/stat
+ * files (proc NULL: /proc), sampled at now. Unknown when no process of the group is
+ * found.
+ */
+void ck__pgroup_stats_read(const char *proc, int pgid, int64_t now, struct ck__rt_stats *ret);
+
+/*
+ * kubelet's /metrics/resource in the Prometheus text format (version 0.0.4), as its
+ * resource metrics collector writes it: node_cpu_usage_seconds_total,
+ * node_memory_working_set_bytes, container_start_time_seconds,
+ * container_cpu_usage_seconds_total, container_memory_working_set_bytes (labels
+ * container, namespace, pod), pod_cpu_usage_seconds_total and pod_memory_working_set_bytes
+ * (namespace, pod; the pod's own figures where pods gives them, else the sums of its
+ * containers'), resource_scrape_error (scrape_error, deprecated since 1.29, is hidden in
+ * 1.32 and not written). Samples carry their time in milliseconds. stats[i] and pods[i]
+ * (NULL: none) belong to refs[i]; scrape_error: the runtime failed (then n is 0). 0, or
+ * CK_ENOMEM.
+ */
+int ck__resource_metrics_render(struct ck__buf *out, const struct ck__rt_stats *node,
+                                const struct ck__rt_stats_ref *refs,
+                                const struct ck__rt_stats *stats, const struct ck__rt_stats *pods,
+                                size_t n, bool scrape_error);
+
+/* GET /metrics/resource on the agent's endpoint. */
+enum MHD_Result ck__agent_serve_resource_metrics(struct ck_agent *a, struct MHD_Connection *conn);
+
 /* What `kubectl attach` reaches of a running container (ck__agent_container_attach). */
 struct ck__attach_target {
     bool tty;  /* the container's spec.tty: attach's tty, as the kubelet takes it */
@@ -556,6 +632,21 @@ struct ck__runtime_ops {
      */
     int (*port_forward_url)(struct ck__runtime *rt, const char *sandbox_id, int port,
                             char **ret_url, struct ck_err *reterr);
+    /*
+     * CPU and memory of the running containers refs[0..n) into ret[0..n) (kubelet's
+     * ContainerStats' cpu and memory): what the runtime does not know stays unknown. 0,
+     * or the runtime's error with reterr. Called from the agent's server threads.
+     */
+    int (*container_stats)(struct ck__runtime *rt, const struct ck__rt_stats_ref *refs, size_t n,
+                           struct ck__rt_stats *ret, struct ck_err *reterr);
+    /*
+     * The CPU and memory of the pods of refs[0..n) as a whole, their sandboxes included
+     * (kubelet's pod stats), into ret[i] for refs[i]'s pod: what the runtime does not
+     * know stays unknown. 0, or the runtime's error with reterr. Called as
+     * container_stats. NULL: a pod's figures are its containers' sums.
+     */
+    int (*pod_stats)(struct ck__runtime *rt, const struct ck__rt_stats_ref *refs, size_t n,
+                     struct ck__rt_stats *ret, struct ck_err *reterr);
     void (*free)(struct ck__runtime *rt);
 };
 struct ck__runtime {
@@ -900,6 +991,25 @@ struct ck__cri_stats_list {
 };
 
 /*
+ * PodSandboxStats: the sandbox's attributes, the pod's own CPU and memory (usage: only its
+ * has_cpu, has_memory, timestamp and figures are set) and its containers' stats (Linux;
+ * network, process and Windows stats unread).
+ */
+struct ck__cri_sandbox_stats {
+    char *id, *name, *uid, *ns; /* attributes and their metadata */
+    struct ck__cri_kv *labels;
+    size_t n_labels;
+    struct ck__cri_container_stats usage;
+    struct ck__cri_container_stats *containers;
+    size_t n_containers;
+};
+
+struct ck__cri_sandbox_stats_list {
+    struct ck__cri_sandbox_stats *items;
+    size_t n;
+};
+
+/*
  * RunPodSandbox with config (runtime_handler NULL: the runtime's default) within
  * timeout_ms (it may pull the pause image: kubelet waits 4 min); *ret_id freed by caller.
  */
@@ -947,6 +1057,11 @@ int ck__cri_container_stats(struct ck__cri *c, const char *id, struct ck__cri_co
                             struct ck_err *reterr);
 int ck__cri_list_container_stats(struct ck__cri *c, const struct ck__cri_filter *filter,
                                  struct ck__cri_stats_list *ret, struct ck_err *reterr);
+/* RuntimeService/PodSandboxStats of sandbox id; ListPodSandboxStats (filter: id, labels). */
+int ck__cri_sandbox_stats(struct ck__cri *c, const char *id, struct ck__cri_sandbox_stats *ret,
+                          struct ck_err *reterr);
+int ck__cri_list_sandbox_stats(struct ck__cri *c, const struct ck__cri_filter *filter,
+                               struct ck__cri_sandbox_stats_list *ret, struct ck_err *reterr);
 
 void ck__cri_sandbox_release(struct ck__cri_sandbox *s);
 void ck__cri_sandboxes_release(struct ck__cri_sandboxes *l);
@@ -957,6 +1072,8 @@ void ck__cri_container_status_release(struct ck__cri_container_status *s);
 void ck__cri_exec_result_release(struct ck__cri_exec_result *r);
 void ck__cri_container_stats_release(struct ck__cri_container_stats *s);
 void ck__cri_stats_list_release(struct ck__cri_stats_list *l);
+void ck__cri_sandbox_stats_release(struct ck__cri_sandbox_stats *s);
+void ck__cri_sandbox_stats_list_release(struct ck__cri_sandbox_stats_list *l);
 /* The value of key among n labels or annotations, or NULL. */
 const char *ck__cri_kv_get(const struct ck__cri_kv *kv, size_t n, const char *key);
 
@@ -997,6 +1114,7 @@ void ck__cri_encode_create_container(struct ck__buf *b, const char *sandbox_id,
 void ck__cri_encode_list_sandboxes(struct ck__buf *b, const struct ck__cri_filter *filter);
 void ck__cri_encode_list_containers(struct ck__buf *b, const struct ck__cri_filter *filter);
 void ck__cri_encode_list_container_stats(struct ck__buf *b, const struct ck__cri_filter *filter);
+void ck__cri_encode_list_sandbox_stats(struct ck__buf *b, const struct ck__cri_filter *filter);
 void ck__cri_encode_stop_container(struct ck__buf *b, const char *id, int64_t timeout_s);
 void ck__cri_encode_exec_sync(struct ck__buf *b, const char *id, const char *const *argv,
                               size_t argc, int64_t timeout_s);
@@ -1025,6 +1143,9 @@ int ck__cri_decode_exec_sync(struct ck__pb_reader r, struct ck__cri_exec_result 
 /* ContainerStatsResponse: malformed without its stats. */
 int ck__cri_decode_container_stats(struct ck__pb_reader r, struct ck__cri_container_stats *ret);
 int ck__cri_decode_list_container_stats(struct ck__pb_reader r, struct ck__cri_stats_list *ret);
+int ck__cri_decode_sandbox_stats(struct ck__pb_reader r, struct ck__cri_sandbox_stats *ret);
+int ck__cri_decode_list_sandbox_stats(struct ck__pb_reader r,
+                                      struct ck__cri_sandbox_stats_list *ret);
 
 /*
  * A failed call's error (service and method as "ImageService", "PullImage"): the gRPC
@@ -1036,10 +1157,11 @@ int ck__cri_status_error(const char *service, const char *method, int status, co
                          struct ck_err *reterr);
 
 /*
- * Decodes bytes as a CRI answer: p[0] % 14 picks Version, Status, ListImages,
+ * Decodes bytes as a CRI answer: p[0] % 16 picks Version, Status, ListImages,
  * ImageStatus, PullImage, ImageFsInfo, an id or URL answer, PodSandboxStatus,
- * ListPodSandbox, ListContainers, ContainerStatus, ExecSync, ContainerStats or
- * ListContainerStats; the rest is the message. For fuzz/fuzz_cri_answer.c.
+ * ListPodSandbox, ListContainers, ContainerStatus, ExecSync, ContainerStats,
+ * ListContainerStats, PodSandboxStats or ListPodSandboxStats; the rest is the message.
+ * For fuzz/fuzz_cri_answer.c.
  */
 void ck__cri_decode_answer(const unsigned char *p, size_t n);
 

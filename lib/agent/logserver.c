@@ -9,7 +9,8 @@
  * each record (with its RFC 3339 time in front when timestamps=true). With follow=true
  * the answer goes on while the container runs.
  *
- * The same endpoint serves exec and attach (exec.c) and port-forward (portforward.c).
+ * The same endpoint serves exec and attach (exec.c), port-forward (portforward.c) and
+ * kubelet's resource metrics, GET /metrics/resource (resource_metrics.c).
  * libmicrohttpd serves it over HTTPS (tls.c) on the node's address, one thread per
  * connection; with a client CA, every request must come with a client certificate that CA
  * signed (else 401).
@@ -144,6 +145,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return ck__agent_port_forward_start(a, conn, url);
     if (strcmp(method, "GET") != 0)
         return ck__agent_answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+    if (strcmp(url, "/metrics/resource") == 0)
+        return ck__agent_serve_resource_metrics(a, conn);
     char ns[254], pod[254], ctr[254] = "";
     if (sscanf(url, "/containerLogs/%253[^/]/%253[^/]/%253[^/]", ns, pod, ctr) < 2)
         return ck__agent_answer(conn, MHD_HTTP_NOT_FOUND, "not found\n");

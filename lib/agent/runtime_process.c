@@ -11,6 +11,10 @@
  * in that directory, which `kubectl attach -i` writes into. The command is the container's command
  * and args as given: the image's entrypoint is unknown here, so a container without a command
  * cannot run.
+ *
+ * Stats (the resource metrics): a container's cgroup when it has one (cpu.stat,
+ * memory.current less inactive_file), else the sums over its process group in /proc
+ * (CPU time, resident memory as its working set).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -239,6 +243,35 @@ static void stop(struct ck__runtime *rt, const struct ck__rt_pod *p, const char 
         ck_proc_signal(pid, grace_s > 0 ? SIGTERM : SIGKILL);
 }
 
+/*
+ * A container's CPU and memory: its cgroup's when it has one (the delegated cgroup's
+ * pod<uid>_<name>_<attempt>, as start makes it), else its process group's from /proc.
+ */
+static int container_stats(struct ck__runtime *rt, const struct ck__rt_stats_ref *refs, size_t n,
+                           struct ck__rt_stats *ret, struct ck_err *reterr)
+{
+    (void)reterr;
+    struct process_runtime *pr = (struct process_runtime *)rt;
+    int64_t now = realtime_ns();
+    for (size_t i = 0; i < n; i++) {
+        const struct ck__rt_stats_ref *c = &refs[i];
+        char dir[PATH_MAX + 600];
+        struct stat st;
+        ret[i] = (struct ck__rt_stats){0};
+        if (pr->cgroup[0] &&
+            snprintf(dir, sizeof(dir), "%s/pod%s_%.254s_%d", pr->cgroup, c->uid, c->name,
+                     c->attempt) < (int)sizeof(dir) &&
+            stat(dir, &st) == 0) {
+            ck__cgroup_stats_read(dir, now, &ret[i]);
+            continue;
+        }
+        int pid = 0;
+        if (sscanf(c->id, "process://%d", &pid) == 1 && pid > 1)
+            ck__pgroup_stats_read(NULL, pid, now, &ret[i]);
+    }
+    return 0;
+}
+
 static void runtime_free(struct ck__runtime *rt)
 {
     free(rt);
@@ -273,6 +306,8 @@ static const struct ck__runtime_ops process_ops = {
     .exec_url = NULL,         /* kubectl exec runs on the host too (exec.c) */
     .attach_url = NULL,       /* kubectl attach reads the log and writes the stdin FIFO (exec.c) */
     .port_forward_url = NULL, /* pods share the host's network (portforward.c) */
+    .container_stats = container_stats,
+    .pod_stats = NULL, /* no pod cgroup: a pod's figures are its containers' sums */
     .free = runtime_free,
 };
 

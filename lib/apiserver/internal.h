@@ -790,7 +790,8 @@ struct ck_apiserver {
     struct ck__admission_chain *admission; /* the registry's, owned here */
     struct ck__crd_controller *crds;
     struct ck__metrics *metrics;
-    struct ck_fg_gate *feature_gates; /* the config's, or own_gates */
+    struct ck__metrics_api *metrics_api; /* metrics.k8s.io's scrapes (metrics_api.c) */
+    struct ck_fg_gate *feature_gates;    /* the config's, or own_gates */
     struct ck_fg_gate *own_gates;
     /* active watch streams, for the ticker and for shutdown */
     pthread_mutex_t watches_lock;
@@ -1294,6 +1295,75 @@ int ck__spdy_put_headers(struct ck__spdy *s, struct ck__buf *b, unsigned type, u
 int ck__spdy_put_rst_stream(struct ck__buf *b, uint32_t stream, uint32_t status);
 int ck__spdy_put_ping(struct ck__buf *b, uint32_t id);
 int ck__spdy_put_goaway(struct ck__buf *b, uint32_t last_good, uint32_t status);
+
+/* ---- metrics.k8s.io (metrics_api.c) ---- */
+
+/* One container's samples in an agent's /metrics/resource (times in ms since the epoch). */
+struct ck__ctr_sample {
+    char *ns, *pod, *name;
+    bool has_cpu, has_memory;
+    double cpu_s; /* cumulative CPU, core-seconds */
+    int64_t cpu_ms;
+    double memory; /* working set, bytes */
+    int64_t memory_ms;
+    double start_s; /* its start, seconds since the epoch; 0 unknown */
+};
+
+/* What one scrape of a node's /metrics/resource gave. */
+struct ck__node_scrape {
+    bool has_cpu, has_memory;
+    double cpu_s;
+    int64_t cpu_ms;
+    double memory;
+    int64_t memory_ms;
+    struct ck__ctr_sample *c; /* containers, in the order first seen */
+    size_t n, cap;
+};
+
+/*
+ * Reads kubelet's /metrics/resource text (len bytes): the node's and the containers'
+ * samples; other families, comments and lines that are not samples are passed over.
+ * 0 and *ret (release it), or CK_ENOMEM.
+ */
+int ck__metrics_scrape_parse(const char *text, size_t len, struct ck__node_scrape *ret);
+void ck__node_scrape_release(struct ck__node_scrape *s);
+
+/*
+ * The NodeMetrics of node name (its labels) from two scrapes, metrics-server's: the CPU
+ * rate between them, the newer working set; NULL when there is no rate (a sample
+ * missing, no time between them, CPU went down) or out of memory. now_ms: its
+ * creationTimestamp.
+ */
+json_t *ck__node_metrics_object(const char *name, const json_t *labels,
+                                const struct ck__node_scrape *prev,
+                                const struct ck__node_scrape *cur, int64_t now_ms);
+
+/*
+ * The PodMetrics of pod ns/name from two scrapes of its node: each container's rate
+ * (from its start when prev lacks it or it restarted), the pod's timestamp and window its
+ * earliest container's; NULL when the pod is not in cur, a container cannot be measured,
+ * or out of memory.
+ */
+json_t *ck__pod_metrics_object(const char *ns, const char *name, const json_t *labels,
+                               const struct ck__node_scrape *prev,
+                               const struct ck__node_scrape *cur, int64_t now_ms);
+
+/* Quantities as Kubernetes' canonical forms write them: nanocores (DecimalSI), bytes (BinarySI). */
+void ck__quantity_nanocores(uint64_t v, char *buf, size_t size);
+void ck__quantity_bytes(uint64_t v, char *buf, size_t size);
+/* ms as Go's time.Duration.String() writes it ("1.5s", "1m0.25s", "250ms"). */
+void ck__go_duration_ms(int64_t ms, char *buf, size_t size);
+
+struct ck__metrics_api;
+struct ck__metrics_api *ck__metrics_api_new(void);
+struct ck__metrics_api *ck__metrics_api_free(struct ck__metrics_api *m);
+
+/*
+ * Serves a request for metrics.k8s.io (any other group: false, nothing done): get and
+ * list of NodeMetrics and PodMetrics, other verbs 405.
+ */
+bool ck__metrics_api_serve(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                           const char *method, const struct ck__target *t, enum MHD_Result *ret);
 
 /* GET pods/{name}/log: proxied to the pod's node agent (podlog.c). */
 enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connection *conn,

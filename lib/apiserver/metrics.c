@@ -204,6 +204,8 @@ static void render_storage_objects(struct ck__buf *out, struct ck_store *store)
     size_t n_kinds;
     const struct ck_kind *const *kinds = ck_kinds(&n_kinds);
     for (size_t i = 0; i < n_kinds; i++) {
+        if (kinds[i]->verbs) /* never stored (the reviews, metrics.k8s.io): nothing to count */
+            continue;
         bool counted = false; /* a custom resource served in several versions: once */
         for (size_t j = 0; j < i && !counted; j++)
             counted = strcmp(kinds[j]->group, kinds[i]->group) == 0 &&

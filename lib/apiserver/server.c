@@ -784,6 +784,8 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
         enum MHD_Result auth_served;
         if (ck__auth_serve(server, conn, method, &target, req->user, body, body_len, &auth_served))
             return auth_served;
+        if (ck__metrics_api_serve(server, conn, method, &target, &auth_served))
+            return auth_served;
         if (readonly)
             return ck__serve_resource(server, conn, method, &target, body, body_len);
         struct ck_err err = {0};
@@ -1390,6 +1392,7 @@ static void teardown(struct ck_apiserver *server)
     ck__admission_chain_free(server->admission);
     ck__auth_free(server->auth);
     ck__kubelet_client_free(server);
+    server->metrics_api = ck__metrics_api_free(server->metrics_api);
     ck__metrics_free(server->metrics);
     ck_fg_gate_free(server->own_gates);
     ck_store_close(server->store);
@@ -1449,6 +1452,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         r = ck__auth_init(server, config, host, reterr);
     if (r == 0)
         r = ck__kubelet_client_init(server, config, reterr);
+    if (r == 0 && !(server->metrics_api = ck__metrics_api_new()))
+        r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
     bool tls = server->auth != NULL;
     if (r == 0)
         r = bind_listen_socket(server, listen_addr, tls, reterr);

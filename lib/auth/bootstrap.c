@@ -19,7 +19,10 @@
  * - system:node-proxier is bound to the user system:kube-proxy, as in
  *   Kubernetes;
  * - roles and rules of what ckube does not serve (certificates, CSI and
- *   volume attachments, the cloud and volume controllers) are left out.
+ *   volume attachments, the cloud and volume controllers) are left out;
+ * - system:aggregated-metrics-reader is metrics-server's (its manifest's
+ *   ClusterRole, aggregated into view, edit and admin): the API server serves
+ *   metrics.k8s.io itself.
  *
  * The JSON holds only names, labels, aggregation rules, rules and subjects;
  * ck_rbac_bootstrap() dresses them as API objects with the label

@@ -242,6 +242,14 @@ static void test_sandbox_and_container_requests_match_protoc(void **state)
                                 .n_labels = 1};
     ck__cri_encode_list_container_stats(&b, &f);
     assert_encodes_as(&b, "list_container_stats_request");
+    /* PodSandboxStatsFilter has neither state nor sandbox: its id is the sandbox's */
+    f = (struct ck__cri_filter){.id = "5f0c9d1e2a3b",
+                                .sandbox_id = "ignored",
+                                .state = CK__CRI_RUNNING,
+                                .labels = selector + 1,
+                                .n_labels = 1};
+    ck__cri_encode_list_sandbox_stats(&b, &f);
+    assert_encodes_as(&b, "list_pod_sandbox_stats_request");
 
     static const char *const argv[] = {"sh", "-c", "echo $VAR; exit 3"};
     ck__cri_encode_exec_sync(&b, "c0ffee", argv, 3, 5);
@@ -570,6 +578,47 @@ static void test_stats_answers(void **state)
     assert_int_equal(st.working_set_bytes, 4096);
     ck__cri_container_stats_release(&st);
     ck__buf_release(&b);
+
+    /* a pod's own figures, its containers', network, process and Windows stats skipped */
+    b = fixture("list_pod_sandbox_stats_response");
+    struct ck__cri_sandbox_stats_list sl;
+    assert_int_equal(ck__cri_decode_list_sandbox_stats(reader(&b), &sl), 0);
+    assert_int_equal(sl.n, 2);
+    struct ck__cri_sandbox_stats *web = &sl.items[0], *idle = &sl.items[1];
+    assert_string_equal(web->id, "5f0c9d1e2a3b");
+    assert_string_equal(web->name, "web");
+    assert_string_equal(web->uid, "0b5c");
+    assert_string_equal(web->ns, "default");
+    assert_string_equal(ck__cri_kv_get(web->labels, web->n_labels, "io.kubernetes.pod.uid"),
+                        "0b5c");
+    assert_true(web->usage.has_cpu && web->usage.has_memory);
+    assert_true(web->usage.timestamp == 1765000010000000000LL);
+    assert_int_equal(web->usage.usage_core_nano_seconds, 987654321);
+    assert_int_equal(web->usage.usage_nano_cores, 5000000);
+    assert_int_equal(web->usage.working_set_bytes, 3145728);
+    assert_int_equal(web->usage.rss_bytes, 1048576);
+    assert_int_equal(web->n_containers, 2);
+    assert_string_equal(web->containers[0].id, "c0ffee");
+    assert_string_equal(web->containers[0].name, "app");
+    assert_int_equal(web->containers[0].usage_core_nano_seconds, 123456789);
+    assert_int_equal(web->containers[0].working_set_bytes, 1572864);
+    assert_string_equal(web->containers[1].name, "side");
+    assert_false(web->containers[1].has_cpu);
+    assert_string_equal(idle->ns, "kube-system");
+    assert_false(idle->usage.has_cpu || idle->usage.has_memory);
+    assert_int_equal(idle->n_containers, 0);
+    ck__cri_sandbox_stats_list_release(&sl);
+    ck__buf_release(&b);
+
+    b = fixture("pod_sandbox_stats_response");
+    struct ck__cri_sandbox_stats sst;
+    assert_int_equal(ck__cri_decode_sandbox_stats(reader(&b), &sst), 0);
+    assert_string_equal(sst.name, "web");
+    assert_false(sst.usage.has_cpu);
+    assert_true(sst.usage.has_memory);
+    assert_int_equal(sst.usage.working_set_bytes, 8192);
+    ck__cri_sandbox_stats_release(&sst);
+    ck__buf_release(&b);
 }
 
 /*
@@ -687,11 +736,19 @@ static int decode_as(const char *name, struct ck__pb_reader r)
         struct ck__cri_container_stats st;
         if ((e = ck__cri_decode_container_stats(r, &st)) == 0)
             ck__cri_container_stats_release(&st);
-    } else {
-        assert_string_equal(name, "list_container_stats_response");
+    } else if (strcmp(name, "list_container_stats_response") == 0) {
         struct ck__cri_stats_list l;
         if ((e = ck__cri_decode_list_container_stats(r, &l)) == 0)
             ck__cri_stats_list_release(&l);
+    } else if (strcmp(name, "pod_sandbox_stats_response") == 0) {
+        struct ck__cri_sandbox_stats st;
+        if ((e = ck__cri_decode_sandbox_stats(r, &st)) == 0)
+            ck__cri_sandbox_stats_release(&st);
+    } else {
+        assert_string_equal(name, "list_pod_sandbox_stats_response");
+        struct ck__cri_sandbox_stats_list l;
+        if ((e = ck__cri_decode_list_sandbox_stats(r, &l)) == 0)
+            ck__cri_sandbox_stats_list_release(&l);
     }
     return e;
 }
@@ -710,7 +767,9 @@ static const char *const ANSWERS[] = {"version_response",
                                       "container_status_response",
                                       "exec_sync_response",
                                       "container_stats_response",
-                                      "list_container_stats_response"};
+                                      "list_container_stats_response",
+                                      "pod_sandbox_stats_response",
+                                      "list_pod_sandbox_stats_response"};
 
 /*
  * Every prefix of every answer, each in a buffer of exactly its length (ASan sees a

@@ -27,7 +27,7 @@ SPECIAL = {
 
 
 # the groups ckube serves in JSON only (docs/differences.md): no message is expected
-JSON_ONLY = ("io.k8s.apiextensions-apiserver.",)
+JSON_ONLY = ("io.k8s.apiextensions-apiserver.", "io.k8s.metrics.")
 
 
 def resolve(schema, schemas):

@@ -72,12 +72,16 @@ static void test_registry_matches_the_resource_table(void **state)
          false},
         {"authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview", NULL, false},
         {"example.ckube.io", "frobbers", "Frobber", NULL, true},
+        {"metrics.k8s.io", "nodes", "NodeMetrics", NULL, false}, /* v1beta1 */
+        {"metrics.k8s.io", "pods", "PodMetrics", NULL, true},
     };
     size_t n;
     ck_kinds(&n);
     assert_int_equal(n, sizeof(want) / sizeof(want[0]));
     for (size_t i = 0; i < n; i++) {
-        const struct ck_kind *k = ck_kind_lookup(want[i].group, "v1", want[i].resource);
+        bool beta = strcmp(want[i].group, "metrics.k8s.io") == 0;
+        const struct ck_kind *k =
+            ck_kind_lookup(want[i].group, beta ? "v1beta1" : "v1", want[i].resource);
         assert_non_null(k);
         assert_string_equal(k->kind, want[i].kind);
         if (want[i].short_name)

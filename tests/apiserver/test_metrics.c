@@ -106,6 +106,9 @@ static void test_requests_are_counted_by_verb_scope_and_code(void **state)
     assert_int_equal(sample(text, "apiserver_storage_objects{resource=\"pods\"}"), 2);
     assert_true(sample(text, "apiserver_storage_objects{resource=\"namespaces\"}") >= 2);
     assert_int_equal(sample(text, "apiserver_storage_objects{resource=\"deployments.apps\"}"), 0);
+    /* resources never stored are not counted: metrics.k8s.io's pods are not the pods */
+    assert_null(strstr(text, "apiserver_storage_objects{resource=\"pods.metrics.k8s.io\"}"));
+    assert_null(strstr(text, "apiserver_storage_objects{resource=\"tokenreviews."));
     free(text);
 
     /* the next scrape sees the delete */

@@ -463,6 +463,8 @@ static void test_bootstrap_policy(void **state)
         {"editor", NULL, "list", "", "pods", NULL, NULL, "e", NULL},
         {"editor", NULL, "create", "apps", "deployments", NULL, NULL, "e", NULL},
         {"admin", NULL, "get", "", "pods", "log", "p", "a", NULL},
+        /* kubectl top: metrics-server's reader, aggregated into view */
+        {"viewer", NULL, "list", "metrics.k8s.io", "pods", NULL, NULL, "v", NULL},
         {"admin", NULL, "create", "rbac.authorization.k8s.io", "rolebindings", NULL, NULL, "a",
          NULL},
         {"system:kube-scheduler", "system:authenticated", "create", "", "pods", "binding", "p",
@@ -485,6 +487,7 @@ static void test_bootstrap_policy(void **state)
         {"jane", "system:authenticated", "list", "", "pods", NULL, NULL, "prod", NULL},
         {"viewer", NULL, "get", "", "secrets", NULL, "s", "v", NULL},
         {"viewer", NULL, "create", "", "pods", NULL, NULL, "v", NULL},
+        {"viewer", NULL, "list", "metrics.k8s.io", "pods", NULL, NULL, "other", NULL},
         {"editor", NULL, "create", "rbac.authorization.k8s.io", "rolebindings", NULL, NULL, "e",
          NULL},
         {"admin", NULL, "list", "", "pods", NULL, NULL, "other", NULL},
