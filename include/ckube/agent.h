@@ -151,7 +151,10 @@ int ck_proc_signal(pid_t pid, int sig);
 int ck_proc_read_exit(const char *exit_path, struct ck_proc_exit *ret);
 /* Writes an exit file (to a temporary name, then renamed). 0, CK_EINVAL or CK_EIO. */
 int ck_proc_write_exit(const char *exit_path, const struct ck_proc_exit *e);
-/* Reaps every exited child of the agent (shims). */
+/*
+ * Reaps the shims that ended: ck_proc_start's, and those handed to ck__proc_reap_later;
+ * never another child (a probe's command, which its thread waits for).
+ */
 void ck_proc_reap(void);
 
 /* ---- reading a container's log (logread.c), as the kubelet's ReadLogs ---- */
