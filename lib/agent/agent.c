@@ -77,11 +77,17 @@ struct container {
     json_t *last_state; /* the previous attempt's terminated state, or NULL */
     char *message;      /* the ended attempt's termination message, or NULL */
     struct ck_agent_backoff backoff;
-    struct ck_agent_backoff pull_backoff; /* the image's, after ErrImagePull */
+    int64_t pull_failed_at; /* when its last pull failed (ErrImagePull) */
     struct ck_probe_state startup, liveness, readiness;
     char **envp;     /* the environment of the running attempt (probes, hooks), or NULL */
     bool started_ok; /* no startup probe, or it succeeded */
     bool ready_ok;   /* no readiness probe, or it succeeds */
+};
+
+/* The kubelet's image pull back-off of one image of a pod (image_manager.go's backOffKey). */
+struct pull_backoff {
+    char *image; /* the spec's image, as written */
+    struct ck_agent_backoff b;
 };
 
 /*
@@ -119,11 +125,13 @@ struct pod_run {
     json_t *tokens;       /* serviceAccountToken projections' tokens: request text ->
                              {token, refresh_at} (the kubelet's token manager's cache) */
     char start_time[40];
-    json_t *posted;       /* the last status written */
-    struct ck__rt_pod rp; /* the pod as the runtime sees it: sandbox id, IP */
-    bool sandbox_ready;   /* rp.sandbox_id is set */
-    bool finishing;       /* the app containers are done: the sidecars stop, for good */
-    int64_t sandbox_at;   /* when making the sandbox is tried again */
+    json_t *posted;             /* the last status written */
+    struct ck__rt_pod rp;       /* the pod as the runtime sees it: sandbox id, IP */
+    bool sandbox_ready;         /* rp.sandbox_id is set */
+    bool finishing;             /* the app containers are done: the sidecars stop, for good */
+    int64_t sandbox_at;         /* when making the sandbox is tried again */
+    struct pull_backoff *pulls; /* the image pull back-offs, by image (n_pulls) */
+    size_t n_pulls;
 };
 
 struct ck_agent {
@@ -967,6 +975,28 @@ static void run_probes(struct ck_agent *a, struct pod_run *p, struct container *
         !json_object_get(spec_container(p, c->name), "readinessProbe") || c->readiness.result;
 }
 
+/*
+ * The pod's pull back-off of image, made on first use; NULL without an image or memory.
+ * The kubelet keys it on the pod's UID and the image as the spec writes it: containers
+ * of one pod with the same image share it, other pods' pulls of it have their own.
+ */
+static struct pull_backoff *pull_backoff(struct pod_run *p, const char *image)
+{
+    if (!image || !*image)
+        return NULL;
+    for (size_t i = 0; i < p->n_pulls; i++)
+        if (strcmp(p->pulls[i].image, image) == 0)
+            return &p->pulls[i];
+    struct pull_backoff *v = realloc(p->pulls, (p->n_pulls + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    p->pulls = v;
+    if (!(v[p->n_pulls].image = strdup(image)))
+        return NULL;
+    v[p->n_pulls].b = (struct ck_agent_backoff){0};
+    return &v[p->n_pulls++];
+}
+
 /* Whether a waiting reason is one the runtime gave for a start that failed (not a crash). */
 static bool start_failure(const char *reason)
 {
@@ -1030,7 +1060,12 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
     }
     char **command = expanded_list(json_object_get(sc, "command"), envp);
     char **args = expanded_list(json_object_get(sc, "args"), envp);
-    struct ck__rt_start start = {c->name, attempt, sc, command, args, envp, logp};
+    const char *image = json_string_value(json_object_get(sc, "image"));
+    struct pull_backoff *pb = pull_backoff(p, image);
+    int64_t now = now_ns();
+    /* the kubelet's IsInBackOffSinceUpdate: a pull failed less than the delay ago */
+    bool pull_held = pb && pb->b.delay && now - pb->b.last_update < pb->b.delay;
+    struct ck__rt_start start = {c->name, attempt, sc, command, args, envp, logp, pull_held};
     char id[sizeof(c->id)], reason[64] = "";
     int r = a->rt->ops->start(a->rt, &p->rp, &start, id, sizeof(id), reason, sizeof(reason), &err);
     if (r == 0) {
@@ -1053,14 +1088,19 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
         pod_event(a, p, CK_EVENT_NORMAL, "Started", "Started container %s", c->name);
         run_post_start(a, p, c);
     } else {
-        bool image = strncmp(reason, "ErrImage", 8) == 0 || strcmp(reason, "InvalidImageName") == 0;
         snprintf(c->waiting_reason, sizeof(c->waiting_reason), "%s",
                  reason[0] ? reason : "RunContainerError");
         snprintf(c->waiting_message, sizeof(c->waiting_message), "%s", err.msg);
-        if (image) { /* the kubelet's image back-off: 10 s doubling to 5 min */
-            ck_agent_backoff_next(&c->pull_backoff, now_ns());
-            c->restart_at = now_ns() + c->pull_backoff.delay;
-        } else
+        if (strcmp(reason, "ErrImagePull") == 0 && pb) {
+            /* the kubelet's image back-off, per pod and image: 10 s doubling to 5 min */
+            ck_agent_backoff_next(&pb->b, now_ns());
+            c->pull_failed_at = pb->b.last_update;
+            c->restart_at = pb->b.last_update + pb->b.delay;
+        } else if (strcmp(reason, "ImagePullBackOff") == 0 && pb) /* another container's */
+            c->restart_at = pb->b.last_update + pb->b.delay;
+        else if (strncmp(reason, "ErrImage", 8) == 0 || strcmp(reason, "InvalidImageName") == 0)
+            c->restart_at = now_ns() + CK_AGENT_BACKOFF_INITIAL;
+        else
             c->restart_at = now_ns() + CK_AGENT_BACKOFF_INITIAL;
         CK_LOGS(0, "Container failed to start", "pod", p->name, "container", c->name, "reason",
                 c->waiting_reason, "err", err.msg);
@@ -1190,7 +1230,7 @@ static void supervise(struct ck_agent *a, struct pod_run *p, struct container *c
     else if (!c->done && now_ns() >= c->restart_at)
         start_container(a, p, c);
     if (!c->running && !c->done && strcmp(c->waiting_reason, "ErrImagePull") == 0 &&
-        now_ns() >= c->restart_at - c->pull_backoff.delay + 5 * CK_SEC &&
+        now_ns() >= c->pull_failed_at + 5 * CK_SEC &&
         now_ns() < c->restart_at) { /* waiting for the next pull: kubelet's words */
         snprintf(c->waiting_reason, sizeof(c->waiting_reason), "ImagePullBackOff");
         const char *image = json_string_value(json_object_get(spec_container(p, c->name), "image"));
@@ -1373,6 +1413,9 @@ static void pod_free(struct pod_run *p)
         free(p->ctrs[i].message);
     }
     free(p->ctrs);
+    for (size_t i = 0; i < p->n_pulls; i++)
+        free(p->pulls[i].image);
+    free(p->pulls);
     json_decref(p->pod);
     json_decref(p->next_pod);
     json_decref(p->posted);

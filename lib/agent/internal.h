@@ -369,6 +369,9 @@ struct ck__rt_start {
     char *const *command, *const *args; /* $(VAR)-expanded; NULL: the image's */
     char *const *envp;                  /* the container's env ("NAME=value") */
     const char *log_path;               /* <dir>/containers/<name>/<attempt>.log */
+    /* the pod's pull back-off of the image holds: an image that must be pulled is not
+       (ImagePullBackOff), as the kubelet's image manager says */
+    bool pull_backoff;
 };
 
 /* What the runtime knows of an attempt. */
