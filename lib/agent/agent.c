@@ -109,6 +109,10 @@ struct pod_run {
     bool busy;                   /* agent lock: a worker syncs it (never two at once) */
     bool pending;                /* agent lock: asked for again while busy: queued once after */
     struct pod_run *next_queued; /* agent lock: the work queue's link */
+    int64_t queued_at;           /* agent lock: when it was queued (monotonic) */
+    bool synced;                 /* agent lock: a sync of it ended */
+    bool deleting;               /* agent lock: the cache's copy has a deletionTimestamp */
+    bool deletion_seen;          /* agent lock: a sync was queued since it had */
     bool started;           /* its first sync made its directories and adopted its containers */
     json_t *pod;            /* the newest copy the sync took up */
     struct container *ctrs; /* the init containers (ninit of them), then the others */
@@ -167,8 +171,12 @@ struct ck_agent {
         struct pod_run **v;
         size_t n;
     } pods;
-    struct pod_run *queue_head, *queue_tail; /* pods to sync, in order */
-    pthread_cond_t work_cond;                /* a pod was queued, or workers_stop */
+    /* pods to sync, in order: URGENT (a new pod's first sync, a deletion, a removal)
+       before PERIODIC (the tick's look at every pod) */
+    struct pod_queue {
+        struct pod_run *head, *tail;
+    } queues[2];
+    pthread_cond_t work_cond; /* a pod was queued, or workers_stop */
     bool workers_stop;
     pthread_t *workers; /* config.pod_workers of them, n_workers started */
     int n_workers;
@@ -1874,9 +1882,17 @@ static void remove_gone(struct ck_agent *a, struct pod_run *p)
     CK_LOGS(1, "Pod removed", "pod", p->name, "namespace", p->ns);
 }
 
+enum { URGENT, PERIODIC };
+
+/* How long a periodic sync may wait behind urgent ones before it goes first. */
+#define PERIODIC_WAIT_MAX CK_SEC
+
 /*
  * Asks for a sync of p (the agent's lock held), as the kubelet's UpdatePod: queued
  * unless it is already; while its sync runs, marked pending and queued once after it.
+ * What the kubelet hands a pod's goroutine at once goes to the urgent queue: its first
+ * sync, its deletion, its removal; the tick's periodic look at running pods waits behind
+ * them (at most PERIODIC_WAIT_MAX), so a new pod is not queued behind every running one.
  */
 static void dispatch(struct ck_agent *a, struct pod_run *p)
 {
@@ -1886,14 +1902,31 @@ static void dispatch(struct ck_agent *a, struct pod_run *p)
     }
     if (p->queued)
         return;
+    bool urgent = !p->synced || p->gone || (p->deleting && !p->deletion_seen);
+    p->deletion_seen = p->deletion_seen || p->deleting;
+    struct pod_queue *q = &a->queues[urgent ? URGENT : PERIODIC];
     p->queued = true;
+    p->queued_at = ck_clock_now(NULL);
     p->next_queued = NULL;
-    if (a->queue_tail)
-        a->queue_tail->next_queued = p;
+    if (q->tail)
+        q->tail->next_queued = p;
     else
-        a->queue_head = p;
-    a->queue_tail = p;
+        q->head = p;
+    q->tail = p;
     pthread_cond_signal(&a->work_cond);
+}
+
+/* The next pod to sync off the queues (the agent's lock held), or NULL. */
+static struct pod_run *next_to_sync(struct ck_agent *a)
+{
+    struct pod_queue *q = &a->queues[URGENT];
+    const struct pod_run *periodic = a->queues[PERIODIC].head;
+    if (!q->head || (periodic && ck_clock_now(NULL) - periodic->queued_at > PERIODIC_WAIT_MAX))
+        q = &a->queues[PERIODIC];
+    struct pod_run *p = q->head;
+    if (p && !(q->head = p->next_queued))
+        q->tail = NULL;
+    return p;
 }
 
 /* A pod worker: takes the next pod off the queue and syncs it, until the agent stops. */
@@ -1902,14 +1935,11 @@ static void *pod_worker_main(void *arg)
     struct ck_agent *a = arg;
     pthread_mutex_lock(&a->lock);
     for (;;) {
-        while (!a->workers_stop && !a->queue_head)
+        while (!a->workers_stop && !a->queues[URGENT].head && !a->queues[PERIODIC].head)
             pthread_cond_wait(&a->work_cond, &a->lock);
         if (a->workers_stop)
             break;
-        struct pod_run *p = a->queue_head;
-        a->queue_head = p->next_queued;
-        if (!a->queue_head)
-            a->queue_tail = NULL;
+        struct pod_run *p = next_to_sync(a);
         p->queued = false;
         p->busy = true;
         json_t *next = p->next_pod;
@@ -1931,6 +1961,7 @@ static void *pod_worker_main(void *arg)
 
         pthread_mutex_lock(&a->lock);
         p->busy = false;
+        p->synced = true;
         bool last = false;
         if (gone) { /* out of the table: no tick finds it again */
             for (size_t i = 0; i < a->pods.n; i++)
@@ -1991,8 +2022,10 @@ static void tick(struct ck_agent *a)
                 p->next_pod = copy;
             }
         }
-        if (p)
+        if (p) {
             p->seen = true;
+            p->deleting = json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp");
+        }
     }
     /* kubelet's removal of orphaned sandboxes: at the first tick, then every minute; the
        pods of the table are their workers' to remove (the gone ones at their next sync) */
