@@ -5,6 +5,9 @@
 #
 #   bench/agent/cri_pod_start.sh PATH/TO/ckube [N]        (default N=100; run as root)
 #
+# CKUBE_BENCH_AGENT_ARGS: more flags for the agents (e.g. --pod-workers 1, the serial
+# baseline); CKUBE_BENCH_RUNTIMES: the agents' runtimes, default "cri process".
+#
 # Inside a network and a mount namespace of its own (tests/lib/containerd.sh: a
 # containerd of its own, the project's images from scripts/build-images, the CNI
 # bridge and addresses never touch the machine's network), with a `ckube server`:
@@ -114,14 +117,14 @@ if [ "${1:-}" = "--inside" ]; then
     }
 
     # 2. and 3.: the agent on each runtime
-    for rt in cri process; do
+    for rt in ${CKUBE_BENCH_RUNTIMES:-cri process}; do
         root="$cri_dir/agent-$rt"
         mkdir -p "$root"
         aport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
         "$ckube" agent --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$root" --port "$aport" \
             --container-runtime "$rt" --container-runtime-endpoint "unix://$cri_sock" \
             --cni-conf-dir "$cri_dir/cni/net.d" --pod-cidr 10.246.0.0/16 \
-            --cgroup-root "$cgroup_root" --max-pods "$((n + 10))" -v 2 \
+            --cgroup-root "$cgroup_root" --max-pods "$((n + 10))" -v 2 ${CKUBE_BENCH_AGENT_ARGS:-} \
             >"$cri_dir/agent-$rt.out" 2>"$cri_dir/agent-$rt.log" &
         agent_pid=$!
         i=0

@@ -3,7 +3,8 @@
  *
  *   ckube agent --kubeconfig FILE --node-name NAME --root-dir DIR [--config FILE]
  *               [--node-ip IP]
- *               [--feature-gates A=true,B=false] [--max-pods 110] [--port 10250]
+ *               [--feature-gates A=true,B=false] [--max-pods 110] [--pod-workers N]
+ *               [--port 10250]
  *               [--tls-cert-file F --tls-private-key-file F] [--client-ca-file F]
  *               [--container-runtime cri|process]
  *               [--container-runtime-endpoint unix:///run/containerd/containerd.sock]
@@ -53,6 +54,8 @@ static const char usage[] =
     "      --config FILE          a KubeletConfiguration YAML file; flags win over it\n"
     "      --feature-gates LIST   A=true,B=false, applied over the file's featureGates\n"
     "      --max-pods N           pods this node takes (default 110)\n"
+    "      --pod-workers N        pods synced at once, each by one worker at a time\n"
+    "                             (default 4 per core, at least 8; at most 256)\n"
     "      --port N               the node's port, as published in its status (default 10250)\n"
     "      --container-log-max-size Q   rotate a container's log past this size (default 10Mi)\n"
     "      --container-log-max-files N  log files kept per container, current one included\n"
@@ -378,6 +381,7 @@ int ck_cmd_agent(int argc, char **argv)
         O_CONFIG,
         O_GATES,
         O_MAXPODS,
+        O_POD_WORKERS,
         O_PORT,
         O_LOG_MAX_SIZE,
         O_LOG_MAX_FILES,
@@ -415,6 +419,7 @@ int ck_cmd_agent(int argc, char **argv)
         {"config", required_argument, NULL, O_CONFIG},
         {"feature-gates", required_argument, NULL, O_GATES},
         {"max-pods", required_argument, NULL, O_MAXPODS},
+        {"pod-workers", required_argument, NULL, O_POD_WORKERS},
         {"port", required_argument, NULL, O_PORT},
         {"container-log-max-size", required_argument, NULL, O_LOG_MAX_SIZE},
         {"container-log-max-files", required_argument, NULL, O_LOG_MAX_FILES},
@@ -487,6 +492,12 @@ int ck_cmd_agent(int argc, char **argv)
             if (!*optarg || *end || config.max_pods < 1 || config.max_pods > 10000)
                 return usage_error("invalid value for --max-pods", optarg);
             set.max_pods = true;
+            break;
+        case O_POD_WORKERS:
+            config.pod_workers = (int)strtol(optarg, &end, 10);
+            if (!*optarg || *end || config.pod_workers < 1 ||
+                config.pod_workers > CK_AGENT_POD_WORKERS_MAX)
+                return usage_error("invalid value for --pod-workers", optarg);
             break;
         case O_PORT:
             config.port = (int)strtol(optarg, &end, 10);

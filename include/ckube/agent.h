@@ -151,7 +151,10 @@ int ck_proc_signal(pid_t pid, int sig);
 int ck_proc_read_exit(const char *exit_path, struct ck_proc_exit *ret);
 /* Writes an exit file (to a temporary name, then renamed). 0, CK_EINVAL or CK_EIO. */
 int ck_proc_write_exit(const char *exit_path, const struct ck_proc_exit *e);
-/* Reaps every exited child of the agent (shims). */
+/*
+ * Reaps the shims that ended: ck_proc_start's, and those handed to ck__proc_reap_later;
+ * never another child (a probe's command, which its thread waits for).
+ */
 void ck_proc_reap(void);
 
 /* ---- reading a container's log (logread.c), as the kubelet's ReadLogs ---- */
@@ -246,6 +249,9 @@ struct ck_agent_config {
                                non-loopback IPv4 address, else 127.0.0.1 */
     const char *root_dir;   /* required; must exist */
     int max_pods;           /* 0: 110 */
+    /* the pod workers: how many pods are synced at once (each pod by one at a time);
+       0: 4 per online core, at least 8; at most CK_AGENT_POD_WORKERS_MAX */
+    int pod_workers;
     int64_t node_status_update_frequency; /* lease renewals; 0: 10 s */
     int port;                             /* the HTTPS endpoint's port; 0: 10250 */
     /* its serving pair (both or neither; neither: self-signed into <root_dir>/pki) */
@@ -294,6 +300,7 @@ struct ck_agent_config {
     int64_t minimum_image_ttl;   /* --minimum-image-ttl-duration */
 };
 
+#define CK_AGENT_POD_WORKERS_MAX  256
 #define CK_AGENT_RUNTIME_ENDPOINT "unix:///run/containerd/containerd.sock"
 #define CK_AGENT_CNI_CONF_DIR     "/etc/cni/net.d"
 #define CK_AGENT_CNI_BIN_DIR      "/usr/lib/cni"

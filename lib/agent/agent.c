@@ -13,14 +13,19 @@
  * containers again from those files (pid and start time, or the exit status the shim
  * wrote), so that nothing runs twice and no exit status is lost.
  *
- * Threading: the informer's thread fills the cache; one supervisor thread does
- * everything else every 200 ms (pods, processes, status writes); one renewer thread
- * renews the lease. `lock` guards the pod table, which the log server reads. With a
- * runtime that keeps dead containers (CRI), a GC thread runs its garbage collection
- * every container GC period: it copies what it must keep from the pod table under
- * `lock` and calls the runtime without it, as CRI calls may take long and the
- * supervisor's tick must not wait for them (kubelet's GC runs on a goroutine of its
- * own, too).
+ * Threading: the informer's thread fills the cache. The supervisor thread's tick (every
+ * 200 ms, at once when a pod changes) decides which pods exist and hands each one's sync
+ * to a bounded pool of pod workers, as the kubelet's pod workers (pod_workers.go) do:
+ * one pod's syncs never run at once and keep their order, different pods' run in
+ * parallel, and a pod asked for while its sync runs is queued once more after it. A sync
+ * (volumes, sandbox, containers, probes, status) holds only its pod's lock; the agent's
+ * `lock` guards the pod table and the queue for moments, never across a runtime call or
+ * an API request. A pod gone from the cache is removed by a sync of its own, after any
+ * running one. One renewer thread renews the lease. The log server's threads (logs, exec,
+ * attach, port-forward) read a pod under its lock. With a runtime that keeps dead
+ * containers (CRI), a GC thread runs its garbage collection every container GC period:
+ * it copies what it must keep from the pods and calls the runtime without their locks
+ * (kubelet's GC runs on a goroutine of its own, too).
  */
 #define _GNU_SOURCE /* asprintf */
 #include <arpa/inet.h>
@@ -72,20 +77,47 @@ struct container {
     json_t *last_state; /* the previous attempt's terminated state, or NULL */
     char *message;      /* the ended attempt's termination message, or NULL */
     struct ck_agent_backoff backoff;
-    struct ck_agent_backoff pull_backoff; /* the image's, after ErrImagePull */
+    int64_t pull_failed_at; /* when its last pull failed (ErrImagePull) */
     struct ck_probe_state startup, liveness, readiness;
     char **envp;     /* the environment of the running attempt (probes, hooks), or NULL */
     bool started_ok; /* no startup probe, or it succeeded */
     bool ready_ok;   /* no readiness probe, or it succeeds */
 };
 
+/* The kubelet's image pull back-off of one image of a pod (image_manager.go's backOffKey). */
+struct pull_backoff {
+    char *image; /* the spec's image, as written */
+    struct ck_agent_backoff b;
+};
+
+/*
+ * A pod the agent runs. Who may touch what:
+ * - uid, ns, name, dir, n, ninit and the containers' names never change after pod_new;
+ * - the fields marked "agent lock" belong to the tick and the worker queue (a->lock);
+ * - everything else is its worker's: it holds `lock` for the whole of a sync, and the
+ *   threads that read the pod (logs, exec, attach, port-forward, the GC's keep list) take
+ *   `lock` too, holding a reference (refs) so that the pod outlives their look.
+ */
 struct pod_run {
     char uid[64], ns[254], name[254];
     char dir[PATH_MAX];
-    json_t *pod;            /* the newest copy seen */
+    pthread_mutex_t lock;
+    int refs;                    /* agent lock: the table's, and each reader's */
+    json_t *next_pod;            /* agent lock: a newer copy from the cache for the next sync */
+    bool gone;                   /* agent lock: no longer in the cache: the next sync removes it */
+    bool queued;                 /* agent lock: in the work queue */
+    bool busy;                   /* agent lock: a worker syncs it (never two at once) */
+    bool pending;                /* agent lock: asked for again while busy: queued once after */
+    struct pod_run *next_queued; /* agent lock: the work queue's link */
+    int64_t queued_at;           /* agent lock: when it was queued (monotonic) */
+    bool synced;                 /* agent lock: a sync of it ended */
+    bool deleting;               /* agent lock: the cache's copy has a deletionTimestamp */
+    bool deletion_seen;          /* agent lock: a sync was queued since it had */
+    bool started;           /* its first sync made its directories and adopted its containers */
+    json_t *pod;            /* the newest copy the sync took up */
     struct container *ctrs; /* the init containers (ninit of them), then the others */
     size_t n, ninit;
-    bool seen;            /* in the cache at this tick */
+    bool seen;            /* agent lock: in the cache at this tick */
     bool terminating;     /* stopping (SIGTERM sent) */
     int64_t kill_at;      /* when the kill follows */
     bool killed;          /* the kill was sent */
@@ -97,11 +129,13 @@ struct pod_run {
     json_t *tokens;       /* serviceAccountToken projections' tokens: request text ->
                              {token, refresh_at} (the kubelet's token manager's cache) */
     char start_time[40];
-    json_t *posted;       /* the last status written */
-    struct ck__rt_pod rp; /* the pod as the runtime sees it: sandbox id, IP */
-    bool sandbox_ready;   /* rp.sandbox_id is set */
-    bool finishing;       /* the app containers are done: the sidecars stop, for good */
-    int64_t sandbox_at;   /* when making the sandbox is tried again */
+    json_t *posted;             /* the last status written */
+    struct ck__rt_pod rp;       /* the pod as the runtime sees it: sandbox id, IP */
+    bool sandbox_ready;         /* rp.sandbox_id is set */
+    bool finishing;             /* the app containers are done: the sidecars stop, for good */
+    int64_t sandbox_at;         /* when making the sandbox is tried again */
+    struct pull_backoff *pulls; /* the image pull back-offs, by image (n_pulls) */
+    size_t n_pulls;
 };
 
 struct ck_agent {
@@ -128,11 +162,24 @@ struct ck_agent {
     struct ck__agent_tls tls;
     struct ck__runtime *rt; /* the container runtime: process or CRI */
 
+    /*
+     * lock guards the pod table, the work queue and the pods' fields marked "agent lock";
+     * it is never held across a runtime call or an API request (a pod's own lock is).
+     */
     pthread_mutex_t lock;
     struct ck_pod_run_table {
         struct pod_run **v;
         size_t n;
     } pods;
+    /* pods to sync, in order: URGENT (a new pod's first sync, a deletion, a removal)
+       before PERIODIC (the tick's look at every pod) */
+    struct pod_queue {
+        struct pod_run *head, *tail;
+    } queues[2];
+    pthread_cond_t work_cond; /* a pod was queued, or workers_stop */
+    bool workers_stop;
+    pthread_t *workers; /* config.pod_workers of them, n_workers started */
+    int n_workers;
 
     int64_t orphans_at; /* when the runtime's orphaned pods are looked for next */
 
@@ -936,6 +983,28 @@ static void run_probes(struct ck_agent *a, struct pod_run *p, struct container *
         !json_object_get(spec_container(p, c->name), "readinessProbe") || c->readiness.result;
 }
 
+/*
+ * The pod's pull back-off of image, made on first use; NULL without an image or memory.
+ * The kubelet keys it on the pod's UID and the image as the spec writes it: containers
+ * of one pod with the same image share it, other pods' pulls of it have their own.
+ */
+static struct pull_backoff *pull_backoff(struct pod_run *p, const char *image)
+{
+    if (!image || !*image)
+        return NULL;
+    for (size_t i = 0; i < p->n_pulls; i++)
+        if (strcmp(p->pulls[i].image, image) == 0)
+            return &p->pulls[i];
+    struct pull_backoff *v = realloc(p->pulls, (p->n_pulls + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    p->pulls = v;
+    if (!(v[p->n_pulls].image = strdup(image)))
+        return NULL;
+    v[p->n_pulls].b = (struct ck_agent_backoff){0};
+    return &v[p->n_pulls++];
+}
+
 /* Whether a waiting reason is one the runtime gave for a start that failed (not a crash). */
 static bool start_failure(const char *reason)
 {
@@ -999,7 +1068,12 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
     }
     char **command = expanded_list(json_object_get(sc, "command"), envp);
     char **args = expanded_list(json_object_get(sc, "args"), envp);
-    struct ck__rt_start start = {c->name, attempt, sc, command, args, envp, logp};
+    const char *image = json_string_value(json_object_get(sc, "image"));
+    struct pull_backoff *pb = pull_backoff(p, image);
+    int64_t now = now_ns();
+    /* the kubelet's IsInBackOffSinceUpdate: a pull failed less than the delay ago */
+    bool pull_held = pb && pb->b.delay && now - pb->b.last_update < pb->b.delay;
+    struct ck__rt_start start = {c->name, attempt, sc, command, args, envp, logp, pull_held};
     char id[sizeof(c->id)], reason[64] = "";
     int r = a->rt->ops->start(a->rt, &p->rp, &start, id, sizeof(id), reason, sizeof(reason), &err);
     if (r == 0) {
@@ -1022,14 +1096,19 @@ static void start_container(struct ck_agent *a, struct pod_run *p, struct contai
         pod_event(a, p, CK_EVENT_NORMAL, "Started", "Started container %s", c->name);
         run_post_start(a, p, c);
     } else {
-        bool image = strncmp(reason, "ErrImage", 8) == 0 || strcmp(reason, "InvalidImageName") == 0;
         snprintf(c->waiting_reason, sizeof(c->waiting_reason), "%s",
                  reason[0] ? reason : "RunContainerError");
         snprintf(c->waiting_message, sizeof(c->waiting_message), "%s", err.msg);
-        if (image) { /* the kubelet's image back-off: 10 s doubling to 5 min */
-            ck_agent_backoff_next(&c->pull_backoff, now_ns());
-            c->restart_at = now_ns() + c->pull_backoff.delay;
-        } else
+        if (strcmp(reason, "ErrImagePull") == 0 && pb) {
+            /* the kubelet's image back-off, per pod and image: 10 s doubling to 5 min */
+            ck_agent_backoff_next(&pb->b, now_ns());
+            c->pull_failed_at = pb->b.last_update;
+            c->restart_at = pb->b.last_update + pb->b.delay;
+        } else if (strcmp(reason, "ImagePullBackOff") == 0 && pb) /* another container's */
+            c->restart_at = pb->b.last_update + pb->b.delay;
+        else if (strncmp(reason, "ErrImage", 8) == 0 || strcmp(reason, "InvalidImageName") == 0)
+            c->restart_at = now_ns() + CK_AGENT_BACKOFF_INITIAL;
+        else
             c->restart_at = now_ns() + CK_AGENT_BACKOFF_INITIAL;
         CK_LOGS(0, "Container failed to start", "pod", p->name, "container", c->name, "reason",
                 c->waiting_reason, "err", err.msg);
@@ -1159,7 +1238,7 @@ static void supervise(struct ck_agent *a, struct pod_run *p, struct container *c
     else if (!c->done && now_ns() >= c->restart_at)
         start_container(a, p, c);
     if (!c->running && !c->done && strcmp(c->waiting_reason, "ErrImagePull") == 0 &&
-        now_ns() >= c->restart_at - c->pull_backoff.delay + 5 * CK_SEC &&
+        now_ns() >= c->pull_failed_at + 5 * CK_SEC &&
         now_ns() < c->restart_at) { /* waiting for the next pull: kubelet's words */
         snprintf(c->waiting_reason, sizeof(c->waiting_reason), "ImagePullBackOff");
         const char *image = json_string_value(json_object_get(spec_container(p, c->name), "image"));
@@ -1342,10 +1421,25 @@ static void pod_free(struct pod_run *p)
         free(p->ctrs[i].message);
     }
     free(p->ctrs);
+    for (size_t i = 0; i < p->n_pulls; i++)
+        free(p->pulls[i].image);
+    free(p->pulls);
     json_decref(p->pod);
+    json_decref(p->next_pod);
     json_decref(p->posted);
     json_decref(p->tokens);
+    pthread_mutex_destroy(&p->lock);
     free(p);
+}
+
+/* Drops a reference to p taken under the agent's lock; the last one frees it. */
+static void pod_unref(struct ck_agent *a, struct pod_run *p)
+{
+    pthread_mutex_lock(&a->lock);
+    bool last = --p->refs == 0;
+    pthread_mutex_unlock(&a->lock);
+    if (last)
+        pod_free(p);
 }
 
 /*
@@ -1381,42 +1475,68 @@ static bool setup_volumes(struct ck_agent *a, struct pod_run *p, bool resync)
     return true;
 }
 
-static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
+/*
+ * A new pod in the table (the agent's lock held): only what needs no runtime and no API
+ * server; its first sync does the rest (pod_first_sync).
+ */
+static struct pod_run *pod_new(struct ck_agent *a, const json_t *pod)
 {
     const json_t *meta = json_object_get(pod, "metadata");
     const json_t *containers = json_object_get(json_object_get(pod, "spec"), "containers");
+    const json_t *inits = json_object_get(json_object_get(pod, "spec"), "initContainers");
     struct pod_run *p = calloc(1, sizeof(*p));
     struct pod_run **v = realloc(a->pods.v, (a->pods.n + 1) * sizeof(*v));
-    if (!p || !v) {
+    if (v)
+        a->pods.v = v;
+    if (p) {
+        p->n = json_array_size(inits) + json_array_size(containers);
+        p->ctrs = calloc(p->n ? p->n : 1, sizeof(*p->ctrs));
+        p->pod = ck__json_copy(pod);
+    }
+    if (!p || !v || !p->ctrs || !p->pod) {
+        if (p) {
+            free(p->ctrs);
+            json_decref(p->pod);
+        }
         free(p);
-        if (v)
-            a->pods.v = v;
         return NULL;
     }
-    a->pods.v = v;
+    pthread_mutex_init(&p->lock, NULL);
+    p->refs = 1; /* the table's */
     snprintf(p->uid, sizeof(p->uid), "%s", json_string_value(json_object_get(meta, "uid")) ?: "");
     snprintf(p->ns, sizeof(p->ns), "%s",
              json_string_value(json_object_get(meta, "namespace")) ?: "");
     snprintf(p->name, sizeof(p->name), "%s",
              json_string_value(json_object_get(meta, "name")) ?: "");
     snprintf(p->dir, sizeof(p->dir), "%s/pods/%s", a->root_dir, p->uid);
-    p->pod = ck__json_copy(pod);
     p->rp = (struct ck__rt_pod){
         .uid = p->uid, .ns = p->ns, .name = p->name, .dir = p->dir, .pod = p->pod};
-    const json_t *inits = json_object_get(json_object_get(pod, "spec"), "initContainers");
     p->ninit = json_array_size(inits);
-    p->n = p->ninit + json_array_size(containers);
-    p->ctrs = calloc(p->n ? p->n : 1, sizeof(*p->ctrs));
     const char *st =
         json_string_value(json_object_get(json_object_get(pod, "status"), "startTime"));
     if (st)
         snprintf(p->start_time, sizeof(p->start_time), "%s", st);
     else
         fmt_time(now_ns(), p->start_time, sizeof(p->start_time));
+    for (size_t i = 0; i < p->n; i++) {
+        const json_t *sc =
+            i < p->ninit ? json_array_get(inits, i) : json_array_get(containers, i - p->ninit);
+        p->ctrs[i].init = i < p->ninit;
+        p->ctrs[i].sidecar = i < p->ninit && is_sidecar(sc);
+        snprintf(p->ctrs[i].name, sizeof(p->ctrs[i].name), "%s",
+                 json_string_value(json_object_get(sc, "name")) ?: "");
+    }
+    a->pods.v[a->pods.n++] = p;
+    return p;
+}
+
+/* A pod's first sync: its directories and volumes, and its containers found again. */
+static void pod_first_sync(struct ck_agent *a, struct pod_run *p)
+{
     ck__mkdirs(p->dir);
     size_t i;
     json_t *vol;
-    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "volumes"), i, vol)
+    json_array_foreach(json_object_get(json_object_get(p->pod, "spec"), "volumes"), i, vol)
     {
         const char *name = json_string_value(json_object_get(vol, "name"));
         char path[PATH_MAX];
@@ -1430,18 +1550,10 @@ static struct pod_run *pod_add(struct ck_agent *a, const json_t *pod)
     if (snprintf(vdir, sizeof(vdir), "%s/volumes", p->dir) < (int)sizeof(vdir))
         ck__mkdirs(vdir);
     p->volumes_ready = setup_volumes(a, p, false);
-    for (i = 0; i < p->n; i++) {
-        const json_t *sc =
-            i < p->ninit ? json_array_get(inits, i) : json_array_get(containers, i - p->ninit);
-        p->ctrs[i].init = i < p->ninit;
-        p->ctrs[i].sidecar = i < p->ninit && is_sidecar(sc);
-        snprintf(p->ctrs[i].name, sizeof(p->ctrs[i].name), "%s",
-                 json_string_value(json_object_get(sc, "name")) ?: "");
+    for (i = 0; i < p->n; i++)
         adopt_container(a, p, &p->ctrs[i]);
-    }
-    a->pods.v[a->pods.n++] = p;
+    p->started = true;
     CK_LOGS(1, "Pod added", "pod", p->name, "namespace", p->ns, "uid", p->uid);
-    return p;
 }
 
 /* Deletion: SIGTERM, SIGKILL after the grace period, then the final delete. */
@@ -1690,7 +1802,12 @@ static void sweep_pod_dirs(struct ck_agent *a, const struct ck_obj_list *list)
     if (!d)
         return;
     for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.' || pod_find(a, e->d_name))
+        if (e->d_name[0] == '.')
+            continue;
+        pthread_mutex_lock(&a->lock); /* only the tick adds pods, and it is here */
+        bool known = pod_find(a, e->d_name) != NULL;
+        pthread_mutex_unlock(&a->lock);
+        if (known)
             continue;
         bool listed = false;
         for (size_t i = 0; i < list->n && !listed; i++) {
@@ -1706,6 +1823,172 @@ static void sweep_pod_dirs(struct ck_agent *a, const struct ck_obj_list *list)
     closedir(d);
 }
 
+/*
+ * One sync of a pod that is not gone (its worker, with its lock held): the kubelet's
+ * SyncPod, or its termination when it is being deleted.
+ */
+static void sync_pod(struct ck_agent *a, struct pod_run *p)
+{
+    if (!p->started)
+        pod_first_sync(a, p);
+    if (json_object_get(json_object_get(p->pod, "metadata"), "deletionTimestamp")) {
+        terminate(a, p);
+        return;
+    }
+    bool adopted = false; /* containers that run already need no volumes set up */
+    for (size_t j = 0; j < p->n; j++)
+        adopted = adopted || p->ctrs[j].ever_ran;
+    if (!p->volumes_ready && !adopted && now_ns() >= p->volumes_at) {
+        p->volumes_ready = setup_volumes(a, p, false);
+        p->volumes_at = now_ns() + 2 * CK_SEC; /* the next try, if this one failed */
+    }
+    if (!p->volumes_ready && !adopted) {
+        post_status(a, p);
+        return;
+    }
+    /*
+     * the volumes written again every minute, as the kubelet's periodic pod sync
+     * remounts them: ConfigMaps', Secrets' and the downward API's changes reach
+     * running containers, and a token past 80% of its life is replaced (a failed
+     * read keeps what was written, as the kubelet keeps the last good content)
+     */
+    if (p->volumes_ready && now_ns() >= p->resync_at) {
+        if (p->resync_at)
+            setup_volumes(a, p, true);
+        p->resync_at = now_ns() + a->config.sync_frequency;
+    }
+    if (!p->sandbox_ready && now_ns() >= p->sandbox_at)
+        start_sandbox(a, p);
+    if (!p->sandbox_ready) {
+        post_status(a, p);
+        return;
+    }
+    bool initialized = run_init_containers(a, p);
+    for (size_t j = p->ninit; initialized && j < p->n; j++)
+        supervise(a, p, &p->ctrs[j]);
+    finish_sidecars(a, p);
+    post_status(a, p);
+}
+
+/* A pod deleted by someone else (force), gone from the cache: stopped at once, removed. */
+static void remove_gone(struct ck_agent *a, struct pod_run *p)
+{
+    for (size_t j = 0; j < p->n; j++)
+        if (p->ctrs[j].running)
+            a->rt->ops->stop(a->rt, &p->rp, p->ctrs[j].id, 0);
+    if (!p->sandbox_removed)
+        a->rt->ops->pod_remove(a->rt, &p->rp);
+    remove_uid_dir(a, p->uid);
+    CK_LOGS(1, "Pod removed", "pod", p->name, "namespace", p->ns);
+}
+
+enum { URGENT, PERIODIC };
+
+/* How long a periodic sync may wait behind urgent ones before it goes first. */
+#define PERIODIC_WAIT_MAX CK_SEC
+
+/*
+ * Asks for a sync of p (the agent's lock held), as the kubelet's UpdatePod: queued
+ * unless it is already; while its sync runs, marked pending and queued once after it.
+ * What the kubelet hands a pod's goroutine at once goes to the urgent queue: its first
+ * sync, its deletion, its removal; the tick's periodic look at running pods waits behind
+ * them (at most PERIODIC_WAIT_MAX), so a new pod is not queued behind every running one.
+ */
+static void dispatch(struct ck_agent *a, struct pod_run *p)
+{
+    if (p->busy) {
+        p->pending = true;
+        return;
+    }
+    if (p->queued)
+        return;
+    bool urgent = !p->synced || p->gone || (p->deleting && !p->deletion_seen);
+    p->deletion_seen = p->deletion_seen || p->deleting;
+    struct pod_queue *q = &a->queues[urgent ? URGENT : PERIODIC];
+    p->queued = true;
+    p->queued_at = ck_clock_now(NULL);
+    p->next_queued = NULL;
+    if (q->tail)
+        q->tail->next_queued = p;
+    else
+        q->head = p;
+    q->tail = p;
+    pthread_cond_signal(&a->work_cond);
+}
+
+/* The next pod to sync off the queues (the agent's lock held), or NULL. */
+static struct pod_run *next_to_sync(struct ck_agent *a)
+{
+    struct pod_queue *q = &a->queues[URGENT];
+    const struct pod_run *periodic = a->queues[PERIODIC].head;
+    if (!q->head || (periodic && ck_clock_now(NULL) - periodic->queued_at > PERIODIC_WAIT_MAX))
+        q = &a->queues[PERIODIC];
+    struct pod_run *p = q->head;
+    if (p && !(q->head = p->next_queued))
+        q->tail = NULL;
+    return p;
+}
+
+/* A pod worker: takes the next pod off the queue and syncs it, until the agent stops. */
+static void *pod_worker_main(void *arg)
+{
+    struct ck_agent *a = arg;
+    pthread_mutex_lock(&a->lock);
+    for (;;) {
+        while (!a->workers_stop && !a->queues[URGENT].head && !a->queues[PERIODIC].head)
+            pthread_cond_wait(&a->work_cond, &a->lock);
+        if (a->workers_stop)
+            break;
+        struct pod_run *p = next_to_sync(a);
+        p->queued = false;
+        p->busy = true;
+        json_t *next = p->next_pod;
+        p->next_pod = NULL;
+        bool gone = p->gone;
+        pthread_mutex_unlock(&a->lock);
+
+        pthread_mutex_lock(&p->lock);
+        if (next) { /* the newest copy from the cache, taken up between syncs */
+            json_decref(p->pod);
+            p->pod = next;
+            p->rp.pod = next;
+        }
+        if (gone)
+            remove_gone(a, p);
+        else
+            sync_pod(a, p);
+        pthread_mutex_unlock(&p->lock);
+
+        pthread_mutex_lock(&a->lock);
+        p->busy = false;
+        p->synced = true;
+        bool last = false;
+        if (gone) { /* out of the table: no tick finds it again */
+            for (size_t i = 0; i < a->pods.n; i++)
+                if (a->pods.v[i] == p) {
+                    a->pods.v[i] = a->pods.v[--a->pods.n];
+                    break;
+                }
+            last = --p->refs == 0;
+        } else if (p->pending) {
+            p->pending = false;
+            dispatch(a, p);
+        }
+        if (last) {
+            pthread_mutex_unlock(&a->lock);
+            pod_free(p);
+            pthread_mutex_lock(&a->lock);
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
+}
+
+/*
+ * The supervisor's tick: the pods of the cache against the table (new ones added, gone
+ * ones marked), a sync asked for each, then the runtime's orphans and the directories of
+ * pods that are gone.
+ */
 static void tick(struct ck_agent *a)
 {
     struct ck_obj_list list = {0};
@@ -1731,28 +2014,41 @@ static void tick(struct ck_agent *a)
             if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) &&
                 !json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
                 continue; /* finished before: nothing to run */
-            p = pod_add(a, pod);
-        } else {
-            json_decref(p->pod);
-            p->pod = ck__json_copy(pod);
-            p->rp.pod = p->pod;
+            p = pod_new(a, pod);
+        } else if (!p->gone) {
+            json_t *copy = ck__json_copy(pod);
+            if (copy) {
+                json_decref(p->next_pod);
+                p->next_pod = copy;
+            }
         }
-        if (p)
+        if (p) {
             p->seen = true;
+            p->deleting = json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp");
+        }
     }
-    if (a->rt->ops->remove_orphans && now_ns() >= a->orphans_at) {
-        /* kubelet's removal of orphaned sandboxes: at the first tick, then every minute */
-        const char **uids = calloc(list.n + 1, sizeof(*uids));
-        size_t n = 0;
-        for (size_t i = 0; uids && i < list.n; i++) {
+    /* kubelet's removal of orphaned sandboxes: at the first tick, then every minute; the
+       pods of the table are their workers' to remove (the gone ones at their next sync) */
+    bool orphans = a->rt->ops->remove_orphans && now_ns() >= a->orphans_at;
+    char **uids = orphans ? calloc(list.n + a->pods.n + 1, sizeof(*uids)) : NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < a->pods.n; i++) {
+        struct pod_run *p = a->pods.v[i];
+        p->gone = p->gone || !p->seen; /* once gone, its removal is under way */
+        dispatch(a, p);
+        if (uids && (uids[n] = strdup(p->uid)))
+            n++;
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (uids) {
+        for (size_t i = 0; i < list.n; i++) {
             const char *uid = json_string_value(
                 json_object_get(json_object_get(list.items[i], "metadata"), "uid"));
-            if (uid)
-                uids[n++] = uid;
+            if (uid && (uids[n] = strdup(uid)))
+                n++;
         }
-        if (uids)
-            a->rt->ops->remove_orphans(a->rt, uids, n);
-        free(uids);
+        a->rt->ops->remove_orphans(a->rt, (const char *const *)uids, n);
+        strv_free(uids);
         a->orphans_at = now_ns() + 60 * CK_SEC;
     }
     if (now_ns() >= a->dirs_at) {
@@ -1760,61 +2056,6 @@ static void tick(struct ck_agent *a)
         a->dirs_at = now_ns() + 2 * CK_SEC;
     }
     ck_obj_list_release(&list);
-    for (size_t i = 0; i < a->pods.n; i++) {
-        struct pod_run *p = a->pods.v[i];
-        if (!p->seen) { /* deleted by someone else (force): stop it at once */
-            for (size_t j = 0; j < p->n; j++)
-                if (p->ctrs[j].running)
-                    a->rt->ops->stop(a->rt, &p->rp, p->ctrs[j].id, 0);
-            if (!p->sandbox_removed)
-                a->rt->ops->pod_remove(a->rt, &p->rp);
-            remove_uid_dir(a, p->uid);
-            CK_LOGS(1, "Pod removed", "pod", p->name, "namespace", p->ns);
-            pod_free(p);
-            a->pods.v[i] = a->pods.v[--a->pods.n];
-            i--;
-            continue;
-        }
-        if (json_object_get(json_object_get(p->pod, "metadata"), "deletionTimestamp"))
-            terminate(a, p);
-        else {
-            bool initialized = true;
-            bool adopted = false; /* containers that run already need no volumes set up */
-            for (size_t j = 0; j < p->n; j++)
-                adopted = adopted || p->ctrs[j].ever_ran;
-            if (!p->volumes_ready && !adopted && now_ns() >= p->volumes_at) {
-                p->volumes_ready = setup_volumes(a, p, false);
-                p->volumes_at = now_ns() + 2 * CK_SEC; /* the next try, if this one failed */
-            }
-            if (!p->volumes_ready && !adopted) {
-                post_status(a, p);
-                continue;
-            }
-            /*
-             * the volumes written again every minute, as the kubelet's periodic pod sync
-             * remounts them: ConfigMaps', Secrets' and the downward API's changes reach
-             * running containers, and a token past 80% of its life is replaced (a failed
-             * read keeps what was written, as the kubelet keeps the last good content)
-             */
-            if (p->volumes_ready && now_ns() >= p->resync_at) {
-                if (p->resync_at)
-                    setup_volumes(a, p, true);
-                p->resync_at = now_ns() + a->config.sync_frequency;
-            }
-            if (!p->sandbox_ready && now_ns() >= p->sandbox_at)
-                start_sandbox(a, p);
-            if (!p->sandbox_ready) {
-                post_status(a, p);
-                continue;
-            }
-            initialized = run_init_containers(a, p);
-            for (size_t j = p->ninit; initialized && j < p->n; j++)
-                supervise(a, p, &p->ctrs[j]);
-            finish_sidecars(a, p);
-            post_status(a, p);
-        }
-    }
-    pthread_mutex_unlock(&a->lock);
 }
 
 static void *supervisor_main(void *arg)
@@ -1824,6 +2065,36 @@ static void *supervisor_main(void *arg)
         tick(a);
     while (!wait_tick(a, TICK));
     return NULL;
+}
+
+/*
+ * The pods of the table named ns/name (every pod when ns is NULL), each with a
+ * reference (pods_unref() drops them and frees the array), *ret_n of them; NULL with
+ * none, or without memory. Their locks are for the caller to take, one at a time.
+ */
+static struct pod_run **pods_referenced(struct ck_agent *a, const char *ns, const char *name,
+                                        size_t *ret_n)
+{
+    pthread_mutex_lock(&a->lock);
+    struct pod_run **v = calloc(a->pods.n + 1, sizeof(*v));
+    size_t n = 0;
+    for (size_t i = 0; v && i < a->pods.n; i++) {
+        struct pod_run *p = a->pods.v[i];
+        if (ns && (strcmp(p->ns, ns) != 0 || strcmp(p->name, name) != 0))
+            continue;
+        p->refs++;
+        v[n++] = p;
+    }
+    pthread_mutex_unlock(&a->lock);
+    *ret_n = n;
+    return v;
+}
+
+static void pods_unref(struct ck_agent *a, struct pod_run **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        pod_unref(a, v[i]);
+    free(v);
 }
 
 /* ---- garbage collection ---- */
@@ -1837,13 +2108,14 @@ static void *supervisor_main(void *arg)
  */
 static struct ck__rt_gc_keep *gc_keep_list(struct ck_agent *a, size_t *ret_n)
 {
-    pthread_mutex_lock(&a->lock);
-    size_t total = 0, n = 0;
-    for (size_t i = 0; i < a->pods.n; i++)
-        total += a->pods.v[i]->n;
-    struct ck__rt_gc_keep *keep = calloc(total + 1, sizeof(*keep));
-    for (size_t i = 0; keep && i < a->pods.n; i++) {
-        const struct pod_run *p = a->pods.v[i];
+    size_t total = 0, n = 0, np;
+    struct pod_run **pods = pods_referenced(a, NULL, NULL, &np);
+    for (size_t i = 0; pods && i < np; i++)
+        total += pods[i]->n;
+    struct ck__rt_gc_keep *keep = pods ? calloc(total + 1, sizeof(*keep)) : NULL;
+    for (size_t i = 0; keep && i < np; i++) {
+        struct pod_run *p = pods[i];
+        pthread_mutex_lock(&p->lock); /* after the sync under way, if any */
         for (size_t j = 0; j < p->n; j++) {
             const struct container *c = &p->ctrs[j];
             char *uid = strdup(p->uid), *name = strdup(c->name);
@@ -1855,8 +2127,9 @@ static struct ck__rt_gc_keep *gc_keep_list(struct ck_agent *a, size_t *ret_n)
             int from = c->ever_ran && c->attempt > 0 ? c->attempt - 1 : 0;
             keep[n++] = (struct ck__rt_gc_keep){uid, name, from};
         }
+        pthread_mutex_unlock(&p->lock);
     }
-    pthread_mutex_unlock(&a->lock);
+    pods_unref(a, pods, np);
     *ret_n = n;
     return keep;
 }
@@ -1987,9 +2260,27 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
     pthread_mutex_init(&a->lock, NULL);
     pthread_mutex_init(&a->stop_lock, NULL);
     pthread_cond_init(&a->stop_cond, NULL);
+    pthread_cond_init(&a->work_cond, NULL);
     a->config = *config;
     if (a->config.max_pods <= 0)
         a->config.max_pods = 110;
+    if (a->config.pod_workers <= 0) {
+        /*
+         * A sync mostly waits: on the runtime's calls (a container's create and start take
+         * 100-300 ms on containerd), on the API server, on probes. Four workers per core
+         * keep the runtime busy on every core while the agent's threads and connections
+         * stay bounded; the kubelet has a goroutine per pod instead, which C threads
+         * would make costly at 110 pods.
+         */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        a->config.pod_workers = cores > 0 ? (int)(4 * cores) : 8;
+        if (a->config.pod_workers < 8)
+            a->config.pod_workers = 8;
+        if (a->config.pod_workers > CK_AGENT_POD_WORKERS_MAX)
+            a->config.pod_workers = CK_AGENT_POD_WORKERS_MAX;
+    }
+    if (a->config.pod_workers > CK_AGENT_POD_WORKERS_MAX)
+        a->config.pod_workers = CK_AGENT_POD_WORKERS_MAX;
     if (a->config.node_status_update_frequency <= 0)
         a->config.node_status_update_frequency = 10 * CK_SEC;
     if (a->config.sync_frequency <= 0)
@@ -2120,6 +2411,16 @@ int ck_agent_run(struct ck_agent *a, struct ck_err *reterr)
     if (!ck_informer_wait_for_sync(a->pods_inf, CK_TIME_NEVER) ||
         !ck_informer_wait_for_sync(a->svc_inf, CK_TIME_NEVER))
         return ck_err_set(reterr, CK_ESHUTDOWN, "agent: stopped before syncing");
+    if (!(a->workers = calloc((size_t)a->config.pod_workers, sizeof(*a->workers))))
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    for (; a->n_workers < a->config.pod_workers; a->n_workers++)
+        if (pthread_create(&a->workers[a->n_workers], NULL, pod_worker_main, a) != 0)
+            break;
+    if (a->n_workers == 0)
+        return ck_err_set(reterr, CK_ENOMEM, "cannot start the pod workers");
+    char workers[16];
+    snprintf(workers, sizeof(workers), "%d", a->n_workers);
+    CK_LOGS(0, "Pod workers started", "workers", workers);
     if (pthread_create(&a->supervisor, NULL, supervisor_main, a) != 0)
         return ck_err_set(reterr, CK_ENOMEM, "cannot start the supervisor");
     if (pthread_create(&a->renewer, NULL, renewer_main, a) != 0) {
@@ -2164,6 +2465,14 @@ struct ck_agent *ck_agent_free(struct ck_agent *a)
         pthread_join(a->gc, NULL);
     if (a->logrotate_running)
         pthread_join(a->logrotate, NULL);
+    /* no tick queues more: each worker ends its sync under way */
+    pthread_mutex_lock(&a->lock);
+    a->workers_stop = true;
+    pthread_cond_broadcast(&a->work_cond);
+    pthread_mutex_unlock(&a->lock);
+    for (int i = 0; i < a->n_workers; i++)
+        pthread_join(a->workers[i], NULL);
+    free(a->workers);
     if (a->log_server)
         MHD_stop_daemon(a->log_server);
     free(a->log_server_context);
@@ -2186,6 +2495,7 @@ struct ck_agent *ck_agent_free(struct ck_agent *a)
     pthread_mutex_destroy(&a->lock);
     pthread_mutex_destroy(&a->stop_lock);
     pthread_cond_destroy(&a->stop_cond);
+    pthread_cond_destroy(&a->work_cond);
     free(a);
     return NULL;
 }
@@ -2194,11 +2504,11 @@ int ck_agent_log_path(struct ck_agent *a, const char *ns, const char *pod, const
                       bool previous, char *buf, size_t size)
 {
     int r = CK_ENOENT;
-    pthread_mutex_lock(&a->lock);
-    for (size_t i = 0; i < a->pods.n && r == CK_ENOENT; i++) {
-        struct pod_run *p = a->pods.v[i];
-        if (strcmp(p->ns, ns) != 0 || strcmp(p->name, pod) != 0)
-            continue;
+    size_t np;
+    struct pod_run **pods = pods_referenced(a, ns, pod, &np);
+    for (size_t i = 0; i < np && r == CK_ENOENT; i++) {
+        struct pod_run *p = pods[i];
+        pthread_mutex_lock(&p->lock);
         for (size_t j = 0; j < p->n; j++) {
             struct container *c = &p->ctrs[j];
             if ((container && *container) ? strcmp(c->name, container) != 0 : j != p->ninit)
@@ -2209,26 +2519,48 @@ int ck_agent_log_path(struct ck_agent *a, const char *ns, const char *pod, const
             ctr_log(p, c, attempt, buf, size);
             r = 0;
         }
+        pthread_mutex_unlock(&p->lock);
     }
-    pthread_mutex_unlock(&a->lock);
+    pods_unref(a, pods, np);
     return r;
 }
 
-/* The running container named name of pod ns/pod, or NULL; *ret_pod its pod. a->lock held. */
+/*
+ * The running container named name of pod ns/pod, or NULL; *ret_pod its pod, locked and
+ * referenced until running_container_done(a, *ret_pod).
+ */
 static struct container *running_container(struct ck_agent *a, const char *ns, const char *pod,
                                            const char *name, struct pod_run **ret_pod)
 {
-    for (size_t i = 0; i < a->pods.n; i++) {
-        struct pod_run *p = a->pods.v[i];
-        if (strcmp(p->ns, ns) != 0 || strcmp(p->name, pod) != 0)
-            continue;
-        for (size_t j = 0; j < p->n; j++)
-            if (strcmp(p->ctrs[j].name, name) == 0 && p->ctrs[j].running) {
+    size_t np;
+    struct pod_run **pods = pods_referenced(a, ns, pod, &np);
+    struct container *found = NULL;
+    *ret_pod = NULL;
+    for (size_t i = 0; i < np; i++) {
+        struct pod_run *p = pods[i];
+        if (!found) {
+            pthread_mutex_lock(&p->lock);
+            for (size_t j = 0; j < p->n && !found; j++)
+                if (strcmp(p->ctrs[j].name, name) == 0 && p->ctrs[j].running)
+                    found = &p->ctrs[j];
+            if (found) {
                 *ret_pod = p;
-                return &p->ctrs[j];
+                continue; /* its lock and reference stay */
             }
+            pthread_mutex_unlock(&p->lock);
+        }
+        pod_unref(a, p);
     }
-    return NULL;
+    free(pods);
+    return found;
+}
+
+static void running_container_done(struct ck_agent *a, struct pod_run *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_unlock(&p->lock);
+    pod_unref(a, p);
 }
 
 int ck__agent_container_exec_url(struct ck_agent *a, const char *ns, const char *pod,
@@ -2237,11 +2569,10 @@ int ck__agent_container_exec_url(struct ck_agent *a, const char *ns, const char 
 {
     char id[sizeof(((struct container *)0)->id)] = "";
     struct pod_run *p;
-    pthread_mutex_lock(&a->lock);
     const struct container *c = running_container(a, ns, pod, container, &p);
     if (c)
         snprintf(id, sizeof(id), "%s", c->id);
-    pthread_mutex_unlock(&a->lock);
+    running_container_done(a, p);
     if (!*id)
         return CK_ENOENT;
     if (!a->rt->ops->exec_url)
@@ -2257,7 +2588,6 @@ int ck__agent_container_attach(struct ck_agent *a, const char *ns, const char *p
     char id[sizeof(((struct container *)0)->id)] = "";
     struct pod_run *p;
     memset(ret, 0, sizeof(*ret));
-    pthread_mutex_lock(&a->lock);
     const struct container *c = running_container(a, ns, pod, container, &p);
     if (c) {
         const json_t *sc = spec_container(p, c->name);
@@ -2271,7 +2601,7 @@ int ck__agent_container_attach(struct ck_agent *a, const char *ns, const char *p
         if (json_is_true(json_object_get(sc, "stdin")))
             snprintf(ret->stdin_path, sizeof(ret->stdin_path), "%.*s/stdin", stem, ret->log_path);
     }
-    pthread_mutex_unlock(&a->lock);
+    running_container_done(a, p);
     if (!*id)
         return CK_ENOENT;
     if (!a->rt->ops->attach_url)
@@ -2286,20 +2616,21 @@ int ck__agent_pod_port_forward_url(struct ck_agent *a, const char *ns, const cha
 {
     char sandbox[sizeof(((struct ck__rt_pod *)0)->sandbox_id)] = "";
     bool found = false;
-    pthread_mutex_lock(&a->lock);
-    for (size_t i = 0; i < a->pods.n && !found; i++) {
-        struct pod_run *p = a->pods.v[i];
-        if (strcmp(p->ns, ns) != 0 || strcmp(p->name, pod) != 0 || p->terminating)
-            continue;
-        for (size_t j = 0; j < p->n && !found; j++)
+    size_t np;
+    struct pod_run **pods = pods_referenced(a, ns, pod, &np);
+    for (size_t i = 0; i < np && !found; i++) {
+        struct pod_run *p = pods[i];
+        pthread_mutex_lock(&p->lock);
+        for (size_t j = 0; j < p->n && !found && !p->terminating; j++)
             found = p->ctrs[j].running;
         if (found) {
             snprintf(uid, uid_size, "%s", p->uid);
             if (p->sandbox_ready)
                 snprintf(sandbox, sizeof(sandbox), "%s", p->rp.sandbox_id);
         }
+        pthread_mutex_unlock(&p->lock);
     }
-    pthread_mutex_unlock(&a->lock);
+    pods_unref(a, pods, np);
     if (!found || (a->rt->ops->port_forward_url && !*sandbox))
         return CK_ENOENT;
     if (!a->rt->ops->port_forward_url)
@@ -2313,7 +2644,6 @@ int ck__agent_container_env(struct ck_agent *a, const char *ns, const char *pod,
 {
     int r = CK_ENOENT;
     struct pod_run *p;
-    pthread_mutex_lock(&a->lock);
     struct container *c = running_container(a, ns, pod, container, &p);
     if (c && a->rt->ops->exec) { /* a CRI runtime: exec goes through its streaming server */
         r = CK_EINVAL;
@@ -2332,20 +2662,21 @@ int ck__agent_container_env(struct ck_agent *a, const char *ns, const char *pod,
             r = 0;
         }
     }
-    pthread_mutex_unlock(&a->lock);
+    running_container_done(a, p);
     return r;
 }
 
 struct ck__rt_stats_ref *ck__agent_running_containers(struct ck_agent *a, size_t *ret_n)
 {
     *ret_n = 0;
-    pthread_mutex_lock(&a->lock);
-    size_t total = 0, n = 0;
-    for (size_t i = 0; i < a->pods.n; i++)
-        total += a->pods.v[i]->n;
+    size_t total = 0, n = 0, np;
+    struct pod_run **pods = pods_referenced(a, NULL, NULL, &np);
+    for (size_t i = 0; pods && i < np; i++)
+        total += pods[i]->n;
     struct ck__rt_stats_ref *refs = total ? calloc(total, sizeof(*refs)) : NULL;
-    for (size_t i = 0; refs && i < a->pods.n; i++) {
-        const struct pod_run *p = a->pods.v[i];
+    for (size_t i = 0; refs && i < np; i++) {
+        struct pod_run *p = pods[i];
+        pthread_mutex_lock(&p->lock); /* after the sync under way, if any */
         for (size_t j = 0; j < p->n && !p->terminating; j++) {
             const struct container *c = &p->ctrs[j];
             if (!c->running || !c->id[0])
@@ -2361,8 +2692,9 @@ struct ck__rt_stats_ref *ck__agent_running_containers(struct ck_agent *a, size_t
             if (p->sandbox_ready)
                 snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", p->rp.sandbox_id);
         }
+        pthread_mutex_unlock(&p->lock);
     }
-    pthread_mutex_unlock(&a->lock);
+    pods_unref(a, pods, np);
     *ret_n = n;
     return refs;
 }

@@ -140,7 +140,6 @@ static bool read_exit(struct ck__exec_session *s, int timeout_ms)
         s->exited = true;
         /* a shim that died without a status: report the command killed */
         s->wstatus = n == (ssize_t)sizeof(st) ? st : SIGKILL;
-        waitpid(s->shim, NULL, WNOHANG); /* the agent's reaper may take it first */
     }
     bool exited = s->exited;
     pthread_mutex_unlock(&s->exit_lock);
@@ -252,6 +251,7 @@ static int session_start(struct ck__exec_session *s, char *const *argv, char *co
     close_fd(&err[1]);
     pid_t pid = -1;
     if (shim > 0) {
+        ck__proc_reap_later(shim); /* the agent's reaper takes it once it ends */
         s->shim = shim;
         s->status_fd = status[0];
         status[0] = -1;

@@ -445,6 +445,9 @@ struct ck__rt_start {
     char *const *command, *const *args; /* $(VAR)-expanded; NULL: the image's */
     char *const *envp;                  /* the container's env ("NAME=value") */
     const char *log_path;               /* <dir>/containers/<name>/<attempt>.log */
+    /* the pod's pull back-off of the image holds: an image that must be pulled is not
+       (ImagePullBackOff), as the kubelet's image manager says */
+    bool pull_backoff;
 };
 
 /* What the runtime knows of an attempt. */
@@ -666,6 +669,8 @@ struct ck__runtime *ck__runtime_process_new(const struct ck_agent_config *config
 void ck__process_env(const char *hostname, char *const *envp, struct ck__env *env);
 /* mkdir -p (mode 0750). 0 or -1 with errno. */
 int ck__mkdirs(const char *path);
+/* Has ck_proc_reap() reap the child pid once it ends (process.c): a shim nobody waits for. */
+void ck__proc_reap_later(pid_t pid);
 /* An event about pod p (Pulling, Pulled, Failed, BackOff), as the kubelet records it. */
 typedef void (*ck__rt_event_fn)(void *arg, const struct ck__rt_pod *p, const char *type,
                                 const char *reason, const char *message);

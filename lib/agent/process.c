@@ -26,6 +26,10 @@
  * writing as well: `kubectl attach -i` writes into it (exec.c) and the container never
  * sees the end of its stdin, even between attaches.
  *
+ * The agent reaps only the shims it started (ck_proc_reap, ck__proc_reap_later), never
+ * "any child": the pod workers' probes and hooks wait for commands of their own on other
+ * threads, and a waitpid(-1) there would take their exit statuses.
+ *
  * Also here: the kubelet's restart back-off (flowcontrol.Backoff as the kubelet uses it:
  * 10 s doubling to 5 min, forgotten after 10 min without a restart).
  */
@@ -33,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -441,6 +446,7 @@ int ck_proc_start(const struct ck_proc_spec *spec, struct ck_proc *ret, struct c
                           spec->argv[0], strerror(rep.err));
     }
     ret->started_ns = ck_proc_start_time(rep.pid);
+    ck__proc_reap_later(shim);
     return 0;
 }
 
@@ -495,10 +501,38 @@ int ck_proc_read_exit(const char *exit_path, struct ck_proc_exit *ret)
     return n >= 3 ? 0 : CK_EINVAL;
 }
 
+/* The shims to reap once they end (guarded by reap_lock). */
+static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t *reap_pids;
+static size_t reap_n, reap_cap;
+
+void ck__proc_reap_later(pid_t pid)
+{
+    pthread_mutex_lock(&reap_lock);
+    if (reap_n == reap_cap) {
+        size_t cap = reap_cap ? 2 * reap_cap : 64;
+        pid_t *v = realloc(reap_pids, cap * sizeof(*v));
+        if (v) {
+            reap_pids = v;
+            reap_cap = cap;
+        }
+    }
+    if (reap_n < reap_cap) /* else out of memory: a zombie until the agent ends */
+        reap_pids[reap_n++] = pid;
+    pthread_mutex_unlock(&reap_lock);
+}
+
 void ck_proc_reap(void)
 {
-    while (waitpid(-1, NULL, WNOHANG) > 0)
-        ;
+    pthread_mutex_lock(&reap_lock);
+    for (size_t i = 0; i < reap_n;) {
+        pid_t r = waitpid(reap_pids[i], NULL, WNOHANG);
+        if (r == reap_pids[i] || (r < 0 && errno == ECHILD)) /* reaped, or by its owner */
+            reap_pids[i] = reap_pids[--reap_n];
+        else
+            i++;
+    }
+    pthread_mutex_unlock(&reap_lock);
 }
 
 /* ---- restart back-off ---- */

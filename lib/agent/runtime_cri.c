@@ -25,7 +25,9 @@
  * - Images: imagePullPolicy (unset: Always for ":latest" or no tag, else
  *   IfNotPresent), ErrImageNeverPull, ErrImagePull with the runtime's words, events
  *   Pulling / Pulled / Failed as the kubelet words them. The container is created from
- *   the image's id.
+ *   the image's id. The pull back-off is the agent's, per pod and image as the kubelet's
+ *   image manager keys it (backOffKey: the pod's UID and the spec's image): while it
+ *   holds, an image that must be pulled is not, ImagePullBackOff and a BackOff event.
  * - Containers: command and args as given (NULL: the image's ENTRYPOINT and CMD),
  *   env, workingDir, volume mounts (the pod's volume directories, hostPath),
  *   stdin/tty, resources (cpu shares from requests, quota from limits, memory limit),
@@ -63,8 +65,6 @@
  * - Stats: the resource metrics' CPU and working set of the running containers, from one
  *   ListContainerStats (container_stats), and of their pods as a whole, from one
  *   ListPodSandboxStats (pod_stats).
- *
- * Not yet: pull back-off per image (the agent backs off per container).
  */
 #define _GNU_SOURCE /* vasprintf, strndup */
 #include <dirent.h>
@@ -908,7 +908,8 @@ static int pull(struct cri_runtime *cr, const struct ck__rt_pod *p, const char *
 
 /* Makes sure the image is there as its policy says; its id (malloc'd) into *ret_ref. */
 static int ensure_image(struct cri_runtime *cr, const struct ck__rt_pod *p, const json_t *spec,
-                        char **ret_ref, char *reason, size_t size, struct ck_err *reterr)
+                        bool backoff, char **ret_ref, char *reason, size_t size,
+                        struct ck_err *reterr)
 {
     const char *image = json_string_value(json_object_get(spec, "image"));
     if (!image || !*image) {
@@ -939,6 +940,11 @@ static int ensure_image(struct cri_runtime *cr, const struct ck__rt_pod *p, cons
         return ck_err_set(reterr, CK_ENOENT,
                           "Container image \"%s\" is not present with pull policy of Never", image);
     }
+    if (backoff) { /* the pod's last pull of it failed less than its back-off ago */
+        snprintf(reason, size, "ImagePullBackOff");
+        emit(cr, p, CK_EVENT_NORMAL, "BackOff", "Back-off pulling image \"%s\"", image);
+        return ck_err_set(reterr, CK_EIO, "Back-off pulling image \"%s\"", image);
+    }
     emit(cr, p, CK_EVENT_NORMAL, "Pulling", "Pulling image \"%s\"", image);
     int64_t t0 = realtime_ns();
     char *ref = NULL;
@@ -960,7 +966,7 @@ static int start(struct ck__runtime *rt, struct ck__rt_pod *p, const struct ck__
 {
     struct cri_runtime *cr = (struct cri_runtime *)rt;
     char *image = NULL;
-    if (ensure_image(cr, p, s->spec, &image, reason, reason_size, reterr) < 0)
+    if (ensure_image(cr, p, s->spec, s->pull_backoff, &image, reason, reason_size, reterr) < 0)
         return CK_EIO;
     char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s/containers/%s", p->dir, s->name);

@@ -202,7 +202,12 @@ static int state(struct ck__runtime *rt, const struct ck__rt_pod *p, const char 
     if (ck_proc_read_exit(path, &ret->exit) == 0)
         return 0;
     ret->running = ck_proc_alive(pid, ticks);
-    if (!ret->running) { /* gone without an exit status (a reboot, a lost shim) */
+    if (!ret->running) {
+        /* the shim writes the exit file once the container's pipes are quiet (a poll of
+           200 ms) after reaping it: a second for it, then gone without an exit status (a
+           reboot, a lost shim) */
+        for (int i = 0; i < 100 && ck_proc_read_exit(path, &ret->exit) != 0; i++)
+            nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
         if (ck_proc_read_exit(path, &ret->exit) != 0)
             ret->exit = (struct ck_proc_exit){137, 9, realtime_ns(), false};
     }

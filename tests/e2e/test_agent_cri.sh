@@ -23,7 +23,9 @@
 #   container GC (--container-gc-period 2s) removes its older dead attempts and their
 #   logs, keeping the current and the previous one (logs --previous still works);
 # - imagePullPolicy Never without the image: ErrImageNeverPull; a pull that fails:
-#   ErrImagePull, then ImagePullBackOff, and the Failed event;
+#   ErrImagePull, then ImagePullBackOff, and the Failed event; the pull back-off is the
+#   pod's and the image's (the kubelet's backOffKey): a second container of the pod with
+#   that image waits in ImagePullBackOff without a pull of its own, another pod pulls it;
 # - a memory limit: OOMKilled, exit 137;
 # - a hostNetwork pod has the node's address;
 # - the agent killed with SIGKILL and started again keeps the containers (same
@@ -175,6 +177,15 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
     wait_for "ImagePullBackOff" pod/nopull '{.status.containerStatuses[0].state.waiting.reason}=ImagePullBackOff'
     poll "the Failed pull event" sh -c \
         "kubectl get events --field-selector involvedObject.name=nopull,reason=Failed -o jsonpath='{.items[*].message}' | grep -q 'Failed to pull image'"
+    # the same image in a second pod: a back-off of its own, so its first pull is tried
+    create nopull2 "{'containers': [{'name': 'a', 'image': '127.0.0.1:1/none:1'},
+        {'name': 'b', 'image': '127.0.0.1:1/none:1'}]}"
+    wait_for "nopull2: a pull of its own" pod/nopull2 \
+        '{.status.containerStatuses[?(@.name=="a")].state.waiting.reason}=ErrImagePull'
+    # its second container meets the back-off a's failure started, in the same sync
+    check "nopull2: the second container waits in the pod's back-off for the image" \
+        [ "$(jp pod/nopull2 '{.status.containerStatuses[?(@.name=="b")].state.waiting.message}')" = \
+          'Back-off pulling image "127.0.0.1:1/none:1"' ]
 
     # a memory limit
     create oom "{'restartPolicy': 'Never', 'containers': [{'name': 'c', 'image': '$busybox_image',
@@ -232,7 +243,7 @@ print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode(), end="")' "
 
     # deletion leaves nothing behind
     k delete deployment web >/dev/null
-    k delete pod env dnsnone sick crash never nopull oom msg hooked badhook hostnet --wait=false >/dev/null
+    k delete pod env dnsnone sick crash never nopull nopull2 oom msg hooked badhook hostnet --wait=false >/dev/null
     poll "every pod deleted" sh -c "[ -z \"\$(kubectl get pods -o name)\" ]"
     poll "every pod's directory removed" sh -c "[ -z \"\$(ls -A '$root/pods' 2>/dev/null)\" ]"
     poll "no container left in containerd" sh -c \
