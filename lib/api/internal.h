@@ -164,12 +164,15 @@ int ck__custom_is_pruned(const json_t *schema, const json_t *value);
 void ck__cells_created_at(const json_t *obj, long long now, json_t **row);
 
 /*
- * The two admission webhook configuration kinds (kinds/webhookconfiguration.c): their
- * validation (mutating: the MutatingWebhookConfiguration's rules) and their cells hook
- * (NAME, WEBHOOKS, AGE).
+ * The two admission webhook configuration kinds (kinds/webhookconfiguration.c): the
+ * validation of each, and their columns (NAME, WEBHOOKS, AGE) with its cells hook.
  */
-void ck__validate_webhook_configuration(const json_t *obj, bool mutating,
-                                        struct ck_field_errors *errs);
+void ck__validate_mutating_webhooks(const json_t *obj, const json_t *old,
+                                    struct ck_field_errors *errs);
+void ck__validate_validating_webhooks(const json_t *obj, const json_t *old,
+                                      struct ck_field_errors *errs);
+#define CK__WEBHOOK_COLUMNS 3
+extern const struct ck_table_column ck__webhook_columns[CK__WEBHOOK_COLUMNS];
 void ck__cells_webhooks(const json_t *obj, long long now, json_t **cells);
 #define CK__AGE_COLUMN                                                                             \
     {                                                                                              \

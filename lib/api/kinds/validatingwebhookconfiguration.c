@@ -13,21 +13,6 @@
  */
 #include "../internal.h"
 
-static void validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs)
-{
-    (void)old;
-    ck__validate_webhook_configuration(obj, false, errs);
-}
-
-static const struct ck_table_column columns[] = {
-    CK__NAME_COLUMN(0),
-    CK__COMPUTED_COLUMN("Webhooks", "integer",
-                        "Webhooks indicates the number of webhooks registered in this "
-                        "configuration.",
-                        0),
-    CK__AGE_COLUMN,
-};
-
 const struct ck_kind ck__kind_validatingwebhookconfiguration = {
     .group = "admissionregistration.k8s.io",
     .version = "v1",
@@ -38,8 +23,8 @@ const struct ck_kind ck__kind_validatingwebhookconfiguration = {
     .namespaced = false,
     .has_generation = true,
     .schema = "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    .columns = ck__webhook_columns,
+    .n_columns = CK__WEBHOOK_COLUMNS,
     .cells = ck__cells_webhooks,
-    .validate = validate,
+    .validate = ck__validate_validating_webhooks,
 };

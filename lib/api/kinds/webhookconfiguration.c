@@ -381,8 +381,7 @@ static void check_hook(const json_t *hook, const char *at, bool mutating,
     check_review_versions(hook, at, errs);
 }
 
-void ck__validate_webhook_configuration(const json_t *obj, bool mutating,
-                                        struct ck_field_errors *errs)
+static void validate_webhooks(const json_t *obj, bool mutating, struct ck_field_errors *errs)
 {
     const json_t *hooks = json_object_get(obj, "webhooks");
     size_t i;
@@ -406,6 +405,29 @@ void ck__validate_webhook_configuration(const json_t *obj, bool mutating,
         }
     }
 }
+
+void ck__validate_mutating_webhooks(const json_t *obj, const json_t *old,
+                                    struct ck_field_errors *errs)
+{
+    (void)old; /* an update is validated as a create (docs/differences.md) */
+    validate_webhooks(obj, true, errs);
+}
+
+void ck__validate_validating_webhooks(const json_t *obj, const json_t *old,
+                                      struct ck_field_errors *errs)
+{
+    (void)old;
+    validate_webhooks(obj, false, errs);
+}
+
+const struct ck_table_column ck__webhook_columns[CK__WEBHOOK_COLUMNS] = {
+    CK__NAME_COLUMN(0),
+    CK__COMPUTED_COLUMN("Webhooks", "integer",
+                        "Webhooks indicates the number of webhooks registered in this "
+                        "configuration.",
+                        0),
+    CK__AGE_COLUMN,
+};
 
 void ck__cells_webhooks(const json_t *obj, long long now, json_t **cells)
 {
