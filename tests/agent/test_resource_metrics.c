@@ -64,9 +64,11 @@ static void test_text_as_kubelet_writes_it(void **state)
     };
     char *t = render(&node, refs, st, 3, false);
     /* the families, in name order, each with its HELP and TYPE */
+#define CPU_HELP                                                                                   \
+    "# HELP container_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the "       \
+    "container in core-seconds"
     const char *families[] = {
-        "# HELP container_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the "
-        "container in core-seconds",
+        CPU_HELP,
         "# TYPE container_cpu_usage_seconds_total counter",
         "# TYPE container_memory_working_set_bytes gauge",
         "# TYPE container_start_time_seconds gauge",

@@ -1201,9 +1201,11 @@ void ck__psa_default_policy(struct ck__psa_policy *ret)
 /* api.ParseLevel: false (and restricted) for anything but the three names. */
 static bool parse_level(const char *s, enum ck__psa_level *ret)
 {
-    for (int l = CK__PSA_PRIVILEGED; l <= CK__PSA_RESTRICTED; l++)
-        if (strcmp(s, ck__psa_level_name(l)) == 0) {
-            *ret = l;
+    static const enum ck__psa_level levels[] = {CK__PSA_PRIVILEGED, CK__PSA_BASELINE,
+                                                CK__PSA_RESTRICTED};
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+        if (strcmp(s, ck__psa_level_name(levels[i])) == 0) {
+            *ret = levels[i];
             return true;
         }
     *ret = CK__PSA_RESTRICTED;
