@@ -401,6 +401,8 @@ enum ck_kind_role {
     CK_KIND_ROLE_CONFIG_MAP,
     /* Pod priorities by name; the server creates the system- classes at start. */
     CK_KIND_ROLE_PRIORITY_CLASS,
+    /* The identities pods run as: their tokens (TokenRequest) and the tokens' checks. */
+    CK_KIND_ROLE_SERVICE_ACCOUNT,
 };
 
 /* The rule metadata.name follows. */

@@ -669,7 +669,7 @@ static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *re
         return ck_err_set(reterr, CK_EPERM, "the token names no service account");
     int code;
     json_t *sa =
-        stored_object(server, ck_kind_lookup("", "v1", "serviceaccounts"), ns, name, &code);
+        stored_object(server, ck_kind_with_role(CK_KIND_ROLE_SERVICE_ACCOUNT), ns, name, &code);
     if (!sa)
         return code == CK_ENOMEM ? ck_err_no_memory(reterr)
                                  : ck_err_set(reterr, CK_EPERM,
@@ -1518,7 +1518,7 @@ bool ck__auth_serve(struct ck_apiserver *server, struct MHD_Connection *conn, co
                     size_t len, enum MHD_Result *ret)
 {
     enum review review = review_of(t->kind);
-    bool token_request = t->kind == ck_kind_lookup("", "v1", "serviceaccounts") &&
+    bool token_request = t->kind == ck_kind_with_role(CK_KIND_ROLE_SERVICE_ACCOUNT) &&
                          strcmp(t->subresource, "token") == 0;
     if (review == NOT_A_REVIEW && !token_request)
         return false;

@@ -57,6 +57,7 @@ const struct ck_kind ck__kind_serviceaccount = {
     .singular = "serviceaccount",
     .short_names = short_names,
     .namespaced = true,
+    .role = CK_KIND_ROLE_SERVICE_ACCOUNT,
     .schema = "io.k8s.api.core.v1.ServiceAccount",
     .subresources = subresources,
     .n_subresources = CK__COUNT(subresources),

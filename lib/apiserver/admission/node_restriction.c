@@ -132,11 +132,12 @@ static int node_restriction_admit(struct ck__registry *reg, const struct ck__adm
                                              "the requesting node");
     case CK_KIND_ROLE_POD:
         return admit_pod(a, node, reterr);
-    default:
-        return a->op == CK__ADMISSION_CREATE && strcmp(sub, "token") == 0 && !a->kind->group[0] &&
-                       strcmp(a->kind->resource, "serviceaccounts") == 0
+    case CK_KIND_ROLE_SERVICE_ACCOUNT:
+        return a->op == CK__ADMISSION_CREATE && strcmp(sub, "token") == 0
                    ? admit_token(reg, a, node, reterr)
                    : 0;
+    default:
+        return 0;
     }
 }
 

@@ -188,7 +188,7 @@ int ck__sa_admission_mutate(json_t *pod, const json_t *sa)
 static int admit(struct ck__registry *reg, const struct ck__admission_attrs *a,
                  struct ck_err *reterr)
 {
-    const struct ck_kind *sa_kind = ck_kind_lookup("", "v1", "serviceaccounts");
+    const struct ck_kind *sa_kind = ck_kind_with_role(CK_KIND_ROLE_SERVICE_ACCOUNT);
     json_t *pod = a->obj;
     if (a->op != CK__ADMISSION_CREATE || !ck__admission_is_role(a, CK_KIND_ROLE_POD) || !sa_kind ||
         !ck__sa_admission_applies(pod))
