@@ -403,6 +403,9 @@ enum ck_kind_role {
     CK_KIND_ROLE_PRIORITY_CLASS,
     /* The identities pods run as: their tokens (TokenRequest) and the tokens' checks. */
     CK_KIND_ROLE_SERVICE_ACCOUNT,
+    /* The metrics API's kinds: never stored, the server builds them from the nodes' stats. */
+    CK_KIND_ROLE_NODE_METRICS,
+    CK_KIND_ROLE_POD_METRICS,
 };
 
 /* The rule metadata.name follows. */

@@ -795,9 +795,9 @@ static enum MHD_Result answer(struct MHD_Connection *conn, json_t *doc)
 bool ck__metrics_api_serve(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                            const char *method, const struct ck__target *t, enum MHD_Result *ret)
 {
-    if (strcmp(t->kind->group, "metrics.k8s.io") != 0)
+    bool nodes = t->kind->role == CK_KIND_ROLE_NODE_METRICS;
+    if (!nodes && t->kind->role != CK_KIND_ROLE_POD_METRICS)
         return false;
-    bool nodes = !t->kind->namespaced;
     if ((strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) || t->subresource[0] ||
         ck__query_bool(conn, "watch")) {
         *ret = ck__fail_with(conn, "MethodNotAllowed",

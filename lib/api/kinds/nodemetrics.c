@@ -34,6 +34,7 @@ const struct ck_kind ck__kind_nodemetrics = {
     .storage_resource = "metrics.k8s.io/nodes",
     .singular = "",
     .namespaced = false,
+    .role = CK_KIND_ROLE_NODE_METRICS,
     .name_rule = CK_NAME_PATH_SEGMENT,
     .schema = "io.k8s.metrics.pkg.apis.metrics.v1beta1.NodeMetrics",
     .verbs = get_list,

@@ -30,6 +30,7 @@ const struct ck_kind ck__kind_podmetrics = {
     .storage_resource = "metrics.k8s.io/pods",
     .singular = "",
     .namespaced = true,
+    .role = CK_KIND_ROLE_POD_METRICS,
     .name_rule = CK_NAME_PATH_SEGMENT,
     .schema = "io.k8s.metrics.pkg.apis.metrics.v1beta1.PodMetrics",
     .verbs = get_list,
