@@ -485,6 +485,12 @@ struct ck_kind {
     bool has_generation; /* metadata.generation is kept */
     /* A change of metadata.annotations counts as a spec change for the generation. */
     bool annotations_bump_generation;
+    /*
+     * Objects of the kind configure admission itself (the webhook
+     * configurations): webhooks are never called on them, so no webhook can
+     * lock its own fix out.
+     */
+    bool configures_admission;
     enum ck_kind_role role;
     enum ck_name_rule name_rule;
     const char *schema; /* "io.k8s.api.apps.v1.Deployment" */

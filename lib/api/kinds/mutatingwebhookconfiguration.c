@@ -22,6 +22,7 @@ const struct ck_kind ck__kind_mutatingwebhookconfiguration = {
     .singular = "mutatingwebhookconfiguration",
     .namespaced = false,
     .has_generation = true,
+    .configures_admission = true,
     .schema = "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
     .columns = ck__webhook_columns,
     .n_columns = CK__WEBHOOK_COLUMNS,

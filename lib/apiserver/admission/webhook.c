@@ -814,7 +814,7 @@ static int call_hook(struct ck__registry *reg, const json_t *hook,
  * (IsExemptAdmissionConfigurationResource). */
 static bool exempt(const struct ck__admission_attrs *a)
 {
-    return a->kind && strcmp(a->kind->group, "admissionregistration.k8s.io") == 0;
+    return a->kind && a->kind->configures_admission;
 }
 
 /* One webhook to call, and whether it was (for reinvocation). */
