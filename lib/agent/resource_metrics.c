@@ -262,29 +262,74 @@ static int pod_cmp(const void *pa, const void *pb)
     return c ? c : strcmp(a->pod, b->pod);
 }
 
-enum family { CPU, MEMORY, START };
+/* What a family's samples are made of. */
+enum source {
+    CONTAINER_CPU,
+    CONTAINER_MEMORY,
+    CONTAINER_START,
+    NODE_CPU,
+    NODE_MEMORY,
+    POD_CPU,
+    POD_MEMORY,
+    SCRAPE_ERROR,
+};
 
-static int put_containers(struct ck__buf *b, const struct entry *e, size_t n, enum family f)
+/* The families as kubelet's collector declares them, in the order written (by name). */
+static const struct family {
+    const char *name, *help, *type;
+    enum source source;
+} families[] = {
+    {"container_cpu_usage_seconds_total",
+     "[STABLE] Cumulative cpu time consumed by the container in core-seconds", "counter",
+     CONTAINER_CPU},
+    {"container_memory_working_set_bytes", "[STABLE] Current working set of the container in bytes",
+     "gauge", CONTAINER_MEMORY},
+    {"container_start_time_seconds",
+     "[STABLE] Start time of the container since unix epoch in seconds", "gauge", CONTAINER_START},
+    {"node_cpu_usage_seconds_total",
+     "[STABLE] Cumulative cpu time consumed by the node in core-seconds", "counter", NODE_CPU},
+    {"node_memory_working_set_bytes", "[STABLE] Current working set of the node in bytes", "gauge",
+     NODE_MEMORY},
+    {"pod_cpu_usage_seconds_total",
+     "[STABLE] Cumulative cpu time consumed by the pod in core-seconds", "counter", POD_CPU},
+    {"pod_memory_working_set_bytes", "[STABLE] Current working set of the pod in bytes", "gauge",
+     POD_MEMORY},
+    {"resource_scrape_error",
+     "[STABLE] 1 if there was an error while getting container metrics, 0 otherwise", "gauge",
+     SCRAPE_ERROR},
+};
+
+/* What one scrape found. */
+struct scrape {
+    const struct entry *containers; /* sorted by entry_cmp */
+    size_t n_containers;
+    const struct pod_sum *pods; /* sorted by pod_cmp */
+    size_t n_pods;
+    const struct ck__rt_stats *node;
+    bool error;
+};
+
+static int put_containers(struct ck__buf *b, const struct family *f, const struct entry *e,
+                          size_t n)
 {
     int r = 0;
     for (size_t i = 0; r == 0 && i < n; i++) {
         const struct ck__rt_stats *st = e[i].st;
-        if ((f == CPU && !st->has_cpu) || (f == MEMORY && !st->has_memory) ||
-            (f == START && e[i].ref->started_ns <= 0))
+        bool has = f->source == CONTAINER_CPU      ? st->has_cpu
+                   : f->source == CONTAINER_MEMORY ? st->has_memory
+                                                   : e[i].ref->started_ns > 0;
+        if (!has)
             continue;
-        const char *name = f == CPU      ? "container_cpu_usage_seconds_total"
-                           : f == MEMORY ? "container_memory_working_set_bytes"
-                                         : "container_start_time_seconds";
-        r = ck__buf_printf(b, "%s{", name);
+        r = ck__buf_printf(b, "%s{", f->name);
         if (r == 0)
             r = put_label(b, "container", e[i].ref->name, false);
         if (r == 0)
             r = put_label(b, "namespace", e[i].ref->ns, false);
         if (r == 0)
             r = put_label(b, "pod", e[i].ref->pod, true);
-        if (r == 0 && f == CPU)
+        if (r == 0 && f->source == CONTAINER_CPU)
             r = put_value(b, (double)st->cpu_core_ns / 1e9, st->cpu_time);
-        else if (r == 0 && f == MEMORY)
+        else if (r == 0 && f->source == CONTAINER_MEMORY)
             r = put_value(b, (double)st->working_set_bytes, st->memory_time);
         else if (r == 0) /* kubelet gives the start time no timestamp */
             r = put_value(b, (double)e[i].ref->started_ns / 1e9, -1);
@@ -292,8 +337,9 @@ static int put_containers(struct ck__buf *b, const struct entry *e, size_t n, en
     return r;
 }
 
-static int put_pods(struct ck__buf *b, const struct pod_sum *p, size_t n, bool cpu)
+static int put_pods(struct ck__buf *b, const struct family *f, const struct pod_sum *p, size_t n)
 {
+    bool cpu = f->source == POD_CPU;
     int r = 0;
     for (size_t i = 0; r == 0 && i < n; i++) {
         /* the pod's own figure where the runtime gave one, else its containers' sum */
@@ -301,7 +347,7 @@ static int put_pods(struct ck__buf *b, const struct pod_sum *p, size_t n, bool c
             (cpu ? p[i].own.has_cpu : p[i].own.has_memory) ? &p[i].own : &p[i].s;
         if (cpu ? !s->has_cpu : !s->has_memory)
             continue;
-        r = ck__buf_adds(b, cpu ? "pod_cpu_usage_seconds_total{" : "pod_memory_working_set_bytes{");
+        r = ck__buf_printf(b, "%s{", f->name);
         if (r == 0)
             r = put_label(b, "namespace", p[i].ns, false);
         if (r == 0)
@@ -311,6 +357,38 @@ static int put_pods(struct ck__buf *b, const struct pod_sum *p, size_t n, bool c
                     : put_value(b, (double)s->working_set_bytes, s->memory_time);
     }
     return r;
+}
+
+/* The node's one sample of f (none when the node's figure is unknown). */
+static int put_node(struct ck__buf *b, const struct family *f, const struct ck__rt_stats *node)
+{
+    bool cpu = f->source == NODE_CPU;
+    if (cpu ? !node->has_cpu : !node->has_memory)
+        return 0;
+    int r = ck__buf_adds(b, f->name);
+    if (r)
+        return r;
+    return cpu ? put_value(b, (double)node->cpu_core_ns / 1e9, node->cpu_time)
+               : put_value(b, (double)node->working_set_bytes, node->memory_time);
+}
+
+static int put_samples(struct ck__buf *b, const struct family *f, const struct scrape *s)
+{
+    switch (f->source) {
+    case CONTAINER_CPU:
+    case CONTAINER_MEMORY:
+    case CONTAINER_START:
+        return put_containers(b, f, s->containers, s->n_containers);
+    case NODE_CPU:
+    case NODE_MEMORY:
+        return put_node(b, f, s->node);
+    case POD_CPU:
+    case POD_MEMORY:
+        return put_pods(b, f, s->pods, s->n_pods);
+    case SCRAPE_ERROR:
+        return ck__buf_printf(b, "%s %d\n", f->name, s->error ? 1 : 0);
+    }
+    return 0;
 }
 
 /* Adds a container's figures into its pod's (the newest sample time for each). */
@@ -353,53 +431,13 @@ int ck__resource_metrics_render(struct ck__buf *out, const struct ck__rt_stats *
     if (r == 0) {
         qsort(e, n, sizeof(*e), entry_cmp);
         qsort(pods, n_pods, sizeof(*pods), pod_cmp);
-        r = put_family(out, "container_cpu_usage_seconds_total",
-                       "[STABLE] Cumulative cpu time consumed by the container in core-seconds",
-                       "counter");
     }
-    if (r == 0)
-        r = put_containers(out, e, n, CPU);
-    if (r == 0)
-        r = put_family(out, "container_memory_working_set_bytes",
-                       "[STABLE] Current working set of the container in bytes", "gauge");
-    if (r == 0)
-        r = put_containers(out, e, n, MEMORY);
-    if (r == 0)
-        r = put_family(out, "container_start_time_seconds",
-                       "[STABLE] Start time of the container since unix epoch in seconds", "gauge");
-    if (r == 0)
-        r = put_containers(out, e, n, START);
-    if (r == 0)
-        r = put_family(out, "node_cpu_usage_seconds_total",
-                       "[STABLE] Cumulative cpu time consumed by the node in core-seconds",
-                       "counter");
-    if (r == 0 && node->has_cpu)
-        r = ck__buf_adds(out, "node_cpu_usage_seconds_total") ||
-            put_value(out, (double)node->cpu_core_ns / 1e9, node->cpu_time);
-    if (r == 0)
-        r = put_family(out, "node_memory_working_set_bytes",
-                       "[STABLE] Current working set of the node in bytes", "gauge");
-    if (r == 0 && node->has_memory)
-        r = ck__buf_adds(out, "node_memory_working_set_bytes") ||
-            put_value(out, (double)node->working_set_bytes, node->memory_time);
-    if (r == 0)
-        r = put_family(out, "pod_cpu_usage_seconds_total",
-                       "[STABLE] Cumulative cpu time consumed by the pod in core-seconds",
-                       "counter");
-    if (r == 0)
-        r = put_pods(out, pods, n_pods, true);
-    if (r == 0)
-        r = put_family(out, "pod_memory_working_set_bytes",
-                       "[STABLE] Current working set of the pod in bytes", "gauge");
-    if (r == 0)
-        r = put_pods(out, pods, n_pods, false);
-    if (r == 0)
-        r = put_family(out, "resource_scrape_error",
-                       "[STABLE] 1 if there was an error while getting container metrics, 0 "
-                       "otherwise",
-                       "gauge");
-    if (r == 0)
-        r = ck__buf_printf(out, "resource_scrape_error %d\n", scrape_error ? 1 : 0);
+    struct scrape found = {e, n, pods, n_pods, node, scrape_error};
+    for (size_t i = 0; r == 0 && i < sizeof(families) / sizeof(families[0]); i++) {
+        r = put_family(out, families[i].name, families[i].help, families[i].type);
+        if (r == 0)
+            r = put_samples(out, &families[i], &found);
+    }
     free(e);
     free(pods);
     return r ? CK_ENOMEM : 0;
