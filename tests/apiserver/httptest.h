@@ -161,4 +161,42 @@ static inline void test_server_stop(struct ck_apiserver *server, const char *dir
     test_store_remove(dir);
 }
 
+/*
+ * A cmocka per-test fixture (cmocka_unit_test_setup_teardown(test, test_serve,
+ * test_unserve)): a server of test_server_start() on a fresh store, which
+ * served(state) hands to the test.
+ */
+struct test_served {
+    char dir[40];
+    struct ck_apiserver *server;
+};
+
+static inline int test_serve(void **state)
+{
+    struct test_served *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -1;
+    snprintf(s->dir, sizeof(s->dir), "/tmp/ckube-test-XXXXXX");
+    s->server = test_server_start(s->dir);
+    if (!s->server) {
+        free(s);
+        return -1;
+    }
+    *state = s;
+    return 0;
+}
+
+static inline int test_unserve(void **state)
+{
+    struct test_served *s = *state;
+    test_server_stop(s->server, s->dir);
+    free(s);
+    return 0;
+}
+
+static inline struct ck_apiserver *served(void **state)
+{
+    return ((struct test_served *)*state)->server;
+}
+
 #endif /* CKUBE_TESTS_HTTPTEST_H */

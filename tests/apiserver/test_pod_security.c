@@ -569,10 +569,7 @@ static void create_namespace(struct ck_apiserver *server, const char *name, cons
 
 static void test_server_enforce_and_warn(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/ckube-podsecurity-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
+    struct ck_apiserver *server = served(state);
     create_namespace(server, "r", "{\"pod-security.kubernetes.io/enforce\":\"restricted\"}");
     struct response r;
 
@@ -681,15 +678,11 @@ static void test_server_enforce_and_warn(void **state)
     assert_int_equal(r.status, 201);
     assert_int_equal(warnings(&r, NULL), 0);
     response_release(&r);
-    test_server_stop(server, dir);
 }
 
 static void test_server_namespace_labels(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/ckube-podsecurity-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
+    struct ck_apiserver *server = served(state);
     struct response r;
     http_call(server, "POST", "/api/v1/namespaces",
               "{\"metadata\":{\"name\":\"bad\",\"labels\":{\"pod-security.kubernetes.io/"
@@ -767,7 +760,6 @@ static void test_server_namespace_labels(void **state)
               merge, &r);
     assert_int_equal(r.status, 422);
     response_release(&r);
-    test_server_stop(server, dir);
 }
 
 /* A clock that moves 300 ms at each reading. */
@@ -781,10 +773,7 @@ static long long slow_clock(void)
 /* The existing pods are checked for 1 s at most: then a warning says how many were. */
 static void test_server_namespace_check_time_limit(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/ckube-podsecurity-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
+    struct ck_apiserver *server = served(state);
     struct response r;
     create_namespace(server, "slow", "{}");
     static const char *const pods[] = {BARE_POD("p1"), BARE_POD("p2"), BARE_POD("p3"),
@@ -825,7 +814,6 @@ static void test_server_namespace_check_time_limit(void **state)
                                 "PodSecurity enforce level \\\"restricted:v1.0\\\"\""));
     assert_true(has_warning(&r, "299 - \"p1 (and 3 other pods): runAsNonRoot != true\""));
     response_release(&r);
-    test_server_stop(server, dir);
 }
 
 int main(void)
@@ -836,9 +824,10 @@ int main(void)
         cmocka_unit_test(test_evaluate_alloc_fail),
         cmocka_unit_test(test_check_order),
         cmocka_unit_test(test_labels),
-        cmocka_unit_test(test_server_enforce_and_warn),
-        cmocka_unit_test(test_server_namespace_labels),
-        cmocka_unit_test(test_server_namespace_check_time_limit),
+        cmocka_unit_test_setup_teardown(test_server_enforce_and_warn, test_serve, test_unserve),
+        cmocka_unit_test_setup_teardown(test_server_namespace_labels, test_serve, test_unserve),
+        cmocka_unit_test_setup_teardown(test_server_namespace_check_time_limit, test_serve,
+                                        test_unserve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

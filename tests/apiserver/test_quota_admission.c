@@ -79,6 +79,24 @@ static void set_status(struct ck_apiserver *server, const char *quota, const cha
     response_release(&r);
 }
 
+/*
+ * Creates quota name (spec.hard hard, more spec members in more: "" or ",\"scopes\":...")
+ * with the status the controller would write: hard, and used as given.
+ */
+static void add_counted_quota(struct ck_apiserver *server, const char *name, const char *hard,
+                              const char *more, const char *used)
+{
+    char body[1024];
+    snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"hard\":%s%s}}", name,
+             hard, more);
+    json_t *out = NULL;
+    long code = call(server, "POST", QUOTAS, body, &out);
+    if (code != 201)
+        fail_msg("quota %s: %ld %s", name, code, out ? message(out) : "");
+    json_decref(out);
+    set_status(server, name, hard, used);
+}
+
 static long post_pod(struct ck_apiserver *server, const char *name, const char *resources,
                      json_t **ret)
 {
@@ -92,10 +110,7 @@ static long post_pod(struct ck_apiserver *server, const char *name, const char *
 
 static void test_kind_validation_and_status(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/ckube-quota-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
+    struct ck_apiserver *server = served(state);
     json_t *out = NULL;
     assert_int_equal(call(server, "POST", QUOTAS,
                           "{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"hard\":{\"pods\":\"-1\","
@@ -132,24 +147,15 @@ static void test_kind_validation_and_status(void **state)
                             json_object_get(json_object_get(out, "status"), "hard"), "pods")),
                         "2");
     json_decref(out);
-    test_server_stop(server, dir);
 }
 
 static void test_exceeded_charged_and_counted(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/ckube-quota-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
+    struct ck_apiserver *server = served(state);
     json_t *out = NULL;
-    assert_int_equal(call(server, "POST", QUOTAS,
-                          "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"hard\":{\"pods\":\"2\","
-                          "\"configmaps\":\"1\",\"count/deployments.apps\":\"0\"}}}",
-                          NULL),
-                     201);
-    set_status(server, "q",
-               "{\"pods\":\"2\",\"configmaps\":\"1\",\"count/deployments.apps\":\"0\"}",
-               "{\"pods\":\"0\",\"configmaps\":\"0\",\"count/deployments.apps\":\"0\"}");
+    add_counted_quota(server, "q",
+                      "{\"pods\":\"2\",\"configmaps\":\"1\",\"count/deployments.apps\":\"0\"}", "",
+                      "{\"pods\":\"0\",\"configmaps\":\"0\",\"count/deployments.apps\":\"0\"}");
     assert_int_equal(post_pod(server, "p1", "", NULL), 201);
     assert_used(server, "q", "pods", "1");
     /* a dry run is checked and charges nothing */
@@ -192,29 +198,16 @@ static void test_exceeded_charged_and_counted(void **state)
     /* a secret is not limited by q */
     assert_int_equal(call(server, "POST", NS "/secrets", "{\"metadata\":{\"name\":\"s\"}}", NULL),
                      201);
-    test_server_stop(server, dir);
 }
 
 static void test_compute_constraints_and_scopes(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/ckube-quota-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
+    struct ck_apiserver *server = served(state);
     json_t *out = NULL;
-    assert_int_equal(call(server, "POST", QUOTAS,
-                          "{\"metadata\":{\"name\":\"compute\"},\"spec\":{\"hard\":{"
-                          "\"requests.cpu\":\"1\",\"limits.memory\":\"1Gi\"}}}",
-                          NULL),
-                     201);
-    set_status(server, "compute", "{\"requests.cpu\":\"1\",\"limits.memory\":\"1Gi\"}",
-               "{\"requests.cpu\":\"0\",\"limits.memory\":\"0\"}");
-    assert_int_equal(call(server, "POST", QUOTAS,
-                          "{\"metadata\":{\"name\":\"best-effort\"},\"spec\":{\"hard\":{\"pods\":"
-                          "\"0\"},\"scopes\":[\"BestEffort\"]}}",
-                          NULL),
-                     201);
-    set_status(server, "best-effort", "{\"pods\":\"0\"}", "{\"pods\":\"0\"}");
+    add_counted_quota(server, "compute", "{\"requests.cpu\":\"1\",\"limits.memory\":\"1Gi\"}", "",
+                      "{\"requests.cpu\":\"0\",\"limits.memory\":\"0\"}");
+    add_counted_quota(server, "best-effort", "{\"pods\":\"0\"}", ",\"scopes\":[\"BestEffort\"]",
+                      "{\"pods\":\"0\"}");
     /* a pod without requests or limits: compute's constraint speaks first */
     assert_int_equal(post_pod(server, "bare", "", &out), 403);
     assert_string_equal(message(out), "pods \"bare\" is forbidden: failed quota: compute: must "
@@ -235,26 +228,18 @@ static void test_compute_constraints_and_scopes(void **state)
                         "pods \"more\" is forbidden: exceeded quota: compute, requested: "
                         "requests.cpu=600m, used: requests.cpu=600m, limited: requests.cpu=1");
     json_decref(out);
-    test_server_stop(server, dir);
 }
 
 static void test_service_updates_are_charged_their_growth(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/ckube-quota-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
+    struct ck_apiserver *server = served(state);
     json_t *out = NULL;
-    assert_int_equal(call(server, "POST", QUOTAS,
-                          "{\"metadata\":{\"name\":\"svc\"},\"spec\":{\"hard\":{\"services\":"
-                          "\"5\",\"services.loadbalancers\":\"0\",\"services.nodeports\":\"1\"}}}",
-                          NULL),
-                     201);
-    set_status(server, "svc",
-               "{\"services\":\"5\",\"services.loadbalancers\":\"0\",\"services.nodeports\":"
-               "\"1\"}",
-               "{\"services\":\"0\",\"services.loadbalancers\":\"0\",\"services.nodeports\":"
-               "\"0\"}");
+    add_counted_quota(server, "svc",
+                      "{\"services\":\"5\",\"services.loadbalancers\":\"0\",\"services.nodeports\":"
+                      "\"1\"}",
+                      "",
+                      "{\"services\":\"0\",\"services.loadbalancers\":\"0\",\"services.nodeports\":"
+                      "\"0\"}");
     assert_int_equal(call(server, "POST", NS "/services",
                           "{\"metadata\":{\"name\":\"web\"},\"spec\":{\"ports\":[{\"port\":80}]}}",
                           NULL),
@@ -277,28 +262,20 @@ static void test_service_updates_are_charged_their_growth(void **state)
                         "services.loadbalancers=0");
     json_decref(out);
     response_release(&r);
-    test_server_stop(server, dir);
 }
 
 /* A scope selector on PriorityClass: only pods of the classes named are covered. */
 static void test_priority_class_scope(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/ckube-quota-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
+    struct ck_apiserver *server = served(state);
     json_t *out = NULL;
     assert_int_equal(call(server, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
                           "{\"metadata\":{\"name\":\"high\"},\"value\":1000}", NULL),
                      201);
-    assert_int_equal(call(server, "POST", QUOTAS,
-                          "{\"metadata\":{\"name\":\"no-high\"},\"spec\":{\"hard\":{"
-                          "\"pods\":\"0\"},\"scopeSelector\":{\"matchExpressions\":[{"
-                          "\"scopeName\":\"PriorityClass\",\"operator\":\"In\",\"values\":["
-                          "\"high\"]}]}}}",
-                          NULL),
-                     201);
-    set_status(server, "no-high", "{\"pods\":\"0\"}", "{\"pods\":\"0\"}");
+    add_counted_quota(server, "no-high", "{\"pods\":\"0\"}",
+                      ",\"scopeSelector\":{\"matchExpressions\":[{\"scopeName\":\"PriorityClass\","
+                      "\"operator\":\"In\",\"values\":[\"high\"]}]}",
+                      "{\"pods\":\"0\"}");
     assert_int_equal(post_pod(server, "plain", "", NULL), 201);
     assert_int_equal(call(server, "POST", PODS,
                           "{\"metadata\":{\"name\":\"vip\"},\"spec\":{\"priorityClassName\":"
@@ -308,28 +285,19 @@ static void test_priority_class_scope(void **state)
     assert_string_equal(message(out), "pods \"vip\" is forbidden: exceeded quota: no-high, "
                                       "requested: pods=1, used: pods=0, limited: pods=0");
     json_decref(out);
-    test_server_stop(server, dir);
 }
 
 /* A claim is charged its storage at create, and its growth when it is resized. */
 static void test_claims_are_charged_their_storage(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/ckube-quota-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
+    struct ck_apiserver *server = served(state);
     json_t *out = NULL;
-    assert_int_equal(call(server, "POST", QUOTAS,
-                          "{\"metadata\":{\"name\":\"storage\"},\"spec\":{\"hard\":{"
-                          "\"requests.storage\":\"10Gi\",\"gold.storageclass.storage.k8s.io/"
-                          "persistentvolumeclaims\":\"1\"}}}",
-                          NULL),
-                     201);
-    set_status(server, "storage",
-               "{\"requests.storage\":\"10Gi\",\"gold.storageclass.storage.k8s.io/"
-               "persistentvolumeclaims\":\"1\"}",
-               "{\"requests.storage\":\"0\",\"gold.storageclass.storage.k8s.io/"
-               "persistentvolumeclaims\":\"0\"}");
+    add_counted_quota(server, "storage",
+                      "{\"requests.storage\":\"10Gi\",\"gold.storageclass.storage.k8s.io/"
+                      "persistentvolumeclaims\":\"1\"}",
+                      "",
+                      "{\"requests.storage\":\"0\",\"gold.storageclass.storage.k8s.io/"
+                      "persistentvolumeclaims\":\"0\"}");
     static const char claim[] = "{\"metadata\":{\"name\":\"%s\"},\"spec\":{"
                                 "\"storageClassName\":\"gold\",\"accessModes\":["
                                 "\"ReadWriteOnce\"],\"resources\":{\"requests\":{\"storage\":"
@@ -364,7 +332,6 @@ static void test_claims_are_charged_their_storage(void **state)
     assert_int_equal(r.status, 200);
     response_release(&r);
     assert_used(server, "storage", "requests.storage", "6Gi");
-    test_server_stop(server, dir);
 }
 
 /*
@@ -373,16 +340,8 @@ static void test_claims_are_charged_their_storage(void **state)
  */
 static void test_allocation_failures_while_charging(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/ckube-quota-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
-    assert_int_equal(call(server, "POST", QUOTAS,
-                          "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"hard\":{\"pods\":"
-                          "\"1000\"}}}",
-                          NULL),
-                     201);
-    set_status(server, "q", "{\"pods\":\"1000\"}", "{\"pods\":\"0\"}");
+    struct ck_apiserver *server = served(state);
+    add_counted_quota(server, "q", "{\"pods\":\"1000\"}", "", "{\"pods\":\"0\"}");
     unsigned long n, made = 0;
     size_t created = 0;
     for (n = 1; n < 2000; n++) {
@@ -404,7 +363,6 @@ static void test_allocation_failures_while_charging(void **state)
     assert_true(strtoul(used, NULL, 10) >= created); /* a failure after the charge over-counts */
     free(used);
     assert_int_equal(post_pod(server, "after", "", NULL), 201);
-    test_server_stop(server, dir);
 }
 
 /* ---- racing for the last unit --------------------------------------------------------- */
@@ -433,11 +391,7 @@ static void *race(void *arg)
 /* RACERS creates at once through servers[i % n] for one unit left: one wins. */
 static void race_for_last_unit(struct ck_apiserver *const *servers, size_t n_servers)
 {
-    assert_int_equal(call(servers[0], "POST", QUOTAS,
-                          "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"hard\":{\"pods\":\"3\"}}}",
-                          NULL),
-                     201);
-    set_status(servers[0], "q", "{\"pods\":\"3\"}", "{\"pods\":\"2\"}");
+    add_counted_quota(servers[0], "q", "{\"pods\":\"3\"}", "", "{\"pods\":\"2\"}");
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, RACERS);
     struct racer racers[RACERS];
@@ -469,12 +423,8 @@ static void race_for_last_unit(struct ck_apiserver *const *servers, size_t n_ser
 
 static void test_one_server_race_has_one_winner(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/ckube-quota-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
+    struct ck_apiserver *server = served(state);
     race_for_last_unit(&server, 1);
-    test_server_stop(server, dir);
 }
 
 /*
@@ -499,32 +449,35 @@ static void hold_until_all_checked(void)
 
 static void test_precondition_race_has_one_winner(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/ckube-quota-XXXXXX";
-    struct ck_apiserver *server = test_server_start(dir);
-    assert_non_null(server);
+    struct ck_apiserver *server = served(state);
     ck__resource_quota_serialize = false;
     ck__resource_quota_checked = hold_until_all_checked;
     race_for_last_unit(&server, 1);
     assert_int_equal(held, RACERS); /* every racer passed its first check */
     ck__resource_quota_checked = NULL;
     ck__resource_quota_serialize = true;
-    test_server_stop(server, dir);
 }
 
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kind_validation_and_status),
-        cmocka_unit_test(test_exceeded_charged_and_counted),
-        cmocka_unit_test(test_compute_constraints_and_scopes),
-        cmocka_unit_test(test_service_updates_are_charged_their_growth),
-        cmocka_unit_test(test_priority_class_scope),
-        cmocka_unit_test(test_claims_are_charged_their_storage),
-        cmocka_unit_test(test_allocation_failures_while_charging),
-        cmocka_unit_test(test_one_server_race_has_one_winner),
-        cmocka_unit_test(test_precondition_race_has_one_winner),
+        cmocka_unit_test_setup_teardown(test_kind_validation_and_status, test_serve, test_unserve),
+        cmocka_unit_test_setup_teardown(test_exceeded_charged_and_counted, test_serve,
+                                        test_unserve),
+        cmocka_unit_test_setup_teardown(test_compute_constraints_and_scopes, test_serve,
+                                        test_unserve),
+        cmocka_unit_test_setup_teardown(test_service_updates_are_charged_their_growth, test_serve,
+                                        test_unserve),
+        cmocka_unit_test_setup_teardown(test_priority_class_scope, test_serve, test_unserve),
+        cmocka_unit_test_setup_teardown(test_claims_are_charged_their_storage, test_serve,
+                                        test_unserve),
+        cmocka_unit_test_setup_teardown(test_allocation_failures_while_charging, test_serve,
+                                        test_unserve),
+        cmocka_unit_test_setup_teardown(test_one_server_race_has_one_winner, test_serve,
+                                        test_unserve),
+        cmocka_unit_test_setup_teardown(test_precondition_race_has_one_winner, test_serve,
+                                        test_unserve),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
