@@ -940,6 +940,15 @@ json_t *ck_discovery_api_groups(void);
 json_t *ck_discovery_resources(const char *group, const char *version);
 
 /*
+ * Aggregated discovery (apidiscovery.k8s.io's APIGroupDiscoveryList, which
+ * kubectl asks for first): every group, version and resource in one
+ * document, for /api (core: the core group alone) or /apis (every other
+ * group), written with api_version ("apidiscovery.k8s.io/v2" or its
+ * v2beta1, the same shape). A new reference, or NULL when out of memory.
+ */
+json_t *ck_discovery_aggregated(bool core, const char *api_version);
+
+/*
  * The OpenAPI v3 document of one group version ("" for core): paths for
  * every resource with a PATCH operation per kind that declares the
  * fieldValidation parameter (how kubectl learns the server validates

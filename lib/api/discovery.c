@@ -1,13 +1,15 @@
 /*
  * discovery.c - what the API server tells clients about itself: legacy
  * discovery (/api, /apis, /api/v1, /apis/G/V) and OpenAPI v3 documents
- * (which openapi_v2.c translates for /openapi/v2). Every stored resource
+ * (which openapi_v2.c translates for /openapi/v2), and aggregated discovery
+ * (apidiscovery.k8s.io/v2: discovery/aggregated and installer.go's
+ * ConvertGroupVersionIntoToDiscovery). Every stored resource
  * carries kube-apiserver's storageVersionHash (apiserver's
  * endpoints/discovery/storageversionhash.go; which resources get one:
  * endpoints/installer.go and apiextensions-apiserver's
  * customresource_discovery_controller.go).
  *
- * Both are derived from the kind registry and the schemas, so they can never
+ * All are derived from the kind registry and the schemas, so they can never
  * disagree with what the server actually serves. kubectl needs discovery to
  * resolve every resource name, and needs each kind's OpenAPI PATCH operation
  * to declare the fieldValidation parameter before `create -f` and `apply -f`
@@ -201,6 +203,115 @@ json_t *ck_discovery_resources(const char *group, const char *version)
     }
     return json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList", "apiVersion", "v1",
                      "groupVersion", gv, "resources", resources);
+}
+
+/* ---- aggregated discovery ------------------------------------------------ */
+
+/*
+ * A resource's or subresource's responseKind: the group and version are a
+ * built-in kind's own only where its legacy entry names them (empty: the
+ * list's), a custom resource's always (apiextensions' discovery controller).
+ */
+static json_t *response_kind(const struct ck_kind *k, const char *group, const char *version,
+                             const char *kind)
+{
+    bool custom = k->schemas != NULL;
+    return json_pack("{s:s, s:s, s:s}", "group",
+                     group    ? group
+                     : custom ? k->group
+                              : "",
+                     "version",
+                     version  ? version
+                     : custom ? k->version
+                              : "",
+                     "kind", kind);
+}
+
+/* One APIResourceDiscovery: the resource, with its subresources folded in. */
+static json_t *aggregated_resource(const struct ck_kind *k)
+{
+    json_t *e = json_pack("{s:s, s:o, s:s, s:s, s:o}", "resource", k->resource, "responseKind",
+                          response_kind(k, NULL, NULL, k->kind), "scope",
+                          k->namespaced ? "Namespaced" : "Cluster", "singularResource", k->singular,
+                          "verbs", strings(k->verbs ? k->verbs : all_verbs));
+    int failed = !e;
+    if (e && k->short_names)
+        failed |= json_object_set_new(e, "shortNames", strings(k->short_names));
+    if (e && k->categories)
+        failed |= json_object_set_new(e, "categories", strings(k->categories));
+    json_t *subs = k->n_subresources ? json_array() : NULL;
+    for (size_t s = 0; e && s < k->n_subresources; s++) {
+        const struct ck_subresource *sub = &k->subresources[s];
+        failed |= json_array_append_new(
+            subs,
+            json_pack("{s:s, s:o, s:o}", "subresource", sub->name, "responseKind",
+                      response_kind(k, sub->group, sub->version, sub->kind ? sub->kind : k->kind),
+                      "verbs", strings(sub->verbs)));
+    }
+    if (e && subs)
+        failed |= json_object_set_new(e, "subresources", subs);
+    else
+        json_decref(subs);
+    if (failed)
+        e = (json_decref(e), NULL);
+    return e;
+}
+
+/* The entry of group (in items) as an APIGroupDiscovery, added when it is not there yet. */
+static json_t *group_entry(json_t *items, const char *group)
+{
+    size_t i;
+    json_t *g;
+    json_array_foreach(items, i, g)
+    {
+        const char *name =
+            json_string_value(json_object_get(json_object_get(g, "metadata"), "name"));
+        if (strcmp(name ? name : "", group) == 0)
+            return g;
+    }
+    /* ObjectMeta as Go writes an empty one: no name for the core group, a null timestamp */
+    json_t *meta = group[0] ? json_pack("{s:s, s:n}", "name", group, "creationTimestamp")
+                            : json_pack("{s:n}", "creationTimestamp");
+    g = json_pack("{s:o, s:[]}", "metadata", meta, "versions");
+    return g && json_array_append_new(items, g) == 0 ? g : NULL;
+}
+
+/* The entry of version in a group's versions, added (Current: served here) when missing. */
+static json_t *version_entry(json_t *group, const char *version)
+{
+    json_t *versions = json_object_get(group, "versions");
+    size_t i;
+    json_t *v;
+    json_array_foreach(versions, i, v)
+    {
+        if (strcmp(json_string_value(json_object_get(v, "version")), version) == 0)
+            return v;
+    }
+    v = json_pack("{s:s, s:[], s:s}", "version", version, "resources", "freshness", "Current");
+    return v && json_array_append_new(versions, v) == 0 ? v : NULL;
+}
+
+json_t *ck_discovery_aggregated(bool core, const char *api_version)
+{
+    json_t *items = json_array();
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    int failed = !items;
+    /* registration order: a group's first version is its preferred one, as in /apis */
+    for (size_t i = 0; !failed && i < n; i++) {
+        const struct ck_kind *k = kinds[i];
+        if (core != !k->group[0])
+            continue;
+        json_t *version = version_entry(group_entry(items, k->group), k->version);
+        failed |= !version || json_array_append_new(json_object_get(version, "resources"),
+                                                    aggregated_resource(k)) < 0;
+    }
+    if (failed) {
+        json_decref(items);
+        return NULL;
+    }
+    return json_pack("{s:s, s:s, s:{}, s:o}", "kind", "APIGroupDiscoveryList", "apiVersion",
+                     api_version, "metadata", "items", items);
 }
 
 /* ---- OpenAPI v3 --------------------------------------------------------- */

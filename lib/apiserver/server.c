@@ -436,29 +436,6 @@ static enum MHD_Result queue_resources(struct MHD_Connection *conn, const char *
     return queue_json_value(conn, ck_discovery_resources(group, version));
 }
 
-/*
- * Legacy discovery: /api, /apis, /api/<v>, /apis/<g>/<v>. Returns false when
- * url is not a discovery path (so the caller keeps routing).
- */
-static bool serve_discovery(struct ck_apiserver *server, struct MHD_Connection *conn,
-                            const char *url, enum MHD_Result *ret)
-{
-    char group[64], version[32], extra;
-    if (strcmp(url, "/api") == 0 || strcmp(url, "/api/") == 0) {
-        const char *address = strstr(server->url, "://");
-        *ret = queue_json_value(conn, ck_discovery_api_versions(address ? address + 3 : ""));
-    } else if (strcmp(url, "/apis") == 0 || strcmp(url, "/apis/") == 0) {
-        *ret = queue_json_value(conn, ck_discovery_api_groups());
-    } else if (sscanf(url, "/api/%31[^/]%c", version, &extra) == 1) {
-        *ret = queue_resources(conn, "", version);
-    } else if (sscanf(url, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
-        *ret = queue_resources(conn, group, version);
-    } else {
-        return false;
-    }
-    return true;
-}
-
 /* True when an If-None-Match list ("*", or "a", W/"b", ...) names etag (quoted). */
 static bool etag_matches(const char *if_none_match, const char *etag)
 {
@@ -480,13 +457,15 @@ static bool etag_matches(const char *if_none_match, const char *etag)
 /* What an OpenAPI document is answered in. */
 enum openapi_format { OPENAPI_NONE, OPENAPI_JSON, OPENAPI_PROTO };
 
-/* Accept entries read for OpenAPI; more are ignored (kube-openapi reads all). */
-#define OPENAPI_MAX_ACCEPT 32
+/* Accept entries read for OpenAPI and discovery; more are ignored (Go reads all). */
+#define MAX_ACCEPT 32
 
 /* One entry of an Accept header, as goautoneg's ParseAccept reads it. */
 struct accept_clause {
     const char *type, *subtype; /* in the header, not NUL-terminated */
     size_t type_len, subtype_len;
+    const char *params; /* ";a=b;c=d", not NUL-terminated */
+    size_t params_len;
     double q;
     int n_params;
 };
@@ -515,7 +494,7 @@ static bool parse_clause(const char *p, size_t len, struct accept_clause *ret)
         range = len;
     while (range && p[range - 1] == ' ')
         range--;
-    *ret = (struct accept_clause){.q = 1};
+    *ret = (struct accept_clause){.q = 1, .params = p + range, .params_len = len - range};
     if (range == 1 && p[0] == '*') {
         /* goautoneg reads a bare star as any type and subtype */
         ret->type = ret->subtype = "*";
@@ -560,6 +539,33 @@ static bool clause_matches(const struct accept_clause *c, const char *type, cons
 }
 
 /*
+ * The entries of a request's Accept header (none: anything) sorted as goautoneg
+ * sorts them, MAX_ACCEPT at the most (more are ignored); how many.
+ */
+static size_t sorted_accept(struct MHD_Connection *conn, struct accept_clause *clauses)
+{
+    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
+    if (!accept || !*accept)
+        accept = "*/*";
+    size_t n = 0;
+    for (const char *p = accept; *p && n < MAX_ACCEPT;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t len = strcspn(p, ",");
+        struct accept_clause c;
+        if (len && parse_clause(p, len, &c)) {
+            /* insertion keeps equal entries in header order, as Go's sort of a short list does */
+            size_t i = n++;
+            for (; i > 0 && clause_before(&c, &clauses[i - 1]); i--)
+                clauses[i] = clauses[i - 1];
+            clauses[i] = c;
+        }
+        p += len;
+    }
+    return n;
+}
+
+/*
  * The format kube-openapi's handler answers for an Accept header (none:
  * anything): its entries sorted as goautoneg sorts them, the first one that
  * names JSON or, for /openapi/v2 (proto), gnostic's protobuf in either
@@ -575,31 +581,29 @@ static enum openapi_format openapi_accept(struct MHD_Connection *conn, bool prot
         {"com.github.proto-openapi.spec.v2@v1.0+protobuf", OPENAPI_PROTO},
         {"com.github.proto-openapi.spec.v2.v1.0+protobuf", OPENAPI_PROTO},
     };
-    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
-    if (!accept || !*accept)
-        accept = "*/*";
-    struct accept_clause clauses[OPENAPI_MAX_ACCEPT];
-    size_t n = 0;
-    for (const char *p = accept; *p && n < OPENAPI_MAX_ACCEPT;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        size_t len = strcspn(p, ",");
-        struct accept_clause c;
-        if (len && parse_clause(p, len, &c)) {
-            /* insertion keeps equal entries in header order, as Go's sort of a short list does */
-            size_t i = n++;
-            for (; i > 0 && clause_before(&c, &clauses[i - 1]); i--)
-                clauses[i] = clauses[i - 1];
-            clauses[i] = c;
-        }
-        p += len;
-    }
+    struct accept_clause clauses[MAX_ACCEPT];
+    size_t n = sorted_accept(conn, clauses);
     for (size_t i = 0; i < n; i++)
         for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++)
             if ((proto || formats[f].format == OPENAPI_JSON) &&
                 clause_matches(&clauses[i], "application", formats[f].subtype))
                 return formats[f].format;
     return OPENAPI_NONE;
+}
+
+/* An ETag: the quoted upper-case hex SHA-512 of a document, as kube-openapi and discovery write it.
+ */
+#define ETAG_SIZE (2 * 64 + 3)
+static bool etag_of(const char *body, size_t len, char etag[ETAG_SIZE])
+{
+    unsigned char digest[64];
+    if (gnutls_hash_fast(GNUTLS_DIG_SHA512, body, len, digest) < 0)
+        return false;
+    etag[0] = '"';
+    for (size_t i = 0; i < sizeof(digest); i++)
+        snprintf(etag + 1 + 2 * i, 3, "%02X", digest[i]);
+    snprintf(etag + 1 + 2 * sizeof(digest), 2, "\"");
+    return true;
 }
 
 /*
@@ -622,17 +626,12 @@ static enum MHD_Result queue_openapi(struct MHD_Connection *conn, json_t *doc, b
         json_decref(doc);
         return ck__fail_no_memory(conn);
     }
-    unsigned char digest[64];
-    char etag[2 * sizeof(digest) + 3];
-    if (gnutls_hash_fast(GNUTLS_DIG_SHA512, body, len, digest) < 0) {
+    char etag[ETAG_SIZE];
+    if (!etag_of(body, len, etag)) {
         json_decref(doc);
         free(body);
         return ck__fail_no_memory(conn);
     }
-    etag[0] = '"';
-    for (size_t i = 0; i < sizeof(digest); i++)
-        snprintf(etag + 1 + 2 * i, 3, "%02X", digest[i]);
-    snprintf(etag + 1 + 2 * sizeof(digest), 2, "\"");
     bool not_modified =
         etag_matches(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "If-None-Match"), etag);
     if (!not_modified && format == OPENAPI_PROTO) {
@@ -662,6 +661,116 @@ static enum MHD_Result queue_openapi(struct MHD_Connection *conn, json_t *doc, b
     MHD_add_response_header(resp, "Vary", "Accept");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
     return ck__queue_answer(conn, not_modified ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, resp);
+}
+
+/* True when the len bytes at p hold needle. */
+static bool params_have(const char *p, size_t len, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(p + i, needle, n) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * The aggregated discovery version a request's Accept asks for on /api and
+ * /apis ("v2", "v2beta1"), or NULL for the legacy documents: the first entry
+ * in goautoneg's order that discovery can answer decides, as kube-apiserver's
+ * WrappedHandler negotiates with its discovery restrictions (JSON, and of the
+ * as= shapes only APIGroupDiscoveryList).
+ */
+static const char *aggregated_version(struct MHD_Connection *conn)
+{
+    struct accept_clause clauses[MAX_ACCEPT];
+    size_t n = sorted_accept(conn, clauses);
+    for (size_t i = 0; i < n; i++) {
+        const struct accept_clause *c = &clauses[i];
+        if (!clause_matches(c, "application", "json"))
+            continue;
+        if (!params_have(c->params, c->params_len, "as="))
+            return NULL;
+        if (params_have(c->params, c->params_len, "as=APIGroupDiscoveryList") &&
+            params_have(c->params, c->params_len, "g=apidiscovery.k8s.io")) {
+            if (params_have(c->params, c->params_len, "v=v2beta1"))
+                return "v2beta1";
+            if (params_have(c->params, c->params_len, "v=v2"))
+                return "v2";
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Aggregated discovery as kube-apiserver answers it (discovery/aggregated):
+ * compact JSON with an ETag of its SHA-512, Vary: Accept, Cache-Control:
+ * public, and 304 when If-None-Match is that ETag. Built from the kind
+ * registry on each request, so it follows kinds and CRDs as they come and go.
+ */
+static enum MHD_Result queue_aggregated(struct MHD_Connection *conn, bool core, const char *version)
+{
+    char api_version[64], type[128];
+    snprintf(api_version, sizeof(api_version), "apidiscovery.k8s.io/%s", version);
+    snprintf(type, sizeof(type),
+             "application/json;g=apidiscovery.k8s.io;v=%s;as=APIGroupDiscoveryList", version);
+    size_t len = 0;
+    json_t *doc = ck_discovery_aggregated(core, api_version);
+    char *body = doc ? ck__json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER, &len) : NULL;
+    json_decref(doc);
+    char etag[ETAG_SIZE];
+    if (!body || !etag_of(body, len, etag)) {
+        free(body);
+        return ck__fail_no_memory(conn);
+    }
+    const char *if_none_match = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "If-None-Match");
+    bool not_modified = if_none_match && strcmp(if_none_match, etag) == 0;
+    /* the ETag is the compact document's; the answer is JSON as every API answer (a line break) */
+    char content_type[sizeof(type) + 32];
+    if (!not_modified && ck__media_encode(conn, type, body, len, &body, &len, content_type,
+                                          sizeof(content_type)) < 0)
+        return ck__fail_no_memory(conn);
+    struct MHD_Response *resp =
+        not_modified ? MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT)
+                     : MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (not_modified || !resp)
+        free(body);
+    if (!resp)
+        return MHD_NO;
+    if (!not_modified)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
+    MHD_add_response_header(resp, "Vary", "Accept");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "public");
+    return ck__queue_answer(conn, not_modified ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, resp);
+}
+
+/*
+ * Legacy discovery: /api, /apis, /api/<v>, /apis/<g>/<v>. Returns false when
+ * url is not a discovery path (so the caller keeps routing).
+ */
+static bool serve_discovery(struct ck_apiserver *server, struct MHD_Connection *conn,
+                            const char *url, enum MHD_Result *ret)
+{
+    char group[64], version[32], extra;
+    bool core = strcmp(url, "/api") == 0 || strcmp(url, "/api/") == 0;
+    const char *aggregated = core || strcmp(url, "/apis") == 0 || strcmp(url, "/apis/") == 0
+                                 ? aggregated_version(conn)
+                                 : NULL;
+    if (aggregated) {
+        *ret = queue_aggregated(conn, core, aggregated);
+    } else if (core) {
+        const char *address = strstr(server->url, "://");
+        *ret = queue_json_value(conn, ck_discovery_api_versions(address ? address + 3 : ""));
+    } else if (strcmp(url, "/apis") == 0 || strcmp(url, "/apis/") == 0) {
+        *ret = queue_json_value(conn, ck_discovery_api_groups());
+    } else if (sscanf(url, "/api/%31[^/]%c", version, &extra) == 1) {
+        *ret = queue_resources(conn, "", version);
+    } else if (sscanf(url, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
+        *ret = queue_resources(conn, group, version);
+    } else {
+        return false;
+    }
+    return true;
 }
 
 /*

@@ -4,7 +4,8 @@
  * operations declare fieldValidation, with schemas closed over $ref and an
  * index hash that follows the documents' content; the storageVersionHash of
  * every stored resource, checked against Python's SHA-256 and base64 and
- * against the value kube-apiserver serves for pods.
+ * against the value kube-apiserver serves for pods; aggregated discovery
+ * holding exactly what the legacy documents hold, custom resources included.
  */
 #include "cktest.h"
 
@@ -493,6 +494,169 @@ static void test_storage_version_hash_of_custom_resources(void **state)
     base_schemas = ck_schemas_free(base_schemas);
 }
 
+/* Whether two JSON arrays of strings (either may be absent: empty) hold the same strings. */
+static bool same_strings(const json_t *a, const json_t *b)
+{
+    return json_array_size(a) == json_array_size(b) && (!a || json_equal(a, b));
+}
+
+/*
+ * The aggregated document of one side (core or not) holds exactly what the
+ * legacy documents hold: the same groups in /apis' order, the preferred
+ * version first, every resource with its kind, scope, singular, verbs, short
+ * names and categories, every subresource with its verbs and kind.
+ */
+static void assert_aggregated_matches_legacy(bool core)
+{
+    json_t *agg = ck_discovery_aggregated(core, "apidiscovery.k8s.io/v2");
+    assert_non_null(agg);
+    assert_string_equal(json_string_value(json_object_get(agg, "kind")), "APIGroupDiscoveryList");
+    assert_string_equal(json_string_value(json_object_get(agg, "apiVersion")),
+                        "apidiscovery.k8s.io/v2");
+    json_t *items = json_object_get(agg, "items");
+    json_t *legacy_groups = core ? NULL : ck_discovery_api_groups();
+    size_t n_groups = core ? 1 : json_array_size(json_object_get(legacy_groups, "groups"));
+    assert_int_equal(json_array_size(items), n_groups);
+    size_t resources_seen = 0;
+    for (size_t g = 0; g < n_groups; g++) {
+        json_t *item = json_array_get(items, g);
+        json_t *meta = json_object_get(item, "metadata");
+        assert_true(json_is_null(json_object_get(meta, "creationTimestamp")));
+        const char *group = "";
+        json_t *versions;
+        if (core) {
+            assert_null(json_object_get(meta, "name"));
+            versions = json_pack("[{s:s}]", "version", "v1");
+        } else {
+            json_t *lg = json_array_get(json_object_get(legacy_groups, "groups"), g);
+            group = json_string_value(json_object_get(lg, "name"));
+            assert_string_equal(json_string_value(json_object_get(meta, "name")), group);
+            versions = json_incref(json_object_get(lg, "versions"));
+            /* the preferred version first */
+            assert_string_equal(
+                json_string_value(json_object_get(
+                    json_array_get(json_object_get(item, "versions"), 0), "version")),
+                json_string_value(
+                    json_object_get(json_object_get(lg, "preferredVersion"), "version")));
+        }
+        assert_int_equal(json_array_size(json_object_get(item, "versions")),
+                         json_array_size(versions));
+        for (size_t v = 0; v < json_array_size(versions); v++) {
+            const char *version =
+                json_string_value(json_object_get(json_array_get(versions, v), "version"));
+            json_t *av = json_array_get(json_object_get(item, "versions"), v);
+            assert_string_equal(json_string_value(json_object_get(av, "version")), version);
+            assert_string_equal(json_string_value(json_object_get(av, "freshness")), "Current");
+            json_t *aresources = json_object_get(av, "resources");
+            json_t *list = ck_discovery_resources(group, version);
+            assert_non_null(list);
+            size_t i, top = 0;
+            json_t *lr;
+            json_array_foreach(json_object_get(list, "resources"), i, lr)
+            {
+                const char *name = json_string_value(json_object_get(lr, "name"));
+                const char *slash = strchr(name, '/');
+                char parent[128];
+                snprintf(parent, sizeof(parent), "%.*s",
+                         (int)(slash ? (size_t)(slash - name) : strlen(name)), name);
+                json_t *ar = find_by(aresources, "resource", parent);
+                if (!ar)
+                    fail_msg("%s/%s %s: not in aggregated discovery", group, version, name);
+                json_t *entry = ar;
+                if (slash) {
+                    entry = find_by(json_object_get(ar, "subresources"), "subresource", slash + 1);
+                    if (!entry)
+                        fail_msg("%s/%s %s: no such subresource", group, version, name);
+                } else {
+                    top++;
+                    assert_string_equal(
+                        json_string_value(json_object_get(ar, "scope")),
+                        json_is_true(json_object_get(lr, "namespaced")) ? "Namespaced" : "Cluster");
+                    assert_string_equal(json_string_value(json_object_get(ar, "singularResource")),
+                                        json_string_value(json_object_get(lr, "singularName")));
+                    assert_true(same_strings(json_object_get(ar, "shortNames"),
+                                             json_object_get(lr, "shortNames")));
+                    assert_true(same_strings(json_object_get(ar, "categories"),
+                                             json_object_get(lr, "categories")));
+                }
+                assert_true(
+                    json_equal(json_object_get(entry, "verbs"), json_object_get(lr, "verbs")));
+                json_t *kind = json_object_get(entry, "responseKind");
+                assert_string_equal(json_string_value(json_object_get(kind, "kind")),
+                                    json_string_value(json_object_get(lr, "kind")));
+                const char *lgroup = json_string_value(json_object_get(lr, "group"));
+                assert_string_equal(json_string_value(json_object_get(kind, "group")),
+                                    lgroup ? lgroup : "");
+            }
+            assert_int_equal(json_array_size(aresources), top);
+            resources_seen += top;
+            json_decref(list);
+        }
+        json_decref(versions);
+    }
+    assert_true(resources_seen > (core ? 10 : 30));
+    json_decref(legacy_groups);
+    json_decref(agg);
+}
+
+static void test_aggregated_discovery_matches_legacy(void **state)
+{
+    (void)state;
+    assert_aggregated_matches_legacy(true);
+    assert_aggregated_matches_legacy(false);
+    /* v2beta1 has the same shape: only the apiVersion differs */
+    json_t *v2 = ck_discovery_aggregated(false, "apidiscovery.k8s.io/v2");
+    json_t *beta = ck_discovery_aggregated(false, "apidiscovery.k8s.io/v2beta1");
+    assert_string_equal(json_string_value(json_object_get(beta, "apiVersion")),
+                        "apidiscovery.k8s.io/v2beta1");
+    assert_true(json_equal(json_object_get(v2, "items"), json_object_get(beta, "items")));
+    json_decref(v2);
+    json_decref(beta);
+}
+
+/* A custom resource's responseKind names its group and version, as apiextensions writes it. */
+static void test_aggregated_discovery_of_custom_resources(void **state)
+{
+    (void)state;
+    assert_int_equal(ck_api_builtin_schemas(&base_schemas, NULL), 0);
+    struct ck_crd_kinds *kinds = crontab_kinds("agg.example.com", "v1", true);
+    json_t *agg = ck_discovery_aggregated(false, "apidiscovery.k8s.io/v2");
+    json_t *group = NULL;
+    size_t i;
+    json_t *item;
+    json_array_foreach(json_object_get(agg, "items"), i, item)
+    {
+        const char *name =
+            json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
+        if (name && strcmp(name, "agg.example.com") == 0)
+            group = item;
+    }
+    assert_non_null(group);
+    json_t *versions = json_object_get(group, "versions");
+    assert_int_equal(json_array_size(versions), 2);
+    json_t *v1 = find_by(versions, "version", "v1");
+    json_t *crontabs = find_by(json_object_get(v1, "resources"), "resource", "crontabs");
+    assert_non_null(crontabs);
+    json_t *want = json_pack("{s:s, s:s, s:s}", "group", "agg.example.com", "version", "v1", "kind",
+                             "CronTab");
+    assert_true(json_equal(json_object_get(crontabs, "responseKind"), want));
+    json_t *status = find_by(json_object_get(crontabs, "subresources"), "subresource", "status");
+    assert_true(json_equal(json_object_get(status, "responseKind"), want));
+    json_decref(want);
+    json_decref(agg);
+    forget_kinds(kinds);
+    /* gone with its kinds */
+    agg = ck_discovery_aggregated(false, "apidiscovery.k8s.io/v2");
+    json_array_foreach(json_object_get(agg, "items"), i, item)
+    {
+        const char *name =
+            json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
+        assert_true(!name || strcmp(name, "agg.example.com") != 0);
+    }
+    json_decref(agg);
+    base_schemas = ck_schemas_free(base_schemas);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -504,6 +668,8 @@ int main(void)
         cmocka_unit_test(test_openapi_advertises_protobuf_for_built_in_kinds_only),
         cmocka_unit_test(test_storage_version_hash_of_built_in_resources),
         cmocka_unit_test(test_storage_version_hash_of_custom_resources),
+        cmocka_unit_test(test_aggregated_discovery_matches_legacy),
+        cmocka_unit_test(test_aggregated_discovery_of_custom_resources),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
  * create and update; a body without Content-Type is read as JSON, and YAML
  * sent so gets kube-apiserver's 400; /openapi/v2 is Swagger 2.0 from the
  * same schemas as /openapi/v3, both with an ETag and 304 for If-None-Match;
+ * aggregated discovery negotiated on /api and /apis, with its ETag;
  * /version/ is /version.
  */
 #define _GNU_SOURCE
@@ -284,6 +285,95 @@ static void expect_etag_and_304(const char *path)
     response_release(&r);
 }
 
+/*
+ * Aggregated discovery on /api and /apis: asked for as kubectl asks (v2, then
+ * v2beta1, then plain JSON), v2beta1 alone, or preferred by goautoneg's order
+ * (more parameters first); plain JSON and other shapes get the legacy lists;
+ * an ETag with 304, Vary and Cache-Control as kube-apiserver sends them.
+ */
+static void test_aggregated_discovery(void **state)
+{
+    (void)state;
+    static const char kubectl_accept[] =
+        "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+        "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+        "application/json";
+    static const struct {
+        const char *path, *accept, *kind, *version; /* version NULL: legacy */
+    } cases[] = {
+        {"/apis", kubectl_accept, "APIGroupDiscoveryList", "v2"},
+        {"/api", kubectl_accept, "APIGroupDiscoveryList", "v2"},
+        {"/apis/", kubectl_accept, "APIGroupDiscoveryList", "v2"},
+        {"/apis",
+         "Accept: application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList",
+         "APIGroupDiscoveryList", "v2beta1"},
+        {"/apis",
+         "Accept: application/json, "
+         "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+         "APIGroupDiscoveryList", "v2"},
+        {"/apis",
+         "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;q=0.5, "
+         "application/json",
+         "APIGroupList", NULL},
+        {"/apis", "Accept: application/json", "APIGroupList", NULL},
+        {"/api", "Accept: */*", "APIVersions", NULL},
+        {"/apis/apps/v1", kubectl_accept, "APIResourceList", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *const headers[] = {cases[i].accept, NULL};
+        struct response r;
+        get("GET", cases[i].path, NULL, headers, 200, &r);
+        json_t *doc = parse(&r);
+        if (strcmp(str(doc, "kind"), cases[i].kind) != 0)
+            fail_msg("%s with %s: %s, want %s", cases[i].path, cases[i].accept, str(doc, "kind"),
+                     cases[i].kind);
+        assert_true(ends_with_one_newline(&r));
+        if (cases[i].version) {
+            char type[160], api_version[64];
+            snprintf(type, sizeof(type),
+                     "Content-Type: application/json;g=apidiscovery.k8s.io;v=%s;"
+                     "as=APIGroupDiscoveryList",
+                     cases[i].version);
+            snprintf(api_version, sizeof(api_version), "apidiscovery.k8s.io/%s", cases[i].version);
+            assert_true(has_header(&r, type));
+            assert_string_equal(str(doc, "apiVersion"), api_version);
+            assert_true(has_header(&r, "Vary: Accept"));
+            assert_true(has_header(&r, "Cache-Control: public"));
+            /* /api holds the core group alone, /apis every other */
+            json_t *items = json_object_get(doc, "items");
+            const char *first = json_string_value(
+                json_object_get(json_object_get(json_array_get(items, 0), "metadata"), "name"));
+            if (strncmp(cases[i].path, "/apis", 5) == 0)
+                assert_true(first && *first && json_array_size(items) > 5);
+            else
+                assert_true(!first && json_array_size(items) == 1);
+        }
+        json_decref(doc);
+        response_release(&r);
+    }
+    /* the ETag names the document: 304 for it, the document for another */
+    struct response r;
+    const char *const agg[] = {kubectl_accept, NULL};
+    get("GET", "/apis", NULL, agg, 200, &r);
+    char etag[200], header[256];
+    etag_of(&r, etag, sizeof(etag));
+    response_release(&r);
+    snprintf(header, sizeof(header), "If-None-Match: %s", etag);
+    const char *const conditional[] = {kubectl_accept, header, NULL};
+    get("GET", "/apis", NULL, conditional, 304, &r);
+    assert_int_equal(r.len, 0);
+    response_release(&r);
+    const char *const other[] = {kubectl_accept, "If-None-Match: \"0123\"", NULL};
+    get("GET", "/apis", NULL, other, 200, &r);
+    response_release(&r);
+    /* /api's document is another one, with another ETag */
+    get("GET", "/api", NULL, agg, 200, &r);
+    char core_etag[200];
+    etag_of(&r, core_etag, sizeof(core_etag));
+    assert_string_not_equal(core_etag, etag);
+    response_release(&r);
+}
+
 static void test_openapi_v2_from_the_v3_schemas(void **state)
 {
     (void)state;
@@ -361,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_yaml_bodies_create_and_update),
         cmocka_unit_test(test_body_without_content_type),
         cmocka_unit_test(test_openapi_v2_from_the_v3_schemas),
+        cmocka_unit_test(test_aggregated_discovery),
         cmocka_unit_test(test_version_with_a_slash),
     };
     return cmocka_run_group_tests(tests, apitest_setup, apitest_teardown);

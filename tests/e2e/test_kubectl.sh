@@ -17,6 +17,29 @@ check "kubectl version shows the server" sh -c 'kubectl version 2>&1 | grep -q "
 k api-resources >"$work/out" 2>&1
 check "api-resources lists pods" grep -Eq "^pods +po +v1 +true +Pod" "$work/out"
 check "api-resources lists deployments" grep -Eq "^deployments +deploy +apps/v1 +true +Deployment" "$work/out"
+# kubectl 1.32 asks for aggregated discovery first: from an empty cache, /api and /apis
+# answer everything, and it lists what the legacy documents list
+kubectl --cache-dir "$work/fresh-cache" api-resources -v=6 >"$work/apires.out" 2>"$work/apires.log"
+check "kubectl discovers from /api and /apis alone (aggregated discovery)" sh -c "
+    grep -q ' GET [^ ]*/apis?' '$work/apires.log' &&
+    [ \$(grep -c ' GET [^ ]*/api' '$work/apires.log') -eq 2 ]"
+for gv in $(kubectl get --raw /apis | python3 -c '
+import json, sys
+print(" ".join(v["groupVersion"] for g in json.load(sys.stdin)["groups"] for v in g["versions"]))'); do
+    kubectl get --raw "/apis/$gv"
+    echo
+done >"$work/legacy.json"
+kubectl get --raw /api/v1 >>"$work/legacy.json"
+check "kubectl api-resources lists every resource of the legacy documents" python3 -c '
+import json, sys
+decoder, text, at, legacy = json.JSONDecoder(), open(sys.argv[1]).read(), 0, set()
+while text[at:].strip():
+    at += len(text[at:]) - len(text[at:].lstrip())
+    doc, at = decoder.raw_decode(text, at)
+    legacy |= {r["name"] for r in doc["resources"] if "/" not in r["name"]}
+listed = {line.split()[0] for line in open(sys.argv[2]).read().splitlines()[1:]}
+assert listed == legacy and len(listed) > 40, (sorted(legacy ^ listed), len(listed))' \
+    "$work/legacy.json" "$work/apires.out"
 # storageVersionHash, as kube-apiserver 1.32 serves it for pods; none on a subresource
 kubectl get --raw /api/v1 >"$work/out" 2>&1
 check "discovery gives pods kube-apiserver's storageVersionHash" python3 -c '
