@@ -65,6 +65,7 @@ struct ck_scheduler_stats {
     uint64_t scheduled;     /* bindings that succeeded */
     uint64_t unschedulable; /* cycles that found no node */
     uint64_t bind_errors;   /* bindings the server refused */
+    uint64_t preempted;     /* pods evicted to make room for higher-priority ones */
     int64_t cycle_nanos;    /* time spent in scheduling cycles (filter, score, assume) */
 };
 void ck_scheduler_stats(struct ck_scheduler *s, struct ck_scheduler_stats *ret);

@@ -342,11 +342,15 @@ static void test_fit_message(void **state)
         st[i].reasons[0] = st[i].buf;
         st[i].n_reasons = 1;
     }
-    char *msg = ck__sched_fit_message(3, st, 3);
-    assert_string_equal(
-        msg, "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint "
-             "{k: v}. preemption: 0/3 nodes are available: 1 No preemption victims found for "
-             "incoming pod, 2 Preemption is not helpful for scheduling.");
+    char *msg = ck__sched_fit_message(3, st, 3, NULL);
+    assert_string_equal(msg, "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had "
+                             "untolerated taint {k: v}.");
+    free(msg);
+    /* the PostFilter's message follows, as FitError.Error() appends it */
+    msg = ck__sched_fit_message(3, st, 3, "not eligible due to preemptionPolicy=Never.");
+    assert_string_equal(msg, "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had "
+                             "untolerated taint {k: v}. not eligible due to "
+                             "preemptionPolicy=Never.");
     free(msg);
     /* sorted as strings, as Go's sort.Strings sorts them: "10 ..." before "2 ..." */
     struct ck__sched_status many[12] = {0};
@@ -355,10 +359,9 @@ static void test_fit_message(void **state)
         many[i].reasons[0] = i < 10 ? CK__SCHED_REASON_UNSCHEDULABLE : CK__SCHED_REASON_AFFINITY;
         many[i].n_reasons = 1;
     }
-    msg = ck__sched_fit_message(12, many, 12);
+    msg = ck__sched_fit_message(12, many, 12, "");
     assert_string_equal(msg, "0/12 nodes are available: 10 node(s) were unschedulable, 2 node(s) "
-                             "didn't match Pod's node affinity/selector. preemption: 0/12 nodes "
-                             "are available: 12 Preemption is not helpful for scheduling.");
+                             "didn't match Pod's node affinity/selector.");
     free(msg);
 }
 

@@ -5,7 +5,8 @@
 # unschedulable pod with its PodScheduled condition and FailedScheduling event, scheduled
 # once a node is labelled; a Deployment spread across nodes; cordon, drain (through
 # pods/eviction) and uncordon; a node whose simulator stops goes Unknown, is tainted, its
-# pods are evicted and replaced on other nodes, and it is untainted when it comes back.
+# pods are evicted and replaced on other nodes, and it is untainted when it comes back;
+# a higher-priority pod preempts a lower one, and one that may not preempt says why.
 # Waits are `kubectl wait` (a watch) or bounded polls, never fixed sleeps.
 #
 # Usage: test_scheduler.sh PATH/TO/ckube [STORE_URL]
@@ -165,6 +166,36 @@ until [ -z "$(k get node b-0 -o jsonpath='{.spec.taints[*].key}')" ] || [ $i -gt
     i=$((i + 1)); sleep 0.2
 done
 check "b-0 untainted once back" test -z "$(k get node b-0 -o jsonpath='{.spec.taints[*].key}')"
+
+# preemption: a pod of a higher priority evicts a lower one from the only node that fits
+k cordon a-0 >/dev/null
+k cordon a-1 >/dev/null
+k create priorityclass high --value=1000 >/dev/null
+pod low '"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1500m"}}}]'
+running low
+check "low runs on b-0" test "$(node_of low)" = b-0
+low_uid=$(k get pod low -o jsonpath='{.metadata.uid}')
+pod vip '"priorityClassName": "high",
+  "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1500m"}}}]'
+running vip
+check "vip runs on b-0 in low's place" test "$(node_of vip)" = b-0
+check "vip was nominated to b-0" \
+    test "$(k get pod vip -o jsonpath='{.status.nominatedNodeName}')" = b-0
+i=0
+until ! k get pod low >/dev/null 2>&1 || [ $i -gt 50 ]; do i=$((i + 1)); sleep 0.2; done
+check "low was deleted" sh -c "! kubectl get pod low 2>/dev/null"
+vip_uid=$(k get pod vip -o jsonpath='{.metadata.uid}')
+check "a Preempted event on low names vip and the node" sh -c \
+    "kubectl get events --field-selector involvedObject.uid=$low_uid,reason=Preempted \
+        -o jsonpath='{.items[0].message}' | grep -qx 'Preempted by pod $vip_uid on node b-0'"
+# a pod that may not preempt waits, and says why
+k create priorityclass high-polite --value=1000 --preemption-policy=Never >/dev/null
+pod polite '"priorityClassName": "high-polite",
+  "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1500m"}}}]'
+unschedulable polite "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}, 2 node(s) were unschedulable. not eligible due to preemptionPolicy=Never."
+k delete pod vip polite --wait=false >/dev/null
+k uncordon a-0 >/dev/null
+k uncordon a-1 >/dev/null
 
 # the simulator survives a restart of the server
 stop_server

@@ -11,6 +11,11 @@
  * Each placed pod keeps the summary it was counted with, so that removing it
  * subtracts exactly what adding it added, whatever the pod looks like by then.
  *
+ * A pod whose preemption made room on a node is nominated there (the nominator of
+ * pkg/scheduler/backend/queue): until it is bound, deleted or placed, it counts on that
+ * node for the pods of a lower or equal priority, so they do not take the room its
+ * victims leave.
+ *
  * Threading: c->lock guards every field; the functions named _locked expect the caller
  * to hold it (the scheduling cycle), the others take it.
  *
@@ -20,6 +25,26 @@
 #include <string.h>
 
 #include "internal.h"
+
+struct nominated {
+    char *node;
+    struct ck__sched_pod info; /* its summary (info.pod and owner_uid are not kept) */
+};
+
+static void nominated_free(struct nominated *n)
+{
+    if (!n)
+        return;
+    free(n->node);
+    ck__sched_pod_release(&n->info);
+    free(n);
+}
+
+/* Forgets key's nomination (cache locked). */
+static void unnominate(struct ck__sched_cache *c, const char *key)
+{
+    nominated_free(ck__strmap_remove(&c->nominated, key));
+}
 
 struct placed_pod {
     char *node;                /* where it counts */
@@ -52,6 +77,11 @@ void ck__sched_cache_release(struct ck__sched_cache *c)
          e = ck__strmap_next(&c->pods, e, &i))
         placed_free(e->value);
     ck__strmap_release(&c->pods);
+    i = 0;
+    for (struct ck__strmap_entry *e = ck__strmap_next(&c->nominated, NULL, &i); e;
+         e = ck__strmap_next(&c->nominated, e, &i))
+        nominated_free(e->value);
+    ck__strmap_release(&c->nominated);
     i = 0;
     for (struct ck__strmap_entry *e = ck__strmap_next(&c->nodes, NULL, &i); e;
          e = ck__strmap_next(&c->nodes, e, &i)) {
@@ -154,6 +184,22 @@ static bool drop(struct ck__sched_cache *c, const char *key)
     return counted;
 }
 
+/* dst = src with its own copy of the ports (owner_uid still borrowed). 0 or CK_ENOMEM. */
+static int copy_summary(struct ck__sched_pod *dst, const struct ck__sched_pod *src)
+{
+    *dst = *src;
+    dst->ports = NULL;
+    dst->n_ports = 0;
+    if (!src->n_ports)
+        return 0;
+    dst->ports = malloc(src->n_ports * sizeof(*src->ports));
+    if (!dst->ports)
+        return CK_ENOMEM;
+    memcpy(dst->ports, src->ports, src->n_ports * sizeof(*src->ports));
+    dst->n_ports = src->n_ports;
+    return 0;
+}
+
 /* A new placement of the pod summarised from pod on node (cache locked). */
 static int place(struct ck__sched_cache *c, const char *key, const json_t *pod,
                  const struct ck__sched_pod *given, const char *node, bool assumed)
@@ -161,21 +207,7 @@ static int place(struct ck__sched_cache *c, const char *key, const json_t *pod,
     struct placed_pod *pp = calloc(1, sizeof(*pp));
     if (!pp)
         return CK_ENOMEM;
-    int r = given ? 0 : ck__sched_pod_init(&pp->info, pod);
-    if (given) {
-        pp->info = *given;
-        pp->info.ports = NULL;
-        pp->info.n_ports = 0;
-        if (given->n_ports) {
-            pp->info.ports = malloc(given->n_ports * sizeof(*given->ports));
-            if (pp->info.ports) {
-                memcpy(pp->info.ports, given->ports, given->n_ports * sizeof(*given->ports));
-                pp->info.n_ports = given->n_ports;
-            } else {
-                r = CK_ENOMEM;
-            }
-        }
-    }
+    int r = given ? copy_summary(&pp->info, given) : ck__sched_pod_init(&pp->info, pod);
     pp->info.pod = NULL;
     pp->node = r == 0 ? strdup(node) : NULL;
     if (r == 0 && pp->info.owner_uid) {
@@ -200,10 +232,13 @@ int ck__sched_cache_set_pod(struct ck__sched_cache *c, const char *key, const js
     int r = 0;
     struct ck__strmap_entry *e = ck__strmap_find(&c->pods, key);
     struct placed_pod *pp = e ? e->value : NULL;
+    if (node && *node)
+        unnominate(c, key); /* bound: the room is its own now */
     if (!node || !*node || terminated(pod)) {
         drop(c, key);
     } else if (pp && strcmp(pp->node, node) == 0) {
         pp->assumed = false; /* confirmed; an update never changes a bound pod's requests */
+        ck__sched_pod_refresh(&pp->info, pod);
     } else {
         drop(c, key);
         r = place(c, key, pod, NULL, node, false);
@@ -215,6 +250,7 @@ int ck__sched_cache_set_pod(struct ck__sched_cache *c, const char *key, const js
 bool ck__sched_cache_remove_pod(struct ck__sched_cache *c, const char *key)
 {
     pthread_mutex_lock(&c->lock);
+    unnominate(c, key);
     bool counted = drop(c, key);
     pthread_mutex_unlock(&c->lock);
     return counted;
@@ -223,6 +259,7 @@ bool ck__sched_cache_remove_pod(struct ck__sched_cache *c, const char *key)
 int ck__sched_cache_assume_locked(struct ck__sched_cache *c, const char *key,
                                   const struct ck__sched_pod *p, const char *node)
 {
+    unnominate(c, key);
     drop(c, key);
     return place(c, key, NULL, p, node, true);
 }
@@ -235,6 +272,78 @@ void ck__sched_cache_forget(struct ck__sched_cache *c, const char *key)
     if (pp && pp->assumed)
         drop(c, key);
     pthread_mutex_unlock(&c->lock);
+}
+
+size_t ck__sched_cache_pods_on_locked(struct ck__sched_cache *c, const char *name,
+                                      struct ck__sched_placed *ret, size_t cap)
+{
+    size_t i = 0, n = 0;
+    for (struct ck__strmap_entry *e = ck__strmap_next(&c->pods, NULL, &i); e;
+         e = ck__strmap_next(&c->pods, e, &i)) {
+        struct placed_pod *pp = e->value;
+        if (!pp->counted || strcmp(pp->node, name) != 0)
+            continue;
+        if (n < cap) {
+            const char *slash = strchr(e->key, '/');
+            ret[n] = (struct ck__sched_placed){
+                .key = e->key, .name = slash ? slash + 1 : e->key, .info = &pp->info};
+        }
+        n++;
+    }
+    return n;
+}
+
+int ck__sched_cache_nominate_locked(struct ck__sched_cache *c, const char *key,
+                                    const struct ck__sched_pod *p, const char *node)
+{
+    unnominate(c, key);
+    struct nominated *nom = calloc(1, sizeof(*nom));
+    if (!nom || copy_summary(&nom->info, p) < 0) {
+        free(nom);
+        return CK_ENOMEM;
+    }
+    nom->info.pod = NULL;
+    nom->info.owner_uid = NULL;
+    nom->node = strdup(node);
+    bool created = false;
+    if (!nom->node || !ck__strmap_put(&c->nominated, key, nom, &created)) {
+        nominated_free(nom);
+        return CK_ENOMEM;
+    }
+    return 0;
+}
+
+const char *ck__sched_cache_nominated_node_locked(struct ck__sched_cache *c, const char *key)
+{
+    struct ck__strmap_entry *e = ck__strmap_find(&c->nominated, key);
+    return e ? ((struct nominated *)e->value)->node : NULL;
+}
+
+const struct ck__sched_node *ck__sched_cache_with_nominated_locked(struct ck__sched_cache *c,
+                                                                   const struct ck__sched_node *n,
+                                                                   const char *key,
+                                                                   const struct ck__sched_pod *p,
+                                                                   struct ck__sched_node *scratch)
+{
+    if (!c->nominated.len)
+        return n;
+    bool copied = false;
+    size_t i = 0;
+    for (struct ck__strmap_entry *e = ck__strmap_next(&c->nominated, NULL, &i); e;
+         e = ck__strmap_next(&c->nominated, e, &i)) {
+        struct nominated *nom = e->value;
+        if (strcmp(nom->node, n->name) != 0 || strcmp(e->key, key) == 0 ||
+            nom->info.priority < p->priority)
+            continue;
+        if (!copied && ck__sched_node_copy(scratch, n) < 0)
+            return NULL;
+        copied = true;
+        if (ck__sched_node_account(scratch, &nom->info, +1) < 0) {
+            ck__sched_node_release(scratch);
+            return NULL;
+        }
+    }
+    return copied ? scratch : n;
 }
 
 static int cmp_node(const void *a, const void *b)

@@ -13,7 +13,10 @@
  * - queue.c: the scheduling queue (active, backoff and unschedulable pods) on an
  *   injectable clock.
  * - cache.c: the node summaries, counting the pods bound to each node and those the
- *   scheduler assumed there before their binding was observed.
+ *   scheduler assumed there before their binding was observed, and the pods nominated
+ *   to a node by preemption.
+ * - preemption.c: the default PostFilter (DefaultPreemption): which lower-priority pods
+ *   to evict so that a pod fits, and on which node.
  *
  * scheduler.c wires them to informers, the binding subresource, the PodScheduled
  * condition and events.
@@ -60,10 +63,20 @@ struct ck__sched_pod {
     struct ck__sched_port *ports;
     size_t n_ports;
     const char *owner_uid; /* the controller reference's uid, or NULL */
+    int32_t priority;      /* spec.priority (0 when unset) */
+    bool preempt_never;    /* spec.preemptionPolicy Never */
+    int64_t start;         /* status.startTime, else metadata.creationTimestamp (seconds; 0) */
+    /* being deleted because the scheduler preempted it (podTerminatingByPreemption) */
+    bool terminating_by_preemption;
 };
 
 /* Fills p from pod (borrowed). Returns 0 or CK_ENOMEM. */
 int ck__sched_pod_init(struct ck__sched_pod *p, const json_t *pod);
+/* Reads again what may change while a pod is bound: its start, whether it is being preempted. */
+void ck__sched_pod_refresh(struct ck__sched_pod *p, const json_t *pod);
+
+/* The DisruptionTarget condition's reason on a pod the scheduler evicts. */
+#define CK__SCHED_PREEMPTION_REASON "PreemptionByScheduler"
 void ck__sched_pod_release(struct ck__sched_pod *p);
 
 /* One node as the plugins see it: the node object and what is placed on it. */
@@ -156,13 +169,74 @@ void ck__sched_score_spread(const int64_t *counts, size_t n, int64_t *scores);
 
 /*
  * FitError's message for n_all nodes whose statuses are given (one per node that was
- * filtered), with the preemption part the default PostFilter adds when it finds no
- * victims: "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated
+ * filtered), followed by the PostFilter's message when there is one (post_filter: NULL
+ * or ""): "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated
  * taint {k: v}. preemption: 0/3 nodes are available: 1 No preemption victims found for
  * incoming pod, 2 Preemption is not helpful for scheduling." Returns a string to free,
  * or NULL when out of memory.
  */
-char *ck__sched_fit_message(size_t n_all, const struct ck__sched_status *statuses, size_t n);
+char *ck__sched_fit_message(size_t n_all, const struct ck__sched_status *statuses, size_t n,
+                            const char *post_filter);
+
+/* ---- preemption (preemption.c) ------------------------------------------------------------- */
+
+/* Why a node cannot help by preemption (its status in the PostFilter's diagnosis). */
+#define CK__SCHED_REASON_NOT_HELPFUL "Preemption is not helpful for scheduling"
+#define CK__SCHED_REASON_NO_VICTIMS  "No preemption victims found for incoming pod"
+
+/* A pod placed on a node, as preemption weighs it. */
+struct ck__sched_placed {
+    const char *key;                  /* "namespace/name" */
+    const char *name;                 /* its part after the slash */
+    const struct ck__sched_pod *info; /* its summary (priority, start, requests, ports) */
+    const json_t *labels;             /* metadata.labels, or NULL */
+    bool victim;                      /* out: to be evicted */
+    bool violates;                    /* out: evicting it violates a disruption budget */
+};
+
+/* A PodDisruptionBudget of the pod's namespace, as filterPodsWithPDBViolation reads it. */
+struct ck__sched_budget {
+    const char *namespace;
+    struct ck_label_selector *selector; /* spec.selector; NULL: matches nothing */
+    const json_t *disrupted;            /* status.disruptedPods (pod name -> time), or NULL */
+    int64_t allowed;                    /* status.disruptionsAllowed */
+};
+
+/*
+ * SelectVictimsOnNode: with every pod of pods[] (all placed on n) of a lower priority
+ * than p gone, does p pass every filter? If so, gives back as many of them as still let
+ * it fit, the most important first (higher priority, then earlier start), those whose
+ * eviction would violate a budget before the others; the rest are marked victim (and
+ * violates). Returns 1 with *ret_violations (victims that violate a budget), 0 with st
+ * filled when p does not fit even so (the filter's reasons, or CK__SCHED_REASON_NO_VICTIMS
+ * when no pod has a lower priority), or CK_ENOMEM.
+ */
+int ck__sched_select_victims(const struct ck__sched_pod *p, const struct ck__sched_node *n,
+                             struct ck__sched_placed *pods, size_t n_pods,
+                             const struct ck__sched_budget *budgets, size_t n_budgets,
+                             size_t *ret_violations, struct ck__sched_status *st);
+
+/* One node where preemption would make room: its victims (marked in pods[]). */
+struct ck__sched_candidate {
+    const struct ck__sched_node *node;
+    const struct ck__sched_placed *pods; /* the node's pods; victims marked */
+    size_t n_pods;
+    size_t violations;
+};
+
+/*
+ * pickOneNodeForPreemption: a candidate with no victim at once; else the fewest budget
+ * violations, then the lowest highest-priority victim, the smallest sum of priorities,
+ * the fewest victims, the latest start of the highest-priority victims, the first.
+ * n > 0; returns an index into cands.
+ */
+size_t ck__sched_pick_candidate(const struct ck__sched_candidate *cands, size_t n);
+
+/*
+ * kube-scheduler's number of candidates to look for among n nodes where preemption
+ * might help: 10% of them, at least 100, at most n.
+ */
+size_t ck__sched_preemption_candidates(size_t n);
 
 /* ---- the queue --------------------------------------------------------------------------- */
 
@@ -234,6 +308,7 @@ struct ck__sched_cache {
     pthread_mutex_t lock;
     struct ck__strmap nodes;       /* name -> struct ck__sched_node * */
     struct ck__strmap pods;        /* "namespace/name" -> struct placed_pod * (cache.c) */
+    struct ck__strmap nominated;   /* "namespace/name" -> struct nominated * (cache.c) */
     struct ck__sched_node **order; /* the nodes, for iteration; rebuilt when nodes change */
     size_t n_order;
     bool order_stale;
@@ -259,6 +334,39 @@ int ck__sched_cache_assume_locked(struct ck__sched_cache *c, const char *key,
                                   const struct ck__sched_pod *p, const char *node);
 /* The binding of an assumed pod failed: it no longer counts (unless seen bound). */
 void ck__sched_cache_forget(struct ck__sched_cache *c, const char *key);
+
+/*
+ * The pods counted on node `name`, with their keys (cache locked by the caller): fills
+ * up to cap entries (key, name and info set, the rest zero) and returns how many there
+ * are, which may be more than cap.
+ */
+size_t ck__sched_cache_pods_on_locked(struct ck__sched_cache *c, const char *name,
+                                      struct ck__sched_placed *ret, size_t cap);
+
+/*
+ * Nominations (the nominator of kube-scheduler): p, whose preemption made room on node,
+ * counts there when pods of a lower or equal priority are filtered, until it is bound,
+ * deleted, assumed elsewhere or nominated again (cache locked). 0 or CK_ENOMEM.
+ */
+int ck__sched_cache_nominate_locked(struct ck__sched_cache *c, const char *key,
+                                    const struct ck__sched_pod *p, const char *node);
+
+/*
+ * The node n as pod p with key sees it: n itself when nothing is nominated there for a
+ * pod of p's priority or higher (other than p), else a copy in *scratch with those pods
+ * counted (released with ck__sched_node_release). NULL when out of memory.
+ */
+const struct ck__sched_node *ck__sched_cache_with_nominated_locked(struct ck__sched_cache *c,
+                                                                   const struct ck__sched_node *n,
+                                                                   const char *key,
+                                                                   const struct ck__sched_pod *p,
+                                                                   struct ck__sched_node *scratch);
+
+/* The node a pod is nominated to, or NULL (cache locked). */
+const char *ck__sched_cache_nominated_node_locked(struct ck__sched_cache *c, const char *key);
+
+/* A copy of n that filters as n does (its pods' owners are not copied). 0 or CK_ENOMEM. */
+int ck__sched_node_copy(struct ck__sched_node *dst, const struct ck__sched_node *src);
 
 /* The nodes, in a stable order (cache locked by the caller); valid until it unlocks. */
 struct ck__sched_node *const *ck__sched_cache_nodes_locked(struct ck__sched_cache *c,

@@ -128,11 +128,51 @@ int ck__sched_pod_init(struct ck__sched_pod *p, const json_t *pod)
     p->nonzero_memory = nz_mem + overhead.memory;
     const json_t *ref = ck_controller_ref(pod);
     p->owner_uid = json_string_value(json_object_get(ref, "uid"));
+    ck__sched_pod_refresh(p, pod);
     return 0;
 
 out_nomem:
     ck__sched_pod_release(p);
     return CK_ENOMEM;
+}
+
+/* The time at key of obj (RFC 3339) in seconds, or 0. */
+static int64_t time_at(const json_t *obj, const char *key)
+{
+    int64_t sec = 0;
+    const char *text = json_string_value(json_object_get(obj, key));
+    return text && ck__time_parse(text, &sec, NULL) == 0 ? sec : 0;
+}
+
+/* Whether pod has the DisruptionTarget condition the scheduler's preemption writes. */
+static bool preempted(const json_t *pod)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c)
+    {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        const char *reason = json_string_value(json_object_get(c, "reason"));
+        const char *status = json_string_value(json_object_get(c, "status"));
+        if (type && strcmp(type, "DisruptionTarget") == 0 && status &&
+            strcmp(status, "True") == 0 && reason &&
+            strcmp(reason, CK__SCHED_PREEMPTION_REASON) == 0)
+            return true;
+    }
+    return false;
+}
+
+void ck__sched_pod_refresh(struct ck__sched_pod *p, const json_t *pod)
+{
+    const json_t *spec = json_object_get(pod, "spec");
+    const json_t *meta = json_object_get(pod, "metadata");
+    p->priority = (int32_t)json_integer_value(json_object_get(spec, "priority"));
+    const char *policy = json_string_value(json_object_get(spec, "preemptionPolicy"));
+    p->preempt_never = policy && strcmp(policy, "Never") == 0;
+    p->start = time_at(json_object_get(pod, "status"), "startTime");
+    if (!p->start)
+        p->start = time_at(meta, "creationTimestamp");
+    p->terminating_by_preemption = json_object_get(meta, "deletionTimestamp") && preempted(pod);
 }
 
 void ck__sched_pod_release(struct ck__sched_pod *p)
@@ -149,6 +189,27 @@ int ck__sched_node_set(struct ck__sched_node *n, const json_t *node)
     const json_t *status = json_object_get(node, "status");
     const json_t *alloc = json_object_get(status, "allocatable");
     read_resources(alloc ? alloc : json_object_get(status, "capacity"), &n->allocatable);
+    return 0;
+}
+
+int ck__sched_node_copy(struct ck__sched_node *dst, const struct ck__sched_node *src)
+{
+    *dst = (struct ck__sched_node){
+        .allocatable = src->allocatable,
+        .requested = src->requested,
+        .nonzero_cpu = src->nonzero_cpu,
+        .nonzero_memory = src->nonzero_memory,
+    };
+    dst->name = strdup(src->name);
+    dst->ports = src->n_ports ? malloc(src->n_ports * sizeof(*dst->ports)) : NULL;
+    if (!dst->name || (src->n_ports && !dst->ports)) {
+        ck__sched_node_release(dst);
+        return CK_ENOMEM;
+    }
+    if (src->n_ports)
+        memcpy(dst->ports, src->ports, src->n_ports * sizeof(*dst->ports));
+    dst->n_ports = dst->cap_ports = src->n_ports;
+    dst->node = ck_cached_ref(src->node);
     return 0;
 }
 
@@ -415,7 +476,8 @@ static void append_histogram(struct ck__buf *b, struct histogram_entry *h, size_
         ck__buf_printf(b, "%s%s", i ? ", " : "", h[i].text);
 }
 
-char *ck__sched_fit_message(size_t n_all, const struct ck__sched_status *statuses, size_t n)
+char *ck__sched_fit_message(size_t n_all, const struct ck__sched_status *statuses, size_t n,
+                            const char *post_filter)
 {
     size_t cap = n * 4 + 2, len = 0;
     struct histogram_entry *h = calloc(cap, sizeof(*h));
@@ -431,19 +493,8 @@ char *ck__sched_fit_message(size_t n_all, const struct ck__sched_status *statuse
         append_histogram(&b, h, len);
         ck__buf_printf(&b, ".");
     }
-    /* the default PostFilter: no pod has a lower priority to preempt */
-    len = 0;
-    for (size_t i = 0; i < n; i++)
-        histogram_add(h, &len, cap,
-                      statuses[i].code == CK__SCHED_UNRESOLVABLE
-                          ? "Preemption is not helpful for scheduling"
-                          : "No preemption victims found for incoming pod");
-    ck__buf_printf(&b, " preemption: 0/%zu nodes are available", n_all);
-    if (len) {
-        ck__buf_printf(&b, ": ");
-        append_histogram(&b, h, len);
-    }
-    ck__buf_printf(&b, ".");
+    if (post_filter && *post_filter)
+        ck__buf_printf(&b, " %s", post_filter);
     free(h);
     return ck__buf_take(&b);
 }

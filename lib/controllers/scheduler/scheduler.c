@@ -17,9 +17,14 @@
  * - A binder POSTs the Binding; on success it records `Scheduled` ("Successfully
  *   assigned ns/name to node"); on failure it forgets the assumption, records
  *   `FailedScheduling` and puts the pod in backoff.
- * - A pod that fits nowhere: `FailedScheduling` with FitError's message, the
- *   PodScheduled=False/Unschedulable condition (written only when it changes), and the
- *   unschedulable set of the queue.
+ * - A pod that fits nowhere: the default PostFilter (preemption.c) looks for
+ *   lower-priority pods whose eviction would make room, budgets (PodDisruptionBudgets)
+ *   weighed; when it finds some it marks each victim with the DisruptionTarget condition
+ *   (PreemptionByScheduler), deletes it, records `Preempted` on it and nominates the pod
+ *   to the node (status.nominatedNodeName, and the cache's nominator). Then
+ *   `FailedScheduling` with FitError's message (and the PostFilter's when it found no
+ *   victims), the PodScheduled=False/Unschedulable condition (written only when it
+ *   changes), and the unschedulable set of the queue.
  *
  * Threading: the informer threads run the handlers; one scheduling thread; `workers`
  * binder threads that share a job list under `bind_lock`. The cache and the queue lock
@@ -49,9 +54,9 @@ struct ck_scheduler {
     bool own_factory;
     char *name; /* spec.schedulerName we serve */
     struct ck_clock *clock;
-    const struct ck_resource *pods_res, *nodes_res;
-    struct ck_informer *pods_inf, *nodes_inf;
-    struct ck_lister pods;
+    const struct ck_resource *pods_res, *nodes_res, *pdbs_res;
+    struct ck_informer *pods_inf, *nodes_inf, *pdbs_inf;
+    struct ck_lister pods, pdbs;
     struct ck__sched_queue *queue;
     struct ck__sched_cache cache;
     struct ck_ctl_event_sink sink;
@@ -192,13 +197,20 @@ static const json_t *scheduled_condition(const json_t *pod)
     return NULL;
 }
 
-/* updatePod: PodScheduled=False/Unschedulable with message, when it is not already so. */
-static void set_unschedulable(struct ck_scheduler *s, const json_t *pod, const char *message)
+/*
+ * updatePod: PodScheduled=False/Unschedulable with message, and status.nominatedNodeName
+ * when preemption nominated a node (NULL: left as it is), when it is not already so.
+ */
+static void set_unschedulable(struct ck_scheduler *s, const json_t *pod, const char *message,
+                              const char *nominated)
 {
     const json_t *c = scheduled_condition(pod);
+    const char *had =
+        json_string_value(json_object_get(json_object_get(pod, "status"), "nominatedNodeName"));
     if (c && strcmp(json_string_value(json_object_get(c, "status")) ?: "", "False") == 0 &&
         strcmp(json_string_value(json_object_get(c, "reason")) ?: "", "Unschedulable") == 0 &&
-        strcmp(json_string_value(json_object_get(c, "message")) ?: "", message) == 0)
+        strcmp(json_string_value(json_object_get(c, "message")) ?: "", message) == 0 &&
+        (!nominated || strcmp(had ? had : "", nominated) == 0))
         return;
     char now[32];
     time_t t = time(NULL);
@@ -211,6 +223,9 @@ static void set_unschedulable(struct ck_scheduler *s, const json_t *pod, const c
                   json_string_value(json_object_get(meta, "uid")) ?: "", "status", "conditions",
                   "type", "PodScheduled", "status", "False", "reason", "Unschedulable", "message",
                   message, "lastProbeTime", "lastTransitionTime", now);
+    if (patch && nominated)
+        json_object_set_new(json_object_get(patch, "status"), "nominatedNodeName",
+                            json_string(nominated));
     struct ck_err err = {0};
     if (patch &&
         ck_ctl_patch(&s->ctl, s->pods_res, json_string_value(json_object_get(meta, "namespace")),
@@ -320,15 +335,227 @@ struct candidate {
     int64_t owner_count, spread, score;
 };
 
+/* What preemption decided for a pod that fits nowhere. */
+struct preemption {
+    char *node;     /* the node it is nominated to, or NULL */
+    char **victims; /* their keys */
+    size_t n_victims;
+};
+
+static void preemption_release(struct preemption *pre)
+{
+    for (size_t i = 0; i < pre->n_victims; i++)
+        free(pre->victims[i]);
+    free(pre->victims);
+    free(pre->node);
+    memset(pre, 0, sizeof(*pre));
+}
+
+/* The index of the failed node named name in nodes (failed_at), or n_failed. */
+static size_t failed_index(struct ck__sched_node *const *nodes, const size_t *failed_at,
+                           size_t n_failed, const char *name)
+{
+    for (size_t i = 0; i < n_failed; i++)
+        if (strcmp(nodes[failed_at[i]]->name, name) == 0)
+            return i;
+    return n_failed;
+}
+
+/* PodEligibleToPreemptOthers: NULL, or why not (the PostFilter's message). Cache locked. */
+static const char *not_eligible(struct ck_scheduler *s, const struct ck__sched_pod *p,
+                                struct ck__sched_node *const *nodes,
+                                const struct ck__sched_status *statuses, const size_t *failed_at,
+                                size_t n_failed)
+{
+    if (p->preempt_never)
+        return "not eligible due to preemptionPolicy=Never.";
+    const char *nominated =
+        json_string_value(json_object_get(json_object_get(p->pod, "status"), "nominatedNodeName"));
+    if (!nominated || !*nominated)
+        return NULL;
+    size_t i = failed_index(nodes, failed_at, n_failed, nominated);
+    if (i < n_failed && statuses[i].code == CK__SCHED_UNRESOLVABLE)
+        return NULL; /* its node cannot take it any more: it may preempt elsewhere */
+    size_t n = ck__sched_cache_pods_on_locked(&s->cache, nominated, NULL, 0);
+    struct ck__sched_placed *on = calloc(n + 1, sizeof(*on));
+    if (!on)
+        return NULL;
+    n = ck__sched_cache_pods_on_locked(&s->cache, nominated, on, n);
+    bool waiting = false;
+    for (size_t k = 0; k < n && !waiting; k++)
+        waiting = on[k].info->priority < p->priority && on[k].info->terminating_by_preemption;
+    free(on);
+    return waiting ? "not eligible due to a terminating pod on the nominated node." : NULL;
+}
+
+/* The PodDisruptionBudgets as preemption reads them (*ret to free with budgets_free). */
+static size_t budgets_read(struct ck_scheduler *s, struct ck__sched_budget **ret,
+                           struct ck_obj_list *list)
+{
+    *ret = NULL;
+    struct ck_err err = {0};
+    if (!s->pdbs.ops || ck_lister_list(&s->pdbs, NULL, NULL, list, &err) < 0 || !list->n)
+        return 0;
+    struct ck__sched_budget *b = calloc(list->n, sizeof(*b));
+    if (!b)
+        return 0;
+    for (size_t i = 0; i < list->n; i++) {
+        const json_t *pdb = list->items[i];
+        const json_t *status = json_object_get(pdb, "status");
+        b[i].namespace =
+            json_string_value(json_object_get(json_object_get(pdb, "metadata"), "namespace"));
+        if (!b[i].namespace)
+            b[i].namespace = "";
+        b[i].disrupted = json_object_get(status, "disruptedPods");
+        b[i].allowed = json_integer_value(json_object_get(status, "disruptionsAllowed"));
+        const json_t *selector = json_object_get(json_object_get(pdb, "spec"), "selector");
+        if (selector &&
+            ck_label_selector_from_object(selector, &b[i].selector, &(struct ck_err){0}) < 0)
+            b[i].selector = NULL; /* an invalid selector matches nothing */
+    }
+    *ret = b;
+    return list->n;
+}
+
+static void budgets_free(struct ck__sched_budget *b, size_t n, struct ck_obj_list *list)
+{
+    for (size_t i = 0; b && i < n; i++)
+        ck_label_selector_free(b[i].selector);
+    free(b);
+    ck_obj_list_release(list);
+}
+
+/* One node weighed for preemption: its pods, and the pod objects their labels come from. */
+struct weighed {
+    struct ck__sched_placed *pods;
+    const json_t **objects;
+    size_t n;
+};
+
+static void weighed_release(struct weighed *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        ck_cached_unref(w->objects[i]);
+    free(w->objects);
+    free(w->pods);
+    memset(w, 0, sizeof(*w));
+}
+
+/* The pods placed on node, with their labels from the informer. 0 or CK_ENOMEM. */
+static int weighed_read(struct ck_scheduler *s, const char *node, struct weighed *w)
+{
+    memset(w, 0, sizeof(*w));
+    size_t n = ck__sched_cache_pods_on_locked(&s->cache, node, NULL, 0);
+    w->pods = calloc(n + 1, sizeof(*w->pods));
+    w->objects = calloc(n + 1, sizeof(*w->objects));
+    if (!w->pods || !w->objects) {
+        weighed_release(w);
+        return CK_ENOMEM;
+    }
+    w->n = ck__sched_cache_pods_on_locked(&s->cache, node, w->pods, n);
+    for (size_t i = 0; i < w->n; i++) {
+        char *ns = NULL, *name = NULL;
+        if (ck_split_meta_namespace_key(w->pods[i].key, &ns, &name, NULL) == 0 &&
+            ck_lister_get(&s->pods, ns, name, &w->objects[i]) == 0)
+            w->pods[i].labels =
+                json_object_get(json_object_get(w->objects[i], "metadata"), "labels");
+        free(ns);
+        free(name);
+    }
+    return 0;
+}
+
+/*
+ * The default PostFilter (DefaultPreemption.PostFilter) for p, which failed on every
+ * node (statuses[i] for nodes[failed_at[i]]), cache locked: on success *ret names the
+ * node and the victims and p is nominated there; else *ret_post says why (the message
+ * FitError appends). 0 or CK_ENOMEM.
+ */
+static int preempt_locked(struct ck_scheduler *s, const char *key, const struct ck__sched_pod *p,
+                          struct ck__sched_node *const *nodes, size_t n_nodes,
+                          const struct ck__sched_status *statuses, const size_t *failed_at,
+                          size_t n_failed, char **ret_post, struct preemption *ret)
+{
+    *ret_post = NULL;
+    const char *why = not_eligible(s, p, nodes, statuses, failed_at, n_failed);
+    if (why) {
+        *ret_post = strdup(why);
+        return *ret_post ? 0 : CK_ENOMEM;
+    }
+    struct ck_obj_list pdb_list = {0};
+    struct ck__sched_budget *budgets = NULL;
+    size_t n_budgets = budgets_read(s, &budgets, &pdb_list);
+    struct ck__sched_status *diagnosis = calloc(n_failed + 1, sizeof(*diagnosis));
+    struct weighed *weighed = calloc(n_failed + 1, sizeof(*weighed));
+    struct ck__sched_candidate *cands = calloc(n_failed + 1, sizeof(*cands));
+    size_t n_cands = 0, helpful = 0, n_weighed = 0;
+    int r = diagnosis && weighed && cands ? 0 : CK_ENOMEM;
+    for (size_t i = 0; i < n_failed; i++)
+        helpful += statuses[i].code != CK__SCHED_UNRESOLVABLE;
+    size_t want = ck__sched_preemption_candidates(helpful);
+    for (size_t i = 0; r == 0 && i < n_failed; i++) {
+        if (statuses[i].code == CK__SCHED_UNRESOLVABLE) {
+            diagnosis[i].code = CK__SCHED_UNRESOLVABLE;
+            diagnosis[i].reasons[diagnosis[i].n_reasons++] = CK__SCHED_REASON_NOT_HELPFUL;
+            continue;
+        }
+        if (n_cands == want)
+            continue; /* enough candidates: the others are not weighed (DryRunPreemption) */
+        const struct ck__sched_node *node = nodes[failed_at[i]];
+        struct weighed *w = &weighed[n_weighed];
+        r = weighed_read(s, node->name, w);
+        if (r < 0)
+            break;
+        n_weighed++;
+        size_t violations = 0;
+        r = ck__sched_select_victims(p, node, w->pods, w->n, budgets, n_budgets, &violations,
+                                     &diagnosis[i]);
+        if (r == 1)
+            cands[n_cands++] = (struct ck__sched_candidate){node, w->pods, w->n, violations};
+        r = r < 0 ? r : 0;
+    }
+    if (r == 0 && n_cands) {
+        const struct ck__sched_candidate *best = &cands[ck__sched_pick_candidate(cands, n_cands)];
+        ret->node = strdup(best->node->name);
+        ret->victims = calloc(best->n_pods + 1, sizeof(*ret->victims));
+        for (size_t i = 0; ret->victims && i < best->n_pods; i++)
+            if (best->pods[i].victim && (ret->victims[ret->n_victims] = strdup(best->pods[i].key)))
+                ret->n_victims++;
+        if (!ret->node || !ret->victims ||
+            ck__sched_cache_nominate_locked(&s->cache, key, p, ret->node) < 0) {
+            preemption_release(ret);
+            r = CK_ENOMEM;
+        }
+    } else if (r == 0) {
+        char *fit = ck__sched_fit_message(n_nodes, diagnosis, n_failed, NULL);
+        struct ck__buf b = {0};
+        if (!fit || ck__buf_printf(&b, "preemption: %s", fit) < 0)
+            r = CK_ENOMEM;
+        free(fit);
+        *ret_post = r == 0 ? ck__buf_take(&b) : NULL;
+        ck__buf_release(&b);
+        if (r == 0 && !*ret_post)
+            r = CK_ENOMEM;
+    }
+    for (size_t i = 0; i < n_weighed; i++)
+        weighed_release(&weighed[i]);
+    free(weighed);
+    free(cands);
+    free(diagnosis);
+    budgets_free(budgets, n_budgets, &pdb_list);
+    return r;
+}
+
 /*
  * Filters and scores under the cache lock; on success assumes the pod on the chosen
- * node and returns its name (to free). Else NULL with *ret_message (to free) saying why,
- * or NULL with no message when out of memory.
+ * node and returns its name (to free). Else NULL with *ret_message (to free) saying why
+ * and *pre what preemption decided, or NULL with no message when out of memory.
  */
 static char *place(struct ck_scheduler *s, const char *key, const struct ck__sched_pod *p,
-                   char **ret_message)
+                   char **ret_message, struct preemption *pre)
 {
     *ret_message = NULL;
+    memset(pre, 0, sizeof(*pre));
     char *chosen = NULL;
     pthread_mutex_lock(&s->cache.lock);
     size_t n = 0;
@@ -340,12 +567,22 @@ static char *place(struct ck_scheduler *s, const char *key, const struct ck__sch
     struct ck__sched_status *statuses = malloc(n * sizeof(*statuses));
     struct candidate *cands = malloc(n * sizeof(*cands));
     int64_t *counts = malloc(n * sizeof(*counts)), *spread = malloc(n * sizeof(*spread));
+    size_t *failed_at = malloc(n * sizeof(*failed_at));
     size_t feasible = 0, failed = 0;
-    if (!statuses || !cands || !counts || !spread)
+    if (!statuses || !cands || !counts || !spread || !failed_at)
         goto out_free;
     for (size_t i = 0; i < n; i++) {
-        if (ck__sched_filter(p, nodes[i], &statuses[failed]) != CK__SCHED_SUCCESS) {
-            failed++;
+        /* the room nominated pods of p's priority or higher will take counts as taken */
+        struct ck__sched_node scratch;
+        const struct ck__sched_node *seen =
+            ck__sched_cache_with_nominated_locked(&s->cache, nodes[i], key, p, &scratch);
+        if (!seen)
+            goto out_free;
+        enum ck__sched_code code = ck__sched_filter(p, seen, &statuses[failed]);
+        if (seen != nodes[i])
+            ck__sched_node_release(&scratch);
+        if (code != CK__SCHED_SUCCESS) {
+            failed_at[failed++] = i;
             continue;
         }
         cands[feasible].node = nodes[i];
@@ -353,7 +590,10 @@ static char *place(struct ck_scheduler *s, const char *key, const struct ck__sch
         feasible++;
     }
     if (feasible == 0) {
-        *ret_message = ck__sched_fit_message(n, statuses, failed);
+        char *post = NULL;
+        if (preempt_locked(s, key, p, nodes, n, statuses, failed_at, failed, &post, pre) == 0)
+            *ret_message = ck__sched_fit_message(n, statuses, failed, post);
+        free(post);
         goto out_free;
     }
     ck__sched_score_spread(counts, feasible, spread);
@@ -378,6 +618,7 @@ static char *place(struct ck_scheduler *s, const char *key, const struct ck__sch
         chosen = NULL;
     }
 out_free:
+    free(failed_at);
     free(statuses);
     free(cands);
     free(counts);
@@ -385,6 +626,56 @@ out_free:
 out:
     pthread_mutex_unlock(&s->cache.lock);
     return chosen;
+}
+
+/*
+ * prepareCandidate: each victim gets the DisruptionTarget condition, is deleted and
+ * hears why (`Preempted`). A victim already gone is no matter.
+ */
+static void evict(struct ck_scheduler *s, const json_t *pod, const struct preemption *pre)
+{
+    if (!pre->node)
+        return;
+    const char *uid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
+    char now[32], message[300];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(message, sizeof(message), "%s: preempting to accommodate a higher priority pod",
+             s->name);
+    for (size_t i = 0; i < pre->n_victims; i++) {
+        char *ns = NULL, *name = NULL;
+        const json_t *victim = NULL;
+        if (ck_split_meta_namespace_key(pre->victims[i], &ns, &name, NULL) < 0 ||
+            ck_lister_get(&s->pods, ns, name, &victim) < 0) {
+            free(ns);
+            free(name);
+            continue;
+        }
+        json_t *patch =
+            json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:s}]}}", "status", "conditions", "type",
+                      "DisruptionTarget", "status", "True", "reason", CK__SCHED_PREEMPTION_REASON,
+                      "message", message, "lastTransitionTime", now);
+        struct ck_err err = {0};
+        if (!patch || ck_ctl_patch(&s->ctl, s->pods_res, ns, name, "status", CK_PATCH_STRATEGIC,
+                                   patch, NULL, &err) < 0)
+            CK_LOGV(2, "scheduler: marking a victim of preemption: %s", err.msg);
+        json_decref(patch);
+        ck_err_release(&err);
+        if (ck_ctl_delete(&s->ctl, s->pods_res, ns, name, NULL, NULL, &err) < 0 &&
+            err.http_status != 404) {
+            CK_LOGV(2, "scheduler: deleting a victim of preemption: %s", err.msg);
+        } else {
+            ck_event_recordf(s->recorder, victim, CK_EVENT_NORMAL, "Preempted",
+                             "Preempted by pod %s on node %s", uid ? uid : "", pre->node);
+            count_stat(s, &s->stats.preempted, 0);
+        }
+        ck_err_release(&err);
+        ck_cached_unref(victim);
+        free(ns);
+        free(name);
+    }
 }
 
 static void schedule_one(struct ck_scheduler *s, const char *key, int64_t cycle)
@@ -403,7 +694,8 @@ static void schedule_one(struct ck_scheduler *s, const char *key, int64_t cycle)
         goto out;
     }
     char *message = NULL;
-    char *node = place(s, key, &p, &message);
+    struct preemption pre;
+    char *node = place(s, key, &p, &message, &pre);
     ck__sched_pod_release(&p);
     int64_t spent = ck_clock_now(s->clock) - start;
     if (!node && !message) {
@@ -414,9 +706,11 @@ static void schedule_one(struct ck_scheduler *s, const char *key, int64_t cycle)
     if (!node) {
         count_stat(s, &s->stats.unschedulable, spent);
         count_stat(s, &s->stats.attempts, 0);
+        evict(s, pod, &pre);
         ck__sched_queue_unschedulable(s->queue, key, cycle);
         ck_event_recordf(s->recorder, pod, CK_EVENT_WARNING, "FailedScheduling", "%s", message);
-        set_unschedulable(s, pod, message);
+        set_unschedulable(s, pod, message, pre.node);
+        preemption_release(&pre);
         free(message);
         goto out;
     }
@@ -492,6 +786,7 @@ int ck_scheduler_new(const struct ck_scheduler_config *config, struct ck_schedul
     }
     s->pods_res = ck_controller_resource("", "v1", "pods");
     s->nodes_res = ck_controller_resource("", "v1", "nodes");
+    s->pdbs_res = ck_controller_resource("policy", "v1", "poddisruptionbudgets");
     if (!s->pods_res || !s->nodes_res) {
         r = ck_err_set(reterr, CK_ENOENT, "no kind serves pods and nodes");
         goto out_fail;
@@ -511,6 +806,10 @@ int ck_scheduler_new(const struct ck_scheduler_config *config, struct ck_schedul
     r = ck__ctl_watch(s->factory, s->nodes_res, &node_handler, &s->nodes_inf, &nodes, reterr);
     if (r == 0)
         r = ck__ctl_watch(s->factory, s->pods_res, &pod_handler, &s->pods_inf, &s->pods, reterr);
+    /* preemption weighs the budgets; a server without the kind has none to weigh */
+    const struct ck_event_handler no_handler = {0};
+    if (r == 0 && s->pdbs_res)
+        r = ck__ctl_watch(s->factory, s->pdbs_res, &no_handler, &s->pdbs_inf, &s->pdbs, reterr);
     if (r == 0)
         r = ck__ctl_recorder(&s->sink, &s->ctl, s->name, s->clock, false, &s->recorder, reterr);
     if (r < 0)
@@ -528,7 +827,8 @@ int ck_scheduler_run(struct ck_scheduler *s, struct ck_err *reterr)
     if (s->own_factory && ck_informer_factory_start(s->factory, reterr) < 0)
         return reterr->code;
     if (!ck_informer_wait_for_sync(s->nodes_inf, CK_TIME_NEVER) ||
-        !ck_informer_wait_for_sync(s->pods_inf, CK_TIME_NEVER))
+        !ck_informer_wait_for_sync(s->pods_inf, CK_TIME_NEVER) ||
+        (s->pdbs_inf && !ck_informer_wait_for_sync(s->pdbs_inf, CK_TIME_NEVER)))
         return ck_err_set(reterr, CK_ESHUTDOWN, "scheduler: informers stopped before syncing");
     for (int i = 0; i < s->n_binders; i++) {
         if (pthread_create(&s->binders[i], NULL, binder_main, s) != 0)
