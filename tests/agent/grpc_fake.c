@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 struct fake_stream {
+    struct fake_stream *next; /* the connection's other open streams */
     char path[128];
     unsigned char *in; /* the request's bytes */
     size_t in_len;
@@ -33,6 +34,7 @@ struct fake_conn {
     int fd;
     nghttp2_session *session;
     struct grpc_fake *f;
+    struct fake_stream *streams; /* open ones: nghttp2_session_del() closes none */
 };
 
 struct grpc_fake {
@@ -57,12 +59,14 @@ static ssize_t conn_send(nghttp2_session *s, const uint8_t *data, size_t len, in
 
 static int conn_begin(nghttp2_session *s, const nghttp2_frame *frame, void *arg)
 {
-    (void)arg;
+    struct fake_conn *c = arg;
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
     struct fake_stream *st = calloc(1, sizeof(*st));
     if (!st)
         return NGHTTP2_ERR_CALLBACK_FAILURE;
+    st->next = c->streams;
+    c->streams = st;
     nghttp2_session_set_stream_user_data(s, frame->hd.stream_id, st);
     return 0;
 }
@@ -94,14 +98,24 @@ static int conn_data(nghttp2_session *s, uint8_t flags, int32_t stream, const ui
     return 0;
 }
 
+static void stream_free(struct fake_conn *c, struct fake_stream *st)
+{
+    for (struct fake_stream **pp = &c->streams; *pp; pp = &(*pp)->next)
+        if (*pp == st) {
+            *pp = st->next;
+            break;
+        }
+    free(st->in);
+    free(st->a.body);
+    free(st);
+}
+
 static int conn_close(nghttp2_session *s, int32_t stream, uint32_t code, void *arg)
 {
-    (void)code, (void)arg;
+    (void)code;
     struct fake_stream *st = nghttp2_session_get_stream_user_data(s, stream);
     if (st) {
-        free(st->in);
-        free(st->a.body);
-        free(st);
+        stream_free(arg, st);
         nghttp2_session_set_stream_user_data(s, stream, NULL);
     }
     return 0;
@@ -215,6 +229,7 @@ static bool conn_open(struct grpc_fake *f, struct fake_conn *c, int fd)
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, conn_close);
     c->fd = fd;
     c->f = f;
+    c->streams = NULL;
     int r = nghttp2_session_server_new(&c->session, cbs, c);
     nghttp2_session_callbacks_del(cbs);
     if (r != 0)
@@ -226,7 +241,9 @@ static bool conn_open(struct grpc_fake *f, struct fake_conn *c, int fd)
 
 static void conn_end(struct grpc_fake *f, struct fake_conn *c)
 {
-    nghttp2_session_del(c->session); /* closes its streams: conn_close frees them */
+    nghttp2_session_del(c->session);
+    while (c->streams)
+        stream_free(c, c->streams);
     close(c->fd);
     c->session = NULL;
     c->fd = -1;
