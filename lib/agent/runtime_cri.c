@@ -90,6 +90,8 @@
 #define SANDBOX_TIMEOUT_MS (4 * 60 * 1000) /* RunPodSandbox may pull the pause image */
 #define PULL_TIMEOUT_MS    (10 * 60 * 1000)
 
+const char *ck__cri_cgroup_mounts = NULL;
+
 struct cri_runtime {
     struct ck__runtime base;
     struct ck__cri *cri;
@@ -663,7 +665,7 @@ static int ensure_pod_cgroup(const struct cri_runtime *cr, const struct ck__rt_p
     if (!cg)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     ck__pod_resource_config(p->pod, &res);
-    int r = ck__cgroup_mounts_read(NULL, &m);
+    int r = ck__cgroup_mounts_read(ck__cri_cgroup_mounts, &m);
     if (r < 0)
         ck_err_set(&err, r, "cannot read the mount table: %s", strerror(-r));
     else
