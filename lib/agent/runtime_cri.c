@@ -560,15 +560,24 @@ static void container_config(struct arena *ar, const struct ck__rt_pod *p,
 
 /* ---- the interface ----------------------------------------------------------------- */
 
-static int find_sandbox(struct cri_runtime *cr, struct ck__rt_pod *p, uint32_t *ret_next_attempt)
+/*
+ * The pod's newest READY sandbox into p->sandbox_id: 1, or 0 when it has none; the
+ * attempt after its sandboxes' highest into *ret_next_attempt. A failed list is the
+ * error (with reterr): nothing is known of the pod's sandboxes then, as the kubelet's
+ * SyncPod gives up without a pod status.
+ */
+static int find_sandbox(struct cri_runtime *cr, struct ck__rt_pod *p, uint32_t *ret_next_attempt,
+                        struct ck_err *reterr)
 {
     struct ck__cri_kv label = {"io.kubernetes.pod.uid", (char *)p->uid};
     struct ck__cri_filter filter = {.state = -1, .labels = &label, .n_labels = 1};
     struct ck__cri_sandboxes l;
-    struct ck_err err = {0};
     *ret_next_attempt = 0;
-    if (ck__cri_list_sandboxes(cr->cri, &filter, &l, &err) < 0)
-        return CK_EIO;
+    int r = ck__cri_list_sandboxes(cr->cri, &filter, &l, reterr);
+    if (r == CK_ENOENT) /* a NotFound too: of the list, not of a sandbox */
+        r = reterr->code = CK_EIO;
+    if (r < 0)
+        return r;
     const struct ck__cri_sandbox *best = NULL;
     for (size_t i = 0; i < l.n; i++) {
         if (l.items[i].attempt + 1 > *ret_next_attempt)
@@ -577,11 +586,10 @@ static int find_sandbox(struct cri_runtime *cr, struct ck__rt_pod *p, uint32_t *
             (!best || l.items[i].created_at > best->created_at))
             best = &l.items[i];
     }
-    int r = best ? 0 : CK_ENOENT;
     if (best)
         snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", best->id);
     ck__cri_sandboxes_release(&l);
-    return r;
+    return best ? 1 : 0;
 }
 
 /*
@@ -718,7 +726,10 @@ static int pod_start(struct ck__runtime *rt, struct ck__rt_pod *p, char *reason,
         return CK_EIO;
     if (ensure_pod_cgroup(cr, p, reterr) < 0)
         return CK_EIO;
-    if (find_sandbox(cr, p, &attempt) < 0) {
+    int found = find_sandbox(cr, p, &attempt, reterr);
+    if (found < 0)
+        return found;
+    if (!found) {
         char dir[PATH_MAX];
         snprintf(dir, sizeof(dir), "%s/containers", p->dir);
         if (ck__mkdirs(dir) < 0)

@@ -775,6 +775,34 @@ static void test_sandbox_adopted_after_restart(void **state)
     json_decref(pod.obj);
 }
 
+static void test_no_sandbox_made_when_the_list_fails(void **state)
+{
+    struct fake *f = *state;
+    struct pod pod;
+    char reason[64], buf[256];
+    struct ck_err err = {0};
+    pod_init(&pod, f);
+    /* the pod's sandboxes unknown (its READY one may be there): none is made, as the
+       kubelet's SyncPod does nothing without the pod's status */
+    forget_calls(f);
+    answer_status(f, "ListPodSandbox", 14, "connection refused");
+    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err), CK_EIO);
+    assert_string_equal(err.msg, "cri: RuntimeService ListPodSandbox: rpc error: code = "
+                                 "Unavailable desc = connection refused");
+    answer_status(f, "ListPodSandbox", 5, "no such thing");
+    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err), CK_EIO);
+    assert_int_equal(err.code, CK_EIO);
+    script(f, "ListPodSandbox", GRPC_FAKE_MESSAGE, 0, NULL, "\x0a\x05\x0a\x01", 4);
+    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err), CK_EIO);
+    assert_string_equal(err.msg, "cri: RuntimeService ListPodSandbox: malformed answer");
+    assert_string_equal(methods(f, buf, sizeof(buf)),
+                        "ListPodSandbox,ListPodSandbox,ListPodSandbox");
+    assert_string_equal(pod.p.sandbox_id, "");
+    /* the list answers again: the sandbox is made */
+    start_pod(f, &pod);
+    json_decref(pod.obj);
+}
+
 static void test_run_pod_sandbox_failures(void **state)
 {
     struct fake *f = *state;
@@ -1381,8 +1409,7 @@ static void test_runtime_gone(void **state)
     f->srv = NULL;
     unlink(f->sock);
     assert_true(f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err) < 0);
-    assert_non_null(strstr(err.msg, "cri: RuntimeService ListPodSandbox: cannot connect to ") ||
-                    strstr(err.msg, "cri: RuntimeService RunPodSandbox: cannot connect to "));
+    assert_non_null(strstr(err.msg, "cri: RuntimeService ListPodSandbox: cannot connect to "));
     struct ck__rt_node_status ns;
     f->rt->ops->node_status(f->rt, &ns);
     assert_false(ns.ready);
@@ -1427,6 +1454,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_node_status_from_status_and_images, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_pod_sandbox_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sandbox_adopted_after_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_sandbox_made_when_the_list_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_pod_sandbox_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_container_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pull_with_secret_and_its_failures, setup, teardown),
