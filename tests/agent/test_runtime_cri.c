@@ -369,6 +369,9 @@ static void put_container(struct ck__buf *b, const char *id, const char *name, u
     ck__pb_put_uint(b, 2, attempt);
     ck__pb_end_len(b, meta);
     ck__pb_put_uint(b, 6, (uint64_t)state);
+    ck__pb_put_uint(b, 7, (uint64_t)(1600000000LL + attempt) * CK_SEC);
+    put_kv(b, 8, "io.kubernetes.pod.uid", POD_UID);
+    put_kv(b, 8, "io.kubernetes.container.name", name);
     ck__pb_end_len(b, m);
 }
 
@@ -1329,6 +1332,228 @@ static void test_pod_remove_and_orphans(void **state)
     json_decref(pod.obj);
 }
 
+/* ContainerStatusResponse of a container whose log is log_path. */
+static void answer_status_with_log(struct fake *f, const char *id, const char *log_path)
+{
+    struct ck__buf b = {0};
+    size_t st = ck__pb_begin_len(&b, 1);
+    put_str(&b, 1, id);
+    size_t meta = ck__pb_begin_len(&b, 2);
+    put_str(&b, 1, "app");
+    ck__pb_end_len(&b, meta);
+    ck__pb_put_uint(&b, 3, CK__CRI_RUNNING);
+    ck__pb_put_uint(&b, 4, 1600000000LL * CK_SEC);
+    size_t image = ck__pb_begin_len(&b, 8);
+    put_str(&b, 1, "registry.test/app:v1");
+    ck__pb_end_len(&b, image);
+    put_str(&b, 9, "registry.test/app@sha256:aa");
+    put_str(&b, 15, log_path);
+    ck__pb_end_len(&b, st);
+    answer(f, "ContainerStatus", &b);
+}
+
+static void test_gc_removes_dead_containers_and_old_sandboxes(void **state)
+{
+    struct fake *f = *state;
+    char buf[512], log[300], attempt_dir[256];
+    /* the pod's container: attempts 0 and 1 dead, 2 running; a container not the agent's */
+    struct ck__buf b = {0};
+    put_container(&b, "ct-a", "app", 0, CK__CRI_EXITED);
+    put_container(&b, "ct-c", "app", 2, CK__CRI_RUNNING);
+    put_container(&b, "ct-b", "app", 1, CK__CRI_EXITED);
+    size_t m = ck__pb_begin_len(&b, 1);
+    put_str(&b, 1, "ct-foreign");
+    ck__pb_put_uint(&b, 6, CK__CRI_EXITED);
+    ck__pb_end_len(&b, m);
+    answer(f, "ListContainers", &b);
+    /* attempt 0's log and its directory, which go with it */
+    snprintf(attempt_dir, sizeof(attempt_dir), "%s/app-0", f->dir);
+    snprintf(log, sizeof(log), "%s.log", attempt_dir);
+    mkdir(attempt_dir, 0755);
+    scratch_put(log, "old\n", "w");
+    answer_status_with_log(f, "ct-a", log);
+    /* the sandboxes: the newest READY, an old one holding nothing, an older one holding
+       a container (of ListContainers' second answer) */
+    put_sandbox(&b, "sb-2", "web-0", POD_UID, 2, CK__CRI_SANDBOX_READY, 3);
+    put_sandbox(&b, "sb-1", "web-0", POD_UID, 1, CK__CRI_SANDBOX_NOTREADY, 2);
+    put_sandbox(&b, "sb-0", "web-0", POD_UID, 0, CK__CRI_SANDBOX_NOTREADY, 1);
+    answer(f, "ListPodSandbox", &b);
+    m = ck__pb_begin_len(&b, 1);
+    put_str(&b, 1, "ct-in-sb-0");
+    put_str(&b, 2, "sb-0");
+    ck__pb_end_len(&b, m);
+    answer(f, "ListContainers", &b);
+    forget_calls(f);
+    struct ck__rt_gc_policy policy = {
+        .min_age = 0, .max_per_pod_container = 1, .max_containers = -1};
+    struct ck__rt_gc_keep keep[] = {{POD_UID, "app", 2}};
+    f->rt->ops->gc(f->rt, &policy, keep, 1);
+    /* one dead attempt kept (the newest), the older removed with its log; then sb-1 */
+    assert_string_equal(methods(f, buf, sizeof(buf)),
+                        "ListContainers,ContainerStatus,RemoveContainer,ListPodSandbox,"
+                        "ListContainers,StopPodSandbox,RemovePodSandbox");
+    assert_false(has(request(f, "ListContainers", 0), "1.2")); /* any state */
+    assert_string_equal(str(request(f, "ContainerStatus", 0), "1"), "ct-a");
+    assert_string_equal(str(request(f, "RemoveContainer", 0), "1"), "ct-a");
+    assert_int_equal(access(log, F_OK), -1);
+    assert_int_equal(access(attempt_dir, F_OK), -1);
+    assert_string_equal(str(request(f, "StopPodSandbox", 0), "1"), "sb-1");
+    assert_string_equal(str(request(f, "RemovePodSandbox", 0), "1"), "sb-1");
+    /* the runtime failing the list: nothing removed */
+    forget_calls(f);
+    answer_status(f, "ListContainers", 14, "connection refused");
+    answer_status(f, "ListPodSandbox", 14, "connection refused");
+    f->rt->ops->gc(f->rt, &policy, keep, 1);
+    assert_string_equal(methods(f, buf, sizeof(buf)), "ListContainers,ListPodSandbox");
+}
+
+static void test_rotate_logs_reopens(void **state)
+{
+    struct fake *f = *state;
+    char buf[256], log[256], rotated[300];
+    snprintf(log, sizeof(log), "%s/0.log", f->dir);
+    scratch_put(log, "0123456789abcdef\n", "w");
+    struct ck__buf b = {0};
+    put_container(&b, "ct-run", "app", 0, CK__CRI_RUNNING);
+    put_container(&b, "ct-dead", "app", 1, CK__CRI_EXITED); /* listed anyway: left alone */
+    answer(f, "ListContainers", &b);
+    answer_status_with_log(f, "ct-run", log);
+    forget_calls(f);
+    f->rt->ops->rotate_logs(f->rt, 10, 5);
+    assert_string_equal(methods(f, buf, sizeof(buf)),
+                        "ListContainers,ContainerStatus,ReopenContainerLog");
+    assert_int_equal(num(request(f, "ListContainers", 0), "1.2.1"), CK__CRI_RUNNING);
+    assert_string_equal(str(request(f, "ReopenContainerLog", 0), "1"), "ct-run");
+    size_t n = 0;
+    char **files = ck__log_rotated_files(log, false, &n);
+    assert_int_equal(n, 1);
+    snprintf(rotated, sizeof(rotated), "%s", files[0]);
+    free(files[0]);
+    free(files);
+    assert_int_equal(access(log, F_OK), -1); /* the runtime would make it again */
+    /* the reopen failing: the rename undone, to be tried again */
+    rename(rotated, log);
+    answer(f, "ListContainers", (put_container(&b, "ct-run", "app", 0, CK__CRI_RUNNING), &b));
+    answer_status_with_log(f, "ct-run", log);
+    answer_status(f, "ReopenContainerLog", 2, "failed to reopen");
+    f->rt->ops->rotate_logs(f->rt, 10, 5);
+    assert_int_equal(access(log, F_OK), 0);
+    files = ck__log_rotated_files(log, false, &n);
+    assert_int_equal(n, 0);
+    free(files);
+}
+
+/* An Image of ListImagesResponse. */
+static void put_image(struct ck__buf *b, const char *id, const char *tag, uint64_t size,
+                      bool pinned)
+{
+    size_t m = ck__pb_begin_len(b, 1);
+    put_str(b, 1, id);
+    put_str(b, 2, tag);
+    ck__pb_put_uint(b, 4, size);
+    ck__pb_put_uint(b, 8, pinned);
+    ck__pb_end_len(b, m);
+}
+
+static void test_image_gc_removes_unused_images(void **state)
+{
+    struct fake *f = *state;
+    char buf[512];
+    struct ck_err err = {0};
+    struct ck__buf b = {0};
+    /* the image filesystem: the scratch directory's */
+    size_t fs = ck__pb_begin_len(&b, 1), id = ck__pb_begin_len(&b, 2);
+    put_str(&b, 1, f->dir);
+    ck__pb_end_len(&b, id);
+    ck__pb_end_len(&b, fs);
+    answer(f, "ImageFsInfo", &b);
+    put_image(&b, "sha256:used", "registry.test/app:v1", 100, false);
+    put_image(&b, "sha256:unused", "registry.test/old:v0", 200, false);
+    put_image(&b, "sha256:pinned", "registry.test/keep:v1", 300, true);
+    put_image(&b, "sha256:pause", "registry.test/pause:3.9", 400, false);
+    answer(f, "ListImages", &b);
+    size_t m = ck__pb_begin_len(&b, 1);
+    put_str(&b, 1, "ct-1");
+    put_str(&b, 5, "sha256:used");
+    ck__pb_end_len(&b, m);
+    answer(f, "ListContainers", &b);
+    /* the sandbox image: Status's info "config" (containerd's), then its ImageStatus */
+    json_t *config = json_pack("{s:s}", "sandboxImage", "registry.test/pause:3.9");
+    char *text = json_dumps(config, JSON_COMPACT);
+    put_kv(&b, 2, "config", text);
+    free(text);
+    json_decref(config);
+    answer(f, "Status", &b);
+    answer_image(f, "sha256:pause");
+    forget_calls(f);
+    /* over any threshold: everything that may go goes, and it is not enough */
+    struct ck__rt_image_gc_policy policy = {.high_threshold = 0, .low_threshold = 0, .min_age = 0};
+    bool is_short = false;
+    int r = f->rt->ops->image_gc(f->rt, &policy, &is_short, &err);
+    assert_string_equal(methods(f, buf, sizeof(buf)),
+                        "ImageFsInfo,ListImages,ListContainers,Status,ImageStatus,RemoveImage");
+    assert_true(num(request(f, "Status", 0), "1")); /* verbose: its info */
+    assert_string_equal(str(request(f, "ImageStatus", 0), "1.1"), "registry.test/pause:3.9");
+    assert_string_equal(str(request(f, "RemoveImage", 0), "1.1"), "sha256:unused");
+    assert_int_equal(r, CK_EIO);
+    assert_true(is_short);
+    assert_non_null(strstr(err.msg, "only found 200 bytes eligible to free"));
+    /* ImageFsInfo failing: nothing listed, nothing removed */
+    forget_calls(f);
+    answer_status(f, "ImageFsInfo", 12, "unknown method ImageFsInfo");
+    assert_int_equal(f->rt->ops->image_gc(f->rt, &policy, &is_short, &err), CK_EIO);
+    assert_string_equal(methods(f, buf, sizeof(buf)), "ImageFsInfo");
+    assert_non_null(strstr(err.msg, "code = Unimplemented"));
+}
+
+static void test_single_stats_calls(void **state)
+{
+    struct fake *f = *state;
+    struct ck__cri *c = NULL;
+    struct ck_err err = {0};
+    assert_int_equal(ck__cri_open(f->endpoint, NULL, 5000, &c, &err), 0);
+    struct ck__buf b = {0};
+    put_stats(&b, 1, "ct-1", 1700000000000000000LL, 42, 4096);
+    answer(f, "ContainerStats", &b);
+    struct ck__cri_container_stats cs;
+    assert_int_equal(ck__cri_container_stats(c, "ct-1", &cs, &err), 0);
+    assert_string_equal(str(request(f, "ContainerStats", 0), "1"), "ct-1");
+    assert_string_equal(cs.id, "ct-1");
+    assert_int_equal(cs.usage_core_nano_seconds, 42);
+    assert_int_equal(cs.working_set_bytes, 4096);
+    ck__cri_container_stats_release(&cs);
+    size_t sb = ck__pb_begin_len(&b, 1), attr = ck__pb_begin_len(&b, 1);
+    put_str(&b, 1, "sb-1");
+    size_t meta = ck__pb_begin_len(&b, 2);
+    put_str(&b, 1, "web-0");
+    put_str(&b, 2, POD_UID);
+    put_str(&b, 3, "default");
+    ck__pb_end_len(&b, meta);
+    ck__pb_end_len(&b, attr);
+    size_t lin = ck__pb_begin_len(&b, 2), cpu = ck__pb_begin_len(&b, 1);
+    put_wrapped(&b, 2, 77);
+    ck__pb_end_len(&b, cpu);
+    put_stats(&b, 5, "ct-1", 1, 42, 4096);
+    ck__pb_end_len(&b, lin);
+    ck__pb_end_len(&b, sb);
+    answer(f, "PodSandboxStats", &b);
+    struct ck__cri_sandbox_stats ss;
+    assert_int_equal(ck__cri_sandbox_stats(c, "sb-1", &ss, &err), 0);
+    assert_string_equal(str(request(f, "PodSandboxStats", 0), "1"), "sb-1");
+    assert_string_equal(ss.id, "sb-1");
+    assert_string_equal(ss.uid, POD_UID);
+    assert_int_equal(ss.usage.usage_core_nano_seconds, 77);
+    assert_int_equal(ss.n_containers, 1);
+    assert_string_equal(ss.containers[0].id, "ct-1");
+    ck__cri_sandbox_stats_release(&ss);
+    /* gone, and an answer without its stats */
+    answer_status(f, "ContainerStats", 5, "container ct-9 not found");
+    assert_int_equal(ck__cri_container_stats(c, "ct-9", &cs, &err), CK_ENOENT);
+    assert_int_equal(ck__cri_sandbox_stats(c, "sb-9", &ss, &err), CK_EIO);
+    assert_string_equal(err.msg, "cri: RuntimeService PodSandboxStats: malformed answer");
+    ck__cri_close(c);
+}
+
 /* ---- failures of the transport and of the answers --------------------------------- */
 
 static void test_malformed_answers(void **state)
@@ -1466,6 +1691,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_streaming_urls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_container_and_pod_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pod_remove_and_orphans, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gc_removes_dead_containers_and_old_sandboxes, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rotate_logs_reopens, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_image_gc_removes_unused_images, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_single_stats_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_times_out_when_runtime_never_answers, setup,
                                         teardown),
