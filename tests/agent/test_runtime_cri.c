@@ -16,7 +16,8 @@
  * configuration, StartContainer and their failures; ContainerStatus as running, exited,
  * OOM-killed or gone; ListContainers for the newest attempt; StopContainer with the grace
  * period; ExecSync, Exec, Attach and PortForward; the stats; the removal of a pod and of
- * orphans; the node's Status. Then failures: gRPC statuses, an answer that is no gRPC
+ * orphans; the node's Status; the garbage collection of containers, sandboxes and images;
+ * log rotation's ReopenContainerLog. Then failures: gRPC statuses, an answer that is no gRPC
  * message or a truncated one, a reset stream, and a runtime that never answers (the call
  * times out). Real containerd is tests/agent/test_cri_containerd.sh's; the messages'
  * bytes against protoc's are test_cri.c's.
@@ -1433,7 +1434,8 @@ static void test_rotate_logs_reopens(void **state)
     assert_int_equal(access(log, F_OK), -1); /* the runtime would make it again */
     /* the reopen failing: the rename undone, to be tried again */
     rename(rotated, log);
-    answer(f, "ListContainers", (put_container(&b, "ct-run", "app", 0, CK__CRI_RUNNING), &b));
+    put_container(&b, "ct-run", "app", 0, CK__CRI_RUNNING);
+    answer(f, "ListContainers", &b);
     answer_status_with_log(f, "ct-run", log);
     answer_status(f, "ReopenContainerLog", 2, "failed to reopen");
     f->rt->ops->rotate_logs(f->rt, 10, 5);
