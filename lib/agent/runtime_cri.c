@@ -1208,15 +1208,18 @@ static int pod_stats(struct ck__runtime *rt, const struct ck__rt_stats_ref *refs
     int r = ck__cri_list_sandbox_stats(cr->cri, NULL, &l, reterr);
     if (r < 0)
         return r;
+    int64_t now_ns = realtime_ns();
     for (size_t j = 0; j < l.n; j++) {
         const struct ck__cri_sandbox_stats *st = &l.items[j];
         for (size_t i = 0; st->id && i < n; i++) {
             if (strcmp(refs[i].sandbox_id, st->id) != 0)
                 continue;
+            /* the CPU sample's time (none without one: now, as container_stats) */
+            int64_t at = st->usage.timestamp > 0 ? st->usage.timestamp : now_ns;
             ret[i] = (struct ck__rt_stats){.has_cpu = st->usage.has_cpu,
                                            .has_memory = st->usage.has_memory,
-                                           .cpu_time = st->usage.timestamp,
-                                           .memory_time = st->usage.timestamp,
+                                           .cpu_time = at,
+                                           .memory_time = at,
                                            .cpu_core_ns = st->usage.usage_core_nano_seconds,
                                            .working_set_bytes = st->usage.working_set_bytes};
         }

@@ -1279,6 +1279,24 @@ static void test_container_and_pod_stats(void **state)
     assert_int_equal(got[1].cpu_core_ns, 999);
     assert_int_equal(got[1].working_set_bytes, 8 << 20);
     assert_int_equal(got[1].cpu_time, 1700000001000000000LL);
+    /* a pod's memory without a CPU sample (whose timestamp is the sample's): now */
+    sb = ck__pb_begin_len(&b, 1), attr = ck__pb_begin_len(&b, 1);
+    put_str(&b, 1, "sb-2");
+    ck__pb_end_len(&b, attr);
+    lin = ck__pb_begin_len(&b, 2), c = ck__pb_begin_len(&b, 2);
+    put_wrapped(&b, 2, 8 << 20);
+    ck__pb_end_len(&b, c);
+    ck__pb_end_len(&b, lin);
+    ck__pb_end_len(&b, sb);
+    answer(f, "ListPodSandboxStats", &b);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_REALTIME, &t0);
+    assert_int_equal(f->rt->ops->pod_stats(f->rt, refs, 2, got, &err), 0);
+    clock_gettime(CLOCK_REALTIME, &t1);
+    assert_true(got[1].has_memory && !got[1].has_cpu);
+    assert_int_equal(got[1].working_set_bytes, 8 << 20);
+    assert_in_range(got[1].memory_time, (int64_t)t0.tv_sec * CK_SEC + t0.tv_nsec,
+                    (int64_t)t1.tv_sec * CK_SEC + t1.tv_nsec);
     /* failures: the error, nothing known */
     answer_status(f, "ListContainerStats", 12, "unknown method ListContainerStats");
     assert_int_equal(f->rt->ops->container_stats(f->rt, refs, 2, got, &err), CK_EIO);
