@@ -17,7 +17,8 @@
  * OOM-killed or gone; ListContainers for the newest attempt; StopContainer with the grace
  * period; ExecSync, Exec, Attach and PortForward; the stats; the removal of a pod and of
  * orphans; the node's Status; the garbage collection of containers, sandboxes and images;
- * log rotation's ReopenContainerLog. Then failures: gRPC statuses, an answer that is no gRPC
+ * log rotation's ReopenContainerLog. Then failures: allocation failure at each step of a
+ * pod's start (ck__alloc_fail_at), gRPC statuses, an answer that is no gRPC
  * message or a truncated one, a reset stream, and a runtime that never answers (the call
  * times out). Real containerd is tests/agent/test_cri_containerd.sh's; the messages'
  * bytes against protoc's are test_cri.c's.
@@ -195,6 +196,16 @@ static void forget_calls(struct fake *f)
     for (size_t i = 0; i < f->n_calls; i++)
         free(f->calls[i].msg);
     f->n_calls = 0;
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* Drops the answers scripted and not given. */
+static void forget_answers(struct fake *f)
+{
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < f->n_queue; i++)
+        free(f->queue[i].a.body);
+    f->n_queue = 0;
     pthread_mutex_unlock(&f->lock);
 }
 
@@ -596,8 +607,7 @@ static int teardown(void **state)
         f->rt->ops->free(f->rt);
     grpc_fake_stop(f->srv);
     forget_calls(f);
-    for (size_t i = 0; i < f->n_queue; i++)
-        free(f->queue[i].a.body);
+    forget_answers(f);
     pthread_mutex_destroy(&f->lock);
     scratch_remove_dir(f->dir);
     free(f);
@@ -1574,6 +1584,64 @@ static void test_single_stats_calls(void **state)
     ck__cri_close(c);
 }
 
+/*
+ * A pod's whole start as the pod sync makes it, then its container's state and stats,
+ * each answer scripted afresh: 0 when every step worked, else the first step's error.
+ */
+static int run_pod(struct fake *f, struct pod *pod)
+{
+    char id[192], reason[64];
+    struct ck_err err = {0};
+    struct ck__rt_state st;
+    struct ck__rt_stats stats;
+    struct ck__rt_stats_ref ref = {.id = "fakecri://ct-1", .sandbox_id = "sb-1"};
+    bool paused = ck__alloc_hook_pause(true); /* the fake's answers are not under test */
+    forget_answers(f);
+    pod->p.sandbox_id[0] = 0;
+    answer_string(f, "RunPodSandbox", "sb-1");
+    answer_sandbox_status(f, "sb-1", "10.244.0.7");
+    answer_image(f, NULL);
+    answer_string(f, "PullImage", "sha256:pulled");
+    answer_string(f, "CreateContainer", "ct-1");
+    answer_container_status(f, CK__CRI_EXITED, 1, 2, 1, "Error");
+    struct ck__buf b = {0};
+    put_stats(&b, 1, "ct-1", 1, 2, 3);
+    answer(f, "ListContainerStats", &b);
+    ck__alloc_hook_pause(paused);
+    int r = f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err);
+    if (r == 0)
+        r = start_container(f, pod, false, id, reason, &err);
+    if (r == 0)
+        r = f->rt->ops->state(f->rt, &pod->p, "app", 0, id, &st);
+    if (r == 0 && st.running) /* a failed status reads as "nothing changed" */
+        r = CK_EIO;
+    if (r == 0)
+        r = f->rt->ops->container_stats(f->rt, &ref, 1, &stats, &err);
+    if (r == 0 && !stats.has_cpu)
+        r = CK_EIO;
+    return r;
+}
+
+/* Allocation failure at every step of the CRI client under the runtime: a clean error. */
+static void test_allocation_failures(void **state)
+{
+    struct fake *f = *state;
+    struct pod pod;
+    pod_init(&pod, f);
+    int r = -1;
+    unsigned long n, failed = 0;
+    for (n = 1; n < 2000 && r != 0; n++) {
+        ck__alloc_fail_at(n, false);
+        r = run_pod(f, &pod);
+        ck__alloc_fail_at(0, false);
+        failed += r != 0;
+    }
+    if (r != 0)
+        fail_msg("still failing after %lu allocations: %d", n, r);
+    assert_true(failed > 0); /* some allocation did fail first */
+    json_decref(pod.obj);
+}
+
 /* ---- failures of the transport and of the answers --------------------------------- */
 
 static void test_malformed_answers(void **state)
@@ -1716,6 +1784,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rotate_logs_reopens, setup, teardown),
         cmocka_unit_test_setup_teardown(test_image_gc_removes_unused_images, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_stats_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allocation_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_times_out_when_runtime_never_answers, setup,
                                         teardown),
