@@ -789,6 +789,47 @@ static void test_sandbox_adopted_after_restart(void **state)
     json_decref(pod.obj);
 }
 
+static void test_host_network_sandbox(void **state)
+{
+    struct fake *f = *state;
+    struct pod pod;
+    char reason[64];
+    struct ck_err err = {0};
+    pod_init(&pod, f);
+    json_t *spec = json_object_get(pod.obj, "spec");
+    json_object_set_new(spec, "hostNetwork", json_true());
+    json_object_set_new(spec, "hostPID", json_true());
+    json_object_del(spec, "runtimeClassName");
+    answer_string(f, "RunPodSandbox", "sb-host");
+    struct ck__buf b = {0};
+    size_t st = ck__pb_begin_len(&b, 1), meta;
+    put_str(&b, 1, "sb-host");
+    meta = ck__pb_begin_len(&b, 2);
+    put_str(&b, 1, "web-0");
+    put_str(&b, 2, POD_UID);
+    put_str(&b, 3, "default");
+    ck__pb_end_len(&b, meta);
+    ck__pb_put_uint(&b, 4, 1);
+    ck__pb_end_len(&b, st); /* no network status: the node's IP, which the agent gives */
+    answer(f, "PodSandboxStatus", &b);
+    int r = f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err);
+    if (r < 0)
+        fail_msg("pod_start: %s", err.msg);
+    assert_string_equal(pod.p.sandbox_id, "sb-host");
+    assert_string_equal(pod.p.ip, "");
+    struct ck__pb_reader run = request(f, "RunPodSandbox", 0);
+    assert_false(has(run, "1.2")); /* the host's name */
+    assert_int_equal(num(run, "1.8.2.1.1"), CK__CRI_NS_NODE);
+    assert_int_equal(num(run, "1.8.2.1.2"), CK__CRI_NS_NODE);
+    assert_int_equal(num(run, "1.8.2.1.3"), CK__CRI_NS_POD);
+    /* ClusterFirst on the host network: the host's resolver */
+    assert_int_equal(count(run, "1.4.1"), 1);
+    assert_string_equal(str(run, "1.4.1"), "192.0.2.53");
+    assert_string_equal(str(run, "1.4.2"), "example.test");
+    assert_false(has(run, "2"));
+    json_decref(pod.obj);
+}
+
 static void test_no_sandbox_made_when_the_list_fails(void **state)
 {
     struct fake *f = *state;
@@ -1767,6 +1808,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_node_status_from_status_and_images, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_pod_sandbox_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sandbox_adopted_after_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_network_sandbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_sandbox_made_when_the_list_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_pod_sandbox_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_container_config, setup, teardown),
