@@ -439,10 +439,12 @@ static int ctl_get(void *data, const struct ck_resource *res, const char *ns, co
         *ret_obj = json_pack("{s:s, s:{s:s}}", "handler", "kata", "metadata", "name", "fast");
         return 0;
     }
+    bool second = strcmp(name, "regcred2") == 0;
     if (strcmp(res->resource, "secrets") == 0 && strcmp(ns, "default") == 0 &&
-        strcmp(name, "regcred") == 0) {
-        json_t *cfg = json_pack("{s:{s:{s:s, s:s}}}", "auths", "registry.test", "username",
-                                "puller", "password", "s3cret");
+        (strcmp(name, "regcred") == 0 || second)) {
+        json_t *cfg =
+            json_pack("{s:{s:{s:s, s:s}}}", "auths", "registry.test", "username",
+                      second ? "second" : "puller", "password", second ? "pw2" : "s3cret");
         char *text = json_dumps(cfg, JSON_COMPACT);
         char *b64 = ck_base64_encode(text, strlen(text));
         *ret_obj = json_pack("{s:s, s:{s:s}}", "type", "kubernetes.io/dockerconfigjson", "data",
@@ -1030,6 +1032,51 @@ static void test_pull_with_secret_and_its_failures(void **state)
     assert_int_equal(start_container(f, &pod, false, id, reason, &err), CK_EIO);
     assert_string_equal(reason, "ErrImageInspect");
     assert_non_null(strstr(err.msg, "ImageService ImageStatus: rpc error: code = Unavailable"));
+    json_decref(pod.obj);
+}
+
+static void test_pull_tries_each_credential(void **state)
+{
+    struct fake *f = *state;
+    struct pod pod;
+    char id[192], reason[64];
+    struct ck_err err = {0};
+    pod_init(&pod, f);
+    json_t *secrets = json_pack("[{s:s}, {s:s}, {s:s}]", "name", "regcred", "name", "missing",
+                                "name", "regcred2");
+    json_object_set_new(json_object_get(pod.obj, "spec"), "imagePullSecrets", secrets);
+    start_pod(f, &pod);
+    /* the first refused, the second works */
+    forget_calls(f);
+    answer_image(f, NULL);
+    answer_status(f, "PullImage", 2, "401 Unauthorized");
+    answer_string(f, "PullImage", "sha256:pulled");
+    answer_string(f, "CreateContainer", "ct-1");
+    assert_int_equal(start_container(f, &pod, false, id, reason, &err), 0);
+    assert_int_equal(calls_of(f, "PullImage"), 2);
+    const char *first = str(request(f, "PullImage", 0), "2.1");
+    const char *then = str(request(f, "PullImage", 1), "2.1");
+    assert_true((strcmp(first, "puller") == 0 && strcmp(then, "second") == 0) ||
+                (strcmp(first, "second") == 0 && strcmp(then, "puller") == 0));
+    assert_true(has_event(f, "FailedToRetrieveImagePullSecret")); /* "missing" */
+    /* both refused: the errors of both, each once */
+    forget_calls(f);
+    answer_image(f, NULL);
+    answer_status(f, "PullImage", 2, "401 Unauthorized");
+    answer_status(f, "PullImage", 2, "403 Forbidden");
+    assert_int_equal(start_container(f, &pod, false, id, reason, &err), CK_EIO);
+    assert_string_equal(reason, "ErrImagePull");
+    assert_string_equal(err.msg, "[cri: ImageService PullImage: rpc error: code = Unknown desc = "
+                                 "401 Unauthorized, cri: ImageService PullImage: rpc error: code "
+                                 "= Unknown desc = 403 Forbidden]");
+    forget_calls(f);
+    answer_image(f, NULL);
+    answer_status(f, "PullImage", 2, "401 Unauthorized");
+    answer_status(f, "PullImage", 2, "401 Unauthorized");
+    assert_int_equal(start_container(f, &pod, false, id, reason, &err), CK_EIO);
+    assert_string_equal(err.msg,
+                        "cri: ImageService PullImage: rpc error: code = Unknown desc = 401 "
+                        "Unauthorized");
     json_decref(pod.obj);
 }
 
@@ -1813,6 +1860,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_run_pod_sandbox_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_container_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pull_with_secret_and_its_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pull_tries_each_credential, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_and_start_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_container_status_mapping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_find_newest_attempt, setup, teardown),
