@@ -119,21 +119,22 @@ static void fake_handle(void *arg, const char *path, const unsigned char *msg, s
 static void script(struct fake *f, const char *method, enum grpc_fake_kind kind, int status,
                    const char *message, const void *body, size_t len)
 {
-    pthread_mutex_lock(&f->lock);
-    assert_true(f->n_queue < MAX_QUEUE);
-    struct scripted *s = &f->queue[f->n_queue++];
-    *s = (struct scripted){0};
-    snprintf(s->method, sizeof(s->method), "%s", method);
-    s->a.kind = kind;
-    s->a.status = status;
-    snprintf(s->a.message, sizeof(s->a.message), "%s", message ? message : "");
+    struct scripted s = {.a = {.kind = kind, .status = status, .len = len}};
+    snprintf(s.method, sizeof(s.method), "%s", method);
+    snprintf(s.a.message, sizeof(s.a.message), "%s", message ? message : "");
     if (len) {
-        s->a.body = malloc(len);
-        assert_non_null(s->a.body);
-        memcpy(s->a.body, body, len);
-        s->a.len = len;
+        s.a.body = malloc(len);
+        assert_non_null(s.a.body);
+        memcpy(s.a.body, body, len);
     }
+    pthread_mutex_lock(&f->lock);
+    bool full = f->n_queue == MAX_QUEUE;
+    if (!full)
+        f->queue[f->n_queue++] = s;
     pthread_mutex_unlock(&f->lock);
+    if (full)
+        free(s.a.body);
+    assert_false(full);
 }
 
 /* The next answer of method is the message in b (released). */
