@@ -675,6 +675,11 @@ void ck__proc_reap_later(pid_t pid);
 typedef void (*ck__rt_event_fn)(void *arg, const struct ck__rt_pod *p, const char *type,
                                 const char *reason, const char *message);
 /*
+ * Tests only: the mount table (as /proc/self/mounts) in which the CRI runtime finds the
+ * cgroup hierarchies it makes pod cgroups in; NULL, the default: /proc/self/mounts.
+ */
+extern const char *ck__cri_cgroup_mounts;
+/*
  * The CRI runtime on config's endpoints (events through event; pods' image pull
  * secrets read through ctl, which must outlive it). Checks that the endpoint's socket
  * exists: else CK_ENOENT with a message naming the ways out.

@@ -90,6 +90,8 @@
 #define SANDBOX_TIMEOUT_MS (4 * 60 * 1000) /* RunPodSandbox may pull the pause image */
 #define PULL_TIMEOUT_MS    (10 * 60 * 1000)
 
+const char *ck__cri_cgroup_mounts = NULL;
+
 struct cri_runtime {
     struct ck__runtime base;
     struct ck__cri *cri;
@@ -558,15 +560,24 @@ static void container_config(struct arena *ar, const struct ck__rt_pod *p,
 
 /* ---- the interface ----------------------------------------------------------------- */
 
-static int find_sandbox(struct cri_runtime *cr, struct ck__rt_pod *p, uint32_t *ret_next_attempt)
+/*
+ * The pod's newest READY sandbox into p->sandbox_id: 1, or 0 when it has none; the
+ * attempt after its sandboxes' highest into *ret_next_attempt. A failed list is the
+ * error (with reterr): nothing is known of the pod's sandboxes then, as the kubelet's
+ * SyncPod gives up without a pod status.
+ */
+static int find_sandbox(struct cri_runtime *cr, struct ck__rt_pod *p, uint32_t *ret_next_attempt,
+                        struct ck_err *reterr)
 {
     struct ck__cri_kv label = {"io.kubernetes.pod.uid", (char *)p->uid};
     struct ck__cri_filter filter = {.state = -1, .labels = &label, .n_labels = 1};
     struct ck__cri_sandboxes l;
-    struct ck_err err = {0};
     *ret_next_attempt = 0;
-    if (ck__cri_list_sandboxes(cr->cri, &filter, &l, &err) < 0)
-        return CK_EIO;
+    int r = ck__cri_list_sandboxes(cr->cri, &filter, &l, reterr);
+    if (r == CK_ENOENT) /* a NotFound too: of the list, not of a sandbox */
+        r = reterr->code = CK_EIO;
+    if (r < 0)
+        return r;
     const struct ck__cri_sandbox *best = NULL;
     for (size_t i = 0; i < l.n; i++) {
         if (l.items[i].attempt + 1 > *ret_next_attempt)
@@ -575,11 +586,10 @@ static int find_sandbox(struct cri_runtime *cr, struct ck__rt_pod *p, uint32_t *
             (!best || l.items[i].created_at > best->created_at))
             best = &l.items[i];
     }
-    int r = best ? 0 : CK_ENOENT;
     if (best)
         snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", best->id);
     ck__cri_sandboxes_release(&l);
-    return r;
+    return best ? 1 : 0;
 }
 
 /*
@@ -663,7 +673,7 @@ static int ensure_pod_cgroup(const struct cri_runtime *cr, const struct ck__rt_p
     if (!cg)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     ck__pod_resource_config(p->pod, &res);
-    int r = ck__cgroup_mounts_read(NULL, &m);
+    int r = ck__cgroup_mounts_read(ck__cri_cgroup_mounts, &m);
     if (r < 0)
         ck_err_set(&err, r, "cannot read the mount table: %s", strerror(-r));
     else
@@ -716,7 +726,10 @@ static int pod_start(struct ck__runtime *rt, struct ck__rt_pod *p, char *reason,
         return CK_EIO;
     if (ensure_pod_cgroup(cr, p, reterr) < 0)
         return CK_EIO;
-    if (find_sandbox(cr, p, &attempt) < 0) {
+    int found = find_sandbox(cr, p, &attempt, reterr);
+    if (found < 0)
+        return found;
+    if (!found) {
         char dir[PATH_MAX];
         snprintf(dir, sizeof(dir), "%s/containers", p->dir);
         if (ck__mkdirs(dir) < 0)
@@ -1195,15 +1208,18 @@ static int pod_stats(struct ck__runtime *rt, const struct ck__rt_stats_ref *refs
     int r = ck__cri_list_sandbox_stats(cr->cri, NULL, &l, reterr);
     if (r < 0)
         return r;
+    int64_t now_ns = realtime_ns();
     for (size_t j = 0; j < l.n; j++) {
         const struct ck__cri_sandbox_stats *st = &l.items[j];
         for (size_t i = 0; st->id && i < n; i++) {
             if (strcmp(refs[i].sandbox_id, st->id) != 0)
                 continue;
+            /* the CPU sample's time (none without one: now, as container_stats) */
+            int64_t at = st->usage.timestamp > 0 ? st->usage.timestamp : now_ns;
             ret[i] = (struct ck__rt_stats){.has_cpu = st->usage.has_cpu,
                                            .has_memory = st->usage.has_memory,
-                                           .cpu_time = st->usage.timestamp,
-                                           .memory_time = st->usage.timestamp,
+                                           .cpu_time = at,
+                                           .memory_time = at,
                                            .cpu_core_ns = st->usage.usage_core_nano_seconds,
                                            .working_set_bytes = st->usage.working_set_bytes};
         }
