@@ -57,7 +57,7 @@ static void run_case(const struct calc_case *k)
     json_t *pods[6];
     struct ck_hpa_pod_metric metrics[6];
     size_t n_metrics = 0;
-    char names[6][8];
+    char names[6][24];
     for (size_t i = 0; i < k->n; i++) {
         snprintf(names[i], sizeof(names[i]), "p%zu", i);
         /* a pod not ready yet started shortly before, within the CPU initialization period */
