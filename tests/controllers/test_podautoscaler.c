@@ -183,6 +183,14 @@ static void test_calc_unready_missing_and_ignored(void **state)
                                  .want_replicas = 4,
                                  .want_utilization = 24,
                                  .want_raw = 247});
+    /* a raw target: a missing pod on a scale down counts as using the target itself */
+    run_case(&(struct calc_case){.current = 3,
+                                 .target = 1000,
+                                 .raw = true,
+                                 .n = 3,
+                                 .level = {200, 200, -1},
+                                 .want_replicas = 2,
+                                 .want_raw = 200});
     /* a Failed pod's metric is ignored: 500m of 2000m against 50% */
     run_case(&(struct calc_case){.current = 3,
                                  .target = 50,
