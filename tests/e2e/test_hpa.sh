@@ -18,9 +18,18 @@ root="$work/agent-root"
 mkdir -p "$root"
 stop_agent() {
     [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+    [ -n "$agent_pid" ] && kill -9 "$agent_pid" 2>/dev/null
     agent_pid=""
 }
-trap 'stop_agent; cleanup' EXIT
+# the pods' processes outlive the agent (as containers outlive a kubelet): every process
+# whose environment names this run's marker is one of ours
+kill_leftovers() {
+    for p in /proc/[0-9]*; do
+        { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "CKUBE_E2E_MARK=$work" &&
+            kill -9 "${p#/proc/}" 2>/dev/null
+    done
+}
+trap 'stop_agent; kill_leftovers; cleanup' EXIT
 start_server --horizontal-pod-autoscaler-sync-period 1s \
     --horizontal-pod-autoscaler-downscale-stabilization 3s
 
@@ -115,7 +124,7 @@ k delete hpa web >/dev/null 2>&1
 agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 start_process_node "$root" "$agent_port"
 # pods asking for 10m of CPU and using more: a little work every 50 ms
-cat <<'EOF' | k create -f - >/dev/null
+cat <<EOF | k create -f - >/dev/null
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: busy}
@@ -130,6 +139,7 @@ spec:
         image: busybox
         command: ["sh", "-c", "while :; do head -c 200000 /dev/urandom | cksum >/dev/null; sleep 0.05; done"]
         resources: {requests: {cpu: 10m}}
+        env: [{name: CKUBE_E2E_MARK, value: "$work"}]
 EOF
 wait_for "busy available" deployment/busy '{.status.availableReplicas}=1'
 k autoscale deployment busy --min=1 --max=2 --cpu-percent=50 >/dev/null 2>&1
