@@ -24,6 +24,7 @@
  * Tested by tests/api/test_horizontalpodautoscaler.c and the e2e kubectl test of
  * autoscaling (e2e.hpa).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,19 @@
 #define ANN_CURRENT_METRICS "autoscaling.alpha.kubernetes.io/current-metrics"
 #define ANN_CONDITIONS      "autoscaling.alpha.kubernetes.io/conditions"
 #define ANN_BEHAVIOR        "autoscaling.alpha.kubernetes.io/behavior"
+
+/* A field path into buf; a path too long for it is cut short (its error still names it). */
+static void field(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void field(char *buf, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+}
+#define FIELD(buf, ...) field(buf, sizeof(buf), __VA_ARGS__)
 
 /* autoscaling.DefaultCPUUtilization */
 #define DEFAULT_CPU_UTILIZATION 80
@@ -135,7 +149,7 @@ static void validate_ref(const json_t *ref, const char *path, struct ck_field_er
     char f[160];
     for (size_t i = 0; i < 2; i++) {
         const char *v = ck__str_at(ref, members[i]);
-        snprintf(f, sizeof(f), "%s.%s", path, members[i]);
+        FIELD(f, "%s.%s", path, members[i]);
         if (!v || !*v)
             ck_field_errors_add(errs, CK_FIELD_REQUIRED, f, NULL, false, NULL);
         else
@@ -155,7 +169,7 @@ static void validate_target(const json_t *target, const char *path, struct ck_fi
     static const char *const types[] = {"AverageValue", "Utilization", "Value", NULL};
     char f[200];
     const char *type = ck__str_at(target, "type");
-    snprintf(f, sizeof(f), "%s.type", path);
+    FIELD(f, "%s.type", path);
     if (!type || !*type)
         ck_field_errors_add(errs, CK_FIELD_REQUIRED, f, NULL, false,
                             "must specify a metric target type");
@@ -165,14 +179,14 @@ static void validate_target(const json_t *target, const char *path, struct ck_fi
     static const char *const quantities[] = {"value", "averageValue"};
     for (size_t i = 0; i < 2; i++) {
         const json_t *q = json_object_get(target, quantities[i]);
-        snprintf(f, sizeof(f), "%s.%s", path, quantities[i]);
+        FIELD(f, "%s.%s", path, quantities[i]);
         if (q && !quantity_positive(q))
             ck_field_errors_add(errs, CK_FIELD_INVALID, f,
                                 json_is_string(q) ? json_string_value(q) : NULL, false,
                                 "must be positive");
     }
     const json_t *u = json_object_get(target, "averageUtilization");
-    snprintf(f, sizeof(f), "%s.averageUtilization", path);
+    FIELD(f, "%s.averageUtilization", path);
     if (json_is_integer(u) && json_integer_value(u) < 1)
         add_int_error(errs, f, json_integer_value(u), "must be greater than 0");
 }
@@ -183,28 +197,28 @@ static void validate_resource_source(const json_t *src, const char *path, bool c
 {
     char f[200];
     const char *name = ck__str_at(src, "name");
-    snprintf(f, sizeof(f), "%s.name", path);
+    FIELD(f, "%s.name", path);
     if (!name || !*name)
         ck_field_errors_add(errs, CK_FIELD_REQUIRED, f, NULL, false,
                             "must specify a resource name");
     if (container) {
         const char *c = ck__str_at(src, "container");
-        snprintf(f, sizeof(f), "%s.container", path);
+        FIELD(f, "%s.container", path);
         if (!c || !*c)
             ck_field_errors_add(errs, CK_FIELD_REQUIRED, f, NULL, false,
                                 "must specify a container");
     }
     const json_t *target = json_object_get(src, "target");
-    snprintf(f, sizeof(f), "%s.target", path);
+    FIELD(f, "%s.target", path);
     validate_target(target, f, errs);
     bool has_u = json_object_get(target, "averageUtilization") != NULL;
     bool has_v = json_object_get(target, "averageValue") != NULL;
     if (!has_u && !has_v) {
-        snprintf(f, sizeof(f), "%s.target.averageUtilization", path);
+        FIELD(f, "%s.target.averageUtilization", path);
         ck_field_errors_add(errs, CK_FIELD_REQUIRED, f, NULL, false,
                             "must set either a target raw value or a target utilization");
     } else if (has_u && has_v) {
-        snprintf(f, sizeof(f), "%s.target.averageValue", path);
+        FIELD(f, "%s.target.averageValue", path);
         ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, f, NULL, false,
                             "may not set both a target raw value and a target utilization");
     }
@@ -216,26 +230,26 @@ static void validate_named_source(const json_t *src, const char *path, const cha
 {
     char f[200];
     const char *name = ck__str_at(src, "metric.name");
-    snprintf(f, sizeof(f), "%s.metric.name", path);
+    FIELD(f, "%s.metric.name", path);
     if (!name || !*name)
         ck_field_errors_add(errs, CK_FIELD_REQUIRED, f, NULL, false, "must specify a metric name");
     if (strcmp(kind, "object") == 0) {
-        snprintf(f, sizeof(f), "%s.describedObject", path);
+        FIELD(f, "%s.describedObject", path);
         validate_ref(json_object_get(src, "describedObject"), f, errs);
     }
     const json_t *target = json_object_get(src, "target");
-    snprintf(f, sizeof(f), "%s.target", path);
+    FIELD(f, "%s.target", path);
     validate_target(target, f, errs);
     bool has_v = json_object_get(target, "value") != NULL;
     bool has_av = json_object_get(target, "averageValue") != NULL;
     if (strcmp(kind, "pods") == 0) {
         if (!has_av) {
-            snprintf(f, sizeof(f), "%s.target.averageValue", path);
+            FIELD(f, "%s.target.averageValue", path);
             ck_field_errors_add(errs, CK_FIELD_REQUIRED, f, NULL, false,
                                 "must specify a positive target averageValue");
         }
     } else if (!has_v && !has_av) {
-        snprintf(f, sizeof(f), "%s.target.value", path);
+        FIELD(f, "%s.target.value", path);
         ck_field_errors_add(errs, CK_FIELD_REQUIRED, f, NULL, false,
                             "must set either a target value or averageValue");
     }
@@ -251,7 +265,7 @@ static void validate_metric(const json_t *m, const char *path, struct ck_field_e
 {
     char f[200];
     const char *type = ck__str_at(m, "type");
-    snprintf(f, sizeof(f), "%s.type", path);
+    FIELD(f, "%s.type", path);
     int expected = -1;
     if (!type || !*type)
         ck_field_errors_add(errs, CK_FIELD_REQUIRED, f, NULL, false,
@@ -268,7 +282,7 @@ static void validate_metric(const json_t *m, const char *path, struct ck_field_e
         present += json_object_get(m, source_members[i]) != NULL;
     if (expected >= 0) {
         const json_t *src = json_object_get(m, source_members[expected]);
-        snprintf(f, sizeof(f), "%s.%s", path, source_members[expected]);
+        FIELD(f, "%s.%s", path, source_members[expected]);
         if (!src)
             ck_field_errors_add(errs, CK_FIELD_REQUIRED, f, NULL, false,
                                 "must populate information for the given metric source");
@@ -281,7 +295,7 @@ static void validate_metric(const json_t *m, const char *path, struct ck_field_e
         for (int i = 0; i < 5; i++) {
             if (i == expected || !json_object_get(m, source_members[i]))
                 continue;
-            snprintf(f, sizeof(f), "%s.%s", path, source_members[i]);
+            FIELD(f, "%s.%s", path, source_members[i]);
             ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, f, NULL, false,
                                 "must populate the given metric source only");
         }
@@ -292,19 +306,19 @@ static void validate_rules(const json_t *rules, const char *path, struct ck_fiel
 {
     char f[200];
     const json_t *w = json_object_get(rules, "stabilizationWindowSeconds");
-    snprintf(f, sizeof(f), "%s.stabilizationWindowSeconds", path);
+    FIELD(f, "%s.stabilizationWindowSeconds", path);
     if (json_is_integer(w) && json_integer_value(w) < 0)
         add_int_error(errs, f, json_integer_value(w), "must be greater than or equal to zero");
     else if (json_is_integer(w) && json_integer_value(w) > 3600)
         add_int_error(errs, f, json_integer_value(w), "must be less than or equal to 3600");
     static const char *const selects[] = {"Disabled", "Max", "Min", NULL};
     const char *sel = ck__str_at(rules, "selectPolicy");
-    snprintf(f, sizeof(f), "%s.selectPolicy", path);
+    FIELD(f, "%s.selectPolicy", path);
     if (sel && !one_of(sel, selects))
         ck_field_errors_add(errs, CK_FIELD_NOT_SUPPORTED, f, sel, true,
                             "supported values: \"Disabled\", \"Max\", \"Min\"");
     const json_t *policies = json_object_get(rules, "policies");
-    snprintf(f, sizeof(f), "%s.policies", path);
+    FIELD(f, "%s.policies", path);
     if (json_array_size(policies) == 0)
         ck_field_errors_add(errs, CK_FIELD_REQUIRED, f, NULL, false,
                             "must specify at least one Policy");
@@ -314,15 +328,15 @@ static void validate_rules(const json_t *rules, const char *path, struct ck_fiel
     {
         static const char *const types[] = {"Percent", "Pods", NULL};
         const char *type = ck__str_at(p, "type");
-        snprintf(f, sizeof(f), "%s.policies[%zu].type", path, i);
+        FIELD(f, "%s.policies[%zu].type", path, i);
         if (!type || !one_of(type, types))
             ck_field_errors_add(errs, CK_FIELD_NOT_SUPPORTED, f, type ? type : "", true,
                                 "supported values: \"Percent\", \"Pods\"");
         long long value = ck__int_at(p, "value"), period = ck__int_at(p, "periodSeconds");
-        snprintf(f, sizeof(f), "%s.policies[%zu].value", path, i);
+        FIELD(f, "%s.policies[%zu].value", path, i);
         if (value <= 0)
             add_int_error(errs, f, value, "must be greater than zero");
-        snprintf(f, sizeof(f), "%s.policies[%zu].periodSeconds", path, i);
+        FIELD(f, "%s.policies[%zu].periodSeconds", path, i);
         if (period <= 0)
             add_int_error(errs, f, period, "must be greater than zero");
         else if (period > 1800)
@@ -350,7 +364,7 @@ void ck__hpa_validate(const json_t *obj, const json_t *old, struct ck_field_erro
     char f[64];
     json_array_foreach(json_object_get(spec, "metrics"), i, m)
     {
-        snprintf(f, sizeof(f), "spec.metrics[%zu]", i);
+        FIELD(f, "spec.metrics[%zu]", i);
         validate_metric(m, f, errs);
     }
     const json_t *behavior = json_object_get(spec, "behavior");
@@ -363,7 +377,7 @@ void ck__hpa_validate(const json_t *obj, const json_t *old, struct ck_field_erro
     static const char *const counts[] = {"currentReplicas", "desiredReplicas"};
     for (size_t k = 0; k < 2; k++) {
         long long v = ck__int_at(status, counts[k]);
-        snprintf(f, sizeof(f), "status.%s", counts[k]);
+        FIELD(f, "status.%s", counts[k]);
         if (v < 0)
             add_int_error(errs, f, v, "must be greater than or equal to 0");
     }
