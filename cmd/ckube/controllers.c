@@ -39,6 +39,48 @@
 #include "ckube/nodeipam.h"
 #include "controllers.h"
 
+/* ---- --horizontal-pod-autoscaler-* ------------------------------------------------------- */
+
+const char *const ck_cmd_hpa_flag_names[CK_CMD_HPA_FLAGS] = {
+    "horizontal-pod-autoscaler-sync-period",
+    "horizontal-pod-autoscaler-tolerance",
+    "horizontal-pod-autoscaler-downscale-stabilization",
+    "horizontal-pod-autoscaler-cpu-initialization-period",
+    "horizontal-pod-autoscaler-initial-readiness-delay",
+};
+
+const char ck_cmd_hpa_usage[] =
+    "      --horizontal-pod-autoscaler-sync-period D  between two syncs of an autoscaler\n"
+    "                                         (default 15s)\n"
+    "      --horizontal-pod-autoscaler-tolerance F  the usage ratio change (around 1.0) too\n"
+    "                                         small to scale for (default 0.1)\n"
+    "      --horizontal-pod-autoscaler-downscale-stabilization D  how far back a scale down\n"
+    "                                         looks for higher recommendations (default 5m)\n"
+    "      --horizontal-pod-autoscaler-cpu-initialization-period D  after a pod starts, how\n"
+    "                                         long its CPU may be skipped (default 5m)\n"
+    "      --horizontal-pod-autoscaler-initial-readiness-delay D  after a pod starts, how\n"
+    "                                         long it may turn ready and still count as\n"
+    "                                         never ready (default 30s)\n";
+
+bool ck_cmd_hpa_flag(int which, const char *value, struct ck_hpa_options *o)
+{
+    int64_t d = 0;
+    if (which == 1) {
+        char *end = NULL;
+        double t = strtod(value, &end);
+        if (end == value || *end || !(t > 0 && t < 1e6))
+            return false;
+        o->tolerance = t;
+        return true;
+    }
+    if (!ck_cmd_parse_duration(value, &d) || d <= 0)
+        return false;
+    int64_t *slots[CK_CMD_HPA_FLAGS] = {&o->sync_period, NULL, &o->downscale_stabilization,
+                                        &o->cpu_initialization_period, &o->initial_readiness_delay};
+    *slots[which] = d;
+    return true;
+}
+
 /* ---- --concurrent-NAME-syncs ------------------------------------------------------------ */
 
 size_t ck_cmd_syncs_init(struct ck_cmd_syncs *s, int first_opt, struct option *opts)
@@ -344,7 +386,7 @@ static int election_start(struct ck_cmd_controllers *c, const struct ck_cmd_serv
 
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
-                             int64_t resource_quota_sync_period,
+                             int64_t resource_quota_sync_period, const struct ck_hpa_options *hpa,
                              const struct ck_cmd_server_election *election,
                              const struct ck_cmd_node_ipam *ipam, struct ck_cmd_controllers *ret)
 {
@@ -370,6 +412,7 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
         .client_for_arg = ret,
         .node_monitor_grace_period = node_monitor_grace_period,
         .resource_quota_sync_period = resource_quota_sync_period,
+        .hpa = hpa ? *hpa : (struct ck_hpa_options){0},
         .cluster_cidr = ipam ? ipam->cluster_cidr : NULL,
         .node_cidr_mask_size = ipam ? ipam->node_cidr_mask_size : 0,
         .workers = syncs ? syncs->values : NULL,
@@ -473,6 +516,7 @@ static void cm_print_usage(FILE *f)
             cm_usage_tail);
     ck_cmd_syncs_usage(f);
     ck_cmd_node_ipam_usage(f);
+    fputs(ck_cmd_hpa_usage, f);
     fputs(cm_usage_flags, f);
 }
 
@@ -554,7 +598,8 @@ int ck_cmd_controller_manager(int argc, char **argv)
         O_CLUSTER_CIDR,
         O_MASK_SIZE,
         O_ALLOCATE,
-        O_SYNCS,
+        O_HPA, /* the --horizontal-pod-autoscaler-* flags: O_HPA, O_HPA + 1, ... */
+        O_SYNCS = O_HPA + CK_CMD_HPA_FLAGS,
     };
     static const struct option fixed[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
@@ -572,6 +617,11 @@ int ck_cmd_controller_manager(int argc, char **argv)
         {"cluster-cidr", required_argument, NULL, O_CLUSTER_CIDR},
         {"node-cidr-mask-size", required_argument, NULL, O_MASK_SIZE},
         {"allocate-node-cidrs", optional_argument, NULL, O_ALLOCATE},
+        {"horizontal-pod-autoscaler-sync-period", required_argument, NULL, O_HPA},
+        {"horizontal-pod-autoscaler-tolerance", required_argument, NULL, O_HPA + 1},
+        {"horizontal-pod-autoscaler-downscale-stabilization", required_argument, NULL, O_HPA + 2},
+        {"horizontal-pod-autoscaler-cpu-initialization-period", required_argument, NULL, O_HPA + 3},
+        {"horizontal-pod-autoscaler-initial-readiness-delay", required_argument, NULL, O_HPA + 4},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -587,6 +637,7 @@ int ck_cmd_controller_manager(int argc, char **argv)
     int64_t le_durations[3] = {CK_LE_LEASE_DURATION, CK_LE_RENEW_DEADLINE, CK_LE_RETRY_PERIOD};
     const char *le_name = "kube-controller-manager", *le_namespace = "kube-system";
     int64_t grace = 0, quota_sync = 0;
+    struct ck_hpa_options hpa = {0};
     static struct ck_cmd_node_ipam ipam; /* the manager's config points at its selection */
     opterr = 0;
     optind = 1;
@@ -642,6 +693,15 @@ int ck_cmd_controller_manager(int argc, char **argv)
             break;
         case O_CLUSTER_CIDR:
             ipam.cluster_cidr = optarg;
+            break;
+        case O_HPA:
+        case O_HPA + 1:
+        case O_HPA + 2:
+        case O_HPA + 3:
+        case O_HPA + 4:
+            if (!ck_cmd_hpa_flag(opt - O_HPA, optarg, &hpa))
+                return cm_usage_error("invalid value for a --horizontal-pod-autoscaler flag",
+                                      optarg);
             break;
         case O_MASK_SIZE:
             ipam.mask_size = optarg;
@@ -706,7 +766,8 @@ int ck_cmd_controller_manager(int argc, char **argv)
                                      .workers = syncs.values,
                                      .n_workers = syncs.n_values,
                                      .node_monitor_grace_period = grace,
-                                     .resource_quota_sync_period = quota_sync},
+                                     .resource_quota_sync_period = quota_sync,
+                                     .hpa = hpa},
                           .main_thread = pthread_self()};
     char identity[320];
     ck_cmd_election_identity(identity, sizeof(identity));

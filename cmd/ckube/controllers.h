@@ -114,7 +114,7 @@ int ck_cmd_component_client(const struct ck_apiserver *server, const char *file_
 
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
-                             int64_t resource_quota_sync_period,
+                             int64_t resource_quota_sync_period, const struct ck_hpa_options *hpa,
                              const struct ck_cmd_server_election *election,
                              const struct ck_cmd_node_ipam *ipam, struct ck_cmd_controllers *ret);
 void ck_cmd_controllers_stop(struct ck_cmd_controllers *c);
@@ -132,6 +132,17 @@ int ck_cmd_scheduler(int argc, char **argv);
 int ck_cmd_fake_nodes(int argc, char **argv);
 /* `ckube agent` (agent.c): the node agent. */
 int ck_cmd_agent(int argc, char **argv);
+
+/*
+ * kube-controller-manager's --horizontal-pod-autoscaler-* flags, which `ckube server`
+ * and `ckube controller-manager` both take: their names (without the dashes), and the
+ * value of the which-th read into o (false when it is not a valid one).
+ */
+#define CK_CMD_HPA_FLAGS 5
+extern const char *const ck_cmd_hpa_flag_names[CK_CMD_HPA_FLAGS];
+bool ck_cmd_hpa_flag(int which, const char *value, struct ck_hpa_options *o);
+/* Their lines of a usage text. */
+extern const char ck_cmd_hpa_usage[];
 
 /* From main.c: a Go duration ("40s", "1h30m") in nanoseconds; false when it is not one. */
 bool ck_cmd_parse_duration(const char *s, int64_t *ret);

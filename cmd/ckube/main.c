@@ -187,6 +187,7 @@ static void usage(FILE *f)
     fputs(usage_tail, f);
     ck_cmd_syncs_usage(f);
     ck_cmd_node_ipam_usage(f);
+    fputs(ck_cmd_hpa_usage, f);
     fputs(usage_end, f);
 }
 
@@ -254,6 +255,7 @@ enum {
     OPT_DISABLE_DNS,
     OPT_CLUSTER_DNS,
     OPT_CLUSTER_DOMAIN,
+    OPT_HPA,          /* the --horizontal-pod-autoscaler-* flags: OPT_HPA, OPT_HPA + 1, ... */
     OPT_SYNCS = 1000, /* the --concurrent-NAME-syncs flags: 1000, 1001, ... */
 };
 
@@ -286,6 +288,7 @@ struct options {
     const char *request_header_timeout;
     const char *node_grace;
     const char *quota_sync;
+    const char *hpa[CK_CMD_HPA_FLAGS]; /* the --horizontal-pod-autoscaler-* values */
     struct ck_cmd_node_ipam ipam;
     const char *service_cluster_ip_range;
     const char *advertise_address;
@@ -431,6 +434,13 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_QUOTA_SYNC:
             opts->quota_sync = optarg;
+            break;
+        case OPT_HPA:
+        case OPT_HPA + 1:
+        case OPT_HPA + 2:
+        case OPT_HPA + 3:
+        case OPT_HPA + 4:
+            opts->hpa[opt - OPT_HPA] = optarg;
             break;
         case OPT_CLUSTER_CIDR:
             opts->ipam.cluster_cidr = optarg;
@@ -770,6 +780,12 @@ static int cmd_server(int argc, char **argv)
         {"request-header-timeout", required_argument, NULL, OPT_REQUEST_HEADER_TIMEOUT},
         {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
         {"resource-quota-sync-period", required_argument, NULL, OPT_QUOTA_SYNC},
+        {"horizontal-pod-autoscaler-sync-period", required_argument, NULL, OPT_HPA},
+        {"horizontal-pod-autoscaler-tolerance", required_argument, NULL, OPT_HPA + 1},
+        {"horizontal-pod-autoscaler-downscale-stabilization", required_argument, NULL, OPT_HPA + 2},
+        {"horizontal-pod-autoscaler-cpu-initialization-period", required_argument, NULL,
+         OPT_HPA + 3},
+        {"horizontal-pod-autoscaler-initial-readiness-delay", required_argument, NULL, OPT_HPA + 4},
         {"cluster-cidr", required_argument, NULL, OPT_CLUSTER_CIDR},
         {"advertise-address", required_argument, NULL, OPT_ADVERTISE_ADDRESS},
         {"node-cidr-mask-size", required_argument, NULL, OPT_NODE_CIDR_MASK_SIZE},
@@ -834,6 +850,11 @@ static int cmd_server(int argc, char **argv)
         return usage_error("invalid value \"%s\" for --resource-quota-sync-period: want a "
                            "duration such as 5m",
                            opts.quota_sync);
+    struct ck_hpa_options hpa = {0}; /* the autoscaler controller's defaults */
+    for (int i = 0; i < CK_CMD_HPA_FLAGS; i++)
+        if (opts.hpa[i] && !ck_cmd_hpa_flag(i, opts.hpa[i], &hpa))
+            return usage_error("invalid value \"%s\" for --%s", opts.hpa[i],
+                               ck_cmd_hpa_flag_names[i]);
     int64_t event_ttl = 0; /* the server's default, one hour */
     if (opts.event_ttl) {
         if (!ck_cmd_parse_duration(opts.event_ttl, &event_ttl))
@@ -1026,7 +1047,7 @@ static int cmd_server(int argc, char **argv)
             ck_version()->git_version, "allocator", ck__memory_allocator());
     struct ck_cmd_controllers controllers = {0};
     if (!no_controllers &&
-        ck_cmd_controllers_start(server, opts.ipam.selection, &syncs, node_grace, quota_sync,
+        ck_cmd_controllers_start(server, opts.ipam.selection, &syncs, node_grace, quota_sync, &hpa,
                                  &election, &opts.ipam, &controllers) < 0) {
         ck_apiserver_free(server);
         ck_fg_gate_free(gates);

@@ -581,6 +581,15 @@ struct ck_kind {
      */
     const char *storage_api_version;
     /*
+     * A built-in kind served in a version other than its storage version converts
+     * between the two (Kubernetes' conversion functions): to_storage turns an
+     * object of the kind's version into the storage version's form, from_storage
+     * the reverse, both in place, returning 0 or CK_ENOMEM. NULL: only apiVersion
+     * differs (a custom resource's conversion None).
+     */
+    int (*to_storage)(json_t *obj);
+    int (*from_storage)(json_t *obj);
+    /*
      * Creates are refused with 405 MethodNotAllowed and this message (the
      * resources of a CustomResourceDefinition being deleted); NULL: allowed.
      */

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "ckube/informer.h"
+#include "ckube/podautoscaler.h"
 #include "ckube/rest.h"
 
 /* kube-controller-manager's --kube-api-qps and --kube-api-burst defaults. */
@@ -46,6 +47,7 @@ struct ck_controller_manager_config {
     const char *cluster_cidr;           /* --cluster-cidr (nodeipam); NULL: its default */
     int node_cidr_mask_size;            /* --node-cidr-mask-size (nodeipam); 0: its default */
     int64_t resource_quota_sync_period; /* --resource-quota-sync-period, ns; 0: 5 minutes */
+    struct ck_hpa_options hpa;          /* --horizontal-pod-autoscaler-*; zeros: defaults */
 };
 
 struct ck_controller_manager;
@@ -59,6 +61,7 @@ struct ck_controller_context {
     const char *cluster_cidr;            /* nodeipam's; NULL: its default */
     int node_cidr_mask_size;             /* nodeipam's; 0: its default */
     int64_t resource_quota_sync_period;  /* resourcequota's, ns; 0: its default */
+    struct ck_hpa_options hpa;           /* horizontalpodautoscaling's; zeros: defaults */
 };
 
 /* One row of the table. */

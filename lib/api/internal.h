@@ -193,6 +193,24 @@ extern const char *const ck__get_patch_update[];
         .schema = "io.k8s.api.autoscaling.v1.Scale"                                                \
     }
 
+/* ---- HorizontalPodAutoscalers (kinds/horizontalpodautoscaler.c) --------- */
+
+/* ValidateHorizontalPodAutoscaler and its status update's rules, on the v2 form. */
+void ck__hpa_validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs);
+
+/* NAME REFERENCE TARGETS MINPODS MAXPODS REPLICAS AGE, and its cells hook (v2 form). */
+#define CK__HPA_COLUMNS 7
+extern const struct ck_table_column ck__hpa_columns[CK__HPA_COLUMNS];
+void ck__hpa_cells(const json_t *obj, long long now, json_t **cells);
+
+/*
+ * The conversion between autoscaling/v2 and autoscaling/v1, in place: what v1
+ * cannot say goes to and comes from the autoscaling.alpha.kubernetes.io/
+ * annotations. 0, or CK_ENOMEM (obj half-converted).
+ */
+int ck__hpa_v2_to_v1(json_t *obj);
+int ck__hpa_v1_to_v2(json_t *obj);
+
 /* ---- pod specs, in pods and in templates (kinds/podspec.c) -------------- */
 
 /* SetDefaults_PodSpec's part ckube has: imagePullPolicy from the image tag. 0 or CK_ENOMEM. */

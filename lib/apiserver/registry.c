@@ -79,6 +79,17 @@ int ck__collection_prefix(const struct ck_kind *kind, const char *namespace, cha
  */
 static char *encode_for_store(const struct ck_kind *kind, const json_t *obj, size_t *ret_len)
 {
+    if (kind->to_storage) { /* a built-in kind's other version: the storage version's form */
+        json_t *converted = ck__json_copy(obj);
+        char *out = NULL;
+        if (converted && kind->to_storage(converted) == 0) {
+            struct ck_kind plain = *kind;
+            plain.to_storage = NULL;
+            out = encode_for_store(&plain, converted, ret_len);
+        }
+        json_decref(converted);
+        return out;
+    }
     json_t *ordered = json_object();
     if (!ordered)
         return NULL;
@@ -130,6 +141,15 @@ static char *convert_stored(const struct ck_kind *kind, const char *stored, size
         strcmp(ck_kind_api_version(kind, api_version, sizeof(api_version)),
                kind->storage_api_version) == 0)
         return NULL;
+    if (kind->from_storage) { /* a built-in kind's other version: its conversion */
+        json_t *obj = NULL;
+        char *out = NULL;
+        if (ck_json_loadb(stored, len, 0, &obj, NULL) == 0 && kind->from_storage(obj) == 0)
+            out = ck__json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER, ret_len);
+        json_decref(obj);
+        *failed = out == NULL;
+        return out;
+    }
     int from_len =
         snprintf(from, sizeof(from), "{\"apiVersion\":\"%s\"", kind->storage_api_version);
     int to_len = snprintf(to, sizeof(to), "{\"apiVersion\":\"%s\"", api_version);
@@ -244,10 +264,16 @@ json_t *ck__decode_stored(const struct ck_kv *kv)
     return obj;
 }
 
+/* obj, stored, in kind's version: 0, or CK_ENOMEM. */
+static int convert_decoded(const struct ck_kind *kind, json_t *obj)
+{
+    return kind && kind->from_storage ? kind->from_storage(obj) : 0;
+}
+
 json_t *ck__decode_served(const struct ck_kind *kind, const struct ck_kv *kv)
 {
     json_t *obj = ck__decode_stored(kv);
-    if (obj && ck_crd_default_read(kind, obj) < 0)
+    if (obj && (ck_crd_default_read(kind, obj) < 0 || convert_decoded(kind, obj) < 0))
         obj = (json_decref(obj), NULL);
     return obj;
 }
@@ -607,6 +633,8 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
         if (r < 0)
             return r;
         json_t *old = ck__decode_stored(kv);
+        if (old && convert_decoded(kind, old) < 0)
+            old = (json_decref(old), NULL);
         json_t *requested = old ? mutate(old, mutate_arg, reterr) : NULL;
         json_t *next = NULL;
         /* the strategy drops what the request says of managedFields: keep it for them */

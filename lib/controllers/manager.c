@@ -35,6 +35,7 @@
 #include "ckube/nodeipam.h"
 #include "ckube/nodelifecycle.h"
 #include "ckube/nscontroller.h"
+#include "ckube/podautoscaler.h"
 #include "ckube/replicaset.h"
 #include "ckube/resourcequota.h"
 #include "ckube/rootcacertpublisher.h"
@@ -134,6 +135,26 @@ static int quota_run(void *state, int workers, struct ck_err *reterr)
 static void quota_stop(void *state)
 {
     ck_resourcequota_controller_free(state);
+}
+
+static int hpa_start(const struct ck_controller_context *ctx, void **ret_state,
+                     struct ck_err *reterr)
+{
+    struct ck_hpa_controller *c = NULL;
+    int r = ck_hpa_controller_new(ctx->client, ctx->factory, &ctx->hpa, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int hpa_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_hpa_controller_run(state, workers, reterr);
+}
+
+static void hpa_stop(void *state)
+{
+    ck_hpa_controller_free(state);
 }
 
 static int cronjob_start(const struct ck_controller_context *ctx, void **ret_state,
@@ -265,6 +286,14 @@ static const struct ck_controller_descriptor table[] = {
      .start = ck_disruption_manager_start,
      .run = ck_disruption_manager_run,
      .stop = ck_disruption_manager_stop},
+    {.name = "horizontalpodautoscaling",
+     .kube_name = "horizontal-pod-autoscaler-controller",
+     .enabled_by_default = true,
+     .start = hpa_start,
+     .run = hpa_run,
+     .stop = hpa_stop,
+     .syncs_flag = "horizontal-pod-autoscaler",
+     .default_workers = 5},
     {.name = "scheduler",
      .enabled_by_default = true,
      .user = "system:kube-scheduler",
@@ -437,7 +466,8 @@ int ck_controller_manager_start(const struct ck_controller_manager_config *confi
                                             config->node_monitor_grace_period,
                                             config->cluster_cidr,
                                             config->node_cidr_mask_size,
-                                            config->resource_quota_sync_period};
+                                            config->resource_quota_sync_period,
+                                            config->hpa};
         if (on && table[i].user && config->client_for) {
             struct ck_rest *client = config->client_for(config->client_for_arg, table[i].user);
             own.client = client ? client : config->client;

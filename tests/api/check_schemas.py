@@ -101,7 +101,11 @@ EXPECTED_KINDS = {
     ("batch", "v1", "CronJobList"): "io.k8s.api.batch.v1.CronJobList",
     ("", "v1", "ReplicationController"): "io.k8s.api.core.v1.ReplicationController",
     ("", "v1", "ReplicationControllerList"): "io.k8s.api.core.v1.ReplicationControllerList",
+    ("autoscaling", "v1", "HorizontalPodAutoscaler"): "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler",
+    ("autoscaling", "v1", "HorizontalPodAutoscalerList"): "io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerList",
     ("autoscaling", "v1", "Scale"): "io.k8s.api.autoscaling.v1.Scale",
+    ("autoscaling", "v2", "HorizontalPodAutoscaler"): "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
+    ("autoscaling", "v2", "HorizontalPodAutoscalerList"): "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerList",
     ("coordination.k8s.io", "v1", "Lease"): "io.k8s.api.coordination.v1.Lease",
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"):
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",

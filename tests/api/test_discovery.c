@@ -56,9 +56,15 @@ static void test_api_versions_and_groups(void **state)
     json_t *groups = json_object_get(g, "groups");
     /* apps, batch, discovery, networking, policy, rbac, storage, scheduling, node,
      * admissionregistration, coordination, apiextensions, authentication, authorization,
-     * metrics (served by the server itself) and the feature-gate example group; the core group
-     * is never listed */
-    assert_int_equal(json_array_size(groups), 16);
+     * metrics (served by the server itself), autoscaling and the feature-gate example group; the
+     * core group is never listed */
+    assert_int_equal(json_array_size(groups), 17);
+    json_t *autoscaling = find_by(groups, "name", "autoscaling");
+    assert_non_null(autoscaling);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(autoscaling, "preferredVersion"), "groupVersion")),
+                        "autoscaling/v2");
+    assert_int_equal(json_array_size(json_object_get(autoscaling, "versions")), 2);
     json_t *metrics = find_by(groups, "name", "metrics.k8s.io");
     assert_non_null(metrics);
     assert_string_equal(json_string_value(json_object_get(
@@ -276,7 +282,7 @@ static void test_openapi_index_hash_follows_content(void **state)
     json_t *ia = ck_openapi_index(a);
     json_t *ia2 = ck_openapi_index(a);
     json_t *ib = ck_openapi_index(b);
-    assert_int_equal(json_object_size(json_object_get(ia, "paths")), 17);
+    assert_int_equal(json_object_size(json_object_get(ia, "paths")), 19);
     assert_non_null(strstr(index_url(ia, "apis/apps/v1"), "/openapi/v3/apis/apps/v1?hash="));
     assert_non_null(strstr(index_url(ia, "api/v1"), "/openapi/v3/api/v1?hash="));
     assert_string_equal(index_url(ia, "apis/apps/v1"), index_url(ia2, "apis/apps/v1"));
@@ -362,8 +368,12 @@ static void test_storage_version_hash_of_built_in_resources(void **state)
     char(*want)[32] = calloc(n + 1, sizeof(*want));
     assert_true(gvk && gvks && want);
     for (size_t i = 0; i < n; i++) {
-        snprintf(gvk[i], sizeof(gvk[i]), "%s/%s/%s", kinds[i]->group, kinds[i]->version,
-                 kinds[i]->kind);
+        if (kinds[i]->storage_api_version) /* served in another version than it is stored in */
+            snprintf(gvk[i], sizeof(gvk[i]), "%s/%s", kinds[i]->storage_api_version,
+                     kinds[i]->kind);
+        else
+            snprintf(gvk[i], sizeof(gvk[i]), "%s/%s/%s", kinds[i]->group, kinds[i]->version,
+                     kinds[i]->kind);
         gvks[i] = gvk[i];
     }
     gvks[n] = "/v1/Pod";

@@ -51,6 +51,10 @@ static void test_registry_matches_the_resource_table(void **state)
         {"apps", "daemonsets", "DaemonSet", "ds", true},
         {"apps", "statefulsets", "StatefulSet", "sts", true},
         {"apps", "controllerrevisions", "ControllerRevision", NULL, true},
+        {"autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler", "hpa",
+         true}, /* v2 */
+        {"autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler", "hpa",
+         true}, /* v1 */
         {"policy", "poddisruptionbudgets", "PodDisruptionBudget", "pdb", true},
         {"rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", NULL, false},
         {"rbac.authorization.k8s.io", "clusterroles", "ClusterRole", NULL, false},
@@ -80,8 +84,14 @@ static void test_registry_matches_the_resource_table(void **state)
     assert_int_equal(n, sizeof(want) / sizeof(want[0]));
     for (size_t i = 0; i < n; i++) {
         bool beta = strcmp(want[i].group, "metrics.k8s.io") == 0;
-        const struct ck_kind *k =
-            ck_kind_lookup(want[i].group, beta ? "v1beta1" : "v1", want[i].resource);
+        /* autoscaling's v2, its preferred version, is registered before its v1 */
+        bool v2 = strcmp(want[i].group, "autoscaling") == 0 &&
+                  strcmp(want[i + 1].group, "autoscaling") == 0;
+        const struct ck_kind *k = ck_kind_lookup(want[i].group,
+                                                 beta ? "v1beta1"
+                                                 : v2 ? "v2"
+                                                      : "v1",
+                                                 want[i].resource);
         assert_non_null(k);
         assert_string_equal(k->kind, want[i].kind);
         if (want[i].short_name)

@@ -1,0 +1,94 @@
+/*
+ * horizontalpodautoscalerv1.c - the HorizontalPodAutoscaler kind in autoscaling/v1,
+ * the version kubectl 1.32's `kubectl autoscale` writes.
+ *
+ * Stored in autoscaling/v2, as kube-apiserver stores it: an object written through
+ * v1 is converted to v2 before it is stored and converted back when it is read
+ * (ck__hpa_v1_to_v2 and ck__hpa_v2_to_v1, horizontalpodautoscaler.c, after
+ * Kubernetes' pkg/apis/autoscaling/v1/conversion.go). v1 defaults minReplicas to 1
+ * (pkg/apis/autoscaling/v1/defaults.go); validation and the printer are v2's, run
+ * on the object's v2 form, as Kubernetes runs them on the internal version.
+ *
+ * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_horizontalpodautoscaler.c and e2e.hpa.
+ */
+#include "../internal.h"
+#include "ckube/internal/util.h"
+
+static int defaults(json_t *obj)
+{
+    json_t *spec = json_object_get(obj, "spec");
+    if (json_is_object(spec) && !json_object_get(spec, "minReplicas") &&
+        json_object_set_new(spec, "minReplicas", json_integer(1)) < 0)
+        return CK_ENOMEM;
+    return 0;
+}
+
+static int prepare_for_create(json_t *obj)
+{
+    return json_object_set_new(obj, "status", json_object()) < 0 ? CK_ENOMEM : 0;
+}
+
+/* The v2 form of a v1 object, a new reference; NULL when out of memory. */
+static json_t *as_v2(const json_t *obj)
+{
+    json_t *copy = ck__json_copy(obj);
+    if (copy && ck__hpa_v1_to_v2(copy) < 0)
+        copy = (json_decref(copy), NULL);
+    return copy;
+}
+
+static void validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs)
+{
+    json_t *v2 = as_v2(obj);
+    if (!v2) {
+        errs->nomem = true;
+        return;
+    }
+    ck__hpa_validate(v2, old, errs);
+    json_decref(v2);
+}
+
+static void cells(const json_t *obj, long long now, json_t **row)
+{
+    json_t *v2 = as_v2(obj);
+    if (v2)
+        ck__hpa_cells(v2, now, row);
+    json_decref(v2);
+}
+
+static const char *const short_names[] = {"hpa", NULL};
+static const char *const categories[] = {"all", NULL};
+static const char *const status_keeps[] = {"labels", NULL};
+
+static const struct ck_subresource subresources[] = {
+    CK__STATUS_SUBRESOURCE,
+};
+
+const struct ck_kind ck__kind_horizontalpodautoscalerv1 = {
+    .group = "autoscaling",
+    .version = "v1",
+    .kind = "HorizontalPodAutoscaler",
+    .list_kind = "HorizontalPodAutoscalerList",
+    .resource = "horizontalpodautoscalers",
+    .singular = "horizontalpodautoscaler",
+    .short_names = short_names,
+    .categories = categories,
+    .namespaced = true,
+    .has_generation = true,
+    .schema = "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler",
+    .subresources = subresources,
+    .n_subresources = CK__COUNT(subresources),
+    .status_keeps_metadata = status_keeps,
+    .columns = ck__hpa_columns,
+    .n_columns = CK__HPA_COLUMNS,
+    .cells = cells,
+    .prepare_for_create = prepare_for_create,
+    .defaults = defaults,
+    .validate = validate,
+    .storage_resource = "horizontalpodautoscalers",
+    .storage_api_version = "autoscaling/v2",
+    .to_storage = ck__hpa_v1_to_v2,
+    .from_storage = ck__hpa_v2_to_v1,
+};

@@ -1,0 +1,636 @@
+/*
+ * test_podautoscaler.c - the horizontal pod autoscaler on fakes (kubernetes
+ * pkg/controller/podautoscaler replica_calculator_test.go and horizontal_test.go):
+ * the replica calculation (scale up and down, the tolerance, unready, pending,
+ * failed and missing pods, raw values, Kubernetes' errors), and the controller's sync
+ * over a fake client, fake scale and metrics sources and a fake clock: a rescale with
+ * its status, conditions and event, the scale-up limit, the min and max bounds, the
+ * downscale stabilization window, behavior policies' rates, a target scaled to zero,
+ * an unknown target kind, metrics that cannot be read, and no status write when
+ * nothing changed.
+ */
+#include "cktest.h"
+
+#include "ckube/internal/util.h"
+#include "ckube/podautoscaler.h"
+#include "fixtures.h"
+
+#define NOW (1800000000LL * CK_SEC) /* 2027-01-15T08:00:00Z */
+
+/* ---- the calculation -------------------------------------------------------------- */
+
+/* A Running pod requesting cpu (NULL: none), Ready since ready_ago seconds (<0: False). */
+static json_t *calc_pod(const char *name, const char *cpu, long long ready_ago,
+                        long long started_ago)
+{
+    char since[40], start[40];
+    ck_rfc3339((NOW / CK_SEC) - (ready_ago < 0 ? -ready_ago : ready_ago), since, sizeof(since));
+    ck_rfc3339((NOW / CK_SEC) - started_ago, start, sizeof(start));
+    json_t *pod = fx_pod("default", name, "web", NULL);
+    json_t *c = json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0);
+    if (cpu)
+        json_object_set_new(c, "resources", json_pack("{s:{s:s}}", "requests", "cpu", cpu));
+    json_object_set_new(pod, "status",
+                        json_pack("{s:s,s:s,s:[{s:s,s:s,s:s}]}", "phase", "Running", "startTime",
+                                  start, "conditions", "type", "Ready", "status",
+                                  ready_ago < 0 ? "False" : "True", "lastTransitionTime", since));
+    return pod;
+}
+
+struct calc_case {
+    int32_t current;
+    int64_t target;
+    bool raw;
+    size_t n;
+    const char *cpu[6];
+    long long ready_ago[6]; /* <0: not ready since that long; 0 with phase: see phase */
+    const char *phase[6];   /* NULL: Running */
+    int64_t level[6];       /* milli; -1: no metric */
+    int32_t want_replicas;
+    int32_t want_utilization;
+    int64_t want_raw;
+    const char *want_err;
+};
+
+static void run_case(const struct calc_case *k)
+{
+    json_t *pods[6];
+    struct ck_hpa_pod_metric metrics[6];
+    size_t n_metrics = 0;
+    char names[6][24];
+    for (size_t i = 0; i < k->n; i++) {
+        snprintf(names[i], sizeof(names[i]), "p%zu", i);
+        /* a pod not ready yet started shortly before, within the CPU initialization period */
+        long long ago = k->ready_ago[i];
+        pods[i] = calc_pod(names[i], k->cpu[i], ago ? ago : 600, ago < 0 ? 10 - ago : 900);
+        if (k->phase[i]) {
+            json_t *st = json_object_get(pods[i], "status");
+            json_object_set_new(st, "phase", json_string(k->phase[i]));
+        }
+        if (k->level[i] >= 0)
+            metrics[n_metrics++] =
+                (struct ck_hpa_pod_metric){names[i], k->level[i], NOW - CK_SEC, 30 * CK_SEC};
+    }
+    struct ck_hpa_calc calc = {0.1, 300 * CK_SEC, 30 * CK_SEC, NOW};
+    struct ck_hpa_proposal out = {0};
+    char err[256] = "";
+    int r = ck_hpa_resource_replicas(&calc, k->current, k->target, k->raw, "cpu", NULL,
+                                     (const json_t *const *)pods, k->n, metrics, n_metrics, &out,
+                                     err, sizeof(err));
+    if (k->want_err) {
+        assert_int_equal(r, CK_EINVAL);
+        assert_string_equal(err, k->want_err);
+    } else {
+        if (r != 0)
+            fail_msg("unexpected error: %s", err);
+        assert_int_equal(out.replicas, k->want_replicas);
+        if (!k->raw)
+            assert_int_equal(out.utilization, k->want_utilization);
+        assert_int_equal(out.raw, k->want_raw);
+        assert_int_equal(out.timestamp_ns, NOW - CK_SEC);
+    }
+    for (size_t i = 0; i < k->n; i++)
+        json_decref(pods[i]);
+}
+
+static void test_calc_scale_up_and_down(void **state)
+{
+    (void)state;
+    /* 1500m of 3000m is 50% against 30%: ceil(3 x 50/30) = 5 */
+    run_case(&(struct calc_case){.current = 3,
+                                 .target = 30,
+                                 .n = 3,
+                                 .cpu = {"1", "1", "1"},
+                                 .level = {300, 500, 700},
+                                 .want_replicas = 5,
+                                 .want_utilization = 50,
+                                 .want_raw = 500});
+    /* 28% against 50%: ceil(5 x 0.56) = 3 */
+    run_case(&(struct calc_case){.current = 5,
+                                 .target = 50,
+                                 .n = 5,
+                                 .cpu = {"1", "1", "1", "1", "1"},
+                                 .level = {100, 300, 500, 250, 250},
+                                 .want_replicas = 3,
+                                 .want_utilization = 28,
+                                 .want_raw = 280});
+    /* 102% against 100% is within the tolerance */
+    run_case(&(struct calc_case){.current = 3,
+                                 .target = 100,
+                                 .n = 3,
+                                 .cpu = {"900m", "1", "1100m"},
+                                 .level = {1010, 1030, 1020},
+                                 .want_replicas = 3,
+                                 .want_utilization = 102,
+                                 .want_raw = 1020});
+    /* a raw average value: 2000m per pod against 1000m doubles */
+    run_case(&(struct calc_case){.current = 3,
+                                 .target = 1000,
+                                 .raw = true,
+                                 .n = 3,
+                                 .level = {1000, 2000, 3000},
+                                 .want_replicas = 6,
+                                 .want_raw = 2000});
+}
+
+static void test_calc_unready_missing_and_ignored(void **state)
+{
+    (void)state;
+    /* an unready pod counts as using nothing on a scale up: 1200m of 3000m is 40% */
+    run_case(&(struct calc_case){.current = 3,
+                                 .target = 30,
+                                 .n = 3,
+                                 .cpu = {"1", "1", "1"},
+                                 .ready_ago = {-60, 0, 0},
+                                 .level = {300, 500, 700},
+                                 .want_replicas = 4,
+                                 .want_utilization = 60,
+                                 .want_raw = 600});
+    /* so does a Pending one, which has no metric */
+    run_case(&(struct calc_case){.current = 3,
+                                 .target = 30,
+                                 .n = 3,
+                                 .cpu = {"1", "1", "1"},
+                                 .phase = {"Pending", NULL, NULL},
+                                 .level = {-1, 500, 700},
+                                 .want_replicas = 4,
+                                 .want_utilization = 60,
+                                 .want_raw = 600});
+    /* a pod without a metric uses nothing on a scale up: 1800m of 3000m against 30% */
+    run_case(&(struct calc_case){.current = 3,
+                                 .target = 30,
+                                 .n = 3,
+                                 .cpu = {"1", "1", "1"},
+                                 .level = {900, 900, -1},
+                                 .want_replicas = 6,
+                                 .want_utilization = 90,
+                                 .want_raw = 900});
+    /* and its whole request on a scale down: 1200m of 3000m against 80% */
+    run_case(&(struct calc_case){.current = 3,
+                                 .target = 80,
+                                 .n = 3,
+                                 .cpu = {"1", "1", "1"},
+                                 .level = {100, 100, -1},
+                                 .want_replicas = 2,
+                                 .want_utilization = 10,
+                                 .want_raw = 100});
+    /* when counting it that way turns the direction round, nothing changes */
+    run_case(&(struct calc_case){.current = 4,
+                                 .target = 50,
+                                 .n = 4,
+                                 .cpu = {"1", "1", "1", "1"},
+                                 .level = {400, 95, -1, -1},
+                                 .want_replicas = 4,
+                                 .want_utilization = 24,
+                                 .want_raw = 247});
+    /* a raw target: a missing pod on a scale down counts as using the target itself */
+    run_case(&(struct calc_case){.current = 3,
+                                 .target = 1000,
+                                 .raw = true,
+                                 .n = 3,
+                                 .level = {200, 200, -1},
+                                 .want_replicas = 2,
+                                 .want_raw = 200});
+    /* a Failed pod's metric is ignored: 500m of 2000m against 50% */
+    run_case(&(struct calc_case){.current = 3,
+                                 .target = 50,
+                                 .n = 3,
+                                 .cpu = {"1", "1", "1"},
+                                 .phase = {NULL, NULL, "Failed"},
+                                 .level = {250, 250, 5000},
+                                 .want_replicas = 1,
+                                 .want_utilization = 25,
+                                 .want_raw = 250});
+}
+
+static void test_calc_errors(void **state)
+{
+    (void)state;
+    run_case(&(struct calc_case){
+        .current = 1,
+        .target = 50,
+        .n = 0,
+        .want_err = "no pods returned by selector while calculating replica count"});
+    run_case(&(struct calc_case){
+        .current = 2,
+        .target = 50,
+        .n = 2,
+        .cpu = {"1", "1"},
+        .ready_ago = {-10, -10},
+        .level = {300, 300},
+        .want_err = "did not receive metrics for targeted pods (pods might be unready)"});
+    run_case(&(struct calc_case){.current = 2,
+                                 .target = 50,
+                                 .n = 2,
+                                 .cpu = {"1", NULL},
+                                 .level = {300, 300},
+                                 .want_err = "missing request for cpu in container c of Pod p1"});
+}
+
+/* ---- the controller ------------------------------------------------------------------- */
+
+struct fake_sources {
+    json_t *scale;   /* the Deployment's Scale */
+    json_t *metrics; /* PodMetrics items */
+    int updates;
+    int64_t last_replicas;
+    bool metrics_fail;
+};
+
+static int fs_get_scale(void *data, const struct ck_resource *res, const char *ns, const char *name,
+                        json_t **ret, struct ck_err *reterr)
+{
+    struct fake_sources *f = data;
+    if (strcmp(res->resource, "deployments") != 0 || strcmp(name, "web") != 0)
+        return ck_err_set(reterr, CK_ENOENT, "%s.apps \"%s\" not found", res->resource, name);
+    (void)ns;
+    *ret = json_deep_copy(f->scale);
+    return 0;
+}
+
+static int fs_update_scale(void *data, const struct ck_resource *res, const char *ns,
+                           const char *name, const json_t *scale, struct ck_err *reterr)
+{
+    struct fake_sources *f = data;
+    (void)res, (void)ns, (void)name, (void)reterr;
+    f->updates++;
+    f->last_replicas =
+        json_integer_value(json_object_get(json_object_get(scale, "spec"), "replicas"));
+    return 0;
+}
+
+static int fs_pod_metrics(void *data, const char *ns, const char *selector, json_t **ret,
+                          struct ck_err *reterr)
+{
+    struct fake_sources *f = data;
+    (void)ns;
+    assert_string_equal(selector, "app=web");
+    if (f->metrics_fail)
+        return ck_err_set(reterr, CK_ENOENT, "the server could not find the requested resource");
+    *ret = json_incref(f->metrics);
+    return 0;
+}
+
+static const struct ck_hpa_sources_ops fake_sources_ops = {fs_get_scale, fs_update_scale,
+                                                           fs_pod_metrics};
+
+struct env {
+    struct fx_cache hpas, pods;
+    struct ck_fake_client *fc;
+    struct ck_ctl_client client;
+    struct fake_sources fs;
+    struct ck_hpa_sources sources;
+    struct ck_hpa_controller *c;
+    int64_t now;
+};
+
+static int64_t fake_now(void *arg)
+{
+    return ((struct env *)arg)->now;
+}
+
+static int setup(void **state)
+{
+    struct env *e = calloc(1, sizeof(*e));
+    fx_cache_init(&e->hpas);
+    fx_cache_init(&e->pods);
+    assert_int_equal(ck_fake_client_new(&e->fc, NULL), 0);
+    ck_fake_client_iface(e->fc, &e->client);
+    e->sources = (struct ck_hpa_sources){&fake_sources_ops, &e->fs};
+    e->fs.metrics = json_array();
+    e->now = NOW;
+    struct ck_hpa_controller_deps deps = {.sources = &e->sources,
+                                          .client = &e->client,
+                                          .hpas = &e->hpas.lister,
+                                          .pods = &e->pods.lister,
+                                          .now = fake_now,
+                                          .now_arg = e};
+    assert_int_equal(ck_hpa_controller_new_with(&deps, &e->c, NULL), 0);
+    *state = e;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct env *e = *state;
+    ck_hpa_controller_free(e->c);
+    ck_fake_client_free(e->fc);
+    fx_cache_release(&e->hpas);
+    fx_cache_release(&e->pods);
+    json_decref(e->fs.scale);
+    json_decref(e->fs.metrics);
+    free(e);
+    return 0;
+}
+
+/* The Deployment's scale: replicas, selector app=web. */
+static void set_scale(struct env *e, int replicas)
+{
+    json_decref(e->fs.scale);
+    e->fs.scale =
+        json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:i},s:{s:i,s:s}}", "apiVersion", "autoscaling/v1",
+                  "kind", "Scale", "metadata", "name", "web", "namespace", "default", "spec",
+                  "replicas", replicas, "status", "replicas", replicas, "selector", "app=web");
+}
+
+/* The autoscaler web (replacing any), its spec's members from the JSON text extra. */
+static void set_hpa(struct env *e, const char *extra)
+{
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "{\"apiVersion\":\"autoscaling/v2\",\"kind\":\"HorizontalPodAutoscaler\","
+             "\"metadata\":{\"name\":\"web\",\"namespace\":\"default\",\"resourceVersion\":"
+             "\"1\"},\"spec\":{\"scaleTargetRef\":{\"apiVersion\":\"apps/v1\",\"kind\":"
+             "\"Deployment\",\"name\":\"web\"},\"minReplicas\":1,\"maxReplicas\":10,"
+             "\"metrics\":[{\"type\":\"Resource\",\"resource\":{\"name\":\"cpu\",\"target\":"
+             "{\"type\":\"Utilization\",\"averageUtilization\":50}}}]%s%s},\"status\":{}}",
+             extra ? "," : "", extra ? extra : "");
+    json_t *h = json_loads(text, 0, NULL);
+    assert_non_null(h);
+    assert_int_equal(
+        ck_fake_client_seed(
+            e->fc, ck_controller_resource("autoscaling", "v2", "horizontalpodautoscalers"), h),
+        0);
+    fx_cache_add(&e->hpas, h);
+}
+
+/* n ready pods p0.. requesting 1 cpu, each using milli (their metrics replaced). */
+static void set_pods(struct env *e, int n, int64_t milli)
+{
+    char ts[40];
+    ck_rfc3339(e->now / CK_SEC - 1, ts, sizeof(ts));
+    json_array_clear(e->fs.metrics);
+    for (int i = 0; i < n; i++) {
+        char name[16], usage[32];
+        snprintf(name, sizeof(name), "p%d", i);
+        snprintf(usage, sizeof(usage), "%lldm", (long long)milli);
+        json_t *pod = calc_pod(name, "1", 3600, 7200);
+        fx_cache_add(&e->pods, pod);
+        json_array_append_new(
+            e->fs.metrics, json_pack("{s:{s:s,s:s},s:s,s:s,s:[{s:s,s:{s:s}}]}", "metadata", "name",
+                                     name, "namespace", "default", "timestamp", ts, "window",
+                                     "15.5s", "containers", "name", "c", "usage", "cpu", usage));
+    }
+}
+
+/* The status of the index-th update-status of the autoscaler. */
+static const json_t *written(struct env *e, size_t index)
+{
+    const struct ck_fake_action *a =
+        fx_action(e->fc, "update-status", "horizontalpodautoscalers", index);
+    assert_non_null(a);
+    return json_object_get(a->body, "status");
+}
+
+static const json_t *condition(const json_t *status, const char *type)
+{
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(status, "conditions"), i, c)
+    {
+        if (strcmp(json_string_value(json_object_get(c, "type")), type) == 0)
+            return c;
+    }
+    fail_msg("no condition %s", type);
+    return NULL;
+}
+
+static void expect_condition(const json_t *status, const char *type, const char *st,
+                             const char *reason, const char *message)
+{
+    const json_t *c = condition(status, type);
+    assert_string_equal(json_string_value(json_object_get(c, "status")), st);
+    assert_string_equal(json_string_value(json_object_get(c, "reason")), reason);
+    if (message)
+        assert_string_equal(json_string_value(json_object_get(c, "message")), message);
+}
+
+/* The message of the index-th event with reason, or NULL. */
+static const char *event(struct env *e, const char *reason)
+{
+    for (size_t i = 0;; i++) {
+        const struct ck_fake_action *a = fx_action(e->fc, "create", "events", i);
+        if (!a)
+            return NULL;
+        const char *r = json_string_value(json_object_get(a->body, "reason"));
+        if (r && strcmp(r, reason) == 0)
+            return json_string_value(json_object_get(a->body, "message"));
+    }
+}
+
+static void sync(struct env *e)
+{
+    assert_int_equal(ck_hpa_controller_sync(e->c, "default/web", NULL), 0);
+}
+
+static void test_sync_scales_up_with_status_and_event(void **state)
+{
+    struct env *e = *state;
+    set_scale(e, 3);
+    set_pods(e, 3, 900); /* 90% against 50%: ceil(3 x 1.8) = 6 */
+    set_hpa(e, NULL);
+    sync(e);
+    assert_int_equal(e->fs.updates, 1);
+    assert_int_equal(e->fs.last_replicas, 6);
+    const json_t *s = written(e, 0);
+    assert_int_equal(json_integer_value(json_object_get(s, "currentReplicas")), 3);
+    assert_int_equal(json_integer_value(json_object_get(s, "desiredReplicas")), 6);
+    assert_string_equal(json_string_value(json_object_get(s, "lastScaleTime")),
+                        "2027-01-15T08:00:00Z");
+    const json_t *m =
+        json_object_get(json_array_get(json_object_get(s, "currentMetrics"), 0), "resource");
+    assert_string_equal(json_string_value(json_object_get(m, "name")), "cpu");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(m, "current"), "averageUtilization")),
+        90);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(m, "current"), "averageValue")), "900m");
+    expect_condition(s, "AbleToScale", "True", "SucceededRescale",
+                     "the HPA controller was able to update the target scale to 6");
+    expect_condition(s, "ScalingActive", "True", "ValidMetricFound",
+                     "the HPA was able to successfully calculate a replica count from cpu "
+                     "resource utilization (percentage of request)");
+    expect_condition(s, "ScalingLimited", "False", "DesiredWithinRange",
+                     "the desired count is within the acceptable range");
+    assert_string_equal(
+        event(e, "SuccessfulRescale"),
+        "New size: 6; reason: cpu resource utilization (percentage of request) above target");
+    /* requeued after the sync period, not at once */
+    assert_int_equal(ck_wq_len(ck_hpa_controller_queue(e->c)), 0);
+    assert_int_equal(ck_wq_delayed_len(ck_hpa_controller_queue(e->c)), 1);
+}
+
+static void test_scale_up_limit_and_bounds(void **state)
+{
+    struct env *e = *state;
+    set_scale(e, 1);
+    set_pods(e, 1, 9000); /* 900%: 18 pods asked for, at most max(2 x 1, 4) */
+    set_hpa(e, NULL);
+    sync(e);
+    assert_int_equal(e->fs.last_replicas, 4);
+    expect_condition(written(e, 0), "ScalingLimited", "True", "ScaleUpLimit",
+                     "the desired replica count is increasing faster than the maximum scale "
+                     "rate");
+
+    set_scale(e, 8); /* then the maximum, 10 */
+    set_pods(e, 8, 9000);
+    e->now += 20 * CK_SEC;
+    sync(e);
+    assert_int_equal(e->fs.last_replicas, 10);
+    expect_condition(written(e, 1), "ScalingLimited", "True", "TooManyReplicas",
+                     "the desired replica count is more than the maximum replica count");
+
+    /* a target above the maximum comes down to it whatever the metrics say */
+    set_scale(e, 12);
+    e->now += 20 * CK_SEC;
+    sync(e);
+    assert_int_equal(e->fs.last_replicas, 10);
+    assert_string_equal(event(e, "SuccessfulRescale"),
+                        "New size: 4; reason: cpu resource utilization (percentage of request) "
+                        "above target");
+}
+
+static void test_min_bound_and_zero_target(void **state)
+{
+    struct env *e = *state;
+    set_scale(e, 1);
+    set_pods(e, 1, 100);
+    set_hpa(e, "\"minReplicas\":2");
+    /* minReplicas is in the text after the default one: the later wins in jansson */
+    sync(e);
+    assert_int_equal(e->fs.last_replicas, 2);
+    const char *msg = event(e, "SuccessfulRescale");
+    assert_non_null(msg);
+    assert_string_equal(msg, "New size: 2; reason: Current number of replicas below "
+                             "Spec.MinReplicas");
+
+    /* a target scaled to zero is left alone */
+    set_scale(e, 0);
+    e->fs.updates = 0;
+    sync(e);
+    assert_int_equal(e->fs.updates, 0);
+    expect_condition(written(e, 1), "ScalingActive", "False", "ScalingDisabled",
+                     "scaling is disabled since the replica count of the target is zero");
+}
+
+static void test_downscale_stabilization(void **state)
+{
+    struct env *e = *state;
+    set_scale(e, 6);
+    set_pods(e, 6, 500); /* at the target: 6 stays */
+    set_hpa(e, NULL);
+    sync(e);
+    assert_int_equal(e->fs.updates, 0);
+    set_pods(e, 6, 100); /* 10%: 2 would do, but 6 was recommended within 5 minutes */
+    e->now += 60 * CK_SEC;
+    sync(e);
+    assert_int_equal(e->fs.updates, 0);
+    size_t n = ck_fake_client_count(e->fc, "update-status", NULL);
+    expect_condition(written(e, n - 1), "AbleToScale", "True", "ScaleDownStabilized",
+                     "recent recommendations were higher than current one, applying the "
+                     "highest recent recommendation");
+    e->now += 300 * CK_SEC; /* the window has passed */
+    sync(e);
+    assert_int_equal(e->fs.updates, 1);
+    assert_int_equal(e->fs.last_replicas, 2);
+    assert_string_equal(event(e, "SuccessfulRescale"),
+                        "New size: 2; reason: All metrics below target");
+}
+
+static void test_behavior_policies_limit_the_rate(void **state)
+{
+    struct env *e = *state;
+    set_scale(e, 2);
+    set_pods(e, 2, 4000); /* 400%: 16 asked for */
+    set_hpa(e, "\"behavior\":{\"scaleUp\":{\"stabilizationWindowSeconds\":0,\"selectPolicy\":"
+               "\"Max\",\"policies\":[{\"type\":\"Pods\",\"value\":1,\"periodSeconds\":60}]},"
+               "\"scaleDown\":{\"selectPolicy\":\"Max\",\"policies\":[{\"type\":\"Percent\","
+               "\"value\":100,\"periodSeconds\":15}]}}");
+    sync(e);
+    assert_int_equal(e->fs.last_replicas, 3); /* one pod a minute */
+    expect_condition(written(e, 0), "ScalingLimited", "True", "ScaleUpLimit", NULL);
+    set_scale(e, 3);
+    set_pods(e, 3, 4000);
+    e->now += 10 * CK_SEC; /* within the minute: the pod added already counts */
+    sync(e);
+    assert_int_equal(e->fs.updates, 1);
+    e->now += 55 * CK_SEC;
+    sync(e);
+    assert_int_equal(e->fs.updates, 2);
+    assert_int_equal(e->fs.last_replicas, 4);
+}
+
+static void test_failures_set_conditions(void **state)
+{
+    struct env *e = *state;
+    set_scale(e, 2);
+    set_pods(e, 2, 500);
+    e->fs.metrics_fail = true;
+    set_hpa(e, NULL);
+    sync(e);
+    assert_int_equal(e->fs.updates, 0);
+    const json_t *s = written(e, 0);
+    expect_condition(s, "AbleToScale", "True", "SucceededGetScale", NULL);
+    expect_condition(s, "ScalingActive", "False", "FailedGetResourceMetric",
+                     "the HPA was unable to compute the replica count: unable to get metrics for "
+                     "resource cpu: unable to fetch metrics from resource metrics API: the server "
+                     "could not find the requested resource");
+    assert_int_equal(json_integer_value(json_object_get(s, "currentReplicas")), 2);
+    assert_non_null(event(e, "FailedGetResourceMetric"));
+    assert_string_equal(event(e, "FailedComputeMetricsReplicas"),
+                        "invalid metrics (1 invalid out of 1), first error is: failed to get cpu "
+                        "resource metric value: failed to get cpu utilization: unable to get "
+                        "metrics for resource cpu: unable to fetch metrics from resource metrics "
+                        "API: the server could not find the requested resource");
+
+    /* a kind nobody serves */
+    set_hpa(e, "\"scaleTargetRef\":{\"apiVersion\":\"apps/v1\",\"kind\":\"Frob\",\"name\":\"x\"}");
+    e->now += 20 * CK_SEC;
+    sync(e);
+    s = written(e, 1);
+    expect_condition(s, "AbleToScale", "False", "FailedGetScale",
+                     "the HPA controller was unable to get the target's current scale: no matches "
+                     "for kind \"Frob\" in group \"apps\"");
+    assert_string_equal(event(e, "FailedGetScale"),
+                        "no matches for kind \"Frob\" in group \"apps\"");
+}
+
+static void test_unchanged_status_is_not_written(void **state)
+{
+    struct env *e = *state;
+    set_scale(e, 2);
+    set_pods(e, 2, 500);
+    set_hpa(e, NULL);
+    sync(e);
+    assert_int_equal(ck_fake_client_count(e->fc, "update-status", NULL), 1);
+    /* the cache now holds what was written */
+    const json_t *s = written(e, 0);
+    json_t *h = NULL;
+    const json_t *cached = NULL;
+    assert_int_equal(ck_lister_get(&e->hpas.lister, "default", "web", &cached), 0);
+    h = json_deep_copy(cached);
+    ck_cached_unref(cached);
+    json_object_set(h, "status", (json_t *)s);
+    fx_cache_add(&e->hpas, h);
+    e->now += 15 * CK_SEC;
+    sync(e);
+    assert_int_equal(ck_fake_client_count(e->fc, "update-status", NULL), 1);
+    assert_int_equal(e->fs.updates, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_calc_scale_up_and_down),
+        cmocka_unit_test(test_calc_unready_missing_and_ignored),
+        cmocka_unit_test(test_calc_errors),
+        cmocka_unit_test_setup_teardown(test_sync_scales_up_with_status_and_event, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scale_up_limit_and_bounds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_min_bound_and_zero_target, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_downscale_stabilization, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_behavior_policies_limit_the_rate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failures_set_conditions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unchanged_status_is_not_written, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
