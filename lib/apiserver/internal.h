@@ -265,6 +265,25 @@ extern void (*ck__resource_quota_checked)(void);
 extern const struct ck__admission_plugin ck__admission_mutating_webhook;
 extern const struct ck__admission_plugin ck__admission_validating_webhook;
 /*
+ * The client of webhooks (webhook_client.c), shared by the admission and the conversion
+ * webhooks. why holds a failed call's words, which callers put after their own prefix
+ * (`failed calling webhook "x": <why>`).
+ */
+struct ck__webhook_why {
+    char text[1700];
+};
+/*
+ * Posts request (JSON) to the webhook client_config names (a WebhookClientConfig: url,
+ * or service {namespace, name, path, port}, and caBundle), giving it timeout seconds; on
+ * success *ret_answer is the answer, a JSON object (a new reference). 0, or CK_EINVAL
+ * with why filled: every failure (no endpoint, TLS, timeout, a status other than 2xx, an
+ * answer that is not a JSON object, said to be no `what`) is a failed call.
+ */
+int ck__webhook_post(struct ck__registry *reg, const json_t *client_config, long timeout,
+                     const json_t *request, const char *what, json_t **ret_answer,
+                     struct ck__webhook_why *why);
+
+/*
  * The admission webhooks' pure parts (admission/webhook.c): whether a webhook rule
  * (RuleWithOperations) matches a request, and the AdmissionReview of version ("v1",
  * "v1beta1") sent about it, with uid (a new reference; NULL when out of memory).
