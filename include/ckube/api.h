@@ -581,6 +581,13 @@ struct ck_kind {
      */
     const char *storage_api_version;
     /*
+     * A custom resource whose definition converts with a webhook: the definition's
+     * spec.conversion.webhook (clientConfig, conversionReviewVersions), which the API
+     * server calls to convert objects between versions (lib/apiserver/conversion.c);
+     * NULL: conversion None. Read only, owned by the kind's descriptors.
+     */
+    const json_t *conversion_webhook;
+    /*
      * Creates are refused with 405 MethodNotAllowed and this message (the
      * resources of a CustomResourceDefinition being deleted); NULL: allowed.
      */

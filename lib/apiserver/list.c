@@ -344,5 +344,11 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
     }
     free(from);
     ret->revision = revision;
+    /* a custom resource read through another version than it is stored in: one review */
+    if (kind->conversion_webhook &&
+        (r = ck__convert_kvs(reg, kind, ret->kvs, ret->n_kvs, reterr)) < 0) {
+        ck__list_result_release(ret);
+        return r;
+    }
     return 0;
 }

@@ -313,9 +313,10 @@ static void push_json_event(struct ck__watch_stream *s, const char *type, json_t
     free(text);
 }
 
-/* An object event: as the served bytes, a one-row Table, or PartialObjectMetadata. */
-static void push_object_event(struct ck__watch_stream *s, const char *type, const struct ck_kv *kv,
-                              int64_t revision)
+/* An object event of kv, already in the version watched: as the served bytes, a one-row
+ * Table, or PartialObjectMetadata. */
+static void push_converted_event(struct ck__watch_stream *s, const char *type,
+                                 const struct ck_kv *kv, int64_t revision)
 {
     if (s->table || s->partial) {
         json_t *obj = ck__decode_served(s->kind, kv);
@@ -357,6 +358,24 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
     } else {
         push_json_parts(s, type, kv->value, kv->value_len, parts.head, parts.rv, parts.rv_len);
     }
+}
+
+/* An object event of kv, converted first when its kind has a conversion webhook. */
+static void push_object_event(struct ck__watch_stream *s, const char *type, const struct ck_kv *kv,
+                              int64_t revision)
+{
+    if (s->kind->conversion_webhook) { /* in the version watched: an ERROR when that fails */
+        struct ck_err err = {0};
+        const struct ck_kv *converted = ck_kv_ref(kv);
+        if (ck__convert_kvs(s->server->registry, s->kind, &converted, 1, &err) < 0)
+            push_error(s, &err);
+        else
+            push_converted_event(s, type, converted, revision);
+        ck_kv_unref(converted);
+        ck_err_release(&err);
+        return;
+    }
+    push_converted_event(s, type, kv, revision);
 }
 
 /* A BOOKMARK: an object of the kind holding only metadata.resourceVersion. */
