@@ -117,11 +117,10 @@ static json_t *answer(const json_t *review)
         json_array_append_new(converted, convert_one(obj, desired ? desired : "", mode));
     }
     const char *uid = json_string_value(json_object_get(req, "uid"));
-    json_t *result = json_pack("{s:s}", "status", "Success");
-    if (mode == FAILURE)
-        result = json_pack("{s:s, s:s}", "status", "Failure", "message", "cannot convert that");
-    else if (mode == FAILURE_SILENT)
-        result = json_pack("{s:s}", "status", "Failure");
+    json_t *result = mode == FAILURE ? json_pack("{s:s, s:s}", "status", "Failure", "message",
+                                                 "cannot convert that")
+                     : mode == FAILURE_SILENT ? json_pack("{s:s}", "status", "Failure")
+                                              : json_pack("{s:s}", "status", "Success");
     json_t *resp = json_pack("{s:s, s:o, s:o}", "uid", mode == WRONG_UID ? "not-yours" : uid,
                              "result", result, "convertedObjects", converted);
     return json_pack(
