@@ -364,12 +364,18 @@ static void push_converted_event(struct ck__watch_stream *s, const char *type,
 static void push_object_event(struct ck__watch_stream *s, const char *type, const struct ck_kv *kv,
                               int64_t revision)
 {
-    if (s->kind->conversion_webhook) { /* in the version watched: an ERROR when that fails */
+    if (s->kind->conversion_webhook) { /* in the version watched */
         struct ck_err err = {0};
         const struct ck_kv *converted = ck_kv_ref(kv);
-        if (ck__convert_kvs(s->server->registry, s->kind, &converted, 1, &err) < 0)
-            push_error(s, &err);
-        else
+        if (ck__convert_kvs(s->server->registry, s->kind, &converted, 1, &err) < 0) {
+            /*
+             * kube-apiserver's watch encoder converts the event; when that fails it logs
+             * and ends the stream (handlers/watch.go), and so do we: the client watches
+             * again from the last resourceVersion it saw.
+             */
+            CK_LOGS(0, "unable to encode watch object", "err", ck_err_message(&err));
+            s->ended = true;
+        } else
             push_converted_event(s, type, converted, revision);
         ck_kv_unref(converted);
         ck_err_release(&err);
