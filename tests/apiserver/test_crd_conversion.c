@@ -236,7 +236,8 @@ static json_t *last_review(void)
 #define VERSION(name, storage, field)                                                              \
     "{\"name\":\"" name "\",\"served\":true,\"storage\":" storage ","                              \
     "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{"                        \
-    "\"spec\":{\"type\":\"object\",\"properties\":{\"" field "\":{\"type\":\"string\"}}}}}}}"
+    "\"spec\":{\"type\":\"object\",\"properties\":{\"" field "\":{\"type\":\"string\"}}}}}},"      \
+    "\"selectableFields\":[{\"jsonPath\":\".spec." field "\"}]}"
 
 /* The definition with conversion (a JSON object's members) in place. */
 static char *crd_with(const char *conversion)
@@ -478,6 +479,12 @@ static void test_list_is_one_review(void **state)
     assert_int_equal(json_array_size(at(review, "request.objects")), n);
     json_decref(review);
     json_decref(list);
+    /* a field selector on a field only v2 has sees the objects converted */
+    list = call("GET", V2 "?fieldSelector=spec.schedule%3D2", NULL, 200);
+    assert_int_equal(json_array_size(json_object_get(list, "items")), 1);
+    assert_string_equal(str(json_array_get(json_object_get(list, "items"), 0), "metadata.name"),
+                        "l2");
+    json_decref(list);
 }
 
 static void test_update_through_v2(void **state)
@@ -534,14 +541,39 @@ static void test_watch_through_v2(void **state)
     json_decref(ev);
     response_release(&r);
 
-    /* an event that cannot be converted ends the watch, as kube-apiserver's encoder does */
+    /* a field only v2 has selects the event: the selector sees it converted */
+    char *schedule = strstr(path, "metadata.name%3Dw");
+    assert_non_null(schedule);
+    char by_schedule[400];
+    snprintf(by_schedule, sizeof(by_schedule), "%.*sspec.schedule%%3Dwatched%s",
+             (int)(schedule - path), path, schedule + strlen("metadata.name%3Dw"));
+    http_call(server, "GET", by_schedule, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"type\":\"ADDED\""));
+    assert_non_null(strstr(r.body, "\"schedule\":\"watched\""));
+    response_release(&r);
+
+    /*
+     * an event that cannot be converted ends the watch, as kube-apiserver's encoder
+     * does: with a selector (converted to be selected) and without (converted to be sent)
+     */
     set_mode(FAILURE);
     http_call(server, "GET", path, NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     assert_null(strstr(r.body, "ADDED"));
     assert_null(strstr(r.body, "watched"));
     response_release(&r);
+    char *all = strstr(path, "&fieldSelector=");
+    *all = '\0';
+    strcat(path, "&timeoutSeconds=1");
+    http_call(server, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_null(strstr(r.body, "ADDED"));
+    response_release(&r);
     set_mode(CONVERT);
+    http_call(server, "GET", path, NULL, NULL, &r);
+    assert_non_null(strstr(r.body, "\"schedule\":\"watched\""));
+    response_release(&r);
 }
 
 /* A GET through v2 of object o fails with a 500 whose message holds says. */
