@@ -16,9 +16,10 @@
  * of the webhook kinds themselves are never sent to webhooks (Kubernetes exempts them,
  * so that a broken webhook cannot lock its own repair out). The call is a POST of an
  * AdmissionReview (admission.k8s.io/v1, or v1beta1 when only that is offered) over
- * HTTPS with libcurl, trusting the webhook's caBundle (else the system's CAs), to its
- * url, or for a service to the ready addresses of the service's EndpointSlices at the
- * target port with the TLS name <service>.<namespace>.svc. A webhook that refuses ends
+ * HTTPS (webhook_client.c, shared with the CRD conversion webhooks), trusting the
+ * webhook's caBundle (else the system's CAs), to its url, or for a service to the ready
+ * addresses of the service's EndpointSlices at the target port with the TLS name
+ * <service>.<namespace>.svc. A webhook that refuses ends
  * the request with its Status (`admission webhook "x" denied the request: why`, 400 when
  * it gives no code); a failed call is a 500 under failurePolicy Fail and ignored under
  * Ignore. A mutating webhook's JSONPatch is applied to the object; a webhook with
@@ -32,7 +33,7 @@
  * are read from the store on every request that passes the chain.
  *
  * Threading: reads the store and calls out; no state of its own, so it runs on any
- * request thread at once (libcurl's easy handles are per call).
+ * request thread at once.
  *
  * Tested by tests/apiserver/test_webhook.c and tests/e2e/test_webhook.sh.
  */
