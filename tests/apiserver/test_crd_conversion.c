@@ -239,22 +239,27 @@ static json_t *last_review(void)
     "\"spec\":{\"type\":\"object\",\"properties\":{\"" field "\":{\"type\":\"string\"}}}}}},"      \
     "\"selectableFields\":[{\"jsonPath\":\".spec." field "\"}]}"
 
-/* The definition with conversion (a JSON object's members) in place. */
-static char *crd_with(const char *conversion)
+/* The definition of plural (kind CronTab) with conversion (a JSON object's members). */
+static char *crd_named(const char *plural, const char *conversion)
 {
     char *out = NULL;
     if (asprintf(
             &out,
             "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
-            "\"metadata\":{\"name\":\"crontabs.stable.example.com\"},"
+            "\"metadata\":{\"name\":\"%s.stable.example.com\"},"
             "\"spec\":{\"group\":\"stable.example.com\",\"scope\":\"Namespaced\","
-            "\"names\":{\"plural\":\"crontabs\",\"kind\":\"CronTab\"},"
+            "\"names\":{\"plural\":\"%s\",\"kind\":\"CronTab\"},"
             "\"versions\":[" VERSION("v1", "true", "cronSpec") "," VERSION(
                 "v2", "false", "schedule") "],"
                                            "\"conversion\":{%s}}}",
-            conversion) < 0)
+            plural, plural, conversion) < 0)
         abort();
     return out;
+}
+
+static char *crd_with(const char *conversion)
+{
+    return crd_named("crontabs", conversion);
 }
 
 static char *webhook_conversion(const char *review_versions)
@@ -320,15 +325,11 @@ static int teardown(void **state)
 
 /* ---- tests ----------------------------------------------------------------------- */
 
-/* POSTs a definition named other.stable.example.com ... and expects a 422 saying says. */
+/* POSTs a definition of crontabz with conversion and expects a 422 saying says. */
 static void expect_invalid(const char *conversion, const char *says)
 {
-    char *crd = crd_with(conversion);
-    /* another name and group, so that the served definition is left alone */
-    char *p = strstr(crd, "crontabs.stable.example.com");
-    memcpy(p, "crontabz", 8);
-    p = strstr(crd, "\"plural\":\"crontabs\"");
-    memcpy(p + 17, "z", 1);
+    /* another name, so that the served definition is left alone */
+    char *crd = crd_named("crontabz", conversion);
     expect_status("POST", CRDS, crd, 422, "Invalid", says);
     free(crd);
 }
@@ -381,11 +382,7 @@ static void test_strategy_validation(void **state)
                    "strategy is not set to Webhook");
     /* preserveUnknownFields: true cannot convert */
     char *conv = webhook_conversion("[\"v1\"]");
-    char *crd = crd_with(conv);
-    char *p = strstr(crd, "crontabs.stable.example.com");
-    memcpy(p, "crontabz", 8);
-    p = strstr(crd, "\"plural\":\"crontabs\"");
-    memcpy(p + 17, "z", 1);
+    char *crd = crd_named("crontabz", conv);
     json_t *obj = json_loads(crd, 0, NULL);
     json_object_set_new(json_object_get(obj, "spec"), "preserveUnknownFields", json_true());
     char *text = json_dumps(obj, JSON_COMPACT);
