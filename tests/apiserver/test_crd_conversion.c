@@ -688,6 +688,10 @@ static void test_webhook_down(void **state)
     json_t *v1 = call("GET", V1 "/d", NULL, 200);
     assert_string_equal(str(v1, "spec.cronSpec"), "down");
     json_decref(v1);
+    /* nor does deleting the definition, which deletes its objects as they are stored */
+    json_decref(call("DELETE", CRDS "/crontabs.stable.example.com", NULL, 200));
+    await_status(CRDS "/crontabs.stable.example.com", 404);
+    assert_int_equal(status_of("GET", V1 "/d", NULL), 404);
 }
 
 int main(void)
