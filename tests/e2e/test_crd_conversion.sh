@@ -5,7 +5,8 @@
 # spec.cronSpec, v2 serves spec.schedule. kubectl creates in v1 and reads in v2, creates
 # in v2 and reads in v1, lists, edits and watches through v2; the webhook is reached by
 # url and through a Service and its EndpointSlice; the ConversionReview it received is
-# checked; a webhook that refuses, and one that is down, are a 500 in Kubernetes' words.
+# checked; a webhook that refuses, and one that is down, are a 500 in Kubernetes' words;
+# the definition is still deleted, with its objects, while its webhook is down.
 #
 # Usage: test_crd_conversion.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -165,5 +166,9 @@ check "a webhook that is down: the read fails with a 500" grep -q \
     'Error from server (InternalError).*conversion webhook for stable.example.com/v1, Kind=CronTab failed: Post "https://convert.hooks.svc:' "$work/out"
 k get crontabs.v1.stable.example.com first -o jsonpath={.spec.cronSpec} >"$work/out" 2>&1
 check "the storage version is still read without the webhook" grep -qx '1 1 \* \* \*' "$work/out"
+k delete crd crontabs.stable.example.com --timeout=60s >"$work/out" 2>&1
+check "the definition is deleted with its objects while its webhook is down" sh -c \
+    "grep -q 'customresourcedefinition.apiextensions.k8s.io \"crontabs.stable.example.com\" deleted' '$work/out' &&
+     ! kubectl get crd crontabs.stable.example.com >/dev/null 2>&1"
 
 finish
