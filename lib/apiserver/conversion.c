@@ -236,7 +236,7 @@ static void gvk_text(const char *api_version, const char *kind, char *buf, size_
 }
 
 int ck__convert_objects(struct ck__registry *reg, const struct ck_kind *kind, json_t *objects,
-                        const char *desired, struct ck_err *reterr)
+                        const char *desired, bool list, struct ck_err *reterr)
 {
     const json_t *webhook = kind->conversion_webhook;
     size_t n = json_array_size(objects), n_send = 0;
@@ -257,7 +257,7 @@ int ck__convert_objects(struct ck__registry *reg, const struct ck_kind *kind, js
         json_decref(send);
         return 0;
     }
-    bool single = n == 1;
+    bool single = !list && n == 1;
     const json_t *first = json_array_get(send, 0);
     char gvk[CK_API_VERSION_MAX + 300];
     gvk_text(str_of(first, "apiVersion"), single ? kind->kind : kind->list_kind, gvk, sizeof(gvk));
@@ -368,7 +368,7 @@ static const struct ck_kv *kv_with(const struct ck_kv *kv, const json_t *obj)
 }
 
 int ck__convert_kvs(struct ck__registry *reg, const struct ck_kind *kind, const struct ck_kv **kvs,
-                    size_t n, struct ck_err *reterr)
+                    size_t n, bool list, struct ck_err *reterr)
 {
     if (!kind->conversion_webhook || n == 0)
         return 0;
@@ -397,7 +397,7 @@ int ck__convert_kvs(struct ck__registry *reg, const struct ck_kind *kind, const 
         free(index);
         return ck_err_no_memory(reterr);
     }
-    r = ck__convert_objects(reg, kind, objects, desired, reterr);
+    r = ck__convert_objects(reg, kind, objects, desired, list, reterr);
     for (size_t j = 0; r == 0 && j < k; j++) {
         const struct ck_kv *next = kv_with(kvs[index[j]], json_array_get(objects, j));
         if (!next) {
@@ -424,7 +424,7 @@ int ck__convert_for_store(struct ck__registry *reg, const struct ck_kind *kind, 
         json_decref(objects);
         return ck_err_no_memory(reterr);
     }
-    int r = ck__convert_objects(reg, kind, objects, kind->storage_api_version, reterr);
+    int r = ck__convert_objects(reg, kind, objects, kind->storage_api_version, false, reterr);
     if (r == 0)
         *ret = json_incref(json_array_get(objects, 0));
     json_decref(objects);

@@ -289,7 +289,8 @@ int ck__webhook_post(struct ck__registry *reg, const json_t *client_config, long
  * ...`) when the webhook cannot be called or its answer does not pass the checks.
  *
  * ck__convert_objects: objects (an array of kind's objects) converted in place to the
- * apiVersion desired; the objects already in it are not sent.
+ * apiVersion desired; the objects already in it are not sent. list says whether they
+ * are a list's (the words of a failure name the list kind and the object's index).
  * ck__convert_kvs: each of the n kvs of kind not in the kind's own version replaced by a
  * new kv (same key and revisions; the old reference dropped) holding the converted
  * object in stored form; all in one review. Nothing happens, and nothing is decoded,
@@ -298,9 +299,9 @@ int ck__webhook_post(struct ck__registry *reg, const json_t *client_config, long
  * or NULL when no conversion is needed (no webhook, or obj is in it already).
  */
 int ck__convert_objects(struct ck__registry *reg, const struct ck_kind *kind, json_t *objects,
-                        const char *desired, struct ck_err *reterr);
+                        const char *desired, bool list, struct ck_err *reterr);
 int ck__convert_kvs(struct ck__registry *reg, const struct ck_kind *kind, const struct ck_kv **kvs,
-                    size_t n, struct ck_err *reterr);
+                    size_t n, bool list, struct ck_err *reterr);
 int ck__convert_for_store(struct ck__registry *reg, const struct ck_kind *kind, const json_t *obj,
                           json_t **ret, struct ck_err *reterr);
 

@@ -270,7 +270,7 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
             ret->revision = revision ? revision : at;
             /* the selectors see the object in the version listed */
             if (kv && kind->conversion_webhook &&
-                (r = ck__convert_kvs(reg, kind, &kv, 1, reterr)) < 0) {
+                (r = ck__convert_kvs(reg, kind, &kv, 1, true, reterr)) < 0) {
                 ck_kv_unref(kv);
                 return r;
             }
@@ -312,7 +312,7 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
             revision = page.revision; /* later pages read at the first one's revision */
         /* selectors see the objects in the version listed: a page converted in one review */
         if (selecting && kind->conversion_webhook &&
-            (r = ck__convert_kvs(reg, kind, page.kvs, page.n_kvs, reterr)) < 0) {
+            (r = ck__convert_kvs(reg, kind, page.kvs, page.n_kvs, true, reterr)) < 0) {
             ck_store_range_result_release(&page);
             free(from);
             ck__list_result_release(ret);
@@ -363,7 +363,7 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
     /* a custom resource read through another version than it is stored in: one review
      * (none when the pages were converted already, for the selectors) */
     if (kind->conversion_webhook &&
-        (r = ck__convert_kvs(reg, kind, ret->kvs, ret->n_kvs, reterr)) < 0) {
+        (r = ck__convert_kvs(reg, kind, ret->kvs, ret->n_kvs, true, reterr)) < 0) {
         ck__list_result_release(ret);
         return r;
     }

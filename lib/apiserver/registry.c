@@ -152,7 +152,7 @@ static char *answer_form(struct ck__registry *reg, const struct ck_kind *kind, c
             ck_err_no_memory(reterr);
             return NULL;
         }
-        if (ck__convert_kvs(reg, kind, &kv, 1, reterr) < 0) {
+        if (ck__convert_kvs(reg, kind, &kv, 1, false, reterr) < 0) {
             ck_kv_unref(kv);
             return NULL;
         }
@@ -516,7 +516,7 @@ int ck__registry_get(struct ck__registry *reg, const struct ck_kind *kind, const
         return ck__err_not_found(reterr, kind, name);
     int r = read_key(reg, kind, name, key, ret_kv, reterr);
     if (r == 0 && kind->conversion_webhook &&
-        (r = ck__convert_kvs(reg, kind, ret_kv, 1, reterr)) < 0)
+        (r = ck__convert_kvs(reg, kind, ret_kv, 1, false, reterr)) < 0)
         *ret_kv = ck_kv_unref(*ret_kv);
     return r;
 }
@@ -673,7 +673,8 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
             return r;
         /* the mutation sees the object in the version written through */
         const struct ck_kv *seen = ck_kv_ref(kv);
-        if (kind->conversion_webhook && (r = ck__convert_kvs(reg, kind, &seen, 1, reterr)) < 0) {
+        if (kind->conversion_webhook &&
+            (r = ck__convert_kvs(reg, kind, &seen, 1, false, reterr)) < 0) {
             ck_kv_unref(seen);
             ck_kv_unref(kv);
             return r;

@@ -378,7 +378,7 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
     if (s->kind->conversion_webhook) { /* in the version watched */
         struct ck_err err = {0};
         const struct ck_kv *converted = ck_kv_ref(kv);
-        if (ck__convert_kvs(s->server->registry, s->kind, &converted, 1, &err) < 0)
+        if (ck__convert_kvs(s->server->registry, s->kind, &converted, 1, false, &err) < 0)
             end_unconverted(s, &err);
         else
             push_converted_event(s, type, converted, revision);
@@ -446,7 +446,7 @@ static int convert_for_selectors(struct ck__watch_stream *s, const struct ck_kv 
     if (*prev)
         batch[n++] = *prev;
     struct ck_err err = {0};
-    int r = ck__convert_kvs(s->server->registry, s->kind, batch, n, &err);
+    int r = ck__convert_kvs(s->server->registry, s->kind, batch, n, n > 1, &err);
     if (r < 0) {
         end_unconverted(s, &err);
         ck_err_release(&err);

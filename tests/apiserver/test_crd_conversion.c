@@ -629,6 +629,10 @@ static void test_answer_checks(void **state)
     expect_status("GET", V2, NULL, 500, "InternalError",
                   "conversion webhook for stable.example.com/v1, Kind=CronTabList returned "
                   "invalid converted object at index 1: invalid groupVersion");
+    /* a list of one object is a list all the same */
+    expect_status("GET", V2 "?fieldSelector=metadata.name%3Dc", NULL, 500, "InternalError",
+                  "conversion webhook for stable.example.com/v1, Kind=CronTabList returned "
+                  "invalid converted object at index 1: invalid groupVersion");
     set_mode(CONVERT);
 }
 
