@@ -590,6 +590,13 @@ struct ck_kind {
     int (*to_storage)(json_t *obj);
     int (*from_storage)(json_t *obj);
     /*
+     * A custom resource whose definition converts with a webhook: the definition's
+     * spec.conversion.webhook (clientConfig, conversionReviewVersions), which the API
+     * server calls to convert objects between versions (lib/apiserver/conversion.c);
+     * NULL: conversion None. Read only, owned by the kind's descriptors.
+     */
+    const json_t *conversion_webhook;
+    /*
      * Creates are refused with 405 MethodNotAllowed and this message (the
      * resources of a CustomResourceDefinition being deleted); NULL: allowed.
      */

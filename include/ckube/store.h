@@ -75,6 +75,13 @@ struct ck_kv {
     int64_t version;
 };
 
+/*
+ * A kv of the caller's own (a converted object in place of a stored one): copies of key
+ * and value with the revisions given, one reference. NULL when out of memory.
+ */
+const struct ck_kv *ck_kv_new(const char *key, size_t key_len, const char *value, size_t value_len,
+                              int64_t create_revision, int64_t mod_revision, int64_t version);
+
 /* Takes a reference; returns kv. ck_kv_ref(NULL) returns NULL. */
 const struct ck_kv *ck_kv_ref(const struct ck_kv *kv);
 

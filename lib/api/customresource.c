@@ -11,7 +11,9 @@
  * additionalPrinterColumns up to the first whose jsonPath does not parse,
  * or Age when there are none:
  * pkg/registry/customresource/tableconvertor), and the storage version every
- * version's objects are stored in (conversion None: only apiVersion changes).
+ * version's objects are stored in (conversion None: only apiVersion changes;
+ * conversion Webhook: every kind carries spec.conversion.webhook, which the
+ * API server calls, lib/apiserver/conversion.c).
  * A version's selectableFields are its kind's field labels (field selectors
  * on list and watch, CustomResourceFieldSelectors, GA in 1.32).
  * Objects read from storage get their version's schema defaults, as
@@ -60,6 +62,7 @@ struct ck_crd_kinds {
     size_t n;
     char **strings; /* every string (and list of them) the descriptors point to */
     size_t n_strings;
+    json_t *conversion_webhook; /* spec.conversion.webhook under strategy Webhook, else NULL */
 };
 
 static const char *const status_keeps[] = {"labels", "annotations", "finalizers", "ownerReferences",
@@ -514,6 +517,11 @@ int ck_crd_kinds_new(const json_t *crd, const struct ck_schemas *base,
     const char *k_storage_version = storage ? keepf(k, "%s/%s", group, storage) : NULL;
     const char *const *short_names = keep_list(k, json_object_get(names, "shortNames"), &failed);
     const char *const *categories = keep_list(k, json_object_get(names, "categories"), &failed);
+    const json_t *conversion = json_object_get(spec, "conversion");
+    const char *strategy = json_string_value(json_object_get(conversion, "strategy"));
+    if (strategy && strcmp(strategy, "Webhook") == 0 &&
+        json_is_object(json_object_get(conversion, "webhook")))
+        failed |= !(k->conversion_webhook = json_deep_copy(json_object_get(conversion, "webhook")));
     failed |= !k_group || !k_plural || !k_kind || !k_singular || !k_list_kind ||
               !k_storage_resource || (storage && !k_storage_version);
     int r = failed ? ck_err_no_memory(reterr) : 0;
@@ -544,6 +552,7 @@ int ck_crd_kinds_new(const json_t *crd, const struct ck_schemas *base,
             .schema = schema_name,
             .storage_resource = k_storage_resource,
             .storage_api_version = k_storage_version,
+            .conversion_webhook = k->conversion_webhook,
             .refuse_create = terminating ? "create not allowed while custom resource definition "
                                            "is terminating"
                                          : NULL,
@@ -604,6 +613,7 @@ struct ck_crd_kinds *ck_crd_kinds_free(struct ck_crd_kinds *kinds)
     for (size_t i = 0; i < kinds->n_strings; i++)
         free(kinds->strings[i]);
     free(kinds->strings);
+    json_decref(kinds->conversion_webhook);
     free(kinds);
     return NULL;
 }

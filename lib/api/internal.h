@@ -171,6 +171,13 @@ void ck__validate_mutating_webhooks(const json_t *obj, const json_t *old,
                                     struct ck_field_errors *errs);
 void ck__validate_validating_webhooks(const json_t *obj, const json_t *old,
                                       struct ck_field_errors *errs);
+/*
+ * ValidateWebhookURL (https forced: no user information, query or fragment) and
+ * ValidateWebhookService, reporting at field path f (at), shared with the CRDs'
+ * conversion webhooks.
+ */
+void ck__validate_webhook_url(const char *url, const char *f, struct ck_field_errors *errs);
+void ck__validate_webhook_service(const json_t *svc, const char *at, struct ck_field_errors *errs);
 #define CK__WEBHOOK_COLUMNS 3
 extern const struct ck_table_column ck__webhook_columns[CK__WEBHOOK_COLUMNS];
 void ck__cells_webhooks(const json_t *obj, long long now, json_t **cells);

@@ -525,7 +525,14 @@ static int delete_instances(struct ck__crd_controller *c, const json_t *crd)
         /* no served version: nothing can have been stored through one */
         return 0;
     }
-    const struct ck_kind *kind = ck_crd_kinds_get(kinds, 0);
+    /*
+     * Read and deleted as stored, never through the conversion webhook (Kubernetes'
+     * finalizer uses the storage version's REST storage): a definition whose webhook
+     * has gone with its operator can still be deleted.
+     */
+    struct ck_kind stored_kind = *ck_crd_kinds_get(kinds, 0);
+    stored_kind.conversion_webhook = NULL;
+    const struct ck_kind *kind = &stored_kind;
     struct ck__list_options opts = {.limit = CLEANUP_PAGE};
     struct ck__list_result res = {0};
     int r = ck__registry_list(c->registry, kind, &opts, &res, &err);

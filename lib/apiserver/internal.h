@@ -265,6 +265,47 @@ extern void (*ck__resource_quota_checked)(void);
 extern const struct ck__admission_plugin ck__admission_mutating_webhook;
 extern const struct ck__admission_plugin ck__admission_validating_webhook;
 /*
+ * The client of webhooks (webhook_client.c), shared by the admission and the conversion
+ * webhooks. why holds a failed call's words, which callers put after their own prefix
+ * (`failed calling webhook "x": <why>`).
+ */
+struct ck__webhook_why {
+    char text[1700];
+};
+/*
+ * Posts request (JSON) to the webhook client_config names (a WebhookClientConfig: url,
+ * or service {namespace, name, path, port}, and caBundle), giving it timeout seconds; on
+ * success *ret_answer is the answer, a JSON object (a new reference). 0, or CK_EINVAL
+ * with why filled: every failure (no endpoint, TLS, timeout, a status other than 2xx, an
+ * answer that is not a JSON object, said to be no `what`) is a failed call.
+ */
+int ck__webhook_post(struct ck__registry *reg, const json_t *client_config, long timeout,
+                     const json_t *request, const char *what, json_t **ret_answer,
+                     struct ck__webhook_why *why);
+
+/*
+ * The conversion webhooks of custom resources (conversion.c). Each fails with a 500
+ * in Kubernetes' words (`conversion webhook for <group/version, Kind=kind> failed:
+ * ...`) when the webhook cannot be called or its answer does not pass the checks.
+ *
+ * ck__convert_objects: objects (an array of kind's objects) converted in place to the
+ * apiVersion desired; the objects already in it are not sent. list says whether they
+ * are a list's (the words of a failure name the list kind and the object's index).
+ * ck__convert_kvs: each of the n kvs of kind not in the kind's own version replaced by a
+ * new kv (same key and revisions; the old reference dropped) holding the converted
+ * object in stored form; all in one review. Nothing happens, and nothing is decoded,
+ * for a kind without a conversion webhook or kvs already in its version.
+ * ck__convert_for_store: *ret a new reference to obj converted to the storage version,
+ * or NULL when no conversion is needed (no webhook, or obj is in it already).
+ */
+int ck__convert_objects(struct ck__registry *reg, const struct ck_kind *kind, json_t *objects,
+                        const char *desired, bool list, struct ck_err *reterr);
+int ck__convert_kvs(struct ck__registry *reg, const struct ck_kind *kind, const struct ck_kv **kvs,
+                    size_t n, bool list, struct ck_err *reterr);
+int ck__convert_for_store(struct ck__registry *reg, const struct ck_kind *kind, const json_t *obj,
+                          json_t **ret, struct ck_err *reterr);
+
+/*
  * The admission webhooks' pure parts (admission/webhook.c): whether a webhook rule
  * (RuleWithOperations) matches a request, and the AdmissionReview of version ("v1",
  * "v1beta1") sent about it, with uid (a new reference; NULL when out of memory).
@@ -312,6 +353,12 @@ int ck__serve_stored_parts(const struct ck_kind *kind, const char *stored, size_
                            int64_t resource_version, struct ck__served_parts *ret);
 
 /* Parses a stored kv into an object with its resourceVersion. New reference or NULL. */
+/*
+ * obj in the stored form (apiVersion, kind and metadata first, metadata without
+ * resourceVersion), with api_version as its apiVersion (NULL: its own). Caller frees;
+ * NULL when out of memory.
+ */
+char *ck__encode_stored(const json_t *obj, const char *api_version, size_t *ret_len);
 json_t *ck__decode_stored(const struct ck_kv *kv);
 
 /* ck__decode_stored() with the schema defaults of kind applied (defaulting on read). */

@@ -268,6 +268,12 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
             if (r < 0 && r != CK_ENOENT)
                 return ck_err_internal(reterr, "%s", err.msg);
             ret->revision = revision ? revision : at;
+            /* the selectors see the object in the version listed */
+            if (kv && kind->conversion_webhook &&
+                (r = ck__convert_kvs(reg, kind, &kv, 1, true, reterr)) < 0) {
+                ck_kv_unref(kv);
+                return r;
+            }
             r = kv ? append_matching(kind, ret, kv, opts) : 0;
             ck_kv_unref(kv);
             return r < 0 ? ck_err_no_memory(reterr) : 0;
@@ -275,6 +281,8 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
     }
 
     int64_t limit = opts->limit > 0 ? opts->limit : 0;
+    const bool selecting = (opts->labels && !ck_label_selector_is_empty(opts->labels)) ||
+                           (opts->fields && !ck_field_selector_is_empty(opts->fields));
     for (;;) {
         struct ck_store_range req = {
             .key = prefix,
@@ -302,6 +310,14 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
         }
         if (!revision)
             revision = page.revision; /* later pages read at the first one's revision */
+        /* selectors see the objects in the version listed: a page converted in one review */
+        if (selecting && kind->conversion_webhook &&
+            (r = ck__convert_kvs(reg, kind, page.kvs, page.n_kvs, true, reterr)) < 0) {
+            ck_store_range_result_release(&page);
+            free(from);
+            ck__list_result_release(ret);
+            return r;
+        }
         const struct ck_kv *last = NULL;
         for (size_t i = 0; i < page.n_kvs; i++) {
             if (limit && (int64_t)ret->n_kvs == limit)
@@ -344,5 +360,12 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
     }
     free(from);
     ret->revision = revision;
+    /* a custom resource read through another version than it is stored in: one review
+     * (none when the pages were converted already, for the selectors) */
+    if (kind->conversion_webhook &&
+        (r = ck__convert_kvs(reg, kind, ret->kvs, ret->n_kvs, true, reterr)) < 0) {
+        ck__list_result_release(ret);
+        return r;
+    }
     return 0;
 }

@@ -77,19 +77,8 @@ int ck__collection_prefix(const struct ck_kind *kind, const char *namespace, cha
  * resourceVersion), then every other member in its order. Caller frees;
  * NULL when out of memory (never an object with members missing).
  */
-static char *encode_for_store(const struct ck_kind *kind, const json_t *obj, size_t *ret_len)
+char *ck__encode_stored(const json_t *obj, const char *api_version, size_t *ret_len)
 {
-    if (kind->to_storage) { /* a built-in kind's other version: the storage version's form */
-        json_t *converted = ck__json_copy(obj);
-        char *out = NULL;
-        if (converted && kind->to_storage(converted) == 0) {
-            struct ck_kind plain = *kind;
-            plain.to_storage = NULL;
-            out = encode_for_store(&plain, converted, ret_len);
-        }
-        json_decref(converted);
-        return out;
-    }
     json_t *ordered = json_object();
     if (!ordered)
         return NULL;
@@ -97,9 +86,8 @@ static char *encode_for_store(const struct ck_kind *kind, const json_t *obj, siz
     static const char *const first[] = {"apiVersion", "kind", "metadata"};
     for (size_t i = 0; i < 3; i++) {
         json_t *v = json_object_get(obj, first[i]);
-        if (v && i == 0 && kind->storage_api_version) /* a custom resource's storage version */
-            failed |=
-                json_object_set_new(ordered, first[i], json_string(kind->storage_api_version));
+        if (v && i == 0 && api_version) /* a custom resource's storage version */
+            failed |= json_object_set_new(ordered, first[i], json_string(api_version));
         else if (v)
             failed |= json_object_set(ordered, first[i], v);
     }
@@ -127,6 +115,72 @@ static char *encode_for_store(const struct ck_kind *kind, const json_t *obj, siz
     return text;
 }
 
+static char *encode_for_store(const struct ck_kind *kind, const json_t *obj, size_t *ret_len)
+{
+    if (kind->to_storage) { /* a built-in kind's other version: the storage version's form */
+        json_t *converted = ck__json_copy(obj);
+        char *out = NULL;
+        if (converted && kind->to_storage(converted) == 0)
+            out = ck__encode_stored(converted, kind->storage_api_version, ret_len);
+        json_decref(converted);
+        return out;
+    }
+    return ck__encode_stored(obj, kind->storage_api_version, ret_len);
+}
+
+/*
+ * obj in its stored form, converted to the storage version first when the kind has a
+ * conversion webhook. Caller frees; NULL with reterr filled.
+ */
+static char *store_form(struct ck__registry *reg, const struct ck_kind *kind, const json_t *obj,
+                        size_t *ret_len, struct ck_err *reterr)
+{
+    json_t *converted = NULL;
+    if (kind->conversion_webhook && ck__convert_for_store(reg, kind, obj, &converted, reterr) < 0)
+        return NULL;
+    char *stored = encode_for_store(kind, converted ? converted : obj, ret_len);
+    json_decref(converted);
+    if (!stored)
+        ck_err_no_memory(reterr);
+    return stored;
+}
+
+/*
+ * The answer to a write from the stored bytes: served (resourceVersion revision; < 0:
+ * the stored form as it is, a dry run's), after a conversion back to the kind's version
+ * when the kind has a webhook. Caller frees; NULL with reterr filled.
+ */
+static char *answer_form(struct ck__registry *reg, const struct ck_kind *kind, const char *stored,
+                         size_t len, int64_t revision, size_t *ret_len, struct ck_err *reterr)
+{
+    const struct ck_kv *kv = NULL;
+    if (kind->conversion_webhook) {
+        kv = ck_kv_new("", 0, stored, len, 0, revision, 0);
+        if (!kv) {
+            ck_err_no_memory(reterr);
+            return NULL;
+        }
+        if (ck__convert_kvs(reg, kind, &kv, 1, false, reterr) < 0) {
+            ck_kv_unref(kv);
+            return NULL;
+        }
+        stored = kv->value;
+        len = kv->value_len;
+    }
+    char *out = NULL;
+    if (revision >= 0) {
+        out = ck__serve_stored(kind, stored, len, revision, ret_len);
+    } else if ((out = ck__malloc(len + 1))) {
+        memcpy(out, stored, len);
+        out[len] = '\0';
+        *ret_len = len;
+    }
+    ck_kv_unref(kv);
+    if (!out)
+        ck_err_no_memory(reterr);
+    return out;
+}
+
 /*
  * stored with the kind's apiVersion in place of the storage version's (a custom
  * resource read through another version: conversion None). NULL when there is
@@ -137,7 +191,7 @@ static char *convert_stored(const struct ck_kind *kind, const char *stored, size
 {
     char api_version[CK_API_VERSION_MAX], from[CK_API_VERSION_MAX + 64],
         to[CK_API_VERSION_MAX + 64];
-    if (!kind || !kind->storage_api_version ||
+    if (!kind || !kind->storage_api_version || kind->conversion_webhook ||
         strcmp(ck_kind_api_version(kind, api_version, sizeof(api_version)),
                kind->storage_api_version) == 0)
         return NULL;
@@ -423,12 +477,15 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
         char name[254], key[512];
         snprintf(name, sizeof(name), "%s", object_name(candidate));
         size_t len = 0;
-        char *stored = encode_for_store(kind, candidate, &len);
+        char *stored = store_form(reg, kind, candidate, &len, reterr);
         json_decref(candidate);
         if (!stored || ck__object_key(kind, namespace, name, key, sizeof(key)) < 0) {
-            free(stored);
             ck__allocation_release(reg->allocator, &al, false);
-            return ck_err_no_memory(reterr);
+            if (stored) {
+                free(stored);
+                return ck_err_no_memory(reterr);
+            }
+            return reterr->code < 0 ? reterr->code : ck_err_no_memory(reterr);
         }
         int64_t revision = 0;
         r = dry_run ? 0
@@ -437,15 +494,16 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
         if (r == 0 && !dry_run)
             written(reg, kind, name);
         if (r == 0) {
-            if (dry_run) {
+            if (dry_run && !kind->conversion_webhook) {
                 *ret_body = stored;
                 *ret_len = len;
-            } else {
-                *ret_body = ck__serve_stored(kind, stored, len, revision, ret_len);
-                free(stored);
+                return 0;
             }
+            *ret_body =
+                answer_form(reg, kind, stored, len, dry_run ? -1 : revision, ret_len, reterr);
+            free(stored);
             /* a created object that cannot be served is still a failed request */
-            return *ret_body ? 0 : ck_err_no_memory(reterr);
+            return *ret_body ? 0 : reterr->code;
         }
         free(stored);
         if (r == CK_EEXIST && generated)
@@ -479,7 +537,11 @@ int ck__registry_get(struct ck__registry *reg, const struct ck_kind *kind, const
     char key[CK__KEY_MAX];
     if (ck__object_key(kind, namespace, name, key, sizeof(key)) < 0)
         return ck__err_not_found(reterr, kind, name);
-    return read_key(reg, kind, name, key, ret_kv, reterr);
+    int r = read_key(reg, kind, name, key, ret_kv, reterr);
+    if (r == 0 && kind->conversion_webhook &&
+        (r = ck__convert_kvs(reg, kind, ret_kv, 1, false, reterr)) < 0)
+        *ret_kv = ck_kv_unref(*ret_kv);
+    return r;
 }
 
 /* ---- update ------------------------------------------------------------- */
@@ -572,9 +634,9 @@ static int commit(struct ck__registry *reg, const struct ck_kind *kind, const ch
                   char **ret_body, size_t *ret_len, struct ck_err *reterr)
 {
     size_t len = 0;
-    char *stored = encode_for_store(kind, next, &len);
+    char *stored = store_form(reg, kind, next, &len, reterr);
     if (!stored)
-        return ck_err_no_memory(reterr);
+        return reterr->code;
     struct ck_err err = {0};
     int64_t revision = kv->mod_revision;
     int r = 0;
@@ -590,10 +652,10 @@ static int commit(struct ck__registry *reg, const struct ck_kind *kind, const ch
     if (r == 0 && revision != kv->mod_revision)
         written(reg, kind, name);
     if (r == 0) {
-        *ret_body = ck__serve_stored(kind, stored, len, revision, ret_len);
+        *ret_body = answer_form(reg, kind, stored, len, revision, ret_len, reterr);
         free(stored);
         /* the write happened, but an answer we cannot build is a failure: never code 0 */
-        return *ret_body ? 0 : ck_err_no_memory(reterr);
+        return *ret_body ? 0 : reterr->code;
     }
     free(stored);
     if (r == CK_ECONFLICT)
@@ -632,7 +694,16 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
         int r = read_key(reg, kind, name, key, &kv, reterr);
         if (r < 0)
             return r;
-        json_t *old = ck__decode_stored(kv);
+        /* the mutation sees the object in the version written through */
+        const struct ck_kv *seen = ck_kv_ref(kv);
+        if (kind->conversion_webhook &&
+            (r = ck__convert_kvs(reg, kind, &seen, 1, false, reterr)) < 0) {
+            ck_kv_unref(seen);
+            ck_kv_unref(kv);
+            return r;
+        }
+        json_t *old = ck__decode_stored(seen);
+        ck_kv_unref(seen);
         if (old && convert_decoded(kind, old) < 0)
             old = (json_decref(old), NULL);
         json_t *requested = old ? mutate(old, mutate_arg, reterr) : NULL;
@@ -936,11 +1007,12 @@ int ck__registry_delete(struct ck__registry *reg, const struct ck_kind *kind, co
             }
             /* pods, namespaces ...: the last state, at the revision of its deletion */
             if (r == 0 && !kind->has_generation)
-                *ret_body = ck__serve_stored(kind, kv->value, kv->value_len, deleted_at, ret_len);
+                *ret_body =
+                    answer_form(reg, kind, kv->value, kv->value_len, deleted_at, ret_len, reterr);
             else if (r == 0) /* apps kinds: a Success Status */
                 *ret_body = success_status(kind, name, ck__meta_str(obj, "uid"), ret_len);
-            if (r == 0 && !*ret_body)
-                r = ck_err_no_memory(reterr); /* deleted, but the answer could not be built */
+            if (r == 0 && !*ret_body) /* deleted, but the answer could not be built */
+                r = reterr->code < 0 ? reterr->code : ck_err_no_memory(reterr);
             else if (r == CK_ECONFLICT)
                 r = RACED;
             else if (r == CK_ENOENT)

@@ -313,9 +313,10 @@ static void push_json_event(struct ck__watch_stream *s, const char *type, json_t
     free(text);
 }
 
-/* An object event: as the served bytes, a one-row Table, or PartialObjectMetadata. */
-static void push_object_event(struct ck__watch_stream *s, const char *type, const struct ck_kv *kv,
-                              int64_t revision)
+/* An object event of kv, already in the version watched: as the served bytes, a one-row
+ * Table, or PartialObjectMetadata. */
+static void push_converted_event(struct ck__watch_stream *s, const char *type,
+                                 const struct ck_kv *kv, int64_t revision)
 {
     if (s->table || s->partial) {
         json_t *obj = ck__decode_served(s->kind, kv);
@@ -357,6 +358,35 @@ static void push_object_event(struct ck__watch_stream *s, const char *type, cons
     } else {
         push_json_parts(s, type, kv->value, kv->value_len, parts.head, parts.rv, parts.rv_len);
     }
+}
+
+/*
+ * A conversion webhook's failure on an event: kube-apiserver's watch encoder converts
+ * the event, and when that fails it logs and ends the stream (handlers/watch.go); so do
+ * we, and the client watches again from the last resourceVersion it saw.
+ */
+static void end_unconverted(struct ck__watch_stream *s, const struct ck_err *err)
+{
+    CK_LOGS(0, "unable to encode watch object", "err", ck_err_message(err));
+    s->ended = true;
+}
+
+/* An object event of kv, converted first when its kind has a conversion webhook. */
+static void push_object_event(struct ck__watch_stream *s, const char *type, const struct ck_kv *kv,
+                              int64_t revision)
+{
+    if (s->kind->conversion_webhook) { /* in the version watched */
+        struct ck_err err = {0};
+        const struct ck_kv *converted = ck_kv_ref(kv);
+        if (ck__convert_kvs(s->server->registry, s->kind, &converted, 1, false, &err) < 0)
+            end_unconverted(s, &err);
+        else
+            push_converted_event(s, type, converted, revision);
+        ck_kv_unref(converted);
+        ck_err_release(&err);
+        return;
+    }
+    push_converted_event(s, type, kv, revision);
 }
 
 /* A BOOKMARK: an object of the kind holding only metadata.resourceVersion. */
@@ -401,6 +431,35 @@ static int kv_passes(const struct ck__watch_stream *s, const struct ck_kv *kv)
     return ok;
 }
 
+/*
+ * *cur and *prev (either may be NULL) replaced by their conversion to the version
+ * watched, in one review, so that the selectors see what the watcher gets. 0, or < 0
+ * with the stream ended.
+ */
+static int convert_for_selectors(struct ck__watch_stream *s, const struct ck_kv **cur,
+                                 const struct ck_kv **prev)
+{
+    const struct ck_kv *batch[2];
+    size_t n = 0;
+    if (*cur)
+        batch[n++] = *cur;
+    if (*prev)
+        batch[n++] = *prev;
+    struct ck_err err = {0};
+    int r = ck__convert_kvs(s->server->registry, s->kind, batch, n, n > 1, &err);
+    if (r < 0) {
+        end_unconverted(s, &err);
+        ck_err_release(&err);
+        return r;
+    }
+    n = 0;
+    if (*cur)
+        *cur = batch[n++];
+    if (*prev)
+        *prev = batch[n++];
+    return 0;
+}
+
 static void on_store_event(const struct ck_store_event *ev, void *userdata)
 {
     struct ck__watch_stream *s = userdata;
@@ -410,24 +469,29 @@ static void on_store_event(const struct ck_store_event *ev, void *userdata)
         pthread_mutex_unlock(&s->lock);
         return;
     }
+    /* the object and its previous state, converted first when selectors must see them */
+    const struct ck_kv *cur = ck_kv_ref(ev->kv), *prev = ck_kv_ref(ev->prev_kv);
+    if (s->kind->conversion_webhook && (s->labels || s->fields) &&
+        convert_for_selectors(s, &cur, &prev) < 0)
+        goto out_unref;
     switch (ev->type) {
     case CK_STORE_EVENT_PUT: {
-        int now = kv_passes(s, ev->kv);
-        int before = kv_passes(s, ev->prev_kv);
+        int now = kv_passes(s, cur);
+        int before = kv_passes(s, prev);
         if (now < 0 || before < 0)
             push_no_memory(s);
         else if (now)
-            push_object_event(s, before ? "MODIFIED" : "ADDED", ev->kv, ev->revision);
+            push_object_event(s, before ? "MODIFIED" : "ADDED", cur, ev->revision);
         else if (before) /* it left this watcher's selection */
-            push_object_event(s, "DELETED", ev->prev_kv, ev->revision);
+            push_object_event(s, "DELETED", prev, ev->revision);
         break;
     }
     case CK_STORE_EVENT_DELETE: {
-        int before = kv_passes(s, ev->prev_kv);
+        int before = kv_passes(s, prev);
         if (before < 0)
             push_no_memory(s);
         else if (before)
-            push_object_event(s, "DELETED", ev->prev_kv, ev->revision);
+            push_object_event(s, "DELETED", prev, ev->revision);
         break;
     }
     case CK_STORE_EVENT_PROGRESS:
@@ -446,6 +510,9 @@ static void on_store_event(const struct ck_store_event *ev, void *userdata)
         break;
     }
     }
+out_unref:
+    ck_kv_unref(cur);
+    ck_kv_unref(prev);
     wake(s);
     pthread_mutex_unlock(&s->lock);
 }

@@ -60,6 +60,12 @@ struct ck_kv *ck__kv_new(const char *key, size_t key_len, const char *value, siz
     return &b->kv;
 }
 
+const struct ck_kv *ck_kv_new(const char *key, size_t key_len, const char *value, size_t value_len,
+                              int64_t create_revision, int64_t mod_revision, int64_t version)
+{
+    return ck__kv_new(key, key_len, value, value_len, create_revision, mod_revision, version);
+}
+
 const struct ck_kv *ck_kv_ref(const struct ck_kv *kv)
 {
     if (kv)

@@ -8,6 +8,9 @@
  * the scope Cluster or Namespaced and immutable, exactly one storage
  * version, unique version names, names that are DNS-1035 labels. Defaults:
  * singular is the lower-cased kind, listKind <kind>List, conversion None.
+ * A conversion webhook (strategy Webhook) needs a clientConfig (a url or a
+ * service), a recognised conversionReviewVersion and preserveUnknownFields
+ * false; under None its settings are forbidden.
  * On create the status is cleared and storedVersions holds the storage
  * version; an update adds a new storage version to it. The first delete adds
  * the finalizer customresourcecleanup.apiextensions.k8s.io and the
@@ -24,8 +27,10 @@
  * Threading: the descriptor is static and immutable; the hooks are pure.
  * Tests: tests/api/test_customresource.c, tests/e2e/test_crd.sh.
  */
+#define _GNU_SOURCE /* memmem */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -101,6 +106,124 @@ static void validate_names(const json_t *names, struct ck_field_errors *errs)
                             "kind and listKind may not be the same");
     check_name_list(json_object_get(names, "shortNames"), "spec.names.shortNames", errs);
     check_name_list(json_object_get(names, "categories"), "spec.names.categories", errs);
+}
+
+/* A DNS-1035 label: lower case letters, digits and '-', a letter first, no '-' last. */
+static bool dns1035_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || !(s[0] >= 'a' && s[0] <= 'z') || s[n - 1] == '-')
+        return false;
+    return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
+}
+
+/* ValidateCABundle: the bundle decodes to at least one PEM certificate. */
+static void check_ca_bundle(const char *ca64, struct ck_field_errors *errs)
+{
+    size_t len = 0;
+    char *pem = ck_base64_decode(ca64, &len);
+    bool has_cert = pem && memmem(pem, len, "-----BEGIN CERTIFICATE-----", 27) != NULL;
+    free(pem);
+    if (!has_cert)
+        ck_field_errors_add(errs, CK_FIELD_INVALID, "spec.conversion.webhookClientConfig.caBundle",
+                            NULL, false,
+                            "unable to load root certificates: unable to parse bytes as PEM block");
+}
+
+/*
+ * validateCustomResourceConversion with a recognised review version required, and the
+ * rule that a webhook cannot convert objects whose unknown fields are kept. The paths
+ * are kube-apiserver's, which validates its internal type: webhook.clientConfig is
+ * reported as spec.conversion.webhookClientConfig, webhook.conversionReviewVersions as
+ * spec.conversion.conversionReviewVersions.
+ */
+static void validate_conversion(const json_t *obj, struct ck_field_errors *errs)
+{
+    const char *strategy = ck__str_at(obj, "spec.conversion.strategy");
+    const json_t *webhook = ck__json_path(obj, "spec.conversion.webhook");
+    const json_t *cc = json_object_get(webhook, "clientConfig");
+    const json_t *versions = json_object_get(webhook, "conversionReviewVersions");
+    if (strategy && strcmp(strategy, "None") != 0 &&
+        json_is_true(ck__json_path(obj, "spec.preserveUnknownFields")))
+        ck_field_errors_add(errs, CK_FIELD_INVALID, "spec.conversion.strategy", strategy, true,
+                            "must be None if spec.preserveUnknownFields is true");
+    if (strategy && strcmp(strategy, "None") != 0 && strcmp(strategy, "Webhook") != 0) {
+        ck_field_errors_add(errs, CK_FIELD_NOT_SUPPORTED, "spec.conversion.strategy", strategy,
+                            true, "supported values: \"None\", \"Webhook\"");
+        return;
+    }
+    if (!strategy || strcmp(strategy, "None") == 0) {
+        if (cc)
+            ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "spec.conversion.webhookClientConfig",
+                                NULL, false,
+                                "should not be set when strategy is not set to Webhook");
+        if (json_array_size(versions))
+            ck_field_errors_add(errs, CK_FIELD_FORBIDDEN,
+                                "spec.conversion.conversionReviewVersions", NULL, false,
+                                "should not be set when strategy is not set to Webhook");
+        return;
+    }
+    const char *url = json_string_value(json_object_get(cc, "url"));
+    const json_t *service = json_object_get(cc, "service");
+    if (!cc)
+        ck_field_errors_add(errs, CK_FIELD_REQUIRED, "spec.conversion.webhookClientConfig", NULL,
+                            false, "required when strategy is set to Webhook");
+    else if (!url == !service)
+        ck_field_errors_add(errs, CK_FIELD_REQUIRED, "spec.conversion.webhookClientConfig", NULL,
+                            false, "exactly one of url or service is required");
+    else if (url)
+        ck__validate_webhook_url(url, "spec.conversion.webhookClientConfig.url", errs);
+    else
+        ck__validate_webhook_service(service, "spec.conversion.webhookClientConfig.service", errs);
+    const char *ca = json_string_value(json_object_get(cc, "caBundle"));
+    if (ca && *ca)
+        check_ca_bundle(ca, errs);
+    /* validateConversionReviewVersions */
+    static const char f[] = "spec.conversion.conversionReviewVersions";
+    if (json_array_size(versions) == 0) {
+        ck_field_errors_add(errs, CK_FIELD_REQUIRED, f, NULL, false, "%s", "");
+        return;
+    }
+    bool known = false;
+    size_t i;
+    const json_t *v;
+    char fi[sizeof(f) + 24];
+    json_array_foreach(versions, i, v)
+    {
+        const char *s = json_string_value(v) ? json_string_value(v) : "";
+        snprintf(fi, sizeof(fi), "%s[%zu]", f, i);
+        bool dup = false;
+        for (size_t j = 0; j < i; j++)
+            dup |= json_equal(json_array_get(versions, j), v);
+        if (dup) {
+            ck_field_errors_add(errs, CK_FIELD_INVALID, fi, s, true, "duplicate version");
+            continue;
+        }
+        if (!dns1035_label(s))
+            ck_field_errors_add(
+                errs, CK_FIELD_INVALID, fi, s, true,
+                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+                "start with an alphabetic character, and end with an alphanumeric character "
+                "(e.g. 'my-name',  or 'abc-123', regex used for validation is "
+                "'[a-z]([-a-z0-9]*[a-z0-9])?')");
+        known |= strcmp(s, "v1") == 0 || strcmp(s, "v1beta1") == 0;
+    }
+    if (!known) {
+        /* the value as Go's %#v prints a []string */
+        char text[512] = "[]string{";
+        size_t used = strlen(text);
+        json_array_foreach(versions, i, v)
+        {
+            int w = snprintf(text + used, sizeof(text) - used, "%s\"%s\"", i ? ", " : "",
+                             json_string_value(v) ? json_string_value(v) : "");
+            if (w < 0 || (size_t)w >= sizeof(text) - used - 1)
+                break;
+            used += (size_t)w;
+        }
+        snprintf(text + used, sizeof(text) - used, "}");
+        ck_field_errors_add(errs, CK_FIELD_INVALID, f, text, false,
+                            "must include at least one of v1, v1beta1");
+    }
 }
 
 /* A scale path: a simple JSON path under prefix (".spec." or ".status."). */
@@ -237,13 +360,7 @@ static void validate(const json_t *obj, const json_t *old, struct ck_field_error
                             "must have exactly one version marked as storage version");
     validate_names(names, errs);
 
-    const char *strategy = ck__str_at(obj, "spec.conversion.strategy");
-    if (strategy && strcmp(strategy, "None") != 0 && strcmp(strategy, "Webhook") != 0)
-        ck_field_errors_add(errs, CK_FIELD_NOT_SUPPORTED, "spec.conversion.strategy", strategy,
-                            true, "supported values: \"None\", \"Webhook\"");
-    else if (strategy && strcmp(strategy, "Webhook") == 0)
-        ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "spec.conversion.strategy", NULL, false,
-                            "conversion webhooks are not supported by this server");
+    validate_conversion(obj, errs);
 
     /* ValidateCustomResourceDefinitionStoredVersions */
     const json_t *stored = ck__json_path(obj, "status.storedVersions");

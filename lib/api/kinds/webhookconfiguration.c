@@ -199,7 +199,7 @@ static void check_rule(const json_t *rule, const char *at, struct ck_field_error
 
 /* ValidateWebhookURL with https forced: a URL the client can call, without user, query, fragment.
  */
-static void check_url(const char *url, const char *f, struct ck_field_errors *errs)
+void ck__validate_webhook_url(const char *url, const char *f, struct ck_field_errors *errs)
 {
     static const char form[] = "; desired format: https://host[/path]";
     const char *colon = strstr(url, "://");
@@ -229,7 +229,7 @@ static void check_url(const char *url, const char *f, struct ck_field_errors *er
                             "query parameters are not permitted in the URL");
 }
 
-static void check_service(const json_t *svc, const char *at, struct ck_field_errors *errs)
+void ck__validate_webhook_service(const json_t *svc, const char *at, struct ck_field_errors *errs)
 {
     char f[192], v[32];
     const char *name = ck__str_at(svc, "name"), *ns = ck__str_at(svc, "namespace");
@@ -373,10 +373,10 @@ static void check_hook(const json_t *hook, const char *at, bool mutating,
                             "exactly one of url or service is required");
     } else if (url) {
         snprintf(f, sizeof(f), "%s.clientConfig.url", at);
-        check_url(url, f, errs);
+        ck__validate_webhook_url(url, f, errs);
     } else {
         snprintf(f, sizeof(f), "%s.clientConfig.service", at);
-        check_service(svc, f, errs);
+        ck__validate_webhook_service(svc, f, errs);
     }
     check_review_versions(hook, at, errs);
 }
