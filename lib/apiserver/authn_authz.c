@@ -988,8 +988,7 @@ static enum MHD_Result send_created(struct MHD_Connection *conn, json_t *obj)
     return ck__send_bytes(conn, MHD_HTTP_CREATED, "application/json", text, len, NULL);
 }
 
-/* A UserInfo object of user. */
-static json_t *user_info(const struct ck_auth_user *user)
+json_t *ck__auth_user_info(const struct ck_auth_user *user)
 {
     json_t *groups = json_array();
     for (size_t i = 0; groups && i < user->n_groups; i++)
@@ -1226,7 +1225,7 @@ static int review_token(struct ck_apiserver *server, json_t *review, struct ck_e
         for (size_t i = 0; accepted && i < (n_aud ? n_aud : 1); i++)
             json_array_append_new(accepted, json_string(n_aud ? auds[i] : config.sa_issuer));
         if (json_object_set_new(status, "authenticated", json_true()) < 0 ||
-            json_object_set_new(status, "user", user_info(user)) < 0 ||
+            json_object_set_new(status, "user", ck__auth_user_info(user)) < 0 ||
             json_object_set_new(status, "audiences", accepted) < 0)
             r = CK_ENOMEM;
     } else if (r != CK_ENOMEM) {
@@ -1459,7 +1458,7 @@ static enum MHD_Result serve_review(struct ck_apiserver *server, struct MHD_Conn
     int r = 0;
     switch (review) {
     case SELF_SUBJECT_REVIEW: {
-        json_t *info = user_info(user);
+        json_t *info = ck__auth_user_info(user);
         r = info && json_object_set_new(obj, "status", json_pack("{s:o}", "userInfo", info)) == 0
                 ? 0
                 : ck_err_no_memory(&err);

@@ -871,6 +871,8 @@ const char *ck__auth_cert_pem(const struct ck__auth *auth);
 const char *ck__auth_key_pem(const struct ck__auth *auth);
 const char *ck__auth_client_ca_pem(const struct ck__auth *auth);
 const struct ck_pki *ck__auth_pki(const struct ck__auth *auth);
+/* An authentication.k8s.io/v1 UserInfo object of user; new reference, NULL when out of memory. */
+json_t *ck__auth_user_info(const struct ck_auth_user *user);
 
 /*
  * Authenticates and authorizes one request. When *ret_answered is set, the
