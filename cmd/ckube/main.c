@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -125,6 +126,13 @@ static const char usage_tail[] =
     "      --resource-quota-sync-period DURATION\n"
     "                                between full recounts of each ResourceQuota's usage\n"
     "                                (default 5m)\n"
+    "      --cluster-signing-cert-file FILE, --cluster-signing-key-file FILE\n"
+    "                                the CA the csrsigning controller signs\n"
+    "                                CertificateSigningRequests with (default: the\n"
+    "                                server's own, PKI-DIR/ca.crt and ca.key)\n"
+    "      --cluster-signing-duration DURATION\n"
+    "                                validity of the certificates it signs (default 8760h,\n"
+    "                                shortened by a request's expirationSeconds)\n"
     "      --watch-history-events N  SQLite store: events of watch history kept in memory\n"
     "                                (default 16384); older ones are read from the database\n"
     "      --watch-history-bytes N   SQLite store: bytes of objects that history may hold\n"
@@ -230,6 +238,9 @@ enum {
     OPT_REQUEST_HEADER_TIMEOUT,
     OPT_NODE_GRACE,
     OPT_QUOTA_SYNC,
+    OPT_SIGNING_CERT,
+    OPT_SIGNING_KEY,
+    OPT_SIGNING_DURATION,
     OPT_CLUSTER_CIDR,
     OPT_ADVERTISE_ADDRESS,
     OPT_NODE_CIDR_MASK_SIZE,
@@ -286,6 +297,7 @@ struct options {
     const char *request_header_timeout;
     const char *node_grace;
     const char *quota_sync;
+    const char *signing_cert, *signing_key, *signing_duration;
     struct ck_cmd_node_ipam ipam;
     const char *service_cluster_ip_range;
     const char *advertise_address;
@@ -431,6 +443,15 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_QUOTA_SYNC:
             opts->quota_sync = optarg;
+            break;
+        case OPT_SIGNING_CERT:
+            opts->signing_cert = optarg;
+            break;
+        case OPT_SIGNING_KEY:
+            opts->signing_key = optarg;
+            break;
+        case OPT_SIGNING_DURATION:
+            opts->signing_duration = optarg;
             break;
         case OPT_CLUSTER_CIDR:
             opts->ipam.cluster_cidr = optarg;
@@ -770,6 +791,9 @@ static int cmd_server(int argc, char **argv)
         {"request-header-timeout", required_argument, NULL, OPT_REQUEST_HEADER_TIMEOUT},
         {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
         {"resource-quota-sync-period", required_argument, NULL, OPT_QUOTA_SYNC},
+        {"cluster-signing-cert-file", required_argument, NULL, OPT_SIGNING_CERT},
+        {"cluster-signing-key-file", required_argument, NULL, OPT_SIGNING_KEY},
+        {"cluster-signing-duration", required_argument, NULL, OPT_SIGNING_DURATION},
         {"cluster-cidr", required_argument, NULL, OPT_CLUSTER_CIDR},
         {"advertise-address", required_argument, NULL, OPT_ADVERTISE_ADDRESS},
         {"node-cidr-mask-size", required_argument, NULL, OPT_NODE_CIDR_MASK_SIZE},
@@ -834,6 +858,11 @@ static int cmd_server(int argc, char **argv)
         return usage_error("invalid value \"%s\" for --resource-quota-sync-period: want a "
                            "duration such as 5m",
                            opts.quota_sync);
+    struct ck_cmd_signing signing = {opts.signing_cert, opts.signing_key, 0};
+    if (opts.signing_duration && ck_cmd_signing_duration(&signing, opts.signing_duration) < 0)
+        return usage_error("invalid value \"%s\" for --cluster-signing-duration: want a "
+                           "duration such as 8760h",
+                           opts.signing_duration);
     int64_t event_ttl = 0; /* the server's default, one hour */
     if (opts.event_ttl) {
         if (!ck_cmd_parse_duration(opts.event_ttl, &event_ttl))
@@ -1024,10 +1053,19 @@ static int cmd_server(int argc, char **argv)
 
     CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "store", opts.store, "version",
             ck_version()->git_version, "allocator", ck__memory_allocator());
+    /* csrsigning signs with the server's own CA unless told otherwise */
+    char ca_crt[PATH_MAX + 8], ca_key[PATH_MAX + 8];
+    snprintf(ca_crt, sizeof(ca_crt), "%s/ca.crt", pki_dir);
+    snprintf(ca_key, sizeof(ca_key), "%s/ca.key", pki_dir);
+    if (!signing.cert_file && !signing.key_file && !opts.insecure_plain_http &&
+        !opts.client_ca_file && access(ca_key, R_OK) == 0) {
+        signing.cert_file = ca_crt;
+        signing.key_file = ca_key;
+    }
     struct ck_cmd_controllers controllers = {0};
     if (!no_controllers &&
         ck_cmd_controllers_start(server, opts.ipam.selection, &syncs, node_grace, quota_sync,
-                                 &election, &opts.ipam, &controllers) < 0) {
+                                 &election, &opts.ipam, &signing, &controllers) < 0) {
         ck_apiserver_free(server);
         ck_fg_gate_free(gates);
         return 1;
