@@ -185,6 +185,11 @@ const char *ck__auth_client_ca_pem(const struct ck__auth *a)
     return a ? a->client_ca_pem : NULL;
 }
 
+struct ck_rbac_authorizer *ck__auth_authorizer(const struct ck__auth *auth)
+{
+    return auth ? auth->authorizer : NULL;
+}
+
 const struct ck_pki *ck__auth_pki(const struct ck__auth *a)
 {
     return a ? &a->pki : NULL;
