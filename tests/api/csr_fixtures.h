@@ -17,7 +17,7 @@
 #include "ckube/util.h"
 
 /* A fresh ECDSA P-256 key. */
-static gnutls_x509_privkey_t fixture_key(void)
+static inline gnutls_x509_privkey_t fixture_key(void)
 {
     gnutls_x509_privkey_t key = NULL;
     if (gnutls_x509_privkey_init(&key) < 0 ||
@@ -32,7 +32,7 @@ static gnutls_x509_privkey_t fixture_key(void)
  * may be NULL) and the DNS names dns (NULL-terminated, may be NULL). Caller
  * frees.
  */
-static char *fixture_csr_pem(const char *cn, const char *const *orgs, const char *const *dns)
+static inline char *fixture_csr_pem(const char *cn, const char *const *orgs, const char *const *dns)
 {
     gnutls_x509_privkey_t key = fixture_key();
     gnutls_x509_crq_t crq;
@@ -73,8 +73,8 @@ static char *fixture_csr_pem(const char *cn, const char *const *orgs, const char
 }
 
 /* A CertificateSigningRequest for pem (base64 of it as spec.request), signer and usages. */
-static json_t *fixture_csr_object(const char *name, const char *pem, const char *signer,
-                                  const char *usages_json)
+static inline json_t *fixture_csr_object(const char *name, const char *pem, const char *signer,
+                                         const char *usages_json)
 {
     char *b64 = ck_base64_encode(pem, strlen(pem));
     json_t *usages = json_loads(usages_json, 0, NULL);
@@ -89,7 +89,7 @@ static json_t *fixture_csr_object(const char *name, const char *pem, const char 
 }
 
 /* A self-signed CA: its certificate and key in PEM (caller frees both). */
-static void fixture_ca(char **ret_crt, char **ret_key)
+static inline void fixture_ca(char **ret_crt, char **ret_key)
 {
     gnutls_x509_privkey_t key = fixture_key();
     gnutls_x509_crt_t crt;
