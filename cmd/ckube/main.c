@@ -110,6 +110,10 @@ static const char usage_tail[] =
     "                                (default: DATA-DIR/pki/sa.key)\n"
     "      --anonymous-auth BOOL     requests without credentials are system:anonymous\n"
     "                                (default true); false answers them 401\n"
+    "      --enable-bootstrap-token-auth[=BOOL]\n"
+    "                                bootstrap tokens (kube-system Secrets\n"
+    "                                bootstrap-token-ID) authenticate as\n"
+    "                                system:bootstrap:ID (default false)\n"
     "      --insecure-plain-http     serve plain HTTP without authentication or authorization,\n"
     "                                on loopback only (tests and benchmarks)\n"
     "      --event-ttl DURATION      how long events are kept after their last activity,\n"
@@ -126,10 +130,12 @@ static const char usage_tail[] =
     "      --resource-quota-sync-period DURATION\n"
     "                                between full recounts of each ResourceQuota's usage\n"
     "                                (default 5m)\n"
-    "      --cluster-signing-cert-file FILE, --cluster-signing-key-file FILE\n"
+    "      --cluster-signing-cert-file FILE\n"
     "                                the CA the csrsigning controller signs\n"
     "                                CertificateSigningRequests with (default: the\n"
-    "                                server's own, PKI-DIR/ca.crt and ca.key)\n"
+    "                                server's own, PKI-DIR/ca.crt)\n"
+    "      --cluster-signing-key-file FILE\n"
+    "                                its key (default PKI-DIR/ca.key)\n"
     "      --cluster-signing-duration DURATION\n"
     "                                validity of the certificates it signs (default 8760h,\n"
     "                                shortened by a request's expirationSeconds)\n"
@@ -239,6 +245,7 @@ enum {
     OPT_NODE_GRACE,
     OPT_QUOTA_SYNC,
     OPT_SIGNING_CERT,
+    OPT_BOOTSTRAP_TOKEN_AUTH,
     OPT_SIGNING_KEY,
     OPT_SIGNING_DURATION,
     OPT_CLUSTER_CIDR,
@@ -290,6 +297,7 @@ struct options {
     const char *token_auth_file;
     const char *sa_key_file;
     bool anonymous_auth_disabled;
+    bool bootstrap_token_auth;
     bool insecure_plain_http;
     const char *event_ttl;
     const char *max_connections;
@@ -446,6 +454,16 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_SIGNING_CERT:
             opts->signing_cert = optarg;
+            break;
+        case OPT_BOOTSTRAP_TOKEN_AUTH:
+            if (!optarg || strcmp(optarg, "true") == 0)
+                opts->bootstrap_token_auth = true;
+            else if (strcmp(optarg, "false") == 0)
+                opts->bootstrap_token_auth = false;
+            else
+                return usage_error("invalid value \"%s\" for --enable-bootstrap-token-auth: want "
+                                   "true or false",
+                                   optarg);
             break;
         case OPT_SIGNING_KEY:
             opts->signing_key = optarg;
@@ -784,6 +802,7 @@ static int cmd_server(int argc, char **argv)
         {"token-auth-file", required_argument, NULL, OPT_TOKEN_AUTH_FILE},
         {"service-account-key-file", required_argument, NULL, OPT_SA_KEY_FILE},
         {"anonymous-auth", required_argument, NULL, OPT_ANONYMOUS_AUTH},
+        {"enable-bootstrap-token-auth", optional_argument, NULL, OPT_BOOTSTRAP_TOKEN_AUTH},
         {"insecure-plain-http", no_argument, NULL, OPT_INSECURE_PLAIN_HTTP},
         {"event-ttl", required_argument, NULL, OPT_EVENT_TTL},
         {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
@@ -1022,6 +1041,7 @@ static int cmd_server(int argc, char **argv)
         .token_auth_file = opts.token_auth_file,
         .service_account_key_file = opts.sa_key_file,
         .anonymous_auth_disabled = opts.anonymous_auth_disabled,
+        .enable_bootstrap_token_auth = opts.bootstrap_token_auth,
         .event_ttl = event_ttl,
         .max_connections = max_connections,
         .max_connections_per_address = max_per_address,

@@ -65,6 +65,7 @@ static int start_following(struct ck__auth *a, struct ck_err *reterr);
 static int reconcile_bootstrap(struct ck_apiserver *server, const json_t *roles,
                                const json_t *bindings, struct ck_err *reterr);
 static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *reterr);
+static json_t *bootstrap_secret(void *arg, const char *token_id);
 static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **user,
                        struct ck_err *err);
 static bool node_may_read(struct ck_apiserver *server, const char *node,
@@ -147,6 +148,8 @@ int ck__auth_init(struct ck_apiserver *server, const struct ck_apiserver_config 
         .anonymous = !config->anonymous_auth_disabled,
         .sa_validate = validate_sa_claims,
         .sa_validate_arg = server,
+        .bootstrap_secret = config->enable_bootstrap_token_auth ? bootstrap_secret : NULL,
+        .bootstrap_secret_arg = server,
     };
     return 0;
 }
@@ -708,6 +711,15 @@ static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *re
         r = ck_err_set(reterr, CK_EPERM, "pod %s/%s has been deleted", ns, pod_name);
     json_decref(pod);
     return r;
+}
+
+/* The Secret a bootstrap token names: kube-system/bootstrap-token-ID, or NULL. */
+static json_t *bootstrap_secret(void *arg, const char *token_id)
+{
+    char name[64];
+    int code = 0;
+    snprintf(name, sizeof(name), "bootstrap-token-%s", token_id);
+    return stored_object(arg, ck_kind_with_role(CK_KIND_ROLE_SECRET), "kube-system", name, &code);
 }
 
 /* ---- impersonation ------------------------------------------------------------ */
