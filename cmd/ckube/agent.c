@@ -24,6 +24,7 @@
  */
 #include <arpa/inet.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,7 +47,13 @@ static const char usage[] =
     "run on this host as the agent's user, unisolated, and images are ignored.\n"
     "\n"
     "Flags:\n"
-    "      --kubeconfig FILE      kubeconfig of the server (required)\n"
+    "      --kubeconfig FILE      kubeconfig of the server (required; with\n"
+    "                             --bootstrap-kubeconfig, written when missing)\n"
+    "      --bootstrap-kubeconfig FILE  a kubeconfig with a bootstrap token: when\n"
+    "                             --kubeconfig is missing or its certificate expired, the\n"
+    "                             node's client certificate is requested with it (a\n"
+    "                             CertificateSigningRequest) and --kubeconfig written\n"
+    "      --cert-dir DIR         where that certificate goes (default ROOT-DIR/pki)\n"
     "      --node-name NAME       the node's name (required)\n"
     "      --root-dir DIR         where pods' directories and logs go (required; must exist)\n"
     "      --node-ip IP           the node's InternalIP address (default: the host's first\n"
@@ -410,10 +417,14 @@ int ck_cmd_agent(int argc, char **argv)
         O_IMAGE_GC_HIGH,
         O_IMAGE_GC_LOW,
         O_IMAGE_MIN_AGE,
-        O_LOG_MONITOR_INTERVAL
+        O_LOG_MONITOR_INTERVAL,
+        O_BOOTSTRAP_KUBECONFIG,
+        O_CERT_DIR
     };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+        {"bootstrap-kubeconfig", required_argument, NULL, O_BOOTSTRAP_KUBECONFIG},
+        {"cert-dir", required_argument, NULL, O_CERT_DIR},
         {"node-name", required_argument, NULL, O_NODE},
         {"root-dir", required_argument, NULL, O_ROOT},
         {"config", required_argument, NULL, O_CONFIG},
@@ -461,6 +472,7 @@ int ck_cmd_agent(int argc, char **argv)
     config.image_gc_low_threshold = 80;
     config.minimum_image_ttl = 120 * CK_SEC;
     const char *kubeconfig = NULL, *config_file = NULL, *gates_flag = NULL;
+    const char *bootstrap_kubeconfig = NULL, *cert_dir = NULL;
     struct flags_set set = {0};
     static struct dns_servers dns; /* config borrows its addresses until exit */
     opterr = 0;
@@ -474,6 +486,12 @@ int ck_cmd_agent(int argc, char **argv)
             return 0;
         case O_KUBECONFIG:
             kubeconfig = optarg;
+            break;
+        case O_BOOTSTRAP_KUBECONFIG:
+            bootstrap_kubeconfig = optarg;
+            break;
+        case O_CERT_DIR:
+            cert_dir = optarg;
             break;
         case O_NODE:
             config.node_name = optarg;
@@ -734,6 +752,20 @@ int ck_cmd_agent(int argc, char **argv)
     sigset_t stop_signals;
     ck_cmd_block_stop_signals(&stop_signals);
     struct ck_err err = {0};
+    if (bootstrap_kubeconfig) {
+        char default_cert_dir[PATH_MAX];
+        snprintf(default_cert_dir, sizeof(default_cert_dir), "%s/pki", config.root_dir);
+        struct ck_agent_bootstrap b = {.bootstrap_kubeconfig = bootstrap_kubeconfig,
+                                       .kubeconfig = kubeconfig,
+                                       .cert_dir = cert_dir ? cert_dir : default_cert_dir,
+                                       .node_name = config.node_name};
+        if (ck_agent_bootstrap(&b, &err) < 0) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            ck_fg_gate_free(gates);
+            json_decref(file);
+            return 1;
+        }
+    }
     struct ck_kubeconfig *kc = NULL;
     if (ck_kubeconfig_load(kubeconfig, NULL, &kc, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);

@@ -384,11 +384,21 @@ static int election_start(struct ck_cmd_controllers *c, const struct ck_cmd_serv
     return 0;
 }
 
+int ck_cmd_signing_duration(struct ck_cmd_signing *s, const char *text)
+{
+    int64_t d = 0;
+    if (!ck_cmd_parse_duration(text, &d) || d < CK_SEC)
+        return -1;
+    s->duration = (long long)(d / CK_SEC);
+    return 0;
+}
+
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
                              int64_t resource_quota_sync_period, const struct ck_hpa_options *hpa,
                              const struct ck_cmd_server_election *election,
-                             const struct ck_cmd_node_ipam *ipam, struct ck_cmd_controllers *ret)
+                             const struct ck_cmd_node_ipam *ipam,
+                             const struct ck_cmd_signing *signing, struct ck_cmd_controllers *ret)
 {
     memset(ret, 0, sizeof(*ret));
     ret->server = server;
@@ -413,6 +423,9 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
         .node_monitor_grace_period = node_monitor_grace_period,
         .resource_quota_sync_period = resource_quota_sync_period,
         .hpa = hpa ? *hpa : (struct ck_hpa_options){0},
+        .cluster_signing_cert_file = signing ? signing->cert_file : NULL,
+        .cluster_signing_key_file = signing ? signing->key_file : NULL,
+        .cluster_signing_duration = signing ? signing->duration : 0,
         .cluster_cidr = ipam ? ipam->cluster_cidr : NULL,
         .node_cidr_mask_size = ipam ? ipam->node_cidr_mask_size : 0,
         .workers = syncs ? syncs->values : NULL,
@@ -495,6 +508,12 @@ static const char cm_usage_tail[] =
     "                                         (default 40s)\n"
     "      --resource-quota-sync-period D     between full recounts of each ResourceQuota\n"
     "                                         (default 5m)\n"
+    "      --cluster-signing-cert-file FILE   the CA csrsigning signs with (none: csrsigning\n"
+    "                                         does not run)\n"
+    "      --cluster-signing-key-file FILE    its key\n"
+    "      --cluster-signing-duration D       validity of the certificates it signs (default\n"
+    "                                         8760h, shortened by a request's\n"
+    "                                         expirationSeconds)\n"
     "      --leader-elect[=BOOL]              run the controllers only while holding the\n"
     "                                         leader Lease (default true)\n"
     "      --leader-elect-lease-duration D    how long a lease lasts unrenewed (default 15s)\n"
@@ -599,7 +618,10 @@ int ck_cmd_controller_manager(int argc, char **argv)
         O_MASK_SIZE,
         O_ALLOCATE,
         O_HPA, /* the --horizontal-pod-autoscaler-* flags: O_HPA, O_HPA + 1, ... */
-        O_SYNCS = O_HPA + CK_CMD_HPA_FLAGS,
+        O_SIGNING_CERT = O_HPA + CK_CMD_HPA_FLAGS,
+        O_SIGNING_KEY,
+        O_SIGNING_DURATION,
+        O_SYNCS,
     };
     static const struct option fixed[] = {
         {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
@@ -622,6 +644,9 @@ int ck_cmd_controller_manager(int argc, char **argv)
         {"horizontal-pod-autoscaler-downscale-stabilization", required_argument, NULL, O_HPA + 2},
         {"horizontal-pod-autoscaler-cpu-initialization-period", required_argument, NULL, O_HPA + 3},
         {"horizontal-pod-autoscaler-initial-readiness-delay", required_argument, NULL, O_HPA + 4},
+        {"cluster-signing-cert-file", required_argument, NULL, O_SIGNING_CERT},
+        {"cluster-signing-key-file", required_argument, NULL, O_SIGNING_KEY},
+        {"cluster-signing-duration", required_argument, NULL, O_SIGNING_DURATION},
         {"v", required_argument, NULL, 'v'},
         {"logging-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, 'h'},
@@ -639,6 +664,7 @@ int ck_cmd_controller_manager(int argc, char **argv)
     int64_t grace = 0, quota_sync = 0;
     struct ck_hpa_options hpa = {0};
     static struct ck_cmd_node_ipam ipam; /* the manager's config points at its selection */
+    struct ck_cmd_signing signing = {0};
     opterr = 0;
     optind = 1;
     int opt;
@@ -709,6 +735,16 @@ int ck_cmd_controller_manager(int argc, char **argv)
         case O_ALLOCATE:
             ipam.allocate = optarg ? optarg : "true";
             break;
+        case O_SIGNING_CERT:
+            signing.cert_file = optarg;
+            break;
+        case O_SIGNING_KEY:
+            signing.key_file = optarg;
+            break;
+        case O_SIGNING_DURATION:
+            if (ck_cmd_signing_duration(&signing, optarg) < 0)
+                return cm_usage_error("invalid value for --cluster-signing-duration", optarg);
+            break;
         case O_LE_NAME:
             le_name = optarg;
             break;
@@ -767,7 +803,10 @@ int ck_cmd_controller_manager(int argc, char **argv)
                                      .n_workers = syncs.n_values,
                                      .node_monitor_grace_period = grace,
                                      .resource_quota_sync_period = quota_sync,
-                                     .hpa = hpa},
+                                     .hpa = hpa,
+                                     .cluster_signing_cert_file = signing.cert_file,
+                                     .cluster_signing_key_file = signing.key_file,
+                                     .cluster_signing_duration = signing.duration},
                           .main_thread = pthread_self()};
     char identity[320];
     ck_cmd_election_identity(identity, sizeof(identity));

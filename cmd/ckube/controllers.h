@@ -112,11 +112,24 @@ int ck_cmd_component_client(const struct ck_apiserver *server, const char *file_
                             const char *cn, const char *org, double qps, int burst,
                             struct ck_rest **ret, struct ck_err *reterr);
 
+/*
+ * csrsigning's CA and duration (--cluster-signing-cert-file, -key-file, -duration):
+ * the files as given (NULL: not given) and the duration in seconds (0: one year).
+ */
+struct ck_cmd_signing {
+    const char *cert_file, *key_file;
+    long long duration;
+};
+
+/* Parses --cluster-signing-duration into s: 0, or -1 when it is no positive duration. */
+int ck_cmd_signing_duration(struct ck_cmd_signing *s, const char *text);
+
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
                              int64_t resource_quota_sync_period, const struct ck_hpa_options *hpa,
                              const struct ck_cmd_server_election *election,
-                             const struct ck_cmd_node_ipam *ipam, struct ck_cmd_controllers *ret);
+                             const struct ck_cmd_node_ipam *ipam,
+                             const struct ck_cmd_signing *signing, struct ck_cmd_controllers *ret);
 void ck_cmd_controllers_stop(struct ck_cmd_controllers *c);
 
 /* "host_<uuid>", a new leader-election identity as kube-controller-manager's, in buf. */

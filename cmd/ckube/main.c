@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -109,6 +110,10 @@ static const char usage_tail[] =
     "                                (default: DATA-DIR/pki/sa.key)\n"
     "      --anonymous-auth BOOL     requests without credentials are system:anonymous\n"
     "                                (default true); false answers them 401\n"
+    "      --enable-bootstrap-token-auth[=BOOL]\n"
+    "                                bootstrap tokens (kube-system Secrets\n"
+    "                                bootstrap-token-ID) authenticate as\n"
+    "                                system:bootstrap:ID (default false)\n"
     "      --insecure-plain-http     serve plain HTTP without authentication or authorization,\n"
     "                                on loopback only (tests and benchmarks)\n"
     "      --event-ttl DURATION      how long events are kept after their last activity,\n"
@@ -125,6 +130,15 @@ static const char usage_tail[] =
     "      --resource-quota-sync-period DURATION\n"
     "                                between full recounts of each ResourceQuota's usage\n"
     "                                (default 5m)\n"
+    "      --cluster-signing-cert-file FILE\n"
+    "                                the CA the csrsigning controller signs\n"
+    "                                CertificateSigningRequests with (default: the\n"
+    "                                server's own, PKI-DIR/ca.crt)\n"
+    "      --cluster-signing-key-file FILE\n"
+    "                                its key (default PKI-DIR/ca.key)\n"
+    "      --cluster-signing-duration DURATION\n"
+    "                                validity of the certificates it signs (default 8760h,\n"
+    "                                shortened by a request's expirationSeconds)\n"
     "      --watch-history-events N  SQLite store: events of watch history kept in memory\n"
     "                                (default 16384); older ones are read from the database\n"
     "      --watch-history-bytes N   SQLite store: bytes of objects that history may hold\n"
@@ -231,6 +245,10 @@ enum {
     OPT_REQUEST_HEADER_TIMEOUT,
     OPT_NODE_GRACE,
     OPT_QUOTA_SYNC,
+    OPT_SIGNING_CERT,
+    OPT_BOOTSTRAP_TOKEN_AUTH,
+    OPT_SIGNING_KEY,
+    OPT_SIGNING_DURATION,
     OPT_CLUSTER_CIDR,
     OPT_ADVERTISE_ADDRESS,
     OPT_NODE_CIDR_MASK_SIZE,
@@ -281,6 +299,7 @@ struct options {
     const char *token_auth_file;
     const char *sa_key_file;
     bool anonymous_auth_disabled;
+    bool bootstrap_token_auth;
     bool insecure_plain_http;
     const char *event_ttl;
     const char *max_connections;
@@ -289,6 +308,7 @@ struct options {
     const char *node_grace;
     const char *quota_sync;
     const char *hpa[CK_CMD_HPA_FLAGS]; /* the --horizontal-pod-autoscaler-* values */
+    const char *signing_cert, *signing_key, *signing_duration;
     struct ck_cmd_node_ipam ipam;
     const char *service_cluster_ip_range;
     const char *advertise_address;
@@ -441,6 +461,25 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
         case OPT_HPA + 3:
         case OPT_HPA + 4:
             opts->hpa[opt - OPT_HPA] = optarg;
+            break;
+        case OPT_SIGNING_CERT:
+            opts->signing_cert = optarg;
+            break;
+        case OPT_BOOTSTRAP_TOKEN_AUTH:
+            if (!optarg || strcmp(optarg, "true") == 0)
+                opts->bootstrap_token_auth = true;
+            else if (strcmp(optarg, "false") == 0)
+                opts->bootstrap_token_auth = false;
+            else
+                return usage_error("invalid value \"%s\" for --enable-bootstrap-token-auth: want "
+                                   "true or false",
+                                   optarg);
+            break;
+        case OPT_SIGNING_KEY:
+            opts->signing_key = optarg;
+            break;
+        case OPT_SIGNING_DURATION:
+            opts->signing_duration = optarg;
             break;
         case OPT_CLUSTER_CIDR:
             opts->ipam.cluster_cidr = optarg;
@@ -773,6 +812,7 @@ static int cmd_server(int argc, char **argv)
         {"token-auth-file", required_argument, NULL, OPT_TOKEN_AUTH_FILE},
         {"service-account-key-file", required_argument, NULL, OPT_SA_KEY_FILE},
         {"anonymous-auth", required_argument, NULL, OPT_ANONYMOUS_AUTH},
+        {"enable-bootstrap-token-auth", optional_argument, NULL, OPT_BOOTSTRAP_TOKEN_AUTH},
         {"insecure-plain-http", no_argument, NULL, OPT_INSECURE_PLAIN_HTTP},
         {"event-ttl", required_argument, NULL, OPT_EVENT_TTL},
         {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
@@ -786,6 +826,9 @@ static int cmd_server(int argc, char **argv)
         {"horizontal-pod-autoscaler-cpu-initialization-period", required_argument, NULL,
          OPT_HPA + 3},
         {"horizontal-pod-autoscaler-initial-readiness-delay", required_argument, NULL, OPT_HPA + 4},
+        {"cluster-signing-cert-file", required_argument, NULL, OPT_SIGNING_CERT},
+        {"cluster-signing-key-file", required_argument, NULL, OPT_SIGNING_KEY},
+        {"cluster-signing-duration", required_argument, NULL, OPT_SIGNING_DURATION},
         {"cluster-cidr", required_argument, NULL, OPT_CLUSTER_CIDR},
         {"advertise-address", required_argument, NULL, OPT_ADVERTISE_ADDRESS},
         {"node-cidr-mask-size", required_argument, NULL, OPT_NODE_CIDR_MASK_SIZE},
@@ -855,6 +898,11 @@ static int cmd_server(int argc, char **argv)
         if (opts.hpa[i] && !ck_cmd_hpa_flag(i, opts.hpa[i], &hpa))
             return usage_error("invalid value \"%s\" for --%s", opts.hpa[i],
                                ck_cmd_hpa_flag_names[i]);
+    struct ck_cmd_signing signing = {opts.signing_cert, opts.signing_key, 0};
+    if (opts.signing_duration && ck_cmd_signing_duration(&signing, opts.signing_duration) < 0)
+        return usage_error("invalid value \"%s\" for --cluster-signing-duration: want a "
+                           "duration such as 8760h",
+                           opts.signing_duration);
     int64_t event_ttl = 0; /* the server's default, one hour */
     if (opts.event_ttl) {
         if (!ck_cmd_parse_duration(opts.event_ttl, &event_ttl))
@@ -1014,6 +1062,7 @@ static int cmd_server(int argc, char **argv)
         .token_auth_file = opts.token_auth_file,
         .service_account_key_file = opts.sa_key_file,
         .anonymous_auth_disabled = opts.anonymous_auth_disabled,
+        .enable_bootstrap_token_auth = opts.bootstrap_token_auth,
         .event_ttl = event_ttl,
         .max_connections = max_connections,
         .max_connections_per_address = max_per_address,
@@ -1045,10 +1094,19 @@ static int cmd_server(int argc, char **argv)
 
     CK_LOGS(0, "Serving", "address", ck_apiserver_url(server), "store", opts.store, "version",
             ck_version()->git_version, "allocator", ck__memory_allocator());
+    /* csrsigning signs with the server's own CA unless told otherwise */
+    char ca_crt[PATH_MAX + 8], ca_key[PATH_MAX + 8];
+    snprintf(ca_crt, sizeof(ca_crt), "%s/ca.crt", pki_dir);
+    snprintf(ca_key, sizeof(ca_key), "%s/ca.key", pki_dir);
+    if (!signing.cert_file && !signing.key_file && !opts.insecure_plain_http &&
+        !opts.client_ca_file && access(ca_key, R_OK) == 0) {
+        signing.cert_file = ca_crt;
+        signing.key_file = ca_key;
+    }
     struct ck_cmd_controllers controllers = {0};
     if (!no_controllers &&
         ck_cmd_controllers_start(server, opts.ipam.selection, &syncs, node_grace, quota_sync, &hpa,
-                                 &election, &opts.ipam, &controllers) < 0) {
+                                 &election, &opts.ipam, &signing, &controllers) < 0) {
         ck_apiserver_free(server);
         ck_fg_gate_free(gates);
         return 1;

@@ -306,6 +306,23 @@ struct ck_agent_config {
 #define CK_AGENT_CNI_BIN_DIR      "/usr/lib/cni"
 #define CK_AGENT_RESOLV_CONF      "/etc/resolv.conf"
 
+/*
+ * TLS bootstrapping (kubelet's --bootstrap-kubeconfig, bootstrap.c): when kubeconfig does
+ * not exist or its client certificate has expired, asks the cluster for the node's client
+ * certificate (CN system:node:NAME, O system:nodes, signer
+ * kubernetes.io/kube-apiserver-client-kubelet) as bootstrap_kubeconfig's user, waits for
+ * it and writes it with its key to CERT-DIR/kubelet-client-current.pem and kubeconfig to
+ * use it. 0 (also when kubeconfig was usable), or a negative code with *reterr.
+ */
+struct ck_agent_bootstrap {
+    const char *bootstrap_kubeconfig;
+    const char *kubeconfig;
+    const char *cert_dir;
+    const char *node_name;
+    long long timeout; /* seconds to wait for the certificate; 0: an hour */
+};
+int ck_agent_bootstrap(const struct ck_agent_bootstrap *b, struct ck_err *reterr);
+
 struct ck_agent;
 
 /* Checks the configuration. 0, CK_EINVAL or CK_ENOMEM. */

@@ -451,6 +451,13 @@ struct ck_subresource {
      * managedFields entry; update() alone decides what is valid.
      */
     bool straight_to_storage;
+    /*
+     * CK_SUBRESOURCE_STATUS: what a write through it also keeps of old or
+     * stamps, once the server has kept the spec (Kubernetes' status
+     * strategy's PrepareForUpdate: a CertificateSigningRequest keeps its
+     * approval conditions). NULL: nothing more. 0 or CK_ENOMEM.
+     */
+    int (*prepare)(json_t *next, const json_t *old);
     const char *message; /* CK_SUBRESOURCE_UNSERVED: why, in the 503 */
     /*
      * CK_SUBRESOURCE_SCALE of a custom resource: where the Scale's numbers
@@ -535,6 +542,14 @@ struct ck_kind {
      * half-changed and the write fails with a 500).
      */
     int (*prepare_for_create)(json_t *obj);
+    /*
+     * What a create takes from the user who asks, after prepare_for_create
+     * (Kubernetes' PrepareForCreate reading the request's user: a
+     * CertificateSigningRequest's spec.username): user is an
+     * authentication.k8s.io/v1 UserInfo object (username, uid, groups,
+     * extra). 0 or CK_ENOMEM.
+     */
+    int (*prepare_for_create_by)(json_t *obj, const json_t *user);
     int (*prepare_for_update)(json_t *obj, const json_t *old);
     /* Computed defaults (beyond the schema's), on create and on update. */
     int (*defaults)(json_t *obj);

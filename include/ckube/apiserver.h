@@ -54,6 +54,8 @@ struct ck_apiserver_config {
     const char *token_auth_file;          /* kube-apiserver's static token CSV, or NULL */
     const char *service_account_key_file; /* NULL: the PKI's sa.key */
     bool anonymous_auth_disabled;         /* --anonymous-auth=false */
+    /* --enable-bootstrap-token-auth: kube-system's bootstrap-token-* Secrets authenticate */
+    bool enable_bootstrap_token_auth;
     /*
      * The client certificate the server presents to node agents (pods/log, pods/exec):
      * --kubelet-client-certificate/--kubelet-client-key. NULL: one the PKI signs

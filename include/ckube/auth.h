@@ -195,7 +195,28 @@ struct ck_auth_config {
      */
     int (*sa_validate)(void *arg, const json_t *claims, struct ck_err *reterr);
     void *sa_validate_arg;
+    /*
+     * Bootstrap tokens (kube-apiserver --enable-bootstrap-token-auth): the
+     * kube-system Secret bootstrap-token-ID for a bearer token ID.SECRET of
+     * that shape, as a new reference, or NULL when there is none. NULL: off.
+     */
+    json_t *(*bootstrap_secret)(void *arg, const char *token_id);
+    void *bootstrap_secret_arg;
 };
+
+/*
+ * Kubernetes' bootstrap token authenticator for token against secret (the
+ * Secret its id names): a user system:bootstrap:ID in system:bootstrappers
+ * and the secret's auth-extra-groups when the secret is a live
+ * bootstrap.kubernetes.io/token whose token-id and token-secret are the
+ * token's, usage-bootstrap-authentication is "true" and expiration (if any)
+ * is after now; else NULL with the reason in reterr (CK_EPERM) or CK_ENOMEM.
+ */
+struct ck_auth_user *ck_auth_bootstrap_token_user(const json_t *secret, const char *token,
+                                                  long long now, struct ck_err *reterr);
+
+/* Whether token has a bootstrap token's shape, [a-z0-9]{6}.[a-z0-9]{16}. */
+bool ck_auth_is_bootstrap_token(const char *token);
 
 /* The credentials of one request. */
 struct ck_auth_credentials {

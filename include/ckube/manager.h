@@ -48,6 +48,10 @@ struct ck_controller_manager_config {
     int node_cidr_mask_size;            /* --node-cidr-mask-size (nodeipam); 0: its default */
     int64_t resource_quota_sync_period; /* --resource-quota-sync-period, ns; 0: 5 minutes */
     struct ck_hpa_options hpa;          /* --horizontal-pod-autoscaler-*; zeros: defaults */
+    /* csrsigning's CA (--cluster-signing-cert-file, -key-file; NULL: not started) */
+    const char *cluster_signing_cert_file;
+    const char *cluster_signing_key_file;
+    long long cluster_signing_duration; /* --cluster-signing-duration, s; 0: one year */
 };
 
 struct ck_controller_manager;
@@ -62,6 +66,9 @@ struct ck_controller_context {
     int node_cidr_mask_size;             /* nodeipam's; 0: its default */
     int64_t resource_quota_sync_period;  /* resourcequota's, ns; 0: its default */
     struct ck_hpa_options hpa;           /* horizontalpodautoscaling's; zeros: defaults */
+    const char *cluster_signing_cert_file; /* csrsigning's CA; NULL: not started */
+    const char *cluster_signing_key_file;
+    long long cluster_signing_duration; /* csrsigning's, s; 0: one year */
 };
 
 /* One row of the table. */

@@ -65,6 +65,7 @@ static int start_following(struct ck__auth *a, struct ck_err *reterr);
 static int reconcile_bootstrap(struct ck_apiserver *server, const json_t *roles,
                                const json_t *bindings, struct ck_err *reterr);
 static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *reterr);
+static json_t *bootstrap_secret(void *arg, const char *token_id);
 static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **user,
                        struct ck_err *err);
 static bool node_may_read(struct ck_apiserver *server, const char *node,
@@ -147,6 +148,8 @@ int ck__auth_init(struct ck_apiserver *server, const struct ck_apiserver_config 
         .anonymous = !config->anonymous_auth_disabled,
         .sa_validate = validate_sa_claims,
         .sa_validate_arg = server,
+        .bootstrap_secret = config->enable_bootstrap_token_auth ? bootstrap_secret : NULL,
+        .bootstrap_secret_arg = server,
     };
     return 0;
 }
@@ -183,6 +186,11 @@ const char *ck__auth_key_pem(const struct ck__auth *a)
 const char *ck__auth_client_ca_pem(const struct ck__auth *a)
 {
     return a ? a->client_ca_pem : NULL;
+}
+
+struct ck_rbac_authorizer *ck__auth_authorizer(const struct ck__auth *auth)
+{
+    return auth ? auth->authorizer : NULL;
 }
 
 const struct ck_pki *ck__auth_pki(const struct ck__auth *a)
@@ -705,6 +713,15 @@ static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *re
     return r;
 }
 
+/* The Secret a bootstrap token names: kube-system/bootstrap-token-ID, or NULL. */
+static json_t *bootstrap_secret(void *arg, const char *token_id)
+{
+    char name[64];
+    int code = 0;
+    snprintf(name, sizeof(name), "bootstrap-token-%s", token_id);
+    return stored_object(arg, ck_kind_with_role(CK_KIND_ROLE_SECRET), "kube-system", name, &code);
+}
+
 /* ---- impersonation ------------------------------------------------------------ */
 
 #define IMPERSONATE_USER   "Impersonate-User"
@@ -988,8 +1005,7 @@ static enum MHD_Result send_created(struct MHD_Connection *conn, json_t *obj)
     return ck__send_bytes(conn, MHD_HTTP_CREATED, "application/json", text, len, NULL);
 }
 
-/* A UserInfo object of user. */
-static json_t *user_info(const struct ck_auth_user *user)
+json_t *ck__auth_user_info(const struct ck_auth_user *user)
 {
     json_t *groups = json_array();
     for (size_t i = 0; groups && i < user->n_groups; i++)
@@ -1226,7 +1242,7 @@ static int review_token(struct ck_apiserver *server, json_t *review, struct ck_e
         for (size_t i = 0; accepted && i < (n_aud ? n_aud : 1); i++)
             json_array_append_new(accepted, json_string(n_aud ? auds[i] : config.sa_issuer));
         if (json_object_set_new(status, "authenticated", json_true()) < 0 ||
-            json_object_set_new(status, "user", user_info(user)) < 0 ||
+            json_object_set_new(status, "user", ck__auth_user_info(user)) < 0 ||
             json_object_set_new(status, "audiences", accepted) < 0)
             r = CK_ENOMEM;
     } else if (r != CK_ENOMEM) {
@@ -1459,7 +1475,7 @@ static enum MHD_Result serve_review(struct ck_apiserver *server, struct MHD_Conn
     int r = 0;
     switch (review) {
     case SELF_SUBJECT_REVIEW: {
-        json_t *info = user_info(user);
+        json_t *info = ck__auth_user_info(user);
         r = info && json_object_set_new(obj, "status", json_pack("{s:o}", "userInfo", info)) == 0
                 ? 0
                 : ck_err_no_memory(&err);

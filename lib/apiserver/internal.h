@@ -130,6 +130,8 @@ struct ck__registry {
     struct ck__allocator *allocator;             /* cluster IPs and node ports; NULL: none given */
     struct ck__namespace_cache *namespaces;      /* NULL: every create reads its namespace */
     const struct ck__admission_chain *admission; /* every write passes it; NULL: no plugin */
+    /* RBAC, for the plugins that ask it (the certificate signers'); NULL: no authorization */
+    struct ck_rbac_authorizer *authorizer;
 };
 
 /* ---- admission (admission/) ------------------------------------------------ */
@@ -255,6 +257,9 @@ extern const struct ck__admission_plugin ck__admission_node_restriction;
 extern const struct ck__admission_plugin ck__admission_default_storage_class;
 extern const struct ck__admission_plugin ck__admission_pod_security;
 extern const struct ck__admission_plugin ck__admission_resource_quota;
+extern const struct ck__admission_plugin ck__admission_certificate_approval;
+extern const struct ck__admission_plugin ck__admission_certificate_signing;
+extern const struct ck__admission_plugin ck__admission_certificate_subject_restriction;
 /*
  * Whether ResourceQuota admission serializes a namespace's requests (true); tests set
  * false to race them on the quota's resourceVersion alone, as two servers would.
@@ -918,6 +923,10 @@ const char *ck__auth_cert_pem(const struct ck__auth *auth);
 const char *ck__auth_key_pem(const struct ck__auth *auth);
 const char *ck__auth_client_ca_pem(const struct ck__auth *auth);
 const struct ck_pki *ck__auth_pki(const struct ck__auth *auth);
+/* The RBAC authorizer requests are decided with (NULL before bootstrap). */
+struct ck_rbac_authorizer *ck__auth_authorizer(const struct ck__auth *auth);
+/* An authentication.k8s.io/v1 UserInfo object of user; new reference, NULL when out of memory. */
+json_t *ck__auth_user_info(const struct ck_auth_user *user);
 
 /*
  * Authenticates and authorizes one request. When *ret_answered is set, the

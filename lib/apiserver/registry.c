@@ -449,6 +449,11 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
             return r;
         }
         r = ck_meta_prepare_create(kind, candidate, namespace, time(NULL), &err);
+        if (r == 0 && kind->prepare_for_create_by && user) {
+            json_t *info = ck__auth_user_info(user);
+            r = !info || kind->prepare_for_create_by(candidate, info) < 0 ? CK_ENOMEM : 0;
+            json_decref(info);
+        }
         if (r < 0) {
             json_decref(candidate);
             if (r == CK_ENOMEM)
@@ -749,6 +754,8 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
         next = status_write   ? status_update(kind, requested, old)
                : custom_write ? custom_update(kind, sub, name, requested, old, reterr)
                               : json_incref(requested);
+        if (next && status_write && sub->prepare && sub->prepare(next, old) < 0)
+            next = (json_decref(next), NULL);
         if (!next) {
             /* custom_update() says why; the others only run out of memory */
             r = custom_write ? reterr->code : ck_err_no_memory(reterr);

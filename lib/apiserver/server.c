@@ -1619,6 +1619,7 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
      */
     if (r == 0) {
         server->registry->admission = server->admission;
+        server->registry->authorizer = ck__auth_authorizer(server->auth);
         ck__admission_chain_log(server->admission);
     }
     if (r == 0)

@@ -474,6 +474,127 @@ static const char *bearer_token(const char *header, char *buf, size_t size)
     return buf;
 }
 
+/* ---- bootstrap tokens ---------------------------------------------------------- */
+
+#define BOOTSTRAP_GROUP "system:bootstrappers"
+
+static bool lower_alnum(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+            return false;
+    return true;
+}
+
+bool ck_auth_is_bootstrap_token(const char *token)
+{
+    return token && strlen(token) == 23 && token[6] == '.' && lower_alnum(token, 6) &&
+           lower_alnum(token + 7, 16);
+}
+
+/* data[key] of a Secret, base64-decoded (caller frees), or NULL. */
+static char *secret_data(const json_t *secret, const char *key)
+{
+    const char *b64 = json_string_value(json_object_get(json_object_get(secret, "data"), key));
+    size_t len = 0;
+    return b64 ? ck_base64_decode(b64, &len) : NULL;
+}
+
+/* Constant-time comparison of two strings (subtle.ConstantTimeCompare). */
+static bool same_secret(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = la != lb;
+    for (size_t i = 0; i < la && i < lb; i++)
+        diff |= (unsigned char)(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+/* An extra group: system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]. */
+static bool valid_extra_group(const char *g, size_t n)
+{
+    size_t prefix = sizeof(BOOTSTRAP_GROUP ":") - 1;
+    if (n <= prefix || n > prefix + 256 || strncmp(g, BOOTSTRAP_GROUP ":", prefix) != 0)
+        return false;
+    for (size_t i = prefix; i < n; i++) {
+        char c = g[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  (i + 1 < n && (c == ':' || c == '-'));
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+struct ck_auth_user *ck_auth_bootstrap_token_user(const json_t *secret, const char *token,
+                                                  long long now, struct ck_err *reterr)
+{
+    const json_t *meta = json_object_get(secret, "metadata");
+    const char *type = json_string_value(json_object_get(secret, "type"));
+    if (!ck_auth_is_bootstrap_token(token)) {
+        ck_err_set(reterr, CK_EPERM, "not a bootstrap token");
+        return NULL;
+    }
+    if (json_object_get(meta, "deletionTimestamp")) {
+        ck_err_set(reterr, CK_EPERM, "bootstrap token secret is deleted and awaiting removal");
+        return NULL;
+    }
+    if (!type || strcmp(type, "bootstrap.kubernetes.io/token") != 0) {
+        ck_err_set(reterr, CK_EPERM, "bootstrap token secret has the wrong type");
+        return NULL;
+    }
+    char *id = secret_data(secret, "token-id"), *sec = secret_data(secret, "token-secret");
+    char *usage = secret_data(secret, "usage-bootstrap-authentication");
+    char *expiration = secret_data(secret, "expiration");
+    char *extra = secret_data(secret, "auth-extra-groups");
+    char want_id[7];
+    snprintf(want_id, sizeof(want_id), "%.6s", token);
+    int64_t expires = 0;
+    struct ck_auth_user *u = NULL;
+    if (!id || !sec || strcmp(id, want_id) != 0 || !same_secret(sec, token + 7))
+        ck_err_set(reterr, CK_EPERM, "bootstrap token does not match its secret");
+    else if (expiration && (ck__time_parse(expiration, &expires, NULL) != 0 || expires <= now))
+        ck_err_set(reterr, CK_EPERM, "bootstrap token has expired");
+    else if (!usage || strcmp(usage, "true") != 0)
+        ck_err_set(reterr, CK_EPERM, "bootstrap token is not for authentication");
+    else {
+        char name[64];
+        snprintf(name, sizeof(name), "system:bootstrap:%s", id);
+        u = ck_auth_user_new(name, NULL);
+        bool bad = !u || ck_auth_user_add_group(u, BOOTSTRAP_GROUP) < 0;
+        for (const char *p = extra; !bad && p && *p;) {
+            size_t n = strcspn(p, ",");
+            const char *g = p;
+            size_t len = n;
+            while (len && *g == ' ')
+                g++, len--;
+            while (len && g[len - 1] == ' ')
+                len--;
+            if (len && !valid_extra_group(g, len)) {
+                ck_err_set(reterr, CK_EPERM, "bootstrap token has an invalid extra group");
+                u = ck_auth_user_free(u);
+                break;
+            }
+            char group[300];
+            snprintf(group, sizeof(group), "%.*s", (int)len, g);
+            bad = len && ck_auth_user_add_group(u, group) < 0;
+            p += n + (p[n] == ',');
+        }
+        if (!bad && u && ck_auth_mark_authenticated(u) < 0)
+            bad = true;
+        if (bad) {
+            u = ck_auth_user_free(u);
+            ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        }
+    }
+    free(id);
+    free(sec);
+    free(usage);
+    free(expiration);
+    free(extra);
+    return u;
+}
+
 int ck_auth_authenticate(const struct ck_auth_config *config,
                          const struct ck_auth_credentials *creds, struct ck_auth_user **ret_user,
                          struct ck_err *reterr)
@@ -496,6 +617,19 @@ int ck_auth_authenticate(const struct ck_auth_config *config,
         if (!*token)
             return ck_err_set(reterr, CK_EPERM, "bearer token too long");
         u = ck_auth_tokens_authenticate(config->tokens, token);
+        if (!u && config->bootstrap_secret && ck_auth_is_bootstrap_token(token)) {
+            char id[7];
+            snprintf(id, sizeof(id), "%.6s", token);
+            json_t *secret = config->bootstrap_secret(config->bootstrap_secret_arg, id);
+            struct ck_err why = {0};
+            u = secret ? ck_auth_bootstrap_token_user(secret, token, creds->now, &why) : NULL;
+            json_decref(secret);
+            if (!u && why.code == CK_ENOMEM)
+                return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+            if (!u)
+                return ck_err_set(reterr, CK_EPERM, "invalid bootstrap token: %s",
+                                  secret ? why.msg : "no secret");
+        }
         if (!u && config->sa_key && config->sa_issuer) {
             const char *const *aud = config->api_audiences;
             size_t n_aud = config->n_api_audiences;

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ckube/cronjob.h"
+#include "ckube/csrcontrollers.h"
 #include "ckube/daemonset.h"
 #include "ckube/deployment.h"
 #include "ckube/disruption.h"
@@ -333,6 +334,27 @@ static const struct ck_controller_descriptor table[] = {
      .stop = quota_stop,
      .syncs_flag = "resource-quota",
      .default_workers = 5},
+    {.name = "csrsigning",
+     .kube_name = "certificatesigningrequest-signing-controller",
+     .enabled_by_default = true,
+     .start = ck_csrsigning_manager_start,
+     .run = ck_csr_manager_run,
+     .stop = ck_csr_manager_stop,
+     .default_workers = 5},
+    {.name = "csrapproving",
+     .kube_name = "certificatesigningrequest-approving-controller",
+     .enabled_by_default = true,
+     .start = ck_csrapproving_manager_start,
+     .run = ck_csr_manager_run,
+     .stop = ck_csr_manager_stop,
+     .default_workers = 5},
+    {.name = "csrcleaner",
+     .kube_name = "certificatesigningrequest-cleaner-controller",
+     .enabled_by_default = true,
+     .start = ck_csrcleaner_manager_start,
+     .run = ck_csr_manager_run,
+     .stop = ck_csr_manager_stop,
+     .default_workers = 1},
 };
 
 #define N_CONTROLLERS (sizeof(table) / sizeof(table[0]))
@@ -467,7 +489,10 @@ int ck_controller_manager_start(const struct ck_controller_manager_config *confi
                                             config->cluster_cidr,
                                             config->node_cidr_mask_size,
                                             config->resource_quota_sync_period,
-                                            config->hpa};
+                                            config->hpa,
+                                            config->cluster_signing_cert_file,
+                                            config->cluster_signing_key_file,
+                                            config->cluster_signing_duration};
         if (on && table[i].user && config->client_for) {
             struct ck_rest *client = config->client_for(config->client_for_arg, table[i].user);
             own.client = client ? client : config->client;

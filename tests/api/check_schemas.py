@@ -112,6 +112,10 @@ EXPECTED_KINDS = {
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinitionList"):
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionList",
     ("coordination.k8s.io", "v1", "LeaseList"): "io.k8s.api.coordination.v1.LeaseList",
+    ("certificates.k8s.io", "v1", "CertificateSigningRequest"):
+        "io.k8s.api.certificates.v1.CertificateSigningRequest",
+    ("certificates.k8s.io", "v1", "CertificateSigningRequestList"):
+        "io.k8s.api.certificates.v1.CertificateSigningRequestList",
     ("policy", "v1", "Eviction"): "io.k8s.api.policy.v1.Eviction",
     ("", "v1", "ServiceAccount"): "io.k8s.api.core.v1.ServiceAccount",
     ("", "v1", "ServiceAccountList"): "io.k8s.api.core.v1.ServiceAccountList",

@@ -46,6 +46,8 @@ static void test_registry_matches_the_resource_table(void **state)
         {"node.k8s.io", "runtimeclasses", "RuntimeClass", NULL, false},
         {"batch", "jobs", "Job", NULL, true},
         {"batch", "cronjobs", "CronJob", "cj", true},
+        {"certificates.k8s.io", "certificatesigningrequests", "CertificateSigningRequest", "csr",
+         false},
         {"", "replicationcontrollers", "ReplicationController", "rc", true},
         {"", "persistentvolumeclaims", "PersistentVolumeClaim", "pvc", true},
         {"apps", "daemonsets", "DaemonSet", "ds", true},

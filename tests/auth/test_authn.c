@@ -3,7 +3,8 @@
  * and the static token file (kube-apiserver's --token-auth-file CSV),
  * including the malformed lines that fail the whole file, and the chain
  * kube-apiserver runs per request (certificate, bearer token from the file
- * or a ServiceAccount JWT, anonymous). Certificates the PKI makes are also
+ * or a ServiceAccount JWT, anonymous) and bootstrap tokens against their
+ * Secrets. Certificates the PKI makes are also
  * tested in test_pki.c.
  */
 #include "cktest.h"
@@ -364,6 +365,83 @@ static void test_request_chain_as_kube_apiserver_runs_it(void **state)
     ck_auth_tokens_free(tokens);
 }
 
+/* A bootstrap token Secret with the data members given as name=value pairs (base64ed). */
+static json_t *bootstrap_secret(const char *type, const char *const *pairs)
+{
+    json_t *data = json_object();
+    for (size_t i = 0; pairs[i]; i += 2) {
+        char *b64 = ck_base64_encode(pairs[i + 1], strlen(pairs[i + 1]));
+        json_object_set_new(data, pairs[i], json_string(b64));
+        free(b64);
+    }
+    return json_pack("{s:{s:s, s:s}, s:s, s:o}", "metadata", "name", "bootstrap-token-abcdef",
+                     "namespace", "kube-system", "type", type, "data", data);
+}
+
+static void test_bootstrap_tokens(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"token-id",
+                                       "abcdef",
+                                       "token-secret",
+                                       "0123456789abcdef",
+                                       "usage-bootstrap-authentication",
+                                       "true",
+                                       "expiration",
+                                       "2030-01-01T00:00:00Z",
+                                       "auth-extra-groups",
+                                       "system:bootstrappers:a, system:bootstrappers:b",
+                                       NULL};
+    const long long now = 1800000000LL; /* 2027 */
+    const char *token = "abcdef.0123456789abcdef";
+    assert_true(ck_auth_is_bootstrap_token(token));
+    assert_false(ck_auth_is_bootstrap_token("abcdef.0123456789abcde"));
+    assert_false(ck_auth_is_bootstrap_token("ABCDEF.0123456789abcdef"));
+    assert_false(ck_auth_is_bootstrap_token("abcdef-0123456789abcdef"));
+
+    json_t *secret = bootstrap_secret("bootstrap.kubernetes.io/token", good);
+    struct ck_err err = {0};
+    struct ck_auth_user *u = ck_auth_bootstrap_token_user(secret, token, now, &err);
+    assert_non_null(u);
+    assert_string_equal(u->name, "system:bootstrap:abcdef");
+    assert_int_equal(u->n_groups, 4);
+    assert_string_equal(u->groups[0], "system:bootstrappers");
+    assert_string_equal(u->groups[1], "system:bootstrappers:a");
+    assert_string_equal(u->groups[2], "system:bootstrappers:b");
+    assert_string_equal(u->groups[3], "system:authenticated");
+    ck_auth_user_free(u);
+    /* another secret part, expired, the wrong type */
+    assert_null(ck_auth_bootstrap_token_user(secret, "abcdef.0123456789abcdee", now, &err));
+    assert_string_equal(err.msg, "bootstrap token does not match its secret");
+    assert_null(ck_auth_bootstrap_token_user(secret, token, 1900000000LL, &err));
+    assert_string_equal(err.msg, "bootstrap token has expired");
+    json_decref(secret);
+    secret = bootstrap_secret("Opaque", good);
+    assert_null(ck_auth_bootstrap_token_user(secret, token, now, &err));
+    json_decref(secret);
+
+    /* not for authentication; an extra group outside system:bootstrappers: */
+    static const char *const signing_only[] = {"token-id", "abcdef", "token-secret",
+                                               "0123456789abcdef", NULL};
+    secret = bootstrap_secret("bootstrap.kubernetes.io/token", signing_only);
+    assert_null(ck_auth_bootstrap_token_user(secret, token, now, &err));
+    assert_string_equal(err.msg, "bootstrap token is not for authentication");
+    json_decref(secret);
+    static const char *const masters[] = {"token-id",
+                                          "abcdef",
+                                          "token-secret",
+                                          "0123456789abcdef",
+                                          "usage-bootstrap-authentication",
+                                          "true",
+                                          "auth-extra-groups",
+                                          "system:masters",
+                                          NULL};
+    secret = bootstrap_secret("bootstrap.kubernetes.io/token", masters);
+    assert_null(ck_auth_bootstrap_token_user(secret, token, now, &err));
+    assert_string_equal(err.msg, "bootstrap token has an invalid extra group");
+    json_decref(secret);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_cert_garbage_is_refused),
         cmocka_unit_test(test_token_file_allocation_failure_is_clean),
         cmocka_unit_test(test_request_chain_as_kube_apiserver_runs_it),
+        cmocka_unit_test(test_bootstrap_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
