@@ -193,6 +193,12 @@ extern const char *const ck__get_patch_update[];
         .schema = "io.k8s.api.autoscaling.v1.Scale"                                                \
     }
 
+/*
+ * core validation's ValidateCSIDriverName (kinds/csidriver.c): required, at most 63 bytes,
+ * a DNS subdomain once lower-cased; the CSI kinds' driver and attacher names.
+ */
+void ck__validate_csi_driver_name(const char *name, const char *path, struct ck_field_errors *errs);
+
 /* ---- pod specs, in pods and in templates (kinds/podspec.c) -------------- */
 
 /* SetDefaults_PodSpec's part ckube has: imagePullPolicy from the image tag. 0 or CK_ENOMEM. */
