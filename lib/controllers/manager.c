@@ -35,6 +35,7 @@
 #include "ckube/nodeipam.h"
 #include "ckube/nodelifecycle.h"
 #include "ckube/nscontroller.h"
+#include "ckube/persistentvolume.h"
 #include "ckube/replicaset.h"
 #include "ckube/resourcequota.h"
 #include "ckube/rootcacertpublisher.h"
@@ -134,6 +135,26 @@ static int quota_run(void *state, int workers, struct ck_err *reterr)
 static void quota_stop(void *state)
 {
     ck_resourcequota_controller_free(state);
+}
+
+static int pv_binder_start(const struct ck_controller_context *ctx, void **ret_state,
+                           struct ck_err *reterr)
+{
+    struct ck_pv_controller *c = NULL;
+    int r = ck_pv_controller_new(ctx->client, ctx->factory, NULL, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int pv_binder_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_pv_controller_run(state, workers, reterr);
+}
+
+static void pv_binder_stop(void *state)
+{
+    ck_pv_controller_free(state);
 }
 
 static int cronjob_start(const struct ck_controller_context *ctx, void **ret_state,
@@ -296,6 +317,13 @@ static const struct ck_controller_descriptor table[] = {
      .run = ck_mirroring_manager_run,
      .stop = ck_mirroring_manager_stop,
      .default_workers = 5},
+    {.name = "persistentvolume-binder",
+     .kube_name = "persistentvolume-binder-controller",
+     .enabled_by_default = true,
+     .start = pv_binder_start,
+     .run = pv_binder_run,
+     .stop = pv_binder_stop,
+     .default_workers = 2},
     {.name = "resourcequota",
      .kube_name = "resourcequota-controller",
      .enabled_by_default = true,

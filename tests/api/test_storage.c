@@ -96,12 +96,12 @@ static void test_persistentvolume_create(void **state)
     struct ck_err err = {0};
     assert_int_equal(ck_meta_prepare_create(k, o, NULL, NOW, &err), 0);
     assert_string_equal(json_string_value(json_object_get(json_object_get(o, "status"), "phase")),
-                        "Available");
+                        "Pending");
     kt_expect(k, o, NULL, NULL);
     kt_expect_cell(k, o, "Capacity", "10Gi");
     kt_expect_cell(k, o, "Access Modes", "RWO,ROX");
     kt_expect_cell(k, o, "Reclaim Policy", "Retain");
-    kt_expect_cell(k, o, "Status", "Available");
+    kt_expect_cell(k, o, "Status", "Pending");
     kt_expect_cell(k, o, "Claim", "default/data");
     kt_expect_cell(k, o, "StorageClass", "manual");
     kt_expect_cell(k, o, "VolumeAttributesClass", "<unset>");

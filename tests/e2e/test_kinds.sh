@@ -30,7 +30,7 @@ k apply -f "$data/cluster-kinds.yaml" >"$work/out" 2>&1
 check "a second apply leaves the others unchanged" sh -c '[ "$(grep -c unchanged "$1")" = 7 ] &&
     grep -q "networkpolicy.networking.k8s.io/web-allow" "$1"' - "$work/out"
 
-# --- columns ---
+# --- columns (no controllers run: a volume stays Pending) ---
 k get ingressclass >"$work/out" 2>&1
 check "ingressclass columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +CONTROLLER +PARAMETERS +AGE$" &&
     grep -Eq "^nginx +k8s.io/ingress-nginx +<none> " "$1"' - "$work/out"
@@ -47,7 +47,7 @@ check "storageclass columns, the default marked" sh -c 'head -1 "$1" |
 k get pv >"$work/out" 2>&1
 check "persistentvolume columns" sh -c 'head -1 "$1" |
     grep -Eq "^NAME +CAPACITY +ACCESS MODES +RECLAIM POLICY +STATUS +CLAIM +STORAGECLASS +VOLUMEATTRIBUTESCLASS +REASON +AGE$" &&
-    grep -Eq "^data-1 +5Gi +RWO +Retain +Available +standard +<unset> " "$1"' - "$work/out"
+    grep -Eq "^data-1 +5Gi +RWO +Retain +Pending +standard +<unset> " "$1"' - "$work/out"
 k get pc >"$work/out" 2>&1
 check "priorityclass columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +VALUE +GLOBAL-DEFAULT +AGE +PREEMPTIONPOLICY$" &&
     grep -Eq "^high +1000000 +false +.* +PreemptLowerPriority$" "$1"' - "$work/out"

@@ -10,9 +10,9 @@
  * ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod (the last
  * alone), and exactly one volume source; a local volume needs node affinity.
  *
- * Kubernetes' strategy starts a volume Pending and its binder controller
- * makes it Available at once; ckube has no binder, so a create starts
- * Available (docs/differences.md). The printer shows NAME, CAPACITY, ACCESS
+ * A create starts Pending, as Kubernetes' strategy has it; the
+ * persistentvolume-binder controller makes it Available (or Bound) at once.
+ * The printer shows NAME, CAPACITY, ACCESS
  * MODES, RECLAIM POLICY, STATUS, CLAIM, STORAGECLASS, VOLUMEATTRIBUTESCLASS,
  * REASON, AGE and, wide, VOLUMEMODE.
  *
@@ -54,7 +54,7 @@ static const char *const sources[] = {
 
 static int prepare_for_create(json_t *obj)
 {
-    json_t *status = json_pack("{s:s}", "phase", "Available");
+    json_t *status = json_pack("{s:s}", "phase", "Pending");
     const json_t *created = ck__json_path(obj, "metadata.creationTimestamp");
     if (status && json_is_string(created))
         json_object_set(status, "lastPhaseTransitionTime", (json_t *)created);

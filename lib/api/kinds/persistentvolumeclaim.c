@@ -1,8 +1,7 @@
 /*
- * persistentvolumeclaim.c - the PersistentVolumeClaim kind (v1), served as a
- * stored kind: no volume is provisioned or bound (docs/differences.md), the
- * claims of a StatefulSet's volumeClaimTemplates exist and are kept or
- * deleted by its retention policy.
+ * persistentvolumeclaim.c - the PersistentVolumeClaim kind (v1): a request
+ * for storage, which the persistentvolume-binder controller binds to a
+ * PersistentVolume (lib/controllers/volume/persistentvolume.c).
  *
  * Mirrors Kubernetes' pkg/registry/core/persistentvolumeclaim/strategy.go:
  * the server owns status, which a create starts at phase Pending;
