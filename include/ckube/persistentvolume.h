@@ -2,7 +2,8 @@
  * ckube/persistentvolume.h - the persistentvolume-binder controller: binds
  * PersistentVolumeClaims to PersistentVolumes, keeps both phases, reclaims
  * released volumes, and provisions claims of the built-in local-path class
- * (kubernetes pkg/controller/volume/persistentvolume).
+ * (kubernetes pkg/controller/volume/persistentvolume); and the two controllers that
+ * keep claims and volumes in use from going (pvcprotection, pvprotection).
  */
 #ifndef CKUBE_PERSISTENTVOLUME_H
 #define CKUBE_PERSISTENTVOLUME_H
@@ -72,5 +73,45 @@ int ck_pv_controller_run(struct ck_pv_controller *c, int workers, struct ck_err 
 
 /* Stops and frees c (NULL: no-op); returns NULL. */
 struct ck_pv_controller *ck_pv_controller_free(struct ck_pv_controller *c);
+
+/* ---- the pvc-protection and pv-protection controllers ------------------------------- */
+
+/*
+ * kubernetes pkg/controller/volume/pvcprotection and pvprotection: a claim (volume)
+ * being deleted keeps its kubernetes.io/pvc-protection (pv-protection) finalizer while a
+ * scheduled, unfinished pod uses it (while it is Bound), and loses it after; one not
+ * being deleted gets the finalizer if it lacks it.
+ */
+#define CK_PVC_PROTECTION_FINALIZER "kubernetes.io/pvc-protection"
+#define CK_PV_PROTECTION_FINALIZER  "kubernetes.io/pv-protection"
+
+enum ck_protected { CK_PROTECT_CLAIMS, CK_PROTECT_VOLUMES };
+
+struct ck_protection_controller;
+
+struct ck_protection_controller_deps {
+    enum ck_protected what;
+    const struct ck_ctl_client *client; /* copied; what it points to must outlive c */
+    const struct ck_lister *objects;    /* claims or volumes; copied; ditto */
+    const struct ck_lister *pods;       /* claims only; copied; ditto */
+    struct ck_clock *clock;             /* the queue's clock; NULL = real */
+};
+
+int ck_protection_controller_new(enum ck_protected what, struct ck_rest *client,
+                                 struct ck_informer_factory *factory,
+                                 struct ck_protection_controller **ret, struct ck_err *reterr);
+int ck_protection_controller_new_with(const struct ck_protection_controller_deps *deps,
+                                      struct ck_protection_controller **ret, struct ck_err *reterr);
+/* One sync of key ("namespace/name" of a claim, a volume's name). 0 or the write's error. */
+int ck_protection_controller_sync(struct ck_protection_controller *c, const char *key,
+                                  struct ck_err *reterr);
+/* The handlers for the protected objects and (claims only) for pods. */
+void ck_protection_controller_handlers(struct ck_protection_controller *c,
+                                       struct ck_event_handler *ret_objects,
+                                       struct ck_event_handler *ret_pods);
+struct ck_wq *ck_protection_controller_queue(struct ck_protection_controller *c);
+int ck_protection_controller_run(struct ck_protection_controller *c, int workers,
+                                 struct ck_err *reterr);
+struct ck_protection_controller *ck_protection_controller_free(struct ck_protection_controller *c);
 
 #endif /* CKUBE_PERSISTENTVOLUME_H */

@@ -157,6 +157,38 @@ static void pv_binder_stop(void *state)
     ck_pv_controller_free(state);
 }
 
+static int protection_start(enum ck_protected what, const struct ck_controller_context *ctx,
+                            void **ret_state, struct ck_err *reterr)
+{
+    struct ck_protection_controller *c = NULL;
+    int r = ck_protection_controller_new(what, ctx->client, ctx->factory, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int pvc_protection_start(const struct ck_controller_context *ctx, void **ret_state,
+                                struct ck_err *reterr)
+{
+    return protection_start(CK_PROTECT_CLAIMS, ctx, ret_state, reterr);
+}
+
+static int pv_protection_start(const struct ck_controller_context *ctx, void **ret_state,
+                               struct ck_err *reterr)
+{
+    return protection_start(CK_PROTECT_VOLUMES, ctx, ret_state, reterr);
+}
+
+static int protection_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_protection_controller_run(state, workers, reterr);
+}
+
+static void protection_stop(void *state)
+{
+    ck_protection_controller_free(state);
+}
+
 static int cronjob_start(const struct ck_controller_context *ctx, void **ret_state,
                          struct ck_err *reterr)
 {
@@ -324,6 +356,20 @@ static const struct ck_controller_descriptor table[] = {
      .run = pv_binder_run,
      .stop = pv_binder_stop,
      .default_workers = 2},
+    {.name = "pvc-protection",
+     .kube_name = "persistentvolumeclaim-protection-controller",
+     .enabled_by_default = true,
+     .start = pvc_protection_start,
+     .run = protection_run,
+     .stop = protection_stop,
+     .default_workers = 1},
+    {.name = "pv-protection",
+     .kube_name = "persistentvolume-protection-controller",
+     .enabled_by_default = true,
+     .start = pv_protection_start,
+     .run = protection_run,
+     .stop = protection_stop,
+     .default_workers = 1},
     {.name = "resourcequota",
      .kube_name = "resourcequota-controller",
      .enabled_by_default = true,

@@ -59,8 +59,8 @@ check "podtemplate columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +CONTAINERS +I
 
 # --- defaults and what the server creates ---
 check "storageclass defaults" sh -c '[ "$(kubectl get sc standard -o jsonpath={.reclaimPolicy}/{.volumeBindingMode})" = Delete/Immediate ]'
-check "persistentvolume reclaim policy Retain, phase Available" sh -c \
-    '[ "$(kubectl get pv data-1 -o jsonpath={.spec.persistentVolumeReclaimPolicy}/{.status.phase})" = Retain/Available ]'
+check "persistentvolume reclaim policy Retain, phase Pending (no binder runs)" sh -c \
+    '[ "$(kubectl get pv data-1 -o jsonpath={.spec.persistentVolumeReclaimPolicy}/{.status.phase})" = Retain/Pending ]'
 check "networkpolicy policyTypes and port protocol" sh -c \
     '[ "$(kubectl get netpol web-allow -o jsonpath={.spec.policyTypes[*]}/{.spec.egress[0].ports[0].protocol})" = "Ingress Egress/TCP" ]'
 check "the system priority classes exist" sh -c \

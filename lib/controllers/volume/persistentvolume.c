@@ -39,7 +39,8 @@
  * The built-in local-path provisioner (k3s's rancher.io/local-path, here in
  * the controller as Kubernetes' in-tree provisioners were): a claim of a class
  * with that provisioner and a selected node gets a hostPath volume
- * pvc-<claim uid> at <dir>/pvc-<uid>_<namespace>_<name> (DirectoryOrCreate: the
+ * pvc-<claim uid> at <dir>/pvc-<uid>_<namespace>_<name>, <dir> the class's
+ * nodePath parameter or the controller's directory (DirectoryOrCreate: the
  * node makes the directory when it mounts it), with node affinity to the
  * selected node, the class's reclaim policy and mount options, pre-bound to the
  * claim; the Provisioning and ProvisioningSucceeded events are the external
@@ -475,8 +476,10 @@ static int provision_local_path(struct ck_pv_controller *c, const json_t *claim,
     ck_event_recordf(c->recorder, claim, CK_EVENT_NORMAL, "Provisioning",
                      "External provisioner is provisioning volume for claim \"%s/%s\"",
                      meta(claim, "namespace"), meta(claim, "name"));
-    char *path =
-        fmt("%s/%s_%s_%s", c->local_path_dir, name, meta(claim, "namespace"), meta(claim, "name"));
+    const char *dir =
+        json_string_value(json_object_get(json_object_get(class, "parameters"), "nodePath"));
+    char *path = fmt("%s/%s_%s_%s", dir && *dir ? dir : c->local_path_dir, name,
+                     meta(claim, "namespace"), meta(claim, "name"));
     const json_t *request = json_object_get(
         json_object_get(json_object_get(json_object_get(claim, "spec"), "resources"), "requests"),
         "storage");
