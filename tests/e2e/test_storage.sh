@@ -19,7 +19,9 @@ for v in small:1Gi big:10Gi medium:5Gi; do
     printf 'apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: %s}\nspec: {capacity: {storage: %s}, accessModes: [ReadWriteOnce], storageClassName: manual, hostPath: {path: /tmp/%s}}\n' \
         "${v%%:*}" "${v#*:}" "${v%%:*}" | k apply -f - >/dev/null
 done
-wait_for "a new volume becomes Available" pv/big '{.status.phase}=Available'
+for v in small big medium; do
+    wait_for "a new volume becomes Available" "pv/$v" '{.status.phase}=Available'
+done
 printf 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\nspec: {storageClassName: manual, accessModes: [ReadWriteOnce], resources: {requests: {storage: 2Gi}}}\n' |
     k apply -f - >/dev/null
 wait_for "the claim is Bound" pvc/data '{.status.phase}=Bound'
@@ -61,5 +63,42 @@ poll "then its volume, released, goes too" sh -c '! kubectl get pv small >/dev/n
 
 k delete pvc data --wait=false >/dev/null 2>&1
 wait_for "a Retain volume is Released when its claim goes" pv/medium '{.status.phase}=Released'
+
+# --- the local-path class, on a simulated node ---
+check "the server creates the default local-path class" sh -c '
+    kubectl get sc local-path -o jsonpath="{.provisioner}/{.volumeBindingMode}/{.reclaimPolicy}/{.metadata.annotations.storageclass\\.kubernetes\\.io/is-default-class}" |
+    grep -qx "rancher.io/local-path/WaitForFirstConsumer/Delete/true"'
+printf 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: local}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 128Mi}}}\n' |
+    k apply -f - >/dev/null
+check "a claim without a class gets local-path" sh -c '[ "$(kubectl get pvc local -o jsonpath={.spec.storageClassName})" = local-path ]'
+sleep 1
+k describe pvc local >"$work/out" 2>&1
+check "it waits for its first consumer" sh -c '[ "$(kubectl get pvc local -o jsonpath={.status.phase})" = Pending ] &&
+    grep -q "waiting for first consumer to be created before binding" "$1"' - "$work/out"
+start_fake_nodes --count 1 --prefix sim- --renew-interval 1s
+wait_for "the simulated node is Ready" node/sim-0 '{.status.conditions[?(@.type=="Ready")].status}=True'
+printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: consumer}\nspec: {containers: [{name: c, image: busybox}], volumes: [{name: d, persistentVolumeClaim: {claimName: local}}]}\n' |
+    k apply -f - >/dev/null
+wait_for "the consumer is scheduled" pod/consumer '{.spec.nodeName}=sim-0'
+check "the claim names the chosen node" sh -c '
+    [ "$(kubectl get pvc local -o jsonpath={.metadata.annotations.volume\\.kubernetes\\.io/selected-node})" = sim-0 ]'
+wait_for "the claim is Bound to a provisioned volume" pvc/local '{.status.phase}=Bound'
+pv=$(kubectl get pvc local -o jsonpath={.spec.volumeName})
+check "the volume is a hostPath on that node" sh -c '
+    [ "$(kubectl get pv "$1" -o jsonpath={.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]})" = sim-0 ] &&
+    kubectl get pv "$1" -o jsonpath={.spec.hostPath.path} | grep -q "^/var/lib/ckube/storage/$1_default_local$" &&
+    [ "$(kubectl get pv "$1" -o jsonpath={.metadata.annotations.pv\\.kubernetes\\.io/provisioned-by})" = rancher.io/local-path ]' - "$pv"
+k get events --field-selector involvedObject.name=local >"$work/out" 2>&1
+check "the provisioner's events" sh -c 'grep -q ProvisioningSucceeded "$1" && grep -q ExternalProvisioning "$1"' - "$work/out"
+printf 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: immediate}\nspec: {storageClassName: manual, accessModes: [ReadWriteMany], resources: {requests: {storage: 1Gi}}}\n' |
+    k apply -f - >/dev/null
+printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: stuck}\nspec: {containers: [{name: c, image: busybox}], volumes: [{name: d, persistentVolumeClaim: {claimName: immediate}}]}\n' |
+    k apply -f - >/dev/null
+sleep 1
+k describe pod stuck >"$work/out" 2>&1
+check "a pod with an unbound immediate claim is not scheduled" sh -c 'grep -q "pod has unbound immediate PersistentVolumeClaims" "$1"' - "$work/out"
+k delete pod consumer >/dev/null 2>&1
+k delete pvc local >/dev/null 2>&1
+poll "deleting the claim deletes its provisioned volume" sh -c '! kubectl get pv "$1" >/dev/null 2>&1' - "$pv"
 
 finish
