@@ -1378,12 +1378,12 @@ static void bootstrap_local_storage_class(struct ck_apiserver *server)
     const struct ck_kind *kind = ck_kind_lookup("storage.k8s.io", "v1", "storageclasses");
     if (!kind)
         return;
-    json_t *sc = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:s, s:s, s:s}", "apiVersion",
-                           "storage.k8s.io/v1", "kind", "StorageClass", "metadata", "name",
-                           "local-path", "annotations",
-                           "storageclass.kubernetes.io/is-default-class", "true", "provisioner",
-                           "rancher.io/local-path", "reclaimPolicy", "Delete",
-                           "volumeBindingMode", "WaitForFirstConsumer");
+    json_t *sc =
+        json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:s, s:s, s:s}", "apiVersion", "storage.k8s.io/v1",
+                  "kind", "StorageClass", "metadata", "name", "local-path", "annotations",
+                  "storageclass.kubernetes.io/is-default-class", "true", "provisioner",
+                  "rancher.io/local-path", "reclaimPolicy", "Delete", "volumeBindingMode",
+                  "WaitForFirstConsumer");
     char *out = NULL;
     size_t len = 0;
     struct ck_err err = {0};
