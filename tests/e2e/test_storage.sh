@@ -76,6 +76,7 @@ k describe pvc local >"$work/out" 2>&1
 check "it waits for its first consumer" sh -c '[ "$(kubectl get pvc local -o jsonpath={.status.phase})" = Pending ] &&
     grep -q "waiting for first consumer to be created before binding" "$1"' - "$work/out"
 start_fake_nodes --count 1 --prefix sim- --renew-interval 1s
+poll "the simulated node registers" kubectl get node sim-0
 wait_for "the simulated node is Ready" node/sim-0 '{.status.conditions[?(@.type=="Ready")].status}=True'
 printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: consumer}\nspec: {containers: [{name: c, image: busybox}], volumes: [{name: d, persistentVolumeClaim: {claimName: local}}]}\n' |
     k apply -f - >/dev/null
