@@ -107,6 +107,9 @@ static void test_persistentvolume_create(void **state)
     kt_expect_cell(k, o, "VolumeAttributesClass", "<unset>");
     kt_expect_cell(k, o, "Reason", "");
     kt_expect_cell(k, o, "VolumeMode", "Filesystem");
+    json_object_set_new(json_object_get(o, "metadata"), "deletionTimestamp",
+                        json_string("2026-01-01T00:00:00Z"));
+    kt_expect_cell(k, o, "Status", "Terminating"); /* as kubectl prints a volume going */
     json_decref(o);
 }
 

@@ -57,6 +57,9 @@ check "a claim a pod uses stays while the pod is there" sh -c '
 k describe pvc used >"$work/out" 2>&1
 check "kubectl describe shows it Terminating, used by the pod" sh -c 'grep -Eq "^Status: +Terminating" "$1" && grep -Eq "^Used By: +user" "$1"' - "$work/out"
 check "a bound volume stays while bound" sh -c '[ -n "$(kubectl get pv small -o jsonpath={.metadata.deletionTimestamp})" ]'
+k get pvc used >"$work/out" 2>&1
+k get pv small >>"$work/out" 2>&1
+check "kubectl get shows both Terminating" sh -c 'grep -Eq "^used +Terminating +small " "$1" && grep -Eq "^small +1Gi +RWO +Retain +Terminating +default/used " "$1"' - "$work/out"
 k delete pod user --grace-period=0 --force >/dev/null 2>&1
 poll "the claim goes once the pod has gone" sh -c '! kubectl get pvc used >/dev/null 2>&1'
 poll "then its volume, released, goes too" sh -c '! kubectl get pv small >/dev/null 2>&1'
