@@ -16,7 +16,7 @@ jp() { kubectl get "$1" -o "jsonpath=$2"; } # jp OBJECT JSONPATH
 
 # --- static volumes ---
 for v in small:1Gi big:10Gi medium:5Gi; do
-    printf 'apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: %s}\nspec: {capacity: {storage: %s}, accessModes: [ReadWriteOnce], storageClassName: manual, hostPath: {path: /tmp/%s}}\n' \
+    printf 'apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: %s}\nspec: {capacity: {storage: %s}, accessModes: [ReadWriteOnce], storageClassName: manual, hostPath: {path: /srv/volumes/%s}}\n' \
         "${v%%:*}" "${v#*:}" "${v%%:*}" | k apply -f - >/dev/null
 done
 for v in small big medium; do
