@@ -1070,6 +1070,7 @@ static int cmd_server(int argc, char **argv)
         .service_cluster_ip_range = opts.service_cluster_ip_range,
         .advertise_address = opts.advertise_address,
         .endpoint_reconciler = true,
+        .local_storage_class = true,
         .enable_admission_plugins = opts.enable_admission,
         .disable_admission_plugins = opts.disable_admission,
         .service_node_port_range = opts.service_node_port_range,

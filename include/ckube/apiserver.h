@@ -99,6 +99,12 @@ struct ck_apiserver_config {
      */
     bool endpoint_reconciler;
     /*
+     * Create the StorageClass local-path (provisioner rancher.io/local-path,
+     * WaitForFirstConsumer, reclaim Delete, the default class) at start when absent, as
+     * k3s ships it; the persistentvolume-binder provisions its claims.
+     */
+    bool local_storage_class;
+    /*
      * The admission chain, as kube-apiserver's --enable-admission-plugins and
      * --disable-admission-plugins: comma-separated plugin names added to and taken from
      * Kubernetes' default set (NULL: none). Every write passes the enabled plugins in

@@ -125,6 +125,7 @@ struct pod_run {
     bool removed;         /* the final delete was accepted */
     bool volumes_ready;   /* configMap, secret, downwardAPI, projected volumes written */
     int64_t volumes_at;   /* when writing them is tried again */
+    json_t *claim_paths;  /* volume name -> the hostPath its claim's volume resolved to */
     int64_t resync_at;    /* when they are written again from the objects (0: not yet due) */
     json_t *tokens;       /* serviceAccountToken projections' tokens: request text ->
                              {token, refresh_at} (the kubelet's token manager's cache) */
@@ -1428,6 +1429,7 @@ static void pod_free(struct pod_run *p)
     json_decref(p->next_pod);
     json_decref(p->posted);
     json_decref(p->tokens);
+    json_decref(p->claim_paths);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
@@ -1443,9 +1445,92 @@ static void pod_unref(struct ck_agent *a, struct pod_run *p)
 }
 
 /*
- * Writes the pod's configMap, secret, downwardAPI and projected volumes and checks its
- * hostPath volumes' types; false: retry. A resync writes the first four only (what the
- * kubelet remounts).
+ * A persistentVolumeClaim volume of a claim bound to a hostPath or local volume becomes
+ * that path (the kubelet's volume manager finds the claim's volume and mounts it with
+ * the volume's plugin; hostPath and local are the plugins the agent has): vol is
+ * rewritten in the pod's copy into a hostPath volume (a hostPath volume's own type,
+ * none for local, whose directory must exist), and again in every newer copy of the pod
+ * (claim_paths). The caller holds p->lock. A claim not yet Bound fails the setup,
+ * retried as the kubelet retries (the scheduler binds a pod before its
+ * WaitForFirstConsumer claims are provisioned).
+ */
+/* Rewrites the pod's persistentVolumeClaim volumes resolved before into their hostPaths. */
+static void apply_claim_paths(struct pod_run *p)
+{
+    size_t i;
+    json_t *vol;
+    json_array_foreach(json_object_get(json_object_get(p->pod, "spec"), "volumes"), i, vol)
+    {
+        const char *name = json_string_value(json_object_get(vol, "name"));
+        json_t *host = name ? json_object_get(p->claim_paths, name) : NULL;
+        if (!host || !json_object_get(vol, "persistentVolumeClaim"))
+            continue;
+        json_object_del(vol, "persistentVolumeClaim");
+        json_object_set_new(vol, "hostPath", json_deep_copy(host));
+    }
+}
+
+static int resolve_claim(struct ck_agent *a, struct pod_run *p, json_t *vol, struct ck_err *reterr)
+{
+    const char *claim_name = json_string_value(
+        json_object_get(json_object_get(vol, "persistentVolumeClaim"), "claimName"));
+    if (!claim_name)
+        return 0;
+    const struct ck_resource *claims = ck_controller_resource("", "v1", "persistentvolumeclaims");
+    const struct ck_resource *volumes = ck_controller_resource("", "v1", "persistentvolumes");
+    json_t *claim = NULL, *pv = NULL;
+    int r = claims && volumes ? ck_ctl_get(&a->ctl, claims, p->ns, claim_name, &claim, reterr)
+                              : ck_err_set(reterr, CK_ENOENT, "no kind serves volumes");
+    if (r < 0)
+        return r;
+    const char *phase =
+        json_string_value(json_object_get(json_object_get(claim, "status"), "phase"));
+    const char *volume =
+        json_string_value(json_object_get(json_object_get(claim, "spec"), "volumeName"));
+    if (!phase || strcmp(phase, "Bound") != 0 || !volume || !*volume) {
+        r = ck_err_set(reterr, CK_EINVAL,
+                       "PVC %s/%s has non-bound phase (\"%s\") or empty pvc.Spec.VolumeName "
+                       "(\"%s\")",
+                       p->ns, claim_name, phase ? phase : "", volume ? volume : "");
+        goto out;
+    }
+    if ((r = ck_ctl_get(&a->ctl, volumes, "", volume, &pv, reterr)) < 0)
+        goto out;
+    const json_t *spec = json_object_get(pv, "spec");
+    const json_t *hp = json_object_get(spec, "hostPath");
+    const json_t *local = json_object_get(spec, "local");
+    const char *path = json_string_value(json_object_get(hp ? hp : local, "path"));
+    if (!path) {
+        r = ck_err_set(reterr, CK_EINVAL,
+                       "volume %s is neither hostPath nor local: no plugin on this node mounts "
+                       "it",
+                       volume);
+        goto out;
+    }
+    json_t *host = json_pack("{s:s}", "path", path);
+    const json_t *type = json_object_get(hp, "type");
+    if (host && json_is_string(type))
+        json_object_set(host, "type", (json_t *)type);
+    /* kept, so that each newer copy of the pod from the cache gets the same path */
+    if (!p->claim_paths)
+        p->claim_paths = json_object();
+    const char *vol_name = json_string_value(json_object_get(vol, "name"));
+    if (!host || !p->claim_paths || !vol_name ||
+        json_object_set_new(p->claim_paths, vol_name, host) < 0) {
+        r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        goto out;
+    }
+    apply_claim_paths(p);
+out:
+    json_decref(claim);
+    json_decref(pv);
+    return r;
+}
+
+/*
+ * Writes the pod's configMap, secret, downwardAPI and projected volumes, resolves its
+ * claims' volumes and checks its hostPath volumes' types; false: retry. A resync writes the first
+ * four only (what the kubelet remounts).
  */
 static bool setup_volumes(struct ck_agent *a, struct pod_run *p, bool resync)
 {
@@ -1462,7 +1547,8 @@ static bool setup_volumes(struct ck_agent *a, struct pod_run *p, bool resync)
             snprintf(path, sizeof(path), "%s/volumes/%s", p->dir, name) >= (int)sizeof(path) ||
             (resync && json_object_get(vol, "hostPath")))
             continue;
-        if (ck__emptydir_setup(p->pod, vol, path, 0, &err) < 0 ||
+        if ((!resync && resolve_claim(a, p, vol, &err) < 0) ||
+            ck__emptydir_setup(p->pod, vol, path, 0, &err) < 0 ||
             ck__volume_write(&refs, vol, path, &err) < 0) {
             char msg[700];
             snprintf(msg, sizeof(msg), "MountVolume.SetUp failed for volume \"%s\" : %s", name,
@@ -1952,6 +2038,7 @@ static void *pod_worker_main(void *arg)
             json_decref(p->pod);
             p->pod = next;
             p->rp.pod = next;
+            apply_claim_paths(p);
         }
         if (gone)
             remove_gone(a, p);

@@ -218,6 +218,12 @@ void ck__hpa_cells(const json_t *obj, long long now, json_t **cells);
 int ck__hpa_v2_to_v1(json_t *obj);
 int ck__hpa_v1_to_v2(json_t *obj);
 
+/*
+ * core validation's ValidateCSIDriverName (kinds/csidriver.c): required, at most 63 bytes,
+ * a DNS subdomain once lower-cased; the CSI kinds' driver and attacher names.
+ */
+void ck__validate_csi_driver_name(const char *name, const char *path, struct ck_field_errors *errs);
+
 /* ---- pod specs, in pods and in templates (kinds/podspec.c) -------------- */
 
 /* SetDefaults_PodSpec's part ckube has: imagePullPolicy from the image tag. 0 or CK_ENOMEM. */

@@ -255,6 +255,7 @@ extern const struct ck__admission_plugin ck__admission_deny_service_external_ips
 extern const struct ck__admission_plugin ck__admission_limit_ranger;
 extern const struct ck__admission_plugin ck__admission_node_restriction;
 extern const struct ck__admission_plugin ck__admission_default_storage_class;
+extern const struct ck__admission_plugin ck__admission_storage_object_in_use_protection;
 extern const struct ck__admission_plugin ck__admission_pod_security;
 extern const struct ck__admission_plugin ck__admission_resource_quota;
 extern const struct ck__admission_plugin ck__admission_certificate_approval;

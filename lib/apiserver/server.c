@@ -1477,6 +1477,34 @@ static void bootstrap_priority_classes(struct ck_apiserver *server)
     }
 }
 
+/*
+ * Creates the local-path StorageClass k3s ships (its local-storage manifest: provisioner
+ * rancher.io/local-path, WaitForFirstConsumer, reclaim Delete, the default class), when
+ * absent; not fatal.
+ */
+static void bootstrap_local_storage_class(struct ck_apiserver *server)
+{
+    const struct ck_kind *kind = ck_kind_lookup("storage.k8s.io", "v1", "storageclasses");
+    if (!kind)
+        return;
+    json_t *sc =
+        json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:s, s:s, s:s}", "apiVersion", "storage.k8s.io/v1",
+                  "kind", "StorageClass", "metadata", "name", "local-path", "annotations",
+                  "storageclass.kubernetes.io/is-default-class", "true", "provisioner",
+                  "rancher.io/local-path", "reclaimPolicy", "Delete", "volumeBindingMode",
+                  "WaitForFirstConsumer");
+    char *out = NULL;
+    size_t len = 0;
+    struct ck_err err = {0};
+    int r = sc ? ck__registry_create(server->registry, kind, NULL, sc, false, &out, &len, &err)
+               : ck_err_no_memory(&err);
+    json_decref(sc);
+    free(out);
+    if (r < 0 && r != CK_EEXIST)
+        CK_LOGW("cannot create storage class local-path: %s", ck_err_message(&err));
+    ck_err_release(&err);
+}
+
 /* Frees what start built, in reverse order; safe on a partly built server. */
 static void teardown(struct ck_apiserver *server)
 {
@@ -1609,6 +1637,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         r = bootstrap_namespaces(server, reterr);
     if (r == 0)
         bootstrap_priority_classes(server);
+    if (r == 0 && config->local_storage_class)
+        bootstrap_local_storage_class(server);
     if (r == 0)
         r = ck__allocator_bootstrap(server->registry, ck_apiserver_port(server), reterr);
     if (r == 0)

@@ -18,8 +18,10 @@
  *   NodeRestriction admission plugin (lib/apiserver/admission/);
  * - system:node-proxier is bound to the user system:kube-proxy, as in
  *   Kubernetes;
- * - roles and rules of what ckube does not serve (certificates, CSI and
- *   volume attachments, the cloud and volume controllers) are left out;
+ * - roles and rules of what ckube does not serve (certificates, volume
+ *   attachments, the cloud controllers, volume expansion and attach/detach)
+ *   are left out; the persistent-volume-binder, pvc-protection-controller,
+ *   pv-protection-controller and system:volume-scheduler roles are in;
  * - system:aggregated-metrics-reader is metrics-server's (its manifest's
  *   ClusterRole, aggregated into view, edit and admin): the API server serves
  *   metrics.k8s.io itself.

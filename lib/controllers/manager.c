@@ -36,6 +36,7 @@
 #include "ckube/nodeipam.h"
 #include "ckube/nodelifecycle.h"
 #include "ckube/nscontroller.h"
+#include "ckube/persistentvolume.h"
 #include "ckube/podautoscaler.h"
 #include "ckube/replicaset.h"
 #include "ckube/resourcequota.h"
@@ -148,6 +149,16 @@ static int hpa_start(const struct ck_controller_context *ctx, void **ret_state,
     return r;
 }
 
+static int pv_binder_start(const struct ck_controller_context *ctx, void **ret_state,
+                           struct ck_err *reterr)
+{
+    struct ck_pv_controller *c = NULL;
+    int r = ck_pv_controller_new(ctx->client, ctx->factory, NULL, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
 static int hpa_run(void *state, int workers, struct ck_err *reterr)
 {
     return ck_hpa_controller_run(state, workers, reterr);
@@ -156,6 +167,48 @@ static int hpa_run(void *state, int workers, struct ck_err *reterr)
 static void hpa_stop(void *state)
 {
     ck_hpa_controller_free(state);
+}
+
+static int pv_binder_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_pv_controller_run(state, workers, reterr);
+}
+
+static void pv_binder_stop(void *state)
+{
+    ck_pv_controller_free(state);
+}
+
+static int protection_start(enum ck_protected what, const struct ck_controller_context *ctx,
+                            void **ret_state, struct ck_err *reterr)
+{
+    struct ck_protection_controller *c = NULL;
+    int r = ck_protection_controller_new(what, ctx->client, ctx->factory, &c, reterr);
+    if (r == 0)
+        *ret_state = c;
+    return r;
+}
+
+static int pvc_protection_start(const struct ck_controller_context *ctx, void **ret_state,
+                                struct ck_err *reterr)
+{
+    return protection_start(CK_PROTECT_CLAIMS, ctx, ret_state, reterr);
+}
+
+static int pv_protection_start(const struct ck_controller_context *ctx, void **ret_state,
+                               struct ck_err *reterr)
+{
+    return protection_start(CK_PROTECT_VOLUMES, ctx, ret_state, reterr);
+}
+
+static int protection_run(void *state, int workers, struct ck_err *reterr)
+{
+    return ck_protection_controller_run(state, workers, reterr);
+}
+
+static void protection_stop(void *state)
+{
+    ck_protection_controller_free(state);
 }
 
 static int cronjob_start(const struct ck_controller_context *ctx, void **ret_state,
@@ -326,6 +379,27 @@ static const struct ck_controller_descriptor table[] = {
      .run = ck_mirroring_manager_run,
      .stop = ck_mirroring_manager_stop,
      .default_workers = 5},
+    {.name = "persistentvolume-binder",
+     .kube_name = "persistentvolume-binder-controller",
+     .enabled_by_default = true,
+     .start = pv_binder_start,
+     .run = pv_binder_run,
+     .stop = pv_binder_stop,
+     .default_workers = 2},
+    {.name = "pvc-protection",
+     .kube_name = "persistentvolumeclaim-protection-controller",
+     .enabled_by_default = true,
+     .start = pvc_protection_start,
+     .run = protection_run,
+     .stop = protection_stop,
+     .default_workers = 1},
+    {.name = "pv-protection",
+     .kube_name = "persistentvolume-protection-controller",
+     .enabled_by_default = true,
+     .start = pv_protection_start,
+     .run = protection_run,
+     .stop = protection_stop,
+     .default_workers = 1},
     {.name = "resourcequota",
      .kube_name = "resourcequota-controller",
      .enabled_by_default = true,

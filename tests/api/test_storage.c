@@ -1,6 +1,7 @@
 /*
  * test_storage.c - tests for the storage kinds of lib/api/kinds/
- * (storageclass.c, persistentvolume.c): schema defaults, validation and
+ * (storageclass.c, persistentvolume.c, csidriver.c, csinode.c,
+ * volumeattachment.c, csistoragecapacity.c): schema defaults, validation and
  * immutability with Kubernetes' messages, the phase a create starts in, and
  * the table cells kubectl prints.
  */
@@ -95,17 +96,20 @@ static void test_persistentvolume_create(void **state)
     struct ck_err err = {0};
     assert_int_equal(ck_meta_prepare_create(k, o, NULL, NOW, &err), 0);
     assert_string_equal(json_string_value(json_object_get(json_object_get(o, "status"), "phase")),
-                        "Available");
+                        "Pending");
     kt_expect(k, o, NULL, NULL);
     kt_expect_cell(k, o, "Capacity", "10Gi");
     kt_expect_cell(k, o, "Access Modes", "RWO,ROX");
     kt_expect_cell(k, o, "Reclaim Policy", "Retain");
-    kt_expect_cell(k, o, "Status", "Available");
+    kt_expect_cell(k, o, "Status", "Pending");
     kt_expect_cell(k, o, "Claim", "default/data");
     kt_expect_cell(k, o, "StorageClass", "manual");
     kt_expect_cell(k, o, "VolumeAttributesClass", "<unset>");
     kt_expect_cell(k, o, "Reason", "");
     kt_expect_cell(k, o, "VolumeMode", "Filesystem");
+    json_object_set_new(json_object_get(o, "metadata"), "deletionTimestamp",
+                        json_string("2026-01-01T00:00:00Z"));
+    kt_expect_cell(k, o, "Status", "Terminating"); /* as kubectl prints a volume going */
     json_decref(o);
 }
 
@@ -154,6 +158,142 @@ static void test_persistentvolume_validation(void **state)
     }
 }
 
+static void test_csidriver_defaults_validation_and_cells(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kt_kind("storage.k8s.io", "csidrivers");
+    assert_false(k->namespaced);
+    json_t *d = load("{\"metadata\":{\"name\":\"hostpath.csi.k8s.io\"},\"spec\":{}}");
+    kt_default(k, d);
+    const json_t *spec = json_object_get(d, "spec");
+    assert_true(json_is_true(json_object_get(spec, "attachRequired")));
+    assert_true(json_is_false(json_object_get(spec, "podInfoOnMount")));
+    assert_true(json_is_false(json_object_get(spec, "storageCapacity")));
+    assert_true(json_is_false(json_object_get(spec, "requiresRepublish")));
+    assert_true(json_is_false(json_object_get(spec, "seLinuxMount")));
+    assert_string_equal(json_string_value(json_object_get(spec, "fsGroupPolicy")),
+                        "ReadWriteOnceWithFSType");
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(spec, "volumeLifecycleModes"), 0)),
+        "Persistent");
+    kt_expect(k, d, NULL, NULL);
+    kt_expect_cell(k, d, "AttachRequired", "true");
+    kt_expect_cell(k, d, "PodInfoOnMount", "false");
+    kt_expect_cell(k, d, "TokenRequests", "<unset>");
+    kt_expect_cell(k, d, "Modes", "Persistent");
+
+    json_t *bad = json_deep_copy(d);
+    json_t *bs = json_object_get(bad, "spec");
+    json_object_del(bs, "attachRequired");
+    json_object_set_new(bs, "fsGroupPolicy", json_string("Sometimes"));
+    json_object_set_new(bs, "volumeLifecycleModes", json_pack("[s]", "Forever"));
+    json_object_set_new(
+        bs, "tokenRequests",
+        json_pack("[{s:s,s:i},{s:s}]", "audience", "a", "expirationSeconds", 60, "audience", "a"));
+    kt_expect(k, bad, NULL, "spec.attachedRequired: Required value");
+    kt_expect(k, bad, NULL,
+              "spec.fsGroupPolicy: Unsupported value: \"Sometimes\": supported values: \"File\", "
+              "\"None\", \"ReadWriteOnceWithFSType\"");
+    kt_expect(k, bad, NULL, "spec.volumeLifecycleModes: Unsupported value: \"Forever\"");
+    kt_expect(k, bad, NULL,
+              "spec.tokenRequests[0].expirationSeconds: Invalid value: 60: may not specify a "
+              "duration less than 10 minutes");
+    kt_expect(k, bad, NULL, "spec.tokenRequests[1].audience: Duplicate value: \"a\"");
+    kt_expect_cell(k, bad, "TokenRequests", "a,a");
+    json_decref(bad);
+
+    json_t *changed = json_deep_copy(d);
+    json_object_set_new(json_object_get(changed, "spec"), "attachRequired", json_false());
+    json_object_set_new(json_object_get(changed, "spec"), "podInfoOnMount", json_true());
+    kt_expect(k, changed, d, "spec.attachedRequired: Invalid value: false: field is immutable");
+    json_object_set_new(json_object_get(changed, "spec"), "attachRequired", json_true());
+    kt_expect(k, changed, d, NULL);
+    json_decref(changed);
+    json_decref(d);
+}
+
+static void test_csinode_validation_and_cells(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kt_kind("storage.k8s.io", "csinodes");
+    json_t *n = load("{\"metadata\":{\"name\":\"node-1\"},\"spec\":{\"drivers\":[{\"name\":"
+                     "\"a.csi.io\",\"nodeID\":\"n1\",\"topologyKeys\":[\"zone\"]},{\"name\":"
+                     "\"b.csi.io\",\"nodeID\":\"n1\"}]}}");
+    kt_expect(k, n, NULL, NULL);
+    kt_expect_cell(k, n, "Drivers", "2");
+    json_t *bad = load("{\"metadata\":{\"name\":\"node-1\"},\"spec\":{\"drivers\":[{\"name\":"
+                       "\"a.csi.io\",\"nodeID\":\"\",\"allocatable\":{\"count\":-1},"
+                       "\"topologyKeys\":[\"z\",\"z\"]},{\"name\":\"a.csi.io\",\"nodeID\":\"n\"},"
+                       "{\"name\":\"Not_A_Name\",\"nodeID\":\"n\"}]}}");
+    kt_expect(k, bad, NULL, "spec.drivers[0].nodeID: Required value");
+    kt_expect(k, bad, NULL,
+              "spec.drivers[0].allocatable.count: Invalid value: -1: must be greater than or "
+              "equal to 0");
+    kt_expect(k, bad, NULL, "spec.drivers[0]: Duplicate value: \"z\"");
+    kt_expect(k, bad, NULL, "spec.drivers[1].name: Duplicate value: \"a.csi.io\"");
+    kt_expect(k, bad, NULL, "spec.drivers[2].name: Invalid value: \"Not_A_Name\"");
+    json_t *changed = json_deep_copy(n);
+    json_object_set_new(
+        json_array_get(json_object_get(json_object_get(changed, "spec"), "drivers"), 0), "nodeID",
+        json_string("n2"));
+    kt_expect(k, changed, n, "spec.drivers: Invalid value:");
+    json_array_remove(json_object_get(json_object_get(changed, "spec"), "drivers"), 0);
+    kt_expect(k, changed, n, NULL); /* a driver may go away */
+    json_decref(changed);
+    json_decref(bad);
+    json_decref(n);
+}
+
+static void test_volumeattachment_validation_and_cells(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kt_kind("storage.k8s.io", "volumeattachments");
+    assert_non_null(ck_kind_subresource(k, "status"));
+    json_t *va = load("{\"metadata\":{\"name\":\"va\"},\"spec\":{\"attacher\":\"a.csi.io\","
+                      "\"source\":{\"persistentVolumeName\":\"pv-1\"},\"nodeName\":\"node-1\"}}");
+    kt_expect(k, va, NULL, NULL);
+    kt_expect_cell(k, va, "Attacher", "a.csi.io");
+    kt_expect_cell(k, va, "PV", "pv-1");
+    kt_expect_cell(k, va, "Node", "node-1");
+    kt_expect_cell(k, va, "Attached", "false");
+    json_t *changed = json_deep_copy(va);
+    json_object_set_new(json_object_get(changed, "spec"), "nodeName", json_string("node-2"));
+    kt_expect(k, changed, va, "spec: Invalid value:");
+    kt_expect(k, changed, va, "field is immutable");
+    json_decref(changed);
+    json_t *bad = load("{\"metadata\":{\"name\":\"va\"},\"spec\":{\"attacher\":\"\","
+                       "\"source\":{},\"nodeName\":\"Node_1\"}}");
+    kt_expect(k, bad, NULL, "spec.attacher: Required value");
+    kt_expect(k, bad, NULL,
+              "spec.source: Required value: must specify exactly one of inlineVolumeSpec and "
+              "persistentVolumeName");
+    kt_expect(k, bad, NULL, "spec.nodeName: Invalid value: \"Node_1\"");
+    json_decref(bad);
+    json_decref(va);
+}
+
+static void test_csistoragecapacity_validation_and_cells(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kt_kind("storage.k8s.io", "csistoragecapacities");
+    assert_true(k->namespaced);
+    json_t *c = load("{\"metadata\":{\"name\":\"c\",\"namespace\":\"default\"},"
+                     "\"storageClassName\":\"fast\",\"nodeTopology\":{\"matchLabels\":{\"zone\":"
+                     "\"a\"}}}");
+    kt_expect(k, c, NULL, NULL);
+    kt_expect_cell(k, c, "StorageClassName", "fast");
+    kt_expect_cell(k, c, "Capacity", "<unset>");
+    json_object_set_new(c, "capacity", json_string("10Gi"));
+    kt_expect_cell(k, c, "Capacity", "10Gi");
+    json_t *changed = json_deep_copy(c);
+    json_object_set_new(changed, "storageClassName", json_string("slow"));
+    json_object_set_new(changed, "capacity", json_string("-1"));
+    kt_expect(k, changed, c, "storageClassName: Invalid value: \"slow\": field is immutable");
+    kt_expect(k, changed, c, "capacity: Invalid value: \"-1\": must be greater than or equal to 0");
+    json_decref(changed);
+    json_decref(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -161,6 +301,10 @@ int main(void)
         cmocka_unit_test(test_storageclass_validation),
         cmocka_unit_test(test_persistentvolume_create),
         cmocka_unit_test(test_persistentvolume_validation),
+        cmocka_unit_test(test_csidriver_defaults_validation_and_cells),
+        cmocka_unit_test(test_csinode_validation_and_cells),
+        cmocka_unit_test(test_volumeattachment_validation_and_cells),
+        cmocka_unit_test(test_csistoragecapacity_validation_and_cells),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

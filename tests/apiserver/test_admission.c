@@ -38,6 +38,7 @@ static void test_default_chain_in_kubernetes_order(void **state)
                                        "Priority",
                                        "DefaultTolerationSeconds",
                                        "DefaultStorageClass",
+                                       "StorageObjectInUseProtection",
                                        "RuntimeClass",
                                        "CertificateApproval",
                                        "CertificateSigning",
@@ -61,7 +62,7 @@ static void test_default_chain_in_kubernetes_order(void **state)
 
     /* a default plugin ckube lacks may be disabled: it does not run anyway */
     assert_int_equal(ck__admission_chain_new(
-                         NULL, "TaintNodesByCondition,StorageObjectInUseProtection", &c, NULL),
+                         NULL, "TaintNodesByCondition,PersistentVolumeClaimResize", &c, NULL),
                      0);
     ck__admission_chain_free(c);
 }
@@ -437,6 +438,39 @@ static void test_default_storage_class(void **state)
     test_server_stop(server, dir);
 }
 
+/* StorageObjectInUseProtection: the protection finalizers on new volumes and claims. */
+static void test_storage_object_in_use_protection(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-admission-XXXXXX";
+    struct ck_apiserver *server = test_server_start(dir);
+    assert_non_null(server);
+    json_t *out = NULL;
+    assert_int_equal(post(server, "/api/v1/persistentvolumes",
+                          "{\"metadata\":{\"name\":\"pv1\",\"finalizers\":[\"x.io/keep\"]},"
+                          "\"spec\":{\"capacity\":{\"storage\":\"1Gi\"},\"accessModes\":["
+                          "\"ReadWriteOnce\"],\"hostPath\":{\"path\":\"/d\"}}}",
+                          &out),
+                     201);
+    const json_t *f = json_object_get(json_object_get(out, "metadata"), "finalizers");
+    assert_int_equal(json_array_size(f), 2);
+    assert_string_equal(json_string_value(json_array_get(f, 0)), "x.io/keep");
+    assert_string_equal(json_string_value(json_array_get(f, 1)), "kubernetes.io/pv-protection");
+    json_decref(out);
+    out = NULL;
+    assert_int_equal(post(server, "/api/v1/namespaces/default/persistentvolumeclaims",
+                          "{\"metadata\":{\"name\":\"c1\",\"finalizers\":[\"kubernetes.io/"
+                          "pvc-protection\"]},\"spec\":{\"accessModes\":[\"ReadWriteOnce\"],"
+                          "\"resources\":{\"requests\":{\"storage\":\"1Gi\"}}}}",
+                          &out),
+                     201);
+    f = json_object_get(json_object_get(out, "metadata"), "finalizers");
+    assert_int_equal(json_array_size(f), 1); /* already there: not twice */
+    assert_string_equal(json_string_value(json_array_get(f, 0)), "kubernetes.io/pvc-protection");
+    json_decref(out);
+    test_server_stop(server, dir);
+}
+
 #define RCS "/apis/node.k8s.io/v1/runtimeclasses"
 
 /* POSTs a pod named name with the given spec members (JSON text); status, answer in *ret. */
@@ -789,6 +823,7 @@ int main(void)
         cmocka_unit_test(test_priority),
         cmocka_unit_test(test_default_ingress_class),
         cmocka_unit_test(test_default_storage_class),
+        cmocka_unit_test(test_storage_object_in_use_protection),
         cmocka_unit_test(test_runtime_class),
         cmocka_unit_test(test_limit_ranger),
         cmocka_unit_test(test_always_pull_images_and_external_ips),

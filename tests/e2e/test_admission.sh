@@ -30,7 +30,7 @@ refuse_start "a plugin ckube lacks is refused, not pretended" \
 # --- AlwaysDeny, named over two uses of the flag ---
 start_server --controllers=-* --enable-admission-plugins AlwaysAdmit --enable-admission-plugins=AlwaysDeny
 check "the server logs its chain in kube-apiserver's order" grep -q \
-    'order="AlwaysAdmit,NamespaceLifecycle,LimitRanger,ServiceAccount,NodeRestriction,Priority,DefaultTolerationSeconds,DefaultStorageClass,RuntimeClass,DefaultIngressClass,MutatingAdmissionWebhook,AlwaysDeny"' \
+    'order="AlwaysAdmit,NamespaceLifecycle,LimitRanger,ServiceAccount,NodeRestriction,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,RuntimeClass,DefaultIngressClass,MutatingAdmissionWebhook,AlwaysDeny"' \
     "$work/server.err"
 k create configmap c --from-literal=a=b >"$work/out" 2>&1
 check "AlwaysDeny refuses a create" grep -q \

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_kinds.sh - the real kubectl with the cluster kinds published manifests
 # use (IngressClass, Ingress, NetworkPolicy, StorageClass, PersistentVolume,
-# PriorityClass, RuntimeClass, PodTemplate) on a real `ckube server`: apply of a manifest with all of
+# PriorityClass, RuntimeClass, PodTemplate) and the CSI kinds (CSIDriver, CSINode,
+# VolumeAttachment, CSIStorageCapacity) on a real `ckube server`: apply of a manifest with all of
 # them, kubectl's columns, the defaults the server fills in, the system
 # PriorityClasses the server creates at start, Kubernetes' validation and
 # immutability messages, short names and discovery.
@@ -29,7 +30,7 @@ k apply -f "$data/cluster-kinds.yaml" >"$work/out" 2>&1
 check "a second apply leaves the others unchanged" sh -c '[ "$(grep -c unchanged "$1")" = 7 ] &&
     grep -q "networkpolicy.networking.k8s.io/web-allow" "$1"' - "$work/out"
 
-# --- columns ---
+# --- columns (no controllers run: a volume stays Pending) ---
 k get ingressclass >"$work/out" 2>&1
 check "ingressclass columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +CONTROLLER +PARAMETERS +AGE$" &&
     grep -Eq "^nginx +k8s.io/ingress-nginx +<none> " "$1"' - "$work/out"
@@ -46,7 +47,7 @@ check "storageclass columns, the default marked" sh -c 'head -1 "$1" |
 k get pv >"$work/out" 2>&1
 check "persistentvolume columns" sh -c 'head -1 "$1" |
     grep -Eq "^NAME +CAPACITY +ACCESS MODES +RECLAIM POLICY +STATUS +CLAIM +STORAGECLASS +VOLUMEATTRIBUTESCLASS +REASON +AGE$" &&
-    grep -Eq "^data-1 +5Gi +RWO +Retain +Available +standard +<unset> " "$1"' - "$work/out"
+    grep -Eq "^data-1 +5Gi +RWO +Retain +Pending +standard +<unset> " "$1"' - "$work/out"
 k get pc >"$work/out" 2>&1
 check "priorityclass columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +VALUE +GLOBAL-DEFAULT +AGE +PREEMPTIONPOLICY$" &&
     grep -Eq "^high +1000000 +false +.* +PreemptLowerPriority$" "$1"' - "$work/out"
@@ -58,8 +59,8 @@ check "podtemplate columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +CONTAINERS +I
 
 # --- defaults and what the server creates ---
 check "storageclass defaults" sh -c '[ "$(kubectl get sc standard -o jsonpath={.reclaimPolicy}/{.volumeBindingMode})" = Delete/Immediate ]'
-check "persistentvolume reclaim policy Retain, phase Available" sh -c \
-    '[ "$(kubectl get pv data-1 -o jsonpath={.spec.persistentVolumeReclaimPolicy}/{.status.phase})" = Retain/Available ]'
+check "persistentvolume reclaim policy Retain, phase Pending (no binder runs)" sh -c \
+    '[ "$(kubectl get pv data-1 -o jsonpath={.spec.persistentVolumeReclaimPolicy}/{.status.phase})" = Retain/Pending ]'
 check "networkpolicy policyTypes and port protocol" sh -c \
     '[ "$(kubectl get netpol web-allow -o jsonpath={.spec.policyTypes[*]}/{.spec.egress[0].ports[0].protocol})" = "Ingress Egress/TCP" ]'
 check "the system priority classes exist" sh -c \
@@ -116,6 +117,32 @@ check "a persistentvolume without a source is refused" sh -c 'grep -q "spec: Req
 k patch ingressclass nginx --type=merge -p '{"spec":{"controller":"example.com/other"}}' >"$work/out" 2>&1
 check "ingressclass controller is immutable" sh -c 'grep -q "spec.controller: Invalid value: \"example.com/other\": field is immutable" "$1"' - "$work/out"
 
+# --- the CSI kinds ---
+k apply -f "$data/csi-kinds.yaml" >"$work/out" 2>&1
+check "apply creates the CSI kinds" sh -c 'grep -q "csidriver.storage.k8s.io/hostpath.csi.k8s.io created" "$1" &&
+    grep -q "csinode.storage.k8s.io/node-1 created" "$1" &&
+    grep -q "volumeattachment.storage.k8s.io/csi-0123 created" "$1" &&
+    grep -q "csistoragecapacity.storage.k8s.io/csisc-node-1 created" "$1"' - "$work/out"
+k get csidriver >"$work/out" 2>&1
+check "csidriver columns and defaults" sh -c 'head -1 "$1" |
+    grep -Eq "^NAME +ATTACHREQUIRED +PODINFOONMOUNT +STORAGECAPACITY +TOKENREQUESTS +REQUIRESREPUBLISH +MODES +AGE$" &&
+    grep -Eq "^hostpath.csi.k8s.io +true +true +false +vault +false +Persistent " "$1"' - "$work/out"
+check "csidriver fsGroupPolicy defaults" sh -c '[ "$(kubectl get csidriver hostpath.csi.k8s.io -o jsonpath={.spec.fsGroupPolicy})" = ReadWriteOnceWithFSType ]'
+k get csinode >"$work/out" 2>&1
+check "csinode columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +DRIVERS +AGE$" && grep -Eq "^node-1 +1 " "$1"' - "$work/out"
+k get volumeattachment >"$work/out" 2>&1
+check "volumeattachment columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +ATTACHER +PV +NODE +ATTACHED +AGE$" &&
+    grep -Eq "^csi-0123 +hostpath.csi.k8s.io +pvc-1 +node-1 +false " "$1"' - "$work/out"
+k patch volumeattachment csi-0123 --subresource=status --type=merge -p '{"status":{"attached":true}}' >"$work/out" 2>&1
+check "volumeattachment status through its subresource" sh -c '[ "$(kubectl get volumeattachment csi-0123 -o jsonpath={.status.attached})" = true ]'
+k patch volumeattachment csi-0123 --type=merge -p '{"spec":{"nodeName":"node-2"}}' >"$work/out" 2>&1
+check "volumeattachment spec is immutable" sh -c 'grep -q "field is immutable" "$1"' - "$work/out"
+k get csistoragecapacity >"$work/out" 2>&1
+check "csistoragecapacity columns" sh -c 'head -1 "$1" | grep -Eq "^NAME +STORAGECLASSNAME +CAPACITY$" &&
+    grep -Eq "^csisc-node-1 +csi-hostpath +100Gi$" "$1"' - "$work/out"
+k patch csidriver hostpath.csi.k8s.io --type=merge -p '{"spec":{"attachRequired":false}}' >"$work/out" 2>&1
+check "csidriver attachRequired is immutable" sh -c 'grep -q "spec.attachedRequired: Invalid value: false: field is immutable" "$1"' - "$work/out"
+
 # --- discovery ---
 k api-resources >"$work/out" 2>&1
 check "api-resources lists the kinds" sh -c '
@@ -126,7 +153,9 @@ check "api-resources lists the kinds" sh -c '
     grep -Eq "^persistentvolumes +pv +v1 +false +PersistentVolume" "$1" &&
     grep -Eq "^priorityclasses +pc +scheduling.k8s.io/v1 +false +PriorityClass" "$1" &&
     grep -Eq "^runtimeclasses +node.k8s.io/v1 +false +RuntimeClass" "$1" &&
-    grep -Eq "^podtemplates +v1 +true +PodTemplate" "$1"' - "$work/out"
+    grep -Eq "^podtemplates +v1 +true +PodTemplate" "$1" &&
+    grep -Eq "^csidrivers +storage.k8s.io/v1 +false +CSIDriver" "$1" &&
+    grep -Eq "^csistoragecapacities +storage.k8s.io/v1 +true +CSIStorageCapacity" "$1"' - "$work/out"
 check "kubectl explain ingress.spec.rules" sh -c 'kubectl explain ingress.spec.rules.http.paths >/dev/null 2>&1'
 
 finish

@@ -10,9 +10,9 @@
  * ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod (the last
  * alone), and exactly one volume source; a local volume needs node affinity.
  *
- * Kubernetes' strategy starts a volume Pending and its binder controller
- * makes it Available at once; ckube has no binder, so a create starts
- * Available (docs/differences.md). The printer shows NAME, CAPACITY, ACCESS
+ * A create starts Pending, as Kubernetes' strategy has it; the
+ * persistentvolume-binder controller makes it Available (or Bound) at once.
+ * The printer (STATUS Terminating once the deletion started) shows NAME, CAPACITY, ACCESS
  * MODES, RECLAIM POLICY, STATUS, CLAIM, STORAGECLASS, VOLUMEATTRIBUTESCLASS,
  * REASON, AGE and, wide, VOLUMEMODE.
  *
@@ -54,7 +54,7 @@ static const char *const sources[] = {
 
 static int prepare_for_create(json_t *obj)
 {
-    json_t *status = json_pack("{s:s}", "phase", "Available");
+    json_t *status = json_pack("{s:s}", "phase", "Pending");
     const json_t *created = ck__json_path(obj, "metadata.creationTimestamp");
     if (status && json_is_string(created))
         json_object_set(status, "lastPhaseTransitionTime", (json_t *)created);
@@ -174,6 +174,10 @@ enum {
 static void cells(const json_t *obj, long long now, json_t **cells)
 {
     (void)now;
+    /* the printer's phase: Terminating once the deletion started */
+    const char *phase = ck__str_at(obj, "status.phase");
+    cells[COL_STATUS] = json_string(
+        ck__json_path(obj, "metadata.deletionTimestamp") ? "Terminating" : (phase ? phase : ""));
     const char *capacity = ck__str_at(obj, "spec.capacity.storage");
     const json_t *claim = ck__json_path(obj, "spec.claimRef");
     const char *cls = ck__str_at(obj, "spec.storageClassName");
@@ -217,10 +221,10 @@ static const struct ck_table_column columns[] = {
                             "persistentVolumeReclaimPolicy defines what happens to a persistent "
                             "volume when released from its claim.",
                             0, ".spec.persistentVolumeReclaimPolicy", CK_CELL_ABSENT_EMPTY, false},
-    [COL_STATUS] = {"Status", "string", "",
-                    "phase indicates if a volume is available, bound to a claim, or released by "
-                    "a claim.",
-                    0, ".status.phase", CK_CELL_ABSENT_EMPTY, false},
+    [COL_STATUS] = CK__COMPUTED_COLUMN("Status", "string",
+                                       "phase indicates if a volume is available, bound to a "
+                                       "claim, or released by a claim.",
+                                       0),
     [COL_CLAIM] = CK__COMPUTED_COLUMN("Claim", "string",
                                       "claimRef is part of a bi-directional binding between "
                                       "PersistentVolume and PersistentVolumeClaim.",

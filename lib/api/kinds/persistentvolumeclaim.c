@@ -1,8 +1,7 @@
 /*
- * persistentvolumeclaim.c - the PersistentVolumeClaim kind (v1), served as a
- * stored kind: no volume is provisioned or bound (docs/differences.md), the
- * claims of a StatefulSet's volumeClaimTemplates exist and are kept or
- * deleted by its retention policy.
+ * persistentvolumeclaim.c - the PersistentVolumeClaim kind (v1): a request
+ * for storage, which the persistentvolume-binder controller binds to a
+ * PersistentVolume (lib/controllers/volume/persistentvolume.c).
  *
  * Mirrors Kubernetes' pkg/registry/core/persistentvolumeclaim/strategy.go:
  * the server owns status, which a create starts at phase Pending;
@@ -72,6 +71,10 @@ json_t *ck__access_modes_cell(const json_t *modes)
 static void cells(const json_t *obj, long long now, json_t **cells)
 {
     (void)now;
+    /* the printer's phase: Terminating once the deletion started */
+    const char *phase = ck__str_at(obj, "status.phase");
+    cells[COL_STATUS] = json_string(
+        ck__json_path(obj, "metadata.deletionTimestamp") ? "Terminating" : (phase ? phase : ""));
     const char *capacity = json_string_value(ck__json_path(obj, "status.capacity.storage"));
     const char *storage_class = json_string_value(ck__json_path(obj, "spec.storageClassName"));
     const char *attributes_class =
@@ -92,9 +95,8 @@ static const struct ck_subresource subresources[] = {
 
 static const struct ck_table_column columns[] = {
     [COL_NAME] = CK__NAME_COLUMN(0),
-    [COL_STATUS] = {"Status", "string", "",
-                    "Phase represents the current phase of PersistentVolumeClaim.", 0,
-                    ".status.phase", CK_CELL_ABSENT_EMPTY, false},
+    [COL_STATUS] = CK__COMPUTED_COLUMN(
+        "Status", "string", "Phase represents the current phase of PersistentVolumeClaim.", 0),
     [COL_VOLUME] = {"Volume", "string", "",
                     "The binding reference to the PersistentVolume backing this claim.", 0,
                     ".spec.volumeName", CK_CELL_ABSENT_EMPTY, false},

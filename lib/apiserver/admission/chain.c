@@ -82,7 +82,7 @@ static const struct known_plugin {
     {"EventRateLimit", false, NULL},
     {"ExtendedResourceToleration", false, NULL},
     {"DefaultStorageClass", true, &ck__admission_default_storage_class},
-    {"StorageObjectInUseProtection", true, NULL},
+    {"StorageObjectInUseProtection", true, &ck__admission_storage_object_in_use_protection},
     {"OwnerReferencesPermissionEnforcement", false, NULL},
     {"PersistentVolumeClaimResize", true, NULL},
     {"RuntimeClass", true, &ck__admission_runtime_class},

@@ -184,12 +184,16 @@ static bool drop(struct ck__sched_cache *c, const char *key)
     return counted;
 }
 
-/* dst = src with its own copy of the ports (owner_uid still borrowed). 0 or CK_ENOMEM. */
+/*
+ * dst = src with its own copy of the ports, without the volumes' affinity (owner_uid
+ * still borrowed). 0 or CK_ENOMEM.
+ */
 static int copy_summary(struct ck__sched_pod *dst, const struct ck__sched_pod *src)
 {
     *dst = *src;
     dst->ports = NULL;
     dst->n_ports = 0;
+    dst->volume_affinity = NULL; /* a filter's input: placed and nominated pods need none */
     if (!src->n_ports)
         return 0;
     dst->ports = malloc(src->n_ports * sizeof(*src->ports));

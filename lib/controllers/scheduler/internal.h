@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "ckube/client.h"
+#include "ckube/controllers.h"
 #include "ckube/internal/util.h"
 
 /* ---- summaries ------------------------------------------------------------------------- */
@@ -68,6 +69,11 @@ struct ck__sched_pod {
     int64_t start;         /* status.startTime, else metadata.creationTimestamp (seconds; 0) */
     /* being deleted because the scheduler preempted it (podTerminatingByPreemption) */
     bool terminating_by_preemption;
+    /*
+     * VolumeBinding's PreFilter result (volumebinding.c): copies of the
+     * nodeAffinity.required of the volumes the pod's bound claims use (owned; NULL: none).
+     */
+    json_t *volume_affinity;
 };
 
 /* Fills p from pod (borrowed). Returns 0 or CK_ENOMEM. */
@@ -143,6 +149,38 @@ enum ck__sched_code ck__sched_filter_ports(const struct ck__sched_pod *p,
 enum ck__sched_code ck__sched_filter_fit(const struct ck__sched_pod *p,
                                          const struct ck__sched_node *n,
                                          struct ck__sched_status *st);
+
+/* VolumeBinding's Filter: every bound volume's node affinity matches the node. */
+#define CK__SCHED_REASON_VOLUME_AFFINITY "node(s) had volume node affinity conflict"
+enum ck__sched_code ck__sched_filter_volume_binding(const struct ck__sched_pod *p,
+                                                    const struct ck__sched_node *n,
+                                                    struct ck__sched_status *st);
+
+/*
+ * The VolumeBinding plugin's view of storage (volumebinding.c): listers over the
+ * scheduler's informers of claims, volumes and classes (zeroed: the plugin is off).
+ */
+struct ck__sched_volumes {
+    struct ck_lister claims, volumes, classes;
+    bool on;
+};
+
+/*
+ * VolumeBinding's PreFilter: every claim the pod's persistentVolumeClaim volumes name
+ * exists, is not being deleted and is bound or waits for its first consumer; fills
+ * p->volume_affinity. 0, or CK__SCHED_UNRESOLVABLE with *ret_message (to free), the
+ * whole FitError text for n_nodes nodes; CK_ENOMEM.
+ */
+int ck__sched_volumes_prefilter(const struct ck__sched_volumes *v, struct ck__sched_pod *p,
+                                size_t n_nodes, char **ret_message);
+
+/*
+ * VolumeBinding's PreBind, the part ckube has: each unbound claim of pod whose class
+ * binds WaitForFirstConsumer gets volume.kubernetes.io/selected-node: node, so that
+ * its provisioner makes the volume there. 0 or the write's error.
+ */
+int ck__sched_volumes_prebind(const struct ck__sched_volumes *v, const struct ck_ctl_client *client,
+                              const json_t *pod, const char *node, struct ck_err *reterr);
 
 /* Every filter in the default profile's order, stopping at the first that fails. */
 enum ck__sched_code ck__sched_filter(const struct ck__sched_pod *p, const struct ck__sched_node *n,

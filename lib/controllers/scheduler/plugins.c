@@ -180,6 +180,8 @@ void ck__sched_pod_release(struct ck__sched_pod *p)
     free(p->ports);
     p->ports = NULL;
     p->n_ports = 0;
+    json_decref(p->volume_affinity);
+    p->volume_affinity = NULL;
 }
 
 int ck__sched_node_set(struct ck__sched_node *n, const json_t *node)
@@ -386,8 +388,9 @@ enum ck__sched_code ck__sched_filter(const struct ck__sched_pod *p, const struct
     typedef enum ck__sched_code (*filter_fn)(
         const struct ck__sched_pod *, const struct ck__sched_node *, struct ck__sched_status *);
     static const filter_fn filters[] = {
-        ck__sched_filter_unschedulable, ck__sched_filter_node_name, ck__sched_filter_taints,
-        ck__sched_filter_affinity,      ck__sched_filter_ports,     ck__sched_filter_fit,
+        ck__sched_filter_unschedulable,  ck__sched_filter_node_name, ck__sched_filter_taints,
+        ck__sched_filter_affinity,       ck__sched_filter_ports,     ck__sched_filter_fit,
+        ck__sched_filter_volume_binding,
     };
     st->code = CK__SCHED_SUCCESS;
     st->n_reasons = 0;

@@ -14,6 +14,9 @@
  *   highest (ties at random, as selectHost), assumes the pod there and hands the binding
  *   to a pool of binder threads (the binding cycle runs asynchronously, as in
  *   Kubernetes), so many pods are placed before their bindings are observed.
+ * - VolumeBinding (volumebinding.c): a PreFilter over the pod's claims before the
+ *   filters, a Filter on bound volumes' node affinity, and a PreBind that marks
+ *   WaitForFirstConsumer claims with the chosen node before the Binding.
  * - A binder POSTs the Binding; on success it records `Scheduled` ("Successfully
  *   assigned ns/name to node"); on failure it forgets the assumption, records
  *   `FailedScheduling` and puts the pod in backoff.
@@ -56,7 +59,9 @@ struct ck_scheduler {
     struct ck_clock *clock;
     const struct ck_resource *pods_res, *nodes_res, *pdbs_res;
     struct ck_informer *pods_inf, *nodes_inf, *pdbs_inf;
+    struct ck_informer *volume_infs[3]; /* claims, volumes, classes: VolumeBinding's */
     struct ck_lister pods, pdbs;
+    struct ck__sched_volumes volumes;
     struct ck__sched_queue *queue;
     struct ck__sched_cache cache;
     struct ck_ctl_event_sink sink;
@@ -181,6 +186,26 @@ static void on_node_delete(const json_t *obj, const struct ck_deleted_final_stat
         ck__sched_cache_remove_node(&s->cache, name);
 }
 
+/* A claim, volume or class changed: pods waiting on one may fit now (VolumeBinding's events). */
+static void on_storage_add(const json_t *obj, bool initial, void *arg)
+{
+    (void)obj;
+    if (!initial)
+        ck__sched_queue_move_all(((struct ck_scheduler *)arg)->queue);
+}
+
+static void on_storage_update(const json_t *old, const json_t *obj, void *arg)
+{
+    (void)old;
+    on_storage_add(obj, false, arg);
+}
+
+static void on_storage_delete(const json_t *obj, const struct ck_deleted_final_state_unknown *tomb,
+                              void *arg)
+{
+    (void)obj, (void)tomb, (void)arg;
+}
+
 /* ---- failures ------------------------------------------------------------------------- */
 
 /* The pod's PodScheduled condition, or NULL. */
@@ -278,7 +303,8 @@ static int post_binding(struct ck_scheduler *s, const struct bind_job *j, struct
 static void bind_one(struct ck_scheduler *s, struct bind_job *j)
 {
     struct ck_err err = {0};
-    if (post_binding(s, j, &err) == 0) {
+    if (ck__sched_volumes_prebind(&s->volumes, &s->ctl, j->pod, j->node, &err) == 0 &&
+        post_binding(s, j, &err) == 0) {
         ck__sched_queue_done(s->queue, j->key);
         ck_event_recordf(s->recorder, j->pod, CK_EVENT_NORMAL, "Scheduled",
                          "Successfully assigned %s/%s to %s", j->namespace, j->name, j->node);
@@ -694,8 +720,13 @@ static void schedule_one(struct ck_scheduler *s, const char *key, int64_t cycle)
         goto out;
     }
     char *message = NULL;
-    struct preemption pre;
-    char *node = place(s, key, &p, &message, &pre);
+    pthread_mutex_lock(&s->cache.lock);
+    size_t n_nodes = 0;
+    ck__sched_cache_nodes_locked(&s->cache, &n_nodes);
+    pthread_mutex_unlock(&s->cache.lock);
+    struct preemption pre = {0};
+    int prefiltered = ck__sched_volumes_prefilter(&s->volumes, &p, n_nodes, &message);
+    char *node = prefiltered == 0 ? place(s, key, &p, &message, &pre) : NULL;
     ck__sched_pod_release(&p);
     int64_t spent = ck_clock_now(s->clock) - start;
     if (!node && !message) {
@@ -810,6 +841,20 @@ int ck_scheduler_new(const struct ck_scheduler_config *config, struct ck_schedul
     const struct ck_event_handler no_handler = {0};
     if (r == 0 && s->pdbs_res)
         r = ck__ctl_watch(s->factory, s->pdbs_res, &no_handler, &s->pdbs_inf, &s->pdbs, reterr);
+    static const char *const storage[][2] = {{"", "persistentvolumeclaims"},
+                                             {"", "persistentvolumes"},
+                                             {"storage.k8s.io", "storageclasses"}};
+    struct ck_lister *listers[] = {&s->volumes.claims, &s->volumes.volumes, &s->volumes.classes};
+    const struct ck_event_handler storage_handler = {on_storage_add, on_storage_update,
+                                                     on_storage_delete, s};
+    for (size_t i = 0; i < 3 && r == 0; i++) {
+        const struct ck_resource *res = ck_controller_resource(storage[i][0], "v1", storage[i][1]);
+        if (!res)
+            break; /* no such kind: VolumeBinding stays off */
+        r = ck__ctl_watch(s->factory, res, &storage_handler, &s->volume_infs[i], listers[i],
+                          reterr);
+        s->volumes.on = r == 0 && i == 2;
+    }
     if (r == 0)
         r = ck__ctl_recorder(&s->sink, &s->ctl, s->name, s->clock, false, &s->recorder, reterr);
     if (r < 0)
@@ -826,6 +871,9 @@ int ck_scheduler_run(struct ck_scheduler *s, struct ck_err *reterr)
 {
     if (s->own_factory && ck_informer_factory_start(s->factory, reterr) < 0)
         return reterr->code;
+    for (size_t i = 0; i < 3; i++)
+        if (s->volume_infs[i] && !ck_informer_wait_for_sync(s->volume_infs[i], CK_TIME_NEVER))
+            return ck_err_set(reterr, CK_ESHUTDOWN, "scheduler: informers stopped before syncing");
     if (!ck_informer_wait_for_sync(s->nodes_inf, CK_TIME_NEVER) ||
         !ck_informer_wait_for_sync(s->pods_inf, CK_TIME_NEVER) ||
         (s->pdbs_inf && !ck_informer_wait_for_sync(s->pdbs_inf, CK_TIME_NEVER)))
