@@ -1,0 +1,137 @@
+/*
+ * macros.c - CEL's macros and the binding of calls to functions, the compile step
+ * after parsing (google/cel-spec doc/langdef.md "Macros"; cel-go parser/macro.go for
+ * which call shapes are macros).
+ *
+ * has(a.f) becomes a selection that only tests for presence. e.all(x, p),
+ * e.exists(x, p), e.exists_one(x, p), e.map(x, f), e.map(x, p, f) and e.filter(x, p)
+ * become comprehension nodes that eval.c runs directly with cel-go's semantics (all
+ * is false if any p is false, else an error if any p erred; exists the reverse;
+ * exists_one, map and filter pass errors on). A call of another shape is an ordinary
+ * call. Every other call is then bound to its function here, so an unknown function
+ * is a compile error, as cel-go's checker makes it.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+static const struct {
+    const char *name;
+    enum ck__cel_macro macro;
+    size_t nargs; /* receiver included */
+} macros[] = {
+    {"all", M_ALL, 3}, {"exists", M_EXISTS, 3}, {"exists_one", M_EXISTS_ONE, 3},
+    {"map", M_MAP, 3}, {"map", M_MAP, 4},       {"filter", M_FILTER, 3},
+};
+
+struct ck__cel_node *ck__cel_expand_macro(struct ck__cel_parser *p, struct ck__cel_node *call)
+{
+    const char *name = call->call.name;
+    if (!call->call.member) {
+        if (strcmp(name, "has") || call->call.nargs != 1)
+            return call;
+        struct ck__cel_node *arg = call->call.args[0];
+        if (arg->kind != N_SELECT)
+            return ck__cel_parse_error(p, arg->pos, "invalid argument to has() macro");
+        arg->sel.test_only = true;
+        return arg;
+    }
+    for (size_t i = 0; i < sizeof(macros) / sizeof(macros[0]); i++) {
+        if (strcmp(name, macros[i].name) || call->call.nargs != macros[i].nargs)
+            continue;
+        struct ck__cel_node *var = call->call.args[1];
+        if (var->kind != N_IDENT)
+            return ck__cel_parse_error(p, var->pos, "argument must be a simple name");
+        struct ck__cel_node *n = ck__cel_node_new(p, N_COMPREHENSION, call->pos);
+        if (!n)
+            return NULL;
+        n->comp.macro = macros[i].macro;
+        n->comp.var = var->name;
+        n->comp.range = call->call.args[0];
+        if (macros[i].macro == M_MAP) {
+            n->comp.fn = call->call.args[call->call.nargs - 1];
+            n->comp.pred = call->call.nargs == 4 ? call->call.args[2] : NULL;
+        } else {
+            n->comp.pred = call->call.args[2];
+        }
+        return ck__cel_node_done(p, n) ? n : NULL;
+    }
+    return call;
+}
+
+static const struct ck__cel_func *find(const struct ck__cel_func *table, size_t len,
+                                       const char *name, bool member, size_t nargs, bool *named)
+{
+    for (size_t i = 0; i < len; i++) {
+        const struct ck__cel_func *f = &table[i];
+        if (strcmp(f->name, name))
+            continue;
+        if (!(f->style & (member ? CK__CEL_MEMBER : CK__CEL_GLOBAL)))
+            continue;
+        *named = true;
+        if (nargs >= f->min && nargs <= f->max)
+            return f;
+    }
+    return NULL;
+}
+
+const struct ck__cel_func *ck__cel_lookup(const char *name, bool member, size_t nargs)
+{
+    bool named = false;
+    const struct ck__cel_func *f =
+        find(ck__cel_stdlib, ck__cel_stdlib_len, name, member, nargs, &named);
+    if (!f)
+        f = find(ck__cel_strings_lib, ck__cel_strings_lib_len, name, member, nargs, &named);
+    if (!f)
+        f = find(ck__cel_lists_lib, ck__cel_lists_lib_len, name, member, nargs, &named);
+    return f;
+}
+
+static bool is_named(const char *name, bool member)
+{
+    for (size_t n = 0; n <= 4; n++)
+        if (ck__cel_lookup(name, member, n))
+            return true;
+    return false;
+}
+
+bool ck__cel_resolve(struct ck__cel_parser *p, struct ck__cel_node *n)
+{
+    switch (n->kind) {
+    case N_SELECT:
+        return ck__cel_resolve(p, n->sel.operand);
+    case N_LIST:
+        for (size_t i = 0; i < n->list.n; i++)
+            if (!ck__cel_resolve(p, n->list.items[i]))
+                return false;
+        return true;
+    case N_MAP:
+        for (size_t i = 0; i < n->map.n; i++)
+            if (!ck__cel_resolve(p, n->map.keys[i]) || !ck__cel_resolve(p, n->map.vals[i]))
+                return false;
+        return true;
+    case N_COMPREHENSION:
+        return ck__cel_resolve(p, n->comp.range) &&
+               (!n->comp.pred || ck__cel_resolve(p, n->comp.pred)) &&
+               (!n->comp.fn || ck__cel_resolve(p, n->comp.fn));
+    case N_CALL:
+        for (size_t i = 0; i < n->call.nargs; i++)
+            if (!ck__cel_resolve(p, n->call.args[i]))
+                return false;
+        if (n->call.op != OP_FUNC)
+            return true;
+        n->call.fn = ck__cel_lookup(n->call.name, n->call.member, n->call.nargs);
+        if (n->call.fn)
+            return true;
+        if (is_named(n->call.name, n->call.member))
+            ck__cel_parse_error(p, n->pos,
+                                "found no matching overload for '%s' applied to %zu arguments",
+                                n->call.name, n->call.nargs);
+        else
+            ck__cel_parse_error(p, n->pos, "undeclared reference to '%s' (in container '')",
+                                n->call.name);
+        return false;
+    default:
+        return true;
+    }
+}
