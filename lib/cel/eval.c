@@ -156,7 +156,7 @@ static struct ck__cel_val *time_val(struct ck__cel_eval *ev, int type, int64_t s
         nsec -= NSEC;
         sec++;
     }
-    if (type == CK_CEL_DURATION ? (sec > 315576000000LL || sec < -315576000000LL)
+    if (type == CK_CEL_DURATION ? !ck__cel_duration_ok(sec, nsec)
                                 : (sec < -62135596800LL || sec > 253402300799LL))
         return ck__cel_errorf(ev, "%s out of range",
                               type == CK_CEL_DURATION ? "duration" : "timestamp");

@@ -8,7 +8,8 @@
  *   macros.c  has/all/exists/exists_one/map/filter become select and comprehension nodes
  *   value.c   values: JSON in and out, equality, ordering, formatting
  *   eval.c    the tree walk with error absorption and the cost budget
- *   stdlib.c  cel-spec's standard functions; strings.c, lists.c: Kubernetes' libraries
+ *   stdlib.c  cel-spec's standard functions; strings.c, format.c, lists.c: Kubernetes'
+ *             libraries
  *
  * A program's nodes and an evaluation's values live in arenas: values are immutable
  * once built and freely shared inside one evaluation, and all of them go in one free.
@@ -89,6 +90,7 @@ struct ck__cel_token {
     char *s;           /* T_STRING, T_BYTES (arena), T_ERROR (the message, static) */
     size_t slen;       /* its length */
     bool int_overflow; /* T_INT above INT64_MAX (valid only after a '-' for INT64_MIN) */
+    bool reserved;     /* T_IDENT that is a reserved word: fine after '.', not alone */
 };
 
 struct ck__cel_lexer {
@@ -322,6 +324,13 @@ struct ck__cel_val *ck__cel_errorf(struct ck__cel_eval *ev, const char *fmt, ...
 struct ck__cel_val *ck__cel_no_overload(struct ck__cel_eval *ev, const char *fn,
                                         struct ck__cel_val **args, size_t nargs);
 
+/* Whether a duration fits Go's time.Duration (int64 nanoseconds), as cel-go's must. */
+static inline bool ck__cel_duration_ok(int64_t sec, int64_t nsec)
+{
+    __int128 total = (__int128)sec * 1000000000 + nsec;
+    return total >= INT64_MIN && total <= INT64_MAX;
+}
+
 static inline bool ck__cel_is_error(const struct ck__cel_val *v)
 {
     return v->type == CK__CEL_ERROR;
@@ -370,6 +379,8 @@ extern const struct ck__cel_func ck__cel_stdlib[];
 extern const size_t ck__cel_stdlib_len;
 extern const struct ck__cel_func ck__cel_strings_lib[];
 extern const size_t ck__cel_strings_lib_len;
+extern const struct ck__cel_func ck__cel_format_lib[];
+extern const size_t ck__cel_format_lib_len;
 extern const struct ck__cel_func ck__cel_lists_lib[];
 extern const size_t ck__cel_lists_lib_len;
 

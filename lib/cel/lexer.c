@@ -6,7 +6,8 @@
  * quoted, raw ("r"), bytes ("b") and triple-quoted strings with their escapes. In a
  * string \x, \u, \U and octal escapes stand for code points; in bytes \x and octal
  * stand for octets (and \U is refused, as the spec says). Comments run from // to the
- * end of the line. Reserved words are refused where an identifier would be.
+ * end of the line. Reserved words are flagged: the parser refuses them as names of
+ * variables or functions, but not as fields or methods after a '.' (as cel-go does).
  */
 #include <errno.h>
 #include <math.h>
@@ -340,10 +341,8 @@ void ck__cel_lex(struct ck__cel_lexer *lx, struct ck__cel_token *t)
         else if (n == 2 && !memcmp(s + start, "in", 2))
             t->kind = T_IN;
         for (size_t r = 0; r < sizeof(reserved) / sizeof(reserved[0]); r++)
-            if (strlen(reserved[r]) == n && !memcmp(reserved[r], s + start, n)) {
-                set_error(t, start, "reserved identifier");
-                return;
-            }
+            if (strlen(reserved[r]) == n && !memcmp(reserved[r], s + start, n))
+                t->reserved = true;
         return;
     }
     static const struct {

@@ -11,6 +11,7 @@
  * call. Every other call is then bound to its function here, so an unknown function
  * is a compile error, as cel-go's checker makes it.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -83,6 +84,8 @@ const struct ck__cel_func *ck__cel_lookup(const char *name, bool member, size_t 
     if (!f)
         f = find(ck__cel_strings_lib, ck__cel_strings_lib_len, name, member, nargs, &named);
     if (!f)
+        f = find(ck__cel_format_lib, ck__cel_format_lib_len, name, member, nargs, &named);
+    if (!f)
         f = find(ck__cel_lists_lib, ck__cel_lists_lib_len, name, member, nargs, &named);
     return f;
 }
@@ -123,6 +126,19 @@ bool ck__cel_resolve(struct ck__cel_parser *p, struct ck__cel_node *n)
         n->call.fn = ck__cel_lookup(n->call.name, n->call.member, n->call.nargs);
         if (n->call.fn)
             return true;
+        if (n->call.member && n->call.args[0]->kind == N_IDENT) {
+            /* a namespaced function: strings.quote(s) */
+            char qualified[128];
+            snprintf(qualified, sizeof(qualified), "%s.%s", n->call.args[0]->name, n->call.name);
+            const struct ck__cel_func *f = ck__cel_lookup(qualified, false, n->call.nargs - 1);
+            if (f) {
+                n->call.fn = f;
+                n->call.member = false;
+                n->call.args++;
+                n->call.nargs--;
+                return true;
+            }
+        }
         if (is_named(n->call.name, n->call.member))
             ck__cel_parse_error(p, n->pos,
                                 "found no matching overload for '%s' applied to %zu arguments",

@@ -292,6 +292,9 @@ static struct ck__cel_node *primary(struct ck__cel_parser *p)
             return unexpected(p, "IDENTIFIER");
         return primary(p);
     case T_IDENT: {
+        if (p->tok.reserved)
+            return ck__cel_parse_error(p, pos, "Syntax error: reserved identifier: %.*s",
+                                       (int)p->tok.len, p->lx.src + p->tok.pos);
         char *name = ident_text(p);
         if (!name)
             return NULL;
@@ -528,7 +531,7 @@ int ck_cel_compile(const char *src, size_t len, struct ck_cel_program **ret_prog
                           "ERROR: <input>:-1:0: expression code point size exceeds limit: size: "
                           "%zu, limit %d",
                           len, CK_CEL_MAX_EXPR_LEN);
-    if (memchr(src, '\0', len) || !ck__cel_utf8_valid(src, len))
+    if (!ck__cel_utf8_valid(src, len))
         return ck_err_set(reterr, CK_EINVAL, "ERROR: <input>:1:1: invalid UTF-8 in the expression");
     struct ck_cel_program *prog = ck__calloc(1, sizeof(*prog));
     if (!prog)

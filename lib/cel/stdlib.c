@@ -131,10 +131,8 @@ FN(fn_int)
     case CK_CEL_UINT:
         return a->u > INT64_MAX ? range_error(ev) : ck__cel_int(ev, (int64_t)a->u);
     case CK_CEL_DOUBLE:
-        if (!(a->d > -9223372036854775808.0 - 1025.0 && a->d < 9223372036854775808.0))
+        if (!(a->d > -9223372036854775808.0 && a->d < 9223372036854775808.0))
             return range_error(ev);
-        if (a->d <= -9223372036854775808.0)
-            return ck__cel_int(ev, INT64_MIN);
         return ck__cel_int(ev, (int64_t)a->d);
     case CK_CEL_STRING: {
         char *end;
@@ -406,7 +404,7 @@ FN(fn_duration)
     if (!ck__cel_parse_duration(a->s.p, a->s.len, &sec, &nsec))
         return ck__cel_errorf(ev, "type conversion error from 'string' to "
                                   "'google.protobuf.Duration'");
-    if (sec > 315576000000LL || sec < -315576000000LL)
+    if (!ck__cel_duration_ok(sec, nsec))
         return ck__cel_errorf(ev, "duration out of range");
     return time_value(ev, CK_CEL_DURATION, sec, nsec);
 }
@@ -446,6 +444,10 @@ static bool zone_offset(const struct ck__cel_val *z, int64_t *ret)
     if (sscanf(s, "%c%2d:%2d%c", &sign, &h, &m, &extra) == 3 && (sign == '+' || sign == '-') &&
         z->s.len == 6 && h < 24 && m < 60) {
         *ret = (sign == '-' ? -1 : 1) * (h * 3600 + m * 60);
+        return true;
+    }
+    if (sscanf(s, "%2d:%2d%c", &h, &m, &extra) == 2 && z->s.len == 5 && h < 24 && m < 60) {
+        *ret = h * 3600 + m * 60;
         return true;
     }
     return false;

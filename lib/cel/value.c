@@ -332,35 +332,14 @@ static int compare_numbers(const struct ck__cel_val *a, const struct ck__cel_val
     if (a->type == CK_CEL_DOUBLE || b->type == CK_CEL_DOUBLE) {
         if (a->type == CK_CEL_DOUBLE && b->type == CK_CEL_DOUBLE)
             return isnan(a->d) || isnan(b->d) ? 2 : (a->d > b->d) - (a->d < b->d);
-        const struct ck__cel_val *d = a->type == CK_CEL_DOUBLE ? a : b;
-        const struct ck__cel_val *o = a->type == CK_CEL_DOUBLE ? b : a;
-        int sign = a == d ? 1 : -1;
-        if (isnan(d->d))
-            return 2;
-        /* compare the double with the integer exactly: out of range first */
-        int r;
-        if (o->type == CK_CEL_INT) {
-            if (d->d >= 9223372036854775808.0)
-                r = 1;
-            else if (d->d < -9223372036854775808.0)
-                r = -1;
-            else {
-                double t = trunc(d->d);
-                int64_t di = (int64_t)t;
-                r = di != o->i ? (di > o->i) - (di < o->i) : (d->d > t) - (d->d < t);
-            }
-        } else {
-            if (d->d >= 18446744073709551616.0)
-                r = 1;
-            else if (d->d < 0)
-                r = -1;
-            else {
-                double t = trunc(d->d);
-                uint64_t du = (uint64_t)t;
-                r = du != o->u ? (du > o->u) - (du < o->u) : (d->d > t) - (d->d < t);
-            }
-        }
-        return sign * r;
+        /* cel-go converts the integer to a double (lossy beyond 2^53) */
+        double x = a->type == CK_CEL_DOUBLE ? a->d
+                   : a->type == CK_CEL_INT  ? (double)a->i
+                                            : (double)a->u;
+        double y = b->type == CK_CEL_DOUBLE ? b->d
+                   : b->type == CK_CEL_INT  ? (double)b->i
+                                            : (double)b->u;
+        return isnan(x) || isnan(y) ? 2 : (x > y) - (x < y);
     }
     if (a->type == CK_CEL_INT && b->type == CK_CEL_INT)
         return (a->i > b->i) - (a->i < b->i);

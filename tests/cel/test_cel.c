@@ -158,6 +158,9 @@ static void test_operators(void **state)
         {"type('a')", "string"},
         {"type(type(1))", "type"},
         {"type(null)", "null_type"},
+        {"{'while': 1}.while", "1"},
+        {"'%s=%d'.format(['a', 1])", "\"a=1\""},
+        {"strings.quote('a\"b')", "\"\\\"a\\\\\\\"b\\\"\""},
     };
     check_values(cases, sizeof(cases) / sizeof(cases[0]), NULL);
 }
@@ -386,7 +389,7 @@ static void test_parse_errors(void **state)
         {"9223372036854775808", "invalid int literal"},
         {"18446744073709551616u", "integer literal out of range"},
         {"if", "reserved identifier"},
-        {"a.while", "reserved identifier"},
+        {"while.a", "reserved identifier"},
         {"1 # 2", "unexpected character"},
         {"Msg{a: 1}", "message construction is not supported"},
         {"has(a)", "invalid argument to has() macro"},
