@@ -95,7 +95,7 @@ static bool as_text(struct ck__buf *b, const struct ck__cel_val *v, int depth)
             entries[i] = ck__buf_take(&e);
             ok = ok && entries[i];
         }
-        if (ok)
+        if (ok && v->map.n)
             qsort(entries, v->map.n, sizeof(*entries), compare_text);
         ck__buf_adds(b, "{");
         for (size_t i = 0; i < v->map.n; i++) {

@@ -589,7 +589,7 @@ void ck__cel_format(struct ck__buf *b, const struct ck__cel_val *v)
             if (!entries[i])
                 b->err = CK_ENOMEM;
         }
-        if (!b->err)
+        if (!b->err && v->map.n)
             qsort(entries, v->map.n, sizeof(*entries), compare_text);
         ck__buf_adds(b, "{");
         for (size_t i = 0; i < v->map.n; i++) {

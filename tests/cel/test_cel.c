@@ -104,6 +104,8 @@ static void test_literals(void **state)
         {"[1, 'a', [true],]", "[1, \"a\", [true]]"},
         {"{'b': 1, 'a': 2,}", "{\"a\": 2, \"b\": 1}"},
         {"{}", "{}"},
+        {"{}.map(k, k)", "[]"},
+        {"'%s'.format([{}])", "\"{}\""},
         {"// comment\n 1 // more", "1"},
     };
     check_values(cases, sizeof(cases) / sizeof(cases[0]), NULL);
