@@ -129,8 +129,7 @@ static struct ck__cel_val *concat(struct ck__cel_eval *ev, struct ck__cel_val *a
         return s;
     char *p = ck__cel_alloc(ev->arena, n + 1);
     if (!p) {
-        ev->fatal = CK_CEL_ECOST;
-        return ck__cel_fatal(ev);
+        return ck__cel_alloc_failed(ev, n);
     }
     memcpy(p, a->s.p, a->s.len);
     memcpy(p + a->s.len, b->s.p, b->s.len);
@@ -342,10 +341,8 @@ static struct ck__cel_val *call(struct ck__cel_eval *ev, const struct ck__cel_no
     struct ck__cel_val *stack[4], **args = stack;
     if (n->call.nargs > 4) {
         args = ck__cel_alloc(ev->arena, n->call.nargs * sizeof(*args));
-        if (!args) {
-            ev->fatal = CK_CEL_ECOST;
-            return ck__cel_fatal(ev);
-        }
+        if (!args)
+            return ck__cel_alloc_failed(ev, n->call.nargs * sizeof(*args));
     }
     for (size_t i = 0; i < n->call.nargs; i++) {
         args[i] = ck__cel_eval_node(ev, n->call.args[i]);

@@ -217,6 +217,7 @@ struct ck__cel_node {
 #define CK__CEL_MAX_HEIGHT 1000
 
 struct ck__cel_parser {
+    struct ck_cel_program *prog; /* what compiled regexes are registered with */
     struct ck__cel_lexer lx;
     struct ck__cel_token tok; /* the current token */
     struct ck__cel_arena *arena;
@@ -308,6 +309,9 @@ bool ck__cel_charge(struct ck__cel_eval *ev, uint64_t n);
 
 /* The value that stands for ev->fatal (its message names the budget or memory). */
 struct ck__cel_val *ck__cel_fatal(struct ck__cel_eval *ev);
+/* After an arena allocation of n bytes failed: sets ev->fatal (the memory limit when the
+ * arena is near its cap, else out of memory) and returns its value. */
+struct ck__cel_val *ck__cel_alloc_failed(struct ck__cel_eval *ev, size_t n);
 struct ck__cel_val *ck__cel_new(struct ck__cel_eval *ev, int type);
 struct ck__cel_val *ck__cel_bool(bool b);
 struct ck__cel_val *ck__cel_int(struct ck__cel_eval *ev, int64_t i);

@@ -9,11 +9,14 @@
  * is false if any p is false, else an error if any p erred; exists the reverse;
  * exists_one, map and filter pass errors on). A call of another shape is an ordinary
  * call. Every other call is then bound to its function here, so an unknown function
- * is a compile error, as cel-go's checker makes it.
+ * is a compile error, as cel-go's checker makes it, and so is a literal pattern of
+ * matches() that does not compile.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "ckube/internal/util.h"
 #include "internal.h"
 
 static const struct {
@@ -90,6 +93,38 @@ const struct ck__cel_func *ck__cel_lookup(const char *name, bool member, size_t 
     return f;
 }
 
+/*
+ * matches() with a literal pattern: compiled once here, as Kubernetes' regex library
+ * does, so a bad pattern is a compile error and evaluation does not compile again.
+ */
+static bool precompile(struct ck__cel_parser *p, struct ck__cel_node *n)
+{
+    if (strcmp(n->call.name, "matches") || n->call.nargs != 2 || n->call.args[1]->kind != N_STRING)
+        return true;
+    const struct ck__cel_node *pat = n->call.args[1];
+    struct ck_cel_program *prog = p->prog;
+    void **grown = ck__realloc(prog->caches, (prog->ncaches + 1) * sizeof(*grown));
+    if (!grown) {
+        ck__cel_parse_error(p, n->pos, "out of memory");
+        return false;
+    }
+    prog->caches = grown;
+    struct ck__regex *re = NULL;
+    char *why = NULL;
+    int r = ck__regex_compile(pat->str.p, pat->str.len, &re, &why);
+    if (r) {
+        ck__cel_parse_error(p, pat->pos, "%s",
+                            r == CK_ENOMEM ? "out of memory"
+                            : why          ? why
+                                           : "invalid regex");
+        free(why);
+        return false;
+    }
+    prog->caches[prog->ncaches++] = re;
+    n->call.cache = re;
+    return true;
+}
+
 static bool is_named(const char *name, bool member)
 {
     for (size_t n = 0; n <= 4; n++)
@@ -125,7 +160,7 @@ bool ck__cel_resolve(struct ck__cel_parser *p, struct ck__cel_node *n)
             return true;
         n->call.fn = ck__cel_lookup(n->call.name, n->call.member, n->call.nargs);
         if (n->call.fn)
-            return true;
+            return precompile(p, n);
         if (n->call.member && n->call.args[0]->kind == N_IDENT) {
             /* a namespaced function: strings.quote(s) */
             char qualified[128];

@@ -536,7 +536,7 @@ int ck_cel_compile(const char *src, size_t len, struct ck_cel_program **ret_prog
     struct ck_cel_program *prog = ck__calloc(1, sizeof(*prog));
     if (!prog)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    struct ck__cel_parser p = {.arena = &prog->arena};
+    struct ck__cel_parser p = {.arena = &prog->arena, .prog = prog};
     p.lx.src = src;
     p.lx.len = len;
     struct ck__cel_node *root = ck__cel_parse(&p);

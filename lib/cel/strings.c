@@ -192,8 +192,8 @@ FN(fn_replace)
     if (i < s->s.len)
         ck__buf_add(&b, s->s.p + i, s->s.len - i);
     if (b.err) {
+        ev->fatal = b.err == CK_ENOMEM ? CK_ENOMEM : CK_CEL_ECOST;
         ck__buf_release(&b);
-        ev->fatal = CK_CEL_ECOST;
         return ck__cel_fatal(ev);
     }
     struct ck__cel_val *r = ck__cel_str(ev, CK_CEL_STRING, b.p ? b.p : "", b.len);
@@ -337,10 +337,8 @@ FN(fn_join)
     if (ck__cel_is_error(r))
         return r;
     char *p = ck__cel_alloc(ev->arena, total + 1);
-    if (!p) {
-        ev->fatal = CK_CEL_ECOST;
-        return ck__cel_fatal(ev);
-    }
+    if (!p)
+        return ck__cel_alloc_failed(ev, total);
     size_t n = 0;
     for (size_t i = 0; i < l->list.n; i++) {
         if (i) {

@@ -43,7 +43,7 @@ bool ck__cel_charge(struct ck__cel_eval *ev, uint64_t n)
     return true;
 }
 
-static struct ck__cel_val *failed(struct ck__cel_eval *ev, size_t n)
+struct ck__cel_val *ck__cel_alloc_failed(struct ck__cel_eval *ev, size_t n)
 {
     if (!ev->fatal)
         ev->fatal = ev->arena->limit && ev->arena->used + n + 16 > ev->arena->limit ? CK_CEL_ECOST
@@ -60,7 +60,7 @@ struct ck__cel_val *ck__cel_new(struct ck__cel_eval *ev, int type)
 {
     struct ck__cel_val *v = ck__cel_alloc(ev->arena, sizeof(*v));
     if (!v)
-        return failed(ev, sizeof(*v));
+        return ck__cel_alloc_failed(ev, sizeof(*v));
     v->type = type;
     return v;
 }
@@ -101,7 +101,7 @@ struct ck__cel_val *ck__cel_str(struct ck__cel_eval *ev, int type, const char *s
         return ck__cel_fatal(ev);
     char *p = ck__cel_strndup(ev->arena, s, n);
     if (!p)
-        return failed(ev, n);
+        return ck__cel_alloc_failed(ev, n);
     v->s.p = p;
     v->s.len = n;
     return v;
@@ -123,10 +123,10 @@ struct ck__cel_val *ck__cel_list(struct ck__cel_eval *ev, size_t n)
     if (ck__cel_is_error(v))
         return v;
     if (n > SIZE_MAX / sizeof(*v->list.v) / 2)
-        return failed(ev, SIZE_MAX / 2);
+        return ck__cel_alloc_failed(ev, SIZE_MAX / 2);
     v->list.v = ck__cel_alloc(ev->arena, (n ? n : 1) * sizeof(*v->list.v));
     if (!v->list.v)
-        return failed(ev, n * sizeof(*v->list.v));
+        return ck__cel_alloc_failed(ev, n * sizeof(*v->list.v));
     v->list.n = n;
     return v;
 }
@@ -137,11 +137,11 @@ struct ck__cel_val *ck__cel_map(struct ck__cel_eval *ev, size_t n)
     if (ck__cel_is_error(v))
         return v;
     if (n > SIZE_MAX / sizeof(*v->list.v) / 4)
-        return failed(ev, SIZE_MAX / 2);
+        return ck__cel_alloc_failed(ev, SIZE_MAX / 2);
     v->map.k = ck__cel_alloc(ev->arena, (n ? n : 1) * sizeof(*v->map.k));
     v->map.v = ck__cel_alloc(ev->arena, (n ? n : 1) * sizeof(*v->map.v));
     if (!v->map.k || !v->map.v)
-        return failed(ev, 2 * n * sizeof(*v->map.k));
+        return ck__cel_alloc_failed(ev, 2 * n * sizeof(*v->map.k));
     v->map.n = n;
     return v;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ckube/cel.h"
+#include "ckube/internal/util.h"
 
 /* Evaluates expr with `self` (JSON text, may be NULL); returns the formatted value or
  * "error: <message>" (caller frees). */
@@ -359,7 +360,7 @@ static void test_eval_errors(void **state)
         {"1 ? 1 : 2", "error: no such overload"},
         {"[1, 0].all(x, 1 / x > 0)", "error: division by zero"},
         {"[1].map(x, 1 / 0)", "error: division by zero"},
-        {"'abc'.matches('[')", "error: error parsing regexp: missing closing ]"},
+        {"'abc'.matches('[' + '')", "error: error parsing regexp: missing closing ]: `[`"},
         {"{'a': 1, 'a': 2}", "error: Failed with repeated key"},
         {"{[1]: 2}", "error: unsupported key type"},
         {"'abc'.substring(2, 1)", "error: invalid substring range. start: 2, end: 1"},
@@ -399,6 +400,7 @@ static void test_parse_errors(void **state)
         {"nosuchfunction(1)", "undeclared reference to 'nosuchfunction'"},
         {"'a'.substring()", "found no matching overload for 'substring'"},
         {"1 +\n 2 +", "\n | .."},
+        {"'abc'.matches('(')", "<input>:1:15: error parsing regexp: missing closing ): `(`"},
     };
     check_errors(cases, sizeof(cases) / sizeof(cases[0]), NULL);
 
@@ -498,6 +500,44 @@ static void test_cost_budget(void **state)
     free(got);
 }
 
+/* Every allocation of a compile and an evaluation may fail: a clean error, no leak. */
+static void test_allocation_failures(void **state)
+{
+    (void)state;
+    const char *expr =
+        "self.items.map(i, i.name.upperAscii() + '-' + string(i.n)).join(',')"
+        ".matches('^[A-Z]+-[0-9]+(,[A-Z]+-[0-9]+)*$') && {'a': [1, 2u, 3.0]} != {} && "
+        "'%s'.format([self.items[0].name]).replace('a', 'bc') == 'bc'";
+    json_t *self = json_loads("{\"items\": [{\"name\": \"a\", \"n\": 1}, "
+                              "{\"name\": \"b\", \"n\": 2}]}",
+                              0, NULL);
+    assert_non_null(self);
+    struct ck_cel_var vars[] = {{"self", self}};
+    bool done = false;
+    unsigned long n;
+    for (n = 1; !done && n < 10000; n++) {
+        struct ck_err err = {0};
+        struct ck_cel_program *prog = NULL;
+        struct ck_cel_result *res = NULL;
+        ck__alloc_fail_at(n, false);
+        int r = ck_cel_compile(expr, strlen(expr), &prog, &err);
+        if (r == 0)
+            r = ck_cel_eval(prog, vars, 1, 0, &res, NULL, &err);
+        ck__alloc_fail_at(0, false);
+        if (r == 0) {
+            assert_true(ck_cel_result_bool(res));
+            done = true;
+        } else {
+            assert_int_equal(r, CK_ENOMEM);
+        }
+        ck_cel_result_free(res);
+        ck_cel_program_free(prog);
+    }
+    assert_true(done);
+    assert_true(n > 3); /* the loop did fail some allocations */
+    json_decref(self);
+}
+
 static void test_result_accessors(void **state)
 {
     (void)state;
@@ -550,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_input_limits),
         cmocka_unit_test(test_cost_budget),
+        cmocka_unit_test(test_allocation_failures),
         cmocka_unit_test(test_result_accessors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
