@@ -4,9 +4,8 @@
  * receiver.
  *
  * Elements compare as the < operator compares them (numbers across int, uint and
- * double); sum adds as + does, so mixed int and double is "no such overload" and an
- * overflow an error. min and max of an empty list are errors, the sum of an empty
- * list is 0.
+ * double); sum adds numbers or durations as + does, so mixed int and double is "no such overload"
+ * and an overflow an error. min and max of an empty list are errors, the sum of an empty list is 0.
  */
 #include "internal.h"
 
@@ -57,6 +56,10 @@ FN(fn_sum)
                 return ck__cel_errorf(ev, "return error for overflow");
         } else if (type == CK_CEL_DOUBLE) {
             sd += e->d;
+        } else if (type == CK_CEL_DURATION) {
+            if (__builtin_add_overflow(si, e->t.sec, &si) ||
+                __builtin_add_overflow(su, (uint64_t)(int64_t)e->t.nsec, &su))
+                return ck__cel_errorf(ev, "return error for overflow");
         } else {
             return ck__cel_no_overload(ev, "sum", &l->list.v[i], 1);
         }
@@ -65,6 +68,27 @@ FN(fn_sum)
         return ck__cel_int(ev, si);
     if (type == CK_CEL_UINT)
         return ck__cel_uint(ev, su);
+    if (type == CK_CEL_DURATION) {
+        /* su holds the nanoseconds as two's complement: each is within +-1e9 */
+        int64_t ns = (int64_t)su;
+        si += ns / 1000000000;
+        ns %= 1000000000;
+        if (!ck__cel_duration_ok(si, ns))
+            return ck__cel_errorf(ev, "duration out of range");
+        struct ck__cel_val *d = ck__cel_new(ev, CK_CEL_DURATION);
+        if (!ck__cel_is_error(d)) {
+            d->t.sec = si;
+            d->t.nsec = (int32_t)ns;
+            if (d->t.sec > 0 && d->t.nsec < 0) {
+                d->t.sec--;
+                d->t.nsec += 1000000000;
+            } else if (d->t.sec < 0 && d->t.nsec > 0) {
+                d->t.sec++;
+                d->t.nsec -= 1000000000;
+            }
+        }
+        return d;
+    }
     return ck__cel_double(ev, sd);
 }
 

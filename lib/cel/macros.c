@@ -87,6 +87,8 @@ const struct ck__cel_func *ck__cel_lookup(const char *name, bool member, size_t 
     if (!f)
         f = find(ck__cel_strings_lib, ck__cel_strings_lib_len, name, member, nargs, &named);
     if (!f)
+        f = find(ck__cel_regex_lib, ck__cel_regex_lib_len, name, member, nargs, &named);
+    if (!f)
         f = find(ck__cel_format_lib, ck__cel_format_lib_len, name, member, nargs, &named);
     if (!f)
         f = find(ck__cel_lists_lib, ck__cel_lists_lib_len, name, member, nargs, &named);
@@ -94,12 +96,15 @@ const struct ck__cel_func *ck__cel_lookup(const char *name, bool member, size_t 
 }
 
 /*
- * matches() with a literal pattern: compiled once here, as Kubernetes' regex library
- * does, so a bad pattern is a compile error and evaluation does not compile again.
+ * matches(), find() and findAll() with a literal pattern: compiled once here, as Kubernetes' regex
+ * library does, so a bad pattern is a compile error and evaluation does not compile again.
  */
 static bool precompile(struct ck__cel_parser *p, struct ck__cel_node *n)
 {
-    if (strcmp(n->call.name, "matches") || n->call.nargs != 2 || n->call.args[1]->kind != N_STRING)
+    bool regex = false;
+    for (size_t i = 0; i < ck__cel_regex_lib_len; i++)
+        regex = regex || n->call.fn == &ck__cel_regex_lib[i];
+    if (!regex || n->call.nargs < 2 || n->call.args[1]->kind != N_STRING)
         return true;
     const struct ck__cel_node *pat = n->call.args[1];
     struct ck_cel_program *prog = p->prog;

@@ -1,11 +1,10 @@
 /*
  * stdlib.c - cel-spec's standard functions (google/cel-spec doc/langdef.md "Standard
- * Definitions"): size, contains, startsWith, endsWith, matches, the type conversions
+ * Definitions"): size, contains, startsWith, endsWith, the type conversions
  * int() uint() double() string() bytes() bool() dyn() type(), duration() and
  * timestamp() with their getters.
  *
- * matches() is Go's regexp (RE2 syntax) through the project's one regex engine,
- * ck__regex (lib/util/regex.cc), the same one CRD patterns use. Text conversions
+ * matches() is in regex.c with Kubernetes' find() and findAll(). Text conversions
  * follow Go's strconv as cel-go does: string(1.5) is "1.5", string(duration) is the
  * seconds ("90s"), timestamps are RFC 3339. Time zones in the getters are "UTC" or a
  * fixed offset "+05:30"; zone names need a time zone database this library does not
@@ -84,34 +83,6 @@ FN(fn_ends_with)
     const struct ck__cel_val *s = args[0], *p = args[1];
     return ck__cel_bool(p->s.len <= s->s.len &&
                         !memcmp(s->s.p + s->s.len - p->s.len, p->s.p, p->s.len));
-}
-
-FN(fn_matches)
-{
-    if (!all_of(args, nargs, CK_CEL_STRING))
-        return NO_OVERLOAD();
-    const struct ck__cel_val *s = args[0], *p = args[1];
-    if (!ck__cel_charge(ev, 1 + (s->s.len + p->s.len) / 10))
-        return ck__cel_fatal(ev);
-    const struct ck__regex *re = call->call.cache;
-    struct ck__regex *own = NULL;
-    if (!re) {
-        char *why = NULL;
-        int r = ck__regex_compile(p->s.p, p->s.len, &own, &why);
-        if (r) {
-            struct ck__cel_val *e = r == CK_ENOMEM
-                                        ? ck__cel_errorf(ev, "out of memory")
-                                        : ck__cel_errorf(ev, "%s", why ? why : "invalid regex");
-            free(why);
-            return e;
-        }
-        re = own;
-    }
-    int found = ck__regex_search(re, s->s.p, s->s.len);
-    ck__regex_free(own);
-    if (found < 0)
-        return ck__cel_errorf(ev, "out of memory");
-    return ck__cel_bool(found == 1);
 }
 
 /* ---- conversions ------------------------------------------------------------------ */
@@ -552,7 +523,6 @@ const struct ck__cel_func ck__cel_stdlib[] = {
     {"contains", M, 2, 2, fn_contains},
     {"startsWith", M, 2, 2, fn_starts_with},
     {"endsWith", M, 2, 2, fn_ends_with},
-    {"matches", G | M, 2, 2, fn_matches},
     {"int", G, 1, 1, fn_int},
     {"uint", G, 1, 1, fn_uint},
     {"double", G, 1, 1, fn_double},

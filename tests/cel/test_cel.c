@@ -282,6 +282,15 @@ static void test_kubernetes_libraries(void **state)
         {"[1, 2, 1].indexOf(1)", "0"},
         {"[1, 2, 1].lastIndexOf(1)", "2"},
         {"[1, 2].indexOf(5)", "-1"},
+        {"[duration('1.5s'), duration('2.6s')].sum()", "duration(\"4.1s\")"},
+        {"'abc 123 def 45'.find('[0-9]+')", "\"123\""},
+        {"'abc'.find('[0-9]+')", "\"\""},
+        {"'abc 123 def 45'.findAll('[0-9]+')", "[\"123\", \"45\"]"},
+        {"'abc 123 def 45'.findAll('[0-9]+', 1)", "[\"123\"]"},
+        {"'a1b'.findAll('[0-9]*')", "[\"\", \"1\", \"\"]"},
+        {"'\u00e9\u00e9'.findAll('')", "[\"\", \"\", \"\"]"},
+        {"'1, 2, 3, 4'.findAll('[0-9]+').map(x, int(x)).sum()", "10"},
+        {"'abc'.find('b' + '')", "\"b\""},
     };
     check_values(cases, sizeof(cases) / sizeof(cases[0]), NULL);
 }
@@ -401,6 +410,7 @@ static void test_parse_errors(void **state)
         {"'a'.substring()", "found no matching overload for 'substring'"},
         {"1 +\n 2 +", "\n | .."},
         {"'abc'.matches('(')", "<input>:1:15: error parsing regexp: missing closing ): `(`"},
+        {"'abc'.findAll('[')", "<input>:1:15: error parsing regexp: missing closing ]: `[`"},
     };
     check_errors(cases, sizeof(cases) / sizeof(cases[0]), NULL);
 
