@@ -53,6 +53,7 @@ enum ck_cel_type {
     CK_CEL_TYPE,
     CK_CEL_DURATION,
     CK_CEL_TIMESTAMP,
+    CK_CEL_OPTIONAL, /* optional.of(x) or optional.none() (Kubernetes 1.29+) */
 };
 
 /* A compiled expression. */
@@ -121,7 +122,8 @@ int ck_cel_result_to_json(const struct ck_cel_result *r, json_t **ret_json);
 
 /*
  * The result written as a CEL literal with its type visible: 1, 1u, 1.0, "a", b"a",
- * [1, 2], {"a": 1} (keys sorted), int, duration("1s"), timestamp("...").
+ * [1, 2], {"a": 1} (keys sorted), int, duration("1s"), timestamp("..."), optional.of(1),
+ * optional.none().
  * The caller frees it; NULL when out of memory.
  */
 char *ck_cel_result_format(const struct ck_cel_result *r);

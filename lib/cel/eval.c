@@ -27,7 +27,8 @@ struct ck_cel_result {
 };
 
 static const char *const type_names[] = {
-    "bool", "int", "uint", "double", "string", "bytes", "list", "map", "null_type", "type",
+    "bool", "int", "uint",      "double", "string",        "bytes",
+    "list", "map", "null_type", "type",   "optional_type",
 };
 
 static struct ck__cel_val *ident(struct ck__cel_eval *ev, const struct ck__cel_node *n)
@@ -77,6 +78,13 @@ static struct ck__cel_val *select_field(struct ck__cel_eval *ev, const struct ck
     struct ck__cel_val *o = ck__cel_eval_node(ev, n->sel.operand);
     if (ck__cel_is_error(o))
         return o;
+    /* a.?f, and any selection on an optional, gives an optional */
+    bool optional = n->sel.optional || o->type == CK_CEL_OPTIONAL;
+    if (o->type == CK_CEL_OPTIONAL) {
+        if (!o->opt)
+            return n->sel.test_only ? &ck__cel_false : o;
+        o = o->opt;
+    }
     if (o->type != CK_CEL_MAP)
         return ck__cel_errorf(ev, "type '%s' does not support field selection",
                               ck__cel_type_name(o));
@@ -84,6 +92,8 @@ static struct ck__cel_val *select_field(struct ck__cel_eval *ev, const struct ck
     struct ck__cel_val *v = ck__cel_map_get(o, &key);
     if (n->sel.test_only)
         return ck__cel_bool(v != NULL);
+    if (optional)
+        return ck__cel_optional(ev, v);
     return v ? v : ck__cel_errorf(ev, "no such key: %s", n->sel.field);
 }
 
@@ -287,9 +297,37 @@ static uint64_t size_cost(const struct ck__cel_val *v)
     }
 }
 
+/* a[?k], and any index of an optional: optional.of(a[k]) or optional.none() */
+static struct ck__cel_val *opt_index(struct ck__cel_eval *ev, struct ck__cel_val **args)
+{
+    struct ck__cel_val *c = args[0], *k = args[1];
+    if (c->type == CK_CEL_OPTIONAL) {
+        if (!c->opt)
+            return c;
+        c = c->opt;
+    }
+    if (c->type == CK_CEL_MAP && k->type != CK_CEL_LIST && k->type != CK_CEL_MAP)
+        return ck__cel_optional(ev, ck__cel_map_get(c, k));
+    if (c->type == CK_CEL_LIST) {
+        int64_t i;
+        if (k->type == CK_CEL_INT)
+            i = k->i;
+        else if (k->type == CK_CEL_UINT)
+            i = k->u > INT64_MAX ? -1 : (int64_t)k->u;
+        else if (k->type == CK_CEL_DOUBLE && k->d == trunc(k->d) && fabs(k->d) < 9e18)
+            i = (int64_t)k->d;
+        else
+            return ck__cel_no_overload(ev, "_[?_]", args, 2);
+        return ck__cel_optional(ev, i >= 0 && (uint64_t)i < c->list.n ? c->list.v[i] : NULL);
+    }
+    return ck__cel_no_overload(ev, "_[?_]", args, 2);
+}
+
 static struct ck__cel_val *index_of(struct ck__cel_eval *ev, struct ck__cel_val **args)
 {
     struct ck__cel_val *c = args[0], *k = args[1];
+    if (c->type == CK_CEL_OPTIONAL)
+        return opt_index(ev, args);
     if (c->type == CK_CEL_MAP) {
         if (k->type == CK_CEL_LIST || k->type == CK_CEL_MAP)
             return ck__cel_no_overload(ev, "_[_]", args, 2);
@@ -338,7 +376,7 @@ static struct ck__cel_val *call(struct ck__cel_eval *ev, const struct ck__cel_no
     default:
         break;
     }
-    struct ck__cel_val *stack[4], **args = stack;
+    struct ck__cel_val *stack[4] = {NULL}, **args = stack;
     if (n->call.nargs > 4) {
         args = ck__cel_alloc(ev->arena, n->call.nargs * sizeof(*args));
         if (!args)
@@ -413,9 +451,18 @@ static struct ck__cel_val *call(struct ck__cel_eval *ev, const struct ck__cel_no
         return arith(ev, n->call.op, args);
     case OP_INDEX:
         return index_of(ev, args);
+    case OP_OPT_INDEX:
+        return opt_index(ev, args);
+    case OP_OPT_MARK:
+        return a->type == CK_CEL_OPTIONAL ? a : ck__cel_no_overload(ev, "?_", args, 1);
     default:
         return n->call.fn->fn(ev, n, args, n->call.nargs);
     }
+}
+
+static bool is_opt_mark(const struct ck__cel_node *n)
+{
+    return n->kind == N_CALL && n->call.op == OP_OPT_MARK;
 }
 
 static struct ck__cel_val *build_map(struct ck__cel_eval *ev, const struct ck__cel_node *n)
@@ -423,6 +470,7 @@ static struct ck__cel_val *build_map(struct ck__cel_eval *ev, const struct ck__c
     struct ck__cel_val *m = ck__cel_map(ev, n->map.n);
     if (ck__cel_is_error(m))
         return m;
+    size_t count = 0;
     for (size_t i = 0; i < n->map.n; i++) {
         struct ck__cel_val *k = ck__cel_eval_node(ev, n->map.keys[i]);
         if (ck__cel_is_error(k))
@@ -430,10 +478,12 @@ static struct ck__cel_val *build_map(struct ck__cel_eval *ev, const struct ck__c
         struct ck__cel_val *v = ck__cel_eval_node(ev, n->map.vals[i]);
         if (ck__cel_is_error(v))
             return v;
+        if (is_opt_mark(n->map.vals[i]) && !(v = v->opt))
+            continue; /* {?k: optional.none()} adds nothing */
         if (k->type != CK_CEL_STRING && k->type != CK_CEL_INT && k->type != CK_CEL_UINT &&
             k->type != CK_CEL_BOOL)
             return ck__cel_errorf(ev, "unsupported key type: %s", ck__cel_type_name(k));
-        m->map.n = i;
+        m->map.n = count;
         if (ck__cel_map_get(m, k)) {
             struct ck__buf b = {.max = 200};
             ck__cel_format(&b, k);
@@ -442,10 +492,10 @@ static struct ck__cel_val *build_map(struct ck__cel_eval *ev, const struct ck__c
             ck__buf_release(&b);
             return e;
         }
-        m->map.k[i] = k;
-        m->map.v[i] = v;
+        m->map.k[count] = k;
+        m->map.v[count++] = v;
     }
-    m->map.n = n->map.n;
+    m->map.n = count;
     return m;
 }
 
@@ -456,11 +506,32 @@ static struct ck__cel_val *not_bool(struct ck__cel_eval *ev, struct ck__cel_val 
                                                 ck__cel_type_name(v));
 }
 
+/* o.optMap(x, f): optional.of(f) with x bound to o's value; optFlatMap: f itself. */
+static struct ck__cel_val *opt_map(struct ck__cel_eval *ev, const struct ck__cel_node *n,
+                                   struct ck__cel_val *o)
+{
+    if (o->type != CK_CEL_OPTIONAL)
+        return ck__cel_no_overload(ev, n->comp.macro == M_OPT_MAP ? "optMap" : "optFlatMap", &o, 1);
+    if (!o->opt)
+        return o;
+    struct ck__cel_scope scope = {.name = n->comp.var, .val = o->opt, .up = ev->scope};
+    ev->scope = &scope;
+    struct ck__cel_val *r = ck__cel_eval_node(ev, n->comp.fn);
+    ev->scope = scope.up;
+    if (ck__cel_is_error(r))
+        return r;
+    if (n->comp.macro == M_OPT_MAP)
+        return ck__cel_optional(ev, r);
+    return r->type == CK_CEL_OPTIONAL ? r : ck__cel_no_overload(ev, "optFlatMap", &r, 1);
+}
+
 static struct ck__cel_val *comprehension(struct ck__cel_eval *ev, const struct ck__cel_node *n)
 {
     struct ck__cel_val *range = ck__cel_eval_node(ev, n->comp.range);
     if (ck__cel_is_error(range))
         return range;
+    if (n->comp.macro == M_OPT_MAP || n->comp.macro == M_OPT_FLAT_MAP)
+        return opt_map(ev, n, range);
     struct ck__cel_val **items;
     size_t count;
     if (range->type == CK_CEL_LIST) {
@@ -513,6 +584,8 @@ static struct ck__cel_val *comprehension(struct ck__cel_eval *ev, const struct c
             break;
         case M_FILTER:
         case M_MAP:
+        case M_OPT_MAP: /* not here: opt_map() */
+        case M_OPT_FLAT_MAP:
             if (!is_bool) {
                 result = not_bool(ev, p);
                 break;
@@ -578,12 +651,18 @@ struct ck__cel_val *ck__cel_eval_node(struct ck__cel_eval *ev, const struct ck__
         return call(ev, n);
     case N_LIST: {
         struct ck__cel_val *l = ck__cel_list(ev, n->list.n);
+        size_t count = 0;
         for (size_t i = 0; !ck__cel_is_error(l) && i < n->list.n; i++) {
-            struct ck__cel_val *e = ck__cel_eval_node(ev, n->list.items[i]);
+            const struct ck__cel_node *item = n->list.items[i];
+            struct ck__cel_val *e = ck__cel_eval_node(ev, item);
             if (ck__cel_is_error(e))
                 return e;
-            l->list.v[i] = e;
+            if (is_opt_mark(item) && !(e = e->opt))
+                continue; /* [?optional.none()] adds nothing */
+            l->list.v[count++] = e;
         }
+        if (!ck__cel_is_error(l))
+            l->list.n = count;
         return l;
     }
     case N_MAP:

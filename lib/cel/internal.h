@@ -141,6 +141,8 @@ enum ck__cel_op {
     OP_DIV,
     OP_MOD,
     OP_INDEX,
+    OP_OPT_INDEX, /* a[?k] */
+    OP_OPT_MARK,  /* ?e in a list literal, ?k: e in a map literal: args[0] is e */
 };
 
 enum ck__cel_macro {
@@ -149,6 +151,8 @@ enum ck__cel_macro {
     M_EXISTS_ONE,
     M_MAP,
     M_FILTER,
+    M_OPT_MAP,      /* o.optMap(x, f) */
+    M_OPT_FLAT_MAP, /* o.optFlatMap(x, f) */
 };
 
 struct ck__cel_eval;
@@ -187,6 +191,7 @@ struct ck__cel_node {
             struct ck__cel_node *operand;
             char *field;
             bool test_only; /* has(operand.field) */
+            bool optional;  /* operand.?field */
         } sel;
         struct {
             enum ck__cel_op op;
@@ -281,7 +286,8 @@ struct ck__cel_val {
         struct {
             int64_t sec;
             int32_t nsec;
-        } t; /* duration, timestamp */
+        } t;                     /* duration, timestamp */
+        struct ck__cel_val *opt; /* an optional's value, NULL for none */
     };
 };
 
@@ -373,6 +379,11 @@ size_t ck__cel_utf8_len(const char *s, size_t n);
 /* Whether s is valid UTF-8. */
 bool ck__cel_utf8_valid(const char *s, size_t n);
 
+/* optional.of(v) (v NULL: optional.none()). */
+struct ck__cel_val *ck__cel_optional(struct ck__cel_eval *ev, struct ck__cel_val *v);
+/* Whether v is its type's zero value (optional.ofNonZeroValue). */
+bool ck__cel_is_zero(const struct ck__cel_val *v);
+
 /* ---- evaluation (eval.c) ----------------------------------------------------- */
 
 struct ck__cel_val *ck__cel_eval_node(struct ck__cel_eval *ev, const struct ck__cel_node *n);
@@ -387,6 +398,8 @@ extern const struct ck__cel_func ck__cel_regex_lib[];
 extern const size_t ck__cel_regex_lib_len;
 extern const struct ck__cel_func ck__cel_format_lib[];
 extern const size_t ck__cel_format_lib_len;
+extern const struct ck__cel_func ck__cel_optional_lib[];
+extern const size_t ck__cel_optional_lib_len;
 extern const struct ck__cel_func ck__cel_lists_lib[];
 extern const size_t ck__cel_lists_lib_len;
 

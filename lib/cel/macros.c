@@ -7,10 +7,10 @@
  * e.exists(x, p), e.exists_one(x, p), e.map(x, f), e.map(x, p, f) and e.filter(x, p)
  * become comprehension nodes that eval.c runs directly with cel-go's semantics (all
  * is false if any p is false, else an error if any p erred; exists the reverse;
- * exists_one, map and filter pass errors on). A call of another shape is an ordinary
- * call. Every other call is then bound to its function here, so an unknown function
- * is a compile error, as cel-go's checker makes it, and so is a literal pattern of
- * matches() that does not compile.
+ * exists_one, map and filter pass errors on); o.optMap(x, f) and o.optFlatMap(x, f) of
+ * optional values too. A call of another shape is an ordinary call. Every other call is then bound
+ * to its function here, so an unknown function is a compile error, as cel-go's checker makes it,
+ * and so is a literal pattern of matches() that does not compile.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +24,14 @@ static const struct {
     enum ck__cel_macro macro;
     size_t nargs; /* receiver included */
 } macros[] = {
-    {"all", M_ALL, 3}, {"exists", M_EXISTS, 3}, {"exists_one", M_EXISTS_ONE, 3},
-    {"map", M_MAP, 3}, {"map", M_MAP, 4},       {"filter", M_FILTER, 3},
+    {"all", M_ALL, 3},
+    {"exists", M_EXISTS, 3},
+    {"exists_one", M_EXISTS_ONE, 3},
+    {"map", M_MAP, 3},
+    {"map", M_MAP, 4},
+    {"filter", M_FILTER, 3},
+    {"optMap", M_OPT_MAP, 3},
+    {"optFlatMap", M_OPT_FLAT_MAP, 3},
 };
 
 struct ck__cel_node *ck__cel_expand_macro(struct ck__cel_parser *p, struct ck__cel_node *call)
@@ -35,7 +41,7 @@ struct ck__cel_node *ck__cel_expand_macro(struct ck__cel_parser *p, struct ck__c
         if (strcmp(name, "has") || call->call.nargs != 1)
             return call;
         struct ck__cel_node *arg = call->call.args[0];
-        if (arg->kind != N_SELECT)
+        if (arg->kind != N_SELECT || arg->sel.optional)
             return ck__cel_parse_error(p, arg->pos, "invalid argument to has() macro");
         arg->sel.test_only = true;
         return arg;
@@ -52,7 +58,8 @@ struct ck__cel_node *ck__cel_expand_macro(struct ck__cel_parser *p, struct ck__c
         n->comp.macro = macros[i].macro;
         n->comp.var = var->name;
         n->comp.range = call->call.args[0];
-        if (macros[i].macro == M_MAP) {
+        if (macros[i].macro == M_MAP || macros[i].macro == M_OPT_MAP ||
+            macros[i].macro == M_OPT_FLAT_MAP) {
             n->comp.fn = call->call.args[call->call.nargs - 1];
             n->comp.pred = call->call.nargs == 4 ? call->call.args[2] : NULL;
         } else {
@@ -92,6 +99,8 @@ const struct ck__cel_func *ck__cel_lookup(const char *name, bool member, size_t 
         f = find(ck__cel_format_lib, ck__cel_format_lib_len, name, member, nargs, &named);
     if (!f)
         f = find(ck__cel_lists_lib, ck__cel_lists_lib_len, name, member, nargs, &named);
+    if (!f)
+        f = find(ck__cel_optional_lib, ck__cel_optional_lib_len, name, member, nargs, &named);
     return f;
 }
 

@@ -11,6 +11,7 @@
  *   member   = primary {"." IDENT ["(" args ")"] | "[" expr "]"}
  *   primary  = ["."] IDENT ["(" args ")"] | "(" expr ")" | "[" list "]" | "{" map "}"
  *            | literal
+ * Optional syntax (Kubernetes 1.29+): a.?f, a[?k], [?e] and {?k: v}.
  * Operators become calls (struct ck__cel_node's call.op), as in cel-go's AST; a '-'
  * right before a number literal is part of the literal, so -9223372036854775808 is an
  * int. Message construction (Type{field: ...}) has no types to build here and is
@@ -165,7 +166,14 @@ static bool expr_list(struct ck__cel_parser *p, enum ck__cel_tok close, bool tra
     struct ck__cel_node **items = NULL;
     size_t n = 0, cap = 0;
     while (p->tok.kind != close) {
+        /* a list literal's optional element, ?e: kept when e has a value */
+        size_t opt_pos = p->tok.pos;
+        bool optional = trailing && p->tok.kind == T_QUESTION;
+        if (optional)
+            next(p);
         struct ck__cel_node *e = expr(p);
+        if (e && optional)
+            e = call_node(p, OP_OPT_MARK, opt_pos, 1, e, NULL, NULL);
         if (!e)
             return false;
         if (n == cap) {
@@ -330,10 +338,17 @@ static struct ck__cel_node *primary(struct ck__cel_parser *p)
             return NULL;
         size_t cap = 0;
         while (p->tok.kind != T_RBRACE) {
+            /* an optional entry, ?k: v: kept when v has a value */
+            size_t opt_pos = p->tok.pos;
+            bool optional = p->tok.kind == T_QUESTION;
+            if (optional)
+                next(p);
             struct ck__cel_node *k = expr(p);
             if (!k || !expect(p, T_COLON, "':'"))
                 return NULL;
             struct ck__cel_node *v = expr(p);
+            if (v && optional)
+                v = call_node(p, OP_OPT_MARK, opt_pos, 1, v, NULL, NULL);
             if (!v)
                 return NULL;
             if (n->map.n == cap) {
@@ -373,13 +388,16 @@ static struct ck__cel_node *member(struct ck__cel_parser *p, struct ck__cel_node
         size_t pos = p->tok.pos;
         if (p->tok.kind == T_DOT) {
             next(p);
+            bool optional = p->tok.kind == T_QUESTION;
+            if (optional)
+                next(p);
             if (p->tok.kind != T_IDENT)
                 return unexpected(p, "IDENTIFIER");
             char *name = ident_text(p);
             if (!name)
                 return NULL;
             next(p);
-            if (p->tok.kind == T_LPAREN) {
+            if (p->tok.kind == T_LPAREN && !optional) {
                 n = finish_call(p, n, name, pos);
                 continue;
             }
@@ -391,13 +409,17 @@ static struct ck__cel_node *member(struct ck__cel_parser *p, struct ck__cel_node
                 return NULL;
             s->sel.operand = n;
             s->sel.field = name;
+            s->sel.optional = optional;
             n = ck__cel_node_done(p, s) ? s : NULL;
         } else if (p->tok.kind == T_LBRACKET) {
             next(p);
+            bool optional = p->tok.kind == T_QUESTION;
+            if (optional)
+                next(p);
             struct ck__cel_node *i = expr(p);
             if (!i || !expect(p, T_RBRACKET, "']'"))
                 return NULL;
-            n = call_node(p, OP_INDEX, pos, 2, n, i, NULL);
+            n = call_node(p, optional ? OP_OPT_INDEX : OP_INDEX, pos, 2, n, i, NULL);
         } else {
             break;
         }

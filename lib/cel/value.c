@@ -198,6 +198,8 @@ const char *ck__cel_type_name(const struct ck__cel_val *v)
         return "google.protobuf.Duration";
     case CK_CEL_TIMESTAMP:
         return "google.protobuf.Timestamp";
+    case CK_CEL_OPTIONAL:
+        return "optional_type";
     default:
         return "error";
     }
@@ -289,6 +291,8 @@ json_t *ck__cel_to_json(const struct ck__cel_val *v, int *ret_err)
     case CK_CEL_TIMESTAMP:
         ck__cel_format_timestamp(v->t.sec, v->t.nsec, buf, sizeof(buf));
         return json_string(buf);
+    case CK_CEL_OPTIONAL:
+        return v->opt ? ck__cel_to_json(v->opt, ret_err) : json_null();
     case CK_CEL_LIST: {
         json_t *a = json_array();
         for (size_t i = 0; a && i < v->list.n; i++) {
@@ -410,6 +414,8 @@ bool ck__cel_equal(const struct ck__cel_val *a, const struct ck__cel_val *b)
             if (!ck__cel_equal(a->list.v[i], b->list.v[i]))
                 return false;
         return true;
+    case CK_CEL_OPTIONAL:
+        return a->opt && b->opt ? ck__cel_equal(a->opt, b->opt) : a->opt == b->opt;
     case CK_CEL_MAP:
         if (a->map.n != b->map.n)
             return false;
@@ -433,6 +439,44 @@ struct ck__cel_val *ck__cel_map_get(const struct ck__cel_val *map, const struct 
                 return map->map.v[i];
     }
     return NULL;
+}
+
+struct ck__cel_val *ck__cel_optional(struct ck__cel_eval *ev, struct ck__cel_val *v)
+{
+    struct ck__cel_val *o = ck__cel_new(ev, CK_CEL_OPTIONAL);
+    if (!ck__cel_is_error(o))
+        o->opt = v;
+    return o;
+}
+
+bool ck__cel_is_zero(const struct ck__cel_val *v)
+{
+    switch (v->type) {
+    case CK_CEL_NULL:
+        return true;
+    case CK_CEL_BOOL:
+        return !v->b;
+    case CK_CEL_INT:
+        return v->i == 0;
+    case CK_CEL_UINT:
+        return v->u == 0;
+    case CK_CEL_DOUBLE:
+        return v->d == 0;
+    case CK_CEL_STRING:
+    case CK_CEL_BYTES:
+        return v->s.len == 0;
+    case CK_CEL_LIST:
+        return v->list.n == 0;
+    case CK_CEL_MAP:
+        return v->map.n == 0;
+    case CK_CEL_DURATION:
+    case CK_CEL_TIMESTAMP:
+        return v->t.sec == 0 && v->t.nsec == 0;
+    case CK_CEL_OPTIONAL:
+        return v->opt == NULL;
+    default:
+        return false;
+    }
 }
 
 /* ---- text ---------------------------------------------------------------------- */
@@ -563,6 +607,15 @@ void ck__cel_format(struct ck__buf *b, const struct ck__cel_val *v)
     case CK_CEL_TIMESTAMP:
         ck__cel_format_timestamp(v->t.sec, v->t.nsec, buf, sizeof(buf));
         ck__buf_printf(b, "timestamp(\"%s\")", buf);
+        break;
+    case CK_CEL_OPTIONAL:
+        if (!v->opt) {
+            ck__buf_adds(b, "optional.none()");
+            break;
+        }
+        ck__buf_adds(b, "optional.of(");
+        ck__cel_format(b, v->opt);
+        ck__buf_adds(b, ")");
         break;
     case CK_CEL_LIST:
         ck__buf_adds(b, "[");

@@ -317,6 +317,19 @@ static void test_json_variables(void **state)
         {"self.metadata.labels['app']", "\"x\""},
         {"self.metadata.name.startsWith('w') ? 'yes' : 'no'", "\"yes\""},
         {"size(self.spec)", "5"},
+        /* optional values (Kubernetes 1.29+) */
+        {"self.?spec.?replicas.orValue(1)", "3"},
+        {"self.?spec.?missing.orValue(1)", "1"},
+        {"self.?status.conditions.orValue([])", "[]"},
+        {"self.?spec.ports[?5].hasValue()", "false"},
+        {"self.spec.ports[?0]", "optional.of(80)"},
+        {"self.metadata.labels[?'app'].value()", "\"x\""},
+        {"[?self.?spec.?missing, ?self.?spec.?replicas]", "[3]"},
+        {"{?'a': optional.none(), 'b': 1}", "{\"b\": 1}"},
+        {"optional.ofNonZeroValue('').hasValue()", "false"},
+        {"optional.of(2).optMap(x, x * 2)", "optional.of(4)"},
+        {"optional.none().or(optional.of(1))", "optional.of(1)"},
+        {"type(optional.none()) == optional_type", "true"},
     };
     check_values(cases, sizeof(cases) / sizeof(cases[0]), self);
 }
@@ -379,6 +392,8 @@ static void test_eval_errors(void **state)
         {"duration('1x')", "error: type conversion error"},
         {"timestamp('2009-02-30T00:00:00Z')", "error: type conversion error"},
         {"5.all(x, x)", "error: expression of type 'int' cannot be range of a comprehension"},
+        {"optional.none().value()", "error: optional.none() dereference"},
+        {"[?1]", "error: no such overload"},
     };
     check_errors(cases, sizeof(cases) / sizeof(cases[0]), NULL);
 }
