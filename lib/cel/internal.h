@@ -9,7 +9,7 @@
  *   value.c   values: JSON in and out, equality, ordering, formatting
  *   eval.c    the tree walk with error absorption and the cost budget
  *   stdlib.c  cel-spec's standard functions; regex.c (matches, find, findAll); strings.c,
- *             format.c, lists.c: Kubernetes' libraries
+ *             format.c, lists.c, sets.c, optional.c: Kubernetes' libraries
  *
  * A program's nodes and an evaluation's values live in arenas: values are immutable
  * once built and freely shared inside one evaluation, and all of them go in one free.
@@ -398,6 +398,8 @@ extern const struct ck__cel_func ck__cel_regex_lib[];
 extern const size_t ck__cel_regex_lib_len;
 extern const struct ck__cel_func ck__cel_format_lib[];
 extern const size_t ck__cel_format_lib_len;
+extern const struct ck__cel_func ck__cel_sets_lib[];
+extern const size_t ck__cel_sets_lib_len;
 extern const struct ck__cel_func ck__cel_optional_lib[];
 extern const size_t ck__cel_optional_lib_len;
 extern const struct ck__cel_func ck__cel_lists_lib[];

@@ -8,9 +8,12 @@
  * become comprehension nodes that eval.c runs directly with cel-go's semantics (all
  * is false if any p is false, else an error if any p erred; exists the reverse;
  * exists_one, map and filter pass errors on); o.optMap(x, f) and o.optFlatMap(x, f) of
- * optional values too. A call of another shape is an ordinary call. Every other call is then bound
- * to its function here, so an unknown function is a compile error, as cel-go's checker makes it,
- * and so is a literal pattern of matches() that does not compile.
+ * optional values too. A call of another shape is an ordinary call.
+ *
+ * Every other call is then bound to its function here, so an unknown function is a
+ * compile error, as cel-go's checker makes it, and so are a literal pattern of
+ * matches(), find() or findAll() that does not compile and a literal duration or
+ * timestamp that does not parse (Kubernetes' literal validators, 1.29+).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +104,8 @@ const struct ck__cel_func *ck__cel_lookup(const char *name, bool member, size_t 
         f = find(ck__cel_lists_lib, ck__cel_lists_lib_len, name, member, nargs, &named);
     if (!f)
         f = find(ck__cel_optional_lib, ck__cel_optional_lib_len, name, member, nargs, &named);
+    if (!f)
+        f = find(ck__cel_sets_lib, ck__cel_sets_lib_len, name, member, nargs, &named);
     return f;
 }
 
@@ -110,6 +115,25 @@ const struct ck__cel_func *ck__cel_lookup(const char *name, bool member, size_t 
  */
 static bool precompile(struct ck__cel_parser *p, struct ck__cel_node *n)
 {
+    /* literal durations and timestamps are checked now, as Kubernetes 1.29+ does */
+    if (!n->call.member && n->call.nargs == 1 && n->call.args[0]->kind == N_STRING &&
+        (!strcmp(n->call.name, "duration") || !strcmp(n->call.name, "timestamp"))) {
+        const struct ck__cel_node *lit = n->call.args[0];
+        int64_t sec;
+        int32_t nsec;
+        bool ok = n->call.name[0] == 'd'
+                      ? ck__cel_parse_duration(lit->str.p, lit->str.len, &sec, &nsec) &&
+                            ck__cel_duration_ok(sec, nsec)
+                      : strlen(lit->str.p) == lit->str.len &&
+                            ck__cel_parse_timestamp(lit->str.p, &sec, &nsec) &&
+                            sec >= -62135596800LL && sec <= 253402300799LL;
+        if (!ok) {
+            ck__cel_parse_error(p, lit->pos, "invalid %s literal: %.*s", n->call.name,
+                                (int)(lit->str.len > 64 ? 64 : lit->str.len), lit->str.p);
+            return false;
+        }
+        return true;
+    }
     bool regex = false;
     for (size_t i = 0; i < ck__cel_regex_lib_len; i++)
         regex = regex || n->call.fn == &ck__cel_regex_lib[i];

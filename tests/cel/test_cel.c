@@ -282,6 +282,11 @@ static void test_kubernetes_libraries(void **state)
         {"[1, 2, 1].indexOf(1)", "0"},
         {"[1, 2, 1].lastIndexOf(1)", "2"},
         {"[1, 2].indexOf(5)", "-1"},
+        {"sets.contains([1, 2, 3], [3, 1.0])", "true"},
+        {"sets.contains([1], [1, 2])", "false"},
+        {"sets.equivalent([1, 2, 2], [2, 1])", "true"},
+        {"sets.intersects([1, 2], [5, 2u])", "true"},
+        {"sets.intersects([], [1])", "false"},
         {"[duration('1.5s'), duration('2.6s')].sum()", "duration(\"4.1s\")"},
         {"'abc 123 def 45'.find('[0-9]+')", "\"123\""},
         {"'abc'.find('[0-9]+')", "\"\""},
@@ -389,8 +394,8 @@ static void test_eval_errors(void **state)
         {"'abc'.charAt(4)", "error: index out of range: 4"},
         {"[].min()", "error: min called on empty list"},
         {"[1, 1.0].sum()", "error: no such overload"},
-        {"duration('1x')", "error: type conversion error"},
-        {"timestamp('2009-02-30T00:00:00Z')", "error: type conversion error"},
+        {"duration('1x' + '')", "error: type conversion error"},
+        {"timestamp('2009-02-30T00:00:00Z' + '')", "error: type conversion error"},
         {"5.all(x, x)", "error: expression of type 'int' cannot be range of a comprehension"},
         {"optional.none().value()", "error: optional.none() dereference"},
         {"[?1]", "error: no such overload"},
@@ -426,6 +431,8 @@ static void test_parse_errors(void **state)
         {"1 +\n 2 +", "\n | .."},
         {"'abc'.matches('(')", "<input>:1:15: error parsing regexp: missing closing ): `(`"},
         {"'abc'.findAll('[')", "<input>:1:15: error parsing regexp: missing closing ]: `[`"},
+        {"duration('1x')", "<input>:1:10: invalid duration literal: 1x"},
+        {"timestamp('2009-02-30T00:00:00Z')", "invalid timestamp literal: 2009-02-30T00:00:00Z"},
     };
     check_errors(cases, sizeof(cases) / sizeof(cases[0]), NULL);
 
