@@ -9,7 +9,7 @@
  *   value.c   values: JSON in and out, equality, ordering, formatting
  *   eval.c    the tree walk with error absorption and the cost budget
  *   stdlib.c  cel-spec's standard functions; regex.c (matches, find, findAll); strings.c,
- *             format.c, lists.c, sets.c, optional.c: Kubernetes' libraries
+ *             format.c, lists.c, sets.c, optional.c, net.c: Kubernetes' libraries
  *
  * A program's nodes and an evaluation's values live in arenas: values are immutable
  * once built and freely shared inside one evaluation, and all of them go in one free.
@@ -288,6 +288,11 @@ struct ck__cel_val {
             int32_t nsec;
         } t;                     /* duration, timestamp */
         struct ck__cel_val *opt; /* an optional's value, NULL for none */
+        struct {
+            unsigned char a[16]; /* network byte order; IPv4 in the first 4 */
+            uint8_t family;      /* 4 or 6 */
+            uint8_t bits;        /* a CIDR's prefix length */
+        } ip;                    /* net.IP, net.CIDR (net.c) */
     };
 };
 
@@ -398,6 +403,10 @@ extern const struct ck__cel_func ck__cel_regex_lib[];
 extern const size_t ck__cel_regex_lib_len;
 extern const struct ck__cel_func ck__cel_format_lib[];
 extern const size_t ck__cel_format_lib_len;
+extern const struct ck__cel_func ck__cel_net_lib[];
+extern const size_t ck__cel_net_lib_len;
+/* An IP or CIDR as netip writes it, into buf (64 bytes). */
+void ck__cel_format_net(const struct ck__cel_val *v, char *buf, size_t size);
 extern const struct ck__cel_func ck__cel_sets_lib[];
 extern const size_t ck__cel_sets_lib_len;
 extern const struct ck__cel_func ck__cel_optional_lib[];

@@ -206,6 +206,10 @@ FN(fn_string)
         break;
     case CK_CEL_TYPE:
         return ck__cel_str(ev, CK_CEL_STRING, a->s.p, a->s.len);
+    case CK_CEL_IP:
+    case CK_CEL_CIDR:
+        ck__cel_format_net(a, buf, sizeof(buf));
+        break;
     default:
         return ck__cel_no_overload(ev, "string", args, 1);
     }

@@ -200,6 +200,10 @@ const char *ck__cel_type_name(const struct ck__cel_val *v)
         return "google.protobuf.Timestamp";
     case CK_CEL_OPTIONAL:
         return "optional_type";
+    case CK_CEL_IP:
+        return "net.IP";
+    case CK_CEL_CIDR:
+        return "net.CIDR";
     default:
         return "error";
     }
@@ -293,6 +297,10 @@ json_t *ck__cel_to_json(const struct ck__cel_val *v, int *ret_err)
         return json_string(buf);
     case CK_CEL_OPTIONAL:
         return v->opt ? ck__cel_to_json(v->opt, ret_err) : json_null();
+    case CK_CEL_IP:
+    case CK_CEL_CIDR:
+        ck__cel_format_net(v, buf, sizeof(buf));
+        return json_string(buf);
     case CK_CEL_LIST: {
         json_t *a = json_array();
         for (size_t i = 0; a && i < v->list.n; i++) {
@@ -416,6 +424,10 @@ bool ck__cel_equal(const struct ck__cel_val *a, const struct ck__cel_val *b)
         return true;
     case CK_CEL_OPTIONAL:
         return a->opt && b->opt ? ck__cel_equal(a->opt, b->opt) : a->opt == b->opt;
+    case CK_CEL_IP:
+    case CK_CEL_CIDR:
+        return a->ip.family == b->ip.family && a->ip.bits == b->ip.bits &&
+               !memcmp(a->ip.a, b->ip.a, sizeof(a->ip.a));
     case CK_CEL_MAP:
         if (a->map.n != b->map.n)
             return false;
@@ -607,6 +619,11 @@ void ck__cel_format(struct ck__buf *b, const struct ck__cel_val *v)
     case CK_CEL_TIMESTAMP:
         ck__cel_format_timestamp(v->t.sec, v->t.nsec, buf, sizeof(buf));
         ck__buf_printf(b, "timestamp(\"%s\")", buf);
+        break;
+    case CK_CEL_IP:
+    case CK_CEL_CIDR:
+        ck__cel_format_net(v, buf, sizeof(buf));
+        ck__buf_printf(b, "%s(\"%s\")", v->type == CK_CEL_IP ? "ip" : "cidr", buf);
         break;
     case CK_CEL_OPTIONAL:
         if (!v->opt) {
