@@ -25,7 +25,7 @@
 
 #include "ckube/util.h"
 
-/* Longest expression, in bytes (cel-go's default code point limit is the same figure). */
+/* Longest expression, in code points (cel-go's default limit). */
 #define CK_CEL_MAX_EXPR_LEN 100000
 /* Deepest nesting of the parse (parentheses, operators, calls): cel-go's default. */
 #define CK_CEL_MAX_DEPTH 250

@@ -548,13 +548,17 @@ static int report(struct ck_err *reterr, const char *src, size_t len, size_t pos
 int ck_cel_compile(const char *src, size_t len, struct ck_cel_program **ret_prog,
                    struct ck_err *reterr)
 {
-    if (len > CK_CEL_MAX_EXPR_LEN)
+    /* a code point is at most 4 bytes: anything longer is over the limit */
+    size_t points = len > 4 * (size_t)CK_CEL_MAX_EXPR_LEN ? len : 0;
+    if (!points && !ck__cel_utf8_valid(src, len))
+        return ck_err_set(reterr, CK_EINVAL, "ERROR: <input>:1:1: invalid UTF-8 in the expression");
+    if (!points)
+        points = ck__cel_utf8_len(src, len);
+    if (points > CK_CEL_MAX_EXPR_LEN)
         return ck_err_set(reterr, CK_EINVAL,
                           "ERROR: <input>:-1:0: expression code point size exceeds limit: size: "
                           "%zu, limit %d",
-                          len, CK_CEL_MAX_EXPR_LEN);
-    if (!ck__cel_utf8_valid(src, len))
-        return ck_err_set(reterr, CK_EINVAL, "ERROR: <input>:1:1: invalid UTF-8 in the expression");
+                          points, CK_CEL_MAX_EXPR_LEN);
     struct ck_cel_program *prog = ck__calloc(1, sizeof(*prog));
     if (!prog)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");

@@ -519,6 +519,19 @@ static void test_input_limits(void **state)
     got = run(longexpr, NULL, 0, NULL);
     assert_non_null(strstr(got, "exceeds limit"));
     free(got);
+    /* the limit counts code points: as many two-byte characters in a string fit */
+    len = CK_CEL_MAX_EXPR_LEN - 2;
+    char *wide = malloc(2 * len + 3);
+    assert_non_null(wide);
+    wide[0] = '\'';
+    for (size_t i = 0; i < len; i++)
+        memcpy(wide + 1 + 2 * i, "\xc3\xa9", 2);
+    wide[2 * len + 1] = '\'';
+    wide[2 * len + 2] = '\0';
+    got = run(wide, NULL, 0, NULL);
+    assert_int_equal(strlen(got), 2 * len + 2); /* the string, quoted */
+    free(got);
+    free(wide);
     free(longexpr);
 }
 
