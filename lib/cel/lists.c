@@ -43,6 +43,7 @@ FN(fn_sum)
     int type = l->list.v[0]->type;
     int64_t si = 0;
     uint64_t su = 0;
+    int64_t sn = 0; /* a duration sum's nanoseconds */
     double sd = 0;
     for (size_t i = 0; i < l->list.n; i++) {
         const struct ck__cel_val *e = l->list.v[i];
@@ -58,7 +59,7 @@ FN(fn_sum)
             sd += e->d;
         } else if (type == CK_CEL_DURATION) {
             if (__builtin_add_overflow(si, e->t.sec, &si) ||
-                __builtin_add_overflow(su, (uint64_t)(int64_t)e->t.nsec, &su))
+                __builtin_add_overflow(sn, (int64_t)e->t.nsec, &sn))
                 return ck__cel_errorf(ev, "return error for overflow");
         } else {
             return ck__cel_no_overload(ev, "sum", &l->list.v[i], 1);
@@ -69,8 +70,7 @@ FN(fn_sum)
     if (type == CK_CEL_UINT)
         return ck__cel_uint(ev, su);
     if (type == CK_CEL_DURATION) {
-        /* su holds the nanoseconds as two's complement: each is within +-1e9 */
-        int64_t ns = (int64_t)su;
+        int64_t ns = sn;
         si += ns / 1000000000;
         ns %= 1000000000;
         if (!ck__cel_duration_ok(si, ns))

@@ -316,6 +316,8 @@ static void test_kubernetes_libraries(void **state)
         {"type(ip('1.2.3.4')) == type(ip('::1'))", "true"},
         {"ip('1.2.3.4') == ip('1.2.3.4') && ip('1.2.3.4') != ip('1.2.3.5')", "true"},
         {"[duration('1.5s'), duration('2.6s')].sum()", "duration(\"4.1s\")"},
+        {"[duration('-1.5s'), duration('2.6s')].sum()", "duration(\"1.1s\")"},
+        {"[duration('-1.5s'), duration('-0.6s')].sum()", "duration(\"-2.1s\")"},
         {"'abc 123 def 45'.find('[0-9]+')", "\"123\""},
         {"'abc'.find('[0-9]+')", "\"\""},
         {"'abc 123 def 45'.findAll('[0-9]+')", "[\"123\", \"45\"]"},
