@@ -56,6 +56,7 @@ enum ck_cel_type {
     CK_CEL_OPTIONAL, /* optional.of(x) or optional.none() (Kubernetes 1.29+) */
     CK_CEL_IP,       /* net.IP, from ip("10.0.0.1") (Kubernetes 1.30+) */
     CK_CEL_CIDR,     /* net.CIDR, from cidr("10.0.0.0/8") */
+    CK_CEL_QUANTITY, /* a resource.Quantity, from quantity("1.5Gi") (Kubernetes 1.28+) */
 };
 
 /* A compiled expression. */
@@ -117,16 +118,16 @@ const char *ck_cel_result_string(const struct ck_cel_result *r, size_t *ret_len)
 /*
  * The result as JSON (caller frees): null, bool, numbers, strings, lists, maps with
  * string keys; bytes as base64, durations as "1.5s", timestamps as RFC 3339, types
- * by name, IPs and CIDRs as text, an optional as its value or null, as cel-go's native
- * conversions write them. CK_EINVAL for a map with keys
- * other than strings; CK_ENOMEM.
+ * by name, IPs, CIDRs and quantities (their exact decimal value) as text, an optional as its value
+ * or null, as cel-go's native conversions write them. CK_EINVAL for a map with keys other than
+ * strings; CK_ENOMEM.
  */
 int ck_cel_result_to_json(const struct ck_cel_result *r, json_t **ret_json);
 
 /*
  * The result written as a CEL literal with its type visible: 1, 1u, 1.0, "a", b"a",
  * [1, 2], {"a": 1} (keys sorted), int, duration("1s"), timestamp("..."), optional.of(1),
- * optional.none(), ip("10.0.0.1"), cidr("10.0.0.0/8").
+ * optional.none(), ip("10.0.0.1"), cidr("10.0.0.0/8"), quantity("1536") (its exact value).
  * The caller frees it; NULL when out of memory.
  */
 char *ck_cel_result_format(const struct ck_cel_result *r);

@@ -9,7 +9,8 @@
  *   value.c   values: JSON in and out, equality, ordering, formatting
  *   eval.c    the tree walk with error absorption and the cost budget
  *   stdlib.c  cel-spec's standard functions; regex.c (matches, find, findAll); strings.c,
- *             format.c, lists.c, sets.c, optional.c, net.c: Kubernetes' libraries
+ *             format.c, lists.c, sets.c, optional.c, net.c, quantity.c: Kubernetes'
+ *             libraries
  *
  * A program's nodes and an evaluation's values live in arenas: values are immutable
  * once built and freely shared inside one evaluation, and all of them go in one free.
@@ -293,6 +294,10 @@ struct ck__cel_val {
             uint8_t family;      /* 4 or 6 */
             uint8_t bits;        /* a CIDR's prefix length */
         } ip;                    /* net.IP, net.CIDR (net.c) */
+        struct {
+            __int128 m; /* no trailing zeros (0 with e 0), so equal values are equal */
+            int32_t e;
+        } q; /* a quantity, m x 10^e (quantity.c) */
     };
 };
 
@@ -403,6 +408,11 @@ extern const struct ck__cel_func ck__cel_regex_lib[];
 extern const size_t ck__cel_regex_lib_len;
 extern const struct ck__cel_func ck__cel_format_lib[];
 extern const size_t ck__cel_format_lib_len;
+extern const struct ck__cel_func ck__cel_quantity_lib[];
+extern const size_t ck__cel_quantity_lib_len;
+bool ck__cel_quantity_equal(const struct ck__cel_val *a, const struct ck__cel_val *b);
+/* A quantity's exact value as decimal text, into buf (64 bytes). */
+void ck__cel_format_quantity(const struct ck__cel_val *v, char *buf, size_t size);
 extern const struct ck__cel_func ck__cel_net_lib[];
 extern const size_t ck__cel_net_lib_len;
 /* An IP or CIDR as netip writes it, into buf (64 bytes). */

@@ -204,6 +204,8 @@ const char *ck__cel_type_name(const struct ck__cel_val *v)
         return "net.IP";
     case CK_CEL_CIDR:
         return "net.CIDR";
+    case CK_CEL_QUANTITY:
+        return "kubernetes.Quantity";
     default:
         return "error";
     }
@@ -300,6 +302,9 @@ json_t *ck__cel_to_json(const struct ck__cel_val *v, int *ret_err)
     case CK_CEL_IP:
     case CK_CEL_CIDR:
         ck__cel_format_net(v, buf, sizeof(buf));
+        return json_string(buf);
+    case CK_CEL_QUANTITY:
+        ck__cel_format_quantity(v, buf, sizeof(buf));
         return json_string(buf);
     case CK_CEL_LIST: {
         json_t *a = json_array();
@@ -424,6 +429,8 @@ bool ck__cel_equal(const struct ck__cel_val *a, const struct ck__cel_val *b)
         return true;
     case CK_CEL_OPTIONAL:
         return a->opt && b->opt ? ck__cel_equal(a->opt, b->opt) : a->opt == b->opt;
+    case CK_CEL_QUANTITY:
+        return ck__cel_quantity_equal(a, b);
     case CK_CEL_IP:
     case CK_CEL_CIDR:
         return a->ip.family == b->ip.family && a->ip.bits == b->ip.bits &&
@@ -619,6 +626,10 @@ void ck__cel_format(struct ck__buf *b, const struct ck__cel_val *v)
     case CK_CEL_TIMESTAMP:
         ck__cel_format_timestamp(v->t.sec, v->t.nsec, buf, sizeof(buf));
         ck__buf_printf(b, "timestamp(\"%s\")", buf);
+        break;
+    case CK_CEL_QUANTITY:
+        ck__cel_format_quantity(v, buf, sizeof(buf));
+        ck__buf_printf(b, "quantity(\"%s\")", buf);
         break;
     case CK_CEL_IP:
     case CK_CEL_CIDR:
