@@ -113,9 +113,7 @@ static bool parse(const char *s, size_t n, __int128 *ret_m, int32_t *ret_e)
 static int digits_of(__int128 m)
 {
     int d = 0;
-    if (m < 0)
-        m = -m;
-    while (m) {
+    while (m) { /* truncating division: negative values too, and no negation to overflow */
         m /= 10;
         d++;
     }
@@ -153,10 +151,11 @@ bool ck__cel_quantity_equal(const struct ck__cel_val *a, const struct ck__cel_va
 void ck__cel_format_quantity(const struct ck__cel_val *v, char *buf, size_t size)
 {
     char digits[48];
-    __int128 m = v->q.m < 0 ? -v->q.m : v->q.m;
+    __int128 m = v->q.m;
     int n = 0;
     do {
-        digits[n++] = (char)('0' + (int)(m % 10));
+        int d = (int)(m % 10);
+        digits[n++] = (char)('0' + (d < 0 ? -d : d));
         m /= 10;
     } while (m);
     char text[64];
@@ -215,7 +214,8 @@ static bool as_int64(const struct ck__cel_val *q, int64_t *ret)
         return q->q.m == 0 ? (*ret = 0, true) : false;
     __int128 m = q->q.m;
     for (int32_t e = 0; e < q->q.e; e++)
-        m *= 10;
+        if (__builtin_mul_overflow(m, 10, &m))
+            return false;
     if (m > INT64_MAX || m < INT64_MIN)
         return false;
     *ret = (int64_t)m;
