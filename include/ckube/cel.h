@@ -72,13 +72,14 @@ struct ck_cel_var {
 };
 
 /*
- * Compiles the len bytes of expr: parses it and expands its macros (has, all, exists,
- * exists_one, map, filter). Returns 0 and *ret_prog (free it with
+ * Compiles the len bytes of expr (UTF-8): parses it and expands its macros (has, all,
+ * exists, exists_one, map, filter, optMap, optFlatMap). Returns 0 and *ret_prog (free it with
  * ck_cel_program_free()), or CK_EINVAL with reterr's message as cel-go prints it,
  * "ERROR: <input>:1:5: Syntax error: ..." followed by the line and a caret; CK_ENOMEM.
  * Expressions longer than CK_CEL_MAX_EXPR_LEN, deeper than CK_CEL_MAX_DEPTH or with
  * more than CK_CEL_MAX_NODES nodes are refused. Calls of functions the library does not
- * know are refused here ("undeclared reference to 'f'").
+ * know are refused here ("undeclared reference to 'f'"), as are literal regexes,
+ * durations and timestamps that do not parse (Kubernetes' literal validators).
  */
 int ck_cel_compile(const char *expr, size_t len, struct ck_cel_program **ret_prog,
                    struct ck_err *reterr);
@@ -120,7 +121,7 @@ const char *ck_cel_result_string(const struct ck_cel_result *r, size_t *ret_len)
  * string keys; bytes as base64, durations as "1.5s", timestamps as RFC 3339, types
  * by name, IPs, CIDRs and quantities (their exact decimal value) as text, an optional as its value
  * or null, as cel-go's native conversions write them. CK_EINVAL for a map with keys other than
- * strings; CK_ENOMEM.
+ * strings or a double that is not finite; CK_ENOMEM.
  */
 int ck_cel_result_to_json(const struct ck_cel_result *r, json_t **ret_json);
 
