@@ -337,6 +337,21 @@ extern "C" int ck__regex_search(const struct ck__regex *re, const char *text, si
     }
 }
 
+extern "C" int ck__regex_find(const struct ck__regex *re, const char *text, size_t len, size_t from,
+                              size_t *ret_start, size_t *ret_end)
+{
+    try {
+        re2::StringPiece whole(text, len), match;
+        if (from > len || !re->re->Match(whole, from, len, re2::RE2::UNANCHORED, &match, 1))
+            return 0;
+        *ret_start = (size_t)(match.data() - text);
+        *ret_end = *ret_start + match.size();
+        return 1;
+    } catch (const std::bad_alloc &) {
+        return CK_ENOMEM;
+    }
+}
+
 extern "C" struct ck__regex *ck__regex_free(struct ck__regex *re)
 {
     if (re) {

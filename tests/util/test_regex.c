@@ -335,6 +335,29 @@ static void test_search_semantics_are_gos(void **state)
 }
 
 /* Linear time: the expression that takes a backtracking engine 2^n steps. */
+/* ck__regex_find: leftmost-first, from a byte offset, anchors against the whole text. */
+static void test_find_positions(void **state)
+{
+    (void)state;
+    struct ck__regex *re = NULL;
+    assert_int_equal(ck__regex_compile("a+|b", 4, &re, NULL), 0);
+    const char *text = "xxaaab ab";
+    size_t a = 99, b = 99;
+    assert_int_equal(ck__regex_find(re, text, strlen(text), 0, &a, &b), 1);
+    assert_int_equal(a, 2);
+    assert_int_equal(b, 5); /* leftmost-first takes all the a's */
+    assert_int_equal(ck__regex_find(re, text, strlen(text), 5, &a, &b), 1);
+    assert_int_equal(a, 5);
+    assert_int_equal(b, 6);
+    assert_int_equal(ck__regex_find(re, text, strlen(text), 9, &a, &b), 0);
+    assert_int_equal(ck__regex_find(re, text, strlen(text), 10, &a, &b), 0); /* past the end */
+    ck__regex_free(re);
+    assert_int_equal(ck__regex_compile("^x", 2, &re, NULL), 0);
+    assert_int_equal(ck__regex_find(re, text, strlen(text), 1, &a, &b),
+                     0); /* ^ is the text's start */
+    ck__regex_free(re);
+}
+
 static void test_search_is_linear(void **state)
 {
     (void)state;
@@ -417,6 +440,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_go_and_re2_differences),
         cmocka_unit_test(test_messages_read_as_go),
         cmocka_unit_test(test_search_semantics_are_gos),
+        cmocka_unit_test(test_find_positions),
         cmocka_unit_test(test_search_is_linear),
         cmocka_unit_test(test_concurrent_searches),
         cmocka_unit_test(test_allocation_failure),

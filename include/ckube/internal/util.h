@@ -30,7 +30,8 @@
  * - ck__yaml_to_json/ck__json_to_yaml: YAML read into jansson and written from it,
  *   both through libyaml, the writer making the choices kube-apiserver's YAML makes.
  * - struct ck__regex: Go's regular expressions (RE2 syntax, linear-time search), for
- *   schema patterns and CEL's matches(); regex.cc wraps RE2's C++ library.
+ *   schema patterns and CEL's matches(), find() and findAll(); regex.cc wraps RE2's C++
+ *   library.
  *
  * Everything here is a pure function or works on a caller-owned struct: callable from
  * any thread, one thread per struct at a time.
@@ -452,6 +453,14 @@ int ck__regex_compile(const char *pattern, size_t len, struct ck__regex **ret_re
  * string is (an invalid byte matches nothing here, where Go reads it as U+FFFD).
  */
 int ck__regex_search(const struct ck__regex *re, const char *text, size_t len);
+
+/*
+ * The leftmost-first match of re in the len bytes of text that starts at or after byte
+ * `from` (anchors still see the whole text, as Go's FindAll does): 1 with its byte
+ * range in *ret_start and *ret_end, 0 when there is none, CK_ENOMEM. For CEL's find().
+ */
+int ck__regex_find(const struct ck__regex *re, const char *text, size_t len, size_t from,
+                   size_t *ret_start, size_t *ret_end);
 
 /* Frees re; NULL is a no-op. Returns NULL. */
 struct ck__regex *ck__regex_free(struct ck__regex *re);

@@ -1,0 +1,136 @@
+/*
+ * ckube/cel.h - the Common Expression Language (CEL) as Kubernetes 1.32 evaluates it.
+ *
+ * ValidatingAdmissionPolicy, CRD x-kubernetes-validations rules and webhook
+ * matchConditions are CEL expressions over JSON objects. This library compiles an
+ * expression once (lexer, recursive-descent parser, macro expansion: google/cel-spec's
+ * langdef.md and grammar) and evaluates it many times against variables given as
+ * jansson values, under a cost budget so that no expression runs long or takes
+ * unbounded memory (k8s.io/apiserver/pkg/cel: its per-call cost limit).
+ *
+ * The language is dynamically typed here: there is no type checker, so mistakes cel-go
+ * finds at compile time ("found no matching overload") show up at evaluation as errors.
+ * docs/cel.md lists what is supported, the limits and the differences from cel-go.
+ *
+ * Threading: a compiled program is immutable; any number of threads may evaluate it at
+ * once. A result belongs to the thread that got it.
+ */
+#ifndef CKUBE_CEL_H
+#define CKUBE_CEL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ckube/util.h"
+
+/* Longest expression, in code points (cel-go's default limit). */
+#define CK_CEL_MAX_EXPR_LEN 100000
+/* Deepest nesting of the parse (parentheses, operators, calls): cel-go's default. */
+#define CK_CEL_MAX_DEPTH 250
+/* Most nodes of an expression after macro expansion. */
+#define CK_CEL_MAX_NODES 50000
+/* Kubernetes' per-expression runtime cost limit (apiserver/pkg/apis/cel: PerCallLimit). */
+#define CK_CEL_DEFAULT_COST_LIMIT 1000000
+/* Most bytes the values of one evaluation may take (arena of the evaluation). */
+#define CK_CEL_MEMORY_LIMIT (64u << 20)
+
+/* An evaluation stopped because it passed its cost limit or its memory limit. */
+#define CK_CEL_ECOST (-ECANCELED)
+
+/* The types of CEL values a result can have. */
+enum ck_cel_type {
+    CK_CEL_NULL,
+    CK_CEL_BOOL,
+    CK_CEL_INT,
+    CK_CEL_UINT,
+    CK_CEL_DOUBLE,
+    CK_CEL_STRING,
+    CK_CEL_BYTES,
+    CK_CEL_LIST,
+    CK_CEL_MAP,
+    CK_CEL_TYPE,
+    CK_CEL_DURATION,
+    CK_CEL_TIMESTAMP,
+    CK_CEL_OPTIONAL, /* optional.of(x) or optional.none() (Kubernetes 1.29+) */
+    CK_CEL_IP,       /* net.IP, from ip("10.0.0.1") (Kubernetes 1.30+) */
+    CK_CEL_CIDR,     /* net.CIDR, from cidr("10.0.0.0/8") */
+    CK_CEL_QUANTITY, /* a resource.Quantity, from quantity("1.5Gi") (Kubernetes 1.28+) */
+};
+
+/* A compiled expression. */
+struct ck_cel_program;
+
+/* The value of one evaluation, with the memory it lives in. */
+struct ck_cel_result;
+
+/* A variable of the activation: its name and its JSON value (borrowed). */
+struct ck_cel_var {
+    const char *name;
+    const json_t *value;
+};
+
+/*
+ * Compiles the len bytes of expr (UTF-8): parses it and expands its macros (has, all,
+ * exists, exists_one, map, filter, optMap, optFlatMap). Returns 0 and *ret_prog (free it with
+ * ck_cel_program_free()), or CK_EINVAL with reterr's message as cel-go prints it,
+ * "ERROR: <input>:1:5: Syntax error: ..." followed by the line and a caret; CK_ENOMEM.
+ * Expressions longer than CK_CEL_MAX_EXPR_LEN, deeper than CK_CEL_MAX_DEPTH or with
+ * more than CK_CEL_MAX_NODES nodes are refused. Calls of functions the library does not
+ * know are refused here ("undeclared reference to 'f'"), as are literal regexes,
+ * durations and timestamps that do not parse (Kubernetes' literal validators).
+ */
+int ck_cel_compile(const char *expr, size_t len, struct ck_cel_program **ret_prog,
+                   struct ck_err *reterr);
+
+/* Frees prog; NULL is a no-op. Returns NULL. */
+struct ck_cel_program *ck_cel_program_free(struct ck_cel_program *prog);
+
+/*
+ * Evaluates prog with the nvars variables of vars (borrowed for the call; a name not
+ * among them is an error when the expression reads it). JSON maps as Kubernetes maps
+ * it: objects to maps with string keys, arrays to lists, integers to int, other
+ * numbers to double. cost_limit bounds the work (0: CK_CEL_DEFAULT_COST_LIMIT).
+ * Returns 0 and *ret_result (free it with ck_cel_result_free()); CK_EINVAL when the
+ * expression evaluates to an error (reterr: "no such key: spec"); CK_CEL_ECOST when it
+ * passed its cost or memory limit (reterr: "operation cancelled: actual cost limit
+ * exceeded"); CK_ENOMEM. *ret_cost (may be NULL) is set to the cost spent, either way.
+ */
+int ck_cel_eval(const struct ck_cel_program *prog, const struct ck_cel_var *vars, size_t nvars,
+                uint64_t cost_limit, struct ck_cel_result **ret_result, uint64_t *ret_cost,
+                struct ck_err *reterr);
+
+/* Frees r; NULL is a no-op. Returns NULL. */
+struct ck_cel_result *ck_cel_result_free(struct ck_cel_result *r);
+
+/* The result's type. */
+enum ck_cel_type ck_cel_result_type(const struct ck_cel_result *r);
+
+/* The result as a bool: its value when it is a bool, else false. */
+bool ck_cel_result_bool(const struct ck_cel_result *r);
+
+/*
+ * The result as a string (a string's text, NUL-terminated, its byte length in *ret_len
+ * when not NULL), owned by r; NULL when it is not a string.
+ */
+const char *ck_cel_result_string(const struct ck_cel_result *r, size_t *ret_len);
+
+/*
+ * The result as JSON (caller frees): null, bool, numbers, strings, lists, maps with
+ * string keys; bytes as base64, durations as "1.5s", timestamps as RFC 3339, types
+ * by name, IPs, CIDRs and quantities (their exact decimal value) as text, an optional as its value
+ * or null, as cel-go's native conversions write them. CK_EINVAL for a map with keys other than
+ * strings or a double that is not finite; CK_ENOMEM.
+ */
+int ck_cel_result_to_json(const struct ck_cel_result *r, json_t **ret_json);
+
+/*
+ * The result written as a CEL literal with its type visible: 1, 1u, 1.0, "a", b"a",
+ * [1, 2], {"a": 1} (keys sorted), int, duration("1s"), timestamp("..."), optional.of(1),
+ * optional.none(), ip("10.0.0.1"), cidr("10.0.0.0/8"), quantity("1536") (its exact value).
+ * The caller frees it; NULL when out of memory.
+ */
+char *ck_cel_result_format(const struct ck_cel_result *r);
+
+#endif /* CKUBE_CEL_H */
