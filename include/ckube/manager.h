@@ -58,14 +58,14 @@ struct ck_controller_manager;
 
 /* What the manager gives a controller to start with. Every pointer is borrowed. */
 struct ck_controller_context {
-    struct ck_rest *client;              /* outlives the controller */
-    struct ck_informer_factory *factory; /* the one shared factory, not started yet */
-    int workers;                         /* workers the controller should run */
-    int64_t node_monitor_grace_period;   /* nodelifecycle's; 0: its default */
-    const char *cluster_cidr;            /* nodeipam's; NULL: its default */
-    int node_cidr_mask_size;             /* nodeipam's; 0: its default */
-    int64_t resource_quota_sync_period;  /* resourcequota's, ns; 0: its default */
-    struct ck_hpa_options hpa;           /* horizontalpodautoscaling's; zeros: defaults */
+    struct ck_rest *client;                /* outlives the controller */
+    struct ck_informer_factory *factory;   /* the one shared factory, not started yet */
+    int workers;                           /* workers the controller should run */
+    int64_t node_monitor_grace_period;     /* nodelifecycle's; 0: its default */
+    const char *cluster_cidr;              /* nodeipam's; NULL: its default */
+    int node_cidr_mask_size;               /* nodeipam's; 0: its default */
+    int64_t resource_quota_sync_period;    /* resourcequota's, ns; 0: its default */
+    struct ck_hpa_options hpa;             /* horizontalpodautoscaling's; zeros: defaults */
     const char *cluster_signing_cert_file; /* csrsigning's CA; NULL: not started */
     const char *cluster_signing_key_file;
     long long cluster_signing_duration; /* csrsigning's, s; 0: one year */
