@@ -210,6 +210,20 @@ void ck__hpa_validate(const json_t *obj, const json_t *old, struct ck_field_erro
 extern const struct ck_table_column ck__hpa_columns[CK__HPA_COLUMNS];
 void ck__hpa_cells(const json_t *obj, long long now, json_t **cells);
 
+/* What the descriptors of both served versions share (kinds/horizontalpodautoscaler.c). */
+extern const char *const ck__hpa_short_names[];
+extern const char *const ck__hpa_categories[];
+extern const char *const ck__hpa_status_keeps[];
+extern const struct ck_subresource ck__hpa_subresources[1];
+#define CK__HPA_KIND_COMMON                                                                        \
+    .group = "autoscaling", .kind = "HorizontalPodAutoscaler",                                     \
+    .list_kind = "HorizontalPodAutoscalerList", .resource = "horizontalpodautoscalers",            \
+    .singular = "horizontalpodautoscaler", .short_names = ck__hpa_short_names,                     \
+    .categories = ck__hpa_categories, .namespaced = true, .has_generation = true,                  \
+    .subresources = ck__hpa_subresources, .n_subresources = 1,                                     \
+    .status_keeps_metadata = ck__hpa_status_keeps, .columns = ck__hpa_columns,                     \
+    .n_columns = CK__HPA_COLUMNS, .storage_resource = "horizontalpodautoscalers"
+
 /*
  * The conversion between autoscaling/v2 and autoscaling/v1, in place: what v1
  * cannot say goes to and comes from the autoscaling.alpha.kubernetes.io/

@@ -759,34 +759,19 @@ int ck__hpa_v1_to_v2(json_t *obj)
 
 /* ---- the v2 kind ---------------------------------------------------------- */
 
-static const char *const short_names[] = {"hpa", NULL};
-static const char *const categories[] = {"all", NULL};
-static const char *const status_keeps[] = {"labels", NULL};
-
-static const struct ck_subresource subresources[] = {
+const char *const ck__hpa_short_names[] = {"hpa", NULL};
+const char *const ck__hpa_categories[] = {"all", NULL};
+const char *const ck__hpa_status_keeps[] = {"labels", NULL};
+const struct ck_subresource ck__hpa_subresources[1] = {
     CK__STATUS_SUBRESOURCE,
 };
 
 const struct ck_kind ck__kind_horizontalpodautoscaler = {
-    .group = "autoscaling",
+    CK__HPA_KIND_COMMON,
     .version = "v2",
-    .kind = "HorizontalPodAutoscaler",
-    .list_kind = "HorizontalPodAutoscalerList",
-    .resource = "horizontalpodautoscalers",
-    .singular = "horizontalpodautoscaler",
-    .short_names = short_names,
-    .categories = categories,
-    .namespaced = true,
-    .has_generation = true,
     .schema = "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .status_keeps_metadata = status_keeps,
-    .columns = ck__hpa_columns,
-    .n_columns = CK__HPA_COLUMNS,
     .cells = ck__hpa_cells,
     .prepare_for_create = prepare_for_create,
     .defaults = defaults,
     .validate = ck__hpa_validate,
-    .storage_resource = "horizontalpodautoscalers",
 };

@@ -58,36 +58,14 @@ static void cells(const json_t *obj, long long now, json_t **row)
     json_decref(v2);
 }
 
-static const char *const short_names[] = {"hpa", NULL};
-static const char *const categories[] = {"all", NULL};
-static const char *const status_keeps[] = {"labels", NULL};
-
-static const struct ck_subresource subresources[] = {
-    CK__STATUS_SUBRESOURCE,
-};
-
 const struct ck_kind ck__kind_horizontalpodautoscalerv1 = {
-    .group = "autoscaling",
+    CK__HPA_KIND_COMMON,
     .version = "v1",
-    .kind = "HorizontalPodAutoscaler",
-    .list_kind = "HorizontalPodAutoscalerList",
-    .resource = "horizontalpodautoscalers",
-    .singular = "horizontalpodautoscaler",
-    .short_names = short_names,
-    .categories = categories,
-    .namespaced = true,
-    .has_generation = true,
     .schema = "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .status_keeps_metadata = status_keeps,
-    .columns = ck__hpa_columns,
-    .n_columns = CK__HPA_COLUMNS,
     .cells = cells,
     .prepare_for_create = prepare_for_create,
     .defaults = defaults,
     .validate = validate,
-    .storage_resource = "horizontalpodautoscalers",
     .storage_api_version = "autoscaling/v2",
     .to_storage = ck__hpa_v1_to_v2,
     .from_storage = ck__hpa_v2_to_v1,
