@@ -525,7 +525,9 @@ static const json_t *container_spec(const struct pod *pod)
 static int listen_unix(const char *path)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return -1;
+    memcpy(sa.sun_path, path, strlen(path) + 1);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0) {
         if (fd >= 0)
