@@ -59,7 +59,8 @@ static void test_unreachable_then_failover(void **state)
         .compaction_interval_ms = -1, .etcd_timeout_ms = 1000, .etcd_attempts = 10};
     struct ck_store *s;
     struct ck_err err = {0};
-    assert_int_equal(ck_store_open(url, &opts, &s, &err), 0);
+    if (ck_store_open(url, &opts, &s, &err) != 0)
+        fail_msg("open %s: %s", url, err.msg); /* say why: a cluster that never answered */
     assert_string_equal(ck_store_backend(s), "etcd");
     struct collector c;
     collector_init(&c);
