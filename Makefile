@@ -3,9 +3,10 @@
 #   make run    install what is missing, build, start `ckube server` in ./ckube-data
 #   make test   install what is missing, check formatting, build the whole tree
 #               optimized (RelWithDebInfo, tests included, not run: the optimizer's
-#               warnings are errors too), build with ThreadSanitizer and run the
-#               concurrency tests, run each libFuzzer target briefly, then build
-#               with ASan+UBSan and run every test; the output ends with ctest's
+#               warnings are errors too), build the concurrency tests with
+#               ThreadSanitizer and run them, build the programs and the libFuzzer
+#               targets with clang and run each target briefly, then build with
+#               ASan+UBSan and run every test; the output ends with ctest's
 #               summary (after the list of skipped tests and why).
 BUILD_DIR ?= build
 REL_DIR   ?= build-rel
@@ -50,12 +51,12 @@ release-build:
 
 tsan-test:
 	@cmake -S . -B $(TSAN_DIR) -DCKUBE_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	@cmake --build $(TSAN_DIR) -j $(JOBS)
+	@cmake --build $(TSAN_DIR) --target concurrency-tests -j $(JOBS)
 	scripts/ctest-skipped --test-dir $(TSAN_DIR) -L concurrency --output-on-failure -j $(JOBS)
 
 fuzz-test:
 	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCKUBE_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	@cmake --build $(FUZZ_DIR) -j $(JOBS)
+	@cmake --build $(FUZZ_DIR) --target fuzz-targets ckube featuregate-cli -j $(JOBS)
 	scripts/ctest-skipped --test-dir $(FUZZ_DIR) -L fuzz --output-on-failure --no-tests=ignore -j $(JOBS)
 
 asan-test:
