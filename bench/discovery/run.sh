@@ -16,11 +16,8 @@
 set -eu
 cd "$(dirname "$0")/../.."
 runs=${1:-9}
-if [ -z "${CKUBE:-}" ]; then
-    cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
-    cmake --build build-rel --target ckube -j "$(nproc)" >/dev/null
-fi
-ckube=${CKUBE:-build-rel/cmd/ckube/ckube}
+. bench/lib.sh
+ckube=$(bench_ckube)
 command -v kubectl >/dev/null || { echo "kubectl is not on PATH" >&2; exit 1; }
 work=$(mktemp -d)
 pids=""
@@ -59,7 +56,6 @@ one_run() {
     rm -rf "$cache"
 }
 
-summary() { sort -n | awk '{ v[NR] = $1 } END { printf "%s (%s-%s)", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[1], v[NR] }'; }
 
 names="this"
 start this "$ckube"

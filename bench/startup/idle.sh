@@ -17,11 +17,8 @@
 set -eu
 cd "$(dirname "$0")/../.."
 restarts=${1:-7}
-if [ -z "${CKUBE:-}" ]; then
-    cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
-    cmake --build build-rel --target ckube -j "$(nproc)" >/dev/null
-fi
-ckube=${CKUBE:-build-rel/cmd/ckube/ckube}
+. bench/lib.sh
+ckube=$(bench_ckube)
 work=$(mktemp -d)
 server_pid=""
 cleanup() {
@@ -64,8 +61,6 @@ one_start() {
     server_pid=""
 }
 
-# median of the numbers on stdin, and their range
-summary() { sort -n | awk '{ v[NR] = $1 } END { printf "%s (%s-%s)", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[1], v[NR] }'; }
 
 echo "ckube: $ckube; $(nproc) CPUs; load average (1 min) at start $(cut -d' ' -f1 /proc/loadavg)"
 for controllers in '*' '-*'; do
