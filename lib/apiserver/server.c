@@ -895,6 +895,8 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
             return auth_served;
         if (ck__metrics_api_serve(server, conn, method, &target, &auth_served))
             return auth_served;
+        if (strcmp(target.subresource, "proxy") == 0) /* any method, any body: relayed */
+            return ck__serve_proxy(server, conn, method, body, body_len, req->raw_uri, &target);
         if (readonly)
             return ck__serve_resource(server, conn, method, &target, body, body_len);
         struct ck_err err = {0};
