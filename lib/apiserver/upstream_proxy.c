@@ -18,7 +18,8 @@
  * memory, up to UPSTREAM_BODY_MAX bytes within UPSTREAM_TIMEOUT seconds, then sent
  * (docs/limits.md); connection upgrades (WebSocket) are not relayed.
  *
- * Threading: one call per request thread, its own easy handle; no state of its own.
+ * Threading: one call per request, on the write worker server.c hands proxied requests
+ * to (the exchange may take a minute), with its own easy handle; no state of its own.
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
