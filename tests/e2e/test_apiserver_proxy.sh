@@ -9,7 +9,8 @@
 # .../proxy is redirected to .../proxy/, a redirect of the pod's is rewritten under the
 # proxy path; nodes/n1/proxy reaches the agent's /healthz and /metrics/resource; and the
 # errors: a Service with no endpoints (503 with Kubernetes' words), an unknown service
-# port, malformed names, a missing pod, a user without pods/proxy.
+# port, malformed names, a missing pod, a user without pods/proxy, and AlwaysDeny
+# admission (the proxy is a CONNECT).
 #
 # Usage: test_apiserver_proxy.sh PATH/TO/ckube
 set -u
@@ -169,6 +170,13 @@ import json, sys
 r = {x["name"]: x for x in json.load(sys.stdin)["resources"]}
 print(r["pods/proxy"]["kind"], ",".join(r["services/proxy"]["verbs"]), "nodes/proxy" in r)')
 check "discovery lists the proxy subresources ($got)" test "$got" = "PodProxyOptions create,delete,get,patch,update True"
+
+# the admission chain is asked (a CONNECT): AlwaysDeny refuses the proxy
+stop_server
+start_server --enable-admission-plugins=AlwaysDeny
+got=$(k get --raw /api/v1/nodes/n1/proxy/healthz 2>&1)
+check "AlwaysDeny refuses nodes/proxy ($got)" \
+    test "$got" = 'Error from server (Forbidden): nodes "n1" is forbidden: admission control is denying all modifications'
 
 stop_all
 agent_pid=""
