@@ -1258,6 +1258,12 @@ struct ck__upstream {
     const char *cert_file, *key_file; /* a client certificate to present, or NULL */
     const char *resolve;              /* a libcurl --resolve entry "name:port:address", or NULL */
     const char *const *headers;       /* NULL-terminated "Name: value" lines to add, or NULL */
+    /*
+     * As a front proxy (aggregation): the client's X-Remote-User, X-Remote-Group and
+     * X-Remote-Extra-* are dropped (headers carries the server's) and Host is the
+     * upstream's, not the client's.
+     */
+    bool front_proxy;
 };
 
 /*
@@ -1270,7 +1276,7 @@ enum MHD_Result ck__upstream_serve(struct ck_apiserver *ctx, struct MHD_Connecti
                                    const char *method, const char *body, size_t len,
                                    const struct ck__upstream *u);
 /* Whether a field of the client's request, or of the upstream's answer, is passed on. */
-bool ck__upstream_forwards_request_header(const char *name);
+bool ck__upstream_forwards_request_header(const char *name, bool front_proxy);
 bool ck__upstream_forwards_response_header(const char *name);
 /*
  * A redirect's Location as the client should follow it: when it points at the upstream

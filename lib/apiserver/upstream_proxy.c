@@ -57,11 +57,16 @@ static bool in_list(const char *name, const char *const *list)
     return false;
 }
 
-bool ck__upstream_forwards_request_header(const char *name)
+bool ck__upstream_forwards_request_header(const char *name, bool front_proxy)
 {
     /* curl frames the body itself; the credentials stay with the API server */
     static const char *const dropped[] = {"Content-Length",  "Expect",          "Authorization",
                                           "X-Forwarded-For", "X-Forwarded-Uri", NULL};
+    /* the identity headers a front proxy sets are its own (SetAuthProxyHeaders) */
+    static const char *const identity[] = {"X-Remote-User", "X-Remote-Group", NULL};
+    if (front_proxy && (in_list(name, identity) ||
+                        strncasecmp(name, "X-Remote-Extra-", strlen("X-Remote-Extra-")) == 0))
+        return false;
     return !in_list(name, hop_by_hop) && !in_list(name, dropped) &&
            strncasecmp(name, "Impersonate-", strlen("Impersonate-")) != 0;
 }
@@ -130,8 +135,9 @@ out:
 /* ---- the exchange ------------------------------------------------------- */
 
 struct request_headers {
+    const struct ck__upstream *u;
     struct curl_slist *list;
-    bool failed, accept, content_type, host;
+    bool failed, accept, content_type;
     const char *forwarded_for; /* the client's own X-Forwarded-For */
 };
 
@@ -151,11 +157,11 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
     struct request_headers *h = cls;
     if (strcasecmp(key, "X-Forwarded-For") == 0)
         h->forwarded_for = value;
-    if (!ck__upstream_forwards_request_header(key))
+    if (!ck__upstream_forwards_request_header(key, h->u->front_proxy) ||
+        (h->u->front_proxy && strcasecmp(key, "Host") == 0))
         return MHD_YES;
     h->accept |= strcasecmp(key, "Accept") == 0;
     h->content_type |= strcasecmp(key, "Content-Type") == 0;
-    h->host |= strcasecmp(key, "Host") == 0;
     size_t len = strlen(key) + strlen(value ? value : "") + 3;
     char *line = malloc(len);
     if (!line) {
@@ -192,7 +198,7 @@ static struct curl_slist *request_header_list(struct MHD_Connection *conn,
                                               const struct ck__upstream *u, const char *path,
                                               bool with_body)
 {
-    struct request_headers h = {0};
+    struct request_headers h = {.u = u};
     MHD_get_connection_values(conn, MHD_HEADER_KIND, copy_header, &h);
     char line[1200], addr[64];
     client_address(conn, addr, sizeof(addr));

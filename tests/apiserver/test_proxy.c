@@ -237,11 +237,20 @@ static void test_header_fields(void **state)
                                                   "Transfer-Encoding", "Content-Length",
                                                   "Keep-Alive",        "Proxy-Authorization"};
     for (size_t i = 0; i < sizeof(request_kept) / sizeof(request_kept[0]); i++)
-        if (!ck__upstream_forwards_request_header(request_kept[i]))
+        if (!ck__upstream_forwards_request_header(request_kept[i], false) ||
+            !ck__upstream_forwards_request_header(request_kept[i], true))
             fail_msg("%s dropped", request_kept[i]);
     for (size_t i = 0; i < sizeof(request_dropped) / sizeof(request_dropped[0]); i++)
-        if (ck__upstream_forwards_request_header(request_dropped[i]))
+        if (ck__upstream_forwards_request_header(request_dropped[i], false) ||
+            ck__upstream_forwards_request_header(request_dropped[i], true))
             fail_msg("%s passed", request_dropped[i]);
+    /* a client's identity headers pass to a pod, never through a front proxy */
+    static const char *const identity[] = {"X-Remote-User", "x-remote-group",
+                                           "X-Remote-Extra-Scopes"};
+    for (size_t i = 0; i < sizeof(identity) / sizeof(identity[0]); i++) {
+        assert_true(ck__upstream_forwards_request_header(identity[i], false));
+        assert_false(ck__upstream_forwards_request_header(identity[i], true));
+    }
     assert_true(ck__upstream_forwards_response_header("Content-Type"));
     assert_true(ck__upstream_forwards_response_header("Set-Cookie"));
     assert_false(ck__upstream_forwards_response_header("Access-Control-Allow-Origin"));
