@@ -5,7 +5,8 @@
 # what it was sent; kubectl get/create/replace/delete --raw reach it through
 # pods/NAME:PORT/proxy/PATH (with the query, the body and the method, without the
 # client's credentials, with X-Forwarded-Uri), through the pod's declared port, and
-# through services/NAME:PORTNAME and NAME:PORTNUMBER; `kubectl proxy` in front; a bare
+# through services/NAME:PORTNAME and NAME:PORTNUMBER; https:NAME:PORT to a pod serving TLS
+# whose certificate is not checked; `kubectl proxy` in front; a bare
 # .../proxy is redirected to .../proxy/, a redirect of the pod's is rewritten under the
 # proxy path; nodes/n1/proxy reaches the agent's /healthz and /metrics/resource; and the
 # errors: a Service with no endpoints (503 with Kubernetes' words), an unknown service
@@ -99,6 +100,31 @@ k delete --raw "$pods/web:$web_port/proxy/del" >"$work/del.json" 2>&1
 check "DELETE ($(cat "$work/del.json"))" test "$(field "$work/del.json" method)" = DELETE
 got=$(kurl -X PATCH -H 'Content-Type: text/plain' --data-binary 'x=1' "$url$pods/web:$web_port/proxy/patch")
 check "PATCH ($got)" test "$(echo "$got" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["method"], d["body"], d["headers"]["content-type"])')" = "PATCH x=1 text/plain"
+
+# https: to a pod serving TLS with a certificate nobody checks (the server's own pair)
+tls_port=$(free_port)
+cat >"$work/tls.py" <<'EOF2'
+import http.server, os, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"tls " + self.path.encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body)))
+        self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+s = http.server.HTTPServer((os.environ["POD_IP"], int(sys.argv[1])), H)
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+s.serve_forever()
+EOF2
+python3 - "$tls_port" "$work/tls.py" "$work/data/pki/apiserver.crt" "$work/data/pki/apiserver.key" <<'EOF2' | k create --validate=false -f - >/dev/null
+import json, sys
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "tls"},
+  "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["python3"] + sys.argv[2:3] + [sys.argv[1]] + sys.argv[3:],
+    "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]}]}}))
+EOF2
+wait_for "tls Running" pod/tls '{.status.phase}=Running'
+poll "https: to a pod whose certificate is not checked" \
+    sh -c "[ \"\$(kubectl get --raw '$pods/https:tls:$tls_port/proxy/secure')\" = 'tls /secure' ]"
 
 # the answer's own fields; the root redirect; a redirect rewritten under the proxy path
 kurl -D "$work/h.txt" -o /dev/null "$url$pods/web:$web_port/proxy/x"
