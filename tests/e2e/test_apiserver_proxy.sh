@@ -10,7 +10,7 @@
 # .../proxy is redirected to .../proxy/, a redirect of the pod's is rewritten under the
 # proxy path; nodes/n1/proxy reaches the agent's /healthz and /metrics/resource; and the
 # errors: a Service with no endpoints (503 with Kubernetes' words), an unknown service
-# port, malformed names, a missing pod, a user without pods/proxy, and AlwaysDeny
+# port, a pod port where nothing listens, malformed names, a missing pod, a user without pods/proxy, and AlwaysDeny
 # admission (the proxy is a CONNECT).
 #
 # Usage: test_apiserver_proxy.sh PATH/TO/ckube
@@ -186,6 +186,12 @@ got=$(k get --raw "$pods/a:b:c:d/proxy/" 2>&1)
 check "four parts are 400 ($got)" test "$got" = 'Error from server (BadRequest): invalid pod request "a:b:c:d"'
 got=$(k get --raw "$pods/ftp:web:80/proxy/" 2>&1)
 check "an unknown scheme is 400 ($got)" test "$got" = 'Error from server (BadRequest): invalid pod request "ftp:web:80"'
+closed_port=$(free_port)
+got=$(k get --raw "$pods/web:$closed_port/proxy/" 2>&1)
+case $got in
+"Error from server (ServiceUnavailable): error trying to reach service: "*) pass ;;
+*) fail "a port where nothing listens is 503 ($got)" ;;
+esac
 got=$(k get --raw "$pods/nope/proxy/" 2>&1)
 check "a missing pod is 404 ($got)" test "$got" = 'Error from server (NotFound): pods "nope" not found'
 got=$(k get --raw "$pods/web:$web_port/proxy/" --as=jane 2>&1)
