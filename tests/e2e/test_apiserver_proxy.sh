@@ -16,13 +16,17 @@
 # Usage: test_apiserver_proxy.sh PATH/TO/ckube
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+# four free ports, held at once so that they differ: the agent's, the echo server's, the
+# TLS server's and one where nothing listens
+set -- $(python3 -c 'import socket
+held = [socket.socket() for _ in range(4)]
+for s in held: s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in held])')
+agent_port=$1 web_port=$2 tls_port=$3 closed_port=$4
 agent_pid=""
 kp_pid=""
 root="$work/agent-root"
 mkdir -p "$root"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-agent_port=$(free_port)
-web_port=$(free_port)
 stop_all() {
     [ -n "$kp_pid" ] && kill "$kp_pid" 2>/dev/null && wait "$kp_pid" 2>/dev/null
     [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
@@ -102,7 +106,6 @@ got=$(kurl -X PATCH -H 'Content-Type: text/plain' --data-binary 'x=1' "$url$pods
 check "PATCH ($got)" test "$(echo "$got" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["method"], d["body"], d["headers"]["content-type"])')" = "PATCH x=1 text/plain"
 
 # https: to a pod serving TLS with a certificate nobody checks (the server's own pair)
-tls_port=$(free_port)
 cat >"$work/tls.py" <<'EOF2'
 import http.server, os, ssl, sys
 class H(http.server.BaseHTTPRequestHandler):
@@ -186,7 +189,6 @@ got=$(k get --raw "$pods/a:b:c:d/proxy/" 2>&1)
 check "four parts are 400 ($got)" test "$got" = 'Error from server (BadRequest): invalid pod request "a:b:c:d"'
 got=$(k get --raw "$pods/ftp:web:80/proxy/" 2>&1)
 check "an unknown scheme is 400 ($got)" test "$got" = 'Error from server (BadRequest): invalid pod request "ftp:web:80"'
-closed_port=$(free_port)
 got=$(k get --raw "$pods/web:$closed_port/proxy/" 2>&1)
 case $got in
 "Error from server (ServiceUnavailable): error trying to reach service: "*) pass ;;
