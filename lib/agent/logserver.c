@@ -10,7 +10,8 @@
  * the answer goes on while the container runs.
  *
  * The same endpoint serves exec and attach (exec.c), port-forward (portforward.c) and
- * kubelet's resource metrics, GET /metrics/resource (resource_metrics.c).
+ * kubelet's resource metrics, GET /metrics/resource (resource_metrics.c), and kubelet's
+ * GET /healthz ("ok"), which nodes/{name}/proxy/healthz reaches through the API server.
  * libmicrohttpd serves it over HTTPS (tls.c) on the node's address, one thread per
  * connection; with a client CA, every request must come with a client certificate that CA
  * signed (else 401).
@@ -147,6 +148,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return ck__agent_answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
     if (strcmp(url, "/metrics/resource") == 0)
         return ck__agent_serve_resource_metrics(a, conn);
+    if (strcmp(url, "/healthz") == 0) /* kubelet's: the agent serves */
+        return ck__agent_answer(conn, MHD_HTTP_OK, "ok");
     char ns[254], pod[254], ctr[254] = "";
     if (sscanf(url, "/containerLogs/%253[^/]/%253[^/]/%253[^/]", ns, pod, ctr) < 2)
         return ck__agent_answer(conn, MHD_HTTP_NOT_FOUND, "not found\n");

@@ -193,6 +193,17 @@ extern const char *const ck__get_patch_update[];
     {                                                                                              \
         .name = "status", .part = CK_SUBRESOURCE_STATUS, .verbs = ck__get_patch_update             \
     }
+/*
+ * pods/proxy, services/proxy and nodes/proxy, with the verbs of their HTTP methods; the
+ * API server relays them before any subresource handler (lib/apiserver/proxy.c), so the
+ * message is never an answer.
+ */
+extern const char *const ck__proxy_verbs[];
+#define CK__PROXY_SUBRESOURCE(options_kind)                                                        \
+    {                                                                                              \
+        .name = "proxy", .part = CK_SUBRESOURCE_UNSERVED, .verbs = ck__proxy_verbs,                \
+        .kind = options_kind, .message = "proxy is relayed by the API server"                      \
+    }
 #define CK__SCALE_SUBRESOURCE                                                                      \
     {                                                                                              \
         .name = "scale", .part = CK_SUBRESOURCE_SCALE, .verbs = ck__get_patch_update,              \

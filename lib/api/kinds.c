@@ -347,6 +347,7 @@ const char *const *ck_kind_field_label_names(const struct ck_kind *kind)
 /* ---- what every descriptor answers -------------------------------------- */
 
 const char *const ck__get_patch_update[] = {"get", "patch", "update", NULL};
+const char *const ck__proxy_verbs[] = {"create", "delete", "get", "patch", "update", NULL};
 
 const struct ck_schemas *ck_kind_schemas(const struct ck_kind *kind,
                                          const struct ck_schemas *fallback)

@@ -401,8 +401,10 @@ static const char *resource_verb(struct MHD_Connection *conn, const char *method
          strcmp(t->subresource, "portforward") == 0) &&
         strcmp(method, "GET") == 0)
         return "create";
+    /* a proxied request's query is the upstream's: the verb is its method's */
+    bool proxy = strcmp(t->subresource, "proxy") == 0;
     if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) {
-        if (ck__query_bool(conn, "watch"))
+        if (!proxy && ck__query_bool(conn, "watch"))
             return "watch";
         return named ? "get" : "list";
     }

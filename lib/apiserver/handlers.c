@@ -1226,8 +1226,7 @@ static bool is_pod_connect(const struct ck__target *t, const struct ck_subresour
  * pods/exec, attach and portforward: the admission chain is asked first (a CONNECT, as
  * Kubernetes' connect handler asks it before the pod is looked up), then the stream.
  */
-static enum MHD_Result serve_pod_connect(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                         const struct ck__target *t)
+int ck__admit_connect(struct ck_apiserver *ctx, const struct ck__target *t, struct ck_err *reterr)
 {
     struct ck__admission_attrs attrs = {.op = CK__ADMISSION_CONNECT,
                                         .kind = t->kind,
@@ -1235,9 +1234,15 @@ static enum MHD_Result serve_pod_connect(struct ck_apiserver *ctx, struct MHD_Co
                                         .namespace = t->namespace,
                                         .name = t->name,
                                         .user = t->user};
+    int r = ck__admission_admit(ctx->registry, &attrs, reterr);
+    return r < 0 ? r : ck__admission_validate(ctx->registry, &attrs, reterr);
+}
+
+static enum MHD_Result serve_pod_connect(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                         const struct ck__target *t)
+{
     struct ck_err err = {0};
-    if (ck__admission_admit(ctx->registry, &attrs, &err) < 0 ||
-        ck__admission_validate(ctx->registry, &attrs, &err) < 0)
+    if (ck__admit_connect(ctx, t, &err) < 0)
         return ck__fail(conn, &err);
     if (strcmp(t->subresource, "exec") == 0)
         return ck__serve_pod_exec(ctx, conn, t); /* exec.c */

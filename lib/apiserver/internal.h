@@ -90,6 +90,11 @@ struct ck__target {
     char name[254];                  /* "" for a collection */
     char subresource[32];            /* "" for the object itself */
     const struct ck_auth_user *user; /* who asks (set once authenticated); NULL: the server */
+    /*
+     * The proxy subresource: how many path segments lead to it ("/api/v1/nodes/n/proxy":
+     * 5); what follows them is the path the request proxies (any number of segments).
+     */
+    unsigned proxy_skip;
 };
 
 /*
@@ -1208,6 +1213,112 @@ enum MHD_Result ck__serve_pod_attach(struct ck_apiserver *ctx, struct MHD_Connec
 /* GET/POST pods/{name}/portforward: kubectl's SPDY streams relayed to the agent (portforward.c). */
 enum MHD_Result ck__serve_pod_portforward(struct ck_apiserver *ctx, struct MHD_Connection *conn,
                                           const struct ck__target *t);
+
+/* The node's InternalIP address, or NULL (podlog.c). */
+const char *ck__node_internal_ip(const json_t *node);
+
+/*
+ * Asks the admission chain about a connect subresource of t (a CONNECT, as Kubernetes'
+ * connect handler does before anything is looked up): 0, or a code with the answer in
+ * *reterr (handlers.c).
+ */
+int ck__admit_connect(struct ck_apiserver *ctx, const struct ck__target *t, struct ck_err *reterr);
+
+/*
+ * A libcurl answer's body collected in memory (webhook_client.c): data (NUL-terminated,
+ * the caller frees it) grows up to max bytes; beyond, too_big is set and the transfer
+ * ends. ck__curl_body_write is the CURLOPT_WRITEFUNCTION, the struct its WRITEDATA.
+ */
+struct ck__curl_body {
+    char *data;
+    size_t len;
+    size_t max;
+    bool too_big;
+};
+size_t ck__curl_body_write(char *ptr, size_t size, size_t nmemb, void *arg);
+
+/* ---- relaying a request to an upstream HTTP server (upstream_proxy.c) ---- */
+
+/* How the upstream's certificate is trusted, and what the server presents to it. */
+enum ck__upstream_trust {
+    CK__UPSTREAM_NO_VERIFY, /* plain HTTP, or HTTPS not verified: pods and services */
+    CK__UPSTREAM_KUBELET,   /* a node agent: the kubelet client certificate and CA */
+    CK__UPSTREAM_CA_BUNDLE, /* ca_pem is the only trust; cert_file/key_file presented */
+};
+
+/* Where a request goes and how; every string is borrowed for the call. */
+struct ck__upstream {
+    const char *url;    /* scheme://host[:port][/path], the path still percent-encoded */
+    const char *query;  /* the client's raw query, or NULL */
+    const char *prefix; /* the path the upstream's path is under for the client
+                           ("/api/v1/nodes/n1/proxy"): X-Forwarded-Uri and Location */
+    enum ck__upstream_trust trust;
+    const char *ca_pem; /* CK__UPSTREAM_CA_BUNDLE: the PEM bundle (ca_len bytes) */
+    size_t ca_len;
+    const char *cert_file, *key_file; /* a client certificate to present, or NULL */
+    const char *resolve;              /* a libcurl --resolve entry "name:port:address", or NULL */
+    const char *const *headers;       /* NULL-terminated "Name: value" lines to add, or NULL */
+    /*
+     * As a front proxy (aggregation): the client's X-Remote-User, X-Remote-Group and
+     * X-Remote-Extra-* are dropped (headers carries the server's) and Host is the
+     * upstream's, not the client's.
+     */
+    bool front_proxy;
+};
+
+/*
+ * Relays the client's request (method, its header fields but the hop-by-hop ones and its
+ * credentials, body[0..len)) to u and answers with the upstream's status, fields and
+ * body; an upstream that cannot be reached, or answers beyond the limits, is 503
+ * ServiceUnavailable "error trying to reach service: ...".
+ */
+enum MHD_Result ck__upstream_serve(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                   const char *method, const char *body, size_t len,
+                                   const struct ck__upstream *u);
+/* Whether a field of the client's request, or of the upstream's answer, is passed on. */
+bool ck__upstream_forwards_request_header(const char *name, bool front_proxy);
+bool ck__upstream_forwards_response_header(const char *name);
+/*
+ * A redirect's Location as the client should follow it: when it points at the upstream
+ * (host:port upstream, or the request's own host request_host) or is an absolute path,
+ * the same path under prefix (unless already there) with its query. 0 with buf, or
+ * CK_EINVAL to leave it as it is (another host, a relative reference, no room).
+ */
+int ck__upstream_location(const char *location, const char *upstream, const char *request_host,
+                          const char *prefix, char *buf, size_t size);
+
+/* ---- pods/proxy, services/proxy, nodes/proxy (proxy.c) ---- */
+
+/* The name segment of a proxy path: `name`, `name:port`, `scheme:name:port`. */
+struct ck__proxy_id {
+    char scheme[8]; /* "", "http", "https" */
+    char name[254];
+    char port[64]; /* "" when none was given */
+};
+/* apimachinery's SplitSchemeNamePort: 0, or CK_EINVAL (400 "invalid pod request"). */
+int ck__proxy_split_id(const char *id, struct ck__proxy_id *ret);
+/* Go's IsGlobalUnicast on an address's text (IsProxyableIP): false for NULL. */
+bool ck__proxy_ip_allowed(const char *ip);
+/*
+ * The base URL ("http://10.0.0.5:8080") a pod, a service (with the namespace's
+ * EndpointSlices, a JSON array; seed picks the slice and endpoint) or a node is proxied
+ * to. 0, or a code with Kubernetes' answer in *reterr. For a node, *ret_kubelet says
+ * whether the URL is the agent's own (HTTPS with the kubelet client certificate).
+ */
+int ck__proxy_pod_location(const json_t *pod, const struct ck__proxy_id *id, char *buf, size_t size,
+                           struct ck_err *reterr);
+int ck__proxy_service_location(const json_t *svc, const json_t *slices, const char *raw_id,
+                               const struct ck__proxy_id *id, unsigned seed, char *buf, size_t size,
+                               struct ck_err *reterr);
+int ck__proxy_node_location(const json_t *node, const struct ck__proxy_id *id, char *buf,
+                            size_t size, bool *ret_kubelet, struct ck_err *reterr);
+/*
+ * Any request to pods|services|nodes/{name}/proxy[/{path}]: admitted, resolved and relayed
+ * (raw_uri: the target as the client sent it, where the proxied path is taken from).
+ */
+enum MHD_Result ck__serve_proxy(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+                                const char *method, const char *body, size_t len,
+                                const char *raw_uri, const struct ck__target *t);
 
 /* ---- the streaming leg to a node agent (agentleg.c) ---- */
 

@@ -112,7 +112,7 @@ static void *proxy_main(void *arg)
     return NULL;
 }
 
-static const char *node_address(const json_t *node)
+const char *ck__node_internal_ip(const json_t *node)
 {
     size_t i;
     json_t *a;
@@ -193,7 +193,7 @@ int ck__kubelet_base_url(struct ck_apiserver *ctx, const char *node_name, char *
 {
     json_t *node = ck__read_object(ctx, ck_kind_with_role(CK_KIND_ROLE_NODE), "", node_name,
                                    &(struct ck_err){0});
-    const char *address = node_address(node);
+    const char *address = ck__node_internal_ip(node);
     json_int_t port = json_integer_value(json_object_get(
         json_object_get(json_object_get(json_object_get(node, "status"), "daemonEndpoints"),
                         "kubeletEndpoint"),

@@ -36,12 +36,16 @@
 
 /*
  * Splits path ("/a/b", a final '/' allowed) on '/' into at most MAX_SEGMENTS
- * segments (in a copy). MAX_SEGMENTS + 1 for too many segments, an empty
- * segment or a path not starting with '/'.
+ * segments (in a copy). MAX_SEGMENTS + 1 for an empty segment or a path not
+ * starting with '/'; for more than MAX_SEGMENTS segments too, unless
+ * ret_more is given: then *ret_more is set (false when they all fit) and the
+ * first MAX_SEGMENTS are returned (a proxy subresource's path goes on).
  */
-static size_t split(const char *path, char *copy, size_t copy_size, char **segments)
+static size_t split(const char *path, char *copy, size_t copy_size, char **segments, bool *ret_more)
 {
     snprintf(copy, copy_size, "%s", path);
+    if (ret_more)
+        *ret_more = false;
     if (copy[0] != '/')
         return MAX_SEGMENTS + 1;
     size_t n = 0;
@@ -49,6 +53,10 @@ static size_t split(const char *path, char *copy, size_t copy_size, char **segme
         *p++ = '\0'; /* the '/' */
         if (!*p)
             break; /* a final '/' */
+        if (n == MAX_SEGMENTS && ret_more) {
+            *ret_more = true;
+            break;
+        }
         if (*p == '/' || n == MAX_SEGMENTS)
             return MAX_SEGMENTS + 1; /* empty segment, or too many */
         segments[n++] = p;
@@ -151,9 +159,10 @@ int ck__route(const char *path, struct ck__target *ret)
     char copy[1024];
     char *seg[MAX_SEGMENTS];
     memset(ret, 0, sizeof(*ret));
+    bool more = false;
     if (strlen(path) >= sizeof(copy))
         return CK_ENOENT;
-    size_t n = split(path, copy, sizeof(copy), seg);
+    size_t n = split(path, copy, sizeof(copy), seg, &more);
     if (n > MAX_SEGMENTS || n < 2)
         return CK_ENOENT;
 
@@ -199,8 +208,13 @@ int ck__route(const char *path, struct ck__target *ret)
             return CK_ENOENT;
         if (!copy_into(ret->subresource, sizeof(ret->subresource), seg[i++]))
             return CK_ENOENT;
+        /* {name}/proxy/{path...}: the rest of the path is the proxied one's */
+        if (strcmp(ret->subresource, "proxy") == 0) {
+            ret->proxy_skip = (unsigned)i;
+            return 0;
+        }
     }
-    if (i != n)
+    if (i != n || more)
         return CK_ENOENT;
     return 0;
 }

@@ -895,6 +895,8 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
             return auth_served;
         if (ck__metrics_api_serve(server, conn, method, &target, &auth_served))
             return auth_served;
+        if (strcmp(target.subresource, "proxy") == 0) /* any method, any body: relayed */
+            return ck__serve_proxy(server, conn, method, body, body_len, req->raw_uri, &target);
         if (readonly)
             return ck__serve_resource(server, conn, method, &target, body, body_len);
         struct ck_err err = {0};
@@ -1049,12 +1051,16 @@ static bool header_acceptable(struct MHD_Connection *conn, struct request *req, 
 }
 
 /*
- * Whether a request waits on the store for long enough to take it off its
- * libmicrohttpd thread: every write (its commit), not reads, watches or
- * protocol upgrades (pods/exec keeps its connection on its thread).
+ * Whether a request waits long enough to take it off its libmicrohttpd thread:
+ * every write (its commit on the store) and every proxied request (its
+ * upstream's answer, up to a minute), not reads, watches or protocol upgrades
+ * (pods/exec keeps its connection on its thread).
  */
-static bool waits_on_store(const char *method, struct MHD_Connection *conn)
+static bool waits_on_store(const char *method, const char *url, struct MHD_Connection *conn)
 {
+    struct ck__target t;
+    if (ck__route(url, &t) == 0 && strcmp(t.subresource, "proxy") == 0)
+        return true;
     if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 || strcmp(method, "OPTIONS") == 0)
         return false;
     return !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
@@ -1164,7 +1170,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         return ck__fail_with(conn, "RequestEntityTooLarge",
                              "Request entity too large: limit is 3145728");
     }
-    if (waits_on_store(method, conn)) {
+    if (waits_on_store(method, url, conn)) {
         run_on_worker(server, conn, req, method, url);
         return MHD_YES; /* answered when the worker resumes the connection */
     }

@@ -29,17 +29,11 @@
 
 #define RESPONSE_MAX (3 << 20) /* an answer beyond this is a failed call */
 
-struct body {
-    char *data;
-    size_t len;
-    bool too_big;
-};
-
-static size_t on_body(char *ptr, size_t size, size_t nmemb, void *arg)
+size_t ck__curl_body_write(char *ptr, size_t size, size_t nmemb, void *arg)
 {
-    struct body *b = arg;
+    struct ck__curl_body *b = arg;
     size_t n = size * nmemb;
-    if (b->len + n > RESPONSE_MAX) {
+    if (b->len + n > b->max) {
         b->too_big = true;
         return 0;
     }
@@ -196,7 +190,7 @@ int ck__webhook_post(struct ck__registry *reg, const json_t *cc, long timeout,
     pthread_once(&curl_once, curl_init_once);
     CURL *curl = curl_easy_init();
     struct curl_slist *headers = NULL, *resolves = NULL;
-    struct body answer = {0};
+    struct ck__curl_body answer = {.max = RESPONSE_MAX};
     int r = CK_EINVAL;
     if (!body || !curl || (ca64 && *ca64 && !ca)) {
         snprintf(why->text, sizeof(why->text), "%s",
@@ -211,7 +205,7 @@ int ck__webhook_post(struct ck__registry *reg, const json_t *cc, long timeout,
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout * 1000L);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, ck__curl_body_write);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
     if (ca) {

@@ -153,6 +153,7 @@ static void validate(const json_t *obj, const json_t *old, struct ck_field_error
 static const char *const short_names[] = {"no", NULL};
 
 static const struct ck_subresource subresources[] = {
+    CK__PROXY_SUBRESOURCE("NodeProxyOptions"),
     CK__STATUS_SUBRESOURCE,
 };
 

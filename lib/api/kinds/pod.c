@@ -429,6 +429,7 @@ static const struct ck_subresource subresources[] = {
      .part = CK_SUBRESOURCE_UNSERVED,
      .verbs = create_get,
      .message = "pods/portforward needs a WebSocket or SPDY/3.1 upgrade"},
+    CK__PROXY_SUBRESOURCE("PodProxyOptions"),
     {.name = "binding",
      .part = CK_SUBRESOURCE_CUSTOM,
      .verbs = create_only,

@@ -435,6 +435,7 @@ static const char *const categories[] = {"all", NULL};
 static const char *const status_keeps[] = {"labels", NULL};
 
 static const struct ck_subresource subresources[] = {
+    CK__PROXY_SUBRESOURCE("ServiceProxyOptions"),
     CK__STATUS_SUBRESOURCE,
 };
 
