@@ -474,6 +474,7 @@ const struct ck_kind ck__kind_certificatesigningrequest = {
     .short_names = short_names,
     .namespaced = false,
     .name_rule = CK_NAME_PATH_SEGMENT,
+    .role = CK_KIND_ROLE_CERTIFICATE_SIGNING_REQUEST,
     .schema = "io.k8s.api.certificates.v1.CertificateSigningRequest",
     .subresources = subresources,
     .n_subresources = CK__COUNT(subresources),
