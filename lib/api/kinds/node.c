@@ -152,10 +152,6 @@ static void validate(const json_t *obj, const json_t *old, struct ck_field_error
 
 static const char *const short_names[] = {"no", NULL};
 
-static const struct ck_subresource subresources[] = {
-    CK__STATUS_SUBRESOURCE,
-};
-
 static const struct ck_field_label field_labels[] = {
     {"spec.unschedulable", "spec.unschedulable", CK_FIELD_LABEL_BOOL},
 };
@@ -196,12 +192,9 @@ const struct ck_kind ck__kind_node = {
     .namespaced = false,
     .role = CK_KIND_ROLE_NODE,
     .schema = "io.k8s.api.core.v1.Node",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .field_labels = field_labels,
-    .n_field_labels = CK__COUNT(field_labels),
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_SUBRESOURCES(ck__status_subresource),
+    CK__KIND_FIELD_LABELS(field_labels),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .defaults = defaults,
     .validate = validate,
