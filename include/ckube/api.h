@@ -406,6 +406,8 @@ enum ck_kind_role {
     /* The metrics API's kinds: never stored, the server builds them from the nodes' stats. */
     CK_KIND_ROLE_NODE_METRICS,
     CK_KIND_ROLE_POD_METRICS,
+    /* Requests for certificates; the certificate admission plugins guard their writes. */
+    CK_KIND_ROLE_CERTIFICATE_SIGNING_REQUEST,
 };
 
 /* The rule metadata.name follows. */

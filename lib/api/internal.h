@@ -204,6 +204,16 @@ extern const char *const ck__proxy_verbs[];
         .name = "proxy", .part = CK_SUBRESOURCE_UNSERVED, .verbs = ck__proxy_verbs,                \
         .kind = options_kind, .message = "proxy is relayed by the API server"                      \
     }
+/*
+ * What most descriptors share: the status subresource alone, and a status write that keeps
+ * only the labels of the object's metadata (kinds.c).
+ */
+extern const struct ck_subresource ck__status_subresource[1];
+extern const char *const ck__status_keeps_labels[];
+/* A descriptor's tables, each with its length: its columns, subresources, field labels. */
+#define CK__KIND_COLUMNS(table)      .columns = (table), .n_columns = CK__COUNT(table)
+#define CK__KIND_SUBRESOURCES(table) .subresources = (table), .n_subresources = CK__COUNT(table)
+#define CK__KIND_FIELD_LABELS(table) .field_labels = (table), .n_field_labels = CK__COUNT(table)
 #define CK__SCALE_SUBRESOURCE                                                                      \
     {                                                                                              \
         .name = "scale", .part = CK_SUBRESOURCE_SCALE, .verbs = ck__get_patch_update,              \
@@ -224,16 +234,14 @@ void ck__hpa_cells(const json_t *obj, long long now, json_t **cells);
 /* What the descriptors of both served versions share (kinds/horizontalpodautoscaler.c). */
 extern const char *const ck__hpa_short_names[];
 extern const char *const ck__hpa_categories[];
-extern const char *const ck__hpa_status_keeps[];
-extern const struct ck_subresource ck__hpa_subresources[1];
 #define CK__HPA_KIND_COMMON                                                                        \
     .group = "autoscaling", .kind = "HorizontalPodAutoscaler",                                     \
     .list_kind = "HorizontalPodAutoscalerList", .resource = "horizontalpodautoscalers",            \
     .singular = "horizontalpodautoscaler", .short_names = ck__hpa_short_names,                     \
     .categories = ck__hpa_categories, .namespaced = true, .has_generation = true,                  \
-    .subresources = ck__hpa_subresources, .n_subresources = 1,                                     \
-    .status_keeps_metadata = ck__hpa_status_keeps, .columns = ck__hpa_columns,                     \
-    .n_columns = CK__HPA_COLUMNS, .storage_resource = "horizontalpodautoscalers"
+    CK__KIND_SUBRESOURCES(ck__status_subresource),                                                 \
+    .status_keeps_metadata = ck__status_keeps_labels, CK__KIND_COLUMNS(ck__hpa_columns),           \
+    .storage_resource = "horizontalpodautoscalers"
 
 /*
  * The conversion between autoscaling/v2 and autoscaling/v1, in place: what v1
@@ -272,6 +280,13 @@ void ck__workload_validate(const json_t *obj, const json_t *old, struct ck_field
 
 /* The wide cells of a workload: containers, images, selector, into cells[at..at+2]. */
 void ck__workload_wide_cells(const json_t *obj, json_t **cells, size_t at);
+/* The columns of a pod template's containers and their images, as kubectl prints them. */
+#define CK__CONTAINERS_COLUMN(priority)                                                            \
+    CK__COMPUTED_COLUMN("Containers", "string", "Names of each container in the template.",        \
+                        priority)
+#define CK__IMAGES_COLUMN(priority)                                                                \
+    CK__COMPUTED_COLUMN("Images", "string",                                                        \
+                        "Images referenced by each container in the template.", priority)
 
 /* ---- rbac.authorization.k8s.io kinds (kinds/rbac.c) --------------------- */
 

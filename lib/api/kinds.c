@@ -348,6 +348,8 @@ const char *const *ck_kind_field_label_names(const struct ck_kind *kind)
 
 const char *const ck__get_patch_update[] = {"get", "patch", "update", NULL};
 const char *const ck__proxy_verbs[] = {"create", "delete", "get", "patch", "update", NULL};
+const struct ck_subresource ck__status_subresource[1] = {CK__STATUS_SUBRESOURCE};
+const char *const ck__status_keeps_labels[] = {"labels", NULL};
 
 const struct ck_schemas *ck_kind_schemas(const struct ck_kind *kind,
                                          const struct ck_schemas *fallback)

@@ -53,6 +53,12 @@
 
 /* ---- the fake runtime ------------------------------------------------------------- */
 
+struct pod {
+    json_t *obj;
+    char dir[128];
+    struct ck__rt_pod p;
+};
+
 struct call {
     char method[64]; /* "RunPodSandbox": the path's last part */
     unsigned char *msg;
@@ -75,6 +81,7 @@ struct fake {
     struct ck__runtime *rt;
     char events[16][64]; /* the reasons of the events the runtime emitted */
     size_t n_events;
+    struct pod pod; /* fake_pod's, web-0 */
 };
 
 /* The handler: records the call; answers with the method's first scripted answer, else an
@@ -481,12 +488,6 @@ static bool has_event(struct fake *f, const char *reason)
 }
 
 /* The pod the cases run (the pod's own directory under the scratch directory). */
-struct pod {
-    json_t *obj;
-    char dir[128];
-    struct ck__rt_pod p;
-};
-
 static void pod_init(struct pod *pod, struct fake *f)
 {
     json_error_t jerr;
@@ -608,6 +609,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fake *f = *state;
+    json_decref(f->pod.obj);
     if (f->rt)
         f->rt->ops->free(f->rt);
     grpc_fake_stop(f->srv);
@@ -691,14 +693,28 @@ static void start_pod(struct fake *f, struct pod *pod)
     assert_string_equal(pod->p.ip, "10.244.0.7");
 }
 
+/* The pod web-0 (pod_init) as f->pod, which teardown frees. */
+static struct pod *fake_pod(struct fake *f)
+{
+    pod_init(&f->pod, f);
+    return &f->pod;
+}
+
+/* fake_pod, with its sandbox started (start_pod). */
+static struct pod *started_pod(struct fake *f)
+{
+    struct pod *pod = fake_pod(f);
+    start_pod(f, pod);
+    return pod;
+}
+
 static void test_run_pod_sandbox_config(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = fake_pod(f);
     char buf[256], path[256];
-    pod_init(&pod, f);
     forget_calls(f);
-    start_pod(f, &pod);
+    start_pod(f, pod);
     assert_string_equal(methods(f, buf, sizeof(buf)),
                         "ListPodSandbox,RunPodSandbox,PodSandboxStatus");
     /* the pod's sandboxes, found by its uid label, in any state */
@@ -712,7 +728,7 @@ static void test_run_pod_sandbox_config(void **state)
     assert_string_equal(str(run, "1.1.3"), "default");
     assert_int_equal(num(run, "1.1.4"), 0);
     assert_string_equal(str(run, "1.2"), "webhost");
-    snprintf(path, sizeof(path), "%s/containers", pod.dir);
+    snprintf(path, sizeof(path), "%s/containers", pod->dir);
     assert_string_equal(str(run, "1.3"), path);
     struct stat sb;
     assert_int_equal(stat(path, &sb), 0); /* made for the runtime */
@@ -756,16 +772,14 @@ static void test_run_pod_sandbox_config(void **state)
     assert_string_equal(str(run, "2"), "kata");
     /* the sandbox's status for its IP */
     assert_string_equal(str(request(f, "PodSandboxStatus", 0), "1"), "sb-1");
-    json_decref(pod.obj);
 }
 
 static void test_sandbox_adopted_after_restart(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = fake_pod(f);
     char reason[64], buf[256];
     struct ck_err err = {0};
-    pod_init(&pod, f);
     forget_calls(f);
     /* an agent restarted: the runtime has the pod's old NOTREADY sandbox and a READY one */
     struct ck__buf b = {0};
@@ -773,35 +787,34 @@ static void test_sandbox_adopted_after_restart(void **state)
     put_sandbox(&b, "sb-live", "web-0", POD_UID, 1, CK__CRI_SANDBOX_READY, 200);
     answer(f, "ListPodSandbox", &b);
     answer_sandbox_status(f, "sb-live", "10.244.0.9");
-    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err), 0);
+    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err), 0);
     assert_string_equal(methods(f, buf, sizeof(buf)), "ListPodSandbox,PodSandboxStatus");
-    assert_string_equal(pod.p.sandbox_id, "sb-live");
-    assert_string_equal(pod.p.ip, "10.244.0.9");
+    assert_string_equal(pod->p.sandbox_id, "sb-live");
+    assert_string_equal(pod->p.ip, "10.244.0.9");
     /* only a NOTREADY one: a new sandbox, its attempt after the old one's */
     forget_calls(f);
     put_sandbox(&b, "sb-old", "web-0", POD_UID, 1, CK__CRI_SANDBOX_NOTREADY, 100);
     answer(f, "ListPodSandbox", &b);
-    start_pod(f, &pod);
+    start_pod(f, pod);
     assert_int_equal(num(request(f, "RunPodSandbox", 0), "1.1.4"), 2);
     /* a sandbox gone between the list and its status: pod_start fails, the id is forgotten */
     forget_calls(f);
     put_sandbox(&b, "sb-gone", "web-0", POD_UID, 0, CK__CRI_SANDBOX_READY, 300);
     answer(f, "ListPodSandbox", &b);
     answer_status(f, "PodSandboxStatus", 5, "sandbox sb-gone not found");
-    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err), CK_ENOENT);
-    assert_string_equal(pod.p.sandbox_id, "");
+    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err),
+                     CK_ENOENT);
+    assert_string_equal(pod->p.sandbox_id, "");
     assert_non_null(strstr(err.msg, "code = NotFound desc = sandbox sb-gone not found"));
-    json_decref(pod.obj);
 }
 
 static void test_host_network_sandbox(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = fake_pod(f);
     char reason[64];
     struct ck_err err = {0};
-    pod_init(&pod, f);
-    json_t *spec = json_object_get(pod.obj, "spec");
+    json_t *spec = json_object_get(pod->obj, "spec");
     json_object_set_new(spec, "hostNetwork", json_true());
     json_object_set_new(spec, "hostPID", json_true());
     json_object_del(spec, "runtimeClassName");
@@ -817,11 +830,11 @@ static void test_host_network_sandbox(void **state)
     ck__pb_put_uint(&b, 4, 1);
     ck__pb_end_len(&b, st); /* no network status: the node's IP, which the agent gives */
     answer(f, "PodSandboxStatus", &b);
-    int r = f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err);
+    int r = f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err);
     if (r < 0)
         fail_msg("pod_start: %s", err.msg);
-    assert_string_equal(pod.p.sandbox_id, "sb-host");
-    assert_string_equal(pod.p.ip, "");
+    assert_string_equal(pod->p.sandbox_id, "sb-host");
+    assert_string_equal(pod->p.ip, "");
     struct ck__pb_reader run = request(f, "RunPodSandbox", 0);
     assert_false(has(run, "1.2")); /* the host's name */
     assert_int_equal(num(run, "1.8.2.1.1"), CK__CRI_NS_NODE);
@@ -832,44 +845,40 @@ static void test_host_network_sandbox(void **state)
     assert_string_equal(str(run, "1.4.1"), "192.0.2.53");
     assert_string_equal(str(run, "1.4.2"), "example.test");
     assert_false(has(run, "2"));
-    json_decref(pod.obj);
 }
 
 static void test_no_sandbox_made_when_the_list_fails(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = fake_pod(f);
     char reason[64], buf[256];
     struct ck_err err = {0};
-    pod_init(&pod, f);
     /* the pod's sandboxes unknown (its READY one may be there): none is made, as the
        kubelet's SyncPod does nothing without the pod's status */
     forget_calls(f);
     answer_status(f, "ListPodSandbox", 14, "connection refused");
-    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err), CK_EIO);
+    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err), CK_EIO);
     assert_string_equal(err.msg, "cri: RuntimeService ListPodSandbox: rpc error: code = "
                                  "Unavailable desc = connection refused");
     answer_status(f, "ListPodSandbox", 5, "no such thing");
-    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err), CK_EIO);
+    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err), CK_EIO);
     assert_int_equal(err.code, CK_EIO);
     script(f, "ListPodSandbox", GRPC_FAKE_MESSAGE, 0, NULL, "\x0a\x05\x0a\x01", 4);
-    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err), CK_EIO);
+    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err), CK_EIO);
     assert_string_equal(err.msg, "cri: RuntimeService ListPodSandbox: malformed answer");
     assert_string_equal(methods(f, buf, sizeof(buf)),
                         "ListPodSandbox,ListPodSandbox,ListPodSandbox");
-    assert_string_equal(pod.p.sandbox_id, "");
+    assert_string_equal(pod->p.sandbox_id, "");
     /* the list answers again: the sandbox is made */
-    start_pod(f, &pod);
-    json_decref(pod.obj);
+    start_pod(f, pod);
 }
 
 static void test_run_pod_sandbox_failures(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = fake_pod(f);
     char reason[64];
     struct ck_err err = {0};
-    pod_init(&pod, f);
     static const struct {
         int status;
         const char *words;
@@ -878,24 +887,23 @@ static void test_run_pod_sandbox_failures(void **state)
                  {4, "code = DeadlineExceeded desc = failed to setup network"}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         answer_status(f, "RunPodSandbox", cases[i].status, "failed to setup network");
-        int r = f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err);
+        int r = f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err);
         assert_true(r < 0);
         assert_non_null(strstr(err.msg, "cri: RuntimeService RunPodSandbox: rpc error: "));
         assert_non_null(strstr(err.msg, cases[i].words));
-        assert_string_equal(pod.p.sandbox_id, "");
+        assert_string_equal(pod->p.sandbox_id, "");
     }
     /* a RuntimeClass that cannot be read: no sandbox, the API's words */
-    json_object_set_new(json_object_get(pod.obj, "spec"), "runtimeClassName",
+    json_object_set_new(json_object_get(pod->obj, "spec"), "runtimeClassName",
                         json_string("missing"));
     size_t before = calls_of(f, "RunPodSandbox");
-    assert_true(f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err) < 0);
+    assert_true(f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err) < 0);
     assert_string_equal(err.msg, "runtimeclasses \"missing\" not found");
     assert_int_equal(calls_of(f, "RunPodSandbox"), before);
     /* no class: the runtime's default handler (none sent) */
-    json_object_del(json_object_get(pod.obj, "spec"), "runtimeClassName");
-    start_pod(f, &pod);
+    json_object_del(json_object_get(pod->obj, "spec"), "runtimeClassName");
+    start_pod(f, pod);
     assert_false(has(request(f, "RunPodSandbox", before), "2"));
-    json_decref(pod.obj);
 }
 
 /* The container's start: command, args and env as the agent expanded them. */
@@ -918,15 +926,13 @@ static int start_container(struct fake *f, struct pod *pod, bool backoff, char *
 static void test_create_container_config(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = started_pod(f);
     char id[192], reason[64], buf[256], path[256];
     struct ck_err err = {0};
-    pod_init(&pod, f);
-    start_pod(f, &pod);
     forget_calls(f);
     answer_image(f, "sha256:present");
     answer_string(f, "CreateContainer", "ct-1");
-    int r = start_container(f, &pod, false, id, reason, &err);
+    int r = start_container(f, pod, false, id, reason, &err);
     if (r < 0)
         fail_msg("start: %s", err.msg);
     assert_string_equal(id, "fakecri://ct-1");
@@ -954,7 +960,7 @@ static void test_create_container_config(void **state)
     assert_string_equal(str(c, "2.7[0].2"), "/srv/data");
     assert_int_equal(num(c, "2.7[0].3"), 1);
     assert_string_equal(str(c, "2.7[1].1"), "/dev/termination-log");
-    snprintf(path, sizeof(path), "%s/containers/app/0/termination-log", pod.dir);
+    snprintf(path, sizeof(path), "%s/containers/app/0/termination-log", pod->dir);
     assert_string_equal(str(c, "2.7[1].2"), path);
     assert_int_equal(access(path, F_OK), 0);
     assert_string_equal(map_get(c, "2.9", "io.kubernetes.container.name"), "app");
@@ -981,23 +987,20 @@ static void test_create_container_config(void **state)
     /* the sandbox's configuration again, as CRI asks */
     assert_string_equal(str(c, "3.1.2"), POD_UID);
     assert_string_equal(str(request(f, "StartContainer", 0), "1"), "ct-1");
-    json_decref(pod.obj);
 }
 
 static void test_pull_with_secret_and_its_failures(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = started_pod(f);
     char id[192], reason[64], buf[256];
     struct ck_err err = {0};
-    pod_init(&pod, f);
-    start_pod(f, &pod);
     /* absent: pulled with the pull secret's credentials for registry.test */
     forget_calls(f);
     answer_image(f, NULL);
     answer_string(f, "PullImage", "sha256:pulled");
     answer_string(f, "CreateContainer", "ct-2");
-    assert_int_equal(start_container(f, &pod, false, id, reason, &err), 0);
+    assert_int_equal(start_container(f, pod, false, id, reason, &err), 0);
     assert_string_equal(methods(f, buf, sizeof(buf)),
                         "ImageStatus,PullImage,CreateContainer,StartContainer");
     struct ck__pb_reader pull = request(f, "PullImage", 0);
@@ -1018,7 +1021,7 @@ static void test_pull_with_secret_and_its_failures(void **state)
         f->n_events = 0;
         answer_image(f, NULL);
         answer_status(f, "PullImage", cases[i].status, "registry.test/app:v1: not found");
-        assert_int_equal(start_container(f, &pod, false, id, reason, &err), CK_EIO);
+        assert_int_equal(start_container(f, pod, false, id, reason, &err), CK_EIO);
         assert_string_equal(reason, "ErrImagePull");
         assert_non_null(strstr(err.msg, cases[i].words));
         assert_true(has_event(f, "Failed"));
@@ -1027,35 +1030,33 @@ static void test_pull_with_secret_and_its_failures(void **state)
     /* in back-off: no pull */
     forget_calls(f);
     answer_image(f, NULL);
-    assert_int_equal(start_container(f, &pod, true, id, reason, &err), CK_EIO);
+    assert_int_equal(start_container(f, pod, true, id, reason, &err), CK_EIO);
     assert_string_equal(reason, "ImagePullBackOff");
     assert_string_equal(methods(f, buf, sizeof(buf)), "ImageStatus");
     /* ImageStatus failing: ErrImageInspect */
     answer_status(f, "ImageStatus", 14, "connection refused");
-    assert_int_equal(start_container(f, &pod, false, id, reason, &err), CK_EIO);
+    assert_int_equal(start_container(f, pod, false, id, reason, &err), CK_EIO);
     assert_string_equal(reason, "ErrImageInspect");
     assert_non_null(strstr(err.msg, "ImageService ImageStatus: rpc error: code = Unavailable"));
-    json_decref(pod.obj);
 }
 
 static void test_pull_tries_each_credential(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = fake_pod(f);
     char id[192], reason[64];
     struct ck_err err = {0};
-    pod_init(&pod, f);
     json_t *secrets = json_pack("[{s:s}, {s:s}, {s:s}]", "name", "regcred", "name", "missing",
                                 "name", "regcred2");
-    json_object_set_new(json_object_get(pod.obj, "spec"), "imagePullSecrets", secrets);
-    start_pod(f, &pod);
+    json_object_set_new(json_object_get(pod->obj, "spec"), "imagePullSecrets", secrets);
+    start_pod(f, pod);
     /* the first refused, the second works */
     forget_calls(f);
     answer_image(f, NULL);
     answer_status(f, "PullImage", 2, "401 Unauthorized");
     answer_string(f, "PullImage", "sha256:pulled");
     answer_string(f, "CreateContainer", "ct-1");
-    assert_int_equal(start_container(f, &pod, false, id, reason, &err), 0);
+    assert_int_equal(start_container(f, pod, false, id, reason, &err), 0);
     assert_int_equal(calls_of(f, "PullImage"), 2);
     const char *first = str(request(f, "PullImage", 0), "2.1");
     const char *then = str(request(f, "PullImage", 1), "2.1");
@@ -1067,7 +1068,7 @@ static void test_pull_tries_each_credential(void **state)
     answer_image(f, NULL);
     answer_status(f, "PullImage", 2, "401 Unauthorized");
     answer_status(f, "PullImage", 2, "403 Forbidden");
-    assert_int_equal(start_container(f, &pod, false, id, reason, &err), CK_EIO);
+    assert_int_equal(start_container(f, pod, false, id, reason, &err), CK_EIO);
     assert_string_equal(reason, "ErrImagePull");
     assert_string_equal(err.msg, "[cri: ImageService PullImage: rpc error: code = Unknown desc = "
                                  "401 Unauthorized, cri: ImageService PullImage: rpc error: code "
@@ -1076,25 +1077,22 @@ static void test_pull_tries_each_credential(void **state)
     answer_image(f, NULL);
     answer_status(f, "PullImage", 2, "401 Unauthorized");
     answer_status(f, "PullImage", 2, "401 Unauthorized");
-    assert_int_equal(start_container(f, &pod, false, id, reason, &err), CK_EIO);
+    assert_int_equal(start_container(f, pod, false, id, reason, &err), CK_EIO);
     assert_string_equal(err.msg,
                         "cri: ImageService PullImage: rpc error: code = Unknown desc = 401 "
                         "Unauthorized");
-    json_decref(pod.obj);
 }
 
 static void test_create_and_start_failures(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = started_pod(f);
     char id[192], reason[64], buf[256];
     struct ck_err err = {0};
-    pod_init(&pod, f);
-    start_pod(f, &pod);
     forget_calls(f);
     answer_image(f, "sha256:present");
     answer_status(f, "CreateContainer", 2, "failed to create containerd container");
-    assert_true(start_container(f, &pod, false, id, reason, &err) < 0);
+    assert_true(start_container(f, pod, false, id, reason, &err) < 0);
     assert_string_equal(reason, "CreateContainerError");
     assert_non_null(strstr(err.msg, "failed to create containerd container"));
     /* StartContainer failing: the created container is removed */
@@ -1102,12 +1100,11 @@ static void test_create_and_start_failures(void **state)
     answer_image(f, "sha256:present");
     answer_string(f, "CreateContainer", "ct-3");
     answer_status(f, "StartContainer", 2, "exec: \"/bin/app\": not found");
-    assert_true(start_container(f, &pod, false, id, reason, &err) < 0);
+    assert_true(start_container(f, pod, false, id, reason, &err) < 0);
     assert_string_equal(reason, "RunContainerError");
     assert_string_equal(methods(f, buf, sizeof(buf)),
                         "ImageStatus,CreateContainer,StartContainer,RemoveContainer");
     assert_string_equal(str(request(f, "RemoveContainer", 0), "1"), "ct-3");
-    json_decref(pod.obj);
 }
 
 /* ContainerStatusResponse: state, times, exit code and reason. */
@@ -1138,44 +1135,43 @@ static void answer_container_status(struct fake *f, int state, int64_t started, 
 static void test_container_status_mapping(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = fake_pod(f);
     struct ck__rt_state st;
     char path[256];
-    pod_init(&pod, f);
     const int64_t started = 1700000000LL * CK_SEC, finished = started + 5 * CK_SEC;
     answer_container_status(f, CK__CRI_RUNNING, started, 0, 0, NULL);
-    assert_int_equal(f->rt->ops->state(f->rt, &pod.p, "app", 0, "fakecri://ct-1", &st), 0);
+    assert_int_equal(f->rt->ops->state(f->rt, &pod->p, "app", 0, "fakecri://ct-1", &st), 0);
     assert_string_equal(str(request(f, "ContainerStatus", 0), "1"), "ct-1"); /* bare id */
     assert_true(st.running);
     assert_int_equal(st.started_ns, started);
     assert_string_equal(st.image_ref, "registry.test/app@sha256:aa");
     /* exited, killed by the OOM killer */
     answer_container_status(f, CK__CRI_EXITED, started, finished, 137, "OOMKilled");
-    assert_int_equal(f->rt->ops->state(f->rt, &pod.p, "app", 0, "fakecri://ct-1", &st), 0);
+    assert_int_equal(f->rt->ops->state(f->rt, &pod->p, "app", 0, "fakecri://ct-1", &st), 0);
     assert_false(st.running);
     assert_int_equal(st.exit.code, 137);
     assert_int_equal(st.exit.signal, 9);
     assert_true(st.exit.oom_killed);
     assert_int_equal(st.exit.finished_ns, finished);
-    snprintf(path, sizeof(path), "%s/containers/app/0/exit", pod.dir); /* the log reader's */
+    snprintf(path, sizeof(path), "%s/containers/app/0/exit", pod->dir); /* the log reader's */
     assert_int_equal(access(path, F_OK), 0);
     /* exited with an error of its own */
     answer_container_status(f, CK__CRI_EXITED, started, finished, 3, "Error");
-    assert_int_equal(f->rt->ops->state(f->rt, &pod.p, "app", 1, "fakecri://ct-1", &st), 0);
+    assert_int_equal(f->rt->ops->state(f->rt, &pod->p, "app", 1, "fakecri://ct-1", &st), 0);
     assert_false(st.running);
     assert_int_equal(st.exit.code, 3);
     assert_int_equal(st.exit.signal, 0);
     assert_false(st.exit.oom_killed);
     /* created, not started yet: counted as running */
     answer_container_status(f, CK__CRI_CREATED, 0, 0, 0, NULL);
-    assert_int_equal(f->rt->ops->state(f->rt, &pod.p, "app", 0, "fakecri://ct-1", &st), 0);
+    assert_int_equal(f->rt->ops->state(f->rt, &pod->p, "app", 0, "fakecri://ct-1", &st), 0);
     assert_true(st.running);
     /* gone: CK_ENOENT; the runtime unreachable or its answer malformed: nothing known
        to have changed */
     answer_status(f, "ContainerStatus", 5, "container ct-1 not found");
-    assert_int_equal(f->rt->ops->state(f->rt, &pod.p, "app", 0, "fakecri://ct-1", &st), CK_ENOENT);
+    assert_int_equal(f->rt->ops->state(f->rt, &pod->p, "app", 0, "fakecri://ct-1", &st), CK_ENOENT);
     answer_status(f, "ContainerStatus", 14, "connection refused");
-    assert_int_equal(f->rt->ops->state(f->rt, &pod.p, "app", 0, "fakecri://ct-1", &st), 0);
+    assert_int_equal(f->rt->ops->state(f->rt, &pod->p, "app", 0, "fakecri://ct-1", &st), 0);
     assert_true(st.running);
     struct ck__buf b = {0};
     size_t m = ck__pb_begin_len(&b, 1);
@@ -1183,27 +1179,25 @@ static void test_container_status_mapping(void **state)
     ck__pb_put_uint(&b, 3, CK__CRI_EXITED);
     ck__pb_end_len(&b, m);
     answer(f, "ContainerStatus", &b);
-    assert_int_equal(f->rt->ops->state(f->rt, &pod.p, "app", 0, "fakecri://ct-1", &st), 0);
+    assert_int_equal(f->rt->ops->state(f->rt, &pod->p, "app", 0, "fakecri://ct-1", &st), 0);
     assert_true(st.running);
     script(f, "ContainerStatus", GRPC_FAKE_MESSAGE, 0, NULL, "\x0a\x20\x0a\x04", 4);
-    assert_int_equal(f->rt->ops->state(f->rt, &pod.p, "app", 0, "fakecri://ct-1", &st), 0);
+    assert_int_equal(f->rt->ops->state(f->rt, &pod->p, "app", 0, "fakecri://ct-1", &st), 0);
     assert_true(st.running);
-    json_decref(pod.obj);
 }
 
 static void test_find_newest_attempt(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = fake_pod(f);
     char id[192];
     int attempt = -1;
-    pod_init(&pod, f);
     struct ck__buf b = {0};
     put_container(&b, "ct-a", "app", 0, CK__CRI_EXITED);
     put_container(&b, "ct-c", "app", 2, CK__CRI_RUNNING);
     put_container(&b, "ct-b", "app", 1, CK__CRI_EXITED);
     answer(f, "ListContainers", &b);
-    assert_int_equal(f->rt->ops->find(f->rt, &pod.p, "app", &attempt, id, sizeof(id)), 0);
+    assert_int_equal(f->rt->ops->find(f->rt, &pod->p, "app", &attempt, id, sizeof(id)), 0);
     assert_int_equal(attempt, 2);
     assert_string_equal(id, "fakecri://ct-c");
     struct ck__pb_reader l = request(f, "ListContainers", 0);
@@ -1211,19 +1205,17 @@ static void test_find_newest_attempt(void **state)
     assert_string_equal(map_get(l, "1.4", "io.kubernetes.container.name"), "app");
     assert_false(has(l, "1.2")); /* any state */
     /* none, and a failed list */
-    assert_int_equal(f->rt->ops->find(f->rt, &pod.p, "app", &attempt, id, sizeof(id)), CK_ENOENT);
+    assert_int_equal(f->rt->ops->find(f->rt, &pod->p, "app", &attempt, id, sizeof(id)), CK_ENOENT);
     answer_status(f, "ListContainers", 14, "connection refused");
-    assert_int_equal(f->rt->ops->find(f->rt, &pod.p, "app", &attempt, id, sizeof(id)), CK_EIO);
-    json_decref(pod.obj);
+    assert_int_equal(f->rt->ops->find(f->rt, &pod->p, "app", &attempt, id, sizeof(id)), CK_EIO);
 }
 
 static void test_stop_container_with_grace_period(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
-    pod_init(&pod, f);
+    struct pod *pod = fake_pod(f);
     int accepted = grpc_fake_accepted(f->srv);
-    f->rt->ops->stop(f->rt, &pod.p, "fakecri://ct-1", 45);
+    f->rt->ops->stop(f->rt, &pod->p, "fakecri://ct-1", 45);
     wait_for_call(f, "StopContainer");
     struct ck__pb_reader r = request(f, "StopContainer", 0);
     assert_string_equal(str(r, "1"), "ct-1");
@@ -1233,23 +1225,21 @@ static void test_stop_container_with_grace_period(void **state)
     for (int i = 0; i < 500 && grpc_fake_open_conns(f->srv) > 1; i++)
         nanosleep(&(struct timespec){0, 10000000}, NULL);
     assert_int_equal(grpc_fake_open_conns(f->srv), 1);
-    json_decref(pod.obj);
 }
 
 static void test_exec_sync_for_probes(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = fake_pod(f);
     char msg[256];
     int code = -1;
     static char *const argv[] = {"cat", "/tmp/healthy", NULL};
-    pod_init(&pod, f);
     struct ck__buf b = {0};
     put_str(&b, 1, "ok\n");
     put_str(&b, 2, "warn\n");
     ck__pb_put_uint(&b, 3, 3);
     answer(f, "ExecSync", &b);
-    assert_int_equal(f->rt->ops->exec(f->rt, &pod.p, "fakecri://ct-1", argv, NULL, NULL,
+    assert_int_equal(f->rt->ops->exec(f->rt, &pod->p, "fakecri://ct-1", argv, NULL, NULL,
                                       (int64_t)1500 * 1000 * 1000, &code, msg, sizeof(msg)),
                      0);
     assert_int_equal(code, 3);
@@ -1261,16 +1251,15 @@ static void test_exec_sync_for_probes(void **state)
     assert_int_equal(num(r, "3"), 2); /* 1.5 s rounded up */
     /* the runtime's timeout, and another failure */
     answer_status(f, "ExecSync", 4, "timeout 2s exceeded");
-    assert_int_equal(f->rt->ops->exec(f->rt, &pod.p, "fakecri://ct-1", argv, NULL, NULL, CK_SEC,
+    assert_int_equal(f->rt->ops->exec(f->rt, &pod->p, "fakecri://ct-1", argv, NULL, NULL, CK_SEC,
                                       &code, msg, sizeof(msg)),
                      CK_ETIMEDOUT);
     assert_non_null(strstr(msg, "DeadlineExceeded"));
     answer_status(f, "ExecSync", 5, "container ct-1 not found");
-    assert_int_equal(f->rt->ops->exec(f->rt, &pod.p, "fakecri://ct-1", argv, NULL, NULL, CK_SEC,
+    assert_int_equal(f->rt->ops->exec(f->rt, &pod->p, "fakecri://ct-1", argv, NULL, NULL, CK_SEC,
                                       &code, msg, sizeof(msg)),
                      CK_EIO);
     assert_non_null(strstr(msg, "code = NotFound desc = container ct-1 not found"));
-    json_decref(pod.obj);
 }
 
 static void test_streaming_urls(void **state)
@@ -1411,9 +1400,8 @@ static void test_container_and_pod_stats(void **state)
 static void test_pod_remove_and_orphans(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = fake_pod(f);
     char buf[512];
-    pod_init(&pod, f);
     forget_calls(f);
     struct ck__buf b = {0};
     put_container(&b, "ct-1", "app", 0, CK__CRI_EXITED);
@@ -1421,8 +1409,8 @@ static void test_pod_remove_and_orphans(void **state)
     answer(f, "ListContainers", &b);
     put_sandbox(&b, "sb-1", "web-0", POD_UID, 0, CK__CRI_SANDBOX_READY, 1);
     answer(f, "ListPodSandbox", &b);
-    snprintf(pod.p.sandbox_id, sizeof(pod.p.sandbox_id), "sb-1");
-    f->rt->ops->pod_remove(f->rt, &pod.p);
+    snprintf(pod->p.sandbox_id, sizeof(pod->p.sandbox_id), "sb-1");
+    f->rt->ops->pod_remove(f->rt, &pod->p);
     assert_string_equal(methods(f, buf, sizeof(buf)),
                         "ListContainers,RemoveContainer,RemoveContainer,ListPodSandbox,"
                         "StopPodSandbox,RemovePodSandbox");
@@ -1432,7 +1420,7 @@ static void test_pod_remove_and_orphans(void **state)
     assert_string_equal(str(request(f, "RemoveContainer", 1), "1"), "ct-2");
     assert_string_equal(str(request(f, "StopPodSandbox", 0), "1"), "sb-1");
     assert_string_equal(str(request(f, "RemovePodSandbox", 0), "1"), "sb-1");
-    assert_string_equal(pod.p.sandbox_id, "");
+    assert_string_equal(pod->p.sandbox_id, "");
     /* orphans: the sandboxes of pods the node no longer has, not the live ones' nor others' */
     forget_calls(f);
     put_sandbox(&b, "sb-live", "web-0", POD_UID, 0, CK__CRI_SANDBOX_READY, 1);
@@ -1449,7 +1437,6 @@ static void test_pod_remove_and_orphans(void **state)
     assert_string_equal(map_get(request(f, "ListPodSandbox", 1), "1.3", "io.kubernetes.pod.uid"),
                         "orphan-uid");
     assert_string_equal(str(request(f, "StopPodSandbox", 0), "1"), "sb-orphan");
-    json_decref(pod.obj);
 }
 
 /* ContainerStatusResponse of a container whose log is log_path. */
@@ -1717,20 +1704,18 @@ static int run_pod(struct fake *f, struct pod *pod)
 static void test_allocation_failures(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
-    pod_init(&pod, f);
+    struct pod *pod = fake_pod(f);
     int r = -1;
     unsigned long n, failed = 0;
     for (n = 1; n < 2000 && r != 0; n++) {
         ck__alloc_fail_at(n, false);
-        r = run_pod(f, &pod);
+        r = run_pod(f, pod);
         ck__alloc_fail_at(0, false);
         failed += r != 0;
     }
     if (r != 0)
         fail_msg("still failing after %lu allocations: %d", n, r);
     assert_true(failed > 0); /* some allocation did fail first */
-    json_decref(pod.obj);
 }
 
 /* ---- failures of the transport and of the answers --------------------------------- */
@@ -1738,10 +1723,9 @@ static void test_allocation_failures(void **state)
 static void test_malformed_answers(void **state)
 {
     struct fake *f = *state;
-    struct pod pod;
+    struct pod *pod = fake_pod(f);
     char reason[64];
     struct ck_err err = {0};
-    pod_init(&pod, f);
     static const struct {
         enum grpc_fake_kind kind;
         const char *bytes;
@@ -1766,15 +1750,14 @@ static void test_malformed_answers(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         script(f, "RunPodSandbox", cases[i].kind, 0, NULL, cases[i].bytes, cases[i].len);
-        assert_int_equal(f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err),
+        assert_int_equal(f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err),
                          CK_EIO);
         if (!strstr(err.msg, cases[i].words))
             fail_msg("case %zu: %s", i, err.msg);
-        assert_string_equal(pod.p.sandbox_id, "");
+        assert_string_equal(pod->p.sandbox_id, "");
     }
     /* the next call works, on a new connection where the last one failed */
-    start_pod(f, &pod);
-    json_decref(pod.obj);
+    start_pod(f, pod);
 }
 
 static void test_call_times_out_when_runtime_never_answers(void **state)
@@ -1806,20 +1789,18 @@ static void test_runtime_gone(void **state)
     struct fake *f = *state;
     struct ck_err err = {0};
     char reason[64];
-    struct pod pod;
-    pod_init(&pod, f);
+    struct pod *pod = fake_pod(f);
     /* the socket closed under the agent: calls fail with the endpoint's words */
     grpc_fake_stop(f->srv);
     f->srv = NULL;
     unlink(f->sock);
-    assert_true(f->rt->ops->pod_start(f->rt, &pod.p, reason, sizeof(reason), &err) < 0);
+    assert_true(f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err) < 0);
     assert_non_null(strstr(err.msg, "cri: RuntimeService ListPodSandbox: cannot connect to "));
     struct ck__rt_node_status ns;
     f->rt->ops->node_status(f->rt, &ns);
     assert_false(ns.ready);
     assert_string_equal(ns.message, "container runtime status check may not have completed yet");
     assert_null(ns.images);
-    json_decref(pod.obj);
     /* a runtime that is not there at all: no runtime, a clear error */
     struct ck__runtime *rt = NULL;
     struct ck_agent_config config = {.runtime_endpoint = f->endpoint};

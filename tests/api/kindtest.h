@@ -1,7 +1,8 @@
 /*
  * kindtest.h - helpers the per-group kind tests share: look a kind up,
  * validate an object against it and look for one error, default an object
- * by its schema, and read one cell of the table the server would answer.
+ * by its schema, and read one cell of the table the server would answer
+ * (or look for several errors, or several cells, from one table of them).
  */
 #ifndef CKUBE_TESTS_KINDTEST_H
 #define CKUBE_TESTS_KINDTEST_H
@@ -77,6 +78,27 @@ static inline void kt_expect_cell(const struct ck_kind *k, json_t *obj, const ch
     char *got = kt_cell(k, obj, name);
     assert_string_equal(got, want);
     free(got);
+}
+
+/* kt_expect for each message of wants (NULL-terminated): obj has every one of those errors. */
+static inline void kt_expect_all(const struct ck_kind *k, const json_t *obj, const json_t *old,
+                                 const char *const *wants)
+{
+    for (; *wants; wants++)
+        kt_expect(k, obj, old, *wants);
+}
+
+/* A column's name and the cell wanted in it. */
+struct kt_cell_want {
+    const char *name, *want;
+};
+
+/* kt_expect_cell for each of cells, up to the one whose name is NULL. */
+static inline void kt_expect_cells(const struct ck_kind *k, json_t *obj,
+                                   const struct kt_cell_want *cells)
+{
+    for (; cells->name; cells++)
+        kt_expect_cell(k, obj, cells->name, cells->want);
 }
 
 #endif /* CKUBE_TESTS_KINDTEST_H */

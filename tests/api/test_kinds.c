@@ -208,6 +208,9 @@ static void test_roles_and_subresources(void **state)
     assert_ptr_equal(ck_kind_with_role(CK_KIND_ROLE_SECRET), ck_kind_lookup("", "v1", "secrets"));
     assert_ptr_equal(ck_kind_with_role(CK_KIND_ROLE_CONFIG_MAP),
                      ck_kind_lookup("", "v1", "configmaps"));
+    /* the certificate admission plugins find CertificateSigningRequests by role */
+    assert_ptr_equal(ck_kind_with_role(CK_KIND_ROLE_CERTIFICATE_SIGNING_REQUEST),
+                     ck_kind_lookup("certificates.k8s.io", "v1", "certificatesigningrequests"));
 
     const struct ck_kind *pod = ck_kind_lookup("", "v1", "pods");
     const struct ck_subresource *binding = ck_kind_subresource(pod, "binding");

@@ -24,11 +24,12 @@ static void test_storageclass_defaults_and_cells(void **state)
     assert_string_equal(json_string_value(json_object_get(sc, "reclaimPolicy")), "Delete");
     assert_string_equal(json_string_value(json_object_get(sc, "volumeBindingMode")), "Immediate");
     kt_expect(k, sc, NULL, NULL);
-    kt_expect_cell(k, sc, "Name", "standard (default)");
-    kt_expect_cell(k, sc, "Provisioner", "rancher.io/local-path");
-    kt_expect_cell(k, sc, "ReclaimPolicy", "Delete");
-    kt_expect_cell(k, sc, "VolumeBindingMode", "Immediate");
-    kt_expect_cell(k, sc, "AllowVolumeExpansion", "false");
+    static const struct kt_cell_want sc_cells[] = {
+        {"Name", "standard (default)"},    {"Provisioner", "rancher.io/local-path"},
+        {"ReclaimPolicy", "Delete"},       {"VolumeBindingMode", "Immediate"},
+        {"AllowVolumeExpansion", "false"}, {NULL, NULL},
+    };
+    kt_expect_cells(k, sc, sc_cells);
     json_object_set_new(json_object_get(json_object_get(sc, "metadata"), "annotations"),
                         "storageclass.kubernetes.io/is-default-class", json_string("false"));
     kt_expect_cell(k, sc, "Name", "standard");
@@ -41,12 +42,15 @@ static void test_storageclass_validation(void **state)
     const struct ck_kind *k = kt_kind("storage.k8s.io", "storageclasses");
     json_t *sc = load("{\"metadata\":{\"name\":\"x\"},\"reclaimPolicy\":\"Recycle\","
                       "\"volumeBindingMode\":\"Later\",\"parameters\":{\"\":\"v\"}}");
-    kt_expect(k, sc, NULL, "provisioner: Required value");
-    kt_expect(k, sc, NULL,
-              "reclaimPolicy: Unsupported value: \"Recycle\": supported values: \"Delete\", "
-              "\"Retain\"");
-    kt_expect(k, sc, NULL, "volumeBindingMode: Unsupported value: \"Later\"");
-    kt_expect(k, sc, NULL, "parameters: Invalid value: \"\": field can not be empty.");
+    static const char *const sc_errors[] = {
+        "provisioner: Required value",
+        "reclaimPolicy: Unsupported value: \"Recycle\": supported values: \"Delete\", "
+        "\"Retain\"",
+        "volumeBindingMode: Unsupported value: \"Later\"",
+        "parameters: Invalid value: \"\": field can not be empty.",
+        NULL,
+    };
+    kt_expect_all(k, sc, NULL, sc_errors);
     json_decref(sc);
     sc = load("{\"metadata\":{\"name\":\"x\"},\"provisioner\":\"bad provisioner!\","
               "\"volumeBindingMode\":\"Immediate\"}");
@@ -62,11 +66,14 @@ static void test_storageclass_validation(void **state)
     json_t *changed = load("{\"metadata\":{\"name\":\"x\"},\"provisioner\":\"b.io/p\","
                            "\"parameters\":{\"type\":\"hdd\"},\"reclaimPolicy\":\"Retain\","
                            "\"volumeBindingMode\":\"WaitForFirstConsumer\"}");
-    kt_expect(k, changed, old, "parameters: Forbidden: updates to parameters are forbidden.");
-    kt_expect(k, changed, old, "provisioner: Forbidden: updates to provisioner are forbidden.");
-    kt_expect(k, changed, old, "reclaimPolicy: Forbidden: updates to reclaimPolicy are forbidden.");
-    kt_expect(k, changed, old,
-              "volumeBindingMode: Invalid value: \"WaitForFirstConsumer\": field is immutable");
+    static const char *const changed_errors[] = {
+        "parameters: Forbidden: updates to parameters are forbidden.",
+        "provisioner: Forbidden: updates to provisioner are forbidden.",
+        "reclaimPolicy: Forbidden: updates to reclaimPolicy are forbidden.",
+        "volumeBindingMode: Invalid value: \"WaitForFirstConsumer\": field is immutable",
+        NULL,
+    };
+    kt_expect_all(k, changed, old, changed_errors);
     json_decref(old);
     json_decref(same);
     json_decref(changed);
@@ -98,15 +105,19 @@ static void test_persistentvolume_create(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(o, "status"), "phase")),
                         "Pending");
     kt_expect(k, o, NULL, NULL);
-    kt_expect_cell(k, o, "Capacity", "10Gi");
-    kt_expect_cell(k, o, "Access Modes", "RWO,ROX");
-    kt_expect_cell(k, o, "Reclaim Policy", "Retain");
-    kt_expect_cell(k, o, "Status", "Pending");
-    kt_expect_cell(k, o, "Claim", "default/data");
-    kt_expect_cell(k, o, "StorageClass", "manual");
-    kt_expect_cell(k, o, "VolumeAttributesClass", "<unset>");
-    kt_expect_cell(k, o, "Reason", "");
-    kt_expect_cell(k, o, "VolumeMode", "Filesystem");
+    static const struct kt_cell_want o_cells[] = {
+        {"Capacity", "10Gi"},
+        {"Access Modes", "RWO,ROX"},
+        {"Reclaim Policy", "Retain"},
+        {"Status", "Pending"},
+        {"Claim", "default/data"},
+        {"StorageClass", "manual"},
+        {"VolumeAttributesClass", "<unset>"},
+        {"Reason", ""},
+        {"VolumeMode", "Filesystem"},
+        {NULL, NULL},
+    };
+    kt_expect_cells(k, o, o_cells);
     json_object_set_new(json_object_get(o, "metadata"), "deletionTimestamp",
                         json_string("2026-01-01T00:00:00Z"));
     kt_expect_cell(k, o, "Status", "Terminating"); /* as kubectl prints a volume going */
@@ -177,10 +188,14 @@ static void test_csidriver_defaults_validation_and_cells(void **state)
         json_string_value(json_array_get(json_object_get(spec, "volumeLifecycleModes"), 0)),
         "Persistent");
     kt_expect(k, d, NULL, NULL);
-    kt_expect_cell(k, d, "AttachRequired", "true");
-    kt_expect_cell(k, d, "PodInfoOnMount", "false");
-    kt_expect_cell(k, d, "TokenRequests", "<unset>");
-    kt_expect_cell(k, d, "Modes", "Persistent");
+    static const struct kt_cell_want d_cells[] = {
+        {"AttachRequired", "true"},
+        {"PodInfoOnMount", "false"},
+        {"TokenRequests", "<unset>"},
+        {"Modes", "Persistent"},
+        {NULL, NULL},
+    };
+    kt_expect_cells(k, d, d_cells);
 
     json_t *bad = json_deep_copy(d);
     json_t *bs = json_object_get(bad, "spec");
@@ -190,15 +205,17 @@ static void test_csidriver_defaults_validation_and_cells(void **state)
     json_object_set_new(
         bs, "tokenRequests",
         json_pack("[{s:s,s:i},{s:s}]", "audience", "a", "expirationSeconds", 60, "audience", "a"));
-    kt_expect(k, bad, NULL, "spec.attachedRequired: Required value");
-    kt_expect(k, bad, NULL,
-              "spec.fsGroupPolicy: Unsupported value: \"Sometimes\": supported values: \"File\", "
-              "\"None\", \"ReadWriteOnceWithFSType\"");
-    kt_expect(k, bad, NULL, "spec.volumeLifecycleModes: Unsupported value: \"Forever\"");
-    kt_expect(k, bad, NULL,
-              "spec.tokenRequests[0].expirationSeconds: Invalid value: 60: may not specify a "
-              "duration less than 10 minutes");
-    kt_expect(k, bad, NULL, "spec.tokenRequests[1].audience: Duplicate value: \"a\"");
+    static const char *const bad_errors[] = {
+        "spec.attachedRequired: Required value",
+        "spec.fsGroupPolicy: Unsupported value: \"Sometimes\": supported values: \"File\", "
+        "\"None\", \"ReadWriteOnceWithFSType\"",
+        "spec.volumeLifecycleModes: Unsupported value: \"Forever\"",
+        "spec.tokenRequests[0].expirationSeconds: Invalid value: 60: may not specify a "
+        "duration less than 10 minutes",
+        "spec.tokenRequests[1].audience: Duplicate value: \"a\"",
+        NULL,
+    };
+    kt_expect_all(k, bad, NULL, bad_errors);
     kt_expect_cell(k, bad, "TokenRequests", "a,a");
     json_decref(bad);
 
@@ -225,13 +242,16 @@ static void test_csinode_validation_and_cells(void **state)
                        "\"a.csi.io\",\"nodeID\":\"\",\"allocatable\":{\"count\":-1},"
                        "\"topologyKeys\":[\"z\",\"z\"]},{\"name\":\"a.csi.io\",\"nodeID\":\"n\"},"
                        "{\"name\":\"Not_A_Name\",\"nodeID\":\"n\"}]}}");
-    kt_expect(k, bad, NULL, "spec.drivers[0].nodeID: Required value");
-    kt_expect(k, bad, NULL,
-              "spec.drivers[0].allocatable.count: Invalid value: -1: must be greater than or "
-              "equal to 0");
-    kt_expect(k, bad, NULL, "spec.drivers[0]: Duplicate value: \"z\"");
-    kt_expect(k, bad, NULL, "spec.drivers[1].name: Duplicate value: \"a.csi.io\"");
-    kt_expect(k, bad, NULL, "spec.drivers[2].name: Invalid value: \"Not_A_Name\"");
+    static const char *const bad_errors[] = {
+        "spec.drivers[0].nodeID: Required value",
+        "spec.drivers[0].allocatable.count: Invalid value: -1: must be greater than or "
+        "equal to 0",
+        "spec.drivers[0]: Duplicate value: \"z\"",
+        "spec.drivers[1].name: Duplicate value: \"a.csi.io\"",
+        "spec.drivers[2].name: Invalid value: \"Not_A_Name\"",
+        NULL,
+    };
+    kt_expect_all(k, bad, NULL, bad_errors);
     json_t *changed = json_deep_copy(n);
     json_object_set_new(
         json_array_get(json_object_get(json_object_get(changed, "spec"), "drivers"), 0), "nodeID",
@@ -252,22 +272,30 @@ static void test_volumeattachment_validation_and_cells(void **state)
     json_t *va = load("{\"metadata\":{\"name\":\"va\"},\"spec\":{\"attacher\":\"a.csi.io\","
                       "\"source\":{\"persistentVolumeName\":\"pv-1\"},\"nodeName\":\"node-1\"}}");
     kt_expect(k, va, NULL, NULL);
-    kt_expect_cell(k, va, "Attacher", "a.csi.io");
-    kt_expect_cell(k, va, "PV", "pv-1");
-    kt_expect_cell(k, va, "Node", "node-1");
-    kt_expect_cell(k, va, "Attached", "false");
+    static const struct kt_cell_want va_cells[] = {
+        {"Attacher", "a.csi.io"}, {"PV", "pv-1"}, {"Node", "node-1"},
+        {"Attached", "false"},    {NULL, NULL},
+    };
+    kt_expect_cells(k, va, va_cells);
     json_t *changed = json_deep_copy(va);
     json_object_set_new(json_object_get(changed, "spec"), "nodeName", json_string("node-2"));
-    kt_expect(k, changed, va, "spec: Invalid value:");
-    kt_expect(k, changed, va, "field is immutable");
+    static const char *const changed_errors[] = {
+        "spec: Invalid value:",
+        "field is immutable",
+        NULL,
+    };
+    kt_expect_all(k, changed, va, changed_errors);
     json_decref(changed);
     json_t *bad = load("{\"metadata\":{\"name\":\"va\"},\"spec\":{\"attacher\":\"\","
                        "\"source\":{},\"nodeName\":\"Node_1\"}}");
-    kt_expect(k, bad, NULL, "spec.attacher: Required value");
-    kt_expect(k, bad, NULL,
-              "spec.source: Required value: must specify exactly one of inlineVolumeSpec and "
-              "persistentVolumeName");
-    kt_expect(k, bad, NULL, "spec.nodeName: Invalid value: \"Node_1\"");
+    static const char *const bad_errors[] = {
+        "spec.attacher: Required value",
+        "spec.source: Required value: must specify exactly one of inlineVolumeSpec and "
+        "persistentVolumeName",
+        "spec.nodeName: Invalid value: \"Node_1\"",
+        NULL,
+    };
+    kt_expect_all(k, bad, NULL, bad_errors);
     json_decref(bad);
     json_decref(va);
 }
@@ -281,15 +309,23 @@ static void test_csistoragecapacity_validation_and_cells(void **state)
                      "\"storageClassName\":\"fast\",\"nodeTopology\":{\"matchLabels\":{\"zone\":"
                      "\"a\"}}}");
     kt_expect(k, c, NULL, NULL);
-    kt_expect_cell(k, c, "StorageClassName", "fast");
-    kt_expect_cell(k, c, "Capacity", "<unset>");
+    static const struct kt_cell_want c_cells[] = {
+        {"StorageClassName", "fast"},
+        {"Capacity", "<unset>"},
+        {NULL, NULL},
+    };
+    kt_expect_cells(k, c, c_cells);
     json_object_set_new(c, "capacity", json_string("10Gi"));
     kt_expect_cell(k, c, "Capacity", "10Gi");
     json_t *changed = json_deep_copy(c);
     json_object_set_new(changed, "storageClassName", json_string("slow"));
     json_object_set_new(changed, "capacity", json_string("-1"));
-    kt_expect(k, changed, c, "storageClassName: Invalid value: \"slow\": field is immutable");
-    kt_expect(k, changed, c, "capacity: Invalid value: \"-1\": must be greater than or equal to 0");
+    static const char *const changed_errors[] = {
+        "storageClassName: Invalid value: \"slow\": field is immutable",
+        "capacity: Invalid value: \"-1\": must be greater than or equal to 0",
+        NULL,
+    };
+    kt_expect_all(k, changed, c, changed_errors);
     json_decref(changed);
     json_decref(c);
 }

@@ -93,139 +93,74 @@ static void run_case(const struct calc_case *k)
         json_decref(pods[i]);
 }
 
+static void run_cases(const struct calc_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        run_case(&cases[i]);
+}
+
+/*
+ * One case a row: current replicas, target, raw, the number of pods, then per pod its
+ * cpu request, ready_ago, phase and metric, then the replicas, utilization and raw
+ * value wanted, or the error.
+ */
+/* clang-format off */
 static void test_calc_scale_up_and_down(void **state)
 {
     (void)state;
-    /* 1500m of 3000m is 50% against 30%: ceil(3 x 50/30) = 5 */
-    run_case(&(struct calc_case){.current = 3,
-                                 .target = 30,
-                                 .n = 3,
-                                 .cpu = {"1", "1", "1"},
-                                 .level = {300, 500, 700},
-                                 .want_replicas = 5,
-                                 .want_utilization = 50,
-                                 .want_raw = 500});
-    /* 28% against 50%: ceil(5 x 0.56) = 3 */
-    run_case(&(struct calc_case){.current = 5,
-                                 .target = 50,
-                                 .n = 5,
-                                 .cpu = {"1", "1", "1", "1", "1"},
-                                 .level = {100, 300, 500, 250, 250},
-                                 .want_replicas = 3,
-                                 .want_utilization = 28,
-                                 .want_raw = 280});
-    /* 102% against 100% is within the tolerance */
-    run_case(&(struct calc_case){.current = 3,
-                                 .target = 100,
-                                 .n = 3,
-                                 .cpu = {"900m", "1", "1100m"},
-                                 .level = {1010, 1030, 1020},
-                                 .want_replicas = 3,
-                                 .want_utilization = 102,
-                                 .want_raw = 1020});
-    /* a raw average value: 2000m per pod against 1000m doubles */
-    run_case(&(struct calc_case){.current = 3,
-                                 .target = 1000,
-                                 .raw = true,
-                                 .n = 3,
-                                 .level = {1000, 2000, 3000},
-                                 .want_replicas = 6,
-                                 .want_raw = 2000});
+    static const struct calc_case cases[] = {
+        /* 1500m of 3000m is 50% against 30%: ceil(3 x 50/30) = 5 */
+        {3, 30, false, 3, {"1", "1", "1"}, {0}, {NULL}, {300, 500, 700}, 5, 50, 500, NULL},
+        /* 28% against 50%: ceil(5 x 0.56) = 3 */
+        {5, 50, false, 5, {"1", "1", "1", "1", "1"}, {0}, {NULL}, {100, 300, 500, 250, 250},
+         3, 28, 280, NULL},
+        /* 102% against 100% is within the tolerance */
+        {3, 100, false, 3, {"900m", "1", "1100m"}, {0}, {NULL}, {1010, 1030, 1020},
+         3, 102, 1020, NULL},
+        /* a raw average value: 2000m per pod against 1000m doubles */
+        {3, 1000, true, 3, {NULL}, {0}, {NULL}, {1000, 2000, 3000}, 6, 0, 2000, NULL},
+    };
+    run_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static void test_calc_unready_missing_and_ignored(void **state)
 {
     (void)state;
-    /* an unready pod counts as using nothing on a scale up: 1200m of 3000m is 40% */
-    run_case(&(struct calc_case){.current = 3,
-                                 .target = 30,
-                                 .n = 3,
-                                 .cpu = {"1", "1", "1"},
-                                 .ready_ago = {-60, 0, 0},
-                                 .level = {300, 500, 700},
-                                 .want_replicas = 4,
-                                 .want_utilization = 60,
-                                 .want_raw = 600});
-    /* so does a Pending one, which has no metric */
-    run_case(&(struct calc_case){.current = 3,
-                                 .target = 30,
-                                 .n = 3,
-                                 .cpu = {"1", "1", "1"},
-                                 .phase = {"Pending", NULL, NULL},
-                                 .level = {-1, 500, 700},
-                                 .want_replicas = 4,
-                                 .want_utilization = 60,
-                                 .want_raw = 600});
-    /* a pod without a metric uses nothing on a scale up: 1800m of 3000m against 30% */
-    run_case(&(struct calc_case){.current = 3,
-                                 .target = 30,
-                                 .n = 3,
-                                 .cpu = {"1", "1", "1"},
-                                 .level = {900, 900, -1},
-                                 .want_replicas = 6,
-                                 .want_utilization = 90,
-                                 .want_raw = 900});
-    /* and its whole request on a scale down: 1200m of 3000m against 80% */
-    run_case(&(struct calc_case){.current = 3,
-                                 .target = 80,
-                                 .n = 3,
-                                 .cpu = {"1", "1", "1"},
-                                 .level = {100, 100, -1},
-                                 .want_replicas = 2,
-                                 .want_utilization = 10,
-                                 .want_raw = 100});
-    /* when counting it that way turns the direction round, nothing changes */
-    run_case(&(struct calc_case){.current = 4,
-                                 .target = 50,
-                                 .n = 4,
-                                 .cpu = {"1", "1", "1", "1"},
-                                 .level = {400, 95, -1, -1},
-                                 .want_replicas = 4,
-                                 .want_utilization = 24,
-                                 .want_raw = 247});
-    /* a raw target: a missing pod on a scale down counts as using the target itself */
-    run_case(&(struct calc_case){.current = 3,
-                                 .target = 1000,
-                                 .raw = true,
-                                 .n = 3,
-                                 .level = {200, 200, -1},
-                                 .want_replicas = 2,
-                                 .want_raw = 200});
-    /* a Failed pod's metric is ignored: 500m of 2000m against 50% */
-    run_case(&(struct calc_case){.current = 3,
-                                 .target = 50,
-                                 .n = 3,
-                                 .cpu = {"1", "1", "1"},
-                                 .phase = {NULL, NULL, "Failed"},
-                                 .level = {250, 250, 5000},
-                                 .want_replicas = 1,
-                                 .want_utilization = 25,
-                                 .want_raw = 250});
+    static const struct calc_case cases[] = {
+        /* an unready pod counts as using nothing on a scale up: 1200m of 3000m is 40% */
+        {3, 30, false, 3, {"1", "1", "1"}, {-60, 0, 0}, {NULL}, {300, 500, 700}, 4, 60, 600, NULL},
+        /* so does a Pending one, which has no metric */
+        {3, 30, false, 3, {"1", "1", "1"}, {0}, {"Pending", NULL, NULL}, {-1, 500, 700},
+         4, 60, 600, NULL},
+        /* a pod without a metric uses nothing on a scale up: 1800m of 3000m against 30% */
+        {3, 30, false, 3, {"1", "1", "1"}, {0}, {NULL}, {900, 900, -1}, 6, 90, 900, NULL},
+        /* and its whole request on a scale down: 1200m of 3000m against 80% */
+        {3, 80, false, 3, {"1", "1", "1"}, {0}, {NULL}, {100, 100, -1}, 2, 10, 100, NULL},
+        /* when counting it that way turns the direction round, nothing changes */
+        {4, 50, false, 4, {"1", "1", "1", "1"}, {0}, {NULL}, {400, 95, -1, -1}, 4, 24, 247, NULL},
+        /* a raw target: a missing pod on a scale down counts as using the target itself */
+        {3, 1000, true, 3, {NULL}, {0}, {NULL}, {200, 200, -1}, 2, 0, 200, NULL},
+        /* a Failed pod's metric is ignored: 500m of 2000m against 50% */
+        {3, 50, false, 3, {"1", "1", "1"}, {0}, {NULL, NULL, "Failed"}, {250, 250, 5000},
+         1, 25, 250, NULL},
+    };
+    run_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static void test_calc_errors(void **state)
 {
     (void)state;
-    run_case(&(struct calc_case){
-        .current = 1,
-        .target = 50,
-        .n = 0,
-        .want_err = "no pods returned by selector while calculating replica count"});
-    run_case(&(struct calc_case){
-        .current = 2,
-        .target = 50,
-        .n = 2,
-        .cpu = {"1", "1"},
-        .ready_ago = {-10, -10},
-        .level = {300, 300},
-        .want_err = "did not receive metrics for targeted pods (pods might be unready)"});
-    run_case(&(struct calc_case){.current = 2,
-                                 .target = 50,
-                                 .n = 2,
-                                 .cpu = {"1", NULL},
-                                 .level = {300, 300},
-                                 .want_err = "missing request for cpu in container c of Pod p1"});
+    static const struct calc_case cases[] = {
+        {1, 50, false, 0, {NULL}, {0}, {NULL}, {0}, 0, 0, 0,
+         "no pods returned by selector while calculating replica count"},
+        {2, 50, false, 2, {"1", "1"}, {-10, -10}, {NULL}, {300, 300}, 0, 0, 0,
+         "did not receive metrics for targeted pods (pods might be unready)"},
+        {2, 50, false, 2, {"1", NULL}, {0}, {NULL}, {300, 300}, 0, 0, 0,
+         "missing request for cpu in container c of Pod p1"},
+    };
+    run_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
+/* clang-format on */
 
 /* ---- the controller ------------------------------------------------------------------- */
 
@@ -423,13 +358,25 @@ static void sync(struct env *e)
     assert_int_equal(ck_hpa_controller_sync(e->c, "default/web", NULL), 0);
 }
 
+/* The Deployment at replicas, with as many pods each using milli. */
+static void set_target(struct env *e, int replicas, int64_t milli)
+{
+    set_scale(e, replicas);
+    set_pods(e, replicas, milli);
+}
+
+/* set_target, the autoscaler web with extra (see set_hpa), then its first sync. */
+static void start(struct env *e, int replicas, int64_t milli, const char *extra)
+{
+    set_target(e, replicas, milli);
+    set_hpa(e, extra);
+    sync(e);
+}
+
 static void test_sync_scales_up_with_status_and_event(void **state)
 {
     struct env *e = *state;
-    set_scale(e, 3);
-    set_pods(e, 3, 900); /* 90% against 50%: ceil(3 x 1.8) = 6 */
-    set_hpa(e, NULL);
-    sync(e);
+    start(e, 3, 900, NULL); /* 90% against 50%: ceil(3 x 1.8) = 6 */
     assert_int_equal(e->fs.updates, 1);
     assert_int_equal(e->fs.last_replicas, 6);
     const json_t *s = written(e, 0);
@@ -463,17 +410,13 @@ static void test_sync_scales_up_with_status_and_event(void **state)
 static void test_scale_up_limit_and_bounds(void **state)
 {
     struct env *e = *state;
-    set_scale(e, 1);
-    set_pods(e, 1, 9000); /* 900%: 18 pods asked for, at most max(2 x 1, 4) */
-    set_hpa(e, NULL);
-    sync(e);
+    start(e, 1, 9000, NULL); /* 900%: 18 pods asked for, at most max(2 x 1, 4) */
     assert_int_equal(e->fs.last_replicas, 4);
     expect_condition(written(e, 0), "ScalingLimited", "True", "ScaleUpLimit",
                      "the desired replica count is increasing faster than the maximum scale "
                      "rate");
 
-    set_scale(e, 8); /* then the maximum, 10 */
-    set_pods(e, 8, 9000);
+    set_target(e, 8, 9000); /* then the maximum, 10 */
     e->now += 20 * CK_SEC;
     sync(e);
     assert_int_equal(e->fs.last_replicas, 10);
@@ -493,11 +436,8 @@ static void test_scale_up_limit_and_bounds(void **state)
 static void test_min_bound_and_zero_target(void **state)
 {
     struct env *e = *state;
-    set_scale(e, 1);
-    set_pods(e, 1, 100);
-    set_hpa(e, "\"minReplicas\":2");
     /* minReplicas is in the text after the default one: the later wins in jansson */
-    sync(e);
+    start(e, 1, 100, "\"minReplicas\":2");
     assert_int_equal(e->fs.last_replicas, 2);
     const char *msg = event(e, "SuccessfulRescale");
     assert_non_null(msg);
@@ -516,10 +456,7 @@ static void test_min_bound_and_zero_target(void **state)
 static void test_downscale_stabilization(void **state)
 {
     struct env *e = *state;
-    set_scale(e, 6);
-    set_pods(e, 6, 500); /* at the target: 6 stays */
-    set_hpa(e, NULL);
-    sync(e);
+    start(e, 6, 500, NULL); /* at the target: 6 stays */
     assert_int_equal(e->fs.updates, 0);
     set_pods(e, 6, 100); /* 10%: 2 would do, but 6 was recommended within 5 minutes */
     e->now += 60 * CK_SEC;
@@ -540,17 +477,15 @@ static void test_downscale_stabilization(void **state)
 static void test_behavior_policies_limit_the_rate(void **state)
 {
     struct env *e = *state;
-    set_scale(e, 2);
-    set_pods(e, 2, 4000); /* 400%: 16 asked for */
-    set_hpa(e, "\"behavior\":{\"scaleUp\":{\"stabilizationWindowSeconds\":0,\"selectPolicy\":"
-               "\"Max\",\"policies\":[{\"type\":\"Pods\",\"value\":1,\"periodSeconds\":60}]},"
-               "\"scaleDown\":{\"selectPolicy\":\"Max\",\"policies\":[{\"type\":\"Percent\","
-               "\"value\":100,\"periodSeconds\":15}]}}");
-    sync(e);
+    /* 400%: 16 asked for */
+    start(e, 2, 4000,
+          "\"behavior\":{\"scaleUp\":{\"stabilizationWindowSeconds\":0,\"selectPolicy\":"
+          "\"Max\",\"policies\":[{\"type\":\"Pods\",\"value\":1,\"periodSeconds\":60}]},"
+          "\"scaleDown\":{\"selectPolicy\":\"Max\",\"policies\":[{\"type\":\"Percent\","
+          "\"value\":100,\"periodSeconds\":15}]}}");
     assert_int_equal(e->fs.last_replicas, 3); /* one pod a minute */
     expect_condition(written(e, 0), "ScalingLimited", "True", "ScaleUpLimit", NULL);
-    set_scale(e, 3);
-    set_pods(e, 3, 4000);
+    set_target(e, 3, 4000);
     e->now += 10 * CK_SEC; /* within the minute: the pod added already counts */
     sync(e);
     assert_int_equal(e->fs.updates, 1);
@@ -563,11 +498,8 @@ static void test_behavior_policies_limit_the_rate(void **state)
 static void test_failures_set_conditions(void **state)
 {
     struct env *e = *state;
-    set_scale(e, 2);
-    set_pods(e, 2, 500);
     e->fs.metrics_fail = true;
-    set_hpa(e, NULL);
-    sync(e);
+    start(e, 2, 500, NULL);
     assert_int_equal(e->fs.updates, 0);
     const json_t *s = written(e, 0);
     expect_condition(s, "AbleToScale", "True", "SucceededGetScale", NULL);
@@ -598,10 +530,7 @@ static void test_failures_set_conditions(void **state)
 static void test_unchanged_status_is_not_written(void **state)
 {
     struct env *e = *state;
-    set_scale(e, 2);
-    set_pods(e, 2, 500);
-    set_hpa(e, NULL);
-    sync(e);
+    start(e, 2, 500, NULL);
     assert_int_equal(ck_fake_client_count(e->fc, "update-status", NULL), 1);
     /* the cache now holds what was written */
     const json_t *s = written(e, 0);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """conversion_webhook.py - a CRD conversion webhook for the end-to-end tests: an HTTPS
-server (http.server and ssl of the standard library) on loopback that answers
-ConversionReviews (apiextensions.k8s.io/v1 and v1beta1) as a real webhook does.
+server on loopback (webhook_https.py) that answers ConversionReviews
+(apiextensions.k8s.io/v1 and v1beta1) as a real webhook does.
 
 It converts the CronTab of stable.example.com between v1 (spec.cronSpec) and v2
 (spec.schedule), and labels what it converted with converted-to=<version>.
@@ -13,13 +13,9 @@ Every review received is appended, one JSON line each, to LOG.
 Usage: conversion_webhook.py CERT KEY PORTFILE LOG
 It binds an ephemeral port on 127.0.0.1 and writes it to PORTFILE.
 """
-import http.server
 import json
-import os
-import ssl
-import sys
 
-cert, key, portfile, log = sys.argv[1:5]
+import webhook_https
 
 
 def convert(obj, desired):
@@ -35,38 +31,16 @@ def convert(obj, desired):
     return out
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        review = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-        with open(log, "a") as fh:
-            fh.write(json.dumps({"path": self.path, "review": review}) + "\n")
-        req = review["request"]
-        desired = req["desiredAPIVersion"]
-        failing = [o["metadata"]["name"] for o in req["objects"]
-                   if "fail" in (o.get("spec") or {}).values()]
-        if failing:
-            resp = {"uid": req["uid"], "result": {"status": "Failure",
-                                                  "message": "cannot convert %s" % failing[0]}}
-        else:
-            resp = {"uid": req["uid"], "result": {"status": "Success"},
-                    "convertedObjects": [convert(o, desired) for o in req["objects"]]}
-        out = json.dumps({"apiVersion": review["apiVersion"], "kind": "ConversionReview",
-                          "response": resp}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+def answer(path, review):
+    req = review["request"]
+    desired = req["desiredAPIVersion"]
+    failing = [o["metadata"]["name"] for o in req["objects"]
+               if "fail" in (o.get("spec") or {}).values()]
+    if failing:
+        return {"uid": req["uid"], "result": {"status": "Failure",
+                                              "message": "cannot convert %s" % failing[0]}}
+    return {"uid": req["uid"], "result": {"status": "Success"},
+            "convertedObjects": [convert(o, desired) for o in req["objects"]]}
 
 
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(cert, key)
-server.socket = ctx.wrap_socket(server.socket, server_side=True)
-with open(portfile + ".tmp", "w") as fh:
-    fh.write(str(server.server_address[1]))
-os.rename(portfile + ".tmp", portfile)
-server.serve_forever()
+webhook_https.serve("ConversionReview", answer)

@@ -61,7 +61,7 @@ cri_e2e_inside() {
 # cri_e2e_server: lib.sh's server (SQLite, --disable-agent), and the agent's functions:
 #   start_agent [FLAGS...]  ckube agent n1 on the test's containerd, its own port, the
 #                           pod range 10.244.9.0/24, cgroups under the test's root
-#   stop_agent              stops it (SIGTERM) if it runs
+#   stop_agent              stops it (SIGTERM) if it runs (lib.sh's)
 #   start_node [FLAGS...]   start_agent, then node n1 registered and Ready (checked)
 #   create NAME SPEC        a pod on n1 from a Python literal of its spec (grace 2 s
 #                           unless the spec says otherwise)
@@ -71,17 +71,11 @@ cri_e2e_inside() {
 cri_e2e_server() {
     set -- "$ckube"
     . "$(dirname "$0")/lib.sh"
-    agent_pid=""
     trap 'stop_agent; cri_stop_containerd; eval "$cri_e2e_cleanup"; cleanup' EXIT
     root="$work/agent-root"
     mkdir -p "$root"
     start_server
     agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
-}
-
-stop_agent() {
-    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-    agent_pid=""
 }
 
 agent_flags() {

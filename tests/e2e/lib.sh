@@ -1,7 +1,8 @@
 # lib.sh - what the kubectl end-to-end scripts share: a scratch folder, a
 # `ckube server` on a free loopback port that can be stopped and started
 # again on the same store, a kubeconfig for it, pass/fail bookkeeping, `ckube
-# fake-nodes` beside it, and waiting for an object (or a bounded poll) and
+# fake-nodes` beside it, a `ckube agent` on the process runtime (and the
+# pod processes it leaves), an HTTPS webhook server, and waiting for an object (or a bounded poll) and
 # making a pod Ready.
 # The server runs with --disable-agent --disable-dns: a test that does not test the
 # node never starts a node, a containerd, containers, bridges, nftables rules or a DNS
@@ -22,9 +23,15 @@ store=${2:-sqlite://$work/state.db}
 server_pid=""
 watch_pid=""
 fake_pid=""
+agent_pid=""
+process_pods=""
+hook_pid=""
 failures=0
 passes=0
 cleanup() {
+    stop_hook
+    stop_agent
+    [ -n "$process_pods" ] && kill_leftovers
     [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null && wait "$fake_pid" 2>/dev/null
     [ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
@@ -93,10 +100,35 @@ start_fake_nodes() {
     fake_pid=$!
 }
 
+# free_port: a TCP port free on every local address
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'
+}
+
+# Pods on the process runtime are host processes, and they outlive their agent (as
+# containers outlive a kubelet). A test that runs them gives every container the
+# environment variable CKUBE_E2E_MARK=$work and sets process_pods=1 (start_process_node
+# does): cleanup then stops the agent and kills every process so marked.
+# leftovers: the PIDs of the processes whose environment holds this run's marker
+leftovers() {
+    for p in /proc/[0-9]*; do
+        { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "CKUBE_E2E_MARK=$work" &&
+            echo "${p#/proc/}"
+    done
+}
+kill_leftovers() { for p in $(leftovers); do kill -9 "$p" 2>/dev/null; done; }
+
+# stop_agent: stops the agent started as $agent_pid (SIGTERM) and waits for it to exit.
+stop_agent() {
+    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+    agent_pid=""
+}
+
 # start_process_node ROOT PORT: `ckube agent` for node n1 on the process runtime (its
 # files under ROOT, its server on PORT, trusting the server's CA), as $agent_pid; then
-# waits until n1 is registered and Ready.
+# waits until n1 is registered and Ready. The test's pods are process pods.
 start_process_node() {
+    process_pods=1
     "$ckube" agent --container-runtime process --kubeconfig "$KUBECONFIG" --node-name n1 \
         --root-dir "$1" --port "$2" --client-ca-file "$work/data/pki/ca.crt" \
         >>"$work/agent.out" 2>>"$work/agent.err" &
@@ -105,6 +137,33 @@ start_process_node() {
     until k get node n1 >/dev/null 2>&1 || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.2; done
     wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
 }
+
+# start_webhook SCRIPT CN DNS: the webhook server tests/e2e/SCRIPT (webhook_https.py) on
+# a loopback port, as $hook_pid, with a certificate made here for CN, 127.0.0.1 and the
+# name DNS ($cabundle: it, base64); sets $hook_port once it listens. Its reviews are
+# logged to $work/reviews.log. Exits 77 (skipped) without openssl.
+start_webhook() {
+    if ! command -v openssl >/dev/null 2>&1; then
+        echo "$(basename "$0"): no openssl to make the webhook's certificate; skipping" >&2
+        exit 77
+    fi
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+        -subj "/CN=$2" -addext "subjectAltName=IP:127.0.0.1,DNS:$3" \
+        -keyout "$work/hook.key" -out "$work/hook.crt" 2>/dev/null
+    cabundle=$(base64 -w0 <"$work/hook.crt")
+    python3 -B "$here/$1" "$work/hook.crt" "$work/hook.key" "$work/hook.port" \
+        "$work/reviews.log" 2>"$work/hook.err" &
+    hook_pid=$!
+    i=0
+    until [ -f "$work/hook.port" ]; do
+        i=$((i + 1)); [ $i -gt 100 ] && { echo "webhook did not start"; cat "$work/hook.err"; exit 1; }
+        sleep 0.1
+    done
+    hook_port=$(cat "$work/hook.port")
+}
+
+# stop_hook: stops the webhook server (the webhook is down from then on).
+stop_hook() { [ -n "$hook_pid" ] && kill "$hook_pid" 2>/dev/null && wait "$hook_pid" 2>/dev/null; hook_pid=""; }
 
 # stop_server: stops it cleanly (SIGTERM) and waits for it to exit.
 stop_server() {

@@ -13,22 +13,9 @@
 # Usage: test_agent.sh PATH/TO/ckube [STORE_URL]
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-agent_pid=""
 root="$work/agent-root"
 mkdir -p "$root"
-stop_agent() {
-    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-    agent_pid=""
-}
-# every process whose environment names this run's marker: the containers we started
-leftovers() {
-    for p in /proc/[0-9]*; do
-        { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "CKUBE_E2E_MARK=$work" &&
-            echo "${p#/proc/}"
-    done
-}
-kill_leftovers() { for p in $(leftovers); do kill -9 "$p" 2>/dev/null; done; }
-trap 'stop_agent; kill_leftovers; cleanup' EXIT
+process_pods=1
 start_server
 # a port of its own: agents of other runs on this host may hold the default 10250
 agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')

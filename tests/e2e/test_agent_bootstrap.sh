@@ -12,14 +12,8 @@
 # Usage: test_agent_bootstrap.sh PATH/TO/ckube [STORE_URL]
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-agent_pid=""
 root="$work/agent-root"
 mkdir -p "$root"
-stop_agent() {
-    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-    agent_pid=""
-}
-trap 'stop_agent; cleanup' EXIT
 start_server --enable-bootstrap-token-auth
 agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
 

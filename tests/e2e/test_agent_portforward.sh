@@ -12,32 +12,27 @@
 # Usage: test_agent_portforward.sh PATH/TO/ckube [STORE_URL]
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-agent_pid=""
 pf_pid=""
 root="$work/agent-root"
 mkdir -p "$root"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 agent_port=$(free_port)
 web_port=$(free_port)
 closed_port=$(free_port)
-stop_agent() {
-    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-    agent_pid=""
-}
 pod=web # the pod port_forward forwards to
 stop_pf() {
     [ -n "$pf_pid" ] && kill "$pf_pid" 2>/dev/null && wait "$pf_pid" 2>/dev/null
     pf_pid=""
 }
-trap 'stop_pf; stop_agent; cleanup' EXIT
+trap 'stop_pf; cleanup' EXIT
 start_server -v 2
 start_process_node "$root" "$agent_port"
 
 # a web server in the pod's directory, on the host's network
-python3 - "$web_port" <<'EOF2' | k create --validate=false -f - >/dev/null
+python3 - "$web_port" "$work" <<'EOF2' | k create --validate=false -f - >/dev/null
 import json, sys
 print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
   "spec": {"containers": [{"name": "c", "image": "busybox",
+    "env": [{"name": "CKUBE_E2E_MARK", "value": sys.argv[2]}],
     "command": ["sh", "-c", "echo hello from web >index.html; head -c 2097152 /dev/urandom >big; "
                 "exec python3 -m http.server " + sys.argv[1] + " --bind 127.0.0.1"]}]}}))
 EOF2
@@ -87,7 +82,7 @@ check "the API server saw a direct SPDY port-forward" grep -q '"Port forward".*t
 # kubectl's half-close reaches the port: a server that answers once its input ended gets
 # all of 8 MiB sent at once (more than the relay buffers: back-pressure, not a drop)
 sink_port=$(free_port)
-python3 - "$sink_port" <<'EOF2' | k create --validate=false -f - >/dev/null
+python3 - "$sink_port" "$work" <<'EOF2' | k create --validate=false -f - >/dev/null
 import json, sys
 server = ("import hashlib, socket, sys\n"
           "l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
@@ -101,6 +96,7 @@ server = ("import hashlib, socket, sys\n"
           "    c.sendall(('%d %s' % (n, h.hexdigest())).encode()); c.close()\n")
 print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sink"},
   "spec": {"containers": [{"name": "c", "image": "busybox",
+    "env": [{"name": "CKUBE_E2E_MARK", "value": sys.argv[2]}],
     "command": ["python3", "-c", server, sys.argv[1]]}]}}))
 EOF2
 wait_for "sink Running" pod/sink '{.status.phase}=Running'

@@ -12,26 +12,20 @@
 # Usage: test_agent_top.sh PATH/TO/ckube [STORE_URL]
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-agent_pid=""
 root="$work/agent-root"
 mkdir -p "$root"
-agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-stop_agent() {
-    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-    agent_pid=""
-}
-trap 'stop_agent; cleanup' EXIT
+agent_port=$(free_port)
 start_server -v 2
 start_process_node "$root" "$agent_port"
 
-cat <<'EOF' | k create -f - >/dev/null
+cat <<EOF | k create -f - >/dev/null
 apiVersion: v1
 kind: Pod
 metadata: {name: burn, labels: {app: burn}}
 spec:
   containers:
-  - {name: loop, image: busybox, command: ["sh", "-c", "while :; do :; done"]}
-  - {name: idle, image: busybox, command: ["sleep", "3600"]}
+  - {name: loop, image: busybox, command: ["sh", "-c", "while :; do :; done"], env: [{name: CKUBE_E2E_MARK, value: "$work"}]}
+  - {name: idle, image: busybox, command: ["sleep", "3600"], env: [{name: CKUBE_E2E_MARK, value: "$work"}]}
 EOF
 wait_for "burn Running" pod/burn '{.status.phase}=Running'
 sleep 1

@@ -11,26 +11,7 @@
 # Usage: test_crd_conversion.sh PATH/TO/ckube [STORE_URL]
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-
-if ! command -v openssl >/dev/null 2>&1; then
-    echo "$(basename "$0"): no openssl to make the webhook's certificate; skipping" >&2
-    exit 77
-fi
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
-    -subj "/CN=convert" -addext "subjectAltName=IP:127.0.0.1,DNS:convert.hooks.svc" \
-    -keyout "$work/hook.key" -out "$work/hook.crt" 2>/dev/null
-cabundle=$(base64 -w0 <"$work/hook.crt")
-python3 "$here/conversion_webhook.py" "$work/hook.crt" "$work/hook.key" "$work/hook.port" \
-    "$work/reviews.log" 2>"$work/hook.err" &
-hook_pid=$!
-i=0
-until [ -f "$work/hook.port" ]; do
-    i=$((i + 1)); [ $i -gt 100 ] && { echo "webhook did not start"; cat "$work/hook.err"; exit 1; }
-    sleep 0.1
-done
-hook_port=$(cat "$work/hook.port")
-stop_hook() { [ -n "$hook_pid" ] && kill "$hook_pid" 2>/dev/null && wait "$hook_pid" 2>/dev/null; hook_pid=""; }
-trap 'stop_hook; cleanup' EXIT
+start_webhook conversion_webhook.py convert convert.hooks.svc
 
 start_server --controllers=-* --disable-admission-plugins ServiceAccount
 

@@ -13,23 +13,8 @@
 # Usage: test_hpa.sh PATH/TO/ckube [STORE_URL]
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-agent_pid=""
 root="$work/agent-root"
 mkdir -p "$root"
-stop_agent() {
-    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-    [ -n "$agent_pid" ] && kill -9 "$agent_pid" 2>/dev/null
-    agent_pid=""
-}
-# the pods' processes outlive the agent (as containers outlive a kubelet): every process
-# whose environment names this run's marker is one of ours
-kill_leftovers() {
-    for p in /proc/[0-9]*; do
-        { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "CKUBE_E2E_MARK=$work" &&
-            kill -9 "${p#/proc/}" 2>/dev/null
-    done
-}
-trap 'stop_agent; kill_leftovers; cleanup' EXIT
 start_server --horizontal-pod-autoscaler-sync-period 1s \
     --horizontal-pod-autoscaler-downscale-stabilization 3s
 
@@ -121,8 +106,7 @@ k delete deployment web >/dev/null 2>&1
 k delete hpa web >/dev/null 2>&1
 
 # ---- scaling on real metrics: a node agent on the process runtime ---------------------
-agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-start_process_node "$root" "$agent_port"
+start_process_node "$root" "$(free_port)"
 # pods asking for 10m of CPU and using more: a little work every 50 ms
 cat <<EOF | k create -f - >/dev/null
 apiVersion: apps/v1

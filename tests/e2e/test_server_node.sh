@@ -36,26 +36,18 @@
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 node=srv-node-test
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'
-}
-# every process whose environment names this run's marker: the pods we started
-leftovers() {
-    for p in /proc/[0-9]*; do
-        { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "CKUBE_E2E_MARK=$work" &&
-            echo "${p#/proc/}"
-    done
-}
+process_pods=1 # the server's own node runs them
 # children PID: the processes whose parent is PID
 children() { ps -e -o pid=,ppid= | awk -v p="$1" '$2 == p { print $1 }'; }
 alive() { for p in "$@"; do kill -0 "$p" 2>/dev/null && echo "$p"; done; }
 ns_pid=""
 containerd_pids=""
-kill_leftovers() {
-    for p in $(leftovers) $containerd_pids; do kill -9 "$p" 2>/dev/null; done
+# kill_node_leftovers: the containerd and the network namespace's holder of part 3
+kill_node_leftovers() {
+    for p in $containerd_pids; do kill -9 "$p" 2>/dev/null; done
     [ -n "$ns_pid" ] && kill -9 "$ns_pid" 2>/dev/null
 }
-trap 'kill_leftovers; cleanup' EXIT
+trap 'kill_node_leftovers; cleanup' EXIT
 
 # start_node_server DATA-DIR STORE ARGS...: the server with its node, until it serves
 start_node_server() {

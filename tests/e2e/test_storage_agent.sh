@@ -10,23 +10,10 @@
 # Usage: test_storage_agent.sh PATH/TO/ckube [STORE_URL]
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-agent_pid=""
 root="$work/agent-root"
 storage="$work/storage"
 mkdir -p "$root"
-agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
-stop_agent() {
-    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-    agent_pid=""
-}
-leftovers() {
-    for p in /proc/[0-9]*; do
-        { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "CKUBE_E2E_MARK=$work" &&
-            echo "${p#/proc/}"
-    done
-}
-kill_leftovers() { for p in $(leftovers); do kill -9 "$p" 2>/dev/null; done; }
-trap 'stop_agent; kill_leftovers; cleanup' EXIT
+agent_port=$(free_port)
 start_server
 start_process_node "$root" "$agent_port"
 

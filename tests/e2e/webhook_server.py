@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """webhook_server.py - an admission webhook for the end-to-end tests: an HTTPS
-server (http.server and ssl of the standard library) on loopback that answers
-AdmissionReviews as a real webhook does.
+server on loopback (webhook_https.py) that answers AdmissionReviews as a real
+webhook does.
 
   /deny    refuses objects labelled deny=yes, with a message naming the object;
            allows the rest, those labelled warn=yes with a warning naming them
@@ -18,12 +18,10 @@ Usage: webhook_server.py CERT KEY PORTFILE LOG
 It binds an ephemeral port on 127.0.0.1 and writes it to PORTFILE.
 """
 import base64
-import http.server
 import json
-import ssl
-import sys
 
-cert, key, portfile, log = sys.argv[1:5]
+import webhook_https
+
 calls = {"count": 0}
 
 
@@ -31,62 +29,40 @@ def patch(ops):
     return base64.b64encode(json.dumps(ops).encode()).decode()
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        review = json.loads(body)
-        req = review["request"]
-        with open(log, "a") as fh:
-            fh.write(json.dumps({"path": self.path, "review": review}) + "\n")
-        resp = {"uid": req["uid"], "allowed": True}
-        obj = req.get("object") or {}
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        path = self.path.split("?")[0]
-        if path == "/deny" and labels.get("deny") == "yes":
-            resp = {"uid": req["uid"], "allowed": False,
-                    "status": {"message": "objects labelled deny=yes are refused (%s)" %
-                               obj["metadata"]["name"]}}
-        elif path == "/deny" and labels.get("warn") == "yes":
-            resp["warnings"] = ["%s looks suspicious" % obj["metadata"]["name"]]
-        elif path == "/coded":
-            resp = {"uid": req["uid"], "allowed": False,
-                    "status": {"code": 403, "reason": "NotOnTuesdays", "message": "not today"}}
-        elif path == "/silent":
-            resp = {"uid": req["uid"], "allowed": False}
-        elif path == "/label" and labels.get("mutated") != "yes":
-            ops = []
-            if not labels:
-                ops.append({"op": "add", "path": "/metadata/labels", "value": {}})
-            ops.append({"op": "add", "path": "/metadata/labels/mutated", "value": "yes"})
-            resp.update(patchType="JSONPatch", patch=patch(ops))
-        elif path == "/count":
-            calls["count"] += 1
-            ops = []
-            if not labels:
-                ops.append({"op": "add", "path": "/metadata/labels", "value": {}})
-            ops.append({"op": "add", "path": "/metadata/labels/count-%d" % calls["count"],
-                        "value": "yes"})
-            resp.update(patchType="JSONPatch", patch=patch(ops))
-        if review.get("apiVersion") == "admission.k8s.io/v1beta1":
-            resp.pop("uid", None)
-        out = json.dumps({"apiVersion": review["apiVersion"], "kind": "AdmissionReview",
-                          "response": resp}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+def answer(path, review):
+    req = review["request"]
+    resp = {"uid": req["uid"], "allowed": True}
+    obj = req.get("object") or {}
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    path = path.split("?")[0]
+    if path == "/deny" and labels.get("deny") == "yes":
+        resp = {"uid": req["uid"], "allowed": False,
+                "status": {"message": "objects labelled deny=yes are refused (%s)" %
+                           obj["metadata"]["name"]}}
+    elif path == "/deny" and labels.get("warn") == "yes":
+        resp["warnings"] = ["%s looks suspicious" % obj["metadata"]["name"]]
+    elif path == "/coded":
+        resp = {"uid": req["uid"], "allowed": False,
+                "status": {"code": 403, "reason": "NotOnTuesdays", "message": "not today"}}
+    elif path == "/silent":
+        resp = {"uid": req["uid"], "allowed": False}
+    elif path == "/label" and labels.get("mutated") != "yes":
+        ops = []
+        if not labels:
+            ops.append({"op": "add", "path": "/metadata/labels", "value": {}})
+        ops.append({"op": "add", "path": "/metadata/labels/mutated", "value": "yes"})
+        resp.update(patchType="JSONPatch", patch=patch(ops))
+    elif path == "/count":
+        calls["count"] += 1
+        ops = []
+        if not labels:
+            ops.append({"op": "add", "path": "/metadata/labels", "value": {}})
+        ops.append({"op": "add", "path": "/metadata/labels/count-%d" % calls["count"],
+                    "value": "yes"})
+        resp.update(patchType="JSONPatch", patch=patch(ops))
+    if review.get("apiVersion") == "admission.k8s.io/v1beta1":
+        resp.pop("uid", None)
+    return resp
 
 
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(cert, key)
-server.socket = ctx.wrap_socket(server.socket, server_side=True)
-with open(portfile + ".tmp", "w") as fh:
-    fh.write(str(server.server_address[1]))
-import os
-os.rename(portfile + ".tmp", portfile)
-server.serve_forever()
+webhook_https.serve("AdmissionReview", answer)

@@ -69,8 +69,7 @@ const struct ck_kind ck__kind_configmap = {
     .namespaced = true,
     .role = CK_KIND_ROLE_CONFIG_MAP,
     .schema = "io.k8s.api.core.v1.ConfigMap",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .validate = validate,
 };

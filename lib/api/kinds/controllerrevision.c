@@ -84,8 +84,7 @@ const struct ck_kind ck__kind_controllerrevision = {
     .singular = "controllerrevision",
     .namespaced = true,
     .schema = "io.k8s.api.apps.v1.ControllerRevision",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .validate = validate,
 };

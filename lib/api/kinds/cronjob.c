@@ -118,12 +118,6 @@ static void cells(const json_t *obj, long long now, json_t **cells)
 
 static const char *const short_names[] = {"cj", NULL};
 static const char *const categories[] = {"all", NULL};
-static const char *const status_keeps[] = {"labels", NULL};
-
-static const struct ck_subresource subresources[] = {
-    CK__STATUS_SUBRESOURCE,
-};
-
 static const struct ck_table_column columns[] = {
     [COL_NAME] = CK__NAME_COLUMN(0),
     [COL_SCHEDULE] = {"Schedule", "string", "", "The schedule in Cron format.", 0, ".spec.schedule",
@@ -139,10 +133,8 @@ static const struct ck_table_column columns[] = {
         "Last Schedule", "string",
         "Information when was the last time the job was successfully scheduled.", 0),
     [COL_AGE] = CK__AGE_COLUMN,
-    [COL_CONTAINERS] =
-        CK__COMPUTED_COLUMN("Containers", "string", "Names of each container in the template.", 1),
-    [COL_IMAGES] = CK__COMPUTED_COLUMN("Images", "string",
-                                       "Images referenced by each container in the template.", 1),
+    [COL_CONTAINERS] = CK__CONTAINERS_COLUMN(1),
+    [COL_IMAGES] = CK__IMAGES_COLUMN(1),
     [COL_SELECTOR] = CK__COMPUTED_COLUMN(
         "Selector", "string", "Label query over pods that should match the job count.", 1),
 };
@@ -159,11 +151,9 @@ const struct ck_kind ck__kind_cronjob = {
     .namespaced = true,
     .has_generation = true,
     .schema = "io.k8s.api.batch.v1.CronJob",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .status_keeps_metadata = status_keeps,
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_SUBRESOURCES(ck__status_subresource),
+    .status_keeps_metadata = ck__status_keeps_labels,
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .prepare_for_create = prepare_for_create,
     .defaults = defaults,

@@ -128,8 +128,7 @@ const struct ck_kind ck__kind_csinode = {
     .singular = "csinode",
     .namespaced = false,
     .schema = "io.k8s.api.storage.v1.CSINode",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .validate = validate,
 };

@@ -100,8 +100,7 @@ const struct ck_kind ck__kind_csistoragecapacity = {
     .singular = "csistoragecapacity",
     .namespaced = true,
     .schema = "io.k8s.api.storage.v1.CSIStorageCapacity",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .validate = validate,
 };

@@ -516,10 +516,6 @@ static const struct ck_table_column columns[] = {
     CK__CREATED_AT_COLUMN,
 };
 
-static const struct ck_subresource subresources[] = {
-    CK__STATUS_SUBRESOURCE,
-};
-
 static const char *const short_names[] = {"crd", "crds", NULL};
 static const char *const categories[] = {"api-extensions", NULL};
 static const char *const status_keeps[] = {"labels", "annotations", "ownerReferences", NULL};
@@ -536,11 +532,9 @@ const struct ck_kind ck__kind_customresourcedefinition = {
     .namespaced = false,
     .has_generation = true,
     .schema = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
+    CK__KIND_SUBRESOURCES(ck__status_subresource),
     .status_keeps_metadata = status_keeps,
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .cells = ck__cells_created_at,
     .prepare_for_create = prepare_for_create,
     .prepare_for_update = prepare_for_update,

@@ -130,12 +130,6 @@ static void cells(const json_t *obj, long long now, json_t **cells)
 
 static const char *const short_names[] = {"ds", NULL};
 static const char *const categories[] = {"all", NULL};
-static const char *const status_keeps[] = {"labels", NULL};
-
-static const struct ck_subresource subresources[] = {
-    CK__STATUS_SUBRESOURCE,
-};
-
 static const struct ck_table_column columns[] = {
     [COL_NAME] = CK__NAME_COLUMN(0),
     [COL_DESIRED] = {"Desired", "integer", "",
@@ -161,10 +155,8 @@ static const struct ck_table_column columns[] = {
                             "a node.",
                             0),
     [COL_AGE] = CK__AGE_COLUMN,
-    [COL_CONTAINERS] =
-        CK__COMPUTED_COLUMN("Containers", "string", "Names of each container in the template.", 1),
-    [COL_IMAGES] = CK__COMPUTED_COLUMN("Images", "string",
-                                       "Images referenced by each container in the template.", 1),
+    [COL_CONTAINERS] = CK__CONTAINERS_COLUMN(1),
+    [COL_IMAGES] = CK__IMAGES_COLUMN(1),
     [COL_SELECTOR] = CK__COMPUTED_COLUMN(
         "Selector", "string", "A label query over pods that are managed by the daemon set.", 1),
 };
@@ -181,11 +173,9 @@ const struct ck_kind ck__kind_daemonset = {
     .namespaced = true,
     .has_generation = true,
     .schema = "io.k8s.api.apps.v1.DaemonSet",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .status_keeps_metadata = status_keeps,
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_SUBRESOURCES(ck__status_subresource),
+    .status_keeps_metadata = ck__status_keeps_labels,
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .prepare_for_create = prepare_for_create,
     .prepare_for_update = prepare_for_update,

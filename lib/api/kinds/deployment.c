@@ -86,8 +86,6 @@ static void cells(const json_t *obj, long long now, json_t **cells)
 
 static const char *const short_names[] = {"deploy", NULL};
 static const char *const categories[] = {"all", NULL};
-static const char *const status_keeps[] = {"labels", NULL};
-
 static const struct ck_subresource subresources[] = {
     CK__STATUS_SUBRESOURCE,
     CK__SCALE_SUBRESOURCE,
@@ -105,10 +103,8 @@ static const struct ck_table_column columns[] = {
          "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
          0, ".status.availableReplicas", CK_CELL_ABSENT_ZERO, false},
     [COL_AGE] = CK__AGE_COLUMN,
-    [COL_CONTAINERS] =
-        CK__COMPUTED_COLUMN("Containers", "string", "Names of each container in the template.", 1),
-    [COL_IMAGES] = CK__COMPUTED_COLUMN("Images", "string",
-                                       "Images referenced by each container in the template.", 1),
+    [COL_CONTAINERS] = CK__CONTAINERS_COLUMN(1),
+    [COL_IMAGES] = CK__IMAGES_COLUMN(1),
     [COL_SELECTOR] = CK__COMPUTED_COLUMN(
         "Selector", "string",
         "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
@@ -128,11 +124,9 @@ const struct ck_kind ck__kind_deployment = {
     .has_generation = true,
     .annotations_bump_generation = true,
     .schema = "io.k8s.api.apps.v1.Deployment",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .status_keeps_metadata = status_keeps,
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_SUBRESOURCES(subresources),
+    .status_keeps_metadata = ck__status_keeps_labels,
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .prepare_for_create = prepare_for_create,
     .defaults = defaults,

@@ -147,8 +147,7 @@ const struct ck_kind ck__kind_endpoints = {
     .short_names = short_names,
     .namespaced = true,
     .schema = "io.k8s.api.core.v1.Endpoints",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .validate = validate,
 };

@@ -180,8 +180,7 @@ const struct ck_kind ck__kind_endpointslice = {
     .singular = "endpointslice",
     .namespaced = true,
     .schema = "io.k8s.api.discovery.v1.EndpointSlice",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .validate = validate,
 };

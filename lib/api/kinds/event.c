@@ -163,10 +163,8 @@ const struct ck_kind ck__kind_event = {
     .short_names = short_names,
     .namespaced = true,
     .schema = "io.k8s.api.core.v1.Event",
-    .field_labels = field_labels,
-    .n_field_labels = CK__COUNT(field_labels),
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_FIELD_LABELS(field_labels),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .last_activity = last_activity,
 };

@@ -13,10 +13,6 @@
  */
 #include "../internal.h"
 
-static const struct ck_subresource subresources[] = {
-    CK__STATUS_SUBRESOURCE,
-};
-
 static const struct ck_table_column columns[] = {
     CK__NAME_COLUMN(0),
     {"Height", "integer", "", "Height of the frobber.", 0, ".spec.height", CK_CELL_ABSENT_ZERO,
@@ -33,8 +29,6 @@ static const struct ck_api_feature features[] = {
     {"FrobberRestartPolicyOnTuesday", "ALPHA", false, "1.32"},
 };
 
-static const char *const status_keeps[] = {"labels", NULL};
-
 const struct ck_kind ck__kind_frobber = {
     .group = "example.ckube.io",
     .version = "v1",
@@ -45,11 +39,9 @@ const struct ck_kind ck__kind_frobber = {
     .namespaced = true,
     .has_generation = true,
     .schema = "io.ckube.example.v1.Frobber",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .status_keeps_metadata = status_keeps,
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_SUBRESOURCES(ck__status_subresource),
+    .status_keeps_metadata = ck__status_keeps_labels,
+    CK__KIND_COLUMNS(columns),
     .features = features,
     .n_features = CK__COUNT(features),
 };

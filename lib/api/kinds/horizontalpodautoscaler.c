@@ -761,10 +761,6 @@ int ck__hpa_v1_to_v2(json_t *obj)
 
 const char *const ck__hpa_short_names[] = {"hpa", NULL};
 const char *const ck__hpa_categories[] = {"all", NULL};
-const char *const ck__hpa_status_keeps[] = {"labels", NULL};
-const struct ck_subresource ck__hpa_subresources[1] = {
-    CK__STATUS_SUBRESOURCE,
-};
 
 const struct ck_kind ck__kind_horizontalpodautoscaler = {
     CK__HPA_KIND_COMMON,

@@ -163,8 +163,7 @@ const struct ck_kind ck__kind_ingressclass = {
     .namespaced = false,
     .has_generation = true,
     .schema = "io.k8s.api.networking.v1.IngressClass",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .validate = validate,
 };

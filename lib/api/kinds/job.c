@@ -250,12 +250,6 @@ static const char *field_value(const char *label, const json_t *obj, char *buf, 
 }
 
 static const char *const categories[] = {"all", NULL};
-static const char *const status_keeps[] = {"labels", NULL};
-
-static const struct ck_subresource subresources[] = {
-    CK__STATUS_SUBRESOURCE,
-};
-
 static const struct ck_field_label field_labels[] = {
     {"status.successful", NULL, CK_FIELD_LABEL_STRING},
 };
@@ -268,10 +262,8 @@ static const struct ck_table_column columns[] = {
     [COL_DURATION] =
         CK__COMPUTED_COLUMN("Duration", "string", "Time required to complete the job.", 0),
     [COL_AGE] = CK__AGE_COLUMN,
-    [COL_CONTAINERS] =
-        CK__COMPUTED_COLUMN("Containers", "string", "Names of each container in the template.", 1),
-    [COL_IMAGES] = CK__COMPUTED_COLUMN("Images", "string",
-                                       "Images referenced by each container in the template.", 1),
+    [COL_CONTAINERS] = CK__CONTAINERS_COLUMN(1),
+    [COL_IMAGES] = CK__IMAGES_COLUMN(1),
     [COL_SELECTOR] = CK__COMPUTED_COLUMN(
         "Selector", "string", "Label query over pods that should match the job count.", 1),
 };
@@ -287,14 +279,11 @@ const struct ck_kind ck__kind_job = {
     .namespaced = true,
     .has_generation = true,
     .schema = "io.k8s.api.batch.v1.Job",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .status_keeps_metadata = status_keeps,
-    .field_labels = field_labels,
-    .n_field_labels = CK__COUNT(field_labels),
+    CK__KIND_SUBRESOURCES(ck__status_subresource),
+    .status_keeps_metadata = ck__status_keeps_labels,
+    CK__KIND_FIELD_LABELS(field_labels),
     .field_value = field_value,
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .prepare_for_create = prepare_for_create,
     .defaults = defaults,

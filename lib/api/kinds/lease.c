@@ -59,7 +59,6 @@ const struct ck_kind ck__kind_lease = {
     .namespaced = true,
     .role = CK_KIND_ROLE_LEASE,
     .schema = "io.k8s.api.coordination.v1.Lease",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .validate = validate,
 };

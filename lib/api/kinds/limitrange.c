@@ -172,8 +172,7 @@ const struct ck_kind ck__kind_limitrange = {
     .namespaced = true,
     .short_names = short_names,
     .schema = "io.k8s.api.core.v1.LimitRange",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .cells = ck__cells_created_at,
     .validate = validate,
 };

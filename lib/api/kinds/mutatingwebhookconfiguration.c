@@ -24,8 +24,7 @@ const struct ck_kind ck__kind_mutatingwebhookconfiguration = {
     .has_generation = true,
     .configures_admission = true,
     .schema = "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
-    .columns = ck__webhook_columns,
-    .n_columns = CK__WEBHOOK_COLUMNS,
+    CK__KIND_COLUMNS(ck__webhook_columns),
     .cells = ck__cells_webhooks,
     .validate = ck__validate_mutating_webhooks,
 };

@@ -38,6 +38,5 @@ const struct ck_kind ck__kind_nodemetrics = {
     .name_rule = CK_NAME_PATH_SEGMENT,
     .schema = "io.k8s.metrics.pkg.apis.metrics.v1beta1.NodeMetrics",
     .verbs = get_list,
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
 };

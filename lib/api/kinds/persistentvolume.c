@@ -201,12 +201,6 @@ static void cells(const json_t *obj, long long now, json_t **cells)
 }
 
 static const char *const short_names[] = {"pv", NULL};
-static const char *const status_keeps[] = {"labels", NULL};
-
-static const struct ck_subresource subresources[] = {
-    CK__STATUS_SUBRESOURCE,
-};
-
 static const struct ck_table_column columns[] = {
     [COL_NAME] = CK__NAME_COLUMN(0),
     [COL_CAPACITY] = CK__COMPUTED_COLUMN("Capacity", "string",
@@ -255,11 +249,9 @@ const struct ck_kind ck__kind_persistentvolume = {
     .short_names = short_names,
     .namespaced = false,
     .schema = "io.k8s.api.core.v1.PersistentVolume",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .status_keeps_metadata = status_keeps,
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_SUBRESOURCES(ck__status_subresource),
+    .status_keeps_metadata = ck__status_keeps_labels,
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .prepare_for_create = prepare_for_create,
     .validate = validate,

@@ -34,6 +34,5 @@ const struct ck_kind ck__kind_podmetrics = {
     .name_rule = CK_NAME_PATH_SEGMENT,
     .schema = "io.k8s.metrics.pkg.apis.metrics.v1beta1.PodMetrics",
     .verbs = get_list,
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
 };

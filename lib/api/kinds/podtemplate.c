@@ -96,12 +96,8 @@ static void cells(const json_t *obj, long long now, json_t **cells)
 
 static const struct ck_table_column columns[] = {
     [COL_NAME] = CK__NAME_COLUMN(0),
-    [COL_CONTAINERS] =
-        CK__COMPUTED_COLUMN("Containers", "string", "Names of each container in the template.", 0),
-    [COL_IMAGES] = CK__COMPUTED_COLUMN("Images", "string",
-                                       "Images referenced by each container in the "
-                                       "template.",
-                                       0),
+    [COL_CONTAINERS] = CK__CONTAINERS_COLUMN(0),
+    [COL_IMAGES] = CK__IMAGES_COLUMN(0),
     [COL_POD_LABELS] =
         CK__COMPUTED_COLUMN("Pod Labels", "string", "The labels for the pod template.", 0),
 };
@@ -116,8 +112,7 @@ const struct ck_kind ck__kind_podtemplate = {
     .namespaced = true,
     .has_generation = true,
     .schema = "io.k8s.api.core.v1.PodTemplate",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .defaults = defaults,
     .validate = validate,

@@ -127,8 +127,7 @@ const struct ck_kind ck__kind_priorityclass = {
     .namespaced = false,
     .role = CK_KIND_ROLE_PRIORITY_CLASS,
     .schema = "io.k8s.api.scheduling.v1.PriorityClass",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .validate = validate,
 };

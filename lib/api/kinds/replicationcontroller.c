@@ -114,8 +114,6 @@ static void cells(const json_t *obj, long long now, json_t **cells)
 
 static const char *const short_names[] = {"rc", NULL};
 static const char *const categories[] = {"all", NULL};
-static const char *const status_keeps[] = {"labels", NULL};
-
 static const struct ck_subresource subresources[] = {
     CK__STATUS_SUBRESOURCE,
     CK__SCALE_SUBRESOURCE,
@@ -134,10 +132,8 @@ static const struct ck_table_column columns[] = {
     [COL_READY] = {"Ready", "integer", "", "Number of pods ready.", 0, ".status.readyReplicas",
                    CK_CELL_ABSENT_ZERO, false},
     [COL_AGE] = CK__AGE_COLUMN,
-    [COL_CONTAINERS] =
-        CK__COMPUTED_COLUMN("Containers", "string", "Names of each container in the template.", 1),
-    [COL_IMAGES] = CK__COMPUTED_COLUMN("Images", "string",
-                                       "Images referenced by each container in the template.", 1),
+    [COL_CONTAINERS] = CK__CONTAINERS_COLUMN(1),
+    [COL_IMAGES] = CK__IMAGES_COLUMN(1),
     [COL_SELECTOR] = CK__COMPUTED_COLUMN(
         "Selector", "string", "Label query over pods that should match the replica count.", 1),
 };
@@ -154,13 +150,10 @@ const struct ck_kind ck__kind_replicationcontroller = {
     .namespaced = true,
     .has_generation = true,
     .schema = "io.k8s.api.core.v1.ReplicationController",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .status_keeps_metadata = status_keeps,
-    .field_labels = field_labels,
-    .n_field_labels = CK__COUNT(field_labels),
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_SUBRESOURCES(subresources),
+    .status_keeps_metadata = ck__status_keeps_labels,
+    CK__KIND_FIELD_LABELS(field_labels),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .prepare_for_create = prepare_for_create,
     .defaults = defaults,

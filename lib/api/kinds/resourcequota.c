@@ -356,10 +356,6 @@ static void cells(const json_t *obj, long long now, json_t **row)
 
 static const char *const short_names[] = {"quota", NULL};
 
-static const struct ck_subresource subresources[] = {
-    CK__STATUS_SUBRESOURCE,
-};
-
 static const struct ck_table_column columns[] = {
     [COL_NAME] = CK__NAME_COLUMN(0),
     [COL_AGE] = CK__AGE_COLUMN,
@@ -382,10 +378,8 @@ const struct ck_kind ck__kind_resourcequota = {
     .namespaced = true,
     .short_names = short_names,
     .schema = "io.k8s.api.core.v1.ResourceQuota",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_SUBRESOURCES(ck__status_subresource),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .prepare_for_create = prepare_for_create,
     .validate = validate,

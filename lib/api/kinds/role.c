@@ -31,8 +31,7 @@ const struct ck_kind ck__kind_role = {
     .role = CK_KIND_ROLE_RBAC_ROLE,
     .name_rule = CK_NAME_PATH_SEGMENT,
     .schema = "io.k8s.api.rbac.v1.Role",
-    .columns = ck__rbac_role_columns,
-    .n_columns = CK__COUNT(ck__rbac_role_columns),
+    CK__KIND_COLUMNS(ck__rbac_role_columns),
     .cells = ck__rbac_role_cells,
     .validate = validate,
 };

@@ -63,7 +63,6 @@ const struct ck_kind ck__kind_runtimeclass = {
     .singular = "runtimeclass",
     .namespaced = false,
     .schema = "io.k8s.api.node.v1.RuntimeClass",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .validate = validate,
 };

@@ -25,6 +25,5 @@ const struct ck_kind ck__kind_selfsubjectaccessreview = {
     .name_rule = CK_NAME_PATH_SEGMENT,
     .schema = "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
     .verbs = create_only,
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
 };

@@ -26,6 +26,5 @@ const struct ck_kind ck__kind_selfsubjectreview = {
     .name_rule = CK_NAME_PATH_SEGMENT,
     .schema = "io.k8s.api.authentication.v1.SelfSubjectReview",
     .verbs = create_only,
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
 };

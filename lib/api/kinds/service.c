@@ -432,8 +432,6 @@ static void cells(const json_t *obj, long long now, json_t **cells)
 
 static const char *const short_names[] = {"svc", NULL};
 static const char *const categories[] = {"all", NULL};
-static const char *const status_keeps[] = {"labels", NULL};
-
 static const struct ck_subresource subresources[] = {
     CK__PROXY_SUBRESOURCE("ServiceProxyOptions"),
     CK__STATUS_SUBRESOURCE,
@@ -470,13 +468,10 @@ const struct ck_kind ck__kind_service = {
     .namespaced = true,
     .role = CK_KIND_ROLE_SERVICE,
     .schema = "io.k8s.api.core.v1.Service",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .status_keeps_metadata = status_keeps,
-    .field_labels = field_labels,
-    .n_field_labels = CK__COUNT(field_labels),
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_SUBRESOURCES(subresources),
+    .status_keeps_metadata = ck__status_keeps_labels,
+    CK__KIND_FIELD_LABELS(field_labels),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .prepare_for_create = prepare_for_create,
     .prepare_for_update = prepare_for_update,

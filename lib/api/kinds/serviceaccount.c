@@ -59,9 +59,7 @@ const struct ck_kind ck__kind_serviceaccount = {
     .namespaced = true,
     .role = CK_KIND_ROLE_SERVICE_ACCOUNT,
     .schema = "io.k8s.api.core.v1.ServiceAccount",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_SUBRESOURCES(subresources),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
 };

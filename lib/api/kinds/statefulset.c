@@ -86,8 +86,6 @@ static void cells(const json_t *obj, long long now, json_t **cells)
 
 static const char *const short_names[] = {"sts", NULL};
 static const char *const categories[] = {"all", NULL};
-static const char *const status_keeps[] = {"labels", NULL};
-
 static const struct ck_subresource subresources[] = {
     CK__STATUS_SUBRESOURCE,
     CK__SCALE_SUBRESOURCE,
@@ -97,10 +95,8 @@ static const struct ck_table_column columns[] = {
     [COL_NAME] = CK__NAME_COLUMN(0),
     [COL_READY] = CK__COMPUTED_COLUMN("Ready", "string", "Number of the pod with ready state", 0),
     [COL_AGE] = CK__AGE_COLUMN,
-    [COL_CONTAINERS] =
-        CK__COMPUTED_COLUMN("Containers", "string", "Names of each container in the template.", 1),
-    [COL_IMAGES] = CK__COMPUTED_COLUMN("Images", "string",
-                                       "Images referenced by each container in the template.", 1),
+    [COL_CONTAINERS] = CK__CONTAINERS_COLUMN(1),
+    [COL_IMAGES] = CK__IMAGES_COLUMN(1),
 };
 
 static const struct ck_api_feature features[] = {
@@ -119,11 +115,9 @@ const struct ck_kind ck__kind_statefulset = {
     .namespaced = true,
     .has_generation = true,
     .schema = "io.k8s.api.apps.v1.StatefulSet",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .status_keeps_metadata = status_keeps,
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_SUBRESOURCES(subresources),
+    .status_keeps_metadata = ck__status_keeps_labels,
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .prepare_for_create = prepare_for_create,
     .defaults = ck__workload_defaults,

@@ -169,8 +169,7 @@ const struct ck_kind ck__kind_storageclass = {
     .short_names = short_names,
     .namespaced = false,
     .schema = "io.k8s.api.storage.v1.StorageClass",
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .validate = validate,
 };

@@ -112,12 +112,6 @@ static void cells(const json_t *obj, long long now, json_t **cells)
     cells[COL_ATTACHED] = json_boolean(json_is_true(ck__json_path(obj, "status.attached")));
 }
 
-static const char *const status_keeps[] = {"labels", NULL};
-
-static const struct ck_subresource subresources[] = {
-    CK__STATUS_SUBRESOURCE,
-};
-
 static const struct ck_table_column columns[] = {
     [COL_NAME] = CK__NAME_COLUMN(0),
     [COL_ATTACHER] = {"Attacher", "string", "",
@@ -148,11 +142,9 @@ const struct ck_kind ck__kind_volumeattachment = {
     .singular = "volumeattachment",
     .namespaced = false,
     .schema = "io.k8s.api.storage.v1.VolumeAttachment",
-    .subresources = subresources,
-    .n_subresources = CK__COUNT(subresources),
-    .status_keeps_metadata = status_keeps,
-    .columns = columns,
-    .n_columns = CK__COUNT(columns),
+    CK__KIND_SUBRESOURCES(ck__status_subresource),
+    .status_keeps_metadata = ck__status_keeps_labels,
+    CK__KIND_COLUMNS(columns),
     .cells = cells,
     .validate = validate,
 };

@@ -30,8 +30,7 @@
 /* A write of a CertificateSigningRequest or of one of its subresources. */
 static bool is_csr(const struct ck__admission_attrs *a)
 {
-    return a->kind && strcmp(a->kind->group, "certificates.k8s.io") == 0 &&
-           strcmp(a->kind->resource, "certificatesigningrequests") == 0;
+    return a->kind && a->kind->role == CK_KIND_ROLE_CERTIFICATE_SIGNING_REQUEST;
 }
 
 static const char *signer_of(const json_t *obj)
