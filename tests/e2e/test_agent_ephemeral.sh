@@ -3,7 +3,7 @@
 # `ckube server` and a process-runtime `ckube agent`: `kubectl debug POD --image=...
 # --container=dbg -- CMD` adds an ephemeral container that the agent runs once in the
 # pod, reported in status.ephemeralContainerStatuses, whose output `kubectl logs -c dbg`
-# reads; the subresource refuses to change or remove an existing ephemeral container with
+# reads; `kubectl debug -i` reaches a shell's stdin and output (no terminal here); the subresource refuses to change or remove an existing ephemeral container with
 # Kubernetes' messages, and a plain pod update may not add one.
 #
 # Usage: test_agent_ephemeral.sh PATH/TO/ckube [STORE_URL]
@@ -38,6 +38,15 @@ check "the pod's own container still runs" \
     test "$(k get pod box -o jsonpath='{.status.containerStatuses[0].state.running.startedAt}')" != ""
 check "GET pods/box/ephemeralcontainers is the pod" \
     sh -c "kubectl get --raw /api/v1/namespaces/default/pods/box/ephemeralcontainers | grep -q '\"kind\":\"Pod\"'"
+
+# -i: kubectl attaches to the new container's stdin and output
+(sleep 3; printf 'echo hello-$((6*7))\n'; sleep 2; printf 'exit\n') |
+    timeout 60 kubectl debug -i box --image=busybox --container=shell -- sh >"$work/shell.out" 2>&1
+code=$?
+check "debug -i: the shell's answer comes back ($(cat "$work/shell.out"))" grep -qx hello-42 "$work/shell.out"
+check "debug -i: kubectl exits 0 (got $code)" test "$code" -eq 0
+poll "debug -i: the shell ended, reported" sh -c \
+    "kubectl get pod box -o jsonpath='{.status.ephemeralContainerStatuses[?(@.name==\"shell\")].state.terminated.exitCode}' | grep -qx 0"
 
 # a change of an existing one, and its removal, are refused with Kubernetes' messages
 k get pod box -o json >"$work/pod.json"
