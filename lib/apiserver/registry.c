@@ -355,8 +355,9 @@ static int apply_defaults(struct ck__registry *reg, const struct ck_kind *kind, 
                : 0;
 }
 
-/* Defaults then validates obj, then canonicalizes it; fills a 422 and returns CK_EINVAL when
- * invalid. */
+/* Defaults then validates obj (with sub's validate hook in place of the kind's, for a write
+ * through a subresource that has one), then canonicalizes it; fills a 422 and returns CK_EINVAL
+ * when invalid. */
 static int default_and_validate(struct ck__registry *reg, const struct ck_kind *kind,
                                 const struct ck_subresource *sub, json_t *obj, const json_t *old,
                                 struct ck_err *reterr)
