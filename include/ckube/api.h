@@ -34,6 +34,7 @@ enum ck_field_error_type {
     CK_FIELD_TOO_LONG,      /* FieldValueTooLong: Too long */
     CK_FIELD_TYPE_INVALID,  /* FieldValueTypeInvalid: Invalid value (a value of the wrong type) */
     CK_FIELD_TOO_MANY,      /* FieldValueTooMany: Too many */
+    CK_FIELD_NOT_FOUND,     /* FieldValueNotFound: Not found */
 };
 
 struct ck_field_error {
@@ -448,6 +449,14 @@ struct ck_subresource {
     json_t *(*update)(const char *name, const json_t *body, const json_t *old,
                       struct ck_field_errors *errs, struct ck_err *reterr);
     /*
+     * CK_SUBRESOURCE_CUSTOM: validates the defaulted result (obj) against the
+     * stored object (old) in place of the kind's validate hook, as a
+     * subresource strategy's ValidateUpdate replaces the object's (a pod's
+     * ephemeralcontainers may change what a pod update may not). NULL: the
+     * kind's validate hook runs.
+     */
+    void (*validate)(const json_t *obj, const json_t *old, struct ck_field_errors *errs);
+    /*
      * The result goes straight to storage, as kube-apiserver's BindingREST writes a
      * binding (GuaranteedUpdate on the store): no defaults, no validation, no
      * managedFields entry; update() alone decides what is valid.
@@ -854,6 +863,12 @@ int ck_kind_canonicalize(const struct ck_kind *kind, json_t *obj);
  */
 void ck_meta_validate(const struct ck_kind *kind, const json_t *obj, const json_t *old,
                       struct ck_field_errors *errs);
+
+/* ck_meta_validate for a write through sub: its validate hook, when it has one, in place of the
+ * kind's. sub may be NULL. */
+void ck_meta_validate_subresource(const struct ck_kind *kind, const struct ck_subresource *sub,
+                                  const json_t *obj, const json_t *old,
+                                  struct ck_field_errors *errs);
 
 /* ---- server-side printing ------------------------------------------------ */
 

@@ -59,6 +59,7 @@ struct container {
     char name[254];
     bool init;           /* an init container: runs to completion before the others */
     bool sidecar;        /* an init container with restartPolicy Always: runs for the pod's life */
+    bool ephemeral;      /* an ephemeral container: started once, never restarted */
     bool stop_sent;      /* a sidecar's stop in the pod's end was sent (they stop in order) */
     int64_t kill_at;     /* a finished pod's sidecar: when the kill follows its stop */
     int attempt;         /* 0 first; restartCount */
@@ -92,7 +93,8 @@ struct pull_backoff {
 
 /*
  * A pod the agent runs. Who may touch what:
- * - uid, ns, name, dir, n, ninit and the containers' names never change after pod_new;
+ * - uid, ns, name, dir, n, ninit and the containers' names never change after pod_new
+ *   (n_all and ctrs grow under `lock` when ephemeral containers are added);
  * - the fields marked "agent lock" belong to the tick and the worker queue (a->lock);
  * - everything else is its worker's: it holds `lock` for the whole of a sync, and the
  *   threads that read the pod (logs, exec, attach, port-forward, the GC's keep list) take
@@ -113,10 +115,12 @@ struct pod_run {
     bool synced;                 /* agent lock: a sync of it ended */
     bool deleting;               /* agent lock: the cache's copy has a deletionTimestamp */
     bool deletion_seen;          /* agent lock: a sync was queued since it had */
-    bool started;           /* its first sync made its directories and adopted its containers */
-    json_t *pod;            /* the newest copy the sync took up */
-    struct container *ctrs; /* the init containers (ninit of them), then the others */
-    size_t n, ninit;
+    bool started; /* its first sync made its directories and adopted its containers */
+    json_t *pod;  /* the newest copy the sync took up */
+    /* the init containers (ninit of them), the others (up to n), then the ephemeral ones
+       (up to n_all), which a sync appends as the spec gains them */
+    struct container *ctrs;
+    size_t n, ninit, n_all;
     bool seen;            /* agent lock: in the cache at this tick */
     bool terminating;     /* stopping (SIGTERM sent) */
     int64_t kill_at;      /* when the kill follows */
@@ -859,22 +863,12 @@ static char **expanded_list(const json_t *list, char *const *envp)
 
 static const json_t *spec_container(const struct pod_run *p, const char *name)
 {
-    size_t i;
-    json_t *c;
+    static const char *const lists[] = {"containers", "initContainers", "ephemeralContainers"};
     const json_t *spec = json_object_get(p->pod, "spec");
-    json_array_foreach(json_object_get(spec, "containers"), i, c)
-    {
-        const char *n = json_string_value(json_object_get(c, "name"));
-        if (n && strcmp(n, name) == 0)
-            return c;
-    }
-    json_array_foreach(json_object_get(spec, "initContainers"), i, c)
-    {
-        const char *n = json_string_value(json_object_get(c, "name"));
-        if (n && strcmp(n, name) == 0)
-            return c;
-    }
-    return NULL;
+    const json_t *c = NULL;
+    for (size_t l = 0; l < 3 && !c; l++)
+        c = ck__json_find(json_object_get(spec, lists[l]), "name", name);
+    return c;
 }
 
 /* An init container that runs for the pod's life (restartPolicy Always). */
@@ -1196,6 +1190,8 @@ static void read_termination_message(const struct pod_run *p, struct container *
 
 static bool should_restart(const struct pod_run *p, const struct container *c)
 {
+    if (c->ephemeral) /* the kubelet starts an ephemeral container once */
+        return false;
     if (c->sidecar) /* whatever the pod's policy, until the pod finishes */
         return !p->finishing;
     const char *policy =
@@ -1277,8 +1273,9 @@ static json_t *container_status(const struct pod_run *p, const struct container 
     else
         state = json_pack("{s:{s:s}}", "waiting", "reason", "ContainerCreating");
     /* a regular init container is ready once it succeeded (the kubelet's prober manager) */
-    bool ready = c->init && !c->sidecar ? c->done && c->has_exit && c->exit.code == 0
-                                        : c->running && c->started_ok && c->ready_ok;
+    bool ready = c->ephemeral             ? false
+                 : c->init && !c->sidecar ? c->done && c->has_exit && c->exit.code == 0
+                                          : c->running && c->started_ok && c->ready_ok;
     json_t *s =
         json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:o}", "name", c->name, "image", image,
                   "imageID", c->image_ref[0] ? c->image_ref : image, "ready", ready, "started",
@@ -1360,6 +1357,12 @@ static json_t *pod_status(struct ck_agent *a, const struct pod_run *p)
         json_object_set_new(st, "initContainerStatuses", init_statuses);
     else
         json_decref(init_statuses);
+    if (st && p->n_all > p->n) {
+        json_t *eph = json_array();
+        for (size_t i = p->n; i < p->n_all; i++)
+            json_array_append_new(eph, container_status(p, &p->ctrs[i]));
+        json_object_set_new(st, "ephemeralContainerStatuses", eph);
+    }
     return st;
 }
 
@@ -1416,7 +1419,7 @@ static struct pod_run *pod_find(struct ck_agent *a, const char *uid)
 
 static void pod_free(struct pod_run *p)
 {
-    for (size_t i = 0; i < p->n; i++) {
+    for (size_t i = 0; i < p->n_all; i++) {
         json_decref(p->ctrs[i].last_state);
         strv_free(p->ctrs[i].envp);
         free(p->ctrs[i].message);
@@ -1612,8 +1615,37 @@ static struct pod_run *pod_new(struct ck_agent *a, const json_t *pod)
         snprintf(p->ctrs[i].name, sizeof(p->ctrs[i].name), "%s",
                  json_string_value(json_object_get(sc, "name")) ?: "");
     }
+    p->n_all = p->n;
     a->pods.v[a->pods.n++] = p;
     return p;
+}
+
+/*
+ * The spec's ephemeral containers the pod does not have yet, appended to its containers
+ * (the API server lets them be added, never changed or removed). Under the pod's lock.
+ */
+static void add_ephemeral(struct pod_run *p)
+{
+    const json_t *list = json_object_get(json_object_get(p->pod, "spec"), "ephemeralContainers");
+    size_t i;
+    json_t *ec;
+    json_array_foreach(list, i, ec)
+    {
+        const char *name = json_string_value(json_object_get(ec, "name"));
+        bool known = !name || !*name;
+        for (size_t j = 0; j < p->n_all && !known; j++)
+            known = strcmp(p->ctrs[j].name, name) == 0;
+        if (known)
+            continue;
+        struct container *v = realloc(p->ctrs, (p->n_all + 1) * sizeof(*v));
+        if (!v)
+            return; /* tried again at the next sync */
+        p->ctrs = v;
+        struct container *c = &p->ctrs[p->n_all++];
+        memset(c, 0, sizeof(*c));
+        c->ephemeral = true;
+        snprintf(c->name, sizeof(c->name), "%s", name);
+    }
 }
 
 /* A pod's first sync: its directories and volumes, and its containers found again. */
@@ -1636,7 +1668,7 @@ static void pod_first_sync(struct ck_agent *a, struct pod_run *p)
     if (snprintf(vdir, sizeof(vdir), "%s/volumes", p->dir) < (int)sizeof(vdir))
         ck__mkdirs(vdir);
     p->volumes_ready = setup_volumes(a, p, false);
-    for (i = 0; i < p->n; i++)
+    for (i = 0; i < p->n_all; i++)
         adopt_container(a, p, &p->ctrs[i]);
     p->started = true;
     CK_LOGS(1, "Pod added", "pod", p->name, "namespace", p->ns, "uid", p->uid);
@@ -1779,7 +1811,7 @@ static void terminate(struct ck_agent *a, struct pod_run *p)
         json_int_t grace = json_integer_value(json_object_get(meta, "deletionGracePeriodSeconds"));
         p->terminating = true;
         p->kill_at = now + (int64_t)grace * CK_SEC;
-        for (size_t i = 0; i < p->n; i++)
+        for (size_t i = 0; i < p->n_all; i++)
             if (p->ctrs[i].running && p->ctrs[i].sidecar) /* their hooks now, their stop later */
                 run_pre_stop(a, p, &p->ctrs[i], grace);
             else if (p->ctrs[i].running) {
@@ -1793,7 +1825,7 @@ static void terminate(struct ck_agent *a, struct pod_run *p)
         CK_LOGS(1, "Killing pod", "pod", p->name, "gracePeriod", g);
     }
     bool any = false;
-    for (size_t i = 0; i < p->n; i++) {
+    for (size_t i = 0; i < p->n_all; i++) {
         struct container *c = &p->ctrs[i];
         struct ck__rt_state st;
         if (!c->running)
@@ -1915,6 +1947,7 @@ static void sweep_pod_dirs(struct ck_agent *a, const struct ck_obj_list *list)
  */
 static void sync_pod(struct ck_agent *a, struct pod_run *p)
 {
+    add_ephemeral(p);
     if (!p->started)
         pod_first_sync(a, p);
     if (json_object_get(json_object_get(p->pod, "metadata"), "deletionTimestamp")) {
@@ -1922,7 +1955,7 @@ static void sync_pod(struct ck_agent *a, struct pod_run *p)
         return;
     }
     bool adopted = false; /* containers that run already need no volumes set up */
-    for (size_t j = 0; j < p->n; j++)
+    for (size_t j = 0; j < p->n_all; j++)
         adopted = adopted || p->ctrs[j].ever_ran;
     if (!p->volumes_ready && !adopted && now_ns() >= p->volumes_at) {
         p->volumes_ready = setup_volumes(a, p, false);
@@ -1950,8 +1983,8 @@ static void sync_pod(struct ck_agent *a, struct pod_run *p)
         return;
     }
     bool initialized = run_init_containers(a, p);
-    for (size_t j = p->ninit; initialized && j < p->n; j++)
-        supervise(a, p, &p->ctrs[j]);
+    for (size_t j = p->ninit; initialized && j < p->n_all; j++)
+        supervise(a, p, &p->ctrs[j]); /* the app containers, then the ephemeral ones */
     finish_sidecars(a, p);
     post_status(a, p);
 }
@@ -1959,7 +1992,7 @@ static void sync_pod(struct ck_agent *a, struct pod_run *p)
 /* A pod deleted by someone else (force), gone from the cache: stopped at once, removed. */
 static void remove_gone(struct ck_agent *a, struct pod_run *p)
 {
-    for (size_t j = 0; j < p->n; j++)
+    for (size_t j = 0; j < p->n_all; j++)
         if (p->ctrs[j].running)
             a->rt->ops->stop(a->rt, &p->rp, p->ctrs[j].id, 0);
     if (!p->sandbox_removed)
@@ -2197,13 +2230,16 @@ static struct ck__rt_gc_keep *gc_keep_list(struct ck_agent *a, size_t *ret_n)
 {
     size_t total = 0, n = 0, np;
     struct pod_run **pods = pods_referenced(a, NULL, NULL, &np);
-    for (size_t i = 0; pods && i < np; i++)
-        total += pods[i]->n;
+    for (size_t i = 0; pods && i < np; i++) {
+        pthread_mutex_lock(&pods[i]->lock); /* n_all grows under it */
+        total += pods[i]->n_all;
+        pthread_mutex_unlock(&pods[i]->lock);
+    }
     struct ck__rt_gc_keep *keep = pods ? calloc(total + 1, sizeof(*keep)) : NULL;
     for (size_t i = 0; keep && i < np; i++) {
         struct pod_run *p = pods[i];
         pthread_mutex_lock(&p->lock); /* after the sync under way, if any */
-        for (size_t j = 0; j < p->n; j++) {
+        for (size_t j = 0; j < p->n_all && n < total; j++) {
             const struct container *c = &p->ctrs[j];
             char *uid = strdup(p->uid), *name = strdup(c->name);
             if (!uid || !name) {
@@ -2596,7 +2632,7 @@ int ck_agent_log_path(struct ck_agent *a, const char *ns, const char *pod, const
     for (size_t i = 0; i < np && r == CK_ENOENT; i++) {
         struct pod_run *p = pods[i];
         pthread_mutex_lock(&p->lock);
-        for (size_t j = 0; j < p->n; j++) {
+        for (size_t j = 0; j < p->n_all; j++) {
             struct container *c = &p->ctrs[j];
             if ((container && *container) ? strcmp(c->name, container) != 0 : j != p->ninit)
                 continue;
@@ -2627,7 +2663,7 @@ static struct container *running_container(struct ck_agent *a, const char *ns, c
         struct pod_run *p = pods[i];
         if (!found) {
             pthread_mutex_lock(&p->lock);
-            for (size_t j = 0; j < p->n && !found; j++)
+            for (size_t j = 0; j < p->n_all && !found; j++)
                 if (strcmp(p->ctrs[j].name, name) == 0 && p->ctrs[j].running)
                     found = &p->ctrs[j];
             if (found) {

@@ -32,6 +32,7 @@ static const struct {
     [CK_FIELD_TOO_LONG] = {"FieldValueTooLong", "Too long", false},
     [CK_FIELD_TYPE_INVALID] = {"FieldValueTypeInvalid", "Invalid value", true},
     [CK_FIELD_TOO_MANY] = {"FieldValueTooMany", "Too many", true},
+    [CK_FIELD_NOT_FOUND] = {"FieldValueNotFound", "Not found", true},
 };
 
 const char *ck_field_error_reason(enum ck_field_error_type type)

@@ -264,7 +264,8 @@ int ck__pod_spec_default(json_t *spec);
 
 /*
  * Containers present, named (DNS-1123 labels, unique across init and
- * regular containers) and, outside templates, with an image. Fields are
+ * regular containers) and, outside templates, with an image; outside
+ * templates also the ephemeral containers (validateEphemeralContainers). Fields are
  * reported under path ("spec", "spec.template.spec").
  */
 void ck__pod_spec_validate(const json_t *spec, const char *path, bool is_template,

@@ -300,6 +300,13 @@ static void validate_finalizers(const json_t *finalizers, const json_t *old_meta
 void ck_meta_validate(const struct ck_kind *kind, const json_t *obj, const json_t *old,
                       struct ck_field_errors *errs)
 {
+    ck_meta_validate_subresource(kind, NULL, obj, old, errs);
+}
+
+void ck_meta_validate_subresource(const struct ck_kind *kind, const struct ck_subresource *sub,
+                                  const json_t *obj, const json_t *old,
+                                  struct ck_field_errors *errs)
+{
     const json_t *meta = json_object_get(obj, "metadata");
     const char *name = json_string_value(json_object_get(meta, "name"));
     if (!name || !*name) {
@@ -330,6 +337,8 @@ void ck_meta_validate(const struct ck_kind *kind, const json_t *obj, const json_
     validate_owner_references(json_object_get(meta, "ownerReferences"), errs);
     validate_finalizers(json_object_get(meta, "finalizers"),
                         old ? json_object_get(old, "metadata") : NULL, errs);
-    if (kind->validate)
+    if (sub && sub->validate)
+        sub->validate(obj, old, errs);
+    else if (kind->validate)
         kind->validate(obj, old, errs);
 }

@@ -239,17 +239,10 @@ static enum MHD_Result count_command(void *cls, enum MHD_ValueKind kind, const c
 static bool has_container(const json_t *spec, const char *name)
 {
     static const char *const lists[] = {"containers", "initContainers", "ephemeralContainers"};
-    for (size_t l = 0; l < 3; l++) {
-        size_t i;
-        json_t *c;
-        json_array_foreach(json_object_get(spec, lists[l]), i, c)
-        {
-            const char *n = json_string_value(json_object_get(c, "name"));
-            if (n && strcmp(n, name) == 0)
-                return true;
-        }
-    }
-    return false;
+    bool found = false;
+    for (size_t l = 0; l < 3 && !found; l++)
+        found = ck__json_find(json_object_get(spec, lists[l]), "name", name) != NULL;
+    return found;
 }
 
 /* Whether the pod's status says the container runs. */

@@ -355,10 +355,12 @@ static int apply_defaults(struct ck__registry *reg, const struct ck_kind *kind, 
                : 0;
 }
 
-/* Defaults then validates obj, then canonicalizes it; fills a 422 and returns CK_EINVAL when
- * invalid. */
-static int default_and_validate(struct ck__registry *reg, const struct ck_kind *kind, json_t *obj,
-                                const json_t *old, struct ck_err *reterr)
+/* Defaults then validates obj (with sub's validate hook in place of the kind's, for a write
+ * through a subresource that has one), then canonicalizes it; fills a 422 and returns CK_EINVAL
+ * when invalid. */
+static int default_and_validate(struct ck__registry *reg, const struct ck_kind *kind,
+                                const struct ck_subresource *sub, json_t *obj, const json_t *old,
+                                struct ck_err *reterr)
 {
     if (apply_defaults(reg, kind, obj) < 0)
         return ck_err_no_memory(reterr);
@@ -370,7 +372,7 @@ static int default_and_validate(struct ck__registry *reg, const struct ck_kind *
         ck_schema_validate(ck_kind_schemas(kind, reg->schemas), kind->schema, obj, &errs);
     ck_schema_validate_gated_values(ck_kind_schemas(kind, reg->schemas), kind->schema, obj, old,
                                     reg->feature_enabled, reg->feature_ctx, &errs);
-    ck_meta_validate(kind, obj, old, &errs);
+    ck_meta_validate_subresource(kind, sub, obj, old, &errs);
     int r =
         errs.len || errs.nomem ? ck__err_invalid_object(reterr, kind, object_name(obj), &errs) : 0;
     ck_field_errors_release(&errs);
@@ -465,7 +467,7 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
                                     NULL, reg->feature_enabled, reg->feature_ctx) < 0
                 ? ck_err_no_memory(reterr)
                 : ck__allocation_take(reg->allocator, kind, candidate, NULL, dry_run, &al, reterr);
-        if (r == 0 && (r = default_and_validate(reg, kind, candidate, NULL, reterr)) < 0)
+        if (r == 0 && (r = default_and_validate(reg, kind, NULL, candidate, NULL, reterr)) < 0)
             ck__allocation_release(reg->allocator, &al, false);
         attrs.name = object_name(candidate) ? object_name(candidate) : "";
         if (r == 0 && (r = ck__admission_validate(reg, &attrs, reterr)) < 0)
@@ -794,7 +796,7 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
         struct ck__allocation al = {0}; /* a Service's new cluster IP and node ports */
         if (!status_write && !custom_write)
             r = ck__allocation_take(reg->allocator, kind, next, old, dry_run, &al, reterr);
-        if (r == 0 && !as_is && (r = default_and_validate(reg, kind, next, old, reterr)) < 0)
+        if (r == 0 && !as_is && (r = default_and_validate(reg, kind, sub, next, old, reterr)) < 0)
             ck__allocation_release(reg->allocator, &al, false);
         if (r == 0 && (r = ck__admission_validate(reg, &attrs, reterr)) < 0)
             ck__allocation_release(reg->allocator, &al, false);

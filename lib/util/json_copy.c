@@ -1,5 +1,6 @@
 /*
- * json_copy.c - a deep copy of a jansson tree without json_deep_copy()'s cycle check.
+ * json_copy.c - a deep copy of a jansson tree without json_deep_copy()'s cycle check, and
+ * the look-up of an array's object by one of its members (ck__json_find).
  *
  * jansson 2.14's json_deep_copy() guards every object and array it enters
  * against a reference cycle: it prints the value's address into a key and
@@ -13,6 +14,8 @@
  *
  * Tested in tests/util/test_json_copy.c.
  */
+#include <string.h>
+
 #include "ckube/internal/util.h"
 
 /* jansson's parser refuses deeper documents (JSON_PARSER_MAX_DEPTH) */
@@ -68,4 +71,14 @@ static json_t *copy(const json_t *v, int depth)
 json_t *ck__json_copy(const json_t *json)
 {
     return json ? copy(json, 0) : NULL;
+}
+
+json_t *ck__json_find(const json_t *array, const char *key, const char *value)
+{
+    for (size_t i = 0; i < json_array_size(array); i++) {
+        const char *s = json_string_value(json_object_get(json_array_get(array, i), key));
+        if (s && strcmp(s, value) == 0)
+            return json_array_get(array, i);
+    }
+    return NULL;
 }

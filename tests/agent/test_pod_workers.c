@@ -6,7 +6,9 @@
  * probe command's status is its own while other workers fork and the tick reaps; a
  * race, so this check catches a reaper that takes it only now and then), the
  * log server's readers (log paths, exec environments, attach and port-forward targets)
- * look at the pods from threads of their own throughout, pods deleted with a grace
+ * look at the pods from threads of their own throughout, an ephemeral container added
+ * to every running pod through pods/ephemeralcontainers starts (the pod's containers
+ * grow while those readers look), pods deleted with a grace
  * period and deleted at once (gone from the cache) are both removed with their
  * directories, and the agent's free joins its workers. Built to be run under
  * ThreadSanitizer too (label "concurrency").
@@ -99,6 +101,36 @@ static json_t *get_pod(struct ck_rest *c, int i)
     return out;
 }
 
+/* Adds the ephemeral container dbg (`sleep 3600`) to pod i through pods/ephemeralcontainers. */
+static void add_ephemeral(struct ck_rest *c, int i)
+{
+    char name[32], path[160];
+    pod_name(i, name, sizeof(name));
+    snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s/ephemeralcontainers", name);
+    json_t *pod = get_pod(c, i);
+    assert_non_null(pod);
+    json_object_set_new(json_object_get(pod, "spec"), "ephemeralContainers",
+                        json_pack("[{s:s, s:s, s:[s, s]}]", "name", "dbg", "image", "none",
+                                  "command", "sleep", "3600"));
+    json_t *out = NULL;
+    struct ck_err err = {0};
+    if (ck_rest_do(c, "PUT", path, pod, NULL, &out, &err) < 0)
+        fail_msg("ephemeral container of %s: %s", name, err.msg);
+    json_decref(out);
+    json_decref(pod);
+}
+
+/* Whether pod i's ephemeral container runs. */
+static bool ephemeral_running(struct ck_rest *c, int i)
+{
+    json_t *pod = get_pod(c, i);
+    const json_t *st = json_array_get(
+        json_object_get(json_object_get(pod, "status"), "ephemeralContainerStatuses"), 0);
+    bool running = json_object_get(json_object_get(st, "state"), "running") != NULL;
+    json_decref(pod);
+    return running;
+}
+
 /* Whether pod i runs, and (into *ready) whether its container is ready. */
 static bool pod_running(struct ck_rest *c, int i, bool *ready)
 {
@@ -131,7 +163,7 @@ static void delete_pod(struct ck_rest *c, int i, int grace)
 struct reader {
     struct ck_agent *a;
     atomic_bool stop;
-    atomic_int looks, found;
+    atomic_int looks, found, found_ephemeral;
 };
 
 static void *reader_main(void *arg)
@@ -143,6 +175,8 @@ static void *reader_main(void *arg)
             pod_name(i, name, sizeof(name));
             if (ck_agent_log_path(r->a, "default", name, "c", false, path, sizeof(path)) == 0)
                 atomic_fetch_add(&r->found, 1);
+            if (ck_agent_log_path(r->a, "default", name, "dbg", false, path, sizeof(path)) == 0)
+                atomic_fetch_add(&r->found_ephemeral, 1);
             char **env = NULL, *dir = NULL;
             if (ck__agent_container_env(r->a, "default", name, "c", &env, &dir) == 0) {
                 for (size_t j = 0; env[j]; j++)
@@ -271,6 +305,26 @@ static void test_pods_on_few_workers(void **state)
         assert_int_equal(stat(path, &sb), 0);
     }
     assert_true(atomic_load(&rd.found) > 0);
+
+    /* an ephemeral container in each, started while the readers look */
+    for (int i = 0; i < N_PODS; i++)
+        add_ephemeral(c, i);
+    deadline = mono_ms() + 180000;
+    while (mono_ms() < deadline) {
+        running = 0;
+        for (int i = 0; i < N_PODS; i++)
+            running += ephemeral_running(c, i);
+        if (running == N_PODS)
+            break;
+        sleep_ms(200);
+    }
+    assert_int_equal(running, N_PODS);
+    for (int i = 0; i < N_PODS; i++) {
+        pod_name(i, name, sizeof(name));
+        assert_int_equal(ck_agent_log_path(a, "default", name, "dbg", false, path, sizeof(path)),
+                         0);
+    }
+    assert_true(atomic_load(&rd.found_ephemeral) > 0);
 
     /* half deleted with their grace period (terminated), half at once (gone) */
     for (int i = 0; i < N_PODS; i++)

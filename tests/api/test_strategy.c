@@ -28,11 +28,15 @@ static const struct ck_kind *kind(const char *group, const char *resource)
     return ck_kind_lookup(group, "v1", resource);
 }
 
-/* Validates obj (against old when given); asserts the errors include want (or none). */
-static void expect_validation(const struct ck_kind *k, json_t *obj, json_t *old, const char *want)
+/*
+ * Validates obj (against old when given) as a write through sub does (NULL: the object
+ * itself); asserts the errors include want (or none).
+ */
+static void expect_validation_by(const struct ck_kind *k, const struct ck_subresource *sub,
+                                 json_t *obj, json_t *old, const char *want)
 {
     struct ck_field_errors errs = {0};
-    ck_meta_validate(k, obj, old, &errs);
+    ck_meta_validate_subresource(k, sub, obj, old, &errs);
     if (!want) {
         if (errs.len) {
             char *s = ck_field_error_string(&errs.items[0]);
@@ -49,6 +53,11 @@ static void expect_validation(const struct ck_kind *k, json_t *obj, json_t *old,
             fail_msg("no error containing \"%s\" (%zu errors)", want, errs.len);
     }
     ck_field_errors_release(&errs);
+}
+
+static void expect_validation(const struct ck_kind *k, json_t *obj, json_t *old, const char *want)
+{
+    expect_validation_by(k, NULL, obj, old, want);
 }
 
 static void test_pod_create_resets_status_with_qos(void **state)
@@ -302,6 +311,106 @@ static void test_deployment_strategy_defaults(void **state)
 }
 
 /* A PodTemplate's template is defaulted and checked as a workload's; its cells as kubectl's. */
+/* A pod with containers a and b and the ephemeral containers given (a JSON array, or ""). */
+static json_t *pod_with_ephemeral(const char *ephemeral)
+{
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"labels\":{\"l\":\"1\"}},"
+             "\"spec\":{\"initContainers\":[{\"name\":\"i\",\"image\":\"x\"}],"
+             "\"containers\":[{\"name\":\"a\",\"image\":\"x\"}]%s%s}}",
+             *ephemeral ? ",\"ephemeralContainers\":" : "", ephemeral);
+    json_t *pod = load(body);
+    assert_int_equal(ck_kind_default(kind("", "pods"), pod), 0);
+    return pod;
+}
+
+/* pods/ephemeralcontainers: EphemeralContainersStrategy and ValidatePodEphemeralContainersUpdate */
+static void test_pod_ephemeral_containers(void **state)
+{
+    (void)state;
+    const struct ck_kind *k = kind("", "pods");
+    const struct ck_subresource *sub = ck_kind_subresource(k, "ephemeralcontainers");
+    assert_non_null(sub);
+    assert_int_equal(sub->part, CK_SUBRESOURCE_CUSTOM);
+    assert_true(ck_subresource_allows(sub, "get"));
+    assert_true(ck_subresource_allows(sub, "patch"));
+    assert_true(ck_subresource_allows(sub, "update"));
+    assert_false(ck_subresource_allows(sub, "create"));
+
+    /* the update keeps everything of the stored pod but spec.ephemeralContainers */
+    json_t *old = pod_with_ephemeral("");
+    json_t *body = pod_with_ephemeral("[{\"name\":\"dbg\",\"image\":\"busybox\"}]");
+    json_object_set_new(json_object_get(json_object_get(body, "metadata"), "labels"), "l",
+                        json_string("2"));
+    json_object_set_new(json_object_get(body, "spec"), "nodeName", json_string("n"));
+    struct ck_field_errors errs = {0};
+    struct ck_err err = {0};
+    json_t *next = sub->update("p", body, old, &errs, &err);
+    assert_non_null(next);
+    assert_string_equal(str(next, "metadata", "labels", "l"), "1");
+    assert_null(str(next, "spec", "nodeName", NULL));
+    json_t *eph = json_object_get(json_object_get(next, "spec"), "ephemeralContainers");
+    assert_int_equal(json_array_size(eph), 1);
+    /* defaulted as other containers are */
+    assert_int_equal(ck_kind_default(k, next), 0);
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(eph, 0), "imagePullPolicy")), "Always");
+    /* the subresource may add it; a pod update may not, and a create may not have one */
+    expect_validation_by(k, sub, next, old, NULL);
+    expect_validation(k, next, old, "spec: Forbidden: pod updates may not change fields");
+    expect_validation(k, next, NULL,
+                      "spec.ephemeralContainers: Forbidden: cannot be set on create");
+    json_decref(body);
+
+    /* existing ones may be neither changed nor removed */
+    json_t *changed = pod_with_ephemeral("[{\"name\":\"dbg\",\"image\":\"other\"}]");
+    expect_validation_by(k, sub, changed, next,
+                         "spec.ephemeralContainers[dbg]: Forbidden: existing ephemeral "
+                         "containers \"dbg\" may not be changed");
+    json_decref(changed);
+    expect_validation_by(k, sub, old, next,
+                         "spec.ephemeralContainers: Forbidden: existing ephemeral containers "
+                         "\"dbg\" may not be removed");
+    json_decref(next);
+
+    /* names unique across every container; a target that exists; no forbidden fields */
+    json_t *bad = pod_with_ephemeral(
+        "[{\"name\":\"a\",\"image\":\"x\"},{\"name\":\"e\",\"image\":\"x\","
+        "\"targetContainerName\":\"nope\",\"ports\":[{\"containerPort\":80}],"
+        "\"resources\":{\"limits\":{\"cpu\":\"1\"}},\"restartPolicy\":\"Always\","
+        "\"readinessProbe\":{\"tcpSocket\":{\"port\":1}},\"lifecycle\":{\"preStop\":"
+        "{\"exec\":{\"command\":[\"x\"]}}},\"volumeMounts\":[{\"name\":\"v\",\"mountPath\":"
+        "\"/v\",\"subPath\":\"s\"}]},{\"name\":\"e\",\"image\":\"x\",\"resources\":{}}]");
+    expect_validation_by(k, sub, bad, old,
+                         "spec.ephemeralContainers[0].name: Duplicate value: \"a\"");
+    expect_validation_by(k, sub, bad, old,
+                         "spec.ephemeralContainers[2].name: Duplicate value: \"e\"");
+    expect_validation_by(k, sub, bad, old,
+                         "spec.ephemeralContainers[1].targetContainerName: Not found: \"nope\"");
+    static const char *const fields[] = {"ports",          "resources", "restartPolicy",
+                                         "readinessProbe", "lifecycle", "volumeMounts[0].subPath"};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        char want[160];
+        snprintf(want, sizeof(want),
+                 "spec.ephemeralContainers[1].%s: Forbidden: cannot be set for an Ephemeral "
+                 "Container",
+                 fields[i]);
+        expect_validation_by(k, sub, bad, old, want);
+    }
+    /* an empty resources is no resources */
+    struct ck_field_errors all = {0};
+    ck_meta_validate_subresource(k, sub, bad, old, &all);
+    for (size_t i = 0; i < all.len; i++) {
+        char *s = ck_field_error_string(&all.items[i]);
+        assert_null(strstr(s, "ephemeralContainers[2].resources"));
+        free(s);
+    }
+    ck_field_errors_release(&all);
+    json_decref(bad);
+    json_decref(old);
+}
+
 static void test_podtemplate(void **state)
 {
     (void)state;
@@ -334,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_lease_validation),
         cmocka_unit_test(test_image_pull_policy_defaults),
         cmocka_unit_test(test_pod_validation),
+        cmocka_unit_test(test_pod_ephemeral_containers),
         cmocka_unit_test(test_namespace_create_and_update),
         cmocka_unit_test(test_workload_validation),
         cmocka_unit_test(test_deployment_strategy_defaults),

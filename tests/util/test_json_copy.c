@@ -2,7 +2,7 @@
  * test_json_copy.c - tests for lib/util/json_copy.c: the copy equals
  * json_deep_copy()'s and shares nothing with its original; a tree deeper than
  * the parser's limit is refused; under allocation failure the copy is whole or
- * NULL, with nothing leaked.
+ * NULL, with nothing leaked. ck__json_find finds an array's object by a member.
  */
 #include "cktest.h"
 
@@ -75,6 +75,21 @@ static void test_whole_or_nothing_under_allocation_failure(void **state)
     json_decref(v);
 }
 
+static void test_find_by_member(void **state)
+{
+    (void)state;
+    json_t *list =
+        json_loads("[{\"name\":\"a\"},7,{\"name\":1},{\"name\":\"b\",\"x\":2}]", 0, NULL);
+    assert_non_null(list);
+    json_t *b = ck__json_find(list, "name", "b");
+    assert_int_equal(json_integer_value(json_object_get(b, "x")), 2);
+    assert_ptr_equal(ck__json_find(list, "name", "a"), json_array_get(list, 0));
+    assert_null(ck__json_find(list, "name", "c"));
+    assert_null(ck__json_find(list, "other", "a"));
+    assert_null(ck__json_find(NULL, "name", "a"));
+    json_decref(list);
+}
+
 int main(void)
 {
     json_set_alloc_funcs(ck__malloc, free);
@@ -82,6 +97,7 @@ int main(void)
         cmocka_unit_test(test_same_tree_shares_nothing),
         cmocka_unit_test(test_too_deep_is_refused),
         cmocka_unit_test(test_whole_or_nothing_under_allocation_failure),
+        cmocka_unit_test(test_find_by_member),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -406,6 +406,9 @@ char *ck__json_dumps(const json_t *json, size_t flags, size_t *ret_len);
  */
 json_t *ck__json_copy(const json_t *json);
 
+/* The object of array whose string member key is value ("name": a container), or NULL. */
+json_t *ck__json_find(const json_t *array, const char *key, const char *value);
+
 /* ---- YAML both ways (yaml.c) ------------------------------------------------ */
 
 struct ck_err;

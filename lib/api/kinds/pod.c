@@ -7,7 +7,10 @@
  * immutable on update; containers named, unique, with an image;
  * imagePullPolicy from the image tag; a status write never changes the
  * owner references; a delete of a pod a node runs waits for its grace
- * period; the binding subresource sets spec.nodeName once; the eviction
+ * period; the binding subresource sets spec.nodeName once; the
+ * ephemeralcontainers subresource changes spec.ephemeralContainers alone
+ * (EphemeralContainersStrategy: added ones only, none changed or removed,
+ * validated by ValidatePodEphemeralContainersUpdate); the eviction
  * subresource deletes the pod with the Eviction's delete options (the
  * admission plugins, DefaultTolerationSeconds among them, are the API
  * server's: lib/apiserver/admission/); the READY,
@@ -129,6 +132,9 @@ static void validate(const json_t *obj, const json_t *old, struct ck_field_error
 {
     const json_t *spec = json_object_get(obj, "spec");
     ck__pod_spec_validate(spec, "spec", false, errs);
+    if (!old && json_array_size(json_object_get(spec, "ephemeralContainers")) > 0)
+        ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "spec.ephemeralContainers", NULL, false,
+                            "cannot be set on create");
     if (!old)
         return;
     json_t *a = mutable_masked(spec);
@@ -237,6 +243,73 @@ static json_t *binding_update(const char *name, const json_t *binding, const jso
         return NULL;
     }
     return next;
+}
+
+/*
+ * pods/ephemeralcontainers (EphemeralContainersStrategy's PrepareForUpdate):
+ * the stored pod with the request's spec.ephemeralContainers, nothing else of it.
+ */
+static json_t *ephemeral_update(const char *name, const json_t *body, const json_t *old,
+                                struct ck_field_errors *errs, struct ck_err *reterr)
+{
+    (void)name;
+    (void)errs;
+    json_t *next = ck__json_copy(old);
+    json_t *spec = json_object_get(next, "spec");
+    const json_t *asked = json_object_get(json_object_get(body, "spec"), "ephemeralContainers");
+    if (next && !json_is_object(spec)) {
+        json_decref(next);
+        ck_err_set(reterr, CK_EIO, "pod without spec");
+        return NULL;
+    }
+    int failed = !next;
+    if (next && asked && !json_is_null(asked))
+        failed = json_object_set_new(spec, "ephemeralContainers", ck__json_copy(asked)) < 0;
+    else if (next)
+        json_object_del(spec, "ephemeralContainers");
+    if (failed) {
+        json_decref(next);
+        ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        return NULL;
+    }
+    return next;
+}
+
+/*
+ * ValidatePodEphemeralContainersUpdate: the pod's spec as a pod's, no
+ * ephemeral containers for a static pod, and the existing ones neither
+ * removed nor changed. Kubernetes appends a diff of the change to the
+ * message; ckube ends it with the line break before that diff.
+ */
+static void ephemeral_validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs)
+{
+    ck__pod_spec_validate(json_object_get(obj, "spec"), "spec", false, errs);
+    if (!old)
+        return;
+    const json_t *annotations = json_object_get(json_object_get(old, "metadata"), "annotations");
+    if (json_object_get(annotations, "kubernetes.io/config.mirror")) {
+        ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "", NULL, false,
+                            "static pods do not support ephemeral containers");
+        return;
+    }
+    const json_t *now = json_object_get(json_object_get(obj, "spec"), "ephemeralContainers");
+    size_t i;
+    json_t *was;
+    json_array_foreach(json_object_get(json_object_get(old, "spec"), "ephemeralContainers"), i, was)
+    {
+        const char *name = json_string_value(json_object_get(was, "name"));
+        const json_t *is = ck__json_find(now, "name", name ? name : "");
+        char field[320];
+        snprintf(field, sizeof(field), "spec.ephemeralContainers[%s]", name ? name : "");
+        if (!is)
+            ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "spec.ephemeralContainers", NULL, false,
+                                "existing ephemeral containers \"%s\" may not be removed\n",
+                                name ? name : "");
+        else if (!json_equal(was, (json_t *)is))
+            ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, field, NULL, false,
+                                "existing ephemeral containers \"%s\" may not be changed\n",
+                                name ? name : "");
+    }
 }
 
 /* ---- printing ----------------------------------------------------------- */
@@ -410,6 +483,7 @@ static const char *const status_keeps[] = {"ownerReferences", NULL};
 static const char *const get_only[] = {"get", NULL};
 static const char *const create_only[] = {"create", NULL};
 static const char *const create_get[] = {"create", "get", NULL};
+static const char *const get_patch_update[] = {"get", "patch", "update", NULL};
 
 static const struct ck_subresource subresources[] = {
     CK__STATUS_SUBRESOURCE,
@@ -436,6 +510,11 @@ static const struct ck_subresource subresources[] = {
      .kind = "Binding",
      .update = binding_update,
      .straight_to_storage = true},
+    {.name = "ephemeralcontainers",
+     .part = CK_SUBRESOURCE_CUSTOM,
+     .verbs = get_patch_update,
+     .update = ephemeral_update,
+     .validate = ephemeral_validate},
     {.name = "eviction",
      .part = CK_SUBRESOURCE_DELETE,
      .verbs = create_only,

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "ckube/internal/util.h"
 
 /* SetDefaults_Container: Always for :latest or untagged images, else IfNotPresent. */
 static const char *default_pull_policy(const char *image)
@@ -53,9 +54,10 @@ int ck__pod_spec_default(json_t *spec)
 {
     if (!json_is_object(spec))
         return 0;
-    if (default_containers(json_object_get(spec, "containers")) < 0)
+    if (default_containers(json_object_get(spec, "containers")) < 0 ||
+        default_containers(json_object_get(spec, "initContainers")) < 0)
         return CK_ENOMEM;
-    return default_containers(json_object_get(spec, "initContainers"));
+    return default_containers(json_object_get(spec, "ephemeralContainers"));
 }
 
 /*
@@ -91,6 +93,85 @@ static void validate_restart_policy(const json_t *c, const char *path, const cha
         snprintf(field, sizeof(field), "%s.%s[%zu].%s", path, list, i, forbidden[k]);
         ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, field, NULL, false,
                             "may not be set for init containers without restartPolicy=Always");
+    }
+}
+
+/* True when name is the name of one of spec's containers or init containers. */
+static bool has_container(const json_t *spec, const char *name)
+{
+    return ck__json_find(json_object_get(spec, "initContainers"), "name", name) ||
+           ck__json_find(json_object_get(spec, "containers"), "name", name);
+}
+
+/* A value Go's reflect.Value.IsZero would not call zero: present, not null, not an empty object. */
+static bool is_set(const json_t *v)
+{
+    return v && !json_is_null(v) && !(json_is_object(v) && json_object_size(v) == 0);
+}
+
+/*
+ * validateEphemeralContainers: names unique across every container, a target
+ * that is a regular or init container, none of the fields an ephemeral
+ * container may not have (the allow list's false entries), no subPath mounts.
+ */
+static void validate_ephemeral(const json_t *spec, const char *path, struct ck_field_errors *errs)
+{
+    static const char *const forbidden[] = {"ports",         "resources",     "resizePolicy",
+                                            "restartPolicy", "livenessProbe", "readinessProbe",
+                                            "startupProbe",  "lifecycle"};
+    char field[256];
+    size_t i;
+    json_t *ec;
+    const json_t *list = json_object_get(spec, "ephemeralContainers");
+    json_array_foreach(list, i, ec)
+    {
+        const char *name = json_string_value(json_object_get(ec, "name"));
+        snprintf(field, sizeof(field), "%s.ephemeralContainers[%zu].name", path, i);
+        if (!name || !*name) {
+            ck_field_errors_add(errs, CK_FIELD_REQUIRED, field, NULL, false, NULL);
+        } else {
+            ck_validate_dns1123_label(name, field, errs);
+            bool duplicate = has_container(spec, name);
+            for (size_t j = 0; j < i && !duplicate; j++) {
+                const char *o = json_string_value(json_object_get(json_array_get(list, j), "name"));
+                duplicate = o && strcmp(o, name) == 0;
+            }
+            if (duplicate)
+                ck_field_errors_add(errs, CK_FIELD_DUPLICATE, field, name, true, NULL);
+        }
+        const char *image = json_string_value(json_object_get(ec, "image"));
+        if (!image || !*image) {
+            snprintf(field, sizeof(field), "%s.ephemeralContainers[%zu].image", path, i);
+            ck_field_errors_add(errs, CK_FIELD_REQUIRED, field, NULL, false, NULL);
+        }
+        const char *target = json_string_value(json_object_get(ec, "targetContainerName"));
+        if (target && *target && !has_container(spec, target)) {
+            snprintf(field, sizeof(field), "%s.ephemeralContainers[%zu].targetContainerName", path,
+                     i);
+            ck_field_errors_add(errs, CK_FIELD_NOT_FOUND, field, target, true, NULL);
+        }
+        for (size_t k = 0; k < sizeof(forbidden) / sizeof(forbidden[0]); k++) {
+            if (!is_set(json_object_get(ec, forbidden[k])))
+                continue;
+            snprintf(field, sizeof(field), "%s.ephemeralContainers[%zu].%s", path, i, forbidden[k]);
+            ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, field, NULL, false,
+                                "cannot be set for an Ephemeral Container");
+        }
+        size_t m;
+        json_t *mount;
+        json_array_foreach(json_object_get(ec, "volumeMounts"), m, mount)
+        {
+            static const char *const sub_paths[] = {"subPath", "subPathExpr"};
+            for (size_t k = 0; k < 2; k++) {
+                const char *v = json_string_value(json_object_get(mount, sub_paths[k]));
+                if (!v || !*v)
+                    continue;
+                snprintf(field, sizeof(field), "%s.ephemeralContainers[%zu].volumeMounts[%zu].%s",
+                         path, i, m, sub_paths[k]);
+                ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, field, NULL, false,
+                                    "cannot be set for an Ephemeral Container");
+            }
+        }
     }
 }
 
@@ -136,4 +217,6 @@ void ck__pod_spec_validate(const json_t *spec, const char *path, bool is_templat
             }
         }
     }
+    if (!is_template)
+        validate_ephemeral(spec, path, errs);
 }
