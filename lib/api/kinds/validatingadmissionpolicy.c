@@ -1,0 +1,53 @@
+/*
+ * validatingadmissionpolicy.c - the ValidatingAdmissionPolicy kind
+ * (admissionregistration.k8s.io/v1): CEL validations the API server runs on the writes
+ * its matchConstraints select, once per binding (validatingadmissionpolicybinding.c).
+ *
+ * Mirrors Kubernetes 1.32's pkg/registry/admissionregistration/validatingadmissionpolicy:
+ * cluster-scoped, a status subresource (reset on create, kept by spec writes), the
+ * generation counts changes of the spec. Validation is admissionpolicy.c's; the
+ * ValidatingAdmissionPolicy admission plugin (lib/apiserver/admission/policy.c) reads
+ * these objects. Its status.typeChecking is not written: ckube has no CEL type checker
+ * (docs/differences.md).
+ *
+ * Threading: the descriptor is static and immutable; the hooks are pure.
+ *
+ * Tested by tests/api/test_admissionpolicy.c.
+ */
+#include "../internal.h"
+
+static int prepare_for_create(json_t *obj)
+{
+    return json_object_set_new(obj, "status", json_object()) < 0 ? CK_ENOMEM : 0;
+}
+
+static const struct ck_subresource subresources[] = {
+    CK__STATUS_SUBRESOURCE,
+};
+
+static const struct ck_table_column columns[] = {
+    CK__NAME_COLUMN(0),
+    CK__AGE_COLUMN,
+};
+
+static const char *const categories[] = {"api-extensions", NULL};
+
+const struct ck_kind ck__kind_validatingadmissionpolicy = {
+    .group = "admissionregistration.k8s.io",
+    .version = "v1",
+    .kind = "ValidatingAdmissionPolicy",
+    .list_kind = "ValidatingAdmissionPolicyList",
+    .resource = "validatingadmissionpolicies",
+    .singular = "validatingadmissionpolicy",
+    .categories = categories,
+    .namespaced = false,
+    .has_generation = true,
+    .configures_admission = true,
+    .schema = "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+    .subresources = subresources,
+    .n_subresources = CK__COUNT(subresources),
+    .columns = columns,
+    .n_columns = CK__COUNT(columns),
+    .prepare_for_create = prepare_for_create,
+    .validate = ck__validate_validating_admission_policy,
+};
