@@ -284,6 +284,7 @@ struct ck__cel_input {
     const json_t *params;     /* borrowed; NULL: null */
     json_t *namespace_object; /* CreateNamespaceObject's view; NULL: null */
     json_t *variables;        /* the policy's variables evaluated so far */
+    json_t *variable_errors;  /* name -> the error of a variable that failed */
     json_t *request;          /* CreateAdmissionRequest's, built at first use */
 };
 void ck__cel_input_release(struct ck__cel_input *in);

@@ -1,5 +1,5 @@
 /*
- * test_webhook.c - tests for lib/apiserver/admission/webhook.c's pure parts: which
+ * test_webhook.c - tests for lib/apiserver/admission/webhook.c and match.c: which
  * requests a webhook rule matches (operations, groups, versions, resources and their
  * subresource forms, scope, namespaces as cluster-scoped objects) and the AdmissionReview
  * sent about a request. The calls themselves are tested end to end by

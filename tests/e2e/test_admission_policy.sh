@@ -77,6 +77,12 @@ YAML
     k apply -f "$work/binding-$ns.yaml" >/dev/null 2>&1
 done
 check "three bindings" sh -c '[ "$(kubectl get validatingadmissionpolicybindings -o name | wc -l)" = 3 ]'
+k get validatingadmissionpolicies,validatingadmissionpolicybindings >"$work/out" 2>&1
+check "kubectl get shows the policy's and the bindings' columns" sh -c "
+    grep -Eq '^NAME +VALIDATIONS +PARAMKIND +AGE' '$work/out' &&
+    grep -Eq '^validatingadmissionpolicy.admissionregistration.k8s.io/replica-limit +1 +v1/ConfigMap ' '$work/out' &&
+    grep -Eq '^NAME +POLICYNAME +PARAMREF +AGE' '$work/out' &&
+    grep -Eq '^validatingadmissionpolicybinding.admissionregistration.k8s.io/replica-limit-deny +replica-limit +\\*/limits ' '$work/out'"
 
 # Deny: refused in Kubernetes' words, with Invalid's 422
 k create deployment big -n deny --image=x --replicas=5 >"$work/out" 2>&1

@@ -14,6 +14,8 @@
  *
  * Tested by tests/api/test_admissionpolicy.c.
  */
+#include <stdio.h>
+
 #include "../internal.h"
 
 static int prepare_for_create(json_t *obj)
@@ -27,8 +29,33 @@ static const struct ck_subresource subresources[] = {
 
 static const struct ck_table_column columns[] = {
     CK__NAME_COLUMN(0),
+    CK__COMPUTED_COLUMN("Validations", "integer",
+                        "Validations indicates the number of validation rules defined in this "
+                        "configuration",
+                        0),
+    CK__COMPUTED_COLUMN("ParamKind", "string",
+                        "ParamKind specifies the kind of resources used to parameterize this "
+                        "policy",
+                        0),
     CK__AGE_COLUMN,
 };
+
+/* VALIDATIONS (how many) and PARAMKIND (apiVersion/kind, or <unset>), as kube-apiserver prints. */
+static void cells(const json_t *obj, long long now, json_t **cells)
+{
+    (void)now;
+    const json_t *spec = json_object_get(obj, "spec");
+    const json_t *pk = json_object_get(spec, "paramKind");
+    cells[1] = json_integer((json_int_t)json_array_size(json_object_get(spec, "validations")));
+    if (!pk) {
+        cells[2] = json_string("<unset>");
+        return;
+    }
+    const char *av = ck__str_at(pk, "apiVersion"), *kind = ck__str_at(pk, "kind");
+    char text[400];
+    snprintf(text, sizeof(text), "%s/%s", av ? av : "", kind ? kind : "");
+    cells[2] = json_string(text);
+}
 
 static const char *const categories[] = {"api-extensions", NULL};
 
@@ -48,6 +75,7 @@ const struct ck_kind ck__kind_validatingadmissionpolicy = {
     .n_subresources = CK__COUNT(subresources),
     .columns = columns,
     .n_columns = CK__COUNT(columns),
+    .cells = cells,
     .prepare_for_create = prepare_for_create,
     .validate = ck__validate_validating_admission_policy,
 };

@@ -12,9 +12,10 @@
  *
  * Differences (docs/differences.md): no `authorizer` variable (an expression naming it
  * fails when evaluated); a policy's variables are evaluated in order before its
- * expressions (Kubernetes evaluates one when first read) and one that fails is left out,
- * so reading it fails with `no such key`; each expression has the per-call cost limit,
- * not Kubernetes' budget for the whole policy.
+ * expressions (Kubernetes evaluates one when first read), all of them, and their values
+ * pass through JSON (a duration or a quantity arrives as its text); one that fails is left
+ * out, and an expression that reads it fails with its error; each expression has the
+ * per-call cost limit, not Kubernetes' budget for the whole policy.
  *
  * Threading: the program cache is shared behind a mutex; its programs are immutable and
  * never freed while the process lives, so any thread evaluates them at once.
@@ -22,6 +23,7 @@
  * Tested by tests/apiserver/test_policy.c and tests/apiserver/test_webhook.c.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,7 +105,8 @@ void ck__cel_input_release(struct ck__cel_input *in)
     json_decref(in->request);
     json_decref(in->namespace_object);
     json_decref(in->variables);
-    in->request = in->namespace_object = in->variables = NULL;
+    json_decref(in->variable_errors);
+    in->request = in->namespace_object = in->variables = in->variable_errors = NULL;
 }
 
 /* CreateNamespaceObject: the namespace's name, labels, annotations, uid... and its spec, status. */
@@ -160,6 +163,23 @@ static size_t activation(struct ck__cel_input *in, struct ck_cel_var *vars)
     return n;
 }
 
+/*
+ * The words of an evaluation error: a read of a variable that failed (left out of
+ * `variables`, so `no such key: NAME`) gives that variable's own error, as Kubernetes'
+ * lazily evaluated variables do.
+ */
+static const char *variable_error(const struct ck__cel_input *in, const char *expr, const char *why)
+{
+    static const char prefix[] = "no such key: ";
+    if (!in->variable_errors || strncmp(why, prefix, sizeof(prefix) - 1) != 0)
+        return why;
+    const char *name = why + sizeof(prefix) - 1;
+    const char *own = json_string_value(json_object_get(in->variable_errors, name));
+    char ref[300];
+    snprintf(ref, sizeof(ref), "variables.%s", name);
+    return own && strstr(expr, ref) ? own : why;
+}
+
 int ck__admission_cel_eval(const char *expr, struct ck__cel_input *in, struct ck_cel_result **ret,
                            struct ck_err *reterr)
 {
@@ -183,7 +203,7 @@ int ck__admission_cel_eval(const char *expr, struct ck__cel_input *in, struct ck
         r = ck_err_no_memory(reterr);
     else if (r < 0)
         r = ck_err_status(reterr, "Invalid", "expression '%s' resulted in error: %s", expr,
-                          ck_err_message(&err));
+                          variable_error(in, expr, ck_err_message(&err)));
     ck_err_release(&err);
     return r;
 }
@@ -207,6 +227,15 @@ int ck__admission_cel_variables(const json_t *variables, struct ck__cel_input *i
         if (r == 0)
             r = ck_cel_result_to_json(res, &value);
         ck_cel_result_free(res);
+        if (r == CK_EINVAL && err.code) {
+            /* its error without the `expression '...' resulted in error: ` of its own */
+            const char *why = ck_err_message(&err), *sep = strstr(why, "resulted in error: ");
+            if (!in->variable_errors && !(in->variable_errors = json_object()))
+                r = CK_ENOMEM;
+            else if (json_object_set_new(in->variable_errors, name,
+                                         json_string(sep ? sep + 19 : why)) < 0)
+                r = CK_ENOMEM;
+        }
         ck_err_release(&err);
         if (r == CK_ENOMEM)
             return r;

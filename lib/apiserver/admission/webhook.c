@@ -4,9 +4,7 @@
  * MutatingWebhookConfigurations and ValidatingWebhookConfigurations, about a write.
  *
  * Mirrors k8s.io/apiserver 1.32 pkg/admission/plugin/webhook: generic/webhook.go
- * (ShouldCallHook: namespace selector, object selector, then rules), predicates/rules
- * (operations, groups, versions, resources with their `*`, `x/y`, `x/ *`, `* /y`, `* / *`
- * forms, scope), predicates/namespace and predicates/object, request/admissionreview.go
+ * (ShouldCallHook: selectors, rules, then matchConditions), request/admissionreview.go
  * (the AdmissionReview sent and the checks of the one received), mutating/dispatcher.go
  * and validating/dispatcher.go (dry runs, failure policies, patches, reinvocation) and
  * errors/statuserror.go, with their words.
@@ -25,12 +23,14 @@
  * Ignore. A mutating webhook's JSONPatch is applied to the object; a webhook with
  * reinvocationPolicy IfNeeded is called once more when a later webhook changed it.
  *
- * Differences (docs/differences.md): matchConditions (CEL) are not evaluated, every
- * condition counts as met; matchPolicy Equivalent matches as Exact (every ckube resource
- * has one version); the webhooks' warnings are returned (ck__admission_warn) but their audit
- * annotations dropped;
- * validating webhooks are called one after the other, not at once; the configurations
- * are read from the store on every request that passes the chain.
+ * Matching (rules, selectors) is match.c's, shared with the admission policies; a
+ * webhook's matchConditions are evaluated by cel.c after it (generic/webhook.go
+ * ShouldCallHook: an error under failurePolicy Fail is a 403 with the conditions' errors).
+ *
+ * Differences (docs/differences.md): matchPolicy Equivalent matches as Exact (every ckube
+ * resource has one version); the webhooks' warnings are returned (ck__admission_warn) but their
+ * audit annotations dropped; validating webhooks are called one after the other, not at once; the
+ * configurations are read from the store on every request that passes the chain.
  *
  * Threading: reads the store and calls out; no state of its own, so it runs on any
  * request thread at once.
