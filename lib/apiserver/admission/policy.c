@@ -80,7 +80,12 @@ static int deny(struct verdict *v, const char *policy, const char *binding, cons
     else
         ck__buf_printf(&b, "ValidatingAdmissionPolicy '%s' denied request: %s", policy, msg);
     v->msg = ck__buf_take(&b);
-    v->reason = reason && *reason ? reason : "Invalid";
+    /* a static copy of the reason (validation admits only these four); none: Invalid */
+    static const char *const reasons[] = {"Forbidden", "Unauthorized", "RequestEntityTooLarge"};
+    v->reason = "Invalid";
+    for (size_t i = 0; reason && i < sizeof(reasons) / sizeof(reasons[0]); i++)
+        if (strcmp(reason, reasons[i]) == 0)
+            v->reason = reasons[i];
     return v->msg ? 0 : CK_ENOMEM;
 }
 
