@@ -143,9 +143,7 @@ int ck__cel_input_set_namespace(struct ck__cel_input *in, const json_t *ns)
 /* The variables of in's activation into vars (room for 6); returns how many. */
 static size_t activation(struct ck__cel_input *in, struct ck_cel_var *vars)
 {
-    static json_t *null_value;
-    if (!null_value)
-        null_value = json_null(); /* jansson's null is a static singleton */
+    json_t *null_value = json_null(); /* jansson's null: a static singleton, never freed */
     if (!in->request)
         in->request = ck__admission_cel_request(in->a);
     size_t n = 0;
