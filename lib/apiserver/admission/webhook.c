@@ -67,6 +67,7 @@ static int should_call(struct ck__registry *reg, const json_t *hook,
     struct ck__cel_input in = {.a = a};
     r = ck__admission_match_conditions(json_object_get(hook, "matchConditions"), &in,
                                        policy && strcmp(policy, "Ignore") == 0, reterr);
+    ck__cel_input_release(&in);
     if (r < 0 && r != CK_ENOMEM) {
         /* failing closed: NewForbidden with the conditions' errors */
         CK_LOGS(0, "Failed evaluating match conditions, failing closed", "webhook",
