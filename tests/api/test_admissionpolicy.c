@@ -42,6 +42,18 @@ static void expect_spec(const struct ck_kind *k, const char *text, const char *m
     json_decref(o);
 }
 
+/* text, defaulted, is valid and shows value1 in column col1 and value2 in col2. */
+static void expect_valid(const struct ck_kind *k, const char *text, const char *col1,
+                         const char *value1, const char *col2, const char *value2)
+{
+    json_t *o = load(text);
+    kt_default(k, o);
+    kt_expect(k, o, NULL, NULL);
+    kt_expect_cell(k, o, col1, value1);
+    kt_expect_cell(k, o, col2, value2);
+    json_decref(o);
+}
+
 static void test_policy_defaults_and_validation(void **state)
 {
     (void)state;
@@ -55,10 +67,8 @@ static void test_policy_defaults_and_validation(void **state)
     assert_string_equal(json_string_value(json_object_get(spec, "failurePolicy")), "Fail");
     assert_string_equal(json_string_value(json_object_get(mc, "matchPolicy")), "Equivalent");
     assert_true(json_is_object(json_object_get(mc, "namespaceSelector")));
-    kt_expect(k, o, NULL, NULL);
-    kt_expect_cell(k, o, "Validations", "1");
-    kt_expect_cell(k, o, "ParamKind", "v1/ConfigMap");
     json_decref(o);
+    expect_valid(k, policy, "Validations", "1", "ParamKind", "v1/ConfigMap");
 
     expect_spec(k, policy, "failurePolicy", NULL, "\"Never\"",
                 "spec.failurePolicy: Unsupported value: \"Never\": supported values: \"Fail\", "
@@ -106,12 +116,7 @@ static void test_binding_validation(void **state)
     (void)state;
     const struct ck_kind *k =
         kt_kind("admissionregistration.k8s.io", "validatingadmissionpolicybindings");
-    json_t *o = load(binding);
-    kt_default(k, o);
-    kt_expect(k, o, NULL, NULL);
-    kt_expect_cell(k, o, "PolicyName", "limit");
-    kt_expect_cell(k, o, "ParamRef", "*/p");
-    json_decref(o);
+    expect_valid(k, binding, "PolicyName", "limit", "ParamRef", "*/p");
     expect_spec(k, binding, "validationActions", NULL, "[\"Deny\",\"Warn\"]",
                 "must not contain both Deny and Warn (repeating the same validation failure "
                 "information in the API response and headers serves no purpose)");
