@@ -178,6 +178,33 @@ void ck__validate_validating_webhooks(const json_t *obj, const json_t *old,
  */
 void ck__validate_webhook_url(const char *url, const char *f, struct ck_field_errors *errs);
 void ck__validate_webhook_service(const json_t *svc, const char *at, struct ck_field_errors *errs);
+/*
+ * What the webhook configurations share with the admission policies
+ * (kinds/webhookconfiguration.c): a rule (RuleWithOperations) at field path at, a label
+ * selector member of obj, the matchConditions list of an object at at (names, at most 64,
+ * each expression compiled as ck__validate_cel_expression() does), and a CEL expression
+ * compiled when written (Invalid at f, `compilation failed: ERROR: ...`). ck__is_blank():
+ * NULL or only white space (strings.TrimSpace(s) == "").
+ */
+void ck__validate_webhook_rule(const json_t *rule, const char *at, struct ck_field_errors *errs);
+void ck__validate_selector_member(const json_t *obj, const char *member, const char *at,
+                                  struct ck_field_errors *errs);
+void ck__validate_match_conditions(const json_t *list, const char *at,
+                                   struct ck_field_errors *errs);
+void ck__validate_cel_expression(const char *expr, const char *f, struct ck_field_errors *errs);
+bool ck__is_blank(const char *s);
+/* Whether v is one of set (NULL-terminated). */
+bool ck__str_in(const char *v, const char *const *set);
+/* A DNS-1035 label (schema.c): lower case letters, digits and '-', starting with a letter. */
+bool ck__dns1035_label(const char *s);
+/*
+ * The admission policy kinds (kinds/admissionpolicy.c): ValidatingAdmissionPolicy's
+ * and ValidatingAdmissionPolicyBinding's validation, the policy's reset status.
+ */
+void ck__validate_validating_admission_policy(const json_t *obj, const json_t *old,
+                                              struct ck_field_errors *errs);
+void ck__validate_validating_admission_policy_binding(const json_t *obj, const json_t *old,
+                                                      struct ck_field_errors *errs);
 #define CK__WEBHOOK_COLUMNS 3
 extern const struct ck_table_column ck__webhook_columns[CK__WEBHOOK_COLUMNS];
 void ck__cells_webhooks(const json_t *obj, long long now, json_t **cells);

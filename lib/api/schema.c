@@ -1707,8 +1707,7 @@ done:
     free(repeats);
 }
 
-/* A DNS-1035 label (lower case letters, digits and '-', starting with a letter). */
-static bool dns1035_label(const char *s)
+bool ck__dns1035_label(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n > 63 || !(s[0] >= 'a' && s[0] <= 'z') || s[n - 1] == '-')
@@ -1755,7 +1754,7 @@ static void validate_embedded(const json_t *v, struct path *p, struct ck_field_e
                 ck_field_errors_add(errs, CK_FIELD_INVALID, p->buf, text, true,
                                     "may have mixed case, but should otherwise match: must be no "
                                     "more than 63 characters");
-            else if (!dns1035_label(lower))
+            else if (!ck__dns1035_label(lower))
                 ck_field_errors_add(
                     errs, CK_FIELD_INVALID, p->buf, text, true,
                     "may have mixed case, but should otherwise match: a DNS-1035 label must "

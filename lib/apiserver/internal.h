@@ -24,6 +24,7 @@
 
 #include "ckube/api.h"
 #include "ckube/auth.h"
+#include "ckube/cel.h"
 #include "ckube/internal/util.h"
 #include "ckube/store.h"
 
@@ -248,6 +249,71 @@ int ck__admission_newest_default(struct ck__registry *reg, const struct ck_kind 
 struct ck_warnings *ck__admission_warnings_to(struct ck_warnings *warnings);
 void ck__admission_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * What webhooks and policies match (admission/match.c). ck__admission_rule_matches: a
+ * RuleWithOperations or NamedRuleWithOperations (its resourceNames: the request's object
+ * name, none meaning every name) matches a. ck__admission_matches: 1 when the namespace
+ * and object selectors (LabelSelector objects, NULL or {}: everything) match, no rule of
+ * exclude does and one of rules does (rules NULL or empty: every request when
+ * empty_matches_all, else none); 0 when not; a negative code with reterr filled (404 for a
+ * namespace that does not exist, 500 `<what> has an invalid selector`).
+ * ck__admission_namespace_object: the stored namespace of a's request (a namespace's
+ * own for a request about one) in *ret, a new reference; 0 with *ret NULL for a
+ * cluster-scoped request, CK_ENOENT when it does not exist.
+ */
+const char *ck__admission_op_name(enum ck__admission_op op);
+bool ck__admission_is_namespace_request(const struct ck__admission_attrs *a);
+bool ck__admission_rule_matches(const json_t *rule, const struct ck__admission_attrs *a);
+int ck__admission_matches(struct ck__registry *reg, const json_t *ns_sel, const json_t *obj_sel,
+                          const json_t *rules, bool empty_matches_all, const json_t *exclude,
+                          const char *what, const struct ck__admission_attrs *a,
+                          struct ck_err *reterr);
+int ck__admission_namespace_object(struct ck__registry *reg, const struct ck__admission_attrs *a,
+                                   json_t **ret, struct ck_err *reterr);
+/*
+ * The stored objects of admissionregistration.k8s.io/v1 resource (the webhook
+ * configurations, the policies, their bindings), sorted by name, in a new array *ret.
+ */
+int ck__admission_configurations(struct ck__registry *reg, const char *resource, json_t **ret,
+                                 struct ck_err *reterr);
+
+/*
+ * The CEL environment of admission (admission/cel.c). An input is what one request's
+ * expressions see: object, oldObject and request, and for a policy's (policy set) params,
+ * namespaceObject and variables. Zero it, set a (and params, borrowed), and release it
+ * with ck__cel_input_release().
+ */
+struct ck__cel_input {
+    const struct ck__admission_attrs *a;
+    bool policy;
+    const json_t *params;     /* borrowed; NULL: null */
+    json_t *namespace_object; /* CreateNamespaceObject's view; NULL: null */
+    json_t *variables;        /* the policy's variables evaluated so far */
+    json_t *variable_errors;  /* name -> the error of a variable that failed */
+    json_t *request;          /* CreateAdmissionRequest's, built at first use */
+};
+void ck__cel_input_release(struct ck__cel_input *in);
+/* Sets namespaceObject to the view of the namespace ns (NULL: null). 0 or CK_ENOMEM. */
+int ck__cel_input_set_namespace(struct ck__cel_input *in, const json_t *ns);
+/* The `request` variable of a (a new reference; NULL when out of memory). */
+json_t *ck__admission_cel_request(const struct ck__admission_attrs *a);
+/*
+ * Evaluates expr (compiled once per text, then cached) over in: 0 and *ret (free it with
+ * ck_cel_result_free()); CK_EINVAL with Kubernetes' words in reterr (`compilation error:
+ * compilation failed: ERROR: ...`, `expression 'x' resulted in error: why`); CK_ENOMEM.
+ */
+int ck__admission_cel_eval(const char *expr, struct ck__cel_input *in, struct ck_cel_result **ret,
+                           struct ck_err *reterr);
+/* Evaluates a policy's spec.variables in order into in->variables. 0 or CK_ENOMEM. */
+int ck__admission_cel_variables(const json_t *variables, struct ck__cel_input *in);
+/*
+ * A list of matchConditions over in: 1 when every one is true, 0 when one is false (or
+ * one failed and ignore is set: failurePolicy Ignore), CK_EINVAL with the errors in
+ * reterr (several as `[a, b]`) when some failed and none was false; CK_ENOMEM.
+ */
+int ck__admission_match_conditions(const json_t *conditions, struct ck__cel_input *in, bool ignore,
+                                   struct ck_err *reterr);
+
 /* The plugins (admission/<name>.c). */
 extern const struct ck__admission_plugin ck__admission_namespace_lifecycle;
 extern const struct ck__admission_plugin ck__admission_service_account;
@@ -275,6 +341,7 @@ extern bool ck__resource_quota_serialize;
 extern void (*ck__resource_quota_checked)(void);
 extern const struct ck__admission_plugin ck__admission_mutating_webhook;
 extern const struct ck__admission_plugin ck__admission_validating_webhook;
+extern const struct ck__admission_plugin ck__admission_validating_policy;
 /*
  * The client of webhooks (webhook_client.c), shared by the admission and the conversion
  * webhooks. why holds a failed call's words, which callers put after their own prefix
@@ -317,11 +384,9 @@ int ck__convert_for_store(struct ck__registry *reg, const struct ck_kind *kind, 
                           json_t **ret, struct ck_err *reterr);
 
 /*
- * The admission webhooks' pure parts (admission/webhook.c): whether a webhook rule
- * (RuleWithOperations) matches a request, and the AdmissionReview of version ("v1",
- * "v1beta1") sent about it, with uid (a new reference; NULL when out of memory).
+ * The AdmissionReview of version ("v1", "v1beta1") sent to webhooks about a request
+ * (admission/webhook.c), with uid (a new reference; NULL when out of memory).
  */
-bool ck__webhook_rule_matches(const json_t *rule, const struct ck__admission_attrs *a);
 json_t *ck__webhook_review(const struct ck__admission_attrs *a, const char *version,
                            const char *uid);
 

@@ -45,6 +45,7 @@ static void test_default_chain_in_kubernetes_order(void **state)
                                        "CertificateSubjectRestriction",
                                        "DefaultIngressClass",
                                        "MutatingAdmissionWebhook",
+                                       "ValidatingAdmissionPolicy",
                                        "ValidatingAdmissionWebhook",
                                        "ResourceQuota"};
     assert_int_equal(c->n, sizeof(want) / sizeof(want[0]));

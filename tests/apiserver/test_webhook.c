@@ -1,5 +1,5 @@
 /*
- * test_webhook.c - tests for lib/apiserver/admission/webhook.c's pure parts: which
+ * test_webhook.c - tests for lib/apiserver/admission/webhook.c and match.c: which
  * requests a webhook rule matches (operations, groups, versions, resources and their
  * subresource forms, scope, namespaces as cluster-scoped objects) and the AdmissionReview
  * sent about a request. The calls themselves are tested end to end by
@@ -30,7 +30,7 @@ static struct ck__admission_attrs attrs(enum ck__admission_op op, const char *gr
 static bool matches(const char *rule_text, struct ck__admission_attrs a)
 {
     json_t *r = rule(rule_text);
-    bool m = ck__webhook_rule_matches(r, &a);
+    bool m = ck__admission_rule_matches(r, &a);
     json_decref(r);
     return m;
 }

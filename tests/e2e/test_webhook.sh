@@ -4,7 +4,7 @@
 # here with openssl): a ValidatingWebhookConfiguration that refuses labelled objects
 # (Kubernetes' words checked), one that refuses without a message, a
 # MutatingWebhookConfiguration whose JSONPatch adds a label (seen on the stored object),
-# namespace and object selectors, reinvocation, a webhook reached through a Service and
+# namespace and object selectors, matchConditions (CEL), reinvocation, a webhook reached through a Service and
 # its EndpointSlice, discovery, failurePolicy
 # Ignore and Fail when the webhook is down, and dry runs (sideEffects None is called
 # with dryRun: true).
@@ -103,6 +103,36 @@ check "objectSelector: an object without the label is not asked" grep -q 'config
 k label configmap unchecked check=yes >"$work/out" 2>&1
 check "objectSelector: an update that adds the label is asked" grep -q 'admission webhook "obj.example.com" denied the request without explanation' "$work/out"
 k delete validatingwebhookconfiguration by-obj >/dev/null 2>&1
+
+# --- matchConditions (CEL): the webhook is asked only when every condition is true ---
+webhook_config ValidatingWebhookConfiguration by-cel cel.example.com /silent \
+    ', "matchConditions": [{"name": "named-checked", "expression": "object.metadata.name.startsWith(\"checked\")"},
+                           {"name": "by-create", "expression": "request.operation == \"CREATE\""}]' |
+    k apply -f - >/dev/null 2>&1
+k create configmap spared --from-literal=a=b >"$work/out" 2>&1
+check "matchConditions: a false condition spares the call" grep -q 'configmap/spared created' "$work/out"
+k create configmap checked-1 --from-literal=a=b >"$work/out" 2>&1
+check "matchConditions: all true, the webhook is asked" grep -q 'admission webhook "cel.example.com" denied the request without explanation' "$work/out"
+k delete validatingwebhookconfiguration by-cel >/dev/null 2>&1
+webhook_config ValidatingWebhookConfiguration cel-error cel-error.example.com /silent \
+    ', "matchConditions": [{"name": "reads-data", "expression": "object.data.missing == \"x\""}]' |
+    k apply -f - >/dev/null 2>&1
+k create configmap erring --from-literal=a=b >"$work/out" 2>&1
+check "matchConditions: an error under failurePolicy Fail refuses, in Kubernetes' words" grep -qF \
+    "configmaps \"erring\" is forbidden: expression 'object.data.missing == \"x\"' resulted in error: no such key: missing" \
+    "$work/out"
+webhook_config ValidatingWebhookConfiguration cel-error cel-error.example.com /silent \
+    ', "failurePolicy": "Ignore", "matchConditions": [{"name": "reads-data", "expression": "object.data.missing == \"x\""}]' |
+    k apply -f - >/dev/null 2>&1
+k create configmap erring --from-literal=a=b >"$work/out" 2>&1
+check "matchConditions: an error under Ignore skips the webhook" grep -q 'configmap/erring created' "$work/out"
+k delete validatingwebhookconfiguration cel-error >/dev/null 2>&1
+webhook_config ValidatingWebhookConfiguration cel-bad cel-bad.example.com /silent \
+    ', "matchConditions": [{"name": "broken", "expression": "object.metadata.name =="}]' |
+    k apply -f - >"$work/out" 2>&1
+check "matchConditions: an expression that does not compile is refused when written" grep -qF \
+    'webhooks[0].matchConditions[0].expression: Invalid value: "object.metadata.name ==": compilation failed: ERROR: <input>:1:' \
+    "$work/out"
 
 # --- a mutating webhook ---
 webhook_config MutatingWebhookConfiguration label label.example.com /label | k apply -f - >/dev/null 2>&1

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "ckube/cel.h"
 
 static bool list_has(const json_t *list, const char *s)
 {
@@ -55,7 +56,7 @@ static void list_text(const json_t *list, char *buf, size_t size)
     snprintf(buf + used, size - used, "%s", used ? "]" : "[]");
 }
 
-static bool one_of(const char *v, const char *const *set)
+bool ck__str_in(const char *v, const char *const *set)
 {
     for (; *set; set++)
         if (strcmp(v, *set) == 0)
@@ -69,7 +70,7 @@ static void check_enum(const json_t *hook, const char *member, const char *at,
 {
     const char *v = ck__str_at(hook, member);
     char f[160];
-    if (!v || one_of(v, set))
+    if (!v || ck__str_in(v, set))
         return;
     snprintf(f, sizeof(f), "%s.%s", at, member);
     ck_field_errors_add(errs, CK_FIELD_NOT_SUPPORTED, f, v, true, "supported values: %s",
@@ -156,7 +157,7 @@ static void check_resources(const json_t *list, const char *at, struct ck_field_
             "if '*' is present, must not specify other resources without subresources");
 }
 
-static void check_rule(const json_t *rule, const char *at, struct ck_field_errors *errs)
+void ck__validate_webhook_rule(const json_t *rule, const char *at, struct ck_field_errors *errs)
 {
     static const char *const ops[] = {"*", "CONNECT", "CREATE", "DELETE", "UPDATE", NULL};
     static const char *const scopes[] = {"*", "Cluster", "Namespaced", NULL};
@@ -176,7 +177,7 @@ static void check_rule(const json_t *rule, const char *at, struct ck_field_error
     {
         const char *op = json_string_value(v) ? json_string_value(v) : "";
         snprintf(fi, sizeof(fi), "%s[%zu]", f, i);
-        if (!one_of(op, ops))
+        if (!ck__str_in(op, ops))
             ck_field_errors_add(errs, CK_FIELD_NOT_SUPPORTED, fi, op, true,
                                 "supported values: \"*\", \"CONNECT\", \"CREATE\", \"DELETE\", "
                                 "\"UPDATE\"");
@@ -192,7 +193,7 @@ static void check_rule(const json_t *rule, const char *at, struct ck_field_error
     check_resources(json_object_get(rule, "resources"), at, errs);
     const char *scope = ck__str_at(rule, "scope");
     snprintf(f, sizeof(f), "%s.scope", at);
-    if (scope && !one_of(scope, scopes))
+    if (scope && !ck__str_in(scope, scopes))
         ck_field_errors_add(errs, CK_FIELD_NOT_SUPPORTED, f, scope, true,
                             "supported values: \"*\", \"Cluster\", \"Namespaced\"");
 }
@@ -256,8 +257,8 @@ void ck__validate_webhook_service(const json_t *svc, const char *at, struct ck_f
     }
 }
 
-static void check_selector(const json_t *hook, const char *member, const char *at,
-                           struct ck_field_errors *errs)
+void ck__validate_selector_member(const json_t *hook, const char *member, const char *at,
+                                  struct ck_field_errors *errs)
 {
     const json_t *sel = json_object_get(hook, member);
     struct ck_label_selector *ls = NULL;
@@ -341,7 +342,7 @@ static void check_hook(const json_t *hook, const char *at, bool mutating,
     {
         char r[176];
         snprintf(r, sizeof(r), "%s.rules[%zu]", at, i);
-        check_rule(rule, r, errs);
+        ck__validate_webhook_rule(rule, r, errs);
     }
     check_enum(hook, "failurePolicy", at, failure, "\"Fail\", \"Ignore\"", errs);
     check_enum(hook, "matchPolicy", at, match, "\"Equivalent\", \"Exact\"", errs);
@@ -360,8 +361,9 @@ static void check_hook(const json_t *hook, const char *at, bool mutating,
         ck_field_errors_add(errs, CK_FIELD_INVALID, f, v, false,
                             "the timeout value must be between 1 and 30 seconds");
     }
-    check_selector(hook, "namespaceSelector", at, errs);
-    check_selector(hook, "objectSelector", at, errs);
+    ck__validate_selector_member(hook, "namespaceSelector", at, errs);
+    ck__validate_selector_member(hook, "objectSelector", at, errs);
+    ck__validate_match_conditions(json_object_get(hook, "matchConditions"), at, errs);
     if (mutating)
         check_enum(hook, "reinvocationPolicy", at, reinvocation, "\"IfNeeded\", \"Never\"", errs);
     const json_t *cc = json_object_get(hook, "clientConfig");
@@ -379,6 +381,66 @@ static void check_hook(const json_t *hook, const char *at, bool mutating,
         ck__validate_webhook_service(svc, f, errs);
     }
     check_review_versions(hook, at, errs);
+}
+
+/*
+ * An expression compiled as Kubernetes compiles it when the object is written
+ * (validateCELCondition): a syntax error or an unknown function is Invalid at f.
+ */
+void ck__validate_cel_expression(const char *expr, const char *f, struct ck_field_errors *errs)
+{
+    struct ck_cel_program *prog = NULL;
+    struct ck_err err = {0};
+    if (ck_cel_compile(expr, strlen(expr), &prog, &err) < 0)
+        ck_field_errors_add(errs, CK_FIELD_INVALID, f, expr, true, "compilation failed: %s",
+                            ck_err_message(&err));
+    ck_cel_program_free(prog);
+    ck_err_release(&err);
+}
+
+/* strings.TrimSpace's emptiness: nothing but Go's ASCII white space. */
+bool ck__is_blank(const char *s)
+{
+    for (; s && *s; s++)
+        if (!strchr(" \t\n\v\f\r", *s))
+            return false;
+    return true;
+}
+
+void ck__validate_match_conditions(const json_t *list, const char *at, struct ck_field_errors *errs)
+{
+    char f[192], fi[240];
+    snprintf(f, sizeof(f), "%s.matchConditions", at);
+    if (json_array_size(list) > 64) {
+        char n[32];
+        snprintf(n, sizeof(n), "%zu", json_array_size(list));
+        ck_field_errors_add(errs, CK_FIELD_TOO_MANY, f, n, false, "must have at most 64 items");
+    }
+    size_t i;
+    const json_t *cond;
+    json_array_foreach(list, i, cond)
+    {
+        const char *expr = ck__str_at(cond, "expression");
+        const char *name = ck__str_at(cond, "name");
+        snprintf(fi, sizeof(fi), "%s[%zu].expression", f, i);
+        if (ck__is_blank(expr))
+            ck_field_errors_add(errs, CK_FIELD_REQUIRED, fi, NULL, false, NULL);
+        else
+            ck__validate_cel_expression(expr, fi, errs);
+        snprintf(fi, sizeof(fi), "%s[%zu].name", f, i);
+        if (!name || !*name) {
+            ck_field_errors_add(errs, CK_FIELD_REQUIRED, fi, NULL, false, NULL);
+            continue;
+        }
+        ck_validate_qualified_name(name, fi, errs);
+        for (size_t j = 0; j < i; j++) {
+            const char *other = ck__str_at(json_array_get(list, j), "name");
+            if (other && strcmp(other, name) == 0) {
+                ck_field_errors_add(errs, CK_FIELD_DUPLICATE, fi, name, true, NULL);
+                break;
+            }
+        }
+    }
 }
 
 static void validate_webhooks(const json_t *obj, bool mutating, struct ck_field_errors *errs)

@@ -94,7 +94,7 @@ static const struct known_plugin {
     {"DenyServiceExternalIPs", false, &ck__admission_deny_service_external_ips},
     {"MutatingAdmissionPolicy", true, NULL},
     {"MutatingAdmissionWebhook", true, &ck__admission_mutating_webhook},
-    {"ValidatingAdmissionPolicy", true, NULL},
+    {"ValidatingAdmissionPolicy", true, &ck__admission_validating_policy},
     {"ValidatingAdmissionWebhook", true, &ck__admission_validating_webhook},
     {"ResourceQuota", true, &ck__admission_resource_quota},
     {"AlwaysDeny", false, &always_deny_plugin},

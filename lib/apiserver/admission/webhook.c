@@ -4,9 +4,7 @@
  * MutatingWebhookConfigurations and ValidatingWebhookConfigurations, about a write.
  *
  * Mirrors k8s.io/apiserver 1.32 pkg/admission/plugin/webhook: generic/webhook.go
- * (ShouldCallHook: namespace selector, object selector, then rules), predicates/rules
- * (operations, groups, versions, resources with their `*`, `x/y`, `x/ *`, `* /y`, `* / *`
- * forms, scope), predicates/namespace and predicates/object, request/admissionreview.go
+ * (ShouldCallHook: selectors, rules, then matchConditions), request/admissionreview.go
  * (the AdmissionReview sent and the checks of the one received), mutating/dispatcher.go
  * and validating/dispatcher.go (dry runs, failure policies, patches, reinvocation) and
  * errors/statuserror.go, with their words.
@@ -25,12 +23,14 @@
  * Ignore. A mutating webhook's JSONPatch is applied to the object; a webhook with
  * reinvocationPolicy IfNeeded is called once more when a later webhook changed it.
  *
- * Differences (docs/differences.md): matchConditions (CEL) are not evaluated, every
- * condition counts as met; matchPolicy Equivalent matches as Exact (every ckube resource
- * has one version); the webhooks' warnings are returned (ck__admission_warn) but their audit
- * annotations dropped;
- * validating webhooks are called one after the other, not at once; the configurations
- * are read from the store on every request that passes the chain.
+ * Matching (rules, selectors) is match.c's, shared with the admission policies; a
+ * webhook's matchConditions are evaluated by cel.c after it (generic/webhook.go
+ * ShouldCallHook: an error under failurePolicy Fail is a 403 with the conditions' errors).
+ *
+ * Differences (docs/differences.md): matchPolicy Equivalent matches as Exact (every ckube
+ * resource has one version); the webhooks' warnings are returned (ck__admission_warn) but their
+ * audit annotations dropped; validating webhooks are called one after the other, not at once; the
+ * configurations are read from the store on every request that passes the chain.
  *
  * Threading: reads the store and calls out; no state of its own, so it runs on any
  * request thread at once.
@@ -46,216 +46,37 @@
 
 /* ---- matching ------------------------------------------------------------------ */
 
-static const char *op_name(enum ck__admission_op op)
-{
-    switch (op) {
-    case CK__ADMISSION_CREATE:
-        return "CREATE";
-    case CK__ADMISSION_UPDATE:
-        return "UPDATE";
-    case CK__ADMISSION_DELETE:
-        return "DELETE";
-    case CK__ADMISSION_CONNECT:
-        return "CONNECT";
-    }
-    return "";
-}
-
-/* A list of strings holds "*" or s. */
-static bool list_matches(const json_t *list, const char *s)
-{
-    size_t i;
-    const json_t *v;
-    json_array_foreach(list, i, v)
-    {
-        const char *e = json_string_value(v);
-        if (e && (strcmp(e, "*") == 0 || strcmp(e, s) == 0))
-            return true;
-    }
-    return false;
-}
-
-static bool is_namespace_request(const struct ck__admission_attrs *a)
-{
-    return a->kind && a->kind->role == CK_KIND_ROLE_NAMESPACE;
-}
-
-bool ck__webhook_rule_matches(const json_t *rule, const struct ck__admission_attrs *a)
-{
-    const char *sub = a->subresource ? a->subresource : "";
-    if (!list_matches(json_object_get(rule, "operations"), op_name(a->op)) ||
-        !list_matches(json_object_get(rule, "apiGroups"), a->kind->group) ||
-        !list_matches(json_object_get(rule, "apiVersions"), a->kind->version))
-        return false;
-    bool resource = false;
-    size_t i;
-    const json_t *v;
-    json_array_foreach(json_object_get(rule, "resources"), i, v)
-    {
-        const char *r = json_string_value(v) ? json_string_value(v) : "";
-        const char *slash = strchr(r, '/');
-        if (strcmp(r, "*/*") == 0) {
-            resource = true;
-        } else if (!slash) {
-            resource = (strcmp(r, "*") == 0 || strcmp(r, a->kind->resource) == 0) && !*sub;
-        } else {
-            size_t len = (size_t)(slash - r);
-            bool res = (len == 1 && r[0] == '*') || (strlen(a->kind->resource) == len &&
-                                                     strncmp(r, a->kind->resource, len) == 0);
-            resource = res && (strcmp(slash + 1, "*") == 0 || strcmp(slash + 1, sub) == 0);
-        }
-        if (resource)
-            break;
-    }
-    if (!resource)
-        return false;
-    const char *scope = json_string_value(json_object_get(rule, "scope"));
-    bool cluster = !a->namespace || !*a->namespace;
-    if (scope && strcmp(scope, "Namespaced") == 0)
-        return !is_namespace_request(a) && !cluster;
-    if (scope && strcmp(scope, "Cluster") == 0)
-        return is_namespace_request(a) || cluster;
-    return true;
-}
-
-/* The labels of obj (NULL: none). */
-static const json_t *labels_of(const json_t *obj)
-{
-    return json_object_get(json_object_get(obj, "metadata"), "labels");
-}
-
 /*
- * 1 when selector (a LabelSelector object; NULL or empty: everything) matches one of the
- * n label sets (each a labels object, NULL: no labels), 0 when none does, CK_EINVAL when
- * it does not parse.
- */
-static int selector_matches(const json_t *selector, const json_t *const *label_sets, size_t n)
-{
-    if (!selector || json_object_size(selector) == 0)
-        return 1;
-    struct ck_label_selector *ls = NULL;
-    if (ck_label_selector_from_object(selector, &ls, NULL) < 0)
-        return CK_EINVAL;
-    int m = ck_label_selector_is_empty(ls);
-    for (size_t i = 0; !m && i < n; i++)
-        m = ck_label_selector_matches(ls, label_sets[i]);
-    ck_label_selector_free(ls);
-    return m;
-}
-
-/*
- * 1 when the webhook hook is to be called about a, 0 when not, or a negative code with
- * reterr filled (the namespace of the request does not exist).
+ * ShouldCallHook: 1 when the webhook hook is to be called about a (its selectors, rules
+ * and matchConditions match), 0 when not, or a negative code with reterr filled (the
+ * namespace of the request does not exist, a selector does not parse, a match condition
+ * failed under failurePolicy Fail).
  */
 static int should_call(struct ck__registry *reg, const json_t *hook,
                        const struct ck__admission_attrs *a, struct ck_err *reterr)
 {
-    /* the namespace selector: cluster-scoped requests other than namespaces' always pass */
-    const json_t *ns_sel = json_object_get(hook, "namespaceSelector");
-    int ns_match = 1;
-    json_t *ns_obj = NULL;
-    bool ns_missing = false;
-    if (json_object_size(ns_sel) && (is_namespace_request(a) || (a->namespace && *a->namespace))) {
-        const json_t *labels = NULL;
-        if (is_namespace_request(a) && (!a->subresource || !*a->subresource) &&
-            (a->op == CK__ADMISSION_CREATE || a->op == CK__ADMISSION_UPDATE)) {
-            labels = labels_of(a->obj);
-        } else {
-            const char *ns = is_namespace_request(a) ? a->name : a->namespace;
-            const struct ck_kind *nk = ck_kind_with_role(CK_KIND_ROLE_NAMESPACE);
-            struct ck_err err = {0};
-            int r = nk ? ck__admission_get(reg, nk, "", ns, &ns_obj, &err) : CK_ENOENT;
-            if (r == CK_ENOENT)
-                ns_missing = true;
-            else if (r < 0) {
-                ck_err_release(reterr);
-                *reterr = err;
-                return r;
-            }
-            labels = labels_of(ns_obj);
-        }
-        ns_match = ns_missing ? 0 : selector_matches(ns_sel, &labels, 1);
-    }
-    json_decref(ns_obj);
-    if (ns_match == 0 && !ns_missing)
-        return 0;
-    /* the object selector: the new or the old object's labels */
-    const json_t *present[2];
-    size_t n = 0;
-    if (a->obj)
-        present[n++] = labels_of(a->obj);
-    if (a->old)
-        present[n++] = labels_of(a->old);
-    int obj_match = selector_matches(json_object_get(hook, "objectSelector"), present, n);
-    if (obj_match == 0)
-        return 0;
-    bool rule_match = false;
-    size_t i;
-    const json_t *rule;
-    json_array_foreach(json_object_get(hook, "rules"), i, rule)
-    {
-        if ((rule_match = ck__webhook_rule_matches(rule, a)))
-            break;
-    }
-    if (!rule_match)
-        return 0;
-    if (ns_missing)
-        return ck_err_status(reterr, "NotFound", "namespaces \"%s\" not found",
-                             is_namespace_request(a) ? a->name : a->namespace);
-    if (ns_match < 0 || obj_match < 0)
-        return ck_err_internal(reterr, "webhook \"%s\" has an invalid selector",
-                               json_string_value(json_object_get(hook, "name")));
-    return 1;
-}
-
-/* ---- the configurations ------------------------------------------------------- */
-
-static int collect(const json_t *obj, void *arg)
-{
-    return json_array_append((json_t *)arg, (json_t *)obj) < 0 ? CK_ENOMEM : 0;
-}
-
-static int by_name(const void *x, const void *y)
-{
-    const json_t *const *a = x, *const *b = y;
-    const char *na = json_string_value(json_object_get(json_object_get(*a, "metadata"), "name"));
-    const char *nb = json_string_value(json_object_get(json_object_get(*b, "metadata"), "name"));
-    return strcmp(na ? na : "", nb ? nb : "");
-}
-
-/* The configurations of resource, sorted by name, in a new array. */
-static int load_configurations(struct ck__registry *reg, const char *resource, json_t **ret,
-                               struct ck_err *reterr)
-{
-    *ret = NULL;
-    const struct ck_kind *k = ck_kind_lookup("admissionregistration.k8s.io", "v1", resource);
-    json_t *all = json_array();
-    if (!all)
-        return ck_err_no_memory(reterr);
-    int r = k ? ck__admission_list(reg, k, NULL, collect, all, reterr) : 0;
-    if (r < 0) {
-        json_decref(all);
+    const char *name = json_string_value(json_object_get(hook, "name"));
+    char what[300];
+    snprintf(what, sizeof(what), "webhook \"%s\"", name ? name : "");
+    int r = ck__admission_matches(reg, json_object_get(hook, "namespaceSelector"),
+                                  json_object_get(hook, "objectSelector"),
+                                  json_object_get(hook, "rules"), false, NULL, what, a, reterr);
+    if (r <= 0 || !json_array_size(json_object_get(hook, "matchConditions")))
         return r;
+    const char *policy = json_string_value(json_object_get(hook, "failurePolicy"));
+    struct ck__cel_input in = {.a = a};
+    r = ck__admission_match_conditions(json_object_get(hook, "matchConditions"), &in,
+                                       policy && strcmp(policy, "Ignore") == 0, reterr);
+    ck__cel_input_release(&in);
+    if (r < 0 && r != CK_ENOMEM) {
+        /* failing closed: NewForbidden with the conditions' errors */
+        CK_LOGS(0, "Failed evaluating match conditions, failing closed", "webhook",
+                name ? name : "", "err", ck_err_message(reterr));
+        char *why = ck__strdup(ck_err_message(reterr));
+        r = why ? ck__admission_forbidden(a, reterr, "%s", why) : ck_err_no_memory(reterr);
+        free(why);
     }
-    size_t n = json_array_size(all);
-    if (n == 0) {
-        *ret = all;
-        return 0;
-    }
-    json_t **items = ck__calloc(n, sizeof(*items));
-    if (!items) {
-        json_decref(all);
-        return ck_err_no_memory(reterr);
-    }
-    for (size_t i = 0; i < n; i++)
-        items[i] = json_incref(json_array_get(all, i));
-    qsort(items, n, sizeof(*items), by_name);
-    json_array_clear(all);
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(all, items[i]);
-    free(items);
-    *ret = all;
-    return 0;
+    return r;
 }
 
 /* ---- the call ------------------------------------------------------------------- */
@@ -313,9 +134,9 @@ json_t *ck__webhook_review(const struct ck__admission_attrs *a, const char *vers
         json_object_set_new(req, "name", json_string(name));
     if (a->namespace && *a->namespace)
         json_object_set_new(req, "namespace", json_string(a->namespace));
-    else if (is_namespace_request(a) && name)
+    else if (ck__admission_is_namespace_request(a) && name)
         json_object_set_new(req, "namespace", json_string(name));
-    json_object_set_new(req, "operation", json_string(op_name(a->op)));
+    json_object_set_new(req, "operation", json_string(ck__admission_op_name(a->op)));
     json_object_set_new(req, "userInfo", user_info(a->user));
     json_object_set_new(req, "object", a->obj ? json_incref(a->obj) : json_null());
     json_object_set_new(req, "oldObject", a->old ? json_deep_copy(a->old) : json_null());
@@ -607,7 +428,7 @@ static int dispatch(struct ck__registry *reg, const struct ck__admission_attrs *
     if (exempt(a))
         return 0;
     json_t *configs = NULL;
-    int r = load_configurations(
+    int r = ck__admission_configurations(
         reg, mutating ? "mutatingwebhookconfigurations" : "validatingwebhookconfigurations",
         &configs, reterr);
     if (r < 0 || json_array_size(configs) == 0) {

@@ -1,0 +1,233 @@
+/*
+ * test_policy.c - tests for lib/apiserver/admission/policy.c (the ValidatingAdmissionPolicy
+ * plugin), match.c (matchConstraints, excludeResourceRules, resourceNames, a binding's
+ * matchResources) and cel.c (the activation, matchConditions' verdicts), through a real
+ * server: refusals in Kubernetes' words with the code of the validation's reason, Warn's
+ * header, failurePolicy Fail and Ignore, parameters by name and by selector with
+ * parameterNotFoundAction, variables and messageExpression.
+ */
+#include "cktest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/apiserver/internal.h"
+#include "httptest.h"
+
+#define POLICIES   "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
+#define BINDINGS   "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
+#define CONFIGMAPS "/api/v1/namespaces/default/configmaps"
+
+/* POSTs body to path, expecting status; returns the response for more checks (release it). */
+static struct response post(struct ck_apiserver *s, const char *path, const char *body, long status)
+{
+    struct response r;
+    http_call(s, "POST", path, body, NULL, &r);
+    if (r.status != status)
+        fail_msg("POST %s: %ld, want %ld: %s", path, r.status, status, r.body);
+    return r;
+}
+
+static void created(struct ck_apiserver *s, const char *path, const char *body)
+{
+    struct response r = post(s, path, body, 201);
+    response_release(&r);
+}
+
+/* A ConfigMap create named name with labels (JSON object text) and data, expecting status. */
+static struct response configmap(struct ck_apiserver *s, const char *name, const char *labels,
+                                 const char *data, long status)
+{
+    char body[512];
+    snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\",\"labels\":%s},\"data\":%s}", name,
+             labels, data);
+    return post(s, CONFIGMAPS, body, status);
+}
+
+static void expect_body(struct response *r, const char *want)
+{
+    if (!strstr(r->body, want))
+        fail_msg("no \"%s\" in %s", want, r->body);
+    response_release(r);
+}
+
+static void test_deny_match_and_reason(void **state)
+{
+    struct ck_apiserver *s = served(state);
+    /* configmaps whose data.size is over 8 or 7, but not "spared" (excluded by name) */
+    created(s, POLICIES,
+            "{\"metadata\":{\"name\":\"small\"},\"spec\":{\"matchConstraints\":{"
+            "\"resourceRules\":[{\"operations\":[\"CREATE\",\"UPDATE\"],\"apiGroups\":[\"\"],"
+            "\"apiVersions\":[\"v1\"],\"resources\":[\"configmaps\"]}],"
+            "\"excludeResourceRules\":[{\"operations\":[\"*\"],\"apiGroups\":[\"\"],"
+            "\"apiVersions\":[\"v1\"],\"resources\":[\"configmaps\"],\"resourceNames\":"
+            "[\"spared\"]}]},"
+            "\"variables\":[{\"name\":\"n\",\"expression\":\"int(object.data.size)\"}],"
+            "\"validations\":[{\"expression\":\"variables.n <= 8\"},"
+            "{\"expression\":\"variables.n != 7\",\"reason\":\"Forbidden\","
+            "\"message\":\"seven is right out\"}]}}");
+    /* only objects labelled checked=yes */
+    created(s, BINDINGS,
+            "{\"metadata\":{\"name\":\"small-b\"},\"spec\":{\"policyName\":\"small\","
+            "\"validationActions\":[\"Deny\"],\"matchResources\":{\"objectSelector\":"
+            "{\"matchLabels\":{\"checked\":\"yes\"}}}}}");
+    struct response r = configmap(s, "big", "{\"checked\":\"yes\"}", "{\"size\":\"9\"}", 422);
+    expect_body(&r, "configmaps \\\"big\\\" is forbidden: ValidatingAdmissionPolicy 'small' with "
+                    "binding 'small-b' denied request: failed expression: variables.n <= 8");
+    /* the reason's code: Forbidden, 403, with the validation's message */
+    r = configmap(s, "seven", "{\"checked\":\"yes\"}", "{\"size\":\"7\"}", 403);
+    expect_body(&r, "denied request: seven is right out");
+    r = configmap(s, "unchecked", "{}", "{\"size\":\"9\"}", 201);
+    response_release(&r);
+    r = configmap(s, "spared", "{\"checked\":\"yes\"}", "{\"size\":\"9\"}", 201);
+    response_release(&r);
+    r = configmap(s, "fine", "{\"checked\":\"yes\"}", "{\"size\":\"1\"}", 201);
+    response_release(&r);
+    /* an error under failurePolicy Fail refuses with the evaluation's words; a variable's
+     * error is that of the expression reading it */
+    r = configmap(s, "nosize", "{\"checked\":\"yes\"}", "{}", 422);
+    expect_body(&r, "denied request: expression 'variables.n <= 8' resulted in error: no such "
+                    "key: size");
+}
+
+static void test_warn_ignore_and_params(void **state)
+{
+    struct ck_apiserver *s = served(state);
+    created(s, CONFIGMAPS,
+            "{\"metadata\":{\"name\":\"p1\",\"labels\":{\"limits\":\"on\"}},\"data\":"
+            "{\"max\":\"5\"}}");
+    created(s, CONFIGMAPS,
+            "{\"metadata\":{\"name\":\"p2\",\"labels\":{\"limits\":\"on\"}},\"data\":"
+            "{\"max\":\"3\"}}");
+    created(s, POLICIES,
+            "{\"metadata\":{\"name\":\"limit\"},\"spec\":{\"failurePolicy\":\"Ignore\","
+            "\"paramKind\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"},"
+            "\"matchConstraints\":{\"resourceRules\":[{\"operations\":[\"CREATE\"],"
+            "\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],\"resources\":[\"configmaps\"]}]},"
+            "\"matchConditions\":[{\"name\":\"has-n\",\"expression\":\"has(object.data) && "
+            "'n' in object.data\"}],"
+            "\"validations\":[{\"expression\":\"int(object.data.n) <= int(params.data.max)\","
+            "\"messageExpression\":\"'n over ' + params.data.max + ' of ' + "
+            "params.metadata.name\"}]}}");
+    created(s, BINDINGS,
+            "{\"metadata\":{\"name\":\"limit-warn\"},\"spec\":{\"policyName\":\"limit\","
+            "\"validationActions\":[\"Warn\"],\"paramRef\":{\"selector\":{\"matchLabels\":"
+            "{\"limits\":\"on\"}},\"parameterNotFoundAction\":\"Allow\"}}}");
+    /* evaluated once per parameter: p2's limit (3) fails, p1's (5) does not */
+    struct response r = configmap(s, "four", "{}", "{\"n\":\"4\"}", 201);
+    if (!strstr(r.headers, "Validation failed for ValidatingAdmissionPolicy 'limit' with "
+                           "binding 'limit-warn': n over 3 of p2"))
+        fail_msg("no warning in %s", r.headers);
+    if (strstr(r.headers, "of p1"))
+        fail_msg("p1 warned: %s", r.headers);
+    response_release(&r);
+    /* an error under Ignore lets the request through, without a warning */
+    r = configmap(s, "nan", "{}", "{\"n\":\"x\"}", 201);
+    if (strstr(r.headers, "Validation failed"))
+        fail_msg("warned on an ignored error: %s", r.headers);
+    response_release(&r);
+    /* a false match condition: not evaluated at all */
+    r = configmap(s, "other", "{}", "{\"m\":\"9\"}", 201);
+    if (strstr(r.headers, "Validation failed"))
+        fail_msg("warned without a match: %s", r.headers);
+    response_release(&r);
+
+    /* a Deny binding whose parameter is missing: Allow lets through, Deny refuses */
+    created(s, POLICIES,
+            "{\"metadata\":{\"name\":\"strict\"},\"spec\":{"
+            "\"paramKind\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"},"
+            "\"matchConstraints\":{\"resourceRules\":[{\"operations\":[\"CREATE\"],"
+            "\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],\"resources\":[\"secrets\"]}]},"
+            "\"validations\":[{\"expression\":\"params != null\"}]}}");
+    created(s, BINDINGS,
+            "{\"metadata\":{\"name\":\"strict-b\"},\"spec\":{\"policyName\":\"strict\","
+            "\"validationActions\":[\"Deny\"],\"paramRef\":{\"name\":\"gone\","
+            "\"parameterNotFoundAction\":\"Deny\"}}}");
+    r = post(s, "/api/v1/namespaces/default/secrets", "{\"metadata\":{\"name\":\"s\"}}", 422);
+    expect_body(&r, "ValidatingAdmissionPolicy 'strict' with binding 'strict-b' denied request: "
+                    "failed to configure binding: no params found for policy binding with "
+                    "`Deny` parameterNotFoundAction");
+    created(s, CONFIGMAPS, "{\"metadata\":{\"name\":\"gone\"}}");
+    r = post(s, "/api/v1/namespaces/default/secrets", "{\"metadata\":{\"name\":\"s\"}}", 201);
+    response_release(&r);
+    /* the configuration kinds themselves never pass policies */
+    created(s, POLICIES,
+            "{\"metadata\":{\"name\":\"no-policies\"},\"spec\":{\"matchConstraints\":{"
+            "\"resourceRules\":[{\"operations\":[\"*\"],\"apiGroups\":[\"*\"],"
+            "\"apiVersions\":[\"*\"],\"resources\":[\"*\"]}]},"
+            "\"validations\":[{\"expression\":\"false\"}]}}");
+    created(s, BINDINGS,
+            "{\"metadata\":{\"name\":\"no-policies\"},\"spec\":{\"policyName\":\"no-policies\","
+            "\"validationActions\":[\"Deny\"]}}");
+    r = post(s, "/api/v1/namespaces", "{\"metadata\":{\"name\":\"n\"}}", 422);
+    expect_body(&r, "failed expression: false");
+    http_call(s, "DELETE", POLICIES "/no-policies", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    response_release(&r);
+}
+
+/* The verdict of conditions (a JSON array) over a create of obj, and reterr's words. */
+static int verdict(const char *conditions, const char *obj, bool ignore, char *why, size_t size)
+{
+    json_t *conds = json_loads(conditions, 0, NULL);
+    json_t *o = json_loads(obj, 0, NULL);
+    assert_non_null(conds);
+    assert_non_null(o);
+    struct ck__admission_attrs a = {.op = CK__ADMISSION_CREATE,
+                                    .kind = ck_kind_lookup("", "v1", "configmaps"),
+                                    .namespace = "default",
+                                    .name = "c",
+                                    .obj = o};
+    struct ck__cel_input in = {.a = &a};
+    struct ck_err err = {0};
+    int r = ck__admission_match_conditions(conds, &in, ignore, &err);
+    snprintf(why, size, "%s", ck_err_message(&err));
+    ck_err_release(&err);
+    ck__cel_input_release(&in);
+    json_decref(conds);
+    json_decref(o);
+    return r;
+}
+
+static void test_match_conditions(void **state)
+{
+    (void)state;
+    char why[512];
+    static const char obj[] = "{\"metadata\":{\"name\":\"c\"},\"data\":{\"a\":\"1\"}}";
+    assert_int_equal(verdict("[{\"name\":\"a\",\"expression\":\"request.operation == 'CREATE' "
+                             "&& request.namespace == 'default' && object.data.a == '1'\"}]",
+                             obj, false, why, sizeof(why)),
+                     1);
+    assert_int_equal(verdict("[{\"name\":\"a\",\"expression\":\"oldObject == null\"},"
+                             "{\"name\":\"b\",\"expression\":\"object.data.a == '2'\"}]",
+                             obj, false, why, sizeof(why)),
+                     0);
+    /* one false wins over another's error */
+    assert_int_equal(verdict("[{\"name\":\"a\",\"expression\":\"object.data.zz == 1\"},"
+                             "{\"name\":\"b\",\"expression\":\"false\"}]",
+                             obj, false, why, sizeof(why)),
+                     0);
+    /* errors and trues: Fail refuses with every error, Ignore does not match */
+    assert_int_equal(verdict("[{\"name\":\"a\",\"expression\":\"object.data.zz == 1\"},"
+                             "{\"name\":\"b\",\"expression\":\"true\"},"
+                             "{\"name\":\"c\",\"expression\":\"params.x\"}]",
+                             obj, false, why, sizeof(why)),
+                     CK_EINVAL);
+    assert_string_equal(why, "[expression 'object.data.zz == 1' resulted in error: no such key: "
+                             "zz, expression 'params.x' resulted in error: undeclared reference "
+                             "to 'params' (in container '')]");
+    assert_int_equal(verdict("[{\"name\":\"a\",\"expression\":\"object.data.zz == 1\"}]", obj, true,
+                             why, sizeof(why)),
+                     0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_deny_match_and_reason, test_serve, test_unserve),
+        cmocka_unit_test_setup_teardown(test_warn_ignore_and_params, test_serve, test_unserve),
+        cmocka_unit_test(test_match_conditions),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,136 @@
+#!/bin/sh
+# test_admission_policy.sh - ValidatingAdmissionPolicy with the real kubectl against a
+# real `ckube server`: a policy with a ConfigMap as parameters, a variable, a message
+# expression and an audit annotation; bindings that deny (kubectl shows Kubernetes'
+# words and the 422), warn (kubectl prints the Warning) and audit (the server logs the
+# annotation, ckube having no audit log); a binding's missing parameters under
+# parameterNotFoundAction Deny; a policy refused when written (an expression that does
+# not compile).
+#
+# Usage: test_admission_policy.sh PATH/TO/ckube [STORE_URL]
+set -u
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+
+start_server --controllers=-* --disable-admission-plugins ServiceAccount -v 2
+
+k create namespace deny >/dev/null 2>&1
+k create namespace warn >/dev/null 2>&1
+k create namespace audit >/dev/null 2>&1
+k label namespace deny mode=deny >/dev/null 2>&1
+k label namespace warn mode=warn >/dev/null 2>&1
+k label namespace audit mode=audit >/dev/null 2>&1
+for ns in deny warn audit; do
+    k create configmap limits -n "$ns" --from-literal=maxReplicas=3 >/dev/null 2>&1
+done
+
+cat >"$work/policy.yaml" <<'YAML'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: replica-limit
+spec:
+  paramKind:
+    apiVersion: v1
+    kind: ConfigMap
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      operations: ["CREATE", "UPDATE"]
+      resources: ["deployments"]
+  matchConditions:
+  - name: not-exempt
+    expression: "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"
+  variables:
+  - name: limit
+    expression: "int(params.data.maxReplicas)"
+  validations:
+  - expression: "object.spec.replicas <= variables.limit"
+    messageExpression: "'replicas ' + string(object.spec.replicas) + ' over the limit of ' + string(variables.limit)"
+  auditAnnotations:
+  - key: replicas
+    valueExpression: "string(object.spec.replicas)"
+YAML
+k apply -f "$work/policy.yaml" >"$work/out" 2>&1
+check "the policy is created" grep -q "validatingadmissionpolicy.admissionregistration.k8s.io/replica-limit created" "$work/out"
+check "the policy's defaults are set" sh -c \
+    '[ "$(kubectl get validatingadmissionpolicy replica-limit -o jsonpath={.spec.failurePolicy}/{.spec.matchConstraints.matchPolicy})" = Fail/Equivalent ]'
+
+for mode in Deny Warn Audit; do
+    ns=$(echo "$mode" | tr A-Z a-z)
+    cat >"$work/binding-$ns.yaml" <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: replica-limit-$ns
+spec:
+  policyName: replica-limit
+  validationActions: [$mode]
+  paramRef:
+    name: limits
+    parameterNotFoundAction: Deny
+  matchResources:
+    namespaceSelector:
+      matchLabels:
+        mode: $ns
+YAML
+    k apply -f "$work/binding-$ns.yaml" >/dev/null 2>&1
+done
+check "three bindings" sh -c '[ "$(kubectl get validatingadmissionpolicybindings -o name | wc -l)" = 3 ]'
+k get validatingadmissionpolicies,validatingadmissionpolicybindings >"$work/out" 2>&1
+check "kubectl get shows the policy's and the bindings' columns" sh -c "
+    grep -Eq '^NAME +VALIDATIONS +PARAMKIND +AGE' '$work/out' &&
+    grep -Eq '^validatingadmissionpolicy.admissionregistration.k8s.io/replica-limit +1 +v1/ConfigMap ' '$work/out' &&
+    grep -Eq '^NAME +POLICYNAME +PARAMREF +AGE' '$work/out' &&
+    grep -Eq '^validatingadmissionpolicybinding.admissionregistration.k8s.io/replica-limit-deny +replica-limit +\\*/limits ' '$work/out'"
+
+# Deny: refused in Kubernetes' words, with Invalid's 422
+k create deployment big -n deny --image=x --replicas=5 >"$work/out" 2>&1
+check "a deployment over the limit is refused" grep -qF \
+    "ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-deny' denied request: replicas 5 over the limit of 3" \
+    "$work/out"
+check "with the reason's code: Invalid, 422" grep -qE \
+    'verb="POST" URI="/apis/apps/v1/namespaces/deny/deployments.*resp="422"' "$work/server.err"
+check "nothing was stored" sh -c '! kubectl get deployment big -n deny >/dev/null 2>&1'
+k create deployment small -n deny --image=x --replicas=2 >"$work/out" 2>&1
+check "a deployment within the limit is created" grep -q "deployment.apps/small created" "$work/out"
+k create deployment big -n deny --image=x --replicas=5 --dry-run=client -o json >"$work/big.json" 2>/dev/null
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["metadata"]["labels"]={"exempt":"yes"}; json.dump(d,open(sys.argv[1],"w"))' "$work/big.json"
+k create -f "$work/big.json" >"$work/out" 2>&1
+check "a false match condition leaves the request alone" grep -q "deployment.apps/big created" "$work/out"
+
+# Warn: let through, kubectl prints the warning
+k create deployment big -n warn --image=x --replicas=5 >"$work/out" 2>&1
+check "Warn lets the deployment through" grep -q "deployment.apps/big created" "$work/out"
+check "kubectl prints the policy's warning" grep -qF \
+    "Warning: Validation failed for ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-warn': replicas 5 over the limit of 3" \
+    "$work/out"
+
+# Audit: let through, the audit annotations are logged
+k create deployment big -n audit --image=x --replicas=4 >"$work/out" 2>&1
+check "Audit lets the deployment through" grep -q "deployment.apps/big created" "$work/out"
+check "the validation failure is an audit annotation" grep -qF \
+    'validation.policy.admission.k8s.io/validation_failure' "$work/server.err"
+check "its value names the policy, the binding and the message" grep -qF \
+    '\"message\":\"replicas 4 over the limit of 3\",\"policy\":\"replica-limit\",\"binding\":\"replica-limit-audit\"' \
+    "$work/server.err"
+check "the policy's auditAnnotations are published under its name" grep -qF \
+    'key="replica-limit/replicas" value="4"' "$work/server.err"
+
+# parameters that are missing: parameterNotFoundAction Deny refuses under failurePolicy Fail
+k delete configmap limits -n deny >/dev/null 2>&1
+k create deployment other -n deny --image=x --replicas=1 >"$work/out" 2>&1
+check "missing parameters refuse" grep -qF \
+    "ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-deny' denied request: failed to configure binding: no params found for policy binding with \`Deny\` parameterNotFoundAction" \
+    "$work/out"
+
+# a policy whose expression does not compile is refused when written
+sed -e 's/name: replica-limit/name: broken/' -e 's/object.spec.replicas <= variables.limit/object.spec.replicas <=/' \
+    "$work/policy.yaml" >"$work/broken.yaml"
+k apply -f "$work/broken.yaml" >"$work/out" 2>&1
+check "an expression that does not compile is refused" grep -qF \
+    'spec.validations[0].expression: Invalid value: "object.spec.replicas <=": compilation failed: ERROR: <input>:1:' \
+    "$work/out"
+
+stop_server
+finish
