@@ -19,8 +19,9 @@
  * finalizer, and the definition goes.
  *
  * validate() runs the structural checks of each version's openAPIV3Schema
- * (ck_crd_schema_check, lib/api/structural.c). CEL rules
- * (x-kubernetes-validations) are stored, not evaluated (docs/differences.md).
+ * (ck_crd_schema_check, lib/api/structural.c), which compile its CEL rules
+ * (x-kubernetes-validations); custom resources are validated by them
+ * (lib/api/celrules.c).
  *
  * kubectl prints NAME and CREATED AT, as Kubernetes' default table does.
  *
