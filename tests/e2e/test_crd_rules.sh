@@ -71,7 +71,7 @@ EOF
 sed 's/rule: "self.minReplicas <= self.replicas"/rule: "self.minReplicas <= "/' "$work/crd.yaml" >"$work/bad.yaml"
 k apply -f "$work/bad.yaml" >"$work/out" 2>&1
 check "a rule that does not compile is refused" grep -q \
-    'spec.versions\[0\].schema.openAPIV3Schema.properties\[spec\].x-kubernetes-validations\[0\].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.minReplicas <= ", Message:"", MessageExpression:"'"'"'replicas (.*OptionalOldSelf:(\*bool)(nil)}: compilation failed: ERROR: <input>:1:' \
+    'spec.validation.openAPIV3Schema.properties\[spec\].x-kubernetes-validations\[0\].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.minReplicas <= ", Message:"", MessageExpression:"'"'"'replicas (.*OptionalOldSelf:(\*bool)(nil)}: compilation failed: ERROR: <input>:1:' \
     "$work/out"
 check "nothing was created" sh -c "! kubectl get crd $crd >/dev/null 2>&1"
 k apply -f "$work/crd.yaml" >"$work/out" 2>&1
