@@ -49,32 +49,55 @@ static char *rendered(struct ck_field_errors *errs)
     return out;
 }
 
-/* The errors of validating obj (old: NULL on create) against schema's rules. */
-static char *validate_with(const char *schema_bq, const char *obj_bq, const char *old_bq,
-                           uint64_t per_call, int64_t budget)
+/* Rules compiled from a schema literal (per_call: their per-call limit, 0 for the default). */
+static struct ck_crd_rules *rules_of(const char *schema_bq, uint64_t per_call)
 {
     json_t *schema = json_of(schema_bq);
-    json_t *obj = json_of(obj_bq);
-    json_t *old = old_bq ? json_of(old_bq) : NULL;
     struct ck_crd_rules *rules = NULL;
     struct ck_err err = {0};
     assert_int_equal(ck_crd_rules_new(schema, per_call, &rules, &err), 0);
     assert_non_null(rules);
     json_decref(schema); /* the rules keep their own copy */
-    struct ck_field_errors errs = {0};
-    ck_crd_rules_validate(rules, obj, old, budget, &errs);
-    char *out = rendered(&errs);
-    ck_field_errors_release(&errs);
+    return rules;
+}
+
+/*
+ * The errors after validating obj (old: NULL on a create) against schema's rules, with the
+ * errors errs holds already (the schema's own; released here); caller frees.
+ */
+static char *errors_of(const char *schema_bq, const char *obj_bq, const char *old_bq,
+                       uint64_t per_call, int64_t budget, struct ck_field_errors *errs)
+{
+    struct ck_crd_rules *rules = rules_of(schema_bq, per_call);
+    json_t *obj = json_of(obj_bq);
+    json_t *old = old_bq ? json_of(old_bq) : NULL;
+    ck_crd_rules_validate(rules, obj, old, budget, errs);
+    char *got = rendered(errs);
+    ck_field_errors_release(errs);
     ck_crd_rules_free(rules);
     json_decref(obj);
     json_decref(old);
-    return out;
+    return got;
 }
 
-static char *validate(const char *schema_bq, const char *obj_bq, const char *old_bq)
+/* One write: the object, its old value (NULL: a create), the errors it must get ("": none). */
+struct step {
+    const char *obj, *old, *want;
+};
+
+/* Validates each step's object against schema's rules and compares the errors. */
+static void run_steps(const char *schema_bq, const struct step *steps, size_t n)
 {
-    return validate_with(schema_bq, obj_bq, old_bq, 0, 0);
+    for (size_t i = 0; i < n; i++) {
+        struct ck_field_errors errs = {0};
+        char *got = errors_of(schema_bq, steps[i].obj, steps[i].old, 0, 0, &errs);
+        if (strcmp(got, steps[i].want) != 0)
+            fail_msg("step %zu (%s):\ngot:\n%s\nwant:\n%s", i, steps[i].obj, got, steps[i].want);
+        free(got);
+    }
 }
+
+#define RUN(schema, steps) run_steps(schema, steps, sizeof(steps) / sizeof(steps[0]))
 
 static void expect_text(char *got, const char *want)
 {
@@ -113,25 +136,30 @@ static void test_root_rule_sees_the_object(void **state)
     const char *schema =
         SPEC_SCHEMA("", "{`rule`:`self.spec.a <= self.spec.b`,`message`:`a must not pass b`},"
                         "{`rule`:`self.metadata.name.startsWith('w')`}");
-    expect_text(validate(schema, "{`metadata`:{`name`:`w1`},`spec`:{`a`:1,`b`:2}}", NULL), "");
-    expect_text(validate(schema, "{`metadata`:{`name`:`v1`},`spec`:{`a`:3,`b`:2}}", NULL),
-                "<nil>: Invalid value: \"object\": a must not pass b\n"
-                "<nil>: Invalid value: \"object\": failed rule: "
-                "self.metadata.name.startsWith('w')\n");
+    static const struct step steps[] = {
+        {"{`metadata`:{`name`:`w1`},`spec`:{`a`:1,`b`:2}}", NULL, ""},
+        {"{`metadata`:{`name`:`v1`},`spec`:{`a`:3,`b`:2}}", NULL,
+         "<nil>: Invalid value: \"object\": a must not pass b\n"
+         "<nil>: Invalid value: \"object\": failed rule: "
+         "self.metadata.name.startsWith('w')\n"},
+    };
+    RUN(schema, steps);
 }
 
 static void test_nested_object_list_and_map_rules(void **state)
 {
     (void)state;
     const char *schema = SPEC_SCHEMA("{`rule`:`  self.a > 0  `}", "");
-    expect_text(
-        validate(schema, "{`spec`:{`a`:0,`items`:[`ok`,`long`],`labels`:{`k`:`x`,`l`:`y`}}}", NULL),
-        "spec: Invalid value: \"object\": failed rule: self.a > 0\n"
-        "spec.items[1]: Invalid value: \"string\": failed rule: self.size() < 4\n"
-        "spec.labels[k]: Invalid value: \"string\": no x\n");
-    /* null values and absent fields are not validated */
-    expect_text(validate(schema, "{`spec`:{`a`:1,`items`:null}}", NULL), "");
-    expect_text(validate(schema, "{`spec`:null}", NULL), "");
+    static const struct step steps[] = {
+        {"{`spec`:{`a`:0,`items`:[`ok`,`long`],`labels`:{`k`:`x`,`l`:`y`}}}", NULL,
+         "spec: Invalid value: \"object\": failed rule: self.a > 0\n"
+         "spec.items[1]: Invalid value: \"string\": failed rule: self.size() < 4\n"
+         "spec.labels[k]: Invalid value: \"string\": no x\n"},
+        /* null values and absent fields are not validated */
+        {"{`spec`:{`a`:1,`items`:null}}", NULL, ""},
+        {"{`spec`:null}", NULL, ""},
+    };
+    RUN(schema, steps);
 }
 
 static void test_transition_rule_only_on_update_with_old_value(void **state)
@@ -141,15 +169,18 @@ static void test_transition_rule_only_on_update_with_old_value(void **state)
         SPEC_SCHEMA("{`rule`:`self.name == oldSelf.name`,`message`:`name is immutable`},"
                     "{`rule`:`!has(oldSelf.a) || self.a >= oldSelf.a`}",
                     "");
-    /* create: transition rules are not evaluated */
-    expect_text(validate(schema, "{`spec`:{`name`:`a`,`a`:1}}", NULL), "");
-    expect_text(validate(schema, "{`spec`:{`name`:`a`,`a`:2}}", "{`spec`:{`name`:`a`,`a`:1}}"), "");
-    expect_text(validate(schema, "{`spec`:{`name`:`b`,`a`:0}}", "{`spec`:{`name`:`a`,`a`:1}}"),
-                "spec: Invalid value: \"object\": name is immutable\n"
-                "spec: Invalid value: \"object\": failed rule: "
-                "!has(oldSelf.a) || self.a >= oldSelf.a\n");
-    /* no old value at the node: not evaluated */
-    expect_text(validate(schema, "{`spec`:{`name`:`b`}}", "{`metadata`:{}}"), "");
+    static const struct step steps[] = {
+        /* create: transition rules are not evaluated */
+        {"{`spec`:{`name`:`a`,`a`:1}}", NULL, ""},
+        {"{`spec`:{`name`:`a`,`a`:2}}", "{`spec`:{`name`:`a`,`a`:1}}", ""},
+        {"{`spec`:{`name`:`b`,`a`:0}}", "{`spec`:{`name`:`a`,`a`:1}}",
+         "spec: Invalid value: \"object\": name is immutable\n"
+         "spec: Invalid value: \"object\": failed rule: "
+         "!has(oldSelf.a) || self.a >= oldSelf.a\n"},
+        /* no old value at the node: not evaluated */
+        {"{`spec`:{`name`:`b`}}", "{`metadata`:{}}", ""},
+    };
+    RUN(schema, steps);
 }
 
 static void test_transition_rule_on_list_map_elements_by_key(void **state)
@@ -160,13 +191,15 @@ static void test_transition_rule_on_list_map_elements_by_key(void **state)
         "`x-kubernetes-list-map-keys`:[`name`],`items`:{`type`:`object`,`required`:[`name`],"
         "`properties`:{`name`:{`type`:`string`},`port`:{`type`:`integer`}},"
         "`x-kubernetes-validations`:[{`rule`:`self.port == oldSelf.port`,`message`:`fixed`}]}}}}";
-    /* reordered: each element meets its own old value */
-    expect_text(validate(schema, "{`ports`:[{`name`:`b`,`port`:2},{`name`:`a`,`port`:1}]}",
-                         "{`ports`:[{`name`:`a`,`port`:1},{`name`:`b`,`port`:2}]}"),
-                "");
-    expect_text(validate(schema, "{`ports`:[{`name`:`b`,`port`:3},{`name`:`c`,`port`:9}]}",
-                         "{`ports`:[{`name`:`a`,`port`:1},{`name`:`b`,`port`:2}]}"),
-                "ports[0]: Invalid value: \"object\": fixed\n");
+    static const struct step steps[] = {
+        /* reordered: each element meets its own old value */
+        {"{`ports`:[{`name`:`b`,`port`:2},{`name`:`a`,`port`:1}]}",
+         "{`ports`:[{`name`:`a`,`port`:1},{`name`:`b`,`port`:2}]}", ""},
+        {"{`ports`:[{`name`:`b`,`port`:3},{`name`:`c`,`port`:9}]}",
+         "{`ports`:[{`name`:`a`,`port`:1},{`name`:`b`,`port`:2}]}",
+         "ports[0]: Invalid value: \"object\": fixed\n"},
+    };
+    RUN(schema, steps);
 }
 
 static void test_optional_old_self(void **state)
@@ -176,12 +209,14 @@ static void test_optional_old_self(void **state)
         SPEC_SCHEMA("{`rule`:`oldSelf.hasValue() ? self.a >= oldSelf.value().a : self.a == 1`,"
                     "`optionalOldSelf`:true,`message`:`starts at 1 and grows`}",
                     "");
-    expect_text(validate(schema, "{`spec`:{`a`:1}}", NULL), "");
-    expect_text(validate(schema, "{`spec`:{`a`:5}}", NULL),
-                "spec: Invalid value: \"object\": starts at 1 and grows\n");
-    expect_text(validate(schema, "{`spec`:{`a`:5}}", "{`spec`:{`a`:3}}"), "");
-    expect_text(validate(schema, "{`spec`:{`a`:2}}", "{`spec`:{`a`:3}}"),
-                "spec: Invalid value: \"object\": starts at 1 and grows\n");
+    static const struct step steps[] = {
+        {"{`spec`:{`a`:1}}", NULL, ""},
+        {"{`spec`:{`a`:5}}", NULL, "spec: Invalid value: \"object\": starts at 1 and grows\n"},
+        {"{`spec`:{`a`:5}}", "{`spec`:{`a`:3}}", ""},
+        {"{`spec`:{`a`:2}}", "{`spec`:{`a`:3}}",
+         "spec: Invalid value: \"object\": starts at 1 and grows\n"},
+    };
+    RUN(schema, steps);
 }
 
 static void test_message_expression_and_its_fallbacks(void **state)
@@ -193,11 +228,14 @@ static void test_message_expression_and_its_fallbacks(void **state)
         "{`rule`:`self.a < 3`,`message`:`below 3`,`messageExpression`:`'  '`},"
         "{`rule`:`self.a < 2`,`messageExpression`:`self.a`}",
         "");
-    expect_text(validate(schema, "{`spec`:{`a`:12}}", NULL),
-                "spec: Invalid value: \"object\": a is 12, not below 10\n"
-                "spec: Invalid value: \"object\": below 5\n"
-                "spec: Invalid value: \"object\": below 3\n"
-                "spec: Invalid value: \"object\": failed rule: self.a < 2\n");
+    static const struct step steps[] = {
+        {"{`spec`:{`a`:12}}", NULL,
+         "spec: Invalid value: \"object\": a is 12, not below 10\n"
+         "spec: Invalid value: \"object\": below 5\n"
+         "spec: Invalid value: \"object\": below 3\n"
+         "spec: Invalid value: \"object\": failed rule: self.a < 2\n"},
+    };
+    RUN(schema, steps);
 }
 
 static void test_reason_gives_the_error_type(void **state)
@@ -209,26 +247,14 @@ static void test_reason_gives_the_error_type(void **state)
                     "{`rule`:`self.a > 2`,`reason`:`FieldValueDuplicate`,`message`:`dup`},"
                     "{`rule`:`self.a > 3`,`reason`:`FieldValueInvalid`,`message`:`bad`}",
                     "");
-    json_t *schema_j = json_of(schema);
-    json_t *obj = json_of("{`spec`:{`a`:0}}");
-    struct ck_crd_rules *rules = NULL;
-    struct ck_err err = {0};
-    assert_int_equal(ck_crd_rules_new(schema_j, 0, &rules, &err), 0);
-    struct ck_field_errors errs = {0};
-    ck_crd_rules_validate(rules, obj, NULL, 0, &errs);
-    assert_int_equal(errs.len, 4);
-    assert_string_equal(ck_field_error_reason(errs.items[0].type), "FieldValueForbidden");
-    assert_string_equal(ck_field_error_reason(errs.items[1].type), "FieldValueRequired");
-    assert_string_equal(ck_field_error_reason(errs.items[2].type), "FieldValueDuplicate");
-    assert_string_equal(ck_field_error_reason(errs.items[3].type), "FieldValueInvalid");
-    expect_text(rendered(&errs), "spec: Forbidden: no\n"
-                                 "spec: Required value: need\n"
-                                 "spec: Duplicate value: \"object\"\n"
-                                 "spec: Invalid value: \"object\": bad\n");
-    ck_field_errors_release(&errs);
-    ck_crd_rules_free(rules);
-    json_decref(schema_j);
-    json_decref(obj);
+    static const struct step steps[] = {
+        {"{`spec`:{`a`:0}}", NULL,
+         "spec: Forbidden: no\n"
+         "spec: Required value: need\n"
+         "spec: Duplicate value: \"object\"\n"
+         "spec: Invalid value: \"object\": bad\n"},
+    };
+    RUN(schema, steps);
 }
 
 static void test_field_path_places_the_error(void **state)
@@ -238,10 +264,13 @@ static void test_field_path_places_the_error(void **state)
         "{`rule`:`self.a <= self.b`,`fieldPath`:`.a`,`message`:`a above b`},"
         "{`rule`:`!('k' in self.labels)`,`fieldPath`:`.labels['k']`,`reason`:`FieldValueForbidden`}",
         "{`rule`:`self.spec.a != 7`,`fieldPath`:`.spec.a`}");
-    expect_text(validate(schema, "{`spec`:{`a`:7,`b`:1,`labels`:{`k`:`v`}}}", NULL),
-                "spec.a: Invalid value: \"object\": failed rule: self.spec.a != 7\n"
-                "spec.a: Invalid value: \"object\": a above b\n"
-                "spec.labels[k]: Forbidden: failed rule: !('k' in self.labels)\n");
+    static const struct step steps[] = {
+        {"{`spec`:{`a`:7,`b`:1,`labels`:{`k`:`v`}}}", NULL,
+         "spec.a: Invalid value: \"object\": failed rule: self.spec.a != 7\n"
+         "spec.a: Invalid value: \"object\": a above b\n"
+         "spec.labels[k]: Forbidden: failed rule: !('k' in self.labels)\n"},
+    };
+    RUN(schema, steps);
 }
 
 static void test_evaluation_errors(void **state)
@@ -249,12 +278,15 @@ static void test_evaluation_errors(void **state)
     (void)state;
     const char *schema =
         SPEC_SCHEMA("{`rule`:`self.missing > 0`},{`rule`:`self.a + 'x' == 1`}", "");
-    expect_text(validate(schema, "{`spec`:{`a`:1}}", NULL),
-                "spec: Invalid value: \"object\": no such key: missing evaluating rule: "
-                "self.missing > 0\n"
-                "spec: Invalid value: \"object\": 'no such overload: _+_(int, string)': call "
-                "arguments did not match a supported operator, function or macro signature for "
-                "rule: self.a + 'x' == 1\n");
+    static const struct step steps[] = {
+        {"{`spec`:{`a`:1}}", NULL,
+         "spec: Invalid value: \"object\": no such key: missing evaluating rule: "
+         "self.missing > 0\n"
+         "spec: Invalid value: \"object\": 'no such overload: _+_(int, string)': call "
+         "arguments did not match a supported operator, function or macro signature for "
+         "rule: self.a + 'x' == 1\n"},
+    };
+    RUN(schema, steps);
 }
 
 static void test_cost_limits(void **state)
@@ -264,65 +296,54 @@ static void test_cost_limits(void **state)
         SPEC_SCHEMA("{`rule`:`[1,2,3,4,5,6,7,8,9].all(x, [1,2,3,4,5,6,7,8,9].all(y, x * y > 0))`},"
                     "{`rule`:`self.a > 100`}",
                     "");
+    struct ck_field_errors errs = {0};
     /* the call's own limit: this rule stops, and the rules after it are not run */
-    expect_text(validate_with(schema, "{`spec`:{`a`:1}}", NULL, 50, 0),
+    expect_text(errors_of(schema, "{`spec`:{`a`:1}}", NULL, 50, 0, &errs),
                 "spec: Invalid value: \"object\": 'operation cancelled: actual cost limit "
                 "exceeded': no further validation rules will be run due to call cost exceeds "
                 "limit for rule: [1,2,3,4,5,6,7,8,9].all(x, [1,2,3,4,5,6,7,8,9].all(y, x * y > "
                 "0))\n");
     /* the request's budget */
-    expect_text(validate_with(schema, "{`spec`:{`a`:1}}", NULL, 0, 50),
+    expect_text(errors_of(schema, "{`spec`:{`a`:1}}", NULL, 0, 50, &errs),
                 "spec: Invalid value: \"object\": validation failed due to running out of cost "
                 "budget, no further validation rules will be run\n");
     /* within both: every rule runs */
-    expect_text(validate(schema, "{`spec`:{`a`:1}}", NULL),
+    expect_text(errors_of(schema, "{`spec`:{`a`:1}}", NULL, 0, 0, &errs),
                 "spec: Invalid value: \"object\": failed rule: self.a > 100\n");
 }
 
 static void test_blocking_schema_errors_skip_the_rules(void **state)
 {
     (void)state;
-    json_t *schema = json_of(SPEC_SCHEMA("{`rule`:`self.a > 0`}", ""));
-    json_t *obj = json_of("{`spec`:{`a`:0}}");
-    struct ck_crd_rules *rules = NULL;
-    struct ck_err err = {0};
-    assert_int_equal(ck_crd_rules_new(schema, 0, &rules, &err), 0);
+    const char *schema = SPEC_SCHEMA("{`rule`:`self.a > 0`}", "");
     struct ck_field_errors errs = {0};
     ck_field_errors_add(&errs, CK_FIELD_REQUIRED, "spec.b", NULL, false, NULL);
-    ck_crd_rules_validate(rules, obj, NULL, 0, &errs);
-    expect_text(rendered(&errs), "spec.b: Required value\n"
-                                 "<nil>: Invalid value: \"null\": some validation rules were not "
-                                 "checked because the object was invalid; correct the existing "
-                                 "errors to complete validation\n");
-    ck_field_errors_release(&errs);
+    expect_text(errors_of(schema, "{`spec`:{`a`:0}}", NULL, 0, 0, &errs),
+                "spec.b: Required value\n"
+                "<nil>: Invalid value: \"null\": some validation rules were not checked because "
+                "the object was invalid; correct the existing errors to complete validation\n");
     /* an Invalid value does not block them */
     ck_field_errors_add(&errs, CK_FIELD_INVALID, "spec.b", "1", false, "bad");
-    ck_crd_rules_validate(rules, obj, NULL, 0, &errs);
-    expect_text(rendered(&errs), "spec.b: Invalid value: 1: bad\n"
-                                 "spec: Invalid value: \"object\": failed rule: self.a > 0\n");
-    ck_field_errors_release(&errs);
-    ck_crd_rules_free(rules);
-    json_decref(schema);
-    json_decref(obj);
+    expect_text(errors_of(schema, "{`spec`:{`a`:0}}", NULL, 0, 0, &errs),
+                "spec.b: Invalid value: 1: bad\n"
+                "spec: Invalid value: \"object\": failed rule: self.a > 0\n");
 }
 
 static void test_unchanged_invalid_values_ratchet(void **state)
 {
     (void)state;
     const char *schema = SPEC_SCHEMA("{`rule`:`self.a > 0`}", "");
-    /* spec unchanged: its error was there before, it passes (Kubernetes warns) */
-    expect_text(validate(schema, "{`metadata`:{`x`:2},`spec`:{`a`:0}}",
-                         "{`metadata`:{`x`:1},`spec`:{`a`:0}}"),
-                "");
-    expect_text(validate(schema, "{`spec`:{`a`:0,`b`:1}}", "{`spec`:{`a`:0}}"),
-                "spec: Invalid value: \"object\": failed rule: self.a > 0\n");
-    /* list elements of a list that is not a map or set ratchet with the list */
-    expect_text(
-        validate(schema, "{`spec`:{`a`:1,`items`:[`long`]}}", "{`spec`:{`a`:1,`items`:[`long`]}}"),
-        "");
-    expect_text(validate(schema, "{`spec`:{`a`:1,`items`:[`long`,`x`]}}",
-                         "{`spec`:{`a`:1,`items`:[`long`]}}"),
-                "spec.items[0]: Invalid value: \"string\": failed rule: self.size() < 4\n");
+    static const struct step steps[] = {
+        /* spec unchanged: its error was there before, it passes (Kubernetes warns) */
+        {"{`metadata`:{`x`:2},`spec`:{`a`:0}}", "{`metadata`:{`x`:1},`spec`:{`a`:0}}", ""},
+        {"{`spec`:{`a`:0,`b`:1}}", "{`spec`:{`a`:0}}",
+         "spec: Invalid value: \"object\": failed rule: self.a > 0\n"},
+        /* list elements of a list that is not a map or set ratchet with the list */
+        {"{`spec`:{`a`:1,`items`:[`long`]}}", "{`spec`:{`a`:1,`items`:[`long`]}}", ""},
+        {"{`spec`:{`a`:1,`items`:[`long`,`x`]}}", "{`spec`:{`a`:1,`items`:[`long`]}}",
+         "spec.items[0]: Invalid value: \"string\": failed rule: self.size() < 4\n"},
+    };
+    RUN(schema, steps);
 }
 
 /* ---- the definition's checks -------------------------------------------- */

@@ -14,67 +14,15 @@ set -u
 start_server --controllers=-*
 
 crd=widgets.rules.example.com
-cat >"$work/crd.yaml" <<'EOF'
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.rules.example.com
-spec:
-  group: rules.example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-validations:
-        - rule: "self.metadata.name.startsWith('w-')"
-        properties:
-          spec:
-            type: object
-            x-kubernetes-validations:
-            - rule: "self.minReplicas <= self.replicas"
-              messageExpression: "'replicas (' + string(self.replicas) + ') is below minReplicas (' + string(self.minReplicas) + ')'"
-            - rule: "oldSelf.hasValue() || self.generation == 1"
-              optionalOldSelf: true
-              message: "a new widget starts at generation 1"
-            properties:
-              replicas: {type: integer}
-              minReplicas: {type: integer, default: 1}
-              generation: {type: integer, default: 1}
-              storageClass:
-                type: string
-                x-kubernetes-validations:
-                - rule: "self == oldSelf"
-                  message: "storageClass is immutable"
-              version:
-                type: integer
-                x-kubernetes-validations:
-                - rule: "self >= oldSelf"
-                  message: "version may not go down"
-                  reason: FieldValueForbidden
-          status:
-            type: object
-            properties:
-              phase:
-                type: string
-                x-kubernetes-validations:
-                - rule: "oldSelf != 'Done' || self == 'Done'"
-                  message: "a Done widget stays Done"
-EOF
 
 # --- the definition: rules are compiled when it is written ---
-sed 's/rule: "self.minReplicas <= self.replicas"/rule: "self.minReplicas <= "/' "$work/crd.yaml" >"$work/bad.yaml"
+sed 's/rule: "self.minReplicas <= self.replicas"/rule: "self.minReplicas <= "/' "$data/widget-rules-crd.yaml" >"$work/bad.yaml"
 k apply -f "$work/bad.yaml" >"$work/out" 2>&1
 check "a rule that does not compile is refused" grep -q \
     'spec.validation.openAPIV3Schema.properties\[spec\].x-kubernetes-validations\[0\].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.minReplicas <= ", Message:"", MessageExpression:"'"'"'replicas (.*OptionalOldSelf:(\*bool)(nil)}: compilation failed: ERROR: <input>:1:' \
     "$work/out"
 check "nothing was created" sh -c "! kubectl get crd $crd >/dev/null 2>&1"
-k apply -f "$work/crd.yaml" >"$work/out" 2>&1
+k apply -f "$data/widget-rules-crd.yaml" >"$work/out" 2>&1
 check "the definition is created" grep -q "customresourcedefinition.apiextensions.k8s.io/$crd created" "$work/out"
 wait_for "the definition is established" "crd/$crd" '{.status.conditions[?(@.type=="Established")].status}=True'
 
