@@ -626,6 +626,11 @@ int ck__crd_rule_field_path(const json_t *schema, const char *path, char **ret_p
             ck__buf_printf(&name, "%.*s", (int)n, p);
         }
         p += n;
+        if (name.err) {
+            ck__buf_release(&name);
+            r = CK_ENOMEM;
+            break;
+        }
         const char *nm = name.p ? name.p : "";
         const json_t *props = json_object_get(schema, "properties");
         const json_t *extra = json_object_get(schema, "additionalProperties");

@@ -120,6 +120,8 @@ static const char *tok_text(struct ck__cel_parser *p, char *buf, size_t size)
 /* Fails on the current token: the lexer's own message, or "unexpected". */
 static void *unexpected(struct ck__cel_parser *p, const char *wanted)
 {
+    if (p->tok.kind == T_ERROR && strcmp(p->tok.s, "out of memory") == 0)
+        return ck__cel_parse_error(p, p->tok.pos, "out of memory"); /* CK_ENOMEM, no syntax */
     if (p->tok.kind == T_ERROR)
         return ck__cel_parse_error(p, p->tok.pos, "Syntax error: %s", p->tok.s);
     char buf[64];
