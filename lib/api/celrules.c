@@ -279,18 +279,18 @@ static char *rule_string(const struct rule *r)
     return strndup(s, n);
 }
 
-/* The error of a rule that failed, as fieldErrorForReason makes it. */
-static void rule_failed(struct walk *w, const struct node *n, const struct rule *r,
-                        const char *path, bool ratcheted, const char *detail)
+/* Where a failed rule's errors go: path, then the rule's fieldPath. Caller frees; NULL: ENOMEM. */
+static char *error_path(const struct rule *r, const char *path)
 {
-    char *at = NULL;
-    if (r->field_path)
-        at = strcmp(path, "<nil>") == 0 ? strdup(r->field_path) : join(path, ".", r->field_path);
-    const char *where = r->field_path ? at : path;
-    if (!where) {
-        w->errs->nomem = true;
-        return;
-    }
+    if (!r->field_path)
+        return strdup(path);
+    return strcmp(path, "<nil>") == 0 ? strdup(r->field_path) : join(path, ".", r->field_path);
+}
+
+/* The error of a rule that failed at where, as fieldErrorForReason makes it. */
+static void rule_failed(struct walk *w, const struct node *n, const struct rule *r,
+                        const char *where, bool ratcheted, const char *detail)
+{
     const char *reason = r->reason ? r->reason : "";
     if (strcmp(reason, "FieldValueForbidden") == 0)
         add_error(w, ratcheted, CK_FIELD_FORBIDDEN, where, NULL, detail);
@@ -300,7 +300,6 @@ static void rule_failed(struct walk *w, const struct node *n, const struct rule 
         add_error(w, ratcheted, CK_FIELD_DUPLICATE, where, n->type, NULL);
     else
         add_error(w, ratcheted, CK_FIELD_INVALID, where, n->type, detail);
-    free(at);
 }
 
 /*
@@ -416,8 +415,12 @@ static void eval_rules(struct walk *w, const struct node *n, const json_t *value
         } else if (ck_cel_result_type(res) != CK_CEL_BOOL || !ck_cel_result_bool(res)) {
             w->budget -= (int64_t)cost;
             bool ratchet = ratcheted && !r->uses_old_self;
-            char *detail = r->message ? message_of(w, n, r, vars, nvars, path, ratchet) : NULL;
-            if (!detail && !w->stop) {
+            char *where = error_path(r, path);
+            char *detail =
+                where && r->message ? message_of(w, n, r, vars, nvars, where, ratchet) : NULL;
+            if (!where)
+                w->errs->nomem = true;
+            if (!detail && !w->stop && where) {
                 if (r->msg && *r->msg)
                     detail = strdup(rs);
                 else
@@ -426,8 +429,9 @@ static void eval_rules(struct walk *w, const struct node *n, const json_t *value
                     w->errs->nomem = true;
             }
             if (detail && !w->stop)
-                rule_failed(w, n, r, path, ratchet, detail);
+                rule_failed(w, n, r, where, ratchet, detail);
             free(detail);
+            free(where);
         } else {
             w->budget -= (int64_t)cost;
         }

@@ -310,6 +310,16 @@ static void test_cost_limits(void **state)
     /* within both: every rule runs */
     expect_text(errors_of(schema, "{`spec`:{`a`:1}}", NULL, 0, 0, &errs),
                 "spec: Invalid value: \"object\": failed rule: self.a > 100\n");
+    /* a messageExpression past the call's limit, at the rule's fieldPath */
+    const char *message = SPEC_SCHEMA(
+        "{`rule`:`self.a > 1`,`fieldPath`:`.a`,"
+        "`messageExpression`:`[1,2,3,4,5,6,7,8,9].map(x, [1,2,3,4,5,6,7,8,9].map(y, x * y))"
+        ".size() == 9 ? 'big' : 'small'`}",
+        "");
+    expect_text(errors_of(message, "{`spec`:{`a`:1}}", NULL, 50, 0, &errs),
+                "spec.a: Invalid value: \"object\": no further validation rules will be run due "
+                "to call cost exceeds limit for messageExpression: \"[1,2,3,4,5,6,7,8,9].map(x, "
+                "[1,2,3,4,5,6,7,8,9].map(y, x * y)).size() == 9 ? 'big' : 'small'\"\n");
 }
 
 static void test_blocking_schema_errors_skip_the_rules(void **state)
