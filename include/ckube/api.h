@@ -796,8 +796,10 @@ void ck_crd_selectable_fields_check(const json_t *version, const char *base,
  * (schema, borrowed; copied), compiled once: each rule and messageExpression,
  * whether it reads oldSelf, its fieldPath. per_call_limit bounds each
  * evaluation (0: Kubernetes' PerCallLimit, CK_CEL_DEFAULT_COST_LIMIT).
- * *ret_rules is NULL when the schema has no rules. Rules that do not compile
- * are skipped (the definition's checks refuse them). 0, or CK_ENOMEM.
+ * *ret_rules is NULL when the schema has no rules. A rule that does not
+ * compile (the definition's checks refuse them; an older stored definition
+ * may hold one) fails every write with `rule compile error: ...`, as in
+ * Kubernetes. 0, or CK_ENOMEM.
  */
 struct ck_crd_rules;
 int ck_crd_rules_new(const json_t *schema, uint64_t per_call_limit, struct ck_crd_rules **ret_rules,

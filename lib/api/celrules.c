@@ -8,7 +8,9 @@
  * ck_crd_rules_new() walks a version's openAPIV3Schema and builds a tree of
  * the nodes that have rules at or below them (Kubernetes' Validator), each
  * rule compiled with its messageExpression, its transition flag (the rule
- * reads oldSelf) and its fieldPath resolved against the node's schema.
+ * reads oldSelf) and its fieldPath resolved against the node's schema; a
+ * rule that does not compile (only a definition stored before its rules
+ * were checked has one) fails every write, with the compiler's message.
  * ck_crd_rules_validate() walks that tree and the object together: at each
  * node with rules, each rule is evaluated with `self` bound to the node's
  * value (null values are not validated); a transition rule only on an
@@ -56,6 +58,8 @@ struct rule {
     struct ck_cel_program *message;                /* the messageExpression's, or NULL */
     const char *text, *msg, *message_src, *reason; /* borrowed from the tree's schema */
     char *field_path;                              /* resolved, or NULL */
+    char *compile_error; /* why the rule does not compile (a definition stored before it was
+                            checked) */
     bool uses_old_self, optional_old_self;
 };
 
@@ -100,6 +104,7 @@ static void node_free(struct node *n)
         ck_cel_program_free(n->rules[i].prog);
         ck_cel_program_free(n->rules[i].message);
         free(n->rules[i].field_path);
+        free(n->rules[i].compile_error);
     }
     free(n->rules);
     node_free(n->items);
@@ -125,14 +130,16 @@ static int compile_rule(const json_t *schema, const json_t *src, struct rule *r,
     r->reason = json_string_value(json_object_get(src, "reason"));
     r->optional_old_self = json_is_true(json_object_get(src, "optionalOldSelf"));
     const char *field_path = json_string_value(json_object_get(src, "fieldPath"));
-    if (!r->text || !*r->text)
-        return 0;
+    if (!r->text || strspn(r->text, " \t\n\r\v\f") == strlen(r->text))
+        return 0; /* an empty rule is never evaluated */
     struct ck_err err = {0};
     int rc = ck_cel_compile(r->text, strlen(r->text), &r->prog, &err);
     if (rc == CK_ENOMEM)
         return ck_err_no_memory(reterr);
-    if (rc < 0) /* the definition was checked when written: skip what does not compile */
-        return 0;
+    if (rc < 0) { /* said on every write, as Kubernetes does */
+        r->compile_error = join("compilation failed: ", err.msg, "");
+        return r->compile_error ? 0 : ck_err_no_memory(reterr);
+    }
     r->uses_old_self = ck_cel_program_references(r->prog, "oldSelf");
     if (r->message_src && *r->message_src) {
         rc = ck_cel_compile(r->message_src, strlen(r->message_src), &r->message, &err);
@@ -369,6 +376,15 @@ static void eval_rules(struct walk *w, const struct node *n, const json_t *value
     bool ratcheted = w->update && c->old_ratchet && json_equal(c->ratchet, c->old_ratchet);
     for (size_t i = 0; i < n->n_rules && !w->stop; i++) {
         const struct rule *r = &n->rules[i];
+        if (r->compile_error) {
+            char *detail = join("rule compile error: ", r->compile_error, "");
+            if (!detail)
+                w->errs->nomem = true;
+            else
+                add_error(w, false, CK_FIELD_INVALID, path, n->type, detail);
+            free(detail);
+            continue;
+        }
         if (!r->prog)
             continue;
         if (r->uses_old_self && !old && !r->optional_old_self)

@@ -130,6 +130,19 @@ static void test_no_rules_no_validator(void **state)
     json_decref(schema);
 }
 
+static void test_a_stored_rule_that_does_not_compile_fails_every_write(void **state)
+{
+    (void)state;
+    static const struct step steps[] = {
+        {"{`spec`:{`a`:1}}", NULL,
+         "spec: Invalid value: \"object\": rule compile error: compilation failed: ERROR: "
+         "<input>:1:1: undeclared reference to 'frob' (in container '')\n"
+         " | frob(self)\n"
+         " | ^\n"},
+    };
+    RUN(SPEC_SCHEMA("{`rule`:`frob(self)`},{`rule`:`  `}", ""), steps);
+}
+
 static void test_root_rule_sees_the_object(void **state)
 {
     (void)state;
@@ -425,6 +438,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_rules_no_validator),
+        cmocka_unit_test(test_a_stored_rule_that_does_not_compile_fails_every_write),
         cmocka_unit_test(test_root_rule_sees_the_object),
         cmocka_unit_test(test_nested_object_list_and_map_rules),
         cmocka_unit_test(test_transition_rule_only_on_update_with_old_value),
