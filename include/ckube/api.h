@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "ckube/util.h"
@@ -628,6 +629,12 @@ struct ck_kind {
      */
     const char *refuse_create;
     /*
+     * A custom resource's x-kubernetes-validations rules, compiled once for the
+     * version (ck_crd_rules_new()); NULL when the schema has none. Read only,
+     * owned by the kind's descriptors.
+     */
+    const struct ck_crd_rules *validation_rules;
+    /*
      * The kind's schema has defaults to apply when an object is read from
      * storage (a custom resource's: Kubernetes defaults on decode, so an
      * object stored before a default was added shows it): see
@@ -789,6 +796,40 @@ int ck_crd_version_compare(const char *a, const char *b);
  */
 void ck_crd_selectable_fields_check(const json_t *version, const char *base,
                                     struct ck_field_errors *errs);
+
+/* ---- CRD validation rules (celrules.c) ---------------------------------- */
+
+/* The cost one request's rules may spend (Kubernetes' RuntimeCELCostBudget). */
+#define CK_CRD_RULES_COST_BUDGET 10000000
+
+/*
+ * The x-kubernetes-validations rules of one CRD version's openAPIV3Schema
+ * (schema, borrowed; copied), compiled once: each rule and messageExpression,
+ * whether it reads oldSelf, its fieldPath. per_call_limit bounds each
+ * evaluation (0: Kubernetes' PerCallLimit, CK_CEL_DEFAULT_COST_LIMIT).
+ * *ret_rules is NULL when the schema has no rules. A rule that does not
+ * compile (the definition's checks refuse them; an older stored definition
+ * may hold one) fails every write with `rule compile error: ...`, as in
+ * Kubernetes. 0, or CK_ENOMEM.
+ */
+struct ck_crd_rules;
+int ck_crd_rules_new(const json_t *schema, uint64_t per_call_limit, struct ck_crd_rules **ret_rules,
+                     struct ck_err *reterr);
+struct ck_crd_rules *ck_crd_rules_free(struct ck_crd_rules *rules);
+
+/*
+ * Validates obj (a custom resource; old is its stored value on an update,
+ * NULL on a create) against rules as kube-apiserver's custom resource
+ * strategy does after the schema's checks: when errs already holds an
+ * error that blocks the rules (Required, Unsupported, Too long, Too many,
+ * a wrong type), adds only `<nil>: Invalid value: "null": some validation
+ * rules were not checked...`; otherwise each rule's error, with Kubernetes'
+ * words (`spec: Invalid value: "object": MESSAGE`, `failed rule: RULE`).
+ * budget is the request's cost budget (0: CK_CRD_RULES_COST_BUDGET).
+ * Out of memory sets errs->nomem. rules NULL: nothing to do.
+ */
+void ck_crd_rules_validate(const struct ck_crd_rules *rules, const json_t *obj, const json_t *old,
+                           int64_t budget, struct ck_field_errors *errs);
 
 /*
  * Defaulting on read: applies the schema defaults of kind (one whose

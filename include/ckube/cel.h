@@ -65,10 +65,15 @@ struct ck_cel_program;
 /* The value of one evaluation, with the memory it lives in. */
 struct ck_cel_result;
 
-/* A variable of the activation: its name and its JSON value (borrowed). */
+/*
+ * A variable of the activation: its name and its JSON value (borrowed). An optional
+ * variable is a CEL optional: optional.of(value), or optional.none() when value is NULL
+ * (a CRD rule's oldSelf under optionalOldSelf).
+ */
 struct ck_cel_var {
     const char *name;
     const json_t *value;
+    bool optional;
 };
 
 /*
@@ -83,6 +88,13 @@ struct ck_cel_var {
  */
 int ck_cel_compile(const char *expr, size_t len, struct ck_cel_program **ret_prog,
                    struct ck_err *reterr);
+
+/*
+ * Whether prog reads the variable called name (an identifier that no comprehension
+ * variable of the same name hides): how Kubernetes tells a CRD transition rule, one that
+ * reads oldSelf, from the others.
+ */
+bool ck_cel_program_references(const struct ck_cel_program *prog, const char *name);
 
 /* Frees prog; NULL is a no-op. Returns NULL. */
 struct ck_cel_program *ck_cel_program_free(struct ck_cel_program *prog);

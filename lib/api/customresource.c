@@ -16,6 +16,8 @@
  * API server calls, lib/apiserver/conversion.c).
  * A version's selectableFields are its kind's field labels (field selectors
  * on list and watch, CustomResourceFieldSelectors, GA in 1.32).
+ * Each version's x-kubernetes-validations rules are compiled here, once
+ * (ck_crd_rules_new(), lib/api/celrules.c), and evaluated on every write.
  * Objects read from storage get their version's schema defaults, as
  * Kubernetes' decoder applies them (ck_crd_default_stored()).
  *
@@ -55,6 +57,7 @@ struct crd_kind {
     struct ck_table_column *columns;
     struct ck_field_label *field_labels; /* the version's selectableFields */
     struct ck_schemas *schemas;
+    struct ck_crd_rules *rules; /* the version's x-kubernetes-validations, compiled */
 };
 
 struct ck_crd_kinds {
@@ -573,6 +576,10 @@ int ck_crd_kinds_new(const json_t *crd, const struct ck_schemas *base,
         if (r < 0)
             break;
         ck->kind.schemas = ck->schemas;
+        r = ck_crd_rules_new(open_api, 0, &ck->rules, reterr);
+        if (r < 0)
+            break;
+        ck->kind.validation_rules = ck->rules;
         r = build_subresources(k, ck, json_object_get(v, "subresources"));
         if (r == 0)
             r = build_columns(k, ck, json_object_get(v, "additionalPrinterColumns"));
@@ -608,6 +615,7 @@ struct ck_crd_kinds *ck_crd_kinds_free(struct ck_crd_kinds *kinds)
         free(kinds->kinds[i].columns);
         free(kinds->kinds[i].field_labels);
         ck_schemas_free(kinds->kinds[i].schemas);
+        ck_crd_rules_free(kinds->kinds[i].rules);
     }
     free(kinds->kinds);
     for (size_t i = 0; i < kinds->n_strings; i++)

@@ -138,6 +138,25 @@ int ck__pattern_match(const char *pattern, const char *s, char **ret_error, bool
 void ck__custom_validate(const json_t *schema, const json_t *value, const char *field,
                          struct ck_field_errors *errs);
 
+/*
+ * The element of old (a list whose schema is a list-type map) with the same keys as
+ * item, or NULL (schema.c): the only list elements ratcheting and a CRD rule's oldSelf
+ * correlate.
+ */
+const json_t *ck__list_map_element(const json_t *schema, const json_t *old, const json_t *item);
+
+/*
+ * A CRD rule's fieldPath resolved against the schema of the rule's node, as
+ * Kubernetes' ValidFieldPath does (celrules.c): 0 and *ret_path ("spec.a",
+ * "m[key]"; the caller frees it), CK_EINVAL with why (why_size bytes) saying
+ * why, CK_ENOMEM.
+ */
+int ck__crd_rule_field_path(const json_t *schema, const char *path, char **ret_path, char *why,
+                            size_t why_size);
+
+/* A rule as Go's %#v prints Kubernetes' ValidationRule (celrules.c); caller frees; NULL: ENOMEM. */
+char *ck__crd_rule_go_value(const json_t *rule);
+
 /* 1 when pruning value by a lone custom resource schema changes nothing, 0 when it does. */
 int ck__custom_is_pruned(const json_t *schema, const json_t *value);
 

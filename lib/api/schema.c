@@ -1809,11 +1809,7 @@ static void validate_structure(const struct ck_schemas *set, const json_t *schem
     }
 }
 
-/*
- * The element of old (a list-type map) with the same keys as item, or NULL:
- * the only list elements validation ratcheting correlates.
- */
-static const json_t *correlated_element(const json_t *schema, const json_t *old, const json_t *item)
+const json_t *ck__list_map_element(const json_t *schema, const json_t *old, const json_t *item)
 {
     const char *list_type = json_string_value(json_object_get(schema, "x-kubernetes-list-type"));
     const json_t *keys = json_object_get(schema, "x-kubernetes-list-map-keys");
@@ -1917,7 +1913,7 @@ static void validate_custom(const struct ck_schemas *set, const json_t *schema, 
         {
             size_t saved = path_push_index(p, i);
             if (json_is_object(items))
-                validate_value(set, items, item, correlated_element(schema, old, item), p, errs,
+                validate_value(set, items, item, ck__list_map_element(schema, old, item), p, errs,
                                depth + 1, pass);
             path_pop(p, saved);
         }

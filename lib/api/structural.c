@@ -24,12 +24,14 @@
  * be in the structure) is part of 1, as in Kubernetes.
  *
  * x-kubernetes-validations: the rules' fields are checked (a rule, a
- * message without line breaks, a supported reason...), as apiextensions
- * does before compiling them.
+ * message without line breaks, a supported reason, a fieldPath that names
+ * a field of the node's schema), then, where nothing at or below the
+ * rule's node is wrong, each rule and messageExpression is compiled
+ * (lib/cel): what does not compile is refused with the compiler's message,
+ * as is a rule reading oldSelf below a list that is not a list-type map.
  *
- * Not checked (docs/differences.md): the CEL compilation and cost of
- * x-kubernetes-validations and their fieldPath, and the status-subresource
- * root restriction.
+ * Not checked (docs/differences.md): the estimated cost of the rules (it
+ * needs a type checker), and the status-subresource root restriction.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -38,6 +40,7 @@
 #include <string.h>
 
 #include "ckube/api.h"
+#include "ckube/cel.h"
 #include "ckube/internal/util.h"
 #include "internal.h"
 
@@ -581,6 +584,9 @@ struct openapi_ctx {
     bool allow_defaults;
     const char *no_defaults_reason; /* "in top-level metadata", ... */
     bool inside_meta;
+    /* the path of the first list above that is not a list-type map: no oldSelf below */
+    const char *uncorrelatable;
+    size_t *cel_errors; /* how many of errs the rules' compilation added */
 };
 
 static bool valid_type_name(const char *type)
@@ -621,11 +627,72 @@ static bool trimmed_has_newlines(const char *s)
     return false;
 }
 
+/* A CEL error at the index'th rule's member (".rule", ".messageExpression"). */
+static void rule_error(struct ck_field_errors *errs, const char *at, const char *member,
+                       const json_t *rule, const char *detail)
+{
+    char *value = ck__crd_rule_go_value(rule);
+    if (!value)
+        errs->nomem = true;
+    else
+        add(errs, CK_FIELD_INVALID, at, member, value, false, detail);
+    free(value);
+}
+
 /*
- * The x-kubernetes-validations rules' own fields, as apiextensions checks
- * them before compiling them (the CEL compilation itself is not done).
+ * Compiles a rule and its messageExpression as apiextensions does once the
+ * schema at and below the rule's node is valid: what does not compile is
+ * refused with the compiler's message, and a rule that reads oldSelf below
+ * a list that cannot correlate its elements (one not of list-type map).
  */
-static void cel_rules(const json_t *s, const char *path, struct ck_field_errors *errs)
+static void compile_rule(const json_t *rule, const char *at, struct openapi_ctx ctx,
+                         struct ck_field_errors *errs)
+{
+    const char *text = json_string_value(json_object_get(rule, "rule"));
+    const char *expression = json_string_value(json_object_get(rule, "messageExpression"));
+    if (!text || blank(text))
+        return;
+    struct ck_cel_program *prog = NULL, *message = NULL;
+    struct ck_err err = {0};
+    int r = ck_cel_compile(text, strlen(text), &prog, &err);
+    if (r == 0 && expression && *expression)
+        r = ck_cel_compile(expression, strlen(expression), &message, &err) < 0 ? 1 : 0;
+    if (r == CK_ENOMEM || err.code == CK_ENOMEM) {
+        errs->nomem = true;
+    } else if (r != 0) {
+        struct ck__buf detail = {0};
+        ck__buf_printf(&detail, "%scompilation failed: %s", r > 0 ? "messageExpression " : "",
+                       err.msg);
+        if (detail.err || !detail.p)
+            errs->nomem = true;
+        else
+            rule_error(errs, at, r > 0 ? ".messageExpression" : ".rule", rule, detail.p);
+        ck__buf_release(&detail);
+    }
+    if (prog && ctx.uncorrelatable && ck_cel_program_references(prog, "oldSelf")) {
+        struct ck__buf detail = {0};
+        ck__buf_printf(&detail,
+                       "oldSelf cannot be used on the uncorrelatable portion of the schema "
+                       "within %s",
+                       ctx.uncorrelatable);
+        if (detail.err || !detail.p)
+            errs->nomem = true;
+        else
+            add(errs, CK_FIELD_INVALID, at, ".rule", text, true, detail.p);
+        ck__buf_release(&detail);
+    }
+    ck_cel_program_free(prog);
+    ck_cel_program_free(message);
+}
+
+/*
+ * The x-kubernetes-validations rules of s: their own fields, as apiextensions
+ * checks them, then, when nothing at or below s is wrong but the rules'
+ * compilation (errs holds `before` errors from before s was visited, of
+ * which cel_before came from compiling rules), each rule compiled.
+ */
+static void cel_rules(const json_t *s, const char *path, struct openapi_ctx ctx, size_t before,
+                      size_t cel_before, struct ck_field_errors *errs)
 {
     size_t i;
     json_t *rule;
@@ -667,6 +734,30 @@ static void cel_rules(const json_t *s, const char *path, struct ck_field_errors 
         if (field_path && has_newlines(field_path))
             add(errs, CK_FIELD_INVALID, at, ".fieldPath", field_path, true,
                 "fieldPath must not contain line breaks");
+        char why[160], *resolved = NULL;
+        int r = field_path && *field_path
+                    ? ck__crd_rule_field_path(s, field_path, &resolved, why, sizeof(why))
+                    : 0;
+        char *fp = r < 0 && r != CK_ENOMEM ? child_path(errs, at, "%s", ".fieldPath") : NULL;
+        if (r == CK_ENOMEM)
+            errs->nomem = true;
+        else if (fp)
+            ck_field_errors_add(errs, CK_FIELD_INVALID, fp, field_path, true,
+                                "fieldPath must be a valid path: %s", why);
+        free(fp);
+        free(resolved);
+        free(at);
+    }
+    size_t schema_errors = errs->len - before - (*ctx.cel_errors - cel_before);
+    json_array_foreach(json_object_get(s, "x-kubernetes-validations"), i, rule)
+    {
+        if (schema_errors)
+            break;
+        char *at = item_path(errs, path, "x-kubernetes-validations", i);
+        size_t n = errs->len;
+        if (at)
+            compile_rule(rule, at, ctx, errs);
+        *ctx.cel_errors += errs->len - n;
         free(at);
     }
 }
@@ -724,6 +815,7 @@ static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, b
 {
     if (!json_is_object(s) || depth > MAX_DEPTH)
         return;
+    size_t before = errs->len, cel_before = *ctx.cel_errors;
     const char *type = type_of(s);
     if (*type && !valid_type_name(type))
         add(errs, CK_FIELD_NOT_SUPPORTED, path, ".type", type, true,
@@ -782,8 +874,14 @@ static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, b
     }
     each_property(errs, props, path, visit_openapi_property, &w);
     each_value_validation(errs, s, path, visit_openapi, &w);
-    if (json_is_object(items))
-        visit_child(errs, items, path, ".items", visit_openapi, &w);
+    if (json_is_object(items)) {
+        /* a list's elements correlate with their old values only by a list-type map's keys */
+        const char *lt = json_string_value(json_object_get(s, "x-kubernetes-list-type"));
+        struct openapi_walk item_walk = w;
+        if (!item_walk.ctx.uncorrelatable && (!lt || strcmp(lt, "map") != 0))
+            item_walk.ctx.uncorrelatable = path;
+        visit_child(errs, items, path, ".items", visit_openapi, &item_walk);
+    }
     if (json_is_false(json_object_get(s, "x-kubernetes-preserve-unknown-fields")))
         add(errs, CK_FIELD_INVALID, path, ".x-kubernetes-preserve-unknown-fields", "false", false,
             "must be true or undefined");
@@ -910,7 +1008,7 @@ static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, b
         }
     }
     free(keys_text);
-    cel_rules(s, path, errs);
+    cel_rules(s, path, ctx, before, cel_before, errs);
 }
 
 void ck_crd_schema_check(const json_t *schema, const char *path, struct ck_field_errors *errs)
@@ -943,6 +1041,7 @@ void ck_crd_schema_check(const json_t *schema, const char *path, struct ck_field
     if (is_structural)
         defaults(schema, path, true, errs, 0);
     /* 3: the OpenAPI checks */
-    struct openapi_ctx ctx = {.allow_defaults = true};
+    size_t cel_errors = 0;
+    struct openapi_ctx ctx = {.allow_defaults = true, .cel_errors = &cel_errors};
     openapi(schema, path, ctx, true, errs, 0);
 }

@@ -373,6 +373,8 @@ static int default_and_validate(struct ck__registry *reg, const struct ck_kind *
     ck_schema_validate_gated_values(ck_kind_schemas(kind, reg->schemas), kind->schema, obj, old,
                                     reg->feature_enabled, reg->feature_ctx, &errs);
     ck_meta_validate_subresource(kind, sub, obj, old, &errs);
+    /* a custom resource's x-kubernetes-validations rules, after the schema's checks */
+    ck_crd_rules_validate(kind->validation_rules, obj, old, 0, &errs);
     int r =
         errs.len || errs.nomem ? ck__err_invalid_object(reterr, kind, object_name(obj), &errs) : 0;
     ck_field_errors_release(&errs);

@@ -40,7 +40,14 @@ static struct ck__cel_val *ident(struct ck__cel_eval *ev, const struct ck__cel_n
         if (strcmp(ev->vars[i].name, n->name))
             continue;
         if (!ev->var_vals[i]) {
-            struct ck__cel_val *v = ck__cel_from_json(ev, ev->vars[i].value, 0);
+            const json_t *value = ev->vars[i].value;
+            struct ck__cel_val *v = value ? ck__cel_from_json(ev, value, 0) : NULL;
+            if (v && ck__cel_is_error(v))
+                return v;
+            if (ev->vars[i].optional) /* optional.of(value), optional.none() without one */
+                v = ck__cel_optional(ev, v);
+            if (!v)
+                return ck__cel_errorf(ev, "no such attribute: %s", n->name);
             if (ck__cel_is_error(v))
                 return v;
             ev->var_vals[i] = v;

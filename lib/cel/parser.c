@@ -120,6 +120,8 @@ static const char *tok_text(struct ck__cel_parser *p, char *buf, size_t size)
 /* Fails on the current token: the lexer's own message, or "unexpected". */
 static void *unexpected(struct ck__cel_parser *p, const char *wanted)
 {
+    if (p->tok.kind == T_ERROR && strcmp(p->tok.s, "out of memory") == 0)
+        return ck__cel_parse_error(p, p->tok.pos, "out of memory"); /* CK_ENOMEM, no syntax */
     if (p->tok.kind == T_ERROR)
         return ck__cel_parse_error(p, p->tok.pos, "Syntax error: %s", p->tok.s);
     char buf[64];
@@ -577,6 +579,46 @@ int ck_cel_compile(const char *src, size_t len, struct ck_cel_program **ret_prog
     prog->root = root;
     *ret_prog = prog;
     return 0;
+}
+
+/* Whether n reads the variable name; hidden: a comprehension variable of that name is in scope. */
+static bool references(const struct ck__cel_node *n, const char *name)
+{
+    switch (n->kind) {
+    case N_IDENT:
+        return strcmp(n->name, name) == 0;
+    case N_SELECT:
+        return references(n->sel.operand, name);
+    case N_CALL:
+        for (size_t i = 0; i < n->call.nargs; i++)
+            if (references(n->call.args[i], name))
+                return true;
+        return false;
+    case N_LIST:
+        for (size_t i = 0; i < n->list.n; i++)
+            if (references(n->list.items[i], name))
+                return true;
+        return false;
+    case N_MAP:
+        for (size_t i = 0; i < n->map.n; i++)
+            if (references(n->map.keys[i], name) || references(n->map.vals[i], name))
+                return true;
+        return false;
+    case N_COMPREHENSION:
+        if (references(n->comp.range, name))
+            return true;
+        if (n->comp.var && strcmp(n->comp.var, name) == 0)
+            return false;
+        return (n->comp.pred && references(n->comp.pred, name)) ||
+               (n->comp.fn && references(n->comp.fn, name));
+    default:
+        return false;
+    }
+}
+
+bool ck_cel_program_references(const struct ck_cel_program *prog, const char *name)
+{
+    return prog && references(prog->root, name);
 }
 
 struct ck_cel_program *ck_cel_program_free(struct ck_cel_program *prog)

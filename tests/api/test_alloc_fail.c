@@ -1,6 +1,7 @@
 /*
  * test_alloc_fail.c - lib/api under allocation failure: reading JSON,
  * decoding, defaulting, the kinds' hooks, the three patch formats, Tables,
+ * CRD validation rules,
  * discovery and OpenAPI each either give the result they give with memory
  * to spare or fail with CK_ENOMEM (NULL where the function returns a value),
  * and leak nothing (under ASan).
@@ -278,6 +279,24 @@ static int label_selector(json_t **ret)
 }
 
 /* The field errors of an invalid Deployment: the same list, or nomem. */
+/* The errors' texts as a JSON array in *ret; releases errs. 0, or CK_ENOMEM when any was lost. */
+static int errors_json(struct ck_field_errors *errs, json_t **ret)
+{
+    json_t *out = json_array();
+    int r = errs->nomem || !out ? CK_ENOMEM : 0;
+    for (size_t i = 0; i < errs->len && r == 0; i++) {
+        char *text = ck_field_error_string(&errs->items[i]);
+        if (!text || json_array_append_new(out, json_string(text)) < 0)
+            r = CK_ENOMEM;
+        free(text);
+    }
+    ck_field_errors_release(errs);
+    if (r < 0)
+        return json_decref(out), r;
+    *ret = out;
+    return 0;
+}
+
 static int validation(json_t **ret)
 {
     json_t *bad = input("{\"metadata\":{\"name\":\"Bad_Name\",\"namespace\":\"default\"},"
@@ -288,19 +307,37 @@ static int validation(json_t **ret)
     ck_schema_validate(schemas, "io.k8s.api.apps.v1.Deployment", bad, &errs);
     ck_meta_validate(deployments(), bad, NULL, &errs);
     json_decref(bad);
-    json_t *out = json_array();
-    int r = errs.nomem || !out ? CK_ENOMEM : 0;
-    for (size_t i = 0; i < errs.len && r == 0; i++) {
-        char *text = ck_field_error_string(&errs.items[i]);
-        if (!text || json_array_append_new(out, json_string(text)) < 0)
-            r = CK_ENOMEM;
-        free(text);
+    return errors_json(&errs, ret);
+}
+
+/* A CRD version's rules compiled, then a custom resource's update checked against them. */
+static int crd_rules(json_t **ret)
+{
+    json_t *schema =
+        input("{\"type\":\"object\",\"properties\":{\"spec\":{\"type\":\"object\","
+              "\"x-kubernetes-validations\":[{\"rule\":\"self.a <= self.b\",\"messageExpression\":"
+              "\"'a (' + string(self.a) + ') passes b'\",\"fieldPath\":\".a\"},{\"rule\":"
+              "\"self.name == oldSelf.name\",\"message\":\"immutable\"}],\"properties\":{\"a\":"
+              "{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"},\"name\":{\"type\":\"string\"},"
+              "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\","
+              "\"x-kubernetes-validations\":[{\"rule\":\"self.matches('^[a-z]+$')\"}]}}}}}}");
+    json_t *obj = input("{\"spec\":{\"a\":3,\"b\":1,\"name\":\"x\",\"tags\":[\"ok\",\"No\"]}}");
+    json_t *old = input("{\"spec\":{\"a\":1,\"b\":1,\"name\":\"y\",\"tags\":[]}}");
+    struct ck_crd_rules *rules = NULL;
+    struct ck_err err = {0};
+    struct ck_field_errors errs = {0};
+    int r = ck_crd_rules_new(schema, 0, &rules, &err);
+    if (r == 0)
+        ck_crd_rules_validate(rules, obj, old, 0, &errs);
+    ck_crd_rules_free(rules);
+    json_decref(schema);
+    json_decref(obj);
+    json_decref(old);
+    if (r < 0) {
+        ck_field_errors_release(&errs);
+        return r;
     }
-    ck_field_errors_release(&errs);
-    if (r < 0)
-        return json_decref(out), r;
-    *ret = out;
-    return 0;
+    return errors_json(&errs, ret);
 }
 
 /* A create by one manager, then an edit by another: the edit's object with its managedFields. */
@@ -432,6 +469,7 @@ static void test_validation(void **state)
     (void)state;
     faultsim("ck_schema_validate + ck_meta_validate", validation);
     faultsim("ck_label_selector_parse + ck_label_selector_string", label_selector);
+    faultsim("ck_crd_rules_new + ck_crd_rules_validate", crd_rules);
 }
 
 static int setup(void **state)

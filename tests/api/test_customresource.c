@@ -172,6 +172,31 @@ static void validation_of(const char *text, char *out, size_t size)
     json_decref(crd);
 }
 
+static void test_schema_errors_name_spec_validation_when_versions_share_it(void **state)
+{
+    (void)state;
+    char got[4096];
+#define WIDGETS_WITH(v1, v2)                                                                       \
+    "{\"metadata\":{\"name\":\"widgets.example.com\"},\"spec\":{\"group\":\"example.com\","        \
+    "\"scope\":\"Cluster\",\"names\":{\"plural\":\"widgets\",\"kind\":\"Widget\"},"                \
+    "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,"                             \
+    "\"schema\":{\"openAPIV3Schema\":" v1 "}},{\"name\":\"v2\",\"served\":true,"                   \
+    "\"storage\":false,\"schema\":{\"openAPIV3Schema\":" v2 "}}]}}"
+#define BAD_RULE "{\"type\":\"object\",\"x-kubernetes-validations\":[{\"rule\":\"frob(self)\"}]}"
+    /* the same schema: Kubernetes' internal form holds it once, as spec.validation */
+    validation_of(WIDGETS_WITH(BAD_RULE, BAD_RULE), got, sizeof(got));
+    assert_non_null(strstr(got, "spec.validation.openAPIV3Schema.x-kubernetes-validations[0].rule: "
+                                "Invalid value: apiextensions.ValidationRule{Rule:\"frob(self)\""));
+    assert_null(strstr(got, "spec.versions["));
+    /* different schemas: each version's */
+    validation_of(WIDGETS_WITH(BAD_RULE, "{\"type\":\"object\"}"), got, sizeof(got));
+    assert_non_null(strstr(got, "spec.versions[0].schema.openAPIV3Schema.x-kubernetes-"
+                                "validations[0].rule: Invalid value: "));
+    assert_null(strstr(got, "spec.validation"));
+#undef WIDGETS_WITH
+#undef BAD_RULE
+}
+
 static void test_definition_validation_messages(void **state)
 {
     (void)state;
@@ -406,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_selectable_fields),
         cmocka_unit_test(test_definition_without_names_is_refused),
         cmocka_unit_test(test_definition_validation_messages),
+        cmocka_unit_test(test_schema_errors_name_spec_validation_when_versions_share_it),
         cmocka_unit_test(test_definition_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

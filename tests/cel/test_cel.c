@@ -38,7 +38,7 @@ static char *run(const char *expr, const char *self_json, uint64_t limit, int *r
         self = json_loads(self_json, 0, NULL);
         assert_non_null(self);
     }
-    struct ck_cel_var vars[] = {{"self", self}};
+    struct ck_cel_var vars[] = {{"self", self, false}};
     struct ck_cel_result *res = NULL;
     r = ck_cel_eval(prog, vars, self ? 1 : 0, limit, &res, NULL, &err);
     if (ret_code)
@@ -618,7 +618,7 @@ static void test_allocation_failures(void **state)
                               "{\"name\": \"b\", \"n\": 2}]}",
                               0, NULL);
     assert_non_null(self);
-    struct ck_cel_var vars[] = {{"self", self}};
+    struct ck_cel_var vars[] = {{"self", self, false}};
     bool done = false;
     unsigned long n;
     for (n = 1; !done && n < 10000; n++) {
@@ -644,6 +644,53 @@ static void test_allocation_failures(void **state)
     json_decref(self);
 }
 
+/* The bool an expression gives with an optional variable oldSelf of value old (NULL: none). */
+static bool eval_with_optional(const char *expr, json_t *old)
+{
+    struct ck_err err = {0};
+    struct ck_cel_program *prog = NULL;
+    assert_int_equal(ck_cel_compile(expr, strlen(expr), &prog, &err), 0);
+    json_t *self = json_integer(3);
+    struct ck_cel_var vars[] = {{"self", self, false}, {"oldSelf", old, true}};
+    struct ck_cel_result *res = NULL;
+    assert_int_equal(ck_cel_eval(prog, vars, 2, 0, &res, NULL, &err), 0);
+    bool b = ck_cel_result_bool(res);
+    ck_cel_result_free(res);
+    ck_cel_program_free(prog);
+    json_decref(self);
+    return b;
+}
+
+static void test_optional_variables_and_references(void **state)
+{
+    (void)state;
+    assert_true(eval_with_optional("!oldSelf.hasValue()", NULL));
+    json_t *two = json_integer(2);
+    assert_true(eval_with_optional("oldSelf.hasValue() && self > oldSelf.value()", two));
+    assert_true(eval_with_optional("oldSelf.orValue(9) == 2", two));
+    json_decref(two);
+
+    static const struct {
+        const char *expr;
+        bool reads;
+    } cases[] = {
+        {"self == oldSelf", true},
+        {"has(oldSelf.a)", true},
+        {"self.all(x, x in oldSelf)", true},
+        {"self.map(oldSelf, oldSelf + 1) == [2]", false}, /* a comprehension variable hides it */
+        {"self.oldSelf == 1", false},
+        {"[1].exists(x, {'a': oldSelf}.a == x)", true},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct ck_err err = {0};
+        struct ck_cel_program *prog = NULL;
+        assert_int_equal(ck_cel_compile(cases[i].expr, strlen(cases[i].expr), &prog, &err), 0);
+        if (ck_cel_program_references(prog, "oldSelf") != cases[i].reads)
+            fail_msg("%s: reads oldSelf should be %d", cases[i].expr, cases[i].reads);
+        ck_cel_program_free(prog);
+    }
+}
+
 static void test_result_accessors(void **state)
 {
     (void)state;
@@ -652,7 +699,7 @@ static void test_result_accessors(void **state)
     const char *expr = "{'name': self.metadata.name + '-x', 'n': [1, 2.5, null, true]}";
     assert_int_equal(ck_cel_compile(expr, strlen(expr), &prog, &err), 0);
     json_t *self = json_pack("{s:{s:s}}", "metadata", "name", "web");
-    struct ck_cel_var vars[] = {{"self", self}};
+    struct ck_cel_var vars[] = {{"self", self, false}};
     struct ck_cel_result *res = NULL;
     uint64_t cost = 0;
     assert_int_equal(ck_cel_eval(prog, vars, 1, 0, &res, &cost, &err), 0);
@@ -700,6 +747,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cost_budget),
         cmocka_unit_test(test_allocation_failures),
         cmocka_unit_test(test_result_accessors),
+        cmocka_unit_test(test_optional_variables_and_references),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,7 +69,7 @@ spec:
 EOF
 k apply -f "$work/nonstructural.yaml" >"$work/out" 2>&1
 check "a schema that is not structural is refused" \
-    grep -q 'spec.versions\[0\].schema.openAPIV3Schema.properties\[spec\].type: Required value: must not be empty for specified object fields' "$work/out"
+    grep -q 'spec.validation.openAPIV3Schema.properties\[spec\].type: Required value: must not be empty for specified object fields' "$work/out"
 
 # --- custom resources ---
 k apply --validate=false -f "$data/crontab.yaml" >"$work/out" 2>&1

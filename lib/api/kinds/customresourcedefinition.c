@@ -19,8 +19,11 @@
  * finalizer, and the definition goes.
  *
  * validate() runs the structural checks of each version's openAPIV3Schema
- * (ck_crd_schema_check, lib/api/structural.c). CEL rules
- * (x-kubernetes-validations) are stored, not evaluated (docs/differences.md).
+ * (ck_crd_schema_check, lib/api/structural.c; named spec.validation.
+ * openAPIV3Schema when every version has the same, as Kubernetes' internal
+ * form holds it then), which compile its CEL rules
+ * (x-kubernetes-validations); custom resources are validated by them
+ * (lib/api/celrules.c).
  *
  * kubectl prints NAME and CREATED AT, as Kubernetes' default table does.
  *
@@ -246,7 +249,26 @@ static void check_scale_path(const json_t *scale, const char *member, const char
     }
 }
 
-static void validate_version(const json_t *v, size_t i, struct ck_field_errors *errs)
+/*
+ * True when every version has the same schema: Kubernetes' internal form then
+ * holds it once, as spec.validation, and its errors are named from there.
+ */
+static bool schemas_identical(const json_t *versions)
+{
+    const json_t *first = json_object_get(json_array_get(versions, 0), "schema");
+    size_t i;
+    const json_t *v;
+    json_array_foreach(versions, i, v)
+    {
+        const json_t *schema = json_object_get(v, "schema");
+        if (!(schema == first || (schema && first && json_equal(schema, first))))
+            return false;
+    }
+    return true;
+}
+
+/* i: the version's index; shared: every version has the same schema (checked once, at 0). */
+static void validate_version(const json_t *v, size_t i, bool shared, struct ck_field_errors *errs)
 {
     char base[96];
     snprintf(base, sizeof(base), "spec.versions[%zu]", i);
@@ -263,8 +285,10 @@ static void validate_version(const json_t *v, size_t i, struct ck_field_errors *
     snprintf(field, sizeof(field), "%s.schema.openAPIV3Schema", base);
     if (!json_is_object(schema))
         ck_field_errors_add(errs, CK_FIELD_REQUIRED, field, NULL, false, "schemas are required");
-    else
-        ck_crd_schema_check(schema, field, errs); /* structural rules, lib/api/structural.c */
+    else if (!shared) /* structural rules and CEL, lib/api/structural.c */
+        ck_crd_schema_check(schema, field, errs);
+    else if (i == 0)
+        ck_crd_schema_check(schema, "spec.validation.openAPIV3Schema", errs);
     const json_t *subs = json_object_get(v, "subresources");
     const json_t *scale = json_object_get(subs, "scale");
     snprintf(field, sizeof(field), "%s.subresources", base);
@@ -334,7 +358,7 @@ static void validate(const json_t *obj, const json_t *old, struct ck_field_error
 
     const json_t *versions = json_object_get(spec, "versions");
     size_t storage = 0, i;
-    bool unique = true;
+    bool unique = true, shared = schemas_identical(versions);
     const json_t *v;
     json_array_foreach(versions, i, v)
     {
@@ -347,7 +371,7 @@ static void validate(const json_t *obj, const json_t *old, struct ck_field_error
             if (other && strcmp(vn, other) == 0)
                 unique = false;
         }
-        validate_version(v, i, errs);
+        validate_version(v, i, shared, errs);
     }
     if (json_array_size(versions) == 0)
         ck_field_errors_add(errs, CK_FIELD_INVALID, "spec.versions", NULL, false,
