@@ -147,17 +147,23 @@ static size_t activation(struct ck__cel_input *in, struct ck_cel_var *vars)
     if (!in->request)
         in->request = ck__admission_cel_request(in->a);
     size_t n = 0;
-    vars[n++] = (struct ck_cel_var){"object", in->a->obj ? in->a->obj : null_value};
-    vars[n++] = (struct ck_cel_var){"oldObject", in->a->old ? in->a->old : null_value};
-    vars[n++] = (struct ck_cel_var){"request", in->request ? in->request : null_value};
+    vars[n++] =
+        (struct ck_cel_var){.name = "object", .value = in->a->obj ? in->a->obj : null_value};
+    vars[n++] =
+        (struct ck_cel_var){.name = "oldObject", .value = in->a->old ? in->a->old : null_value};
+    vars[n++] =
+        (struct ck_cel_var){.name = "request", .value = in->request ? in->request : null_value};
     if (!in->policy)
         return n;
-    vars[n++] = (struct ck_cel_var){"params", in->params ? in->params : null_value};
-    vars[n++] = (struct ck_cel_var){"namespaceObject",
-                                    in->namespace_object ? in->namespace_object : null_value};
+    vars[n++] =
+        (struct ck_cel_var){.name = "params", .value = in->params ? in->params : null_value};
+    vars[n++] =
+        (struct ck_cel_var){.name = "namespaceObject",
+                            .value = in->namespace_object ? in->namespace_object : null_value};
     if (!in->variables)
         in->variables = json_object();
-    vars[n++] = (struct ck_cel_var){"variables", in->variables ? in->variables : null_value};
+    vars[n++] = (struct ck_cel_var){.name = "variables",
+                                    .value = in->variables ? in->variables : null_value};
     return n;
 }
 
