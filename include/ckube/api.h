@@ -653,6 +653,15 @@ struct ck_kind {
 /* Every kind served, in discovery order (registration order). */
 const struct ck_kind *const *ck_kinds(size_t *ret_count);
 
+/*
+ * The API Priority and Fairness objects kube-apiserver keeps present
+ * (k8s.io/apiserver pkg/apis/flowcontrol/bootstrap): {"mandatory": {...},
+ * "suggested": {...}}, each with "priorityLevelConfigurations" and "flowSchemas",
+ * lists of flowcontrol.apiserver.k8s.io/v1 objects. A new reference (the caller
+ * may change it); NULL when out of memory.
+ */
+json_t *ck_flowcontrol_bootstrap(void);
+
 /* The kind serving group/version/resource, or NULL. group is "" for core. */
 const struct ck_kind *ck_kind_lookup(const char *group, const char *version, const char *resource);
 

@@ -128,18 +128,20 @@ static bool storage_group_version(const struct ck_kind *k, char *buf, size_t siz
     }
     size_t n;
     const struct ck_kind *const *kinds = ck_kinds(&n);
+    const char *resource = k->storage_resource ? k->storage_resource : k->resource;
+    const char *sv = k->storage_api_version;
+    const char *slash = strchr(sv, '/'); /* none: the core group's ("v1") */
+    size_t group_len = slash ? (size_t)(slash - sv) : 0;
+    const char *version = slash ? slash + 1 : sv;
     for (size_t i = 0; i < n; i++) {
         const struct ck_kind *other = kinds[i];
-        if (!other->storage_resource || !k->storage_resource ||
-            strcmp(other->storage_resource, k->storage_resource) != 0)
+        const char *other_resource =
+            other->storage_resource ? other->storage_resource : other->resource;
+        if (strcmp(other_resource, resource) != 0 || strlen(other->group) != group_len ||
+            strncmp(sv, other->group, group_len) != 0 || strcmp(version, other->version) != 0)
             continue;
-        size_t group_len = strlen(other->group);
-        const char *sv = k->storage_api_version;
-        if (strncmp(sv, other->group, group_len) == 0 && sv[group_len] == '/' &&
-            strcmp(sv + group_len + 1, other->version) == 0) {
-            snprintf(buf, size, "%s", sv);
-            return true;
-        }
+        snprintf(buf, size, "%s/%s", other->group, other->version);
+        return true;
     }
     return false;
 }

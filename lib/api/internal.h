@@ -267,6 +267,81 @@ extern const char *const ck__status_keeps_labels[];
         .schema = "io.k8s.api.autoscaling.v1.Scale"                                                \
     }
 
+/* Go's %#v of a []string, `[]string{"a", "b"}`, into buf (truncated to size; kinds/rbac.c). */
+void ck__go_string_slice(const json_t *arr, char *buf, size_t size);
+
+/* ---- flowcontrol.apiserver.k8s.io (kinds/flowcontrol.c) ---------------- */
+
+/*
+ * The mandatory object of collection ("flowSchemas" or "priorityLevelConfigurations")
+ * named name in the bootstrap configuration, borrowed for the life of the process; NULL
+ * when name is not one.
+ */
+const json_t *ck__apf_mandatory(const char *collection, const char *name);
+
+/*
+ * apimachinery's semantic equality of two specs as Go decodes them: an absent member
+ * equals false, 0, "", null and an empty list or map.
+ */
+bool ck__apf_spec_equal(const json_t *a, const json_t *b);
+
+/*
+ * A mandatory object's spec must be the fixed one (fixed, or the bootstrap object's spec
+ * when NULL): `spec of 'NAME' must equal the fixed value`. Nothing for other names.
+ */
+void ck__apf_validate_mandatory(const json_t *obj, const char *collection, const json_t *fixed,
+                                struct ck_field_errors *errs);
+
+/* status.conditions: each has a type, no type twice. */
+void ck__apf_validate_conditions(const json_t *obj, struct ck_field_errors *errs);
+
+/* PrepareForCreate: an empty status. 0 or CK_ENOMEM. */
+int ck__apf_reset_status(json_t *obj);
+
+/* What the descriptors of both kinds share: cluster-scoped, generation, status. */
+extern const struct ck_subresource ck__apf_subresources[1];
+#define CK__APF_KIND_COMMON                                                                        \
+    .group = "flowcontrol.apiserver.k8s.io", .version = "v1", .namespaced = false,                 \
+    .has_generation = true, .subresources = ck__apf_subresources, .n_subresources = 1,             \
+    .prepare_for_create = ck__apf_reset_status
+
+/*
+ * A kind served in another version than the one its rules are written for (its storage
+ * version's): validate or cells run on obj (and old) converted by convert, as Kubernetes
+ * runs them on the internal version (kinds.c). Out of memory: errs->nomem, or no cells.
+ */
+void ck__validate_converted(const json_t *obj, const json_t *old, int (*convert)(json_t *),
+                            void (*validate)(const json_t *, const json_t *,
+                                             struct ck_field_errors *),
+                            struct ck_field_errors *errs);
+void ck__cells_converted(const json_t *obj, long long now, int (*convert)(json_t *),
+                         void (*cells)(const json_t *, long long, json_t **), json_t **row);
+
+/* ---- Events (kinds/event.c, kinds/eventv1.c) --------------------------- */
+
+/* kubectl's LAST SEEN TYPE REASON OBJECT ... columns and their cells hook, on the core/v1 form. */
+#define CK__EVENT_COLUMNS 10
+extern const struct ck_table_column ck__event_columns[CK__EVENT_COLUMNS];
+void ck__event_cells(const json_t *obj, long long now, json_t **cells);
+extern const char *const ck__event_short_names[];
+
+/* What the descriptors of both forms share (kinds/event.c, kinds/eventv1.c). */
+#define CK__EVENT_KIND_COMMON                                                                      \
+    .version = "v1", .kind = "Event", .list_kind = "EventList", .resource = "events",              \
+    .singular = "event", .short_names = ck__event_short_names, .namespaced = true,                 \
+    .columns = ck__event_columns, .n_columns = CK__EVENT_COLUMNS
+
+/* legacyValidateEvent, on the core/v1 form: the rules every event passes. */
+void ck__event_validate_legacy(const json_t *obj, struct ck_field_errors *errs);
+
+/*
+ * The conversion between core/v1 Event (the storage form) and events.k8s.io/v1
+ * Event, in place (pkg/apis/events/v1/conversion.go): the members that differ
+ * only in name move. 0, or CK_ENOMEM (obj half-converted).
+ */
+int ck__event_v1_to_core(json_t *obj);
+int ck__event_core_to_v1(json_t *obj);
+
 /* ---- HorizontalPodAutoscalers (kinds/horizontalpodautoscaler.c) --------- */
 
 /* ValidateHorizontalPodAutoscaler and its status update's rules, on the v2 form. */

@@ -437,3 +437,36 @@ const char *ck_kind_field_getter(const char *label, const json_t *obj, const voi
 {
     return ck_kind_field_value(kind, label, obj, buf, size);
 }
+
+/* A converted copy of obj, a new reference; NULL when out of memory. */
+static json_t *converted(const json_t *obj, int (*convert)(json_t *))
+{
+    json_t *copy = ck__json_copy(obj);
+    if (copy && convert(copy) < 0)
+        copy = (json_decref(copy), NULL);
+    return copy;
+}
+
+void ck__validate_converted(const json_t *obj, const json_t *old, int (*convert)(json_t *),
+                            void (*validate)(const json_t *, const json_t *,
+                                             struct ck_field_errors *),
+                            struct ck_field_errors *errs)
+{
+    json_t *now = converted(obj, convert);
+    json_t *was = old ? converted(old, convert) : NULL;
+    if (now && (was || !old))
+        validate(now, was, errs);
+    else
+        errs->nomem = true;
+    json_decref(now);
+    json_decref(was);
+}
+
+void ck__cells_converted(const json_t *obj, long long now, int (*convert)(json_t *),
+                         void (*cells)(const json_t *, long long, json_t **), json_t **row)
+{
+    json_t *c = converted(obj, convert);
+    if (c)
+        cells(c, now, row);
+    json_decref(c);
+}

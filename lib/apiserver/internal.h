@@ -973,6 +973,15 @@ bool ck__conns_request_started(struct ck__conns *c, struct MHD_Connection *mhd);
 void ck__conns_request_received(struct ck__conns *c, struct MHD_Connection *mhd);
 /* The request was answered: the deadline for the next header starts (a reserve slot closes). */
 void ck__conns_request_done(struct ck__conns *c, struct MHD_Connection *mhd);
+/*
+ * One pass of the API Priority and Fairness configuration keeper (flowcontrol.c): the
+ * bootstrap objects created or put back as kube-apiserver's ensurer does, and each
+ * FlowSchema's Dangling condition. Failures are logged; the next pass retries.
+ */
+void ck__apf_ensure(struct ck__registry *reg);
+/* Seconds between two passes, from the ticker. */
+#define CK__APF_ENSURE_INTERVAL 10
+
 /* Closes the connections past their header deadline; from the ticker thread. */
 void ck__conns_tick(struct ck__conns *c);
 /* The counts now and the cuts since the start. */

@@ -1393,6 +1393,7 @@ static void *ticker_main(void *arg)
 {
     struct ck_apiserver *server = arg;
     struct ck__conns_stats conn_stats = {0};
+    unsigned ticks = 0;
     pthread_mutex_lock(&server->ticker_lock);
     while (!server->ticker_stop) {
         struct timespec until;
@@ -1406,6 +1407,8 @@ static void *ticker_main(void *arg)
         ck__conns_tick(server->conns);
         if (ck_log_v(1))
             log_connection_cuts(server, &conn_stats);
+        if (++ticks % CK__APF_ENSURE_INTERVAL == 0)
+            ck__apf_ensure(server->registry);
         pthread_mutex_lock(&server->ticker_lock);
     }
     pthread_mutex_unlock(&server->ticker_lock);
@@ -1641,8 +1644,10 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
                                       &server->registry->namespaces, reterr);
     if (r == 0)
         r = bootstrap_namespaces(server, reterr);
-    if (r == 0)
+    if (r == 0) {
         bootstrap_priority_classes(server);
+        ck__apf_ensure(server->registry);
+    }
     if (r == 0 && config->local_storage_class)
         bootstrap_local_storage_class(server);
     if (r == 0)

@@ -57,6 +57,7 @@ static void test_registry_matches_the_resource_table(void **state)
         {"apps", "daemonsets", "DaemonSet", "ds", true},
         {"apps", "statefulsets", "StatefulSet", "sts", true},
         {"apps", "controllerrevisions", "ControllerRevision", NULL, true},
+        {"events.k8s.io", "events", "Event", "ev", true},
         {"autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler", "hpa",
          true}, /* v2 */
         {"autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler", "hpa",
@@ -75,6 +76,9 @@ static void test_registry_matches_the_resource_table(void **state)
         {"rbac.authorization.k8s.io", "rolebindings", "RoleBinding", NULL, true},
         {"rbac.authorization.k8s.io", "roles", "Role", NULL, true},
         {"coordination.k8s.io", "leases", "Lease", NULL, true},
+        {"flowcontrol.apiserver.k8s.io", "flowschemas", "FlowSchema", NULL, false},
+        {"flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations",
+         "PriorityLevelConfiguration", NULL, false},
         {"apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", "crd",
          false},
         {"authentication.k8s.io", "tokenreviews", "TokenReview", NULL, false},

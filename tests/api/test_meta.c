@@ -164,39 +164,39 @@ static void test_object_meta_validation(void **state)
 {
     (void)state;
     const struct ck_kind *ns = kind("", "namespaces");
-    const struct ck_kind *ev = kind("", "events");
+    const struct ck_kind *sa = kind("", "serviceaccounts");
     assert_int_equal(count_errors(ns, "{\"metadata\":{\"name\":\"team-a\"}}", NULL, NULL), 0);
     count_errors(ns, "{\"metadata\":{\"name\":\"team.a\"}}", NULL, "RFC 1123 label");
     count_errors(ns, "{\"metadata\":{}}", NULL, "metadata.name: Required value");
-    assert_int_equal(count_errors(ev,
+    assert_int_equal(count_errors(sa,
                                   "{\"metadata\":{\"name\":\"web.17a\",\"namespace\":\"default\"}}",
                                   NULL, NULL),
                      0);
-    count_errors(ev, "{\"metadata\":{\"name\":\"Web\",\"namespace\":\"default\"}}", NULL,
+    count_errors(sa, "{\"metadata\":{\"name\":\"Web\",\"namespace\":\"default\"}}", NULL,
                  "RFC 1123 subdomain");
-    count_errors(ev, "{\"metadata\":{\"name\":\"e\"}}", NULL, "metadata.namespace: Required value");
-    count_errors(ev,
+    count_errors(sa, "{\"metadata\":{\"name\":\"e\"}}", NULL, "metadata.namespace: Required value");
+    count_errors(sa,
                  "{\"metadata\":{\"name\":\"e\",\"namespace\":\"d\",\"labels\":{\"-bad\":\"x\"}}}",
                  NULL, "metadata.labels: Invalid value: \"-bad\"");
     count_errors(
-        ev, "{\"metadata\":{\"name\":\"e\",\"namespace\":\"d\",\"labels\":{\"ok\":\"bad value\"}}}",
+        sa, "{\"metadata\":{\"name\":\"e\",\"namespace\":\"d\",\"labels\":{\"ok\":\"bad value\"}}}",
         NULL, "metadata.labels: Invalid value: \"bad value\"");
-    count_errors(ev,
+    count_errors(sa,
                  "{\"metadata\":{\"name\":\"e\",\"namespace\":\"d\",\"ownerReferences\":"
                  "[{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"p\"}]}}",
                  NULL, "metadata.ownerReferences[0].uid: Required value");
     count_errors(
-        ev,
+        sa,
         "{\"metadata\":{\"name\":\"e\",\"namespace\":\"d\",\"ownerReferences\":["
         "{\"apiVersion\":\"v1\",\"kind\":\"A\",\"name\":\"a\",\"uid\":\"1\",\"controller\":true},"
         "{\"apiVersion\":\"v1\",\"kind\":\"B\",\"name\":\"b\",\"uid\":\"2\",\"controller\":true}]}}",
         NULL, "Only one reference can have Controller set to true");
     count_errors(
-        ev,
+        sa,
         "{\"metadata\":{\"name\":\"e\",\"namespace\":\"d\",\"finalizers\":[\"bad finalizer\"]}}",
         NULL, "metadata.finalizers[0]");
     assert_int_equal(
-        count_errors(ev,
+        count_errors(sa,
                      "{\"metadata\":{\"name\":\"e\",\"namespace\":\"d\",\"finalizers\":"
                      "[\"kubernetes\",\"example.com/x\",\"orphan\"]}}",
                      NULL, NULL),
@@ -206,17 +206,17 @@ static void test_object_meta_validation(void **state)
 static void test_no_new_finalizers_while_deleting(void **state)
 {
     (void)state;
-    const struct ck_kind *ev = kind("", "events");
+    const struct ck_kind *sa = kind("", "serviceaccounts");
     const char *old =
         "{\"metadata\":{\"name\":\"e\",\"namespace\":\"d\",\"deletionTimestamp\":"
         "\"2027-01-01T00:00:00Z\",\"finalizers\":[\"example.com/a\",\"example.com/b\"]}}";
-    count_errors(ev,
+    count_errors(sa,
                  "{\"metadata\":{\"name\":\"e\",\"namespace\":\"d\",\"finalizers\":"
                  "[\"example.com/a\",\"example.com/c\"]}}",
                  old, "no new finalizers can be added if the object is being deleted");
     /* removing is always allowed */
     assert_int_equal(
-        count_errors(ev,
+        count_errors(sa,
                      "{\"metadata\":{\"name\":\"e\",\"namespace\":\"d\",\"finalizers\":"
                      "[\"example.com/b\"]}}",
                      old, NULL),
@@ -235,7 +235,7 @@ static void test_annotations_size_limit(void **state)
                             "annotations", "a", value);
     free(value);
     struct ck_field_errors errs = {0};
-    ck_meta_validate(kind("", "events"), obj, NULL, &errs);
+    ck_meta_validate(kind("", "serviceaccounts"), obj, NULL, &errs);
     assert_int_equal(errs.len, 1);
     assert_int_equal(errs.items[0].type, CK_FIELD_TOO_LONG);
     ck_field_errors_release(&errs);

@@ -9,6 +9,13 @@
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
  *
+ * Validation is legacyValidateEvent (pkg/apis/core/validation/events.go), which
+ * every event passes whichever API wrote it.
+ *
+ * The columns and cells are shared with the events.k8s.io/v1 form of the same
+ * objects (eventv1.c), which prints them from this form, as Kubernetes prints
+ * both from its internal version.
+ *
  * Tested by tests/api/test_printers.c and test_kinds.c (the field labels
  * kubectl's event selectors use).
  */
@@ -49,7 +56,7 @@ static json_t *trimmed(const char *message)
     return out;
 }
 
-static void cells(const json_t *obj, long long now, json_t **cells)
+void ck__event_cells(const json_t *obj, long long now, json_t **cells)
 {
     char first[32], last[32], buf[512];
     const char *first_ts = ck__str_at(obj, "firstTimestamp");
@@ -95,6 +102,58 @@ static void cells(const json_t *obj, long long now, json_t **cells)
     cells[COL_COUNT] = json_integer(count);
 }
 
+#define LENGTH_LIMIT      128  /* reportingInstance, action and reason */
+#define NOTE_LENGTH_LIMIT 1024 /* message */
+
+/* A required member of at most LENGTH_LIMIT bytes. */
+static void required_short(const json_t *obj, const char *key, const char *field,
+                           struct ck_field_errors *errs)
+{
+    const char *v = ck__str_at(obj, key);
+    if (!v || !*v)
+        ck_field_errors_add(errs, CK_FIELD_REQUIRED, field, NULL, false, NULL);
+    else if (strlen(v) > LENGTH_LIMIT)
+        ck_field_errors_add(errs, CK_FIELD_INVALID, field, "", true,
+                            "can have at most %d characters", LENGTH_LIMIT);
+}
+
+void ck__event_validate_legacy(const json_t *obj, struct ck_field_errors *errs)
+{
+    const char *ns = ck__str_at(obj, "metadata.namespace");
+    const char *involved = ck__str_at(obj, "involvedObject.namespace");
+    const char *event_time = ck__str_at(obj, "eventTime");
+    ns = ns ? ns : "";
+    involved = involved ? involved : "";
+    bool mismatch;
+    if (!event_time || !*event_time) /* an old-style event: the namespaces agree */
+        mismatch = *involved ? strcmp(ns, involved) != 0 : *ns && strcmp(ns, "default") != 0;
+    else /* a new-style one may be about a cluster-scoped object from default or kube-system */
+        mismatch = !*involved && strcmp(ns, "default") != 0 && strcmp(ns, "kube-system") != 0;
+    if (mismatch)
+        ck_field_errors_add(errs, CK_FIELD_INVALID, "involvedObject.namespace", involved, true,
+                            "does not match event.namespace");
+    if (event_time && *event_time) {
+        const char *controller = ck__str_at(obj, "reportingComponent");
+        if (!controller || !*controller)
+            ck_field_errors_add(errs, CK_FIELD_REQUIRED, "reportingController", NULL, false, NULL);
+        ck_validate_qualified_name(controller ? controller : "", "reportingController", errs);
+        required_short(obj, "reportingInstance", "reportingInstance", errs);
+        required_short(obj, "action", "action", errs);
+        required_short(obj, "reason", "reason", errs);
+        const char *message = ck__str_at(obj, "message");
+        if (message && strlen(message) > NOTE_LENGTH_LIMIT)
+            ck_field_errors_add(errs, CK_FIELD_INVALID, "message", "", true,
+                                "can have at most %d characters", NOTE_LENGTH_LIMIT);
+    }
+    ck_validate_dns1123_subdomain(ns, "namespace", errs);
+}
+
+static void validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs)
+{
+    (void)old; /* a write through core/v1 passes the legacy rules only */
+    ck__event_validate_legacy(obj, errs);
+}
+
 /*
  * The latest of the times an event says it was active: lastTimestamp,
  * series.lastObservedTime, eventTime, and its creation (set by the server,
@@ -113,7 +172,7 @@ static long long last_activity(const json_t *obj)
     return latest;
 }
 
-static const char *const short_names[] = {"ev", NULL};
+const char *const ck__event_short_names[] = {"ev", NULL};
 
 static const struct ck_field_label field_labels[] = {
     {"involvedObject.kind", "involvedObject.kind", CK_FIELD_LABEL_STRING},
@@ -129,7 +188,7 @@ static const struct ck_field_label field_labels[] = {
     {"type", "type", CK_FIELD_LABEL_STRING},
 };
 
-static const struct ck_table_column columns[] = {
+const struct ck_table_column ck__event_columns[CK__EVENT_COLUMNS] = {
     [COL_LAST_SEEN] = CK__COMPUTED_COLUMN(
         "Last Seen", "string",
         "The time at which the most recent occurrence of this event was recorded.", 0),
@@ -154,17 +213,11 @@ static const struct ck_table_column columns[] = {
 };
 
 const struct ck_kind ck__kind_event = {
+    CK__EVENT_KIND_COMMON,
     .group = "",
-    .version = "v1",
-    .kind = "Event",
-    .list_kind = "EventList",
-    .resource = "events",
-    .singular = "event",
-    .short_names = short_names,
-    .namespaced = true,
     .schema = "io.k8s.api.core.v1.Event",
     CK__KIND_FIELD_LABELS(field_labels),
-    CK__KIND_COLUMNS(columns),
-    .cells = cells,
+    .cells = ck__event_cells,
+    .validate = validate,
     .last_activity = last_activity,
 };

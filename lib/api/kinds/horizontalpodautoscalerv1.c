@@ -30,32 +30,14 @@ static int prepare_for_create(json_t *obj)
     return json_object_set_new(obj, "status", json_object()) < 0 ? CK_ENOMEM : 0;
 }
 
-/* The v2 form of a v1 object, a new reference; NULL when out of memory. */
-static json_t *as_v2(const json_t *obj)
-{
-    json_t *copy = ck__json_copy(obj);
-    if (copy && ck__hpa_v1_to_v2(copy) < 0)
-        copy = (json_decref(copy), NULL);
-    return copy;
-}
-
 static void validate(const json_t *obj, const json_t *old, struct ck_field_errors *errs)
 {
-    json_t *v2 = as_v2(obj);
-    if (!v2) {
-        errs->nomem = true;
-        return;
-    }
-    ck__hpa_validate(v2, old, errs);
-    json_decref(v2);
+    ck__validate_converted(obj, old, ck__hpa_v1_to_v2, ck__hpa_validate, errs);
 }
 
 static void cells(const json_t *obj, long long now, json_t **row)
 {
-    json_t *v2 = as_v2(obj);
-    if (v2)
-        ck__hpa_cells(v2, now, row);
-    json_decref(v2);
+    ck__cells_converted(obj, now, ck__hpa_v1_to_v2, ck__hpa_cells, row);
 }
 
 const struct ck_kind ck__kind_horizontalpodautoscalerv1 = {

@@ -20,8 +20,7 @@
 
 #define RBAC_GROUP "rbac.authorization.k8s.io"
 
-/* Go's %v of a []string: []string{"a", "b"}. */
-static void go_string_slice(const json_t *arr, char *buf, size_t size)
+void ck__go_string_slice(const json_t *arr, char *buf, size_t size)
 {
     size_t off = (size_t)snprintf(buf, size, "[]string{");
     size_t i;
@@ -52,7 +51,7 @@ void ck__rbac_validate_rules(const json_t *rules, bool namespaced, struct ck_fie
         const json_t *urls = json_object_get(r, "nonResourceURLs");
         if (json_array_size(urls)) {
             snprintf(path, sizeof(path), "rules[%zu].nonResourceURLs", i);
-            go_string_slice(urls, value, sizeof(value));
+            ck__go_string_slice(urls, value, sizeof(value));
             if (namespaced)
                 ck_field_errors_add(errs, CK_FIELD_INVALID, path, value, false,
                                     "namespaced rules cannot apply to non-resource URLs");
