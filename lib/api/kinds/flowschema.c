@@ -120,7 +120,7 @@ static const char *bad_url(const char *p)
 static void validate_non_resource_rule(const json_t *rule, const char *at,
                                        struct ck_field_errors *errs)
 {
-    char path[160];
+    char path[192];
     check_verbs(rule, at, errs);
     const json_t *urls = json_object_get(rule, "nonResourceURLs");
     snprintf(path, sizeof(path), "%s.nonResourceURLs", at);
@@ -141,7 +141,7 @@ static void validate_non_resource_rule(const json_t *rule, const char *at,
 
 static void validate_resource_rule(const json_t *rule, const char *at, struct ck_field_errors *errs)
 {
-    char path[160];
+    char path[192];
     check_verbs(rule, at, errs);
     snprintf(path, sizeof(path), "%s.apiGroups", at);
     check_list(json_object_get(rule, "apiGroups"), path,
