@@ -1751,14 +1751,9 @@ struct ck_apiserver *ck_apiserver_free(struct ck_apiserver *server)
     if (!server)
         return NULL;
     atomic_store(&server->shutting_down, true);
-    /*
-     * End every watch stream cleanly (no connection stays suspended), then close the
-     * connections and the listen socket. Connections that arrive meanwhile are served
-     * (/readyz says the process is shutting down). No MHD_quiesce_daemon() first:
-     * libmicrohttpd 0.9.75 takes the listen socket out of each pool thread's epoll set
-     * while those threads may be taking it out themselves, and aborts the process when
-     * it finds it already gone ("Failed to remove listen FD from epoll set").
-     */
+    /* Stop accepting, end every watch stream cleanly (no connection stays
+     * suspended), then close the connections; we own the listen socket. */
+    MHD_socket fd = MHD_quiesce_daemon(server->daemon);
     ck__workers_stop(server->workers); /* every write in progress answered; later ones run here */
     ck__watch_tick(server, true);
     for (int i = 0; i < 200 && atomic_load(&server->active_watches) > 0; i++) {
@@ -1766,7 +1761,8 @@ struct ck_apiserver *ck_apiserver_free(struct ck_apiserver *server)
         nanosleep(&pause, NULL); /* let MHD flush the ended streams (2 s at most) */
     }
     MHD_stop_daemon(server->daemon);
-    server->listen_fd = -1; /* MHD_OPTION_LISTEN_SOCKET gave it to MHD, which closed it */
+    if (fd == MHD_INVALID_SOCKET)
+        server->listen_fd = -1; /* MHD kept and closed it */
     teardown(server);
     return NULL;
 }
