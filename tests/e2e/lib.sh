@@ -129,7 +129,9 @@ stop_agent() {
 # waits until n1 is registered and Ready. The test's pods are process pods.
 start_process_node() {
     process_pods=1
-    "$ckube" agent --container-runtime process --kubeconfig "$KUBECONFIG" --node-name n1 \
+    # marked too: a pod's supervisor is a fork of the agent, and outlives it when its
+    # container does not stop (kill_leftovers finds it by the mark)
+    CKUBE_E2E_MARK="$work" "$ckube" agent --container-runtime process --kubeconfig "$KUBECONFIG" --node-name n1 \
         --root-dir "$1" --port "$2" --client-ca-file "$work/data/pki/ca.crt" \
         >>"$work/agent.out" 2>>"$work/agent.err" &
     agent_pid=$!
