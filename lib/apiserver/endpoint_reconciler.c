@@ -121,19 +121,10 @@ static int live_addresses(struct ck_store *store, long long now, long long ttl, 
     ck_store_range_result_release(&res);
     if (!ips)
         return ck_err_no_memory(reterr);
-    size_t n = json_array_size(ips);
-    json_t **items = ck__calloc(n ? n : 1, sizeof(*items));
-    if (!items) {
+    if (ck__json_array_sort(ips, compare_ips) < 0) {
         json_decref(ips);
         return ck_err_no_memory(reterr);
     }
-    for (size_t i = 0; i < n; i++)
-        items[i] = json_incref(json_array_get(ips, i));
-    qsort(items, n, sizeof(*items), compare_ips);
-    json_array_clear(ips);
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(ips, items[i]);
-    free(items);
     *ret = ips;
     return 0;
 }

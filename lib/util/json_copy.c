@@ -1,6 +1,7 @@
 /*
  * json_copy.c - a deep copy of a jansson tree without json_deep_copy()'s cycle check, and
- * the look-up of an array's object by one of its members (ck__json_find).
+ * the look-up of an array's object by one of its members (ck__json_find), and an array
+ * sorted in place (ck__json_array_sort).
  *
  * jansson 2.14's json_deep_copy() guards every object and array it enters
  * against a reference cycle: it prints the value's address into a key and
@@ -14,9 +15,11 @@
  *
  * Tested in tests/util/test_json_copy.c.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ckube/internal/util.h"
+#include "ckube/util.h"
 
 /* jansson's parser refuses deeper documents (JSON_PARSER_MAX_DEPTH) */
 #define MAX_DEPTH 2048
@@ -81,4 +84,22 @@ json_t *ck__json_find(const json_t *array, const char *key, const char *value)
             return json_array_get(array, i);
     }
     return NULL;
+}
+
+int ck__json_array_sort(json_t *array, int (*cmp)(const void *, const void *))
+{
+    size_t n = json_array_size(array);
+    if (n < 2)
+        return 0;
+    json_t **items = ck__calloc(n, sizeof(*items));
+    if (!items)
+        return CK_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        items[i] = json_incref(json_array_get(array, i));
+    qsort(items, n, sizeof(*items), cmp);
+    json_array_clear(array);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(array, items[i]);
+    free(items);
+    return 0;
 }

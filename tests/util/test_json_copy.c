@@ -90,6 +90,28 @@ static void test_find_by_member(void **state)
     json_decref(list);
 }
 
+static int by_string(const void *x, const void *y)
+{
+    return strcmp(json_string_value(*(json_t *const *)x), json_string_value(*(json_t *const *)y));
+}
+
+static void test_array_sorted_in_place(void **state)
+{
+    (void)state;
+    json_t *list = json_loads("[\"c\",\"a\",\"b\"]", 0, NULL);
+    json_t *first = json_array_get(list, 0);
+    assert_int_equal(ck__json_array_sort(list, by_string), 0);
+    char *text = json_dumps(list, JSON_COMPACT);
+    assert_string_equal(text, "[\"a\",\"b\",\"c\"]");
+    free(text);
+    assert_ptr_equal(json_array_get(list, 2), first); /* the same elements, moved */
+    json_t *empty = json_array();
+    assert_int_equal(ck__json_array_sort(empty, by_string), 0);
+    assert_int_equal(json_array_size(empty), 0);
+    json_decref(empty);
+    json_decref(list);
+}
+
 int main(void)
 {
     json_set_alloc_funcs(ck__malloc, free);
@@ -98,6 +120,7 @@ int main(void)
         cmocka_unit_test(test_too_deep_is_refused),
         cmocka_unit_test(test_whole_or_nothing_under_allocation_failure),
         cmocka_unit_test(test_find_by_member),
+        cmocka_unit_test(test_array_sorted_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

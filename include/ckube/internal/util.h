@@ -409,6 +409,12 @@ json_t *ck__json_copy(const json_t *json);
 /* The object of array whose string member key is value ("name": a container), or NULL. */
 json_t *ck__json_find(const json_t *array, const char *key, const char *value);
 
+/*
+ * Sorts array's elements in place with qsort()'s cmp, which is given two json_t **.
+ * 0, or CK_ENOMEM with array unchanged.
+ */
+int ck__json_array_sort(json_t *array, int (*cmp)(const void *, const void *));
+
 /* ---- YAML both ways (yaml.c) ------------------------------------------------ */
 
 struct ck_err;

@@ -249,23 +249,10 @@ int ck__admission_configurations(struct ck__registry *reg, const char *resource,
         json_decref(all);
         return r;
     }
-    size_t n = json_array_size(all);
-    if (n == 0) {
-        *ret = all;
-        return 0;
-    }
-    json_t **items = ck__calloc(n, sizeof(*items));
-    if (!items) {
+    if (ck__json_array_sort(all, by_name) < 0) {
         json_decref(all);
         return ck_err_no_memory(reterr);
     }
-    for (size_t i = 0; i < n; i++)
-        items[i] = json_incref(json_array_get(all, i));
-    qsort(items, n, sizeof(*items), by_name);
-    json_array_clear(all);
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(all, items[i]);
-    free(items);
     *ret = all;
     return 0;
 }
