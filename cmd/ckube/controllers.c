@@ -35,6 +35,7 @@
 
 #include "ckube/api.h"
 #include "ckube/client.h"
+#include "ckube/informer.h"
 #include "ckube/manager.h"
 #include "ckube/nodeipam.h"
 #include "controllers.h"
@@ -384,6 +385,38 @@ static int election_start(struct ck_cmd_controllers *c, const struct ck_cmd_serv
     return 0;
 }
 
+char *ck_cmd_informer_census_metrics(void *unused)
+{
+    (void)unused;
+    struct ck_informer_census_row *rows = NULL;
+    size_t n = 0;
+    if (ck_informer_census(&rows, &n) < 0)
+        return NULL;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f) {
+        static const char *const gauges[][2] = {
+            {"ckube_informer_caches",
+             "Informers of the components running in this process that cache the resource."},
+            {"ckube_informer_cached_objects",
+             "Objects the informers of the components running in this process hold, by "
+             "resource."}};
+        for (size_t g = 0; g < 2; g++) {
+            fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", gauges[g][0], gauges[g][1], gauges[g][0]);
+            for (size_t i = 0; i < n; i++)
+                fprintf(f, "%s{group=\"%s\",resource=\"%s\"} %zu\n", gauges[g][0], rows[i].group,
+                        rows[i].resource, g == 0 ? rows[i].informers : rows[i].objects);
+        }
+        if (fclose(f) != 0) {
+            free(text);
+            text = NULL;
+        }
+    }
+    free(rows);
+    return text;
+}
+
 int ck_cmd_signing_duration(struct ck_cmd_signing *s, const char *text)
 {
     int64_t d = 0;
@@ -405,9 +438,13 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
     pthread_mutex_init(&ret->mu, NULL);
     struct ck_err err = {0};
     /* over TLS, as kube-controller-manager: its own certificate, its own RBAC roles */
+    /*
+     * No client-side rate limit in the server's own process: kube-controller-manager's
+     * 20/30 protect a remote server from a separate process; here the server's own
+     * fairness does (ckube controller-manager keeps --kube-api-qps's default).
+     */
     if (ck_cmd_component_client(server, "controller-manager", "system:kube-controller-manager",
-                                NULL, CK_CONTROLLER_MANAGER_QPS, CK_CONTROLLER_MANAGER_BURST,
-                                &ret->client, &err) < 0) {
+                                NULL, -1, 0, &ret->client, &err) < 0) {
         fprintf(stderr,
                 "error: in-process controllers: %s (run `ckube server --controllers=-*` and "
                 "`ckube controller-manager --kubeconfig FILE` with credentials of your CA)\n",

@@ -122,6 +122,13 @@ struct ck_cmd_signing {
 };
 
 /* Parses --cluster-signing-duration into s: 0, or -1 when it is no positive duration. */
+/*
+ * The /metrics text of the process's informer caches (ckube_informer_caches and
+ * ckube_informer_cached_objects, by group and resource): what `ckube server` adds to its
+ * exposition to show that its components share one cache. A malloc'ed text, or NULL.
+ */
+char *ck_cmd_informer_census_metrics(void *unused);
+
 int ck_cmd_signing_duration(struct ck_cmd_signing *s, const char *text);
 
 int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,

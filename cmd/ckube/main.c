@@ -1050,6 +1050,7 @@ static int cmd_server(int argc, char **argv)
         .listen = opts.listen,
         .store_url = opts.store,
         .feature_gates = gates,
+        .metrics_text = ck_cmd_informer_census_metrics,
         .pki_dir = opts.insecure_plain_http ? NULL : pki_dir,
         .tls_cert_file = opts.tls_cert_file,
         .tls_private_key_file = opts.tls_key_file,

@@ -199,8 +199,8 @@ static int node_client(const struct ck_apiserver *server, const char *name, stru
     char cn[300], base[300];
     snprintf(cn, sizeof(cn), "system:node:%s", name);
     snprintf(base, sizeof(base), "system-node-%s", name);
-    return ck_cmd_component_client(server, base, cn, "system:nodes", 50, 100, /* kubelet's */
-                                   ret, reterr);
+    /* in the server's process: no client-side limit (kubelet's 50/100 guard a remote server) */
+    return ck_cmd_component_client(server, base, cn, "system:nodes", -1, 0, ret, reterr);
 }
 
 int ck_cmd_node_start(const struct ck_apiserver *server, const struct ck_cmd_node_options *o,

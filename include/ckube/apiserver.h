@@ -124,6 +124,13 @@ struct ck_apiserver_config {
      * names are stored encrypted by its first provider. NULL: stored as they are.
      */
     const char *encryption_provider_config;
+    /*
+     * More Prometheus text for /metrics from the components running in the same process
+     * (`ckube server`'s informer census): called on each scrape, returns a malloc'ed text
+     * or NULL. NULL: none.
+     */
+    char *(*metrics_text)(void *arg);
+    void *metrics_text_arg;
 };
 
 /*

@@ -205,6 +205,22 @@ struct ck_informer_stats {
 };
 void ck_informer_stats(struct ck_informer *inf, struct ck_informer_stats *ret_stats);
 
+/*
+ * The census of the process's caches: one row per group/resource that any live informer
+ * caches, with how many informers cache it and how many objects they hold together. One
+ * cache per resource in the process (one factory shared by every component) shows as
+ * informers 1 and objects equal to the server's count; an informer with a selector (a
+ * node's own pods) adds its few. Returns 0 and a malloc'ed array (free it; NULL when no
+ * informer lives), or CK_ENOMEM.
+ */
+struct ck_informer_census_row {
+    char group[254]; /* a DNS subdomain */
+    char resource[64];
+    size_t informers;
+    size_t objects;
+};
+int ck_informer_census(struct ck_informer_census_row **ret_rows, size_t *ret_n);
+
 /* ---- metadata-only informers (client-go metadatainformer) --------------------- */
 
 /*

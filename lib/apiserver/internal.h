@@ -915,6 +915,8 @@ struct ck_apiserver {
     struct ck__metrics *metrics;
     struct ck__metrics_api *metrics_api; /* metrics.k8s.io's scrapes (metrics_api.c) */
     struct ck_fg_gate *feature_gates;    /* the config's, or own_gates */
+    char *(*metrics_text)(void *arg);    /* the config's extra /metrics text, or NULL */
+    void *metrics_text_arg;
     struct ck_fg_gate *own_gates;
     /* active watch streams, for the ticker and for shutdown */
     pthread_mutex_t watches_lock;

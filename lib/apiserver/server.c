@@ -799,9 +799,18 @@ static enum MHD_Result serve_openapi(struct ck_apiserver *server, struct MHD_Con
 static enum MHD_Result serve_metrics(struct ck_apiserver *server, struct MHD_Connection *conn)
 {
     size_t len = 0;
+    struct ck__buf extra = {0};
     char *gates = ck_fg_metrics_text(server->feature_gates);
-    char *text = ck__metrics_render(server->metrics, server->store, gates, &len);
+    ck__buf_adds(&extra, gates ? gates : "");
     free(gates);
+    if (server->metrics_text) {
+        char *more = server->metrics_text(server->metrics_text_arg);
+        ck__buf_adds(&extra, more ? more : "");
+        free(more);
+    }
+    char *exposition = ck__buf_take(&extra);
+    char *text = ck__metrics_render(server->metrics, server->store, exposition, &len);
+    free(exposition);
     if (!text)
         return ck__fail_no_memory(conn);
     enum MHD_Result ret =
@@ -1609,6 +1618,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
             ck_fg_close(server->own_gates);
     }
     server->feature_gates = config->feature_gates ? config->feature_gates : server->own_gates;
+    server->metrics_text = config->metrics_text;
+    server->metrics_text_arg = config->metrics_text_arg;
     if (r == 0)
         r = ck__check_api_features(server->feature_gates, reterr);
     if (r == 0)

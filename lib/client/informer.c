@@ -65,7 +65,77 @@ struct ck_informer {
     bool resync_running;
     pthread_t resync_thread;
     struct ck__reflector reflector;
+
+    struct ck_informer *census_prev, *census_next; /* every live informer, for the census */
+    bool in_census;
 };
+
+/* ---- the census: every informer alive in the process ----------------------------- */
+
+static pthread_mutex_t census_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ck_informer *census_head;
+
+static void census_enter(struct ck_informer *inf)
+{
+    pthread_mutex_lock(&census_lock);
+    inf->census_next = census_head;
+    if (census_head)
+        census_head->census_prev = inf;
+    census_head = inf;
+    pthread_mutex_unlock(&census_lock);
+}
+
+static void census_leave(struct ck_informer *inf)
+{
+    pthread_mutex_lock(&census_lock);
+    if (inf->census_prev)
+        inf->census_prev->census_next = inf->census_next;
+    else if (census_head == inf)
+        census_head = inf->census_next;
+    if (inf->census_next)
+        inf->census_next->census_prev = inf->census_prev;
+    pthread_mutex_unlock(&census_lock);
+}
+
+int ck_informer_census(struct ck_informer_census_row **ret_rows, size_t *ret_n)
+{
+    struct ck_informer_census_row *rows = NULL;
+    size_t n = 0, cap = 0;
+    int r = 0;
+    pthread_mutex_lock(&census_lock);
+    for (struct ck_informer *inf = census_head; inf && r == 0; inf = inf->census_next) {
+        size_t i = 0;
+        while (i < n && !(strcmp(rows[i].group, inf->res->group) == 0 &&
+                          strcmp(rows[i].resource, inf->res->resource) == 0))
+            i++;
+        if (i == n && n == cap) {
+            size_t grown = cap ? cap * 2 : 16;
+            struct ck_informer_census_row *more = realloc(rows, grown * sizeof(*rows));
+            if (!more) {
+                r = CK_ENOMEM;
+                break;
+            }
+            rows = more;
+            cap = grown;
+        }
+        if (i == n) {
+            rows[n] = (struct ck_informer_census_row){0};
+            snprintf(rows[n].group, sizeof(rows[n].group), "%s", inf->res->group);
+            snprintf(rows[n].resource, sizeof(rows[n].resource), "%s", inf->res->resource);
+            n++;
+        }
+        rows[i].informers++;
+        rows[i].objects += ck_indexer_len(inf->indexer);
+    }
+    pthread_mutex_unlock(&census_lock);
+    if (r < 0) {
+        free(rows);
+        return r;
+    }
+    *ret_rows = rows;
+    *ret_n = n;
+    return 0;
+}
 
 static char *dup_opt(const char *s, bool *oom)
 {
@@ -109,6 +179,8 @@ int ck_informer_new(const struct ck_informer_options *opts, struct ck_informer *
         ck_informer_free(inf);
         return r;
     }
+    census_enter(inf);
+    inf->in_census = true;
     *ret_inf = inf;
     return 0;
 }
@@ -118,6 +190,8 @@ struct ck_informer *ck_informer_free(struct ck_informer *inf)
     if (!inf)
         return NULL;
     ck_informer_stop(inf);
+    if (inf->in_census)
+        census_leave(inf);
     ck_indexer_free(inf->indexer);
     ck__reflector_release(&inf->reflector);
     pthread_cond_destroy(&inf->changed);
