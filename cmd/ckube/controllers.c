@@ -437,11 +437,11 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
     ret->server = server;
     pthread_mutex_init(&ret->mu, NULL);
     struct ck_err err = {0};
-    /* over TLS, as kube-controller-manager: its own certificate, its own RBAC roles */
     /*
-     * No client-side rate limit in the server's own process: kube-controller-manager's
-     * 20/30 protect a remote server from a separate process; here the server's own
-     * fairness does (ckube controller-manager keeps --kube-api-qps's default).
+     * Over TLS, as kube-controller-manager: its own certificate, its own RBAC roles. No
+     * client-side rate limit in the server's own process: kube-controller-manager's 20/30
+     * protect a remote server from a separate process; here the server's own limits do
+     * (ckube controller-manager keeps --kube-api-qps's default).
      */
     if (ck_cmd_component_client(server, "controller-manager", "system:kube-controller-manager",
                                 NULL, -1, 0, &ret->client, &err) < 0) {
@@ -452,7 +452,19 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
         pthread_mutex_destroy(&ret->mu);
         return -1;
     }
+    /*
+     * One cache per resource for every in-process component, whichever Lease each is
+     * elected on (the controllers and the scheduler), listing and watching as the
+     * controller manager, without managedFields, as kube-controller-manager's informers.
+     */
+    if (ck_informer_factory_new(ret->client, NULL, 0, NULL, &ret->factory, &err) < 0) {
+        fprintf(stderr, "error: in-process controllers: %s\n", err.msg);
+        ck_cmd_controllers_stop(ret);
+        return -1;
+    }
+    ck_informer_factory_set_transform(ret->factory, ck_transform_strip_managed_fields, NULL);
     struct ck_controller_manager_config config = {
+        .factory = ret->factory,
         .client = ret->client,
         .controllers = selection,
         .client_for = client_for,
@@ -515,9 +527,12 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
 
 void ck_cmd_controllers_stop(struct ck_cmd_controllers *c)
 {
+    if (c->factory) /* no handler runs from here, and no manager waits for a cache */
+        ck_informer_factory_stop(c->factory);
     for (size_t i = 0; i < 2; i++)
         c->elections[i] = election_free(c->elections[i]);
     c->manager = ck_controller_manager_free(c->manager);
+    c->factory = ck_informer_factory_free(c->factory);
     c->client = ck_rest_free(c->client);
     for (size_t i = 0; i < c->n_component_clients; i++)
         c->component_clients[i] = ck_rest_free(c->component_clients[i]);

@@ -19,6 +19,7 @@ struct ck_cmd_election;
 
 struct ck_cmd_controllers {
     struct ck_rest *client;
+    struct ck_informer_factory *factory;   /* the process's one set of caches */
     struct ck_controller_manager *manager; /* without leader election */
     const struct ck_apiserver *server;
     pthread_mutex_t mu;                   /* guards the component clients */

@@ -354,7 +354,8 @@ struct ck_indexer *ck_indexer_free(struct ck_indexer *ix);
 
 /*
  * Adds the index called name (copied), computing it for the objects already stored.
- * CK_EEXIST when an index of that name exists, CK_EINVAL for a NULL argument, the index
+ * Adding the same index again (same name, function and arg) does nothing; CK_EEXIST
+ * when another index of that name exists, CK_EINVAL for a NULL argument, the index
  * function's error, or CK_ENOMEM; the indexer is unchanged on failure.
  */
 int ck_indexer_add_index(struct ck_indexer *ix, const char *name, ck_index_func fn, void *arg,

@@ -166,7 +166,10 @@ void ck_informer_remove_handler(struct ck_informer *inf, const struct ck_event_h
 int ck_informer_set_transform(struct ck_informer *inf, ck_transform_func fn, void *arg,
                               struct ck_err *reterr);
 
-/* Adds an index to the cache (ck_indexer_add_index); before start only. */
+/*
+ * Adds an index to the cache (ck_indexer_add_index), built over what the cache holds when
+ * the informer already runs (client-go's AddIndexers on a started informer).
+ */
 int ck_informer_add_index(struct ck_informer *inf, const char *name, ck_index_func fn, void *arg,
                           struct ck_err *reterr);
 
@@ -280,5 +283,18 @@ bool ck_informer_factory_wait_for_sync(struct ck_informer_factory *f, int64_t de
 
 /* Stops every informer (joins their threads); caches stay readable. */
 void ck_informer_factory_stop(struct ck_informer_factory *f);
+
+/*
+ * Handlers with an owner, for components that come and go on one long-lived factory (the
+ * controller managers of `ckube server`, started and stopped with their Leases, on the
+ * process's one set of caches): every handler the calling thread adds to f's informers
+ * between ck_informer_factory_own_begin(f, owner) and ck_informer_factory_own_end(f)
+ * belongs to owner, and ck_informer_factory_release(f, owner) removes them all; once it
+ * returns none of them is called again. Handlers other threads add meanwhile are not
+ * owner's. The informers themselves keep running.
+ */
+void ck_informer_factory_own_begin(struct ck_informer_factory *f, const void *owner);
+void ck_informer_factory_own_end(struct ck_informer_factory *f);
+void ck_informer_factory_release(struct ck_informer_factory *f, const void *owner);
 
 #endif /* CKUBE_INFORMER_H */

@@ -52,6 +52,13 @@ struct ck_controller_manager_config {
     const char *cluster_signing_cert_file;
     const char *cluster_signing_key_file;
     long long cluster_signing_duration; /* --cluster-signing-duration, s; 0: one year */
+    /*
+     * The informer factory to share with other components of the process (borrowed; it
+     * must outlive the manager, which starts the informers its controllers ask for and
+     * removes their handlers when it stops, but never stops the factory). NULL: a factory
+     * of the manager's own over `client`, stopped and freed with it.
+     */
+    struct ck_informer_factory *factory;
 };
 
 struct ck_controller_manager;
@@ -59,7 +66,7 @@ struct ck_controller_manager;
 /* What the manager gives a controller to start with. Every pointer is borrowed. */
 struct ck_controller_context {
     struct ck_rest *client;                /* outlives the controller */
-    struct ck_informer_factory *factory;   /* the one shared factory, not started yet */
+    struct ck_informer_factory *factory;   /* the shared factory: maybe running already */
     int workers;                           /* workers the controller should run */
     int64_t node_monitor_grace_period;     /* nodelifecycle's; 0: its default */
     const char *cluster_cidr;              /* nodeipam's; NULL: its default */

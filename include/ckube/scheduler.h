@@ -29,7 +29,7 @@
 
 struct ck_scheduler_config {
     struct ck_rest *client; /* borrowed; must outlive the scheduler */
-    /* the informer factory to share (not started yet), or NULL for the scheduler's own */
+    /* the informer factory to share (maybe running already), or NULL for its own */
     struct ck_informer_factory *factory;
     const char *scheduler_name; /* NULL: CK_SCHEDULER_DEFAULT_NAME */
     int bind_workers;           /* bindings in flight at once; 0: 16 */

@@ -394,8 +394,11 @@ int ck_indexer_add_index(struct ck_indexer *ix, const char *name, ck_index_func 
         return ck_err_set(reterr, CK_EINVAL, "an index needs a name and a function");
     pthread_rwlock_wrlock(&ix->lock);
     int r;
-    if (find_def(ix, name) >= 0) {
-        r = ck_err_set(reterr, CK_EEXIST, "indexer conflict: %s", name);
+    int have = find_def(ix, name);
+    if (have >= 0) { /* the same index again (a controller started anew) is already there */
+        r = ix->defs[have].fn == fn && ix->defs[have].arg == arg
+                ? 0
+                : ck_err_set(reterr, CK_EEXIST, "indexer conflict: %s", name);
         goto out_unlock;
     }
     struct index_def def = {ck__strdup(name), fn, arg};

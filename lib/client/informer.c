@@ -35,7 +35,8 @@
 
 struct handler {
     struct ck_event_handler h;
-    int64_t resync; /* 0: none */
+    const void *owner; /* ck_informer_factory_own_begin's, or NULL */
+    int64_t resync;    /* 0: none */
     int64_t next_resync;
 };
 
@@ -66,9 +67,23 @@ struct ck_informer {
     pthread_t resync_thread;
     struct ck__reflector reflector;
 
+    struct ck_informer_factory *factory;           /* the factory that made it, or NULL */
     struct ck_informer *census_prev, *census_next; /* every live informer, for the census */
     bool in_census;
 };
+
+/* ---- handler owners (ck_informer_factory_own_begin) -------------------------------- */
+
+/* The owner the calling thread adds handlers for on f's informers, while it has one. */
+static _Thread_local struct {
+    const struct ck_informer_factory *factory;
+    const void *owner;
+} own_scope;
+
+static const void *owner_of(const struct ck_informer_factory *f)
+{
+    return f && own_scope.factory == f ? own_scope.owner : NULL;
+}
 
 /* ---- the census: every informer alive in the process ----------------------------- */
 
@@ -231,27 +246,42 @@ int ck_informer_add_handler(struct ck_informer *inf, const struct ck_event_handl
         for (size_t i = 0; i < cached.n && h->on_add; i++)
             h->on_add(cached.items[i], true, h->arg);
         struct handler *slot = &inf->handlers[inf->nhandlers++];
-        *slot = (struct handler){.h = *h, .resync = period, .next_resync = CK_TIME_NEVER};
+        *slot = (struct handler){.h = *h,
+                                 .owner = owner_of(inf->factory),
+                                 .resync = period,
+                                 .next_resync = CK_TIME_NEVER};
     }
     pthread_mutex_unlock(&inf->dispatch);
     ck_obj_list_release(&cached);
     return r;
 }
 
-void ck_informer_remove_handler(struct ck_informer *inf, const struct ck_event_handler *h)
+/* Removes the handlers h matches (one), or those of owner (all), under dispatch. */
+static void remove_handlers(struct ck_informer *inf, const struct ck_event_handler *h,
+                            const void *owner)
 {
     pthread_mutex_lock(&inf->dispatch);
-    for (size_t i = 0; i < inf->nhandlers; i++) {
+    for (size_t i = 0; i < inf->nhandlers;) {
         const struct ck_event_handler *have = &inf->handlers[i].h;
-        if (have->on_add == h->on_add && have->on_update == h->on_update &&
-            have->on_delete == h->on_delete && have->arg == h->arg) {
-            memmove(&inf->handlers[i], &inf->handlers[i + 1],
-                    (inf->nhandlers - i - 1) * sizeof(inf->handlers[0]));
-            inf->nhandlers--;
-            break;
+        bool match = h ? have->on_add == h->on_add && have->on_update == h->on_update &&
+                             have->on_delete == h->on_delete && have->arg == h->arg
+                       : inf->handlers[i].owner == owner;
+        if (!match) {
+            i++;
+            continue;
         }
+        memmove(&inf->handlers[i], &inf->handlers[i + 1],
+                (inf->nhandlers - i - 1) * sizeof(inf->handlers[0]));
+        inf->nhandlers--;
+        if (h)
+            break;
     }
     pthread_mutex_unlock(&inf->dispatch);
+}
+
+void ck_informer_remove_handler(struct ck_informer *inf, const struct ck_event_handler *h)
+{
+    remove_handlers(inf, h, NULL);
 }
 
 int ck_informer_set_transform(struct ck_informer *inf, ck_transform_func fn, void *arg,
@@ -268,9 +298,7 @@ int ck_informer_set_transform(struct ck_informer *inf, ck_transform_func fn, voi
 int ck_informer_add_index(struct ck_informer *inf, const char *name, ck_index_func fn, void *arg,
                           struct ck_err *reterr)
 {
-    if (is_started(inf))
-        return ck_err_set(reterr, CK_EINVAL, "informer %s: add indices before start",
-                          inf->res->resource);
+    /* the indexer builds it over what it holds, under its own lock: running or not */
     return ck_indexer_add_index(inf->indexer, name, fn, arg, reterr);
 }
 
@@ -620,6 +648,34 @@ static struct ck_informer *find_locked(struct ck_informer_factory *f, const char
     return NULL;
 }
 
+void ck_informer_factory_own_begin(struct ck_informer_factory *f, const void *owner)
+{
+    own_scope.factory = f;
+    own_scope.owner = owner;
+}
+
+void ck_informer_factory_own_end(struct ck_informer_factory *f)
+{
+    if (own_scope.factory == f)
+        own_scope.factory = NULL, own_scope.owner = NULL;
+}
+
+void ck_informer_factory_release(struct ck_informer_factory *f, const void *owner)
+{
+    /* a copy of the list: a handler may ask the factory for an informer meanwhile */
+    pthread_mutex_lock(&f->lock);
+    size_t n = f->n;
+    struct ck_informer **infs = ck__malloc((n ? n : 1) * sizeof(*infs));
+    if (infs)
+        memcpy(infs, f->informers, n * sizeof(*infs));
+    for (size_t i = 0; !infs && i < n; i++) /* out of memory: under the lock, one by one */
+        remove_handlers(f->informers[i], NULL, owner);
+    pthread_mutex_unlock(&f->lock);
+    for (size_t i = 0; infs && i < n; i++) /* never freed before the factory */
+        remove_handlers(infs[i], NULL, owner);
+    free(infs);
+}
+
 struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
                                             const struct ck_resource *res)
 {
@@ -643,8 +699,10 @@ struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
             .transform = f->transform,
             .transform_arg = f->transform_arg,
         };
-        if (ck_informer_new(&opts, &inf, NULL) == 0)
+        if (ck_informer_new(&opts, &inf, NULL) == 0) {
+            inf->factory = f;
             f->informers[f->n++] = inf;
+        }
     }
 out:
     pthread_mutex_unlock(&f->lock);

@@ -18,6 +18,7 @@
  * Threading: start and free from one thread; the starter thread is joined by free.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -519,6 +520,8 @@ bool ck_controller_manager_enabled(const char *selection, const char *name)
 
 struct ck_controller_manager {
     struct ck_informer_factory *factory;
+    bool own_factory;            /* else the config's, shared: never stopped here */
+    atomic_bool stopping;        /* ends the starter's wait on a shared factory */
     void *states[N_CONTROLLERS]; /* NULL: not selected (or not started) */
     int workers[N_CONTROLLERS];
     pthread_t starter;
@@ -528,7 +531,15 @@ struct ck_controller_manager {
 static void *starter_main(void *arg)
 {
     struct ck_controller_manager *cm = arg;
-    for (size_t i = 0; i < N_CONTROLLERS; i++) {
+    /*
+     * A shared factory is not stopped when the manager is: wait for its caches here, in
+     * slices that notice the manager stopping, so that the controllers' own waits below
+     * find them synced (an own factory's stop ends those waits by itself).
+     */
+    while (!cm->own_factory && !atomic_load(&cm->stopping) &&
+           !ck_informer_factory_wait_for_sync(cm->factory, ck_clock_now(NULL) + CK_SEC / 10))
+        ;
+    for (size_t i = 0; i < N_CONTROLLERS && !atomic_load(&cm->stopping); i++) {
         struct ck_err err = {0};
         if (cm->states[i] && table[i].run(cm->states[i], cm->workers[i], &err) < 0)
             CK_LOGV(1, "controller manager: %s not started: %s", table[i].name, err.msg);
@@ -550,9 +561,16 @@ int ck_controller_manager_start(const struct ck_controller_manager_config *confi
     struct ck_controller_manager *cm = ck__calloc(1, sizeof(*cm));
     if (!cm)
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
-    r = ck_informer_factory_new(config->client, NULL, 0, NULL, &cm->factory, reterr);
-    if (r == 0) /* as kube-controller-manager's informers: no controller reads them */
-        ck_informer_factory_set_transform(cm->factory, ck_transform_strip_managed_fields, NULL);
+    cm->factory = config->factory;
+    cm->own_factory = !config->factory;
+    if (cm->own_factory) {
+        r = ck_informer_factory_new(config->client, NULL, 0, NULL, &cm->factory, reterr);
+        if (r == 0) /* as kube-controller-manager's informers: no controller reads them */
+            ck_informer_factory_set_transform(cm->factory, ck_transform_strip_managed_fields, NULL);
+    }
+    /* every handler the controllers add from here is the manager's, removed when it stops */
+    if (r == 0 && !cm->own_factory)
+        ck_informer_factory_own_begin(cm->factory, cm);
     for (size_t i = 0; i < N_CONTROLLERS && r == 0; i++) {
         bool on = ck_controller_manager_enabled(config->controllers, table[i].name);
         cm->workers[i] = ck_controller_manager_workers(config, &table[i]);
@@ -575,6 +593,8 @@ int ck_controller_manager_start(const struct ck_controller_manager_config *confi
             r = table[i].start(&own, &cm->states[i], reterr);
         CK_LOGS(0, "Controller", "name", table[i].name, "enabled", on ? "true" : "false");
     }
+    if (!cm->own_factory)
+        ck_informer_factory_own_end(cm->factory);
     if (r == 0)
         r = ck_informer_factory_start(cm->factory, reterr);
     if (r == 0) {
@@ -595,13 +615,18 @@ struct ck_controller_manager *ck_controller_manager_free(struct ck_controller_ma
 {
     if (!cm)
         return NULL;
-    ck_informer_factory_stop(cm->factory); /* also ends a starter still waiting for sync */
+    atomic_store(&cm->stopping, true);
+    if (cm->own_factory) /* also ends a starter still waiting for sync */
+        ck_informer_factory_stop(cm->factory);
     if (cm->starter_running)
         pthread_join(cm->starter, NULL);
+    if (!cm->own_factory && cm->factory) /* none of the controllers is called after this */
+        ck_informer_factory_release(cm->factory, cm);
     for (size_t i = N_CONTROLLERS; i-- > 0;)
         if (cm->states[i] && table[i].stop)
             table[i].stop(cm->states[i]);
-    ck_informer_factory_free(cm->factory);
+    if (cm->own_factory)
+        ck_informer_factory_free(cm->factory);
     free(cm);
     return NULL;
 }

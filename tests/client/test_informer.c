@@ -427,6 +427,111 @@ static void test_factory_grows(void **state)
     ck_rest_free(c);
 }
 
+/* An index by metadata.name, added to a running informer. */
+static int index_by_name(const json_t *obj, struct ck_index_values *out, void *arg)
+{
+    (void)arg;
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    return name ? ck_index_values_add(out, name) : 0;
+}
+
+/* How many objects of pods the process's informers hold, by the census. */
+static size_t census_pods(size_t *ret_informers)
+{
+    struct ck_informer_census_row *rows = NULL;
+    size_t n = 0, objects = 0;
+    *ret_informers = 0;
+    assert_int_equal(ck_informer_census(&rows, &n), 0);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].group, "") == 0 && strcmp(rows[i].resource, "pods") == 0) {
+            *ret_informers = rows[i].informers;
+            objects = rows[i].objects;
+        }
+    free(rows);
+    return objects;
+}
+
+/*
+ * Components that come and go on one running factory (`ckube server`'s controller
+ * managers, with their Leases): the handlers one adds within its owner scope go away
+ * with ck_informer_factory_release(), the others' stay, the informer keeps running, and a
+ * component that starts again adds its index again (a no-op) and gets the cache replayed.
+ * The census counts the one cache once.
+ */
+static void test_owned_handlers_on_a_shared_factory(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ck-inf-XXXXXX";
+    struct ck_apiserver *server = NULL;
+    struct ck_rest *c = start_with_pods(dir, &server, "pre", 3);
+    struct ck_err err = {0};
+    struct ck_informer_factory *f = NULL;
+    assert_int_equal(ck_informer_factory_new(c, NULL, 0, NULL, &f, &err), 0);
+    struct ck_informer *inf = ck_informer_factory_for(f, &pods);
+    assert_non_null(inf);
+    struct recorder a = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+    struct recorder b = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+    struct recorder free_h = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                              .changed = PTHREAD_COND_INITIALIZER};
+    struct ck_event_handler ha = {rec_add, rec_update, rec_delete, &a};
+    struct ck_event_handler hb = {rec_add, rec_update, rec_delete, &b};
+    struct ck_event_handler hn = {rec_add, rec_update, rec_delete, &free_h};
+    ck_informer_factory_own_begin(f, &a);
+    assert_int_equal(ck_informer_add_handler(inf, &ha, 0, &err), 0);
+    ck_informer_factory_own_end(f);
+    ck_informer_factory_own_begin(f, &b);
+    assert_int_equal(ck_informer_add_handler(inf, &hb, 0, &err), 0);
+    ck_informer_factory_own_end(f);
+    assert_int_equal(ck_informer_add_handler(inf, &hn, 0, &err), 0); /* nobody's */
+    assert_int_equal(ck_informer_factory_start(f, &err), 0);
+    assert_true(ck_informer_factory_wait_for_sync(f, CK_TIME_NEVER));
+    assert_int_equal(a.initial_adds, 3);
+    size_t informers = 0;
+    assert_int_equal(census_pods(&informers), 3);
+    assert_int_equal(informers, 1);
+
+    ck_informer_factory_release(f, &a); /* a's component stopped */
+    create_pod(c, "after");
+    wait_count(&b, &b.adds, 4);
+    wait_count(&free_h, &free_h.adds, 4);
+    pthread_mutex_lock(&a.lock);
+    assert_int_equal(a.adds, 3);
+    pthread_mutex_unlock(&a.lock);
+    assert_true(ck_informer_has_synced(inf));
+
+    /* a's component starts again: its index is built over the cache, twice is once */
+    struct recorder again = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                             .changed = PTHREAD_COND_INITIALIZER};
+    struct ck_event_handler h2 = {rec_add, rec_update, rec_delete, &again};
+    ck_informer_factory_own_begin(f, &a);
+    assert_int_equal(ck_informer_add_index(inf, "name", index_by_name, NULL, &err), 0);
+    assert_int_equal(ck_informer_add_index(inf, "name", index_by_name, NULL, &err), 0);
+    assert_int_equal(ck_informer_add_handler(inf, &h2, 0, &err), 0);
+    ck_informer_factory_own_end(f);
+    assert_int_equal(again.initial_adds, 4);
+    struct ck_obj_list found = {0};
+    assert_int_equal(ck_indexer_by_index(ck_informer_indexer(inf), "name", "after", &found, &err),
+                     0);
+    assert_int_equal(found.n, 1);
+    ck_obj_list_release(&found);
+    ck_informer_factory_release(f, &a);
+    ck_informer_factory_release(f, &b);
+    assert_int_equal(ck_rest_delete(c, &pods, "default", "pre-0", NULL, NULL, &err), 0);
+    wait_count(&free_h, &free_h.deletes, 1);
+    pthread_mutex_lock(&b.lock);
+    assert_int_equal(b.deletes, 0);
+    pthread_mutex_unlock(&b.lock);
+    pthread_mutex_lock(&again.lock);
+    assert_int_equal(again.deletes, 0);
+    pthread_mutex_unlock(&again.lock);
+
+    ck_informer_factory_free(f);
+    assert_int_equal(census_pods(&informers), 0); /* gone with its informer */
+    assert_int_equal(informers, 0);
+    ck_rest_free(c);
+    test_server_stop(server, dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -436,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_resync),
         cmocka_unit_test(test_restart_and_expired),
         cmocka_unit_test(test_factory_grows),
+        cmocka_unit_test(test_owned_handlers_on_a_shared_factory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

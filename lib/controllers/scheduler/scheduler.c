@@ -953,8 +953,13 @@ void ck_scheduler_stats(struct ck_scheduler *s, struct ck_scheduler_stats *ret)
 int ck_scheduler_manager_start(const struct ck_controller_context *ctx, void **ret_state,
                                struct ck_err *reterr)
 {
-    /* its own informers: they list and watch with the scheduler's identity */
-    struct ck_scheduler_config config = {.client = ctx->client};
+    /*
+     * The manager's informers: one cache of pods, nodes, volumes and budgets in the
+     * process, not one per component. They list and watch as the controller manager does
+     * (its role lists and watches everything, for its shared informers); the scheduler's
+     * writes (bindings, events, status) still carry its own identity.
+     */
+    struct ck_scheduler_config config = {.client = ctx->client, .factory = ctx->factory};
     struct ck_scheduler *s = NULL;
     int r = ck_scheduler_new(&config, &s, reterr);
     if (r == 0)
