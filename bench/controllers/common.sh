@@ -2,7 +2,8 @@
 # $server_controllers the server's --controllers: a RelWithDebInfo tree (-O2, no
 # sanitizers) in build-bench-rs/ with ckube and the bench helper, a scratch folder
 # cleaned up at exit, `ckube server` on SQLite in it, and a separate
-# `ckube controller-manager` whose client rate limit is $qps; KUBECONFIG exported,
+# `ckube controller-manager` whose client rate limit is $qps (none when $qps is empty:
+# the server's own controllers then do the work); KUBECONFIG exported,
 # $build, $work, $port, $server_pid and $cm_pid set, and kurl (curl as the admin).
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build-bench-rs
@@ -12,6 +13,7 @@ ckube=$build/cmd/ckube/ckube
 work=$(mktemp -d)
 server_pid=""; cm_pid=""
 cleanup() {
+    [ -n "${fake_pid:-}" ] && kill "$fake_pid" 2>/dev/null && wait "$fake_pid" 2>/dev/null
     [ -n "$cm_pid" ] && kill "$cm_pid" 2>/dev/null && wait "$cm_pid" 2>/dev/null
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
     rm -rf "$work"
@@ -28,8 +30,10 @@ kurl() { curl -s --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admi
 until [ "$(kurl "https://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ] &&
     [ -f "$work/data/kubeconfig" ]; do sleep 0.1; done
 export KUBECONFIG=$work/data/kubeconfig
-"$ckube" controller-manager --kubeconfig "$KUBECONFIG" --kube-api-qps "$qps" \
-    --kube-api-burst "$qps" >"$work/cm.out" 2>"$work/cm.err" &
-cm_pid=$!
+if [ -n "$qps" ]; then
+    "$ckube" controller-manager --kubeconfig "$KUBECONFIG" --kube-api-qps "$qps" \
+        --kube-api-burst "$qps" >"$work/cm.out" 2>"$work/cm.err" &
+    cm_pid=$!
+fi
 now() { date +%s.%N; }
 rss() { ps -o rss= -p "$1" | awk '{printf "%.1f MiB", $1 / 1024}'; }

@@ -303,7 +303,9 @@ int ck_cmd_cluster_dns_start(const struct ck_apiserver *server,
         .listen = listen,
         .cluster_domain = o->cluster_domain,
         .resolv_conf = o->resolv_conf,
-        .client = d->dns_client,
+        /* the process's caches when the controllers run here, else its own as ckube-dns */
+        .client = o->factory ? NULL : d->dns_client,
+        .factory = o->factory,
     };
     if (ck_dns_new(&config, &d->dns, &err) < 0 || ck_dns_start(d->dns, &err) < 0) {
         CK_LOGE("No cluster DNS on %s: %s (pass --disable-dns to run without one)", listen,

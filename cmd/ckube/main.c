@@ -1116,6 +1116,9 @@ static int cmd_server(int argc, char **argv)
     opts.node.data_dir = opts.data_dir;
     opts.node.pki_dir = opts.insecure_plain_http ? NULL : pki_dir;
     opts.node.own_kubelet_client = opts.kubelet_client_cert != NULL;
+    /* the proxy and the DNS server read the controllers' caches when they run here */
+    opts.dns.factory = controllers.factory;
+    opts.node.factory = controllers.factory;
     struct ck_cmd_cluster_dns *dns = NULL;
     if (ck_cmd_cluster_dns_start(server, &opts.dns, &dns) < 0) {
         ck_cmd_controllers_stop(&controllers);

@@ -177,6 +177,7 @@ static int start_proxy(const struct ck_apiserver *server, struct ck_cmd_node *n,
         .cluster_cidr = o->cluster_cidr,
         .healthz_bind_address = "0.0.0.0:10256", /* kube-proxy's */
         .metrics_bind_address = "127.0.0.1:10249",
+        .factory = o->factory,
     };
     int r = ck_proxy_new(&config, n->proxy_client, &n->proxy, &err);
     if (r == 0)

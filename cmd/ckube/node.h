@@ -52,6 +52,8 @@ struct ck_cmd_node_options {
     const char *cluster_cidr; /* the pods' range, for the proxy's masquerading */
     /* pods' DNS: the cluster DNS Service's address (NULL: none) and the cluster domain */
     const char *cluster_dns, *cluster_domain;
+    /* the process's informers (the in-process controllers'), for the proxy; NULL: its own */
+    struct ck_informer_factory *factory;
 };
 
 struct ck_cmd_node;
@@ -83,6 +85,8 @@ struct ck_cmd_cluster_dns_options {
     const char *service_ip;     /* the kube-dns Service's cluster IP (--cluster-dns) */
     const char *cluster_domain; /* --cluster-domain; NULL: cluster.local */
     const char *resolv_conf;    /* where forwarded names go; NULL: /etc/resolv.conf */
+    /* the process's informers (the in-process controllers'); NULL: the DNS server's own */
+    struct ck_informer_factory *factory;
 };
 
 struct ck_cmd_cluster_dns;

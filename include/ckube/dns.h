@@ -55,7 +55,7 @@ struct ck_dns_config {
     int max_tcp_clients; /* 0: CK_DNS_DEFAULT_TCP_CLIENTS */
     int forwarders;      /* 0: CK_DNS_DEFAULT_FORWARDERS */
     /*
-     * Where the cluster's objects come from, one of:
+     * Where the cluster's objects come from, one of (or factory, below):
      * - client: the server runs its own informers on Services, EndpointSlices
      *   (discovery.k8s.io/v1) and Namespaces through it (borrowed; must outlive the server);
      * - services, slices, namespaces: caches the embedder keeps filled (borrowed, must
@@ -65,6 +65,13 @@ struct ck_dns_config {
      */
     struct ck_rest *client;
     struct ck_indexer *services, *slices, *namespaces;
+    /*
+     * Instead of client: the informers of a factory the process shares (`ckube server`'s
+     * one set of caches; borrowed, must outlive the server), running or not: the server
+     * adds its handlers and indices to its Services, EndpointSlices and Namespaces,
+     * starts what is not started, and removes its handlers when it stops.
+     */
+    struct ck_informer_factory *factory;
 };
 
 struct ck_dns;

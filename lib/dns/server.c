@@ -79,7 +79,8 @@ struct ck_dns {
     int max_tcp, n_forwarders;
 
     struct ck_rest *client;
-    struct ck_informer_factory *factory;
+    struct ck_informer_factory *shared;  /* the config's factory, or NULL */
+    struct ck_informer_factory *factory; /* shared, or our own over client once started */
     struct ck_informer *infs[3];
     struct ck_indexer *services, *slices, *namespaces;
     atomic_llong modified; /* unix seconds of the last change: the SOA serial */
@@ -193,6 +194,7 @@ int ck_dns_new(const struct ck_dns_config *config, struct ck_dns **ret_dns, stru
     d->max_tcp = config->max_tcp_clients > 0 ? config->max_tcp_clients : CK_DNS_DEFAULT_TCP_CLIENTS;
     d->n_forwarders = config->forwarders > 0 ? config->forwarders : CK_DNS_DEFAULT_FORWARDERS;
     d->client = config->client;
+    d->shared = config->factory;
     d->services = config->services;
     d->slices = config->slices;
     d->namespaces = config->namespaces;
@@ -279,15 +281,27 @@ static const struct ck_resource res_services = {"", "v1", "services", true};
 static const struct ck_resource res_slices = {"discovery.k8s.io", "v1", "endpointslices", true};
 static const struct ck_resource res_namespaces = {"", "v1", "namespaces", false};
 
+static const struct ck_event_handler *handler_of(struct ck_dns *d, struct ck_event_handler *h)
+{
+    *h = (struct ck_event_handler){
+        .on_add = on_add, .on_update = on_update, .on_delete = on_delete, .arg = d};
+    return h;
+}
+
 static int start_informers(struct ck_dns *d, struct ck_err *reterr)
 {
-    int r = ck_informer_factory_new(d->client, NULL, 0, NULL, &d->factory, reterr);
-    if (r < 0)
-        return r;
-    ck_informer_factory_set_transform(d->factory, ck_transform_strip_managed_fields, NULL);
+    int r = 0;
+    if (d->shared) { /* running or not: what it lacks starts below */
+        d->factory = d->shared;
+    } else {
+        r = ck_informer_factory_new(d->client, NULL, 0, NULL, &d->factory, reterr);
+        if (r < 0)
+            return r;
+        ck_informer_factory_set_transform(d->factory, ck_transform_strip_managed_fields, NULL);
+    }
     const struct ck_resource *res[3] = {&res_services, &res_slices, &res_namespaces};
-    struct ck_event_handler h = {
-        .on_add = on_add, .on_update = on_update, .on_delete = on_delete, .arg = d};
+    struct ck_event_handler h;
+    handler_of(d, &h);
     for (int i = 0; i < 3; i++) {
         d->infs[i] = ck_informer_factory_for(d->factory, res[i]);
         if (!d->infs[i])
@@ -309,7 +323,7 @@ bool ck_dns_has_synced(struct ck_dns *d)
 {
     if (atomic_load_explicit(&d->synced, memory_order_acquire))
         return true;
-    if (d->client && !d->factory) /* not started */
+    if ((d->client || d->shared) && !d->factory) /* not started */
         return false;
     for (int i = 0; i < 3; i++)
         if (d->infs[i] && !ck_informer_has_synced(d->infs[i]))
@@ -781,7 +795,7 @@ int ck_dns_start(struct ck_dns *d, struct ck_err *reterr)
         r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         goto fail;
     }
-    if (d->client && (r = start_informers(d, reterr)) < 0)
+    if ((d->client || d->shared) && (r = start_informers(d, reterr)) < 0)
         goto fail;
     for (int i = 0; i < d->n_forwarders; i++) {
         if (pthread_create(&d->forwarders[i], NULL, forwarder_main, d) != 0) {
@@ -834,8 +848,12 @@ void ck_dns_stop(struct ck_dns *d)
     for (size_t i = 0; i < d->q_len; i++)
         free(d->queue[(d->q_head + i) % QUEUE_MAX].query);
     d->q_len = 0;
-    if (d->factory)
+    if (d->factory && !d->shared)
         ck_informer_factory_stop(d->factory);
+    struct ck_event_handler h;
+    for (int i = 0; d->shared && i < 3; i++) /* the others' informers run on */
+        if (d->infs[i])
+            ck_informer_remove_handler(d->infs[i], handler_of(d, &h));
     if (d->udp_fd >= 0)
         close(d->udp_fd);
     if (d->tcp_fd >= 0)
@@ -850,7 +868,8 @@ struct ck_dns *ck_dns_free(struct ck_dns *d)
     if (!d)
         return NULL;
     ck_dns_stop(d);
-    ck_informer_factory_free(d->factory);
+    if (!d->shared)
+        ck_informer_factory_free(d->factory);
     free(d->slots);
     free(d->forwarders);
     pthread_mutex_destroy(&d->lock);

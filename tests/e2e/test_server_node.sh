@@ -239,6 +239,15 @@ poll "the Service answers at its ClusterIP through the proxy" \
 web_pod=$(kn get pods -l app=web -o jsonpath='{.items[0].metadata.name}')
 check "a pod resolves the kubernetes Service through kube-dns" sh -c \
     "nsenter --net=/proc/$ns_pid/ns/net kubectl exec $web_pod -- nslookup kubernetes.default.svc.cluster.local | grep -q 10.96.0.1\$"
+# the proxy and the DNS server read the controllers' caches: one of EndpointSlices and
+# one of Namespaces in the process (the server's /metrics census)
+census=$(kn get --raw /metrics | grep '^ckube_informer_caches')
+for res in endpointslices namespaces; do
+    case $census in
+    *"resource=\"$res\"} 1"*) pass ;;
+    *) fail "one cache of $res in the server's process: $(echo "$census" | grep "\"$res\"")" ;;
+    esac
+done
 
 # killed, it is started again
 [ -n "$first" ] && kill -9 $first

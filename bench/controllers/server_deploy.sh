@@ -1,0 +1,68 @@
+#!/bin/sh
+# server_deploy.sh - a Deployment of N replicas on a default `ckube server` (every
+# controller and the scheduler in its process, sharing one informer factory, with no
+# client-side rate limit) and M simulated nodes (`ckube fake-nodes`, which run the
+# pods bound to them and report them Ready): time from create until the Deployment is
+# Available with N available pods, and the server's RSS, CPU seconds and informer census
+# at that point, beside the fake nodes' CPU. The figure issue 46 sets a target for
+# (10,000 replicas on 100 nodes, at most 10 s).
+#
+#   bench/controllers/server_deploy.sh [N] [NODES]       (defaults: 10000, 100)
+#
+# With PERF=FILE, `perf record -g` (or PERF_ARGS, e.g. "--call-graph dwarf -F 499") samples the server from the create to Available into
+# FILE (read it with `perf report -i FILE --no-children`).
+# Builds a RelWithDebInfo tree (-O2, no sanitizers) in build-bench-rs/, shared with
+# rs_scale.sh and deploy_scale.sh.
+set -eu
+n=${1:-10000}
+nodes=${2:-100}
+qps=""
+server_controllers='*'
+. "$(cd "$(dirname "$0")" && pwd)/common.sh"
+# enough room for N pods over the nodes (fake-nodes' default is 110 a node)
+per_node=$(((n + nodes - 1) / nodes + 10))
+"$ckube" fake-nodes --kubeconfig "$KUBECONFIG" --count "$nodes" --pods "$per_node" \
+    >"$work/fake.out" 2>"$work/fake.err" &
+fake_pid=$!
+until [ "$(kubectl get nodes --no-headers 2>/dev/null | grep -c ' Ready ')" -ge "$nodes" ]; do
+    kill -0 "$fake_pid" 2>/dev/null || { echo "fake-nodes exited:"; tail -5 "$work/fake.err"; exit 1; }
+    sleep 0.2
+done
+url=https://127.0.0.1:$port/apis/apps/v1/namespaces/default/deployments/big
+available() {
+    kurl "$url" | python3 -c '
+import json, sys
+s = json.load(sys.stdin).get("status", {})
+sys.exit(0 if s.get("availableReplicas", 0) == int(sys.argv[1]) else 1)' "$n"
+}
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+server_cpu0=$(cpu "$server_pid")
+fake_cpu0=$(cpu "$fake_pid")
+cat <<YAML | kubectl create -f - >/dev/null
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: big}
+spec:
+  replicas: $n
+  selector: {matchLabels: {app: big}}
+  template:
+    metadata: {labels: {app: big}}
+    spec: {containers: [{name: c, image: nginx:1.27}]}
+YAML
+start=$(now)
+perf_pid=""
+if [ -n "${PERF:-}" ]; then
+    perf record ${PERF_ARGS:--g} -o "$PERF" -p "$server_pid" >/dev/null 2>&1 &
+    perf_pid=$!
+fi
+until available; do
+    kill -0 "$server_pid" 2>/dev/null || { echo "the server exited:"; tail -5 "$work/server.err"; exit 1; }
+    sleep 0.2
+done
+done_at=$(now)
+[ -n "$perf_pid" ] && kill -INT "$perf_pid" && wait "$perf_pid" || true
+echo "replicas: $n on $nodes simulated nodes, default ckube server (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "create -> Available with $n available: $(echo "$done_at - $start" | bc) s"
+echo "server: RSS $(rss "$server_pid"), CPU $(echo "$(cpu "$server_pid") - $server_cpu0" | bc) s;" \
+    "fake-nodes CPU $(echo "$(cpu "$fake_pid") - $fake_cpu0" | bc) s"
+echo "census: $(kurl "https://127.0.0.1:$port/metrics" | grep '^ckube_informer_c.*resource="pods"' | tr '\n' ' ')"
