@@ -273,8 +273,9 @@ struct ck_agent_config {
     /* CRI: the CNI configuration written for the node when cni_conf_dir holds none */
     const char *cni_conf_dir; /* NULL: CK_AGENT_CNI_CONF_DIR */
     const char *cni_bin_dir;  /* NULL: CK_AGENT_CNI_BIN_DIR */
-    const char *pod_cidr;     /* the node's pod range while its spec.podCIDR is empty (NULL:
-                                 none; pods outside the host network wait for it) */
+    const char *pod_cidr;     /* the node's pod range when its Node still has no spec.podCIDR
+                                 two minutes after registering (NULL: none; pods outside
+                                 the host network wait for the Node's) */
     /* CRI: the cgroup pods go under (kubelet's --cgroup-root): <root>/kubepods/...; NULL: "/" */
     const char *cgroup_root;
     /* CRI: pods' DNS (kubelet's clusterDNS, clusterDomain, resolvConf) */

@@ -503,6 +503,13 @@ static const json_t *ready_condition(const json_t *node)
     return find_ready(json_object_get(json_object_get(node, "status"), "conditions"));
 }
 
+/* The node as an event's involved object. */
+static json_t *node_ref(const struct ck_agent *a, const json_t *node)
+{
+    return json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Node", "metadata",
+                     "name", a->node_name, "uid", ck__meta_str(node, "uid") ?: "");
+}
+
 /*
  * Writes the runtime's part of the node's status when it changed: the Ready condition
  * (its transition time kept while its status stays) and the images, with kubelet's
@@ -560,9 +567,7 @@ static json_t *update_runtime_status(struct ck_agent *a, json_t *node)
         CK_LOGS(0, "Node's Ready condition changed", "node", a->node_name, "ready",
                 a->rt_status.ready ? "True" : "False", "message",
                 json_string_value(json_object_get(want, "message")) ?: "");
-        json_t *ref =
-            json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Node", "metadata",
-                      "name", a->node_name, "uid", ck__meta_str(node, "uid") ?: "");
+        json_t *ref = node_ref(a, node);
         ck_event_recordf(a->events, ref, CK_EVENT_NORMAL, reason, "Node %s status is now: %s",
                          a->node_name, reason);
         json_decref(ref);
@@ -574,21 +579,56 @@ static json_t *update_runtime_status(struct ck_agent *a, json_t *node)
 }
 
 /*
- * Gives the runtime the Node's pod range (spec.podCIDR) when the node has one, as the
- * kubelet's node status update does. True when it had one.
+ * How long the renewer looks for the node's pod range at its quick pace after starting
+ * (kubelet's nodeReadyGracePeriod of fastStatusUpdateOnce); the Node registered first.
+ * When it has none by then, --pod-cidr serves: the controller manager gives none.
  */
-static bool update_pod_cidr(struct ck_agent *a, const json_t *node)
-{
-    const char *cidr = json_string_value(json_object_get(json_object_get(node, "spec"), "podCIDR"));
-    if (!cidr || !*cidr || !a->rt->ops->set_pod_cidr)
-        return false;
-    a->rt->ops->set_pod_cidr(a->rt, cidr);
-    return true;
-}
-
-/* How long the renewer looks for the node's pod range at its quick pace after starting. */
 #define POD_CIDR_QUICK_FOR    (2 * 60 * CK_SEC)
 #define POD_CIDR_QUICK_PERIOD (200 * CK_MSEC)
+
+/* The renewer's own record of the ranges it gave the runtime. */
+struct pod_cidr_state {
+    char refused[64]; /* the range the runtime last refused, its error reported; "" none */
+    bool flag_used;   /* --pod-cidr was given (and logged) */
+};
+
+/*
+ * Gives the runtime the node's pod range, as the kubelet's node status update does
+ * (updatePodCIDR): the Node's spec.podCIDR; --pod-cidr only when the Node has none once
+ * flag_due. A range the runtime refuses (its sandboxes hold another) is an error in the
+ * log and a Warning event PodCIDRChangeRefused on the Node, once until another range is
+ * refused or one is taken. True when the runtime has a range.
+ */
+static bool update_pod_cidr(struct ck_agent *a, const json_t *node, bool flag_due,
+                            struct pod_cidr_state *st)
+{
+    const char *cidr = ck__cni_node_range(node, a->config.pod_cidr, flag_due);
+    if (!cidr || !a->rt->ops->set_pod_cidr)
+        return false;
+    struct ck_err err = {0};
+    int r = a->rt->ops->set_pod_cidr(a->rt, cidr, &err);
+    if (r == 0) {
+        if (cidr == a->config.pod_cidr && !st->flag_used)
+            CK_LOGS(0, "Node has no spec.podCIDR: the pod range is --pod-cidr's", "node",
+                    a->node_name, "podCIDR", cidr);
+        st->flag_used = st->flag_used || cidr == a->config.pod_cidr;
+        st->refused[0] = 0;
+        return true;
+    }
+    if (strcmp(st->refused, cidr) != 0) {
+        CK_LOGS(0, "Error updating pod CIDR", "podCIDR", cidr, "err", err.msg);
+        if (r == CK_EPERM) {
+            json_t *ref = node_ref(a, node);
+            ck_event_recordf(a->events, ref, CK_EVENT_WARNING, "PodCIDRChangeRefused", "%s",
+                             err.msg);
+            json_decref(ref);
+        }
+        snprintf(st->refused, sizeof(st->refused), "%s", cidr);
+    } else
+        CK_LOGS(4, "Error updating pod CIDR", "podCIDR", cidr, "err", err.msg);
+    ck_err_release(&err);
+    return r == CK_EPERM; /* the runtime kept the range its sandboxes hold */
+}
 
 static void *renewer_main(void *arg)
 {
@@ -601,17 +641,18 @@ static void *renewer_main(void *arg)
      * whole status period after the controller manager gives the range.
      */
     bool have_cidr = !a->rt->ops->set_pod_cidr;
+    struct pod_cidr_state cidr_state = {.flag_used = false};
     for (;;) {
         int64_t now = ck_clock_now(NULL);
-        bool quick = !have_cidr && now - started < POD_CIDR_QUICK_FOR &&
-                     next_status - now > POD_CIDR_QUICK_PERIOD;
+        bool quick_for = now - started < POD_CIDR_QUICK_FOR;
+        bool quick = !have_cidr && quick_for && next_status - now > POD_CIDR_QUICK_PERIOD;
         if (wait_stop(a, quick ? POD_CIDR_QUICK_PERIOD : next_status - now))
             break;
         if (quick) {
             struct ck_err err = {0};
             json_t *node = NULL;
             if (ck_ctl_get(&a->ctl, a->nodes_res, "", a->node_name, &node, &err) == 0 &&
-                update_pod_cidr(a, node)) {
+                update_pod_cidr(a, node, false, &cidr_state)) {
                 have_cidr = true;
                 kick(a); /* pods waiting for the network look again */
             }
@@ -637,7 +678,7 @@ static void *renewer_main(void *arg)
             else
                 CK_LOGS(2, "Node registered again", "node", a->node_name);
         } else {
-            have_cidr = update_pod_cidr(a, node) || have_cidr;
+            have_cidr = update_pod_cidr(a, node, !quick_for, &cidr_state) || have_cidr;
             node = update_runtime_status(a, node);
             update_pressure(a, node);
         }

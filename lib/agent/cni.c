@@ -11,9 +11,10 @@
  * What counts as "a configuration" is what containerd's CRI loads (go-cni over
  * libcni's ConfFiles): the entries of the directory, directories left out, whose
  * extension (from the last dot on) is .conf, .conflist or .json; the first of them
- * in byte order is the pod network. Any such file, whoever wrote it (an add-on, an
- * administrator, this agent on an earlier start), is left alone and nothing is
- * written: to have the agent write its own again, with another range say, remove it.
+ * in byte order is the pod network. Any such file an add-on or an administrator wrote
+ * is left alone and nothing is written. The agent's own file is written again when the
+ * node's range differs from the file's; until the runtime knows the node's range, an
+ * earlier start's file does not count (its range may be another's).
  *
  * What is written, as 10-ckube.conflist (cniVersion 0.4.0, name "ckube"):
  *   - bridge: the Linux bridge ckube0 on the node, each pod's veth on it;
@@ -22,7 +23,10 @@
  *     has no routes to pod ranges elsewhere), hairpinMode lets a pod reach itself
  *     through a Service address that leads back to it;
  *     ipam host-local: addresses from the pod range, kept under host-local's own
- *     data directory (/var/lib/cni/networks/ckube), with a default route.
+ *     data directory (/var/lib/cni/networks/ckube), with a default route;
+ *     forceAddress: when the range changed (the runtime lets it change only while no
+ *     sandbox uses the pod network, runtime_cri.c), the bridge's address of the old
+ *     range is replaced by the new one's gateway instead of failing every sandbox.
  *   - portmap (capabilities portMappings): the CRI passes a pod's hostPort
  *     mappings to the plugins that declare this capability; portmap makes them
  *     DNAT rules.
@@ -213,39 +217,57 @@ static int make_dirs(const char *path, mode_t mode)
 /* The configuration list for the range; NULL when out of memory. */
 static json_t *config_json(const char *pod_cidr)
 {
-    return json_pack("{s:s, s:s, s:[{s:s, s:s, s:b, s:b, s:b, s:{s:s, s:[[{s:s}]], s:[{s:s}]}},"
-                     " {s:s, s:{s:b}}]}",
-                     "cniVersion", CNI_VERSION, "name", CNI_NETWORK, "plugins",
-                     /* bridge */
-                     "type", "bridge", "bridge", CNI_BRIDGE, "isGateway", 1, "ipMasq", 1,
-                     "hairpinMode", 1, "ipam", "type", "host-local", "ranges", "subnet", pod_cidr,
-                     "routes", "dst", "0.0.0.0/0",
-                     /* portmap */
-                     "type", "portmap", "capabilities", "portMappings", 1);
+    return json_pack(
+        "{s:s, s:s, s:[{s:s, s:s, s:b, s:b, s:b, s:b, s:{s:s, s:[[{s:s}]], s:[{s:s}]}},"
+        " {s:s, s:{s:b}}]}",
+        "cniVersion", CNI_VERSION, "name", CNI_NETWORK, "plugins",
+        /* bridge */
+        "type", "bridge", "bridge", CNI_BRIDGE, "isGateway", 1, "ipMasq", 1, "hairpinMode", 1,
+        "forceAddress", 1, "ipam", "type", "host-local", "ranges", "subnet", pod_cidr, "routes",
+        "dst", "0.0.0.0/0",
+        /* portmap */
+        "type", "portmap", "capabilities", "portMappings", 1);
 }
 
 /*
- * Whether the configuration at path is this agent's own file for another range than
- * pod_cidr (its bridge's first range's subnet differs): then it is written again.
+ * The first range's subnet of the configuration at path when it is this agent's own
+ * file (named 10-ckube.conflist, a bridge with host-local ranges): 1 and the subnet in
+ * buf; else 0.
  */
-static bool own_config_for_other_range(const char *path, const char *pod_cidr)
+static int own_file_subnet(const char *path, char *buf, size_t size)
 {
     const char *base = strrchr(path, '/');
-    if (!pod_cidr || strcmp(base ? base + 1 : path, CNI_FILE) != 0)
-        return false;
+    if (strcmp(base ? base + 1 : path, CNI_FILE) != 0)
+        return 0;
     char *text = NULL;
     size_t len = 0;
     if (ck__read_file(path, 1 << 20, &text, &len) < 0)
-        return false; /* unreadable: containerd reports it; leave it */
+        return 0; /* unreadable: containerd reports it; leave it */
     json_t *conf = json_loadb(text, len, 0, NULL);
     free(text);
     json_t *bridge = json_array_get(json_object_get(conf, "plugins"), 0);
     json_t *ranges = json_object_get(json_object_get(bridge, "ipam"), "ranges");
     const char *subnet =
         json_string_value(json_object_get(json_array_get(json_array_get(ranges, 0), 0), "subnet"));
-    bool other = subnet && strcmp(subnet, pod_cidr) != 0;
+    int r = subnet && (size_t)snprintf(buf, size, "%s", subnet) < size;
     json_decref(conf);
-    return other;
+    return r;
+}
+
+int ck__cni_own_range(const char *conf_dir, char *buf, size_t size)
+{
+    char path[4096];
+    int n = snprintf(path, sizeof(path), "%s/%s", conf_dir ? conf_dir : CK_AGENT_CNI_CONF_DIR,
+                     CNI_FILE);
+    return n > 0 && (size_t)n < sizeof(path) && own_file_subnet(path, buf, size);
+}
+
+const char *ck__cni_node_range(const json_t *node, const char *flag, bool flag_due)
+{
+    const char *cidr = json_string_value(json_object_get(json_object_get(node, "spec"), "podCIDR"));
+    if (cidr && *cidr)
+        return cidr;
+    return flag && *flag && flag_due ? flag : NULL;
 }
 
 int ck__cni_ensure_config(const char *conf_dir, const char *bin_dir, const char *pod_cidr,
@@ -258,7 +280,16 @@ int ck__cni_ensure_config(const char *conf_dir, const char *bin_dir, const char 
     struct ck_err found = {0};
     char found_path[4096];
     int r = ck__cni_find_config(conf_dir, found_path, sizeof(found_path), &found);
-    if (r == 0 && !own_config_for_other_range(found_path, pod_cidr)) {
+    char own[64];
+    bool is_own = r == 0 && own_file_subnet(found_path, own, sizeof(own));
+    if (is_own && !pod_cidr)
+        /* an earlier start's file: its range may no longer be the node's */
+        return ck_err_set(reterr, CK_ENOENT,
+                          "no pod CIDR for the node yet (the Node's spec.podCIDR, which the "
+                          "controller manager's node-ipam-controller gives; or --pod-cidr when "
+                          "it gives none): %s is left for it",
+                          found_path);
+    if (r == 0 && !(is_own && strcmp(own, pod_cidr) != 0)) {
         if (ret_path && (size_t)snprintf(ret_path, size, "%s", found_path) >= size)
             return ck_err_set(reterr, CK_EINVAL, "the path of %s is too long", found_path);
         if (ret_written)

@@ -579,11 +579,15 @@ struct ck__runtime_ops {
      */
     void (*node_status)(struct ck__runtime *rt, struct ck__rt_node_status *ret);
     /*
-     * The node's pod range from its spec.podCIDR (kubelet's UpdateRuntimeConfig): pods
-     * started from now on take their addresses from it. Called from the node status
+     * The node's pod range (kubelet's UpdateRuntimeConfig): pods started from now on take
+     * their addresses from it; until the first call none outside the host network starts.
+     * 0 (the same range again too); CK_EINVAL for a range the runtime cannot use;
+     * CK_EPERM when it differs from the range that sandboxes in the pod network still
+     * hold (the current one, or after a restart the one the runtime's network was made
+     * for): the range is not changed, and reterr says why. Called from the node status
      * thread. NULL: the runtime gives pods the host's network.
      */
-    void (*set_pod_cidr)(struct ck__runtime *rt, const char *cidr);
+    int (*set_pod_cidr)(struct ck__runtime *rt, const char *cidr, struct ck_err *reterr);
     /*
      * One pass of the container garbage collection (kubelet's GarbageCollect): the dead
      * containers of the agent's pods (the keep[0..n_keep) list names them and what
@@ -1196,8 +1200,9 @@ int ck__cni_find_config(const char *conf_dir, char *buf, size_t size, struct ck_
  * Makes sure conf_dir (NULL: CK_AGENT_CNI_CONF_DIR) holds a CNI configuration, so that
  * containerd's CRI can give sandboxes a network. When it holds one (ck__cni_find_config)
  * nothing is written: 0, its path in ret_path, *ret_written false -- unless it is this
- * agent's own 10-ckube.conflist for another range than pod_cidr, which is written again.
- * Otherwise CK_ENOENT when pod_cidr is NULL (the node has no range yet), else checks that
+ * agent's own 10-ckube.conflist: for another range than pod_cidr it is written again,
+ * and with pod_cidr NULL it is CK_ENOENT (an earlier start's range need not be the
+ * node's). Otherwise CK_ENOENT when pod_cidr is NULL (the node has no range yet), else checks that
  * pod_cidr is a usable range (CK_EINVAL) and that bin_dir
  * (NULL: CK_AGENT_CNI_BIN_DIR) holds the executables bridge, host-local, portmap and
  * loopback (CK_ENOENT naming the first missing one), creates conf_dir (0755, parents
@@ -1208,6 +1213,20 @@ int ck__cni_find_config(const char *conf_dir, char *buf, size_t size, struct ck_
  */
 int ck__cni_ensure_config(const char *conf_dir, const char *bin_dir, const char *pod_cidr,
                           char *ret_path, size_t size, bool *ret_written, struct ck_err *reterr);
+
+/*
+ * The range of the agent's own 10-ckube.conflist in conf_dir (NULL:
+ * CK_AGENT_CNI_CONF_DIR), as an earlier start wrote it: 1 and the subnet in buf; 0 when
+ * there is no such file (or it is another's shape, or the subnet does not fit size).
+ */
+int ck__cni_own_range(const char *conf_dir, char *buf, size_t size);
+
+/*
+ * The pod range the agent gives the runtime for its Node: the Node's spec.podCIDR; when
+ * it has none, flag (--pod-cidr) only once flag_due (the agent waited for the Node's
+ * long enough); else NULL (none yet: pods outside the host network wait).
+ */
+const char *ck__cni_node_range(const json_t *node, const char *flag, bool flag_due);
 
 /* ---- termination messages (logread.c) ---- */
 

@@ -19,9 +19,12 @@
  * start, retried, as the kubelet's LookupRuntimeHandler). After a restart, the pod's READY
  * sandbox is found by its io.kubernetes.pod.uid label.
  * - Network: a CNI configuration for the node's pod range (cni.c) before the first
- *   sandbox outside the host network; the range is the Node's spec.podCIDR as the node
- *   status thread learns it (set_pod_cidr, kubelet's UpdateRuntimeConfig), --pod-cidr
- *   until then; with neither, such pods wait.
+ *   sandbox outside the host network; the range is the one the agent's node status
+ *   thread gives (set_pod_cidr, kubelet's UpdateRuntimeConfig: the Node's spec.podCIDR,
+ *   or --pod-cidr when the Node gets none); until then such pods wait. The range never
+ *   changes under pods: while sandboxes in the pod network are READY (or being started)
+ *   on the range the bridge was made for, another is refused (CK_EPERM) and the old one
+ *   kept, also after a restart, whose first range the agent's own file on disk tells.
  * - Images: imagePullPolicy (unset: Always for ":latest" or no tag, else
  *   IfNotPresent), ErrImageNeverPull, ErrImagePull with the runtime's words, events
  *   Pulling / Pulled / Failed as the kubelet words them. The container is created from
@@ -105,6 +108,7 @@ struct cri_runtime {
     pthread_mutex_t cidr_lock;
     char *pod_cidr;          /* guarded by cidr_lock */
     bool network_ready;      /* guarded by cidr_lock: the CNI configuration is there for it */
+    int starting;            /* guarded by cidr_lock: sandboxes in the pod network being made */
     struct ck__dns_node dns; /* pods' DNS: the strings below */
     char **cluster_dns, *cluster_domain, *resolv_conf;
     ck__rt_event_fn event;
@@ -594,9 +598,11 @@ static int find_sandbox(struct cri_runtime *cr, struct ck__rt_pod *p, uint32_t *
 
 /*
  * Makes sure a CNI configuration is there for the runtime (written for the node when the
- * directory holds none), as sandboxes outside the host network need one.
+ * directory holds none), as sandboxes outside the host network need one. With starting,
+ * a sandbox in the pod network is counted as being made (cr->starting) when it is there,
+ * so the range does not change under it; network_done() ends that.
  */
-static int ensure_network(struct cri_runtime *cr, struct ck_err *reterr)
+static int ensure_network(struct cri_runtime *cr, bool starting, struct ck_err *reterr)
 {
     char path[PATH_MAX] = "";
     bool written = false;
@@ -607,6 +613,8 @@ static int ensure_network(struct cri_runtime *cr, struct ck_err *reterr)
                                   sizeof(path), &written, reterr);
         cr->network_ready = r == 0;
     }
+    if (r == 0 && starting)
+        cr->starting++;
     pthread_mutex_unlock(&cr->cidr_lock);
     if (r < 0)
         CK_LOGS(0, "Container runtime network not ready", "err", reterr->msg);
@@ -615,27 +623,87 @@ static int ensure_network(struct cri_runtime *cr, struct ck_err *reterr)
     return r;
 }
 
-static void set_pod_cidr(struct ck__runtime *rt, const char *cidr)
+static void network_done(struct cri_runtime *cr)
+{
+    pthread_mutex_lock(&cr->cidr_lock);
+    cr->starting--;
+    pthread_mutex_unlock(&cr->cidr_lock);
+}
+
+/*
+ * How many READY sandboxes are in the pod network rather than the host's (with an
+ * address of their own): they hold addresses of the range the bridge was made for. A negated errno
+ * (reterr) when the runtime cannot say.
+ */
+static int pod_network_sandboxes(struct cri_runtime *cr, struct ck_err *reterr)
+{
+    struct ck__cri_filter filter = {.state = CK__CRI_SANDBOX_READY};
+    struct ck__cri_sandboxes l;
+    int r = ck__cri_list_sandboxes(cr->cri, &filter, &l, reterr);
+    if (r < 0)
+        return r;
+    int n = 0;
+    for (size_t i = 0; i < l.n && r >= 0; i++) {
+        struct ck__cri_sandbox_status st;
+        struct ck_err err = {0};
+        r = ck__cri_sandbox_status(cr->cri, l.items[i].id, &st, &err);
+        if (r == CK_ENOENT) /* gone since the list */
+            r = 0;
+        else if (r < 0)
+            ck_err_set(reterr, r, "%s", err.msg);
+        else {
+            n += st.ip && st.network != CK__CRI_NS_NODE; /* the host's: no ip of its own */
+            ck__cri_sandbox_status_release(&st);
+        }
+        ck_err_release(&err);
+    }
+    ck__cri_sandboxes_release(&l);
+    return r < 0 ? r : n;
+}
+
+static int set_pod_cidr(struct ck__runtime *rt, const char *cidr, struct ck_err *reterr)
 {
     struct cri_runtime *cr = (struct cri_runtime *)rt;
-    struct ck_err err = {0};
-    if (ck__cni_parse_cidr(cidr, &err) < 0) {
-        CK_LOGS(0, "Ignoring the node's pod CIDR", "podCIDR", cidr, "err", err.msg);
-        return;
-    }
+    int r = ck__cni_parse_cidr(cidr, reterr);
+    if (r < 0)
+        return r;
+    /* the range sandboxes may hold: the current one, else an earlier start's */
+    char held[64] = "";
     pthread_mutex_lock(&cr->cidr_lock);
-    bool changed = !cr->pod_cidr || strcmp(cr->pod_cidr, cidr) != 0;
-    char *copy = changed ? strdup(cidr) : NULL;
-    if (copy) {
+    bool current = cr->pod_cidr != NULL;
+    if (cr->pod_cidr)
+        snprintf(held, sizeof(held), "%s", cr->pod_cidr);
+    else if (!ck__cni_own_range(cr->cni_conf_dir, held, sizeof(held)))
+        held[0] = 0;
+    pthread_mutex_unlock(&cr->cidr_lock);
+    if (current && strcmp(held, cidr) == 0)
+        return 0;
+    int in_use = 0;
+    if (*held && strcmp(held, cidr) != 0 && (in_use = pod_network_sandboxes(cr, reterr)) < 0)
+        return in_use;
+    pthread_mutex_lock(&cr->cidr_lock);
+    in_use += *held && strcmp(held, cidr) != 0 ? cr->starting : 0;
+    char *copy = strdup(in_use ? held : cidr);
+    if (copy && (!cr->pod_cidr || strcmp(cr->pod_cidr, copy) != 0)) {
         free(cr->pod_cidr);
         cr->pod_cidr = copy;
         cr->network_ready = false; /* the configuration is checked again for it */
+        copy = NULL;
     }
     pthread_mutex_unlock(&cr->cidr_lock);
-    if (copy) {
-        CK_LOGS(0, "Updating runtime config through cri with podcidr", "CIDR", cidr);
-        ensure_network(cr, &err);
-    }
+    bool kept = copy != NULL;
+    free(copy);
+    if (in_use)
+        return ck_err_set(reterr, CK_EPERM,
+                          "not changing the pod CIDR from %s to %s: %d pod sandboxes have "
+                          "addresses from %s; the new range is taken once they are gone",
+                          held, cidr, in_use, held);
+    if (kept)
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    CK_LOGS(0, "Updating runtime config through cri with podcidr", "CIDR", cidr);
+    struct ck_err err = {0};
+    ensure_network(cr, false, &err);
+    return 0;
 }
 
 /*
@@ -716,14 +784,26 @@ static int runtime_handler(struct cri_runtime *cr, const struct ck__rt_pod *p, c
     return 0;
 }
 
+static int start_sandbox(struct cri_runtime *cr, struct ck__rt_pod *p, struct ck_err *reterr);
+
 static int pod_start(struct ck__runtime *rt, struct ck__rt_pod *p, char *reason, size_t size,
                      struct ck_err *reterr)
 {
     struct cri_runtime *cr = (struct cri_runtime *)rt;
-    uint32_t attempt = 0;
     snprintf(reason, size, "%s", "");
-    if (!spec_bool(p, "hostNetwork") && ensure_network(cr, reterr) < 0)
+    bool pod_network = !spec_bool(p, "hostNetwork");
+    if (pod_network && ensure_network(cr, true, reterr) < 0)
         return CK_EIO;
+    int r = start_sandbox(cr, p, reterr);
+    if (pod_network)
+        network_done(cr);
+    return r;
+}
+
+/* pod_start's sandbox: the pod's READY one, else a new one; its address into p->ip. */
+static int start_sandbox(struct cri_runtime *cr, struct ck__rt_pod *p, struct ck_err *reterr)
+{
+    uint32_t attempt = 0;
     if (ensure_pod_cgroup(cr, p, reterr) < 0)
         return CK_EIO;
     int found = find_sandbox(cr, p, &attempt, reterr);
@@ -1841,7 +1921,7 @@ int ck__runtime_cri_new(const struct ck_agent_config *config, const struct ck_ct
     cr->cni_conf_dir = strdup(config->cni_conf_dir ? config->cni_conf_dir : CK_AGENT_CNI_CONF_DIR);
     cr->cni_bin_dir = strdup(config->cni_bin_dir ? config->cni_bin_dir : CK_AGENT_CNI_BIN_DIR);
     pthread_mutex_init(&cr->cidr_lock, NULL);
-    cr->pod_cidr = config->pod_cidr ? strdup(config->pod_cidr) : NULL;
+    /* config->pod_cidr is the agent's to give (set_pod_cidr) when the Node gets no range */
     cr->cluster_dns = calloc(config->n_cluster_dns + 1, sizeof(*cr->cluster_dns));
     for (size_t i = 0; cr->cluster_dns && i < config->n_cluster_dns; i++)
         if (!(cr->cluster_dns[i] = strdup(config->cluster_dns[i])))
@@ -1857,8 +1937,8 @@ int ck__runtime_cri_new(const struct ck_agent_config *config, const struct ck_ct
     while (root_len > 0 && cgroup_root[root_len - 1] == '/')
         root_len--;
     cr->cgroup_root = strndup(cgroup_root, root_len);
-    if (!cr->runtime_endpoint || !cr->cni_conf_dir || !cr->cni_bin_dir ||
-        (config->pod_cidr && !cr->pod_cidr) || !dns_ok || !cr->cgroup_root) {
+    if (!cr->runtime_endpoint || !cr->cni_conf_dir || !cr->cni_bin_dir || !dns_ok ||
+        !cr->cgroup_root) {
         runtime_free(&cr->base);
         return ck_err_set(reterr, CK_ENOMEM, "out of memory");
     }
@@ -1888,7 +1968,7 @@ int ck__runtime_cri_new(const struct ck_agent_config *config, const struct ck_ct
             v.runtime_api_version ? v.runtime_api_version : "");
     ck__cri_version_release(&v);
     struct ck_err nerr = {0};
-    ensure_network(cr, &nerr); /* not there yet: tried again for each sandbox */
+    ensure_network(cr, false, &nerr); /* not there yet: tried again for each sandbox */
     *ret = &cr->base;
     return 0;
 }

@@ -18,6 +18,8 @@
  *   NodeRestriction admission plugin (lib/apiserver/admission/);
  * - system:node-proxier is bound to the user system:kube-proxy, as in
  *   Kubernetes;
+ * - system:kubelet-api-admin is bound by nothing, as in Kubernetes (an
+ *   installer binds the API server's kubelet client to it);
  * - roles and rules of what ckube does not serve (certificates, volume
  *   attachments, the cloud controllers, volume expansion and attach/detach)
  *   are left out; the persistent-volume-binder, pvc-protection-controller,

@@ -12,8 +12,16 @@
  * directory is fsync'ed, so a reader sees the old file or the whole new one, also
  * after a crash.
  *
+ * Removing a tree under a directory (ck__remove_tree_at): every step is relative to an
+ * open directory descriptor of the tree itself, opened with O_NOFOLLOW | O_DIRECTORY,
+ * and checked with fstatat(AT_SYMLINK_NOFOLLOW): a symlink inside is removed as a link,
+ * never followed, so nothing outside the tree is touched, even when someone swaps a
+ * directory for a symlink while the removal runs (the open of that name then fails); a
+ * directory on another filesystem (a mount) is left, and so is what holds it.
+ *
  * Threading: no state; temporary names carry the process id and a counter.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -128,4 +136,63 @@ int ck__check_private_dir(const char *path)
     if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
         return -EPERM;
     return 0;
+}
+
+static int remove_tree_depth(int dir_fd, const char *name, int depth);
+
+/* Empties the directory open as fd, then closes fd: 0 or the first negated errno. */
+static int empty_dir_fd(int fd, int depth)
+{
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    int r = 0;
+    struct dirent *e;
+    while ((errno = 0, e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        int one = remove_tree_depth(dirfd(d), e->d_name, depth);
+        if (one < 0 && one != -ENOENT && r == 0)
+            r = one;
+    }
+    if (errno && r == 0)
+        r = -errno;
+    closedir(d); /* closes fd */
+    return r;
+}
+
+static int remove_tree_depth(int dir_fd, const char *name, int depth)
+{
+    struct stat st, parent, opened;
+    if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return -EINVAL;
+    if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode))
+        return unlinkat(dir_fd, name, 0) < 0 ? -errno : 0;
+    if (fstat(dir_fd, &parent) < 0)
+        return -errno;
+    if (st.st_dev != parent.st_dev)
+        return -EXDEV; /* a mount: left, with what holds it */
+    if (depth >= 256)
+        return -ELOOP;
+    int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &opened) < 0 || opened.st_dev != st.st_dev || opened.st_ino != st.st_ino) {
+        close(fd);
+        return -EAGAIN; /* replaced between the look and the open */
+    }
+    int r = empty_dir_fd(fd, depth + 1);
+    if (r < 0)
+        return r;
+    return unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+int ck__remove_tree_at(int dir_fd, const char *name)
+{
+    return remove_tree_depth(dir_fd, name, 0);
 }

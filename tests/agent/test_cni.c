@@ -3,8 +3,10 @@
  * that holds one (as containerd's CRI picks it: the first *.conf, *.conflist or *.json
  * in byte order, directories left out) is left alone; otherwise 10-ckube.conflist is
  * written, parses, and holds the bridge with the given range and portmap (loopback is
- * containerd's own network), and is written again when the node's range changes; no
- * range yet writes nothing and says where the range comes from; bad ranges and a missing or
+ * containerd's own network), and is written again when the node's range changes; with no
+ * range yet, an earlier start's own file is no network (its range is read back) and
+ * nothing is written, and why is said; the range chosen for the node: the Node's
+ * spec.podCIDR, --pod-cidr only once due; bad ranges and a missing or
  * non-executable plugin are refused with the reason and nothing written; no temporary file is ever
  * left, also when allocations fail.
  */
@@ -175,6 +177,7 @@ static void test_written_config_holds_the_range(void **state)
     assert_true(json_is_true(json_object_get(bridge, "isGateway")));
     assert_true(json_is_true(json_object_get(bridge, "ipMasq")));
     assert_true(json_is_true(json_object_get(bridge, "hairpinMode")));
+    assert_true(json_is_true(json_object_get(bridge, "forceAddress")));
     json_t *ipam = json_object_get(bridge, "ipam");
     assert_string_equal(json_string_value(json_object_get(ipam, "type")), "host-local");
     json_t *ranges = json_object_get(ipam, "ranges");
@@ -195,18 +198,31 @@ static void test_written_config_holds_the_range(void **state)
     list_dir(d->conf, listing, sizeof(listing));
     assert_string_equal(listing, "10-ckube.conflist");
 
-    /* a second start finds it and writes nothing, with the same range or none */
+    /* its range, as a restarted agent's runtime reads it */
+    char own[64] = "";
+    assert_int_equal(ck__cni_own_range(d->conf, own, sizeof(own)), 1);
+    assert_string_equal(own, "10.244.3.0/24");
+    assert_int_equal(ck__cni_own_range(d->conf, own, 8), 0); /* does not fit */
+
+    /* a second start finds it and writes nothing with the same range; with none yet it
+       is no network (an earlier start's range need not be the node's), still unchanged */
     char *before = NULL, *after = NULL;
     size_t len = 0;
     assert_int_equal(ck__read_file(want, 1 << 16, &before, &len), 0);
     const char *same[] = {"10.244.3.0/24", NULL};
     for (size_t i = 0; i < 2; i++) {
         written = true;
-        assert_int_equal(
-            ck__cni_ensure_config(d->conf, d->bin, same[i], d->out, sizeof(d->out), &written, &err),
-            0);
-        assert_false(written);
-        assert_string_equal(d->out, want);
+        d->out[0] = 0;
+        r = ck__cni_ensure_config(d->conf, d->bin, same[i], d->out, sizeof(d->out), &written, &err);
+        if (same[i]) {
+            assert_int_equal(r, 0);
+            assert_false(written);
+            assert_string_equal(d->out, want);
+        } else {
+            assert_int_equal(r, CK_ENOENT);
+            assert_non_null(strstr(err.msg, "no pod CIDR for the node yet"));
+            assert_non_null(strstr(err.msg, "--pod-cidr"));
+        }
         assert_int_equal(ck__read_file(want, 1 << 16, &after, &len), 0);
         assert_string_equal(before, after);
         free(after);
@@ -229,12 +245,42 @@ static void test_written_config_holds_the_range(void **state)
     list_dir(d->conf, listing, sizeof(listing));
     assert_string_equal(listing, "10-ckube.conflist");
 
-    /* a file of the same name another wrote in another shape is not ours to judge: kept */
+    /* a file of the same name another wrote in another shape is not ours to judge: kept,
+       with a range or none, and it tells no range */
     put_file(d->conf, "10-ckube.conflist", "{\"name\": \"other\"}", 0644);
     assert_int_equal(ck__cni_ensure_config(d->conf, d->bin, "10.98.0.0/16", d->out, sizeof(d->out),
                                            &written, &err),
                      0);
     assert_false(written);
+    assert_int_equal(
+        ck__cni_ensure_config(d->conf, d->bin, NULL, d->out, sizeof(d->out), &written, &err), 0);
+    assert_int_equal(ck__cni_own_range(d->conf, own, sizeof(own)), 0);
+}
+
+/* The range the agent gives the runtime: the Node's; the flag only once it is due. */
+static void test_node_range(void **state)
+{
+    (void)state;
+    json_t *with = json_pack("{s:{s:s}}", "spec", "podCIDR", "10.244.0.0/24");
+    json_t *empty = json_pack("{s:{s:s}}", "spec", "podCIDR", "");
+    json_t *none = json_pack("{s:{}}", "spec");
+    const char *flag = "10.99.0.0/24";
+    for (int due = 0; due < 2; due++) {
+        assert_string_equal(ck__cni_node_range(with, flag, due), "10.244.0.0/24");
+        assert_string_equal(ck__cni_node_range(with, NULL, due), "10.244.0.0/24");
+        assert_null(ck__cni_node_range(none, NULL, due));
+        assert_null(ck__cni_node_range(empty, "", due));
+        assert_null(ck__cni_node_range(NULL, NULL, due));
+    }
+    /* no range on the Node: the flag once the agent waited for the Node's */
+    assert_null(ck__cni_node_range(none, flag, false));
+    assert_null(ck__cni_node_range(empty, flag, false));
+    assert_ptr_equal(ck__cni_node_range(none, flag, true), flag);
+    assert_ptr_equal(ck__cni_node_range(empty, flag, true), flag);
+    assert_ptr_equal(ck__cni_node_range(NULL, flag, true), flag);
+    json_decref(with);
+    json_decref(empty);
+    json_decref(none);
 }
 
 static void test_bad_ranges_refused(void **state)
@@ -397,6 +443,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_plugin_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conf_dir_not_a_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allocation_failures_leave_nothing, setup, teardown),
+        cmocka_unit_test(test_node_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -403,7 +403,7 @@ static void answer_string(struct fake *f, const char *method, const char *s)
     answer(f, method, &b);
 }
 
-/* PodSandboxStatusResponse with the sandbox's IP. */
+/* PodSandboxStatusResponse with the sandbox's IP (NULL: no network status, the host's). */
 static void answer_sandbox_status(struct fake *f, const char *id, const char *ip)
 {
     struct ck__buf b = {0};
@@ -415,9 +415,11 @@ static void answer_sandbox_status(struct fake *f, const char *id, const char *ip
     put_str(&b, 3, "default");
     ck__pb_end_len(&b, meta);
     ck__pb_put_uint(&b, 4, 1700000000LL * CK_SEC);
-    size_t net = ck__pb_begin_len(&b, 5);
-    put_str(&b, 1, ip);
-    ck__pb_end_len(&b, net);
+    if (ip) {
+        size_t net = ck__pb_begin_len(&b, 5);
+        put_str(&b, 1, ip);
+        ck__pb_end_len(&b, net);
+    }
     ck__pb_end_len(&b, st);
     answer(f, "PodSandboxStatus", &b);
 }
@@ -579,11 +581,13 @@ static int setup_fake(void **state)
     return 0;
 }
 
-static int setup(void **state)
+/*
+ * f->rt: a runtime on the fake with the CNI configuration directory conf and plugin
+ * directory bin (NULL: the setup's cni/, holding an add-on's file) and --pod-cidr
+ * pod_cidr (may be NULL).
+ */
+static int make_runtime(struct fake *f, const char *conf, const char *bin, const char *pod_cidr)
 {
-    if (setup_fake(state) < 0)
-        return -1;
-    struct fake *f = *state;
     static char mounts[256], cni[256], resolv[256];
     snprintf(mounts, sizeof(mounts), "%s/mounts", f->dir);
     snprintf(cni, sizeof(cni), "%s/cni", f->dir);
@@ -591,8 +595,9 @@ static int setup(void **state)
     ck__cri_cgroup_mounts = mounts;
     static const char *const dns[] = {"10.96.0.10"};
     struct ck_agent_config config = {.runtime_endpoint = f->endpoint,
-                                     .cni_conf_dir = cni,
-                                     .cni_bin_dir = cni,
+                                     .cni_conf_dir = conf ? conf : cni,
+                                     .cni_bin_dir = bin ? bin : cni,
+                                     .pod_cidr = pod_cidr,
                                      .cgroup_root = "/ckube-test",
                                      .cluster_dns = dns,
                                      .n_cluster_dns = 1,
@@ -604,6 +609,13 @@ static int setup(void **state)
         return -1;
     }
     return 0;
+}
+
+static int setup(void **state)
+{
+    if (setup_fake(state) < 0)
+        return -1;
+    return make_runtime(*state, NULL, NULL, NULL);
 }
 
 static int teardown(void **state)
@@ -819,17 +831,7 @@ static void test_host_network_sandbox(void **state)
     json_object_set_new(spec, "hostPID", json_true());
     json_object_del(spec, "runtimeClassName");
     answer_string(f, "RunPodSandbox", "sb-host");
-    struct ck__buf b = {0};
-    size_t st = ck__pb_begin_len(&b, 1), meta;
-    put_str(&b, 1, "sb-host");
-    meta = ck__pb_begin_len(&b, 2);
-    put_str(&b, 1, "web-0");
-    put_str(&b, 2, POD_UID);
-    put_str(&b, 3, "default");
-    ck__pb_end_len(&b, meta);
-    ck__pb_put_uint(&b, 4, 1);
-    ck__pb_end_len(&b, st); /* no network status: the node's IP, which the agent gives */
-    answer(f, "PodSandboxStatus", &b);
+    answer_sandbox_status(f, "sb-host", NULL); /* the node's IP, which the agent gives */
     int r = f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err);
     if (r < 0)
         fail_msg("pod_start: %s", err.msg);
@@ -845,6 +847,99 @@ static void test_host_network_sandbox(void **state)
     assert_string_equal(str(run, "1.4.1"), "192.0.2.53");
     assert_string_equal(str(run, "1.4.2"), "example.test");
     assert_false(has(run, "2"));
+}
+
+/* The range of the runtime's own CNI file in dir/net.d ("" when there is none). */
+static const char *own_range(struct fake *f, char *buf, size_t size)
+{
+    char conf[160];
+    snprintf(conf, sizeof(conf), "%s/net.d", f->dir);
+    if (!ck__cni_own_range(conf, buf, size))
+        buf[0] = 0;
+    return buf;
+}
+
+/* ListPodSandbox answers one READY sandbox; its status has ip (NULL: the host network). */
+static void answer_ready_sandbox(struct fake *f, const char *id, const char *ip)
+{
+    struct ck__buf b = {0};
+    put_sandbox(&b, id, "web-0", POD_UID, 0, CK__CRI_SANDBOX_READY, 100);
+    answer(f, "ListPodSandbox", &b);
+    answer_sandbox_status(f, id, ip);
+}
+
+/*
+ * The pod range is the one the agent gives (the Node's), never --pod-cidr on its own,
+ * and it never changes under sandboxes in the pod network: with no CNI configuration
+ * but its own to write, no sandbox is made before set_pod_cidr; a late range is written
+ * and pods start on it; another range is refused while a sandbox holds addresses of the
+ * first, taken once none does; after a restart an earlier start's file is no network
+ * until a range is given, and one that differs from the file's while its sandboxes run
+ * is refused and the file's kept.
+ */
+static void test_pod_range_given_by_the_agent(void **state)
+{
+    struct fake *f = *state;
+    char conf[160], bin[160], path[256], range[64], reason[64], buf[256];
+    struct ck_err err = {0};
+    snprintf(conf, sizeof(conf), "%s/net.d", f->dir);
+    snprintf(bin, sizeof(bin), "%s/bin", f->dir);
+    assert_int_equal(mkdir(bin, 0755), 0);
+    const char *plugins[] = {"bridge", "host-local", "portmap", "loopback"};
+    for (size_t i = 0; i < 4; i++) {
+        write_file(bin, plugins[i], "#!/bin/sh\n");
+        snprintf(path, sizeof(path), "%s/%s", bin, plugins[i]);
+        assert_int_equal(chmod(path, 0755), 0);
+    }
+    /* started with a --pod-cidr other than what the Node will get */
+    assert_int_equal(make_runtime(f, conf, bin, "10.99.0.0/24"), 0);
+    struct pod *pod = fake_pod(f);
+    forget_calls(f);
+    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err), CK_EIO);
+    assert_non_null(strstr(err.msg, "no CNI configuration"));
+    assert_string_equal(methods(f, buf, sizeof(buf)), ""); /* no sandbox looked for */
+    assert_string_equal(own_range(f, range, sizeof(range)), "");
+
+    /* the Node's range arrives after registration: written, and the pod starts on it */
+    assert_int_equal(f->rt->ops->set_pod_cidr(f->rt, "10.244.0.0/24", &err), 0);
+    assert_string_equal(methods(f, buf, sizeof(buf)), ""); /* no range held: nothing to ask */
+    assert_string_equal(own_range(f, range, sizeof(range)), "10.244.0.0/24");
+    start_pod(f, pod);
+    forget_calls(f);
+    assert_int_equal(f->rt->ops->set_pod_cidr(f->rt, "10.244.0.0/24", &err), 0);
+    assert_string_equal(methods(f, buf, sizeof(buf)), ""); /* the same: nothing to ask */
+    assert_int_equal(f->rt->ops->set_pod_cidr(f->rt, "10.244.0.1/24", &err), CK_EINVAL);
+
+    /* another range while the pod's sandbox holds an address of the first: refused */
+    answer_ready_sandbox(f, "sb-1", "10.244.0.7");
+    assert_int_equal(f->rt->ops->set_pod_cidr(f->rt, "10.244.7.0/24", &err), CK_EPERM);
+    assert_non_null(strstr(err.msg, "not changing the pod CIDR from 10.244.0.0/24 to "
+                                    "10.244.7.0/24: 1 pod sandboxes have addresses"));
+    assert_true(has(request(f, "ListPodSandbox", 0), "1.2")); /* the READY ones */
+    assert_int_equal(num(request(f, "ListPodSandbox", 0), "1.2.1"), CK__CRI_SANDBOX_READY);
+    assert_string_equal(own_range(f, range, sizeof(range)), "10.244.0.0/24");
+    /* a host network sandbox holds none: the range is taken, the file written again */
+    answer_ready_sandbox(f, "sb-host", NULL);
+    assert_int_equal(f->rt->ops->set_pod_cidr(f->rt, "10.244.7.0/24", &err), 0);
+    assert_string_equal(own_range(f, range, sizeof(range)), "10.244.7.0/24");
+
+    /* a restart: the file of the earlier start is no network before a range is given */
+    f->rt->ops->free(f->rt);
+    f->rt = NULL;
+    assert_int_equal(make_runtime(f, conf, bin, NULL), 0);
+    forget_calls(f);
+    assert_int_equal(f->rt->ops->pod_start(f->rt, &pod->p, reason, sizeof(reason), &err), CK_EIO);
+    assert_non_null(strstr(err.msg, "no pod CIDR for the node yet"));
+    assert_int_equal(calls_of(f, "RunPodSandbox"), 0);
+    /* the Node's range differs from the file's while its sandbox runs: the file's kept */
+    answer_ready_sandbox(f, "sb-1", "10.244.7.3");
+    assert_int_equal(f->rt->ops->set_pod_cidr(f->rt, "10.244.9.0/24", &err), CK_EPERM);
+    assert_non_null(strstr(err.msg, "from 10.244.7.0/24 to 10.244.9.0/24"));
+    assert_string_equal(own_range(f, range, sizeof(range)), "10.244.7.0/24");
+    start_pod(f, pod); /* on the kept range */
+    /* once the pod is gone the Node's is taken */
+    assert_int_equal(f->rt->ops->set_pod_cidr(f->rt, "10.244.9.0/24", &err), 0);
+    assert_string_equal(own_range(f, range, sizeof(range)), "10.244.9.0/24");
 }
 
 static void test_no_sandbox_made_when_the_list_fails(void **state)
@@ -1840,6 +1935,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_run_pod_sandbox_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sandbox_adopted_after_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_host_network_sandbox, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pod_range_given_by_the_agent, setup_fake, teardown),
         cmocka_unit_test_setup_teardown(test_no_sandbox_made_when_the_list_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_pod_sandbox_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_container_config, setup, teardown),

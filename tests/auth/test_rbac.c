@@ -441,6 +441,29 @@ static void test_bootstrap_policy(void **state)
     json_t *crs = NULL, *crbs = NULL;
     assert_int_equal(ck_rbac_bootstrap(&crs, &crbs, NULL), 0);
     assert_true(json_array_size(crs) >= 10);
+    /* system:kubelet-api-admin as Kubernetes has it, bound by no bootstrap binding (an
+       installer binds the API server's kubelet client to it): bound here */
+    const json_t *kubelet_admin = NULL;
+    for (size_t i = 0; i < json_array_size(crs); i++) {
+        const json_t *meta = json_object_get(json_array_get(crs, i), "metadata");
+        if (strcmp(json_string_value(json_object_get(meta, "name")), "system:kubelet-api-admin") ==
+            0)
+            kubelet_admin = json_array_get(crs, i);
+    }
+    assert_non_null(kubelet_admin);
+    json_t *want = json_pack(
+        "[{s:[s], s:[s], s:[s,s,s]}, {s:[s], s:[s], s:[s]}, {s:[s], s:[s,s,s,s], s:[s]}]",
+        "apiGroups", "", "resources", "nodes", "verbs", "get", "list", "watch", "apiGroups", "",
+        "resources", "nodes", "verbs", "proxy", "apiGroups", "", "resources", "nodes/log",
+        "nodes/metrics", "nodes/proxy", "nodes/stats", "verbs", "*");
+    assert_true(json_equal(json_object_get(kubelet_admin, "rules"), want));
+    json_decref(want);
+    for (size_t i = 0; i < json_array_size(crbs); i++)
+        assert_string_not_equal(json_string_value(json_object_get(
+                                    json_object_get(json_array_get(crbs, i), "roleRef"), "name")),
+                                "system:kubelet-api-admin");
+    json_array_append_new(crbs, binding(NULL, "kubelet-client", "ClusterRole",
+                                        "system:kubelet-api-admin", "User:kubelet-client"));
     struct ck_rbac_policy *p = NULL;
     json_t *rbs = json_pack("[o,o,o]", binding("v", "a", "ClusterRole", "view", "User:viewer"),
                             binding("e", "b", "ClusterRole", "edit", "User:editor"),
@@ -480,6 +503,13 @@ static void test_bootstrap_policy(void **state)
          "runtimeclasses", NULL, NULL, NULL, NULL},
         {"system:node:n1", "system:nodes,system:authenticated", "get", "", "persistentvolumeclaims",
          NULL, "c", "default", NULL},
+        /* the API server's kubelet client: every kubelet API call, through nodes/proxy too */
+        {"kubelet-client", NULL, "proxy", "", "nodes", NULL, "n1", NULL, NULL},
+        {"kubelet-client", NULL, "create", "", "nodes", "proxy", "n1", NULL, NULL},
+        {"kubelet-client", NULL, "get", "", "nodes", "stats", "n1", NULL, NULL},
+        {"kubelet-client", NULL, "get", "", "nodes", "log", "n1", NULL, NULL},
+        {"kubelet-client", NULL, "get", "", "nodes", "metrics", "n1", NULL, NULL},
+        {"kubelet-client", NULL, "watch", "", "nodes", NULL, NULL, NULL, NULL},
     };
     static const struct req_case fail[] = {
         {"system:anonymous", "system:unauthenticated", "get", NULL, NULL, NULL, NULL, NULL,
@@ -497,6 +527,11 @@ static void test_bootstrap_policy(void **state)
          NULL, NULL, NULL},
         {"system:node:n1", "system:nodes,system:authenticated", "create", "node.k8s.io",
          "runtimeclasses", NULL, NULL, NULL, NULL},
+        /* nothing of the Node object beyond reading it, nor of other resources */
+        {"kubelet-client", NULL, "delete", "", "nodes", NULL, "n1", NULL, NULL},
+        {"kubelet-client", NULL, "update", "", "nodes", "status", "n1", NULL, NULL},
+        {"kubelet-client", NULL, "get", "", "nodes", "spec", "n1", NULL, NULL},
+        {"kubelet-client", NULL, "get", "", "pods", NULL, "p", "default", NULL},
     };
     check(p, pass, N(pass), fail, N(fail));
     /* every object is dressed as Kubernetes dresses its bootstrap objects */

@@ -4,15 +4,25 @@
  * index_test.go: the smallest volume that fits, the fewest access modes first, selectors,
  * classes, volumeMode, pre-bound volumes and claims, what binding writes (claimRef,
  * annotations, phases, the claim's capacity), WaitForFirstConsumer, external and
- * local-path provisioning, release and reclaim (Retain, Delete, no plugin), lost claims.
+ * local-path provisioning, release and reclaim (Retain, Delete, no plugin), lost claims;
+ * a local-path volume's directory removed on Delete only when the provisioner made it
+ * under its directory, a symlink in it removed as a link, a failed removal as
+ * VolumeFailedDelete with the volume kept.
  */
 #include "cktest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ckube/internal/util.h"
 #include "ckube/persistentvolume.h"
 #include "fixtures.h"
 
 struct env {
+    char storage[64]; /* the local-path provisioner's directory, made for the test */
     struct fx_cache volumes, claims, classes;
     struct ck_fake_client *fc;
     struct ck_ctl_client client;
@@ -23,6 +33,9 @@ struct env {
 static int setup(void **state)
 {
     struct env *e = calloc(1, sizeof(*e));
+    snprintf(e->storage, sizeof(e->storage), "/tmp/ckube-pv-storage-XXXXXX");
+    if (!mkdtemp(e->storage))
+        return -1;
     fx_cache_init(&e->volumes);
     fx_cache_init(&e->claims);
     fx_cache_init(&e->classes);
@@ -32,7 +45,7 @@ static int setup(void **state)
                                          .volumes = &e->volumes.lister,
                                          .claims = &e->claims.lister,
                                          .classes = &e->classes.lister,
-                                         .local_path_dir = "/var/lib/test-storage"};
+                                         .local_path_dir = e->storage};
     assert_int_equal(ck_pv_controller_new_with(&deps, &e->c, NULL), 0);
     e->pv_res = ck_controller_resource("", "v1", "persistentvolumes");
     e->pvc_res = ck_controller_resource("", "v1", "persistentvolumeclaims");
@@ -49,8 +62,11 @@ static int teardown(void **state)
     fx_cache_release(&e->volumes);
     fx_cache_release(&e->claims);
     fx_cache_release(&e->classes);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->storage);
+    int r = system(cmd);
     free(e);
-    return 0;
+    return r == 0 ? 0 : -1;
 }
 
 static json_t *parse(const char *text)
@@ -107,7 +123,7 @@ static void add_class(struct env *e, const char *name, const char *provisioner, 
 
 #define RWO "[\"ReadWriteOnce\"]"
 
-static void sync(struct env *e, const char *key)
+static void sync_key(struct env *e, const char *key)
 {
     struct ck_err err = {0};
     int r = ck_pv_controller_sync(e->c, key, &err);
@@ -168,7 +184,7 @@ static void test_binds_the_smallest_volume_that_fits(void **state)
     add_volume(e, "medium", "10Gi", RWO, "", "Available", "", "");
     add_volume(e, "fit-other-class", "5Gi", RWO, "gold", "Available", "", "");
     add_claim(e, "c", "5Gi", RWO, "", "", "");
-    sync(e, "default/c");
+    sync_key(e, "default/c");
     assert_string_equal(bound_volume(e), "medium");
     const json_t *pv = last(e, "update", "persistentvolumes");
     assert_string_equal(at(json_object_get(pv, "spec"), "claimRef", "uid"), "uid-c");
@@ -199,13 +215,13 @@ static void test_fewest_access_modes_win_over_size(void **state)
     add_volume(e, "rwo-big", "50Gi", RWO, "", "Available", "", "");
     add_volume(e, "rox-only", "1Gi", "[\"ReadOnlyMany\"]", "", "Available", "", "");
     add_claim(e, "c", "1Gi", RWO, "", "", "");
-    sync(e, "default/c");
+    sync_key(e, "default/c");
     assert_string_equal(bound_volume(e), "rwo-big");
 
     /* a claim asking for two modes only gets a volume that has both */
     ck_fake_client_clear_actions(e->fc);
     add_claim(e, "both", "1Gi", "[\"ReadWriteOnce\",\"ReadOnlyMany\"]", "", "", "");
-    sync(e, "default/both");
+    sync_key(e, "default/both");
     assert_string_equal(bound_volume(e), "rwo-rox-small");
 }
 
@@ -217,20 +233,20 @@ static void test_selector_class_and_volume_mode_filter(void **state)
                ",\"labels\":{\"tier\":\"fast\"}");
     add_volume(e, "labelled", "2Gi", RWO, "", "Available", "", ",\"labels\":{\"tier\":\"fast\"}");
     add_claim(e, "c", "1Gi", RWO, "", ",\"selector\":{\"matchLabels\":{\"tier\":\"fast\"}}", "");
-    sync(e, "default/c");
+    sync_key(e, "default/c");
     assert_string_equal(bound_volume(e), "labelled");
 
     /* a claim of a class with no volumes and no StorageClass object stays unbound */
     ck_fake_client_clear_actions(e->fc);
     add_claim(e, "gold", "1Gi", RWO, "gold", "", "");
-    sync(e, "default/gold");
+    sync_key(e, "default/gold");
     assert_null(bound_volume(e));
     assert_true(event(e, "ProvisioningFailed", "storageclass.storage.k8s.io \"gold\" not found"));
 
     /* no class at all and nothing fits: FailedBinding, Pending */
     ck_fake_client_clear_actions(e->fc);
     add_claim(e, "huge", "1Ti", RWO, "", "", "");
-    sync(e, "default/huge");
+    sync_key(e, "default/huge");
     assert_null(bound_volume(e));
     assert_true(event(e, "FailedBinding", "no storage class is set"));
 }
@@ -243,7 +259,7 @@ static void test_prebound_volume_and_claim(void **state)
     add_volume(e, "reserved", "10Gi", RWO, "", "Available",
                ",\"claimRef\":{\"namespace\":\"default\",\"name\":\"c\"}", "");
     add_claim(e, "c", "1Gi", RWO, "", "", "");
-    sync(e, "default/c");
+    sync_key(e, "default/c");
     assert_string_equal(bound_volume(e), "reserved");
     const json_t *pv = last(e, "update", "persistentvolumes");
     assert_string_equal(at(json_object_get(pv, "spec"), "claimRef", "uid"), "uid-c");
@@ -252,7 +268,7 @@ static void test_prebound_volume_and_claim(void **state)
     /* a claim naming its volume binds to it, without bound-by-controller on the claim */
     ck_fake_client_clear_actions(e->fc);
     add_claim(e, "named", "1Gi", RWO, "", ",\"volumeName\":\"free\"", "");
-    sync(e, "default/named");
+    sync_key(e, "default/named");
     const json_t *claim = last(e, "update", "persistentvolumeclaims");
     assert_non_null(claim);
     assert_string_equal(annotation(claim, CK_ANN_BIND_COMPLETED), "yes");
@@ -264,7 +280,7 @@ static void test_prebound_volume_and_claim(void **state)
     ck_fake_client_clear_actions(e->fc);
     add_volume(e, "tiny", "1Mi", RWO, "", "Available", "", "");
     add_claim(e, "wants-tiny", "1Gi", RWO, "", ",\"volumeName\":\"tiny\"", "");
-    sync(e, "default/wants-tiny");
+    sync_key(e, "default/wants-tiny");
     assert_null(last(e, "update", "persistentvolumes"));
     assert_true(event(e, "VolumeMismatch",
                       "Cannot bind to requested volume \"tiny\": requested PV is too small"));
@@ -277,7 +293,7 @@ static void test_wait_for_first_consumer_and_provisioning(void **state)
     add_class(e, "csi", "ebs.csi.aws.com", "Immediate");
     add_volume(e, "free", "5Gi", RWO, "local-path", "Available", "", "");
     add_claim(e, "data", "1Gi", RWO, "local-path", "", "");
-    sync(e, "default/data");
+    sync_key(e, "default/data");
     /* no node chosen yet: nothing is bound or provisioned, even with a volume free */
     assert_null(bound_volume(e));
     assert_null(last(e, "create", "persistentvolumes"));
@@ -287,7 +303,7 @@ static void test_wait_for_first_consumer_and_provisioning(void **state)
     /* an external provisioner's claim gets the provisioner annotations and an event */
     ck_fake_client_clear_actions(e->fc);
     add_claim(e, "ext", "1Gi", RWO, "csi", "", "");
-    sync(e, "default/ext");
+    sync_key(e, "default/ext");
     const json_t *claim = last(e, "update", "persistentvolumeclaims");
     assert_string_equal(annotation(claim, CK_ANN_STORAGE_PROVISIONER), "ebs.csi.aws.com");
     assert_string_equal(annotation(claim, CK_ANN_BETA_STORAGE_PROVISION), "ebs.csi.aws.com");
@@ -298,14 +314,15 @@ static void test_wait_for_first_consumer_and_provisioning(void **state)
     ck_fake_client_clear_actions(e->fc);
     add_claim(e, "placed", "2Gi", RWO, "local-path", "",
               ",\"annotations\":{\"volume.kubernetes.io/selected-node\":\"node-1\"}");
-    sync(e, "default/placed");
+    sync_key(e, "default/placed");
     const json_t *pv = last(e, "create", "persistentvolumes");
     assert_non_null(pv);
     assert_string_equal(at(pv, "metadata", "name"), "pvc-uid-placed");
     assert_string_equal(annotation(pv, CK_ANN_PROVISIONED_BY), CK_LOCAL_PATH_PROVISIONER);
     const json_t *spec = json_object_get(pv, "spec");
-    assert_string_equal(at(spec, "hostPath", "path"),
-                        "/var/lib/test-storage/pvc-uid-placed_default_placed");
+    char want[128];
+    snprintf(want, sizeof(want), "%s/pvc-uid-placed_default_placed", e->storage);
+    assert_string_equal(at(spec, "hostPath", "path"), want);
     assert_string_equal(at(spec, "hostPath", "type"), "DirectoryOrCreate");
     assert_string_equal(at(spec, "capacity", "storage"), "2Gi");
     assert_string_equal(at(spec, "claimRef", "uid"), "uid-placed");
@@ -336,9 +353,24 @@ static void test_wait_for_first_consumer_and_provisioning(void **state)
     json_t *fresh = NULL; /* the claim as the informer now has it, annotations and all */
     assert_int_equal(ck_ctl_get(&e->client, e->pvc_res, "default", "placed", &fresh, NULL), 0);
     fx_cache_add(&e->claims, fresh);
-    sync(e, "default/placed");
+    sync_key(e, "default/placed");
     assert_string_equal(at(last(e, "update", "persistentvolumeclaims"), "spec", "volumeName"),
                         "pvc-uid-placed");
+}
+
+/* A Bound local-path volume with Delete at path whose claim is gone, synced (the fake
+   client's actions cleared first). */
+static void sync_local_volume(struct env *e, const char *name, const char *path)
+{
+    char spec[512];
+    snprintf(spec, sizeof(spec),
+             ",\"claimRef\":{\"namespace\":\"default\",\"name\":\"gone\",\"uid\":\"uid-gone\"},"
+             "\"persistentVolumeReclaimPolicy\":\"Delete\",\"hostPath\":{\"path\":\"%s\"}",
+             path);
+    ck_fake_client_clear_actions(e->fc);
+    add_volume(e, name, "1Gi", RWO, "local-path", "Bound", spec,
+               ",\"annotations\":{\"pv.kubernetes.io/provisioned-by\":\"rancher.io/local-path\"}");
+    sync_key(e, name);
 }
 
 static void test_release_and_reclaim(void **state)
@@ -348,14 +380,14 @@ static void test_release_and_reclaim(void **state)
     ",\"claimRef\":{\"namespace\":\"default\",\"name\":\"gone\",\"uid\":\"uid-gone\"},"            \
     "\"persistentVolumeReclaimPolicy\":\"" policy "\""
     add_volume(e, "kept", "1Gi", RWO, "", "Bound", REF("Retain"), "");
-    sync(e, "kept");
+    sync_key(e, "kept");
     assert_string_equal(at(last(e, "update-status", "persistentvolumes"), "status", "phase"),
                         "Released");
     assert_int_equal(ck_fake_client_count(e->fc, "delete", e->pv_res), 0);
 
     ck_fake_client_clear_actions(e->fc);
     add_volume(e, "no-plugin", "1Gi", RWO, "", "Bound", REF("Delete"), "");
-    sync(e, "no-plugin");
+    sync_key(e, "no-plugin");
     const json_t *status = json_object_get(last(e, "update-status", "persistentvolumes"), "status");
     assert_string_equal(json_string_value(json_object_get(status, "phase")), "Failed");
     assert_true(event(e, "VolumeFailedDelete", "no deletable volume plugin matched"));
@@ -364,15 +396,94 @@ static void test_release_and_reclaim(void **state)
     ck_fake_client_clear_actions(e->fc);
     add_volume(e, "provisioned", "1Gi", RWO, "local-path", "Bound", REF("Delete"),
                ",\"annotations\":{\"pv.kubernetes.io/provisioned-by\":\"rancher.io/local-path\"}");
-    sync(e, "provisioned");
+    sync_key(e, "provisioned");
     assert_int_equal(ck_fake_client_count(e->fc, "delete", e->pv_res), 1);
     assert_string_equal(fx_action(e->fc, "delete", "persistentvolumes", 0)->name, "provisioned");
+
+    /* its directory under the provisioner's goes with it; a link in it to a directory
+       outside is removed as a link, what it points at stays */
+    char dir[256], outside[256], path[300];
+    snprintf(dir, sizeof(dir), "%s/pvc-uid-1_default_data", e->storage);
+    snprintf(outside, sizeof(outside), "%s-outside", e->storage);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    assert_int_equal(mkdir(outside, 0700), 0);
+    snprintf(path, sizeof(path), "%s/keep", outside);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/link", dir);
+    assert_int_equal(symlink(outside, path), 0);
+    snprintf(path, sizeof(path), "%s/sub", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    sync_local_volume(e, "pvc-uid-1", dir);
+    struct stat st;
+    assert_int_equal(lstat(dir, &st), -1);
+    snprintf(path, sizeof(path), "%s/keep", outside);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(ck_fake_client_count(e->fc, "delete", e->pv_res), 1);
+    /* a directory already gone, or never made on this host: the volume is deleted */
+    char p3[300];
+    snprintf(p3, sizeof(p3), "%s/pvc-uid-2_d_c", e->storage);
+    sync_local_volume(e, "pvc-uid-2", p3);
+    assert_int_equal(ck_fake_client_count(e->fc, "delete", e->pv_res), 1);
+    /* a path that is not one the provisioner made under its directory is left alone:
+       outside it, through "..", deeper, or named for another volume */
+    char other[256];
+    snprintf(other, sizeof(other), "%s/pvc-uid-9_d_c", e->storage);
+    assert_int_equal(mkdir(other, 0700), 0);
+    const char *base = strrchr(e->storage, '/') + 1;
+    for (int i = 0; i < 6; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "pvc-uid-3%d", i);
+        switch (i) {
+        case 0:
+            snprintf(p3, sizeof(p3), "%s", outside);
+            break;
+        case 1:
+            snprintf(p3, sizeof(p3), "%s/../%s-outside/%s_d_c", e->storage, base, name);
+            break;
+        case 2:
+            snprintf(p3, sizeof(p3), "%s/%s_d_c/keep", e->storage, name);
+            break;
+        case 3:
+            snprintf(p3, sizeof(p3), "%s", other);
+            break;
+        case 4:
+            snprintf(p3, sizeof(p3), "%s/%s", e->storage, name);
+            break;
+        default:
+            snprintf(p3, sizeof(p3), "%sx/%s_d_c", e->storage, name);
+            break;
+        }
+        sync_local_volume(e, name, p3);
+        assert_int_equal(ck_fake_client_count(e->fc, "delete", e->pv_res), 1);
+    }
+    assert_int_equal(stat(path, &st), 0);  /* outside/keep */
+    assert_int_equal(stat(other, &st), 0); /* another volume's */
+    /* a directory that cannot be removed (the provisioner's directory is no directory
+       now): Failed with VolumeFailedDelete, the volume kept for the next try */
+    char aside[128];
+    snprintf(aside, sizeof(aside), "%s-aside", e->storage);
+    assert_int_equal(rename(e->storage, aside), 0);
+    f = fopen(e->storage, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(p3, sizeof(p3), "%s/pvc-uid-4_d_c", e->storage);
+    sync_local_volume(e, "pvc-uid-4", p3);
+    assert_int_equal(ck_fake_client_count(e->fc, "delete", e->pv_res), 0);
+    assert_string_equal(at(last(e, "update-status", "persistentvolumes"), "status", "phase"),
+                        "Failed");
+    assert_true(event(e, "VolumeFailedDelete", "failed to delete volume"));
+    assert_int_equal(unlink(e->storage), 0);
+    assert_int_equal(rename(aside, e->storage), 0);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(outside), 0);
 
     /* another provisioner's volume is left to it */
     ck_fake_client_clear_actions(e->fc);
     add_volume(e, "external", "1Gi", RWO, "csi", "Bound", REF("Delete"),
                ",\"annotations\":{\"pv.kubernetes.io/provisioned-by\":\"ebs.csi.aws.com\"}");
-    sync(e, "external");
+    sync_key(e, "external");
     assert_int_equal(ck_fake_client_count(e->fc, "delete", e->pv_res), 0);
     assert_string_equal(at(last(e, "update-status", "persistentvolumes"), "status", "phase"),
                         "Released");
@@ -383,14 +494,14 @@ static void test_volume_phases_and_lost_claims(void **state)
     struct env *e = *state;
     /* a new volume becomes Available; a pre-bound one too, until its claim binds */
     add_volume(e, "new", "1Gi", RWO, "", "Pending", "", "");
-    sync(e, "new");
+    sync_key(e, "new");
     assert_string_equal(at(last(e, "update-status", "persistentvolumes"), "status", "phase"),
                         "Available");
     /* a bound claim whose volume is gone is Lost */
     ck_fake_client_clear_actions(e->fc);
     add_claim(e, "orphan", "1Gi", RWO, "", ",\"volumeName\":\"vanished\"",
               ",\"annotations\":{\"pv.kubernetes.io/bind-completed\":\"yes\"}");
-    sync(e, "default/orphan");
+    sync_key(e, "default/orphan");
     assert_string_equal(at(last(e, "update-status", "persistentvolumeclaims"), "status", "phase"),
                         "Lost");
     assert_true(event(e, "ClaimLost", "Bound claim has lost its PersistentVolume"));
@@ -401,7 +512,7 @@ static void test_volume_phases_and_lost_claims(void **state)
                "");
     add_claim(e, "misbound", "1Gi", RWO, "", ",\"volumeName\":\"taken\"",
               ",\"annotations\":{\"pv.kubernetes.io/bind-completed\":\"yes\"}");
-    sync(e, "default/misbound");
+    sync_key(e, "default/misbound");
     assert_true(event(e, "ClaimMisbound", NULL));
     /* a claim deleted while bound queues its volume */
     struct ck_event_handler hv, hc, hs;

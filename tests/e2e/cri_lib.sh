@@ -59,10 +59,9 @@ cri_e2e_inside() {
 }
 
 # cri_e2e_server: lib.sh's server (SQLite, --disable-agent), and the agent's functions:
-#   start_agent [FLAGS...]  ckube agent n1 on the test's containerd, its own port, the
-#                           pod range 10.244.0.0/24 (the one the server's nodeipam
-#                           gives its first node, so the range never changes under
-#                           running pods), cgroups under the test's root
+#   start_agent [FLAGS...]  ckube agent n1 on the test's containerd, its own port (no
+#                           --pod-cidr: the range is the one the server's nodeipam
+#                           gives the Node), cgroups under the test's root
 #   stop_agent              stops it (SIGTERM) if it runs (lib.sh's)
 #   start_node [FLAGS...]   start_agent, then node n1 registered and Ready (checked)
 #   create NAME SPEC        a pod on n1 from a Python literal of its spec (grace 2 s
@@ -84,7 +83,7 @@ agent_flags() {
     [ -f "$work/resolv.conf" ] ||
         printf '# the node resolver file of the test\nnameserver 192.0.2.53\nsearch example.test\noptions timeout:1\n' >"$work/resolv.conf"
     echo --kubeconfig "$KUBECONFIG" --node-name n1 --root-dir "$root" --port "$agent_port" \
-        --cni-conf-dir "$cri_dir/cni/net.d" --pod-cidr 10.244.0.0/24 --cgroup-root "$cgroup_root" \
+        --cni-conf-dir "$cri_dir/cni/net.d" --cgroup-root "$cgroup_root" \
         --cluster-dns 10.96.0.10 --cluster-domain cluster.local --resolv-conf "$work/resolv.conf"
 }
 

@@ -59,8 +59,8 @@ if [ "${1:-}" = "--inside" ]; then
     containerd://1.*) pass ;;
     *) fail "containerRuntimeVersion: $(jp node/n1 '{.status.nodeInfo.containerRuntimeVersion}')" ;;
     esac
-    # the controller manager's node-ipam-controller gives the node its range, which wins
-    # over --pod-cidr
+    # the controller manager's node-ipam-controller gives the node its range, the pods'
+    # (the agent has no --pod-cidr)
     poll "the node has a pod range" sh -c "[ -n \"\$(kubectl get node n1 -o jsonpath='{.spec.podCIDR}')\" ]"
     pod_cidr=$(jp node/n1 '{.spec.podCIDR}')
     case $pod_cidr in 10.244.*.0/24) pass ;; *) fail "n1's spec.podCIDR from --cluster-cidr: '$pod_cidr'" ;; esac

@@ -330,6 +330,15 @@ int ck__write_file_atomic(const char *path, const void *data, size_t len, mode_t
  */
 int ck__check_private_dir(const char *path);
 
+/*
+ * Removes name (one path component) in the directory open as dir_fd, and all below it
+ * when it is a directory, never following a symlink (a link is removed as a link) and
+ * never crossing into another filesystem (-EXDEV: such a directory and those holding it
+ * stay). 0; -EINVAL for a name that is not one component; else the first negated errno
+ * (-ENOENT when name is not there), having removed what it could.
+ */
+int ck__remove_tree_at(int dir_fd, const char *name);
+
 /* ---- object metadata (meta.c) ------------------------------------------ */
 
 /* obj.metadata[field] when it is a string, else NULL; borrowed from obj. NULL-safe. */

@@ -29,7 +29,10 @@
  * syncVolume: a volume without a claimRef, or pre-bound without a uid, is
  * Available; bound to a claim that is gone (checked against the server, not
  * only the cache) it is Released and reclaimed: Retain keeps it, Delete of a
- * volume the built-in local-path provisioner made deletes it, Delete of a
+ * volume the built-in local-path provisioner made removes its directory (one
+ * the provisioner made under its own directory, never through a symlink out
+ * of it; VolumeFailedDelete and phase Failed, retried, when that fails) and
+ * deletes the volume, Delete of a
  * volume another provisioner made waits for that provisioner, Delete of any
  * other volume and Recycle fail (VolumeFailedDelete, VolumeFailedRecycle: no
  * volume plugins run here). A volume bound to a claim that chose another
@@ -49,11 +52,14 @@
  * Threading: the runner syncs a key on one worker at a time; handlers run on
  * the informers' threads; the controller's state is read-only after creation.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../internal.h"
 #include "ckube/internal/util.h"
@@ -700,6 +706,43 @@ static int phase_of_copy(struct ck_pv_controller *c, const json_t *volume, const
     return r;
 }
 
+/*
+ * The directory of a released local-path volume, removed as the provisioner's deleter
+ * removes it: only one the provisioner made under its own directory
+ * (<dir>/<volume>_<namespace>_<claim>, one component below <dir>), removed relative to
+ * <dir> without following a symlink in it out of the tree (ck__remove_tree_at). A path
+ * elsewhere (a class's nodePath) is left, and so is a directory that is not on this
+ * host. 0, or why it could not be removed (the negated errno).
+ */
+static int remove_local_path_dir(struct ck_pv_controller *c, const json_t *volume,
+                                 struct ck_err *reterr)
+{
+    const char *path = json_string_value(
+        json_object_get(json_object_get(json_object_get(volume, "spec"), "hostPath"), "path"));
+    const char *name = meta(volume, "name");
+    size_t base = strlen(c->local_path_dir), len = strlen(name);
+    while (base > 0 && c->local_path_dir[base - 1] == '/')
+        base--;
+    const char *leaf = path && strncmp(path, c->local_path_dir, base) == 0 && path[base] == '/'
+                           ? path + base + 1
+                           : NULL;
+    if (!leaf || strchr(leaf, '/') || strncmp(leaf, name, len) != 0 || leaf[len] != '_') {
+        CK_LOGV(2, "persistentvolume-binder: volume %s: %s is not the provisioner's, left", name,
+                path ? path : "(no hostPath)");
+        return 0;
+    }
+    int dir = open(c->local_path_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int r = dir < 0 ? -errno : ck__remove_tree_at(dir, leaf);
+    if (dir >= 0)
+        close(dir);
+    if (r == -ENOENT) /* never made here (another node's), or gone already */
+        return 0;
+    if (r < 0)
+        return ck_err_set(reterr, r, "failed to delete volume %s: %s", path, strerror(-r));
+    CK_LOGV(2, "persistentvolume-binder: removed %s of volume %s", path, name);
+    return 0;
+}
+
 /* reclaimVolume on a Released (or Failed) volume. */
 static int reclaim(struct ck_pv_controller *c, const json_t *volume, struct ck_err *reterr)
 {
@@ -726,6 +769,13 @@ static int reclaim(struct ck_pv_controller *c, const json_t *volume, struct ck_e
                  meta(volume, "name"));
         return phase_of_copy(c, volume, "Failed", msg, CK_EVENT_WARNING, "VolumeFailedDelete",
                              reterr);
+    }
+    struct ck_err err = {0};
+    if (remove_local_path_dir(c, volume, &err) < 0) {
+        int r = phase_of_copy(c, volume, "Failed", err.msg, CK_EVENT_WARNING, "VolumeFailedDelete",
+                              reterr);
+        ck_err_release(&err);
+        return r;
     }
     json_t *opts = json_pack("{s:s, s:s, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
                              "preconditions", "uid", meta(volume, "uid"));
