@@ -220,11 +220,6 @@ int main(int argc, char **argv)
         h2o_socket_read_start(ls, on_accept);
     }
     spike_feed_start(&opts, opts.threads, wake);
-    fprintf(stderr, "h2o_server: %d threads on 127.0.0.1:%d\n", opts.threads, opts.port);
-    for (int i = 1; i < opts.threads; i++) {
-        pthread_t t;
-        pthread_create(&t, NULL, run_loop, &loops[i]);
-    }
-    run_loop(&loops[0]);
+    spike_run("h2o_server", &opts, run_loop, loops, sizeof *loops);
     return 0;
 }

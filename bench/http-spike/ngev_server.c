@@ -465,11 +465,6 @@ int main(int argc, char **argv)
         }
     }
     spike_feed_start(&opts, opts.threads, wake);
-    fprintf(stderr, "ngev_server: %d threads on 127.0.0.1:%d\n", opts.threads, opts.port);
-    for (int i = 1; i < opts.threads; i++) {
-        pthread_t t;
-        pthread_create(&t, NULL, run_loop, &loops[i]);
-    }
-    run_loop(&loops[0]);
+    spike_run("ngev_server", &opts, run_loop, loops, sizeof *loops);
     return 0;
 }

@@ -195,3 +195,14 @@ void spike_feed_fire(void)
     pthread_cond_signal(&feed_cv);
     pthread_mutex_unlock(&feed_mu);
 }
+
+void spike_run(const char *name, const struct spike_opts *o, void *(*run)(void *), void *loops,
+               size_t size)
+{
+    fprintf(stderr, "%s: %d threads on 127.0.0.1:%d\n", name, o->threads, o->port);
+    for (int i = 1; i < o->threads; i++) {
+        pthread_t t;
+        pthread_create(&t, NULL, run, (char *)loops + (size_t)i * size);
+    }
+    run(loops);
+}

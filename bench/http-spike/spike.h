@@ -46,5 +46,8 @@ void spike_feed_start(const struct spike_opts *o, int nloops, void (*wake)(int l
 void spike_feed_fire(void); /* GET /fire: publish o->events events, o->interval_ms apart */
 uint64_t spike_published(void);
 void spike_listen_opts(int fd);
+/* Runs run(loops[i]) on o->threads threads, loop 0 on the calling one; returns when it does. */
+void spike_run(const char *name, const struct spike_opts *o, void *(*run)(void *), void *loops,
+               size_t size);
 
 #endif
