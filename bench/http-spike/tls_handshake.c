@@ -6,13 +6,18 @@
  * the client against itself as CA.
  *
  *   tls_handshake CERT KEY [RUNS]
+ *   tls_handshake --gnutls-made DIR [RUNS]
  *
- * Prints, per library, the protocol and key exchange negotiated, the median
- * over RUNS runs of the server thread's CPU per handshake and of the wall time
- * per handshake with both ends on this machine.
+ * The second form first writes DIR/tls.crt and DIR/tls.key the way ckube's
+ * PKI (lib/auth/pki.c) makes them, with GnuTLS (an ECDSA P-256 key and a
+ * self-signed certificate, PEM), and measures with those: both libraries
+ * must load the other's files. Prints, per library, the protocol and key exchange negotiated, the
+ * median over RUNS runs of the server thread's CPU per handshake and of the wall time per handshake
+ * with both ends on this machine.
  */
 #define _GNU_SOURCE
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -115,7 +120,8 @@ static void o_client(int i)
         fprintf(stderr, "OpenSSL handshake failed\n");
         exit(1);
     }
-    snprintf(o_desc, sizeof o_desc, "(%s)-(%s)", SSL_get_version(s), SSL_get_cipher_name(s));
+    snprintf(o_desc, sizeof o_desc, "(%s)-(%s)-(%s)", SSL_get_version(s),
+             SSL_group_to_name(s, SSL_get_negotiated_group(s)), SSL_get_cipher_name(s));
     SSL_free(s);
 }
 
@@ -145,11 +151,59 @@ static void run(const char *name, void *(*serve)(void *), void (*client)(int), i
            server_us[runs / 2], wall_us[runs / 2], 1e6 / wall_us[runs / 2]);
 }
 
+static void write_datum(const char *path, gnutls_datum_t *d)
+{
+    FILE *f = fopen(path, "w");
+    if (!f || fwrite(d->data, 1, d->size, f) != d->size || fclose(f) != 0) {
+        perror(path);
+        exit(1);
+    }
+    gnutls_free(d->data);
+}
+
+/* an ECDSA P-256 key and a self-signed certificate for 127.0.0.1, as pki.c makes them */
+static void gnutls_make(const char *dir, char *crt_path, char *key_path, size_t n)
+{
+    gnutls_x509_privkey_t k;
+    gnutls_x509_crt_t c;
+    gnutls_datum_t d;
+    unsigned char serial[8] = {1, 2, 3, 4, 5, 6, 7, 8}, ip[4] = {127, 0, 0, 1};
+    gnutls_x509_privkey_init(&k);
+    if (gnutls_x509_privkey_generate(k, GNUTLS_PK_ECDSA,
+                                     GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0) < 0)
+        exit(1);
+    gnutls_x509_crt_init(&c);
+    gnutls_x509_crt_set_version(c, 3);
+    gnutls_x509_crt_set_key(c, k);
+    gnutls_x509_crt_set_serial(c, serial, sizeof serial);
+    gnutls_x509_crt_set_activation_time(c, time(NULL) - 60);
+    gnutls_x509_crt_set_expiration_time(c, time(NULL) + 86400);
+    gnutls_x509_crt_set_dn_by_oid(c, GNUTLS_OID_X520_COMMON_NAME, 0, "127.0.0.1", 9);
+    gnutls_x509_crt_set_subject_alt_name(c, GNUTLS_SAN_IPADDRESS, ip, sizeof ip, GNUTLS_FSAN_SET);
+    gnutls_x509_crt_set_basic_constraints(c, 1, -1);
+    if (gnutls_x509_crt_sign2(c, c, k, GNUTLS_DIG_SHA256, 0) < 0)
+        exit(1);
+    snprintf(crt_path, n, "%s/tls.crt", dir);
+    snprintf(key_path, n, "%s/tls.key", dir);
+    gnutls_x509_crt_export2(c, GNUTLS_X509_FMT_PEM, &d);
+    write_datum(crt_path, &d);
+    gnutls_x509_privkey_export2(k, GNUTLS_X509_FMT_PEM, &d);
+    write_datum(key_path, &d);
+    gnutls_x509_crt_deinit(c);
+    gnutls_x509_privkey_deinit(k);
+}
+
 int main(int argc, char **argv)
 {
+    static char made_crt[4096], made_key[4096];
     if (argc < 3) {
         fprintf(stderr, "usage: %s CERT KEY [RUNS]\n", argv[0]);
         return 2;
+    }
+    if (strcmp(argv[1], "--gnutls-made") == 0) {
+        gnutls_make(argv[2], made_crt, made_key, sizeof made_crt);
+        argv[1] = made_crt;
+        argv[2] = made_key;
     }
     cert = argv[1];
     key = argv[2];
@@ -178,8 +232,10 @@ int main(int argc, char **argv)
     SSL_CTX_load_verify_locations(o_cli, cert, NULL);
     SSL_CTX_set_verify(o_cli, SSL_VERIFY_PEER, NULL);
 
-    printf("GnuTLS %s, %s; %d handshakes a run, medians of %d runs\n", gnutls_check_version(NULL),
-           OpenSSL_version(OPENSSL_VERSION), N, runs);
+    printf(
+        "GnuTLS %s, %s; %d handshakes a run, medians of %d runs; certificate and key made by %s\n",
+        gnutls_check_version(NULL), OpenSSL_version(OPENSSL_VERSION), N, runs,
+        made_crt[0] ? "GnuTLS" : "another tool");
     run("GnuTLS", g_serve, g_client, runs);
     printf("         negotiated: %s\n", g_desc);
     run("OpenSSL", o_serve, o_client, runs);
