@@ -26,6 +26,8 @@ server after server inside each run, medians over --runs runs:
         HEADERS + RST_STREAM pairs (rapid_reset): does the server end it?
   - full TLS handshakes in one process, GnuTLS beside OpenSSL, from the same
         certificate and key files, made by OpenSSL then by GnuTLS (tls_handshake).
+Beside requests/s, the server's CPU time per request (from /proc, nginx's
+master and workers added), which other work on the machine disturbs less.
 Prints the load average beside the figures and one JSON line with everything.
 """
 import argparse
@@ -73,25 +75,38 @@ def stop(proc):
             proc.wait()
 
 
+def cpu_s(pids):
+    """User + system CPU seconds of the processes (all their threads)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def h2load(url, seconds, h1, streams=1):
+    """requests/s and the number of 2xx answers (warm-up included)"""
     cmd = ["h2load", "-t2", "-c64", f"-m{streams}", "-D", str(seconds), "--warm-up-time=1"]
     if h1:
         cmd.append("--h1")
     out = subprocess.run(cmd + [url], capture_output=True, text=True).stdout
     m = re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s", out)
     ok = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed", out)
-    st = re.search(r"status codes: \d+ 2xx, \d+ 3xx, (\d+) 4xx, (\d+) 5xx", out)
-    if not m or not ok or int(ok.group(2)) != 0 or not st or st.group(1) != "0" or st.group(2) != "0":
+    st = re.search(r"status codes: (\d+) 2xx, \d+ 3xx, (\d+) 4xx, (\d+) 5xx", out)
+    if not m or not ok or int(ok.group(2)) != 0 or not st or st.group(2) != "0" or st.group(3) != "0":
         sys.exit(f"h2load failed on {url}:\n{out}")
-    return float(m.group(1))
+    return float(m.group(1)), int(st.group(1))
 
 
 def wrk_close(url, seconds):
+    """requests/s and the number of requests"""
     out = subprocess.run(["wrk", "-t2", "-c16", f"-d{seconds}s", "-H", "Connection: close", url],
                          capture_output=True, text=True).stdout
     if "Non-2xx" in out:
         sys.exit(f"wrk saw errors on {url}:\n{out}")
-    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    n = re.search(r"(\d+) requests in", out)
+    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)), int(n.group(1))
 
 
 def nginx_conf(root, port, threads, cert, key):
@@ -182,23 +197,34 @@ def main():
                 if got != obj:
                     sys.exit(f"{name} does not serve the same {len(obj)} bytes")
             print(f"GET /obj: {len(obj)} bytes of JSON; {args.threads} threads/workers each; load before: {load()}")
-            tests = [("h1 keep-alive req/s", lambda u: h2load(u, args.seconds, True)),
-                     ("h2 -m1 req/s", lambda u: h2load(u, args.seconds, False)),
-                     ("h2 -m8 req/s", lambda u: h2load(u, args.seconds, False, 8)),
-                     ("new TLS conn/s", lambda u: wrk_close(u, args.seconds))]
+            tests = [("h1, 64 keep-alive", lambda u: h2load(u, args.seconds, True)),
+                     ("h2, 64 conns x 1 stream", lambda u: h2load(u, args.seconds, False)),
+                     ("h2, 64 conns x 8 streams", lambda u: h2load(u, args.seconds, False, 8)),
+                     ("new TLS connection each", lambda u: wrk_close(u, args.seconds))]
+            # the server's CPU per request: less disturbed than requests/s by
+            # other work on the machine (nginx: its master and workers)
+            pids = {n: [pr.pid] for n, pr in zip(servers, procs)}
+            pids["nginx"] += [int(x) for x in subprocess.run(["pgrep", "-P", str(procs[2].pid)],
+                                                            capture_output=True, text=True).stdout.split()]
             runs = {t: {n: [] for n in servers} for t, _ in tests}
+            cpu = {t: {n: [] for n in servers} for t, _ in tests}
             for r in range(args.runs):
                 for t, fn in tests:
                     for n, p in servers.items():
-                        runs[t][n].append(fn(f"https://127.0.0.1:{p}/obj"))
+                        c0 = cpu_s(pids[n])
+                        rate, count = fn(f"https://127.0.0.1:{p}/obj")
+                        runs[t][n].append(rate)
+                        cpu[t][n].append((cpu_s(pids[n]) - c0) * 1e6 / count)
                 print(f"run {r + 1}/{args.runs} done, load {load()}", flush=True)
-            print(f"\n{'measure':22} {'ngev':>9} {'h2o':>9} {'nginx':>9} {'ngev/nginx':>10} {'h2o/nginx':>9}   runs")
-            for t, _ in tests:
-                med = {n: statistics.median(v) for n, v in runs[t].items()}
-                print(f"{t:22} {med['ngev']:9.0f} {med['h2o']:9.0f} {med['nginx']:9.0f} "
-                      f"{med['ngev'] / med['nginx']:10.2f} {med['h2o'] / med['nginx']:9.2f}   "
-                      + " | ".join(" ".join(f"{v:.0f}" for v in runs[t][n]) for n in servers))
+            for title, data, unit in (("requests/s", runs, ""), ("server CPU per request, us", cpu, "")):
+                print(f"\n{title:30} {'ngev':>9} {'h2o':>9} {'nginx':>9} {'ngev/nginx':>10} {'h2o/nginx':>9}   runs")
+                for t, _ in tests:
+                    med = {n: statistics.median(v) for n, v in data[t].items()}
+                    print(f"{t:30} {med['ngev']:9.1f} {med['h2o']:9.1f} {med['nginx']:9.1f} "
+                          f"{med['ngev'] / med['nginx']:10.2f} {med['h2o'] / med['nginx']:9.2f}   "
+                          + " | ".join(" ".join(f"{v:.0f}" for v in data[t][n]) for n in servers))
             results["load"] = runs
+            results["cpu_us_per_request"] = cpu
             for p in procs:
                 stop(p)
             procs.clear()
@@ -230,6 +256,7 @@ def main():
                     watch.setdefault(f"{name} {k}", []).append(w)
                     print(f"watch {name:5} {k:6} streams, {interval} ms apart: p50 {w['p50_ms']:7.2f} ms  p99 {w['p99_ms']:7.2f} ms  "
                           f"max {w['max_ms']:7.2f} ms  {w['kib_per_stream']:5.1f} KiB/stream  "
+                          f"server CPU {w['server_cpu_us_per_delivery']:.2f} us/delivery  "
                           f"(RSS {w['rss_before_kib']} -> {w['rss_open_kib']} KiB, opened in {w['open_s']:.1f} s, "
                           f"load {w['load']})", flush=True)
         results["watch"] = watch

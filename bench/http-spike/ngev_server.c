@@ -140,8 +140,8 @@ static void conn_free(struct conn *c)
 
 /* ---- HTTP/2 ---- */
 
-/* Everything nghttp2 has to send, as far as OUT_HIGH, in one evbuffer_add():
- * bufferevent_openssl writes at once whatever is added to its output, so
+/* Everything nghttp2 has to send, as far as OUT_HIGH, added to the output at
+ * once: bufferevent_openssl writes at once whatever is added to its output, so
  * adding frame by frame would cost one TLS record and one write(2) a frame. */
 static int h2_flush(struct conn *c)
 {
@@ -155,6 +155,9 @@ static int h2_flush(struct conn *c)
             break;
         evbuffer_add(batch, data, (size_t)n);
     }
+    /* one chain: bufferevent_openssl makes one SSL_write(), so one record
+     * and one write(2), per chain of its output */
+    evbuffer_pullup(batch, -1);
     evbuffer_add_buffer(out, batch);
     if (!nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2) &&
         evbuffer_get_length(out) == 0)

@@ -12,7 +12,8 @@
  * complete line is one event, its latency is arrival minus "ts". Prints one
  * JSON object: deliveries seen and expected, latency p50/p99/max in ms,
  * the server's RSS before the watches, with all of them open, and the growth
- * per stream in KiB.
+ * per stream in KiB, and the server's CPU time (user + system, from
+ * /proc/PID/stat) from the fire to the last delivery, per delivery.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -65,6 +66,22 @@ static long rss_kib(int pid)
     if (f)
         fclose(f);
     return kib;
+}
+
+static double cpu_s(int pid)
+{
+    char path[64], buf[1024];
+    unsigned long ut = 0, st = 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (f && fgets(buf, sizeof buf, f)) {
+        char *p = strrchr(buf, ')');
+        if (p)
+            sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
+    }
+    if (f)
+        fclose(f);
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static SSL *dial(int *fdp)
@@ -195,6 +212,7 @@ int main(int argc, char **argv)
     long rss_open = rss_kib(pid);
 
     int ffd;
+    double cpu0 = cpu_s(pid);
     SSL *fire = dial(&ffd);
     send_get(fire, "/fire");
     size_t want = (size_t)nstreams * (size_t)nevents;
@@ -215,14 +233,17 @@ int main(int argc, char **argv)
             next_sample = now_ns() + 100000000u;
         }
     }
+    double cpu_us = (cpu_s(pid) - cpu0) * 1e6;
     qsort(lat_us, nlat, sizeof *lat_us, cmp_u32);
     uint32_t p50 = nlat ? lat_us[nlat / 2] : 0, p99 = nlat ? lat_us[nlat * 99 / 100] : 0;
     uint32_t max = nlat ? lat_us[nlat - 1] : 0;
     printf(
         "{\"streams\":%d,\"events\":%d,\"delivered\":%zu,\"expected\":%zu,\"broken\":%d,"
         "\"open_s\":%.2f,\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"max_ms\":%.2f,"
-        "\"rss_before_kib\":%ld,\"rss_open_kib\":%ld,\"rss_peak_kib\":%ld,\"kib_per_stream\":%.1f}\n",
+        "\"rss_before_kib\":%ld,\"rss_open_kib\":%ld,\"rss_peak_kib\":%ld,\"kib_per_stream\":%.1f,"
+        "\"server_cpu_us_per_delivery\":%.2f}\n",
         nstreams, nevents, nlat, want, broken, open_s, p50 / 1000.0, p99 / 1000.0, max / 1000.0,
-        rss_before, rss_open, rss_peak, (double)(rss_open - rss_before) / nstreams);
+        rss_before, rss_open, rss_peak, (double)(rss_open - rss_before) / nstreams,
+        nlat ? cpu_us / (double)nlat : 0.0);
     return nlat == want ? 0 : 1;
 }
