@@ -20,7 +20,13 @@ done
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx-light"
 bench_install run.sh $missing
 
-out="${SPIKE_BUILD:-$(mktemp -d)}"
+# the programs go to SPIKE_BUILD when set (kept), else to a temp dir (removed)
+if [ -n "${SPIKE_BUILD:-}" ]; then
+    out=$SPIKE_BUILD
+else
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+fi
 make -s -C . O="$out" all >/dev/null
 ulimit -n 20000 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 echo "uptime: $(uptime)"
