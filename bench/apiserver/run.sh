@@ -8,19 +8,12 @@
 # throwaway etcd (tests/store/etcd-test-env.sh). Takes about three minutes.
 set -eu
 cd "$(dirname "$0")/../.."
+. bench/lib.sh
 
 missing=""
 command -v wrk >/dev/null 2>&1 || missing="$missing wrk"
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx-light"
-if [ -n "$missing" ]; then
-    echo "run.sh: installing:$missing"
-    as_root=""
-    [ "$(id -u)" -eq 0 ] || as_root="sudo"
-    # the package would start a system nginx where policy allows; the bench
-    # starts its own on a random loopback port and leaves that one alone
-    DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq --no-install-recommends \
-        $missing </dev/null >/dev/null
-fi
+bench_install run.sh $missing
 
 cmake -S . -B build-bench-api -DCMAKE_BUILD_TYPE=Release "-DCMAKE_C_FLAGS_RELEASE=-O2 -g -DNDEBUG -Wno-error=format-truncation" \
     -DBUILD_TESTING=OFF >/dev/null

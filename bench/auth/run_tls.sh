@@ -9,17 +9,12 @@
 # certificate). Takes about a minute.
 set -eu
 cd "$(dirname "$0")/../.."
+. bench/lib.sh
 
 missing=""
 command -v wrk >/dev/null 2>&1 || missing="$missing wrk"
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx-light"
-if [ -n "$missing" ]; then
-    echo "run_tls.sh: installing:$missing"
-    as_root=""
-    [ "$(id -u)" -eq 0 ] || as_root="sudo"
-    DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq --no-install-recommends \
-        $missing </dev/null >/dev/null
-fi
+bench_install run_tls.sh $missing
 
 cmake -S . -B build-bench-tls -DCMAKE_BUILD_TYPE=Release "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG" \
     -DBUILD_TESTING=OFF >/dev/null
