@@ -387,13 +387,16 @@ static void build_rule(struct build *b, const json_t *rule, bool ingress, size_t
         char named[64];
         snprintf(named, sizeof(named), "pol-%zu-%s-%zu-p%zu", n, dir, r, i);
         struct ck__buf el = {0};
-        for (size_t k = 0; k < b->n_pods; k++) {
+        uint32_t last_ip = 0;
+        json_int_t last_num = 0;
+        for (size_t k = 0; k < b->n_pods; k++) { /* by address: a duplicate follows its twin */
             const struct pod *pod = &b->pods[k];
             if (!(ingress ? own_pods[k] : match[k]))
                 continue;
             json_int_t num =
                 ck_pod_find_port(pod->obj, json_string_value(port), protocol ? protocol : "TCP");
-            if (num > 0) {
+            if (num > 0 && !(pod->ip == last_ip && num == last_num)) {
+                last_ip = pod->ip, last_num = num;
                 char ip[INET_ADDRSTRLEN];
                 ip_text(pod->ip, ip);
                 ck__buf_printf(&el, "%s%s . %s . %lld", el.len ? ", " : "", ip, proto,
@@ -444,7 +447,8 @@ static void build_policy(struct build *b, const json_t *pol, size_t n)
     }
     select_own(b, pol, ns, own, &own_ips);
     if (own_ips.n > 0) { /* a policy that selects none of the node's pods changes nothing */
-        char set[32], comment[320];
+        /* nftables keeps at most 128 bytes of a rule's comment: a long name is cut */
+        char set[32], comment[128];
         snprintf(set, sizeof(set), "pol-%zu-pods", n);
         snprintf(comment, sizeof(comment), "%s/%s", ns, name);
         normalize(&own_ips);

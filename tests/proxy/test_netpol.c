@@ -278,6 +278,24 @@ static void test_remote_only_and_order(void **state)
     cluster_release(&c);
 }
 
+/* nftables keeps 128 bytes of a comment: a policy named at the limit still applies. */
+static void test_long_name(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_init(&c);
+    char name[254];
+    memset(name, 'n', sizeof(name) - 1);
+    name[sizeof(name) - 1] = '\0';
+    c.pols[c.n_pols++] = policy("a", name, "{\"podSelector\": {}, \"ingress\": [{}]}");
+    char *text = build(&c, NULL);
+    const char *at = strstr(text, "comment \"a/nnn");
+    assert_non_null(at);
+    assert_int_equal(strcspn(at + 9, "\""), 127);
+    free(text);
+    cluster_release(&c);
+}
+
 int main(void)
 {
     in_netns = enter_private_netns();
@@ -287,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_namespace_selector_and_ports),
         cmocka_unit_test(test_egress_and_ip_block),
         cmocka_unit_test(test_remote_only_and_order),
+        cmocka_unit_test(test_long_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
