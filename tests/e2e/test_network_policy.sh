@@ -6,6 +6,7 @@
 # busybox clients: "friend" (app=friend) and "stranger" (app=stranger) in default,
 # "visitor" in namespace guests. Each client fetches http://SERVER-IP:8080/ (a new
 # connection each time; the table judges its first packet). Checked:
+#   - --network-policy=maybe is a usage error;
 #   - without a policy every client gets the page;
 #   - a default-deny ingress policy in default blocks all three, and the node itself
 #     still reaches the pod (a pod cannot block its node);
@@ -31,6 +32,8 @@ if [ "${1:-}" = "--inside" ]; then
     echo 1 >/proc/sys/net/bridge/bridge-nf-call-iptables
     cri_e2e_server
     start_node
+    check "--network-policy takes true or false only (a usage error)" sh -c \
+        "\"$ckube\" proxy --kubeconfig \"$KUBECONFIG\" --network-policy=maybe >/dev/null 2>&1; [ \$? -eq 2 ]"
     start_proxy --network-policy
     poll "the proxy made the policies' table" nft list table ip ckube-netpol
 
