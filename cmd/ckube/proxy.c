@@ -36,13 +36,16 @@ static const char usage[] =
     "      --cluster-cidr CIDR        the pods' IPv4 range; traffic from outside it to a\n"
     "                                 ClusterIP is masqueraded\n"
     "      --masquerade-all[=BOOL]    masquerade all traffic to ClusterIPs (default false)\n"
+    "      --network-policy[=BOOL]    enforce NetworkPolicies on this node's pods (the table\n"
+    "                                 ip ckube-netpol; the kubeconfig's user must list and\n"
+    "                                 watch NetworkPolicies, Pods and Namespaces) (default false)\n"
     "      --sync-period D            full resync period (default 30s)\n"
     "      --nodeport-addresses CIDRS NodePorts answer only on node addresses in these\n"
     "                                 comma-separated CIDRs (default: every local address)\n"
     "      --healthz-bind-address A   HOST:PORT of /healthz, \"\" for none (default 0.0.0.0:10256)\n"
     "      --metrics-bind-address A   HOST:PORT of /metrics, \"\" for none\n"
     "                                 (default 127.0.0.1:10249)\n"
-    "      --cleanup                  delete the table and exit\n"
+    "      --cleanup                  delete the tables and exit\n"
     "  -v, --v N                      log verbosity (default 0)\n"
     "      --logging-format FORMAT    text (klog) or json (default text)\n"
     "  -h, --help                     print this help\n";
@@ -53,6 +56,18 @@ static int usage_error(const char *what, const char *value)
     return 2;
 }
 
+/* A boolean flag's value: none or "true" is true, "false" false; false when neither. */
+static bool bool_flag(const char *arg, bool *ret)
+{
+    if (!arg || strcmp(arg, "true") == 0)
+        *ret = true;
+    else if (strcmp(arg, "false") == 0)
+        *ret = false;
+    else
+        return false;
+    return true;
+}
+
 int ck_cmd_proxy(int argc, char **argv)
 {
     enum {
@@ -60,6 +75,7 @@ int ck_cmd_proxy(int argc, char **argv)
         O_HOSTNAME,
         O_CIDR,
         O_MASQ,
+        O_NETPOL,
         O_SYNC,
         O_NODEPORT,
         O_HEALTHZ,
@@ -72,6 +88,7 @@ int ck_cmd_proxy(int argc, char **argv)
         {"hostname-override", required_argument, NULL, O_HOSTNAME},
         {"cluster-cidr", required_argument, NULL, O_CIDR},
         {"masquerade-all", optional_argument, NULL, O_MASQ},
+        {"network-policy", optional_argument, NULL, O_NETPOL},
         {"sync-period", required_argument, NULL, O_SYNC},
         {"nodeport-addresses", required_argument, NULL, O_NODEPORT},
         {"healthz-bind-address", required_argument, NULL, O_HEALTHZ},
@@ -110,12 +127,12 @@ int ck_cmd_proxy(int argc, char **argv)
             cfg.cluster_cidr = optarg;
             break;
         case O_MASQ:
-            if (!optarg || strcmp(optarg, "true") == 0)
-                cfg.masquerade_all = true;
-            else if (strcmp(optarg, "false") == 0)
-                cfg.masquerade_all = false;
-            else
+            if (!bool_flag(optarg, &cfg.masquerade_all))
                 return usage_error("invalid value for --masquerade-all", optarg);
+            break;
+        case O_NETPOL:
+            if (!bool_flag(optarg, &cfg.network_policy))
+                return usage_error("invalid value for --network-policy", optarg);
             break;
         case O_SYNC:
             if (!ck_cmd_parse_duration(optarg, &cfg.sync_period) || cfg.sync_period <= 0)
@@ -150,7 +167,7 @@ int ck_cmd_proxy(int argc, char **argv)
         return usage_error("unexpected argument", argv[optind]);
     struct ck_err err = {0};
     if (cleanup) {
-        if (ck_proxy_cleanup(&err) < 0) {
+        if (ck_proxy_cleanup(&err) < 0 || ck_netpol_cleanup(&err) < 0) {
             fprintf(stderr, "error: %s\n", err.msg);
             return 1;
         }
@@ -191,7 +208,8 @@ int ck_cmd_proxy(int argc, char **argv)
         return r == CK_EINVAL ? 2 : 1;
     }
     CK_LOGS(0, "Proxy starting", "server", kc->server, "hostname", hostname, "table",
-            CK_PROXY_TABLE_FAMILY " " CK_PROXY_TABLE);
+            CK_PROXY_TABLE_FAMILY " " CK_PROXY_TABLE, "networkPolicy",
+            cfg.network_policy ? "true" : "false");
     int sig = 0;
     sigwait(&stop_signals, &sig);
     CK_LOGS(0, "Shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");

@@ -337,6 +337,14 @@ void ck_schema_validate_gated_values(const struct ck_schemas *set, const char *n
                                      ck_feature_enabled_fn enabled, void *ctx,
                                      struct ck_field_errors *errs);
 
+/* ---- pods (kubernetes pkg/api/v1/pod) ----------------------------------- */
+
+/*
+ * FindPort for a named port: the containerPort of the pod's container port called name
+ * with protocol ("TCP" when a port has none), or 0 when no container has it.
+ */
+json_int_t ck_pod_find_port(const json_t *pod, const char *name, const char *protocol);
+
 /* ---- kinds --------------------------------------------------------------- */
 
 /* What a printing column's cell is when its json_path finds nothing (or an empty string). */

@@ -16,6 +16,11 @@
  *
  * Everything lives in the one table "ip ckube-proxy" (IPv4 only); see
  * docs/internals/proxy.md for its layout.
+ *
+ * With config->network_policy the proxy also enforces NetworkPolicies, as a network
+ * plugin does (sigs.k8s.io/kube-network-policies): a second builder, as pure, turns
+ * NetworkPolicies, Pods and Namespaces into one transaction for the table
+ * "ip ckube-netpol", which the same sync thread applies.
  */
 #ifndef CKUBE_PROXY_H
 #define CKUBE_PROXY_H
@@ -32,6 +37,8 @@
 /* The nftables family and table the proxy owns; it never touches any other table. */
 #define CK_PROXY_TABLE_FAMILY "ip"
 #define CK_PROXY_TABLE        "ckube-proxy"
+/* The table of NetworkPolicy enforcement (same family), owned the same way. */
+#define CK_NETPOL_TABLE "ckube-netpol"
 
 /* kube-proxy's masquerade mark bit (--masquerade-bit 14). */
 #define CK_PROXY_MASQUERADE_MARK 0x4000u
@@ -72,6 +79,12 @@ struct ck_proxy_config {
      * proxy makes and owns its own two informers over the client.
      */
     struct ck_informer_factory *factory;
+    /*
+     * Enforce NetworkPolicies on this node's pods (the table "ip ckube-netpol"): the proxy
+     * then also watches NetworkPolicies, Pods and Namespaces through the client, with
+     * informers of its own, so the client needs to list and watch them.
+     */
+    bool network_policy;
 };
 
 /* ---- the rule builder ----------------------------------------------------------------- */
@@ -133,6 +146,39 @@ struct ck_proxy_state *ck_proxy_state_free(struct ck_proxy_state *s);
  * CK_EIO with nft's error text in *reterr (cut to fit).
  */
 int ck_proxy_nft_run(const char *text, bool dry_run, struct ck_err *reterr);
+
+/* ---- the NetworkPolicy rule builder ----------------------------------------------------- */
+
+/* The input of one NetworkPolicy build: every object is borrowed for the call. */
+struct ck_netpol_input {
+    const json_t *const *policies; /* networking.k8s.io/v1 NetworkPolicies */
+    size_t n_policies;
+    const json_t *const *pods; /* every Pod of the cluster (peers may be anywhere) */
+    size_t n_pods;
+    const json_t *const *namespaces; /* every Namespace (for namespaceSelector) */
+    size_t n_namespaces;
+    const char *hostname; /* the node's name: only pods with this nodeName are judged */
+};
+
+/* Figures of one NetworkPolicy build. */
+struct ck_netpol_build_stats {
+    size_t policies;         /* NetworkPolicies seen */
+    size_t ingress_isolated; /* addresses of the node's pods isolated for ingress */
+    size_t egress_isolated;  /* ... for egress */
+    size_t rules;            /* rules in the table */
+};
+
+/*
+ * Builds the transaction that replaces the table "ip ckube-netpol" whole with what the
+ * input asks for (docs/internals/proxy.md, "Network policies"). Returns 0 and the text in
+ * *ret_text (free() it), or CK_EINVAL / CK_ENOMEM. A policy or peer it cannot use (an
+ * IPv6 ipBlock, a selector that does not parse) matches nothing. stats may be NULL.
+ */
+int ck_netpol_build(const struct ck_netpol_input *in, char **ret_text,
+                    struct ck_netpol_build_stats *stats, struct ck_err *reterr);
+
+/* Deletes the table "ip ckube-netpol" (nothing when it is not there). 0, or CK_EIO. */
+int ck_netpol_cleanup(struct ck_err *reterr);
 
 /* ---- the proxy ------------------------------------------------------------------------- */
 

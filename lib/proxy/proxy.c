@@ -21,6 +21,10 @@
  * the embedder starts and stops them; the proxy starts them too, which is idempotent,
  * and only adds and removes its handler).
  *
+ * With config->network_policy the proxy also owns netpol.c's informers (NetworkPolicies,
+ * Pods, Namespaces); their events set np_dirty, and the same sync thread rebuilds the
+ * table "ip ckube-netpol" then, and at every full resync, without touching ckube-proxy's.
+ *
  * Threading: the sync thread; the informers' threads (handlers: a flag and a signal);
  * libmicrohttpd's threads read counters and the health table under p->mu.
  */
@@ -52,18 +56,26 @@ struct hc_port {
     struct ck_proxy *p;
 };
 
+/* What an informer's event wakes the sync thread for: the Service rules or the policies. */
+struct wake {
+    struct ck_proxy *p;
+    bool netpol;
+};
+
 struct ck_proxy {
     struct ck_proxy_config cfg;
     char *hostname, *cluster_cidr, *nodeport_addresses, *healthz_addr, *metrics_addr;
     struct ck_rest *client;
     struct ck_informer *svc_inf, *eps_inf;
     bool shared_informers; /* from config->factory: not ours to free */
-    struct ck_event_handler handler;
+    struct ck_event_handler handler, np_handler;
+    struct wake wake, np_wake;
+    struct ck__netpol *np; /* NULL without config->network_policy */
     pthread_t thread;
     bool running;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool dirty, stopping;
+    bool dirty, np_dirty, stopping;
     struct ck_proxy_state *state; /* the sync thread's */
     int64_t last_full;            /* monotonic ns of the last full or adopting sync */
     /* figures, under mu */
@@ -99,22 +111,34 @@ void ck_proxy_request_sync(struct ck_proxy *p)
     pthread_mutex_unlock(&p->mu);
 }
 
+static void wake(struct wake *w)
+{
+    if (!w->netpol) {
+        ck_proxy_request_sync(w->p);
+        return;
+    }
+    pthread_mutex_lock(&w->p->mu);
+    w->p->np_dirty = true;
+    pthread_cond_signal(&w->p->cv);
+    pthread_mutex_unlock(&w->p->mu);
+}
+
 static void on_add(const json_t *o, bool initial, void *arg)
 {
     (void)o, (void)initial;
-    ck_proxy_request_sync(arg);
+    wake(arg);
 }
 
 static void on_update(const json_t *o, const json_t *n, void *arg)
 {
     if (o != n) /* a resync of the same object changes nothing */
-        ck_proxy_request_sync(arg);
+        wake(arg);
 }
 
 static void on_delete(const json_t *o, const struct ck_deleted_final_state_unknown *t, void *arg)
 {
     (void)o, (void)t;
-    ck_proxy_request_sync(arg);
+    wake(arg);
 }
 
 /* ---- HTTP ------------------------------------------------------------------------------ */
@@ -454,6 +478,15 @@ static bool sync_once(struct ck_proxy *p)
     return ck_proxy_state_has_stale(p->state);
 }
 
+/* The network policies' sync (netpol.c); true when it should run again soon. */
+static bool netpol_sync(struct ck_proxy *p, bool force)
+{
+    pthread_mutex_lock(&p->mu);
+    p->np_dirty = false;
+    pthread_mutex_unlock(&p->mu);
+    return ck__netpol_sync(p->np, force);
+}
+
 static void *sync_main(void *arg)
 {
     struct ck_proxy *p = arg;
@@ -473,11 +506,13 @@ static void *sync_main(void *arg)
         if (stop)
             return NULL;
     }
-    bool soon = sync_once(p);
+    bool soon = sync_once(p), np_soon = p->np && netpol_sync(p, true);
     for (;;) {
         pthread_mutex_lock(&p->mu);
-        int64_t wait = soon ? 1000000000 : period(p) - (mono_now() - p->last_full);
-        if (!p->dirty && !p->stopping && wait > 0) {
+        int64_t wait = period(p) - (mono_now() - p->last_full);
+        if ((soon || np_soon) && wait > 1000000000)
+            wait = 1000000000;
+        if (!p->dirty && !p->np_dirty && !p->stopping && wait > 0) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             int64_t t = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + wait;
@@ -485,11 +520,16 @@ static void *sync_main(void *arg)
             ts.tv_nsec = (long)(t % 1000000000);
             pthread_cond_timedwait(&p->cv, &p->mu, &ts);
         }
-        bool stop = p->stopping;
+        bool stop = p->stopping, dirty = p->dirty, np_dirty = p->np_dirty;
         pthread_mutex_unlock(&p->mu);
         if (stop)
             return NULL;
-        soon = sync_once(p);
+        /* the policies' table is rewritten at every full resync of the Service rules */
+        bool full = mono_now() - p->last_full >= period(p);
+        if (dirty || soon || full)
+            soon = sync_once(p);
+        if (p->np && (np_dirty || np_soon || full))
+            np_soon = netpol_sync(p, full);
     }
 }
 
@@ -550,7 +590,10 @@ int ck_proxy_new(const struct ck_proxy_config *config, struct ck_rest *client,
         .client = client, .res = &services_res, .transform = ck_transform_strip_managed_fields};
     struct ck_informer_options eo = so;
     eo.res = &slices_res;
-    p->handler = (struct ck_event_handler){on_add, on_update, on_delete, p};
+    p->wake = (struct wake){p, false};
+    p->np_wake = (struct wake){p, true};
+    p->handler = (struct ck_event_handler){on_add, on_update, on_delete, &p->wake};
+    p->np_handler = (struct ck_event_handler){on_add, on_update, on_delete, &p->np_wake};
     int r = 0;
     if (!p->hostname)
         r = ck_err_no_memory(reterr);
@@ -569,6 +612,8 @@ int ck_proxy_new(const struct ck_proxy_config *config, struct ck_rest *client,
         r = ck_informer_add_handler(p->svc_inf, &p->handler, 0, reterr);
     if (r == 0)
         r = ck_informer_add_handler(p->eps_inf, &p->handler, 0, reterr);
+    if (r == 0 && config->network_policy)
+        r = ck__netpol_new(client, p->hostname, &p->np_handler, &p->np, reterr);
     if (r < 0) {
         ck_proxy_free(p);
         return r;
@@ -596,6 +641,8 @@ int ck_proxy_start(struct ck_proxy *p, struct ck_err *reterr)
     int r = ck_informer_start(p->svc_inf, reterr);
     if (r == 0)
         r = ck_informer_start(p->eps_inf, reterr);
+    if (r == 0 && p->np)
+        r = ck__netpol_start(p->np, reterr);
     if (r == 0) {
         /* as kube-proxy's SyncLoop: healthy from the start, until an update waits too long */
         pthread_mutex_lock(&p->mu);
@@ -629,6 +676,7 @@ void ck_proxy_stop(struct ck_proxy *p)
     if (p->running)
         pthread_join(p->thread, NULL);
     p->running = false;
+    ck__netpol_stop(p->np);
     if (!p->shared_informers) {
         if (p->svc_inf)
             ck_informer_stop(p->svc_inf);
@@ -667,6 +715,7 @@ struct ck_proxy *ck_proxy_free(struct ck_proxy *p)
     }
     free(p->hc);
     ck_proxy_state_free(p->state);
+    ck__netpol_free(p->np);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     free(p->hostname);

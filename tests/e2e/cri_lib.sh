@@ -64,15 +64,19 @@ cri_e2e_inside() {
 #                           gives the Node), cgroups under the test's root
 #   stop_agent              stops it (SIGTERM) if it runs (lib.sh's)
 #   start_node [FLAGS...]   start_agent, then node n1 registered and Ready (checked)
-#   create NAME SPEC        a pod on n1 from a Python literal of its spec (grace 2 s
-#                           unless the spec says otherwise)
+#   create NAME SPEC [NS]   a pod on n1 from a Python literal of its spec (grace 2 s
+#                           unless the spec says otherwise), in namespace NS if given
+#   start_proxy [FLAGS...]  `ckube proxy` for n1 (cluster CIDR 10.244.0.0/16, no HTTP
+#                           servers), its log appended to $work/proxy.log, $proxy_pid
+#   stop_proxy              stops it (SIGTERM) if it runs
 #   jp OBJECT JSONPATH      kubectl get's jsonpath output, errors dropped
 #   cri_e2e_finish          no pod or container left, then cri_e2e_report
 #   cri_e2e_report [LOG]    the logs' tails after a failure, then finish
 cri_e2e_server() {
     set -- "$ckube"
     . "$(dirname "$0")/lib.sh"
-    trap 'stop_agent; cri_stop_containerd; eval "$cri_e2e_cleanup"; cleanup' EXIT
+    proxy_pid=""
+    trap 'stop_agent; stop_proxy; cri_stop_containerd; eval "$cri_e2e_cleanup"; cleanup' EXIT
     root="$work/agent-root"
     mkdir -p "$root"
     start_server
@@ -102,14 +106,28 @@ start_node() {
 }
 
 create() {
-    python3 - "$1" "$2" <<'EOF' | k create -f - >/dev/null
+    python3 - "$1" "$2" "${3:-}" <<'EOF' | k create -f - >/dev/null
 import json, sys
 spec = eval(sys.argv[2])
 spec.setdefault("nodeName", "n1")
 spec.setdefault("terminationGracePeriodSeconds", 2)
-print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": sys.argv[1]},
-                  "spec": spec}))
+meta = {"name": sys.argv[1]}
+if sys.argv[3]:
+    meta["namespace"] = sys.argv[3]
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}))
 EOF
+}
+
+start_proxy() {
+    "$ckube" proxy --kubeconfig "$KUBECONFIG" --hostname-override n1 \
+        --cluster-cidr 10.244.0.0/16 --healthz-bind-address "" --metrics-bind-address "" "$@" \
+        >>"$work/proxy.log" 2>&1 &
+    proxy_pid=$!
+}
+
+stop_proxy() {
+    [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
+    proxy_pid=""
 }
 
 jp() { k get "$1" -o jsonpath="$2" 2>/dev/null; }

@@ -35,8 +35,8 @@ if [ "${1:-}" = "--inside" ]; then
         fail "cannot give the namespace's node an address"
     ip addr add 127.0.0.2/8 dev lo 2>/dev/null || true
     cri_e2e_server
-    proxy_pid="" dns_pid="" upstream_pid=""
-    cri_e2e_cleanup='for p in $proxy_pid $dns_pid $upstream_pid; do kill $p 2>/dev/null; wait $p 2>/dev/null; done'
+    dns_pid="" upstream_pid=""
+    cri_e2e_cleanup='for p in $dns_pid $upstream_pid; do kill $p 2>/dev/null; wait $p 2>/dev/null; done'
     start_agent --node-ip "$node_ip"
     poll "node n1 registered" k get node n1
     wait_for "node n1 Ready" node/n1 '{.status.conditions[?(@.type=="Ready")].status}=True'
@@ -67,12 +67,6 @@ EOF
     "$ckube" dns --kubeconfig "$KUBECONFIG" --listen "$node_ip:53" \
         --resolv-conf "$work/upstream.conf" >"$work/dns.log" 2>&1 &
     dns_pid=$!
-    start_proxy() {
-        "$ckube" proxy --kubeconfig "$KUBECONFIG" --hostname-override n1 \
-            --cluster-cidr 10.244.0.0/16 --healthz-bind-address "" --metrics-bind-address "" \
-            >>"$work/proxy.log" 2>&1 &
-        proxy_pid=$!
-    }
     start_proxy
     poll "the proxy programmed its table" nft list table ip ckube-proxy
 
@@ -184,8 +178,7 @@ EOF
 
     # the proxy stopped: traffic flows on its rules; started again, it removes the
     # rules of a Service deleted meanwhile
-    kill "$proxy_pid" && wait "$proxy_pid" 2>/dev/null
-    proxy_pid=""
+    stop_proxy
     check "with the proxy stopped the Service still answers" sh -c \
         "[ \"\$(kubectl exec client -- timeout 5 wget -q -O- http://$web_ip/)\" != '' ]"
     k delete svc web-np >/dev/null

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "ckube/proxy.h"
+#include "netns.h"
 
 static bool in_netns;
 
@@ -274,14 +275,7 @@ static void test_health_check_node_ports_count_local_ready_endpoints(void **s)
 
 int main(void)
 {
-    if (geteuid() != 0)
-        printf("# not root: transactions are checked against the golden files only, not by "
-               "the kernel\n");
-    else if (unshare(CLONE_NEWNET) != 0)
-        printf("# cannot make a network namespace (%m): the kernel does not check the "
-               "transactions\n");
-    else
-        in_netns = true;
+    in_netns = enter_private_netns();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_clusterip),
         cmocka_unit_test(test_golden_nodeport_local),

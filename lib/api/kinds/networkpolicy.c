@@ -10,8 +10,8 @@
  * after a numeric port and not below it; a peer is a pod selector, a
  * namespace selector (or both), or an ipBlock alone, whose except entries are
  * strict subsets of its cidr; at most two policyTypes, Ingress or Egress.
- * ckube stores and validates policies; nothing enforces them yet
- * (docs/differences.md). The printer shows NAME, POD-SELECTOR and AGE.
+ * `ckube proxy --network-policy` enforces them (lib/proxy/netpol.c,
+ * docs/internals/proxy.md). The printer shows NAME, POD-SELECTOR and AGE.
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
  *

@@ -10,6 +10,9 @@
  * Templates get the same defaults as pods, so templates compare equal after
  * defaulting.
  *
+ * Also a pod's named port (pkg/api/v1/pod FindPort), which Services' endpoints and
+ * NetworkPolicies resolve.
+ *
  * Threading: pure functions over the caller's values.
  *
  * Tested by tests/api/test_strategy.c through the pod and workload template
@@ -219,4 +222,21 @@ void ck__pod_spec_validate(const json_t *spec, const char *path, bool is_templat
     }
     if (!is_template)
         validate_ephemeral(spec, path, errs);
+}
+
+json_int_t ck_pod_find_port(const json_t *pod, const char *name, const char *protocol)
+{
+    size_t i, j;
+    const json_t *container, *port;
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, container)
+    {
+        json_array_foreach(json_object_get(container, "ports"), j, port)
+        {
+            const char *n = json_string_value(json_object_get(port, "name"));
+            const char *p = json_string_value(json_object_get(port, "protocol"));
+            if (n && name && strcmp(n, name) == 0 && strcmp(p ? p : "TCP", protocol) == 0)
+                return json_integer_value(json_object_get(port, "containerPort"));
+        }
+    }
+    return 0;
 }

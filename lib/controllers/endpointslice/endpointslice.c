@@ -75,24 +75,6 @@ static bool pod_ready(const json_t *pod)
     return false;
 }
 
-/* The container port named name with protocol on the pod, or 0. */
-static json_int_t named_port(const json_t *pod, const char *name, const char *protocol)
-{
-    size_t i, j;
-    const json_t *container, *port;
-    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, container)
-    {
-        json_array_foreach(json_object_get(container, "ports"), j, port)
-        {
-            const char *n = json_string_value(json_object_get(port, "name"));
-            const char *p = json_string_value(json_object_get(port, "protocol"));
-            if (n && strcmp(n, name) == 0 && strcmp(p ? p : "TCP", protocol) == 0)
-                return json_integer_value(json_object_get(port, "containerPort"));
-        }
-    }
-    return 0;
-}
-
 /* The slice ports of the service on pod, or NULL when a named port does not resolve. */
 static json_t *pod_ports(const json_t *service, const json_t *pod)
 {
@@ -105,7 +87,7 @@ static json_t *pod_ports(const json_t *service, const json_t *pod)
         const json_t *target = json_object_get(sp, "targetPort");
         json_int_t number =
             json_is_string(target)
-                ? named_port(pod, json_string_value(target), protocol ? protocol : "TCP")
+                ? ck_pod_find_port(pod, json_string_value(target), protocol ? protocol : "TCP")
             : json_is_integer(target) ? json_integer_value(target)
                                       : json_integer_value(json_object_get(sp, "port"));
         if (number <= 0) {
