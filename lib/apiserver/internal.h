@@ -279,18 +279,20 @@ int ck__admission_configurations(struct ck__registry *reg, const char *resource,
 
 /*
  * The CEL environment of admission (admission/cel.c). An input is what one request's
- * expressions see: object, oldObject and request, and for a policy's (policy set) params,
- * namespaceObject and variables. Zero it, set a (and params, borrowed), and release it
- * with ck__cel_input_release().
+ * expressions see: object, oldObject and request, authorizer (reg set), and for a policy's
+ * (policy set) params, namespaceObject and variables. Zero it, set a (and reg, params,
+ * borrowed), and release it with ck__cel_input_release().
  */
 struct ck__cel_input {
     const struct ck__admission_attrs *a;
+    struct ck__registry *reg; /* the `authorizer`'s RBAC (reg->authorizer); NULL: no authorizer */
     bool policy;
-    const json_t *params;     /* borrowed; NULL: null */
-    json_t *namespace_object; /* CreateNamespaceObject's view; NULL: null */
-    json_t *variables;        /* the policy's variables evaluated so far */
-    json_t *variable_errors;  /* name -> the error of a variable that failed */
-    json_t *request;          /* CreateAdmissionRequest's, built at first use */
+    const json_t *params;                /* borrowed; NULL: null */
+    json_t *namespace_object;            /* CreateNamespaceObject's view; NULL: null */
+    json_t *variables;                   /* the policy's variables evaluated so far */
+    json_t *variable_errors;             /* name -> the error of a variable that failed */
+    json_t *request;                     /* CreateAdmissionRequest's, built at first use */
+    struct ck_cel_authorizer authorizer; /* the `authorizer` variable's, set at evaluation */
 };
 void ck__cel_input_release(struct ck__cel_input *in);
 /* Sets namespaceObject to the view of the namespace ns (NULL: null). 0 or CK_ENOMEM. */

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "../../lib/apiserver/internal.h"
+#include "ckube/auth.h"
+#include "ckube/internal/util.h"
 #include "httptest.h"
 
 #define POLICIES   "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
@@ -222,12 +224,121 @@ static void test_match_conditions(void **state)
                      0);
 }
 
+/* expr over a create of a ConfigMap by user (NULL: the server's own write) with reg's RBAC. */
+static char *authz_eval(struct ck__registry *reg, const struct ck_auth_user *user, const char *expr)
+{
+    struct ck__admission_attrs a = {.op = CK__ADMISSION_CREATE,
+                                    .kind = ck_kind_lookup("", "v1", "configmaps"),
+                                    .namespace = "default",
+                                    .name = "c",
+                                    .user = user};
+    struct ck__cel_input in = {.a = &a, .reg = reg, .policy = true};
+    struct ck_cel_result *res = NULL;
+    struct ck_err err = {0};
+    int r = ck__admission_cel_eval(expr, &in, &res, &err);
+    char *out = r == 0 ? ck_cel_result_format(res) : ck__strdup(ck_err_message(&err));
+    ck_cel_result_free(res);
+    ck_err_release(&err);
+    ck__cel_input_release(&in);
+    assert_non_null(out);
+    return out;
+}
+
+static void expect_authz(struct ck__registry *reg, const struct ck_auth_user *user,
+                         const char *expr, const char *want)
+{
+    char *got = authz_eval(reg, user, expr);
+    if (strcmp(got, want))
+        fail_msg("%s: got %s, want %s", expr, got, want);
+    free(got);
+}
+
+/* An authorizer of the RBAC policy of ClusterRoles and ClusterRoleBindings (JSON arrays). */
+static struct ck_rbac_authorizer *rbac_of(const char *cluster_roles, const char *bindings)
+{
+    json_t *r = json_loads(cluster_roles, 0, NULL), *b = json_loads(bindings, 0, NULL);
+    struct ck_rbac_policy *policy = NULL;
+    struct ck_err err = {0};
+    assert_true(r && b && ck_rbac_policy_new(NULL, r, NULL, b, &policy, &err) == 0);
+    json_decref(r);
+    json_decref(b);
+    return ck_rbac_authorizer_new(policy);
+}
+
+/* The `authorizer` variable asks RBAC about the request's user (or a service account). */
+static void test_authorizer_variable(void **state)
+{
+    (void)state;
+    struct ck__registry reg = {
+        .authorizer = rbac_of(
+            "[{\"metadata\":{\"name\":\"secret-lister\"},\"rules\":[{\"apiGroups\":[\"\"],"
+            "\"resources\":[\"secrets\"],\"verbs\":[\"list\"]}]},"
+            "{\"metadata\":{\"name\":\"cm-getter\"},\"rules\":[{\"apiGroups\":[\"\"],"
+            "\"resources\":[\"configmaps\"],\"verbs\":[\"get\"],\"resourceNames\":[\"c\"]}]}]",
+            "[{\"metadata\":{\"name\":\"a\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\","
+            "\"kind\":\"ClusterRole\",\"name\":\"secret-lister\"},\"subjects\":[{\"kind\":\"User\","
+            "\"name\":\"alice\"},{\"kind\":\"ServiceAccount\",\"namespace\":\"ci\",\"name\":"
+            "\"builder\"}]},"
+            "{\"metadata\":{\"name\":\"b\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\","
+            "\"kind\":\"ClusterRole\",\"name\":\"cm-getter\"},\"subjects\":[{\"kind\":\"User\","
+            "\"name\":\"alice\"}]},"
+            "{\"metadata\":{\"name\":\"c\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\","
+            "\"kind\":\"ClusterRole\",\"name\":\"gone\"},\"subjects\":[{\"kind\":\"User\","
+            "\"name\":\"bob\"}]}]")};
+    struct ck_err err = {0};
+    struct ck_auth_user *alice = ck_auth_user_new("alice", NULL);
+    struct ck_auth_user *bob = ck_auth_user_new("bob", NULL);
+    struct ck_auth_user *admin = ck_auth_user_new("admin", NULL);
+    assert_int_equal(ck_auth_user_add_group(admin, "system:masters"), 0);
+
+    static const char list_secrets[] =
+        "authorizer.group('').resource('secrets').namespace('default').check('list').allowed()";
+    expect_authz(&reg, alice, list_secrets, "true");
+    expect_authz(&reg, bob, list_secrets, "false");
+    expect_authz(&reg, admin, list_secrets, "true");
+    expect_authz(&reg, NULL, list_secrets, "true"); /* the server's own write */
+    /* RBAC's reason for a binding to a missing role */
+    expect_authz(&reg, bob, "authorizer.group('').resource('secrets').check('list').reason()",
+                 "\"RBAC: clusterrole.rbac.authorization.k8s.io \\\"gone\\\" not found\"");
+    /* the request's own resource: configmaps "c" in "default" */
+    expect_authz(&reg, alice, "authorizer.requestResource.check('get').allowed()", "true");
+    expect_authz(&reg, alice, "authorizer.requestResource.name('d').check('get').allowed()",
+                 "false");
+    /* a service account's rights, not the user's */
+    expect_authz(&reg, bob,
+                 "authorizer.serviceAccount('ci', 'builder').group('').resource('secrets')"
+                 ".check('list').allowed()",
+                 "true");
+    expect_authz(&reg, alice,
+                 "authorizer.serviceAccount('ci', 'other').group('').resource('secrets')"
+                 ".check('list').allowed()",
+                 "false");
+    /* without authorization every check is allowed */
+    struct ck__registry open = {0};
+    expect_authz(&open, bob, list_secrets, "true");
+    /* an input without a registry has no authorizer */
+    struct ck__admission_attrs a = {.op = CK__ADMISSION_CREATE,
+                                    .kind = ck_kind_lookup("", "v1", "configmaps")};
+    struct ck__cel_input in = {.a = &a};
+    struct ck_cel_result *res = NULL;
+    assert_int_equal(ck__admission_cel_eval(list_secrets, &in, &res, &err), CK_EINVAL);
+    assert_non_null(strstr(ck_err_message(&err), "undeclared reference to 'authorizer'"));
+    ck_err_release(&err);
+    ck__cel_input_release(&in);
+
+    ck_auth_user_free(alice);
+    ck_auth_user_free(bob);
+    ck_auth_user_free(admin);
+    ck_rbac_authorizer_free(reg.authorizer);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_deny_match_and_reason, test_serve, test_unserve),
         cmocka_unit_test_setup_teardown(test_warn_ignore_and_params, test_serve, test_unserve),
         cmocka_unit_test(test_match_conditions),
+        cmocka_unit_test(test_authorizer_variable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -519,7 +519,7 @@ static int dispatch_policy(struct ck__registry *reg, const struct ck__admission_
         {
             if (r < 0)
                 break;
-            struct ck__cel_input in = {.a = a, .policy = true, .params = param};
+            struct ck__cel_input in = {.a = a, .reg = reg, .policy = true, .params = param};
             r = ck__cel_input_set_namespace(&in, ns);
             if (r == 0)
                 r = evaluate(v, policy, binding, &in, &ann);
