@@ -297,6 +297,25 @@ struct ck__cel_input {
 void ck__cel_input_release(struct ck__cel_input *in);
 /* Sets namespaceObject to the view of the namespace ns (NULL: null). 0 or CK_ENOMEM. */
 int ck__cel_input_set_namespace(struct ck__cel_input *in, const json_t *ns);
+/*
+ * Whether the server's authorizer allows req (reason, size: RBAC's words when not): the
+ * server's own writes (req->user NULL), a server without authorization and system:masters
+ * are allowed everything, others get RBAC's answer.
+ */
+struct ck_rbac_request;
+bool ck__admission_authorize(struct ck__registry *reg, const struct ck_rbac_request *req,
+                             char *reason, size_t size);
+/*
+ * The registry's check of who names parameters (Kubernetes' validatingadmissionpolicy and
+ * validatingadmissionpolicybinding authz.go), after obj (a write of kind by user; old: the
+ * stored object of an update) validated: a policy's new paramKind needs `get` of all
+ * objects of its resource, a binding's new paramRef (or policyName) `get` of the object it
+ * names; otherwise a Forbidden error at spec.paramKind or spec.paramRef joins errs. Other
+ * kinds, the server's own writes and system:masters are not checked.
+ */
+void ck__admission_authorize_params(struct ck__registry *reg, const struct ck_kind *kind,
+                                    const json_t *obj, const json_t *old,
+                                    const struct ck_auth_user *user, struct ck_field_errors *errs);
 /* The `request` variable of a (a new reference; NULL when out of memory). */
 json_t *ck__admission_cel_request(const struct ck__admission_attrs *a);
 /*

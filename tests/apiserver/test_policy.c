@@ -332,6 +332,71 @@ static void test_authorizer_variable(void **state)
     ck_rbac_authorizer_free(reg.authorizer);
 }
 
+/* The Forbidden error a write of a policy (JSON text) by user gets, "" when none. */
+static void param_kind_error(struct ck__registry *reg, const struct ck_auth_user *user,
+                             const char *obj_json, const char *old_json, char *why, size_t size)
+{
+    const struct ck_kind *kind =
+        ck_kind_lookup("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies");
+    json_t *obj = json_loads(obj_json, 0, NULL),
+           *old = old_json ? json_loads(old_json, 0, NULL) : NULL;
+    assert_non_null(obj);
+    struct ck_field_errors errs = {0};
+    ck__admission_authorize_params(reg, kind, obj, old, user, &errs);
+    assert_false(errs.nomem);
+    snprintf(why, size, "%s", errs.len ? errs.items[0].detail : "");
+    if (errs.len)
+        assert_string_equal(errs.items[0].field, "spec.paramKind");
+    ck_field_errors_release(&errs);
+    json_decref(obj);
+    json_decref(old);
+}
+
+/* A policy's paramKind needs `get` of every object of its resource. */
+static void test_param_kind_authorization(void **state)
+{
+    (void)state;
+    struct ck__registry reg = {
+        .authorizer = rbac_of("[{\"metadata\":{\"name\":\"cm-reader\"},\"rules\":[{\"apiGroups\":"
+                              "[\"\"],\"resources\":[\"configmaps\"],\"verbs\":[\"get\"]}]}]",
+                              "[{\"metadata\":{\"name\":\"a\"},\"roleRef\":{\"apiGroup\":"
+                              "\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\",\"name\":"
+                              "\"cm-reader\"},\"subjects\":[{\"kind\":\"User\",\"name\":"
+                              "\"alice\"}]}]")};
+    struct ck_auth_user *alice = ck_auth_user_new("alice", NULL);
+    struct ck_auth_user *bob = ck_auth_user_new("bob", "u-1");
+    assert_int_equal(ck_auth_user_add_group(bob, "system:authenticated"), 0);
+    assert_int_equal(ck_auth_user_add_group(bob, "dev"), 0);
+    assert_int_equal(ck_auth_user_add_extra(bob, "scopes", "a"), 0);
+    assert_int_equal(ck_auth_user_add_extra(bob, "scopes", "b"), 0);
+    assert_int_equal(ck_auth_user_add_extra(bob, "team", "x"), 0);
+    static const char cm_policy[] =
+        "{\"spec\":{\"paramKind\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}}}";
+    char why[512];
+    param_kind_error(&reg, alice, cm_policy, NULL, why, sizeof(why));
+    assert_string_equal(why, "");
+    param_kind_error(&reg, bob, cm_policy, NULL, why, sizeof(why));
+    assert_string_equal(why,
+                        "user &{bob u-1 [system:authenticated dev] map[scopes:[a b] team:[x]]} "
+                        "must have \"get\" permission on all objects of the referenced "
+                        "paramKind (kind=ConfigMap, apiVersion=v1)");
+    /* an update that keeps the paramKind is not asked again; one that changes it is */
+    param_kind_error(&reg, bob, cm_policy, cm_policy, why, sizeof(why));
+    assert_string_equal(why, "");
+    param_kind_error(&reg, alice,
+                     "{\"spec\":{\"paramKind\":{\"apiVersion\":\"v1\",\"kind\":\"Secret\"}}}",
+                     cm_policy, why, sizeof(why));
+    assert_non_null(strstr(why, "user &{alice  [] map[]} must have \"get\" permission"));
+    /* no paramKind, the server's own write: nothing asked */
+    param_kind_error(&reg, bob, "{\"spec\":{}}", NULL, why, sizeof(why));
+    assert_string_equal(why, "");
+    param_kind_error(&reg, NULL, cm_policy, NULL, why, sizeof(why));
+    assert_string_equal(why, "");
+    ck_auth_user_free(alice);
+    ck_auth_user_free(bob);
+    ck_rbac_authorizer_free(reg.authorizer);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +404,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_warn_ignore_and_params, test_serve, test_unserve),
         cmocka_unit_test(test_match_conditions),
         cmocka_unit_test(test_authorizer_variable),
+        cmocka_unit_test(test_param_kind_authorization),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -172,11 +172,6 @@ static void authorize(void *ctx, const struct ck_cel_authz_request *q,
         }
         user = sa;
     }
-    if (!user || !in->reg->authorizer || ck_auth_user_in_group(user, CK_AUTH_MASTERS)) {
-        d->allowed = true;
-        ck_auth_user_free(sa);
-        return;
-    }
     struct ck_rbac_request req = {
         .user = user,
         .verb = q->verb,
@@ -188,11 +183,19 @@ static void authorize(void *ctx, const struct ck_cel_authz_request *q,
         .namespace = q->namespace,
         .path = q->path,
     };
-    struct ck_rbac_policy *policy = ck_rbac_authorizer_current(in->reg->authorizer);
-    d->allowed =
-        policy && ck_rbac_authorize(policy, &req, d->reason, sizeof(d->reason)) == CK_RBAC_ALLOW;
-    ck_rbac_policy_unref(policy);
+    d->allowed = ck__admission_authorize(in->reg, &req, d->reason, sizeof(d->reason));
     ck_auth_user_free(sa);
+}
+
+bool ck__admission_authorize(struct ck__registry *reg, const struct ck_rbac_request *req,
+                             char *reason, size_t size)
+{
+    if (!req->user || !reg->authorizer || ck_auth_user_in_group(req->user, CK_AUTH_MASTERS))
+        return true;
+    struct ck_rbac_policy *policy = ck_rbac_authorizer_current(reg->authorizer);
+    bool allowed = policy && ck_rbac_authorize(policy, req, reason, size) == CK_RBAC_ALLOW;
+    ck_rbac_policy_unref(policy);
+    return allowed;
 }
 
 /* The variables of in's activation into vars (room for 7); returns how many. */
