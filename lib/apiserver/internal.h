@@ -181,9 +181,12 @@ struct ck__admission_plugin {
 
 /* The enabled plugins in kube-apiserver's order. */
 #define CK__ADMISSION_MAX 40
+struct ck__psa_config;
 struct ck__admission_chain {
     const struct ck__admission_plugin *plugins[CK__ADMISSION_MAX];
     size_t n;
+    /* PodSecurity's configuration from the admission configuration file; NULL: defaults */
+    struct ck__psa_config *pod_security;
 };
 
 /*
@@ -195,6 +198,16 @@ struct ck__admission_chain {
  */
 int ck__admission_chain_new(const char *enable, const char *disable,
                             struct ck__admission_chain **ret, struct ck_err *reterr);
+/*
+ * Reads the admission configuration file at path (--admission-control-config-file: an
+ * apiserver.config.k8s.io/v1 AdmissionConfiguration, YAML or JSON) into chain's plugins:
+ * each plugins[] entry's `configuration`, or the file its `path` names (relative to the
+ * configuration's directory), for the enabled plugins that take one (PodSecurity).
+ * CK_EINVAL with Kubernetes' words for a file that cannot be read or a configuration
+ * that is not valid; CK_ENOMEM.
+ */
+int ck__admission_chain_configure(struct ck__admission_chain *chain, const char *path,
+                                  struct ck_err *reterr);
 void ck__admission_chain_free(struct ck__admission_chain *chain);
 /* Logs the mutating and the validating steps in order, as kube-apiserver does at start. */
 void ck__admission_chain_log(const struct ck__admission_chain *chain);
