@@ -64,6 +64,14 @@ extern const char ck__status_no_memory_line[];
  */
 int ck__err_too_large_rv(struct ck_err *reterr, int64_t wanted, int64_t current);
 
+/* The field errors as Go's ErrorList prints them, joined with ", " (caller frees; NULL OOM). */
+char *ck__field_errors_text(const struct ck_field_errors *errs);
+/*
+ * utilerrors.NewAggregate of errs (one or more): one error as it is, several in brackets;
+ * CK_EINVAL (reason Invalid), or CK_ENOMEM when errs lost one.
+ */
+int ck__err_aggregate(struct ck_err *err, const struct ck_field_errors *errs);
+
 int ck__err_invalid(struct ck_err *err, const char *group, const char *kind, const char *name,
                     const struct ck_field_errors *errs);
 
@@ -187,6 +195,8 @@ struct ck__admission_chain {
     size_t n;
     /* PodSecurity's configuration from the admission configuration file; NULL: defaults */
     struct ck__psa_config *pod_security;
+    /* ResourceQuota's limitedResources (its Configuration's); NULL: none */
+    json_t *quota_limited;
 };
 
 /*
@@ -202,7 +212,8 @@ int ck__admission_chain_new(const char *enable, const char *disable,
  * Reads the admission configuration file at path (--admission-control-config-file: an
  * apiserver.config.k8s.io/v1 AdmissionConfiguration, YAML or JSON) into chain's plugins:
  * each plugins[] entry's `configuration`, or the file its `path` names (relative to the
- * configuration's directory), for the enabled plugins that take one (PodSecurity).
+ * configuration's directory), for the enabled plugins that take one (PodSecurity,
+ * ResourceQuota).
  * CK_EINVAL with Kubernetes' words for a file that cannot be read or a configuration
  * that is not valid; CK_ENOMEM.
  */

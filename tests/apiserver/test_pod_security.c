@@ -880,10 +880,27 @@ static void test_admission_configuration(void **state)
              "kind: PodSecurityConfiguration\ndefaults:\n  enforce: restricted\n");
     write_in(dir, "bypath.yaml",
              "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\n"
-             "plugins:\n- name: ResourceQuota\n  path: nowhere.yaml\n"
+             "plugins:\n- name: ResourceQuota\n  configuration:\n"
+             "    apiVersion: resourcequota.admission.k8s.io/v1\n    kind: Configuration\n"
+             "    limitedResources:\n    - resource: pods\n      matchContains: [pods]\n"
+             "- name: AlwaysPullImages\n  path: nowhere.yaml\n"
              "- name: PodSecurity\n  path: psa.yaml\n");
     assert_int_equal(configure(dir, "bypath.yaml", &c, why, sizeof(why)), 0);
     assert_int_equal(c->pod_security->defaults.enforce.level, CK__PSA_RESTRICTED);
+    assert_int_equal(json_array_size(c->quota_limited), 1);
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(c->quota_limited, 0), "resource")),
+        "pods");
+    ck__admission_chain_free(c);
+    /* ResourceQuota's configuration is validated too */
+    write_in(dir, "quota.yaml",
+             "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\n"
+             "plugins:\n- name: ResourceQuota\n  configuration:\n"
+             "    apiVersion: resourcequota.admission.k8s.io/v1\n    kind: Configuration\n"
+             "    limitedResources:\n    - matchContains: [pods]\n");
+    assert_int_equal(configure(dir, "quota.yaml", &c, why, sizeof(why)), CK_EINVAL);
+    assert_string_equal(why, "couldn't init admission plugin \"ResourceQuota\": "
+                             "limitedResources[0].resource: Required value");
     ck__admission_chain_free(c);
 
     /* a disabled plugin's configuration is not read */
@@ -936,7 +953,8 @@ static void test_admission_configuration(void **state)
     assert_non_null(strstr(why, "Couldn't open admission plugin configuration "));
     ck__admission_chain_free(c);
 
-    static const char *const files[] = {"inline.json", "psa.yaml", "bypath.yaml", "wrong.yaml"};
+    static const char *const files[] = {"inline.json", "psa.yaml", "bypath.yaml", "wrong.yaml",
+                                        "quota.yaml"};
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
         unlink(path);

@@ -174,8 +174,10 @@ int ck__admission_chain_new(const char *enable, const char *disable,
 
 void ck__admission_chain_free(struct ck__admission_chain *chain)
 {
-    if (chain)
+    if (chain) {
         ck__psa_config_free(chain->pod_security);
+        json_decref(chain->quota_limited);
+    }
     free(chain);
 }
 

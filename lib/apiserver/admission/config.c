@@ -10,7 +10,8 @@
  *
  * Only the enabled plugins' configurations are read, as Kubernetes reads them when the
  * plugin is made. Of ckube's plugins, PodSecurity takes one (pod_security_policy.c:
- * ck__psa_config_parse); the configurations of the others are not read
+ * ck__psa_config_parse) and ResourceQuota its limitedResources (here; resource_quota.c
+ * applies them); the configurations of the others are not read
  * (docs/differences.md). The legacy files that are no AdmissionConfiguration
  * (ImagePolicyWebhook's, PodNodeSelector's) are refused, those plugins not being
  * implemented.
@@ -87,6 +88,45 @@ static int plugin_config(const json_t *plugin, const char *dir, json_t **ret, st
     return r;
 }
 
+/*
+ * ResourceQuota's Configuration (resourcequota.admission.k8s.io/v1): its limitedResources,
+ * each with a resource (validation.go: required), into *ret (a new array).
+ */
+static int quota_config(const json_t *cfg, json_t **ret, struct ck_err *reterr)
+{
+    const char *av = json_string_value(json_object_get(cfg, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(cfg, "kind"));
+    if (!kind || !*kind)
+        return ck_err_status(reterr, "Invalid", "Object 'Kind' is missing in the configuration");
+    if (strcmp(kind, "Configuration") != 0 || !av ||
+        (strcmp(av, "resourcequota.admission.k8s.io/v1") != 0 &&
+         strcmp(av, "resourcequota.admission.k8s.io/v1beta1") != 0 &&
+         strcmp(av, "resourcequota.admission.k8s.io/v1alpha1") != 0))
+        return ck_err_status(reterr, "Invalid", "no kind \"%s\" is registered for version \"%s\"",
+                             kind, av ? av : "");
+    const json_t *limited = json_object_get(cfg, "limitedResources");
+    struct ck_field_errors errs = {0};
+    size_t i;
+    const json_t *lr;
+    json_array_foreach(limited, i, lr)
+    {
+        const char *resource = json_string_value(json_object_get(lr, "resource"));
+        char field[64];
+        snprintf(field, sizeof(field), "limitedResources[%zu].resource", i);
+        if (!resource || !*resource)
+            ck_field_errors_add(&errs, CK_FIELD_REQUIRED, field, NULL, false, NULL);
+    }
+    int r = 0;
+    if (errs.len || errs.nomem) {
+        r = ck__err_aggregate(reterr, &errs);
+    } else {
+        *ret = json_is_array(limited) ? ck__json_copy(limited) : json_array();
+        r = *ret ? 0 : ck_err_no_memory(reterr);
+    }
+    ck_field_errors_release(&errs);
+    return r;
+}
+
 int ck__admission_chain_configure(struct ck__admission_chain *chain, const char *path,
                                   struct ck_err *reterr)
 {
@@ -127,20 +167,21 @@ int ck__admission_chain_configure(struct ck__admission_chain *chain, const char 
     {
         const char *name = json_string_value(json_object_get(plugin, "name"));
         /* ConfigFor: the first entry of the name; only the enabled plugins ask */
-        if (!name || strcmp(name, "PodSecurity") != 0 || chain->pod_security ||
-            !ck__admission_chain_has(chain, name))
+        bool psa = name && strcmp(name, "PodSecurity") == 0 && !chain->pod_security;
+        bool quota = name && strcmp(name, "ResourceQuota") == 0 && !chain->quota_limited;
+        if (!(psa || quota) || !ck__admission_chain_has(chain, name))
             continue;
         json_t *cfg = NULL;
         r = plugin_config(plugin, dir, &cfg, reterr);
-        if (r == 0 && cfg) {
-            r = ck__psa_config_parse(cfg, &chain->pod_security, &err);
-            if (r < 0) {
-                r = r == CK_ENOMEM ? ck_err_no_memory(reterr)
-                                   : ck_err_status(reterr, "Invalid",
-                                                   "couldn't init admission plugin \"%s\": %s",
-                                                   name, ck_err_message(&err));
-                ck_err_release(&err);
-            }
+        if (r == 0 && cfg)
+            r = psa ? ck__psa_config_parse(cfg, &chain->pod_security, &err)
+                    : quota_config(cfg, &chain->quota_limited, &err);
+        if (r < 0 && cfg) {
+            r = r == CK_ENOMEM
+                    ? ck_err_no_memory(reterr)
+                    : ck_err_status(reterr, "Invalid", "couldn't init admission plugin \"%s\": %s",
+                                    name, ck_err_message(&err));
+            ck_err_release(&err);
         }
         json_decref(cfg);
         if (r < 0)

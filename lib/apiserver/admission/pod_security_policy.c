@@ -1396,17 +1396,7 @@ int ck__psa_config_parse(const json_t *cfg, struct ck__psa_config **ret, struct 
     if (errs.nomem || !c->namespaces || !c->runtime_classes || !c->usernames) {
         r = ck_err_no_memory(reterr);
     } else if (errs.len) {
-        /* utilerrors.NewAggregate: one error as it is, several in brackets */
-        struct ck__buf b = {0};
-        for (size_t i = 0; i < errs.len; i++) {
-            char *text = ck_field_error_string(&errs.items[i]);
-            ck__buf_printf(&b, "%s%s", i ? ", " : "", text ? text : "");
-            free(text);
-        }
-        char *joined = ck__buf_take(&b);
-        r = joined ? ck_err_status(reterr, "Invalid", errs.len > 1 ? "[%s]" : "%s", joined)
-                   : ck_err_no_memory(reterr);
-        free(joined);
+        r = ck__err_aggregate(reterr, &errs);
     }
     ck_field_errors_release(&errs);
     if (r < 0) {
