@@ -169,6 +169,26 @@ static void test_warn_ignore_and_params(void **state)
     response_release(&r);
 }
 
+/* Validations read `authorizer`; a messageExpression cannot (Kubernetes compiles it
+ * without), so it fails and the message is used. */
+static void test_authorizer_in_validations_only(void **state)
+{
+    struct ck_apiserver *s = served(state);
+    created(s, POLICIES,
+            "{\"metadata\":{\"name\":\"authz\"},\"spec\":{\"matchConstraints\":{"
+            "\"resourceRules\":[{\"operations\":[\"CREATE\"],\"apiGroups\":[\"\"],"
+            "\"apiVersions\":[\"v1\"],\"resources\":[\"configmaps\"]}]},"
+            "\"validations\":[{\"expression\":\"!authorizer.path('/x').check('get').allowed()\","
+            "\"message\":\"the fallback\",\"messageExpression\":\"authorizer.path('/x')"
+            ".check('get').allowed() ? 'allowed' : 'denied'\"}]}}");
+    created(s, BINDINGS,
+            "{\"metadata\":{\"name\":\"authz-b\"},\"spec\":{\"policyName\":\"authz\","
+            "\"validationActions\":[\"Deny\"]}}");
+    struct response r = configmap(s, "c", "{}", "{}", 422);
+    expect_body(&r, "ValidatingAdmissionPolicy 'authz' with binding 'authz-b' denied request: "
+                    "the fallback");
+}
+
 /* The verdict of conditions (a JSON array) over a create of obj, and reterr's words. */
 static int verdict(const char *conditions, const char *obj, bool ignore, char *why, size_t size)
 {
@@ -402,6 +422,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_deny_match_and_reason, test_serve, test_unserve),
         cmocka_unit_test_setup_teardown(test_warn_ignore_and_params, test_serve, test_unserve),
+        cmocka_unit_test_setup_teardown(test_authorizer_in_validations_only, test_serve,
+                                        test_unserve),
         cmocka_unit_test(test_match_conditions),
         cmocka_unit_test(test_authorizer_variable),
         cmocka_unit_test(test_param_kind_authorization),

@@ -190,8 +190,12 @@ static char *failure_message(const json_t *validation, struct ck__cel_input *in)
     if (msg_expr && *msg_expr) {
         struct ck_cel_result *res = NULL;
         struct ck_err err = {0};
-        if (ck__admission_cel_eval(msg_expr, in, &res, &err) == 0 &&
-            ck_cel_result_string(res, NULL)) {
+        /* a messageExpression has no `authorizer` (compilePolicy's expressionOptionalVars) */
+        struct ck__registry *reg = in->reg;
+        in->reg = NULL;
+        int r = ck__admission_cel_eval(msg_expr, in, &res, &err);
+        in->reg = reg;
+        if (r == 0 && ck_cel_result_string(res, NULL)) {
             msg = trimmed(ck_cel_result_string(res, NULL));
             /* too long (MaxEvaluatedMessageExpressionSizeBytes) or several lines: not used */
             if (msg && (strlen(msg) > 5 * 1024 || strchr(msg, '\n') || !*msg))
