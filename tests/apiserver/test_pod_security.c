@@ -24,6 +24,7 @@
 
 #include "../../lib/apiserver/admission/pod_security.h"
 #include "../../lib/apiserver/internal.h"
+#include "ckube/internal/util.h"
 #include "httptest.h"
 
 static json_t *load(const char *text)
@@ -821,10 +822,7 @@ static void write_in(const char *dir, const char *name, const char *text)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    assert_int_equal(ck__write_file_atomic(path, text, strlen(text), 0600), 0);
 }
 
 /* Configures a default chain from dir/name: 0 with *ret (free it), or the error's code

@@ -174,16 +174,18 @@ static void test_warn_ignore_and_params(void **state)
 static void test_authorizer_in_validations_only(void **state)
 {
     struct ck_apiserver *s = served(state);
-    created(s, POLICIES,
-            "{\"metadata\":{\"name\":\"authz\"},\"spec\":{\"matchConstraints\":{"
-            "\"resourceRules\":[{\"operations\":[\"CREATE\"],\"apiGroups\":[\"\"],"
-            "\"apiVersions\":[\"v1\"],\"resources\":[\"configmaps\"]}]},"
-            "\"validations\":[{\"expression\":\"!authorizer.path('/x').check('get').allowed()\","
-            "\"message\":\"the fallback\",\"messageExpression\":\"authorizer.path('/x')"
-            ".check('get').allowed() ? 'allowed' : 'denied'\"}]}}");
+    /* every configmap create: a validation that is false when the check is allowed */
+    static const char policy[] =
+        "{\"metadata\":{\"name\":\"authz\"},\"spec\":{\"matchConstraints\":{\"resourceRules\":"
+        "[{\"operations\":[\"CREATE\"],\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],"
+        "\"resources\":[\"configmaps\"]}]},\"validations\":[{\"expression\":"
+        "\"!authorizer.path('/x').check('get').allowed()\",\"message\":\"the fallback\","
+        "\"messageExpression\":\"authorizer.path('/x').check('get').allowed() ? 'allowed' : "
+        "'denied'\"}]}}";
+    created(s, POLICIES, policy);
     created(s, BINDINGS,
-            "{\"metadata\":{\"name\":\"authz-b\"},\"spec\":{\"policyName\":\"authz\","
-            "\"validationActions\":[\"Deny\"]}}");
+            "{\"metadata\":{\"name\":\"authz-b\"},\"spec\":{\"policyName\":"
+            "\"authz\",\"validationActions\":[\"Deny\"]}}");
     struct response r = configmap(s, "c", "{}", "{}", 422);
     expect_body(&r, "ValidatingAdmissionPolicy 'authz' with binding 'authz-b' denied request: "
                     "the fallback");
