@@ -22,7 +22,7 @@ static json_t *self, *old_self;
 
 static char *evaluate(const struct ck_cel_program *prog, int *ret_code, uint64_t *ret_cost)
 {
-    struct ck_cel_var vars[] = {{"self", self, false}, {"oldSelf", old_self, false}};
+    struct ck_cel_var vars[] = {{"self", self, false, NULL}, {"oldSelf", old_self, false, NULL}};
     struct ck_cel_result *res = NULL;
     struct ck_err err = {0};
     *ret_code = ck_cel_eval(prog, vars, 2, COST_LIMIT, &res, ret_cost, &err);

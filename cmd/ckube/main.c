@@ -11,6 +11,7 @@
  *                [--service-cluster-ip-range 10.96.0.0/12] [--service-node-port-range 30000-32767]
  *                [--encryption-provider-config FILE]
  *                [--enable-admission-plugins A,B] [--disable-admission-plugins C,D]
+ *                [--admission-control-config-file FILE]
  *                [--pki-dir DATA-DIR/pki] [TLS and authentication flags]
  *                [--disable-agent] [--disable-proxy] [--disable-dns] [--cluster-dns IP]
  *                [--cluster-domain cluster.local] [--node-name HOST] [--container-runtime
@@ -156,6 +157,8 @@ static const char usage_tail[] =
     "      --enable-admission-plugins A,B  admission plugins to run besides the default ones\n"
     "                                (repeatable; docs/admission.md lists them)\n"
     "      --disable-admission-plugins A,B  default admission plugins not to run (repeatable)\n"
+    "      --admission-control-config-file FILE  the plugins' configurations (an\n"
+    "                                AdmissionConfiguration: PodSecurity's defaults, exemptions)\n"
     "      --pki-dir DIR             the CA, ServiceAccount key and certificates; servers of\n"
     "                                one cluster share its ca.crt, ca.key and sa.key\n"
     "                                (default DATA-DIR/pki)\n"
@@ -258,6 +261,7 @@ enum {
     OPT_SERVICE_CLUSTER_IP_RANGE,
     OPT_SERVICE_NODE_PORT_RANGE,
     OPT_ENCRYPTION_PROVIDER_CONFIG,
+    OPT_ADMISSION_CONTROL_CONFIG_FILE,
     OPT_ENABLE_ADMISSION_PLUGINS,
     OPT_DISABLE_ADMISSION_PLUGINS,
     OPT_PKI_DIR,
@@ -314,6 +318,7 @@ struct options {
     const char *advertise_address;
     const char *service_node_port_range;
     const char *encryption_provider_config;
+    const char *admission_control_config_file;
     char enable_admission[1024], disable_admission[1024]; /* the flags' lists, joined */
     const char *pki_dir;
     bool leader_elect_disabled;
@@ -507,6 +512,9 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_ENCRYPTION_PROVIDER_CONFIG:
             opts->encryption_provider_config = optarg;
+            break;
+        case OPT_ADMISSION_CONTROL_CONFIG_FILE:
+            opts->admission_control_config_file = optarg;
             break;
         case OPT_ENABLE_ADMISSION_PLUGINS:
         case OPT_DISABLE_ADMISSION_PLUGINS: {
@@ -838,6 +846,8 @@ static int cmd_server(int argc, char **argv)
         {"service-cluster-ip-range", required_argument, NULL, OPT_SERVICE_CLUSTER_IP_RANGE},
         {"service-node-port-range", required_argument, NULL, OPT_SERVICE_NODE_PORT_RANGE},
         {"encryption-provider-config", required_argument, NULL, OPT_ENCRYPTION_PROVIDER_CONFIG},
+        {"admission-control-config-file", required_argument, NULL,
+         OPT_ADMISSION_CONTROL_CONFIG_FILE},
         {"enable-admission-plugins", required_argument, NULL, OPT_ENABLE_ADMISSION_PLUGINS},
         {"disable-admission-plugins", required_argument, NULL, OPT_DISABLE_ADMISSION_PLUGINS},
         {"pki-dir", required_argument, NULL, OPT_PKI_DIR},
@@ -1076,6 +1086,7 @@ static int cmd_server(int argc, char **argv)
         .disable_admission_plugins = opts.disable_admission,
         .service_node_port_range = opts.service_node_port_range,
         .encryption_provider_config = opts.encryption_provider_config,
+        .admission_control_config_file = opts.admission_control_config_file,
     };
     if (ck_apiserver_start(&config, &server, &err) < 0) {
         fprintf(stderr, "error: %s\n", err.msg);

@@ -115,6 +115,12 @@ struct ck_apiserver_config {
      */
     const char *enable_admission_plugins;
     const char *disable_admission_plugins;
+    /*
+     * An AdmissionConfiguration file (--admission-control-config-file, YAML or JSON): the
+     * enabled plugins' configurations (PodSecurity's PodSecurityConfiguration). NULL: none.
+     * A file that cannot be read or a configuration that is not valid fails the start.
+     */
+    const char *admission_control_config_file;
     /* The IPv4 range of Services' cluster IPs (--service-cluster-ip-range); NULL: 10.96.0.0/12. */
     const char *service_cluster_ip_range;
     /* Services' node ports, "FIRST-LAST" (--service-node-port-range); NULL: 30000-32767. */

@@ -57,6 +57,7 @@ enum ck_cel_type {
     CK_CEL_IP,       /* net.IP, from ip("10.0.0.1") (Kubernetes 1.30+) */
     CK_CEL_CIDR,     /* net.CIDR, from cidr("10.0.0.0/8") */
     CK_CEL_QUANTITY, /* a resource.Quantity, from quantity("1.5Gi") (Kubernetes 1.28+) */
+    CK_CEL_OBJECT,   /* an object of the authorizer library (kubernetes.authorization.Decision) */
 };
 
 /* A compiled expression. */
@@ -66,14 +67,51 @@ struct ck_cel_program;
 struct ck_cel_result;
 
 /*
+ * What an authorization check of the authorizer library asks (k8s.io/apiserver 1.32
+ * pkg/cel/library/authz.go: authorizer.AttributesRecord). Strings are borrowed for the
+ * call. sa_namespace and sa_name are set when the check is made through
+ * authorizer.serviceAccount(ns, name): the service account is asked about, not the
+ * request's user.
+ */
+struct ck_cel_authz_request {
+    const char *sa_namespace, *sa_name; /* NULL: the request's user */
+    const char *verb;
+    bool resource_request;
+    const char *path; /* non-resource checks: authorizer.path(p) */
+    const char *group, *resource, *subresource, *namespace, *name; /* "" when unset */
+};
+
+/* The answer to one check: a Decision's allowed(), reason() and error() ("" for none). */
+struct ck_cel_authz_decision {
+    bool allowed;
+    char reason[512];
+    char error[256];
+};
+
+/*
+ * The `authorizer` variable: who answers its checks, and the request's resource that
+ * `authorizer.requestResource` checks (resource NULL: the variable has no such member).
+ * The strings and ctx are borrowed for the evaluation; authorize may be called from any
+ * thread that evaluates.
+ */
+struct ck_cel_authorizer {
+    void (*authorize)(void *ctx, const struct ck_cel_authz_request *req,
+                      struct ck_cel_authz_decision *ret);
+    void *ctx;
+    const char *group, *resource, *subresource, *namespace, *name;
+};
+
+/*
  * A variable of the activation: its name and its JSON value (borrowed). An optional
  * variable is a CEL optional: optional.of(value), or optional.none() when value is NULL
- * (a CRD rule's oldSelf under optionalOldSelf).
+ * (a CRD rule's oldSelf under optionalOldSelf). A variable with an authorizer is the
+ * authorizer library's Authorizer object (its value is not read).
  */
 struct ck_cel_var {
     const char *name;
     const json_t *value;
     bool optional;
+    const struct ck_cel_authorizer *authorizer;
 };
 
 /*

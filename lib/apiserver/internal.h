@@ -64,6 +64,14 @@ extern const char ck__status_no_memory_line[];
  */
 int ck__err_too_large_rv(struct ck_err *reterr, int64_t wanted, int64_t current);
 
+/* The field errors as Go's ErrorList prints them, joined with ", " (caller frees; NULL OOM). */
+char *ck__field_errors_text(const struct ck_field_errors *errs);
+/*
+ * utilerrors.NewAggregate of errs (one or more): one error as it is, several in brackets;
+ * CK_EINVAL (reason Invalid), or CK_ENOMEM when errs lost one.
+ */
+int ck__err_aggregate(struct ck_err *err, const struct ck_field_errors *errs);
+
 int ck__err_invalid(struct ck_err *err, const char *group, const char *kind, const char *name,
                     const struct ck_field_errors *errs);
 
@@ -181,9 +189,14 @@ struct ck__admission_plugin {
 
 /* The enabled plugins in kube-apiserver's order. */
 #define CK__ADMISSION_MAX 40
+struct ck__psa_config;
 struct ck__admission_chain {
     const struct ck__admission_plugin *plugins[CK__ADMISSION_MAX];
     size_t n;
+    /* PodSecurity's configuration from the admission configuration file; NULL: defaults */
+    struct ck__psa_config *pod_security;
+    /* ResourceQuota's limitedResources (its Configuration's); NULL: none */
+    json_t *quota_limited;
 };
 
 /*
@@ -195,6 +208,17 @@ struct ck__admission_chain {
  */
 int ck__admission_chain_new(const char *enable, const char *disable,
                             struct ck__admission_chain **ret, struct ck_err *reterr);
+/*
+ * Reads the admission configuration file at path (--admission-control-config-file: an
+ * apiserver.config.k8s.io/v1 AdmissionConfiguration, YAML or JSON) into chain's plugins:
+ * each plugins[] entry's `configuration`, or the file its `path` names (relative to the
+ * configuration's directory), for the enabled plugins that take one (PodSecurity,
+ * ResourceQuota).
+ * CK_EINVAL with Kubernetes' words for a file that cannot be read or a configuration
+ * that is not valid; CK_ENOMEM.
+ */
+int ck__admission_chain_configure(struct ck__admission_chain *chain, const char *path,
+                                  struct ck_err *reterr);
 void ck__admission_chain_free(struct ck__admission_chain *chain);
 /* Logs the mutating and the validating steps in order, as kube-apiserver does at start. */
 void ck__admission_chain_log(const struct ck__admission_chain *chain);
@@ -279,22 +303,43 @@ int ck__admission_configurations(struct ck__registry *reg, const char *resource,
 
 /*
  * The CEL environment of admission (admission/cel.c). An input is what one request's
- * expressions see: object, oldObject and request, and for a policy's (policy set) params,
- * namespaceObject and variables. Zero it, set a (and params, borrowed), and release it
- * with ck__cel_input_release().
+ * expressions see: object, oldObject and request, authorizer (reg set), and for a policy's
+ * (policy set) params, namespaceObject and variables. Zero it, set a (and reg, params,
+ * borrowed), and release it with ck__cel_input_release().
  */
 struct ck__cel_input {
     const struct ck__admission_attrs *a;
+    struct ck__registry *reg; /* the `authorizer`'s RBAC (reg->authorizer); NULL: no authorizer */
     bool policy;
-    const json_t *params;     /* borrowed; NULL: null */
-    json_t *namespace_object; /* CreateNamespaceObject's view; NULL: null */
-    json_t *variables;        /* the policy's variables evaluated so far */
-    json_t *variable_errors;  /* name -> the error of a variable that failed */
-    json_t *request;          /* CreateAdmissionRequest's, built at first use */
+    const json_t *params;                /* borrowed; NULL: null */
+    json_t *namespace_object;            /* CreateNamespaceObject's view; NULL: null */
+    json_t *variables;                   /* the policy's variables evaluated so far */
+    json_t *variable_errors;             /* name -> the error of a variable that failed */
+    json_t *request;                     /* CreateAdmissionRequest's, built at first use */
+    struct ck_cel_authorizer authorizer; /* the `authorizer` variable's, set at evaluation */
 };
 void ck__cel_input_release(struct ck__cel_input *in);
 /* Sets namespaceObject to the view of the namespace ns (NULL: null). 0 or CK_ENOMEM. */
 int ck__cel_input_set_namespace(struct ck__cel_input *in, const json_t *ns);
+/*
+ * Whether the server's authorizer allows req (reason, size: RBAC's words when not): the
+ * server's own writes (req->user NULL), a server without authorization and system:masters
+ * are allowed everything, others get RBAC's answer.
+ */
+struct ck_rbac_request;
+bool ck__admission_authorize(struct ck__registry *reg, const struct ck_rbac_request *req,
+                             char *reason, size_t size);
+/*
+ * The registry's check of who names parameters (Kubernetes' validatingadmissionpolicy and
+ * validatingadmissionpolicybinding authz.go), after obj (a write of kind by user; old: the
+ * stored object of an update) validated: a policy's new paramKind needs `get` of all
+ * objects of its resource, a binding's new paramRef (or policyName) `get` of the object it
+ * names; otherwise a Forbidden error at spec.paramKind or spec.paramRef joins errs. Other
+ * kinds, the server's own writes and system:masters are not checked.
+ */
+void ck__admission_authorize_params(struct ck__registry *reg, const struct ck_kind *kind,
+                                    const json_t *obj, const json_t *old,
+                                    const struct ck_auth_user *user, struct ck_field_errors *errs);
 /* The `request` variable of a (a new reference; NULL when out of memory). */
 json_t *ck__admission_cel_request(const struct ck__admission_attrs *a);
 /*

@@ -356,11 +356,11 @@ static int apply_defaults(struct ck__registry *reg, const struct ck_kind *kind, 
 }
 
 /* Defaults then validates obj (with sub's validate hook in place of the kind's, for a write
- * through a subresource that has one), then canonicalizes it; fills a 422 and returns CK_EINVAL
- * when invalid. */
+ * through a subresource that has one; user: who writes, for the admission policies' parameter
+ * checks), then canonicalizes it; fills a 422 and returns CK_EINVAL when invalid. */
 static int default_and_validate(struct ck__registry *reg, const struct ck_kind *kind,
                                 const struct ck_subresource *sub, json_t *obj, const json_t *old,
-                                struct ck_err *reterr)
+                                const struct ck_auth_user *user, struct ck_err *reterr)
 {
     if (apply_defaults(reg, kind, obj) < 0)
         return ck_err_no_memory(reterr);
@@ -375,6 +375,9 @@ static int default_and_validate(struct ck__registry *reg, const struct ck_kind *
     ck_meta_validate_subresource(kind, sub, obj, old, &errs);
     /* a custom resource's x-kubernetes-validations rules, after the schema's checks */
     ck_crd_rules_validate(kind->validation_rules, obj, old, 0, &errs);
+    /* a well-formed admission policy or binding: may its writer read the parameters? */
+    if (!errs.len && !sub)
+        ck__admission_authorize_params(reg, kind, obj, old, user, &errs);
     int r =
         errs.len || errs.nomem ? ck__err_invalid_object(reterr, kind, object_name(obj), &errs) : 0;
     ck_field_errors_release(&errs);
@@ -469,7 +472,8 @@ int ck__registry_create_by(struct ck__registry *reg, const struct ck_kind *kind,
                                     NULL, reg->feature_enabled, reg->feature_ctx) < 0
                 ? ck_err_no_memory(reterr)
                 : ck__allocation_take(reg->allocator, kind, candidate, NULL, dry_run, &al, reterr);
-        if (r == 0 && (r = default_and_validate(reg, kind, NULL, candidate, NULL, reterr)) < 0)
+        if (r == 0 &&
+            (r = default_and_validate(reg, kind, NULL, candidate, NULL, user, reterr)) < 0)
             ck__allocation_release(reg->allocator, &al, false);
         attrs.name = object_name(candidate) ? object_name(candidate) : "";
         if (r == 0 && (r = ck__admission_validate(reg, &attrs, reterr)) < 0)
@@ -798,7 +802,8 @@ int ck__registry_update_by(struct ck__registry *reg, const struct ck_kind *kind,
         struct ck__allocation al = {0}; /* a Service's new cluster IP and node ports */
         if (!status_write && !custom_write)
             r = ck__allocation_take(reg->allocator, kind, next, old, dry_run, &al, reterr);
-        if (r == 0 && !as_is && (r = default_and_validate(reg, kind, sub, next, old, reterr)) < 0)
+        if (r == 0 && !as_is &&
+            (r = default_and_validate(reg, kind, sub, next, old, attrs.user, reterr)) < 0)
             ck__allocation_release(reg->allocator, &al, false);
         if (r == 0 && (r = ck__admission_validate(reg, &attrs, reterr)) < 0)
             ck__allocation_release(reg->allocator, &al, false);

@@ -1643,6 +1643,9 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     if (r == 0)
         r = ck__admission_chain_new(config->enable_admission_plugins,
                                     config->disable_admission_plugins, &server->admission, reterr);
+    if (r == 0 && config->admission_control_config_file)
+        r = ck__admission_chain_configure(server->admission, config->admission_control_config_file,
+                                          reterr);
 
     if (r == 0)
         r = ck__allocator_new(

@@ -104,6 +104,26 @@ char *ck__status_json(const struct ck_err *err, bool omit_empty_details, size_t 
     return text;
 }
 
+char *ck__field_errors_text(const struct ck_field_errors *errs)
+{
+    struct ck__buf b = {0};
+    for (size_t i = 0; i < errs->len; i++) {
+        char *text = ck_field_error_string(&errs->items[i]);
+        ck__buf_printf(&b, "%s%s", i ? ", " : "", text ? text : "");
+        free(text);
+    }
+    return ck__buf_take(&b);
+}
+
+int ck__err_aggregate(struct ck_err *err, const struct ck_field_errors *errs)
+{
+    char *joined = errs->nomem ? NULL : ck__field_errors_text(errs);
+    int r = !joined ? ck_err_no_memory(err)
+                    : ck_err_status(err, "Invalid", errs->len > 1 ? "[%s]" : "%s", joined);
+    free(joined);
+    return r;
+}
+
 int ck__err_invalid(struct ck_err *err, const char *group, const char *kind, const char *name,
                     const struct ck_field_errors *errs)
 {
@@ -111,13 +131,7 @@ int ck__err_invalid(struct ck_err *err, const char *group, const char *kind, con
     if (errs->nomem)
         return ck_err_no_memory(err);
     /* the field errors joined; without memory for them, the causes still say each */
-    struct ck__buf b = {0};
-    for (size_t i = 0; i < errs->len; i++) {
-        char *text = ck_field_error_string(&errs->items[i]);
-        ck__buf_printf(&b, "%s%s", i ? ", " : "", text ? text : "");
-        free(text);
-    }
-    char *joined = ck__buf_take(&b);
+    char *joined = ck__field_errors_text(errs);
     char kind_name[128];
     if (group && group[0])
         snprintf(kind_name, sizeof(kind_name), "%s.%s", kind, group);

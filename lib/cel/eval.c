@@ -39,6 +39,12 @@ static struct ck__cel_val *ident(struct ck__cel_eval *ev, const struct ck__cel_n
     for (size_t i = 0; i < ev->nvars; i++) {
         if (strcmp(ev->vars[i].name, n->name))
             continue;
+        if (!ev->var_vals[i] && ev->vars[i].authorizer) {
+            struct ck__cel_val *v = ck__cel_authorizer(ev, ev->vars[i].authorizer);
+            if (ck__cel_is_error(v))
+                return v;
+            ev->var_vals[i] = v;
+        }
         if (!ev->var_vals[i]) {
             const json_t *value = ev->vars[i].value;
             struct ck__cel_val *v = value ? ck__cel_from_json(ev, value, 0) : NULL;
@@ -92,6 +98,12 @@ static struct ck__cel_val *select_field(struct ck__cel_eval *ev, const struct ck
             return n->sel.test_only ? &ck__cel_false : o;
         o = o->opt;
     }
+    /* authorizer.requestResource: a variable of its own in Kubernetes */
+    struct ck__cel_val *rr = !n->sel.test_only && !strcmp(n->sel.field, "requestResource")
+                                 ? ck__cel_request_resource(ev, o)
+                                 : NULL;
+    if (rr)
+        return rr;
     if (o->type != CK_CEL_MAP)
         return ck__cel_errorf(ev, "type '%s' does not support field selection",
                               ck__cel_type_name(o));

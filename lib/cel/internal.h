@@ -9,8 +9,8 @@
  *   value.c   values: JSON in and out, equality, ordering, formatting
  *   eval.c    the tree walk with error absorption and the cost budget
  *   stdlib.c  cel-spec's standard functions; regex.c (matches, find, findAll); strings.c,
- *             format.c, lists.c, sets.c, optional.c, net.c, quantity.c: Kubernetes'
- *             libraries
+ *             format.c, lists.c, sets.c, optional.c, net.c, quantity.c, authz.c:
+ *             Kubernetes' libraries
  *
  * A program's nodes and an evaluation's values live in arenas: values are immutable
  * once built and freely shared inside one evaluation, and all of them go in one free.
@@ -297,7 +297,8 @@ struct ck__cel_val {
         struct {
             __int128 m; /* no trailing zeros (0 with e 0), so equal values are equal */
             int32_t e;
-        } q; /* a quantity, m x 10^e (quantity.c) */
+        } q;                               /* a quantity, m x 10^e (quantity.c) */
+        const struct ck__cel_authz *authz; /* CK_CEL_OBJECT (authz.c) */
     };
 };
 
@@ -423,6 +424,15 @@ extern const struct ck__cel_func ck__cel_optional_lib[];
 extern const size_t ck__cel_optional_lib_len;
 extern const struct ck__cel_func ck__cel_lists_lib[];
 extern const size_t ck__cel_lists_lib_len;
+extern const struct ck__cel_func ck__cel_authz_lib[];
+extern const size_t ck__cel_authz_lib_len;
+
+/* The Authorizer object of a variable that has one (authz.c). */
+struct ck__cel_val *ck__cel_authorizer(struct ck__cel_eval *ev, const struct ck_cel_authorizer *az);
+/* authorizer.requestResource, or NULL when o is no Authorizer with a request resource. */
+struct ck__cel_val *ck__cel_request_resource(struct ck__cel_eval *ev, const struct ck__cel_val *o);
+/* The CEL type name of an authorizer library object: "kubernetes.authorization.Decision". */
+const char *ck__cel_authz_type_name(const struct ck__cel_val *v);
 
 /* list.indexOf(x) and list.lastIndexOf(x) (lists.c), reached through the strings' entries. */
 struct ck__cel_val *ck__cel_list_index(struct ck__cel_eval *ev, struct ck__cel_val **args,

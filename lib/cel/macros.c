@@ -110,6 +110,8 @@ const struct ck__cel_func *ck__cel_lookup(const char *name, bool member, size_t 
         f = find(ck__cel_net_lib, ck__cel_net_lib_len, name, member, nargs, &named);
     if (!f)
         f = find(ck__cel_quantity_lib, ck__cel_quantity_lib_len, name, member, nargs, &named);
+    if (!f)
+        f = find(ck__cel_authz_lib, ck__cel_authz_lib_len, name, member, nargs, &named);
     return f;
 }
 

@@ -206,6 +206,8 @@ const char *ck__cel_type_name(const struct ck__cel_val *v)
         return "net.CIDR";
     case CK_CEL_QUANTITY:
         return "kubernetes.Quantity";
+    case CK_CEL_OBJECT:
+        return ck__cel_authz_type_name(v);
     default:
         return "error";
     }
@@ -431,6 +433,8 @@ bool ck__cel_equal(const struct ck__cel_val *a, const struct ck__cel_val *b)
         return a->opt && b->opt ? ck__cel_equal(a->opt, b->opt) : a->opt == b->opt;
     case CK_CEL_QUANTITY:
         return ck__cel_quantity_equal(a, b);
+    case CK_CEL_OBJECT:
+        return a->authz == b->authz;
     case CK_CEL_IP:
     case CK_CEL_CIDR:
         return a->ip.family == b->ip.family && a->ip.bits == b->ip.bits &&
@@ -644,6 +648,9 @@ void ck__cel_format(struct ck__buf *b, const struct ck__cel_val *v)
         ck__buf_adds(b, "optional.of(");
         ck__cel_format(b, v->opt);
         ck__buf_adds(b, ")");
+        break;
+    case CK_CEL_OBJECT:
+        ck__buf_adds(b, ck__cel_authz_type_name(v));
         break;
     case CK_CEL_LIST:
         ck__buf_adds(b, "[");

@@ -24,6 +24,7 @@
 
 #include "../../lib/apiserver/admission/pod_security.h"
 #include "../../lib/apiserver/internal.h"
+#include "ckube/internal/util.h"
 #include "httptest.h"
 
 static json_t *load(const char *text)
@@ -816,6 +817,149 @@ static void test_server_namespace_check_time_limit(void **state)
     response_release(&r);
 }
 
+/* Writes text to dir/name. */
+static void write_in(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    assert_int_equal(ck__write_file_atomic(path, text, strlen(text), 0600), 0);
+}
+
+/* Configures a default chain from dir/name: 0 with *ret (free it), or the error's code
+ * with its words in why. */
+static int configure(const char *dir, const char *name, struct ck__admission_chain **ret, char *why,
+                     size_t size)
+{
+    struct ck_err err = {0};
+    assert_int_equal(ck__admission_chain_new(NULL, NULL, ret, &err), 0);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    int r = ck__admission_chain_configure(*ret, path, &err);
+    snprintf(why, size, "%s", r < 0 ? ck_err_message(&err) : "");
+    ck_err_release(&err);
+    return r;
+}
+
+/* --admission-control-config-file: PodSecurity's configuration inline or by path. */
+static void test_admission_configuration(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ckube-admcfg-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char why[1024];
+    struct ck__admission_chain *c = NULL;
+
+    /* inline, in JSON: defaults and exemptions */
+    write_in(dir, "inline.json",
+             "{\"apiVersion\":\"apiserver.config.k8s.io/v1\",\"kind\":\"AdmissionConfiguration\","
+             "\"plugins\":[{\"name\":\"PodSecurity\",\"configuration\":{\"apiVersion\":"
+             "\"pod-security.admission.config.k8s.io/v1\",\"kind\":\"PodSecurityConfiguration\","
+             "\"defaults\":{\"enforce\":\"baseline\",\"enforce-version\":\"v1.30\",\"warn\":"
+             "\"restricted\"},\"exemptions\":{\"usernames\":[\"ci\"],\"namespaces\":"
+             "[\"kube-system\"],\"runtimeClasses\":[\"kata\"]}}}]}");
+    assert_int_equal(configure(dir, "inline.json", &c, why, sizeof(why)), 0);
+    assert_non_null(c->pod_security);
+    const struct ck__psa_policy *d = &c->pod_security->defaults;
+    assert_int_equal(d->enforce.level, CK__PSA_BASELINE);
+    assert_false(d->enforce.latest);
+    assert_int_equal(d->enforce.minor, 30);
+    assert_int_equal(d->warn.level, CK__PSA_RESTRICTED);
+    assert_true(d->warn.latest);
+    assert_int_equal(d->audit.level, CK__PSA_PRIVILEGED);
+    assert_true(ck__psa_exempt(c->pod_security->usernames, "ci"));
+    assert_false(ck__psa_exempt(c->pod_security->usernames, "cj"));
+    assert_true(ck__psa_exempt(c->pod_security->namespaces, "kube-system"));
+    assert_true(ck__psa_exempt(c->pod_security->runtime_classes, "kata"));
+    ck__admission_chain_free(c);
+
+    /* by path, relative to the configuration's directory, in YAML */
+    write_in(dir, "psa.yaml",
+             "apiVersion: pod-security.admission.config.k8s.io/v1\n"
+             "kind: PodSecurityConfiguration\ndefaults:\n  enforce: restricted\n");
+    write_in(dir, "bypath.yaml",
+             "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\n"
+             "plugins:\n- name: ResourceQuota\n  configuration:\n"
+             "    apiVersion: resourcequota.admission.k8s.io/v1\n    kind: Configuration\n"
+             "    limitedResources:\n    - resource: pods\n      matchContains: [pods]\n"
+             "- name: AlwaysPullImages\n  path: nowhere.yaml\n"
+             "- name: PodSecurity\n  path: psa.yaml\n");
+    assert_int_equal(configure(dir, "bypath.yaml", &c, why, sizeof(why)), 0);
+    assert_int_equal(c->pod_security->defaults.enforce.level, CK__PSA_RESTRICTED);
+    assert_int_equal(json_array_size(c->quota_limited), 1);
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(c->quota_limited, 0), "resource")),
+        "pods");
+    ck__admission_chain_free(c);
+    /* ResourceQuota's configuration is validated too */
+    write_in(dir, "quota.yaml",
+             "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\n"
+             "plugins:\n- name: ResourceQuota\n  configuration:\n"
+             "    apiVersion: resourcequota.admission.k8s.io/v1\n    kind: Configuration\n"
+             "    limitedResources:\n    - matchContains: [pods]\n");
+    assert_int_equal(configure(dir, "quota.yaml", &c, why, sizeof(why)), CK_EINVAL);
+    assert_string_equal(why, "couldn't init admission plugin \"ResourceQuota\": "
+                             "limitedResources[0].resource: Required value");
+    ck__admission_chain_free(c);
+
+    /* a disabled plugin's configuration is not read */
+    struct ck_err err = {0};
+    assert_int_equal(ck__admission_chain_new(NULL, "PodSecurity", &c, &err), 0);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/bypath.yaml", dir);
+    write_in(dir, "psa.yaml", "kind: Nonsense\n");
+    assert_int_equal(ck__admission_chain_configure(c, path, &err), 0);
+    assert_null(c->pod_security);
+    ck__admission_chain_free(c);
+
+    /* errors, in Kubernetes' words */
+    static const struct {
+        const char *psa, *want;
+    } bad[] = {
+        {"kind: Nonsense\n", "couldn't init admission plugin \"PodSecurity\": no kind "
+                             "\"Nonsense\" is registered for version \"\""},
+        {"apiVersion: pod-security.admission.config.k8s.io/v1\nkind: PodSecurityConfiguration\n"
+         "defaults: {enforce: strict, warn-version: v2.0}\n"
+         "exemptions: {namespaces: [Bad_NS, ok, ok], usernames: [\"\"]}\n",
+         "couldn't init admission plugin \"PodSecurity\": [defaults.enforce: Invalid value: "
+         "\"strict\": must be one of privileged, baseline, restricted, "
+         "defaults.warn-version: Invalid value: \"v2.0\": must be \"latest\" or \"v1.x\", "
+         "exemptions.namespaces[0]: Invalid value: \"Bad_NS\": a lowercase RFC 1123 label"},
+        {"apiVersion: pod-security.admission.config.k8s.io/v1\nkind: PodSecurityConfiguration\n"
+         "exemptions: {namespaces: [ok, ok], usernames: [\"\"]}\n",
+         "couldn't init admission plugin \"PodSecurity\": [exemptions.namespaces[1]: Duplicate "
+         "value: \"ok\", exemptions.usernames[0]: Required value]"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        write_in(dir, "psa.yaml", bad[i].psa);
+        assert_int_equal(configure(dir, "bypath.yaml", &c, why, sizeof(why)), CK_EINVAL);
+        if (strncmp(why, bad[i].want, strlen(bad[i].want)) != 0)
+            fail_msg("got %s\nwant %s", why, bad[i].want);
+        ck__admission_chain_free(c);
+    }
+    assert_int_equal(configure(dir, "missing.yaml", &c, why, sizeof(why)), CK_EINVAL);
+    assert_non_null(strstr(why, "unable to read admission control configuration from \""));
+    assert_non_null(strstr(why, "missing.yaml: no such file or directory]"));
+    ck__admission_chain_free(c);
+    write_in(dir, "wrong.yaml", "apiVersion: v1\nkind: ConfigMap\n");
+    assert_int_equal(configure(dir, "wrong.yaml", &c, why, sizeof(why)), CK_EINVAL);
+    assert_non_null(strstr(why, "no kind \"ConfigMap\" is registered for version \"v1\""));
+    ck__admission_chain_free(c);
+    write_in(dir, "bypath.yaml",
+             "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\n"
+             "plugins:\n- name: PodSecurity\n  path: gone.yaml\n");
+    assert_int_equal(configure(dir, "bypath.yaml", &c, why, sizeof(why)), CK_EINVAL);
+    assert_non_null(strstr(why, "Couldn't open admission plugin configuration "));
+    ck__admission_chain_free(c);
+
+    static const char *const files[] = {"inline.json", "psa.yaml", "bypath.yaml", "wrong.yaml",
+                                        "quota.yaml"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -824,6 +968,7 @@ int main(void)
         cmocka_unit_test(test_evaluate_alloc_fail),
         cmocka_unit_test(test_check_order),
         cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_admission_configuration),
         cmocka_unit_test_setup_teardown(test_server_enforce_and_warn, test_serve, test_unserve),
         cmocka_unit_test_setup_teardown(test_server_namespace_labels, test_serve, test_unserve),
         cmocka_unit_test_setup_teardown(test_server_namespace_check_time_limit, test_serve,

@@ -458,11 +458,42 @@ static void test_precondition_race_has_one_winner(void **state)
     ck__resource_quota_serialize = true;
 }
 
+/* limitedResources (the plugin's configuration): pods need a covering quota. */
+static void test_limited_resources(void **state)
+{
+    struct ck_apiserver *server = served(state);
+    server->admission->quota_limited =
+        json_loads("[{\"resource\":\"pods\",\"matchContains\":[\"pods\"]},"
+                   "{\"apiGroup\":\"apps\",\"resource\":\"pods\",\"matchContains\":[\"cpu\"]}]",
+                   0, NULL);
+    assert_non_null(server->admission->quota_limited);
+    json_t *out = NULL;
+    /* no quota at all: refused */
+    assert_int_equal(post_pod(server, "p1", "", &out), 403);
+    assert_string_equal(message(out), "pods \"p1\" is forbidden: insufficient quota to consume: "
+                                      "count/pods,pods");
+    json_decref(out);
+    /* a quota that covers pods only: count/pods is still uncovered */
+    add_counted_quota(server, "q", "{\"pods\":\"5\"}", "", "{\"pods\":\"0\"}");
+    assert_int_equal(post_pod(server, "p1", "", &out), 403);
+    assert_string_equal(message(out), "pods \"p1\" is forbidden: insufficient quota to consume: "
+                                      "count/pods");
+    json_decref(out);
+    /* covered by two quotas together: admitted and charged */
+    add_counted_quota(server, "q2", "{\"count/pods\":\"5\"}", "", "{\"count/pods\":\"0\"}");
+    assert_int_equal(post_pod(server, "p1", "", NULL), 201);
+    assert_used(server, "q", "pods", "1");
+    /* what is not limited needs no quota */
+    assert_int_equal(
+        call(server, "POST", NS "/configmaps", "{\"metadata\":{\"name\":\"c\"}}", NULL), 201);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_kind_validation_and_status, test_serve, test_unserve),
+        cmocka_unit_test_setup_teardown(test_limited_resources, test_serve, test_unserve),
         cmocka_unit_test_setup_teardown(test_exceeded_charged_and_counted, test_serve,
                                         test_unserve),
         cmocka_unit_test_setup_teardown(test_compute_constraints_and_scopes, test_serve,

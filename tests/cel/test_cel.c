@@ -17,9 +17,10 @@
 #include "ckube/cel.h"
 #include "ckube/internal/util.h"
 
-/* Evaluates expr with `self` (JSON text, may be NULL); returns the formatted value or
- * "error: <message>" (caller frees). */
-static char *run(const char *expr, const char *self_json, uint64_t limit, int *ret_code)
+/* Evaluates expr with vars; returns the formatted value or "error: <message>" (caller
+ * frees), the cost spent in *ret_cost when not NULL. */
+static char *eval_with(const char *expr, const struct ck_cel_var *vars, size_t nvars,
+                       uint64_t limit, int *ret_code, uint64_t *ret_cost)
 {
     struct ck_err err = {0};
     struct ck_cel_program *prog = NULL;
@@ -33,14 +34,8 @@ static char *run(const char *expr, const char *self_json, uint64_t limit, int *r
             *ret_code = r;
         return out;
     }
-    json_t *self = NULL;
-    if (self_json) {
-        self = json_loads(self_json, 0, NULL);
-        assert_non_null(self);
-    }
-    struct ck_cel_var vars[] = {{"self", self, false}};
     struct ck_cel_result *res = NULL;
-    r = ck_cel_eval(prog, vars, self ? 1 : 0, limit, &res, NULL, &err);
+    r = ck_cel_eval(prog, vars, nvars, limit, &res, ret_cost, &err);
     if (ret_code)
         *ret_code = r;
     if (r) {
@@ -52,8 +47,22 @@ static char *run(const char *expr, const char *self_json, uint64_t limit, int *r
     }
     ck_cel_result_free(res);
     ck_cel_program_free(prog);
-    json_decref(self);
     assert_non_null(out);
+    return out;
+}
+
+/* Evaluates expr with `self` (JSON text, may be NULL); returns the formatted value or
+ * "error: <message>" (caller frees). */
+static char *run(const char *expr, const char *self_json, uint64_t limit, int *ret_code)
+{
+    json_t *self = NULL;
+    if (self_json) {
+        self = json_loads(self_json, 0, NULL);
+        assert_non_null(self);
+    }
+    struct ck_cel_var vars[] = {{"self", self, false, NULL}};
+    char *out = eval_with(expr, vars, self ? 1 : 0, limit, ret_code, NULL);
+    json_decref(self);
     return out;
 }
 
@@ -618,7 +627,7 @@ static void test_allocation_failures(void **state)
                               "{\"name\": \"b\", \"n\": 2}]}",
                               0, NULL);
     assert_non_null(self);
-    struct ck_cel_var vars[] = {{"self", self, false}};
+    struct ck_cel_var vars[] = {{"self", self, false, NULL}};
     bool done = false;
     unsigned long n;
     for (n = 1; !done && n < 10000; n++) {
@@ -651,7 +660,7 @@ static bool eval_with_optional(const char *expr, json_t *old)
     struct ck_cel_program *prog = NULL;
     assert_int_equal(ck_cel_compile(expr, strlen(expr), &prog, &err), 0);
     json_t *self = json_integer(3);
-    struct ck_cel_var vars[] = {{"self", self, false}, {"oldSelf", old, true}};
+    struct ck_cel_var vars[] = {{"self", self, false, NULL}, {"oldSelf", old, true, NULL}};
     struct ck_cel_result *res = NULL;
     assert_int_equal(ck_cel_eval(prog, vars, 2, 0, &res, NULL, &err), 0);
     bool b = ck_cel_result_bool(res);
@@ -691,6 +700,107 @@ static void test_optional_variables_and_references(void **state)
     }
 }
 
+/* The fake authorizer: allows `list` of secrets in "" or "ns1", and GET of /healthz; errs on
+ * verb "boom"; records the last request it was asked as "verb group/resource/subresource
+ * namespace/name sa-namespace/sa-name". */
+static char last_authz[256];
+
+static void fake_authorize(void *ctx, const struct ck_cel_authz_request *q,
+                           struct ck_cel_authz_decision *d)
+{
+    (void)ctx;
+    snprintf(last_authz, sizeof(last_authz), "%s %s/%s/%s %s/%s %s/%s", q->verb, q->group,
+             q->resource, q->subresource, q->namespace, q->name,
+             q->sa_namespace ? q->sa_namespace : "", q->sa_name ? q->sa_name : "");
+    if (!strcmp(q->verb, "boom")) {
+        snprintf(d->error, sizeof(d->error), "webhook down");
+        return;
+    }
+    d->allowed = q->resource_request
+                     ? !strcmp(q->resource, "secrets") && !strcmp(q->verb, "list") &&
+                           (!q->namespace[0] || !strcmp(q->namespace, "ns1"))
+                     : !strcmp(q->path, "/healthz") && !strcmp(q->verb, "get");
+    if (!d->allowed)
+        snprintf(d->reason, sizeof(d->reason), "no rule for %s", q->verb);
+}
+
+/* Evaluates expr with the fake `authorizer` (request resource: pods/status "p" in "ns1"). */
+static char *run_authz(const char *expr, uint64_t *ret_cost)
+{
+    struct ck_cel_authorizer az = {.authorize = fake_authorize,
+                                   .group = "",
+                                   .resource = "pods",
+                                   .subresource = "status",
+                                   .namespace = "ns1",
+                                   .name = "p"};
+    struct ck_cel_var vars[] = {{.name = "authorizer", .authorizer = &az}};
+    return eval_with(expr, vars, 1, 0, NULL, ret_cost);
+}
+
+static void test_authorizer_library(void **state)
+{
+    (void)state;
+    static const struct value_case cases[] = {
+        {"authorizer.group('').resource('secrets').check('list').allowed()", "true"},
+        {"authorizer.group('').resource('secrets').namespace('ns2').check('list').allowed()",
+         "false"},
+        {"authorizer.group('').resource('secrets').namespace('ns1').name('x').check('list')"
+         ".allowed()",
+         "true"},
+        {"authorizer.group('').resource('secrets').check('get').reason()", "\"no rule for get\""},
+        {"authorizer.group('').resource('secrets').check('list').reason()", "\"\""},
+        {"authorizer.group('').resource('secrets').check('boom').errored()", "true"},
+        {"authorizer.group('').resource('secrets').check('boom').error()", "\"webhook down\""},
+        {"authorizer.group('').resource('secrets').check('list').errored()", "false"},
+        {"authorizer.path('/healthz').check('get').allowed()", "true"},
+        {"authorizer.path('/readyz').check('get').allowed()", "false"},
+        {"authorizer.path('  ')", "error: path must not be empty"},
+        {"authorizer.group('apps').resource(' ')", "error: resource must not be empty"},
+        {"authorizer.serviceAccount('default', 'Bad_Name')", "error: Invalid service account name"},
+        {"authorizer.serviceAccount('a.b', 'sa')", "error: Invalid service account namespace"},
+        {"authorizer.requestResource.check('list').allowed()", "false"},
+        {"type(authorizer.group('')) == kubernetes.authorization.GroupCheck",
+         "error: undeclared reference to 'kubernetes' (in container '')"},
+        {"string(type(authorizer.group('').resource('pods').check('get')))",
+         "\"kubernetes.authorization.Decision\""},
+        {"authorizer.check('get')", "error: no such overload"},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = run_authz(cases[i].expr, NULL);
+        if (strncmp(got, cases[i].want, strlen(cases[i].want))) {
+            print_error("%s\n  want %s\n  got  %s\n", cases[i].expr, cases[i].want, got);
+            failed++;
+        }
+        free(got);
+    }
+    assert_int_equal(failed, 0);
+
+    /* what the authorizer is asked: every field of the check, the request's resource */
+    free(run_authz("authorizer.group('apps').resource('deployments').subresource('scale')"
+                   ".namespace('n').name('d').check('update')",
+                   NULL));
+    assert_string_equal(last_authz, "update apps/deployments/scale n/d /");
+    free(run_authz("authorizer.requestResource.check('get')", NULL));
+    assert_string_equal(last_authz, "get /pods/status ns1/p /");
+    free(run_authz("authorizer.serviceAccount('kube-system', 'builder').group('')"
+                   ".resource('pods').check('get')",
+                   NULL));
+    assert_string_equal(last_authz, "get /pods/ / kube-system/builder");
+
+    /* a check costs 350000: two fit in an expression, a third does not */
+    uint64_t cost = 0;
+    char *got = run_authz("authorizer.path('/a').check('get').allowed() || "
+                          "authorizer.path('/b').check('get').allowed()",
+                          &cost);
+    assert_string_equal(got, "false");
+    assert_true(cost >= 700000);
+    free(got);
+    got = run_authz("[1, 2, 3].all(i, !authorizer.path('/a').check('get').allowed())", NULL);
+    assert_non_null(strstr(got, "cost limit exceeded"));
+    free(got);
+}
+
 static void test_result_accessors(void **state)
 {
     (void)state;
@@ -699,7 +809,7 @@ static void test_result_accessors(void **state)
     const char *expr = "{'name': self.metadata.name + '-x', 'n': [1, 2.5, null, true]}";
     assert_int_equal(ck_cel_compile(expr, strlen(expr), &prog, &err), 0);
     json_t *self = json_pack("{s:{s:s}}", "metadata", "name", "web");
-    struct ck_cel_var vars[] = {{"self", self, false}};
+    struct ck_cel_var vars[] = {{"self", self, false, NULL}};
     struct ck_cel_result *res = NULL;
     uint64_t cost = 0;
     assert_int_equal(ck_cel_eval(prog, vars, 1, 0, &res, &cost, &err), 0);
@@ -748,6 +858,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_allocation_failures),
         cmocka_unit_test(test_result_accessors),
         cmocka_unit_test(test_optional_variables_and_references),
+        cmocka_unit_test(test_authorizer_library),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,8 @@
 # words and the 422), warn (kubectl prints the Warning) and audit (the server logs the
 # annotation, ckube having no audit log); a binding's missing parameters under
 # parameterNotFoundAction Deny; a policy refused when written (an expression that does
-# not compile).
+# not compile); a policy whose validation asks the `authorizer` whether the request's
+# user may list secrets; policies and bindings whose writer may not read their parameters.
 #
 # Usage: test_admission_policy.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -123,6 +124,79 @@ k create deployment other -n deny --image=x --replicas=1 >"$work/out" 2>&1
 check "missing parameters refuse" grep -qF \
     "ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-deny' denied request: failed to configure binding: no params found for policy binding with \`Deny\` parameterNotFoundAction" \
     "$work/out"
+
+# the authorizer variable: only a user who may list secrets creates configmaps in "authz"
+k create namespace authz >/dev/null 2>&1
+k label namespace authz authz=on >/dev/null 2>&1
+k create role cm-writer -n authz --verb=create,get --resource=configmaps >/dev/null 2>&1
+k create rolebinding cm-writers -n authz --role=cm-writer --user=jane --user=bob >/dev/null 2>&1
+k create clusterrole secret-lister --verb=list --resource=secrets >/dev/null 2>&1
+k create clusterrolebinding secret-listers --clusterrole=secret-lister --user=jane >/dev/null 2>&1
+cat >"$work/authz.yaml" <<'YAML'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: secret-listers-only
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["configmaps"]
+    namespaceSelector:
+      matchLabels:
+        authz: "on"
+  validations:
+  - expression: "authorizer.group('').resource('secrets').check('list').allowed()"
+    messageExpression: "'user ' + request.userInfo.username + ' may not list secrets'"
+  - expression: "authorizer.requestResource.check('get').allowed()"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: secret-listers-only
+spec:
+  policyName: secret-listers-only
+  validationActions: [Deny]
+YAML
+k apply -f "$work/authz.yaml" >/dev/null 2>&1
+k create configmap from-jane -n authz --as=jane >"$work/out" 2>&1
+check "a user the authorizer allows creates the configmap" grep -q "configmap/from-jane created" "$work/out"
+k create configmap from-bob -n authz --as=bob >"$work/out" 2>&1
+check "a user the authorizer does not allow is refused" grep -qF \
+    "ValidatingAdmissionPolicy 'secret-listers-only' with binding 'secret-listers-only' denied request: user bob may not list secrets" \
+    "$work/out"
+check "bob's configmap was not stored" sh -c '! kubectl get configmap from-bob -n authz >/dev/null 2>&1'
+k create configmap from-nsless -n authz --as=nobody >"$work/out" 2>&1
+check "a user without RBAC rights is refused before admission" grep -q "Forbidden\|forbidden" "$work/out"
+
+# who may name parameters: a policy's paramKind needs `get` of all its objects, a
+# binding's paramRef `get` of the object it names
+k create clusterrole vap-writer --verb=create,get,update \
+    --resource=validatingadmissionpolicies.admissionregistration.k8s.io,validatingadmissionpolicybindings.admissionregistration.k8s.io >/dev/null 2>&1
+k create clusterrolebinding vap-writers --clusterrole=vap-writer --user=carol --user=jane >/dev/null 2>&1
+k create rolebinding jane-reads-deny -n deny --clusterrole=view --user=jane >/dev/null 2>&1
+sed -e 's/name: replica-limit$/name: carols/' "$work/policy.yaml" >"$work/carols.yaml"
+k apply -f "$work/carols.yaml" --as=carol >"$work/out" 2>&1
+check "a paramKind the writer may not read is refused (422)" grep -qF \
+    'The ValidatingAdmissionPolicy "carols" is invalid: spec.paramKind: Forbidden: user &{carol  [system:authenticated] map[]} must have "get" permission on all objects of the referenced paramKind (kind=ConfigMap, apiVersion=v1)' \
+    "$work/out"
+sed -e 's/name: replica-limit-deny/name: carols-binding/' "$work/binding-deny.yaml" >"$work/carols-binding.yaml"
+k apply -f "$work/carols-binding.yaml" --as=carol >"$work/out" 2>&1
+check "a paramRef the writer may not read is refused" grep -qF \
+    'spec.paramRef: Forbidden: user &{carol  [system:authenticated] map[]} does not have "get" permission on the object referenced by paramRef' \
+    "$work/out"
+# jane reads configmaps in "deny" only: a paramRef without a namespace asks about the
+# cluster scope, one in "deny" about that namespace
+sed -e 's/name: replica-limit-deny/name: janes-binding/' "$work/binding-deny.yaml" >"$work/janes-binding.yaml"
+k apply -f "$work/janes-binding.yaml" --as=jane >"$work/out" 2>&1
+check "a paramRef without a namespace needs the cluster scope" grep -qF \
+    'spec.paramRef: Forbidden: user &{jane  [system:authenticated] map[]} does not have' "$work/out"
+sed -i -e 's/^    name: limits$/    name: limits\n    namespace: deny/' "$work/janes-binding.yaml"
+k apply -f "$work/janes-binding.yaml" --as=jane >"$work/out" 2>&1
+check "a writer who may read the parameter object binds it" grep -q \
+    "validatingadmissionpolicybinding.admissionregistration.k8s.io/janes-binding created" "$work/out"
 
 # a policy whose expression does not compile is refused when written
 sed -e 's/name: replica-limit/name: broken/' -e 's/object.spec.replicas <= variables.limit/object.spec.replicas <=/' \

@@ -5,7 +5,8 @@
 # Deployment through with kubectl's "Warning: would violate PodSecurity" line; a
 # warn-only namespace warns; the Job controller's pods are refused (its FailedCreate
 # event says so); raising a namespace's enforce level lists the existing pods that
-# violate it; an invalid label value is refused.
+# violate it; an invalid label value is refused; an admission configuration file's
+# PodSecurity defaults and exempt namespaces, and a bad one stopping the server.
 #
 # Usage: test_pod_security.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -99,4 +100,50 @@ k label namespace old pod-security.kubernetes.io/warn=loud >"$work/out" 2>&1
 check "an invalid level is refused" grep -qF \
     'Namespace "old" is invalid: metadata.labels[pod-security.kubernetes.io/warn]: Invalid value: "loud": must be one of privileged, baseline, restricted' \
     "$work/out"
+# --- the admission configuration file: defaults and exemptions ---
+stop_server
+mkdir -p "$work/admission"
+cat >"$work/admission/config.yaml" <<'YAML'
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodSecurity
+  path: podsecurity.yaml
+YAML
+cat >"$work/admission/podsecurity.yaml" <<'YAML'
+apiVersion: pod-security.admission.config.k8s.io/v1
+kind: PodSecurityConfiguration
+defaults:
+  enforce: baseline
+exemptions:
+  namespaces: [free]
+YAML
+start_server --controllers=-* --disable-admission-plugins ServiceAccount \
+    --admission-control-config-file "$work/admission/config.yaml"
+k create namespace plain >/dev/null 2>&1
+k create namespace free >/dev/null 2>&1
+k -n plain run root --image=x --restart=Never --privileged >"$work/out" 2>&1
+check "defaults.enforce applies to a namespace without labels" grep -qF \
+    'pods "root" is forbidden: violates PodSecurity "baseline:latest": privileged (container "root" must not set securityContext.privileged=true)' \
+    "$work/out"
+k -n plain run bare --image=x --restart=Never >"$work/out" 2>&1
+check "a pod that meets the default level is admitted" grep -q 'pod/bare created' "$work/out"
+k -n free run root --image=x --restart=Never --privileged >"$work/out" 2>&1
+check "an exempt namespace admits what the default refuses" grep -q 'pod/root created' "$work/out"
+
+# a configuration that is not valid stops the server with its errors
+stop_server
+sed -i 's/enforce: baseline/enforce: strict/' "$work/admission/podsecurity.yaml"
+timeout 30 "$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$port" --data-dir "$work/data" \
+    --store "$store" --controllers=-* --admission-control-config-file "$work/admission/config.yaml" \
+    >"$work/bad.out" 2>&1
+check "a bad PodSecurityConfiguration stops the server ($?)" grep -qF \
+    'couldn'"'"'t init admission plugin "PodSecurity": defaults.enforce: Invalid value: "strict": must be one of privileged, baseline, restricted' \
+    "$work/bad.out"
+timeout 30 "$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$port" --data-dir "$work/data" \
+    --store "$store" --controllers=-* --admission-control-config-file "$work/admission/missing.yaml" \
+    >"$work/bad.out" 2>&1
+check "a missing file stops the server" grep -qF \
+    "unable to read admission control configuration from \"$work/admission/missing.yaml\" [open $work/admission/missing.yaml: no such file or directory]" \
+    "$work/bad.out"
 finish

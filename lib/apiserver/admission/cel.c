@@ -10,8 +10,12 @@
  * condition true: match; one false: no match, whatever errors others gave; errors
  * otherwise: Fail refuses, Ignore does not match).
  *
- * Differences (docs/differences.md): no `authorizer` variable (an expression naming it
- * fails when evaluated); a policy's variables are evaluated in order before its
+ * The `authorizer` variable (and authorizer.requestResource) checks the request's user,
+ * or a service account, against the server's RBAC (lib/cel/authz.c builds the checks).
+ *
+ * Differences (docs/differences.md): the authorizer's checks are RBAC's (and
+ * system:masters'), not the node authorizer's, and its reason is empty when allowed; a
+ * policy's variables are evaluated in order before its
  * expressions (Kubernetes evaluates one when first read), all of them, and their values
  * pass through JSON (a duration or a quantity arrives as its text); one that fails is left
  * out, and an expression that reads it fails with its error; each expression has the
@@ -28,6 +32,7 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "ckube/auth.h"
 #include "ckube/internal/util.h"
 
 /* ---- compiled programs ------------------------------------------------------------ */
@@ -140,7 +145,60 @@ int ck__cel_input_set_namespace(struct ck__cel_input *in, const json_t *ns)
     return in->namespace_object ? 0 : CK_ENOMEM;
 }
 
-/* The variables of in's activation into vars (room for 6); returns how many. */
+/*
+ * The authorizer's check (authz.go's Authorize through the server's authorizer): the
+ * server's own writes and a server without authorization allow everything; then
+ * system:masters (the privileged group authorizer), then RBAC. A check made through
+ * authorizer.serviceAccount(ns, name) asks about that account (ServiceAccountInfo's user
+ * and groups).
+ */
+static void authorize(void *ctx, const struct ck_cel_authz_request *q,
+                      struct ck_cel_authz_decision *d)
+{
+    const struct ck__cel_input *in = ctx;
+    const struct ck_auth_user *user = in->a->user;
+    struct ck_auth_user *sa = NULL;
+    if (q->sa_name) {
+        /* authz.c has checked the names: a DNS label and a DNS subdomain */
+        char name[400], group[100];
+        snprintf(name, sizeof(name), "system:serviceaccount:%s:%s", q->sa_namespace, q->sa_name);
+        snprintf(group, sizeof(group), "system:serviceaccounts:%s", q->sa_namespace);
+        sa = ck_auth_user_new(name, NULL);
+        if (!sa || ck_auth_user_add_group(sa, "system:serviceaccounts") < 0 ||
+            ck_auth_user_add_group(sa, group) < 0) {
+            snprintf(d->error, sizeof(d->error), "out of memory");
+            ck_auth_user_free(sa);
+            return;
+        }
+        user = sa;
+    }
+    struct ck_rbac_request req = {
+        .user = user,
+        .verb = q->verb,
+        .is_resource_request = q->resource_request,
+        .api_group = q->group,
+        .resource = q->resource,
+        .subresource = q->subresource,
+        .name = q->name,
+        .namespace = q->namespace,
+        .path = q->path,
+    };
+    d->allowed = ck__admission_authorize(in->reg, &req, d->reason, sizeof(d->reason));
+    ck_auth_user_free(sa);
+}
+
+bool ck__admission_authorize(struct ck__registry *reg, const struct ck_rbac_request *req,
+                             char *reason, size_t size)
+{
+    if (!req->user || !reg->authorizer || ck_auth_user_in_group(req->user, CK_AUTH_MASTERS))
+        return true;
+    struct ck_rbac_policy *policy = ck_rbac_authorizer_current(reg->authorizer);
+    bool allowed = policy && ck_rbac_authorize(policy, req, reason, size) == CK_RBAC_ALLOW;
+    ck_rbac_policy_unref(policy);
+    return allowed;
+}
+
+/* The variables of in's activation into vars (room for 7); returns how many. */
 static size_t activation(struct ck__cel_input *in, struct ck_cel_var *vars)
 {
     json_t *null_value = json_null(); /* jansson's null: a static singleton, never freed */
@@ -153,6 +211,18 @@ static size_t activation(struct ck__cel_input *in, struct ck_cel_var *vars)
         (struct ck_cel_var){.name = "oldObject", .value = in->a->old ? in->a->old : null_value};
     vars[n++] =
         (struct ck_cel_var){.name = "request", .value = in->request ? in->request : null_value};
+    if (in->reg) {
+        in->authorizer = (struct ck_cel_authorizer){
+            .authorize = authorize,
+            .ctx = in,
+            .group = in->a->kind ? in->a->kind->group : "",
+            .resource = in->a->kind ? in->a->kind->resource : "",
+            .subresource = in->a->subresource ? in->a->subresource : "",
+            .namespace = in->a->namespace ? in->a->namespace : "",
+            .name = in->a->name ? in->a->name : "",
+        };
+        vars[n++] = (struct ck_cel_var){.name = "authorizer", .authorizer = &in->authorizer};
+    }
     if (!in->policy)
         return n;
     vars[n++] =
@@ -199,7 +269,7 @@ int ck__admission_cel_eval(const char *expr, struct ck__cel_input *in, struct ck
         ck_err_release(&err);
         return r;
     }
-    struct ck_cel_var vars[6];
+    struct ck_cel_var vars[7];
     size_t n = activation(in, vars);
     r = ck_cel_eval(prog, vars, n, 0, ret, NULL, &err);
     ck_cel_program_free(owned);

@@ -33,6 +33,7 @@
 
 #include "../internal.h"
 #include "ckube/internal/util.h"
+#include "pod_security.h"
 
 /* AlwaysAdmit: admits everything (deprecated in Kubernetes: it means nothing). */
 static int always_admit_step(struct ck__registry *reg, const struct ck__admission_attrs *a,
@@ -173,6 +174,10 @@ int ck__admission_chain_new(const char *enable, const char *disable,
 
 void ck__admission_chain_free(struct ck__admission_chain *chain)
 {
+    if (chain) {
+        ck__psa_config_free(chain->pod_security);
+        json_decref(chain->quota_limited);
+    }
     free(chain);
 }
 

@@ -4,8 +4,11 @@
  *
  * Mirrors k8s.io/pod-security-admission admission/admission.go and kube-apiserver's
  * plugin/pkg/admission/security/podsecurity as Kubernetes 1.32 has them, validating
- * creates and updates only, with the plugin's default configuration (every mode
- * privileged:latest, no exemptions: kube-system is not exempt either):
+ * creates and updates only, with the configuration of --admission-control-config-file
+ * (config.c; none: every mode privileged:latest, no exemptions, kube-system not exempt
+ * either): its defaults are the policy of a namespace without labels; a request in an
+ * exempt namespace or by an exempt user, and a pod (template) of an exempt runtime
+ * class, is not evaluated;
  *
  * - pods (and their subresources but exec, attach, binding, eviction, log,
  *   portforward, proxy and status): the namespace's enforce level refuses a pod that
@@ -78,6 +81,38 @@ static int read_namespace(struct ck__registry *reg, const char *name, json_t **r
     *ret = ck__decode_stored(kv);
     ck_kv_unref(kv);
     return *ret ? 0 : ck_err_no_memory(reterr);
+}
+
+/* The configuration's (--admission-control-config-file), NULL: the plugin's defaults. */
+static const struct ck__psa_config *config_of(const struct ck__registry *reg)
+{
+    return reg->admission ? reg->admission->pod_security : NULL;
+}
+
+/* The policy of a namespace without labels: the configuration's defaults. */
+static void defaults_of(const struct ck__registry *reg, struct ck__psa_policy *ret)
+{
+    const struct ck__psa_config *c = config_of(reg);
+    if (c)
+        *ret = c->defaults;
+    else
+        ck__psa_default_policy(ret);
+}
+
+/* exemptNamespace and exemptUser: requests the configuration exempts. */
+static bool exempt_request(const struct ck__registry *reg, const struct ck__admission_attrs *a)
+{
+    const struct ck__psa_config *c = config_of(reg);
+    return c && (ck__psa_exempt(c->namespaces, a->namespace) ||
+                 (a->user && ck__psa_exempt(c->usernames, a->user->name)));
+}
+
+/* exemptRuntimeClass: a pod spec whose runtimeClassName the configuration exempts. */
+static bool exempt_runtime_class(const struct ck__registry *reg, const json_t *spec)
+{
+    const struct ck__psa_config *c = config_of(reg);
+    return c && ck__psa_exempt(c->runtime_classes,
+                               json_string_value(json_object_get(spec, "runtimeClassName")));
 }
 
 static const json_t *labels_of(const json_t *obj)
@@ -255,7 +290,7 @@ static int validate_namespace(struct ck__registry *reg, const struct ck__admissi
     if (a->subresource && *a->subresource)
         return 0;
     struct ck__psa_policy defaults, next, prev;
-    ck__psa_default_policy(&defaults);
+    defaults_of(reg, &defaults);
     struct ck_field_errors errs = {0}, old_errs = {0};
     ck__psa_policy_from_labels(labels_of(a->obj), &defaults, &next, &errs);
     int r = 0;
@@ -269,8 +304,10 @@ static int validate_namespace(struct ck__registry *reg, const struct ck__admissi
         r = ck__err_invalid_object(reterr, a->kind, ck__admission_name(a), &errs);
         goto out;
     }
-    /* only a stricter enforce level, or another version, is checked against the pods */
-    if (ck__psa_level_version_equal(&next.enforce, &prev.enforce) ||
+    /* only a stricter enforce level, or another version, is checked against the pods; an
+       exempt namespace's are not */
+    if ((config_of(reg) && ck__psa_exempt(config_of(reg)->namespaces, ck__admission_name(a))) ||
+        ck__psa_level_version_equal(&next.enforce, &prev.enforce) ||
         next.enforce.level == CK__PSA_PRIVILEGED)
         goto out;
     bool same_version = next.enforce.latest == prev.enforce.latest &&
@@ -375,13 +412,15 @@ static int validate_pod(struct ck__registry *reg, const struct ck__admission_att
 {
     if (a->subresource && *a->subresource && ignored_subresource(a->subresource))
         return 0;
+    if (exempt_request(reg, a))
+        return 0;
     json_t *ns = NULL;
     int r = read_namespace(reg, a->namespace, &ns, reterr);
     if (r < 0)
         return r;
     struct ck__psa_policy defaults, policy;
     struct ck_field_errors errs = {0};
-    ck__psa_default_policy(&defaults);
+    defaults_of(reg, &defaults);
     ck__psa_policy_from_labels(labels_of(ns), &defaults, &policy, &errs);
     bool privileged = errs.len == 0 && policy.enforce.level == CK__PSA_PRIVILEGED &&
                       policy.audit.level == CK__PSA_PRIVILEGED &&
@@ -391,6 +430,8 @@ static int validate_pod(struct ck__registry *reg, const struct ck__admission_att
     if (privileged)
         return 0;
     if (a->op == CK__ADMISSION_UPDATE && a->old && !significant_pod_update(a->obj, a->old))
+        return 0;
+    if (exempt_runtime_class(reg, json_object_get(a->obj, "spec")))
         return 0;
     return evaluate(a, &policy, json_object_get(a->obj, "metadata"),
                     json_object_get(a->obj, "spec"), true, reterr);
@@ -414,6 +455,8 @@ static const struct {
 static int validate_controller(struct ck__registry *reg, const struct ck__admission_attrs *a,
                                const char *const *path)
 {
+    if (exempt_request(reg, a))
+        return 0;
     json_t *ns = NULL;
     struct ck_err err = {0};
     if (read_namespace(reg, a->namespace, &ns, &err) < 0) {
@@ -423,7 +466,7 @@ static int validate_controller(struct ck__registry *reg, const struct ck__admiss
     }
     struct ck__psa_policy defaults, policy;
     struct ck_field_errors errs = {0};
-    ck__psa_default_policy(&defaults);
+    defaults_of(reg, &defaults);
     ck__psa_policy_from_labels(labels_of(ns), &defaults, &policy, &errs);
     bool quiet = errs.len == 0 && policy.warn.level == CK__PSA_PRIVILEGED &&
                  policy.audit.level == CK__PSA_PRIVILEGED;
@@ -434,7 +477,8 @@ static int validate_controller(struct ck__registry *reg, const struct ck__admiss
     const json_t *template = a->obj;
     for (size_t i = 0; i < 4 && path[i]; i++)
         template = json_object_get(template, path[i]);
-    if (!template || json_is_null(template))
+    if (!template || json_is_null(template) ||
+        exempt_runtime_class(reg, json_object_get(template, "spec")))
         return 0;
     int r = evaluate(a, &policy, json_object_get(template, "metadata"),
                      json_object_get(template, "spec"), false, &err);

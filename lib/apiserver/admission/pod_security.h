@@ -79,4 +79,25 @@ const char *ck__psa_check_id(size_t i);
  */
 void ck__psa_set_clock(long long (*clock_ns)(void));
 
+/*
+ * The plugin's configuration (pod-security.admission.config.k8s.io/v1
+ * PodSecurityConfiguration, from --admission-control-config-file): the policy of a
+ * namespace without labels, and who is never evaluated.
+ */
+struct ck__psa_config {
+    struct ck__psa_policy defaults;
+    json_t *usernames, *namespaces, *runtime_classes; /* arrays of names */
+};
+
+/*
+ * Reads a PodSecurityConfiguration (JSON) with its defaulting (levels privileged, versions
+ * latest) and validation: 0 and *ret (free it with ck__psa_config_free()), or CK_EINVAL
+ * with the errors as Kubernetes aggregates them (`defaults.enforce: Invalid value: "x":
+ * must be one of privileged, baseline, restricted`); CK_ENOMEM.
+ */
+int ck__psa_config_parse(const json_t *cfg, struct ck__psa_config **ret, struct ck_err *reterr);
+void ck__psa_config_free(struct ck__psa_config *c);
+/* Whether name is in list (an exemption list of a configuration; NULL: none). */
+bool ck__psa_exempt(const json_t *list, const char *name);
+
 #endif

@@ -1287,3 +1287,134 @@ void ck__psa_policy_from_labels(const json_t *labels, const struct ck__psa_polic
         }
     }
 }
+
+/* ---- the plugin's configuration (admission/api: PodSecurityConfiguration) ------------- */
+
+/* defaults.<mode> and defaults.<mode>-version into lv: unset or "" is privileged / latest. */
+static void config_level(const json_t *defaults, const char *mode, struct ck__psa_level_version *lv,
+                         struct ck_field_errors *errs)
+{
+    char field[64], version_key[32];
+    snprintf(version_key, sizeof(version_key), "%s-version", mode);
+    const char *level = json_string_value(json_object_get(defaults, mode));
+    const char *version = json_string_value(json_object_get(defaults, version_key));
+    if (!level || !*level)
+        level = "privileged";
+    if (!version || !*version)
+        version = "latest";
+    snprintf(field, sizeof(field), "defaults.%s", mode);
+    if (!parse_level(level, &lv->level))
+        ck_field_errors_add(errs, CK_FIELD_INVALID, field, level, true, "%s", level_error);
+    snprintf(field, sizeof(field), "defaults.%s", version_key);
+    if (!parse_version(version, lv))
+        ck_field_errors_add(errs, CK_FIELD_INVALID, field, version, true, "%s", version_error);
+}
+
+/* exemptions.<key>: the names checked (check NULL: not empty), without duplicates. */
+static json_t *config_exemptions(const json_t *exemptions, const char *key,
+                                 bool (*check)(const char *, const char *,
+                                               struct ck_field_errors *),
+                                 struct ck_field_errors *errs)
+{
+    json_t *out = json_array();
+    size_t i;
+    const json_t *v;
+    json_array_foreach(json_object_get(exemptions, key), i, v)
+    {
+        char field[96];
+        snprintf(field, sizeof(field), "exemptions.%s[%zu]", key, i);
+        const char *s = json_string_value(v) ? json_string_value(v) : "";
+        if (check ? !check(s, field, errs) : !*s) {
+            if (!check)
+                ck_field_errors_add(errs, CK_FIELD_REQUIRED, field, NULL, false, NULL);
+            continue;
+        }
+        bool dup = false;
+        size_t j;
+        const json_t *seen;
+        json_array_foreach(out, j, seen)
+        {
+            dup |= strcmp(json_string_value(seen), s) == 0;
+        }
+        if (dup)
+            ck_field_errors_add(errs, CK_FIELD_DUPLICATE, field, s, true, NULL);
+        else if (json_array_append_new(out, json_string(s)) < 0)
+            errs->nomem = true;
+    }
+    return out;
+}
+
+static bool dns_label(const char *s, const char *field, struct ck_field_errors *errs)
+{
+    return ck_validate_dns1123_label(s, field, errs);
+}
+
+static bool dns_subdomain(const char *s, const char *field, struct ck_field_errors *errs)
+{
+    return ck_validate_dns1123_subdomain(s, field, errs);
+}
+
+void ck__psa_config_free(struct ck__psa_config *c)
+{
+    if (!c)
+        return;
+    json_decref(c->usernames);
+    json_decref(c->namespaces);
+    json_decref(c->runtime_classes);
+    free(c);
+}
+
+int ck__psa_config_parse(const json_t *cfg, struct ck__psa_config **ret, struct ck_err *reterr)
+{
+    *ret = NULL;
+    const char *av = json_string_value(json_object_get(cfg, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(cfg, "kind"));
+    static const char *const versions[] = {"pod-security.admission.config.k8s.io/v1",
+                                           "pod-security.admission.config.k8s.io/v1beta1",
+                                           "pod-security.admission.config.k8s.io/v1alpha1"};
+    bool known = false;
+    for (size_t i = 0; av && i < sizeof(versions) / sizeof(versions[0]); i++)
+        known |= strcmp(av, versions[i]) == 0;
+    if (!json_is_object(cfg) || !kind || !*kind)
+        return ck_err_set(reterr, CK_EINVAL, "Object 'Kind' is missing in the configuration");
+    if (!known || strcmp(kind, "PodSecurityConfiguration") != 0)
+        return ck_err_set(reterr, CK_EINVAL, "no kind \"%s\" is registered for version \"%s\"",
+                          kind, av ? av : "");
+    struct ck__psa_config *c = ck__calloc(1, sizeof(*c));
+    if (!c)
+        return ck_err_no_memory(reterr);
+    struct ck_field_errors errs = {0};
+    const json_t *defaults = json_object_get(cfg, "defaults");
+    config_level(defaults, "enforce", &c->defaults.enforce, &errs);
+    config_level(defaults, "warn", &c->defaults.warn, &errs);
+    config_level(defaults, "audit", &c->defaults.audit, &errs);
+    const json_t *ex = json_object_get(cfg, "exemptions");
+    c->namespaces = config_exemptions(ex, "namespaces", dns_label, &errs);
+    c->runtime_classes = config_exemptions(ex, "runtimeClasses", dns_subdomain, &errs);
+    c->usernames = config_exemptions(ex, "usernames", NULL, &errs);
+    int r = 0;
+    if (errs.nomem || !c->namespaces || !c->runtime_classes || !c->usernames) {
+        r = ck_err_no_memory(reterr);
+    } else if (errs.len) {
+        r = ck__err_aggregate(reterr, &errs);
+    }
+    ck_field_errors_release(&errs);
+    if (r < 0) {
+        ck__psa_config_free(c);
+        return r;
+    }
+    *ret = c;
+    return 0;
+}
+
+bool ck__psa_exempt(const json_t *list, const char *name)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(list, i, v)
+    {
+        if (name && strcmp(json_string_value(v), name) == 0)
+            return true;
+    }
+    return false;
+}

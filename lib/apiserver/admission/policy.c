@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "ckube/auth.h"
 #include "ckube/internal/util.h"
 
 /* obj[member] when it is a string, else NULL (NULL-safe). */
@@ -189,8 +190,12 @@ static char *failure_message(const json_t *validation, struct ck__cel_input *in)
     if (msg_expr && *msg_expr) {
         struct ck_cel_result *res = NULL;
         struct ck_err err = {0};
-        if (ck__admission_cel_eval(msg_expr, in, &res, &err) == 0 &&
-            ck_cel_result_string(res, NULL)) {
+        /* a messageExpression has no `authorizer` (compilePolicy's expressionOptionalVars) */
+        struct ck__registry *reg = in->reg;
+        in->reg = NULL;
+        int r = ck__admission_cel_eval(msg_expr, in, &res, &err);
+        in->reg = reg;
+        if (r == 0 && ck_cel_result_string(res, NULL)) {
             msg = trimmed(ck_cel_result_string(res, NULL));
             /* too long (MaxEvaluatedMessageExpressionSizeBytes) or several lines: not used */
             if (msg && (strlen(msg) > 5 * 1024 || strchr(msg, '\n') || !*msg))
@@ -519,7 +524,7 @@ static int dispatch_policy(struct ck__registry *reg, const struct ck__admission_
         {
             if (r < 0)
                 break;
-            struct ck__cel_input in = {.a = a, .policy = true, .params = param};
+            struct ck__cel_input in = {.a = a, .reg = reg, .policy = true, .params = param};
             r = ck__cel_input_set_namespace(&in, ns);
             if (r == 0)
                 r = evaluate(v, policy, binding, &in, &ann);
@@ -570,6 +575,129 @@ static int validate(struct ck__registry *reg, const struct ck__admission_attrs *
     ck_err_add_cause(reterr, "", v.msg, "");
     free(v.msg);
     return r;
+}
+
+/* ---- who may name a paramKind or a paramRef (the registry's authz.go) ---------- */
+
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
+}
+
+/* A user as Go's %v prints a *user.DefaultInfo: &{name uid [groups] map[key:[values]]}. */
+static char *go_user(const struct ck_auth_user *user)
+{
+    struct ck__buf b = {0};
+    ck__buf_printf(&b, "&{%s %s [", user->name, user->uid ? user->uid : "");
+    for (size_t i = 0; i < user->n_groups; i++)
+        ck__buf_printf(&b, "%s%s", i ? " " : "", user->groups[i]);
+    ck__buf_adds(&b, "] map[");
+    json_t *keys = json_array();
+    const char *key;
+    json_t *values;
+    json_object_foreach(user->extra, key, values)
+    {
+        json_array_append_new(keys, json_string(key));
+    }
+    ck__json_array_sort(keys, by_text); /* Go prints a map by sorted keys */
+    size_t i, j;
+    json_t *k, *v;
+    json_array_foreach(keys, i, k)
+    {
+        ck__buf_printf(&b, "%s%s:[", i ? " " : "", json_string_value(k));
+        json_array_foreach(json_object_get(user->extra, json_string_value(k)), j, v)
+        {
+            ck__buf_printf(&b, "%s%s", j ? " " : "", json_string_value(v));
+        }
+        ck__buf_adds(&b, "]");
+    }
+    json_decref(keys);
+    ck__buf_adds(&b, "]}");
+    return ck__buf_take(&b);
+}
+
+/*
+ * Whether user may get name in namespace of the resource paramKind names: the group and
+ * version of its apiVersion and the resource of its kind, "*" for what does not resolve.
+ */
+static bool may_get_params(struct ck__registry *reg, const struct ck_auth_user *user,
+                           const json_t *param_kind_obj, const char *namespace, const char *name)
+{
+    const char *av = str_of(param_kind_obj, "apiVersion");
+    const char *group = "*", *resource = "*";
+    char gbuf[256];
+    if (av && strchr(av, '/') == strrchr(av, '/')) { /* schema.ParseGroupVersion */
+        const char *slash = strchr(av, '/');
+        snprintf(gbuf, sizeof(gbuf), "%.*s", slash ? (int)(slash - av) : 0, av);
+        group = gbuf;
+        const struct ck_kind *k = param_kind(param_kind_obj);
+        if (k)
+            resource = k->resource;
+    }
+    struct ck_rbac_request req = {.user = user,
+                                  .verb = "get",
+                                  .is_resource_request = true,
+                                  .api_group = group,
+                                  .resource = resource,
+                                  .name = name,
+                                  .namespace = namespace};
+    return ck__admission_authorize(reg, &req, NULL, 0);
+}
+
+void ck__admission_authorize_params(struct ck__registry *reg, const struct ck_kind *kind,
+                                    const json_t *obj, const json_t *old,
+                                    const struct ck_auth_user *user, struct ck_field_errors *errs)
+{
+    if (!kind->configures_admission || strcmp(kind->group, "admissionregistration.k8s.io") != 0)
+        return;
+    const json_t *spec = json_object_get(obj, "spec"), *old_spec = json_object_get(old, "spec");
+    bool policy = strcmp(kind->resource, "validatingadmissionpolicies") == 0;
+    bool binding = strcmp(kind->resource, "validatingadmissionpolicybindings") == 0;
+    const json_t *pk = json_object_get(spec, "paramKind"), *ref = json_object_get(spec, "paramRef");
+    if (policy && pk) {
+        /* an update that keeps the paramKind is not asked again */
+        if (old && json_equal(pk, json_object_get(old_spec, "paramKind")))
+            return;
+        if (may_get_params(reg, user, pk, "*", "*"))
+            return;
+        char *who = go_user(user);
+        ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "spec.paramKind", NULL, false,
+                            "user %s must have \"get\" permission on all objects of the "
+                            "referenced paramKind (kind=%s, apiVersion=%s)",
+                            who ? who : "", str_of(pk, "kind") ? str_of(pk, "kind") : "",
+                            str_of(pk, "apiVersion") ? str_of(pk, "apiVersion") : "");
+        errs->nomem |= !who;
+        free(who);
+    } else if (binding && ref) {
+        const char *pname = str_of(spec, "policyName");
+        const char *old_pname = str_of(old_spec, "policyName");
+        if (old && json_equal(ref, json_object_get(old_spec, "paramRef")) && pname && old_pname &&
+            strcmp(pname, old_pname) == 0)
+            return;
+        /* the policy's paramKind: none, or no such policy, asks about every resource */
+        json_t *p = NULL;
+        struct ck_err err = {0};
+        const struct ck_kind *vap =
+            ck_kind_lookup("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies");
+        if (vap && pname)
+            ck__admission_get(reg, vap, "", pname, &p, &err);
+        ck_err_release(&err);
+        const json_t *ppk = json_object_get(json_object_get(p, "spec"), "paramKind");
+        json_t *any = ppk ? NULL : json_object();
+        const char *ns = str_of(ref, "namespace"), *name = str_of(ref, "name");
+        bool ok = may_get_params(reg, user, ppk ? ppk : any, ns ? ns : "", name ? name : "");
+        json_decref(any);
+        json_decref(p);
+        if (ok)
+            return;
+        char *who = go_user(user);
+        ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "spec.paramRef", NULL, false,
+                            "user %s does not have \"get\" permission on the object referenced "
+                            "by paramRef",
+                            who ? who : "");
+        errs->nomem |= !who;
+        free(who);
+    }
 }
 
 const struct ck__admission_plugin ck__admission_validating_policy = {

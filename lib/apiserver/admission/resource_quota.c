@@ -16,6 +16,10 @@
  * - refusals are 403 in Kubernetes' words: `failed quota: q: must specify limits.cpu
  *   for: c`, `status unknown for quota: q, resources: pods`, `exceeded quota: q,
  *   requested: pods=1, used: pods=2, limited: pods=2`;
+ * - the limitedResources of the plugin's configuration (--admission-control-config-file,
+ *   config.c): a usage name of the resource that contains one of an entry's matchContains
+ *   must be covered by a quota, even in a namespace without quotas, else `insufficient
+ *   quota to consume: count/pods,pods`; matchScopes are not read;
  * - every covering quota is checked first, then each whose usage grows is written
  *   through its status subresource with its resourceVersion as precondition; a quota
  *   that changed meanwhile is read again and checked again (three retries, then the
@@ -132,7 +136,40 @@ struct request {
     const char *group, *resource;
     json_t *usage;      /* what obj uses */
     json_t *prev_usage; /* what old used (an update of a stored object), else NULL */
+    json_t *limited;    /* the usage's names some quota must cover (limitedResources) */
 };
+
+/*
+ * limitedByDefault: the names of usage that contain one of the matchContains of the
+ * configuration's limitedResources entries for group/resource, as a new object (name ->
+ * true); NULL when out of memory.
+ */
+static json_t *limited_names(const json_t *limited, const char *group, const char *resource,
+                             const json_t *usage)
+{
+    json_t *out = json_object();
+    size_t i, j;
+    const json_t *lr, *m;
+    json_array_foreach(limited, i, lr)
+    {
+        const char *g = json_string_value(json_object_get(lr, "apiGroup"));
+        const char *r = json_string_value(json_object_get(lr, "resource"));
+        if (strcmp(g ? g : "", group) != 0 || !r || strcmp(r, resource) != 0)
+            continue;
+        json_array_foreach(json_object_get(lr, "matchContains"), j, m)
+        {
+            const char *name;
+            json_t *v;
+            json_object_foreach((json_t *)usage, name, v)
+            {
+                if (out && json_string_value(m) && strstr(name, json_string_value(m)) &&
+                    json_object_set_new(out, name, json_true()) < 0)
+                    out = (json_decref(out), NULL);
+            }
+        }
+    }
+    return out;
+}
 
 /* What one covering quota becomes: name, the resourceVersion read and the new usage. */
 struct charge {
@@ -171,6 +208,9 @@ static int check(const struct request *rq, const json_t *quotas, struct charge *
     size_t i;
     const json_t *q;
     bool any = false;
+    json_t *uncovered = ck__json_copy(rq->limited);
+    if (rq->limited && !uncovered)
+        return ck_err_no_memory(reterr);
     json_array_foreach(quotas, i, q)
     {
         const char *qname = ck__meta_str(q, "name");
@@ -182,12 +222,16 @@ static int check(const struct request *rq, const json_t *quotas, struct charge *
             continue;
         const json_t *hard = status_of(q, "hard");
         char why[1024];
-        if (ck_quota_constraints_fail(rq->group, rq->resource, hard, a->obj, why, sizeof(why)))
+        if (ck_quota_constraints_fail(rq->group, rq->resource, hard, a->obj, why, sizeof(why))) {
+            json_decref(uncovered);
             return ck__admission_forbidden(a, reterr, "failed quota: %s: %s", charges[i].name, why);
+        }
         size_t n;
         const char **names = restricted(q, rq, &n);
-        if (!names)
+        if (!names) {
+            json_decref(uncovered);
             return ck_err_no_memory(reterr);
+        }
         const json_t *used = status_of(q, "used");
         bool known = true;
         for (size_t k = 0; k < n; k++)
@@ -198,13 +242,36 @@ static int check(const struct request *rq, const json_t *quotas, struct charge *
                 snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", k ? "," : "",
                          names[k]);
             free(names);
+            json_decref(uncovered);
             return ck__admission_forbidden(a, reterr, "status unknown for quota: %s, resources: %s",
                                            charges[i].name, list);
         }
+        for (size_t k = 0; k < n; k++) /* this quota covers what it restricts */
+            json_object_del(uncovered, names[k]);
         free(names);
         charges[i].used = json_true(); /* interesting; computed below */
         any = true;
     }
+    /* every name limited by default needs a covering quota */
+    if (json_object_size(uncovered)) {
+        const char *list[64];
+        size_t n_list = 0;
+        const char *name;
+        json_t *v;
+        json_object_foreach(uncovered, name, v)
+        {
+            if (n_list < 64)
+                list[n_list++] = name;
+        }
+        qsort(list, n_list, sizeof(list[0]), cmp_str);
+        char text[1024] = "";
+        for (size_t k = 0; k < n_list; k++)
+            snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s%s", k ? "," : "",
+                     list[k]);
+        json_decref(uncovered);
+        return ck__admission_forbidden(a, reterr, "insufficient quota to consume: %s", text);
+    }
+    json_decref(uncovered);
     if (!any)
         return 0;
     /* usage is never negative */
@@ -365,11 +432,11 @@ static int check_and_charge(struct ck__registry *reg, const struct request *rq,
         if ((r = read_quotas(reg, rq->a->namespace, only, &quotas, reterr)) < 0)
             break;
         size_t n = json_array_size(quotas);
-        if (n == 0) {
+        if (n == 0 && !json_object_size(rq->limited)) {
             json_decref(quotas);
             break;
         }
-        struct charge *charges = ck__calloc(n, sizeof(*charges));
+        struct charge *charges = ck__calloc(n ? n : 1, sizeof(*charges));
         if (!charges) {
             json_decref(quotas);
             r = ck_err_no_memory(reterr);
@@ -440,8 +507,11 @@ static int validate(struct ck__registry *reg, const struct ck__admission_attrs *
     rq.usage = ck_quota_usage(rq.group, rq.resource, a->obj, now);
     if (update && a->old && ck__meta_str(a->old, "resourceVersion"))
         rq.prev_usage = ck_quota_usage(rq.group, rq.resource, a->old, now);
+    const json_t *limited = reg->admission ? reg->admission->quota_limited : NULL;
+    if (rq.usage && limited)
+        rq.limited = limited_names(limited, rq.group, rq.resource, rq.usage);
     int r;
-    if (!rq.usage ||
+    if (!rq.usage || (limited && !rq.limited) ||
         (update && a->old && ck__meta_str(a->old, "resourceVersion") && !rq.prev_usage)) {
         r = ck_err_no_memory(reterr);
     } else {
@@ -454,6 +524,7 @@ static int validate(struct ck__registry *reg, const struct ck__admission_attrs *
     }
     json_decref(rq.usage);
     json_decref(rq.prev_usage);
+    json_decref(rq.limited);
     return r;
 }
 

@@ -64,7 +64,7 @@ static int should_call(struct ck__registry *reg, const json_t *hook,
     if (r <= 0 || !json_array_size(json_object_get(hook, "matchConditions")))
         return r;
     const char *policy = json_string_value(json_object_get(hook, "failurePolicy"));
-    struct ck__cel_input in = {.a = a};
+    struct ck__cel_input in = {.a = a, .reg = reg};
     r = ck__admission_match_conditions(json_object_get(hook, "matchConditions"), &in,
                                        policy && strcmp(policy, "Ignore") == 0, reterr);
     ck__cel_input_release(&in);
