@@ -143,6 +143,7 @@ struct ck__registry {
     void *feature_ctx;
     struct ck__allocator *allocator;             /* cluster IPs and node ports; NULL: none given */
     struct ck__namespace_cache *namespaces;      /* NULL: every create reads its namespace */
+    struct ck__admission_cache *admission_lists; /* NULL: admission lists from the store */
     const struct ck__admission_chain *admission; /* every write passes it; NULL: no plugin */
     /* RBAC, for the plugins that ask it (the certificate signers'); NULL: no authorization */
     struct ck_rbac_authorizer *authorizer;
@@ -851,6 +852,39 @@ struct ck__ttl *ck__ttl_stop(struct ck__ttl *t);
 /* One sweep at time now (seconds since the epoch), ttl in seconds. */
 int ck__ttl_sweep(struct ck_store *store, long long ttl, long long now, size_t *ret_removed,
                   struct ck_err *reterr);
+
+/* ---- the configuration objects admission lists (admission/list_cache.c) ---- */
+
+struct ck__admission_cache;
+
+/* Objects in one kept list at most; a longer one is read from the store each time. */
+#define CK__ADMISSION_CACHE_MAX 10000
+
+/*
+ * Starts keeping the lists of admission's configuration kinds, watching each kind's
+ * keys in store for changes (store NULL: no watch, only forgets tell it; the tests).
+ * 0, or the watch's error (CK_ENOMEM, CK_EIO).
+ */
+int ck__admission_cache_start(struct ck_store *store, struct ck__admission_cache **ret,
+                              struct ck_err *reterr);
+/* Cancels the watches and frees (NULL: no-op). */
+void ck__admission_cache_free(struct ck__admission_cache *c);
+/*
+ * The kept list (an array of read-only objects, a new reference) of the collection at
+ * prefix (a kind's, in a namespace or all), or NULL when it must be read: then *ret_keep
+ * says whether to hand what the read found to ck__admission_cache_fill with
+ * *ret_generation. c NULL: NULL, nothing to keep.
+ */
+json_t *ck__admission_cache_lookup(struct ck__admission_cache *c, const char *prefix,
+                                   bool *ret_keep, uint64_t *ret_generation);
+/* Keeps items for prefix, unless anything of it was forgotten since the lookup's generation. */
+void ck__admission_cache_fill(struct ck__admission_cache *c, const char *prefix, json_t *items,
+                              uint64_t generation);
+/* Forgets every list of kind: this server wrote an object of it. */
+void ck__admission_cache_forget(struct ck__admission_cache *c, const struct ck_kind *kind);
+/* What kind's watch callback does with an event (a test feeds it errors). */
+void ck__admission_cache_event(struct ck__admission_cache *c, const struct ck_kind *kind,
+                               const struct ck_store_event *ev);
 
 /* ---- what creates know of their namespace (namespace_cache.c) ----------- */
 

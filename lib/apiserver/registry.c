@@ -332,11 +332,15 @@ json_t *ck__decode_served(const struct ck_kind *kind, const struct ck_kv *kv)
     return obj;
 }
 
-/* After a stored write of kind's name: a namespace's entry in the cache is out of date. */
+/*
+ * After a stored write of kind's name: a namespace's entry in the cache is out of date,
+ * and so are admission's lists of the kind.
+ */
 static void written(struct ck__registry *reg, const struct ck_kind *kind, const char *name)
 {
     if (kind->role == CK_KIND_ROLE_NAMESPACE)
         ck__namespace_cache_forget(reg->namespaces, name);
+    ck__admission_cache_forget(reg->admission_lists, kind);
 }
 
 /* ---- create ------------------------------------------------------------- */

@@ -1542,6 +1542,7 @@ static void teardown(struct ck_apiserver *server)
     if (server->registry) {
         ck__allocator_free(server->registry->allocator);
         ck__namespace_cache_free(server->registry->namespaces);
+        ck__admission_cache_free(server->registry->admission_lists);
     }
     free(server->registry);
     ck__admission_chain_free(server->admission);
@@ -1656,6 +1657,8 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     if (r == 0 && ck_kind_with_role(CK_KIND_ROLE_NAMESPACE))
         r = ck__namespace_cache_start(server->store, ck_kind_with_role(CK_KIND_ROLE_NAMESPACE),
                                       &server->registry->namespaces, reterr);
+    if (r == 0)
+        r = ck__admission_cache_start(server->store, &server->registry->admission_lists, reterr);
     if (r == 0)
         r = bootstrap_namespaces(server, reterr);
     if (r == 0) {

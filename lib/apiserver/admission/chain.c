@@ -385,17 +385,33 @@ int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind, con
     char prefix[CK__KEY_MAX];
     if (ck__collection_prefix(kind, namespace, prefix, sizeof(prefix)) < 0)
         return ck_err_internal(reterr, "no storage prefix for %s", kind->resource);
-    struct ck_store_range req = {.key = prefix, .key_len = strlen(prefix), .prefix = true};
-    struct ck_store_range_result res = {0};
-    struct ck_err err = {0};
-    if (ck_store_range(reg->store, &req, &res, &err) < 0)
-        return ck__err_store(reterr, &err);
-    int r = 0;
-    for (size_t i = 0; r == 0 && i < res.n_kvs; i++) {
-        json_t *obj = ck__decode_stored(res.kvs[i]);
-        r = obj ? each(obj, arg) : ck_err_no_memory(reterr);
-        json_decref(obj);
+    bool keep = false;
+    uint64_t generation = 0;
+    json_t *items = ck__admission_cache_lookup(reg->admission_lists, prefix, &keep, &generation);
+    if (!items) { /* read from the store, and kept for the next write when it may be */
+        struct ck_store_range req = {.key = prefix, .key_len = strlen(prefix), .prefix = true};
+        struct ck_store_range_result res = {0};
+        struct ck_err err = {0};
+        if (ck_store_range(reg->store, &req, &res, &err) < 0)
+            return ck__err_store(reterr, &err);
+        items = json_array();
+        for (size_t i = 0; items && i < res.n_kvs; i++)
+            if (json_array_append_new(items, ck__decode_stored(res.kvs[i])) < 0)
+                items = (json_decref(items), NULL);
+        ck_store_range_result_release(&res);
+        if (!items)
+            return ck_err_no_memory(reterr);
+        if (keep)
+            ck__admission_cache_fill(reg->admission_lists, prefix, items, generation);
     }
-    ck_store_range_result_release(&res);
+    int r = 0;
+    size_t i;
+    json_t *obj;
+    json_array_foreach(items, i, obj)
+    {
+        if (r == 0)
+            r = each(obj, arg);
+    }
+    json_decref(items);
     return r < 0 ? (reterr->code < 0 ? r : ck_err_no_memory(reterr)) : 0;
 }
