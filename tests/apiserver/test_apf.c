@@ -6,10 +6,13 @@
  * out and the UIDs the response headers carry; exempt levels never limited; the
  * concurrency limits shared by shares; Reject answering with Retry-After; queuing
  * with shuffle sharding, the queue length limit, seats handed to waiters in turn,
- * the wait limit and shutdown; the Dealer's hands; the metrics.
+ * the wait limit and shutdown; the Dealer's hands; the metrics; many threads
+ * sharing one seat.
  */
 #include "cktest.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -389,6 +392,86 @@ static void test_reconfiguring_keeps_waiters_and_applies_new_limits(void **state
     ck__apf_free(a);
 }
 
+/* ---- many threads at once: a seat is never held twice, nothing is left behind ---- */
+
+struct racer {
+    struct ck__apf_ticket t; /* first: the wake callback finds the racer from it */
+    pthread_mutex_t lock;
+    pthread_cond_t woken_cond;
+    bool woken;
+};
+
+static struct ck__apf *race_apf;
+static atomic_int race_running, race_max, race_ran, race_refused;
+
+static void racer_wake(struct ck__apf_ticket *t)
+{
+    struct racer *r = (struct racer *)(void *)t;
+    pthread_mutex_lock(&r->lock);
+    r->woken = true;
+    pthread_cond_signal(&r->woken_cond);
+    pthread_mutex_unlock(&r->lock);
+}
+
+static void *race(void *arg)
+{
+    (void)arg;
+    struct racer r;
+    pthread_mutex_init(&r.lock, NULL);
+    pthread_cond_init(&r.woken_cond, NULL);
+    struct ck__apf_digest d = resource("system:serviceaccount:bots:a", "get", "", "nodes", "", "");
+    for (int i = 0; i < 2000; i++) {
+        enum ck__apf_verdict v = ck__apf_admit(race_apf, &d, &r.t);
+        if (v == CK__APF_QUEUE) {
+            r.woken = false;
+            r.t.wake = racer_wake;
+            v = ck__apf_enqueue(race_apf, &r.t, 1e12);
+            if (v == CK__APF_QUEUE) {
+                pthread_mutex_lock(&r.lock);
+                while (!r.woken)
+                    pthread_cond_wait(&r.woken_cond, &r.lock);
+                pthread_mutex_unlock(&r.lock);
+                v = r.t.verdict;
+            }
+        }
+        if (v == CK__APF_EXECUTE) {
+            int now = atomic_fetch_add(&race_running, 1) + 1;
+            int max = atomic_load(&race_max);
+            while (now > max && !atomic_compare_exchange_weak(&race_max, &max, now))
+                ;
+            atomic_fetch_sub(&race_running, 1);
+            atomic_fetch_add(&race_ran, 1);
+        } else {
+            atomic_fetch_add(&race_refused, 1);
+        }
+        ck__apf_done(race_apf, &r.t);
+    }
+    pthread_cond_destroy(&r.woken_cond);
+    pthread_mutex_destroy(&r.lock);
+    return NULL;
+}
+
+static void test_threads_share_one_seat(void **state)
+{
+    (void)state;
+    race_apf = configured(10); /* the queue level: one seat, four places for the flow */
+    pthread_t threads[8];
+    for (size_t i = 0; i < 8; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, race, NULL), 0);
+    for (size_t i = 0; i < 8; i++)
+        pthread_join(threads[i], NULL);
+    assert_int_equal(atomic_load(&race_max), 1);
+    assert_int_equal(atomic_load(&race_ran) + atomic_load(&race_refused), 8 * 2000);
+    assert_true(atomic_load(&race_ran) > 0);
+    char *text = ck__apf_metrics_text(race_apf);
+    assert_non_null(strstr(text, "apiserver_flowcontrol_current_executing_requests{flow_schema="
+                                 "\"robots\",priority_level=\"queue\"} 0\n"));
+    assert_non_null(strstr(text, "apiserver_flowcontrol_current_inqueue_requests{flow_schema="
+                                 "\"robots\",priority_level=\"queue\"} 0\n"));
+    free(text);
+    race_apf = ck__apf_free(race_apf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_cluster_requests_by_namespace_are_one_flow),
         cmocka_unit_test(test_dealer_deals_distinct_cards),
         cmocka_unit_test(test_reconfiguring_keeps_waiters_and_applies_new_limits),
+        cmocka_unit_test(test_threads_share_one_seat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
