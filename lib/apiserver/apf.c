@@ -709,9 +709,6 @@ enum ck__apf_verdict ck__apf_admit(struct ck__apf *a, const struct ck__apf_diges
     memcpy(t->pl_uid, s->level->uid, sizeof(t->pl_uid));
     t->level = s->level;
     t->stat = s->stat;
-    const char *flow = s->by == BY_USER ? d->user : s->by == BY_NAMESPACE ? d->namespace : "";
-    t->flow_hash = flow_hash(s->name, flow ? flow : "");
-    snapshot_unref(snap);
 
     enum ck__apf_verdict v = CK__APF_EXECUTE;
     pthread_mutex_lock(&a->lock);
@@ -730,6 +727,11 @@ enum ck__apf_verdict ck__apf_admit(struct ck__apf *a, const struct ck__apf_diges
     if (v == CK__APF_EXECUTE)
         atomic_fetch_add(&t->stat->executing, 1);
     pthread_mutex_unlock(&a->lock);
+    if (v == CK__APF_QUEUE) { /* only a request that queues needs its flow's hand */
+        const char *flow = s->by == BY_USER ? d->user : s->by == BY_NAMESPACE ? d->namespace : "";
+        t->flow_hash = flow_hash(s->name, flow ? flow : "");
+    }
+    snapshot_unref(snap); /* s is no longer read */
     return v;
 }
 
