@@ -12,7 +12,10 @@
  * With TLS (the default of `ckube server`) MHD speaks it through GnuTLS with
  * the serving certificate and key, TLS 1.2 or later, and asks for a client
  * certificate without requiring one; every request is authenticated and
- * authorized (authn_authz.c) before it is routed.
+ * authorized (authn_authz.c) before it is routed, and between the two, as in
+ * kube-apiserver's filter chain, admitted by API Priority and Fairness
+ * (apf.c, flow_control() here): it runs, is refused 429, or waits for a seat
+ * with its connection suspended, so that no thread waits with it.
  *
  * A request starts in MHD's URI callback (request_begins), which keeps the
  * target as the client sent it: MHD decodes its own copy in place, and a
