@@ -1027,26 +1027,30 @@ static void series(struct ck__buf *out, const char *metric, const struct ck__apf
     ck__buf_adds(out, num);
 }
 
+/* One gauge's HELP, TYPE and a series for each pair; waiting: which count. Locked. */
+static void gauge(struct ck__buf *out, const struct ck__apf *a, const char *metric,
+                  const char *help, bool waiting)
+{
+    ck__buf_printf(out, "# HELP %s [BETA] %s\n# TYPE %s gauge\n", metric, help, metric);
+    for (const struct ck__apf_stat *st = a->stats; st; st = st->next)
+        series(out, metric, st, NULL,
+               (unsigned long long)atomic_load(waiting ? &st->waiting : &st->executing));
+}
+
 char *ck__apf_metrics_text(struct ck__apf *a)
 {
     struct ck__buf out = {0};
     if (!a)
         return ck__buf_take(&out);
     pthread_mutex_lock(&a->lock);
-    ck__buf_adds(&out, "# HELP apiserver_flowcontrol_current_executing_requests [BETA] Number of "
-                       "requests in initial (for a WATCH) or any (for a non-WATCH) execution "
-                       "stage in the API Priority and Fairness subsystem\n"
-                       "# TYPE apiserver_flowcontrol_current_executing_requests gauge\n");
-    for (const struct ck__apf_stat *st = a->stats; st; st = st->next)
-        series(&out, "apiserver_flowcontrol_current_executing_requests", st, NULL,
-               (unsigned long long)atomic_load(&st->executing));
-    ck__buf_adds(&out, "# HELP apiserver_flowcontrol_current_inqueue_requests [BETA] Number of "
-                       "requests currently pending in queues of the API Priority and Fairness "
-                       "subsystem\n"
-                       "# TYPE apiserver_flowcontrol_current_inqueue_requests gauge\n");
-    for (const struct ck__apf_stat *st = a->stats; st; st = st->next)
-        series(&out, "apiserver_flowcontrol_current_inqueue_requests", st, NULL,
-               (unsigned long long)atomic_load(&st->waiting));
+    gauge(&out, a, "apiserver_flowcontrol_current_executing_requests",
+          "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage "
+          "in the API Priority and Fairness subsystem",
+          false);
+    gauge(&out, a, "apiserver_flowcontrol_current_inqueue_requests",
+          "Number of requests currently pending in queues of the API Priority and Fairness "
+          "subsystem",
+          true);
     ck__buf_adds(&out, "# HELP apiserver_flowcontrol_rejected_requests_total [BETA] Number of "
                        "requests rejected by API Priority and Fairness subsystem\n"
                        "# TYPE apiserver_flowcontrol_rejected_requests_total counter\n");

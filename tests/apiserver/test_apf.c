@@ -108,6 +108,15 @@ static struct ck__apf_digest resource(const char *user, const char *verb, const 
     return d;
 }
 
+/* A member of system:masters' request. */
+static struct ck__apf_digest admin(const char *verb, const char *res)
+{
+    struct ck__apf_digest d = resource("admin", verb, "", res, "", "x");
+    d.groups = masters;
+    d.n_groups = 2;
+    return d;
+}
+
 static struct ck__apf_digest nonresource(const char *user, const char *verb, const char *path)
 {
     struct ck__apf_digest d = {
@@ -129,10 +138,8 @@ static void test_classifies_by_precedence_then_name_with_kubernetes_rules(void *
 {
     (void)state;
     struct ck__apf *a = configured(600);
-    struct ck__apf_digest d = resource("admin", "delete", "", "secrets", "", "x");
-    d.groups = masters;
-    d.n_groups = 2;
-    assert_string_equal(schema_of(a, d), "fs-masters"); /* the dangling one is left out */
+    assert_string_equal(schema_of(a, admin("delete", "secrets")),
+                        "fs-masters"); /* the dangling one is left out */
     /* b-alice before c-alice: same precedence, name order */
     assert_string_equal(schema_of(a, resource("alice", "get", "", "pods", "", "team")), "fs-b");
     assert_string_equal(
@@ -193,9 +200,7 @@ static void test_exempt_is_never_limited(void **state)
 {
     (void)state;
     struct ck__apf *a = configured(2);
-    struct ck__apf_digest d = resource("admin", "create", "", "pods", "", "x");
-    d.groups = masters;
-    d.n_groups = 2;
+    struct ck__apf_digest d = admin("create", "pods");
     static struct ck__apf_ticket t[1000];
     for (size_t i = 0; i < 1000; i++) {
         assert_int_equal(ck__apf_admit(a, &d, &t[i]), CK__APF_EXECUTE);

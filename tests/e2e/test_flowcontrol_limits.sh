@@ -18,18 +18,20 @@ start_server --max-requests-inflight 1 --max-mutating-requests-inflight 1
 # header NAME FILE: the value of header NAME in a curl -D dump
 header() { tr -d '\r' <"$2" | sed -n "s/^$1: //Ip" | tail -n 1; }
 uid() { k get "$1" -o jsonpath='{.metadata.uid}'; }
+# names DESCRIPTION FILE FS_UID PL_UID: the dump names both UIDs (neither empty)
+names() {
+    check "$1 ($(cat "$2"))" test -n "$3" -a -n "$4" \
+        -a "$(header X-Kubernetes-PF-FlowSchema-UID "$2")" = "$3" \
+        -a "$(header X-Kubernetes-PF-PriorityLevel-UID "$2")" = "$4"
+}
 
 # --- the admin is exempt ---
 kurl -D "$work/h1" -o /dev/null "$url/api/v1/namespaces"
 exempt_fs=$(uid flowschema/exempt)
 exempt_pl=$(uid prioritylevelconfiguration/exempt)
-check "the admin's request names the exempt FlowSchema ($(cat "$work/h1"))" \
-    test -n "$exempt_fs" -a "$(header X-Kubernetes-PF-FlowSchema-UID "$work/h1")" = "$exempt_fs"
-check "the admin's request names the exempt priority level" \
-    test -n "$exempt_pl" -a "$(header X-Kubernetes-PF-PriorityLevel-UID "$work/h1")" = "$exempt_pl"
+names "the admin's request names the exempt FlowSchema and level" "$work/h1" "$exempt_fs" "$exempt_pl"
 kurl -D "$work/h2" -o /dev/null "$url/api/v1/namespaces/default/pods?watch=1&timeoutSeconds=1"
-check "a watch is classified" \
-    test "$(header X-Kubernetes-PF-FlowSchema-UID "$work/h2")" = "$exempt_fs"
+names "a watch is classified" "$work/h2" "$exempt_fs" "$exempt_pl"
 kurl -D "$work/h3" -o /dev/null "$url/api/v1/namespaces/default/pods/none/log"
 check "pods/log is long-running: not classified ($(cat "$work/h3"))" \
     test -z "$(header X-Kubernetes-PF-FlowSchema-UID "$work/h3")" -a -s "$work/h3"
@@ -67,26 +69,27 @@ tiny_fs=$(uid flowschema/tiny-users)
 tiny_pl=$(uid prioritylevelconfiguration/tiny)
 as_user() { kurl -H "Impersonate-User: limited-user" "$@"; }
 as_user -D "$work/h4" -o /dev/null "$url/api/v1/namespaces/default/configmaps"
-check "the user's request names its FlowSchema ($(cat "$work/h4"))" \
-    test -n "$tiny_fs" -a "$(header X-Kubernetes-PF-FlowSchema-UID "$work/h4")" = "$tiny_fs"
-check "the user's request names its priority level" \
-    test -n "$tiny_pl" -a "$(header X-Kubernetes-PF-PriorityLevel-UID "$work/h4")" = "$tiny_pl"
+names "the user's request names its FlowSchema and level" "$work/h4" "$tiny_fs" "$tiny_pl"
 as_user -D "$work/h5" -o /dev/null "$url/version"
-check "a non-resource request of the user is classified too" \
-    test "$(header X-Kubernetes-PF-FlowSchema-UID "$work/h5")" = "$tiny_fs"
+names "a non-resource request of the user is classified too" "$work/h5" "$tiny_fs" "$tiny_pl"
 
 # parallel writes as the user: one runs at a time, the others are rejected at once
 # (`wait` names the clients: the server is a background job too)
 mkdir "$work/load"
-pids=""
-for i in $(seq 1 60); do
-    as_user -o "$work/load/$i.body" -D "$work/load/$i.head" -w '%{http_code}\n' \
-        -X POST -H 'Content-Type: application/json' \
-        -d "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm-$i\"}}" \
-        "$url/api/v1/namespaces/default/configmaps" >"$work/load/$i.code" &
-    pids="$pids $!"
-done
-wait $pids
+# burst FIRST LAST: creates configmaps cm-FIRST..cm-LAST as the user at once, each
+# answer's status in load/N.code, body in N.body, header in N.head
+burst() {
+    pids=""
+    for i in $(seq "$1" "$2"); do
+        as_user -o "$work/load/$i.body" -D "$work/load/$i.head" -w '%{http_code}\n' \
+            -X POST -H 'Content-Type: application/json' \
+            -d "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm-$i\"}}" \
+            "$url/api/v1/namespaces/default/configmaps" >"$work/load/$i.code" &
+        pids="$pids $!"
+    done
+    wait $pids
+}
+burst 1 60
 cat "$work/load"/*.code | sort | uniq -c >"$work/codes"
 rejected=$(grep -l '^429$' "$work/load"/*.code | head -n 1)
 check "some parallel writes were rejected 429 ($(cat "$work/codes"))" test -n "$rejected"
@@ -97,8 +100,7 @@ if [ -n "$rejected" ]; then
         test "$(cat "$work/load/$n.body")" = "Too many requests, please try again later."
     check "the 429 has Retry-After ($(cat "$work/load/$n.head"))" \
         sh -c "test \"\$(tr -d '\r' <'$work/load/$n.head' | sed -n 's/^Retry-After: //Ip')\" -ge 1"
-    check "the 429 names the FlowSchema" \
-        test "$(header X-Kubernetes-PF-FlowSchema-UID "$work/load/$n.head")" = "$tiny_fs"
+    names "the 429 names the FlowSchema and level" "$work/load/$n.head" "$tiny_fs" "$tiny_pl"
 fi
 kurl "$url/metrics" >"$work/metrics"
 check "the rejections are counted ($(grep -c flowcontrol "$work/metrics") flowcontrol lines)" \
@@ -111,16 +113,9 @@ check "the admin still lists" sh -c "kubectl get configmaps -n default >/dev/nul
 # --- the level changed to queue: the same load waits instead of failing ---
 k patch prioritylevelconfiguration tiny --type=merge -p \
     '{"spec":{"limited":{"limitResponse":{"type":"Queue","queuing":{"queues":4,"handSize":2,"queueLengthLimit":100}}}}}' >/dev/null
-pids=""
-for i in $(seq 61 100); do
-    as_user -o /dev/null -w '%{http_code}\n' \
-        -X POST -H 'Content-Type: application/json' \
-        -d "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm-$i\"}}" \
-        "$url/api/v1/namespaces/default/configmaps" >"$work/load/$i.queued" &
-    pids="$pids $!"
-done
-wait $pids
-cat "$work/load"/*.queued | sort | uniq -c >"$work/queued"
+rm "$work/load"/*.code
+burst 61 100
+cat "$work/load"/*.code | sort | uniq -c >"$work/queued"
 check "queued writes all run ($(cat "$work/queued"))" \
-    sh -c "test \"\$(cat '$work/load'/*.queued | grep -c '^201$')\" -eq 40"
+    sh -c "test \"\$(cat '$work/load'/*.code | grep -c '^201$')\" -eq 40"
 finish
