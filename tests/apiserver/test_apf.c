@@ -19,15 +19,6 @@
 
 #include "../../lib/apiserver/internal.h"
 
-static json_t *load(const char *text)
-{
-    json_error_t e;
-    json_t *v = json_loads(text, 0, &e);
-    if (!v)
-        fail_msg("bad JSON in the test: %s", e.text);
-    return v;
-}
-
 static const char *levels_json =
     "[{\"metadata\":{\"name\":\"exempt\",\"uid\":\"pl-exempt\"},\"spec\":{\"type\":\"Exempt\"}},"
     " {\"metadata\":{\"name\":\"reject\",\"uid\":\"pl-reject\"},\"spec\":{\"type\":\"Limited\","
@@ -79,11 +70,21 @@ static const char *schemas_json =
     "       \"clusterScope\":true,\"namespaces\":[\"*\"]}],"
     "     \"nonResourceRules\":[{\"verbs\":[\"*\"],\"nonResourceURLs\":[\"*\"]}]}]}}]";
 
+/* The test's FlowSchemas and PriorityLevelConfigurations, new arrays. */
+static void load_config(json_t **ret_schemas, json_t **ret_levels)
+{
+    *ret_schemas = json_loads(schemas_json, 0, NULL);
+    *ret_levels = json_loads(levels_json, 0, NULL);
+    assert_non_null(*ret_schemas);
+    assert_non_null(*ret_levels);
+}
+
 static struct ck__apf *configured(unsigned server_limit)
 {
     struct ck__apf *a = ck__apf_new(server_limit);
     assert_non_null(a);
-    json_t *schemas = load(schemas_json), *levels = load(levels_json);
+    json_t *schemas, *levels;
+    load_config(&schemas, &levels);
     assert_int_equal(ck__apf_configure(a, schemas, levels), 0);
     json_decref(schemas);
     json_decref(levels);
@@ -382,7 +383,8 @@ static void test_reconfiguring_keeps_waiters_and_applies_new_limits(void **state
     assert_int_equal(arrive(a, d, &w[0], 100), CK__APF_QUEUE);
     assert_int_equal(arrive(a, d, &w[1], 100), CK__APF_QUEUE);
     /* the queue level's shares raised to 8: ceil(10 * 8 / 17) = 5 seats */
-    json_t *levels = load(levels_json), *schemas = load(schemas_json);
+    json_t *schemas, *levels;
+    load_config(&schemas, &levels);
     json_t *limited =
         json_object_get(json_object_get(json_array_get(levels, 2), "spec"), "limited");
     json_object_set_new(limited, "nominalConcurrencyShares", json_integer(8));
