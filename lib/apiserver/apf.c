@@ -339,6 +339,18 @@ static int by_precedence(const void *pa, const void *pb)
     return strcmp(a->name, b->name);
 }
 
+/* Puts t at the end of q (the level's waiting count is the caller's). */
+static void queue_append(struct queue *q, struct ck__apf_ticket *t)
+{
+    t->next = NULL;
+    if (q->tail)
+        q->tail->next = t;
+    else
+        q->head = t;
+    q->tail = t;
+    q->len++;
+}
+
 /* Moves the waiting tickets of l into n new queues (a changed queue count). Locked. */
 static int reshape_queues(struct ck__apf_level *l, unsigned n)
 {
@@ -350,15 +362,8 @@ static int reshape_queues(struct ck__apf_level *l, unsigned n)
     for (unsigned i = 0; i < l->n_queues; i++) {
         for (struct ck__apf_ticket *t = l->queues[i].head, *next; t; t = next) {
             next = t->next;
-            struct queue *to = &q[n ? i % n : 0];
-            t->next = NULL;
             t->queue = n ? i % n : 0;
-            if (to->tail)
-                to->tail->next = t;
-            else
-                to->head = t;
-            to->tail = t;
-            to->len++;
+            queue_append(&q[t->queue], t);
         }
     }
     free(l->queues);
@@ -766,13 +771,7 @@ enum ck__apf_verdict ck__apf_enqueue(struct ck__apf *a, struct ck__apf_ticket *t
         } else {
             t->queue = cards[best];
             t->deadline = deadline;
-            t->next = NULL;
-            if (q->tail)
-                q->tail->next = t;
-            else
-                q->head = t;
-            q->tail = t;
-            q->len++;
+            queue_append(q, t);
             l->waiting++;
             atomic_fetch_add(&t->stat->waiting, 1);
         }
@@ -803,28 +802,19 @@ static void expire_locked(struct ck__apf *a, double now, struct ck__apf_ticket *
 {
     for (struct ck__apf_level *l = a->levels; l; l = l->next)
         for (unsigned i = 0; i < l->n_queues; i++) {
-            struct queue *q = &l->queues[i];
-            struct ck__apf_ticket *keep = NULL, *keep_tail = NULL;
+            struct queue *q = &l->queues[i], keep = {0};
             while (q->head) {
                 struct ck__apf_ticket *t = queue_pop(l, q);
                 if (a->stopping || t->deadline <= now) {
                     reject_locked(l, t, a->stopping ? REJECT_SHUTDOWN : REJECT_TIME_OUT);
                     push(woken, t);
-                    continue;
+                } else {
+                    queue_append(&keep, t); /* in its order */
+                    l->waiting++;
+                    atomic_fetch_add(&t->stat->waiting, 1);
                 }
-                if (keep_tail)
-                    keep_tail->next = t;
-                else
-                    keep = t;
-                keep_tail = t;
             }
-            for (struct ck__apf_ticket *t = keep; t; t = t->next) {
-                q->len++;
-                l->waiting++;
-                atomic_fetch_add(&t->stat->waiting, 1);
-            }
-            q->head = keep;
-            q->tail = keep_tail;
+            *q = keep;
         }
 }
 
