@@ -120,6 +120,10 @@ static const char usage_tail[] =
     "      --event-ttl DURATION      how long events are kept after their last activity,\n"
     "                                e.g. 90s, 30m, 1h30m; 0 keeps them (default 1h)\n"
     "      --max-connections N       open connections in all (default 10000)\n"
+    "      --max-requests-inflight N  with --max-mutating-requests-inflight, the requests\n"
+    "                                API Priority and Fairness lets run at once, shared by\n"
+    "                                the limited priority levels (default 400)\n"
+    "      --max-mutating-requests-inflight N  (default 200)\n"
     "      --max-connections-per-address N  open connections of one client address\n"
     "                                (default 2000)\n"
     "      --request-header-timeout DURATION  time a connection has to send a complete\n"
@@ -244,6 +248,8 @@ enum {
     OPT_INSECURE_PLAIN_HTTP,
     OPT_EVENT_TTL,
     OPT_MAX_CONNECTIONS,
+    OPT_MAX_REQUESTS_INFLIGHT,
+    OPT_MAX_MUTATING_REQUESTS_INFLIGHT,
     OPT_MAX_CONNECTIONS_PER_ADDRESS,
     OPT_REQUEST_HEADER_TIMEOUT,
     OPT_NODE_GRACE,
@@ -307,6 +313,7 @@ struct options {
     bool insecure_plain_http;
     const char *event_ttl;
     const char *max_connections;
+    const char *max_requests_inflight, *max_mutating_requests_inflight;
     const char *max_connections_per_address;
     const char *request_header_timeout;
     const char *node_grace;
@@ -447,6 +454,12 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_MAX_CONNECTIONS:
             opts->max_connections = optarg;
+            break;
+        case OPT_MAX_REQUESTS_INFLIGHT:
+            opts->max_requests_inflight = optarg;
+            break;
+        case OPT_MAX_MUTATING_REQUESTS_INFLIGHT:
+            opts->max_mutating_requests_inflight = optarg;
             break;
         case OPT_MAX_CONNECTIONS_PER_ADDRESS:
             opts->max_connections_per_address = optarg;
@@ -650,6 +663,19 @@ static bool parse_count(const char *s, unsigned *ret)
     return true;
 }
 
+/*
+ * A count flag's value, when given: false (and *ret_exit the usage error's exit code)
+ * when it is not a number from 1 to 1000000.
+ */
+static bool count_flag(const char *value, const char *flag, unsigned *ret, int *ret_exit)
+{
+    if (!value || parse_count(value, ret))
+        return true;
+    *ret_exit =
+        usage_error("invalid value \"%s\" for --%s: want a number from 1 to 1000000", value, flag);
+    return false;
+}
+
 void ck_cmd_block_stop_signals(sigset_t *ret_set)
 {
     /* Block the stop signals before any thread starts, so only sigwait() sees them. */
@@ -824,6 +850,9 @@ static int cmd_server(int argc, char **argv)
         {"insecure-plain-http", no_argument, NULL, OPT_INSECURE_PLAIN_HTTP},
         {"event-ttl", required_argument, NULL, OPT_EVENT_TTL},
         {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+        {"max-requests-inflight", required_argument, NULL, OPT_MAX_REQUESTS_INFLIGHT},
+        {"max-mutating-requests-inflight", required_argument, NULL,
+         OPT_MAX_MUTATING_REQUESTS_INFLIGHT},
         {"max-connections-per-address", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_ADDRESS},
         {"request-header-timeout", required_argument, NULL, OPT_REQUEST_HEADER_TIMEOUT},
         {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
@@ -924,15 +953,15 @@ static int cmd_server(int argc, char **argv)
     }
 
     unsigned max_connections = 0, max_per_address = 0, header_timeout = 0; /* 0: defaults */
-    if (opts.max_connections && !parse_count(opts.max_connections, &max_connections))
-        return usage_error("invalid value \"%s\" for --max-connections: want a number from 1 "
-                           "to 1000000",
-                           opts.max_connections);
-    if (opts.max_connections_per_address &&
-        !parse_count(opts.max_connections_per_address, &max_per_address))
-        return usage_error("invalid value \"%s\" for --max-connections-per-address: want a "
-                           "number from 1 to 1000000",
-                           opts.max_connections_per_address);
+    unsigned max_inflight = 0, max_mutating_inflight = 0;
+    int bad = 0;
+    if (!count_flag(opts.max_connections, "max-connections", &max_connections, &bad) ||
+        !count_flag(opts.max_connections_per_address, "max-connections-per-address",
+                    &max_per_address, &bad) ||
+        !count_flag(opts.max_requests_inflight, "max-requests-inflight", &max_inflight, &bad) ||
+        !count_flag(opts.max_mutating_requests_inflight, "max-mutating-requests-inflight",
+                    &max_mutating_inflight, &bad))
+        return bad;
     if (opts.request_header_timeout) {
         int64_t ns = 0;
         if (!ck_cmd_parse_duration(opts.request_header_timeout, &ns) || ns < 1000000000LL ||
@@ -1076,6 +1105,8 @@ static int cmd_server(int argc, char **argv)
         .enable_bootstrap_token_auth = opts.bootstrap_token_auth,
         .event_ttl = event_ttl,
         .max_connections = max_connections,
+        .max_requests_inflight = max_inflight,
+        .max_mutating_requests_inflight = max_mutating_inflight,
         .max_connections_per_address = max_per_address,
         .request_header_timeout = header_timeout,
         .service_cluster_ip_range = opts.service_cluster_ip_range,

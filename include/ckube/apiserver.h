@@ -87,6 +87,13 @@ struct ck_apiserver_config {
     unsigned max_connections_per_address;
     unsigned request_header_timeout;
     /*
+     * kube-apiserver's --max-requests-inflight and --max-mutating-requests-inflight
+     * (0: 400 and 200). With API Priority and Fairness their sum is the server's
+     * concurrency limit, shared by the limited priority levels (docs/flowcontrol.md).
+     */
+    unsigned max_requests_inflight;
+    unsigned max_mutating_requests_inflight;
+    /*
      * The IPv4 address other members of the cluster reach this server at
      * (--advertise-address), listed in the kubernetes Service's endpoints; NULL: the
      * listen host when it is a specific non-loopback address, else the first

@@ -12,7 +12,8 @@
  * added), as kube-apiserver's RBAC post-start hook does; store watches of
  * the four RBAC kinds start, then the policy is compiled from the store.
  *
- * Per request (ck__auth_request), before routing, kube-apiserver's filter
+ * Per request (ck__auth_authenticate, then ck__auth_authorize once API
+ * Priority and Fairness has admitted it), before routing, kube-apiserver's filter
  * order: authentication (the client certificate libmicrohttpd's GnuTLS
  * session received, verified here against the client CA; else the bearer
  * token, a ServiceAccount token only while its account and pod exist with
@@ -391,8 +392,8 @@ static int peer_certificate(struct MHD_Connection *conn, const void **ret_der, s
 }
 
 /* Kubernetes' RequestInfo verb of a resource request. */
-static const char *resource_verb(struct MHD_Connection *conn, const char *method,
-                                 const struct ck__target *t)
+const char *ck__request_verb(struct MHD_Connection *conn, const char *method,
+                             const struct ck__target *t)
 {
     bool named = t->name[0] != '\0';
     /* a WebSocket exec, attach or port-forward is a GET: authorized as the create kubectl's
@@ -419,9 +420,8 @@ static const char *resource_verb(struct MHD_Connection *conn, const char *method
     return "";
 }
 
-enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                 const char *method, const char *url,
-                                 struct ck_auth_user **ret_user, bool *ret_answered)
+enum MHD_Result ck__auth_authenticate(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                      struct ck_auth_user **ret_user, bool *ret_answered)
 {
     struct ck__auth *a = server->auth;
     *ret_answered = false;
@@ -463,17 +463,25 @@ enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connect
         ck_auth_user_free(user);
         return ck__fail(conn, &err);
     }
-    if (ck_auth_user_in_group(user, CK_AUTH_MASTERS)) {
-        *ret_user = user;
-        return MHD_YES;
-    }
+    *ret_user = user;
+    return MHD_YES;
+}
 
+enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                   const char *method, const char *url,
+                                   const struct ck_auth_user *user, bool *ret_answered)
+{
+    *ret_answered = false;
+    if (!server->auth || ck_auth_user_in_group(user, CK_AUTH_MASTERS))
+        return MHD_YES;
+    struct ck__auth *a = server->auth;
+    struct ck_err err = {0};
     struct ck_rbac_request req = {.user = user};
     struct ck__target target;
     char verb[16];
     if (ck__route(url, &target) == 0) {
         req.is_resource_request = true;
-        req.verb = resource_verb(conn, method, &target);
+        req.verb = ck__request_verb(conn, method, &target);
         req.api_group = target.kind->group;
         req.resource = target.kind->resource;
         req.subresource = target.subresource;
@@ -510,16 +518,12 @@ enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connect
             snprintf(reason, sizeof(reason),
                      "no relationship found between node '%s' and this object", node);
     }
-    if (d == CK_RBAC_ALLOW) {
-        *ret_user = user;
+    if (d == CK_RBAC_ALLOW)
         return MHD_YES;
-    }
     *ret_answered = true;
     ck_rbac_forbidden(&err, &req, reason);
     CK_LOGV(2, "Forbidden: %s", ck_err_message(&err));
-    enum MHD_Result ret = ck__fail(conn, &err);
-    ck_auth_user_free(user);
-    return ret;
+    return ck__fail(conn, &err);
 }
 
 /*

@@ -20,8 +20,8 @@
  *
  * Differences from Kubernetes (docs/differences.md): the pass runs every 10 s
  * rather than every minute; suggested objects dropped from a newer bootstrap
- * set are not removed (there is only one set so far); and no request is
- * classified or queued by these objects.
+ * set are not removed (there is only one set so far). Requests are
+ * classified and limited by these objects in apf.c.
  *
  * Threading: the passes run on the thread that starts the server, then on the
  * ticker thread only; they go through the registry like any request.

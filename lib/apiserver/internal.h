@@ -979,6 +979,7 @@ enum ck__health_note ck__health_streak_note(struct ck__health_streak *s, bool ok
 
 struct ck_apiserver {
     struct MHD_Daemon *daemon;
+    struct ck__apf *apf; /* API Priority and Fairness applied to requests */
     /* the node agents' client: certificate, key and CA files, or NULL (podlog.c) */
     char *kubelet_cert, *kubelet_key, *kubelet_ca;
     int listen_fd;
@@ -1063,6 +1064,99 @@ void ck__apf_ensure(struct ck__registry *reg);
 /* Seconds between two passes, from the ticker. */
 #define CK__APF_ENSURE_INTERVAL 10
 
+/*
+ * API Priority and Fairness applied to requests (apf.c): classification by the
+ * FlowSchemas, seats of the priority levels, queues. One per server.
+ */
+struct ck__apf;
+struct ck__apf_level;
+struct ck__apf_stat;
+#define CK__APF_UID_MAX 64
+/* Seconds a request may wait in a queue: kube-apiserver's request timeout (60 s) / 4. */
+#define CK__APF_WAIT_LIMIT 15
+
+/* What classification reads of a request (Kubernetes' RequestDigest); borrowed strings. */
+struct ck__apf_digest {
+    const char *user; /* "" when anonymous */
+    const char *const *groups;
+    size_t n_groups;
+    bool resource_request;
+    const char *verb; /* RequestInfo's: get, list, watch, create, ...; lower-case method else */
+    const char *api_group, *resource, *subresource, *namespace; /* a resource request's */
+    const char *path;                                           /* a non-resource request's */
+};
+
+enum ck__apf_verdict {
+    CK__APF_EXECUTE, /* run it (a seat is held when the level is limited) */
+    CK__APF_REJECT,  /* answer 429 with Retry-After: retry_after */
+    CK__APF_QUEUE,   /* ck__apf_admit: it must wait; ck__apf_enqueue: it waits */
+};
+
+/*
+ * One request's passage, embedded in the request. After ck__apf_enqueue() answered
+ * CK__APF_QUEUE the apf owns it until it calls wake(t) (from any thread, never under
+ * a lock), with verdict EXECUTE (a seat is held) or REJECT.
+ */
+struct ck__apf_ticket {
+    bool classified; /* fs_uid and pl_uid are the response's X-Kubernetes-PF-* headers */
+    char fs_uid[CK__APF_UID_MAX], pl_uid[CK__APF_UID_MAX];
+    struct ck__apf_level *level;
+    struct ck__apf_stat *stat;
+    uint64_t flow_hash;
+    bool seated;   /* holds one of its level's seats */
+    bool finished; /* ck__apf_done() ran */
+    enum ck__apf_verdict verdict;
+    unsigned retry_after; /* seconds, when rejected */
+    /* set by the caller before ck__apf_enqueue() */
+    void (*wake)(struct ck__apf_ticket *t);
+    /* while queued */
+    struct ck__apf_ticket *next;
+    unsigned queue;
+    double deadline;
+};
+
+/* server_limit: the seats of all limited levels together (0: 600). NULL when out of memory. */
+struct ck__apf *ck__apf_new(unsigned server_limit);
+/* Cancels the watches and frees; every ticket must be done. Returns NULL. */
+struct ck__apf *ck__apf_free(struct ck__apf *a);
+/*
+ * Compiles the FlowSchemas and PriorityLevelConfigurations (arrays of objects) into the
+ * snapshot requests are classified by, and applies the levels' limits. 0 or CK_ENOMEM
+ * (then nothing changed but levels' settings).
+ */
+int ck__apf_configure(struct ck__apf *a, const json_t *schemas, const json_t *levels);
+/* Watches both kinds in reg's store and configures from them. */
+int ck__apf_start(struct ck__apf *a, struct ck__registry *reg, struct ck_err *reterr);
+/* Reads both kinds again and configures (after this server wrote one). */
+void ck__apf_refresh(struct ck__apf *a);
+/* Whether kind is one the configuration comes from. */
+bool ck__apf_follows(const struct ck__apf *a, const struct ck_kind *kind);
+/* From the ticker: configures again after a change, rejects tickets waiting past now. */
+void ck__apf_tick(struct ck__apf *a, double now);
+/* Rejects the tickets waiting past now (monotonic seconds). */
+void ck__apf_expire(struct ck__apf *a, double now);
+/* Rejects every waiting ticket, and every later enqueue. */
+void ck__apf_stop(struct ck__apf *a);
+/*
+ * Classifies d into t and decides: EXECUTE (unclassified, exempt, or a seat taken),
+ * REJECT (a Reject level without a free seat) or QUEUE (call ck__apf_enqueue()).
+ */
+enum ck__apf_verdict ck__apf_admit(struct ck__apf *a, const struct ck__apf_digest *d,
+                                   struct ck__apf_ticket *t);
+/*
+ * Queues t (set t->wake first) until a seat is free or deadline passes: QUEUE, or
+ * EXECUTE (a seat came free meanwhile) or REJECT (its queue is full) at once.
+ */
+enum ck__apf_verdict ck__apf_enqueue(struct ck__apf *a, struct ck__apf_ticket *t, double deadline);
+/* The request has run (or, for a watch, started): its seat goes to the next waiting. */
+void ck__apf_done(struct ck__apf *a, struct ck__apf_ticket *t);
+/* Calls wake on each ticket of a list linked by next. */
+void ck__apf_wake(struct ck__apf_ticket *list);
+/* shufflesharding's Dealer: hand distinct cards of a deck of deck, from hash. */
+void ck__apf_deal(uint64_t hash, unsigned deck, unsigned hand, unsigned *ret_cards);
+/* The apiserver_flowcontrol_* exposition; NULL when out of memory. */
+char *ck__apf_metrics_text(struct ck__apf *a);
+
 /* Closes the connections past their header deadline; from the ticker thread. */
 void ck__conns_tick(struct ck__conns *c);
 /* The counts now and the cuts since the start. */
@@ -1090,13 +1184,22 @@ struct ck_rbac_authorizer *ck__auth_authorizer(const struct ck__auth *auth);
 json_t *ck__auth_user_info(const struct ck_auth_user *user);
 
 /*
- * Authenticates and authorizes one request. When *ret_answered is set, the
- * 401/403 Status has been queued (the return value is MHD's); else
- * *ret_user is the request's user (NULL without TLS), which the caller frees.
+ * Authenticates one request (and applies impersonation). When *ret_answered is set,
+ * the 401/403 Status has been queued (the return value is MHD's); else *ret_user
+ * is the request's user (NULL without TLS), which the caller frees.
  */
-enum MHD_Result ck__auth_request(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                 const char *method, const char *url,
-                                 struct ck_auth_user **ret_user, bool *ret_answered);
+enum MHD_Result ck__auth_authenticate(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                      struct ck_auth_user **ret_user, bool *ret_answered);
+/*
+ * Authorizes user's request (members of system:masters pass; RBAC, the node
+ * authorizer). When *ret_answered is set, the 403 Status has been queued.
+ */
+enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                   const char *method, const char *url,
+                                   const struct ck_auth_user *user, bool *ret_answered);
+/* Kubernetes' RequestInfo verb of a resource request (get, list, watch, create, ...). */
+const char *ck__request_verb(struct MHD_Connection *conn, const char *method,
+                             const struct ck__target *t);
 
 /* The node name of a node's identity (system:node:NAME in system:nodes), or NULL. */
 const char *ck__auth_node_name(const struct ck_auth_user *user);
@@ -1718,6 +1821,12 @@ struct ck__deferred_answer {
  * d: what ck__queue_answer() is given in between is kept there.
  */
 void ck__answer_defer(struct ck__deferred_answer *d);
+/*
+ * Sets t (NULL: none) as this thread's flow control ticket: ck__queue_answer()
+ * gives every answer the X-Kubernetes-PF-FlowSchema-UID and
+ * X-Kubernetes-PF-PriorityLevel-UID headers of a classified ticket.
+ */
+void ck__answer_flow(const struct ck__apf_ticket *t);
 
 /* ---- the request worker threads (workers.c) ------------------------------ */
 

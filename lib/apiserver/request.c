@@ -195,9 +195,21 @@ void ck__answer_defer(struct ck__deferred_answer *d)
     deferral = d;
 }
 
+/* The flow control ticket of the request this thread answers (apf.c). */
+static _Thread_local const struct ck__apf_ticket *flow;
+
+void ck__answer_flow(const struct ck__apf_ticket *t)
+{
+    flow = t;
+}
+
 enum MHD_Result ck__queue_answer(struct MHD_Connection *conn, unsigned status,
                                  struct MHD_Response *resp)
 {
+    if (flow && flow->classified) { /* kube-apiserver's setResponseHeaders */
+        MHD_add_response_header(resp, "X-Kubernetes-PF-PriorityLevel-UID", flow->pl_uid);
+        MHD_add_response_header(resp, "X-Kubernetes-PF-FlowSchema-UID", flow->fs_uid);
+    }
     if (deferral) {
         if (deferral->resp) { /* a second answer: libmicrohttpd would refuse it too */
             MHD_destroy_response(resp);

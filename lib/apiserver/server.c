@@ -12,7 +12,10 @@
  * With TLS (the default of `ckube server`) MHD speaks it through GnuTLS with
  * the serving certificate and key, TLS 1.2 or later, and asks for a client
  * certificate without requiring one; every request is authenticated and
- * authorized (authn_authz.c) before it is routed.
+ * authorized (authn_authz.c) before it is routed, and between the two, as in
+ * kube-apiserver's filter chain, admitted by API Priority and Fairness
+ * (apf.c, flow_control() here): it runs, is refused 429, or waits for a seat
+ * with its connection suspended, so that no thread waits with it.
  *
  * A request starts in MHD's URI callback (request_begins), which keeps the
  * target as the client sent it: MHD decodes its own copy in place, and a
@@ -111,6 +114,9 @@ struct request {
     struct MHD_Connection *conn;
     const char *method, *url; /* libmicrohttpd's, valid while the connection lives */
     bool ran_on_worker;       /* the worker is done: its answer waits in `answer` */
+    /* API Priority and Fairness (apf.c): waiting, its answer is the ticket's verdict */
+    struct ck__apf_ticket apf;
+    bool apf_waiting;
     enum MHD_Result worker_result;
     struct ck__deferred_answer answer;
 };
@@ -801,15 +807,21 @@ static enum MHD_Result serve_metrics(struct ck_apiserver *server, struct MHD_Con
     size_t len = 0;
     struct ck__buf extra = {0};
     char *gates = ck_fg_metrics_text(server->feature_gates);
+    char *flow = ck__apf_metrics_text(server->apf);
+    char *more = server->metrics_text ? server->metrics_text(server->metrics_text_arg) : NULL;
     ck__buf_adds(&extra, gates ? gates : "");
-    free(gates);
-    if (server->metrics_text) {
-        char *more = server->metrics_text(server->metrics_text_arg);
-        ck__buf_adds(&extra, more ? more : "");
-        free(more);
-    }
+    ck__buf_adds(&extra, flow ? flow : "");
+    ck__buf_adds(&extra, more ? more : "");
     char *exposition = ck__buf_take(&extra);
-    char *text = ck__metrics_render(server->metrics, server->store, exposition, &len);
+    /* out of memory: no exposition rather than a partial one */
+    bool partial = !gates || !flow || (server->metrics_text && !more);
+    free(gates);
+    free(flow);
+    free(more);
+    if (exposition && partial)
+        exposition = (free(exposition), NULL);
+    char *text =
+        exposition ? ck__metrics_render(server->metrics, server->store, exposition, &len) : NULL;
     free(exposition);
     if (!text)
         return ck__fail_no_memory(conn);
@@ -844,23 +856,39 @@ static enum MHD_Result refuse_in_reserve(struct MHD_Connection *conn)
     return ck__queue_answer(conn, MHD_HTTP_TOO_MANY_REQUESTS, resp);
 }
 
+/*
+ * What every request passes before API Priority and Fairness: the target's
+ * check, the reserve connections' rule, authentication and impersonation.
+ * Returns false when it answered (*ret is MHD's answer).
+ */
+static bool front(struct ck_apiserver *server, struct MHD_Connection *conn, struct request *req,
+                  const char *method, enum MHD_Result *ret)
+{
+    bool readonly = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    ck__request_labels_set(&req->labels, method, NULL, false, false);
+    /* what url cannot show: a decoded NUL or '/', empty segments */
+    struct ck_err path_err = {0};
+    bool answered = true;
+    if (!req->raw_uri)
+        *ret = ck__fail_no_memory(conn);
+    else if (ck__path_check(req->raw_uri, &path_err) < 0)
+        *ret = ck__fail(conn, &path_err);
+    else if (req->reserve && !(readonly && !ck__query_bool(conn, "watch")))
+        *ret = refuse_in_reserve(conn); /* a reserve connection is for health checks and reads */
+    else
+        *ret = ck__auth_authenticate(server, conn, &req->user, &answered);
+    return !answered;
+}
+
+/* Authorization and the request's handler, once API Priority and Fairness admitted it. */
 static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection *conn,
                              struct request *req, const char *method, const char *url)
 {
     const char *body = req->body;
     size_t body_len = req->len;
     bool readonly = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    ck__request_labels_set(&req->labels, method, NULL, false, false);
-    /* what url cannot show: a decoded NUL or '/', empty segments */
-    struct ck_err path_err = {0};
-    if (!req->raw_uri)
-        return ck__fail_no_memory(conn);
-    if (ck__path_check(req->raw_uri, &path_err) < 0)
-        return ck__fail(conn, &path_err);
-    if (req->reserve && !(readonly && !ck__query_bool(conn, "watch")))
-        return refuse_in_reserve(conn); /* a reserve connection is for health checks and reads */
     bool answered = false;
-    enum MHD_Result auth_ret = ck__auth_request(server, conn, method, url, &req->user, &answered);
+    enum MHD_Result auth_ret = ck__auth_authorize(server, conn, method, url, req->user, &answered);
     if (answered)
         return auth_ret;
     enum MHD_Result discovery_ret;
@@ -928,6 +956,8 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
         }
         enum MHD_Result ret = ck__serve_resource(server, conn, method, &target, body, body_len);
         free(converted);
+        if (ck__apf_follows(server->apf, target.kind))
+            ck__apf_refresh(server->apf); /* the writer's next request sees its change */
         enum ck_kind_role role = target.kind->role;
         if (role == CK_KIND_ROLE_RBAC_ROLE || role == CK_KIND_ROLE_RBAC_CLUSTER_ROLE ||
             role == CK_KIND_ROLE_RBAC_ROLE_BINDING ||
@@ -1080,8 +1110,11 @@ static void run_request_job(struct ck__work *job)
 {
     struct request *req = (struct request *)((char *)job - offsetof(struct request, job));
     ck__answer_defer(&req->answer);
+    ck__answer_flow(&req->apf);
     req->worker_result = route(req->server, req->conn, req, req->method, req->url);
+    ck__answer_flow(NULL);
     ck__answer_defer(NULL);
+    ck__apf_done(req->server->apf, &req->apf); /* its seat, before req may go */
     req->ran_on_worker = true;
     MHD_resume_connection(req->conn);
 }
@@ -1112,6 +1145,119 @@ static enum MHD_Result answer_from_worker(struct MHD_Connection *conn, struct re
         return MHD_NO;
     }
     return ck__queue_answer(conn, req->answer.status, resp);
+}
+
+/* Runs an admitted request: here, or on a worker when it waits on the store. */
+static enum MHD_Result admitted(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                struct request *req, const char *method, const char *url)
+{
+    if (waits_on_store(method, url, conn)) {
+        run_on_worker(server, conn, req, method, url);
+        return MHD_YES; /* answered when the worker resumes the connection */
+    }
+    ck__answer_flow(&req->apf);
+    enum MHD_Result ret = route(server, conn, req, method, url);
+    ck__answer_flow(NULL);
+    ck__apf_done(server->apf, &req->apf); /* a watch's seat goes once it has started */
+    return ret;
+}
+
+/*
+ * kube-apiserver's answer when API Priority and Fairness drops a request: 429, plain
+ * text (net/http's Error) and Retry-After from the level's dropped-requests tracker.
+ */
+static enum MHD_Result refuse_by_flow_control(struct MHD_Connection *conn, struct request *req)
+{
+    static const char text[] = "Too many requests, please try again later.\n";
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(sizeof(text) - 1, (void *)text, MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return MHD_NO;
+    char retry[16];
+    snprintf(retry, sizeof(retry), "%u", req->apf.retry_after ? req->apf.retry_after : 1);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, retry);
+    ck__answer_flow(&req->apf);
+    enum MHD_Result ret = ck__queue_answer(conn, MHD_HTTP_TOO_MANY_REQUESTS, resp);
+    ck__answer_flow(NULL);
+    return ret;
+}
+
+/* A queued request got its seat or was rejected: its connection goes on. */
+static void flow_control_wake(struct ck__apf_ticket *t)
+{
+    struct request *req = (struct request *)((char *)t - offsetof(struct request, apf));
+    MHD_resume_connection(req->conn);
+}
+
+/*
+ * What API Priority and Fairness classifies a request by (Kubernetes'
+ * RequestDigest). Returns false for the long-running requests it passes over
+ * unclassified, as kube-apiserver does for those that are not watches:
+ * kube-apiserver's long-running subresources (exec, attach, portforward, proxy, log).
+ */
+static bool flow_digest(struct MHD_Connection *conn, const struct request *req, const char *method,
+                        const char *url, struct ck__target *t, char verb[16],
+                        struct ck__apf_digest *d)
+{
+    static const char *const long_running[] = {"attach", "exec", "log", "portforward", "proxy"};
+    const struct ck_auth_user *u = req->user;
+    memset(d, 0, sizeof(*d));
+    d->user = u ? u->name : "";
+    d->groups = u ? (const char *const *)u->groups : NULL;
+    d->n_groups = u ? u->n_groups : 0;
+    if (ck__route(url, t) == 0) {
+        for (size_t i = 0; i < sizeof(long_running) / sizeof(long_running[0]); i++)
+            if (strcmp(t->subresource, long_running[i]) == 0)
+                return false;
+        d->resource_request = true;
+        d->verb = ck__request_verb(conn, method, t);
+        d->api_group = t->kind->group;
+        d->resource = t->kind->resource;
+        d->subresource = t->subresource;
+        /* a namespace's own requests are in that namespace (RequestInfo) */
+        d->namespace =
+            t->kind->role == CK_KIND_ROLE_NAMESPACE && t->name[0] ? t->name : t->namespace;
+        return true;
+    }
+    size_t i = 0;
+    for (; method[i] && i + 1 < 16; i++)
+        verb[i] = (char)(method[i] >= 'A' && method[i] <= 'Z' ? method[i] - 'A' + 'a' : method[i]);
+    verb[i] = '\0';
+    d->verb = verb;
+    d->path = url;
+    return true;
+}
+
+/*
+ * kube-apiserver's priority-and-fairness filter, after authentication: the request
+ * runs, is refused 429, or waits in its level's queue with its connection suspended
+ * (no thread waits), until a finishing request hands it its seat or CK__APF_WAIT_LIMIT
+ * passes (the ticker rejects it).
+ */
+static enum MHD_Result flow_control(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                    struct request *req, const char *method, const char *url)
+{
+    struct ck__apf_digest d;
+    struct ck__target t;
+    char verb[16];
+    if (!server->apf || !flow_digest(conn, req, method, url, &t, verb, &d))
+        return admitted(server, conn, req, method, url);
+    enum ck__apf_verdict v = ck__apf_admit(server->apf, &d, &req->apf);
+    if (v == CK__APF_QUEUE) {
+        req->apf.wake = flow_control_wake;
+        req->conn = conn;
+        req->apf_waiting = true;
+        MHD_suspend_connection(conn); /* before it is queued: a wake may come at once */
+        if (ck__apf_enqueue(server->apf, &req->apf, monotonic_seconds() + CK__APF_WAIT_LIMIT) !=
+            CK__APF_QUEUE)
+            MHD_resume_connection(conn); /* decided at once: answered on the next call */
+        return MHD_YES;
+    }
+    if (v == CK__APF_REJECT)
+        return refuse_by_flow_control(conn, req);
+    return admitted(server, conn, req, method, url);
 }
 
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
@@ -1169,6 +1315,12 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     }
     if (req->ran_on_worker) /* resumed: the worker's answer */
         return answer_from_worker(conn, req);
+    if (req->apf_waiting) { /* resumed: its wait in a flow control queue is over */
+        req->apf_waiting = false;
+        if (req->apf.verdict == CK__APF_REJECT)
+            return refuse_by_flow_control(conn, req);
+        return admitted(server, conn, req, method, url);
+    }
     ck__conns_request_received(server->conns, conn); /* the last call: the body is in */
     if (req->no_memory) {
         ck__request_labels_set(&req->labels, method, NULL, false, false);
@@ -1179,11 +1331,10 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         return ck__fail_with(conn, "RequestEntityTooLarge",
                              "Request entity too large: limit is 3145728");
     }
-    if (waits_on_store(method, url, conn)) {
-        run_on_worker(server, conn, req, method, url);
-        return MHD_YES; /* answered when the worker resumes the connection */
-    }
-    return route(cls, conn, req, method, url);
+    enum MHD_Result ret;
+    if (!front(server, conn, req, method, &ret))
+        return ret;
+    return flow_control(server, conn, req, method, url);
 }
 
 /* The access log line of Kubernetes' httplog, at -v 2. */
@@ -1226,6 +1377,8 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **req
     }
     if (req->started)
         ck__conns_request_done(server->conns, conn);
+    if (req->apf.seated) /* not run after all */
+        ck__apf_done(server->apf, &req->apf);
     if (req->answer.resp) /* the connection ended before it was resumed */
         MHD_destroy_response(req->answer.resp);
     ck_auth_user_free(req->user);
@@ -1418,6 +1571,7 @@ static void *ticker_main(void *arg)
             log_connection_cuts(server, &conn_stats);
         if (++ticks % CK__APF_ENSURE_INTERVAL == 0)
             ck__apf_ensure(server->registry);
+        ck__apf_tick(server->apf, monotonic_seconds());
         pthread_mutex_lock(&server->ticker_lock);
     }
     pthread_mutex_unlock(&server->ticker_lock);
@@ -1535,6 +1689,7 @@ static void teardown(struct ck_apiserver *server)
         pthread_join(server->ticker, NULL);
     }
     ck__workers_stop(server->workers);
+    server->apf = ck__apf_free(server->apf); /* no request left: the daemon is stopped */
     ck__workers_free(server->workers);
     server->ttl = ck__ttl_stop(server->ttl);
     server->crds = ck__crd_stop(server->crds);
@@ -1664,6 +1819,12 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     if (r == 0) {
         bootstrap_priority_classes(server);
         ck__apf_ensure(server->registry);
+        unsigned reads = config->max_requests_inflight ? config->max_requests_inflight : 400;
+        unsigned writes =
+            config->max_mutating_requests_inflight ? config->max_mutating_requests_inflight : 200;
+        server->apf = ck__apf_new(reads + writes);
+        r = server->apf ? ck__apf_start(server->apf, server->registry, reterr)
+                        : ck_err_no_memory(reterr);
     }
     if (r == 0 && config->local_storage_class)
         bootstrap_local_storage_class(server);
@@ -1771,6 +1932,7 @@ struct ck_apiserver *ck_apiserver_free(struct ck_apiserver *server)
     /* Stop accepting, end every watch stream cleanly (no connection stays
      * suspended), then close the connections; we own the listen socket. */
     MHD_socket fd = MHD_quiesce_daemon(server->daemon);
+    ck__apf_stop(server->apf); /* every queued request answered 429, none queued from now on */
     ck__workers_stop(server->workers); /* every write in progress answered; later ones run here */
     ck__watch_tick(server, true);
     for (int i = 0; i < 200 && atomic_load(&server->active_watches) > 0; i++) {

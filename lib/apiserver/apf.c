@@ -1,0 +1,1056 @@
+/*
+ * apf.c - API Priority and Fairness applied to requests: each request is
+ * classified by the FlowSchemas, and a request of a limited priority level
+ * runs only while its level has a free seat; the others wait in the level's
+ * queues (shuffle sharded by flow) or are rejected.
+ *
+ * Mirrors k8s.io/apiserver pkg/util/flowcontrol: apf_controller.go (the
+ * digest of the configuration objects, the concurrency limits), rule.go
+ * (matching), apf_filter.go, fairqueuing/queueset (queues, hands, queue
+ * length limits), shufflesharding (the Dealer) and dropped_requests_tracker.go
+ * (Retry-After); the server's filter is pkg/server/filters/priority-and-fairness.go.
+ *
+ * The configuration is compiled into a snapshot (struct snapshot: schemas in
+ * matching order, rules as C string lists), rebuilt from the store when a
+ * watch of either kind reports a change (ck__apf_tick, once a second) or when
+ * this server wrote one (ck__apf_refresh); a request takes a reference to the
+ * current snapshot and never reads the store. Priority levels are kept by
+ * name for the life of the server (struct ck__apf_level): a rebuild changes
+ * their limits and queue shapes but keeps their queued and running requests,
+ * so the snapshot can point at them without counting references.
+ *
+ * Simplifications (docs/differences.md): every request takes one seat
+ * (no work estimator); a level's limit is its nominal concurrency limit,
+ * ceil(server limit * shares / sum of shares), at least 1 (no lending or
+ * borrowing); queues are served round-robin, one request each, rather than
+ * by virtual finish time; a queued request waits at most CK__APF_WAIT_LIMIT
+ * seconds, checked once a second.
+ *
+ * Threading: one mutex over the levels, their queues and the snapshot
+ * pointer; classification runs unlocked on a referenced snapshot. A ticket's
+ * wake callback is always called without the lock held, and the ticket is
+ * not touched once it has been called.
+ */
+#include <gnutls/crypto.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ckube/auth.h"
+#include "ckube/internal/util.h"
+#include "ckube/store.h"
+#include "internal.h"
+
+#define MAX_RETRY_AFTER 32 /* dropped_requests_tracker.go's maxRetryAfter */
+#define SA_PREFIX       "system:serviceaccount:"
+
+/* A list of strings from a rule; `all`: it is exactly the wildcard. */
+struct strs {
+    char **v;
+    size_t n;
+    bool all;
+};
+
+enum subject_kind { SUBJECT_USER, SUBJECT_GROUP, SUBJECT_SA };
+
+struct subject {
+    enum subject_kind kind;
+    char *name, *ns;
+};
+
+struct resource_rule {
+    struct strs verbs, groups, resources, namespaces;
+    bool cluster_scope;
+};
+
+struct nonresource_rule {
+    struct strs verbs, urls;
+};
+
+struct policy_rule {
+    struct subject *subjects;
+    size_t n_subjects;
+    struct resource_rule *rr;
+    size_t n_rr;
+    struct nonresource_rule *nr;
+    size_t n_nr;
+};
+
+enum distinguisher { BY_NONE, BY_USER, BY_NAMESPACE };
+
+enum reject_reason { REJECT_QUEUE_FULL, REJECT_TIME_OUT, REJECT_CONCURRENCY, REJECT_SHUTDOWN };
+static const char *const reject_reasons[] = {"queue-full", "time-out", "concurrency-limit",
+                                             "cancelled"};
+
+/* The metrics of one flow schema and priority level pair; kept for the life of the apf. */
+struct ck__apf_stat {
+    struct ck__apf_stat *next;
+    char *schema, *level;
+    atomic_long executing, waiting;
+    atomic_ullong rejected[4];
+};
+
+struct schema {
+    char *name;
+    char uid[CK__APF_UID_MAX];
+    long long precedence;
+    enum distinguisher by;
+    struct policy_rule *rules;
+    size_t n_rules;
+    struct ck__apf_level *level; /* kept by the apf: never freed before it */
+    struct ck__apf_stat *stat;   /* likewise */
+};
+
+struct snapshot {
+    atomic_int refs;
+    struct schema *schemas; /* in matching order */
+    size_t n;
+};
+
+struct queue {
+    struct ck__apf_ticket *head, *tail;
+    unsigned len;
+};
+
+struct ck__apf_level {
+    struct ck__apf_level *next;
+    char *name;
+    char uid[CK__APF_UID_MAX];
+    bool configured; /* in the current configuration */
+    bool exempt, queuing;
+    long long shares;
+    unsigned limit; /* seats */
+    unsigned hand_size, queue_length_limit;
+    struct queue *queues;
+    unsigned n_queues;
+    unsigned executing, waiting;
+    unsigned next_queue; /* where dispatch looks first */
+    /* the dropped-requests tracker of this level (Retry-After) */
+    long long retry_after, retry_update_unix, cur_unix, cur_count;
+    struct {
+        long long unix_time, count;
+    } history[MAX_RETRY_AFTER + 1];
+    unsigned n_history;
+};
+
+struct ck__apf {
+    pthread_mutex_t lock;
+    unsigned server_limit;
+    struct ck__apf_level *levels;
+    struct snapshot *current;
+    struct ck__apf_stat *stats;
+    bool stopping;
+    /* following the store (ck__apf_start) */
+    struct ck__registry *reg;
+    const struct ck_kind *schema_kind, *level_kind;
+    struct ck_store_watch *watches[2];
+    atomic_bool dirty;
+};
+
+/* ---- compiling the configuration ------------------------------------------------ */
+
+static const char *str(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static void strs_release(struct strs *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+}
+
+static int strs_compile(const json_t *array, const char *wildcard, struct strs *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    size_t n = json_array_size(array);
+    if (!n)
+        return 0;
+    if (!(ret->v = ck__calloc(n, sizeof(char *))))
+        return CK_ENOMEM;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(array, i, v)
+    {
+        const char *s = json_string_value(v);
+        if (!s)
+            continue;
+        if (!(ret->v[ret->n++] = ck__strdup(s)))
+            return CK_ENOMEM;
+    }
+    ret->all = ret->n == 1 && wildcard && strcmp(ret->v[0], wildcard) == 0;
+    return 0;
+}
+
+/* rule.go's containsString: x is listed, or the list is the wildcard alone. */
+static bool strs_contain(const struct strs *s, const char *x)
+{
+    if (s->all)
+        return true;
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->v[i], x) == 0)
+            return true;
+    return false;
+}
+
+static void rule_release(struct policy_rule *r)
+{
+    for (size_t i = 0; i < r->n_subjects; i++) {
+        free(r->subjects[i].name);
+        free(r->subjects[i].ns);
+    }
+    free(r->subjects);
+    for (size_t i = 0; i < r->n_rr; i++) {
+        strs_release(&r->rr[i].verbs);
+        strs_release(&r->rr[i].groups);
+        strs_release(&r->rr[i].resources);
+        strs_release(&r->rr[i].namespaces);
+    }
+    free(r->rr);
+    for (size_t i = 0; i < r->n_nr; i++) {
+        strs_release(&r->nr[i].verbs);
+        strs_release(&r->nr[i].urls);
+    }
+    free(r->nr);
+}
+
+static int subject_compile(const json_t *s, struct subject *ret)
+{
+    const char *kind = str(s, "kind");
+    const char *name = NULL, *ns = NULL;
+    if (kind && strcmp(kind, "User") == 0) {
+        ret->kind = SUBJECT_USER;
+        name = str(json_object_get(s, "user"), "name");
+    } else if (kind && strcmp(kind, "Group") == 0) {
+        ret->kind = SUBJECT_GROUP;
+        name = str(json_object_get(s, "group"), "name");
+    } else if (kind && strcmp(kind, "ServiceAccount") == 0) {
+        ret->kind = SUBJECT_SA;
+        name = str(json_object_get(s, "serviceAccount"), "name");
+        ns = str(json_object_get(s, "serviceAccount"), "namespace");
+    }
+    if (!name) /* matches nobody, as a subject without its member does */
+        return 0;
+    ret->name = ck__strdup(name);
+    ret->ns = ck__strdup(ns ? ns : "");
+    return ret->name && ret->ns ? 0 : CK_ENOMEM;
+}
+
+static int rule_compile(const json_t *rule, struct policy_rule *ret)
+{
+    const json_t *subjects = json_object_get(rule, "subjects");
+    const json_t *rrs = json_object_get(rule, "resourceRules");
+    const json_t *nrs = json_object_get(rule, "nonResourceRules");
+    size_t ns = json_array_size(subjects), nr = json_array_size(rrs), nn = json_array_size(nrs);
+    ret->subjects = ck__calloc(ns ? ns : 1, sizeof(*ret->subjects));
+    ret->rr = ck__calloc(nr ? nr : 1, sizeof(*ret->rr));
+    ret->nr = ck__calloc(nn ? nn : 1, sizeof(*ret->nr));
+    if (!ret->subjects || !ret->rr || !ret->nr)
+        return CK_ENOMEM;
+    int r = 0;
+    for (size_t i = 0; r == 0 && i < ns; i++, ret->n_subjects++)
+        r = subject_compile(json_array_get(subjects, i), &ret->subjects[i]);
+    for (size_t i = 0; r == 0 && i < nr; i++, ret->n_rr++) {
+        const json_t *o = json_array_get(rrs, i);
+        struct resource_rule *rr = &ret->rr[i];
+        r = strs_compile(json_object_get(o, "verbs"), "*", &rr->verbs);
+        r = r ? r : strs_compile(json_object_get(o, "apiGroups"), "*", &rr->groups);
+        r = r ? r : strs_compile(json_object_get(o, "resources"), "*", &rr->resources);
+        r = r ? r : strs_compile(json_object_get(o, "namespaces"), "*", &rr->namespaces);
+        rr->cluster_scope = json_is_true(json_object_get(o, "clusterScope"));
+    }
+    for (size_t i = 0; r == 0 && i < nn; i++, ret->n_nr++) {
+        const json_t *o = json_array_get(nrs, i);
+        r = strs_compile(json_object_get(o, "verbs"), "*", &ret->nr[i].verbs);
+        r = r ? r : strs_compile(json_object_get(o, "nonResourceURLs"), NULL, &ret->nr[i].urls);
+    }
+    return r;
+}
+
+static void snapshot_free(struct snapshot *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        for (size_t k = 0; k < s->schemas[i].n_rules; k++)
+            rule_release(&s->schemas[i].rules[k]);
+        free(s->schemas[i].rules);
+        free(s->schemas[i].name);
+    }
+    free(s->schemas);
+    free(s);
+}
+
+static void snapshot_unref(struct snapshot *s)
+{
+    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+        snapshot_free(s);
+}
+
+static void copy_uid(char dst[CK__APF_UID_MAX], const json_t *obj)
+{
+    const char *uid = str(json_object_get(obj, "metadata"), "uid");
+    snprintf(dst, CK__APF_UID_MAX, "%s", uid ? uid : "");
+}
+
+/* The level named name, made (unconfigured) when new; NULL when out of memory. Locked. */
+static struct ck__apf_level *level_named(struct ck__apf *a, const char *name)
+{
+    for (struct ck__apf_level *l = a->levels; l; l = l->next)
+        if (strcmp(l->name, name) == 0)
+            return l;
+    struct ck__apf_level *l = ck__calloc(1, sizeof(*l));
+    if (!l || !(l->name = ck__strdup(name))) {
+        free(l);
+        return NULL;
+    }
+    l->retry_after = 1;
+    l->next = a->levels;
+    a->levels = l;
+    return l;
+}
+
+/* The metrics of the pair, made when new; NULL when out of memory. Locked. */
+static struct ck__apf_stat *stat_of(struct ck__apf *a, const char *schema, const char *level)
+{
+    for (struct ck__apf_stat *st = a->stats; st; st = st->next)
+        if (strcmp(st->schema, schema) == 0 && strcmp(st->level, level) == 0)
+            return st;
+    struct ck__apf_stat *st = ck__calloc(1, sizeof(*st));
+    if (!st || !(st->schema = ck__strdup(schema)) || !(st->level = ck__strdup(level))) {
+        if (st)
+            free(st->schema);
+        free(st);
+        return NULL;
+    }
+    st->next = a->stats;
+    a->stats = st;
+    return st;
+}
+
+static int by_precedence(const void *pa, const void *pb)
+{
+    const struct schema *a = pa, *b = pb;
+    if (a->precedence != b->precedence)
+        return a->precedence < b->precedence ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+/* Puts t at the end of q (the level's waiting count is the caller's). */
+static void queue_append(struct queue *q, struct ck__apf_ticket *t)
+{
+    t->next = NULL;
+    if (q->tail)
+        q->tail->next = t;
+    else
+        q->head = t;
+    q->tail = t;
+    q->len++;
+}
+
+/* Moves the waiting tickets of l into n new queues (a changed queue count). Locked. */
+static int reshape_queues(struct ck__apf_level *l, unsigned n)
+{
+    if (n == l->n_queues)
+        return 0;
+    struct queue *q = ck__calloc(n ? n : 1, sizeof(*q));
+    if (!q)
+        return CK_ENOMEM;
+    for (unsigned i = 0; i < l->n_queues; i++) {
+        for (struct ck__apf_ticket *t = l->queues[i].head, *next; t; t = next) {
+            next = t->next;
+            t->queue = n ? i % n : 0;
+            queue_append(&q[t->queue], t);
+        }
+    }
+    free(l->queues);
+    l->queues = q;
+    l->n_queues = n ? n : 1;
+    l->next_queue = 0;
+    return 0;
+}
+
+static long long int_at(const json_t *o, const char *k, long long dflt)
+{
+    const json_t *v = json_object_get(o, k);
+    return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+/* Applies the PriorityLevelConfigurations to the kept levels (all but limits). Locked. */
+static int apply_levels(struct ck__apf *a, const json_t *levels)
+{
+    for (struct ck__apf_level *l = a->levels; l; l = l->next)
+        l->configured = false;
+    size_t i;
+    const json_t *obj;
+    json_array_foreach(levels, i, obj)
+    {
+        const char *name = str(json_object_get(obj, "metadata"), "name");
+        const json_t *spec = json_object_get(obj, "spec");
+        if (!name)
+            continue;
+        struct ck__apf_level *l = level_named(a, name);
+        if (!l)
+            return CK_ENOMEM;
+        l->configured = true;
+        copy_uid(l->uid, obj);
+        const char *type = str(spec, "type");
+        l->exempt = type && strcmp(type, "Exempt") == 0;
+        const json_t *limited = json_object_get(spec, "limited");
+        const json_t *exempt = json_object_get(spec, "exempt");
+        l->shares =
+            int_at(l->exempt ? exempt : limited, "nominalConcurrencyShares", l->exempt ? 0 : 30);
+        const json_t *response = json_object_get(limited, "limitResponse");
+        const char *rtype = str(response, "type");
+        l->queuing = !l->exempt && rtype && strcmp(rtype, "Queue") == 0;
+        const json_t *queuing = json_object_get(response, "queuing");
+        long long queues = l->queuing ? int_at(queuing, "queues", 64) : 1;
+        long long hand = int_at(queuing, "handSize", 8);
+        long long length = int_at(queuing, "queueLengthLimit", 50);
+        l->queue_length_limit = length > 0 ? (unsigned)length : 50;
+        if (queues < 1)
+            queues = 1;
+        l->hand_size = hand < 1 ? 1 : hand > queues ? (unsigned)queues : (unsigned)hand;
+        if (l->hand_size > 15) /* the Dealer's largest hand */
+            l->hand_size = 15;
+        if (reshape_queues(l, (unsigned)queues) < 0)
+            return CK_ENOMEM;
+    }
+    /* apf_controller.go: nominal limits from the shares of every level */
+    long long sum = 0;
+    for (struct ck__apf_level *l = a->levels; l; l = l->next)
+        if (l->configured && l->shares > 0)
+            sum += l->shares;
+    for (struct ck__apf_level *l = a->levels; l; l = l->next) {
+        long long nominal = sum > 0 && l->shares > 0
+                                ? ((long long)a->server_limit * l->shares + sum - 1) / sum
+                                : 0; /* ceil */
+        l->limit = nominal < 1 ? 1 : nominal > UINT32_MAX ? UINT32_MAX : (unsigned)nominal;
+    }
+    return 0;
+}
+
+static int schema_compile(struct ck__apf *a, const json_t *obj, struct schema *s, bool *ret_used)
+{
+    *ret_used = false;
+    const char *name = str(json_object_get(obj, "metadata"), "name");
+    const json_t *spec = json_object_get(obj, "spec");
+    const char *level = str(json_object_get(spec, "priorityLevelConfiguration"), "name");
+    if (!name || !level)
+        return 0;
+    struct ck__apf_level *l = NULL;
+    for (l = a->levels; l && strcmp(l->name, level) != 0; l = l->next)
+        ;
+    if (!l || !l->configured)
+        return 0; /* dangling: apf_controller.go leaves such a schema out */
+    memset(s, 0, sizeof(*s));
+    *ret_used = true;
+    s->level = l;
+    if (!(s->stat = stat_of(a, name, level)))
+        return CK_ENOMEM;
+    copy_uid(s->uid, obj);
+    s->precedence = int_at(spec, "matchingPrecedence", 1000);
+    const char *by = str(json_object_get(spec, "distinguisherMethod"), "type");
+    s->by = !by                              ? BY_NONE
+            : strcmp(by, "ByUser") == 0      ? BY_USER
+            : strcmp(by, "ByNamespace") == 0 ? BY_NAMESPACE
+                                             : BY_NONE;
+    const json_t *rules = json_object_get(spec, "rules");
+    size_t n = json_array_size(rules);
+    if (!(s->name = ck__strdup(name)) || !(s->rules = ck__calloc(n ? n : 1, sizeof(*s->rules))))
+        return CK_ENOMEM;
+    int r = 0;
+    for (size_t i = 0; r == 0 && i < n; i++, s->n_rules++)
+        r = rule_compile(json_array_get(rules, i), &s->rules[i]);
+    return r;
+}
+
+/* ---- dispatching ------------------------------------------------------------------- */
+
+void ck__apf_wake(struct ck__apf_ticket *list)
+{
+    while (list) {
+        struct ck__apf_ticket *next = list->next;
+        list->next = NULL;
+        list->wake(list); /* the ticket is its owner's again from here */
+        list = next;
+    }
+}
+
+static struct ck__apf_ticket *queue_pop(struct ck__apf_level *l, struct queue *q)
+{
+    struct ck__apf_ticket *t = q->head;
+    q->head = t->next;
+    if (!q->head)
+        q->tail = NULL;
+    q->len--;
+    l->waiting--;
+    atomic_fetch_sub(&t->stat->waiting, 1);
+    t->next = NULL;
+    return t;
+}
+
+static void push(struct ck__apf_ticket **list, struct ck__apf_ticket *t)
+{
+    t->next = *list;
+    *list = t;
+}
+
+/*
+ * Takes waiting tickets off l's queues, round-robin from next_queue, while l has a free
+ * seat; each gets the seat and goes onto *woken. Locked.
+ */
+static void dispatch_locked(struct ck__apf_level *l, struct ck__apf_ticket **woken)
+{
+    while (l->waiting > 0 && (l->exempt || l->executing < l->limit)) {
+        struct queue *q = NULL;
+        for (unsigned k = 0; k < l->n_queues && !q; k++) {
+            unsigned i = (l->next_queue + k) % l->n_queues;
+            if (l->queues[i].head) {
+                q = &l->queues[i];
+                l->next_queue = (i + 1) % l->n_queues;
+            }
+        }
+        if (!q)
+            break;
+        struct ck__apf_ticket *t = queue_pop(l, q);
+        l->executing++;
+        atomic_fetch_add(&t->stat->executing, 1);
+        t->seated = true;
+        t->verdict = CK__APF_EXECUTE;
+        push(woken, t);
+    }
+}
+
+/*
+ * dropped_requests_tracker.go, for one level: counts the rejections of each second and
+ * doubles Retry-After (up to 32) when the last retry_after seconds saw at least three
+ * times that many, lowering it by one when they saw fewer than retry_after. Locked.
+ */
+static void note_dropped(struct ck__apf_level *l, long long now)
+{
+    if (l->cur_unix == now) {
+        l->cur_count++;
+        return;
+    }
+    if (l->cur_count) {
+        if (l->n_history == MAX_RETRY_AFTER + 1) {
+            memmove(l->history, l->history + 1, MAX_RETRY_AFTER * sizeof(l->history[0]));
+            l->n_history--;
+        }
+        l->history[l->n_history].unix_time = l->cur_unix;
+        l->history[l->n_history].count = l->cur_count;
+        l->n_history++;
+    }
+    l->cur_unix = now;
+    l->cur_count = 1;
+    long long dropped = 0;
+    for (unsigned i = l->n_history; i-- > 0;) {
+        if (now - l->history[i].unix_time > l->retry_after)
+            break;
+        if (l->history[i].unix_time < now)
+            dropped += l->history[i].count;
+    }
+    if (now - l->retry_update_unix >= l->retry_after && dropped >= 3 * l->retry_after) {
+        l->retry_after =
+            l->retry_after * 2 > MAX_RETRY_AFTER ? MAX_RETRY_AFTER : l->retry_after * 2;
+        l->retry_update_unix = now;
+    } else if (dropped < l->retry_after && l->retry_after > 1) {
+        l->retry_after--;
+    }
+}
+
+static void reject_locked(struct ck__apf_level *l, struct ck__apf_ticket *t, enum reject_reason why)
+{
+    t->verdict = CK__APF_REJECT;
+    t->seated = false;
+    atomic_fetch_add(&t->stat->rejected[why], 1);
+    note_dropped(l, (long long)time(NULL));
+    t->retry_after = (unsigned)l->retry_after;
+}
+
+/* ---- classification ------------------------------------------------------------- */
+
+static bool subject_matches(const struct subject *s, const struct ck__apf_digest *d)
+{
+    if (!s->name)
+        return false;
+    switch (s->kind) {
+    case SUBJECT_USER:
+        return strcmp(s->name, "*") == 0 || strcmp(s->name, d->user) == 0;
+    case SUBJECT_GROUP:
+        if (strcmp(s->name, "*") == 0)
+            return true;
+        for (size_t i = 0; i < d->n_groups; i++)
+            if (strcmp(d->groups[i], s->name) == 0)
+                return true;
+        return false;
+    case SUBJECT_SA: {
+        /* system:serviceaccount:NS:NAME, any NAME for "*" */
+        size_t pl = strlen(SA_PREFIX), nl = strlen(s->ns);
+        const char *u = d->user;
+        if (strncmp(u, SA_PREFIX, pl) != 0 || strncmp(u + pl, s->ns, nl) != 0 || u[pl + nl] != ':')
+            return false;
+        return strcmp(s->name, "*") == 0 || strcmp(u + pl + nl + 1, s->name) == 0;
+    }
+    }
+    return false;
+}
+
+static bool resource_rule_matches(const struct resource_rule *r, const struct ck__apf_digest *d)
+{
+    if (!strs_contain(&r->verbs, d->verb))
+        return false;
+    char joined[160];
+    const char *resource = d->resource;
+    if (d->subresource && d->subresource[0]) {
+        snprintf(joined, sizeof(joined), "%s/%s", d->resource, d->subresource);
+        resource = joined;
+    }
+    if (!strs_contain(&r->resources, resource) || !strs_contain(&r->groups, d->api_group))
+        return false;
+    if (!d->namespace || !d->namespace[0])
+        return r->cluster_scope;
+    return strs_contain(&r->namespaces, d->namespace);
+}
+
+/* rule.go's matchPolicyRuleNonResourceURL: "*", the path itself, or a prefix up to "/". */
+static bool url_matches(const struct strs *urls, const char *path)
+{
+    for (size_t i = 0; i < urls->n; i++) {
+        const char *rule = urls->v[i];
+        if (strcmp(rule, "*") == 0 || strcmp(rule, path) == 0)
+            return true;
+        size_t len = strlen(rule);
+        if (len && rule[len - 1] == '*')
+            len--;
+        bool slash = len && rule[len - 1] == '/';
+        if (strncmp(path, rule, len) == 0 && (slash || path[len] == '/'))
+            return true;
+    }
+    return false;
+}
+
+static bool schema_matches(const struct schema *s, const struct ck__apf_digest *d)
+{
+    for (size_t i = 0; i < s->n_rules; i++) {
+        const struct policy_rule *r = &s->rules[i];
+        bool subject = false;
+        for (size_t k = 0; k < r->n_subjects && !subject; k++)
+            subject = subject_matches(&r->subjects[k], d);
+        if (!subject)
+            continue;
+        if (d->resource_request) {
+            for (size_t k = 0; k < r->n_rr; k++)
+                if (resource_rule_matches(&r->rr[k], d))
+                    return true;
+        } else {
+            for (size_t k = 0; k < r->n_nr; k++)
+                if (strs_contain(&r->nr[k].verbs, d->verb) && url_matches(&r->nr[k].urls, d->path))
+                    return true;
+        }
+    }
+    return false;
+}
+
+/* queueset.go's hashFlowID: the first 8 bytes, little-endian, of SHA-256(schema NUL flow). */
+static uint64_t flow_hash(const char *schema, const char *flow)
+{
+    size_t a = strlen(schema), b = strlen(flow);
+    char *buf = ck__malloc(a + b + 1);
+    unsigned char sum[32] = {0};
+    if (buf) {
+        memcpy(buf, schema, a);
+        buf[a] = '\0';
+        memcpy(buf + a + 1, flow, b);
+        gnutls_hash_fast(GNUTLS_DIG_SHA256, buf, a + b + 1, sum);
+        free(buf);
+    }
+    uint64_t h = 0;
+    for (int i = 7; i >= 0; i--)
+        h = h << 8 | sum[i];
+    return h;
+}
+
+void ck__apf_deal(uint64_t hash, unsigned deck, unsigned hand, unsigned *ret_cards)
+{
+    unsigned remainders[15];
+    for (unsigned i = 0; i < hand; i++) {
+        uint64_t next = hash / (deck - i);
+        remainders[i] = (unsigned)(hash - (uint64_t)(deck - i) * next);
+        hash = next;
+    }
+    for (unsigned i = 0; i < hand; i++) {
+        unsigned card = remainders[i];
+        for (unsigned j = i; j > 0; j--)
+            if (card >= remainders[j - 1])
+                card++;
+        ret_cards[i] = card;
+    }
+}
+
+enum ck__apf_verdict ck__apf_admit(struct ck__apf *a, const struct ck__apf_digest *d,
+                                   struct ck__apf_ticket *t)
+{
+    memset(t, 0, sizeof(*t));
+    pthread_mutex_lock(&a->lock);
+    struct snapshot *snap = a->current;
+    if (snap)
+        atomic_fetch_add(&snap->refs, 1);
+    pthread_mutex_unlock(&a->lock);
+    const struct schema *s = NULL;
+    for (size_t i = 0; snap && i < snap->n && !s; i++)
+        if (schema_matches(&snap->schemas[i], d))
+            s = &snap->schemas[i];
+    if (!s) { /* no schema (not even catch-all yet): not limited */
+        snapshot_unref(snap);
+        return CK__APF_EXECUTE;
+    }
+    t->classified = true;
+    memcpy(t->fs_uid, s->uid, sizeof(t->fs_uid));
+    memcpy(t->pl_uid, s->level->uid, sizeof(t->pl_uid));
+    t->level = s->level;
+    t->stat = s->stat;
+
+    enum ck__apf_verdict v = CK__APF_EXECUTE;
+    pthread_mutex_lock(&a->lock);
+    struct ck__apf_level *l = t->level;
+    if (l->exempt) {
+        /* never limited: counted, not seated */
+    } else if (l->executing < l->limit && l->waiting == 0) {
+        l->executing++;
+        t->seated = true;
+    } else if (!l->queuing) {
+        reject_locked(l, t, REJECT_CONCURRENCY);
+        v = CK__APF_REJECT;
+    } else {
+        v = CK__APF_QUEUE;
+    }
+    if (v == CK__APF_EXECUTE)
+        atomic_fetch_add(&t->stat->executing, 1);
+    pthread_mutex_unlock(&a->lock);
+    if (v == CK__APF_QUEUE) { /* only a request that queues needs its flow's hand */
+        const char *flow = s->by == BY_USER ? d->user : s->by == BY_NAMESPACE ? d->namespace : "";
+        t->flow_hash = flow_hash(s->name, flow ? flow : "");
+    }
+    snapshot_unref(snap); /* s is no longer read */
+    return v;
+}
+
+enum ck__apf_verdict ck__apf_enqueue(struct ck__apf *a, struct ck__apf_ticket *t, double deadline)
+{
+    struct ck__apf_level *l = t->level;
+    enum ck__apf_verdict v = CK__APF_QUEUE;
+    pthread_mutex_lock(&a->lock);
+    if (a->stopping) {
+        reject_locked(l, t, REJECT_SHUTDOWN);
+        v = CK__APF_REJECT;
+    } else if (l->exempt || (l->executing < l->limit && l->waiting == 0)) {
+        t->seated = !l->exempt; /* a seat came free meanwhile (or the level became exempt) */
+        if (t->seated)
+            l->executing++;
+        atomic_fetch_add(&t->stat->executing, 1);
+        t->verdict = v = CK__APF_EXECUTE;
+    } else if (!l->queuing) {
+        reject_locked(l, t, REJECT_CONCURRENCY);
+        v = CK__APF_REJECT;
+    } else {
+        /* queueset.go's shuffleShardLocked: the shortest queue of the flow's hand */
+        unsigned cards[15], best = 0;
+        ck__apf_deal(t->flow_hash, l->n_queues, l->hand_size, cards);
+        for (unsigned i = 1; i < l->hand_size; i++)
+            if (l->queues[cards[i]].len < l->queues[cards[best]].len)
+                best = i;
+        struct queue *q = &l->queues[cards[best]];
+        if (q->len >= l->queue_length_limit) {
+            reject_locked(l, t, REJECT_QUEUE_FULL);
+            v = CK__APF_REJECT;
+        } else {
+            t->queue = cards[best];
+            t->deadline = deadline;
+            queue_append(q, t);
+            l->waiting++;
+            atomic_fetch_add(&t->stat->waiting, 1);
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return v;
+}
+
+void ck__apf_done(struct ck__apf *a, struct ck__apf_ticket *t)
+{
+    if (!t->classified || t->verdict == CK__APF_REJECT || t->finished)
+        return;
+    t->finished = true;
+    struct ck__apf_ticket *woken = NULL;
+    pthread_mutex_lock(&a->lock);
+    atomic_fetch_sub(&t->stat->executing, 1);
+    if (t->seated) {
+        t->level->executing--;
+        t->seated = false;
+        dispatch_locked(t->level, &woken);
+    }
+    pthread_mutex_unlock(&a->lock);
+    ck__apf_wake(woken);
+}
+
+/* Rejects the tickets waiting past now (all of them when stopping). Locked. */
+static void expire_locked(struct ck__apf *a, double now, struct ck__apf_ticket **woken)
+{
+    for (struct ck__apf_level *l = a->levels; l; l = l->next)
+        for (unsigned i = 0; i < l->n_queues; i++) {
+            struct queue *q = &l->queues[i], keep = {0};
+            while (q->head) {
+                struct ck__apf_ticket *t = queue_pop(l, q);
+                if (a->stopping || t->deadline <= now) {
+                    reject_locked(l, t, a->stopping ? REJECT_SHUTDOWN : REJECT_TIME_OUT);
+                    push(woken, t);
+                } else {
+                    queue_append(&keep, t); /* in its order */
+                    l->waiting++;
+                    atomic_fetch_add(&t->stat->waiting, 1);
+                }
+            }
+            *q = keep;
+        }
+}
+
+void ck__apf_expire(struct ck__apf *a, double now)
+{
+    struct ck__apf_ticket *woken = NULL;
+    pthread_mutex_lock(&a->lock);
+    expire_locked(a, now, &woken);
+    pthread_mutex_unlock(&a->lock);
+    ck__apf_wake(woken);
+}
+
+void ck__apf_stop(struct ck__apf *a)
+{
+    if (!a)
+        return;
+    struct ck__apf_ticket *woken = NULL;
+    pthread_mutex_lock(&a->lock);
+    a->stopping = true;
+    expire_locked(a, 0, &woken);
+    pthread_mutex_unlock(&a->lock);
+    ck__apf_wake(woken);
+}
+
+int ck__apf_configure(struct ck__apf *a, const json_t *schemas, const json_t *levels)
+{
+    size_t n = json_array_size(schemas);
+    struct snapshot *snap = ck__calloc(1, sizeof(*snap));
+    if (!snap || !(snap->schemas = ck__calloc(n ? n : 1, sizeof(*snap->schemas)))) {
+        free(snap);
+        return CK_ENOMEM;
+    }
+    atomic_init(&snap->refs, 1);
+    struct ck__apf_ticket *woken = NULL;
+    pthread_mutex_lock(&a->lock);
+    int r = apply_levels(a, levels);
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        bool used;
+        r = schema_compile(a, json_array_get(schemas, i), &snap->schemas[snap->n], &used);
+        if (used)
+            snap->n++;
+    }
+    struct snapshot *old = NULL;
+    if (r == 0) {
+        qsort(snap->schemas, snap->n, sizeof(*snap->schemas), by_precedence);
+        old = a->current;
+        a->current = snap;
+        snap = NULL;
+        for (struct ck__apf_level *l = a->levels; l; l = l->next)
+            dispatch_locked(l, &woken); /* limits may have grown */
+    }
+    pthread_mutex_unlock(&a->lock);
+    ck__apf_wake(woken);
+    if (snap)
+        snapshot_free(snap);
+    snapshot_unref(old);
+    return r;
+}
+
+/* ---- life, following the store, metrics ------------------------------------------ */
+
+struct ck__apf *ck__apf_new(unsigned server_limit)
+{
+    struct ck__apf *a = ck__calloc(1, sizeof(*a));
+    if (!a)
+        return NULL;
+    pthread_mutex_init(&a->lock, NULL);
+    a->server_limit = server_limit ? server_limit : 600;
+    atomic_init(&a->dirty, false);
+    return a;
+}
+
+struct ck__apf *ck__apf_free(struct ck__apf *a)
+{
+    if (!a)
+        return NULL;
+    for (size_t i = 0; i < 2; i++)
+        ck_store_watch_cancel(a->watches[i]);
+    snapshot_unref(a->current);
+    for (struct ck__apf_level *l = a->levels, *next; l; l = next) {
+        next = l->next;
+        free(l->queues);
+        free(l->name);
+        free(l);
+    }
+    for (struct ck__apf_stat *st = a->stats, *next; st; st = next) {
+        next = st->next;
+        free(st->schema);
+        free(st->level);
+        free(st);
+    }
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+    return NULL;
+}
+
+/* Every stored object of kind, as a new array; NULL when the store fails. */
+static json_t *list_all(struct ck__registry *reg, const struct ck_kind *kind)
+{
+    struct ck__list_options opts = {0};
+    struct ck__list_result res = {0};
+    struct ck_err err = {0};
+    json_t *items = NULL;
+    if (ck__registry_list(reg, kind, &opts, &res, &err) == 0 && (items = json_array()))
+        for (size_t i = 0; i < res.n_kvs; i++)
+            json_array_append_new(items, ck__decode_stored(res.kvs[i]));
+    if (err.code)
+        CK_LOGW("cannot read the %s for API Priority and Fairness: %s", kind->resource,
+                ck_err_message(&err));
+    ck__list_result_release(&res);
+    ck_err_release(&err);
+    return items;
+}
+
+void ck__apf_refresh(struct ck__apf *a)
+{
+    if (!a || !a->reg)
+        return;
+    atomic_store(&a->dirty, false);
+    json_t *levels = list_all(a->reg, a->level_kind);
+    json_t *schemas = levels ? list_all(a->reg, a->schema_kind) : NULL;
+    if (schemas && ck__apf_configure(a, schemas, levels) < 0)
+        CK_LOGW("cannot apply the API Priority and Fairness configuration: out of memory");
+    if (!schemas)
+        atomic_store(&a->dirty, true); /* again on the next tick */
+    json_decref(levels);
+    json_decref(schemas);
+}
+
+static void on_event(const struct ck_store_event *ev, void *arg)
+{
+    struct ck__apf *a = arg;
+    if (ev->type != CK_STORE_EVENT_PROGRESS)
+        atomic_store(&a->dirty, true);
+}
+
+int ck__apf_start(struct ck__apf *a, struct ck__registry *reg, struct ck_err *reterr)
+{
+    a->schema_kind = ck_kind_lookup("flowcontrol.apiserver.k8s.io", "v1", "flowschemas");
+    a->level_kind =
+        ck_kind_lookup("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations");
+    if (!a->schema_kind || !a->level_kind)
+        return 0; /* the group is not served: nothing is classified */
+    a->reg = reg;
+    const struct ck_kind *kinds[2] = {a->schema_kind, a->level_kind};
+    for (size_t i = 0; i < 2; i++) {
+        char prefix[CK__KEY_MAX];
+        int len = ck__collection_prefix(kinds[i], NULL, prefix, sizeof(prefix));
+        if (len < 0)
+            return ck_err_set(reterr, CK_EINVAL, "no key prefix for %s", kinds[i]->resource);
+        int r = ck_store_watch(reg->store, prefix, (size_t)len, true, 0, on_event, a,
+                               &a->watches[i], reterr);
+        if (r < 0)
+            return r;
+    }
+    ck__apf_refresh(a);
+    return 0;
+}
+
+bool ck__apf_follows(const struct ck__apf *a, const struct ck_kind *kind)
+{
+    return a && kind && (kind == a->schema_kind || kind == a->level_kind);
+}
+
+void ck__apf_tick(struct ck__apf *a, double now)
+{
+    if (!a)
+        return;
+    if (atomic_load(&a->dirty))
+        ck__apf_refresh(a);
+    ck__apf_expire(a, now);
+}
+
+static void label_value(struct ck__buf *out, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            ck__buf_add(out, "\\", 1);
+        if (*v == '\n')
+            ck__buf_adds(out, "\\n");
+        else
+            ck__buf_add(out, v, 1);
+    }
+}
+
+static void series(struct ck__buf *out, const char *metric, const struct ck__apf_stat *st,
+                   const char *reason, unsigned long long value)
+{
+    ck__buf_adds(out, metric);
+    ck__buf_adds(out, "{flow_schema=\"");
+    label_value(out, st->schema);
+    ck__buf_adds(out, "\",priority_level=\"");
+    label_value(out, st->level);
+    if (reason) {
+        ck__buf_adds(out, "\",reason=\"");
+        ck__buf_adds(out, reason);
+    }
+    char num[32];
+    snprintf(num, sizeof(num), "\"} %llu\n", value);
+    ck__buf_adds(out, num);
+}
+
+/* One gauge's HELP, TYPE and a series for each pair; waiting: which count. Locked. */
+static void gauge(struct ck__buf *out, const struct ck__apf *a, const char *metric,
+                  const char *help, bool waiting)
+{
+    ck__buf_printf(out, "# HELP %s [BETA] %s\n# TYPE %s gauge\n", metric, help, metric);
+    for (const struct ck__apf_stat *st = a->stats; st; st = st->next)
+        series(out, metric, st, NULL,
+               (unsigned long long)atomic_load(waiting ? &st->waiting : &st->executing));
+}
+
+char *ck__apf_metrics_text(struct ck__apf *a)
+{
+    struct ck__buf out = {0};
+    if (!a)
+        return ck__buf_take(&out);
+    pthread_mutex_lock(&a->lock);
+    gauge(&out, a, "apiserver_flowcontrol_current_executing_requests",
+          "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage "
+          "in the API Priority and Fairness subsystem",
+          false);
+    gauge(&out, a, "apiserver_flowcontrol_current_inqueue_requests",
+          "Number of requests currently pending in queues of the API Priority and Fairness "
+          "subsystem",
+          true);
+    ck__buf_adds(&out, "# HELP apiserver_flowcontrol_rejected_requests_total [BETA] Number of "
+                       "requests rejected by API Priority and Fairness subsystem\n"
+                       "# TYPE apiserver_flowcontrol_rejected_requests_total counter\n");
+    for (const struct ck__apf_stat *st = a->stats; st; st = st->next)
+        for (size_t r = 0; r < 4; r++) {
+            unsigned long long n = atomic_load(&st->rejected[r]);
+            if (n)
+                series(&out, "apiserver_flowcontrol_rejected_requests_total", st, reject_reasons[r],
+                       n);
+        }
+    pthread_mutex_unlock(&a->lock);
+    return ck__buf_take(&out);
+}

@@ -1,0 +1,496 @@
+/*
+ * test_apf.c - tests for lib/apiserver/apf.c, API Priority and Fairness applied to
+ * requests: classification by matchingPrecedence then name, with Kubernetes' rule
+ * matching (users, groups, service accounts, resource rules with subresources,
+ * clusterScope and namespaces, non-resource URL prefixes), dangling schemas left
+ * out and the UIDs the response headers carry; exempt levels never limited; the
+ * concurrency limits shared by shares; Reject answering with Retry-After; queuing
+ * with shuffle sharding, the queue length limit, seats handed to waiters in turn,
+ * the wait limit and shutdown; the Dealer's hands; the metrics; many threads
+ * sharing one seat.
+ */
+#include "cktest.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/apiserver/internal.h"
+
+static const char *levels_json =
+    "[{\"metadata\":{\"name\":\"exempt\",\"uid\":\"pl-exempt\"},\"spec\":{\"type\":\"Exempt\"}},"
+    " {\"metadata\":{\"name\":\"reject\",\"uid\":\"pl-reject\"},\"spec\":{\"type\":\"Limited\","
+    "   \"limited\":{\"nominalConcurrencyShares\":1,\"limitResponse\":{\"type\":\"Reject\"}}}},"
+    " {\"metadata\":{\"name\":\"queue\",\"uid\":\"pl-queue\"},\"spec\":{\"type\":\"Limited\","
+    "   \"limited\":{\"nominalConcurrencyShares\":1,\"limitResponse\":{\"type\":\"Queue\","
+    "   \"queuing\":{\"queues\":4,\"handSize\":2,\"queueLengthLimit\":2}}}}},"
+    " {\"metadata\":{\"name\":\"big\",\"uid\":\"pl-big\"},\"spec\":{\"type\":\"Limited\","
+    "   \"limited\":{\"nominalConcurrencyShares\":8,\"limitResponse\":{\"type\":\"Reject\"}}}}]";
+
+static const char *schemas_json =
+    "[{\"metadata\":{\"name\":\"zz-masters\",\"uid\":\"fs-masters\"},\"spec\":{"
+    "   \"priorityLevelConfiguration\":{\"name\":\"exempt\"},\"matchingPrecedence\":1,"
+    "   \"rules\":[{\"subjects\":[{\"kind\":\"Group\",\"group\":{\"name\":\"system:masters\"}}],"
+    "     \"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+    "       \"clusterScope\":true,\"namespaces\":[\"*\"]}],"
+    "     \"nonResourceRules\":[{\"verbs\":[\"*\"],\"nonResourceURLs\":[\"*\"]}]}]}},"
+    /* same precedence as b-alice: the name decides */
+    " {\"metadata\":{\"name\":\"c-alice\",\"uid\":\"fs-c\"},\"spec\":{"
+    "   \"priorityLevelConfiguration\":{\"name\":\"big\"},\"matchingPrecedence\":10,"
+    "   \"rules\":[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"alice\"}}],"
+    "     \"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+    "       \"namespaces\":[\"*\"]}]}]}},"
+    " {\"metadata\":{\"name\":\"b-alice\",\"uid\":\"fs-b\"},\"spec\":{"
+    "   \"priorityLevelConfiguration\":{\"name\":\"reject\"},\"matchingPrecedence\":10,"
+    "   \"distinguisherMethod\":{\"type\":\"ByUser\"},"
+    "   \"rules\":[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"alice\"}}],"
+    "     \"resourceRules\":[{\"verbs\":[\"get\",\"create\"],\"apiGroups\":[\"\",\"apps\"],"
+    "       \"resources\":[\"pods\",\"deployments/scale\"],\"namespaces\":[\"team\"]}],"
+    "     \"nonResourceRules\":[{\"verbs\":[\"get\"],\"nonResourceURLs\":[\"/healthz\",\"/apis/*\","
+    "       \"/openapi\"]}]}]}},"
+    " {\"metadata\":{\"name\":\"robots\",\"uid\":\"fs-robots\"},\"spec\":{"
+    "   \"priorityLevelConfiguration\":{\"name\":\"queue\"},\"matchingPrecedence\":20,"
+    "   \"distinguisherMethod\":{\"type\":\"ByNamespace\"},"
+    "   \"rules\":[{\"subjects\":[{\"kind\":\"ServiceAccount\",\"serviceAccount\":"
+    "       {\"namespace\":\"bots\",\"name\":\"*\"}},{\"kind\":\"ServiceAccount\",\"serviceAccount\":"
+    "       {\"namespace\":\"kube-system\",\"name\":\"builder\"}}],"
+    "     \"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+    "       \"clusterScope\":true}]}]}},"
+    " {\"metadata\":{\"name\":\"dangling\",\"uid\":\"fs-dangling\"},\"spec\":{"
+    "   \"priorityLevelConfiguration\":{\"name\":\"missing\"},\"matchingPrecedence\":2,"
+    "   \"rules\":[{\"subjects\":[{\"kind\":\"Group\",\"group\":{\"name\":\"*\"}}],"
+    "     \"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+    "       \"clusterScope\":true,\"namespaces\":[\"*\"]}]}]}},"
+    " {\"metadata\":{\"name\":\"catch-all\",\"uid\":\"fs-catch-all\"},\"spec\":{"
+    "   \"priorityLevelConfiguration\":{\"name\":\"big\"},\"matchingPrecedence\":10000,"
+    "   \"rules\":[{\"subjects\":[{\"kind\":\"Group\",\"group\":{\"name\":\"system:authenticated\"}}],"
+    "     \"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+    "       \"clusterScope\":true,\"namespaces\":[\"*\"]}],"
+    "     \"nonResourceRules\":[{\"verbs\":[\"*\"],\"nonResourceURLs\":[\"*\"]}]}]}}]";
+
+/* The test's FlowSchemas and PriorityLevelConfigurations, new arrays. */
+static void load_config(json_t **ret_schemas, json_t **ret_levels)
+{
+    *ret_schemas = json_loads(schemas_json, 0, NULL);
+    *ret_levels = json_loads(levels_json, 0, NULL);
+    assert_non_null(*ret_schemas);
+    assert_non_null(*ret_levels);
+}
+
+static struct ck__apf *configured(unsigned server_limit)
+{
+    struct ck__apf *a = ck__apf_new(server_limit);
+    assert_non_null(a);
+    json_t *schemas, *levels;
+    load_config(&schemas, &levels);
+    assert_int_equal(ck__apf_configure(a, schemas, levels), 0);
+    json_decref(schemas);
+    json_decref(levels);
+    return a;
+}
+
+static const char *const authenticated[] = {"system:authenticated"};
+static const char *const masters[] = {"system:masters", "system:authenticated"};
+
+static struct ck__apf_digest resource(const char *user, const char *verb, const char *group,
+                                      const char *res, const char *sub, const char *ns)
+{
+    struct ck__apf_digest d = {.user = user,
+                               .groups = authenticated,
+                               .n_groups = 1,
+                               .resource_request = true,
+                               .verb = verb,
+                               .api_group = group,
+                               .resource = res,
+                               .subresource = sub,
+                               .namespace = ns};
+    return d;
+}
+
+/* A member of system:masters' request. */
+static struct ck__apf_digest admin(const char *verb, const char *res)
+{
+    struct ck__apf_digest d = resource("admin", verb, "", res, "", "x");
+    d.groups = masters;
+    d.n_groups = 2;
+    return d;
+}
+
+static struct ck__apf_digest nonresource(const char *user, const char *verb, const char *path)
+{
+    struct ck__apf_digest d = {
+        .user = user, .groups = authenticated, .n_groups = 1, .verb = verb, .path = path};
+    return d;
+}
+
+/* The schema UID d is classified by ("" when none); its ticket is done. */
+static const char *schema_of(struct ck__apf *a, struct ck__apf_digest d)
+{
+    static struct ck__apf_ticket t;
+    enum ck__apf_verdict v = ck__apf_admit(a, &d, &t);
+    assert_int_not_equal(v, CK__APF_QUEUE);
+    ck__apf_done(a, &t);
+    return t.classified ? t.fs_uid : "";
+}
+
+static void test_classifies_by_precedence_then_name_with_kubernetes_rules(void **state)
+{
+    (void)state;
+    struct ck__apf *a = configured(600);
+    assert_string_equal(schema_of(a, admin("delete", "secrets")),
+                        "fs-masters"); /* the dangling one is left out */
+    /* b-alice before c-alice: same precedence, name order */
+    assert_string_equal(schema_of(a, resource("alice", "get", "", "pods", "", "team")), "fs-b");
+    assert_string_equal(
+        schema_of(a, resource("alice", "create", "apps", "deployments", "scale", "team")), "fs-b");
+    /* a verb, a group, a namespace, a subresource outside b-alice's rule: c-alice */
+    assert_string_equal(schema_of(a, resource("alice", "list", "", "pods", "", "team")), "fs-c");
+    assert_string_equal(schema_of(a, resource("alice", "get", "batch", "pods", "", "team")),
+                        "fs-c");
+    assert_string_equal(schema_of(a, resource("alice", "get", "", "pods", "", "other")), "fs-c");
+    assert_string_equal(schema_of(a, resource("alice", "get", "", "pods", "log", "team")), "fs-c");
+    /* cluster-scoped: c-alice has no clusterScope, so catch-all */
+    assert_string_equal(schema_of(a, resource("alice", "get", "", "nodes", "", "")),
+                        "fs-catch-all");
+    /* non-resource URLs: exact, "/apis/" + "*" as a prefix, "/openapi" as "/openapi/" too */
+    assert_string_equal(schema_of(a, nonresource("alice", "get", "/healthz")), "fs-b");
+    assert_string_equal(schema_of(a, nonresource("alice", "get", "/apis/apps/v1")), "fs-b");
+    assert_string_equal(schema_of(a, nonresource("alice", "get", "/openapi/v3")), "fs-b");
+    assert_string_equal(schema_of(a, nonresource("alice", "get", "/healthz/ping")), "fs-b");
+    assert_string_equal(schema_of(a, nonresource("alice", "get", "/apisx")), "fs-catch-all");
+    assert_string_equal(schema_of(a, nonresource("alice", "post", "/healthz")), "fs-catch-all");
+    /* service accounts: any of a namespace, or one by name */
+    assert_string_equal(
+        schema_of(a, resource("system:serviceaccount:bots:r2", "get", "", "nodes", "", "")),
+        "fs-robots");
+    assert_string_equal(schema_of(a, resource("system:serviceaccount:kube-system:builder", "get",
+                                              "", "nodes", "", "")),
+                        "fs-robots");
+    assert_string_equal(schema_of(a, resource("system:serviceaccount:kube-system:other", "get", "",
+                                              "nodes", "", "")),
+                        "fs-catch-all");
+    assert_string_equal(
+        schema_of(a, resource("system:serviceaccount:botsx:r2", "get", "", "nodes", "", "")),
+        "fs-catch-all");
+    /* no group that catch-all names: not classified, not limited */
+    struct ck__apf_digest anon = resource("nobody", "get", "", "nodes", "", "");
+    anon.n_groups = 0;
+    assert_string_equal(schema_of(a, anon), "");
+    ck__apf_free(a);
+}
+
+static void test_ticket_carries_both_uids(void **state)
+{
+    (void)state;
+    struct ck__apf *a = configured(600);
+    struct ck__apf_digest d = resource("alice", "get", "", "pods", "", "team");
+    struct ck__apf_ticket t;
+    assert_int_equal(ck__apf_admit(a, &d, &t), CK__APF_EXECUTE);
+    assert_true(t.classified);
+    assert_string_equal(t.fs_uid, "fs-b");
+    assert_string_equal(t.pl_uid, "pl-reject");
+    assert_true(t.seated);
+    ck__apf_done(a, &t);
+    assert_false(t.seated);
+    ck__apf_free(a);
+}
+
+static void test_exempt_is_never_limited(void **state)
+{
+    (void)state;
+    struct ck__apf *a = configured(2);
+    struct ck__apf_digest d = admin("create", "pods");
+    static struct ck__apf_ticket t[1000];
+    for (size_t i = 0; i < 1000; i++) {
+        assert_int_equal(ck__apf_admit(a, &d, &t[i]), CK__APF_EXECUTE);
+        assert_false(t[i].seated);
+        assert_string_equal(t[i].pl_uid, "pl-exempt");
+    }
+    for (size_t i = 0; i < 1000; i++)
+        ck__apf_done(a, &t[i]);
+    ck__apf_free(a);
+}
+
+static void test_reject_level_refuses_beyond_its_share(void **state)
+{
+    (void)state;
+    /* shares 1 + 1 + 8 = 10 of 20 seats: reject gets ceil(20 * 1 / 10) = 2 */
+    struct ck__apf *a = configured(20);
+    struct ck__apf_digest d = resource("alice", "get", "", "pods", "", "team");
+    struct ck__apf_ticket t1, t2, t3, t4;
+    assert_int_equal(ck__apf_admit(a, &d, &t1), CK__APF_EXECUTE);
+    assert_int_equal(ck__apf_admit(a, &d, &t2), CK__APF_EXECUTE);
+    assert_int_equal(ck__apf_admit(a, &d, &t3), CK__APF_REJECT);
+    assert_string_equal(t3.fs_uid, "fs-b"); /* still classified: the 429 has the headers */
+    assert_int_equal(t3.retry_after, 1);
+    ck__apf_done(a, &t3); /* a rejected ticket holds nothing */
+    /* a level with more shares is not affected: big has ceil(20 * 8 / 10) = 16 */
+    struct ck__apf_digest other = resource("alice", "list", "", "pods", "", "team");
+    struct ck__apf_ticket big[16];
+    for (size_t i = 0; i < 16; i++)
+        assert_int_equal(ck__apf_admit(a, &other, &big[i]), CK__APF_EXECUTE);
+    assert_int_equal(ck__apf_admit(a, &other, &t4), CK__APF_REJECT);
+    for (size_t i = 0; i < 16; i++)
+        ck__apf_done(a, &big[i]);
+    ck__apf_done(a, &t1);
+    assert_int_equal(ck__apf_admit(a, &d, &t4), CK__APF_EXECUTE);
+    ck__apf_done(a, &t2);
+    ck__apf_done(a, &t4);
+    char *text = ck__apf_metrics_text(a);
+    assert_non_null(text);
+    assert_non_null(strstr(text,
+                           "apiserver_flowcontrol_rejected_requests_total{flow_schema=\"b-"
+                           "alice\",priority_level=\"reject\",reason=\"concurrency-limit\"} 1\n"));
+    assert_non_null(strstr(text, "apiserver_flowcontrol_current_executing_requests{flow_schema=\"b-"
+                                 "alice\",priority_level=\"reject\"} 0\n"));
+    free(text);
+    ck__apf_free(a);
+}
+
+struct waiter {
+    struct ck__apf_ticket t;
+    int woken;
+};
+
+static void note_wake(struct ck__apf_ticket *t)
+{
+    ((struct waiter *)(void *)t)->woken++;
+}
+
+/* Admits d for w: EXECUTE, REJECT, or QUEUE once it is queued. */
+static enum ck__apf_verdict arrive(struct ck__apf *a, struct ck__apf_digest d, struct waiter *w,
+                                   double deadline)
+{
+    enum ck__apf_verdict v = ck__apf_admit(a, &d, &w->t);
+    if (v != CK__APF_QUEUE)
+        return v;
+    w->t.wake = note_wake;
+    return ck__apf_enqueue(a, &w->t, deadline);
+}
+
+static void test_queue_hands_seats_in_turn_and_bounds_queues(void **state)
+{
+    (void)state;
+    /* queue has shares 1 of 10 with 10 seats: 1 seat; 4 queues, hands of 2, length 2 */
+    struct ck__apf *a = configured(10);
+    struct ck__apf_digest ns1 =
+        resource("system:serviceaccount:bots:a", "get", "", "nodes", "", "");
+    struct waiter running = {0}, w[5] = {0};
+    assert_int_equal(arrive(a, ns1, &running, 100), CK__APF_EXECUTE);
+    /* one flow reaches two queues of two: four wait, the fifth is refused */
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(arrive(a, ns1, &w[i], 100 + (double)i), CK__APF_QUEUE);
+    assert_int_equal(arrive(a, ns1, &w[4], 100), CK__APF_REJECT);
+    assert_int_equal(w[4].woken, 0); /* answered at once, never woken */
+    assert_true(w[0].t.queue != w[1].t.queue || w[0].t.queue != w[2].t.queue);
+    /* the seat goes to one waiter when the running one is done */
+    ck__apf_done(a, &running.t);
+    int woken = 0;
+    size_t first = 5;
+    for (size_t i = 0; i < 4; i++)
+        if (w[i].woken) {
+            woken++;
+            first = i;
+        }
+    assert_int_equal(woken, 1);
+    assert_int_equal(w[first].t.verdict, CK__APF_EXECUTE);
+    assert_true(w[first].t.seated);
+    /* the wait limit: the ones due by 102 are rejected, the one due at 103 still waits */
+    ck__apf_expire(a, 102);
+    for (size_t i = 0; i < 4; i++) {
+        if (i == first)
+            continue;
+        assert_int_equal(w[i].woken, i < 3 ? 1 : 0);
+        if (i < 3)
+            assert_int_equal(w[i].t.verdict, CK__APF_REJECT);
+    }
+    ck__apf_done(a, &w[first].t);
+    if (first != 3) { /* the seat goes on to the last waiter */
+        assert_int_equal(w[3].woken, 1);
+        assert_int_equal(w[3].t.verdict, CK__APF_EXECUTE);
+        ck__apf_done(a, &w[3].t);
+    }
+    /* shutting down rejects whatever still waits, and every later arrival */
+    struct waiter running2 = {0}, queued = {0}, late = {0};
+    assert_int_equal(arrive(a, ns1, &running2, 200), CK__APF_EXECUTE);
+    assert_int_equal(arrive(a, ns1, &queued, 200), CK__APF_QUEUE);
+    ck__apf_stop(a);
+    assert_int_equal(queued.woken, 1);
+    assert_int_equal(queued.t.verdict, CK__APF_REJECT);
+    assert_int_equal(arrive(a, ns1, &late, 300), CK__APF_REJECT);
+    ck__apf_done(a, &running2.t);
+    char *text = ck__apf_metrics_text(a);
+    assert_non_null(strstr(text, "reason=\"queue-full\"} 1\n"));
+    assert_non_null(strstr(text, "reason=\"time-out\"} "));
+    assert_non_null(strstr(text, "apiserver_flowcontrol_current_inqueue_requests{flow_schema="
+                                 "\"robots\",priority_level=\"queue\"} 0\n"));
+    free(text);
+    ck__apf_free(a);
+}
+
+static void test_cluster_requests_by_namespace_are_one_flow(void **state)
+{
+    (void)state;
+    struct ck__apf *a = configured(10);
+    struct waiter running = {0}, w[64] = {0};
+    char users[64][64];
+    struct ck__apf_digest d = resource("system:serviceaccount:bots:a", "get", "", "nodes", "", "");
+    assert_int_equal(arrive(a, d, &running, 100), CK__APF_EXECUTE);
+    /* ByNamespace: cluster-scoped requests of many users are all the flow "" */
+    unsigned queued = 0;
+    for (size_t i = 0; i < 64; i++) {
+        snprintf(users[i], sizeof(users[i]), "system:serviceaccount:bots:u%zu", i);
+        d.user = users[i];
+        if (arrive(a, d, &w[i], 100) == CK__APF_QUEUE)
+            queued++;
+    }
+    assert_int_equal(queued, 4); /* the same flow: one hand of two queues of two */
+    ck__apf_stop(a);
+    ck__apf_done(a, &running.t);
+    ck__apf_free(a);
+}
+
+static void test_dealer_deals_distinct_cards(void **state)
+{
+    (void)state;
+    unsigned cards[15];
+    uint64_t hashes[] = {0, 1, 0x0123456789abcdefULL, UINT64_MAX};
+    for (size_t h = 0; h < sizeof(hashes) / sizeof(hashes[0]); h++)
+        for (unsigned deck = 1; deck <= 64; deck++)
+            for (unsigned hand = 1; hand <= 15 && hand <= deck; hand++) {
+                ck__apf_deal(hashes[h], deck, hand, cards);
+                for (unsigned i = 0; i < hand; i++) {
+                    assert_true(cards[i] < deck);
+                    for (unsigned j = 0; j < i; j++)
+                        assert_int_not_equal(cards[i], cards[j]);
+                }
+            }
+    /* the first card is hash mod deck, the next from what is left (the Dealer's order) */
+    ck__apf_deal(10, 4, 2, cards);
+    assert_int_equal(cards[0], 2); /* 10 % 4 */
+    assert_int_equal(cards[1], 3); /* (10 / 4) % 3 = 2, past card 2: 3 */
+}
+
+static void test_reconfiguring_keeps_waiters_and_applies_new_limits(void **state)
+{
+    (void)state;
+    struct ck__apf *a = configured(10);
+    struct ck__apf_digest d = resource("system:serviceaccount:bots:a", "get", "", "nodes", "", "");
+    struct waiter running = {0}, w[2] = {0};
+    assert_int_equal(arrive(a, d, &running, 100), CK__APF_EXECUTE);
+    assert_int_equal(arrive(a, d, &w[0], 100), CK__APF_QUEUE);
+    assert_int_equal(arrive(a, d, &w[1], 100), CK__APF_QUEUE);
+    /* the queue level's shares raised to 8: ceil(10 * 8 / 17) = 5 seats */
+    json_t *schemas, *levels;
+    load_config(&schemas, &levels);
+    json_t *limited =
+        json_object_get(json_object_get(json_array_get(levels, 2), "spec"), "limited");
+    json_object_set_new(limited, "nominalConcurrencyShares", json_integer(8));
+    assert_int_equal(ck__apf_configure(a, schemas, levels), 0);
+    json_decref(levels);
+    json_decref(schemas);
+    assert_int_equal(w[0].woken, 1); /* both run at once */
+    assert_int_equal(w[1].woken, 1);
+    ck__apf_done(a, &w[0].t);
+    ck__apf_done(a, &w[1].t);
+    ck__apf_done(a, &running.t);
+    ck__apf_free(a);
+}
+
+/* ---- many threads at once: a seat is never held twice, nothing is left behind ---- */
+
+struct racer {
+    struct ck__apf_ticket t; /* first: the wake callback finds the racer from it */
+    pthread_mutex_t lock;
+    pthread_cond_t woken_cond;
+    bool woken;
+};
+
+static struct ck__apf *race_apf;
+static atomic_int race_running, race_max, race_ran, race_refused;
+
+static void racer_wake(struct ck__apf_ticket *t)
+{
+    struct racer *r = (struct racer *)(void *)t;
+    pthread_mutex_lock(&r->lock);
+    r->woken = true;
+    pthread_cond_signal(&r->woken_cond);
+    pthread_mutex_unlock(&r->lock);
+}
+
+static void *race(void *arg)
+{
+    (void)arg;
+    struct racer r;
+    pthread_mutex_init(&r.lock, NULL);
+    pthread_cond_init(&r.woken_cond, NULL);
+    struct ck__apf_digest d = resource("system:serviceaccount:bots:a", "get", "", "nodes", "", "");
+    for (int i = 0; i < 2000; i++) {
+        enum ck__apf_verdict v = ck__apf_admit(race_apf, &d, &r.t);
+        if (v == CK__APF_QUEUE) {
+            r.woken = false;
+            r.t.wake = racer_wake;
+            v = ck__apf_enqueue(race_apf, &r.t, 1e12);
+            if (v == CK__APF_QUEUE) {
+                pthread_mutex_lock(&r.lock);
+                while (!r.woken)
+                    pthread_cond_wait(&r.woken_cond, &r.lock);
+                pthread_mutex_unlock(&r.lock);
+                v = r.t.verdict;
+            }
+        }
+        if (v == CK__APF_EXECUTE) {
+            int now = atomic_fetch_add(&race_running, 1) + 1;
+            int max = atomic_load(&race_max);
+            while (now > max && !atomic_compare_exchange_weak(&race_max, &max, now))
+                ;
+            atomic_fetch_sub(&race_running, 1);
+            atomic_fetch_add(&race_ran, 1);
+        } else {
+            atomic_fetch_add(&race_refused, 1);
+        }
+        ck__apf_done(race_apf, &r.t);
+    }
+    pthread_cond_destroy(&r.woken_cond);
+    pthread_mutex_destroy(&r.lock);
+    return NULL;
+}
+
+static void test_threads_share_one_seat(void **state)
+{
+    (void)state;
+    race_apf = configured(10); /* the queue level: one seat, four places for the flow */
+    pthread_t threads[8];
+    for (size_t i = 0; i < 8; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, race, NULL), 0);
+    for (size_t i = 0; i < 8; i++)
+        pthread_join(threads[i], NULL);
+    assert_int_equal(atomic_load(&race_max), 1);
+    assert_int_equal(atomic_load(&race_ran) + atomic_load(&race_refused), 8 * 2000);
+    assert_true(atomic_load(&race_ran) > 0);
+    char *text = ck__apf_metrics_text(race_apf);
+    assert_non_null(strstr(text, "apiserver_flowcontrol_current_executing_requests{flow_schema="
+                                 "\"robots\",priority_level=\"queue\"} 0\n"));
+    assert_non_null(strstr(text, "apiserver_flowcontrol_current_inqueue_requests{flow_schema="
+                                 "\"robots\",priority_level=\"queue\"} 0\n"));
+    free(text);
+    race_apf = ck__apf_free(race_apf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_classifies_by_precedence_then_name_with_kubernetes_rules),
+        cmocka_unit_test(test_ticket_carries_both_uids),
+        cmocka_unit_test(test_exempt_is_never_limited),
+        cmocka_unit_test(test_reject_level_refuses_beyond_its_share),
+        cmocka_unit_test(test_queue_hands_seats_in_turn_and_bounds_queues),
+        cmocka_unit_test(test_cluster_requests_by_namespace_are_one_flow),
+        cmocka_unit_test(test_dealer_deals_distinct_cards),
+        cmocka_unit_test(test_reconfiguring_keeps_waiters_and_applies_new_limits),
+        cmocka_unit_test(test_threads_share_one_seat),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

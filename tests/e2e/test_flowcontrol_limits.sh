@@ -1,0 +1,121 @@
+#!/bin/sh
+# test_flowcontrol_limits.sh - API Priority and Fairness applied to requests, with
+# curl and the real kubectl against a real `ckube server`: every response of a
+# classified request names the FlowSchema and PriorityLevelConfiguration that
+# classified it by their UIDs (X-Kubernetes-PF-FlowSchema-UID,
+# X-Kubernetes-PF-PriorityLevel-UID), the admin (system:masters) is exempt, a watch
+# is classified and pods/log (long-running) is not; a user matched by a FlowSchema of
+# a level with one seat and limitResponse Reject gets kube-apiserver's 429 under
+# parallel writes (plain text, Retry-After) while the others are served, and
+# /metrics counts the rejections.
+#
+# Usage: test_flowcontrol_limits.sh PATH/TO/ckube [STORE_URL]
+set -u
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+# the server's concurrency limit is 2: the level below gets one seat (ceil(2 * 1 / sum))
+start_server --max-requests-inflight 1 --max-mutating-requests-inflight 1
+
+# header NAME FILE: the value of header NAME in a curl -D dump
+header() { tr -d '\r' <"$2" | sed -n "s/^$1: //Ip" | tail -n 1; }
+uid() { k get "$1" -o jsonpath='{.metadata.uid}'; }
+# names DESCRIPTION FILE FS_UID PL_UID: the dump names both UIDs (neither empty)
+names() {
+    check "$1 ($(cat "$2"))" test -n "$3" -a -n "$4" \
+        -a "$(header X-Kubernetes-PF-FlowSchema-UID "$2")" = "$3" \
+        -a "$(header X-Kubernetes-PF-PriorityLevel-UID "$2")" = "$4"
+}
+
+# --- the admin is exempt ---
+kurl -D "$work/h1" -o /dev/null "$url/api/v1/namespaces"
+exempt_fs=$(uid flowschema/exempt)
+exempt_pl=$(uid prioritylevelconfiguration/exempt)
+names "the admin's request names the exempt FlowSchema and level" "$work/h1" "$exempt_fs" "$exempt_pl"
+kurl -D "$work/h2" -o /dev/null "$url/api/v1/namespaces/default/pods?watch=1&timeoutSeconds=1"
+names "a watch is classified" "$work/h2" "$exempt_fs" "$exempt_pl"
+kurl -D "$work/h3" -o /dev/null "$url/api/v1/namespaces/default/pods/none/log"
+check "pods/log is long-running: not classified ($(cat "$work/h3"))" \
+    test -z "$(header X-Kubernetes-PF-FlowSchema-UID "$work/h3")" -a -s "$work/h3"
+
+# --- a level with one seat that rejects, and a FlowSchema for one user ---
+k apply -f - >/dev/null <<'YAML'
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: tiny}
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: 1
+    limitResponse: {type: Reject}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: tiny-users}
+spec:
+  priorityLevelConfiguration: {name: tiny}
+  matchingPrecedence: 100
+  distinguisherMethod: {type: ByUser}
+  rules:
+  - subjects: [{kind: User, user: {name: limited-user}}]
+    resourceRules:
+    - verbs: ["*"]
+      apiGroups: ["*"]
+      resources: ["*"]
+      namespaces: ["*"]
+      clusterScope: true
+    nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
+YAML
+k create clusterrolebinding limited-user --clusterrole=cluster-admin --user=limited-user >/dev/null
+tiny_fs=$(uid flowschema/tiny-users)
+tiny_pl=$(uid prioritylevelconfiguration/tiny)
+as_user() { kurl -H "Impersonate-User: limited-user" "$@"; }
+as_user -D "$work/h4" -o /dev/null "$url/api/v1/namespaces/default/configmaps"
+names "the user's request names its FlowSchema and level" "$work/h4" "$tiny_fs" "$tiny_pl"
+as_user -D "$work/h5" -o /dev/null "$url/version"
+names "a non-resource request of the user is classified too" "$work/h5" "$tiny_fs" "$tiny_pl"
+
+# parallel writes as the user: one runs at a time, the others are rejected at once
+# (`wait` names the clients: the server is a background job too)
+mkdir "$work/load"
+# burst FIRST LAST: creates configmaps cm-FIRST..cm-LAST as the user at once, each
+# answer's status in load/N.code, body in N.body, header in N.head
+burst() {
+    pids=""
+    for i in $(seq "$1" "$2"); do
+        as_user -o "$work/load/$i.body" -D "$work/load/$i.head" -w '%{http_code}\n' \
+            -X POST -H 'Content-Type: application/json' \
+            -d "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm-$i\"}}" \
+            "$url/api/v1/namespaces/default/configmaps" >"$work/load/$i.code" &
+        pids="$pids $!"
+    done
+    wait $pids
+}
+burst 1 60
+cat "$work/load"/*.code | sort | uniq -c >"$work/codes"
+rejected=$(grep -l '^429$' "$work/load"/*.code | head -n 1)
+check "some parallel writes were rejected 429 ($(cat "$work/codes"))" test -n "$rejected"
+check "some parallel writes were served ($(cat "$work/codes"))" grep -q ' 201$' "$work/codes"
+if [ -n "$rejected" ]; then
+    n=$(basename "$rejected" .code)
+    check "the 429 says kube-apiserver's words ($(cat "$work/load/$n.body"))" \
+        test "$(cat "$work/load/$n.body")" = "Too many requests, please try again later."
+    check "the 429 has Retry-After ($(cat "$work/load/$n.head"))" \
+        sh -c "test \"\$(tr -d '\r' <'$work/load/$n.head' | sed -n 's/^Retry-After: //Ip')\" -ge 1"
+    names "the 429 names the FlowSchema and level" "$work/load/$n.head" "$tiny_fs" "$tiny_pl"
+fi
+kurl "$url/metrics" >"$work/metrics"
+check "the rejections are counted ($(grep -c flowcontrol "$work/metrics") flowcontrol lines)" \
+    grep -q '^apiserver_flowcontrol_rejected_requests_total{flow_schema="tiny-users",priority_level="tiny",reason="concurrency-limit"} [1-9]' "$work/metrics"
+check "the executing requests are a gauge" \
+    grep -q '^apiserver_flowcontrol_current_executing_requests{flow_schema="tiny-users",priority_level="tiny"} 0' "$work/metrics"
+# the admin is not limited meanwhile
+check "the admin still lists" sh -c "kubectl get configmaps -n default >/dev/null"
+
+# --- the level changed to queue: the same load waits instead of failing ---
+k patch prioritylevelconfiguration tiny --type=merge -p \
+    '{"spec":{"limited":{"limitResponse":{"type":"Queue","queuing":{"queues":4,"handSize":2,"queueLengthLimit":100}}}}}' >/dev/null
+rm "$work/load"/*.code
+burst 61 100
+cat "$work/load"/*.code | sort | uniq -c >"$work/queued"
+check "queued writes all run ($(cat "$work/queued"))" \
+    sh -c "test \"\$(cat '$work/load'/*.code | grep -c '^201$')\" -eq 40"
+finish
