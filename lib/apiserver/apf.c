@@ -759,7 +759,7 @@ enum ck__apf_verdict ck__apf_enqueue(struct ck__apf *a, struct ck__apf_ticket *t
         v = CK__APF_REJECT;
     } else {
         /* queueset.go's shuffleShardLocked: the shortest queue of the flow's hand */
-        unsigned cards[15], best = 0;
+        unsigned cards[15] = {0}, best = 0;
         ck__apf_deal(t->flow_hash, l->n_queues, l->hand_size, cards);
         for (unsigned i = 1; i < l->hand_size; i++)
             if (l->queues[cards[i]].len < l->queues[cards[best]].len)

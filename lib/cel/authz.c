@@ -57,6 +57,7 @@ const char *ck__cel_authz_type_name(const struct ck__cel_val *v)
 static struct ck__cel_val *derive(struct ck__cel_eval *ev, const struct ck__cel_authz *from,
                                   enum az_kind kind, struct ck__cel_authz **ret)
 {
+    *ret = NULL; /* with an error value */
     struct ck__cel_authz *o = ck__cel_alloc(ev->arena, sizeof(*o));
     if (!o)
         return ck__cel_alloc_failed(ev, sizeof(*o));

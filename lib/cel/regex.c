@@ -57,7 +57,7 @@ static struct ck__cel_val *fn_matches(struct ck__cel_eval *ev, const struct ck__
     const struct ck__cel_val *s = args[0];
     if (!ck__cel_charge(ev, 1 + s->s.len / 10))
         return ck__cel_fatal(ev);
-    const struct ck__regex *re;
+    const struct ck__regex *re = NULL;
     struct ck__regex *own;
     struct ck__cel_val *err = pattern(ev, call, args[1], &re, &own);
     if (err)
@@ -79,7 +79,7 @@ static struct ck__cel_val *fn_find(struct ck__cel_eval *ev, const struct ck__cel
     const struct ck__cel_val *s = args[0];
     if (!ck__cel_charge(ev, 1 + s->s.len / 10))
         return ck__cel_fatal(ev);
-    const struct ck__regex *re;
+    const struct ck__regex *re = NULL;
     struct ck__regex *own;
     struct ck__cel_val *err = pattern(ev, call, args[1], &re, &own);
     if (err)
@@ -105,7 +105,7 @@ static struct ck__cel_val *fn_find_all(struct ck__cel_eval *ev, const struct ck_
         return ck__cel_fatal(ev);
     if (limit == 0)
         return ck__cel_list(ev, 0);
-    const struct ck__regex *re;
+    const struct ck__regex *re = NULL;
     struct ck__regex *own;
     struct ck__cel_val *err = pattern(ev, call, args[1], &re, &own);
     if (err)

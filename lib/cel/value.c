@@ -559,7 +559,7 @@ void ck__cel_format_timestamp(int64_t sec, int32_t nsec, char *buf, size_t size)
     if (nsec) {
         snprintf(frac, sizeof(frac), ".%09d", nsec);
         size_t n = strlen(frac);
-        while (frac[n - 1] == '0')
+        while (n > 1 && frac[n - 1] == '0') /* nsec has a digit that is not 0: '.' stays */
             frac[--n] = '\0';
     }
     snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d%sZ", tm.tm_year + 1900, tm.tm_mon + 1,

@@ -72,10 +72,12 @@ static int plugin_config(const json_t *plugin, const char *dir, json_t **ret, st
     if (!path || !*path)
         return 0;
     char full[4096];
-    if (path[0] == '/')
-        snprintf(full, sizeof(full), "%s", path);
-    else
-        snprintf(full, sizeof(full), "%s/%s", dir, path);
+    int n = path[0] == '/' ? snprintf(full, sizeof(full), "%s", path)
+                           : snprintf(full, sizeof(full), "%s/%s", dir, path);
+    if (n < 0 || (size_t)n >= sizeof(full))
+        return ck_err_status(reterr, "Invalid",
+                             "Couldn't open admission plugin configuration %s: path too long",
+                             path);
     struct ck_err err = {0};
     int r = read_document(full, ret, &err);
     if (r < 0) {
