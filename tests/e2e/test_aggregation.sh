@@ -6,8 +6,9 @@
 # made here) registered by an APIService and a Service without selector whose
 # EndpointSlice points at it: the APIService becomes Available, kubectl api-resources
 # lists its group, kubectl get returns the backend's list, the backend is told who asks
-# (X-Remote-User, X-Remote-Group), and once the backend is gone the APIService is
-# Available=False (FailedDiscoveryCheck) and its requests are 503.
+# (X-Remote-User, X-Remote-Group), RBAC rules apply to its resources, and once the
+# backend is gone the APIService is Available=False (FailedDiscoveryCheck) and its
+# requests are 503.
 #
 # Usage: test_aggregation.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -81,6 +82,9 @@ assert r, rs
 assert r[0]["user"] == sys.argv[2] and sys.argv[2], (r[0], sys.argv[2])
 assert "system:masters" in r[0]["groups"], r[0]
 ' "$work/reviews.log" "$me"
+k get flunders --as=nobody >"$work/out" 2>&1
+check "RBAC applies to the aggregated resource, read from its path" grep -q \
+    'flunders.wardle.example.com is forbidden: User "nobody" cannot list resource "flunders" in API group "wardle.example.com" in the namespace "default"' "$work/out"
 
 # --- the backend goes ---
 stop_hook
