@@ -106,6 +106,9 @@ static const char usage_tail[] =
     "      --kubelet-client-key FILE its key\n"
     "      --kubelet-certificate-authority FILE  verifies the agents' serving certificates\n"
     "                                (default: not verified, as kube-apiserver)\n"
+    "      --proxy-client-cert-file FILE  the client certificate shown to the servers of\n"
+    "                                APIServices (default: none)\n"
+    "      --proxy-client-key-file FILE  its key\n"
     "      --token-auth-file FILE    bearer tokens, kube-apiserver's CSV: token,user,uid[,\"groups\"]\n"
     "      --service-account-key-file FILE  key ServiceAccount tokens are verified with\n"
     "                                (default: DATA-DIR/pki/sa.key)\n"
@@ -240,6 +243,8 @@ enum {
     OPT_KUBELET_CLIENT_CERT,
     OPT_KUBELET_CLIENT_KEY,
     OPT_KUBELET_CA,
+    OPT_PROXY_CLIENT_CERT,
+    OPT_PROXY_CLIENT_KEY,
     OPT_CLIENT_CA_FILE,
     OPT_TLS_SAN,
     OPT_TOKEN_AUTH_FILE,
@@ -304,6 +309,7 @@ struct options {
     const char *tls_key_file;
     const char *client_ca_file;
     const char *kubelet_client_cert, *kubelet_client_key, *kubelet_ca;
+    const char *proxy_client_cert, *proxy_client_key;
     const char *tls_sans[MAX_TLS_SANS];
     size_t n_tls_sans;
     const char *token_auth_file;
@@ -425,6 +431,12 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_KUBELET_CA:
             opts->kubelet_ca = optarg;
+            break;
+        case OPT_PROXY_CLIENT_CERT:
+            opts->proxy_client_cert = optarg;
+            break;
+        case OPT_PROXY_CLIENT_KEY:
+            opts->proxy_client_key = optarg;
             break;
         case OPT_TLS_SAN:
             if (opts->n_tls_sans == MAX_TLS_SANS)
@@ -842,6 +854,8 @@ static int cmd_server(int argc, char **argv)
         {"kubelet-client-certificate", required_argument, NULL, OPT_KUBELET_CLIENT_CERT},
         {"kubelet-client-key", required_argument, NULL, OPT_KUBELET_CLIENT_KEY},
         {"kubelet-certificate-authority", required_argument, NULL, OPT_KUBELET_CA},
+        {"proxy-client-cert-file", required_argument, NULL, OPT_PROXY_CLIENT_CERT},
+        {"proxy-client-key-file", required_argument, NULL, OPT_PROXY_CLIENT_KEY},
         {"tls-san", required_argument, NULL, OPT_TLS_SAN},
         {"token-auth-file", required_argument, NULL, OPT_TOKEN_AUTH_FILE},
         {"service-account-key-file", required_argument, NULL, OPT_SA_KEY_FILE},
@@ -1112,6 +1126,9 @@ static int cmd_server(int argc, char **argv)
         .service_cluster_ip_range = opts.service_cluster_ip_range,
         .advertise_address = opts.advertise_address,
         .endpoint_reconciler = true,
+        .aggregator = true,
+        .proxy_client_cert_file = opts.proxy_client_cert,
+        .proxy_client_key_file = opts.proxy_client_key,
         .local_storage_class = true,
         .enable_admission_plugins = opts.enable_admission,
         .disable_admission_plugins = opts.disable_admission,

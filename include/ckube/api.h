@@ -418,6 +418,8 @@ enum ck_kind_role {
     CK_KIND_ROLE_POD_METRICS,
     /* Requests for certificates; the certificate admission plugins guard their writes. */
     CK_KIND_ROLE_CERTIFICATE_SIGNING_REQUEST,
+    /* Which server serves a group/version: the API server proxies the remote ones. */
+    CK_KIND_ROLE_API_SERVICE,
 };
 
 /* The rule metadata.name follows. */

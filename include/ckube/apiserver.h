@@ -67,6 +67,16 @@ struct ck_apiserver_config {
     const char *kubelet_client_key;
     const char *kubelet_certificate_authority;
     /*
+     * Serve APIService aggregation (`ckube server` does; embedders and unit tests choose):
+     * local APIServices for the served groups, the availability checks of the remote
+     * ones, their discovery and the proxy to them. proxy_client_cert_file/key_file: the
+     * client certificate shown to their backends (--proxy-client-cert-file,
+     * --proxy-client-key-file); NULL: none.
+     */
+    bool aggregator;
+    const char *proxy_client_cert_file;
+    const char *proxy_client_key_file;
+    /*
      * How long events live after their last activity (kube-apiserver's --event-ttl), in
      * nanoseconds, rounded up to seconds: the server removes older ones. 0: one hour,
      * Kubernetes' default; < 0: they never expire. Applies to every kind whose

@@ -392,18 +392,18 @@ static int peer_certificate(struct MHD_Connection *conn, const void **ret_der, s
 }
 
 /* Kubernetes' RequestInfo verb of a resource request. */
-const char *ck__request_verb(struct MHD_Connection *conn, const char *method,
-                             const struct ck__target *t)
+static const char *resource_verb(struct MHD_Connection *conn, const char *method, const char *name,
+                                 const char *subresource)
 {
-    bool named = t->name[0] != '\0';
+    bool named = name[0] != '\0';
     /* a WebSocket exec, attach or port-forward is a GET: authorized as the create kubectl's
        roles grant */
-    if ((strcmp(t->subresource, "exec") == 0 || strcmp(t->subresource, "attach") == 0 ||
-         strcmp(t->subresource, "portforward") == 0) &&
+    if ((strcmp(subresource, "exec") == 0 || strcmp(subresource, "attach") == 0 ||
+         strcmp(subresource, "portforward") == 0) &&
         strcmp(method, "GET") == 0)
         return "create";
     /* a proxied request's query is the upstream's: the verb is its method's */
-    bool proxy = strcmp(t->subresource, "proxy") == 0;
+    bool proxy = strcmp(subresource, "proxy") == 0;
     if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) {
         if (!proxy && ck__query_bool(conn, "watch"))
             return "watch";
@@ -418,6 +418,12 @@ const char *ck__request_verb(struct MHD_Connection *conn, const char *method,
     if (strcmp(method, "DELETE") == 0)
         return named ? "delete" : "deletecollection";
     return "";
+}
+
+const char *ck__request_verb(struct MHD_Connection *conn, const char *method,
+                             const struct ck__target *t)
+{
+    return resource_verb(conn, method, t->name, t->subresource);
 }
 
 enum MHD_Result ck__auth_authenticate(struct ck_apiserver *server, struct MHD_Connection *conn,
@@ -478,8 +484,10 @@ enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Conne
     struct ck_err err = {0};
     struct ck_rbac_request req = {.user = user};
     struct ck__target target;
+    struct ck__aggregated_request aggregated;
     char verb[16];
-    if (ck__route(url, &target) == 0) {
+    bool routed = ck__route(url, &target) == 0;
+    if (routed) {
         req.is_resource_request = true;
         req.verb = ck__request_verb(conn, method, &target);
         req.api_group = target.kind->group;
@@ -490,6 +498,15 @@ enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Conne
         /* a namespace's own requests are in that namespace (RequestInfo) */
         if (target.kind->role == CK_KIND_ROLE_NAMESPACE && target.name[0])
             req.namespace = target.name;
+    } else if (ck__aggregated_path(url, &aggregated) == 0 && aggregated.resource[0]) {
+        /* an APIService's resource: the attributes its path gives (RequestInfoFactory) */
+        req.is_resource_request = true;
+        req.verb = resource_verb(conn, method, aggregated.name, aggregated.subresource);
+        req.api_group = aggregated.group;
+        req.resource = aggregated.resource;
+        req.subresource = aggregated.subresource;
+        req.name = aggregated.name;
+        req.namespace = aggregated.namespace;
     } else {
         size_t i = 0;
         for (; method[i] && i + 1 < sizeof(verb); i++)
@@ -510,7 +527,7 @@ enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Conne
      * which grants them all, unbound; ckube binds it to system:nodes).
      */
     const char *node = ck__auth_node_name(user);
-    enum ck_kind_role role = req.is_resource_request ? target.kind->role : CK_KIND_ROLE_NONE;
+    enum ck_kind_role role = routed ? target.kind->role : CK_KIND_ROLE_NONE;
     if (node && (role == CK_KIND_ROLE_SECRET || role == CK_KIND_ROLE_CONFIG_MAP)) {
         d = node_may_read(server, node, &req, role == CK_KIND_ROLE_SECRET) ? CK_RBAC_ALLOW
                                                                            : CK_RBAC_NO_OPINION;

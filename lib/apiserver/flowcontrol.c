@@ -146,40 +146,8 @@ static json_t *set_dangling(const json_t *current, void *arg, struct ck_err *ret
 {
     const struct dangling *d = arg;
     json_t *next = ck__json_copy(current);
-    json_t *status = next ? object_at(next, "status") : NULL;
-    json_t *conditions = status ? json_object_get(status, "conditions") : NULL;
-    if (status && !json_is_array(conditions)) {
-        conditions = json_array();
-        if (json_object_set_new(status, "conditions", conditions) < 0)
-            conditions = NULL;
-    }
-    json_t *cond = NULL;
-    size_t i;
-    json_t *c;
-    json_array_foreach(conditions, i, c)
-    {
-        const char *type = str(c, "type");
-        if (type && strcmp(type, "Dangling") == 0)
-            cond = c;
-    }
-    int failed = !conditions;
-    if (conditions && !cond) {
-        cond = json_object();
-        failed |= json_array_append_new(conditions, cond);
-        failed |= !cond || json_object_set_new(cond, "type", json_string("Dangling"));
-    }
-    const char *was = str(cond, "status");
-    if (cond && (!was || strcmp(was, d->status) != 0)) {
-        char now[CK__TIME_LEN];
-        ck__time_format((int64_t)time(NULL), 0, now, sizeof(now));
-        failed |= json_object_set_new(cond, "lastTransitionTime", json_string(now));
-    }
-    if (cond) {
-        failed |= json_object_set_new(cond, "status", json_string(d->status));
-        failed |= json_object_set_new(cond, "reason", json_string(d->reason));
-        failed |= json_object_set_new(cond, "message", json_string(d->message));
-    }
-    if (failed) {
+    if (!next || ck__json_set_condition(next, "Dangling", d->status, d->reason, d->message,
+                                        (long long)time(NULL)) < 0) {
         json_decref(next);
         ck_err_no_memory(reterr);
         return NULL;

@@ -406,6 +406,15 @@ struct ck__webhook_why {
 int ck__webhook_post(struct ck__registry *reg, const json_t *client_config, long timeout,
                      const json_t *request, const char *what, json_t **ret_answer,
                      struct ck__webhook_why *why);
+/*
+ * Where a service reference ({namespace, name, path, port}, port default 443) is reached:
+ * url is https://<name>.<namespace>.svc:<target port><path>, resolve curl's --resolve
+ * entry to the first ready address of the service's EndpointSlices serving that port.
+ * 0, or CK_EINVAL with why filled (no service, no such port, no ready endpoint).
+ */
+int ck__service_target(struct ck__registry *reg, const json_t *service_ref, char *url,
+                       size_t url_size, char *resolve, size_t resolve_size,
+                       struct ck__webhook_why *why);
 
 /*
  * The conversion webhooks of custom resources (conversion.c). Each fails with a 500
@@ -982,6 +991,7 @@ struct ck_apiserver {
     struct ck__apf *apf; /* API Priority and Fairness applied to requests */
     /* the node agents' client: certificate, key and CA files, or NULL (podlog.c) */
     char *kubelet_cert, *kubelet_key, *kubelet_ca;
+    struct ck__aggregator *aggregator; /* APIServices (aggregator.c); NULL until started */
     int listen_fd;
     uint16_t port;
     char url[300];
@@ -1494,6 +1504,15 @@ struct ck__curl_body {
     bool too_big;
 };
 size_t ck__curl_body_write(char *ptr, size_t size, size_t nmemb, void *arg);
+/*
+ * What every call of the server's to another server sets on a libcurl easy handle: the
+ * protocols it may speak ("https", "http,https"), no signals, the request's header lines,
+ * the answer's body into answer and curl's words for a failure into errbuf
+ * (CURL_ERROR_SIZE bytes).
+ */
+struct curl_slist;
+void ck__curl_setup(void *curl, const char *protocols, struct curl_slist *headers,
+                    struct ck__curl_body *answer, char *errbuf);
 
 /* ---- relaying a request to an upstream HTTP server (upstream_proxy.c) ---- */
 
@@ -1501,7 +1520,7 @@ size_t ck__curl_body_write(char *ptr, size_t size, size_t nmemb, void *arg);
 enum ck__upstream_trust {
     CK__UPSTREAM_NO_VERIFY, /* plain HTTP, or HTTPS not verified: pods and services */
     CK__UPSTREAM_KUBELET,   /* a node agent: the kubelet client certificate and CA */
-    CK__UPSTREAM_CA_BUNDLE, /* ca_pem is the only trust; cert_file/key_file presented */
+    CK__UPSTREAM_CA_BUNDLE, /* ca_pem is the only trust (NULL: the system's CAs) */
 };
 
 /* Where a request goes and how; every string is borrowed for the call. */
@@ -1513,7 +1532,8 @@ struct ck__upstream {
     enum ck__upstream_trust trust;
     const char *ca_pem; /* CK__UPSTREAM_CA_BUNDLE: the PEM bundle (ca_len bytes) */
     size_t ca_len;
-    const char *cert_file, *key_file; /* a client certificate to present, or NULL */
+    const char *cert_file, *key_file; /* a client certificate to present (not to a
+                                         kubelet: it has its own), or NULL */
     const char *resolve;              /* a libcurl --resolve entry "name:port:address", or NULL */
     const char *const *headers;       /* NULL-terminated "Name: value" lines to add, or NULL */
     /*
@@ -1544,6 +1564,54 @@ bool ck__upstream_forwards_response_header(const char *name);
  */
 int ck__upstream_location(const char *location, const char *upstream, const char *request_host,
                           const char *prefix, char *buf, size_t size);
+
+/* ---- APIService aggregation (aggregator.c) ---- */
+
+struct ck__aggregator;
+
+/* True when some kind is served in group/version (the server's own, not an APIService's). */
+bool ck__serves_group_version(const char *group, const char *version);
+
+/* What a path under /apis/<group>/<version> of a group/version no kind serves names. */
+struct ck__aggregated_request {
+    char group[64];
+    char version[32];
+    char namespace[64];
+    char resource[64]; /* "" for the group/version's discovery document */
+    char name[254];
+    char subresource[32];
+};
+
+/*
+ * Parses url (decoded, no query) as apiserver's RequestInfoFactory would a resource
+ * path of a group/version the server does not serve itself: 0 and *ret, or CK_ENOENT
+ * (not under /apis/<group>/<version>, or a group/version some kind serves).
+ */
+int ck__aggregated_path(const char *url, struct ck__aggregated_request *ret);
+
+/*
+ * Starts the APIService controller: the local APIServices of the served groups, the
+ * availability checks of the remote ones and their discovery (a thread of its own).
+ * cert_file/key_file: the front-proxy client certificate (--proxy-client-cert-file,
+ * --proxy-client-key-file), or both NULL. 0, CK_EINVAL or CK_ENOMEM.
+ */
+int ck__aggregator_start(struct ck_apiserver *server, const char *cert_file, const char *key_file,
+                         struct ck_err *reterr);
+/* Stops the thread and frees server->aggregator (no-op when it never started). */
+void ck__aggregator_stop(struct ck_apiserver *server);
+/*
+ * Relays a request under /apis/<group>/<version> of a remote APIService to its Service,
+ * as user: true with *ret the answer; false when the path is not aggregated.
+ */
+bool ck__aggregator_serve(struct ck_apiserver *server, struct MHD_Connection *conn,
+                          const char *method, const char *body, size_t len, const char *raw_uri,
+                          const char *url, const struct ck_auth_user *user, enum MHD_Result *ret);
+/*
+ * Adds the remote APIServices' groups to an APIGroupList (doc, taken and returned), and
+ * their resources to an APIGroupDiscoveryList's items (the backends' last lists).
+ */
+json_t *ck__aggregator_api_groups(struct ck_apiserver *server, json_t *doc);
+json_t *ck__aggregator_discovery(struct ck_apiserver *server, json_t *doc);
 
 /* ---- pods/proxy, services/proxy, nodes/proxy (proxy.c) ---- */
 

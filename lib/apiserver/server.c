@@ -422,22 +422,11 @@ static enum MHD_Result queue_json_value(struct MHD_Connection *conn, json_t *val
     return ck__send_bytes(conn, MHD_HTTP_OK, "application/json", body, len, NULL);
 }
 
-/* True when some kind is served in group/version. */
-static bool serves_group_version(const char *group, const char *version)
-{
-    size_t n;
-    const struct ck_kind *const *kinds = ck_kinds(&n);
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(kinds[i]->group, group) == 0 && strcmp(kinds[i]->version, version) == 0)
-            return true;
-    return false;
-}
-
 /* A discovery document: 404 for a group/version nobody serves, 500 when it cannot be built. */
 static enum MHD_Result queue_resources(struct MHD_Connection *conn, const char *group,
                                        const char *version)
 {
-    if (!serves_group_version(group, version))
+    if (!ck__serves_group_version(group, version))
         return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
     return queue_json_value(conn, ck_discovery_resources(group, version));
 }
@@ -713,7 +702,8 @@ static const char *aggregated_version(struct MHD_Connection *conn)
  * public, and 304 when If-None-Match is that ETag. Built from the kind
  * registry on each request, so it follows kinds and CRDs as they come and go.
  */
-static enum MHD_Result queue_aggregated(struct MHD_Connection *conn, bool core, const char *version)
+static enum MHD_Result queue_aggregated(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                        bool core, const char *version)
 {
     char api_version[64], type[128];
     snprintf(api_version, sizeof(api_version), "apidiscovery.k8s.io/%s", version);
@@ -721,6 +711,8 @@ static enum MHD_Result queue_aggregated(struct MHD_Connection *conn, bool core, 
              "application/json;g=apidiscovery.k8s.io;v=%s;as=APIGroupDiscoveryList", version);
     size_t len = 0;
     json_t *doc = ck_discovery_aggregated(core, api_version);
+    if (!core)
+        doc = ck__aggregator_discovery(server, doc);
     char *body = doc ? ck__json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER, &len) : NULL;
     json_decref(doc);
     char etag[ETAG_SIZE];
@@ -763,12 +755,12 @@ static bool serve_discovery(struct ck_apiserver *server, struct MHD_Connection *
                                  ? aggregated_version(conn)
                                  : NULL;
     if (aggregated) {
-        *ret = queue_aggregated(conn, core, aggregated);
+        *ret = queue_aggregated(server, conn, core, aggregated);
     } else if (core) {
         const char *address = strstr(server->url, "://");
         *ret = queue_json_value(conn, ck_discovery_api_versions(address ? address + 3 : ""));
     } else if (strcmp(url, "/apis") == 0 || strcmp(url, "/apis/") == 0) {
-        *ret = queue_json_value(conn, ck_discovery_api_groups());
+        *ret = queue_json_value(conn, ck__aggregator_api_groups(server, ck_discovery_api_groups()));
     } else if (sscanf(url, "/api/%31[^/]%c", version, &extra) == 1) {
         *ret = queue_resources(conn, "", version);
     } else if (sscanf(url, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
@@ -796,7 +788,7 @@ static enum MHD_Result serve_openapi(struct ck_apiserver *server, struct MHD_Con
     if (sscanf(rest, "/api/%31[^/]%c", version, &extra) == 1 ||
         sscanf(rest, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
         /* served, a document that cannot be built is a 500 */
-        if (serves_group_version(group, version))
+        if (ck__serves_group_version(group, version))
             return queue_openapi(conn, ck_openapi_document(server->schemas, group, version), false);
     }
     return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
@@ -892,6 +884,9 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
     if (answered)
         return auth_ret;
     enum MHD_Result discovery_ret;
+    if (ck__aggregator_serve(server, conn, method, body, body_len, req->raw_uri, url, req->user,
+                             &discovery_ret))
+        return discovery_ret;
     if (readonly && serve_discovery(server, conn, url, &discovery_ret))
         return discovery_ret;
     if (readonly && (strcmp(url, "/openapi/v2") == 0 ||
@@ -1100,6 +1095,9 @@ static bool waits_on_store(const char *method, const char *url, struct MHD_Conne
     struct ck__target t;
     if (ck__route(url, &t) == 0 && strcmp(t.subresource, "proxy") == 0)
         return true;
+    struct ck__aggregated_request aggregated;
+    if (ck__aggregated_path(url, &aggregated) == 0)
+        return true; /* possibly relayed to an APIService's backend */
     if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 || strcmp(method, "OPTIONS") == 0)
         return false;
     return !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
@@ -1680,6 +1678,7 @@ static void bootstrap_local_storage_class(struct ck_apiserver *server)
 /* Frees what start built, in reverse order; safe on a partly built server. */
 static void teardown(struct ck_apiserver *server)
 {
+    ck__aggregator_stop(server);             /* writes and reads the store */
     server->epr = ck__epr_stop(server->epr); /* writes: before anything else goes */
     if (server->ticker) {
         pthread_mutex_lock(&server->ticker_lock);
@@ -1864,6 +1863,9 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     }
     if (r == 0 && !(server->workers = ck__workers_start(WRITE_WORKERS, reterr)))
         r = reterr->code;
+    if (r == 0 && config->aggregator)
+        r = ck__aggregator_start(server, config->proxy_client_cert_file,
+                                 config->proxy_client_key_file, reterr);
     if (r < 0) {
         teardown(server);
         return r;

@@ -231,20 +231,21 @@ static void set_trust(struct ck_apiserver *ctx, CURL *curl, const struct ck__ups
     case CK__UPSTREAM_KUBELET:
         ck__kubelet_curl_tls(ctx, curl);
         break;
-    case CK__UPSTREAM_CA_BUNDLE: {
-        struct curl_blob blob = {
-            .data = (void *)u->ca_pem, .len = u->ca_len, .flags = CURL_BLOB_COPY};
-        curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
-        if (u->cert_file) {
-            curl_easy_setopt(curl, CURLOPT_SSLCERT, u->cert_file);
-            curl_easy_setopt(curl, CURLOPT_SSLKEY, u->key_file);
+    case CK__UPSTREAM_CA_BUNDLE:
+        if (u->ca_pem) { /* else the system's CAs */
+            struct curl_blob blob = {
+                .data = (void *)u->ca_pem, .len = u->ca_len, .flags = CURL_BLOB_COPY};
+            curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
         }
         break;
-    }
     case CK__UPSTREAM_NO_VERIFY:
         curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
         break;
+    }
+    if (u->trust != CK__UPSTREAM_KUBELET && u->cert_file) {
+        curl_easy_setopt(curl, CURLOPT_SSLCERT, u->cert_file);
+        curl_easy_setopt(curl, CURLOPT_SSLKEY, u->key_file);
     }
 }
 
@@ -310,15 +311,10 @@ enum MHD_Result ck__upstream_serve(struct ck_apiserver *ctx, struct MHD_Connecti
         ret = ck__fail_no_memory(conn);
         goto out;
     }
+    ck__curl_setup(curl, "http,https", headers, &answer, errbuf);
     curl_easy_setopt(curl, CURLOPT_CURLU, parsed);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, UPSTREAM_CONNECT);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, UPSTREAM_TIMEOUT);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, ck__curl_body_write);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
     if (resolves)
         curl_easy_setopt(curl, CURLOPT_RESOLVE, resolves);
     set_trust(ctx, curl, u);

@@ -52,25 +52,26 @@ static int collect(const json_t *obj, void *arg)
     return json_array_append((json_t *)arg, (json_t *)obj) < 0 ? CK_ENOMEM : 0;
 }
 
+void ck__curl_setup(void *curl, const char *protocols, struct curl_slist *headers,
+                    struct ck__curl_body *answer, char *errbuf)
+{
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, protocols);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, ck__curl_body_write);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, answer);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+}
+
 static const json_t *labels_of(const json_t *obj)
 {
     return json_object_get(json_object_get(obj, "metadata"), "labels");
 }
 
-/*
- * The base URL to post to (no query), and for a service the name and address to
- * connect to instead (curl's --resolve entry). 0, or CK_EINVAL with why filled.
- */
-static int resolve_target(struct ck__registry *reg, const json_t *cc, char *url, size_t url_size,
-                          char *resolve, size_t resolve_size, struct ck__webhook_why *why)
+int ck__service_target(struct ck__registry *reg, const json_t *svc, char *url, size_t url_size,
+                       char *resolve, size_t resolve_size, struct ck__webhook_why *why)
 {
     resolve[0] = '\0';
-    const char *u = json_string_value(json_object_get(cc, "url"));
-    if (u) {
-        snprintf(url, url_size, "%s", u);
-        return 0;
-    }
-    const json_t *svc = json_object_get(cc, "service");
     const char *ns = json_string_value(json_object_get(svc, "namespace"));
     const char *name = json_string_value(json_object_get(svc, "name"));
     const char *path = json_string_value(json_object_get(svc, "path"));
@@ -166,6 +167,23 @@ static int resolve_target(struct ck__registry *reg, const json_t *cc, char *url,
     return 0;
 }
 
+/*
+ * The base URL to post to (no query), and for a service the name and address to
+ * connect to instead (curl's --resolve entry). 0, or CK_EINVAL with why filled.
+ */
+static int resolve_target(struct ck__registry *reg, const json_t *cc, char *url, size_t url_size,
+                          char *resolve, size_t resolve_size, struct ck__webhook_why *why)
+{
+    const char *u = json_string_value(json_object_get(cc, "url"));
+    if (u) {
+        resolve[0] = '\0';
+        snprintf(url, url_size, "%s", u);
+        return 0;
+    }
+    return ck__service_target(reg, json_object_get(cc, "service"), url, url_size, resolve,
+                              resolve_size, why);
+}
+
 /* libcurl's global state, made once before the first call from any thread. */
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void)
@@ -199,15 +217,10 @@ int ck__webhook_post(struct ck__registry *reg, const json_t *cc, long timeout,
     }
     headers = curl_slist_append(headers, "Content-Type: application/json");
     headers = curl_slist_append(headers, "Accept: application/json, */*");
+    ck__curl_setup(curl, "https", headers, &answer, errbuf);
     curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "https");
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout * 1000L);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, ck__curl_body_write);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
     if (ca) {
         struct curl_blob blob = {.data = ca, .len = ca_len, .flags = CURL_BLOB_COPY};
         curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);

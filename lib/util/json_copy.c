@@ -1,7 +1,7 @@
 /*
  * json_copy.c - a deep copy of a jansson tree without json_deep_copy()'s cycle check, and
- * the look-up of an array's object by one of its members (ck__json_find), and an array
- * sorted in place (ck__json_array_sort).
+ * the look-up of an array's object by one of its members (ck__json_find), an array
+ * sorted in place (ck__json_array_sort), and a status condition set (ck__json_set_condition).
  *
  * jansson 2.14's json_deep_copy() guards every object and array it enters
  * against a reference cycle: it prints the value's address into a key and
@@ -102,4 +102,39 @@ int ck__json_array_sort(json_t *array, int (*cmp)(const void *, const void *))
         json_array_append_new(array, items[i]);
     free(items);
     return 0;
+}
+
+/* parent[key] when it has type, else a new one of that type stored there; NULL when no memory. */
+static json_t *member(json_t *parent, const char *key, json_type type)
+{
+    json_t *v = json_object_get(parent, key);
+    if (v && json_typeof(v) == type)
+        return v;
+    v = type == JSON_ARRAY ? json_array() : json_object();
+    return parent && json_object_set_new(parent, key, v) == 0 ? v : NULL;
+}
+
+int ck__json_set_condition(json_t *obj, const char *type, const char *status, const char *reason,
+                           const char *message, long long now)
+{
+    json_t *conditions = member(member(obj, "status", JSON_OBJECT), "conditions", JSON_ARRAY);
+    json_t *cond = ck__json_find(conditions, "type", type);
+    if (conditions && !cond) {
+        cond = json_pack("{s:s}", "type", type);
+        if (json_array_append_new(conditions, cond) < 0)
+            cond = NULL;
+    }
+    if (!cond)
+        return CK_ENOMEM;
+    const char *was = json_string_value(json_object_get(cond, "status"));
+    int failed = 0;
+    if (!was || strcmp(was, status) != 0) {
+        char at[CK__TIME_LEN];
+        ck__time_format((int64_t)now, -1, at, sizeof(at));
+        failed |= json_object_set_new(cond, "lastTransitionTime", json_string(at));
+    }
+    failed |= json_object_set_new(cond, "status", json_string(status));
+    failed |= json_object_set_new(cond, "reason", json_string(reason));
+    failed |= json_object_set_new(cond, "message", json_string(message));
+    return failed ? CK_ENOMEM : 0;
 }

@@ -55,10 +55,11 @@ static void test_api_versions_and_groups(void **state)
     assert_string_equal(json_string_value(json_object_get(g, "kind")), "APIGroupList");
     json_t *groups = json_object_get(g, "groups");
     /* apps, batch, certificates, discovery, networking, policy, rbac, storage, scheduling,
-     * node, admissionregistration, coordination, apiextensions, authentication,
-     * authorization, metrics (served by the server itself), autoscaling, events,
-     * flowcontrol and the feature-gate example group; the core group is never listed */
-    assert_int_equal(json_array_size(groups), 20);
+     * node, admissionregistration, coordination, apiextensions, apiregistration,
+     * authentication, authorization, metrics (served by the server itself), autoscaling,
+     * events, flowcontrol and the feature-gate example group; the core group is never
+     * listed */
+    assert_int_equal(json_array_size(groups), 21);
     assert_non_null(find_by(groups, "name", "events.k8s.io"));
     assert_non_null(find_by(groups, "name", "flowcontrol.apiserver.k8s.io"));
     assert_non_null(find_by(groups, "name", "certificates.k8s.io"));
@@ -285,7 +286,7 @@ static void test_openapi_index_hash_follows_content(void **state)
     json_t *ia = ck_openapi_index(a);
     json_t *ia2 = ck_openapi_index(a);
     json_t *ib = ck_openapi_index(b);
-    assert_int_equal(json_object_size(json_object_get(ia, "paths")), 22);
+    assert_int_equal(json_object_size(json_object_get(ia, "paths")), 23);
     assert_non_null(strstr(index_url(ia, "apis/apps/v1"), "/openapi/v3/apis/apps/v1?hash="));
     assert_non_null(strstr(index_url(ia, "api/v1"), "/openapi/v3/api/v1?hash="));
     assert_string_equal(index_url(ia, "apis/apps/v1"), index_url(ia2, "apis/apps/v1"));

@@ -81,6 +81,7 @@ static void test_registry_matches_the_resource_table(void **state)
          "PriorityLevelConfiguration", NULL, false},
         {"apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", "crd",
          false},
+        {"apiregistration.k8s.io", "apiservices", "APIService", NULL, false},
         {"authentication.k8s.io", "tokenreviews", "TokenReview", NULL, false},
         {"authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview", NULL, false},
         {"authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", NULL, false},

@@ -2,7 +2,7 @@
 conversion_webhook.py) share: an HTTPS server (http.server and ssl of the standard
 library) on an ephemeral loopback port that answers the reviews POSTed to it.
 
-serve(kind, answer) reads CERT KEY PORTFILE LOG from the command line, writes the
+listen(handler, ...) is the server; serve(kind, answer) reads CERT KEY PORTFILE LOG from the command line, writes the
 port to PORTFILE once it listens (whole: through a rename), appends every review
 received to LOG (one JSON line each: {"path": ..., "review": ...}, so a test can look
 at what the server sent) and answers each with {"apiVersion": the review's, "kind":
@@ -34,7 +34,13 @@ def serve(kind, answer):
             self.end_headers()
             self.wfile.write(out)
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    listen(Handler, cert, key, portfile)
+
+
+def listen(handler, cert, key, portfile):
+    """Serves handler over HTTPS (cert, key) on an ephemeral loopback port, written to
+    portfile whole once it listens; never returns."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
     server.socket = ctx.wrap_socket(server.socket, server_side=True)

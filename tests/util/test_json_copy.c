@@ -2,7 +2,9 @@
  * test_json_copy.c - tests for lib/util/json_copy.c: the copy equals
  * json_deep_copy()'s and shares nothing with its original; a tree deeper than
  * the parser's limit is refused; under allocation failure the copy is whole or
- * NULL, with nothing leaked. ck__json_find finds an array's object by a member.
+ * NULL, with nothing leaked. ck__json_find finds an array's object by a member;
+ * ck__json_set_condition makes status.conditions and moves a condition's
+ * lastTransitionTime only when its status changes.
  */
 #include "cktest.h"
 
@@ -112,6 +114,34 @@ static void test_array_sorted_in_place(void **state)
     json_decref(list);
 }
 
+static const char *condition_field(const json_t *obj, size_t i, const char *key)
+{
+    const json_t *c =
+        json_array_get(json_object_get(json_object_get(obj, "status"), "conditions"), i);
+    return json_string_value(json_object_get(c, key));
+}
+
+static void test_condition_set_and_its_transition_time(void **state)
+{
+    (void)state;
+    json_t *obj = json_pack("{s:{s:s}}", "metadata", "name", "x");
+    assert_int_equal(ck__json_set_condition(obj, "Available", "False", "Why", "no", 0), 0);
+    assert_string_equal(condition_field(obj, 0, "type"), "Available");
+    assert_string_equal(condition_field(obj, 0, "lastTransitionTime"), "1970-01-01T00:00:00Z");
+    /* the same status: the time stays, the rest follows */
+    assert_int_equal(ck__json_set_condition(obj, "Available", "False", "Other", "still", 60), 0);
+    assert_string_equal(condition_field(obj, 0, "lastTransitionTime"), "1970-01-01T00:00:00Z");
+    assert_string_equal(condition_field(obj, 0, "reason"), "Other");
+    assert_string_equal(condition_field(obj, 0, "message"), "still");
+    /* a new status moves it; another type is appended */
+    assert_int_equal(ck__json_set_condition(obj, "Available", "True", "Passed", "ok", 120), 0);
+    assert_string_equal(condition_field(obj, 0, "lastTransitionTime"), "1970-01-01T00:02:00Z");
+    assert_int_equal(ck__json_set_condition(obj, "Dangling", "False", "Found", "ok", 180), 0);
+    assert_string_equal(condition_field(obj, 1, "type"), "Dangling");
+    assert_string_equal(condition_field(obj, 0, "status"), "True");
+    json_decref(obj);
+}
+
 int main(void)
 {
     json_set_alloc_funcs(ck__malloc, free);
@@ -121,6 +151,7 @@ int main(void)
         cmocka_unit_test(test_whole_or_nothing_under_allocation_failure),
         cmocka_unit_test(test_find_by_member),
         cmocka_unit_test(test_array_sorted_in_place),
+        cmocka_unit_test(test_condition_set_and_its_transition_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

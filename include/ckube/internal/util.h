@@ -419,6 +419,15 @@ json_t *ck__json_copy(const json_t *json);
 json_t *ck__json_find(const json_t *array, const char *key, const char *value);
 
 /*
+ * Sets the condition of type in obj's status.conditions (both made when missing, the
+ * condition appended when absent) to status, reason and message, as Kubernetes' condition
+ * helpers do: its lastTransitionTime becomes now (seconds since the epoch) only when the
+ * status changes or the condition is new. 0, or CK_ENOMEM with obj half-changed.
+ */
+int ck__json_set_condition(json_t *obj, const char *type, const char *status, const char *reason,
+                           const char *message, long long now);
+
+/*
  * Sorts array's elements in place with qsort()'s cmp, which is given two json_t **.
  * 0, or CK_ENOMEM with array unchanged.
  */
