@@ -4,7 +4,8 @@
 # cleaned up at exit, `ckube server` on SQLite in it, and a separate
 # `ckube controller-manager` whose client rate limit is $qps (none when $qps is empty:
 # the server's own controllers then do the work); KUBECONFIG exported,
-# $build, $work, $port, $server_pid and $cm_pid set, and kurl (curl as the admin).
+# $build, $work, $port, $server_pid and $cm_pid set, and kurl (curl as the admin),
+# now, rss, cpu (a process's CPU seconds) and create_big (the "big" workload).
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build-bench-rs
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
@@ -36,4 +37,20 @@ if [ -n "$qps" ]; then
     cm_pid=$!
 fi
 now() { date +%s.%N; }
+# cpu PID: user + system CPU seconds of a process so far
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+# create_big KIND IMAGE: a Deployment or ReplicaSet "big" of $n replicas of IMAGE, app=big
+create_big() {
+    cat <<YAML | kubectl create -f - >/dev/null
+apiVersion: apps/v1
+kind: $1
+metadata: {name: big}
+spec:
+  replicas: $n
+  selector: {matchLabels: {app: big}}
+  template:
+    metadata: {labels: {app: big}}
+    spec: {containers: [{name: c, image: $2}]}
+YAML
+}
 rss() { ps -o rss= -p "$1" | awk '{printf "%.1f MiB", $1 / 1024}'; }

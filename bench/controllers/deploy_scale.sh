@@ -30,7 +30,6 @@ ok = s.get("observedGeneration", 0) >= d["metadata"]["generation"] and all(
 open(sys.argv[2], "w").write("%d\n" % s.get("updatedReplicas", 0))
 sys.exit(0 if ok else 1)' "$n" "$work/updated"
 }
-cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$1/stat"; }
 # marks what is new, pass after pass, until the Deployment is complete
 mark_until_complete() {
     passes=0
@@ -46,17 +45,7 @@ mark_until_complete() {
         sleep 0.2
     done
 }
-cat <<YAML | kubectl create -f - >/dev/null
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: big}
-spec:
-  replicas: $n
-  selector: {matchLabels: {app: big}}
-  template:
-    metadata: {labels: {app: big}}
-    spec: {containers: [{name: c, image: nginx:1.27}]}
-YAML
+create_big Deployment nginx:1.27
 start_create=$(now)
 mark_until_complete
 available=$(now)

@@ -16,17 +16,7 @@ server_controllers=-replicaset
 . "$(cd "$(dirname "$0")" && pwd)/common.sh"
 url=https://127.0.0.1:$port/apis/apps/v1/namespaces/default/replicasets/big
 field() { kurl "$url" | python3 -c "import json,sys; print(json.load(sys.stdin).get('status',{}).get('$1',0))"; }
-cat <<YAML | kubectl create -f - >/dev/null
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata: {name: big}
-spec:
-  replicas: $n
-  selector: {matchLabels: {app: big}}
-  template:
-    metadata: {labels: {app: big}}
-    spec: {containers: [{name: c, image: nginx}]}
-YAML
+create_big ReplicaSet nginx
 start=$(now)
 until [ "$(field replicas)" = "$n" ]; do sleep 0.2; done
 created=$(now)

@@ -35,20 +35,9 @@ import json, sys
 s = json.load(sys.stdin).get("status", {})
 sys.exit(0 if s.get("availableReplicas", 0) == int(sys.argv[1]) else 1)' "$n"
 }
-cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$1/stat"; }
 server_cpu0=$(cpu "$server_pid")
 fake_cpu0=$(cpu "$fake_pid")
-cat <<YAML | kubectl create -f - >/dev/null
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: big}
-spec:
-  replicas: $n
-  selector: {matchLabels: {app: big}}
-  template:
-    metadata: {labels: {app: big}}
-    spec: {containers: [{name: c, image: nginx:1.27}]}
-YAML
+create_big Deployment nginx:1.27
 start=$(now)
 perf_pid=""
 if [ -n "${PERF:-}" ]; then

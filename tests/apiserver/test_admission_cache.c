@@ -16,6 +16,10 @@
 #include <unistd.h>
 
 #include "../../lib/apiserver/internal.h"
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function" /* only the store helpers */
+#include "httptest.h"
+#pragma GCC diagnostic pop
 
 static char dir[] = "/tmp/ckube-admcache-XXXXXX";
 static struct ck_store *store;
@@ -24,12 +28,9 @@ static struct ck__admission_cache *cache;
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof(dir), "%s", "/tmp/ckube-admcache-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
     char url[300];
-    snprintf(url, sizeof(url), "sqlite://%s/state.db", dir);
-    if (ck_store_open(url, NULL, &store, NULL) < 0)
+    snprintf(dir, sizeof(dir), "%s", "/tmp/ckube-admcache-XXXXXX");
+    if (test_store_dir(dir, url, sizeof(url)) < 0 || ck_store_open(url, NULL, &store, NULL) < 0)
         return -1;
     return ck__admission_cache_start(store, &cache, NULL);
 }
@@ -39,9 +40,8 @@ static int teardown(void **state)
     (void)state;
     ck__admission_cache_free(cache);
     ck_store_close(store);
-    char cmd[300];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd);
+    test_store_remove(dir);
+    return 0;
 }
 
 /* The collection prefix of group/resource (v1) in namespace (NULL: all). */
