@@ -24,29 +24,6 @@ int ck__informer_replace(struct ck_informer *inf, struct json_t **objs, size_t n
 /* One watch event (ADDED, MODIFIED or DELETED). */
 int ck__informer_apply(struct ck_informer *inf, const char *type, struct json_t *obj);
 
-/*
- * References on shared objects. jansson's json_incref/json_decref change the count
- * atomically but first read it with a plain load (to skip its static singletons), which
- * is a data race once several threads share the object; these use atomics throughout.
- */
-#include <jansson.h>
-
-static inline json_t *ck__json_ref(const json_t *obj)
-{
-    json_t *o = (json_t *)obj; /* the count is the one mutable part of a shared object */
-    if (o && __atomic_load_n(&o->refcount, __ATOMIC_RELAXED) != (size_t)-1)
-        __atomic_add_fetch(&o->refcount, 1, __ATOMIC_RELAXED);
-    return o;
-}
-
-static inline void ck__json_unref(const json_t *obj)
-{
-    json_t *o = (json_t *)obj;
-    if (o && __atomic_load_n(&o->refcount, __ATOMIC_RELAXED) != (size_t)-1 &&
-        __atomic_sub_fetch(&o->refcount, 1, __ATOMIC_ACQ_REL) == 0)
-        json_delete(o);
-}
-
 /* ---- the work queue's private state, shared by workqueue.c, delaying.c, ratelimit.c ---- */
 
 #include <pthread.h>

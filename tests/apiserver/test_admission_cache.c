@@ -60,7 +60,7 @@ static bool kept(const char *prefix)
     bool keep;
     uint64_t generation;
     json_t *items = ck__admission_cache_lookup(cache, prefix, &keep, &generation);
-    json_decref(items);
+    ck__json_unref(items);
     return items != NULL;
 }
 
@@ -71,13 +71,13 @@ static void fill(const char *prefix, const char *name)
     uint64_t generation = 0;
     json_t *items = ck__admission_cache_lookup(cache, prefix, &keep, &generation);
     if (items) {
-        json_decref(items);
+        ck__json_unref(items);
         return;
     }
     json_t *list = json_pack("[{s:{s:s}}]", "metadata", "name", name);
     if (keep)
         ck__admission_cache_fill(cache, prefix, list, generation);
-    json_decref(list);
+    ck__json_unref(list); /* the cache may share it */
 }
 
 static void test_fill_then_found(void **state)
@@ -96,7 +96,7 @@ static void test_fill_then_found(void **state)
     assert_string_equal(json_string_value(json_object_get(
                             json_object_get(json_array_get(items, 0), "metadata"), "name")),
                         "hook");
-    json_decref(items);
+    ck__json_unref(items);
     /* a namespaced kind: one list per namespace asked for */
     char in_a[CK__KEY_MAX];
     snprintf(in_a, sizeof(in_a), "%s", prefix_of("", "limitranges", "a"));
@@ -171,7 +171,7 @@ static void test_a_fill_that_raced_a_forget_is_dropped(void **state)
     assert_null(ck__admission_cache_lookup(cache, classes, &keep, &generation));
     ck__admission_cache_fill(cache, classes, list, generation);
     assert_true(kept(classes));
-    json_decref(list);
+    ck__json_unref(list);
 }
 
 static void test_an_ended_watch_leaves_it_empty(void **state)

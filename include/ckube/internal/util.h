@@ -433,6 +433,28 @@ int ck__json_set_condition(json_t *obj, const char *type, const char *status, co
  */
 int ck__json_array_sort(json_t *array, int (*cmp)(const void *, const void *));
 
+/*
+ * References on objects several threads share (informers' caches, admission's kept
+ * lists). jansson's json_incref/json_decref change the count atomically but first read
+ * it with a plain load (to skip its static singletons), which is a data race once several
+ * threads share the object; these use atomics throughout.
+ */
+static inline json_t *ck__json_ref(const json_t *obj)
+{
+    json_t *o = (json_t *)obj; /* the count is the one mutable part of a shared object */
+    if (o && __atomic_load_n(&o->refcount, __ATOMIC_RELAXED) != (size_t)-1)
+        __atomic_add_fetch(&o->refcount, 1, __ATOMIC_RELAXED);
+    return o;
+}
+
+static inline void ck__json_unref(const json_t *obj)
+{
+    json_t *o = (json_t *)obj;
+    if (o && __atomic_load_n(&o->refcount, __ATOMIC_RELAXED) != (size_t)-1 &&
+        __atomic_sub_fetch(&o->refcount, 1, __ATOMIC_ACQ_REL) == 0)
+        json_delete(o);
+}
+
 /* ---- YAML both ways (yaml.c) ------------------------------------------------ */
 
 struct ck_err;

@@ -412,6 +412,6 @@ int ck__admission_list(struct ck__registry *reg, const struct ck_kind *kind, con
         if (r == 0)
             r = each(obj, arg);
     }
-    json_decref(items);
+    ck__json_unref(items); /* kept lists are shared between requests */
     return r < 0 ? (reterr->code < 0 ? r : ck_err_no_memory(reterr)) : 0;
 }

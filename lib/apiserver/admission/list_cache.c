@@ -10,7 +10,8 @@
  * One entry per kind and namespace asked for (all namespaces: ""), holding the decoded
  * objects as an array that is replaced, never changed: a reader keeps a reference to the
  * array it was given, whatever happens to the entry meanwhile. The objects are shared
- * and read-only.
+ * and read-only; references on them are taken and dropped with ck__json_ref and
+ * ck__json_unref, whose counts are atomic throughout.
  *
  * The cache only forgets, as namespace_cache.c: every entry of a kind goes when this
  * server writes an object of it (the registry calls ck__admission_cache_forget once the
@@ -163,7 +164,7 @@ json_t *ck__admission_cache_lookup(struct ck__admission_cache *c, const char *pr
     if (!kept(c, prefix))
         return NULL;
     pthread_mutex_lock(&c->lock);
-    json_t *items = json_incref(json_object_get(c->lists, prefix));
+    json_t *items = ck__json_ref(json_object_get(c->lists, prefix));
     *ret_keep = !c->blind;
     *ret_generation = c->generation;
     pthread_mutex_unlock(&c->lock);

@@ -36,8 +36,8 @@ static int find_default(const json_t *pc, void *arg)
         return 0;
     json_int_t value = json_integer_value(json_object_get(pc, "value"));
     if (!d->class || json_integer_value(json_object_get(d->class, "value")) > value) {
-        json_decref(d->class);
-        d->class = json_incref((json_t *)pc);
+        ck__json_unref(d->class); /* admission's kept lists are shared */
+        d->class = ck__json_ref(pc);
     }
     return 0;
 }
@@ -49,7 +49,7 @@ static int default_class(struct ck__registry *reg, const struct ck_kind *pc_kind
     struct default_class d = {NULL};
     int r = ck__admission_list(reg, pc_kind, NULL, find_default, &d, reterr);
     if (r < 0) {
-        json_decref(d.class);
+        ck__json_unref(d.class);
         return r;
     }
     *ret = d.class;
@@ -100,7 +100,7 @@ static int admit_pod_create(struct ck__registry *reg, const struct ck__admission
     if (pc && (!class_name || !*class_name) &&
         json_object_set_new(spec, "priorityClassName", json_string(name_of(pc))) < 0)
         r = ck_err_no_memory(reterr);
-    json_decref(pc);
+    ck__json_unref(pc);
     if (r < 0)
         return r;
     const json_t *given = json_object_get(spec, "priority");
@@ -171,7 +171,7 @@ static int validate(struct ck__registry *reg, const struct ck__admission_attrs *
         return r;
     char other[254];
     snprintf(other, sizeof(other), "%s", name_of(dpc) ? name_of(dpc) : "");
-    json_decref(dpc);
+    ck__json_unref(dpc);
     const char *self = name_of(a->obj);
     if (a->op == CK__ADMISSION_CREATE || !self || strcmp(self, other) != 0)
         return ck__admission_forbidden(
