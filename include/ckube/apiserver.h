@@ -77,6 +77,18 @@ struct ck_apiserver_config {
     const char *proxy_client_cert_file;
     const char *proxy_client_key_file;
     /*
+     * The request-header authenticator (--requestheader-*): a client certificate that
+     * verifies against requestheader_client_ca_file (its common name in the
+     * comma-separated requestheader_allowed_names, unless empty) is a front proxy's,
+     * whose username, group and extra headers (comma-separated names and prefixes)
+     * name the user. On with the CA file and a username header; NULL: off.
+     */
+    const char *requestheader_client_ca_file;
+    const char *requestheader_allowed_names;
+    const char *requestheader_username_headers;
+    const char *requestheader_group_headers;
+    const char *requestheader_extra_headers_prefix;
+    /*
      * How long events live after their last activity (kube-apiserver's --event-ttl), in
      * nanoseconds, rounded up to seconds: the server removes older ones. 0: one hour,
      * Kubernetes' default; < 0: they never expire. Applies to every kind whose

@@ -1879,12 +1879,12 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)ck__auth_cert_pem(server->auth)},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)ck__auth_key_pem(server->auth)},
         {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES},
-        {MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)ck__auth_client_ca_pem(server->auth)},
+        {MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)ck__auth_trust_pem(server->auth)},
         {MHD_OPTION_END, 0, NULL},
     };
     if (tls) {
         flags |= MHD_USE_TLS;
-        if (!ck__auth_client_ca_pem(server->auth))
+        if (!ck__auth_trust_pem(server->auth))
             tls_options[3].option = MHD_OPTION_END;
     } else {
         tls_options[0].option = MHD_OPTION_END;
