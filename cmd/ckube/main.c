@@ -107,14 +107,16 @@ static const char usage_tail[] =
     "      --kubelet-certificate-authority FILE  verifies the agents' serving certificates\n"
     "                                (default: not verified, as kube-apiserver)\n"
     "      --proxy-client-cert-file FILE  the client certificate shown to the servers of\n"
-    "                                APIServices (default: none)\n"
+    "                                APIServices (default: DATA-DIR/pki/front-proxy-client.crt)\n"
     "      --proxy-client-key-file FILE  its key\n"
     "      --requestheader-client-ca-file FILE  a client certificate that verifies against it\n"
     "                                is a front proxy's, whose headers name the user\n"
+    "                                (default, without it and --proxy-client-cert-file:\n"
+    "                                DATA-DIR/pki/front-proxy-ca.crt with kubeadm's flags)\n"
     "      --requestheader-allowed-names A,B  the front proxies' common names (default: any)\n"
     "      --requestheader-username-headers H,...  headers naming the user, the first set wins\n"
-    "                                (default: none, which turns the front proxy off;\n"
-    "                                X-Remote-User is common)\n"
+    "                                (X-Remote-User is common, and the default front\n"
+    "                                proxy's; none turns a given CA off)\n"
     "      --requestheader-group-headers H,...  headers naming groups (X-Remote-Group is\n"
     "                                suggested)\n"
     "      --requestheader-extra-headers-prefix P,...  header prefixes naming extra values\n"
@@ -1171,6 +1173,7 @@ static int cmd_server(int argc, char **argv)
         .requestheader_username_headers = opts.rh_username_headers,
         .requestheader_group_headers = opts.rh_group_headers,
         .requestheader_extra_headers_prefix = opts.rh_extra_prefix,
+        .front_proxy_pki = !opts.rh_client_ca && !opts.proxy_client_cert,
         .local_storage_class = true,
         .enable_admission_plugins = opts.enable_admission,
         .disable_admission_plugins = opts.disable_admission,

@@ -90,6 +90,7 @@ struct ck__auth {
     struct ck__requestheader *requestheader;
     gnutls_x509_trust_list_t client_trust;
     char *trust_pem;
+    char *front_proxy_ca, *front_proxy_cert, *front_proxy_key; /* front_proxy_pki's files */
     struct ck_auth_tokens *tokens;
     struct ck_auth_sa_key *sa_key;
     struct ck_auth_config config;
@@ -141,6 +142,35 @@ static int trust_requestheader(struct ck__auth *a, struct ck_err *reterr)
     return 0;
 }
 
+static char *pki_path(const struct ck__auth *a, const char *name)
+{
+    size_t size = strlen(a->pki_dir) + strlen(name) + 2;
+    char *path = ck__malloc(size);
+    if (path)
+        snprintf(path, size, "%s/%s", a->pki_dir, name);
+    return path;
+}
+
+/* kubeadm's front proxy in the generated PKI, and the flags kubeadm gives kube-apiserver. */
+static int front_proxy(struct ck__auth *a, const struct ck_pki_options *opts,
+                       struct ck_apiserver_config *config, struct ck_err *reterr)
+{
+    int r = ck_pki_front_proxy(opts, reterr);
+    if (r < 0)
+        return r;
+    a->front_proxy_ca = pki_path(a, CK_PKI_FRONT_PROXY_CA_CERT);
+    a->front_proxy_cert = pki_path(a, CK_PKI_FRONT_PROXY_CLIENT_CERT);
+    a->front_proxy_key = pki_path(a, CK_PKI_FRONT_PROXY_CLIENT_KEY);
+    if (!a->front_proxy_ca || !a->front_proxy_cert || !a->front_proxy_key)
+        return ck_err_no_memory(reterr);
+    config->requestheader_client_ca_file = a->front_proxy_ca;
+    config->requestheader_allowed_names = "front-proxy-client";
+    config->requestheader_username_headers = "X-Remote-User";
+    config->requestheader_group_headers = "X-Remote-Group";
+    config->requestheader_extra_headers_prefix = "X-Remote-Extra-";
+    return 0;
+}
+
 int ck__auth_init(struct ck_apiserver *server, const struct ck_apiserver_config *config,
                   const char *listen_host, struct ck_err *reterr)
 {
@@ -174,7 +204,11 @@ int ck__auth_init(struct ck_apiserver *server, const struct ck_apiserver_config 
         return r;
     if (a->pki.client_ca && (r = read_pem(a->pki.client_ca, &a->client_ca_pem, reterr)) < 0)
         return r;
-    if ((r = ck__requestheader_new(config, &a->requestheader, reterr)) < 0 ||
+    struct ck_apiserver_config rh_config = *config;
+    if (config->front_proxy_pki && a->pki_dir && a->pki.admin_cert &&
+        (r = front_proxy(a, &opts, &rh_config, reterr)) < 0)
+        return r;
+    if ((r = ck__requestheader_new(&rh_config, &a->requestheader, reterr)) < 0 ||
         (r = trust_requestheader(a, reterr)) < 0)
         return r;
     if (config->token_auth_file &&
@@ -212,6 +246,9 @@ void ck__auth_free(struct ck__auth *a)
     if (a->client_trust)
         gnutls_x509_trust_list_deinit(a->client_trust, 1);
     free(a->trust_pem);
+    free(a->front_proxy_ca);
+    free(a->front_proxy_cert);
+    free(a->front_proxy_key);
     free(a->pki_dir);
     ck_pki_release(&a->pki);
     pthread_mutex_destroy(&a->rebuild_lock);
@@ -233,6 +270,11 @@ const char *ck__auth_key_pem(const struct ck__auth *a)
 const char *ck__auth_client_ca_pem(const struct ck__auth *a)
 {
     return a ? a->client_ca_pem : NULL;
+}
+
+const char *ck__auth_front_proxy_cert(const struct ck__auth *a, bool key)
+{
+    return !a ? NULL : key ? a->front_proxy_key : a->front_proxy_cert;
 }
 
 const char *ck__auth_trust_pem(const struct ck__auth *a)

@@ -1864,8 +1864,13 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     if (r == 0 && !(server->workers = ck__workers_start(WRITE_WORKERS, reterr)))
         r = reterr->code;
     if (r == 0 && config->aggregator)
-        r = ck__aggregator_start(server, config->proxy_client_cert_file,
-                                 config->proxy_client_key_file, reterr);
+        r = ck__aggregator_start(
+            server,
+            config->proxy_client_cert_file ? config->proxy_client_cert_file
+                                           : ck__auth_front_proxy_cert(server->auth, false),
+            config->proxy_client_cert_file ? config->proxy_client_key_file
+                                           : ck__auth_front_proxy_cert(server->auth, true),
+            reterr);
     if (r < 0) {
         teardown(server);
         return r;

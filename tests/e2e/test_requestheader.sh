@@ -6,6 +6,8 @@
 # ignored; a certificate of the proxy CA whose name is not allowed, or the proxy's
 # without a username header, is refused (it is no client identity); and
 # kube-system/extension-apiserver-authentication and its reader Role are published.
+# Without the flags the server makes kubeadm's front-proxy CA and client certificate and
+# trusts them with kubeadm's flags.
 #
 # Usage: test_requestheader.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -84,5 +86,24 @@ check "the reader Role grants get on the ConfigMap" sh -c \
     '[ "$(kubectl auth can-i get configmap/extension-apiserver-authentication -n kube-system --as system:kube-scheduler)" = yes ]'
 check "and nothing else in kube-system" sh -c \
     '[ "$(kubectl auth can-i get configmap/other -n kube-system --as system:kube-scheduler)" = no ]'
+
+# --- the default: kubeadm's front proxy in the generated PKI ---
+stop_server
+start_server --controllers=-*
+pki=$work/data/pki
+code=$(whoami "$pki/front-proxy-client" -H 'X-Remote-User: carol' -H 'X-Remote-Group: qa')
+check "the generated front proxy's request is answered (got $code)" [ "$code" = 201 ]
+check "its headers name carol in qa ($(userinfo 2>&1))" \
+    [ "$(userinfo)" = 'carol qa,system:authenticated {}' ]
+code=$(whoami "$work/front-proxy-client" -H 'X-Remote-User: alice')
+check "the earlier proxy CA is no longer trusted (got $code)" [ "$code" = 401 ]
+k get configmap -n kube-system extension-apiserver-authentication -o json >"$work/cm.json" 2>&1
+check "the ConfigMap has kubeadm's values and the generated CA" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["data"]
+assert d["requestheader-allowed-names"] == "[\"front-proxy-client\"]", d
+assert d["requestheader-username-headers"] == "[\"X-Remote-User\"]", d
+assert d["requestheader-client-ca-file"] == open(sys.argv[2]).read(), "requestheader CA"
+' "$work/cm.json" "$pki/front-proxy-ca.crt"
 
 finish
