@@ -107,8 +107,20 @@ static const char usage_tail[] =
     "      --kubelet-certificate-authority FILE  verifies the agents' serving certificates\n"
     "                                (default: not verified, as kube-apiserver)\n"
     "      --proxy-client-cert-file FILE  the client certificate shown to the servers of\n"
-    "                                APIServices (default: none)\n"
+    "                                APIServices (default: DATA-DIR/pki/front-proxy-client.crt)\n"
     "      --proxy-client-key-file FILE  its key\n"
+    "      --requestheader-client-ca-file FILE  a client certificate that verifies against it\n"
+    "                                is a front proxy's, whose headers name the user\n"
+    "                                (default, without it and --proxy-client-cert-file:\n"
+    "                                DATA-DIR/pki/front-proxy-ca.crt with kubeadm's flags)\n"
+    "      --requestheader-allowed-names A,B  the front proxies' common names (default: any)\n"
+    "      --requestheader-username-headers H,...  headers naming the user, the first set wins\n"
+    "                                (X-Remote-User is common, and the default front\n"
+    "                                proxy's; none turns a given CA off)\n"
+    "      --requestheader-group-headers H,...  headers naming groups (X-Remote-Group is\n"
+    "                                suggested)\n"
+    "      --requestheader-extra-headers-prefix P,...  header prefixes naming extra values\n"
+    "                                (X-Remote-Extra- is suggested)\n"
     "      --token-auth-file FILE    bearer tokens, kube-apiserver's CSV: token,user,uid[,\"groups\"]\n"
     "      --service-account-key-file FILE  key ServiceAccount tokens are verified with\n"
     "                                (default: DATA-DIR/pki/sa.key)\n"
@@ -245,6 +257,11 @@ enum {
     OPT_KUBELET_CA,
     OPT_PROXY_CLIENT_CERT,
     OPT_PROXY_CLIENT_KEY,
+    OPT_RH_CLIENT_CA,
+    OPT_RH_ALLOWED_NAMES,
+    OPT_RH_USERNAME_HEADERS,
+    OPT_RH_GROUP_HEADERS,
+    OPT_RH_EXTRA_PREFIX,
     OPT_CLIENT_CA_FILE,
     OPT_TLS_SAN,
     OPT_TOKEN_AUTH_FILE,
@@ -310,6 +327,8 @@ struct options {
     const char *client_ca_file;
     const char *kubelet_client_cert, *kubelet_client_key, *kubelet_ca;
     const char *proxy_client_cert, *proxy_client_key;
+    const char *rh_client_ca, *rh_allowed_names, *rh_username_headers, *rh_group_headers,
+        *rh_extra_prefix;
     const char *tls_sans[MAX_TLS_SANS];
     size_t n_tls_sans;
     const char *token_auth_file;
@@ -437,6 +456,21 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_PROXY_CLIENT_KEY:
             opts->proxy_client_key = optarg;
+            break;
+        case OPT_RH_CLIENT_CA:
+            opts->rh_client_ca = optarg;
+            break;
+        case OPT_RH_ALLOWED_NAMES:
+            opts->rh_allowed_names = optarg;
+            break;
+        case OPT_RH_USERNAME_HEADERS:
+            opts->rh_username_headers = optarg;
+            break;
+        case OPT_RH_GROUP_HEADERS:
+            opts->rh_group_headers = optarg;
+            break;
+        case OPT_RH_EXTRA_PREFIX:
+            opts->rh_extra_prefix = optarg;
             break;
         case OPT_TLS_SAN:
             if (opts->n_tls_sans == MAX_TLS_SANS)
@@ -856,6 +890,11 @@ static int cmd_server(int argc, char **argv)
         {"kubelet-certificate-authority", required_argument, NULL, OPT_KUBELET_CA},
         {"proxy-client-cert-file", required_argument, NULL, OPT_PROXY_CLIENT_CERT},
         {"proxy-client-key-file", required_argument, NULL, OPT_PROXY_CLIENT_KEY},
+        {"requestheader-client-ca-file", required_argument, NULL, OPT_RH_CLIENT_CA},
+        {"requestheader-allowed-names", required_argument, NULL, OPT_RH_ALLOWED_NAMES},
+        {"requestheader-username-headers", required_argument, NULL, OPT_RH_USERNAME_HEADERS},
+        {"requestheader-group-headers", required_argument, NULL, OPT_RH_GROUP_HEADERS},
+        {"requestheader-extra-headers-prefix", required_argument, NULL, OPT_RH_EXTRA_PREFIX},
         {"tls-san", required_argument, NULL, OPT_TLS_SAN},
         {"token-auth-file", required_argument, NULL, OPT_TOKEN_AUTH_FILE},
         {"service-account-key-file", required_argument, NULL, OPT_SA_KEY_FILE},
@@ -986,8 +1025,8 @@ static int cmd_server(int argc, char **argv)
         header_timeout = (unsigned)((ns + 999999999LL) / 1000000000LL);
     }
 
-    if (opts.insecure_plain_http &&
-        (opts.tls_cert_file || opts.client_ca_file || opts.token_auth_file || opts.n_tls_sans))
+    if (opts.insecure_plain_http && (opts.tls_cert_file || opts.client_ca_file ||
+                                     opts.token_auth_file || opts.n_tls_sans || opts.rh_client_ca))
         return usage_error("--insecure-plain-http cannot be combined with TLS or token flags");
     if (!opts.tls_cert_file != !opts.tls_key_file)
         return usage_error("--tls-cert-file and --tls-private-key-file go together");
@@ -1129,6 +1168,12 @@ static int cmd_server(int argc, char **argv)
         .aggregator = true,
         .proxy_client_cert_file = opts.proxy_client_cert,
         .proxy_client_key_file = opts.proxy_client_key,
+        .requestheader_client_ca_file = opts.rh_client_ca,
+        .requestheader_allowed_names = opts.rh_allowed_names,
+        .requestheader_username_headers = opts.rh_username_headers,
+        .requestheader_group_headers = opts.rh_group_headers,
+        .requestheader_extra_headers_prefix = opts.rh_extra_prefix,
+        .front_proxy_pki = !opts.rh_client_ca && !opts.proxy_client_cert,
         .local_storage_class = true,
         .enable_admission_plugins = opts.enable_admission,
         .disable_admission_plugins = opts.disable_admission,

@@ -77,6 +77,26 @@ struct ck_apiserver_config {
     const char *proxy_client_cert_file;
     const char *proxy_client_key_file;
     /*
+     * The request-header authenticator (--requestheader-*): a client certificate that
+     * verifies against requestheader_client_ca_file (its common name in the
+     * comma-separated requestheader_allowed_names, unless empty) is a front proxy's,
+     * whose username, group and extra headers (comma-separated names and prefixes)
+     * name the user. On with the CA file and a username header; NULL: off.
+     */
+    const char *requestheader_client_ca_file;
+    const char *requestheader_allowed_names;
+    const char *requestheader_username_headers;
+    const char *requestheader_group_headers;
+    const char *requestheader_extra_headers_prefix;
+    /*
+     * With a generated PKI (pki_dir, no client_ca_file): kubeadm's front proxy, made
+     * there (front-proxy-ca.crt, front-proxy-client.crt) and used as the request-header
+     * CA (allowed name front-proxy-client, X-Remote-User, X-Remote-Group,
+     * X-Remote-Extra-) and the proxy client certificate. `ckube server` sets it unless
+     * --requestheader-client-ca-file or --proxy-client-cert-file is given.
+     */
+    bool front_proxy_pki;
+    /*
      * How long events live after their last activity (kube-apiserver's --event-ttl), in
      * nanoseconds, rounded up to seconds: the server removes older ones. 0: one hour,
      * Kubernetes' default; < 0: they never expire. Applies to every kind whose

@@ -401,6 +401,11 @@ int ck_rbac_bootstrap(json_t **ret_cluster_roles, json_t **ret_cluster_role_bind
 #define CK_PKI_ADMIN_CERT  "admin.crt"
 #define CK_PKI_ADMIN_KEY   "admin.key"
 #define CK_PKI_SA_KEY      "sa.key"
+/* kubeadm's front proxy: its own CA and the client certificate it signs */
+#define CK_PKI_FRONT_PROXY_CA_CERT     "front-proxy-ca.crt"
+#define CK_PKI_FRONT_PROXY_CA_KEY      "front-proxy-ca.key"
+#define CK_PKI_FRONT_PROXY_CLIENT_CERT "front-proxy-client.crt"
+#define CK_PKI_FRONT_PROXY_CLIENT_KEY  "front-proxy-client.key"
 
 struct ck_pki_options {
     const char *dir;            /* created 0700 when missing */
@@ -444,6 +449,13 @@ int ck_pki_ensure(const struct ck_pki_options *opts, struct ck_pki *ret, struct 
  */
 int ck_pki_client_cert(const struct ck_pki_options *opts, const char *file_base, const char *cn,
                        const char *const *orgs, size_t n_orgs, struct ck_err *reterr);
+
+/*
+ * kubeadm's front-proxy CA (CN front-proxy-ca, apart from the client CA)
+ * and the client certificate it signs (CN front-proxy-client) in opts->dir,
+ * created or renewed as the others are. 0 or an error.
+ */
+int ck_pki_front_proxy(const struct ck_pki_options *opts, struct ck_err *reterr);
 
 void ck_pki_release(struct ck_pki *pki);
 

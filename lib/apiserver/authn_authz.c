@@ -9,13 +9,16 @@
  * key are loaded. Once the registry exists (ck__auth_bootstrap) the bootstrap
  * ClusterRoles and ClusterRoleBindings are written when missing and
  * reconciled when present (missing rules, aggregation selectors and subjects
- * added), as kube-apiserver's RBAC post-start hook does; store watches of
+ * added), as kube-apiserver's RBAC post-start hook does (and kube-system's
+ * extension-apiserver-authentication-reader Role and RoleBinding, with the
+ * ConfigMap it reads); store watches of
  * the four RBAC kinds start, then the policy is compiled from the store.
  *
  * Per request (ck__auth_authenticate, then ck__auth_authorize once API
  * Priority and Fairness has admitted it), before routing, kube-apiserver's filter
  * order: authentication (the client certificate libmicrohttpd's GnuTLS
- * session received, verified here against the client CA; else the bearer
+ * session received, verified here against the client CA, or a front proxy's
+ * certificate and identity headers with --requestheader-* (requestheader.c); else the bearer
  * token, a ServiceAccount token only while its account and pod exist with
  * the uids it names; else anonymous), 401 on a bad credential; then
  * impersonation (Impersonate-User/-Group/-Uid/-Extra-*, each authorized
@@ -57,6 +60,7 @@
 #include "ckube/apiserver.h"
 #include "ckube/internal/util.h"
 #include "internal.h"
+#include "requestheader.h"
 
 #define MAX_PEM (1u * 1024 * 1024)
 
@@ -65,6 +69,11 @@ static void stop_following(struct ck__auth *a);
 static int start_following(struct ck__auth *a, struct ck_err *reterr);
 static int reconcile_bootstrap(struct ck_apiserver *server, const json_t *roles,
                                const json_t *bindings, struct ck_err *reterr);
+static int reconcile_authentication_reader(struct ck_apiserver *server, struct ck_err *reterr);
+static void publish_authentication(struct ck_apiserver *server);
+
+#define AUTH_CONFIGMAP "extension-apiserver-authentication"
+#define AUTH_READER    "extension-apiserver-authentication-reader"
 static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *reterr);
 static json_t *bootstrap_secret(void *arg, const char *token_id);
 static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **user,
@@ -76,6 +85,12 @@ struct ck__auth {
     struct ck_pki pki;
     char *pki_dir;
     char *cert_pem, *key_pem, *client_ca_pem;
+    /* --requestheader-*: the authenticator, the client CA alone (the TLS session trusts
+       both CAs) and the two CAs libmicrohttpd trusts; NULL without request-header */
+    struct ck__requestheader *requestheader;
+    gnutls_x509_trust_list_t client_trust;
+    char *trust_pem;
+    char *front_proxy_ca, *front_proxy_cert, *front_proxy_key; /* front_proxy_pki's files */
     struct ck_auth_tokens *tokens;
     struct ck_auth_sa_key *sa_key;
     struct ck_auth_config config;
@@ -99,6 +114,60 @@ static int read_pem(const char *path, char **ret, struct ck_err *reterr)
     if (r < 0)
         return ck_err_set(reterr, CK_EIO, "cannot read %s: %s", path,
                           r == CK__E2BIG ? "too large" : strerror(-r));
+    return 0;
+}
+
+/*
+ * With a request-header CA the TLS session trusts it too (its certificates must reach
+ * the authenticator), and the client CA alone is kept to tell a client's certificate.
+ */
+static int trust_requestheader(struct ck__auth *a, struct ck_err *reterr)
+{
+    const char *rh_ca = ck__requestheader_ca_pem(a->requestheader);
+    if (!rh_ca)
+        return 0;
+    const char *client_ca = a->client_ca_pem ? a->client_ca_pem : "";
+    if (client_ca[0]) {
+        gnutls_datum_t pem = {(unsigned char *)a->client_ca_pem, (unsigned)strlen(client_ca)};
+        if (gnutls_x509_trust_list_init(&a->client_trust, 0) < 0)
+            return ck_err_no_memory(reterr);
+        if (gnutls_x509_trust_list_add_trust_mem(a->client_trust, &pem, NULL, GNUTLS_X509_FMT_PEM,
+                                                 0, 0) <= 0)
+            return ck_err_set(reterr, CK_EINVAL, "unable to load client CA file");
+    }
+    size_t size = strlen(client_ca) + strlen(rh_ca) + 2;
+    if (!(a->trust_pem = ck__malloc(size)))
+        return ck_err_no_memory(reterr);
+    snprintf(a->trust_pem, size, "%s\n%s", client_ca, rh_ca);
+    return 0;
+}
+
+static char *pki_path(const struct ck__auth *a, const char *name)
+{
+    size_t size = strlen(a->pki_dir) + strlen(name) + 2;
+    char *path = ck__malloc(size);
+    if (path)
+        snprintf(path, size, "%s/%s", a->pki_dir, name);
+    return path;
+}
+
+/* kubeadm's front proxy in the generated PKI, and the flags kubeadm gives kube-apiserver. */
+static int front_proxy(struct ck__auth *a, const struct ck_pki_options *opts,
+                       struct ck_apiserver_config *config, struct ck_err *reterr)
+{
+    int r = ck_pki_front_proxy(opts, reterr);
+    if (r < 0)
+        return r;
+    a->front_proxy_ca = pki_path(a, CK_PKI_FRONT_PROXY_CA_CERT);
+    a->front_proxy_cert = pki_path(a, CK_PKI_FRONT_PROXY_CLIENT_CERT);
+    a->front_proxy_key = pki_path(a, CK_PKI_FRONT_PROXY_CLIENT_KEY);
+    if (!a->front_proxy_ca || !a->front_proxy_cert || !a->front_proxy_key)
+        return ck_err_no_memory(reterr);
+    config->requestheader_client_ca_file = a->front_proxy_ca;
+    config->requestheader_allowed_names = "front-proxy-client";
+    config->requestheader_username_headers = "X-Remote-User";
+    config->requestheader_group_headers = "X-Remote-Group";
+    config->requestheader_extra_headers_prefix = "X-Remote-Extra-";
     return 0;
 }
 
@@ -135,6 +204,13 @@ int ck__auth_init(struct ck_apiserver *server, const struct ck_apiserver_config 
         return r;
     if (a->pki.client_ca && (r = read_pem(a->pki.client_ca, &a->client_ca_pem, reterr)) < 0)
         return r;
+    struct ck_apiserver_config rh_config = *config;
+    if (config->front_proxy_pki && a->pki_dir && a->pki.admin_cert &&
+        (r = front_proxy(a, &opts, &rh_config, reterr)) < 0)
+        return r;
+    if ((r = ck__requestheader_new(&rh_config, &a->requestheader, reterr)) < 0 ||
+        (r = trust_requestheader(a, reterr)) < 0)
+        return r;
     if (config->token_auth_file &&
         (r = ck_auth_tokens_load(config->token_auth_file, &a->tokens, reterr)) < 0)
         return r;
@@ -166,6 +242,13 @@ void ck__auth_free(struct ck__auth *a)
     free(a->cert_pem);
     free(a->key_pem);
     free(a->client_ca_pem);
+    ck__requestheader_free(a->requestheader);
+    if (a->client_trust)
+        gnutls_x509_trust_list_deinit(a->client_trust, 1);
+    free(a->trust_pem);
+    free(a->front_proxy_ca);
+    free(a->front_proxy_cert);
+    free(a->front_proxy_key);
     free(a->pki_dir);
     ck_pki_release(&a->pki);
     pthread_mutex_destroy(&a->rebuild_lock);
@@ -187,6 +270,16 @@ const char *ck__auth_key_pem(const struct ck__auth *a)
 const char *ck__auth_client_ca_pem(const struct ck__auth *a)
 {
     return a ? a->client_ca_pem : NULL;
+}
+
+const char *ck__auth_front_proxy_cert(const struct ck__auth *a, bool key)
+{
+    return !a ? NULL : key ? a->front_proxy_key : a->front_proxy_cert;
+}
+
+const char *ck__auth_trust_pem(const struct ck__auth *a)
+{
+    return !a ? NULL : a->trust_pem ? a->trust_pem : a->client_ca_pem;
 }
 
 struct ck_rbac_authorizer *ck__auth_authorizer(const struct ck__auth *auth)
@@ -292,6 +385,8 @@ int ck__auth_bootstrap(struct ck_apiserver *server, struct ck_err *reterr)
     json_decref(bindings);
     /* the watches start before the policy is read: no write falls between the two */
     if (r == 0)
+        publish_authentication(server);
+    if (r == 0)
         r = start_following(a, reterr);
     struct ck_rbac_policy *policy = NULL;
     if (r == 0)
@@ -329,6 +424,7 @@ int ck__auth_bootstrap(struct ck_apiserver *server, struct ck_err *reterr)
  */
 struct conn_state {
     int peer_verified;              /* 0: not yet checked, 1: verified, -1: refused */
+    int peer_kind;                  /* 0: not yet checked, else enum peer_kind's bits */
     struct ck_auth_user *cert_user; /* the certificate's user, once authenticated */
 };
 
@@ -391,6 +487,66 @@ static int peer_certificate(struct MHD_Connection *conn, const void **ret_der, s
     return 0;
 }
 
+/* What a verified client certificate is, with --requestheader-*: bits. */
+enum peer_kind {
+    PEER_CLIENT = 1,  /* it verifies against the client CA */
+    PEER_PROXY = 2,   /* a front proxy's */
+    PEER_REFUSED = 4, /* it verifies against the request-header CA, its name is not allowed */
+    PEER_KNOWN = 8,
+};
+
+/* The peer_kind bits of the connection's verified certificate (read once a connection). */
+static int classify_peer(struct ck__auth *a, struct MHD_Connection *conn)
+{
+    struct conn_state *state = conn_state_of(conn);
+    if (state && state->peer_kind)
+        return state->peer_kind;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    unsigned n = 0;
+    const gnutls_datum_t *certs =
+        ci && ci->tls_session ? gnutls_certificate_get_peers(ci->tls_session, &n) : NULL;
+    int kind = PEER_KNOWN;
+    if (certs && ck__cert_chain_verifies(a->client_trust, certs, n, NULL, 0))
+        kind |= PEER_CLIENT;
+    enum ck__proxy_cert proxy =
+        certs ? ck__requestheader_check(a->requestheader, certs, n) : CK__PROXY_CERT_NO;
+    kind |= proxy == CK__PROXY_CERT_YES       ? PEER_PROXY
+            : proxy == CK__PROXY_CERT_REFUSED ? PEER_REFUSED
+                                              : 0;
+    if (state)
+        state->peer_kind = kind;
+    return kind;
+}
+
+struct header_list {
+    struct ck__header *items;
+    size_t n, cap;
+};
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    (void)kind;
+    struct header_list *l = cls;
+    if (l->n < l->cap)
+        l->items[l->n++] = (struct ck__header){key, value ? value : ""};
+    return MHD_YES;
+}
+
+/* The user a front proxy's headers name, or NULL (none named). 0 or CK_ENOMEM. */
+static int proxy_user(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **ret)
+{
+    int count = MHD_get_connection_values(conn, MHD_HEADER_KIND, NULL, NULL);
+    struct header_list l = {.cap = count > 0 ? (size_t)count : 0};
+    if (l.cap && !(l.items = ck__calloc(l.cap, sizeof(*l.items))))
+        return CK_ENOMEM;
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &l);
+    int r = ck__requestheader_user(a->requestheader, l.items, l.n, ret);
+    free(l.items);
+    return r;
+}
+
 /* Kubernetes' RequestInfo verb of a resource request. */
 static const char *resource_verb(struct MHD_Connection *conn, const char *method, const char *name,
                                  const char *subresource)
@@ -444,11 +600,30 @@ enum MHD_Result ck__auth_authenticate(struct ck_apiserver *server, struct MHD_Co
     int r = peer_certificate(conn, &creds.peer_cert_der, &creds.peer_cert_len) < 0
                 ? ck_err_set(&err, CK_EPERM, "the client certificate does not verify")
                 : 0;
+    /*
+     * With --requestheader-*, Kubernetes' union: a front proxy's certificate names the
+     * user in headers; without a username header, or from another client, they are
+     * not read. A certificate only the request-header CA signed is no client identity.
+     */
+    int kind =
+        r == 0 && creds.peer_cert_der && a->requestheader ? classify_peer(a, conn) : PEER_CLIENT;
+    if ((kind & PEER_PROXY) && (r = proxy_user(a, conn, &user)) < 0)
+        r = ck_err_no_memory(&err);
+    if (r == 0 && !user && !(kind & PEER_CLIENT)) {
+        creds.peer_cert_der = NULL;
+        creds.peer_cert_len = 0;
+        if (!creds.authorization)
+            r = ck_err_set(&err, CK_EPERM, "%s",
+                           kind & PEER_REFUSED ? "the client certificate's name is not allowed"
+                                               : "x509: certificate signed by unknown authority");
+    }
     struct conn_state *state = creds.peer_cert_der ? conn_state_of(conn) : NULL;
-    if (r == 0 && state && state->cert_user) { /* this connection's certificate, read before */
+    if (r < 0 || user) {
+        /* a front proxy's user, or a failure */
+    } else if (state && state->cert_user) { /* this connection's certificate, read before */
         user = ck_auth_user_copy(state->cert_user);
         r = user ? 0 : ck_err_no_memory(&err);
-    } else if (r == 0) {
+    } else {
         r = ck_auth_authenticate(&a->config, &creds, &user, &err);
         if (r == 0 && state) /* without memory to keep it, it is read again next time */
             state->cert_user = ck_auth_user_copy(user);
@@ -1878,21 +2053,21 @@ static int reconcile_kind(struct ck_apiserver *server, const struct ck_kind *kin
     json_array_foreach(items, i, expected)
     {
         const char *name = claim(json_object_get(expected, "metadata"), "name", NULL);
+        const char *ns = claim(json_object_get(expected, "metadata"), "namespace", NULL);
         if (!name)
             continue;
         struct reconcile rc = {.expected = expected, .is_binding = is_binding};
         char *out = NULL;
         size_t len = 0;
         struct ck_err err = {0};
-        int r = ck__registry_update(server->registry, kind, NULL, name, NULL, reconcile_mutate, &rc,
+        int r = ck__registry_update(server->registry, kind, ns, name, NULL, reconcile_mutate, &rc,
                                     false, &out, &len, &err);
         free(out);
         out = NULL;
         if (r == CK_ENOENT) { /* missing (the first start, or deleted by hand): created */
             ck_err_release(&err);
             err = (struct ck_err){0};
-            r = ck__registry_create(server->registry, kind, NULL, expected, false, &out, &len,
-                                    &err);
+            r = ck__registry_create(server->registry, kind, ns, expected, false, &out, &len, &err);
             free(out);
             out = NULL;
             if (r < 0 && r != CK_EEXIST) { /* EEXIST: another server made it meanwhile */
@@ -1904,7 +2079,7 @@ static int reconcile_kind(struct ck_apiserver *server, const struct ck_kind *kin
             ck_err_release(&err);
             err = (struct ck_err){0};
             /* then reconciled as one found is (it gets an empty rules array, say) */
-            r = ck__registry_update(server->registry, kind, NULL, name, NULL, reconcile_mutate, &rc,
+            r = ck__registry_update(server->registry, kind, ns, name, NULL, reconcile_mutate, &rc,
                                     false, &out, &len, &err);
             free(out);
         }
@@ -1928,5 +2103,94 @@ static int reconcile_bootstrap(struct ck_apiserver *server, const json_t *roles,
     int r = cr_kind ? reconcile_kind(server, cr_kind, roles, false, reterr) : 0;
     if (r == 0 && crb_kind)
         r = reconcile_kind(server, crb_kind, bindings, true, reterr);
+    if (r == 0)
+        r = reconcile_authentication_reader(server, reterr);
     return r;
+}
+
+/*
+ * The Role and RoleBinding extension-apiserver-authentication-reader of
+ * Kubernetes' bootstrap policy (NamespaceRoles, NamespaceRoleBindings of
+ * kube-system): read access to the ConfigMap publish_authentication writes.
+ */
+static int reconcile_authentication_reader(struct ck_apiserver *server, struct ck_err *reterr)
+{
+    const struct ck_kind *role_kind = ck_kind_with_role(CK_KIND_ROLE_RBAC_ROLE);
+    const struct ck_kind *rb_kind = ck_kind_with_role(CK_KIND_ROLE_RBAC_ROLE_BINDING);
+    if (!role_kind || !rb_kind)
+        return 0;
+    const char *api_version = "rbac.authorization.k8s.io/v1";
+    json_t *role = json_pack(
+        "[{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:{s:s}}, s:[{s:[s], s:[s], s:[s], s:[s,s,s]}]}]",
+        "apiVersion", api_version, "kind", "Role", "metadata", "name", AUTH_READER, "namespace",
+        "kube-system", "annotations", AUTOUPDATE_ANNOTATION, "true", "labels",
+        "kubernetes.io/bootstrapping", "rbac-defaults", "rules", "apiGroups", "", "resources",
+        "configmaps", "resourceNames", AUTH_CONFIGMAP, "verbs", "get", "list", "watch");
+    json_t *binding = json_pack(
+        "[{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:{s:s}}, s:{s:s, s:s, s:s}, s:[{s:s, s:s, s:s}, "
+        "{s:s, s:s, s:s}]}]",
+        "apiVersion", api_version, "kind", "RoleBinding", "metadata", "name",
+        "system::" AUTH_READER, "namespace", "kube-system", "annotations", AUTOUPDATE_ANNOTATION,
+        "true", "labels", "kubernetes.io/bootstrapping", "rbac-defaults", "roleRef", "apiGroup",
+        "rbac.authorization.k8s.io", "kind", "Role", "name", AUTH_READER, "subjects", "apiGroup",
+        "rbac.authorization.k8s.io", "kind", "User", "name", "system:kube-controller-manager",
+        "apiGroup", "rbac.authorization.k8s.io", "kind", "User", "name", "system:kube-scheduler");
+    int r = role && binding ? reconcile_kind(server, role_kind, role, false, reterr)
+                            : ck_err_no_memory(reterr);
+    if (r == 0)
+        r = reconcile_kind(server, rb_kind, binding, true, reterr);
+    json_decref(role);
+    json_decref(binding);
+    return r;
+}
+
+static json_t *set_data(const json_t *current, void *arg, struct ck_err *reterr)
+{
+    json_t *obj = ck__json_copy(current);
+    if (!obj || json_object_set(obj, "data", arg) < 0) {
+        json_decref(obj);
+        ck_err_no_memory(reterr);
+        return NULL;
+    }
+    return obj;
+}
+
+/*
+ * kube-system/extension-apiserver-authentication, as kube-apiserver's cluster
+ * authentication trust controller keeps it: the client CA and the
+ * request-header configuration, for aggregated servers. Written at start
+ * (replacing what another configuration left); a failure is logged.
+ */
+static void publish_authentication(struct ck_apiserver *server)
+{
+    struct ck__auth *a = server->auth;
+    const struct ck_kind *kind = ck_kind_with_role(CK_KIND_ROLE_CONFIG_MAP);
+    if (!kind || (!a->client_ca_pem && !a->requestheader))
+        return;
+    json_t *data = ck__requestheader_configmap_data(a->requestheader, a->client_ca_pem);
+    char *out = NULL;
+    size_t len = 0;
+    struct ck_err err = {0};
+    int r = data ? ck__registry_update(server->registry, kind, "kube-system", AUTH_CONFIGMAP, NULL,
+                                       set_data, data, false, &out, &len, &err)
+                 : ck_err_no_memory(&err);
+    free(out);
+    out = NULL;
+    if (r == CK_ENOENT) {
+        ck_err_release(&err);
+        err = (struct ck_err){0};
+        json_t *cm =
+            json_pack("{s:s, s:s, s:{s:s, s:s}, s:O}", "apiVersion", "v1", "kind", "ConfigMap",
+                      "metadata", "name", AUTH_CONFIGMAP, "namespace", "kube-system", "data", data);
+        r = cm ? ck__registry_create(server->registry, kind, "kube-system", cm, false, &out, &len,
+                                     &err)
+               : ck_err_no_memory(&err);
+        json_decref(cm);
+        free(out);
+    }
+    if (r < 0)
+        CK_LOGS(0, "Cannot write the authentication ConfigMap", "name", AUTH_CONFIGMAP, "err",
+                ck_err_message(&err));
+    ck_err_release(&err);
+    json_decref(data);
 }

@@ -1187,6 +1187,11 @@ void ck__auth_free(struct ck__auth *auth);
 const char *ck__auth_cert_pem(const struct ck__auth *auth);
 const char *ck__auth_key_pem(const struct ck__auth *auth);
 const char *ck__auth_client_ca_pem(const struct ck__auth *auth);
+/* What the TLS session verifies client certificates against: the client CA, and the
+   request-header CA when there is one. */
+const char *ck__auth_trust_pem(const struct ck__auth *auth);
+/* The generated front proxy's client certificate (or, with key, its key), or NULL. */
+const char *ck__auth_front_proxy_cert(const struct ck__auth *auth, bool key);
 const struct ck_pki *ck__auth_pki(const struct ck__auth *auth);
 /* The RBAC authorizer requests are decided with (NULL before bootstrap). */
 struct ck_rbac_authorizer *ck__auth_authorizer(const struct ck__auth *auth);

@@ -1864,8 +1864,13 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     if (r == 0 && !(server->workers = ck__workers_start(WRITE_WORKERS, reterr)))
         r = reterr->code;
     if (r == 0 && config->aggregator)
-        r = ck__aggregator_start(server, config->proxy_client_cert_file,
-                                 config->proxy_client_key_file, reterr);
+        r = ck__aggregator_start(
+            server,
+            config->proxy_client_cert_file ? config->proxy_client_cert_file
+                                           : ck__auth_front_proxy_cert(server->auth, false),
+            config->proxy_client_cert_file ? config->proxy_client_key_file
+                                           : ck__auth_front_proxy_cert(server->auth, true),
+            reterr);
     if (r < 0) {
         teardown(server);
         return r;
@@ -1879,12 +1884,12 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)ck__auth_cert_pem(server->auth)},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)ck__auth_key_pem(server->auth)},
         {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES},
-        {MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)ck__auth_client_ca_pem(server->auth)},
+        {MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)ck__auth_trust_pem(server->auth)},
         {MHD_OPTION_END, 0, NULL},
     };
     if (tls) {
         flags |= MHD_USE_TLS;
-        if (!ck__auth_client_ca_pem(server->auth))
+        if (!ck__auth_trust_pem(server->auth))
             tls_options[3].option = MHD_OPTION_END;
     } else {
         tls_options[0].option = MHD_OPTION_END;

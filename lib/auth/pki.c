@@ -277,13 +277,14 @@ static int new_crt(struct ctx *c, gnutls_x509_privkey_t key, const char *cn,
     return 0;
 }
 
-static int make_ca(struct ctx *c, const char *crt_path, const char *key_path, struct ck_err *reterr)
+static int make_ca(struct ctx *c, const char *cn, const char *crt_path, const char *key_path,
+                   struct ck_err *reterr)
 {
     gnutls_x509_privkey_t key;
     gnutls_x509_crt_t crt;
     if (new_key(&key))
         return ck_err_set(reterr, CK_EIO, "generating the CA key failed");
-    if (new_crt(c, key, CA_COMMON_NAME, NULL, 0, CA_LIFETIME, &crt)) {
+    if (new_crt(c, key, cn, NULL, 0, CA_LIFETIME, &crt)) {
         gnutls_x509_privkey_deinit(key);
         return ck_err_set(reterr, CK_EIO, "making the CA certificate failed");
     }
@@ -309,8 +310,8 @@ static int make_ca(struct ctx *c, const char *crt_path, const char *key_path, st
     return 0;
 }
 
-/* Loads the CA, making one when there is none or it has expired. */
-static int ensure_ca(struct ctx *c, const char *crt_path, const char *key_path,
+/* Loads the CA, making one (named cn) when there is none or it has expired. */
+static int ensure_ca(struct ctx *c, const char *cn, const char *crt_path, const char *key_path,
                      struct ck_err *reterr)
 {
     gnutls_x509_crt_t crt;
@@ -328,7 +329,7 @@ static int ensure_ca(struct ctx *c, const char *crt_path, const char *key_path,
         }
         gnutls_x509_crt_deinit(crt);
     }
-    return make_ca(c, crt_path, key_path, reterr);
+    return make_ca(c, cn, crt_path, key_path, reterr);
 }
 
 static int sign_leaf(struct ctx *c, gnutls_x509_crt_t crt)
@@ -481,7 +482,7 @@ int ck_pki_ensure(const struct ck_pki_options *opts, struct ck_pki *ret, struct 
     p.sa_key = join(opts->dir, CK_PKI_SA_KEY);
     bool need_ca = !own_serving || !opts->client_ca_file;
     if (!ca_crt || !ca_key || !p.sa_key ||
-        (need_ca && (rc = ensure_ca(&c, ca_crt, ca_key, reterr)))) {
+        (need_ca && (rc = ensure_ca(&c, CA_COMMON_NAME, ca_crt, ca_key, reterr)))) {
         rc = rc ? rc : ck_err_set(reterr, CK_ENOMEM, "out of memory");
         free(ca_crt);
         free(ca_key);
@@ -541,30 +542,51 @@ out:
     return rc;
 }
 
-int ck_pki_client_cert(const struct ck_pki_options *opts, const char *file_base, const char *cn,
-                       const char *const *orgs, size_t n_orgs, struct ck_err *reterr)
+/*
+ * A client certificate (names in opts->dir) signed by the CA at ca_crt/ca_key: a CA
+ * made (CN ca_cn) when missing or expired when ca_cn is not NULL, else one that must be.
+ */
+static int signed_client(const struct ck_pki_options *opts, const char *ca_crt_name,
+                         const char *ca_key_name, const char *ca_cn, const char *crt_name,
+                         const char *key_name, const char *cn, const char *const *orgs,
+                         size_t n_orgs, struct ck_err *reterr)
 {
     struct ctx c;
     int rc = open_ctx(&c, opts, reterr);
     if (rc)
         return rc;
-    char name[256];
-    char *ca_crt = join(opts->dir, CK_PKI_CA_CERT), *ca_key = join(opts->dir, CK_PKI_CA_KEY);
-    snprintf(name, sizeof(name), "%s.crt", file_base);
-    char *crt = join(opts->dir, name);
-    snprintf(name, sizeof(name), "%s.key", file_base);
-    char *key = join(opts->dir, name);
+    char *ca_crt = join(opts->dir, ca_crt_name), *ca_key = join(opts->dir, ca_key_name);
+    char *crt = join(opts->dir, crt_name), *key = join(opts->dir, key_name);
     if (!ca_crt || !ca_key || !crt || !key) {
         rc = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    } else if (ca_cn) {
+        rc = ensure_ca(&c, ca_cn, ca_crt, ca_key, reterr);
     } else if (load_crt(ca_crt, &c.ca) || load_key(ca_key, &c.ca_key)) {
         rc = ck_err_set(reterr, CK_ENOENT, "no CA in %s: run ck_pki_ensure() first", opts->dir);
-    } else {
-        rc = ensure_leaf(&c, crt, key, cn, orgs, n_orgs, NULL, reterr);
     }
+    if (rc == 0)
+        rc = ensure_leaf(&c, crt, key, cn, orgs, n_orgs, NULL, reterr);
     free(ca_crt);
     free(ca_key);
     free(crt);
     free(key);
     close_ctx(&c);
     return rc;
+}
+
+int ck_pki_client_cert(const struct ck_pki_options *opts, const char *file_base, const char *cn,
+                       const char *const *orgs, size_t n_orgs, struct ck_err *reterr)
+{
+    char crt[256], key[256];
+    snprintf(crt, sizeof(crt), "%s.crt", file_base);
+    snprintf(key, sizeof(key), "%s.key", file_base);
+    return signed_client(opts, CK_PKI_CA_CERT, CK_PKI_CA_KEY, NULL, crt, key, cn, orgs, n_orgs,
+                         reterr);
+}
+
+int ck_pki_front_proxy(const struct ck_pki_options *opts, struct ck_err *reterr)
+{
+    return signed_client(opts, CK_PKI_FRONT_PROXY_CA_CERT, CK_PKI_FRONT_PROXY_CA_KEY,
+                         "front-proxy-ca", CK_PKI_FRONT_PROXY_CLIENT_CERT,
+                         CK_PKI_FRONT_PROXY_CLIENT_KEY, "front-proxy-client", NULL, 0, reterr);
 }

@@ -249,6 +249,50 @@ static void test_component_client_certificates(void **state)
     assert_int_equal(ck_pki_client_cert(&empty, "x", "x", none, 0, &err), CK_ENOENT);
 }
 
+static void assert_common_name(gnutls_x509_crt_t crt, const char *want)
+{
+    char cn[64];
+    size_t size = sizeof(cn);
+    assert_int_equal(
+        gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, cn, &size), 0);
+    assert_string_equal(cn, want);
+}
+
+/* kubeadm's front proxy: a CA of its own, its client certificate, both kept on later calls. */
+static void test_front_proxy(void **state)
+{
+    (void)state;
+    struct ck_pki_options o = opts_at(NOW, NULL);
+    struct ck_pki pki = {0};
+    assert_int_equal(ck_pki_ensure(&o, &pki, NULL), 0);
+    ck_pki_release(&pki);
+    assert_int_equal(ck_pki_front_proxy(&o, NULL), 0);
+    assert_int_equal(mode_of(in_dir("/pki", CK_PKI_FRONT_PROXY_CA_KEY)), 0600);
+    assert_int_equal(mode_of(in_dir("/pki", CK_PKI_FRONT_PROXY_CLIENT_KEY)), 0600);
+    gnutls_x509_crt_t fp_ca = crt_of(in_dir("/pki", CK_PKI_FRONT_PROXY_CA_CERT));
+    gnutls_x509_crt_t ca = crt_of(in_dir("/pki", CK_PKI_CA_CERT));
+    gnutls_x509_crt_t client = crt_of(in_dir("/pki", CK_PKI_FRONT_PROXY_CLIENT_CERT));
+    unsigned status = 0;
+    assert_int_equal(
+        gnutls_x509_crt_verify(client, &fp_ca, 1, GNUTLS_VERIFY_DISABLE_TIME_CHECKS, &status), 0);
+    assert_int_equal(status, 0);
+    /* not the client CA's: the proxy's certificate is no client identity */
+    assert_int_equal(
+        gnutls_x509_crt_verify(client, &ca, 1, GNUTLS_VERIFY_DISABLE_TIME_CHECKS, &status), 0);
+    assert_int_not_equal(status, 0);
+    assert_common_name(client, "front-proxy-client");
+    assert_common_name(fp_ca, "front-proxy-ca");
+    gnutls_x509_crt_deinit(fp_ca);
+    gnutls_x509_crt_deinit(ca);
+    gnutls_x509_crt_deinit(client);
+    char *before = slurp(in_dir("/pki", CK_PKI_FRONT_PROXY_CLIENT_CERT), NULL);
+    assert_int_equal(ck_pki_front_proxy(&o, NULL), 0);
+    char *after = slurp(in_dir("/pki", CK_PKI_FRONT_PROXY_CLIENT_CERT), NULL);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+}
+
 static void test_own_files_are_checked_and_used(void **state)
 {
     (void)state;
@@ -390,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_later_starts_reuse_byte_for_byte),
         cmocka_unit_test(test_near_expiry_and_changes_renew_leaves_not_the_ca),
         cmocka_unit_test(test_component_client_certificates),
+        cmocka_unit_test(test_front_proxy),
         cmocka_unit_test(test_own_files_are_checked_and_used),
         cmocka_unit_test(test_tls_handshake_with_the_generated_pki),
     };
