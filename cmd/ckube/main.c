@@ -13,7 +13,8 @@
  *                [--enable-admission-plugins A,B] [--disable-admission-plugins C,D]
  *                [--admission-control-config-file FILE]
  *                [--pki-dir DATA-DIR/pki] [TLS and authentication flags]
- *                [--disable-agent] [--disable-proxy] [--disable-dns] [--cluster-dns IP]
+ *                [--disable-agent] [--disable-proxy] [--disable-network-policy]
+ *                [--disable-dns] [--cluster-dns IP]
  *                [--cluster-domain cluster.local] [--node-name HOST] [--container-runtime
  * cri|process]
  *                [--container-runtime-endpoint URL] [--root-dir DATA-DIR/agent]  (node.c)
@@ -188,6 +189,9 @@ static const char usage_tail[] =
     "      --disable-agent           run no node: no agent, no containerd (default: a node\n"
     "                                for this host, run in-process as k3s server does)\n"
     "      --disable-proxy           no Service routing (the proxy, nftables) for the node\n"
+    "      --disable-network-policy  do not enforce NetworkPolicies on the node's pods\n"
+    "                                (default: enforced by its proxy with the in-process\n"
+    "                                controllers' caches, as k3s's network policy controller)\n"
     "      --disable-dns             run no cluster DNS (default: one on the advertise\n"
     "                                address, port 53, behind the kube-dns Service)\n"
     "      --cluster-dns IP          the kube-dns Service's address, which pods use\n"
@@ -302,6 +306,7 @@ enum {
     OPT_ROOT_DIR,
     OPT_AGENT_PORT,
     OPT_DISABLE_PROXY,
+    OPT_DISABLE_NETWORK_POLICY,
     OPT_DISABLE_DNS,
     OPT_CLUSTER_DNS,
     OPT_CLUSTER_DOMAIN,
@@ -620,6 +625,9 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
         case OPT_DISABLE_PROXY:
             opts->node.disable_proxy = true;
             break;
+        case OPT_DISABLE_NETWORK_POLICY:
+            opts->node.disable_network_policy = true;
+            break;
         case OPT_DISABLE_DNS:
             opts->dns.disabled = true;
             break;
@@ -936,6 +944,7 @@ static int cmd_server(int argc, char **argv)
         {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
         {"disable-agent", no_argument, NULL, OPT_DISABLE_AGENT},
         {"disable-proxy", no_argument, NULL, OPT_DISABLE_PROXY},
+        {"disable-network-policy", no_argument, NULL, OPT_DISABLE_NETWORK_POLICY},
         {"disable-dns", no_argument, NULL, OPT_DISABLE_DNS},
         {"cluster-dns", required_argument, NULL, OPT_CLUSTER_DNS},
         {"cluster-domain", required_argument, NULL, OPT_CLUSTER_DOMAIN},

@@ -10,8 +10,9 @@
  * registered, as `ckube agent` does while its server is not up.
  *
  * With the node come its Service routing, the proxy of lib/proxy (kube-proxy's nftables
- * mode, reading as system:kube-proxy; --disable-proxy leaves it out), and the agent's
- * pod DNS settings: the cluster DNS Service's address and the cluster domain when the
+ * mode, reading as system:kube-proxy, or the in-process controllers' caches; --disable-proxy
+ * leaves it out) with NetworkPolicies enforced (--disable-network-policy turns that off), and the
+ * agent's pod DNS settings: the cluster DNS Service's address and the cluster domain when the
  * server runs the cluster DNS (cluster_dns.c), and the advertise address as node IP.
  *
  * The runtime: cri (the default) runs containers through a CRI runtime: the endpoint
@@ -159,6 +160,31 @@ static void *starter_main(void *arg)
 }
 
 /*
+ * Pods on the node's bridge talk at layer 2: only with net.bridge.bridge-nf-call-iptables
+ * set do their packets pass the forward hook where NetworkPolicies are judged. k3s sets
+ * it (after loading br_netfilter) for its network policy controller; so does the server,
+ * when the module is there (the proxy logs why policies leak when it is not). The setting
+ * is the network namespace's own.
+ */
+static void bridged_traffic_to_netfilter(void)
+{
+    static const char path[] = "/proc/sys/net/bridge/bridge-nf-call-iptables";
+    FILE *f = fopen(path, "r");
+    int c = f ? fgetc(f) : EOF;
+    if (f)
+        fclose(f);
+    if (!f || c == '1')
+        return;
+    f = fopen(path, "w");
+    bool set = f && fputs("1\n", f) >= 0;
+    if (f && fclose(f) != 0)
+        set = false;
+    if (set)
+        CK_LOGS(0, "Set for NetworkPolicies", "sysctl", "net.bridge.bridge-nf-call-iptables",
+                "value", "1");
+}
+
+/*
  * The node's Service routing (lib/proxy): kube-proxy's part, in-process as k3s runs it,
  * reading as system:kube-proxy (bootstrap RBAC's system:node-proxier). Without nftables
  * in the kernel it logs why and the node runs without it. 0, or -1 (out of memory).
@@ -178,7 +204,17 @@ static int start_proxy(const struct ck_apiserver *server, struct ck_cmd_node *n,
         .healthz_bind_address = "0.0.0.0:10256", /* kube-proxy's */
         .metrics_bind_address = "127.0.0.1:10249",
         .factory = o->factory,
+        /* the policies, pods and namespaces come from the process's caches, which
+           system:kube-proxy could not list itself */
+        .network_policy = !o->disable_network_policy && o->factory,
     };
+    if (config.network_policy)
+        bridged_traffic_to_netfilter();
+    else if (!o->disable_network_policy)
+        CK_LOGS(0,
+                "NetworkPolicies are not enforced on the node: the controllers do not run in "
+                "the server (run `ckube proxy --network-policy` beside it)",
+                "node", n->name);
     int r = ck_proxy_new(&config, n->proxy_client, &n->proxy, &err);
     if (r == 0)
         r = ck_proxy_start(n->proxy, &err);

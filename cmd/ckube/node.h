@@ -40,6 +40,7 @@ void ck_cmd_containerd_stop(struct ck_cmd_containerd *c);
 struct ck_cmd_node_options {
     bool disabled;                                 /* --disable-agent */
     bool disable_proxy;                            /* --disable-proxy */
+    bool disable_network_policy;                   /* --disable-network-policy */
     const char *node_name;                         /* NULL: the host name, lowercased */
     const char *runtime;                           /* "cri" or "process"; NULL: cri */
     const char *runtime_endpoint, *image_endpoint; /* NULL: the supervised containerd */

@@ -81,8 +81,9 @@ struct ck_proxy_config {
     struct ck_informer_factory *factory;
     /*
      * Enforce NetworkPolicies on this node's pods (the table "ip ckube-netpol"): the proxy
-     * then also watches NetworkPolicies, Pods and Namespaces through the client, with
-     * informers of its own, so the client needs to list and watch them.
+     * then also watches NetworkPolicies, Pods and Namespaces, through the factory's
+     * informers when it has one, else with informers of its own over the client, which
+     * then needs to list and watch them.
      */
     bool network_policy;
 };

@@ -66,14 +66,16 @@ bool ck__proxy_cidrs_valid(const char *list);
 
 /*
  * The NetworkPolicy runtime (netpol.c): informers on NetworkPolicies, Pods and Namespaces
- * whose events go to h (borrowed; must outlive it), and the sync the proxy's sync thread
+ * (its own over client, or factory's when given: then it only adds and removes its
+ * handler) whose events go to h (copied), and the sync the proxy's sync thread
  * runs. ck__netpol_sync() returns true when it should run again soon (the informers have
  * not listed yet, or the transaction failed); without force it sends nothing when the
  * table would not change.
  */
 struct ck__netpol;
-int ck__netpol_new(struct ck_rest *client, const char *hostname, struct ck_event_handler *h,
-                   struct ck__netpol **ret, struct ck_err *reterr);
+int ck__netpol_new(struct ck_rest *client, struct ck_informer_factory *factory,
+                   const char *hostname, struct ck_event_handler *h, struct ck__netpol **ret,
+                   struct ck_err *reterr);
 int ck__netpol_start(struct ck__netpol *np, struct ck_err *reterr);
 void ck__netpol_stop(struct ck__netpol *np);
 bool ck__netpol_sync(struct ck__netpol *np, bool force);

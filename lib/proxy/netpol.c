@@ -577,12 +577,15 @@ static const struct ck_resource namespaces_res = {"", "v1", "namespaces", false}
 
 struct ck__netpol {
     struct ck_informer *inf[3]; /* policies, pods, namespaces */
+    bool shared;                /* the inf are a factory's: only our handler is ours */
+    struct ck_event_handler handler;
     char *hostname;
     char *applied; /* the text of the last transaction that succeeded, or NULL */
 };
 
-int ck__netpol_new(struct ck_rest *client, const char *hostname, struct ck_event_handler *h,
-                   struct ck__netpol **ret, struct ck_err *reterr)
+int ck__netpol_new(struct ck_rest *client, struct ck_informer_factory *factory,
+                   const char *hostname, struct ck_event_handler *h, struct ck__netpol **ret,
+                   struct ck_err *reterr)
 {
     struct ck__netpol *np = calloc(1, sizeof(*np));
     if (!np || !(np->hostname = strdup(hostname))) {
@@ -590,11 +593,17 @@ int ck__netpol_new(struct ck_rest *client, const char *hostname, struct ck_event
         return ck_err_no_memory(reterr);
     }
     const struct ck_resource *res[3] = {&policies_res, &pods_res, &namespaces_res};
+    np->shared = factory != NULL;
+    np->handler = *h;
     int r = 0;
     for (int i = 0; r == 0 && i < 3; i++) {
         struct ck_informer_options o = {
             .client = client, .res = res[i], .transform = ck_transform_strip_managed_fields};
-        r = ck_informer_new(&o, &np->inf[i], reterr);
+        if (factory) /* the process's caches: its pods are not listed a second time */
+            r = (np->inf[i] = ck_informer_factory_for(factory, res[i])) ? 0
+                                                                        : ck_err_no_memory(reterr);
+        else
+            r = ck_informer_new(&o, &np->inf[i], reterr);
         if (r == 0)
             r = ck_informer_add_handler(np->inf[i], h, 0, reterr);
     }
@@ -626,6 +635,11 @@ int ck__netpol_start(struct ck__netpol *np, struct ck_err *reterr)
 
 void ck__netpol_stop(struct ck__netpol *np)
 {
+    for (int i = 0; np && np->shared && i < 3; i++) /* the factory's run on for the others */
+        if (np->inf[i])
+            ck_informer_remove_handler(np->inf[i], &np->handler);
+    if (np && np->shared)
+        return;
     for (int i = 0; np && i < 3; i++)
         if (np->inf[i])
             ck_informer_request_stop(np->inf[i]);
@@ -638,8 +652,11 @@ struct ck__netpol *ck__netpol_free(struct ck__netpol *np)
 {
     if (!np)
         return NULL;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3 && !np->shared; i++)
         ck_informer_free(np->inf[i]);
+    for (int i = 0; i < 3 && np->shared; i++) /* ck__netpol_stop may not have run */
+        if (np->inf[i])
+            ck_informer_remove_handler(np->inf[i], &np->handler);
     free(np->applied);
     free(np->hostname);
     free(np);

@@ -21,9 +21,10 @@
  * the embedder starts and stops them; the proxy starts them too, which is idempotent,
  * and only adds and removes its handler).
  *
- * With config->network_policy the proxy also owns netpol.c's informers (NetworkPolicies,
- * Pods, Namespaces); their events set np_dirty, and the same sync thread rebuilds the
- * table "ip ckube-netpol" then, and at every full resync, without touching ckube-proxy's.
+ * With config->network_policy the proxy also has netpol.c's informers (NetworkPolicies,
+ * Pods, Namespaces: its own, or the shared factory's); their events set np_dirty, and the same sync
+ * thread rebuilds the table "ip ckube-netpol" then, and at every full resync, without touching
+ * ckube-proxy's.
  *
  * Threading: the sync thread; the informers' threads (handlers: a flag and a signal);
  * libmicrohttpd's threads read counters and the health table under p->mu.
@@ -613,7 +614,7 @@ int ck_proxy_new(const struct ck_proxy_config *config, struct ck_rest *client,
     if (r == 0)
         r = ck_informer_add_handler(p->eps_inf, &p->handler, 0, reterr);
     if (r == 0 && config->network_policy)
-        r = ck__netpol_new(client, p->hostname, &p->np_handler, &p->np, reterr);
+        r = ck__netpol_new(client, config->factory, p->hostname, &p->np_handler, &p->np, reterr);
     if (r < 0) {
         ck_proxy_free(p);
         return r;

@@ -249,6 +249,30 @@ for res in endpointslices namespaces; do
     esac
 done
 
+# NetworkPolicies: the node's proxy enforces them from the controllers' caches (the table
+# ip ckube-netpol); a pod reaches web until a default-deny ingress policy selects web
+poll "the node's proxy has its policy table" inns nft list table ip ckube-netpol
+kn run np-client --image=ckube.local/busybox:1 --restart=Never --command -- sleep 3600 >/dev/null
+kn wait pod/np-client --for=condition=Ready --timeout=60s >/dev/null 2>&1
+fetch_web() { kn exec np-client -- timeout 3 wget -q -O- "http://$web_ip:8080/index.html" 2>/dev/null; }
+reaches_web() { [ "$(fetch_web)" = "ckube web" ]; }
+blocked_from_web() { ! fetch_web >/dev/null; }
+poll "a pod reaches web's page" reaches_web
+if [ "$(inns cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null)" = 1 ]; then
+    kn apply -f - >/dev/null <<'EOF'
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web-deny}
+spec: {podSelector: {matchLabels: {app: web}}, policyTypes: [Ingress]}
+EOF
+    poll "a default-deny ingress policy on web blocks the pod" blocked_from_web
+    kn delete networkpolicy web-deny >/dev/null
+    poll "the policy deleted, the pod reaches web again" reaches_web
+else
+    echo "skipped the policy's block: no bridge netfilter in the kernel (br_netfilter)"
+fi
+kn delete pod np-client --now >/dev/null 2>&1
+
 # killed, it is started again
 [ -n "$first" ] && kill -9 $first
 restarted() {
