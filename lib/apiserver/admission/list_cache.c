@@ -67,6 +67,22 @@ static struct watched *kept(struct ck__admission_cache *c, const char *prefix)
     return NULL;
 }
 
+/*
+ * Takes key's list out of the cache, or puts items in its place (NULL: none); c->lock
+ * held. The cache's own reference is dropped with ck__json_unref, never inside jansson,
+ * so that the last reference, wherever it is dropped, is an atomic step ThreadSanitizer
+ * sees too.
+ */
+static void replace_locked(struct ck__admission_cache *c, const char *key, json_t *items)
+{
+    json_t *old = ck__json_ref(json_object_get(c->lists, key));
+    if (items)
+        json_object_set(c->lists, key, items);
+    else
+        json_object_del(c->lists, key);
+    ck__json_unref(old);
+}
+
 /* Drops every list of w's kind; c->lock held. */
 static void forget_locked(struct ck__admission_cache *c, const struct watched *w)
 {
@@ -77,7 +93,7 @@ static void forget_locked(struct ck__admission_cache *c, const struct watched *w
     json_object_foreach_safe(c->lists, tmp, key, value)
     {
         if (strncmp(key, w->prefix, w->prefix_len) == 0)
-            json_object_del(c->lists, key);
+            replace_locked(c, key, NULL);
     }
 }
 
@@ -90,7 +106,13 @@ static void apply(struct watched *w, const struct ck_store_event *ev)
     if (ev->type == CK_STORE_EVENT_ERROR) {
         c->blind = true;
         c->generation++;
-        json_object_clear(c->lists);
+        const char *key;
+        json_t *value;
+        void *tmp;
+        json_object_foreach_safe(c->lists, tmp, key, value)
+        {
+            replace_locked(c, key, NULL);
+        }
     } else {
         forget_locked(c, w);
     }
@@ -178,7 +200,7 @@ void ck__admission_cache_fill(struct ck__admission_cache *c, const char *prefix,
         return;
     pthread_mutex_lock(&c->lock);
     if (!c->blind && c->generation == generation)
-        json_object_set(c->lists, prefix, items);
+        replace_locked(c, prefix, items);
     pthread_mutex_unlock(&c->lock);
 }
 
