@@ -27,7 +27,7 @@ SPECIAL = {
 
 
 # the groups ckube serves in JSON only (docs/differences.md): no message is expected
-JSON_ONLY = ("io.k8s.apiextensions-apiserver.", "io.k8s.metrics.")
+JSON_ONLY = ("io.k8s.apiextensions-apiserver.", "io.k8s.metrics.", "io.k8s.kube-aggregator.")
 
 
 def resolve(schema, schemas):

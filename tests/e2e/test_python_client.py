@@ -451,7 +451,8 @@ def main():
             w = watch.Watch()
             for ev in w.stream(core.list_namespaced_pod, "default", timeout_seconds=10):
                 events.append((ev["type"], ev["object"].metadata.name))
-                if ev["type"] == "DELETED":
+                # the Deployment's pods come and go meanwhile: stop at py-1's deletion
+                if ev["type"] == "DELETED" and ev["object"].metadata.name == "py-1":
                     w.stop()
 
         watcher = threading.Thread(target=watch_pods)
@@ -509,7 +510,7 @@ def main():
 
         core.delete_namespaced_pod("py-1", "default")
         watcher.join(timeout=15)
-        check("watch saw ADDED then DELETED",
+        check(f"watch saw ADDED then DELETED (it saw {events})",
               ("ADDED", "py-1") in events and ("DELETED", "py-1") in events)
 
         # after the watch above, whose 10 s these would outlast
