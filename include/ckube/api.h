@@ -420,6 +420,12 @@ enum ck_kind_role {
     CK_KIND_ROLE_CERTIFICATE_SIGNING_REQUEST,
     /* Which server serves a group/version: the API server proxies the remote ones. */
     CK_KIND_ROLE_API_SERVICE,
+    /*
+     * ValidatingAdmissionPolicies and their bindings: writing a paramKind or a paramRef
+     * needs the writer's get of the parameters.
+     */
+    CK_KIND_ROLE_VALIDATING_ADMISSION_POLICY,
+    CK_KIND_ROLE_VALIDATING_ADMISSION_POLICY_BINDING,
 };
 
 /* The rule metadata.name follows. */

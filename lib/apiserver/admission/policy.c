@@ -648,11 +648,11 @@ void ck__admission_authorize_params(struct ck__registry *reg, const struct ck_ki
                                     const json_t *obj, const json_t *old,
                                     const struct ck_auth_user *user, struct ck_field_errors *errs)
 {
-    if (!kind->configures_admission || strcmp(kind->group, "admissionregistration.k8s.io") != 0)
+    bool policy = kind->role == CK_KIND_ROLE_VALIDATING_ADMISSION_POLICY;
+    bool binding = kind->role == CK_KIND_ROLE_VALIDATING_ADMISSION_POLICY_BINDING;
+    if (!policy && !binding)
         return;
     const json_t *spec = json_object_get(obj, "spec"), *old_spec = json_object_get(old, "spec");
-    bool policy = strcmp(kind->resource, "validatingadmissionpolicies") == 0;
-    bool binding = strcmp(kind->resource, "validatingadmissionpolicybindings") == 0;
     const json_t *pk = json_object_get(spec, "paramKind"), *ref = json_object_get(spec, "paramRef");
     if (policy && pk) {
         /* an update that keeps the paramKind is not asked again */
@@ -677,8 +677,7 @@ void ck__admission_authorize_params(struct ck__registry *reg, const struct ck_ki
         /* the policy's paramKind: none, or no such policy, asks about every resource */
         json_t *p = NULL;
         struct ck_err err = {0};
-        const struct ck_kind *vap =
-            ck_kind_lookup("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies");
+        const struct ck_kind *vap = ck_kind_with_role(CK_KIND_ROLE_VALIDATING_ADMISSION_POLICY);
         if (vap && pname)
             ck__admission_get(reg, vap, "", pname, &p, &err);
         ck_err_release(&err);
