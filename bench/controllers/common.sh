@@ -39,18 +39,5 @@ fi
 now() { date +%s.%N; }
 # cpu PID: user + system CPU seconds of a process so far
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$1/stat"; }
-# create_big KIND IMAGE: a Deployment or ReplicaSet "big" of $n replicas of IMAGE, app=big
-create_big() {
-    cat <<YAML | kubectl create -f - >/dev/null
-apiVersion: apps/v1
-kind: $1
-metadata: {name: big}
-spec:
-  replicas: $n
-  selector: {matchLabels: {app: big}}
-  template:
-    metadata: {labels: {app: big}}
-    spec: {containers: [{name: c, image: $2}]}
-YAML
-}
+. "$root/bench/controllers/workload.sh"
 rss() { ps -o rss= -p "$1" | awk '{printf "%.1f MiB", $1 / 1024}'; }

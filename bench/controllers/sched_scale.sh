@@ -24,6 +24,7 @@ set -eu
 n=${1:-10000}
 qps=${2:-5000}
 root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$root/bench/controllers/workload.sh"
 build=$root/build-bench-sched
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" --target ckube bench_pods bench_sched >/dev/null
@@ -121,17 +122,7 @@ if wanted deployment; then
     start_scheduler
     "$build/bench/bench_sched" "$KUBECONFIG" default "$n" 600 >"$work/obs.out" &
     obs=$!
-    cat <<YAML | kubectl create -f - >/dev/null
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: big}
-spec:
-  replicas: $n
-  selector: {matchLabels: {app: big}}
-  template:
-    metadata: {labels: {app: big}}
-    spec: {containers: [{name: c, image: nginx, resources: {requests: {cpu: 100m, memory: 64Mi}}}]}
-YAML
+    create_big Deployment nginx "{requests: {cpu: 100m, memory: 64Mi}}"
     wait "$obs" || true
     sed 's/^/  /' "$work/obs.out"
     echo "  RSS: server $(rss "$server_pid"), controller-manager $(rss "$cm_pid"), scheduler $(rss "$sched_pid"), fake-nodes $(rss "$fake_pid")"
