@@ -36,6 +36,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,8 @@ struct ck__cri_stream {
     bool close_queued;    /* we closed to end stdin */
     int64_t last_io_ns;   /* the last output or stdin */
     int64_t stdin_end_ns; /* when the end of stdin came */
+    uint64_t in_bytes;    /* stdin sent to the runtime (the log at the end) */
+    uint64_t out_bytes;   /* output received from it */
     /* port-forward (ck__cri_stream_open_port_forward): channels 0 data, 1 error */
     bool port_forward;
     unsigned char port_prefix[2]; /* bytes of the port still to drop on each channel */
@@ -239,6 +242,8 @@ static void ws_message(wslay_event_context_ptr ctx, const struct wslay_event_on_
         return; /* the "connected" message */
     if (ch == CK_EXEC_ERROR)
         s->status_seen = true;
+    else
+        s->out_bytes += m->msg_length - 1;
     s->last_io_ns = now_ns();
     if (!pending_add(s, ch, m->msg + 1, m->msg_length - 1))
         s->ended = true; /* the API server stopped taking the output: give up */
@@ -542,6 +547,8 @@ void ck__cri_stream_input(struct ck__cri_stream *s, unsigned ch, const unsigned 
     struct wslay_event_msg m = {WSLAY_BINARY_FRAME, msg, n + 1};
     if (wslay_event_queue_msg(s->ws, &m) != 0)
         s->ended = true;
+    if (ch == CK_EXEC_STDIN)
+        s->in_bytes += n;
     s->last_io_ns = now_ns();
     flush(s);
     /* wait until it left, without the lock, so that the output keeps moving meanwhile */
@@ -575,6 +582,14 @@ struct ck__cri_stream *ck__cri_stream_free(struct ck__cri_stream *s)
 {
     if (!s)
         return NULL;
+    if (s->ws && !s->port_forward) {
+        char in[24], out[24];
+        snprintf(in, sizeof(in), "%llu", (unsigned long long)s->in_bytes);
+        snprintf(out, sizeof(out), "%llu", (unsigned long long)s->out_bytes);
+        CK_LOGS(2, "Runtime stream closed", "kind", s->attach ? "attach" : "exec", "stdinBytes", in,
+                "outputBytes", out, "runtimeStatus", s->status_seen ? "true" : "false", "by",
+                s->ended ? "runtime" : "session");
+    }
     if (s->ws)
         wslay_event_context_free(s->ws);
     if (s->curl)

@@ -393,11 +393,10 @@ static ssize_t read_output(void *cls, uint64_t pos, char *buf, size_t max)
     return 0;
 }
 
+/* The end of the answer is the end of the session (an input still open keeps its own). */
 static void output_done(void *cls)
 {
-    struct ck__exec_session *s = cls;
-    session_kill(s);
-    session_release(s);
+    ck__exec_session_end(cls);
 }
 
 struct command_args {

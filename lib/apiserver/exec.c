@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,7 @@ struct exec_relay {
     wslay_event_context_ptr ws;
     struct ck__exec_frames frames;
     bool ws_closed;
+    uint64_t in_bytes, out_bytes; /* kubectl's input, the output queued to it (the log) */
 };
 
 static void relay_free(struct exec_relay *r)
@@ -98,6 +100,7 @@ static void ws_message(wslay_event_context_ptr ctx, const struct wslay_event_on_
     if ((m->opcode != WSLAY_BINARY_FRAME && m->opcode != WSLAY_TEXT_FRAME) || m->msg_length < 1)
         return;
     size_t len = m->msg_length - 1;
+    r->in_bytes += len;
     for (size_t off = 0; off < len || off == 0; off += CK_EXEC_FRAME_MAX) {
         size_t k = len - off < CK_EXEC_FRAME_MAX ? len - off : CK_EXEC_FRAME_MAX;
         unsigned char h[CK_EXEC_FRAME_HEADER];
@@ -119,6 +122,7 @@ static void ws_queue(struct exec_relay *r, unsigned channel, const unsigned char
         return;
     msg[0] = (unsigned char)channel;
     memcpy(msg + 1, p, n);
+    r->out_bytes += n;
     struct wslay_event_msg m = {WSLAY_BINARY_FRAME, msg, n + 1};
     wslay_event_queue_msg(r->ws, &m); /* wslay copies it */
     free(msg);
@@ -195,6 +199,11 @@ static void *relay_main(void *arg)
         }
         wslay_event_context_free(r->ws);
     }
+    char in[24], out[24];
+    snprintf(in, sizeof(in), "%llu", (unsigned long long)r->in_bytes);
+    snprintf(out, sizeof(out), "%llu", (unsigned long long)r->out_bytes);
+    CK_LOGS(2, "Stream relay ended", "inputBytes", in, "outputBytes", out, "agentOutput",
+            output_open ? "open" : "ended");
     MHD_upgrade_action(r->up.urh, MHD_UPGRADE_ACTION_CLOSE);
     relay_free(r);
     return NULL;

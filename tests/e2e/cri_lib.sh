@@ -58,7 +58,8 @@ cri_e2e_inside() {
     cri_import_images "$cri_dir"
 }
 
-# cri_e2e_server: lib.sh's server (SQLite, --disable-agent), and the agent's functions:
+# cri_e2e_server: lib.sh's server (SQLite, --disable-agent, plus $cri_server_flags when
+# set), and the agent's functions:
 #   start_agent [FLAGS...]  ckube agent n1 on the test's containerd, its own port (no
 #                           --pod-cidr: the range is the one the server's nodeipam
 #                           gives the Node), cgroups under the test's root
@@ -79,7 +80,8 @@ cri_e2e_server() {
     trap 'stop_agent; stop_proxy; cri_stop_containerd; eval "$cri_e2e_cleanup"; cleanup' EXIT
     root="$work/agent-root"
     mkdir -p "$root"
-    start_server
+    # shellcheck disable=SC2086 # flags without spaces, none by default
+    start_server ${cri_server_flags:-}
     agent_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
 }
 
@@ -148,6 +150,9 @@ cri_e2e_report() {
         tail -n 40 "$work/agent.err"
         echo "--- containerd log ---"
         tail -n 20 "$cri_dir/containerd.log"
+        echo "--- the streams (exec, attach; what was relayed, at --v=2) ---"
+        grep -h -i -E 'attach|exec|stream' "$cri_dir/containerd.log" "$work/agent.err" \
+            "$work/server.err" 2>/dev/null | tail -n 30
         if [ -n "${1:-}" ]; then
             echo "--- $(basename "$1") ---"
             tail -n 10 "$1"

@@ -10,7 +10,8 @@
 #   status terminated with exit code 0, no restart) and `kubectl logs -c dbg` reads its
 #   output; the pod's own container runs on, and shares the sandbox's network (same
 #   hostname);
-# - `kubectl exec -c` into an ephemeral container that still runs.
+# - `kubectl exec -c` into an ephemeral container that still runs;
+# - the agent closes its stream to the runtime when each session ends (its --v=2 log).
 #
 # Usage: test_agent_cri_ephemeral.sh PATH/TO/ckube
 set -u
@@ -18,8 +19,9 @@ set -u
 
 if [ "${1:-}" = "--inside" ]; then
     cri_e2e_inside "$@"
+    cri_server_flags=--v=2 # the streams' byte counts in the logs, for a failure's report
     cri_e2e_server
-    start_node
+    start_node --v=2
 
     create box "{'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sleep',
         '1000']}], 'terminationGracePeriodSeconds': 2}"
@@ -27,10 +29,14 @@ if [ "${1:-}" = "--inside" ]; then
 
     python3 "$here/pty_shell.py" -- kubectl debug -it box --image="$busybox_image" \
         --container=shell -- sh >"$work/debug.out" 2>&1
-    check "debug -it: the shell computes 42 ($(tail -n 5 "$work/debug.out"))" grep -q '^42' "$work/debug.out"
+    check "debug -it: the shell computes 42 (the terminal showed: $(cat -v "$work/debug.out"))" \
+        grep -q '^42' "$work/debug.out"
     check "debug -it: on a pseudo-terminal of the set size" \
         sh -c "grep -q '/dev/pts/' '$work/debug.out' && grep -q '^33 101' '$work/debug.out'"
     check "debug -it: kubectl exits 0 once the shell exits" grep -q '^EXIT 0' "$work/debug.out"
+    if grep -q '^RETYPED' "$work/debug.out"; then
+        echo "note: debug -it: the first line typed had no answer in 10 s and was typed again"
+    fi
     poll "debug -it: the shell's container ended, reported" sh -c \
         "kubectl get pod box -o jsonpath='{.status.ephemeralContainerStatuses[?(@.name==\"shell\")].state.terminated.exitCode}' | grep -qx 0"
 
@@ -50,6 +56,9 @@ if [ "${1:-}" = "--inside" ]; then
     poll "debug: long runs" sh -c \
         "kubectl get pod box -o jsonpath='{.status.ephemeralContainerStatuses[?(@.name==\"long\")].state.running.startedAt}' | grep -q ."
     check "exec -c into a running ephemeral container" test "$(k exec box -c long -- echo inside)" = inside
+    # the attach and the two execs: each session's end frees its stream to the runtime
+    poll "the agent closed its three streams to the runtime" sh -c \
+        "[ \"\$(grep -c 'Runtime stream closed' '$work/agent.err')\" -ge 3 ]"
 
     k delete pod box --wait=true --timeout=60s >/dev/null 2>&1
     cri_e2e_finish
