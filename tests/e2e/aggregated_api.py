@@ -2,8 +2,9 @@
 (webhook_https.listen) on an ephemeral loopback port serving the
 group wardle.example.com/v1alpha1 with one namespaced resource, flunders (two objects,
 read only), as a server behind an APIService does, and metrics.k8s.io/v1beta1 as
-metrics-server would (its NodeMetricsList names one node, "from-metrics-backend", so a
-test can tell its answers from the API server's built-in ones), and
+metrics-server would (its NodeMetricsList names one node, "from-metrics-backend", and
+its nodes resource is in the category "from-metrics-backend", so a test can tell its
+answers and its discovery from the API server's built-in ones), and
 external.metrics.k8s.io/v1beta1 as an external metrics adapter would: every metric of
 every namespace has the one value 3.
 
@@ -33,7 +34,8 @@ def flunder(name, ns):
 METRICS = "metrics.k8s.io/v1beta1"
 METRICS_RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": METRICS,
                      "resources": [{"name": "nodes", "singularName": "", "namespaced": False,
-                                    "kind": "NodeMetrics", "verbs": ["get", "list"]},
+                                    "kind": "NodeMetrics", "verbs": ["get", "list"],
+                                    "categories": ["from-metrics-backend"]},
                                    {"name": "pods", "singularName": "", "namespaced": True,
                                     "kind": "PodMetrics", "verbs": ["get", "list"]}]}
 

@@ -124,18 +124,26 @@ import json, sys
 g = [x for x in json.load(open(sys.argv[1]))["groups"] if x["name"] == "metrics.k8s.io"]
 assert len(g) == 1 and [v["version"] for v in g[0]["versions"]] == ["v1beta1"], g
 ' "$work/out"
-kurl -H 'Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' "$url/apis" >"$work/out" 2>&1
-check "aggregated discovery lists the backend's metrics.k8s.io/v1beta1 once" python3 -c '
+# metrics_discovery CATEGORIES: aggregated discovery lists metrics.k8s.io/v1beta1 once, nodes
+# and pods, nodes in those categories (a JSON value: the backend's, or null for the built-in)
+metrics_discovery() {
+    kurl -H 'Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' "$url/apis" >"$work/disc" 2>&1 &&
+        python3 -c '
 import json, sys
 g = [x for x in json.load(open(sys.argv[1]))["items"] if x["metadata"]["name"] == "metrics.k8s.io"]
 assert len(g) == 1 and len(g[0]["versions"]) == 1, g
-assert sorted(r["resource"] for r in g[0]["versions"][0]["resources"]) == ["nodes", "pods"], g
-' "$work/out"
+rs = g[0]["versions"][0]["resources"]
+assert sorted(r["resource"] for r in rs) == ["nodes", "pods"], g
+assert [r.get("categories") for r in rs if r["resource"] == "nodes"] == [json.loads(sys.argv[2])], g
+' "$work/disc" "$1"
+}
+poll "aggregated discovery lists the backend's metrics.k8s.io/v1beta1 (once)" metrics_discovery '["from-metrics-backend"]'
 k delete apiservice v1beta1.metrics.k8s.io >"$work/out" 2>&1
 check "metrics-server's APIService is deleted" grep -q 'deleted' "$work/out"
 builtin_metrics() { kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes 2>&1 | grep -q NodeMetricsList && ! kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes 2>&1 | grep -q from-metrics-backend; }
 check "then the built-in answers again" builtin_metrics
 poll "and the local APIService is back" sh -c '[ "$(kubectl get apiservice v1beta1.metrics.k8s.io -o jsonpath="{.spec.service}/{.status.conditions[0].reason}")" = "/Local" ]'
+poll "and aggregated discovery lists the built-in metrics.k8s.io again" metrics_discovery null
 
 # --- the backend goes ---
 stop_hook
