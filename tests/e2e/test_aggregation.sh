@@ -11,7 +11,8 @@
 # requests are 503. The built-in metrics.k8s.io/v1beta1 has a local APIService, which
 # metrics-server's APIService (applied over it, naming kube-system/metrics-server, here
 # the same backend) takes over: its answers come from the backend, discovery lists the
-# group once, and once it is deleted the local one is back and the built-in answers.
+# group once, and once it is deleted the local one is back and the built-in answers, as
+# it does once the APIService's service is dropped (Available, Local).
 #
 # Usage: test_aggregation.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -144,6 +145,13 @@ builtin_metrics() { kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes 2>&1 | 
 check "then the built-in answers again" builtin_metrics
 poll "and the local APIService is back" sh -c '[ "$(kubectl get apiservice v1beta1.metrics.k8s.io -o jsonpath="{.spec.service}/{.status.conditions[0].reason}")" = "/Local" ]'
 poll "and aggregated discovery lists the built-in metrics.k8s.io again" metrics_discovery null
+k apply -f "$work/metrics.json" >/dev/null 2>&1
+poll "applied again, it takes the group over again" metrics_available True/Passed
+k patch apiservice v1beta1.metrics.k8s.io --type=json \
+    -p '[{"op": "remove", "path": "/spec/service"}, {"op": "remove", "path": "/spec/insecureSkipTLSVerify"}]' >"$work/out" 2>&1
+check "its service is dropped ($(cat "$work/out"))" grep -q patched "$work/out"
+poll "then it is Local and Available" metrics_available True/Local
+check "and the built-in answers" builtin_metrics
 
 # --- the backend goes ---
 stop_hook
