@@ -179,6 +179,13 @@ int ck_rest_do(struct ck_rest *client, const char *method, const char *path, con
                const char *content_type, json_t **ret_body, struct ck_err *reterr);
 
 /*
+ * A GET of path with a query of n key/value pairs (values URL-escaped; a NULL or empty
+ * value left out, as client-go leaves out empty options), as ck_rest_do().
+ */
+int ck_rest_get_query(struct ck_rest *client, const char *path, const char *const (*pairs)[2],
+                      size_t n, json_t **ret_body, struct ck_err *reterr);
+
+/*
  * ck_rest_do() asking for the media types in accept (an Accept header value; NULL:
  * "application/json"), as client-go's metadata client asks for PartialObjectMetadata.
  */

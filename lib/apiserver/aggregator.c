@@ -17,7 +17,9 @@
  *   (EndpointsNotFound) with a ready endpoint serving that port (MissingEndpoints), and
  *   GET /apis/<group>/<version> answers 2xx within 5 s over TLS that is not verified, as
  *   system:kube-aggregator in system:masters (FailedDiscoveryCheck) - and its Available
- *   condition written when it changes (Passed, "all checks passed").
+ *   condition written when it changes (Passed, "all checks passed"); the local one
+ *   (pkg/controllers/status/local) marks an APIService without a service Available
+ *   (Local), as one whose service was dropped.
  * - the proxy (pkg/apiserver/handler_proxy.go): a request under /apis/<group>/<version>
  *   of a remote APIService goes to its Service (the first ready endpoint, with the TLS
  *   name <service>.<namespace>.svc) verified with the caBundle (the system's CAs
@@ -31,8 +33,11 @@
  *
  * Where ckube differs (docs/differences.md): the checks run every CHECK_INTERVAL
  * seconds rather than on every change; a group/version the server serves itself is
- * never proxied, whatever APIService names it; requests are relayed whole (no
- * upgrades: upstream_proxy.c).
+ * never proxied, whatever APIService names it, but for the built-in metrics.k8s.io:
+ * it has a local APIService (Kubernetes has metrics-server's alone), and while an
+ * APIService of that name has a service, that service serves it (requests and
+ * discovery) as metrics-server would; requests are relayed whole (no upgrades:
+ * upstream_proxy.c).
  *
  * Threading: one thread of its own runs the passes (autoregister, then the checks) and
  * is the only writer of the discovery cache, which the request threads read under
@@ -55,6 +60,11 @@
 #define AUTOMANAGED     "kube-aggregator.kubernetes.io/automanaged"
 #define CRD_GROUP_PRIO  1000
 #define CRD_VERSION_PRI 100
+/* the built-in metrics.k8s.io, with the priorities of metrics-server's APIService */
+#define REPLACEABLE_GROUP      "metrics.k8s.io"
+#define REPLACEABLE_VERSION    "v1beta1"
+#define REPLACEABLE_GROUP_PRIO 100
+#define REPLACEABLE_VERSION_PR 100
 
 struct ck__aggregator {
     struct ck_apiserver *server;
@@ -121,6 +131,15 @@ static const struct ck_kind *apiservice_kind(void)
 
 /* ---- paths -------------------------------------------------------------- */
 
+/*
+ * The built-in group/versions an APIService with a service takes over: metrics.k8s.io,
+ * which Kubernetes serves only through metrics-server's APIService.
+ */
+bool ck__replaceable_group_version(const char *group, const char *version)
+{
+    return strcmp(group, REPLACEABLE_GROUP) == 0 && strcmp(version, REPLACEABLE_VERSION) == 0;
+}
+
 bool ck__serves_group_version(const char *group, const char *version)
 {
     size_t n;
@@ -146,7 +165,8 @@ int ck__aggregated_path(const char *url, struct ck__aggregated_request *ret)
          s = strtok_r(NULL, "/", &save))
         segs[n++] = s;
     if (n < 2 || strlen(segs[0]) >= sizeof(ret->group) || strlen(segs[1]) >= sizeof(ret->version) ||
-        ck__serves_group_version(segs[0], segs[1]))
+        (ck__serves_group_version(segs[0], segs[1]) &&
+         !ck__replaceable_group_version(segs[0], segs[1])))
         return CK_ENOENT;
     snprintf(ret->group, sizeof(ret->group), "%s", segs[0]);
     snprintf(ret->version, sizeof(ret->version), "%s", segs[1]);
@@ -221,6 +241,9 @@ static void autoregister(struct ck__registry *reg, const struct ck_kind *ak, con
                     strcmp(priorities[p].version, k->version) == 0)
                     obj = local_apiservice(k->group, k->version, priorities[p].group_priority,
                                            priorities[p].version_priority, "onstart");
+            if (ck__replaceable_group_version(k->group, k->version))
+                obj = local_apiservice(k->group, k->version, REPLACEABLE_GROUP_PRIO,
+                                       REPLACEABLE_VERSION_PR, "onstart");
         }
         if (!obj)
             continue;
@@ -521,24 +544,31 @@ static bool same_condition(const json_t *obj, const struct availability *av)
     return false;
 }
 
+/* Writes av as obj's Available condition unless it already says so. */
+static void write_available(struct ck__aggregator *a, const struct ck_kind *ak, const char *name,
+                            const json_t *obj, struct availability *av)
+{
+    if (same_condition(obj, av))
+        return;
+    CK_LOGV(2, "changing APIService availability: %s %s %s %s", name, av->status, av->reason,
+            av->message);
+    char *out = NULL;
+    size_t len = 0;
+    struct ck_err err = {0};
+    if (ck__registry_update(a->server->registry, ak, NULL, name, "status", set_available, av, false,
+                            &out, &len, &err) < 0)
+        CK_LOGV(2, "cannot set the Available condition of APIService %s: %s", name,
+                ck_err_message(&err));
+    free(out);
+    ck_err_release(&err);
+}
+
 static void check_remote(struct ck__aggregator *a, const struct ck_kind *ak, const char *name,
                          const json_t *obj, json_t *remote)
 {
     struct availability av = {0};
     check(a, obj, &av);
-    if (!same_condition(obj, &av)) {
-        CK_LOGV(2, "changing APIService availability: %s %s %s %s", name, av.status, av.reason,
-                av.message);
-        char *out = NULL;
-        size_t len = 0;
-        struct ck_err err = {0};
-        if (ck__registry_update(a->server->registry, ak, NULL, name, "status", set_available, &av,
-                                false, &out, &len, &err) < 0)
-            CK_LOGV(2, "cannot set the Available condition of APIService %s: %s", name,
-                    ck_err_message(&err));
-        free(out);
-        ck_err_release(&err);
-    }
+    write_available(a, ak, name, obj, &av);
     const json_t *spec = json_object_get(obj, "spec");
     json_t *entry = json_pack(
         "{s:s, s:s, s:I, s:I, s:b}", "group", STR(spec, "group"), "version", STR(spec, "version"),
@@ -555,6 +585,18 @@ static void check_remote(struct ck__aggregator *a, const struct ck_kind *ak, con
         json_object_set_new(remote, name, entry);
     }
     json_decref(av.resources);
+}
+
+/*
+ * The local availability controller (pkg/controllers/status/local): an APIService without
+ * a service (one whose service was dropped) is Available, reason Local.
+ */
+static void check_local(struct ck__aggregator *a, const struct ck_kind *ak, const char *name,
+                        const json_t *obj)
+{
+    struct availability av = {.status = "True", .reason = "Local"};
+    snprintf(av.message, sizeof(av.message), "Local APIServices are always available");
+    write_available(a, ak, name, obj, &av);
 }
 
 static void pass(struct ck__aggregator *a)
@@ -583,6 +625,8 @@ static void pass(struct ck__aggregator *a)
     {
         if (json_is_object(DIG(obj, "spec", "service")))
             check_remote(a, ak, name, obj, remote);
+        else
+            check_local(a, ak, name, obj);
     }
     pthread_mutex_lock(&a->lock);
     json_decref(a->remote);
@@ -804,6 +848,8 @@ json_t *ck__aggregator_api_groups(struct ck_apiserver *server, json_t *doc)
         json_t *entry = ck__json_find(groups, "name", group);
         char gv[CK_API_VERSION_MAX];
         snprintf(gv, sizeof(gv), "%s/%s", group, version);
+        if (entry && ck__json_find(json_object_get(entry, "versions"), "version", version))
+            continue; /* a built-in group/version taken over: listed once */
         json_t *v = json_pack("{s:s, s:s}", "groupVersion", gv, "version", version);
         if (!entry) {
             entry = json_pack("{s:s, s:[], s:O}", "name", group, "versions", "preferredVersion", v);
@@ -859,15 +905,16 @@ static json_t *aggregated_resource(const json_t *r, const json_t *list)
     return e;
 }
 
-/* The APIGroupDiscovery of group in items, or NULL. */
-static json_t *discovery_group(json_t *items, const char *group)
+/* The index of group's APIGroupDiscovery in items, or items' size. */
+static size_t discovery_group(const json_t *items, const char *group)
 {
-    for (size_t i = 0; i < json_array_size(items); i++) {
+    size_t i = 0;
+    for (; i < json_array_size(items); i++) {
         const char *name = STR(json_array_get(items, i), "metadata", "name");
-        if (name && strcmp(name, group) == 0)
-            return json_array_get(items, i);
+        if (name && group && strcmp(name, group) == 0)
+            break;
     }
-    return NULL;
+    return i;
 }
 
 json_t *ck__aggregator_discovery(struct ck_apiserver *server, json_t *doc)
@@ -881,10 +928,22 @@ json_t *ck__aggregator_discovery(struct ck_apiserver *server, json_t *doc)
     json_array_foreach(list, i, e)
     {
         const json_t *resources = json_object_get(e, "resources");
+        const char *group = STR(e, "group"), *version = STR(e, "version");
+        size_t at = discovery_group(items, group);
+        json_t *entry = json_array_get(items, at);
+        if (entry) {
+            /* a built-in group/version taken over: the backend's resources, not its own */
+            json_t *versions = json_object_get(entry, "versions");
+            for (j = json_array_size(versions); j-- > 0;) {
+                const char *v = STR(json_array_get(versions, j), "version");
+                if (v && version && strcmp(v, version) == 0)
+                    json_array_remove(versions, j);
+            }
+            if (!resources && json_array_size(versions) == 0)
+                json_array_remove(items, at);
+        }
         if (!resources)
             continue;
-        const char *group = STR(e, "group"), *version = STR(e, "version");
-        json_t *entry = discovery_group(items, group);
         if (!entry) {
             entry = json_pack("{s:{s:s, s:n}, s:[]}", "metadata", "name", group,
                               "creationTimestamp", "versions");

@@ -1576,6 +1576,11 @@ struct ck__aggregator;
 
 /* True when some kind is served in group/version (the server's own, not an APIService's). */
 bool ck__serves_group_version(const char *group, const char *version);
+/*
+ * True for a built-in group/version an APIService with a service takes over (routed to
+ * that service while it names one): metrics.k8s.io/v1beta1.
+ */
+bool ck__replaceable_group_version(const char *group, const char *version);
 
 /* What a path under /apis/<group>/<version> of a group/version no kind serves names. */
 struct ck__aggregated_request {
@@ -1589,8 +1594,9 @@ struct ck__aggregated_request {
 
 /*
  * Parses url (decoded, no query) as apiserver's RequestInfoFactory would a resource
- * path of a group/version the server does not serve itself: 0 and *ret, or CK_ENOENT
- * (not under /apis/<group>/<version>, or a group/version some kind serves).
+ * path of a group/version the server does not serve itself (or may hand to an
+ * APIService: ck__replaceable_group_version): 0 and *ret, or CK_ENOENT (not under
+ * /apis/<group>/<version>, or a group/version some kind serves).
  */
 int ck__aggregated_path(const char *url, struct ck__aggregated_request *ret);
 

@@ -3,8 +3,10 @@
  * reads: NodeMetrics (GET /apis/metrics.k8s.io/v1beta1/nodes[/NAME]) and PodMetrics
  * (GET .../pods, .../namespaces/NS/pods[/NAME]), with labelSelector and fieldSelector
  * as on nodes and pods. In Kubernetes a separate metrics-server serves them behind an
- * APIService; here the API server serves them itself, built as metrics-server builds
- * them (sigs.k8s.io/metrics-server pkg/scraper, pkg/storage, pkg/api):
+ * APIService; here the API server serves them itself (until an APIService
+ * v1beta1.metrics.k8s.io with a service takes the group over: aggregator.c), built as
+ * metrics-server builds them (sigs.k8s.io/metrics-server pkg/scraper, pkg/storage,
+ * pkg/api):
  *
  * - Scraping: each node's agent is asked for kubelet's /metrics/resource (the address
  *   and port the pod log proxy uses, the kubelet client certificate), and the node's and

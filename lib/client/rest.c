@@ -577,6 +577,25 @@ static int list_query(const struct ck_list_options *o, bool watch, char *q, size
     return r;
 }
 
+int ck_rest_get_query(struct ck_rest *c, const char *path, const char *const (*pairs)[2], size_t n,
+                      json_t **ret_body, struct ck_err *reterr)
+{
+    char query[2048], full[4096];
+    query[0] = '\0';
+    CURL *esc = curl_easy_init();
+    int r = esc ? 0 : CK_ENOMEM;
+    for (size_t i = 0; i < n && r == 0; i++)
+        r = query_add(esc, query, sizeof(query), pairs[i][0], pairs[i][1]);
+    if (esc)
+        curl_easy_cleanup(esc);
+    if (r == CK_ENOMEM)
+        return ck_err_set(reterr, r, "out of memory");
+    int w = snprintf(full, sizeof(full), "%s%s%s", path, query[0] ? "?" : "", query);
+    if (r < 0 || w < 0 || (size_t)w >= sizeof(full))
+        return ck_err_set(reterr, CK_EINVAL, "%s: query too long", path);
+    return ck_rest_do(c, "GET", full, NULL, NULL, ret_body, reterr);
+}
+
 int ck_rest_list(struct ck_rest *c, const struct ck_resource *res, const char *namespace,
                  const struct ck_list_options *opts, json_t **ret_list, struct ck_err *reterr)
 {

@@ -3,7 +3,8 @@
  * /apis/<group>/<version> of a group/version the server does not serve itself, as
  * apiserver's RequestInfoFactory reads it for authorization: namespaced and
  * cluster-scoped resources, names, subresources, the group/version's own discovery
- * document, and the paths that are not aggregated (the server's own groups, /api).
+ * document, the built-in metrics.k8s.io that an APIService may take over, and the paths
+ * that are not aggregated (the server's own groups, /api).
  * The proxy, the checks and discovery are tested by tests/e2e/test_aggregation.sh.
  */
 #include "cktest.h"
@@ -30,6 +31,9 @@ static void test_aggregated_paths(void **state)
         /* a namespace itself: resource namespaces, named and in that namespace */
         {"/apis/wardle.example.com/v1alpha1/namespaces/ns", "wardle.example.com", "v1alpha1", "ns",
          "namespaces", "ns", ""},
+        /* the built-in metrics.k8s.io, which an APIService with a service takes over */
+        {"/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods/p", "metrics.k8s.io", "v1beta1", "ns",
+         "pods", "p", ""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct ck__aggregated_request r;
@@ -62,6 +66,9 @@ static void test_paths_that_are_not_aggregated(void **state)
     assert_true(ck__serves_group_version("apps", "v1"));
     assert_true(ck__serves_group_version("", "v1"));
     assert_false(ck__serves_group_version("wardle.example.com", "v1alpha1"));
+    assert_true(ck__serves_group_version("metrics.k8s.io", "v1beta1"));
+    assert_true(ck__replaceable_group_version("metrics.k8s.io", "v1beta1"));
+    assert_false(ck__replaceable_group_version("apps", "v1"));
 }
 
 int main(void)

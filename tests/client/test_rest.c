@@ -193,6 +193,19 @@ static void test_list_pages(void **state)
     assert_int_equal(ck_rest_list(f->client, &pods, "default", &sel, &list, &err), 0);
     assert_int_equal(json_array_size(json_object_get(list, "items")), 2);
     json_decref(list);
+
+    /* a GET with query pairs: the value escaped, an empty or NULL one left out */
+    const char *const pairs[][2] = {
+        {"labelSelector", "parity in (odd)"}, {"limit", ""}, {"fieldSelector", NULL}};
+    assert_int_equal(
+        ck_rest_get_query(f->client, "/api/v1/namespaces/default/pods", pairs, 3, &list, &err), 0);
+    assert_int_equal(json_array_size(json_object_get(list, "items")), 2);
+    json_decref(list);
+    assert_int_equal(
+        ck_rest_get_query(f->client, "/api/v1/namespaces/default/pods", pairs + 1, 2, &list, &err),
+        0);
+    assert_int_equal(json_array_size(json_object_get(list, "items")), 5);
+    json_decref(list);
 }
 
 /* Sequential calls reuse one kept-alive connection. */

@@ -7,7 +7,9 @@
  * its status, conditions and event, the scale-up limit, the min and max bounds, the
  * downscale stabilization window, behavior policies' rates, a target scaled to zero,
  * an unknown target kind, metrics that cannot be read, and no status write when
- * nothing changed.
+ * nothing changed; Pods, Object and External metrics read from the custom and external
+ * metrics APIs (the paths and selectors asked for, value and averageValue targets, the
+ * statuses, and Kubernetes' FailedGet... conditions and events).
  */
 #include "cktest.h"
 
@@ -170,6 +172,9 @@ struct fake_sources {
     int updates;
     int64_t last_replicas;
     bool metrics_fail;
+    json_t *values; /* what the custom or external metrics API answers; NULL: an error */
+    char path[512]; /* what it was last asked for */
+    char selector[256], metric_selector[256];
 };
 
 static int fs_get_scale(void *data, const struct ck_resource *res, const char *ns, const char *name,
@@ -206,8 +211,21 @@ static int fs_pod_metrics(void *data, const char *ns, const char *selector, json
     return 0;
 }
 
+static int fs_metric_values(void *data, const char *path, const char *selector, const char *msel,
+                            json_t **ret, struct ck_err *reterr)
+{
+    struct fake_sources *f = data;
+    snprintf(f->path, sizeof(f->path), "%s", path);
+    snprintf(f->selector, sizeof(f->selector), "%s", selector ? selector : "");
+    snprintf(f->metric_selector, sizeof(f->metric_selector), "%s", msel ? msel : "");
+    if (!f->values)
+        return ck_err_set(reterr, CK_ENOENT, "the server could not find the requested resource");
+    *ret = json_incref(f->values);
+    return 0;
+}
+
 static const struct ck_hpa_sources_ops fake_sources_ops = {fs_get_scale, fs_update_scale,
-                                                           fs_pod_metrics};
+                                                           fs_pod_metrics, fs_metric_values};
 
 struct env {
     struct fx_cache hpas, pods;
@@ -254,6 +272,7 @@ static int teardown(void **state)
     fx_cache_release(&e->pods);
     json_decref(e->fs.scale);
     json_decref(e->fs.metrics);
+    json_decref(e->fs.values);
     free(e);
     return 0;
 }
@@ -527,6 +546,221 @@ static void test_failures_set_conditions(void **state)
                         "no matches for kind \"Frob\" in group \"apps\"");
 }
 
+/* ---- the custom and external metrics APIs ---- */
+
+/* A MetricValueList (describing pods p0.. when pods, else one object) of the values. */
+static void set_values(struct env *e, bool pods, const char *const *values, size_t n)
+{
+    json_decref(e->fs.values);
+    e->fs.values = json_pack("{s:s,s:s,s:{},s:[]}", "kind", "MetricValueList", "apiVersion",
+                             "custom.metrics.k8s.io/v1beta2", "metadata", "items");
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "p%zu", i);
+        json_array_append_new(json_object_get(e->fs.values, "items"),
+                              json_pack("{s:{s:s,s:s},s:s,s:s,s:i,s:s}", "describedObject", "kind",
+                                        pods ? "Pod" : "Ingress", "name",
+                                        pods ? name : "main-route", "metricName", "m", "timestamp",
+                                        "2027-01-15T07:59:59Z", "windowSeconds", 60, "value",
+                                        values[i]));
+    }
+}
+
+/* The autoscaler web with the one metric spec metric (JSON text), then its first sync. */
+static void start_metric(struct env *e, int replicas, const char *metric)
+{
+    char extra[1024];
+    snprintf(extra, sizeof(extra), "\"metrics\":[%s]", metric);
+    start(e, replicas, 500, extra);
+}
+
+/* What the metrics API was last asked for: the path and the two selectors. */
+static void expect_asked(struct env *e, const char *path, const char *selector, const char *msel)
+{
+    assert_string_equal(e->fs.path, path);
+    assert_string_equal(e->fs.selector, selector);
+    assert_string_equal(e->fs.metric_selector, msel);
+}
+
+static const json_t *current_metric(struct env *e, const char *member)
+{
+    const json_t *m = json_array_get(json_object_get(written(e, 0), "currentMetrics"), 0);
+    assert_non_null(json_object_get(m, member));
+    return json_object_get(json_object_get(m, member), "current");
+}
+
+static const char *current_str(struct env *e, const char *member, const char *field)
+{
+    return json_string_value(json_object_get(current_metric(e, member), field));
+}
+
+#define PODS_METRIC                                                                                \
+    "{\"type\":\"Pods\",\"pods\":{\"metric\":{\"name\":\"packets-per-second\"},\"target\":{"       \
+    "\"type\":\"AverageValue\",\"averageValue\":\"1k\"}}}"
+
+static void test_pods_metric(void **state)
+{
+    struct env *e = *state;
+    static const char *const values[] = {"2k", "2k", "2k"};
+    set_values(e, true, values, 3);
+    start_metric(e, 3, PODS_METRIC); /* 2k per pod against 1k: 6 */
+    expect_asked(e,
+                 "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/packets-per-second",
+                 "app=web", "");
+    assert_int_equal(e->fs.last_replicas, 6);
+    assert_string_equal(current_str(e, "pods", "averageValue"), "2k");
+    expect_condition(written(e, 0), "ScalingActive", "True", "ValidMetricFound",
+                     "the HPA was able to successfully calculate a replica count from pods "
+                     "metric packets-per-second");
+    assert_string_equal(event(e, "SuccessfulRescale"),
+                        "New size: 6; reason: pods metric packets-per-second above target");
+}
+
+static void test_pods_metric_within_tolerance_and_missing(void **state)
+{
+    struct env *e = *state;
+    /* 1050m per pod: within the tolerance; the metric selector goes as metricLabelSelector */
+    static const char *const values[] = {"1050m", "1050m", "1050m"};
+    set_values(e, true, values, 3);
+    start_metric(e, 3,
+                 "{\"type\":\"Pods\",\"pods\":{\"metric\":{\"name\":\"qps\",\"selector\":{"
+                 "\"matchLabels\":{\"verb\":\"GET\"}}},\"target\":{\"type\":\"AverageValue\","
+                 "\"averageValue\":\"1\"}}}");
+    assert_string_equal(e->fs.metric_selector, "verb=GET");
+    assert_int_equal(e->fs.updates, 0);
+    assert_string_equal(current_str(e, "pods", "averageValue"), "1050m");
+    /* no values at all: Kubernetes' words */
+    json_array_clear(json_object_get(e->fs.values, "items"));
+    e->now += 20 * CK_SEC;
+    sync(e);
+    expect_condition(written(e, 1), "ScalingActive", "False", "FailedGetPodsMetric",
+                     "the HPA was unable to compute the replica count: unable to get metric qps: "
+                     "no metrics returned from custom metrics API");
+}
+
+#define OBJECT_METRIC(type, member, value)                                                         \
+    "{\"type\":\"Object\",\"object\":{\"describedObject\":{\"apiVersion\":"                        \
+    "\"networking.k8s.io/v1\",\"kind\":\"Ingress\",\"name\":\"main-route\"},\"metric\":{"          \
+    "\"name\":\"requests-per-second\"},\"target\":{\"type\":\"" type "\",\"" member "\":\"" value  \
+    "\"}}}"
+
+static void test_object_metric_value(void **state)
+{
+    struct env *e = *state;
+    static const char *const values[] = {"20k"};
+    set_values(e, false, values, 1);
+    start_metric(e, 3, OBJECT_METRIC("Value", "value", "10k")); /* twice: 3 ready pods x 2 */
+    expect_asked(e,
+                 "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/"
+                 "ingresses.networking.k8s.io/main-route/requests-per-second",
+                 "", "");
+    assert_int_equal(e->fs.last_replicas, 6);
+    assert_string_equal(current_str(e, "object", "value"), "20k");
+    const json_t *m = json_array_get(json_object_get(written(e, 0), "currentMetrics"), 0);
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(m, "object"), "describedObject"), "name")),
+        "main-route");
+    expect_condition(written(e, 0), "ScalingActive", "True", "ValidMetricFound",
+                     "the HPA was able to successfully calculate a replica count from Ingress "
+                     "metric requests-per-second");
+}
+
+static void test_object_metric_average_value(void **state)
+{
+    struct env *e = *state;
+    static const char *const values[] = {"30k"};
+    set_values(e, false, values, 1);
+    start_metric(e, 3, OBJECT_METRIC("AverageValue", "averageValue", "5k")); /* 30k / 5k */
+    assert_int_equal(e->fs.last_replicas, 6);
+    assert_string_equal(current_str(e, "object", "averageValue"), "10k");
+    /* Kubernetes' name of it, its selector as Go prints a nil one */
+    expect_condition(written(e, 0), "ScalingActive", "True", "ValidMetricFound",
+                     "the HPA was able to successfully calculate a replica count from external "
+                     "metric requests-per-second(nil)");
+}
+
+/*
+ * After a first sync whose one metric failed: the condition (reason, Kubernetes' words),
+ * the event of that reason saying inner, and FailedComputeMetricsReplicas saying
+ * computeReplicasForMetric's error (prefix, then inner).
+ */
+static void expect_failure(struct env *e, const char *reason, const char *prefix, const char *inner)
+{
+    char want[1024];
+    snprintf(want, sizeof(want), "the HPA was unable to compute the replica count: %s", inner);
+    expect_condition(written(e, 0), "ScalingActive", "False", reason, want);
+    assert_string_equal(event(e, reason), inner);
+    snprintf(want, sizeof(want), "invalid metrics (1 invalid out of 1), first error is: %s%s",
+             prefix, inner);
+    assert_string_equal(event(e, "FailedComputeMetricsReplicas"), want);
+    assert_int_equal(e->fs.updates, 0);
+}
+
+static void test_object_metric_errors(void **state)
+{
+    struct env *e = *state;
+    set_values(e, false, NULL, 0); /* not exactly one value */
+    start_metric(e, 3, OBJECT_METRIC("Value", "value", "10k"));
+    expect_failure(e, "FailedGetObjectMetric", "failed to get object metric value: ",
+                   "unable to get metric requests-per-second: Ingress on default "
+                   "main-route/unable to fetch metrics from custom metrics API: the custom "
+                   "metrics API server returned 0 results when we asked for exactly one");
+    assert_int_equal(e->fs.updates, 0);
+}
+
+#define EXTERNAL_METRIC(member, value)                                                             \
+    "{\"type\":\"External\",\"external\":{\"metric\":{\"name\":\"queue_messages_ready\","          \
+    "\"selector\":{\"matchLabels\":{\"queue\":\"worker\"}}},\"target\":{\"type\":\"Value\","       \
+    "\"" member "\":\"" value "\"}}}"
+#define GO_SELECTOR                                                                                \
+    "&LabelSelector{MatchLabels:map[string]string{queue: worker,},MatchExpressions:[]"             \
+    "LabelSelectorRequirement{},}"
+
+static void test_external_metric_value(void **state)
+{
+    struct env *e = *state;
+    static const char *const values[] = {"3", "5"};
+    set_values(e, false, values, 2);
+    start_metric(e, 3, EXTERNAL_METRIC("value", "4")); /* 8 against 4: 3 ready pods x 2 */
+    expect_asked(e, "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready",
+                 "queue=worker", "");
+    assert_int_equal(e->fs.last_replicas, 6);
+    assert_string_equal(current_str(e, "external", "value"), "8");
+    expect_condition(written(e, 0), "ScalingActive", "True", "ValidMetricFound",
+                     "the HPA was able to successfully calculate a replica count from external "
+                     "metric queue_messages_ready(" GO_SELECTOR ")");
+}
+
+static void test_external_metric_average_value(void **state)
+{
+    struct env *e = *state;
+    static const char *const values[] = {"12"};
+    set_values(e, false, values, 1);
+    start_metric(e, 3, EXTERNAL_METRIC("averageValue", "2")); /* 12 / 2 */
+    assert_int_equal(e->fs.last_replicas, 6);
+    assert_string_equal(current_str(e, "external", "averageValue"), "4");
+}
+
+static void test_external_metric_errors(void **state)
+{
+    struct env *e = *state;
+    start_metric(e, 3, EXTERNAL_METRIC("value", "4")); /* the API answers an error */
+    expect_failure(e, "FailedGetExternalMetric",
+                   "failed to get external metric queue_messages_ready: ",
+                   "unable to get external metric default/queue_messages_ready/" GO_SELECTOR
+                   ": unable to fetch metrics from external metrics API: the server could not "
+                   "find the requested resource");
+    /* the pods API failing too */
+    set_hpa(e, "\"metrics\":[" PODS_METRIC "]");
+    e->now += 20 * CK_SEC;
+    sync(e);
+    expect_condition(written(e, 1), "ScalingActive", "False", "FailedGetPodsMetric",
+                     "the HPA was unable to compute the replica count: unable to get metric "
+                     "packets-per-second: unable to fetch metrics from custom metrics API: the "
+                     "server could not find the requested resource");
+}
+
 static void test_unchanged_status_is_not_written(void **state)
 {
     struct env *e = *state;
@@ -560,6 +794,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_behavior_policies_limit_the_rate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failures_set_conditions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unchanged_status_is_not_written, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pods_metric, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pods_metric_within_tolerance_and_missing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_object_metric_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_object_metric_average_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_object_metric_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_external_metric_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_external_metric_average_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_external_metric_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

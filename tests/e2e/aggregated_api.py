@@ -1,7 +1,12 @@
 """aggregated_api.py - the end-to-end tests' aggregated API server: an HTTPS server
 (webhook_https.listen) on an ephemeral loopback port serving the
 group wardle.example.com/v1alpha1 with one namespaced resource, flunders (two objects,
-read only), as a server behind an APIService does.
+read only), as a server behind an APIService does, and metrics.k8s.io/v1beta1 as
+metrics-server would (its NodeMetricsList names one node, "from-metrics-backend", and
+its nodes resource is in the category "from-metrics-backend", so a test can tell its
+answers and its discovery from the API server's built-in ones), and
+external.metrics.k8s.io/v1beta1 as an external metrics adapter would: every metric of
+every namespace has the one value 3.
 
 Reads CERT KEY PORTFILE LOG from the command line, writes the port to PORTFILE once it
 listens (whole: through a rename) and appends one JSON line per request to LOG: {"path",
@@ -26,8 +31,50 @@ def flunder(name, ns):
                          "creationTimestamp": "2026-01-01T00:00:00Z"}}
 
 
+METRICS = "metrics.k8s.io/v1beta1"
+METRICS_RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": METRICS,
+                     "resources": [{"name": "nodes", "singularName": "", "namespaced": False,
+                                    "kind": "NodeMetrics", "verbs": ["get", "list"],
+                                    "categories": ["from-metrics-backend"]},
+                                   {"name": "pods", "singularName": "", "namespaced": True,
+                                    "kind": "PodMetrics", "verbs": ["get", "list"]}]}
+
+
+def metrics_answer(rest):
+    if not rest:
+        return 200, METRICS_RESOURCES
+    if rest == ["nodes"]:
+        node = {"metadata": {"name": "from-metrics-backend",
+                             "creationTimestamp": "2026-01-01T00:00:00Z"},
+                "timestamp": "2026-01-01T00:00:00Z", "window": "10s",
+                "usage": {"cpu": "1m", "memory": "1Mi"}}
+        return 200, {"kind": "NodeMetricsList", "apiVersion": METRICS, "metadata": {},
+                     "items": [node]}
+    return 404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404}
+
+
+EXTERNAL = "external.metrics.k8s.io/v1beta1"
+
+
+def external_answer(rest):
+    if not rest:
+        return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": EXTERNAL,
+                     "resources": [{"name": "*", "singularName": "", "namespaced": True,
+                                    "kind": "ExternalMetricValueList", "verbs": ["get"]}]}
+    if len(rest) == 3 and rest[0] == "namespaces":
+        value = {"metricName": rest[2], "metricLabels": {},
+                 "timestamp": "2026-01-01T00:00:00Z", "value": "3"}
+        return 200, {"kind": "ExternalMetricValueList", "apiVersion": EXTERNAL, "metadata": {},
+                     "items": [value]}
+    return 404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404}
+
+
 def answer(path):
     parts = path.split("?")[0].strip("/").split("/")
+    if parts[:3] == ["apis", "external.metrics.k8s.io", "v1beta1"]:
+        return external_answer(parts[3:])
+    if parts[:3] == ["apis", "metrics.k8s.io", "v1beta1"]:
+        return metrics_answer(parts[3:])
     if parts[:3] != ["apis", "wardle.example.com", "v1alpha1"]:
         return 404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404}
     rest = parts[3:]

@@ -50,7 +50,7 @@ check "/metrics/resource: the families' TYPE lines" grep -q '^# TYPE container_c
 code=$(curl -s -k -o /dev/null -w '%{http_code}' "https://$node_ip:$agent_port/metrics/resource")
 check "/metrics/resource without a client certificate: 401 (got $code)" test "$code" = 401
 
-# discovery: the group without an APIService
+# discovery: the built-in group (its APIService is a local one)
 check "api-versions lists metrics.k8s.io/v1beta1" sh -c 'kubectl api-versions | grep -qx metrics.k8s.io/v1beta1'
 kubectl api-resources --api-group=metrics.k8s.io --no-headers >"$work/resources.txt" 2>&1
 check "api-resources: nodes (NodeMetrics) and pods (PodMetrics) of metrics.k8s.io" \

@@ -8,7 +8,11 @@
 # lists its group, kubectl get returns the backend's list, the backend is told who asks
 # (X-Remote-User, X-Remote-Group), RBAC rules apply to its resources, and once the
 # backend is gone the APIService is Available=False (FailedDiscoveryCheck) and its
-# requests are 503.
+# requests are 503. The built-in metrics.k8s.io/v1beta1 has a local APIService, which
+# metrics-server's APIService (applied over it, naming kube-system/metrics-server, here
+# the same backend) takes over: its answers come from the backend, discovery lists the
+# group once, and once it is deleted the local one is back and the built-in answers, as
+# it does once the APIService's service is dropped (Available, Local).
 #
 # Usage: test_aggregation.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -85,6 +89,69 @@ assert "system:masters" in r[0]["groups"], r[0]
 k get flunders --as=nobody >"$work/out" 2>&1
 check "RBAC applies to the aggregated resource, read from its path" grep -q \
     'flunders.wardle.example.com is forbidden: User "nobody" cannot list resource "flunders" in API group "wardle.example.com" in the namespace "default"' "$work/out"
+
+# --- metrics-server's APIService takes over metrics.k8s.io ---
+check "the built-in metrics.k8s.io has a local APIService" sh -c \
+    '[ "$(kubectl get apiservice v1beta1.metrics.k8s.io -o jsonpath="{.spec.groupPriorityMinimum}/{.spec.versionPriority}/{.spec.service}/{.status.conditions[0].reason}")" = "100/100//Local" ]'
+k get --raw /apis/metrics.k8s.io/v1beta1/nodes >"$work/out" 2>&1
+check "the built-in answers NodeMetrics" sh -c "grep -q NodeMetricsList '$work/out' && ! grep -q from-metrics-backend '$work/out'"
+k create namespace kube-system >/dev/null 2>&1
+cat >"$work/metrics.json" <<EOT
+{"apiVersion": "v1", "kind": "List", "items": [
+ {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "metrics-server", "namespace": "kube-system"},
+  "spec": {"ports": [{"name": "https", "port": 443, "targetPort": $hook_port}]}},
+ {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+  "metadata": {"name": "metrics-server-1", "namespace": "kube-system",
+               "labels": {"kubernetes.io/service-name": "metrics-server"}},
+  "addressType": "IPv4", "ports": [{"name": "https", "port": $hook_port, "protocol": "TCP"}],
+  "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}]},
+ {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+  "metadata": {"name": "v1beta1.metrics.k8s.io", "labels": {"k8s-app": "metrics-server"}},
+  "spec": {"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100,
+           "versionPriority": 100, "insecureSkipTLSVerify": true,
+           "service": {"namespace": "kube-system", "name": "metrics-server"}}}]}
+EOT
+k apply -f "$work/metrics.json" >"$work/out" 2>&1
+check "metrics-server's APIService is applied over the local one" grep -q 'apiservice.apiregistration.k8s.io/v1beta1.metrics.k8s.io configured' "$work/out"
+metrics_available() { kubectl get apiservice v1beta1.metrics.k8s.io -o jsonpath='{.status.conditions[?(@.type=="Available")].status}/{.status.conditions[?(@.type=="Available")].reason}' | grep -qx "$1"; }
+poll "metrics-server's APIService becomes Available (Passed)" metrics_available True/Passed
+k get apiservice v1beta1.metrics.k8s.io >"$work/out" 2>&1
+check "kubectl get shows kube-system/metrics-server and True" grep -Eq '^v1beta1\.metrics\.k8s\.io +kube-system/metrics-server +True ' "$work/out"
+k get --raw /apis/metrics.k8s.io/v1beta1/nodes >"$work/out" 2>&1
+check "metrics.k8s.io is answered by the backend" grep -Eq '"name": *"from-metrics-backend"' "$work/out"
+kurl "$url/apis" >"$work/out" 2>&1
+check "/apis lists metrics.k8s.io/v1beta1 once" python3 -c '
+import json, sys
+g = [x for x in json.load(open(sys.argv[1]))["groups"] if x["name"] == "metrics.k8s.io"]
+assert len(g) == 1 and [v["version"] for v in g[0]["versions"]] == ["v1beta1"], g
+' "$work/out"
+# metrics_discovery CATEGORIES: aggregated discovery lists metrics.k8s.io/v1beta1 once, nodes
+# and pods, nodes in those categories (a JSON value: the backend's, or null for the built-in)
+metrics_discovery() {
+    kurl -H 'Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' "$url/apis" >"$work/disc" 2>&1 &&
+        python3 -c '
+import json, sys
+g = [x for x in json.load(open(sys.argv[1]))["items"] if x["metadata"]["name"] == "metrics.k8s.io"]
+assert len(g) == 1 and len(g[0]["versions"]) == 1, g
+rs = g[0]["versions"][0]["resources"]
+assert sorted(r["resource"] for r in rs) == ["nodes", "pods"], g
+assert [r.get("categories") for r in rs if r["resource"] == "nodes"] == [json.loads(sys.argv[2])], g
+' "$work/disc" "$1"
+}
+poll "aggregated discovery lists the backend's metrics.k8s.io/v1beta1 (once)" metrics_discovery '["from-metrics-backend"]'
+k delete apiservice v1beta1.metrics.k8s.io >"$work/out" 2>&1
+check "metrics-server's APIService is deleted" grep -q 'deleted' "$work/out"
+builtin_metrics() { kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes 2>&1 | grep -q NodeMetricsList && ! kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes 2>&1 | grep -q from-metrics-backend; }
+check "then the built-in answers again" builtin_metrics
+poll "and the local APIService is back" sh -c '[ "$(kubectl get apiservice v1beta1.metrics.k8s.io -o jsonpath="{.spec.service}/{.status.conditions[0].reason}")" = "/Local" ]'
+poll "and aggregated discovery lists the built-in metrics.k8s.io again" metrics_discovery null
+k apply -f "$work/metrics.json" >/dev/null 2>&1
+poll "applied again, it takes the group over again" metrics_available True/Passed
+k patch apiservice v1beta1.metrics.k8s.io --type=json \
+    -p '[{"op": "remove", "path": "/spec/service"}, {"op": "remove", "path": "/spec/insecureSkipTLSVerify"}]' >"$work/out" 2>&1
+check "its service is dropped ($(cat "$work/out"))" grep -q patched "$work/out"
+poll "then it is Local and Available" metrics_available True/Local
+check "and the built-in answers" builtin_metrics
 
 # --- the backend goes ---
 stop_hook

@@ -12,9 +12,14 @@
  * count; resource and container resource metrics are the metrics.k8s.io/v1beta1
  * PodMetrics the API server serves itself, listed by the target's selector through the
  * sources (Kubernetes' metrics client), with the pods from the informer cache, and go
- * through replica_calculator.c. The custom and external metrics APIs are not served
- * here, so Pods, Object and External metrics are invalid metrics with a
- * FailedGet...Metric condition.
+ * through replica_calculator.c. Pods, Object and External metrics are read from the
+ * custom (v1beta2) and external (v1beta1) metrics APIs through the sources, as
+ * metrics/client.go's customMetricsClient and externalMetricsClient read them (so from
+ * the adapter an APIService registers), and computed as replica_calculator.go's
+ * GetMetricReplicas (a Pods metric, as a raw resource value), GetObjectMetricReplicas
+ * and GetExternalMetricReplicas (a value target against the ready pods),
+ * GetObjectPerPodMetricReplicas and GetExternalPerPodMetricReplicas (an average value
+ * target per replica of the status) do.
  *
  * The highest proposal wins and is normalized: without spec.behavior, the highest
  * recommendation of the downscale stabilization window (5 minutes) and a scale up of
@@ -25,7 +30,9 @@
  * status (currentReplicas, desiredReplicas, currentMetrics, lastScaleTime, and the
  * conditions AbleToScale, ScalingActive and ScalingLimited with Kubernetes' reasons
  * and messages) only when it changed. Events are Kubernetes': SuccessfulRescale,
- * FailedRescale, FailedGetScale, FailedGetResourceMetric, FailedComputeMetricsReplicas,
+ * FailedRescale, FailedGetScale, FailedGetResourceMetric, FailedGetContainerResourceMetric,
+ * FailedGetPodsMetric, FailedGetObjectMetric, FailedGetExternalMetric,
+ * FailedComputeMetricsReplicas,
  * SelectorRequired, InvalidSelector, FailedUpdateStatus.
  *
  * Every autoscaler is synced again a sync period (15 s) after its last sync, whatever
@@ -521,10 +528,450 @@ static int resource_proposal(struct sync *s, const char *ns, const json_t *spec,
     return p->status ? 0 : CK_ENOMEM;
 }
 
+/* ---- the custom and external metrics APIs (metrics/client.go) ----------------------- */
+
+#define CUSTOM_METRICS   "/apis/custom.metrics.k8s.io/v1beta2"
+#define EXTERNAL_METRICS "/apis/external.metrics.k8s.io/v1beta1"
+#define DEFAULT_WINDOW   (60 * CK_SEC) /* metricServerDefaultMetricWindow */
+
+/* obj[key] when it is a string, else dflt. */
+static const char *str_or(const json_t *obj, const char *key, const char *dflt)
+{
+    const char *v = json_string_value(json_object_get(obj, key));
+    return v ? v : dflt;
+}
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The string form of a metric's selector (a metav1.LabelSelector, may be NULL); "" for none. */
+static int metric_selector(const json_t *object, char **ret, char *err, size_t err_size)
+{
+    struct ck_label_selector *sel = NULL;
+    struct ck_err e = {0};
+    if (ck_label_selector_from_object(object, &sel, &e) < 0) {
+        snprintf(err, err_size, "%s", e.msg);
+        int r = e.code == CK_ENOMEM ? CK_ENOMEM : CK_EINVAL;
+        ck_err_release(&e);
+        return r;
+    }
+    *ret = ck_label_selector_string(sel);
+    ck_label_selector_free(sel);
+    return *ret ? 0 : CK_ENOMEM;
+}
+
+/*
+ * Go's %+v of a *metav1.LabelSelector, the generated String(): "nil", or
+ * &LabelSelector{MatchLabels:map[string]string{k: v,},MatchExpressions:[]...{...},}.
+ */
+static void go_selector(const json_t *sel, char *buf, size_t size)
+{
+    if (!json_is_object(sel)) {
+        snprintf(buf, size, "nil");
+        return;
+    }
+    struct ck__buf b = {0};
+    ck__buf_printf(&b, "&LabelSelector{MatchLabels:map[string]string{");
+    const json_t *labels = json_object_get(sel, "matchLabels");
+    const char **keys = ck__calloc(json_object_size(labels) + 1, sizeof(*keys));
+    size_t n = 0;
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)labels, k, v)
+    {
+        if (keys)
+            keys[n++] = k;
+    }
+    if (keys)
+        qsort(keys, n, sizeof(*keys), by_string);
+    for (size_t i = 0; i < n; i++)
+        ck__buf_printf(&b, "%s: %s,", keys[i], json_string_value(json_object_get(labels, keys[i])));
+    free(keys);
+    ck__buf_printf(&b, "},MatchExpressions:[]LabelSelectorRequirement{");
+    size_t i;
+    json_array_foreach(json_object_get(sel, "matchExpressions"), i, v)
+    {
+        ck__buf_printf(&b, "LabelSelectorRequirement{Key:%s,Operator:%s,Values:[",
+                       json_string_value(json_object_get(v, "key")),
+                       json_string_value(json_object_get(v, "operator")));
+        size_t j;
+        const json_t *value;
+        json_array_foreach(json_object_get(v, "values"), j, value)
+        {
+            ck__buf_printf(&b, "%s%s", j ? " " : "", json_string_value(value));
+        }
+        ck__buf_printf(&b, "],},");
+    }
+    ck__buf_printf(&b, "},}");
+    snprintf(buf, size, "%s", b.p ? b.p : "");
+    free(b.p);
+}
+
+/*
+ * A list from the custom or external metrics API (api: "custom", "external"): its items,
+ * at least one, or CK_EINVAL with the metrics client's words in err.
+ */
+static int metric_list(struct sync *s, const char *api, const char *path, const char *selector,
+                       const char *msel, json_t **ret_items, char *err, size_t err_size)
+{
+    json_t *list = NULL;
+    struct ck_err e = {0};
+    *ret_items = NULL;
+    if (s->c->sources.ops->metric_values(s->c->sources.data, path, selector, msel, &list, &e) < 0) {
+        snprintf(err, err_size, "unable to fetch metrics from %s metrics API: %s", api, e.msg);
+        int r = e.code == CK_ENOMEM ? CK_ENOMEM : CK_EINVAL;
+        ck_err_release(&e);
+        return r;
+    }
+    json_t *items = json_object_get(list, "items");
+    if (json_array_size(items) == 0) {
+        json_decref(list);
+        snprintf(err, err_size, "no metrics returned from %s metrics API", api);
+        return CK_EINVAL;
+    }
+    *ret_items = json_incref(items);
+    json_decref(list);
+    return 0;
+}
+
+/* A metric value's quantity in milli units (0 when it is not one). */
+static int64_t value_milli(const json_t *item)
+{
+    int64_t milli = 0;
+    const char *q = json_string_value(json_object_get(item, "value"));
+    if (!q || ck_quantity_milli(q, &milli) < 0)
+        return 0;
+    return milli;
+}
+
+/* The MetricStatus of a metric (kind "pods", "object", "external"), a new object. */
+static json_t *metric_status(const char *type, const char *member, const json_t *src,
+                             const json_t *described, const char *current, int64_t milli)
+{
+    char q[48];
+    ck_quantity_format(milli, false, q, sizeof(q));
+    const json_t *metric = json_object_get(src, "metric");
+    json_t *id = json_pack("{s:s}", "name", str_or(metric, "name", ""));
+    if (id && json_object_get(metric, "selector"))
+        json_object_set(id, "selector", json_object_get(metric, "selector"));
+    json_t *status = json_pack("{s:o, s:{s:s}}", "metric", id, "current", current, q);
+    if (status && described)
+        json_object_set(status, "describedObject", (json_t *)described);
+    return json_pack("{s:s, s:o}", "type", type, member, status);
+}
+
+/* getReadyPodsCount: the Running and Ready pods of the target. */
+static int ready_pods(struct sync *s, const char *ns, const struct ck_label_selector *selector,
+                      int64_t *ret, char *err, size_t err_size)
+{
+    struct ck_obj_list pods = {0};
+    int r = ck_lister_list(&s->c->pods, ns, selector, &pods, NULL);
+    if (r < 0)
+        return r;
+    *ret = 0;
+    for (size_t i = 0; i < pods.n; i++) {
+        const char *phase =
+            json_string_value(json_object_get(json_object_get(pods.items[i], "status"), "phase"));
+        if (phase && strcmp(phase, "Running") == 0 && ck_pod_is_ready(pods.items[i], NULL))
+            (*ret)++;
+    }
+    if (pods.n == 0) {
+        snprintf(err, err_size, "no pods returned by selector while calculating replica count");
+        r = CK_EINVAL;
+    }
+    ck_obj_list_release(&pods);
+    return r;
+}
+
+/* getUsageRatioReplicaCount: the replicas a usage ratio asks for, currently current. */
+static int ratio_replicas(struct sync *s, const char *ns, const struct ck_label_selector *selector,
+                          int32_t current, double ratio, int32_t *ret, char *err, size_t err_size)
+{
+    if (current == 0) {
+        *ret = (int32_t)ceil(ratio); /* scale from zero: the ratio alone */
+        return 0;
+    }
+    if (fabs(1.0 - ratio) <= s->c->opts.tolerance) {
+        *ret = current;
+        return 0;
+    }
+    int64_t ready = 0;
+    char why[MSG_SIZE] = "";
+    int r = ready_pods(s, ns, selector, &ready, why, sizeof(why));
+    if (r == CK_EINVAL)
+        bprintf(err, err_size, "unable to calculate ready pods: %s", why);
+    if (r == 0)
+        *ret = (int32_t)ceil(ratio * (double)ready);
+    return r;
+}
+
+/* GetObjectPerPodMetricReplicas and GetExternalPerPodMetricReplicas: a total per pod. */
+static int32_t per_pod_replicas(struct sync *s, int32_t status_replicas, int64_t usage,
+                                int64_t target, int64_t *ret_average)
+{
+    int32_t replicas = status_replicas;
+    double ratio = (double)usage / ((double)target * (double)status_replicas);
+    if (fabs(1.0 - ratio) > s->c->opts.tolerance && target > 0)
+        replicas = (int32_t)ceil((double)usage / (double)target);
+    *ret_average = status_replicas > 0 ? (int64_t)ceil((double)usage / (double)status_replicas) : 0;
+    return replicas;
+}
+
+static int64_t target_milli(const json_t *target, const char *member)
+{
+    int64_t milli = 0;
+    const char *q = json_string_value(json_object_get(target, member));
+    if (!q || ck_quantity_milli(q, &milli) < 0)
+        return 0;
+    return milli;
+}
+
+/*
+ * The replicas a total (an object's metric, an external metric's sum) asks for: against
+ * a value target the ratio to it (getUsageRatioReplicaCount); against an average value
+ * target per pod of the status's replicas, *usage becoming that average.
+ */
+static int total_replicas(struct sync *s, const char *ns, const struct ck_label_selector *selector,
+                          int32_t current, int32_t status_replicas, const json_t *target,
+                          bool value, int64_t *usage, int32_t *ret, struct proposal *p)
+{
+    if (!value) {
+        *ret = per_pod_replicas(s, status_replicas, *usage, target_milli(target, "averageValue"),
+                                usage);
+        return 0;
+    }
+    double ratio = (double)*usage / (double)target_milli(target, "value");
+    return ratio_replicas(s, ns, selector, current, ratio, ret, p->err, sizeof(p->err));
+}
+
+/* computeStatusForPodsMetric: GetMetricReplicas over the pods' custom metric. */
+static int pods_proposal(struct sync *s, const char *ns, const json_t *spec,
+                         const struct ck_label_selector *selector, int32_t current,
+                         struct proposal *p)
+{
+    const json_t *src = json_object_get(spec, "pods");
+    const char *name = str_or(json_object_get(src, "metric"), "name", "");
+    snprintf(p->reason, sizeof(p->reason), "FailedGetPodsMetric");
+    char *msel = NULL, *sel = NULL, why[MSG_SIZE] = "";
+    json_t *items = NULL;
+    int r = metric_selector(json_object_get(json_object_get(src, "metric"), "selector"), &msel,
+                            p->err, sizeof(p->err));
+    if (r == 0 && !(sel = ck_label_selector_string(selector)))
+        r = CK_ENOMEM;
+    char path[1024];
+    snprintf(path, sizeof(path), CUSTOM_METRICS "/namespaces/%s/pods/*/%s", ns, name);
+    if (r == 0 &&
+        (r = metric_list(s, "custom", path, sel, msel, &items, why, sizeof(why))) == CK_EINVAL)
+        bprintf(p->err, sizeof(p->err), "unable to get metric %s: %s", name, why);
+    int64_t target = target_milli(json_object_get(src, "target"), "averageValue");
+    struct ck_hpa_pod_metric *metrics =
+        r == 0 ? ck__calloc(json_array_size(items) + 1, sizeof(*metrics)) : NULL;
+    struct ck_obj_list pods = {0};
+    struct ck_hpa_proposal out = {0};
+    if (r == 0 && !metrics)
+        r = CK_ENOMEM;
+    if (r == 0)
+        r = ck_lister_list(&s->c->pods, ns, selector, &pods, NULL);
+    if (r == 0) {
+        size_t i, n = 0;
+        const json_t *m;
+        json_array_foreach(items, i, m)
+        {
+            const char *pod = str_or(json_object_get(m, "describedObject"), "name", NULL);
+            if (!pod)
+                continue;
+            int64_t ts_sec = 0;
+            long usec = 0;
+            ck__time_parse(json_string_value(json_object_get(m, "timestamp")), &ts_sec, &usec);
+            const json_t *w = json_object_get(m, "windowSeconds");
+            metrics[n++] = (struct ck_hpa_pod_metric){
+                pod, value_milli(m), ts_sec * CK_SEC + (int64_t)usec * 1000,
+                json_is_integer(w) ? json_integer_value(w) * CK_SEC : DEFAULT_WINDOW};
+        }
+        struct ck_hpa_calc calc = {s->c->opts.tolerance, s->c->opts.cpu_initialization_period,
+                                   s->c->opts.initial_readiness_delay, s->now};
+        r = ck_hpa_resource_replicas(&calc, current, target, true, "", NULL,
+                                     (const json_t *const *)pods.items, pods.n, metrics, n, &out,
+                                     p->err, sizeof(p->err));
+    }
+    ck_obj_list_release(&pods);
+    free(metrics);
+    json_decref(items);
+    free(sel);
+    free(msel);
+    if (r == CK_EINVAL)
+        bprintf(p->full, sizeof(p->full), "failed to get pods metric value: %s", p->err);
+    if (r < 0)
+        return r;
+    p->replicas = out.replicas;
+    p->status = metric_status("Pods", "pods", src, NULL, "averageValue", out.raw);
+    snprintf(p->name, sizeof(p->name), "pods metric %s", name);
+    return p->status ? 0 : CK_ENOMEM;
+}
+
+/* The custom metrics API's path of an object's metric (GetObjectMetric). */
+static int object_path(const char *ns, const json_t *described, const char *metric, char *path,
+                       size_t size, char *err, size_t err_size)
+{
+    const char *api_version = str_or(described, "apiVersion", "");
+    const char *kind = str_or(described, "kind", "");
+    if (strcmp(kind, "Namespace") == 0 && !strchr(api_version, '/')) {
+        /* the namespace's own metrics, whatever name it gives */
+        snprintf(path, size, CUSTOM_METRICS "/namespaces/%s/metrics/%s", ns, metric);
+        return 0;
+    }
+    const struct ck_kind *k = target_kind(described, err, err_size);
+    if (!k)
+        return CK_EINVAL;
+    snprintf(path, size, CUSTOM_METRICS "/namespaces/%s/%s%s%s/%s/%s", ns, k->resource,
+             *k->group ? "." : "", k->group, str_or(described, "name", ""), metric);
+    return 0;
+}
+
+/* computeStatusForObjectMetric: GetObjectMetricReplicas, GetObjectPerPodMetricReplicas. */
+static int object_proposal(struct sync *s, const char *ns, const json_t *spec,
+                           const struct ck_label_selector *selector, int32_t current,
+                           int32_t status_replicas, struct proposal *p)
+{
+    const json_t *src = json_object_get(spec, "object");
+    const json_t *described = json_object_get(src, "describedObject");
+    const json_t *target = json_object_get(src, "target");
+    const char *name = str_or(json_object_get(src, "metric"), "name", "");
+    const char *type = str_or(target, "type", "");
+    bool value = strcmp(type, "Value") == 0, average = strcmp(type, "AverageValue") == 0;
+    snprintf(p->reason, sizeof(p->reason), "FailedGetObjectMetric");
+    char *msel = NULL, path[1024], why[MSG_SIZE] = "";
+    int r = metric_selector(json_object_get(json_object_get(src, "metric"), "selector"), &msel,
+                            p->err, sizeof(p->err));
+    if (r == 0 && !value && !average) {
+        snprintf(p->err, sizeof(p->err),
+                 "invalid object metric source: neither a value target nor an average value "
+                 "target was set");
+        r = CK_EINVAL;
+    }
+    json_t *items = NULL;
+    bool fetched = r == 0; /* a failure past here is the fetch's */
+    if (r == 0) {
+        r = object_path(ns, described, name, path, sizeof(path), why, sizeof(why));
+        if (r == 0) {
+            json_t *list = NULL;
+            struct ck_err e = {0};
+            r = s->c->sources.ops->metric_values(s->c->sources.data, path, NULL, msel, &list, &e);
+            if (r < 0)
+                snprintf(why, sizeof(why), "%s", e.msg);
+            else if (json_array_size(json_object_get(list, "items")) != 1)
+                snprintf(why, sizeof(why),
+                         "the custom metrics API server returned %zu results when we asked for "
+                         "exactly one",
+                         json_array_size(json_object_get(list, "items")));
+            else
+                items = json_incref(json_object_get(list, "items"));
+            r = r < 0 && e.code == CK_ENOMEM ? CK_ENOMEM : items ? 0 : CK_EINVAL;
+            ck_err_release(&e);
+            json_decref(list);
+        }
+        if (r == CK_EINVAL) {
+            char fetch[MSG_SIZE];
+            bprintf(fetch, sizeof(fetch), "unable to fetch metrics from custom metrics API: %s",
+                    why);
+            /* the words as Kubernetes' format string orders them */
+            bprintf(p->err, sizeof(p->err), "unable to get metric %s: %s on %s %s/%s", name,
+                    str_or(described, "kind", ""), ns, str_or(described, "name", ""), fetch);
+        }
+    }
+    free(msel);
+    int64_t usage = items ? value_milli(json_array_get(items, 0)) : 0;
+    json_decref(items);
+    int32_t replicas = 0;
+    if (r == 0)
+        r = total_replicas(s, ns, selector, current, status_replicas, target, value, &usage,
+                           &replicas, p);
+    if (r == CK_EINVAL && average && fetched)
+        bprintf(p->full, sizeof(p->full),
+                "failed to get object metric value: failed to get %s object metric: %s", name,
+                p->err);
+    else if (r == CK_EINVAL)
+        bprintf(p->full, sizeof(p->full), "failed to get object metric value: %s", p->err);
+    if (r < 0)
+        return r;
+    p->replicas = replicas;
+    if (value) {
+        p->status = metric_status("Object", "object", src, described, "value", usage);
+        snprintf(p->name, sizeof(p->name), "%s metric %s", str_or(described, "kind", ""), name);
+    } else {
+        /* Kubernetes leaves the described object out, and names it an external metric */
+        json_t *none = json_pack("{s:s, s:s}", "kind", "", "name", "");
+        p->status = metric_status("Object", "object", src, none, "averageValue", usage);
+        json_decref(none);
+        char sel[MSG_SIZE / 2];
+        go_selector(json_object_get(json_object_get(src, "metric"), "selector"), sel, sizeof(sel));
+        bprintf(p->name, sizeof(p->name), "external metric %s(%s)", name, sel);
+    }
+    return p->status ? 0 : CK_ENOMEM;
+}
+
+/* computeStatusForExternalMetric: GetExternalMetricReplicas, GetExternalPerPodMetricReplicas. */
+static int external_proposal(struct sync *s, const char *ns, const json_t *spec,
+                             const struct ck_label_selector *selector, int32_t current,
+                             int32_t status_replicas, struct proposal *p)
+{
+    const json_t *src = json_object_get(spec, "external");
+    const json_t *target = json_object_get(src, "target");
+    const json_t *msel_obj = json_object_get(json_object_get(src, "metric"), "selector");
+    const char *name = str_or(json_object_get(src, "metric"), "name", "");
+    bool average = json_is_string(json_object_get(target, "averageValue"));
+    bool value = !average && json_is_string(json_object_get(target, "value"));
+    snprintf(p->reason, sizeof(p->reason), "FailedGetExternalMetric");
+    char go_sel[MSG_SIZE / 2];
+    go_selector(msel_obj, go_sel, sizeof(go_sel));
+    if (!average && !value) {
+        snprintf(p->err, sizeof(p->err),
+                 "invalid external metric source: neither a value target nor an average value "
+                 "target was set");
+        snprintf(p->full, sizeof(p->full), "%s", p->err);
+        return CK_EINVAL;
+    }
+    char *msel = NULL, path[1024], why[MSG_SIZE] = "";
+    json_t *items = NULL;
+    int r = metric_selector(msel_obj, &msel, p->err, sizeof(p->err));
+    snprintf(path, sizeof(path), EXTERNAL_METRICS "/namespaces/%s/%s", ns, name);
+    if (r == 0 &&
+        (r = metric_list(s, "external", path, msel, NULL, &items, why, sizeof(why))) == CK_EINVAL)
+        bprintf(p->err, sizeof(p->err), "unable to get external metric %s/%s/%s: %s", ns, name,
+                go_sel, why);
+    free(msel);
+    int64_t usage = 0;
+    size_t i;
+    const json_t *m;
+    json_array_foreach(items, i, m)
+    {
+        usage += value_milli(m);
+    }
+    json_decref(items);
+    int32_t replicas = 0;
+    if (r == 0)
+        r = total_replicas(s, ns, selector, current, status_replicas, target, value, &usage,
+                           &replicas, p);
+    if (r == CK_EINVAL)
+        bprintf(p->full, sizeof(p->full),
+                average ? "failed to get %s external metric: %s"
+                        : "failed to get external metric %s: %s",
+                name, p->err);
+    if (r < 0)
+        return r;
+    p->replicas = replicas;
+    p->status =
+        metric_status("External", "external", src, NULL, value ? "value" : "averageValue", usage);
+    bprintf(p->name, sizeof(p->name), "external metric %s(%s)", name, go_sel);
+    return p->status ? 0 : CK_ENOMEM;
+}
+
 /* computeReplicasForMetric: one metric's proposal. 0, CK_EINVAL (p says why) or CK_ENOMEM. */
 static int metric_proposal(struct sync *s, const char *ns, const json_t *spec,
                            const struct ck_label_selector *selector, int32_t current,
-                           struct proposal *p)
+                           int32_t status_replicas, struct proposal *p)
 {
     const char *type = json_string_value(json_object_get(spec, "type"));
     if (!type)
@@ -549,32 +996,25 @@ static int metric_proposal(struct sync *s, const char *ns, const json_t *spec,
         }
         return r;
     }
-    /* the custom and external metrics APIs: not served by this server */
-    const char *member = strcmp(type, "Pods") == 0       ? "pods"
-                         : strcmp(type, "Object") == 0   ? "object"
-                         : strcmp(type, "External") == 0 ? "external"
-                                                         : NULL;
-    char inner[MSG_SIZE];
-    if (!member) {
-        snprintf(p->reason, sizeof(p->reason), "InvalidMetricSourceType");
-        snprintf(inner, sizeof(inner), "unknown metric source type \"%s\"", type);
+    int r = CK_EINVAL;
+    if (strcmp(type, "Pods") == 0) {
+        r = pods_proposal(s, ns, spec, selector, current, p);
+    } else if (strcmp(type, "Object") == 0) {
+        r = object_proposal(s, ns, spec, selector, current, status_replicas, p);
+    } else if (strcmp(type, "External") == 0) {
+        r = external_proposal(s, ns, spec, selector, current, status_replicas, p);
     } else {
-        const char *metric = json_string_value(
-            json_object_get(json_object_get(json_object_get(spec, member), "metric"), "name"));
-        bool external = strcmp(member, "external") == 0;
-        snprintf(p->reason, sizeof(p->reason), "%s",
-                 external                      ? "FailedGetExternalMetric"
-                 : strcmp(member, "pods") == 0 ? "FailedGetPodsMetric"
-                                               : "FailedGetObjectMetric");
-        snprintf(inner, sizeof(inner),
-                 "unable to get %smetric %s: the server could not find the requested resource "
-                 "(%s.metrics.k8s.io is not served)",
-                 external ? "external " : "", metric ? metric : "",
-                 external ? "external" : "custom");
+        snprintf(p->reason, sizeof(p->reason), "InvalidMetricSourceType");
+        snprintf(p->err, sizeof(p->err), "unknown metric source type \"%s\"", type);
+        snprintf(p->full, sizeof(p->full), "%s", p->err);
     }
+    if (r != CK_EINVAL)
+        return r;
+    /* getUnableComputeReplicaCountCondition: the event says the error, the condition more */
+    char inner[MSG_SIZE];
+    snprintf(inner, sizeof(inner), "%s", p->err);
     record(s, CK_EVENT_WARNING, p->reason, inner);
     bprintf(p->err, sizeof(p->err), "the HPA was unable to compute the replica count: %s", inner);
-    bprintf(p->full, sizeof(p->full), "%s", inner);
     return CK_EINVAL;
 }
 
@@ -614,8 +1054,9 @@ static int compute_replicas(struct sync *s, const char *ns, const struct scale *
     int r = statuses ? 0 : CK_ENOMEM;
     for (size_t i = 0; r == 0 && i < n; i++) {
         struct proposal p = {0};
-        int pr = metric_proposal(s, ns, json_array_get(specs, i), selector,
-                                 (int32_t)scale->spec_replicas, &p);
+        int pr =
+            metric_proposal(s, ns, json_array_get(specs, i), selector,
+                            (int32_t)scale->spec_replicas, (int32_t)scale->status_replicas, &p);
         if (pr == CK_ENOMEM) {
             r = pr;
             break;
@@ -1170,8 +1611,17 @@ static int rest_update_scale(void *data, const struct ck_resource *res, const ch
     return ck_rest_do(data, "PUT", path, scale, NULL, NULL, reterr);
 }
 
+static int rest_metric_values(void *data, const char *path, const char *label_selector,
+                              const char *metric_label_selector, json_t **ret_list,
+                              struct ck_err *reterr)
+{
+    const char *const pairs[][2] = {{"labelSelector", label_selector},
+                                    {"metricLabelSelector", metric_label_selector}};
+    return ck_rest_get_query(data, path, pairs, 2, ret_list, reterr);
+}
+
 static const struct ck_hpa_sources_ops rest_sources = {rest_get_scale, rest_update_scale,
-                                                       rest_pod_metrics};
+                                                       rest_pod_metrics, rest_metric_values};
 
 void ck_hpa_sources_init_rest(struct ck_hpa_sources *s, struct ck_rest *rest)
 {

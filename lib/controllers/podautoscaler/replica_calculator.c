@@ -13,7 +13,9 @@
  * answer; otherwise the missing pods count as using their whole request (the target,
  * for raw values; at least 100% for utilization) on a scale down and nothing on a
  * scale up, the unready as nothing on a scale up, and the ratio is computed again: if
- * it is within the tolerance or points the other way, nothing changes.
+ * it is within the tolerance or points the other way, or the pods counted would turn
+ * the direction round, nothing changes. A raw value with resource "" is
+ * calcPlainMetricReplicas for a Pods metric (GetMetricReplicas).
  *
  * Threading: pure; everything it reads is borrowed from the caller.
  */
@@ -262,7 +264,7 @@ int ck_hpa_resource_replicas(const struct ck_hpa_calc *calc, int32_t current, in
         (ratio > 1.0 && again < 1.0))
         goto out; /* too small a change, or one that turns the direction round */
     int32_t proposed = (int32_t)ceil(again * (double)count);
-    if (!raw && ((again < 1.0 && proposed > current) || (again > 1.0 && proposed < current)))
+    if ((again < 1.0 && proposed > current) || (again > 1.0 && proposed < current))
         goto out; /* the pods counted would turn the direction round */
     ret->replicas = proposed;
 out:
