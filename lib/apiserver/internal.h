@@ -365,6 +365,7 @@ extern const struct ck__admission_plugin ck__admission_namespace_lifecycle;
 extern const struct ck__admission_plugin ck__admission_service_account;
 extern const struct ck__admission_plugin ck__admission_priority;
 extern const struct ck__admission_plugin ck__admission_default_toleration_seconds;
+extern const struct ck__admission_plugin ck__admission_taint_nodes_by_condition;
 extern const struct ck__admission_plugin ck__admission_default_ingress_class;
 extern const struct ck__admission_plugin ck__admission_runtime_class;
 extern const struct ck__admission_plugin ck__admission_always_pull_images;
