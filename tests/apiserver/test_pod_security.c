@@ -881,6 +881,8 @@ static void test_admission_configuration(void **state)
              "plugins:\n- name: ResourceQuota\n  configuration:\n"
              "    apiVersion: resourcequota.admission.k8s.io/v1\n    kind: Configuration\n"
              "    limitedResources:\n    - resource: pods\n      matchContains: [pods]\n"
+             "      matchScopes:\n      - scopeName: PriorityClass\n        operator: In\n"
+             "        values: [cluster-services]\n"
              "- name: AlwaysPullImages\n  path: nowhere.yaml\n"
              "- name: PodSecurity\n  path: psa.yaml\n");
     assert_int_equal(configure(dir, "bypath.yaml", &c, why, sizeof(why)), 0);
@@ -889,6 +891,11 @@ static void test_admission_configuration(void **state)
     assert_string_equal(
         json_string_value(json_object_get(json_array_get(c->quota_limited, 0), "resource")),
         "pods");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(json_array_get(c->quota_limited, 0), "matchScopes"), 0),
+            "scopeName")),
+        "PriorityClass");
     ck__admission_chain_free(c);
     /* ResourceQuota's configuration is validated too */
     write_in(dir, "quota.yaml",
