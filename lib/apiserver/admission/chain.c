@@ -177,6 +177,8 @@ void ck__admission_chain_free(struct ck__admission_chain *chain)
     if (chain) {
         ck__psa_config_free(chain->pod_security);
         json_decref(chain->quota_limited);
+        json_decref(chain->webhook_kubeconfig[0]);
+        json_decref(chain->webhook_kubeconfig[1]);
     }
     free(chain);
 }
