@@ -526,6 +526,14 @@ struct ck_kind {
      * lock its own fix out.
      */
     bool configures_admission;
+    /*
+     * Admission reads every object of the kind on every write (the webhook
+     * configurations, ValidatingAdmissionPolicies and their bindings,
+     * PriorityClasses, LimitRanges, StorageClasses, IngressClasses, as
+     * kube-apiserver's plugins read them from informers): the server keeps the
+     * kind's lists between writes instead of listing the store for each one.
+     */
+    bool admission_lists_all;
     enum ck_kind_role role;
     enum ck_name_rule name_rule;
     const char *schema; /* "io.k8s.api.apps.v1.Deployment" */

@@ -68,6 +68,20 @@ bool ck_quota_matches(const json_t *quota, const char *group, const char *resour
                       const json_t *obj);
 
 /*
+ * getScopeSelectorsFromQuota: quota's spec.scopes as Exists requirements, then the
+ * requirements of its spec.scopeSelector, as a new JSON array of
+ * ScopedResourceSelectorRequirements ({scopeName, operator, values}); NULL out of memory.
+ */
+json_t *ck_quota_scope_selectors(const json_t *quota);
+
+/*
+ * MatchingScopes: appends to out (a JSON array) each requirement of selectors (a JSON
+ * array, may be NULL) that obj matches; only pods match scopes. 0, or -1 out of memory.
+ */
+int ck_quota_matching_scopes(const char *group, const char *resource, const json_t *obj,
+                             const json_t *selectors, json_t *out);
+
+/*
  * The pod evaluator's Constraints: when the quota's hard resources constrain cpu or
  * memory, every container and init container must say them. Returns false and leaves
  * buf alone when pod satisfies hard; else true with Kubernetes' words in buf

@@ -534,6 +534,38 @@ static bool matches_scope(const json_t *req, const char *group, const char *reso
     return is_core(group, resource, "pods") && pod_matches_scope(req, obj);
 }
 
+json_t *ck_quota_scope_selectors(const json_t *quota)
+{
+    json_t *out = json_array();
+    size_t i;
+    const json_t *s;
+    json_array_foreach(ck__json_path(quota, "spec.scopes"), i, s)
+    {
+        if (out && json_array_append_new(
+                       out, json_pack("{sOss}", "scopeName", s, "operator", "Exists")) < 0)
+            out = (json_decref(out), NULL);
+    }
+    json_array_foreach(ck__json_path(quota, "spec.scopeSelector.matchExpressions"), i, s)
+    {
+        if (out && json_array_append(out, (json_t *)s) < 0)
+            out = (json_decref(out), NULL);
+    }
+    return out;
+}
+
+int ck_quota_matching_scopes(const char *group, const char *resource, const json_t *obj,
+                             const json_t *selectors, json_t *out)
+{
+    size_t i;
+    const json_t *s;
+    json_array_foreach(selectors, i, s)
+    {
+        if (matches_scope(s, group, resource, obj) && json_array_append(out, (json_t *)s) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 bool ck_quota_matches(const json_t *quota, const char *group, const char *resource,
                       const json_t *obj)
 {
@@ -546,22 +578,16 @@ bool ck_quota_matches(const json_t *quota, const char *group, const char *resour
     }
     if (!any)
         return false;
+    json_t *selectors = ck_quota_scope_selectors(quota);
+    bool all = selectors != NULL;
     size_t i;
     const json_t *s;
-    json_array_foreach(ck__json_path(quota, "spec.scopes"), i, s)
+    json_array_foreach(selectors, i, s)
     {
-        json_t *req = json_pack("{sOss}", "scopeName", s, "operator", "Exists");
-        bool ok = req && matches_scope(req, group, resource, obj);
-        json_decref(req);
-        if (!ok)
-            return false;
+        all = all && matches_scope(s, group, resource, obj);
     }
-    json_array_foreach(ck__json_path(quota, "spec.scopeSelector.matchExpressions"), i, s)
-    {
-        if (!matches_scope(s, group, resource, obj))
-            return false;
-    }
-    return true;
+    json_decref(selectors);
+    return all;
 }
 
 /* ---- constraints --------------------------------------------------------------------- */

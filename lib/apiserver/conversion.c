@@ -277,7 +277,7 @@ int ck__convert_objects(struct ck__registry *reg, const struct ck_kind *kind, js
     json_t *answer = NULL;
     struct ck__webhook_why why = {""};
     int r = ck__webhook_post(reg, json_object_get(webhook, "clientConfig"), TIMEOUT_SECONDS, review,
-                             "ConversionReview", &answer, &why);
+                             "ConversionReview", NULL, &answer, &why);
     json_decref(review);
     const json_t *converted = NULL;
     if (r < 0 || !converted_objects(answer, version, uid, &converted, &why)) {

@@ -198,6 +198,12 @@ struct ck__admission_chain {
     struct ck__psa_config *pod_security;
     /* ResourceQuota's limitedResources (its Configuration's); NULL: none */
     json_t *quota_limited;
+    /*
+     * The kubeconfigs of the webhook plugins' kubeConfigFile (their users' paths made
+     * absolute): [0] ValidatingAdmissionWebhook's, [1] MutatingAdmissionWebhook's; NULL:
+     * none, webhooks are called without credentials.
+     */
+    json_t *webhook_kubeconfig[2];
 };
 
 /*
@@ -365,6 +371,7 @@ extern const struct ck__admission_plugin ck__admission_namespace_lifecycle;
 extern const struct ck__admission_plugin ck__admission_service_account;
 extern const struct ck__admission_plugin ck__admission_priority;
 extern const struct ck__admission_plugin ck__admission_default_toleration_seconds;
+extern const struct ck__admission_plugin ck__admission_taint_nodes_by_condition;
 extern const struct ck__admission_plugin ck__admission_default_ingress_class;
 extern const struct ck__admission_plugin ck__admission_runtime_class;
 extern const struct ck__admission_plugin ck__admission_always_pull_images;
@@ -399,13 +406,15 @@ struct ck__webhook_why {
 /*
  * Posts request (JSON) to the webhook client_config names (a WebhookClientConfig: url,
  * or service {namespace, name, path, port}, and caBundle), giving it timeout seconds; on
- * success *ret_answer is the answer, a JSON object (a new reference). 0, or CK_EINVAL
+ * success *ret_answer is the answer, a JSON object (a new reference). kubeconfig (NULL:
+ * none) gives the credentials presented, its user chosen by the webhook's host and port
+ * as kube-apiserver's AuthenticationInfoResolver chooses. 0, or CK_EINVAL
  * with why filled: every failure (no endpoint, TLS, timeout, a status other than 2xx, an
  * answer that is not a JSON object, said to be no `what`) is a failed call.
  */
 int ck__webhook_post(struct ck__registry *reg, const json_t *client_config, long timeout,
-                     const json_t *request, const char *what, json_t **ret_answer,
-                     struct ck__webhook_why *why);
+                     const json_t *request, const char *what, const json_t *kubeconfig,
+                     json_t **ret_answer, struct ck__webhook_why *why);
 /*
  * Where a service reference ({namespace, name, path, port}, port default 443) is reached:
  * url is https://<name>.<namespace>.svc:<target port><path>, resolve curl's --resolve

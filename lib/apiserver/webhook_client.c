@@ -13,6 +13,13 @@
  * system's CAs) is the only trust. The url gets `?timeout=<n>s`, the deadline the client
  * gives, and an answer beyond RESPONSE_MAX bytes is a failed call.
  *
+ * The admission webhooks present the credentials of their plugin's kubeConfigFile
+ * (pkg/util/webhook/authentication.go): the kubeconfig user named after the webhook's
+ * host:port (<service>.<namespace>.svc:<port> for a service), or a "*." suffix of it,
+ * or either without the port when it is 443, else the user "*", else the current
+ * context's; a bearer token (token, tokenFile), a client certificate and key, or a
+ * username and password. exec credentials are not supported.
+ *
  * Threading: reads the store and calls out; no state of its own except libcurl's global
  * init (once), so it runs on any request thread at once (easy handles are per call).
  *
@@ -184,6 +191,187 @@ static int resolve_target(struct ck__registry *reg, const json_t *cc, char *url,
                               resolve_size, why);
 }
 
+/* ---- credentials (pkg/util/webhook/authentication.go) -------------------------------- */
+
+/* The user of kubeconfig's users named name, or NULL. */
+static const json_t *user_named(const json_t *kubeconfig, const char *name)
+{
+    return json_object_get(ck__json_find(json_object_get(kubeconfig, "users"), "name", name),
+                           "user");
+}
+
+/* The user named target, else "*." and each shorter suffix of target's dotted steps. */
+static const json_t *user_by_name_or_suffix(const json_t *kubeconfig, const char *target)
+{
+    const json_t *u = user_named(kubeconfig, target);
+    for (const char *dot = strchr(target, '.'); !u && dot; dot = strchr(dot + 1, '.')) {
+        char nick[600];
+        snprintf(nick, sizeof(nick), "*%s", dot);
+        u = user_named(kubeconfig, nick);
+    }
+    return u;
+}
+
+/*
+ * defaultAuthenticationInfoResolver.clientConfig: the user whose credentials a call to
+ * target (host:port) presents: by exact name, by a star-prefixed suffix ("*.svc:443"),
+ * both again without the port when it is 443, then "*", then the current context's
+ * user; NULL: none (anonymous).
+ */
+static const json_t *user_for(const json_t *kubeconfig, const char *target)
+{
+    const json_t *u = user_by_name_or_suffix(kubeconfig, target);
+    const char *colon = strrchr(target, ':');
+    if (!u && colon && strcmp(colon, ":443") == 0) {
+        char host[520];
+        int n = (int)(colon - target);
+        if (target[0] == '[' && n >= 2 && target[n - 1] == ']')
+            snprintf(host, sizeof(host), "%.*s", n - 2, target + 1);
+        else
+            snprintf(host, sizeof(host), "%.*s", n, target);
+        u = user_by_name_or_suffix(kubeconfig, host);
+    }
+    if (!u)
+        u = user_named(kubeconfig, "*");
+    const char *current = json_string_value(json_object_get(kubeconfig, "current-context"));
+    const json_t *context =
+        current ? ck__json_find(json_object_get(kubeconfig, "contexts"), "name", current) : NULL;
+    const char *user =
+        json_string_value(json_object_get(json_object_get(context, "context"), "user"));
+    if (!u && user && *user)
+        u = user_named(kubeconfig, user);
+    return u;
+}
+
+/*
+ * The host:port the credentials are chosen for: the url's host and port (443 when it
+ * has none), or <service>.<namespace>.svc:<service port>. 0, or CK_EINVAL.
+ */
+static int auth_target(const json_t *cc, char *target, size_t size)
+{
+    const char *u = json_string_value(json_object_get(cc, "url"));
+    if (!u) {
+        const json_t *svc = json_object_get(cc, "service");
+        const json_t *port = json_object_get(svc, "port");
+        snprintf(target, size, "%s.%s.svc:%lld",
+                 json_string_value(json_object_get(svc, "name")) ?: "",
+                 json_string_value(json_object_get(svc, "namespace")) ?: "",
+                 json_is_integer(port) ? (long long)json_integer_value(port) : 443LL);
+        return 0;
+    }
+    CURLU *h = curl_url();
+    char *host = NULL, *port = NULL;
+    int r = h && curl_url_set(h, CURLUPART_URL, u, 0) == CURLUE_OK &&
+                    curl_url_get(h, CURLUPART_HOST, &host, 0) == CURLUE_OK
+                ? 0
+                : CK_EINVAL;
+    if (r == 0 && curl_url_get(h, CURLUPART_PORT, &port, 0) != CURLUE_OK)
+        port = NULL;
+    if (r == 0)
+        snprintf(target, size, "%s:%s", host, port ? port : "443");
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(h);
+    return r;
+}
+
+/* What a call presents, kept until it is made. */
+struct credentials {
+    char *token;      /* from tokenFile */
+    char *cert, *key; /* client-certificate-data, client-key-data, decoded */
+    size_t cert_len, key_len;
+};
+
+static void credentials_release(struct credentials *c)
+{
+    free(c->token);
+    free(c->cert);
+    free(c->key);
+}
+
+/*
+ * restConfigFromKubeconfig: sets on curl the credentials of the user chosen for the
+ * webhook (a bearer token, from token or tokenFile; a client certificate and key, as
+ * files or data; a username and password). 0, or CK_EINVAL with why filled (Kubernetes'
+ * "could not get REST client: ...").
+ */
+static int present(CURL *curl, const json_t *kubeconfig, const json_t *cc,
+                   struct curl_slist **headers, struct credentials *c, struct ck__webhook_why *why)
+{
+    char target[600];
+    if (!kubeconfig || auth_target(cc, target, sizeof(target)) < 0)
+        return 0;
+    const json_t *user = user_for(kubeconfig, target);
+    if (!user)
+        return 0;
+    const char *token = json_string_value(json_object_get(user, "token"));
+    const char *token_file = json_string_value(json_object_get(user, "tokenFile"));
+    if ((!token || !*token) && token_file && *token_file) {
+        size_t len = 0;
+        int r = ck__read_file(token_file, 1 << 20, &c->token, &len);
+        if (r < 0) {
+            snprintf(why->text, sizeof(why->text), "could not get REST client: open %s: %s",
+                     token_file, strerror(-r));
+            return CK_EINVAL;
+        }
+        while (len && strchr(" \t\r\n", c->token[len - 1]))
+            c->token[--len] = '\0';
+        token = c->token;
+    }
+    if (json_object_get(user, "auth-provider")) {
+        snprintf(why->text, sizeof(why->text),
+                 "could not get REST client: auth provider not "
+                 "supported");
+        return CK_EINVAL;
+    }
+    if (json_object_get(user, "exec")) {
+        snprintf(why->text, sizeof(why->text),
+                 "could not get REST client: exec credentials are not supported by ckube");
+        return CK_EINVAL;
+    }
+    if (token && *token) {
+        char header[4200];
+        snprintf(header, sizeof(header), "Authorization: Bearer %s", token);
+        *headers = curl_slist_append(*headers, header);
+    }
+    const char *cert_file = json_string_value(json_object_get(user, "client-certificate"));
+    const char *key_file = json_string_value(json_object_get(user, "client-key"));
+    const char *cert64 = json_string_value(json_object_get(user, "client-certificate-data"));
+    const char *key64 = json_string_value(json_object_get(user, "client-key-data"));
+    if (cert64 && *cert64 && !(c->cert = ck_base64_decode(cert64, &c->cert_len))) {
+        snprintf(why->text, sizeof(why->text),
+                 "could not get REST client: client-certificate-data "
+                 "is not base64");
+        return CK_EINVAL;
+    }
+    if (key64 && *key64 && !(c->key = ck_base64_decode(key64, &c->key_len))) {
+        snprintf(why->text, sizeof(why->text),
+                 "could not get REST client: client-key-data is not base64");
+        return CK_EINVAL;
+    }
+    if (c->cert || (cert_file && *cert_file)) {
+        struct curl_blob cert = {.data = c->cert, .len = c->cert_len, .flags = CURL_BLOB_COPY};
+        struct curl_blob key = {.data = c->key, .len = c->key_len, .flags = CURL_BLOB_COPY};
+        if (c->cert)
+            curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert);
+        else
+            curl_easy_setopt(curl, CURLOPT_SSLCERT, cert_file);
+        curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
+        if (c->key)
+            curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key);
+        else if (key_file && *key_file)
+            curl_easy_setopt(curl, CURLOPT_SSLKEY, key_file);
+    }
+    const char *username = json_string_value(json_object_get(user, "username"));
+    const char *password = json_string_value(json_object_get(user, "password"));
+    if ((username && *username) || (password && *password)) {
+        curl_easy_setopt(curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+        curl_easy_setopt(curl, CURLOPT_USERNAME, username ? username : "");
+        curl_easy_setopt(curl, CURLOPT_PASSWORD, password ? password : "");
+    }
+    return 0;
+}
+
 /* libcurl's global state, made once before the first call from any thread. */
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void)
@@ -192,9 +380,10 @@ static void curl_init_once(void)
 }
 
 int ck__webhook_post(struct ck__registry *reg, const json_t *cc, long timeout,
-                     const json_t *request, const char *what, json_t **ret_answer,
-                     struct ck__webhook_why *why)
+                     const json_t *request, const char *what, const json_t *kubeconfig,
+                     json_t **ret_answer, struct ck__webhook_why *why)
 {
+    struct credentials creds = {0};
     *ret_answer = NULL;
     char base[1024], resolve[512], url[1100], errbuf[CURL_ERROR_SIZE] = "";
     if (resolve_target(reg, cc, base, sizeof(base), resolve, sizeof(resolve), why) < 0)
@@ -217,6 +406,8 @@ int ck__webhook_post(struct ck__registry *reg, const json_t *cc, long timeout,
     }
     headers = curl_slist_append(headers, "Content-Type: application/json");
     headers = curl_slist_append(headers, "Accept: application/json, */*");
+    if (present(curl, kubeconfig, cc, &headers, &creds, why) < 0)
+        goto out;
     ck__curl_setup(curl, "https", headers, &answer, errbuf);
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
@@ -261,6 +452,7 @@ out:
     curl_slist_free_all(headers);
     if (curl)
         curl_easy_cleanup(curl);
+    credentials_release(&creds);
     free(answer.data);
     free(ca);
     free(body);

@@ -1,10 +1,10 @@
 /*
  * test_admission.c - tests for lib/apiserver/admission/: the chain (kube-apiserver's
  * order and default set, its flags' errors, AlwaysDeny enabled by flag) and the
- * plugins DefaultTolerationSeconds, Priority, DefaultIngressClass, RuntimeClass,
- * AlwaysPullImages, DenyServiceExternalIPs and NamespaceLifecycle's immortal
- * namespaces, through a real server where they read other objects. The ServiceAccount plugin has
- * test_serviceaccount_admission.c.
+ * plugins DefaultTolerationSeconds, TaintNodesByCondition, Priority,
+ * DefaultIngressClass, RuntimeClass, AlwaysPullImages, DenyServiceExternalIPs and
+ * NamespaceLifecycle's immortal namespaces, through a real server where they read other
+ * objects. The ServiceAccount plugin has test_serviceaccount_admission.c.
  */
 #include "cktest.h"
 
@@ -34,6 +34,7 @@ static void test_default_chain_in_kubernetes_order(void **state)
                                        "LimitRanger",
                                        "ServiceAccount",
                                        "NodeRestriction",
+                                       "TaintNodesByCondition",
                                        "PodSecurity",
                                        "Priority",
                                        "DefaultTolerationSeconds",
@@ -63,7 +64,7 @@ static void test_default_chain_in_kubernetes_order(void **state)
 
     /* a default plugin ckube lacks may be disabled: it does not run anyway */
     assert_int_equal(ck__admission_chain_new(
-                         NULL, "TaintNodesByCondition,PersistentVolumeClaimResize", &c, NULL),
+                         NULL, "ClusterTrustBundleAttest,PersistentVolumeClaimResize", &c, NULL),
                      0);
     ck__admission_chain_free(c);
 }
@@ -180,6 +181,74 @@ static void test_default_toleration_seconds(void **state)
             json_decref(pod);
         }
     }
+}
+
+/* ---- TaintNodesByCondition --------------------------------------------------------- */
+
+/* A created Node gets not-ready:NoSchedule unless it has a taint of that key and effect. */
+static void test_taint_nodes_by_condition(void **state)
+{
+    (void)state;
+    const struct ck_kind *nodes = ck_kind_lookup("", "v1", "nodes");
+    static const struct {
+        const char *node;
+        enum ck__admission_op op;
+        const char *subresource;
+        const char *want_taints; /* spec.taints after admission; NULL: spec unchanged */
+    } cases[] = {
+        {"{\"metadata\":{\"name\":\"n\"}}", CK__ADMISSION_CREATE, NULL,
+         "[{\"key\":\"node.kubernetes.io/not-ready\",\"effect\":\"NoSchedule\"}]"},
+        {"{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":[{\"key\":\"a\","
+         "\"effect\":\"NoExecute\"},{\"key\":\"node.kubernetes.io/not-ready\",\"effect\":"
+         "\"NoExecute\"}]}}",
+         CK__ADMISSION_CREATE, NULL,
+         "[{\"key\":\"a\",\"effect\":\"NoExecute\"},{\"key\":\"node.kubernetes.io/"
+         "not-ready\",\"effect\":\"NoExecute\"},{\"key\":\"node.kubernetes.io/not-ready\","
+         "\"effect\":\"NoSchedule\"}]"},
+        /* there already, with a value: kept as it is, not added twice */
+        {"{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":[{\"key\":"
+         "\"node.kubernetes.io/not-ready\",\"value\":\"x\",\"effect\":\"NoSchedule\"}]}}",
+         CK__ADMISSION_CREATE, NULL, NULL},
+        /* only creates of the node itself */
+        {"{\"metadata\":{\"name\":\"n\"},\"spec\":{}}", CK__ADMISSION_UPDATE, NULL, NULL},
+        {"{\"metadata\":{\"name\":\"n\"},\"spec\":{}}", CK__ADMISSION_CREATE, "status", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *node = load(cases[i].node);
+        json_t *given = json_deep_copy(node);
+        json_t *old = cases[i].op == CK__ADMISSION_UPDATE ? given : NULL;
+        struct ck__admission_attrs a = {.op = cases[i].op,
+                                        .kind = nodes,
+                                        .subresource = cases[i].subresource,
+                                        .namespace = "",
+                                        .name = "n",
+                                        .obj = node,
+                                        .old = old};
+        struct ck_err err = {0};
+        assert_int_equal(ck__admission_taint_nodes_by_condition.admit(NULL, &a, &err), 0);
+        if (cases[i].want_taints) {
+            json_t *want = load(cases[i].want_taints);
+            if (!json_equal(json_object_get(json_object_get(node, "spec"), "taints"), want))
+                fail_msg("case %zu: taints %s", i,
+                         json_dumps(json_object_get(json_object_get(node, "spec"), "taints"),
+                                    JSON_COMPACT));
+            json_decref(want);
+        } else {
+            assert_true(json_equal(node, given));
+        }
+        json_decref(given);
+        json_decref(node);
+    }
+    /* other kinds are left alone */
+    json_t *pod = load("{\"metadata\":{\"name\":\"p\"},\"spec\":{}}");
+    struct ck__admission_attrs a = {.op = CK__ADMISSION_CREATE,
+                                    .kind = ck_kind_lookup("", "v1", "pods"),
+                                    .namespace = "default",
+                                    .name = "p",
+                                    .obj = pod};
+    assert_int_equal(ck__admission_taint_nodes_by_condition.admit(NULL, &a, NULL), 0);
+    assert_null(json_object_get(json_object_get(pod, "spec"), "taints"));
+    json_decref(pod);
 }
 
 /* ---- through a server --------------------------------------------------------------- */
@@ -821,6 +890,7 @@ int main(void)
         cmocka_unit_test(test_flag_errors),
         cmocka_unit_test(test_always_deny_refuses_writes),
         cmocka_unit_test(test_default_toleration_seconds),
+        cmocka_unit_test(test_taint_nodes_by_condition),
         cmocka_unit_test(test_priority),
         cmocka_unit_test(test_default_ingress_class),
         cmocka_unit_test(test_default_storage_class),

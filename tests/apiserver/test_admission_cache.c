@@ -1,6 +1,7 @@
 /*
  * test_admission_cache.c - tests for lib/apiserver/admission/list_cache.c, the lists of
- * configuration objects admission reads on every write: a fill is found again; a change
+ * configuration objects admission reads on every write: the kinds whose descriptors set
+ * admission_lists_all are kept, and no other; a fill is found again; a change
  * stored by anyone else (another server on the same store) is forgotten once its watch
  * event arrives, for that kind only; a fill that raced a forget is dropped; a watch that
  * ends leaves the cache empty for good; kinds that are not configuration (pods) and lists
@@ -107,6 +108,43 @@ static void test_fill_then_found(void **state)
     ck__admission_cache_forget(cache, ck_kind_lookup("", "v1", "limitranges"));
     assert_false(kept(in_a));
     assert_true(kept(webhooks));
+}
+
+static void test_the_flagged_kinds_are_kept(void **state)
+{
+    (void)state;
+    static const char *const configuration[][2] = {
+        {"admissionregistration.k8s.io", "mutatingwebhookconfigurations"},
+        {"admissionregistration.k8s.io", "validatingwebhookconfigurations"},
+        {"admissionregistration.k8s.io", "validatingadmissionpolicies"},
+        {"admissionregistration.k8s.io", "validatingadmissionpolicybindings"},
+        {"scheduling.k8s.io", "priorityclasses"},
+        {"", "limitranges"},
+        {"storage.k8s.io", "storageclasses"},
+        {"networking.k8s.io", "ingressclasses"},
+    };
+    for (size_t i = 0; i < sizeof(configuration) / sizeof(configuration[0]); i++) {
+        const struct ck_kind *kind = ck_kind_lookup(configuration[i][0], "v1", configuration[i][1]);
+        assert_non_null(kind);
+        assert_true(kind->admission_lists_all);
+    }
+    /* a fresh cache (no watch to end): a kind is kept exactly when its descriptor says */
+    struct ck__admission_cache *own = NULL;
+    assert_int_equal(ck__admission_cache_start(NULL, &own, NULL), 0);
+    size_t n;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    for (size_t i = 0; i < n; i++) {
+        char prefix[CK__KEY_MAX];
+        if (ck__collection_prefix(kinds[i], NULL, prefix, sizeof(prefix)) <= 0)
+            continue;
+        bool keep = !kinds[i]->admission_lists_all;
+        uint64_t generation;
+        assert_null(ck__admission_cache_lookup(own, prefix, &keep, &generation));
+        if (keep != kinds[i]->admission_lists_all)
+            fail_msg("%s/%s: kept %d, flag %d", kinds[i]->group, kinds[i]->resource, keep,
+                     kinds[i]->admission_lists_all);
+    }
+    ck__admission_cache_free(own);
 }
 
 static void test_what_is_never_kept(void **state)
@@ -254,6 +292,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fill_then_found),
+        cmocka_unit_test(test_the_flagged_kinds_are_kept),
         cmocka_unit_test(test_what_is_never_kept),
         cmocka_unit_test(test_a_change_stored_elsewhere_is_forgotten),
         cmocka_unit_test(test_a_fill_that_raced_a_forget_is_dropped),

@@ -881,6 +881,8 @@ static void test_admission_configuration(void **state)
              "plugins:\n- name: ResourceQuota\n  configuration:\n"
              "    apiVersion: resourcequota.admission.k8s.io/v1\n    kind: Configuration\n"
              "    limitedResources:\n    - resource: pods\n      matchContains: [pods]\n"
+             "      matchScopes:\n      - scopeName: PriorityClass\n        operator: In\n"
+             "        values: [cluster-services]\n"
              "- name: AlwaysPullImages\n  path: nowhere.yaml\n"
              "- name: PodSecurity\n  path: psa.yaml\n");
     assert_int_equal(configure(dir, "bypath.yaml", &c, why, sizeof(why)), 0);
@@ -889,6 +891,11 @@ static void test_admission_configuration(void **state)
     assert_string_equal(
         json_string_value(json_object_get(json_array_get(c->quota_limited, 0), "resource")),
         "pods");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(json_array_get(c->quota_limited, 0), "matchScopes"), 0),
+            "scopeName")),
+        "PriorityClass");
     ck__admission_chain_free(c);
     /* ResourceQuota's configuration is validated too */
     write_in(dir, "quota.yaml",
@@ -899,6 +906,42 @@ static void test_admission_configuration(void **state)
     assert_int_equal(configure(dir, "quota.yaml", &c, why, sizeof(why)), CK_EINVAL);
     assert_string_equal(why, "couldn't init admission plugin \"ResourceQuota\": "
                              "limitedResources[0].resource: Required value");
+    ck__admission_chain_free(c);
+
+    /* the webhook plugins' kubeConfigFile: absolute, its users' relative paths resolved */
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\n"
+             "plugins:\n- name: ValidatingAdmissionWebhook\n  configuration:\n"
+             "    apiVersion: apiserver.config.k8s.io/v1\n"
+             "    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: %s/hooks.kubeconfig\n"
+             "- name: MutatingAdmissionWebhook\n  configuration:\n"
+             "    apiVersion: apiserver.config.k8s.io/v1alpha1\n    kind: WebhookAdmission\n"
+             "    kubeConfigFile: %s/hooks.kubeconfig\n",
+             dir, dir);
+    write_in(dir, "hooks.yaml", body);
+    write_in(dir, "hooks.kubeconfig",
+             "users:\n- name: '*'\n  user: {tokenFile: t, client-certificate: /abs.crt}\n");
+    assert_int_equal(configure(dir, "hooks.yaml", &c, why, sizeof(why)), 0);
+    for (int k = 0; k < 2; k++) {
+        const json_t *user = json_object_get(
+            json_array_get(json_object_get(c->webhook_kubeconfig[k], "users"), 0), "user");
+        char want[512];
+        snprintf(want, sizeof(want), "%s/t", dir);
+        assert_string_equal(json_string_value(json_object_get(user, "tokenFile")), want);
+        assert_string_equal(json_string_value(json_object_get(user, "client-certificate")),
+                            "/abs.crt");
+    }
+    ck__admission_chain_free(c);
+    write_in(dir, "hooks.yaml",
+             "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\n"
+             "plugins:\n- name: ValidatingAdmissionWebhook\n  configuration:\n"
+             "    apiVersion: apiserver.config.k8s.io/v1\n"
+             "    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: hooks.kubeconfig\n");
+    assert_int_equal(configure(dir, "hooks.yaml", &c, why, sizeof(why)), CK_EINVAL);
+    assert_string_equal(why, "couldn't init admission plugin \"ValidatingAdmissionWebhook\": "
+                             "kubeConfigFile: Invalid value: \"hooks.kubeconfig\": must be an "
+                             "absolute file path");
     ck__admission_chain_free(c);
 
     /* a disabled plugin's configuration is not read */

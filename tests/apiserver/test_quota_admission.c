@@ -3,7 +3,8 @@
  * ResourceQuota admission plugin) through a real server: the kind's validation and
  * status subresource, quotas not yet counted, missing usage, constraints, object
  * counts, exceeded quotas in Kubernetes' words, charged usage, dry runs, service and
- * claim updates charged their growth, a PriorityClass scope selector, allocation
+ * claim updates charged their growth, a PriorityClass scope selector, the
+ * configuration's limitedResources and their matchScopes, allocation
  * failures while charging, and creates racing for a quota's last unit, serialized by
  * the namespace's lock and without it (the resourceVersion precondition and its
  * retries).
@@ -488,12 +489,70 @@ static void test_limited_resources(void **state)
         call(server, "POST", NS "/configmaps", "{\"metadata\":{\"name\":\"c\"}}", NULL), 201);
 }
 
+/*
+ * limitedResources' matchScopes: a pod matching one needs a quota with a scope of that
+ * name that it matches, whatever the entry's resource and the quota's resources.
+ */
+static void test_limited_scopes(void **state)
+{
+    struct ck_apiserver *server = served(state);
+    server->admission->quota_limited =
+        json_loads("[{\"resource\":\"pods\",\"matchScopes\":[{\"scopeName\":\"PriorityClass\","
+                   "\"operator\":\"In\",\"values\":[\"cluster-services\",\"critical\"]}]},"
+                   "{\"resource\":\"services\",\"matchScopes\":[{\"scopeName\":"
+                   "\"CrossNamespacePodAffinity\",\"operator\":\"Exists\"}]}]",
+                   0, NULL);
+    assert_non_null(server->admission->quota_limited);
+    assert_int_equal(call(server, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+                          "{\"metadata\":{\"name\":\"cluster-services\"},\"value\":1000}", NULL),
+                     201);
+    static const char vip[] =
+        "{\"metadata\":{\"name\":\"vip\"},\"spec\":{\"priorityClassName\":"
+        "\"cluster-services\",\"affinity\":{\"podAffinity\":{"
+        "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":\"k\","
+        "\"namespaces\":[\"other\"]}]}},\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}";
+    json_t *out = NULL;
+    /* a pod matching no limited scope needs nothing */
+    assert_int_equal(post_pod(server, "plain", "", NULL), 201);
+    /* matching both, without any quota: refused, both listed as Go prints them */
+    assert_int_equal(call(server, "POST", PODS, vip, &out), 500);
+    assert_string_equal(message(out), "insufficient quota to match these scopes: "
+                                      "[{PriorityClass In [cluster-services critical]} "
+                                      "{CrossNamespacePodAffinity Exists []}]");
+    json_decref(out);
+    /* a quota with a PriorityClass scope the pod matches covers that scope */
+    add_counted_quota(server, "classy", "{\"count/pods\":\"5\"}",
+                      ",\"scopeSelector\":{\"matchExpressions\":[{\"scopeName\":"
+                      "\"PriorityClass\",\"operator\":\"Exists\"}]}",
+                      "{\"count/pods\":\"0\"}");
+    assert_int_equal(call(server, "POST", PODS, vip, &out), 500);
+    assert_string_equal(message(out), "insufficient quota to match these scopes: "
+                                      "[{CrossNamespacePodAffinity Exists []}]");
+    json_decref(out);
+    /* a quota with scopes the pod does not match covers nothing */
+    add_counted_quota(server, "terminating", "{\"pods\":\"5\"}", ",\"scopes\":[\"Terminating\"]",
+                      "{\"pods\":\"0\"}");
+    assert_int_equal(call(server, "POST", PODS, vip, &out), 500);
+    json_decref(out);
+    /*
+     * each of a quota's scopes counts on its own (MatchingScopes): this one covers the
+     * scope though the quota, with a Terminating scope too, does not cover the pod
+     */
+    add_counted_quota(server, "cross", "{\"pods\":\"5\"}",
+                      ",\"scopes\":[\"CrossNamespacePodAffinity\",\"Terminating\"]",
+                      "{\"pods\":\"0\"}");
+    assert_int_equal(call(server, "POST", PODS, vip, NULL), 201);
+    assert_used(server, "classy", "count/pods", "1");
+    assert_used(server, "cross", "pods", "0");
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_kind_validation_and_status, test_serve, test_unserve),
         cmocka_unit_test_setup_teardown(test_limited_resources, test_serve, test_unserve),
+        cmocka_unit_test_setup_teardown(test_limited_scopes, test_serve, test_unserve),
         cmocka_unit_test_setup_teardown(test_exceeded_charged_and_counted, test_serve,
                                         test_unserve),
         cmocka_unit_test_setup_teardown(test_compute_constraints_and_scopes, test_serve,

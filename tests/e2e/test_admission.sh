@@ -4,7 +4,7 @@
 # unimplemented plugins), the chain the server logs, AlwaysDeny enabled by flag,
 # and the default plugins that read other objects: Priority (a pod's priority from
 # its class or the global default, one global default only) and DefaultIngressClass,
-# with kubectl's own words on the refusals.
+# with kubectl's own words on the refusals; TaintNodesByCondition's taint on a new node.
 #
 # Usage: test_admission.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -30,7 +30,7 @@ refuse_start "a plugin ckube lacks is refused, not pretended" \
 # --- AlwaysDeny, named over two uses of the flag ---
 start_server --controllers=-* --enable-admission-plugins AlwaysAdmit --enable-admission-plugins=AlwaysDeny
 check "the server logs its chain in kube-apiserver's order" grep -q \
-    'order="AlwaysAdmit,NamespaceLifecycle,LimitRanger,ServiceAccount,NodeRestriction,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,RuntimeClass,DefaultIngressClass,MutatingAdmissionWebhook,AlwaysDeny"' \
+    'order="AlwaysAdmit,NamespaceLifecycle,LimitRanger,ServiceAccount,NodeRestriction,TaintNodesByCondition,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,RuntimeClass,DefaultIngressClass,MutatingAdmissionWebhook,AlwaysDeny"' \
     "$work/server.err"
 k create configmap c --from-literal=a=b >"$work/out" 2>&1
 check "AlwaysDeny refuses a create" grep -q \
@@ -61,6 +61,11 @@ check "a missing class is refused" grep -q \
 k label pod defaulted a=b >/dev/null 2>&1
 check "an update keeps the priority" sh -c \
     '[ "$(kubectl get pod defaulted -o jsonpath={.spec.priority}/{.metadata.labels.a})" = 1000/b ]'
+
+# TaintNodesByCondition: no node lifecycle controller here to take the taint away
+printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}' | k create -f - >/dev/null 2>&1
+check "a created node is tainted not-ready:NoSchedule" sh -c \
+    '[ "$(kubectl get node n1 -o jsonpath="{.spec.taints[*].key}:{.spec.taints[*].effect}")" = node.kubernetes.io/not-ready:NoSchedule ]'
 
 cat >"$work/ic.yaml" <<'YAML'
 apiVersion: networking.k8s.io/v1

@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_scheduler.sh - the scheduler, simulated nodes and the node lifecycle controller
-# with the real kubectl against a real `ckube server` and `ckube fake-nodes`: pods placed
+# with the real kubectl against a real `ckube server` and `ckube fake-nodes`: new nodes
+# lose the not-ready taint they are created with once they are Ready; pods placed
 # by node selector, required node affinity, taints and tolerations, and resources; an
 # unschedulable pod with its PodScheduled condition and FailedScheduling event, scheduled
 # once a node is labelled; a Deployment spread across nodes; cordon, drain (through
@@ -32,6 +33,14 @@ exists() {
 fake_a=$(fakes a- 3)
 exists node/a-2
 wait_for "node a-2 Ready" node/a-2 '{.status.conditions[?(@.type=="Ready")].status}=True'
+# created with TaintNodesByCondition's not-ready:NoSchedule, which goes once Ready
+i=0
+until [ -z "$(k get nodes -o jsonpath='{.items[*].spec.taints[*].key}')" ] || [ $i -gt 50 ]; do
+    i=$((i + 1))
+    sleep 0.2
+done
+check "Ready nodes lose the not-ready taint they were created with" \
+    test -z "$(k get nodes -o jsonpath='{.items[*].spec.taints[*].key}')"
 check "nodes have the fake labels" \
     test "$(k get nodes -l type=fake,kubernetes.io/os=linux -o name | wc -l)" -eq 3
 check "a lease per node in kube-node-lease" \

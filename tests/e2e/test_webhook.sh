@@ -5,7 +5,7 @@
 # (Kubernetes' words checked), one that refuses without a message, a
 # MutatingWebhookConfiguration whose JSONPatch adds a label (seen on the stored object),
 # namespace and object selectors, matchConditions (CEL), reinvocation, a webhook reached through a Service and
-# its EndpointSlice, discovery, failurePolicy
+# its EndpointSlice, the credentials of the plugins' kubeConfigFile, discovery, failurePolicy
 # Ignore and Fail when the webhook is down, and dry runs (sideEffects None is called
 # with dryRun: true).
 #
@@ -176,6 +176,66 @@ k create configmap via-service --from-literal=a=b >"$work/out" 2>&1
 check "a webhook reached through its service (TLS name hook.hooks.svc)" sh -c \
     '[ "$(kubectl get configmap via-service -o jsonpath={.metadata.labels.mutated})" = yes ]'
 k delete mutatingwebhookconfiguration svc >/dev/null 2>&1
+
+# --- the credentials of the plugins' kubeConfigFile ---
+# ValidatingAdmissionWebhook's kubeconfig: its user named after the webhook's host:port,
+# else a "*." suffix (without the port when it is 443), else "*"; MutatingAdmissionWebhook
+# has none, so its calls carry no credentials
+stop_server
+mkdir -p "$work/admission"
+printf 'svc-token\n' >"$work/admission/svc.token"
+cat >"$work/admission/webhooks.kubeconfig" <<EOT
+apiVersion: v1
+kind: Config
+users:
+- name: "127.0.0.1:$hook_port"
+  user: {token: exact-token}
+- name: "*.svc"
+  user: {tokenFile: svc.token}
+- name: "*"
+  user: {token: star-token}
+EOT
+# admission_config PLUGIN KUBECONFIG: an AdmissionConfiguration giving PLUGIN that kubeConfigFile
+admission_config() {
+    cat <<EOT
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: $1
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: "$2"
+EOT
+}
+admission_config ValidatingAdmissionWebhook "$work/admission/webhooks.kubeconfig" >"$work/admission/config.yaml"
+start_server --controllers=-* --disable-admission-plugins ServiceAccount \
+    --admission-control-config-file "$work/admission/config.yaml"
+webhook_config ValidatingWebhookConfiguration auth-url url.example.com /deny | k apply -f - >/dev/null 2>&1
+webhook_config ValidatingWebhookConfiguration auth-svc svc.example.com /deny |
+    python3 -c 'import json,sys; c=json.load(sys.stdin); cc=c["webhooks"][0]["clientConfig"]; del cc["url"]; cc["service"]={"namespace":"hooks","name":"hook","path":"/deny"}; print(json.dumps(c))' |
+    k apply -f - >/dev/null 2>&1
+webhook_config MutatingWebhookConfiguration auth-mutating mutating.example.com /label | k apply -f - >/dev/null 2>&1
+k create configmap with-credentials --from-literal=a=b >"$work/out" 2>&1
+check "the webhooks present their kubeconfig users' tokens" python3 -c '
+import json, sys
+seen = {}
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e["review"]["request"].get("name") == "with-credentials":
+        seen.setdefault(e["path"].split("?")[0], []).append(e["authorization"])
+assert sorted(seen["/deny"]) == ["Bearer exact-token", "Bearer svc-token"], seen
+assert seen["/label"] == [None], seen
+' "$work/reviews.log"
+k delete validatingwebhookconfiguration auth-url auth-svc >/dev/null 2>&1
+k delete mutatingwebhookconfiguration auth-mutating >/dev/null 2>&1
+admission_config MutatingAdmissionWebhook webhooks.kubeconfig >"$work/admission/relative.yaml"
+timeout 30 "$ckube" server --disable-agent --disable-dns --listen "127.0.0.1:$(free_port)" --data-dir "$work/data2" \
+    --store "sqlite://$work/data2.db" --admission-control-config-file "$work/admission/relative.yaml" \
+    >"$work/refused.out" 2>&1
+check "a relative kubeConfigFile stops the start" grep -qF \
+    'couldn'"'"'t init admission plugin "MutatingAdmissionWebhook": kubeConfigFile: Invalid value: "webhooks.kubeconfig": must be an absolute file path' \
+    "$work/refused.out"
 
 # --- the webhook is down ---
 stop_hook

@@ -4,8 +4,8 @@ library) on an ephemeral loopback port that answers the reviews POSTed to it.
 
 listen(handler, ...) is the server; serve(kind, answer) reads CERT KEY PORTFILE LOG from the command line, writes the
 port to PORTFILE once it listens (whole: through a rename), appends every review
-received to LOG (one JSON line each: {"path": ..., "review": ...}, so a test can look
-at what the server sent) and answers each with {"apiVersion": the review's, "kind":
+received to LOG (one JSON line each: {"path": ..., "review": ..., "authorization": the
+Authorization header or null}, so a test can look at what the server sent) and answers each with {"apiVersion": the review's, "kind":
 kind, "response": answer(path, review)}.
 """
 import http.server
@@ -25,7 +25,8 @@ def serve(kind, answer):
         def do_POST(self):
             review = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             with open(log, "a") as fh:
-                fh.write(json.dumps({"path": self.path, "review": review}) + "\n")
+                fh.write(json.dumps({"path": self.path, "review": review,
+                                     "authorization": self.headers.get("Authorization")}) + "\n")
             out = json.dumps({"apiVersion": review["apiVersion"], "kind": kind,
                               "response": answer(self.path, review)}).encode()
             self.send_response(200)

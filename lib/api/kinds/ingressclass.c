@@ -162,6 +162,7 @@ const struct ck_kind ck__kind_ingressclass = {
     .singular = "ingressclass",
     .namespaced = false,
     .has_generation = true,
+    .admission_lists_all = true,
     .schema = "io.k8s.api.networking.v1.IngressClass",
     CK__KIND_COLUMNS(columns),
     .cells = cells,

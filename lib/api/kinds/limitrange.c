@@ -170,6 +170,7 @@ const struct ck_kind ck__kind_limitrange = {
     .resource = "limitranges",
     .singular = "limitrange",
     .namespaced = true,
+    .admission_lists_all = true,
     .short_names = short_names,
     .schema = "io.k8s.api.core.v1.LimitRange",
     CK__KIND_COLUMNS(columns),

@@ -23,6 +23,7 @@ const struct ck_kind ck__kind_mutatingwebhookconfiguration = {
     .namespaced = false,
     .has_generation = true,
     .configures_admission = true,
+    .admission_lists_all = true,
     .schema = "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
     CK__KIND_COLUMNS(ck__webhook_columns),
     .cells = ck__cells_webhooks,

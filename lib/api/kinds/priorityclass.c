@@ -125,6 +125,7 @@ const struct ck_kind ck__kind_priorityclass = {
     .singular = "priorityclass",
     .short_names = short_names,
     .namespaced = false,
+    .admission_lists_all = true,
     .role = CK_KIND_ROLE_PRIORITY_CLASS,
     .schema = "io.k8s.api.scheduling.v1.PriorityClass",
     CK__KIND_COLUMNS(columns),

@@ -168,6 +168,7 @@ const struct ck_kind ck__kind_storageclass = {
     .singular = "storageclass",
     .short_names = short_names,
     .namespaced = false,
+    .admission_lists_all = true,
     .schema = "io.k8s.api.storage.v1.StorageClass",
     CK__KIND_COLUMNS(columns),
     .cells = cells,

@@ -71,6 +71,7 @@ const struct ck_kind ck__kind_validatingadmissionpolicy = {
     .namespaced = false,
     .has_generation = true,
     .configures_admission = true,
+    .admission_lists_all = true,
     .role = CK_KIND_ROLE_VALIDATING_ADMISSION_POLICY,
     .schema = "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
     .subresources = subresources,

@@ -72,7 +72,7 @@ static const struct known_plugin {
     {"ServiceAccount", true, &ck__admission_service_account},
     /* on in ckube, as k3s turns it on: a node writes only its own objects */
     {"NodeRestriction", true, &ck__admission_node_restriction},
-    {"TaintNodesByCondition", true, NULL},
+    {"TaintNodesByCondition", true, &ck__admission_taint_nodes_by_condition},
     {"AlwaysPullImages", false, &ck__admission_always_pull_images},
     {"ImagePolicyWebhook", false, NULL},
     {"PodSecurity", true, &ck__admission_pod_security},
@@ -177,6 +177,8 @@ void ck__admission_chain_free(struct ck__admission_chain *chain)
     if (chain) {
         ck__psa_config_free(chain->pod_security);
         json_decref(chain->quota_limited);
+        json_decref(chain->webhook_kubeconfig[0]);
+        json_decref(chain->webhook_kubeconfig[1]);
     }
     free(chain);
 }

@@ -10,8 +10,9 @@
  *
  * Only the enabled plugins' configurations are read, as Kubernetes reads them when the
  * plugin is made. Of ckube's plugins, PodSecurity takes one (pod_security_policy.c:
- * ck__psa_config_parse) and ResourceQuota its limitedResources (here; resource_quota.c
- * applies them); the configurations of the others are not read
+ * ck__psa_config_parse), ResourceQuota its limitedResources (here; resource_quota.c
+ * applies them) and the two webhook plugins their kubeConfigFile (here;
+ * webhook_client.c presents its credentials); the configurations of the others are not read
  * (docs/differences.md). The legacy files that are no AdmissionConfiguration
  * (ImagePolicyWebhook's, PodNodeSelector's) are refused, those plugins not being
  * implemented.
@@ -129,6 +130,55 @@ static int quota_config(const json_t *cfg, json_t **ret, struct ck_err *reterr)
     return r;
 }
 
+/*
+ * The webhook plugins' configuration (webhook/config/kubeconfig.go LoadConfig): an
+ * apiserver.config.k8s.io/v1 WebhookAdmissionConfiguration (v1alpha1: WebhookAdmission)
+ * whose kubeConfigFile, an absolute path, names a kubeconfig; *ret is that kubeconfig's
+ * JSON, its users' relative paths made absolute against its directory (clientcmd's
+ * ResolvePaths), for webhook_client.c to pick the credentials of each call from.
+ */
+static int webhook_config(const json_t *cfg, json_t **ret, struct ck_err *reterr)
+{
+    const char *av = json_string_value(json_object_get(cfg, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(cfg, "kind"));
+    if (!kind || !*kind)
+        return ck_err_status(reterr, "Invalid", "Object 'Kind' is missing in the configuration");
+    if (!av || !((strcmp(av, "apiserver.config.k8s.io/v1") == 0 &&
+                  strcmp(kind, "WebhookAdmissionConfiguration") == 0) ||
+                 (strcmp(av, "apiserver.config.k8s.io/v1alpha1") == 0 &&
+                  strcmp(kind, "WebhookAdmission") == 0)))
+        return ck_err_status(reterr, "Invalid", "no kind \"%s\" is registered for version \"%s\"",
+                             kind, av ? av : "");
+    const char *path = json_string_value(json_object_get(cfg, "kubeConfigFile"));
+    if (!path || path[0] != '/')
+        return ck_err_status(reterr, "Invalid",
+                             "kubeConfigFile: Invalid value: \"%s\": must be an absolute file path",
+                             path ? path : "");
+    int r = read_document(path, ret, reterr);
+    if (r < 0)
+        return r;
+    static const char *const paths[] = {"client-certificate", "client-key", "tokenFile"};
+    size_t dir_len = (size_t)(strrchr(path, '/') - path);
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(*ret, "users"), i, u)
+    {
+        json_t *user = json_object_get(u, "user");
+        for (size_t k = 0; r == 0 && k < sizeof(paths) / sizeof(paths[0]); k++) {
+            const char *p = json_string_value(json_object_get(user, paths[k]));
+            if (!p || !*p || p[0] == '/')
+                continue;
+            char full[4096];
+            snprintf(full, sizeof(full), "%.*s/%s", (int)dir_len, path, p);
+            if (json_object_set_new(user, paths[k], json_string(full)) < 0)
+                r = ck_err_no_memory(reterr);
+        }
+    }
+    if (r < 0)
+        *ret = (json_decref(*ret), NULL);
+    return r;
+}
+
 int ck__admission_chain_configure(struct ck__admission_chain *chain, const char *path,
                                   struct ck_err *reterr)
 {
@@ -171,13 +221,22 @@ int ck__admission_chain_configure(struct ck__admission_chain *chain, const char 
         /* ConfigFor: the first entry of the name; only the enabled plugins ask */
         bool psa = name && strcmp(name, "PodSecurity") == 0 && !chain->pod_security;
         bool quota = name && strcmp(name, "ResourceQuota") == 0 && !chain->quota_limited;
-        if (!(psa || quota) || !ck__admission_chain_has(chain, name))
+        /* [0] ValidatingAdmissionWebhook's, [1] MutatingAdmissionWebhook's */
+        json_t **hook = NULL;
+        if (name && strcmp(name, "ValidatingAdmissionWebhook") == 0)
+            hook = &chain->webhook_kubeconfig[0];
+        else if (name && strcmp(name, "MutatingAdmissionWebhook") == 0)
+            hook = &chain->webhook_kubeconfig[1];
+        if (hook && *hook)
+            hook = NULL;
+        if (!(psa || quota || hook) || !ck__admission_chain_has(chain, name))
             continue;
         json_t *cfg = NULL;
         r = plugin_config(plugin, dir, &cfg, reterr);
         if (r == 0 && cfg)
-            r = psa ? ck__psa_config_parse(cfg, &chain->pod_security, &err)
-                    : quota_config(cfg, &chain->quota_limited, &err);
+            r = psa     ? ck__psa_config_parse(cfg, &chain->pod_security, &err)
+                : quota ? quota_config(cfg, &chain->quota_limited, &err)
+                        : webhook_config(cfg, hook, &err);
         if (r < 0 && cfg) {
             r = r == CK_ENOMEM
                     ? ck_err_no_memory(reterr)

@@ -1,7 +1,8 @@
 /*
- * list_cache.c - the configuration objects admission reads on every write (webhook
- * configurations, ValidatingAdmissionPolicies and their bindings, PriorityClasses,
- * LimitRanges, StorageClasses, IngressClasses), remembered between writes instead of
+ * list_cache.c - the configuration objects admission reads on every write (the kinds
+ * whose descriptors set admission_lists_all: webhook configurations,
+ * ValidatingAdmissionPolicies and their bindings, PriorityClasses, LimitRanges,
+ * StorageClasses, IngressClasses), remembered between writes instead of
  * listed from the store for each one, as kube-apiserver's plugins read them from
  * informers (k8s.io/apiserver/pkg/admission/plugin/webhook/configuration,
  * .../policy/generic/policy_source.go, and the LimitRanger's and Priority plugin's
@@ -29,19 +30,6 @@
 #include "../internal.h"
 #include "ckube/internal/util.h"
 
-/* The kinds kept, by group and resource (served as v1; every version shares their keys). */
-static const char *const cached_kinds[][2] = {
-    {"admissionregistration.k8s.io", "mutatingwebhookconfigurations"},
-    {"admissionregistration.k8s.io", "validatingwebhookconfigurations"},
-    {"admissionregistration.k8s.io", "validatingadmissionpolicies"},
-    {"admissionregistration.k8s.io", "validatingadmissionpolicybindings"},
-    {"scheduling.k8s.io", "priorityclasses"},
-    {"", "limitranges"},
-    {"storage.k8s.io", "storageclasses"},
-    {"networking.k8s.io", "ingressclasses"},
-};
-#define N_KINDS (sizeof(cached_kinds) / sizeof(cached_kinds[0]))
-
 struct watched {
     struct ck__admission_cache *cache;
     char prefix[CK__KEY_MAX]; /* the kind's keys in every namespace */
@@ -50,7 +38,11 @@ struct watched {
 };
 
 struct ck__admission_cache {
-    struct watched kinds[N_KINDS];
+    /*
+     * The kinds kept: those whose descriptors say admission lists them all
+     * (admission_lists_all), one entry for every version of a resource (they share keys).
+     */
+    struct watched *kinds;
     size_t n_kinds;
     pthread_mutex_t lock;
     json_t *lists;       /* collection prefix (kind and namespace) -> array of objects */
@@ -145,12 +137,19 @@ int ck__admission_cache_start(struct ck_store *store, struct ck__admission_cache
     }
     pthread_mutex_init(&c->lock, NULL);
     int r = 0;
-    for (size_t i = 0; i < N_KINDS && r == 0; i++) {
-        const struct ck_kind *kind = ck_kind_lookup(cached_kinds[i][0], "v1", cached_kinds[i][1]);
+    size_t n, n_flagged = 0;
+    const struct ck_kind *const *kinds = ck_kinds(&n);
+    for (size_t i = 0; i < n; i++)
+        n_flagged += kinds[i]->admission_lists_all;
+    if (n_flagged && !(c->kinds = ck__calloc(n_flagged, sizeof(*c->kinds))))
+        r = ck_err_no_memory(reterr);
+    for (size_t i = 0; i < n && r == 0 && c->n_kinds < n_flagged; i++) {
         struct watched *w = &c->kinds[c->n_kinds];
-        int len = kind ? ck__collection_prefix(kind, NULL, w->prefix, sizeof(w->prefix)) : -1;
-        if (len <= 0)
-            continue; /* not served here: nothing to keep */
+        int len = kinds[i]->admission_lists_all
+                      ? ck__collection_prefix(kinds[i], NULL, w->prefix, sizeof(w->prefix))
+                      : -1;
+        if (len <= 0 || kept(c, w->prefix))
+            continue; /* not kept, or another version of a kept resource */
         w->cache = c;
         w->prefix_len = (size_t)len;
         if (store)
@@ -173,6 +172,7 @@ void ck__admission_cache_free(struct ck__admission_cache *c)
         return;
     for (size_t i = 0; i < c->n_kinds; i++)
         ck_store_watch_cancel(c->kinds[i].watch); /* no callback runs after this */
+    free(c->kinds);
     json_decref(c->lists);
     pthread_mutex_destroy(&c->lock);
     free(c);

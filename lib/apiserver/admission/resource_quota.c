@@ -19,7 +19,10 @@
  * - the limitedResources of the plugin's configuration (--admission-control-config-file,
  *   config.c): a usage name of the resource that contains one of an entry's matchContains
  *   must be covered by a quota, even in a namespace without quotas, else `insufficient
- *   quota to consume: count/pods,pods`; matchScopes are not read;
+ *   quota to consume: count/pods,pods`; a pod matching an entry's matchScopes (any
+ *   entry's: getMatchedLimitedScopes does not look at the resource) needs a quota, in
+ *   the namespace, with a scope of the same name that the pod matches, else `insufficient
+ *   quota to match these scopes: [{CrossNamespacePodAffinity Exists []}]` (a 500);
  * - every covering quota is checked first, then each whose usage grows is written
  *   through its status subresource with its resourceVersion as precondition; a quota
  *   that changed meanwhile is read again and checked again (three retries, then the
@@ -137,6 +140,7 @@ struct request {
     json_t *usage;      /* what obj uses */
     json_t *prev_usage; /* what old used (an update of a stored object), else NULL */
     json_t *limited;    /* the usage's names some quota must cover (limitedResources) */
+    json_t *scopes;     /* the limitedResources' matchScopes obj matches (an array) */
 };
 
 /*
@@ -169,6 +173,93 @@ static json_t *limited_names(const json_t *limited, const char *group, const cha
         }
     }
     return out;
+}
+
+/*
+ * getMatchedLimitedScopes: the matchScopes of every limitedResources entry (whatever its
+ * resource: only pods match scopes) that obj matches, as a new array; NULL out of memory.
+ */
+static json_t *limited_scopes(const json_t *limited, const char *group, const char *resource,
+                              const json_t *obj)
+{
+    json_t *out = json_array();
+    size_t i;
+    const json_t *lr;
+    json_array_foreach(limited, i, lr)
+    {
+        if (out && ck_quota_matching_scopes(group, resource, obj,
+                                            json_object_get(lr, "matchScopes"), out) < 0)
+            out = (json_decref(out), NULL);
+    }
+    return out;
+}
+
+/*
+ * UncoveredQuotaScopes: whether a limited scope matched by the object has no quota scope
+ * of the same name the object matches (quota_scopes); if so, the refusal in *reterr, the
+ * uncovered scopes listed as Go prints them ("[{CrossNamespacePodAffinity Exists []}]").
+ * kube-apiserver returns it as a plain error: a 500.
+ */
+static int uncovered_scopes(const json_t *limited, const json_t *quota_scopes,
+                            struct ck_err *reterr)
+{
+    struct ck__buf b = {0};
+    size_t i, j, n = 0;
+    const json_t *l, *q;
+    json_array_foreach(limited, i, l)
+    {
+        const char *name = json_string_value(json_object_get(l, "scopeName"));
+        bool covered = false;
+        json_array_foreach(quota_scopes, j, q)
+        {
+            const char *qname = json_string_value(json_object_get(q, "scopeName"));
+            covered = covered || (qname && name && strcmp(qname, name) == 0);
+        }
+        if (covered)
+            continue;
+        ck__buf_printf(&b, "%s{%s %s [", n++ ? " " : "[", name ? name : "",
+                       json_string_value(json_object_get(l, "operator")) ?: "");
+        const json_t *v;
+        json_array_foreach(json_object_get(l, "values"), j, v)
+        {
+            ck__buf_printf(&b, "%s%s", j ? " " : "", json_string_value(v) ?: "");
+        }
+        ck__buf_printf(&b, "]}");
+    }
+    if (!n)
+        return 0;
+    char *list = ck__buf_take(&b);
+    int r = list ? ck_err_status(reterr, "InternalError",
+                                 "insufficient quota to match these scopes: %s]", list)
+                 : ck_err_no_memory(reterr);
+    free(list);
+    return r;
+}
+
+/*
+ * Every limited scope the object matches (rq->scopes) needs a quota, covering the
+ * object or not, with a scope of that name that the object matches.
+ */
+static int check_scopes(const struct request *rq, const json_t *quotas, struct ck_err *reterr)
+{
+    if (!json_array_size(rq->scopes))
+        return 0;
+    json_t *quota_scopes = json_array();
+    size_t i;
+    const json_t *q;
+    json_array_foreach(quotas, i, q)
+    {
+        json_t *selectors = ck_quota_scope_selectors(q);
+        if (quota_scopes &&
+            (!selectors || ck_quota_matching_scopes(rq->group, rq->resource, rq->a->obj, selectors,
+                                                    quota_scopes) < 0))
+            quota_scopes = (json_decref(quota_scopes), NULL);
+        json_decref(selectors);
+    }
+    int r = quota_scopes ? uncovered_scopes(rq->scopes, quota_scopes, reterr)
+                         : ck_err_no_memory(reterr);
+    json_decref(quota_scopes);
+    return r;
 }
 
 /* What one covering quota becomes: name, the resourceVersion read and the new usage. */
@@ -272,8 +363,9 @@ static int check(const struct request *rq, const json_t *quotas, struct charge *
         return ck__admission_forbidden(a, reterr, "insufficient quota to consume: %s", text);
     }
     json_decref(uncovered);
-    if (!any)
-        return 0;
+    int r = check_scopes(rq, quotas, reterr);
+    if (r < 0 || !any)
+        return r;
     /* usage is never negative */
     const char *negative[64];
     size_t n_negative = 0;
@@ -432,7 +524,7 @@ static int check_and_charge(struct ck__registry *reg, const struct request *rq,
         if ((r = read_quotas(reg, rq->a->namespace, only, &quotas, reterr)) < 0)
             break;
         size_t n = json_array_size(quotas);
-        if (n == 0 && !json_object_size(rq->limited)) {
+        if (n == 0 && !json_object_size(rq->limited) && !json_array_size(rq->scopes)) {
             json_decref(quotas);
             break;
         }
@@ -508,10 +600,12 @@ static int validate(struct ck__registry *reg, const struct ck__admission_attrs *
     if (update && a->old && ck__meta_str(a->old, "resourceVersion"))
         rq.prev_usage = ck_quota_usage(rq.group, rq.resource, a->old, now);
     const json_t *limited = reg->admission ? reg->admission->quota_limited : NULL;
-    if (rq.usage && limited)
+    if (rq.usage && limited) {
         rq.limited = limited_names(limited, rq.group, rq.resource, rq.usage);
+        rq.scopes = limited_scopes(limited, rq.group, rq.resource, a->obj);
+    }
     int r;
-    if (!rq.usage || (limited && !rq.limited) ||
+    if (!rq.usage || (limited && (!rq.limited || !rq.scopes)) ||
         (update && a->old && ck__meta_str(a->old, "resourceVersion") && !rq.prev_usage)) {
         r = ck_err_no_memory(reterr);
     } else {
@@ -525,6 +619,7 @@ static int validate(struct ck__registry *reg, const struct ck__admission_attrs *
     json_decref(rq.usage);
     json_decref(rq.prev_usage);
     json_decref(rq.limited);
+    json_decref(rq.scopes);
     return r;
 }
 

@@ -151,14 +151,16 @@ json_t *ck__webhook_review(const struct ck__admission_attrs *a, const char *vers
  * Posts review to the webhook hook (its clientConfig and timeoutSeconds, 10 when unset);
  * on success *ret_review is the parsed answer. 0, or CK_EINVAL with why filled.
  */
-static int post(struct ck__registry *reg, const json_t *hook, const json_t *review,
+static int post(struct ck__registry *reg, const json_t *hook, bool mutating, const json_t *review,
                 json_t **ret_review, struct ck__webhook_why *why)
 {
     long timeout = json_is_integer(json_object_get(hook, "timeoutSeconds"))
                        ? (long)json_integer_value(json_object_get(hook, "timeoutSeconds"))
                        : 10;
+    /* the plugin's kubeConfigFile (config.c) says what credentials to present */
+    const json_t *kubeconfig = reg->admission ? reg->admission->webhook_kubeconfig[mutating] : NULL;
     return ck__webhook_post(reg, json_object_get(hook, "clientConfig"), timeout, review,
-                            "AdmissionReview", ret_review, why);
+                            "AdmissionReview", kubeconfig, ret_review, why);
 }
 
 /* The review version to send: v1 when offered, else v1beta1 (validation requires one). */
@@ -329,7 +331,7 @@ static int call_hook(struct ck__registry *reg, const json_t *hook,
     json_t *review = ck__webhook_review(a, version, uid);
     json_t *answer = NULL;
     struct ck__webhook_why why = {""};
-    int r = review ? post(reg, hook, review, &answer, &why) : CK_ENOMEM;
+    int r = review ? post(reg, hook, mutating, review, &answer, &why) : CK_ENOMEM;
     json_decref(review);
     if (r == CK_ENOMEM)
         return ck_err_no_memory(reterr);

@@ -59,6 +59,7 @@ struct ck_nodelifecycle {
     pthread_mutex_t stop_lock;
     pthread_cond_t stop_cond;
     bool stopping;
+    bool kicked; /* a node's NoSchedule taints need a pass now */
 
     /* the manager row's own state */
     struct ck_informer *nodes_inf, *leases_inf, *pods_inf;
@@ -193,6 +194,32 @@ static struct probe *probe_of(struct ck_nodelifecycle *c, const char *name, bool
     return e->value;
 }
 
+/* The key of the next managed NoSchedule taint of list from *i on (NULL: none); *i past it. */
+static const char *next_no_schedule(const json_t *list, size_t *i)
+{
+    for (; *i < json_array_size(list); (*i)++) {
+        const json_t *t = json_array_get(list, *i);
+        const char *effect = json_string_value(json_object_get(t, "effect"));
+        if (managed_taint(t) && strcmp(effect, "NoSchedule") == 0)
+            return json_string_value(json_object_get(json_array_get(list, (*i)++), "key"));
+    }
+    return NULL;
+}
+
+/* Whether the managed NoSchedule taints of list and other are the same keys, in order. */
+static bool same_no_schedule(const json_t *list, const json_t *other)
+{
+    size_t i = 0, j = 0;
+    const char *a, *b;
+    do {
+        a = next_no_schedule(list, &i);
+        b = next_no_schedule(other, &j);
+        if (!a || !b)
+            return a == b;
+    } while (strcmp(a, b) == 0);
+    return false;
+}
+
 void ck_nodelifecycle_observe_node(struct ck_nodelifecycle *c, const json_t *node)
 {
     const char *name =
@@ -205,6 +232,20 @@ void ck_nodelifecycle_observe_node(struct ck_nodelifecycle *c, const json_t *nod
     if (p && created)
         p->at = ck_clock_now(c->config.clock);
     pthread_mutex_unlock(&c->lock);
+    /*
+     * doNoScheduleTaintingPass runs on every node event in Kubernetes (nodeUpdateQueue):
+     * a node whose NoSchedule taints are not those its conditions call for (one created
+     * with node.kubernetes.io/not-ready, the TaintNodesByCondition plugin's, that is
+     * Ready already) is seen to at once, not at the next period.
+     */
+    json_t *want = ck_nodelifecycle_desired_taints(node, "");
+    if (want && !same_no_schedule(json_object_get(json_object_get(node, "spec"), "taints"), want)) {
+        pthread_mutex_lock(&c->stop_lock);
+        c->kicked = true;
+        pthread_cond_broadcast(&c->stop_cond);
+        pthread_mutex_unlock(&c->stop_lock);
+    }
+    json_decref(want);
 }
 
 void ck_nodelifecycle_observe_lease(struct ck_nodelifecycle *c, const json_t *lease)
@@ -421,8 +462,9 @@ static void *monitor_main(void *arg)
             CK_LOGV(2, "node lifecycle: %s", err.msg);
         pthread_mutex_lock(&c->stop_lock);
         int64_t deadline = ck_clock_now(c->config.clock) + c->config.period;
-        while (!c->stopping && ck_clock_now(c->config.clock) < deadline)
+        while (!c->stopping && !c->kicked && ck_clock_now(c->config.clock) < deadline)
             ck_clock_wait(c->config.clock, &c->stop_cond, &c->stop_lock, deadline);
+        c->kicked = false;
     }
     pthread_mutex_unlock(&c->stop_lock);
     return NULL;
