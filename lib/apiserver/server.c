@@ -1190,13 +1190,53 @@ static void flow_control_wake(struct ck__apf_ticket *t)
 }
 
 /*
+ * What the work estimate reads of a list or watch: its options, and RequestInfo's name
+ * from a metadata.name field selector (a valid path segment); *ret_fields, which holds
+ * that name, is the caller's to free.
+ */
+static void list_digest(struct ck_apiserver *server, struct MHD_Connection *conn,
+                        struct ck_field_selector **ret_fields, struct ck__apf_digest *d)
+{
+    const char *limit = ck__query(conn, "limit");
+    const char *fields = ck__query(conn, "fieldSelector");
+    const char *labels = ck__query(conn, "labelSelector");
+    const char *cont = ck__query(conn, "continue");
+    if (limit && *limit) {
+        char *end;
+        errno = 0;
+        d->limit = strtoll(limit, &end, 10);
+        d->bad_options = *end || errno == ERANGE;
+    }
+    d->selector = (fields && *fields) || (labels && *labels);
+    d->continued = cont && *cont;
+    d->resource_version = ck__query(conn, "resourceVersion");
+    d->rv_match = ck__query(conn, "resourceVersionMatch");
+    d->send_initial_events = ck__query_bool(conn, "sendInitialEvents");
+    d->watch_list = ck__watch_list_enabled(server);
+    struct ck_err err = {0};
+    if (fields && *fields && ck_field_selector_parse(fields, ret_fields, &err) < 0) {
+        ck_err_release(&err);
+        d->bad_options = true;
+        return;
+    }
+    if (!*ret_fields)
+        return;
+    const char *name = ck_field_selector_exact(*ret_fields, "metadata.name");
+    if (name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && !strpbrk(name, "/%"))
+        d->name = name;
+    const char *node = ck_field_selector_exact(*ret_fields, "spec.nodeName");
+    d->node_indexed = node && *node;
+}
+
+/*
  * What API Priority and Fairness classifies a request by (Kubernetes'
  * RequestDigest). Returns false for the long-running requests it passes over
  * unclassified, as kube-apiserver does for those that are not watches:
  * kube-apiserver's long-running subresources (exec, attach, portforward, proxy, log).
  */
-static bool flow_digest(struct MHD_Connection *conn, const struct request *req, const char *method,
-                        const char *url, struct ck__target *t, char verb[16],
+static bool flow_digest(struct ck_apiserver *server, struct MHD_Connection *conn,
+                        const struct request *req, const char *method, const char *url,
+                        struct ck__target *t, char verb[16], struct ck_field_selector **ret_fields,
                         struct ck__apf_digest *d)
 {
     static const char *const long_running[] = {"attach", "exec", "log", "portforward", "proxy"};
@@ -1217,6 +1257,9 @@ static bool flow_digest(struct MHD_Connection *conn, const struct request *req, 
         /* a namespace's own requests are in that namespace (RequestInfo) */
         d->namespace =
             t->kind->role == CK_KIND_ROLE_NAMESPACE && t->name[0] ? t->name : t->namespace;
+        d->name = t->name;
+        if (strcmp(d->verb, "list") == 0 || strcmp(d->verb, "watch") == 0)
+            list_digest(server, conn, ret_fields, d);
         return true;
     }
     size_t i = 0;
@@ -1231,8 +1274,8 @@ static bool flow_digest(struct MHD_Connection *conn, const struct request *req, 
 /*
  * kube-apiserver's priority-and-fairness filter, after authentication: the request
  * runs, is refused 429, or waits in its level's queue with its connection suspended
- * (no thread waits), until a finishing request hands it its seat or CK__APF_WAIT_LIMIT
- * passes (the ticker rejects it).
+ * (no thread waits), until a finishing request hands it its seats or its wait limit
+ * passes (the apf's timer rejects it).
  */
 static enum MHD_Result flow_control(struct ck_apiserver *server, struct MHD_Connection *conn,
                                     struct request *req, const char *method, const char *url)
@@ -1240,16 +1283,18 @@ static enum MHD_Result flow_control(struct ck_apiserver *server, struct MHD_Conn
     struct ck__apf_digest d;
     struct ck__target t;
     char verb[16];
-    if (!server->apf || !flow_digest(conn, req, method, url, &t, verb, &d))
+    struct ck_field_selector *fields = NULL;
+    if (!server->apf || !flow_digest(server, conn, req, method, url, &t, verb, &fields, &d))
         return admitted(server, conn, req, method, url);
     enum ck__apf_verdict v = ck__apf_admit(server->apf, &d, &req->apf);
+    ck_field_selector_free(fields);
     if (v == CK__APF_QUEUE) {
         req->apf.wake = flow_control_wake;
         req->conn = conn;
         req->apf_waiting = true;
         MHD_suspend_connection(conn); /* before it is queued: a wake may come at once */
-        if (ck__apf_enqueue(server->apf, &req->apf, monotonic_seconds() + CK__APF_WAIT_LIMIT) !=
-            CK__APF_QUEUE)
+        if (ck__apf_enqueue(server->apf, &req->apf,
+                            monotonic_seconds() + CK__APF_REQUEST_TIMEOUT / 4.0) != CK__APF_QUEUE)
             MHD_resume_connection(conn); /* decided at once: answered on the next call */
         return MHD_YES;
     }
@@ -1377,7 +1422,8 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **req
         ck__conns_request_done(server->conns, conn);
     if (req->apf.seated) /* not run after all */
         ck__apf_done(server->apf, &req->apf);
-    if (req->answer.resp) /* the connection ended before it was resumed */
+    ck__apf_end(server->apf, &req->apf); /* a watch is no longer counted */
+    if (req->answer.resp)                /* the connection ended before it was resumed */
         MHD_destroy_response(req->answer.resp);
     ck_auth_user_free(req->user);
     free(req->raw_uri);
