@@ -48,6 +48,7 @@
 #include <time.h>
 
 #include "ckube/auth.h"
+#include "ckube/cel.h"
 #include "ckube/internal/util.h"
 #include "ckube/store.h"
 #include "internal.h"
@@ -982,6 +983,20 @@ struct ck__apf_work ck__apf_estimate(const struct ck__apf_digest *d, unsigned ma
              strcmp(d->verb, "patch") == 0 || strcmp(d->verb, "delete") == 0)
         w = mutating_work(d, max_seats, watches);
     return w;
+}
+
+double ck__apf_wait_limit(const char *timeout, bool long_running)
+{
+    double limit = CK__APF_REQUEST_TIMEOUT; /* request_deadline.go: the most, or less asked */
+    int64_t sec;
+    int32_t nsec;
+    if (!long_running && timeout && *timeout && ck_cel_parse_duration(timeout, &sec, &nsec)) {
+        double asked = (double)sec + nsec / 1e9;
+        if (asked > 0 && asked < CK__APF_REQUEST_TIMEOUT)
+            limit = asked;
+    }
+    limit /= 4; /* getRequestWaitContext: a quarter, or the default's (a quarter too) */
+    return limit > CK__APF_WAIT_MAX ? CK__APF_WAIT_MAX : limit;
 }
 
 /* The count of d's resource: -1 when none was set, -2 when it is stale. */

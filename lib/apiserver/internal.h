@@ -1225,6 +1225,13 @@ void ck__apf_deal(uint64_t hash, unsigned deck, unsigned hand, unsigned *ret_car
  */
 struct ck__apf_work ck__apf_estimate(const struct ck__apf_digest *d, unsigned max_seats,
                                      long long count, unsigned watches);
+/*
+ * Seconds a request may wait in its queue: a quarter of what its ?timeout (a Go
+ * duration, when below the request timeout) or the request timeout allows; a
+ * long-running request (a watch) has no deadline and gets the default, a quarter of the
+ * request timeout.
+ */
+double ck__apf_wait_limit(const char *timeout, bool long_running);
 /* The apiserver_flowcontrol_* exposition; NULL when out of memory. */
 char *ck__apf_metrics_text(struct ck__apf *a);
 

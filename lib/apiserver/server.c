@@ -1293,8 +1293,9 @@ static enum MHD_Result flow_control(struct ck_apiserver *server, struct MHD_Conn
         req->conn = conn;
         req->apf_waiting = true;
         MHD_suspend_connection(conn); /* before it is queued: a wake may come at once */
-        if (ck__apf_enqueue(server->apf, &req->apf,
-                            monotonic_seconds() + CK__APF_REQUEST_TIMEOUT / 4.0) != CK__APF_QUEUE)
+        bool watch = d.resource_request && strcmp(d.verb, "watch") == 0;
+        double limit = ck__apf_wait_limit(ck__query(conn, "timeout"), watch);
+        if (ck__apf_enqueue(server->apf, &req->apf, req->start + limit) != CK__APF_QUEUE)
             MHD_resume_connection(conn); /* decided at once: answered on the next call */
         return MHD_YES;
     }

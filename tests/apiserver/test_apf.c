@@ -679,6 +679,53 @@ static void test_a_wide_request_is_not_starved(void **state)
     ck__apf_free(a);
 }
 
+/* ---- the wait limit (priority-and-fairness.go's getRequestWaitContext) ------------- */
+
+static void test_wait_limit_is_a_quarter_of_the_deadline(void **state)
+{
+    (void)state;
+    assert_true(ck__apf_wait_limit(NULL, false) == 15); /* --request-timeout's 60 s / 4 */
+    assert_true(ck__apf_wait_limit("8s", false) == 2);  /* ?timeout=8s */
+    assert_true(ck__apf_wait_limit("1.5s", false) == 0.375);
+    assert_true(ck__apf_wait_limit("500ms", false) == 0.125);
+    assert_true(ck__apf_wait_limit("5m", false) == 15); /* beyond the request timeout */
+    assert_true(ck__apf_wait_limit("0s", false) == 15); /* not a timeout */
+    assert_true(ck__apf_wait_limit("-3s", false) == 15);
+    assert_true(ck__apf_wait_limit("soon", false) == 15); /* does not parse */
+    assert_true(ck__apf_wait_limit("8s", true) == 15);    /* a watch has no deadline */
+
+    /* a request queued with ?timeout=4s is refused after 1 s, one without after 15 s */
+    fake_now = 500;
+    struct ck__apf *a = configured(10); /* queue: one seat */
+    ck__apf_set_clock(a, fake_clock, NULL);
+    struct ck__apf_digest d = resource("system:serviceaccount:bots:a", "get", "", "nodes", "", "");
+    struct waiter running = {0}, quick = {0}, slow = {0};
+    assert_int_equal(arrive(a, d, &running, 1e9), CK__APF_EXECUTE);
+    assert_int_equal(arrive(a, d, &quick, fake_now + ck__apf_wait_limit("4s", false)),
+                     CK__APF_QUEUE);
+    assert_int_equal(arrive(a, d, &slow, fake_now + ck__apf_wait_limit(NULL, false)),
+                     CK__APF_QUEUE);
+    fake_now += 0.99;
+    ck__apf_expire(a, fake_now);
+    assert_int_equal(quick.woken, 0);
+    fake_now += 0.01;
+    ck__apf_expire(a, fake_now);
+    assert_int_equal(quick.woken, 1);
+    assert_int_equal(quick.t.verdict, CK__APF_REJECT); /* answered 429 with Retry-After */
+    assert_true(quick.t.retry_after >= 1);
+    assert_int_equal(slow.woken, 0);
+    fake_now += 14;
+    ck__apf_expire(a, fake_now);
+    assert_int_equal(slow.woken, 1);
+    assert_int_equal(slow.t.verdict, CK__APF_REJECT);
+    char *text = ck__apf_metrics_text(a);
+    assert_non_null(strstr(text, "apiserver_flowcontrol_rejected_requests_total{flow_schema="
+                                 "\"robots\",priority_level=\"queue\",reason=\"time-out\"} 2\n"));
+    free(text);
+    ck__apf_done(a, &running.t);
+    ck__apf_free(a);
+}
+
 /* ---- many threads at once: a seat is never held twice, nothing is left behind ---- */
 
 struct racer {
@@ -775,6 +822,7 @@ int main(void)
         cmocka_unit_test(test_admission_uses_counts_and_watches),
         cmocka_unit_test(test_fair_queuing_shares_seats_between_widths),
         cmocka_unit_test(test_a_wide_request_is_not_starved),
+        cmocka_unit_test(test_wait_limit_is_a_quarter_of_the_deadline),
         cmocka_unit_test(test_threads_share_one_seat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
