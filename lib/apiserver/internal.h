@@ -988,7 +988,10 @@ enum ck__health_note ck__health_streak_note(struct ck__health_streak *s, bool ok
 
 struct ck_apiserver {
     struct MHD_Daemon *daemon;
-    struct ck__apf *apf; /* API Priority and Fairness applied to requests */
+    struct ck__apf *apf; /* API Priority and Fairness applied to requests (NULL: disabled) */
+    /* without it, maxinflight.go: the reads and the writes running, and their limits */
+    unsigned inflight_limit[2];
+    atomic_uint inflight[2];
     /* the node agents' client: certificate, key and CA files, or NULL (podlog.c) */
     char *kubelet_cert, *kubelet_key, *kubelet_ca;
     struct ck__aggregator *aggregator; /* APIServices (aggregator.c); NULL until started */

@@ -117,6 +117,7 @@ struct request {
     /* API Priority and Fairness (apf.c): waiting, its answer is the ticket's verdict */
     struct ck__apf_ticket apf;
     bool apf_waiting;
+    int inflight; /* without API Priority and Fairness: the max-in-flight slot held, or -1 */
     enum MHD_Result worker_result;
     struct ck__deferred_answer answer;
 };
@@ -126,7 +127,7 @@ struct request {
  * allocated: its body is read and dropped, it is answered 500, and it is
  * neither counted nor logged. Never written, so all threads may share it.
  */
-static struct request unrecorded_request;
+static struct request unrecorded_request = {.inflight = -1};
 
 static double monotonic_seconds(void)
 {
@@ -1011,6 +1012,7 @@ static void *request_begins(void *cls, const char *uri, struct MHD_Connection *c
     if (!req)
         return &unrecorded_request;
     req->start = monotonic_seconds();
+    req->inflight = -1;
     req->raw_uri = ck__strdup(uri); /* NULL: answered 500 when routed */
     return req;
 }
@@ -1103,6 +1105,15 @@ static bool waits_on_store(const char *method, const char *url, struct MHD_Conne
     return !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
 }
 
+/* The request has run (a watch has started): its seats, or its max-in-flight slot, go. */
+static void flow_done(struct ck_apiserver *server, struct request *req)
+{
+    ck__apf_done(server->apf, &req->apf);
+    if (req->inflight >= 0)
+        atomic_fetch_sub(&server->inflight[req->inflight], 1);
+    req->inflight = -1;
+}
+
 /* On a worker (or here, when the pool is stopping): route, keep the answer, resume. */
 static void run_request_job(struct ck__work *job)
 {
@@ -1112,7 +1123,7 @@ static void run_request_job(struct ck__work *job)
     req->worker_result = route(req->server, req->conn, req, req->method, req->url);
     ck__answer_flow(NULL);
     ck__answer_defer(NULL);
-    ck__apf_done(req->server->apf, &req->apf); /* its seat, before req may go */
+    flow_done(req->server, req); /* its seat, before req may go */
     req->ran_on_worker = true;
     MHD_resume_connection(req->conn);
 }
@@ -1156,7 +1167,7 @@ static enum MHD_Result admitted(struct ck_apiserver *server, struct MHD_Connecti
     ck__answer_flow(&req->apf);
     enum MHD_Result ret = route(server, conn, req, method, url);
     ck__answer_flow(NULL);
-    ck__apf_done(server->apf, &req->apf); /* a watch's seat goes once it has started */
+    flow_done(server, req); /* a watch's seat goes once it has started */
     return ret;
 }
 
@@ -1272,6 +1283,37 @@ static bool flow_digest(struct ck_apiserver *server, struct MHD_Connection *conn
 }
 
 /*
+ * maxinflight.go's filter, in API Priority and Fairness's place when it is disabled: a
+ * read (get, list) past --max-requests-inflight running, or a write past
+ * --max-mutating-requests-inflight, is refused 429 with Retry-After 1 unless its user is
+ * in system:masters; watches and the other long-running requests pass uncounted.
+ */
+static enum MHD_Result max_in_flight(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                     struct request *req, const char *method, const char *url)
+{
+    struct ck__apf_digest d;
+    struct ck__target t;
+    char verb[16];
+    struct ck_field_selector *fields = NULL;
+    bool limited = flow_digest(server, conn, req, method, url, &t, verb, &fields, &d) &&
+                   strcmp(d.verb, "watch") != 0;
+    ck_field_selector_free(fields);
+    int kind = limited && (strcmp(d.verb, "get") == 0 || strcmp(d.verb, "list") == 0) ? 0 : 1;
+    if (!limited || !server->inflight_limit[kind])
+        return admitted(server, conn, req, method, url);
+    if (atomic_fetch_add(&server->inflight[kind], 1) < server->inflight_limit[kind]) {
+        req->inflight = kind;
+        return admitted(server, conn, req, method, url);
+    }
+    atomic_fetch_sub(&server->inflight[kind], 1);
+    for (size_t i = 0; i < d.n_groups; i++)
+        if (strcmp(d.groups[i], "system:masters") == 0)
+            return admitted(server, conn, req, method, url);
+    req->apf.retry_after = 1;
+    return refuse_by_flow_control(conn, req);
+}
+
+/*
  * kube-apiserver's priority-and-fairness filter, after authentication: the request
  * runs, is refused 429, or waits in its level's queue with its connection suspended
  * (no thread waits), until a finishing request hands it its seats or its wait limit
@@ -1284,7 +1326,9 @@ static enum MHD_Result flow_control(struct ck_apiserver *server, struct MHD_Conn
     struct ck__target t;
     char verb[16];
     struct ck_field_selector *fields = NULL;
-    if (!server->apf || !flow_digest(server, conn, req, method, url, &t, verb, &fields, &d))
+    if (!server->apf)
+        return max_in_flight(server, conn, req, method, url);
+    if (!flow_digest(server, conn, req, method, url, &t, verb, &fields, &d))
         return admitted(server, conn, req, method, url);
     enum ck__apf_verdict v = ck__apf_admit(server->apf, &d, &req->apf);
     ck_field_selector_free(fields);
@@ -1421,8 +1465,8 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **req
     }
     if (req->started)
         ck__conns_request_done(server->conns, conn);
-    if (req->apf.seated) /* not run after all */
-        ck__apf_done(server->apf, &req->apf);
+    if (req->apf.seated || req->inflight >= 0) /* not run after all */
+        flow_done(server, req);
     ck__apf_end(server->apf, &req->apf); /* a watch is no longer counted */
     if (req->answer.resp)                /* the connection ended before it was resumed */
         MHD_destroy_response(req->answer.resp);
@@ -1868,9 +1912,13 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         unsigned reads = config->max_requests_inflight ? config->max_requests_inflight : 400;
         unsigned writes =
             config->max_mutating_requests_inflight ? config->max_mutating_requests_inflight : 200;
-        server->apf = ck__apf_new(reads + writes);
-        r = server->apf ? ck__apf_start(server->apf, server->registry, reterr)
-                        : ck_err_no_memory(reterr);
+        server->inflight_limit[0] = reads;
+        server->inflight_limit[1] = writes;
+        if (!config->disable_priority_and_fairness) {
+            server->apf = ck__apf_new(reads + writes);
+            r = server->apf ? ck__apf_start(server->apf, server->registry, reterr)
+                            : ck_err_no_memory(reterr);
+        }
     }
     if (r == 0 && config->local_storage_class)
         bootstrap_local_storage_class(server);
