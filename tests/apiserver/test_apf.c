@@ -5,9 +5,11 @@
  * clusterScope and namespaces, non-resource URL prefixes), dangling schemas left
  * out and the UIDs the response headers carry; exempt levels never limited; the
  * concurrency limits shared by shares; Reject answering with Retry-After; queuing
- * with shuffle sharding, the queue length limit, seats handed to waiters in turn,
- * the wait limit and shutdown; the Dealer's hands; the metrics; many threads
- * sharing one seat.
+ * with shuffle sharding, the queue length limit, the wait limit (a quarter of the
+ * deadline) and shutdown; work estimates (list seats from object counts, a write's
+ * final seats from the watches counted); fair queuing by virtual finish time on a fake
+ * clock (two flows of different widths sharing seat-seconds evenly, a wide head not
+ * starved); the Dealer's hands; the metrics; many threads sharing one seat.
  */
 #include "cktest.h"
 
