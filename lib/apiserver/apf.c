@@ -161,8 +161,10 @@ struct ck__apf_level {
     unsigned executing;    /* requests running */
     unsigned seats_in_use; /* their seats, and final seats still held */
     unsigned waiting;
-    unsigned shape; /* changes with the queue count: older seats count no queue */
-    unsigned robin; /* the last queue dispatched from */
+    unsigned shape;                 /* changes with the queue count: older seats count no queue */
+    unsigned busy_queues;           /* queues with requests waiting or running */
+    unsigned long long queue_seats; /* the queues' seats in use and waiting */
+    unsigned robin;                 /* the last queue dispatched from */
     unsigned long long enqueues;
     uint64_t current_r; /* R, seat-seconds */
     double last_real;   /* when R was last advanced */
@@ -420,9 +422,17 @@ static unsigned max_seats_of(const struct ck__apf_ticket *t)
                                                         : t->work.final_seats;
 }
 
-/* Puts t at the end of q (the level's waiting count is the caller's). */
-static void queue_append(struct queue *q, struct ck__apf_ticket *t)
+static bool busy(const struct queue *q)
 {
+    return q->len || q->executing;
+}
+
+/* Puts t at the end of q, a queue of l (the level's waiting count is the caller's). */
+static void queue_append(struct ck__apf_level *l, struct queue *q, struct ck__apf_ticket *t)
+{
+    if (!busy(q))
+        l->busy_queues++;
+    l->queue_seats += max_seats_of(t);
     t->next = NULL;
     if (q->tail)
         q->tail->next = t;
@@ -447,11 +457,13 @@ static int reshape_queues(struct ck__apf_level *l, unsigned n)
         return CK_ENOMEM;
     for (unsigned i = 0; i < (n ? n : 1); i++)
         q[i].next_dispatch_r = l->current_r;
+    l->busy_queues = 0;
+    l->queue_seats = 0;
     for (unsigned i = 0; i < l->n_queues; i++) {
         for (struct ck__apf_ticket *t = l->queues[i].head, *next; t; t = next) {
             next = t->next;
             t->queue = n ? i % n : 0;
-            queue_append(&q[t->queue], t);
+            queue_append(l, &q[t->queue], t);
         }
     }
     free(l->queues);
@@ -584,6 +596,9 @@ static struct ck__apf_ticket *queue_pop(struct ck__apf_level *l, struct queue *q
         q->tail = NULL;
     q->len--;
     q->waiting_seats -= max_seats_of(t);
+    l->queue_seats -= max_seats_of(t);
+    if (!busy(q))
+        l->busy_queues--;
     q->waiting_work -= t->total_work;
     l->waiting--;
     atomic_fetch_sub(&t->stat->waiting, 1);
@@ -612,19 +627,10 @@ static void sync_time(struct ck__apf_level *l, double now)
 {
     double elapsed = now - l->last_real;
     l->last_real = now;
-    if (elapsed <= 0 || !l->queuing)
+    if (elapsed <= 0 || !l->queuing || !l->busy_queues) /* sums kept as the queues change */
         return;
-    unsigned active = 0;
-    unsigned long long seats = 0;
-    for (unsigned i = 0; i < l->n_queues; i++) {
-        const struct queue *q = &l->queues[i];
-        seats += q->seats_in_use + q->waiting_seats;
-        if (q->len || q->executing)
-            active++;
-    }
-    if (!active)
-        return;
-    double ratio = (double)(seats < l->limit ? seats : l->limit) / active;
+    unsigned long long seats = l->queue_seats;
+    double ratio = (double)(seats < l->limit ? seats : l->limit) / l->busy_queues;
     l->current_r += seat_seconds(ratio, elapsed);
     if (l->current_r < R_HIGH)
         return;
@@ -669,6 +675,9 @@ static void seat(struct ck__apf_level *l, struct queue *q, struct ck__apf_ticket
     l->seats_in_use += seats;
     atomic_fetch_add(&t->stat->executing, 1);
     if (q) {
+        if (!busy(q))
+            l->busy_queues++;
+        l->queue_seats += seats;
         q->executing++;
         q->seats_in_use += seats;
         q->next_dispatch_r += t->total_work;
@@ -681,12 +690,16 @@ static void seat(struct ck__apf_level *l, struct queue *q, struct ck__apf_ticket
  * work) is least; it is seated when its seats fit, its final seats cut to the limit.
  * Returns whether one was. Locked.
  */
-static bool dispatch_one(struct ck__apf_level *l, double now, struct ck__apf_ticket **woken)
+static bool dispatch_one(struct ck__apf_level *l, double now, struct ck__apf_ticket **woken,
+                         const struct queue *hint)
 {
     uint64_t least = UINT64_MAX;
     unsigned best = 0;
-    bool found = false;
-    for (unsigned k = 0, i = l->robin; k < l->n_queues; k++) {
+    bool direct = l->waiting == 1 && hint && hint->head; /* the only one waiting: no search */
+    bool found = direct;
+    if (direct)
+        best = (unsigned)(hint - l->queues);
+    for (unsigned k = 0, i = l->robin; k < l->n_queues && !direct; k++) {
         i = (i + 1) % l->n_queues;
         const struct queue *q = &l->queues[i];
         if (q->head && q->next_dispatch_r + q->head->total_work < least) {
@@ -711,9 +724,10 @@ static bool dispatch_one(struct ck__apf_level *l, double now, struct ck__apf_tic
 }
 
 /* queueset.go's dispatchAsMuchAsPossibleLocked. Locked. */
-static void dispatch_locked(struct ck__apf_level *l, double now, struct ck__apf_ticket **woken)
+static void dispatch_locked(struct ck__apf_level *l, double now, struct ck__apf_ticket **woken,
+                            const struct queue *hint)
 {
-    while (l->waiting > 0 && l->seats_in_use < l->limit && dispatch_one(l, now, woken))
+    while (l->waiting > 0 && l->seats_in_use < l->limit && dispatch_one(l, now, woken, hint))
         ;
 }
 
@@ -722,8 +736,10 @@ static void release(struct ck__apf_level *l, bool in_queue, unsigned queue, unsi
                     unsigned seats)
 {
     l->seats_in_use -= seats;
-    if (in_queue && shape == l->shape && queue < l->n_queues)
+    if (in_queue && shape == l->shape && queue < l->n_queues) {
         l->queues[queue].seats_in_use -= seats;
+        l->queue_seats -= seats;
+    }
 }
 
 /* Releases the final seats held until now or before, and dispatches. Locked. */
@@ -734,7 +750,7 @@ static void release_due(struct ck__apf *a, double now, struct ck__apf_ticket **w
         a->lingering = g->next;
         sync_time(g->level, now);
         release(g->level, g->in_queue, g->queue, g->shape, g->seats);
-        dispatch_locked(g->level, now, woken);
+        dispatch_locked(g->level, now, woken, NULL);
         free(g);
     }
 }
@@ -1059,19 +1075,22 @@ static void count_one(const struct ck_kind *kind, long long count, void *arg)
 
 /* ---- the watch tracker (watch_tracker.go) ----------------------------------------- */
 
-/* Appends s and its NUL to key at *len (key holds 1024). */
-static void key_add(char *key, size_t *len, const char *s)
+#define WATCH_KEY_MAX 1024
+
+/* Appends s (cut to what fits) and a NUL to key at *len, when room is left. */
+static void key_add(char key[WATCH_KEY_MAX], size_t *len, const char *s)
 {
-    size_t n = s ? strlen(s) : 0;
-    if (*len + n + 1 > 1024)
-        n = 1024 - *len - 1;
-    memcpy(key + *len, s ? s : "", n);
+    if (*len >= WATCH_KEY_MAX)
+        return;
+    size_t room = WATCH_KEY_MAX - *len - 1, n = s ? strnlen(s, room) : 0;
+    if (n)
+        memcpy(key + *len, s, n);
     *len += n;
     key[(*len)++] = '\0';
 }
 
-static size_t watch_key(char key[1024], const char *group, const char *resource, const char *ns,
-                        const char *name)
+static size_t watch_key(char key[WATCH_KEY_MAX], const char *group, const char *resource,
+                        const char *ns, const char *name)
 {
     size_t len = 0;
     key_add(key, &len, group);
@@ -1101,7 +1120,7 @@ static unsigned watches_at(const struct ck__apf *a, const char *key, size_t len)
 /* GetInterestedWatchCount: the watches of the resource, of its namespace, of the object. */
 static unsigned interested_watches(struct ck__apf *a, const struct ck__apf_digest *d)
 {
-    char key[1024];
+    char key[WATCH_KEY_MAX];
     unsigned n = 0;
     pthread_mutex_lock(&a->watch_lock);
     n += watches_at(a, key, watch_key(key, d->api_group, d->resource, "", ""));
@@ -1122,7 +1141,7 @@ static void register_watch(struct ck__apf *a, const struct ck__apf_digest *d,
     if (!d->resource_request || strcmp(d->verb, "watch") != 0 ||
         (d->node_indexed && strcmp(d->resource, "pods") == 0))
         return;
-    char key[1024];
+    char key[WATCH_KEY_MAX];
     size_t len = watch_key(key, d->api_group, d->resource, d->namespace, d->name);
     unsigned b = bucket_of(key, len);
     pthread_mutex_lock(&a->watch_lock);
@@ -1205,11 +1224,11 @@ static enum ck__apf_verdict queue_locked(struct ck__apf *a, struct ck__apf_level
     t->queue = best;
     t->verdict = CK__APF_QUEUE;
     t->arrival_r = l->current_r;
-    queue_append(q, t);
+    queue_append(l, q, t);
     l->waiting++;
     atomic_fetch_add(&t->stat->waiting, 1);
     bound_next_dispatch(q);
-    dispatch_locked(l, now, woken);
+    dispatch_locked(l, now, woken, q);
     if (t->verdict != CK__APF_EXECUTE) {
         timer_due(a, t->deadline);
         return CK__APF_QUEUE;
@@ -1338,6 +1357,8 @@ void ck__apf_done(struct ck__apf *a, struct ck__apf_ticket *t)
         if (queued) { /* queueset.go: the queue's R moves by (presumed - actual) work */
             struct queue *q = &l->queues[t->queue];
             q->executing--;
+            if (!busy(q))
+                l->busy_queues--;
             q->next_dispatch_r -=
                 seat_seconds(t->work.initial_seats, SERVICE_SECONDS - (now - t->started));
             bound_next_dispatch(q);
@@ -1360,7 +1381,7 @@ void ck__apf_done(struct ck__apf *a, struct ck__apf_ticket *t)
             release(l, t->in_queue, t->queue, t->shape, max_seats_of(t));
         }
         release_due(a, now, &woken);
-        dispatch_locked(l, now, &woken);
+        dispatch_locked(l, now, &woken, NULL);
     }
     pthread_mutex_unlock(&a->lock);
     ck__apf_wake(woken);
@@ -1392,7 +1413,7 @@ static void expire_locked(struct ck__apf *a, double now, struct ck__apf_ticket *
             }
             for (struct ck__apf_ticket *t = keep, *next; t; t = next) {
                 next = t->next;
-                queue_append(q, t);
+                queue_append(l, q, t);
                 l->waiting++;
                 atomic_fetch_add(&t->stat->waiting, 1);
             }
@@ -1453,7 +1474,7 @@ int ck__apf_configure(struct ck__apf *a, const json_t *schemas, const json_t *le
         a->current = snap;
         snap = NULL;
         for (struct ck__apf_level *l = a->levels; l; l = l->next)
-            dispatch_locked(l, now, &woken); /* limits may have grown */
+            dispatch_locked(l, now, &woken, NULL); /* limits may have grown */
     }
     pthread_mutex_unlock(&a->lock);
     ck__apf_wake(woken);
