@@ -1,14 +1,18 @@
 /*
  * apf.c - API Priority and Fairness applied to requests: each request is
  * classified by the FlowSchemas, and a request of a limited priority level
- * runs only while its level has a free seat; the others wait in the level's
- * queues (shuffle sharded by flow) or are rejected.
+ * runs only while its level has the seats its work is estimated at; the others
+ * wait in the level's queues (shuffle sharded by flow) or are rejected.
  *
  * Mirrors k8s.io/apiserver pkg/util/flowcontrol: apf_controller.go (the
- * digest of the configuration objects, the concurrency limits), rule.go
- * (matching), apf_filter.go, fairqueuing/queueset (queues, hands, queue
- * length limits), shufflesharding (the Dealer) and dropped_requests_tracker.go
- * (Retry-After); the server's filter is pkg/server/filters/priority-and-fairness.go.
+ * digest of the configuration objects, the concurrency limits, the work
+ * estimator's most seats), rule.go (matching), apf_filter.go,
+ * fairqueuing/queueset (queues, hands, queue length limits, fair queuing),
+ * shufflesharding (the Dealer), request/ (width.go, list_work_estimator.go,
+ * mutating_work_estimator.go, config.go, seat_seconds.go,
+ * object_count_tracker.go), watch_tracker.go and dropped_requests_tracker.go
+ * (Retry-After); the server's filter is pkg/server/filters/priority-and-fairness.go
+ * (its wait limit too).
  *
  * The configuration is compiled into a snapshot (struct snapshot: schemas in
  * matching order, rules as C string lists), rebuilt from the store when a
@@ -32,8 +36,10 @@
  * (no lending or borrowing); a change of a level's queue count moves its
  * waiting requests at once (kube-apiserver drains the excess queues).
  *
- * Threading: one mutex over the levels, their queues and the snapshot
- * pointer; classification runs unlocked on a referenced snapshot. A ticket's
+ * Threading: one mutex over the levels, their queues, the held final seats and
+ * the snapshot pointer; the watch tracker and the object counts have a mutex
+ * each, never taken with the first; classification and the estimate run
+ * unlocked on a referenced snapshot. A ticket's
  * wake callback is always called without the lock held, and the ticket is
  * not touched once it has been called.
  */
