@@ -541,14 +541,11 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             opts->signing_cert = optarg;
             break;
         case OPT_PRIORITY_AND_FAIRNESS:
-            if (!optarg || strcmp(optarg, "true") == 0)
-                opts->no_priority_and_fairness = false;
-            else if (strcmp(optarg, "false") == 0)
-                opts->no_priority_and_fairness = true;
-            else
+            if (optarg && strcmp(optarg, "true") != 0 && strcmp(optarg, "false") != 0)
                 return usage_error("invalid value \"%s\" for --enable-priority-and-fairness: "
                                    "want true or false",
                                    optarg);
+            opts->no_priority_and_fairness = optarg && strcmp(optarg, "false") == 0;
             break;
         case OPT_BOOTSTRAP_TOKEN_AUTH:
             if (!optarg || strcmp(optarg, "true") == 0)

@@ -1289,16 +1289,11 @@ static bool flow_digest(struct ck_apiserver *server, struct MHD_Connection *conn
  * in system:masters; watches and the other long-running requests pass uncounted.
  */
 static enum MHD_Result max_in_flight(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                     struct request *req, const char *method, const char *url)
+                                     struct request *req, const char *method, const char *url,
+                                     const struct ck__apf_digest *d)
 {
-    struct ck__apf_digest d;
-    struct ck__target t;
-    char verb[16];
-    struct ck_field_selector *fields = NULL;
-    bool limited = flow_digest(server, conn, req, method, url, &t, verb, &fields, &d) &&
-                   strcmp(d.verb, "watch") != 0;
-    ck_field_selector_free(fields);
-    int kind = limited && (strcmp(d.verb, "get") == 0 || strcmp(d.verb, "list") == 0) ? 0 : 1;
+    bool limited = d && strcmp(d->verb, "watch") != 0; /* d: NULL when long-running */
+    int kind = limited && (strcmp(d->verb, "get") == 0 || strcmp(d->verb, "list") == 0) ? 0 : 1;
     if (!limited || !server->inflight_limit[kind])
         return admitted(server, conn, req, method, url);
     if (atomic_fetch_add(&server->inflight[kind], 1) < server->inflight_limit[kind]) {
@@ -1306,8 +1301,8 @@ static enum MHD_Result max_in_flight(struct ck_apiserver *server, struct MHD_Con
         return admitted(server, conn, req, method, url);
     }
     atomic_fetch_sub(&server->inflight[kind], 1);
-    for (size_t i = 0; i < d.n_groups; i++)
-        if (strcmp(d.groups[i], "system:masters") == 0)
+    for (size_t i = 0; i < d->n_groups; i++)
+        if (strcmp(d->groups[i], "system:masters") == 0)
             return admitted(server, conn, req, method, url);
     req->apf.retry_after = 1;
     return refuse_by_flow_control(conn, req);
@@ -1326,10 +1321,12 @@ static enum MHD_Result flow_control(struct ck_apiserver *server, struct MHD_Conn
     struct ck__target t;
     char verb[16];
     struct ck_field_selector *fields = NULL;
-    if (!server->apf)
-        return max_in_flight(server, conn, req, method, url);
-    if (!flow_digest(server, conn, req, method, url, &t, verb, &fields, &d))
-        return admitted(server, conn, req, method, url);
+    bool classified = flow_digest(server, conn, req, method, url, &t, verb, &fields, &d);
+    if (!server->apf || !classified) {
+        ck_field_selector_free(fields);
+        return server->apf ? admitted(server, conn, req, method, url)
+                           : max_in_flight(server, conn, req, method, url, classified ? &d : NULL);
+    }
     enum ck__apf_verdict v = ck__apf_admit(server->apf, &d, &req->apf);
     ck_field_selector_free(fields);
     if (v == CK__APF_QUEUE) {
