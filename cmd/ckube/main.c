@@ -140,6 +140,10 @@ static const char usage_tail[] =
     "                                API Priority and Fairness lets run at once, shared by\n"
     "                                the limited priority levels (default 400)\n"
     "      --max-mutating-requests-inflight N  (default 200)\n"
+    "      --enable-priority-and-fairness[=BOOL]  API Priority and Fairness (default true);\n"
+    "                                false: --max-requests-inflight and\n"
+    "                                --max-mutating-requests-inflight limit reads and\n"
+    "                                writes apart, answering 429 past them\n"
     "      --max-connections-per-address N  open connections of one client address\n"
     "                                (default 2000)\n"
     "      --request-header-timeout DURATION  time a connection has to send a complete\n"
@@ -282,6 +286,7 @@ enum {
     OPT_QUOTA_SYNC,
     OPT_SIGNING_CERT,
     OPT_BOOTSTRAP_TOKEN_AUTH,
+    OPT_PRIORITY_AND_FAIRNESS,
     OPT_SIGNING_KEY,
     OPT_SIGNING_DURATION,
     OPT_CLUSTER_CIDR,
@@ -340,6 +345,7 @@ struct options {
     const char *sa_key_file;
     bool anonymous_auth_disabled;
     bool bootstrap_token_auth;
+    bool no_priority_and_fairness; /* --enable-priority-and-fairness=false */
     bool insecure_plain_http;
     const char *event_ttl;
     const char *max_connections;
@@ -533,6 +539,13 @@ static int parse_flags(int argc, char **argv, const struct option *longopts, con
             break;
         case OPT_SIGNING_CERT:
             opts->signing_cert = optarg;
+            break;
+        case OPT_PRIORITY_AND_FAIRNESS:
+            if (optarg && strcmp(optarg, "true") != 0 && strcmp(optarg, "false") != 0)
+                return usage_error("invalid value \"%s\" for --enable-priority-and-fairness: "
+                                   "want true or false",
+                                   optarg);
+            opts->no_priority_and_fairness = optarg && strcmp(optarg, "false") == 0;
             break;
         case OPT_BOOTSTRAP_TOKEN_AUTH:
             if (!optarg || strcmp(optarg, "true") == 0)
@@ -908,6 +921,7 @@ static int cmd_server(int argc, char **argv)
         {"service-account-key-file", required_argument, NULL, OPT_SA_KEY_FILE},
         {"anonymous-auth", required_argument, NULL, OPT_ANONYMOUS_AUTH},
         {"enable-bootstrap-token-auth", optional_argument, NULL, OPT_BOOTSTRAP_TOKEN_AUTH},
+        {"enable-priority-and-fairness", optional_argument, NULL, OPT_PRIORITY_AND_FAIRNESS},
         {"insecure-plain-http", no_argument, NULL, OPT_INSECURE_PLAIN_HTTP},
         {"event-ttl", required_argument, NULL, OPT_EVENT_TTL},
         {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
@@ -1165,6 +1179,7 @@ static int cmd_server(int argc, char **argv)
         .service_account_key_file = opts.sa_key_file,
         .anonymous_auth_disabled = opts.anonymous_auth_disabled,
         .enable_bootstrap_token_auth = opts.bootstrap_token_auth,
+        .disable_priority_and_fairness = opts.no_priority_and_fairness,
         .event_ttl = event_ttl,
         .max_connections = max_connections,
         .max_requests_inflight = max_inflight,

@@ -124,6 +124,14 @@ struct ck_apiserver_config {
     unsigned max_requests_inflight;
     unsigned max_mutating_requests_inflight;
     /*
+     * --enable-priority-and-fairness=false: no API Priority and Fairness; instead
+     * kube-apiserver's max-in-flight filter, which answers 429 to a read (get, list) past
+     * max_requests_inflight running, or a write past max_mutating_requests_inflight,
+     * unless the user is in system:masters; watches and the other long-running requests
+     * are not counted.
+     */
+    bool disable_priority_and_fairness;
+    /*
      * The IPv4 address other members of the cluster reach this server at
      * (--advertise-address), listed in the kubernetes Service's endpoints; NULL: the
      * listen host when it is a specific non-loopback address, else the first

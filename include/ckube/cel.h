@@ -115,6 +115,12 @@ struct ck_cel_var {
 };
 
 /*
+ * Go's time.ParseDuration, the grammar of CEL's duration() ("1.5s", "2m30s", "-1h"):
+ * true and the value as seconds and nanoseconds of the same sign when text is one.
+ */
+bool ck_cel_parse_duration(const char *text, int64_t *ret_sec, int32_t *ret_nsec);
+
+/*
  * Compiles the len bytes of expr (UTF-8): parses it and expands its macros (has, all,
  * exists, exists_one, map, filter, optMap, optFlatMap). Returns 0 and *ret_prog (free it with
  * ck_cel_program_free()), or CK_EINVAL with reterr's message as cel-go prints it,

@@ -1,14 +1,18 @@
 /*
  * apf.c - API Priority and Fairness applied to requests: each request is
  * classified by the FlowSchemas, and a request of a limited priority level
- * runs only while its level has a free seat; the others wait in the level's
- * queues (shuffle sharded by flow) or are rejected.
+ * runs only while its level has the seats its work is estimated at; the others
+ * wait in the level's queues (shuffle sharded by flow) or are rejected.
  *
  * Mirrors k8s.io/apiserver pkg/util/flowcontrol: apf_controller.go (the
- * digest of the configuration objects, the concurrency limits), rule.go
- * (matching), apf_filter.go, fairqueuing/queueset (queues, hands, queue
- * length limits), shufflesharding (the Dealer) and dropped_requests_tracker.go
- * (Retry-After); the server's filter is pkg/server/filters/priority-and-fairness.go.
+ * digest of the configuration objects, the concurrency limits, the work
+ * estimator's most seats), rule.go (matching), apf_filter.go,
+ * fairqueuing/queueset (queues, hands, queue length limits, fair queuing),
+ * shufflesharding (the Dealer), request/ (width.go, list_work_estimator.go,
+ * mutating_work_estimator.go, config.go, seat_seconds.go,
+ * object_count_tracker.go), watch_tracker.go and dropped_requests_tracker.go
+ * (Retry-After); the server's filter is pkg/server/filters/priority-and-fairness.go
+ * (its wait limit too).
  *
  * The configuration is compiled into a snapshot (struct snapshot: schemas in
  * matching order, rules as C string lists), rebuilt from the store when a
@@ -19,19 +23,28 @@
  * their limits and queue shapes but keeps their queued and running requests,
  * so the snapshot can point at them without counting references.
  *
- * Simplifications (docs/differences.md): every request takes one seat
- * (no work estimator); a level's limit is its nominal concurrency limit,
- * ceil(server limit * shares / sum of shares), at least 1 (no lending or
- * borrowing); queues are served round-robin, one request each, rather than
- * by virtual finish time; a queued request waits at most CK__APF_WAIT_LIMIT
- * seconds, checked once a second.
+ * Each request's work is estimated as request/width.go does (a list's seats from
+ * the object count of its resource, counted every minute; a write's final seats
+ * and additional latency from the watches it wakes), and a limited level's
+ * seats go to the waiting by queueset.go's fair queuing: a virtual clock R
+ * (seat-seconds per busy queue) and, per queue, the R at which its next request
+ * may start; the head whose virtual finish is least goes next when its seats
+ * fit. A timer thread ends waits at their deadline and releases final seats.
  *
- * Threading: one mutex over the levels, their queues and the snapshot
- * pointer; classification runs unlocked on a referenced snapshot. A ticket's
+ * Simplifications (docs/differences.md): a level's limit is its nominal
+ * concurrency limit, ceil(server limit * shares / sum of shares), at least 1
+ * (no lending or borrowing); a change of a level's queue count moves its
+ * waiting requests at once (kube-apiserver drains the excess queues).
+ *
+ * Threading: one mutex over the levels, their queues, the held final seats and
+ * the snapshot pointer; the watch tracker and the object counts have a mutex
+ * each, never taken with the first; classification and the estimate run
+ * unlocked on a referenced snapshot. A ticket's
  * wake callback is always called without the lock held, and the ticket is
  * not touched once it has been called.
  */
 #include <gnutls/crypto.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -41,12 +54,27 @@
 #include <time.h>
 
 #include "ckube/auth.h"
+#include "ckube/cel.h"
 #include "ckube/internal/util.h"
 #include "ckube/store.h"
 #include "internal.h"
 
 #define MAX_RETRY_AFTER 32 /* dropped_requests_tracker.go's maxRetryAfter */
 #define SA_PREFIX       "system:serviceaccount:"
+
+/* request/seat_seconds.go: seat-seconds in fixed point, 1e8 to the seat-second */
+#define SS_SCALE 1e8
+/* queueset.go: a request's presumed service time, and the epoch of R */
+#define SERVICE_SECONDS 0.003
+#define R_DECREMENT     (UINT64_MAX / 2)
+#define R_HIGH          (R_DECREMENT + R_DECREMENT / 2)
+/* apf_controller.go: the work estimator's seats of a queuing level, a share of its limit */
+#define MAX_SEATS_SHARE 0.15
+/* object_count_tracker.go and the store's count period (etcd-count-metric-poll-period) */
+#define COUNT_PERIOD  60.0
+#define COUNT_STALE   180.0
+#define COUNT_PRUNE   3600.0
+#define WATCH_BUCKETS 256
 
 /* A list of strings from a rule; `all`: it is exactly the wildcard. */
 struct strs {
@@ -99,6 +127,8 @@ struct schema {
     char uid[CK__APF_UID_MAX];
     long long precedence;
     enum distinguisher by;
+    bool hashed;        /* its level queues in several queues: the flow's hand is needed */
+    unsigned max_seats; /* its level's most seats for the work estimator (0: the limit) */
     struct policy_rule *rules;
     size_t n_rules;
     struct ck__apf_level *level; /* kept by the apf: never freed before it */
@@ -111,9 +141,15 @@ struct snapshot {
     size_t n;
 };
 
+/* queueset.go's queue: its waiting requests, and the seats of those it seated. */
 struct queue {
     struct ck__apf_ticket *head, *tail;
     unsigned len;
+    unsigned executing;     /* its requests running */
+    unsigned seats_in_use;  /* their seats, and final seats still held */
+    unsigned waiting_seats; /* the waiting requests' seats */
+    uint64_t waiting_work;  /* and their work */
+    uint64_t next_dispatch_r;
 };
 
 struct ck__apf_level {
@@ -127,8 +163,17 @@ struct ck__apf_level {
     unsigned hand_size, queue_length_limit;
     struct queue *queues;
     unsigned n_queues;
-    unsigned executing, waiting;
-    unsigned next_queue; /* where dispatch looks first */
+    unsigned max_seats;    /* the work estimator's, 0 for a level without queues */
+    unsigned executing;    /* requests running */
+    unsigned seats_in_use; /* their seats, and final seats still held */
+    unsigned waiting;
+    unsigned shape;                 /* changes with the queue count: older seats count no queue */
+    unsigned busy_queues;           /* queues with requests waiting or running */
+    unsigned long long queue_seats; /* the queues' seats in use and waiting */
+    unsigned robin;                 /* the last queue dispatched from */
+    unsigned long long enqueues;
+    uint64_t current_r; /* R, seat-seconds */
+    double last_real;   /* when R was last advanced */
     /* the dropped-requests tracker of this level (Retry-After) */
     long long retry_after, retry_update_unix, cur_unix, cur_count;
     struct {
@@ -137,9 +182,47 @@ struct ck__apf_level {
     unsigned n_history;
 };
 
+/* Final seats held after a request answered, until at. */
+struct held {
+    struct held *next; /* by at */
+    struct ck__apf_level *level;
+    unsigned queue, shape, seats;
+    bool in_queue;
+    double at;
+};
+
+/* watch_tracker.go: the watches of one group, resource, namespace and name. */
+struct ck__apf_watch {
+    struct ck__apf_watch *next;
+    unsigned count;
+    char *key; /* group NUL resource NUL namespace NUL name */
+    size_t len;
+};
+
+/* object_count_tracker.go: one resource's count, and when it was set. */
+struct object_count {
+    char *group_resource;
+    long long count;
+    double at;
+};
+
 struct ck__apf {
     pthread_mutex_t lock;
     unsigned server_limit;
+    double (*clock)(void *arg);
+    void *clock_arg;
+    struct held *lingering;
+    double next_deadline; /* the earliest waiting ticket's, or INFINITY */
+    pthread_t timer;
+    pthread_cond_t timer_wake; /* CLOCK_MONOTONIC */
+    bool timer_running;
+    /* the watch tracker and the object counts, each under its own lock */
+    pthread_mutex_t watch_lock;
+    struct ck__apf_watch *watches_by_key[WATCH_BUCKETS];
+    pthread_mutex_t count_lock;
+    struct object_count *counts;
+    size_t n_counts;
+    double counted_at;
     struct ck__apf_level *levels;
     struct snapshot *current;
     struct ck__apf_stat *stats;
@@ -339,9 +422,23 @@ static int by_precedence(const void *pa, const void *pb)
     return strcmp(a->name, b->name);
 }
 
-/* Puts t at the end of q (the level's waiting count is the caller's). */
-static void queue_append(struct queue *q, struct ck__apf_ticket *t)
+static unsigned max_seats_of(const struct ck__apf_ticket *t)
 {
+    return t->work.initial_seats >= t->work.final_seats ? t->work.initial_seats
+                                                        : t->work.final_seats;
+}
+
+static bool busy(const struct queue *q)
+{
+    return q->len || q->executing;
+}
+
+/* Puts t at the end of q, a queue of l (the level's waiting count is the caller's). */
+static void queue_append(struct ck__apf_level *l, struct queue *q, struct ck__apf_ticket *t)
+{
+    if (!busy(q))
+        l->busy_queues++;
+    l->queue_seats += max_seats_of(t);
     t->next = NULL;
     if (q->tail)
         q->tail->next = t;
@@ -349,9 +446,14 @@ static void queue_append(struct queue *q, struct ck__apf_ticket *t)
         q->head = t;
     q->tail = t;
     q->len++;
+    q->waiting_seats += max_seats_of(t);
+    q->waiting_work += t->total_work;
 }
 
-/* Moves the waiting tickets of l into n new queues (a changed queue count). Locked. */
+/*
+ * Moves the waiting tickets of l into n new queues (a changed queue count); the seats of
+ * those running stay the level's but no longer any queue's. Locked.
+ */
 static int reshape_queues(struct ck__apf_level *l, unsigned n)
 {
     if (n == l->n_queues)
@@ -359,17 +461,22 @@ static int reshape_queues(struct ck__apf_level *l, unsigned n)
     struct queue *q = ck__calloc(n ? n : 1, sizeof(*q));
     if (!q)
         return CK_ENOMEM;
+    for (unsigned i = 0; i < (n ? n : 1); i++)
+        q[i].next_dispatch_r = l->current_r;
+    l->busy_queues = 0;
+    l->queue_seats = 0;
     for (unsigned i = 0; i < l->n_queues; i++) {
         for (struct ck__apf_ticket *t = l->queues[i].head, *next; t; t = next) {
             next = t->next;
             t->queue = n ? i % n : 0;
-            queue_append(&q[t->queue], t);
+            queue_append(l, &q[t->queue], t);
         }
     }
     free(l->queues);
     l->queues = q;
     l->n_queues = n ? n : 1;
-    l->next_queue = 0;
+    l->robin = 0;
+    l->shape++;
     return 0;
 }
 
@@ -429,6 +536,11 @@ static int apply_levels(struct ck__apf *a, const json_t *levels)
                                 ? ((long long)a->server_limit * l->shares + sum - 1) / sum
                                 : 0; /* ceil */
         l->limit = nominal < 1 ? 1 : nominal > UINT32_MAX ? UINT32_MAX : (unsigned)nominal;
+        /* max(1, min(ceil(0.15 * limit), limit / handSize)) for a level with queues */
+        unsigned share = (unsigned)ceil(l->limit * MAX_SEATS_SHARE);
+        unsigned per_hand = l->hand_size ? l->limit / l->hand_size : l->limit;
+        unsigned most = share < per_hand ? share : per_hand;
+        l->max_seats = !l->queuing ? 0 : most < 1 ? 1 : most;
     }
     return 0;
 }
@@ -449,6 +561,8 @@ static int schema_compile(struct ck__apf *a, const json_t *obj, struct schema *s
     memset(s, 0, sizeof(*s));
     *ret_used = true;
     s->level = l;
+    s->hashed = l->queuing && l->n_queues > 1;
+    s->max_seats = l->max_seats;
     if (!(s->stat = stat_of(a, name, level)))
         return CK_ENOMEM;
     copy_uid(s->uid, obj);
@@ -487,6 +601,11 @@ static struct ck__apf_ticket *queue_pop(struct ck__apf_level *l, struct queue *q
     if (!q->head)
         q->tail = NULL;
     q->len--;
+    q->waiting_seats -= max_seats_of(t);
+    l->queue_seats -= max_seats_of(t);
+    if (!busy(q))
+        l->busy_queues--;
+    q->waiting_work -= t->total_work;
     l->waiting--;
     atomic_fetch_sub(&t->stat->waiting, 1);
     t->next = NULL;
@@ -499,29 +618,146 @@ static void push(struct ck__apf_ticket **list, struct ck__apf_ticket *t)
     *list = t;
 }
 
-/*
- * Takes waiting tickets off l's queues, round-robin from next_queue, while l has a free
- * seat; each gets the seat and goes onto *woken. Locked.
- */
-static void dispatch_locked(struct ck__apf_level *l, struct ck__apf_ticket **woken)
+/* seat_seconds.go's SeatsTimesDuration, wrapping as its conversion does when negative. */
+static uint64_t seat_seconds(double seats, double seconds)
 {
-    while (l->waiting > 0 && (l->exempt || l->executing < l->limit)) {
-        struct queue *q = NULL;
-        for (unsigned k = 0; k < l->n_queues && !q; k++) {
-            unsigned i = (l->next_queue + k) % l->n_queues;
-            if (l->queues[i].head) {
-                q = &l->queues[i];
-                l->next_queue = (i + 1) % l->n_queues;
-            }
+    return (uint64_t)(int64_t)llround(seats * seconds * SS_SCALE);
+}
+
+/*
+ * queueset.go's syncTimeLocked: R advances, since the level's last change, by the
+ * seconds passed times min(seats asked for, limit) over the queues in use; its epoch
+ * moves back by half its range before it could overflow. Locked.
+ */
+static void sync_time(struct ck__apf_level *l, double now)
+{
+    double elapsed = now - l->last_real;
+    l->last_real = now;
+    if (elapsed <= 0 || !l->queuing || !l->busy_queues) /* sums kept as the queues change */
+        return;
+    unsigned long long seats = l->queue_seats;
+    double ratio = (double)(seats < l->limit ? seats : l->limit) / l->busy_queues;
+    l->current_r += seat_seconds(ratio, elapsed);
+    if (l->current_r < R_HIGH)
+        return;
+    l->current_r -= R_DECREMENT;
+    for (unsigned i = 0; i < l->n_queues; i++) {
+        struct queue *q = &l->queues[i];
+        if (!q->len && !q->executing) {
+            q->next_dispatch_r = 0;
+            continue;
         }
-        if (!q)
-            break;
-        struct ck__apf_ticket *t = queue_pop(l, q);
-        l->executing++;
-        atomic_fetch_add(&t->stat->executing, 1);
-        t->seated = true;
-        t->verdict = CK__APF_EXECUTE;
-        push(woken, t);
+        q->next_dispatch_r -= R_DECREMENT;
+        for (struct ck__apf_ticket *t = q->head; t; t = t->next)
+            t->arrival_r -= R_DECREMENT;
+    }
+}
+
+/* queueset.go's anti-windup: a queue's next dispatch never precedes its head's arrival. */
+static void bound_next_dispatch(struct queue *q)
+{
+    if (q->head && q->next_dispatch_r < q->head->arrival_r)
+        q->next_dispatch_r = q->head->arrival_r;
+}
+
+/* queueset.go's canAccommodateSeatsLocked. Locked. */
+static bool fits(const struct ck__apf_level *l, unsigned seats)
+{
+    if (seats > l->limit) /* wider than the level: alone */
+        return l->executing == 0;
+    return l->seats_in_use + seats <= l->limit;
+}
+
+/* t takes its seats (from its queue q, or from none). Locked. */
+static void seat(struct ck__apf_level *l, struct queue *q, struct ck__apf_ticket *t, double now)
+{
+    unsigned seats = max_seats_of(t);
+    t->seated = true;
+    t->verdict = CK__APF_EXECUTE;
+    t->started = now;
+    t->in_queue = q != NULL;
+    t->shape = l->shape;
+    l->executing++;
+    l->seats_in_use += seats;
+    atomic_fetch_add(&t->stat->executing, 1);
+    if (q) {
+        if (!busy(q))
+            l->busy_queues++;
+        l->queue_seats += seats;
+        q->executing++;
+        q->seats_in_use += seats;
+        q->next_dispatch_r += t->total_work;
+    }
+}
+
+/*
+ * queueset.go's dispatchLocked: of the queues' heads, from the one after the last queue
+ * dispatched from, the first whose virtual finish (its queue's next dispatch R plus its
+ * work) is least; it is seated when its seats fit, its final seats cut to the limit.
+ * Returns whether one was. Locked.
+ */
+static bool dispatch_one(struct ck__apf_level *l, double now, struct ck__apf_ticket **woken,
+                         const struct queue *hint)
+{
+    uint64_t least = UINT64_MAX;
+    unsigned best = 0;
+    bool direct = l->waiting == 1 && hint && hint->head; /* the only one waiting: no search */
+    bool found = direct;
+    if (direct)
+        best = (unsigned)(hint - l->queues);
+    for (unsigned k = 0, i = l->robin; k < l->n_queues && !direct; k++) {
+        i = (i + 1) % l->n_queues;
+        const struct queue *q = &l->queues[i];
+        if (q->head && q->next_dispatch_r + q->head->total_work < least) {
+            least = q->next_dispatch_r + q->head->total_work;
+            best = i;
+            found = true;
+        }
+    }
+    if (!found || !fits(l, max_seats_of(l->queues[best].head)))
+        return false;
+    struct queue *q = &l->queues[best];
+    struct ck__apf_ticket *t = queue_pop(l, q);
+    if (t->work.final_seats > l->limit) { /* the same final work on fewer seats */
+        t->work.final_seats = l->limit;
+        t->work.additional_latency = (double)t->final_work / SS_SCALE / l->limit;
+    }
+    l->robin = best;
+    seat(l, q, t, now);
+    bound_next_dispatch(q);
+    push(woken, t);
+    return true;
+}
+
+/* queueset.go's dispatchAsMuchAsPossibleLocked. Locked. */
+static void dispatch_locked(struct ck__apf_level *l, double now, struct ck__apf_ticket **woken,
+                            const struct queue *hint)
+{
+    while (l->waiting > 0 && l->seats_in_use < l->limit && dispatch_one(l, now, woken, hint))
+        ;
+}
+
+/* Gives seats back to l (and to the queue they came from, in the same shape). Locked. */
+static void release(struct ck__apf_level *l, bool in_queue, unsigned queue, unsigned shape,
+                    unsigned seats)
+{
+    l->seats_in_use -= seats;
+    if (in_queue && shape == l->shape && queue < l->n_queues) {
+        l->queues[queue].seats_in_use -= seats;
+        l->queue_seats -= seats;
+    }
+}
+
+/* Releases the final seats held until now or before, and dispatches. Locked. */
+static void release_due(struct ck__apf *a, double now, struct ck__apf_ticket **woken)
+{
+    while (a->lingering && a->lingering->at <= now) {
+        struct held *g = a->lingering;
+        a->lingering = g->next;
+        sync_time(g->level, now);
+        release(g->level, g->in_queue, g->queue, g->shape, g->seats);
+        dispatch_locked(g->level, now, woken, NULL);
+        free(g);
     }
 }
 
@@ -692,6 +928,326 @@ void ck__apf_deal(uint64_t hash, unsigned deck, unsigned hand, unsigned *ret_car
     }
 }
 
+/* ---- the work estimate (request/width.go and its estimators) ---------------------- */
+
+static bool verb_in(const char *verb, const char *const *verbs)
+{
+    for (; *verbs; verbs++)
+        if (strcmp(verb, *verbs) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * list_work_estimator.go's shouldListFromStorage, with ConsistentListFromCache on and the
+ * store able to tell its progress (kube-apiserver 1.32 against a current etcd).
+ */
+static bool lists_from_storage(const struct ck__apf_digest *d)
+{
+    const char *rv = d->resource_version ? d->resource_version : "";
+    const char *match = d->rv_match ? d->rv_match : "";
+    bool legacy_exact = d->limit > 0 && !*match && *rv && strcmp(rv, "0") != 0;
+    bool unsupported = (*match && strcmp(match, "NotOlderThan") != 0) || legacy_exact;
+    return d->continued || unsupported;
+}
+
+/* list_work_estimator.go's estimate: seats for the objects a list goes through. */
+static unsigned list_seats(const struct ck__apf_digest *d, unsigned max_seats, long long count)
+{
+    if (d->name && d->name[0]) /* one object, read as a get */
+        return CK__APF_MIN_SEATS;
+    if (d->bad_options)
+        return max_seats;
+    bool watch = strcmp(d->verb, "watch") == 0;
+    if (watch && !d->send_initial_events)
+        return CK__APF_MIN_SEATS;
+    bool from_cache = watch || !lists_from_storage(d);
+    if (count == -2) /* stale: the worst */
+        return max_seats;
+    if (count < 0) /* not counted (an aggregated resource, a typo): the least */
+        return CK__APF_MIN_SEATS;
+    long long limit = d->limit > 0 && d->limit < count ? d->limit : count;
+    long long objects = from_cache ? count : d->selector ? count + limit : 2 * limit;
+    double seats = ceil((double)objects / CK__APF_OBJECTS_PER_SEAT);
+    return seats < CK__APF_MIN_SEATS ? CK__APF_MIN_SEATS
+           : seats > max_seats       ? max_seats
+                                     : (unsigned)seats;
+}
+
+/* mutating_work_estimator.go's estimate: final seats for the watchers a change wakes. */
+static struct ck__apf_work mutating_work(const struct ck__apf_digest *d, unsigned max_seats,
+                                         unsigned watches)
+{
+    struct ck__apf_work w = {.initial_seats = CK__APF_MIN_SEATS};
+    if (strcmp(d->resource, "serviceaccounts") == 0 && d->subresource &&
+        strcmp(d->subresource, "token") == 0) /* a token is no event */
+        return w;
+    if (watches < (unsigned)CK__APF_WATCHES_PER_SEAT)
+        return w;
+    unsigned final = (unsigned)ceil(watches / CK__APF_WATCHES_PER_SEAT);
+    uint64_t work = seat_seconds(final, CK__APF_EVENT_SECONDS);
+    w.final_seats = final > max_seats ? max_seats : final;
+    w.additional_latency = (double)work / SS_SCALE / w.final_seats; /* the same work */
+    return w;
+}
+
+struct ck__apf_work ck__apf_estimate(const struct ck__apf_digest *d, unsigned max_seats,
+                                     long long count, unsigned watches)
+{
+    struct ck__apf_work w = {.initial_seats = CK__APF_MIN_SEATS};
+    if (max_seats == 0 || max_seats > CK__APF_MAX_SEATS_LIMIT)
+        max_seats = CK__APF_MAX_SEATS_LIMIT;
+    if (!d->resource_request)
+        return w;
+    if (strcmp(d->verb, "list") == 0 || (strcmp(d->verb, "watch") == 0 && d->watch_list))
+        w.initial_seats = list_seats(d, max_seats, count);
+    else if (strcmp(d->verb, "create") == 0 || strcmp(d->verb, "update") == 0 ||
+             strcmp(d->verb, "patch") == 0 || strcmp(d->verb, "delete") == 0)
+        w = mutating_work(d, max_seats, watches);
+    return w;
+}
+
+double ck__apf_wait_limit(const char *timeout, bool long_running)
+{
+    double limit = CK__APF_REQUEST_TIMEOUT; /* request_deadline.go: the most, or less asked */
+    int64_t sec;
+    int32_t nsec;
+    if (!long_running && timeout && *timeout && ck_cel_parse_duration(timeout, &sec, &nsec)) {
+        double asked = (double)sec + nsec / 1e9;
+        if (asked > 0 && asked < CK__APF_REQUEST_TIMEOUT)
+            limit = asked;
+    }
+    limit /= 4; /* getRequestWaitContext: a quarter, or the default's (a quarter too) */
+    return limit > CK__APF_WAIT_MAX ? CK__APF_WAIT_MAX : limit;
+}
+
+/* The count of d's resource: -1 when none was set, -2 when it is stale. */
+static long long count_of(struct ck__apf *a, const struct ck__apf_digest *d, double now)
+{
+    char key[256];
+    snprintf(key, sizeof(key), "%s%s%s", d->resource, d->api_group[0] ? "." : "", d->api_group);
+    long long count = -1;
+    pthread_mutex_lock(&a->count_lock);
+    for (size_t i = 0; i < a->n_counts; i++)
+        if (strcmp(a->counts[i].group_resource, key) == 0) {
+            count = now - a->counts[i].at > COUNT_STALE ? -2 : a->counts[i].count;
+            break;
+        }
+    pthread_mutex_unlock(&a->count_lock);
+    return count;
+}
+
+void ck__apf_set_count(struct ck__apf *a, const char *group_resource, long long count)
+{
+    if (count < 0)
+        return;
+    double now = a->clock(a->clock_arg);
+    pthread_mutex_lock(&a->count_lock);
+    size_t i = 0;
+    while (i < a->n_counts && strcmp(a->counts[i].group_resource, group_resource) != 0)
+        i++;
+    if (i == a->n_counts) {
+        struct object_count *grown = ck__realloc(a->counts, (i + 1) * sizeof(*grown));
+        char *key = grown ? ck__strdup(group_resource) : NULL;
+        if (grown)
+            a->counts = grown;
+        if (key)
+            a->counts[a->n_counts++] = (struct object_count){.group_resource = key};
+        else
+            i = SIZE_MAX;
+    }
+    if (i != SIZE_MAX) {
+        a->counts[i].count = count;
+        a->counts[i].at = now;
+    }
+    /* the pruner: a count not set for an hour is forgotten */
+    for (size_t k = 0; k < a->n_counts;) {
+        if (now - a->counts[k].at < COUNT_PRUNE) {
+            k++;
+            continue;
+        }
+        free(a->counts[k].group_resource);
+        a->counts[k] = a->counts[--a->n_counts];
+    }
+    pthread_mutex_unlock(&a->count_lock);
+}
+
+static void count_one(const struct ck_kind *kind, long long count, void *arg)
+{
+    char key[256];
+    snprintf(key, sizeof(key), "%s%s%s", kind->resource, kind->group[0] ? "." : "", kind->group);
+    ck__apf_set_count(arg, key, count);
+}
+
+/* ---- the watch tracker (watch_tracker.go) ----------------------------------------- */
+
+#define WATCH_KEY_MAX 1024
+
+/* Appends s (cut to what fits) and a NUL to key at *len, when room is left. */
+static void key_add(char key[WATCH_KEY_MAX], size_t *len, const char *s)
+{
+    if (*len >= WATCH_KEY_MAX)
+        return;
+    size_t room = WATCH_KEY_MAX - *len - 1, n = s ? strnlen(s, room) : 0;
+    if (n)
+        memcpy(key + *len, s, n);
+    *len += n;
+    key[(*len)++] = '\0';
+}
+
+static size_t watch_key(char key[WATCH_KEY_MAX], const char *group, const char *resource,
+                        const char *ns, const char *name)
+{
+    size_t len = 0;
+    key_add(key, &len, group);
+    key_add(key, &len, resource);
+    key_add(key, &len, ns);
+    key_add(key, &len, name);
+    return len;
+}
+
+static unsigned bucket_of(const char *key, size_t len)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 16777619u;
+    return h % WATCH_BUCKETS;
+}
+
+/* The watches of one key. Under watch_lock. */
+static unsigned watches_at(const struct ck__apf *a, const char *key, size_t len)
+{
+    for (const struct ck__apf_watch *w = a->watches_by_key[bucket_of(key, len)]; w; w = w->next)
+        if (w->len == len && memcmp(w->key, key, len) == 0)
+            return w->count;
+    return 0;
+}
+
+/* GetInterestedWatchCount: the watches of the resource, of its namespace, of the object. */
+static unsigned interested_watches(struct ck__apf *a, const struct ck__apf_digest *d)
+{
+    char key[WATCH_KEY_MAX];
+    unsigned n = 0;
+    pthread_mutex_lock(&a->watch_lock);
+    n += watches_at(a, key, watch_key(key, d->api_group, d->resource, "", ""));
+    if (d->namespace && d->namespace[0])
+        n += watches_at(a, key, watch_key(key, d->api_group, d->resource, d->namespace, ""));
+    if (d->namespace && d->namespace[0] && d->name && d->name[0])
+        n += watches_at(a, key, watch_key(key, d->api_group, d->resource, d->namespace, d->name));
+    else if (d->name && d->name[0])
+        n += watches_at(a, key, watch_key(key, d->api_group, d->resource, "", d->name));
+    pthread_mutex_unlock(&a->watch_lock);
+    return n;
+}
+
+/* RegisterWatch: counts t's watch until ck__apf_end(); a pods watch of one node is not. */
+static void register_watch(struct ck__apf *a, const struct ck__apf_digest *d,
+                           struct ck__apf_ticket *t)
+{
+    if (!d->resource_request || strcmp(d->verb, "watch") != 0 ||
+        (d->node_indexed && strcmp(d->resource, "pods") == 0))
+        return;
+    char key[WATCH_KEY_MAX];
+    size_t len = watch_key(key, d->api_group, d->resource, d->namespace, d->name);
+    unsigned b = bucket_of(key, len);
+    pthread_mutex_lock(&a->watch_lock);
+    struct ck__apf_watch *w = a->watches_by_key[b];
+    while (w && !(w->len == len && memcmp(w->key, key, len) == 0))
+        w = w->next;
+    if (!w && (w = ck__calloc(1, sizeof(*w))) && !(w->key = ck__malloc(len))) {
+        free(w);
+        w = NULL;
+    }
+    if (w && !w->count) {
+        memcpy(w->key, key, len);
+        w->len = len;
+        w->next = a->watches_by_key[b];
+        a->watches_by_key[b] = w;
+    }
+    if (w)
+        w->count++;
+    t->watch = w;
+    pthread_mutex_unlock(&a->watch_lock);
+}
+
+void ck__apf_end(struct ck__apf *a, struct ck__apf_ticket *t)
+{
+    struct ck__apf_watch *w = t->watch;
+    if (!a || !w)
+        return;
+    t->watch = NULL;
+    pthread_mutex_lock(&a->watch_lock);
+    if (--w->count == 0) {
+        for (struct ck__apf_watch **p = &a->watches_by_key[bucket_of(w->key, w->len)]; *p;
+             p = &(*p)->next)
+            if (*p == w) {
+                *p = w->next;
+                break;
+            }
+        free(w->key);
+        free(w);
+    }
+    pthread_mutex_unlock(&a->watch_lock);
+}
+
+/* ---- admission, queuing, the end of a request ------------------------------------ */
+
+/* The timer thread must look again: something is due earlier than it thought. Locked. */
+static void timer_due(struct ck__apf *a, double at)
+{
+    if (at < a->next_deadline) {
+        a->next_deadline = at;
+        if (a->timer_running)
+            pthread_cond_signal(&a->timer_wake);
+    }
+}
+
+/*
+ * queueset.go's StartRequest for a level with queues: the queue of the flow's hand with
+ * the least waiting work (from a rotating offset), a refusal when both the level's seats
+ * and that queue are full, else the queue, then as many dispatches as can be. Returns
+ * EXECUTE when t was dispatched (not on *woken), else QUEUE or REJECT. Locked.
+ */
+static enum ck__apf_verdict queue_locked(struct ck__apf *a, struct ck__apf_level *l,
+                                         struct ck__apf_ticket *t, double now,
+                                         struct ck__apf_ticket **woken)
+{
+    unsigned cards[15] = {0}, hand = l->hand_size ? l->hand_size : 1;
+    ck__apf_deal(t->flow_hash, l->n_queues, hand, cards);
+    unsigned offset = (unsigned)(l->enqueues++ % hand), best = cards[offset];
+    for (unsigned i = 1; i < hand; i++) {
+        unsigned c = cards[(offset + i) % hand];
+        if (l->queues[c].waiting_work < l->queues[best].waiting_work)
+            best = c;
+    }
+    struct queue *q = &l->queues[best];
+    if (l->seats_in_use >= l->limit && q->len >= l->queue_length_limit) {
+        reject_locked(l, t, REJECT_QUEUE_FULL);
+        return CK__APF_REJECT;
+    }
+    if (!q->len && !q->executing)
+        q->next_dispatch_r = l->current_r;
+    t->queue = best;
+    t->verdict = CK__APF_QUEUE;
+    t->arrival_r = l->current_r;
+    queue_append(l, q, t);
+    l->waiting++;
+    atomic_fetch_add(&t->stat->waiting, 1);
+    bound_next_dispatch(q);
+    dispatch_locked(l, now, woken, q);
+    if (t->verdict != CK__APF_EXECUTE) {
+        timer_due(a, t->deadline);
+        return CK__APF_QUEUE;
+    }
+    for (struct ck__apf_ticket **p = woken; *p; p = &(*p)->next)
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
+    t->next = NULL;
+    return CK__APF_EXECUTE;
+}
+
 enum ck__apf_verdict ck__apf_admit(struct ck__apf *a, const struct ck__apf_digest *d,
                                    struct ck__apf_ticket *t)
 {
@@ -714,69 +1270,78 @@ enum ck__apf_verdict ck__apf_admit(struct ck__apf *a, const struct ck__apf_diges
     memcpy(t->pl_uid, s->level->uid, sizeof(t->pl_uid));
     t->level = s->level;
     t->stat = s->stat;
-
-    enum ck__apf_verdict v = CK__APF_EXECUTE;
-    pthread_mutex_lock(&a->lock);
-    struct ck__apf_level *l = t->level;
-    if (l->exempt) {
-        /* never limited: counted, not seated */
-    } else if (l->executing < l->limit && l->waiting == 0) {
-        l->executing++;
-        t->seated = true;
-    } else if (!l->queuing) {
-        reject_locked(l, t, REJECT_CONCURRENCY);
-        v = CK__APF_REJECT;
-    } else {
-        v = CK__APF_QUEUE;
-    }
-    if (v == CK__APF_EXECUTE)
-        atomic_fetch_add(&t->stat->executing, 1);
-    pthread_mutex_unlock(&a->lock);
-    if (v == CK__APF_QUEUE) { /* only a request that queues needs its flow's hand */
+    double now = a->clock(a->clock_arg);
+    static const char *const listing[] = {"list", "watch", NULL};
+    static const char *const mutating[] = {"create", "update", "patch", "delete", NULL};
+    bool resource = d->resource_request;
+    t->work = ck__apf_estimate(
+        d, s->max_seats, resource && verb_in(d->verb, listing) ? count_of(a, d, now) : -1,
+        resource && verb_in(d->verb, mutating) ? interested_watches(a, d) : 0);
+    t->total_work = seat_seconds(t->work.initial_seats, SERVICE_SECONDS) +
+                    (t->final_work = seat_seconds(t->work.final_seats, t->work.additional_latency));
+    if (s->hashed) {
         const char *flow = s->by == BY_USER ? d->user : s->by == BY_NAMESPACE ? d->namespace : "";
         t->flow_hash = flow_hash(s->name, flow ? flow : "");
     }
     snapshot_unref(snap); /* s is no longer read */
+
+    enum ck__apf_verdict v = CK__APF_EXECUTE;
+    struct ck__apf_ticket *woken = NULL;
+    pthread_mutex_lock(&a->lock);
+    struct ck__apf_level *l = t->level;
+    sync_time(l, now);
+    release_due(a, now, &woken);
+    unsigned seats = max_seats_of(t);
+    if (l->exempt) {
+        atomic_fetch_add(&t->stat->executing, 1); /* never limited: counted, not seated */
+    } else if (!l->queuing) {
+        if (fits(l, seats)) {
+            seat(l, NULL, t, now);
+        } else {
+            reject_locked(l, t, REJECT_CONCURRENCY);
+            v = CK__APF_REJECT;
+        }
+    } else if (l->waiting == 0 && l->seats_in_use < l->limit && fits(l, seats)) {
+        v = queue_locked(a, l, t, now, &woken); /* alone: dispatched at once */
+    } else {
+        v = CK__APF_QUEUE; /* queued by ck__apf_enqueue(), once the caller can be woken */
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (v != CK__APF_REJECT) /* counted from its admission to its end */
+        register_watch(a, d, t);
+    ck__apf_wake(woken);
     return v;
 }
 
 enum ck__apf_verdict ck__apf_enqueue(struct ck__apf *a, struct ck__apf_ticket *t, double deadline)
 {
     struct ck__apf_level *l = t->level;
-    enum ck__apf_verdict v = CK__APF_QUEUE;
+    enum ck__apf_verdict v;
+    struct ck__apf_ticket *woken = NULL;
+    double now = a->clock(a->clock_arg);
     pthread_mutex_lock(&a->lock);
+    sync_time(l, now);
+    release_due(a, now, &woken);
+    t->deadline = deadline;
     if (a->stopping) {
         reject_locked(l, t, REJECT_SHUTDOWN);
         v = CK__APF_REJECT;
-    } else if (l->exempt || (l->executing < l->limit && l->waiting == 0)) {
-        t->seated = !l->exempt; /* a seat came free meanwhile (or the level became exempt) */
-        if (t->seated)
-            l->executing++;
+    } else if (l->exempt) { /* it became exempt meanwhile */
         atomic_fetch_add(&t->stat->executing, 1);
         t->verdict = v = CK__APF_EXECUTE;
     } else if (!l->queuing) {
-        reject_locked(l, t, REJECT_CONCURRENCY);
-        v = CK__APF_REJECT;
-    } else {
-        /* queueset.go's shuffleShardLocked: the shortest queue of the flow's hand */
-        unsigned cards[15] = {0}, best = 0;
-        ck__apf_deal(t->flow_hash, l->n_queues, l->hand_size, cards);
-        for (unsigned i = 1; i < l->hand_size; i++)
-            if (l->queues[cards[i]].len < l->queues[cards[best]].len)
-                best = i;
-        struct queue *q = &l->queues[cards[best]];
-        if (q->len >= l->queue_length_limit) {
-            reject_locked(l, t, REJECT_QUEUE_FULL);
-            v = CK__APF_REJECT;
+        if (fits(l, max_seats_of(t))) {
+            seat(l, NULL, t, now);
+            v = CK__APF_EXECUTE;
         } else {
-            t->queue = cards[best];
-            t->deadline = deadline;
-            queue_append(q, t);
-            l->waiting++;
-            atomic_fetch_add(&t->stat->waiting, 1);
+            reject_locked(l, t, REJECT_CONCURRENCY);
+            v = CK__APF_REJECT;
         }
+    } else {
+        v = queue_locked(a, l, t, now, &woken);
     }
     pthread_mutex_unlock(&a->lock);
+    ck__apf_wake(woken);
     return v;
 }
 
@@ -786,35 +1351,79 @@ void ck__apf_done(struct ck__apf *a, struct ck__apf_ticket *t)
         return;
     t->finished = true;
     struct ck__apf_ticket *woken = NULL;
+    struct ck__apf_level *l = t->level;
+    double now = a->clock(a->clock_arg);
     pthread_mutex_lock(&a->lock);
     atomic_fetch_sub(&t->stat->executing, 1);
     if (t->seated) {
-        t->level->executing--;
         t->seated = false;
-        dispatch_locked(t->level, &woken);
+        sync_time(l, now);
+        l->executing--;
+        bool queued = t->in_queue && t->shape == l->shape && t->queue < l->n_queues;
+        if (queued) { /* queueset.go: the queue's R moves by (presumed - actual) work */
+            struct queue *q = &l->queues[t->queue];
+            q->executing--;
+            if (!busy(q))
+                l->busy_queues--;
+            q->next_dispatch_r -=
+                seat_seconds(t->work.initial_seats, SERVICE_SECONDS - (now - t->started));
+            bound_next_dispatch(q);
+        }
+        struct held *g = t->work.additional_latency > 0 ? ck__malloc(sizeof(*g)) : NULL;
+        if (g) { /* its final seats stay a while for the watchers it wakes */
+            *g = (struct held){.level = l,
+                               .queue = t->queue,
+                               .shape = t->shape,
+                               .seats = max_seats_of(t),
+                               .in_queue = t->in_queue,
+                               .at = now + t->work.additional_latency};
+            struct held **p = &a->lingering;
+            while (*p && (*p)->at <= g->at)
+                p = &(*p)->next;
+            g->next = *p;
+            *p = g;
+            timer_due(a, g->at);
+        } else {
+            release(l, t->in_queue, t->queue, t->shape, max_seats_of(t));
+        }
+        release_due(a, now, &woken);
+        dispatch_locked(l, now, &woken, NULL);
     }
     pthread_mutex_unlock(&a->lock);
     ck__apf_wake(woken);
 }
 
-/* Rejects the tickets waiting past now (all of them when stopping). Locked. */
+/*
+ * Rejects the tickets waiting past now (all of them when stopping) and notes the next
+ * deadline. Locked.
+ */
 static void expire_locked(struct ck__apf *a, double now, struct ck__apf_ticket **woken)
 {
+    a->next_deadline = INFINITY;
     for (struct ck__apf_level *l = a->levels; l; l = l->next)
         for (unsigned i = 0; i < l->n_queues; i++) {
-            struct queue *q = &l->queues[i], keep = {0};
-            while (q->head) {
+            struct queue *q = &l->queues[i];
+            struct ck__apf_ticket *keep = NULL, **tail = &keep;
+            unsigned n = q->len;
+            while (n--) {
                 struct ck__apf_ticket *t = queue_pop(l, q);
                 if (a->stopping || t->deadline <= now) {
                     reject_locked(l, t, a->stopping ? REJECT_SHUTDOWN : REJECT_TIME_OUT);
                     push(woken, t);
                 } else {
-                    queue_append(&keep, t); /* in its order */
-                    l->waiting++;
-                    atomic_fetch_add(&t->stat->waiting, 1);
+                    *tail = t; /* in its order */
+                    tail = &t->next;
+                    if (t->deadline < a->next_deadline)
+                        a->next_deadline = t->deadline;
                 }
             }
-            *q = keep;
+            for (struct ck__apf_ticket *t = keep, *next; t; t = next) {
+                next = t->next;
+                queue_append(l, q, t);
+                l->waiting++;
+                atomic_fetch_add(&t->stat->waiting, 1);
+            }
+            bound_next_dispatch(q);
         }
 }
 
@@ -822,7 +1431,11 @@ void ck__apf_expire(struct ck__apf *a, double now)
 {
     struct ck__apf_ticket *woken = NULL;
     pthread_mutex_lock(&a->lock);
-    expire_locked(a, now, &woken);
+    for (struct ck__apf_level *l = a->levels; l; l = l->next)
+        sync_time(l, now);
+    release_due(a, now, &woken);
+    if (now >= a->next_deadline)
+        expire_locked(a, now, &woken);
     pthread_mutex_unlock(&a->lock);
     ck__apf_wake(woken);
 }
@@ -849,7 +1462,10 @@ int ck__apf_configure(struct ck__apf *a, const json_t *schemas, const json_t *le
     }
     atomic_init(&snap->refs, 1);
     struct ck__apf_ticket *woken = NULL;
+    double now = a->clock(a->clock_arg);
     pthread_mutex_lock(&a->lock);
+    for (struct ck__apf_level *l = a->levels; l; l = l->next)
+        sync_time(l, now);
     int r = apply_levels(a, levels);
     for (size_t i = 0; r == 0 && i < n; i++) {
         bool used;
@@ -864,7 +1480,7 @@ int ck__apf_configure(struct ck__apf *a, const json_t *schemas, const json_t *le
         a->current = snap;
         snap = NULL;
         for (struct ck__apf_level *l = a->levels; l; l = l->next)
-            dispatch_locked(l, &woken); /* limits may have grown */
+            dispatch_locked(l, now, &woken, NULL); /* limits may have grown */
     }
     pthread_mutex_unlock(&a->lock);
     ck__apf_wake(woken);
@@ -876,24 +1492,95 @@ int ck__apf_configure(struct ck__apf *a, const json_t *schemas, const json_t *le
 
 /* ---- life, following the store, metrics ------------------------------------------ */
 
+static double monotonic(void *arg)
+{
+    (void)arg;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 struct ck__apf *ck__apf_new(unsigned server_limit)
 {
     struct ck__apf *a = ck__calloc(1, sizeof(*a));
     if (!a)
         return NULL;
     pthread_mutex_init(&a->lock, NULL);
+    pthread_mutex_init(&a->watch_lock, NULL);
+    pthread_mutex_init(&a->count_lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&a->timer_wake, &attr);
+    pthread_condattr_destroy(&attr);
     a->server_limit = server_limit ? server_limit : 600;
+    a->clock = monotonic;
+    a->next_deadline = INFINITY;
     atomic_init(&a->dirty, false);
     return a;
+}
+
+void ck__apf_set_clock(struct ck__apf *a, double (*now)(void *arg), void *arg)
+{
+    a->clock = now;
+    a->clock_arg = arg;
+}
+
+/*
+ * The timer: sleeps until the next wait deadline or final-seat release (monotonic
+ * seconds), then expires and releases what is due; until the apf is freed.
+ */
+static void *timer_main(void *arg)
+{
+    struct ck__apf *a = arg;
+    pthread_mutex_lock(&a->lock);
+    while (a->timer_running) {
+        double at = a->next_deadline;
+        if (a->lingering && a->lingering->at < at)
+            at = a->lingering->at;
+        double now = a->clock(a->clock_arg);
+        if (at > now) {
+            double until = at < now + 3600 ? at : now + 3600;
+            struct timespec ts = {.tv_sec = (time_t)until,
+                                  .tv_nsec = (long)((until - floor(until)) * 1e9)};
+            pthread_cond_timedwait(&a->timer_wake, &a->lock, &ts);
+            continue;
+        }
+        pthread_mutex_unlock(&a->lock);
+        ck__apf_expire(a, now);
+        pthread_mutex_lock(&a->lock);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
 }
 
 struct ck__apf *ck__apf_free(struct ck__apf *a)
 {
     if (!a)
         return NULL;
+    pthread_mutex_lock(&a->lock);
+    bool running = a->timer_running;
+    a->timer_running = false;
+    pthread_cond_signal(&a->timer_wake);
+    pthread_mutex_unlock(&a->lock);
+    if (running)
+        pthread_join(a->timer, NULL);
     for (size_t i = 0; i < 2; i++)
         ck_store_watch_cancel(a->watches[i]);
     snapshot_unref(a->current);
+    for (struct held *g = a->lingering, *next; g; g = next) {
+        next = g->next;
+        free(g);
+    }
+    for (size_t i = 0; i < WATCH_BUCKETS; i++)
+        for (struct ck__apf_watch *w = a->watches_by_key[i], *next; w; w = next) {
+            next = w->next;
+            free(w->key);
+            free(w);
+        }
+    for (size_t i = 0; i < a->n_counts; i++)
+        free(a->counts[i].group_resource);
+    free(a->counts);
     for (struct ck__apf_level *l = a->levels, *next; l; l = next) {
         next = l->next;
         free(l->queues);
@@ -906,6 +1593,9 @@ struct ck__apf *ck__apf_free(struct ck__apf *a)
         free(st->level);
         free(st);
     }
+    pthread_cond_destroy(&a->timer_wake);
+    pthread_mutex_destroy(&a->count_lock);
+    pthread_mutex_destroy(&a->watch_lock);
     pthread_mutex_destroy(&a->lock);
     free(a);
     return NULL;
@@ -971,6 +1661,13 @@ int ck__apf_start(struct ck__apf *a, struct ck__registry *reg, struct ck_err *re
             return r;
     }
     ck__apf_refresh(a);
+    a->counted_at = a->clock(a->clock_arg);
+    ck__count_stored_objects(reg->store, count_one, a);
+    pthread_mutex_lock(&a->lock);
+    a->timer_running = pthread_create(&a->timer, NULL, timer_main, a) == 0;
+    pthread_mutex_unlock(&a->lock);
+    if (!a->timer_running)
+        CK_LOGW("API Priority and Fairness has no timer: waits end once a second");
     return 0;
 }
 
@@ -985,6 +1682,10 @@ void ck__apf_tick(struct ck__apf *a, double now)
         return;
     if (atomic_load(&a->dirty))
         ck__apf_refresh(a);
+    if (a->reg && now - a->counted_at >= COUNT_PERIOD) {
+        a->counted_at = now;
+        ck__count_stored_objects(a->reg->store, count_one, a);
+    }
     ck__apf_expire(a, now);
 }
 

@@ -997,7 +997,10 @@ enum ck__health_note ck__health_streak_note(struct ck__health_streak *s, bool ok
 
 struct ck_apiserver {
     struct MHD_Daemon *daemon;
-    struct ck__apf *apf; /* API Priority and Fairness applied to requests */
+    struct ck__apf *apf; /* API Priority and Fairness applied to requests (NULL: disabled) */
+    /* without it, maxinflight.go: the reads and the writes running, and their limits */
+    unsigned inflight_limit[2];
+    atomic_uint inflight[2];
     /* the node agents' client: certificate, key and CA files, or NULL (podlog.c) */
     char *kubelet_cert, *kubelet_key, *kubelet_ca;
     struct ck__aggregator *aggregator; /* APIServices (aggregator.c); NULL until started */
@@ -1091,8 +1094,20 @@ struct ck__apf;
 struct ck__apf_level;
 struct ck__apf_stat;
 #define CK__APF_UID_MAX 64
-/* Seconds a request may wait in a queue: kube-apiserver's request timeout (60 s) / 4. */
-#define CK__APF_WAIT_LIMIT 15
+/*
+ * A request's wait limit (server/filters/priority-and-fairness.go): a quarter of the time
+ * its deadline allows (--request-timeout's 60 s, or a shorter ?timeout), a quarter of the
+ * request timeout for a watch (which has no deadline), at most CK__APF_WAIT_MAX seconds.
+ */
+#define CK__APF_REQUEST_TIMEOUT 60
+#define CK__APF_WAIT_MAX        60
+
+/* The work estimate's parameters (util/flowcontrol/request/config.go's defaults). */
+#define CK__APF_MIN_SEATS        1
+#define CK__APF_MAX_SEATS_LIMIT  10
+#define CK__APF_OBJECTS_PER_SEAT 100.0
+#define CK__APF_WATCHES_PER_SEAT 10.0
+#define CK__APF_EVENT_SECONDS    0.005 /* eventAdditionalDuration */
 
 /* What classification reads of a request (Kubernetes' RequestDigest); borrowed strings. */
 struct ck__apf_digest {
@@ -1103,18 +1118,39 @@ struct ck__apf_digest {
     const char *verb; /* RequestInfo's: get, list, watch, create, ...; lower-case method else */
     const char *api_group, *resource, *subresource, *namespace; /* a resource request's */
     const char *path;                                           /* a non-resource request's */
+    /*
+     * What the work estimate reads (request/width.go): RequestInfo's name (a list's or a
+     * watch's is its metadata.name field selector's value), and a list's or watch's options.
+     */
+    const char *name;
+    long long limit;                         /* ?limit, 0 when none */
+    bool selector;                           /* a label or field selector */
+    bool continued;                          /* ?continue */
+    const char *resource_version, *rv_match; /* ?resourceVersion, ?resourceVersionMatch */
+    bool send_initial_events;                /* ?sendInitialEvents=true */
+    bool bad_options;                        /* options that do not parse */
+    bool watch_list;                         /* the WatchList feature gate is on */
+    bool node_indexed; /* a pods watch for one spec.nodeName (watch_tracker.go's index) */
+};
+
+/* request/width.go's WorkEstimate: seats while it runs, and after it answered. */
+struct ck__apf_work {
+    unsigned initial_seats, final_seats;
+    double additional_latency; /* seconds the final seats are held after the answer */
 };
 
 enum ck__apf_verdict {
-    CK__APF_EXECUTE, /* run it (a seat is held when the level is limited) */
+    CK__APF_EXECUTE, /* run it (its seats are held when the level is limited) */
     CK__APF_REJECT,  /* answer 429 with Retry-After: retry_after */
     CK__APF_QUEUE,   /* ck__apf_admit: it must wait; ck__apf_enqueue: it waits */
 };
 
+struct ck__apf_watch;
+
 /*
  * One request's passage, embedded in the request. After ck__apf_enqueue() answered
  * CK__APF_QUEUE the apf owns it until it calls wake(t) (from any thread, never under
- * a lock), with verdict EXECUTE (a seat is held) or REJECT.
+ * a lock), with verdict EXECUTE (its seats are held) or REJECT.
  */
 struct ck__apf_ticket {
     bool classified; /* fs_uid and pl_uid are the response's X-Kubernetes-PF-* headers */
@@ -1122,59 +1158,102 @@ struct ck__apf_ticket {
     struct ck__apf_level *level;
     struct ck__apf_stat *stat;
     uint64_t flow_hash;
-    bool seated;   /* holds one of its level's seats */
-    bool finished; /* ck__apf_done() ran */
+    struct ck__apf_work work; /* the estimate, set by ck__apf_admit() */
+    bool seated;              /* holds its seats of its level */
+    bool finished;            /* ck__apf_done() ran */
     enum ck__apf_verdict verdict;
-    unsigned retry_after; /* seconds, when rejected */
+    unsigned retry_after;        /* seconds, when rejected */
+    struct ck__apf_watch *watch; /* a watch counted for the estimates until ck__apf_end() */
     /* set by the caller before ck__apf_enqueue() */
     void (*wake)(struct ck__apf_ticket *t);
-    /* while queued */
+    /* in a queue (queueset.go's request) */
     struct ck__apf_ticket *next;
-    unsigned queue;
-    double deadline;
+    unsigned queue, shape;                      /* its queue, of the level's queues of that shape */
+    bool in_queue;                              /* seated from a queue, counted in it */
+    double deadline;                            /* while waiting */
+    double started;                             /* when it was seated */
+    uint64_t arrival_r, total_work, final_work; /* seat-seconds, fixed point */
 };
 
 /* server_limit: the seats of all limited levels together (0: 600). NULL when out of memory. */
 struct ck__apf *ck__apf_new(unsigned server_limit);
-/* Cancels the watches and frees; every ticket must be done. Returns NULL. */
+/* Stops the timer thread, cancels the watches and frees; every ticket must be ended. NULL. */
 struct ck__apf *ck__apf_free(struct ck__apf *a);
+/* Replaces the monotonic clock (seconds), for tests; before any request. */
+void ck__apf_set_clock(struct ck__apf *a, double (*now)(void *arg), void *arg);
 /*
  * Compiles the FlowSchemas and PriorityLevelConfigurations (arrays of objects) into the
  * snapshot requests are classified by, and applies the levels' limits. 0 or CK_ENOMEM
  * (then nothing changed but levels' settings).
  */
 int ck__apf_configure(struct ck__apf *a, const json_t *schemas, const json_t *levels);
-/* Watches both kinds in reg's store and configures from them. */
+/*
+ * Watches both kinds in reg's store and configures from them, counts the stored objects
+ * and starts the thread that ends waits at their deadline and releases final seats.
+ */
 int ck__apf_start(struct ck__apf *a, struct ck__registry *reg, struct ck_err *reterr);
 /* Reads both kinds again and configures (after this server wrote one). */
 void ck__apf_refresh(struct ck__apf *a);
 /* Whether kind is one the configuration comes from. */
 bool ck__apf_follows(const struct ck__apf *a, const struct ck_kind *kind);
-/* From the ticker: configures again after a change, rejects tickets waiting past now. */
+/* From the ticker: configures again after a change, counts the objects every minute. */
 void ck__apf_tick(struct ck__apf *a, double now);
-/* Rejects the tickets waiting past now (monotonic seconds). */
+/* Rejects the tickets waiting past now and releases the final seats due (monotonic s). */
 void ck__apf_expire(struct ck__apf *a, double now);
 /* Rejects every waiting ticket, and every later enqueue. */
 void ck__apf_stop(struct ck__apf *a);
 /*
- * Classifies d into t and decides: EXECUTE (unclassified, exempt, or a seat taken),
- * REJECT (a Reject level without a free seat) or QUEUE (call ck__apf_enqueue()).
+ * The object count of a group's resource ("pods", "deployments.apps") as of now (the
+ * object count tracker's Set): the list estimate reads it; count < 0 is ignored.
+ */
+void ck__apf_set_count(struct ck__apf *a, const char *group_resource, long long count);
+/*
+ * Classifies d into t, estimates its work and decides: EXECUTE (unclassified, exempt, or
+ * its seats taken), REJECT (a Reject level without the seats) or QUEUE (call
+ * ck__apf_enqueue()).
  */
 enum ck__apf_verdict ck__apf_admit(struct ck__apf *a, const struct ck__apf_digest *d,
                                    struct ck__apf_ticket *t);
 /*
- * Queues t (set t->wake first) until a seat is free or deadline passes: QUEUE, or
- * EXECUTE (a seat came free meanwhile) or REJECT (its queue is full) at once.
+ * Queues t (set t->wake first) until its seats are free or deadline passes: QUEUE, or
+ * EXECUTE (dispatched at once) or REJECT (its queue is full) at once.
  */
 enum ck__apf_verdict ck__apf_enqueue(struct ck__apf *a, struct ck__apf_ticket *t, double deadline);
-/* The request has run (or, for a watch, started): its seat goes to the next waiting. */
+/*
+ * The request has run (or, for a watch, started): its seats go to the waiting, the final
+ * ones after its additional latency.
+ */
 void ck__apf_done(struct ck__apf *a, struct ck__apf_ticket *t);
+/* The request is over (a watch has ended): it is no longer counted among the watches. */
+void ck__apf_end(struct ck__apf *a, struct ck__apf_ticket *t);
 /* Calls wake on each ticket of a list linked by next. */
 void ck__apf_wake(struct ck__apf_ticket *list);
 /* shufflesharding's Dealer: hand distinct cards of a deck of deck, from hash. */
 void ck__apf_deal(uint64_t hash, unsigned deck, unsigned hand, unsigned *ret_cards);
+/*
+ * request/width.go's estimate of d's work on a level whose work estimator allows at most
+ * max_seats (0: the limit, 10), with count the stored objects of d's resource (-1: not
+ * known, -2: stale) and watches the watches its change wakes.
+ */
+struct ck__apf_work ck__apf_estimate(const struct ck__apf_digest *d, unsigned max_seats,
+                                     long long count, unsigned watches);
+/*
+ * Seconds a request may wait in its queue: a quarter of what its ?timeout (a Go
+ * duration, when below the request timeout) or the request timeout allows; a
+ * long-running request (a watch) has no deadline and gets the default, a quarter of the
+ * request timeout.
+ */
+double ck__apf_wait_limit(const char *timeout, bool long_running);
 /* The apiserver_flowcontrol_* exposition; NULL when out of memory. */
 char *ck__apf_metrics_text(struct ck__apf *a);
+
+/*
+ * Calls fn with each stored group and resource once (the first kind of it) and its object
+ * count, -1 when the store fails (metrics.c).
+ */
+void ck__count_stored_objects(struct ck_store *store,
+                              void (*fn)(const struct ck_kind *kind, long long count, void *arg),
+                              void *arg);
 
 /* Closes the connections past their header deadline; from the ticker thread. */
 void ck__conns_tick(struct ck__conns *c);

@@ -194,13 +194,10 @@ static void render_requests(struct ck__buf *out, const struct series *all, size_
     }
 }
 
-/* Objects per resource, as Kubernetes names them (pods, deployments.apps). -1 on a store error. */
-static void render_storage_objects(struct ck__buf *out, struct ck_store *store)
+void ck__count_stored_objects(struct ck_store *store,
+                              void (*fn)(const struct ck_kind *kind, long long count, void *arg),
+                              void *arg)
 {
-    ck__buf_adds(
-        out, "# HELP apiserver_storage_objects [STABLE] Number of stored objects at the time of "
-             "last check split by kind. In case of a fetching error, the value will be -1.\n"
-             "# TYPE apiserver_storage_objects gauge\n");
     size_t n_kinds;
     const struct ck_kind *const *kinds = ck_kinds(&n_kinds);
     for (size_t i = 0; i < n_kinds; i++) {
@@ -220,9 +217,24 @@ static void render_storage_objects(struct ck__buf *out, struct ck_store *store)
         struct ck_err err = {0};
         long long count = len > 0 && ck_store_range(store, &req, &res, &err) == 0 ? res.count : -1;
         ck_store_range_result_release(&res);
-        ck__buf_printf(out, "apiserver_storage_objects{resource=\"%s%s%s\"} %lld\n",
-                       kinds[i]->resource, kinds[i]->group[0] ? "." : "", kinds[i]->group, count);
+        fn(kinds[i], count, arg);
     }
+}
+
+static void storage_objects_line(const struct ck_kind *kind, long long count, void *arg)
+{
+    ck__buf_printf(arg, "apiserver_storage_objects{resource=\"%s%s%s\"} %lld\n", kind->resource,
+                   kind->group[0] ? "." : "", kind->group, count);
+}
+
+/* Objects per resource, as Kubernetes names them (pods, deployments.apps). -1 on a store error. */
+static void render_storage_objects(struct ck__buf *out, struct ck_store *store)
+{
+    ck__buf_adds(
+        out, "# HELP apiserver_storage_objects [STABLE] Number of stored objects at the time of "
+             "last check split by kind. In case of a fetching error, the value will be -1.\n"
+             "# TYPE apiserver_storage_objects gauge\n");
+    ck__count_stored_objects(store, storage_objects_line, out);
 }
 
 char *ck__metrics_render(struct ck__metrics *m, struct ck_store *store,

@@ -117,6 +117,7 @@ struct request {
     /* API Priority and Fairness (apf.c): waiting, its answer is the ticket's verdict */
     struct ck__apf_ticket apf;
     bool apf_waiting;
+    int inflight; /* without API Priority and Fairness: the max-in-flight slot held, or -1 */
     enum MHD_Result worker_result;
     struct ck__deferred_answer answer;
 };
@@ -126,7 +127,7 @@ struct request {
  * allocated: its body is read and dropped, it is answered 500, and it is
  * neither counted nor logged. Never written, so all threads may share it.
  */
-static struct request unrecorded_request;
+static struct request unrecorded_request = {.inflight = -1};
 
 static double monotonic_seconds(void)
 {
@@ -1011,6 +1012,7 @@ static void *request_begins(void *cls, const char *uri, struct MHD_Connection *c
     if (!req)
         return &unrecorded_request;
     req->start = monotonic_seconds();
+    req->inflight = -1;
     req->raw_uri = ck__strdup(uri); /* NULL: answered 500 when routed */
     return req;
 }
@@ -1103,6 +1105,15 @@ static bool waits_on_store(const char *method, const char *url, struct MHD_Conne
     return !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
 }
 
+/* The request has run (a watch has started): its seats, or its max-in-flight slot, go. */
+static void flow_done(struct ck_apiserver *server, struct request *req)
+{
+    ck__apf_done(server->apf, &req->apf);
+    if (req->inflight >= 0)
+        atomic_fetch_sub(&server->inflight[req->inflight], 1);
+    req->inflight = -1;
+}
+
 /* On a worker (or here, when the pool is stopping): route, keep the answer, resume. */
 static void run_request_job(struct ck__work *job)
 {
@@ -1112,7 +1123,7 @@ static void run_request_job(struct ck__work *job)
     req->worker_result = route(req->server, req->conn, req, req->method, req->url);
     ck__answer_flow(NULL);
     ck__answer_defer(NULL);
-    ck__apf_done(req->server->apf, &req->apf); /* its seat, before req may go */
+    flow_done(req->server, req); /* its seat, before req may go */
     req->ran_on_worker = true;
     MHD_resume_connection(req->conn);
 }
@@ -1156,7 +1167,7 @@ static enum MHD_Result admitted(struct ck_apiserver *server, struct MHD_Connecti
     ck__answer_flow(&req->apf);
     enum MHD_Result ret = route(server, conn, req, method, url);
     ck__answer_flow(NULL);
-    ck__apf_done(server->apf, &req->apf); /* a watch's seat goes once it has started */
+    flow_done(server, req); /* a watch's seat goes once it has started */
     return ret;
 }
 
@@ -1190,13 +1201,53 @@ static void flow_control_wake(struct ck__apf_ticket *t)
 }
 
 /*
+ * What the work estimate reads of a list or watch: its options, and RequestInfo's name
+ * from a metadata.name field selector (a valid path segment); *ret_fields, which holds
+ * that name, is the caller's to free.
+ */
+static void list_digest(struct ck_apiserver *server, struct MHD_Connection *conn,
+                        struct ck_field_selector **ret_fields, struct ck__apf_digest *d)
+{
+    const char *limit = ck__query(conn, "limit");
+    const char *fields = ck__query(conn, "fieldSelector");
+    const char *labels = ck__query(conn, "labelSelector");
+    const char *cont = ck__query(conn, "continue");
+    if (limit && *limit) {
+        char *end;
+        errno = 0;
+        d->limit = strtoll(limit, &end, 10);
+        d->bad_options = *end || errno == ERANGE;
+    }
+    d->selector = (fields && *fields) || (labels && *labels);
+    d->continued = cont && *cont;
+    d->resource_version = ck__query(conn, "resourceVersion");
+    d->rv_match = ck__query(conn, "resourceVersionMatch");
+    d->send_initial_events = ck__query_bool(conn, "sendInitialEvents");
+    d->watch_list = ck__watch_list_enabled(server);
+    struct ck_err err = {0};
+    if (fields && *fields && ck_field_selector_parse(fields, ret_fields, &err) < 0) {
+        ck_err_release(&err);
+        d->bad_options = true;
+        return;
+    }
+    if (!*ret_fields)
+        return;
+    const char *name = ck_field_selector_exact(*ret_fields, "metadata.name");
+    if (name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && !strpbrk(name, "/%"))
+        d->name = name;
+    const char *node = ck_field_selector_exact(*ret_fields, "spec.nodeName");
+    d->node_indexed = node && *node;
+}
+
+/*
  * What API Priority and Fairness classifies a request by (Kubernetes'
  * RequestDigest). Returns false for the long-running requests it passes over
  * unclassified, as kube-apiserver does for those that are not watches:
  * kube-apiserver's long-running subresources (exec, attach, portforward, proxy, log).
  */
-static bool flow_digest(struct MHD_Connection *conn, const struct request *req, const char *method,
-                        const char *url, struct ck__target *t, char verb[16],
+static bool flow_digest(struct ck_apiserver *server, struct MHD_Connection *conn,
+                        const struct request *req, const char *method, const char *url,
+                        struct ck__target *t, char verb[16], struct ck_field_selector **ret_fields,
                         struct ck__apf_digest *d)
 {
     static const char *const long_running[] = {"attach", "exec", "log", "portforward", "proxy"};
@@ -1217,6 +1268,9 @@ static bool flow_digest(struct MHD_Connection *conn, const struct request *req, 
         /* a namespace's own requests are in that namespace (RequestInfo) */
         d->namespace =
             t->kind->role == CK_KIND_ROLE_NAMESPACE && t->name[0] ? t->name : t->namespace;
+        d->name = t->name;
+        if (strcmp(d->verb, "list") == 0 || strcmp(d->verb, "watch") == 0)
+            list_digest(server, conn, ret_fields, d);
         return true;
     }
     size_t i = 0;
@@ -1229,10 +1283,36 @@ static bool flow_digest(struct MHD_Connection *conn, const struct request *req, 
 }
 
 /*
+ * maxinflight.go's filter, in API Priority and Fairness's place when it is disabled: a
+ * read (get, list) past --max-requests-inflight running, or a write past
+ * --max-mutating-requests-inflight, is refused 429 with Retry-After 1 unless its user is
+ * in system:masters; watches and the other long-running requests pass uncounted.
+ */
+static enum MHD_Result max_in_flight(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                     struct request *req, const char *method, const char *url,
+                                     const struct ck__apf_digest *d)
+{
+    bool limited = d && strcmp(d->verb, "watch") != 0; /* d: NULL when long-running */
+    int kind = limited && (strcmp(d->verb, "get") == 0 || strcmp(d->verb, "list") == 0) ? 0 : 1;
+    if (!limited || !server->inflight_limit[kind])
+        return admitted(server, conn, req, method, url);
+    if (atomic_fetch_add(&server->inflight[kind], 1) < server->inflight_limit[kind]) {
+        req->inflight = kind;
+        return admitted(server, conn, req, method, url);
+    }
+    atomic_fetch_sub(&server->inflight[kind], 1);
+    for (size_t i = 0; i < d->n_groups; i++)
+        if (strcmp(d->groups[i], "system:masters") == 0)
+            return admitted(server, conn, req, method, url);
+    req->apf.retry_after = 1;
+    return refuse_by_flow_control(conn, req);
+}
+
+/*
  * kube-apiserver's priority-and-fairness filter, after authentication: the request
  * runs, is refused 429, or waits in its level's queue with its connection suspended
- * (no thread waits), until a finishing request hands it its seat or CK__APF_WAIT_LIMIT
- * passes (the ticker rejects it).
+ * (no thread waits), until a finishing request hands it its seats or its wait limit
+ * passes (the apf's timer rejects it).
  */
 static enum MHD_Result flow_control(struct ck_apiserver *server, struct MHD_Connection *conn,
                                     struct request *req, const char *method, const char *url)
@@ -1240,16 +1320,23 @@ static enum MHD_Result flow_control(struct ck_apiserver *server, struct MHD_Conn
     struct ck__apf_digest d;
     struct ck__target t;
     char verb[16];
-    if (!server->apf || !flow_digest(conn, req, method, url, &t, verb, &d))
-        return admitted(server, conn, req, method, url);
+    struct ck_field_selector *fields = NULL;
+    bool classified = flow_digest(server, conn, req, method, url, &t, verb, &fields, &d);
+    if (!server->apf || !classified) {
+        ck_field_selector_free(fields);
+        return server->apf ? admitted(server, conn, req, method, url)
+                           : max_in_flight(server, conn, req, method, url, classified ? &d : NULL);
+    }
     enum ck__apf_verdict v = ck__apf_admit(server->apf, &d, &req->apf);
+    ck_field_selector_free(fields);
     if (v == CK__APF_QUEUE) {
         req->apf.wake = flow_control_wake;
         req->conn = conn;
         req->apf_waiting = true;
         MHD_suspend_connection(conn); /* before it is queued: a wake may come at once */
-        if (ck__apf_enqueue(server->apf, &req->apf, monotonic_seconds() + CK__APF_WAIT_LIMIT) !=
-            CK__APF_QUEUE)
+        bool watch = d.resource_request && strcmp(d.verb, "watch") == 0;
+        double limit = ck__apf_wait_limit(ck__query(conn, "timeout"), watch);
+        if (ck__apf_enqueue(server->apf, &req->apf, req->start + limit) != CK__APF_QUEUE)
             MHD_resume_connection(conn); /* decided at once: answered on the next call */
         return MHD_YES;
     }
@@ -1375,9 +1462,10 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **req
     }
     if (req->started)
         ck__conns_request_done(server->conns, conn);
-    if (req->apf.seated) /* not run after all */
-        ck__apf_done(server->apf, &req->apf);
-    if (req->answer.resp) /* the connection ended before it was resumed */
+    if (req->apf.seated || req->inflight >= 0) /* not run after all */
+        flow_done(server, req);
+    ck__apf_end(server->apf, &req->apf); /* a watch is no longer counted */
+    if (req->answer.resp)                /* the connection ended before it was resumed */
         MHD_destroy_response(req->answer.resp);
     ck_auth_user_free(req->user);
     free(req->raw_uri);
@@ -1821,9 +1909,13 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
         unsigned reads = config->max_requests_inflight ? config->max_requests_inflight : 400;
         unsigned writes =
             config->max_mutating_requests_inflight ? config->max_mutating_requests_inflight : 200;
-        server->apf = ck__apf_new(reads + writes);
-        r = server->apf ? ck__apf_start(server->apf, server->registry, reterr)
-                        : ck_err_no_memory(reterr);
+        server->inflight_limit[0] = reads;
+        server->inflight_limit[1] = writes;
+        if (!config->disable_priority_and_fairness) {
+            server->apf = ck__apf_new(reads + writes);
+            r = server->apf ? ck__apf_start(server->apf, server->registry, reterr)
+                            : ck_err_no_memory(reterr);
+        }
     }
     if (r == 0 && config->local_storage_class)
         bootstrap_local_storage_class(server);

@@ -323,6 +323,11 @@ bool ck__cel_parse_duration(const char *s, size_t n, int64_t *ret_sec, int32_t *
     return true;
 }
 
+bool ck_cel_parse_duration(const char *text, int64_t *ret_sec, int32_t *ret_nsec)
+{
+    return ck__cel_parse_duration(text, strlen(text), ret_sec, ret_nsec);
+}
+
 bool ck__cel_parse_timestamp(const char *s, int64_t *ret_sec, int32_t *ret_nsec)
 {
     /* RFC 3339: the fraction (up to nine digits) read here, the rest by ck__time_parse */

@@ -5,9 +5,11 @@
  * clusterScope and namespaces, non-resource URL prefixes), dangling schemas left
  * out and the UIDs the response headers carry; exempt levels never limited; the
  * concurrency limits shared by shares; Reject answering with Retry-After; queuing
- * with shuffle sharding, the queue length limit, seats handed to waiters in turn,
- * the wait limit and shutdown; the Dealer's hands; the metrics; many threads
- * sharing one seat.
+ * with shuffle sharding, the queue length limit, the wait limit (a quarter of the
+ * deadline) and shutdown; work estimates (list seats from object counts, a write's
+ * final seats from the watches counted); fair queuing by virtual finish time on a fake
+ * clock (two flows of different widths sharing seat-seconds evenly, a wide head not
+ * starved); the Dealer's hands; the metrics; many threads sharing one seat.
  */
 #include "cktest.h"
 
@@ -399,6 +401,333 @@ static void test_reconfiguring_keeps_waiters_and_applies_new_limits(void **state
     ck__apf_free(a);
 }
 
+/* ---- the work estimate (request/width.go) ------------------------------------------ */
+
+static struct ck__apf_digest listing(long long limit, bool selector, bool continued)
+{
+    struct ck__apf_digest d = resource("alice", "list", "", "pods", "", "team");
+    d.limit = limit;
+    d.selector = selector;
+    d.continued = continued;
+    return d;
+}
+
+static void test_list_width_follows_the_object_count(void **state)
+{
+    (void)state;
+    struct ck__apf_digest d = listing(0, false, false);
+    /* from the watch cache (no continue, no exact rv with a limit): every stored object */
+    assert_int_equal(ck__apf_estimate(&d, 0, 250, 0).initial_seats, 3);     /* ceil(250/100) */
+    assert_int_equal(ck__apf_estimate(&d, 0, 100000, 0).initial_seats, 10); /* at most 10 */
+    assert_int_equal(ck__apf_estimate(&d, 4, 100000, 0).initial_seats, 4);  /* the level's */
+    assert_int_equal(ck__apf_estimate(&d, 0, 0, 0).initial_seats, 1);       /* at least 1 */
+    assert_int_equal(ck__apf_estimate(&d, 0, -1, 0).initial_seats, 1);      /* not counted: least */
+    assert_int_equal(ck__apf_estimate(&d, 0, -2, 0).initial_seats, 10);     /* stale: most */
+    /* from storage (a continue): twice the page, or every object and the page with a selector */
+    d = listing(150, false, true);
+    assert_int_equal(ck__apf_estimate(&d, 0, 1000, 0).initial_seats, 3); /* 2 * 150 */
+    d = listing(150, true, true);
+    assert_int_equal(ck__apf_estimate(&d, 0, 400, 0).initial_seats, 6); /* 400 + 150 */
+    d = listing(50, false, false);
+    d.resource_version = "12"; /* an exact revision with a limit: storage */
+    assert_int_equal(ck__apf_estimate(&d, 0, 1000, 0).initial_seats, 1); /* 2 * 50 */
+    d.resource_version = "0";
+    assert_int_equal(ck__apf_estimate(&d, 0, 1000, 0).initial_seats, 10); /* the cache */
+    /* one object by name, options that do not parse */
+    d = listing(0, true, false);
+    d.name = "web";
+    assert_int_equal(ck__apf_estimate(&d, 0, 1000, 0).initial_seats, 1);
+    d.name = NULL;
+    d.bad_options = true;
+    assert_int_equal(ck__apf_estimate(&d, 7, 1, 0).initial_seats, 7);
+    /* a watch costs a list only with the WatchList gate and sendInitialEvents */
+    d = resource("alice", "watch", "", "pods", "", "team");
+    assert_int_equal(ck__apf_estimate(&d, 0, 1000, 0).initial_seats, 1);
+    d.watch_list = true;
+    assert_int_equal(ck__apf_estimate(&d, 0, 1000, 0).initial_seats, 1);
+    d.send_initial_events = true;
+    assert_int_equal(ck__apf_estimate(&d, 0, 450, 0).initial_seats, 5);
+    /* a get is one seat whatever the count */
+    d = resource("alice", "get", "", "pods", "", "team");
+    assert_int_equal(ck__apf_estimate(&d, 0, 1000, 0).initial_seats, 1);
+}
+
+static void test_writes_hold_final_seats_for_their_watchers(void **state)
+{
+    (void)state;
+    struct ck__apf_digest d = resource("alice", "create", "", "pods", "", "team");
+    struct ck__apf_work w = ck__apf_estimate(&d, 0, -1, 9); /* fewer than 10: nothing more */
+    assert_int_equal(w.initial_seats, 1);
+    assert_int_equal(w.final_seats, 0);
+    assert_true(w.additional_latency == 0);
+    w = ck__apf_estimate(&d, 0, -1, 25); /* ceil(25/10) seats for 5 ms */
+    assert_int_equal(w.initial_seats, 1);
+    assert_int_equal(w.final_seats, 3);
+    assert_true(w.additional_latency > 0.00499 && w.additional_latency < 0.00501);
+    w = ck__apf_estimate(&d, 0, -1, 200); /* 20 seats' work reshaped onto 10: twice as long */
+    assert_int_equal(w.final_seats, 10);
+    assert_true(w.additional_latency > 0.00999 && w.additional_latency < 0.01001);
+    d = resource("alice", "create", "", "serviceaccounts", "token", "team"); /* no event */
+    assert_int_equal(ck__apf_estimate(&d, 0, -1, 200).final_seats, 0);
+    d = resource("alice", "get", "", "pods", "", "team");
+    assert_int_equal(ck__apf_estimate(&d, 0, -1, 200).final_seats, 0);
+}
+
+static double fake_now;
+
+static double fake_clock(void *arg)
+{
+    (void)arg;
+    return fake_now;
+}
+
+static void test_admission_uses_counts_and_watches(void **state)
+{
+    (void)state;
+    struct ck__apf *a = configured(20); /* big (Reject): 16 seats, the estimator's 10 at most */
+    ck__apf_set_clock(a, fake_clock, NULL);
+    fake_now = 1000;
+    ck__apf_set_count(a, "pods", 750);
+    struct ck__apf_digest list = resource("alice", "list", "", "pods", "", "team");
+    struct ck__apf_ticket t1, t2, t3;
+    assert_int_equal(ck__apf_admit(a, &list, &t1), CK__APF_EXECUTE);
+    assert_int_equal(t1.work.initial_seats, 8);
+    assert_int_equal(ck__apf_admit(a, &list, &t2), CK__APF_EXECUTE); /* 16 of 16 seats */
+    assert_int_equal(ck__apf_admit(a, &list, &t3), CK__APF_REJECT);
+    ck__apf_done(a, &t1);
+    ck__apf_done(a, &t2);
+    fake_now += 181; /* stale after three minutes: the most seats */
+    assert_int_equal(ck__apf_admit(a, &list, &t1), CK__APF_EXECUTE);
+    assert_int_equal(t1.work.initial_seats, 10);
+    ck__apf_done(a, &t1);
+    /* 30 watches of the namespace's pods: a pod's creation holds 3 final seats for 5 ms */
+    struct ck__apf_digest watch = resource("alice", "watch", "", "pods", "", "team");
+    static struct ck__apf_ticket w[30];
+    for (size_t i = 0; i < 30; i++) {
+        assert_int_equal(ck__apf_admit(a, &watch, &w[i]), CK__APF_EXECUTE);
+        ck__apf_done(a, &w[i]); /* started: the seat goes, the watch stays counted */
+    }
+    struct ck__apf_digest create = resource("alice", "create", "", "pods", "", "team");
+    struct ck__apf_digest other = resource("alice", "create", "", "pods", "", "other");
+    assert_int_equal(ck__apf_admit(a, &other, &t2), CK__APF_EXECUTE); /* not its namespace */
+    assert_int_equal(t2.work.final_seats, 0);
+    ck__apf_done(a, &t2);
+    assert_int_equal(ck__apf_admit(a, &create, &t1), CK__APF_EXECUTE);
+    assert_int_equal(t1.work.final_seats, 3);
+    ck__apf_done(a, &t1); /* answered; its 3 seats stay 5 ms */
+    struct ck__apf_ticket wide;
+    ck__apf_set_count(a, "pods", 1400);
+    assert_int_equal(ck__apf_admit(a, &list, &wide), CK__APF_EXECUTE); /* 10 + 3 of 16 */
+    assert_int_equal(ck__apf_admit(a, &list, &t2), CK__APF_REJECT);
+    fake_now += 0.006;
+    ck__apf_expire(a, fake_now); /* the 3 come back */
+    assert_int_equal(ck__apf_admit(a, &other, &t2), CK__APF_EXECUTE);
+    ck__apf_done(a, &t2);
+    ck__apf_done(a, &wide);
+    for (size_t i = 0; i < 30; i++)
+        ck__apf_end(a, &w[i]);
+    assert_int_equal(ck__apf_admit(a, &create, &t1), CK__APF_EXECUTE);
+    assert_int_equal(t1.work.final_seats, 0); /* the watches ended */
+    ck__apf_done(a, &t1);
+    ck__apf_free(a);
+}
+
+/* ---- fair queuing (queueset.go) ------------------------------------------------------ */
+
+/* One level of 20 seats, 64 queues, hands of 1; by user. */
+static struct ck__apf *fair_level(void)
+{
+    struct ck__apf *a = ck__apf_new(20);
+    json_t *levels = json_loads(
+        "[{\"metadata\":{\"name\":\"fair\",\"uid\":\"pl-fair\"},\"spec\":{\"type\":\"Limited\","
+        " \"limited\":{\"nominalConcurrencyShares\":1,\"limitResponse\":{\"type\":\"Queue\","
+        " \"queuing\":{\"queues\":64,\"handSize\":1,\"queueLengthLimit\":100}}}}}]",
+        0, NULL);
+    json_t *schemas = json_loads(
+        "[{\"metadata\":{\"name\":\"all\",\"uid\":\"fs-all\"},\"spec\":{"
+        " \"priorityLevelConfiguration\":{\"name\":\"fair\"},\"matchingPrecedence\":1,"
+        " \"distinguisherMethod\":{\"type\":\"ByUser\"},"
+        " \"rules\":[{\"subjects\":[{\"kind\":\"Group\",\"group\":{\"name\":\"*\"}}],"
+        "  \"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+        "   \"clusterScope\":true,\"namespaces\":[\"*\"]}]}]}}]",
+        0, NULL);
+    assert_non_null(a);
+    assert_int_equal(ck__apf_configure(a, schemas, levels), 0);
+    json_decref(schemas);
+    json_decref(levels);
+    ck__apf_set_clock(a, fake_clock, NULL);
+    return a;
+}
+
+struct sim {
+    struct ck__apf_ticket t; /* first: the wake callback finds it */
+    int flow;
+    bool running;
+    double ends;
+};
+
+static void sim_wake(struct ck__apf_ticket *t)
+{
+    struct sim *r = (struct sim *)(void *)t;
+    if (t->verdict != CK__APF_EXECUTE)
+        return; /* rejected at the end */
+    r->running = true;
+    r->ends = fake_now + 1; /* every request runs one second */
+}
+
+static void sim_arrive(struct ck__apf *a, struct sim *r, const struct ck__apf_digest *d)
+{
+    r->running = false;
+    enum ck__apf_verdict v = ck__apf_admit(a, d, &r->t);
+    if (v == CK__APF_QUEUE) {
+        r->t.wake = sim_wake;
+        v = ck__apf_enqueue(a, &r->t, 1e9);
+    }
+    assert_int_not_equal(v, CK__APF_REJECT);
+    if (v == CK__APF_EXECUTE)
+        sim_wake(&r->t);
+}
+
+/*
+ * queueset_test.go's TestDifferentWidths, deterministically: two backlogged flows, one of
+ * one-seat requests and one of two-seat lists, sharing 20 seats, each request running one
+ * second; fair queuing gives each flow the same seat-seconds, so the narrow flow runs
+ * twice as many requests (round robin would have given both the same number).
+ */
+static void test_fair_queuing_shares_seats_between_widths(void **state)
+{
+    (void)state;
+    fake_now = 100;
+    struct ck__apf *a = fair_level();
+    ck__apf_set_count(a, "pods", 200); /* a list of pods takes 2 seats */
+    struct ck__apf_digest flows[2] = {resource("narrow", "get", "", "pods", "", "x"),
+                                      resource("wide", "list", "", "pods", "", "x")};
+    static struct sim sims[80];
+    for (size_t i = 0; i < 80; i++) {
+        sims[i].flow = (int)(i % 2);
+        sim_arrive(a, &sims[i], &flows[i % 2]);
+    }
+    assert_int_equal(sims[0].t.work.initial_seats, 1);
+    assert_int_equal(sims[1].t.work.initial_seats, 2);
+    assert_int_not_equal(sims[0].t.queue, sims[1].t.queue);
+    double seat_seconds[2] = {0}, served[2] = {0};
+    while (fake_now < 160) {
+        double next = 1e18;
+        for (size_t i = 0; i < 80; i++)
+            if (sims[i].running && sims[i].ends < next)
+                next = sims[i].ends;
+        assert_true(next < 1e18); /* never idle: both flows are backlogged */
+        fake_now = next;
+        for (size_t i = 0; i < 80; i++) {
+            if (!sims[i].running || sims[i].ends > fake_now)
+                continue;
+            sims[i].running = false;
+            if (fake_now > 110) { /* after the start */
+                seat_seconds[sims[i].flow] += sims[i].t.work.initial_seats;
+                served[sims[i].flow]++;
+            }
+            ck__apf_done(a, &sims[i].t);
+            sim_arrive(a, &sims[i], &flows[sims[i].flow]); /* the flow stays backlogged */
+        }
+    }
+    double total = seat_seconds[0] + seat_seconds[1];
+    assert_true(total > 20 * 45); /* the level stayed busy */
+    assert_true(seat_seconds[0] / total > 0.45 && seat_seconds[0] / total < 0.55);
+    assert_true(served[0] > 1.8 * served[1] && served[0] < 2.2 * served[1]);
+    ck__apf_stop(a);
+    for (size_t i = 0; i < 80; i++)
+        ck__apf_done(a, &sims[i].t);
+    ck__apf_free(a);
+}
+
+/*
+ * A narrow request whose virtual finish comes first takes a free seat before a wide one;
+ * once the wide one's is first, the seats freed wait for it rather than go to the
+ * narrow ones behind (queueset.go dispatches nothing the chosen head cannot use).
+ */
+static void test_a_wide_request_is_not_starved(void **state)
+{
+    (void)state;
+    fake_now = 100;
+    struct ck__apf *a = fair_level();
+    ck__apf_set_count(a, "pods", 300); /* 3 seats, the level's most (ceil(0.15 * 20)) */
+    struct ck__apf_digest narrow = resource("narrow", "get", "", "pods", "", "x");
+    struct ck__apf_digest wide = resource("wide", "list", "", "pods", "", "x");
+    static struct sim n[21];
+    struct sim w = {0};
+    for (size_t i = 0; i < 19; i++)
+        sim_arrive(a, &n[i], &narrow);
+    fake_now += 0.5;
+    sim_arrive(a, &w, &wide); /* 3 seats, 1 free: it waits */
+    assert_false(w.running);
+    assert_int_equal(w.t.work.initial_seats, 3);
+    sim_arrive(a, &n[19], &narrow); /* a smaller virtual finish, and it fits */
+    assert_true(n[19].running);
+    sim_arrive(a, &n[20], &narrow);
+    assert_false(n[20].running);
+    fake_now += 0.6;
+    ck__apf_done(a, &n[0].t); /* the wide one is first now: nothing goes to the narrow */
+    ck__apf_done(a, &n[1].t);
+    assert_false(w.running);
+    assert_false(n[20].running);
+    ck__apf_done(a, &n[2].t); /* 3 free */
+    assert_true(w.running);
+    assert_false(n[20].running);
+    ck__apf_done(a, &n[3].t);
+    assert_true(n[20].running);
+    for (size_t i = 4; i < 21; i++)
+        ck__apf_done(a, &n[i].t);
+    ck__apf_done(a, &w.t);
+    ck__apf_free(a);
+}
+
+/* ---- the wait limit (priority-and-fairness.go's getRequestWaitContext) ------------- */
+
+static void test_wait_limit_is_a_quarter_of_the_deadline(void **state)
+{
+    (void)state;
+    assert_true(ck__apf_wait_limit(NULL, false) == 15); /* --request-timeout's 60 s / 4 */
+    assert_true(ck__apf_wait_limit("8s", false) == 2);  /* ?timeout=8s */
+    assert_true(ck__apf_wait_limit("1.5s", false) == 0.375);
+    assert_true(ck__apf_wait_limit("500ms", false) == 0.125);
+    assert_true(ck__apf_wait_limit("5m", false) == 15); /* beyond the request timeout */
+    assert_true(ck__apf_wait_limit("0s", false) == 15); /* not a timeout */
+    assert_true(ck__apf_wait_limit("-3s", false) == 15);
+    assert_true(ck__apf_wait_limit("soon", false) == 15); /* does not parse */
+    assert_true(ck__apf_wait_limit("8s", true) == 15);    /* a watch has no deadline */
+
+    /* a request queued with ?timeout=4s is refused after 1 s, one without after 15 s */
+    fake_now = 500;
+    struct ck__apf *a = configured(10); /* queue: one seat */
+    ck__apf_set_clock(a, fake_clock, NULL);
+    struct ck__apf_digest d = resource("system:serviceaccount:bots:a", "get", "", "nodes", "", "");
+    struct waiter running = {0}, quick = {0}, slow = {0};
+    assert_int_equal(arrive(a, d, &running, 1e9), CK__APF_EXECUTE);
+    assert_int_equal(arrive(a, d, &quick, fake_now + ck__apf_wait_limit("4s", false)),
+                     CK__APF_QUEUE);
+    assert_int_equal(arrive(a, d, &slow, fake_now + ck__apf_wait_limit(NULL, false)),
+                     CK__APF_QUEUE);
+    fake_now += 0.99;
+    ck__apf_expire(a, fake_now);
+    assert_int_equal(quick.woken, 0);
+    fake_now += 0.01;
+    ck__apf_expire(a, fake_now);
+    assert_int_equal(quick.woken, 1);
+    assert_int_equal(quick.t.verdict, CK__APF_REJECT); /* answered 429 with Retry-After */
+    assert_true(quick.t.retry_after >= 1);
+    assert_int_equal(slow.woken, 0);
+    fake_now += 14;
+    ck__apf_expire(a, fake_now);
+    assert_int_equal(slow.woken, 1);
+    assert_int_equal(slow.t.verdict, CK__APF_REJECT);
+    char *text = ck__apf_metrics_text(a);
+    assert_non_null(strstr(text, "apiserver_flowcontrol_rejected_requests_total{flow_schema="
+                                 "\"robots\",priority_level=\"queue\",reason=\"time-out\"} 2\n"));
+    free(text);
+    ck__apf_done(a, &running.t);
+    ck__apf_free(a);
+}
+
 /* ---- many threads at once: a seat is never held twice, nothing is left behind ---- */
 
 struct racer {
@@ -490,6 +819,12 @@ int main(void)
         cmocka_unit_test(test_cluster_requests_by_namespace_are_one_flow),
         cmocka_unit_test(test_dealer_deals_distinct_cards),
         cmocka_unit_test(test_reconfiguring_keeps_waiters_and_applies_new_limits),
+        cmocka_unit_test(test_list_width_follows_the_object_count),
+        cmocka_unit_test(test_writes_hold_final_seats_for_their_watchers),
+        cmocka_unit_test(test_admission_uses_counts_and_watches),
+        cmocka_unit_test(test_fair_queuing_shares_seats_between_widths),
+        cmocka_unit_test(test_a_wide_request_is_not_starved),
+        cmocka_unit_test(test_wait_limit_is_a_quarter_of_the_deadline),
         cmocka_unit_test(test_threads_share_one_seat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

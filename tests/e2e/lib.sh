@@ -208,3 +208,45 @@ p["status"] = {"phase": "Running", "conditions": [
     {"type": "Ready", "status": "True", "lastTransitionTime": t, "lastProbeTime": t}]}
 print(json.dumps(p))' | k replace --subresource=status -f - >/dev/null
 }
+
+# header NAME FILE: the value of header NAME in a curl -D dump
+header() { tr -d '\r' <"$2" | sed -n "s/^$1: //Ip" | tail -n 1; }
+
+# burst FIRST LAST [CURL ARGS...]: creates configmaps cm-FIRST..cm-LAST in default at
+# once (as the admin, or as the curl arguments say), each answer's status in
+# $work/load/N.code, its body in N.body and its header in N.head
+burst() {
+    mkdir -p "$work/load"
+    first=$1 last=$2
+    shift 2
+    pids=""
+    for i in $(seq "$first" "$last"); do
+        kurl "$@" -o "$work/load/$i.body" -D "$work/load/$i.head" -w '%{http_code}\n' \
+            -X POST -H 'Content-Type: application/json' \
+            -d "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm-$i\"}}" \
+            "$url/api/v1/namespaces/default/configmaps" >"$work/load/$i.code" &
+        pids="$pids $!"
+    done
+    wait $pids
+}
+
+# check_burst_429 RETRY_AFTER: of the last burst, some were refused with
+# kube-apiserver's 429 (its words, Retry-After RETRY_AFTER or, when "any", at least 1)
+# and some served; sets $rejected_n to a refused one's number ("" when none).
+check_burst_429() {
+    cat "$work/load"/*.code | sort | uniq -c >"$work/codes"
+    rejected=$(grep -l '^429$' "$work/load"/*.code | head -n 1)
+    check "some parallel writes were rejected 429 ($(cat "$work/codes"))" test -n "$rejected"
+    check "some parallel writes were served ($(cat "$work/codes"))" grep -q ' 201$' "$work/codes"
+    rejected_n=""
+    [ -n "$rejected" ] || return 0
+    rejected_n=$(basename "$rejected" .code)
+    check "the 429 says kube-apiserver's words ($(cat "$work/load/$rejected_n.body"))" \
+        test "$(cat "$work/load/$rejected_n.body")" = "Too many requests, please try again later."
+    retry=$(header Retry-After "$work/load/$rejected_n.head")
+    if [ "$1" = any ]; then
+        check "the 429 has Retry-After ($retry)" test "${retry:-0}" -ge 1
+    else
+        check "the 429 has Retry-After: $1 ($retry)" test "$retry" = "$1"
+    fi
+}

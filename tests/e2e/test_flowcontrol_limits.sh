@@ -15,8 +15,6 @@ set -u
 # the server's concurrency limit is 2: the level below gets one seat (ceil(2 * 1 / sum))
 start_server --max-requests-inflight 1 --max-mutating-requests-inflight 1
 
-# header NAME FILE: the value of header NAME in a curl -D dump
-header() { tr -d '\r' <"$2" | sed -n "s/^$1: //Ip" | tail -n 1; }
 uid() { k get "$1" -o jsonpath='{.metadata.uid}'; }
 # names DESCRIPTION FILE FS_UID PL_UID: the dump names both UIDs (neither empty)
 names() {
@@ -74,34 +72,10 @@ as_user -D "$work/h5" -o /dev/null "$url/version"
 names "a non-resource request of the user is classified too" "$work/h5" "$tiny_fs" "$tiny_pl"
 
 # parallel writes as the user: one runs at a time, the others are rejected at once
-# (`wait` names the clients: the server is a background job too)
-mkdir "$work/load"
-# burst FIRST LAST: creates configmaps cm-FIRST..cm-LAST as the user at once, each
-# answer's status in load/N.code, body in N.body, header in N.head
-burst() {
-    pids=""
-    for i in $(seq "$1" "$2"); do
-        as_user -o "$work/load/$i.body" -D "$work/load/$i.head" -w '%{http_code}\n' \
-            -X POST -H 'Content-Type: application/json' \
-            -d "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm-$i\"}}" \
-            "$url/api/v1/namespaces/default/configmaps" >"$work/load/$i.code" &
-        pids="$pids $!"
-    done
-    wait $pids
-}
-burst 1 60
-cat "$work/load"/*.code | sort | uniq -c >"$work/codes"
-rejected=$(grep -l '^429$' "$work/load"/*.code | head -n 1)
-check "some parallel writes were rejected 429 ($(cat "$work/codes"))" test -n "$rejected"
-check "some parallel writes were served ($(cat "$work/codes"))" grep -q ' 201$' "$work/codes"
-if [ -n "$rejected" ]; then
-    n=$(basename "$rejected" .code)
-    check "the 429 says kube-apiserver's words ($(cat "$work/load/$n.body"))" \
-        test "$(cat "$work/load/$n.body")" = "Too many requests, please try again later."
-    check "the 429 has Retry-After ($(cat "$work/load/$n.head"))" \
-        sh -c "test \"\$(tr -d '\r' <'$work/load/$n.head' | sed -n 's/^Retry-After: //Ip')\" -ge 1"
-    names "the 429 names the FlowSchema and level" "$work/load/$n.head" "$tiny_fs" "$tiny_pl"
-fi
+burst 1 60 -H "Impersonate-User: limited-user"
+check_burst_429 any
+[ -n "$rejected_n" ] && names "the 429 names the FlowSchema and level" \
+    "$work/load/$rejected_n.head" "$tiny_fs" "$tiny_pl"
 kurl "$url/metrics" >"$work/metrics"
 check "the rejections are counted ($(grep -c flowcontrol "$work/metrics") flowcontrol lines)" \
     grep -q '^apiserver_flowcontrol_rejected_requests_total{flow_schema="tiny-users",priority_level="tiny",reason="concurrency-limit"} [1-9]' "$work/metrics"
@@ -114,7 +88,7 @@ check "the admin still lists" sh -c "kubectl get configmaps -n default >/dev/nul
 k patch prioritylevelconfiguration tiny --type=merge -p \
     '{"spec":{"limited":{"limitResponse":{"type":"Queue","queuing":{"queues":4,"handSize":2,"queueLengthLimit":100}}}}}' >/dev/null
 rm "$work/load"/*.code
-burst 61 100
+burst 61 100 -H "Impersonate-User: limited-user"
 cat "$work/load"/*.code | sort | uniq -c >"$work/queued"
 check "queued writes all run ($(cat "$work/queued"))" \
     sh -c "test \"\$(cat '$work/load'/*.code | grep -c '^201$')\" -eq 40"
