@@ -80,15 +80,13 @@ int ck__err_partial_shape(struct ck_err *err, const struct ck_kind *kind, enum c
         kind->version, kind->kind);
 }
 
-int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
-                        struct ck_label_selector **ret_labels,
-                        struct ck_field_selector **ret_fields, struct ck_err *reterr)
+int ck__parse_selector_text(const struct ck_kind *kind, const char *labels, const char *fields,
+                            struct ck_label_selector **ret_labels,
+                            struct ck_field_selector **ret_fields, struct ck_err *reterr)
 {
     struct ck_err err = {0};
     *ret_labels = NULL;
     *ret_fields = NULL;
-    const char *labels = ck__query(conn, "labelSelector");
-    const char *fields = ck__query(conn, "fieldSelector");
     int r = ck_label_selector_parse(labels ? labels : "", ret_labels, &err);
     if (r == 0) {
         r = ck_field_selector_parse(fields ? fields : "", ret_fields, &err);
@@ -102,6 +100,15 @@ int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
     if (r == CK_ENOMEM)
         return ck_err_no_memory(reterr);
     return ck_err_status(reterr, "BadRequest", "%s", err.msg);
+}
+
+int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
+                        struct ck_label_selector **ret_labels,
+                        struct ck_field_selector **ret_fields, struct ck_err *reterr)
+{
+    return ck__parse_selector_text(kind, ck__query(conn, "labelSelector"),
+                                   ck__query(conn, "fieldSelector"), ret_labels, ret_fields,
+                                   reterr);
 }
 
 /*
