@@ -432,12 +432,12 @@ int ck_cmd_signing_duration(struct ck_cmd_signing *s, const char *text)
  * judges them as it judges that client's requests (which still make every write).
  */
 static int in_process_list_watch(void *arg, const struct ck_resource *res, const char *namespace,
-                                 struct ck_list_watch *ret_lw, struct ck_err *reterr)
+                                 bool metadata, struct ck_list_watch *ret_lw, struct ck_err *reterr)
 {
     static const char *const groups[] = {"system:authenticated"};
-    return ck_apiserver_list_watch_init(arg, res->group, res->version, res->resource, namespace,
-                                        "system:kube-controller-manager", groups, 1, ret_lw,
-                                        reterr);
+    return (metadata ? ck_apiserver_metadata_list_watch_init : ck_apiserver_list_watch_init)(
+        arg, res->group, res->version, res->resource, namespace, "system:kube-controller-manager",
+        groups, 1, ret_lw, reterr);
 }
 
 static void release_list_watch(void *arg, struct ck_list_watch *lw)

@@ -256,6 +256,16 @@ int ck_apiserver_list_watch_init(struct ck_apiserver *server, const char *group,
                                  const char *version, const char *resource, const char *namespace,
                                  const char *user, const char *const *groups, size_t n_groups,
                                  struct ck_list_watch *ret_lw, struct ck_err *reterr);
+/*
+ * The same for a metadata informer (the metadata client's reads): lists are
+ * PartialObjectMetadataLists and events carry PartialObjectMetadata, as the HTTP
+ * answers to an Accept of application/json;as=PartialObjectMetadata[List] are.
+ */
+int ck_apiserver_metadata_list_watch_init(struct ck_apiserver *server, const char *group,
+                                          const char *version, const char *resource,
+                                          const char *namespace, const char *user,
+                                          const char *const *groups, size_t n_groups,
+                                          struct ck_list_watch *ret_lw, struct ck_err *reterr);
 void ck_apiserver_list_watch_release(struct ck_list_watch *lw);
 
 /*

@@ -455,12 +455,7 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
         return ck__fail(conn, &err);
     }
     if (accept == CK__ACCEPT_PARTIAL_LIST) {
-        json_t *items = json_array();
-        bool ok = items != NULL;
-        for (size_t i = 0; ok && i < result.n_kvs; i++)
-            ok = json_array_append_new(items, ck__decode_stored(result.kvs[i])) == 0;
-        json_t *list = ok ? ck__partial_list(items, rv, result.continue_token) : NULL;
-        json_decref(items);
+        json_t *list = ck__partial_list_of(&result, rv);
         release_list(&result);
         size_t len = 0;
         char *text = ck__json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);

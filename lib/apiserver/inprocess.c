@@ -44,6 +44,7 @@
 struct source {
     struct ck_apiserver *server;
     struct ck_auth_user *user;
+    bool partial;           /* PartialObjectMetadata, as the metadata client asks for */
     char path[CK__KEY_MAX]; /* the collection's API path, as an HTTP request names it */
 };
 
@@ -103,6 +104,11 @@ static int list(void *ctx, const struct ck_list_options *opts, json_t **ret_list
         return r;
     char rv[32];
     snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
+    if (src->partial) { /* as an HTTP LIST asking for PartialObjectMetadataList */
+        *ret_list = ck__partial_list_of(&result, rv);
+        ck__list_result_release(&result);
+        return *ret_list ? 0 : ck_err_no_memory(reterr);
+    }
     size_t len = 0;
     char *text = ck__list_json(t.kind, rv, &result, &len);
     ck__list_result_release(&result);
@@ -121,6 +127,7 @@ struct event {
 
 struct watch {
     struct ck__watch_view view;
+    bool partial;
     pthread_mutex_t lock;
     pthread_cond_t changed;
     struct event *queue; /* events not yet taken by the watcher */
@@ -206,7 +213,13 @@ static void on_store_event(const struct ck_store_event *ev, void *userdata)
 static json_t *event_object(const struct watch *w, const struct event *e)
 {
     if (!e->kv)
-        return ck__watch_bookmark(w->view.kind, e->revision, false, false);
+        return ck__watch_bookmark(w->view.kind, e->revision, false, w->partial);
+    if (w->partial) {
+        json_t *obj = ck__watch_served_object(w->view.kind, e->kv, e->revision);
+        json_t *partial = obj ? ck__partial_object(obj) : NULL;
+        json_decref(obj);
+        return partial;
+    }
     size_t len = 0;
     char *served =
         ck__serve_stored(w->view.kind, e->kv->value, e->kv->value_len, e->revision, &len);
@@ -272,6 +285,7 @@ static int watch_init(struct watch *w, const struct source *src, const struct ck
     memset(w, 0, sizeof(*w));
     w->view = (struct ck__watch_view){
         .server = src->server, .kind = t->kind, .bookmarks = opts->allow_watch_bookmarks};
+    w->partial = src->partial;
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -377,10 +391,10 @@ static int watch(void *ctx, const struct ck_list_options *opts, ck_watch_func fn
 
 /* ---- the source ------------------------------------------------------------ */
 
-int ck_apiserver_list_watch_init(struct ck_apiserver *server, const char *group,
-                                 const char *version, const char *resource, const char *namespace,
-                                 const char *user, const char *const *groups, size_t n_groups,
-                                 struct ck_list_watch *ret_lw, struct ck_err *reterr)
+static int source_init(struct ck_apiserver *server, const char *group, const char *version,
+                       const char *resource, const char *namespace, const char *user,
+                       const char *const *groups, size_t n_groups, bool partial,
+                       struct ck_list_watch *ret_lw, struct ck_err *reterr)
 {
     struct source *src = ck__calloc(1, sizeof(*src));
     bool ok = src && (src->user = ck_auth_user_new(user, NULL));
@@ -393,6 +407,7 @@ int ck_apiserver_list_watch_init(struct ck_apiserver *server, const char *group,
         return ck_err_no_memory(reterr);
     }
     src->server = server;
+    src->partial = partial;
     bool ns = namespace && *namespace;
     if (group && *group)
         snprintf(src->path, sizeof(src->path), "/apis/%s/%s%s%s/%s", group, version,
@@ -402,6 +417,25 @@ int ck_apiserver_list_watch_init(struct ck_apiserver *server, const char *group,
                  ns ? namespace : "", resource);
     *ret_lw = (struct ck_list_watch){.list = list, .watch = watch, .ctx = src};
     return 0;
+}
+
+int ck_apiserver_list_watch_init(struct ck_apiserver *server, const char *group,
+                                 const char *version, const char *resource, const char *namespace,
+                                 const char *user, const char *const *groups, size_t n_groups,
+                                 struct ck_list_watch *ret_lw, struct ck_err *reterr)
+{
+    return source_init(server, group, version, resource, namespace, user, groups, n_groups, false,
+                       ret_lw, reterr);
+}
+
+int ck_apiserver_metadata_list_watch_init(struct ck_apiserver *server, const char *group,
+                                          const char *version, const char *resource,
+                                          const char *namespace, const char *user,
+                                          const char *const *groups, size_t n_groups,
+                                          struct ck_list_watch *ret_lw, struct ck_err *reterr)
+{
+    return source_init(server, group, version, resource, namespace, user, groups, n_groups, true,
+                       ret_lw, reterr);
 }
 
 void ck_apiserver_list_watch_release(struct ck_list_watch *lw)

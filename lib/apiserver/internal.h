@@ -1434,6 +1434,9 @@ json_t *ck__partial_object(const json_t *obj);
  */
 json_t *ck__partial_list(const json_t *items, const char *rv, const char *continue_token);
 
+/* The PartialObjectMetadataList of a list's result at rv (new reference; NULL: no memory). */
+json_t *ck__partial_list_of(const struct ck__list_result *result, const char *rv);
+
 /*
  * 406 NotAcceptable as Kubernetes answers a PartialObjectMetadata asked of a
  * list, or a PartialObjectMetadataList of one object (of kind). Returns CK_EINVAL.
@@ -2014,6 +2017,13 @@ int ck__watch_initial(const struct ck__watch_view *v, const char *namespace,
  */
 int ck__watch_start(struct ck_apiserver *server, const char *rv, int64_t *ret_start,
                     struct ck_err *reterr);
+
+/*
+ * The decoded object of an event of kv as a watcher gets it: defaults applied, in the
+ * version watched, with resourceVersion revision. A new reference, or NULL (no memory).
+ */
+json_t *ck__watch_served_object(const struct ck_kind *kind, const struct ck_kv *kv,
+                                int64_t revision);
 
 /*
  * A BOOKMARK event's object: kind's apiVersion and kind (PartialObjectMetadata's with

@@ -66,6 +66,17 @@ json_t *ck__partial_list(const json_t *items, const char *rv, const char *contin
                      "meta.k8s.io/v1", "metadata", meta, "items", partials);
 }
 
+json_t *ck__partial_list_of(const struct ck__list_result *result, const char *rv)
+{
+    json_t *items = json_array();
+    bool ok = items != NULL;
+    for (size_t i = 0; ok && i < result->n_kvs; i++)
+        ok = json_array_append_new(items, ck__decode_stored(result->kvs[i])) == 0;
+    json_t *list = ok ? ck__partial_list(items, rv, result->continue_token) : NULL;
+    json_decref(items);
+    return list;
+}
+
 int ck__err_partial_shape(struct ck_err *err, const struct ck_kind *kind, enum ck__accept accept)
 {
     /* Kubernetes names the Go type it has: *v1.Pod, *v1.PodList */

@@ -310,18 +310,28 @@ static void push_json_event(struct ck__watch_stream *s, const char *type, json_t
     free(text);
 }
 
+json_t *ck__watch_served_object(const struct ck_kind *kind, const struct ck_kv *kv,
+                                int64_t revision)
+{
+    json_t *obj = ck__decode_served(kind, kv);
+    char rv[32];
+    snprintf(rv, sizeof(rv), "%lld", (long long)revision);
+    if (obj && json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
+                                   json_string(rv)) < 0)
+        obj = (json_decref(obj), NULL);
+    return obj;
+}
+
 /* An object event of kv, already in the version watched: as the served bytes, a one-row
  * Table, or PartialObjectMetadata. */
 static void push_converted_event(struct ck__watch_stream *s, const char *type,
                                  const struct ck_kv *kv, int64_t revision)
 {
     if (s->table || s->partial) {
-        json_t *obj = ck__decode_served(s->view.kind, kv);
+        json_t *obj = ck__watch_served_object(s->view.kind, kv, revision);
         char rv[32];
         snprintf(rv, sizeof(rv), "%lld", (long long)revision);
-        if (!obj || json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
-                                        json_string(rv)) < 0) {
-            json_decref(obj);
+        if (!obj) {
             push_no_memory(s);
             return;
         }

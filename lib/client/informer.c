@@ -699,7 +699,7 @@ static struct ck_list_watch *make_list_watch(struct ck_informer_factory *f,
     if (!f->maker.make)
         return NULL;
     struct ck_list_watch *lw = ck__calloc(1, sizeof(*lw));
-    if (!lw || f->maker.make(f->maker.arg, res, f->namespace, lw, NULL) < 0) {
+    if (!lw || f->maker.make(f->maker.arg, res, f->namespace, false, lw, NULL) < 0) {
         free(lw);
         *failed = true;
         return NULL;
@@ -747,6 +747,19 @@ struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
 out:
     pthread_mutex_unlock(&f->lock);
     return inf;
+}
+
+int ck_informer_factory_metadata_informer(struct ck_informer_factory *f,
+                                          const struct ck_resource *res, int64_t resync,
+                                          struct ck_clock *clock,
+                                          struct ck_metadata_informer **ret_mi,
+                                          struct ck_err *reterr)
+{
+    pthread_mutex_lock(&f->lock);
+    struct ck_list_watch_maker maker = f->maker;
+    pthread_mutex_unlock(&f->lock);
+    return ck__metadata_informer_new(f->client, maker.make ? &maker : NULL, res, f->namespace,
+                                     resync, clock, ret_mi, reterr);
 }
 
 struct ck_informer *ck_informer_factory_lookup(struct ck_informer_factory *f, const char *group,

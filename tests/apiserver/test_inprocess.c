@@ -5,8 +5,9 @@
  * and continue, a label selector), the same events from a resourceVersion (ADDED,
  * MODIFIED, DELETED, an object leaving a selector's selection as DELETED), 410 for a
  * compacted revision, Kubernetes' 403 for a collection the user may not read, a stop
- * noticed within a second, and an informer factory whose informers list and watch
- * in-process through ck_informer_factory_set_list_watch().
+ * noticed within a second, the metadata form against the metadata client's, and an
+ * informer factory whose informers (and metadata informers) list and watch in-process
+ * through ck_informer_factory_set_list_watch().
  */
 #define _GNU_SOURCE
 #include "cktest.h"
@@ -279,6 +280,52 @@ static void test_watch_events(void **state)
     ck_apiserver_list_watch_release(&in);
 }
 
+/* The metadata client's reads of jane's configmaps in default, as a list/watch source. */
+static int md_list(void *ctx, const struct ck_list_options *opts, json_t **ret_list,
+                   struct ck_err *reterr)
+{
+    return ck_metadata_list(ctx, &configmaps, "default", opts, ret_list, reterr);
+}
+
+static int md_watch(void *ctx, const struct ck_list_options *opts, ck_watch_func fn, void *arg,
+                    const atomic_bool *stop, struct ck_err *reterr)
+{
+    return ck_metadata_watch(ctx, &configmaps, "default", opts, fn, arg, stop, reterr);
+}
+
+static void test_metadata(void **state)
+{
+    struct fixture *f = *state;
+    create(f, "m1", "a");
+    create(f, "m2", "b");
+    struct ck_list_watch in = {0};
+    struct ck_err err = {0};
+    assert_int_equal(ck_apiserver_metadata_list_watch_init(f->server, "", "v1", "configmaps",
+                                                           "default", "jane", authenticated, 1, &in,
+                                                           &err),
+                     0);
+    struct ck_list_watch rest = {md_list, md_watch, f->jane};
+    assert_int_equal(same_pages(&in, &rest, "app", 1), 2);
+    json_t *list = NULL;
+    struct ck_list_options all = {.label_selector = "app"};
+    assert_int_equal(in.list(in.ctx, &all, &list, &err), 0);
+    assert_string_equal(json_string_value(json_object_get(list, "kind")),
+                        "PartialObjectMetadataList");
+    json_t *item = json_array_get(json_object_get(list, "items"), 0);
+    assert_string_equal(json_string_value(json_object_get(item, "kind")), "PartialObjectMetadata");
+    assert_null(json_object_get(item, "data"));
+    char rv[32];
+    snprintf(
+        rv, sizeof(rv), "%s",
+        json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion")));
+    json_decref(list);
+    update(f, "m1", "a", "2");
+    struct ck_err derr = {0};
+    assert_int_equal(ck_rest_delete(f->admin, &configmaps, "default", "m2", NULL, NULL, &derr), 0);
+    same_events(&in, &rest, rv, "app", 2, "MODIFIED DELETED");
+    ck_apiserver_list_watch_release(&in);
+}
+
 static void test_forbidden(void **state)
 {
     struct fixture *f = *state;
@@ -436,13 +483,14 @@ struct maker_calls {
     struct fixture *f;
 };
 
-static int make(void *arg, const struct ck_resource *res, const char *namespace,
+static int make(void *arg, const struct ck_resource *res, const char *namespace, bool metadata,
                 struct ck_list_watch *ret_lw, struct ck_err *reterr)
 {
     struct maker_calls *m = arg;
     m->made++;
-    return ck_apiserver_list_watch_init(m->f->server, res->group, res->version, res->resource,
-                                        namespace, "jane", authenticated, 1, ret_lw, reterr);
+    return (metadata ? ck_apiserver_metadata_list_watch_init : ck_apiserver_list_watch_init)(
+        m->f->server, res->group, res->version, res->resource, namespace, "jane", authenticated, 1,
+        ret_lw, reterr);
 }
 
 static void release(void *arg, struct ck_list_watch *lw)
@@ -485,8 +533,22 @@ static void test_factory_lists_and_watches_in_process(void **state)
     struct ck_informer_stats stats;
     ck_informer_stats(inf, &stats);
     assert_true(stats.watch_events >= 1);
-    factory = ck_informer_factory_free(factory);
+    /* a metadata informer through the same maker: PartialObjectMetadata, in-process */
+    struct ck_metadata_informer *mi = NULL;
+    assert_int_equal(
+        ck_informer_factory_metadata_informer(factory, &configmaps, 0, NULL, &mi, &err), 0);
+    assert_int_equal(m.made, 2);
+    struct ck_informer *md = ck_metadata_informer_informer(mi);
+    assert_int_equal(ck_informer_start(md, &err), 0);
+    assert_true(ck_informer_wait_for_sync(md, CK_TIME_NEVER));
+    assert_int_equal(ck_indexer_get_by_key(ck_informer_indexer(md), "default/i2", &got), 0);
+    assert_string_equal(json_string_value(json_object_get(got, "kind")), "PartialObjectMetadata");
+    assert_null(json_object_get(got, "data"));
+    ck_cached_unref(got);
+    mi = ck_metadata_informer_free(mi);
     assert_int_equal(m.released, 1);
+    factory = ck_informer_factory_free(factory);
+    assert_int_equal(m.released, 2);
 }
 
 int main(void)
@@ -495,6 +557,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_list_pages_and_selectors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metadata, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forbidden, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compacted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_within_a_second, setup, teardown),
