@@ -347,9 +347,9 @@ static int watch_run(struct watch *w, const struct ck__target *t, int64_t start,
         bool ended = w->ended && w->n == 0;
         pthread_mutex_unlock(&w->lock);
         if (ended) {
-            if (w->code < 0) { /* the Status an HTTP watcher would get as an ERROR event */
-                r = ck_err_status(reterr, w->err.reason, "%s", ck_err_message(&w->err));
-            }
+            if (w->code < 0) /* the Status an HTTP watcher would get as an ERROR event */
+                r = ck_err_status(reterr, w->err.reason ? w->err.reason : "InternalError", "%s",
+                                  ck_err_message(&w->err));
             break;
         }
         int64_t now = now_seconds();
