@@ -5,9 +5,9 @@
  * and continue, a label selector), the same events from a resourceVersion (ADDED,
  * MODIFIED, DELETED, an object leaving a selector's selection as DELETED), 410 for a
  * compacted revision, Kubernetes' 403 for a collection the user may not read, a stop
- * noticed within a second, the metadata form against the metadata client's, and an
- * informer factory whose informers (and metadata informers) list and watch in-process
- * through ck_informer_factory_set_list_watch().
+ * noticed within a second, custom resources in each served version, the metadata form against the
+ * metadata client's, and an informer factory whose informers (and metadata informers) list and
+ * watch in-process through ck_informer_factory_set_list_watch().
  */
 #define _GNU_SOURCE
 #include "cktest.h"
@@ -326,6 +326,72 @@ static void test_metadata(void **state)
     ck_apiserver_list_watch_release(&in);
 }
 
+static const char crontab_crd[] =
+    "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+    "\"metadata\":{\"name\":\"crontabs.stable.example.com\"},"
+    "\"spec\":{\"group\":\"stable.example.com\",\"scope\":\"Namespaced\","
+    "\"names\":{\"plural\":\"crontabs\",\"kind\":\"CronTab\"},"
+    "\"versions\":[{\"name\":\"v1beta1\",\"served\":true,\"storage\":false,"
+    "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\","
+    "\"x-kubernetes-preserve-unknown-fields\":true}}},"
+    "{\"name\":\"v1\",\"served\":true,\"storage\":true,"
+    "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{"
+    "\"spec\":{\"type\":\"object\",\"properties\":{\"cronSpec\":{\"type\":\"string\"},"
+    "\"replicas\":{\"type\":\"integer\",\"default\":1}}}}}}}]}}";
+
+/* A custom resource in both its served versions, defaulted on read, as over HTTP. */
+static void test_custom_resources(void **state)
+{
+    struct fixture *f = *state;
+    static const struct ck_resource v1 = {"stable.example.com", "v1", "crontabs", true};
+    static const struct ck_resource v1beta1 = {"stable.example.com", "v1beta1", "crontabs", true};
+    static const char *const masters[] = {"system:masters", "system:authenticated"};
+    struct ck_err err = {0};
+    json_t *crd = json_loads(crontab_crd, 0, NULL);
+    assert_non_null(crd);
+    assert_int_equal(ck_rest_do(f->admin, "POST",
+                                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd,
+                                NULL, NULL, &err),
+                     0);
+    json_decref(crd);
+    json_t *ct = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:s}}", "apiVersion",
+                           "stable.example.com/v1", "kind", "CronTab", "metadata", "name", "ct1",
+                           "labels", "app", "a", "spec", "cronSpec", "* * * * */5");
+    int r = CK_ENOENT;
+    for (int i = 0; i < 500 && r < 0; i++) { /* served once the CRD is established */
+        ck_err_release(&err);
+        r = ck_rest_create(f->admin, &v1, "default", ct, NULL, &err);
+        if (r < 0) {
+            struct timespec pause = {0, 10 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    assert_int_equal(r, 0);
+    json_decref(ct);
+    const struct ck_resource *versions[] = {&v1, &v1beta1};
+    for (size_t i = 0; i < 2; i++) {
+        struct ck_list_watch in = {0};
+        assert_int_equal(ck_apiserver_list_watch_init(f->server, versions[i]->group,
+                                                      versions[i]->version, "crontabs", "default",
+                                                      "root", masters, 2, &in, &err),
+                         0);
+        struct ck_rest_list_watch rest;
+        ck_rest_list_watch_init(&rest, f->admin, versions[i], "default");
+        assert_int_equal(same_pages(&in, &rest.lw, NULL, 0), 1);
+        json_t *events = events_from(&in, "0", NULL, 1);
+        json_t *obj = json_object_get(json_array_get(events, 0), "object");
+        char want[64];
+        snprintf(want, sizeof(want), "stable.example.com/%s", versions[i]->version);
+        assert_string_equal(json_string_value(json_object_get(obj, "apiVersion")), want);
+        if (i == 0) /* the default of v1's schema, applied on read */
+            assert_int_equal(
+                json_integer_value(json_object_get(json_object_get(obj, "spec"), "replicas")), 1);
+        json_decref(events);
+        same_events(&in, &rest.lw, "0", NULL, 1, "ADDED");
+        ck_apiserver_list_watch_release(&in);
+    }
+}
+
 static void test_forbidden(void **state)
 {
     struct fixture *f = *state;
@@ -558,6 +624,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_pages_and_selectors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metadata, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_custom_resources, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forbidden, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compacted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_within_a_second, setup, teardown),
