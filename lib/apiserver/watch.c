@@ -44,12 +44,19 @@
  * suspended streams' sockets so that a vanished client is noticed and its
  * watch freed even when no event comes.
  *
+ * What a watcher sees of the store's events (ck__watch_event: selection
+ * transitions, conversion, bookmarks, failures), its initial events and the
+ * check of its resourceVersion are shared with the watches of components in
+ * the server's own process (inprocess.c), which get the same events through
+ * a struct ck__watch_sink of their own instead of a buffer.
+ *
  * Errors: a watch refused before it starts is answered with a Status; one
  * that fails later (compaction, the store) ends with an ERROR event whose
  * Status status.c builds (without empty details, as Kubernetes sends it).
  *
  * Tested in tests/apiserver/test_watch.c; also test_watch_gate.c
- * (sendInitialEvents), test_server.c (1,000 watchers), the client's
+ * (sendInitialEvents), test_inprocess.c (the same events in-process),
+ * test_server.c (1,000 watchers), the client's
  * reflector and informer tests, and kubectl get -w in the e2e tests.
  */
 #define _GNU_SOURCE
