@@ -10,23 +10,26 @@
  * subscribes to the store as an HTTP watch stream does, through the same per-watcher
  * filtering (ck__watch_event), but its events are queued as references to the stored
  * key-values and decoded on the watcher's own thread, once, without a TLS connection, a
- * libmicrohttpd connection or a JSON encoding between them.
+ * libmicrohttpd connection or a JSON encoding between them. The metadata form
+ * (ck_apiserver_metadata_list_watch_init, for metadata informers) answers
+ * PartialObjectMetadataLists and PartialObjectMetadata events as the HTTP path does
+ * for the metadata client.
  *
  * The component still acts as its own user: every list and watch is authorized by RBAC
  * and the node authorizer as the HTTP request would be (ck__auth_authorize_target), and
  * refused with the same Status. The server keeps no audit log, so there is nothing else
  * to record. Writes do not come this way.
  *
- * Threading: a watch's store callback (on a store thread) only queues references under
- * the watch's lock and signals; the watcher's thread takes the queue, decodes and calls
- * its function. A watcher that falls MAX_QUEUED bytes behind is cut, as an HTTP stream
- * over its budget is: its queue is dropped and the watch ends cleanly, and the reflector
- * watches again from the last resourceVersion it saw.
+ * Threading: a watch's store callback (on a store thread) filters the event as an HTTP
+ * stream's does (decoding only what a selector must see) and queues references under
+ * the watch's lock; the watcher's thread takes the queue, decodes and calls its function. A watcher
+ * that falls MAX_QUEUED bytes behind is cut, as an HTTP stream over its budget is: its queue is
+ * dropped and the watch ends cleanly, and the reflector watches again from the last resourceVersion
+ * it saw.
  *
  * Tested in tests/apiserver/test_inprocess.c, against the REST client's answers.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
