@@ -426,7 +426,27 @@ int ck_cmd_signing_duration(struct ck_cmd_signing *s, const char *text)
     return 0;
 }
 
-int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
+/*
+ * The shared factory's informers list and watch straight from the server, in-process,
+ * as system:kube-controller-manager, the user the client's certificate names: RBAC
+ * judges them as it judges that client's requests (which still make every write).
+ */
+static int in_process_list_watch(void *arg, const struct ck_resource *res, const char *namespace,
+                                 bool metadata, struct ck_list_watch *ret_lw, struct ck_err *reterr)
+{
+    static const char *const groups[] = {"system:authenticated"};
+    return (metadata ? ck_apiserver_metadata_list_watch_init : ck_apiserver_list_watch_init)(
+        arg, res->group, res->version, res->resource, namespace, "system:kube-controller-manager",
+        groups, 1, ret_lw, reterr);
+}
+
+static void release_list_watch(void *arg, struct ck_list_watch *lw)
+{
+    (void)arg;
+    ck_apiserver_list_watch_release(lw);
+}
+
+int ck_cmd_controllers_start(struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
                              int64_t resource_quota_sync_period, const struct ck_hpa_options *hpa,
                              const struct ck_cmd_server_election *election,
@@ -463,6 +483,8 @@ int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *sele
         return -1;
     }
     ck_informer_factory_set_transform(ret->factory, ck_transform_strip_managed_fields, NULL);
+    struct ck_list_watch_maker in_process = {in_process_list_watch, release_list_watch, server};
+    ck_informer_factory_set_list_watch(ret->factory, &in_process);
     struct ck_controller_manager_config config = {
         .factory = ret->factory,
         .client = ret->client,

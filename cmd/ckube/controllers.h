@@ -21,10 +21,10 @@ struct ck_cmd_controllers {
     struct ck_rest *client;
     struct ck_informer_factory *factory;   /* the process's one set of caches */
     struct ck_controller_manager *manager; /* without leader election */
-    const struct ck_apiserver *server;
-    pthread_mutex_t mu;                   /* guards the component clients */
-    struct ck_rest *component_clients[4]; /* of controllers with their own identity */
-    char component_users[4][64];          /* whom each acts as */
+    struct ck_apiserver *server;           /* the informers list and watch from it in-process */
+    pthread_mutex_t mu;                    /* guards the component clients */
+    struct ck_rest *component_clients[4];  /* of controllers with their own identity */
+    char component_users[4][64];           /* whom each acts as */
     size_t n_component_clients;
     struct ck_cmd_election *elections[2]; /* controllers, scheduler: with leader election */
     char identity[320];
@@ -132,7 +132,7 @@ char *ck_cmd_informer_census_metrics(void *unused);
 
 int ck_cmd_signing_duration(struct ck_cmd_signing *s, const char *text);
 
-int ck_cmd_controllers_start(const struct ck_apiserver *server, const char *selection,
+int ck_cmd_controllers_start(struct ck_apiserver *server, const char *selection,
                              const struct ck_cmd_syncs *syncs, int64_t node_monitor_grace_period,
                              int64_t resource_quota_sync_period, const struct ck_hpa_options *hpa,
                              const struct ck_cmd_server_election *election,

@@ -17,6 +17,7 @@
 #define CKUBE_APISERVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ckube/featuregate.h"
@@ -237,6 +238,43 @@ int ck_apiserver_write_kubeconfig(const struct ck_apiserver *server, const char 
 int ck_apiserver_component_credentials(const struct ck_apiserver *server, const char *file_base,
                                        const char *cn, const char *org, char **ret_ca,
                                        char **ret_cert, char **ret_key, struct ck_err *reterr);
+
+/*
+ * In-process lists and watches (lib/apiserver/inprocess.c): fills *ret_lw (the
+ * list/watch source of ckube/informer.h) so that it lists and watches the collection of
+ * group ("" for the core group), version and resource, in namespace (NULL or "": every
+ * namespace), served by server to a component running in the same process, acting as
+ * user in groups (copied; authenticated users also belong to "system:authenticated",
+ * which the caller lists as an authenticator would add it).
+ *
+ * It answers what an HTTP LIST or watch by that user would, through the same code
+ * (routing, RBAC and the node authorizer, selectors, paging, resourceVersion rules, the
+ * store's watch and its per-watcher filtering) without HTTP, TLS or a JSON encoding in
+ * between: a list is the List object an HTTP LIST serves, a watch delivers the objects
+ * of the stored revisions. Failures are the REST client's codes with the Status it would
+ * carry: CK_EPERM and 403 Forbidden, CK_ECOMPACTED and 410 Expired, CK_ENOENT for a
+ * resource the server does not serve. The watch stops within a second of *stop.
+ *
+ * Nothing passes API Priority and Fairness or the request metrics: they count HTTP
+ * requests. Release it with ck_apiserver_list_watch_release() after every list or
+ * watch through it ended and before the server is freed. Returns 0, or CK_ENOMEM.
+ */
+struct ck_list_watch;
+int ck_apiserver_list_watch_init(struct ck_apiserver *server, const char *group,
+                                 const char *version, const char *resource, const char *namespace,
+                                 const char *user, const char *const *groups, size_t n_groups,
+                                 struct ck_list_watch *ret_lw, struct ck_err *reterr);
+/*
+ * The same for a metadata informer (the metadata client's reads): lists are
+ * PartialObjectMetadataLists and events carry PartialObjectMetadata, as the HTTP
+ * answers to an Accept of application/json;as=PartialObjectMetadata[List] are.
+ */
+int ck_apiserver_metadata_list_watch_init(struct ck_apiserver *server, const char *group,
+                                          const char *version, const char *resource,
+                                          const char *namespace, const char *user,
+                                          const char *const *groups, size_t n_groups,
+                                          struct ck_list_watch *ret_lw, struct ck_err *reterr);
+void ck_apiserver_list_watch_release(struct ck_list_watch *lw);
 
 /*
  * Marks the server as shutting down: /readyz fails from now on, so load

@@ -261,6 +261,41 @@ int ck_informer_factory_new(struct ck_rest *client, const char *namespace, int64
 void ck_informer_factory_set_transform(struct ck_informer_factory *f, ck_transform_func fn,
                                        void *arg);
 
+/*
+ * What makes the list/watch of each informer the factory creates, instead of its client:
+ * make fills *ret_lw for res in namespace (NULL: all namespaces; both outlive the
+ * informer), of PartialObjectMetadata with metadata (for
+ * ck_informer_factory_metadata_informer), and returns 0 or a negative code; release frees what make
+ * made, once the informer is gone (NULL: nothing to free). `ckube server` lists and watches this
+ * way straight from its API server (ck_apiserver_list_watch_init), while its writes still go
+ * through the client.
+ */
+struct ck_list_watch_maker {
+    int (*make)(void *arg, const struct ck_resource *res, const char *namespace, bool metadata,
+                struct ck_list_watch *ret_lw, struct ck_err *reterr);
+    void (*release)(void *arg, struct ck_list_watch *lw);
+    void *arg;
+};
+
+/*
+ * Sets the maker of the factory's informers made after this call (copied; NULL: back to
+ * the client); set it right after ck_informer_factory_new.
+ */
+void ck_informer_factory_set_list_watch(struct ck_informer_factory *f,
+                                        const struct ck_list_watch_maker *maker);
+
+/*
+ * A metadata informer of res (not one of the factory's: the caller owns and frees it,
+ * and it may stop it while the factory runs) in the factory's namespace, reading
+ * through the factory's maker when one is set, else through its client as
+ * ck_metadata_informer_new() does. Returns 0, or the maker's error / CK_ENOMEM.
+ */
+int ck_informer_factory_metadata_informer(struct ck_informer_factory *f,
+                                          const struct ck_resource *res, int64_t resync,
+                                          struct ck_clock *clock,
+                                          struct ck_metadata_informer **ret_mi,
+                                          struct ck_err *reterr);
+
 /* Stops and frees every informer of the factory. */
 struct ck_informer_factory *ck_informer_factory_free(struct ck_informer_factory *f);
 

@@ -648,6 +648,66 @@ enum MHD_Result ck__auth_authenticate(struct ck_apiserver *server, struct MHD_Co
     return MHD_YES;
 }
 
+/* A resource request's attributes from its target (RequestInfo). */
+static void target_request(struct ck_rbac_request *req, const char *verb,
+                           const struct ck__target *t)
+{
+    req->is_resource_request = true;
+    req->verb = verb;
+    req->api_group = t->kind->group;
+    req->resource = t->kind->resource;
+    req->subresource = t->subresource;
+    req->name = t->name;
+    req->namespace = t->namespace;
+    /* a namespace's own requests are in that namespace (RequestInfo) */
+    if (t->kind->role == CK_KIND_ROLE_NAMESPACE && t->name[0])
+        req->namespace = t->name;
+}
+
+/*
+ * RBAC's decision on req, then the node authorizer's on a node's Secrets and
+ * ConfigMaps (role: the kind's, CK_KIND_ROLE_NONE for other requests): 0 when
+ * allowed, else CK_EPERM with the 403 Forbidden Status in *err.
+ */
+static int decide(struct ck_apiserver *server, const struct ck_rbac_request *req,
+                  enum ck_kind_role role, struct ck_err *err)
+{
+    const struct ck_auth_user *user = req->user;
+    struct ck_rbac_policy *policy = ck_rbac_authorizer_current(server->auth->authorizer);
+    char reason[512] = "";
+    enum ck_rbac_decision d =
+        policy ? ck_rbac_authorize(policy, req, reason, sizeof(reason)) : CK_RBAC_NO_OPINION;
+    ck_rbac_policy_unref(policy);
+    /*
+     * A node's Secrets and ConfigMaps are the node authorizer's alone: the ones
+     * its pods reference, by name (Kubernetes leaves the system:node role,
+     * which grants them all, unbound; ckube binds it to system:nodes).
+     */
+    const char *node = ck__auth_node_name(user);
+    if (node && (role == CK_KIND_ROLE_SECRET || role == CK_KIND_ROLE_CONFIG_MAP)) {
+        d = node_may_read(server, node, req, role == CK_KIND_ROLE_SECRET) ? CK_RBAC_ALLOW
+                                                                          : CK_RBAC_NO_OPINION;
+        if (d != CK_RBAC_ALLOW)
+            snprintf(reason, sizeof(reason),
+                     "no relationship found between node '%s' and this object", node);
+    }
+    if (d == CK_RBAC_ALLOW)
+        return 0;
+    int r = ck_rbac_forbidden(err, req, reason);
+    CK_LOGV(2, "Forbidden: %s", ck_err_message(err));
+    return r;
+}
+
+int ck__auth_authorize_target(struct ck_apiserver *server, const struct ck_auth_user *user,
+                              const char *verb, const struct ck__target *t, struct ck_err *err)
+{
+    if (!server->auth || ck_auth_user_in_group(user, CK_AUTH_MASTERS))
+        return 0;
+    struct ck_rbac_request req = {.user = user};
+    target_request(&req, verb, t);
+    return decide(server, &req, t->kind->role, err);
+}
+
 enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Connection *conn,
                                    const char *method, const char *url,
                                    const struct ck_auth_user *user, bool *ret_answered)
@@ -655,7 +715,6 @@ enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Conne
     *ret_answered = false;
     if (!server->auth || ck_auth_user_in_group(user, CK_AUTH_MASTERS))
         return MHD_YES;
-    struct ck__auth *a = server->auth;
     struct ck_err err = {0};
     struct ck_rbac_request req = {.user = user};
     struct ck__target target;
@@ -663,16 +722,7 @@ enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Conne
     char verb[16];
     bool routed = ck__route(url, &target) == 0;
     if (routed) {
-        req.is_resource_request = true;
-        req.verb = ck__request_verb(conn, method, &target);
-        req.api_group = target.kind->group;
-        req.resource = target.kind->resource;
-        req.subresource = target.subresource;
-        req.name = target.name;
-        req.namespace = target.namespace;
-        /* a namespace's own requests are in that namespace (RequestInfo) */
-        if (target.kind->role == CK_KIND_ROLE_NAMESPACE && target.name[0])
-            req.namespace = target.name;
+        target_request(&req, ck__request_verb(conn, method, &target), &target);
     } else if (ck__aggregated_path(url, &aggregated) == 0 && aggregated.resource[0]) {
         /* an APIService's resource: the attributes its path gives (RequestInfoFactory) */
         req.is_resource_request = true;
@@ -691,30 +741,9 @@ enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Conne
         req.verb = verb;
         req.path = url;
     }
-    struct ck_rbac_policy *policy = ck_rbac_authorizer_current(a->authorizer);
-    char reason[512] = "";
-    enum ck_rbac_decision d =
-        policy ? ck_rbac_authorize(policy, &req, reason, sizeof(reason)) : CK_RBAC_NO_OPINION;
-    ck_rbac_policy_unref(policy);
-    /*
-     * A node's Secrets and ConfigMaps are the node authorizer's alone: the ones
-     * its pods reference, by name (Kubernetes leaves the system:node role,
-     * which grants them all, unbound; ckube binds it to system:nodes).
-     */
-    const char *node = ck__auth_node_name(user);
-    enum ck_kind_role role = routed ? target.kind->role : CK_KIND_ROLE_NONE;
-    if (node && (role == CK_KIND_ROLE_SECRET || role == CK_KIND_ROLE_CONFIG_MAP)) {
-        d = node_may_read(server, node, &req, role == CK_KIND_ROLE_SECRET) ? CK_RBAC_ALLOW
-                                                                           : CK_RBAC_NO_OPINION;
-        if (d != CK_RBAC_ALLOW)
-            snprintf(reason, sizeof(reason),
-                     "no relationship found between node '%s' and this object", node);
-    }
-    if (d == CK_RBAC_ALLOW)
+    if (decide(server, &req, routed ? target.kind->role : CK_KIND_ROLE_NONE, &err) == 0)
         return MHD_YES;
     *ret_answered = true;
-    ck_rbac_forbidden(&err, &req, reason);
-    CK_LOGV(2, "Forbidden: %s", ck_err_message(&err));
     return ck__fail(conn, &err);
 }
 

@@ -336,34 +336,45 @@ static char *list_answer_join(const struct list_answer *a, size_t *ret_len)
     return body;
 }
 
+char *ck__list_json(const struct ck_kind *kind, const char *rv,
+                    const struct ck__list_result *result, size_t *ret_len)
+{
+    struct list_answer *a =
+        list_answer_new(kind, rv, result->continue_token, result->kvs, result->n_kvs, false);
+    char *body = a ? list_answer_join(a, ret_len) : NULL;
+    if (a)
+        list_answer_free(a); /* holds no result: the caller's kvs stay */
+    return body;
+}
+
 /* Answers the list of result (taken) as compact JSON without a copy, or as negotiated. */
 static enum MHD_Result send_list(struct MHD_Connection *conn, const struct ck_kind *kind,
                                  const char *rv, struct ck__list_result *result)
 {
-    bool compact = ck__media_compact_json(conn);
+    if (!ck__media_compact_json(conn)) {
+        size_t len = 0;
+        char *body = ck__list_json(kind, rv, result, &len);
+        release_list(result);
+        if (!body)
+            return ck__fail_no_memory(conn);
+        return ck__send_bytes(conn, 200, "application/json", body, len, NULL);
+    }
     struct list_answer *a =
-        list_answer_new(kind, rv, result->continue_token, result->kvs, result->n_kvs, compact);
+        list_answer_new(kind, rv, result->continue_token, result->kvs, result->n_kvs, true);
     if (!a) {
         release_list(result);
         return ck__fail_no_memory(conn);
     }
     a->result = *result; /* the answer holds the kvs until it is sent */
     memset(result, 0, sizeof(*result));
-    if (compact) { /* copied from the kvs into libmicrohttpd's buffer as it sends */
-        struct MHD_Response *resp = MHD_create_response_from_callback(
-            a->size, LIST_READ_BLOCK, list_answer_read, a, list_answer_free);
-        if (!resp) {
-            list_answer_free(a);
-            return MHD_NO;
-        }
-        return ck__send_response(conn, 200, "application/json", resp, NULL);
+    /* copied from the kvs into libmicrohttpd's buffer as it sends */
+    struct MHD_Response *resp = MHD_create_response_from_callback(
+        a->size, LIST_READ_BLOCK, list_answer_read, a, list_answer_free);
+    if (!resp) {
+        list_answer_free(a);
+        return MHD_NO;
     }
-    size_t len = 0;
-    char *body = list_answer_join(a, &len);
-    list_answer_free(a);
-    if (!body)
-        return ck__fail_no_memory(conn);
-    return ck__send_bytes(conn, 200, "application/json", body, len, NULL);
+    return ck__send_response(conn, 200, "application/json", resp, NULL);
 }
 
 /* The list in protobuf, each object's encoding made once (lib/apiserver/protobuf.c). */
@@ -444,12 +455,7 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
         return ck__fail(conn, &err);
     }
     if (accept == CK__ACCEPT_PARTIAL_LIST) {
-        json_t *items = json_array();
-        bool ok = items != NULL;
-        for (size_t i = 0; ok && i < result.n_kvs; i++)
-            ok = json_array_append_new(items, ck__decode_stored(result.kvs[i])) == 0;
-        json_t *list = ok ? ck__partial_list(items, rv, result.continue_token) : NULL;
-        json_decref(items);
+        json_t *list = ck__partial_list_of(&result, rv);
         release_list(&result);
         size_t len = 0;
         char *text = ck__json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);

@@ -769,6 +769,15 @@ int ck__registry_list(struct ck__registry *reg, const struct ck_kind *kind,
                       struct ck_err *reterr);
 void ck__list_result_release(struct ck__list_result *ret);
 
+/*
+ * The JSON List of result ({"kind":"PodList","apiVersion":"v1","metadata":
+ * {"resourceVersion":rv[,"continue"]},"items":[...]}, each item as it is served) as
+ * an HTTP LIST answers it, without its final line break: a string the caller frees (its
+ * length in *ret_len), or NULL when out of memory (handlers.c).
+ */
+char *ck__list_json(const struct ck_kind *kind, const char *rv,
+                    const struct ck__list_result *result, size_t *ret_len);
+
 /* True when the object passes both selectors. */
 bool ck__matches(const struct ck_kind *kind, const json_t *obj,
                  const struct ck_label_selector *labels, const struct ck_field_selector *fields);
@@ -1300,6 +1309,13 @@ enum MHD_Result ck__auth_authenticate(struct ck_apiserver *server, struct MHD_Co
 enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Connection *conn,
                                    const char *method, const char *url,
                                    const struct ck_auth_user *user, bool *ret_answered);
+/*
+ * The same decision on a resource request made without HTTP (an in-process list or
+ * watch, local.c): user's verb on t. 0 when allowed, else CK_EPERM with the 403
+ * Forbidden Status in *err, worded as the HTTP answer.
+ */
+int ck__auth_authorize_target(struct ck_apiserver *server, const struct ck_auth_user *user,
+                              const char *verb, const struct ck__target *t, struct ck_err *err);
 /* Kubernetes' RequestInfo verb of a resource request (get, list, watch, create, ...). */
 const char *ck__request_verb(struct MHD_Connection *conn, const char *method,
                              const struct ck__target *t);
@@ -1506,6 +1522,9 @@ json_t *ck__partial_object(const json_t *obj);
  */
 json_t *ck__partial_list(const json_t *items, const char *rv, const char *continue_token);
 
+/* The PartialObjectMetadataList of a list's result at rv (new reference; NULL: no memory). */
+json_t *ck__partial_list_of(const struct ck__list_result *result, const char *rv);
+
 /*
  * 406 NotAcceptable as Kubernetes answers a PartialObjectMetadata asked of a
  * list, or a PartialObjectMetadataList of one object (of kind). Returns CK_EINVAL.
@@ -1518,6 +1537,10 @@ bool ck__query_bool(struct MHD_Connection *conn, const char *name);
 int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
                         struct ck_label_selector **ret_labels,
                         struct ck_field_selector **ret_fields, struct ck_err *reterr);
+/* The same from the selectors' text (NULL: everything), for in-process lists (local.c). */
+int ck__parse_selector_text(const struct ck_kind *kind, const char *labels, const char *fields,
+                            struct ck_label_selector **ret_labels,
+                            struct ck_field_selector **ret_fields, struct ck_err *reterr);
 
 /*
  * Queues body (len bytes; taken: freed here, also on failure) with status,
@@ -2038,6 +2061,71 @@ enum MHD_Result ck__serve_resource(struct ck_apiserver *server, struct MHD_Conne
                                    size_t len);
 
 /* ---- watches (watch.c) ---------------------------------------------------- */
+
+/*
+ * What one watcher sees of a collection, whether it is an HTTP stream (watch.c) or an
+ * in-process watch (local.c): the kind watched, its selectors (NULL: everything; owned
+ * by the watcher) and whether it takes bookmarks.
+ */
+struct ck__watch_view {
+    struct ck_apiserver *server;
+    const struct ck_kind *kind;
+    struct ck_label_selector *labels;
+    struct ck_field_selector *fields;
+    bool bookmarks;
+};
+
+/*
+ * Where a watcher's events go. object: an event of kv (borrowed for the call), already
+ * in the version watched, at revision; bookmark: a progress notice at revision; fail:
+ * the watch is over, with err sent to the client as an ERROR event when send is set
+ * (compaction, the store, no memory), or just ended (a conversion webhook that failed,
+ * already logged).
+ */
+struct ck__watch_sink {
+    void (*object)(void *arg, const char *type, const struct ck_kv *kv, int64_t revision);
+    void (*bookmark)(void *arg, int64_t revision);
+    void (*fail)(void *arg, const struct ck_err *err, bool send);
+};
+
+/*
+ * Turns one store event into what v's watcher gets (ADDED, MODIFIED, or DELETED for an
+ * object that left its selection; a bookmark when asked; a failure), as kube-apiserver's
+ * cacher filters events per watcher.
+ */
+void ck__watch_event(const struct ck__watch_view *v, const struct ck_store_event *ev,
+                     const struct ck__watch_sink *sink, void *arg);
+
+/*
+ * The initial ADDED events of a watch from resourceVersion "" or "0": a list of the
+ * collection in namespace ("" : all) at the current revision, which *ret_revision gets.
+ */
+int ck__watch_initial(const struct ck__watch_view *v, const char *namespace,
+                      const struct ck__watch_sink *sink, void *arg, int64_t *ret_revision,
+                      struct ck_err *reterr);
+
+/*
+ * The revision a watch's resourceVersion rv asks for: 0 for NULL, "" or "0" (the
+ * current state first), else the number; 400 for one that is not a number, 504 for
+ * one the store has not reached.
+ */
+int ck__watch_start(struct ck_apiserver *server, const char *rv, int64_t *ret_start,
+                    struct ck_err *reterr);
+
+/*
+ * The decoded object of an event of kv as a watcher gets it: defaults applied, in the
+ * version watched, with resourceVersion revision. A new reference, or NULL (no memory).
+ */
+json_t *ck__watch_served_object(const struct ck_kind *kind, const struct ck_kv *kv,
+                                int64_t revision);
+
+/*
+ * A BOOKMARK event's object: kind's apiVersion and kind (PartialObjectMetadata's with
+ * partial) with only metadata.resourceVersion, and the initial-events-end annotation
+ * with initial_end. A new reference, or NULL when out of memory.
+ */
+json_t *ck__watch_bookmark(const struct ck_kind *kind, int64_t revision, bool initial_end,
+                           bool partial);
 
 enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connection *conn,
                                 const struct ck__target *t);

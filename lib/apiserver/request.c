@@ -66,6 +66,17 @@ json_t *ck__partial_list(const json_t *items, const char *rv, const char *contin
                      "meta.k8s.io/v1", "metadata", meta, "items", partials);
 }
 
+json_t *ck__partial_list_of(const struct ck__list_result *result, const char *rv)
+{
+    json_t *items = json_array();
+    bool ok = items != NULL;
+    for (size_t i = 0; ok && i < result->n_kvs; i++)
+        ok = json_array_append_new(items, ck__decode_stored(result->kvs[i])) == 0;
+    json_t *list = ok ? ck__partial_list(items, rv, result->continue_token) : NULL;
+    json_decref(items);
+    return list;
+}
+
 int ck__err_partial_shape(struct ck_err *err, const struct ck_kind *kind, enum ck__accept accept)
 {
     /* Kubernetes names the Go type it has: *v1.Pod, *v1.PodList */
@@ -80,15 +91,13 @@ int ck__err_partial_shape(struct ck_err *err, const struct ck_kind *kind, enum c
         kind->version, kind->kind);
 }
 
-int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
-                        struct ck_label_selector **ret_labels,
-                        struct ck_field_selector **ret_fields, struct ck_err *reterr)
+int ck__parse_selector_text(const struct ck_kind *kind, const char *labels, const char *fields,
+                            struct ck_label_selector **ret_labels,
+                            struct ck_field_selector **ret_fields, struct ck_err *reterr)
 {
     struct ck_err err = {0};
     *ret_labels = NULL;
     *ret_fields = NULL;
-    const char *labels = ck__query(conn, "labelSelector");
-    const char *fields = ck__query(conn, "fieldSelector");
     int r = ck_label_selector_parse(labels ? labels : "", ret_labels, &err);
     if (r == 0) {
         r = ck_field_selector_parse(fields ? fields : "", ret_fields, &err);
@@ -102,6 +111,15 @@ int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
     if (r == CK_ENOMEM)
         return ck_err_no_memory(reterr);
     return ck_err_status(reterr, "BadRequest", "%s", err.msg);
+}
+
+int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
+                        struct ck_label_selector **ret_labels,
+                        struct ck_field_selector **ret_fields, struct ck_err *reterr)
+{
+    return ck__parse_selector_text(kind, ck__query(conn, "labelSelector"),
+                                   ck__query(conn, "fieldSelector"), ret_labels, ret_fields,
+                                   reterr);
 }
 
 /*

@@ -44,12 +44,19 @@
  * suspended streams' sockets so that a vanished client is noticed and its
  * watch freed even when no event comes.
  *
+ * What a watcher sees of the store's events (ck__watch_event: selection
+ * transitions, conversion, bookmarks, failures), its initial events and the
+ * check of its resourceVersion are shared with the watches of components in
+ * the server's own process (inprocess.c), which get the same events through
+ * a struct ck__watch_sink of their own instead of a buffer.
+ *
  * Errors: a watch refused before it starts is answered with a Status; one
  * that fails later (compaction, the store) ends with an ERROR event whose
  * Status status.c builds (without empty details, as Kubernetes sends it).
  *
  * Tested in tests/apiserver/test_watch.c; also test_watch_gate.c
- * (sendInitialEvents), test_server.c (1,000 watchers), the client's
+ * (sendInitialEvents), test_inprocess.c (the same events in-process),
+ * test_server.c (1,000 watchers), the client's
  * reflector and informer tests, and kubectl get -w in the e2e tests.
  */
 #define _GNU_SOURCE
@@ -76,15 +83,12 @@ struct ck__watch_stream {
     pthread_mutex_t lock;
     struct ck_apiserver *server;
     struct MHD_Connection *conn;
-    const struct ck_kind *kind;
-    struct ck_label_selector *labels;
-    struct ck_field_selector *fields;
+    struct ck__watch_view view; /* kind, selectors (owned), bookmarks */
     struct ck_store_watch *store_watch;
     bool table;
     bool table_columns_sent;
     bool partial;  /* each object as its PartialObjectMetadata */
     bool protobuf; /* frames of WatchEvent (application/vnd.kubernetes.protobuf;stream=watch) */
-    bool bookmarks;
     bool suspended;
     bool ended;  /* no more events: drain the buffer, then end the response */
     bool closed; /* the response is gone: never touch conn again */
@@ -198,7 +202,7 @@ static bool reserve(struct ck__watch_stream *s, size_t len)
         size_t want = s->len + len;
         size_t cap = want < READ_BLOCK * 4 ? want * 2 : want + want / 4;
         if (!may_grow(s, cap - s->cap) && !may_grow(s, (cap = want) - s->cap)) {
-            CK_LOGV(1, "watch on %s: client too slow, closing the stream", s->kind->resource);
+            CK_LOGV(1, "watch on %s: client too slow, closing the stream", s->view.kind->resource);
             cut(s);
             return false;
         }
@@ -313,24 +317,34 @@ static void push_json_event(struct ck__watch_stream *s, const char *type, json_t
     free(text);
 }
 
+json_t *ck__watch_served_object(const struct ck_kind *kind, const struct ck_kv *kv,
+                                int64_t revision)
+{
+    json_t *obj = ck__decode_served(kind, kv);
+    char rv[32];
+    snprintf(rv, sizeof(rv), "%lld", (long long)revision);
+    if (obj && json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
+                                   json_string(rv)) < 0)
+        obj = (json_decref(obj), NULL);
+    return obj;
+}
+
 /* An object event of kv, already in the version watched: as the served bytes, a one-row
  * Table, or PartialObjectMetadata. */
 static void push_converted_event(struct ck__watch_stream *s, const char *type,
                                  const struct ck_kv *kv, int64_t revision)
 {
     if (s->table || s->partial) {
-        json_t *obj = ck__decode_served(s->kind, kv);
+        json_t *obj = ck__watch_served_object(s->view.kind, kv, revision);
         char rv[32];
         snprintf(rv, sizeof(rv), "%lld", (long long)revision);
-        if (!obj || json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
-                                        json_string(rv)) < 0) {
-            json_decref(obj);
+        if (!obj) {
             push_no_memory(s);
             return;
         }
         json_t *table = s->partial
                             ? ck__partial_object(obj)
-                            : ck_table_build(s->kind, &obj, 1, !s->table_columns_sent,
+                            : ck_table_build(s->view.kind, &obj, 1, !s->table_columns_sent,
                                              CK_INCLUDE_METADATA, rv, NULL, (long long)time(NULL));
         s->table_columns_sent = true;
         json_decref(obj);
@@ -344,13 +358,14 @@ static void push_converted_event(struct ck__watch_stream *s, const char *type,
     struct ck__served_parts parts;
     if (s->protobuf) { /* the encoder takes the served object whole */
         size_t len = 0;
-        char *served = ck__serve_stored(s->kind, kv->value, kv->value_len, revision, &len);
+        char *served = ck__serve_stored(s->view.kind, kv->value, kv->value_len, revision, &len);
         if (served)
             push_event(s, type, served, len);
         else
             push_no_memory(s);
         free(served);
-    } else if (ck__serve_stored_parts(s->kind, kv->value, kv->value_len, revision, &parts) < 0) {
+    } else if (ck__serve_stored_parts(s->view.kind, kv->value, kv->value_len, revision, &parts) <
+               0) {
         push_no_memory(s);
     } else if (parts.owned) {
         push_event(s, type, parts.owned, parts.owned_len);
@@ -360,37 +375,8 @@ static void push_converted_event(struct ck__watch_stream *s, const char *type,
     }
 }
 
-/*
- * A conversion webhook's failure on an event: kube-apiserver's watch encoder converts
- * the event, and when that fails it logs and ends the stream (handlers/watch.go); so do
- * we, and the client watches again from the last resourceVersion it saw.
- */
-static void end_unconverted(struct ck__watch_stream *s, const struct ck_err *err)
-{
-    CK_LOGS(0, "unable to encode watch object", "err", ck_err_message(err));
-    s->ended = true;
-}
-
-/* An object event of kv, converted first when its kind has a conversion webhook. */
-static void push_object_event(struct ck__watch_stream *s, const char *type, const struct ck_kv *kv,
-                              int64_t revision)
-{
-    if (s->kind->conversion_webhook) { /* in the version watched */
-        struct ck_err err = {0};
-        const struct ck_kv *converted = ck_kv_ref(kv);
-        if (ck__convert_kvs(s->server->registry, s->kind, &converted, 1, false, &err) < 0)
-            end_unconverted(s, &err);
-        else
-            push_converted_event(s, type, converted, revision);
-        ck_kv_unref(converted);
-        ck_err_release(&err);
-        return;
-    }
-    push_converted_event(s, type, kv, revision);
-}
-
-/* A BOOKMARK: an object of the kind holding only metadata.resourceVersion. */
-static void push_bookmark(struct ck__watch_stream *s, int64_t revision, bool initial_end)
+json_t *ck__watch_bookmark(const struct ck_kind *kind, int64_t revision, bool initial_end,
+                           bool partial)
 {
     char rv[32], api_version[CK_API_VERSION_MAX];
     snprintf(rv, sizeof(rv), "%lld", (long long)revision);
@@ -401,12 +387,16 @@ static void push_bookmark(struct ck__watch_stream *s, int64_t revision, bool ini
                             json_pack("{s:s}", "k8s.io/initial-events-end", "true")) < 0)
         meta = (json_decref(meta), NULL);
     /* a PartialObjectMetadata watch gets its bookmarks in that form too */
-    json_t *obj =
-        json_pack("{s:s, s:s, s:o}", "kind", s->partial ? "PartialObjectMetadata" : s->kind->kind,
-                  "apiVersion",
-                  s->partial ? "meta.k8s.io/v1"
-                             : ck_kind_api_version(s->kind, api_version, sizeof(api_version)),
-                  "metadata", meta);
+    return json_pack(
+        "{s:s, s:s, s:o}", "kind", partial ? "PartialObjectMetadata" : kind->kind, "apiVersion",
+        partial ? "meta.k8s.io/v1" : ck_kind_api_version(kind, api_version, sizeof(api_version)),
+        "metadata", meta);
+}
+
+/* A BOOKMARK: an object of the kind holding only metadata.resourceVersion. */
+static void push_bookmark(struct ck__watch_stream *s, int64_t revision, bool initial_end)
+{
+    json_t *obj = ck__watch_bookmark(s->view.kind, revision, initial_end, s->partial);
     if (obj)
         push_json_event(s, "BOOKMARK", obj);
     else
@@ -417,27 +407,66 @@ static void push_bookmark(struct ck__watch_stream *s, int64_t revision, bool ini
 /* ---- store events ------------------------------------------------------- */
 
 /* 1 when kv passes the watch's selectors, 0 when not, CK_ENOMEM when it cannot tell. */
-static int kv_passes(const struct ck__watch_stream *s, const struct ck_kv *kv)
+static int kv_passes(const struct ck__watch_view *v, const struct ck_kv *kv)
 {
     if (!kv || kv->value_len == 0)
         return 0;
-    if (!s->labels && !s->fields)
+    if (!v->labels && !v->fields)
         return 1;
-    json_t *obj = ck__decode_served(s->kind, kv); /* selectors see the defaults, as served */
+    json_t *obj = ck__decode_served(v->kind, kv); /* selectors see the defaults, as served */
     if (!obj)
         return CK_ENOMEM;
-    bool ok = ck__matches(s->kind, obj, s->labels, s->fields);
+    bool ok = ck__matches(v->kind, obj, v->labels, v->fields);
     json_decref(obj);
     return ok;
+}
+
+/* The watcher fails with a 500: an event it should get could not be built. */
+static void fail_no_memory(const struct ck__watch_sink *sink, void *arg)
+{
+    struct ck_err err = {0};
+    ck_err_no_memory(&err);
+    sink->fail(arg, &err, true);
+    ck_err_release(&err);
+}
+
+/*
+ * A conversion webhook's failure on an event: kube-apiserver's watch encoder converts
+ * the event, and when that fails it logs and ends the stream (handlers/watch.go); so do
+ * we, and the client watches again from the last resourceVersion it saw.
+ */
+static void end_unconverted(const struct ck__watch_sink *sink, void *arg, const struct ck_err *err)
+{
+    CK_LOGS(0, "unable to encode watch object", "err", ck_err_message(err));
+    sink->fail(arg, err, false);
+}
+
+/* An object event of kv, converted first when its kind has a conversion webhook. */
+static void emit_object(const struct ck__watch_view *v, const char *type, const struct ck_kv *kv,
+                        int64_t revision, const struct ck__watch_sink *sink, void *arg)
+{
+    if (v->kind->conversion_webhook) { /* in the version watched */
+        struct ck_err err = {0};
+        const struct ck_kv *converted = ck_kv_ref(kv);
+        if (ck__convert_kvs(v->server->registry, v->kind, &converted, 1, false, &err) < 0)
+            end_unconverted(sink, arg, &err);
+        else
+            sink->object(arg, type, converted, revision);
+        ck_kv_unref(converted);
+        ck_err_release(&err);
+        return;
+    }
+    sink->object(arg, type, kv, revision);
 }
 
 /*
  * *cur and *prev (either may be NULL) replaced by their conversion to the version
  * watched, in one review, so that the selectors see what the watcher gets. 0, or < 0
- * with the stream ended.
+ * with the watcher ended.
  */
-static int convert_for_selectors(struct ck__watch_stream *s, const struct ck_kv **cur,
-                                 const struct ck_kv **prev)
+static int convert_for_selectors(const struct ck__watch_view *v, const struct ck_kv **cur,
+                                 const struct ck_kv **prev, const struct ck__watch_sink *sink,
+                                 void *arg)
 {
     const struct ck_kv *batch[2];
     size_t n = 0;
@@ -446,9 +475,9 @@ static int convert_for_selectors(struct ck__watch_stream *s, const struct ck_kv 
     if (*prev)
         batch[n++] = *prev;
     struct ck_err err = {0};
-    int r = ck__convert_kvs(s->server->registry, s->kind, batch, n, n > 1, &err);
+    int r = ck__convert_kvs(v->server->registry, v->kind, batch, n, n > 1, &err);
     if (r < 0) {
-        end_unconverted(s, &err);
+        end_unconverted(sink, arg, &err);
         ck_err_release(&err);
         return r;
     }
@@ -460,43 +489,37 @@ static int convert_for_selectors(struct ck__watch_stream *s, const struct ck_kv 
     return 0;
 }
 
-static void on_store_event(const struct ck_store_event *ev, void *userdata)
+void ck__watch_event(const struct ck__watch_view *v, const struct ck_store_event *ev,
+                     const struct ck__watch_sink *sink, void *arg)
 {
-    struct ck__watch_stream *s = userdata;
-    pthread_mutex_lock(&s->lock);
-    if (s->ended) { /* cut or finished: building the event would be wasted work */
-        wake(s);
-        pthread_mutex_unlock(&s->lock);
-        return;
-    }
     /* the object and its previous state, converted first when selectors must see them */
     const struct ck_kv *cur = ck_kv_ref(ev->kv), *prev = ck_kv_ref(ev->prev_kv);
-    if (s->kind->conversion_webhook && (s->labels || s->fields) &&
-        convert_for_selectors(s, &cur, &prev) < 0)
+    if (v->kind->conversion_webhook && (v->labels || v->fields) &&
+        convert_for_selectors(v, &cur, &prev, sink, arg) < 0)
         goto out_unref;
     switch (ev->type) {
     case CK_STORE_EVENT_PUT: {
-        int now = kv_passes(s, cur);
-        int before = kv_passes(s, prev);
+        int now = kv_passes(v, cur);
+        int before = kv_passes(v, prev);
         if (now < 0 || before < 0)
-            push_no_memory(s);
+            fail_no_memory(sink, arg);
         else if (now)
-            push_object_event(s, before ? "MODIFIED" : "ADDED", cur, ev->revision);
+            emit_object(v, before ? "MODIFIED" : "ADDED", cur, ev->revision, sink, arg);
         else if (before) /* it left this watcher's selection */
-            push_object_event(s, "DELETED", prev, ev->revision);
+            emit_object(v, "DELETED", prev, ev->revision, sink, arg);
         break;
     }
     case CK_STORE_EVENT_DELETE: {
-        int before = kv_passes(s, prev);
+        int before = kv_passes(v, prev);
         if (before < 0)
-            push_no_memory(s);
+            fail_no_memory(sink, arg);
         else if (before)
-            push_object_event(s, "DELETED", prev, ev->revision);
+            emit_object(v, "DELETED", prev, ev->revision, sink, arg);
         break;
     }
     case CK_STORE_EVENT_PROGRESS:
-        if (s->bookmarks)
-            push_bookmark(s, ev->revision, false);
+        if (v->bookmarks)
+            sink->bookmark(arg, ev->revision);
         break;
     case CK_STORE_EVENT_ERROR: {
         struct ck_err err = {0};
@@ -505,7 +528,7 @@ static void on_store_event(const struct ck_store_event *ev, void *userdata)
                           (long long)ev->compact_revision);
         else
             ck_err_status(&err, "InternalError", "%s", ev->message ? ev->message : "watch failed");
-        push_error(s, &err);
+        sink->fail(arg, &err, true);
         ck_err_release(&err);
         break;
     }
@@ -513,6 +536,36 @@ static void on_store_event(const struct ck_store_event *ev, void *userdata)
 out_unref:
     ck_kv_unref(cur);
     ck_kv_unref(prev);
+}
+
+/* The HTTP stream as a watcher: events become lines (or frames) of its buffer. */
+static void stream_object(void *arg, const char *type, const struct ck_kv *kv, int64_t revision)
+{
+    push_converted_event(arg, type, kv, revision);
+}
+
+static void stream_bookmark(void *arg, int64_t revision)
+{
+    push_bookmark(arg, revision, false);
+}
+
+static void stream_fail(void *arg, const struct ck_err *err, bool send)
+{
+    struct ck__watch_stream *s = arg;
+    if (send)
+        push_error(s, err);
+    s->ended = true;
+}
+
+static const struct ck__watch_sink stream_sink = {stream_object, stream_bookmark, stream_fail};
+
+static void on_store_event(const struct ck_store_event *ev, void *userdata)
+{
+    struct ck__watch_stream *s = userdata;
+    pthread_mutex_lock(&s->lock);
+    /* cut or finished: building the event would be wasted work */
+    if (!s->ended)
+        ck__watch_event(&s->view, ev, &stream_sink, s);
     wake(s);
     pthread_mutex_unlock(&s->lock);
 }
@@ -578,8 +631,8 @@ static void free_stream(void *cls)
     pthread_mutex_unlock(&s->lock);
     ck_store_watch_cancel(s->store_watch); /* no callback runs after this */
     resize(s, 0);
-    ck_label_selector_free(s->labels);
-    ck_field_selector_free(s->fields);
+    ck_label_selector_free(s->view.labels);
+    ck_field_selector_free(s->view.fields);
     pthread_mutex_destroy(&s->lock);
     free(s);
     atomic_fetch_sub(&server->active_watches, 1);
@@ -611,7 +664,7 @@ void ck__watch_tick(struct ck_apiserver *server, bool stopping)
         if (!s->closed) {
             if (stopping || now >= s->deadline || (s->suspended && peer_gone(s->conn)))
                 s->ended = true;
-            if (s->bookmarks && now >= s->next_bookmark && !s->ended) {
+            if (s->view.bookmarks && now >= s->next_bookmark && !s->ended) {
                 s->next_bookmark = now + BOOKMARK_INTERVAL;
                 ck_store_watch_progress(s->store_watch, NULL);
             }
@@ -625,22 +678,46 @@ void ck__watch_tick(struct ck_apiserver *server, bool stopping)
 
 /* ---- starting a watch --------------------------------------------------- */
 
-/* Sends the initial ADDED events (a list at the current revision); returns it. */
-static int initial_events(struct ck__watch_stream *s, const struct ck__target *t,
-                          int64_t *ret_revision, struct ck_err *reterr)
+int ck__watch_initial(const struct ck__watch_view *v, const char *namespace,
+                      const struct ck__watch_sink *sink, void *arg, int64_t *ret_revision,
+                      struct ck_err *reterr)
 {
     struct ck__list_options opts = {
-        .namespace = t->namespace, .labels = s->labels, .fields = s->fields};
+        .namespace = namespace, .labels = v->labels, .fields = v->fields};
     struct ck__list_result result;
-    int r = ck__registry_list(s->server->registry, t->kind, &opts, &result, reterr);
+    int r = ck__registry_list(v->server->registry, v->kind, &opts, &result, reterr);
     if (r < 0)
         return r;
-    pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < result.n_kvs; i++)
-        push_object_event(s, "ADDED", result.kvs[i], result.kvs[i]->mod_revision);
-    pthread_mutex_unlock(&s->lock);
+        emit_object(v, "ADDED", result.kvs[i], result.kvs[i]->mod_revision, sink, arg);
     *ret_revision = result.revision;
     ck__list_result_release(&result);
+    return 0;
+}
+
+int ck__watch_start(struct ck_apiserver *server, const char *rv, int64_t *ret_start,
+                    struct ck_err *reterr)
+{
+    *ret_start = 0;
+    if (!rv || !*rv || strcmp(rv, "0") == 0)
+        return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(rv, &end, 10);
+    if (*end || v < 0 || errno == ERANGE)
+        return ck_err_status(reterr, "BadRequest", "invalid resource version");
+    /*
+     * A revision the store has not reached: 504 as Kubernetes answers once
+     * its watch cache has waited for it. The store's revision is read
+     * directly, so there is nothing to wait for.
+     */
+    struct ck_err rv_err = {0};
+    int64_t current = 0;
+    if (ck_store_revisions(server->store, &current, NULL, &rv_err) < 0)
+        return ck_err_internal(reterr, "%s", rv_err.msg);
+    if (v > current)
+        return ck__err_too_large_rv(reterr, v, current);
+    *ret_start = v;
     return 0;
 }
 
@@ -702,30 +779,9 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     }
     int64_t start = 0;
     bool initial = !rv || !*rv || strcmp(rv, "0") == 0 || send_initial;
-    if (rv && *rv && strcmp(rv, "0") != 0) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(rv, &end, 10);
-        if (*end || v < 0 || errno == ERANGE)
-            return ck__fail_with(conn, "BadRequest", "invalid resource version");
-        start = v;
-        /*
-         * A revision the store has not reached: 504 as Kubernetes answers once
-         * its watch cache has waited for it. The store's revision is read
-         * directly, so there is nothing to wait for.
-         */
-        struct ck_err rv_err = {0};
-        int64_t current = 0;
-        if (ck_store_revisions(server->store, &current, NULL, &rv_err) < 0) {
-            struct ck_err failed = {0};
-            ck_err_internal(&failed, "%s", rv_err.msg);
-            return ck__fail(conn, &failed);
-        }
-        if (start > current) {
-            ck__err_too_large_rv(&rv_err, start, current);
-            return ck__fail(conn, &rv_err);
-        }
-    }
+    struct ck_err start_err = {0};
+    if (ck__watch_start(server, rv, &start, &start_err) < 0)
+        return ck__fail(conn, &start_err);
     const char *timeout = ck__query(conn, "timeoutSeconds");
     long long timeout_s = timeout ? strtoll(timeout, NULL, 10) : 0;
     if (timeout_s > MAX_TIMEOUT)
@@ -738,38 +794,45 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     }
 
     struct ck_err err = {0};
+    int r = 0;
     struct ck__watch_stream *s = ck__calloc(1, sizeof(*s));
     if (!s)
         return ck__fail_no_memory(conn);
     pthread_mutex_init(&s->lock, NULL);
     s->server = server;
     s->conn = conn;
-    s->kind = t->kind;
+    s->view.server = server;
+    s->view.kind = t->kind;
     enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
     s->table = accept == CK__ACCEPT_TABLE;
     s->protobuf = accept == CK__ACCEPT_PROTOBUF;
     s->partial = accept == CK__ACCEPT_PARTIAL;
-    s->bookmarks = ck__query_bool(conn, "allowWatchBookmarks");
+    s->view.bookmarks = ck__query_bool(conn, "allowWatchBookmarks");
     s->deadline = time(NULL) + timeout_s;
     s->next_bookmark = time(NULL) + BOOKMARK_INTERVAL;
-    if (ck__parse_selectors(conn, t->kind, &s->labels, &s->fields, &err) < 0)
+    if (ck__parse_selectors(conn, t->kind, &s->view.labels, &s->view.fields, &err) < 0)
         goto out_fail;
-    if (ck_label_selector_is_empty(s->labels))
-        s->labels = ck_label_selector_free(s->labels);
-    if (ck_field_selector_is_empty(s->fields))
-        s->fields = ck_field_selector_free(s->fields);
+    if (ck_label_selector_is_empty(s->view.labels))
+        s->view.labels = ck_label_selector_free(s->view.labels);
+    if (ck_field_selector_is_empty(s->view.fields))
+        s->view.fields = ck_field_selector_free(s->view.fields);
 
     int64_t revision = start;
-    if (initial && initial_events(s, t, &revision, &err) < 0)
-        goto out_fail;
-    if (send_initial && s->bookmarks)
+    if (initial) {
+        pthread_mutex_lock(&s->lock);
+        r = ck__watch_initial(&s->view, t->namespace, &stream_sink, s, &revision, &err);
+        pthread_mutex_unlock(&s->lock);
+        if (r < 0)
+            goto out_fail;
+    }
+    if (send_initial && s->view.bookmarks)
         push_bookmark(s, revision, true);
 
     char prefix[CK__KEY_MAX];
     ck__collection_prefix(t->kind, t->namespace, prefix, sizeof(prefix));
     struct ck_err store_err = {0};
-    int r = ck_store_watch(server->store, prefix, strlen(prefix), true, revision + 1,
-                           on_store_event, s, &s->store_watch, &store_err);
+    r = ck_store_watch(server->store, prefix, strlen(prefix), true, revision + 1, on_store_event, s,
+                       &s->store_watch, &store_err);
     if (r < 0) {
         ck_err_internal(&err, "%s", store_err.msg);
         goto out_fail;
@@ -797,8 +860,8 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
 
 out_fail:
     resize(s, 0);
-    ck_label_selector_free(s->labels);
-    ck_field_selector_free(s->fields);
+    ck_label_selector_free(s->view.labels);
+    ck_field_selector_free(s->view.fields);
     pthread_mutex_destroy(&s->lock);
     free(s);
     return ck__fail(conn, &err);

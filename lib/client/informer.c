@@ -67,7 +67,9 @@ struct ck_informer {
     pthread_t resync_thread;
     struct ck__reflector reflector;
 
-    struct ck_informer_factory *factory;           /* the factory that made it, or NULL */
+    struct ck_informer_factory *factory; /* the factory that made it, or NULL */
+    struct ck_list_watch *made_lw;       /* the factory's maker made lw: released with it */
+    struct ck_list_watch_maker maker;
     struct ck_informer *census_prev, *census_next; /* every live informer, for the census */
     bool in_census;
 };
@@ -212,6 +214,9 @@ struct ck_informer *ck_informer_free(struct ck_informer *inf)
     pthread_cond_destroy(&inf->changed);
     pthread_mutex_destroy(&inf->lock);
     pthread_mutex_destroy(&inf->dispatch);
+    if (inf->made_lw && inf->maker.release) /* its reflector is gone: nothing reads it */
+        inf->maker.release(inf->maker.arg, inf->made_lw);
+    free(inf->made_lw);
     free(inf->namespace);
     free(inf->label_selector);
     free(inf);
@@ -589,6 +594,7 @@ struct ck_informer_factory {
     struct ck_clock *clock;
     ck_transform_func transform;
     void *transform_arg;
+    struct ck_list_watch_maker maker; /* make NULL: the client */
     pthread_mutex_t lock;
     struct ck_informer **informers; /* grows by doubling; never shrinks */
     size_t n, cap;
@@ -620,6 +626,14 @@ void ck_informer_factory_set_transform(struct ck_informer_factory *f, ck_transfo
     pthread_mutex_lock(&f->lock);
     f->transform = fn;
     f->transform_arg = arg;
+    pthread_mutex_unlock(&f->lock);
+}
+
+void ck_informer_factory_set_list_watch(struct ck_informer_factory *f,
+                                        const struct ck_list_watch_maker *maker)
+{
+    pthread_mutex_lock(&f->lock);
+    f->maker = maker ? *maker : (struct ck_list_watch_maker){0};
     pthread_mutex_unlock(&f->lock);
 }
 
@@ -662,18 +676,35 @@ void ck_informer_factory_own_end(struct ck_informer_factory *f)
 
 void ck_informer_factory_release(struct ck_informer_factory *f, const void *owner)
 {
-    /* a copy of the list: a handler may ask the factory for an informer meanwhile */
-    pthread_mutex_lock(&f->lock);
-    size_t n = f->n;
-    struct ck_informer **infs = ck__malloc((n ? n : 1) * sizeof(*infs));
-    if (infs)
-        memcpy(infs, f->informers, n * sizeof(*infs));
-    for (size_t i = 0; !infs && i < n; i++) /* out of memory: under the lock, one by one */
-        remove_handlers(f->informers[i], NULL, owner);
-    pthread_mutex_unlock(&f->lock);
-    for (size_t i = 0; infs && i < n; i++) /* never freed before the factory */
-        remove_handlers(infs[i], NULL, owner);
-    free(infs);
+    /*
+     * One entry at a time, never holding f->lock while an informer's handlers are
+     * removed: a handler may ask the factory for an informer meanwhile. Informers are
+     * only appended and never freed before the factory, so the i-th stays valid.
+     */
+    for (size_t i = 0;; i++) {
+        pthread_mutex_lock(&f->lock);
+        struct ck_informer *inf = i < f->n ? f->informers[i] : NULL;
+        pthread_mutex_unlock(&f->lock);
+        if (!inf)
+            return;
+        remove_handlers(inf, NULL, owner);
+    }
+}
+
+/* The list/watch f's maker makes for res (f->lock held), or NULL without a maker. */
+static struct ck_list_watch *make_list_watch(struct ck_informer_factory *f,
+                                             const struct ck_resource *res, bool *failed)
+{
+    *failed = false;
+    if (!f->maker.make)
+        return NULL;
+    struct ck_list_watch *lw = ck__calloc(1, sizeof(*lw));
+    if (!lw || f->maker.make(f->maker.arg, res, f->namespace, false, lw, NULL) < 0) {
+        free(lw);
+        *failed = true;
+        return NULL;
+    }
+    return lw;
 }
 
 struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
@@ -689,8 +720,11 @@ struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
         f->informers = grown;
         f->cap = cap;
     }
-    if (!inf) {
+    bool failed = false;
+    struct ck_list_watch *lw = inf ? NULL : make_list_watch(f, res, &failed);
+    if (!inf && !failed) {
         struct ck_informer_options opts = {
+            .list_watch = lw,
             .client = f->client,
             .res = res,
             .namespace = f->namespace,
@@ -701,12 +735,31 @@ struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
         };
         if (ck_informer_new(&opts, &inf, NULL) == 0) {
             inf->factory = f;
+            inf->made_lw = lw;
+            inf->maker = f->maker;
             f->informers[f->n++] = inf;
+        } else if (lw) {
+            if (f->maker.release)
+                f->maker.release(f->maker.arg, lw);
+            free(lw);
         }
     }
 out:
     pthread_mutex_unlock(&f->lock);
     return inf;
+}
+
+int ck_informer_factory_metadata_informer(struct ck_informer_factory *f,
+                                          const struct ck_resource *res, int64_t resync,
+                                          struct ck_clock *clock,
+                                          struct ck_metadata_informer **ret_mi,
+                                          struct ck_err *reterr)
+{
+    pthread_mutex_lock(&f->lock);
+    struct ck_list_watch_maker maker = f->maker;
+    pthread_mutex_unlock(&f->lock);
+    return ck__metadata_informer_new(f->client, maker.make ? &maker : NULL, res, f->namespace,
+                                     resync, clock, ret_mi, reterr);
 }
 
 struct ck_informer *ck_informer_factory_lookup(struct ck_informer_factory *f, const char *group,

@@ -24,6 +24,22 @@ int ck__informer_replace(struct ck_informer *inf, struct json_t **objs, size_t n
 /* One watch event (ADDED, MODIFIED or DELETED). */
 int ck__informer_apply(struct ck_informer *inf, const char *type, struct json_t *obj);
 
+/*
+ * A metadata informer (metadata.c) reading through the list/watch maker makes with
+ * metadata set (copied, released with the informer), or through client when maker is
+ * NULL; for the factory's ck_informer_factory_metadata_informer (informer.c).
+ */
+struct ck_list_watch_maker;
+struct ck_metadata_informer;
+struct ck_resource;
+struct ck_rest;
+struct ck_clock;
+struct ck_err;
+int ck__metadata_informer_new(struct ck_rest *client, const struct ck_list_watch_maker *maker,
+                              const struct ck_resource *res, const char *namespace,
+                              long long resync, struct ck_clock *clock,
+                              struct ck_metadata_informer **ret_mi, struct ck_err *reterr);
+
 /* ---- the work queue's private state, shared by workqueue.c, delaying.c, ratelimit.c ---- */
 
 #include <pthread.h>

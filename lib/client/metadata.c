@@ -184,6 +184,7 @@ int ck_metadata_delete_collection(struct ck_rest *client, const struct ck_resour
 
 struct ck_metadata_informer {
     struct ck_list_watch lw;
+    struct ck_list_watch_maker maker; /* made lw (released with it); make NULL: client */
     struct ck_rest *client;
     struct ck_resource res; /* points at the strings below */
     char group[128], version[64], resource[128];
@@ -205,9 +206,10 @@ static int md_watch(void *ctx, const struct ck_list_options *opts, ck_watch_func
     return ck_metadata_watch(mi->client, &mi->res, mi->namespace, opts, fn, arg, stop, reterr);
 }
 
-int ck_metadata_informer_new(struct ck_rest *client, const struct ck_resource *res,
-                             const char *namespace, int64_t resync, struct ck_clock *clock,
-                             struct ck_metadata_informer **ret_mi, struct ck_err *reterr)
+int ck__metadata_informer_new(struct ck_rest *client, const struct ck_list_watch_maker *maker,
+                              const struct ck_resource *res, const char *namespace,
+                              long long resync, struct ck_clock *clock,
+                              struct ck_metadata_informer **ret_mi, struct ck_err *reterr)
 {
     struct ck_metadata_informer *mi = ck__calloc(1, sizeof(*mi));
     if (!mi || (namespace && !(mi->namespace = ck__strdup(namespace)))) {
@@ -220,6 +222,12 @@ int ck_metadata_informer_new(struct ck_rest *client, const struct ck_resource *r
     mi->res = (struct ck_resource){mi->group, mi->version, mi->resource, res->namespaced};
     mi->client = client;
     mi->lw = (struct ck_list_watch){.list = md_list, .watch = md_watch, .ctx = mi};
+    int r = 0;
+    if (maker && maker->make) {
+        r = maker->make(maker->arg, &mi->res, mi->namespace, true, &mi->lw, reterr);
+        if (r == 0)
+            mi->maker = *maker;
+    }
     struct ck_informer_options o = {
         .list_watch = &mi->lw,
         .res = &mi->res,
@@ -227,14 +235,24 @@ int ck_metadata_informer_new(struct ck_rest *client, const struct ck_resource *r
         .resync = resync,
         .clock = clock,
     };
-    int r = ck_informer_new(&o, &mi->inf, reterr);
+    if (r == 0)
+        r = ck_informer_new(&o, &mi->inf, reterr);
     if (r < 0) {
+        if (mi->maker.release)
+            mi->maker.release(mi->maker.arg, &mi->lw);
         free(mi->namespace);
         free(mi);
         return r;
     }
     *ret_mi = mi;
     return 0;
+}
+
+int ck_metadata_informer_new(struct ck_rest *client, const struct ck_resource *res,
+                             const char *namespace, int64_t resync, struct ck_clock *clock,
+                             struct ck_metadata_informer **ret_mi, struct ck_err *reterr)
+{
+    return ck__metadata_informer_new(client, NULL, res, namespace, resync, clock, ret_mi, reterr);
 }
 
 struct ck_informer *ck_metadata_informer_informer(struct ck_metadata_informer *mi)
@@ -247,6 +265,8 @@ struct ck_metadata_informer *ck_metadata_informer_free(struct ck_metadata_inform
     if (!mi)
         return NULL;
     ck_informer_free(mi->inf);
+    if (mi->maker.release) /* its reflector is gone: nothing reads it */
+        mi->maker.release(mi->maker.arg, &mi->lw);
     free(mi->namespace);
     free(mi);
     return NULL;

@@ -452,8 +452,16 @@ static struct ck__gc_monitor *monitor_new(struct ck_gc *gc, const struct ck_disc
         return m;
     }
     m->shared = NULL; /* not shared, or that informer cannot take a late handler */
-    /* as kube-controller-manager's metadata informers: the graph never reads managedFields */
-    if (ck_metadata_informer_new(gc->rest, &d->res, NULL, 0, gc->clock, &m->mi, &err) < 0 ||
+    /*
+     * As kube-controller-manager's metadata informers: the graph never reads managedFields.
+     * Through the factory when there is one, so that they read as its informers do (in
+     * `ckube server`, in-process).
+     */
+    int r =
+        gc->shared
+            ? ck_informer_factory_metadata_informer(gc->shared, &d->res, 0, gc->clock, &m->mi, &err)
+            : ck_metadata_informer_new(gc->rest, &d->res, NULL, 0, gc->clock, &m->mi, &err);
+    if (r < 0 ||
         ck_informer_set_transform(ck_metadata_informer_informer(m->mi),
                                   ck_transform_strip_managed_fields, NULL, &err) < 0 ||
         ck_informer_add_handler(ck_metadata_informer_informer(m->mi), &m->handler, 0, &err) < 0 ||
