@@ -1,0 +1,747 @@
+/*
+ * test_server.c - libckube-http (lib/http/server.c) against real clients:
+ * libcurl for HTTP/1.1 keep-alive, chunked streaming, HTTP/2 over TLS with
+ * ALPN, h2c with prior knowledge (one request a connection: libcurl 7.88
+ * fails a second request on a reused prior-knowledge connection) and many
+ * streams on one HTTP/2 connection; raw sockets for malformed requests and a
+ * reader that never reads.
+ *
+ * The test's handler, by path: /hello answers at once; /echo answers the
+ * body; /thread answers from a thread of its own; /stream?n=N&size=S writes
+ * N chunks of S bytes from a thread that waits for the writable callback
+ * whenever a write finds the stream above its high-water mark; /watch keeps
+ * the answer open and subscribes it to the test's channel; /cert answers the
+ * protocol version and how many client certificates came.
+ */
+#define _GNU_SOURCE
+#include "cktest.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckube/http.h"
+
+#define MAX_WATCH 256
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct ck_http_channel *ch;
+    struct ck_http_req *watches[MAX_WATCH];
+    int nwatch;
+    int closed;         /* watches whose close callback ran */
+    pthread_t loops[8]; /* distinct loop threads that saw a /watch */
+    int nloops;
+    char dir[64];
+    char ca[96], cert[96], key[96], client_cert[96], client_key[96];
+} T = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static const struct ck_http_header text_plain[] = {{"Content-Type", "text/plain"}};
+
+/* ---- certificates, made with OpenSSL into a temporary directory ----------- */
+
+static EVP_PKEY *make_key(void)
+{
+    EVP_PKEY *k = EVP_EC_gen("P-256");
+    assert_non_null(k);
+    return k;
+}
+
+static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *issuer_key, bool ca,
+                       bool server)
+{
+    X509 *x = X509_new();
+    assert_non_null(x);
+    X509_set_version(x, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), rand() & 0xffff);
+    X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+    X509_set_pubkey(x, key);
+    X509_NAME *name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
+    X509_set_issuer_name(x, issuer ? X509_get_subject_name(issuer) : name);
+    X509V3_CTX ctx;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, issuer ? issuer : x, x, NULL, NULL, 0);
+    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &ctx, NID_basic_constraints,
+                                              ca ? "critical,CA:TRUE" : "CA:FALSE");
+    X509_add_ext(x, ext, -1);
+    X509_EXTENSION_free(ext);
+    if (server) {
+        ext = X509V3_EXT_conf_nid(NULL, &ctx, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1");
+        X509_add_ext(x, ext, -1);
+        X509_EXTENSION_free(ext);
+    }
+    assert_true(X509_sign(x, issuer_key ? issuer_key : key, EVP_sha256()) > 0);
+    return x;
+}
+
+static void write_pem(const char *path, X509 *x, EVP_PKEY *k)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    if (x)
+        PEM_write_X509(f, x);
+    if (k)
+        PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL);
+    fclose(f);
+}
+
+static void make_pki(void)
+{
+    strcpy(T.dir, "/tmp/ckube-http-test.XXXXXX");
+    assert_non_null(mkdtemp(T.dir));
+    snprintf(T.ca, sizeof T.ca, "%s/ca.crt", T.dir);
+    snprintf(T.cert, sizeof T.cert, "%s/server.crt", T.dir);
+    snprintf(T.key, sizeof T.key, "%s/server.key", T.dir);
+    snprintf(T.client_cert, sizeof T.client_cert, "%s/client.crt", T.dir);
+    snprintf(T.client_key, sizeof T.client_key, "%s/client.key", T.dir);
+    EVP_PKEY *cak = make_key(), *sk = make_key(), *ck = make_key();
+    X509 *ca = make_cert(cak, "test-ca", NULL, NULL, true, false);
+    X509 *srv = make_cert(sk, "localhost", ca, cak, false, true);
+    X509 *cli = make_cert(ck, "alice", ca, cak, false, false);
+    write_pem(T.ca, ca, NULL);
+    write_pem(T.cert, srv, NULL);
+    write_pem(T.key, NULL, sk);
+    write_pem(T.client_cert, cli, NULL);
+    write_pem(T.client_key, NULL, ck);
+    X509_free(ca);
+    X509_free(srv);
+    X509_free(cli);
+    EVP_PKEY_free(cak);
+    EVP_PKEY_free(sk);
+    EVP_PKEY_free(ck);
+}
+
+static void remove_pki(void)
+{
+    const char *files[] = {T.ca, T.cert, T.key, T.client_cert, T.client_key};
+    for (size_t i = 0; i < 5; i++)
+        unlink(files[i]);
+    rmdir(T.dir);
+}
+
+/* ---- the handler ---------------------------------------------------------------- */
+
+static void *answer_later(void *arg)
+{
+    struct ck_http_req *req = arg;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+    ck_http_respond_bytes(req, 200, text_plain, 1, "from a thread", 13);
+    return NULL;
+}
+
+static atomic_int writer_waits; /* how often writers waited for the writable callback */
+
+struct writer {
+    struct ck_http_req *req;
+    int n;
+    size_t size;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool writable, closed;
+    int waits;       /* times the writer waited for the callback */
+    atomic_int refs; /* the writer thread's and the close callback's */
+};
+
+static void writer_unref(struct writer *w)
+{
+    if (atomic_fetch_sub(&w->refs, 1) == 1) {
+        atomic_fetch_add(&writer_waits, w->waits);
+        pthread_mutex_destroy(&w->lock);
+        pthread_cond_destroy(&w->cond);
+        free(w);
+    }
+}
+
+static void writer_cb(struct ck_http_req *req, bool closed, void *arg)
+{
+    struct writer *w = arg;
+    (void)req;
+    pthread_mutex_lock(&w->lock);
+    w->writable = true;
+    w->closed |= closed;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    if (closed)
+        writer_unref(w);
+}
+
+static void *write_stream(void *arg)
+{
+    struct writer *w = arg;
+    char *chunk = malloc(w->size);
+    for (int i = 0; i < w->n; i++) {
+        memset(chunk, 'a' + i % 26, w->size);
+        struct ck_http_buf *b = ck_http_buf_new(chunk, w->size);
+        pthread_mutex_lock(&w->lock);
+        w->writable = false;
+        pthread_mutex_unlock(&w->lock);
+        ck_http_stream_write(w->req, b);
+        ck_http_buf_unref(b);
+        if (ck_http_stream_would_block(w->req)) {
+            pthread_mutex_lock(&w->lock);
+            w->waits++;
+            while (!w->writable && !w->closed && ck_http_stream_would_block(w->req))
+                pthread_cond_wait(&w->cond, &w->lock);
+            pthread_mutex_unlock(&w->lock);
+        }
+    }
+    free(chunk);
+    ck_http_stream_end(w->req);
+    writer_unref(w);
+    return NULL;
+}
+
+static void watch_cb(struct ck_http_req *req, bool closed, void *arg)
+{
+    (void)arg;
+    if (!closed)
+        return;
+    pthread_mutex_lock(&T.lock);
+    for (int i = 0; i < T.nwatch; i++)
+        if (T.watches[i] == req) {
+            T.watches[i] = T.watches[--T.nwatch];
+            T.closed++;
+            ck_http_stream_end(req);
+            break;
+        }
+    pthread_cond_broadcast(&T.cond);
+    pthread_mutex_unlock(&T.lock);
+}
+
+static void on_request(struct ck_http_req *req, void *arg)
+{
+    const char *t = ck_http_req_target(req);
+    pthread_t th;
+    (void)arg;
+    if (strcmp(t, "/hello") == 0) {
+        ck_http_respond_bytes(req, 200, text_plain, 1, "hello", 5);
+    } else if (strcmp(t, "/echo") == 0) {
+        size_t len;
+        const void *body = ck_http_req_body(req, &len);
+        ck_http_respond_bytes(req, 200, text_plain, 1, body, len);
+    } else if (strcmp(t, "/thread") == 0) {
+        assert_int_equal(pthread_create(&th, NULL, answer_later, req), 0);
+        pthread_detach(th);
+    } else if (strncmp(t, "/stream?", 8) == 0) {
+        struct writer *w = calloc(1, sizeof *w);
+        w->req = req;
+        assert_int_equal(sscanf(t, "/stream?n=%d&size=%zu", &w->n, &w->size), 2);
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_cond_init(&w->cond, NULL);
+        atomic_init(&w->refs, 2);
+        ck_http_stream_start(req, 200, text_plain, 1, writer_cb, w);
+        assert_int_equal(pthread_create(&th, NULL, write_stream, w), 0);
+        pthread_detach(th);
+    } else if (strcmp(t, "/watch") == 0) {
+        pthread_mutex_lock(&T.lock);
+        bool known = false;
+        for (int i = 0; i < T.nloops; i++)
+            known |= pthread_equal(T.loops[i], pthread_self());
+        if (!known && T.nloops < 8)
+            T.loops[T.nloops++] = pthread_self();
+        T.watches[T.nwatch++] = req;
+        ck_http_stream_start(req, 200, text_plain, 1, watch_cb, NULL);
+        ck_http_stream_subscribe(req, T.ch);
+        pthread_cond_broadcast(&T.cond);
+        pthread_mutex_unlock(&T.lock);
+    } else if (strcmp(t, "/cert") == 0) {
+        char out[128], cn[64] = "-";
+        const unsigned char *der = NULL;
+        size_t len = 0;
+        /* the leaf first (the client may send its CA after it) */
+        if (ck_http_req_peer_cert(req, 0, &der, &len) > 0) {
+            X509 *x = d2i_X509(NULL, &der, (long)len);
+            assert_non_null(x);
+            X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, cn, sizeof cn);
+            X509_free(x);
+        }
+        int k = snprintf(out, sizeof out, "%d %s %s", ck_http_req_version(req), cn,
+                         ck_http_req_is_tls(req) ? "tls" : "plain");
+        ck_http_respond_bytes(req, 200, text_plain, 1, out, (size_t)k);
+    } else {
+        ck_http_respond_bytes(req, 404, text_plain, 1, "not found", 9);
+    }
+}
+
+/* ---- servers and clients ------------------------------------------------------ */
+
+static struct ck_http_server *start(struct ck_http_config *cfg)
+{
+    struct ck_http_server *srv = NULL;
+    char err[256] = "";
+    cfg->on_request = on_request;
+    int rv = ck_http_server_new(cfg, &srv, err, sizeof err);
+    if (rv)
+        fail_msg("ck_http_server_new: %d %s", rv, err);
+    T.ch = ck_http_channel_new(srv);
+    T.nwatch = T.closed = T.nloops = 0;
+    assert_int_equal(ck_http_server_start(srv), 0);
+    return srv;
+}
+
+static void stop(struct ck_http_server *srv)
+{
+    ck_http_server_shutdown(srv, 200);
+    ck_http_server_free(srv);
+    T.ch = ck_http_channel_unref(T.ch);
+}
+
+struct body {
+    char *data;
+    size_t len;
+};
+
+static size_t collect(char *p, size_t size, size_t n, void *arg)
+{
+    struct body *b = arg;
+    b->data = realloc(b->data, b->len + size * n + 1);
+    memcpy(b->data + b->len, p, size * n);
+    b->len += size * n;
+    b->data[b->len] = 0;
+    return size * n;
+}
+
+static CURL *easy(const char *url, struct body *b)
+{
+    CURL *e = curl_easy_init();
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, b);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT, 30L);
+    curl_easy_setopt(e, CURLOPT_CAINFO, T.ca);
+    return e;
+}
+
+static long get(CURL *e)
+{
+    long status = 0;
+    CURLcode rc = curl_easy_perform(e);
+    if (rc != CURLE_OK)
+        fail_msg("curl: %s", curl_easy_strerror(rc));
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    return status;
+}
+
+/* A raw client: sends req, returns what came back until the server closed (or 5 s). */
+static char *raw(uint16_t port, const char *req, size_t len)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = send(fd, req + off, len - off, MSG_NOSIGNAL);
+        if (n <= 0)
+            break; /* the server may answer and close before reading it all */
+        off += (size_t)n;
+    }
+    struct body b = {0};
+    char buf[4096];
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (poll(&p, 1, 5000) == 1) {
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n <= 0)
+            break;
+        collect(buf, 1, (size_t)n, &b);
+    }
+    close(fd);
+    return b.data ? b.data : strdup("");
+}
+
+/* ---- tests ----------------------------------------------------------------------- */
+
+static void test_h1_keepalive_and_chunked_stream(void **state)
+{
+    struct ck_http_config cfg = {.loops = 2, .stream_high_water = 64 << 10};
+    struct ck_http_server *srv = start(&cfg);
+    char url[128];
+    struct body b = {0};
+    (void)state;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/hello", ck_http_server_port(srv));
+    CURL *e = easy(url, &b);
+    assert_int_equal(get(e), 200);
+    assert_string_equal(b.data, "hello");
+    b.len = 0;
+    assert_int_equal(get(e), 200); /* the same connection */
+    long connects = -1;
+    curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+    assert_int_equal(connects, 0);
+    assert_string_equal(b.data, "hello");
+
+    /* 200 chunks of 16 KiB through a 64 KiB high-water mark: the writer waits */
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/stream?n=200&size=16384",
+             ck_http_server_port(srv));
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    b.len = 0;
+    assert_int_equal(get(e), 200);
+    assert_int_equal(b.len, 200 * 16384);
+    for (int i = 0; i < 200; i++)
+        assert_int_equal(b.data[i * 16384 + 100], 'a' + i % 26);
+    curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+    assert_int_equal(connects, 0); /* still the same connection after a chunked answer */
+    assert_true(atomic_load(&writer_waits) > 0);
+
+    /* a body echoed, then a HEAD */
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/echo", ck_http_server_port(srv));
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, "{\"kind\":\"Pod\"}");
+    b.len = 0;
+    assert_int_equal(get(e), 200);
+    assert_string_equal(b.data, "{\"kind\":\"Pod\"}");
+    curl_easy_cleanup(e);
+    free(b.data);
+    stop(srv);
+}
+
+static void test_h2_tls_alpn_and_client_cert(void **state)
+{
+    struct ck_http_config cfg = {
+        .loops = 2, .cert_file = T.cert, .key_file = T.key, .client_ca_file = T.ca};
+    struct ck_http_server *srv = start(&cfg);
+    char url[128];
+    struct body b = {0};
+    (void)state;
+    snprintf(url, sizeof url, "https://localhost:%u/cert", ck_http_server_port(srv));
+    CURL *e = easy(url, &b);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    assert_int_equal(get(e), 200);
+    long version = 0;
+    curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
+    assert_int_equal(version, CURL_HTTP_VERSION_2_0);
+    assert_string_equal(b.data, "2 - tls");
+    curl_easy_cleanup(e);
+
+    /* with a client certificate: the request sees its DER */
+    b.len = 0;
+    e = easy(url, &b);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_SSLCERT, T.client_cert);
+    curl_easy_setopt(e, CURLOPT_SSLKEY, T.client_key);
+    assert_int_equal(get(e), 200);
+    assert_string_equal(b.data, "2 alice tls");
+    curl_easy_cleanup(e);
+
+    /* HTTP/1.1 over TLS when the client offers only it */
+    b.len = 0;
+    e = easy(url, &b);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    assert_int_equal(get(e), 200);
+    assert_string_equal(b.data, "1 - tls");
+    curl_easy_cleanup(e);
+    free(b.data);
+    stop(srv);
+}
+
+static void test_h2c_prior_knowledge(void **state)
+{
+    struct ck_http_config cfg = {.loops = 1};
+    struct ck_http_server *srv = start(&cfg);
+    char url[128];
+    (void)state;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/echo", ck_http_server_port(srv));
+    for (int i = 0; i < 3; i++) { /* one request a connection: libcurl 7.88's limit */
+        struct body b = {0};
+        CURL *e = easy(url, &b);
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, "over h2c");
+        assert_int_equal(get(e), 200);
+        long version = 0;
+        curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
+        assert_int_equal(version, CURL_HTTP_VERSION_2_0);
+        assert_string_equal(b.data, "over h2c");
+        curl_easy_cleanup(e);
+        free(b.data);
+    }
+    stop(srv);
+}
+
+static void test_h2_many_streams_one_connection(void **state)
+{
+    struct ck_http_config cfg = {.loops = 2, .cert_file = T.cert, .key_file = T.key};
+    struct ck_http_server *srv = start(&cfg);
+    enum { N = 60 };
+    CURL *e[N];
+    struct body b[N] = {{0}};
+    char url[128];
+    (void)state;
+    snprintf(url, sizeof url, "https://localhost:%u/thread", ck_http_server_port(srv));
+    CURLM *m = curl_multi_init();
+    curl_multi_setopt(m, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    for (int i = 0; i < N; i++) {
+        e[i] = easy(url, &b[i]);
+        curl_easy_setopt(e[i], CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+        curl_easy_setopt(e[i], CURLOPT_PIPEWAIT, 1L);
+        curl_multi_add_handle(m, e[i]);
+    }
+    int running = 1;
+    while (running) {
+        curl_multi_perform(m, &running);
+        curl_multi_poll(m, NULL, 0, 100, NULL);
+    }
+    long connects = 0;
+    for (int i = 0; i < N; i++) {
+        long status = 0, n = 0, version = 0;
+        curl_easy_getinfo(e[i], CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(e[i], CURLINFO_NUM_CONNECTS, &n);
+        curl_easy_getinfo(e[i], CURLINFO_HTTP_VERSION, &version);
+        assert_int_equal(status, 200);
+        assert_int_equal(version, CURL_HTTP_VERSION_2_0);
+        assert_string_equal(b[i].data, "from a thread");
+        connects += n;
+        curl_multi_remove_handle(m, e[i]);
+        curl_easy_cleanup(e[i]);
+        free(b[i].data);
+    }
+    assert_int_equal(connects, 1);
+    curl_multi_cleanup(m);
+    stop(srv);
+}
+
+static void wait_watches(int n)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 20;
+    pthread_mutex_lock(&T.lock);
+    while (T.nwatch < n && pthread_cond_timedwait(&T.cond, &T.lock, &until) == 0)
+        ;
+    assert_int_equal(T.nwatch, n);
+    pthread_mutex_unlock(&T.lock);
+}
+
+static void test_broadcast_reaches_every_stream_in_order(void **state)
+{
+    struct ck_http_config cfg = {.loops = 3};
+    struct ck_http_server *srv = start(&cfg);
+    enum { N = 120, EVENTS = 50 };
+    CURL *e[N];
+    struct body b[N] = {{0}};
+    char url[128], expect[EVENTS * 16] = "";
+    (void)state;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/watch", ck_http_server_port(srv));
+    CURLM *m = curl_multi_init();
+    for (int i = 0; i < N; i++) {
+        e[i] = easy(url, &b[i]);
+        if (i % 4 == 3) /* some over h2c: a connection each */
+            curl_easy_setopt(e[i], CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+        curl_multi_add_handle(m, e[i]);
+    }
+    int running = 1;
+    for (;;) { /* until every stream is subscribed */
+        curl_multi_perform(m, &running);
+        curl_multi_poll(m, NULL, 0, 20, NULL);
+        pthread_mutex_lock(&T.lock);
+        int n = T.nwatch;
+        pthread_mutex_unlock(&T.lock);
+        if (n == N)
+            break;
+    }
+    /* a subscription takes effect on its loop after the handler returns: an
+     * event published now is queued behind it, so the first one reaches all */
+    for (int i = 0; i < EVENTS; i++) {
+        char ev[16];
+        int k = snprintf(ev, sizeof ev, "event %d\n", i);
+        strcat(expect, ev);
+        struct ck_http_buf *buf = ck_http_buf_new(ev, (size_t)k);
+        assert_int_equal(ck_http_channel_publish(T.ch, buf), 0);
+        ck_http_buf_unref(buf);
+    }
+    pthread_mutex_lock(&T.lock);
+    assert_true(T.nloops >= 2); /* accepts spread over the loops */
+    for (int i = 0; i < T.nwatch; i++)
+        ck_http_stream_end(T.watches[i]); /* queued behind the events */
+    T.nwatch = 0;
+    pthread_mutex_unlock(&T.lock);
+    while (running) {
+        curl_multi_perform(m, &running);
+        curl_multi_poll(m, NULL, 0, 100, NULL);
+    }
+    for (int i = 0; i < N; i++) {
+        long status = 0;
+        curl_easy_getinfo(e[i], CURLINFO_RESPONSE_CODE, &status);
+        assert_int_equal(status, 200);
+        assert_non_null(b[i].data);
+        assert_string_equal(b[i].data, expect);
+        curl_multi_remove_handle(m, e[i]);
+        curl_easy_cleanup(e[i]);
+        free(b[i].data);
+    }
+    curl_multi_cleanup(m);
+    stop(srv);
+}
+
+static void test_slow_reader_is_closed(void **state)
+{
+    struct ck_http_config cfg = {
+        .loops = 1, .stream_high_water = 64 << 10, .stream_max_pending = 512 << 10};
+    struct ck_http_server *srv = start(&cfg);
+    (void)state;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(ck_http_server_port(srv))};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    const char req[] = "GET /watch HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(send(fd, req, sizeof req - 1, 0), (ssize_t)sizeof req - 1);
+    wait_watches(1);
+    struct ck_http_req *w = T.watches[0];
+    char *big = calloc(1, 16384);
+    memset(big, 'x', 16383);
+    struct ck_http_buf *ev = ck_http_buf_new(big, 16384);
+    free(big);
+    /* 64 MiB published to a reader that reads nothing */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 20;
+    for (int i = 0; i < 4096; i++) {
+        ck_http_channel_publish(T.ch, ev);
+        if (i % 64 == 0) {
+            pthread_mutex_lock(&T.lock);
+            int closed = T.closed;
+            pthread_mutex_unlock(&T.lock);
+            if (closed)
+                break;
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    ck_http_buf_unref(ev);
+    pthread_mutex_lock(&T.lock);
+    while (T.closed == 0 && pthread_cond_timedwait(&T.cond, &T.lock, &until) == 0)
+        ;
+    assert_int_equal(T.closed, 1); /* ended by the server, its queue dropped */
+    pthread_mutex_unlock(&T.lock);
+    (void)w;
+    close(fd);
+    stop(srv);
+}
+
+static void expect_status(uint16_t port, const char *req, size_t len, const char *status_line)
+{
+    char *answer = raw(port, req, len);
+    if (strncmp(answer, status_line, strlen(status_line)) != 0)
+        fail_msg("expected %s, got: %.80s", status_line, answer);
+    free(answer);
+}
+
+static void test_bad_requests(void **state)
+{
+    struct ck_http_config cfg = {
+        .loops = 1, .max_header_bytes = 8192, .max_uri_bytes = 1024, .max_body_bytes = 4096};
+    struct ck_http_server *srv = start(&cfg);
+    uint16_t port = ck_http_server_port(srv);
+    (void)state;
+    const char garbage[] = "THIS IS NOT HTTP\r\n\r\n";
+    expect_status(port, garbage, sizeof garbage - 1, "HTTP/1.1 400 Bad Request");
+
+    size_t big = 64 << 10;
+    char *huge = malloc(big + 64);
+    int k = snprintf(huge, 64, "GET /hello HTTP/1.1\r\nX-Big: ");
+    memset(huge + k, 'a', big);
+    memcpy(huge + k + big, "\r\n\r\n", 4);
+    expect_status(port, huge, (size_t)k + big + 4, "HTTP/1.1 431 Request Header Fields Too Large");
+
+    k = snprintf(huge, 64, "GET /");
+    memset(huge + k, 'a', 4096);
+    memcpy(huge + k + 4096, " HTTP/1.1\r\n\r\n", 13);
+    expect_status(port, huge, (size_t)k + 4096 + 13, "HTTP/1.1 414 Request URI Too Long");
+    free(huge);
+
+    const char body[] = "POST /echo HTTP/1.1\r\nContent-Length: 100000\r\n\r\nabc";
+    expect_status(port, body, sizeof body - 1, "HTTP/1.1 413 Request Entity Too Large");
+
+    /* the server still serves after all that */
+    const char ok[] = "GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n";
+    char *answer = raw(port, ok, sizeof ok - 1);
+    assert_non_null(strstr(answer, "\r\n\r\nhello"));
+    free(answer);
+    stop(srv);
+}
+
+static void test_shutdown_with_open_streams(void **state)
+{
+    struct ck_http_config cfg = {.loops = 2};
+    struct ck_http_server *srv = start(&cfg);
+    enum { N = 6 };
+    CURL *e[N];
+    struct body b[N] = {{0}};
+    char url[128];
+    (void)state;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/watch", ck_http_server_port(srv));
+    CURLM *m = curl_multi_init();
+    for (int i = 0; i < N; i++) {
+        e[i] = easy(url, &b[i]);
+        if (i % 2)
+            curl_easy_setopt(e[i], CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+        curl_multi_add_handle(m, e[i]);
+    }
+    int running = 1;
+    for (;;) {
+        curl_multi_perform(m, &running);
+        curl_multi_poll(m, NULL, 0, 20, NULL);
+        pthread_mutex_lock(&T.lock);
+        int n = T.nwatch;
+        pthread_mutex_unlock(&T.lock);
+        if (n == N)
+            break;
+    }
+    struct ck_http_buf *ev = ck_http_buf_new("one\n", 4);
+    ck_http_channel_publish(T.ch, ev);
+    ck_http_buf_unref(ev);
+    /* the streams stay open: shutdown's timeout closes them, each close callback ends its own */
+    ck_http_server_shutdown(srv, 100);
+    pthread_mutex_lock(&T.lock);
+    assert_int_equal(T.closed, N);
+    assert_int_equal(T.nwatch, 0);
+    pthread_mutex_unlock(&T.lock);
+    while (running) {
+        curl_multi_perform(m, &running);
+        curl_multi_poll(m, NULL, 0, 100, NULL);
+    }
+    for (int i = 0; i < N; i++) {
+        curl_multi_remove_handle(m, e[i]);
+        curl_easy_cleanup(e[i]);
+        free(b[i].data);
+    }
+    curl_multi_cleanup(m);
+    stop(srv);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_h1_keepalive_and_chunked_stream),
+        cmocka_unit_test(test_h2_tls_alpn_and_client_cert),
+        cmocka_unit_test(test_h2c_prior_knowledge),
+        cmocka_unit_test(test_h2_many_streams_one_connection),
+        cmocka_unit_test(test_broadcast_reaches_every_stream_in_order),
+        cmocka_unit_test(test_slow_reader_is_closed),
+        cmocka_unit_test(test_bad_requests),
+        cmocka_unit_test(test_shutdown_with_open_streams),
+    };
+    curl_global_init(CURL_GLOBAL_ALL);
+    make_pki();
+    int rv = cmocka_run_group_tests(tests, NULL, NULL);
+    remove_pki();
+    curl_global_cleanup();
+    return rv;
+}
