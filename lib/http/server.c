@@ -2018,15 +2018,22 @@ size_t ck__http_feed(struct ck_http_server *srv, const void *data, size_t len)
     }
     bufferevent_enable(pair[1], EV_READ);
     bufferevent_write(pair[1], data, len);
-    for (int i = 0; i < 16; i++) {
+    /* until a round neither answers nor finds an op queued, or a bound */
+    for (int i = 0; i < 256; i++) {
         event_base_loop(L->base, EVLOOP_NONBLOCK);
         struct evbuffer *in = bufferevent_get_input(pair[1]);
-        answered += evbuffer_get_length(in);
-        evbuffer_drain(in, evbuffer_get_length(in));
+        size_t n = evbuffer_get_length(in);
+        answered += n;
+        evbuffer_drain(in, n);
+        pthread_mutex_lock(&L->qlock);
+        bool idle = L->q_head == NULL;
+        pthread_mutex_unlock(&L->qlock);
+        if (!n && idle)
+            break;
     }
-    bufferevent_free(pair[1]); /* the client goes: its connection ends */
-    event_base_loop(L->base, EVLOOP_NONBLOCK);
+    bufferevent_free(pair[1]);
     while (L->conns.next != &L->conns)
         conn_free(L->conns.next);
+    on_wake(L->efd, EV_READ, L); /* ops for requests now detached: dropped */
     return answered;
 }
