@@ -111,6 +111,12 @@ struct ck_http_config {
     size_t max_body_bytes;     /* 0: 3 MiB + 1 KiB; a longer body is 413 */
     size_t stream_high_water;  /* 0: 256 KiB pending: writes report "would block" */
     size_t stream_max_pending; /* 0: 16 MiB pending: the stream is ended */
+    /*
+     * 0: 90 s, Go's IdleTimeout as kube-apiserver sets it. A connection that
+     * sends nothing that long while no request of it is being answered (the
+     * TLS handshake included) is closed; a watch being streamed is not idle.
+     */
+    int idle_timeout_ms;
 
     ck_http_request_cb on_request;
     ck_http_error_cb on_error; /* optional */

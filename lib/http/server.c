@@ -219,6 +219,8 @@ struct conn {
     struct conn *prev, *next;             /* the loop's connections */
     struct conn *dirty_next;              /* on the loop's dirty list */
     bool dirty, dead, close_after, going; /* going: shutdown asked it to finish */
+    bool busy;                            /* a request is being answered: no idle timeout */
+    bool lagging;                         /* an ended lagging stream drains: a write timeout */
     struct bufferevent *bev;
     enum proto proto;
     struct peer *peer;
@@ -287,6 +289,7 @@ struct ck_http_channel {
 
 static void conn_free(struct conn *c);
 static void conn_mark_dirty(struct conn *c);
+static void conn_set_busy(struct conn *c, bool busy);
 static void stream_lagging(struct ck_http_req *r);
 
 /* ---- peers and requests ------------------------------------------------------ */
@@ -451,6 +454,8 @@ static void req_detach(struct ck_http_req *r)
             c->reqs = r->conn_next;
         if (r->conn_next)
             r->conn_next->conn_prev = r->conn_prev;
+        if (!c->reqs)
+            conn_set_busy(c, false);
     } else if (c->cur == r) {
         c->cur = NULL;
     }
@@ -795,6 +800,7 @@ static int h1_message_done(http_parser *p)
     struct conn *c = p->data;
     struct ck_http_req *r = c->cur;
     c->cur_done = true;
+    conn_set_busy(c, true);
     if (!http_should_keep_alive(p))
         c->close_after = true;
     http_parser_pause(p, 1);
@@ -853,6 +859,7 @@ static void h1_next(struct conn *c)
         return;
     }
     http_parser_pause(&c->hp, 0);
+    conn_set_busy(c, false);
     bufferevent_enable(c->bev, EV_READ);
     h1_parse(c);
 }
@@ -903,6 +910,7 @@ static int h2_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ar
     if (c->reqs)
         c->reqs->conn_prev = r;
     c->reqs = r;
+    conn_set_busy(c, true);
     nghttp2_session_set_stream_user_data(s, f->hd.stream_id, r);
     return 0;
 }
@@ -1044,6 +1052,19 @@ static void conn_mark_dirty(struct conn *c)
     c->dirty = true;
     c->dirty_next = c->L->dirty;
     c->L->dirty = c;
+}
+
+/*
+ * A connection waiting for a request (or its TLS handshake) is closed after
+ * idle_timeout_ms without a byte; one answering a request (a watch, say) is
+ * not. An ended lagging stream must drain within LAGGING_TIMEOUT.
+ */
+static void conn_set_busy(struct conn *c, bool busy)
+{
+    int ms = c->L->srv->cfg.idle_timeout_ms;
+    struct timeval idle = {ms / 1000, (ms % 1000) * 1000}, lag = {LAGGING_TIMEOUT, 0};
+    c->busy = busy;
+    bufferevent_set_timeouts(c->bev, busy ? NULL : &idle, c->lagging ? &lag : NULL);
 }
 
 static void loop_maybe_exit(struct loop *L)
@@ -1220,6 +1241,7 @@ static struct conn *conn_new(struct loop *L, struct bufferevent *bev, bool tls)
     L->conns.next = c;
     bufferevent_setcb(bev, on_read, on_write, on_event, c);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
+    conn_set_busy(c, false);
     return c;
 }
 
@@ -1356,8 +1378,8 @@ static void stream_lagging(struct ck_http_req *r)
         return;
     if (c->proto == P_H1) {
         c->close_after = true;
-        struct timeval tv = {LAGGING_TIMEOUT, 0};
-        bufferevent_set_timeouts(c->bev, NULL, &tv);
+        c->lagging = true;
+        conn_set_busy(c, c->busy);
     } else {
         nghttp2_session_resume_data(c->h2, r->stream_id);
     }
@@ -1788,6 +1810,8 @@ static void config_defaults(struct ck_http_config *c)
         c->stream_high_water = 256 << 10;
     if (!c->stream_max_pending)
         c->stream_max_pending = 16 << 20;
+    if (c->idle_timeout_ms <= 0)
+        c->idle_timeout_ms = 90 * 1000;
 }
 
 static int server_alloc(const struct ck_http_config *cfg, int nloops,

@@ -47,7 +47,7 @@ static struct {
     pthread_t loops[8]; /* distinct loop threads that saw a /watch */
     int nloops;
     char dir[64];
-    char ca[96], cert[96], key[96], client_cert[96], client_key[96];
+    char ca[96], cert[96], key[96], client_cert[96], client_key[96], rogue_cert[96], rogue_key[96];
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static const struct ck_http_header text_plain[] = {{"Content-Type", "text/plain"}};
@@ -110,7 +110,14 @@ static void make_pki(void)
     snprintf(T.key, sizeof T.key, "%s/server.key", T.dir);
     snprintf(T.client_cert, sizeof T.client_cert, "%s/client.crt", T.dir);
     snprintf(T.client_key, sizeof T.client_key, "%s/client.key", T.dir);
-    EVP_PKEY *cak = make_key(), *sk = make_key(), *ck = make_key();
+    snprintf(T.rogue_cert, sizeof T.rogue_cert, "%s/rogue.crt", T.dir);
+    snprintf(T.rogue_key, sizeof T.rogue_key, "%s/rogue.key", T.dir);
+    EVP_PKEY *cak = make_key(), *sk = make_key(), *ck = make_key(), *rk = make_key();
+    X509 *rogue = make_cert(rk, "mallory", NULL, NULL, false, false); /* signed by itself */
+    write_pem(T.rogue_cert, rogue, NULL);
+    write_pem(T.rogue_key, NULL, rk);
+    X509_free(rogue);
+    EVP_PKEY_free(rk);
     X509 *ca = make_cert(cak, "test-ca", NULL, NULL, true, false);
     X509 *srv = make_cert(sk, "localhost", ca, cak, false, true);
     X509 *cli = make_cert(ck, "alice", ca, cak, false, false);
@@ -129,8 +136,9 @@ static void make_pki(void)
 
 static void remove_pki(void)
 {
-    const char *files[] = {T.ca, T.cert, T.key, T.client_cert, T.client_key};
-    for (size_t i = 0; i < 5; i++)
+    const char *files[] = {T.ca,         T.cert,       T.key,      T.client_cert,
+                           T.client_key, T.rogue_cert, T.rogue_key};
+    for (size_t i = 0; i < 7; i++)
         unlink(files[i]);
     rmdir(T.dir);
 }
@@ -439,6 +447,14 @@ static void test_h2_tls_alpn_and_client_cert(void **state)
     assert_string_equal(b.data, "2 alice tls");
     curl_easy_cleanup(e);
 
+    /* a certificate the client CA did not sign fails the handshake */
+    e = easy(url, &b);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_SSLCERT, T.rogue_cert);
+    curl_easy_setopt(e, CURLOPT_SSLKEY, T.rogue_key);
+    assert_int_not_equal(curl_easy_perform(e), CURLE_OK);
+    curl_easy_cleanup(e);
+
     /* HTTP/1.1 over TLS when the client offers only it */
     b.len = 0;
     e = easy(url, &b);
@@ -669,6 +685,34 @@ static void test_bad_requests(void **state)
     const char body[] = "POST /echo HTTP/1.1\r\nContent-Length: 100000\r\n\r\nabc";
     expect_status(port, body, sizeof body - 1, "HTTP/1.1 413 Request Entity Too Large");
 
+    /* the same limits over HTTP/2 (h2c, a connection each) */
+    char url[128], *hdr = malloc(16 << 10);
+    struct curl_slist *headers = NULL;
+    memcpy(hdr, "X-Big: ", 7);
+    memset(hdr + 7, 'b', (16 << 10) - 8);
+    hdr[(16 << 10) - 1] = 0;
+    headers = curl_slist_append(headers, hdr);
+    free(hdr);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/hello", port);
+    struct body b = {0};
+    CURL *e = easy(url, &b);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+    assert_int_equal(get(e), 431);
+    assert_string_equal(b.data, "431 Request Header Fields Too Large");
+    curl_easy_cleanup(e);
+    curl_slist_free_all(headers);
+    char long_url[2048];
+    int n = snprintf(long_url, sizeof long_url, "http://127.0.0.1:%u/", port);
+    memset(long_url + n, 'p', 1500);
+    long_url[n + 1500] = 0;
+    b.len = 0;
+    e = easy(long_url, &b);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+    assert_int_equal(get(e), 414);
+    curl_easy_cleanup(e);
+    free(b.data);
+
     /* the server still serves after all that */
     const char ok[] = "GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n";
     char *answer = raw(port, ok, sizeof ok - 1);
@@ -726,6 +770,45 @@ static void test_shutdown_with_open_streams(void **state)
     stop(srv);
 }
 
+static void test_idle_connection_closed_watch_kept(void **state)
+{
+    struct ck_http_config cfg = {.loops = 1, .idle_timeout_ms = 300};
+    struct ck_http_server *srv = start(&cfg);
+    uint16_t port = ck_http_server_port(srv);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    char buf[512];
+    (void)state;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int idle = socket(AF_INET, SOCK_STREAM, 0), watch = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(idle, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(connect(watch, (struct sockaddr *)&a, sizeof a), 0);
+    const char req[] = "GET /watch HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(send(watch, req, sizeof req - 1, 0), (ssize_t)sizeof req - 1);
+    wait_watches(1);
+    /* the silent connection is closed by the server */
+    struct pollfd p = {.fd = idle, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, 5000), 1);
+    assert_int_equal(recv(idle, buf, sizeof buf, 0), 0);
+    /* the watch, as silent and older, still gets its event */
+    struct ck_http_buf *ev = ck_http_buf_new("late event\n", 11);
+    ck_http_channel_publish(T.ch, ev);
+    ck_http_buf_unref(ev);
+    size_t got = 0;
+    p.fd = watch;
+    while (poll(&p, 1, 5000) == 1) {
+        ssize_t n = recv(watch, buf + got, sizeof buf - 1 - got, 0);
+        assert_true(n > 0);
+        got += (size_t)n;
+        buf[got] = 0;
+        if (strstr(buf, "late event"))
+            break;
+    }
+    assert_non_null(strstr(buf, "\r\nb\r\nlate event\n\r\n"));
+    close(idle);
+    close(watch);
+    stop(srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -737,6 +820,7 @@ int main(void)
         cmocka_unit_test(test_slow_reader_is_closed),
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_shutdown_with_open_streams),
+        cmocka_unit_test(test_idle_connection_closed_watch_kept),
     };
     curl_global_init(CURL_GLOBAL_ALL);
     make_pki();
