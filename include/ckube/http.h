@@ -210,6 +210,7 @@ void ck_http_stream_end(struct ck_http_req *req);
 
 /* ---- broadcast ------------------------------------------------------------- */
 
+/* A channel of srv's loops; published to only while srv exists. NULL when memory runs out. */
 struct ck_http_channel *ck_http_channel_new(struct ck_http_server *srv);
 struct ck_http_channel *ck_http_channel_ref(struct ck_http_channel *ch);
 struct ck_http_channel *ck_http_channel_unref(struct ck_http_channel *ch);

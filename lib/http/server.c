@@ -254,7 +254,7 @@ struct loop {
     int idx;
     struct event_base *base;
     struct evconnlistener *listener;
-    struct event *wake_ev, *shutdown_timer;
+    struct event *wake_ev, *shutdown_timer, *accept_pause;
     int efd;
     pthread_t thread;
     bool running;
@@ -784,6 +784,10 @@ static int h1_headers_done(http_parser *p)
         r->error = 413;
     if (r->error) /* answered at once; the body is not read */
         return -1;
+    /* Go's server says 100 Continue when the handler reads the body: ours reads it all */
+    const char *expect = ck_http_req_header(r, "expect");
+    if (expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1)
+        bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
     return 0;
 }
 
@@ -1852,6 +1856,28 @@ static int server_alloc(const struct ck_http_config *cfg, int nloops,
     return 0;
 }
 
+static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+    struct loop *L = arg;
+    (void)fd, (void)what;
+    if (L->listener)
+        evconnlistener_enable(L->listener);
+}
+
+/*
+ * accept() failed (out of descriptors, say): pause the listener 100 ms
+ * instead of finding the same error again at once, as Go's server backs off.
+ */
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    struct loop *L = arg;
+    struct timeval tv = {0, 100 * 1000};
+    if (!L->accept_pause && !(L->accept_pause = evtimer_new(L->base, on_accept_resume, L)))
+        return;
+    evconnlistener_disable(l);
+    evtimer_add(L->accept_pause, &tv);
+}
+
 static int loop_listen(struct loop *L, uint16_t *port, char *errbuf, size_t errlen)
 {
     const struct ck_http_config *cfg = &L->srv->cfg;
@@ -1882,6 +1908,7 @@ static int loop_listen(struct loop *L, uint16_t *port, char *errbuf, size_t errl
             snprintf(errbuf, errlen, "listen on %s:%u: %s", cfg->address, *port, strerror(e));
         return e == EADDRINUSE ? CK_EADDRINUSE : CK_EIO;
     }
+    evconnlistener_set_error_cb(L->listener, on_accept_error);
     if (*port == 0) {
         sl = sizeof ss;
         getsockname(evconnlistener_get_fd(L->listener), (struct sockaddr *)&ss, &sl);
@@ -1995,6 +2022,8 @@ struct ck_http_server *ck_http_server_free(struct ck_http_server *srv)
                 evconnlistener_free(L->listener);
             if (L->shutdown_timer)
                 event_free(L->shutdown_timer);
+            if (L->accept_pause)
+                event_free(L->accept_pause);
             if (L->wake_ev)
                 event_free(L->wake_ev);
             if (L->batch)

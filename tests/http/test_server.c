@@ -407,13 +407,29 @@ static void test_h1_keepalive_and_chunked_stream(void **state)
     assert_int_equal(connects, 0); /* still the same connection after a chunked answer */
     assert_true(atomic_load(&writer_waits) > 0);
 
-    /* a body echoed, then a HEAD */
+    /* a body echoed */
     snprintf(url, sizeof url, "http://127.0.0.1:%u/echo", ck_http_server_port(srv));
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, "{\"kind\":\"Pod\"}");
     b.len = 0;
     assert_int_equal(get(e), 200);
     assert_string_equal(b.data, "{\"kind\":\"Pod\"}");
+
+    /* a body of 64 KiB: libcurl asks "Expect: 100-continue" and waits for the 100 */
+    char *big = malloc(64 << 10);
+    memset(big, 'p', 64 << 10);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 64L << 10);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, big);
+    curl_easy_setopt(e, CURLOPT_EXPECT_100_TIMEOUT_MS, 20000L); /* a 100 not sent: 20 s */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    b.len = 0;
+    assert_int_equal(get(e), 200);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_int_equal(b.len, 64 << 10);
+    assert_memory_equal(b.data, big, 64 << 10);
+    assert_true(t1.tv_sec - t0.tv_sec < 10);
+    free(big);
     curl_easy_cleanup(e);
     free(b.data);
     stop(srv);
