@@ -4,8 +4,9 @@
  * through a bufferevent pair instead of a socket, so HTTP/1.1 (http-parser,
  * our header, URI and body limits, keep-alive and pipelining) or, after the
  * HTTP/2 preface, nghttp2's server session and our stream handling. The
- * handler answers /stream with a streaming answer of two pieces, everything
- * else at once with the request's body.
+ * handler answers /stream with a streaming answer of two pieces, upgrades
+ * /upgrade to a byte stream that echoes and ends, and answers everything else
+ * at once with the request's body.
  *
  * Checked beyond "no crash, no leak": whatever was answered starts as an
  * HTTP/1.1 status line or, after the preface, with a SETTINGS frame; and a
@@ -19,10 +20,25 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static void echo(struct ck_http_req *req, const void *data, size_t len, void *arg)
+{
+    struct ck_http_buf *b = ck_http_buf_new(data, len);
+    (void)arg;
+    if (b)
+        ck_http_stream_write(req, b);
+    ck_http_buf_unref(b);
+}
+
 static void on_request(struct ck_http_req *req, void *arg)
 {
     static const struct ck_http_header h[] = {{"Content-Type", "text/plain"}};
     (void)arg;
+    if (strcmp(ck_http_req_target(req), "/upgrade") == 0) {
+        static const struct ck_http_header up[] = {{"Connection", "Upgrade"}, {"Upgrade", "x"}};
+        ck_http_upgrade(req, up, 2, echo, NULL, NULL);
+        ck_http_stream_end(req);
+        return;
+    }
     if (strcmp(ck_http_req_target(req), "/stream") == 0) {
         struct ck_http_buf *b = ck_http_buf_new("piece\n", 6);
         ck_http_stream_start(req, 200, h, 1, NULL, NULL);

@@ -208,6 +208,26 @@ size_t ck_http_stream_pending(const struct ck_http_req *req);
 /* Ends the answer once queued bytes are sent, and finishes the request. */
 void ck_http_stream_end(struct ck_http_req *req);
 
+/*
+ * Bytes the client sent on an upgraded connection, on the owning loop; data
+ * is valid during the call only. arg is the one given to ck_http_upgrade().
+ */
+typedef void (*ck_http_data_cb)(struct ck_http_req *req, const void *data, size_t len, void *arg);
+
+/*
+ * HTTP/1.1's upgrade (WebSocket, SPDY for exec and port-forward): answers
+ * "101 Switching Protocols" with headers (Upgrade and Connection are the
+ * caller's to give) and makes the connection a byte stream both ways:
+ * ck_http_stream_write() sends bytes as they are, on_data gets the client's
+ * (those that came right after the request first), cb reports writable and
+ * closed as for a stream, and ck_http_stream_end() closes the connection once
+ * the queued bytes are sent. On HTTP/2, which has no upgrade, the request is
+ * answered 400 instead and cb runs with closed; the request is still finished
+ * with ck_http_stream_end().
+ */
+void ck_http_upgrade(struct ck_http_req *req, const struct ck_http_header *headers, size_t nheaders,
+                     ck_http_data_cb on_data, ck_http_stream_cb cb, void *arg);
+
 /* ---- broadcast ------------------------------------------------------------- */
 
 /* A channel of srv's loops; published to only while srv exists. NULL when memory runs out. */

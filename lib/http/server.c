@@ -204,6 +204,8 @@ struct ck_http_req {
     struct ck_http_req *conn_prev, *conn_next; /* the connection's requests (HTTP/2) */
     struct piece *q_head, **q_tail;
     bool started, chunked, ending, head_only, answered;
+    bool raw; /* upgraded: bytes both ways, no framing */
+    ck_http_data_cb on_data;
     ck_http_stream_cb cb;
     void *cb_arg;
     struct ck_http_channel *ch;
@@ -220,6 +222,7 @@ struct conn {
     struct conn *dirty_next;              /* on the loop's dirty list */
     bool dirty, dead, close_after, going; /* going: shutdown asked it to finish */
     bool busy;                            /* a request is being answered: no idle timeout */
+    bool upgraded;                        /* after a 101: input goes to cur->on_data */
     bool lagging;                         /* an ended lagging stream drains: a write timeout */
     struct bufferevent *bev;
     enum proto proto;
@@ -234,7 +237,16 @@ struct conn {
     struct ck_http_req *reqs; /* its requests still attached */
 };
 
-enum op_kind { OP_RESPOND, OP_START, OP_WRITE, OP_END, OP_SUBSCRIBE, OP_PUBLISH, OP_SHUTDOWN };
+enum op_kind {
+    OP_RESPOND,
+    OP_START,
+    OP_UPGRADE,
+    OP_WRITE,
+    OP_END,
+    OP_SUBSCRIBE,
+    OP_PUBLISH,
+    OP_SHUTDOWN
+};
 
 struct op {
     struct op *next;
@@ -246,6 +258,7 @@ struct op {
     struct ck_http_buf *buf;
     struct ck_http_channel *ch;
     ck_http_stream_cb cb;
+    ck_http_data_cb data_cb;
     void *arg;
 };
 
@@ -580,7 +593,9 @@ static void h1_head(struct ck_http_req *r, int status, const struct ck_http_head
     evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, reason(status));
     for (size_t i = 0; i < n; i++)
         evbuffer_add_printf(out, "%s: %s\r\n", h[i].name, h[i].value);
-    if (content_length >= 0 && body_allowed(status))
+    if (status == 101) /* the connection is the caller's byte stream now */
+        close = false;
+    else if (content_length >= 0 && body_allowed(status))
         evbuffer_add_printf(out, "Content-Length: %ld\r\n", content_length);
     else if (content_length < 0)
         evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
@@ -894,6 +909,8 @@ static void h1_flush(struct conn *c)
         pending_sub(r, moved);
     if (c->cur != r || !r->ending || r->q_head)
         return;
+    if (r->raw)
+        c->close_after = true;
     if (r->chunked)
         evbuffer_add_reference(out, "0\r\n\r\n", 5, NULL, NULL);
     h1_next(c);
@@ -1114,10 +1131,27 @@ static void conn_flush(struct conn *c)
     }
 }
 
+/* An upgraded connection's input, to its handler. */
+static void upgraded_input(struct conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    size_t len = evbuffer_get_length(in);
+    struct ck_http_req *r = c->cur;
+    if (!len)
+        return;
+    if (r && r->on_data && !r->ending)
+        r->on_data(r, evbuffer_pullup(in, -1), len, r->cb_arg);
+    evbuffer_drain(in, len);
+}
+
 static void conn_read(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
+    if (c->upgraded) {
+        upgraded_input(c);
+        return;
+    }
     if (c->proto == P_UNKNOWN) { /* plain: HTTP/2 prior knowledge or HTTP/1.1 */
         size_t len = evbuffer_get_length(in);
         size_t cmp = len < sizeof h2_preface - 1 ? len : sizeof h2_preface - 1;
@@ -1409,6 +1443,24 @@ static void op_run(struct loop *L, struct op *o)
             r->cb(r, true, r->cb_arg);
         }
         break;
+    case OP_UPGRADE:
+        r->cb = o->cb;
+        r->cb_arg = o->arg;
+        if (r->c && r->c->proto == P_H1 && !r->answered) {
+            struct conn *c = r->c;
+            r->on_data = o->data_cb;
+            r->answered = r->started = r->raw = true;
+            h1_head(r, 101, o->headers, o->nheaders, 0);
+            c->upgraded = true;
+            bufferevent_enable(c->bev, EV_READ);
+            upgraded_input(c); /* what came after the request */
+            conn_mark_dirty(c);
+        } else if (r->c) {
+            answer_error(r, 400); /* HTTP/2 has no upgrade */
+        } else if (r->cb) {
+            r->cb(r, true, r->cb_arg);
+        }
+        break;
     case OP_WRITE:
         stream_append(r, o->buf);
         o->buf = NULL;
@@ -1560,6 +1612,18 @@ void ck_http_stream_start(struct ck_http_req *req, int status, const struct ck_h
     if (o) {
         o->status = status;
         o->cb = cb;
+        o->arg = arg;
+    }
+    push_or_drop(req, o);
+}
+
+void ck_http_upgrade(struct ck_http_req *req, const struct ck_http_header *headers, size_t nheaders,
+                     ck_http_data_cb on_data, ck_http_stream_cb cb, void *arg)
+{
+    struct op *o = op_new(OP_UPGRADE, req_ref(req), headers, nheaders);
+    if (o) {
+        o->cb = cb;
+        o->data_cb = on_data;
         o->arg = arg;
     }
     push_or_drop(req, o);

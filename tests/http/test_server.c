@@ -17,6 +17,7 @@
 #include "cktest.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
@@ -233,6 +234,37 @@ static void watch_cb(struct ck_http_req *req, bool closed, void *arg)
     pthread_mutex_unlock(&T.lock);
 }
 
+/* /upgrade: "echo" upper-cases what the client sends until it sends "bye" */
+struct echo {
+    bool ended;
+};
+
+static void echo_data(struct ck_http_req *req, const void *data, size_t len, void *arg)
+{
+    struct echo *e = arg;
+    char *up = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        up[i] = (char)toupper(((const unsigned char *)data)[i]);
+    struct ck_http_buf *b = ck_http_buf_take(up, len);
+    assert_true(ck_http_stream_write(req, b) >= 0);
+    ck_http_buf_unref(b);
+    if (!e->ended && memmem(data, len, "bye", 3)) {
+        e->ended = true;
+        ck_http_stream_end(req);
+    }
+}
+
+static void echo_closed(struct ck_http_req *req, bool closed, void *arg)
+{
+    struct echo *e = arg;
+    (void)req;
+    if (!closed)
+        return;
+    if (!e->ended) /* the client went first */
+        ck_http_stream_end(req);
+    free(e);
+}
+
 static void on_request(struct ck_http_req *req, void *arg)
 {
     const char *t = ck_http_req_target(req);
@@ -269,6 +301,9 @@ static void on_request(struct ck_http_req *req, void *arg)
         ck_http_stream_subscribe(req, T.ch);
         pthread_cond_broadcast(&T.cond);
         pthread_mutex_unlock(&T.lock);
+    } else if (strcmp(t, "/upgrade") == 0) {
+        static const struct ck_http_header up[] = {{"Connection", "Upgrade"}, {"Upgrade", "echo"}};
+        ck_http_upgrade(req, up, 2, echo_data, echo_closed, calloc(1, sizeof(struct echo)));
     } else if (strcmp(t, "/cert") == 0) {
         char out[128], cn[64] = "-";
         const unsigned char *der = NULL;
@@ -825,6 +860,31 @@ static void test_idle_connection_closed_watch_kept(void **state)
     stop(srv);
 }
 
+static void test_upgrade_makes_a_byte_stream(void **state)
+{
+    struct ck_http_config cfg = {.loops = 1};
+    struct ck_http_server *srv = start(&cfg);
+    (void)state;
+    /* bytes right after the request, then more, then the word that ends it */
+    const char req[] = "GET /upgrade HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                       "Upgrade: echo\r\n\r\nearly words, bye";
+    char *answer = raw(ck_http_server_port(srv), req, sizeof req - 1);
+    assert_string_equal(answer, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+                                "Upgrade: echo\r\n\r\nEARLY WORDS, BYE");
+    free(answer);
+
+    /* over HTTP/2 there is no upgrade: 400 */
+    char url[128];
+    struct body b = {0};
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/upgrade", ck_http_server_port(srv));
+    CURL *e = easy(url, &b);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+    assert_int_equal(get(e), 400);
+    curl_easy_cleanup(e);
+    free(b.data);
+    stop(srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -837,6 +897,7 @@ int main(void)
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_shutdown_with_open_streams),
         cmocka_unit_test(test_idle_connection_closed_watch_kept),
+        cmocka_unit_test(test_upgrade_makes_a_byte_stream),
     };
     curl_global_init(CURL_GLOBAL_ALL);
     make_pki();
