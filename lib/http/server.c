@@ -2014,6 +2014,10 @@ static void *loop_run(void *arg)
 {
     struct loop *L = arg;
     event_base_dispatch(L->base);
+    /* bufferevent_free() closes a socket from the loop's next round (its
+     * finalizer): run the rounds the connections closed last still need */
+    for (int i = 0; i < 2; i++)
+        event_base_loop(L->base, EVLOOP_NONBLOCK);
     return NULL;
 }
 
