@@ -20,6 +20,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
+#include <nghttp2/nghttp2.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -892,6 +893,179 @@ static void test_upgrade_makes_a_byte_stream(void **state)
     stop(srv);
 }
 
+/* ---- an HTTP/2 client of nghttp2's, over h2c, for what libcurl 7.88 cannot do ---- */
+
+struct h2c {
+    int fd;
+    nghttp2_session *s;
+    bool goaway, eof;
+    uint32_t goaway_error;
+    int32_t goaway_last;
+    int status[8];    /* by stream id / 2 */
+    char body[8][64]; /* by stream id / 2 */
+    bool closed[8];   /* by stream id / 2 */
+};
+
+static ssize_t h2c_send(nghttp2_session *s, const uint8_t *data, size_t len, int flags, void *arg)
+{
+    struct h2c *h = arg;
+    (void)s, (void)flags;
+    ssize_t n = send(h->fd, data, len, MSG_NOSIGNAL);
+    return n < 0 ? NGHTTP2_ERR_CALLBACK_FAILURE : n;
+}
+
+static int h2c_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
+                      const uint8_t *value, size_t vlen, uint8_t flags, void *arg)
+{
+    struct h2c *h = arg;
+    (void)s, (void)flags, (void)vlen;
+    if (nlen == 7 && memcmp(name, ":status", 7) == 0 && f->hd.stream_id / 2 < 8)
+        h->status[f->hd.stream_id / 2] = atoi((const char *)value);
+    return 0;
+}
+
+static int h2c_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
+                    void *arg)
+{
+    struct h2c *h = arg;
+    (void)s, (void)flags;
+    char *b = h->body[id / 2 % 8];
+    size_t have = strlen(b);
+    if (have + len < 64)
+        memcpy(b + have, data, len);
+    return 0;
+}
+
+static int h2c_frame(nghttp2_session *s, const nghttp2_frame *f, void *arg)
+{
+    struct h2c *h = arg;
+    (void)s;
+    if (f->hd.type == NGHTTP2_GOAWAY) {
+        h->goaway = true;
+        h->goaway_error = f->goaway.error_code;
+        h->goaway_last = f->goaway.last_stream_id;
+    }
+    return 0;
+}
+
+static int h2c_close(nghttp2_session *s, int32_t id, uint32_t err, void *arg)
+{
+    struct h2c *h = arg;
+    (void)s, (void)err;
+    h->closed[id / 2 % 8] = true;
+    return 0;
+}
+
+static void h2c_open(struct h2c *h, uint16_t port)
+{
+    nghttp2_session_callbacks *cb;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    memset(h, 0, sizeof *h);
+    h->fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(h->fd, (struct sockaddr *)&a, sizeof a), 0);
+    nghttp2_session_callbacks_new(&cb);
+    nghttp2_session_callbacks_set_send_callback(cb, h2c_send);
+    nghttp2_session_callbacks_set_on_header_callback(cb, h2c_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, h2c_data);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, h2c_frame);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, h2c_close);
+    assert_int_equal(nghttp2_session_client_new(&h->s, cb, h), 0);
+    nghttp2_session_callbacks_del(cb);
+    assert_int_equal(nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, NULL, 0), 0);
+}
+
+static int32_t h2c_get(struct h2c *h, const char *path)
+{
+    nghttp2_nv nv[] = {
+        {(uint8_t *)":method", (uint8_t *)"GET", 7, 3, 0},
+        {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
+        {(uint8_t *)":authority", (uint8_t *)"x", 10, 1, 0},
+        {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0},
+    };
+    int32_t id = nghttp2_submit_request(h->s, NULL, nv, 4, NULL, NULL);
+    assert_true(id > 0 && id / 2 < 8);
+    assert_int_equal(nghttp2_session_send(h->s), 0);
+    return id;
+}
+
+/* Sends and reads until *flag or the server closes or 5 s pass. */
+static void h2c_until(struct h2c *h, const bool *flag)
+{
+    uint8_t buf[16384];
+    struct pollfd p = {.fd = h->fd, .events = POLLIN};
+    while (!*flag && !h->eof) {
+        assert_int_equal(nghttp2_session_send(h->s), 0);
+        if (poll(&p, 1, 5000) != 1)
+            fail_msg("no answer in 5 s");
+        ssize_t n = recv(h->fd, buf, sizeof buf, 0);
+        if (n <= 0) {
+            h->eof = true;
+            break;
+        }
+        assert_true(nghttp2_session_mem_recv(h->s, buf, (size_t)n) == n);
+    }
+}
+
+static void h2c_close_client(struct h2c *h)
+{
+    nghttp2_session_del(h->s);
+    close(h->fd);
+}
+
+struct shutdown_arg {
+    struct ck_http_server *srv;
+    int timeout_ms;
+};
+
+static void *shutdown_thread(void *arg)
+{
+    struct shutdown_arg *a = arg;
+    ck_http_server_shutdown(a->srv, a->timeout_ms);
+    return NULL;
+}
+
+static void test_h2c_reuse_and_goaway(void **state)
+{
+    struct ck_http_config cfg = {.loops = 1};
+    struct ck_http_server *srv = start(&cfg);
+    struct h2c h;
+    (void)state;
+    h2c_open(&h, ck_http_server_port(srv));
+    /* two requests after each other on one connection, then a watch */
+    int32_t a = h2c_get(&h, "/hello");
+    h2c_until(&h, &h.closed[a / 2]);
+    int32_t b = h2c_get(&h, "/echo");
+    h2c_until(&h, &h.closed[b / 2]);
+    assert_int_equal(h.status[a / 2], 200);
+    assert_string_equal(h.body[a / 2], "hello");
+    assert_int_equal(h.status[b / 2], 200);
+    int32_t w = h2c_get(&h, "/watch");
+    wait_watches(1);
+    struct ck_http_buf *ev = ck_http_buf_new("ev\n", 3);
+    ck_http_channel_publish(T.ch, ev);
+    ck_http_buf_unref(ev);
+
+    /* shutdown: GOAWAY (NO_ERROR, the last stream) while the watch goes on */
+    struct shutdown_arg sa = {srv, 1000};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, shutdown_thread, &sa), 0);
+    h2c_until(&h, &h.goaway);
+    assert_true(h.goaway);
+    assert_int_equal(h.goaway_error, NGHTTP2_NO_ERROR);
+    assert_int_equal(h.goaway_last, w);
+    assert_false(h.closed[w / 2]);
+    assert_int_equal(h.status[w / 2], 200);
+    /* then, at the timeout, the connection closes */
+    bool never = false;
+    h2c_until(&h, &never);
+    assert_true(h.eof);
+    pthread_join(th, NULL);
+    assert_string_equal(h.body[w / 2], "ev\n");
+    h2c_close_client(&h);
+    stop(srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -905,6 +1079,7 @@ int main(void)
         cmocka_unit_test(test_shutdown_with_open_streams),
         cmocka_unit_test(test_idle_connection_closed_watch_kept),
         cmocka_unit_test(test_upgrade_makes_a_byte_stream),
+        cmocka_unit_test(test_h2c_reuse_and_goaway),
     };
     curl_global_init(CURL_GLOBAL_ALL);
     make_pki();
