@@ -584,7 +584,11 @@ static bool body_allowed(int status)
     return status >= 200 && status != 204 && status != 304;
 }
 
-/* HTTP/1.1: the status line and headers into the connection's output */
+/*
+ * HTTP/1.1: the status line and headers into the connection's output.
+ * content_length: the body's length, -1 for chunks, -2 for neither (an
+ * HTTP/1.0 stream, whose body ends with the connection).
+ */
 static void h1_head(struct ck_http_req *r, int status, const struct ck_http_header *h, size_t n,
                     long content_length)
 {
@@ -597,7 +601,7 @@ static void h1_head(struct ck_http_req *r, int status, const struct ck_http_head
         close = false;
     else if (content_length >= 0 && body_allowed(status))
         evbuffer_add_printf(out, "Content-Length: %ld\r\n", content_length);
-    else if (content_length < 0)
+    else if (content_length == -1)
         evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
     if (close)
         evbuffer_add_printf(out, "Connection: close\r\n");
@@ -701,8 +705,13 @@ static void answer_head(struct ck_http_req *r, int status, const struct ck_http_
                                       NGHTTP2_INTERNAL_ERROR);
         }
     } else {
-        r->chunked = stream && with_body;
-        h1_head(r, status, h, n, stream ? (with_body ? -1 : 0) : (long)blen);
+        long framing = stream ? (with_body ? -1 : 0) : (long)blen;
+        if (stream && with_body && c->hp.http_minor == 0) { /* HTTP/1.0: to the close */
+            c->close_after = true;
+            framing = -2;
+        }
+        r->chunked = framing == -1;
+        h1_head(r, status, h, n, framing);
         if (!with_body)
             r->ending = true;
     }
@@ -1899,8 +1908,16 @@ static int server_alloc(const struct ck_http_config *cfg, int nloops,
         if (rv)
             return rv;
     }
-    /* http-parser's limit is process-wide; every server asks for at least its own */
-    http_parser_set_max_header_size((uint32_t)srv->cfg.max_header_bytes);
+    /* http-parser's limit is process-wide: the largest any server asked for (each
+     * server counts its own headers against its own limit) */
+    static pthread_mutex_t max_lock = PTHREAD_MUTEX_INITIALIZER;
+    static size_t max_header;
+    pthread_mutex_lock(&max_lock);
+    if (srv->cfg.max_header_bytes > max_header) {
+        max_header = srv->cfg.max_header_bytes;
+        http_parser_set_max_header_size((uint32_t)max_header);
+    }
+    pthread_mutex_unlock(&max_lock);
     http_parser_settings *h = &srv->h1;
     h->on_message_begin = h1_begin;
     h->on_url = h1_url;

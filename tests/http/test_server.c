@@ -445,6 +445,13 @@ static void test_h1_keepalive_and_chunked_stream(void **state)
     assert_int_equal(connects, 0); /* still the same connection after a chunked answer */
     assert_true(atomic_load(&writer_waits) > 0);
 
+    /* HTTP/1.0 has no chunks: the stream ends with the connection */
+    const char req10[] = "GET /stream?n=3&size=4 HTTP/1.0\r\n\r\n";
+    char *answer = raw(ck_http_server_port(srv), req10, sizeof req10 - 1);
+    assert_non_null(strstr(answer, "\r\n\r\naaaabbbbcccc"));
+    assert_null(strstr(answer, "chunked"));
+    free(answer);
+
     /* a body echoed */
     snprintf(url, sizeof url, "http://127.0.0.1:%u/echo", ck_http_server_port(srv));
     curl_easy_setopt(e, CURLOPT_URL, url);
@@ -1040,6 +1047,12 @@ static void test_h2c_reuse_and_goaway(void **state)
     assert_int_equal(h.status[a / 2], 200);
     assert_string_equal(h.body[a / 2], "hello");
     assert_int_equal(h.status[b / 2], 200);
+    /* kube-apiserver's settings: 100 streams (its --http2-max-streams-per-connection=0), 256 KiB
+     * windows */
+    assert_int_equal(
+        nghttp2_session_get_remote_settings(h.s, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS), 100);
+    assert_int_equal(nghttp2_session_get_remote_settings(h.s, NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE),
+                     256 << 10);
     int32_t w = h2c_get(&h, "/watch");
     wait_watches(1);
     struct ck_http_buf *ev = ck_http_buf_new("ev\n", 3);
