@@ -385,13 +385,22 @@ static long get(CURL *e)
     return status;
 }
 
+/* A TCP connection to the server on loopback; rcvbuf > 0 shrinks its receive buffer first. */
+static int connect_local(uint16_t port, int rcvbuf)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (rcvbuf > 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
 /* A raw client: sends req, returns what came back until the server closed (or 5 s). */
 static char *raw(uint16_t port, const char *req, size_t len)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    int fd = connect_local(port, 0);
     size_t off = 0;
     while (off < len) {
         ssize_t n = send(fd, req + off, len - off, MSG_NOSIGNAL);
@@ -604,33 +613,69 @@ static void wait_watches(int n)
     pthread_mutex_unlock(&T.lock);
 }
 
+/* n watches through libcurl's multi interface, every h2_every-th over h2c */
+struct watchers {
+    CURLM *m;
+    CURL *e[MAX_WATCH];
+    struct body b[MAX_WATCH];
+    int n, running;
+};
+
+static void watchers_open(struct watchers *w, uint16_t port, int n, int h2_every)
+{
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/watch", port);
+    memset(w, 0, sizeof *w);
+    w->m = curl_multi_init();
+    w->n = n;
+    for (int i = 0; i < n; i++) {
+        w->e[i] = easy(url, &w->b[i]);
+        if (i % h2_every == h2_every - 1)
+            curl_easy_setopt(w->e[i], CURLOPT_HTTP_VERSION,
+                             (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+        curl_multi_add_handle(w->m, w->e[i]);
+    }
+    for (int subscribed = 0; subscribed < n;) { /* until the handler saw them all */
+        curl_multi_perform(w->m, &w->running);
+        curl_multi_poll(w->m, NULL, 0, 20, NULL);
+        pthread_mutex_lock(&T.lock);
+        subscribed = T.nwatch;
+        pthread_mutex_unlock(&T.lock);
+    }
+}
+
+/* Runs the transfers to their end; returns the seconds it took. */
+static long watchers_finish(struct watchers *w)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (w->running) {
+        curl_multi_perform(w->m, &w->running);
+        curl_multi_poll(w->m, NULL, 0, 100, NULL);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return t1.tv_sec - t0.tv_sec;
+}
+
+static void watchers_free(struct watchers *w)
+{
+    for (int i = 0; i < w->n; i++) {
+        curl_multi_remove_handle(w->m, w->e[i]);
+        curl_easy_cleanup(w->e[i]);
+        free(w->b[i].data);
+    }
+    curl_multi_cleanup(w->m);
+}
+
 static void test_broadcast_reaches_every_stream_in_order(void **state)
 {
     struct ck_http_config cfg = {.loops = 3};
     struct ck_http_server *srv = start(&cfg);
     enum { N = 120, EVENTS = 50 };
-    CURL *e[N];
-    struct body b[N] = {{0}};
-    char url[128], expect[EVENTS * 16] = "";
+    static struct watchers w;
+    char expect[EVENTS * 16] = "";
     (void)state;
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/watch", ck_http_server_port(srv));
-    CURLM *m = curl_multi_init();
-    for (int i = 0; i < N; i++) {
-        e[i] = easy(url, &b[i]);
-        if (i % 4 == 3) /* some over h2c: a connection each */
-            curl_easy_setopt(e[i], CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
-        curl_multi_add_handle(m, e[i]);
-    }
-    int running = 1;
-    for (;;) { /* until every stream is subscribed */
-        curl_multi_perform(m, &running);
-        curl_multi_poll(m, NULL, 0, 20, NULL);
-        pthread_mutex_lock(&T.lock);
-        int n = T.nwatch;
-        pthread_mutex_unlock(&T.lock);
-        if (n == N)
-            break;
-    }
+    watchers_open(&w, ck_http_server_port(srv), N, 4); /* a quarter over h2c */
     /* a subscription takes effect on its loop after the handler returns: an
      * event published now is queued behind it, so the first one reaches all */
     for (int i = 0; i < EVENTS; i++) {
@@ -647,21 +692,15 @@ static void test_broadcast_reaches_every_stream_in_order(void **state)
         ck_http_stream_end(T.watches[i]); /* queued behind the events */
     T.nwatch = 0;
     pthread_mutex_unlock(&T.lock);
-    while (running) {
-        curl_multi_perform(m, &running);
-        curl_multi_poll(m, NULL, 0, 100, NULL);
-    }
+    watchers_finish(&w);
     for (int i = 0; i < N; i++) {
         long status = 0;
-        curl_easy_getinfo(e[i], CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(w.e[i], CURLINFO_RESPONSE_CODE, &status);
         assert_int_equal(status, 200);
-        assert_non_null(b[i].data);
-        assert_string_equal(b[i].data, expect);
-        curl_multi_remove_handle(m, e[i]);
-        curl_easy_cleanup(e[i]);
-        free(b[i].data);
+        assert_non_null(w.b[i].data);
+        assert_string_equal(w.b[i].data, expect);
     }
-    curl_multi_cleanup(m);
+    watchers_free(&w);
     stop(srv);
 }
 
@@ -671,12 +710,7 @@ static void test_slow_reader_is_closed(void **state)
         .loops = 1, .stream_high_water = 64 << 10, .stream_max_pending = 512 << 10};
     struct ck_http_server *srv = start(&cfg);
     (void)state;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int small = 4096;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(ck_http_server_port(srv))};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    int fd = connect_local(ck_http_server_port(srv), 4096);
     const char req[] = "GET /watch HTTP/1.1\r\nHost: x\r\n\r\n";
     assert_int_equal(send(fd, req, sizeof req - 1, 0), (ssize_t)sizeof req - 1);
     wait_watches(1);
@@ -787,28 +821,9 @@ static void test_shutdown_with_open_streams(void **state)
     struct ck_http_config cfg = {.loops = 2};
     struct ck_http_server *srv = start(&cfg);
     enum { N = 6 };
-    CURL *e[N];
-    struct body b[N] = {{0}};
-    char url[128];
+    static struct watchers w;
     (void)state;
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/watch", ck_http_server_port(srv));
-    CURLM *m = curl_multi_init();
-    for (int i = 0; i < N; i++) {
-        e[i] = easy(url, &b[i]);
-        if (i % 2)
-            curl_easy_setopt(e[i], CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
-        curl_multi_add_handle(m, e[i]);
-    }
-    int running = 1;
-    for (;;) {
-        curl_multi_perform(m, &running);
-        curl_multi_poll(m, NULL, 0, 20, NULL);
-        pthread_mutex_lock(&T.lock);
-        int n = T.nwatch;
-        pthread_mutex_unlock(&T.lock);
-        if (n == N)
-            break;
-    }
+    watchers_open(&w, ck_http_server_port(srv), N, 2); /* half over h2c */
     struct ck_http_buf *ev = ck_http_buf_new("one\n", 4);
     ck_http_channel_publish(T.ch, ev);
     ck_http_buf_unref(ev);
@@ -819,20 +834,8 @@ static void test_shutdown_with_open_streams(void **state)
     assert_int_equal(T.nwatch, 0);
     pthread_mutex_unlock(&T.lock);
     /* the clients see their connections closed at once, not at their 30 s timeout */
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (running) {
-        curl_multi_perform(m, &running);
-        curl_multi_poll(m, NULL, 0, 100, NULL);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    assert_true(t1.tv_sec - t0.tv_sec < 10);
-    for (int i = 0; i < N; i++) {
-        curl_multi_remove_handle(m, e[i]);
-        curl_easy_cleanup(e[i]);
-        free(b[i].data);
-    }
-    curl_multi_cleanup(m);
+    assert_true(watchers_finish(&w) < 10);
+    watchers_free(&w);
     stop(srv);
 }
 
@@ -841,13 +844,9 @@ static void test_idle_connection_closed_watch_kept(void **state)
     struct ck_http_config cfg = {.loops = 1, .idle_timeout_ms = 300};
     struct ck_http_server *srv = start(&cfg);
     uint16_t port = ck_http_server_port(srv);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     char buf[512];
     (void)state;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int idle = socket(AF_INET, SOCK_STREAM, 0), watch = socket(AF_INET, SOCK_STREAM, 0);
-    assert_int_equal(connect(idle, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(connect(watch, (struct sockaddr *)&a, sizeof a), 0);
+    int idle = connect_local(port, 0), watch = connect_local(port, 0);
     const char req[] = "GET /watch HTTP/1.1\r\nHost: x\r\n\r\n";
     assert_int_equal(send(watch, req, sizeof req - 1, 0), (ssize_t)sizeof req - 1);
     wait_watches(1);
@@ -966,11 +965,8 @@ static int h2c_close(nghttp2_session *s, int32_t id, uint32_t err, void *arg)
 static void h2c_open(struct h2c *h, uint16_t port)
 {
     nghttp2_session_callbacks *cb;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     memset(h, 0, sizeof *h);
-    h->fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_int_equal(connect(h->fd, (struct sockaddr *)&a, sizeof a), 0);
+    h->fd = connect_local(port, 0);
     nghttp2_session_callbacks_new(&cb);
     nghttp2_session_callbacks_set_send_callback(cb, h2c_send);
     nghttp2_session_callbacks_set_on_header_callback(cb, h2c_header);
