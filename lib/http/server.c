@@ -1851,7 +1851,8 @@ fail:
     return CK_EINVAL;
 }
 
-static int loop_init(struct ck_http_server *srv, struct loop *L, int idx)
+/* What cannot fail, for every loop before any is made: freeing finds them in order. */
+static void loop_prepare(struct ck_http_server *srv, struct loop *L, int idx)
 {
     L->srv = srv;
     L->idx = idx;
@@ -1859,6 +1860,10 @@ static int loop_init(struct ck_http_server *srv, struct loop *L, int idx)
     L->conns.next = L->conns.prev = &L->conns;
     L->q_tail = &L->q_head;
     pthread_mutex_init(&L->qlock, NULL);
+}
+
+static int loop_init(struct loop *L)
+{
     if (!(L->base = event_base_new()) || !(L->batch = evbuffer_new()))
         return CK_ENOMEM;
     if ((L->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
@@ -1903,8 +1908,10 @@ static int server_alloc(const struct ck_http_config *cfg, int nloops,
     *ret_srv = srv;
     if (!(srv->loops = ck__calloc((size_t)nloops, sizeof *srv->loops)))
         return CK_ENOMEM;
+    for (int i = 0; i < nloops; i++)
+        loop_prepare(srv, &srv->loops[i], i);
     for (int i = 0; i < nloops; i++) {
-        int rv = loop_init(srv, &srv->loops[i], i);
+        int rv = loop_init(&srv->loops[i]);
         if (rv)
             return rv;
     }
