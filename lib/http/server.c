@@ -229,6 +229,7 @@ struct conn {
     struct peer *peer;
     /* HTTP/1.1 */
     http_parser hp;
+    struct evbuffer *batch;  /* what the next flush hands to the output at once */
     struct ck_http_req *cur; /* the request being read or answered */
     bool cur_done;           /* its message was read */
     bool in_header_value, url_too_long;
@@ -277,6 +278,7 @@ struct loop {
     bool stopped;       /* under qlock: ops are dropped */
     struct conn conns;  /* list anchor */
     struct conn *dirty; /* connections to flush */
+    bool self_pending;  /* ops queued by this loop's own thread, no wake-up written */
     evutil_socket_t fd;
     bool shutting;
     struct evbuffer *batch;
@@ -299,6 +301,9 @@ struct ck_http_channel {
     struct ck_http_server *srv;
     struct ck_http_req **subs; /* a list head per loop, each touched by its loop only */
 };
+
+/* The loop the calling thread runs, if it runs one. */
+static __thread struct loop *tl_loop;
 
 static void conn_free(struct conn *c);
 static void conn_mark_dirty(struct conn *c);
@@ -589,10 +594,32 @@ static bool body_allowed(int status)
  * content_length: the body's length, -1 for chunks, -2 for neither (an
  * HTTP/1.0 stream, whose body ends with the connection).
  */
+/*
+ * HTTP/1.1's answer bytes are collected here and handed to the output in one
+ * piece: libevent's OpenSSL bufferevent writes whatever is added to its
+ * output at once, one TLS record (and one write(2)) each time. The output
+ * itself when the batch cannot be made.
+ */
+static struct evbuffer *h1_batch(struct conn *c)
+{
+    if (!c->batch)
+        c->batch = evbuffer_new();
+    return c->batch ? c->batch : bufferevent_get_output(c->bev);
+}
+
+static void h1_handover(struct conn *c)
+{
+    if (!c->batch || !evbuffer_get_length(c->batch))
+        return;
+    if (c->peer->tls) /* one chain: one record */
+        evbuffer_pullup(c->batch, -1);
+    evbuffer_add_buffer(bufferevent_get_output(c->bev), c->batch);
+}
+
 static void h1_head(struct ck_http_req *r, int status, const struct ck_http_header *h, size_t n,
                     long content_length)
 {
-    struct evbuffer *out = bufferevent_get_output(r->c->bev);
+    struct evbuffer *out = h1_batch(r->c);
     bool close = r->c->close_after || r->c->going;
     evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, reason(status));
     for (size_t i = 0; i < n; i++)
@@ -896,11 +923,11 @@ static void h1_next(struct conn *c)
 static void h1_flush(struct conn *c)
 {
     struct ck_http_req *r = c->cur;
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct evbuffer *out = h1_batch(c), *sent = bufferevent_get_output(c->bev);
     if (!r || !r->answered)
         return;
     size_t moved = 0;
-    while (r->q_head && evbuffer_get_length(out) < OUT_HIGH) {
+    while (r->q_head && evbuffer_get_length(sent) + evbuffer_get_length(out) < OUT_HIGH) {
         struct piece *p = r->q_head;
         r->q_head = p->next;
         if (r->chunked)
@@ -916,12 +943,15 @@ static void h1_flush(struct conn *c)
         r->q_tail = &r->q_head;
     if (moved)
         pending_sub(r, moved);
-    if (c->cur != r || !r->ending || r->q_head)
+    if (c->cur != r || !r->ending || r->q_head) {
+        h1_handover(c);
         return;
+    }
     if (r->raw)
         c->close_after = true;
     if (r->chunked)
         evbuffer_add_reference(out, "0\r\n\r\n", 5, NULL, NULL);
+    h1_handover(c);
     h1_next(c);
 }
 
@@ -1125,6 +1155,8 @@ static void conn_free(struct conn *c)
     c->prev->next = c->next;
     c->next->prev = c->prev;
     bufferevent_free(c->bev);
+    if (c->batch)
+        evbuffer_free(c->batch);
     peer_unref(c->peer);
     free(c);
     loop_maybe_exit(L);
@@ -1347,10 +1379,14 @@ static void op_free(struct op *o)
     free(o);
 }
 
-/* Queues o to L, waking L when its queue was empty; after the loop stopped, drops it. */
+/*
+ * Queues o to L, waking L when its queue was empty; after the loop stopped,
+ * drops it. From L's own thread (an answer made in the request callback) no
+ * wake-up is written: the loop runs its queue before it next waits.
+ */
 static void op_push(struct loop *L, struct op *o)
 {
-    bool wake = false, drop = false;
+    bool wake = false, drop = false, self = tl_loop == L;
     pthread_mutex_lock(&L->qlock);
     if (L->stopped) {
         drop = true;
@@ -1363,6 +1399,8 @@ static void op_push(struct loop *L, struct op *o)
     pthread_mutex_unlock(&L->qlock);
     if (drop) {
         op_free(o);
+    } else if (self) {
+        L->self_pending = true;
     } else if (wake) {
         uint64_t one = 1;
         ssize_t n = write(L->efd, &one, sizeof one);
@@ -1515,23 +1553,8 @@ static void op_run(struct loop *L, struct op *o)
     op_free(o);
 }
 
-static void loop_flush_dirty(struct loop *L)
+static void loop_run_ops(struct loop *L)
 {
-    while (L->dirty) {
-        struct conn *c = L->dirty;
-        L->dirty = c->dirty_next;
-        c->dirty = false;
-        conn_flush(c);
-    }
-}
-
-static void on_wake(evutil_socket_t fd, short what, void *arg)
-{
-    struct loop *L = arg;
-    uint64_t n;
-    (void)what;
-    ssize_t rn = read(fd, &n, sizeof n);
-    (void)rn;
     pthread_mutex_lock(&L->qlock);
     struct op *o = L->q_head;
     L->q_head = NULL;
@@ -1542,6 +1565,37 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         op_run(L, o);
         o = next;
     }
+}
+
+/*
+ * After each callback of libevent's: the ops this thread queued meanwhile,
+ * then one flush of each connection made dirty, until neither is left (a
+ * flush may call a writable callback that writes again).
+ */
+static void loop_flush_dirty(struct loop *L)
+{
+    do {
+        if (L->self_pending) {
+            L->self_pending = false;
+            loop_run_ops(L);
+        }
+        while (L->dirty) {
+            struct conn *c = L->dirty;
+            L->dirty = c->dirty_next;
+            c->dirty = false;
+            conn_flush(c);
+        }
+    } while (L->self_pending);
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct loop *L = arg;
+    uint64_t n;
+    (void)what;
+    ssize_t rn = read(fd, &n, sizeof n);
+    (void)rn;
+    loop_run_ops(L);
     loop_flush_dirty(L);
 }
 
@@ -2037,6 +2091,7 @@ uint16_t ck_http_server_port(const struct ck_http_server *srv)
 static void *loop_run(void *arg)
 {
     struct loop *L = arg;
+    tl_loop = L;
     event_base_dispatch(L->base);
     /* bufferevent_free() closes a socket from the loop's next round (its
      * finalizer): run the rounds the connections closed last still need */
