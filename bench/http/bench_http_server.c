@@ -6,8 +6,8 @@
  *
  * GET /obj answers the same 1,673 bytes of JSON (one shared buffer, a
  * reference per answer); GET /watch streams the events POST-less GET /fire
- * publishes: 100 events of 200 bytes, 50 ms apart, through one broadcast
- * channel. Runs until SIGINT or SIGTERM, then prints its CPU time.
+ * publishes: 100 events of the spike's shape (with its "ts"), 50 ms apart,
+ * through one broadcast channel. Runs until SIGINT or SIGTERM, then prints its CPU time.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -25,14 +25,23 @@ static struct ck_http_buf *obj;
 static struct ck_http_channel *channel;
 static const struct ck_http_header json[] = {{"Content-Type", "application/json"}};
 
+/* The spike's events: "ts" is the monotonic clock at publication, which watch_client
+ * subtracts from its arrival time. */
 static void *feed(void *arg)
 {
     (void)arg;
     for (int i = 0; i < 100; i++) {
-        char ev[256];
+        char ev[512];
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        unsigned long long ns =
+            (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec;
         int n = snprintf(ev, sizeof ev,
-                         "{\"type\":\"MODIFIED\",\"object\":{\"seq\":%d,\"pad\":\"%0*d\"}}\n", i,
-                         150, 0);
+                         "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\","
+                         "\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"spike\",\"namespace\":"
+                         "\"default\",\"resourceVersion\":\"%d\"},\"data\":{\"ts\":\"%llu\","
+                         "\"pad\":\"%0128d\"}}}\n",
+                         i + 1, ns, 0);
         struct ck_http_buf *b = ck_http_buf_new(ev, (size_t)n);
         ck_http_channel_publish(channel, b);
         ck_http_buf_unref(b);
