@@ -706,17 +706,13 @@ static void test_broadcast_reaches_every_stream_in_order(void **state)
     stop(srv);
 }
 
-static void test_slow_reader_is_closed(void **state)
+/*
+ * Publishes up to 64 MiB in events of 16 KiB to the one watch, whose reader
+ * reads nothing, until the server ends it (its queue dropped): the close
+ * callback ran once.
+ */
+static void flood_until_closed(void)
 {
-    struct ck_http_config cfg = {
-        .loops = 1, .stream_high_water = 64 << 10, .stream_max_pending = 512 << 10};
-    struct ck_http_server *srv = start(&cfg);
-    (void)state;
-    int fd = connect_local(ck_http_server_port(srv), 4096);
-    const char req[] = "GET /watch HTTP/1.1\r\nHost: x\r\n\r\n";
-    assert_int_equal(send(fd, req, sizeof req - 1, 0), (ssize_t)sizeof req - 1);
-    wait_watches(1);
-    struct ck_http_req *w = T.watches[0];
     char *big = calloc(1, 16384);
     memset(big, 'x', 16383);
     struct ck_http_buf *ev = ck_http_buf_new(big, 16384);
@@ -743,7 +739,21 @@ static void test_slow_reader_is_closed(void **state)
         ;
     assert_int_equal(T.closed, 1); /* ended by the server, its queue dropped */
     pthread_mutex_unlock(&T.lock);
-    (void)w;
+}
+
+static const struct ck_http_config slow_cfg = {
+    .loops = 1, .stream_high_water = 64 << 10, .stream_max_pending = 512 << 10};
+
+static void test_slow_reader_is_closed(void **state)
+{
+    struct ck_http_config cfg = slow_cfg;
+    struct ck_http_server *srv = start(&cfg);
+    (void)state;
+    int fd = connect_local(ck_http_server_port(srv), 4096);
+    const char req[] = "GET /watch HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(send(fd, req, sizeof req - 1, 0), (ssize_t)sizeof req - 1);
+    wait_watches(1);
+    flood_until_closed();
     close(fd);
     stop(srv);
 }
@@ -1077,6 +1087,26 @@ static void test_h2c_reuse_and_goaway(void **state)
     stop(srv);
 }
 
+/* Over HTTP/2 the client's stream window (64 KiB) stops the frames; the queue behind it is ended.
+ */
+static void test_slow_h2_reader_is_closed(void **state)
+{
+    struct ck_http_config cfg = slow_cfg;
+    struct ck_http_server *srv = start(&cfg);
+    struct h2c h;
+    (void)state;
+    h2c_open(&h, ck_http_server_port(srv));
+    int32_t w = h2c_get(&h, "/watch");
+    wait_watches(1);
+    flood_until_closed();
+    /* the stream ended cleanly once the client read what its window let through */
+    h2c_until(&h, &h.closed[w / 2]);
+    assert_true(h.closed[w / 2]);
+    assert_int_equal(h.status[w / 2], 200);
+    h2c_close_client(&h);
+    stop(srv);
+}
+
 static void test_server_new_survives_failed_allocations(void **state)
 {
     struct ck_http_config cfg = {.loops = 3, .on_request = on_request};
@@ -1109,6 +1139,7 @@ int main(void)
         cmocka_unit_test(test_idle_connection_closed_watch_kept),
         cmocka_unit_test(test_upgrade_makes_a_byte_stream),
         cmocka_unit_test(test_h2c_reuse_and_goaway),
+        cmocka_unit_test(test_slow_h2_reader_is_closed),
         cmocka_unit_test(test_server_new_survives_failed_allocations),
     };
     curl_global_init(CURL_GLOBAL_ALL);
