@@ -493,12 +493,21 @@ def main():
             "py-deploy", "default", {"status": {"observedGeneration": 3, "replicas": 1}})
         check("status patch writes status only",
               status.status.observed_generation == 3 and status.spec.replicas == 4)
+        # a dependent that blocks its owner's deletion and holds a finalizer of its own, so
+        # that the foreground deletion waits for it however fast the garbage collector is
+        core.create_namespaced_config_map("default", client.V1ConfigMap(
+            metadata=client.V1ObjectMeta(
+                name="py-hold", finalizers=["example.com/hold"],
+                owner_references=[client.V1OwnerReference(
+                    api_version="apps/v1", kind="Deployment", name="py-deploy",
+                    uid=made.metadata.uid, block_owner_deletion=True)])))
         gone = apps.delete_namespaced_deployment(
             "py-deploy", "default", body=client.V1DeleteOptions(propagation_policy="Foreground"))
         held = apps.read_namespaced_deployment("py-deploy", "default")
         check("foreground delete leaves the deployment with its finalizer",
               held.metadata.finalizers == ["foregroundDeletion"] and
               held.metadata.deletion_timestamp is not None and gone is not None)
+        core.patch_namespaced_config_map("py-hold", "default", {"metadata": {"finalizers": None}})
 
         try:
             core.read_namespaced_pod("nope", "default")
