@@ -12,8 +12,8 @@
  * seconds after they were freed (its decay), also while a server is idle, where
  * otherwise purging only happens as a side effect of later allocations. Those
  * threads do not reach the blocks each thread keeps in its cache: the threads that
- * wait for work give them back themselves (ck__memory_idle), which took 12 MB of
- * cached blocks out of an idle `ckube server` (docs/benchmarks.md, "Start-up and
+ * wait for work give them back themselves (ck__memory_idle), which took those of
+ * an idle `ckube server` from 12 to 3 MB (docs/benchmarks.md, "Start-up and
  * idle").
  */
 #include <malloc.h>
