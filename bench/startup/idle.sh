@@ -4,6 +4,8 @@
 #
 #   bench/startup/idle.sh [RESTARTS]          (default 7)
 #   CKUBE=BINARY bench/startup/idle.sh        (another build: to compare two)
+#   bench/startup/idle.sh --breakdown         (one restart each, and what its RSS is
+#                                              made of: bench/startup/breakdown.sh)
 #
 # Builds ckube as users run it (build-rel: RelWithDebInfo, jemalloc), then for each of
 # "--controllers=*" (the default) and "--controllers=-*": a first start on a new data
@@ -16,6 +18,11 @@
 # on a shared machine; the CPU times and memory move much less).
 set -eu
 cd "$(dirname "$0")/../.."
+breakdown=false
+if [ "${1:-}" = --breakdown ]; then
+    breakdown=true
+    set -- 1
+fi
 restarts=${1:-7}
 . bench/lib.sh
 ckube=$(bench_ckube)
@@ -56,6 +63,7 @@ one_start() {
     echo "$(((end - start) / 1000000)) $cpu_ready $cpu_idle $(status "$server_pid" VmRSS)" \
         "$(status "$server_pid" RssAnon) $(status "$server_pid" RssFile)" \
         "$(status "$server_pid" Threads)"
+    ! $breakdown || bench/startup/breakdown.sh "$server_pid" >>"$work/breakdown"
     kill "$server_pid"
     wait "$server_pid" 2>/dev/null || true
     server_pid=""
@@ -70,6 +78,7 @@ for controllers in '*' '-*'; do
     echo "start     ms  cpu@ready  cpu@+2s  VmRSS  RssAnon  RssFile  threads  (ms, KiB)"
     printf "first %8s %10s %8s %6s %8s %8s %8s\n" $(one_start "$dir" "$controllers")
     : >"$work/runs"
+    : >"$work/breakdown"
     for i in $(seq "$restarts"); do
         line=$(one_start "$dir" "$controllers")
         echo "$line" >>"$work/runs"
@@ -80,6 +89,7 @@ for controllers in '*' '-*'; do
         "$(cut -d' ' -f3 "$work/runs" | summary) ms;" \
         "VmRSS $(cut -d' ' -f4 "$work/runs" | summary) KiB (anon $(cut -d' ' -f5 "$work/runs" | summary));" \
         "threads $(cut -d' ' -f7 "$work/runs" | summary)"
+    ! $breakdown || { echo; cat "$work/breakdown"; }
 done
 echo
 echo "load average (1 min) at the end $(cut -d' ' -f1 /proc/loadavg)"

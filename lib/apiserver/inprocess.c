@@ -249,7 +249,15 @@ static void take(struct watch *w, struct event **batch, size_t *n, size_t *cap,
                  const atomic_bool *stop, int64_t wake_at)
 {
     pthread_mutex_lock(&w->lock);
+    bool idle = false;
     while (w->n == 0 && !w->ended && !(stop && atomic_load(stop)) && now_seconds() < wake_at) {
+        if (!idle) { /* about to wait: the watcher's thread gives its allocator cache back */
+            idle = true;
+            pthread_mutex_unlock(&w->lock);
+            ck__memory_idle();
+            pthread_mutex_lock(&w->lock);
+            continue;
+        }
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += 1;

@@ -50,9 +50,15 @@ struct ck__workers {
 static void *worker_main(void *arg)
 {
     struct ck__workers *w = arg;
+    bool worked = false; /* a thread that never allocated has no cache to give back */
     pthread_mutex_lock(&w->lock);
     for (;;) {
         w->n_idle++;
+        if (worked && !w->head && !w->stopping) { /* about to wait */
+            pthread_mutex_unlock(&w->lock);
+            ck__memory_idle();
+            pthread_mutex_lock(&w->lock);
+        }
         while (!w->head && !w->stopping)
             pthread_cond_wait(&w->queued, &w->lock);
         w->n_idle--;
@@ -65,6 +71,7 @@ static void *worker_main(void *arg)
         w->n_queued--;
         pthread_mutex_unlock(&w->lock);
         job->run(job);
+        worked = true;
         pthread_mutex_lock(&w->lock);
     }
     pthread_mutex_unlock(&w->lock);

@@ -672,8 +672,14 @@ static void send_event(struct ck_event_recorder *r, const json_t *ev)
 static void *sender_main(void *arg)
 {
     struct ck_event_recorder *r = arg;
+    bool worked = false; /* a thread that never allocated has no cache to give back */
     pthread_mutex_lock(&r->lock);
     for (;;) {
+        if (worked && r->len == 0 && !r->stop) { /* about to wait */
+            pthread_mutex_unlock(&r->lock);
+            ck__memory_idle();
+            pthread_mutex_lock(&r->lock);
+        }
         while (r->len == 0 && !r->stop)
             ck_clock_wait(r->clock, &r->wake, &r->lock, CK_TIME_NEVER);
         if (r->stop)
@@ -686,6 +692,7 @@ static void *sender_main(void *arg)
         pthread_mutex_unlock(&r->lock);
         send_event(r, ev);
         json_decref(ev);
+        worked = true;
         pthread_mutex_lock(&r->lock);
         r->busy = false;
         if (r->len == 0)

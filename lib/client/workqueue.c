@@ -20,7 +20,8 @@
  * Metrics follow client-go's queueMetrics: adds and depth on add, queue latency on get,
  * work duration on done, and unfinished/longest-running computed when read.
  *
- * Threading: every public call takes q->lock; getters sleep on q->cond. delaying.c and
+ * Threading: every public call takes q->lock; getters sleep on q->cond, after giving
+ * their allocator cache back (ck__memory_idle) when the queue is empty. delaying.c and
  * ratelimit.c extend the same struct under the same lock.
  */
 #define _GNU_SOURCE
@@ -180,6 +181,11 @@ static const char *take_head(struct ck_wq *q)
 int ck_wq_get(struct ck_wq *q, const char **ret_key)
 {
     pthread_mutex_lock(&q->lock);
+    if (q->len == 0 && !q->shutting_down) { /* about to wait */
+        pthread_mutex_unlock(&q->lock);
+        ck__memory_idle();
+        pthread_mutex_lock(&q->lock);
+    }
     while (q->len == 0 && !q->shutting_down)
         pthread_cond_wait(&q->cond, &q->lock);
     int r = CK_ESHUTDOWN;

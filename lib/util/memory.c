@@ -10,7 +10,11 @@
  *
  * jemalloc is told to run its background threads: they give pages back some
  * seconds after they were freed (its decay), also while a server is idle, where
- * otherwise purging only happens as a side effect of later allocations.
+ * otherwise purging only happens as a side effect of later allocations. Those
+ * threads do not reach the blocks each thread keeps in its cache: the threads that
+ * wait for work give them back themselves (ck__memory_idle), which took those of
+ * an idle `ckube server` from 12 to 3 MB (docs/benchmarks.md, "Start-up and
+ * idle").
  */
 #include <malloc.h>
 
@@ -35,6 +39,11 @@ void ck__memory_release(void)
     mallctl("arena." STRINGIFY(MALLCTL_ARENAS_ALL) ".purge", NULL, NULL, NULL, 0);
 }
 
+void ck__memory_idle(void)
+{
+    mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
+}
+
 const char *ck__memory_allocator(void)
 {
     return "jemalloc";
@@ -57,6 +66,10 @@ void ck__memory_setup(void)
 void ck__memory_release(void)
 {
     malloc_trim(0);
+}
+
+void ck__memory_idle(void)
+{
 }
 
 const char *ck__memory_allocator(void)

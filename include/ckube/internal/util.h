@@ -9,7 +9,8 @@
  *   hook that makes the Nth call fail, so allocation failure is an ordinary test
  *   (SQLite's faultsim). The hook is process-wide; its counters are atomic.
  * - ck__memory_release: free pages given back to the system now, whichever allocator
- *   the program links (jemalloc, or glibc's in sanitizer builds).
+ *   the program links (jemalloc, or glibc's in sanitizer builds); ck__memory_idle: the
+ *   calling thread's cache of freed blocks given back before it waits.
  * - struct ck__strmap: a string-keyed hash map (chaining, FNV-1a, doubling). It copies
  *   keys and stores void * values it does not own. Not thread-safe: its owner locks.
  * - struct ck__buf: a growable NUL-terminated byte buffer with an optional cap and a
@@ -86,6 +87,15 @@ void ck__memory_setup(void);
  * one request freed megabytes at once (a long list, many definitions).
  */
 void ck__memory_release(void);
+
+/*
+ * The calling thread is about to wait, maybe long (a worker with an empty queue, a
+ * watch with no events): the blocks its allocator cache holds go back to the arenas,
+ * where other threads reuse them and whole free pages go back to the system. jemalloc
+ * keeps up to some hundred KiB per thread that allocated, and an idle server has a
+ * hundred such threads; nothing with glibc's allocator.
+ */
+void ck__memory_idle(void);
 
 /*
  * "jemalloc", or "libc" when built with CKUBE_ALLOCATOR=libc or with a sanitizer

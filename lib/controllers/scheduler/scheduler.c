@@ -325,8 +325,14 @@ static void bind_one(struct ck_scheduler *s, struct bind_job *j)
 static void *binder_main(void *arg)
 {
     struct ck_scheduler *s = arg;
+    bool worked = false; /* a thread that never allocated has no cache to give back */
     pthread_mutex_lock(&s->bind_lock);
     for (;;) {
+        if (worked && !s->jobs && !s->binders_stop) { /* about to wait */
+            pthread_mutex_unlock(&s->bind_lock);
+            ck__memory_idle();
+            pthread_mutex_lock(&s->bind_lock);
+        }
         while (!s->jobs && !s->binders_stop)
             pthread_cond_wait(&s->bind_cond, &s->bind_lock);
         struct bind_job *j = s->jobs;
@@ -338,6 +344,7 @@ static void *binder_main(void *arg)
         pthread_mutex_unlock(&s->bind_lock);
         bind_one(s, j);
         job_free(j);
+        worked = true;
         pthread_mutex_lock(&s->bind_lock);
     }
     pthread_mutex_unlock(&s->bind_lock);
