@@ -22,8 +22,12 @@
  * process may reap it: the agent's process runtime reaps every child) and starts it
  * again after a back-off of 1 s doubling to 60 s, back to 1 s after a run of 10 min.
  * ck_cmd_containerd_stop() wakes it through an eventfd; it sends SIGTERM, and SIGKILL
- * after 10 s.
+ * after 10 s. The child keeps only its standard streams: the server's descriptors (its
+ * components' connections to the API server, made without close-on-exec by libcurl) are
+ * closed before the exec, or containerd and its shims would hold them open after the
+ * server closed them.
  */
+#define _GNU_SOURCE /* close_range */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -264,8 +268,9 @@ static void find_pause_archive(struct ck_cmd_containerd *c)
  * Starts argv[0] (an absolute path) with stdin from /dev/null and stdout and stderr to
  * out_fd. daemon: in a session of its own, killed when this thread ends. Every signal
  * unblocked and at its default in the child (the server blocks SIGINT and SIGTERM for
- * sigwait and ignores SIGPIPE; a Go program keeps a blocked mask). Only async-signal-safe
- * calls between fork and exec. The child's pid and a pidfd of it, or -1.
+ * sigwait and ignores SIGPIPE; a Go program keeps a blocked mask), and no descriptor but
+ * those three. Only async-signal-safe calls between fork and exec. The child's pid and a
+ * pidfd of it, or -1.
  */
 static pid_t spawn(char *const argv[], int out_fd, bool daemon, int *ret_pidfd)
 {
@@ -288,6 +293,9 @@ static pid_t spawn(char *const argv[], int out_fd, bool daemon, int *ret_pidfd)
         }
         if (dup2(devnull, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
             _exit(127);
+        if (close_range(3, ~0u, 0) < 0) /* before Linux 5.9: one by one */
+            for (int fd = 3; fd < 65536; fd++)
+                close(fd);
         execv(argv[0], argv);
         _exit(127);
     }

@@ -5,7 +5,10 @@
  * The agent is a client of the server like any other: over HTTPS with a client
  * certificate for system:node:NAME in group system:nodes, signed by the cluster CA and
  * kept in the PKI directory as system-node-NAME.crt/.key (the name `ckube certs client`
- * gives it), so the Node authorizer and admission treat it as any node's kubelet. It
+ * gives it), so the Node authorizer and admission treat it as any node's kubelet. Its
+ * informers (the pods bound to it, the Services) list and watch straight from the server,
+ * in-process, as that same user in system:nodes: RBAC and the node authorizer judge those
+ * reads as they judge its client's requests, which make every write. It
  * starts on a thread of its own that calls ck_agent_run() every second until the node is
  * registered, as `ckube agent` does while its server is not up.
  *
@@ -35,6 +38,7 @@
 #include <unistd.h>
 
 #include "ckube/auth.h"
+#include "ckube/informer.h"
 #include "ckube/internal/util.h"
 #include "ckube/proxy.h"
 #include "ckube/rest.h"
@@ -50,6 +54,9 @@ struct ck_cmd_node {
     const char *cluster_dns[1];    /* the agent's cluster DNS server (o's string) */
     struct ck_agent *agent;        /* made by the starter once the runtime answers */
     struct ck_agent_config config; /* its strings are n's, the options' or containerd's */
+    struct ck_apiserver *server;   /* the agent's informers read from it */
+    struct ck_list_watch_maker in_process;
+    char user[300]; /* system:node:NAME */
     pthread_t starter;
     bool starter_running;
     pthread_mutex_t mu;
@@ -229,6 +236,23 @@ static int start_proxy(const struct ck_apiserver *server, struct ck_cmd_node *n,
     return 0;
 }
 
+/* The agent's informers' reads, in-process, as its client's user: system:node:NAME. */
+static int in_process_list_watch(void *arg, const struct ck_resource *res, const char *namespace,
+                                 bool metadata, struct ck_list_watch *ret_lw, struct ck_err *reterr)
+{
+    static const char *const groups[] = {"system:nodes", "system:authenticated"};
+    const struct ck_cmd_node *n = arg;
+    return (metadata ? ck_apiserver_metadata_list_watch_init : ck_apiserver_list_watch_init)(
+        n->server, res->group, res->version, res->resource, namespace, n->user, groups, 2, ret_lw,
+        reterr);
+}
+
+static void release_list_watch(void *arg, struct ck_list_watch *lw)
+{
+    (void)arg;
+    ck_apiserver_list_watch_release(lw);
+}
+
 /* The agent's client: the server's URL, as system:node:NAME when it speaks TLS. */
 static int node_client(const struct ck_apiserver *server, const char *name, struct ck_rest **ret,
                        struct ck_err *reterr)
@@ -240,7 +264,7 @@ static int node_client(const struct ck_apiserver *server, const char *name, stru
     return ck_cmd_component_client(server, base, cn, "system:nodes", -1, 0, ret, reterr);
 }
 
-int ck_cmd_node_start(const struct ck_apiserver *server, const struct ck_cmd_node_options *o,
+int ck_cmd_node_start(struct ck_apiserver *server, const struct ck_cmd_node_options *o,
                       struct ck_cmd_node **ret)
 {
     *ret = NULL;
@@ -342,6 +366,10 @@ int ck_cmd_node_start(const struct ck_apiserver *server, const struct ck_cmd_nod
         return 0;
     }
     config.client = n->client;
+    n->server = server;
+    snprintf(n->user, sizeof(n->user), "system:node:%s", n->name);
+    n->in_process = (struct ck_list_watch_maker){in_process_list_watch, release_list_watch, n};
+    config.list_watch = &n->in_process;
     if (o->cluster_dns) {
         n->cluster_dns[0] = o->cluster_dns;
         config.cluster_dns = n->cluster_dns;

@@ -66,11 +66,12 @@ const char *ck_cmd_node_check(const struct ck_cmd_node_options *o);
 
 /*
  * Starts the server's node: its containerd when it needs one, and the agent, which
- * registers the node as soon as server serves (retried every second). With the options'
+ * registers the node as soon as server serves (retried every second) and whose informers
+ * read from server in-process (it must outlive the node). With the options'
  * runtime unusable (cri, no endpoint, no containerd installed) it logs why and what to
  * do and starts nothing. *ret may be NULL (no node). 0, or -1 after logging why.
  */
-int ck_cmd_node_start(const struct ck_apiserver *server, const struct ck_cmd_node_options *o,
+int ck_cmd_node_start(struct ck_apiserver *server, const struct ck_cmd_node_options *o,
                       struct ck_cmd_node **ret);
 
 /*

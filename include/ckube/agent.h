@@ -242,6 +242,8 @@ void ck_agent_backoff_next(struct ck_agent_backoff *b, int64_t now);
 
 /* ---- the node agent (agent.c), `ckube agent` ---- */
 
+struct ck_list_watch_maker;
+
 struct ck_agent_config {
     struct ck_rest *client; /* borrowed; must outlive the agent */
     const char *node_name;  /* required */
@@ -299,6 +301,14 @@ struct ck_agent_config {
     int image_gc_high_threshold; /* percent of the image filesystem; 100: never */
     int image_gc_low_threshold;  /* percent, below high */
     int64_t minimum_image_ttl;   /* --minimum-image-ttl-duration */
+    /*
+     * Where the pods' and Services' informers list and watch (ckube/informer.h; borrowed,
+     * must outlive the agent): NULL, through client (`ckube agent`); `ckube server` gives
+     * its own node a maker that reads straight from the server as system:node:NAME, judged
+     * by RBAC and the node authorizer as the client's requests are. Every write, and every
+     * other read, still goes through client.
+     */
+    const struct ck_list_watch_maker *list_watch;
 };
 
 #define CK_AGENT_POD_WORKERS_MAX  256

@@ -148,8 +148,11 @@ struct ck_agent {
     char *node_name, *root_dir, *host_ip, *field_selector;
     const struct ck_resource *pods_res, *nodes_res;
     struct ck_ctl_client ctl;
-    struct ck_rest_list_watch rlw;
-    struct ck_list_watch lw;
+    struct ck_rest_list_watch rlw; /* the pods' over the client, without a maker */
+    struct ck_list_watch pods_src; /* every pod's: rlw's, or the maker's */
+    struct ck_list_watch svc_src;  /* the maker's Services' */
+    bool pods_made, svc_made;      /* made by config.list_watch: released by it */
+    struct ck_list_watch lw;       /* pods_src, limited to this node */
     struct ck_informer *pods_inf;
     struct ck_lister pod_lister;
     /* every Service, for pods' service link variables (kubelet's serviceLister) */
@@ -2389,7 +2392,7 @@ static int lw_list(void *ctx, const struct ck_list_options *opts, json_t **ret_l
     struct ck_agent *a = ctx;
     struct ck_list_options o = *opts;
     o.field_selector = a->field_selector;
-    return a->rlw.lw.list(a->rlw.lw.ctx, &o, ret_list, reterr);
+    return a->pods_src.list(a->pods_src.ctx, &o, ret_list, reterr);
 }
 
 static int lw_watch(void *ctx, const struct ck_list_options *opts, ck_watch_func fn, void *arg,
@@ -2398,7 +2401,7 @@ static int lw_watch(void *ctx, const struct ck_list_options *opts, ck_watch_func
     struct ck_agent *a = ctx;
     struct ck_list_options o = *opts;
     o.field_selector = a->field_selector;
-    return a->rlw.lw.watch(a->rlw.lw.ctx, &o, fn, arg, stop, reterr);
+    return a->pods_src.watch(a->pods_src.ctx, &o, fn, arg, stop, reterr);
 }
 
 /* ---- lifecycle ---- */
@@ -2518,7 +2521,13 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
     }
     if ((r = ck_event_recorder_new(&eo, &sink, &a->events, reterr)) < 0)
         goto fail;
-    ck_rest_list_watch_init(&a->rlw, config->client, a->pods_res, NULL);
+    const struct ck_list_watch_maker *maker = config->list_watch;
+    if (!maker) {
+        ck_rest_list_watch_init(&a->rlw, config->client, a->pods_res, NULL);
+        a->pods_src = a->rlw.lw;
+    } else if ((r = maker->make(maker->arg, a->pods_res, NULL, false, &a->pods_src, reterr)) < 0)
+        goto fail;
+    a->pods_made = maker != NULL;
     a->lw = (struct ck_list_watch){lw_list, lw_watch, a};
     struct ck_informer_options io = {.list_watch = &a->lw, .res = a->pods_res};
     r = ck_informer_new(&io, &a->pods_inf, reterr);
@@ -2531,6 +2540,11 @@ int ck_agent_new(const struct ck_agent_config *config, struct ck_agent **ret, st
         r = ck_err_set(reterr, CK_ENOENT, "no kind serves services");
         goto fail;
     }
+    if (maker && (r = maker->make(maker->arg, so.res, NULL, false, &a->svc_src, reterr)) < 0)
+        goto fail;
+    a->svc_made = maker != NULL;
+    if (maker)
+        so.list_watch = &a->svc_src;
     if ((r = ck_informer_new(&so, &a->svc_inf, reterr)) < 0)
         goto fail;
     ck_lister_init(&a->svc_lister, ck_informer_indexer(a->svc_inf));
@@ -2643,6 +2657,11 @@ struct ck_agent *ck_agent_free(struct ck_agent *a)
     ck__agent_tls_release(&a->tls);
     ck_informer_free(a->pods_inf);
     ck_informer_free(a->svc_inf);
+    const struct ck_list_watch_maker *maker = a->config.list_watch;
+    if (a->pods_made && maker->release)
+        maker->release(maker->arg, &a->pods_src);
+    if (a->svc_made && maker->release)
+        maker->release(maker->arg, &a->svc_src);
     ck_event_recorder_free(a->events);
     /* the containers keep running, as with the kubelet: a new agent finds them again */
     for (size_t i = 0; i < a->pods.n; i++)

@@ -10,7 +10,10 @@
  * to every running pod through pods/ephemeralcontainers starts (the pod's containers
  * grow while those readers look), pods deleted with a grace
  * period and deleted at once (gone from the cache) are both removed with their
- * directories, and the agent's free joins its workers. Built to be run under
+ * directories, and the agent's free joins its workers. Its informers list and watch in-process
+ * (ck_agent_config's list_watch, as `ckube server` gives its own node: made for the pods and the
+ * Services, released by the agent's free), so the pods reach it through the server's in-process
+ * watch; `ckube agent`'s REST informers are the e2e.agent_* tests'. Built to be run under
  * ThreadSanitizer too (label "concurrency").
  */
 #include "cktest.h"
@@ -31,6 +34,7 @@
 #pragma GCC diagnostic pop
 #include "../../lib/agent/internal.h"
 #include "ckube/agent.h"
+#include "ckube/informer.h"
 #include "ckube/rest.h"
 
 #define NODE    "pw-node"
@@ -234,6 +238,30 @@ static bool dir_empty(const char *path)
     return system(cmd) == 0;
 }
 
+struct maker_calls {
+    struct ck_apiserver *server;
+    int pods, services, released;
+};
+
+/* The in-process source, as system:node:NODE, counting what the agent asks for. */
+static int make_in_process(void *arg, const struct ck_resource *res, const char *namespace,
+                           bool metadata, struct ck_list_watch *ret_lw, struct ck_err *reterr)
+{
+    static const char *const groups[] = {"system:nodes", "system:authenticated"};
+    struct maker_calls *m = arg;
+    assert_false(metadata);
+    m->pods += strcmp(res->resource, "pods") == 0;
+    m->services += strcmp(res->resource, "services") == 0;
+    return ck_apiserver_list_watch_init(m->server, res->group, res->version, res->resource,
+                                        namespace, "system:node:" NODE, groups, 2, ret_lw, reterr);
+}
+
+static void release_in_process(void *arg, struct ck_list_watch *lw)
+{
+    ((struct maker_calls *)arg)->released++;
+    ck_apiserver_list_watch_release(lw);
+}
+
 static void test_pods_on_few_workers(void **state)
 {
     (void)state;
@@ -246,7 +274,10 @@ static void test_pods_on_few_workers(void **state)
     struct ck_err err = {0};
     assert_int_equal(ck_rest_new(&rc, &c, &err), 0);
 
+    struct maker_calls calls = {.server = server};
+    struct ck_list_watch_maker maker = {make_in_process, release_in_process, &calls};
     struct ck_agent_config config = {.client = c,
+                                     .list_watch = &maker,
                                      .node_name = NODE,
                                      .node_ip = "127.0.0.1",
                                      .root_dir = root,
@@ -258,6 +289,8 @@ static void test_pods_on_few_workers(void **state)
     struct ck_agent *a = NULL;
     if (ck_agent_new(&config, &a, &err) < 0)
         fail_msg("agent: %s", err.msg);
+    assert_int_equal(calls.pods, 1);
+    assert_int_equal(calls.services, 1);
     if (ck_agent_run(a, &err) < 0)
         fail_msg("agent run: %s", err.msg);
 
@@ -355,6 +388,7 @@ static void test_pods_on_few_workers(void **state)
         pthread_join(readers[i], NULL);
     assert_true(atomic_load(&rd.looks) > 0);
     ck_agent_free(a);
+    assert_int_equal(calls.released, 2);
     ck_rest_free(c);
     test_server_stop(server, sdir);
 }

@@ -7,7 +7,10 @@
  * compacted revision, Kubernetes' 403 for a collection the user may not read, a stop
  * noticed within a second, custom resources in each served version, the metadata form against the
  * metadata client's, and an informer factory whose informers (and metadata informers) list and
- * watch in-process through ck_informer_factory_set_list_watch().
+ * watch in-process through ck_informer_factory_set_list_watch(), and a node's own reads (as
+ * system:node:NAME in system:nodes, as `ckube server`'s own node agent lists): the pods bound
+ * to it as over REST, and the node authorizer's 403 for Secrets and ConfigMaps it has no
+ * relationship with, word for word.
  */
 #define _GNU_SOURCE
 #include "cktest.h"
@@ -26,7 +29,10 @@
 static const struct ck_resource configmaps = {"", "v1", "configmaps", true};
 static const struct ck_resource rolebindings = {"rbac.authorization.k8s.io", "v1", "rolebindings",
                                                 true};
+static const struct ck_resource pods = {"", "v1", "pods", true};
+static const struct ck_resource secrets = {"", "v1", "secrets", true};
 static const char *const authenticated[] = {"system:authenticated"};
+static const char *const node_groups[] = {"system:nodes", "system:authenticated"};
 
 struct fixture {
     char dir[64];
@@ -36,6 +42,7 @@ struct fixture {
     struct ck_apiserver *server;
     struct ck_rest *admin;
     struct ck_rest *jane; /* a token user who may view namespace default only */
+    struct ck_rest *node; /* system:node:n1 in system:nodes, a token user */
 };
 
 static void start(struct fixture *f)
@@ -58,11 +65,14 @@ static void start(struct fixture *f)
     struct ck_rest_config rc = {
         .server = ck_apiserver_url(f->server), .token = "jane-token", .ca_file = ca, .qps = -1};
     assert_int_equal(ck_rest_new(&rc, &f->jane, &err), 0);
+    rc.token = "node-token";
+    assert_int_equal(ck_rest_new(&rc, &f->node, &err), 0);
 }
 
 static void stop(struct fixture *f)
 {
     f->jane = ck_rest_free(f->jane);
+    f->node = ck_rest_free(f->node);
     f->admin = ck_rest_free(f->admin);
     f->server = ck_apiserver_free(f->server);
 }
@@ -77,6 +87,7 @@ static int setup(void **state)
     FILE *t = fopen(f->tokens, "w");
     assert_non_null(t);
     fputs("jane-token,jane,1001\n", t);
+    fputs("node-token,system:node:n1,1002,system:nodes\n", t);
     fclose(t);
     start(f);
     json_t *rb = json_pack(
@@ -392,6 +403,39 @@ static void test_custom_resources(void **state)
     }
 }
 
+/*
+ * Lists and watches through in and rest, both refused: 403 Forbidden with the same message, which
+ * holds list_words (the list's) and watch_words (the watch's).
+ */
+static void same_refusal(const struct ck_list_watch *in, const struct ck_list_watch *rest,
+                         const char *list_words, const char *watch_words)
+{
+    struct ck_list_options opts = {0};
+    json_t *list = NULL;
+    struct ck_err ein = {0}, erest = {0};
+    assert_int_equal(in->list(in->ctx, &opts, &list, &ein), CK_EPERM);
+    assert_int_equal(rest->list(rest->ctx, &opts, &list, &erest), CK_EPERM);
+    assert_null(list);
+    assert_int_equal(ein.http_status, 403);
+    assert_string_equal(ein.reason, "Forbidden");
+    assert_string_equal(ck_err_message(&ein), ck_err_message(&erest));
+    if (!strstr(ck_err_message(&ein), list_words))
+        fail_msg("no \"%s\" in \"%s\"", list_words, ck_err_message(&ein));
+    ck_err_release(&ein);
+    ck_err_release(&erest);
+    struct collected c = {json_array(), 1};
+    opts.resource_version = "1";
+    assert_int_equal(in->watch(in->ctx, &opts, collect, &c, NULL, &ein), CK_EPERM);
+    assert_int_equal(rest->watch(rest->ctx, &opts, collect, &c, NULL, &erest), CK_EPERM);
+    assert_string_equal(ck_err_message(&ein), ck_err_message(&erest));
+    if (!strstr(ck_err_message(&ein), watch_words))
+        fail_msg("no \"%s\" in \"%s\"", watch_words, ck_err_message(&ein));
+    assert_int_equal(json_array_size(c.events), 0);
+    json_decref(c.events);
+    ck_err_release(&ein);
+    ck_err_release(&erest);
+}
+
 static void test_forbidden(void **state)
 {
     struct fixture *f = *state;
@@ -399,29 +443,13 @@ static void test_forbidden(void **state)
     jane_in_process(f, "kube-system", &in);
     struct ck_rest_list_watch rest;
     ck_rest_list_watch_init(&rest, f->jane, &configmaps, "kube-system");
-    struct ck_list_options opts = {0};
+    same_refusal(&in, &rest.lw,
+                 "configmaps is forbidden: User \"jane\" cannot list resource \"configmaps\" in "
+                 "API group \"\" in the namespace \"kube-system\"",
+                 "cannot watch resource \"configmaps\"");
+    struct ck_list_options opts = {.resource_version = "1"};
     json_t *list = NULL;
-    struct ck_err ein = {0}, erest = {0};
-    assert_int_equal(in.list(in.ctx, &opts, &list, &ein), CK_EPERM);
-    assert_int_equal(rest.lw.list(rest.lw.ctx, &opts, &list, &erest), CK_EPERM);
-    assert_int_equal(ein.http_status, 403);
-    assert_string_equal(ein.reason, "Forbidden");
-    assert_string_equal(ck_err_message(&ein), ck_err_message(&erest));
-    assert_non_null(strstr(ck_err_message(&ein),
-                           "configmaps is forbidden: User \"jane\" cannot list resource "
-                           "\"configmaps\" in API group \"\" in the namespace \"kube-system\""));
-    ck_err_release(&ein);
-    ck_err_release(&erest);
-    struct collected c = {json_array(), 1};
-    opts.resource_version = "1";
-    assert_int_equal(in.watch(in.ctx, &opts, collect, &c, NULL, &ein), CK_EPERM);
-    assert_int_equal(rest.lw.watch(rest.lw.ctx, &opts, collect, &c, NULL, &erest), CK_EPERM);
-    assert_string_equal(ck_err_message(&ein), ck_err_message(&erest));
-    assert_non_null(strstr(ck_err_message(&ein), "cannot watch resource \"configmaps\""));
-    assert_int_equal(json_array_size(c.events), 0);
-    json_decref(c.events);
-    ck_err_release(&ein);
-    ck_err_release(&erest);
+    struct ck_err ein = {0};
     ck_apiserver_list_watch_release(&in);
     /* every namespace is not hers either; the controller manager may */
     jane_in_process(f, NULL, &in);
@@ -617,6 +645,80 @@ static void test_factory_lists_and_watches_in_process(void **state)
     assert_int_equal(m.released, 2);
 }
 
+static void create_pod(struct fixture *f, const char *name, const char *node)
+{
+    json_t *pod = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:[{s:s, s:s}]}}", "apiVersion", "v1",
+                            "kind", "Pod", "metadata", "name", name, "spec", "nodeName", node,
+                            "containers", "name", "c", "image", "busybox");
+    struct ck_err err = {0};
+    assert_int_equal(ck_rest_create(f->admin, &pods, "default", pod, NULL, &err), 0);
+    json_decref(pod);
+}
+
+/* The in-process list and watch of res in namespace as system:node:n1, refused as over REST. */
+static void node_refused(struct fixture *f, const struct ck_resource *res, const char *namespace,
+                         const char *list_words, const char *watch_words)
+{
+    struct ck_list_watch in = {0};
+    struct ck_err err = {0};
+    assert_int_equal(ck_apiserver_list_watch_init(f->server, res->group, res->version,
+                                                  res->resource, namespace, "system:node:n1",
+                                                  node_groups, 2, &in, &err),
+                     0);
+    struct ck_rest_list_watch rest;
+    ck_rest_list_watch_init(&rest, f->node, res, namespace);
+    same_refusal(&in, &rest.lw, list_words, watch_words);
+    ck_apiserver_list_watch_release(&in);
+}
+
+static void test_node(void **state)
+{
+    struct fixture *f = *state;
+    create_pod(f, "on-n1", "n1");
+    create_pod(f, "on-n2", "n2");
+    create(f, "cm", "a");
+    /* the pods bound to it, as the agent lists and watches them */
+    struct ck_list_watch in = {0};
+    struct ck_err err = {0};
+    assert_int_equal(ck_apiserver_list_watch_init(f->server, "", "v1", "pods", NULL,
+                                                  "system:node:n1", node_groups, 2, &in, &err),
+                     0);
+    struct ck_rest_list_watch rest;
+    ck_rest_list_watch_init(&rest, f->node, &pods, NULL);
+    struct ck_list_options opts = {.field_selector = "spec.nodeName=n1"};
+    json_t *la = NULL, *lb = NULL;
+    assert_int_equal(in.list(in.ctx, &opts, &la, &err), 0);
+    assert_int_equal(rest.lw.list(rest.lw.ctx, &opts, &lb, &err), 0);
+    assert_true(json_equal(la, lb));
+    json_t *items = json_object_get(la, "items");
+    assert_int_equal(json_array_size(items), 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(items, 0), "metadata"), "name")),
+                        "on-n1");
+    json_decref(la);
+    json_decref(lb);
+    struct collected ca = {json_array(), 1}, cb = {json_array(), 1};
+    opts.resource_version = "0";
+    opts.timeout_seconds = 10;
+    assert_int_equal(in.watch(in.ctx, &opts, collect, &ca, NULL, &err), 1);
+    assert_int_equal(rest.lw.watch(rest.lw.ctx, &opts, collect, &cb, NULL, &err), 1);
+    assert_true(json_equal(ca.events, cb.events));
+    json_decref(ca.events);
+    json_decref(cb.events);
+    ck_apiserver_list_watch_release(&in);
+    /* Secrets and ConfigMaps are the node authorizer's: never a whole collection */
+    node_refused(f, &secrets, NULL,
+                 "secrets is forbidden: User \"system:node:n1\" cannot list resource "
+                 "\"secrets\" in API group \"\" at the cluster scope: no relationship found "
+                 "between node 'n1' and this object",
+                 "cannot watch resource \"secrets\" in API group \"\" at the cluster scope: no "
+                 "relationship found");
+    node_refused(f, &configmaps, "default",
+                 "cannot list resource \"configmaps\" in API group \"\" in the namespace "
+                 "\"default\": no relationship found between node 'n1' and this object",
+                 "no relationship found between node 'n1' and this object");
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -629,6 +731,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_compacted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_within_a_second, setup, teardown),
         cmocka_unit_test_setup_teardown(test_factory_lists_and_watches_in_process, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_node, setup, teardown),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -21,7 +21,8 @@
 #    write there); containerd killed with SIGKILL is started again and the pod keeps
 #    running; deleted, the pod leaves no container; the server's stop stops
 #    containerd (no containerd of this data directory left) and the pod cgroup
-#    directories the test's pod caused are gone. With the namespace's node address
+#    directories the test's pod caused are gone; containerd holds none of the server's
+#    TCP connections (its descriptors are not inherited). With the namespace's node address
 #    (192.168.78.10 on a veth pair) the server runs its node's proxy and the cluster
 #    DNS: the kube-dns Service (10.96.0.10) and its EndpointSlice name the server, the
 #    Deployment exposed as a Service answers at its ClusterIP by the server's DNS name,
@@ -189,6 +190,9 @@ KUBECONFIG="$d3/kubeconfig"
 inns() { nsenter --net="/proc/$ns_pid/ns/net" "$@"; }
 kn() { inns kubectl --request-timeout=20s "$@"; }
 poll "the node registers" kn get node "$host"
+# the server's descriptors stay its own: containerd holds none of its connections
+check "containerd holds none of the server's connections" \
+    sh -c "! nsenter --net=/proc/$ns_pid/ns/net ss -tnpH | grep -q '\"containerd\"'"
 kn create deployment web --image=ckube.local/web:1 >/dev/null
 if kn rollout status deployment/web --timeout=120s >/dev/null 2>"$work/rollout.err"; then
     pass
