@@ -974,13 +974,21 @@ static unsigned list_seats(const struct ck__apf_digest *d, unsigned max_seats, l
                                      : (unsigned)seats;
 }
 
+/* Whether a request's group and resource are those of the kind with the given role. */
+static bool is_kind(const struct ck__apf_digest *d, enum ck_kind_role role)
+{
+    const struct ck_kind *k = ck_kind_with_role(role);
+    return k && strcmp(d->resource, k->resource) == 0 &&
+           strcmp(d->api_group ? d->api_group : "", k->group) == 0;
+}
+
 /* mutating_work_estimator.go's estimate: final seats for the watchers a change wakes. */
 static struct ck__apf_work mutating_work(const struct ck__apf_digest *d, unsigned max_seats,
                                          unsigned watches)
 {
     struct ck__apf_work w = {.initial_seats = CK__APF_MIN_SEATS};
-    if (strcmp(d->resource, "serviceaccounts") == 0 && d->subresource &&
-        strcmp(d->subresource, "token") == 0) /* a token is no event */
+    if (d->subresource && strcmp(d->subresource, "token") == 0 &&
+        is_kind(d, CK_KIND_ROLE_SERVICE_ACCOUNT)) /* a token is no event */
         return w;
     if (watches < (unsigned)CK__APF_WATCHES_PER_SEAT)
         return w;
@@ -1145,7 +1153,7 @@ static void register_watch(struct ck__apf *a, const struct ck__apf_digest *d,
                            struct ck__apf_ticket *t)
 {
     if (!d->resource_request || strcmp(d->verb, "watch") != 0 ||
-        (d->node_indexed && strcmp(d->resource, "pods") == 0))
+        (d->node_indexed && is_kind(d, CK_KIND_ROLE_POD)))
         return;
     char key[WATCH_KEY_MAX];
     size_t len = watch_key(key, d->api_group, d->resource, d->namespace, d->name);
