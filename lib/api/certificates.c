@@ -15,6 +15,7 @@
  *
  * Tested by tests/api/test_certificates.c.
  */
+#define _GNU_SOURCE /* memmem */
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <stdio.h>
@@ -268,7 +269,8 @@ int ck_certificate_pem_check(const void *pem, size_t len, struct ck_err *reterr)
             return ck_err_set(reterr, CK_EINVAL, "x509: malformed certificate: %s",
                               gnutls_strerror(rc));
         blocks++;
-        const char *end = strstr(data + at, "-----END ");
+        static const char end_marker[] = "-----END ";
+        const char *end = memmem(data + at, len - at, end_marker, sizeof(end_marker) - 1);
         const char *next = end ? memchr(end, '\n', (size_t)(data + len - end)) : NULL;
         if (!next)
             break;
