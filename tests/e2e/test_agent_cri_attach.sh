@@ -23,8 +23,9 @@ set -u
 
 if [ "${1:-}" = "--inside" ]; then
     cri_e2e_inside "$@"
+    cri_server_flags=--v=2 # the streams' byte counts in the logs, for a failure's report
     cri_e2e_server
-    start_node
+    start_node --v=2
 
     create term "{'containers': [{'name': 'c', 'image': '$busybox_image', 'command': ['sh'],
         'stdin': True, 'tty': True}]}"
