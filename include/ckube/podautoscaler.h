@@ -95,15 +95,18 @@ struct ck_hpa_sources_ops {
     int (*pod_metrics)(void *data, const char *ns, const char *selector, json_t **ret_items,
                        struct ck_err *reterr);
     /*
-     * GET path of the custom or external metrics API (custom.metrics.k8s.io/v1beta2,
-     * external.metrics.k8s.io/v1beta1; through the API server, to the adapter an
-     * APIService registers) with the query parameters labelSelector and
+     * GET path of the custom or external metrics API (custom.metrics.k8s.io/v1beta2 or
+     * v1beta1, as the group's discovery offers them; external.metrics.k8s.io/v1beta1;
+     * through the API server, to the adapter an APIService registers) with the query
+     * parameters labelSelector and
      * metricLabelSelector (NULL or "": left out): the MetricValueList or
      * ExternalMetricValueList answered.
      */
     int (*metric_values)(void *data, const char *path, const char *label_selector,
                          const char *metric_label_selector, json_t **ret_list,
                          struct ck_err *reterr);
+    /* GET /apis: the APIGroupList, where the custom metrics API's versions are found. */
+    int (*api_groups)(void *data, json_t **ret_list, struct ck_err *reterr);
 };
 
 struct ck_hpa_sources {

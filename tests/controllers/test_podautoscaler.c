@@ -173,7 +173,11 @@ struct fake_sources {
     int64_t last_replicas;
     bool metrics_fail;
     json_t *values; /* what the custom or external metrics API answers; NULL: an error */
-    char path[512]; /* what it was last asked for */
+    /* the custom metrics group in the server's group list (JSON), NULL: none; "" (the
+       default): v1beta2 and v1beta1, v1beta2 preferred */
+    const char *custom_group;
+    int group_lists; /* how often the group list was asked for */
+    char path[512];  /* what it was last asked for */
     char selector[256], metric_selector[256];
 };
 
@@ -224,8 +228,29 @@ static int fs_metric_values(void *data, const char *path, const char *selector, 
     return 0;
 }
 
-static const struct ck_hpa_sources_ops fake_sources_ops = {fs_get_scale, fs_update_scale,
-                                                           fs_pod_metrics, fs_metric_values};
+static int fs_api_groups(void *data, json_t **ret, struct ck_err *reterr)
+{
+    struct fake_sources *f = data;
+    f->group_lists++;
+    const char *group =
+        f->custom_group && !*f->custom_group
+            ? "{\"name\":\"custom.metrics.k8s.io\",\"versions\":[{\"groupVersion\":"
+              "\"custom.metrics.k8s.io/v1beta2\",\"version\":\"v1beta2\"},{\"groupVersion\":"
+              "\"custom.metrics.k8s.io/v1beta1\",\"version\":\"v1beta1\"}],"
+              "\"preferredVersion\":{\"groupVersion\":\"custom.metrics.k8s.io/v1beta2\","
+              "\"version\":\"v1beta2\"}}"
+            : f->custom_group;
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\",\"groups\":[{\"name\":"
+             "\"apps\",\"versions\":[{\"groupVersion\":\"apps/v1\",\"version\":\"v1\"}]}%s%s]}",
+             group ? "," : "", group ? group : "");
+    *ret = json_loads(text, 0, NULL);
+    return *ret ? 0 : ck_err_set(reterr, CK_EINVAL, "bad group list in the test");
+}
+
+static const struct ck_hpa_sources_ops fake_sources_ops = {
+    fs_get_scale, fs_update_scale, fs_pod_metrics, fs_metric_values, fs_api_groups};
 
 struct env {
     struct fx_cache hpas, pods;
@@ -251,6 +276,7 @@ static int setup(void **state)
     ck_fake_client_iface(e->fc, &e->client);
     e->sources = (struct ck_hpa_sources){&fake_sources_ops, &e->fs};
     e->fs.metrics = json_array();
+    e->fs.custom_group = "";
     e->now = NOW;
     struct ck_hpa_controller_deps deps = {.sources = &e->sources,
                                           .client = &e->client,
@@ -638,6 +664,80 @@ static void test_pods_metric_within_tolerance_and_missing(void **state)
                      "no metrics returned from custom metrics API");
 }
 
+/* An adapter that serves only v1beta1 (a MetricValue of metricName, selector, window). */
+#define V1BETA1_ONLY                                                                               \
+    "{\"name\":\"custom.metrics.k8s.io\",\"versions\":[{\"groupVersion\":"                         \
+    "\"custom.metrics.k8s.io/v1beta1\",\"version\":\"v1beta1\"}],\"preferredVersion\":{"           \
+    "\"groupVersion\":\"custom.metrics.k8s.io/v1beta1\",\"version\":\"v1beta1\"}}"
+
+static void test_pods_metric_v1beta1_adapter(void **state)
+{
+    struct env *e = *state;
+    e->fs.custom_group = V1BETA1_ONLY;
+    static const char *const values[] = {"2k", "2k", "2k"};
+    set_values(e, true, values, 3);
+    size_t i;
+    json_t *item;
+    json_array_foreach(json_object_get(e->fs.values, "items"), i, item)
+    {
+        json_object_del(item, "windowSeconds");
+        json_object_set_new(item, "window", json_integer(30));
+    }
+    start_metric(e, 3, PODS_METRIC);
+    expect_asked(e,
+                 "/apis/custom.metrics.k8s.io/v1beta1/namespaces/default/pods/*/packets-per-second",
+                 "app=web", "");
+    assert_int_equal(e->fs.last_replicas, 6);
+    assert_string_equal(current_str(e, "pods", "averageValue"), "2k");
+}
+
+static void test_custom_metrics_discovery(void **state)
+{
+    struct env *e = *state;
+    static const char *const values[] = {"2k", "2k", "2k"};
+    set_values(e, true, values, 3);
+    /* a preferred version this client does not read: the first listed one it reads */
+    e->fs.custom_group = "{\"name\":\"custom.metrics.k8s.io\",\"versions\":[{\"groupVersion\":"
+                         "\"custom.metrics.k8s.io/v2\"},{\"groupVersion\":"
+                         "\"custom.metrics.k8s.io/v1beta1\"}],\"preferredVersion\":{"
+                         "\"groupVersion\":\"custom.metrics.k8s.io/v2\"}}";
+    start_metric(e, 3, PODS_METRIC);
+    assert_non_null(strstr(e->fs.path, "/custom.metrics.k8s.io/v1beta1/"));
+    assert_int_equal(e->fs.group_lists, 1);
+    /* the version is kept for a sync period, then found again */
+    e->fs.custom_group = "";
+    e->now += 5 * CK_SEC;
+    sync(e);
+    assert_non_null(strstr(e->fs.path, "/custom.metrics.k8s.io/v1beta1/"));
+    assert_int_equal(e->fs.group_lists, 1);
+    e->now += 20 * CK_SEC;
+    sync(e);
+    assert_non_null(strstr(e->fs.path, "/custom.metrics.k8s.io/v1beta2/"));
+    assert_int_equal(e->fs.group_lists, 2);
+}
+
+static void test_custom_metrics_not_registered(void **state)
+{
+    struct env *e = *state;
+    static const char *const values[] = {"2k"};
+    set_values(e, true, values, 1);
+    e->fs.custom_group = NULL;
+    start_metric(e, 3, PODS_METRIC);
+    expect_condition(written(e, 0), "ScalingActive", "False", "FailedGetPodsMetric",
+                     "the HPA was unable to compute the replica count: unable to get metric "
+                     "packets-per-second: unable to fetch metrics from custom metrics API: no "
+                     "custom metrics API (custom.metrics.k8s.io) registered");
+    e->fs.custom_group = "{\"name\":\"custom.metrics.k8s.io\",\"versions\":[{\"groupVersion\":"
+                         "\"custom.metrics.k8s.io/v3\"}],\"preferredVersion\":{"
+                         "\"groupVersion\":\"custom.metrics.k8s.io/v3\"}}";
+    e->now += 20 * CK_SEC;
+    sync(e);
+    expect_condition(written(e, 1), "ScalingActive", "False", "FailedGetPodsMetric",
+                     "the HPA was unable to compute the replica count: unable to get metric "
+                     "packets-per-second: unable to fetch metrics from custom metrics API: no "
+                     "known available metric versions found");
+}
+
 #define OBJECT_METRIC(type, member, value)                                                         \
     "{\"type\":\"Object\",\"object\":{\"describedObject\":{\"apiVersion\":"                        \
     "\"networking.k8s.io/v1\",\"kind\":\"Ingress\",\"name\":\"main-route\"},\"metric\":{"          \
@@ -795,6 +895,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failures_set_conditions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unchanged_status_is_not_written, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pods_metric, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pods_metric_v1beta1_adapter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_custom_metrics_discovery, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_custom_metrics_not_registered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pods_metric_within_tolerance_and_missing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_object_metric_value, setup, teardown),

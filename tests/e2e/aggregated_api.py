@@ -6,7 +6,9 @@ metrics-server would (its NodeMetricsList names one node, "from-metrics-backend"
 its nodes resource is in the category "from-metrics-backend", so a test can tell its
 answers and its discovery from the API server's built-in ones), and
 external.metrics.k8s.io/v1beta1 as an external metrics adapter would: every metric of
-every namespace has the one value 3.
+every namespace has the one value 3, and custom.metrics.k8s.io in v1beta1 only, as an
+older custom metrics adapter would: every metric of every object has the value 3 (a
+v1beta1 MetricValue: metricName, window, selector).
 
 Reads CERT KEY PORTFILE LOG from the command line, writes the port to PORTFILE once it
 listens (whole: through a rename) and appends one JSON line per request to LOG: {"path",
@@ -69,8 +71,29 @@ def external_answer(rest):
     return 404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404}
 
 
+CUSTOM = "custom.metrics.k8s.io/v1beta1"
+
+
+def custom_answer(rest):
+    if not rest:
+        return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": CUSTOM,
+                     "resources": [{"name": "services/requests", "singularName": "",
+                                    "namespaced": True, "kind": "MetricValueList",
+                                    "verbs": ["get"]}]}
+    if len(rest) == 5 and rest[0] == "namespaces":
+        value = {"describedObject": {"kind": "Service", "namespace": rest[1], "name": rest[3],
+                                     "apiVersion": "/v1"},
+                 "metricName": rest[4], "timestamp": "2026-01-01T00:00:00Z", "window": 60,
+                 "value": "3", "selector": None}
+        return 200, {"kind": "MetricValueList", "apiVersion": CUSTOM, "metadata": {},
+                     "items": [value]}
+    return 404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404}
+
+
 def answer(path):
     parts = path.split("?")[0].strip("/").split("/")
+    if parts[:3] == ["apis", "custom.metrics.k8s.io", "v1beta1"]:
+        return custom_answer(parts[3:])
     if parts[:3] == ["apis", "external.metrics.k8s.io", "v1beta1"]:
         return external_answer(parts[3:])
     if parts[:3] == ["apis", "metrics.k8s.io", "v1beta1"]:

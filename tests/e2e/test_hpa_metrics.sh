@@ -7,7 +7,9 @@
 # of a Deployment with an External metric whose averageValue target is 1: the
 # controller asks the adapter for the metric with its selector, scales the Deployment
 # to 3 and says which metric it used; once the APIService is gone the autoscaler says
-# it cannot get the metric (FailedGetExternalMetric).
+# it cannot get the metric (FailedGetExternalMetric). Then an Object metric from a custom
+# metrics adapter that serves only custom.metrics.k8s.io/v1beta1 (the same test server):
+# the controller finds the version in discovery, asks in it and scales on the answer.
 #
 # Usage: test_hpa_metrics.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -61,6 +63,37 @@ poll "ScalingActive: ValidMetricFound from the external metric" sh -c \
     "kubectl get hpa web -o jsonpath='{.status.conditions[?(@.type==\"ScalingActive\")].message}' | grep -q 'the HPA was able to successfully calculate a replica count from external metric queue_messages_ready(&LabelSelector{MatchLabels:map\[string\]string{queue: worker,}'"
 check "the status has the external metric's average" sh -c \
     "kubectl get hpa web -o jsonpath='{.status.currentMetrics[0].type}/{.status.currentMetrics[0].external.metric.name}' | grep -qx External/queue_messages_ready"
+
+# an Object metric from a custom metrics adapter that serves only v1beta1: the controller
+# finds the version in discovery and reads v1beta1's MetricValue
+sed -e 's/v1beta1.external.metrics.k8s.io/v1beta1.custom.metrics.k8s.io/' \
+    -e 's/"group": "external.metrics.k8s.io"/"group": "custom.metrics.k8s.io"/' \
+    "$work/adapter.json" | python3 -c 'import json, sys; l = json.load(sys.stdin); print(json.dumps(l["items"][-1]))' \
+    | k create -f - >"$work/out" 2>&1
+check "the custom metrics adapter's APIService is created ($(cat "$work/out"))" grep -q 'v1beta1.custom.metrics.k8s.io created' "$work/out"
+k create deployment api --image=nginx --replicas=1 >/dev/null 2>&1
+cat <<'EOF' | k create -f - >"$work/out" 2>&1
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: api}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
+  minReplicas: 1
+  maxReplicas: 5
+  metrics:
+  - type: Object
+    object:
+      describedObject: {apiVersion: v1, kind: Service, name: api}
+      metric: {name: requests}
+      target: {type: AverageValue, averageValue: "1"}
+EOF
+check "the Object metric's autoscaler is created ($(cat "$work/out"))" grep -q 'horizontalpodautoscaler.autoscaling/api created' "$work/out"
+poll "the Deployment api is scaled to 3 (3 against 1 per pod)" sh -c \
+    "[ \"\$(kubectl get deployment api -o jsonpath='{.spec.replicas}')\" = 3 ]"
+check "the v1beta1 adapter was asked in v1beta1" \
+    grep -q '"/apis/custom.metrics.k8s.io/v1beta1/namespaces/default/services/api/requests"' "$work/reviews.log"
+check "the status has the object metric" sh -c \
+    "kubectl get hpa api -o jsonpath='{.status.currentMetrics[0].type}/{.status.currentMetrics[0].object.metric.name}/{.status.currentMetrics[0].object.current.averageValue}' | grep -qx Object/requests/3"
 
 k delete apiservice v1beta1.external.metrics.k8s.io >/dev/null 2>&1
 poll "without the adapter: FailedGetExternalMetric" sh -c \

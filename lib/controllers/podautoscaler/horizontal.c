@@ -92,8 +92,12 @@ struct ck_hpa_controller {
     int64_t (*now)(void *arg);
     void *now_arg;
     struct ck_hpa_options opts;
-    pthread_mutex_t lock; /* guards histories */
+    pthread_mutex_t lock; /* guards histories and the custom metrics API's version */
     struct history *histories;
+    /* the version of custom.metrics.k8s.io to ask ("" before discovery) and when it was
+       found: found again after a sync period, as the controller manager invalidates it */
+    char custom_version[16];
+    int64_t custom_version_at;
 };
 
 /* What one sync works on. */
@@ -530,7 +534,7 @@ static int resource_proposal(struct sync *s, const char *ns, const json_t *spec,
 
 /* ---- the custom and external metrics APIs (metrics/client.go) ----------------------- */
 
-#define CUSTOM_METRICS   "/apis/custom.metrics.k8s.io/v1beta2"
+#define CUSTOM_GROUP     "custom.metrics.k8s.io"
 #define EXTERNAL_METRICS "/apis/external.metrics.k8s.io/v1beta1"
 #define DEFAULT_WINDOW   (60 * CK_SEC) /* metricServerDefaultMetricWindow */
 
@@ -609,9 +613,128 @@ static void go_selector(const json_t *sel, char *buf, size_t size)
     free(b.p);
 }
 
+/* The versions of custom.metrics.k8s.io this client reads, newest first (MetricVersions). */
+static const char *const custom_versions[] = {"v1beta2", "v1beta1"};
+
+static bool custom_version_known(const char *group_version)
+{
+    for (size_t i = 0; group_version && i < sizeof(custom_versions) / sizeof(*custom_versions); i++)
+        if (strncmp(group_version, CUSTOM_GROUP "/", strlen(CUSTOM_GROUP "/")) == 0 &&
+            strcmp(group_version + strlen(CUSTOM_GROUP "/"), custom_versions[i]) == 0)
+            return true;
+    return false;
+}
+
 /*
- * A list from the custom or external metrics API (api: "custom", "external"): its items,
- * at least one, or CK_EINVAL with the metrics client's words in err.
+ * The version of custom.metrics.k8s.io to ask, into version: the group's preferred
+ * version when this client reads it, else the first it reads of those the group lists
+ * (client-go's apiVersionsFromDiscovery), from the server's group list, kept for one sync
+ * period. 0, or a negative code with the discovery client's words in *reterr.
+ */
+static int custom_version(struct sync *s, char *version, size_t size, struct ck_err *reterr)
+{
+    struct ck_hpa_controller *c = s->c;
+    pthread_mutex_lock(&c->lock);
+    bool cached = c->custom_version[0] && s->now - c->custom_version_at < c->opts.sync_period;
+    if (cached)
+        snprintf(version, size, "%s", c->custom_version);
+    pthread_mutex_unlock(&c->lock);
+    if (cached)
+        return 0;
+    json_t *list = NULL;
+    int r = c->sources.ops->api_groups(c->sources.data, &list, reterr);
+    if (r < 0)
+        return r;
+    const json_t *group = NULL, *g;
+    size_t i;
+    json_array_foreach(json_object_get(list, "groups"), i, g)
+    {
+        if (strcmp(str_or(g, "name", ""), CUSTOM_GROUP) == 0) {
+            group = g;
+            break;
+        }
+    }
+    const char *chosen = NULL;
+    if (group) {
+        chosen = str_or(json_object_get(group, "preferredVersion"), "groupVersion", NULL);
+        const json_t *v;
+        json_array_foreach(json_object_get(group, "versions"), i, v)
+        {
+            if (custom_version_known(chosen))
+                break;
+            chosen = str_or(v, "groupVersion", NULL);
+        }
+    }
+    if (!group)
+        r = ck_err_set(reterr, CK_ENOENT, "no custom metrics API (%s) registered", CUSTOM_GROUP);
+    else if (!custom_version_known(chosen))
+        r = ck_err_set(reterr, CK_ENOENT, "no known available metric versions found");
+    else {
+        snprintf(version, size, "%s", chosen + strlen(CUSTOM_GROUP "/"));
+        pthread_mutex_lock(&c->lock);
+        snprintf(c->custom_version, sizeof(c->custom_version), "%s", version);
+        c->custom_version_at = s->now;
+        pthread_mutex_unlock(&c->lock);
+    }
+    json_decref(list);
+    return r;
+}
+
+/*
+ * A v1beta1 MetricValue as v1beta2 has it (the generated conversion): metricName and
+ * selector become metric's name and selector, window becomes windowSeconds.
+ */
+static int metric_value_from_v1beta1(json_t *item)
+{
+    json_t *metric = json_pack("{s:s}", "name", str_or(item, "metricName", ""));
+    if (!metric)
+        return CK_ENOMEM;
+    json_t *selector = json_object_get(item, "selector");
+    if (selector && !json_is_null(selector))
+        json_object_set(metric, "selector", selector);
+    json_t *window = json_object_get(item, "window");
+    if ((window && json_object_set(item, "windowSeconds", window) < 0) ||
+        json_object_set_new(item, "metric", metric) < 0)
+        return CK_ENOMEM;
+    json_object_del(item, "metricName");
+    json_object_del(item, "selector");
+    json_object_del(item, "window");
+    return 0;
+}
+
+/*
+ * GET rel (a path under the version, "namespaces/NS/...") of the custom metrics API in
+ * the version the server offers: the MetricValueList, as v1beta2 has it, in *ret_list.
+ */
+static int custom_metric_values(struct sync *s, const char *rel, const char *selector,
+                                const char *msel, json_t **ret_list, struct ck_err *reterr)
+{
+    char version[16], path[1200];
+    int r = custom_version(s, version, sizeof(version), reterr);
+    if (r < 0)
+        return r;
+    snprintf(path, sizeof(path), "/apis/" CUSTOM_GROUP "/%s/%s", version, rel);
+    r = s->c->sources.ops->metric_values(s->c->sources.data, path, selector, msel, ret_list,
+                                         reterr);
+    if (r < 0 || strcmp(version, "v1beta1") != 0)
+        return r;
+    size_t i;
+    json_t *item;
+    json_array_foreach(json_object_get(*ret_list, "items"), i, item)
+    {
+        if (json_is_object(item) && metric_value_from_v1beta1(item) < 0) {
+            json_decref(*ret_list);
+            *ret_list = NULL;
+            return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+        }
+    }
+    return 0;
+}
+
+/*
+ * A list from the custom or external metrics API (api: "custom", "external"; path: for
+ * custom, under its version, see custom_metric_values): its items, at least one, or
+ * CK_EINVAL with the metrics client's words in err.
  */
 static int metric_list(struct sync *s, const char *api, const char *path, const char *selector,
                        const char *msel, json_t **ret_items, char *err, size_t err_size)
@@ -619,9 +742,13 @@ static int metric_list(struct sync *s, const char *api, const char *path, const 
     json_t *list = NULL;
     struct ck_err e = {0};
     *ret_items = NULL;
-    if (s->c->sources.ops->metric_values(s->c->sources.data, path, selector, msel, &list, &e) < 0) {
+    int r =
+        strcmp(api, "custom") == 0
+            ? custom_metric_values(s, path, selector, msel, &list, &e)
+            : s->c->sources.ops->metric_values(s->c->sources.data, path, selector, msel, &list, &e);
+    if (r < 0) {
         snprintf(err, err_size, "unable to fetch metrics from %s metrics API: %s", api, e.msg);
-        int r = e.code == CK_ENOMEM ? CK_ENOMEM : CK_EINVAL;
+        r = e.code == CK_ENOMEM ? CK_ENOMEM : CK_EINVAL;
         ck_err_release(&e);
         return r;
     }
@@ -761,7 +888,7 @@ static int pods_proposal(struct sync *s, const char *ns, const json_t *spec,
     if (r == 0 && !(sel = ck_label_selector_string(selector)))
         r = CK_ENOMEM;
     char path[1024];
-    snprintf(path, sizeof(path), CUSTOM_METRICS "/namespaces/%s/pods/*/%s", ns, name);
+    snprintf(path, sizeof(path), "namespaces/%s/pods/*/%s", ns, name);
     if (r == 0 &&
         (r = metric_list(s, "custom", path, sel, msel, &items, why, sizeof(why))) == CK_EINVAL)
         bprintf(p->err, sizeof(p->err), "unable to get metric %s: %s", name, why);
@@ -811,7 +938,7 @@ static int pods_proposal(struct sync *s, const char *ns, const json_t *spec,
     return p->status ? 0 : CK_ENOMEM;
 }
 
-/* The custom metrics API's path of an object's metric (GetObjectMetric). */
+/* The custom metrics API's path of an object's metric, under the version (GetObjectMetric). */
 static int object_path(const char *ns, const json_t *described, const char *metric, char *path,
                        size_t size, char *err, size_t err_size)
 {
@@ -819,14 +946,14 @@ static int object_path(const char *ns, const json_t *described, const char *metr
     const char *kind = str_or(described, "kind", "");
     if (strcmp(kind, "Namespace") == 0 && !strchr(api_version, '/')) {
         /* the namespace's own metrics, whatever name it gives */
-        snprintf(path, size, CUSTOM_METRICS "/namespaces/%s/metrics/%s", ns, metric);
+        snprintf(path, size, "namespaces/%s/metrics/%s", ns, metric);
         return 0;
     }
     const struct ck_kind *k = target_kind(described, err, err_size);
     if (!k)
         return CK_EINVAL;
-    snprintf(path, size, CUSTOM_METRICS "/namespaces/%s/%s%s%s/%s/%s", ns, k->resource,
-             *k->group ? "." : "", k->group, str_or(described, "name", ""), metric);
+    snprintf(path, size, "namespaces/%s/%s%s%s/%s/%s", ns, k->resource, *k->group ? "." : "",
+             k->group, str_or(described, "name", ""), metric);
     return 0;
 }
 
@@ -858,7 +985,7 @@ static int object_proposal(struct sync *s, const char *ns, const json_t *spec,
         if (r == 0) {
             json_t *list = NULL;
             struct ck_err e = {0};
-            r = s->c->sources.ops->metric_values(s->c->sources.data, path, NULL, msel, &list, &e);
+            r = custom_metric_values(s, path, NULL, msel, &list, &e);
             if (r < 0)
                 snprintf(why, sizeof(why), "%s", e.msg);
             else if (json_array_size(json_object_get(list, "items")) != 1)
@@ -1620,8 +1747,13 @@ static int rest_metric_values(void *data, const char *path, const char *label_se
     return ck_rest_get_query(data, path, pairs, 2, ret_list, reterr);
 }
 
-static const struct ck_hpa_sources_ops rest_sources = {rest_get_scale, rest_update_scale,
-                                                       rest_pod_metrics, rest_metric_values};
+static int rest_api_groups(void *data, json_t **ret_list, struct ck_err *reterr)
+{
+    return ck_rest_do(data, "GET", "/apis", NULL, NULL, ret_list, reterr);
+}
+
+static const struct ck_hpa_sources_ops rest_sources = {
+    rest_get_scale, rest_update_scale, rest_pod_metrics, rest_metric_values, rest_api_groups};
 
 void ck_hpa_sources_init_rest(struct ck_hpa_sources *s, struct ck_rest *rest)
 {
