@@ -716,6 +716,17 @@ static void test_custom_metrics_discovery(void **state)
     assert_int_equal(e->fs.group_lists, 2);
 }
 
+/* After the next sync (written status n): the Pods metric PODS_METRIC failed, saying why. */
+static void expect_pods_metric_failure(struct env *e, size_t n, const char *why)
+{
+    char want[1024];
+    snprintf(want, sizeof(want),
+             "the HPA was unable to compute the replica count: unable to get metric "
+             "packets-per-second: unable to fetch metrics from custom metrics API: %s",
+             why);
+    expect_condition(written(e, n), "ScalingActive", "False", "FailedGetPodsMetric", want);
+}
+
 static void test_custom_metrics_not_registered(void **state)
 {
     struct env *e = *state;
@@ -723,19 +734,13 @@ static void test_custom_metrics_not_registered(void **state)
     set_values(e, true, values, 1);
     e->fs.custom_group = NULL;
     start_metric(e, 3, PODS_METRIC);
-    expect_condition(written(e, 0), "ScalingActive", "False", "FailedGetPodsMetric",
-                     "the HPA was unable to compute the replica count: unable to get metric "
-                     "packets-per-second: unable to fetch metrics from custom metrics API: no "
-                     "custom metrics API (custom.metrics.k8s.io) registered");
+    expect_pods_metric_failure(e, 0, "no custom metrics API (custom.metrics.k8s.io) registered");
     e->fs.custom_group = "{\"name\":\"custom.metrics.k8s.io\",\"versions\":[{\"groupVersion\":"
                          "\"custom.metrics.k8s.io/v3\"}],\"preferredVersion\":{"
                          "\"groupVersion\":\"custom.metrics.k8s.io/v3\"}}";
     e->now += 20 * CK_SEC;
     sync(e);
-    expect_condition(written(e, 1), "ScalingActive", "False", "FailedGetPodsMetric",
-                     "the HPA was unable to compute the replica count: unable to get metric "
-                     "packets-per-second: unable to fetch metrics from custom metrics API: no "
-                     "known available metric versions found");
+    expect_pods_metric_failure(e, 1, "no known available metric versions found");
 }
 
 #define OBJECT_METRIC(type, member, value)                                                         \
@@ -855,10 +860,7 @@ static void test_external_metric_errors(void **state)
     set_hpa(e, "\"metrics\":[" PODS_METRIC "]");
     e->now += 20 * CK_SEC;
     sync(e);
-    expect_condition(written(e, 1), "ScalingActive", "False", "FailedGetPodsMetric",
-                     "the HPA was unable to compute the replica count: unable to get metric "
-                     "packets-per-second: unable to fetch metrics from custom metrics API: the "
-                     "server could not find the requested resource");
+    expect_pods_metric_failure(e, 1, "the server could not find the requested resource");
 }
 
 static void test_unchanged_status_is_not_written(void **state)

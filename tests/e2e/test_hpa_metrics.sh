@@ -37,24 +37,21 @@ check "the adapter's APIService is created ($(cat "$work/out"))" grep -q 'v1beta
 poll "the adapter's APIService becomes Available" sh -c \
     "kubectl get apiservice v1beta1.external.metrics.k8s.io -o jsonpath='{.status.conditions[?(@.type==\"Available\")].status}' | grep -qx True"
 
-k create deployment web --image=nginx --replicas=1 >/dev/null 2>&1
-cat <<'EOF' | k create -f - >"$work/out" 2>&1
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: web}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
-  minReplicas: 1
-  maxReplicas: 5
-  metrics:
-  - type: External
-    external:
-      metric:
-        name: queue_messages_ready
-        selector: {matchLabels: {queue: worker}}
-      target: {type: AverageValue, averageValue: "1"}
-EOF
-check "the autoscaler is created ($(cat "$work/out"))" grep -q 'horizontalpodautoscaler.autoscaling/web created' "$work/out"
+# autoscale NAME METRIC: a Deployment NAME of 1 replica and an autoscaler NAME of it (1 to
+# 5) with the one metric METRIC (a JSON MetricSpec); checked created
+autoscale() {
+    k create deployment "$1" --image=nginx --replicas=1 >/dev/null 2>&1
+    printf '%s' "{\"apiVersion\": \"autoscaling/v2\", \"kind\": \"HorizontalPodAutoscaler\",
+        \"metadata\": {\"name\": \"$1\"}, \"spec\": {\"scaleTargetRef\": {\"apiVersion\": \"apps/v1\",
+        \"kind\": \"Deployment\", \"name\": \"$1\"}, \"minReplicas\": 1, \"maxReplicas\": 5,
+        \"metrics\": [$2]}}" | k create -f - >"$work/out" 2>&1
+    check "the autoscaler $1 is created ($(cat "$work/out"))" \
+        grep -q "horizontalpodautoscaler.autoscaling/$1 created" "$work/out"
+}
+
+autoscale web '{"type": "External", "external": {"metric": {"name": "queue_messages_ready",
+    "selector": {"matchLabels": {"queue": "worker"}}},
+    "target": {"type": "AverageValue", "averageValue": "1"}}}'
 poll "the Deployment is scaled to 3 (3 against 1 per pod)" sh -c \
     "[ \"\$(kubectl get deployment web -o jsonpath='{.spec.replicas}')\" = 3 ]"
 check "the adapter was asked for the metric with its selector" \
@@ -71,23 +68,9 @@ sed -e 's/v1beta1.external.metrics.k8s.io/v1beta1.custom.metrics.k8s.io/' \
     "$work/adapter.json" | python3 -c 'import json, sys; l = json.load(sys.stdin); print(json.dumps(l["items"][-1]))' \
     | k create -f - >"$work/out" 2>&1
 check "the custom metrics adapter's APIService is created ($(cat "$work/out"))" grep -q 'v1beta1.custom.metrics.k8s.io created' "$work/out"
-k create deployment api --image=nginx --replicas=1 >/dev/null 2>&1
-cat <<'EOF' | k create -f - >"$work/out" 2>&1
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: api}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
-  minReplicas: 1
-  maxReplicas: 5
-  metrics:
-  - type: Object
-    object:
-      describedObject: {apiVersion: v1, kind: Service, name: api}
-      metric: {name: requests}
-      target: {type: AverageValue, averageValue: "1"}
-EOF
-check "the Object metric's autoscaler is created ($(cat "$work/out"))" grep -q 'horizontalpodautoscaler.autoscaling/api created' "$work/out"
+autoscale api '{"type": "Object", "object": {"describedObject": {"apiVersion": "v1",
+    "kind": "Service", "name": "api"}, "metric": {"name": "requests"},
+    "target": {"type": "AverageValue", "averageValue": "1"}}}'
 poll "the Deployment api is scaled to 3 (3 against 1 per pod)" sh -c \
     "[ \"\$(kubectl get deployment api -o jsonpath='{.spec.replicas}')\" = 3 ]"
 check "the v1beta1 adapter was asked in v1beta1" \
