@@ -47,16 +47,15 @@ def start(servers, binary, plain_flag, tmp, name, controllers):
 
 
 def fill(port, pods):
-    b.must(*b.request(port, "POST", "/api/v1/namespaces", {"metadata": {"name": "list"}}),
-           "create namespace")
+    b.namespace(port, "list")
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     for i in range(pods):
         pod = json.loads(json.dumps(b.POD))
         pod["metadata"]["name"] = f"pod-{i:05d}"
         b.must(*b.request(port, "POST", "/api/v1/namespaces/list/pods", pod, conn), "pod")
+    b.namespace(port, "default")
     b.must(*b.request(port, "POST", "/api/v1/namespaces/default/pods", b.POD), "bench-pod")
-    b.must(*b.request(port, "POST", "/api/v1/namespaces", {"metadata": {"name": "create"}}),
-           "create namespace")
+    b.namespace(port, "create")
 
 
 def main():

@@ -110,6 +110,19 @@ def must(status, body, what):
     return body
 
 
+def namespace(port, name, conn=None):
+    """Creates the namespace name (unless it is default) and its ServiceAccount
+    default, which the ServiceAccount admission plugin looks up for every pod
+    and which no controller makes on a server run with --controllers=-*."""
+    if name != "default":
+        must(*request(port, "POST", "/api/v1/namespaces", {"metadata": {"name": name}}, conn),
+             f"create namespace {name}")
+    status, body = request(port, "POST", f"/api/v1/namespaces/{name}/serviceaccounts",
+                           {"metadata": {"name": "default"}}, conn)
+    if status != 409:  # made already by the serviceaccount controller, if it runs
+        must(status, body, f"create {name}/default")
+
+
 def wait_ready(port, proc, what):
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -290,10 +303,11 @@ def report(opts, tmp, servers):
 
     # the objects: one pod to GET, a namespace of 1,000 pods to LIST
     pod_path = "/api/v1/namespaces/default/pods/bench-pod"
+    namespace(port, "default")
     must(*request(port, "POST", "/api/v1/namespaces/default/pods", POD), "create bench-pod")
     pod_bytes = must(*request(port, "GET", pod_path), "get bench-pod")
     serve_static(tmp, pod_path, pod_bytes)
-    must(*request(port, "POST", "/api/v1/namespaces", {"metadata": {"name": "list"}}), "create namespace")
+    namespace(port, "list")
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     for i in range(opts.pods):
         p = json.loads(json.dumps(POD))
@@ -319,7 +333,7 @@ def report(opts, tmp, servers):
         list_ng.append(wrk(ng + list_path, 1, 1, secs)["p50_ms"])
 
     # watch: a namespace with one pod, PUT every interval, read by every watcher
-    must(*request(port, "POST", "/api/v1/namespaces", {"metadata": {"name": "watch"}}), "create namespace")
+    namespace(port, "watch")
     wpod = json.loads(json.dumps(POD))
     wpod["metadata"].update(name="w", annotations={"bench.ckube.io/sent": "0"})
     must(*request(port, "POST", "/api/v1/namespaces/watch/pods", wpod), "create watched pod")
@@ -342,7 +356,7 @@ def report(opts, tmp, servers):
                                controllers=opts.with_controllers)
     etcd_pids = [int(p) for p in os.environ.get("CKUBE_ETCD_PIDS", "").split() if p]
     for p in (port, eport):
-        must(*request(p, "POST", "/api/v1/namespaces", {"metadata": {"name": "create"}}), "create namespace")
+        namespace(p, "create")
     value_file = os.path.join(tmp, "value.json")
     with open(value_file, "wb") as f:
         f.write(pod_bytes)

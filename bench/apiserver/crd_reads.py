@@ -56,8 +56,7 @@ def main():
         try:
             load_start = os.getloadavg()[0]
             port, _ = start_server(servers, args.ckube, tmp, "sqlite")
-            bench.must(*bench.request(port, "POST", "/api/v1/namespaces", {"metadata": {"name": "b"}}),
-                       "create namespace")
+            bench.namespace(port, "b")
             for crd in (CRONTAB_CRD, without_defaults()):
                 bench.must(*bench.request(port, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                                           crd), "create a definition")

@@ -29,7 +29,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import POD, UNITS, Servers, median, must, request, start_ckube  # noqa: E402
+from bench import POD, UNITS, Servers, median, must, namespace, request, start_ckube  # noqa: E402
 
 JSON = "application/json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -83,8 +83,9 @@ def report(opts, tmp, servers):
     load_start = os.getloadavg()[0]
     port, _ = start_ckube(servers, opts.ckube, tmp, "sqlite")
     pod_path = "/api/v1/namespaces/default/pods/bench-pod"
+    namespace(port, "default")
     must(*request(port, "POST", "/api/v1/namespaces/default/pods", POD), "create bench-pod")
-    must(*request(port, "POST", "/api/v1/namespaces", {"metadata": {"name": "list"}}), "namespace")
+    namespace(port, "list")
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     for i in range(opts.pods):
         p = json.loads(json.dumps(POD))

@@ -36,8 +36,7 @@ def start(servers, binary, tmp, name, watchers):
             "--max-connections-per-address", limit]
     proc = servers.start(argv, open(os.path.join(tmp, name + ".log"), "w"))
     b.wait_ready(port, proc, f"ckube ({name})")
-    b.must(*b.request(port, "POST", "/api/v1/namespaces", {"metadata": {"name": "watch"}}),
-           "create namespace")
+    b.namespace(port, "watch")
     pod = json.loads(json.dumps(b.POD))
     pod["metadata"].update(name="w", annotations={"bench.ckube.io/sent": "0"})
     b.must(*b.request(port, "POST", "/api/v1/namespaces/watch/pods", pod), "create watched pod")

@@ -65,6 +65,8 @@ def one_run(ckube, opts):
             except OSError:
                 time.sleep(0.05)
         post(port, "/api/v1/namespaces", {"metadata": {"name": "watch"}})
+        # the pod's ServiceAccount, which the ServiceAccount admission plugin looks up
+        post(port, "/api/v1/namespaces/watch/serviceaccounts", {"metadata": {"name": "default"}})
         post(port, "/api/v1/namespaces/watch/pods", POD)
         pod = json.loads(json.dumps(POD))
         pod["metadata"]["annotations"]["bench.ckube.io/sent"] = "@SENT@"
