@@ -11,7 +11,10 @@ it measures:
     documentation, with defaults and a status subresource) and of a pod, from
     16 keep-alive clients (wrk, 2 threads), the two alternating run by run,
     in two namespaces of the same server; the medians and their ratio (the
-    target is custom resources at >= 90% of pods);
+    target is custom resources at >= 90% of pods); and, alternating with them,
+    the same CronTab kind in another group whose spec has five CEL rules
+    (x-kubernetes-validations: a regular expression, sizes, a cross-field
+    rule), against the kind without rules (the target is >= 90%);
   - the memory of 1,000 CustomResourceDefinitions installed: the server's
     VmRSS before, once all of them are Established and served (discovery
     lists them), and the time that took; each definition has a schema of
@@ -58,6 +61,20 @@ CRONTAB_CRD = {
         }],
     },
 }
+
+
+# the CronTab definition again, in the group rules.example.com, with five CEL rules on spec
+RULES_CRD = json.loads(json.dumps(CRONTAB_CRD))
+RULES_CRD["metadata"]["name"] = "crontabs.rules.example.com"
+RULES_CRD["spec"]["group"] = "rules.example.com"
+RULES_CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+    "x-kubernetes-validations"] = [
+    {"rule": r"self.cronSpec.matches('^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){4}$')",
+     "message": "cronSpec must be a cron schedule"},
+    {"rule": "!has(self.image) || self.image.size() <= 253", "message": "image too long"},
+    {"rule": "!has(self.image) || !self.image.contains(' ')", "message": "image has a space"},
+    {"rule": "self.replicas >= 1 && self.replicas <= 10", "message": "replicas out of range"},
+    {"rule": "!self.paused || self.replicas == 1", "message": "a paused CronTab has one replica"}]
 
 
 def small_crd(i):
@@ -114,17 +131,20 @@ def main():
         try:
             load_start = os.getloadavg()[0]
             port, proc = start_server(servers, args.ckube, tmp, "sqlite")
-            for ns in ("pods", "crs"):
-                bench.must(*bench.request(port, "POST", "/api/v1/namespaces", {"metadata": {"name": ns}}),
-                           "create namespace")
+            for ns in ("pods", "crs", "rules"):
+                bench.namespace(port, ns)
             bench.must(*bench.request(port, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                                       CRONTAB_CRD), "create the CronTab definition")
-            wait_established(port, 1)
+            bench.must(*bench.request(port, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                      RULES_CRD), "create the CronTab definition with rules")
+            wait_established(port, 2)
             url = f"http://127.0.0.1:{port}"
-            pods, crs = [], []
+            pods, crs, ruled = [], [], []
             for _ in range(args.runs):
                 pods.append(bench.wrk(url, 2, 16, args.seconds, "create.lua", ["pods"])["rps"])
                 crs.append(bench.wrk(url, 2, 16, args.seconds, "create_cr.lua", ["crs"])["rps"])
+                ruled.append(bench.wrk(url, 2, 16, args.seconds, "create_cr.lua",
+                                       ["rules", "rules.example.com"])["rps"])
             servers.stop()
 
             # memory: a fresh server, then --crds definitions
@@ -174,13 +194,15 @@ def main():
         finally:
             servers.stop()
 
-    pm, cm = bench.median(pods), bench.median(crs)
+    pm, cm, rm = bench.median(pods), bench.median(crs), bench.median(ruled)
     print(f"machine: {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}; {args.runs} runs of "
           f"{args.seconds} s each, alternating, medians; load average (1 min) at start {load_start:.1f}, "
           f"at end {load_end:.1f}")
     print(f"creates/s pod                 {pm:8.0f}   runs {' '.join(f'{x:.0f}' for x in pods)}")
     print(f"creates/s custom resource     {cm:8.0f}   runs {' '.join(f'{x:.0f}' for x in crs)}")
     print(f"ratio custom resource / pod   {cm / pm:8.2f}")
+    print(f"creates/s with 5 CEL rules    {rm:8.0f}   runs {' '.join(f'{x:.0f}' for x in ruled)}")
+    print(f"ratio with rules / without    {rm / cm:8.2f}")
     print(f"{args.crds} definitions: created in {created:.1f} s, all Established and served after "
           f"{took:.1f} s more")
     print(f"RSS KiB before {before}, after {after}: {(after - before) / 1024:.1f} MiB, "
@@ -192,6 +214,8 @@ def main():
         print(f"GET {path:12} {size:8d} bytes {took_s * 1000:8.1f} ms")
     ok = cm >= 0.9 * pm
     print(f"target custom resources >= 90% of pods   {'met' if ok else 'MISSED'} ({cm / pm:.0%})")
+    ok = rm >= 0.9 * cm
+    print(f"target 5 CEL rules >= 90% of none        {'met' if ok else 'MISSED'} ({rm / cm:.0%})")
 
 
 if __name__ == "__main__":
