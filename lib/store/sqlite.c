@@ -59,7 +59,9 @@ enum query {
     Q_SET_META,
     Q_GET,
     Q_RANGE,
+    Q_RANGE_FROM,
     Q_COUNT,
+    Q_COUNT_FROM,
     Q_HISTORY_KEY,
     Q_HISTORY_PREFIX,
     Q_BEFORE,
@@ -80,14 +82,24 @@ static const char *const QUERIES[Q_N] = {
     [Q_SET_META] = "UPDATE meta SET value = ?2 WHERE name = ?1",
     [Q_GET] = "SELECT key, mod_revision, create_revision, version, value FROM kv"
               " WHERE key = ?1 AND mod_revision <= ?2 ORDER BY mod_revision DESC LIMIT 1",
-    /* Per key, the row with the greatest mod_revision <= ?3 (SQLite's bare
-     * columns come from the max() row), live ones only. */
+    /* Per key in [?1, ?2), the row with the greatest mod_revision <= ?3
+     * (SQLite's bare columns come from the max() row), live ones only. The
+     * range without an end (a prefix of 0xff bytes, or none) has statements
+     * of its own: "?2 IS NULL OR key < ?2" would keep SQLite from bounding
+     * its index search above, and every range would read the keys after it
+     * to the end of the table. */
     [Q_RANGE] = "SELECT key, max(mod_revision), create_revision, version, value FROM kv"
-                " WHERE key >= ?1 AND (?2 IS NULL OR key < ?2) AND mod_revision <= ?3"
+                " WHERE key >= ?1 AND key < ?2 AND mod_revision <= ?3"
                 " GROUP BY key HAVING version > 0 ORDER BY key LIMIT ?4",
+    [Q_RANGE_FROM] = "SELECT key, max(mod_revision), create_revision, version, value FROM kv"
+                     " WHERE key >= ?1 AND mod_revision <= ?3"
+                     " GROUP BY key HAVING version > 0 ORDER BY key LIMIT ?4",
     [Q_COUNT] = "SELECT count(*) FROM (SELECT max(mod_revision), version FROM kv"
-                " WHERE key >= ?1 AND (?2 IS NULL OR key < ?2) AND mod_revision <= ?3"
+                " WHERE key >= ?1 AND key < ?2 AND mod_revision <= ?3"
                 " GROUP BY key HAVING version > 0)",
+    [Q_COUNT_FROM] = "SELECT count(*) FROM (SELECT max(mod_revision), version FROM kv"
+                     " WHERE key >= ?1 AND mod_revision <= ?3"
+                     " GROUP BY key HAVING version > 0)",
     [Q_HISTORY_KEY] = "SELECT key, mod_revision, create_revision, version, value FROM kv"
                       " WHERE mod_revision >= ?1 AND mod_revision <= ?2 AND key = ?3"
                       " ORDER BY mod_revision, sub",
@@ -340,7 +352,7 @@ static int range_at(struct conn *c, const struct ck_store_range *req, int64_t re
      * over the range would only repeat it */
     bool counted = req->count_only || req->limit > 0;
     if (counted) {
-        if (!(st = query(c, Q_COUNT, err))) {
+        if (!(st = query(c, hi_len ? Q_COUNT : Q_COUNT_FROM, err))) {
             r = CK_EIO;
             goto out_hi;
         }
@@ -356,7 +368,7 @@ static int range_at(struct conn *c, const struct ck_store_range *req, int64_t re
     }
     if (r < 0 || req->count_only)
         goto out_hi;
-    if (!(st = query(c, Q_RANGE, err))) {
+    if (!(st = query(c, hi_len ? Q_RANGE : Q_RANGE_FROM, err))) {
         r = CK_EIO;
         goto out_hi;
     }
