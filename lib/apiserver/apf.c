@@ -1323,6 +1323,78 @@ double ck__apf_wait_limit(const char *timeout, bool long_running)
     return limit > CK__APF_WAIT_MAX ? CK__APF_WAIT_MAX : limit;
 }
 
+/* Go's time package quote(): in double quotes, control and non-ASCII bytes as \xNN. */
+static void go_quote(struct ck__buf *out, const char *s, size_t n)
+{
+    ck__buf_adds(out, "\"");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < ' ' || c >= 0x80)
+            ck__buf_printf(out, "\\x%02x", c);
+        else
+            ck__buf_printf(out, "%s%c", c == '"' || c == '\\' ? "\\" : "", c);
+    }
+    ck__buf_adds(out, "\"");
+}
+
+/*
+ * Which of time.ParseDuration's errors a text that is no duration gets: its unit missing
+ * or unknown (the unit's span), else invalid (no digits, a stray character, overflow).
+ */
+static void duration_error(struct ck__buf *out, const char *s)
+{
+    static const char *const units[] = {"ns", "us", "\xc2\xb5s", "\xce\xbcs", "ms", "s", "m", "h"};
+    size_t n = strlen(s), i = s[0] == '-' || s[0] == '+';
+    const char *unit = NULL;
+    size_t unit_len = 0;
+    while (i < n && !unit) {
+        size_t start = i;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++;
+        bool digits = i > start;
+        if (i < n && s[i] == '.')
+            for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+                digits = true;
+        if (!digits)
+            break; /* nothing before the unit: invalid */
+        size_t u = i;
+        while (i < n && s[i] != '.' && !(s[i] >= '0' && s[i] <= '9'))
+            i++;
+        bool known = false;
+        for (size_t k = 0; k < sizeof(units) / sizeof(units[0]) && i > u; k++)
+            known = known || (strlen(units[k]) == i - u && memcmp(units[k], s + u, i - u) == 0);
+        if (i == u || !known) {
+            unit = s + u;
+            unit_len = i - u;
+        }
+    }
+    if (unit && unit_len == 0) {
+        ck__buf_adds(out, "time: missing unit in duration ");
+    } else if (unit) {
+        ck__buf_adds(out, "time: unknown unit ");
+        go_quote(out, unit, unit_len);
+        ck__buf_adds(out, " in duration ");
+    } else {
+        ck__buf_adds(out, "time: invalid duration ");
+    }
+    go_quote(out, s, n);
+}
+
+bool ck__apf_timeout_invalid(const char *timeout, char *msg, size_t size)
+{
+    int64_t sec;
+    int32_t nsec;
+    if (!timeout || !*timeout || ck_cel_parse_duration(timeout, &sec, &nsec))
+        return false;
+    struct ck__buf out = {0};
+    ck__buf_adds(&out, "invalid timeout specified in the request URL - ");
+    duration_error(&out, timeout);
+    char *text = ck__buf_take(&out);
+    snprintf(msg, size, "%s", text ? text : "invalid timeout specified in the request URL");
+    free(text);
+    return true;
+}
+
 /* The count of d's resource: -1 when none was set, -2 when it is stale. */
 static long long count_of(struct ck__apf *a, const struct ck__apf_digest *d, double now)
 {

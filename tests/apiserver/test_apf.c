@@ -792,6 +792,40 @@ static void *race(void *arg)
     return NULL;
 }
 
+/* ?timeout=T refused with msg (kube-apiserver's words), or accepted when msg is NULL. */
+static void expect_timeout(const char *timeout, const char *msg)
+{
+    char got[512] = "";
+    bool invalid = ck__apf_timeout_invalid(timeout, got, sizeof(got));
+    if (!msg) {
+        assert_false(invalid);
+        return;
+    }
+    assert_true(invalid);
+    char want[512];
+    snprintf(want, sizeof(want), "invalid timeout specified in the request URL - %s", msg);
+    assert_string_equal(got, want);
+}
+
+static void test_a_timeout_that_is_no_duration_is_refused(void **state)
+{
+    (void)state;
+    static const char *const fine[] = {NULL,  "",    "30s", "0",        "1m30s",     "+5s",
+                                       "-1s", ".5s", "5.s", "1h2m3.5s", "2\xc2\xb5s"};
+    for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++)
+        expect_timeout(fine[i], NULL);
+    expect_timeout("abc", "time: invalid duration \"abc\"");
+    expect_timeout("-", "time: invalid duration \"-\"");
+    expect_timeout(".s", "time: invalid duration \".s\"");
+    expect_timeout("99999999999999999999s", "time: invalid duration \"99999999999999999999s\"");
+    expect_timeout("10", "time: missing unit in duration \"10\"");
+    expect_timeout("1.5.5s", "time: missing unit in duration \"1.5.5s\"");
+    expect_timeout("5x", "time: unknown unit \"x\" in duration \"5x\"");
+    expect_timeout("1h2d", "time: unknown unit \"d\" in duration \"1h2d\"");
+    expect_timeout("5\xc3\xa9", "time: unknown unit \"\\xc3\\xa9\" in duration \"5\\xc3\\xa9\"");
+    expect_timeout("a\"b\\", "time: invalid duration \"a\\\"b\\\\\"");
+}
+
 /* ---- borrowing between levels ------------------------------------------------------ */
 
 static const char *borrow_schemas_json =
@@ -1103,6 +1137,7 @@ int main(void)
         cmocka_unit_test(test_threads_share_one_seat),
         cmocka_unit_test(test_busy_level_borrows_idle_seats_and_gives_them_back),
         cmocka_unit_test(test_exempt_level_lends_its_seats),
+        cmocka_unit_test(test_a_timeout_that_is_no_duration_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
