@@ -31,17 +31,12 @@ import sys
 import tempfile
 import threading
 import time
-import json
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apiserver"))
+from bench import free_port, request  # noqa: E402
 
 FLOOD_TOKEN = "flood-token-0123456789"
 VICTIM_TOKEN = "victim-token-0123456789"
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:
@@ -57,7 +52,8 @@ class Server:
                                      stderr=open(os.path.join(os.path.dirname(data), "ckube.err"), "a"))
         pki = os.path.join(data, "pki")
         for _ in range(400):
-            if os.path.exists(os.path.join(pki, "admin.key")):
+            if all(os.path.exists(os.path.join(d, f)) for d, f in
+                   ((data, "kubeconfig"), (pki, "admin.crt"), (pki, "admin.key"))):
                 break
             time.sleep(0.05)
         self.ctx = ssl.create_default_context(cafile=os.path.join(pki, "ca.crt"))
@@ -67,7 +63,7 @@ class Server:
             if self.proc.poll() is not None:
                 sys.exit("server exited early")
             try:
-                if self.call("/readyz", admin=True)[1] == b"ok":
+                if self.call("GET", "/readyz")[1] == b"ok":
                     return
             except OSError:
                 pass
@@ -78,18 +74,15 @@ class Server:
         return http.client.HTTPSConnection("127.0.0.1", self.port,
                                            context=self.admin if admin else self.ctx, timeout=60)
 
-    def call(self, path, method="GET", body=None, admin=False, token=None, conn=None):
+    def call(self, method, path, body=None, conn=None):
+        """A request of the admin (system:masters), on conn or a new connection."""
         own = conn is None
-        conn = conn or self.connect(admin)
-        headers = {"Accept": "application/json", "Content-Type": "application/json"}
-        if token:
-            headers["Authorization"] = "Bearer " + token
-        conn.request(method, path, body=body, headers=headers)
-        r = conn.getresponse()
-        data = r.read()
-        if own:
-            conn.close()
-        return r.status, data
+        conn = conn or self.connect(admin=True)
+        try:
+            return request(self.port, method, path, body, conn)
+        finally:
+            if own:
+                conn.close()
 
     def stop(self):
         self.proc.terminate()
@@ -104,14 +97,16 @@ def percentile(values, p):
 def victim_gets(server, n, stop=None):
     """Times GETs of one ConfigMap by the victim on one connection: n of them, or until stop."""
     conn = server.connect()
+    headers = {"Accept": "application/json", "Authorization": "Bearer " + VICTIM_TOKEN}
     times = []
     while (stop is None and len(times) < n) or (stop is not None and not stop.is_set()):
         t0 = time.perf_counter()
-        status, _ = server.call("/api/v1/namespaces/default/configmaps/cm-0",
-                                token=VICTIM_TOKEN, conn=conn)
+        conn.request("GET", "/api/v1/namespaces/default/configmaps/cm-0", headers=headers)
+        answer = conn.getresponse()
+        answer.read()
         times.append(time.perf_counter() - t0)
-        if status != 200:
-            sys.exit(f"the victim's GET answered {status}")
+        if answer.status != 200:
+            sys.exit(f"the victim's GET answered {answer.status}")
     conn.close()
     return times
 
@@ -128,7 +123,7 @@ def flood(server, conns, seconds):
 
 
 def current_limit(server):
-    _, text = server.call("/metrics", admin=True)
+    _, text = server.call("GET", "/metrics")
     m = re.search(rb'^apiserver_flowcontrol_current_limit_seats\{priority_level="global-default"\} (\S+)',
                   text, re.M)
     return m.group(1).decode() if m else "-"
@@ -184,14 +179,12 @@ def main():
                                    "name": "view"},
                        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
                                      "name": user}]}
-            server.call("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", "POST",
-                        json.dumps(binding), admin=True)
+            server.call("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
         conn = server.connect(admin=True)
         for i in range(args.objects):
             cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i}"},
                   "data": {"key": "value-%d" % i, "more": "x" * 200}}
-            status, body = server.call("/api/v1/namespaces/default/configmaps", "POST",
-                                       json.dumps(cm), admin=True, conn=conn)
+            status, body = server.call("POST", "/api/v1/namespaces/default/configmaps", cm, conn)
             if status != 201:
                 sys.exit(f"create answered {status}: {body[:200]}")
         conn.close()
