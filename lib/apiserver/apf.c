@@ -6,13 +6,16 @@
  *
  * Mirrors k8s.io/apiserver pkg/util/flowcontrol: apf_controller.go (the
  * digest of the configuration objects, the concurrency limits, the work
- * estimator's most seats), rule.go (matching), apf_filter.go,
+ * estimator's most seats, the periodic borrowing between levels),
+ * conc_alloc.go (the fair allocation), fairqueuing/integrator.go (the seat
+ * demand statistics), rule.go (matching), apf_filter.go,
  * fairqueuing/queueset (queues, hands, queue length limits, fair queuing),
  * shufflesharding (the Dealer), request/ (width.go, list_work_estimator.go,
  * mutating_work_estimator.go, config.go, seat_seconds.go,
  * object_count_tracker.go), watch_tracker.go and dropped_requests_tracker.go
  * (Retry-After); the server's filter is pkg/server/filters/priority-and-fairness.go
- * (its wait limit too).
+ * (its wait limit too), and pkg/endpoints/filters/request_deadline.go (a ?timeout
+ * that does not parse).
  *
  * The configuration is compiled into a snapshot (struct snapshot: schemas in
  * matching order, rules as C string lists), rebuilt from the store when a
@@ -31,10 +34,16 @@
  * may start; the head whose virtual finish is least goes next when its seats
  * fit. A timer thread ends waits at their deadline and releases final seats.
  *
- * Simplifications (docs/differences.md): a level's limit is its nominal
- * concurrency limit, ceil(server limit * shares / sum of shares), at least 1
- * (no lending or borrowing); a change of a level's queue count moves its
- * waiting requests at once (kube-apiserver drains the excess queues).
+ * Borrowing: a level's nominal limit is ceil(server limit * shares / sum of
+ * shares); lendablePercent of it may go to other levels and borrowingLimitPercent
+ * more may come from them. Every 10 s (and at each configuration) each level's
+ * seat demand (seats in use and waiting, integrated over time) since the last
+ * adjustment gives a high watermark, a mean, a deviation and a smoothed value,
+ * and the limits in force (the current limits, which the queues dispatch by)
+ * are solved again as updateBorrowingLocked does.
+ *
+ * Simplification (docs/differences.md): a change of a level's queue count moves
+ * its waiting requests at once (kube-apiserver drains the excess queues).
  *
  * Threading: one mutex over the levels, their queues, the held final seats and
  * the snapshot pointer; the watch tracker and the object counts have a mutex
@@ -43,6 +52,7 @@
  * wake callback is always called without the lock held, and the ticket is
  * not touched once it has been called.
  */
+#include <float.h>
 #include <gnutls/crypto.h>
 #include <math.h>
 #include <pthread.h>
@@ -71,6 +81,12 @@
 /* apf_controller.go: the work estimator's seats of a queuing level, a share of its limit */
 #define MAX_SEATS_SHARE 0.15
 /* object_count_tracker.go and the store's count period (etcd-count-metric-poll-period) */
+/* apf_controller.go: the borrowing adjustment's period, the demand's smoothing */
+#define BORROW_PERIOD    10.0
+#define DEMAND_SMOOTHING 0.977
+/* conc_alloc.go: the least target, and the slack of the sums */
+#define MIN_TARGET    0.001
+#define ALLOC_EPSILON 0.0000001
 #define COUNT_PERIOD  60.0
 #define COUNT_STALE   180.0
 #define COUNT_PRUNE   3600.0
@@ -152,14 +168,30 @@ struct queue {
     uint64_t next_dispatch_r;
 };
 
+/* fairqueuing/integrator.go: the time integral of a value since the last reset. */
+struct integrator {
+    double last; /* when x was last set */
+    double x, elapsed, sum_x, sum_xx, max;
+};
+
 struct ck__apf_level {
     struct ck__apf_level *next;
     char *name;
     char uid[CK__APF_UID_MAX];
     bool configured; /* in the current configuration */
+    bool active;     /* in the allocation: configured, or busy when last configured */
+    bool was_active; /* before the configuration being applied */
+    bool allocated;  /* has taken part in an adjustment: its gauges are shown */
     bool exempt, queuing;
     long long shares;
-    unsigned limit; /* seats */
+    long long lendable_percent, borrowing_percent; /* -1: borrowingLimitPercent unset */
+    long long nominal, min_cl, max_cl;             /* nominalCL, minCL, maxCL */
+    unsigned limit;                                /* currentCL: the seats the level has now */
+    /* the seat demand (seats in use and waiting) and its statistics (seatDemandStats) */
+    struct integrator demand;
+    long long high_watermark;
+    double average, deviation, smoothed, target;
+    unsigned waiting_seats; /* the waiting requests' seats */
     unsigned hand_size, queue_length_limit;
     struct queue *queues;
     unsigned n_queues;
@@ -209,6 +241,8 @@ struct object_count {
 struct ck__apf {
     pthread_mutex_t lock;
     unsigned server_limit;
+    long long nominal_sum;         /* the nominal limits of the levels in the allocation */
+    double fair_frac, next_borrow; /* seat_fair_frac; when the next adjustment is due */
     double (*clock)(void *arg);
     void *clock_arg;
     struct held *lingering;
@@ -447,6 +481,7 @@ static void queue_append(struct ck__apf_level *l, struct queue *q, struct ck__ap
     q->tail = t;
     q->len++;
     q->waiting_seats += max_seats_of(t);
+    l->waiting_seats += max_seats_of(t);
     q->waiting_work += t->total_work;
 }
 
@@ -465,6 +500,7 @@ static int reshape_queues(struct ck__apf_level *l, unsigned n)
         q[i].next_dispatch_r = l->current_r;
     l->busy_queues = 0;
     l->queue_seats = 0;
+    l->waiting_seats = 0;
     for (unsigned i = 0; i < l->n_queues; i++) {
         for (struct ck__apf_ticket *t = l->queues[i].head, *next; t; t = next) {
             next = t->next;
@@ -480,17 +516,188 @@ static int reshape_queues(struct ck__apf_level *l, unsigned n)
     return 0;
 }
 
+/* ---- the seat demand and the borrowing between levels --------------------------- */
+
+/* integrator.go's Set: the demand is now the level's seats in use and waiting. Locked. */
+static void demand_set(struct ck__apf_level *l, double now)
+{
+    struct integrator *d = &l->demand;
+    if (now > d->last) { /* x held since the last change */
+        double dt = now - d->last;
+        d->elapsed += dt;
+        d->sum_x += d->x * dt;
+        d->sum_xx += d->x * d->x * dt;
+        d->last = now;
+    }
+    d->x = (double)l->seats_in_use + l->waiting_seats;
+    if (d->x > d->max)
+        d->max = d->x;
+}
+
+/* A level new to the allocation: a new integrator and no statistics. Locked. */
+static void level_restart(struct ck__apf_level *l, double now)
+{
+    l->demand = (struct integrator){.last = now};
+    demand_set(l, now);
+    l->high_watermark = 0;
+    l->average = l->deviation = l->smoothed = 0;
+}
+
+/*
+ * The integrator's Reset and seatDemandStats.update: the high watermark, the time-weighted
+ * mean and deviation since the last reset, and the smoothed demand, which follows the
+ * envelope (mean + deviation) up at once and down by DEMAND_SMOOTHING a period. Locked.
+ */
+static void demand_statistics(struct ck__apf_level *l, double now)
+{
+    struct integrator *d = &l->demand;
+    demand_set(l, now);
+    l->high_watermark = llround(d->max);
+    if (d->elapsed > 0) {
+        double average = d->sum_x / d->elapsed;
+        double variance = d->sum_xx / d->elapsed - average * average;
+        l->average = average;
+        l->deviation = variance >= 0 ? sqrt(variance) : 0; /* NaN counts as 0 */
+        double envelope = l->average + l->deviation;
+        double decayed = DEMAND_SMOOTHING * l->smoothed + (1 - DEMAND_SMOOTHING) * envelope;
+        l->smoothed = envelope > decayed ? envelope : decayed;
+    }
+    d->elapsed = d->sum_x = d->sum_xx = 0;
+    d->max = d->x;
+}
+
+/* conc_alloc.go's allocProblemItem. */
+struct alloc_item {
+    double target, lower, upper;
+};
+
+/* One bound of an item, relative to its target. */
+struct bound {
+    double value;
+    size_t item;
+    bool lower;
+};
+
+static int by_value(const void *pa, const void *pb)
+{
+    const struct bound *a = pa, *b = pb;
+    return a->value < b->value ? -1 : a->value > b->value;
+}
+
+/*
+ * The bound-constrained case of the allocation: the fair proportion found by raising it
+ * from the least relative lower bound through the sorted bounds, the sum growing by the
+ * targets of the items between their bounds. -1 when the bounds run out.
+ */
+static int sweep_bounds(double required, double low_sum, double start, const double *targets,
+                        struct bound *b, size_t n_bounds, double *ret_fair)
+{
+    qsort(b, n_bounds, sizeof(*b), by_value);
+    double sum = low_sum, fair = start, between = 0, delta = 0;
+    long n_between = 0, n_delta = 0; /* the items between their bounds */
+    size_t next = 0;
+    while (sum < required) {
+        double at;
+        do { /* the next bound above fair, with every bound at fair passed */
+            between += delta;
+            n_between += n_delta;
+            if (next >= n_bounds)
+                return -1;
+            at = b[next].value;
+            delta = b[next].lower ? targets[b[next].item] : -targets[b[next].item];
+            n_delta = b[next].lower ? 1 : -1;
+            next++;
+        } while (at <= fair);
+        if (n_between == 0) { /* no item between its bounds here: nothing grows */
+            fair = at;
+            continue;
+        }
+        double reached = fair + (required - sum) / between;
+        if (reached <= at) {
+            fair = reached;
+            break;
+        }
+        sum += (at - fair) * between;
+        fair = at;
+    }
+    *ret_fair = fair;
+    return 0;
+}
+
+/*
+ * conc_alloc.go's computeConcurrencyAllocation: allocations summing to required, each
+ * within its bounds and else the fair proportion times its target (at least MIN_TARGET).
+ * -1 when the bounds make that impossible (or out of memory).
+ */
+static int allocate(long long required, const struct alloc_item *items, size_t n, double *ret,
+                    double *ret_fair)
+{
+    double low = 0, high = 0, sum_targets = 0;
+    double lb_min = FLT_MAX, lb_max = 0, ub_min = FLT_MAX, ub_max = 0;
+    double *targets = ck__calloc(n ? n : 1, sizeof(*targets));
+    struct bound *b = ck__calloc(n ? 2 * n : 1, sizeof(*b));
+    int r = targets && b ? 0 : -1;
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        const struct alloc_item *it = &items[i];
+        if (it->lower < 0 || it->target < it->lower || it->upper < it->lower)
+            r = -1;
+        targets[i] = it->target < MIN_TARGET ? MIN_TARGET : it->target;
+        low += it->lower;
+        high += it->upper;
+        sum_targets += targets[i];
+        b[2 * i] = (struct bound){.value = it->lower / targets[i], .item = i, .lower = true};
+        b[2 * i + 1] = (struct bound){.value = it->upper / targets[i], .item = i};
+        lb_min = fmin(lb_min, b[2 * i].value);
+        lb_max = fmax(lb_max, b[2 * i].value);
+        ub_min = fmin(ub_min, b[2 * i + 1].value);
+        ub_max = fmax(ub_max, b[2 * i + 1].value);
+    }
+    double want = (double)required, fair = 0;
+    bool bounded = true; /* the proportion is cut by the bounds */
+    if (r < 0 || lb_max > 1 || low - want > ALLOC_EPSILON || want - high > ALLOC_EPSILON)
+        r = -1;
+    else if (required == 0)
+        fair = 0;
+    else if (low - want > -ALLOC_EPSILON) /* no room: all at their lower bounds */
+        fair = lb_min;
+    else if (want - high > -ALLOC_EPSILON) /* all at their upper bounds */
+        fair = ub_max;
+    else if ((fair = want / sum_targets) < lb_max || fair > ub_min) /* some bounds matter */
+        r = sweep_bounds(want, low, lb_min, targets, b, 2 * n, &fair);
+    else
+        bounded = false;
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        double x = fair * targets[i];
+        ret[i] = required == 0 ? 0 : bounded ? fmax(items[i].lower, fmin(items[i].upper, x)) : x;
+    }
+    *ret_fair = r == 0 ? fair : 0;
+    free(targets);
+    free(b);
+    return r;
+}
+
+static long long max_ll(long long a, long long b)
+{
+    return a > b ? a : b;
+}
+
 static long long int_at(const json_t *o, const char *k, long long dflt)
 {
     const json_t *v = json_object_get(o, k);
     return json_is_integer(v) ? json_integer_value(v) : dflt;
 }
 
-/* Applies the PriorityLevelConfigurations to the kept levels (all but limits). Locked. */
-static int apply_levels(struct ck__apf *a, const json_t *levels)
+/*
+ * Applies the PriorityLevelConfigurations to the kept levels: their queues and their
+ * nominal, lower and upper limits (the current ones are the adjustment's). Locked.
+ */
+static int apply_levels(struct ck__apf *a, const json_t *levels, double now)
 {
-    for (struct ck__apf_level *l = a->levels; l; l = l->next)
-        l->configured = false;
+    for (struct ck__apf_level *l = a->levels; l; l = l->next) {
+        l->configured = false; /* a level left out stays while it is busy */
+        l->was_active = l->active;
+        l->active = l->executing || l->waiting || l->seats_in_use;
+    }
     size_t i;
     const json_t *obj;
     json_array_foreach(levels, i, obj)
@@ -502,14 +709,18 @@ static int apply_levels(struct ck__apf *a, const json_t *levels)
         struct ck__apf_level *l = level_named(a, name);
         if (!l)
             return CK_ENOMEM;
-        l->configured = true;
+        if (!l->was_active) /* new, or back: its statistics start afresh */
+            level_restart(l, now);
+        l->configured = l->active = true;
         copy_uid(l->uid, obj);
         const char *type = str(spec, "type");
         l->exempt = type && strcmp(type, "Exempt") == 0;
         const json_t *limited = json_object_get(spec, "limited");
         const json_t *exempt = json_object_get(spec, "exempt");
-        l->shares =
-            int_at(l->exempt ? exempt : limited, "nominalConcurrencyShares", l->exempt ? 0 : 30);
+        const json_t *limits = l->exempt ? exempt : limited;
+        l->shares = int_at(limits, "nominalConcurrencyShares", l->exempt ? 0 : 30);
+        l->lendable_percent = int_at(limits, "lendablePercent", 0);
+        l->borrowing_percent = l->exempt ? -1 : int_at(limits, "borrowingLimitPercent", -1);
         const json_t *response = json_object_get(limited, "limitResponse");
         const char *rtype = str(response, "type");
         l->queuing = !l->exempt && rtype && strcmp(rtype, "Queue") == 0;
@@ -526,19 +737,28 @@ static int apply_levels(struct ck__apf *a, const json_t *levels)
         if (reshape_queues(l, (unsigned)queues) < 0)
             return CK_ENOMEM;
     }
-    /* apf_controller.go: nominal limits from the shares of every level */
+    /* finishQueueSetReconfigsLocked: nominal limits from the shares of the levels kept */
     long long sum = 0;
+    a->nominal_sum = 0;
     for (struct ck__apf_level *l = a->levels; l; l = l->next)
-        if (l->configured && l->shares > 0)
+        if (l->active && l->shares > 0)
             sum += l->shares;
     for (struct ck__apf_level *l = a->levels; l; l = l->next) {
-        long long nominal = sum > 0 && l->shares > 0
-                                ? ((long long)a->server_limit * l->shares + sum - 1) / sum
-                                : 0; /* ceil */
-        l->limit = nominal < 1 ? 1 : nominal > UINT32_MAX ? UINT32_MAX : (unsigned)nominal;
-        /* max(1, min(ceil(0.15 * limit), limit / handSize)) for a level with queues */
-        unsigned share = (unsigned)ceil(l->limit * MAX_SEATS_SHARE);
-        unsigned per_hand = l->hand_size ? l->limit / l->hand_size : l->limit;
+        if (!l->active)
+            continue;
+        long long server = a->server_limit;
+        long long nominal = sum > 0 && l->shares > 0 ? (server * l->shares + sum - 1) / sum : 0;
+        long long lendable = llround((double)nominal * (double)l->lendable_percent / 100);
+        long long borrowing = l->borrowing_percent < 0
+                                  ? server
+                                  : llround((double)nominal * (double)l->borrowing_percent / 100);
+        l->nominal = nominal;
+        l->min_cl = nominal - lendable;
+        l->max_cl = nominal + borrowing;
+        a->nominal_sum += nominal;
+        /* max(1, min(ceil(0.15 * nominal), nominal / handSize)) for a level with queues */
+        unsigned share = (unsigned)ceil((double)nominal * MAX_SEATS_SHARE);
+        unsigned per_hand = (unsigned)(l->hand_size ? nominal / l->hand_size : nominal);
         unsigned most = share < per_hand ? share : per_hand;
         l->max_seats = !l->queuing ? 0 : most < 1 ? 1 : most;
     }
@@ -602,6 +822,7 @@ static struct ck__apf_ticket *queue_pop(struct ck__apf_level *l, struct queue *q
         q->tail = NULL;
     q->len--;
     q->waiting_seats -= max_seats_of(t);
+    l->waiting_seats -= max_seats_of(t);
     l->queue_seats -= max_seats_of(t);
     if (!busy(q))
         l->busy_queues--;
@@ -757,7 +978,80 @@ static void release_due(struct ck__apf *a, double now, struct ck__apf_ticket **w
         sync_time(g->level, now);
         release(g->level, g->in_queue, g->queue, g->shape, g->seats);
         dispatch_locked(g->level, now, woken, NULL);
+        demand_set(g->level, now);
         free(g);
+    }
+}
+
+/*
+ * apf_controller.go's updateBorrowingLocked: each level's demand statistics since the last
+ * adjustment, then the current limits. The exempt level's is its lower limit or its high
+ * watermark, whichever is more, taken from what the others share; each other level is
+ * owed at least its lower limit, or more up to its nominal limit when its high watermark
+ * is higher; when the rest cannot cover what they are owed the excess over their lower
+ * limits is cut in proportion, else all the nominal limits are divided fairly by
+ * targets (the smoothed demand, at least what it is owed) within the levels' bounds.
+ * The queues then dispatch by their new limits. Locked.
+ */
+static void adjust_limits(struct ck__apf *a, double now, struct ck__apf_ticket **woken)
+{
+    size_t n = 0, k = 0;
+    for (struct ck__apf_level *l = a->levels; l; l = l->next)
+        n += l->active && !l->exempt;
+    struct alloc_item *items = ck__calloc(n ? n : 1, sizeof(*items));
+    double *allocs = ck__calloc(n ? n : 1, sizeof(*allocs));
+    long long remaining = a->nominal_sum, min_sum = 0, owed_sum = 0;
+    for (struct ck__apf_level *l = a->levels; l && items && allocs; l = l->next) {
+        if (!l->active)
+            continue;
+        l->allocated = true;
+        demand_statistics(l, now);
+        if (l->exempt) {
+            long long owed = max_ll(l->min_cl, l->high_watermark);
+            l->limit = owed > UINT32_MAX ? UINT32_MAX : (unsigned)owed;
+            l->target = (double)owed;
+            remaining -= owed;
+            continue;
+        }
+        long long owed =
+            max_ll(l->min_cl, l->nominal < l->high_watermark ? l->nominal : l->high_watermark);
+        items[k].lower = (double)owed;
+        items[k].upper = (double)l->max_cl;
+        items[k].target = l->target = fmax((double)owed, l->smoothed);
+        min_sum += l->min_cl;
+        owed_sum += owed;
+        k++;
+    }
+    bool solved = false;
+    double cut = 0;
+    a->fair_frac = 0;
+    if (!items || !allocs || (n == 0 && a->nominal_sum > 0)) /* nothing to share */
+        n = 0;
+    else if (remaining > min_sum && remaining <= owed_sum)
+        cut = (double)(remaining - min_sum) / (double)(owed_sum - min_sum);
+    else if (remaining > owed_sum &&
+             !(solved = allocate(a->nominal_sum, items, n, allocs, &a->fair_frac) == 0))
+        CK_LOGW("API Priority and Fairness cannot share the concurrency limits: the current "
+                "ones stay");
+    k = 0;
+    for (struct ck__apf_level *l = a->levels; l && k < n; l = l->next) {
+        if (!l->active || l->exempt)
+            continue;
+        long long limit = l->limit;
+        if (remaining <= min_sum)
+            limit = l->min_cl;
+        else if (remaining <= owed_sum)
+            limit = l->min_cl + llround((items[k].lower - (double)l->min_cl) * cut);
+        else if (solved)
+            limit = llround(allocs[k]);
+        l->limit = limit < 0 ? 0 : limit > UINT32_MAX ? UINT32_MAX : (unsigned)limit;
+        k++;
+    }
+    free(items);
+    free(allocs);
+    for (struct ck__apf_level *l = a->levels; l; l = l->next) {
+        dispatch_locked(l, now, woken, NULL); /* limits may have grown */
+        demand_set(l, now);
     }
 }
 
@@ -1027,6 +1321,78 @@ double ck__apf_wait_limit(const char *timeout, bool long_running)
     }
     limit /= 4; /* getRequestWaitContext: a quarter, or the default's (a quarter too) */
     return limit > CK__APF_WAIT_MAX ? CK__APF_WAIT_MAX : limit;
+}
+
+/* Go's time package quote(): in double quotes, control and non-ASCII bytes as \xNN. */
+static void go_quote(struct ck__buf *out, const char *s, size_t n)
+{
+    ck__buf_adds(out, "\"");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < ' ' || c >= 0x80)
+            ck__buf_printf(out, "\\x%02x", c);
+        else
+            ck__buf_printf(out, "%s%c", c == '"' || c == '\\' ? "\\" : "", c);
+    }
+    ck__buf_adds(out, "\"");
+}
+
+/*
+ * Which of time.ParseDuration's errors a text that is no duration gets: its unit missing
+ * or unknown (the unit's span), else invalid (no digits, a stray character, overflow).
+ */
+static void duration_error(struct ck__buf *out, const char *s)
+{
+    static const char *const units[] = {"ns", "us", "\xc2\xb5s", "\xce\xbcs", "ms", "s", "m", "h"};
+    size_t n = strlen(s), i = s[0] == '-' || s[0] == '+';
+    const char *unit = NULL;
+    size_t unit_len = 0;
+    while (i < n && !unit) {
+        size_t start = i;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++;
+        bool digits = i > start;
+        if (i < n && s[i] == '.')
+            for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+                digits = true;
+        if (!digits)
+            break; /* nothing before the unit: invalid */
+        size_t u = i;
+        while (i < n && s[i] != '.' && !(s[i] >= '0' && s[i] <= '9'))
+            i++;
+        bool known = false;
+        for (size_t k = 0; k < sizeof(units) / sizeof(units[0]) && i > u; k++)
+            known = known || (strlen(units[k]) == i - u && memcmp(units[k], s + u, i - u) == 0);
+        if (i == u || !known) {
+            unit = s + u;
+            unit_len = i - u;
+        }
+    }
+    if (unit && unit_len == 0) {
+        ck__buf_adds(out, "time: missing unit in duration ");
+    } else if (unit) {
+        ck__buf_adds(out, "time: unknown unit ");
+        go_quote(out, unit, unit_len);
+        ck__buf_adds(out, " in duration ");
+    } else {
+        ck__buf_adds(out, "time: invalid duration ");
+    }
+    go_quote(out, s, n);
+}
+
+bool ck__apf_timeout_invalid(const char *timeout, char *msg, size_t size)
+{
+    int64_t sec;
+    int32_t nsec;
+    if (!timeout || !*timeout || ck_cel_parse_duration(timeout, &sec, &nsec))
+        return false;
+    struct ck__buf out = {0};
+    ck__buf_adds(&out, "invalid timeout specified in the request URL - ");
+    duration_error(&out, timeout);
+    char *text = ck__buf_take(&out);
+    snprintf(msg, size, "%s", text ? text : "invalid timeout specified in the request URL");
+    free(text);
+    return true;
 }
 
 /* The count of d's resource: -1 when none was set, -2 when it is stale. */
@@ -1301,7 +1667,7 @@ enum ck__apf_verdict ck__apf_admit(struct ck__apf *a, const struct ck__apf_diges
     release_due(a, now, &woken);
     unsigned seats = max_seats_of(t);
     if (l->exempt) {
-        atomic_fetch_add(&t->stat->executing, 1); /* never limited: counted, not seated */
+        seat(l, NULL, t, now); /* never limited, but its seats are its level's demand */
     } else if (!l->queuing) {
         if (fits(l, seats)) {
             seat(l, NULL, t, now);
@@ -1314,6 +1680,7 @@ enum ck__apf_verdict ck__apf_admit(struct ck__apf *a, const struct ck__apf_diges
     } else {
         v = CK__APF_QUEUE; /* queued by ck__apf_enqueue(), once the caller can be woken */
     }
+    demand_set(l, now);
     pthread_mutex_unlock(&a->lock);
     if (v != CK__APF_REJECT) /* counted from its admission to its end */
         register_watch(a, d, t);
@@ -1335,8 +1702,8 @@ enum ck__apf_verdict ck__apf_enqueue(struct ck__apf *a, struct ck__apf_ticket *t
         reject_locked(l, t, REJECT_SHUTDOWN);
         v = CK__APF_REJECT;
     } else if (l->exempt) { /* it became exempt meanwhile */
-        atomic_fetch_add(&t->stat->executing, 1);
-        t->verdict = v = CK__APF_EXECUTE;
+        seat(l, NULL, t, now);
+        v = CK__APF_EXECUTE;
     } else if (!l->queuing) {
         if (fits(l, max_seats_of(t))) {
             seat(l, NULL, t, now);
@@ -1348,6 +1715,7 @@ enum ck__apf_verdict ck__apf_enqueue(struct ck__apf *a, struct ck__apf_ticket *t
     } else {
         v = queue_locked(a, l, t, now, &woken);
     }
+    demand_set(l, now);
     pthread_mutex_unlock(&a->lock);
     ck__apf_wake(woken);
     return v;
@@ -1396,6 +1764,7 @@ void ck__apf_done(struct ck__apf *a, struct ck__apf_ticket *t)
         }
         release_due(a, now, &woken);
         dispatch_locked(l, now, &woken, NULL);
+        demand_set(l, now);
     }
     pthread_mutex_unlock(&a->lock);
     ck__apf_wake(woken);
@@ -1433,6 +1802,8 @@ static void expire_locked(struct ck__apf *a, double now, struct ck__apf_ticket *
             }
             bound_next_dispatch(q);
         }
+    for (struct ck__apf_level *l = a->levels; l; l = l->next)
+        demand_set(l, now);
 }
 
 void ck__apf_expire(struct ck__apf *a, double now)
@@ -1474,7 +1845,7 @@ int ck__apf_configure(struct ck__apf *a, const json_t *schemas, const json_t *le
     pthread_mutex_lock(&a->lock);
     for (struct ck__apf_level *l = a->levels; l; l = l->next)
         sync_time(l, now);
-    int r = apply_levels(a, levels);
+    int r = apply_levels(a, levels, now);
     for (size_t i = 0; r == 0 && i < n; i++) {
         bool used;
         r = schema_compile(a, json_array_get(schemas, i), &snap->schemas[snap->n], &used);
@@ -1487,8 +1858,7 @@ int ck__apf_configure(struct ck__apf *a, const json_t *schemas, const json_t *le
         old = a->current;
         a->current = snap;
         snap = NULL;
-        for (struct ck__apf_level *l = a->levels; l; l = l->next)
-            dispatch_locked(l, now, &woken, NULL); /* limits may have grown */
+        adjust_limits(a, now, &woken); /* as each digest of the configuration does */
     }
     pthread_mutex_unlock(&a->lock);
     ck__apf_wake(woken);
@@ -1695,6 +2065,16 @@ void ck__apf_tick(struct ck__apf *a, double now)
         ck__count_stored_objects(a->reg->store, count_one, a);
     }
     ck__apf_expire(a, now);
+    if (now >= a->next_borrow) { /* at the first tick, then every period */
+        struct ck__apf_ticket *woken = NULL;
+        pthread_mutex_lock(&a->lock);
+        a->next_borrow = now + BORROW_PERIOD;
+        for (struct ck__apf_level *l = a->levels; l; l = l->next)
+            sync_time(l, now);
+        adjust_limits(a, now, &woken);
+        pthread_mutex_unlock(&a->lock);
+        ck__apf_wake(woken);
+    }
 }
 
 static void label_value(struct ck__buf *out, const char *v)
@@ -1736,6 +2116,92 @@ static void gauge(struct ck__buf *out, const struct ck__apf *a, const char *metr
                (unsigned long long)atomic_load(waiting ? &st->waiting : &st->executing));
 }
 
+enum level_value {
+    V_NOMINAL,
+    V_LOWER,
+    V_UPPER,
+    V_CURRENT,
+    V_HIGH_WATERMARK,
+    V_AVERAGE,
+    V_DEVIATION,
+    V_SMOOTHED,
+    V_TARGET
+};
+
+/* A gauge's value as Prometheus' text writes a float: Go's shortest %g. */
+static void add_value(struct ck__buf *out, double v)
+{
+    char num[40];
+    int precision = 1;
+    do
+        snprintf(num, sizeof(num), "%.*g", precision, v);
+    while (strtod(num, NULL) != v && ++precision <= 17);
+    ck__buf_printf(out, " %s\n", num);
+}
+
+/* One gauge by priority_level of the levels that took part in an allocation. Locked. */
+static void level_gauge(struct ck__buf *out, const struct ck__apf *a, const char *metric,
+                        const char *stability, const char *help, enum level_value which)
+{
+    ck__buf_printf(out, "# HELP %s [%s] %s\n# TYPE %s gauge\n", metric, stability, help, metric);
+    for (const struct ck__apf_level *l = a->levels; l; l = l->next) {
+        if (!l->allocated)
+            continue;
+        double v = which == V_NOMINAL          ? (double)l->nominal
+                   : which == V_LOWER          ? (double)l->min_cl
+                   : which == V_UPPER          ? (double)l->max_cl
+                   : which == V_CURRENT        ? (double)l->limit
+                   : which == V_HIGH_WATERMARK ? (double)l->high_watermark
+                   : which == V_AVERAGE        ? l->average
+                   : which == V_DEVIATION      ? l->deviation
+                   : which == V_SMOOTHED       ? l->smoothed
+                                               : l->target;
+        ck__buf_printf(out, "%s{priority_level=\"", metric);
+        label_value(out, l->name);
+        ck__buf_adds(out, "\"}");
+        add_value(out, v);
+    }
+}
+
+/* The limits and the demand statistics of the borrowing (apf_controller.go's). Locked. */
+static void borrowing_metrics(struct ck__buf *out, const struct ck__apf *a)
+{
+    static const struct {
+        const char *name, *stability, *help;
+    } gauges[] = {
+        [V_NOMINAL] = {"nominal_limit_seats", "BETA",
+                       "Nominal number of execution seats configured for each priority level"},
+        [V_LOWER] = {"lower_limit_seats", "ALPHA",
+                     "Configured lower bound on number of execution seats available to each "
+                     "priority level"},
+        [V_UPPER] = {"upper_limit_seats", "ALPHA",
+                     "Configured upper bound on number of execution seats available to each "
+                     "priority level"},
+        [V_CURRENT] = {"current_limit_seats", "ALPHA",
+                       "current derived number of execution seats available to each priority "
+                       "level"},
+        [V_HIGH_WATERMARK] = {"demand_seats_high_watermark", "ALPHA",
+                              "High watermark, over last adjustment period, of demand_seats"},
+        [V_AVERAGE] = {"demand_seats_average", "ALPHA",
+                       "Time-weighted average, over last adjustment period, of demand_seats"},
+        [V_DEVIATION] = {"demand_seats_stdev", "ALPHA",
+                         "Time-weighted standard deviation, over last adjustment period, of "
+                         "demand_seats"},
+        [V_SMOOTHED] = {"demand_seats_smoothed", "ALPHA", "Smoothed seat demands"},
+        [V_TARGET] = {"target_seats", "ALPHA", "Seat allocation targets"},
+    };
+    char metric[80];
+    for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++) {
+        snprintf(metric, sizeof(metric), "apiserver_flowcontrol_%s", gauges[i].name);
+        level_gauge(out, a, metric, gauges[i].stability, gauges[i].help, (enum level_value)i);
+    }
+    ck__buf_adds(out, "# HELP apiserver_flowcontrol_seat_fair_frac [ALPHA] Fair fraction of "
+                      "server's concurrency to allocate to each priority level that can use it\n"
+                      "# TYPE apiserver_flowcontrol_seat_fair_frac gauge\n"
+                      "apiserver_flowcontrol_seat_fair_frac");
+    add_value(out, a->fair_frac);
+}
+
 char *ck__apf_metrics_text(struct ck__apf *a)
 {
     struct ck__buf out = {0};
@@ -1760,6 +2226,7 @@ char *ck__apf_metrics_text(struct ck__apf *a)
                 series(&out, "apiserver_flowcontrol_rejected_requests_total", st, reject_reasons[r],
                        n);
         }
+    borrowing_metrics(&out, a);
     pthread_mutex_unlock(&a->lock);
     return ck__buf_take(&out);
 }

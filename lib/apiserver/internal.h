@@ -1253,6 +1253,11 @@ struct ck__apf_work ck__apf_estimate(const struct ck__apf_digest *d, unsigned ma
  * request timeout.
  */
 double ck__apf_wait_limit(const char *timeout, bool long_running);
+/*
+ * request_deadline.go's parseTimeout: whether a ?timeout value (NULL or "" when none) is
+ * no Go duration; then msg is the 400's message, time.ParseDuration's error included.
+ */
+bool ck__apf_timeout_invalid(const char *timeout, char *msg, size_t size);
 /* The apiserver_flowcontrol_* exposition; NULL when out of memory. */
 char *ck__apf_metrics_text(struct ck__apf *a);
 

@@ -854,8 +854,37 @@ static enum MHD_Result refuse_in_reserve(struct MHD_Connection *conn)
  * check, the reserve connections' rule, authentication and impersonation.
  * Returns false when it answered (*ret is MHD's answer).
  */
+/* kube-apiserver's long-running subresources (their requests have no deadline). */
+static bool long_running_subresource(const char *subresource)
+{
+    static const char *const long_running[] = {"attach", "exec", "log", "portforward", "proxy"};
+    for (size_t i = 0; i < sizeof(long_running) / sizeof(long_running[0]); i++)
+        if (strcmp(subresource, long_running[i]) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * request_deadline.go: a ?timeout that is not a Go duration is refused 400 before
+ * authentication, unless the request is long-running (a watch, exec, attach,
+ * portforward, proxy, log).
+ */
+static bool bad_timeout(struct MHD_Connection *conn, const char *method, const char *url,
+                        enum MHD_Result *ret)
+{
+    char msg[512];
+    struct ck__target t;
+    if (!ck__apf_timeout_invalid(ck__query(conn, "timeout"), msg, sizeof(msg)))
+        return false;
+    if (ck__route(url, &t) == 0 && (long_running_subresource(t.subresource) ||
+                                    strcmp(ck__request_verb(conn, method, &t), "watch") == 0))
+        return false;
+    *ret = ck__fail_with(conn, "BadRequest", msg);
+    return true;
+}
+
 static bool front(struct ck_apiserver *server, struct MHD_Connection *conn, struct request *req,
-                  const char *method, enum MHD_Result *ret)
+                  const char *method, const char *url, enum MHD_Result *ret)
 {
     bool readonly = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     ck__request_labels_set(&req->labels, method, NULL, false, false);
@@ -868,7 +897,7 @@ static bool front(struct ck_apiserver *server, struct MHD_Connection *conn, stru
         *ret = ck__fail(conn, &path_err);
     else if (req->reserve && !(readonly && !ck__query_bool(conn, "watch")))
         *ret = refuse_in_reserve(conn); /* a reserve connection is for health checks and reads */
-    else
+    else if (!bad_timeout(conn, method, url, ret))
         *ret = ck__auth_authenticate(server, conn, &req->user, &answered);
     return !answered;
 }
@@ -1250,16 +1279,14 @@ static bool flow_digest(struct ck_apiserver *server, struct MHD_Connection *conn
                         struct ck__target *t, char verb[16], struct ck_field_selector **ret_fields,
                         struct ck__apf_digest *d)
 {
-    static const char *const long_running[] = {"attach", "exec", "log", "portforward", "proxy"};
     const struct ck_auth_user *u = req->user;
     memset(d, 0, sizeof(*d));
     d->user = u ? u->name : "";
     d->groups = u ? (const char *const *)u->groups : NULL;
     d->n_groups = u ? u->n_groups : 0;
     if (ck__route(url, t) == 0) {
-        for (size_t i = 0; i < sizeof(long_running) / sizeof(long_running[0]); i++)
-            if (strcmp(t->subresource, long_running[i]) == 0)
-                return false;
+        if (long_running_subresource(t->subresource))
+            return false;
         d->resource_request = true;
         d->verb = ck__request_verb(conn, method, t);
         d->api_group = t->kind->group;
@@ -1417,7 +1444,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
                              "Request entity too large: limit is 3145728");
     }
     enum MHD_Result ret;
-    if (!front(server, conn, req, method, &ret))
+    if (!front(server, conn, req, method, url, &ret))
         return ret;
     return flow_control(server, conn, req, method, url);
 }

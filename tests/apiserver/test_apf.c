@@ -9,10 +9,15 @@
  * deadline) and shutdown; work estimates (list seats from object counts, a write's
  * final seats from the watches counted); fair queuing by virtual finish time on a fake
  * clock (two flows of different widths sharing seat-seconds evenly, a wide head not
- * starved); the Dealer's hands; the metrics; many threads sharing one seat.
+ * starved); the Dealer's hands; the metrics; many threads sharing one seat; borrowing
+ * between levels every 10 s (a busy level taking an idle one's lendable seats and
+ * giving them back, the exempt level lending its own), with the limits worked out
+ * by hand from apf_controller.go's and conc_alloc.go's algorithm; the 400 for a
+ * ?timeout that does not parse.
  */
 #include "cktest.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -207,7 +212,7 @@ static void test_exempt_is_never_limited(void **state)
     static struct ck__apf_ticket t[1000];
     for (size_t i = 0; i < 1000; i++) {
         assert_int_equal(ck__apf_admit(a, &d, &t[i]), CK__APF_EXECUTE);
-        assert_false(t[i].seated);
+        assert_true(t[i].seated); /* its seats count as its level's demand */
         assert_string_equal(t[i].pl_uid, "pl-exempt");
     }
     for (size_t i = 0; i < 1000; i++)
@@ -787,6 +792,310 @@ static void *race(void *arg)
     return NULL;
 }
 
+/* ?timeout=T refused with msg (kube-apiserver's words), or accepted when msg is NULL. */
+static void expect_timeout(const char *timeout, const char *msg)
+{
+    char got[512] = "";
+    bool invalid = ck__apf_timeout_invalid(timeout, got, sizeof(got));
+    if (!msg) {
+        assert_false(invalid);
+        return;
+    }
+    assert_true(invalid);
+    char want[512];
+    snprintf(want, sizeof(want), "invalid timeout specified in the request URL - %s", msg);
+    assert_string_equal(got, want);
+}
+
+static void test_a_timeout_that_is_no_duration_is_refused(void **state)
+{
+    (void)state;
+    static const char *const fine[] = {NULL,  "",    "30s", "0",        "1m30s",     "+5s",
+                                       "-1s", ".5s", "5.s", "1h2m3.5s", "2\xc2\xb5s"};
+    for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++)
+        expect_timeout(fine[i], NULL);
+    expect_timeout("abc", "time: invalid duration \"abc\"");
+    expect_timeout("-", "time: invalid duration \"-\"");
+    expect_timeout(".s", "time: invalid duration \".s\"");
+    expect_timeout("99999999999999999999s", "time: invalid duration \"99999999999999999999s\"");
+    expect_timeout("10", "time: missing unit in duration \"10\"");
+    expect_timeout("1.5.5s", "time: missing unit in duration \"1.5.5s\"");
+    expect_timeout("5x", "time: unknown unit \"x\" in duration \"5x\"");
+    expect_timeout("1h2d", "time: unknown unit \"d\" in duration \"1h2d\"");
+    expect_timeout("5\xc3\xa9", "time: unknown unit \"\\xc3\\xa9\" in duration \"5\\xc3\\xa9\"");
+    expect_timeout("a\"b\\", "time: invalid duration \"a\\\"b\\\\\"");
+}
+
+/* ---- borrowing between levels ------------------------------------------------------ */
+
+static const char *borrow_schemas_json =
+    "[{\"metadata\":{\"name\":\"masters\"},\"spec\":{"
+    "   \"priorityLevelConfiguration\":{\"name\":\"exempt\"},\"matchingPrecedence\":1,"
+    "   \"rules\":[{\"subjects\":[{\"kind\":\"Group\",\"group\":{\"name\":\"system:masters\"}}],"
+    "     \"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+    "       \"namespaces\":[\"*\"]}]}]}},"
+    " {\"metadata\":{\"name\":\"busy\"},\"spec\":{"
+    "   \"priorityLevelConfiguration\":{\"name\":\"busy\"},\"matchingPrecedence\":10,"
+    "   \"rules\":[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"busy\"}}],"
+    "     \"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+    "       \"namespaces\":[\"*\"]}]}]}},"
+    " {\"metadata\":{\"name\":\"idle\"},\"spec\":{"
+    "   \"priorityLevelConfiguration\":{\"name\":\"idle\"},\"matchingPrecedence\":10,"
+    "   \"rules\":[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"idle\"}}],"
+    "     \"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+    "       \"namespaces\":[\"*\"]}]}]}}]";
+
+/* A level of one queue (no shuffle sharding) with limits as JSON members. */
+#define ONE_QUEUE_LEVEL(name, limits)                                                              \
+    "{\"metadata\":{\"name\":\"" name "\"},\"spec\":{\"type\":\"Limited\",\"limited\":{" limits    \
+    ",\"limitResponse\":{\"type\":\"Queue\",\"queuing\":{\"queues\":1,\"handSize\":1,"             \
+    "\"queueLengthLimit\":200}}}}}"
+
+/* The apf on the fake clock at 0, configured with levels (a JSON array). */
+static struct ck__apf *borrowing_apf(unsigned server_limit, const char *levels_text)
+{
+    fake_now = 0;
+    struct ck__apf *a = ck__apf_new(server_limit);
+    assert_non_null(a);
+    ck__apf_set_clock(a, fake_clock, NULL);
+    json_t *schemas = json_loads(borrow_schemas_json, 0, NULL);
+    json_t *levels = json_loads(levels_text, 0, NULL);
+    assert_non_null(schemas);
+    assert_non_null(levels);
+    assert_int_equal(ck__apf_configure(a, schemas, levels), 0);
+    json_decref(schemas);
+    json_decref(levels);
+    return a;
+}
+
+/* The value of one series of the apf's exposition; the test fails when it is missing. */
+static double gauge_value(struct ck__apf *a, const char *metric, const char *level)
+{
+    char *text = ck__apf_metrics_text(a);
+    char series[160];
+    if (level)
+        snprintf(series, sizeof(series), "\n%s{priority_level=\"%s\"} ", metric, level);
+    else
+        snprintf(series, sizeof(series), "\n%s ", metric);
+    assert_non_null(text);
+    const char *at = strstr(text, series);
+    if (!at)
+        fail_msg("no series %s in:\n%s", series + 1, text);
+    double v = strtod(at + strlen(series), NULL);
+    free(text);
+    return v;
+}
+
+/* A gauge's value within epsilon of what was worked out by hand. */
+static void assert_near(double value, double expected, double epsilon)
+{
+    if (!(fabs(value - expected) <= epsilon))
+        fail_msg("%.17g is not %.17g", value, expected);
+}
+
+static double current_limit(struct ck__apf *a, const char *level)
+{
+    return gauge_value(a, "apiserver_flowcontrol_current_limit_seats", level);
+}
+
+/* Both levels' current limits are those worked out. */
+static void expect_limits(struct ck__apf *a, const char *l1, double v1, const char *l2, double v2)
+{
+    assert_int_equal(current_limit(a, l1), v1);
+    assert_int_equal(current_limit(a, l2), v2);
+}
+
+static double fair_frac(struct ck__apf *a)
+{
+    return gauge_value(a, "apiserver_flowcontrol_seat_fair_frac", NULL);
+}
+
+static double watermark(struct ck__apf *a, const char *level)
+{
+    return gauge_value(a, "apiserver_flowcontrol_demand_seats_high_watermark", level);
+}
+
+/* The periodic adjustment, from the ticker at t seconds. */
+static void tick_at(struct ck__apf *a, double t)
+{
+    fake_now = t;
+    ck__apf_tick(a, t);
+}
+
+/* n gets of user arriving now: how many run at once (the others wait). */
+static unsigned arrive_many(struct ck__apf *a, const char *user, struct waiter *w, unsigned n)
+{
+    unsigned run = 0;
+    for (unsigned i = 0; i < n; i++) {
+        memset(&w[i], 0, sizeof(w[i]));
+        enum ck__apf_verdict v = arrive(a, resource(user, "get", "", "pods", "", "x"), &w[i], 1e9);
+        assert_int_not_equal(v, CK__APF_REJECT);
+        run += v == CK__APF_EXECUTE;
+    }
+    return run;
+}
+
+/* The waiters woken since last asked. */
+static unsigned woken(struct waiter *w, unsigned n)
+{
+    unsigned count = 0;
+    for (unsigned i = 0; i < n; i++) {
+        count += (unsigned)w[i].woken;
+        w[i].woken = 0;
+    }
+    return count;
+}
+
+/* Ends every request of w, those that were waiting once their seats come. */
+static void finish_all(struct ck__apf *a, struct waiter *w, unsigned n)
+{
+    for (bool again = true; again;) {
+        again = false;
+        for (unsigned i = 0; i < n; i++)
+            if (w[i].t.seated) {
+                ck__apf_done(a, &w[i].t);
+                again = true;
+            }
+    }
+    for (unsigned i = 0; i < n; i++)
+        assert_true(w[i].t.finished);
+}
+
+static void test_busy_level_borrows_idle_seats_and_gives_them_back(void **state)
+{
+    (void)state;
+    /*
+     * 100 seats; busy and idle have 50 shares each: nominal 50 both; busy lends
+     * nothing and may borrow 100 % (upper 100), idle lends 50 % (lower 25, upper 150:
+     * no borrowingLimitPercent allows the server limit).
+     */
+    struct ck__apf *a = borrowing_apf(
+        100,
+        "[{\"metadata\":{\"name\":\"exempt\"},\"spec\":{\"type\":\"Exempt\"}}," ONE_QUEUE_LEVEL(
+            "busy",
+            "\"nominalConcurrencyShares\":50,\"borrowingLimitPercent\":100") "," ONE_QUEUE_LEVEL("idle",
+                                                                                                 "\"nominalConcurrencyShares\":50,\"lendablePercent\":50") "]");
+    assert_int_equal(gauge_value(a, "apiserver_flowcontrol_nominal_limit_seats", "busy"), 50);
+    assert_int_equal(gauge_value(a, "apiserver_flowcontrol_lower_limit_seats", "busy"), 50);
+    assert_int_equal(gauge_value(a, "apiserver_flowcontrol_upper_limit_seats", "busy"), 100);
+    assert_int_equal(gauge_value(a, "apiserver_flowcontrol_nominal_limit_seats", "idle"), 50);
+    assert_int_equal(gauge_value(a, "apiserver_flowcontrol_lower_limit_seats", "idle"), 25);
+    assert_int_equal(gauge_value(a, "apiserver_flowcontrol_upper_limit_seats", "idle"), 150);
+    assert_int_equal(gauge_value(a, "apiserver_flowcontrol_nominal_limit_seats", "exempt"), 0);
+    /*
+     * No demand yet: targets are the lower limits (50 and 25), and the 100 nominal seats
+     * go in proportion, fair fraction 100 / 75: 66.67 and 33.33, rounded.
+     */
+    tick_at(a, 0);
+    expect_limits(a, "busy", 67, "idle", 33);
+    assert_int_equal(current_limit(a, "exempt"), 0);
+    assert_near(fair_frac(a), 100.0 / 75, 1e-12);
+
+    /* 80 requests of one seat on busy for 10 s: 67 run, 13 wait */
+    static struct waiter busy[80], idle[50];
+    assert_int_equal(arrive_many(a, "busy", busy, 80), 67);
+    /*
+     * At 10 s busy's demand was 80 throughout: high watermark, mean and smoothed 80, owed
+     * its nominal 50, target 80; idle is owed 25, target 25. Fair fraction f with
+     * 80 f + max(25, 25 f) = 100 and 50 <= 80 f: f = 0.9375, busy 75 (25 borrowed from
+     * idle's lendable half), idle 25. Eight more run, five still wait.
+     */
+    tick_at(a, 10);
+    assert_int_equal(watermark(a, "busy"), 80);
+    assert_near(gauge_value(a, "apiserver_flowcontrol_demand_seats_average", "busy"), 80, 1e-9);
+    assert_near(gauge_value(a, "apiserver_flowcontrol_demand_seats_stdev", "busy"), 0, 1e-9);
+    assert_near(gauge_value(a, "apiserver_flowcontrol_demand_seats_smoothed", "busy"), 80, 1e-9);
+    assert_near(gauge_value(a, "apiserver_flowcontrol_target_seats", "busy"), 80, 1e-9);
+    assert_near(gauge_value(a, "apiserver_flowcontrol_target_seats", "idle"), 25, 1e-9);
+    expect_limits(a, "busy", 75, "idle", 25);
+    assert_near(fair_frac(a), 0.9375, 1e-12);
+    assert_int_equal(woken(busy, 80), 8);
+
+    /*
+     * The busy requests end at 10 s. At 20 s its high watermark is still 80 (the demand
+     * when the period began) and its smoothed demand decays only to 0.977 * 80 = 78.16:
+     * f = 50/78.16 + 25/78.16, busy keeps 75.
+     */
+    finish_all(a, busy, 80);
+    tick_at(a, 20);
+    assert_near(gauge_value(a, "apiserver_flowcontrol_demand_seats_smoothed", "busy"), 0.977 * 80,
+                1e-9);
+    assert_near(gauge_value(a, "apiserver_flowcontrol_demand_seats_average", "busy"), 0, 1e-9);
+    expect_limits(a, "busy", 75, "idle", 25);
+    assert_near(fair_frac(a), 75 / (0.977 * 80), 1e-9);
+
+    /*
+     * Now idle wants 50 seats (25 run, 25 wait). At 30 s its high watermark 50 makes it
+     * owed its nominal 50, busy is owed 50: owed 100 = the 100 seats, so each gets what
+     * it is owed (fair fraction 0): idle has its lent seats back, busy its nominal.
+     */
+    assert_int_equal(arrive_many(a, "idle", idle, 50), 25);
+    tick_at(a, 30);
+    assert_int_equal(watermark(a, "idle"), 50);
+    assert_int_equal(watermark(a, "busy"), 0);
+    expect_limits(a, "idle", 50, "busy", 50);
+    assert_near(fair_frac(a), 0, 0);
+    assert_int_equal(woken(idle, 50), 25);
+    /* the adjustment comes every 10 s: a tick between changes nothing */
+    finish_all(a, idle, 50);
+    tick_at(a, 35);
+    assert_int_equal(current_limit(a, "idle"), 50);
+    ck__apf_free(a);
+}
+
+static void test_exempt_level_lends_its_seats(void **state)
+{
+    (void)state;
+    /*
+     * 100 seats; exempt has 20 shares and lends half: nominal 20, lower 10; busy has 80
+     * shares, lends nothing and may borrow half: nominal 80, lower 80, upper 120.
+     */
+    struct ck__apf *a = borrowing_apf(
+        100, "[{\"metadata\":{\"name\":\"exempt\"},\"spec\":{\"type\":\"Exempt\",\"exempt\":{"
+             "\"nominalConcurrencyShares\":20,\"lendablePercent\":50}}}," ONE_QUEUE_LEVEL(
+                 "busy", "\"nominalConcurrencyShares\":80,\"borrowingLimitPercent\":50") "]");
+    assert_int_equal(gauge_value(a, "apiserver_flowcontrol_nominal_limit_seats", "exempt"), 20);
+    assert_int_equal(gauge_value(a, "apiserver_flowcontrol_lower_limit_seats", "exempt"), 10);
+    assert_int_equal(gauge_value(a, "apiserver_flowcontrol_upper_limit_seats", "exempt"), 120);
+    assert_int_equal(gauge_value(a, "apiserver_flowcontrol_upper_limit_seats", "busy"), 120);
+    /*
+     * exempt idle: it keeps its lower limit 10 and the rest, 90, covers busy's 80, so all
+     * 100 nominal seats are busy's to share: fair fraction 100 / 80, busy has 100.
+     */
+    expect_limits(a, "exempt", 10, "busy", 100);
+    assert_near(fair_frac(a), 1.25, 1e-12);
+    static struct waiter busy[101], admins[25];
+    assert_int_equal(arrive_many(a, "busy", busy, 101), 100);
+    /* exempt requests are never limited, whatever its limit */
+    struct ck__apf_digest d = admin("get", "pods");
+    for (unsigned i = 0; i < 25; i++)
+        assert_int_equal(ck__apf_admit(a, &d, &admins[i].t), CK__APF_EXECUTE);
+    /*
+     * At 10 s exempt's high watermark 25 is taken first: 75 remain, below busy's lower
+     * limit 80, so busy gets its lower limit (fair fraction 0) and the one waiting stays.
+     */
+    tick_at(a, 10);
+    assert_int_equal(watermark(a, "exempt"), 25);
+    expect_limits(a, "exempt", 25, "busy", 80);
+    assert_near(fair_frac(a), 0, 0);
+    assert_int_equal(woken(busy, 101), 0);
+    /* all end at 10 s; at 20 s the high watermarks are those when the period began */
+    finish_all(a, admins, 25);
+    finish_all(a, busy, 101);
+    tick_at(a, 20);
+    expect_limits(a, "exempt", 25, "busy", 80);
+    /*
+     * At 30 s exempt is idle again (10 kept) and busy, with smoothed demand 101 decayed
+     * twice (target 0.977^2 * 101 = 96.41), has the 100 seats again.
+     */
+    tick_at(a, 30);
+    expect_limits(a, "exempt", 10, "busy", 100);
+    assert_near(gauge_value(a, "apiserver_flowcontrol_target_seats", "busy"), 0.977 * 0.977 * 101,
+                1e-9);
+    assert_near(fair_frac(a), 100 / (0.977 * 0.977 * 101), 1e-9);
+    ck__apf_free(a);
+}
+
 static void test_threads_share_one_seat(void **state)
 {
     (void)state;
@@ -826,6 +1135,9 @@ int main(void)
         cmocka_unit_test(test_a_wide_request_is_not_starved),
         cmocka_unit_test(test_wait_limit_is_a_quarter_of_the_deadline),
         cmocka_unit_test(test_threads_share_one_seat),
+        cmocka_unit_test(test_busy_level_borrows_idle_seats_and_gives_them_back),
+        cmocka_unit_test(test_exempt_level_lends_its_seats),
+        cmocka_unit_test(test_a_timeout_that_is_no_duration_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,10 @@
 # is classified and pods/log (long-running) is not; a user matched by a FlowSchema of
 # a level with one seat and limitResponse Reject gets kube-apiserver's 429 under
 # parallel writes (plain text, Retry-After) while the others are served, and
-# /metrics counts the rejections.
+# /metrics counts the rejections and shows the levels' limits (nominal, lower,
+# current, the fair fraction of the borrowing); a ?timeout that is no Go duration
+# is refused 400 with kube-apiserver's words, even before authentication, but a
+# watch's is not read.
 #
 # Usage: test_flowcontrol_limits.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -92,4 +95,26 @@ burst 61 100 -H "Impersonate-User: limited-user"
 cat "$work/load"/*.code | sort | uniq -c >"$work/queued"
 check "queued writes all run ($(cat "$work/queued"))" \
     sh -c "test \"\$(cat '$work/load'/*.code | grep -c '^201$')\" -eq 40"
+
+# --- lending: the levels' limits are on /metrics, and the one the load saw borrowed ---
+kurl "$url/metrics" >"$work/metrics"
+check "the nominal limits are a gauge" \
+    grep -q '^apiserver_flowcontrol_nominal_limit_seats{priority_level="tiny"} 1$' "$work/metrics"
+check "workload-low lends 90 % of its seat" \
+    grep -q '^apiserver_flowcontrol_lower_limit_seats{priority_level="workload-low"} 0$' "$work/metrics"
+check "the current limits and the fair fraction are shown" sh -c \
+    "grep -q '^apiserver_flowcontrol_current_limit_seats{priority_level=\"tiny\"} [0-9]' '$work/metrics' &&
+     grep -q '^apiserver_flowcontrol_seat_fair_frac [0-9]' '$work/metrics'"
+
+# --- a ?timeout that is no Go duration: 400 (before authentication), not for a watch ---
+code=$(curl -s --cacert "$ca" -o "$work/bad-timeout" -w '%{http_code}' "$url/api/v1/namespaces?timeout=10")
+check "an anonymous request with ?timeout=10 is refused 400 ($code $(cat "$work/bad-timeout"))" \
+    sh -c "test '$code' = 400 && grep -q '\"reason\": *\"BadRequest\"' '$work/bad-timeout'"
+kubectl get --raw '/api/v1/namespaces?timeout=5x' >/dev/null 2>"$work/bad-timeout.err"
+check "kubectl shows kube-apiserver's words ($(cat "$work/bad-timeout.err"))" grep -qF \
+    'Error from server (BadRequest): invalid timeout specified in the request URL - time: unknown unit "x" in duration "5x"' \
+    "$work/bad-timeout.err"
+code=$(kurl -o /dev/null -w '%{http_code}' "$url/api/v1/namespaces?watch=1&timeoutSeconds=1&timeout=abc")
+check "a watch has no deadline: its ?timeout is not read ($code)" test "$code" = 200
+check "a good ?timeout is served" sh -c "kubectl get --raw '/api/v1/namespaces?timeout=5s' | grep -q NamespaceList"
 finish
