@@ -417,6 +417,25 @@ static int req_add_header(struct ck_http_req *r, const char *name, size_t nlen, 
     return 0;
 }
 
+/* The headers are all in: their array shrinks to them, as the request may live as long as a watch.
+ */
+static void req_fit_headers(struct ck_http_req *r)
+{
+    if (r->nheaders == r->cap_headers)
+        return;
+    if (!r->nheaders) {
+        free(r->headers);
+        r->headers = NULL;
+        r->cap_headers = 0;
+        return;
+    }
+    struct ck_http_header *h = ck__realloc(r->headers, r->nheaders * sizeof *h);
+    if (h) {
+        r->headers = h;
+        r->cap_headers = r->nheaders;
+    }
+}
+
 /* a body chunk, or r->error = 413 past the cap */
 static int req_add_body(struct ck_http_req *r, const char *p, size_t n)
 {
@@ -629,11 +648,15 @@ static struct evbuffer *h1_batch(struct conn *c)
 
 static void h1_handover(struct conn *c)
 {
-    if (!c->batch || !evbuffer_get_length(c->batch))
+    if (!c->batch)
         return;
-    if (c->peer->tls) /* one chain: one record */
-        evbuffer_pullup(c->batch, -1);
-    evbuffer_add_buffer(bufferevent_get_output(c->bev), c->batch);
+    if (evbuffer_get_length(c->batch)) {
+        if (c->peer->tls) /* one chain: one record */
+            evbuffer_pullup(c->batch, -1);
+        evbuffer_add_buffer(bufferevent_get_output(c->bev), c->batch);
+    }
+    evbuffer_free(c->batch); /* made again for the next answer: a watch between events keeps none */
+    c->batch = NULL;
 }
 
 static void h1_head(struct ck_http_req *r, int status, const struct ck_http_header *h, size_t n,
@@ -886,6 +909,7 @@ static int h1_message_done(http_parser *p)
         answer_error(r, 503);
         return 0;
     }
+    req_fit_headers(r);
     srv->cfg.on_request(req_ref(r), srv->cfg.arg);
     return 0;
 }
@@ -947,9 +971,9 @@ static void h1_next(struct conn *c)
 static void h1_flush(struct conn *c)
 {
     struct ck_http_req *r = c->cur;
-    struct evbuffer *out = h1_batch(c), *sent = bufferevent_get_output(c->bev);
     if (!r || !r->answered)
         return;
+    struct evbuffer *out = h1_batch(c), *sent = bufferevent_get_output(c->bev);
     size_t moved = 0;
     while (r->q_head && evbuffer_get_length(sent) + evbuffer_get_length(out) < OUT_HIGH) {
         struct piece *p = r->q_head;
@@ -1076,6 +1100,7 @@ static int h2_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *arg)
         return 0;
     }
     r->head_only = strcmp(r->method, "HEAD") == 0;
+    req_fit_headers(r);
     struct ck_http_server *srv = c->L->srv;
     srv->cfg.on_request(req_ref(r), srv->cfg.arg);
     return 0;
