@@ -678,20 +678,72 @@ static void h1_head(struct ck_http_req *r, int status, const struct ck_http_head
     evbuffer_add(out, "\r\n", 2);
 }
 
+/*
+ * HTTP/2's data provider: how much of the queue the next DATA frame carries,
+ * without copying it (NGHTTP2_DATA_FLAG_NO_COPY): h2_send_data() writes the
+ * frame, its bytes by reference.
+ */
 static ssize_t h2_read_data(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
                             uint32_t *flags, nghttp2_data_source *src, void *arg)
 {
     struct ck_http_req *r = src->ptr;
     size_t n = 0;
-    (void)s, (void)id, (void)arg;
-    while (r->q_head && n < len) {
+    bool all = true; /* the frame takes the whole queue */
+    (void)s, (void)id, (void)buf, (void)arg;
+    for (const struct piece *p = r->q_head; p; p = p->next) {
+        n += p->b->len - p->off;
+        if (n >= len) {
+            all = n == len && !p->next;
+            n = len;
+            break;
+        }
+    }
+    if (all && r->ending)
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    else if (!n)
+        return NGHTTP2_ERR_DEFERRED;
+    if (n)
+        *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    return (ssize_t)n;
+}
+
+/* Pieces smaller than this are copied into the batch: a reference costs a chain of its own. */
+#define H2_REF_MIN 1024
+
+/*
+ * nghttp2's send_data_callback: one DATA frame into the loop's batch, its
+ * header (and padding, which we never ask for) copied, the queue's bytes
+ * referenced (pieces of H2_REF_MIN and more) or copied, then dropped from
+ * the queue.
+ */
+static int h2_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, size_t len,
+                        nghttp2_data_source *src, void *arg)
+{
+    struct ck_http_req *r = src->ptr;
+    struct conn *c = arg;
+    struct evbuffer *batch = c->L->batch;
+    size_t padlen = f->data.padlen, left = len;
+    (void)s;
+    evbuffer_add(batch, framehd, 9);
+    if (padlen > 0) {
+        uint8_t pl = (uint8_t)(padlen - 1);
+        evbuffer_add(batch, &pl, 1);
+    }
+    while (left && r->q_head) {
         struct piece *p = r->q_head;
         size_t take = p->b->len - p->off;
-        if (take > len - n)
-            take = len - n;
-        memcpy(buf + n, (const char *)p->b->data + p->off, take);
+        if (take > left)
+            take = left;
+        const char *data = (const char *)p->b->data + p->off;
+        if (take < H2_REF_MIN ||
+            evbuffer_add_reference(batch, data, take, buf_release, ck_http_buf_ref(p->b)) != 0) {
+            if (take >= H2_REF_MIN)
+                ck_http_buf_unref(p->b); /* the reference not taken */
+            if (evbuffer_add(batch, data, take) != 0)
+                return NGHTTP2_ERR_CALLBACK_FAILURE; /* a frame half written */
+        }
         p->off += take;
-        n += take;
+        left -= take;
         if (p->off == p->b->len) {
             r->q_head = p->next;
             if (!r->q_head)
@@ -700,13 +752,16 @@ static ssize_t h2_read_data(nghttp2_session *s, int32_t id, uint8_t *buf, size_t
             free(p);
         }
     }
-    if (n)
-        pending_sub(r, n);
-    if (!r->q_head && r->ending)
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-    else if (!n)
-        return NGHTTP2_ERR_DEFERRED;
-    return (ssize_t)n;
+    if (left)
+        return NGHTTP2_ERR_CALLBACK_FAILURE; /* the queue changed under nghttp2: cannot be */
+    for (size_t i = 1; i < padlen; i++)
+        evbuffer_add(batch, "", 1);
+    pending_sub(r, len);
+    /* as far as OUT_HIGH, as h2_flush goes: the rest waits in the queues, where pending sees it */
+    if (evbuffer_get_length(batch) + evbuffer_get_length(bufferevent_get_output(c->bev)) >=
+        OUT_HIGH)
+        return NGHTTP2_ERR_PAUSE;
+    return 0;
 }
 
 /* HTTP/2: the response's HEADERS, its data from the queue */
@@ -2121,6 +2176,7 @@ static int server_alloc(const struct ck_http_config *cfg, int nloops,
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(srv->h2cb, h2_data);
     nghttp2_session_callbacks_set_on_frame_recv_callback(srv->h2cb, h2_frame_recv);
     nghttp2_session_callbacks_set_on_stream_close_callback(srv->h2cb, h2_stream_close);
+    nghttp2_session_callbacks_set_send_data_callback(srv->h2cb, h2_send_data);
     nghttp2_option_set_max_deflate_dynamic_table_size(srv->h2opt, 4096);
     return 0;
 }
