@@ -21,9 +21,9 @@
  *
  * Streaming answers (watches) are chunks on HTTP/1.1 and DATA frames on
  * HTTP/2. Each write takes a reference to an immutable, refcounted
- * struct ck_http_buf; the bytes wait in no per-stream copy: they are copied
- * only as they are sent (into the TLS record, or the HTTP/2 frame; plain
- * HTTP/1.1 writes them from the buffer itself). A stream counts the bytes
+ * struct ck_http_buf; the bytes wait in no per-stream copy and go out by
+ * reference (HTTP/1.1 chunks, HTTP/2 DATA frames of pieces from 1 KiB up),
+ * copied only as they are sent: into the TLS record, one a flush. A stream counts the bytes
  * written to it and not yet handed to its connection: a writer sees the count
  * returned by ck_http_stream_write() (above the high-water mark: slow down and
  * wait for the writable callback) and a stream whose count passes the

@@ -29,13 +29,14 @@
  * Answers. A request's answer is a queue of buffer references plus an
  * `ending` mark. HTTP/1.1 moves them into the bufferevent's output by
  * reference (a chunk header around each on a chunked answer) while that
- * output holds less than OUT_HIGH; HTTP/2's data provider copies them into
- * DATA frames as nghttp2's flow control allows, deferring when the queue is
- * empty. `pending` counts what writers queued and the loop has not yet handed
- * to the connection: writers see it, the loop ends a stream it takes past
- * stream_max_pending (queue dropped, the answer ended cleanly: kube-apiserver
- * ends a watch that cannot keep up) and calls the writable callback when it
- * falls to half the high-water mark after a write saw it above.
+ * output holds less than OUT_HIGH; HTTP/2's data provider hands them to
+ * DATA frames by reference (NGHTTP2_DATA_FLAG_NO_COPY) as nghttp2's flow
+ * control allows, deferring when the queue is empty. `pending` counts what
+ * writers queued and the loop has not yet handed to the connection: writers
+ * see it, the loop ends a stream it takes past stream_max_pending (queue
+ * dropped, the answer ended cleanly: kube-apiserver ends a watch that cannot
+ * keep up) and calls the writable callback when it falls to half the
+ * high-water mark after a write saw it above.
  *
  * Deadlines. Go's ReadHeaderTimeout and x/net/http2's preface and first
  * SETTINGS bounds are one timer a connection, made while one runs: arriving
