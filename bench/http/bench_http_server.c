@@ -2,10 +2,10 @@
  * bench_http_server.c - libckube-http serving what bench/http-spike's servers
  * serve, for h2load, wrk and the spike's watch_client to measure beside them:
  *
- *   bench_http_server [-t LOOPS] [-p PORT] [-c CERT -k KEY]
+ *   bench_http_server [-t LOOPS] [-p PORT] [-c CERT -k KEY] [-s SIZE]
  *
- * GET /obj answers the same 1,673 bytes of JSON (one shared buffer, a
- * reference per answer); GET /watch streams the events POST-less GET /fire
+ * GET /obj answers the same SIZE bytes of JSON (default 1,673, the spike's;
+ * one shared buffer, a reference per answer); GET /watch streams the events POST-less GET /fire
  * publishes: 100 events of the spike's shape (with its "ts"), 50 ms apart,
  * through one broadcast channel. Runs until SIGINT or SIGTERM, then prints its CPU time.
  */
@@ -74,7 +74,8 @@ int main(int argc, char **argv)
 {
     struct ck_http_config cfg = {.port = 8443, .on_request = on_request};
     int opt;
-    while ((opt = getopt(argc, argv, "t:p:c:k:")) != -1) {
+    size_t size = 1673;
+    while ((opt = getopt(argc, argv, "t:p:c:k:s:")) != -1) {
         switch (opt) {
         case 't':
             cfg.loops = atoi(optarg);
@@ -88,15 +89,23 @@ int main(int argc, char **argv)
         case 'k':
             cfg.key_file = optarg;
             break;
+        case 's':
+            size = (size_t)atol(optarg);
+            break;
         default:
             return 2;
         }
     }
-    char body[1673];
-    memset(body, 'a', sizeof body);
+    if (size < 40)
+        size = 40;
+    char *body = malloc(size);
+    if (!body)
+        return 1;
+    memset(body, 'a', size);
     memcpy(body, "{\"kind\":\"ConfigMap\",\"data\":{\"k\":\"", 34);
-    memcpy(body + sizeof body - 3, "\"}}", 3);
-    obj = ck_http_buf_new(body, sizeof body);
+    memcpy(body + size - 3, "\"}}", 3);
+    obj = ck_http_buf_new(body, size);
+    free(body);
     struct ck_http_server *srv;
     char err[256] = "";
     if (ck_http_server_new(&cfg, &srv, err, sizeof err) != 0) {

@@ -21,9 +21,9 @@
  *
  * Streaming answers (watches) are chunks on HTTP/1.1 and DATA frames on
  * HTTP/2. Each write takes a reference to an immutable, refcounted
- * struct ck_http_buf; the bytes wait in no per-stream copy: they are copied
- * only as they are sent (into the TLS record, or the HTTP/2 frame; plain
- * HTTP/1.1 writes them from the buffer itself). A stream counts the bytes
+ * struct ck_http_buf; the bytes wait in no per-stream copy and go out by
+ * reference (HTTP/1.1 chunks, HTTP/2 DATA frames of pieces from 1 KiB up),
+ * copied only as they are sent: into the TLS record, one a flush. A stream counts the bytes
  * written to it and not yet handed to its connection: a writer sees the count
  * returned by ck_http_stream_write() (above the high-water mark: slow down and
  * wait for the writable callback) and a stream whose count passes the
@@ -118,6 +118,19 @@ struct ck_http_config {
      * TLS handshake included) is closed; a watch being streamed is not idle.
      */
     int idle_timeout_ms;
+    /*
+     * 0: 32 s, Go's ReadHeaderTimeout as kube-apiserver sets it: bytes arriving
+     * do not move this deadline. HTTP/1.1: the TLS handshake, then each
+     * request's header block from its first byte (the first request's from the
+     * handshake's end) must arrive within it. HTTP/2, as golang.org/x/net/http2
+     * bounds it: the preface within 10 s of the protocol's start, a first
+     * frame (SETTINGS) within 2 s of the preface; and, beyond Go (whose idle
+     * timer alone cuts it, while no other stream is open), each request's
+     * header block (HEADERS and its CONTINUATIONs) within this timeout. A
+     * shorter timeout shortens the first two as well. At the deadline the connection is closed
+     * without an answer, as Go's server does.
+     */
+    int read_header_timeout_ms;
 
     ck_http_request_cb on_request;
     ck_http_error_cb on_error; /* optional */

@@ -29,13 +29,19 @@
  * Answers. A request's answer is a queue of buffer references plus an
  * `ending` mark. HTTP/1.1 moves them into the bufferevent's output by
  * reference (a chunk header around each on a chunked answer) while that
- * output holds less than OUT_HIGH; HTTP/2's data provider copies them into
- * DATA frames as nghttp2's flow control allows, deferring when the queue is
- * empty. `pending` counts what writers queued and the loop has not yet handed
- * to the connection: writers see it, the loop ends a stream it takes past
- * stream_max_pending (queue dropped, the answer ended cleanly: kube-apiserver
- * ends a watch that cannot keep up) and calls the writable callback when it
- * falls to half the high-water mark after a write saw it above.
+ * output holds less than OUT_HIGH; HTTP/2's data provider hands them to
+ * DATA frames by reference (NGHTTP2_DATA_FLAG_NO_COPY) as nghttp2's flow
+ * control allows, deferring when the queue is empty. `pending` counts what
+ * writers queued and the loop has not yet handed to the connection: writers
+ * see it, the loop ends a stream it takes past stream_max_pending (queue
+ * dropped, the answer ended cleanly: kube-apiserver ends a watch that cannot
+ * keep up) and calls the writable callback when it falls to half the
+ * high-water mark after a write saw it above.
+ *
+ * Deadlines. Go's ReadHeaderTimeout and x/net/http2's preface and first
+ * SETTINGS bounds are one timer a connection, made while one runs: arriving
+ * bytes do not move it (the idle timeout, which they do move, cannot stop a
+ * client trickling its header); at it the connection is closed unanswered.
  *
  * HTTP/1.1 serves one request at a time: the parser pauses at each complete
  * message and resumes when its answer has been handed over. Malformed input
@@ -77,6 +83,8 @@
 #define H2_WINDOW       (256 * 1024) /* kube-apiserver's resourceBody99Percentile */
 #define LAGGING_TIMEOUT 10           /* seconds an ended lagging HTTP/1.1 stream may drain */
 #define H1_IN_HIGH      (64 * 1024)  /* unread pipelined input before reading stops */
+#define H2_PREFACE_MS   (10 * 1000)  /* x/net/http2's prefaceTimeout */
+#define H2_SETTINGS_MS  (2 * 1000)   /* x/net/http2's firstSettingsTimeout */
 static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /* ---- reference counts, of every shared object here -------------------------------- */
@@ -169,6 +177,9 @@ static void buf_release(const void *data, size_t len, void *extra)
 
 enum proto { P_UNKNOWN, P_H1, P_H2 };
 
+/* What an HTTP/2 connection's deadline waits for, before its requests' header blocks. */
+enum h2_wait { H2_READY, H2_PREFACE, H2_SETTINGS };
+
 /* what a connection's peer is: shared by its requests, which may outlive it */
 struct peer {
     atomic_int refs;
@@ -224,9 +235,13 @@ struct conn {
     bool busy;                            /* a request is being answered: no idle timeout */
     bool upgraded;                        /* after a 101: input goes to cur->on_data */
     bool lagging;                         /* an ended lagging stream drains: a write timeout */
+    bool doomed;                          /* to be closed at its next flush */
     struct bufferevent *bev;
     enum proto proto;
     struct peer *peer;
+    /* Go's ReadHeaderTimeout and http2's preface bounds: armed while not NULL; bytes do not move it
+     */
+    struct event *deadline;
     /* HTTP/1.1 */
     http_parser hp;
     struct evbuffer *batch;  /* what the next flush hands to the output at once */
@@ -236,6 +251,8 @@ struct conn {
     /* HTTP/2 */
     nghttp2_session *h2;
     struct ck_http_req *reqs; /* its requests still attached */
+    enum h2_wait h2_wait;
+    int32_t h2_block; /* the stream whose header block is being read, under the deadline */
 };
 
 enum op_kind {
@@ -282,6 +299,8 @@ struct loop {
     evutil_socket_t fd;
     bool shutting;
     struct evbuffer *batch;
+    /* libevent's common timeouts (one queue each, not a heap) for the deadlines */
+    const struct timeval *tv_header, *tv_preface, *tv_settings;
 };
 
 struct ck_http_server {
@@ -307,6 +326,8 @@ static __thread struct loop *tl_loop;
 
 static void conn_free(struct conn *c);
 static void conn_mark_dirty(struct conn *c);
+static void conn_deadline(struct conn *c, const struct timeval *tv);
+static void conn_deadline_clear(struct conn *c);
 static void conn_set_busy(struct conn *c, bool busy);
 static void stream_lagging(struct ck_http_req *r);
 
@@ -395,6 +416,25 @@ static int req_add_header(struct ck_http_req *r, const char *name, size_t nlen, 
     }
     r->headers[r->nheaders++] = (struct ck_http_header){n, v};
     return 0;
+}
+
+/* The headers are all in: their array shrinks to them, as the request may live as long as a watch.
+ */
+static void req_fit_headers(struct ck_http_req *r)
+{
+    if (r->nheaders == r->cap_headers)
+        return;
+    if (!r->nheaders) {
+        free(r->headers);
+        r->headers = NULL;
+        r->cap_headers = 0;
+        return;
+    }
+    struct ck_http_header *h = ck__realloc(r->headers, r->nheaders * sizeof *h);
+    if (h) {
+        r->headers = h;
+        r->cap_headers = r->nheaders;
+    }
 }
 
 /* a body chunk, or r->error = 413 past the cap */
@@ -609,11 +649,15 @@ static struct evbuffer *h1_batch(struct conn *c)
 
 static void h1_handover(struct conn *c)
 {
-    if (!c->batch || !evbuffer_get_length(c->batch))
+    if (!c->batch)
         return;
-    if (c->peer->tls) /* one chain: one record */
-        evbuffer_pullup(c->batch, -1);
-    evbuffer_add_buffer(bufferevent_get_output(c->bev), c->batch);
+    if (evbuffer_get_length(c->batch)) {
+        if (c->peer->tls) /* one chain: one record */
+            evbuffer_pullup(c->batch, -1);
+        evbuffer_add_buffer(bufferevent_get_output(c->bev), c->batch);
+    }
+    evbuffer_free(c->batch); /* made again for the next answer: a watch between events keeps none */
+    c->batch = NULL;
 }
 
 static void h1_head(struct ck_http_req *r, int status, const struct ck_http_header *h, size_t n,
@@ -635,20 +679,72 @@ static void h1_head(struct ck_http_req *r, int status, const struct ck_http_head
     evbuffer_add(out, "\r\n", 2);
 }
 
+/*
+ * HTTP/2's data provider: how much of the queue the next DATA frame carries,
+ * without copying it (NGHTTP2_DATA_FLAG_NO_COPY): h2_send_data() writes the
+ * frame, its bytes by reference.
+ */
 static ssize_t h2_read_data(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
                             uint32_t *flags, nghttp2_data_source *src, void *arg)
 {
     struct ck_http_req *r = src->ptr;
     size_t n = 0;
-    (void)s, (void)id, (void)arg;
-    while (r->q_head && n < len) {
+    bool all = true; /* the frame takes the whole queue */
+    (void)s, (void)id, (void)buf, (void)arg;
+    for (const struct piece *p = r->q_head; p; p = p->next) {
+        n += p->b->len - p->off;
+        if (n >= len) {
+            all = n == len && !p->next;
+            n = len;
+            break;
+        }
+    }
+    if (all && r->ending)
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    else if (!n)
+        return NGHTTP2_ERR_DEFERRED;
+    if (n)
+        *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    return (ssize_t)n;
+}
+
+/* Pieces smaller than this are copied into the batch: a reference costs a chain of its own. */
+#define H2_REF_MIN 1024
+
+/*
+ * nghttp2's send_data_callback: one DATA frame into the loop's batch, its
+ * header (and padding, which we never ask for) copied, the queue's bytes
+ * referenced (pieces of H2_REF_MIN and more) or copied, then dropped from
+ * the queue.
+ */
+static int h2_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, size_t len,
+                        nghttp2_data_source *src, void *arg)
+{
+    struct ck_http_req *r = src->ptr;
+    struct conn *c = arg;
+    struct evbuffer *batch = c->L->batch;
+    size_t padlen = f->data.padlen, left = len;
+    (void)s;
+    evbuffer_add(batch, framehd, 9);
+    if (padlen > 0) {
+        uint8_t pl = (uint8_t)(padlen - 1);
+        evbuffer_add(batch, &pl, 1);
+    }
+    while (left && r->q_head) {
         struct piece *p = r->q_head;
         size_t take = p->b->len - p->off;
-        if (take > len - n)
-            take = len - n;
-        memcpy(buf + n, (const char *)p->b->data + p->off, take);
+        if (take > left)
+            take = left;
+        const char *data = (const char *)p->b->data + p->off;
+        if (take < H2_REF_MIN ||
+            evbuffer_add_reference(batch, data, take, buf_release, ck_http_buf_ref(p->b)) != 0) {
+            if (take >= H2_REF_MIN)
+                ck_http_buf_unref(p->b); /* the reference not taken */
+            if (evbuffer_add(batch, data, take) != 0)
+                return NGHTTP2_ERR_CALLBACK_FAILURE; /* a frame half written */
+        }
         p->off += take;
-        n += take;
+        left -= take;
         if (p->off == p->b->len) {
             r->q_head = p->next;
             if (!r->q_head)
@@ -657,13 +753,16 @@ static ssize_t h2_read_data(nghttp2_session *s, int32_t id, uint8_t *buf, size_t
             free(p);
         }
     }
-    if (n)
-        pending_sub(r, n);
-    if (!r->q_head && r->ending)
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-    else if (!n)
-        return NGHTTP2_ERR_DEFERRED;
-    return (ssize_t)n;
+    if (left)
+        return NGHTTP2_ERR_CALLBACK_FAILURE; /* the queue changed under nghttp2: cannot be */
+    for (size_t i = 1; i < padlen; i++)
+        evbuffer_add(batch, "", 1);
+    pending_sub(r, len);
+    /* as far as OUT_HIGH, as h2_flush goes: the rest waits in the queues, where pending sees it */
+    if (evbuffer_get_length(batch) + evbuffer_get_length(bufferevent_get_output(c->bev)) >=
+        OUT_HIGH)
+        return NGHTTP2_ERR_PAUSE;
+    return 0;
 }
 
 /* HTTP/2: the response's HEADERS, its data from the queue */
@@ -831,6 +930,7 @@ static int h1_headers_done(http_parser *p)
     if (!r->target || str_append(&r->method, &len, m, strlen(m)) != 0)
         return -1;
     r->head_only = p->method == HTTP_HEAD;
+    conn_deadline_clear(c); /* the header block came in time; the body has none */
     if (p->content_length != ULLONG_MAX && p->content_length > c->L->srv->cfg.max_body_bytes)
         r->error = 413;
     if (r->error) /* answered at once; the body is not read */
@@ -865,6 +965,7 @@ static int h1_message_done(http_parser *p)
         answer_error(r, 503);
         return 0;
     }
+    req_fit_headers(r);
     srv->cfg.on_request(req_ref(r), srv->cfg.arg);
     return 0;
 }
@@ -873,6 +974,9 @@ static int h1_message_done(http_parser *p)
 static void h1_parse(struct conn *c)
 {
     struct evbuffer *in = bufferevent_get_input(c->bev);
+    /* the next request's first bytes start its header deadline (the idle timeout ran until now) */
+    if (!c->cur && !c->deadline && evbuffer_get_length(in) > 0)
+        conn_deadline(c, c->L->tv_header);
     while (!c->dead && !c->cur_done && evbuffer_get_length(in) > 0) {
         size_t len = evbuffer_get_length(in);
         const char *data = (const char *)evbuffer_pullup(in, -1);
@@ -923,9 +1027,9 @@ static void h1_next(struct conn *c)
 static void h1_flush(struct conn *c)
 {
     struct ck_http_req *r = c->cur;
-    struct evbuffer *out = h1_batch(c), *sent = bufferevent_get_output(c->bev);
     if (!r || !r->answered)
         return;
+    struct evbuffer *out = h1_batch(c), *sent = bufferevent_get_output(c->bev);
     size_t moved = 0;
     while (r->q_head && evbuffer_get_length(sent) + evbuffer_get_length(out) < OUT_HIGH) {
         struct piece *p = r->q_head;
@@ -966,6 +1070,8 @@ static int h2_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ar
     if (!r)
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     r->stream_id = f->hd.stream_id;
+    c->h2_block = r->stream_id; /* its header block is under the deadline until it ends */
+    conn_deadline(c, c->L->tv_header);
     r->conn_next = c->reqs;
     if (c->reqs)
         c->reqs->conn_prev = r;
@@ -1019,9 +1125,24 @@ static int h2_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
     return 0;
 }
 
+/* A request's header block ended (or its stream did): its deadline is off. */
+static void h2_block_done(struct conn *c, int32_t id)
+{
+    if (c->h2_block && c->h2_block == id) {
+        c->h2_block = 0;
+        conn_deadline_clear(c);
+    }
+}
+
 static int h2_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 {
     struct conn *c = arg;
+    if (c->h2_wait == H2_SETTINGS) { /* the first frame, which nghttp2 made sure is SETTINGS */
+        c->h2_wait = H2_READY;
+        conn_deadline_clear(c);
+    }
+    if (f->hd.type == NGHTTP2_HEADERS)
+        h2_block_done(c, f->hd.stream_id);
     if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
         !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
@@ -1035,6 +1156,7 @@ static int h2_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *arg)
         return 0;
     }
     r->head_only = strcmp(r->method, "HEAD") == 0;
+    req_fit_headers(r);
     struct ck_http_server *srv = c->L->srv;
     srv->cfg.on_request(req_ref(r), srv->cfg.arg);
     return 0;
@@ -1043,7 +1165,8 @@ static int h2_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 static int h2_stream_close(nghttp2_session *s, int32_t id, uint32_t err, void *arg)
 {
     struct ck_http_req *r = nghttp2_session_get_stream_user_data(s, id);
-    (void)err, (void)arg;
+    (void)err;
+    h2_block_done(arg, id);
     if (r) {
         nghttp2_session_set_stream_user_data(s, id, NULL);
         req_detach(r);
@@ -1088,6 +1211,8 @@ static int h2_start(struct conn *c)
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)srv->cfg.max_header_bytes},
     };
     c->proto = P_H2;
+    c->h2_wait = H2_PREFACE;
+    conn_deadline(c, c->L->tv_preface);
     if (nghttp2_session_server_new2(&c->h2, srv->h2cb, c, srv->h2opt) != 0)
         return -1;
     if (nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 3) != 0)
@@ -1127,6 +1252,41 @@ static void conn_set_busy(struct conn *c, bool busy)
     bufferevent_set_timeouts(c->bev, busy ? NULL : &idle, c->lagging ? &lag : NULL);
 }
 
+static void loop_flush_dirty(struct loop *L);
+
+/* The deadline passed: closed without an answer, as Go's server closes on a read timeout. */
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    struct loop *L = c->L;
+    (void)fd, (void)what;
+    conn_free(c);
+    loop_flush_dirty(L);
+}
+
+/*
+ * Arms (or moves) the connection's deadline, made on demand so that a stream
+ * carries none. Out of memory, the connection is closed at its next flush
+ * rather than left without a bound.
+ */
+static void conn_deadline(struct conn *c, const struct timeval *tv)
+{
+    if (!c->deadline && !(c->deadline = evtimer_new(c->L->base, on_deadline, c))) {
+        c->doomed = true;
+        conn_mark_dirty(c);
+        return;
+    }
+    evtimer_add(c->deadline, tv);
+}
+
+static void conn_deadline_clear(struct conn *c)
+{
+    if (c->deadline) {
+        event_free(c->deadline);
+        c->deadline = NULL;
+    }
+}
+
 static void loop_maybe_exit(struct loop *L)
 {
     if (L->shutting && L->conns.next == &L->conns)
@@ -1154,6 +1314,7 @@ static void conn_free(struct conn *c)
         nghttp2_session_del(c->h2);
     c->prev->next = c->next;
     c->next->prev = c->prev;
+    conn_deadline_clear(c);
     bufferevent_free(c->bev);
     if (c->batch)
         evbuffer_free(c->batch);
@@ -1164,7 +1325,9 @@ static void conn_free(struct conn *c)
 
 static void conn_flush(struct conn *c)
 {
-    if (c->proto == P_H2) {
+    if (c->doomed)
+        conn_free(c);
+    else if (c->proto == P_H2) {
         if (h2_flush(c) != 0)
             conn_free(c);
     } else if (c->proto == P_H1) {
@@ -1208,6 +1371,10 @@ static void conn_read(struct bufferevent *bev, void *arg)
     }
     if (c->proto == P_H2) {
         size_t len = evbuffer_get_length(in);
+        if (c->h2_wait == H2_PREFACE && len >= sizeof h2_preface - 1) {
+            c->h2_wait = H2_SETTINGS; /* nghttp2 checks the preface's bytes */
+            conn_deadline(c, c->L->tv_settings);
+        }
         const uint8_t *data = evbuffer_pullup(in, -1);
         ssize_t n = nghttp2_session_mem_recv(c->h2, data, len);
         if (n < 0) {
@@ -1267,14 +1434,13 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
             conn_flush(c);
         } else {
             c->proto = P_H1;
+            conn_deadline(c, c->L->tv_header); /* the handshake had its own */
         }
         return;
     }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
         conn_free(c);
 }
-
-static void loop_flush_dirty(struct loop *L);
 
 /* libevent's callbacks: each flushes, once, the connections its work made dirty */
 static void on_read(struct bufferevent *bev, void *arg)
@@ -1321,6 +1487,11 @@ static struct conn *conn_new(struct loop *L, struct bufferevent *bev, bool tls)
     bufferevent_setcb(bev, on_read, on_write, on_event, c);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
     conn_set_busy(c, false);
+    conn_deadline(c, L->tv_header); /* the TLS handshake, or the first request's header */
+    if (c->doomed) {
+        conn_free(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -1927,6 +2098,16 @@ static int loop_init(struct loop *L)
         return CK_ENOMEM;
     if (!(L->shutdown_op = op_new(OP_SHUTDOWN, NULL, NULL, 0)))
         return CK_ENOMEM;
+    int ms = L->srv->cfg.read_header_timeout_ms;
+    struct timeval hdr = {ms / 1000, (ms % 1000) * 1000};
+    ms = ms < H2_PREFACE_MS ? ms : H2_PREFACE_MS;
+    struct timeval preface = {ms / 1000, (ms % 1000) * 1000};
+    ms = ms < H2_SETTINGS_MS ? ms : H2_SETTINGS_MS;
+    struct timeval settings = {ms / 1000, (ms % 1000) * 1000};
+    if (!(L->tv_header = event_base_init_common_timeout(L->base, &hdr)) ||
+        !(L->tv_preface = event_base_init_common_timeout(L->base, &preface)) ||
+        !(L->tv_settings = event_base_init_common_timeout(L->base, &settings)))
+        return CK_ENOMEM;
     return 0;
 }
 
@@ -1948,6 +2129,8 @@ static void config_defaults(struct ck_http_config *c)
         c->stream_max_pending = 16 << 20;
     if (c->idle_timeout_ms <= 0)
         c->idle_timeout_ms = 90 * 1000;
+    if (c->read_header_timeout_ms <= 0)
+        c->read_header_timeout_ms = 32 * 1000;
 }
 
 static int server_alloc(const struct ck_http_config *cfg, int nloops,
@@ -1994,6 +2177,7 @@ static int server_alloc(const struct ck_http_config *cfg, int nloops,
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(srv->h2cb, h2_data);
     nghttp2_session_callbacks_set_on_frame_recv_callback(srv->h2cb, h2_frame_recv);
     nghttp2_session_callbacks_set_on_stream_close_callback(srv->h2cb, h2_stream_close);
+    nghttp2_session_callbacks_set_send_data_callback(srv->h2cb, h2_send_data);
     nghttp2_option_set_max_deflate_dynamic_table_size(srv->h2opt, 4096);
     return 0;
 }

@@ -911,6 +911,101 @@ static void test_upgrade_makes_a_byte_stream(void **state)
     stop(srv);
 }
 
+/* ---- Go's ReadHeaderTimeout ------------------------------------------------------ */
+
+/* A short read_header_timeout_ms, an idle timeout far beyond the tests' bounds. */
+static const struct ck_http_config header_cfg = {
+    .loops = 1, .read_header_timeout_ms = 400, .idle_timeout_ms = 20000};
+
+static long ms_since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/*
+ * Sends one byte of trickle[] every 50 ms (all of it at once when every_ms is 0) and reads
+ * what comes back until the server closes the connection; returns the milliseconds from t0
+ * to the close (-1: still open after 5 s) and what came back in *got.
+ */
+static long until_closed(int fd, const struct timespec *t0, const char *trickle, size_t len,
+                         size_t *got)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    size_t sent = 0;
+    *got = 0;
+    while (ms_since(t0) < 5000) {
+        if (sent < len)
+            sent += send(fd, trickle + sent, 1, MSG_NOSIGNAL) == 1;
+        if (poll(&p, 1, 50) == 1) {
+            char buf[4096];
+            ssize_t n = recv(fd, buf, sizeof buf, 0);
+            if (n <= 0)
+                return ms_since(t0);
+            *got += (size_t)n;
+        }
+    }
+    return -1;
+}
+
+static void test_header_trickle_is_cut(void **state)
+{
+    struct ck_http_config cfg = header_cfg;
+    struct ck_http_server *srv = start(&cfg);
+    uint16_t port = ck_http_server_port(srv);
+    char trickle[200], buf[512];
+    struct timespec t0;
+    size_t got;
+    (void)state;
+    /* a header byte every 50 ms keeps the idle timeout away, not the header's deadline */
+    int n = snprintf(trickle, sizeof trickle, "GET /hello HTTP/1.1\r\nX-Slow: ");
+    memset(trickle + n, 's', sizeof trickle - (size_t)n);
+    int fd = connect_local(port, 0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long ms = until_closed(fd, &t0, trickle, sizeof trickle, &got);
+    close(fd);
+    if (ms < 350 || ms > 3000)
+        fail_msg("the trickling client was closed after %ld ms, not at 400", ms);
+    assert_int_equal(got, 0); /* without an answer, as Go's server */
+
+    /* a new connection that says nothing: the first request's deadline runs from the start */
+    fd = connect_local(port, 0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ms = until_closed(fd, &t0, "", 0, &got);
+    close(fd);
+    assert_true(ms >= 350 && ms <= 3000);
+
+    /* kept alive: the next request's deadline starts with its first byte, not at the last answer */
+    const char req[] = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
+    fd = connect_local(port, 0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(send(fd, req, sizeof req - 1, 0), (ssize_t)sizeof req - 1);
+        size_t have = 0;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        while (!memmem(buf, have, "hello", 5) && poll(&p, 1, 5000) == 1) {
+            ssize_t k = recv(fd, buf + have, sizeof buf - have, 0);
+            assert_true(k > 0);
+            have += (size_t)k;
+        }
+        assert_non_null(memmem(buf, have, "\r\n\r\nhello", 9));
+        usleep(700 * 1000); /* past the header timeout, within the idle one */
+    }
+    close(fd);
+    stop(srv);
+
+    /* TLS: the handshake is bounded too */
+    cfg.cert_file = T.cert;
+    cfg.key_file = T.key;
+    srv = start(&cfg);
+    fd = connect_local(ck_http_server_port(srv), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ms = until_closed(fd, &t0, "", 0, &got);
+    close(fd);
+    assert_true(ms >= 350 && ms <= 3000);
+    stop(srv);
+}
+
 /* ---- an HTTP/2 client of nghttp2's, over h2c, for what libcurl 7.88 cannot do ---- */
 
 struct h2c {
@@ -922,6 +1017,9 @@ struct h2c {
     int status[8];    /* by stream id / 2 */
     char body[8][64]; /* by stream id / 2 */
     bool closed[8];   /* by stream id / 2 */
+    size_t piece;     /* when set: bodies are pieces of this size, of 'a', 'b'... in turn */
+    size_t got[8];    /* by stream id / 2: body bytes */
+    bool wrong[8];    /* by stream id / 2: a byte out of place */
 };
 
 static ssize_t h2c_send(nghttp2_session *s, const uint8_t *data, size_t len, int flags, void *arg)
@@ -949,6 +1047,9 @@ static int h2c_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t
     (void)s, (void)flags;
     char *b = h->body[id / 2 % 8];
     size_t have = strlen(b);
+    for (size_t i = 0; h->piece && i < len; i++)
+        h->wrong[id / 2 % 8] |= data[i] != 'a' + (h->got[id / 2 % 8] + i) / h->piece % 26;
+    h->got[id / 2 % 8] += len;
     if (have + len < 64)
         memcpy(b + have, data, len);
     return 0;
@@ -1107,6 +1208,128 @@ static void test_slow_h2_reader_is_closed(void **state)
     stop(srv);
 }
 
+/* HTTP/2: a header block without its end, the preface without SETTINGS: cut at the deadline. */
+static void test_h2_header_block_unfinished_is_cut(void **state)
+{
+    struct ck_http_config cfg = header_cfg;
+    struct ck_http_server *srv = start(&cfg);
+    uint16_t port = ck_http_server_port(srv);
+    struct timespec t0;
+    struct h2c h;
+    size_t got;
+    (void)state;
+    h2c_open(&h, port);
+    /* a watch open on the connection: the idle timeout alone would never close it */
+    h2c_get(&h, "/watch");
+    wait_watches(1);
+    /* a header too big for one frame: HEADERS without END_HEADERS, then CONTINUATION */
+    size_t big = 40000;
+    char *value = malloc(big);
+    memset(value, 'v', big);
+    nghttp2_nv nv[] = {
+        {(uint8_t *)":method", (uint8_t *)"GET", 7, 3, 0},
+        {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
+        {(uint8_t *)":authority", (uint8_t *)"x", 10, 1, 0},
+        {(uint8_t *)":path", (uint8_t *)"/hello", 5, 6, 0},
+        {(uint8_t *)"x-big", (uint8_t *)value, 5, big, 0},
+    };
+    assert_true(nghttp2_submit_request(h.s, NULL, nv, 5, NULL, NULL) > 0);
+    const uint8_t *out;
+    ssize_t len = nghttp2_session_mem_send(h.s, &out);
+    assert_true(len > 9);
+    size_t first = 9 + ((size_t)out[0] << 16 | (size_t)out[1] << 8 | out[2]);
+    assert_int_equal(out[3], NGHTTP2_HEADERS);
+    assert_false(out[4] & NGHTTP2_FLAG_END_HEADERS);
+    assert_true(first <= (size_t)len);
+    assert_int_equal(send(h.fd, out, first, 0), (ssize_t)first); /* and no CONTINUATION */
+    free(value);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long ms = until_closed(h.fd, &t0, "", 0, &got);
+    if (ms < 350 || ms > 3000)
+        fail_msg("the unfinished header block was closed after %ld ms, not at 400", ms);
+    h2c_close_client(&h);
+    pthread_mutex_lock(&T.lock);
+    assert_int_equal(T.closed, 1); /* the watch went with its connection */
+    pthread_mutex_unlock(&T.lock);
+
+    /* the preface, then no SETTINGS: x/net/http2's 2 s, here shortened to the 400 ms */
+    int fd = connect_local(port, 0);
+    const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    assert_int_equal(send(fd, preface, sizeof preface - 1, 0), (ssize_t)sizeof preface - 1);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ms = until_closed(fd, &t0, "", 0, &got);
+    close(fd);
+    assert_true(ms >= 350 && ms <= 3000);
+    assert_true(got > 0); /* the server's SETTINGS came first */
+
+    /* a whole request in time is served, and its connection outlives the deadline */
+    h2c_open(&h, port);
+    int32_t a = h2c_get(&h, "/hello");
+    h2c_until(&h, &h.closed[a / 2]);
+    usleep(700 * 1000);
+    int32_t b = h2c_get(&h, "/hello");
+    h2c_until(&h, &h.closed[b / 2]);
+    assert_false(h.eof);
+    assert_string_equal(h.body[b / 2], "hello");
+    h2c_close_client(&h);
+    stop(srv);
+}
+
+/*
+ * A stream's bytes over HTTP/2, every byte in its place: pieces referenced into
+ * DATA frames (5,000 bytes: split across 16 KiB frames) and pieces copied (100
+ * bytes), through a 64 KiB high-water mark, over TLS (libcurl) and h2c
+ * (nghttp2's client: libcurl 7.88 over h2c sometimes misses the end of a long
+ * stream whose last DATA frame, END_STREAM set, the server did send).
+ */
+static void test_h2_stream_bytes_in_order(void **state)
+{
+    struct ck_http_config cfg = {
+        .loops = 1, .cert_file = T.cert, .key_file = T.key, .stream_high_water = 64 << 10};
+    struct ck_http_config plain = {.loops = 1, .stream_high_water = 64 << 10};
+    static const struct {
+        int n;
+        size_t size;
+    } shapes[] = {{120, 5000}, {300, 100}};
+    (void)state;
+    for (int tls = 0; tls < 2; tls++) {
+        struct ck_http_server *srv = start(tls ? &cfg : &plain);
+        for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+            char path[64], url[128];
+            size_t want = (size_t)shapes[k].n * shapes[k].size;
+            snprintf(path, sizeof path, "/stream?n=%d&size=%zu", shapes[k].n, shapes[k].size);
+            if (!tls) {
+                struct h2c h;
+                h2c_open(&h, ck_http_server_port(srv));
+                h.piece = shapes[k].size;
+                int32_t id = h2c_get(&h, path);
+                h2c_until(&h, &h.closed[id / 2]);
+                assert_true(h.closed[id / 2]);
+                assert_int_equal(h.status[id / 2], 200);
+                assert_int_equal(h.got[id / 2], want);
+                assert_false(h.wrong[id / 2]);
+                h2c_close_client(&h);
+                continue;
+            }
+            struct body b = {0};
+            snprintf(url, sizeof url, "https://localhost:%u%s", ck_http_server_port(srv), path);
+            CURL *e = easy(url, &b);
+            curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+            assert_int_equal(get(e), 200);
+            long version = 0;
+            curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
+            assert_int_equal(version, CURL_HTTP_VERSION_2_0);
+            assert_int_equal(b.len, want);
+            for (size_t i = 0; i < b.len; i++)
+                if (b.data[i] != 'a' + (int)(i / shapes[k].size) % 26)
+                    fail_msg("byte %zu of %zu-byte pieces: %c", i, shapes[k].size, b.data[i]);
+            curl_easy_cleanup(e);
+            free(b.data);
+        }
+        stop(srv);
+    }
+}
+
 static void test_server_new_survives_failed_allocations(void **state)
 {
     struct ck_http_config cfg = {.loops = 3, .on_request = on_request};
@@ -1132,6 +1355,7 @@ int main(void)
         cmocka_unit_test(test_h2_tls_alpn_and_client_cert),
         cmocka_unit_test(test_h2c_prior_knowledge),
         cmocka_unit_test(test_h2_many_streams_one_connection),
+        cmocka_unit_test(test_h2_stream_bytes_in_order),
         cmocka_unit_test(test_broadcast_reaches_every_stream_in_order),
         cmocka_unit_test(test_slow_reader_is_closed),
         cmocka_unit_test(test_bad_requests),
@@ -1141,6 +1365,8 @@ int main(void)
         cmocka_unit_test(test_h2c_reuse_and_goaway),
         cmocka_unit_test(test_slow_h2_reader_is_closed),
         cmocka_unit_test(test_server_new_survives_failed_allocations),
+        cmocka_unit_test(test_header_trickle_is_cut),
+        cmocka_unit_test(test_h2_header_block_unfinished_is_cut),
     };
     curl_global_init(CURL_GLOBAL_ALL);
     make_pki();
