@@ -113,6 +113,10 @@ struct ck_cel_var {
     const json_t *value;
     bool optional;
     const struct ck_cel_authorizer *authorizer;
+    /* NULL, or the structural schema that types value as ck_cel_check() types it: strings
+     * of format byte, duration, date and date-time are bytes, durations and timestamps,
+     * and the properties of an object are reached by their escaped names */
+    const json_t *schema;
 };
 
 /*

@@ -389,10 +389,11 @@ static void eval_rules(struct walk *w, const struct node *n, const json_t *value
             continue;
         if (r->uses_old_self && !old && !r->optional_old_self)
             continue; /* a transition rule needs an old value */
-        struct ck_cel_var vars[2] = {{"self", value, false, NULL}, {"oldSelf", old, false, NULL}};
+        struct ck_cel_var vars[2] = {{"self", value, false, NULL, n->schema},
+                                     {"oldSelf", old, false, NULL, n->schema}};
         size_t nvars = n->uses_old_self && old ? 2 : 1;
-        struct ck_cel_var opt_vars[2] = {{"self", value, false, NULL},
-                                         {"oldSelf", old, true, NULL}};
+        struct ck_cel_var opt_vars[2] = {{"self", value, false, NULL, n->schema},
+                                         {"oldSelf", old, true, NULL, n->schema}};
         bool optional = r->optional_old_self && n->uses_old_self;
         struct ck_cel_result *res = NULL;
         struct ck_err err = {0};

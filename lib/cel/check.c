@@ -791,47 +791,17 @@ static bool is_type(const json_t *s, const char *type)
     return t && !strcmp(t, type);
 }
 
-static const char *const reserved[] = {
-    "true",     "false",   "null",      "in",       "as",  "break",  "const",
-    "continue", "else",    "for",       "function", "if",  "import", "let",
-    "loop",     "package", "namespace", "return",   "var", "void",   "while",
-};
-
-/* apiserver's cel.Escape: a property's name as a CEL field, or NULL when it has none. */
+/* A property's name as a CEL field (apiserver's cel.Escape), or NULL when it has none. */
 static char *escape(struct checker *c, const char *name)
 {
-    if (!*name || (*name >= '0' && *name <= '9'))
-        return NULL;
     struct ck__buf b = {0};
-    bool reserved_word = false;
-    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
-        reserved_word = reserved_word || !strcmp(reserved[i], name);
-    if (reserved_word) {
-        ck__buf_printf(&b, "__%s__", name);
-    } else {
-        for (const char *p = name; *p; p++) {
-            if (p[0] == '_' && p[1] == '_') {
-                ck__buf_adds(&b, "__underscores__");
-                p++;
-            } else if (*p == '.' || *p == '-' || *p == '/') {
-                ck__buf_adds(&b, *p == '.' ? "__dot__" : *p == '-' ? "__dash__" : "__slash__");
-            } else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                       (*p >= '0' && *p <= '9') || *p == '_') {
-                ck__buf_add(&b, p, 1);
-            } else {
-                ck__buf_release(&b);
-                return NULL;
-            }
-        }
+    char *r = NULL;
+    if (ck__cel_escape(name, &b)) {
+        r = b.p ? ck__cel_strndup(&c->arena, b.p, b.len) : NULL;
+        if (!r)
+            c->nomem = true;
     }
-    if (!b.p) {
-        c->nomem = true;
-        return NULL;
-    }
-    char *r = ck__cel_strndup(&c->arena, b.p, b.len);
     ck__buf_release(&b);
-    if (!r)
-        c->nomem = true;
     return r;
 }
 

@@ -369,8 +369,16 @@ static inline bool ck__cel_is_error(const struct ck__cel_val *v)
 /* The CEL name of v's type: "int", "list", "google.protobuf.Duration", ... */
 const char *ck__cel_type_name(const struct ck__cel_val *v);
 
-/* JSON to a value (Kubernetes' mapping); NULL with ev->fatal when out of budget. */
-struct ck__cel_val *ck__cel_from_json(struct ck__cel_eval *ev, const json_t *j, int depth);
+/*
+ * JSON to a value (Kubernetes' mapping); NULL with ev->fatal when out of budget. With a
+ * schema (may be NULL), values are typed by it as Kubernetes' UnstructuredToVal types
+ * them: strings of format byte, duration, date and date-time are bytes, durations and
+ * timestamps, and an object's properties are keyed by their escaped names.
+ */
+struct ck__cel_val *ck__cel_from_json(struct ck__cel_eval *ev, const json_t *j,
+                                      const json_t *schema, int depth);
+/* apiserver's cel.Escape: appends name as a CEL identifier to out; false when it has none. */
+bool ck__cel_escape(const char *name, struct ck__buf *out);
 json_t *ck__cel_to_json(const struct ck__cel_val *v, int *ret_err);
 
 /*

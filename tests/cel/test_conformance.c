@@ -43,7 +43,7 @@ static char *value_of(const char *expr, size_t len, json_t *vars, bool *ret_fail
     json_object_foreach(vars, name, value)
     {
         if (n < 16)
-            v[n++] = (struct ck_cel_var){name, value, false, NULL};
+            v[n++] = (struct ck_cel_var){name, value, false, NULL, NULL};
     }
     struct ck_cel_result *res = NULL;
     if (ck_cel_eval(prog, v, n, 0, &res, NULL, &err)) {
