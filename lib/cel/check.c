@@ -52,6 +52,8 @@ struct ty {
     size_t nfields;
     const char **fnames;
     struct ty **ftypes;
+    const json_t *schema; /* an object type's schema, until expand() made its fields */
+    bool root;            /* that schema is a resource's root */
 };
 
 static struct ty t_dyn = {.k = K_DYN}, t_error = {.k = K_ERROR}, t_null = {.k = K_NULL},
@@ -515,6 +517,8 @@ static struct ty *unwrap_optional(struct ty *t, bool *was)
     return *was ? t->p[0] : t;
 }
 
+static void expand(struct checker *c, struct ty *o);
+
 /* The type of the object o's field called name, NULL when it has none. */
 static struct ty *field_of(const struct ty *o, const char *name)
 {
@@ -532,6 +536,7 @@ static struct ty *field_type(struct checker *c, const struct ck__cel_node *n, st
     if (t->k == K_MAP) {
         r = t->p[1];
     } else if (t->k == K_OBJECT) {
+        expand(c, t);
         r = field_of(t, field);
         /* authorizer.requestResource: a variable of its own in Kubernetes */
         if (!r && !strcmp(t->name, "kubernetes.authorization.Authorizer") &&
@@ -845,12 +850,26 @@ static bool add_field(struct checker *c, struct ty *o, const char *field, struct
     return true;
 }
 
+/* An object type of the schema s; its fields are made when first looked at (expand()). */
 static struct ty *object_type(struct checker *c, const json_t *s, bool root, const char *name)
 {
     struct ty *o = new_ty(c, K_OBJECT, NULL, NULL);
-    if (o == &t_error)
-        return o;
-    o->name = name;
+    if (o != &t_error) {
+        o->name = name;
+        o->schema = s;
+        o->root = root;
+    }
+    return o;
+}
+
+/* Makes the fields of an object type of a schema: its properties, and at a resource's root
+ * apiVersion, kind, metadata.name and metadata.generateName, always there. */
+static void expand(struct checker *c, struct ty *o)
+{
+    const json_t *s = o->schema;
+    if (!s)
+        return;
+    o->schema = NULL;
     const char *key;
     json_t *prop;
     json_object_foreach(json_object_get(s, "properties"), key, prop)
@@ -860,33 +879,33 @@ static struct ty *object_type(struct checker *c, const json_t *s, bool root, con
             field
                 ? schema_type(c, prop,
                               json_is_true(json_object_get(prop, "x-kubernetes-embedded-resource")),
-                              join_name(c, name, field))
+                              join_name(c, o->name, field))
                 : NULL;
         if (t)
             add_field(c, o, field, t);
     }
-    if (!root)
-        return o;
-    /* apiVersion, kind, metadata.name and metadata.generateName are always there */
+    if (!o->root)
+        return;
     struct ty *meta = field_of(o, "metadata");
     bool complete = meta && meta->k == K_OBJECT;
+    if (complete)
+        expand(c, meta);
     static const char *const need[] = {"kind", "apiVersion", "name", "generateName"};
     for (size_t i = 0; complete && i < 4; i++) {
         struct ty *t = field_of(i < 2 ? o : meta, need[i]);
         complete = t && t->k == K_STRING;
     }
     if (complete)
-        return o;
+        return;
     meta = new_ty(c, K_OBJECT, NULL, NULL);
     if (meta == &t_error)
-        return meta;
-    meta->name = join_name(c, name, "metadata");
+        return;
+    meta->name = join_name(c, o->name, "metadata");
     add_field(c, meta, "name", &t_string);
     add_field(c, meta, "generateName", &t_string);
     add_field(c, o, "kind", &t_string);
     add_field(c, o, "apiVersion", &t_string);
     add_field(c, o, "metadata", meta);
-    return o;
 }
 
 static struct ty *schema_type(struct checker *c, const json_t *s, bool root, const char *name)
