@@ -266,6 +266,71 @@ static void test_declarations(void **state)
     ck_cel_program_free(prog);
 }
 
+/* The type of expr over self and an optional oldSelf of the schema, or "error: ...". */
+static char *typeof_optional_old(const char *expr, const char *schema_json)
+{
+    json_t *js = json_loads(schema_json, 0, NULL);
+    assert_non_null(js);
+    struct ck_cel_decl decls[] = {{.name = "self", .schema = js},
+                                  {.name = "oldSelf", .schema = js, .optional = true}};
+    struct ck_err err = {0};
+    struct ck_cel_program *prog = NULL;
+    char type[256], *out = NULL;
+    int r = ck_cel_compile(expr, strlen(expr), &prog, &err);
+    if (r == 0)
+        r = ck_cel_check(prog, decls, 2, type, sizeof(type), &err);
+    if (asprintf(&out, "%s%s", r ? "error: " : "", r ? ck_err_message(&err) : type) < 0)
+        out = NULL;
+    assert_non_null(out);
+    ck_err_release(&err);
+    ck_cel_program_free(prog);
+    json_decref(js);
+    return out;
+}
+
+/* apiextensions' compilation_test.go: optionalOldSelf transition rules, formats, maps. */
+static void test_kubernetes_compilation_cases(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *schema, *expr, *want; /* want: the type, or words of the error */
+    } cases[] = {
+        {"{`type`:`integer`}", "self >= oldSelf.value()", "bool"},
+        {"{`type`:`integer`}", "self >= oldSelf.orValue(1)", "bool"},
+        {"{`type`:`integer`}", "oldSelf.hasValue() ? self >= oldSelf.value() : true", "bool"},
+        {"{`type`:`integer`}", "self >= oldSelf",
+         "found no matching overload for '_>=_' applied to '(int, optional_type(int))'"},
+        {"{`type`:`integer`}", "self >= oldSelf.orValue('')",
+         "found no matching overload for 'orValue' applied to 'optional_type(int).(string)'"},
+        {"{`type`:`object`,`properties`:{`o`:{`type`:`object`,`properties`:{`i`:{`type`:"
+         "`integer`},`s`:{`type`:`string`},`o`:{`type`:`object`}}}}}",
+         "self.o.i >= oldSelf.o.i.value() && self.o.o == oldSelf.o.o.value()", "bool"},
+        {"{`type`:`object`,`properties`:{`o`:{`type`:`object`,`properties`:{`i`:{`type`:"
+         "`integer`},`s`:{`type`:`string`}}}}}",
+         "self.o.i >= oldSelf.o.s.orValue(0)", "orValue"},
+        {"{`type`:`string`,`format`:`byte`}", "string(self).endsWith('s')", "bool"},
+        {"{`type`:`number`}", "self > 1.0", "bool"},
+        {"{`type`:`number`}", "size(self) == 10",
+         "found no matching overload for 'size' applied to '(double)'"},
+        {"{`type`:`object`,`additionalProperties`:{`type`:`boolean`}}", "size(self) > 0", "bool"},
+        {"{`type`:`array`,`items`:{`type`:`array`,`items`:{`type`:`array`,`items`:{`type`:"
+         "`string`}}}}",
+         "size(self[0][0]) == 10", "bool"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "%s", cases[i].schema);
+        for (char *p = text; *p; p++)
+            if (*p == '`')
+                *p = '"';
+        char *got = typeof_optional_old(cases[i].expr, text);
+        if (strcmp(got, cases[i].want) &&
+            !(strncmp(got, "error: ", 7) == 0 && strstr(got, cases[i].want)))
+            fail_msg("%s\n  got:  %s\n  want: %s", cases[i].expr, got, cases[i].want);
+        free(got);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -276,6 +341,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_schema_types),
         cmocka_unit_test(test_resource_root),
         cmocka_unit_test(test_declarations),
+        cmocka_unit_test(test_kubernetes_compilation_cases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
