@@ -129,7 +129,8 @@ bool ck_cel_parse_duration(const char *text, int64_t *ret_sec, int32_t *ret_nsec
  * Compiles the len bytes of expr (UTF-8): parses it and expands its macros (has, all,
  * exists, exists_one, map, filter, optMap, optFlatMap). Returns 0 and *ret_prog (free it with
  * ck_cel_program_free()), or CK_EINVAL with reterr's message as cel-go prints it,
- * "ERROR: <input>:1:5: Syntax error: ..." followed by the line and a caret; CK_ENOMEM.
+ * "ERROR: <input>:1:5: Syntax error: ..." followed by the line and a caret (kept whole:
+ * release reterr with ck_err_release()); CK_ENOMEM.
  * Expressions longer than CK_CEL_MAX_EXPR_LEN, deeper than CK_CEL_MAX_DEPTH or with
  * more than CK_CEL_MAX_NODES nodes are refused. Calls of functions the library does not
  * know are refused here ("undeclared reference to 'f'"), as are literal regexes,
@@ -173,7 +174,8 @@ struct ck_cel_decl {
  * written into ret_type (type_size bytes, may be NULL: "bool", "list(string)"), or
  * CK_EINVAL with reterr holding every error as cel-go prints them, sorted by position,
  * one per line with its caret ("ERROR: <input>:1:6: found no matching overload for
- * '_+_' applied to '(int, string)'\n | ..."); CK_ENOMEM.
+ * '_+_' applied to '(int, string)'\n | ...", the first 100 and how many more, kept whole:
+ * release reterr with ck_err_release()); CK_ENOMEM.
  */
 int ck_cel_check(const struct ck_cel_program *prog, const struct ck_cel_decl *decls, size_t ndecls,
                  char *ret_type, size_t type_size, struct ck_err *reterr);

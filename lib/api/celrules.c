@@ -137,12 +137,14 @@ static int compile_rule(const json_t *schema, const json_t *src, struct rule *r,
     if (rc == CK_ENOMEM)
         return ck_err_no_memory(reterr);
     if (rc < 0) { /* said on every write, as Kubernetes does */
-        r->compile_error = join("compilation failed: ", err.msg, "");
+        r->compile_error = join("compilation failed: ", ck_err_message(&err), "");
+        ck_err_release(&err);
         return r->compile_error ? 0 : ck_err_no_memory(reterr);
     }
     r->uses_old_self = ck_cel_program_references(r->prog, "oldSelf");
     if (r->message_src && *r->message_src) {
         rc = ck_cel_compile(r->message_src, strlen(r->message_src), &r->message, &err);
+        ck_err_release(&err);
         if (rc == CK_ENOMEM)
             return ck_err_no_memory(reterr);
     }

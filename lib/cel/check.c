@@ -81,7 +81,7 @@ static const struct {
 };
 
 struct issue {
-    size_t pos;
+    size_t pos, seq; /* where, and in what order it was found */
     char *msg;
 };
 
@@ -108,9 +108,11 @@ struct checker {
     size_t ndecls;
     struct scope *scope;
     struct issue *issues;
-    size_t nissues, cap;
+    size_t nissues, cap, truncated;
     bool nomem;
 };
+
+#define MAX_ISSUES 100
 
 static struct ty *new_ty(struct checker *c, enum kind k, struct ty *a, struct ty *b)
 {
@@ -168,6 +170,10 @@ static void issue(struct checker *c, size_t pos, const char *fmt, ...)
 
 static void issue(struct checker *c, size_t pos, const char *fmt, ...)
 {
+    if (c->nissues == MAX_ISSUES) { /* cel-go reports the first 100, then how many more */
+        c->truncated++;
+        return;
+    }
     if (c->nissues == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 8;
         struct issue *grown = ck__realloc(c->issues, cap * sizeof(*grown));
@@ -188,6 +194,7 @@ static void issue(struct checker *c, size_t pos, const char *fmt, ...)
         return;
     }
     c->issues[c->nissues].pos = pos;
+    c->issues[c->nissues].seq = c->nissues;
     c->issues[c->nissues++].msg = ck__buf_take(&b);
 }
 
@@ -958,7 +965,9 @@ static struct ty *schema_type(struct checker *c, const json_t *s, bool root, con
 static int by_pos(const void *a, const void *b)
 {
     const struct issue *x = a, *y = b;
-    return x->pos < y->pos ? -1 : x->pos > y->pos ? 1 : 0;
+    if (x->pos != y->pos)
+        return x->pos < y->pos ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : 0;
 }
 
 int ck_cel_check(const struct ck_cel_program *prog, const struct ck_cel_decl *decls, size_t ndecls,
@@ -988,13 +997,15 @@ int ck_cel_check(const struct ck_cel_program *prog, const struct ck_cel_decl *de
         r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
     } else if (c.nissues) {
         qsort(c.issues, c.nissues, sizeof(*c.issues), by_pos);
-        struct ck__buf b = {.max = 64 << 10};
-        for (size_t i = 0; i < c.nissues && i < 100; i++) {
+        struct ck__buf b = {.max = 1 << 20}; /* 100 messages with their lines and carets */
+        for (size_t i = 0; i < c.nissues; i++) {
             if (i)
                 ck__buf_adds(&b, "\n");
             ck__cel_report(&b, c.src, c.len, c.issues[i].pos, c.issues[i].msg);
         }
-        r = b.p ? ck_err_set(reterr, CK_EINVAL, "%s", b.p)
+        if (c.truncated)
+            ck__buf_printf(&b, "\n%zu more errors were truncated", c.truncated);
+        r = b.p ? ck_err_set_long(reterr, CK_EINVAL, b.p)
                 : ck_err_set(reterr, CK_ENOMEM, "out of memory");
         ck__buf_release(&b);
     } else if (ret_type && type_size) {

@@ -548,7 +548,7 @@ static int report(struct ck_err *reterr, const char *src, size_t len, size_t pos
 {
     struct ck__buf b = {.max = 4096};
     ck__cel_report(&b, src, len, pos, msg);
-    int r = ck_err_set(reterr, CK_EINVAL, "%s", b.p ? b.p : msg);
+    int r = ck_err_set_long(reterr, CK_EINVAL, b.p ? b.p : msg);
     ck__buf_release(&b);
     return r;
 }

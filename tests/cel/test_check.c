@@ -264,6 +264,19 @@ static void test_declarations(void **state)
     assert_int_equal(ck_cel_check(prog, decls, 2, type, sizeof(type), &err), 0);
     assert_string_equal(type, "bool");
     ck_cel_program_free(prog);
+    /* as cel-go, the first 100 errors, then how many more */
+    struct ck__buf b = {0};
+    for (int i = 0; i < 102; i++)
+        ck__buf_printf(&b, "%sx%d", i ? " + " : "", i);
+    assert_int_equal(ck_cel_compile(b.p, b.len, &prog, &err), 0);
+    assert_int_equal(ck_cel_check(prog, NULL, 0, type, sizeof(type), &err), CK_EINVAL);
+    const char *msg = ck_err_message(&err);
+    assert_non_null(strstr(msg, "undeclared reference to 'x99' (in container '')"));
+    assert_null(strstr(msg, "'x100'"));
+    assert_non_null(strstr(msg, "^\n2 more errors were truncated"));
+    ck_err_release(&err);
+    ck_cel_program_free(prog);
+    ck__buf_release(&b);
 }
 
 /* The type of expr over self and an optional oldSelf of the schema, or "error: ...". */
