@@ -56,29 +56,25 @@ struct ty {
     bool root;            /* that schema is a resource's root */
 };
 
-static struct ty t_dyn = {.k = K_DYN}, t_error = {.k = K_ERROR}, t_null = {.k = K_NULL},
-                 t_bool = {.k = K_BOOL}, t_int = {.k = K_INT}, t_uint = {.k = K_UINT},
-                 t_double = {.k = K_DOUBLE}, t_string = {.k = K_STRING}, t_bytes = {.k = K_BYTES},
-                 t_duration = {.k = K_DURATION}, t_timestamp = {.k = K_TIMESTAMP},
-                 t_type = {.k = K_TYPE};
+/* The types without parameters, named as cel-go formats them. */
+#define SIMPLE(var, kind, text) static struct ty var = {.k = kind, .name = text}
+SIMPLE(t_dyn, K_DYN, "dyn");
+SIMPLE(t_error, K_ERROR, "!error!");
+SIMPLE(t_null, K_NULL, "null");
+SIMPLE(t_bool, K_BOOL, "bool");
+SIMPLE(t_int, K_INT, "int");
+SIMPLE(t_uint, K_UINT, "uint");
+SIMPLE(t_double, K_DOUBLE, "double");
+SIMPLE(t_string, K_STRING, "string");
+SIMPLE(t_bytes, K_BYTES, "bytes");
+SIMPLE(t_duration, K_DURATION, "duration");
+SIMPLE(t_timestamp, K_TIMESTAMP, "timestamp");
+SIMPLE(t_type, K_TYPE, "type");
 
-static const struct {
-    const char *name;
-    struct ty *t;
-} simple[] = {
-    {"dyn", &t_dyn},
-    {"null", &t_null},
-    {"null_type", &t_null},
-    {"bool", &t_bool},
-    {"int", &t_int},
-    {"uint", &t_uint},
-    {"double", &t_double},
-    {"string", &t_string},
-    {"bytes", &t_bytes},
-    {"duration", &t_duration},
-    {"timestamp", &t_timestamp},
-    {"type", &t_type},
-};
+/* What a signature or a declaration may name (null_type is null's other name). */
+static struct ty *const simple[] = {&t_dyn,      &t_null,      &t_bool,   &t_int,
+                                    &t_uint,     &t_double,    &t_string, &t_bytes,
+                                    &t_duration, &t_timestamp, &t_type};
 
 struct issue {
     size_t pos, seq; /* where, and in what order it was found */
@@ -122,6 +118,11 @@ static struct ty *new_ty(struct checker *c, enum kind k, struct ty *a, struct ty
         return &t_error;
     }
     t->k = k;
+    t->name = k == K_LIST       ? "list"
+              : k == K_MAP      ? "map"
+              : k == K_OPTIONAL ? "optional_type"
+              : k == K_TYPE     ? "type"
+                                : ""; /* objects and parameters: set by the caller */
     t->p[0] = a;
     t->p[1] = b;
     return t;
@@ -131,28 +132,7 @@ static struct ty *new_ty(struct checker *c, enum kind k, struct ty *a, struct ty
 
 static void format(struct ck__buf *b, const struct ty *t)
 {
-    static const char *const names[] = {
-        [K_DYN] = "dyn",
-        [K_ERROR] = "!error!",
-        [K_NULL] = "null",
-        [K_BOOL] = "bool",
-        [K_INT] = "int",
-        [K_UINT] = "uint",
-        [K_DOUBLE] = "double",
-        [K_STRING] = "string",
-        [K_BYTES] = "bytes",
-        [K_DURATION] = "duration",
-        [K_TIMESTAMP] = "timestamp",
-        [K_TYPE] = "type",
-        [K_LIST] = "list",
-        [K_MAP] = "map",
-        [K_OPTIONAL] = "optional_type",
-    };
-    if (t->k == K_OBJECT || t->k == K_PARAM) {
-        ck__buf_adds(b, t->name);
-        return;
-    }
-    ck__buf_adds(b, names[t->k]);
+    ck__buf_adds(b, t->name);
     size_t np = t->k == K_MAP ? 2 : t->k == K_LIST || t->k == K_OPTIONAL || t->p[0] ? 1 : 0;
     if (!np)
         return;
@@ -352,8 +332,10 @@ static struct ty *parse_type(struct checker *c, const char **s)
             t->name = ck__cel_strndup(&c->arena, start, 1);
     }
     for (size_t i = 0; !t && i < sizeof(simple) / sizeof(simple[0]); i++)
-        if (strlen(simple[i].name) == n && !strncmp(simple[i].name, start, n))
-            t = simple[i].t;
+        if (strlen(simple[i]->name) == n && !strncmp(simple[i]->name, start, n))
+            t = simple[i];
+    if (!t && n == 9 && !strncmp(start, "null_type", n))
+        t = &t_null;
     enum kind k = n == 4 && !strncmp(start, "list", 4)             ? K_LIST
                   : n == 3 && !strncmp(start, "map", 3)            ? K_MAP
                   : n == 13 && !strncmp(start, "optional_type", n) ? K_OPTIONAL
