@@ -8,9 +8,10 @@
  * jansson values, under a cost budget so that no expression runs long or takes
  * unbounded memory (k8s.io/apiserver/pkg/cel: its per-call cost limit).
  *
- * The language is dynamically typed here: there is no type checker, so mistakes cel-go
- * finds at compile time ("found no matching overload") show up at evaluation as errors.
- * docs/cel.md lists what is supported, the limits and the differences from cel-go.
+ * Evaluation is dynamic; ck_cel_check() is the static type checker that finds, over
+ * variables declared with their types (a CRD rule's self from its schema), the mistakes
+ * cel-go's checker reports at compile time ("found no matching overload"). docs/cel.md lists what
+ * is supported, the limits and the differences from cel-go.
  *
  * Threading: a compiled program is immutable; any number of threads may evaluate it at
  * once. A result belongs to the thread that got it.
@@ -112,6 +113,10 @@ struct ck_cel_var {
     const json_t *value;
     bool optional;
     const struct ck_cel_authorizer *authorizer;
+    /* NULL, or the structural schema that types value as ck_cel_check() types it: strings
+     * of format byte, duration, date and date-time are bytes, durations and timestamps,
+     * and the properties of an object are reached by their escaped names */
+    const json_t *schema;
 };
 
 /*
@@ -124,7 +129,8 @@ bool ck_cel_parse_duration(const char *text, int64_t *ret_sec, int32_t *ret_nsec
  * Compiles the len bytes of expr (UTF-8): parses it and expands its macros (has, all,
  * exists, exists_one, map, filter, optMap, optFlatMap). Returns 0 and *ret_prog (free it with
  * ck_cel_program_free()), or CK_EINVAL with reterr's message as cel-go prints it,
- * "ERROR: <input>:1:5: Syntax error: ..." followed by the line and a caret; CK_ENOMEM.
+ * "ERROR: <input>:1:5: Syntax error: ..." followed by the line and a caret (kept whole:
+ * release reterr with ck_err_release()); CK_ENOMEM.
  * Expressions longer than CK_CEL_MAX_EXPR_LEN, deeper than CK_CEL_MAX_DEPTH or with
  * more than CK_CEL_MAX_NODES nodes are refused. Calls of functions the library does not
  * know are refused here ("undeclared reference to 'f'"), as are literal regexes,
@@ -139,6 +145,40 @@ int ck_cel_compile(const char *expr, size_t len, struct ck_cel_program **ret_pro
  * reads oldSelf, from the others.
  */
 bool ck_cel_program_references(const struct ck_cel_program *prog, const char *name);
+
+/*
+ * A variable declared for ck_cel_check(): its type is the CEL type Kubernetes derives
+ * from a structural OpenAPI v3 schema (k8s.io/apiserver pkg/cel/common/schemas.go:
+ * properties are an object's fields, names escaped as Kubernetes escapes them
+ * (`__dash__`, `__namespace__`); additionalProperties a map(string, T); items a list;
+ * x-kubernetes-int-or-string dyn; formats byte, duration, date and date-time bytes,
+ * duration and timestamp; a schema with no type is not declared), else the type
+ * written as cel-go writes it ("dyn", "string", "map(string, dyn)", "list(int)"),
+ * else dyn. resource_root: the schema is a resource's root (or an embedded
+ * resource), which always has apiVersion, kind, metadata.name and
+ * metadata.generateName. type_name: the name of the schema's object type in messages
+ * (NULL: "object"). optional: the variable is optional_type(T).
+ */
+struct ck_cel_decl {
+    const char *name;
+    const json_t *schema;
+    const char *type;
+    const char *type_name;
+    bool resource_root;
+    bool optional;
+};
+
+/*
+ * Type-checks prog over the ndecls declared variables (any other variable is an
+ * undeclared reference), as cel-go's checker does. Returns 0 and the expression's type
+ * written into ret_type (type_size bytes, may be NULL: "bool", "list(string)"), or
+ * CK_EINVAL with reterr holding every error as cel-go prints them, sorted by position,
+ * one per line with its caret ("ERROR: <input>:1:6: found no matching overload for
+ * '_+_' applied to '(int, string)'\n | ...", the first 100 and how many more, kept whole:
+ * release reterr with ck_err_release()); CK_ENOMEM.
+ */
+int ck_cel_check(const struct ck_cel_program *prog, const struct ck_cel_decl *decls, size_t ndecls,
+                 char *ret_type, size_t type_size, struct ck_err *reterr);
 
 /* Frees prog; NULL is a no-op. Returns NULL. */
 struct ck_cel_program *ck_cel_program_free(struct ck_cel_program *prog);

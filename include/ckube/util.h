@@ -80,6 +80,13 @@ struct ck_err {
 int ck_err_set(struct ck_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/*
+ * As ck_err_set() with the message text, kept whole in long_msg when it does not fit
+ * msg (free it with ck_err_release()): for messages of several lines, such as a
+ * compiler's list of errors.
+ */
+int ck_err_set_long(struct ck_err *err, int code, const char *text);
+
 /* Frees what the API setters allocated and clears *err. NULL is a no-op. */
 void ck_err_release(struct ck_err *err);
 

@@ -137,12 +137,14 @@ static int compile_rule(const json_t *schema, const json_t *src, struct rule *r,
     if (rc == CK_ENOMEM)
         return ck_err_no_memory(reterr);
     if (rc < 0) { /* said on every write, as Kubernetes does */
-        r->compile_error = join("compilation failed: ", err.msg, "");
+        r->compile_error = join("compilation failed: ", ck_err_message(&err), "");
+        ck_err_release(&err);
         return r->compile_error ? 0 : ck_err_no_memory(reterr);
     }
     r->uses_old_self = ck_cel_program_references(r->prog, "oldSelf");
     if (r->message_src && *r->message_src) {
         rc = ck_cel_compile(r->message_src, strlen(r->message_src), &r->message, &err);
+        ck_err_release(&err);
         if (rc == CK_ENOMEM)
             return ck_err_no_memory(reterr);
     }
@@ -389,10 +391,11 @@ static void eval_rules(struct walk *w, const struct node *n, const json_t *value
             continue;
         if (r->uses_old_self && !old && !r->optional_old_self)
             continue; /* a transition rule needs an old value */
-        struct ck_cel_var vars[2] = {{"self", value, false, NULL}, {"oldSelf", old, false, NULL}};
+        struct ck_cel_var vars[2] = {{"self", value, false, NULL, n->schema},
+                                     {"oldSelf", old, false, NULL, n->schema}};
         size_t nvars = n->uses_old_self && old ? 2 : 1;
-        struct ck_cel_var opt_vars[2] = {{"self", value, false, NULL},
-                                         {"oldSelf", old, true, NULL}};
+        struct ck_cel_var opt_vars[2] = {{"self", value, false, NULL, n->schema},
+                                         {"oldSelf", old, true, NULL, n->schema}};
         bool optional = r->optional_old_self && n->uses_old_self;
         struct ck_cel_result *res = NULL;
         struct ck_err err = {0};

@@ -639,37 +639,66 @@ static void rule_error(struct ck_field_errors *errs, const char *at, const char 
     free(value);
 }
 
+/* Compiles text and type-checks it over decls: 1 when it is not of type want, else 0 or <0. */
+static int compile_checked(const char *text, const struct ck_cel_decl *decls, const char *want,
+                           struct ck_cel_program **ret, struct ck_err *err)
+{
+    char type[64] = "";
+    int r = ck_cel_compile(text, strlen(text), ret, err);
+    if (r == 0)
+        r = ck_cel_check(*ret, decls, 2, type, sizeof(type), err);
+    return r == 0 && strcmp(type, want) ? 1 : r;
+}
+
 /*
  * Compiles a rule and its messageExpression as apiextensions does once the
- * schema at and below the rule's node is valid: what does not compile is
- * refused with the compiler's message, and a rule that reads oldSelf below
+ * schema at and below the rule's node is valid, type-checked with self and
+ * oldSelf of the node's type: what does not compile is refused with the
+ * compiler's message, so is a rule that is not a bool or a messageExpression
+ * that is not a string, and a rule that reads oldSelf below
  * a list that cannot correlate its elements (one not of list-type map).
  */
-static void compile_rule(const json_t *rule, const char *at, struct openapi_ctx ctx,
-                         struct ck_field_errors *errs)
+static void compile_rule(const json_t *rule, const char *at, const json_t *s, bool resource_root,
+                         struct openapi_ctx ctx, struct ck_field_errors *errs)
 {
     const char *text = json_string_value(json_object_get(rule, "rule"));
     const char *expression = json_string_value(json_object_get(rule, "messageExpression"));
     if (!text || blank(text))
         return;
+    /* self and oldSelf have the node's type (oldSelf an optional with optionalOldSelf) */
+    struct ck_cel_decl decls[] = {
+        {.name = "self", .schema = s, .type_name = "selfType0", .resource_root = resource_root},
+        {.name = "oldSelf",
+         .schema = s,
+         .type_name = "selfType0",
+         .resource_root = resource_root,
+         .optional = json_is_true(json_object_get(rule, "optionalOldSelf"))},
+    };
     struct ck_cel_program *prog = NULL, *message = NULL;
     struct ck_err err = {0};
-    int r = ck_cel_compile(text, strlen(text), &prog, &err);
-    if (r == 0 && expression && *expression)
-        r = ck_cel_compile(expression, strlen(expression), &message, &err) < 0 ? 1 : 0;
-    if (r == CK_ENOMEM || err.code == CK_ENOMEM) {
+    /* what is wrong, as apiextensions words it; the compiler's message follows a failure */
+    int r = compile_checked(text, decls, "bool", &prog, &err);
+    const char *why = r > 0 ? "cel expression must evaluate to a bool" : "compilation failed: ";
+    bool rule_ok = r == 0, in_message = false;
+    if (r == 0 && expression && *expression) {
+        in_message = true;
+        r = compile_checked(expression, decls, "string", &message, &err);
+        why = r > 0 ? "messageExpression must evaluate to a string"
+                    : "messageExpression compilation failed: ";
+    }
+    if (r == CK_ENOMEM) {
         errs->nomem = true;
     } else if (r != 0) {
         struct ck__buf detail = {0};
-        ck__buf_printf(&detail, "%scompilation failed: %s", r > 0 ? "messageExpression " : "",
-                       err.msg);
+        ck__buf_printf(&detail, "%s%s", why, r < 0 ? ck_err_message(&err) : "");
         if (detail.err || !detail.p)
             errs->nomem = true;
         else
-            rule_error(errs, at, r > 0 ? ".messageExpression" : ".rule", rule, detail.p);
+            rule_error(errs, at, in_message ? ".messageExpression" : ".rule", rule, detail.p);
         ck__buf_release(&detail);
     }
-    if (prog && ctx.uncorrelatable && ck_cel_program_references(prog, "oldSelf")) {
+    ck_err_release(&err);
+    if (rule_ok && ctx.uncorrelatable && ck_cel_program_references(prog, "oldSelf")) {
         struct ck__buf detail = {0};
         ck__buf_printf(&detail,
                        "oldSelf cannot be used on the uncorrelatable portion of the schema "
@@ -691,8 +720,8 @@ static void compile_rule(const json_t *rule, const char *at, struct openapi_ctx 
  * compilation (errs holds `before` errors from before s was visited, of
  * which cel_before came from compiling rules), each rule compiled.
  */
-static void cel_rules(const json_t *s, const char *path, struct openapi_ctx ctx, size_t before,
-                      size_t cel_before, struct ck_field_errors *errs)
+static void cel_rules(const json_t *s, const char *path, struct openapi_ctx ctx, bool root,
+                      size_t before, size_t cel_before, struct ck_field_errors *errs)
 {
     size_t i;
     json_t *rule;
@@ -756,7 +785,7 @@ static void cel_rules(const json_t *s, const char *path, struct openapi_ctx ctx,
         char *at = item_path(errs, path, "x-kubernetes-validations", i);
         size_t n = errs->len;
         if (at)
-            compile_rule(rule, at, ctx, errs);
+            compile_rule(rule, at, s, root || flag(s, "x-kubernetes-embedded-resource"), ctx, errs);
         *ctx.cel_errors += errs->len - n;
         free(at);
     }
@@ -1008,7 +1037,7 @@ static void openapi(const json_t *s, const char *path, struct openapi_ctx ctx, b
         }
     }
     free(keys_text);
-    cel_rules(s, path, ctx, before, cel_before, errs);
+    cel_rules(s, path, ctx, root, before, cel_before, errs);
 }
 
 void ck_crd_schema_check(const json_t *schema, const char *path, struct ck_field_errors *errs)

@@ -272,20 +272,27 @@ FN(fn_decision)
 
 #define M CK__CEL_MEMBER
 
+/* The overloads below name the library's types (check.c reads them). */
+#define AZ(t)  "kubernetes.authorization." #t
+#define RC     AZ(ResourceCheck) ".(string)->" AZ(ResourceCheck)
+#define SA_SIG AZ(Authorizer) ".(string, string)->" AZ(Authorizer)
+#define CHECK_SIG                                                                                  \
+    AZ(PathCheck) ".(string)->" AZ(Decision) ";" AZ(ResourceCheck) ".(string)->" AZ(Decision)
+
 const struct ck__cel_func ck__cel_authz_lib[] = {
-    {"path", M, 2, 2, fn_path},
-    {"group", M, 2, 2, fn_group},
-    {"serviceAccount", M, 3, 3, fn_service_account},
-    {"resource", M, 2, 2, fn_resource},
-    {"subresource", M, 2, 2, fn_resource_field},
-    {"namespace", M, 2, 2, fn_resource_field},
-    {"name", M, 2, 2, fn_resource_field},
-    {"fieldSelector", M, 2, 2, fn_resource_field},
-    {"labelSelector", M, 2, 2, fn_resource_field},
-    {"check", M, 2, 2, fn_check},
-    {"allowed", M, 1, 1, fn_decision},
-    {"errored", M, 1, 1, fn_decision},
-    {"reason", M, 1, 1, fn_decision},
-    {"error", M, 1, 1, fn_decision},
+    {"path", M, 2, 2, fn_path, AZ(Authorizer) ".(string)->" AZ(PathCheck)},
+    {"group", M, 2, 2, fn_group, AZ(Authorizer) ".(string)->" AZ(GroupCheck)},
+    {"serviceAccount", M, 3, 3, fn_service_account, SA_SIG},
+    {"resource", M, 2, 2, fn_resource, AZ(GroupCheck) ".(string)->" AZ(ResourceCheck)},
+    {"subresource", M, 2, 2, fn_resource_field, RC},
+    {"namespace", M, 2, 2, fn_resource_field, RC},
+    {"name", M, 2, 2, fn_resource_field, RC},
+    {"fieldSelector", M, 2, 2, fn_resource_field, RC},
+    {"labelSelector", M, 2, 2, fn_resource_field, RC},
+    {"check", M, 2, 2, fn_check, CHECK_SIG},
+    {"allowed", M, 1, 1, fn_decision, AZ(Decision) ".()->bool"},
+    {"errored", M, 1, 1, fn_decision, AZ(Decision) ".()->bool"},
+    {"reason", M, 1, 1, fn_decision, AZ(Decision) ".()->string"},
+    {"error", M, 1, 1, fn_decision, AZ(Decision) ".()->string"},
 };
 const size_t ck__cel_authz_lib_len = sizeof(ck__cel_authz_lib) / sizeof(ck__cel_authz_lib[0]);

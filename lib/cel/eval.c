@@ -47,7 +47,8 @@ static struct ck__cel_val *ident(struct ck__cel_eval *ev, const struct ck__cel_n
         }
         if (!ev->var_vals[i]) {
             const json_t *value = ev->vars[i].value;
-            struct ck__cel_val *v = value ? ck__cel_from_json(ev, value, 0) : NULL;
+            struct ck__cel_val *v =
+                value ? ck__cel_from_json(ev, value, ev->vars[i].schema, 0) : NULL;
             if (v && ck__cel_is_error(v))
                 return v;
             if (ev->vars[i].optional) /* optional.of(value), optional.none() without one */

@@ -308,7 +308,7 @@ static struct ck__cel_val *fn_quote(struct ck__cel_eval *ev, const struct ck__ce
 }
 
 const struct ck__cel_func ck__cel_format_lib[] = {
-    {"format", CK__CEL_MEMBER, 2, 2, fn_format},
-    {"strings.quote", CK__CEL_GLOBAL, 1, 1, fn_quote},
+    {"format", CK__CEL_MEMBER, 2, 2, fn_format, "string.(list(dyn))->string"},
+    {"strings.quote", CK__CEL_GLOBAL, 1, 1, fn_quote, "(string)->string"},
 };
 const size_t ck__cel_format_lib_len = sizeof(ck__cel_format_lib) / sizeof(ck__cel_format_lib[0]);

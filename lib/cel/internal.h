@@ -8,6 +8,7 @@
  *   macros.c  has/all/exists/exists_one/map/filter become select and comprehension nodes
  *   value.c   values: JSON in and out, equality, ordering, formatting
  *   eval.c    the tree walk with error absorption and the cost budget
+ *   check.c   the static type checker over declared variables (ck_cel_check)
  *   stdlib.c  cel-spec's standard functions; regex.c (matches, find, findAll); strings.c,
  *             format.c, lists.c, sets.c, optional.c, net.c, quantity.c, authz.c:
  *             Kubernetes' libraries
@@ -172,6 +173,8 @@ struct ck__cel_func {
     unsigned style;    /* CK__CEL_GLOBAL | CK__CEL_MEMBER */
     unsigned min, max; /* argument counts, the receiver included */
     ck__cel_fn fn;
+    /* its overloads for the type checker (check.c): `(string)->int;list(A).()->int` */
+    const char *sig;
 };
 
 struct ck__cel_node {
@@ -252,11 +255,17 @@ bool ck__cel_resolve(struct ck__cel_parser *p, struct ck__cel_node *n);
 
 /* The function called name in this style with nargs arguments (receiver included). */
 const struct ck__cel_func *ck__cel_lookup(const char *name, bool member, size_t nargs);
+/* Every library entry called name (at most max of them into ret): how many. */
+size_t ck__cel_named(const char *name, const struct ck__cel_func **ret, size_t max);
+
+/* Appends "ERROR: <input>:L:C: msg", the line and a caret under the column to b (parser.c). */
+struct ck__buf;
+void ck__cel_report(struct ck__buf *b, const char *src, size_t len, size_t pos, const char *msg);
 
 struct ck_cel_program {
     struct ck__cel_arena arena;
     struct ck__cel_node *root;
-    char *source;
+    char *source;  /* the expression (NUL-terminated), for the checker's messages */
     void **caches; /* what the call nodes' caches hold, freed with the program */
     size_t ncaches;
 };
@@ -360,8 +369,16 @@ static inline bool ck__cel_is_error(const struct ck__cel_val *v)
 /* The CEL name of v's type: "int", "list", "google.protobuf.Duration", ... */
 const char *ck__cel_type_name(const struct ck__cel_val *v);
 
-/* JSON to a value (Kubernetes' mapping); NULL with ev->fatal when out of budget. */
-struct ck__cel_val *ck__cel_from_json(struct ck__cel_eval *ev, const json_t *j, int depth);
+/*
+ * JSON to a value (Kubernetes' mapping); NULL with ev->fatal when out of budget. With a
+ * schema (may be NULL), values are typed by it as Kubernetes' UnstructuredToVal types
+ * them: strings of format byte, duration, date and date-time are bytes, durations and
+ * timestamps, and an object's properties are keyed by their escaped names.
+ */
+struct ck__cel_val *ck__cel_from_json(struct ck__cel_eval *ev, const json_t *j,
+                                      const json_t *schema, int depth);
+/* apiserver's cel.Escape: appends name as a CEL identifier to out; false when it has none. */
+bool ck__cel_escape(const char *name, struct ck__buf *out);
 json_t *ck__cel_to_json(const struct ck__cel_val *v, int *ret_err);
 
 /*

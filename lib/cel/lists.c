@@ -139,10 +139,23 @@ struct ck__cel_val *ck__cel_list_index(struct ck__cel_eval *ev, struct ck__cel_v
 
 #define M CK__CEL_MEMBER
 
+/* Overloads of the functions below for the type checker (check.c). */
+#define IS_SORTED_SIG                                                                              \
+    "list(int).()->bool;list(uint).()->bool;list(double).()->bool;"                                \
+    "list(bool).()->bool;list(string).()->bool;list(bytes).()->bool;"                              \
+    "list(duration).()->bool;list(timestamp).()->bool"
+#define SUM_SIG                                                                                    \
+    "list(int).()->int;list(uint).()->uint;list(double).()->double;"                               \
+    "list(duration).()->duration"
+#define MIN_MAX_SIG                                                                                \
+    "list(int).()->int;list(uint).()->uint;list(double).()->double;"                               \
+    "list(bool).()->bool;list(string).()->string;list(bytes).()->bytes;"                           \
+    "list(duration).()->duration;list(timestamp).()->timestamp"
+
 const struct ck__cel_func ck__cel_lists_lib[] = {
-    {"isSorted", M, 1, 1, fn_is_sorted},
-    {"sum", M, 1, 1, fn_sum},
-    {"min", M, 1, 1, fn_min},
-    {"max", M, 1, 1, fn_max},
+    {"isSorted", M, 1, 1, fn_is_sorted, IS_SORTED_SIG},
+    {"sum", M, 1, 1, fn_sum, SUM_SIG},
+    {"min", M, 1, 1, fn_min, MIN_MAX_SIG},
+    {"max", M, 1, 1, fn_max, MIN_MAX_SIG},
 };
 const size_t ck__cel_lists_lib_len = sizeof(ck__cel_lists_lib) / sizeof(ck__cel_lists_lib[0]);

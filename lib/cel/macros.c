@@ -73,46 +73,42 @@ struct ck__cel_node *ck__cel_expand_macro(struct ck__cel_parser *p, struct ck__c
     return call;
 }
 
-static const struct ck__cel_func *find(const struct ck__cel_func *table, size_t len,
-                                       const char *name, bool member, size_t nargs, bool *named)
-{
-    for (size_t i = 0; i < len; i++) {
-        const struct ck__cel_func *f = &table[i];
-        if (strcmp(f->name, name))
-            continue;
-        if (!(f->style & (member ? CK__CEL_MEMBER : CK__CEL_GLOBAL)))
-            continue;
-        *named = true;
-        if (nargs >= f->min && nargs <= f->max)
-            return f;
-    }
-    return NULL;
-}
+static const struct {
+    const struct ck__cel_func *table;
+    const size_t *len;
+} libs[] = {
+    {ck__cel_stdlib, &ck__cel_stdlib_len},
+    {ck__cel_strings_lib, &ck__cel_strings_lib_len},
+    {ck__cel_regex_lib, &ck__cel_regex_lib_len},
+    {ck__cel_format_lib, &ck__cel_format_lib_len},
+    {ck__cel_lists_lib, &ck__cel_lists_lib_len},
+    {ck__cel_optional_lib, &ck__cel_optional_lib_len},
+    {ck__cel_sets_lib, &ck__cel_sets_lib_len},
+    {ck__cel_net_lib, &ck__cel_net_lib_len},
+    {ck__cel_quantity_lib, &ck__cel_quantity_lib_len},
+    {ck__cel_authz_lib, &ck__cel_authz_lib_len},
+};
 
 const struct ck__cel_func *ck__cel_lookup(const char *name, bool member, size_t nargs)
 {
-    bool named = false;
-    const struct ck__cel_func *f =
-        find(ck__cel_stdlib, ck__cel_stdlib_len, name, member, nargs, &named);
-    if (!f)
-        f = find(ck__cel_strings_lib, ck__cel_strings_lib_len, name, member, nargs, &named);
-    if (!f)
-        f = find(ck__cel_regex_lib, ck__cel_regex_lib_len, name, member, nargs, &named);
-    if (!f)
-        f = find(ck__cel_format_lib, ck__cel_format_lib_len, name, member, nargs, &named);
-    if (!f)
-        f = find(ck__cel_lists_lib, ck__cel_lists_lib_len, name, member, nargs, &named);
-    if (!f)
-        f = find(ck__cel_optional_lib, ck__cel_optional_lib_len, name, member, nargs, &named);
-    if (!f)
-        f = find(ck__cel_sets_lib, ck__cel_sets_lib_len, name, member, nargs, &named);
-    if (!f)
-        f = find(ck__cel_net_lib, ck__cel_net_lib_len, name, member, nargs, &named);
-    if (!f)
-        f = find(ck__cel_quantity_lib, ck__cel_quantity_lib_len, name, member, nargs, &named);
-    if (!f)
-        f = find(ck__cel_authz_lib, ck__cel_authz_lib_len, name, member, nargs, &named);
-    return f;
+    for (size_t l = 0; l < sizeof(libs) / sizeof(libs[0]); l++)
+        for (size_t i = 0; i < *libs[l].len; i++) {
+            const struct ck__cel_func *f = &libs[l].table[i];
+            if (!strcmp(f->name, name) && (f->style & (member ? CK__CEL_MEMBER : CK__CEL_GLOBAL)) &&
+                nargs >= f->min && nargs <= f->max)
+                return f;
+        }
+    return NULL;
+}
+
+size_t ck__cel_named(const char *name, const struct ck__cel_func **ret, size_t max)
+{
+    size_t n = 0;
+    for (size_t l = 0; l < sizeof(libs) / sizeof(libs[0]); l++)
+        for (size_t i = 0; i < *libs[l].len && n < max; i++)
+            if (!strcmp(libs[l].table[i].name, name))
+                ret[n++] = &libs[l].table[i];
+    return n;
 }
 
 /*

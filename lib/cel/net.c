@@ -317,21 +317,24 @@ FN(fn_prefix_length)
 #define G CK__CEL_GLOBAL
 #define M CK__CEL_MEMBER
 
+/* Overloads of the functions below for the type checker (check.c). */
+#define CONTAINS_C_I_D_R_SIG "net.CIDR.(net.CIDR)->bool;net.CIDR.(string)->bool"
+
 const struct ck__cel_func ck__cel_net_lib[] = {
-    {"ip", G | M, 1, 1, fn_ip},
-    {"cidr", G, 1, 1, fn_cidr},
-    {"isIP", G, 1, 1, fn_is_ip},
-    {"isCIDR", G, 1, 1, fn_is_cidr},
-    {"ip.isCanonical", G, 1, 1, fn_is_canonical},
-    {"family", M, 1, 1, fn_family},
-    {"isUnspecified", M, 1, 1, fn_is_unspecified},
-    {"isLoopback", M, 1, 1, fn_is_loopback},
-    {"isLinkLocalMulticast", M, 1, 1, fn_is_ll_multicast},
-    {"isLinkLocalUnicast", M, 1, 1, fn_is_ll_unicast},
-    {"isGlobalUnicast", M, 1, 1, fn_is_global_unicast},
-    {"containsIP", M, 2, 2, fn_contains_ip},
-    {"containsCIDR", M, 2, 2, fn_contains_cidr},
-    {"masked", M, 1, 1, fn_masked},
-    {"prefixLength", M, 1, 1, fn_prefix_length},
+    {"ip", G | M, 1, 1, fn_ip, "(string)->net.IP;net.CIDR.()->net.IP"},
+    {"cidr", G, 1, 1, fn_cidr, "(string)->net.CIDR"},
+    {"isIP", G, 1, 1, fn_is_ip, "(string)->bool"},
+    {"isCIDR", G, 1, 1, fn_is_cidr, "(string)->bool"},
+    {"ip.isCanonical", G, 1, 1, fn_is_canonical, "(string)->bool"},
+    {"family", M, 1, 1, fn_family, "net.IP.()->int"},
+    {"isUnspecified", M, 1, 1, fn_is_unspecified, "net.IP.()->bool"},
+    {"isLoopback", M, 1, 1, fn_is_loopback, "net.IP.()->bool"},
+    {"isLinkLocalMulticast", M, 1, 1, fn_is_ll_multicast, "net.IP.()->bool"},
+    {"isLinkLocalUnicast", M, 1, 1, fn_is_ll_unicast, "net.IP.()->bool"},
+    {"isGlobalUnicast", M, 1, 1, fn_is_global_unicast, "net.IP.()->bool"},
+    {"containsIP", M, 2, 2, fn_contains_ip, "net.CIDR.(net.IP)->bool;net.CIDR.(string)->bool"},
+    {"containsCIDR", M, 2, 2, fn_contains_cidr, CONTAINS_C_I_D_R_SIG},
+    {"masked", M, 1, 1, fn_masked, "net.CIDR.()->net.CIDR"},
+    {"prefixLength", M, 1, 1, fn_prefix_length, "net.CIDR.()->int"},
 };
 const size_t ck__cel_net_lib_len = sizeof(ck__cel_net_lib) / sizeof(ck__cel_net_lib[0]);

@@ -69,13 +69,13 @@ FN(fn_or)
 }
 
 const struct ck__cel_func ck__cel_optional_lib[] = {
-    {"optional.of", CK__CEL_GLOBAL, 1, 1, fn_of},
-    {"optional.ofNonZeroValue", CK__CEL_GLOBAL, 1, 1, fn_of_non_zero},
-    {"optional.none", CK__CEL_GLOBAL, 0, 0, fn_none},
-    {"hasValue", CK__CEL_MEMBER, 1, 1, fn_has_value},
-    {"value", CK__CEL_MEMBER, 1, 1, fn_value},
-    {"orValue", CK__CEL_MEMBER, 2, 2, fn_or_value},
-    {"or", CK__CEL_MEMBER, 2, 2, fn_or},
+    {"optional.of", CK__CEL_GLOBAL, 1, 1, fn_of, "(A)->optional_type(A)"},
+    {"optional.ofNonZeroValue", CK__CEL_GLOBAL, 1, 1, fn_of_non_zero, "(A)->optional_type(A)"},
+    {"optional.none", CK__CEL_GLOBAL, 0, 0, fn_none, "()->optional_type(A)"},
+    {"hasValue", CK__CEL_MEMBER, 1, 1, fn_has_value, "optional_type(A).()->bool"},
+    {"value", CK__CEL_MEMBER, 1, 1, fn_value, "optional_type(A).()->A"},
+    {"orValue", CK__CEL_MEMBER, 2, 2, fn_or_value, "optional_type(A).(A)->A"},
+    {"or", CK__CEL_MEMBER, 2, 2, fn_or, "optional_type(A).(optional_type(A))->optional_type(A)"},
 };
 const size_t ck__cel_optional_lib_len =
     sizeof(ck__cel_optional_lib) / sizeof(ck__cel_optional_lib[0]);

@@ -211,11 +211,12 @@ static bool expr_list(struct ck__cel_parser *p, enum ck__cel_tok close, bool tra
 }
 
 static struct ck__cel_node *finish_call(struct ck__cel_parser *p, struct ck__cel_node *target,
-                                        const char *name, size_t pos)
+                                        const char *name)
 {
     struct ck__cel_node **args;
     size_t n;
-    next(p); /* '(' */
+    size_t pos = p->tok.pos; /* a call is where its '(' is, as cel-go places it */
+    next(p);
     if (!expr_list(p, T_RPAREN, false, &args, &n, "')'"))
         return NULL;
     struct ck__cel_node *c = ck__cel_node_new(p, N_CALL, pos);
@@ -310,7 +311,7 @@ static struct ck__cel_node *primary(struct ck__cel_parser *p)
             return NULL;
         next(p);
         if (p->tok.kind == T_LPAREN)
-            return finish_call(p, NULL, name, pos);
+            return finish_call(p, NULL, name);
         if (p->tok.kind == T_LBRACE)
             return ck__cel_parse_error(p, p->tok.pos,
                                        "message construction is not supported: no message types");
@@ -400,7 +401,7 @@ static struct ck__cel_node *member(struct ck__cel_parser *p, struct ck__cel_node
                 return NULL;
             next(p);
             if (p->tok.kind == T_LPAREN && !optional) {
-                n = finish_call(p, n, name, pos);
+                n = finish_call(p, n, name);
                 continue;
             }
             if (p->tok.kind == T_LBRACE)
@@ -522,8 +523,7 @@ struct ck__cel_node *ck__cel_parse(struct ck__cel_parser *p)
     return n;
 }
 
-/* "ERROR: <input>:L:C: msg", the line and a caret under the column, as cel-go prints. */
-static int report(struct ck_err *reterr, const char *src, size_t len, size_t pos, const char *msg)
+void ck__cel_report(struct ck__buf *b, const char *src, size_t len, size_t pos, const char *msg)
 {
     size_t line = 1, bol = 0;
     for (size_t i = 0; i < pos && i < len; i++)
@@ -535,14 +535,20 @@ static int report(struct ck_err *reterr, const char *src, size_t len, size_t pos
     size_t eol = bol;
     while (eol < len && src[eol] != '\n')
         eol++;
-    struct ck__buf b = {.max = 4096};
-    ck__buf_printf(&b, "ERROR: <input>:%zu:%zu: %s\n | ", line, col + 1, msg);
-    ck__buf_add(&b, src + bol, eol - bol > 1000 ? 1000 : eol - bol);
-    ck__buf_adds(&b, "\n | ");
+    ck__buf_printf(b, "ERROR: <input>:%zu:%zu: %s\n | ", line, col + 1, msg);
+    ck__buf_add(b, src + bol, eol - bol > 1000 ? 1000 : eol - bol);
+    ck__buf_adds(b, "\n | ");
     for (size_t i = 0; i < col && i < 1000; i++)
-        ck__buf_adds(&b, ".");
-    ck__buf_adds(&b, "^");
-    int r = ck_err_set(reterr, CK_EINVAL, "%s", b.p ? b.p : msg);
+        ck__buf_adds(b, ".");
+    ck__buf_adds(b, "^");
+}
+
+/* reterr: the error as cel-go prints it, its line and a caret under the column. */
+static int report(struct ck_err *reterr, const char *src, size_t len, size_t pos, const char *msg)
+{
+    struct ck__buf b = {.max = 4096};
+    ck__cel_report(&b, src, len, pos, msg);
+    int r = ck_err_set_long(reterr, CK_EINVAL, b.p ? b.p : msg);
     ck__buf_release(&b);
     return r;
 }
@@ -577,6 +583,11 @@ int ck_cel_compile(const char *src, size_t len, struct ck_cel_program **ret_prog
         return r;
     }
     prog->root = root;
+    prog->source = ck__cel_strndup(&prog->arena, src, len);
+    if (!prog->source) {
+        ck_cel_program_free(prog);
+        return ck_err_set(reterr, CK_ENOMEM, "out of memory");
+    }
     *ret_prog = prog;
     return 0;
 }

@@ -318,18 +318,21 @@ FN(fn_compare)
 #define G CK__CEL_GLOBAL
 #define M CK__CEL_MEMBER
 
+/* The overloads below name the quantity type (check.c reads them). */
+#define Q "kubernetes.Quantity"
+
 const struct ck__cel_func ck__cel_quantity_lib[] = {
-    {"quantity", G, 1, 1, fn_quantity},
-    {"isQuantity", G, 1, 1, fn_is_quantity},
-    {"isInteger", M, 1, 1, fn_is_integer},
-    {"asInteger", M, 1, 1, fn_as_integer},
-    {"asApproximateFloat", M, 1, 1, fn_as_float},
-    {"sign", M, 1, 1, fn_sign},
-    {"add", M, 2, 2, fn_add},
-    {"sub", M, 2, 2, fn_sub},
-    {"isLessThan", M, 2, 2, fn_less},
-    {"isGreaterThan", M, 2, 2, fn_greater},
-    {"compareTo", M, 2, 2, fn_compare},
+    {"quantity", G, 1, 1, fn_quantity, "(string)->" Q},
+    {"isQuantity", G, 1, 1, fn_is_quantity, "(string)->bool"},
+    {"isInteger", M, 1, 1, fn_is_integer, Q ".()->bool"},
+    {"asInteger", M, 1, 1, fn_as_integer, Q ".()->int"},
+    {"asApproximateFloat", M, 1, 1, fn_as_float, Q ".()->double"},
+    {"sign", M, 1, 1, fn_sign, Q ".()->int"},
+    {"add", M, 2, 2, fn_add, Q ".(" Q ")->" Q ";" Q ".(int)->" Q},
+    {"sub", M, 2, 2, fn_sub, Q ".(" Q ")->" Q ";" Q ".(int)->" Q},
+    {"isLessThan", M, 2, 2, fn_less, Q ".(" Q ")->bool"},
+    {"isGreaterThan", M, 2, 2, fn_greater, Q ".(" Q ")->bool"},
+    {"compareTo", M, 2, 2, fn_compare, Q ".(" Q ")->int"},
 };
 const size_t ck__cel_quantity_lib_len =
     sizeof(ck__cel_quantity_lib) / sizeof(ck__cel_quantity_lib[0]);

@@ -153,9 +153,13 @@ static struct ck__cel_val *fn_find_all(struct ck__cel_eval *ev, const struct ck_
     return l;
 }
 
+/* Overloads of the functions below for the type checker (check.c). */
+#define MATCHES_SIG  "string.(string)->bool;(string, string)->bool"
+#define FIND_ALL_SIG "string.(string)->list(string);string.(string, int)->list(string)"
+
 const struct ck__cel_func ck__cel_regex_lib[] = {
-    {"matches", CK__CEL_GLOBAL | CK__CEL_MEMBER, 2, 2, fn_matches},
-    {"find", CK__CEL_MEMBER, 2, 2, fn_find},
-    {"findAll", CK__CEL_MEMBER, 2, 3, fn_find_all},
+    {"matches", CK__CEL_GLOBAL | CK__CEL_MEMBER, 2, 2, fn_matches, MATCHES_SIG},
+    {"find", CK__CEL_MEMBER, 2, 2, fn_find, "string.(string)->string"},
+    {"findAll", CK__CEL_MEMBER, 2, 3, fn_find_all, FIND_ALL_SIG},
 };
 const size_t ck__cel_regex_lib_len = sizeof(ck__cel_regex_lib) / sizeof(ck__cel_regex_lib[0]);

@@ -63,8 +63,8 @@ static struct ck__cel_val *fn_intersects(struct ck__cel_eval *ev, const struct c
 }
 
 const struct ck__cel_func ck__cel_sets_lib[] = {
-    {"sets.contains", CK__CEL_GLOBAL, 2, 2, fn_contains},
-    {"sets.equivalent", CK__CEL_GLOBAL, 2, 2, fn_equivalent},
-    {"sets.intersects", CK__CEL_GLOBAL, 2, 2, fn_intersects},
+    {"sets.contains", CK__CEL_GLOBAL, 2, 2, fn_contains, "(list(A), list(A))->bool"},
+    {"sets.equivalent", CK__CEL_GLOBAL, 2, 2, fn_equivalent, "(list(A), list(A))->bool"},
+    {"sets.intersects", CK__CEL_GLOBAL, 2, 2, fn_intersects, "(list(A), list(A))->bool"},
 };
 const size_t ck__cel_sets_lib_len = sizeof(ck__cel_sets_lib) / sizeof(ck__cel_sets_lib[0]);

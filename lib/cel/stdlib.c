@@ -527,30 +527,53 @@ GETTER(fn_millis, G_MILLIS)
 #define G CK__CEL_GLOBAL
 #define M CK__CEL_MEMBER
 
+/* The overloads of the functions below for the type checker (check.c). */
+#define SIZE_SIG                                                                                   \
+    "(string)->int;(bytes)->int;(list(A))->int;(map(A, B))->int;"                                  \
+    "string.()->int;bytes.()->int;list(A).()->int;map(A, B).()->int"
+
+#define INT_SIG                                                                                    \
+    "(int)->int;(uint)->int;(double)->int;(string)->int;(timestamp)->int;"                         \
+    "(duration)->int"
+
+#define DOUBLE_SIG "(double)->double;(int)->double;(uint)->double;(string)->double"
+
+#define STRING_SIG                                                                                 \
+    "(string)->string;(int)->string;(uint)->string;(double)->string;"                              \
+    "(bytes)->string;(bool)->string;(timestamp)->string;(duration)->string;"                       \
+    "(net.IP)->string;(net.CIDR)->string"
+
+/* getFullYear() and the like: of a timestamp, optionally in a time zone */
+#define DATE_SIG "timestamp.()->int;timestamp.(string)->int"
+/* getHours() and the like: of durations too */
+#define CLOCK_SIG DATE_SIG ";duration.()->int"
+
+#define TIMESTAMP_SIG "(timestamp)->timestamp;(string)->timestamp;(int)->timestamp"
+
 const struct ck__cel_func ck__cel_stdlib[] = {
-    {"size", G | M, 1, 1, fn_size},
-    {"contains", M, 2, 2, fn_contains},
-    {"startsWith", M, 2, 2, fn_starts_with},
-    {"endsWith", M, 2, 2, fn_ends_with},
-    {"int", G, 1, 1, fn_int},
-    {"uint", G, 1, 1, fn_uint},
-    {"double", G, 1, 1, fn_double},
-    {"string", G, 1, 1, fn_string},
-    {"bytes", G, 1, 1, fn_bytes},
-    {"bool", G, 1, 1, fn_bool},
-    {"dyn", G, 1, 1, fn_dyn},
-    {"type", G, 1, 1, fn_type},
-    {"duration", G, 1, 1, fn_duration},
-    {"timestamp", G, 1, 1, fn_timestamp},
-    {"getFullYear", M, 1, 2, fn_year},
-    {"getMonth", M, 1, 2, fn_month},
-    {"getDayOfYear", M, 1, 2, fn_day_of_year},
-    {"getDate", M, 1, 2, fn_date},
-    {"getDayOfMonth", M, 1, 2, fn_day_of_month},
-    {"getDayOfWeek", M, 1, 2, fn_day_of_week},
-    {"getHours", M, 1, 2, fn_hours},
-    {"getMinutes", M, 1, 2, fn_minutes},
-    {"getSeconds", M, 1, 2, fn_seconds},
-    {"getMilliseconds", M, 1, 2, fn_millis},
+    {"size", G | M, 1, 1, fn_size, SIZE_SIG},
+    {"contains", M, 2, 2, fn_contains, "string.(string)->bool"},
+    {"startsWith", M, 2, 2, fn_starts_with, "string.(string)->bool"},
+    {"endsWith", M, 2, 2, fn_ends_with, "string.(string)->bool"},
+    {"int", G, 1, 1, fn_int, INT_SIG},
+    {"uint", G, 1, 1, fn_uint, "(uint)->uint;(int)->uint;(double)->uint;(string)->uint"},
+    {"double", G, 1, 1, fn_double, DOUBLE_SIG},
+    {"string", G, 1, 1, fn_string, STRING_SIG},
+    {"bytes", G, 1, 1, fn_bytes, "(bytes)->bytes;(string)->bytes"},
+    {"bool", G, 1, 1, fn_bool, "(bool)->bool;(string)->bool"},
+    {"dyn", G, 1, 1, fn_dyn, "(A)->dyn"},
+    {"type", G, 1, 1, fn_type, "(A)->type(A)"},
+    {"duration", G, 1, 1, fn_duration, "(duration)->duration;(string)->duration"},
+    {"timestamp", G, 1, 1, fn_timestamp, TIMESTAMP_SIG},
+    {"getFullYear", M, 1, 2, fn_year, DATE_SIG},
+    {"getMonth", M, 1, 2, fn_month, DATE_SIG},
+    {"getDayOfYear", M, 1, 2, fn_day_of_year, DATE_SIG},
+    {"getDate", M, 1, 2, fn_date, DATE_SIG},
+    {"getDayOfMonth", M, 1, 2, fn_day_of_month, DATE_SIG},
+    {"getDayOfWeek", M, 1, 2, fn_day_of_week, DATE_SIG},
+    {"getHours", M, 1, 2, fn_hours, CLOCK_SIG},
+    {"getMinutes", M, 1, 2, fn_minutes, CLOCK_SIG},
+    {"getSeconds", M, 1, 2, fn_seconds, CLOCK_SIG},
+    {"getMilliseconds", M, 1, 2, fn_millis, CLOCK_SIG},
 };
 const size_t ck__cel_stdlib_len = sizeof(ck__cel_stdlib) / sizeof(ck__cel_stdlib[0]);

@@ -356,16 +356,21 @@ FN(fn_join)
 
 #define M CK__CEL_MEMBER
 
+/* Overloads of the functions below for the type checker (check.c). */
+#define INDEX_OF_SIG "string.(string)->int;string.(string, int)->int;list(A).(A)->int"
+#define REPLACE_SIG  "string.(string, string)->string;string.(string, string, int)->string"
+#define SPLIT_SIG    "string.(string)->list(string);string.(string, int)->list(string)"
+
 const struct ck__cel_func ck__cel_strings_lib[] = {
-    {"charAt", M, 2, 2, fn_char_at},
-    {"indexOf", M, 2, 3, fn_index_of},
-    {"lastIndexOf", M, 2, 3, fn_last_index_of},
-    {"lowerAscii", M, 1, 1, fn_lower},
-    {"upperAscii", M, 1, 1, fn_upper},
-    {"replace", M, 3, 4, fn_replace},
-    {"split", M, 2, 3, fn_split},
-    {"substring", M, 2, 3, fn_substring},
-    {"trim", M, 1, 1, fn_trim},
-    {"join", M, 1, 2, fn_join},
+    {"charAt", M, 2, 2, fn_char_at, "string.(int)->string"},
+    {"indexOf", M, 2, 3, fn_index_of, INDEX_OF_SIG},
+    {"lastIndexOf", M, 2, 3, fn_last_index_of, INDEX_OF_SIG},
+    {"lowerAscii", M, 1, 1, fn_lower, "string.()->string"},
+    {"upperAscii", M, 1, 1, fn_upper, "string.()->string"},
+    {"replace", M, 3, 4, fn_replace, REPLACE_SIG},
+    {"split", M, 2, 3, fn_split, SPLIT_SIG},
+    {"substring", M, 2, 3, fn_substring, "string.(int)->string;string.(int, int)->string"},
+    {"trim", M, 1, 1, fn_trim, "string.()->string"},
+    {"join", M, 1, 2, fn_join, "list(string).()->string;list(string).(string)->string"},
 };
 const size_t ck__cel_strings_lib_len = sizeof(ck__cel_strings_lib) / sizeof(ck__cel_strings_lib[0]);

@@ -213,10 +213,91 @@ const char *ck__cel_type_name(const struct ck__cel_val *v)
     }
 }
 
-struct ck__cel_val *ck__cel_from_json(struct ck__cel_eval *ev, const json_t *j, int depth)
+static const char *const reserved[] = {
+    "true",     "false",   "null",      "in",       "as",  "break",  "const",
+    "continue", "else",    "for",       "function", "if",  "import", "let",
+    "loop",     "package", "namespace", "return",   "var", "void",   "while",
+};
+
+bool ck__cel_escape(const char *name, struct ck__buf *out)
+{
+    if (!*name || (*name >= '0' && *name <= '9'))
+        return false;
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+        if (!strcmp(reserved[i], name)) {
+            ck__buf_printf(out, "__%s__", name);
+            return true;
+        }
+    for (const char *p = name; *p; p++) {
+        if (p[0] == '_' && p[1] == '_') {
+            ck__buf_adds(out, "__underscores__");
+            p++;
+        } else if (*p == '.' || *p == '-' || *p == '/') {
+            ck__buf_adds(out, *p == '.' ? "__dot__" : *p == '-' ? "__dash__" : "__slash__");
+        } else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                   (*p >= '0' && *p <= '9') || *p == '_') {
+            ck__buf_add(out, p, 1);
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A string of a format Kubernetes types (byte, duration, date, date-time) as that type;
+ * NULL when the schema has no such format or the text is not of it. */
+static struct ck__cel_val *formatted(struct ck__cel_eval *ev, const json_t *j, const json_t *schema)
+{
+    const char *format = json_string_value(json_object_get(schema, "format"));
+    const char *text = json_string_value(j);
+    if (!format || strlen(text) != json_string_length(j))
+        return NULL;
+    int64_t sec;
+    int32_t nsec;
+    char date[32];
+    if (!strcmp(format, "byte")) {
+        size_t n;
+        char *data = ck_base64_decode(text, &n);
+        struct ck__cel_val *v = data ? ck__cel_str(ev, CK_CEL_BYTES, data, n) : NULL;
+        free(data);
+        return v;
+    }
+    if (!strcmp(format, "date") && strlen(text) == 10) {
+        snprintf(date, sizeof(date), "%sT00:00:00Z", text);
+        text = date;
+    } else if (strcmp(format, "date-time") && strcmp(format, "duration")) {
+        return NULL;
+    }
+    int type = !strcmp(format, "duration") ? CK_CEL_DURATION : CK_CEL_TIMESTAMP;
+    if (type == CK_CEL_DURATION ? !ck__cel_parse_duration(text, strlen(text), &sec, &nsec)
+                                : !ck__cel_parse_timestamp(text, &sec, &nsec))
+        return NULL;
+    struct ck__cel_val *v = ck__cel_new(ev, type);
+    if (!ck__cel_is_error(v)) {
+        v->t.sec = sec;
+        v->t.nsec = nsec;
+    }
+    return v;
+}
+
+/* An object's key as CEL reaches it: a property of the schema by its escaped name. */
+static struct ck__cel_val *key_of(struct ck__cel_eval *ev, const char *key, const json_t *schema)
+{
+    struct ck__buf b = {0};
+    bool escaped = json_object_get(json_object_get(schema, "properties"), key) &&
+                   ck__cel_escape(key, &b) && b.p;
+    struct ck__cel_val *k = escaped ? ck__cel_str(ev, CK_CEL_STRING, b.p, b.len)
+                                    : ck__cel_str(ev, CK_CEL_STRING, key, strlen(key));
+    ck__buf_release(&b);
+    return k;
+}
+
+struct ck__cel_val *ck__cel_from_json(struct ck__cel_eval *ev, const json_t *j,
+                                      const json_t *schema, int depth)
 {
     if (depth > 1000)
         return ck__cel_errorf(ev, "JSON nested too deeply");
+    struct ck__cel_val *typed;
     switch (json_typeof(j)) {
     case JSON_NULL:
         return &ck__cel_null;
@@ -229,11 +310,14 @@ struct ck__cel_val *ck__cel_from_json(struct ck__cel_eval *ev, const json_t *j, 
     case JSON_REAL:
         return ck__cel_double(ev, json_real_value(j));
     case JSON_STRING:
-        return ck__cel_str(ev, CK_CEL_STRING, json_string_value(j), json_string_length(j));
+        typed = schema ? formatted(ev, j, schema) : NULL;
+        return typed ? typed
+                     : ck__cel_str(ev, CK_CEL_STRING, json_string_value(j), json_string_length(j));
     case JSON_ARRAY: {
         struct ck__cel_val *l = ck__cel_list(ev, json_array_size(j));
+        const json_t *items = json_object_get(schema, "items");
         for (size_t i = 0; !ck__cel_is_error(l) && i < l->list.n; i++) {
-            struct ck__cel_val *e = ck__cel_from_json(ev, json_array_get(j, i), depth + 1);
+            struct ck__cel_val *e = ck__cel_from_json(ev, json_array_get(j, i), items, depth + 1);
             if (ck__cel_is_error(e))
                 return e;
             l->list.v[i] = e;
@@ -244,13 +328,20 @@ struct ck__cel_val *ck__cel_from_json(struct ck__cel_eval *ev, const json_t *j, 
         struct ck__cel_val *m = ck__cel_map(ev, json_object_size(j));
         if (ck__cel_is_error(m))
             return m;
+        const json_t *additional = json_object_get(schema, "additionalProperties");
+        if (!json_is_object(additional))
+            additional = NULL;
         size_t i = 0;
         const char *key;
         json_t *child;
         json_object_foreach((json_t *)j, key, child)
         {
-            struct ck__cel_val *k = ck__cel_str(ev, CK_CEL_STRING, key, strlen(key));
-            struct ck__cel_val *e = ck__cel_from_json(ev, child, depth + 1);
+            const json_t *sub = additional
+                                    ? additional
+                                    : json_object_get(json_object_get(schema, "properties"), key);
+            struct ck__cel_val *k = additional ? ck__cel_str(ev, CK_CEL_STRING, key, strlen(key))
+                                               : key_of(ev, key, schema);
+            struct ck__cel_val *e = ck__cel_from_json(ev, child, sub, depth + 1);
             if (ck__cel_is_error(k))
                 return k;
             if (ck__cel_is_error(e))

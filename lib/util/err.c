@@ -106,6 +106,17 @@ int ck_err_set(struct ck_err *err, int code, const char *fmt, ...)
     return code;
 }
 
+int ck_err_set_long(struct ck_err *err, int code, const char *text)
+{
+    if (!err)
+        return code;
+    clear(err, code);
+    snprintf(err->msg, sizeof(err->msg), "%s", text);
+    if (strlen(text) >= sizeof(err->msg))
+        err->long_msg = ck__strdup(text); /* NULL when out of memory: msg has the start */
+    return code;
+}
+
 void ck_err_release(struct ck_err *err)
 {
     if (!err)

@@ -136,9 +136,9 @@ static void test_a_stored_rule_that_does_not_compile_fails_every_write(void **st
     static const struct step steps[] = {
         {"{`spec`:{`a`:1}}", NULL,
          "spec: Invalid value: \"object\": rule compile error: compilation failed: ERROR: "
-         "<input>:1:1: undeclared reference to 'frob' (in container '')\n"
+         "<input>:1:5: undeclared reference to 'frob' (in container '')\n"
          " | frob(self)\n"
-         " | ^\n"},
+         " | ....^\n"},
     };
     RUN(SPEC_SCHEMA("{`rule`:`frob(self)`},{`rule`:`  `}", ""), steps);
 }
@@ -155,6 +155,37 @@ static void test_root_rule_sees_the_object(void **state)
          "<nil>: Invalid value: \"object\": a must not pass b\n"
          "<nil>: Invalid value: \"object\": failed rule: "
          "self.metadata.name.startsWith('w')\n"},
+    };
+    RUN(schema, steps);
+}
+
+/* Values are typed by the schema, as the checker types them: formats, escaped names. */
+static void test_values_are_typed_by_the_schema(void **state)
+{
+    (void)state;
+    const char *schema =
+        "{`type`:`object`,`properties`:{`spec`:{`type`:`object`,`x-kubernetes-validations`:["
+        "{`rule`:`self.since < timestamp('2030-01-01T00:00:00Z')`,`message`:`too late`},"
+        "{`rule`:`self.every <= duration('1h')`,`message`:`too slow`},"
+        "{`rule`:`self.day.getFullYear() >= 2020`,`message`:`too early`},"
+        "{`rule`:`self.data == b'hi'`,`message`:`not hi`},"
+        "{`rule`:`self.foo__dash__bar != 'x' && self.__namespace__ != 'y'`,`message`:`named`}],"
+        "`properties`:{`since`:{`type`:`string`,`format`:`date-time`},"
+        "`every`:{`type`:`string`,`format`:`duration`},`day`:{`type`:`string`,`format`:`date`},"
+        "`data`:{`type`:`string`,`format`:`byte`},`foo-bar`:{`type`:`string`},"
+        "`namespace`:{`type`:`string`}}}}}";
+    static const struct step steps[] = {
+        {"{`spec`:{`since`:`2024-05-01T10:00:00Z`,`every`:`30m`,`day`:`2024-01-02`,"
+         "`data`:`aGk=`,`foo-bar`:`a`,`namespace`:`b`}}",
+         NULL, ""},
+        {"{`spec`:{`since`:`2031-05-01T10:00:00Z`,`every`:`2h`,`day`:`2019-01-02`,"
+         "`data`:`aGo=`,`foo-bar`:`x`,`namespace`:`b`}}",
+         NULL,
+         "spec: Invalid value: \"object\": too late\n"
+         "spec: Invalid value: \"object\": too slow\n"
+         "spec: Invalid value: \"object\": too early\n"
+         "spec: Invalid value: \"object\": not hi\n"
+         "spec: Invalid value: \"object\": named\n"},
     };
     RUN(schema, steps);
 }
@@ -389,7 +420,8 @@ static void test_definition_rules_are_compiled(void **state)
     (void)state;
     expect_text(check(SPEC_SCHEMA("{`rule`:`self.a > 0`,`messageExpression`:`'a: ' + "
                                   "string(self.a)`,`fieldPath`:`.labels['k']`}",
-                                  "{`rule`:`self == oldSelf`,`optionalOldSelf`:true}")),
+                                  "{`rule`:`self == oldSelf.orValue(self)`,`optionalOldSelf`:"
+                                  "true}")),
                 "");
     /* the compiler's message follows Kubernetes' words (docs/cel.md: its own syntax errors) */
     char *got = check("{`type`:`object`,`x-kubernetes-validations`:[{`rule`:`frob(self)`}]}");
@@ -403,6 +435,29 @@ static void test_definition_rules_are_compiled(void **state)
         !strstr(got, "undeclared reference to 'frob' (in container '')\n | frob(self)\n"))
         fail_msg("got:\n%s", got);
     free(got);
+    /* rules are type-checked against the node's schema, as cel-go checks them */
+    expect_text(check(SPEC_SCHEMA("{`rule`:`self.a + self.name > 0`}", "")), ROOT
+                ".properties[spec].x-kubernetes-validations[0].rule: Invalid value: "
+                "apiextensions.ValidationRule{Rule:\"self.a + self.name > 0\", Message:\"\", "
+                "MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), "
+                "FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: "
+                "<input>:1:8: found no matching overload for '_+_' applied to '(int, string)'\n"
+                " | self.a + self.name > 0\n"
+                " | .......^\n");
+    got = check(SPEC_SCHEMA("{`rule`:`self.nope == 1`}", "{`rule`:`self.spec.a`}"));
+    if (!strstr(got, ROOT ".x-kubernetes-validations[0].rule: Invalid value: "
+                          "apiextensions.ValidationRule{Rule:\"self.spec.a\", ") ||
+        !strstr(got, "}: cel expression must evaluate to a bool\n") ||
+        !strstr(got, "}: compilation failed: ERROR: <input>:1:5: undefined field 'nope'\n"))
+        fail_msg("got:\n%s", got);
+    free(got);
+    got = check(SPEC_SCHEMA("{`rule`:`true`,`messageExpression`:`self.a`}", ""));
+    assert_non_null(strstr(got, ".x-kubernetes-validations[0].messageExpression: Invalid value: "
+                                "apiextensions.ValidationRule{Rule:\"true\", "));
+    assert_non_null(strstr(got, "}: messageExpression must evaluate to a string\n"));
+    free(got);
+    /* the root has apiVersion, kind and metadata.name whatever its schema says */
+    expect_text(check(SPEC_SCHEMA("", "{`rule`:`self.metadata.name.startsWith(self.kind)`}")), "");
 }
 
 static void test_definition_message_expression_field_path_and_old_self(void **state)
@@ -440,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_no_rules_no_validator),
         cmocka_unit_test(test_a_stored_rule_that_does_not_compile_fails_every_write),
         cmocka_unit_test(test_root_rule_sees_the_object),
+        cmocka_unit_test(test_values_are_typed_by_the_schema),
         cmocka_unit_test(test_nested_object_list_and_map_rules),
         cmocka_unit_test(test_transition_rule_only_on_update_with_old_value),
         cmocka_unit_test(test_transition_rule_on_list_map_elements_by_key),

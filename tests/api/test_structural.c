@@ -174,7 +174,8 @@ static void test_cel_rules_fields_are_checked(void **state)
            ROOT ".x-kubernetes-validations[0].reason: Unsupported value: \"Nope\": supported "
                 "values: \"FieldValueDuplicate\", \"FieldValueForbidden\", "
                 "\"FieldValueInvalid\", \"FieldValueRequired\"");
-    char *got = check("{'type':'object','x-kubernetes-validations':[{'rule':'self.a > 1',"
+    char *got = check("{'type':'object','properties':{'a':{'type':'integer'}},"
+                      "'x-kubernetes-validations':[{'rule':'self.a > 1',"
                       "'message':'a must be more than 1','reason':'FieldValueInvalid'}]}");
     assert_string_equal(got, "");
     free(got);

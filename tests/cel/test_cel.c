@@ -60,7 +60,7 @@ static char *run(const char *expr, const char *self_json, uint64_t limit, int *r
         self = json_loads(self_json, 0, NULL);
         assert_non_null(self);
     }
-    struct ck_cel_var vars[] = {{"self", self, false, NULL}};
+    struct ck_cel_var vars[] = {{"self", self, false, NULL, NULL}};
     char *out = eval_with(expr, vars, self ? 1 : 0, limit, ret_code, NULL);
     json_decref(self);
     return out;
@@ -627,7 +627,7 @@ static void test_allocation_failures(void **state)
                               "{\"name\": \"b\", \"n\": 2}]}",
                               0, NULL);
     assert_non_null(self);
-    struct ck_cel_var vars[] = {{"self", self, false, NULL}};
+    struct ck_cel_var vars[] = {{"self", self, false, NULL, NULL}};
     bool done = false;
     unsigned long n;
     for (n = 1; !done && n < 10000; n++) {
@@ -660,7 +660,8 @@ static bool eval_with_optional(const char *expr, json_t *old)
     struct ck_cel_program *prog = NULL;
     assert_int_equal(ck_cel_compile(expr, strlen(expr), &prog, &err), 0);
     json_t *self = json_integer(3);
-    struct ck_cel_var vars[] = {{"self", self, false, NULL}, {"oldSelf", old, true, NULL}};
+    struct ck_cel_var vars[] = {{"self", self, false, NULL, NULL},
+                                {"oldSelf", old, true, NULL, NULL}};
     struct ck_cel_result *res = NULL;
     assert_int_equal(ck_cel_eval(prog, vars, 2, 0, &res, NULL, &err), 0);
     bool b = ck_cel_result_bool(res);
@@ -809,7 +810,7 @@ static void test_result_accessors(void **state)
     const char *expr = "{'name': self.metadata.name + '-x', 'n': [1, 2.5, null, true]}";
     assert_int_equal(ck_cel_compile(expr, strlen(expr), &prog, &err), 0);
     json_t *self = json_pack("{s:{s:s}}", "metadata", "name", "web");
-    struct ck_cel_var vars[] = {{"self", self, false, NULL}};
+    struct ck_cel_var vars[] = {{"self", self, false, NULL, NULL}};
     struct ck_cel_result *res = NULL;
     uint64_t cost = 0;
     assert_int_equal(ck_cel_eval(prog, vars, 1, 0, &res, &cost, &err), 0);

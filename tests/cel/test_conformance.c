@@ -10,6 +10,11 @@
  * that fail for a known reason are listed with it in tests/data/cel/known-failures.txt;
  * the test fails when a case fails that is not listed, and when a listed case passes
  * (so the list shrinks as the library grows).
+ *
+ * The type checker runs over the cases without variables that evaluate to a value: it
+ * must accept them, with a type that agrees with the value's, except the cases listed
+ * in tests/data/cel/check-refusals.txt with the reason cel-go's checker (as Kubernetes
+ * configures it) refuses them too.
  */
 #define _GNU_SOURCE /* asprintf */
 #include "cktest.h"
@@ -43,7 +48,7 @@ static char *value_of(const char *expr, size_t len, json_t *vars, bool *ret_fail
     json_object_foreach(vars, name, value)
     {
         if (n < 16)
-            v[n++] = (struct ck_cel_var){name, value, false, NULL};
+            v[n++] = (struct ck_cel_var){name, value, false, NULL, NULL};
     }
     struct ck_cel_result *res = NULL;
     if (ck_cel_eval(prog, v, n, 0, &res, NULL, &err)) {
@@ -59,10 +64,11 @@ static char *value_of(const char *expr, size_t len, json_t *vars, bool *ret_fail
     return out;
 }
 
-static json_t *load_known(void)
+/* The entries of a list of cases in the data directory, each `ID # why`, set to false. */
+static json_t *load_list(const char *name)
 {
     char path[1024];
-    snprintf(path, sizeof(path), "%s/known-failures.txt", data_dir);
+    snprintf(path, sizeof(path), "%s/%s", data_dir, name);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     json_t *known = json_object();
@@ -79,6 +85,99 @@ static json_t *load_known(void)
     return known;
 }
 
+/* How many entries of a list (load_list()) no case used, each said. */
+static size_t unused(json_t *list, const char *name)
+{
+    size_t n = 0;
+    const char *key;
+    json_t *value;
+    json_object_foreach(list, key, value)
+    {
+        if (!json_is_true(value)) {
+            print_error("%s lists a case that is not run: %s\n", name, key);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* The start of the checker's name of a result's type (in the order of enum ck_cel_type). */
+static const char *result_type(const struct ck_cel_result *r)
+{
+    static const char *const names[] = {"null",     "bool",      "int",           "uint", "double",
+                                        "string",   "bytes",     "list(",         "map(", "type",
+                                        "duration", "timestamp", "optional_type("};
+    enum ck_cel_type t = ck_cel_result_type(r);
+    return t < sizeof(names) / sizeof(names[0]) ? names[t] : NULL;
+}
+
+/* NULL when the checker accepts expr with a type its value has, else why not (caller frees). */
+static char *check_of(const char *expr, size_t len, bool *ret_ran)
+{
+    struct ck_err err = {0};
+    struct ck_cel_program *prog = NULL;
+    struct ck_cel_result *res = NULL;
+    char *why = NULL, type[256];
+    *ret_ran = ck_cel_compile(expr, len, &prog, &err) == 0 &&
+               ck_cel_eval(prog, NULL, 0, 0, &res, NULL, &err) == 0;
+    if (*ret_ran && ck_cel_check(prog, NULL, 0, type, sizeof(type), &err)) {
+        why = strdup(ck_err_message(&err));
+    } else if (*ret_ran && strcmp(type, "dyn")) {
+        const char *want = result_type(res);
+        if (want && strncmp(type, want, strlen(want)) &&
+            asprintf(&why, "checked as %s, evaluated to %s", type, want) < 0)
+            why = NULL;
+    }
+    ck_err_release(&err);
+    ck_cel_result_free(res);
+    ck_cel_program_free(prog);
+    return why;
+}
+
+static void test_conformance_type_check(void **state)
+{
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/conformance.json", data_dir);
+    json_t *doc = json_load_file(path, JSON_ALLOW_NUL, NULL);
+    assert_non_null(doc);
+    json_t *refused = load_list("check-refusals.txt");
+    size_t checked = 0, failed = 0, i;
+    json_t *c;
+    json_array_foreach(json_object_get(doc, "cases"), i, c)
+    {
+        if (json_object_get(c, "skip") || json_object_get(c, "bindings") ||
+            !json_object_get(c, "want"))
+            continue;
+        char id[512];
+        snprintf(id, sizeof(id), "%s/%s/%s", json_string_value(json_object_get(c, "file")),
+                 json_string_value(json_object_get(c, "section")),
+                 json_string_value(json_object_get(c, "name")));
+        json_t *expr = json_object_get(c, "expr");
+        bool ran;
+        char *why = check_of(json_string_value(expr), json_string_length(expr), &ran);
+        checked += ran;
+        json_t *entry = json_object_get(refused, id);
+        if (why && entry) {
+            json_object_set_new(refused, id, json_true());
+        } else if (why) {
+            print_error("type check of %s: %s\n", id, why);
+            failed++;
+        } else if (entry) {
+            print_error("listed in check-refusals.txt but accepted: %s\n", id);
+            failed++;
+        }
+        free(why);
+    }
+    failed += unused(refused, "check-refusals.txt");
+    print_message("cel-spec conformance, type checked: %zu cases, %zu refused as listed\n", checked,
+                  json_object_size(refused));
+    json_decref(refused);
+    json_decref(doc);
+    assert_true(checked > 1000);
+    assert_int_equal(failed, 0);
+}
+
 static void test_conformance(void **state)
 {
     (void)state;
@@ -87,7 +186,7 @@ static void test_conformance(void **state)
     json_error_t jerr;
     json_t *doc = json_load_file(path, JSON_ALLOW_NUL, &jerr);
     assert_non_null(doc);
-    json_t *known = load_known();
+    json_t *known = load_list("known-failures.txt");
     json_t *skips = json_object();
     json_t *cases = json_object_get(doc, "cases");
     size_t passed = 0, failed = 0, expected_failures = 0, skipped = 0, i;
@@ -140,15 +239,9 @@ static void test_conformance(void **state)
         free(got);
         free(want);
     }
+    failed += unused(known, "known-failures.txt");
     const char *key;
     json_t *value;
-    json_object_foreach(known, key, value)
-    {
-        if (!json_is_true(value)) {
-            print_error("known-failures.txt lists a case that is not run: %s\n", key);
-            failed++;
-        }
-    }
     print_message("cel-spec conformance: %zu cases, %zu passed, %zu known failures, %zu "
                   "unexpected, %zu skipped:\n",
                   json_array_size(cases), passed, expected_failures, failed, skipped);
@@ -169,6 +262,7 @@ int main(int argc, char **argv)
         data_dir = argv[1];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conformance),
+        cmocka_unit_test(test_conformance_type_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

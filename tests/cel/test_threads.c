@@ -21,7 +21,7 @@ struct shared_program {
 static void *evaluate_many(void *arg)
 {
     struct shared_program *sp = arg;
-    struct ck_cel_var vars[] = {{"self", sp->self, false, NULL}};
+    struct ck_cel_var vars[] = {{"self", sp->self, false, NULL, NULL}};
     for (int i = 0; i < 200; i++) {
         struct ck_cel_result *res = NULL;
         struct ck_err err = {0};

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_crd_rules.sh - a CustomResourceDefinition's x-kubernetes-validations
 # (CEL) rules with the real kubectl on a real `ckube server`: a rule that
-# does not compile is refused with the definition; a custom resource is
+# does not compile, does not type-check against its schema or is not a bool
+# is refused with the definition; a custom resource is
 # refused or accepted as kube-apiserver 1.32 decides, with its words: a
 # cross-field rule with a messageExpression, an immutable field
 # (`self == oldSelf`), a transition rule with a reason, a root rule without a
@@ -22,6 +23,19 @@ check "a rule that does not compile is refused" grep -q \
     'spec.validation.openAPIV3Schema.properties\[spec\].x-kubernetes-validations\[0\].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.minReplicas <= ", Message:"", MessageExpression:"'"'"'replicas (.*OptionalOldSelf:(\*bool)(nil)}: compilation failed: ERROR: <input>:1:' \
     "$work/out"
 check "nothing was created" sh -c "! kubectl get crd $crd >/dev/null 2>&1"
+sed 's/rule: "self.minReplicas <= self.replicas"/rule: "self.minReplicas <= self.storageClass"/' "$data/widget-rules-crd.yaml" >"$work/badtype.yaml"
+k apply -f "$work/badtype.yaml" >"$work/out" 2>&1
+check "a rule that does not type-check against the schema is refused with cel-go's message" grep -qF \
+    "OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:18: found no matching overload for '_<=_' applied to '(int, string)'" \
+    "$work/out"
+check "with the rule and a caret under the operator" grep -qxF ' | .................^' "$work/out"
+sed 's/rule: "self.metadata.name.startsWith(.w-.)"/rule: "self.metadata.name"/' "$data/widget-rules-crd.yaml" >"$work/notbool.yaml"
+k apply -f "$work/notbool.yaml" >"$work/out" 2>&1
+check "a rule that is not a bool is refused" grep -qF \
+    "spec.validation.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.metadata.name\", " \
+    "$work/out"
+check "in Kubernetes' words" grep -qF "}: cel expression must evaluate to a bool" "$work/out"
+check "still nothing was created" sh -c "! kubectl get crd $crd >/dev/null 2>&1"
 k apply -f "$data/widget-rules-crd.yaml" >"$work/out" 2>&1
 check "the definition is created" grep -q "customresourcedefinition.apiextensions.k8s.io/$crd created" "$work/out"
 wait_for "the definition is established" "crd/$crd" '{.status.conditions[?(@.type=="Established")].status}=True'

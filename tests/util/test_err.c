@@ -150,6 +150,15 @@ static void test_long_message_is_kept_whole(void **state)
     assert_int_equal(err.http_status, 500);
     assert_int_equal(strncmp(err.msg, "Internal error occurred: xxx", 28), 0);
     ck_err_release(&err);
+
+    /* ck_err_set_long: the same without a status; a short one has no long_msg */
+    assert_int_equal(ck_err_set_long(&err, CK_EINVAL, big), CK_EINVAL);
+    assert_string_equal(ck_err_message(&err), big);
+    assert_int_equal(err.http_status, 0);
+    ck_err_release(&err);
+    assert_int_equal(ck_err_set_long(&err, CK_EINVAL, "short"), CK_EINVAL);
+    assert_null(err.long_msg);
+    assert_string_equal(ck_err_message(&err), "short");
 }
 
 static void test_causes_are_copied_and_released(void **state)
