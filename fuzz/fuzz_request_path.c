@@ -9,6 +9,7 @@
  * the router never fails on an accepted path in any other way than "not
  * found".
  */
+#include <microhttpd.h> /* MHD_http_unescape, as route.c decodes */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "req_mhd.h"
 
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -164,14 +165,13 @@ static void *input_main(void *arg)
 
 /* ---- the caller's ---- */
 
-json_t *ck__read_pod(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                     const struct ck__target *t, char *node_name, size_t size,
-                     enum MHD_Result *ret_failed)
+json_t *ck__read_pod(struct ck_apiserver *ctx, struct ck__req *req, const struct ck__target *t,
+                     char *node_name, size_t size, enum ck__res *ret_failed)
 {
     struct ck_err err = {0};
     json_t *pod = ck__read_object(ctx, t->kind, t->namespace, t->name, &err);
     if (!pod) {
-        *ret_failed = err.code ? ck__fail(conn, &err) : ck__fail_no_memory(conn);
+        *ret_failed = err.code ? ck__fail(req, &err) : ck__fail_no_memory(req);
         return NULL;
     }
     const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
@@ -353,9 +353,9 @@ bool ck__ws_accept_key(const char *key, char *out, size_t size)
     return true;
 }
 
-bool ck__header_has(struct MHD_Connection *conn, const char *name, const char *token)
+bool ck__header_has(struct ck__req *req, const char *name, const char *token)
 {
-    const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+    const char *v = ck__req_header(req, name);
     return v && strcasestr(v, token);
 }
 

@@ -705,14 +705,14 @@ void ck__aggregator_stop(struct ck_apiserver *server)
 /* ---- the proxy ------------------------------------------------------------ */
 
 /* An answer as http.Error writes one: text/plain, the message and a line break. */
-static enum MHD_Result plain_error(struct MHD_Connection *conn, unsigned status, const char *text)
+static enum ck__res plain_error(struct ck__req *req, unsigned status, const char *text)
 {
     char body[256];
     int n = snprintf(body, sizeof(body), "%s\n", text);
     char *copy = ck__strdup(body);
     if (!copy)
-        return ck__fail_no_memory(conn);
-    return ck__send_bytes(conn, status, "text/plain; charset=utf-8", copy, (size_t)n, NULL);
+        return ck__fail_no_memory(req);
+    return ck__send_bytes(req, status, "text/plain; charset=utf-8", copy, (size_t)n, NULL);
 }
 
 static bool is_available(const json_t *obj)
@@ -728,9 +728,9 @@ static bool is_available(const json_t *obj)
     return false;
 }
 
-bool ck__aggregator_serve(struct ck_apiserver *server, struct MHD_Connection *conn,
-                          const char *method, const char *body, size_t len, const char *raw_uri,
-                          const char *url, const struct ck_auth_user *user, enum MHD_Result *ret)
+bool ck__aggregator_serve(struct ck_apiserver *server, struct ck__req *req, const char *method,
+                          const char *body, size_t len, const char *raw_uri, const char *url,
+                          const struct ck_auth_user *user, enum ck__res *ret)
 {
     struct ck__aggregated_request r;
     const struct ck_kind *ak = apiservice_kind();
@@ -749,12 +749,12 @@ bool ck__aggregator_serve(struct ck_apiserver *server, struct MHD_Connection *co
     }
     if (!is_available(obj)) {
         json_decref(obj);
-        *ret = plain_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "service unavailable");
+        *ret = plain_error(req, 503, "service unavailable");
         return true;
     }
     if (!user) {
         json_decref(obj);
-        *ret = plain_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "missing user");
+        *ret = plain_error(req, 500, "missing user");
         return true;
     }
     char base[1400], resolve[512];
@@ -763,7 +763,7 @@ bool ck__aggregator_serve(struct ck_apiserver *server, struct MHD_Connection *co
                            &why) < 0) {
         CK_LOGV(2, "error resolving %s: %s", name, why.text);
         json_decref(obj);
-        *ret = plain_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "service unavailable");
+        *ret = plain_error(req, 503, "service unavailable");
         return true;
     }
     size_t path_len = strcspn(raw_uri, "?");
@@ -779,7 +779,7 @@ bool ck__aggregator_serve(struct ck_apiserver *server, struct MHD_Connection *co
         n_lines++;
     const char **lines = ck__calloc(n_lines + 1, sizeof(*lines));
     if (n < 0 || (size_t)n >= sizeof(target) || !identity || !lines) {
-        *ret = ck__fail_no_memory(conn);
+        *ret = ck__fail_no_memory(req);
         goto out;
     }
     n_lines = 0;
@@ -798,7 +798,7 @@ bool ck__aggregator_serve(struct ck_apiserver *server, struct MHD_Connection *co
         .headers = lines,
         .front_proxy = true,
     };
-    *ret = ck__upstream_serve(server, conn, method, body, len, &u);
+    *ret = ck__upstream_serve(server, req, method, body, len, &u);
 out:
     free(lines);
     curl_slist_free_all(identity);

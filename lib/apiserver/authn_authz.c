@@ -49,7 +49,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <jansson.h>
-#include <microhttpd.h>
+#include <microhttpd.h> /* MHD_http_unescape only */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +76,7 @@ static void publish_authentication(struct ck_apiserver *server);
 #define AUTH_READER    "extension-apiserver-authentication-reader"
 static int validate_sa_claims(void *arg, const json_t *claims, struct ck_err *reterr);
 static json_t *bootstrap_secret(void *arg, const char *token_id);
-static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **user,
+static int impersonate(struct ck__auth *a, struct ck__req *hreq, struct ck_auth_user **user,
                        struct ck_err *err);
 static bool node_may_read(struct ck_apiserver *server, const char *node,
                           const struct ck_rbac_request *req, bool secret);
@@ -428,28 +428,22 @@ struct conn_state {
     struct ck_auth_user *cert_user; /* the certificate's user, once authenticated */
 };
 
-void ck__auth_notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                                enum MHD_ConnectionNotificationCode toe)
+void *ck__auth_conn_opened(struct ck_apiserver *server)
 {
-    (void)conn;
-    const struct ck_apiserver *server = cls;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        /* no memory: the certificate is verified at every request instead */
-        *socket_context = server->auth ? ck__calloc(1, sizeof(struct conn_state)) : NULL;
-    } else {
-        struct conn_state *state = *socket_context;
-        if (state)
-            ck_auth_user_free(state->cert_user);
-        free(state);
-        *socket_context = NULL;
-    }
+    return server->auth ? ck__calloc(1, sizeof(struct conn_state)) : NULL;
 }
 
-static struct conn_state *conn_state_of(struct MHD_Connection *conn)
+void ck__auth_conn_closed(void *state)
 {
-    const union MHD_ConnectionInfo *sc =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return sc ? sc->socket_context : NULL;
+    struct conn_state *cs = state;
+    if (cs)
+        ck_auth_user_free(cs->cert_user);
+    free(cs);
+}
+
+static struct conn_state *conn_state_of(struct ck__req *hreq)
+{
+    return ck__req_conn_state(hreq);
 }
 
 /*
@@ -457,24 +451,17 @@ static struct conn_state *conn_state_of(struct MHD_Connection *conn)
  * session) in *ret_der, or none. -1 when the client sent one that does not
  * verify against the client CA (or has expired).
  */
-static int peer_certificate(struct MHD_Connection *conn, const void **ret_der, size_t *ret_len)
+static int peer_certificate(struct ck__req *hreq, const void **ret_der, size_t *ret_len)
 {
     *ret_der = NULL;
     *ret_len = 0;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    gnutls_session_t session = ci ? (gnutls_session_t)ci->tls_session : NULL;
-    if (!session)
+    const unsigned char *der = NULL;
+    size_t der_len = 0;
+    if (ck__req_peer_cert(hreq, 0, &der, &der_len) == 0)
         return 0;
-    unsigned n = 0;
-    const gnutls_datum_t *certs = gnutls_certificate_get_peers(session, &n);
-    if (!certs || n == 0)
-        return 0;
-    struct conn_state *state = conn_state_of(conn);
+    struct conn_state *state = conn_state_of(hreq);
     if (!state || state->peer_verified == 0) {
-        unsigned status = 0;
-        int verified =
-            gnutls_certificate_verify_peers2(session, &status) == 0 && status == 0 ? 1 : -1;
+        int verified = ck__req_peer_verify(hreq) ? 1 : -1;
         if (state)
             state->peer_verified = verified;
         if (verified < 0)
@@ -482,8 +469,8 @@ static int peer_certificate(struct MHD_Connection *conn, const void **ret_der, s
     } else if (state->peer_verified < 0) {
         return -1;
     }
-    *ret_der = certs[0].data;
-    *ret_len = certs[0].size;
+    *ret_der = der;
+    *ret_len = der_len;
     return 0;
 }
 
@@ -496,16 +483,21 @@ enum peer_kind {
 };
 
 /* The peer_kind bits of the connection's verified certificate (read once a connection). */
-static int classify_peer(struct ck__auth *a, struct MHD_Connection *conn)
+static int classify_peer(struct ck__auth *a, struct ck__req *hreq)
 {
-    struct conn_state *state = conn_state_of(conn);
+    struct conn_state *state = conn_state_of(hreq);
     if (state && state->peer_kind)
         return state->peer_kind;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    const unsigned char *der = NULL;
+    size_t len = 0;
+    size_t count = ck__req_peer_cert(hreq, 0, &der, &len);
+    gnutls_datum_t *chain = count ? ck__calloc(count, sizeof(*chain)) : NULL;
     unsigned n = 0;
-    const gnutls_datum_t *certs =
-        ci && ci->tls_session ? gnutls_certificate_get_peers(ci->tls_session, &n) : NULL;
+    for (size_t i = 0; chain && i < count; i++) {
+        ck__req_peer_cert(hreq, i, &der, &len);
+        chain[n++] = (gnutls_datum_t){(unsigned char *)der, (unsigned)len};
+    }
+    const gnutls_datum_t *certs = chain;
     int kind = PEER_KNOWN;
     if (certs && ck__cert_chain_verifies(a->client_trust, certs, n, NULL, 0))
         kind |= PEER_CLIENT;
@@ -514,7 +506,9 @@ static int classify_peer(struct ck__auth *a, struct MHD_Connection *conn)
     kind |= proxy == CK__PROXY_CERT_YES       ? PEER_PROXY
             : proxy == CK__PROXY_CERT_REFUSED ? PEER_REFUSED
                                               : 0;
-    if (state)
+    bool read = chain || !count; /* without memory for the chain, it is read again */
+    free(chain);
+    if (state && read)
         state->peer_kind = kind;
     return kind;
 }
@@ -524,31 +518,28 @@ struct header_list {
     size_t n, cap;
 };
 
-static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                      const char *value)
+static bool collect_header(void *cls, const char *key, const char *value)
 {
-    (void)kind;
     struct header_list *l = cls;
     if (l->n < l->cap)
         l->items[l->n++] = (struct ck__header){key, value ? value : ""};
-    return MHD_YES;
+    return true;
 }
 
 /* The user a front proxy's headers name, or NULL (none named). 0 or CK_ENOMEM. */
-static int proxy_user(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **ret)
+static int proxy_user(struct ck__auth *a, struct ck__req *hreq, struct ck_auth_user **ret)
 {
-    int count = MHD_get_connection_values(conn, MHD_HEADER_KIND, NULL, NULL);
-    struct header_list l = {.cap = count > 0 ? (size_t)count : 0};
+    struct header_list l = {.cap = ck__req_headers(hreq, NULL, NULL)};
     if (l.cap && !(l.items = ck__calloc(l.cap, sizeof(*l.items))))
         return CK_ENOMEM;
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &l);
+    ck__req_headers(hreq, collect_header, &l);
     int r = ck__requestheader_user(a->requestheader, l.items, l.n, ret);
     free(l.items);
     return r;
 }
 
 /* Kubernetes' RequestInfo verb of a resource request. */
-static const char *resource_verb(struct MHD_Connection *conn, const char *method, const char *name,
+static const char *resource_verb(struct ck__req *hreq, const char *method, const char *name,
                                  const char *subresource)
 {
     bool named = name[0] != '\0';
@@ -561,7 +552,7 @@ static const char *resource_verb(struct MHD_Connection *conn, const char *method
     /* a proxied request's query is the upstream's: the verb is its method's */
     bool proxy = strcmp(subresource, "proxy") == 0;
     if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) {
-        if (!proxy && ck__query_bool(conn, "watch"))
+        if (!proxy && ck__query_bool(hreq, "watch"))
             return "watch";
         return named ? "get" : "list";
     }
@@ -576,28 +567,27 @@ static const char *resource_verb(struct MHD_Connection *conn, const char *method
     return "";
 }
 
-const char *ck__request_verb(struct MHD_Connection *conn, const char *method,
-                             const struct ck__target *t)
+const char *ck__request_verb(struct ck__req *hreq, const char *method, const struct ck__target *t)
 {
-    return resource_verb(conn, method, t->name, t->subresource);
+    return resource_verb(hreq, method, t->name, t->subresource);
 }
 
-enum MHD_Result ck__auth_authenticate(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                      struct ck_auth_user **ret_user, bool *ret_answered)
+enum ck__res ck__auth_authenticate(struct ck_apiserver *server, struct ck__req *hreq,
+                                   struct ck_auth_user **ret_user, bool *ret_answered)
 {
     struct ck__auth *a = server->auth;
     *ret_answered = false;
     *ret_user = NULL;
     if (!a)
-        return MHD_YES;
+        return CK__YES;
 
     struct ck_auth_credentials creds = {
-        .authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"),
+        .authorization = ck__req_header(hreq, "Authorization"),
         .now = (long long)time(NULL),
     };
     struct ck_err err = {0};
     struct ck_auth_user *user = NULL;
-    int r = peer_certificate(conn, &creds.peer_cert_der, &creds.peer_cert_len) < 0
+    int r = peer_certificate(hreq, &creds.peer_cert_der, &creds.peer_cert_len) < 0
                 ? ck_err_set(&err, CK_EPERM, "the client certificate does not verify")
                 : 0;
     /*
@@ -606,8 +596,8 @@ enum MHD_Result ck__auth_authenticate(struct ck_apiserver *server, struct MHD_Co
      * not read. A certificate only the request-header CA signed is no client identity.
      */
     int kind =
-        r == 0 && creds.peer_cert_der && a->requestheader ? classify_peer(a, conn) : PEER_CLIENT;
-    if ((kind & PEER_PROXY) && (r = proxy_user(a, conn, &user)) < 0)
+        r == 0 && creds.peer_cert_der && a->requestheader ? classify_peer(a, hreq) : PEER_CLIENT;
+    if ((kind & PEER_PROXY) && (r = proxy_user(a, hreq, &user)) < 0)
         r = ck_err_no_memory(&err);
     if (r == 0 && !user && !(kind & PEER_CLIENT)) {
         creds.peer_cert_der = NULL;
@@ -617,7 +607,7 @@ enum MHD_Result ck__auth_authenticate(struct ck_apiserver *server, struct MHD_Co
                            kind & PEER_REFUSED ? "the client certificate's name is not allowed"
                                                : "x509: certificate signed by unknown authority");
     }
-    struct conn_state *state = creds.peer_cert_der ? conn_state_of(conn) : NULL;
+    struct conn_state *state = creds.peer_cert_der ? conn_state_of(hreq) : NULL;
     if (r < 0 || user) {
         /* a front proxy's user, or a failure */
     } else if (state && state->cert_user) { /* this connection's certificate, read before */
@@ -632,20 +622,20 @@ enum MHD_Result ck__auth_authenticate(struct ck_apiserver *server, struct MHD_Co
         *ret_answered = true;
         if (r == CK_ENOMEM) {
             ck_err_release(&err);
-            return ck__fail_no_memory(conn);
+            return ck__fail_no_memory(hreq);
         }
         CK_LOGV(2, "Unable to authenticate the request: %s", ck_err_message(&err));
         ck_err_release(&err);
-        return ck__fail_with(conn, "Unauthorized", "Unauthorized");
+        return ck__fail_with(hreq, "Unauthorized", "Unauthorized");
     }
-    if (impersonate(a, conn, &user, &err) < 0) {
+    if (impersonate(a, hreq, &user, &err) < 0) {
         *ret_answered = true;
         CK_LOGV(2, "Impersonation refused: %s", ck_err_message(&err));
         ck_auth_user_free(user);
-        return ck__fail(conn, &err);
+        return ck__fail(hreq, &err);
     }
     *ret_user = user;
-    return MHD_YES;
+    return CK__YES;
 }
 
 /* A resource request's attributes from its target (RequestInfo). */
@@ -708,13 +698,13 @@ int ck__auth_authorize_target(struct ck_apiserver *server, const struct ck_auth_
     return decide(server, &req, t->kind->role, err);
 }
 
-enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                   const char *method, const char *url,
-                                   const struct ck_auth_user *user, bool *ret_answered)
+enum ck__res ck__auth_authorize(struct ck_apiserver *server, struct ck__req *hreq,
+                                const char *method, const char *url,
+                                const struct ck_auth_user *user, bool *ret_answered)
 {
     *ret_answered = false;
     if (!server->auth || ck_auth_user_in_group(user, CK_AUTH_MASTERS))
-        return MHD_YES;
+        return CK__YES;
     struct ck_err err = {0};
     struct ck_rbac_request req = {.user = user};
     struct ck__target target;
@@ -722,11 +712,11 @@ enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Conne
     char verb[16];
     bool routed = ck__route(url, &target) == 0;
     if (routed) {
-        target_request(&req, ck__request_verb(conn, method, &target), &target);
+        target_request(&req, ck__request_verb(hreq, method, &target), &target);
     } else if (ck__aggregated_path(url, &aggregated) == 0 && aggregated.resource[0]) {
         /* an APIService's resource: the attributes its path gives (RequestInfoFactory) */
         req.is_resource_request = true;
-        req.verb = resource_verb(conn, method, aggregated.name, aggregated.subresource);
+        req.verb = resource_verb(hreq, method, aggregated.name, aggregated.subresource);
         req.api_group = aggregated.group;
         req.resource = aggregated.resource;
         req.subresource = aggregated.subresource;
@@ -742,9 +732,9 @@ enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Conne
         req.path = url;
     }
     if (decide(server, &req, routed ? target.kind->role : CK_KIND_ROLE_NONE, &err) == 0)
-        return MHD_YES;
+        return CK__YES;
     *ret_answered = true;
-    return ck__fail(conn, &err);
+    return ck__fail(hreq, &err);
 }
 
 /*
@@ -871,7 +861,7 @@ static json_t *stored_object(struct ck_apiserver *server, const struct ck_kind *
     struct ck_err err = {0};
     *ret_code = 0;
     if (!kind || ck__registry_get(server->registry, kind, ns, name, &kv, &err) < 0) {
-        *ret_code = !kind || err.http_status == MHD_HTTP_NOT_FOUND ? CK_ENOENT : err.code;
+        *ret_code = !kind || err.http_status == 404 ? CK_ENOENT : err.code;
         ck_err_release(&err);
         return NULL;
     }
@@ -964,13 +954,11 @@ struct impersonation {
     bool nomem;
 };
 
-static enum MHD_Result collect_impersonation(void *cls, enum MHD_ValueKind kind, const char *key,
-                                             const char *value)
+static bool collect_impersonation(void *cls, const char *key, const char *value)
 {
-    (void)kind;
     struct impersonation *imp = cls;
     if (!key || !value)
-        return MHD_YES;
+        return true;
     if (strcasecmp(key, IMPERSONATE_USER) == 0) {
         imp->user = value;
     } else if (strcasecmp(key, IMPERSONATE_UID) == 0) {
@@ -982,7 +970,7 @@ static enum MHD_Result collect_impersonation(void *cls, enum MHD_ValueKind kind,
         char *extra_key = ck__strdup(key + strlen(IMPERSONATE_EXTRA_));
         if (!extra_key) {
             imp->nomem = true;
-            return MHD_YES;
+            return true;
         }
         for (char *p = extra_key; *p; p++)
             *p = (char)tolower((unsigned char)*p);
@@ -995,7 +983,7 @@ static enum MHD_Result collect_impersonation(void *cls, enum MHD_ValueKind kind,
         imp->nomem |= json_array_append_new(values, json_string(value)) < 0;
         free(extra_key);
     }
-    return MHD_YES;
+    return true;
 }
 
 /*
@@ -1036,7 +1024,7 @@ static int may_impersonate(const struct ck_rbac_policy *policy,
  * system:unauthenticated). Fails with err filled: 403 for a denial, 500
  * (as Kubernetes answers) for groups, uid or extra without a user.
  */
-static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct ck_auth_user **user,
+static int impersonate(struct ck__auth *a, struct ck__req *hreq, struct ck_auth_user **user,
                        struct ck_err *err)
 {
     struct impersonation imp = {.groups = json_array(), .extra = json_object()};
@@ -1045,7 +1033,7 @@ static int impersonate(struct ck__auth *a, struct MHD_Connection *conn, struct c
         json_decref(imp.extra);
         return ck_err_no_memory(err);
     }
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_impersonation, &imp);
+    ck__req_headers(hreq, collect_impersonation, &imp);
     int r = 0;
     bool others = imp.uid || json_array_size(imp.groups) || json_object_size(imp.extra);
     if (imp.nomem) {
@@ -1143,11 +1131,11 @@ out:
  * decodes it: JSON, YAML or protobuf (kubectl's), unknown fields per
  * fieldValidation (ignored in protobuf, as Kubernetes). NULL with err filled.
  */
-static json_t *decode_review(struct ck_apiserver *server, struct MHD_Connection *conn,
-                             const char *schema, const char *kind_name, const char *body,
-                             size_t len, struct ck_err *err)
+static json_t *decode_review(struct ck_apiserver *server, struct ck__req *hreq, const char *schema,
+                             const char *kind_name, const char *body, size_t len,
+                             struct ck_err *err)
 {
-    const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+    const char *type = ck__req_header(hreq, "Content-Type");
     bool proto = ck__is_proto_media_type(type);
     char *converted = NULL; /* the body as JSON, when it came in another format */
     size_t converted_len = 0;
@@ -1163,7 +1151,7 @@ static json_t *decode_review(struct ck_apiserver *server, struct MHD_Connection 
     } else if (!ck__codec_for_content_type(type)) {
         ck__err_unsupported_media_for(err, true);
         return NULL;
-    } else if (ck__media_decode_body(conn, NULL, body, len, &converted, &converted_len, err) < 0) {
+    } else if (ck__media_decode_body(hreq, NULL, body, len, &converted, &converted_len, err) < 0) {
         return NULL;
     }
     if (converted) {
@@ -1171,7 +1159,7 @@ static json_t *decode_review(struct ck_apiserver *server, struct MHD_Connection 
         len = converted_len;
     }
     enum ck_field_validation fv;
-    if (ck_field_validation_parse(ck__query(conn, "fieldValidation"), &fv) < 0) {
+    if (ck_field_validation_parse(ck__query(hreq, "fieldValidation"), &fv) < 0) {
         ck_err_status(err, "BadRequest", "fieldValidation must be one of Strict, Warn or Ignore");
         free(converted);
         return NULL;
@@ -1220,16 +1208,16 @@ static int dress(json_t *obj, const char *api_version, const char *kind)
     return 0;
 }
 
-static enum MHD_Result send_created(struct MHD_Connection *conn, json_t *obj)
+static enum ck__res send_created(struct ck__req *hreq, json_t *obj)
 {
     size_t len = 0;
     char *text = ck__json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
     json_decref(obj);
     if (!text)
-        return ck__fail_no_memory(conn);
-    if (ck__negotiate(conn) == CK__ACCEPT_PROTOBUF) /* every review kind has a message */
-        return ck__send_proto(conn, MHD_HTTP_CREATED, text, len, NULL);
-    return ck__send_bytes(conn, MHD_HTTP_CREATED, "application/json", text, len, NULL);
+        return ck__fail_no_memory(hreq);
+    if (ck__negotiate(hreq) == CK__ACCEPT_PROTOBUF) /* every review kind has a message */
+        return ck__send_proto(hreq, 201, text, len, NULL);
+    return ck__send_bytes(hreq, 201, "application/json", text, len, NULL);
 }
 
 json_t *ck__auth_user_info(const struct ck_auth_user *user)
@@ -1250,15 +1238,15 @@ json_t *ck__auth_user_info(const struct ck_auth_user *user)
 }
 
 /* POST serviceaccounts/NAME/token: a bound token for the account, as TokenRequest issues it. */
-static enum MHD_Result serve_token_request(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                           const struct ck__target *t, const char *body, size_t len)
+static enum ck__res serve_token_request(struct ck_apiserver *server, struct ck__req *hreq,
+                                        const struct ck__target *t, const char *body, size_t len)
 {
     struct ck__auth *a = server->auth;
     struct ck_err err = {0};
-    json_t *req = decode_review(server, conn, "io.k8s.api.authentication.v1.TokenRequest",
+    json_t *req = decode_review(server, hreq, "io.k8s.api.authentication.v1.TokenRequest",
                                 "TokenRequest", body, len, &err);
     if (!req)
-        return ck__fail(conn, &err);
+        return ck__fail(hreq, &err);
     /* a create on serviceaccounts/token: admission sees it (NodeRestriction narrows nodes) */
     struct ck__admission_attrs attrs = {.op = CK__ADMISSION_CREATE,
                                         .kind = t->kind,
@@ -1266,12 +1254,12 @@ static enum MHD_Result serve_token_request(struct ck_apiserver *server, struct M
                                         .namespace = t->namespace,
                                         .name = t->name,
                                         .obj = req,
-                                        .dry_run = ck__query(conn, "dryRun") != NULL,
+                                        .dry_run = ck__query(hreq, "dryRun") != NULL,
                                         .user = t->user};
     if (ck__admission_admit(server->registry, &attrs, &err) < 0 ||
         ck__admission_validate(server->registry, &attrs, &err) < 0) {
         json_decref(req);
-        return ck__fail(conn, &err);
+        return ck__fail(hreq, &err);
     }
     json_t *spec = json_object_get(req, "spec");
     json_t *exp_json = json_object_get(spec, "expirationSeconds");
@@ -1289,7 +1277,7 @@ static enum MHD_Result serve_token_request(struct ck_apiserver *server, struct M
         ck__err_invalid(&err, "authentication.k8s.io", "TokenRequest", t->name, &errs);
         ck_field_errors_release(&errs);
         json_decref(req);
-        return ck__fail(conn, &err);
+        return ck__fail(hreq, &err);
     }
     const struct ck_kind *pod_kind = ck_kind_with_role(CK_KIND_ROLE_POD);
     json_t *sa = NULL, *pod = NULL;
@@ -1405,12 +1393,12 @@ static enum MHD_Result serve_token_request(struct ck_apiserver *server, struct M
     free(token);
     json_decref(sa);
     json_decref(pod);
-    return send_created(conn, req);
+    return send_created(hreq, req);
 fail:
     json_decref(sa);
     json_decref(pod);
     json_decref(req);
-    return ck__fail(conn, &err);
+    return ck__fail(hreq, &err);
 }
 
 /* The strings of a JSON array as a NULL-terminated array borrowing them; NULL: out of memory. */
@@ -1689,16 +1677,16 @@ static enum review review_of(const struct ck_kind *kind)
     return NOT_A_REVIEW;
 }
 
-static enum MHD_Result serve_review(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                    const struct ck__target *t, enum review review,
-                                    const struct ck_auth_user *user, const char *body, size_t len)
+static enum ck__res serve_review(struct ck_apiserver *server, struct ck__req *hreq,
+                                 const struct ck__target *t, enum review review,
+                                 const struct ck_auth_user *user, const char *body, size_t len)
 {
     struct ck_err err = {0};
     char api_version[CK_API_VERSION_MAX];
     ck_kind_api_version(t->kind, api_version, sizeof(api_version));
-    json_t *obj = decode_review(server, conn, t->kind->schema, t->kind->kind, body, len, &err);
+    json_t *obj = decode_review(server, hreq, t->kind->schema, t->kind->kind, body, len, &err);
     if (!obj)
-        return ck__fail(conn, &err);
+        return ck__fail(hreq, &err);
     int r = 0;
     switch (review) {
     case SELF_SUBJECT_REVIEW: {
@@ -1751,14 +1739,14 @@ static enum MHD_Result serve_review(struct ck_apiserver *server, struct MHD_Conn
         r = ck_err_no_memory(&err);
     if (r < 0) {
         json_decref(obj);
-        return ck__fail(conn, &err);
+        return ck__fail(hreq, &err);
     }
-    return send_created(conn, obj);
+    return send_created(hreq, obj);
 }
 
-bool ck__auth_serve(struct ck_apiserver *server, struct MHD_Connection *conn, const char *method,
+bool ck__auth_serve(struct ck_apiserver *server, struct ck__req *hreq, const char *method,
                     const struct ck__target *t, const struct ck_auth_user *user, const char *body,
-                    size_t len, enum MHD_Result *ret)
+                    size_t len, enum ck__res *ret)
 {
     enum review review = review_of(t->kind);
     bool token_request = t->kind == ck_kind_with_role(CK_KIND_ROLE_SERVICE_ACCOUNT) &&
@@ -1766,15 +1754,15 @@ bool ck__auth_serve(struct ck_apiserver *server, struct MHD_Connection *conn, co
     if (review == NOT_A_REVIEW && !token_request)
         return false;
     if (strcmp(method, "POST") != 0 || (review != NOT_A_REVIEW && t->name[0]))
-        *ret = ck__fail_with(conn, "MethodNotAllowed",
+        *ret = ck__fail_with(hreq, "MethodNotAllowed",
                              "the server does not allow this method on the requested resource");
     else if (!server->auth || !user)
-        *ret = ck__fail_with(conn, "ServiceUnavailable",
+        *ret = ck__fail_with(hreq, "ServiceUnavailable",
                              "the server runs without authentication (--insecure-plain-http)");
     else if (token_request)
-        *ret = serve_token_request(server, conn, t, body, len);
+        *ret = serve_token_request(server, hreq, t, body, len);
     else
-        *ret = serve_review(server, conn, t, review, user, body, len);
+        *ret = serve_review(server, hreq, t, review, user, body, len);
     return true;
 }
 

@@ -50,6 +50,7 @@
 
 #include "ckube/internal/util.h"
 #include "internal.h"
+#include "req_mhd.h"
 
 #define HASH_BUCKETS 4096u /* a power of two */
 

@@ -41,6 +41,7 @@
 
 #include "ckube/internal/exec_stream.h"
 #include "internal.h"
+#include "req_mhd.h"
 
 struct exec_relay {
     struct ck__upgraded up; /* first: the wslay callbacks' user data */
@@ -218,31 +219,27 @@ struct url_builder {
     int n;
 };
 
-static enum MHD_Result add_command(void *cls, enum MHD_ValueKind kind, const char *key,
-                                   const char *value)
+static bool add_command(void *cls, const char *key, const char *value)
 {
-    (void)kind;
     struct url_builder *b = cls;
     if (strcmp(key, "command") != 0 || !value || b->n < 0 || (size_t)b->n >= b->size)
-        return MHD_YES;
+        return true;
     char *ev = curl_easy_escape(b->curl, value, 0);
     if (!ev) {
         b->n = -1;
-        return MHD_NO;
+        return false;
     }
     b->n += snprintf(b->url + b->n, b->size - (size_t)b->n, "command=%s&", ev);
     curl_free(ev);
-    return MHD_YES;
+    return true;
 }
 
-static enum MHD_Result count_command(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     const char *value)
+static bool count_command(void *cls, const char *key, const char *value)
 {
-    (void)kind;
     (void)value;
     if (strcmp(key, "command") == 0)
         ++*(int *)cls;
-    return MHD_YES;
+    return true;
 }
 
 static bool has_container(const json_t *spec, const char *name)
@@ -291,22 +288,22 @@ static const char *pick_protocol(const char *offered)
 }
 
 /* Serves pods/exec, or with attach pods/attach (no command: the container's own stdio). */
-static enum MHD_Result serve_stream(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                    const struct ck__target *t, bool attach)
+static enum ck__res serve_stream(struct ck_apiserver *ctx, struct ck__req *req,
+                                 const struct ck__target *t, bool attach)
 {
     char msg[700], node_name[254], container[254];
-    enum MHD_Result failed;
-    json_t *pod = ck__read_pod(ctx, conn, t, node_name, sizeof(node_name), &failed);
+    enum ck__res failed;
+    json_t *pod = ck__read_pod(ctx, req, t, node_name, sizeof(node_name), &failed);
     if (!pod)
         return failed;
     const json_t *spec = json_object_get(pod, "spec");
-    const char *c = ck__query(conn, "container");
+    const char *c = ck__query(req, "container");
     if (!c || !*c) {
         const json_t *cs = json_object_get(spec, "containers");
         if (json_array_size(cs) != 1) {
             snprintf(msg, sizeof(msg), "a container name must be specified for pod %s", t->name);
             json_decref(pod);
-            return ck__fail_with(conn, "BadRequest", msg);
+            return ck__fail_with(req, "BadRequest", msg);
         }
         c = json_string_value(json_object_get(json_array_get(cs, 0), "name"));
     }
@@ -315,9 +312,9 @@ static enum MHD_Result serve_stream(struct ck_apiserver *ctx, struct MHD_Connect
     bool running = container_running(json_object_get(pod, "status"), container);
     json_decref(pod);
     int commands = 0;
-    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, count_command, &commands);
-    bool in = ck__query_bool(conn, "stdin"), out = ck__query_bool(conn, "stdout"),
-         errs = ck__query_bool(conn, "stderr"), tty = ck__query_bool(conn, "tty");
+    ck__req_queries(req, count_command, &commands);
+    bool in = ck__query_bool(req, "stdin"), out = ck__query_bool(req, "stdout"),
+         errs = ck__query_bool(req, "stderr"), tty = ck__query_bool(req, "tty");
     if (!known)
         snprintf(msg, sizeof(msg), "container %s is not valid for pod %s", container, t->name);
     else if (!*node_name)
@@ -338,32 +335,31 @@ static enum MHD_Result serve_stream(struct ck_apiserver *ctx, struct MHD_Connect
     else
         msg[0] = 0;
     if (msg[0])
-        return ck__fail_with(conn, "BadRequest", msg);
-    const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Key");
-    const char *protocol =
-        pick_protocol(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Protocol"));
+        return ck__fail_with(req, "BadRequest", msg);
+    const char *key = ck__req_header(req, "Sec-WebSocket-Key");
+    const char *protocol = pick_protocol(ck__req_header(req, "Sec-WebSocket-Protocol"));
     char accept[64];
-    if (!ck__header_has(conn, "Upgrade", "websocket") || !key) {
+    if (!ck__header_has(req, "Upgrade", "websocket") || !key) {
         snprintf(msg, sizeof(msg),
                  "Upgrade request required: pods/%s is served over WebSocket "
                  "(v5.channel.k8s.io or v4.channel.k8s.io)",
                  attach ? "attach" : "exec");
-        return ck__fail_with(conn, "BadRequest", msg);
+        return ck__fail_with(req, "BadRequest", msg);
     }
     if (!protocol)
-        return ck__fail_with(conn, "BadRequest",
+        return ck__fail_with(req, "BadRequest",
                              "none of the offered WebSocket subprotocols is supported "
                              "(v5.channel.k8s.io, v4.channel.k8s.io)");
     if (!ck__ws_accept_key(key, accept, sizeof(accept)))
-        return ck__fail_with(conn, "BadRequest", "invalid Sec-WebSocket-Key");
+        return ck__fail_with(req, "BadRequest", "invalid Sec-WebSocket-Key");
     char base[300];
     if (ck__kubelet_base_url(ctx, node_name, base, sizeof(base), msg, sizeof(msg)) < 0)
-        return ck__fail_with(conn, "ServiceUnavailable", msg);
+        return ck__fail_with(req, "ServiceUnavailable", msg);
 
     /* the session's id and the agent's two URLs */
     char id[33], url[8192], in_url[400];
     if (ck__leg_session_id(id) < 0)
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     CURL *curl = curl_easy_init();
     struct url_builder b = {curl, url, sizeof(url), -1};
     if (curl) {
@@ -377,16 +373,16 @@ static enum MHD_Result serve_stream(struct ck_apiserver *ctx, struct MHD_Connect
         curl_free(epod);
         curl_free(ectr);
         if (!attach)
-            MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_command, &b);
+            ck__req_queries(req, add_command, &b);
         curl_easy_cleanup(curl);
     }
     snprintf(in_url, sizeof(in_url), "%s/%s/%s", base, attach ? "attachInput" : "execInput", id);
     if (b.n <= 0 || (size_t)b.n >= sizeof(url))
-        return b.n < 0 ? ck__fail_no_memory(conn)
-                       : ck__fail_with(conn, "BadRequest", "the command is too long");
+        return b.n < 0 ? ck__fail_no_memory(req)
+                       : ck__fail_with(req, "BadRequest", "the command is too long");
     struct exec_relay *r = calloc(1, sizeof(*r));
     if (!r)
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     r->up = (struct ck__upgraded){MHD_INVALID_SOCKET, -1, NULL, false, relay_main, relay_drop};
     long status;
     int lr = ck__leg_open(ctx, url, &r->leg, &status, msg, sizeof(msg) - 64);
@@ -400,39 +396,40 @@ static enum MHD_Result serve_stream(struct ck_apiserver *ctx, struct MHD_Connect
             snprintf(msg, sizeof(msg), "the node agent of %.200s cannot be reached: %.400s",
                      node_name, text);
         return lr == CK_ENOMEM
-                   ? ck__fail_no_memory(conn)
-                   : ck__fail_with(conn, lr == CK_EIO ? "ServiceUnavailable" : "BadRequest", msg);
+                   ? ck__fail_no_memory(req)
+                   : ck__fail_with(req, lr == CK_EIO ? "ServiceUnavailable" : "BadRequest", msg);
     }
     r->out_r = ck__leg_out_fd(r->leg);
     r->in_w = ck__leg_in_fd(r->leg);
     if (ck__leg_start_input(ctx, r->leg, in_url) < 0) {
         relay_free(r); /* ends the output transfer, and the session on the agent */
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     }
 
     struct MHD_Response *resp = MHD_create_response_for_upgrade(ck__upgraded_cb, r);
     if (!resp) {
         relay_free(r);
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
+    MHD_add_response_header(resp, "Upgrade", "websocket");
     MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
     MHD_add_response_header(resp, "Sec-WebSocket-Protocol", protocol);
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+    enum ck__res ret =
+        MHD_queue_response(ck__req_mhd(req), 101, resp) == MHD_YES ? CK__YES : CK__NO;
     MHD_destroy_response(resp);
-    if (ret != MHD_YES) /* never upgraded: the handler's */
+    if (ret != CK__YES) /* never upgraded: the handler's */
         relay_free(r);
     return ret;
 }
 
-enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                   const struct ck__target *t)
+enum ck__res ck__serve_pod_exec(struct ck_apiserver *ctx, struct ck__req *req,
+                                const struct ck__target *t)
 {
-    return serve_stream(ctx, conn, t, false);
+    return serve_stream(ctx, req, t, false);
 }
 
-enum MHD_Result ck__serve_pod_attach(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                     const struct ck__target *t)
+enum ck__res ck__serve_pod_attach(struct ck_apiserver *ctx, struct ck__req *req,
+                                  const struct ck__target *t)
 {
-    return serve_stream(ctx, conn, t, true);
+    return serve_stream(ctx, req, t, true);
 }

@@ -12,7 +12,7 @@
  * with a Status and a real HTTP code. Watches are in watch.c, the request
  * helpers every handler shares in request.c.
  *
- * Threading: handlers run on libmicrohttpd's threads; they share only the
+ * Threading: handlers run on the transport's threads (or a worker); they share only the
  * immutable registry and the thread-safe store.
  */
 #define _GNU_SOURCE
@@ -26,8 +26,7 @@
 #include "ckube/internal/util.h"
 #include "internal.h"
 
-#define TRIM_AFTER_OBJECTS 10000        /* a list this long gives its memory back (release_list) */
-#define LIST_READ_BLOCK    (32u * 1024) /* bytes of a list answer copied per send (send_list) */
+#define TRIM_AFTER_OBJECTS 10000 /* a list this long gives its memory back (release_list) */
 
 /*
  * A Table, like a PartialObjectMetadata, is answered with the bare media type of
@@ -38,20 +37,20 @@
  */
 static const char transformed_content_type[] = "application/json";
 
-static enum MHD_Result send_table(struct MHD_Connection *conn, const struct ck_kind *kind,
-                                  json_t *const *objects, size_t n, const char *rv,
-                                  const char *continue_token)
+static enum ck__res send_table(struct ck__req *req, const struct ck_kind *kind,
+                               json_t *const *objects, size_t n, const char *rv,
+                               const char *continue_token)
 {
     enum ck_include_object include;
-    if (ck_include_object_parse(ck__query(conn, "includeObject"), &include) < 0)
-        return ck__fail_with(conn, "BadRequest", "includeObject must be Object, Metadata or None");
+    if (ck_include_object_parse(ck__query(req, "includeObject"), &include) < 0)
+        return ck__fail_with(req, "BadRequest", "includeObject must be Object, Metadata or None");
     json_t *table =
         ck_table_build(kind, objects, n, true, include, rv, continue_token, (long long)time(NULL));
     char *body = ck__json_dumps(table, JSON_COMPACT | JSON_PRESERVE_ORDER, NULL);
     json_decref(table);
     if (!body)
-        return ck__fail_no_memory(conn);
-    return ck__send_bytes(conn, 200, transformed_content_type, body, strlen(body), NULL);
+        return ck__fail_no_memory(req);
+    return ck__send_bytes(req, 200, transformed_content_type, body, strlen(body), NULL);
 }
 
 /*
@@ -59,32 +58,32 @@ static enum MHD_Result send_table(struct MHD_Connection *conn, const struct ck_k
  * Status (what deleting some kinds answers) goes as it is, as Kubernetes
  * leaves a Status untransformed; asking for a List of one object is a 406.
  */
-static enum MHD_Result send_partial(struct MHD_Connection *conn, const struct ck_kind *kind,
-                                    enum ck__accept accept, unsigned status, char *body, size_t len,
-                                    const struct ck_warnings *warnings)
+static enum ck__res send_partial(struct ck__req *req, const struct ck_kind *kind,
+                                 enum ck__accept accept, unsigned status, char *body, size_t len,
+                                 const struct ck_warnings *warnings)
 {
     json_t *obj = NULL;
     int r = ck_json_loadb(body, len, 0, &obj, NULL);
     if (r == CK_ENOMEM) {
         free(body);
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     }
     if (!json_is_object(obj)) {
         json_decref(obj);
         free(body);
-        return ck__fail_with(conn, "InternalError", "Internal error occurred: bad object");
+        return ck__fail_with(req, "InternalError", "Internal error occurred: bad object");
     }
     const char *obj_kind = json_string_value(json_object_get(obj, "kind"));
     if (obj_kind && strcmp(obj_kind, "Status") == 0) {
         json_decref(obj);
-        return ck__send_bytes(conn, status, "application/json", body, len, warnings);
+        return ck__send_bytes(req, status, "application/json", body, len, warnings);
     }
     free(body);
     if (accept != CK__ACCEPT_PARTIAL) {
         json_decref(obj);
         struct ck_err err = {0};
         ck__err_partial_shape(&err, kind, accept);
-        return ck__fail(conn, &err);
+        return ck__fail(req, &err);
     }
     json_t *partial = ck__partial_object(obj);
     json_decref(obj);
@@ -92,8 +91,8 @@ static enum MHD_Result send_partial(struct MHD_Connection *conn, const struct ck
     char *out = ck__json_dumps(partial, JSON_COMPACT | JSON_PRESERVE_ORDER, &out_len);
     json_decref(partial);
     if (!out)
-        return ck__fail_no_memory(conn);
-    return ck__send_bytes(conn, status, transformed_content_type, out, out_len, warnings);
+        return ck__fail_no_memory(req);
+    return ck__send_bytes(req, status, transformed_content_type, out, out_len, warnings);
 }
 
 static bool is_partial(enum ck__accept accept)
@@ -105,43 +104,41 @@ static bool is_partial(enum ck__accept accept)
  * Answers a served object that has no Table (a Scale, a deleted object or
  * its Status): as is, or as its PartialObjectMetadata.
  */
-static enum MHD_Result send_plain(struct MHD_Connection *conn, const struct ck_kind *kind,
-                                  unsigned status, char *body, size_t len,
-                                  const struct ck_warnings *warnings)
+static enum ck__res send_plain(struct ck__req *req, const struct ck_kind *kind, unsigned status,
+                               char *body, size_t len, const struct ck_warnings *warnings)
 {
-    enum ck__accept accept = ck__negotiate_kind(conn, kind);
+    enum ck__accept accept = ck__negotiate_kind(req, kind);
     if (is_partial(accept))
-        return send_partial(conn, kind, accept, status, body, len, warnings);
+        return send_partial(req, kind, accept, status, body, len, warnings);
     if (accept == CK__ACCEPT_PROTOBUF)
-        return ck__send_proto(conn, status, body, len, warnings);
-    return ck__send_bytes(conn, status, "application/json", body, len, warnings);
+        return ck__send_proto(req, status, body, len, warnings);
+    return ck__send_bytes(req, status, "application/json", body, len, warnings);
 }
 
 /* Answers one served object: as is, as a one-row Table, or as its PartialObjectMetadata. */
-static enum MHD_Result send_object(struct MHD_Connection *conn, const struct ck_kind *kind,
-                                   unsigned status, char *body, size_t len,
-                                   const struct ck_warnings *warnings)
+static enum ck__res send_object(struct ck__req *req, const struct ck_kind *kind, unsigned status,
+                                char *body, size_t len, const struct ck_warnings *warnings)
 {
-    enum ck__accept accept = ck__negotiate_kind(conn, kind);
+    enum ck__accept accept = ck__negotiate_kind(req, kind);
     if (is_partial(accept))
-        return send_partial(conn, kind, accept, status, body, len, warnings);
+        return send_partial(req, kind, accept, status, body, len, warnings);
     if (accept == CK__ACCEPT_PROTOBUF)
-        return ck__send_proto(conn, status, body, len, warnings);
+        return ck__send_proto(req, status, body, len, warnings);
     if (accept == CK__ACCEPT_TABLE && status == 200) {
         json_t *obj = NULL;
         int r = ck_json_loadb(body, len, 0, &obj, NULL);
         free(body);
         if (r == CK_ENOMEM)
-            return ck__fail_no_memory(conn);
+            return ck__fail_no_memory(req);
         if (!obj)
-            return ck__fail_with(conn, "InternalError", "Internal error occurred: bad object");
+            return ck__fail_with(req, "InternalError", "Internal error occurred: bad object");
         const char *rv =
             json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
-        enum MHD_Result ret = send_table(conn, kind, &obj, 1, rv, NULL);
+        enum ck__res ret = send_table(req, kind, &obj, 1, rv, NULL);
         json_decref(obj);
         return ret;
     }
-    return ck__send_bytes(conn, status, "application/json", body, len, warnings);
+    return ck__send_bytes(req, status, "application/json", body, len, warnings);
 }
 
 /* ---- GET ---------------------------------------------------------------- */
@@ -158,13 +155,13 @@ static bool is_scale(const struct ck__target *t)
     return sub && sub->part == CK_SUBRESOURCE_SCALE;
 }
 
-static enum MHD_Result handle_get(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                  const struct ck__target *t)
+static enum ck__res handle_get(struct ck_apiserver *ctx, struct ck__req *req,
+                               const struct ck__target *t)
 {
     struct ck_err err = {0};
     const struct ck_kv *kv = NULL;
     if (ck__registry_get(ctx->registry, t->kind, t->namespace, t->name, &kv, &err) < 0)
-        return ck__fail(conn, &err);
+        return ck__fail(req, &err);
     size_t len = 0;
     char *body = ck__serve_stored(t->kind, kv->value, kv->value_len, kv->mod_revision, &len);
     ck_kv_unref(kv);
@@ -174,16 +171,16 @@ static enum MHD_Result handle_get(struct ck_apiserver *ctx, struct MHD_Connectio
         body = scale;
     }
     if (!body)
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     if (is_scale(t))
-        return send_plain(conn, t->kind, 200, body, len, NULL);
-    return send_object(conn, t->kind, 200, body, len, NULL);
+        return send_plain(req, t->kind, 200, body, len, NULL);
+    return send_object(req, t->kind, 200, body, len, NULL);
 }
 
 /*
  * A JSON list {"kind":"PodList","apiVersion":"v1","metadata":{...},"items":[...]}
  * around the served bytes of each kv, kept as pieces that point into the kvs
- * (struct ck__served_parts): copied straight into libmicrohttpd's send buffer
+ * (struct ck__served_parts): copied straight into the connection's send buffer
  * when the client takes compact JSON, else joined into one buffer for the
  * negotiated encoding. Copying every object twice into one body, and the
  * freshly mapped pages of that body, were a fifth of a 1,000-pod LIST's time.
@@ -195,11 +192,8 @@ struct list_answer {
     char *head;                    /* up to "items":[ */
     size_t head_len;
     struct ck__served_parts *parts; /* one per kv */
-    struct MHD_IoVec *iov;          /* head, items and commas, tail */
+    struct ck__piece *iov;          /* head, items and commas, tail */
     size_t n_iov;
-    size_t size;          /* of all the pieces */
-    size_t at, at_offset; /* the piece and byte the next read starts at */
-    uint64_t at_position; /* and their position in the answer */
 };
 
 static const char list_tail[] = "]}\n"; /* the line break ends every compact JSON answer */
@@ -224,14 +218,14 @@ static void item_pieces(struct list_answer *a, size_t i)
     const struct ck__served_parts *p = &a->parts[i];
     const struct ck_kv *kv = a->kvs[i];
     if (p->owned) {
-        a->iov[a->n_iov++] = (struct MHD_IoVec){p->owned, p->owned_len};
+        a->iov[a->n_iov++] = (struct ck__piece){p->owned, p->owned_len};
         return;
     }
-    a->iov[a->n_iov++] = (struct MHD_IoVec){kv->value, p->head};
+    a->iov[a->n_iov++] = (struct ck__piece){kv->value, p->head};
     if (p->rv_len)
-        a->iov[a->n_iov++] = (struct MHD_IoVec){p->rv, p->rv_len};
+        a->iov[a->n_iov++] = (struct ck__piece){p->rv, p->rv_len};
     if (kv->value_len > p->head)
-        a->iov[a->n_iov++] = (struct MHD_IoVec){kv->value + p->head, kv->value_len - p->head};
+        a->iov[a->n_iov++] = (struct ck__piece){kv->value + p->head, kv->value_len - p->head};
 }
 
 /*
@@ -265,13 +259,13 @@ static struct list_answer *list_answer_new(const struct ck_kind *kind, const cha
         snprintf(a->head, (size_t)len + 1, head_fmt, kind->list_kind, api_version, rv, cont_open,
                  cont, cont_close);
         a->head_len = (size_t)len;
-        a->iov[a->n_iov++] = (struct MHD_IoVec){a->head, a->head_len};
+        a->iov[a->n_iov++] = (struct ck__piece){a->head, a->head_len};
     }
     for (size_t i = 0; ok && i < n; i++) {
         ok = ck__serve_stored_parts(kind, kvs[i]->value, kvs[i]->value_len, kvs[i]->mod_revision,
                                     &a->parts[i]) == 0;
         if (ok && i > 0)
-            a->iov[a->n_iov++] = (struct MHD_IoVec){",", 1};
+            a->iov[a->n_iov++] = (struct ck__piece){",", 1};
         if (ok)
             item_pieces(a, i);
     }
@@ -279,46 +273,8 @@ static struct list_answer *list_answer_new(const struct ck_kind *kind, const cha
         list_answer_free(a);
         return NULL;
     }
-    a->iov[a->n_iov++] = (struct MHD_IoVec){list_tail, line_break ? 3 : 2};
-    for (size_t j = 0; j < a->n_iov; j++)
-        a->size += a->iov[j].iov_len;
+    a->iov[a->n_iov++] = (struct ck__piece){list_tail, line_break ? 3 : 2};
     return a;
-}
-
-/*
- * libmicrohttpd's reader of a list answer: copies the pieces from pos into
- * buf, one connection's buffer at a time. (A response from the pieces as an
- * I/O vector would copy nothing, but libmicrohttpd 0.9.75 keeps the vector in
- * the connection's memory pool, too small for thousands of pieces, and stalls
- * after sending its first 1,024 entries.)
- */
-static ssize_t list_answer_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    struct list_answer *a = cls;
-    if (pos != a->at_position) { /* not where the last read ended: find pos from the start */
-        a->at = a->at_offset = 0;
-        a->at_position = 0;
-        while (a->at < a->n_iov && a->at_position + a->iov[a->at].iov_len <= pos)
-            a->at_position += a->iov[a->at++].iov_len;
-        a->at_offset = (size_t)(pos - a->at_position);
-        a->at_position = pos;
-    }
-    size_t n = 0;
-    while (n < max && a->at < a->n_iov) {
-        const struct MHD_IoVec *v = &a->iov[a->at];
-        size_t take = v->iov_len - a->at_offset;
-        if (take > max - n)
-            take = max - n;
-        memcpy(buf + n, (const char *)v->iov_base + a->at_offset, take);
-        n += take;
-        a->at_offset += take;
-        if (a->at_offset == v->iov_len) {
-            a->at++;
-            a->at_offset = 0;
-        }
-    }
-    a->at_position += n;
-    return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
 }
 
 /* The pieces of a joined into one string (its length in *ret_len), or NULL. */
@@ -326,10 +282,10 @@ static char *list_answer_join(const struct list_answer *a, size_t *ret_len)
 {
     size_t len = 0;
     for (size_t j = 0; j < a->n_iov; j++)
-        len += a->iov[j].iov_len;
+        len += a->iov[j].len;
     char *body = ck__malloc(len + 1);
-    for (size_t j = 0, at = 0; body && j < a->n_iov; at += a->iov[j].iov_len, j++)
-        memcpy(body + at, a->iov[j].iov_base, a->iov[j].iov_len);
+    for (size_t j = 0, at = 0; body && j < a->n_iov; at += a->iov[j].len, j++)
+        memcpy(body + at, a->iov[j].data, a->iov[j].len);
     if (body)
         body[len] = '\0';
     *ret_len = len;
@@ -348,38 +304,32 @@ char *ck__list_json(const struct ck_kind *kind, const char *rv,
 }
 
 /* Answers the list of result (taken) as compact JSON without a copy, or as negotiated. */
-static enum MHD_Result send_list(struct MHD_Connection *conn, const struct ck_kind *kind,
-                                 const char *rv, struct ck__list_result *result)
+static enum ck__res send_list(struct ck__req *req, const struct ck_kind *kind, const char *rv,
+                              struct ck__list_result *result)
 {
-    if (!ck__media_compact_json(conn)) {
+    if (!ck__media_compact_json(req)) {
         size_t len = 0;
         char *body = ck__list_json(kind, rv, result, &len);
         release_list(result);
         if (!body)
-            return ck__fail_no_memory(conn);
-        return ck__send_bytes(conn, 200, "application/json", body, len, NULL);
+            return ck__fail_no_memory(req);
+        return ck__send_bytes(req, 200, "application/json", body, len, NULL);
     }
     struct list_answer *a =
         list_answer_new(kind, rv, result->continue_token, result->kvs, result->n_kvs, true);
     if (!a) {
         release_list(result);
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     }
     a->result = *result; /* the answer holds the kvs until it is sent */
     memset(result, 0, sizeof(*result));
-    /* copied from the kvs into libmicrohttpd's buffer as it sends */
-    struct MHD_Response *resp = MHD_create_response_from_callback(
-        a->size, LIST_READ_BLOCK, list_answer_read, a, list_answer_free);
-    if (!resp) {
-        list_answer_free(a);
-        return MHD_NO;
-    }
-    return ck__send_response(conn, 200, "application/json", resp, NULL);
+    /* copied from the kvs into the connection as it sends */
+    return ck__send_pieces(req, 200, "application/json", a->iov, a->n_iov, list_answer_free, a);
 }
 
 /* The list in protobuf, each object's encoding made once (lib/apiserver/protobuf.c). */
-static enum MHD_Result send_proto_list(struct MHD_Connection *conn, const struct ck_kind *kind,
-                                       const char *rv, const struct ck__list_result *result)
+static enum ck__res send_proto_list(struct ck__req *req, const struct ck_kind *kind, const char *rv,
+                                    const struct ck__list_result *result)
 {
     struct ck_err err = {0};
     char **items = ck__calloc(result->n_kvs + 1, sizeof(*items));
@@ -399,8 +349,8 @@ static enum MHD_Result send_proto_list(struct MHD_Connection *conn, const struct
     free(items);
     free(lens);
     if (r < 0)
-        return ck__fail(conn, &err);
-    return ck__send_bytes(conn, 200, CK_PROTOBUF_MEDIA_TYPE, data, len, NULL);
+        return ck__fail(req, &err);
+    return ck__send_bytes(req, 200, CK_PROTOBUF_MEDIA_TYPE, data, len, NULL);
 }
 
 /*
@@ -419,40 +369,40 @@ static void release_list(struct ck__list_result *result)
         ck__memory_release();
 }
 
-static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                   const struct ck__target *t)
+static enum ck__res handle_list(struct ck_apiserver *ctx, struct ck__req *req,
+                                const struct ck__target *t)
 {
     struct ck_err err = {0};
     struct ck_label_selector *labels = NULL;
     struct ck_field_selector *fields = NULL;
-    if (ck__parse_selectors(conn, t->kind, &labels, &fields, &err) < 0)
-        return ck__fail(conn, &err);
-    const char *limit_text = ck__query(conn, "limit");
+    if (ck__parse_selectors(req, t->kind, &labels, &fields, &err) < 0)
+        return ck__fail(req, &err);
+    const char *limit_text = ck__query(req, "limit");
     long long limit = limit_text ? strtoll(limit_text, NULL, 10) : 0;
     struct ck__list_options opts = {
         .namespace = t->namespace,
         .labels = labels,
         .fields = fields,
         .limit = limit > 0 ? limit : 0,
-        .continue_token = ck__query(conn, "continue"),
-        .resource_version = ck__query(conn, "resourceVersion"),
-        .resource_version_match = ck__query(conn, "resourceVersionMatch"),
+        .continue_token = ck__query(req, "continue"),
+        .resource_version = ck__query(req, "resourceVersion"),
+        .resource_version_match = ck__query(req, "resourceVersionMatch"),
     };
     struct ck__list_result result;
     int r = ck__registry_list(ctx->registry, t->kind, &opts, &result, &err);
     ck_label_selector_free(labels);
     ck_field_selector_free(fields);
     if (r < 0)
-        return ck__fail(conn, &err);
+        return ck__fail(req, &err);
 
     char rv[32];
     snprintf(rv, sizeof(rv), "%lld", (long long)result.revision);
-    enum MHD_Result ret;
-    enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
+    enum ck__res ret;
+    enum ck__accept accept = ck__negotiate_kind(req, t->kind);
     if (accept == CK__ACCEPT_PARTIAL) {
         release_list(&result);
         ck__err_partial_shape(&err, t->kind, accept);
-        return ck__fail(conn, &err);
+        return ck__fail(req, &err);
     }
     if (accept == CK__ACCEPT_PARTIAL_LIST) {
         json_t *list = ck__partial_list_of(&result, rv);
@@ -461,8 +411,8 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
         char *text = ck__json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
         json_decref(list);
         if (!text)
-            return ck__fail_no_memory(conn);
-        return ck__send_bytes(conn, 200, transformed_content_type, text, len, NULL);
+            return ck__fail_no_memory(req);
+        return ck__send_bytes(req, 200, transformed_content_type, text, len, NULL);
     }
     if (accept == CK__ACCEPT_TABLE) {
         json_t **objects = ck__calloc(result.n_kvs + 1, sizeof(*objects));
@@ -471,8 +421,8 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
                (objects[n] = ck__decode_served(t->kind, result.kvs[n])))
             n++;
         ret = objects && n == result.n_kvs
-                  ? send_table(conn, t->kind, objects, n, rv, result.continue_token)
-                  : ck__fail_no_memory(conn);
+                  ? send_table(req, t->kind, objects, n, rv, result.continue_token)
+                  : ck__fail_no_memory(req);
         for (size_t i = 0; i < n; i++)
             json_decref(objects[i]);
         free(objects);
@@ -481,11 +431,11 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
     }
 
     if (accept == CK__ACCEPT_PROTOBUF) {
-        ret = send_proto_list(conn, t->kind, rv, &result);
+        ret = send_proto_list(req, t->kind, rv, &result);
         release_list(&result);
         return ret;
     }
-    return send_list(conn, t->kind, rv, &result);
+    return send_list(req, t->kind, rv, &result);
 }
 
 /* ---- writes ------------------------------------------------------------- */
@@ -494,7 +444,7 @@ static enum MHD_Result handle_list(struct ck_apiserver *ctx, struct MHD_Connecti
  * Decodes the request body as schema (of Kind kind_name; the kind's own when
  * NULL) for kind; NULL with *reterr (400, 415, 500) on failure.
  */
-static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn,
+static json_t *decode_body(struct ck_apiserver *ctx, struct ck__req *req,
                            const struct ck_kind *kind, const char *schema, const char *kind_name,
                            const char *body, size_t len, struct ck_warnings *warnings,
                            struct ck_err *reterr)
@@ -505,7 +455,7 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
         kind_name = kind->kind;
     }
     /* server.c has turned a YAML body into JSON: whatever the client sent is JSON here */
-    const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+    const char *type = ck__req_header(req, "Content-Type");
     bool proto = ck__is_proto_media_type(type);
     if ((proto && !ck_proto_has_message(schema)) || (!proto && !ck__codec_for_content_type(type))) {
         ck__err_unsupported_media_for(reterr, ck_proto_has_message(schema));
@@ -514,7 +464,7 @@ static json_t *decode_body(struct ck_apiserver *ctx, struct MHD_Connection *conn
     if (!proto && ck__media_check_json(kind_name, body ? body : "", body ? len : 0, reterr) < 0)
         return NULL;
     enum ck_field_validation fv;
-    if (ck_field_validation_parse(ck__query(conn, "fieldValidation"), &fv) < 0) {
+    if (ck_field_validation_parse(ck__query(req, "fieldValidation"), &fv) < 0) {
         ck_err_status(reterr, "BadRequest",
                       "fieldValidation must be one of Strict, Warn or Ignore");
         return NULL;
@@ -594,11 +544,11 @@ static int invalid_options(struct ck_err *reterr, const char *what, const char *
  * buf holds the name. A fieldManager longer than 128 bytes or with
  * unprintable characters is a 422.
  */
-static int field_manager(struct MHD_Connection *conn, const char *options_kind,
+static int field_manager(struct ck__req *req, const char *options_kind,
                          struct ck_field_manager *ret, char *buf, size_t size,
                          struct ck_err *reterr)
 {
-    const char *manager = ck__query(conn, "fieldManager");
+    const char *manager = ck__query(req, "fieldManager");
     if (manager && *manager) {
         size_t n = strlen(manager);
         bool printable = true;
@@ -618,7 +568,7 @@ static int field_manager(struct MHD_Connection *conn, const char *options_kind,
         }
         snprintf(buf, size, "%s", manager);
     } else {
-        const char *agent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent");
+        const char *agent = ck__req_header(req, "User-Agent");
         snprintf(buf, size, "%.*s", agent ? (int)strcspn(agent, "/") : 0, agent ? agent : "");
     }
     memset(ret, 0, sizeof(*ret));
@@ -627,37 +577,37 @@ static int field_manager(struct MHD_Connection *conn, const char *options_kind,
     return 0;
 }
 
-static bool dry_run(struct MHD_Connection *conn)
+static bool dry_run(struct ck__req *req)
 {
-    const char *v = ck__query(conn, "dryRun");
+    const char *v = ck__query(req, "dryRun");
     return v && strcmp(v, "All") == 0;
 }
 
-static enum MHD_Result handle_create(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                     const struct ck__target *t, const char *body, size_t len)
+static enum ck__res handle_create(struct ck_apiserver *ctx, struct ck__req *req,
+                                  const struct ck__target *t, const char *body, size_t len)
 {
     struct ck_err err = {0};
     struct ck_warnings warnings = {0};
     if (t->kind->namespaced && !t->namespace[0])
-        return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
-    json_t *obj = decode_body(ctx, conn, t->kind, NULL, NULL, body, len, &warnings, &err);
+        return ck__fail_with(req, "NotFound", "the server could not find the requested resource");
+    json_t *obj = decode_body(ctx, req, t->kind, NULL, NULL, body, len, &warnings, &err);
     if (!obj) {
         ck_warnings_release(&warnings);
-        return ck__fail(conn, &err);
+        return ck__fail(req, &err);
     }
     char *out = NULL;
     size_t out_len = 0;
     struct ck_field_manager who;
     char manager[160];
-    int r = field_manager(conn, "CreateOptions", &who, manager, sizeof(manager), &err);
+    int r = field_manager(req, "CreateOptions", &who, manager, sizeof(manager), &err);
     struct ck_warnings *prev = ck__admission_warnings_to(&warnings);
     if (r == 0)
         r = ck__registry_create_by(ctx->registry, t->kind, t->namespace, obj, &who, t->user,
-                                   dry_run(conn), &out, &out_len, &err);
+                                   dry_run(req), &out, &out_len, &err);
     ck__admission_warnings_to(prev);
     json_decref(obj);
-    enum MHD_Result ret =
-        r < 0 ? ck__fail(conn, &err) : send_object(conn, t->kind, 201, out, out_len, &warnings);
+    enum ck__res ret =
+        r < 0 ? ck__fail(req, &err) : send_object(req, t->kind, 201, out, out_len, &warnings);
     ck_warnings_release(&warnings);
     return ret;
 }
@@ -676,16 +626,16 @@ static json_t *replace_with_body(const json_t *current, void *arg, struct ck_err
  * Answers a successful write: a Scale for the scale subresource, else the
  * object (or its Table).
  */
-static enum MHD_Result send_written(struct MHD_Connection *conn, const struct ck__target *t,
-                                    char *out, size_t len, const struct ck_warnings *warnings)
+static enum ck__res send_written(struct ck__req *req, const struct ck__target *t, char *out,
+                                 size_t len, const struct ck_warnings *warnings)
 {
     if (!is_scale(t))
-        return send_object(conn, t->kind, 200, out, len, warnings);
+        return send_object(req, t->kind, 200, out, len, warnings);
     char *scale = ck__scale_serve(t->kind, out, len, &len);
     free(out);
     if (!scale)
-        return ck__fail_no_memory(conn);
-    return send_plain(conn, t->kind, 200, scale, len, warnings);
+        return ck__fail_no_memory(req);
+    return send_plain(req, t->kind, 200, scale, len, warnings);
 }
 
 /*
@@ -701,32 +651,32 @@ static const char *write_subresource(const struct ck__target *t)
     return NULL;
 }
 
-static enum MHD_Result handle_update(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                     const struct ck__target *t, const char *body, size_t len)
+static enum ck__res handle_update(struct ck_apiserver *ctx, struct ck__req *req,
+                                  const struct ck__target *t, const char *body, size_t len)
 {
     struct ck_err err = {0};
     struct ck_warnings warnings = {0};
     json_t *obj = is_scale(t)
-                      ? decode_body(ctx, conn, t->kind, target_subresource(t)->schema,
+                      ? decode_body(ctx, req, t->kind, target_subresource(t)->schema,
                                     target_subresource(t)->kind, body, len, &warnings, &err)
-                      : decode_body(ctx, conn, t->kind, NULL, NULL, body, len, &warnings, &err);
+                      : decode_body(ctx, req, t->kind, NULL, NULL, body, len, &warnings, &err);
     if (!obj) {
         ck_warnings_release(&warnings);
-        return ck__fail(conn, &err);
+        return ck__fail(req, &err);
     }
     const char *body_name =
         json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
     if (body_name && strcmp(body_name, t->name) != 0) {
         json_decref(obj);
         ck_warnings_release(&warnings);
-        return ck__fail_with(conn, "BadRequest",
+        return ck__fail_with(req, "BadRequest",
                              "the name of the object does not match the name on the URL");
     }
     char *out = NULL;
     size_t out_len = 0;
     struct ck_field_manager who;
     char manager[160];
-    int r = field_manager(conn, "UpdateOptions", &who, manager, sizeof(manager), &err);
+    int r = field_manager(req, "UpdateOptions", &who, manager, sizeof(manager), &err);
     who.subresource = t->subresource[0] ? t->subresource : NULL;
     struct ck__scale_put put = {t->kind, obj};
     struct ck_warnings *prev = ck__admission_warnings_to(&warnings);
@@ -734,30 +684,29 @@ static enum MHD_Result handle_update(struct ck_apiserver *ctx, struct MHD_Connec
         r = ck__registry_update_by(
             ctx->registry, t->kind, t->namespace, t->name, write_subresource(t), &who, t->user,
             is_scale(t) ? ck__scale_put_mutate : replace_with_body,
-            is_scale(t) ? (void *)&put : (void *)obj, dry_run(conn), &out, &out_len, &err);
+            is_scale(t) ? (void *)&put : (void *)obj, dry_run(req), &out, &out_len, &err);
     ck__admission_warnings_to(prev);
     json_decref(obj);
-    enum MHD_Result ret =
-        r < 0 ? ck__fail(conn, &err) : send_written(conn, t, out, out_len, &warnings);
+    enum ck__res ret = r < 0 ? ck__fail(req, &err) : send_written(req, t, out, out_len, &warnings);
     ck_warnings_release(&warnings);
     return ret;
 }
 
 /* fieldManager (required for apply) and force (apply only) of a PATCH. */
-static int patch_options(struct MHD_Connection *conn, struct ck__patch *patch, char *buf,
-                         size_t size, struct ck_err *reterr)
+static int patch_options(struct ck__req *req, struct ck__patch *patch, char *buf, size_t size,
+                         struct ck_err *reterr)
 {
-    const char *force = ck__query(conn, "force");
+    const char *force = ck__query(req, "force");
     bool apply = patch->type == CK__PATCH_APPLY;
     if (force && !apply)
         return invalid_options(reterr, "force", "force",
                                "may not be specified for non-apply patch");
-    const char *manager = ck__query(conn, "fieldManager");
+    const char *manager = ck__query(req, "fieldManager");
     if (apply && (!manager || !*manager))
         return invalid_options(reterr, "fieldManager", "fieldManager",
                                "is required for apply patch");
-    patch->force = ck__query_bool(conn, "force");
-    return field_manager(conn, "PatchOptions", &patch->who, buf, size, reterr);
+    patch->force = ck__query_bool(req, "force");
+    return field_manager(req, "PatchOptions", &patch->who, buf, size, reterr);
 }
 
 /* An apply of an object that does not exist creates it. */
@@ -789,18 +738,18 @@ static int apply_create(struct ck_apiserver *ctx, const struct ck__target *t,
     return r;
 }
 
-static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                    const struct ck__target *t, const char *body, size_t len)
+static enum ck__res handle_patch(struct ck_apiserver *ctx, struct ck__req *req,
+                                 const struct ck__target *t, const char *body, size_t len)
 {
     struct ck_err err = {0};
     struct ck__patch patch;
-    const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+    const char *type = ck__req_header(req, "Content-Type");
     if (ck__patch_init(&patch, ck_kind_schemas(t->kind, ctx->schemas), t->kind, type, body, len,
                        &err) < 0)
-        return ck__fail(conn, &err);
-    if (ck_field_validation_parse(ck__query(conn, "fieldValidation"), &patch.validation) < 0) {
+        return ck__fail(req, &err);
+    if (ck_field_validation_parse(ck__query(req, "fieldValidation"), &patch.validation) < 0) {
         ck__patch_release(&patch);
-        return ck__fail_with(conn, "BadRequest",
+        return ck__fail_with(req, "BadRequest",
                              "fieldValidation must be one of Strict, Warn or Ignore");
     }
     patch.scale = is_scale(t);
@@ -809,7 +758,7 @@ static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connect
     char *out = NULL;
     size_t out_len = 0;
     char manager[160];
-    int r = patch_options(conn, &patch, manager, sizeof(manager), &err);
+    int r = patch_options(req, &patch, manager, sizeof(manager), &err);
     patch.who.subresource = t->subresource[0] ? t->subresource : NULL;
     /* admission warns into the attempt's list: a retried attempt starts it afresh */
     struct ck_warnings *prev = ck__admission_warnings_to(&patch.warnings);
@@ -817,17 +766,17 @@ static enum MHD_Result handle_patch(struct ck_apiserver *ctx, struct MHD_Connect
         r = ck__registry_update_by(ctx->registry, t->kind, t->namespace, t->name,
                                    write_subresource(t),
                                    patch.type == CK__PATCH_APPLY ? NULL : &patch.who, t->user,
-                                   ck__patch_mutate, &patch, dry_run(conn), &out, &out_len, &err);
+                                   ck__patch_mutate, &patch, dry_run(req), &out, &out_len, &err);
     bool created = false;
     if (r == CK_ENOENT && patch.type == CK__PATCH_APPLY && !t->subresource[0]) {
         ck_err_release(&err);
-        r = apply_create(ctx, t, &patch, dry_run(conn), &out, &out_len, &err);
+        r = apply_create(ctx, t, &patch, dry_run(req), &out, &out_len, &err);
         created = r == 0;
     }
     ck__admission_warnings_to(prev);
-    enum MHD_Result ret = r < 0     ? ck__fail(conn, &err)
-                          : created ? send_object(conn, t->kind, 201, out, out_len, &patch.warnings)
-                                    : send_written(conn, t, out, out_len, &patch.warnings);
+    enum ck__res ret = r < 0     ? ck__fail(req, &err)
+                       : created ? send_object(req, t->kind, 201, out, out_len, &patch.warnings)
+                                 : send_written(req, t, out, out_len, &patch.warnings);
     ck__patch_release(&patch);
     return ret;
 }
@@ -865,9 +814,8 @@ static int parse_propagation(const char *policy, struct ck__delete_options *opts
  * propagationPolicy or the deprecated orphanDependents, gracePeriodSeconds,
  * preconditions and dryRun. The strings in opts point into *ret_doc.
  */
-static int parse_delete_options(struct MHD_Connection *conn, const char *body, size_t len,
-                                json_t **ret_doc, struct ck__delete_options *opts,
-                                struct ck_err *reterr)
+static int parse_delete_options(struct ck__req *req, const char *body, size_t len, json_t **ret_doc,
+                                struct ck__delete_options *opts, struct ck_err *reterr)
 {
     memset(opts, 0, sizeof(*opts));
     *ret_doc = NULL;
@@ -901,11 +849,11 @@ static int parse_delete_options(struct MHD_Connection *conn, const char *body, s
             opts->grace_seconds = json_integer_value(grace);
         }
     }
-    opts->dry_run = opts->dry_run || dry_run(conn);
-    const char *q = ck__query(conn, "propagationPolicy");
+    opts->dry_run = opts->dry_run || dry_run(req);
+    const char *q = ck__query(req, "propagationPolicy");
     if (q)
         policy = q;
-    q = ck__query(conn, "gracePeriodSeconds");
+    q = ck__query(req, "gracePeriodSeconds");
     if (q) {
         char *end = NULL;
         opts->grace_seconds = strtoll(q, &end, 10);
@@ -914,8 +862,8 @@ static int parse_delete_options(struct MHD_Connection *conn, const char *body, s
         }
         opts->has_grace = true;
     }
-    bool orphan_set = json_is_boolean(orphan) || ck__query(conn, "orphanDependents");
-    bool orphan_true = json_is_true(orphan) || ck__query_bool(conn, "orphanDependents");
+    bool orphan_set = json_is_boolean(orphan) || ck__query(req, "orphanDependents");
+    bool orphan_true = json_is_true(orphan) || ck__query_bool(req, "orphanDependents");
     if (policy && orphan_set)
         return invalid_delete_options(
             reterr, "propagationPolicy", "Invalid value", policy,
@@ -928,22 +876,20 @@ static int parse_delete_options(struct MHD_Connection *conn, const char *body, s
 }
 
 /* parse_delete_options(), releasing the body's document on failure. */
-static int delete_options(struct MHD_Connection *conn, const char *body, size_t len,
-                          json_t **ret_doc, struct ck__delete_options *opts, struct ck_err *reterr)
+static int delete_options(struct ck__req *req, const char *body, size_t len, json_t **ret_doc,
+                          struct ck__delete_options *opts, struct ck_err *reterr)
 {
     /* client-go's typed clients send DeleteOptions in protobuf */
     char *json_body = NULL;
     *ret_doc = NULL;
-    if (body && len &&
-        ck__is_proto_media_type(
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type"))) {
+    if (body && len && ck__is_proto_media_type(ck__req_header(req, "Content-Type"))) {
         int r = ck__proto_body_to_json("io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions", body,
                                        len, &json_body, &len, reterr);
         if (r < 0)
             return r;
         body = json_body;
     }
-    int r = parse_delete_options(conn, body, len, ret_doc, opts, reterr);
+    int r = parse_delete_options(req, body, len, ret_doc, opts, reterr);
     free(json_body);
     if (r < 0) {
         json_decref(*ret_doc);
@@ -952,14 +898,14 @@ static int delete_options(struct MHD_Connection *conn, const char *body, size_t 
     return r;
 }
 
-static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                     const struct ck__target *t, const char *body, size_t len)
+static enum ck__res handle_delete(struct ck_apiserver *ctx, struct ck__req *req,
+                                  const struct ck__target *t, const char *body, size_t len)
 {
     struct ck_err err = {0};
     struct ck__delete_options opts;
     json_t *doc = NULL;
-    if (delete_options(conn, body, len, &doc, &opts, &err) < 0)
-        return ck__fail(conn, &err);
+    if (delete_options(req, body, len, &doc, &opts, &err) < 0)
+        return ck__fail(req, &err);
     opts.user = t->user;
     char *out = NULL;
     size_t out_len = 0;
@@ -967,8 +913,8 @@ static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connec
                                 &out_len, &err);
     json_decref(doc);
     if (r < 0)
-        return ck__fail(conn, &err);
-    return send_plain(conn, t->kind, 200, out, out_len, NULL);
+        return ck__fail(req, &err);
+    return send_plain(req, t->kind, 200, out, out_len, NULL);
 }
 
 /*
@@ -976,50 +922,50 @@ static enum MHD_Result handle_delete(struct ck_apiserver *ctx, struct MHD_Connec
  * scheduler sets spec.nodeName once): the body, of the subresource's kind,
  * goes to the kind's update hook; 201 with a Success Status.
  */
-static enum MHD_Result handle_binding(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                      const struct ck__target *t, const char *body, size_t len)
+static enum ck__res handle_binding(struct ck_apiserver *ctx, struct ck__req *req,
+                                   const struct ck__target *t, const char *body, size_t len)
 {
     struct ck_err err = {0};
     const struct ck_subresource *sub = target_subresource(t);
     const char *want_kind = sub->kind ? sub->kind : t->kind->kind;
     json_t *binding = NULL;
     if (ck_json_loadb(body, len, 0, &binding, NULL) == CK_ENOMEM)
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     if (!json_is_object(binding)) {
         json_decref(binding);
         char msg[160];
         snprintf(msg, sizeof(msg), "%s in version \"%s\" cannot be handled", want_kind,
                  sub->version ? sub->version : t->kind->version);
-        return ck__fail_with(conn, "BadRequest", msg);
+        return ck__fail_with(req, "BadRequest", msg);
     }
     const char *kind = json_string_value(json_object_get(binding, "kind"));
     const char *name =
         json_string_value(json_object_get(json_object_get(binding, "metadata"), "name"));
     if ((kind && strcmp(kind, want_kind) != 0) || (name && strcmp(name, t->name) != 0)) {
         json_decref(binding);
-        return ck__fail_with(conn, "BadRequest",
+        return ck__fail_with(req, "BadRequest",
                              "the name of the object does not match the name on the URL");
     }
     char *out = NULL;
     size_t out_len = 0;
     struct ck_field_manager who;
     char manager[160];
-    int r = field_manager(conn, "CreateOptions", &who, manager, sizeof(manager), &err);
+    int r = field_manager(req, "CreateOptions", &who, manager, sizeof(manager), &err);
     who.subresource = t->subresource;
     if (r == 0)
         r = ck__registry_update_by(ctx->registry, t->kind, t->namespace, t->name, t->subresource,
-                                   &who, t->user, replace_with_body, binding, dry_run(conn), &out,
+                                   &who, t->user, replace_with_body, binding, dry_run(req), &out,
                                    &out_len, &err);
     json_decref(binding);
     free(out);
     if (r < 0)
-        return ck__fail(conn, &err);
-    struct ck_err created = {.http_status = MHD_HTTP_CREATED}; /* a Success Status */
+        return ck__fail(req, &err);
+    struct ck_err created = {.http_status = 201}; /* a Success Status */
     size_t ok_len = 0;
     char *ok = ck__status_json(&created, true, &ok_len);
     if (!ok)
-        return ck__fail_no_memory(conn);
-    return ck__send_bytes(conn, MHD_HTTP_CREATED, "application/json", ok, ok_len, NULL);
+        return ck__fail_no_memory(req);
+    return ck__send_bytes(req, 201, "application/json", ok, ok_len, NULL);
 }
 
 /*
@@ -1028,39 +974,39 @@ static enum MHD_Result handle_binding(struct ck_apiserver *ctx, struct MHD_Conne
  * disruption budget is honoured first (disruption_budget.c); 201 with a
  * Success Status, as for a binding.
  */
-static enum MHD_Result handle_eviction(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                       const struct ck__target *t, const char *body, size_t len)
+static enum ck__res handle_eviction(struct ck_apiserver *ctx, struct ck__req *req,
+                                    const struct ck__target *t, const char *body, size_t len)
 {
     const struct ck_subresource *sub = target_subresource(t);
     json_t *eviction = NULL;
     if (ck_json_loadb(body, len, 0, &eviction, NULL) == CK_ENOMEM)
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     if (!json_is_object(eviction)) {
         json_decref(eviction);
         char msg[160];
         snprintf(msg, sizeof(msg), "%s in version \"%s\" cannot be handled",
                  sub->kind ? sub->kind : t->kind->kind,
                  sub->version ? sub->version : t->kind->version);
-        return ck__fail_with(conn, "BadRequest", msg);
+        return ck__fail_with(req, "BadRequest", msg);
     }
     const char *name =
         json_string_value(json_object_get(json_object_get(eviction, "metadata"), "name"));
     if (name && strcmp(name, t->name) != 0) {
         json_decref(eviction);
-        return ck__fail_with(conn, "BadRequest",
+        return ck__fail_with(req, "BadRequest",
                              "name in URL does not match name in Eviction object");
     }
     char *options = NULL;
     const json_t *given = json_object_get(eviction, "deleteOptions");
     if (json_is_object(given) && !(options = json_dumps(given, JSON_COMPACT))) {
         json_decref(eviction);
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     }
     json_decref(eviction);
     struct ck_err err = {0};
     struct ck__delete_options opts;
     json_t *doc = NULL;
-    int r = delete_options(conn, options, options ? strlen(options) : 0, &doc, &opts, &err);
+    int r = delete_options(req, options, options ? strlen(options) : 0, &doc, &opts, &err);
     opts.user = t->user;
     char *out = NULL;
     size_t out_len = 0;
@@ -1072,7 +1018,7 @@ static enum MHD_Result handle_eviction(struct ck_apiserver *ctx, struct MHD_Conn
     for (int attempt = 0; r == 0; attempt++) {
         r = ck__eviction_check_budgets(ctx->registry, t->namespace, t->name, opts.dry_run, &budget,
                                        &err);
-        if (r == 0 || err.http_status != MHD_HTTP_CONFLICT || attempt == 19)
+        if (r == 0 || err.http_status != 409 || attempt == 19)
             break;
         ck_err_release(&err);
         r = 0;
@@ -1084,39 +1030,38 @@ static enum MHD_Result handle_eviction(struct ck_apiserver *ctx, struct MHD_Conn
     if (r == 0)
         r = ck__registry_delete(ctx->registry, t->kind, t->namespace, t->name, &opts, &out,
                                 &out_len, &err);
-    if (r < 0 && preconditioned && err.http_status == MHD_HTTP_CONFLICT)
+    if (r < 0 && preconditioned && err.http_status == 409)
         r = ck__eviction_refused_by_conflict(&err, budget.budget);
     json_decref(doc);
     free(options);
     free(out);
     if (r < 0)
-        return ck__fail(conn, &err);
-    struct ck_err created = {.http_status = MHD_HTTP_CREATED}; /* a Success Status */
+        return ck__fail(req, &err);
+    struct ck_err created = {.http_status = 201}; /* a Success Status */
     size_t ok_len = 0;
     char *ok = ck__status_json(&created, true, &ok_len);
     if (!ok)
-        return ck__fail_no_memory(conn);
-    return ck__send_bytes(conn, MHD_HTTP_CREATED, "application/json", ok, ok_len, NULL);
+        return ck__fail_no_memory(req);
+    return ck__send_bytes(req, 201, "application/json", ok, ok_len, NULL);
 }
 
 /* DELETE on a collection: list with the selectors, delete each, answer the list. */
-static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
-                                                struct MHD_Connection *conn,
-                                                const struct ck__target *t, const char *body,
-                                                size_t len)
+static enum ck__res handle_delete_collection(struct ck_apiserver *ctx, struct ck__req *req,
+                                             const struct ck__target *t, const char *body,
+                                             size_t len)
 {
     struct ck_err err = {0};
     struct ck__delete_options opts;
     json_t *doc = NULL;
-    if (delete_options(conn, body, len, &doc, &opts, &err) < 0)
-        return ck__fail(conn, &err);
+    if (delete_options(req, body, len, &doc, &opts, &err) < 0)
+        return ck__fail(req, &err);
     opts.user = t->user;
     opts.precondition_uid = opts.precondition_rv = NULL;
     struct ck_label_selector *labels = NULL;
     struct ck_field_selector *fields = NULL;
-    if (ck__parse_selectors(conn, t->kind, &labels, &fields, &err) < 0) {
+    if (ck__parse_selectors(req, t->kind, &labels, &fields, &err) < 0) {
         json_decref(doc);
-        return ck__fail(conn, &err);
+        return ck__fail(req, &err);
     }
     struct ck__list_options lopts = {.namespace = t->namespace, .labels = labels, .fields = fields};
     struct ck__list_result result;
@@ -1125,7 +1070,7 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
     ck_field_selector_free(fields);
     if (r < 0) {
         json_decref(doc);
-        return ck__fail(conn, &err);
+        return ck__fail(req, &err);
     }
     /*
      * The deleted objects as they were, pointers into result, rendered once
@@ -1148,7 +1093,7 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
         else if (name && ck__registry_delete(ctx->registry, t->kind, ns ? ns : "", name, &opts,
                                              &out, &out_len, &err) == 0)
             deleted[n_deleted++] = result.kvs[i];
-        else if (err.http_status == MHD_HTTP_NOT_FOUND)
+        else if (err.http_status == 404)
             ck_err_release(&err); /* already gone: not this request's failure */
         free(out);
         json_decref(obj);
@@ -1156,7 +1101,7 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
             break; /* any other failure ends the collection delete */
     }
     json_decref(doc);
-    enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
+    enum ck__accept accept = ck__negotiate_kind(req, t->kind);
     if (err.code == 0 && accept == CK__ACCEPT_PARTIAL)
         ck__err_partial_shape(&err, t->kind, accept);
     char rv[32];
@@ -1183,19 +1128,19 @@ static enum MHD_Result handle_delete_collection(struct ck_apiserver *ctx,
     free(deleted);
     release_list(&result);
     if (err.code < 0)
-        return ck__fail(conn, &err);
+        return ck__fail(req, &err);
     if (!text)
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     if (accept == CK__ACCEPT_PROTOBUF)
-        return ck__send_proto(conn, 200, text, text_len, NULL);
-    return ck__send_bytes(conn, 200, "application/json", text, text_len, NULL);
+        return ck__send_proto(req, 200, text, text_len, NULL);
+    return ck__send_bytes(req, 200, "application/json", text, text_len, NULL);
 }
 
 /* ---- dispatch ----------------------------------------------------------- */
 
-static enum MHD_Result method_not_allowed(struct MHD_Connection *conn)
+static enum ck__res method_not_allowed(struct ck__req *req)
 {
-    return ck__fail_with(conn, "MethodNotAllowed",
+    return ck__fail_with(req, "MethodNotAllowed",
                          "the server does not allow this method on the requested resource");
 }
 
@@ -1244,40 +1189,40 @@ int ck__admit_connect(struct ck_apiserver *ctx, const struct ck__target *t, stru
     return r < 0 ? r : ck__admission_validate(ctx->registry, &attrs, reterr);
 }
 
-static enum MHD_Result serve_pod_connect(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                         const struct ck__target *t)
+static enum ck__res serve_pod_connect(struct ck_apiserver *ctx, struct ck__req *req,
+                                      const struct ck__target *t)
 {
     struct ck_err err = {0};
     if (ck__admit_connect(ctx, t, &err) < 0)
-        return ck__fail(conn, &err);
+        return ck__fail(req, &err);
     if (strcmp(t->subresource, "exec") == 0)
-        return ck__serve_pod_exec(ctx, conn, t); /* exec.c */
+        return ck__serve_pod_exec(ctx, req, t); /* exec.c */
     if (strcmp(t->subresource, "attach") == 0)
-        return ck__serve_pod_attach(ctx, conn, t);  /* exec.c */
-    return ck__serve_pod_portforward(ctx, conn, t); /* portforward.c */
+        return ck__serve_pod_attach(ctx, req, t);  /* exec.c */
+    return ck__serve_pod_portforward(ctx, req, t); /* portforward.c */
 }
 
-static bool serve_subresource(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                              const char *method, const struct ck__target *t, const char *body,
-                              size_t len, enum MHD_Result *ret)
+static bool serve_subresource(struct ck_apiserver *ctx, struct ck__req *req, const char *method,
+                              const struct ck__target *t, const char *body, size_t len,
+                              enum ck__res *ret)
 {
     const struct ck_subresource *sub = target_subresource(t);
     const char *verb = object_verb(method);
     if (sub && strcmp(sub->name, "log") == 0 && t->kind == ck_kind_with_role(CK_KIND_ROLE_POD) &&
         strcmp(verb, "get") == 0)
-        *ret = ck__serve_pod_log(ctx, conn, t); /* podlog.c */
+        *ret = ck__serve_pod_log(ctx, req, t); /* podlog.c */
     else if (is_pod_connect(t, sub, verb))
-        *ret = serve_pod_connect(ctx, conn, t);
+        *ret = serve_pod_connect(ctx, req, t);
     else if (sub && sub->part == CK_SUBRESOURCE_UNSERVED)
-        *ret = ck__fail_with(conn, "ServiceUnavailable", sub->message ? sub->message : "");
+        *ret = ck__fail_with(req, "ServiceUnavailable", sub->message ? sub->message : "");
     else if (!sub || !ck_subresource_allows(sub, verb))
-        *ret = method_not_allowed(conn);
-    else if (strcmp(verb, "get") == 0 && ck__query_bool(conn, "watch"))
-        *ret = method_not_allowed(conn);
+        *ret = method_not_allowed(req);
+    else if (strcmp(verb, "get") == 0 && ck__query_bool(req, "watch"))
+        *ret = method_not_allowed(req);
     else if (strcmp(verb, "create") == 0 && sub->part == CK_SUBRESOURCE_DELETE)
-        *ret = handle_eviction(ctx, conn, t, body, len);
+        *ret = handle_eviction(ctx, req, t, body, len);
     else if (strcmp(verb, "create") == 0)
-        *ret = handle_binding(ctx, conn, t, body, len);
+        *ret = handle_binding(ctx, req, t, body, len);
     else
         return false;
     return true;
@@ -1290,38 +1235,36 @@ struct dry_run_values {
     bool unsupported;
 };
 
-static enum MHD_Result collect_dry_run(void *cls, enum MHD_ValueKind kind, const char *key,
-                                       const char *value)
+static bool collect_dry_run(void *cls, const char *key, const char *value)
 {
-    (void)kind;
     struct dry_run_values *v = cls;
     if (strcmp(key, "dryRun") != 0)
-        return MHD_YES;
+        return true;
     if (!value || strcmp(value, "All") != 0)
         v->unsupported = true;
     ck__buf_printf(&v->text, "%s\"", v->text.len > strlen("[]string{") ? ", " : "");
     for (const char *c = value ? value : ""; *c; c++)
         ck__buf_printf(&v->text, "%s%c", *c == '"' || *c == '\\' ? "\\" : "", *c);
     ck__buf_printf(&v->text, "\"");
-    return MHD_YES;
+    return true;
 }
 
 /*
  * Every dryRun value of a write must be "All" (apimachinery's ValidateDryRun):
  * 422 naming the verb's options kind, before anything is read or stored.
  */
-static int check_dry_run(struct MHD_Connection *conn, const char *method, struct ck_err *reterr)
+static int check_dry_run(struct ck__req *req, const char *method, struct ck_err *reterr)
 {
     const char *options = strcmp(method, "POST") == 0     ? "CreateOptions"
                           : strcmp(method, "PUT") == 0    ? "UpdateOptions"
                           : strcmp(method, "PATCH") == 0  ? "PatchOptions"
                           : strcmp(method, "DELETE") == 0 ? "DeleteOptions"
                                                           : NULL;
-    if (!options || !ck__query(conn, "dryRun"))
+    if (!options || !ck__query(req, "dryRun"))
         return 0;
     struct dry_run_values v = {0};
     ck__buf_printf(&v.text, "[]string{");
-    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_dry_run, &v);
+    ck__req_queries(req, collect_dry_run, &v);
     ck__buf_printf(&v.text, "}");
     int r = 0;
     if (v.unsupported) {
@@ -1336,18 +1279,17 @@ static int check_dry_run(struct MHD_Connection *conn, const char *method, struct
     return r;
 }
 
-enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                   const char *method, const struct ck__target *t, const char *body,
-                                   size_t len)
+enum ck__res ck__serve_resource(struct ck_apiserver *ctx, struct ck__req *req, const char *method,
+                                const struct ck__target *t, const char *body, size_t len)
 {
     struct ck_err dry_run_err = {0};
-    if (check_dry_run(conn, method, &dry_run_err) < 0)
-        return ck__fail(conn, &dry_run_err);
+    if (check_dry_run(req, method, &dry_run_err) < 0)
+        return ck__fail(req, &dry_run_err);
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    bool watch = get && !t->name[0] && ck__query_bool(conn, "watch");
-    enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
+    bool watch = get && !t->name[0] && ck__query_bool(req, "watch");
+    enum ck__accept accept = ck__negotiate_kind(req, t->kind);
     if (accept == CK__ACCEPT_NONE ||
-        (watch && accept != CK__ACCEPT_PROTOBUF && !ck__media_can_stream(conn))) {
+        (watch && accept != CK__ACCEPT_PROTOBUF && !ck__media_can_stream(req))) {
         char types[256];
         ck__media_types_for(watch, ck_proto_has_message(t->kind->schema), types, sizeof(types));
         char msg[512];
@@ -1355,33 +1297,33 @@ enum MHD_Result ck__serve_resource(struct ck_apiserver *ctx, struct MHD_Connecti
             msg, sizeof(msg),
             "only the following media types are accepted: %s, application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
             types);
-        return ck__fail_with(conn, "NotAcceptable", msg);
+        return ck__fail_with(req, "NotAcceptable", msg);
     }
     if (t->subresource[0]) {
-        enum MHD_Result ret;
-        if (serve_subresource(ctx, conn, method, t, body, len, &ret))
+        enum ck__res ret;
+        if (serve_subresource(ctx, req, method, t, body, len, &ret))
             return ret;
     }
     if (get && t->name[0])
-        return handle_get(ctx, conn, t);
-    if (get && ck__query_bool(conn, "watch"))
-        return ck__serve_watch(ctx, conn, t);
+        return handle_get(ctx, req, t);
+    if (get && ck__query_bool(req, "watch"))
+        return ck__serve_watch(ctx, req, t);
     if (get)
-        return handle_list(ctx, conn, t);
+        return handle_list(ctx, req, t);
     if (strcmp(method, "POST") == 0 && !t->name[0] && t->kind->refuse_create)
-        return ck__fail_with(conn, "MethodNotAllowed", t->kind->refuse_create);
+        return ck__fail_with(req, "MethodNotAllowed", t->kind->refuse_create);
     if (strcmp(method, "POST") == 0 && !t->name[0])
-        return handle_create(ctx, conn, t, body, len);
+        return handle_create(ctx, req, t, body, len);
     if (strcmp(method, "PUT") == 0 && t->name[0])
-        return handle_update(ctx, conn, t, body, len);
+        return handle_update(ctx, req, t, body, len);
     if (strcmp(method, "PATCH") == 0 && t->name[0])
-        return handle_patch(ctx, conn, t, body, len);
+        return handle_patch(ctx, req, t, body, len);
     if (strcmp(method, "DELETE") == 0 && t->name[0] && !t->subresource[0])
-        return handle_delete(ctx, conn, t, body, len);
+        return handle_delete(ctx, req, t, body, len);
     if (strcmp(method, "DELETE") == 0 && !t->name[0])
-        return handle_delete_collection(ctx, conn, t, body, len);
+        return handle_delete_collection(ctx, req, t, body, len);
     char msg[160];
     snprintf(msg, sizeof(msg), "%s is not supported on resources of kind \"%s\"", method,
              t->kind->resource);
-    return ck__fail_with(conn, "MethodNotAllowed", msg);
+    return ck__fail_with(req, "MethodNotAllowed", msg);
 }

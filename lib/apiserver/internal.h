@@ -16,7 +16,6 @@
 #ifndef CKUBE_APISERVER_INTERNAL_H
 #define CKUBE_APISERVER_INTERNAL_H
 
-#include <microhttpd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <wslay/wslay.h>
@@ -27,6 +26,7 @@
 #include "ckube/cel.h"
 #include "ckube/internal/util.h"
 #include "ckube/store.h"
+#include "req.h"
 
 /* ---- Status objects (status.c) ---------------------------------------- */
 
@@ -1005,8 +1005,8 @@ enum ck__health_note ck__health_streak_note(struct ck__health_streak *s, bool ok
                                             long long *ret_failing_ms);
 
 struct ck_apiserver {
-    struct MHD_Daemon *daemon;
-    struct ck__apf *apf; /* API Priority and Fairness applied to requests (NULL: disabled) */
+    struct MHD_Daemon *daemon; /* server.c's transport */
+    struct ck__apf *apf;       /* API Priority and Fairness applied to requests (NULL: disabled) */
     /* without it, maxinflight.go: the reads and the writes running, and their limits */
     unsigned inflight_limit[2];
     atomic_uint inflight[2];
@@ -1073,19 +1073,6 @@ struct ck__conns;
 struct ck__conns *ck__conns_new(const struct ck__conn_limits *limits);
 /* Frees the tracker (the daemon must be stopped). Returns NULL. */
 struct ck__conns *ck__conns_free(struct ck__conns *c);
-/* libmicrohttpd's connection notification: a connection opened or closed. */
-void ck__conns_notify(struct ck__conns *c, struct MHD_Connection *mhd,
-                      enum MHD_ConnectionNotificationCode toe);
-/*
- * The connection's request header is complete (first call of the access
- * handler): its deadline stops. Returns whether it holds a reserve slot, and
- * may then only make one read.
- */
-bool ck__conns_request_started(struct ck__conns *c, struct MHD_Connection *mhd);
-/* The request's body (if any) has been received in full: its deadline stops. */
-void ck__conns_request_received(struct ck__conns *c, struct MHD_Connection *mhd);
-/* The request was answered: the deadline for the next header starts (a reserve slot closes). */
-void ck__conns_request_done(struct ck__conns *c, struct MHD_Connection *mhd);
 /*
  * One pass of the API Priority and Fairness configuration keeper (flowcontrol.c): the
  * bootstrap objects created or put back as kube-apiserver's ensurer does, and each
@@ -1302,18 +1289,18 @@ json_t *ck__auth_user_info(const struct ck_auth_user *user);
 
 /*
  * Authenticates one request (and applies impersonation). When *ret_answered is set,
- * the 401/403 Status has been queued (the return value is MHD's); else *ret_user
+ * the 401/403 Status has been queued (the return value is the answer's); else *ret_user
  * is the request's user (NULL without TLS), which the caller frees.
  */
-enum MHD_Result ck__auth_authenticate(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                      struct ck_auth_user **ret_user, bool *ret_answered);
+enum ck__res ck__auth_authenticate(struct ck_apiserver *server, struct ck__req *req,
+                                   struct ck_auth_user **ret_user, bool *ret_answered);
 /*
  * Authorizes user's request (members of system:masters pass; RBAC, the node
  * authorizer). When *ret_answered is set, the 403 Status has been queued.
  */
-enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                   const char *method, const char *url,
-                                   const struct ck_auth_user *user, bool *ret_answered);
+enum ck__res ck__auth_authorize(struct ck_apiserver *server, struct ck__req *req,
+                                const char *method, const char *url,
+                                const struct ck_auth_user *user, bool *ret_answered);
 /*
  * The same decision on a resource request made without HTTP (an in-process list or
  * watch, local.c): user's verb on t. 0 when allowed, else CK_EPERM with the 403
@@ -1322,8 +1309,7 @@ enum MHD_Result ck__auth_authorize(struct ck_apiserver *server, struct MHD_Conne
 int ck__auth_authorize_target(struct ck_apiserver *server, const struct ck_auth_user *user,
                               const char *verb, const struct ck__target *t, struct ck_err *err);
 /* Kubernetes' RequestInfo verb of a resource request (get, list, watch, create, ...). */
-const char *ck__request_verb(struct MHD_Connection *conn, const char *method,
-                             const struct ck__target *t);
+const char *ck__request_verb(struct ck__req *req, const char *method, const struct ck__target *t);
 
 /* The node name of a node's identity (system:node:NAME in system:nodes), or NULL. */
 const char *ck__auth_node_name(const struct ck_auth_user *user);
@@ -1336,9 +1322,14 @@ int ck__auth_check_write(struct ck_apiserver *server, const struct ck_auth_user 
                          const struct ck__target *t, const char *method, const char *content_type,
                          const char *body, size_t len, struct ck_err *reterr);
 
-/* MHD's connection callback (cls: the server): keeps a connection's verified certificate. */
-void ck__auth_notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                                enum MHD_ConnectionNotificationCode toe);
+/*
+ * A connection opened: the state the authenticator keeps for it (its
+ * verified certificate), which ck__req_conn_state() gives back; NULL without
+ * TLS or memory (the certificate is then verified at every request).
+ */
+void *ck__auth_conn_opened(struct ck_apiserver *server);
+/* The connection closed: its state goes (NULL: nothing). */
+void ck__auth_conn_closed(void *state);
 
 /*
  * Answers what is not stored but computed from the request's user: POST
@@ -1347,9 +1338,9 @@ void ck__auth_notify_connection(void *cls, struct MHD_Connection *conn, void **s
  * SelfSubjectAccessReview, SelfSubjectRulesReview). Returns false when t is
  * none of them; else *ret is the queued answer.
  */
-bool ck__auth_serve(struct ck_apiserver *server, struct MHD_Connection *conn, const char *method,
+bool ck__auth_serve(struct ck_apiserver *server, struct ck__req *req, const char *method,
                     const struct ck__target *t, const struct ck_auth_user *user, const char *body,
-                    size_t len, enum MHD_Result *ret);
+                    size_t len, enum ck__res *ret);
 
 /* Rebuilds the RBAC policy from the store after a write of one of its kinds. */
 void ck__auth_rbac_changed(struct ck_apiserver *server);
@@ -1408,26 +1399,26 @@ const struct ck__codec *ck__codec_for_content_type(const char *content_type);
 void ck__media_negotiate_accept(const char *accept, struct ck__media *ret);
 
 /* The same for a request, pretty also by ?pretty= or the User-Agent (curl, Wget, Mozilla/). */
-void ck__media_negotiate(struct MHD_Connection *conn, struct ck__media *ret);
+void ck__media_negotiate(struct ck__req *req, struct ck__media *ret);
 
 /*
  * Whether an API object answered to this request goes out as compact JSON:
  * its bytes as they are and a line break (not YAML, not indented).
  */
-bool ck__media_compact_json(struct MHD_Connection *conn);
+bool ck__media_compact_json(struct ck__req *req);
 
 /*
  * What the client accepts: a Table, PartialObjectMetadata (or its List), a
  * plain object, or nothing we produce (CK__ACCEPT_NONE).
  */
-enum ck__accept ck__negotiate(struct MHD_Connection *conn);
+enum ck__accept ck__negotiate(struct ck__req *req);
 
 /*
  * True when some Accept entry names a format with stream framing (JSON): a
  * watch is answered in it, skipping earlier YAML entries as Kubernetes'
  * stream negotiation does; false makes a watch a 406.
  */
-bool ck__media_can_stream(struct MHD_Connection *conn);
+bool ck__media_can_stream(struct ck__req *req);
 
 /* The media types served ("application/json, application/yaml"), streaming ones only if asked. */
 size_t ck__media_types(bool streaming, char *buf, size_t size);
@@ -1441,7 +1432,7 @@ size_t ck__media_types_for(bool streaming, bool protobuf, char *buf, size_t size
  * frees), its length, and the Content-Type to send in ret_type. Other
  * content types pass unchanged. 0, or CK_ENOMEM (body freed).
  */
-int ck__media_encode(struct MHD_Connection *conn, const char *content_type, char *body, size_t len,
+int ck__media_encode(struct ck__req *req, const char *content_type, char *body, size_t len,
                      char **ret_body, size_t *ret_len, char *ret_type, size_t type_size);
 
 /* 415 as Kubernetes words it, naming the media types bodies may be sent in. */
@@ -1457,7 +1448,7 @@ int ck__err_unsupported_media_for(struct ck_err *reterr, bool protobuf);
  * decodes (naming protobuf when kind, which may be NULL, takes it), 400 for a
  * body that is not YAML.
  */
-int ck__media_decode_body(struct MHD_Connection *conn, const struct ck_kind *kind, const char *body,
+int ck__media_decode_body(struct ck__req *req, const struct ck_kind *kind, const char *body,
                           size_t len, char **ret_json, size_t *ret_len, struct ck_err *reterr);
 
 /*
@@ -1474,7 +1465,7 @@ int ck__media_check_json(const char *kind_name, const char *body, size_t len,
  * protobuf message (a custom resource has none, so a protobuf entry is
  * passed over, as Kubernetes' negotiation does).
  */
-enum ck__accept ck__negotiate_kind(struct MHD_Connection *conn, const struct ck_kind *kind);
+enum ck__accept ck__negotiate_kind(struct ck__req *req, const struct ck_kind *kind);
 
 /* ---- protobuf (protobuf.c) ------------------------------------------------ */
 
@@ -1510,8 +1501,8 @@ int ck__proto_list(const struct ck_kind *kind, const char *rv, const char *conti
  * Queues body (JSON, taken) as protobuf with status and warnings; a body
  * that has no protobuf form is answered with the Status of why.
  */
-enum MHD_Result ck__send_proto(struct MHD_Connection *conn, unsigned status, char *body, size_t len,
-                               const struct ck_warnings *warnings);
+enum ck__res ck__send_proto(struct ck__req *req, unsigned status, char *body, size_t len,
+                            const struct ck_warnings *warnings);
 
 /*
  * The PartialObjectMetadata of obj: {"kind":"PartialObjectMetadata",
@@ -1535,11 +1526,11 @@ json_t *ck__partial_list_of(const struct ck__list_result *result, const char *rv
  * list, or a PartialObjectMetadataList of one object (of kind). Returns CK_EINVAL.
  */
 int ck__err_partial_shape(struct ck_err *err, const struct ck_kind *kind, enum ck__accept accept);
-const char *ck__query(struct MHD_Connection *conn, const char *name);
+const char *ck__query(struct ck__req *req, const char *name);
 /* A boolean query parameter parsed as Go's ParseBool (true, True, 1, t ...). */
-bool ck__query_bool(struct MHD_Connection *conn, const char *name);
+bool ck__query_bool(struct ck__req *req, const char *name);
 /* Parses labelSelector and fieldSelector (400 on error); the caller frees both. */
-int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
+int ck__parse_selectors(struct ck__req *req, const struct ck_kind *kind,
                         struct ck_label_selector **ret_labels,
                         struct ck_field_selector **ret_fields, struct ck_err *reterr);
 /* The same from the selectors' text (NULL: everything), for in-process lists (local.c). */
@@ -1551,30 +1542,30 @@ int ck__parse_selector_text(const struct ck_kind *kind, const char *labels, cons
  * Queues body (len bytes; taken: freed here, also on failure) with status,
  * content_type and one Warning header per warning (NULL: none).
  */
-enum MHD_Result ck__send_bytes(struct MHD_Connection *conn, unsigned status,
-                               const char *content_type, char *body, size_t len,
-                               const struct ck_warnings *warnings);
+enum ck__res ck__send_bytes(struct ck__req *req, unsigned status, const char *content_type,
+                            char *body, size_t len, const struct ck_warnings *warnings);
 
 /*
- * Queues resp (taken) with status, content_type and the headers every API
- * answer has; its body goes as it is (no negotiated encoding).
+ * Queues a body of pieces (borrowed until release(arg), see ck__respond_pieces)
+ * with status, content_type and the headers every API answer has; it goes as
+ * it is (no negotiated encoding).
  */
-enum MHD_Result ck__send_response(struct MHD_Connection *conn, unsigned status,
-                                  const char *content_type, struct MHD_Response *resp,
-                                  const struct ck_warnings *warnings);
+enum ck__res ck__send_pieces(struct ck__req *req, unsigned status, const char *content_type,
+                             const struct ck__piece *pieces, size_t n, void (*release)(void *),
+                             void *arg);
 
 /* Queues a JSON body (borrowed) with status. */
-enum MHD_Result ck__send_json(struct MHD_Connection *conn, unsigned status, const char *json);
+enum ck__res ck__send_json(struct ck__req *req, unsigned status, const char *json);
 
 /*
  * Answers err as a Status with its HTTP code (500 when it has none). When
  * the Status cannot be rendered, answers the static 500 InternalError
  * Status. err is borrowed.
  */
-enum MHD_Result ck__send_error(struct MHD_Connection *conn, const struct ck_err *err);
+enum ck__res ck__send_error(struct ck__req *req, const struct ck_err *err);
 
 /* ck__send_error(), then ck_err_release(err). */
-enum MHD_Result ck__fail(struct MHD_Connection *conn, struct ck_err *err);
+enum ck__res ck__fail(struct ck__req *req, struct ck_err *err);
 
 /* The client certificate for node agents (podlog.c), from config or the PKI. */
 int ck__kubelet_client_init(struct ck_apiserver *ctx, const struct ck_apiserver_config *config,
@@ -1593,15 +1584,15 @@ json_t *ck__read_object(struct ck_apiserver *ctx, const struct ck_kind *kind, co
                         const char *name, struct ck_err *err);
 
 /* GET/POST pods/{name}/exec: kubectl's WebSocket relayed to the pod's node agent (exec.c). */
-enum MHD_Result ck__serve_pod_exec(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                   const struct ck__target *t);
+enum ck__res ck__serve_pod_exec(struct ck_apiserver *ctx, struct ck__req *req,
+                                const struct ck__target *t);
 /* GET/POST pods/{name}/attach: the same relay to the container's own stdio (exec.c). */
-enum MHD_Result ck__serve_pod_attach(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                     const struct ck__target *t);
+enum ck__res ck__serve_pod_attach(struct ck_apiserver *ctx, struct ck__req *req,
+                                  const struct ck__target *t);
 
 /* GET/POST pods/{name}/portforward: kubectl's SPDY streams relayed to the agent (portforward.c). */
-enum MHD_Result ck__serve_pod_portforward(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                          const struct ck__target *t);
+enum ck__res ck__serve_pod_portforward(struct ck_apiserver *ctx, struct ck__req *req,
+                                       const struct ck__target *t);
 
 /* The node's InternalIP address, or NULL (podlog.c). */
 const char *ck__node_internal_ip(const json_t *node);
@@ -1671,9 +1662,8 @@ struct ck__upstream {
  * body; an upstream that cannot be reached, or answers beyond the limits, is 503
  * ServiceUnavailable "error trying to reach service: ...".
  */
-enum MHD_Result ck__upstream_serve(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                   const char *method, const char *body, size_t len,
-                                   const struct ck__upstream *u);
+enum ck__res ck__upstream_serve(struct ck_apiserver *ctx, struct ck__req *req, const char *method,
+                                const char *body, size_t len, const struct ck__upstream *u);
 /* Whether a field of the client's request, or of the upstream's answer, is passed on. */
 bool ck__upstream_forwards_request_header(const char *name, bool front_proxy);
 bool ck__upstream_forwards_response_header(const char *name);
@@ -1730,9 +1720,9 @@ void ck__aggregator_stop(struct ck_apiserver *server);
  * Relays a request under /apis/<group>/<version> of a remote APIService to its Service,
  * as user: true with *ret the answer; false when the path is not aggregated.
  */
-bool ck__aggregator_serve(struct ck_apiserver *server, struct MHD_Connection *conn,
-                          const char *method, const char *body, size_t len, const char *raw_uri,
-                          const char *url, const struct ck_auth_user *user, enum MHD_Result *ret);
+bool ck__aggregator_serve(struct ck_apiserver *server, struct ck__req *req, const char *method,
+                          const char *body, size_t len, const char *raw_uri, const char *url,
+                          const struct ck_auth_user *user, enum ck__res *ret);
 /*
  * Adds the remote APIServices' groups to an APIGroupList (doc, taken and returned), and
  * their resources to an APIGroupDiscoveryList's items (the backends' last lists).
@@ -1769,9 +1759,9 @@ int ck__proxy_node_location(const json_t *node, const struct ck__proxy_id *id, c
  * Any request to pods|services|nodes/{name}/proxy[/{path}]: admitted, resolved and relayed
  * (raw_uri: the target as the client sent it, where the proxied path is taken from).
  */
-enum MHD_Result ck__serve_proxy(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                const char *method, const char *body, size_t len,
-                                const char *raw_uri, const struct ck__target *t);
+enum ck__res ck__serve_proxy(struct ck_apiserver *ctx, struct ck__req *req, const char *method,
+                             const char *body, size_t len, const char *raw_uri,
+                             const struct ck__target *t);
 
 /* ---- the streaming leg to a node agent (agentleg.c) ---- */
 
@@ -1805,38 +1795,19 @@ void ck__leg_close(struct ck__leg *l);
  * for a streaming subresource; NULL when it cannot be read, *ret_failed then being the
  * Status answered (404 for no pod).
  */
-json_t *ck__read_pod(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                     const struct ck__target *t, char *node_name, size_t size,
-                     enum MHD_Result *ret_failed);
+json_t *ck__read_pod(struct ck_apiserver *ctx, struct ck__req *req, const struct ck__target *t,
+                     char *node_name, size_t size, enum ck__res *ret_failed);
 /* A random session id: 32 hex digits and NUL into id[33]. 0, or CK_EIO. */
 int ck__leg_session_id(char id[33]);
 /* Sec-WebSocket-Accept of key (RFC 6455 4.2.2); false when it cannot be made. */
 bool ck__ws_accept_key(const char *key, char *out, size_t size);
-/*
- * kubectl's upgraded connection as libmicrohttpd hands it over: the socket we read and
- * write (under TLS a socketpair's end), the client's own socket (whose hang-up
- * libmicrohttpd does not pass on: poll it for POLLRDHUP) and the handle to close it with;
- * and what to run on it. The first member of a relay's struct, which is the cls of
- * MHD_create_response_for_upgrade(ck__upgraded_cb, cls).
- */
-struct ck__upgraded {
-    MHD_socket sock;
-    int peer_fd;
-    struct MHD_UpgradeResponseHandle *urh;
-    bool hold_reads;           /* ck__ws_recv reads nothing while set (back-pressure) */
-    void *(*relay)(void *cls); /* runs on a thread of its own, owns cls */
-    void (*drop)(void *cls);   /* frees cls when that thread cannot be had */
-};
-/* libmicrohttpd's upgrade callback: fills in cls's struct ck__upgraded, starts its relay. */
-void ck__upgraded_cb(void *cls, struct MHD_Connection *conn, void *req_cls, const char *extra_in,
-                     size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh);
 /* wslay's recv and send callbacks on the upgraded socket; user data: a struct whose first
  * member is its struct ck__upgraded. */
 ssize_t ck__ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *arg);
 ssize_t ck__ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
                     void *arg);
 /* Whether header name of the request contains token (case-insensitive). */
-bool ck__header_has(struct MHD_Connection *conn, const char *name, const char *token);
+bool ck__header_has(struct ck__req *req, const char *name, const char *token);
 
 /* ---- SPDY/3.1 framing (spdy.c) ---- */
 
@@ -1983,45 +1954,18 @@ struct ck__metrics_api *ck__metrics_api_free(struct ck__metrics_api *m);
  * Serves a request for metrics.k8s.io (any other group: false, nothing done): get and
  * list of NodeMetrics and PodMetrics, other verbs 405.
  */
-bool ck__metrics_api_serve(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                           const char *method, const struct ck__target *t, enum MHD_Result *ret);
+bool ck__metrics_api_serve(struct ck_apiserver *ctx, struct ck__req *req, const char *method,
+                           const struct ck__target *t, enum ck__res *ret);
 
 /* GET pods/{name}/log: proxied to the pod's node agent (podlog.c). */
-enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                  const struct ck__target *t);
+enum ck__res ck__serve_pod_log(struct ck_apiserver *ctx, struct ck__req *req,
+                               const struct ck__target *t);
 
 /* Answers a Status with reason and a message (no details). */
-enum MHD_Result ck__fail_with(struct MHD_Connection *conn, const char *reason, const char *message);
+enum ck__res ck__fail_with(struct ck__req *req, const char *reason, const char *message);
 
 /* Answers 500 InternalError "Internal error occurred: out of memory". */
-enum MHD_Result ck__fail_no_memory(struct MHD_Connection *conn);
-
-/*
- * Queues resp (taken: destroyed here, also on failure) with status, the one
- * place an answer is handed to libmicrohttpd. Inside an answer deferral on
- * this thread (ck__answer_defer) it is kept in the deferral instead, to be
- * queued by the connection's own thread once it is resumed.
- */
-enum MHD_Result ck__queue_answer(struct MHD_Connection *conn, unsigned status,
-                                 struct MHD_Response *resp);
-
-/* The answer a request run off its libmicrohttpd thread left (request.c). */
-struct ck__deferred_answer {
-    struct MHD_Response *resp; /* NULL: none was queued */
-    unsigned status;
-};
-
-/*
- * Starts (d non-NULL) or ends (d NULL) deferring this thread's answers into
- * d: what ck__queue_answer() is given in between is kept there.
- */
-void ck__answer_defer(struct ck__deferred_answer *d);
-/*
- * Sets t (NULL: none) as this thread's flow control ticket: ck__queue_answer()
- * gives every answer the X-Kubernetes-PF-FlowSchema-UID and
- * X-Kubernetes-PF-PriorityLevel-UID headers of a classified ticket.
- */
-void ck__answer_flow(const struct ck__apf_ticket *t);
+enum ck__res ck__fail_no_memory(struct ck__req *req);
 
 /* ---- the request worker threads (workers.c) ------------------------------ */
 
@@ -2061,9 +2005,9 @@ void ck__workers_free(struct ck__workers *w);
 /* ---- handlers (handlers.c) ---------------------------------------------- */
 
 /* Serves one request on a resource path (everything but watches' streaming). */
-enum MHD_Result ck__serve_resource(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                   const char *method, const struct ck__target *t, const char *body,
-                                   size_t len);
+enum ck__res ck__serve_resource(struct ck_apiserver *server, struct ck__req *req,
+                                const char *method, const struct ck__target *t, const char *body,
+                                size_t len);
 
 /* ---- watches (watch.c) ---------------------------------------------------- */
 
@@ -2132,8 +2076,8 @@ json_t *ck__watch_served_object(const struct ck_kind *kind, const struct ck_kv *
 json_t *ck__watch_bookmark(const struct ck_kind *kind, int64_t revision, bool initial_end,
                            bool partial);
 
-enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                const struct ck__target *t);
+enum ck__res ck__serve_watch(struct ck_apiserver *server, struct ck__req *req,
+                             const struct ck__target *t);
 
 /*
  * Ends watches past their deadline or whose client vanished, and asks for

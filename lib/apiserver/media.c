@@ -33,7 +33,7 @@
  * media type before them picks the row. The first entry the server can
  * answer wins.
  *
- * Threading: pure functions of one request, on its MHD thread.
+ * Threading: pure functions of one request, on the thread serving it.
  *
  * Tested in tests/apiserver/test_media.c (negotiation and encoding) and
  * tests/apiserver/test_wire.c (through a server).
@@ -172,14 +172,14 @@ static bool entry_shape(const char *item, size_t len, enum ck__accept *ret)
 }
 
 /* Go's isPrettyPrint: ?pretty= when given, else the User-Agent of a browser or a CLI tool. */
-static bool wants_pretty(struct MHD_Connection *conn)
+static bool wants_pretty(struct ck__req *req)
 {
-    const char *pretty = ck__query(conn, "pretty");
+    const char *pretty = ck__query(req, "pretty");
     if (pretty && *pretty) {
         bool v = false;
         return ck__parse_bool(pretty, &v) && v;
     }
-    const char *agent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent");
+    const char *agent = ck__req_header(req, "User-Agent");
     return agent && (strncmp(agent, "curl", 4) == 0 || strncmp(agent, "Wget", 4) == 0 ||
                      strncmp(agent, "Mozilla/", 8) == 0);
 }
@@ -231,33 +231,31 @@ void ck__media_negotiate_accept(const char *accept, struct ck__media *ret)
     negotiate(accept, false, true, ret);
 }
 
-void ck__media_negotiate(struct MHD_Connection *conn, struct ck__media *ret)
+void ck__media_negotiate(struct ck__req *req, struct ck__media *ret)
 {
-    ck__media_negotiate_accept(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept"), ret);
+    ck__media_negotiate_accept(ck__req_header(req, "Accept"), ret);
     if (ret->codec && !ret->pretty)
-        ret->pretty = wants_pretty(conn);
+        ret->pretty = wants_pretty(req);
 }
 
-enum ck__accept ck__negotiate(struct MHD_Connection *conn)
+enum ck__accept ck__negotiate(struct ck__req *req)
 {
     struct ck__media media;
-    ck__media_negotiate_accept(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept"),
-                               &media);
+    ck__media_negotiate_accept(ck__req_header(req, "Accept"), &media);
     return media.shape;
 }
 
-enum ck__accept ck__negotiate_kind(struct MHD_Connection *conn, const struct ck_kind *kind)
+enum ck__accept ck__negotiate_kind(struct ck__req *req, const struct ck_kind *kind)
 {
     struct ck__media media;
-    negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept"), false,
-              ck_proto_has_message(kind->schema), &media);
+    negotiate(ck__req_header(req, "Accept"), false, ck_proto_has_message(kind->schema), &media);
     return media.shape;
 }
 
-bool ck__media_can_stream(struct MHD_Connection *conn)
+bool ck__media_can_stream(struct ck__req *req)
 {
     struct ck__media media;
-    negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept"), true, true, &media);
+    negotiate(ck__req_header(req, "Accept"), true, true, &media);
     return media.codec != NULL;
 }
 
@@ -282,7 +280,7 @@ size_t ck__media_types(bool streaming, char *buf, size_t size)
     return ck__media_types_for(streaming, false, buf, size);
 }
 
-int ck__media_encode(struct MHD_Connection *conn, const char *content_type, char *body, size_t len,
+int ck__media_encode(struct ck__req *req, const char *content_type, char *body, size_t len,
                      char **ret_body, size_t *ret_len, char *ret_type, size_t type_size)
 {
     const char *json = codecs[0].media_type;
@@ -294,7 +292,7 @@ int ck__media_encode(struct MHD_Connection *conn, const char *content_type, char
         return 0;
     }
     struct ck__media media;
-    ck__media_negotiate(conn, &media);
+    ck__media_negotiate(req, &media);
     /* a request we cannot answer in its format hears why in JSON */
     const struct ck__codec *codec = media.codec ? media.codec : &codecs[0];
     /* parameters of content_type, if any, stay after the codec's type */
@@ -302,10 +300,10 @@ int ck__media_encode(struct MHD_Connection *conn, const char *content_type, char
     return codec->encode(body, len, media.pretty, ret_body, ret_len);
 }
 
-bool ck__media_compact_json(struct MHD_Connection *conn)
+bool ck__media_compact_json(struct ck__req *req)
 {
     struct ck__media media;
-    ck__media_negotiate(conn, &media);
+    ck__media_negotiate(req, &media);
     return (!media.codec || media.codec == &codecs[0]) && !media.pretty;
 }
 
@@ -364,12 +362,12 @@ int ck__err_unsupported_media_for(struct ck_err *reterr, bool protobuf)
         types);
 }
 
-int ck__media_decode_body(struct MHD_Connection *conn, const struct ck_kind *kind, const char *body,
+int ck__media_decode_body(struct ck__req *req, const struct ck_kind *kind, const char *body,
                           size_t len, char **ret_json, size_t *ret_len, struct ck_err *reterr)
 {
     *ret_json = NULL;
     *ret_len = 0;
-    const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+    const char *type = ck__req_header(req, "Content-Type");
     if (ck__is_proto_media_type(type))
         return 0; /* the handler decodes it, knowing the kind (protobuf.c) */
     const struct ck__codec *codec = ck__codec_for_content_type(type);

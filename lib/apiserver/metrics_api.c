@@ -781,28 +781,28 @@ static int pod_items(struct ck_apiserver *ctx, struct ck__metrics_api *m, const 
     return 0;
 }
 
-static enum MHD_Result answer(struct MHD_Connection *conn, json_t *doc)
+static enum ck__res answer(struct ck__req *req, json_t *doc)
 {
     if (!doc)
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(doc);
     if (!text)
-        return ck__fail_no_memory(conn);
-    enum MHD_Result ret = ck__send_json(conn, MHD_HTTP_OK, text);
+        return ck__fail_no_memory(req);
+    enum ck__res ret = ck__send_json(req, 200, text);
     free(text);
     return ret;
 }
 
-bool ck__metrics_api_serve(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                           const char *method, const struct ck__target *t, enum MHD_Result *ret)
+bool ck__metrics_api_serve(struct ck_apiserver *ctx, struct ck__req *req, const char *method,
+                           const struct ck__target *t, enum ck__res *ret)
 {
     bool nodes = t->kind->role == CK_KIND_ROLE_NODE_METRICS;
     if (!nodes && t->kind->role != CK_KIND_ROLE_POD_METRICS)
         return false;
     if ((strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) || t->subresource[0] ||
-        ck__query_bool(conn, "watch")) {
-        *ret = ck__fail_with(conn, "MethodNotAllowed",
+        ck__query_bool(req, "watch")) {
+        *ret = ck__fail_with(req, "MethodNotAllowed",
                              "the server does not allow this method on the requested resource");
         return true;
     }
@@ -810,8 +810,8 @@ bool ck__metrics_api_serve(struct ck_apiserver *ctx, struct MHD_Connection *conn
     struct ck_label_selector *labels = NULL;
     struct ck_field_selector *fields = NULL;
     const struct ck_kind *of = ck_kind_with_role(nodes ? CK_KIND_ROLE_NODE : CK_KIND_ROLE_POD);
-    if (ck__parse_selectors(conn, of, &labels, &fields, &err) < 0) {
-        *ret = ck__fail(conn, &err);
+    if (ck__parse_selectors(req, of, &labels, &fields, &err) < 0) {
+        *ret = ck__fail(req, &err);
         return true;
     }
     json_t *items = json_array();
@@ -826,20 +826,20 @@ bool ck__metrics_api_serve(struct ck_apiserver *ctx, struct MHD_Connection *conn
     ck_field_selector_free(fields);
     if (r < 0) {
         json_decref(items);
-        *ret = ck__fail(conn, &err);
+        *ret = ck__fail(req, &err);
     } else if (only && json_array_size(items) == 0) {
         json_decref(items);
         ck_err_status(&err, "NotFound", "%s.metrics.k8s.io \"%s\" not found",
                       nodes ? "nodemetrics" : "podmetrics", only);
-        *ret = ck__fail(conn, &err);
+        *ret = ck__fail(req, &err);
     } else if (only) {
         json_t *obj = json_incref(json_array_get(items, 0));
         json_decref(items);
-        *ret = answer(conn, obj);
+        *ret = answer(req, obj);
     } else {
-        *ret = answer(conn, json_pack("{s:s, s:s, s:{}, s:o}", "kind",
-                                      nodes ? "NodeMetricsList" : "PodMetricsList", "apiVersion",
-                                      "metrics.k8s.io/v1beta1", "metadata", "items", items));
+        *ret = answer(req, json_pack("{s:s, s:s, s:{}, s:o}", "kind",
+                                     nodes ? "NodeMetricsList" : "PodMetricsList", "apiVersion",
+                                     "metrics.k8s.io/v1beta1", "metadata", "items", items));
     }
     ck_err_release(&err);
     return true;

@@ -29,6 +29,7 @@
 #include "ckube/apiserver.h"
 #include "ckube/internal/util.h"
 #include "internal.h"
+#include "req_mhd.h"
 
 struct proxy {
     CURL *curl;
@@ -209,18 +210,18 @@ int ck__kubelet_base_url(struct ck_apiserver *ctx, const char *node_name, char *
     return r;
 }
 
-enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                  const struct ck__target *t)
+enum ck__res ck__serve_pod_log(struct ck_apiserver *ctx, struct ck__req *req,
+                               const struct ck__target *t)
 {
     struct ck_err err = {0};
     json_t *pod = ck__read_object(ctx, t->kind, t->namespace, t->name, &err);
     if (!pod)
-        return err.code ? ck__fail(conn, &err) : ck__fail_no_memory(conn);
+        return err.code ? ck__fail(req, &err) : ck__fail_no_memory(req);
     const json_t *spec = json_object_get(pod, "spec");
     char node_name[254];
     snprintf(node_name, sizeof(node_name), "%s",
              json_string_value(json_object_get(spec, "nodeName")) ?: "");
-    const char *container = ck__query(conn, "container");
+    const char *container = ck__query(req, "container");
     if (!container || !*container) {
         const json_t *cs = json_object_get(spec, "containers");
         if (json_array_size(cs) != 1) {
@@ -229,7 +230,7 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
                      "a container name must be specified for pod %s, choose one of: %s", t->name,
                      "the pod's containers");
             json_decref(pod);
-            return ck__fail_with(conn, "BadRequest", msg);
+            return ck__fail_with(req, "BadRequest", msg);
         }
         container = json_string_value(json_object_get(json_array_get(cs, 0), "name"));
     }
@@ -239,12 +240,12 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
     if (!*node_name) {
         snprintf(msg, sizeof(msg), "pod %s does not have a host assigned", t->name);
         json_decref(pod);
-        return ck__fail_with(conn, "BadRequest", msg);
+        return ck__fail_with(req, "BadRequest", msg);
     }
     char base[300];
     if (ck__kubelet_base_url(ctx, node_name, base, sizeof(base), msg, sizeof(msg)) < 0) {
         json_decref(pod);
-        return ck__fail_with(conn, "ServiceUnavailable", msg);
+        return ck__fail_with(req, "ServiceUnavailable", msg);
     }
     /* the URL: every value escaped */
     CURL *curl = curl_easy_init();
@@ -261,7 +262,7 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
     static const char *const options[] = {"follow",     "previous",     "tailLines", "timestamps",
                                           "limitBytes", "sinceSeconds", "sinceTime"};
     for (size_t i = 0; curl && n > 0 && i < sizeof(options) / sizeof(options[0]); i++) {
-        const char *v = ck__query(conn, options[i]);
+        const char *v = ck__query(req, options[i]);
         char *ev = v ? curl_easy_escape(curl, v, 0) : NULL;
         if (ev && n < (int)sizeof(url))
             n += snprintf(url + n, sizeof(url) - (size_t)n, "%s=%s&", options[i], ev);
@@ -274,7 +275,7 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
         if (curl)
             curl_easy_cleanup(curl);
         free(p);
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     }
     p->curl = curl;
     p->fd = fds[1];
@@ -296,7 +297,7 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
         close(fds[1]);
         curl_easy_cleanup(curl);
         free(p);
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     }
     pthread_detach(thread);
     pthread_mutex_lock(&p->lock);
@@ -309,10 +310,10 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
         struct MHD_Response *resp = MHD_create_response_from_pipe(fds[0]);
         if (!resp) {
             close(fds[0]);
-            return ck__fail_no_memory(conn);
+            return ck__fail_no_memory(req);
         }
         MHD_add_response_header(resp, "Content-Type", "text/plain");
-        return ck__queue_answer(conn, MHD_HTTP_OK, resp);
+        return ck__req_mhd_queue(req, 200, resp);
     }
     while (p->curl) /* the transfer ends; then p is ours */
         pthread_cond_wait(&p->cond, &p->lock);
@@ -324,5 +325,5 @@ enum MHD_Result ck__serve_pod_log(struct ck_apiserver *ctx, struct MHD_Connectio
     else
         snprintf(msg, sizeof(msg), "%.*s", (int)strcspn(p->first, "\n"), p->first);
     proxy_release(p);
-    return ck__fail_with(conn, status < 0 ? "ServiceUnavailable" : "BadRequest", msg);
+    return ck__fail_with(req, status < 0 ? "ServiceUnavailable" : "BadRequest", msg);
 }

@@ -47,6 +47,7 @@
 
 #include "ckube/internal/exec_stream.h"
 #include "internal.h"
+#include "req_mhd.h"
 
 #define TUNNEL_PROTOCOL "SPDY/3.1+portforward.k8s.io"
 #define PF_PROTOCOL     "portforward.k8s.io"
@@ -620,65 +621,64 @@ static struct pf_session *session_new(struct ck_apiserver *ctx, const char *base
     return s;
 }
 
-enum MHD_Result ck__serve_pod_portforward(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                          const struct ck__target *t)
+enum ck__res ck__serve_pod_portforward(struct ck_apiserver *ctx, struct ck__req *req,
+                                       const struct ck__target *t)
 {
     char msg[700], node_name[254];
-    enum MHD_Result failed;
-    json_t *pod = ck__read_pod(ctx, conn, t, node_name, sizeof(node_name), &failed);
+    enum ck__res failed;
+    json_t *pod = ck__read_pod(ctx, req, t, node_name, sizeof(node_name), &failed);
     if (!pod)
         return failed;
     json_decref(pod);
     if (!*node_name) { /* PortForwardLocation's words */
         snprintf(msg, sizeof(msg), "pod %s does not have a host assigned", t->name);
-        return ck__fail_with(conn, "BadRequest", msg);
+        return ck__fail_with(req, "BadRequest", msg);
     }
-    const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Key");
-    const char *ws_protocols =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Protocol");
-    const char *stream_protocols =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Stream-Protocol-Version");
-    bool websocket = ck__header_has(conn, "Upgrade", "websocket");
-    bool spdy = !websocket && ck__header_has(conn, "Upgrade", "SPDY/3.1");
+    const char *key = ck__req_header(req, "Sec-WebSocket-Key");
+    const char *ws_protocols = ck__req_header(req, "Sec-WebSocket-Protocol");
+    const char *stream_protocols = ck__req_header(req, "X-Stream-Protocol-Version");
+    bool websocket = ck__header_has(req, "Upgrade", "websocket");
+    bool spdy = !websocket && ck__header_has(req, "Upgrade", "SPDY/3.1");
     char accept[64];
     if (!websocket && !spdy)
-        return ck__fail_with(conn, "BadRequest",
+        return ck__fail_with(req, "BadRequest",
                              "Upgrade request required: pods/portforward is served over "
                              "WebSocket (" TUNNEL_PROTOCOL ") or SPDY/3.1 (" PF_PROTOCOL ")");
     if (websocket && (!key || !offers(ws_protocols, TUNNEL_PROTOCOL)))
-        return ck__fail_with(conn, "BadRequest",
+        return ck__fail_with(req, "BadRequest",
                              "none of the offered WebSocket subprotocols is supported "
                              "(" TUNNEL_PROTOCOL ")");
     if (websocket && !ck__ws_accept_key(key, accept, sizeof(accept)))
-        return ck__fail_with(conn, "BadRequest", "invalid Sec-WebSocket-Key");
+        return ck__fail_with(req, "BadRequest", "invalid Sec-WebSocket-Key");
     if (spdy && stream_protocols && !offers(stream_protocols, PF_PROTOCOL)) /* the kubelet's */
-        return ck__fail_with(conn, "Forbidden",
+        return ck__fail_with(req, "Forbidden",
                              "unable to upgrade: unable to negotiate protocol: client supports "
                              "other protocols, server supports [" PF_PROTOCOL "]");
     char base[300];
     if (ck__kubelet_base_url(ctx, node_name, base, sizeof(base), msg, sizeof(msg)) < 0)
-        return ck__fail_with(conn, "ServiceUnavailable", msg);
+        return ck__fail_with(req, "ServiceUnavailable", msg);
     CK_LOGS(2, "Port forward", "pod", t->name, "namespace", t->namespace, "transport",
             websocket ? "websocket" : "spdy");
     struct pf_session *s = session_new(ctx, base, t->namespace, t->name, websocket);
     if (!s)
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     struct MHD_Response *resp = MHD_create_response_for_upgrade(ck__upgraded_cb, s);
     if (!resp) {
         session_unref(s);
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     }
     if (websocket) {
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
+        MHD_add_response_header(resp, "Upgrade", "websocket");
         MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
         MHD_add_response_header(resp, "Sec-WebSocket-Protocol", TUNNEL_PROTOCOL);
     } else {
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "SPDY/3.1");
+        MHD_add_response_header(resp, "Upgrade", "SPDY/3.1");
         MHD_add_response_header(resp, "X-Stream-Protocol-Version", PF_PROTOCOL);
     }
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+    enum ck__res ret =
+        MHD_queue_response(ck__req_mhd(req), 101, resp) == MHD_YES ? CK__YES : CK__NO;
     MHD_destroy_response(resp);
-    if (ret != MHD_YES) /* never upgraded */
+    if (ret != CK__YES) /* never upgraded */
         session_unref(s);
     return ret;
 }

@@ -180,8 +180,8 @@ int ck__proto_list(const struct ck_kind *kind, const char *rv, const char *conti
     return r;
 }
 
-enum MHD_Result ck__send_proto(struct MHD_Connection *conn, unsigned status, char *body, size_t len,
-                               const struct ck_warnings *warnings)
+enum ck__res ck__send_proto(struct ck__req *req, unsigned status, char *body, size_t len,
+                            const struct ck_warnings *warnings)
 {
     char *data = NULL;
     size_t n = 0;
@@ -189,6 +189,6 @@ enum MHD_Result ck__send_proto(struct MHD_Connection *conn, unsigned status, cha
     int r = ck__json_to_proto(body, len, &data, &n, &err);
     free(body);
     if (r < 0)
-        return ck__fail(conn, &err);
-    return ck__send_bytes(conn, status, CK_PROTOBUF_MEDIA_TYPE, data, n, warnings);
+        return ck__fail(req, &err);
+    return ck__send_bytes(req, status, CK_PROTOBUF_MEDIA_TYPE, data, n, warnings);
 }

@@ -310,27 +310,24 @@ static void split_raw(const char *raw_uri, unsigned skip, size_t *ret_prefix_len
 }
 
 /* 301 to the same path with a final '/', the query kept (proxyRedirectsforRootPath). */
-static enum MHD_Result redirect_to_root(struct MHD_Connection *conn, const char *raw_uri,
-                                        size_t path_len, const char *query)
+static enum ck__res redirect_to_root(struct ck__req *req, const char *raw_uri, size_t path_len,
+                                     const char *query)
 {
     size_t size = path_len + 2 + (query ? strlen(query) + 1 : 0);
     char *target = malloc(size);
-    struct MHD_Response *resp =
-        target ? MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT) : NULL;
-    if (!resp) {
-        free(target);
-        return ck__fail_no_memory(conn);
-    }
+    if (!target)
+        return ck__fail_no_memory(req);
     snprintf(target, size, "%.*s/%s%s", (int)path_len, raw_uri, query ? "?" : "",
              query ? query : "");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, target);
+    struct ck__header location = {"Location", target};
+    enum ck__res ret = ck__respond_static(req, 301, &location, 1, "", 0);
     free(target);
-    return ck__queue_answer(conn, MHD_HTTP_MOVED_PERMANENTLY, resp);
+    return ret;
 }
 
-enum MHD_Result ck__serve_proxy(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                const char *method, const char *body, size_t len,
-                                const char *raw_uri, const struct ck__target *t)
+enum ck__res ck__serve_proxy(struct ck_apiserver *ctx, struct ck__req *req, const char *method,
+                             const char *body, size_t len, const char *raw_uri,
+                             const struct ck__target *t)
 {
     static const char *const methods[] = {"GET",    "POST", "PUT",     "PATCH",
                                           "DELETE", "HEAD", "OPTIONS", NULL};
@@ -340,27 +337,27 @@ enum MHD_Result ck__serve_proxy(struct ck_apiserver *ctx, struct MHD_Connection 
     enum ck_kind_role role = t->kind->role;
     if (!allowed || !t->name[0] ||
         (role != CK_KIND_ROLE_POD && role != CK_KIND_ROLE_SERVICE && role != CK_KIND_ROLE_NODE))
-        return ck__fail_with(conn, "MethodNotAllowed",
+        return ck__fail_with(req, "MethodNotAllowed",
                              "the server does not allow this method on the requested resource");
     struct ck_err err = {0};
     if (ck__admit_connect(ctx, t, &err) < 0)
-        return ck__fail(conn, &err);
+        return ck__fail(req, &err);
     char base[600];
     struct ck__upstream u = {0};
     if (resolve(ctx, t, base, sizeof(base), &u.trust, &err) < 0)
-        return ck__fail(conn, &err);
+        return ck__fail(req, &err);
     size_t prefix_len, path_len;
     const char *path, *query;
     split_raw(raw_uri, t->proxy_skip, &prefix_len, &path, &path_len, &query);
     if (path_len == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0))
-        return redirect_to_root(conn, raw_uri, prefix_len, query);
+        return redirect_to_root(req, raw_uri, prefix_len, query);
     char url[4096], prefix[2048];
     int n = snprintf(url, sizeof(url), "%s%.*s", base, (int)path_len, path);
     int m = snprintf(prefix, sizeof(prefix), "%.*s", (int)prefix_len, raw_uri);
     if (n < 0 || (size_t)n >= sizeof(url) || m < 0 || (size_t)m >= sizeof(prefix))
-        return ck__fail_with(conn, "BadRequest", "the proxied URL is too long");
+        return ck__fail_with(req, "BadRequest", "the proxied URL is too long");
     u.url = url;
     u.query = query;
     u.prefix = prefix;
-    return ck__upstream_serve(ctx, conn, method, body, len, &u);
+    return ck__upstream_serve(ctx, req, method, body, len, &u);
 }

@@ -10,11 +10,14 @@
  * Errors: an error answer is a Status rendered from a struct ck_err by
  * status.c. When memory is too short to render it, the static
  * ck__status_no_memory body is sent instead, so an allocation failure is
- * still a 500 InternalError Status. libmicrohttpd's own allocations (the
- * response object, its headers) are outside our reach: when one fails we
- * can only answer MHD_NO, and the connection is closed.
+ * still a 500 InternalError Status. The transport's own allocations (its
+ * response object, its headers) are outside our reach: when one fails the
+ * answer is CK__NO, and the connection is closed.
  *
- * Threading: functions of one request, on its MHD thread.
+ * Every answer leaves through the request seam (req.h): ck__respond() and
+ * its kin, never the transport itself.
+ *
+ * Threading: functions of one request, on the thread serving it.
  *
  * Tested through the servers of tests/apiserver/test_handlers.c (query
  * parsing, negotiation, selectors, Warning headers), test_wire.c and
@@ -28,16 +31,16 @@
 #include "ckube/internal/util.h"
 #include "internal.h"
 
-const char *ck__query(struct MHD_Connection *conn, const char *name)
+const char *ck__query(struct ck__req *req, const char *name)
 {
-    return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
+    return ck__req_query(req, name);
 }
 
-bool ck__query_bool(struct MHD_Connection *conn, const char *name)
+bool ck__query_bool(struct ck__req *req, const char *name)
 {
     bool v = false;
     /* Go's strconv.ParseBool, which the Python client's "True" relies on */
-    return ck__parse_bool(ck__query(conn, name), &v) && v;
+    return ck__parse_bool(ck__query(req, name), &v) && v;
 }
 
 json_t *ck__partial_object(const json_t *obj)
@@ -113,13 +116,12 @@ int ck__parse_selector_text(const struct ck_kind *kind, const char *labels, cons
     return ck_err_status(reterr, "BadRequest", "%s", err.msg);
 }
 
-int ck__parse_selectors(struct MHD_Connection *conn, const struct ck_kind *kind,
+int ck__parse_selectors(struct ck__req *req, const struct ck_kind *kind,
                         struct ck_label_selector **ret_labels,
                         struct ck_field_selector **ret_fields, struct ck_err *reterr)
 {
-    return ck__parse_selector_text(kind, ck__query(conn, "labelSelector"),
-                                   ck__query(conn, "fieldSelector"), ret_labels, ret_fields,
-                                   reterr);
+    return ck__parse_selector_text(kind, ck__query(req, "labelSelector"),
+                                   ck__query(req, "fieldSelector"), ret_labels, ret_fields, reterr);
 }
 
 /*
@@ -177,7 +179,23 @@ static bool warning_skipped(const struct ck_warnings *w, size_t i)
  */
 #define WARNINGS_MAX_RUNES 4096
 #define WARNING_CUT_RUNES  256
-static void add_warning_headers(struct MHD_Response *resp, const struct ck_warnings *w)
+
+/* The headers of an API answer, in the order they are sent. */
+#define API_HEADERS_LOCAL 16
+struct api_headers {
+    struct ck__header local[API_HEADERS_LOCAL];
+    struct ck__header *h; /* local, or allocated for many warnings */
+    size_t n;
+    size_t warnings; /* h[warnings..n) are Warning headers whose values are ours */
+};
+
+static void add_header(struct api_headers *a, const char *name, const char *value)
+{
+    a->h[a->n++] = (struct ck__header){name, value};
+}
+
+/* Adds w's Warning headers to a (which has room for them all). */
+static void add_warning_headers(struct api_headers *a, const struct ck_warnings *w)
 {
     size_t written = 0, overflow = w->len; /* the warning that starts the cutting */
     for (size_t i = 0; i < w->len && overflow == w->len; i++) {
@@ -199,92 +217,94 @@ static void add_warning_headers(struct MHD_Response *resp, const struct ck_warni
             runes = WARNING_CUT_RUNES;
         char *header = format_warning(w->items[i], truncating ? WARNING_CUT_RUNES : SIZE_MAX);
         if (header)
-            MHD_add_response_header(resp, "Warning", header);
-        free(header);
+            add_header(a, "Warning", header);
         written += runes;
     }
 }
 
-/* The deferral of this thread's answers, when it runs a request for another thread. */
-static _Thread_local struct ck__deferred_answer *deferral;
-
-void ck__answer_defer(struct ck__deferred_answer *d)
+/*
+ * The headers every API answer has: X-Content-Type-Options (with nosniff),
+ * Content-Type, Cache-Control and one Warning per warning (NULL: none).
+ */
+static void api_headers_init(struct api_headers *a, const char *content_type, bool nosniff,
+                             const struct ck_warnings *w)
 {
-    deferral = d;
+    size_t room = 3 + (w ? w->len : 0);
+    a->h = room <= API_HEADERS_LOCAL ? a->local : ck__calloc(room, sizeof(*a->h));
+    if (!a->h) { /* without memory for them the warnings go unsent */
+        a->h = a->local;
+        w = NULL;
+    }
+    a->n = 0;
+    if (nosniff)
+        add_header(a, "X-Content-Type-Options", "nosniff");
+    add_header(a, "Content-Type", content_type);
+    add_header(a, "Cache-Control", "no-cache, private");
+    a->warnings = a->n;
+    if (w)
+        add_warning_headers(a, w);
 }
 
-/* The flow control ticket of the request this thread answers (apf.c). */
-static _Thread_local const struct ck__apf_ticket *flow;
-
-void ck__answer_flow(const struct ck__apf_ticket *t)
+static void api_headers_release(struct api_headers *a)
 {
-    flow = t;
+    for (size_t i = a->warnings; i < a->n; i++)
+        free((void *)a->h[i].value);
+    if (a->h != a->local)
+        free(a->h);
 }
 
-enum MHD_Result ck__queue_answer(struct MHD_Connection *conn, unsigned status,
-                                 struct MHD_Response *resp)
+/* What becomes of an answer's body. */
+enum body_use {
+    BODY_TAKEN,  /* freed once sent */
+    BODY_COPIED, /* copied, the caller's stays */
+    BODY_STATIC, /* outlives the answer */
+};
+
+/* Answers body with the headers of an API answer. */
+static enum ck__res send_api(struct ck__req *req, unsigned status, const char *content_type,
+                             bool nosniff, const struct ck_warnings *warnings, const char *body,
+                             size_t len, enum body_use use)
 {
-    if (flow && flow->classified) { /* kube-apiserver's setResponseHeaders */
-        MHD_add_response_header(resp, "X-Kubernetes-PF-PriorityLevel-UID", flow->pl_uid);
-        MHD_add_response_header(resp, "X-Kubernetes-PF-FlowSchema-UID", flow->fs_uid);
-    }
-    if (deferral) {
-        if (deferral->resp) { /* a second answer: libmicrohttpd would refuse it too */
-            MHD_destroy_response(resp);
-            return MHD_NO;
-        }
-        deferral->resp = resp;
-        deferral->status = status;
-        return MHD_YES;
-    }
-    enum MHD_Result ret = MHD_queue_response(conn, status, resp);
-    MHD_destroy_response(resp);
+    struct api_headers a;
+    api_headers_init(&a, content_type, nosniff, warnings);
+    enum ck__res ret = use == BODY_TAKEN    ? ck__respond(req, status, a.h, a.n, (char *)body, len)
+                       : use == BODY_COPIED ? ck__respond_bytes(req, status, a.h, a.n, body, len)
+                                            : ck__respond_static(req, status, a.h, a.n, body, len);
+    api_headers_release(&a);
     return ret;
 }
 
-enum MHD_Result ck__send_response(struct MHD_Connection *conn, unsigned status,
-                                  const char *content_type, struct MHD_Response *resp,
-                                  const struct ck_warnings *warnings)
+enum ck__res ck__send_pieces(struct ck__req *req, unsigned status, const char *content_type,
+                             const struct ck__piece *pieces, size_t n, void (*release)(void *),
+                             void *arg)
 {
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
-    if (warnings)
-        add_warning_headers(resp, warnings);
-    return ck__queue_answer(conn, status, resp);
+    struct api_headers a;
+    api_headers_init(&a, content_type, false, NULL);
+    enum ck__res ret = ck__respond_pieces(req, status, a.h, a.n, pieces, n, release, arg);
+    api_headers_release(&a);
+    return ret;
 }
 
-enum MHD_Result ck__send_bytes(struct MHD_Connection *conn, unsigned status,
-                               const char *content_type, char *body, size_t len,
-                               const struct ck_warnings *warnings)
+enum ck__res ck__send_bytes(struct ck__req *req, unsigned status, const char *content_type,
+                            char *body, size_t len, const struct ck_warnings *warnings)
 {
     char type[256];
-    if (ck__media_encode(conn, content_type, body, len, &body, &len, type, sizeof(type)) < 0)
-        return ck__fail_no_memory(conn);
-    content_type = type;
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(body);
-        return MHD_NO;
-    }
-    return ck__send_response(conn, status, content_type, resp, warnings);
+    if (ck__media_encode(req, content_type, body, len, &body, &len, type, sizeof(type)) < 0)
+        return ck__fail_no_memory(req);
+    return send_api(req, status, type, false, warnings, body, len, BODY_TAKEN);
 }
 
-enum MHD_Result ck__send_json(struct MHD_Connection *conn, unsigned status, const char *json)
+enum ck__res ck__send_json(struct ck__req *req, unsigned status, const char *json)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(json), (void *)json, MHD_RESPMEM_MUST_COPY);
-    if (!resp)
-        return MHD_NO;
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    return ck__send_response(conn, status, "application/json", resp, NULL);
+    return send_api(req, status, "application/json", true, NULL, json, strlen(json), BODY_COPIED);
 }
 
 /* A Status in protobuf when the client prefers it; false to answer JSON. */
-static bool send_error_proto(struct MHD_Connection *conn, const struct ck_err *err, unsigned status,
-                             enum MHD_Result *ret)
+static bool send_error_proto(struct ck__req *req, const struct ck_err *err, unsigned status,
+                             enum ck__res *ret)
 {
     /* a 406 is about the media types themselves: its Status stays JSON, as Kubernetes' fallback */
-    if (status == MHD_HTTP_NOT_ACCEPTABLE || ck__negotiate(conn) != CK__ACCEPT_PROTOBUF)
+    if (status == 406 || ck__negotiate(req) != CK__ACCEPT_PROTOBUF)
         return false;
     size_t len = 0;
     char *body = ck__status_json(err, false, &len);
@@ -296,65 +316,51 @@ static bool send_error_proto(struct MHD_Connection *conn, const struct ck_err *e
         return false;
     }
     free(body);
-    *ret = ck__send_bytes(conn, status, CK_PROTOBUF_MEDIA_TYPE, data, len, NULL);
+    *ret = ck__send_bytes(req, status, CK_PROTOBUF_MEDIA_TYPE, data, len, NULL);
     return true;
 }
 
-enum MHD_Result ck__send_error(struct MHD_Connection *conn, const struct ck_err *err)
+enum ck__res ck__send_error(struct ck__req *req, const struct ck_err *err)
 {
     struct ck_err unset = {0};
     if (err->code >= 0) { /* a failure nobody described: still a real Status */
         ck_err_internal(&unset, "the request failed for an unreported reason");
         err = &unset;
     }
-    unsigned status = err->http_status > 0 && err->reason ? (unsigned)err->http_status
-                                                          : MHD_HTTP_INTERNAL_SERVER_ERROR;
-    enum MHD_Result proto_ret;
-    if (send_error_proto(conn, err, status, &proto_ret))
+    unsigned status = err->http_status > 0 && err->reason ? (unsigned)err->http_status : 500;
+    enum ck__res proto_ret;
+    if (send_error_proto(req, err, status, &proto_ret))
         return proto_ret;
     size_t len = 0;
     char *body = ck__status_json(err, false, &len);
     /* a Status is an API object: in the format the client asked for */
     char type[256] = "application/json";
-    if (body && ck__media_encode(conn, type, body, len, &body, &len, type, sizeof(type)) < 0)
+    if (body && ck__media_encode(req, type, body, len, &body, &len, type, sizeof(type)) < 0)
         body = NULL;
-    struct MHD_Response *resp = NULL;
-    if (body) {
-        resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-        if (!resp)
-            free(body);
-    }
-    if (!resp) {
-        /* the static body needs no allocation of ours */
-        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
-        snprintf(type, sizeof(type), "application/json");
-        resp = MHD_create_response_from_buffer(strlen(ck__status_no_memory_line),
-                                               (void *)ck__status_no_memory_line,
-                                               MHD_RESPMEM_PERSISTENT);
-        if (!resp)
-            return MHD_NO;
-    }
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    return ck__send_response(conn, status, type, resp, NULL);
+    if (body)
+        return send_api(req, status, type, true, NULL, body, len, BODY_TAKEN);
+    /* the static body needs no allocation of ours */
+    return send_api(req, 500, "application/json", true, NULL, ck__status_no_memory_line,
+                    strlen(ck__status_no_memory_line), BODY_STATIC);
 }
 
-enum MHD_Result ck__fail(struct MHD_Connection *conn, struct ck_err *err)
+enum ck__res ck__fail(struct ck__req *req, struct ck_err *err)
 {
-    enum MHD_Result ret = ck__send_error(conn, err);
+    enum ck__res ret = ck__send_error(req, err);
     ck_err_release(err);
     return ret;
 }
 
-enum MHD_Result ck__fail_with(struct MHD_Connection *conn, const char *reason, const char *message)
+enum ck__res ck__fail_with(struct ck__req *req, const char *reason, const char *message)
 {
     struct ck_err err = {0};
     ck_err_status(&err, reason, "%s", message);
-    return ck__fail(conn, &err);
+    return ck__fail(req, &err);
 }
 
-enum MHD_Result ck__fail_no_memory(struct MHD_Connection *conn)
+enum ck__res ck__fail_no_memory(struct ck__req *req)
 {
     struct ck_err err = {0};
     ck_err_no_memory(&err);
-    return ck__fail(conn, &err);
+    return ck__fail(req, &err);
 }

@@ -18,7 +18,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <jansson.h>
-#include <microhttpd.h>
+#include <microhttpd.h> /* MHD_http_unescape only */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>

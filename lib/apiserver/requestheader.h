@@ -13,13 +13,9 @@
 
 #include "ckube/apiserver.h"
 #include "ckube/auth.h"
+#include "req.h" /* struct ck__header */
 
 struct ck__requestheader;
-
-/* A request header as received (several may have one name). */
-struct ck__header {
-    const char *name, *value;
-};
 
 /* What a client certificate is to the authenticator. */
 enum ck__proxy_cert {

@@ -24,6 +24,7 @@
  * (ck__check_name_segment()).
  */
 #include <ctype.h>
+#include <microhttpd.h> /* MHD_http_unescape only */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -76,6 +76,7 @@
 #include "ckube/internal/util.h"
 #include "ckube/store.h"
 #include "internal.h"
+#include "req_mhd.h"
 
 #define MAX_BODY_BYTES  (3u * 1024 * 1024) /* Kubernetes' request body limit */
 #define HANDLER_THREADS 16u                /* requests in progress at once */
@@ -111,15 +112,14 @@ struct request {
     /* a write run on a worker while its connection is suspended (workers.c) */
     struct ck__work job;
     struct ck_apiserver *server;
-    struct MHD_Connection *conn;
+    struct ck__req http;      /* the request as the handlers see it (req_mhd.h) */
     const char *method, *url; /* libmicrohttpd's, valid while the connection lives */
-    bool ran_on_worker;       /* the worker is done: its answer waits in `answer` */
+    bool ran_on_worker;       /* the worker is done: its answer waits in `http` */
     /* API Priority and Fairness (apf.c): waiting, its answer is the ticket's verdict */
     struct ck__apf_ticket apf;
     bool apf_waiting;
-    int inflight; /* without API Priority and Fairness: the max-in-flight slot held, or -1 */
-    enum MHD_Result worker_result;
-    struct ck__deferred_answer answer;
+    int inflight;   /* without API Priority and Fairness: the max-in-flight slot held, or -1 */
+    bool worker_ok; /* the worker's run answered (CK__YES) */
 };
 
 /*
@@ -246,23 +246,19 @@ static bool run_check(struct ck_apiserver *server, const struct health_check *ch
     return ok;
 }
 
-static enum MHD_Result queue_body(struct MHD_Connection *conn, unsigned int status,
-                                  const char *content_type, const char *body, size_t len)
+static enum ck__res queue_body(struct ck__req *hreq, unsigned int status, const char *content_type,
+                               const char *body, size_t len)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!resp)
-        return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
-    return ck__queue_answer(conn, status, resp);
+    const struct ck__header headers[] = {{"Content-Type", content_type},
+                                         {"X-Content-Type-Options", "nosniff"},
+                                         {"Cache-Control", "no-cache, private"}};
+    return ck__respond_bytes(hreq, status, headers, 3, body, len);
 }
 
 /* True when the comma-separated or repeated ?exclude= values name the check. */
-static bool excluded(struct MHD_Connection *conn, const char *check)
+static bool excluded(struct ck__req *hreq, const char *check)
 {
-    const char *value = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "exclude");
+    const char *value = ck__req_query(hreq, "exclude");
     if (!value)
         return false;
     size_t n = strlen(check);
@@ -281,22 +277,20 @@ struct arg_search {
     bool found;
 };
 
-static enum MHD_Result note_key(void *cls, enum MHD_ValueKind kind, const char *key,
-                                const char *value)
+static bool note_key(void *cls, const char *key, const char *value)
 {
-    (void)kind;
     (void)value;
     struct arg_search *search = cls;
     if (strcmp(key, search->wanted) == 0)
         search->found = true;
-    return MHD_YES;
+    return true;
 }
 
 /* True when the query has the argument, with or without a value (`?verbose`). */
-static bool has_query_arg(struct MHD_Connection *conn, const char *name)
+static bool has_query_arg(struct ck__req *hreq, const char *name)
 {
     struct arg_search search = {name, false};
-    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, note_key, &search);
+    ck__req_queries(hreq, note_key, &search);
     return search.found;
 }
 
@@ -307,11 +301,11 @@ static bool has_query_arg(struct MHD_Connection *conn, const char *name)
  * (V(2), per request, and the streak lines of run_check) and to whoever may
  * read the check's own path (serve_one_check).
  */
-static enum MHD_Result serve_health(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                    const char *endpoint, const struct health_check *checks,
-                                    size_t n_checks)
+static enum ck__res serve_health(struct ck_apiserver *server, struct ck__req *hreq,
+                                 const char *endpoint, const struct health_check *checks,
+                                 size_t n_checks)
 {
-    bool verbose = has_query_arg(conn, "verbose");
+    bool verbose = has_query_arg(hreq, "verbose");
     char body[2048], failed_names[256] = "", failed_log[1024] = "";
     size_t len = 0, names_len = 0, log_len = 0;
     bool healthy = true;
@@ -320,7 +314,7 @@ static enum MHD_Result serve_health(struct ck_apiserver *server, struct MHD_Conn
         char reason[512];
         const char *name = checks[i].name;
         int n;
-        if (excluded(conn, name))
+        if (excluded(hreq, name))
             n = snprintf(body + len, sizeof(body) - len, "[+]%s excluded: ok\n", name);
         else if (run_check(server, &checks[i], reason, sizeof(reason)))
             n = snprintf(body + len, sizeof(body) - len, "[+]%s ok\n", name);
@@ -348,9 +342,8 @@ static enum MHD_Result serve_health(struct ck_apiserver *server, struct MHD_Conn
 
     const char *text_plain = "text/plain; charset=utf-8";
     if (healthy && !verbose)
-        return queue_body(conn, MHD_HTTP_OK, text_plain, "ok", 2);
-    return queue_body(conn, healthy ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, text_plain,
-                      body, len);
+        return queue_body(hreq, 200, text_plain, "ok", 2);
+    return queue_body(hreq, healthy ? 200 : 500, text_plain, body, len);
 }
 
 /*
@@ -358,9 +351,9 @@ static enum MHD_Result serve_health(struct ck_apiserver *server, struct MHD_Conn
  * adaptCheckToHandler answers it: "ok", or 500 with its reason. RBAC grants
  * these paths to system:monitoring, not to everyone as the endpoints above.
  */
-static enum MHD_Result serve_one_check(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                       const char *name, const struct health_check *checks,
-                                       size_t n_checks)
+static enum ck__res serve_one_check(struct ck_apiserver *server, struct ck__req *hreq,
+                                    const char *name, const struct health_check *checks,
+                                    size_t n_checks)
 {
     for (size_t i = 0; i < n_checks; i++) {
         if (strcmp(checks[i].name, name) != 0)
@@ -368,12 +361,12 @@ static enum MHD_Result serve_one_check(struct ck_apiserver *server, struct MHD_C
         char reason[512], body[600];
         const char *text_plain = "text/plain; charset=utf-8";
         if (run_check(server, &checks[i], reason, sizeof(reason)))
-            return queue_body(conn, MHD_HTTP_OK, text_plain, "ok", 2);
+            return queue_body(hreq, 200, text_plain, "ok", 2);
         int n = snprintf(body, sizeof(body), "internal server error: %s\n", reason);
         size_t len = n > 0 && (size_t)n < sizeof(body) ? (size_t)n : strlen(body);
-        return queue_body(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, text_plain, body, len);
+        return queue_body(hreq, 500, text_plain, body, len);
     }
-    return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
+    return ck__fail_with(hreq, "NotFound", "the server could not find the requested resource");
 }
 
 /*
@@ -399,12 +392,12 @@ static bool health_path(const char *url, const struct health_check **ret_checks,
     return false;
 }
 
-static enum MHD_Result serve_version(struct MHD_Connection *conn)
+static enum ck__res serve_version(struct ck__req *hreq)
 {
     char *body = ck_version_json(true);
     if (!body)
-        return ck__fail_no_memory(conn);
-    enum MHD_Result ret = ck__send_json(conn, MHD_HTTP_OK, body);
+        return ck__fail_no_memory(hreq);
+    enum ck__res ret = ck__send_json(hreq, 200, body);
     free(body);
     return ret;
 }
@@ -413,23 +406,22 @@ static enum MHD_Result serve_version(struct MHD_Connection *conn)
  * Answers value (taken), an API object such as a discovery document, in the
  * negotiated format; 500 when it is NULL or cannot be rendered: out of memory.
  */
-static enum MHD_Result queue_json_value(struct MHD_Connection *conn, json_t *value)
+static enum ck__res queue_json_value(struct ck__req *hreq, json_t *value)
 {
     size_t len = 0;
     char *body = ck__json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
     json_decref(value);
     if (!body)
-        return ck__fail_no_memory(conn);
-    return ck__send_bytes(conn, MHD_HTTP_OK, "application/json", body, len, NULL);
+        return ck__fail_no_memory(hreq);
+    return ck__send_bytes(hreq, 200, "application/json", body, len, NULL);
 }
 
 /* A discovery document: 404 for a group/version nobody serves, 500 when it cannot be built. */
-static enum MHD_Result queue_resources(struct MHD_Connection *conn, const char *group,
-                                       const char *version)
+static enum ck__res queue_resources(struct ck__req *hreq, const char *group, const char *version)
 {
     if (!ck__serves_group_version(group, version))
-        return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
-    return queue_json_value(conn, ck_discovery_resources(group, version));
+        return ck__fail_with(hreq, "NotFound", "the server could not find the requested resource");
+    return queue_json_value(hreq, ck_discovery_resources(group, version));
 }
 
 /* True when an If-None-Match list ("*", or "a", W/"b", ...) names etag (quoted). */
@@ -538,9 +530,9 @@ static bool clause_matches(const struct accept_clause *c, const char *type, cons
  * The entries of a request's Accept header (none: anything) sorted as goautoneg
  * sorts them, MAX_ACCEPT at the most (more are ignored); how many.
  */
-static size_t sorted_accept(struct MHD_Connection *conn, struct accept_clause *clauses)
+static size_t sorted_accept(struct ck__req *hreq, struct accept_clause *clauses)
 {
-    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
+    const char *accept = ck__req_header(hreq, "Accept");
     if (!accept || !*accept)
         accept = "*/*";
     size_t n = 0;
@@ -567,7 +559,7 @@ static size_t sorted_accept(struct MHD_Connection *conn, struct accept_clause *c
  * names JSON or, for /openapi/v2 (proto), gnostic's protobuf in either
  * spelling; OPENAPI_NONE is a 406.
  */
-static enum openapi_format openapi_accept(struct MHD_Connection *conn, bool proto)
+static enum openapi_format openapi_accept(struct ck__req *hreq, bool proto)
 {
     static const struct {
         const char *subtype;
@@ -578,7 +570,7 @@ static enum openapi_format openapi_accept(struct MHD_Connection *conn, bool prot
         {"com.github.proto-openapi.spec.v2.v1.0+protobuf", OPENAPI_PROTO},
     };
     struct accept_clause clauses[MAX_ACCEPT];
-    size_t n = sorted_accept(conn, clauses);
+    size_t n = sorted_accept(hreq, clauses);
     for (size_t i = 0; i < n; i++)
         for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++)
             if ((proto || formats[f].format == OPENAPI_JSON) &&
@@ -609,54 +601,60 @@ static bool etag_of(const char *body, size_t len, char etag[ETAG_SIZE])
  * not take JSON (or, with proto, /openapi/v2's protobuf, which has the
  * ETag of the JSON, as kube-openapi's cache gives it, told apart by Vary).
  */
-static enum MHD_Result queue_openapi(struct MHD_Connection *conn, json_t *doc, bool proto)
+/*
+ * An answer with an ETag: 304 without a body when not_modified (body freed),
+ * else 200 with body (taken) of content_type.
+ */
+static enum ck__res queue_tagged(struct ck__req *hreq, bool not_modified, char *body, size_t len,
+                                 const char *content_type, const char *etag,
+                                 const char *cache_control)
 {
-    enum openapi_format format = openapi_accept(conn, proto);
+    struct ck__header headers[4];
+    size_t n = 0;
+    if (!not_modified)
+        headers[n++] = (struct ck__header){"Content-Type", content_type};
+    headers[n++] = (struct ck__header){"ETag", etag};
+    headers[n++] = (struct ck__header){"Vary", "Accept"};
+    headers[n++] = (struct ck__header){"Cache-Control", cache_control};
+    if (!not_modified)
+        return ck__respond(hreq, 200, headers, n, body, len);
+    free(body);
+    return ck__respond_static(hreq, 304, headers, n, "", 0);
+}
+
+static enum ck__res queue_openapi(struct ck__req *hreq, json_t *doc, bool proto)
+{
+    enum openapi_format format = openapi_accept(hreq, proto);
     if (format == OPENAPI_NONE) {
         json_decref(doc);
-        return queue_body(conn, MHD_HTTP_NOT_ACCEPTABLE, "text/plain; charset=utf-8", "", 0);
+        return queue_body(hreq, 406, "text/plain; charset=utf-8", "", 0);
     }
     size_t len = 0;
     char *body = ck__json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER, &len);
     if (!body) {
         json_decref(doc);
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(hreq);
     }
     char etag[ETAG_SIZE];
     if (!etag_of(body, len, etag)) {
         json_decref(doc);
         free(body);
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(hreq);
     }
-    bool not_modified =
-        etag_matches(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "If-None-Match"), etag);
+    bool not_modified = etag_matches(ck__req_header(hreq, "If-None-Match"), etag);
     if (!not_modified && format == OPENAPI_PROTO) {
         free(body);
         struct ck_err err = {0};
         if (ck_openapi_v2_proto(doc, &body, &len, &err) < 0) {
             json_decref(doc);
-            return ck__fail(conn, &err);
+            return ck__fail(hreq, &err);
         }
     }
     json_decref(doc);
-    struct MHD_Response *resp =
-        not_modified ? MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT)
-                     : MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (not_modified)
-        free(body);
-    if (!resp) {
-        if (!not_modified)
-            free(body);
-        return MHD_NO;
-    }
-    if (!not_modified)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                                format == OPENAPI_PROTO ? CK_OPENAPI_V2_PROTO_MEDIA_TYPE
-                                                        : "application/json");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
-    MHD_add_response_header(resp, "Vary", "Accept");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
-    return ck__queue_answer(conn, not_modified ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, resp);
+    return queue_tagged(hreq, not_modified, body, len,
+                        format == OPENAPI_PROTO ? CK_OPENAPI_V2_PROTO_MEDIA_TYPE
+                                                : "application/json",
+                        etag, "no-cache, private");
 }
 
 /* True when the len bytes at p hold needle. */
@@ -676,10 +674,10 @@ static bool params_have(const char *p, size_t len, const char *needle)
  * WrappedHandler negotiates with its discovery restrictions (JSON, and of the
  * as= shapes only APIGroupDiscoveryList).
  */
-static const char *aggregated_version(struct MHD_Connection *conn)
+static const char *aggregated_version(struct ck__req *hreq)
 {
     struct accept_clause clauses[MAX_ACCEPT];
-    size_t n = sorted_accept(conn, clauses);
+    size_t n = sorted_accept(hreq, clauses);
     for (size_t i = 0; i < n; i++) {
         const struct accept_clause *c = &clauses[i];
         if (!clause_matches(c, "application", "json"))
@@ -703,8 +701,8 @@ static const char *aggregated_version(struct MHD_Connection *conn)
  * public, and 304 when If-None-Match is that ETag. Built from the kind
  * registry on each request, so it follows kinds and CRDs as they come and go.
  */
-static enum MHD_Result queue_aggregated(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                        bool core, const char *version)
+static enum ck__res queue_aggregated(struct ck_apiserver *server, struct ck__req *hreq, bool core,
+                                     const char *version)
 {
     char api_version[64], type[128];
     snprintf(api_version, sizeof(api_version), "apidiscovery.k8s.io/%s", version);
@@ -719,53 +717,41 @@ static enum MHD_Result queue_aggregated(struct ck_apiserver *server, struct MHD_
     char etag[ETAG_SIZE];
     if (!body || !etag_of(body, len, etag)) {
         free(body);
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(hreq);
     }
-    const char *if_none_match = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "If-None-Match");
+    const char *if_none_match = ck__req_header(hreq, "If-None-Match");
     bool not_modified = if_none_match && strcmp(if_none_match, etag) == 0;
     /* the ETag is the compact document's; the answer is JSON as every API answer (a line break) */
     char content_type[sizeof(type) + 32];
-    if (!not_modified && ck__media_encode(conn, type, body, len, &body, &len, content_type,
+    if (!not_modified && ck__media_encode(hreq, type, body, len, &body, &len, content_type,
                                           sizeof(content_type)) < 0)
-        return ck__fail_no_memory(conn);
-    struct MHD_Response *resp =
-        not_modified ? MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT)
-                     : MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (not_modified || !resp)
-        free(body);
-    if (!resp)
-        return MHD_NO;
-    if (!not_modified)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
-    MHD_add_response_header(resp, "Vary", "Accept");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "public");
-    return ck__queue_answer(conn, not_modified ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, resp);
+        return ck__fail_no_memory(hreq);
+    return queue_tagged(hreq, not_modified, body, len, content_type, etag, "public");
 }
 
 /*
  * Legacy discovery: /api, /apis, /api/<v>, /apis/<g>/<v>. Returns false when
  * url is not a discovery path (so the caller keeps routing).
  */
-static bool serve_discovery(struct ck_apiserver *server, struct MHD_Connection *conn,
-                            const char *url, enum MHD_Result *ret)
+static bool serve_discovery(struct ck_apiserver *server, struct ck__req *hreq, const char *url,
+                            enum ck__res *ret)
 {
     char group[64], version[32], extra;
     bool core = strcmp(url, "/api") == 0 || strcmp(url, "/api/") == 0;
     const char *aggregated = core || strcmp(url, "/apis") == 0 || strcmp(url, "/apis/") == 0
-                                 ? aggregated_version(conn)
+                                 ? aggregated_version(hreq)
                                  : NULL;
     if (aggregated) {
-        *ret = queue_aggregated(server, conn, core, aggregated);
+        *ret = queue_aggregated(server, hreq, core, aggregated);
     } else if (core) {
         const char *address = strstr(server->url, "://");
-        *ret = queue_json_value(conn, ck_discovery_api_versions(address ? address + 3 : ""));
+        *ret = queue_json_value(hreq, ck_discovery_api_versions(address ? address + 3 : ""));
     } else if (strcmp(url, "/apis") == 0 || strcmp(url, "/apis/") == 0) {
-        *ret = queue_json_value(conn, ck__aggregator_api_groups(server, ck_discovery_api_groups()));
+        *ret = queue_json_value(hreq, ck__aggregator_api_groups(server, ck_discovery_api_groups()));
     } else if (sscanf(url, "/api/%31[^/]%c", version, &extra) == 1) {
-        *ret = queue_resources(conn, "", version);
+        *ret = queue_resources(hreq, "", version);
     } else if (sscanf(url, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
-        *ret = queue_resources(conn, group, version);
+        *ret = queue_resources(hreq, group, version);
     } else {
         return false;
     }
@@ -776,26 +762,26 @@ static bool serve_discovery(struct ck_apiserver *server, struct MHD_Connection *
  * /openapi/v2 (Swagger 2.0), /openapi/v3 (the index) and
  * /openapi/v3/<api|apis/G>/<V> (a document), all from the same schemas.
  */
-static enum MHD_Result serve_openapi(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                     const char *url)
+static enum ck__res serve_openapi(struct ck_apiserver *server, struct ck__req *hreq,
+                                  const char *url)
 {
     char group[64] = "", version[32];
     char extra;
     if (strcmp(url, "/openapi/v2") == 0)
-        return queue_openapi(conn, ck_openapi_v2(server->schemas), true);
+        return queue_openapi(hreq, ck_openapi_v2(server->schemas), true);
     const char *rest = url + strlen("/openapi/v3");
     if (*rest == '\0' || strcmp(rest, "/") == 0)
-        return queue_openapi(conn, ck_openapi_index(server->schemas), false);
+        return queue_openapi(hreq, ck_openapi_index(server->schemas), false);
     if (sscanf(rest, "/api/%31[^/]%c", version, &extra) == 1 ||
         sscanf(rest, "/apis/%63[^/]/%31[^/]%c", group, version, &extra) == 2) {
         /* served, a document that cannot be built is a 500 */
         if (ck__serves_group_version(group, version))
-            return queue_openapi(conn, ck_openapi_document(server->schemas, group, version), false);
+            return queue_openapi(hreq, ck_openapi_document(server->schemas, group, version), false);
     }
-    return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
+    return ck__fail_with(hreq, "NotFound", "the server could not find the requested resource");
 }
 
-static enum MHD_Result serve_metrics(struct ck_apiserver *server, struct MHD_Connection *conn)
+static enum ck__res serve_metrics(struct ck_apiserver *server, struct ck__req *hreq)
 {
     size_t len = 0;
     struct ck__buf extra = {0};
@@ -817,9 +803,8 @@ static enum MHD_Result serve_metrics(struct ck_apiserver *server, struct MHD_Con
         exposition ? ck__metrics_render(server->metrics, server->store, exposition, &len) : NULL;
     free(exposition);
     if (!text)
-        return ck__fail_no_memory(conn);
-    enum MHD_Result ret =
-        queue_body(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, len);
+        return ck__fail_no_memory(hreq);
+    enum ck__res ret = queue_body(hreq, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
     free(text);
     return ret;
 }
@@ -828,7 +813,7 @@ static enum MHD_Result serve_metrics(struct ck_apiserver *server, struct MHD_Con
  * 429 for a write or watch on a reserve connection, as kube-apiserver's
  * max-in-flight filter answers: Status TooManyRequests and Retry-After: 1.
  */
-static enum MHD_Result refuse_in_reserve(struct MHD_Connection *conn)
+static enum ck__res refuse_in_reserve(struct ck__req *hreq)
 {
     struct ck_err err = {0};
     ck_err_status(&err, "TooManyRequests", "Too many requests, please try again later.");
@@ -836,24 +821,14 @@ static enum MHD_Result refuse_in_reserve(struct MHD_Connection *conn)
     char *body = ck__status_json(&err, false, &len);
     ck_err_release(&err);
     if (!body)
-        return ck__fail_no_memory(conn);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    return ck__queue_answer(conn, MHD_HTTP_TOO_MANY_REQUESTS, resp);
+        return ck__fail_no_memory(hreq);
+    const struct ck__header headers[] = {{"Content-Type", "application/json"},
+                                         {"X-Content-Type-Options", "nosniff"},
+                                         {"Cache-Control", "no-cache, private"},
+                                         {"Retry-After", "1"}};
+    return ck__respond(hreq, 429, headers, 4, body, len);
 }
 
-/*
- * What every request passes before API Priority and Fairness: the target's
- * check, the reserve connections' rule, authentication and impersonation.
- * Returns false when it answered (*ret is MHD's answer).
- */
 /* kube-apiserver's long-running subresources (their requests have no deadline). */
 static bool long_running_subresource(const char *subresource)
 {
@@ -869,22 +844,28 @@ static bool long_running_subresource(const char *subresource)
  * authentication, unless the request is long-running (a watch, exec, attach,
  * portforward, proxy, log).
  */
-static bool bad_timeout(struct MHD_Connection *conn, const char *method, const char *url,
-                        enum MHD_Result *ret)
+static bool bad_timeout(struct ck__req *hreq, const char *method, const char *url,
+                        enum ck__res *ret)
 {
     char msg[512];
     struct ck__target t;
-    if (!ck__apf_timeout_invalid(ck__query(conn, "timeout"), msg, sizeof(msg)))
+    if (!ck__apf_timeout_invalid(ck__query(hreq, "timeout"), msg, sizeof(msg)))
         return false;
     if (ck__route(url, &t) == 0 && (long_running_subresource(t.subresource) ||
-                                    strcmp(ck__request_verb(conn, method, &t), "watch") == 0))
+                                    strcmp(ck__request_verb(hreq, method, &t), "watch") == 0))
         return false;
-    *ret = ck__fail_with(conn, "BadRequest", msg);
+    *ret = ck__fail_with(hreq, "BadRequest", msg);
     return true;
 }
 
-static bool front(struct ck_apiserver *server, struct MHD_Connection *conn, struct request *req,
-                  const char *method, const char *url, enum MHD_Result *ret)
+/*
+ * What every request passes before API Priority and Fairness: the target's
+ * check, the reserve connections' rule, a ?timeout that is no duration,
+ * authentication and impersonation.
+ * Returns false when it answered (*ret is the answer's result).
+ */
+static bool front(struct ck_apiserver *server, struct ck__req *hreq, struct request *req,
+                  const char *method, const char *url, enum ck__res *ret)
 {
     bool readonly = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     ck__request_labels_set(&req->labels, method, NULL, false, false);
@@ -892,36 +873,36 @@ static bool front(struct ck_apiserver *server, struct MHD_Connection *conn, stru
     struct ck_err path_err = {0};
     bool answered = true;
     if (!req->raw_uri)
-        *ret = ck__fail_no_memory(conn);
+        *ret = ck__fail_no_memory(hreq);
     else if (ck__path_check(req->raw_uri, &path_err) < 0)
-        *ret = ck__fail(conn, &path_err);
-    else if (req->reserve && !(readonly && !ck__query_bool(conn, "watch")))
-        *ret = refuse_in_reserve(conn); /* a reserve connection is for health checks and reads */
-    else if (!bad_timeout(conn, method, url, ret))
-        *ret = ck__auth_authenticate(server, conn, &req->user, &answered);
+        *ret = ck__fail(hreq, &path_err);
+    else if (req->reserve && !(readonly && !ck__query_bool(hreq, "watch")))
+        *ret = refuse_in_reserve(hreq); /* a reserve connection is for health checks and reads */
+    else if (!bad_timeout(hreq, method, url, ret))
+        *ret = ck__auth_authenticate(server, hreq, &req->user, &answered);
     return !answered;
 }
 
 /* Authorization and the request's handler, once API Priority and Fairness admitted it. */
-static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection *conn,
-                             struct request *req, const char *method, const char *url)
+static enum ck__res route(struct ck_apiserver *server, struct ck__req *hreq, struct request *req,
+                          const char *method, const char *url)
 {
     const char *body = req->body;
     size_t body_len = req->len;
     bool readonly = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     bool answered = false;
-    enum MHD_Result auth_ret = ck__auth_authorize(server, conn, method, url, req->user, &answered);
+    enum ck__res auth_ret = ck__auth_authorize(server, hreq, method, url, req->user, &answered);
     if (answered)
         return auth_ret;
-    enum MHD_Result discovery_ret;
-    if (ck__aggregator_serve(server, conn, method, body, body_len, req->raw_uri, url, req->user,
+    enum ck__res discovery_ret;
+    if (ck__aggregator_serve(server, hreq, method, body, body_len, req->raw_uri, url, req->user,
                              &discovery_ret))
         return discovery_ret;
-    if (readonly && serve_discovery(server, conn, url, &discovery_ret))
+    if (readonly && serve_discovery(server, hreq, url, &discovery_ret))
         return discovery_ret;
     if (readonly && (strcmp(url, "/openapi/v2") == 0 ||
                      (strncmp(url, "/openapi/v3", 11) == 0 && (url[11] == '\0' || url[11] == '/'))))
-        return serve_openapi(server, conn, url);
+        return serve_openapi(server, hreq, url);
 
     /* kube-apiserver serves /version and /version/ alike */
     bool version = strcmp(url, "/version") == 0 || strcmp(url, "/version/") == 0;
@@ -931,45 +912,45 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
     bool health = health_path(url, &checks, &n_checks, &check);
     if (health || version || strcmp(url, "/metrics") == 0) {
         if (!readonly)
-            return ck__fail_with(conn, "MethodNotAllowed",
+            return ck__fail_with(hreq, "MethodNotAllowed",
                                  "the server does not allow this method on the requested resource");
         if (version)
-            return serve_version(conn);
+            return serve_version(hreq);
         if (strcmp(url, "/metrics") == 0)
-            return serve_metrics(server, conn);
+            return serve_metrics(server, hreq);
         if (check)
-            return serve_one_check(server, conn, check, checks, n_checks);
+            return serve_one_check(server, hreq, check, checks, n_checks);
         char endpoint[16];
         snprintf(endpoint, sizeof(endpoint), "%s", url + 1);
-        return serve_health(server, conn, endpoint, checks, n_checks);
+        return serve_health(server, hreq, endpoint, checks, n_checks);
     }
     struct ck__target target;
     if (ck__route(url, &target) == 0) {
         target.user = req->user;
         ck__request_labels_set(&req->labels, method, &target,
-                               readonly && ck__query_bool(conn, "watch"),
-                               ck__query(conn, "dryRun") != NULL);
+                               readonly && ck__query_bool(hreq, "watch"),
+                               ck__query(hreq, "dryRun") != NULL);
         struct ck_err name_err = {0};
         if (target.name[0] && ck__check_name_segment(target.name, &name_err) < 0)
-            return ck__fail(conn, &name_err);
-        enum MHD_Result auth_served;
-        if (ck__auth_serve(server, conn, method, &target, req->user, body, body_len, &auth_served))
+            return ck__fail(hreq, &name_err);
+        enum ck__res auth_served;
+        if (ck__auth_serve(server, hreq, method, &target, req->user, body, body_len, &auth_served))
             return auth_served;
-        if (ck__metrics_api_serve(server, conn, method, &target, &auth_served))
+        if (ck__metrics_api_serve(server, hreq, method, &target, &auth_served))
             return auth_served;
         if (strcmp(target.subresource, "proxy") == 0) /* any method, any body: relayed */
-            return ck__serve_proxy(server, conn, method, body, body_len, req->raw_uri, &target);
+            return ck__serve_proxy(server, hreq, method, body, body_len, req->raw_uri, &target);
         if (readonly)
-            return ck__serve_resource(server, conn, method, &target, body, body_len);
+            return ck__serve_resource(server, hreq, method, &target, body, body_len);
         struct ck_err err = {0};
-        const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+        const char *type = ck__req_header(hreq, "Content-Type");
         /* a YAML object is JSON from here on, for the RBAC check as for the handlers */
         char *converted = NULL;
         size_t converted_len = 0;
         if ((strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) &&
-            ck__media_decode_body(conn, target.kind, body, body_len, &converted, &converted_len,
+            ck__media_decode_body(hreq, target.kind, body, body_len, &converted, &converted_len,
                                   &err) < 0)
-            return ck__fail(conn, &err);
+            return ck__fail(hreq, &err);
         if (converted) {
             body = converted;
             body_len = converted_len;
@@ -977,9 +958,9 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
         if (ck__auth_check_write(server, req->user, &target, method, type, body, body_len, &err) <
             0) {
             free(converted);
-            return ck__fail(conn, &err);
+            return ck__fail(hreq, &err);
         }
-        enum MHD_Result ret = ck__serve_resource(server, conn, method, &target, body, body_len);
+        enum ck__res ret = ck__serve_resource(server, hreq, method, &target, body, body_len);
         free(converted);
         if (ck__apf_follows(server->apf, target.kind))
             ck__apf_refresh(server->apf); /* the writer's next request sees its change */
@@ -990,7 +971,7 @@ static enum MHD_Result route(struct ck_apiserver *server, struct MHD_Connection 
             ck__auth_rbac_changed(server);
         return ret;
     }
-    return ck__fail_with(conn, "NotFound", "the server could not find the requested resource");
+    return ck__fail_with(hreq, "NotFound", "the server could not find the requested resource");
 }
 
 /*
@@ -1035,7 +1016,6 @@ static gnutls_session_t tls_session_of(struct MHD_Connection *conn)
 static void *request_begins(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     (void)cls;
-    (void)conn;
     struct request *req = ck__calloc(1, sizeof(*req));
     /* no memory for the request: read it and answer 500 (see unrecorded_request) */
     if (!req)
@@ -1043,6 +1023,8 @@ static void *request_begins(void *cls, const char *uri, struct MHD_Connection *c
     req->start = monotonic_seconds();
     req->inflight = -1;
     req->raw_uri = ck__strdup(uri); /* NULL: answered 500 when routed */
+    req->http.conn = conn;
+    req->http.target = req->raw_uri;
     return req;
 }
 
@@ -1054,10 +1036,8 @@ struct header_census {
     bool chunked_only; /* the (one) Transfer-Encoding is "chunked" */
 };
 
-static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    const char *value)
+static bool count_header(void *cls, const char *key, const char *value)
 {
-    (void)kind;
     struct header_census *census = cls;
     census->bytes += strlen(key) + (value ? strlen(value) : 0) + 4;
     if (strcasecmp(key, "Content-Length") == 0)
@@ -1066,7 +1046,7 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
         census->transfer_encoding++;
         census->chunked_only = value && strcasecmp(value, "chunked") == 0;
     }
-    return MHD_YES;
+    return true;
 }
 
 /*
@@ -1078,22 +1058,22 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
  * libmicrohttpd closes the connection instead of reading a body whose
  * extent is in doubt.
  */
-static bool header_acceptable(struct MHD_Connection *conn, struct request *req, const char *url,
-                              const char *method, enum MHD_Result *ret)
+static bool header_acceptable(struct ck__req *hreq, struct request *req, const char *url,
+                              const char *method, enum ck__res *ret)
 {
     struct header_census census = {0};
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &census);
+    ck__req_headers(hreq, count_header, &census);
     size_t line = strlen(method) + strlen(req->raw_uri ? req->raw_uri : url) + 12;
     struct ck_err err = {0};
     if (line > MAX_HEADER_BYTES) {
         ck_err_status(&err, "BadRequest", "the request line is longer than %u bytes",
                       MAX_HEADER_BYTES);
-        err.http_status = MHD_HTTP_URI_TOO_LONG;
+        err.http_status = 414;
         err.reason = "RequestURITooLong";
     } else if (line + census.bytes > MAX_HEADER_BYTES) {
         ck_err_status(&err, "BadRequest", "the request header is larger than %u bytes",
                       MAX_HEADER_BYTES);
-        err.http_status = MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE;
+        err.http_status = 431;
         err.reason = "RequestHeaderFieldsTooLarge";
     } else if (census.content_length > 1) {
         ck_err_status(&err, "BadRequest", "the request has more than one Content-Length header");
@@ -1105,13 +1085,13 @@ static bool header_acceptable(struct MHD_Connection *conn, struct request *req, 
     } else if (census.transfer_encoding && !census.chunked_only) {
         ck_err_status(&err, "BadRequest",
                       "unsupported transfer encoding: only chunked is accepted");
-        err.http_status = MHD_HTTP_NOT_IMPLEMENTED;
+        err.http_status = 501;
         err.reason = "NotImplemented";
     } else {
         return true;
     }
     ck__request_labels_set(&req->labels, method, NULL, false, false);
-    *ret = ck__fail(conn, &err);
+    *ret = ck__fail(hreq, &err);
     return false;
 }
 
@@ -1121,7 +1101,7 @@ static bool header_acceptable(struct MHD_Connection *conn, struct request *req, 
  * upstream's answer, up to a minute), not reads, watches or protocol upgrades
  * (pods/exec keeps its connection on its thread).
  */
-static bool waits_on_store(const char *method, const char *url, struct MHD_Connection *conn)
+static bool waits_on_store(const char *method, const char *url, struct ck__req *hreq)
 {
     struct ck__target t;
     if (ck__route(url, &t) == 0 && strcmp(t.subresource, "proxy") == 0)
@@ -1131,7 +1111,7 @@ static bool waits_on_store(const char *method, const char *url, struct MHD_Conne
         return true; /* possibly relayed to an APIService's backend */
     if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 || strcmp(method, "OPTIONS") == 0)
         return false;
-    return !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
+    return !ck__req_header(hreq, "Upgrade");
 }
 
 /* The request has run (a watch has started): its seats, or its max-in-flight slot, go. */
@@ -1147,55 +1127,39 @@ static void flow_done(struct ck_apiserver *server, struct request *req)
 static void run_request_job(struct ck__work *job)
 {
     struct request *req = (struct request *)((char *)job - offsetof(struct request, job));
-    ck__answer_defer(&req->answer);
-    ck__answer_flow(&req->apf);
-    req->worker_result = route(req->server, req->conn, req, req->method, req->url);
-    ck__answer_flow(NULL);
-    ck__answer_defer(NULL);
+    req->http.deferring = true;
+    req->http.flow = &req->apf;
+    req->worker_ok = route(req->server, &req->http, req, req->method, req->url) == CK__YES;
+    req->http.flow = NULL;
     flow_done(req->server, req); /* its seat, before req may go */
     req->ran_on_worker = true;
-    MHD_resume_connection(req->conn);
+    MHD_resume_connection(req->http.conn);
 }
 
-/* Suspends conn and hands req to a worker (or, once the pool is stopping, runs it here). */
-static void run_on_worker(struct ck_apiserver *server, struct MHD_Connection *conn,
-                          struct request *req, const char *method, const char *url)
+/* Suspends the connection and hands req to a worker (or, when the pool is stopping, runs it). */
+static void run_on_worker(struct ck_apiserver *server, struct ck__req *hreq, struct request *req,
+                          const char *method, const char *url)
 {
     req->job.run = run_request_job;
     req->server = server;
-    req->conn = conn;
     req->method = method;
     req->url = url;
-    MHD_suspend_connection(conn);
+    MHD_suspend_connection(hreq->conn);
     if (!ck__workers_submit(server->workers, &req->job))
         run_request_job(&req->job);
 }
 
-/* The answer a worker left for req, queued on the connection's own thread. */
-static enum MHD_Result answer_from_worker(struct MHD_Connection *conn, struct request *req)
-{
-    struct MHD_Response *resp = req->answer.resp;
-    req->answer.resp = NULL;
-    if (!resp)
-        return req->worker_result == MHD_YES ? ck__fail_no_memory(conn) : MHD_NO;
-    if (req->worker_result != MHD_YES) {
-        MHD_destroy_response(resp);
-        return MHD_NO;
-    }
-    return ck__queue_answer(conn, req->answer.status, resp);
-}
-
 /* Runs an admitted request: here, or on a worker when it waits on the store. */
-static enum MHD_Result admitted(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                struct request *req, const char *method, const char *url)
+static enum ck__res admitted(struct ck_apiserver *server, struct ck__req *hreq, struct request *req,
+                             const char *method, const char *url)
 {
-    if (waits_on_store(method, url, conn)) {
-        run_on_worker(server, conn, req, method, url);
-        return MHD_YES; /* answered when the worker resumes the connection */
+    if (waits_on_store(method, url, hreq)) {
+        run_on_worker(server, hreq, req, method, url);
+        return CK__YES; /* answered when the worker resumes the connection */
     }
-    ck__answer_flow(&req->apf);
-    enum MHD_Result ret = route(server, conn, req, method, url);
-    ck__answer_flow(NULL);
+    hreq->flow = &req->apf;
+    enum ck__res ret = route(server, hreq, req, method, url);
+    hreq->flow = NULL;
     flow_done(server, req); /* a watch's seat goes once it has started */
     return ret;
 }
@@ -1204,21 +1168,17 @@ static enum MHD_Result admitted(struct ck_apiserver *server, struct MHD_Connecti
  * kube-apiserver's answer when API Priority and Fairness drops a request: 429, plain
  * text (net/http's Error) and Retry-After from the level's dropped-requests tracker.
  */
-static enum MHD_Result refuse_by_flow_control(struct MHD_Connection *conn, struct request *req)
+static enum ck__res refuse_by_flow_control(struct ck__req *hreq, struct request *req)
 {
     static const char text[] = "Too many requests, please try again later.\n";
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(sizeof(text) - 1, (void *)text, MHD_RESPMEM_PERSISTENT);
-    if (!resp)
-        return MHD_NO;
     char retry[16];
     snprintf(retry, sizeof(retry), "%u", req->apf.retry_after ? req->apf.retry_after : 1);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, retry);
-    ck__answer_flow(&req->apf);
-    enum MHD_Result ret = ck__queue_answer(conn, MHD_HTTP_TOO_MANY_REQUESTS, resp);
-    ck__answer_flow(NULL);
+    const struct ck__header headers[] = {{"Content-Type", "text/plain; charset=utf-8"},
+                                         {"X-Content-Type-Options", "nosniff"},
+                                         {"Retry-After", retry}};
+    hreq->flow = &req->apf;
+    enum ck__res ret = ck__respond_static(hreq, 429, headers, 3, text, sizeof(text) - 1);
+    hreq->flow = NULL;
     return ret;
 }
 
@@ -1226,7 +1186,7 @@ static enum MHD_Result refuse_by_flow_control(struct MHD_Connection *conn, struc
 static void flow_control_wake(struct ck__apf_ticket *t)
 {
     struct request *req = (struct request *)((char *)t - offsetof(struct request, apf));
-    MHD_resume_connection(req->conn);
+    MHD_resume_connection(req->http.conn);
 }
 
 /*
@@ -1234,13 +1194,13 @@ static void flow_control_wake(struct ck__apf_ticket *t)
  * from a metadata.name field selector (a valid path segment); *ret_fields, which holds
  * that name, is the caller's to free.
  */
-static void list_digest(struct ck_apiserver *server, struct MHD_Connection *conn,
+static void list_digest(struct ck_apiserver *server, struct ck__req *hreq,
                         struct ck_field_selector **ret_fields, struct ck__apf_digest *d)
 {
-    const char *limit = ck__query(conn, "limit");
-    const char *fields = ck__query(conn, "fieldSelector");
-    const char *labels = ck__query(conn, "labelSelector");
-    const char *cont = ck__query(conn, "continue");
+    const char *limit = ck__query(hreq, "limit");
+    const char *fields = ck__query(hreq, "fieldSelector");
+    const char *labels = ck__query(hreq, "labelSelector");
+    const char *cont = ck__query(hreq, "continue");
     if (limit && *limit) {
         char *end;
         errno = 0;
@@ -1249,9 +1209,9 @@ static void list_digest(struct ck_apiserver *server, struct MHD_Connection *conn
     }
     d->selector = (fields && *fields) || (labels && *labels);
     d->continued = cont && *cont;
-    d->resource_version = ck__query(conn, "resourceVersion");
-    d->rv_match = ck__query(conn, "resourceVersionMatch");
-    d->send_initial_events = ck__query_bool(conn, "sendInitialEvents");
+    d->resource_version = ck__query(hreq, "resourceVersion");
+    d->rv_match = ck__query(hreq, "resourceVersionMatch");
+    d->send_initial_events = ck__query_bool(hreq, "sendInitialEvents");
     d->watch_list = ck__watch_list_enabled(server);
     struct ck_err err = {0};
     if (fields && *fields && ck_field_selector_parse(fields, ret_fields, &err) < 0) {
@@ -1274,7 +1234,7 @@ static void list_digest(struct ck_apiserver *server, struct MHD_Connection *conn
  * unclassified, as kube-apiserver does for those that are not watches:
  * kube-apiserver's long-running subresources (exec, attach, portforward, proxy, log).
  */
-static bool flow_digest(struct ck_apiserver *server, struct MHD_Connection *conn,
+static bool flow_digest(struct ck_apiserver *server, struct ck__req *hreq,
                         const struct request *req, const char *method, const char *url,
                         struct ck__target *t, char verb[16], struct ck_field_selector **ret_fields,
                         struct ck__apf_digest *d)
@@ -1288,7 +1248,7 @@ static bool flow_digest(struct ck_apiserver *server, struct MHD_Connection *conn
         if (long_running_subresource(t->subresource))
             return false;
         d->resource_request = true;
-        d->verb = ck__request_verb(conn, method, t);
+        d->verb = ck__request_verb(hreq, method, t);
         d->api_group = t->kind->group;
         d->resource = t->kind->resource;
         d->subresource = t->subresource;
@@ -1297,7 +1257,7 @@ static bool flow_digest(struct ck_apiserver *server, struct MHD_Connection *conn
             t->kind->role == CK_KIND_ROLE_NAMESPACE && t->name[0] ? t->name : t->namespace;
         d->name = t->name;
         if (strcmp(d->verb, "list") == 0 || strcmp(d->verb, "watch") == 0)
-            list_digest(server, conn, ret_fields, d);
+            list_digest(server, hreq, ret_fields, d);
         return true;
     }
     size_t i = 0;
@@ -1315,24 +1275,24 @@ static bool flow_digest(struct ck_apiserver *server, struct MHD_Connection *conn
  * --max-mutating-requests-inflight, is refused 429 with Retry-After 1 unless its user is
  * in system:masters; watches and the other long-running requests pass uncounted.
  */
-static enum MHD_Result max_in_flight(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                     struct request *req, const char *method, const char *url,
-                                     const struct ck__apf_digest *d)
+static enum ck__res max_in_flight(struct ck_apiserver *server, struct ck__req *hreq,
+                                  struct request *req, const char *method, const char *url,
+                                  const struct ck__apf_digest *d)
 {
     bool limited = d && strcmp(d->verb, "watch") != 0; /* d: NULL when long-running */
     int kind = limited && (strcmp(d->verb, "get") == 0 || strcmp(d->verb, "list") == 0) ? 0 : 1;
     if (!limited || !server->inflight_limit[kind])
-        return admitted(server, conn, req, method, url);
+        return admitted(server, hreq, req, method, url);
     if (atomic_fetch_add(&server->inflight[kind], 1) < server->inflight_limit[kind]) {
         req->inflight = kind;
-        return admitted(server, conn, req, method, url);
+        return admitted(server, hreq, req, method, url);
     }
     atomic_fetch_sub(&server->inflight[kind], 1);
     for (size_t i = 0; i < d->n_groups; i++)
         if (strcmp(d->groups[i], "system:masters") == 0)
-            return admitted(server, conn, req, method, url);
+            return admitted(server, hreq, req, method, url);
     req->apf.retry_after = 1;
-    return refuse_by_flow_control(conn, req);
+    return refuse_by_flow_control(hreq, req);
 }
 
 /*
@@ -1341,35 +1301,115 @@ static enum MHD_Result max_in_flight(struct ck_apiserver *server, struct MHD_Con
  * (no thread waits), until a finishing request hands it its seats or its wait limit
  * passes (the apf's timer rejects it).
  */
-static enum MHD_Result flow_control(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                    struct request *req, const char *method, const char *url)
+static enum ck__res flow_control(struct ck_apiserver *server, struct ck__req *hreq,
+                                 struct request *req, const char *method, const char *url)
 {
     struct ck__apf_digest d;
     struct ck__target t;
     char verb[16];
     struct ck_field_selector *fields = NULL;
-    bool classified = flow_digest(server, conn, req, method, url, &t, verb, &fields, &d);
+    bool classified = flow_digest(server, hreq, req, method, url, &t, verb, &fields, &d);
     if (!server->apf || !classified) {
         ck_field_selector_free(fields);
-        return server->apf ? admitted(server, conn, req, method, url)
-                           : max_in_flight(server, conn, req, method, url, classified ? &d : NULL);
+        return server->apf ? admitted(server, hreq, req, method, url)
+                           : max_in_flight(server, hreq, req, method, url, classified ? &d : NULL);
     }
     enum ck__apf_verdict v = ck__apf_admit(server->apf, &d, &req->apf);
     ck_field_selector_free(fields);
     if (v == CK__APF_QUEUE) {
         req->apf.wake = flow_control_wake;
-        req->conn = conn;
         req->apf_waiting = true;
-        MHD_suspend_connection(conn); /* before it is queued: a wake may come at once */
+        MHD_suspend_connection(hreq->conn); /* before it is queued: a wake may come at once */
         bool watch = d.resource_request && strcmp(d.verb, "watch") == 0;
-        double limit = ck__apf_wait_limit(ck__query(conn, "timeout"), watch);
+        double limit = ck__apf_wait_limit(ck__query(hreq, "timeout"), watch);
         if (ck__apf_enqueue(server->apf, &req->apf, req->start + limit) != CK__APF_QUEUE)
-            MHD_resume_connection(conn); /* decided at once: answered on the next call */
-        return MHD_YES;
+            MHD_resume_connection(hreq->conn); /* decided at once: answered on the next call */
+        return CK__YES;
     }
     if (v == CK__APF_REJECT)
-        return refuse_by_flow_control(conn, req);
-    return admitted(server, conn, req, method, url);
+        return refuse_by_flow_control(hreq, req);
+    return admitted(server, hreq, req, method, url);
+}
+
+/* One call of the access handler, with the seam's answer. */
+static enum ck__res access_step(struct ck_apiserver *server, struct MHD_Connection *conn,
+                                const char *url, const char *method, const char *upload_data,
+                                size_t *upload_data_size, void **req_cls)
+{
+    struct request *req = *req_cls;
+    if (!req) /* the URI callback always sets it; be safe */
+        *req_cls = req = request_begins(server, url, conn);
+    if (req == &unrecorded_request) {
+        if (*upload_data_size == 0) {
+            struct ck__req unrecorded = {.conn = conn, .method = method};
+            return ck__fail_no_memory(&unrecorded);
+        }
+        *upload_data_size = 0; /* dropped */
+        return CK__YES;
+    }
+    struct ck__req *hreq = &req->http;
+    if (!req->started) {
+        req->started = true;
+        hreq->method = method;
+        req->reserve = ck__conns_request_started(server->conns, conn);
+        gnutls_session_t session = server->auth ? tls_session_of(conn) : NULL;
+        if (session) /* the handshake is over: a plain recv() from now on */
+            gnutls_transport_set_pull_function(session, record_pull);
+        enum ck__res ret;
+        if (!header_acceptable(hreq, req, url, method, &ret))
+            return ret;
+        return CK__YES;
+    }
+    if (*upload_data_size != 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (req->too_large || req->no_memory)
+            return CK__YES; /* keep reading to answer 413 (500) cleanly */
+        if (req->len + n > MAX_BODY_BYTES) {
+            req->too_large = true;
+            free(req->body);
+            req->body = NULL;
+            req->len = 0;
+            return CK__YES;
+        }
+        char *grown = ck__realloc(req->body, req->len + n + 1);
+        if (!grown) {
+            req->no_memory = true;
+            free(req->body);
+            req->body = NULL;
+            req->len = 0;
+            return CK__YES;
+        }
+        memcpy(grown + req->len, upload_data, n);
+        req->body = grown;
+        req->len += n;
+        req->body[req->len] = '\0';
+        return CK__YES;
+    }
+    if (req->ran_on_worker) /* resumed: the worker's answer */
+        return ck__req_mhd_flush(hreq, req->worker_ok);
+    if (req->apf_waiting) { /* resumed: its wait in a flow control queue is over */
+        req->apf_waiting = false;
+        if (req->apf.verdict == CK__APF_REJECT)
+            return refuse_by_flow_control(hreq, req);
+        return admitted(server, hreq, req, method, url);
+    }
+    ck__conns_request_received(server->conns, conn); /* the last call: the body is in */
+    hreq->body = req->body;
+    hreq->len = req->len;
+    if (req->no_memory) {
+        ck__request_labels_set(&req->labels, method, NULL, false, false);
+        return ck__fail_no_memory(hreq);
+    }
+    if (req->too_large) {
+        ck__request_labels_set(&req->labels, method, NULL, false, false);
+        return ck__fail_with(hreq, "RequestEntityTooLarge",
+                             "Request entity too large: limit is 3145728");
+    }
+    enum ck__res ret;
+    if (!front(server, hreq, req, method, url, &ret))
+        return ret;
+    return flow_control(server, hreq, req, method, url);
 }
 
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
@@ -1378,94 +1418,23 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
                                       void **req_cls)
 {
     (void)version;
-    struct ck_apiserver *server = cls;
-    struct request *req = *req_cls;
-    if (!req) /* the URI callback always sets it; be safe */
-        *req_cls = req = request_begins(server, url, conn);
-    if (req != &unrecorded_request && !req->started) {
-        req->started = true;
-        req->reserve = ck__conns_request_started(server->conns, conn);
-        gnutls_session_t session = server->auth ? tls_session_of(conn) : NULL;
-        if (session) /* the handshake is over: a plain recv() from now on */
-            gnutls_transport_set_pull_function(session, record_pull);
-        enum MHD_Result ret;
-        if (!header_acceptable(conn, req, url, method, &ret))
-            return ret;
-        return MHD_YES;
-    }
-    if (req == &unrecorded_request) {
-        if (*upload_data_size == 0)
-            return ck__fail_no_memory(conn);
-        *upload_data_size = 0; /* dropped */
-        return MHD_YES;
-    }
-    if (*upload_data_size != 0) {
-        size_t n = *upload_data_size;
-        *upload_data_size = 0;
-        if (req->too_large || req->no_memory)
-            return MHD_YES; /* keep reading to answer 413 (500) cleanly */
-        if (req->len + n > MAX_BODY_BYTES) {
-            req->too_large = true;
-            free(req->body);
-            req->body = NULL;
-            req->len = 0;
-            return MHD_YES;
-        }
-        char *grown = ck__realloc(req->body, req->len + n + 1);
-        if (!grown) {
-            req->no_memory = true;
-            free(req->body);
-            req->body = NULL;
-            req->len = 0;
-            return MHD_YES;
-        }
-        memcpy(grown + req->len, upload_data, n);
-        req->body = grown;
-        req->len += n;
-        req->body[req->len] = '\0';
-        return MHD_YES;
-    }
-    if (req->ran_on_worker) /* resumed: the worker's answer */
-        return answer_from_worker(conn, req);
-    if (req->apf_waiting) { /* resumed: its wait in a flow control queue is over */
-        req->apf_waiting = false;
-        if (req->apf.verdict == CK__APF_REJECT)
-            return refuse_by_flow_control(conn, req);
-        return admitted(server, conn, req, method, url);
-    }
-    ck__conns_request_received(server->conns, conn); /* the last call: the body is in */
-    if (req->no_memory) {
-        ck__request_labels_set(&req->labels, method, NULL, false, false);
-        return ck__fail_no_memory(conn);
-    }
-    if (req->too_large) {
-        ck__request_labels_set(&req->labels, method, NULL, false, false);
-        return ck__fail_with(conn, "RequestEntityTooLarge",
-                             "Request entity too large: limit is 3145728");
-    }
-    enum MHD_Result ret;
-    if (!front(server, conn, req, method, url, &ret))
-        return ret;
-    return flow_control(server, conn, req, method, url);
+    return access_step(cls, conn, url, method, upload_data, upload_data_size, req_cls) == CK__YES
+               ? MHD_YES
+               : MHD_NO;
 }
 
 /* The access log line of Kubernetes' httplog, at -v 2. */
-static void log_access(struct MHD_Connection *conn, const struct request *req, unsigned code,
+static void log_access(struct ck__req *hreq, const struct request *req, unsigned code,
                        double seconds)
 {
     char latency[32], resp[16], peer[INET6_ADDRSTRLEN + 8] = "";
     snprintf(latency, sizeof(latency), "%.3fms", seconds * 1e3);
     snprintf(resp, sizeof(resp), "%u", code);
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    const struct sockaddr *sa = info ? info->client_addr : NULL;
-    if (sa && sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
-        char ip[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-        snprintf(peer, sizeof(peer), "%s:%u", ip, (unsigned)ntohs(in->sin_port));
-    }
-    const char *agent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent");
+    char ip[INET6_ADDRSTRLEN];
+    unsigned port;
+    if (ck__req_peer_address(hreq, ip, sizeof(ip), &port) == AF_INET)
+        snprintf(peer, sizeof(peer), "%s:%u", ip, port);
+    const char *agent = ck__req_header(hreq, "User-Agent");
     CK_LOGS(2, "HTTP", "verb", req->labels.verb, "URI", req->raw_uri ? req->raw_uri : "", "latency",
             latency, "userAgent", agent ? agent : "", "srcIP", peer, "resp", resp);
 }
@@ -1485,15 +1454,14 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **req
         double seconds = monotonic_seconds() - req->start;
         ck__metrics_observe(server->metrics, &req->labels, status, seconds);
         if (ck_log_v(2))
-            log_access(conn, req, status, seconds);
+            log_access(&req->http, req, status, seconds);
     }
     if (req->started)
         ck__conns_request_done(server->conns, conn);
     if (req->apf.seated || req->inflight >= 0) /* not run after all */
         flow_done(server, req);
     ck__apf_end(server->apf, &req->apf); /* a watch is no longer counted */
-    if (req->answer.resp)                /* the connection ended before it was resumed */
-        MHD_destroy_response(req->answer.resp);
+    ck__req_mhd_release(&req->http);     /* the connection ended before it was resumed */
     ck_auth_user_free(req->user);
     free(req->raw_uri);
     free(req->body);
@@ -1509,7 +1477,12 @@ static void notify_connection(void *cls, struct MHD_Connection *conn, void **soc
     gnutls_session_t session = server->auth ? tls_session_of(conn) : NULL;
     if (session && toe == MHD_CONNECTION_NOTIFY_STARTED)
         gnutls_transport_set_pull_function(session, handshake_pull);
-    ck__auth_notify_connection(cls, conn, socket_context, toe);
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_context = ck__auth_conn_opened(server);
+    } else {
+        ck__auth_conn_closed(*socket_context);
+        *socket_context = NULL;
+    }
     ck__conns_notify(server->conns, conn, toe);
 }
 

@@ -150,23 +150,21 @@ static void add_header(struct request_headers *h, const char *line)
         h->list = l;
 }
 
-static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                   const char *value)
+static bool copy_header(void *cls, const char *key, const char *value)
 {
-    (void)kind;
     struct request_headers *h = cls;
     if (strcasecmp(key, "X-Forwarded-For") == 0)
         h->forwarded_for = value;
     if (!ck__upstream_forwards_request_header(key, h->u->front_proxy) ||
         (h->u->front_proxy && strcasecmp(key, "Host") == 0))
-        return MHD_YES;
+        return true;
     h->accept |= strcasecmp(key, "Accept") == 0;
     h->content_type |= strcasecmp(key, "Content-Type") == 0;
     size_t len = strlen(key) + strlen(value ? value : "") + 3;
     char *line = malloc(len);
     if (!line) {
         h->failed = true;
-        return MHD_NO;
+        return false;
     }
     /* "Name;" is curl's way to send a field with an empty value */
     if (value && *value)
@@ -175,33 +173,17 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
         snprintf(line, len, "%s;", key);
     add_header(h, line);
     free(line);
-    return MHD_YES;
+    return true;
 }
 
-/* The client's address as text, for X-Forwarded-For ("" when unknown). */
-static void client_address(struct MHD_Connection *conn, char *buf, size_t size)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    buf[0] = '\0';
-    if (!ci || !ci->client_addr)
-        return;
-    if (ci->client_addr->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, buf,
-                  (socklen_t)size);
-    else if (ci->client_addr->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, buf,
-                  (socklen_t)size);
-}
-
-static struct curl_slist *request_header_list(struct MHD_Connection *conn,
-                                              const struct ck__upstream *u, const char *path,
-                                              bool with_body)
+static struct curl_slist *request_header_list(struct ck__req *req, const struct ck__upstream *u,
+                                              const char *path, bool with_body)
 {
     struct request_headers h = {.u = u};
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, copy_header, &h);
+    ck__req_headers(req, copy_header, &h);
     char line[1200], addr[64];
-    client_address(conn, addr, sizeof(addr));
+    unsigned port;
+    ck__req_peer_address(req, addr, sizeof(addr), &port); /* "" when unknown */
     if (*addr) {
         snprintf(line, sizeof(line), "X-Forwarded-For: %s%s%s",
                  h.forwarded_for ? h.forwarded_for : "", h.forwarded_for ? ", " : "", addr);
@@ -249,13 +231,37 @@ static void set_trust(struct ck_apiserver *ctx, CURL *curl, const struct ck__ups
     }
 }
 
-/* The answer's fields (the last response's) onto resp, Location rewritten. */
-static void copy_response_headers(CURL *curl, struct MHD_Response *resp,
-                                  struct MHD_Connection *conn, const struct ck__upstream *u,
-                                  const char *upstream)
+/* An answer's fields as they are relayed: the values this file made are its own. */
+struct response_headers {
+    struct ck__header *h;
+    char **owned;
+    size_t n;
+};
+
+static void response_headers_free(struct response_headers *rh)
 {
-    const char *request_host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
+    for (size_t i = 0; i < rh->n; i++)
+        free(rh->owned[i]);
+    free(rh->owned);
+    free(rh->h);
+}
+
+/* The answer's fields (the last response's), Location rewritten. CK_ENOMEM or 0. */
+static int response_headers(CURL *curl, struct ck__req *req, const struct ck__upstream *u,
+                            const char *upstream, struct response_headers *rh)
+{
+    const char *request_host = ck__req_header(req, "Host");
     struct curl_header *prev = NULL, *hdr;
+    size_t room = 1;
+    while ((hdr = curl_easy_nextheader(curl, CURLH_HEADER, -1, prev))) {
+        prev = hdr;
+        room++;
+    }
+    rh->h = ck__calloc(room, sizeof(*rh->h));
+    rh->owned = ck__calloc(room, sizeof(*rh->owned));
+    if (!rh->h || !rh->owned)
+        return CK_ENOMEM;
+    prev = NULL;
     while ((hdr = curl_easy_nextheader(curl, CURLH_HEADER, -1, prev))) {
         prev = hdr;
         if (!ck__upstream_forwards_response_header(hdr->name))
@@ -264,10 +270,14 @@ static void copy_response_headers(CURL *curl, struct MHD_Response *resp,
         const char *value = hdr->value;
         if (strcasecmp(hdr->name, "Location") == 0 && u->prefix &&
             ck__upstream_location(value, upstream, request_host ? request_host : "", u->prefix,
-                                  rewritten, sizeof(rewritten)) == 0)
-            value = rewritten;
-        MHD_add_response_header(resp, hdr->name, value);
+                                  rewritten, sizeof(rewritten)) == 0) {
+            if (!(rh->owned[rh->n] = ck__strdup(rewritten)))
+                return CK_ENOMEM;
+            value = rh->owned[rh->n];
+        }
+        rh->h[rh->n++] = (struct ck__header){hdr->name, value};
     }
+    return 0;
 }
 
 /* libcurl's global state, made once before the first call from any thread. */
@@ -277,20 +287,19 @@ static void curl_init_once(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-enum MHD_Result ck__upstream_serve(struct ck_apiserver *ctx, struct MHD_Connection *conn,
-                                   const char *method, const char *body, size_t len,
-                                   const struct ck__upstream *u)
+enum ck__res ck__upstream_serve(struct ck_apiserver *ctx, struct ck__req *req, const char *method,
+                                const char *body, size_t len, const struct ck__upstream *u)
 {
     pthread_once(&curl_once, curl_init_once);
     char url[4096], errbuf[CURL_ERROR_SIZE] = "", upstream[320] = "", path[2048] = "";
     int n = snprintf(url, sizeof(url), "%s%s%s", u->url, u->query && *u->query ? "?" : "",
                      u->query && *u->query ? u->query : "");
     if (n < 0 || (size_t)n >= sizeof(url))
-        return ck__fail_with(conn, "BadRequest", "the proxied URL is too long");
+        return ck__fail_with(req, "BadRequest", "the proxied URL is too long");
     CURLU *parsed = curl_url();
     if (!parsed || curl_url_set(parsed, CURLUPART_URL, url, 0) != CURLUE_OK) {
         curl_url_cleanup(parsed);
-        return ck__fail_with(conn, "BadRequest", "the proxied URL is not valid");
+        return ck__fail_with(req, "BadRequest", "the proxied URL is not valid");
     }
     {
         char host[300], port[16];
@@ -303,12 +312,12 @@ enum MHD_Result ck__upstream_serve(struct ck_apiserver *ctx, struct MHD_Connecti
     bool with_body = len > 0 || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
                      strcmp(method, "PATCH") == 0;
     CURL *curl = curl_easy_init();
-    struct curl_slist *headers = curl ? request_header_list(conn, u, path, with_body) : NULL;
+    struct curl_slist *headers = curl ? request_header_list(req, u, path, with_body) : NULL;
     struct curl_slist *resolves = u->resolve ? curl_slist_append(NULL, u->resolve) : NULL;
     struct ck__curl_body answer = {.max = UPSTREAM_BODY_MAX};
-    enum MHD_Result ret;
+    enum ck__res ret;
     if (!curl || !headers || (u->resolve && !resolves)) {
-        ret = ck__fail_no_memory(conn);
+        ret = ck__fail_no_memory(req);
         goto out;
     }
     ck__curl_setup(curl, "http,https", headers, &answer, errbuf);
@@ -335,21 +344,20 @@ enum MHD_Result ck__upstream_serve(struct ck_apiserver *ctx, struct MHD_Connecti
                  : *errbuf      ? errbuf
                                 : curl_easy_strerror(cr));
         CK_LOGV(2, "Proxy to %s failed: %s", upstream, msg);
-        ret = ck__fail_with(conn, "ServiceUnavailable", msg);
+        ret = ck__fail_with(req, "ServiceUnavailable", msg);
         goto out;
     }
     long status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        answer.len, answer.data ? answer.data : (void *)"",
-        answer.data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-    if (!resp) {
-        ret = ck__fail_no_memory(conn);
+    struct response_headers rh = {0};
+    if (response_headers(curl, req, u, upstream, &rh) < 0) {
+        response_headers_free(&rh);
+        ret = ck__fail_no_memory(req);
         goto out;
     }
-    answer.data = NULL; /* the response's */
-    copy_response_headers(curl, resp, conn, u, upstream);
-    ret = ck__queue_answer(conn, (unsigned)status, resp);
+    ret = ck__respond(req, (unsigned)status, rh.h, rh.n, answer.data, answer.len);
+    answer.data = NULL; /* the answer's */
+    response_headers_free(&rh);
 out:
     curl_slist_free_all(resolves);
     curl_slist_free_all(headers);

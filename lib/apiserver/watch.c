@@ -72,6 +72,7 @@
 
 #include "ckube/internal/util.h"
 #include "internal.h"
+#include "req_mhd.h"
 
 #define MAX_BUFFERED      (64u * 1024 * 1024)  /* a client this far behind is cut off */
 #define WATCH_BUDGET      (128u * 1024 * 1024) /* every stream's buffer together, by default */
@@ -727,7 +728,7 @@ int ck__watch_start(struct ck_apiserver *server, const char *rv, int64_t *ret_st
  * NotOlderThan and the WatchList gate; resourceVersionMatch needs
  * sendInitialEvents, only NotOlderThan, and no continue token.
  */
-static void watch_options_errors(const struct ck_apiserver *server, struct MHD_Connection *conn,
+static void watch_options_errors(const struct ck_apiserver *server, struct ck__req *req,
                                  bool send_initial_param, const char *match,
                                  struct ck_field_errors *errs)
 {
@@ -750,39 +751,39 @@ static void watch_options_errors(const struct ck_apiserver *server, struct MHD_C
         if (!not_older)
             ck_field_errors_add(errs, CK_FIELD_NOT_SUPPORTED, "resourceVersionMatch", match, true,
                                 "supported values: \"NotOlderThan\"");
-        if (ck__query(conn, "continue"))
+        if (ck__query(req, "continue"))
             ck_field_errors_add(errs, CK_FIELD_FORBIDDEN, "resourceVersionMatch", NULL, false,
                                 "resourceVersionMatch is forbidden when continue is provided");
     }
 }
 
-enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connection *conn,
-                                const struct ck__target *t)
+enum ck__res ck__serve_watch(struct ck_apiserver *server, struct ck__req *req,
+                             const struct ck__target *t)
 {
-    const char *rv = ck__query(conn, "resourceVersion");
-    const char *match = ck__query(conn, "resourceVersionMatch");
-    bool send_initial_param = ck__query(conn, "sendInitialEvents") != NULL;
-    bool send_initial = ck__query_bool(conn, "sendInitialEvents");
+    const char *rv = ck__query(req, "resourceVersion");
+    const char *match = ck__query(req, "resourceVersionMatch");
+    bool send_initial_param = ck__query(req, "sendInitialEvents") != NULL;
+    bool send_initial = ck__query_bool(req, "sendInitialEvents");
     struct ck_field_errors errs = {0};
-    watch_options_errors(server, conn, send_initial_param, match, &errs);
+    watch_options_errors(server, req, send_initial_param, match, &errs);
     if (errs.len || errs.nomem) {
         struct ck_err invalid = {0};
         ck__err_invalid(&invalid, "meta.k8s.io", "ListOptions", "", &errs);
         ck_field_errors_release(&errs);
-        return ck__fail(conn, &invalid);
+        return ck__fail(req, &invalid);
     }
-    if (ck__negotiate_kind(conn, t->kind) == CK__ACCEPT_PARTIAL_LIST) {
+    if (ck__negotiate_kind(req, t->kind) == CK__ACCEPT_PARTIAL_LIST) {
         /* a watch's events carry single objects */
         struct ck_err shape = {0};
         ck__err_partial_shape(&shape, t->kind, CK__ACCEPT_PARTIAL_LIST);
-        return ck__fail(conn, &shape);
+        return ck__fail(req, &shape);
     }
     int64_t start = 0;
     bool initial = !rv || !*rv || strcmp(rv, "0") == 0 || send_initial;
     struct ck_err start_err = {0};
     if (ck__watch_start(server, rv, &start, &start_err) < 0)
-        return ck__fail(conn, &start_err);
-    const char *timeout = ck__query(conn, "timeoutSeconds");
+        return ck__fail(req, &start_err);
+    const char *timeout = ck__query(req, "timeoutSeconds");
     long long timeout_s = timeout ? strtoll(timeout, NULL, 10) : 0;
     if (timeout_s > MAX_TIMEOUT)
         timeout_s = MAX_TIMEOUT; /* clamped: a deadline past time_t's range would wrap */
@@ -797,20 +798,20 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     int r = 0;
     struct ck__watch_stream *s = ck__calloc(1, sizeof(*s));
     if (!s)
-        return ck__fail_no_memory(conn);
+        return ck__fail_no_memory(req);
     pthread_mutex_init(&s->lock, NULL);
     s->server = server;
-    s->conn = conn;
+    s->conn = ck__req_mhd(req); /* transitional: suspended and resumed here */
     s->view.server = server;
     s->view.kind = t->kind;
-    enum ck__accept accept = ck__negotiate_kind(conn, t->kind);
+    enum ck__accept accept = ck__negotiate_kind(req, t->kind);
     s->table = accept == CK__ACCEPT_TABLE;
     s->protobuf = accept == CK__ACCEPT_PROTOBUF;
     s->partial = accept == CK__ACCEPT_PARTIAL;
-    s->view.bookmarks = ck__query_bool(conn, "allowWatchBookmarks");
+    s->view.bookmarks = ck__query_bool(req, "allowWatchBookmarks");
     s->deadline = time(NULL) + timeout_s;
     s->next_bookmark = time(NULL) + BOOKMARK_INTERVAL;
-    if (ck__parse_selectors(conn, t->kind, &s->view.labels, &s->view.fields, &err) < 0)
+    if (ck__parse_selectors(req, t->kind, &s->view.labels, &s->view.fields, &err) < 0)
         goto out_fail;
     if (ck_label_selector_is_empty(s->view.labels))
         s->view.labels = ck_label_selector_free(s->view.labels);
@@ -851,12 +852,12 @@ enum MHD_Result ck__serve_watch(struct ck_apiserver *server, struct MHD_Connecti
     s->next_active = server->watches;
     server->watches = s;
     pthread_mutex_unlock(&server->watches_lock);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+    MHD_add_response_header(resp, "Content-Type",
                             /* a Table stream in JSON too, as kube-apiserver's (no as=) */
                             s->protobuf && !s->table ? CK_PROTOBUF_WATCH_MEDIA_TYPE
                                                      : "application/json");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
-    return ck__queue_answer(conn, 200, resp);
+    MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+    return ck__req_mhd_queue(req, 200, resp);
 
 out_fail:
     resize(s, 0);
@@ -864,5 +865,5 @@ out_fail:
     ck_field_selector_free(s->view.fields);
     pthread_mutex_destroy(&s->lock);
     free(s);
-    return ck__fail(conn, &err);
+    return ck__fail(req, &err);
 }
