@@ -1,14 +1,15 @@
 # common.sh - what the controller benches share, sourced with $n and $qps set and
 # $server_controllers the server's --controllers: a RelWithDebInfo tree (-O2, no
-# sanitizers) in build-bench-rs/ with ckube and the bench helper, a scratch folder
+# sanitizers) in build-bench-rs/ (or $build_dir of type $build_type when set before) with
+# ckube and the bench helper, a scratch folder
 # cleaned up at exit, `ckube server` on SQLite in it, and a separate
 # `ckube controller-manager` whose client rate limit is $qps (none when $qps is empty:
 # the server's own controllers then do the work); KUBECONFIG exported,
 # $build, $work, $port, $server_pid and $cm_pid set, and kurl (curl as the admin),
 # now, rss, cpu (a process's CPU seconds) and create_big (the "big" workload).
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$root/build-bench-rs
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
+build=${build_dir:-$root/build-bench-rs}
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="${build_type:-RelWithDebInfo}" -DBUILD_TESTING=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" --target ckube bench_pods >/dev/null
 ckube=$build/cmd/ckube/ckube
 work=$(mktemp -d)
