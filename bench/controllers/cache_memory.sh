@@ -10,7 +10,8 @@
 #
 #   bench/controllers/cache_memory.sh [N]       (default: 20000)
 #
-# With PERF=FILE, `perf record -g` samples the server from the create to Available.
+# With PERF=FILE, `perf record -g` (or PERF_ARGS) samples the server from the create to
+# Available.
 # With PROF=DIR (absolute), the server runs with jemalloc's heap profiler sampling
 # every 4 KiB allocated, and its heap is dumped into DIR once the Deployment is
 # Available (read it with `jeprof --text --inuse_space BUILD/cmd/ckube/ckube FILE`);
@@ -31,36 +32,10 @@ if [ -n "${PROF:-}" ]; then
 fi
 . "$root/bench/controllers/common.sh"
 unset MALLOC_CONF
-per_node=$(((n + nodes - 1) / nodes + 10))
-"$ckube" fake-nodes --kubeconfig "$KUBECONFIG" --count "$nodes" --pods "$per_node" \
-    >"$work/fake.out" 2>"$work/fake.err" &
-fake_pid=$!
-until [ "$(kubectl get nodes --no-headers 2>/dev/null | grep -c ' Ready ')" -ge "$nodes" ]; do
-    kill -0 "$fake_pid" 2>/dev/null || { echo "fake-nodes exited:"; tail -5 "$work/fake.err"; exit 1; }
-    sleep 0.5
-done
+start_fake_nodes "$nodes"
 rss_idle=$(rss "$server_pid")
-url=https://127.0.0.1:$port/apis/apps/v1/namespaces/default/deployments/big
-available() {
-    kurl "$url" | python3 -c '
-import json, sys
-s = json.load(sys.stdin).get("status", {})
-sys.exit(0 if s.get("availableReplicas", 0) == int(sys.argv[1]) else 1)' "$n"
-}
 server_cpu0=$(cpu "$server_pid")
-create_big Deployment nginx:1.27
-start=$(now)
-perf_pid=""
-if [ -n "${PERF:-}" ]; then
-    perf record -g -o "$PERF" -p "$server_pid" >/dev/null 2>&1 &
-    perf_pid=$!
-fi
-until available; do
-    kill -0 "$server_pid" 2>/dev/null || { echo "the server exited:"; tail -5 "$work/server.err"; exit 1; }
-    sleep 1
-done
-done_at=$(now)
-[ -n "$perf_pid" ] && kill -INT "$perf_pid" && wait "$perf_pid" || true
+deploy_big
 server_cpu=$(echo "$(cpu "$server_pid") - $server_cpu0" | bc)
 sleep 15 # past jemalloc's dirty page decay (10 s)
 samples=""

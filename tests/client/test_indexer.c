@@ -380,6 +380,8 @@ static void test_replace_swaps_the_whole_content(void **state)
 static void test_references_outlive_updates_and_the_indexer(void **state)
 {
     (void)state;
+    if (compact)
+        skip(); /* a compact indexer holds no tree: the test below says what it does */
     struct ck_indexer *ix = new_indexer();
     json_t *v1 = pod("ns", "a", NULL, NULL);
     assert_int_equal(ck_indexer_add(ix, v1, NULL), 0);
@@ -404,6 +406,8 @@ static void test_references_outlive_updates_and_the_indexer(void **state)
 static void test_compact_reads_decode_trees_of_their_own(void **state)
 {
     (void)state;
+    if (!compact)
+        skip();
     struct ck_indexer *ix = new_indexer();
     json_t *v1 = pod("ns", "a", "bert", "uid-1");
     json_object_set_new(v1, "spec",
@@ -629,24 +633,8 @@ int main(void)
         cmocka_unit_test(test_allocation_failure_keeps_every_change_atomic),
         cmocka_unit_test(test_allocation_failure_in_replace_and_add_index_changes_nothing),
         cmocka_unit_test(test_concurrent_readers_see_consistent_indices),
-    };
-    const struct CMUnitTest compact_tests[] = {
-        cmocka_unit_test(test_key_of_namespaced_and_cluster_scoped_objects),
-        cmocka_unit_test(test_key_of_a_bad_object_is_an_error),
-        cmocka_unit_test(test_split_key),
-        cmocka_unit_test(test_add_get_update_delete),
-        cmocka_unit_test(test_namespace_and_controller_indices),
-        cmocka_unit_test(test_multi_valued_index_follows_updates_and_deletes),
-        cmocka_unit_test(test_unknown_and_duplicate_indices),
-        cmocka_unit_test(test_an_index_added_later_covers_stored_objects),
-        cmocka_unit_test(test_an_index_error_leaves_the_store_unchanged),
-        cmocka_unit_test(test_replace_swaps_the_whole_content),
-        cmocka_unit_test(test_tombstones_carry_key_and_last_state),
-        cmocka_unit_test(test_allocation_failure_keeps_every_change_atomic),
-        cmocka_unit_test(test_allocation_failure_in_replace_and_add_index_changes_nothing),
-        cmocka_unit_test(test_concurrent_readers_see_consistent_indices),
         cmocka_unit_test(test_compact_reads_decode_trees_of_their_own),
     };
     int failed = cmocka_run_group_tests_name("trees", tests, NULL, NULL);
-    return failed + cmocka_run_group_tests_name("compact", compact_tests, set_compact, NULL);
+    return failed + cmocka_run_group_tests_name("compact", tests, set_compact, NULL);
 }
