@@ -19,37 +19,10 @@ nodes=${2:-100}
 qps=""
 server_controllers='*'
 . "$(cd "$(dirname "$0")" && pwd)/common.sh"
-# enough room for N pods over the nodes (fake-nodes' default is 110 a node)
-per_node=$(((n + nodes - 1) / nodes + 10))
-"$ckube" fake-nodes --kubeconfig "$KUBECONFIG" --count "$nodes" --pods "$per_node" \
-    >"$work/fake.out" 2>"$work/fake.err" &
-fake_pid=$!
-until [ "$(kubectl get nodes --no-headers 2>/dev/null | grep -c ' Ready ')" -ge "$nodes" ]; do
-    kill -0 "$fake_pid" 2>/dev/null || { echo "fake-nodes exited:"; tail -5 "$work/fake.err"; exit 1; }
-    sleep 0.2
-done
-url=https://127.0.0.1:$port/apis/apps/v1/namespaces/default/deployments/big
-available() {
-    kurl "$url" | python3 -c '
-import json, sys
-s = json.load(sys.stdin).get("status", {})
-sys.exit(0 if s.get("availableReplicas", 0) == int(sys.argv[1]) else 1)' "$n"
-}
+start_fake_nodes "$nodes"
 server_cpu0=$(cpu "$server_pid")
 fake_cpu0=$(cpu "$fake_pid")
-create_big Deployment nginx:1.27
-start=$(now)
-perf_pid=""
-if [ -n "${PERF:-}" ]; then
-    perf record ${PERF_ARGS:--g} -o "$PERF" -p "$server_pid" >/dev/null 2>&1 &
-    perf_pid=$!
-fi
-until available; do
-    kill -0 "$server_pid" 2>/dev/null || { echo "the server exited:"; tail -5 "$work/server.err"; exit 1; }
-    sleep 0.2
-done
-done_at=$(now)
-[ -n "$perf_pid" ] && kill -INT "$perf_pid" && wait "$perf_pid" || true
+deploy_big
 echo "replicas: $n on $nodes simulated nodes, default ckube server (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "create -> Available with $n available: $(echo "$done_at - $start" | bc) s"
 echo "server: RSS $(rss "$server_pid"), CPU $(echo "$(cpu "$server_pid") - $server_cpu0" | bc) s;" \

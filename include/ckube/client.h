@@ -350,6 +350,12 @@ int ck_index_by_controller_uid(const json_t *obj, struct ck_index_values *out, v
 
 /* Creates an empty indexer with no index. Returns 0 and sets *ret_ix, or CK_ENOMEM. */
 int ck_indexer_new(struct ck_indexer **ret_ix, struct ck_err *reterr);
+/*
+ * Makes an empty indexer keep each object as its compact JSON text rather than a jansson
+ * tree (about an eighth of the memory): every read decodes a tree of its own, every update
+ * and delete decodes the stored object again. No effect once something is stored.
+ */
+void ck_indexer_set_compact(struct ck_indexer *ix);
 struct ck_indexer *ck_indexer_free(struct ck_indexer *ix);
 
 /*

@@ -134,6 +134,7 @@ struct ck_informer_options {
     struct ck_clock *clock;        /* borrowed; NULL = real */
     ck_transform_func transform;   /* NULL: objects are cached as decoded */
     void *transform_arg;
+    bool compact; /* cache objects as their text, decoded on each read (ck_indexer_set_compact) */
 };
 
 /*
@@ -260,6 +261,13 @@ int ck_informer_factory_new(struct ck_rest *client, const char *namespace, int64
  */
 void ck_informer_factory_set_transform(struct ck_informer_factory *f, ck_transform_func fn,
                                        void *arg);
+
+/*
+ * Makes every informer the factory makes after this call cache its objects compact
+ * (ck_informer_options.compact): one cache shared by a whole process's components holds
+ * every object at about an eighth of a tree's memory, for a decode on each read.
+ */
+void ck_informer_factory_set_compact(struct ck_informer_factory *f, bool compact);
 
 /*
  * What makes the list/watch of each informer the factory creates, instead of its client:

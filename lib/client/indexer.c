@@ -16,6 +16,12 @@
  * Ownership: the store holds one reference per stored object; readers get new
  * references (ck_cached_unref() drops them), so an object outlives a concurrent update.
  *
+ * A compact indexer (ck_indexer_set_compact) keeps each object as its compact JSON text
+ * instead of a jansson tree (a tree takes about eight times the text's bytes: a pod of
+ * 2.7 KB is 21 KB of tree): a reader gets a tree decoded for it, its own reference, which
+ * is all the contract above promises; an update or delete decodes the stored object
+ * again to find the index values it had.
+ *
  * Threading: a pthread rwlock: lookups and lists share it, changes take it exclusively.
  */
 #include <stdlib.h>
@@ -40,6 +46,7 @@ struct ck_indexer {
     struct index_def *defs;     /* ndefs definitions */
     struct ck__strmap *indices; /* per definition: value -> struct ck__strmap * (key set) */
     size_t ndefs;
+    bool compact; /* items hold char * (compact JSON text), not json_t * */
 };
 
 /* ---- keys and tombstones ------------------------------------------------ */
@@ -331,12 +338,51 @@ int ck_indexer_new(struct ck_indexer **ret_ix, struct ck_err *reterr)
     return 0;
 }
 
-static void items_release(struct ck__strmap *items)
+void ck_indexer_set_compact(struct ck_indexer *ix)
+{
+    pthread_rwlock_wrlock(&ix->lock);
+    if (ix->items.len == 0)
+        ix->compact = true;
+    pthread_rwlock_unlock(&ix->lock);
+}
+
+/* What items keeps for obj: a new reference, or (compact) its text; NULL: no memory. */
+static void *item_new(bool compact, const json_t *obj)
+{
+    return compact ? (void *)ck__json_dumps(obj, JSON_COMPACT, NULL) : (void *)ck__json_ref(obj);
+}
+
+static void item_free(bool compact, void *item)
+{
+    if (compact)
+        free(item);
+    else
+        ck__json_unref(item);
+}
+
+/*
+ * The object an item holds, a new reference; NULL when memory ran out decoding it (a
+ * failed allocation anywhere in jansson's parse counts: it can drop a byte and go on).
+ */
+static const json_t *item_obj(bool compact, const void *item)
+{
+    if (!compact)
+        return ck__json_ref(item);
+    unsigned long failures = ck__alloc_failures();
+    json_t *obj = json_loads(item, 0, NULL);
+    if (obj && ck__alloc_failures() != failures) {
+        json_decref(obj);
+        obj = NULL;
+    }
+    return obj;
+}
+
+static void items_release(struct ck__strmap *items, bool compact)
 {
     size_t bucket;
     for (struct ck__strmap_entry *e = ck__strmap_next(items, NULL, &bucket); e;
          e = ck__strmap_next(items, e, &bucket))
-        ck__json_unref(e->value);
+        item_free(compact, e->value);
     ck__strmap_release(items);
 }
 
@@ -344,7 +390,7 @@ struct ck_indexer *ck_indexer_free(struct ck_indexer *ix)
 {
     if (!ix)
         return NULL;
-    items_release(&ix->items);
+    items_release(&ix->items, ix->compact);
     for (size_t i = 0; i < ix->ndefs; i++) {
         index_map_release(&ix->indices[i]);
         free(ix->defs[i].name);
@@ -365,7 +411,7 @@ static int find_def(const struct ck_indexer *ix, const char *name)
 }
 
 /* Builds an index over items. On failure returns the error with *out released. */
-static int build_index(const struct index_def *def, const struct ck__strmap *items,
+static int build_index(const struct index_def *def, const struct ck__strmap *items, bool compact,
                        struct ck__strmap *out)
 {
     *out = (struct ck__strmap){0};
@@ -373,7 +419,9 @@ static int build_index(const struct index_def *def, const struct ck__strmap *ite
     for (struct ck__strmap_entry *e = ck__strmap_next(items, NULL, &bucket); e;
          e = ck__strmap_next(items, e, &bucket)) {
         struct ck_index_values vals;
-        int r = compute(def, e->value, &vals);
+        const json_t *obj = item_obj(compact, e->value);
+        int r = obj ? compute(def, obj, &vals) : CK_ENOMEM;
+        ck__json_unref(obj);
         for (size_t j = 0; r == 0 && j < vals.n; j++) {
             bool created;
             r = index_insert(out, vals.v[j], e->key, &created);
@@ -414,7 +462,7 @@ int ck_indexer_add_index(struct ck_indexer *ix, const char *name, ck_index_func 
         goto out_unlock;
     }
     ix->indices = indices;
-    r = build_index(&def, &ix->items, &indices[ix->ndefs]);
+    r = build_index(&def, &ix->items, ix->compact, &indices[ix->ndefs]);
     if (r < 0) {
         free(def.name);
         r = ck_err_set(reterr, r, "building index %s failed", name);
@@ -435,7 +483,9 @@ int ck_indexer_add(struct ck_indexer *ix, const json_t *obj, struct ck_err *rete
     pthread_rwlock_wrlock(&ix->lock);
     struct ck_index_values *add = ck__calloc(ix->ndefs + 1, sizeof(*add));
     struct ck_index_values *del = ck__calloc(ix->ndefs + 1, sizeof(*del));
-    if (!add || !del) {
+    void *item = add && del ? item_new(ix->compact, obj) : NULL;
+    const json_t *old = NULL;
+    if (!item) {
         r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         goto out_free;
     }
@@ -445,8 +495,11 @@ int ck_indexer_add(struct ck_indexer *ix, const json_t *obj, struct ck_err *rete
         goto out_free;
     }
     struct ck__strmap_entry *e = ck__strmap_find(&ix->items, key);
-    const json_t *old = e ? e->value : NULL;
-    if (old && compute_all(ix->defs, ix->ndefs, old, del) < 0) {
+    bool had = e != NULL;
+    if (had && ix->ndefs > 0 &&
+        (!(old = item_obj(ix->compact, e->value)) ||
+         compute_all(ix->defs, ix->ndefs, old, del) < 0)) {
+        had = false; /* del holds nothing to release */
         r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         goto out_release_add;
     }
@@ -455,20 +508,23 @@ int ck_indexer_add(struct ck_indexer *ix, const json_t *obj, struct ck_err *rete
         r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
         goto out_release_del;
     }
-    r = reindex(ix->indices, ix->ndefs, e->key, add, old ? del : NULL);
+    r = reindex(ix->indices, ix->ndefs, e->key, add, had ? del : NULL);
     if (r < 0) {
         if (created)
             ck__strmap_remove(&ix->items, key);
         r = ck_err_set(reterr, r, "out of memory indexing %s", key);
         goto out_release_del;
     }
-    ck__json_unref(e->value);
-    e->value = ck__json_ref(obj);
+    item_free(ix->compact, e->value);
+    e->value = item;
+    item = NULL;
 out_release_del:
-    release_all(old ? del : NULL, ix->ndefs);
+    release_all(had ? del : NULL, ix->ndefs);
 out_release_add:
     release_all(add, ix->ndefs);
 out_free:
+    item_free(ix->compact, item);
+    ck__json_unref(old);
     free(add);
     free(del);
     pthread_rwlock_unlock(&ix->lock);
@@ -486,9 +542,10 @@ int ck_indexer_delete_key(struct ck_indexer *ix, const char *key, struct ck_err 
     }
     /* Remove every membership of key, without recomputing (that could fail): scan the
      * values the stored object emits when possible, else every set. */
+    const json_t *stored = ix->ndefs > 0 ? item_obj(ix->compact, e->value) : NULL;
     for (size_t i = 0; i < ix->ndefs; i++) {
         struct ck_index_values vals;
-        if (compute(&ix->defs[i], e->value, &vals) == 0) {
+        if (stored && compute(&ix->defs[i], stored, &vals) == 0) {
             for (size_t j = 0; j < vals.n; j++)
                 index_remove(&ix->indices[i], vals.v[j], e->key);
             values_release(&vals);
@@ -507,10 +564,12 @@ int ck_indexer_delete_key(struct ck_indexer *ix, const char *key, struct ck_err 
             v = next;
         }
     }
-    json_t *obj = e->value;
+    void *item = e->value;
+    bool compact = ix->compact;
     ck__strmap_remove(&ix->items, key);
     pthread_rwlock_unlock(&ix->lock);
-    ck__json_unref(obj);
+    ck__json_unref(stored);
+    item_free(compact, item);
     return 0;
 }
 
@@ -530,6 +589,9 @@ int ck_indexer_replace(struct ck_indexer *ix, const json_t *const *objs, size_t 
 {
     struct ck__strmap items = {0};
     int r = 0;
+    pthread_rwlock_rdlock(&ix->lock);
+    bool compact = ix->compact; /* set once, before the first object */
+    pthread_rwlock_unlock(&ix->lock);
     for (size_t i = 0; i < n; i++) {
         char *key = NULL;
         r = ck_meta_namespace_key(objs[i], &key, reterr);
@@ -542,8 +604,12 @@ int ck_indexer_replace(struct ck_indexer *ix, const json_t *const *objs, size_t 
             r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
             goto out_release_items;
         }
-        ck__json_unref(e->value); /* a later duplicate wins */
-        e->value = ck__json_ref(objs[i]);
+        item_free(compact, e->value); /* a later duplicate wins */
+        if (!(e->value = item_new(compact, objs[i]))) {
+            ck__strmap_remove(&items, e->key);
+            r = ck_err_set(reterr, CK_ENOMEM, "out of memory");
+            goto out_release_items;
+        }
     }
 
     pthread_rwlock_wrlock(&ix->lock);
@@ -553,7 +619,7 @@ int ck_indexer_replace(struct ck_indexer *ix, const json_t *const *objs, size_t 
         goto out_unlock;
     }
     for (size_t i = 0; i < ix->ndefs; i++) {
-        r = build_index(&ix->defs[i], &items, &indices[i]);
+        r = build_index(&ix->defs[i], &items, compact, &indices[i]);
         if (r < 0) {
             for (size_t k = 0; k < i; k++)
                 index_map_release(&indices[k]);
@@ -573,7 +639,7 @@ int ck_indexer_replace(struct ck_indexer *ix, const json_t *const *objs, size_t 
 out_unlock:
     pthread_rwlock_unlock(&ix->lock);
 out_release_items:
-    items_release(&items); /* the old content on success, the unused new one on failure */
+    items_release(&items, compact); /* the old content on success, the new one on failure */
     return r;
 }
 
@@ -581,10 +647,14 @@ int ck_indexer_get_by_key(struct ck_indexer *ix, const char *key, const json_t *
 {
     pthread_rwlock_rdlock(&ix->lock);
     struct ck__strmap_entry *e = ck__strmap_find(&ix->items, key);
-    if (e)
-        *ret_obj = ck__json_ref(e->value);
+    const json_t *obj = e ? item_obj(ix->compact, e->value) : NULL;
     pthread_rwlock_unlock(&ix->lock);
-    return e ? 0 : CK_ENOENT;
+    if (!e)
+        return CK_ENOENT;
+    if (!obj)
+        return CK_ENOMEM;
+    *ret_obj = obj;
+    return 0;
 }
 
 void ck_obj_list_release(struct ck_obj_list *list)
@@ -634,15 +704,19 @@ int ck_indexer_list(struct ck_indexer *ix, struct ck_obj_list *ret_list)
 {
     pthread_rwlock_rdlock(&ix->lock);
     struct ck_obj_list list = {ck__calloc(ix->items.len + 1, sizeof(json_t *)), 0};
+    bool oom = !list.items;
     if (list.items) {
         size_t bucket;
-        for (struct ck__strmap_entry *e = ck__strmap_next(&ix->items, NULL, &bucket); e;
+        for (struct ck__strmap_entry *e = ck__strmap_next(&ix->items, NULL, &bucket); e && !oom;
              e = ck__strmap_next(&ix->items, e, &bucket))
-            list.items[list.n++] = ck__json_ref(e->value);
+            oom = !(list.items[list.n++] = item_obj(ix->compact, e->value));
     }
     pthread_rwlock_unlock(&ix->lock);
-    if (!list.items)
+    if (oom) {
+        list.n -= list.n > 0; /* the last slot is NULL */
+        ck_obj_list_release(&list);
         return CK_ENOMEM;
+    }
     *ret_list = list;
     return 0;
 }
@@ -691,13 +765,18 @@ int ck_indexer_by_index(struct ck_indexer *ix, const char *index, const char *va
     int r = set ? keys_of(set, &keys) : CK_ENOENT;
     if (r == 0) {
         struct ck_obj_list list = {ck__calloc(keys.n + 1, sizeof(json_t *)), 0};
-        for (size_t i = 0; list.items && i < keys.n; i++)
-            list.items[list.n++] = ck__json_ref(ck__strmap_find(&ix->items, keys.keys[i])->value);
+        bool oom = !list.items;
+        for (size_t i = 0; !oom && i < keys.n; i++)
+            oom = !(list.items[list.n++] =
+                        item_obj(ix->compact, ck__strmap_find(&ix->items, keys.keys[i])->value));
         ck_key_list_release(&keys);
-        if (list.items)
+        if (!oom) {
             *ret_list = list;
-        else
+        } else {
+            list.n -= list.n > 0; /* the last slot is NULL */
+            ck_obj_list_release(&list);
             r = CK_ENOMEM;
+        }
     }
     pthread_rwlock_unlock(&ix->lock);
     if (r == CK_ENOMEM)

@@ -189,6 +189,8 @@ int ck_informer_new(const struct ck_informer_options *opts, struct ck_informer *
     ck__reflector_init(&inf->reflector);
     int r = oom ? ck_err_set(reterr, CK_ENOMEM, "out of memory")
                 : ck_indexer_new(&inf->indexer, reterr);
+    if (r == 0 && opts->compact)
+        ck_indexer_set_compact(inf->indexer);
     if (r == 0)
         r = ck_indexer_add_index(inf->indexer, CK_INDEX_NAMESPACE, ck_index_by_namespace, NULL,
                                  reterr);
@@ -594,6 +596,7 @@ struct ck_informer_factory {
     struct ck_clock *clock;
     ck_transform_func transform;
     void *transform_arg;
+    bool compact;
     struct ck_list_watch_maker maker; /* make NULL: the client */
     pthread_mutex_t lock;
     struct ck_informer **informers; /* grows by doubling; never shrinks */
@@ -618,6 +621,13 @@ int ck_informer_factory_new(struct ck_rest *client, const char *namespace, int64
     pthread_mutex_init(&f->lock, NULL);
     *ret_f = f;
     return 0;
+}
+
+void ck_informer_factory_set_compact(struct ck_informer_factory *f, bool compact)
+{
+    pthread_mutex_lock(&f->lock);
+    f->compact = compact;
+    pthread_mutex_unlock(&f->lock);
 }
 
 void ck_informer_factory_set_transform(struct ck_informer_factory *f, ck_transform_func fn,
@@ -732,6 +742,7 @@ struct ck_informer *ck_informer_factory_for(struct ck_informer_factory *f,
             .clock = f->clock,
             .transform = f->transform,
             .transform_arg = f->transform_arg,
+            .compact = f->compact,
         };
         if (ck_informer_new(&opts, &inf, NULL) == 0) {
             inf->factory = f;

@@ -53,10 +53,21 @@ static int failing_index(const json_t *obj, struct ck_index_values *out, void *a
     return json_object_get(json_object_get(obj, "metadata"), "labels") ? CK_EINVAL : 0;
 }
 
-static struct ck_indexer *new_indexer(void)
+/* The second run of the tests: every indexer keeps its objects as text. */
+static bool compact;
+
+static struct ck_indexer *empty_indexer(void)
 {
     struct ck_indexer *ix;
     assert_int_equal(ck_indexer_new(&ix, NULL), 0);
+    if (compact)
+        ck_indexer_set_compact(ix);
+    return ix;
+}
+
+static struct ck_indexer *new_indexer(void)
+{
+    struct ck_indexer *ix = empty_indexer();
     assert_int_equal(
         ck_indexer_add_index(ix, CK_INDEX_NAMESPACE, ck_index_by_namespace, NULL, NULL), 0);
     assert_int_equal(
@@ -310,8 +321,7 @@ static void test_unknown_and_duplicate_indices(void **state)
 static void test_an_index_added_later_covers_stored_objects(void **state)
 {
     (void)state;
-    struct ck_indexer *ix;
-    assert_int_equal(ck_indexer_new(&ix, NULL), 0);
+    struct ck_indexer *ix = empty_indexer();
     add_new(ix, pod("a", "x", "bert", NULL));
     add_new(ix, pod("b", "y", "bert", NULL));
     assert_int_equal(ck_indexer_add_index(ix, "users", index_by_users, NULL, NULL), 0);
@@ -370,6 +380,8 @@ static void test_replace_swaps_the_whole_content(void **state)
 static void test_references_outlive_updates_and_the_indexer(void **state)
 {
     (void)state;
+    if (compact)
+        skip(); /* a compact indexer holds no tree: the test below says what it does */
     struct ck_indexer *ix = new_indexer();
     json_t *v1 = pod("ns", "a", NULL, NULL);
     assert_int_equal(ck_indexer_add(ix, v1, NULL), 0);
@@ -384,6 +396,41 @@ static void test_references_outlive_updates_and_the_indexer(void **state)
         json_string_value(json_object_get(json_object_get(got, "metadata"), "name")), "a");
     ck_cached_unref(got);
     assert_int_equal(v1->refcount, 1);
+    json_decref(v1);
+}
+
+/*
+ * A compact indexer holds no reference on what it stores: each read decodes a tree equal
+ * to the stored object, the reader's own, so one reader's tree is not another's.
+ */
+static void test_compact_reads_decode_trees_of_their_own(void **state)
+{
+    (void)state;
+    if (!compact)
+        skip();
+    struct ck_indexer *ix = new_indexer();
+    json_t *v1 = pod("ns", "a", "bert", "uid-1");
+    json_object_set_new(v1, "spec",
+                        json_pack("{s:f, s:i, s:[b, n]}", "ratio", 0.5, "n", 3, "l", 1));
+    assert_int_equal(ck_indexer_add(ix, v1, NULL), 0);
+    assert_int_equal(v1->refcount, 1); /* ours alone */
+    const json_t *got, *again;
+    assert_int_equal(ck_indexer_get_by_key(ix, "ns/a", &got), 0);
+    assert_int_equal(ck_indexer_get_by_key(ix, "ns/a", &again), 0);
+    assert_ptr_not_equal(got, v1);
+    assert_ptr_not_equal(got, again);
+    assert_true(json_equal(got, v1));
+    assert_true(json_equal(again, v1));
+    struct ck_obj_list list;
+    assert_int_equal(ck_indexer_by_index(ix, "users", "bert", &list, NULL), 0);
+    assert_int_equal(list.n, 1);
+    assert_true(json_equal(list.items[0], v1));
+    ck_obj_list_release(&list);
+    ck_indexer_free(ix);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(got, "metadata"), "name")), "a");
+    ck_cached_unref(got);
+    ck_cached_unref(again);
     json_decref(v1);
 }
 
@@ -561,6 +608,13 @@ static void test_concurrent_readers_see_consistent_indices(void **state)
     ck_indexer_free(ix);
 }
 
+static int set_compact(void **state)
+{
+    (void)state;
+    compact = true;
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -579,6 +633,8 @@ int main(void)
         cmocka_unit_test(test_allocation_failure_keeps_every_change_atomic),
         cmocka_unit_test(test_allocation_failure_in_replace_and_add_index_changes_nothing),
         cmocka_unit_test(test_concurrent_readers_see_consistent_indices),
+        cmocka_unit_test(test_compact_reads_decode_trees_of_their_own),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("trees", tests, NULL, NULL);
+    return failed + cmocka_run_group_tests_name("compact", tests, set_compact, NULL);
 }

@@ -226,6 +226,7 @@ static void test_transform_strips_managed_fields(void **state)
     assert_int_equal(ck_informer_factory_new(c, NULL, 0, NULL, &plain, &err), 0);
     assert_int_equal(ck_informer_factory_new(c, NULL, 0, NULL, &trimmed, &err), 0);
     ck_informer_factory_set_transform(trimmed, ck_transform_strip_managed_fields, NULL);
+    ck_informer_factory_set_compact(trimmed, true); /* and cached as text, as ckube server's */
     struct ck_informer *kept = ck_informer_factory_for(plain, &pods);
     struct ck_informer *inf = ck_informer_factory_for(trimmed, &pods);
     struct recorder rec = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
@@ -257,6 +258,19 @@ static void test_transform_strips_managed_fields(void **state)
                         "b");
     ck_cached_unref(obj);
     assert_false(cached_has_managed_fields(inf, "default/t-0"));
+    /* the compact cache decodes a tree for each read; the plain one hands out its own */
+    const json_t *one = NULL, *two = NULL;
+    assert_int_equal(ck_indexer_get_by_key(ck_informer_indexer(inf), "default/t-1", &one), 0);
+    assert_int_equal(ck_indexer_get_by_key(ck_informer_indexer(inf), "default/t-1", &two), 0);
+    assert_ptr_not_equal(one, two);
+    assert_true(json_equal(one, two));
+    ck_cached_unref(one);
+    ck_cached_unref(two);
+    assert_int_equal(ck_indexer_get_by_key(ck_informer_indexer(kept), "default/t-1", &one), 0);
+    assert_int_equal(ck_indexer_get_by_key(ck_informer_indexer(kept), "default/t-1", &two), 0);
+    assert_ptr_equal(one, two);
+    ck_cached_unref(one);
+    ck_cached_unref(two);
 
     /* an informer of its own takes a transform before it starts */
     struct ck_informer_options opts = {.client = c, .res = &pods};
