@@ -387,6 +387,16 @@ static long get(CURL *e)
     return status;
 }
 
+/* get() over HTTP/2 (ALPN h2), checked to have been HTTP/2. */
+static long get_h2(CURL *e)
+{
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    long status = get(e), version = 0;
+    curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
+    assert_int_equal(version, CURL_HTTP_VERSION_2_0);
+    return status;
+}
+
 /* A TCP connection to the server on loopback; rcvbuf > 0 shrinks its receive buffer first. */
 static int connect_local(uint16_t port, int rcvbuf)
 {
@@ -501,11 +511,7 @@ static void test_h2_tls_alpn_and_client_cert(void **state)
     (void)state;
     snprintf(url, sizeof url, "https://localhost:%u/cert", ck_http_server_port(srv));
     CURL *e = easy(url, &b);
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    assert_int_equal(get(e), 200);
-    long version = 0;
-    curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
-    assert_int_equal(version, CURL_HTTP_VERSION_2_0);
+    assert_int_equal(get_h2(e), 200);
     assert_string_equal(b.data, "2 - tls");
     curl_easy_cleanup(e);
 
@@ -1314,11 +1320,7 @@ static void test_h2_stream_bytes_in_order(void **state)
             struct body b = {0};
             snprintf(url, sizeof url, "https://localhost:%u%s", ck_http_server_port(srv), path);
             CURL *e = easy(url, &b);
-            curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-            assert_int_equal(get(e), 200);
-            long version = 0;
-            curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
-            assert_int_equal(version, CURL_HTTP_VERSION_2_0);
+            assert_int_equal(get_h2(e), 200);
             assert_int_equal(b.len, want);
             for (size_t i = 0; i < b.len; i++)
                 if (b.data[i] != 'a' + (int)(i / shapes[k].size) % 26)
