@@ -280,9 +280,9 @@ enum ck__res ck__respond_pieces(struct ck__req *req, unsigned status,
                                 void *arg)
 {
     struct pieces *b = ck__calloc(1, sizeof(*b));
-    if (!b) {
+    if (!b) { /* ours to answer, unlike libmicrohttpd's own allocations below */
         release(arg);
-        return CK__NO;
+        return ck__fail_no_memory(req);
     }
     *b = (struct pieces){.p = pieces, .n = n, .release = release, .arg = arg};
     uint64_t size = 0;
