@@ -280,9 +280,27 @@ static struct ck__cel_val *formatted(struct ck__cel_eval *ev, const json_t *j, c
     return v;
 }
 
+/* Whether name is its own escaped form: letters, digits and single underscores, not
+ * starting with a digit, no reserved word (most keys; they need no copy). */
+static bool escapes_to_itself(const char *name)
+{
+    if (!*name || (*name >= '0' && *name <= '9'))
+        return false;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              (*p == '_' && p[1] != '_')))
+            return false;
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+        if (reserved[i][0] == name[0] && !strcmp(reserved[i], name))
+            return false;
+    return true;
+}
+
 /* An object's key as CEL reaches it: a property of the schema by its escaped name. */
 static struct ck__cel_val *key_of(struct ck__cel_eval *ev, const char *key, const json_t *schema)
 {
+    if (escapes_to_itself(key))
+        return ck__cel_str(ev, CK_CEL_STRING, key, strlen(key));
     struct ck__buf b = {0};
     bool escaped = json_object_get(json_object_get(schema, "properties"), key) &&
                    ck__cel_escape(key, &b) && b.p;
