@@ -1097,9 +1097,12 @@ static bool header_acceptable(struct ck__req *hreq, struct request *req, const c
 
 /*
  * Whether a request waits long enough to take it off its libmicrohttpd thread:
- * every write (its commit on the store) and every proxied request (its
- * upstream's answer, up to a minute), not reads, watches or protocol upgrades
- * (pods/exec keeps its connection on its thread).
+ * every write (its commit on the store), every proxied request (its
+ * upstream's answer, up to a minute) and every protocol upgrade (exec, attach,
+ * port-forward: the node agent's leg opens before the 101, and an agent may
+ * take its time, for instance while its pod's sync writes the pod's status to
+ * this server, which would then wait on a thread the upgrade holds); not reads
+ * or watches.
  */
 static bool waits_on_store(const char *method, const char *url, struct ck__req *hreq)
 {
@@ -1109,9 +1112,10 @@ static bool waits_on_store(const char *method, const char *url, struct ck__req *
     struct ck__aggregated_request aggregated;
     if (ck__aggregated_path(url, &aggregated) == 0)
         return true; /* possibly relayed to an APIService's backend */
-    if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 || strcmp(method, "OPTIONS") == 0)
-        return false;
-    return !ck__req_header(hreq, "Upgrade");
+    if (ck__req_header(hreq, "Upgrade"))
+        return true; /* exec, attach, port-forward: the node's leg opens before the 101 */
+    return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
+           strcmp(method, "OPTIONS") != 0;
 }
 
 /* The request has run (a watch has started): its seats, or its max-in-flight slot, go. */
