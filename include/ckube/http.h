@@ -139,7 +139,9 @@ struct ck_http_config {
 
 /*
  * Makes a server and binds its listeners (one per loop, SO_REUSEPORT) without
- * serving yet. Returns 0 and sets *ret_srv, or a negative CK_E* code (CK_EINVAL
+ * serving yet. The process must ignore SIGPIPE (`ckube` does at start):
+ * libevent and OpenSSL write to sockets with write(2), which raises it when a
+ * client has gone. Returns 0 and sets *ret_srv, or a negative CK_E* code (CK_EINVAL
  * for an unreadable certificate or key, CK_EADDRINUSE) with *errbuf filled when
  * given.
  */
