@@ -1,7 +1,8 @@
 /*
  * test_policy_typecheck.c - tests for lib/apiserver/admission/typecheck.c: the warnings
  * Kubernetes writes to a ValidatingAdmissionPolicy's status.typeChecking, over the
- * built-in kinds' schemas with their $refs (DeploymentSpec, PodTemplateSpec, ObjectMeta).
+ * built-in kinds' schemas with their $refs (DeploymentSpec, PodTemplateSpec, ObjectMeta),
+ * params of the paramKind's type.
  */
 #include "cktest.h"
 
@@ -108,12 +109,37 @@ static void test_every_kind_and_wildcards(void **state)
     json_decref(w);
 }
 
+/* params has the paramKind's type; the other variables are declared as Kubernetes does. */
+static void test_params_of_the_param_kind(void **state)
+{
+    (void)state;
+    json_t *policy = json_loads(
+        "{\"spec\":{\"paramKind\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"},"
+        "\"matchConstraints\":{\"resourceRules\":[{\"apiGroups\":[\"apps\"],"
+        "\"apiVersions\":[\"v1\"],\"resources\":[\"deployments\"]}]},"
+        "\"validations\":[{\"expression\":\"int(params.data['max']) >= object.spec.replicas && "
+        "namespaceObject.metadata.name != '' && authorizer.group('apps').resource('deployments')"
+        ".check('create').allowed() && variables.x\"},"
+        "{\"expression\":\"params.data['max'] > 1\"}]}}",
+        0, NULL);
+    assert_non_null(policy);
+    json_t *w = NULL;
+    assert_int_equal(ck__policy_typecheck(policy, schemas(), &w), 0);
+    assert_int_equal(json_array_size(w), 1);
+    assert_non_null(strstr(warning(w, 0, "spec.validations[1].expression"),
+                           "apps/v1, Kind=Deployment: ERROR: <input>:1:20: found no matching "
+                           "overload for '_>_' applied to '(string, int)'"));
+    json_decref(w);
+    json_decref(policy);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mistyped_expressions_warn),
         cmocka_unit_test(test_well_typed_policy_has_no_warnings),
         cmocka_unit_test(test_every_kind_and_wildcards),
+        cmocka_unit_test(test_params_of_the_param_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -80,7 +80,7 @@ static int by_gvk(const void *a, const void *b)
 }
 
 /* typesToCheck: the kinds of the rules' resources, deduplicated and sorted. */
-static size_t types_to_check(const json_t *policy, struct gvk *out)
+static size_t types_to_check(const json_t *policy, struct gvk *out, size_t max)
 {
     size_t n = 0, i;
     const json_t *rule;
@@ -97,13 +97,13 @@ static size_t types_to_check(const json_t *policy, struct gvk *out)
             for (size_t b = 0; b < nv; b++)
                 for (size_t c = 0; c < nr; c++) {
                     const struct ck_kind *k = ck_kind_lookup(g[a], v[b], r[c]);
-                    if (!k)
+                    if (!k || !k->schema)
                         continue;
                     struct gvk t = {k->group, k->version, k->kind, k->schema};
                     bool seen = false;
                     for (size_t j = 0; j < n && !seen; j++)
                         seen = !by_gvk(&out[j], &t);
-                    if (!seen)
+                    if (!seen && n < max)
                         out[n++] = t;
                     if (++count == MAX_TYPES)
                         goto done;
@@ -225,7 +225,7 @@ static char *check_expression(const char *expr, const struct gvk *kinds, size_t 
 int ck__policy_typecheck(const json_t *policy, const struct ck_schemas *set, json_t **ret_warnings)
 {
     struct gvk kinds[256];
-    size_t nkinds = types_to_check(policy, kinds);
+    size_t nkinds = types_to_check(policy, kinds, sizeof(kinds) / sizeof(kinds[0]));
     const json_t *spec = json_object_get(policy, "spec");
     const json_t *pk = json_object_get(spec, "paramKind");
     struct resolver res = {
