@@ -157,7 +157,10 @@ bool ck_cel_program_references(const struct ck_cel_program *prog, const char *na
  * else dyn. resource_root: the schema is a resource's root (or an embedded
  * resource), which always has apiVersion, kind, metadata.name and
  * metadata.generateName. type_name: the name of the schema's object type in messages
- * (NULL: "object"). optional: the variable is optional_type(T).
+ * (NULL: "object"). optional: the variable is optional_type(T). resolve (may be NULL):
+ * gives the schema a "$ref" names (or NULL), for schemas that are not inlined (a
+ * "$ref", or an "allOf" of one "$ref", stands for the schema it names, as Kubernetes'
+ * schema resolver inlines them); the decls of one check share one resolver.
  */
 struct ck_cel_decl {
     const char *name;
@@ -166,6 +169,8 @@ struct ck_cel_decl {
     const char *type_name;
     bool resource_root;
     bool optional;
+    const json_t *(*resolve)(const char *ref, void *arg);
+    void *resolve_arg;
 };
 
 /*

@@ -40,8 +40,7 @@
  * (ck__shared_schemas()), never freed either. A pass over many definitions
  * ends with ck__memory_release(): their decoded JSON is megabytes, freed at once.
  *
- * Threading: the watch callback only raises `dirty` under c->lock; the
- * thread does all the work. `served` is guarded by served_lock.
+ * Threading: the thread (pass_thread.c) does all the work. `served` is guarded by served_lock.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -257,25 +256,10 @@ struct ck__crd_controller {
     struct ck__registry *registry; /* borrowed from the server */
     const struct ck_schemas *base; /* the built-in schemas CR schemas lie over */
     const struct ck_kind *crd_kind;
-    struct ck_store_watch *watch;
-    pthread_t thread;
-    bool started;
-    pthread_mutex_t lock; /* guards dirty and stop */
-    pthread_cond_t wake;
-    bool dirty, stop;
-    char **held; /* the definitions this controller holds kinds of */
+    struct ck__pass_thread *loop; /* runs sync_all() on every change */
+    char **held;                  /* the definitions this controller holds kinds of */
     size_t n_held;
 };
-
-static void on_event(const struct ck_store_event *event, void *arg)
-{
-    (void)event;
-    struct ck__crd_controller *c = arg;
-    pthread_mutex_lock(&c->lock);
-    c->dirty = true;
-    pthread_cond_signal(&c->wake);
-    pthread_mutex_unlock(&c->lock);
-}
 
 static const json_t *find_condition(const json_t *crd, const char *type)
 {
@@ -720,31 +704,9 @@ static bool sync_all(struct ck__crd_controller *c)
     return again;
 }
 
-static void *controller_main(void *arg)
+static bool pass(void *arg)
 {
-    struct ck__crd_controller *c = arg;
-    bool again = false;
-    pthread_mutex_lock(&c->lock);
-    while (!c->stop) {
-        if (!c->dirty) {
-            if (again) {
-                struct timespec until;
-                clock_gettime(CLOCK_REALTIME, &until);
-                until.tv_sec += 1;
-                pthread_cond_timedwait(&c->wake, &c->lock, &until);
-            } else {
-                pthread_cond_wait(&c->wake, &c->lock);
-            }
-            if (c->stop)
-                break;
-        }
-        c->dirty = false;
-        pthread_mutex_unlock(&c->lock);
-        again = sync_all(c);
-        pthread_mutex_lock(&c->lock);
-    }
-    pthread_mutex_unlock(&c->lock);
-    return NULL;
+    return sync_all(arg);
 }
 
 int ck__crd_start(struct ck__registry *registry, const struct ck_schemas *base,
@@ -760,21 +722,8 @@ int ck__crd_start(struct ck__registry *registry, const struct ck_schemas *base,
     c->registry = registry;
     c->base = base;
     c->crd_kind = crd_kind;
-    pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->wake, NULL);
-    char prefix[128];
-    int plen = ck__collection_prefix(crd_kind, NULL, prefix, sizeof(prefix));
-    int r = ck_store_watch(registry->store, prefix, (size_t)plen, true, 0, on_event, c, &c->watch,
-                           reterr);
-    if (r == 0) {
-        /* what is stored is served before the first request */
-        sync_all(c);
-        c->dirty = true; /* and once more, for what that pass wrote */
-        if (pthread_create(&c->thread, NULL, controller_main, c) != 0)
-            r = ck_err_set(reterr, CK_EIO, "cannot start the customresourcedefinition controller");
-        else
-            c->started = true;
-    }
+    /* what is stored is served before the first request */
+    int r = ck__pass_thread_start(registry->store, crd_kind, true, pass, c, &c->loop, reterr);
     if (r < 0) {
         ck__crd_stop(c);
         return r;
@@ -787,14 +736,7 @@ struct ck__crd_controller *ck__crd_stop(struct ck__crd_controller *c)
 {
     if (!c)
         return NULL;
-    ck_store_watch_cancel(c->watch);
-    if (c->started) {
-        pthread_mutex_lock(&c->lock);
-        c->stop = true;
-        pthread_cond_signal(&c->wake);
-        pthread_mutex_unlock(&c->lock);
-        pthread_join(c->thread, NULL);
-    }
+    c->loop = ck__pass_thread_stop(c->loop);
     pthread_mutex_lock(&served_lock);
     for (size_t i = 0; i < c->n_held; i++) {
         release_hold(c->held[i]);
@@ -803,8 +745,6 @@ struct ck__crd_controller *ck__crd_stop(struct ck__crd_controller *c)
     flush_pending();
     pthread_mutex_unlock(&served_lock);
     free(c->held);
-    pthread_mutex_destroy(&c->lock);
-    pthread_cond_destroy(&c->wake);
     free(c);
     return NULL;
 }

@@ -347,6 +347,13 @@ bool ck__admission_authorize(struct ck__registry *reg, const struct ck_rbac_requ
 void ck__admission_authorize_params(struct ck__registry *reg, const struct ck_kind *kind,
                                     const json_t *obj, const json_t *old,
                                     const struct ck_auth_user *user, struct ck_field_errors *errs);
+/*
+ * The type checking of a ValidatingAdmissionPolicy (admission/typecheck.c): 0 and
+ * *ret_warnings, a new array of {fieldRef, warning} as Kubernetes writes to
+ * status.typeChecking.expressionWarnings (empty when none), the kinds' schemas from set;
+ * CK_ENOMEM.
+ */
+int ck__policy_typecheck(const json_t *policy, const struct ck_schemas *set, json_t **ret_warnings);
 /* The `request` variable of a (a new reference; NULL when out of memory). */
 json_t *ck__admission_cel_request(const struct ck__admission_attrs *a);
 /*
@@ -947,6 +954,35 @@ void ck__namespace_cache_forget(struct ck__namespace_cache *c, const char *name)
 /* What the watch's callback does with an event (a test feeds it errors). */
 void ck__namespace_cache_event(struct ck__namespace_cache *c, const struct ck_store_event *ev);
 
+/* ---- the server's controllers' loop (pass_thread.c) ----------------------- */
+
+struct ck__pass_thread;
+
+/*
+ * Starts a thread that runs pass(arg) whenever the stored objects of kind change (and a
+ * second after a pass that returned true), first once on that thread, or here before
+ * this returns when first_here. 0, CK_ENOMEM or CK_EIO.
+ */
+int ck__pass_thread_start(struct ck_store *store, const struct ck_kind *kind, bool first_here,
+                          bool (*pass)(void *arg), void *arg, struct ck__pass_thread **ret,
+                          struct ck_err *reterr);
+/* Stops the watch and joins the thread (NULL: no-op). Returns NULL. */
+struct ck__pass_thread *ck__pass_thread_stop(struct ck__pass_thread *t);
+
+/* ---- ValidatingAdmissionPolicy status (policy_status.c) ------------------ */
+
+struct ck__policy_status;
+
+/*
+ * Starts the thread that writes the stored policies' status.observedGeneration and
+ * status.typeChecking (the kinds' schemas from schemas, borrowed). *ret is NULL when
+ * policies are not a served kind. 0, CK_ENOMEM or CK_EIO.
+ */
+int ck__policy_status_start(struct ck__registry *registry, const struct ck_schemas *schemas,
+                            struct ck__policy_status **ret, struct ck_err *reterr);
+/* Stops the thread (NULL: no-op). Returns NULL. */
+struct ck__policy_status *ck__policy_status_stop(struct ck__policy_status *c);
+
 /* ---- CustomResourceDefinitions (crd.c) ----------------------------------- */
 
 struct ck__crd_controller;
@@ -1023,6 +1059,7 @@ struct ck_apiserver {
     struct ck__registry *registry;
     struct ck__admission_chain *admission; /* the registry's, owned here */
     struct ck__crd_controller *crds;
+    struct ck__policy_status *policy_status;
     struct ck__metrics *metrics;
     struct ck__metrics_api *metrics_api; /* metrics.k8s.io's scrapes (metrics_api.c) */
     struct ck_fg_gate *feature_gates;    /* the config's, or own_gates */

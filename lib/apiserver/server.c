@@ -1783,6 +1783,7 @@ static void teardown(struct ck_apiserver *server)
     server->apf = ck__apf_free(server->apf); /* no request left: the daemon is stopped */
     ck__workers_free(server->workers);
     server->ttl = ck__ttl_stop(server->ttl);
+    server->policy_status = ck__policy_status_stop(server->policy_status);
     server->crds = ck__crd_stop(server->crds);
     server->conns = ck__conns_free(server->conns);
     if (server->registry) {
@@ -1938,6 +1939,9 @@ int ck_apiserver_start(const struct ck_apiserver_config *config, struct ck_apise
     }
     if (r == 0)
         r = ck__crd_start(server->registry, server->schemas, &server->crds, reterr);
+    if (r == 0)
+        r = ck__policy_status_start(server->registry, server->schemas, &server->policy_status,
+                                    reterr);
     if (r == 0 && pthread_create(&server->ticker, NULL, ticker_main, server) != 0) {
         server->ticker = 0;
         r = ck_err_set(reterr, CK_EIO, "cannot start the watch ticker thread");

@@ -106,6 +106,9 @@ struct checker {
     struct issue *issues;
     size_t nissues, cap, truncated;
     bool nomem;
+    /* the decls' $ref resolver (every decl that has one shares it) */
+    const json_t *(*resolve)(const char *ref, void *arg);
+    void *resolve_arg;
 };
 
 #define MAX_ISSUES 100
@@ -897,8 +900,25 @@ static void expand(struct checker *c, struct ty *o)
     add_field(c, o, "metadata", meta);
 }
 
+/* The schema s stands for: the one its "$ref" names, or allOf's only "$ref" (how OpenAPI
+ * v3 writes a reference with a default), as Kubernetes' schema resolver inlines them. */
+static const json_t *deref(struct checker *c, const json_t *s)
+{
+    for (int hops = 0; c->resolve && json_is_object(s) && hops < 16; hops++) {
+        const json_t *all = json_object_get(s, "allOf");
+        const char *ref = json_string_value(json_object_get(s, "$ref"));
+        if (!ref && json_array_size(all) == 1)
+            ref = json_string_value(json_object_get(json_array_get(all, 0), "$ref"));
+        if (!ref)
+            break;
+        s = c->resolve(ref, c->resolve_arg);
+    }
+    return s;
+}
+
 static struct ty *schema_type(struct checker *c, const json_t *s, bool root, const char *name)
 {
+    s = deref(c, s);
     if (!json_is_object(s))
         return NULL;
     if (json_is_true(json_object_get(s, "x-kubernetes-int-or-string")))
@@ -962,6 +982,10 @@ int ck_cel_check(const struct ck_cel_program *prog, const struct ck_cel_decl *de
     c.decl_types = ck__cel_alloc(&c.arena, (ndecls ? ndecls : 1) * sizeof(*c.decl_types));
     if (!c.decl_types)
         c.nomem = true;
+    for (size_t i = 0; i < ndecls && !c.resolve; i++) {
+        c.resolve = decls[i].resolve;
+        c.resolve_arg = decls[i].resolve_arg;
+    }
     for (size_t i = 0; !c.nomem && i < ndecls; i++) {
         struct ty *t = NULL;
         if (decls[i].schema)

@@ -6,7 +6,9 @@
 # annotation, ckube having no audit log); a binding's missing parameters under
 # parameterNotFoundAction Deny; a policy refused when written (an expression that does
 # not compile); a policy whose validation asks the `authorizer` whether the request's
-# user may list secrets; policies and bindings whose writer may not read their parameters.
+# user may list secrets; policies and bindings whose writer may not read their parameters;
+# the status controller's type checking (status.typeChecking in Kubernetes' words, checked
+# again when the policy changes).
 #
 # Usage: test_admission_policy.sh PATH/TO/ckube [STORE_URL]
 set -u
@@ -205,6 +207,43 @@ k apply -f "$work/broken.yaml" >"$work/out" 2>&1
 check "an expression that does not compile is refused" grep -qF \
     'spec.validations[0].expression: Invalid value: "object.spec.replicas <=": compilation failed: ERROR: <input>:1:' \
     "$work/out"
+
+# the status controller type-checks every policy against the kinds it matches
+wait_for "a policy's generation is observed" validatingadmissionpolicy/replica-limit '{.status.observedGeneration}=1'
+check "a well-typed policy has no warnings" sh -c \
+    '[ "$(kubectl get validatingadmissionpolicy replica-limit -o jsonpath={.status.typeChecking})" = "{}" ]'
+cat >"$work/mistyped.yaml" <<'YAML'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: mistyped
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["deployments"]
+  validations:
+  - expression: "object.spec.replicas + 'x'"
+  - expression: "object.spec.nosuchfield"
+YAML
+k apply -f "$work/mistyped.yaml" >/dev/null 2>&1
+wait_for "a mistyped policy is observed" validatingadmissionpolicy/mistyped '{.status.observedGeneration}=1'
+k get validatingadmissionpolicy mistyped -o jsonpath='{.status.typeChecking}' >"$work/out" 2>&1
+check "the warning names the field" grep -qF '"fieldRef":"spec.validations[0].expression"' "$work/out"
+k get validatingadmissionpolicy mistyped \
+    -o jsonpath='{.status.typeChecking.expressionWarnings[*].warning}' >"$work/out" 2>&1
+check "the warning has Kubernetes' words" grep -qF \
+    "apps/v1, Kind=Deployment: ERROR: <input>:1:22: found no matching overload for '_+_' applied to '(int, string)'" \
+    "$work/out"
+check "an undefined field is a warning" grep -qF "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'nosuchfield'" "$work/out"
+k patch validatingadmissionpolicy mistyped --type=json \
+    -p '[{"op":"remove","path":"/spec/validations/1"},{"op":"replace","path":"/spec/validations/0/expression","value":"object.spec.replicas > 0"}]' \
+    >/dev/null 2>&1
+wait_for "a changed policy is checked again" validatingadmissionpolicy/mistyped '{.status.observedGeneration}=2'
+check "the fixed policy has no warnings" sh -c \
+    '[ "$(kubectl get validatingadmissionpolicy mistyped -o jsonpath={.status.typeChecking})" = "{}" ]'
 
 stop_server
 finish

@@ -10,8 +10,10 @@
  * validateValidationActions) with its words. Every expression is compiled when the
  * policy is written, as Kubernetes compiles it, so a syntax error or an unknown function
  * is a 422 (`compilation failed: ERROR: <input>:1:5: ...`); what only Kubernetes' type
- * checker finds (a variable that is not declared, a result that is not a bool) shows up
- * when the policy is evaluated (docs/differences.md). The rules, selectors and match
+ * checker finds (a variable that is not declared, a result that is not a bool) is no
+ * refusal: it is a warning in the policy's status.typeChecking (written by
+ * lib/apiserver/policy_status.c) and an error when the policy is evaluated
+ * (docs/differences.md). The rules, selectors and match
  * conditions are checked by the webhook configurations' code (webhookconfiguration.c).
  * The defaults (failurePolicy Fail, matchPolicy Equivalent, empty selectors, rule scope
  * "*") are the schema's.

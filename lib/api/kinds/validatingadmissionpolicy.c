@@ -7,9 +7,10 @@
  * cluster-scoped, a status subresource (reset on create, kept by spec writes), the
  * generation counts changes of the spec. Validation is admissionpolicy.c's; the
  * ValidatingAdmissionPolicy admission plugin (lib/apiserver/admission/policy.c) reads
- * these objects. Its status.typeChecking is not written: ckube has no CEL type checker;
- * and the writer's right to read the paramKind is not checked (Kubernetes' authz.go), as
- * for the binding (docs/differences.md).
+ * these objects; their status (observedGeneration, typeChecking) is written by the
+ * server's status controller (lib/apiserver/policy_status.c). The writer's right to read
+ * the paramKind is not checked (Kubernetes' authz.go), as for the binding
+ * (docs/differences.md).
  *
  * Threading: the descriptor is static and immutable; the hooks are pure.
  *
